@@ -1,0 +1,36 @@
+// Package domain holds what every workflow shares: the user, the not-found
+// error that storage maps pgx.ErrNoRows to, and the clock. Each workflow lives
+// in its own subpackage (vacancy, analysis, dispatch, memory) and declares the
+// small interfaces it needs; domain never imports bot, jobs, storage or telebot.
+package domain
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by repositories when the row asked for does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Languages the bot speaks; the first is the fallback.
+var Languages = []string{"en", "ru", "uk"}
+
+// User is a Telegram user known to the bot.
+type User struct {
+	ID        int64
+	Username  string
+	FirstName string
+	// Language is the one chosen with /lang; empty means Telegram's language_code decides.
+	Language  string
+	CreatedAt time.Time
+}
+
+// SupportedLanguage reports whether lang is one the bot has a catalogue for.
+func SupportedLanguage(lang string) bool {
+	for _, l := range Languages {
+		if l == lang {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,73 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// JobRun is one run of a periodic job as the scheduler reports it. Its fields
+// match jobs.Run one for one, in order, so main adapts without either
+// package importing the other: storage.JobRun(run) is a plain conversion.
+type JobRun struct {
+	Name      string
+	Replica   string
+	StartedAt time.Time
+	Duration  time.Duration
+	Err       string // empty when the run succeeded
+}
+
+// JobRunSummary is a job's row in job_runs: its latest run on any replica
+// and counters over all replicas.
+type JobRunSummary struct {
+	JobRun
+	Runs     int64
+	Failures int64
+}
+
+// RecordJobRun counts a run and makes it the job's latest unless a later one
+// is already stored: replicas report concurrently, and a slow report of an
+// old run must not hide a newer one.
+func (s *Store) RecordJobRun(ctx context.Context, r JobRun) error {
+	const q = `
+INSERT INTO job_runs AS j (name, replica, started_at, duration_ms, error, runs, failures)
+VALUES ($1, $2, $3, $4, $5::text, 1, CASE WHEN $5::text = '' THEN 0 ELSE 1 END)
+ON CONFLICT (name) DO UPDATE SET
+    replica     = CASE WHEN EXCLUDED.started_at >= j.started_at THEN EXCLUDED.replica     ELSE j.replica     END,
+    duration_ms = CASE WHEN EXCLUDED.started_at >= j.started_at THEN EXCLUDED.duration_ms ELSE j.duration_ms END,
+    error       = CASE WHEN EXCLUDED.started_at >= j.started_at THEN EXCLUDED.error       ELSE j.error       END,
+    started_at  = GREATEST(j.started_at, EXCLUDED.started_at),
+    runs        = j.runs + 1,
+    failures    = j.failures + EXCLUDED.failures`
+	_, err := s.pool.Exec(ctx, q, r.Name, r.Replica, r.StartedAt.UTC(), r.Duration.Milliseconds(), r.Err)
+	if err != nil {
+		return fmt.Errorf("record run of job %s: %w", r.Name, err)
+	}
+	return nil
+}
+
+// JobRuns lists every job that has run, by name, for /status.
+func (s *Store) JobRuns(ctx context.Context) ([]JobRunSummary, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT name, replica, started_at, duration_ms, error, runs, failures
+FROM job_runs ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("job runs: %w", err)
+	}
+	defer rows.Close()
+	var out []JobRunSummary
+	for rows.Next() {
+		var r JobRunSummary
+		var ms int64
+		if err := rows.Scan(&r.Name, &r.Replica, &r.StartedAt, &ms, &r.Err, &r.Runs, &r.Failures); err != nil {
+			return nil, fmt.Errorf("job runs: %w", err)
+		}
+		r.Duration = time.Duration(ms) * time.Millisecond
+		r.StartedAt = r.StartedAt.UTC()
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("job runs: %w", err)
+	}
+	return out, nil
+}

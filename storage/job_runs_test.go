@@ -1,0 +1,58 @@
+package storage_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/storage"
+	"switchboard/storage/storagetest"
+)
+
+func TestJobRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storagetest.New(t)
+
+	runs, err := st.JobRuns(ctx)
+	require.NoError(t, err)
+	require.Empty(t, runs)
+
+	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	record := func(r storage.JobRun) {
+		t.Helper()
+		require.NoError(t, st.RecordJobRun(ctx, r))
+	}
+	record(storage.JobRun{Name: "fetch", Replica: "a", StartedAt: t0, Duration: 1500 * time.Millisecond})
+	record(storage.JobRun{Name: "fetch", Replica: "b", StartedAt: t0.Add(time.Minute), Duration: 20 * time.Millisecond, Err: "hh: 503"})
+	// A slow report of an older run: counted, but the latest run stays.
+	record(storage.JobRun{Name: "fetch", Replica: "a", StartedAt: t0.Add(-time.Minute), Duration: time.Second})
+	record(storage.JobRun{Name: "autoclose", Replica: "a", StartedAt: t0, Duration: 0})
+
+	runs, err = st.JobRuns(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []storage.JobRunSummary{
+		{JobRun: storage.JobRun{Name: "autoclose", Replica: "a", StartedAt: t0}, Runs: 1},
+		{JobRun: storage.JobRun{Name: "fetch", Replica: "b", StartedAt: t0.Add(time.Minute), Duration: 20 * time.Millisecond, Err: "hh: 503"}, Runs: 3, Failures: 1},
+	}, runs)
+
+	// A success after a failure clears the shown error but not the count.
+	record(storage.JobRun{Name: "fetch", Replica: "a", StartedAt: t0.Add(2 * time.Minute), Duration: 5 * time.Millisecond})
+	runs, err = st.JobRuns(ctx)
+	require.NoError(t, err)
+	require.Equal(t, storage.JobRunSummary{
+		JobRun: storage.JobRun{Name: "fetch", Replica: "a", StartedAt: t0.Add(2 * time.Minute), Duration: 5 * time.Millisecond},
+		Runs:   4, Failures: 1,
+	}, runs[1])
+}
+
+func TestJobRunsCanceledContext(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := st.RecordJobRun(ctx, storage.JobRun{Name: "x", Replica: "a", StartedAt: time.Now()})
+	require.ErrorIs(t, err, context.Canceled)
+}

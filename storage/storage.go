@@ -1,0 +1,183 @@
+// Package storage is Switchboard's PostgreSQL layer: the pgx pool, the
+// embedded goose migrations applied under an advisory lock, the WithTx helper,
+// and one repository file per aggregate (users.go, job_runs.go, …). It
+// implements the small interfaces the domain packages declare; nothing above
+// it writes SQL.
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"switchboard/domain"
+	"switchboard/migrations"
+)
+
+// Store is the repository over one PostgreSQL database.
+type Store struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+}
+
+// Open connects to databaseURL, creating the database first when the server
+// lacks it, so a newcomer needs no manual SQL.
+func Open(ctx context.Context, databaseURL string, log *slog.Logger) (*Store, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := EnsureDatabase(ctx, databaseURL, log); err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ping database: %w", err)
+	}
+	return &Store{pool: pool, log: log}, nil
+}
+
+// Pool exposes the pool to the few places that need raw access
+// (the LISTEN connection, tests, benchmarks).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close closes the pool; it waits for acquired connections to be released.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping reports whether the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// EnsureDatabase creates the database named in databaseURL when the server
+// does not have it. Replicas may race here: "already exists" is success.
+func EnsureDatabase(ctx context.Context, databaseURL string, log *slog.Logger) error {
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err == nil {
+		return conn.Close(ctx)
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "3D000" { // invalid_catalog_name
+		return fmt.Errorf("connect to database: %w", err)
+	}
+	name := cfg.Database
+	admin := cfg.Copy()
+	admin.Database = "postgres"
+	aconn, err := pgx.ConnectConfig(ctx, admin)
+	if err != nil {
+		return fmt.Errorf("connect to maintenance database to create %q: %w", name, err)
+	}
+	defer aconn.Close(context.WithoutCancel(ctx))
+	_, err = aconn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "42P04") { // duplicate_database
+		return fmt.Errorf("create database %q: %w", name, err)
+	}
+	log.Info("database created", "database", name)
+	return nil
+}
+
+// migrationLockID keys the session advisory lock goose holds while migrating,
+// so replicas that start together apply each migration exactly once.
+const migrationLockID = 0x5377_6974_6368 // "Switch"
+
+func (s *Store) provider() (*goose.Provider, *sql.DB, error) {
+	locker, err := lock.NewPostgresSessionLocker(
+		lock.WithLockID(migrationLockID),
+		// Poll every second for up to five minutes: a peer's migration is short.
+		lock.WithLockTimeout(1, 300),
+	)
+	if err != nil {
+		return nil, nil, fmt.Errorf("migration locker: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(s.pool)
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS,
+		goose.WithSessionLocker(locker),
+		goose.WithDisableGlobalRegistry(true),
+	)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("migration provider: %w", err)
+	}
+	return p, db, nil
+}
+
+// Migrate applies every pending migration, each in its own transaction.
+func (s *Store) Migrate(ctx context.Context) error {
+	p, db, err := s.provider()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	results, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("apply migrations: %w", err)
+	}
+	for _, r := range results {
+		s.log.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+	}
+	return nil
+}
+
+// MigrationsPending reports whether the database lags the embedded schema
+// (for /readyz: a replica on a newer build must not serve an old schema).
+func (s *Store) MigrationsPending(ctx context.Context) (bool, error) {
+	p, db, err := s.provider()
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	pending, err := p.HasPending(ctx)
+	if err != nil {
+		return false, fmt.Errorf("check migrations: %w", err)
+	}
+	return pending, nil
+}
+
+// WithTx runs fn in a transaction, committing when fn returns nil. The
+// rollback uses a context that outlives cancellation, so a cancelled request
+// never leaves a transaction open on a pooled connection.
+func (s *Store) WithTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tx.Rollback(rctx) // a no-op after commit
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// interpretError is the one place pgx's "no rows" becomes domain.ErrNotFound.
+func interpretError(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.ErrNotFound
+	}
+	return err
+}

@@ -1,0 +1,166 @@
+package storage_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
+	"switchboard/storage"
+	"switchboard/storage/storagetest"
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestMigrateConcurrentlyOnEmptyDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	url := storagetest.NewDatabase(t)
+
+	const replicas = 2
+	var wg sync.WaitGroup
+	errs := make([]error, replicas)
+	for i := range replicas {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := storage.Open(ctx, url, quiet)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer st.Close()
+			errs[i] = st.Migrate(ctx)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+
+	st, err := storage.Open(ctx, url, quiet)
+	require.NoError(t, err)
+	defer st.Close()
+	var applied int
+	require.NoError(t, st.Pool().QueryRow(ctx,
+		`SELECT count(*) FROM goose_db_version WHERE version_id > 0 AND is_applied`).Scan(&applied))
+	entries, err := migrationsCount()
+	require.NoError(t, err)
+	require.Equal(t, entries, applied, "each migration recorded exactly once")
+
+	// Re-applying is a no-op.
+	require.NoError(t, st.Migrate(ctx))
+	var after int
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM goose_db_version`).Scan(&after))
+	require.Equal(t, applied+1, after, "only the initial version-0 row besides the migrations")
+	pending, err := st.MigrationsPending(ctx)
+	require.NoError(t, err)
+	require.False(t, pending)
+}
+
+func migrationsCount() (int, error) {
+	n := 0
+	entries, err := migrationsDir()
+	for _, e := range entries {
+		if strings.HasSuffix(e, ".sql") {
+			n++
+		}
+	}
+	return n, err
+}
+
+func TestOpenCreatesMissingDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	name := "sbtest_create_" + strings.ReplaceAll(t.Name(), "/", "_")
+	name = strings.ToLower(name)
+	storagetest.Drop(t, name)
+	t.Cleanup(func() { storagetest.Drop(t, name) })
+
+	st, err := storage.Open(ctx, storagetest.URLFor(name), quiet)
+	require.NoError(t, err)
+	defer st.Close()
+	pending, err := st.MigrationsPending(ctx)
+	require.NoError(t, err)
+	require.True(t, pending, "a new database has the whole schema pending")
+	require.NoError(t, st.Migrate(ctx))
+
+	// Opening again finds it and does not fail.
+	st2, err := storage.Open(ctx, storagetest.URLFor(name), quiet)
+	require.NoError(t, err)
+	st2.Close()
+}
+
+func TestUsers(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	st := storagetest.New(t)
+
+	_, err := st.User(ctx, 7)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+
+	u, err := st.UpsertUser(ctx, domain.User{ID: 7, Username: "ann", FirstName: "Ann"})
+	require.NoError(t, err)
+	require.Equal(t, "ann", u.Username)
+	require.Empty(t, u.Language)
+
+	require.NoError(t, st.SetUserLanguage(ctx, 7, "uk"))
+	u, err = st.UpsertUser(ctx, domain.User{ID: 7, Username: "ann", FirstName: "Ann"})
+	require.NoError(t, err, "an unchanged upsert still returns the row")
+	require.Equal(t, "uk", u.Language, "upsert keeps the chosen language")
+
+	u, err = st.UpsertUser(ctx, domain.User{ID: 7, Username: "ann2", FirstName: "Ann"})
+	require.NoError(t, err)
+	require.Equal(t, "ann2", u.Username)
+	require.Equal(t, "uk", u.Language)
+
+	require.ErrorIs(t, st.SetUserLanguage(ctx, 8, "en"), domain.ErrNotFound)
+	require.Error(t, st.SetUserLanguage(ctx, 7, "de"), "the CHECK constraint refuses unknown languages")
+}
+
+func TestWithTxRollsBackOnErrorAndCancel(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	st := storagetest.New(t)
+	boom := errors.New("boom")
+
+	err := st.WithTx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO users (id) VALUES (1)`)
+		require.NoError(t, err)
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
+	_, err = st.User(ctx, 1)
+	require.ErrorIs(t, err, domain.ErrNotFound, "rolled back")
+
+	cctx, cancel := context.WithCancel(ctx)
+	err = st.WithTx(cctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(cctx, `INSERT INTO users (id) VALUES (2)`)
+		require.NoError(t, err)
+		cancel()
+		return cctx.Err()
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = st.User(ctx, 2)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	// The pool is healthy afterwards: no connection was left mid-transaction.
+	require.NoError(t, st.WithTx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO users (id) VALUES (3)`)
+		return err
+	}))
+	_, err = st.User(ctx, 3)
+	require.NoError(t, err)
+}

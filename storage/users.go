@@ -1,0 +1,60 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"switchboard/domain"
+)
+
+// UpsertUser records a user seen on an update, refreshing the names Telegram
+// reports; the chosen language is left alone.
+func (s *Store) UpsertUser(ctx context.Context, u domain.User) (domain.User, error) {
+	const q = `
+INSERT INTO users (id, username, first_name)
+VALUES ($1, $2, $3)
+ON CONFLICT (id) DO UPDATE SET
+    username = EXCLUDED.username,
+    first_name = EXCLUDED.first_name,
+    updated_at = now()
+WHERE users.username IS DISTINCT FROM EXCLUDED.username
+   OR users.first_name IS DISTINCT FROM EXCLUDED.first_name
+RETURNING id, username, first_name, language, created_at`
+	var out domain.User
+	err := s.pool.QueryRow(ctx, q, u.ID, u.Username, u.FirstName).
+		Scan(&out.ID, &out.Username, &out.FirstName, &out.Language, &out.CreatedAt)
+	if err == nil {
+		return out, nil
+	}
+	// The WHERE above skips the write when nothing changed (most updates),
+	// which returns no row: read the stored one instead.
+	if errors.Is(interpretError(err), domain.ErrNotFound) {
+		return s.User(ctx, u.ID)
+	}
+	return domain.User{}, fmt.Errorf("upsert user %d: %w", u.ID, err)
+}
+
+// User returns one user or domain.ErrNotFound.
+func (s *Store) User(ctx context.Context, id int64) (domain.User, error) {
+	var out domain.User
+	err := s.pool.QueryRow(ctx,
+		`SELECT id, username, first_name, language, created_at FROM users WHERE id = $1`, id).
+		Scan(&out.ID, &out.Username, &out.FirstName, &out.Language, &out.CreatedAt)
+	if err != nil {
+		return domain.User{}, fmt.Errorf("user %d: %w", id, interpretError(err))
+	}
+	return out, nil
+}
+
+// SetUserLanguage stores the language chosen with /lang.
+func (s *Store) SetUserLanguage(ctx context.Context, id int64, lang string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE users SET language = $2, updated_at = now() WHERE id = $1`, id, lang)
+	if err != nil {
+		return fmt.Errorf("set language of user %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("set language of user %d: %w", id, domain.ErrNotFound)
+	}
+	return nil
+}
