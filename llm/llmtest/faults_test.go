@@ -1,0 +1,271 @@
+package llmtest_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/tmc/langchaingo/llms"
+
+	"switchboard/llm/llmtest"
+)
+
+// TestFaultsThroughRealClients pins down what each fault looks like to
+// langchaingo's clients, since that is what code under test will see.
+func TestFaultsThroughRealClients(t *testing.T) {
+	type outcome struct {
+		errContains string // "" means no error expected
+		content     string
+	}
+	cases := []struct {
+		fault  llmtest.Fault
+		ollama outcome
+		openai outcome
+	}{
+		{llmtest.ServerError(),
+			outcome{errContains: "llmtest: injected HTTP 500"},
+			outcome{errContains: "status code: 500: llmtest: injected HTTP 500"}},
+		{llmtest.HTTPError(503),
+			outcome{errContains: "injected HTTP 503"},
+			outcome{errContains: "503"}},
+		{llmtest.RateLimit(2 * time.Second),
+			outcome{errContains: "rate limit"},
+			outcome{errContains: "429"}},
+		// An empty 200 body is no error to the ollama client (it just sees
+		// no lines), while the openai client fails to decode it.
+		{llmtest.EmptyBody(),
+			outcome{content: ""},
+			outcome{errContains: "EOF"}},
+		{llmtest.EmptyContent(),
+			outcome{content: ""},
+			outcome{content: ""}},
+		{llmtest.InvalidJSON(),
+			outcome{content: `{"answer": "unterminated`},
+			outcome{content: `{"answer": "unterminated`}},
+	}
+	for _, c := range cases {
+		for _, stream := range []bool{false, true} {
+			name := c.fault.String()
+			if stream {
+				name += "/stream"
+			}
+			t.Run(name, func(t *testing.T) {
+				srv := newServer(t)
+				srv.On().Named("f").Reply("healthy answer").Fault(c.fault)
+				for p, m := range models(t, srv, "m") {
+					want := c.ollama
+					if p == llmtest.OpenAI {
+						want = c.openai
+						// The SSE parser treats an empty body as a stream
+						// that ended before any chunk.
+						if stream && c.fault == llmtest.EmptyBody() {
+							want = outcome{}
+						}
+					}
+					var opts []llms.CallOption
+					if stream {
+						opts = append(opts, llms.WithStreamingFunc(func(context.Context, []byte) error { return nil }))
+					}
+					out, err := generate(context.Background(), m, "", "q", append(opts, llms.WithJSONMode())...)
+					if want.errContains != "" {
+						require.Error(t, err, p)
+						assert.Contains(t, err.Error(), want.errContains, p)
+						continue
+					}
+					require.NoError(t, err, p)
+					assert.Equal(t, want.content, out, p)
+				}
+				for _, r := range srv.Requests() {
+					assert.Equal(t, c.fault.String(), r.Fault)
+					assert.Equal(t, "f", r.Rule)
+				}
+			})
+		}
+	}
+	assert.False(t, json.Valid([]byte(`{"answer": "unterminated`)))
+}
+
+func TestRateLimitWire(t *testing.T) {
+	srv := newServer(t)
+	srv.On().Fault(llmtest.RateLimit(1500 * time.Millisecond))
+	for _, path := range []string{"/api/chat", "/v1/chat/completions"} {
+		resp, err := httpClient(t).Post(srv.URL()+path, "application/json",
+			strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"x"}]}`))
+		require.NoError(t, err)
+		var body map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+		resp.Body.Close()
+		assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, path)
+		assert.Equal(t, "2", resp.Header.Get("Retry-After"), "rounded up to whole seconds")
+		if path == "/api/chat" {
+			assert.IsType(t, "", body["error"], "ollama: {\"error\": string}")
+		} else {
+			e := body["error"].(map[string]any)
+			assert.Equal(t, "rate_limit_exceeded", e["code"])
+			assert.NotEmpty(t, e["message"])
+			assert.Contains(t, e, "type")
+		}
+	}
+}
+
+func TestHangEndsWhenClientGivesUp(t *testing.T) {
+	srv := newServer(t)
+	srv.On().Named("hang").Fault(llmtest.Hang())
+	for p, m := range models(t, srv, "m") {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		start := time.Now()
+		_, err := generate(ctx, m, "", "q")
+		cancel()
+		require.Error(t, err, p)
+		assert.Less(t, time.Since(start), 2*time.Second, p)
+		// The handler notices the client left and returns: nothing leaks.
+		eventually(t, func() bool { return srv.InFlight() == 0 }, "handler still blocked")
+	}
+	assert.Equal(t, 2, srv.Calls("hang"), "recorded before hanging")
+	assert.Equal(t, "hang", srv.Requests()[0].Fault)
+}
+
+func TestHangEndsWhenServerCloses(t *testing.T) {
+	srv := llmtest.New()
+	srv.On().Fault(llmtest.Hang())
+	m := ollamaLLM(t, srv, "m")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := generate(context.Background(), m, "", "q")
+		errc <- err
+	}()
+	eventually(t, func() bool { return srv.InFlight() == 1 }, "request never arrived")
+	srv.Close()
+	select {
+	case err := <-errc:
+		assert.Error(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not release the hanging request")
+	}
+}
+
+func TestLatency(t *testing.T) {
+	srv := newServer(t, llmtest.WithLatency(250*time.Millisecond))
+	srv.On(llmtest.Model("slow")).Named("slow").Latency(80 * time.Millisecond).Reply("late")
+	srv.On().Named("other").Reply("soon")
+
+	start := time.Now()
+	out, err := generate(context.Background(), ollamaLLM(t, srv, "slow"), "", "q")
+	require.NoError(t, err)
+	assert.Equal(t, "late", out)
+	elapsed := time.Since(start)
+	assert.GreaterOrEqual(t, elapsed, 80*time.Millisecond, "rule latency")
+	assert.Less(t, elapsed, 250*time.Millisecond, "rule latency replaces the global one")
+
+	start = time.Now()
+	_, err = generate(context.Background(), openaiLLM(t, srv, "x"), "", "q")
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, time.Since(start), 250*time.Millisecond, "global latency")
+
+	srv.SetLatency(0)
+	start = time.Now()
+	_, err = generate(context.Background(), openaiLLM(t, srv, "x"), "", "q")
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 250*time.Millisecond)
+}
+
+func TestLatencyRespectsCancellation(t *testing.T) {
+	srv := newServer(t)
+	srv.On().Latency(10 * time.Second).Reply("too late")
+	for p, m := range models(t, srv, "m") {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		start := time.Now()
+		_, err := generate(ctx, m, "", "q")
+		cancel()
+		require.Error(t, err, p)
+		assert.Less(t, time.Since(start), 2*time.Second, p)
+		eventually(t, func() bool { return srv.InFlight() == 0 }, "latency wait not cancelled")
+	}
+}
+
+func TestTimeoutMidStream(t *testing.T) {
+	srv := newServer(t)
+	srv.On().Reply("a b c d e f g h").ChunkDelay(time.Second)
+	for p, m := range models(t, srv, "m") {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		var got int
+		_, err := m.GenerateContent(ctx, msgs("", "q"), llms.WithStreamingFunc(func(context.Context, []byte) error {
+			got++
+			return nil
+		}))
+		cancel()
+		// The first chunk(s) arrive before the deadline; then the client
+		// gives up mid-stream. langchaingo's ollama client reports the
+		// cut-off as a read error, the openai one may swallow it.
+		_ = err
+		assert.Positive(t, got, p)
+		eventually(t, func() bool { return srv.InFlight() == 0 }, "stream handler not cancelled")
+	}
+}
+
+func TestFailNext(t *testing.T) {
+	srv := newServer(t)
+	srv.On(llmtest.Model("a")).Named("a").Reply("A")
+	srv.On(llmtest.Model("b")).Named("b").Reply("B")
+	srv.FailNext(2, llmtest.ServerError())
+	srv.FailNext(1, llmtest.EmptyContent())
+	a, b := ollamaLLM(t, srv, "a"), openaiLLM(t, srv, "b")
+
+	_, err := generate(context.Background(), a, "", "q")
+	require.Error(t, err)
+	_, err = generate(context.Background(), b, "", "q")
+	require.Error(t, err, "server-wide faults apply whatever rule matches")
+	out, err := generate(context.Background(), a, "", "q")
+	require.NoError(t, err)
+	assert.Empty(t, out, "queued faults apply in order")
+	out, err = generate(context.Background(), b, "", "q")
+	require.NoError(t, err)
+	assert.Equal(t, "B", out)
+
+	var faults []string
+	for _, r := range srv.Requests() {
+		faults = append(faults, r.Fault)
+	}
+	assert.Equal(t, []string{"http_500", "http_500", "empty_content", ""}, faults)
+}
+
+func TestRuleFaultNext(t *testing.T) {
+	srv := newServer(t)
+	srv.On().Named("r").Reply("ok").FaultNext(2, llmtest.HTTPError(502))
+	m := openaiLLM(t, srv, "m")
+	for i := range 2 {
+		_, err := generate(context.Background(), m, "", "q")
+		require.Error(t, err, i)
+		assert.Contains(t, err.Error(), "502")
+	}
+	out, err := generate(context.Background(), m, "", "q")
+	require.NoError(t, err)
+	assert.Equal(t, "ok", out)
+	srv.On() // unrelated
+	srv.Requests()
+	assert.Equal(t, 3, srv.Calls("r"))
+}
+
+func TestEmbeddingFaults(t *testing.T) {
+	for _, f := range []llmtest.Fault{
+		llmtest.ServerError(), llmtest.RateLimit(time.Second), llmtest.EmptyBody(),
+		llmtest.EmptyContent(), llmtest.InvalidJSON(),
+	} {
+		t.Run(f.String(), func(t *testing.T) {
+			srv := newServer(t)
+			srv.On(llmtest.Embed()).Fault(f)
+			for p, m := range models(t, srv, "e") {
+				em := m.(interface {
+					CreateEmbedding(context.Context, []string) ([][]float32, error)
+				})
+				_, err := em.CreateEmbedding(context.Background(), []string{"text"})
+				assert.Error(t, err, p)
+			}
+		})
+	}
+}

@@ -1,0 +1,261 @@
+package llmtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Wire types for the Ollama API, limited to the fields langchaingo v0.1.14
+// sends and reads (llms/ollama/internal/ollamaclient).
+
+type ollamaChatRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	} `json:"messages"`
+	Stream  *bool           `json:"stream"`
+	Format  json.RawMessage `json:"format"`
+	Options struct {
+		Temperature *float64 `json:"temperature"`
+		NumPredict  int      `json:"num_predict"`
+	} `json:"options"`
+}
+
+type ollamaMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type ollamaChatResponse struct {
+	Model              string         `json:"model"`
+	CreatedAt          string         `json:"created_at"`
+	Message            *ollamaMessage `json:"message,omitempty"`
+	Done               bool           `json:"done"`
+	DoneReason         string         `json:"done_reason,omitempty"`
+	TotalDuration      int64          `json:"total_duration,omitempty"`
+	LoadDuration       int64          `json:"load_duration,omitempty"`
+	PromptEvalCount    int            `json:"prompt_eval_count,omitempty"`
+	PromptEvalDuration int64          `json:"prompt_eval_duration,omitempty"`
+	EvalCount          int            `json:"eval_count,omitempty"`
+	EvalDuration       int64          `json:"eval_duration,omitempty"`
+}
+
+type ollamaEmbedRequest struct {
+	Model string          `json:"model"`
+	Input json.RawMessage `json:"input"`
+}
+
+type ollamaEmbedResponse struct {
+	Model           string      `json:"model"`
+	Embeddings      [][]float32 `json:"embeddings"`
+	TotalDuration   int64       `json:"total_duration,omitempty"`
+	LoadDuration    int64       `json:"load_duration,omitempty"`
+	PromptEvalCount int         `json:"prompt_eval_count,omitempty"`
+}
+
+type ollamaError struct {
+	Error string `json:"error"`
+}
+
+func ollamaFail(w http.ResponseWriter, f Fault, status int, msg string) {
+	if f.kind == faultRateLimit {
+		w.Header().Set("Retry-After", f.retryAfterHeader())
+	}
+	writeJSON(w, status, ollamaError{Error: msg})
+}
+
+// ollamaFormat interprets "format": absent/null/"" means free text, "json"
+// JSON mode, and an object a JSON schema (structured outputs).
+func ollamaFormat(raw json.RawMessage) (isJSON bool, format string) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return false, ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s != "", s
+	}
+	return true, string(raw)
+}
+
+func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
+	s.enter()
+	defer s.leave()
+	start := time.Now()
+
+	var in ollamaChatRequest
+	if err := readJSON(w, r, &in); err != nil {
+		writeJSON(w, http.StatusBadRequest, ollamaError{Error: err.Error()})
+		return
+	}
+	req := Request{
+		Provider:    Ollama,
+		Kind:        KindChat,
+		Endpoint:    r.URL.Path,
+		Model:       in.Model,
+		Messages:    make([]Message, len(in.Messages)),
+		Stream:      in.Stream != nil && *in.Stream,
+		Temperature: in.Options.Temperature,
+		MaxTokens:   in.Options.NumPredict,
+	}
+	for i, m := range in.Messages {
+		req.Messages[i] = Message{Role: m.Role, Content: m.Content}
+	}
+	req.fillDerived()
+	req.JSON, req.Format = ollamaFormat(in.Format)
+
+	p := s.decide(&req)
+	ctx := r.Context()
+	if !s.wait(ctx, p.latency) {
+		return
+	}
+	if status, msg, ok := errorFor(p.fault, &req); ok {
+		ollamaFail(w, p.fault, status, msg)
+		return
+	}
+
+	var content string
+	switch p.fault.kind {
+	case faultHang:
+		s.hang(ctx)
+		return
+	case faultEmptyBody:
+		w.WriteHeader(http.StatusOK)
+		return
+	case faultEmptyContent:
+	case faultInvalidJSON:
+		content = invalidJSONContent
+	default:
+		content = p.rule.reply(req)
+	}
+
+	created := time.Now().UTC().Format(time.RFC3339Nano)
+	prompt := promptTokens(req.Messages)
+	final := ollamaChatResponse{
+		Model:           req.Model,
+		CreatedAt:       created,
+		Message:         &ollamaMessage{Role: "assistant", Content: content},
+		Done:            true,
+		DoneReason:      "stop",
+		LoadDuration:    int64(time.Millisecond),
+		PromptEvalCount: prompt,
+		EvalCount:       countWords(content),
+	}
+	if !req.Stream {
+		elapsed := int64(time.Since(start))
+		final.TotalDuration = elapsed
+		final.PromptEvalDuration = elapsed / 4
+		final.EvalDuration = elapsed / 2
+		writeJSON(w, http.StatusOK, final)
+		return
+	}
+
+	// Streaming: one NDJSON line per chunk, flushed so the client sees them
+	// arrive separately; the final line carries no content, only stats.
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	enc := json.NewEncoder(w)
+	for i, c := range Chunks(content) {
+		if i > 0 && !s.wait(ctx, p.chunkDelay) {
+			return
+		}
+		chunk := ollamaChatResponse{
+			Model:     req.Model,
+			CreatedAt: created,
+			Message:   &ollamaMessage{Role: "assistant", Content: c},
+		}
+		if enc.Encode(chunk) != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	elapsed := int64(time.Since(start))
+	final.Message = &ollamaMessage{Role: "assistant", Content: ""}
+	final.TotalDuration = elapsed
+	final.PromptEvalDuration = elapsed / 4
+	final.EvalDuration = elapsed / 2
+	_ = enc.Encode(final)
+}
+
+func (s *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
+	s.enter()
+	defer s.leave()
+	start := time.Now()
+
+	var in ollamaEmbedRequest
+	if err := readJSON(w, r, &in); err != nil {
+		writeJSON(w, http.StatusBadRequest, ollamaError{Error: err.Error()})
+		return
+	}
+	inputs, err := stringOrStrings(in.Input)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, ollamaError{Error: "llmtest: input: " + err.Error()})
+		return
+	}
+	req := Request{
+		Provider: Ollama,
+		Kind:     KindEmbed,
+		Endpoint: r.URL.Path,
+		Model:    in.Model,
+		Input:    inputs,
+		Prompt:   strings.Join(inputs, "\n"),
+	}
+	p := s.decide(&req)
+	ctx := r.Context()
+	if !s.wait(ctx, p.latency) {
+		return
+	}
+	if status, msg, ok := errorFor(p.fault, &req); ok {
+		ollamaFail(w, p.fault, status, msg)
+		return
+	}
+	out := ollamaEmbedResponse{Model: req.Model, Embeddings: [][]float32{}}
+	switch p.fault.kind {
+	case faultHang:
+		s.hang(ctx)
+		return
+	case faultEmptyBody:
+		w.WriteHeader(http.StatusOK)
+		return
+	case faultInvalidJSON:
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		_, _ = w.Write([]byte(`{"embeddings": [[0.1, 0.2`))
+		return
+	case faultEmptyContent:
+	default:
+		out.Embeddings = make([][]float32, len(inputs))
+		for i, t := range inputs {
+			out.Embeddings[i] = Embedding(t, s.dim)
+			out.PromptEvalCount += countWords(t)
+		}
+	}
+	out.TotalDuration = int64(time.Since(start))
+	writeJSON(w, http.StatusOK, out)
+}
+
+// stringOrStrings decodes an "input" that may be one string or a list.
+func stringOrStrings(raw json.RawMessage) ([]string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var one string
+		if err := json.Unmarshal(raw, &one); err != nil {
+			return nil, err
+		}
+		return []string{one}, nil
+	}
+	var many []string
+	if err := json.Unmarshal(raw, &many); err != nil {
+		return nil, err
+	}
+	return many, nil
+}

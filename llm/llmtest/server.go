@@ -1,0 +1,401 @@
+package llmtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultEmbeddingDim is the vector size served unless WithEmbeddingDim or
+// the request's "dimensions" says otherwise.
+const DefaultEmbeddingDim = 256
+
+// maxBody bounds request bodies; prompts in tests are far smaller.
+const maxBody = 16 << 20
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithAPIKey makes the OpenAI endpoints require "Authorization: Bearer key",
+// answering 401 in OpenAI's error shape otherwise. Ollama has no auth.
+func WithAPIKey(key string) Option { return func(s *Server) { s.apiKey = key } }
+
+// WithEmbeddingDim sets the default embedding vector size.
+func WithEmbeddingDim(n int) Option { return func(s *Server) { s.dim = n } }
+
+// WithLatency sets the server-wide latency (see Server.SetLatency).
+func WithLatency(d time.Duration) Option { return func(s *Server) { s.latency.Store(int64(d)) } }
+
+// WithoutRecording keeps only per-rule call counts, not the full request
+// record, so long benchmarks do not grow memory.
+func WithoutRecording() Option { return func(s *Server) { s.noRecord = true } }
+
+// Server is a scripted Ollama + OpenAI compatible server. Create it with New
+// and Close it when done.
+type Server struct {
+	hs       *httptest.Server
+	apiKey   string
+	dim      int
+	noRecord bool
+	latency  atomic.Int64
+
+	// rules is replaced wholesale on every On, so the request path reads
+	// it without locking.
+	rules   atomic.Pointer[[]*Rule]
+	rulesMu sync.Mutex
+	def     *Rule
+
+	closing   chan struct{}
+	closeOnce sync.Once
+
+	recMu sync.Mutex
+	reqs  []Request
+	calls map[string]int
+
+	// pendingN mirrors the sum of pending[i].n so the request path can skip
+	// faultMu when no server-wide faults are queued (the common case).
+	faultMu  sync.Mutex
+	pending  []pendingFault
+	pendingN atomic.Int64
+
+	inFlight    atomic.Int64
+	maxInFlight atomic.Int64
+	seq         atomic.Uint64
+}
+
+type pendingFault struct {
+	f Fault
+	n int
+}
+
+// New starts a server on 127.0.0.1.
+func New(opts ...Option) *Server {
+	s := &Server{
+		dim:     DefaultEmbeddingDim,
+		closing: make(chan struct{}),
+		calls:   make(map[string]int),
+		def:     &Rule{name: "default"},
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	empty := []*Rule{}
+	s.rules.Store(&empty)
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/chat", s.ollamaChat)
+	mux.HandleFunc("POST /api/embed", s.ollamaEmbed)
+	mux.HandleFunc("POST /v1/chat/completions", s.openaiChat)
+	mux.HandleFunc("POST /v1/embeddings", s.openaiEmbed)
+	s.hs = httptest.NewServer(mux)
+	return s
+}
+
+// URL is the server's root, e.g. "http://127.0.0.1:41234".
+func (s *Server) URL() string { return s.hs.URL }
+
+// OllamaURL is the URL to give ollama.WithServerURL.
+func (s *Server) OllamaURL() string { return s.hs.URL }
+
+// OpenAIURL is the base URL to give openai.WithBaseURL ("<root>/v1").
+func (s *Server) OpenAIURL() string { return s.hs.URL + "/v1" }
+
+// Close releases every waiting handler and shuts the server down. It is safe
+// to call more than once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		// Unblock hangs and latencies first: httptest's Close waits for
+		// outstanding handlers.
+		close(s.closing)
+		s.hs.CloseClientConnections()
+		s.hs.Close()
+	})
+}
+
+// On adds a rule matching requests for which every matcher holds (all
+// requests if there are none). Rules are tried in the order added.
+func (s *Server) On(ms ...Matcher) *Rule {
+	s.rulesMu.Lock()
+	defer s.rulesMu.Unlock()
+	old := *s.rules.Load()
+	r := &Rule{matchers: ms, name: "rule" + strconv.Itoa(len(old)+1)}
+	rules := make([]*Rule, len(old), len(old)+1)
+	copy(rules, old)
+	rules = append(rules, r)
+	s.rules.Store(&rules)
+	return r
+}
+
+// Default returns the rule that serves requests no other rule matches. It
+// starts without a reply, so unmatched chat requests get HTTP 500 "llmtest:
+// no rule matches"; give it a reply to make the server lenient. Its name is
+// "default".
+func (s *Server) Default() *Rule { return s.def }
+
+// SetLatency delays every request by d unless its rule sets its own latency.
+func (s *Server) SetLatency(d time.Duration) { s.latency.Store(int64(d)) }
+
+// FailNext makes the next n requests (chat or embedding, whatever rule they
+// match) fail with f. Calls queue up: FailNext(2, a); FailNext(1, b) fails
+// two requests with a, then one with b.
+func (s *Server) FailNext(n int, f Fault) {
+	if n <= 0 {
+		return
+	}
+	s.faultMu.Lock()
+	s.pending = append(s.pending, pendingFault{f: f, n: n})
+	s.pendingN.Add(int64(n))
+	s.faultMu.Unlock()
+}
+
+func (s *Server) takePending() (Fault, bool) {
+	if s.pendingN.Load() <= 0 {
+		return Fault{}, false
+	}
+	s.faultMu.Lock()
+	defer s.faultMu.Unlock()
+	if len(s.pending) == 0 {
+		return Fault{}, false
+	}
+	p := &s.pending[0]
+	f := p.f
+	p.n--
+	if p.n == 0 {
+		s.pending = s.pending[1:]
+	}
+	s.pendingN.Add(-1)
+	return f, true
+}
+
+// Requests returns a copy of the record, oldest first.
+func (s *Server) Requests() []Request {
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// RequestsFor returns the recorded requests served by the named rule.
+func (s *Server) RequestsFor(name string) []Request {
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	var out []Request
+	for _, r := range s.reqs {
+		if r.Rule == name {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Calls counts the requests the named rule received, including those it
+// faulted and those whose client gave up. It works with WithoutRecording.
+func (s *Server) Calls(name string) int {
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	return s.calls[name]
+}
+
+// Reset clears the record, the call counts and MaxInFlight. Rules, queued
+// faults and sequence positions are kept.
+func (s *Server) Reset() {
+	s.recMu.Lock()
+	s.reqs = nil
+	s.calls = make(map[string]int)
+	s.recMu.Unlock()
+	s.maxInFlight.Store(s.inFlight.Load())
+}
+
+// InFlight is the number of chat and embedding requests being handled now.
+func (s *Server) InFlight() int { return int(s.inFlight.Load()) }
+
+// MaxInFlight is the highest InFlight seen since New or Reset, for
+// asserting client-side concurrency limits.
+func (s *Server) MaxInFlight() int { return int(s.maxInFlight.Load()) }
+
+func (s *Server) enter() {
+	n := s.inFlight.Add(1)
+	for {
+		m := s.maxInFlight.Load()
+		if n <= m || s.maxInFlight.CompareAndSwap(m, n) {
+			return
+		}
+	}
+}
+
+func (s *Server) leave() { s.inFlight.Add(-1) }
+
+func (s *Server) record(r *Request) {
+	// Drop the matcher caches so recorded values compare cleanly.
+	r.sysLower, r.promLower, r.promTokens = nil, nil, nil
+	s.recMu.Lock()
+	if r.Rule != "" {
+		s.calls[r.Rule]++
+	}
+	if !s.noRecord {
+		s.reqs = append(s.reqs, *r)
+	}
+	s.recMu.Unlock()
+}
+
+// plan is what the handler will do with one request.
+type plan struct {
+	rule       *Rule // the matched rule, or Default() when none matched
+	fault      Fault
+	latency    time.Duration
+	chunkDelay time.Duration
+}
+
+// decide matches, picks the fault and records the request. Recording
+// happens before any waiting, so a test that sees its client time out can
+// already find the request in the record.
+func (s *Server) decide(req *Request) plan {
+	var rule *Rule
+	for _, r := range *s.rules.Load() {
+		if r.matches(req) {
+			rule = r
+			break
+		}
+	}
+	var p plan
+	var snap ruleSnapshot
+	switch {
+	case rule != nil:
+		snap = rule.take()
+		p.rule = rule
+		req.Rule = snap.name
+		if !snap.hasReply && req.Kind == KindChat {
+			p.fault = Fault{kind: faultNoReply}
+		}
+	default:
+		snap = s.def.take()
+		p.rule = s.def
+		if snap.touched {
+			req.Rule = snap.name
+		}
+		if !snap.hasReply && req.Kind == KindChat {
+			p.fault = Fault{kind: faultNoRule}
+		}
+	}
+	if !snap.fault.IsZero() {
+		p.fault = snap.fault
+	}
+	if f, ok := s.takePending(); ok && !f.IsZero() {
+		p.fault = f
+	}
+	p.latency = snap.latency
+	if p.latency <= 0 {
+		p.latency = time.Duration(s.latency.Load())
+	}
+	p.chunkDelay = snap.chunkDelay
+	req.Fault = p.fault.String()
+	req.Time = time.Now()
+	s.record(req)
+	return p
+}
+
+// wait sleeps d unless the client leaves or the server closes first; it
+// reports whether the handler should go on.
+func (s *Server) wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.closing:
+		abort()
+		return false
+	}
+}
+
+func (s *Server) hang(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-s.closing:
+		abort()
+	}
+}
+
+// abort drops the connection of a request the server gives up on while
+// closing. Merely returning would send an empty 200, which langchaingo's
+// ollama client reads as a successful empty answer.
+func abort() { panic(http.ErrAbortHandler) }
+
+// readJSON decodes the request body into v.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		return fmt.Errorf("llmtest: reading body: %w", err)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("llmtest: decoding request: %w", err)
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only our own response types reach here; failing to marshal them
+		// is a bug in this package.
+		panic(err)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// invalidJSONContent is what a model that ignores JSON mode might emit: a
+// truncated object.
+const invalidJSONContent = `{"answer": "unterminated`
+
+func noRuleMessage(req *Request) string {
+	return fmt.Sprintf("llmtest: no rule matches %s request (model=%q system=%q prompt=%q)",
+		req.Provider, req.Model, truncate(req.System, 80), truncate(req.Prompt, 120))
+}
+
+func noReplyMessage(req *Request) string {
+	return fmt.Sprintf("llmtest: rule %q has no reply configured", req.Rule)
+}
+
+// errorFor returns the status and message for an error-like fault, and
+// false for faults that are not plain HTTP errors.
+func errorFor(f Fault, req *Request) (int, string, bool) {
+	switch f.kind {
+	case faultHTTP:
+		return f.status, fmt.Sprintf("llmtest: injected HTTP %d", f.status), true
+	case faultRateLimit:
+		return http.StatusTooManyRequests, "llmtest: rate limit exceeded, retry later", true
+	case faultNoRule:
+		return http.StatusInternalServerError, noRuleMessage(req), true
+	case faultNoReply:
+		return http.StatusInternalServerError, noReplyMessage(req), true
+	}
+	return 0, "", false
+}
+
+func (s *Server) nextID(prefix string) string {
+	return prefix + strconv.FormatUint(s.seq.Add(1), 10)
+}
+
+// promptTokens approximates the prompt's token count by its words; stable
+// counts are all token metrics tests need.
+func promptTokens(msgs []Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += countWords(m.Content)
+	}
+	return n
+}

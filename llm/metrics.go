@@ -1,0 +1,119 @@
+package llm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sony/gobreaker/v2"
+)
+
+type metrics struct {
+	calls    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	tokens   *prometheus.CounterVec
+	breaker  prometheus.Gauge
+	inFlight prometheus.Gauge
+}
+
+func newMetrics(r prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "llm_calls_total",
+			Help: "LLM calls by caller label, model and outcome.",
+		}, []string{"label", "model", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "llm_call_duration_seconds",
+			Help: "Time spent in the provider call, excluding waiting for a concurrency slot.",
+			// From a cached embedding to a long generation on a local model.
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120},
+		}, []string{"label", "model"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "llm_tokens_total",
+			Help: "Tokens reported by the provider, by kind (prompt, completion).",
+		}, []string{"label", "model", "kind"}),
+		breaker: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "llm_breaker_state",
+			Help: "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
+		}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "llm_in_flight",
+			Help: "LLM calls currently being executed against the provider.",
+		}),
+	}
+	var err error
+	if m.calls, err = register(r, m.calls); err != nil {
+		return nil, err
+	}
+	if m.duration, err = register(r, m.duration); err != nil {
+		return nil, err
+	}
+	if m.tokens, err = register(r, m.tokens); err != nil {
+		return nil, err
+	}
+	if m.breaker, err = register(r, m.breaker); err != nil {
+		return nil, err
+	}
+	if m.inFlight, err = register(r, m.inFlight); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register adopts an identical collector that is already registered, so a
+// second Client on the same registry (or a restarted component) shares the
+// series instead of failing.
+func register[T prometheus.Collector](r prometheus.Registerer, c T) (T, error) {
+	err := r.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(T); ok {
+			return existing, nil
+		}
+	}
+	return c, fmt.Errorf("llm metrics: %w", err)
+}
+
+func breakerGaugeValue(s gobreaker.State) float64 {
+	switch s {
+	case gobreaker.StateHalfOpen:
+		return 1
+	case gobreaker.StateOpen:
+		return 2
+	}
+	return 0
+}
+
+// addTokens records usage from langchaingo's GenerationInfo. Both the
+// ollama (prompt_eval_count/eval_count) and openai (usage) clients fill
+// "PromptTokens" and "CompletionTokens" as ints, with 0 when the provider
+// sent nothing, so zero is skipped rather than counted.
+func (m *metrics) addTokens(label, model string, info map[string]any) {
+	for _, k := range tokenKinds {
+		if n := intOf(info[k.key]); n > 0 {
+			m.tokens.WithLabelValues(label, model, k.kind).Add(float64(n))
+		}
+	}
+}
+
+var tokenKinds = [...]struct{ key, kind string }{
+	{"PromptTokens", "prompt"},
+	{"CompletionTokens", "completion"},
+}
+
+func intOf(v any) int {
+	switch n := v.(type) {
+	case int:
+		return n
+	case int32:
+		return int(n)
+	case int64:
+		return int(n)
+	case float64:
+		return int(n)
+	}
+	return 0
+}
