@@ -1,0 +1,100 @@
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Outcomes of a tick, the values of jobs_runs_total's outcome label.
+const (
+	OutcomeOK      = "ok"
+	OutcomeError   = "error"
+	OutcomePanic   = "panic"
+	OutcomeSkipped = "skipped" // another replica had it, it was still running, or the lock failed
+)
+
+var outcomes = []string{OutcomeOK, OutcomeError, OutcomePanic, OutcomeSkipped}
+
+type metrics struct {
+	runs     *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	log      *slog.Logger
+}
+
+func newMetrics(reg prometheus.Registerer, log *slog.Logger) (*metrics, error) {
+	m := &metrics{
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "jobs_runs_total",
+			Help: "Ticks of periodic jobs on this replica by outcome (ok, error, panic, skipped).",
+		}, []string{"job", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "jobs_run_duration_seconds",
+			Help:    "Duration of periodic job runs on this replica (skipped ticks excluded).",
+			Buckets: prometheus.ExponentialBuckets(0.005, 4, 9), // 5ms … ~5.5min
+		}, []string{"job"}),
+		log: log,
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var err error
+	if m.runs, err = register(reg, m.runs); err != nil {
+		return nil, err
+	}
+	if m.duration, err = register(reg, m.duration); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register reuses a collector already registered under the same name, so
+// that several schedulers in one process (tests, a future split) share it.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, fmt.Errorf("register job metrics: %w", err)
+}
+
+// declare creates a job's series at zero, so a rate over them exists before
+// the first failure rather than appearing with it.
+func (m *metrics) declare(job string) {
+	for _, o := range outcomes {
+		m.runs.WithLabelValues(job, o)
+	}
+	m.duration.WithLabelValues(job)
+}
+
+func (m *metrics) observe(job, outcome string, d time.Duration) {
+	m.runs.WithLabelValues(job, outcome).Inc()
+	if outcome != OutcomeSkipped {
+		m.duration.WithLabelValues(job).Observe(d.Seconds())
+	}
+}
+
+// IncrementJob implements gocron.Monitor for the one skip gocron decides
+// alone: a tick that found this replica still running the previous one
+// (singleton mode). Everything else is counted by the scheduler itself.
+func (m *metrics) IncrementJob(_ uuid.UUID, name string, _ []string, status gocron.JobStatus) {
+	if status == gocron.SingletonRescheduled {
+		m.observe(name, OutcomeSkipped, 0)
+		m.log.Debug("job skipped: previous run still going on this replica", "job", name)
+	}
+}
+
+// RecordJobTiming implements gocron.Monitor; durations are measured around
+// the job function instead, where panics are seen too.
+func (m *metrics) RecordJobTiming(time.Time, time.Time, uuid.UUID, string, []string) {}
