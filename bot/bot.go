@@ -1,0 +1,226 @@
+// Package bot is Switchboard's only interface: telebot v3 routes, the
+// middleware every update passes (recover, user upsert, locale, roles, rate
+// limit), the callback codec, HTML formatting and splitting, and the polling
+// lease that lets exactly one replica read updates. Each workflow adds its
+// commands and buttons in a file of its own; domain logic stays in domain/.
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	tele "gopkg.in/telebot.v3"
+
+	"switchboard/domain"
+	"switchboard/locales"
+)
+
+// Users is what the bot needs from storage.
+type Users interface {
+	UpsertUser(ctx context.Context, u domain.User) (domain.User, error)
+	SetUserLanguage(ctx context.Context, id int64, lang string) error
+}
+
+// JobRun is one job's last run as /status shows it.
+type JobRun struct {
+	Name, Replica  string
+	StartedAt      time.Time
+	Duration       time.Duration
+	Err            string
+	Runs, Failures int64
+}
+
+// StatusSource feeds /status.
+type StatusSource interface {
+	JobRuns(ctx context.Context) ([]JobRun, error)
+}
+
+// Config is how the bot reaches Telegram.
+type Config struct {
+	URL, Token string
+	// PollTimeout is the long-poll hold; a takeover after a replica dies
+	// waits at most the lease TTL plus this.
+	PollTimeout time.Duration
+	// Lease, when set, makes polling conditional on holding it (several replicas).
+	Lease Lease
+	// DrainTimeout bounds how long Run waits for in-flight handlers on stop.
+	DrainTimeout time.Duration
+	// HandlerTimeout bounds one update's work.
+	HandlerTimeout time.Duration
+	// RateLimit and RateBurst bound updates per user (per second, burst).
+	RateLimit float64
+	RateBurst int
+}
+
+// Deps are the bot's collaborators.
+type Deps struct {
+	Users   Users
+	Status  StatusSource
+	Catalog *locales.Catalog
+	Log     *slog.Logger
+	Clock   clockwork.Clock
+	Admins  []int64
+	Replica string
+}
+
+// Bot serves Telegram updates.
+type Bot struct {
+	cfg      Config
+	deps     Deps
+	tb       *tele.Bot
+	admins   map[int64]bool
+	commands []Command
+	buttons  map[Action]CallbackHandler
+	limiter  *rateLimiter
+	started  time.Time
+	// adminMenus remembers which admins' chats have their command menu.
+	adminMenus sync.Map
+
+	inflight sync.WaitGroup
+	// handlerCtx outlives the stop signal so in-flight work can finish; it is
+	// cancelled only when the drain budget is spent.
+	handlerCtx    context.Context
+	cancelHandler context.CancelFunc
+}
+
+// CallbackHandler handles a decoded button press. It must check that the
+// presser may act before changing anything.
+type CallbackHandler func(r *Request, cb Callback) error
+
+// New builds the bot without contacting Telegram (Run does, with retries).
+func New(cfg Config, deps Deps) (*Bot, error) {
+	if cfg.PollTimeout <= 0 {
+		cfg.PollTimeout = 10 * time.Second
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = 10 * time.Second
+	}
+	if cfg.HandlerTimeout <= 0 {
+		cfg.HandlerTimeout = 2 * time.Minute
+	}
+	if cfg.RateLimit <= 0 {
+		cfg.RateLimit, cfg.RateBurst = 1, 20
+	}
+	if deps.Log == nil {
+		deps.Log = slog.Default()
+	}
+	if deps.Clock == nil {
+		deps.Clock = clockwork.NewRealClock()
+	}
+	if deps.Catalog == nil {
+		return nil, errors.New("bot: no locale catalog")
+	}
+	var poller tele.Poller = &tele.LongPoller{Timeout: cfg.PollTimeout}
+	if cfg.Lease != nil {
+		poller = &leasedPoller{inner: poller.(*tele.LongPoller), lease: cfg.Lease, log: deps.Log}
+	}
+	tb, err := tele.NewBot(tele.Settings{
+		URL:     cfg.URL,
+		Token:   cfg.Token,
+		Poller:  poller,
+		Offline: true, // getMe happens in Run, with retries, so start-up survives a Telegram blip
+		Client:  &http.Client{Timeout: cfg.PollTimeout + 20*time.Second},
+		OnError: func(err error, c tele.Context) { deps.Log.Error("telegram handler error", "err", err) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bot: %w", err)
+	}
+	b := &Bot{
+		cfg:     cfg,
+		deps:    deps,
+		tb:      tb,
+		admins:  map[int64]bool{},
+		buttons: map[Action]CallbackHandler{},
+		limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst, deps.Clock),
+	}
+	for _, id := range deps.Admins {
+		b.admins[id] = true
+	}
+	b.handlerCtx, b.cancelHandler = context.WithCancel(context.Background())
+	b.tb.Use(b.track, b.recover, b.rateLimit, b.identify)
+	b.registerCore()
+	return b, nil
+}
+
+// Telegram exposes the underlying telebot bot for sending outside a handler
+// (notifications from jobs).
+func (b *Bot) Telegram() *tele.Bot { return b.tb }
+
+// Handle adds a command; workflows call it from their own files.
+func (b *Bot) Handle(cmd Command) {
+	b.commands = append(b.commands, cmd)
+	b.tb.Handle("/"+cmd.Name, b.command(cmd))
+}
+
+// HandleButton routes a callback action to h.
+func (b *Bot) HandleButton(a Action, h CallbackHandler) {
+	if _, ok := arity[a]; !ok {
+		panic(fmt.Sprintf("bot: button handler for unregistered action %q", a))
+	}
+	b.buttons[a] = h
+}
+
+// Run connects to Telegram (retrying until ctx ends), publishes the command
+// menus, and serves updates until ctx is cancelled; then it stops polling and
+// waits up to DrainTimeout for handlers still running.
+func (b *Bot) Run(ctx context.Context) error {
+	if err := b.connect(ctx); err != nil {
+		return err
+	}
+	if err := b.publishCommands(); err != nil {
+		// A missing menu is cosmetic; the commands still work.
+		b.deps.Log.Warn("set command menus", "err", err)
+	}
+	b.started = b.deps.Clock.Now()
+	done := make(chan struct{})
+	go func() { b.tb.Start(); close(done) }()
+	b.deps.Log.Info("bot started", "username", b.tb.Me.Username, "leased", b.cfg.Lease != nil)
+	<-ctx.Done()
+	b.tb.Stop()
+	<-done
+	drained := make(chan struct{})
+	go func() { b.inflight.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(b.cfg.DrainTimeout):
+		b.deps.Log.Warn("bot stop: handlers still running after drain timeout")
+	}
+	b.cancelHandler()
+	b.deps.Log.Info("bot stopped")
+	return nil
+}
+
+func (b *Bot) connect(ctx context.Context) error {
+	backoff := 500 * time.Millisecond
+	for {
+		data, err := b.tb.Raw("getMe", nil)
+		if err == nil {
+			var resp struct {
+				Result *tele.User `json:"result"`
+			}
+			if err = jsonUnmarshal(data, &resp); err == nil && resp.Result != nil {
+				b.tb.Me = resp.Result
+				return nil
+			}
+		}
+		var tgErr *tele.Error
+		if errors.As(err, &tgErr) && tgErr.Code == http.StatusUnauthorized {
+			return fmt.Errorf("bot: Telegram refused TELEGRAM_TOKEN: %w", err)
+		}
+		b.deps.Log.Warn("bot: Telegram not reachable, retrying", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bot: connect: %w", ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+}
+
+func (b *Bot) isAdmin(id int64) bool { return b.admins[id] }

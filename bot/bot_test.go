@@ -1,0 +1,220 @@
+package bot_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	tele "gopkg.in/telebot.v3"
+
+	"switchboard/bot"
+	"switchboard/e2e/tgfake"
+	"switchboard/locales"
+	"switchboard/storage/storagetest"
+)
+
+const adminID = 1
+
+type bundle struct {
+	srv *tgfake.Server
+	bot *bot.Bot
+}
+
+// setup builds a bot over a fresh database and a strict fake Telegram;
+// extra lets a test add commands before the bot starts.
+func setup(t *testing.T, cfg bot.Config, extra func(*bot.Bot)) bundle {
+	t.Helper()
+	srv := tgfake.New(t)
+	st := storagetest.New(t)
+	cfg.URL, cfg.Token = srv.URL(), srv.Token()
+	if cfg.PollTimeout == 0 {
+		cfg.PollTimeout = time.Second
+	}
+	b, err := bot.New(cfg, bot.Deps{
+		Users: st, Catalog: locales.MustLoad(), Admins: []int64{adminID}, Replica: "test",
+		Log: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	if extra != nil {
+		extra(b)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	return bundle{srv: srv, bot: b}
+}
+
+// ask sends text and returns the bot's first reply to it.
+func (tb bundle) ask(t *testing.T, who *tgfake.Person, text string) tgfake.BotMessage {
+	t.Helper()
+	sent := who.SendText(who.ID(), text)
+	return tb.srv.WaitMessageAfter(t, who.ID(), sent.MessageID, nil)
+}
+
+func TestStartHelpAndRoles(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, bot.Config{}, nil)
+	ann := tb.srv.User(42, "Ann", "en")
+	admin := tb.srv.User(adminID, "Boss", "en")
+
+	reply := tb.ask(t, ann, "/start")
+	require.Contains(t, reply.Text, "Hello, Ann!")
+	require.Contains(t, reply.Text, "/help")
+	require.NotContains(t, reply.Text, "/status", "a plain user does not see admin commands")
+
+	reply = tb.ask(t, admin, "/help")
+	require.Contains(t, reply.Text, "/status — replicas, jobs and queues")
+	require.Contains(t, reply.Text, "Admin")
+
+	reply = tb.ask(t, ann, "/status")
+	require.Equal(t, "This command is for admins only.", reply.Text)
+
+	reply = tb.ask(t, admin, "/status")
+	require.Contains(t, reply.Text, "Status — replica test")
+
+	// The command menu Telegram shows is built from the same list.
+	def := tb.srv.Commands(tgfake.BotCommandScope{Type: "default"}, "")
+	require.Equal(t, []string{"start", "help", "lang"}, commandNames(def))
+	adm := tb.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "uk")
+	require.Equal(t, []string{"start", "help", "lang", "status"}, commandNames(adm))
+	require.Equal(t, "репліки, задачі та черги", adm[3].Description)
+}
+
+func commandNames(cs []tgfake.BotCommand) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Command)
+	}
+	return out
+}
+
+func TestLanguageSwitchAndFallback(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, bot.Config{}, nil)
+	olena := tb.srv.User(7, "Олена", "ru") // Telegram says ru; she prefers uk
+
+	require.Contains(t, tb.ask(t, olena, "/help").Text, "Что я умею")
+	require.Equal(t, "Мову змінено на українську.", tb.ask(t, olena, "/lang uk").Text)
+	require.Contains(t, tb.ask(t, olena, "/help").Text, "Що я вмію", "the next reply follows the choice")
+	require.Contains(t, tb.ask(t, olena, "/lang de").Text, "/lang en|ru|uk")
+
+	pierre := tb.srv.User(8, "Pierre", "fr")
+	require.Contains(t, tb.ask(t, pierre, "/help").Text, "What I can do", "unknown language falls back to en")
+}
+
+func TestUnknownCommandAndPlainText(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, bot.Config{}, nil)
+	ann := tb.srv.User(42, "Ann", "en")
+	reply := tb.ask(t, ann, "/frobnicate<b>Go & Rust</b> now")
+	require.Equal(t, "I don't know the command /frobnicate<b>Go. Send /help to see what I can do.", reply.Text,
+		"user text is escaped, so Telegram shows it literally")
+	for _, e := range reply.Entities {
+		require.Equal(t, "bot_command", e.Type, "no markup was injected")
+	}
+
+	require.Equal(t, "Send /help to see what I can do.", tb.ask(t, ann, "hello there").Text)
+}
+
+func TestPanickingHandlerIsContained(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, bot.Config{}, func(b *bot.Bot) {
+		b.Handle(bot.Command{Name: "boom", Desc: "cmd.help", Handle: func(r *bot.Request) error { panic("kaboom") }})
+	})
+	ann := tb.srv.User(42, "Ann", "ru")
+	require.Equal(t, "Что-то пошло не так на моей стороне. Попробуйте ещё раз через минуту.", tb.ask(t, ann, "/boom").Text)
+	require.Contains(t, tb.ask(t, ann, "/start").Text, "Здравствуйте, Ann!", "the next update is still served")
+}
+
+var echoAction = bot.RegisterAction("t_echo", 1)
+
+func TestEscapingSplittingAndButtons(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, bot.Config{}, func(b *bot.Bot) {
+		b.Handle(bot.Command{Name: "vacancy", Desc: "cmd.help", Handle: func(r *bot.Request) error {
+			title := "<b>Go & Rust</b>" // as HH might send it
+			data, err := bot.Encode(echoAction, r.User.ID) // the button belongs to its recipient
+			if err != nil {
+				return err
+			}
+			kb := &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{{Text: "Applied", Data: data}}}}
+			return r.Reply("<b>"+bot.Escape(title)+"</b>", kb)
+		}})
+		b.Handle(bot.Command{Name: "long", Desc: "cmd.help", Handle: func(r *bot.Request) error {
+			return r.Reply(strings.Repeat(strings.Repeat("я", 99)+"\n", 100), nil)
+		}})
+		b.HandleButton(echoAction, func(r *bot.Request, cb bot.Callback) error {
+			if cb.IDs[0] != r.User.ID {
+				return r.Forbidden()
+			}
+			return r.Respond(&tele.CallbackResponse{Text: "pressed " + bot.Escape(string(cb.Action))})
+		})
+	})
+	ann := tb.srv.User(42, "Ann", "en")
+
+	msg := tb.ask(t, ann, "/vacancy")
+	require.Equal(t, "<b>Go & Rust</b>", msg.Text, "shown literally, inside real bold")
+	require.Len(t, msg.Entities, 1)
+	require.Equal(t, "bold", msg.Entities[0].Type)
+
+	q, err := ann.Press(msg, "t_echo:16") // 42 in base 36
+	require.NoError(t, err)
+	require.Equal(t, "pressed t_echo", tb.srv.WaitCallbackAnswer(t, q.ID).Text)
+
+	q = ann.PressRaw(msg, "t_echo:17") // well-formed, but names user 43
+	a := tb.srv.WaitCallbackAnswer(t, q.ID)
+	require.Equal(t, "This button is not for you.", a.Text)
+	require.True(t, a.ShowAlert)
+
+	for _, forged := range []string{"t_echo:025", "t_echo", "nope:1", "t_echo:1:2"} {
+		q = ann.PressRaw(msg, forged)
+		a := tb.srv.WaitCallbackAnswer(t, q.ID)
+		require.Equal(t, "This button is no longer valid.", a.Text, forged)
+		require.True(t, a.ShowAlert)
+	}
+
+	sent := ann.SendText(ann.ID(), "/long")
+	tb.srv.WaitFor(t, 5*time.Second, func() bool {
+		return len(botMessagesAfter(tb.srv.Messages(ann.ID()), sent.MessageID)) == 3
+	})
+	var letters int
+	for _, m := range botMessagesAfter(tb.srv.Messages(ann.ID()), sent.MessageID) {
+		require.LessOrEqual(t, len([]rune(m.Text)), bot.MaxMessageLen)
+		letters += strings.Count(m.Text, "я")
+	}
+	require.Equal(t, 9900, letters, "10 000 characters arrive whole, in three messages")
+}
+
+func botMessagesAfter(ms []tgfake.BotMessage, id int) []tgfake.BotMessage {
+	var out []tgfake.BotMessage
+	for _, m := range ms {
+		if m.MessageID > id {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func TestRateLimitWarnsOnceThenDrops(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, bot.Config{RateLimit: 0.001, RateBurst: 2}, nil)
+	ann := tb.srv.User(42, "Ann", "en")
+	tb.ask(t, ann, "/help")
+	tb.ask(t, ann, "/help")
+	require.Equal(t, "You are sending messages too fast. Please wait a few seconds.", tb.ask(t, ann, "/help").Text)
+	before := len(tb.srv.Messages(ann.ID()))
+	ann.SendText(ann.ID(), "/help")
+	// A different user is not affected, and serving them proves the dropped
+	// update was processed (updates are handled in order of arrival).
+	bob := tb.srv.User(43, "Bob", "en")
+	tb.ask(t, bob, "/help")
+	tb.srv.WaitUpdatesConsumed(t)
+	require.Equal(t, before, len(tb.srv.Messages(ann.ID())), "no second warning")
+}

@@ -1,0 +1,116 @@
+package bot
+
+import (
+	"strings"
+	"time"
+
+	tele "gopkg.in/telebot.v3"
+
+	"switchboard/locales"
+)
+
+// registerCore adds what every user has: greeting, help, language, and the
+// routes for text, buttons and unknown commands. Workflows add the rest.
+func (b *Bot) registerCore() {
+	b.Handle(Command{Name: "start", Desc: "cmd.start", Handle: b.start})
+	b.Handle(Command{Name: "help", Desc: "cmd.help", Handle: b.help})
+	b.Handle(Command{Name: "lang", Desc: "cmd.lang", Handle: b.lang})
+	b.Handle(Command{Name: "status", Desc: "cmd.status", Role: RoleAdmin, Handle: b.status})
+	b.tb.Handle(tele.OnText, b.text)
+	b.tb.Handle(tele.OnCallback, b.callback)
+}
+
+func (b *Bot) start(r *Request) error {
+	name := r.User.FirstName
+	if name == "" {
+		name = r.User.Username
+	}
+	return r.Reply(r.T("start.greeting", locales.Data{
+		"Name":     name,
+		"Commands": locales.HTML(b.helpText(r.Lang, r.Admin)),
+	}), nil)
+}
+
+func (b *Bot) help(r *Request) error {
+	return r.Reply(b.helpText(r.Lang, r.Admin), nil)
+}
+
+func (b *Bot) lang(r *Request) error {
+	want := strings.ToLower(strings.TrimSpace(r.Message().Payload))
+	if !locales.Supported(want) {
+		return r.Reply(r.T("lang.usage", locales.Data{"Current": r.Lang}), nil)
+	}
+	if err := b.deps.Users.SetUserLanguage(r.Ctx, r.User.ID, want); err != nil {
+		return err
+	}
+	r.Lang = want
+	return r.Reply(r.T("lang.changed"), nil)
+}
+
+// text handles every message no command claimed: an unknown command gets a
+// hint; plain private text will be the memory chat's; group text is left to
+// the analysis workflow and never answered in the group.
+func (b *Bot) text(c tele.Context) error {
+	r := requestOf(c)
+	if r == nil {
+		return nil
+	}
+	msg := r.Message()
+	if strings.HasPrefix(msg.Text, "/") {
+		cmd, _, _ := strings.Cut(msg.Text, " ")
+		cmd, _, _ = strings.Cut(cmd, "@")
+		return r.Reply(r.T("error.unknown_command", locales.Data{"Command": cmd}), nil)
+	}
+	if !msg.Private() {
+		return nil
+	}
+	return r.Reply(r.T("text.hint"), nil)
+}
+
+// callback decodes button data before anything else: forged, stale or
+// unknown data gets an alert and changes nothing.
+func (b *Bot) callback(c tele.Context) error {
+	r := requestOf(c)
+	if r == nil {
+		return c.Respond()
+	}
+	cb, err := Decode(c.Callback().Data)
+	h, ok := b.buttons[cb.Action]
+	if err != nil || !ok {
+		b.deps.Log.Warn("bad callback data", "user", r.User.ID, "data_len", len(c.Callback().Data))
+		return r.Alert("error.callback_invalid")
+	}
+	return h(r, cb)
+}
+
+func (b *Bot) status(r *Request) error {
+	now := b.deps.Clock.Now()
+	var sb strings.Builder
+	sb.WriteString(r.T("status.header", locales.Data{
+		"Replica": b.deps.Replica,
+		"Uptime":  now.Sub(b.started).Round(time.Second).String(),
+	}))
+	if b.deps.Status == nil {
+		return r.Reply(sb.String(), nil)
+	}
+	runs, err := b.deps.Status.JobRuns(r.Ctx)
+	if err != nil {
+		sb.WriteString("\n" + r.T("status.db_down", locales.Data{"Error": err.Error()}))
+		return r.Reply(sb.String(), nil)
+	}
+	sb.WriteString("\n\n" + r.T("status.jobs_header"))
+	if len(runs) == 0 {
+		sb.WriteString("\n" + r.T("status.no_jobs"))
+	}
+	for _, j := range runs {
+		sb.WriteString("\n" + r.T("status.job", locales.Data{
+			"Name": j.Name, "Replica": j.Replica, "Runs": j.Runs, "Failures": j.Failures,
+			"Started":  j.StartedAt.UTC().Format("2006-01-02 15:04:05Z"),
+			"Duration": j.Duration.Round(time.Millisecond).String(),
+		}))
+		if j.Err != "" {
+			sb.WriteString("\n" + r.T("status.job_error", locales.Data{"Name": j.Name, "Error": j.Err}))
+		}
+	}
+	return r.Reply(sb.String(), nil)
+}

@@ -1,0 +1,177 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"golang.org/x/time/rate"
+	tele "gopkg.in/telebot.v3"
+
+	"switchboard/domain"
+	"switchboard/locales"
+)
+
+// track counts in-flight handlers so a stop can wait for them.
+func (b *Bot) track(next tele.HandlerFunc) tele.HandlerFunc {
+	return func(c tele.Context) error {
+		b.inflight.Add(1)
+		defer b.inflight.Done()
+		start := time.Now()
+		err := next(c)
+		b.deps.Log.Debug("update handled", "update_id", c.Update().ID, "duration", time.Since(start))
+		return err
+	}
+}
+
+// recover keeps one bad update from taking the bot down (telebot runs each
+// handler in a bare goroutine, so a panic would kill the process) and tells
+// the user something went wrong, in their language when we know it.
+func (b *Bot) recover(next tele.HandlerFunc) tele.HandlerFunc {
+	return func(c tele.Context) (err error) {
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			b.deps.Log.Error("handler panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()), "update", c.Update().ID)
+			b.replyError(c)
+			err = nil
+		}()
+		if err = next(c); err != nil {
+			b.deps.Log.Error("handler failed", "err", err, "update", c.Update().ID)
+			b.replyError(c)
+			return nil
+		}
+		return nil
+	}
+}
+
+func (b *Bot) replyError(c tele.Context) {
+	lang := locales.Languages[0]
+	if r := requestOf(c); r != nil {
+		lang = r.Lang
+	} else if s := c.Sender(); s != nil {
+		lang = locales.Match(s.LanguageCode)
+	}
+	text := b.deps.Catalog.T(lang, "error.internal")
+	var err error
+	if c.Callback() != nil {
+		err = c.Respond(&tele.CallbackResponse{Text: text, ShowAlert: true})
+	} else if c.Chat() != nil {
+		err = b.SendHTML(c.Chat(), text, nil)
+	}
+	if err != nil {
+		b.deps.Log.Warn("could not tell the user about an error", "err", err)
+	}
+}
+
+// identify records the sender and resolves language and roles. A database
+// outage fails the update (the user is told and may retry): answering in the
+// wrong language or with the wrong rights would be worse.
+func (b *Bot) identify(next tele.HandlerFunc) tele.HandlerFunc {
+	return func(c tele.Context) error {
+		s := c.Sender()
+		if s == nil || s.IsBot {
+			return nil // channel posts and other bots: nothing to serve
+		}
+		ctx, cancel := context.WithTimeout(b.handlerCtx, b.cfg.HandlerTimeout)
+		defer cancel()
+		u, err := b.deps.Users.UpsertUser(ctx, domain.User{ID: s.ID, Username: s.Username, FirstName: s.FirstName})
+		if err != nil {
+			return fmt.Errorf("identify user %d: %w", s.ID, err)
+		}
+		lang := u.Language
+		if lang == "" {
+			lang = locales.Match(s.LanguageCode)
+		}
+		if b.isAdmin(s.ID) {
+			if _, done := b.adminMenus.Load(s.ID); !done {
+				if err := b.publishAdminMenu(s.ID); err != nil {
+					b.deps.Log.Warn("publish admin menu", "admin", s.ID, "err", err)
+				}
+			}
+		}
+		c.Set(requestKey, &Request{Context: c, Ctx: ctx, User: u, Lang: lang, Admin: b.isAdmin(s.ID), bot: b})
+		return next(c)
+	}
+}
+
+// rateLimit drops a flooding user's updates, warning them once per burst.
+// It lives in memory on purpose: only the replica holding the polling lease
+// sees updates, and a lost limiter after a restart costs nothing.
+func (b *Bot) rateLimit(next tele.HandlerFunc) tele.HandlerFunc {
+	return func(c tele.Context) error {
+		s := c.Sender()
+		if s == nil {
+			return next(c)
+		}
+		allowed, warn := b.limiter.allow(s.ID)
+		if allowed {
+			return next(c)
+		}
+		b.deps.Log.Warn("rate limited", "user", s.ID)
+		if warn {
+			text := b.deps.Catalog.T(locales.Match(s.LanguageCode), "error.rate_limited")
+			if c.Callback() != nil {
+				return c.Respond(&tele.CallbackResponse{Text: text})
+			}
+			return b.SendHTML(c.Chat(), text, nil)
+		}
+		if c.Callback() != nil {
+			return c.Respond()
+		}
+		return nil
+	}
+}
+
+type rateLimiter struct {
+	mu     sync.Mutex
+	limit  rate.Limit
+	burst  int
+	clock  clockwork.Clock
+	users  map[int64]*userLimit
+	lastGC time.Time
+}
+
+type userLimit struct {
+	lim    *rate.Limiter
+	warned bool
+	seen   time.Time
+}
+
+func newRateLimiter(perSecond float64, burst int, clock clockwork.Clock) *rateLimiter {
+	return &rateLimiter{limit: rate.Limit(perSecond), burst: burst, clock: clock, users: map[int64]*userLimit{}}
+}
+
+// allow reports whether the user may proceed and, if not, whether this is the
+// first refusal since they were last allowed (the one worth a warning).
+func (l *rateLimiter) allow(user int64) (ok, warn bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	if now.Sub(l.lastGC) > 10*time.Minute {
+		for id, u := range l.users {
+			if now.Sub(u.seen) > 10*time.Minute {
+				delete(l.users, id)
+			}
+		}
+		l.lastGC = now
+	}
+	u, found := l.users[user]
+	if !found {
+		u = &userLimit{lim: rate.NewLimiter(l.limit, l.burst)}
+		l.users[user] = u
+	}
+	u.seen = now
+	if u.lim.AllowN(now, 1) {
+		u.warned = false
+		return true, false
+	}
+	warn = !u.warned
+	u.warned = true
+	return false, warn
+}

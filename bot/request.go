@@ -1,0 +1,70 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	tele "gopkg.in/telebot.v3"
+
+	"switchboard/domain"
+	"switchboard/locales"
+)
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// Request is one update as handlers see it: who sent it, in which language,
+// with what rights, and a context that ends with the handler's budget.
+type Request struct {
+	tele.Context
+	Ctx   context.Context
+	User  domain.User
+	Lang  string
+	Admin bool
+	bot   *Bot
+}
+
+const requestKey = "sb.request"
+
+func requestOf(c tele.Context) *Request {
+	r, _ := c.Get(requestKey).(*Request)
+	return r
+}
+
+// T renders a text in the request's language.
+func (r *Request) T(key string, data ...locales.Data) string {
+	return r.bot.deps.Catalog.T(r.Lang, key, data...)
+}
+
+// Reply sends HTML text to the update's chat, split at Telegram's limit; the
+// markup goes on the last chunk so buttons sit under the whole text.
+func (r *Request) Reply(text string, markup *tele.ReplyMarkup) error {
+	return r.bot.SendHTML(r.Recipient(), text, markup)
+}
+
+// Alert answers a button press with a pop-up.
+func (r *Request) Alert(key string, data ...locales.Data) error {
+	return r.Respond(&tele.CallbackResponse{Text: r.T(key, data...), ShowAlert: true})
+}
+
+// Forbidden refuses a button press by someone who may not act on it (not the
+// vacancy's owner, not the addressed master, not an admin); nothing changes.
+func (r *Request) Forbidden() error {
+	r.bot.deps.Log.Warn("button press refused", "user", r.User.ID, "data_len", len(r.Callback().Data))
+	return r.Alert("error.callback_forbidden")
+}
+
+// SendHTML sends text to a chat with parse mode HTML, split into chunks.
+func (b *Bot) SendHTML(to tele.Recipient, text string, markup *tele.ReplyMarkup) error {
+	chunks := Split(text, MaxMessageLen)
+	for i, chunk := range chunks {
+		opts := &tele.SendOptions{ParseMode: tele.ModeHTML, DisableWebPagePreview: true}
+		if i == len(chunks)-1 && markup != nil {
+			opts.ReplyMarkup = markup
+		}
+		if _, err := b.tb.Send(to, chunk, opts); err != nil {
+			return fmt.Errorf("send message part %d/%d: %w", i+1, len(chunks), err)
+		}
+	}
+	return nil
+}
