@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"switchboard/bot"
+	"switchboard/jobs"
+	"switchboard/llm"
+	"switchboard/locales"
+	"switchboard/storage"
+)
+
+// app is every long-lived piece of one replica, in start order.
+type app struct {
+	cfg   Config
+	log   *slog.Logger
+	store *storage.Store
+	redis *redis.Client // nil without REDIS_URL
+	reg   *prometheus.Registry
+	llm   *llm.Client
+	sched *jobs.Scheduler
+	bot   *bot.Bot
+}
+
+func migrateOnly(ctx context.Context, cfg Config, log *slog.Logger) error {
+	st, err := storage.Open(ctx, cfg.DatabaseURL, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return st.Migrate(ctx)
+}
+
+func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err error) {
+	a = &app{cfg: cfg, log: log, reg: prometheus.NewRegistry()}
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
+	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	if a.store, err = storage.Open(ctx, cfg.DatabaseURL, log); err != nil {
+		return nil, err
+	}
+	if err = a.store.Migrate(ctx); err != nil {
+		return nil, err
+	}
+
+	var locker jobs.Locker
+	var lease bot.Lease
+	if cfg.RedisURL != "" {
+		opts, perr := redis.ParseURL(cfg.RedisURL)
+		if perr != nil {
+			return nil, fmt.Errorf("REDIS_URL: %w", perr)
+		}
+		opts.ContextTimeoutEnabled = true // lets per-call contexts bound socket reads
+		redis.SetLogger(redisLogger{log})
+		a.redis = redis.NewClient(opts)
+		// Redis down at start is survivable: jobs skip ticks and nobody polls
+		// until it is back, so warn rather than refuse to start.
+		if perr := a.redis.Ping(ctx).Err(); perr != nil {
+			log.Warn("redis not reachable at start", "err", perr)
+		}
+		locker = jobs.NewRedisLocker(a.redis, jobs.RedisLockerOptions{Prefix: cfg.RedisPrefix, Log: log})
+		lease = jobs.NewRedisLease(a.redis, cfg.RedisPrefix+"telegram:poller", cfg.Replica, 20*time.Second)
+	}
+
+	a.llm, err = llm.New(llm.Config{
+		Provider: cfg.LLMProvider, URL: cfg.LLMURL, APIKey: cfg.LLMAPIKey,
+		Model: cfg.LLMModel, StrongModel: cfg.LLMStrongModel, EmbedModel: cfg.LLMEmbedModel,
+		Timeout: cfg.LLMTimeout, MaxConcurrency: cfg.LLMMaxConcurrency,
+	}, llm.WithRegistry(a.reg), llm.WithLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("llm: %w", err)
+	}
+
+	a.sched, err = jobs.New(jobs.Config{Replica: cfg.Replica, StopTimeout: cfg.ShutdownTimeout / 2, Locker: locker},
+		jobs.Deps{Log: log, Registerer: a.reg, Recorder: jobs.RecorderFunc(func(ctx context.Context, r jobs.Run) error {
+			return a.store.RecordJobRun(ctx, storage.JobRun(r))
+		})})
+	if err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+
+	a.bot, err = bot.New(bot.Config{
+		URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, Lease: lease,
+		DrainTimeout: cfg.ShutdownTimeout / 2,
+	}, bot.Deps{
+		Users: a.store, Status: jobStatus{a.store}, Catalog: locales.MustLoad(), Log: log,
+		Admins: cfg.AdminIDs, Replica: cfg.Replica,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// run serves until ctx ends, then stops everything in reverse order within
+// SHUTDOWN_TIMEOUT: polling and handlers, jobs, HTTP, Redis, the pool.
+func (a *app) run(ctx context.Context) error {
+	checks := []readiness{
+		{"postgres", a.store.Ping},
+		{"migrations", func(ctx context.Context) error {
+			pending, err := a.store.MigrationsPending(ctx)
+			if err == nil && pending {
+				err = errors.New("pending migrations")
+			}
+			return err
+		}},
+	}
+	if a.redis != nil {
+		checks = append(checks, readiness{"redis", func(ctx context.Context) error { return a.redis.Ping(ctx).Err() }})
+	}
+	stopHTTP, err := serveHTTP(ctx, a.cfg.HTTPAddr, newHTTPHandler(a.reg, checks), a.log)
+	if err != nil {
+		a.close()
+		return err
+	}
+	a.sched.Start()
+	botDone := make(chan error, 1)
+	go func() { botDone <- a.bot.Run(ctx) }()
+
+	var botErr error
+	select {
+	case <-ctx.Done():
+	case botErr = <-botDone: // Telegram refused the token, say
+		botDone = nil
+	}
+	a.log.Info("shutting down", "budget", a.cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownTimeout)
+	defer cancel()
+	if botDone != nil {
+		select {
+		case botErr = <-botDone:
+		case <-sctx.Done():
+			a.log.Error("bot did not stop in time")
+		}
+	}
+	if err := a.sched.Shutdown(sctx); err != nil {
+		a.log.Error("stop jobs", "err", err)
+	}
+	if err := stopHTTP(sctx); err != nil {
+		a.log.Error("stop http", "err", err)
+	}
+	a.close()
+	a.log.Info("stopped")
+	return botErr
+}
+
+// close releases connections; safe on a partly built app.
+func (a *app) close() {
+	if a.llm != nil {
+		a.llm.Close()
+	}
+	if a.redis != nil {
+		_ = a.redis.Close()
+	}
+	if a.store != nil {
+		a.store.Close()
+	}
+}
+
+// jobStatus adapts storage's job_runs to what /status shows.
+type jobStatus struct{ store *storage.Store }
+
+func (j jobStatus) JobRuns(ctx context.Context) ([]bot.JobRun, error) {
+	runs, err := j.store.JobRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bot.JobRun, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, bot.JobRun{
+			Name: r.Name, Replica: r.Replica, StartedAt: r.StartedAt, Duration: r.Duration,
+			Err: r.Err, Runs: r.Runs, Failures: r.Failures,
+		})
+	}
+	return out, nil
+}
+
+// redisLogger sends go-redis's own messages ("failed to dial …") to our JSON
+// log instead of stderr; the failures that matter are logged by their callers.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, "redis: "+fmt.Sprintf(format, v...))
+}

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Config is every setting Switchboard reads. The environment is the only
+// source; the variable names are a public contract (DESIGN.md "Running it").
+// The help tag feeds `switchboard -help`; secret marks values never logged.
+type Config struct {
+	TelegramToken  string `env:"TELEGRAM_TOKEN" secret:"true" help:"bot token from @BotFather (required; or TELEGRAM_TOKEN_FILE)"`
+	TelegramAPIURL string `env:"TELEGRAM_API_URL" envDefault:"https://api.telegram.org" help:"Bot API server (a local Bot API server or a test fake)"`
+
+	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/switchboard?sslmode=disable" secret:"true" help:"PostgreSQL; the database is created on first start if missing"`
+	RedisURL    string `env:"REDIS_URL" secret:"true" help:"empty: single replica with in-process locks; set: distributed locks and polling lease"`
+	RedisPrefix string `env:"REDIS_PREFIX" envDefault:"sb:" help:"prefix of every Redis key, so deployments can share one Redis"`
+
+	LLMProvider       string        `env:"LLM_PROVIDER" envDefault:"ollama" help:"ollama or openai (any OpenAI-compatible API)"`
+	LLMURL            string        `env:"LLM_URL" envDefault:"http://127.0.0.1:11434" help:"where the LLM is (for openai: the base URL, e.g. https://api.openai.com/v1)"`
+	LLMAPIKey         string        `env:"LLM_API_KEY" secret:"true" help:"API key for the openai provider (or LLM_API_KEY_FILE)"`
+	LLMModel          string        `env:"LLM_MODEL" envDefault:"qwen2.5:7b" help:"cheap model"`
+	LLMStrongModel    string        `env:"LLM_STRONG_MODEL" help:"final-answer model (default: LLM_MODEL)"`
+	LLMEmbedModel     string        `env:"LLM_EMBED_MODEL" envDefault:"nomic-embed-text" help:"embeddings model"`
+	LLMTimeout        time.Duration `env:"LLM_TIMEOUT" envDefault:"30s" help:"per LLM call"`
+	LLMMaxConcurrency int           `env:"LLM_MAX_CONCURRENCY" envDefault:"2" help:"LLM calls in flight per replica"`
+
+	HHAPIURL    string `env:"HH_API_URL" envDefault:"https://api.hh.ru" help:"HH.ru API"`
+	HHUserAgent string `env:"HH_USER_AGENT" help:"User-Agent sent to HH.ru (default: switchboard/<version>)"`
+
+	AdminIDs    []int64 `env:"ADMIN_IDS" envSeparator:"," help:"admins' Telegram user ids, comma-separated"`
+	AdminChatID int64   `env:"ADMIN_CHAT_ID" help:"chat for events and the live log (0: none)"`
+
+	HTTPAddr string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080" help:"/healthz, /readyz, /metrics"`
+	LogLevel string `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error; logs are JSON on stdout"`
+
+	FetchInterval    time.Duration `env:"FETCH_INTERVAL" envDefault:"15m" help:"vacancy fetch"`
+	QueueInterval    time.Duration `env:"QUEUE_INTERVAL" envDefault:"10m" help:"vacancy queue sweep"`
+	RecoveryInterval time.Duration `env:"RECOVERY_INTERVAL" envDefault:"5m" help:"SKIPPED vacancy recovery"`
+
+	DistributionInterval time.Duration `env:"DISTRIBUTION_INTERVAL" envDefault:"15s" help:"dispatch distribution"`
+	WatchdogInterval     time.Duration `env:"WATCHDOG_INTERVAL" envDefault:"60s" help:"expired-offers watchdog"`
+	OfferSLA             time.Duration `env:"OFFER_SLA" envDefault:"2m" help:"time a master has to answer an offer"`
+
+	CommissionInterval time.Duration `env:"COMMISSION_INTERVAL" envDefault:"10m" help:"dispatch commission"`
+	AutocloseInterval  time.Duration `env:"AUTOCLOSE_INTERVAL" envDefault:"1h" help:"dispatch autoclose"`
+	HeartbeatInterval  time.Duration `env:"HEARTBEAT_INTERVAL" envDefault:"5m" help:"dispatch heartbeat"`
+
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" help:"graceful stop budget on SIGINT/SIGTERM"`
+	Replica         string        `env:"REPLICA_NAME" help:"name of this replica in logs and /status (default: hostname-pid)"`
+}
+
+// secretFiles lets a deployment mount secrets as files (Docker/Kubernetes
+// secrets) instead of putting them in the environment.
+var secretFiles = []string{"TELEGRAM_TOKEN", "DATABASE_URL", "REDIS_URL", "LLM_API_KEY"}
+
+// LoadConfig reads the environment (lookup, usually os.LookupEnv) and
+// validates it, reporting every bad value with its variable's name at once.
+func LoadConfig(lookup func(string) (string, bool), version string) (Config, error) {
+	// Only known keys are read, so lookup can be a test's map as well as os.LookupEnv.
+	vars := map[string]string{}
+	for _, f := range configFields() {
+		for _, k := range []string{f.key, f.key + "_FILE"} {
+			if v, ok := lookup(k); ok {
+				vars[k] = v
+			}
+		}
+	}
+	// "1, 2" is how people write lists; the parser wants "1,2".
+	if v, ok := vars["ADMIN_IDS"]; ok {
+		vars["ADMIN_IDS"] = strings.ReplaceAll(v, " ", "")
+	}
+	var problems []string
+	for _, key := range secretFiles {
+		path := vars[key+"_FILE"]
+		if vars[key] != "" || path == "" {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s_FILE: %v", key, err))
+			continue
+		}
+		vars[key] = strings.TrimSpace(string(b))
+	}
+
+	var cfg Config
+	if err := env.ParseWithOptions(&cfg, env.Options{Environment: vars}); err != nil {
+		problems = append(problems, describeEnvErrors(err)...)
+	}
+	problems = append(problems, cfg.validate()...)
+	if len(problems) > 0 {
+		return Config{}, fmt.Errorf("invalid configuration:\n  %s", strings.Join(problems, "\n  "))
+	}
+	if cfg.LLMStrongModel == "" {
+		cfg.LLMStrongModel = cfg.LLMModel
+	}
+	if cfg.HHUserAgent == "" {
+		cfg.HHUserAgent = "switchboard/" + version
+	}
+	if cfg.Replica == "" {
+		host, _ := os.Hostname()
+		cfg.Replica = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	return cfg, nil
+}
+
+// describeEnvErrors turns the library's per-field errors into lines that
+// name the environment variable, which is what an operator can act on.
+func describeEnvErrors(err error) []string {
+	var agg env.AggregateError
+	errs := []error{err}
+	if errors.As(err, &agg) {
+		errs = agg.Errors
+	}
+	keys := map[string]string{}
+	for _, f := range configFields() {
+		keys[f.field] = f.key
+	}
+	var out []string
+	for _, e := range errs {
+		var pe env.ParseError
+		if errors.As(e, &pe) {
+			inner := pe.Err
+			var ne *strconv.NumError
+			if errors.As(inner, &ne) {
+				inner = fmt.Errorf("%q is not a valid number", ne.Num)
+			}
+			out = append(out, fmt.Sprintf("%s: %v", keys[pe.Name], inner))
+			continue
+		}
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+func (c Config) validate() []string {
+	var p []string
+	bad := func(key, format string, args ...any) {
+		p = append(p, key+": "+fmt.Sprintf(format, args...))
+	}
+	if c.TelegramToken == "" {
+		bad("TELEGRAM_TOKEN", "required: the bot token from @BotFather")
+	}
+	checkURL := func(key, raw string, schemes ...string) {
+		if raw == "" {
+			return
+		}
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" {
+			bad(key, "not a valid URL (want %s://host…)", strings.Join(schemes, " or "))
+			return
+		}
+		for _, s := range schemes {
+			if u.Scheme == s {
+				return
+			}
+		}
+		bad(key, "scheme %q not supported (want %s)", u.Scheme, strings.Join(schemes, " or "))
+	}
+	checkURL("TELEGRAM_API_URL", c.TelegramAPIURL, "https", "http")
+	checkURL("DATABASE_URL", c.DatabaseURL, "postgres", "postgresql")
+	checkURL("REDIS_URL", c.RedisURL, "redis", "rediss", "unix")
+	checkURL("LLM_URL", c.LLMURL, "http", "https")
+	checkURL("HH_API_URL", c.HHAPIURL, "https", "http")
+	if c.LLMProvider != "ollama" && c.LLMProvider != "openai" {
+		bad("LLM_PROVIDER", "%q: want ollama or openai", c.LLMProvider)
+	}
+	if c.LLMMaxConcurrency < 1 {
+		bad("LLM_MAX_CONCURRENCY", "%d: want at least 1", c.LLMMaxConcurrency)
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		bad("HTTP_ADDR", "%q: want host:port", c.HTTPAddr)
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		bad("LOG_LEVEL", "%q: want debug, info, warn or error", c.LogLevel)
+	}
+	for _, f := range configFields() {
+		if f.typ != reflect.TypeOf(time.Duration(0)) {
+			continue
+		}
+		if d := reflect.ValueOf(c).FieldByName(f.field).Interface().(time.Duration); d <= 0 {
+			bad(f.key, "%s: want a positive duration such as 30s or 5m", d)
+		}
+	}
+	return p
+}
+
+// LogValue keeps secrets out of logs: tokens vanish, URL passwords are masked.
+func (c Config) LogValue() slog.Value {
+	var attrs []slog.Attr
+	v := reflect.ValueOf(c)
+	for _, f := range configFields() {
+		val := fmt.Sprint(v.FieldByName(f.field).Interface())
+		if f.secret {
+			val = redact(val)
+		}
+		attrs = append(attrs, slog.String(f.key, val))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+func redact(v string) string {
+	if v == "" {
+		return ""
+	}
+	if u, err := url.Parse(v); err == nil && u.Scheme != "" && u.Host != "" {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+		return u.String()
+	}
+	return "[redacted]"
+}
+
+type configField struct {
+	field, key, def, help string
+	secret                bool
+	typ                   reflect.Type
+}
+
+func configFields() []configField {
+	t := reflect.TypeOf(Config{})
+	out := make([]configField, 0, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		key, _, _ := strings.Cut(sf.Tag.Get("env"), ",")
+		out = append(out, configField{
+			field: sf.Name, key: key, def: sf.Tag.Get("envDefault"), help: sf.Tag.Get("help"),
+			secret: sf.Tag.Get("secret") == "true", typ: sf.Type,
+		})
+	}
+	return out
+}
+
+// PrintConfigHelp writes the table `switchboard -help` shows.
+func PrintConfigHelp(w io.Writer) {
+	fmt.Fprintln(w, "Usage: switchboard [migrate]")
+	fmt.Fprintln(w, "\nConfiguration is read from the environment only:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nVARIABLE\tDEFAULT\tMEANING")
+	for _, f := range configFields() {
+		def := f.def
+		if def == "" {
+			def = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.key, def, f.help)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nSecrets (TELEGRAM_TOKEN, DATABASE_URL, REDIS_URL, LLM_API_KEY) may also be given as a file path in NAME_FILE.")
+}

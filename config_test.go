@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func lookupMap(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestConfigDefaults(t *testing.T) {
+	cfg, err := LoadConfig(lookupMap(map[string]string{"TELEGRAM_TOKEN": "123:abc"}), "1.2.3")
+	require.NoError(t, err)
+	require.Equal(t, "https://api.telegram.org", cfg.TelegramAPIURL)
+	require.Equal(t, "postgres://postgres@127.0.0.1:5432/switchboard?sslmode=disable", cfg.DatabaseURL)
+	require.Equal(t, "ollama", cfg.LLMProvider)
+	require.Equal(t, "qwen2.5:7b", cfg.LLMStrongModel, "strong model defaults to LLM_MODEL")
+	require.Equal(t, 30*time.Second, cfg.LLMTimeout)
+	require.Equal(t, 2, cfg.LLMMaxConcurrency)
+	require.Equal(t, "switchboard/1.2.3", cfg.HHUserAgent)
+	require.Equal(t, 15*time.Minute, cfg.FetchInterval)
+	require.Equal(t, 60*time.Second, cfg.WatchdogInterval)
+	require.Equal(t, 2*time.Minute, cfg.OfferSLA)
+	require.Equal(t, time.Hour, cfg.AutocloseInterval)
+	require.Equal(t, "127.0.0.1:8080", cfg.HTTPAddr)
+	require.Empty(t, cfg.RedisURL)
+}
+
+func TestConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"missing token", map[string]string{}, []string{"TELEGRAM_TOKEN: required"}},
+		{"bad duration", map[string]string{"TELEGRAM_TOKEN": "x", "FETCH_INTERVAL": "soon"}, []string{"FETCH_INTERVAL:", `"soon"`}},
+		{"negative duration", map[string]string{"TELEGRAM_TOKEN": "x", "OFFER_SLA": "-5s"}, []string{"OFFER_SLA: -5s"}},
+		{"bad url", map[string]string{"TELEGRAM_TOKEN": "x", "TELEGRAM_API_URL": "not a url"}, []string{"TELEGRAM_API_URL: not a valid URL"}},
+		{"bad db scheme", map[string]string{"TELEGRAM_TOKEN": "x", "DATABASE_URL": "mysql://h/db"}, []string{"DATABASE_URL: scheme \"mysql\""}},
+		{"bad number", map[string]string{"TELEGRAM_TOKEN": "x", "LLM_MAX_CONCURRENCY": "two"}, []string{"LLM_MAX_CONCURRENCY:", `"two" is not a valid number`}},
+		{"bad admin ids", map[string]string{"TELEGRAM_TOKEN": "x", "ADMIN_IDS": "1,bob"}, []string{"ADMIN_IDS:"}},
+		{"bad provider", map[string]string{"TELEGRAM_TOKEN": "x", "LLM_PROVIDER": "gemini"}, []string{"LLM_PROVIDER:"}},
+		{"bad level", map[string]string{"TELEGRAM_TOKEN": "x", "LOG_LEVEL": "loud"}, []string{"LOG_LEVEL:"}},
+		{"several at once", map[string]string{"WATCHDOG_INTERVAL": "1x", "HTTP_ADDR": "nowhere"}, []string{"TELEGRAM_TOKEN:", "WATCHDOG_INTERVAL:", "HTTP_ADDR:"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadConfig(lookupMap(tc.env), "dev")
+			require.Error(t, err)
+			for _, w := range tc.want {
+				require.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestConfigSecretsFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(p, []byte("42:secret\n"), 0o600))
+	cfg, err := LoadConfig(lookupMap(map[string]string{"TELEGRAM_TOKEN_FILE": p, "ADMIN_IDS": "1, 2"}), "dev")
+	require.NoError(t, err)
+	require.Equal(t, "42:secret", cfg.TelegramToken)
+	require.Equal(t, []int64{1, 2}, cfg.AdminIDs)
+
+	_, err = LoadConfig(lookupMap(map[string]string{"TELEGRAM_TOKEN_FILE": filepath.Join(dir, "missing")}), "dev")
+	require.ErrorContains(t, err, "TELEGRAM_TOKEN_FILE:")
+}
+
+func TestConfigNeverLogsSecrets(t *testing.T) {
+	cfg, err := LoadConfig(lookupMap(map[string]string{
+		"TELEGRAM_TOKEN": "123:supersecret",
+		"DATABASE_URL":   "postgres://app:hunter2@db:5432/sb",
+		"LLM_API_KEY":    "sk-verysecret",
+		"REDIS_URL":      "redis://:redispass@cache:6379/0",
+	}), "dev")
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", "config", cfg)
+	out := buf.String()
+	for _, secret := range []string{"supersecret", "hunter2", "sk-verysecret", "redispass"} {
+		require.NotContains(t, out, secret)
+	}
+	require.Contains(t, out, "db:5432", "non-secret parts of URLs stay readable")
+}
+
+func TestHelpListsEveryVariable(t *testing.T) {
+	var buf bytes.Buffer
+	PrintConfigHelp(&buf)
+	for _, f := range configFields() {
+		require.Contains(t, buf.String(), f.key)
+	}
+	for _, want := range []string{"TELEGRAM_API_URL", "https://api.telegram.org", "LLM_MAX_CONCURRENCY", "HEARTBEAT_INTERVAL", "5m"} {
+		require.True(t, strings.Contains(buf.String(), want), want)
+	}
+}

@@ -1,0 +1,82 @@
+// Command switchboard is a Telegram bot that is the only interface to four
+// workflows — vacancies, analysis runs, dispatch and memory chat — over one
+// PostgreSQL, one Redis and one LLM. This file and app.go are the only places
+// that know every package: they read the configuration, wire the pieces,
+// start them, and stop them in reverse order on SIGINT/SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
+}
+
+// run is main without os.Exit, so tests can drive it.
+func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("switchboard", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { PrintConfigHelp(stdout) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	cmd := fs.Arg(0)
+	switch cmd {
+	case "", "migrate":
+	case "version":
+		fmt.Fprintln(stdout, "switchboard", version)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "unknown command %q\n\n", cmd)
+		PrintConfigHelp(stderr)
+		return 2
+	}
+	cfg, err := LoadConfig(lookup, version)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	log := newLogger(cfg.LogLevel, stdout)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	if cmd == "migrate" {
+		if err := migrateOnly(ctx, cfg, log); err != nil {
+			log.Error("migrate failed", "err", err)
+			return 1
+		}
+		return 0
+	}
+	log.Info("switchboard starting", "version", version, "config", cfg)
+	a, err := newApp(ctx, cfg, log)
+	if err != nil {
+		log.Error("start failed", "err", err)
+		return 1
+	}
+	if err := a.run(ctx); err != nil {
+		log.Error("stopped with error", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(level string, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(level)) // validated in LoadConfig
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl}))
+}
