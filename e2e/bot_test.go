@@ -1,0 +1,170 @@
+package e2e_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"switchboard/e2e"
+	"switchboard/e2e/tgfake"
+	"switchboard/storage/storagetest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	e2e.Cleanup()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func ask(t *testing.T, env *e2e.Env, who *tgfake.Person, chatID int64, text string) tgfake.BotMessage {
+	t.Helper()
+	sent := who.SendText(chatID, text)
+	return env.TG.WaitMessageAfter(t, chatID, sent.MessageID, nil)
+}
+
+func TestStartAndHelpDifferForUserAndAdmin(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	p := env.Start(nil)
+	ann := env.TG.User(501, "Ann", "en")
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+
+	start := ask(t, env, ann, ann.ID(), "/start")
+	require.Contains(t, start.Text, "Hello, Ann!")
+	userHelp := ask(t, env, ann, ann.ID(), "/help")
+	adminHelp := ask(t, env, boss, boss.ID(), "/help")
+	require.Contains(t, userHelp.Text, "/lang")
+	require.NotContains(t, userHelp.Text, "/status")
+	require.Contains(t, adminHelp.Text, "/status")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/start").Text, "/status")
+
+	// The process is ready: database reachable and schema current.
+	resp, err := http.Get("http://" + p.Env["HTTP_ADDR"] + "/readyz")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.JSONEq(t, `{"postgres":"ok","migrations":"ok"}`, string(body))
+	resp, err = http.Get("http://" + p.Env["HTTP_ADDR"] + "/metrics")
+	require.NoError(t, err)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Contains(t, string(body), "go_goroutines")
+}
+
+func TestLangUkThenHelpInUkrainian(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.Start(nil)
+	ann := env.TG.User(502, "Ann", "en")
+	require.Equal(t, "Мову змінено на українську.", ask(t, env, ann, ann.ID(), "/lang uk").Text)
+	help := ask(t, env, ann, ann.ID(), "/help")
+	require.Contains(t, help.Text, "Що я вмію")
+	require.Contains(t, help.Text, "/lang — змінити мову")
+}
+
+func TestUnknownCommandAndRefusedAdminCommand(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.Start(nil)
+	ann := env.TG.User(503, "Ann", "ru")
+	require.Equal(t, "Я не знаю команду /teleport. Отправьте /help, чтобы увидеть, что я умею.",
+		ask(t, env, ann, ann.ID(), "/teleport now").Text)
+	require.Equal(t, "Эта команда только для администраторов.", ask(t, env, ann, ann.ID(), "/status").Text)
+}
+
+func TestGroupMessageGetsNoReply(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	p := env.Start(nil)
+	team := env.TG.Group(-100500, "Team")
+	ann := env.TG.User(504, "Ann", "en")
+
+	ann.SendText(team.ID, "hello team, who takes the release?")
+	// The first update of this test is the group message; wait until the
+	// bot has finished handling it before looking for replies.
+	p.WaitLog(`"msg":"update handled","update_id":1,`, 30*time.Second)
+	require.Empty(t, env.TG.Messages(team.ID), "nothing said in the group")
+	require.Empty(t, env.TG.Messages(ann.ID()), "nothing said in private")
+	require.Empty(t, env.TG.CallsTo("sendMessage"))
+
+	// The bot still answers her in private.
+	require.Contains(t, ask(t, env, ann, ann.ID(), "/help").Text, "What I can do")
+}
+
+func TestSIGTERMStopsGracefully(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	p := env.Start(nil)
+	ann := env.TG.User(505, "Ann", "en")
+	ask(t, env, ann, ann.ID(), "/start")
+	p.Signal(syscall.SIGTERM)
+	require.Equal(t, 0, p.Wait(15*time.Second))
+	require.True(t, p.HasLog(`"msg":"stopped"`))
+}
+
+func TestBadConfigurationNamesTheVariable(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	out, code := env.Run(map[string]string{"FETCH_INTERVAL": "soon", "TELEGRAM_API_URL": "::nope"})
+	require.Equal(t, 2, code)
+	require.Contains(t, out, "FETCH_INTERVAL")
+	require.Contains(t, out, "TELEGRAM_API_URL")
+	out, code = env.Run(map[string]string{"TELEGRAM_TOKEN": ""})
+	require.Equal(t, 2, code)
+	require.Contains(t, out, "TELEGRAM_TOKEN: required")
+	require.NotContains(t, out, env.TG.Token())
+
+	out, code = env.Run(nil, "-help")
+	require.Equal(t, 0, code)
+	for _, v := range []string{"TELEGRAM_TOKEN", "DATABASE_URL", "OFFER_SLA", "2m"} {
+		require.Contains(t, out, v)
+	}
+}
+
+func TestMigrateCreatesDatabaseAndIsRepeatable(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	name := "sbtest_e2e_migrate_" + strings.ToLower(fmt.Sprint(time.Now().UnixNano()))
+	t.Cleanup(func() { storagetest.Drop(t, name) })
+	dbURL := storagetest.URLFor(name)
+	for range 2 {
+		out, code := env.Run(map[string]string{"DATABASE_URL": dbURL}, "migrate")
+		require.Equal(t, 0, code, out)
+	}
+}
+
+func TestPollingFailsOverWhenTheHolderDies(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t, e2e.WithRedis())
+	first := env.Start(nil)
+	first.WaitLog("polling lease acquired", 30*time.Second)
+	second := env.Start(nil)
+	second.WaitLog("polling lease held by another replica", 30*time.Second)
+
+	ann := env.TG.User(506, "Ann", "en")
+	require.Contains(t, ask(t, env, ann, ann.ID(), "/start").Text, "Hello, Ann!")
+
+	first.Kill() // kill -9: no release, the lease must expire
+	died := time.Now()
+	second.WaitLog("polling lease acquired", 40*time.Second)
+	took := time.Since(died)
+	t.Logf("takeover after %s", took.Round(time.Millisecond))
+	require.Less(t, took, 30*time.Second, "a peer takes over within 30 s")
+	require.Contains(t, ask(t, env, ann, ann.ID(), "/help").Text, "What I can do")
+	require.False(t, second.HasLog(`"level":"ERROR"`), "the survivor logged no error")
+}

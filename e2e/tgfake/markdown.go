@@ -1,0 +1,424 @@
+package tgfake
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The Markdown and MarkdownV2 parse modes, following TDLib's parse_markdown
+// and parse_markdown_v2 so that what is accepted, what is rejected and the
+// error wording all match Telegram.
+
+// parseMarkdown implements the legacy "Markdown" parse mode.
+func parseMarkdown(text string) (string, []MessageEntity, error) {
+	n := len(text)
+	at := func(i int) byte {
+		if i < n {
+			return text[i]
+		}
+		return 0
+	}
+	var (
+		out  []byte
+		ents []MessageEntity
+		u16  int
+	)
+	for i := 0; i < n; i++ {
+		c := text[i]
+		if c == '\\' && (at(i+1) == '_' || at(i+1) == '*' || at(i+1) == '`' || at(i+1) == '[') {
+			i++
+			out = append(out, text[i])
+			u16++
+			continue
+		}
+		if c != '_' && c != '*' && c != '`' && c != '[' {
+			out = append(out, c)
+			u16 += utf16Step(c)
+			continue
+		}
+
+		begin := i
+		endChar := c
+		if c == '[' {
+			endChar = ']'
+		}
+		i++
+		isPre := false
+		lang := ""
+		if c == '`' && at(i) == '`' && at(i+1) == '`' {
+			i += 2
+			isPre = true
+			le := i
+			for !htmlSpace(at(le)) && at(le) != '`' {
+				le++
+			}
+			if i != le && le < n && at(le) != '`' {
+				lang = text[i:le]
+				i = le
+			}
+			i = skipOneNewline(text, i)
+		}
+		entOff := u16
+		for i < n && (text[i] != endChar || (isPre && !(at(i+1) == '`' && at(i+2) == '`'))) {
+			out = append(out, text[i])
+			u16 += utf16Step(text[i])
+			i++
+		}
+		if i == n {
+			return "", nil, fmt.Errorf("Can't find end of the entity starting at byte offset %d", begin)
+		}
+		if entOff != u16 {
+			length := u16 - entOff
+			switch c {
+			case '_':
+				ents = append(ents, MessageEntity{Type: "italic", Offset: entOff, Length: length})
+			case '*':
+				ents = append(ents, MessageEntity{Type: "bold", Offset: entOff, Length: length})
+			case '[':
+				var url string
+				if at(i+1) != '(' {
+					url = text[begin+1 : i]
+				} else {
+					i += 2
+					start := i
+					for i < n && text[i] != ')' {
+						i++
+					}
+					url = text[start:i]
+				}
+				if e, ok := linkEntity(url, entOff, length); ok {
+					ents = append(ents, e)
+				}
+			case '`':
+				switch {
+				case !isPre:
+					ents = append(ents, MessageEntity{Type: "code", Offset: entOff, Length: length})
+				default:
+					ents = append(ents, MessageEntity{Type: "pre", Offset: entOff, Length: length, Language: lang})
+				}
+			}
+		}
+		if isPre {
+			i += 2
+		}
+	}
+	sortEntities(ents)
+	return string(out), ents, nil
+}
+
+// skipOneNewline skips a single line break (\n, \r, \r\n or \n\r) at the
+// start of a pre block, as Telegram does.
+func skipOneNewline(text string, i int) int {
+	at := func(i int) byte {
+		if i < len(text) {
+			return text[i]
+		}
+		return 0
+	}
+	if at(i) == '\n' || at(i) == '\r' {
+		if (at(i+1) == '\n' || at(i+1) == '\r') && at(i) != at(i+1) {
+			return i + 2
+		}
+		return i + 1
+	}
+	return i
+}
+
+// MarkdownV2 entity kinds, named as TDLib names them in error messages
+// ("Can't find end of Bold entity at byte offset 0").
+const (
+	mdBold          = "Bold"
+	mdItalic        = "Italic"
+	mdUnderline     = "Underline"
+	mdStrike        = "Strikethrough"
+	mdSpoiler       = "Spoiler"
+	mdCode          = "Code"
+	mdPre           = "Pre"
+	mdPreCode       = "PreCode"
+	mdTextURL       = "TextUrl"
+	mdCustomEmoji   = "CustomEmoji"
+	mdBlockQuote    = "BlockQuote"
+	mdExpandableBQ  = "ExpandableBlockQuote"
+	mdReservedChars = "_*[]()~`>#+-=|{}.!\n"
+)
+
+var mdBotAPIType = map[string]string{
+	mdBold: "bold", mdItalic: "italic", mdUnderline: "underline", mdStrike: "strikethrough",
+	mdSpoiler: "spoiler", mdCode: "code", mdPre: "pre", mdPreCode: "pre", mdTextURL: "text_link",
+	mdCustomEmoji: "custom_emoji", mdBlockQuote: "blockquote", mdExpandableBQ: "expandable_blockquote",
+}
+
+type mdOpen struct {
+	kind       string
+	arg        string
+	offset     int // UTF-16 offset in the result
+	byteOffset int // byte offset in the source, for error messages
+	beginPos   int // byte offset in the result
+}
+
+func mdReserved(c byte) error {
+	return fmt.Errorf("Character '%c' is reserved and must be escaped with the preceding '\\'", c)
+}
+
+func mdUnclosed(o mdOpen) error {
+	return fmt.Errorf("Can't find end of %s entity at byte offset %d", o.kind, o.byteOffset)
+}
+
+// parseMarkdownV2 implements the "MarkdownV2" parse mode.
+func parseMarkdownV2(text string) (string, []MessageEntity, error) {
+	n := len(text)
+	at := func(i int) byte {
+		if i < n {
+			return text[i]
+		}
+		return 0
+	}
+	var (
+		out            []byte
+		ents           []MessageEntity
+		stack          []mdOpen
+		u16            int
+		haveBlockquote bool
+		canStartQuote  = true
+	)
+	// readURL reads a "(url)" body starting after '(' with backslash escapes.
+	readURL := func(i int) (string, int, error) {
+		start := i
+		var url []byte
+		for i < n && text[i] != ')' {
+			if text[i] == '\\' && at(i+1) > 0 && at(i+1) <= 126 {
+				url = append(url, text[i+1])
+				i += 2
+				continue
+			}
+			url = append(url, text[i])
+			i++
+		}
+		if at(i) != ')' {
+			return "", i, fmt.Errorf("Can't find end of a URL at byte offset %d", start)
+		}
+		return string(url), i, nil
+	}
+
+	for i := 0; i < n; i++ {
+		c := text[i]
+		if c == '\\' && at(i+1) > 0 && at(i+1) <= 126 {
+			i++
+			u16++
+			out = append(out, text[i])
+			if text[i] != '\r' {
+				canStartQuote = text[i] == '\n'
+			}
+			continue
+		}
+
+		reserved := mdReservedChars
+		if len(stack) > 0 {
+			switch stack[len(stack)-1].kind {
+			case mdCode, mdPre, mdPreCode:
+				reserved = "`"
+			}
+		}
+		if strings.IndexByte(reserved, c) < 0 {
+			if isFirstByte(c) {
+				u16 += utf16Step(c)
+				if c != '\r' {
+					canStartQuote = false
+				}
+			}
+			out = append(out, c)
+			continue
+		}
+
+		isEnd := false
+		if len(stack) > 0 {
+			if haveBlockquote && c == '\n' && (i+1 == n || at(i+1) != '>') {
+				isEnd = true
+			} else {
+				switch stack[len(stack)-1].kind {
+				case mdBold:
+					isEnd = c == '*'
+				case mdItalic:
+					isEnd = c == '_' && at(i+1) != '_'
+				case mdCode:
+					isEnd = c == '`'
+				case mdPre, mdPreCode:
+					isEnd = c == '`' && at(i+1) == '`' && at(i+2) == '`'
+				case mdTextURL, mdCustomEmoji:
+					isEnd = c == ']'
+				case mdUnderline:
+					isEnd = c == '_' && at(i+1) == '_'
+				case mdStrike:
+					isEnd = c == '~'
+				case mdSpoiler:
+					isEnd = c == '|' && at(i+1) == '|'
+				}
+			}
+		}
+
+		if !isEnd {
+			kind, arg, byteOffset := "", "", i
+			switch c {
+			case '_':
+				kind = mdItalic
+				if at(i+1) == '_' {
+					kind = mdUnderline
+					i++
+				}
+			case '*':
+				kind = mdBold
+			case '~':
+				kind = mdStrike
+			case '|':
+				if at(i+1) != '|' {
+					return "", nil, mdReserved(c)
+				}
+				i++
+				kind = mdSpoiler
+			case '[':
+				kind = mdTextURL
+			case '`':
+				if at(i+1) == '`' && at(i+2) == '`' {
+					i += 3
+					kind = mdPre
+					le := i
+					for !htmlSpace(at(le)) && at(le) != '`' {
+						le++
+					}
+					if i != le && le < n && at(le) != '`' {
+						kind = mdPreCode
+						arg = text[i:le]
+						i = le
+					}
+					i = skipOneNewline(text, i) - 1
+				} else {
+					kind = mdCode
+				}
+			case '!':
+				if at(i+1) != '[' {
+					return "", nil, mdReserved(c)
+				}
+				i++
+				kind = mdCustomEmoji
+			case '\n':
+				u16++
+				out = append(out, '\n')
+				canStartQuote = true
+				continue
+			case '>':
+				if !canStartQuote {
+					return "", nil, mdReserved(c)
+				}
+				if haveBlockquote {
+					continue // continuation line of the current quote
+				}
+				kind = mdBlockQuote
+				haveBlockquote = true
+			default:
+				return "", nil, mdReserved(c)
+			}
+			stack = append(stack, mdOpen{kind: kind, arg: arg, offset: u16, byteOffset: byteOffset, beginPos: len(out)})
+			continue
+		}
+
+		top := stack[len(stack)-1]
+		kind := top.kind
+		if c == '\n' && kind != mdBlockQuote {
+			// Only "||" right before the line break may close a spoiler that
+			// turns the quote into an expandable one.
+			if kind != mdSpoiler || !(top.byteOffset == i-2 ||
+				(top.byteOffset == i-3 && len(out) != 0 && out[len(out)-1] == '\r')) {
+				return "", nil, mdUnclosed(top)
+			}
+			stack = stack[:len(stack)-1]
+			top = stack[len(stack)-1]
+			if top.kind != mdBlockQuote {
+				return "", nil, mdUnclosed(top)
+			}
+			kind = mdExpandableBQ
+		}
+		e := MessageEntity{Type: mdBotAPIType[kind], Offset: top.offset}
+		skip := u16 == top.offset
+		switch kind {
+		case mdUnderline, mdSpoiler:
+			i++
+		case mdPre, mdPreCode:
+			i += 2
+			e.Language = top.arg
+		case mdTextURL:
+			var url string
+			if at(i+1) != '(' {
+				url = string(out[top.beginPos:])
+			} else {
+				var err error
+				if url, i, err = readURL(i + 2); err != nil {
+					return "", nil, err
+				}
+			}
+			link, ok := linkEntity(url, top.offset, 0)
+			if !ok {
+				skip = true
+			}
+			e = link
+		case mdCustomEmoji:
+			if at(i+1) != '(' {
+				return "", nil, fmt.Errorf("The entity must contain a tg://emoji or tg://time URL")
+			}
+			url, next, err := readURL(i + 2)
+			if err != nil {
+				return "", nil, err
+			}
+			i = next
+			id, ok := customEmojiID(url)
+			if !ok {
+				return "", nil, fmt.Errorf("Invalid tg://emoji or tg://time URL specified")
+			}
+			e.CustomEmojiID = id
+		case mdBlockQuote, mdExpandableBQ:
+			haveBlockquote = false
+			out = append(out, text[i])
+			canStartQuote = true
+			u16++
+			skip = false
+		}
+		if !skip {
+			e.Length = u16 - top.offset
+			ents = append(ents, e)
+		}
+		stack = stack[:len(stack)-1]
+	}
+
+	if haveBlockquote && len(stack) > 0 {
+		kind := mdBlockQuote
+		if top := stack[len(stack)-1]; top.kind == mdSpoiler && top.byteOffset == n-2 {
+			stack = stack[:len(stack)-1]
+			kind = mdExpandableBQ
+		}
+		if len(stack) > 0 && stack[len(stack)-1].kind == mdBlockQuote {
+			top := stack[len(stack)-1]
+			if length := u16 - top.offset; length != 0 {
+				ents = append(ents, MessageEntity{Type: mdBotAPIType[kind], Offset: top.offset, Length: length})
+			}
+			stack = stack[:len(stack)-1]
+		}
+	}
+	if len(stack) > 0 {
+		return "", nil, mdUnclosed(stack[len(stack)-1])
+	}
+	sortEntities(ents)
+	return string(out), ents, nil
+}
+
+// customEmojiID extracts the id from a tg://emoji?id=N link.
+func customEmojiID(url string) (string, bool) {
+	rest, ok := strings.CutPrefix(strings.ToLower(url), "tg://emoji?id=")
+	if !ok {
+		return "", false
+	}
+	id, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil || id == 0 {
+		return "", false
+	}
+	return strconv.FormatInt(id, 10), true
+}

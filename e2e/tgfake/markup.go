@@ -1,0 +1,289 @@
+package tgfake
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// ReplyKeyboard records a non-inline reply_markup (ReplyKeyboardMarkup,
+// ReplyKeyboardRemove or ForceReply). Telegram never returns these in
+// Message.reply_markup, so the fake keeps them on BotMessage for assertions.
+type ReplyKeyboard struct {
+	Rows        [][]string // button texts, row by row
+	Remove      bool
+	ForceReply  bool
+	OneTime     bool
+	Resize      bool
+	Persistent  bool
+	Selective   bool
+	Placeholder string
+}
+
+// replyMarkup is a parsed reply_markup parameter: at most one of the two
+// fields is set.
+type replyMarkup struct {
+	inline *InlineKeyboardMarkup
+	reply  *ReplyKeyboard
+}
+
+// Telegram silently truncates keyboards beyond these sizes.
+const (
+	maxButtonsPerRow = 12
+	maxButtonsTotal  = 300
+)
+
+// parseReplyMarkup validates reply_markup like the Bot API server plus TDLib
+// plus Telegram's servers. On top of that it enforces the documented rule
+// that an inline button uses exactly one of its optional fields, which
+// Telegram itself does not check (it silently picks one).
+func parseReplyMarkup(raw string) (replyMarkup, *APIError) {
+	if raw == "" {
+		return replyMarkup{}, nil
+	}
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return replyMarkup{}, badRequest("Can't parse reply keyboard markup JSON object")
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return replyMarkup{}, badRequest("Object expected as reply markup")
+	}
+	obj := jsonObject(m)
+
+	var rows [][]string
+	if kb, present := obj["keyboard"]; present {
+		arr, ok := kb.([]any)
+		if !ok {
+			return replyMarkup{}, badRequest("Field \"keyboard\" must be of type Array")
+		}
+		total := 0
+		for _, rowV := range arr {
+			row, ok := rowV.([]any)
+			if !ok {
+				return replyMarkup{}, badRequest("Field \"keyboard\" must be an Array of Arrays")
+			}
+			var texts []string
+			for _, b := range row {
+				text, err := keyboardButtonText(b)
+				if err != nil {
+					return replyMarkup{}, badRequest("Can't parse keyboard button: %s", err.Error())
+				}
+				if text == "" || len(texts) >= maxButtonsPerRow || total >= maxButtonsTotal {
+					continue
+				}
+				texts = append(texts, text)
+				total++
+			}
+			if len(texts) > 0 {
+				rows = append(rows, texts)
+			}
+		}
+	}
+
+	var inline [][]InlineKeyboardButton
+	if ik, present := obj["inline_keyboard"]; present {
+		arr, ok := ik.([]any)
+		if !ok {
+			return replyMarkup{}, badRequest("Field \"inline_keyboard\" must be of type Array")
+		}
+		total := 0
+		for _, rowV := range arr {
+			row, ok := rowV.([]any)
+			if !ok {
+				return replyMarkup{}, badRequest("Field \"inline_keyboard\" of the InlineKeyboardMarkup must be an Array of Arrays")
+			}
+			var buttons []InlineKeyboardButton
+			for _, bv := range row {
+				b, err := parseInlineButton(bv)
+				if err != nil {
+					return replyMarkup{}, err
+				}
+				// Telegram drops buttons without text instead of failing.
+				if b.Text == "" || len(buttons) >= maxButtonsPerRow || total >= maxButtonsTotal {
+					continue
+				}
+				buttons = append(buttons, b)
+				total++
+			}
+			if len(buttons) > 0 {
+				inline = append(inline, buttons)
+			}
+		}
+	}
+
+	var rk ReplyKeyboard
+	for name, dst := range map[string]*bool{
+		"remove_keyboard": &rk.Remove, "hide_keyboard": &rk.Remove, "force_reply": &rk.ForceReply,
+		"selective": &rk.Selective, "resize_keyboard": &rk.Resize, "one_time_keyboard": &rk.OneTime,
+		"is_persistent": &rk.Persistent,
+	} {
+		b, err := obj.optBool(name)
+		if err != nil {
+			return replyMarkup{}, badRequest("%s", err.Error())
+		}
+		*dst = *dst || b
+	}
+	if rk.Placeholder, _, err = obj.optString("input_field_placeholder"); err != nil {
+		return replyMarkup{}, badRequest("%s", err.Error())
+	}
+
+	switch {
+	case len(rows) > 0:
+		rk.Rows, rk.Remove, rk.ForceReply = rows, false, false
+		return replyMarkup{reply: &rk}, nil
+	case len(inline) > 0:
+		return replyMarkup{inline: &InlineKeyboardMarkup{InlineKeyboard: inline}}, nil
+	case rk.Remove:
+		return replyMarkup{reply: &ReplyKeyboard{Remove: true, Selective: rk.Selective}}, nil
+	case rk.ForceReply:
+		return replyMarkup{reply: &ReplyKeyboard{ForceReply: true, Selective: rk.Selective, Placeholder: rk.Placeholder}}, nil
+	}
+	return replyMarkup{}, nil
+}
+
+func keyboardButtonText(v any) (string, error) {
+	switch b := v.(type) {
+	case string:
+		return b, nil
+	case map[string]any:
+		return jsonObject(b).reqString("text")
+	}
+	return "", fmt.Errorf("KeyboardButton must be a String or an Object")
+}
+
+func parseInlineButton(v any) (InlineKeyboardButton, *APIError) {
+	fail := func(format string, args ...any) (InlineKeyboardButton, *APIError) {
+		return InlineKeyboardButton{}, badRequest("Can't parse inline keyboard button: "+format, args...)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fail("InlineKeyboardButton must be an Object")
+	}
+	obj := jsonObject(m)
+	text, err := obj.reqString("text")
+	if err != nil {
+		return fail("%s", err.Error())
+	}
+	b := InlineKeyboardButton{Text: text}
+
+	// Collect every kind the button declares. Empty url/callback_data count
+	// as absent (Telegram ignores them); an empty switch_inline_query* is a
+	// valid "insert only the bot's username" button, but telebot sends
+	// switch_inline_query_current_chat:"" on every button, so empty switch
+	// fields only count when nothing else is declared.
+	var kinds, weak []string
+	str := func(name string) (string, bool, error) { return obj.optString(name) }
+	if u, _, err := str("url"); err != nil {
+		return fail("%s", err.Error())
+	} else if u != "" {
+		kinds = append(kinds, "url")
+		b.URL = u
+	}
+	if d, _, err := str("callback_data"); err != nil {
+		return fail("%s", err.Error())
+	} else if d != "" {
+		kinds = append(kinds, "callback_data")
+		b.CallbackData = d
+	}
+	for _, name := range []string{"switch_inline_query", "switch_inline_query_current_chat"} {
+		q, present, err := str(name)
+		if err != nil {
+			return fail("%s", err.Error())
+		}
+		if !present {
+			continue
+		}
+		q2 := q
+		if name == "switch_inline_query" {
+			b.SwitchInlineQuery = &q2
+		} else {
+			b.SwitchInlineQueryCurrentChat = &q2
+		}
+		if q != "" {
+			kinds = append(kinds, name)
+		} else {
+			weak = append(weak, name)
+		}
+	}
+	for _, name := range []string{"callback_game", "pay", "switch_inline_query_chosen_chat", "login_url", "web_app", "copy_text"} {
+		raw, present := obj[name]
+		if !present {
+			continue
+		}
+		kinds = append(kinds, name)
+		data, _ := json.Marshal(raw)
+		switch name {
+		case "pay":
+			b.Pay = true
+		case "callback_game":
+			b.CallbackGame = data
+		case "switch_inline_query_chosen_chat":
+			if _, ok := raw.(map[string]any); !ok {
+				return fail("Field \"%s\" must be of type Object", name)
+			}
+			b.SwitchInlineQueryChosenChat = data
+		case "login_url", "web_app", "copy_text":
+			sub, ok := raw.(map[string]any)
+			if !ok {
+				return fail("Field \"%s\" must be of type Object", name)
+			}
+			field := "url"
+			if name == "copy_text" {
+				field = "text"
+			}
+			val, err := jsonObject(sub).reqString(field)
+			if err != nil {
+				return fail("%s", err.Error())
+			}
+			if name == "web_app" {
+				if _, err := normalizeURL(val); err != nil || !strings.HasPrefix(strings.ToLower(val), "https://") {
+					return InlineKeyboardButton{}, badRequest("Inline keyboard button Web App URL '%s' is invalid: Only HTTPS links are allowed", val)
+				}
+			}
+			switch name {
+			case "login_url":
+				b.LoginURL = data
+			case "web_app":
+				b.WebApp = data
+			default:
+				b.CopyText = data
+			}
+		}
+	}
+	switch {
+	case len(kinds) == 0 && len(weak) == 0:
+		// Also the answer to an empty callback_data: Telegram treats it as
+		// absent, leaving a plain text button.
+		return fail("Text buttons are unallowed in the inline keyboard")
+	case len(kinds) == 0:
+		kinds = weak[:1]
+	case len(kinds) > 1:
+		return fail("exactly one of the optional fields must be used, found %s (tgfake: Telegram would silently use %s)",
+			strings.Join(kinds, ", "), kinds[0])
+	}
+	// Drop the ignored empty switch fields so the stored button looks like
+	// the one Telegram returns.
+	if kinds[0] != "switch_inline_query" {
+		b.SwitchInlineQuery = nil
+	}
+	if kinds[0] != "switch_inline_query_current_chat" {
+		b.SwitchInlineQueryCurrentChat = nil
+	}
+
+	switch kinds[0] {
+	case "url":
+		if !strings.HasPrefix(strings.ToLower(b.URL), "tg://user?id=") {
+			norm, err := normalizeURL(b.URL)
+			if err != nil {
+				return InlineKeyboardButton{}, badRequest("Inline keyboard button URL '%s' is invalid: %s", b.URL, err.Error())
+			}
+			b.URL = norm
+		}
+	case "callback_data":
+		if len(b.CallbackData) > maxCallbackData {
+			return InlineKeyboardButton{}, errDesc(400, DescButtonDataInvalid)
+		}
+	}
+	return b, nil
+}

@@ -1,0 +1,552 @@
+package tgfake
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+type methodSpec struct {
+	name   string // canonical spelling, for the call log
+	handle func(*Server, *request) (any, *APIError)
+}
+
+// methods maps lower-cased method names to handlers: Telegram matches
+// method names case-insensitively.
+var methods = func() map[string]methodSpec {
+	list := []methodSpec{
+		{"getMe", getMe},
+		{"getUpdates", getUpdates},
+		{"getWebhookInfo", getWebhookInfo},
+		{"deleteWebhook", deleteWebhook},
+		{"sendMessage", sendMessage},
+		{"sendPhoto", sendPhoto},
+		{"sendDocument", sendDocument},
+		{"editMessageText", editMessageText},
+		{"editMessageCaption", editMessageCaption},
+		{"editMessageReplyMarkup", editMessageReplyMarkup},
+		{"deleteMessage", deleteMessage},
+		{"answerCallbackQuery", answerCallbackQuery},
+		{"sendChatAction", sendChatAction},
+		{"setMyCommands", setMyCommands},
+		{"getMyCommands", getMyCommands},
+		{"deleteMyCommands", deleteMyCommands},
+		{"getChat", getChat},
+		{"getChatMember", getChatMember},
+	}
+	m := make(map[string]methodSpec, len(list))
+	for _, spec := range list {
+		m[strings.ToLower(spec.name)] = spec
+	}
+	return m
+}()
+
+func boolPtr(b bool) *bool { return &b }
+
+func getMe(s *Server, _ *request) (any, *APIError) {
+	me := s.bot
+	me.CanJoinGroups = boolPtr(true)
+	me.CanReadAllGroupMessages = boolPtr(false)
+	me.SupportsInlineQueries = boolPtr(false)
+	me.CanConnectToBusiness = boolPtr(false)
+	me.HasMainWebApp = boolPtr(false)
+	return me, nil
+}
+
+func getWebhookInfo(s *Server, _ *request) (any, *APIError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return map[string]any{"url": "", "has_custom_certificate": false, "pending_update_count": len(s.updates)}, nil
+}
+
+func deleteWebhook(s *Server, r *request) (any, *APIError) {
+	if r.boolArg("drop_pending_updates") {
+		s.mu.Lock()
+		s.updates = nil
+		s.notifyLocked()
+		s.mu.Unlock()
+	}
+	return true, nil
+}
+
+// chatLocked resolves a chat_id parameter: a numeric id or @username of a
+// supergroup.
+func (s *Server) chatLocked(id string) (*chatState, *APIError) {
+	id = strings.TrimSpace(id)
+	if id == "" {
+		return nil, errDesc(400, DescChatIDEmpty)
+	}
+	if name, ok := strings.CutPrefix(id, "@"); ok {
+		for _, ch := range s.chats {
+			if ch.chat.Type != ChatPrivate && ch.chat.Username != "" && strings.EqualFold(ch.chat.Username, name) {
+				return ch, nil
+			}
+		}
+		return nil, errDesc(400, DescChatNotFound)
+	}
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || s.chats[n] == nil {
+		return nil, errDesc(400, DescChatNotFound)
+	}
+	return s.chats[n], nil
+}
+
+// writableLocked applies Telegram's rules for sending to a chat.
+func (s *Server) writableLocked(ch *chatState) *APIError {
+	kind := "group chat"
+	switch ch.chat.Type {
+	case ChatPrivate:
+		p := s.users[ch.chat.ID]
+		if p.blocked {
+			return forbidden(DescBlocked)
+		}
+		if !p.started {
+			return forbidden(DescCantInitiate)
+		}
+		return nil
+	case ChatSupergroup:
+		kind = "supergroup chat"
+	}
+	switch ch.memberStatus(s.bot.ID) {
+	case StatusLeft:
+		return forbidden("Forbidden: bot is not a member of the " + kind)
+	case StatusKicked:
+		return forbidden("Forbidden: bot was kicked from the " + kind)
+	}
+	return nil
+}
+
+type replyRef struct {
+	messageID    int
+	allowMissing bool
+}
+
+// parseReplyParams reads reply_parameters or, when it is absent, the
+// legacy reply_to_message_id/allow_sending_without_reply.
+func parseReplyParams(r *request) (replyRef, *APIError) {
+	if !r.has("reply_parameters") {
+		return replyRef{messageID: int(max(r.int64Arg("reply_to_message_id"), 0)), allowMissing: r.boolArg("allow_sending_without_reply")}, nil
+	}
+	raw := r.str("reply_parameters")
+	if raw == "" {
+		return replyRef{}, nil
+	}
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return replyRef{}, badRequest("Can't parse reply parameters JSON object")
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return replyRef{}, badRequest("Object expected as reply parameters")
+	}
+	if len(m) == 0 {
+		return replyRef{}, nil
+	}
+	obj := jsonObject(m)
+	id, err := obj.reqInt("message_id")
+	if err != nil {
+		return replyRef{}, badRequest("%s", err.Error())
+	}
+	allow, err := obj.optBool("allow_sending_without_reply")
+	if err != nil {
+		return replyRef{}, badRequest("%s", err.Error())
+	}
+	return replyRef{messageID: int(max(id, 0)), allowMissing: allow}, nil
+}
+
+// checkLinkPreview validates link_preview_options; the fake does not render
+// previews, but a malformed value fails on Telegram.
+func checkLinkPreview(r *request) *APIError {
+	raw := r.str("link_preview_options")
+	if raw == "" {
+		return nil
+	}
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return badRequest("Can't parse link preview options JSON object")
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return badRequest("Object expected as link preview options")
+	}
+	obj := jsonObject(m)
+	for _, f := range []string{"is_disabled", "prefer_small_media", "prefer_large_media", "show_above_text"} {
+		if _, err := obj.optBool(f); err != nil {
+			return badRequest("%s", err.Error())
+		}
+	}
+	if _, _, err := obj.optString("url"); err != nil {
+		return badRequest("%s", err.Error())
+	}
+	return nil
+}
+
+// outgoing is a message the bot is about to send.
+type outgoing struct {
+	body      formattedText
+	isCaption bool
+	parseMode string
+	// media resolves the attached file once the chat is known to be
+	// writable (Telegram checks file ids after the chat). It runs with s.mu
+	// held.
+	media func() (*SentFile, *APIError)
+}
+
+// deliver runs the checks shared by all send methods and stores the message.
+func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
+	reply, apiErr := parseReplyParams(r)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	markup, apiErr := parseReplyMarkup(r.str("reply_markup"))
+	if apiErr != nil {
+		return nil, apiErr
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, apiErr := s.chatLocked(r.str("chat_id"))
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	if apiErr := s.writableLocked(ch); apiErr != nil {
+		return nil, apiErr
+	}
+	var replyTo *Message
+	if reply.messageID > 0 {
+		if target := ch.live(reply.messageID); target != nil {
+			replyTo = target.quoted()
+		} else if !reply.allowMissing {
+			return nil, errDesc(400, DescReplyNotFound)
+		}
+	}
+	var file *SentFile
+	if out.media != nil {
+		if file, apiErr = out.media(); apiErr != nil {
+			return nil, apiErr
+		}
+	}
+	if n := utf8.RuneCountInString(out.body.Text); out.isCaption && n > maxCaption {
+		return nil, errDesc(400, DescCaptionTooLong)
+	} else if !out.isCaption && n > maxMessageText {
+		return nil, errDesc(400, DescMessageTooLong)
+	}
+
+	bot := s.bot
+	m := Message{From: &bot, Date: time.Now().Unix(), ReplyToMessage: replyTo, ReplyMarkup: markup.inline}
+	if out.isCaption {
+		m.Caption, m.CaptionEntities = out.body.Text, out.body.Entities
+	} else {
+		m.Text, m.Entities = out.body.Text, out.body.Entities
+	}
+	if file != nil {
+		switch file.Kind {
+		case "photo":
+			m.Photo = []PhotoSize{{FileID: file.FileID, FileUniqueID: file.FileUniqueID, Width: file.Width, Height: file.Height, FileSize: file.Size}}
+		default:
+			m.Document = &Document{FileID: file.FileID, FileUniqueID: file.FileUniqueID, FileName: file.FileName, MimeType: file.MimeType, FileSize: file.Size}
+		}
+		s.files[file.FileID] = file
+	}
+	st := ch.addMessage(m, true)
+	st.parseMode, st.reply, st.file = out.parseMode, markup.reply, file
+	s.notifyLocked()
+	return st.msg, nil
+}
+
+func sendMessage(s *Server, r *request) (any, *APIError) {
+	text := r.str("text")
+	if text == "" {
+		return nil, errDesc(400, DescTextEmpty)
+	}
+	if apiErr := checkLinkPreview(r); apiErr != nil {
+		return nil, apiErr
+	}
+	body, apiErr := s.formatText(text, r.str("parse_mode"), r.str("entities"), false)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return s.deliver(r, outgoing{body: body, parseMode: r.str("parse_mode")})
+}
+
+// editTargetLocked finds the bot message an edit refers to.
+func (s *Server) editTargetLocked(r *request) (*chatState, *msgState, *APIError) {
+	chatID, id := r.str("chat_id"), r.int64Arg("message_id")
+	if chatID == "" && id == 0 {
+		if r.str("inline_message_id") == "" {
+			return nil, nil, badRequest("Message identifier is not specified")
+		}
+		// Inline mode is outside what the fake models.
+		return nil, nil, badRequest("MESSAGE_ID_INVALID")
+	}
+	ch, apiErr := s.chatLocked(chatID)
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	m := ch.live(int(id))
+	if id <= 0 || m == nil {
+		return nil, nil, errDesc(400, DescEditNotFound)
+	}
+	if !m.fromBot {
+		return nil, nil, errDesc(400, DescCantEdit)
+	}
+	return ch, m, nil
+}
+
+func sameMarkup(a, b *InlineKeyboardMarkup) bool {
+	return marshalCompact(a) == marshalCompact(b)
+}
+
+// applyEditLocked records the current version in the history and installs
+// the edited one. Per the copy-on-write rule, change builds a new Message.
+func (s *Server) applyEditLocked(m *msgState, change func(*Message)) Message {
+	m.edits = append(m.edits, m.msg)
+	next := m.msg
+	change(&next)
+	next.EditDate = time.Now().Unix()
+	m.msg = next
+	s.notifyLocked()
+	return next
+}
+
+// editMarkup parses reply_markup for an edit. Omitting it removes the inline
+// keyboard, as on Telegram, so a bot that edits text without re-sending the
+// keyboard loses its buttons here too.
+func editMarkup(r *request) (replyMarkup, *APIError) {
+	return parseReplyMarkup(r.str("reply_markup"))
+}
+
+func editMessageText(s *Server, r *request) (any, *APIError) {
+	text := r.str("text")
+	if text == "" {
+		return nil, errDesc(400, DescTextEmpty)
+	}
+	if apiErr := checkLinkPreview(r); apiErr != nil {
+		return nil, apiErr
+	}
+	body, apiErr := s.formatText(text, r.str("parse_mode"), r.str("entities"), false)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	markup, apiErr := editMarkup(r)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, m, apiErr := s.editTargetLocked(r)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	if m.msg.Text == "" {
+		return nil, errDesc(400, DescNoTextToEdit)
+	}
+	if markup.reply != nil {
+		return nil, badRequest("Inline keyboard expected")
+	}
+	if utf8.RuneCountInString(body.Text) > maxMessageText {
+		return nil, errDesc(400, DescMessageTooLong)
+	}
+	cur := formattedText{Text: m.msg.Text, Entities: m.msg.Entities}
+	if cur.equal(body) && sameMarkup(m.msg.ReplyMarkup, markup.inline) {
+		return nil, errDesc(400, DescNotModified)
+	}
+	m.parseMode = r.str("parse_mode")
+	return s.applyEditLocked(m, func(msg *Message) {
+		msg.Text, msg.Entities, msg.ReplyMarkup = body.Text, body.Entities, markup.inline
+	}), nil
+}
+
+func editMessageCaption(s *Server, r *request) (any, *APIError) {
+	body, apiErr := s.formatText(r.str("caption"), r.str("parse_mode"), r.str("caption_entities"), true)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	markup, apiErr := editMarkup(r)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, m, apiErr := s.editTargetLocked(r)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	if m.msg.Photo == nil && m.msg.Document == nil {
+		return nil, badRequest("There is no caption in the message to edit")
+	}
+	if markup.reply != nil {
+		return nil, badRequest("Inline keyboard expected")
+	}
+	if utf8.RuneCountInString(body.Text) > maxCaption {
+		return nil, errDesc(400, DescCaptionTooLong)
+	}
+	cur := formattedText{Text: m.msg.Caption, Entities: m.msg.CaptionEntities}
+	if cur.equal(body) && sameMarkup(m.msg.ReplyMarkup, markup.inline) {
+		return nil, errDesc(400, DescNotModified)
+	}
+	m.parseMode = r.str("parse_mode")
+	return s.applyEditLocked(m, func(msg *Message) {
+		msg.Caption, msg.CaptionEntities, msg.ReplyMarkup = body.Text, body.Entities, markup.inline
+	}), nil
+}
+
+func editMessageReplyMarkup(s *Server, r *request) (any, *APIError) {
+	markup, apiErr := editMarkup(r)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, m, apiErr := s.editTargetLocked(r)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	if markup.reply != nil {
+		return nil, badRequest("Inline keyboard expected")
+	}
+	if sameMarkup(m.msg.ReplyMarkup, markup.inline) {
+		return nil, errDesc(400, DescNotModified)
+	}
+	return s.applyEditLocked(m, func(msg *Message) { msg.ReplyMarkup = markup.inline }), nil
+}
+
+func deleteMessage(s *Server, r *request) (any, *APIError) {
+	if r.str("chat_id") == "" {
+		return nil, badRequest("Chat identifier is not specified")
+	}
+	id := r.int64Arg("message_id")
+	if id <= 0 {
+		return nil, badRequest("Message identifier is not specified")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, apiErr := s.chatLocked(r.str("chat_id"))
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	m := ch.live(int(id))
+	if m == nil {
+		return nil, errDesc(400, DescDeleteNotFound)
+	}
+	if ch.chat.Type != ChatPrivate && !m.fromBot {
+		switch ch.memberStatus(s.bot.ID) {
+		case StatusCreator, StatusAdministrator:
+		default:
+			return nil, errDesc(400, DescCantDelete)
+		}
+	}
+	m.deleted = true
+	s.notifyLocked()
+	return true, nil
+}
+
+func answerCallbackQuery(s *Server, r *request) (any, *APIError) {
+	id := strings.TrimSpace(r.str("callback_query_id"))
+	text := r.str("text")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cb := s.callbacks[id]
+	if cb == nil || cb.answered {
+		return nil, errDesc(400, DescQueryInvalid)
+	}
+	if utf8.RuneCountInString(text) > maxAnswerText {
+		return nil, badRequest("MESSAGE_TOO_LONG")
+	}
+	cb.answered = true
+	cb.answer = CallbackAnswer{
+		QueryID:   id,
+		Text:      text,
+		ShowAlert: r.boolArg("show_alert"),
+		URL:       r.str("url"),
+		CacheTime: r.intArg("cache_time", 0, 0, 30*24*60*60),
+	}
+	s.notifyLocked()
+	return true, nil
+}
+
+var chatActions = map[string]string{
+	"cancel": "cancel", "typing": "typing", "record_video": "record_video", "upload_video": "upload_video",
+	"record_audio": "record_voice", "record_voice": "record_voice", "upload_audio": "upload_voice",
+	"upload_voice": "upload_voice", "upload_photo": "upload_photo", "upload_document": "upload_document",
+	"choose_sticker": "choose_sticker", "pick_up_location": "find_location", "find_location": "find_location",
+	"record_video_note": "record_video_note", "upload_video_note": "upload_video_note",
+}
+
+func sendChatAction(s *Server, r *request) (any, *APIError) {
+	action, ok := chatActions[strings.ToLower(r.str("action"))]
+	if !ok {
+		return nil, badRequest("Wrong parameter action in request")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, apiErr := s.chatLocked(r.str("chat_id"))
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	if apiErr := s.writableLocked(ch); apiErr != nil {
+		return nil, apiErr
+	}
+	ch.actions = append(ch.actions, ChatAction{Action: action, Time: time.Now()})
+	s.notifyLocked()
+	return true, nil
+}
+
+func getChat(s *Server, r *request) (any, *APIError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, apiErr := s.chatLocked(r.str("chat_id"))
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return chatFullInfo{Chat: ch.chat, MaxReactionCount: 11}, nil
+}
+
+func getChatMember(s *Server, r *request) (any, *APIError) {
+	userID := r.int64Arg("user_id")
+	if userID <= 0 {
+		return nil, badRequest("Invalid user_id specified")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, apiErr := s.chatLocked(r.str("chat_id"))
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	var user User
+	switch p, ok := s.users[userID]; {
+	case userID == s.bot.ID:
+		user = s.bot
+	case ok:
+		user = p.user
+	default:
+		return nil, badRequest("User not found")
+	}
+	status := ch.memberStatus(userID)
+	if ch.chat.Type == ChatPrivate && userID != ch.chat.ID && userID != s.bot.ID {
+		status = StatusLeft
+	}
+	return chatMember(user, status), nil
+}
+
+func chatMember(u User, status string) ChatMember {
+	cm := ChatMember{User: u, Status: status}
+	yes, no := boolPtr(true), boolPtr(false)
+	switch status {
+	case StatusCreator:
+		cm.IsAnonymous = no
+	case StatusAdministrator:
+		cm.CanBeEdited, cm.IsAnonymous = no, no
+		cm.CanManageChat, cm.CanDeleteMessages, cm.CanManageVideoChats = yes, yes, yes
+		cm.CanRestrictMembers, cm.CanPromoteMembers, cm.CanChangeInfo = yes, no, yes
+		cm.CanInviteUsers, cm.CanPinMessages = yes, yes
+	case StatusRestricted:
+		var forever int64
+		cm.IsMember, cm.CanSendMessages, cm.UntilDate = yes, no, &forever
+	case StatusKicked:
+		var forever int64
+		cm.UntilDate = &forever
+	}
+	return cm
+}

@@ -1,0 +1,243 @@
+package tgfake
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// The types in this file mirror the Bot API objects
+// (https://core.telegram.org/bots/api#available-types) as the fake serialises
+// them. Only the fields the fake can produce are present; optional fields use
+// omitempty so responses look like Telegram's, which omits absent fields.
+
+// User is the Bot API User object.
+type User struct {
+	ID           int64  `json:"id"`
+	IsBot        bool   `json:"is_bot"`
+	FirstName    string `json:"first_name"`
+	LastName     string `json:"last_name,omitempty"`
+	Username     string `json:"username,omitempty"`
+	LanguageCode string `json:"language_code,omitempty"`
+
+	// Returned only by getMe.
+	CanJoinGroups           *bool `json:"can_join_groups,omitempty"`
+	CanReadAllGroupMessages *bool `json:"can_read_all_group_messages,omitempty"`
+	SupportsInlineQueries   *bool `json:"supports_inline_queries,omitempty"`
+	CanConnectToBusiness    *bool `json:"can_connect_to_business,omitempty"`
+	HasMainWebApp           *bool `json:"has_main_web_app,omitempty"`
+}
+
+// Chat types as the Bot API spells them.
+const (
+	ChatPrivate    = "private"
+	ChatGroup      = "group"
+	ChatSupergroup = "supergroup"
+)
+
+// Chat is the Bot API Chat object.
+type Chat struct {
+	ID        int64  `json:"id"`
+	Type      string `json:"type"`
+	Title     string `json:"title,omitempty"`
+	Username  string `json:"username,omitempty"`
+	FirstName string `json:"first_name,omitempty"`
+	LastName  string `json:"last_name,omitempty"`
+}
+
+// chatFullInfo is what getChat returns since Bot API 7.3: the Chat fields
+// plus a few fields Telegram documents as always present.
+type chatFullInfo struct {
+	Chat
+	AccentColorID    int `json:"accent_color_id"`
+	MaxReactionCount int `json:"max_reaction_count"`
+}
+
+// MessageEntity is the Bot API MessageEntity object. Offsets and lengths are
+// in UTF-16 code units, as in Telegram.
+type MessageEntity struct {
+	Type          string `json:"type"`
+	Offset        int    `json:"offset"`
+	Length        int    `json:"length"`
+	URL           string `json:"url,omitempty"`
+	User          *User  `json:"user,omitempty"`
+	Language      string `json:"language,omitempty"`
+	CustomEmojiID string `json:"custom_emoji_id,omitempty"`
+}
+
+// InlineKeyboardMarkup is the Bot API InlineKeyboardMarkup object.
+type InlineKeyboardMarkup struct {
+	InlineKeyboard [][]InlineKeyboardButton `json:"inline_keyboard"`
+}
+
+// Buttons returns all buttons row by row, for convenient searching.
+func (m *InlineKeyboardMarkup) Buttons() []InlineKeyboardButton {
+	if m == nil {
+		return nil
+	}
+	var out []InlineKeyboardButton
+	for _, row := range m.InlineKeyboard {
+		out = append(out, row...)
+	}
+	return out
+}
+
+// InlineKeyboardButton is the Bot API InlineKeyboardButton object. String
+// pointers distinguish "absent" from "empty", which matters for the
+// switch_inline_query fields where an empty query is meaningful.
+type InlineKeyboardButton struct {
+	Text                         string          `json:"text"`
+	URL                          string          `json:"url,omitempty"`
+	CallbackData                 string          `json:"callback_data,omitempty"`
+	SwitchInlineQuery            *string         `json:"switch_inline_query,omitempty"`
+	SwitchInlineQueryCurrentChat *string         `json:"switch_inline_query_current_chat,omitempty"`
+	SwitchInlineQueryChosenChat  json.RawMessage `json:"switch_inline_query_chosen_chat,omitempty"`
+	LoginURL                     json.RawMessage `json:"login_url,omitempty"`
+	WebApp                       json.RawMessage `json:"web_app,omitempty"`
+	CopyText                     json.RawMessage `json:"copy_text,omitempty"`
+	CallbackGame                 json.RawMessage `json:"callback_game,omitempty"`
+	Pay                          bool            `json:"pay,omitempty"`
+}
+
+// PhotoSize is the Bot API PhotoSize object.
+type PhotoSize struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	Width        int    `json:"width"`
+	Height       int    `json:"height"`
+	FileSize     int64  `json:"file_size,omitempty"`
+}
+
+// Document is the Bot API Document object.
+type Document struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	FileName     string `json:"file_name,omitempty"`
+	MimeType     string `json:"mime_type,omitempty"`
+	FileSize     int64  `json:"file_size,omitempty"`
+}
+
+// Message is the Bot API Message object.
+type Message struct {
+	MessageID       int                   `json:"message_id"`
+	From            *User                 `json:"from,omitempty"`
+	Chat            Chat                  `json:"chat"`
+	Date            int64                 `json:"date"`
+	EditDate        int64                 `json:"edit_date,omitempty"`
+	ReplyToMessage  *Message              `json:"reply_to_message,omitempty"`
+	Text            string                `json:"text,omitempty"`
+	Entities        []MessageEntity       `json:"entities,omitempty"`
+	Caption         string                `json:"caption,omitempty"`
+	CaptionEntities []MessageEntity       `json:"caption_entities,omitempty"`
+	Photo           []PhotoSize           `json:"photo,omitempty"`
+	Document        *Document             `json:"document,omitempty"`
+	ReplyMarkup     *InlineKeyboardMarkup `json:"reply_markup,omitempty"`
+}
+
+// MessageRef identifies a message in a chat. Message implements it, and so
+// does every type embedding Message (such as BotMessage), so user actions
+// accept whichever the test has at hand.
+type MessageRef interface {
+	Ref() (chatID int64, messageID int)
+}
+
+// Ref implements MessageRef.
+func (m Message) Ref() (chatID int64, messageID int) { return m.Chat.ID, m.MessageID }
+
+// ReplyToID returns the id of the message this one replies to, or 0.
+func (m Message) ReplyToID() int {
+	if m.ReplyToMessage == nil {
+		return 0
+	}
+	return m.ReplyToMessage.MessageID
+}
+
+// CallbackQuery is the Bot API CallbackQuery object.
+type CallbackQuery struct {
+	ID           string   `json:"id"`
+	From         User     `json:"from"`
+	Message      *Message `json:"message,omitempty"`
+	ChatInstance string   `json:"chat_instance"`
+	Data         string   `json:"data,omitempty"`
+}
+
+// Update is the Bot API Update object.
+type Update struct {
+	UpdateID      int            `json:"update_id"`
+	Message       *Message       `json:"message,omitempty"`
+	CallbackQuery *CallbackQuery `json:"callback_query,omitempty"`
+}
+
+// BotCommand is the Bot API BotCommand object.
+type BotCommand struct {
+	Command     string `json:"command"`
+	Description string `json:"description"`
+}
+
+// BotCommandScope is the Bot API BotCommandScope object. The zero value is
+// the "default" scope.
+type BotCommandScope struct {
+	Type   string `json:"type"`
+	ChatID int64  `json:"chat_id,omitempty"`
+	UserID int64  `json:"user_id,omitempty"`
+}
+
+// Chat member statuses as the Bot API spells them.
+const (
+	StatusCreator       = "creator"
+	StatusAdministrator = "administrator"
+	StatusMember        = "member"
+	StatusRestricted    = "restricted"
+	StatusLeft          = "left"
+	StatusKicked        = "kicked"
+)
+
+// ChatMember is the Bot API ChatMember object, flattened over its variants:
+// fields that a variant does not have are omitted.
+type ChatMember struct {
+	User        User   `json:"user"`
+	Status      string `json:"status"`
+	IsAnonymous *bool  `json:"is_anonymous,omitempty"`
+	IsMember    *bool  `json:"is_member,omitempty"`
+	CanBeEdited *bool  `json:"can_be_edited,omitempty"`
+	// Administrator rights; present for creators' and administrators'
+	// variants only.
+	CanManageChat       *bool  `json:"can_manage_chat,omitempty"`
+	CanDeleteMessages   *bool  `json:"can_delete_messages,omitempty"`
+	CanManageVideoChats *bool  `json:"can_manage_video_chats,omitempty"`
+	CanRestrictMembers  *bool  `json:"can_restrict_members,omitempty"`
+	CanPromoteMembers   *bool  `json:"can_promote_members,omitempty"`
+	CanChangeInfo       *bool  `json:"can_change_info,omitempty"`
+	CanInviteUsers      *bool  `json:"can_invite_users,omitempty"`
+	CanPinMessages      *bool  `json:"can_pin_messages,omitempty"`
+	CanSendMessages     *bool  `json:"can_send_messages,omitempty"`
+	UntilDate           *int64 `json:"until_date,omitempty"`
+}
+
+// APIError is a Bot API error response. It is also what the call log records
+// for failed calls and what FailNextWith injects.
+type APIError struct {
+	Code        int
+	Description string
+	// RetryAfter is sent as parameters.retry_after when non-zero.
+	RetryAfter int
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("telegram: %s (%d)", e.Description, e.Code)
+}
+
+func (e *APIError) MarshalJSON() ([]byte, error) {
+	type params struct {
+		RetryAfter int `json:"retry_after,omitempty"`
+	}
+	out := struct {
+		OK          bool    `json:"ok"`
+		ErrorCode   int     `json:"error_code"`
+		Description string  `json:"description"`
+		Parameters  *params `json:"parameters,omitempty"`
+	}{ErrorCode: e.Code, Description: e.Description}
+	if e.RetryAfter > 0 {
+		out.Parameters = &params{RetryAfter: e.RetryAfter}
+	}
+	return json.Marshal(out)
+}

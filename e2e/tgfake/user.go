@@ -1,0 +1,299 @@
+package tgfake
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Errors returned by Person.Press and friends, for errors.Is.
+var (
+	ErrNoSuchMessage = errors.New("tgfake: no such message")
+	ErrNoSuchButton  = errors.New("tgfake: message has no such button")
+)
+
+// Person is a Telegram user played by the test. Its actions deliver updates
+// to the bot synchronously (the update is queued when the call returns).
+// Misuse, such as writing to an unregistered chat, fails the test given to
+// New, so call them from that test's goroutine.
+type Person struct {
+	srv  *Server
+	user User
+	// blocked and started are guarded by srv.mu.
+	blocked bool
+	started bool
+}
+
+// User registers a user and their private chat with the bot (chat id =
+// user id, as in Telegram) and returns the handle tests act through. lang
+// is the user's language_code ("" for none). Calling it again with the same
+// id returns the same Person.
+//
+// Like on Telegram, the bot cannot message the user until the user has
+// written to it (or pressed a button in the private chat): until then
+// sendMessage fails with 403 "bot can't initiate conversation with a user".
+func (s *Server) User(id int64, firstName, lang string) *Person {
+	s.t.Helper()
+	if id <= 0 {
+		s.t.Fatalf("tgfake: user id must be positive, got %d", id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.users[id]; ok {
+		return p
+	}
+	p := &Person{srv: s, user: User{ID: id, FirstName: firstName, LanguageCode: lang}}
+	s.users[id] = p
+	s.chats[id] = newChatState(Chat{ID: id, Type: ChatPrivate, FirstName: firstName})
+	s.notifyLocked()
+	return p
+}
+
+// Group registers a basic group the bot is a member of. Group ids are
+// negative in the Bot API.
+func (s *Server) Group(id int64, title string) Chat {
+	return s.addGroup(Chat{ID: id, Type: ChatGroup, Title: title})
+}
+
+// Supergroup registers a supergroup the bot is a member of; ids look like
+// -100xxxxxxxxxx. A non-empty username makes it addressable as @username.
+func (s *Server) Supergroup(id int64, title, username string) Chat {
+	return s.addGroup(Chat{ID: id, Type: ChatSupergroup, Title: title, Username: username})
+}
+
+func (s *Server) addGroup(c Chat) Chat {
+	s.t.Helper()
+	if c.ID >= 0 {
+		s.t.Fatalf("tgfake: group ids must be negative, got %d", c.ID)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ch, ok := s.chats[c.ID]; ok {
+		return ch.chat
+	}
+	s.chats[c.ID] = newChatState(c)
+	s.notifyLocked()
+	return c
+}
+
+// SetChatMember sets a user's (or the bot's own, with Bot().ID) status in a
+// chat: StatusCreator, StatusAdministrator, StatusMember, StatusRestricted,
+// StatusLeft or StatusKicked. getChatMember reports it; the bot's own status
+// decides whether it may write to the group (left/kicked fail with 403) and
+// delete other people's messages (creator/administrator only).
+func (s *Server) SetChatMember(chatID, userID int64, status string) {
+	s.t.Helper()
+	switch status {
+	case StatusCreator, StatusAdministrator, StatusMember, StatusRestricted, StatusLeft, StatusKicked:
+	default:
+		s.t.Fatalf("tgfake: unknown chat member status %q", status)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := s.chats[chatID]
+	if ch == nil {
+		s.t.Fatalf("tgfake: SetChatMember: unknown chat %d", chatID)
+		return
+	}
+	ch.members[userID] = status
+	s.notifyLocked()
+}
+
+// ID is the user's id, which is also their private chat's id.
+func (p *Person) ID() int64 { return p.user.ID }
+
+// User is the Bot API User object of this person.
+func (p *Person) User() User { return p.user }
+
+// Block makes the user block the bot: sending to their private chat fails
+// with 403 "Forbidden: bot was blocked by the user" until Unblock, or until
+// the user writes to the bot again.
+func (p *Person) Block() { p.setBlocked(true) }
+
+// Unblock undoes Block.
+func (p *Person) Unblock() { p.setBlocked(false) }
+
+func (p *Person) setBlocked(b bool) {
+	p.srv.mu.Lock()
+	defer p.srv.mu.Unlock()
+	p.blocked = b
+	p.srv.notifyLocked()
+}
+
+// chatForLocked finds a chat the person can write in. Misuse is a bug in the
+// test, so it fails the test rather than returning an error.
+func (p *Person) chatForLocked(chatID int64) *chatState {
+	s := p.srv
+	ch := s.chats[chatID]
+	switch {
+	case ch == nil:
+		s.t.Fatalf("tgfake: %s acts in unknown chat %d (register it with User/Group/Supergroup)", p.user.FirstName, chatID)
+	case ch.chat.Type == ChatPrivate && chatID != p.user.ID:
+		s.t.Fatalf("tgfake: %s acts in the private chat of user %d", p.user.FirstName, chatID)
+	case ch.chat.Type != ChatPrivate:
+		switch st := ch.memberStatus(p.user.ID); st {
+		case StatusLeft, StatusKicked:
+			s.t.Fatalf("tgfake: %s is %s in chat %d", p.user.FirstName, st, chatID)
+		}
+	}
+	if ch.chat.Type == ChatPrivate {
+		// Writing to a bot starts it, and un-blocks it: Telegram clients
+		// replace the input field of a blocked bot with "Restart".
+		p.started, p.blocked = true, false
+	}
+	return ch
+}
+
+// SendText sends a text message as this user to a chat: their private chat
+// with the bot (chat id = p.ID()) or a group. Commands get a bot_command
+// entity as Telegram adds them ("/start", "/help@bot"). It returns the
+// message as the bot will receive it.
+func (p *Person) SendText(chatID int64, text string) Message {
+	p.srv.t.Helper()
+	return p.send(chatID, text, 0)
+}
+
+// Reply sends a text message as this user replying to msg.
+func (p *Person) Reply(msg MessageRef, text string) Message {
+	p.srv.t.Helper()
+	chatID, id := msg.Ref()
+	return p.send(chatID, text, id)
+}
+
+func (p *Person) send(chatID int64, text string, replyTo int) Message {
+	s := p.srv
+	s.t.Helper()
+	if text == "" {
+		s.t.Fatalf("tgfake: Telegram clients cannot send an empty message")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := p.chatForLocked(chatID)
+	from := p.user
+	m := Message{From: &from, Date: time.Now().Unix(), Text: text, Entities: detectEntities(text)}
+	if replyTo != 0 {
+		target := ch.live(replyTo)
+		if target == nil {
+			s.t.Fatalf("tgfake: reply to missing message %d in chat %d", replyTo, chatID)
+		}
+		m.ReplyToMessage = target.quoted()
+	}
+	st := ch.addMessage(m, false)
+	if s.botReceivesLocked(ch) {
+		delivered := st.msg // a copy: the update must not follow later changes
+		s.pushUpdateLocked(Update{Message: &delivered})
+	} else {
+		s.notifyLocked()
+	}
+	return st.msg
+}
+
+// Press presses the inline button with the given callback_data on a bot
+// message, as a Telegram client does: it fails with ErrNoSuchButton if the
+// message (in its current state) has no such button, which catches bots
+// whose keyboards do not offer what the test expects. The bot receives a
+// callback_query carrying the message as it is now.
+func (p *Person) Press(msg MessageRef, data string) (CallbackQuery, error) {
+	p.srv.t.Helper()
+	return p.press(msg, func(m *Message) (string, error) {
+		for _, b := range m.ReplyMarkup.Buttons() {
+			if b.CallbackData == data {
+				return data, nil
+			}
+		}
+		return "", fmt.Errorf("%w: message %d in chat %d has no button with callback_data %q; buttons: %s",
+			ErrNoSuchButton, m.MessageID, m.Chat.ID, data, describeButtons(m.ReplyMarkup))
+	})
+}
+
+// PressButton presses the callback button with the given visible text.
+func (p *Person) PressButton(msg MessageRef, text string) (CallbackQuery, error) {
+	p.srv.t.Helper()
+	return p.press(msg, func(m *Message) (string, error) {
+		for _, b := range m.ReplyMarkup.Buttons() {
+			if b.Text == text && b.CallbackData != "" {
+				return b.CallbackData, nil
+			}
+		}
+		return "", fmt.Errorf("%w: message %d in chat %d has no callback button labelled %q; buttons: %s",
+			ErrNoSuchButton, m.MessageID, m.Chat.ID, text, describeButtons(m.ReplyMarkup))
+	})
+}
+
+// PressRaw sends a callback_query with arbitrary data for a bot message,
+// whether or not it has such a button: a forged or stale press, as a
+// malicious or outdated client could send.
+func (p *Person) PressRaw(msg MessageRef, data string) CallbackQuery {
+	s := p.srv
+	s.t.Helper()
+	q, err := p.press(msg, func(*Message) (string, error) { return data, nil })
+	if err != nil {
+		s.t.Fatalf("tgfake: PressRaw: %v", err)
+	}
+	return q
+}
+
+func (p *Person) press(msg MessageRef, pick func(*Message) (string, error)) (CallbackQuery, error) {
+	s := p.srv
+	chatID, id := msg.Ref()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := p.chatForLocked(chatID)
+	target := ch.live(id)
+	if target == nil {
+		return CallbackQuery{}, fmt.Errorf("%w: message %d in chat %d does not exist or was deleted", ErrNoSuchMessage, id, chatID)
+	}
+	if !target.fromBot {
+		return CallbackQuery{}, fmt.Errorf("%w: message %d in chat %d was not sent by the bot", ErrNoSuchButton, id, chatID)
+	}
+	data, err := pick(&target.msg)
+	if err != nil {
+		return CallbackQuery{}, err
+	}
+	s.nextCallbackID++
+	q := CallbackQuery{
+		ID:           strconv.FormatUint(4_000_000_000_000_000_000+s.nextCallbackID, 10),
+		From:         p.user,
+		Message:      target.quoted(),
+		ChatInstance: ch.instance,
+		Data:         data,
+	}
+	cb := &callbackState{query: q, chatID: chatID}
+	s.callbacks[q.ID] = cb
+	ch.queries = append(ch.queries, cb)
+	s.pushUpdateLocked(Update{CallbackQuery: &q})
+	return q, nil
+}
+
+// botReceivesLocked reports whether the bot gets updates from a chat: not
+// from groups it left or was kicked from.
+func (s *Server) botReceivesLocked(ch *chatState) bool {
+	if ch.chat.Type == ChatPrivate {
+		return true
+	}
+	st := ch.memberStatus(s.bot.ID)
+	return st != StatusLeft && st != StatusKicked
+}
+
+func describeButtons(m *InlineKeyboardMarkup) string {
+	bs := m.Buttons()
+	if len(bs) == 0 {
+		return "none"
+	}
+	out := ""
+	for i, b := range bs {
+		if i > 0 {
+			out += ", "
+		}
+		switch {
+		case b.CallbackData != "":
+			out += fmt.Sprintf("[%s → %q]", b.Text, b.CallbackData)
+		case b.URL != "":
+			out += fmt.Sprintf("[%s → %s]", b.Text, b.URL)
+		default:
+			out += fmt.Sprintf("[%s]", b.Text)
+		}
+	}
+	return out
+}
