@@ -110,27 +110,9 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 
 	p := s.decide(&req)
 	ctx := r.Context()
-	if !s.wait(ctx, p.latency) {
+	content, ok := s.scriptedContent(ctx, w, p, &req, ollamaFail)
+	if !ok {
 		return
-	}
-	if status, msg, ok := errorFor(p.fault, &req); ok {
-		ollamaFail(w, p.fault, status, msg)
-		return
-	}
-
-	var content string
-	switch p.fault.kind {
-	case faultHang:
-		s.hang(ctx)
-		return
-	case faultEmptyBody:
-		w.WriteHeader(http.StatusOK)
-		return
-	case faultEmptyContent:
-	case faultInvalidJSON:
-		content = invalidJSONContent
-	default:
-		content = p.rule.reply(req)
 	}
 
 	created := time.Now().UTC().Format(time.RFC3339Nano)

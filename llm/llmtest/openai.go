@@ -205,26 +205,9 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 
 	p := s.decide(&req)
 	ctx := r.Context()
-	if !s.wait(ctx, p.latency) {
+	content, ok := s.scriptedContent(ctx, w, p, &req, openaiFail)
+	if !ok {
 		return
-	}
-	if status, msg, ok := errorFor(p.fault, &req); ok {
-		openaiFail(w, p.fault, status, msg)
-		return
-	}
-	var content string
-	switch p.fault.kind {
-	case faultHang:
-		s.hang(ctx)
-		return
-	case faultEmptyBody:
-		w.WriteHeader(http.StatusOK)
-		return
-	case faultEmptyContent:
-	case faultInvalidJSON:
-		content = invalidJSONContent
-	default:
-		content = p.rule.reply(req)
 	}
 
 	id := s.nextID("chatcmpl-llmtest-")

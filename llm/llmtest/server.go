@@ -399,3 +399,32 @@ func promptTokens(msgs []Message) int {
 	}
 	return n
 }
+
+// scriptedContent waits out the plan's latency and applies its fault, the
+// same way for every provider; it returns the reply's content, or false when
+// the response is already written (an error, an empty body) or the client
+// left. fail writes an error in the provider's own shape.
+func (s *Server) scriptedContent(ctx context.Context, w http.ResponseWriter, p plan, req *Request,
+	fail func(w http.ResponseWriter, f Fault, status int, msg string)) (string, bool) {
+	if !s.wait(ctx, p.latency) {
+		return "", false
+	}
+	if status, msg, ok := errorFor(p.fault, req); ok {
+		fail(w, p.fault, status, msg)
+		return "", false
+	}
+	switch p.fault.kind {
+	case faultHang:
+		s.hang(ctx)
+		return "", false
+	case faultEmptyBody:
+		w.WriteHeader(http.StatusOK)
+		return "", false
+	case faultEmptyContent:
+		return "", true
+	case faultInvalidJSON:
+		return invalidJSONContent, true
+	default:
+		return p.rule.reply(*req), true
+	}
+}
