@@ -139,7 +139,7 @@ func TestEscapingSplittingAndButtons(t *testing.T) {
 	t.Parallel()
 	tb := setup(t, bot.Config{}, func(b *bot.Bot) {
 		b.Handle(bot.Command{Name: "vacancy", Desc: "cmd.help", Handle: func(r *bot.Request) error {
-			title := "<b>Go & Rust</b>" // as HH might send it
+			title := "<b>Go & Rust</b>"                    // as HH might send it
 			data, err := bot.Encode(echoAction, r.User.ID) // the button belongs to its recipient
 			if err != nil {
 				return err
