@@ -11,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -51,7 +50,7 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	log := newLogger(cfg.LogLevel, stdout)
+	log := newLogger(cfg.LogLevel, stdout, &cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
@@ -73,10 +72,4 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 		return 1
 	}
 	return 0
-}
-
-func newLogger(level string, w io.Writer) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(level)) // validated in LoadConfig
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl}))
 }

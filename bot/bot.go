@@ -171,6 +171,9 @@ func (b *Bot) HandleButton(a Action, h CallbackHandler) {
 // waits up to DrainTimeout for handlers still running.
 func (b *Bot) Run(ctx context.Context) error {
 	if err := b.connect(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before Telegram ever answered: a clean stop
+		}
 		return err
 	}
 	if err := b.publishCommands(); err != nil {
@@ -216,7 +219,7 @@ func (b *Bot) connect(ctx context.Context) error {
 		b.deps.Log.Warn("bot: Telegram not reachable, retrying", "err", err, "in", backoff)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("bot: connect: %w", ctx.Err())
+			return ctx.Err()
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 30*time.Second)

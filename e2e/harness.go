@@ -186,6 +186,9 @@ func (e *Env) Spawn(name string, overrides map[string]string, args ...string) *P
 	go func() { p.err = cmd.Wait(); p.logs.closeWith(); close(p.done) }()
 	e.t.Cleanup(func() {
 		p.Kill()
+		if strings.Contains(p.logs.String(), e.TG.Token()) {
+			e.t.Errorf("e2e: %s logged the bot token", name)
+		}
 		if e.t.Failed() {
 			e.t.Logf("---- logs of %s ----\n%s", name, p.logs.String())
 		}
