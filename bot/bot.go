@@ -7,6 +7,7 @@ package bot
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -207,7 +208,7 @@ func (b *Bot) connect(ctx context.Context) error {
 			var resp struct {
 				Result *tele.User `json:"result"`
 			}
-			if err = jsonUnmarshal(data, &resp); err == nil && resp.Result != nil {
+			if err = json.Unmarshal(data, &resp); err == nil && resp.Result != nil {
 				b.tb.Me = resp.Result
 				return nil
 			}

@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	tele "gopkg.in/telebot.v3"
@@ -10,8 +9,6 @@ import (
 	"switchboard/domain"
 	"switchboard/locales"
 )
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // Request is one update as handlers see it: who sent it, in which language,
 // with what rights, and a context that ends with the handler's budget.

@@ -12,9 +12,6 @@ import (
 // ErrNotFound is returned by repositories when the row asked for does not exist.
 var ErrNotFound = errors.New("not found")
 
-// Languages the bot speaks; the first is the fallback.
-var Languages = []string{"en", "ru", "uk"}
-
 // User is a Telegram user known to the bot.
 type User struct {
 	ID        int64
@@ -23,14 +20,4 @@ type User struct {
 	// Language is the one chosen with /lang; empty means Telegram's language_code decides.
 	Language  string
 	CreatedAt time.Time
-}
-
-// SupportedLanguage reports whether lang is one the bot has a catalogue for.
-func SupportedLanguage(lang string) bool {
-	for _, l := range Languages {
-		if l == lang {
-			return true
-		}
-	}
-	return false
 }
