@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"switchboard/bot"
+	"switchboard/domain/memory"
+	"switchboard/domain/vacancy"
+	"switchboard/hh"
 	"switchboard/jobs"
 	"switchboard/llm"
 	"switchboard/locales"
@@ -28,6 +32,9 @@ type app struct {
 	llm   *llm.Client
 	sched *jobs.Scheduler
 	bot   *bot.Bot
+	hh    *hh.Client
+	vac   *vacancy.Service
+	mem   *memory.Service
 }
 
 func migrateOnly(ctx context.Context, cfg Config, log *slog.Logger) error {
@@ -78,9 +85,39 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		Provider: cfg.LLMProvider, URL: cfg.LLMURL, APIKey: cfg.LLMAPIKey,
 		Model: cfg.LLMModel, StrongModel: cfg.LLMStrongModel, EmbedModel: cfg.LLMEmbedModel,
 		Timeout: cfg.LLMTimeout, MaxConcurrency: cfg.LLMMaxConcurrency,
-	}, llm.WithRegistry(a.reg), llm.WithLogger(log))
+	}, llm.WithRegistry(a.reg), llm.WithLogger(log), llm.WithBreaker(cfg.LLMBreakerFailures, cfg.LLMBreakerOpenFor))
 	if err != nil {
 		return nil, fmt.Errorf("llm: %w", err)
+	}
+
+	a.hh, err = hh.New(hh.Config{URL: cfg.HHAPIURL, UserAgent: cfg.HHUserAgent, Registerer: a.reg, Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("hh: %w", err)
+	}
+	if lease := cfg.VacancyClaimLease; lease < 2*cfg.LLMTimeout {
+		// Two relevance attempts may outlast the claim; another replica
+		// could then take the vacancy over while this one still works on it.
+		log.Warn("VACANCY_CLAIM_LEASE is shorter than two LLM_TIMEOUTs", "lease", lease, "llm_timeout", cfg.LLMTimeout)
+	}
+	a.vac, err = vacancy.NewService(vacancy.Config{
+		FetchLimit:     cfg.VacancyFetchLimit,
+		RecoveryWindow: cfg.VacancyRecoveryWindow,
+		ClaimLease:     cfg.VacancyClaimLease,
+		Workers:        vacancy.WorkersFor(cfg.LLMMaxConcurrency),
+		SweepInterval:  cfg.QueueInterval,
+	}, vacancy.Deps{
+		Repo: a.store, Source: a.hh, Log: log, Registerer: a.reg,
+		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("vacancies: %w", err)
+	}
+
+	a.mem, err = memory.NewService(memory.Config{
+		Workers: cfg.MemoryWorkers, Lease: cfg.MemoryLease, SweepInterval: cfg.MemoryReaperInterval,
+	}, memory.Deps{Repo: a.store, LLM: llm.MemoryPort{Client: a.llm}, Log: log, Registerer: a.reg})
+	if err != nil {
+		return nil, fmt.Errorf("memory chat: %w", err)
 	}
 
 	a.sched, err = jobs.New(jobs.Config{Replica: cfg.Replica, StopTimeout: cfg.ShutdownTimeout / 2, Locker: locker},
@@ -101,7 +138,43 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 	if err != nil {
 		return nil, err
 	}
+	a.bot.RegisterVacancies(a.vac)
+	a.vac.SetNotifier(a.bot)
+	a.bot.RegisterMemory(a.mem)
+	a.mem.SetNotifier(a.bot)
+	if err := a.scheduleJobs(); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// scheduleJobs registers every periodic job. Each is locked per tick across
+// replicas; correctness comes from the conditional SQL inside.
+func (a *app) scheduleJobs() error {
+	jobs := []struct {
+		name  string
+		every time.Duration
+		fn    func(context.Context) error
+	}{
+		{"vacancy-fetch", a.cfg.FetchInterval, a.vac.Fetch},
+		// Workers run on every replica and wake on NOTIFY; this tick is the
+		// guarantee behind the notifications.
+		{"vacancy-queue", a.cfg.QueueInterval, func(context.Context) error { a.vac.Wake(); return nil }},
+		{"vacancy-recovery", a.cfg.RecoveryInterval, func(ctx context.Context) error {
+			_, err := a.vac.Recover(ctx)
+			return err
+		}},
+		{"memory-reaper", a.cfg.MemoryReaperInterval, func(ctx context.Context) error {
+			_, err := a.mem.Reap(ctx)
+			return err
+		}},
+	}
+	for _, j := range jobs {
+		if err := a.sched.Every(j.name, j.every, j.fn); err != nil {
+			return fmt.Errorf("schedule %s: %w", j.name, err)
+		}
+	}
+	return nil
 }
 
 // run serves until ctx ends, then stops everything in reverse order within
@@ -126,6 +199,23 @@ func (a *app) run(ctx context.Context) error {
 		return err
 	}
 	a.sched.Start()
+	// Workers get their own context so the shutdown decides when they
+	// stop: after polling, and before the pool closes.
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	var workers sync.WaitGroup
+	workers.Add(3)
+	go func() { defer workers.Done(); a.vac.Run(workCtx) }()
+	go func() {
+		defer workers.Done()
+		a.mem.Run(workCtx, func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
+			a.store.Listen(ctx, []string{ch}, onConnect, func(_, payload string) { onNotify(payload) })
+		})
+	}()
+	go func() {
+		defer workers.Done()
+		a.store.Listen(workCtx, []string{storage.QueueChannel}, a.vac.Wake, func(string, string) { a.vac.Wake() })
+	}()
 	botDone := make(chan error, 1)
 	go func() { botDone <- a.bot.Run(ctx) }()
 
@@ -136,6 +226,9 @@ func (a *app) run(ctx context.Context) error {
 		botDone = nil
 	}
 	a.log.Info("shutting down", "budget", a.cfg.ShutdownTimeout)
+	// Workers stop alongside the bot's drain: what they have in flight
+	// becomes SKIPPED at once rather than after the handlers finish.
+	stopWork()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownTimeout)
 	defer cancel()
 	if botDone != nil {
@@ -147,6 +240,13 @@ func (a *app) run(ctx context.Context) error {
 	}
 	if err := a.sched.Shutdown(sctx); err != nil {
 		a.log.Error("stop jobs", "err", err)
+	}
+	stopped := make(chan struct{})
+	go func() { workers.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-sctx.Done():
+		a.log.Error("vacancy workers did not stop in time")
 	}
 	if err := stopHTTP(sctx); err != nil {
 		a.log.Error("stop http", "err", err)
@@ -160,6 +260,9 @@ func (a *app) run(ctx context.Context) error {
 func (a *app) close() {
 	if a.llm != nil {
 		a.llm.Close()
+	}
+	if a.hh != nil {
+		a.hh.Close()
 	}
 	if a.redis != nil {
 		_ = a.redis.Close()

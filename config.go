@@ -28,14 +28,16 @@ type Config struct {
 	RedisURL    string `env:"REDIS_URL" secret:"true" help:"empty: single replica with in-process locks; set: distributed locks and polling lease"`
 	RedisPrefix string `env:"REDIS_PREFIX" envDefault:"sb:" help:"prefix of every Redis key, so deployments can share one Redis"`
 
-	LLMProvider       string        `env:"LLM_PROVIDER" envDefault:"ollama" help:"ollama or openai (any OpenAI-compatible API)"`
-	LLMURL            string        `env:"LLM_URL" envDefault:"http://127.0.0.1:11434" help:"where the LLM is (for openai: the base URL, e.g. https://api.openai.com/v1)"`
-	LLMAPIKey         string        `env:"LLM_API_KEY" secret:"true" help:"API key for the openai provider (or LLM_API_KEY_FILE)"`
-	LLMModel          string        `env:"LLM_MODEL" envDefault:"qwen2.5:7b" help:"cheap model"`
-	LLMStrongModel    string        `env:"LLM_STRONG_MODEL" help:"final-answer model (default: LLM_MODEL)"`
-	LLMEmbedModel     string        `env:"LLM_EMBED_MODEL" envDefault:"nomic-embed-text" help:"embeddings model"`
-	LLMTimeout        time.Duration `env:"LLM_TIMEOUT" envDefault:"30s" help:"per LLM call"`
-	LLMMaxConcurrency int           `env:"LLM_MAX_CONCURRENCY" envDefault:"2" help:"LLM calls in flight per replica"`
+	LLMProvider        string        `env:"LLM_PROVIDER" envDefault:"ollama" help:"ollama or openai (any OpenAI-compatible API)"`
+	LLMURL             string        `env:"LLM_URL" envDefault:"http://127.0.0.1:11434" help:"where the LLM is (for openai: the base URL, e.g. https://api.openai.com/v1)"`
+	LLMAPIKey          string        `env:"LLM_API_KEY" secret:"true" help:"API key for the openai provider (or LLM_API_KEY_FILE)"`
+	LLMModel           string        `env:"LLM_MODEL" envDefault:"qwen2.5:7b" help:"cheap model"`
+	LLMStrongModel     string        `env:"LLM_STRONG_MODEL" help:"final-answer model (default: LLM_MODEL)"`
+	LLMEmbedModel      string        `env:"LLM_EMBED_MODEL" envDefault:"nomic-embed-text" help:"embeddings model"`
+	LLMTimeout         time.Duration `env:"LLM_TIMEOUT" envDefault:"30s" help:"per LLM call"`
+	LLMMaxConcurrency  int           `env:"LLM_MAX_CONCURRENCY" envDefault:"2" help:"LLM calls in flight per replica"`
+	LLMBreakerFailures int           `env:"LLM_BREAKER_FAILURES" envDefault:"5" help:"consecutive LLM failures that open the circuit breaker"`
+	LLMBreakerOpenFor  time.Duration `env:"LLM_BREAKER_OPEN_FOR" envDefault:"30s" help:"how long the open breaker refuses calls before one probe"`
 
 	HHAPIURL    string `env:"HH_API_URL" envDefault:"https://api.hh.ru" help:"HH.ru API"`
 	HHUserAgent string `env:"HH_USER_AGENT" help:"User-Agent sent to HH.ru (default: switchboard/<version>)"`
@@ -49,6 +51,14 @@ type Config struct {
 	FetchInterval    time.Duration `env:"FETCH_INTERVAL" envDefault:"15m" help:"vacancy fetch"`
 	QueueInterval    time.Duration `env:"QUEUE_INTERVAL" envDefault:"10m" help:"vacancy queue sweep"`
 	RecoveryInterval time.Duration `env:"RECOVERY_INTERVAL" envDefault:"5m" help:"SKIPPED vacancy recovery"`
+
+	VacancyFetchLimit     int           `env:"VACANCY_FETCH_LIMIT" envDefault:"100" help:"unseen vacancies one fetch collects per search"`
+	VacancyRecoveryWindow time.Duration `env:"VACANCY_RECOVERY_WINDOW" envDefault:"48h" help:"how far back SKIPPED vacancies are retried"`
+	VacancyClaimLease     time.Duration `env:"VACANCY_CLAIM_LEASE" envDefault:"2m" help:"how long a worker holds a vacancy before another replica may take it over"`
+
+	MemoryWorkers        int           `env:"MEMORY_WORKERS" envDefault:"8" help:"memory-chat runs one replica works on at once"`
+	MemoryLease          time.Duration `env:"MEMORY_LEASE" envDefault:"2m" help:"how long a memory-chat stage may take before the reaper returns it"`
+	MemoryReaperInterval time.Duration `env:"MEMORY_REAPER_INTERVAL" envDefault:"30s" help:"memory-chat reaper of stalled runs"`
 
 	DistributionInterval time.Duration `env:"DISTRIBUTION_INTERVAL" envDefault:"15s" help:"dispatch distribution"`
 	WatchdogInterval     time.Duration `env:"WATCHDOG_INTERVAL" envDefault:"60s" help:"expired-offers watchdog"`
@@ -180,6 +190,15 @@ func (c Config) validate() []string {
 	}
 	if c.LLMMaxConcurrency < 1 {
 		bad("LLM_MAX_CONCURRENCY", "%d: want at least 1", c.LLMMaxConcurrency)
+	}
+	if c.LLMBreakerFailures < 1 {
+		bad("LLM_BREAKER_FAILURES", "%d: want at least 1", c.LLMBreakerFailures)
+	}
+	if c.MemoryWorkers < 1 {
+		bad("MEMORY_WORKERS", "%d: want at least 1", c.MemoryWorkers)
+	}
+	if c.VacancyFetchLimit < 1 || c.VacancyFetchLimit > 2000 {
+		bad("VACANCY_FETCH_LIMIT", "%d: want 1..2000 (HH serves at most 2000 results)", c.VacancyFetchLimit)
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		bad("HTTP_ADDR", "%q: want host:port", c.HTTPAddr)

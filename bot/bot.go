@@ -10,8 +10,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,6 +86,9 @@ type Bot struct {
 	// adminMenus remembers which admins' chats have their command menu.
 	adminMenus sync.Map
 
+	// stopping is closed when Run's context ends; it aborts a held getUpdates.
+	stopping chan struct{}
+
 	inflight sync.WaitGroup
 	// handlerCtx outlives the stop signal so in-flight work can finish; it is
 	// cancelled only when the drain budget is spent.
@@ -117,6 +123,10 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 	if deps.Catalog == nil {
 		return nil, errors.New("bot: no locale catalog")
 	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// Deliveries from every vacancy worker share this client.
+	tr.MaxIdleConnsPerHost = 32
+	stopping := make(chan struct{})
 	var poller tele.Poller = &tele.LongPoller{Timeout: cfg.PollTimeout}
 	if cfg.Lease != nil {
 		poller = &leasedPoller{inner: poller.(*tele.LongPoller), lease: cfg.Lease, log: deps.Log}
@@ -126,7 +136,7 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 		Token:   cfg.Token,
 		Poller:  poller,
 		Offline: true, // getMe happens in Run, with retries, so start-up survives a Telegram blip
-		Client:  &http.Client{Timeout: cfg.PollTimeout + 20*time.Second},
+		Client:  &http.Client{Timeout: cfg.PollTimeout + 20*time.Second, Transport: pollCanceller{base: tr, stopping: stopping}},
 		OnError: func(err error, c tele.Context) { deps.Log.Error("telegram handler error", "err", err) },
 	})
 	if err != nil {
@@ -139,6 +149,8 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 		admins:  map[int64]bool{},
 		buttons: map[Action]CallbackHandler{},
 		limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst, deps.Clock),
+
+		stopping: stopping,
 	}
 	for _, id := range deps.Admins {
 		b.admins[id] = true
@@ -153,9 +165,16 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 // (notifications from jobs).
 func (b *Bot) Telegram() *tele.Bot { return b.tb }
 
-// Handle adds a command; workflows call it from their own files.
+// Handle adds a command; workflows call it from their own files. A command
+// goes after the others of its role but before those of a higher one, so
+// /help and the menus keep the admin section last whatever the order of
+// registration.
 func (b *Bot) Handle(cmd Command) {
-	b.commands = append(b.commands, cmd)
+	i := len(b.commands)
+	for i > 0 && b.commands[i-1].Role > cmd.Role {
+		i--
+	}
+	b.commands = slices.Insert(b.commands, i, cmd)
 	b.tb.Handle("/"+cmd.Name, b.command(cmd))
 }
 
@@ -186,6 +205,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	go func() { b.tb.Start(); close(done) }()
 	b.deps.Log.Info("bot started", "username", b.tb.Me.Username, "leased", b.cfg.Lease != nil)
 	<-ctx.Done()
+	close(b.stopping)
 	b.tb.Stop()
 	<-done
 	drained := make(chan struct{})
@@ -228,3 +248,44 @@ func (b *Bot) connect(ctx context.Context) error {
 }
 
 func (b *Bot) isAdmin(id int64) bool { return b.admins[id] }
+
+// pollCanceller aborts a held getUpdates once the bot is stopping:
+// telebot's poller looks at its stop channel only between requests, so a
+// stop would otherwise wait out the whole long-poll timeout. Telegram
+// confirms updates only by the next request's offset, so nothing is lost.
+type pollCanceller struct {
+	base     http.RoundTripper
+	stopping <-chan struct{}
+}
+
+func (p pollCanceller) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(req.URL.Path, "/getUpdates") {
+		return p.base.RoundTrip(req)
+	}
+	ctx, cancel := context.WithCancel(req.Context())
+	go func() {
+		select {
+		case <-p.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	resp, err := p.base.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}

@@ -13,6 +13,7 @@ import (
 	"switchboard/bot"
 	"switchboard/e2e/tgfake"
 	"switchboard/locales"
+	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
 
@@ -27,8 +28,13 @@ type bundle struct {
 // extra lets a test add commands before the bot starts.
 func setup(t *testing.T, cfg bot.Config, extra func(*bot.Bot)) bundle {
 	t.Helper()
+	return setupStore(t, cfg, storagetest.New(t), extra)
+}
+
+// setupStore is setup over a database the test also uses itself.
+func setupStore(t *testing.T, cfg bot.Config, st *storage.Store, extra func(*bot.Bot)) bundle {
+	t.Helper()
 	srv := tgfake.New(t)
-	st := storagetest.New(t)
 	cfg.URL, cfg.Token = srv.URL(), srv.Token()
 	if cfg.PollTimeout == 0 {
 		cfg.PollTimeout = time.Second

@@ -16,7 +16,7 @@ func (b *Bot) registerCore() {
 	b.Handle(Command{Name: "help", Desc: "cmd.help", Handle: b.help})
 	b.Handle(Command{Name: "lang", Desc: "cmd.lang", Handle: b.lang})
 	b.Handle(Command{Name: "status", Desc: "cmd.status", Role: RoleAdmin, Handle: b.status})
-	b.tb.Handle(tele.OnText, b.text)
+	b.tb.Handle(tele.OnText, b.textRoute(b.hint))
 	b.tb.Handle(tele.OnCallback, b.callback)
 }
 
@@ -47,25 +47,30 @@ func (b *Bot) lang(r *Request) error {
 	return r.Reply(r.T("lang.changed"), nil)
 }
 
-// text handles every message no command claimed: an unknown command gets a
-// hint; plain private text will be the memory chat's; group text is left to
-// the analysis workflow and never answered in the group.
-func (b *Bot) text(c tele.Context) error {
-	r := requestOf(c)
-	if r == nil {
-		return nil
+// textRoute handles every message no command claimed: an unknown command
+// gets a hint; plain private text goes to private (the memory chat once it is
+// registered, else a hint); group text is left to the analysis workflow and
+// never answered in the group. A workflow replaces the route before Run.
+func (b *Bot) textRoute(private func(r *Request) error) tele.HandlerFunc {
+	return func(c tele.Context) error {
+		r := requestOf(c)
+		if r == nil {
+			return nil
+		}
+		msg := r.Message()
+		if strings.HasPrefix(msg.Text, "/") {
+			cmd, _, _ := strings.Cut(msg.Text, " ")
+			cmd, _, _ = strings.Cut(cmd, "@")
+			return r.Reply(r.T("error.unknown_command", locales.Data{"Command": cmd}), nil)
+		}
+		if !msg.Private() {
+			return nil
+		}
+		return private(r)
 	}
-	msg := r.Message()
-	if strings.HasPrefix(msg.Text, "/") {
-		cmd, _, _ := strings.Cut(msg.Text, " ")
-		cmd, _, _ = strings.Cut(cmd, "@")
-		return r.Reply(r.T("error.unknown_command", locales.Data{"Command": cmd}), nil)
-	}
-	if !msg.Private() {
-		return nil
-	}
-	return r.Reply(r.T("text.hint"), nil)
 }
+
+func (b *Bot) hint(r *Request) error { return r.Reply(r.T("text.hint"), nil) }
 
 // callback decodes button data before anything else: forged, stale or
 // unknown data gets an alert and changes nothing.

@@ -80,14 +80,13 @@ func (b *Bot) identify(next tele.HandlerFunc) tele.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(b.handlerCtx, b.cfg.HandlerTimeout)
 		defer cancel()
-		u, err := b.deps.Users.UpsertUser(ctx, domain.User{ID: s.ID, Username: s.Username, FirstName: s.FirstName})
+		u, err := b.deps.Users.UpsertUser(ctx, domain.User{
+			ID: s.ID, Username: s.Username, FirstName: s.FirstName, TelegramLanguage: locales.Match(s.LanguageCode),
+		})
 		if err != nil {
 			return fmt.Errorf("identify user %d: %w", s.ID, err)
 		}
-		lang := u.Language
-		if lang == "" {
-			lang = locales.Match(s.LanguageCode)
-		}
+		lang := u.Lang()
 		if b.isAdmin(s.ID) {
 			if _, done := b.adminMenus.Load(s.ID); !done {
 				if err := b.publishAdminMenu(s.ID); err != nil {

@@ -18,6 +18,21 @@ type User struct {
 	Username  string
 	FirstName string
 	// Language is the one chosen with /lang; empty means Telegram's language_code decides.
-	Language  string
-	CreatedAt time.Time
+	Language string
+	// TelegramLanguage is the supported language nearest the client's
+	// language_code, kept so that jobs can write in it too.
+	TelegramLanguage string
+	CreatedAt        time.Time
+}
+
+// Lang is the language to write to the user in: the one chosen with /lang,
+// else the client's, else English.
+func (u User) Lang() string {
+	switch {
+	case u.Language != "":
+		return u.Language
+	case u.TelegramLanguage != "":
+		return u.TelegramLanguage
+	}
+	return "en"
 }

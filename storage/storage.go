@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,6 +31,9 @@ type Store struct {
 	log  *slog.Logger
 }
 
+// DefaultMaxConns is the pool size unless DATABASE_URL sets pool_max_conns.
+const DefaultMaxConns = 20
+
 // Open connects to databaseURL, creating the database first when the server
 // lacks it, so a newcomer needs no manual SQL.
 func Open(ctx context.Context, databaseURL string, log *slog.Logger) (*Store, error) {
@@ -42,6 +46,12 @@ func Open(ctx context.Context, databaseURL string, log *slog.Logger) (*Store, er
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	if !strings.Contains(databaseURL, "pool_max_conns") {
+		// pgx's default, max(4, CPUs), starves the workers of a small
+		// machine: each match is several short statements. The URL's
+		// pool_max_conns wins.
+		cfg.MaxConns = DefaultMaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -67,10 +77,13 @@ func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 // EnsureDatabase creates the database named in databaseURL when the server
 // does not have it. Replicas may race here: "already exists" is success.
 func EnsureDatabase(ctx context.Context, databaseURL string, log *slog.Logger) error {
-	cfg, err := pgx.ParseConfig(databaseURL)
+	// Parsed as the pool parses it, so pool settings in the URL
+	// (pool_max_conns…) are not sent to the server as parameters.
+	pcfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return fmt.Errorf("parse DATABASE_URL: %w", err)
 	}
+	cfg := pcfg.ConnConfig
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err == nil {
 		return conn.Close(ctx)

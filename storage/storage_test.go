@@ -98,9 +98,18 @@ func TestOpenCreatesMissingDatabase(t *testing.T) {
 	require.True(t, pending, "a new database has the whole schema pending")
 	require.NoError(t, st.Migrate(ctx))
 
-	// Opening again finds it and does not fail.
-	st2, err := storage.Open(ctx, storagetest.URLFor(name), quiet)
+	require.EqualValues(t, storage.DefaultMaxConns, st.Pool().Config().MaxConns)
+
+	// Opening again finds it and does not fail; pool settings in the URL
+	// are the pool's, not parameters sent to the server.
+	url := storagetest.URLFor(name)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	st2, err := storage.Open(ctx, url+sep+"pool_max_conns=3", quiet)
 	require.NoError(t, err)
+	require.EqualValues(t, 3, st2.Pool().Config().MaxConns)
 	st2.Close()
 }
 

@@ -8,22 +8,26 @@ import (
 	"switchboard/domain"
 )
 
+const userColumns = `id, username, first_name, language, telegram_language, created_at`
+
 // UpsertUser records a user seen on an update, refreshing the names Telegram
 // reports; the chosen language is left alone.
 func (s *Store) UpsertUser(ctx context.Context, u domain.User) (domain.User, error) {
 	const q = `
-INSERT INTO users (id, username, first_name)
-VALUES ($1, $2, $3)
+INSERT INTO users (id, username, first_name, telegram_language)
+VALUES ($1, $2, $3, $4)
 ON CONFLICT (id) DO UPDATE SET
     username = EXCLUDED.username,
     first_name = EXCLUDED.first_name,
+    telegram_language = EXCLUDED.telegram_language,
     updated_at = now()
 WHERE users.username IS DISTINCT FROM EXCLUDED.username
    OR users.first_name IS DISTINCT FROM EXCLUDED.first_name
-RETURNING id, username, first_name, language, created_at`
+   OR users.telegram_language IS DISTINCT FROM EXCLUDED.telegram_language
+RETURNING ` + userColumns
 	var out domain.User
-	err := s.pool.QueryRow(ctx, q, u.ID, u.Username, u.FirstName).
-		Scan(&out.ID, &out.Username, &out.FirstName, &out.Language, &out.CreatedAt)
+	err := s.pool.QueryRow(ctx, q, u.ID, u.Username, u.FirstName, u.TelegramLanguage).
+		Scan(&out.ID, &out.Username, &out.FirstName, &out.Language, &out.TelegramLanguage, &out.CreatedAt)
 	if err == nil {
 		return out, nil
 	}
@@ -39,8 +43,8 @@ RETURNING id, username, first_name, language, created_at`
 func (s *Store) User(ctx context.Context, id int64) (domain.User, error) {
 	var out domain.User
 	err := s.pool.QueryRow(ctx,
-		`SELECT id, username, first_name, language, created_at FROM users WHERE id = $1`, id).
-		Scan(&out.ID, &out.Username, &out.FirstName, &out.Language, &out.CreatedAt)
+		`SELECT `+userColumns+` FROM users WHERE id = $1`, id).
+		Scan(&out.ID, &out.Username, &out.FirstName, &out.Language, &out.TelegramLanguage, &out.CreatedAt)
 	if err != nil {
 		return domain.User{}, fmt.Errorf("user %d: %w", id, interpretError(err))
 	}

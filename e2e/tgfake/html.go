@@ -105,11 +105,10 @@ func decodeHTMLEntity(text string, pos int, strict bool) (r rune, next int, ok b
 }
 
 type htmlOpen struct {
-	tag      string
-	arg      string
-	offset   int // UTF-16 offset in the result where the entity starts
-	bytePos  int // byte offset in the result, for <a> without href
-	sawValue bool
+	tag     string
+	arg     string
+	offset  int // UTF-16 offset in the result where the entity starts
+	bytePos int // byte offset in the result, for <a> without href
 }
 
 // parseHTML parses text in the HTML parse mode and returns the plain text

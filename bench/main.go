@@ -1,0 +1,231 @@
+// Command bench is Switchboard's load generator. It drives the real
+// production code (domain services, storage over a real PostgreSQL, the
+// real HTTP clients and the real Telegram delivery path) against in-process
+// fakes of the outside world served over loopback HTTP, and reports how
+// fast the pipeline goes.
+//
+// Usage:
+//
+//	go run ./bench <scenario> [flags]
+//	go run ./bench <scenario> -h      # the scenario's flags
+//
+// Each scenario prints human-readable lines and, as the very last line of
+// standard output, exactly one JSON object with its headline numbers, so a
+// script can take `tail -n1`. Service logs are discarded unless LOG_LEVEL
+// (debug, info, warn, error) is set; they then go to standard error.
+// Results are recorded in docs/BENCHMARKS.md.
+//
+// # Scenarios
+//
+// vacancies measures the vacancy queue: workers claiming QUEUED matches
+// from PostgreSQL (FOR UPDATE SKIP LOCKED), fetching the HH detail, asking
+// the LLM, delivering through the real *bot.Bot (telebot over HTTP) and
+// marking the match SENT_TO_USER. It creates its own database
+// (switchboard_bench_<random>) on the server named by -db (default
+// $DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres) and drops
+// it at the end, on error and on Ctrl-C too. Two runs:
+//
+//   - A, zero latency: -n matches (default 3000) spread over 50 users,
+//     -llm-concurrency LLM calls in flight (default 16) and, as the bot
+//     runs them, vacancy.WorkersFor(that) workers; the
+//     fakes answer at once, so this is the pipeline's own cost: database
+//     round trips, HTTP, JSON, rendering. Goal: at least 500 matches/s.
+//   - B, 200 ms LLM latency: -latency-n matches (default 200), 4 LLM calls
+//     in flight (8 workers), every LLM answer taking 200 ms. The ideal is
+//     4 / 0.2 s = 20 matches/s; efficiency is the measured rate / 20, the
+//     share of the LLM budget the pipeline actually uses. Goal: at least 0.95.
+//
+// The wall time of a run starts when the workers start and ends at the first
+// poll (every 20 ms, on a connection of its own) that sees all matches
+// SENT_TO_USER. After each run the bench checks that the fake Telegram got
+// exactly one valid message per match and no duplicates. -stages also times
+// every call the workers make (DB queries, HH, LLM, Telegram) and prints
+// where the worker time went; -cpuprofile writes a CPU profile. The JSON
+// line is
+//
+//	{"scenario":"vacancies","zero_latency_per_s":…,"latency_200ms_per_s":…,"efficiency":…,"peak_rss_mb":…}
+//
+// where peak_rss_mb is the process's VmHWM (fakes included).
+//
+// memory measures the memory chat's pipeline: -runs private messages
+// (default 2000) from -users users (default 100, round robin, each user's
+// messages numbered in order) go in through memory.Service.Submit (16
+// goroutines) and through the orchestrator — LISTEN/NOTIFY on a connection
+// of its own, captures, the four LLM stages, the answer delivered by the
+// real *bot.Bot as a reply, the archivist's summary — until every run has
+// archived_at. The database is created and dropped as for vacancies. The
+// LLM (llmtest, scripted per stage by its system prompt) answers at once
+// through the real llm.Client (MaxConcurrency 64) and llm.MemoryPort.
+// -orchestrators K starts K services on the database, each with its own
+// pool, listener, LLM client and bot, like K replicas; -workers is each
+// one's memory.Config.Workers (default 8, MEMORY_WORKERS's default).
+//
+// The wall time runs from the first Submit to the first poll (every 10 ms)
+// that sees every run archived. A run's orchestration overhead is the time
+// from the start of its processing to its archived_at, less the time spent
+// inside its four LLM calls (each query carries a marker the LLM timer
+// finds in the prompts); the start is its created_at or, if later, the
+// archived_at of the same user's previous run, since a user's runs go one
+// after another. The bench prints that split into the wait for a worker
+// and the time in a worker, and checks that every run is COMPLETED,
+// delivered and archived, made each stage's LLM call exactly once, has one
+// lsm_storage summary and got exactly one Telegram answer replying to its
+// message. -stages times every repository, LLM and Telegram call the
+// orchestrators make; -cpuprofile writes a CPU profile. The JSON line is
+//
+//	{"scenario":"memory","runs":…,"runs_per_s":…,"overhead_p50_ms":…,"overhead_p99_ms":…,"peak_rss_mb":…}
+//
+// Further scenarios (dispatch, analysis) register in scenarios below.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+)
+
+// scenario is one benchmark: go run ./bench <name> [flags].
+type scenario struct {
+	name    string
+	summary string
+	// run parses its own flags from args, prints human-readable lines and
+	// then the JSON summary as the last line of stdout. Flag errors are
+	// returned as usageError.
+	run func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var scenarios = []scenario{
+	{name: "vacancies", summary: "vacancy queue throughput: zero-latency fakes, then a 200 ms LLM at concurrency 4", run: runVacancies},
+	{name: "memory", summary: "memory chat: pipeline runs through the LISTEN/NOTIFY orchestrator with a zero-latency LLM", run: runMemory},
+}
+
+// usageError is a command-line mistake: exit status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func main() {
+	// SIGPIPE too: with the output piped into head, a write would otherwise
+	// kill the process before it drops its database.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the process: it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	sc, ok := lookup(args[0])
+	if !ok {
+		fmt.Fprintf(stderr, "bench: unknown scenario %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	err := sc.run(ctx, args[1:], stdout, stderr)
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		// The flag package has already printed the problem and the flags.
+		return 2
+	default:
+		fmt.Fprintf(stderr, "bench %s: %v\n", sc.name, err)
+		return 1
+	}
+}
+
+func lookup(name string) (scenario, bool) {
+	for _, sc := range scenarios {
+		if sc.name == name {
+			return sc, true
+		}
+	}
+	return scenario{}, false
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: go run ./bench <scenario> [flags]")
+	fmt.Fprintln(w, "\nscenarios:")
+	for _, sc := range scenarios {
+		fmt.Fprintf(w, "  %-12s %s\n", sc.name, sc.summary)
+	}
+	fmt.Fprintln(w, "\nRun a scenario with -h for its flags. LOG_LEVEL=debug|info|warn|error sends service logs to stderr.")
+}
+
+// newLogger discards service logs unless LOG_LEVEL asks for them; they then
+// go to stderr so that stdout stays the report.
+func newLogger(stderr io.Writer) *slog.Logger {
+	lvl := strings.TrimSpace(os.Getenv("LOG_LEVEL"))
+	if lvl == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(lvl)); err != nil {
+		fmt.Fprintf(stderr, "bench: LOG_LEVEL %q not understood, using warn\n", lvl)
+		l = slog.LevelWarn
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// parseFlags parses a scenario's flags: -h is returned as flag.ErrHelp,
+// anything else wrong (including stray arguments) as a usageError.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected arguments: %q\n", fs.Args())
+		fs.Usage()
+		return usageError{errors.New("unexpected arguments")}
+	}
+	return nil
+}
+
+// serverURL resolves -db: the flag, else $DATABASE_URL, else defaultDB.
+func serverURL(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if v := os.Getenv("DATABASE_URL"); v != "" {
+		return v
+	}
+	return defaultDB
+}
+
+// startCPUProfile profiles the whole process into path ("" profiles nothing).
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}

@@ -1,0 +1,749 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/bot"
+	"switchboard/domain"
+	"switchboard/domain/memory"
+	"switchboard/llm"
+	"switchboard/llm/llmtest"
+	"switchboard/locales"
+	"switchboard/storage"
+)
+
+const (
+	memoryPollEvery = 10 * time.Millisecond
+	memoryFirstUser = 600_000_001
+	// memoryLLMConc is the LLM client's MaxConcurrency: above any worker
+	// count the bench runs, so the client never holds a call back.
+	memoryLLMConc = 64
+	// queryMarker tags every query with its submission index; the LLM
+	// timer finds it in the prompts to charge each call to its run.
+	queryMarker = "[bench-q"
+)
+
+// The bot is the memory chat's notifier, as in the application.
+var _ memory.Notifier = (*bot.Bot)(nil)
+
+// The scripted model. Each rule matches one stage by a sentence of its
+// seeded system prompt (migrations/00003_memory.sql). No reply contains a
+// query marker, so the first marker in any prompt is the run's own query
+// (earlier queries and answers come after it, see markerOf).
+var (
+	memoryAnalysis = map[string]any{"needs_context": true, "context_type": "facts", "time_scope": "recent",
+		"search_keywords": []string{"go"}, "context_found": false}
+	memoryNote   = map[string]any{"summary": "The user asked about Go and got practical advice.", "tags": []string{"go"}}
+	memoryNotes  = "The user writes Go; earlier advice was about testing and profiling."
+	memoryAnswer = "Measure first: write a benchmark, profile it, then change one thing at a time."
+	memoryRules  = []struct{ name, system string }{
+		{"analyzer", "Decide whether answering needs that memory"},
+		{"assembler", "You prepare the context"},
+		{"responder", "patient, practical mentor"},
+		{"archivist", "You summarise one exchange"},
+	}
+)
+
+type memoryConfig struct {
+	db            string
+	runs          int
+	users         int
+	workers       int
+	orchestrators int
+	submitters    int
+	timeout       time.Duration
+	stages        bool
+	cpuprof       string
+}
+
+// memoryReport is the scenario's JSON line.
+type memoryReport struct {
+	Scenario      string  `json:"scenario"`
+	Runs          int     `json:"runs"`
+	RunsPerS      float64 `json:"runs_per_s"`
+	OverheadP50MS float64 `json:"overhead_p50_ms"`
+	OverheadP99MS float64 `json:"overhead_p99_ms"`
+	PeakRSSMB     float64 `json:"peak_rss_mb"`
+	// database is the bench database's name (dropped by then), for tests.
+	database string
+}
+
+func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("memory", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg memoryConfig
+	fs.StringVar(&cfg.db, "db", "", "PostgreSQL server URL; the bench creates and drops its own database there\n(default $DATABASE_URL, else "+defaultDB+")")
+	fs.IntVar(&cfg.runs, "runs", 2000, "pipeline runs (private messages) to submit")
+	fs.IntVar(&cfg.users, "users", 100, "users the runs are spread over, round robin (a user's runs go one after another)")
+	fs.IntVar(&cfg.workers, "workers", 8, "memory.Config.Workers of each orchestrator (MEMORY_WORKERS; the application's default is 8)")
+	fs.IntVar(&cfg.orchestrators, "orchestrators", 1, "orchestrators (replicas: a service, store, LLM client and bot each) on the database")
+	fs.IntVar(&cfg.submitters, "submitters", 16, "goroutines calling Submit")
+	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "give up when the runs are not all archived after this long")
+	fs.StringVar(&cfg.cpuprof, "cpuprofile", "", "write a CPU profile of the whole scenario (fakes included) to this file")
+	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository, LLM and Telegram call and print where worker time goes")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: go run ./bench memory [flags]")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	cfg.db = serverURL(cfg.db)
+	if cfg.runs <= 0 || cfg.users <= 0 || cfg.workers <= 0 || cfg.orchestrators <= 0 || cfg.submitters <= 0 || cfg.timeout <= 0 {
+		fmt.Fprintln(stderr, "-runs, -users, -workers, -orchestrators, -submitters and -timeout must be positive")
+		fs.Usage()
+		return usageError{errors.New("non-positive flag")}
+	}
+	stop, err := startCPUProfile(cfg.cpuprof)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	rep, err := benchMemory(ctx, cfg, stdout, newLogger(stderr))
+	if err != nil {
+		return err
+	}
+	line, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", line)
+	return err
+}
+
+// replica is one orchestrator with its own pool, LLM client and bot, as a
+// replica of the application has.
+type replica struct {
+	store *storage.Store
+	llmc  *llm.Client
+	svc   *memory.Service
+}
+
+// benchMemory submits the runs and times them until all are archived, on a
+// database of its own that is dropped before it returns whatever happened.
+func benchMemory(ctx context.Context, cfg memoryConfig, out io.Writer, log *slog.Logger) (rep memoryReport, err error) {
+	name, dbURL, err := benchDatabaseURL(cfg.db)
+	if err != nil {
+		return rep, err
+	}
+	rep.database = name
+	defer func() {
+		if derr := dropDatabase(cfg.db, name); derr != nil {
+			err = errors.Join(err, fmt.Errorf("drop database %s: %w", name, derr))
+		}
+	}()
+	store, err := storage.Open(ctx, dbURL, log)
+	if err != nil {
+		return rep, err
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		return rep, err
+	}
+	var pgVersion string
+	if err := store.Pool().QueryRow(ctx, `SHOW server_version`).Scan(&pgVersion); err != nil {
+		return rep, err
+	}
+	users := make([]int64, cfg.users)
+	langs := []string{"en", "ru", "uk"}
+	for i := range users {
+		users[i] = int64(memoryFirstUser + i)
+		if _, err := store.UpsertUser(ctx, domain.User{ID: users[i], Username: fmt.Sprintf("mem%03d", i),
+			FirstName: fmt.Sprintf("Memory %d", i), TelegramLanguage: langs[i%len(langs)]}); err != nil {
+			return rep, err
+		}
+	}
+
+	llmSrv := llmtest.New(llmtest.WithoutRecording())
+	defer llmSrv.Close()
+	for _, r := range memoryRules {
+		rule := llmSrv.On(llmtest.SystemContains(r.system)).Named(r.name)
+		switch r.name {
+		case "analyzer":
+			rule.ReplyJSON(memoryAnalysis)
+		case "assembler":
+			rule.Reply(memoryNotes)
+		case "responder":
+			rule.Reply(memoryAnswer)
+		case "archivist":
+			rule.ReplyJSON(memoryNote)
+		}
+	}
+	tg := newTelegram(tgToken)
+	defer tg.Close()
+	catalog := locales.MustLoad()
+	timer := newLLMTimer(cfg.runs)
+	clock := &runClock{begin: map[int64]time.Time{}, end: map[int64]time.Time{}}
+	var st *stages
+	if cfg.stages {
+		st = newStages()
+	}
+
+	replicas := make([]*replica, cfg.orchestrators)
+	for i := range replicas {
+		rp := &replica{store: store}
+		if i > 0 {
+			if rp.store, err = storage.Open(ctx, dbURL, log); err != nil {
+				return rep, err
+			}
+			defer rp.store.Close()
+		}
+		rp.llmc, err = llm.New(llm.Config{Provider: llm.ProviderOllama, URL: llmSrv.URL(), Model: "bench", StrongModel: "bench-strong",
+			Timeout: 30 * time.Second, MaxConcurrency: memoryLLMConc},
+			llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(log))
+		if err != nil {
+			return rep, err
+		}
+		defer rp.llmc.Close()
+		// The real delivery path: telebot over HTTP to the fake Telegram.
+		tgBot, err := bot.New(bot.Config{URL: tg.URL(), Token: tgToken}, bot.Deps{Users: rp.store, Catalog: catalog, Log: log})
+		if err != nil {
+			return rep, err
+		}
+		deps := memory.Deps{Repo: clockedRepo{rp.store, clock}, LLM: timer.wrap(llm.MemoryPort{Client: rp.llmc}, st), Notifier: tgBot,
+			Log: log, Registerer: prometheus.NewRegistry()}
+		if st != nil {
+			deps.Repo = timedMemoryRepo{deps.Repo, st}
+			deps.Notifier = timedMemoryNotifier{deps.Notifier, st}
+		}
+		if rp.svc, err = memory.NewService(memory.Config{Workers: cfg.workers}, deps); err != nil {
+			return rep, err
+		}
+		replicas[i] = rp
+	}
+	fmt.Fprintf(out, "memory: database %s (PostgreSQL %s, pool max %d connections per orchestrator), %d users, "+
+		"%d orchestrator(s) × %d workers, %d submitters, LLM MaxConcurrency %d\n",
+		name, pgVersion, store.Pool().Config().MaxConns, len(users), cfg.orchestrators, cfg.workers, cfg.submitters,
+		memoryLLMConc)
+
+	poll, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return rep, fmt.Errorf("poll connection: %w", err)
+	}
+	defer poll.Close(context.WithoutCancel(ctx))
+
+	// The orchestrators, each listening on a connection of its own; the
+	// clock starts once every one of them is LISTENing.
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		stop()
+		wg.Wait()
+	}()
+	listening := make(chan struct{}, len(replicas))
+	var notified atomic.Int64 // notifications received, all orchestrators
+	for _, rp := range replicas {
+		var once sync.Once
+		listen := func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
+			rp.store.Listen(ctx, []string{ch}, func() {
+				onConnect()
+				once.Do(func() { listening <- struct{}{} })
+			}, func(_, p string) {
+				notified.Add(1)
+				onNotify(p)
+			})
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rp.svc.Run(runCtx, listen)
+		}()
+	}
+	for range replicas {
+		select {
+		case <-listening:
+		case <-ctx.Done():
+			return rep, ctx.Err()
+		case <-time.After(30 * time.Second):
+			return rep, errors.New("the orchestrators did not LISTEN within 30s")
+		}
+	}
+
+	start := time.Now()
+	runIDs, submitTook, submitErr := submitRuns(runCtx, replicas[0].svc, cfg, users)
+	var elapsed time.Duration
+	if submitErr == nil {
+		elapsed, err = waitArchived(ctx, poll, tg, clock, cfg.runs, start, cfg.timeout)
+	}
+	stop()
+	wg.Wait()
+	if submitErr != nil {
+		return rep, submitErr
+	}
+	if err != nil {
+		return rep, err
+	}
+
+	res := memoryResult{runs: cfg.runs, workers: cfg.workers * cfg.orchestrators, elapsed: elapsed,
+		notified: notified.Load(), calls: map[string]int{}, tg: tg.stats(), stages: st, submit: submitTook}
+	for _, r := range memoryRules {
+		res.calls[r.name] = llmSrv.Calls(r.name)
+	}
+	if err := res.measure(ctx, poll, runIDs, timer, clock); err != nil {
+		return rep, err
+	}
+	res.print(out)
+	if err := verifyMemory(ctx, poll, tg, timer, res, users, cfg.runs); err != nil {
+		return rep, err
+	}
+
+	rss, rerr := peakRSSMB()
+	if rerr != nil {
+		fmt.Fprintf(out, "peak RSS: unknown (%v)\n", rerr)
+	} else {
+		fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM, fakes included)\n", rss)
+	}
+	rep.Scenario = "memory"
+	rep.Runs = cfg.runs
+	rep.RunsPerS = round(res.rate(), 1)
+	rep.OverheadP50MS = round(ms(res.overhead.p(0.50)), 2)
+	rep.OverheadP99MS = round(ms(res.overhead.p(0.99)), 2)
+	rep.PeakRSSMB = round(rss, 1)
+	return rep, nil
+}
+
+// memoryQuery is the text of submission i: unique, and tagged with its
+// index for the LLM timer.
+func memoryQuery(i int, user int64) string {
+	return fmt.Sprintf("How should I profile my Go service? Question %d from user %d %s%07d]", i, user, queryMarker, i)
+}
+
+// submitRuns submits the runs the way private messages arrive: run i
+// belongs to user i mod len(users) and is that user's message i/len(users)+1.
+// Submitter j takes the users u with u mod submitters = j, in order, so a
+// user's messages are submitted (and numbered) in the order they are sent.
+// It returns the run id of each submission and how long each Submit took.
+func submitRuns(ctx context.Context, svc *memory.Service, cfg memoryConfig, users []int64) ([]int64, durations, error) {
+	ids := make([]int64, cfg.runs)
+	took := make(durations, cfg.runs)
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for j := range cfg.submitters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range cfg.runs {
+				u := i % len(users)
+				if u%cfg.submitters != j {
+					continue
+				}
+				t0 := time.Now()
+				r, _, err := svc.Submit(ctx, users[u], users[u], i/len(users)+1, memoryQuery(i, users[u]))
+				took[i] = time.Since(t0)
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("submit %d: %w", i, err))
+					mu.Unlock()
+					return
+				}
+				ids[i] = r.ID
+			}
+		}()
+	}
+	wg.Wait()
+	slices.Sort(took)
+	return ids, took, errors.Join(errs...)
+}
+
+// waitArchived polls every 10 ms until n runs are archived and returns the
+// time since start at the poll that saw it in the database. The database
+// count is only asked for once the orchestrators' own count of ArchiveRun
+// calls has reached n (and every second regardless): the count is a
+// sequential scan of pipeline_runs, some 3 ms once the table holds 2000
+// runs and their dead versions, and asked every 10 ms it took about 5 % of
+// the throughput from the code under test. It fails fast when a run FAILED or
+// Telegram refused a message: the runs could never all finish.
+func waitArchived(ctx context.Context, conn *pgx.Conn, tg *telegram, c *runClock, n int, start time.Time, timeout time.Duration) (time.Duration, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(memoryPollEvery)
+	defer tick.Stop()
+	var asked time.Time
+	for {
+		archived, failed := c.counts()
+		if archived >= n || failed > 0 || time.Since(asked) >= time.Second {
+			asked = time.Now()
+			err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE archived_at IS NOT NULL), count(*) FILTER (WHERE status = 'FAILED')
+FROM pipeline_runs`).Scan(&archived, &failed)
+			if err != nil {
+				return 0, fmt.Errorf("poll: %w", err)
+			}
+			if archived >= n {
+				return time.Since(start), nil
+			}
+			if failed > 0 {
+				return 0, fmt.Errorf("%d runs FAILED: %s", failed, runBreakdown(ctx, conn))
+			}
+		}
+		if st := tg.stats(); st.Rejected > 0 {
+			return 0, fmt.Errorf("fake Telegram refused %d calls (last: %s)", st.Rejected, st.LastReject)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-deadline.C:
+			return 0, fmt.Errorf("%d of %d runs archived after %s: %s", archived, n, timeout, runBreakdown(ctx, conn))
+		case <-tick.C:
+		}
+	}
+}
+
+// runBreakdown describes the runs for an error message.
+func runBreakdown(ctx context.Context, conn *pgx.Conn) string {
+	rows, err := conn.Query(ctx, `SELECT status, archived_at IS NOT NULL, COALESCE(min(error_message), ''), count(*)
+FROM pipeline_runs GROUP BY 1, 2 ORDER BY 1, 2`)
+	if err != nil {
+		return "(status counts unavailable: " + err.Error() + ")"
+	}
+	defer rows.Close()
+	var parts []string
+	for rows.Next() {
+		var status, msg string
+		var archived bool
+		var c int
+		if err := rows.Scan(&status, &archived, &msg, &c); err != nil {
+			return "(status counts unavailable: " + err.Error() + ")"
+		}
+		if archived {
+			status += "(archived)"
+		}
+		if msg != "" {
+			status += fmt.Sprintf("(e.g. %q)", msg)
+		}
+		parts = append(parts, fmt.Sprintf("%s=%d", status, c))
+	}
+	if len(parts) == 0 {
+		return "no runs"
+	}
+	return strings.Join(parts, " ")
+}
+
+// durations is a sample with percentiles.
+type durations []time.Duration
+
+// p is the nearest-rank percentile q (0 < q ≤ 1) of a sorted sample.
+func (d durations) p(q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(float64(len(d))*q)) - 1
+	return d[min(max(i, 0), len(d)-1)]
+}
+
+type memoryResult struct {
+	runs, workers int
+	notified      int64 // NOTIFY payloads the orchestrators received
+	elapsed       time.Duration
+	calls         map[string]int // llmtest calls per rule
+	tg            telegramStats
+	stages        *stages
+	// overhead, llmTime, latency (created → archived) and service
+	// (start of processing → archived) per run, each sorted.
+	overhead, llmTime, latency, service durations
+	// inWorker is the time from the capture of the NEW run to ArchiveRun's
+	// return, less LLM time; queued is service − that span: the wait for
+	// a worker (and the NOTIFY or dispatch that leads to one).
+	inWorker, queued durations
+	submit           durations // each Submit call (intake), sorted
+}
+
+func (r memoryResult) rate() float64 { return float64(r.runs) / r.elapsed.Seconds() }
+
+// measure reads every run's times and computes its orchestration overhead:
+// the time from the start of its processing to archived_at, less the time
+// spent inside its LLM calls. A user's runs go one after another, so a run
+// starts at its created_at or at its predecessor's archived_at, whichever
+// is later; the wait behind the predecessor is not overhead.
+func (r *memoryResult) measure(ctx context.Context, conn *pgx.Conn, runIDs []int64, t *llmTimer, c *runClock) error {
+	rows, err := conn.Query(ctx, `SELECT id, user_id, created_at, archived_at FROM pipeline_runs
+WHERE archived_at IS NOT NULL ORDER BY user_id, id`)
+	if err != nil {
+		return fmt.Errorf("measure: %w", err)
+	}
+	type times struct {
+		id, user          int64
+		created, archived time.Time
+	}
+	all, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (times, error) {
+		var x times
+		err := row.Scan(&x.id, &x.user, &x.created, &x.archived)
+		return x, err
+	})
+	if err != nil {
+		return fmt.Errorf("measure: %w", err)
+	}
+	llmByRun := make(map[int64]time.Duration, len(runIDs))
+	for i, id := range runIDs {
+		llmByRun[id] = t.total(i)
+	}
+	var prev times
+	for _, x := range all {
+		begin := x.created
+		if prev.user == x.user && prev.archived.After(begin) {
+			begin = prev.archived
+		}
+		svc := x.archived.Sub(begin)
+		l := llmByRun[x.id]
+		r.service = append(r.service, svc)
+		r.llmTime = append(r.llmTime, l)
+		r.overhead = append(r.overhead, svc-l)
+		r.latency = append(r.latency, x.archived.Sub(x.created))
+		if span, ok := c.span(x.id); ok {
+			r.inWorker = append(r.inWorker, span-l)
+			r.queued = append(r.queued, svc-span)
+		}
+		prev = x
+	}
+	for _, d := range []durations{r.overhead, r.llmTime, r.latency, r.service, r.inWorker, r.queued} {
+		slices.Sort(d)
+	}
+	return nil
+}
+
+func (r memoryResult) print(out io.Writer) {
+	fmt.Fprintf(out, "run: runs=%d workers=%d elapsed=%.3fs rate=%.1f runs/s\n", r.runs, r.workers, r.elapsed.Seconds(), r.rate())
+	line := func(name string, d durations) {
+		fmt.Fprintf(out, "  %-38s p50 %8.2fms  p90 %8.2fms  p99 %8.2fms  max %8.2fms\n",
+			name, ms(d.p(0.5)), ms(d.p(0.9)), ms(d.p(0.99)), ms(d.p(1)))
+	}
+	line("overhead (processing − LLM)", r.overhead)
+	line("processing (start → archived_at)", r.service)
+	line("  waiting for a worker", r.queued)
+	line("  in a worker, less LLM", r.inWorker)
+	line("LLM calls (4 per run)", r.llmTime)
+	line("latency (created_at → archived_at)", r.latency)
+	line("Submit (intake transaction)", r.submit)
+	fmt.Fprintf(out, "  notifications received=%d (%.2f per run)\n", r.notified, float64(r.notified)/float64(r.runs))
+	fmt.Fprintf(out, "  llm_calls analyzer=%d assembler=%d responder=%d archivist=%d\n",
+		r.calls["analyzer"], r.calls["assembler"], r.calls["responder"], r.calls["archivist"])
+	fmt.Fprintf(out, "  telegram answers=%d (distinct messages answered %d, duplicates %d) other_messages=%d chat_actions=%d telegram_tcp_conns=%d\n",
+		r.tg.Replies, r.tg.ReplyDistinct, r.tg.ReplyDuplicates, r.tg.Messages-r.tg.Replies, r.tg.ChatActions, r.tg.Conns)
+	if r.stages != nil {
+		r.stages.printPer(out, "run", r.runs, r.workers, r.elapsed)
+	}
+}
+
+// verifyMemory checks that every run went the whole way exactly once:
+// COMPLETED, delivered and archived; four LLM calls, one per stage; one
+// summary in lsm_storage; one answer in Telegram, replying to its message.
+func verifyMemory(ctx context.Context, conn *pgx.Conn, tg *telegram, t *llmTimer, res memoryResult, users []int64, n int) error {
+	var problems []string
+	var total, done int
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'COMPLETED'
+  AND delivered_at IS NOT NULL AND archived_at IS NOT NULL) FROM pipeline_runs`).Scan(&total, &done); err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	if total != n || done != n {
+		problems = append(problems, fmt.Sprintf("%d runs, %d COMPLETED, delivered and archived, want %d: %s",
+			total, done, n, runBreakdown(ctx, conn)))
+	}
+	var sums, sumRuns int
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT source_run_ids[1]) FROM lsm_storage`).Scan(&sums, &sumRuns); err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	if sums != n || sumRuns != n {
+		problems = append(problems, fmt.Sprintf("lsm_storage has %d rows for %d runs, want %d", sums, sumRuns, n))
+	}
+	for name, c := range res.calls {
+		if c != n {
+			problems = append(problems, fmt.Sprintf("%d %s calls, want %d", c, name, n))
+		}
+	}
+	if bad := t.notOncePerStage(); bad != "" {
+		problems = append(problems, bad)
+	}
+	st := tg.stats()
+	if st.Replies != n || st.ReplyDistinct != n || st.ReplyDuplicates != 0 || st.Messages != n || st.Rejected != 0 {
+		problems = append(problems, fmt.Sprintf("Telegram got %d messages, %d of them answers to %d distinct messages (%d duplicates, %d refused), want %d",
+			st.Messages, st.Replies, st.ReplyDistinct, st.ReplyDuplicates, st.Rejected, n))
+	}
+	got := tg.replies()
+	missing := 0
+	for i := range n {
+		u := users[i%len(users)]
+		if got[replyKey{Chat: u, MessageID: int64(i/len(users) + 1)}] != 1 {
+			missing++
+		}
+	}
+	if missing > 0 {
+		problems = append(problems, fmt.Sprintf("%d messages were not answered exactly once", missing))
+	}
+	if len(problems) > 0 {
+		return errors.New("verify: " + strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// runClock records, per run, when a worker started it (the CaptureRun call
+// that took it from NEW) and when its ArchiveRun returned, and counts the
+// runs archived and failed.
+type runClock struct {
+	mu         sync.Mutex
+	begin, end map[int64]time.Time
+	failed     int
+}
+
+func (c *runClock) counts() (archived, failed int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.end), c.failed
+}
+
+// span is the time a worker had the run, capture to archive.
+func (c *runClock) span(id int64) (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok1 := c.begin[id]
+	e, ok2 := c.end[id]
+	return e.Sub(b), ok1 && ok2
+}
+
+type clockedRepo struct {
+	memory.Repository
+	c *runClock
+}
+
+func (r clockedRepo) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration) (memory.Run, bool, error) {
+	start := time.Now()
+	run, ok, err := r.Repository.CaptureRun(ctx, id, from, to, lease)
+	if ok && err == nil && from == memory.New {
+		r.c.mu.Lock()
+		r.c.begin[id] = start
+		r.c.mu.Unlock()
+	}
+	return run, ok, err
+}
+
+func (r clockedRepo) AdvanceRun(ctx context.Context, id int64, from, to memory.Status, ch memory.Change) (memory.Run, bool, error) {
+	run, ok, err := r.Repository.AdvanceRun(ctx, id, from, to, ch)
+	if ok && err == nil && to == memory.Failed {
+		r.c.mu.Lock()
+		r.c.failed++
+		r.c.mu.Unlock()
+	}
+	return run, ok, err
+}
+
+func (r clockedRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (bool, error) {
+	ok, err := r.Repository.ArchiveRun(ctx, id, sum)
+	if ok && err == nil {
+		now := time.Now()
+		r.c.mu.Lock()
+		r.c.end[id] = now
+		r.c.mu.Unlock()
+	}
+	return ok, err
+}
+
+// llmTimer wraps memory.LLM and records each call's duration against the
+// run whose query marker the prompt carries (the first one: the run's own
+// query comes before any earlier one in every stage's prompt).
+type llmTimer struct {
+	mu      sync.Mutex
+	perRun  []time.Duration
+	calls   []map[string]int // per run: calls per label
+	unknown int              // calls without a marker
+}
+
+func newLLMTimer(runs int) *llmTimer {
+	return &llmTimer{perRun: make([]time.Duration, runs), calls: make([]map[string]int, runs)}
+}
+
+func (t *llmTimer) wrap(l memory.LLM, st *stages) memory.LLM { return timedMemoryLLM{l, t, st} }
+
+func (t *llmTimer) record(c memory.Call, d time.Duration) {
+	i, ok := markerOf(c.Prompt)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !ok || i >= len(t.perRun) {
+		t.unknown++
+		return
+	}
+	t.perRun[i] += d
+	if t.calls[i] == nil {
+		t.calls[i] = map[string]int{}
+	}
+	t.calls[i][c.Label]++
+}
+
+func (t *llmTimer) total(i int) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.perRun[i]
+}
+
+// notOncePerStage describes runs whose four calls were not made exactly
+// once each, or "".
+func (t *llmTimer) notOncePerStage() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	bad := 0
+	for _, c := range t.calls {
+		if len(c) != 4 || c["memory_analyzer"] != 1 || c["memory_assembler"] != 1 || c["memory_responder"] != 1 || c["memory_archivist"] != 1 {
+			bad++
+		}
+	}
+	switch {
+	case bad > 0 || t.unknown > 0:
+		return fmt.Sprintf("%d runs did not make each stage's LLM call exactly once (%d calls without a query marker)", bad, t.unknown)
+	}
+	return ""
+}
+
+// markerOf reads the submission index from the first query marker in s.
+func markerOf(s string) (int, bool) {
+	_, rest, ok := strings.Cut(s, queryMarker)
+	if !ok {
+		return 0, false
+	}
+	digits, _, ok := strings.Cut(rest, "]")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(digits)
+	return i, err == nil && i >= 0
+}
+
+type timedMemoryLLM struct {
+	memory.LLM
+	t  *llmTimer
+	st *stages // nil without -stages
+}
+
+func (l timedMemoryLLM) Text(ctx context.Context, c memory.Call) (string, error) {
+	start := time.Now()
+	s, err := l.LLM.Text(ctx, c)
+	l.done(c, start)
+	return s, err
+}
+
+func (l timedMemoryLLM) JSON(ctx context.Context, c memory.Call, out any) error {
+	start := time.Now()
+	err := l.LLM.JSON(ctx, c, out)
+	l.done(c, start)
+	return err
+}
+
+func (l timedMemoryLLM) done(c memory.Call, start time.Time) {
+	l.t.record(c, time.Since(start))
+	if l.st != nil {
+		l.st.since("llm "+strings.TrimPrefix(c.Label, "memory_"), start)
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/storage/storagetest"
+)
+
+// The scenario end to end with a tiny run: the last line is the JSON
+// summary, every run went the whole way once, and the database is gone.
+func TestMemorySmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL and a few seconds")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	server := storagetest.ServerURL()
+	err := runMemory(ctx, []string{"-db", server, "-runs", "40", "-users", "5", "-workers", "4", "-orchestrators", "2", "-stages"}, &stdout, &stderr)
+	require.NoError(t, err, "stderr:\n%s\nstdout:\n%s", stderr.String(), stdout.String())
+
+	out := stdout.String()
+	require.True(t, strings.HasSuffix(out, "}\n"), "the JSON line ends the output:\n%s", out)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	dec := json.NewDecoder(strings.NewReader(lines[len(lines)-1]))
+	dec.DisallowUnknownFields()
+	var rep memoryReport
+	require.NoError(t, dec.Decode(&rep), "last line: %s", lines[len(lines)-1])
+	require.Equal(t, "memory", rep.Scenario)
+	require.Equal(t, 40, rep.Runs)
+	require.Positive(t, rep.RunsPerS)
+	require.Positive(t, rep.OverheadP50MS)
+	require.GreaterOrEqual(t, rep.OverheadP99MS, rep.OverheadP50MS)
+	require.Positive(t, rep.PeakRSSMB)
+	// verifyMemory has checked the database and the fakes; the report says so.
+	require.Contains(t, out, "llm_calls analyzer=40 assembler=40 responder=40 archivist=40")
+	require.Contains(t, out, "telegram answers=40 (distinct messages answered 40, duplicates 0) other_messages=0")
+	require.Contains(t, out, "db CaptureRun")
+	require.Contains(t, out, "2 orchestrator(s) × 4 workers")
+
+	name := regexp.MustCompile(`database (switchboard_bench_[0-9a-f]+)`).FindStringSubmatch(out)
+	require.NotNil(t, name, out)
+	requireDropped(t, ctx, server, name[1])
+}
+
+// A run that fails after its database was created still drops it: a
+// timeout of 1ns ends the wait at its first poll.
+func TestMemoryDropsDatabaseOnError(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	ctx := context.Background()
+	server := storagetest.ServerURL()
+	rep, err := benchMemory(ctx, memoryConfig{db: server, runs: 5, users: 2, workers: 1, orchestrators: 1, submitters: 1,
+		timeout: time.Nanosecond}, io.Discard, newLogger(io.Discard))
+	require.ErrorContains(t, err, "runs archived after")
+	require.NotEmpty(t, rep.database)
+	requireDropped(t, ctx, server, rep.database)
+}
+
+func requireDropped(t *testing.T, ctx context.Context, server, name string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, server)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var exists bool
+	require.NoError(t, conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists))
+	require.False(t, exists, "the bench database is dropped at the end")
+}
+
+func TestMarkerOf(t *testing.T) {
+	i, ok := markerOf("## New message\n" + memoryQuery(1234, 600000001) + "\n\n## Recent\nUser: " + memoryQuery(34, 600000001))
+	require.True(t, ok)
+	require.Equal(t, 1234, i)
+	for _, s := range []string{"no marker", queryMarker + "12", queryMarker + "x1]"} {
+		_, ok := markerOf(s)
+		require.False(t, ok, s)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	d := durations{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	require.Equal(t, time.Duration(5), d.p(0.5))
+	require.Equal(t, time.Duration(10), d.p(0.99))
+	require.Equal(t, time.Duration(10), d.p(1))
+	require.Equal(t, time.Duration(1), d.p(0.01))
+	require.Zero(t, durations(nil).p(0.5))
+}
+
+// Replies are counted per replied-to message, in both of the ways the Bot
+// API takes them; chat actions are answered with true.
+func TestTelegramCountsReplies(t *testing.T) {
+	tg := newTelegram(tgToken)
+	defer tg.Close()
+	post := func(method, body string) (int, string) {
+		resp, err := http.Post(tg.URL()+"/bot"+tgToken+"/"+method, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, body := post("sendMessage", `{"chat_id":"42","text":"answer","reply_to_message_id":"7"}`)
+	require.Equal(t, 200, code, body)
+	code, body = post("sendMessage", `{"chat_id":42,"text":"answer","reply_parameters":{"message_id":8,"allow_sending_without_reply":true}}`)
+	require.Equal(t, 200, code, body)
+	code, body = post("sendMessage", `{"chat_id":"42","text":"again","reply_to_message_id":"7"}`)
+	require.Equal(t, 200, code, body)
+	code, body = post("sendMessage", `{"chat_id":"42","text":"x","reply_to_message_id":"0"}`)
+	require.Equal(t, 400, code, body)
+	require.Contains(t, body, "message to be replied not found")
+
+	code, body = post("sendChatAction", `{"chat_id":"42","action":"typing"}`)
+	require.Equal(t, 200, code, body)
+	require.JSONEq(t, `{"ok":true,"result":true}`, body)
+	code, body = post("sendChatAction", `{"chat_id":"42"}`)
+	require.Equal(t, 400, code, body)
+
+	st := tg.stats()
+	require.Equal(t, 3, st.Messages)
+	require.Equal(t, 3, st.Replies)
+	require.Equal(t, 2, st.ReplyDistinct)
+	require.Equal(t, 1, st.ReplyDuplicates)
+	require.Zero(t, st.Unmatched)
+	require.Equal(t, 1, st.ChatActions)
+	require.Equal(t, 2, st.Rejected)
+	require.Equal(t, map[replyKey]int{{Chat: 42, MessageID: 7}: 2, {Chat: 42, MessageID: 8}: 1}, tg.replies())
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	"switchboard/domain/memory"
+	"switchboard/domain/vacancy"
+)
+
+// stages adds up the time the workers spend in each collaborator (-stages),
+// to show what dominates a run. The wrappers delegate to the real
+// implementations; each call costs two clock reads and a mutex.
+type stages struct {
+	mu    sync.Mutex
+	total map[string]time.Duration
+	calls map[string]int
+}
+
+func newStages() *stages {
+	return &stages{total: map[string]time.Duration{}, calls: map[string]int{}}
+}
+
+func (s *stages) since(name string, start time.Time) {
+	d := time.Since(start)
+	s.mu.Lock()
+	s.total[name] += d
+	s.calls[name]++
+	s.mu.Unlock()
+}
+
+// print lists the stages by total time, with the mean per call and the
+// total per delivered match; workers×elapsed is the time available.
+func (s *stages) print(out io.Writer, matches, workers int, elapsed time.Duration) {
+	s.printPer(out, "match", matches, workers, elapsed)
+}
+
+// printPer is print with the unit of work named (a match, a run).
+func (s *stages) printPer(out io.Writer, unit string, items, workers int, elapsed time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.total))
+	var sum time.Duration
+	for n, d := range s.total {
+		names = append(names, n)
+		sum += d
+	}
+	sort.Slice(names, func(i, j int) bool { return s.total[names[i]] > s.total[names[j]] })
+	budget := time.Duration(workers) * elapsed
+	fmt.Fprintf(out, "  stages (worker time; %d workers × %.3fs = %.3fs, %.1f%% inside the calls below):\n",
+		workers, elapsed.Seconds(), budget.Seconds(), 100*sum.Seconds()/budget.Seconds())
+	for _, n := range names {
+		d, c := s.total[n], s.calls[n]
+		fmt.Fprintf(out, "    %-20s %6d calls  %5.2f per %s  mean %8.3fms  per %s %8.3fms  %5.1f%%\n",
+			n, c, float64(c)/float64(items), unit, ms(d)/float64(c), unit, ms(d)/float64(items), 100*d.Seconds()/budget.Seconds())
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// timedRepo times the queries a worker makes per match.
+type timedRepo struct {
+	vacancy.Repository
+	s *stages
+}
+
+func (r timedRepo) ClaimMatch(ctx context.Context, lease time.Duration) (vacancy.Claim, bool, error) {
+	defer r.s.since("db claim", time.Now())
+	return r.Repository.ClaimMatch(ctx, lease)
+}
+
+func (r timedRepo) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
+	defer r.s.since("db lease expiry", time.Now())
+	return r.Repository.NextLeaseExpiry(ctx)
+}
+
+func (r timedRepo) SaveDetail(ctx context.Context, v vacancy.Vacancy) error {
+	defer r.s.since("db save detail", time.Now())
+	return r.Repository.SaveDetail(ctx, v)
+}
+
+func (r timedRepo) Taste(ctx context.Context, userID int64, n int) ([]string, []string, error) {
+	defer r.s.since("db taste", time.Now())
+	return r.Repository.Taste(ctx, userID, n)
+}
+
+func (r timedRepo) Transition(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
+	defer r.s.since("db transition", time.Now())
+	return r.Repository.Transition(ctx, id, from, to, ch)
+}
+
+type timedSource struct {
+	vacancy.Source
+	s *stages
+}
+
+func (t timedSource) Vacancy(ctx context.Context, id int64) (vacancy.Vacancy, error) {
+	defer t.s.since("hh detail", time.Now())
+	return t.Source.Vacancy(ctx, id)
+}
+
+type timedLLM struct {
+	vacancy.LLM
+	s *stages
+}
+
+func (t timedLLM) JSON(ctx context.Context, system, prompt string, out any) error {
+	defer t.s.since("llm", time.Now())
+	return t.LLM.JSON(ctx, system, prompt, out)
+}
+
+type timedNotifier struct {
+	vacancy.Notifier
+	s *stages
+}
+
+func (t timedNotifier) Deliver(ctx context.Context, d vacancy.Delivery) (int64, int, error) {
+	defer t.s.since("telegram deliver", time.Now())
+	return t.Notifier.Deliver(ctx, d)
+}
+
+// timedMemoryRepo times the repository calls the memory orchestrators
+// make. Each is one SQL statement except ArchiveRun (a transaction of two).
+// SubmitRun is intake, made by the submitters, not the workers; the bench
+// times it on its own.
+type timedMemoryRepo struct {
+	memory.Repository
+	s *stages
+}
+
+func (r timedMemoryRepo) PipelineRun(ctx context.Context, id int64) (memory.Run, error) {
+	defer r.s.since("db PipelineRun", time.Now())
+	return r.Repository.PipelineRun(ctx, id)
+}
+
+func (r timedMemoryRepo) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration) (memory.Run, bool, error) {
+	defer r.s.since("db CaptureRun", time.Now())
+	return r.Repository.CaptureRun(ctx, id, from, to, lease)
+}
+
+func (r timedMemoryRepo) AdvanceRun(ctx context.Context, id int64, from, to memory.Status, ch memory.Change) (memory.Run, bool, error) {
+	defer r.s.since("db AdvanceRun", time.Now())
+	return r.Repository.AdvanceRun(ctx, id, from, to, ch)
+}
+
+func (r timedMemoryRepo) ClaimFinished(ctx context.Context, id int64, lease time.Duration) (memory.Run, bool, error) {
+	defer r.s.since("db ClaimFinished", time.Now())
+	return r.Repository.ClaimFinished(ctx, id, lease)
+}
+
+func (r timedMemoryRepo) MarkDelivered(ctx context.Context, id int64) error {
+	defer r.s.since("db MarkDelivered", time.Now())
+	return r.Repository.MarkDelivered(ctx, id)
+}
+
+func (r timedMemoryRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (bool, error) {
+	defer r.s.since("db ArchiveRun", time.Now())
+	return r.Repository.ArchiveRun(ctx, id, sum)
+}
+
+func (r timedMemoryRepo) ReleaseRun(ctx context.Context, id int64) error {
+	defer r.s.since("db ReleaseRun", time.Now())
+	return r.Repository.ReleaseRun(ctx, id)
+}
+
+func (r timedMemoryRepo) OpenRuns(ctx context.Context, limit int) ([]memory.Ref, error) {
+	defer r.s.since("db OpenRuns", time.Now())
+	return r.Repository.OpenRuns(ctx, limit)
+}
+
+func (r timedMemoryRepo) NextRun(ctx context.Context, userID int64) (memory.Ref, bool, error) {
+	defer r.s.since("db NextRun", time.Now())
+	return r.Repository.NextRun(ctx, userID)
+}
+
+func (r timedMemoryRepo) Summaries(ctx context.Context, userID int64, limit int) ([]memory.Summary, error) {
+	defer r.s.since("db Summaries", time.Now())
+	return r.Repository.Summaries(ctx, userID, limit)
+}
+
+func (r timedMemoryRepo) RecentLogs(ctx context.Context, userID int64, limit int) ([]memory.LogEntry, error) {
+	defer r.s.since("db RecentLogs", time.Now())
+	return r.Repository.RecentLogs(ctx, userID, limit)
+}
+
+func (r timedMemoryRepo) ActivePrompt(ctx context.Context, role string) (memory.Prompt, error) {
+	defer r.s.since("db ActivePrompt", time.Now())
+	return r.Repository.ActivePrompt(ctx, role)
+}
+
+func (r timedMemoryRepo) Backlog(ctx context.Context) (int, error) {
+	defer r.s.since("db Backlog", time.Now())
+	return r.Repository.Backlog(ctx)
+}
+
+type timedMemoryNotifier struct {
+	memory.Notifier
+	s *stages
+}
+
+func (t timedMemoryNotifier) Typing(ctx context.Context, chatID int64) error {
+	defer t.s.since("telegram typing", time.Now())
+	return t.Notifier.Typing(ctx, chatID)
+}
+
+func (t timedMemoryNotifier) Answer(ctx context.Context, r memory.Run) error {
+	defer t.s.since("telegram answer", time.Now())
+	return t.Notifier.Answer(ctx, r)
+}
+
+func (t timedMemoryNotifier) Failed(ctx context.Context, r memory.Run) error {
+	defer t.s.since("telegram failed", time.Now())
+	return t.Notifier.Failed(ctx, r)
+}

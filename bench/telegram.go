@@ -1,0 +1,351 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf16"
+
+	"switchboard/bot"
+)
+
+// telegram is a minimal Telegram Bot API for the delivery path: sendMessage
+// is answered like Telegram does and counted, sendChatAction is checked and
+// counted, getMe names a bot, any other method answers
+// {"ok":true,"result":true}. It refuses (400) what Telegram would refuse and
+// a broken delivery would send: no chat_id, no text, a text over 4096
+// characters, a reply_markup that is not JSON, a reply to message id 0, a
+// chat action without an action. Every message's match id is read back from
+// its "Applied" button, and every reply (reply_to_message_id, or
+// reply_parameters.message_id as Bot API 7 sends it) is counted per chat
+// and replied-to message, so that the bench can prove each match, or each
+// memory chat message, was answered once.
+type telegram struct {
+	srv   *httptest.Server
+	token string
+
+	conns atomic.Int64 // TCP connections accepted
+
+	mu         sync.Mutex
+	nextID     int
+	messages   int
+	perMatch   map[int64]int    // match id → messages carrying its buttons
+	perReply   map[replyKey]int // replied-to message → replies (not counted in perMatch)
+	unmatched  int              // messages with neither a match id nor a reply
+	actions    int              // sendChatAction calls accepted
+	rejected   int
+	lastReject string
+}
+
+const maxMessageLen = 4096 // UTF-16 code units, as Telegram counts
+
+// appliedAction is the callback action of a vacancy's "Applied" button
+// (bot/vacancies.go); its one id is the match id.
+const appliedAction bot.Action = "va"
+
+func newTelegram(token string) *telegram {
+	t := &telegram{token: token, perMatch: map[int64]int{}, perReply: map[replyKey]int{}}
+	t.srv = httptest.NewUnstartedServer(http.HandlerFunc(t.serve))
+	t.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			t.conns.Add(1)
+		}
+	}
+	t.srv.Start()
+	return t
+}
+
+func (t *telegram) URL() string { return t.srv.URL }
+
+func (t *telegram) Close() { t.srv.Close() }
+
+// replyKey names the message a reply answers.
+type replyKey struct {
+	Chat      int64
+	MessageID int64
+}
+
+// telegramStats is a snapshot of what the fake saw.
+type telegramStats struct {
+	Messages   int
+	Distinct   int // distinct match ids delivered
+	Duplicates int // messages beyond the first for a match id
+	Replies    int // messages replying to a message (and carrying no match id)
+	// ReplyDistinct and ReplyDuplicates are as Distinct and Duplicates,
+	// per replied-to message.
+	ReplyDistinct   int
+	ReplyDuplicates int
+	Unmatched       int
+	ChatActions     int
+	Rejected        int
+	LastReject      string
+	Conns           int64
+}
+
+func (t *telegram) stats() telegramStats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := telegramStats{Messages: t.messages, Distinct: len(t.perMatch), ReplyDistinct: len(t.perReply),
+		Unmatched: t.unmatched, ChatActions: t.actions, Rejected: t.rejected, LastReject: t.lastReject,
+		Conns: t.conns.Load()}
+	for _, n := range t.perMatch {
+		st.Duplicates += n - 1
+	}
+	for _, n := range t.perReply {
+		st.Replies += n
+		st.ReplyDuplicates += n - 1
+	}
+	return st
+}
+
+// replies returns a copy of the replies per replied-to message.
+func (t *telegram) replies() map[replyKey]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[replyKey]int, len(t.perReply))
+	for k, n := range t.perReply {
+		out[k] = n
+	}
+	return out
+}
+
+// delivered returns a copy of the match ids delivered.
+func (t *telegram) delivered() map[int64]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[int64]int, len(t.perMatch))
+	for id, n := range t.perMatch {
+		out[id] = n
+	}
+	return out
+}
+
+type tgUser struct {
+	ID        int64  `json:"id"`
+	IsBot     bool   `json:"is_bot"`
+	FirstName string `json:"first_name"`
+	Username  string `json:"username,omitempty"`
+}
+
+type tgChat struct {
+	ID   int64  `json:"id"`
+	Type string `json:"type"`
+}
+
+type tgMessage struct {
+	MessageID int    `json:"message_id"`
+	Date      int64  `json:"date"`
+	Chat      tgChat `json:"chat"`
+	From      tgUser `json:"from"`
+	Text      string `json:"text"`
+}
+
+var benchBot = tgUser{ID: 7000000001, IsBot: true, FirstName: "Switchboard bench", Username: "switchboard_bench_bot"}
+
+func (t *telegram) serve(w http.ResponseWriter, r *http.Request) {
+	method, ok := strings.CutPrefix(r.URL.Path, "/bot"+t.token+"/")
+	if !ok || method == "" || strings.Contains(method, "/") {
+		writeTG(w, http.StatusNotFound, map[string]any{"ok": false, "error_code": 404, "description": "Not Found"})
+		return
+	}
+	switch strings.ToLower(method) {
+	case "getme":
+		writeTG(w, http.StatusOK, map[string]any{"ok": true, "result": benchBot})
+	case "sendmessage":
+		params, err := readParams(r)
+		if err != nil {
+			t.reject(w, "Bad Request: "+err.Error())
+			return
+		}
+		t.sendMessage(w, params)
+	case "sendchataction":
+		params, err := readParams(r)
+		if err != nil {
+			t.reject(w, "Bad Request: "+err.Error())
+			return
+		}
+		t.sendChatAction(w, params)
+	default:
+		_, _ = io.Copy(io.Discard, r.Body)
+		writeTG(w, http.StatusOK, map[string]any{"ok": true, "result": true})
+	}
+}
+
+func (t *telegram) sendMessage(w http.ResponseWriter, p map[string]string) {
+	chatID, err := strconv.ParseInt(p["chat_id"], 10, 64)
+	if p["chat_id"] == "" {
+		t.reject(w, "Bad Request: chat_id is empty")
+		return
+	}
+	if err != nil || chatID == 0 {
+		t.reject(w, "Bad Request: chat not found")
+		return
+	}
+	text := p["text"]
+	if strings.TrimSpace(text) == "" {
+		t.reject(w, "Bad Request: message text is empty")
+		return
+	}
+	if len(utf16.Encode([]rune(text))) > maxMessageLen {
+		t.reject(w, "Bad Request: message is too long")
+		return
+	}
+	matchID, hasMatch := int64(0), false
+	if raw, ok := p["reply_markup"]; ok {
+		var kb struct {
+			InlineKeyboard [][]struct {
+				Text         string `json:"text"`
+				CallbackData string `json:"callback_data"`
+				URL          string `json:"url"`
+			} `json:"inline_keyboard"`
+		}
+		if err := json.Unmarshal([]byte(raw), &kb); err != nil {
+			t.reject(w, "Bad Request: can't parse reply keyboard markup JSON object")
+			return
+		}
+		for _, row := range kb.InlineKeyboard {
+			for _, b := range row {
+				if b.Text == "" {
+					t.reject(w, "Bad Request: text buttons are unallowed in the inline keyboard")
+					return
+				}
+				if len(b.CallbackData) > bot.MaxCallbackData {
+					t.reject(w, "Bad Request: BUTTON_DATA_INVALID")
+					return
+				}
+				if cb, err := bot.Decode(b.CallbackData); err == nil && !hasMatch && cb.Action == appliedAction {
+					matchID, hasMatch = cb.IDs[0], true
+				}
+			}
+		}
+	}
+	replyTo, isReply, err := replyTarget(p)
+	if err != nil {
+		t.reject(w, "Bad Request: "+err.Error())
+		return
+	}
+	t.mu.Lock()
+	t.nextID++
+	id := t.nextID
+	t.messages++
+	switch {
+	case hasMatch:
+		t.perMatch[matchID]++
+	case isReply:
+		t.perReply[replyKey{Chat: chatID, MessageID: replyTo}]++
+	default:
+		t.unmatched++
+	}
+	t.mu.Unlock()
+	writeTG(w, http.StatusOK, map[string]any{"ok": true, "result": tgMessage{
+		MessageID: id, Date: time.Now().Unix(), Chat: tgChat{ID: chatID, Type: "private"}, From: benchBot, Text: text,
+	}})
+}
+
+// replyTarget reads the message a sendMessage replies to, from
+// reply_to_message_id (telebot v3) or reply_parameters (Bot API 7).
+func replyTarget(p map[string]string) (int64, bool, error) {
+	if raw, ok := p["reply_parameters"]; ok {
+		var rp struct {
+			MessageID int64 `json:"message_id"`
+		}
+		if err := json.Unmarshal([]byte(raw), &rp); err != nil {
+			return 0, false, errors.New("can't parse reply parameters JSON object")
+		}
+		if rp.MessageID <= 0 {
+			return 0, false, errors.New("message to be replied not found")
+		}
+		return rp.MessageID, true, nil
+	}
+	if raw, ok := p["reply_to_message_id"]; ok {
+		id, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || id <= 0 {
+			return 0, false, errors.New("message to be replied not found")
+		}
+		return id, true, nil
+	}
+	return 0, false, nil
+}
+
+func (t *telegram) sendChatAction(w http.ResponseWriter, p map[string]string) {
+	if chatID, err := strconv.ParseInt(p["chat_id"], 10, 64); err != nil || chatID == 0 {
+		t.reject(w, "Bad Request: chat not found")
+		return
+	}
+	if p["action"] == "" {
+		t.reject(w, "Bad Request: wrong parameter action in request")
+		return
+	}
+	t.mu.Lock()
+	t.actions++
+	t.mu.Unlock()
+	writeTG(w, http.StatusOK, map[string]any{"ok": true, "result": true})
+}
+
+func (t *telegram) reject(w http.ResponseWriter, desc string) {
+	t.mu.Lock()
+	t.rejected++
+	t.lastReject = desc
+	t.mu.Unlock()
+	writeTG(w, http.StatusBadRequest, map[string]any{"ok": false, "error_code": 400, "description": desc})
+}
+
+// readParams reads a Bot API call's parameters the ways Telegram accepts
+// them: a JSON object (what telebot sends: every value a string, markup
+// included), a urlencoded or a multipart form. Non-string JSON values are
+// kept as their JSON text, so an object reply_markup still parses.
+func readParams(r *http.Request) (map[string]string, error) {
+	out := map[string]string{}
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "application/json":
+		var m map[string]json.RawMessage
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			return nil, fmt.Errorf("can't parse JSON body: %w", err)
+		}
+		for k, v := range m {
+			var s string
+			if json.Unmarshal(v, &s) == nil {
+				out[k] = s
+			} else {
+				out[k] = string(v)
+			}
+		}
+	case "multipart/form-data":
+		if err := r.ParseMultipartForm(1 << 20); err != nil {
+			return nil, err
+		}
+		for k, v := range r.MultipartForm.Value {
+			out[k] = v[0]
+		}
+	default:
+		if err := r.ParseForm(); err != nil {
+			return nil, err
+		}
+		for k, v := range r.Form {
+			out[k] = v[0]
+		}
+	}
+	return out, nil
+}
+
+func writeTG(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"ok":false,"error_code":500,"description":"Internal Server Error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,606 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/bot"
+	"switchboard/domain"
+	"switchboard/domain/vacancy"
+	"switchboard/hh"
+	"switchboard/hh/hhtest"
+	"switchboard/llm"
+	"switchboard/llm/llmtest"
+	"switchboard/locales"
+	"switchboard/storage"
+)
+
+// defaultDB is the server the bench creates its database on when neither
+// -db nor DATABASE_URL says otherwise.
+const defaultDB = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+const (
+	benchUsers   = 50  // matches are spread round robin over this many users
+	seedChunk    = 500 // vacancies per SaveDiscovery, like a few discovery runs
+	pollEvery    = 20 * time.Millisecond
+	latencyLLM   = 200 * time.Millisecond // run B's LLM latency
+	latencyConc  = 4                      // run B's LLM calls in flight (LLM_MAX_CONCURRENCY)
+	tgToken      = "123456789:bench-token"
+	hhUserAgent  = "switchboard-bench/1.0 (bench@example.com)"
+	benchSearch  = "golang"
+	benchProfile = "Go developer, five years of backend work: PostgreSQL, gRPC, Kafka, Kubernetes. " +
+		"Remote or Moscow; no PHP, no 1C."
+)
+
+// verdict is the LLM's answer to every relevance request.
+var verdict = map[string]any{"is_relevant": true, "score": 80, "reasons": []string{"fits"}, "matched_skills": []string{"Go"}}
+
+type vacanciesConfig struct {
+	db       string
+	n        int
+	llmConc  int
+	latencyN int
+	timeout  time.Duration
+	stages   bool
+	cpuprof  string
+}
+
+// vacanciesReport is the scenario's JSON line.
+type vacanciesReport struct {
+	Scenario         string  `json:"scenario"`
+	ZeroLatencyPerS  float64 `json:"zero_latency_per_s"`
+	Latency200msPerS float64 `json:"latency_200ms_per_s"`
+	Efficiency       float64 `json:"efficiency"`
+	PeakRSSMB        float64 `json:"peak_rss_mb"`
+	// database is the bench database's name (dropped by then), for tests.
+	database string
+}
+
+func runVacancies(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("vacancies", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg vacanciesConfig
+	// The default is resolved after parsing, so -h never prints a password.
+	fs.StringVar(&cfg.db, "db", "", "PostgreSQL server URL; the bench creates and drops its own database there\n(default $DATABASE_URL, else "+defaultDB+")")
+	fs.IntVar(&cfg.n, "n", 3000, "matches in the zero-latency run")
+	fs.IntVar(&cfg.llmConc, "llm-concurrency", 16, "LLM calls in flight in the zero-latency run (workers: vacancy.WorkersFor of it, as in the bot)")
+	fs.IntVar(&cfg.latencyN, "latency-n", 200, "matches in the 200 ms LLM latency run (LLM concurrency 4)")
+	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "give up on a run that has not delivered everything after this long")
+	fs.StringVar(&cfg.cpuprof, "cpuprofile", "", "write a CPU profile of the whole scenario (fakes included) to this file")
+	fs.BoolVar(&cfg.stages, "stages", false, "also time each collaborator call (DB, HH, LLM, Telegram) and print where worker time goes")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: go run ./bench vacancies [flags]")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	cfg.db = serverURL(cfg.db)
+	if cfg.n <= 0 || cfg.llmConc <= 0 || cfg.latencyN <= 0 || cfg.timeout <= 0 {
+		fmt.Fprintln(stderr, "-n, -llm-concurrency, -latency-n and -timeout must be positive")
+		fs.Usage()
+		return usageError{errors.New("non-positive flag")}
+	}
+	stop, err := startCPUProfile(cfg.cpuprof)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	rep, err := benchVacancies(ctx, cfg, stdout, newLogger(stderr))
+	if err != nil {
+		return err
+	}
+	line, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", line)
+	return err
+}
+
+// benchVacancies runs both runs on a database of its own, dropped before it
+// returns whatever happened.
+func benchVacancies(ctx context.Context, cfg vacanciesConfig, out io.Writer, log *slog.Logger) (rep vacanciesReport, err error) {
+	name, dbURL, err := benchDatabaseURL(cfg.db)
+	if err != nil {
+		return rep, err
+	}
+	rep.database = name
+	defer func() {
+		if derr := dropDatabase(cfg.db, name); derr != nil {
+			err = errors.Join(err, fmt.Errorf("drop database %s: %w", name, derr))
+		}
+	}()
+	// storage.Open creates the missing database, as it does for a newcomer.
+	store, err := storage.Open(ctx, dbURL, log)
+	if err != nil {
+		return rep, err
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		return rep, err
+	}
+	var pgVersion string
+	if err := store.Pool().QueryRow(ctx, `SHOW server_version`).Scan(&pgVersion); err != nil {
+		return rep, err
+	}
+	key, users, err := seedUsers(ctx, store)
+	if err != nil {
+		return rep, err
+	}
+	fmt.Fprintf(out, "vacancies: database %s (PostgreSQL %s, pool max %d connections), %d users\n",
+		name, pgVersion, store.Pool().Config().MaxConns, len(users))
+
+	w := &world{store: store, dbURL: dbURL, key: key, users: users, log: log, timeout: cfg.timeout,
+		catalog: locales.MustLoad(), stages: cfg.stages}
+	a, err := w.run(ctx, runSpec{label: "A zero latency", n: cfg.n, llmConc: cfg.llmConc, firstID: 90_000_001, seed: 1})
+	if err != nil {
+		return rep, fmt.Errorf("zero-latency run: %w", err)
+	}
+	a.print(out)
+	if err := w.reset(ctx); err != nil {
+		return rep, err
+	}
+	b, err := w.run(ctx, runSpec{label: "B 200ms LLM", n: cfg.latencyN, llmConc: latencyConc, llmLatency: latencyLLM,
+		firstID: 95_000_001, seed: 2})
+	if err != nil {
+		return rep, fmt.Errorf("200 ms latency run: %w", err)
+	}
+	b.print(out)
+
+	rss, rerr := peakRSSMB()
+	if rerr != nil {
+		fmt.Fprintf(out, "peak RSS: unknown (%v)\n", rerr)
+	} else {
+		fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM, fakes included)\n", rss)
+	}
+	rep.Scenario = "vacancies"
+	rep.ZeroLatencyPerS = round(a.rate(), 1)
+	rep.Latency200msPerS = round(b.rate(), 2)
+	rep.Efficiency = round(b.efficiency(), 3)
+	rep.PeakRSSMB = round(rss, 1)
+	return rep, nil
+}
+
+// world is what the runs share: the database and its users.
+type world struct {
+	store   *storage.Store
+	dbURL   string
+	key     string // the search_key discovery saves the vacancies under
+	users   []int64
+	log     *slog.Logger
+	timeout time.Duration
+	catalog *locales.Catalog
+	stages  bool // wrap the collaborators in timers
+}
+
+type runSpec struct {
+	label      string
+	n, llmConc int
+	llmLatency time.Duration
+	firstID    int64
+	seed       int64
+}
+
+type runResult struct {
+	runSpec
+	elapsed  time.Duration
+	llmCalls int
+	hhDetail int
+	tg       telegramStats
+	stages   *stages // nil without -stages
+}
+
+// workers is what the bot runs for this LLM concurrency.
+func (s runSpec) workers() int { return vacancy.WorkersFor(s.llmConc) }
+
+func (r runResult) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
+
+// ideal is the rate the LLM budget allows: one answer per latency per
+// worker (0 for a zero-latency run, which has no such bound).
+func (r runResult) ideal() float64 {
+	if r.llmLatency <= 0 {
+		return 0
+	}
+	return float64(r.llmConc) / r.llmLatency.Seconds()
+}
+
+// efficiency is the share of the LLM budget used.
+func (r runResult) efficiency() float64 {
+	if r.ideal() == 0 {
+		return 0
+	}
+	return r.rate() / r.ideal()
+}
+
+func (r runResult) print(out io.Writer) {
+	fmt.Fprintf(out, "run %s: n=%d workers=%d llm_concurrency=%d llm_latency=%s elapsed=%.3fs rate=%.1f/s\n",
+		r.label, r.n, r.workers(), r.llmConc, r.llmLatency, r.elapsed.Seconds(), r.rate())
+	if r.ideal() > 0 {
+		fmt.Fprintf(out, "  efficiency=%.3f (ideal %.1f/s: %d LLM calls in flight, each %s)\n",
+			r.efficiency(), r.ideal(), r.llmConc, r.llmLatency)
+	}
+	fmt.Fprintf(out, "  llm_calls=%d hh_detail_calls=%d telegram_messages=%d (distinct matches %d, duplicates %d) telegram_tcp_conns=%d\n",
+		r.llmCalls, r.hhDetail, r.tg.Messages, r.tg.Distinct, r.tg.Duplicates, r.tg.Conns)
+	if r.stages != nil {
+		r.stages.print(out, r.n, r.workers(), r.elapsed)
+	}
+}
+
+// seedUsers creates the users, each with a profile, and returns the
+// search_key their matches are discovered under. No searches rows are
+// needed: the queue only joins users and vacancies.
+func seedUsers(ctx context.Context, store *storage.Store) (string, []int64, error) {
+	p, err := vacancy.ParseParams(benchSearch)
+	if err != nil {
+		return "", nil, err
+	}
+	langs := []string{"en", "ru", "uk"}
+	users := make([]int64, 0, benchUsers)
+	for i := range benchUsers {
+		id := int64(500_000_001 + i)
+		if _, err := store.UpsertUser(ctx, domain.User{ID: id, Username: fmt.Sprintf("bench%02d", i),
+			FirstName: fmt.Sprintf("Bench %d", i), TelegramLanguage: langs[i%len(langs)]}); err != nil {
+			return "", nil, err
+		}
+		if err := store.SetProfile(ctx, id, benchProfile); err != nil {
+			return "", nil, err
+		}
+		users = append(users, id)
+	}
+	return p.Key(), users, nil
+}
+
+// reset empties the queue and the vacancies between runs; users stay.
+func (w *world) reset(ctx context.Context) error {
+	_, err := w.store.Pool().Exec(ctx, `TRUNCATE vacancy_matches, vacancies, search_hits, discovery_state`)
+	if err != nil {
+		return fmt.Errorf("reset: %w", err)
+	}
+	return nil
+}
+
+// run seeds spec.n QUEUED matches, starts the service over fresh fakes and
+// times it until every match is SENT_TO_USER, then checks the deliveries.
+func (w *world) run(ctx context.Context, spec runSpec) (runResult, error) {
+	res := runResult{runSpec: spec}
+	gen := hhtest.Generate(spec.n, hhtest.GenOptions{Seed: spec.seed, FirstID: spec.firstID, Newest: time.Now().Truncate(time.Second)})
+	for i := range gen {
+		// The workflow drops "more than 6 years" vacancies without asking
+		// the LLM; every match here is meant to travel the whole way.
+		if gen[i].Experience == hhtest.MoreThan6 {
+			gen[i].Experience = hhtest.Between3And6
+		}
+	}
+
+	hhSrv := hhtest.New(hhtest.WithVacancies(gen...))
+	defer hhSrv.Close()
+	llmSrv := llmtest.New(llmtest.WithoutRecording())
+	defer llmSrv.Close()
+	rule := llmSrv.On().Named("relevance").ReplyJSON(verdict)
+	if spec.llmLatency > 0 {
+		rule.Latency(spec.llmLatency)
+	}
+	tg := newTelegram(tgToken)
+	defer tg.Close()
+
+	llmc, err := llm.New(llm.Config{Provider: llm.ProviderOllama, URL: llmSrv.URL(), Model: "bench",
+		Timeout: 30 * time.Second, MaxConcurrency: spec.llmConc},
+		llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(w.log))
+	if err != nil {
+		return res, err
+	}
+	defer llmc.Close()
+	src, err := hh.New(hh.Config{URL: hhSrv.URL(), UserAgent: hhUserAgent, Log: w.log})
+	if err != nil {
+		return res, err
+	}
+	defer src.Close()
+	tgBot, err := bot.New(bot.Config{URL: tg.URL(), Token: tgToken}, bot.Deps{Users: w.store, Catalog: w.catalog, Log: w.log})
+	if err != nil {
+		return res, err
+	}
+	deps := vacancy.Deps{
+		Repo: w.store, Source: src, Notifier: tgBot, Log: w.log,
+		LLM: llm.Port{Client: llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer},
+	}
+	if w.stages {
+		res.stages = newStages()
+		deps.Repo = timedRepo{deps.Repo, res.stages}
+		deps.Source = timedSource{deps.Source, res.stages}
+		deps.LLM = timedLLM{deps.LLM, res.stages}
+		deps.Notifier = timedNotifier{deps.Notifier, res.stages}
+	}
+	svc, err := vacancy.NewService(vacancy.Config{Workers: spec.workers()}, deps)
+	if err != nil {
+		return res, err
+	}
+
+	if err := w.seed(ctx, gen); err != nil {
+		return res, err
+	}
+	poll, err := pgx.Connect(ctx, w.dbURL)
+	if err != nil {
+		return res, fmt.Errorf("poll connection: %w", err)
+	}
+	defer poll.Close(context.WithoutCancel(ctx))
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		svc.Run(runCtx)
+	}()
+	svc.Wake()
+	res.elapsed, err = waitSent(ctx, poll, tg, spec.n, start, w.timeout)
+	stop()
+	<-done
+	if err != nil {
+		return res, err
+	}
+	res.llmCalls = llmSrv.Calls("relevance")
+	res.hhDetail = hhSrv.DetailCallsTotal()
+	res.tg = tg.stats()
+	return res, verify(ctx, poll, tg, spec.n)
+}
+
+// seed stores the vacancies and one QUEUED match each, the way discovery
+// does (SaveDiscovery, in chunks), matches spread round robin over users.
+func (w *world) seed(ctx context.Context, gen []hhtest.Vacancy) error {
+	found := make([]vacancy.Vacancy, len(gen))
+	for i, g := range gen {
+		v, err := toVacancy(g)
+		if err != nil {
+			return err
+		}
+		found[i] = v
+	}
+	var m vacancy.Markers
+	for off := 0; off < len(found); off += seedChunk {
+		chunk := found[off:min(off+seedChunk, len(found))]
+		hits := make([]int64, len(chunk))
+		matches := make([]vacancy.NewMatch, len(chunk))
+		for i, v := range chunk {
+			hits[i] = v.ID
+			matches[i] = vacancy.NewMatch{UserID: w.users[(off+i)%len(w.users)], VacancyID: v.ID}
+			m.LastSeenMaxID = max(m.LastSeenMaxID, v.ID)
+		}
+		// The bench, not the key's followers, decides who gets what.
+		pick := func([]vacancy.Recipient) []vacancy.NewMatch { return matches }
+		n, err := w.store.SaveDiscovery(ctx, w.key, chunk, hits, m, pick)
+		if err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+		if n != len(chunk) {
+			return fmt.Errorf("seed: %d matches queued, want %d", n, len(chunk))
+		}
+	}
+	// A live database has statistics (autovacuum); a freshly filled table
+	// would otherwise be planned as empty until autovacuum's next round.
+	if _, err := w.store.Pool().Exec(ctx, `ANALYZE vacancy_matches, vacancies`); err != nil {
+		return fmt.Errorf("seed: analyze: %w", err)
+	}
+	return nil
+}
+
+// toVacancy is what a search result gives discovery: everything but the
+// detail (description, key skills), which the workers fetch.
+func toVacancy(g hhtest.Vacancy) (vacancy.Vacancy, error) {
+	id, err := strconv.ParseInt(g.ID, 10, 64)
+	if err != nil {
+		return vacancy.Vacancy{}, fmt.Errorf("generated vacancy id %q: %w", g.ID, err)
+	}
+	v := vacancy.Vacancy{
+		ID: id, Title: g.Name, Employer: g.Employer.Name, URL: "https://hh.ru/vacancy/" + g.ID, Area: g.Area.Name,
+		Experience: g.Experience, Schedule: g.Schedule, PublishedAt: g.PublishedAt,
+		Snippet: strings.TrimSpace(g.Requirement + "\n" + g.Responsibility),
+	}
+	if s := g.Salary; s != nil {
+		v.Salary = vacancy.Salary{Currency: s.Currency, Gross: s.Gross}
+		if s.From != nil {
+			v.Salary.From = *s.From
+		}
+		if s.To != nil {
+			v.Salary.To = *s.To
+		}
+	}
+	return v, nil
+}
+
+// waitSent polls until n matches are SENT_TO_USER and returns the time
+// since start at that poll. It fails fast when a match ends anywhere else,
+// disappears, or Telegram refused a message: the run could never finish.
+func waitSent(ctx context.Context, conn *pgx.Conn, tg *telegram, n int, start time.Time, timeout time.Duration) (time.Duration, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		var sent, other, total int
+		err := conn.QueryRow(ctx, `
+SELECT count(*) FILTER (WHERE status = 'SENT_TO_USER'),
+       count(*) FILTER (WHERE status NOT IN ('QUEUED', 'ANALYZED', 'SENT_TO_USER')),
+       count(*)
+FROM vacancy_matches`).Scan(&sent, &other, &total)
+		if err != nil {
+			return 0, fmt.Errorf("poll: %w", err)
+		}
+		if sent >= n {
+			return time.Since(start), nil
+		}
+		if other > 0 || total < n {
+			return 0, fmt.Errorf("matches left the path to SENT_TO_USER (%d of %d exist): %s", total, n, breakdown(ctx, conn))
+		}
+		if st := tg.stats(); st.Rejected > 0 {
+			return 0, fmt.Errorf("fake Telegram refused %d messages (last: %s)", st.Rejected, st.LastReject)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-deadline.C:
+			return 0, fmt.Errorf("%d of %d matches SENT_TO_USER after %s: %s", sent, n, timeout, breakdown(ctx, conn))
+		case <-tick.C:
+		}
+	}
+}
+
+// breakdown describes the queue for an error message.
+func breakdown(ctx context.Context, conn *pgx.Conn) string {
+	rows, err := conn.Query(ctx, `SELECT status, skip_reason, count(*) FROM vacancy_matches GROUP BY 1, 2 ORDER BY 1, 2`)
+	if err != nil {
+		return "(status counts unavailable: " + err.Error() + ")"
+	}
+	defer rows.Close()
+	var parts []string
+	for rows.Next() {
+		var status, reason string
+		var c int
+		if err := rows.Scan(&status, &reason, &c); err != nil {
+			return "(status counts unavailable: " + err.Error() + ")"
+		}
+		if reason != "" {
+			status += "(" + reason + ")"
+		}
+		parts = append(parts, fmt.Sprintf("%s=%d", status, c))
+	}
+	if len(parts) == 0 {
+		return "no matches"
+	}
+	return strings.Join(parts, " ")
+}
+
+// verify checks that what the database says was sent is what Telegram got:
+// one message per match, each match once, every message id distinct.
+func verify(ctx context.Context, conn *pgx.Conn, tg *telegram, n int) error {
+	var sent, msgIDs int
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT message_id) FROM vacancy_matches WHERE status = 'SENT_TO_USER'`).
+		Scan(&sent, &msgIDs); err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	st := tg.stats()
+	var problems []string
+	if sent != n || msgIDs != n {
+		problems = append(problems, fmt.Sprintf("%d matches SENT_TO_USER with %d distinct message ids, want %d", sent, msgIDs, n))
+	}
+	if st.Messages != n || st.Distinct != n || st.Duplicates != 0 || st.Unmatched != 0 || st.Rejected != 0 {
+		problems = append(problems, fmt.Sprintf("Telegram got %d messages for %d distinct matches (%d duplicates, %d without buttons, %d refused), want %d",
+			st.Messages, st.Distinct, st.Duplicates, st.Unmatched, st.Rejected, n))
+	}
+	rows, err := conn.Query(ctx, `SELECT id FROM vacancy_matches WHERE status = 'SENT_TO_USER'`)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	got := tg.delivered()
+	missing := 0
+	for _, id := range ids {
+		if got[id] != 1 {
+			missing++
+		}
+	}
+	if missing > 0 {
+		problems = append(problems, fmt.Sprintf("%d matches marked sent were not delivered exactly once", missing))
+	}
+	if len(problems) > 0 {
+		return errors.New("verify: " + strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// benchDatabaseURL names a fresh database on the server of serverURL.
+func benchDatabaseURL(serverURL string) (name, dbURL string, err error) {
+	u, err := url.Parse(serverURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		return "", "", fmt.Errorf("-db %q: want a postgres:// URL", redactURL(serverURL))
+	}
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	name = "switchboard_bench_" + hex.EncodeToString(b)
+	u.Path = "/" + name
+	u.RawPath = ""
+	return name, u.String(), nil
+}
+
+// dropDatabase drops the bench database, disconnecting whatever still holds
+// it. It runs on the way out, so it ignores the (maybe cancelled) run context.
+func dropDatabase(serverURL, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg, err := pgx.ParseConfig(serverURL)
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "3D000" { // the URL's database does not exist
+		cfg.Database = "postgres"
+		conn, err = pgx.ConnectConfig(ctx, cfg)
+	}
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	return err
+}
+
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable)"
+	}
+	return u.Redacted()
+}
+
+// peakRSSMB is the process's peak resident set (VmHWM), in MB.
+func peakRSSMB() (float64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, "VmHWM:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("VmHWM line %q not understood", line)
+		}
+		kb, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return 0, err
+		}
+		return kb / 1024, nil
+	}
+	return 0, errors.New("no VmHWM in /proc/self/status")
+}
+
+func round(x float64, digits int) float64 {
+	p := math.Pow10(digits)
+	return math.Round(x*p) / p
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/storage/storagetest"
+)
+
+// The scenario end to end with tiny runs: the last line is the JSON
+// summary, the rates are positive and the bench database is gone.
+func TestVacanciesSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL and a few seconds")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	server := storagetest.ServerURL()
+	err := runVacancies(ctx, []string{"-db", server, "-n", "30", "-llm-concurrency", "4", "-latency-n", "8", "-stages"}, &stdout, &stderr)
+	require.NoError(t, err, "stderr:\n%s\nstdout:\n%s", stderr.String(), stdout.String())
+
+	out := stdout.String()
+	require.True(t, strings.HasSuffix(out, "}\n"), "the JSON line ends the output:\n%s", out)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	dec := json.NewDecoder(strings.NewReader(lines[len(lines)-1]))
+	dec.DisallowUnknownFields()
+	var rep vacanciesReport
+	require.NoError(t, dec.Decode(&rep), "last line: %s", lines[len(lines)-1])
+	require.Equal(t, "vacancies", rep.Scenario)
+	require.Positive(t, rep.ZeroLatencyPerS)
+	require.Positive(t, rep.Latency200msPerS)
+	require.Positive(t, rep.Efficiency)
+	require.LessOrEqual(t, rep.Efficiency, 1.05, "8 matches at LLM concurrency 4 and 200 ms cannot beat 20/s by much")
+	require.Positive(t, rep.PeakRSSMB)
+	require.Contains(t, out, "telegram_messages=30 (distinct matches 30, duplicates 0)")
+	require.Contains(t, out, "telegram_messages=8 (distinct matches 8, duplicates 0)")
+	require.Contains(t, out, "llm ")
+
+	name := regexp.MustCompile(`database (switchboard_bench_[0-9a-f]+)`).FindStringSubmatch(out)
+	require.NotNil(t, name, out)
+	conn, err := pgx.Connect(ctx, server)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var exists bool
+	require.NoError(t, conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name[1]).Scan(&exists))
+	require.False(t, exists, "the bench database is dropped at the end")
+}
+
+// A run that fails after its database was created still drops it: a
+// timeout of 1ns ends run A at its first poll, long before a match can
+// have travelled HH, the LLM and Telegram.
+func TestVacanciesDropsDatabaseOnError(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	ctx := context.Background()
+	server := storagetest.ServerURL()
+	rep, err := benchVacancies(ctx, vacanciesConfig{db: server, n: 5, llmConc: 1, latencyN: 1, timeout: time.Nanosecond},
+		io.Discard, newLogger(io.Discard))
+	require.ErrorContains(t, err, "SENT_TO_USER after")
+	require.NotEmpty(t, rep.database)
+
+	conn, err := pgx.Connect(ctx, server)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var exists bool
+	require.NoError(t, conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, rep.database).Scan(&exists))
+	require.False(t, exists)
+}
+
+func TestUsage(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 2, "scenarios:"},
+		{[]string{"nope"}, 2, `unknown scenario "nope"`},
+		{[]string{"-h"}, 0, "vacancies"},
+		{[]string{"vacancies", "-h"}, 0, "-latency-n"},
+		{[]string{"vacancies", "-n", "0"}, 2, "must be positive"},
+		{[]string{"vacancies", "-bogus"}, 2, "flag provided but not defined"},
+		{[]string{"vacancies", "extra"}, 2, "unexpected arguments"},
+		{[]string{"-h"}, 0, "memory"},
+		{[]string{"memory", "-h"}, 0, "-orchestrators"},
+		{[]string{"memory", "-runs", "0"}, 2, "must be positive"},
+		{[]string{"memory", "-users", "-1"}, 2, "must be positive"},
+		{[]string{"memory", "extra"}, 2, "unexpected arguments"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, tc.args, &stdout, &stderr)
+		require.Equal(t, tc.code, code, "%q: %s", tc.args, stderr.String())
+		require.Contains(t, stderr.String(), tc.want, "%q", tc.args)
+		require.Empty(t, stdout.String(), "%q", tc.args)
+	}
+}
+
+// The fake Telegram refuses what a broken delivery would send.
+func TestTelegramRefusesBrokenMessages(t *testing.T) {
+	tg := newTelegram(tgToken)
+	defer tg.Close()
+	post := func(method, body string) (int, string) {
+		resp, err := http.Post(tg.URL()+"/bot"+tgToken+"/"+method, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, body := post("sendMessage", `{"chat_id":"42","text":""}`)
+	require.Equal(t, 400, code, body)
+	require.Contains(t, body, "message text is empty")
+	code, body = post("sendMessage", `{"chat_id":"42","text":"hi","reply_markup":"{not json"}`)
+	require.Equal(t, 400, code, body)
+	require.Contains(t, body, "reply keyboard markup")
+	code, body = post("sendMessage", `{"text":"hi"}`)
+	require.Equal(t, 400, code, body)
+
+	code, body = post("sendMessage", `{"chat_id":"42","text":"<b>hi</b>","parse_mode":"HTML","reply_markup":"{\"inline_keyboard\":[[{\"text\":\"Applied\",\"callback_data\":\"va:2n9c\"}]]}"}`)
+	require.Equal(t, 200, code, body)
+	require.JSONEq(t, `{"id":42,"type":"private"}`, string(mustField(t, body, "result", "chat")))
+	code, body = post("getMe", `{}`)
+	require.Equal(t, 200, code, body)
+	require.Contains(t, body, `"is_bot":true`)
+	code, body = post("setMyCommands", `{}`)
+	require.Equal(t, 200, code, body)
+	require.JSONEq(t, `{"ok":true,"result":true}`, body)
+	code, _ = post("../other/getMe", `{}`)
+	require.Equal(t, 404, code)
+
+	st := tg.stats()
+	require.Equal(t, 1, st.Messages)
+	require.Equal(t, 3, st.Rejected)
+	require.Equal(t, map[int64]int{123456: 1}, tg.delivered())
+}
+
+func mustField(t *testing.T, body string, path ...string) json.RawMessage {
+	t.Helper()
+	raw := json.RawMessage(body)
+	for _, k := range path {
+		var m map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(raw, &m))
+		raw = m[k]
+	}
+	return raw
+}

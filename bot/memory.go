@@ -1,0 +1,290 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+
+	tele "gopkg.in/telebot.v3"
+
+	"switchboard/domain"
+	"switchboard/domain/memory"
+	"switchboard/locales"
+)
+
+// Memory is what the bot needs from the memory chat (*memory.Service
+// implements it).
+type Memory interface {
+	Submit(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.Run, int, error)
+	Memory(ctx context.Context, userID int64, limit int) ([]memory.Summary, error)
+	Forget(ctx context.Context, userID int64) (memory.Forgotten, error)
+	Prompt(ctx context.Context, role string) (memory.Prompt, error)
+	SetPrompt(ctx context.Context, role, text string) (memory.Prompt, error)
+}
+
+var (
+	_ Memory          = (*memory.Service)(nil)
+	_ memory.Notifier = (*Bot)(nil)
+)
+
+// MemoryShown is how many summaries /memory lists, newest first.
+const MemoryShown = 20
+
+// Button actions of /forget; each carries the id of the user who asked, so
+// nobody else can press them.
+var (
+	actionForget       = RegisterAction("mf", 1) // user id
+	actionForgetCancel = RegisterAction("mc", 1) // user id
+)
+
+type memoryUI struct {
+	b *Bot
+	m Memory
+}
+
+// RegisterMemory makes plain private text the memory chat's and adds
+// /memory, /forget and the admins' /prompt; call it before Run.
+func (b *Bot) RegisterMemory(m Memory) {
+	u := &memoryUI{b: b, m: m}
+	b.tb.Handle(tele.OnText, b.textRoute(u.text))
+	b.Handle(Command{Name: "memory", Desc: "cmd.memory", Handle: u.list})
+	b.Handle(Command{Name: "forget", Desc: "cmd.forget", Handle: u.forget})
+	b.Handle(Command{Name: "prompt", Desc: "cmd.prompt", Role: RoleAdmin, Handle: u.prompt})
+	b.HandleButton(actionForget, u.forgetConfirmed)
+	b.HandleButton(actionForgetCancel, u.forgetCancelled)
+}
+
+// text is intake: the message becomes a pipeline run. Once Submit succeeded
+// the message is stored and will be answered, so a failure to show "typing"
+// or the queue note is only logged: an error reply would invite a resend.
+func (u *memoryUI) text(r *Request) error {
+	msg := r.Message()
+	_, ahead, err := u.m.Submit(r.Ctx, r.User.ID, msg.Chat.ID, msg.ID, msg.Text)
+	switch {
+	case errors.Is(err, memory.ErrEmptyQuery):
+		return r.Reply(r.T("memory.empty_query"), nil)
+	case errors.Is(err, memory.ErrQueryTooLong):
+		return r.Reply(r.T("memory.too_long", locales.Data{"Max": memory.MaxQuery}), nil)
+	case err != nil:
+		return err
+	}
+	if ahead > 0 {
+		if err := u.b.sendReply(msg.Chat.ID, msg.ID, r.T("memory.queued", locales.Data{"Ahead": ahead})); err != nil {
+			u.b.deps.Log.Warn("memory: queue note not sent", "user", r.User.ID, "err", err)
+		}
+	}
+	if err := u.b.Typing(r.Ctx, msg.Chat.ID); err != nil {
+		u.b.deps.Log.Debug("memory: typing not shown", "user", r.User.ID, "err", err)
+	}
+	return nil
+}
+
+// list is /memory. Like /forget it answers only in the private chat: what
+// is remembered about a user is nobody else's business.
+func (u *memoryUI) list(r *Request) error {
+	if !r.Message().Private() {
+		return r.Reply(r.T("memory.private_only"), nil)
+	}
+	sums, err := u.m.Memory(r.Ctx, r.User.ID, MemoryShown)
+	if err != nil {
+		return err
+	}
+	if len(sums) == 0 {
+		return r.Reply(r.T("memory.empty"), nil)
+	}
+	var sb strings.Builder
+	sb.WriteString(r.T("memory.header"))
+	for _, s := range sums {
+		var tags []string
+		for _, t := range s.Tags {
+			if t = oneLine(t); t != "" {
+				tags = append(tags, t)
+			}
+		}
+		data := locales.Data{
+			"Week":    s.BucketStart.UTC().Format("2006-01-02"),
+			"Tags":    strings.Join(tags, ", "),
+			"Summary": strings.TrimSpace(s.Summary),
+		}
+		key := "memory.item"
+		if len(tags) > 0 {
+			key = "memory.item_tagged"
+		}
+		sb.WriteString("\n\n" + r.T(key, data))
+	}
+	sb.WriteString("\n\n" + r.T("memory.footer"))
+	return r.Reply(sb.String(), nil)
+}
+
+func (u *memoryUI) forget(r *Request) error {
+	if !r.Message().Private() {
+		return r.Reply(r.T("memory.private_only"), nil)
+	}
+	yes, err := Encode(actionForget, r.User.ID)
+	if err != nil {
+		return err
+	}
+	no, err := Encode(actionForgetCancel, r.User.ID)
+	if err != nil {
+		return err
+	}
+	kb := &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
+		{Text: r.T("memory.forget_yes"), Data: yes},
+		{Text: r.T("memory.forget_cancel"), Data: no},
+	}}}
+	return r.Reply(r.T("memory.forget_confirm"), kb)
+}
+
+// forgetConfirmed deletes everything remembered about the presser. The
+// edit removes the buttons; a stale press by the owner just forgets again
+// (and reports zeros).
+func (u *memoryUI) forgetConfirmed(r *Request, cb Callback) error {
+	if cb.IDs[0] != r.User.ID {
+		return r.Forbidden()
+	}
+	f, err := u.m.Forget(r.Ctx, r.User.ID)
+	if err != nil {
+		return err
+	}
+	u.b.deps.Log.Info("memory forgotten", "user", r.User.ID, "runs", f.Runs, "logs", f.Logs, "summaries", f.Summaries)
+	u.b.editPressed(r, r.T("memory.forgotten", locales.Data{"Runs": f.Runs, "Logs": f.Logs, "Summaries": f.Summaries}), nil)
+	return r.Respond()
+}
+
+func (u *memoryUI) forgetCancelled(r *Request, cb Callback) error {
+	if cb.IDs[0] != r.User.ID {
+		return r.Forbidden()
+	}
+	u.b.editPressed(r, r.T("memory.forget_cancelled"), nil)
+	return r.Respond()
+}
+
+// prompt shows (/prompt ROLE) or replaces (/prompt ROLE text…) a role's
+// system prompt; the text keeps its line breaks.
+func (u *memoryUI) prompt(r *Request) error {
+	args := commandArgs(r.Message())
+	role, text := args, ""
+	if i := strings.IndexFunc(args, unicode.IsSpace); i >= 0 {
+		role, text = args[:i], strings.TrimSpace(args[i:])
+	}
+	role = strings.ToLower(role)
+	usage := func() error {
+		return r.Reply(r.T("memory.prompt_usage", locales.Data{"Roles": strings.Join(memory.Roles, ", ")}), nil)
+	}
+	if role == "" {
+		return usage()
+	}
+	if text == "" {
+		p, err := u.m.Prompt(r.Ctx, role)
+		switch {
+		case errors.Is(err, memory.ErrUnknownRole):
+			return usage()
+		case errors.Is(err, domain.ErrNotFound):
+			return r.Reply(r.T("memory.prompt_none", locales.Data{"Role": role}), nil)
+		case err != nil:
+			return err
+		}
+		return u.showPrompt(r, p)
+	}
+	p, err := u.m.SetPrompt(r.Ctx, role, text)
+	switch {
+	case errors.Is(err, memory.ErrUnknownRole), errors.Is(err, memory.ErrEmptyQuery):
+		return usage()
+	case errors.Is(err, memory.ErrQueryTooLong):
+		return r.Reply(r.T("memory.prompt_too_long", locales.Data{"Max": memory.MaxPrompt}), nil)
+	case err != nil:
+		return err
+	}
+	u.b.deps.Log.Info("system prompt replaced", "role", p.Role, "version", p.Version, "admin", r.User.ID)
+	return r.Reply(r.T("memory.prompt_saved", locales.Data{"Role": p.Role, "Version": p.Version}), nil)
+}
+
+// showPrompt sends the header and the template in <pre>. A long template
+// takes several messages, each with a <pre> of its own, since a tag cut
+// between messages would make Telegram refuse both.
+func (u *memoryUI) showPrompt(r *Request, p memory.Prompt) error {
+	header := r.T("memory.prompt_show", locales.Data{
+		"Role": p.Role, "Version": p.Version, "Updated": p.UpdatedAt.UTC().Format("2006-01-02 15:04") + " UTC",
+	})
+	const pre, endPre = "<pre>", "</pre>"
+	budget := MaxMessageLen - utf16Len(header) - utf16Len("\n"+pre+endPre)
+	for i, chunk := range Split(Escape(p.Template), budget) {
+		text := pre + chunk + endPre
+		if i == 0 {
+			text = header + "\n" + text
+		}
+		if err := r.Reply(text, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Typing shows "typing…" in a chat (memory.Notifier). It is cosmetic: the
+// pipeline ignores the error.
+func (b *Bot) Typing(ctx context.Context, chatID int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := b.tb.Notify(tele.ChatID(chatID), tele.Typing); err != nil {
+		return fmt.Errorf("typing in chat %d: %w", chatID, err)
+	}
+	return nil
+}
+
+// Answer sends a run's final answer as a reply to the user's message
+// (memory.Notifier). The answer is the model's text, shown literally. A
+// user who blocked the bot or whose chat is gone is logged and counts as
+// delivered, so their next run is not held up; other errors are returned
+// for the orchestrator to retry.
+func (b *Bot) Answer(ctx context.Context, r memory.Run) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("answer run %d: %w", r.ID, err)
+	}
+	if strings.TrimSpace(r.FinalAnswer) == "" {
+		// The pipeline never completes a run without an answer; should one
+		// slip through, an empty message would fail for ever.
+		return b.Failed(ctx, r)
+	}
+	return b.deliverRun(r, "answer", Escape(r.FinalAnswer))
+}
+
+// Failed tells the user, in their language, that this message could not be
+// answered (memory.Notifier); the same rules as Answer apply.
+func (b *Bot) Failed(ctx context.Context, r memory.Run) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("failure notice of run %d: %w", r.ID, err)
+	}
+	return b.deliverRun(r, "failure notice", b.deps.Catalog.T(r.Lang, "memory.failed"))
+}
+
+func (b *Bot) deliverRun(r memory.Run, what, text string) error {
+	err := b.sendReply(r.ChatID, r.MessageID, text)
+	if err != nil && recipientGone(err) {
+		b.deps.Log.Warn("memory: user unreachable, "+what+" dropped", "run", r.ID, "user", r.UserID, "chat", r.ChatID, "err", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s of run %d to chat %d: %w", what, r.ID, r.ChatID, err)
+	}
+	return nil
+}
+
+// sendReply sends HTML text to a chat, split at Telegram's limit, the first
+// chunk as a reply to replyTo. A deleted original does not stop it.
+func (b *Bot) sendReply(chatID int64, replyTo int, text string) error {
+	chunks := Split(text, MaxMessageLen)
+	for i, chunk := range chunks {
+		opts := &tele.SendOptions{ParseMode: tele.ModeHTML, DisableWebPagePreview: true}
+		if i == 0 && replyTo > 0 {
+			opts.ReplyTo = &tele.Message{ID: replyTo, Chat: &tele.Chat{ID: chatID}}
+			opts.AllowWithoutReply = true
+		}
+		if _, err := b.tb.Send(tele.ChatID(chatID), chunk, opts); err != nil {
+			return fmt.Errorf("send message part %d/%d: %w", i+1, len(chunks), err)
+		}
+	}
+	return nil
+}

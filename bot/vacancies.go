@@ -1,0 +1,581 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode"
+
+	tele "gopkg.in/telebot.v3"
+
+	"switchboard/domain"
+	"switchboard/domain/vacancy"
+	"switchboard/locales"
+)
+
+// Vacancies is what the bot needs from the vacancy workflow
+// (*vacancy.Service implements it).
+type Vacancies interface {
+	Profile(ctx context.Context, userID int64) (string, error)
+	SetProfile(ctx context.Context, userID int64, profile string) error
+	AddSearch(ctx context.Context, userID int64, p vacancy.Params) (vacancy.Search, bool, error)
+	Searches(ctx context.Context, userID int64) ([]vacancy.Search, error)
+	DeleteSearch(ctx context.Context, userID, id int64) (bool, error)
+	Ban(ctx context.Context, userID int64, raw string) (string, bool, error)
+	Unban(ctx context.Context, userID int64, raw string) (string, bool, error)
+	Bans(ctx context.Context, userID int64) ([]string, error)
+	Stats(ctx context.Context, userID int64) (vacancy.Stats, error)
+	Decide(ctx context.Context, userID, matchID int64, to vacancy.Status) (vacancy.Match, vacancy.Vacancy, error)
+}
+
+var (
+	_ Vacancies        = (*vacancy.Service)(nil)
+	_ vacancy.Notifier = (*Bot)(nil)
+)
+
+// MaxSearches bounds one user's saved searches: each is a discovery run
+// against HH on every fetch, and the list must fit one editable message.
+const MaxSearches = 20
+
+// Button actions of the vacancy workflow; each carries one id.
+var (
+	actionApplied       = RegisterAction("va", 1) // match id
+	actionNotInterested = RegisterAction("vn", 1) // match id
+	actionDeleteSearch  = RegisterAction("sd", 1) // search id
+)
+
+// Budgets, in UTF-16 units of escaped HTML, for the parts of a vacancy
+// message. Together with the fixed texts they stay well under
+// MaxMessageLen, so a vacancy is always one message whose buttons can be
+// edited, whatever HH or the LLM sent.
+const (
+	titleBudget    = 300
+	employerBudget = 150
+	areaBudget     = 100
+	salaryBudget   = 100
+	reasonBudget   = 500
+	maxReasons     = 3
+	skillsBudget   = 600
+	// searchBudget keeps MaxSearches lines of /searches within one message.
+	searchBudget = 160
+	// argBudget bounds the echo of a refused /search argument.
+	argBudget = 80
+)
+
+type vacancyUI struct {
+	b *Bot
+	v Vacancies
+}
+
+// RegisterVacancies adds the vacancy workflow's commands and buttons; call
+// it before Run.
+func (b *Bot) RegisterVacancies(v Vacancies) {
+	u := &vacancyUI{b: b, v: v}
+	b.Handle(Command{Name: "profile", Desc: "cmd.profile", Handle: u.profile})
+	b.Handle(Command{Name: "search", Desc: "cmd.search", Handle: u.search})
+	b.Handle(Command{Name: "searches", Desc: "cmd.searches", Handle: u.searches})
+	b.Handle(Command{Name: "ban", Desc: "cmd.ban", Handle: u.ban})
+	b.Handle(Command{Name: "unban", Desc: "cmd.unban", Handle: u.unban})
+	b.Handle(Command{Name: "bans", Desc: "cmd.bans", Handle: u.bans})
+	b.Handle(Command{Name: "vacancies", Desc: "cmd.vacancies", Handle: u.stats})
+	b.HandleButton(actionApplied, u.decide(vacancy.Applied))
+	b.HandleButton(actionNotInterested, u.decide(vacancy.NotInterested))
+	b.HandleButton(actionDeleteSearch, u.deleteSearch)
+}
+
+// commandArgs is the text after the command word with its line breaks:
+// telebot's Payload stops at the end of the first line, and a profile is
+// usually several.
+func commandArgs(m *tele.Message) string {
+	if m == nil {
+		return ""
+	}
+	i := strings.IndexFunc(m.Text, unicode.IsSpace)
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimSpace(m.Text[i:])
+}
+
+// inputError renders a refusal of the domain, with the limit it names.
+func inputError(r *Request, e *vacancy.InputError) string {
+	limits := map[string]int{
+		"profile.error_too_long": vacancy.MaxProfile,
+		"ban.error_too_long":     vacancy.MaxBanWordLen,
+		"ban.error_too_many":     vacancy.MaxBanWords,
+	}
+	return r.T(e.Key, locales.Data{"Max": limits[e.Key]})
+}
+
+func (u *vacancyUI) profile(r *Request) error {
+	text := commandArgs(r.Message())
+	if text == "" {
+		p, err := u.v.Profile(r.Ctx, r.User.ID)
+		if err != nil {
+			return err
+		}
+		if p == "" {
+			return r.Reply(r.T("profile.empty"), nil)
+		}
+		return r.Reply(r.T("profile.current", locales.Data{"Profile": p}), nil)
+	}
+	err := u.v.SetProfile(r.Ctx, r.User.ID, text)
+	if ie := (*vacancy.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(inputError(r, ie), nil)
+	}
+	if err != nil {
+		return err
+	}
+	return r.Reply(r.T("profile.saved"), nil)
+}
+
+func (u *vacancyUI) searchUsage(r *Request) string {
+	return r.T("search.usage", locales.Data{
+		"Experience": strings.Join(vacancy.ExperienceIDs, ", "),
+		"Schedule":   strings.Join(vacancy.ScheduleIDs, ", "),
+		"MaxSalary":  vacancy.MaxSalary,
+	})
+}
+
+func (u *vacancyUI) search(r *Request) error {
+	args := commandArgs(r.Message())
+	if args == "" {
+		return r.Reply(u.searchUsage(r), nil)
+	}
+	p, err := vacancy.ParseParams(args)
+	if pe := (*vacancy.ParamError)(nil); errors.As(err, &pe) {
+		limits := map[string]int{
+			"search.error_salary":   vacancy.MaxSalary,
+			"search.error_too_long": vacancy.MaxSearchText,
+		}
+		// The domain may cut the argument inside a character.
+		arg := clip(strings.ToValidUTF8(pe.Arg, ""), argBudget)
+		msg := r.T(pe.Key, locales.Data{"Arg": locales.HTML(arg), "Max": limits[pe.Key]})
+		return r.Reply(msg+"\n\n"+u.searchUsage(r), nil)
+	}
+	if err != nil {
+		return err
+	}
+	have, err := u.v.Searches(r.Ctx, r.User.ID)
+	if err != nil {
+		return err
+	}
+	// Counted before adding rather than enforced by the database: two
+	// simultaneous /search from one user can overshoot by one, which
+	// costs nothing.
+	if len(have) >= MaxSearches && !hasSearch(have, p.Key()) {
+		return r.Reply(r.T("search.error_limit", locales.Data{"Max": MaxSearches}), nil)
+	}
+	sr, created, err := u.v.AddSearch(r.Ctx, r.User.ID, p)
+	if err != nil {
+		return err
+	}
+	shown := locales.HTML(clip(sr.Params.String(), searchBudget))
+	var text string
+	if created {
+		text = r.T("search.saved", locales.Data{"Search": shown})
+	} else {
+		text = r.T("search.exists", locales.Data{"Search": shown})
+	}
+	profile, err := u.v.Profile(r.Ctx, r.User.ID)
+	if err != nil {
+		return err
+	}
+	if profile == "" {
+		text += "\n\n" + r.T("search.profile_hint")
+	}
+	return r.Reply(text, nil)
+}
+
+func hasSearch(list []vacancy.Search, key string) bool {
+	for _, s := range list {
+		if s.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// searchList renders /searches; it must stay one message because a delete
+// button edits it in place.
+func (u *vacancyUI) searchList(r *Request, list []vacancy.Search) (string, *tele.ReplyMarkup, error) {
+	if len(list) == 0 {
+		return r.T("searches.empty"), nil, nil
+	}
+	var sb strings.Builder
+	sb.WriteString(r.T("searches.header"))
+	kb := &tele.ReplyMarkup{}
+	var row []tele.InlineButton
+	for i, s := range list {
+		sb.WriteString("\n" + r.T("searches.line", locales.Data{
+			"N": i + 1, "Search": locales.HTML(clip(s.Params.String(), searchBudget)),
+		}))
+		data, err := Encode(actionDeleteSearch, s.ID)
+		if err != nil {
+			return "", nil, err
+		}
+		row = append(row, tele.InlineButton{Text: fmt.Sprintf("✖ %d", i+1), Data: data})
+		if len(row) == 5 {
+			kb.InlineKeyboard = append(kb.InlineKeyboard, row)
+			row = nil
+		}
+	}
+	if len(row) > 0 {
+		kb.InlineKeyboard = append(kb.InlineKeyboard, row)
+	}
+	sb.WriteString("\n\n" + r.T("searches.footer"))
+	return sb.String(), kb, nil
+}
+
+func (u *vacancyUI) searches(r *Request) error {
+	list, err := u.v.Searches(r.Ctx, r.User.ID)
+	if err != nil {
+		return err
+	}
+	text, kb, err := u.searchList(r, list)
+	if err != nil {
+		return err
+	}
+	return r.Reply(text, kb)
+}
+
+// deleteSearch needs no ownership check of its own: DeleteSearch is scoped
+// to the presser, so another user's id deletes nothing and reads as gone.
+func (u *vacancyUI) deleteSearch(r *Request, cb Callback) error {
+	ok, err := u.v.DeleteSearch(r.Ctx, r.User.ID, cb.IDs[0])
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return r.Alert("searches.gone")
+	}
+	list, err := u.v.Searches(r.Ctx, r.User.ID)
+	if err != nil {
+		return err
+	}
+	text, kb, err := u.searchList(r, list)
+	if err != nil {
+		return err
+	}
+	u.b.editPressed(r, text, kb)
+	return r.Respond(&tele.CallbackResponse{Text: r.T("searches.deleted")})
+}
+
+func (u *vacancyUI) ban(r *Request) error {
+	raw := commandArgs(r.Message())
+	if raw == "" {
+		return r.Reply(r.T("ban.usage"), nil)
+	}
+	word, added, err := u.v.Ban(r.Ctx, r.User.ID, raw)
+	if ie := (*vacancy.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(inputError(r, ie), nil)
+	}
+	if err != nil {
+		return err
+	}
+	if added {
+		return r.Reply(r.T("ban.added", locales.Data{"Word": word}), nil)
+	}
+	return r.Reply(r.T("ban.exists", locales.Data{"Word": word}), nil)
+}
+
+func (u *vacancyUI) unban(r *Request) error {
+	raw := commandArgs(r.Message())
+	if raw == "" {
+		return r.Reply(r.T("unban.usage"), nil)
+	}
+	word, removed, err := u.v.Unban(r.Ctx, r.User.ID, raw)
+	if ie := (*vacancy.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(inputError(r, ie), nil)
+	}
+	if err != nil {
+		return err
+	}
+	if removed {
+		return r.Reply(r.T("unban.removed", locales.Data{"Word": word}), nil)
+	}
+	return r.Reply(r.T("unban.missing", locales.Data{"Word": word}), nil)
+}
+
+func (u *vacancyUI) bans(r *Request) error {
+	words, err := u.v.Bans(r.Ctx, r.User.ID)
+	if err != nil {
+		return err
+	}
+	if len(words) == 0 {
+		return r.Reply(r.T("bans.empty"), nil)
+	}
+	var sb strings.Builder
+	sb.WriteString(r.T("bans.header", locales.Data{"Count": len(words)}))
+	for _, w := range words {
+		sb.WriteString("\n• " + Escape(w))
+	}
+	return r.Reply(sb.String(), nil)
+}
+
+// statusKeys names every status; the keys are spelled out so the catalogue
+// test sees them used.
+var statusKeys = map[vacancy.Status]string{
+	vacancy.New:           "vacancy.status.NEW",
+	vacancy.Queued:        "vacancy.status.QUEUED",
+	vacancy.Analyzed:      "vacancy.status.ANALYZED",
+	vacancy.SentToUser:    "vacancy.status.SENT_TO_USER",
+	vacancy.Skipped:       "vacancy.status.SKIPPED",
+	vacancy.NotSuitable:   "vacancy.status.NOT_SUITABLE",
+	vacancy.InArchive:     "vacancy.status.IN_ARCHIVE",
+	vacancy.Applied:       "vacancy.status.APPLIED",
+	vacancy.NotInterested: "vacancy.status.NOT_INTERESTED",
+}
+
+func statusName(cat *locales.Catalog, lang string, s vacancy.Status) string {
+	if k, ok := statusKeys[s]; ok {
+		return cat.T(lang, k)
+	}
+	return string(s)
+}
+
+func (u *vacancyUI) stats(r *Request) error {
+	st, err := u.v.Stats(r.Ctx, r.User.ID)
+	if err != nil {
+		return err
+	}
+	var sb strings.Builder
+	sb.WriteString(r.T("vacancies.header"))
+	counted := false
+	for _, s := range vacancy.Statuses {
+		if n := st.Counts[s]; n > 0 {
+			counted = true
+			sb.WriteString("\n" + r.T("vacancies.count", locales.Data{
+				"Status": statusName(u.b.deps.Catalog, r.Lang, s), "Count": n,
+			}))
+		}
+	}
+	if !counted {
+		sb.WriteString("\n" + r.T("vacancies.none"))
+	}
+	last := r.T("vacancies.never")
+	if !st.LastFetch.IsZero() {
+		last = st.LastFetch.UTC().Format("2006-01-02 15:04") + " UTC"
+	}
+	sb.WriteString("\n\n" + r.T("vacancies.last_fetch", locales.Data{"Time": last}))
+	sb.WriteString("\n" + r.T("vacancies.queue", locales.Data{"Mine": st.Counts[vacancy.Queued], "Total": st.QueueTotal}))
+	if st.BreakerOpen {
+		sb.WriteString("\n" + r.T("vacancies.breaker_open"))
+	} else {
+		sb.WriteString("\n" + r.T("vacancies.breaker_closed"))
+	}
+	return r.Reply(sb.String(), nil)
+}
+
+// decide records Applied or Not interested. Every refusal is an alert and
+// leaves the message as it is.
+func (u *vacancyUI) decide(to vacancy.Status) CallbackHandler {
+	return func(r *Request, cb Callback) error {
+		m, v, err := u.v.Decide(r.Ctx, r.User.ID, cb.IDs[0], to)
+		switch {
+		case errors.Is(err, vacancy.ErrForbidden):
+			return r.Forbidden()
+		case errors.Is(err, vacancy.ErrAlreadyDecided):
+			if m.Status == vacancy.Applied || m.Status == vacancy.NotInterested {
+				return r.Alert("vacancy.already_decided", locales.Data{
+					"Status": statusName(u.b.deps.Catalog, r.Lang, m.Status),
+				})
+			}
+			// Not yet marked sent (the press beat the worker's bookkeeping),
+			// or a concurrent press decided it a moment ago.
+			return r.Alert("vacancy.not_awaiting")
+		case errors.Is(err, domain.ErrNotFound):
+			return r.Alert("error.callback_invalid")
+		case err != nil:
+			return err
+		}
+		text := u.b.renderVacancy(r.Lang, v, m.Verdict, m.Status)
+		kb, err := u.b.vacancyMarkup(r.Lang, m.ID, v.URL, true)
+		if err != nil {
+			return err
+		}
+		u.b.editPressed(r, text, kb)
+		toast := "vacancy.marked_applied"
+		if to == vacancy.NotInterested {
+			toast = "vacancy.marked_not_interested"
+		}
+		return r.Respond(&tele.CallbackResponse{Text: r.T(toast)})
+	}
+}
+
+// editPressed replaces the pressed message. The change it shows is already
+// stored, so a failed edit is logged and the press still answered.
+func (b *Bot) editPressed(r *Request, text string, kb *tele.ReplyMarkup) {
+	msg := r.Callback().Message
+	if msg == nil {
+		return // too old for Telegram to say which message it was
+	}
+	_, err := b.tb.Edit(msg, text, &tele.SendOptions{ParseMode: tele.ModeHTML, DisableWebPagePreview: true, ReplyMarkup: kb})
+	if err != nil && !errors.Is(err, tele.ErrSameMessageContent) && !errors.Is(err, tele.ErrMessageNotModified) {
+		b.deps.Log.Warn("edit pressed message", "user", r.User.ID, "message", msg.ID, "err", err)
+	}
+}
+
+// Deliver sends one vacancy to its user with the decision buttons
+// (vacancy.Notifier). A user who blocked the bot, deleted their account or
+// never started it is reported as vacancy.ErrRecipientGone.
+func (b *Bot) Deliver(ctx context.Context, d vacancy.Delivery) (chatID int64, messageID int, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, 0, fmt.Errorf("deliver match %d: %w", d.MatchID, err)
+	}
+	text := b.renderVacancy(d.Lang, d.Vacancy, &d.Verdict, "")
+	kb, err := b.vacancyMarkup(d.Lang, d.MatchID, d.Vacancy.URL, false)
+	if err != nil {
+		return 0, 0, fmt.Errorf("deliver match %d: %w", d.MatchID, err)
+	}
+	msg, err := b.tb.Send(tele.ChatID(d.UserID), text,
+		&tele.SendOptions{ParseMode: tele.ModeHTML, DisableWebPagePreview: true, ReplyMarkup: kb})
+	if err != nil {
+		if recipientGone(err) {
+			return 0, 0, fmt.Errorf("deliver match %d to user %d: %w: %w", d.MatchID, d.UserID, vacancy.ErrRecipientGone, err)
+		}
+		return 0, 0, fmt.Errorf("deliver match %d to user %d: %w", d.MatchID, d.UserID, err)
+	}
+	chatID = d.UserID
+	if msg.Chat != nil {
+		chatID = msg.Chat.ID
+	}
+	return chatID, msg.ID, nil
+}
+
+// recipientGone tells "this user cannot be written to" (every 403 in a
+// private chat: blocked, deactivated, never started) from failures worth
+// a quick retry.
+func recipientGone(err error) bool {
+	var te *tele.Error
+	if !errors.As(err, &te) {
+		return false
+	}
+	return te.Code == http.StatusForbidden ||
+		te.Code == http.StatusBadRequest && strings.Contains(te.Description, "chat not found")
+}
+
+// renderVacancy is the one rendering of a vacancy message, for delivery
+// (status "") and for the edit after a decision. Everything from HH and the
+// LLM is escaped and clipped, so the text is one message of valid HTML.
+func (b *Bot) renderVacancy(lang string, v vacancy.Vacancy, verdict *vacancy.Verdict, status vacancy.Status) string {
+	cat := b.deps.Catalog
+	var lines []string
+	title := clip(oneLine(v.Title), titleBudget)
+	if title == "" {
+		title = "—"
+	}
+	lines = append(lines, "<b>"+title+"</b>")
+	var where []string
+	if e := clip(oneLine(v.Employer), employerBudget); e != "" {
+		where = append(where, e)
+	}
+	if a := clip(oneLine(v.Area), areaBudget); a != "" {
+		where = append(where, a)
+	}
+	if len(where) > 0 {
+		lines = append(lines, strings.Join(where, " · "))
+	}
+	if s := clip(v.Salary.String(), salaryBudget); s != "" {
+		lines = append(lines, s)
+	}
+	if verdict != nil {
+		lines = append(lines, cat.T(lang, "vacancy.score", locales.Data{"Score": min(max(verdict.Score, 0), 100)}))
+		n := 0
+		for _, reason := range verdict.Reasons {
+			if reason = oneLine(reason); reason == "" {
+				continue
+			}
+			lines = append(lines, "• "+clip(reason, reasonBudget))
+			if n++; n == maxReasons {
+				break
+			}
+		}
+		var skills []string
+		for _, s := range verdict.MatchedSkills {
+			if s = oneLine(s); s != "" {
+				skills = append(skills, s)
+			}
+		}
+		if len(skills) > 0 {
+			lines = append(lines, cat.T(lang, "vacancy.skills", locales.Data{
+				"Skills": locales.HTML(clip(strings.Join(skills, ", "), skillsBudget)),
+			}))
+		}
+	}
+	switch status {
+	case vacancy.Applied:
+		lines = append(lines, "", cat.T(lang, "vacancy.decided_applied"))
+	case vacancy.NotInterested:
+		lines = append(lines, "", cat.T(lang, "vacancy.decided_not_interested"))
+	}
+	text := strings.Join(lines, "\n")
+	if utf16Len(text) > MaxMessageLen {
+		// Unreachable with the budgets above unless a translation grows
+		// absurdly; losing the tail beats losing the buttons.
+		text = Split(text, MaxMessageLen)[0]
+	}
+	return text
+}
+
+// vacancyMarkup is [[Applied, Not interested], [Open on hh.ru]] before a
+// decision and only the link after it; the link is left out unless it is a
+// web address, since Telegram refuses the whole message for a bad one.
+func (b *Bot) vacancyMarkup(lang string, matchID int64, link string, decided bool) (*tele.ReplyMarkup, error) {
+	cat := b.deps.Catalog
+	kb := &tele.ReplyMarkup{}
+	if !decided {
+		applied, err := Encode(actionApplied, matchID)
+		if err != nil {
+			return nil, err
+		}
+		rejected, err := Encode(actionNotInterested, matchID)
+		if err != nil {
+			return nil, err
+		}
+		kb.InlineKeyboard = append(kb.InlineKeyboard, []tele.InlineButton{
+			{Text: cat.T(lang, "vacancy.button_applied"), Data: applied},
+			{Text: cat.T(lang, "vacancy.button_not_interested"), Data: rejected},
+		})
+	}
+	if webURL(link) {
+		kb.InlineKeyboard = append(kb.InlineKeyboard, []tele.InlineButton{{Text: cat.T(lang, "vacancy.button_open"), URL: link}})
+	}
+	if len(kb.InlineKeyboard) == 0 {
+		return nil, nil
+	}
+	return kb, nil
+}
+
+func webURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		!strings.ContainsFunc(s, unicode.IsSpace)
+}
+
+// oneLine collapses whitespace: tags in our texts never span lines, which
+// is what lets Split cut between lines safely.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// clip escapes s for Telegram HTML and cuts it to at most budget UTF-16
+// units, marking a cut with "…" and never splitting an entity.
+func clip(s string, budget int) string {
+	esc := Escape(s)
+	if utf16Len(esc) <= budget {
+		return esc
+	}
+	var sb strings.Builder
+	n := 0
+	for _, r := range s {
+		e := Escape(string(r))
+		if n+utf16Len(e) > budget-1 {
+			break
+		}
+		sb.WriteString(e)
+		n += utf16Len(e)
+	}
+	return strings.TrimRight(sb.String(), " ") + "…"
+}

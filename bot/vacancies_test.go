@@ -1,0 +1,558 @@
+package bot_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"unicode/utf16"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/bot"
+	"switchboard/domain/vacancy"
+	"switchboard/e2e/tgfake"
+	"switchboard/storage"
+	"switchboard/storage/storagetest"
+)
+
+// stubLLM stands in for the model; the bot's commands only ask it whether
+// its breaker is open.
+type stubLLM struct{ open atomic.Bool }
+
+func (*stubLLM) JSON(context.Context, string, string, any) error {
+	return errors.New("stub LLM: the bot does not judge vacancies")
+}
+
+func (l *stubLLM) Open() bool { return l.open.Load() }
+
+// stubSource stands in for HH.ru, which the bot's commands never call.
+type stubSource struct{}
+
+func (stubSource) Search(context.Context, vacancy.Params, int, int) (vacancy.Page, error) {
+	return vacancy.Page{}, vacancy.ErrUnavailable
+}
+
+func (stubSource) Vacancy(context.Context, int64) (vacancy.Vacancy, error) {
+	return vacancy.Vacancy{}, vacancy.ErrUnavailable
+}
+
+type vacEnv struct {
+	bundle
+	st  *storage.Store
+	svc *vacancy.Service
+	llm *stubLLM
+}
+
+// setupVacancies is setup with the vacancy workflow over the bot's own
+// database; the rate limit is lifted because these tests chat a lot.
+func setupVacancies(t *testing.T) vacEnv {
+	t.Helper()
+	st := storagetest.New(t)
+	llm := &stubLLM{}
+	svc, err := vacancy.NewService(vacancy.Config{}, vacancy.Deps{
+		Repo: st, Source: stubSource{}, LLM: llm, Log: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	tb := setupStore(t, bot.Config{RateLimit: 1000, RateBurst: 1000}, st, func(b *bot.Bot) { b.RegisterVacancies(svc) })
+	svc.SetNotifier(tb.bot)
+	return vacEnv{bundle: tb, st: st, svc: svc, llm: llm}
+}
+
+func data(t *testing.T, action string, id int64) string {
+	t.Helper()
+	d, err := bot.Encode(bot.Action(action), id)
+	require.NoError(t, err)
+	return d
+}
+
+func answer(t *testing.T, srv *tgfake.Server, q tgfake.CallbackQuery) tgfake.CallbackAnswer {
+	t.Helper()
+	return srv.WaitCallbackAnswer(t, q.ID)
+}
+
+func TestVacancyCommandsInMenu(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	ann := env.srv.User(42, "Ann", "en")
+	help := env.ask(t, ann, "/help").Text
+	require.Contains(t, help, "/search — save a vacancy search on hh.ru")
+	def := env.srv.Commands(tgfake.BotCommandScope{Type: "default"}, "")
+	require.Equal(t, []string{"start", "help", "lang", "profile", "search", "searches", "ban", "unban", "bans", "vacancies"},
+		commandNames(def))
+
+	// Registered after the admin's /status, the workflow's commands still
+	// come before the admin section.
+	admin := env.srv.User(adminID, "Boss", "en")
+	help = env.ask(t, admin, "/help").Text
+	require.Equal(t, 1, strings.Count(help, "Admin"), help)
+	require.True(t, strings.HasSuffix(help, "Admin\n/status — replicas, jobs and queues"), help)
+	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "")
+	require.Equal(t, []string{"start", "help", "lang", "profile", "search", "searches", "ban", "unban", "bans", "vacancies", "status"},
+		commandNames(adm))
+}
+
+func TestProfileSetAndShow(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	ann := env.srv.User(42, "Ann", "en")
+
+	require.Contains(t, env.ask(t, ann, "/profile").Text, "You have no profile yet.")
+
+	profile := "<b>Go</b> & Rust developer\nremote only"
+	require.Equal(t, "Profile saved. New vacancies will be judged against it.", env.ask(t, ann, "/profile "+profile).Text)
+	got, err := env.st.Profile(context.Background(), 42)
+	require.NoError(t, err)
+	require.Equal(t, profile, got, "every line is kept, not only the first")
+
+	reply := env.ask(t, ann, "/profile")
+	require.Contains(t, reply.Text, "Your profile\n\n"+profile+"\n\n", "shown literally")
+	for _, e := range reply.Entities {
+		require.NotEqual(t, "Go", utf16Slice(reply.Text, e.Offset, e.Length), "no markup was injected")
+	}
+
+	// Written on the line after the command, as Telegram clients allow.
+	require.Equal(t, "Profile saved. New vacancies will be judged against it.", env.ask(t, ann, "/profile\nPython\nDjango").Text)
+	got, err = env.st.Profile(context.Background(), 42)
+	require.NoError(t, err)
+	require.Equal(t, "Python\nDjango", got)
+
+	require.Equal(t, "The profile is too long: at most 4000 characters, please.",
+		env.ask(t, ann, "/profile "+strings.Repeat("я", vacancy.MaxProfile+1)).Text)
+	got, err = env.st.Profile(context.Background(), 42)
+	require.NoError(t, err)
+	require.Equal(t, "Python\nDjango", got, "a refused profile changes nothing")
+}
+
+func utf16Slice(s string, off, n int) string {
+	u := utf16.Encode([]rune(s))
+	return string(utf16.Decode(u[off : off+n]))
+}
+
+func TestSearchSavesAndRefusesMalformedParameters(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	ann := env.srv.User(42, "Ann", "en")
+	accepted := []string{"noExperience, between1And3, between3And6", "fullDay, shift, flexible, remote, flyInFlyOut"}
+
+	usage := env.ask(t, ann, "/search").Text
+	require.Contains(t, usage, "Usage: /search words [area=ID] [salary=N] [experience=ID] [schedule=ID]")
+	for _, a := range accepted {
+		require.Contains(t, usage, a)
+	}
+
+	reply := env.ask(t, ann, "/search golang developer area=1 salary=200000 schedule=remote").Text
+	require.Contains(t, reply, "Saved: golang developer area=1 salary=200000 schedule=remote")
+	require.Contains(t, reply, "Tip: tell me about yourself with /profile", "no profile yet")
+
+	reply = env.ask(t, ann, "/search schedule=remote Golang   DEVELOPER salary=200000 area=1").Text
+	require.Contains(t, reply, "You already have this search: golang developer area=1 salary=200000 schedule=remote")
+
+	for in, want := range map[string]string{
+		"/search go color=red":                  "color=red: unknown parameter.",
+		"/search go salary=lots":                "salary=lots: the salary must be a whole number from 1 to 100000000.",
+		"/search go salary=-5":                  "salary=-5: the salary must be a whole number from 1 to 100000000.",
+		"/search go experience=moreThan6":       "experience=moreThan6: unknown experience.",
+		"/search go schedule=nights":            "schedule=nights: unknown schedule.",
+		"/search go area=moscow":                "area=moscow: the area must be a positive number, an hh.ru region id.",
+		"/search go area=1 AREA=2":              "AREA=2: this parameter is given twice.",
+		"/search area=1 salary=100":             "Give some words to search for, not only parameters.",
+		"/search <b>x</b> junk=<i>&amp;</i>":    "junk=<i>&amp;</i>: unknown parameter.",
+		"/search " + strings.Repeat("go ", 100): "The search text is too long: at most 200 characters.",
+	} {
+		reply := env.ask(t, ann, in).Text
+		require.True(t, strings.HasPrefix(reply, want), "%s\ngot: %s", in, reply)
+		for _, a := range accepted {
+			require.Contains(t, reply, a, "the refusal names what is accepted")
+		}
+	}
+
+	env.ask(t, ann, "/profile Go developer")
+	reply = env.ask(t, ann, "/search rust").Text
+	require.Equal(t, "Saved: rust\nNew vacancies will arrive here as they are found.", reply, "no hint once a profile is set")
+
+	list, err := env.svc.Searches(context.Background(), 42)
+	require.NoError(t, err)
+	require.Len(t, list, 2, "refused searches were not saved")
+}
+
+func TestSearchLimit(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	ann := env.srv.User(42, "Ann", "en")
+	env.ask(t, ann, "/start")
+	ctx := context.Background()
+	for i := range bot.MaxSearches {
+		_, _, err := env.svc.AddSearch(ctx, 42, vacancy.Params{Text: "job " + strconv.Itoa(i)})
+		require.NoError(t, err)
+	}
+	require.Equal(t, "You already have 20 searches, the most I keep. Delete one in /searches first.",
+		env.ask(t, ann, "/search one more").Text)
+	require.Contains(t, env.ask(t, ann, "/search JOB 3").Text, "You already have this search: job 3",
+		"a search the user has is not refused by the limit")
+	list, err := env.svc.Searches(ctx, 42)
+	require.NoError(t, err)
+	require.Len(t, list, bot.MaxSearches)
+
+	// The longest list still fits the one message the delete buttons edit.
+	for i := range list {
+		_, err := env.st.Pool().Exec(ctx, `UPDATE searches SET params = jsonb_set(params, '{text}', to_jsonb($2::text)) WHERE id = $1`,
+			list[i].ID, strings.Repeat(`"&<`, vacancy.MaxSearchText/3))
+		require.NoError(t, err)
+	}
+	msg := env.ask(t, ann, "/searches")
+	require.Len(t, msg.ReplyMarkup.Buttons(), bot.MaxSearches, "one message, all buttons under it")
+	require.Contains(t, msg.Text, "20. \"&<")
+}
+
+func TestSearchesListAndDeleteButtons(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	ctx := context.Background()
+	ann := env.srv.User(42, "Ann", "en")
+	bob := env.srv.User(43, "Bob", "en")
+
+	require.Equal(t, "You have no searches. Add one: /search golang developer area=1", env.ask(t, ann, "/searches").Text)
+	env.ask(t, ann, "/search go developer")
+	env.ask(t, ann, "/search rust <developer> area=2")
+	searches, err := env.svc.Searches(ctx, 42)
+	require.NoError(t, err)
+	require.Len(t, searches, 2)
+	del1, del2 := data(t, "sd", searches[0].ID), data(t, "sd", searches[1].ID)
+
+	list := env.ask(t, ann, "/searches")
+	require.Equal(t, "Your searches\n1. go developer\n2. rust <developer> area=2\n\nPress ✖ N to delete search N.", list.Text)
+	buttons := list.ReplyMarkup.Buttons()
+	require.Len(t, buttons, 2)
+	require.Equal(t, "✖ 1", buttons[0].Text)
+	require.Equal(t, del1, buttons[0].CallbackData)
+	require.Equal(t, del2, buttons[1].CallbackData)
+
+	// Bob's client forges Ann's search id on a message of his own chat.
+	bobMsg := env.ask(t, bob, "/searches")
+	a := answer(t, env.srv, bob.PressRaw(bobMsg, del1))
+	require.Equal(t, "This search is already deleted.", a.Text)
+	require.True(t, a.ShowAlert)
+	still, err := env.svc.Searches(ctx, 42)
+	require.NoError(t, err)
+	require.Len(t, still, 2, "another user's press deletes nothing")
+	bobNow, _ := env.srv.MessageByID(bob.ID(), bobMsg.MessageID)
+	require.Empty(t, bobNow.Edits)
+
+	q, err := ann.Press(list, del1)
+	require.NoError(t, err)
+	a = answer(t, env.srv, q)
+	require.Equal(t, "Search deleted.", a.Text)
+	require.False(t, a.ShowAlert)
+	edited, _ := env.srv.MessageByID(ann.ID(), list.MessageID)
+	require.Equal(t, "Your searches\n1. rust <developer> area=2\n\nPress ✖ N to delete search N.", edited.Text)
+	require.Len(t, edited.ReplyMarkup.Buttons(), 1)
+	require.Equal(t, "✖ 1", edited.ReplyMarkup.Buttons()[0].Text)
+	require.Equal(t, del2, edited.ReplyMarkup.Buttons()[0].CallbackData, "renumbered, same search")
+
+	// A stale client still showing the old button.
+	a = answer(t, env.srv, ann.PressRaw(list, del1))
+	require.Equal(t, "This search is already deleted.", a.Text)
+	require.True(t, a.ShowAlert)
+
+	q, err = ann.Press(list, del2)
+	require.NoError(t, err)
+	require.Equal(t, "Search deleted.", answer(t, env.srv, q).Text)
+	edited, _ = env.srv.MessageByID(ann.ID(), list.MessageID)
+	require.Equal(t, "You have no searches. Add one: /search golang developer area=1", edited.Text)
+	require.Empty(t, edited.ReplyMarkup.Buttons())
+}
+
+func TestBanUnbanBans(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	ann := env.srv.User(42, "Ann", "en")
+	ask := func(text string) string { return env.ask(t, ann, text).Text }
+
+	require.Equal(t, "You have no ban words. Add one: /ban 1C", ask("/bans"))
+	require.Contains(t, ask("/ban"), "Usage: /ban word or phrase")
+	require.Equal(t, "Banned: битрикс. Vacancies that mention it will not be sent to you.", ask("/ban Битрикс"))
+	require.Equal(t, "битрикс is already banned.", ask("/ban   БИТРИКС "))
+	require.Equal(t, "Banned: 1с битрикс. Vacancies that mention it will not be sent to you.", ask("/ban 1С-Битрикс"))
+	require.Equal(t, "Banned: b c b. Vacancies that mention it will not be sent to you.", ask("/ban <b>C</b>"))
+	require.Equal(t, "A ban word needs at least one letter or digit.", ask("/ban --- !!!"))
+	require.Equal(t, "A ban word or phrase may have at most 100 characters.", ask("/ban "+strings.Repeat("щ", 101)))
+
+	bans := ask("/bans")
+	require.True(t, strings.HasPrefix(bans, "Your ban words (3):\n"), bans)
+	require.Contains(t, bans, "• битрикс")
+	require.Contains(t, bans, "• 1с битрикс")
+
+	require.Equal(t, "битрикс is no longer banned.", ask("/unban Битрикс"))
+	require.Equal(t, "битрикс is not among your ban words; /bans lists them.", ask("/unban битрикс"))
+	require.Contains(t, ask("/unban"), "Usage: /unban word or phrase")
+	require.Equal(t, "A ban word needs at least one letter or digit.", ask("/unban ..."))
+	require.NotContains(t, strings.Split(ask("/bans"), "\n"), "• битрикс")
+
+	_, err := env.st.Pool().Exec(context.Background(),
+		`INSERT INTO ban_words (user_id, word) SELECT 42, 'w' || g FROM generate_series(1, $1) g`, vacancy.MaxBanWords)
+	require.NoError(t, err)
+	require.Equal(t, "You already have 200 ban words, the most I keep. Remove some with /unban first.", ask("/ban one more"))
+}
+
+// insertVacancy and insertMatch put rows where discovery and the workers
+// would have.
+func insertVacancy(t *testing.T, st *storage.Store, v vacancy.Vacancy) {
+	t.Helper()
+	_, err := st.Pool().Exec(context.Background(), `
+INSERT INTO vacancies (id, title, employer, url, area, salary_from, salary_to, salary_currency, published_at)
+VALUES ($1, $2, $3, $4, $5, NULLIF($6, 0), NULLIF($7, 0), $8, now())`,
+		v.ID, v.Title, v.Employer, v.URL, v.Area, v.Salary.From, v.Salary.To, v.Salary.Currency)
+	require.NoError(t, err)
+}
+
+func insertMatch(t *testing.T, st *storage.Store, userID, vacancyID int64, status vacancy.Status, v *vacancy.Verdict) int64 {
+	t.Helper()
+	var analysis []byte
+	var relevant *bool
+	if v != nil {
+		var err error
+		analysis, err = json.Marshal(v)
+		require.NoError(t, err)
+		relevant = v.IsRelevant
+	} else if status == vacancy.NotSuitable || status == vacancy.Analyzed {
+		relevant = new(bool)
+	}
+	var id int64
+	err := st.Pool().QueryRow(context.Background(), `
+INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, is_relevant, analysis, sent_at, message_id)
+VALUES ($1, $2, $3, now(), $4, $5, CASE WHEN $3 = 'SENT_TO_USER' THEN now() END, CASE WHEN $3 = 'SENT_TO_USER' THEN 1 END)
+RETURNING id`, userID, vacancyID, string(status), relevant, analysis).Scan(&id)
+	require.NoError(t, err)
+	return id
+}
+
+// markSent does what the worker does once Deliver returned.
+func markSent(t *testing.T, st *storage.Store, matchID, chatID int64, messageID int) {
+	t.Helper()
+	tag, err := st.Pool().Exec(context.Background(), `UPDATE vacancy_matches
+SET status = 'SENT_TO_USER', sent_at = now(), chat_id = $2, message_id = $3, is_relevant = true WHERE id = $1`,
+		matchID, chatID, messageID)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+}
+
+func matchStatus(t *testing.T, st *storage.Store, id int64) string {
+	t.Helper()
+	var s string
+	require.NoError(t, st.Pool().QueryRow(context.Background(), `SELECT status FROM vacancy_matches WHERE id = $1`, id).Scan(&s))
+	return s
+}
+
+func TestVacanciesStats(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	ann := env.srv.User(42, "Ann", "en")
+	bob := env.srv.User(43, "Bob", "en")
+	env.ask(t, bob, "/start")
+
+	require.Equal(t, "Your vacancies\nNone yet.\n\nLast fetch: never\nQueue: 0 yours of 0 in all\nLLM: closed (working)",
+		env.ask(t, ann, "/vacancies").Text)
+
+	for i, s := range []vacancy.Status{vacancy.Queued, vacancy.Queued, vacancy.Applied, vacancy.NotSuitable, vacancy.SentToUser} {
+		id := int64(100 + i)
+		insertVacancy(t, env.st, vacancy.Vacancy{ID: id, Title: "job"})
+		insertMatch(t, env.st, 42, id, s, nil)
+	}
+	insertMatch(t, env.st, 43, 100, vacancy.Queued, nil)
+	ctx := context.Background()
+	sr, _, err := env.svc.AddSearch(ctx, 42, vacancy.Params{Text: "go"})
+	require.NoError(t, err)
+	_, err = env.st.Pool().Exec(ctx, `INSERT INTO discovery_state (search_key, updated_at) VALUES ($1, '2025-03-04 05:06:07+03')`, sr.Key)
+	require.NoError(t, err)
+	env.llm.open.Store(true)
+
+	require.Equal(t, "Your vacancies\n"+
+		"Waiting for analysis: 2\nSent, awaiting your answer: 1\nNot suitable: 1\nApplied: 1\n\n"+
+		"Last fetch: 2025-03-04 02:06 UTC\nQueue: 2 yours of 3 in all\n"+
+		"LLM: open — vacancies are paused and will be retried", env.ask(t, ann, "/vacancies").Text)
+}
+
+func relevant() *bool { b := true; return &b }
+
+func sampleDelivery(matchID int64) vacancy.Delivery {
+	return vacancy.Delivery{
+		MatchID: matchID, UserID: 42, Lang: "en",
+		Vacancy: vacancy.Vacancy{
+			ID: 1001, Title: "<b>Go & Rust</b>", Employer: "ACME <Ltd>", Area: "Москва",
+			URL:    "https://hh.ru/vacancy/1001",
+			Salary: vacancy.Salary{From: 200000, To: 300000, Currency: "RUR"},
+		},
+		Verdict: vacancy.Verdict{
+			IsRelevant: relevant(), Score: 87,
+			Reasons:       []string{"Uses <b>Go</b>", "Remote &\n flexible", "Senior level", "a fourth reason"},
+			MatchedSkills: []string{"Go", "Rust"},
+		},
+	}
+}
+
+const sampleText = "<b>Go & Rust</b>\nACME <Ltd> · Москва\n200000–300000 RUR\nScore: 87/100\n" +
+	"• Uses <b>Go</b>\n• Remote & flexible\n• Senior level\nMatched skills: Go, Rust"
+
+func TestDeliverAndDecide(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	ctx := context.Background()
+	ann := env.srv.User(42, "Ann", "en")
+	bob := env.srv.User(43, "Bob", "en")
+	env.ask(t, ann, "/start")
+	d := sampleDelivery(0)
+	insertVacancy(t, env.st, d.Vacancy)
+	d.MatchID = insertMatch(t, env.st, 42, d.Vacancy.ID, vacancy.Analyzed, &d.Verdict)
+	applied, rejected := data(t, "va", d.MatchID), data(t, "vn", d.MatchID)
+
+	chatID, msgID, err := env.bot.Deliver(ctx, d)
+	require.NoError(t, err)
+	require.EqualValues(t, 42, chatID)
+	msg, ok := env.srv.MessageByID(42, msgID)
+	require.True(t, ok)
+	require.Equal(t, sampleText, msg.Text, "HH's and the LLM's markup arrives as literal text")
+	require.Len(t, msg.Entities, 1)
+	require.Equal(t, "bold", msg.Entities[0].Type)
+	require.Equal(t, "<b>Go & Rust</b>", utf16Slice(msg.Text, msg.Entities[0].Offset, msg.Entities[0].Length))
+	require.Equal(t, "HTML", msg.ParseMode)
+	kb := msg.ReplyMarkup.InlineKeyboard
+	require.Len(t, kb, 2)
+	require.Len(t, kb[0], 2)
+	require.Equal(t, "✅ Applied", kb[0][0].Text)
+	require.Equal(t, applied, kb[0][0].CallbackData)
+	require.Equal(t, "🚫 Not interested", kb[0][1].Text)
+	require.Equal(t, rejected, kb[0][1].CallbackData)
+	require.Len(t, kb[1], 1)
+	require.Equal(t, "Open on hh.ru", kb[1][0].Text)
+	require.Equal(t, "https://hh.ru/vacancy/1001", kb[1][0].URL)
+
+	// Pressed before the worker recorded the delivery.
+	a := answer(t, env.srv, mustPress(t, ann, msg, applied))
+	require.Equal(t, "This vacancy is not waiting for your answer right now. Try again in a minute.", a.Text)
+	require.True(t, a.ShowAlert)
+	require.Equal(t, "ANALYZED", matchStatus(t, env.st, d.MatchID))
+	markSent(t, env.st, d.MatchID, chatID, msgID)
+
+	// Bob's client forges Ann's match id on a message of his own chat.
+	bobMsg := env.ask(t, bob, "/start")
+	a = answer(t, env.srv, bob.PressRaw(bobMsg, applied))
+	require.Equal(t, "This button is not for you.", a.Text)
+	require.True(t, a.ShowAlert)
+	require.Equal(t, "SENT_TO_USER", matchStatus(t, env.st, d.MatchID))
+
+	a = answer(t, env.srv, mustPress(t, ann, msg, applied))
+	require.Equal(t, "Marked as applied.", a.Text)
+	require.False(t, a.ShowAlert)
+	require.Equal(t, "APPLIED", matchStatus(t, env.st, d.MatchID))
+	edited, _ := env.srv.MessageByID(42, msgID)
+	require.Equal(t, sampleText+"\n\n✅ Applied", edited.Text)
+	require.Len(t, edited.Edits, 1)
+	require.Len(t, edited.ReplyMarkup.Buttons(), 1, "the decision buttons are gone")
+	require.Equal(t, "https://hh.ru/vacancy/1001", edited.ReplyMarkup.Buttons()[0].URL, "the link stays")
+
+	for _, again := range []string{applied, rejected} {
+		a = answer(t, env.srv, ann.PressRaw(msg, again))
+		require.Equal(t, "You already marked this vacancy: Applied.", a.Text)
+		require.True(t, a.ShowAlert)
+	}
+	require.Equal(t, "APPLIED", matchStatus(t, env.st, d.MatchID))
+	edited, _ = env.srv.MessageByID(42, msgID)
+	require.Len(t, edited.Edits, 1, "a refused press edits nothing")
+
+	a = answer(t, env.srv, ann.PressRaw(msg, data(t, "va", d.MatchID+1000)))
+	require.Equal(t, "This button is no longer valid.", a.Text)
+	require.True(t, a.ShowAlert)
+}
+
+func mustPress(t *testing.T, p *tgfake.Person, msg tgfake.BotMessage, data string) tgfake.CallbackQuery {
+	t.Helper()
+	q, err := p.Press(msg, data)
+	require.NoError(t, err)
+	return q
+}
+
+func TestNotInterestedInUsersLanguage(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	ann := env.srv.User(42, "Анна", "ru")
+	env.ask(t, ann, "/start")
+	d := sampleDelivery(0)
+	d.Lang = "ru"
+	d.Vacancy.URL = "javascript:alert(1)" // not a web page: no link button
+	insertVacancy(t, env.st, d.Vacancy)
+	d.MatchID = insertMatch(t, env.st, 42, d.Vacancy.ID, vacancy.Analyzed, &d.Verdict)
+
+	chatID, msgID, err := env.bot.Deliver(context.Background(), d)
+	require.NoError(t, err)
+	markSent(t, env.st, d.MatchID, chatID, msgID)
+	msg, _ := env.srv.MessageByID(42, msgID)
+	require.Contains(t, msg.Text, "Оценка: 87/100")
+	require.Len(t, msg.ReplyMarkup.InlineKeyboard, 1)
+	require.Equal(t, "🚫 Не интересно", msg.ReplyMarkup.InlineKeyboard[0][1].Text)
+
+	a := answer(t, env.srv, mustPress(t, ann, msg, data(t, "vn", d.MatchID)))
+	require.Equal(t, "Отмечено: не интересно.", a.Text)
+	require.Equal(t, "NOT_INTERESTED", matchStatus(t, env.st, d.MatchID))
+	edited, _ := env.srv.MessageByID(42, msgID)
+	require.True(t, strings.HasSuffix(edited.Text, "\n\n🚫 Не интересно"), edited.Text)
+	require.Empty(t, edited.ReplyMarkup.Buttons(), "no link to keep")
+}
+
+func TestDeliverOversizedVacancyIsOneMessage(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	ann := env.srv.User(42, "Ann", "en")
+	env.ask(t, ann, "/start")
+	before := len(env.srv.Messages(42))
+
+	huge := strings.Repeat(`<&"> `, 3000)
+	d := sampleDelivery(7)
+	d.Vacancy.Title, d.Vacancy.Employer, d.Vacancy.Area = huge, huge, huge
+	d.Verdict.Reasons = []string{huge, huge, huge, huge, huge}
+	d.Verdict.MatchedSkills = strings.Split(huge, " ")
+	_, msgID, err := env.bot.Deliver(context.Background(), d)
+	require.NoError(t, err)
+	require.Len(t, env.srv.Messages(42), before+1)
+	msg, _ := env.srv.MessageByID(42, msgID)
+	require.LessOrEqual(t, len([]rune(msg.Text)), bot.MaxMessageLen)
+	require.True(t, strings.HasPrefix(msg.Text, `<&"> <&">`), "escaped, then cut")
+	require.Equal(t, 7, strings.Count(msg.Text, "…"), "title, employer, area, three reasons and the skills are marked as cut")
+	require.Len(t, msg.ReplyMarkup.Buttons(), 3)
+}
+
+func TestDeliverToUnreachableUser(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	ctx := context.Background()
+	d := sampleDelivery(1)
+
+	env.srv.User(42, "Ghost", "en") // never wrote to the bot
+	_, _, err := env.bot.Deliver(ctx, d)
+	require.ErrorIs(t, err, vacancy.ErrRecipientGone)
+
+	d.UserID = 4242 // no such chat at all
+	_, _, err = env.bot.Deliver(ctx, d)
+	require.ErrorIs(t, err, vacancy.ErrRecipientGone)
+
+	ann := env.srv.User(43, "Ann", "en")
+	env.ask(t, ann, "/start")
+	ann.Block()
+	d.UserID = 43
+	_, _, err = env.bot.Deliver(ctx, d)
+	require.ErrorIs(t, err, vacancy.ErrRecipientGone)
+
+	ann.Unblock()
+	env.srv.FailNextWith("sendMessage", 1, &tgfake.APIError{Code: 500, Description: "Internal Server Error"})
+	_, _, err = env.bot.Deliver(ctx, d)
+	require.Error(t, err)
+	require.NotErrorIs(t, err, vacancy.ErrRecipientGone, "a Telegram outage is retried soon, not rarely")
+
+	_, msgID, err := env.bot.Deliver(ctx, d)
+	require.NoError(t, err)
+	require.NotZero(t, msgID)
+}

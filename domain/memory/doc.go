@@ -1,0 +1,28 @@
+// Package memory is the memory chat (MaaS): a private message becomes a
+// pipeline run that an orchestrator drives through the process document's
+// stages, answers in the chat, and an archivist summarises into the user's
+// long-term memory.
+//
+//	          intake (query → raw_logs, run NEW, one transaction)
+//	              │
+//	              ▼
+//	NEW ──capture──► ANALYZING ──► ANALYZED ──capture──► ASSEMBLING ──► READY
+//	 ▲                  │  reaper      ▲                    │ reaper      ▲  │
+//	 └──────────────────┘              └────────────────────┘             │  capture
+//	                                                                      │  ▼
+//	COMPLETED ◄──────────────────────────────────────────────── RESPONDING ─┘ (reaper → READY)
+//	    │ deliver the answer, then archivist signal 2 → lsm_storage, archived_at
+//	    ▼
+//	(archived: the user's next run may start)
+//
+//	a stage at work (ANALYZING, ASSEMBLING, RESPONDING) ──► FAILED (the user is told; what they wrote stays in raw_logs)
+//
+// Every stage starts with a capture, one conditional UPDATE that names the
+// status it expects, so of any number of orchestrators exactly one runs a
+// stage. NOTIFY on pipeline_events is a hint to look; a sweep after every
+// (re)connect and on a timer is the guarantee. A run whose orchestrator died
+// mid-stage is returned by the reaper to the status before it, at most
+// MaxReaps times, then FAILED. A user's runs go strictly one after another:
+// the capture of NEW waits until every earlier run of that user is archived
+// or failed.
+package memory

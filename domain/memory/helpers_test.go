@@ -1,0 +1,226 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
+	"switchboard/domain/memory"
+	"switchboard/llm"
+	"switchboard/llm/llmtest"
+	"switchboard/storage"
+	"switchboard/storage/storagetest"
+)
+
+// bundle is one test's world: a real database, the scripted LLM behind the
+// real client, and a recorder in Telegram's place.
+type bundle struct {
+	ctx   context.Context
+	store *storage.Store
+	llm   *llmtest.Server
+	llmc  *llm.Client
+	chat  *chat
+	cfg   memory.Config
+	svc   *memory.Service
+}
+
+type option func(*bundle)
+
+func withConfig(c memory.Config) option { return func(b *bundle) { b.cfg = c } }
+
+func setup(t *testing.T, opts ...option) *bundle {
+	t.Helper()
+	b := &bundle{
+		ctx:   context.Background(),
+		store: storagetest.New(t),
+		llm:   llmtest.New(),
+		chat:  &chat{},
+		cfg:   memory.Config{Workers: 4, Lease: 30 * time.Second, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour},
+	}
+	t.Cleanup(b.llm.Close)
+	for _, o := range opts {
+		o(b)
+	}
+	var err error
+	b.llmc, err = llm.New(llm.Config{Provider: llm.ProviderOllama, URL: b.llm.URL(), Model: "cheap", StrongModel: "strong",
+		Timeout: 5 * time.Second, MaxConcurrency: 32},
+		llm.WithBreaker(1000, time.Second), llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	t.Cleanup(b.llmc.Close)
+	b.svc = b.service(t)
+	return b
+}
+
+// service builds another orchestrator over the same world, as a replica.
+func (b *bundle) service(t *testing.T) *memory.Service {
+	t.Helper()
+	svc, err := memory.NewService(b.cfg, memory.Deps{
+		Repo: b.store, LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat,
+		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
+	})
+	require.NoError(t, err)
+	return svc
+}
+
+// start runs svc's orchestrator until the test ends.
+func (b *bundle) start(t *testing.T, svc *memory.Service) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(b.ctx)
+	done := make(chan struct{})
+	go func() {
+		svc.Run(ctx, func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
+			b.store.Listen(ctx, []string{ch}, onConnect, func(_, p string) { onNotify(p) })
+		})
+		close(done)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// Scripted answers, one rule per stage, matched by the seeded prompts.
+func (b *bundle) script() {
+	b.llm.On(llmtest.SystemContains("Decide whether answering needs that memory")).Named("analyzer").
+		ReplyJSON(map[string]any{"needs_context": true, "context_type": "facts", "time_scope": "recent",
+			"search_keywords": []string{"go"}, "context_found": true})
+	b.llm.On(llmtest.SystemContains("You prepare the context")).Named("assembler").Reply("Notes: the user studies Go.")
+	b.llm.On(llmtest.SystemContains("patient, practical mentor")).Named("responder").
+		ReplyFunc(func(r llmtest.Request) string { return "Answer to: " + lastLine(r.Prompt) })
+	b.llm.On(llmtest.SystemContains("You summarise one exchange")).Named("archivist").
+		ReplyFunc(func(r llmtest.Request) string {
+			return fmt.Sprintf(`{"summary": "Summary of %s", "tags": ["go"]}`, strings.TrimSpace(between(r.Prompt, "## The user wrote\n", "\n")))
+		})
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func between(s, from, to string) string {
+	_, rest, ok := strings.Cut(s, from)
+	if !ok {
+		return ""
+	}
+	out, _, _ := strings.Cut(rest, to)
+	return out
+}
+
+func (b *bundle) user(t *testing.T, id int64) {
+	t.Helper()
+	_, err := b.store.UpsertUser(b.ctx, domain.User{ID: id, FirstName: fmt.Sprint("U", id)})
+	require.NoError(t, err)
+}
+
+// submit sends a private message as the bot would.
+func (b *bundle) submit(t *testing.T, svc *memory.Service, userID int64, text string) memory.Run {
+	t.Helper()
+	b.chat.mu.Lock()
+	b.chat.msgID++
+	id := b.chat.msgID
+	b.chat.mu.Unlock()
+	r, _, err := svc.Submit(b.ctx, userID, userID, id, text)
+	require.NoError(t, err)
+	return r
+}
+
+func (b *bundle) waitArchived(t *testing.T, n int, timeout time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		var done int
+		_ = b.store.Pool().QueryRow(b.ctx, `SELECT count(*) FROM pipeline_runs WHERE archived_at IS NOT NULL OR (status = 'FAILED' AND delivered_at IS NOT NULL)`).Scan(&done)
+		return done == n
+	}, timeout, 10*time.Millisecond)
+}
+
+func (b *bundle) run(t *testing.T, id int64) memory.Run {
+	t.Helper()
+	r, err := b.store.PipelineRun(b.ctx, id)
+	require.NoError(t, err)
+	return r
+}
+
+func (b *bundle) statuses(t *testing.T) map[memory.Status]int {
+	t.Helper()
+	rows, err := b.store.Pool().Query(b.ctx, `SELECT status, count(*) FROM pipeline_runs GROUP BY status`)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[memory.Status]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		require.NoError(t, rows.Scan(&s, &n))
+		out[memory.Status(s)] = n
+	}
+	return out
+}
+
+// prompts returns what the named rule received, in order.
+func (b *bundle) prompts(rule string) []string {
+	var out []string
+	for _, r := range b.llm.RequestsFor(rule) {
+		out = append(out, r.Prompt)
+	}
+	return out
+}
+
+// chat stands in for Telegram: it records what the pipeline sent.
+type chat struct {
+	mu      sync.Mutex
+	msgID   int
+	answers []memory.Run
+	failed  []memory.Run
+	typing  int
+	fail    error
+	refused int // answers refused while fail was set
+}
+
+func (c *chat) Typing(context.Context, int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.typing++
+	return nil
+}
+
+func (c *chat) Answer(_ context.Context, r memory.Run) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fail != nil {
+		c.refused++
+		return c.fail
+	}
+	c.answers = append(c.answers, r)
+	return nil
+}
+
+func (c *chat) Failed(_ context.Context, r memory.Run) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failed = append(c.failed, r)
+	return nil
+}
+
+func (c *chat) refusals() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refused
+}
+
+func (c *chat) answered() []memory.Run {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.answers)
+}
+
+func (c *chat) failures() []memory.Run {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.failed)
+}

@@ -1,0 +1,478 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Analysis is the analyzer's validated JSON.
+type Analysis struct {
+	NeedsContext   *bool    `json:"needs_context"`
+	ContextType    string   `json:"context_type"`
+	TimeScope      string   `json:"time_scope"`
+	SearchKeywords []string `json:"search_keywords"`
+	ContextFound   bool     `json:"context_found"`
+}
+
+// Validate makes a malformed analysis count as invalid JSON.
+func (a *Analysis) Validate() error {
+	if a.NeedsContext == nil {
+		return errors.New("needs_context missing")
+	}
+	var kw []string
+	for _, k := range a.SearchKeywords {
+		if k = strings.ToLower(strings.TrimSpace(k)); k != "" && len(kw) < 10 {
+			kw = append(kw, k)
+		}
+	}
+	a.SearchKeywords = kw
+	return nil
+}
+
+// archiveNote is the archivist's validated JSON.
+type archiveNote struct {
+	Summary string   `json:"summary"`
+	Tags    []string `json:"tags"`
+}
+
+func (n *archiveNote) Validate() error {
+	n.Summary = strings.TrimSpace(n.Summary)
+	if n.Summary == "" {
+		return errors.New("summary missing")
+	}
+	var tags []string
+	for _, t := range n.Tags {
+		if t = strings.ToLower(strings.TrimSpace(t)); t != "" && len(tags) < 5 {
+			tags = append(tags, t)
+		}
+	}
+	n.Tags = tags
+	return nil
+}
+
+// How much memory the stages read (the process document's numbers).
+const (
+	analyzerSummaries = 20
+	draftLogs         = 10
+	focusedSummaries  = 5
+)
+
+// process takes a run as far as it goes from its current status: each
+// stage captures the run first, so a run someone else holds is left alone.
+func (s *Service) process(ctx context.Context, id int64) {
+	r, err := s.deps.Repo.PipelineRun(ctx, id)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("read run", "run", id, "err", err)
+		}
+		return
+	}
+	for ctx.Err() == nil {
+		var ok bool
+		switch r.Status {
+		case New:
+			r, ok = s.analyze(ctx, r)
+		case Analyzed:
+			r, ok = s.assemble(ctx, r)
+		case Ready:
+			r, ok = s.respond(ctx, r)
+		case Completed, Failed:
+			s.finish(ctx, r)
+			return
+		default:
+			return // a stage in progress, on this replica or another
+		}
+		if !ok {
+			return
+		}
+	}
+}
+
+// stage runs one captured stage: fn computes the change; success advances
+// to next, an error fails the run, and a stop returns it to where it was.
+func (s *Service) stage(ctx context.Context, r Run, working, next Status, name string,
+	fn func(context.Context, Run) (Change, error)) (Run, bool) {
+	captured, ok, err := s.capture(ctx, r, working)
+	if err != nil || !ok {
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("capture run", "run", r.ID, "stage", name, "err", err)
+		}
+		return r, false
+	}
+	if working == Responding && s.deps.Notifier != nil {
+		// The bot shows "typing" at intake; Telegram keeps it for five
+		// seconds, so renew it for the long part, the answer.
+		_ = s.deps.Notifier.Typing(ctx, captured.ChatID)
+	}
+	start := s.deps.Clock.Now()
+	ch, err := fn(ctx, captured)
+	s.m.stage.WithLabelValues(name).Observe(s.deps.Clock.Since(start).Seconds())
+	if ctx.Err() != nil {
+		// Stopping: hand the stage back now rather than after the lease.
+		rctx, cancel := detached(ctx)
+		defer cancel()
+		if _, _, err := s.advance(rctx, captured, capturing[working], Change{}); err != nil {
+			s.log.Error("return run on stop", "run", r.ID, "err", err)
+		}
+		return r, false
+	}
+	if err != nil {
+		return s.fail(ctx, captured, name, err), true
+	}
+	moved, ok, err := s.advance(ctx, captured, next, ch)
+	if err != nil || !ok {
+		// Not ok: the reaper took it back while we worked; whoever has it now finishes.
+		s.log.Warn("advance run", "run", r.ID, "to", next, "err", err, "moved", ok)
+		return r, false
+	}
+	return moved, true
+}
+
+// fail records the error and moves the run to FAILED; the user is told by finish.
+func (s *Service) fail(ctx context.Context, r Run, stage string, cause error) Run {
+	s.m.failed.WithLabelValues(stage).Inc()
+	msg := fmt.Sprintf("%s: %v", stage, cause)
+	if utf8.RuneCountInString(msg) > 1000 {
+		msg = string([]rune(msg)[:1000])
+	}
+	s.log.Warn("pipeline run failed", "run", r.ID, "user", r.UserID, "stage", stage, "err", cause)
+	failed, ok, err := s.advance(ctx, r, Failed, Change{ErrorMessage: msg})
+	if err != nil || !ok {
+		s.log.Error("mark run failed", "run", r.ID, "err", err, "moved", ok)
+		return r
+	}
+	return failed
+}
+
+func (s *Service) analyze(ctx context.Context, r Run) (Run, bool) {
+	return s.stage(ctx, r, Analyzing, Analyzed, "analyzer", func(ctx context.Context, r Run) (Change, error) {
+		sys, err := s.prompt(ctx, "analyzer")
+		if err != nil {
+			return Change{}, err
+		}
+		sums, err := s.deps.Repo.Summaries(ctx, r.UserID, analyzerSummaries)
+		if err != nil {
+			return Change{}, fmt.Errorf("read summaries: %w", err)
+		}
+		var sb strings.Builder
+		sb.WriteString("## New message\n" + r.Query + "\n\n## Summaries of earlier conversations\n")
+		if len(sums) == 0 {
+			sb.WriteString("(none yet)\n")
+		}
+		writeSummaries(&sb, sums)
+		var a Analysis
+		if _, err := s.call(ctx, Call{Label: "memory_analyzer", System: sys, Prompt: sb.String()}, &a); err != nil {
+			return Change{}, err
+		}
+		return Change{Analysis: &a}, nil
+	})
+}
+
+func (s *Service) assemble(ctx context.Context, r Run) (Run, bool) {
+	return s.stage(ctx, r, Assembling, Ready, "assembler", func(ctx context.Context, r Run) (Change, error) {
+		asm, err := s.prompt(ctx, "assembler")
+		if err != nil {
+			return Change{}, err
+		}
+		mentor, err := s.prompt(ctx, "mentor")
+		if err != nil {
+			return Change{}, err
+		}
+		logs, err := s.deps.Repo.RecentLogs(ctx, r.UserID, draftLogs+1)
+		if err != nil {
+			return Change{}, fmt.Errorf("read raw logs: %w", err)
+		}
+		logs = withoutRun(logs, r.ID, draftLogs)
+		sums, err := s.deps.Repo.Summaries(ctx, r.UserID, analyzerSummaries)
+		if err != nil {
+			return Change{}, fmt.Errorf("read summaries: %w", err)
+		}
+		focused := focus(sums, r.Analysis)
+		draft, kept := buildDraft(r.Query, logs, focused, mentor, s.cfg.ContextTokens)
+		notes, err := s.call(ctx, Call{Label: "memory_assembler", System: asm, Prompt: draft}, nil)
+		if err != nil {
+			return Change{}, err
+		}
+		var payload strings.Builder
+		payload.WriteString("## Context notes\n" + strings.TrimSpace(notes) + "\n")
+		if len(kept) > 0 {
+			payload.WriteString("\n## Remembered from earlier conversations\n")
+			writeSummaries(&payload, kept)
+		}
+		return Change{DraftContext: draft, FinalContext: payload.String()}, nil
+	})
+}
+
+func (s *Service) respond(ctx context.Context, r Run) (Run, bool) {
+	return s.stage(ctx, r, Responding, Completed, "responder", func(ctx context.Context, r Run) (Change, error) {
+		mentor, err := s.prompt(ctx, "mentor")
+		if err != nil {
+			return Change{}, err
+		}
+		prompt := r.FinalContext + "\n## The user's message\n" + r.Query + "\n"
+		answer, err := s.call(ctx, Call{
+			Label: "memory_responder", System: mentor, Prompt: prompt, Strong: true,
+			Temperature: s.cfg.ResponderTemperature, MaxTokens: s.cfg.ResponderMaxTokens, Timeout: s.cfg.ResponderTimeout,
+		}, nil)
+		if err != nil {
+			return Change{}, err
+		}
+		answer = strings.TrimSpace(answer)
+		if answer == "" {
+			return Change{}, errors.New("empty answer")
+		}
+		return Change{FinalAnswer: answer}, nil
+	})
+}
+
+// finish delivers a finished run's answer (or failure notice) and archives
+// a completed one, then lets the user's next run start. A claim keeps two
+// orchestrators from sending the same answer twice.
+func (s *Service) finish(ctx context.Context, r Run) {
+	r, ok, err := s.deps.Repo.ClaimFinished(ctx, r.ID, s.cfg.Lease)
+	if err != nil || !ok {
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("claim finished run", "run", r.ID, "err", err)
+		}
+		return
+	}
+	released := false
+	defer func() {
+		if released {
+			return
+		}
+		rctx, cancel := detached(ctx)
+		defer cancel()
+		if err := s.deps.Repo.ReleaseRun(rctx, r.ID); err != nil {
+			s.log.Error("release run", "run", r.ID, "err", err)
+		}
+	}()
+	if r.DeliveredAt.IsZero() && s.deps.Notifier != nil {
+		send := s.deps.Notifier.Answer
+		if r.Status == Failed {
+			send = s.deps.Notifier.Failed
+		}
+		if err := send(ctx, r); err != nil {
+			// Telegram is down, say: the sweep retries. Archiving waits so
+			// the user's runs stay in order.
+			s.log.Warn("deliver run", "run", r.ID, "status", r.Status, "err", err)
+			return
+		}
+		if err := s.deps.Repo.MarkDelivered(ctx, r.ID); err != nil {
+			s.log.Error("mark run delivered", "run", r.ID, "err", err)
+			return
+		}
+	}
+	if r.Status == Completed && r.ArchivedAt.IsZero() {
+		if !s.archive(ctx, r) {
+			return
+		}
+		released = true
+	}
+	s.m.finished.WithLabelValues(string(r.Status)).Inc()
+	if next, ok, err := s.deps.Repo.NextRun(ctx, r.UserID); err == nil && ok {
+		s.o.dispatch(next.ID)
+	}
+}
+
+// archive is archivist signal 2: the exchange summarised into lsm_storage.
+// If the archivist cannot summarise it, the run is archived without a
+// summary rather than block the user's next run for ever.
+func (s *Service) archive(ctx context.Context, r Run) bool {
+	start := s.deps.Clock.Now()
+	defer func() { s.m.stage.WithLabelValues("archivist").Observe(s.deps.Clock.Since(start).Seconds()) }()
+	sys, err := s.prompt(ctx, "archivist")
+	var note archiveNote
+	if err == nil {
+		prompt := "## The user wrote\n" + r.Query + "\n\n## The mentor answered\n" + r.FinalAnswer + "\n"
+		_, err = s.call(ctx, Call{Label: "memory_archivist", System: sys, Prompt: prompt}, &note)
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	var sum *Summary
+	if err != nil {
+		s.m.failed.WithLabelValues("archivist").Inc()
+		s.log.Warn("archivist could not summarise; archived without a summary", "run", r.ID, "err", err)
+	} else {
+		bs, be := isoWeek(r.CreatedAt)
+		sum = &Summary{BucketStart: bs, BucketEnd: be, Tags: note.Tags, Summary: note.Summary, SourceRunIDs: []int64{r.ID}}
+	}
+	if _, err := s.deps.Repo.ArchiveRun(ctx, r.ID, sum); err != nil {
+		s.log.Error("archive run", "run", r.ID, "err", err)
+		return false
+	}
+	return true
+}
+
+// call makes an LLM call under the document's error table: invalid JSON is
+// retried once; a timeout or rate limit up to Attempts times with
+// exponential backoff (rate limits wait longer); anything else fails at once.
+func (s *Service) call(ctx context.Context, c Call, out any) (string, error) {
+	invalidRetries := 1
+	for attempt := 1; ; attempt++ {
+		var text string
+		var err error
+		if out != nil {
+			err = s.deps.LLM.JSON(ctx, c, out)
+		} else {
+			text, err = s.deps.LLM.Text(ctx, c)
+		}
+		if err == nil {
+			return text, nil
+		}
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		switch {
+		case errors.Is(err, ErrInvalidAnswer) && invalidRetries > 0:
+			invalidRetries--
+			s.m.retries.WithLabelValues(c.Label, "invalid_json").Inc()
+			continue
+		case (errors.Is(err, ErrTimeout) || errors.Is(err, ErrRateLimited)) && attempt < s.cfg.Attempts:
+			wait := s.cfg.Backoff << (attempt - 1)
+			reason := "timeout"
+			if errors.Is(err, ErrRateLimited) {
+				wait *= 3
+				reason = "rate_limited"
+			}
+			s.m.retries.WithLabelValues(c.Label, reason).Inc()
+			t := s.deps.Clock.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return "", ctx.Err()
+			case <-t.Chan():
+			}
+			continue
+		}
+		return "", fmt.Errorf("%s (attempt %d): %w", c.Label, attempt, err)
+	}
+}
+
+func (s *Service) prompt(ctx context.Context, role string) (string, error) {
+	s.promptMu.Lock()
+	defer s.promptMu.Unlock()
+	if s.prompts == nil || s.deps.Clock.Since(s.promptsAt) > promptTTL {
+		ps, err := s.deps.Repo.ActivePrompts(ctx)
+		if err != nil {
+			return "", fmt.Errorf("%s prompt: %w", role, err)
+		}
+		s.prompts, s.promptsAt = ps, s.deps.Clock.Now()
+	}
+	t, ok := s.prompts[role]
+	if !ok {
+		return "", fmt.Errorf("%s prompt: none active", role)
+	}
+	return t, nil
+}
+
+func writeSummaries(sb *strings.Builder, sums []Summary) {
+	for _, m := range sums {
+		sb.WriteString("- ")
+		if len(m.Tags) > 0 {
+			sb.WriteString("[" + strings.Join(m.Tags, ", ") + "] ")
+		}
+		sb.WriteString(m.CreatedAt.UTC().Format("2006-01-02") + ": " + m.Summary + "\n")
+	}
+}
+
+// withoutRun drops this run's own query from the logs (it is the new
+// message, given separately) and keeps at most n, newest first.
+func withoutRun(logs []LogEntry, runID int64, n int) []LogEntry {
+	out := logs[:0:0]
+	for _, l := range logs {
+		if l.RunID == runID && l.Type == "query" {
+			continue
+		}
+		if len(out) < n {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// focus picks the summaries the analysis points at: those matching a search
+// keyword, else (when context is needed) the most recent few.
+func focus(sums []Summary, a *Analysis) []Summary {
+	if a == nil || a.NeedsContext == nil || !*a.NeedsContext || len(sums) == 0 {
+		return nil
+	}
+	var out []Summary
+	for _, m := range sums {
+		text := strings.ToLower(m.Summary + " " + strings.Join(m.Tags, " "))
+		for _, k := range a.SearchKeywords {
+			if strings.Contains(text, k) {
+				out = append(out, m)
+				break
+			}
+		}
+		if len(out) == focusedSummaries {
+			break
+		}
+	}
+	if len(out) == 0 {
+		out = sums[:min(len(sums), focusedSummaries)]
+	}
+	return out
+}
+
+// buildDraft is the draft builder: the message, the recent raw logs, the
+// focused summaries and the mentor's role, within a token budget. An
+// oversized draft loses its oldest summaries first, then its oldest logs.
+// It returns the draft and the summaries kept (newest first).
+func buildDraft(query string, logs []LogEntry, sums []Summary, mentor string, budget int) (string, []Summary) {
+	render := func(logs []LogEntry, sums []Summary) string {
+		var sb strings.Builder
+		sb.WriteString("## The mentor's role\n" + mentor + "\n\n## The user's new message\n" + query + "\n")
+		if len(logs) > 0 {
+			sb.WriteString("\n## Recent messages (newest first)\n")
+			for _, l := range logs {
+				who := "User"
+				if l.Type == "answer" {
+					who = "Mentor"
+				}
+				sb.WriteString(who + ": " + l.Text + "\n")
+			}
+		}
+		if len(sums) > 0 {
+			sb.WriteString("\n## Summaries of earlier conversations (newest first)\n")
+			writeSummaries(&sb, sums)
+		}
+		return sb.String()
+	}
+	for {
+		d := render(logs, sums)
+		if Tokens(d) <= budget {
+			return d, sums
+		}
+		switch {
+		case len(sums) > 0:
+			sums = sums[:len(sums)-1]
+		case len(logs) > 0:
+			logs = logs[:len(logs)-1]
+		default:
+			return d, sums // the message alone is over budget: the model truncates
+		}
+	}
+}
+
+// Tokens estimates a text's tokens (about four characters each, the usual
+// rule for English and a little generous for Russian).
+func Tokens(s string) int { return (utf8.RuneCountInString(s) + 3) / 4 }
+
+// isoWeek is the ISO week (Monday 00:00 UTC to the next Monday) holding t.
+func isoWeek(t time.Time) (time.Time, time.Time) {
+	t = t.UTC()
+	day := (int(t.Weekday()) + 6) % 7 // Monday = 0
+	start := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -day)
+	return start, start.AddDate(0, 0, 7)
+}
+
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+}

@@ -1,0 +1,307 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain/memory"
+	"switchboard/llm/llmtest"
+)
+
+// The process document's table, written out apart from the code's.
+func TestTransitionTable(t *testing.T) {
+	t.Parallel()
+	allowed := map[[2]memory.Status]bool{}
+	for _, p := range [][2]memory.Status{
+		{memory.New, memory.Analyzing}, {memory.Analyzing, memory.Analyzed}, {memory.Analyzed, memory.Assembling},
+		{memory.Assembling, memory.Ready}, {memory.Ready, memory.Responding}, {memory.Responding, memory.Completed},
+		// the reaper returns a stalled stage to the status before it
+		{memory.Analyzing, memory.New}, {memory.Assembling, memory.Analyzed}, {memory.Responding, memory.Ready},
+	} {
+		allowed[p] = true
+	}
+	for _, s := range []memory.Status{memory.Analyzing, memory.Assembling, memory.Responding} {
+		allowed[[2]memory.Status{s, memory.Failed}] = true
+	}
+	for _, from := range memory.Statuses {
+		for _, to := range memory.Statuses {
+			require.Equal(t, allowed[[2]memory.Status{from, to}], memory.CanTransition(from, to), "%s → %s", from, to)
+		}
+	}
+	require.True(t, memory.Completed.Final())
+	require.True(t, memory.Failed.Final())
+}
+
+// One run through every stage: each stage's output stored, the answer
+// delivered and logged, the exchange summarised into the ISO week.
+func TestRunGoesThroughEveryStage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.script()
+	b.user(t, 1)
+	b.start(t, b.svc)
+	r := b.submit(t, b.svc, 1, "How do I learn Go?")
+	b.waitArchived(t, 1, 10*time.Second)
+
+	got := b.run(t, r.ID)
+	require.Equal(t, memory.Completed, got.Status)
+	require.NotNil(t, got.Analysis)
+	require.Equal(t, []string{"go"}, got.Analysis.SearchKeywords)
+	require.Contains(t, got.DraftContext, "How do I learn Go?")
+	require.Contains(t, got.DraftContext, "patient, practical mentor", "the mentor's role is in the draft")
+	require.Contains(t, got.FinalContext, "Notes: the user studies Go.")
+	require.Equal(t, "Answer to: How do I learn Go?", got.FinalAnswer)
+	require.False(t, got.DeliveredAt.IsZero())
+	require.Len(t, b.chat.answered(), 1)
+
+	var logs []string
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT array_agg(log_type || ':' || (log_data->>'text') ORDER BY id) FROM raw_logs`).Scan(&logs))
+	require.Equal(t, []string{"query:How do I learn Go?", "answer:Answer to: How do I learn Go?"}, logs)
+
+	sums, err := b.svc.Memory(b.ctx, 1, 10)
+	require.NoError(t, err)
+	require.Len(t, sums, 1)
+	require.Equal(t, "Summary of How do I learn Go?", sums[0].Summary)
+	require.Equal(t, []int64{r.ID}, sums[0].SourceRunIDs)
+	require.Equal(t, time.Monday, sums[0].BucketStart.UTC().Weekday())
+	require.Equal(t, 7*24*time.Hour, sums[0].BucketEnd.Sub(sums[0].BucketStart))
+	require.False(t, r.CreatedAt.Before(sums[0].BucketStart))
+
+	for _, rule := range []string{"analyzer", "assembler", "responder", "archivist"} {
+		require.Equal(t, 1, b.llm.Calls(rule), rule)
+	}
+	resp := b.llm.RequestsFor("responder")[0]
+	require.Equal(t, "strong", resp.Model, "the final responder uses the strong model")
+	require.NotNil(t, resp.Temperature)
+	require.InDelta(t, 0.7, *resp.Temperature, 1e-9)
+	require.Equal(t, 2000, resp.MaxTokens)
+}
+
+// FAILED from each stage, per the error table; the user is told and what
+// they wrote stays in raw_logs.
+func TestFailuresPerStage(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		setup func(b *bundle)
+		stage string
+		calls map[string]int
+	}{
+		{"analyzer invalid JSON twice", func(b *bundle) {
+			b.llm.On(llmtest.SystemContains("Decide whether")).Named("analyzer").Replies(`{"context_type": "x"}`, `not json`)
+		}, "analyzer", map[string]int{"analyzer": 2}},
+		{"assembler error", func(b *bundle) {
+			b.llm.On(llmtest.SystemContains("You prepare the context")).Named("assembler").Fault(llmtest.ServerError())
+		}, "assembler", map[string]int{"analyzer": 1, "assembler": 1}},
+		{"responder rate limited three times", func(b *bundle) {
+			b.llm.On(llmtest.SystemContains("patient, practical mentor")).Named("responder").Fault(llmtest.RateLimit(0))
+		}, "responder", map[string]int{"responder": 3}},
+		{"responder hangs past its timeout three times", func(b *bundle) {
+			b.llm.On(llmtest.SystemContains("patient, practical mentor")).Named("responder").Fault(llmtest.Hang())
+		}, "responder", map[string]int{"responder": 3}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, withConfig(memory.Config{Workers: 2, Lease: 30 * time.Second, Backoff: 10 * time.Millisecond,
+				SweepInterval: time.Hour, ResponderTimeout: 200 * time.Millisecond}))
+			tc.setup(b)
+			b.script() // rules added first win
+			b.user(t, 1)
+			b.start(t, b.svc)
+			r := b.submit(t, b.svc, 1, "Will this work?")
+			b.waitArchived(t, 1, 15*time.Second)
+			got := b.run(t, r.ID)
+			require.Equal(t, memory.Failed, got.Status)
+			require.True(t, strings.HasPrefix(got.ErrorMessage, tc.stage+":"), got.ErrorMessage)
+			require.Len(t, b.chat.failures(), 1, "the user is told")
+			require.Empty(t, b.chat.answered())
+			for rule, n := range tc.calls {
+				require.Equal(t, n, b.llm.Calls(rule), rule)
+			}
+			var queries int
+			require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT count(*) FROM raw_logs WHERE log_type = 'query'`).Scan(&queries))
+			require.Equal(t, 1, queries, "what they wrote is kept")
+		})
+	}
+}
+
+// The reaper returns a stage whose orchestrator died to the status before
+// it, at most three times; the fourth stall fails the run.
+func TestReaperReturnsThenFails(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(t, 1)
+	ids := map[memory.Status]int64{}
+	for _, st := range []memory.Status{memory.Analyzing, memory.Assembling, memory.Responding} {
+		r := b.submit(t, b.svc, 1, "stalled in "+string(st))
+		_, err := b.store.Pool().Exec(b.ctx, `UPDATE pipeline_runs SET status = $2, claimed_until = now() - interval '1 second',
+analysis_result = '{"needs_context": false}', final_context_payload = 'ctx' WHERE id = $1`, r.ID, st)
+		require.NoError(t, err)
+		ids[st] = r.ID
+	}
+	fresh := b.submit(t, b.svc, 1, "held by a live orchestrator")
+	_, err := b.store.Pool().Exec(b.ctx, `UPDATE pipeline_runs SET status = 'ANALYZING', claimed_until = now() + interval '1 hour' WHERE id = $1`, fresh.ID)
+	require.NoError(t, err)
+
+	n, err := b.svc.Reap(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	require.Equal(t, memory.New, b.run(t, ids[memory.Analyzing]).Status)
+	require.Equal(t, memory.Analyzed, b.run(t, ids[memory.Assembling]).Status)
+	require.Equal(t, memory.Ready, b.run(t, ids[memory.Responding]).Status)
+	require.Equal(t, memory.Analyzing, b.run(t, fresh.ID).Status, "a live lease is left alone")
+
+	id := ids[memory.Responding]
+	for i := 2; i <= 4; i++ {
+		_, err := b.store.Pool().Exec(b.ctx, `UPDATE pipeline_runs SET status = 'RESPONDING', claimed_until = now() - interval '1 second' WHERE id = $1`, id)
+		require.NoError(t, err)
+		_, err = b.svc.Reap(b.ctx)
+		require.NoError(t, err)
+	}
+	got := b.run(t, id)
+	require.Equal(t, memory.Failed, got.Status)
+	require.Equal(t, 3, got.Attempts)
+	require.Contains(t, got.ErrorMessage, "reaper")
+}
+
+// An orchestrator killed mid-stage (its claim left behind) is finished by
+// another after the reaper returns the run.
+func TestReaperFinishesADeadOrchestratorsRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.script()
+	b.user(t, 1)
+	r := b.submit(t, b.svc, 1, "Who finishes me?")
+	_, ok, err := b.store.CaptureRun(b.ctx, r.ID, memory.New, memory.Analyzing, 300*time.Millisecond)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	other := b.service(t)
+	b.start(t, other)
+	require.Eventually(t, func() bool {
+		_, err := other.Reap(b.ctx)
+		require.NoError(t, err)
+		return b.run(t, r.ID).Status != memory.Analyzing
+	}, 5*time.Second, 50*time.Millisecond)
+	b.waitArchived(t, 1, 10*time.Second)
+	got := b.run(t, r.ID)
+	require.Equal(t, memory.Completed, got.Status)
+	require.Equal(t, 1, got.Attempts)
+	require.Equal(t, 1, b.llm.Calls("analyzer"))
+}
+
+// Memory is per user: B's summaries and logs never reach A's prompts.
+func TestUsersNeverSeeEachOthersMemory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.script()
+	b.user(t, 1)
+	b.user(t, 2)
+	b.start(t, b.svc)
+	b.submit(t, b.svc, 2, "My secret project is Zanzibar")
+	b.waitArchived(t, 1, 10*time.Second)
+	b.submit(t, b.svc, 1, "What do you know about me?")
+	b.submit(t, b.svc, 1, "And now?")
+	b.waitArchived(t, 3, 10*time.Second)
+
+	for _, rule := range []string{"analyzer", "assembler", "responder", "archivist"} {
+		for _, req := range b.llm.RequestsFor(rule) {
+			if strings.Contains(req.Prompt, "What do you know") || strings.Contains(req.Prompt, "And now?") {
+				require.NotContains(t, req.Prompt, "Zanzibar", "%s prompt of user 1 leaked user 2's memory", rule)
+			}
+		}
+	}
+	// User 1's second run does see user 1's own first exchange.
+	last := b.prompts("responder")[2]
+	require.Contains(t, last, "Summary of What do you know about me?")
+}
+
+// One user's messages are answered in order, each started only after the
+// previous was archived; another user is not held up meanwhile.
+func TestOneUsersRunsGoInOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.script()
+	b.llm.SetLatency(15 * time.Millisecond)
+	b.user(t, 1)
+	b.user(t, 2)
+	b.start(t, b.svc)
+	var ahead []int
+	for i := range 5 {
+		_, n, err := b.svc.Submit(b.ctx, 1, 1, 100+i, fmt.Sprintf("message %d", i))
+		require.NoError(t, err)
+		ahead = append(ahead, n)
+	}
+	require.Equal(t, 0, ahead[0])
+	require.Equal(t, 4, ahead[4], "the fifth waits behind four")
+	other := b.submit(t, b.svc, 2, "an unrelated question")
+	b.waitArchived(t, 6, 20*time.Second)
+
+	var order []string
+	for _, a := range b.chat.answered() {
+		if a.UserID == 1 {
+			order = append(order, a.Query)
+		}
+	}
+	require.Equal(t, []string{"message 0", "message 1", "message 2", "message 3", "message 4"}, order)
+
+	// Every analyzer call for message k+1 came after the archivist call for message k.
+	reqs := b.llm.Requests()
+	pos := func(rule, text string) int {
+		for i, r := range reqs {
+			if r.Rule == rule && strings.Contains(r.Prompt, text) {
+				return i
+			}
+		}
+		return -1
+	}
+	for k := range 4 {
+		require.Greater(t, pos("analyzer", fmt.Sprintf("message %d", k+1)), pos("archivist", fmt.Sprintf("message %d", k)), "message %d", k+1)
+	}
+	// User 2 did not wait for user 1's queue.
+	var otherDone, lastOfOne time.Time
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT archived_at FROM pipeline_runs WHERE id = $1`, other.ID).Scan(&otherDone))
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT max(archived_at) FROM pipeline_runs WHERE user_id = 1`).Scan(&lastOfOne))
+	require.True(t, otherDone.Before(lastOfOne))
+}
+
+// A failed delivery (Telegram down) is retried by a later sweep; the run
+// is archived only after the user got the answer.
+func TestAnswerRetriedAfterTelegramOutage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.script()
+	b.user(t, 1)
+	b.chat.mu.Lock()
+	b.chat.fail = context.DeadlineExceeded
+	b.chat.mu.Unlock()
+	b.start(t, b.svc)
+	r := b.submit(t, b.svc, 1, "hello")
+	// Wait until the failed delivery has been tried and its claim dropped:
+	// a sweep while the orchestrator still holds the claim would skip the run.
+	require.Eventually(t, func() bool {
+		var released bool
+		require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT claimed_until IS NULL FROM pipeline_runs WHERE id = $1`, r.ID).Scan(&released))
+		return b.chat.refusals() > 0 && released && b.run(t, r.ID).Status == memory.Completed
+	}, 10*time.Second, 10*time.Millisecond)
+	got := b.run(t, r.ID)
+	require.True(t, got.DeliveredAt.IsZero())
+	require.True(t, got.ArchivedAt.IsZero(), "not archived before delivery")
+
+	b.chat.mu.Lock()
+	b.chat.fail = nil
+	b.chat.mu.Unlock()
+	// The sweep is the retry; a run still claimed by a late dispatch is
+	// skipped by one sweep and picked up by the next.
+	require.Eventually(t, func() bool {
+		b.svc.Sweep(b.ctx)
+		return !b.run(t, r.ID).ArchivedAt.IsZero()
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Len(t, b.chat.answered(), 1)
+}

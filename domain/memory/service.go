@@ -1,0 +1,362 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Run is one pipeline run.
+type Run struct {
+	ID           int64
+	UserID       int64
+	ChatID       int64
+	MessageID    int
+	Query        string
+	Status       Status
+	Analysis     *Analysis
+	DraftContext string
+	FinalContext string
+	FinalAnswer  string
+	ErrorMessage string
+	Attempts     int
+	DeliveredAt  time.Time
+	ArchivedAt   time.Time
+	CreatedAt    time.Time
+	// Lang is the user's language, for what the bot writes.
+	Lang string
+}
+
+// Change is what a transition writes besides the status.
+type Change struct {
+	Analysis     *Analysis
+	DraftContext string
+	FinalContext string
+	FinalAnswer  string
+	ErrorMessage string
+}
+
+// Summary is one lsm_storage record.
+type Summary struct {
+	ID           int64
+	BucketStart  time.Time
+	BucketEnd    time.Time
+	Tags         []string
+	Summary      string
+	SourceRunIDs []int64
+	CreatedAt    time.Time
+}
+
+// LogEntry is one raw_logs record: a query or an answer.
+type LogEntry struct {
+	Type      string // "query" or "answer"
+	Text      string
+	RunID     int64
+	CreatedAt time.Time
+}
+
+// Prompt is one version of a role's system prompt.
+type Prompt struct {
+	Role      string
+	Template  string
+	Version   int
+	Active    bool
+	UpdatedAt time.Time
+}
+
+// Roles whose prompts live in system_prompts.
+var Roles = []string{"analyzer", "assembler", "mentor", "archivist"}
+
+// Forgotten counts what /forget deleted.
+type Forgotten struct{ Runs, Logs, Summaries int }
+
+// Ref names a run to look at, as a notification or a sweep gives it.
+type Ref struct {
+	ID     int64
+	UserID int64
+	Status Status
+}
+
+// Repository is the storage the workflow needs; storage.Store implements it.
+type Repository interface {
+	SubmitRun(ctx context.Context, userID, chatID int64, messageID int, query string) (Run, int, error)
+	PipelineRun(ctx context.Context, id int64) (Run, error)
+	CaptureRun(ctx context.Context, id int64, from, to Status, lease time.Duration) (Run, bool, error)
+	AdvanceRun(ctx context.Context, id int64, from, to Status, ch Change) (Run, bool, error)
+	ClaimFinished(ctx context.Context, id int64, lease time.Duration) (Run, bool, error)
+	MarkDelivered(ctx context.Context, id int64) error
+	ArchiveRun(ctx context.Context, id int64, s *Summary) (bool, error)
+	ReleaseRun(ctx context.Context, id int64) error
+	OpenRuns(ctx context.Context, limit int) ([]Ref, error)
+	NextRun(ctx context.Context, userID int64) (Ref, bool, error)
+	ReapRuns(ctx context.Context, maxReaps int) (returned, failed []Ref, err error)
+	Summaries(ctx context.Context, userID int64, limit int) ([]Summary, error)
+	RecentLogs(ctx context.Context, userID int64, limit int) ([]LogEntry, error)
+	ActivePrompt(ctx context.Context, role string) (Prompt, error)
+	ActivePrompts(ctx context.Context) (map[string]string, error)
+	SetPrompt(ctx context.Context, role, template string) (Prompt, error)
+	Forget(ctx context.Context, userID int64) (Forgotten, error)
+	Backlog(ctx context.Context) (int, error)
+}
+
+// Call is one LLM request as the pipeline makes it.
+type Call struct {
+	Label       string
+	System      string
+	Prompt      string
+	Strong      bool
+	Temperature float64
+	MaxTokens   int
+	Timeout     time.Duration
+}
+
+// LLM is the model as this workflow needs it. Errors wrap ErrInvalidAnswer,
+// ErrTimeout or ErrRateLimited where they apply (the document's error table
+// treats those three apart).
+type LLM interface {
+	Text(ctx context.Context, c Call) (string, error)
+	JSON(ctx context.Context, c Call, out any) error
+}
+
+// LLM error classes.
+var (
+	ErrInvalidAnswer = errors.New("invalid LLM answer")
+	ErrTimeout       = errors.New("LLM timeout")
+	ErrRateLimited   = errors.New("LLM rate limited")
+)
+
+// Notifier is the chat side; the bot implements it.
+type Notifier interface {
+	// Typing shows "typing…" in the chat while the run works.
+	Typing(ctx context.Context, chatID int64) error
+	// Answer sends the final answer as a reply to the user's message.
+	Answer(ctx context.Context, r Run) error
+	// Failed tells the user this answer failed and they may resend.
+	Failed(ctx context.Context, r Run) error
+}
+
+// Config tunes the pipeline; zero values take the defaults.
+type Config struct {
+	// Workers bounds the runs this replica works on at once.
+	Workers int
+	// Lease is how long a captured stage may take before the reaper returns it.
+	Lease time.Duration
+	// MaxReaps is how often a run may be returned before it FAILS.
+	MaxReaps int
+	// SweepInterval re-reads unfinished runs even without notifications.
+	SweepInterval time.Duration
+	// ResponderTimeout, ResponderMaxTokens and ResponderTemperature are
+	// the final responder's settings (30 s, 2000, 0.7).
+	ResponderTimeout     time.Duration
+	ResponderMaxTokens   int
+	ResponderTemperature float64
+	// Attempts is how often a timed-out or rate-limited LLM call is tried.
+	Attempts int
+	// Backoff is the first retry's wait; it doubles, and rate limits wait
+	// three times longer.
+	Backoff time.Duration
+	// ContextTokens is the assembler's input budget (8000).
+	ContextTokens int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Workers <= 0 {
+		c.Workers = 8
+	}
+	if c.Lease <= 0 {
+		c.Lease = 2 * time.Minute
+	}
+	if c.MaxReaps <= 0 {
+		c.MaxReaps = 3
+	}
+	if c.SweepInterval <= 0 {
+		c.SweepInterval = 30 * time.Second
+	}
+	if c.ResponderTimeout <= 0 {
+		c.ResponderTimeout = 30 * time.Second
+	}
+	if c.ResponderMaxTokens <= 0 {
+		c.ResponderMaxTokens = 2000
+	}
+	if c.ResponderTemperature == 0 {
+		c.ResponderTemperature = 0.7
+	}
+	if c.Attempts <= 0 {
+		c.Attempts = 3
+	}
+	if c.Backoff <= 0 {
+		c.Backoff = time.Second
+	}
+	if c.ContextTokens <= 0 {
+		c.ContextTokens = 8000
+	}
+	return c
+}
+
+// Deps are the workflow's collaborators.
+type Deps struct {
+	Repo       Repository
+	LLM        LLM
+	Notifier   Notifier
+	Clock      clockwork.Clock
+	Log        *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Service is the memory chat: intake and privacy for the bot, the
+// orchestrator (Run) and the reaper.
+type Service struct {
+	cfg  Config
+	deps Deps
+	log  *slog.Logger
+	m    *metrics
+	o    *orchestrator
+
+	// prompts caches the active templates for promptTTL: five reads per
+	// run otherwise, for text that changes when an admin says so.
+	promptMu  sync.Mutex
+	prompts   map[string]string
+	promptsAt time.Time
+}
+
+// promptTTL is how soon a /prompt change reaches runs on every replica.
+const promptTTL = 5 * time.Second
+
+// NewService builds the workflow; Run starts the orchestrator.
+func NewService(cfg Config, deps Deps) (*Service, error) {
+	if deps.Repo == nil || deps.LLM == nil {
+		return nil, errors.New("memory: Repo and LLM are required")
+	}
+	if deps.Clock == nil {
+		deps.Clock = clockwork.NewRealClock()
+	}
+	if deps.Log == nil {
+		deps.Log = slog.Default()
+	}
+	if deps.Registerer == nil {
+		deps.Registerer = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(deps.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg.withDefaults(), deps: deps, log: deps.Log.With("component", "memory"), m: m}
+	s.o = newOrchestrator(s)
+	return s, nil
+}
+
+// SetNotifier sets the chat side after construction (the bot and the
+// service need each other).
+func (s *Service) SetNotifier(n Notifier) { s.deps.Notifier = n }
+
+// MaxQuery bounds one message, in characters (Telegram's own limit).
+const MaxQuery = 4096
+
+// ErrEmptyQuery and ErrQueryTooLong refuse a message.
+var (
+	ErrEmptyQuery   = errors.New("empty query")
+	ErrQueryTooLong = errors.New("query too long")
+)
+
+// Submit is intake: archivist signal 1 (the query into raw_logs) and the NEW
+// run, in one transaction. ahead counts this user's earlier runs still
+// unfinished: the new one waits for them.
+func (s *Service) Submit(ctx context.Context, userID, chatID int64, messageID int, query string) (Run, int, error) {
+	query = strings.TrimSpace(query)
+	if query == "" {
+		return Run{}, 0, ErrEmptyQuery
+	}
+	if utf8.RuneCountInString(query) > MaxQuery {
+		return Run{}, 0, ErrQueryTooLong
+	}
+	r, ahead, err := s.deps.Repo.SubmitRun(ctx, userID, chatID, messageID, query)
+	if err != nil {
+		return Run{}, 0, fmt.Errorf("submit: %w", err)
+	}
+	s.m.submitted.Inc()
+	if ahead == 0 {
+		s.o.dispatch(r.ID) // no need to wait for our own NOTIFY
+	}
+	return r, ahead, nil
+}
+
+// Memory returns what is remembered about the user, newest first.
+func (s *Service) Memory(ctx context.Context, userID int64, limit int) ([]Summary, error) {
+	return s.deps.Repo.Summaries(ctx, userID, limit)
+}
+
+// Forget deletes the user's runs, raw logs and summaries.
+func (s *Service) Forget(ctx context.Context, userID int64) (Forgotten, error) {
+	return s.deps.Repo.Forget(ctx, userID)
+}
+
+// ErrUnknownRole: not one of Roles.
+var ErrUnknownRole = errors.New("unknown prompt role")
+
+// MaxPrompt bounds a system prompt, in characters.
+const MaxPrompt = 8000
+
+// Prompt returns the active prompt of a role.
+func (s *Service) Prompt(ctx context.Context, role string) (Prompt, error) {
+	if !slices.Contains(Roles, role) {
+		return Prompt{}, ErrUnknownRole
+	}
+	return s.deps.Repo.ActivePrompt(ctx, role)
+}
+
+// SetPrompt stores a new active version of a role's prompt; the old ones
+// stay, inactive.
+func (s *Service) SetPrompt(ctx context.Context, role, template string) (Prompt, error) {
+	if !slices.Contains(Roles, role) {
+		return Prompt{}, ErrUnknownRole
+	}
+	template = strings.TrimSpace(template)
+	if template == "" {
+		return Prompt{}, ErrEmptyQuery
+	}
+	if utf8.RuneCountInString(template) > MaxPrompt {
+		return Prompt{}, ErrQueryTooLong
+	}
+	p, err := s.deps.Repo.SetPrompt(ctx, role, template)
+	if err == nil {
+		s.promptMu.Lock()
+		s.prompts = nil // this replica sees it at once
+		s.promptMu.Unlock()
+	}
+	return p, err
+}
+
+// advance is the one way a run changes status: the table is checked, then
+// one conditional UPDATE names the old status.
+func (s *Service) advance(ctx context.Context, r Run, to Status, ch Change) (Run, bool, error) {
+	if err := checkTransition(r.Status, to); err != nil {
+		s.log.Error("refused pipeline transition", "run", r.ID, "from", r.Status, "to", to)
+		return r, false, err
+	}
+	next, ok, err := s.deps.Repo.AdvanceRun(ctx, r.ID, r.Status, to, ch)
+	if err != nil {
+		return r, false, fmt.Errorf("run %d %s → %s: %w", r.ID, r.Status, to, err)
+	}
+	return next, ok, nil
+}
+
+// capture starts a stage: from → to with a lease, if nobody else did.
+func (s *Service) capture(ctx context.Context, r Run, to Status) (Run, bool, error) {
+	if err := checkTransition(r.Status, to); err != nil {
+		return r, false, err
+	}
+	next, ok, err := s.deps.Repo.CaptureRun(ctx, r.ID, r.Status, to, s.cfg.Lease)
+	if err != nil {
+		return r, false, fmt.Errorf("capture run %d %s → %s: %w", r.ID, r.Status, to, err)
+	}
+	return next, ok, nil
+}

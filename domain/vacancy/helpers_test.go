@@ -1,0 +1,217 @@
+package vacancy_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
+	"switchboard/domain/vacancy"
+	"switchboard/hh"
+	"switchboard/hh/hhtest"
+	"switchboard/llm"
+	"switchboard/llm/llmtest"
+	"switchboard/storage"
+	"switchboard/storage/storagetest"
+)
+
+// bundle is one test's world: a real database, the fake HH behind the real
+// client, the scripted LLM behind the real client, and a notifier that
+// records deliveries in place of Telegram.
+type bundle struct {
+	ctx   context.Context
+	store *storage.Store
+	hh    *hhtest.Server
+	llm   *llmtest.Server
+	llmc  *llm.Client
+	reg   *prometheus.Registry
+	sent  *recorder
+	svc   *vacancy.Service
+	cfg   vacancy.Config
+	// breakerOpen is how long the LLM breaker stays open once tripped.
+	breakerOpen time.Duration
+}
+
+type option func(*bundle)
+
+func withConfig(c vacancy.Config) option { return func(b *bundle) { b.cfg = c } }
+
+func withBreakerOpenFor(d time.Duration) option { return func(b *bundle) { b.breakerOpen = d } }
+
+// withHH replaces the fake HH with one built with opts.
+func withHH(opts ...hhtest.Option) option {
+	return func(b *bundle) {
+		b.hh.Close()
+		b.hh = hhtest.New(opts...)
+	}
+}
+
+func setup(t *testing.T, opts ...option) *bundle {
+	t.Helper()
+	b := &bundle{
+		ctx:   context.Background(),
+		store: storagetest.New(t),
+		hh:    hhtest.New(),
+		llm:   llmtest.New(),
+		reg:   prometheus.NewRegistry(),
+		sent:  &recorder{ids: map[int64]int{}},
+		cfg:   vacancy.Config{ClaimLease: 30 * time.Second},
+
+		breakerOpen: time.Minute,
+	}
+	for _, o := range opts {
+		o(b)
+	}
+	t.Cleanup(b.hh.Close)
+	t.Cleanup(b.llm.Close)
+	var err error
+	b.llmc, err = llm.New(llm.Config{Provider: llm.ProviderOllama, URL: b.llm.URL(), Model: "cheap", Timeout: 5 * time.Second},
+		llm.WithBreaker(3, b.breakerOpen), llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	t.Cleanup(b.llmc.Close)
+	b.svc = b.newService(t)
+	return b
+}
+
+// newService builds another Service over the same world, as a second
+// replica would.
+func (b *bundle) newService(t *testing.T) *vacancy.Service {
+	t.Helper()
+	src, err := hh.New(hh.Config{URL: b.hh.URL(), UserAgent: "switchboard-test/1.0 (dev@example.com)"})
+	require.NoError(t, err)
+	t.Cleanup(src.Close)
+	reg := b.reg
+	if b.svc != nil {
+		reg = prometheus.NewRegistry()
+	}
+	svc, err := vacancy.NewService(b.cfg, vacancy.Deps{
+		Repo: b.store, Source: src, Notifier: b.sent, Registerer: reg,
+		LLM: llm.Port{Client: b.llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer},
+		Log: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	return svc
+}
+
+// relevant scripts the LLM to judge every vacancy relevant with score 80.
+func (b *bundle) relevant() *llmtest.Rule {
+	return b.llm.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").
+		ReplyJSON(map[string]any{"is_relevant": true, "score": 80, "reasons": []string{"Go matches"}, "matched_skills": []string{"Go"}})
+}
+
+func (b *bundle) user(t *testing.T, id int64, profile string) {
+	t.Helper()
+	_, err := b.store.UpsertUser(b.ctx, domain.User{ID: id, FirstName: "U" + strconv.FormatInt(id, 10)})
+	require.NoError(t, err)
+	require.NoError(t, b.svc.SetProfile(b.ctx, id, profile))
+}
+
+func (b *bundle) search(t *testing.T, userID int64, text string) vacancy.Search {
+	t.Helper()
+	p, err := vacancy.ParseParams(text)
+	require.NoError(t, err)
+	s, _, err := b.svc.AddSearch(b.ctx, userID, p)
+	require.NoError(t, err)
+	return s
+}
+
+// vacancies generates n vacancies titled "Golang developer <id>" with
+// moderate experience, oldest first, ids from first.
+func vacancies(n int, first int64, seed int64) []hhtest.Vacancy {
+	// Published recently, like a live search: recovery and backfills look
+	// at the last two days only.
+	newest := time.Now().Add(-time.Hour).Truncate(time.Second)
+	vs := hhtest.Generate(n, hhtest.GenOptions{Seed: seed, FirstID: first, Newest: newest})
+	for i := range vs {
+		vs[i].Name = "Golang developer " + vs[i].ID
+		vs[i].Experience = hhtest.Between1And3
+	}
+	return vs
+}
+
+// status reads a match's status straight from the table.
+func (b *bundle) status(t *testing.T, userID, vacancyID int64) vacancy.Status {
+	t.Helper()
+	var s string
+	err := b.store.Pool().QueryRow(b.ctx, `SELECT status FROM vacancy_matches WHERE user_id = $1 AND vacancy_id = $2`,
+		userID, vacancyID).Scan(&s)
+	if err != nil {
+		return "(none)"
+	}
+	return vacancy.Status(s)
+}
+
+func (b *bundle) counts(t *testing.T) map[vacancy.Status]int {
+	t.Helper()
+	rows, err := b.store.Pool().Query(b.ctx, `SELECT status, count(*) FROM vacancy_matches GROUP BY status`)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[vacancy.Status]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		require.NoError(t, rows.Scan(&s, &n))
+		out[vacancy.Status(s)] = n
+	}
+	return out
+}
+
+func (b *bundle) exec(t *testing.T, q string, args ...any) {
+	t.Helper()
+	_, err := b.store.Pool().Exec(b.ctx, q, args...)
+	require.NoError(t, err)
+}
+
+// recorder is the Telegram side of delivery: it counts messages per match.
+type recorder struct {
+	mu   sync.Mutex
+	ids  map[int64]int
+	last []vacancy.Delivery
+	fail error
+	next int
+}
+
+func (r *recorder) Deliver(_ context.Context, d vacancy.Delivery) (int64, int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail != nil {
+		return 0, 0, r.fail
+	}
+	r.ids[d.MatchID]++
+	r.last = append(r.last, d)
+	r.next++
+	return d.UserID, r.next, nil
+}
+
+func (r *recorder) deliveries() []vacancy.Delivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]vacancy.Delivery(nil), r.last...)
+}
+
+func (r *recorder) duplicates() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for id, n := range r.ids {
+		if n > 1 {
+			out = append(out, fmt.Sprintf("match %d delivered %d times", id, n))
+		}
+	}
+	return out
+}
+
+func id(v hhtest.Vacancy) int64 {
+	n, err := strconv.ParseInt(v.ID, 10, 64)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}

@@ -1,0 +1,55 @@
+package vacancy
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	transitions *prometheus.CounterVec
+	processed   *prometheus.CounterVec
+	skipped     *prometheus.CounterVec
+	duration    prometheus.Histogram
+	retries     prometheus.Counter
+	discovered  prometheus.Counter
+	queued      prometheus.Counter
+
+	recoveryAttempts, recoveryRecovered, recoveryDeleted, recoverySkipped prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	m := &metrics{
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vacancy_transitions_total", Help: "Vacancy match status changes.",
+		}, []string{"from", "to"}),
+		processed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vacancy_matches_processed_total", Help: "Claimed matches by outcome.",
+		}, []string{"outcome"}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vacancy_matches_skipped_total", Help: "Matches marked SKIPPED, by reason.",
+		}, []string{"reason"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "vacancy_match_processing_seconds", Help: "Claim to final state of one match.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
+		}),
+		retries:    counter("vacancy_llm_retries_total", "Relevance answers retried after invalid JSON."),
+		discovered: counter("vacancies_discovered_total", "Vacancies new to a search_key."),
+		queued:     counter("vacancy_matches_queued_total", "Matches created in QUEUED by discovery."),
+
+		recoveryAttempts:  counter("vacancies_recovery_attempts_total", "SKIPPED matches examined by recovery."),
+		recoveryRecovered: counter("vacancies_recovery_recovered_total", "SKIPPED matches returned to the queue."),
+		recoveryDeleted:   counter("vacancies_recovery_deleted_total", "SKIPPED matches deleted for a ban word."),
+		recoverySkipped:   counter("vacancies_recovery_skipped_total", "SKIPPED matches left alone (judged not relevant)."),
+	}
+	for _, c := range []prometheus.Collector{m.transitions, m.processed, m.skipped, m.duration, m.retries,
+		m.discovered, m.queued, m.recoveryAttempts, m.recoveryRecovered, m.recoveryDeleted, m.recoverySkipped} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("vacancy metrics: %w", err)
+		}
+	}
+	return m, nil
+}

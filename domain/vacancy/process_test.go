@@ -1,0 +1,350 @@
+package vacancy_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain/vacancy"
+	"switchboard/hh/hhtest"
+	"switchboard/llm/llmtest"
+)
+
+const seeker = 7
+
+// queue puts vs on the fake HH, gives the seeker a profile and a search,
+// and fetches, leaving one QUEUED match per vacancy.
+func (b *bundle) queue(t *testing.T, vs ...hhtest.Vacancy) {
+	t.Helper()
+	b.hh.Add(vs...)
+	b.user(t, seeker, "Go developer, five years of backend work; remote only")
+	b.search(t, seeker, "golang")
+	require.NoError(t, b.svc.Fetch(b.ctx))
+	require.Equal(t, len(vs), b.counts(t)[vacancy.Queued])
+}
+
+func (b *bundle) drain(t *testing.T) int {
+	t.Helper()
+	n, err := b.svc.Drain(b.ctx)
+	require.NoError(t, err)
+	return n
+}
+
+func (b *bundle) skipReason(t *testing.T, vacancyID int64) string {
+	t.Helper()
+	var r string
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx,
+		`SELECT skip_reason FROM vacancy_matches WHERE vacancy_id = $1 AND user_id = $2`, vacancyID, seeker).Scan(&r))
+	return r
+}
+
+// QUEUED → ANALYZED → SENT_TO_USER, newest published first, with the
+// vacancy reduced to plain text in the prompt.
+func TestProcessDeliversRelevantNewestFirst(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.relevant()
+	vs := vacancies(3, 500, 10)
+	vs[2].Description = "<p>We build <strong>payments</strong> in Go &amp; Rust.</p><ul><li>gRPC</li><li>PostgreSQL</li></ul><script>x()</script>"
+	b.queue(t, vs...)
+
+	require.Equal(t, 3, b.drain(t))
+	for _, v := range vs {
+		require.Equal(t, vacancy.SentToUser, b.status(t, seeker, id(v)))
+	}
+	got := b.sent.deliveries()
+	require.Len(t, got, 3)
+	require.Equal(t, []int64{502, 501, 500}, []int64{got[0].Vacancy.ID, got[1].Vacancy.ID, got[2].Vacancy.ID}, "newest first")
+	require.Equal(t, 80, got[0].Verdict.Score)
+	require.Equal(t, []string{"Go matches"}, got[0].Verdict.Reasons)
+	require.Equal(t, "en", got[0].Lang)
+
+	var sentAt *time.Time
+	var msg int64
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT sent_at, message_id FROM vacancy_matches WHERE vacancy_id = 502`).
+		Scan(&sentAt, &msg))
+	require.NotNil(t, sentAt)
+	require.NotZero(t, msg)
+
+	prompt := b.llm.RequestsFor("relevance")[0].Prompt
+	require.Contains(t, prompt, "five years of backend work")
+	require.Contains(t, prompt, "We build payments in Go & Rust.")
+	require.Contains(t, prompt, "• gRPC")
+	require.NotContains(t, prompt, "<strong>")
+	require.NotContains(t, prompt, "x()")
+}
+
+func TestProcessNotRelevantIsFinal(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.llm.On().Named("relevance").ReplyJSON(map[string]any{"is_relevant": false, "score": 12, "reasons": []string{"PHP"}, "matched_skills": []string{}})
+	vs := vacancies(1, 500, 11)
+	b.queue(t, vs...)
+	b.drain(t)
+	require.Equal(t, vacancy.NotSuitable, b.status(t, seeker, 500))
+	require.Empty(t, b.sent.deliveries())
+	require.Equal(t, 0, b.drain(t), "nothing left to claim")
+}
+
+// HH's 404 is checked before anything costly: no LLM call.
+func TestProcessArchivedVacancy(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.relevant()
+	vs := vacancies(2, 500, 12)
+	b.queue(t, vs...)
+	b.hh.Archive("500")
+	b.drain(t)
+	require.Equal(t, vacancy.InArchive, b.status(t, seeker, 500))
+	require.Equal(t, vacancy.SentToUser, b.status(t, seeker, 501))
+	require.Equal(t, 1, b.llm.Calls("relevance"))
+}
+
+// A ban word in the full description deletes the match, and the vacancy
+// when no other user's match holds it, without asking the LLM.
+func TestProcessBanWordInDescriptionDeletes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.relevant()
+	vs := vacancies(2, 500, 13)
+	vs[0].Description = "<p>Поддержка сайтов на 1С-<b>Битрикс</b>.</p>"
+	vs[1].Description = "<p>Поддержка сайтов на 1С-<b>Битрикс</b>.</p>"
+	b.queue(t, vs...)
+	b.user(t, 8, "")
+	b.search(t, 8, "golang") // user 8 gets both from the shared hits, without the ban
+	_, _, err := b.svc.Ban(b.ctx, seeker, "битрикс")
+	require.NoError(t, err)
+	b.exec(t, `DELETE FROM vacancy_matches WHERE user_id = 8 AND vacancy_id = 500`)
+
+	b.drain(t)
+	require.Equal(t, "(none)", string(b.status(t, seeker, 500)))
+	require.Equal(t, "(none)", string(b.status(t, seeker, 501)))
+	require.Equal(t, vacancy.SentToUser, b.status(t, 8, 501))
+	var left []int64
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT array_agg(id ORDER BY id) FROM vacancies`).Scan(&left))
+	require.Equal(t, []int64{501}, left, "500 had no other match; 501 is user 8's")
+	require.Equal(t, 1, b.llm.Calls("relevance"), "only user 8's match was judged")
+	require.Len(t, b.hits(t, b.search(t, seeker, "golang").Key), 2, "the search still remembers it saw them")
+}
+
+func TestProcessSkipsWhenHHFails(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.relevant()
+	b.queue(t, vacancies(1, 500, 14)...)
+	b.hh.FailNext(1, 503, hhtest.DetailEndpoint)
+	b.drain(t)
+	require.Equal(t, vacancy.Skipped, b.status(t, seeker, 500))
+	require.Equal(t, vacancy.ReasonHHUnavailable, b.skipReason(t, 500))
+}
+
+// LLM errors skip; once the breaker opens, matches are skipped without
+// calling the LLM at all.
+func TestProcessSkipsOnLLMErrorsAndOpenBreaker(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.llm.On().Named("relevance").Fault(llmtest.ServerError())
+	b.queue(t, vacancies(5, 500, 15)...)
+	b.drain(t)
+	require.Equal(t, map[vacancy.Status]int{vacancy.Skipped: 5}, b.counts(t))
+	require.Equal(t, 3, b.llm.Calls("relevance"), "the breaker opened after three failures")
+	for _, vid := range []int64{504, 503, 502} {
+		require.Equal(t, vacancy.ReasonLLMError, b.skipReason(t, vid), "vacancy %d", vid)
+	}
+	for _, vid := range []int64{501, 500} {
+		require.Equal(t, vacancy.ReasonBreakerOpen, b.skipReason(t, vid), "vacancy %d", vid)
+	}
+	st, err := b.svc.Stats(b.ctx, seeker)
+	require.NoError(t, err)
+	require.True(t, st.BreakerOpen)
+	require.Equal(t, 5, st.Counts[vacancy.Skipped])
+}
+
+func TestProcessRetriesInvalidJSONOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.relevant().FaultNext(1, llmtest.InvalidJSON())
+	b.queue(t, vacancies(1, 500, 16)...)
+	b.drain(t)
+	require.Equal(t, vacancy.SentToUser, b.status(t, seeker, 500))
+	require.Equal(t, 2, b.llm.Calls("relevance"))
+
+	b2 := setup(t)
+	// Valid JSON that breaks the schema counts as invalid too.
+	b2.llm.On().Named("relevance").Replies(`{"score": 50}`, `{"is_relevant": true, "score": 400}`)
+	b2.queue(t, vacancies(1, 500, 16)...)
+	b2.drain(t)
+	require.Equal(t, vacancy.Skipped, b2.status(t, seeker, 500))
+	require.Equal(t, vacancy.ReasonInvalidJSON, b2.skipReason(t, 500))
+	require.Equal(t, 2, b2.llm.Calls("relevance"))
+}
+
+// The user's latest decisions go into the prompt as examples of their taste.
+func TestProcessPromptCarriesTaste(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.relevant()
+	b.queue(t, vacancies(3, 500, 17)...)
+	b.exec(t, `UPDATE vacancies SET title = 'Senior Rust engineer' WHERE id = 500`)
+	b.exec(t, `UPDATE vacancies SET title = '1C programmer' WHERE id = 501`)
+	b.exec(t, `UPDATE vacancy_matches SET status = 'APPLIED', is_relevant = true, sent_at = now(), message_id = 1 WHERE vacancy_id = 500`)
+	b.exec(t, `UPDATE vacancy_matches SET status = 'NOT_INTERESTED', is_relevant = true, sent_at = now(), message_id = 2 WHERE vacancy_id = 501`)
+	b.drain(t)
+	prompt := b.llm.RequestsFor("relevance")[0].Prompt
+	require.Contains(t, prompt, "applied to\n- Senior Rust engineer")
+	require.Contains(t, prompt, "not interesting\n- 1C programmer")
+}
+
+// A failed send leaves the match ANALYZED (not lost, not re-judged); it is
+// delivered once Telegram is back.
+func TestProcessRetriesFailedDelivery(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.relevant()
+	b.queue(t, vacancies(1, 500, 18)...)
+	b.sent.mu.Lock()
+	b.sent.fail = errors.New("telegram down")
+	b.sent.mu.Unlock()
+	b.drain(t)
+	require.Equal(t, vacancy.Analyzed, b.status(t, seeker, 500))
+	require.Equal(t, 0, b.drain(t), "postponed, not claimable yet")
+
+	b.sent.mu.Lock()
+	b.sent.fail = nil
+	b.sent.mu.Unlock()
+	b.exec(t, `UPDATE vacancy_matches SET claimed_until = now() - interval '1 second'`)
+	require.Equal(t, 1, b.drain(t))
+	require.Equal(t, vacancy.SentToUser, b.status(t, seeker, 500))
+	require.Equal(t, 1, b.llm.Calls("relevance"), "judged once")
+}
+
+// Stopping mid-analysis leaves the match SKIPPED, for recovery.
+func TestShutdownSkipsMatchesInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.llm.On().Named("relevance").Fault(llmtest.Hang())
+	b.queue(t, vacancies(2, 500, 19)...)
+	ctx, cancel := context.WithCancel(b.ctx)
+	done := make(chan struct{})
+	go func() { b.svc.Run(ctx); close(done) }()
+	require.Eventually(t, func() bool { return b.llm.Calls("relevance") == 2 }, 10*time.Second, 10*time.Millisecond)
+	cancel()
+	<-done
+	require.Equal(t, map[vacancy.Status]int{vacancy.Skipped: 2}, b.counts(t))
+	require.Equal(t, vacancy.ReasonShutdown, b.skipReason(t, 500))
+}
+
+// A claim whose worker died (kill -9) is taken over when its lease runs
+// out; an idle worker wakes for it without waiting for the sweep.
+func TestExpiredClaimIsTakenOver(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withConfig(vacancy.Config{SweepInterval: time.Hour}))
+	b.relevant()
+	b.queue(t, vacancies(1, 500, 20)...)
+	c, ok, err := b.store.ClaimMatch(b.ctx, 700*time.Millisecond) // the dead worker's claim
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	go b.svc.Run(ctx)
+	require.Eventually(t, func() bool { return b.status(t, seeker, 500) == vacancy.SentToUser }, 10*time.Second, 20*time.Millisecond)
+	var attempts int
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT attempts FROM vacancy_matches WHERE id = $1`, c.Match.ID).Scan(&attempts))
+	require.Equal(t, 2, attempts)
+}
+
+// Two replicas' workers on one queue: every match delivered exactly once.
+func TestTwoReplicasDeliverEachMatchOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withConfig(vacancy.Config{Workers: 4, FetchLimit: 200}))
+	b.relevant()
+	b.queue(t, vacancies(120, 1000, 21)...)
+	other := b.newService(t)
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	go b.svc.Run(ctx)
+	go other.Run(ctx)
+	b.svc.Wake()
+	other.Wake()
+	require.Eventually(t, func() bool { return b.counts(t)[vacancy.SentToUser] == 120 }, 30*time.Second, 20*time.Millisecond)
+	require.Len(t, b.sent.deliveries(), 120)
+	require.Empty(t, b.sent.duplicates())
+}
+
+func TestDecide(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.relevant()
+	b.queue(t, vacancies(2, 500, 22)...)
+	b.user(t, 8, "")
+	b.drain(t)
+	var matchID, other int64
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT id FROM vacancy_matches WHERE vacancy_id = 500`).Scan(&matchID))
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT id FROM vacancy_matches WHERE vacancy_id = 501`).Scan(&other))
+
+	_, _, err := b.svc.Decide(b.ctx, 8, matchID, vacancy.Applied)
+	require.ErrorIs(t, err, vacancy.ErrForbidden)
+	require.Equal(t, vacancy.SentToUser, b.status(t, seeker, 500))
+
+	m, v, err := b.svc.Decide(b.ctx, seeker, matchID, vacancy.Applied)
+	require.NoError(t, err)
+	require.Equal(t, vacancy.Applied, m.Status)
+	require.Equal(t, int64(500), v.ID)
+	require.NotNil(t, m.Verdict, "the edit re-renders the verdict")
+
+	_, _, err = b.svc.Decide(b.ctx, seeker, matchID, vacancy.Applied)
+	require.ErrorIs(t, err, vacancy.ErrAlreadyDecided)
+	_, _, err = b.svc.Decide(b.ctx, seeker, matchID, vacancy.NotInterested)
+	require.ErrorIs(t, err, vacancy.ErrAlreadyDecided)
+	require.Equal(t, vacancy.Applied, b.status(t, seeker, 500))
+
+	_, _, err = b.svc.Decide(b.ctx, seeker, other, vacancy.NotInterested)
+	require.NoError(t, err)
+	require.Equal(t, vacancy.NotInterested, b.status(t, seeker, 501))
+
+	_, _, err = b.svc.Decide(b.ctx, seeker, other, vacancy.Skipped)
+	require.ErrorIs(t, err, vacancy.ErrIllegalTransition)
+
+	// Racing double presses: one wins.
+	b.exec(t, `UPDATE vacancy_matches SET status = 'SENT_TO_USER' WHERE id = $1`, matchID)
+	errs := make(chan error, 10)
+	for range 10 {
+		go func() { _, _, err := b.svc.Decide(b.ctx, seeker, matchID, vacancy.NotInterested); errs <- err }()
+	}
+	wins := 0
+	for range 10 {
+		if err := <-errs; err == nil {
+			wins++
+		} else {
+			require.ErrorIs(t, err, vacancy.ErrAlreadyDecided)
+		}
+	}
+	require.Equal(t, 1, wins)
+	require.Equal(t, 2.0, b.counter(t, "vacancy_transitions_total", "SENT_TO_USER", "NOT_INTERESTED"))
+}
+
+func (b *bundle) counter(t *testing.T, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := b.reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var vals []string
+			for _, lp := range m.GetLabel() {
+				vals = append(vals, lp.GetValue())
+			}
+			if strings.Join(vals, ",") == strings.Join(labels, ",") {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,84 @@
+package vacancy
+
+import (
+	"context"
+	"fmt"
+)
+
+// RecoveryResult counts one recovery pass, as the seed's metrics do.
+type RecoveryResult struct {
+	Attempts  int // SKIPPED matches examined
+	Recovered int // back in the queue
+	Deleted   int // a ban word now matches
+	Skipped   int // left alone: already judged not relevant
+}
+
+// recoveryBatch bounds one read of SKIPPED matches.
+const recoveryBatch = 500
+
+// Recover returns SKIPPED matches created within RecoveryWindow to the
+// queue (SKIPPED → NEW → QUEUED), except those already judged not
+// relevant; matches a ban word now hits are deleted instead. Safe on
+// several replicas at once: each move names the old status, so a match is
+// recovered once.
+func (s *Service) Recover(ctx context.Context) (RecoveryResult, error) {
+	var res RecoveryResult
+	since := s.deps.Clock.Now().Add(-s.cfg.RecoveryWindow)
+	after := int64(0)
+	for {
+		batch, err := s.deps.Repo.Skipped(ctx, since, after, recoveryBatch)
+		if err != nil {
+			return res, fmt.Errorf("recover: list skipped: %w", err)
+		}
+		for _, sm := range batch {
+			after = sm.Match.ID
+			res.Attempts++
+			s.m.recoveryAttempts.Inc()
+			m := sm.Match
+			switch {
+			case m.Verdict != nil && m.Verdict.IsRelevant != nil && !*m.Verdict.IsRelevant:
+				res.Skipped++
+				s.m.recoverySkipped.Inc()
+			case NewBans(sm.BanWords).Match(sm.Title, sm.Snippet, PlainText(sm.Desc)) != "":
+				ok, err := s.deps.Repo.DeleteMatch(ctx, m.ID, "")
+				if err != nil {
+					return res, fmt.Errorf("recover: delete match %d: %w", m.ID, err)
+				}
+				if ok {
+					res.Deleted++
+					s.m.recoveryDeleted.Inc()
+				}
+			default:
+				ok, err := s.requeue(ctx, m)
+				if err != nil {
+					return res, fmt.Errorf("recover: %w", err)
+				}
+				if ok {
+					res.Recovered++
+					s.m.recoveryRecovered.Inc()
+				}
+			}
+		}
+		if len(batch) < recoveryBatch {
+			break
+		}
+	}
+	if res.Recovered > 0 {
+		s.Wake()
+	}
+	if res.Attempts > 0 {
+		s.log.Info("vacancy recovery", "attempts", res.Attempts, "recovered", res.Recovered,
+			"deleted", res.Deleted, "skipped", res.Skipped)
+	}
+	return res, nil
+}
+
+// requeue walks SKIPPED → NEW → QUEUED, each step through the table.
+func (s *Service) requeue(ctx context.Context, m Match) (bool, error) {
+	n, ok, err := s.transition(ctx, m, New, Change{})
+	if err != nil || !ok {
+		return false, err
+	}
+	_, ok, err = s.transition(ctx, n, Queued, Change{})
+	return ok, err
+}

@@ -1,0 +1,83 @@
+package vacancy_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain/vacancy"
+	"switchboard/llm"
+	"switchboard/llm/llmtest"
+)
+
+// Recovery walks SKIPPED → NEW → QUEUED within the window, leaves matches
+// already judged not relevant, deletes ban-word hits, and ignores what is
+// older than the window. Its counters carry the seed's names.
+func TestRecoveryRequeuesDeletesAndLeaves(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.queue(t, vacancies(5, 500, 30)...)
+	b.exec(t, `UPDATE vacancy_matches SET status = 'SKIPPED', skip_reason = 'llm_error'`)
+	// 501: judged not relevant before it was skipped.
+	b.exec(t, `UPDATE vacancy_matches SET is_relevant = false, analysis = '{"is_relevant": false, "score": 3}' WHERE vacancy_id = 501`)
+	// 502: now hit by a ban word in its description.
+	b.exec(t, `UPDATE vacancies SET description = '<p>Legacy <i>Delphi</i> code</p>' WHERE id = 502`)
+	_, _, err := b.svc.Ban(b.ctx, seeker, "delphi")
+	require.NoError(t, err)
+	// 503: skipped three days ago, outside the 48 h window.
+	b.exec(t, `UPDATE vacancy_matches SET created_at = now() - interval '72 hours' WHERE vacancy_id = 503`)
+
+	res, err := b.svc.Recover(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, vacancy.RecoveryResult{Attempts: 4, Recovered: 2, Deleted: 1, Skipped: 1}, res)
+	require.Equal(t, vacancy.Queued, b.status(t, seeker, 500))
+	require.Equal(t, vacancy.Skipped, b.status(t, seeker, 501))
+	require.Equal(t, "(none)", string(b.status(t, seeker, 502)))
+	require.Equal(t, vacancy.Skipped, b.status(t, seeker, 503))
+	require.Equal(t, vacancy.Queued, b.status(t, seeker, 504))
+
+	require.Equal(t, 4.0, b.counter(t, "vacancies_recovery_attempts_total"))
+	require.Equal(t, 2.0, b.counter(t, "vacancies_recovery_recovered_total"))
+	require.Equal(t, 1.0, b.counter(t, "vacancies_recovery_deleted_total"))
+	require.Equal(t, 1.0, b.counter(t, "vacancies_recovery_skipped_total"))
+	require.Equal(t, 2.0, b.counter(t, "vacancy_transitions_total", "SKIPPED", "NEW"))
+	require.Equal(t, 2.0, b.counter(t, "vacancy_transitions_total", "NEW", "QUEUED"))
+
+	// A second pass (another replica, the next tick) finds nothing to redo.
+	res, err = b.svc.Recover(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 0, res.Recovered)
+}
+
+// The breaker story in the domain: LLM down → SKIPPED, the breaker open
+// and shown in the stats; recovery while it is open skips again without
+// calling the LLM; LLM back → recovery delivers them.
+func TestRecoveryDeliversOnceTheLLMIsBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withBreakerOpenFor(500*time.Millisecond))
+	b.llm.On().Named("relevance").FaultNext(3, llmtest.ServerError()).
+		ReplyJSON(map[string]any{"is_relevant": true, "score": 70, "reasons": []string{"ok"}, "matched_skills": []string{}})
+	b.queue(t, vacancies(4, 500, 31)...)
+	b.drain(t)
+	require.Equal(t, map[vacancy.Status]int{vacancy.Skipped: 4}, b.counts(t))
+	require.Equal(t, llm.BreakerOpen, b.llmc.BreakerState())
+	st, err := b.svc.Stats(b.ctx, seeker)
+	require.NoError(t, err)
+	require.True(t, st.BreakerOpen)
+
+	_, err = b.svc.Recover(b.ctx)
+	require.NoError(t, err)
+	b.drain(t)
+	require.Equal(t, map[vacancy.Status]int{vacancy.Skipped: 4}, b.counts(t))
+	require.Equal(t, vacancy.ReasonBreakerOpen, b.skipReason(t, 500))
+	require.Equal(t, 3, b.llm.Calls("relevance"), "no call while open")
+
+	require.Eventually(t, func() bool { return b.llmc.BreakerState() != llm.BreakerOpen }, 5*time.Second, 20*time.Millisecond)
+	res, err := b.svc.Recover(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 4, res.Recovered)
+	b.drain(t)
+	require.Equal(t, map[vacancy.Status]int{vacancy.SentToUser: 4}, b.counts(t))
+	require.Len(t, b.sent.deliveries(), 4)
+}

@@ -1,0 +1,455 @@
+package vacancy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Search is one user's saved search.
+type Search struct {
+	ID        int64
+	UserID    int64
+	Params    Params
+	Key       string
+	CreatedAt time.Time
+}
+
+// Match is a (user, vacancy) pair moving through the status table.
+type Match struct {
+	ID          int64
+	UserID      int64
+	VacancyID   int64
+	Status      Status
+	PublishedAt time.Time
+	Verdict     *Verdict // nil until judged
+	SkipReason  string
+	Attempts    int
+	ChatID      int64
+	MessageID   int
+	SentAt      time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	// ClaimToken identifies the worker's claim; changes by a worker name it
+	// so a worker whose lease ran out cannot overwrite its successor's work.
+	ClaimToken string
+}
+
+// Change is what a transition writes besides the status.
+type Change struct {
+	Verdict    *Verdict
+	SkipReason string
+	ChatID     int64
+	MessageID  int
+	SentAt     time.Time
+	// Token, when set, must equal the match's claim token.
+	Token string
+}
+
+// Claim is a claimed match with what processing it needs.
+type Claim struct {
+	Match   Match
+	Vacancy Vacancy
+	// DetailFetchedAt is when the vacancy's detail was last fetched (zero: never).
+	DetailFetchedAt time.Time
+	User            Recipient
+}
+
+// Recipient is the match's user as processing sees them.
+type Recipient struct {
+	ID       int64
+	Lang     string
+	Profile  string
+	BanWords []string
+}
+
+// Group is every search sharing one search_key: one discovery serves all
+// their users.
+type Group struct {
+	Key    string
+	Params Params
+}
+
+// Markers are discovery_state: how far a search_key has been swept.
+type Markers struct {
+	// LastSeenMaxID is the largest vacancy id ever seen; it only grows.
+	LastSeenMaxID int64
+	// LastCompleteSweepBeforeID is the deepest (smallest) id a run reached,
+	// so that later runs keep sweeping down from there.
+	LastCompleteSweepBeforeID int64
+	UpdatedAt                 time.Time
+}
+
+// NewMatch is a match discovery creates in QUEUED.
+type NewMatch struct {
+	UserID    int64
+	VacancyID int64
+}
+
+// Stats is what /vacancies shows a user.
+type Stats struct {
+	Counts      map[Status]int
+	LastFetch   time.Time // zero: never
+	QueueTotal  int       // everyone's
+	BreakerOpen bool
+}
+
+// SkippedMatch is a recovery candidate.
+type SkippedMatch struct {
+	Match    Match
+	Title    string
+	Snippet  string
+	Desc     string // HTML, may be empty
+	BanWords []string
+}
+
+// Repository is the storage the workflow needs; storage.Store implements it.
+type Repository interface {
+	Profile(ctx context.Context, userID int64) (string, error)
+	SetProfile(ctx context.Context, userID int64, profile string) error
+	AddSearch(ctx context.Context, s Search, backfill int, since time.Time) (Search, bool, int, error)
+	UserSearches(ctx context.Context, userID int64) ([]Search, error)
+	DeleteSearch(ctx context.Context, userID, id int64) (bool, error)
+	BanWords(ctx context.Context, userID int64) ([]string, error)
+	AddBanWord(ctx context.Context, userID int64, word string, max int) (bool, error)
+	RemoveBanWord(ctx context.Context, userID int64, word string) (bool, error)
+	Stats(ctx context.Context, userID int64) (Stats, error)
+
+	SearchGroups(ctx context.Context) ([]Group, error)
+	SearchGroup(ctx context.Context, key string) (Group, error)
+	Markers(ctx context.Context, key string) (Markers, error)
+	Unseen(ctx context.Context, key string, ids []int64) (map[int64]bool, error)
+	SaveDiscovery(ctx context.Context, key string, found []Vacancy, hits []int64, m Markers, pick func([]Recipient) []NewMatch) (int, error)
+
+	ClaimMatch(ctx context.Context, lease time.Duration) (Claim, bool, error)
+	NextLeaseExpiry(ctx context.Context) (time.Time, bool, error)
+	ReleaseClaim(ctx context.Context, id int64, token string, until time.Time) error
+	SaveDetail(ctx context.Context, v Vacancy) error
+	Transition(ctx context.Context, id int64, from, to Status, ch Change) (Match, bool, error)
+	DeleteMatch(ctx context.Context, id int64, token string) (bool, error)
+	Taste(ctx context.Context, userID int64, n int) (applied, notInterested []string, err error)
+	MatchWithVacancy(ctx context.Context, id int64) (Match, Vacancy, error)
+
+	Skipped(ctx context.Context, since time.Time, afterID int64, limit int) ([]SkippedMatch, error)
+}
+
+// LLM is the model as this workflow needs it.
+type LLM interface {
+	// JSON asks for a JSON answer and decodes it into out, calling
+	// out.Validate if it has one. A malformed or invalid answer is an error
+	// wrapping ErrInvalidAnswer.
+	JSON(ctx context.Context, system, prompt string, out any) error
+	// Open reports whether the circuit breaker is refusing calls.
+	Open() bool
+}
+
+// ErrInvalidAnswer marks an LLM answer that is not the JSON asked for.
+var ErrInvalidAnswer = errors.New("invalid LLM answer")
+
+// Delivery is one vacancy message to send.
+type Delivery struct {
+	MatchID int64
+	UserID  int64
+	Lang    string
+	Vacancy Vacancy
+	Verdict Verdict
+}
+
+// Notifier delivers vacancy messages; the bot implements it.
+type Notifier interface {
+	Deliver(ctx context.Context, d Delivery) (chatID int64, messageID int, err error)
+}
+
+// ErrRecipientGone: the user blocked the bot or deleted their account; the
+// match stays undelivered and is retried rarely.
+var ErrRecipientGone = errors.New("recipient unreachable")
+
+// Config tunes the workflow; zero values take the defaults.
+type Config struct {
+	// FetchLimit is VACANCY_FETCH_LIMIT: unseen vacancies one discovery
+	// run collects per search_key.
+	FetchLimit int
+	// PerPage is HH's page size for discovery (at most 100).
+	PerPage int
+	// RecoveryWindow is VACANCY_RECOVERY_WINDOW.
+	RecoveryWindow time.Duration
+	// ClaimLease is how long a worker holds a match; it must outlast one
+	// processing (HH detail, two LLM attempts, delivery).
+	ClaimLease time.Duration
+	// Workers is how many matches one replica processes at once; see
+	// WorkersFor. The LLM client bounds calls in flight itself.
+	Workers int
+	// TasteExamples is how many recent Applied and Not interested titles
+	// go into the prompt as examples of the user's taste.
+	TasteExamples int
+	// DetailFresh skips the HH detail request when another user's match
+	// fetched it this recently.
+	DetailFresh time.Duration
+	// SweepInterval wakes idle workers even without a signal (QUEUE_INTERVAL).
+	SweepInterval time.Duration
+}
+
+// WorkersFor is the worker count for an LLM concurrency: two workers per
+// LLM slot, so that while one waits for the model the other fetches HH,
+// writes PostgreSQL or talks to Telegram and no slot idles (the 200 ms
+// benchmark's efficiency went from 0.956 with one worker per slot to 0.98+).
+func WorkersFor(llmConcurrency int) int { return 2 * max(1, llmConcurrency) }
+
+func (c Config) withDefaults() Config {
+	if c.FetchLimit <= 0 {
+		c.FetchLimit = 100
+	}
+	if c.PerPage <= 0 || c.PerPage > MaxPerPage {
+		c.PerPage = MaxPerPage
+	}
+	if c.RecoveryWindow <= 0 {
+		c.RecoveryWindow = 48 * time.Hour
+	}
+	if c.ClaimLease <= 0 {
+		c.ClaimLease = 2 * time.Minute
+	}
+	if c.Workers <= 0 {
+		c.Workers = 2
+	}
+	if c.TasteExamples <= 0 {
+		c.TasteExamples = 5
+	}
+	if c.DetailFresh <= 0 {
+		c.DetailFresh = time.Hour
+	}
+	if c.SweepInterval <= 0 {
+		c.SweepInterval = 10 * time.Minute
+	}
+	return c
+}
+
+// Deps are the workflow's collaborators.
+type Deps struct {
+	Repo       Repository
+	Source     Source
+	LLM        LLM
+	Notifier   Notifier
+	Clock      clockwork.Clock
+	Log        *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Service runs the vacancy workflow: the user-facing operations the bot
+// calls, discovery, the queue workers and recovery.
+type Service struct {
+	cfg  Config
+	deps Deps
+	log  *slog.Logger
+	m    *metrics
+	wake chan struct{}
+	// fresh carries search_keys saved for the first time, so Run discovers
+	// them at once rather than at the next fetch tick.
+	fresh chan string
+}
+
+// NewService builds the workflow. It starts nothing; see Run.
+func NewService(cfg Config, deps Deps) (*Service, error) {
+	if deps.Repo == nil || deps.Source == nil || deps.LLM == nil {
+		return nil, errors.New("vacancy: Repo, Source and LLM are required")
+	}
+	if deps.Clock == nil {
+		deps.Clock = clockwork.NewRealClock()
+	}
+	if deps.Log == nil {
+		deps.Log = slog.Default()
+	}
+	if deps.Registerer == nil {
+		deps.Registerer = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(deps.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{
+		cfg:   cfg.withDefaults(),
+		deps:  deps,
+		log:   deps.Log.With("component", "vacancy"),
+		m:     m,
+		wake:  make(chan struct{}, 1),
+		fresh: make(chan string, 64),
+	}, nil
+}
+
+// SetNotifier sets the deliverer after construction: the bot needs the
+// service to route buttons, and the service needs the bot to deliver.
+func (s *Service) SetNotifier(n Notifier) { s.deps.Notifier = n }
+
+// Limits on user input.
+const MaxProfile = 4000
+
+// ErrForbidden: the presser is not the match's owner.
+var ErrForbidden = errors.New("not your vacancy")
+
+// ErrAlreadyDecided: the match is not awaiting the user's decision (a
+// second press, or a press after another final status).
+var ErrAlreadyDecided = errors.New("vacancy already decided")
+
+// InputError is user input refused with a locale key explaining why.
+type InputError struct{ Key string }
+
+func (e *InputError) Error() string { return "invalid input: " + e.Key }
+
+// Profile returns the user's profile ("" if none).
+func (s *Service) Profile(ctx context.Context, userID int64) (string, error) {
+	return s.deps.Repo.Profile(ctx, userID)
+}
+
+// SetProfile stores the profile the LLM judges relevance against.
+func (s *Service) SetProfile(ctx context.Context, userID int64, profile string) error {
+	profile = strings.TrimSpace(profile)
+	if utf8.RuneCountInString(profile) > MaxProfile {
+		return &InputError{Key: "profile.error_too_long"}
+	}
+	return s.deps.Repo.SetProfile(ctx, userID, profile)
+}
+
+// AddSearch saves a search. A search_key someone already follows brings
+// the user its recent vacancies at once; a new one is discovered right
+// away by Run. created is false when the user already had this search.
+func (s *Service) AddSearch(ctx context.Context, userID int64, p Params) (Search, bool, error) {
+	since := s.deps.Clock.Now().Add(-s.cfg.RecoveryWindow)
+	sr, created, queued, err := s.deps.Repo.AddSearch(ctx, Search{UserID: userID, Params: p, Key: p.Key()}, s.cfg.FetchLimit, since)
+	if err != nil || !created {
+		return sr, created, err
+	}
+	if queued > 0 {
+		s.Wake()
+	}
+	if m, err := s.deps.Repo.Markers(ctx, sr.Key); err == nil && m.UpdatedAt.IsZero() {
+		select {
+		case s.fresh <- sr.Key:
+		default: // a burst of new searches: the fetch tick catches the rest
+		}
+	}
+	return sr, true, nil
+}
+
+// Searches lists the user's searches.
+func (s *Service) Searches(ctx context.Context, userID int64) ([]Search, error) {
+	return s.deps.Repo.UserSearches(ctx, userID)
+}
+
+// DeleteSearch removes one of the user's searches; another user's id is
+// reported as not found.
+func (s *Service) DeleteSearch(ctx context.Context, userID, id int64) (bool, error) {
+	return s.deps.Repo.DeleteSearch(ctx, userID, id)
+}
+
+// Ban adds an exclusion word or phrase; it returns the normalized form and
+// whether it was new.
+func (s *Service) Ban(ctx context.Context, userID int64, raw string) (string, bool, error) {
+	norm := NormalizeBanWord(raw)
+	if key := validBanWord(raw, norm); key != "" {
+		return "", false, &InputError{Key: key}
+	}
+	added, err := s.deps.Repo.AddBanWord(ctx, userID, norm, MaxBanWords)
+	if err != nil {
+		return "", false, err
+	}
+	return norm, added, nil
+}
+
+// Unban removes an exclusion word; false if the user had no such word.
+func (s *Service) Unban(ctx context.Context, userID int64, raw string) (string, bool, error) {
+	norm := NormalizeBanWord(raw)
+	if norm == "" {
+		return "", false, &InputError{Key: "ban.error_empty"}
+	}
+	ok, err := s.deps.Repo.RemoveBanWord(ctx, userID, norm)
+	return norm, ok, err
+}
+
+// Bans lists the user's exclusion words.
+func (s *Service) Bans(ctx context.Context, userID int64) ([]string, error) {
+	return s.deps.Repo.BanWords(ctx, userID)
+}
+
+// Stats is what /vacancies shows.
+func (s *Service) Stats(ctx context.Context, userID int64) (Stats, error) {
+	st, err := s.deps.Repo.Stats(ctx, userID)
+	if err != nil {
+		return Stats{}, err
+	}
+	st.BreakerOpen = s.deps.LLM.Open()
+	return st, nil
+}
+
+// Decide records the user's button: SENT_TO_USER → APPLIED or
+// NOT_INTERESTED. Only the owner may decide, and only once.
+func (s *Service) Decide(ctx context.Context, userID, matchID int64, to Status) (Match, Vacancy, error) {
+	if to != Applied && to != NotInterested {
+		return Match{}, Vacancy{}, fmt.Errorf("decide: %w: %s", ErrIllegalTransition, to)
+	}
+	m, v, err := s.deps.Repo.MatchWithVacancy(ctx, matchID)
+	// The message reaches the user a moment before its row says
+	// SENT_TO_USER; a quick press waits for that instead of bouncing.
+	for wait := 0; err == nil && m.Status == Analyzed && m.UserID == userID && wait < 20; wait++ {
+		t := s.deps.Clock.NewTimer(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return m, v, ctx.Err()
+		case <-t.Chan():
+		}
+		m, v, err = s.deps.Repo.MatchWithVacancy(ctx, matchID)
+	}
+	if err != nil {
+		return Match{}, Vacancy{}, fmt.Errorf("decide: %w", err)
+	}
+	if m.UserID != userID {
+		return m, v, ErrForbidden
+	}
+	if m.Status != SentToUser {
+		return m, v, ErrAlreadyDecided
+	}
+	moved, ok, err := s.transition(ctx, m, to, Change{})
+	if err != nil {
+		return m, v, fmt.Errorf("decide: %w", err)
+	}
+	if !ok {
+		// Someone (a double press racing this one) moved it first.
+		return m, v, ErrAlreadyDecided
+	}
+	return moved, v, nil
+}
+
+// transition is the one way a match changes status: the table is checked
+// first, then one conditional UPDATE names the old status.
+func (s *Service) transition(ctx context.Context, m Match, to Status, ch Change) (Match, bool, error) {
+	if err := checkTransition(m.Status, to); err != nil {
+		s.log.Error("refused vacancy transition", "match", m.ID, "from", m.Status, "to", to)
+		return m, false, err
+	}
+	moved, ok, err := s.deps.Repo.Transition(ctx, m.ID, m.Status, to, ch)
+	if err != nil {
+		return m, false, fmt.Errorf("match %d %s → %s: %w", m.ID, m.Status, to, err)
+	}
+	if ok {
+		s.m.transitions.WithLabelValues(string(m.Status), string(to)).Inc()
+	}
+	return moved, ok, nil
+}
+
+// Wake tells idle workers there is queued work (after a fetch, a
+// recovery, or a notification from another replica).
+func (s *Service) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// ErrTooManyBans: the user is at MaxBanWords.
+var ErrTooManyBans = &InputError{Key: "ban.error_too_many"}

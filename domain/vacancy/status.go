@@ -1,0 +1,80 @@
+package vacancy
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Status is where a (user, vacancy) match is in the workflow.
+type Status string
+
+// The statuses of DESIGN.md's vacancy table.
+const (
+	// New is a recovered match about to re-enter the queue.
+	New Status = "NEW"
+	// Queued waits for a worker: HH detail, ban words, LLM.
+	Queued Status = "QUEUED"
+	// Analyzed was judged relevant and waits for delivery.
+	Analyzed Status = "ANALYZED"
+	// SentToUser was delivered with buttons.
+	SentToUser Status = "SENT_TO_USER"
+	// Skipped failed for a technical reason; recovery retries it.
+	Skipped Status = "SKIPPED"
+	// NotSuitable was judged not relevant (final).
+	NotSuitable Status = "NOT_SUITABLE"
+	// InArchive: HH no longer serves the vacancy (final).
+	InArchive Status = "IN_ARCHIVE"
+	// Applied: the user pressed Applied (final).
+	Applied Status = "APPLIED"
+	// NotInterested: the user pressed Not interested (final).
+	NotInterested Status = "NOT_INTERESTED"
+)
+
+// Statuses lists every status in workflow order (for counts and CHECKs).
+var Statuses = []Status{New, Queued, Analyzed, SentToUser, Skipped, NotSuitable, InArchive, Applied, NotInterested}
+
+// transitions is DESIGN.md's table. Entering QUEUED from nothing (fetch)
+// and leaving QUEUED by deletion (ban word) are not status changes and are
+// handled by their own statements.
+var transitions = map[Status][]Status{
+	New:        {Queued},                                    // recovered item re-enters the queue
+	Queued:     {InArchive, Analyzed, NotSuitable, Skipped}, // HH 404; LLM verdict; technical failure
+	Analyzed:   {SentToUser},                                // delivered with buttons
+	SentToUser: {Applied, NotInterested},                    // the user's button
+	Skipped:    {New},                                       // recovery within the window
+}
+
+// ErrIllegalTransition is returned for a change the table does not allow.
+var ErrIllegalTransition = errors.New("illegal vacancy status transition")
+
+// CanTransition reports whether the table allows from → to.
+func CanTransition(from, to Status) bool {
+	for _, s := range transitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// checkTransition returns a wrapped ErrIllegalTransition for a change the
+// table refuses.
+func checkTransition(from, to Status) error {
+	if !CanTransition(from, to) {
+		return fmt.Errorf("%w: %s → %s", ErrIllegalTransition, from, to)
+	}
+	return nil
+}
+
+// Final reports whether nothing leaves s.
+func (s Status) Final() bool { return len(transitions[s]) == 0 }
+
+// Valid reports whether s is one of Statuses.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

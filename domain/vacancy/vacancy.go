@@ -1,0 +1,66 @@
+package vacancy
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Vacancy is one HH.ru vacancy as Switchboard keeps it. Search results fill
+// everything but Description and KeySkills; the detail request fills those.
+type Vacancy struct {
+	// ID is HH's numeric id; HH's ids grow with time, which discovery relies on.
+	ID       int64
+	Title    string
+	Employer string
+	// URL is the human page (alternate_url), used for the button.
+	URL    string
+	Area   string // area name, e.g. "Москва"
+	Salary Salary
+	// Experience and Schedule are HH dictionary ids ("between1And3", "remote");
+	// Experience is empty when HH did not say (its short representation may omit it).
+	Experience  string
+	Schedule    string
+	PublishedAt time.Time
+	// Snippet is the search snippet (requirement and responsibility) as
+	// plain text, HH's <highlighttext> tags removed.
+	Snippet string
+	// Description is HTML as HH sends it; only the detail request fills it.
+	Description string
+	KeySkills   []string
+	// Raw is the JSON object HH sent, kept for later needs.
+	Raw []byte
+}
+
+// Salary is HH's salary; a zero bound was not published.
+type Salary struct {
+	From, To int
+	Currency string
+	// Gross is nil when HH does not say whether the amount is before tax.
+	Gross *bool
+}
+
+// Page is one page of search results.
+type Page struct {
+	Items []Vacancy
+	// Found is HH's total number of matches; Pages how many pages HH will
+	// serve at this page size (already capped by its depth limit).
+	Found, Pages int
+}
+
+// Errors a Source reports; test with errors.Is.
+var (
+	// ErrArchived: HH no longer serves the vacancy (404, or archived:true).
+	ErrArchived = errors.New("vacancy archived or removed")
+	// ErrUnavailable: a network error, timeout or 5xx; worth retrying later.
+	ErrUnavailable = errors.New("hh unavailable")
+)
+
+// Source is HH.ru as the vacancy workflow needs it; package hh implements it.
+type Source interface {
+	// Search returns one page (zero-based) of results for p, newest first.
+	Search(ctx context.Context, p Params, page, perPage int) (Page, error)
+	// Vacancy returns the full vacancy, or an error wrapping ErrArchived or
+	// ErrUnavailable.
+	Vacancy(ctx context.Context, id int64) (Vacancy, error)
+}

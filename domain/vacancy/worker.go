@@ -1,0 +1,293 @@
+package vacancy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Skip reasons, stored with SKIPPED matches and used as metric labels.
+const (
+	ReasonBreakerOpen   = "breaker_open"
+	ReasonHHUnavailable = "hh_unavailable"
+	ReasonLLMError      = "llm_error"
+	ReasonInvalidJSON   = "invalid_json"
+	ReasonShutdown      = "shutdown"
+)
+
+// Retry delays for an undelivered ANALYZED match.
+const (
+	deliveryRetry     = time.Minute
+	recipientGoneWait = 24 * time.Hour
+)
+
+// Run starts Config.Workers queue workers and blocks until ctx ends. Idle
+// workers wake on Wake, at the earliest lease expiry they know of, and
+// every SweepInterval. When ctx ends, a match in flight becomes SKIPPED
+// before Run returns (recovery retries it).
+func (s *Service) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.discoverFresh(ctx)
+	}()
+	for i := range s.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.worker(ctx, i)
+		}()
+	}
+	s.log.Info("vacancy workers started", "workers", s.cfg.Workers, "lease", s.cfg.ClaimLease)
+	wg.Wait()
+}
+
+// discoverFresh runs discovery for searches just saved, so a new user sees
+// vacancies within a minute instead of at the next FETCH_INTERVAL.
+func (s *Service) discoverFresh(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case key := <-s.fresh:
+			if _, err := s.FetchKey(ctx, key); err != nil && ctx.Err() == nil {
+				s.log.Warn("discover a new search", "search_key", key, "err", err)
+			}
+		}
+	}
+}
+
+func (s *Service) worker(ctx context.Context, n int) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		worked, err := s.ProcessNext(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			// The database is down, say: wait and retry; nothing is lost
+			// because nothing was claimed.
+			s.log.Error("vacancy queue", "worker", n, "err", err, "retry_in", backoff)
+			s.sleep(ctx, backoff)
+			backoff = min(backoff*2, 30*time.Second)
+			continue
+		}
+		backoff = time.Second
+		if worked {
+			// Pass the wake-up on so idle siblings join in on a backlog.
+			s.Wake()
+			continue
+		}
+		s.idle(ctx)
+	}
+}
+
+// idle waits for a wake-up, the next lease expiry or the sweep interval.
+func (s *Service) idle(ctx context.Context) {
+	wait := s.cfg.SweepInterval
+	if at, ok, err := s.deps.Repo.NextLeaseExpiry(ctx); err == nil && ok {
+		if d := at.Sub(s.deps.Clock.Now()) + 50*time.Millisecond; d < wait {
+			wait = max(d, 50*time.Millisecond)
+		}
+	}
+	t := s.deps.Clock.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-s.wake:
+	case <-t.Chan():
+	}
+}
+
+func (s *Service) sleep(ctx context.Context, d time.Duration) {
+	t := s.deps.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.Chan():
+	}
+}
+
+// Drain processes queued matches on the caller's goroutine until none is
+// claimable: a synchronous Run for tests and tools.
+func (s *Service) Drain(ctx context.Context) (int, error) {
+	n := 0
+	for ctx.Err() == nil {
+		worked, err := s.ProcessNext(ctx)
+		if err != nil || !worked {
+			return n, err
+		}
+		n++
+	}
+	return n, ctx.Err()
+}
+
+// ProcessNext claims one match and takes it as far as it goes. It reports
+// whether there was one. Errors are infrastructure errors (the claim
+// failed); a match's own failures end in its status.
+func (s *Service) ProcessNext(ctx context.Context) (bool, error) {
+	c, ok, err := s.deps.Repo.ClaimMatch(ctx, s.cfg.ClaimLease)
+	if err != nil {
+		return false, fmt.Errorf("claim: %w", err)
+	}
+	if !ok {
+		return false, nil
+	}
+	start := s.deps.Clock.Now()
+	outcome := s.process(ctx, c)
+	s.m.processed.WithLabelValues(outcome).Inc()
+	s.m.duration.Observe(s.deps.Clock.Since(start).Seconds())
+	return true, nil
+}
+
+// process runs DESIGN.md's order: breaker, HH detail, ban words, LLM,
+// delivery. It returns the outcome label.
+func (s *Service) process(ctx context.Context, c Claim) string {
+	m := c.Match
+	log := s.log.With("match", m.ID, "vacancy", m.VacancyID, "user", m.UserID)
+	if m.Status == Analyzed {
+		return s.deliver(ctx, c, *m.Verdict)
+	}
+	if m.Status != Queued {
+		log.Error("claimed a match in an unexpected status", "status", m.Status)
+		return "error"
+	}
+	if s.deps.LLM.Open() {
+		return s.skip(ctx, m, ReasonBreakerOpen, nil)
+	}
+
+	v := c.Vacancy
+	if c.DetailFetchedAt.IsZero() || s.deps.Clock.Since(c.DetailFetchedAt) > s.cfg.DetailFresh {
+		d, err := s.deps.Source.Vacancy(ctx, m.VacancyID)
+		switch {
+		case errors.Is(err, ErrArchived):
+			if _, _, err := s.transition(ctx, m, InArchive, Change{Token: m.ClaimToken}); err != nil {
+				log.Error("archive match", "err", err)
+			}
+			return "archived"
+		case ctx.Err() != nil:
+			return s.skip(ctx, m, ReasonShutdown, err)
+		case err != nil:
+			return s.skip(ctx, m, ReasonHHUnavailable, err)
+		}
+		v = d
+		if err := s.deps.Repo.SaveDetail(ctx, v); err != nil {
+			// The judgement can go on with the detail in hand.
+			log.Warn("save vacancy detail", "err", err)
+		}
+	}
+
+	bans := NewBans(c.User.BanWords)
+	word := bans.Match(v.Title, v.Snippet, PlainText(v.Description))
+	if word != "" || v.Experience == "moreThan6" {
+		if _, err := s.deps.Repo.DeleteMatch(ctx, m.ID, m.ClaimToken); err != nil {
+			log.Error("delete banned match", "err", err)
+			return "error"
+		}
+		log.Info("vacancy dropped", "ban_word", word, "experience", v.Experience)
+		return "deleted"
+	}
+
+	verdict, err := s.judge(ctx, c.User, v)
+	switch {
+	case ctx.Err() != nil:
+		return s.skip(ctx, m, ReasonShutdown, err)
+	case errors.Is(err, ErrInvalidAnswer):
+		return s.skip(ctx, m, ReasonInvalidJSON, err)
+	case err != nil:
+		return s.skip(ctx, m, ReasonLLMError, err)
+	}
+	if !verdict.Relevant() {
+		if _, _, err := s.transition(ctx, m, NotSuitable, Change{Verdict: &verdict, Token: m.ClaimToken}); err != nil {
+			log.Error("mark not suitable", "err", err)
+			return "error"
+		}
+		return "not_suitable"
+	}
+	moved, ok, err := s.transition(ctx, m, Analyzed, Change{Verdict: &verdict, Token: m.ClaimToken})
+	if err != nil || !ok {
+		// Not ok: our lease ran out and another worker owns it now.
+		if err != nil {
+			log.Error("mark analyzed", "err", err)
+		}
+		return "lost"
+	}
+	c.Match = moved
+	c.Vacancy = v
+	return s.deliver(ctx, c, verdict)
+}
+
+// judge asks the LLM, retrying an invalid answer once.
+func (s *Service) judge(ctx context.Context, u Recipient, v Vacancy) (Verdict, error) {
+	applied, rejected, err := s.deps.Repo.Taste(ctx, u.ID, s.cfg.TasteExamples)
+	if err != nil {
+		s.log.Warn("load taste examples", "err", err, "user", u.ID)
+	}
+	prompt := buildPrompt(u.Profile, applied, rejected, v)
+	var verdict Verdict
+	for attempt := 1; ; attempt++ {
+		verdict = Verdict{}
+		err = s.deps.LLM.JSON(ctx, systemPrompt, prompt, &verdict)
+		if err == nil || !errors.Is(err, ErrInvalidAnswer) || attempt == 2 {
+			return verdict, err
+		}
+		s.m.retries.Inc()
+	}
+}
+
+// deliver sends an ANALYZED match and marks it SENT_TO_USER. A failed send
+// leaves it ANALYZED with its claim pushed out, so it is retried later
+// rather than lost or sent twice.
+func (s *Service) deliver(ctx context.Context, c Claim, verdict Verdict) string {
+	m := c.Match
+	if s.deps.Notifier == nil {
+		return "undelivered"
+	}
+	// The judgement is paid for: deliver it even if we are stopping.
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	chatID, msgID, err := s.deps.Notifier.Deliver(ctx, Delivery{
+		MatchID: m.ID, UserID: m.UserID, Lang: c.User.Lang, Vacancy: c.Vacancy, Verdict: verdict,
+	})
+	if err != nil {
+		wait := deliveryRetry
+		if errors.Is(err, ErrRecipientGone) {
+			wait = recipientGoneWait
+		}
+		s.log.Warn("deliver vacancy", "match", m.ID, "user", m.UserID, "err", err, "retry_in", wait)
+		if err := s.deps.Repo.ReleaseClaim(ctx, m.ID, m.ClaimToken, s.deps.Clock.Now().Add(wait)); err != nil {
+			s.log.Error("postpone delivery", "match", m.ID, "err", err)
+		}
+		return "undelivered"
+	}
+	_, ok, err := s.transition(ctx, m, SentToUser, Change{
+		ChatID: chatID, MessageID: msgID, SentAt: s.deps.Clock.Now(), Token: m.ClaimToken,
+	})
+	if err != nil || !ok {
+		s.log.Error("mark sent", "match", m.ID, "err", err, "moved", ok)
+		return "error"
+	}
+	return "sent"
+}
+
+// skip marks a QUEUED match SKIPPED; it runs even when ctx has ended (a
+// shutdown), because leaving it claimed would hold it for a whole lease.
+func (s *Service) skip(ctx context.Context, m Match, reason string, cause error) string {
+	rctx, cancel := detached(ctx)
+	defer cancel()
+	if _, _, err := s.transition(rctx, m, Skipped, Change{SkipReason: reason, Token: m.ClaimToken}); err != nil {
+		s.log.Error("mark skipped", "match", m.ID, "reason", reason, "err", err)
+		return "error"
+	}
+	s.m.skipped.WithLabelValues(reason).Inc()
+	s.log.Info("vacancy match skipped", "match", m.ID, "vacancy", m.VacancyID, "reason", reason, "err", cause)
+	return "skipped"
+}
+
+// detached is a context for bookkeeping that must happen after ctx ended.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+}

@@ -1,0 +1,123 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/e2e"
+	"switchboard/e2e/tgfake"
+	"switchboard/llm/llmtest"
+)
+
+// scriptMemory answers the four memory-chat roles (matched by the seeded
+// prompts): the responder echoes the message, the archivist summarises it.
+func scriptMemory(env *e2e.Env) (responder *llmtest.Rule) {
+	env.LLM.On(llmtest.SystemContains("Decide whether answering needs that memory")).Named("analyzer").
+		ReplyJSON(map[string]any{"needs_context": true, "context_type": "facts", "time_scope": "recent",
+			"search_keywords": []string{"marathon"}, "context_found": true})
+	env.LLM.On(llmtest.SystemContains("You prepare the context")).Named("assembler").Reply("Notes for the mentor.")
+	responder = env.LLM.On(llmtest.SystemContains("patient, practical mentor")).Named("responder").
+		ReplyFunc(func(r llmtest.Request) string {
+			lines := strings.Split(strings.TrimSpace(r.Prompt), "\n")
+			return "Mentor says: " + lines[len(lines)-1]
+		})
+	env.LLM.On(llmtest.SystemContains("You summarise one exchange")).Named("archivist").
+		ReplyFunc(func(r llmtest.Request) string {
+			_, rest, _ := strings.Cut(r.Prompt, "## The user wrote\n")
+			q, _, _ := strings.Cut(rest, "\n")
+			return fmt.Sprintf(`{"summary": "The user said: %s", "tags": ["sport"]}`, q)
+		})
+	return responder
+}
+
+// A user writes twice: each message is answered as a reply, and the second
+// prompt the final responder receives carries the summary of the first
+// exchange.
+func TestMemoryChatRemembersTheFirstExchange(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	scriptMemory(env)
+	env.Start(nil)
+	ann := env.TG.User(701, "Ann", "en")
+
+	first := ann.SendText(ann.ID(), "I am training for a marathon in <April> & need a plan")
+	a1 := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool {
+		return m.ReplyToID() == first.MessageID && strings.HasPrefix(m.Text, "Mentor says")
+	})
+	require.Contains(t, a1.Text, "Mentor says: I am training for a marathon in <April> & need a plan", "literal, escaped on the way")
+
+	second := ann.SendText(ann.ID(), "What should I eat before the race?")
+	// If the first exchange is still being archived, a "queued" note comes
+	// first; the answer follows once it is.
+	a2 := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool {
+		return m.ReplyToID() == second.MessageID && strings.HasPrefix(m.Text, "Mentor says")
+	})
+	require.Contains(t, a2.Text, "What should I eat before the race?")
+
+	prompts := env.LLM.RequestsFor("responder")
+	require.Len(t, prompts, 2)
+	require.Contains(t, prompts[1].Prompt, "The user said: I am training for a marathon in <April> & need a plan")
+	require.NotContains(t, prompts[0].Prompt, "The user said:", "nothing was remembered before the first exchange")
+
+	mem := ask(t, env, ann, ann.ID(), "/memory")
+	require.Contains(t, mem.Text, "The user said: I am training for a marathon")
+}
+
+// Invalid JSON from the analyzer twice fails the run, and the user is told
+// in their language that they may resend.
+func TestMemoryChatFailureIsReported(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.LLM.On(llmtest.SystemContains("Decide whether answering needs that memory")).Named("analyzer").Reply("not json at all")
+	scriptMemory(env)
+	env.Start(nil)
+	ivan := env.TG.User(702, "Иван", "ru")
+	msg := ivan.SendText(ivan.ID(), "Привет!")
+	reply := env.TG.WaitMessage(t, ivan.ID(), func(m tgfake.BotMessage) bool { return m.ReplyToID() == msg.MessageID })
+	require.NotEmpty(t, reply.Text)
+	require.NotContains(t, reply.Text, "Mentor says")
+	require.Equal(t, 2, env.LLM.Calls("analyzer"), "one retry")
+	require.Zero(t, env.LLM.Calls("responder"))
+	pool := db(t, env)
+	var status, errMsg string
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT status, error_message FROM pipeline_runs`).Scan(&status, &errMsg))
+	require.Equal(t, "FAILED", status)
+	require.Contains(t, errMsg, "analyzer")
+}
+
+// A replica killed with kill -9 while its responder call hangs: another
+// replica's reaper returns the run once the lease runs out and finishes it.
+func TestMemoryChatKilledReplicaIsReaped(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	responder := scriptMemory(env)
+	responder.FaultNext(1, llmtest.Hang())
+	over := map[string]string{"MEMORY_LEASE": "3s", "MEMORY_REAPER_INTERVAL": "1s", "LLM_TIMEOUT": "1m"}
+	first := env.Start(over)
+	ann := env.TG.User(703, "Ann", "en")
+	msg := ann.SendText(ann.ID(), "Finish me, whoever you are")
+	eventually(t, 30*time.Second, func() bool { return env.LLM.Calls("responder") == 1 })
+	first.Kill()
+
+	env.Start(over)
+	reply := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool {
+		return m.ReplyToID() == msg.MessageID && strings.HasPrefix(m.Text, "Mentor says")
+	})
+	require.Contains(t, reply.Text, "Mentor says: Finish me, whoever you are")
+	pool := db(t, env)
+	var attempts int
+	var archived bool
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT attempts, archived_at IS NOT NULL FROM pipeline_runs`).Scan(&attempts, &archived))
+	require.Equal(t, 1, attempts, "returned by the reaper once")
+	eventually(t, 10*time.Second, func() bool {
+		_ = pool.QueryRow(context.Background(), `SELECT archived_at IS NOT NULL FROM pipeline_runs`).Scan(&archived)
+		return archived
+	})
+	require.Equal(t, 2, env.LLM.Calls("responder"))
+}

@@ -1,0 +1,278 @@
+package e2e_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/e2e"
+	"switchboard/e2e/tgfake"
+	"switchboard/hh/hhtest"
+	"switchboard/llm/llmtest"
+)
+
+var relevantAnswer = map[string]any{"is_relevant": true, "score": 87, "reasons": []string{"Go <and> PostgreSQL match"}, "matched_skills": []string{"Go"}}
+
+// golangVacancies returns n vacancies a "golang" search finds, published in
+// the last hour, oldest first, ids from first.
+func golangVacancies(n int, first int64) []hhtest.Vacancy {
+	vs := hhtest.Generate(n, hhtest.GenOptions{Seed: first, FirstID: first, Newest: time.Now().Add(-time.Hour).Truncate(time.Second)})
+	for i := range vs {
+		vs[i].Name = "Golang developer " + vs[i].ID
+		vs[i].Experience = hhtest.Between1And3
+	}
+	return vs
+}
+
+func db(t *testing.T, env *e2e.Env) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), env.DatabaseURL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func statuses(t *testing.T, pool *pgxpool.Pool) map[string]int {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT status, count(*) FROM vacancy_matches GROUP BY status`)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		require.NoError(t, rows.Scan(&s, &n))
+		out[s] = n
+	}
+	return out
+}
+
+// eventually polls cond, which reads the database or a fake other than
+// Telegram (tgfake's WaitFor only wakes on Telegram events).
+func eventually(t *testing.T, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, timeout, 25*time.Millisecond)
+}
+
+// vacancyMessages are the bot's vacancy messages in a chat.
+func vacancyMessages(env *e2e.Env, chatID int64) []tgfake.BotMessage {
+	var out []tgfake.BotMessage
+	for _, m := range env.TG.Messages(chatID) {
+		if strings.Contains(m.Text, "Score: ") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func subscribe(t *testing.T, env *e2e.Env, who *tgfake.Person, search string) {
+	t.Helper()
+	require.Contains(t, ask(t, env, who, who.ID(), "/profile Go developer, 5 years, PostgreSQL, remote").Text, "Profile saved")
+	require.Contains(t, ask(t, env, who, who.ID(), "/search "+search).Text, "Saved")
+}
+
+// The issue's main scenario: profile, search, a vacancy message with
+// buttons, Applied; another user's forged press and a second press change
+// nothing.
+func TestVacancyDeliveredAndApplied(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").ReplyJSON(relevantAnswer)
+	vs := golangVacancies(1, 7000)
+	vs[0].Name = "Golang developer <b>Go & Rust</b>"
+	env.HH.Add(vs...)
+	env.Start(map[string]string{"FETCH_INTERVAL": "1h"})
+	pool := db(t, env)
+
+	ann := env.TG.User(601, "Ann", "en")
+	subscribe(t, env, ann, "golang")
+	// A new search is discovered at once, not at the next fetch tick.
+	msg := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Score: 87/100") })
+	require.Contains(t, msg.Text, "Golang developer <b>Go & Rust</b>", "HH's text arrives literally")
+	require.Contains(t, msg.Text, "Go <and> PostgreSQL match", "the LLM's too")
+	require.Contains(t, describe(msg), "✅ Applied")
+	require.Contains(t, describe(msg), "https://hh.ru/vacancy/7000")
+
+	q, err := ann.PressButton(msg, "✅ Applied")
+	require.NoError(t, err)
+	ans := env.TG.WaitCallbackAnswer(t, q.ID)
+	require.False(t, ans.ShowAlert, ans.Text)
+	edited, _ := env.TG.MessageByID(ann.ID(), msg.MessageID)
+	require.Contains(t, edited.Text, "Applied")
+	require.NotContains(t, describe(edited), "Not interested", "decision buttons gone")
+	require.Contains(t, describe(edited), "https://hh.ru/vacancy/7000", "the link stays")
+	var status string
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT status FROM vacancy_matches`).Scan(&status))
+	require.Equal(t, "APPLIED", status)
+
+	// A second press (a stale client still showing the button) is harmless.
+	data := msg.ReplyMarkup.Buttons()[0].CallbackData
+	again := ann.PressRaw(msg, data)
+	require.Contains(t, env.TG.WaitCallbackAnswer(t, again.ID).Text, "already")
+
+	// Bob forges Ann's callback data on a message in his own chat.
+	bob := env.TG.User(602, "Bob", "en")
+	hello := ask(t, env, bob, bob.ID(), "/start")
+	forged := bob.PressRaw(hello, data)
+	require.Equal(t, "This button is not for you.", env.TG.WaitCallbackAnswer(t, forged.ID).Text)
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT status FROM vacancy_matches`).Scan(&status))
+	require.Equal(t, "APPLIED", status)
+	final, _ := env.TG.MessageByID(ann.ID(), msg.MessageID)
+	require.Len(t, final.Edits, 1, "edited once")
+}
+
+func describe(m tgfake.BotMessage) string {
+	var parts []string
+	for _, b := range m.ReplyMarkup.Buttons() {
+		parts = append(parts, b.Text+"→"+b.CallbackData+b.URL)
+	}
+	return strings.Join(parts, " | ")
+}
+
+// LLM down: matches are SKIPPED and /vacancies shows the breaker open; LLM
+// back: recovery delivers them.
+func TestVacancyBreakerOpensAndRecoveryDelivers(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	rule := env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").Fault(llmtest.ServerError())
+	env.HH.Add(golangVacancies(4, 7100)...)
+	env.Start(map[string]string{
+		"FETCH_INTERVAL": "1h", "RECOVERY_INTERVAL": "1s",
+		"LLM_BREAKER_FAILURES": "2", "LLM_BREAKER_OPEN_FOR": "8s",
+	})
+	pool := db(t, env)
+	ann := env.TG.User(611, "Ann", "en")
+	subscribe(t, env, ann, "golang")
+
+	eventually(t, 30*time.Second, func() bool { return statuses(t, pool)["SKIPPED"] == 4 })
+	stats := ask(t, env, ann, ann.ID(), "/vacancies")
+	require.Contains(t, stats.Text, "open")
+	require.Less(t, env.LLM.Calls("relevance"), 4, "no LLM call once the breaker is open")
+
+	rule.Fault(llmtest.Fault{}).ReplyJSON(relevantAnswer)
+	env.TG.WaitFor(t, 60*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 4 })
+	// The message goes out just before its row says so.
+	eventually(t, 10*time.Second, func() bool { return statuses(t, pool)["SENT_TO_USER"] == 4 })
+	require.Equal(t, map[string]int{"SENT_TO_USER": 4}, statuses(t, pool))
+	require.NotContains(t, ask(t, env, ann, ann.ID(), "/vacancies").Text, "open —")
+}
+
+// Two replicas on one database and Redis: every (user, vacancy) is
+// delivered exactly once, and both replicas did part of the work.
+func TestTwoReplicasDeliverEachVacancyOnce(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t, e2e.WithRedis())
+	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").
+		ReplyJSON(relevantAnswer).Latency(40 * time.Millisecond)
+	env.HH.Add(golangVacancies(30, 7200)...)
+	over := map[string]string{"FETCH_INTERVAL": "1h"}
+	a := env.Start(over)
+	b := env.Start(over)
+	ann := env.TG.User(621, "Ann", "en")
+	bob := env.TG.User(622, "Bob", "en")
+	subscribe(t, env, ann, "golang")
+	subscribe(t, env, bob, "golang")
+
+	env.TG.WaitFor(t, 60*time.Second, func() bool {
+		return len(vacancyMessages(env, ann.ID())) >= 30 && len(vacancyMessages(env, bob.ID())) >= 30
+	})
+	for _, who := range []*tgfake.Person{ann, bob} {
+		seen := map[string]bool{}
+		for _, m := range vacancyMessages(env, who.ID()) {
+			title := strings.SplitN(m.Text, "\n", 2)[0]
+			require.False(t, seen[title], "%s got %q twice", who.ID(), title)
+			seen[title] = true
+		}
+		require.Len(t, seen, 30)
+	}
+	var sentA, sentB int
+	// Counted just after the message goes out.
+	eventually(t, 10*time.Second, func() bool {
+		sentA, sentB = sentCount(t, a), sentCount(t, b)
+		return sentA+sentB == 60
+	})
+	require.Positive(t, sentA, "replica A delivered some")
+	require.Positive(t, sentB, "replica B delivered some")
+}
+
+var sentRx = regexp.MustCompile(`vacancy_matches_processed_total\{outcome="sent"\} (\d+)`)
+
+func sentCount(t *testing.T, p *e2e.Process) int {
+	t.Helper()
+	resp, err := http.Get("http://" + p.Env["HTTP_ADDR"] + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	m := sentRx.FindSubmatch(body)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n
+}
+
+// SIGTERM while the LLM is thinking: the matches in flight end SKIPPED
+// (recovery will retry them), the rest stay QUEUED, and the exit is clean.
+func TestVacancySIGTERMSkipsMatchesInFlight(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").Fault(llmtest.Hang())
+	env.HH.Add(golangVacancies(5, 7300)...)
+	p := env.Start(map[string]string{"FETCH_INTERVAL": "1h", "LLM_MAX_CONCURRENCY": "2", "LLM_TIMEOUT": "2m"})
+	pool := db(t, env)
+	ann := env.TG.User(631, "Ann", "en")
+	subscribe(t, env, ann, "golang")
+	eventually(t, 30*time.Second, func() bool { return env.LLM.Calls("relevance") == 2 })
+
+	p.Signal(syscall.SIGTERM)
+	require.Equal(t, 0, p.Wait(30*time.Second))
+	require.Equal(t, map[string]int{"SKIPPED": 2, "QUEUED": 3}, statuses(t, pool))
+	var reasons []string
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT array_agg(DISTINCT skip_reason) FROM vacancy_matches WHERE status = 'SKIPPED'`).Scan(&reasons))
+	require.Equal(t, []string{"shutdown"}, reasons)
+	var claimed int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM vacancy_matches WHERE claimed_until IS NOT NULL`).Scan(&claimed))
+	require.Zero(t, claimed, "no claim outlives the process")
+}
+
+// kill -9 while the LLM is thinking: the claims stay until their lease runs
+// out, then another process takes them over and delivers.
+func TestVacancyKilledClaimsAreTakenOverAfterTheLease(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	rule := env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").Fault(llmtest.Hang())
+	env.HH.Add(golangVacancies(3, 7400)...)
+	over := map[string]string{"FETCH_INTERVAL": "1h", "LLM_MAX_CONCURRENCY": "2", "LLM_TIMEOUT": "1m", "VACANCY_CLAIM_LEASE": "4s"}
+	first := env.Start(over)
+	pool := db(t, env)
+	ann := env.TG.User(641, "Ann", "en")
+	subscribe(t, env, ann, "golang")
+	eventually(t, 30*time.Second, func() bool { return env.LLM.Calls("relevance") == 2 })
+	first.Kill()
+
+	var held []int64
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT COALESCE(array_agg(id), '{}') FROM vacancy_matches
+WHERE status = 'QUEUED' AND claimed_until > now()`).Scan(&held))
+	require.Len(t, held, 2, "the dead process's claims are still held")
+
+	rule.Fault(llmtest.Fault{}).ReplyJSON(relevantAnswer)
+	env.Start(over)
+	env.TG.WaitFor(t, 60*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 3 })
+	eventually(t, 10*time.Second, func() bool { return statuses(t, pool)["SENT_TO_USER"] == 3 })
+	var attempts []int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT array_agg(attempts ORDER BY attempts) FROM vacancy_matches`).Scan(&attempts))
+	require.Equal(t, []int{1, 2, 2}, attempts, "the two held matches were claimed twice")
+}

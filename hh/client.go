@@ -1,0 +1,584 @@
+package hh
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain/vacancy"
+)
+
+// HH's paging limits (docs/general.md#pagination): checked locally so that a
+// caller's bug costs no request and reads as ours, not as HH's bad_argument.
+const (
+	maxPerPage = 100
+	maxDepth   = 2000
+)
+
+// DefaultTimeout bounds one request when Config.Timeout is zero.
+const DefaultTimeout = 15 * time.Second
+
+// TimeLayout is HH's timestamp format: the offset has no colon, so
+// time.RFC3339 does not parse it.
+const TimeLayout = "2006-01-02T15:04:05-0700"
+
+const (
+	// maxBody caps a successful answer; a full vacancy is tens of KiB, a
+	// page of 100 short ones a few hundred.
+	maxBody = 4 << 20
+	// maxErrorBody caps error answers: HH's envelope is tiny, and a proxy's
+	// HTML page is not worth more.
+	maxErrorBody = 64 << 10
+)
+
+// Endpoints and outcomes, the label values of the metrics.
+const (
+	endpointSearch  = "search"
+	endpointVacancy = "vacancy"
+
+	outcomeOK          = "ok"
+	outcomeNotFound    = "not_found"
+	outcomeUnavailable = "unavailable"
+	outcomeError       = "error"
+)
+
+// Config configures New.
+type Config struct {
+	// URL is the API root, e.g. https://api.hh.ru; a path prefix is kept.
+	URL string
+	// UserAgent is required by HH ("name/version (contact e-mail)"); it is
+	// sent as both User-Agent and HH-User-Agent.
+	UserAgent string
+	// Timeout bounds each request, body included; zero means DefaultTimeout.
+	Timeout time.Duration
+	// HTTPClient is used as given; nil means a client with its own
+	// transport, released by Close. Its Timeout, if any, also applies.
+	HTTPClient *http.Client
+	// Registerer receives the metrics; nil keeps them unexported.
+	Registerer prometheus.Registerer
+	// Log defaults to slog.Default().
+	Log *slog.Logger
+}
+
+// Client is the HH.ru vacancy API. It is safe for concurrent use.
+type Client struct {
+	base    *url.URL
+	ua      string
+	timeout time.Duration
+	hc      *http.Client
+	ownHC   bool
+	log     *slog.Logger
+	m       *metrics
+}
+
+var _ vacancy.Source = (*Client)(nil)
+
+// New validates cfg and builds a Client. It does not contact HH.
+func New(cfg Config) (*Client, error) {
+	if strings.TrimSpace(cfg.URL) == "" {
+		return nil, errors.New("hh: Config.URL is empty")
+	}
+	base, err := url.Parse(strings.TrimRight(cfg.URL, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("hh: Config.URL: %w", err)
+	}
+	if base.Scheme != "http" && base.Scheme != "https" || base.Host == "" {
+		return nil, fmt.Errorf("hh: Config.URL %q: want http(s)://host", cfg.URL)
+	}
+	if base.RawQuery != "" || base.Fragment != "" || base.User != nil {
+		return nil, fmt.Errorf("hh: Config.URL %q: want no query, fragment or credentials", cfg.URL)
+	}
+	ua := strings.TrimSpace(cfg.UserAgent)
+	if ua == "" {
+		return nil, errors.New("hh: Config.UserAgent is empty; HH refuses requests without one")
+	}
+	// Caught here because net/http would only refuse it per request, which
+	// would then look like HH being unavailable.
+	if strings.ContainsAny(ua, "\r\n\x00") {
+		return nil, errors.New("hh: Config.UserAgent contains a control character")
+	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("hh: Config.Timeout %s is negative", cfg.Timeout)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	c := &Client{base: base, ua: ua, timeout: cfg.Timeout, hc: cfg.HTTPClient}
+	if c.hc == nil {
+		// Our own transport, so that Close can drop its idle connections
+		// without touching anyone else's. No http.Client.Timeout: the
+		// deadline is a context, so that it can be told from the caller's.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		// Every worker of a replica talks to the one HH host; the default of
+		// two idle connections would make most requests dial anew.
+		tr.MaxIdleConnsPerHost = 32
+		c.hc = &http.Client{Transport: tr}
+		c.ownHC = true
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	c.log = log.With(slog.String("component", "hh"))
+	if c.m, err = newMetrics(cfg.Registerer); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close releases idle connections of the Client's own transport (not of a
+// Config.HTTPClient). Requests in flight are not interrupted and the Client
+// stays usable.
+func (c *Client) Close() {
+	if c.ownHC {
+		c.hc.CloseIdleConnections()
+	}
+}
+
+// APIError is HH refusing a request as malformed or not allowed: a 4xx
+// other than 404 on a vacancy and 429 (those are ErrArchived and
+// ErrUnavailable). Retrying the same request will not help.
+type APIError struct {
+	Status int
+	// Errors is HH's errors[] envelope; empty when the body was not JSON.
+	Errors []struct{ Type, Value string }
+}
+
+func (e *APIError) Error() string {
+	return "HH answered " + strconv.Itoa(e.Status) + describeErrors(e.Errors)
+}
+
+// describeErrors renders errors[] as " (bad_argument=page, bad_argument=per_page)".
+func describeErrors(items []struct{ Type, Value string }) string {
+	if len(items) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(" (")
+	for i, it := range items {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(it.Type)
+		if it.Value != "" {
+			b.WriteString("=")
+			b.WriteString(it.Value)
+		}
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// Search returns one zero-based page of vacancies matching p, newest first.
+// Items HH sent with a non-numeric id or an unreadable published_at are
+// skipped and logged rather than failing the page.
+func (c *Client) Search(ctx context.Context, p vacancy.Params, page, perPage int) (vacancy.Page, error) {
+	if perPage < 1 || perPage > maxPerPage {
+		return vacancy.Page{}, fmt.Errorf("hh search: per_page %d outside 1..%d", perPage, maxPerPage)
+	}
+	// (page+1)*perPage ≤ maxDepth, written so that a huge page cannot overflow.
+	if page < 0 || page >= maxDepth/perPage {
+		return vacancy.Page{}, fmt.Errorf("hh search: page %d × per_page %d reaches past HH's first %d results", page, perPage, maxDepth)
+	}
+	q := url.Values{}
+	if p.Text != "" {
+		q.Set("text", p.Text)
+	}
+	if p.Area != "" {
+		q.Set("area", p.Area)
+	}
+	if p.Salary > 0 {
+		q.Set("salary", strconv.Itoa(p.Salary))
+		// RUR is HH's default too; explicit because Params.Salary is roubles.
+		q.Set("currency", "RUR")
+	}
+	if p.Experience != "" {
+		q.Set("experience", p.Experience)
+	}
+	if p.Schedule != "" {
+		q.Set("schedule", p.Schedule)
+	}
+	q.Set("order_by", "publication_time")
+	q.Set("page", strconv.Itoa(page))
+	q.Set("per_page", strconv.Itoa(perPage))
+
+	u := c.base.JoinPath("vacancies")
+	u.RawQuery = q.Encode()
+	start := time.Now()
+	out, err := c.search(ctx, u.String())
+	c.finish(endpointSearch, start, err, slog.Int("page", page))
+	if err != nil {
+		return vacancy.Page{}, fmt.Errorf("hh search page %d: %w", page, err)
+	}
+	return out, nil
+}
+
+func (c *Client) search(ctx context.Context, u string) (vacancy.Page, error) {
+	body, err := c.get(ctx, u, false)
+	if err != nil {
+		return vacancy.Page{}, err
+	}
+	var root struct {
+		Items []json.RawMessage `json:"items"`
+		Found int               `json:"found"`
+		Pages int               `json:"pages"`
+	}
+	if err := json.Unmarshal(body, &root); err != nil {
+		return vacancy.Page{}, fmt.Errorf("decode search answer: %w", err)
+	}
+	out := vacancy.Page{Items: make([]vacancy.Vacancy, 0, len(root.Items)), Found: root.Found, Pages: root.Pages}
+	for i, raw := range root.Items {
+		var it wireVacancy
+		if err := json.Unmarshal(raw, &it); err != nil {
+			c.log.Warn("hh search item skipped", slog.Int("index", i), slog.String("error", err.Error()))
+			continue
+		}
+		v, err := it.toVacancy(raw)
+		if err != nil {
+			c.log.Warn("hh search item skipped", slog.Int("index", i), slog.String("error", err.Error()))
+			continue
+		}
+		out.Items = append(out.Items, v)
+	}
+	return out, nil
+}
+
+// Vacancy returns the full vacancy: search's fields plus Description and
+// KeySkills. A vacancy HH no longer serves (404, or archived:true) is an
+// error wrapping vacancy.ErrArchived.
+func (c *Client) Vacancy(ctx context.Context, id int64) (vacancy.Vacancy, error) {
+	if id <= 0 {
+		return vacancy.Vacancy{}, fmt.Errorf("hh vacancy %d: invalid id", id)
+	}
+	u := c.base.JoinPath("vacancies", strconv.FormatInt(id, 10))
+	start := time.Now()
+	v, err := c.vacancy(ctx, u.String())
+	c.finish(endpointVacancy, start, err, slog.Int64("id", id))
+	if err != nil {
+		return vacancy.Vacancy{}, fmt.Errorf("hh vacancy %d: %w", id, err)
+	}
+	return v, nil
+}
+
+func (c *Client) vacancy(ctx context.Context, u string) (vacancy.Vacancy, error) {
+	body, err := c.get(ctx, u, true)
+	if err != nil {
+		return vacancy.Vacancy{}, err
+	}
+	var it wireVacancy
+	if err := json.Unmarshal(body, &it); err != nil {
+		return vacancy.Vacancy{}, fmt.Errorf("decode vacancy: %w", err)
+	}
+	// HH answers archived vacancies it still remembers with 200 and this
+	// flag rather than 404; to the caller both mean "gone".
+	if it.Archived {
+		return vacancy.Vacancy{}, fmt.Errorf("archived: %w", vacancy.ErrArchived)
+	}
+	v, err := it.toVacancy(json.RawMessage(bytes.TrimSpace(body)))
+	if err != nil {
+		return vacancy.Vacancy{}, err
+	}
+	v.Description = it.Description
+	v.KeySkills = make([]string, 0, len(it.KeySkills))
+	for _, s := range it.KeySkills {
+		v.KeySkills = append(v.KeySkills, s.Name)
+	}
+	return v, nil
+}
+
+// get performs one GET and returns the body of a 2xx answer, or a
+// classified error: the caller's context error, ErrUnavailable, ErrArchived
+// (404 when notFoundArchived) or *APIError.
+func (c *Client) get(ctx context.Context, u string, notFoundArchived bool) ([]byte, error) {
+	reqCtx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("User-Agent", c.ua)
+	req.Header.Set("HH-User-Agent", c.ua)
+	req.Header.Set("Accept", "application/json")
+
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, c.transportError(ctx, reqCtx, err)
+	}
+	defer resp.Body.Close()
+
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+		if err != nil {
+			return nil, c.transportError(ctx, reqCtx, fmt.Errorf("read body: %w", err))
+		}
+		if len(body) > maxBody {
+			return nil, fmt.Errorf("answer larger than %d bytes", maxBody)
+		}
+		return body, nil
+	}
+
+	// The status alone classifies the answer; the body only adds detail,
+	// so a failure to read it is not reported.
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	items := errorItems(body)
+	switch {
+	case resp.StatusCode == http.StatusNotFound && notFoundArchived:
+		return nil, fmt.Errorf("HH answered 404%s: %w", describeErrors(items), vacancy.ErrArchived)
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		return nil, fmt.Errorf("HH answered %d%s: %w", resp.StatusCode, describeErrors(items), vacancy.ErrUnavailable)
+	}
+	return nil, &APIError{Status: resp.StatusCode, Errors: items}
+}
+
+// transportError classifies a failure to get an answer. The caller's own
+// cancellation or deadline is reported as such and never as ErrUnavailable,
+// so that shutting down does not look like HH being down; our per-request
+// timeout is ErrUnavailable and deliberately does not match
+// context.DeadlineExceeded, which callers read as their own deadline.
+func (c *Client) transportError(ctx, reqCtx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	if errors.Is(reqCtx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("no answer within %s: %w", c.timeout, vacancy.ErrUnavailable)
+	}
+	// url.Error repeats the whole URL, search text included; the operation
+	// is already named by our own wrapping.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return fmt.Errorf("%w: %w", vacancy.ErrUnavailable, err)
+}
+
+// errorItems reads HH's {"errors":[{"type","value"}]} envelope, ignoring
+// every other key; nil for non-JSON bodies (5xx from proxies are HTML).
+func errorItems(body []byte) []struct{ Type, Value string } {
+	var env struct {
+		Errors []struct {
+			Type  string `json:"type"`
+			Value string `json:"value"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(body, &env) != nil || len(env.Errors) == 0 {
+		return nil
+	}
+	out := make([]struct{ Type, Value string }, len(env.Errors))
+	for i, e := range env.Errors {
+		out[i].Type, out[i].Value = e.Type, e.Value
+	}
+	return out
+}
+
+// finish records metrics and a short log line for one request.
+func (c *Client) finish(endpoint string, start time.Time, err error, attr slog.Attr) {
+	d := time.Since(start)
+	outcome := outcomeOf(err)
+	c.m.requests.WithLabelValues(endpoint, outcome).Inc()
+	c.m.duration.WithLabelValues(endpoint).Observe(d.Seconds())
+	level := slog.LevelDebug
+	// HH refusing our request or sending what we cannot read is a bug or a
+	// captcha on our side, unlike an outage, which the domain handles.
+	if outcome == outcomeError && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		level = slog.LevelWarn
+	}
+	if !c.log.Enabled(context.Background(), level) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("endpoint", endpoint), attr, slog.String("outcome", outcome), slog.Duration("duration", d)}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	c.log.LogAttrs(context.Background(), level, "hh request", attrs...)
+}
+
+// outcomeOf maps an error to the outcome label. The caller's cancellation
+// is "error": it says nothing about HH's health, so it must not inflate
+// "unavailable".
+func outcomeOf(err error) string {
+	switch {
+	case err == nil:
+		return outcomeOK
+	case errors.Is(err, vacancy.ErrArchived):
+		return outcomeNotFound
+	case errors.Is(err, vacancy.ErrUnavailable):
+		return outcomeUnavailable
+	}
+	return outcomeError
+}
+
+// wireVacancy holds the keys both representations share plus the detail's
+// extras; every other key HH sends, now or later, is ignored.
+type wireVacancy struct {
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	AlternateURL string `json:"alternate_url"`
+	Employer     *struct {
+		Name string `json:"name"`
+	} `json:"employer"`
+	Area *struct {
+		Name string `json:"name"`
+	} `json:"area"`
+	Salary *struct {
+		// Floats, because nothing in HH's docs promises integers and a
+		// "30000.0" must not cost the item.
+		From     *float64 `json:"from"`
+		To       *float64 `json:"to"`
+		Currency string   `json:"currency"`
+		Gross    *bool    `json:"gross"`
+	} `json:"salary"`
+	Experience  *idName `json:"experience"`
+	Schedule    *idName `json:"schedule"`
+	PublishedAt string  `json:"published_at"`
+	Snippet     *struct {
+		Requirement    *string `json:"requirement"`
+		Responsibility *string `json:"responsibility"`
+	} `json:"snippet"`
+	Archived    bool   `json:"archived"`
+	Description string `json:"description"`
+	KeySkills   []struct {
+		Name string `json:"name"`
+	} `json:"key_skills"`
+}
+
+type idName struct {
+	ID string `json:"id"`
+}
+
+func (w *wireVacancy) toVacancy(raw json.RawMessage) (vacancy.Vacancy, error) {
+	id, err := strconv.ParseInt(w.ID, 10, 64)
+	if err != nil || id <= 0 {
+		return vacancy.Vacancy{}, fmt.Errorf("id %q is not a positive number", w.ID)
+	}
+	published, err := parseTime(w.PublishedAt)
+	if err != nil {
+		return vacancy.Vacancy{}, fmt.Errorf("vacancy %d: published_at: %w", id, err)
+	}
+	v := vacancy.Vacancy{
+		ID:          id,
+		Title:       w.Name,
+		URL:         w.AlternateURL,
+		PublishedAt: published,
+		Raw:         raw,
+	}
+	if w.Employer != nil {
+		v.Employer = w.Employer.Name
+	}
+	if w.Area != nil {
+		v.Area = w.Area.Name
+	}
+	if s := w.Salary; s != nil {
+		v.Salary = vacancy.Salary{From: deref(s.From), To: deref(s.To), Currency: s.Currency, Gross: s.Gross}
+	}
+	if w.Experience != nil {
+		v.Experience = w.Experience.ID
+	}
+	if w.Schedule != nil {
+		v.Schedule = w.Schedule.ID
+	}
+	if s := w.Snippet; s != nil {
+		parts := make([]string, 0, 2)
+		for _, p := range []*string{s.Requirement, s.Responsibility} {
+			if p != nil && *p != "" {
+				parts = append(parts, plainSnippet(*p))
+			}
+		}
+		v.Snippet = strings.Join(parts, "\n")
+	}
+	return v, nil
+}
+
+func deref(p *float64) int {
+	if p == nil {
+		return 0
+	}
+	return int(math.Round(*p))
+}
+
+// parseTime reads HH's format, and RFC 3339 in case HH (or a proxy) ever
+// switches to the standard form.
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(TimeLayout, s)
+	if err == nil {
+		return t, nil
+	}
+	if t, err2 := time.Parse(time.RFC3339, s); err2 == nil {
+		return t, nil
+	}
+	return time.Time{}, err
+}
+
+var stripHighlight = strings.NewReplacer("<highlighttext>", "", "</highlighttext>", "")
+
+// plainSnippet removes the tags before unescaping, so that a literal
+// "&lt;highlighttext&gt;" in the text survives as text.
+func plainSnippet(s string) string {
+	return html.UnescapeString(stripHighlight.Replace(s))
+}
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hh_requests_total",
+			Help: "Requests to the HH.ru API by endpoint (search, vacancy) and outcome (ok, not_found, unavailable, error).",
+		}, []string{"endpoint", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "hh_request_duration_seconds",
+			Help: "Duration of HH.ru API requests, body included, by endpoint.",
+			// From a warm keep-alive answer to the default 15s timeout.
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30},
+		}, []string{"endpoint"}),
+	}
+	if reg != nil {
+		var err error
+		if m.requests, err = register(reg, m.requests); err != nil {
+			return nil, err
+		}
+		if m.duration, err = register(reg, m.duration); err != nil {
+			return nil, err
+		}
+	}
+	// Series exist at zero from the start, so that a rate over
+	// "unavailable" is defined before the first outage.
+	for _, e := range []string{endpointSearch, endpointVacancy} {
+		for _, o := range []string{outcomeOK, outcomeNotFound, outcomeUnavailable, outcomeError} {
+			m.requests.WithLabelValues(e, o)
+		}
+		m.duration.WithLabelValues(e)
+	}
+	return m, nil
+}
+
+// register adopts an identical collector already registered, so that two
+// Clients on one registry share the series instead of failing.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, fmt.Errorf("hh metrics: %w", err)
+}

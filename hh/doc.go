@@ -1,0 +1,55 @@
+// Package hh is the client of the HH.ru (api.hh.ru) vacancy API: GET
+// /vacancies (search) and GET /vacancies/{id} (detail). *Client implements
+// vacancy.Source; the vacancy workflow depends on that interface, never on
+// this package, and tests use the fake in hh/hhtest.
+//
+// # What it does and does not do
+//
+// It sends HH's required user agent (Config.UserAgent, as both User-Agent
+// and HH-User-Agent, the latter winning at HH), bounds every request with
+// Config.Timeout, decodes HH's JSON leniently (unknown keys ignored, null
+// salary bounds read as 0, timestamps in HH's "2006-01-02T15:04:05-0700"
+// with RFC 3339 accepted too) and maps it to vacancy.Vacancy. Search
+// snippets lose HH's <highlighttext> tags and HTML entities; descriptions
+// stay HTML as sent. Paging limits (per_page ≤ 100, (page+1)·per_page ≤
+// 2000) are checked before any request is made.
+//
+// It does not retry, rate-limit or cache: whether and when to try again is
+// the domain's decision, made from the error class below. A Client is safe
+// for concurrent use; create one and share it, and Close it at shutdown to
+// release its idle connections.
+//
+// # Errors
+//
+// Every error names the operation ("hh search page 3: ...", "hh vacancy
+// 123: ...") and falls in one of these classes:
+//
+//   - vacancy.ErrArchived (errors.Is): the vacancy is gone. HH answers 404
+//     for removed vacancies and 200 with "archived": true for archived ones
+//     it still serves; both map here. Only Vacancy returns it.
+//   - vacancy.ErrUnavailable (errors.Is): worth retrying later. Network
+//     errors, the per-request timeout, 5xx (whose bodies may be proxy HTML)
+//     and 429. The message carries the status and, for JSON bodies, HH's
+//     errors[].type/value. It does not match context.DeadlineExceeded even
+//     for the timeout, which callers would take for their own deadline.
+//   - *APIError (errors.As): HH refused the request itself, any other 4xx
+//     (400 bad_argument, 403 captcha_required, a 404 on search...). Retrying
+//     the same request will not help. It never matches ErrUnavailable.
+//   - The caller's context error (errors.Is context.Canceled or
+//     context.DeadlineExceeded) when the caller's ctx ended first; never
+//     reported as ErrUnavailable, so a shutdown does not look like an outage.
+//   - Anything else is a plain error: invalid arguments (checked locally,
+//     no request made) or a 2xx answer that could not be decoded.
+//
+// Search skips, with a warning in the log, single items it cannot map (a
+// non-numeric id, an unreadable published_at) instead of failing the page.
+//
+// # Metrics
+//
+// With Config.Registerer: hh_requests_total{endpoint="search"|"vacancy",
+// outcome="ok"|"not_found"|"unavailable"|"error"} and
+// hh_request_duration_seconds{endpoint}. "not_found" is ErrArchived,
+// "unavailable" ErrUnavailable; "error" is everything else, including the
+// caller's cancellation. Arguments refused locally are not requests and are
+// not counted. Clients sharing a registry share the series.
+package hh
