@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"switchboard/bot"
+	"switchboard/domain/dispatch"
 	"switchboard/domain/memory"
 	"switchboard/domain/vacancy"
 	"switchboard/hh"
@@ -35,6 +36,7 @@ type app struct {
 	hh    *hh.Client
 	vac   *vacancy.Service
 	mem   *memory.Service
+	disp  *dispatch.Service
 }
 
 func migrateOnly(ctx context.Context, cfg Config, log *slog.Logger) error {
@@ -120,6 +122,14 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		return nil, fmt.Errorf("memory chat: %w", err)
 	}
 
+	a.disp, err = dispatch.NewService(dispatch.Config{
+		OfferSLA: cfg.OfferSLA, CommissionRate: cfg.CommissionRate,
+		CommissionDeadline: cfg.CommissionDeadline, AutocloseAfter: cfg.AutocloseAfter,
+	}, dispatch.Deps{Repo: a.store, Log: log, Registerer: a.reg})
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+
 	a.sched, err = jobs.New(jobs.Config{Replica: cfg.Replica, StopTimeout: cfg.ShutdownTimeout / 2, Locker: locker},
 		jobs.Deps{Log: log, Registerer: a.reg, Recorder: jobs.RecorderFunc(func(ctx context.Context, r jobs.Run) error {
 			return a.store.RecordJobRun(ctx, storage.JobRun(r))
@@ -131,8 +141,9 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 	a.bot, err = bot.New(bot.Config{
 		URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, Lease: lease,
 		DrainTimeout: cfg.ShutdownTimeout / 2,
+		AdminChatID:  cfg.AdminChatID, AdminLang: cfg.AdminLang,
 	}, bot.Deps{
-		Users: a.store, Status: jobStatus{a.store}, Catalog: locales.MustLoad(), Log: log,
+		Users: a.store, Status: jobStatus{a.store, cfg.HeartbeatInterval}, Catalog: locales.MustLoad(), Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica,
 	})
 	if err != nil {
@@ -142,6 +153,8 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 	a.vac.SetNotifier(a.bot)
 	a.bot.RegisterMemory(a.mem)
 	a.mem.SetNotifier(a.bot)
+	a.bot.RegisterDispatch(a.disp)
+	a.disp.SetNotifier(a.bot)
 	if err := a.scheduleJobs(); err != nil {
 		return nil, err
 	}
@@ -166,6 +179,21 @@ func (a *app) scheduleJobs() error {
 		}},
 		{"memory-reaper", a.cfg.MemoryReaperInterval, func(ctx context.Context) error {
 			_, err := a.mem.Reap(ctx)
+			return err
+		}},
+		{"dispatch-distribution", a.cfg.DistributionInterval, a.disp.Distribute},
+		// Each replica's timer expires offers as they fall due; this tick
+		// is the seed's watchdog, the guarantee behind the timers.
+		{"dispatch-watchdog", a.cfg.WatchdogInterval, func(ctx context.Context) error {
+			_, err := a.disp.Expire(ctx)
+			return err
+		}},
+		{"dispatch-commission", a.cfg.CommissionInterval, func(ctx context.Context) error {
+			_, err := a.disp.Commission(ctx)
+			return err
+		}},
+		{"dispatch-autoclose", a.cfg.AutocloseInterval, func(ctx context.Context) error {
+			_, err := a.disp.Autoclose(ctx)
 			return err
 		}},
 	}
@@ -204,7 +232,7 @@ func (a *app) run(ctx context.Context) error {
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var workers sync.WaitGroup
-	workers.Add(3)
+	workers.Add(5)
 	go func() { defer workers.Done(); a.vac.Run(workCtx) }()
 	go func() {
 		defer workers.Done()
@@ -216,6 +244,13 @@ func (a *app) run(ctx context.Context) error {
 		defer workers.Done()
 		a.store.Listen(workCtx, []string{storage.QueueChannel}, a.vac.Wake, func(string, string) { a.vac.Wake() })
 	}()
+	go func() {
+		defer workers.Done()
+		a.disp.Run(workCtx, func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
+			a.store.Listen(ctx, []string{ch}, onConnect, func(_, payload string) { onNotify(payload) })
+		})
+	}()
+	go func() { defer workers.Done(); a.heartbeat(workCtx) }()
 	botDone := make(chan error, 1)
 	go func() { botDone <- a.bot.Run(ctx) }()
 
@@ -256,6 +291,25 @@ func (a *app) run(ctx context.Context) error {
 	return botErr
 }
 
+// heartbeat records this replica in the replicas table at start and every
+// HEARTBEAT_INTERVAL, on every replica (not a locked job: each must
+// report itself), so /status can tell live replicas from gone ones.
+func (a *app) heartbeat(ctx context.Context) {
+	started := time.Now()
+	t := time.NewTicker(a.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		if err := a.store.Heartbeat(ctx, a.cfg.Replica, version, started); err != nil && ctx.Err() == nil {
+			a.log.Warn("heartbeat", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // close releases connections; safe on a partly built app.
 func (a *app) close() {
 	if a.llm != nil {
@@ -273,7 +327,10 @@ func (a *app) close() {
 }
 
 // jobStatus adapts storage's job_runs to what /status shows.
-type jobStatus struct{ store *storage.Store }
+type jobStatus struct {
+	store     *storage.Store
+	heartbeat time.Duration
+}
 
 func (j jobStatus) JobRuns(ctx context.Context) ([]bot.JobRun, error) {
 	runs, err := j.store.JobRuns(ctx)
@@ -286,6 +343,20 @@ func (j jobStatus) JobRuns(ctx context.Context) ([]bot.JobRun, error) {
 			Name: r.Name, Replica: r.Replica, StartedAt: r.StartedAt, Duration: r.Duration,
 			Err: r.Err, Runs: r.Runs, Failures: r.Failures,
 		})
+	}
+	return out, nil
+}
+
+// Replicas lists replicas seen within three heartbeats: one missed beat is
+// a hiccup, three a replica gone.
+func (j jobStatus) Replicas(ctx context.Context) ([]bot.Replica, error) {
+	list, err := j.store.Replicas(ctx, 3*j.heartbeat)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bot.Replica, 0, len(list))
+	for _, r := range list {
+		out = append(out, bot.Replica{Instance: r.Instance, Version: r.Version, StartedAt: r.StartedAt, SeenAt: r.SeenAt})
 	}
 	return out, nil
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"switchboard/locales"
 )
 
 // Config is every setting Switchboard reads. The environment is the only
@@ -44,6 +46,7 @@ type Config struct {
 
 	AdminIDs    []int64 `env:"ADMIN_IDS" envSeparator:"," help:"admins' Telegram user ids, comma-separated"`
 	AdminChatID int64   `env:"ADMIN_CHAT_ID" help:"chat for events and the live log (0: none)"`
+	AdminLang   string  `env:"ADMIN_CHAT_LANGUAGE" envDefault:"en" help:"language of the admin chat's events and live log: en, ru or uk"`
 
 	HTTPAddr string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080" help:"/healthz, /readyz, /metrics"`
 	LogLevel string `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error; logs are JSON on stdout"`
@@ -64,6 +67,9 @@ type Config struct {
 	WatchdogInterval     time.Duration `env:"WATCHDOG_INTERVAL" envDefault:"60s" help:"expired-offers watchdog"`
 	OfferSLA             time.Duration `env:"OFFER_SLA" envDefault:"2m" help:"time a master has to answer an offer"`
 
+	CommissionRate     float64       `env:"COMMISSION_RATE" envDefault:"10" help:"commission a master owes on a DONE order, percent of its price"`
+	CommissionDeadline time.Duration `env:"COMMISSION_DEADLINE" envDefault:"3h" help:"time after DONE to pay the commission before the master is blocked"`
+	AutocloseAfter     time.Duration `env:"AUTOCLOSE_AFTER" envDefault:"24h" help:"DONE orders older than this become CLOSED"`
 	CommissionInterval time.Duration `env:"COMMISSION_INTERVAL" envDefault:"10m" help:"dispatch commission"`
 	AutocloseInterval  time.Duration `env:"AUTOCLOSE_INTERVAL" envDefault:"1h" help:"dispatch autoclose"`
 	HeartbeatInterval  time.Duration `env:"HEARTBEAT_INTERVAL" envDefault:"5m" help:"dispatch heartbeat"`
@@ -196,6 +202,12 @@ func (c Config) validate() []string {
 	}
 	if c.MemoryWorkers < 1 {
 		bad("MEMORY_WORKERS", "%d: want at least 1", c.MemoryWorkers)
+	}
+	if c.CommissionRate < 0 || c.CommissionRate > 100 {
+		bad("COMMISSION_RATE", "%g: want a percentage 0..100", c.CommissionRate)
+	}
+	if !locales.Supported(c.AdminLang) {
+		bad("ADMIN_CHAT_LANGUAGE", "%q: want en, ru or uk", c.AdminLang)
 	}
 	if c.VacancyFetchLimit < 1 || c.VacancyFetchLimit > 2000 {
 		bad("VACANCY_FETCH_LIMIT", "%d: want 1..2000 (HH serves at most 2000 results)", c.VacancyFetchLimit)

@@ -40,9 +40,17 @@ type JobRun struct {
 	Runs, Failures int64
 }
 
+// Replica is one running instance as its heartbeat last reported it.
+type Replica struct {
+	Instance, Version string
+	StartedAt, SeenAt time.Time
+}
+
 // StatusSource feeds /status.
 type StatusSource interface {
 	JobRuns(ctx context.Context) ([]JobRun, error)
+	// Replicas lists the live replicas (recent heartbeats).
+	Replicas(ctx context.Context) ([]Replica, error)
 }
 
 // Config is how the bot reaches Telegram.
@@ -60,6 +68,10 @@ type Config struct {
 	// RateLimit and RateBurst bound updates per user (per second, burst).
 	RateLimit float64
 	RateBurst int
+	// AdminChatID is where dispatch events go (ADMIN_CHAT_ID; 0: nowhere),
+	// written in AdminLang (ADMIN_CHAT_LANGUAGE; empty: English).
+	AdminChatID int64
+	AdminLang   string
 }
 
 // Deps are the bot's collaborators.

@@ -34,15 +34,31 @@ func setup(t *testing.T, cfg bot.Config, extra func(*bot.Bot)) bundle {
 // setupStore is setup over a database the test also uses itself.
 func setupStore(t *testing.T, cfg bot.Config, st *storage.Store, extra func(*bot.Bot)) bundle {
 	t.Helper()
+	return setupDeps(t, cfg, bot.Deps{Users: st}, extra)
+}
+
+// setupDeps is setupStore with more of the bot's collaborators; users,
+// catalogue, admins, replica name and log are filled in when unset.
+func setupDeps(t *testing.T, cfg bot.Config, deps bot.Deps, extra func(*bot.Bot)) bundle {
+	t.Helper()
 	srv := tgfake.New(t)
 	cfg.URL, cfg.Token = srv.URL(), srv.Token()
 	if cfg.PollTimeout == 0 {
 		cfg.PollTimeout = time.Second
 	}
-	b, err := bot.New(cfg, bot.Deps{
-		Users: st, Catalog: locales.MustLoad(), Admins: []int64{adminID}, Replica: "test",
-		Log: slog.New(slog.DiscardHandler),
-	})
+	if deps.Catalog == nil {
+		deps.Catalog = locales.MustLoad()
+	}
+	if deps.Admins == nil {
+		deps.Admins = []int64{adminID}
+	}
+	if deps.Replica == "" {
+		deps.Replica = "test"
+	}
+	if deps.Log == nil {
+		deps.Log = slog.New(slog.DiscardHandler)
+	}
+	b, err := bot.New(cfg, deps)
 	require.NoError(t, err)
 	if extra != nil {
 		extra(b)

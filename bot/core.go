@@ -98,6 +98,26 @@ func (b *Bot) status(r *Request) error {
 	if b.deps.Status == nil {
 		return r.Reply(sb.String(), nil)
 	}
+	replicas, err := b.deps.Status.Replicas(r.Ctx)
+	if err != nil {
+		sb.WriteString("\n" + r.T("status.db_down", locales.Data{"Error": err.Error()}))
+		return r.Reply(sb.String(), nil)
+	}
+	sb.WriteString("\n\n" + r.T("status.replicas_header"))
+	if len(replicas) == 0 {
+		sb.WriteString("\n" + r.T("status.no_replicas"))
+	}
+	for _, rp := range replicas {
+		version := rp.Version
+		if version == "" {
+			version = "?"
+		}
+		sb.WriteString("\n" + r.T("status.replica", locales.Data{
+			"Instance": rp.Instance, "Version": version,
+			"Uptime": max(now.Sub(rp.StartedAt), 0).Round(time.Second).String(),
+			"Seen":   int64(max(now.Sub(rp.SeenAt), 0) / time.Second),
+		}))
+	}
 	runs, err := b.deps.Status.JobRuns(r.Ctx)
 	if err != nil {
 		sb.WriteString("\n" + r.T("status.db_down", locales.Data{"Error": err.Error()}))

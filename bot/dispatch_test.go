@@ -1,0 +1,660 @@
+package bot_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/bot"
+	"switchboard/domain/dispatch"
+	"switchboard/e2e/tgfake"
+	"switchboard/storage"
+	"switchboard/storage/storagetest"
+)
+
+// adminChat is ADMIN_CHAT_ID: the supergroup the live log goes to.
+const adminChat = -1001000000001
+
+type dispEnv struct {
+	bundle
+	st    *storage.Store
+	svc   *dispatch.Service
+	admin *tgfake.Person
+}
+
+// storeStatus is what main gives /status, over the test's database.
+type storeStatus struct{ st *storage.Store }
+
+func (s storeStatus) JobRuns(ctx context.Context) ([]bot.JobRun, error) {
+	runs, err := s.st.JobRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []bot.JobRun
+	for _, r := range runs {
+		out = append(out, bot.JobRun{Name: r.Name, Replica: r.Replica, StartedAt: r.StartedAt, Duration: r.Duration,
+			Err: r.Err, Runs: r.Runs, Failures: r.Failures})
+	}
+	return out, nil
+}
+
+func (s storeStatus) Replicas(ctx context.Context) ([]bot.Replica, error) {
+	list, err := s.st.Replicas(ctx, 15*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	var out []bot.Replica
+	for _, r := range list {
+		out = append(out, bot.Replica{Instance: r.Instance, Version: r.Version, StartedAt: r.StartedAt, SeenAt: r.SeenAt})
+	}
+	return out, nil
+}
+
+// setupDispatch is the bot with the dispatch workflow over one database,
+// the live log going to adminChat. The workflow's Run is not started: the
+// tests call its watchdog themselves, so nothing expires behind their back.
+func setupDispatch(t *testing.T) dispEnv {
+	t.Helper()
+	st := storagetest.New(t)
+	svc, err := dispatch.NewService(dispatch.Config{OfferSLA: 10 * time.Minute, CommissionRate: 10}, dispatch.Deps{
+		Repo: st, Log: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000, AdminChatID: adminChat, AdminLang: "en"},
+		bot.Deps{Users: st, Status: storeStatus{st}}, func(b *bot.Bot) { b.RegisterDispatch(svc) })
+	svc.SetNotifier(tb.bot)
+	tb.srv.Supergroup(adminChat, "Dispatch log", "")
+	return dispEnv{bundle: tb, st: st, svc: svc, admin: tb.srv.User(adminID, "Boss", "en")}
+}
+
+// register makes a user a master and checks they were welcomed.
+func (env dispEnv) register(t *testing.T, p *tgfake.Person, args string) {
+	t.Helper()
+	require.Contains(t, env.ask(t, p, "/master "+args).Text, "\n\n")
+	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM masters WHERE user_id = $1`, p.ID()))
+}
+
+// logLines are the live log's messages, oldest first.
+func (env dispEnv) logLines() []string {
+	var out []string
+	for _, m := range env.srv.Messages(adminChat) {
+		out = append(out, m.Text)
+	}
+	return out
+}
+
+type offerRow struct {
+	ID, OrderID, MasterID int64
+	State                 string
+	Round                 int
+	ChatID, MessageID     *int64
+	ViewedAt              *time.Time
+}
+
+func offers(t *testing.T, st *storage.Store) []offerRow {
+	t.Helper()
+	rows, err := st.Pool().Query(context.Background(),
+		`SELECT id, order_id, master_id, state, round, chat_id, message_id, viewed_at FROM offers ORDER BY id`)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[offerRow])
+	require.NoError(t, err)
+	return out
+}
+
+type orderRow struct {
+	ID         int64
+	State      string
+	MasterID   *int64
+	Round      int
+	Commission *int64
+	DueAt      *time.Time
+}
+
+func orderByID(t *testing.T, st *storage.Store, id int64) orderRow {
+	t.Helper()
+	rows, err := st.Pool().Query(context.Background(),
+		`SELECT id, state, master_id, round, commission, commission_due_at FROM orders WHERE id = $1`, id)
+	require.NoError(t, err)
+	o, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[orderRow])
+	require.NoError(t, err)
+	return o
+}
+
+// offerMessage is the master's message for an offer, as it is now.
+func offerMessage(t *testing.T, srv *tgfake.Server, f offerRow) tgfake.BotMessage {
+	t.Helper()
+	require.NotNil(t, f.ChatID, "offer %d has its message recorded", f.ID)
+	require.NotNil(t, f.MessageID)
+	m, ok := srv.MessageByID(*f.ChatID, int(*f.MessageID))
+	require.True(t, ok)
+	return m
+}
+
+func press(t *testing.T, srv *tgfake.Server, p *tgfake.Person, msg tgfake.BotMessage, data string) tgfake.CallbackAnswer {
+	t.Helper()
+	return answer(t, srv, mustPress(t, p, msg, data))
+}
+
+func pressRaw(t *testing.T, srv *tgfake.Server, p *tgfake.Person, msg tgfake.BotMessage, data string) tgfake.CallbackAnswer {
+	t.Helper()
+	return answer(t, srv, p.PressRaw(msg, data))
+}
+
+func int64p(v int64) *int64 { return &v }
+
+const usageMaster = "Usage: /master city district skill[,skill]\nA name of several words goes in quotes.\n" +
+	"Example: /master \"Saint Petersburg\" Center plumbing,electrics"
+
+const usageOrder = "Usage: /order city district skill price description\n" +
+	"A name of several words goes in quotes; the description may take several lines.\n" +
+	"Example: /order Moscow Center plumbing 3000 The kitchen tap is leaking"
+
+func TestMasterRegistrationAndAvailability(t *testing.T) {
+	t.Parallel()
+	env := setupDispatch(t)
+	ann := env.srv.User(42, "Ann", "en")
+	ask := func(text string) string { return env.ask(t, ann, text).Text }
+
+	notMaster := "You are not registered as a master yet.\n\n" + usageMaster
+	require.Equal(t, notMaster, ask("/master"))
+	require.Equal(t, notMaster, ask("/pause"))
+	require.Equal(t, notMaster, ask("/resume"))
+
+	for in, want := range map[string]string{
+		"/master Moscow":        usageMaster,
+		"/master Moscow Center": usageMaster,
+		"/master Moscow Center " + strings.Repeat("x", dispatch.MaxSkill+1):        "A skill may have at most 50 characters.\n\n" + usageMaster,
+		"/master Moscow Center a,b,c,d,e,f,g,h,i,j,k":                              "At most 10 skills, please.\n\n" + usageMaster,
+		"/master " + strings.Repeat("я", dispatch.MaxPlace+1) + " Center plumbing": "A city or a district may have at most 100 characters.\n\n" + usageMaster,
+		"/master Moscow \"\" plumbing":                                             "A city or a district cannot be empty.\n\n" + usageMaster,
+		"/master Moscow Center , ,":                                                "Give at least one skill.\n\n" + usageMaster,
+	} {
+		require.Equal(t, want, ask(in), in)
+	}
+	require.Zero(t, count(t, env.st, `SELECT count(*) FROM masters`), "refused registrations store nothing")
+
+	reply := env.ask(t, ann, `/master "Saint Petersburg" <Center> Plumbing, electrics`)
+	require.Equal(t, "Welcome aboard! You are registered as a master: orders that match your city, district and skills will come here.\n\n"+
+		"Your master profile\nCity: Saint Petersburg\nDistrict: <Center>\nSkills: plumbing, electrics\n"+
+		"Status: ✅ active — you receive offers (/pause to stop)\nCommission owed: none\nOffers: none yet\nOrders: none yet", reply.Text)
+	var city, district string
+	var skills []string
+	var active bool
+	require.NoError(t, env.st.Pool().QueryRow(context.Background(),
+		`SELECT city, district, skills, active FROM masters WHERE user_id = 42`).Scan(&city, &district, &skills, &active))
+	require.Equal(t, "Saint Petersburg", city)
+	require.Equal(t, "<Center>", district, "stored as written, escaped only when shown")
+	require.Equal(t, []string{"plumbing", "electrics"}, skills)
+	require.True(t, active)
+
+	require.True(t, strings.HasPrefix(ask("/master Moscow Center plumbing"), "Your master profile is updated.\n\nYour master profile\nCity: Moscow\n"))
+
+	require.Equal(t, "⏸ Paused. No new offers come until you send /resume.", ask("/pause"))
+	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM masters WHERE user_id = 42 AND NOT active`))
+	require.Equal(t, "You are already paused; send /resume to receive offers again.", ask("/pause"))
+	require.Contains(t, ask("/master"), "Status: ⏸ paused — no offers until /resume")
+	require.Equal(t, "✅ Back to work: new offers will come here.", ask("/resume"))
+	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM masters WHERE user_id = 42 AND active`))
+	require.Equal(t, "You are already active and receive offers.", ask("/resume"))
+
+	// The menu shows the masters' commands to everyone and the dispatch
+	// commands to admins only (an admin's menu is set by their first
+	// update if their chat did not exist when the bot started).
+	env.ask(t, env.admin, "/help")
+	def := env.srv.Commands(tgfake.BotCommandScope{Type: "default"}, "")
+	require.Equal(t, []string{"start", "help", "lang", "master", "pause", "resume"}, commandNames(def))
+	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "ru")
+	require.Equal(t, []string{"start", "help", "lang", "master", "pause", "resume", "status", "order", "orders", "done", "cancel", "paid"},
+		commandNames(adm))
+	require.Equal(t, "отметить оплату комиссии мастером", adm[11].Description)
+}
+
+func TestCommissionBlockAndPaid(t *testing.T) {
+	t.Parallel()
+	env := setupDispatch(t)
+	ctx := context.Background()
+	ann := env.srv.User(42, "Ann", "en")
+	env.register(t, ann, "Moscow Center plumbing")
+
+	// An order Ann did yesterday whose commission is an hour overdue.
+	var orderID int64
+	require.NoError(t, env.st.Pool().QueryRow(ctx, `
+INSERT INTO orders (created_by, city, district, skill, price, description, state, master_id,
+                    assigned_at, done_at, commission, commission_due_at)
+VALUES (1, 'Moscow', 'Center', 'plumbing', 3000, 'tap', 'DONE', 42,
+        now() - interval '1 day', now() - interval '4 hours', 300, now() - interval '1 hour')
+RETURNING id`).Scan(&orderID))
+	before := len(env.srv.Messages(42))
+	n, err := env.svc.Commission(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM masters WHERE user_id = 42 AND blocked_at IS NOT NULL`))
+	msgs := env.srv.Messages(42)
+	require.Len(t, msgs, before+1)
+	require.Equal(t, "⛔ Commission of 300 is overdue. No new offers come until it is paid; /paid is recorded by an admin once you have paid.",
+		msgs[len(msgs)-1].Text)
+	require.Equal(t, []string{"⛔ Ann (id 42) blocked: commission 300 overdue"}, env.logLines())
+
+	profile := env.ask(t, ann, "/master").Text
+	require.Regexp(t, `\nStatus: ✅ active — you receive offers \(/pause to stop\)\n`+
+		`⛔ Blocked since \d{4}-\d\d-\d\d \d\d:\d\d UTC: commission of 300 is overdue\. No offers come until an admin records your payment with /paid\.\n`+
+		`Commission owed: 300, next due \d{4}-\d\d-\d\d \d\d:\d\d UTC\nOffers: none yet\nOrders: done 1$`, profile)
+	require.Equal(t, "You are already active and receive offers.\n⛔ Your commission is overdue, though: no offers come until an admin records your payment.",
+		env.ask(t, ann, "/resume").Text)
+
+	// Only an admin records payment.
+	require.Equal(t, "This command is for admins only.", env.ask(t, ann, "/paid 42").Text)
+	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM orders WHERE commission_paid_at IS NULL`))
+
+	require.Equal(t, "Usage: /paid MASTER, the master's user id or @username. It settles all their unpaid commission and lifts a block.",
+		env.ask(t, env.admin, "/paid").Text)
+	require.Equal(t, "@nobody is not a registered master.", env.ask(t, env.admin, "/paid @nobody").Text)
+	require.Equal(t, "777 is not a registered master.", env.ask(t, env.admin, "/paid 777").Text)
+
+	// Telegram reports a username with each update; the fake has none, so
+	// the test gives Ann one the way the users table would hold it.
+	_, err = env.st.Pool().Exec(ctx, `UPDATE users SET username = 'ann_fix' WHERE id = 42`)
+	require.NoError(t, err)
+	before = len(env.srv.Messages(42))
+	require.Equal(t, "💵 Recorded: Ann (@ann_fix, id 42) paid 300 of commission (orders: 1).\nThe block is lifted; they receive offers again.",
+		env.ask(t, env.admin, "/paid @ANN_fix").Text)
+	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM masters WHERE user_id = 42 AND blocked_at IS NULL`))
+	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM orders WHERE id = $1 AND commission_paid_at IS NOT NULL`, orderID))
+	msgs = env.srv.Messages(42)
+	require.Len(t, msgs, before+1)
+	require.Equal(t, "✅ Commission of 300 is settled. New offers will come here again.", msgs[len(msgs)-1].Text)
+
+	require.Equal(t, []string{
+		"⛔ Ann (id 42) blocked: commission 300 overdue",
+		"💵 Ann (@ann_fix, id 42) paid commission 300",
+	}, env.logLines())
+	require.Equal(t, "Ann (@ann_fix, id 42) owes no commission; nothing to record.", env.ask(t, env.admin, "/paid 42").Text)
+}
+
+var answerWithin = regexp.MustCompile(`\n\n⏳ Answer within (10 min|9 min \d{1,2} s)\.$`)
+
+func TestOrderOfferedViewedAccepted(t *testing.T) {
+	t.Parallel()
+	env := setupDispatch(t)
+	ctx := context.Background()
+	ann := env.srv.User(42, "Ann", "en")
+	bob := env.srv.User(43, "Bob", "en")
+	carl := env.srv.User(44, "Carl", "en")
+	env.register(t, ann, "Moscow Center plumbing,electrics")
+	env.register(t, bob, "moscow CENTER plumbing")
+	env.register(t, carl, "Moscow North plumbing")
+	bobWelcome, _ := env.srv.LastMessage(43)
+	carlBefore := len(env.srv.Messages(44))
+
+	// Admins only, and malformed orders are refused with the usage.
+	require.Equal(t, "This command is for admins only.", env.ask(t, ann, "/order Moscow Center plumbing 3000 Tap").Text)
+	require.Equal(t, usageOrder, env.ask(t, env.admin, "/order").Text)
+	require.Equal(t, usageOrder, env.ask(t, env.admin, "/order Moscow Center plumbing 3000").Text)
+	require.Equal(t, "The price must be a whole number from 1 to 100000000.\n\n"+usageOrder,
+		env.ask(t, env.admin, "/order Moscow Center plumbing lots Tap").Text)
+	require.Equal(t, "The description is too long: at most 2000 characters.\n\n"+usageOrder,
+		env.ask(t, env.admin, "/order Moscow Center plumbing 3000 "+strings.Repeat("d", dispatch.MaxDescription+1)).Text)
+	require.Zero(t, count(t, env.st, `SELECT count(*) FROM orders`))
+	require.Empty(t, env.logLines())
+
+	desc := "Kitchen <b>tap</b> & sink\nsecond line"
+	reply := env.ask(t, env.admin, "/order Moscow Center Plumbing 3_000 "+desc)
+	var orderID int64
+	require.NoError(t, env.st.Pool().QueryRow(ctx, `SELECT id FROM orders`).Scan(&orderID))
+	require.Equal(t, "🆕 Order #"+itoa(orderID)+" created: plumbing, Moscow, Center, price 3000.\nKitchen <b>tap</b> & sink second line\n\n"+
+		"It is being offered to matching masters; follow it in /orders.", reply.Text)
+	for _, e := range reply.Entities {
+		require.NotEqual(t, "tap", utf16Slice(reply.Text, e.Offset, e.Length), "no markup was injected")
+	}
+
+	// Ann, idle longest among the two who match, gets the offer at once.
+	fs := offers(t, env.st)
+	require.Len(t, fs, 1)
+	f := fs[0]
+	require.Equal(t, offerRow{ID: f.ID, OrderID: orderID, MasterID: 42, State: "SENT", Round: 1,
+		ChatID: int64p(42), MessageID: f.MessageID}, f)
+	msg := offerMessage(t, env.srv, f)
+	require.Equal(t, "HTML", msg.ParseMode)
+	require.True(t, strings.HasPrefix(msg.Text, "🔔 New order #"+itoa(orderID)+"\n📍 Moscow, Center\n🛠 plumbing\n💰 3000\n"+
+		"📝 Kitchen <b>tap</b> & sink second line\n\n⏳ Answer within "), msg.Text)
+	require.Regexp(t, answerWithin, msg.Text)
+	require.Len(t, msg.Entities, 1, "only our bold header; the description's tags are text")
+	require.Equal(t, "bold", msg.Entities[0].Type)
+	kb := msg.ReplyMarkup.InlineKeyboard
+	require.Len(t, kb, 2)
+	require.Len(t, kb[0], 2)
+	require.Len(t, kb[1], 1)
+	require.Equal(t, []string{"✅ Accept", "❌ Decline", "📄 Details"}, []string{kb[0][0].Text, kb[0][1].Text, kb[1][0].Text})
+	for i, want := range []bot.Action{"oa", "od", "ov"} {
+		cb, err := bot.Decode(msg.ReplyMarkup.Buttons()[i].CallbackData)
+		require.NoError(t, err)
+		require.Equal(t, bot.Callback{Action: want, IDs: []int64{f.ID}}, cb)
+	}
+	accept, decline, details := data(t, "oa", f.ID), data(t, "od", f.ID), data(t, "ov", f.ID)
+	last, _ := env.srv.LastMessage(43)
+	require.Equal(t, bobWelcome.MessageID, last.MessageID, "one offer at a time: Bob waits")
+	require.Len(t, env.srv.Messages(44), carlBefore, "Carl works in another district")
+
+	// Details: VIEWED, and the full text with Accept and Decline only.
+	a := press(t, env.srv, ann, msg, details)
+	require.Empty(t, a.Text)
+	f = offers(t, env.st)[0]
+	require.Equal(t, "VIEWED", f.State)
+	require.NotNil(t, f.ViewedAt)
+	msg = offerMessage(t, env.srv, f)
+	require.True(t, strings.HasPrefix(msg.Text, "🔔 New order #"+itoa(orderID)+"\n📍 Moscow, Center\n🛠 plumbing\n💰 3000\n"+
+		"📝 Kitchen <b>tap</b> & sink\nsecond line\n\n⏳ Answer within "), msg.Text)
+	require.Len(t, msg.Edits, 1)
+	require.Equal(t, []string{"✅ Accept", "❌ Decline"}, buttonTexts(msg))
+
+	// Bob's client forges Ann's offer on a message of his own chat.
+	a = pressRaw(t, env.srv, bob, bobWelcome, accept)
+	require.Equal(t, "This button is not for you.", a.Text)
+	require.True(t, a.ShowAlert)
+	a = pressRaw(t, env.srv, bob, bobWelcome, decline)
+	require.Equal(t, "This button is not for you.", a.Text)
+	require.Equal(t, "VIEWED", offers(t, env.st)[0].State)
+	require.Equal(t, orderRow{ID: orderID, State: "SEARCHING", Round: 1}, orderByID(t, env.st, orderID))
+	bobNow, _ := env.srv.MessageByID(43, bobWelcome.MessageID)
+	require.Empty(t, bobNow.Edits)
+
+	a = press(t, env.srv, ann, msg, accept)
+	require.Equal(t, "Accepted. The order is yours!", a.Text)
+	require.False(t, a.ShowAlert)
+	require.Equal(t, "ACCEPTED", offers(t, env.st)[0].State)
+	require.Equal(t, orderRow{ID: orderID, State: "ASSIGNED", MasterID: int64p(42), Round: 1}, orderByID(t, env.st, orderID))
+	msg = offerMessage(t, env.srv, f)
+	require.Equal(t, "✅ Accepted: order #"+itoa(orderID)+" is yours\n📍 Moscow, Center\n🛠 plumbing\n💰 3000\n"+
+		"📝 Kitchen <b>tap</b> & sink\nsecond line\n\nCommission: 10% of the price, due within 3 h after the order is done.", msg.Text)
+	require.Empty(t, msg.ReplyMarkup.Buttons())
+
+	// A stale client presses again: nothing changes, nothing is edited.
+	a = pressRaw(t, env.srv, ann, msg, accept)
+	require.Equal(t, "You have already accepted this offer.", a.Text)
+	require.True(t, a.ShowAlert)
+	a = pressRaw(t, env.srv, ann, msg, decline)
+	require.Equal(t, "You have already accepted this offer.", a.Text)
+	require.Len(t, offerMessage(t, env.srv, f).Edits, 2)
+	a = pressRaw(t, env.srv, ann, msg, data(t, "oa", f.ID+100))
+	require.Equal(t, "This button is no longer valid.", a.Text)
+	require.True(t, a.ShowAlert)
+
+	require.Equal(t, "Open orders (1)\n\n#"+itoa(orderID)+" assigned · 3000 · Moscow, Center · plumbing\n↳ master: Ann (id 42)",
+		env.ask(t, env.admin, "/orders").Text)
+
+	require.Equal(t, "Usage: /done ID marks an assigned order done; /orders lists them.", env.ask(t, env.admin, "/done").Text)
+	require.Equal(t, "Usage: /done ID marks an assigned order done; /orders lists them.", env.ask(t, env.admin, "/done x").Text)
+	require.Equal(t, "There is no order #999.", env.ask(t, env.admin, "/done 999").Text)
+	annBefore := len(env.srv.Messages(42))
+	reply = env.ask(t, env.admin, "/done #"+itoa(orderID))
+	o := orderByID(t, env.st, orderID)
+	require.Equal(t, "DONE", o.State)
+	require.Equal(t, int64p(300), o.Commission)
+	require.NotNil(t, o.DueAt)
+	due := o.DueAt.UTC().Format("2006-01-02 15:04") + " UTC"
+	require.Equal(t, "🏁 Order #"+itoa(orderID)+" is done. Commission of 300 is due from the master (id 42) by "+due+".", reply.Text)
+	annMsgs := env.srv.Messages(42)
+	require.Len(t, annMsgs, annBefore+1)
+	require.Equal(t, "🏁 Order #"+itoa(orderID)+" is done. Commission of 300 is due by "+due+"; after that no new offers come until it is paid.",
+		annMsgs[len(annMsgs)-1].Text)
+
+	require.Equal(t, "Order #"+itoa(orderID)+" is done: only an assigned order can be marked done.",
+		env.ask(t, env.admin, "/done "+itoa(orderID)).Text)
+	require.Equal(t, "Order #"+itoa(orderID)+" is done: only a searching or assigned order can be cancelled.",
+		env.ask(t, env.admin, "/cancel "+itoa(orderID)).Text)
+	require.Equal(t, "DONE", orderByID(t, env.st, orderID).State)
+	require.Contains(t, env.ask(t, ann, "/master").Text, "\nCommission owed: 300, next due "+due+"\nOffers: accepted 1\nOrders: done 1")
+
+	o1, f1 := itoa(orderID), itoa(f.ID)
+	require.Equal(t, []string{
+		"🆕 Order #" + o1 + " created",
+		"📤 Order #" + o1 + ": offer #" + f1 + " sent to Ann (id 42), round 1",
+		"👀 Order #" + o1 + ": Ann (id 42) opened the details of offer #" + f1,
+		"🤝 Order #" + o1 + ": Ann (id 42) accepted offer #" + f1,
+		"✅ Order #" + o1 + " assigned to Ann (id 42)",
+		"🏁 Order #" + o1 + " done by Ann (id 42); commission 300",
+	}, env.logLines())
+}
+
+func buttonTexts(m tgfake.BotMessage) []string {
+	var out []string
+	for _, b := range m.ReplyMarkup.Buttons() {
+		out = append(out, b.Text)
+	}
+	return out
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestDeclineExpireAndCancel(t *testing.T) {
+	t.Parallel()
+	env := setupDispatch(t)
+	ctx := context.Background()
+	ann := env.srv.User(42, "Ann", "en")
+	bob := env.srv.User(43, "Борис", "ru")
+	env.register(t, ann, "Moscow Center plumbing")
+	env.register(t, bob, "Moscow Center plumbing")
+
+	env.ask(t, env.admin, "/order Moscow Center plumbing 5000 Bathroom pipe")
+	var orderID int64
+	require.NoError(t, env.st.Pool().QueryRow(ctx, `SELECT id FROM orders`).Scan(&orderID))
+	f1 := offers(t, env.st)[0]
+	require.Equal(t, int64(42), f1.MasterID)
+	msg1 := offerMessage(t, env.srv, f1)
+
+	// Ann declines: her message says so, and Bob gets the offer at once.
+	a := press(t, env.srv, ann, msg1, data(t, "od", f1.ID))
+	require.Equal(t, "Declined.", a.Text)
+	require.False(t, a.ShowAlert)
+	msg1 = offerMessage(t, env.srv, f1)
+	require.Equal(t, "❌ You declined order #"+itoa(orderID)+".", msg1.Text)
+	require.Empty(t, msg1.ReplyMarkup.Buttons())
+	fs := offers(t, env.st)
+	require.Len(t, fs, 2)
+	require.Equal(t, "DECLINED", fs[0].State)
+	f2 := fs[1]
+	require.Equal(t, offerRow{ID: f2.ID, OrderID: orderID, MasterID: 43, State: "SENT", Round: 1, ChatID: int64p(43), MessageID: f2.MessageID}, f2)
+	msg2 := offerMessage(t, env.srv, f2)
+	require.True(t, strings.HasPrefix(msg2.Text, "🔔 Новый заказ #"+itoa(orderID)+"\n📍 Moscow, Center\n🛠 plumbing\n💰 5000\n📝 Bathroom pipe\n\n⏳ Ответьте в течение "),
+		"in the master's language: %s", msg2.Text)
+	require.Equal(t, []string{"✅ Принять", "❌ Отказаться", "📄 Подробнее"}, buttonTexts(msg2))
+
+	// Bob answers after expires_at, before the watchdog ran: refused, and
+	// his message shows the expiry; nothing in the database moves.
+	_, err := env.st.Pool().Exec(ctx, `UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, f2.ID)
+	require.NoError(t, err)
+	a = press(t, env.srv, bob, msg2, data(t, "oa", f2.ID))
+	require.Equal(t, "Время на ответ истекло; заказ передан другому мастеру.", a.Text)
+	require.True(t, a.ShowAlert)
+	expired := "⌛ Время на ответ по заказу #" + itoa(orderID) + " истекло — заказ передан другому мастеру."
+	msg2 = offerMessage(t, env.srv, f2)
+	require.Equal(t, expired, msg2.Text)
+	require.Empty(t, msg2.ReplyMarkup.Buttons())
+	require.Equal(t, "SENT", offers(t, env.st)[1].State)
+	require.Equal(t, orderRow{ID: orderID, State: "SEARCHING", Round: 1}, orderByID(t, env.st, orderID))
+
+	// The watchdog expires it; the message already says so, and round 2
+	// goes back to Ann.
+	n, err := env.svc.Expire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	fs = offers(t, env.st)
+	require.Len(t, fs, 3)
+	require.Equal(t, "EXPIRED", fs[1].State)
+	require.Len(t, offerMessage(t, env.srv, f2).Edits, 1, "the watchdog's edit changed nothing more")
+	f3 := fs[2]
+	require.Equal(t, offerRow{ID: f3.ID, OrderID: orderID, MasterID: 42, State: "SENT", Round: 2, ChatID: int64p(42), MessageID: f3.MessageID}, f3)
+	require.Equal(t, 2, orderByID(t, env.st, orderID).Round)
+
+	list := env.ask(t, env.admin, "/orders").Text
+	require.Regexp(t, `^Open orders \(1\)\n\n#`+itoa(orderID)+` searching · 5000 · Moscow, Center · plumbing\n`+
+		`↳ offered to Ann \(id 42\): sent, (10 min|9 min \d+ s) left$`, list)
+
+	require.Equal(t, "There is no order #999.", env.ask(t, env.admin, "/cancel 999").Text)
+	require.Equal(t, "Usage: /cancel ID cancels a searching or assigned order; /orders lists them.", env.ask(t, env.admin, "/cancel").Text)
+	require.Equal(t, "🚫 Order #"+itoa(orderID)+" is cancelled.", env.ask(t, env.admin, "/cancel "+itoa(orderID)).Text)
+	require.Equal(t, "CANCELLED", orderByID(t, env.st, orderID).State)
+	require.Equal(t, "WITHDRAWN", offers(t, env.st)[2].State)
+	msg3 := offerMessage(t, env.srv, f3)
+	require.Equal(t, "🚫 Order #"+itoa(orderID)+" was cancelled; the offer is withdrawn.", msg3.Text)
+	require.Empty(t, msg3.ReplyMarkup.Buttons())
+	a = pressRaw(t, env.srv, ann, msg3, data(t, "oa", f3.ID))
+	require.Equal(t, "This order was cancelled; the offer is withdrawn.", a.Text)
+	require.True(t, a.ShowAlert)
+	a = pressRaw(t, env.srv, ann, msg1, data(t, "oa", f1.ID))
+	require.Equal(t, "You have already declined this offer.", a.Text)
+	require.Equal(t, "CANCELLED", orderByID(t, env.st, orderID).State)
+	require.Equal(t, "No open orders.", env.ask(t, env.admin, "/orders").Text)
+	require.Equal(t, "Order #"+itoa(orderID)+" is cancelled: only a searching or assigned order can be cancelled.",
+		env.ask(t, env.admin, "/cancel "+itoa(orderID)).Text)
+
+	o := itoa(orderID)
+	require.Equal(t, []string{
+		"🆕 Order #" + o + " created",
+		"📤 Order #" + o + ": offer #" + itoa(f1.ID) + " sent to Ann (id 42), round 1",
+		"🙅 Order #" + o + ": Ann (id 42) declined offer #" + itoa(f1.ID),
+		"📤 Order #" + o + ": offer #" + itoa(f2.ID) + " sent to Борис (id 43), round 1",
+		"⌛ Order #" + o + ": offer #" + itoa(f2.ID) + " to Борис (id 43) expired unanswered, round 1",
+		"📤 Order #" + o + ": offer #" + itoa(f3.ID) + " sent to Ann (id 42), round 2",
+		"↩️ Order #" + o + ": offer #" + itoa(f3.ID) + " to Ann (id 42) withdrawn",
+		"🚫 Order #" + o + " cancelled",
+	}, env.logLines())
+}
+
+func TestCancelAssignedTellsMaster(t *testing.T) {
+	t.Parallel()
+	env := setupDispatch(t)
+	ann := env.srv.User(42, "Анна", "uk")
+	env.register(t, ann, "Київ Поділ сантехніка")
+	env.ask(t, env.admin, `/order Київ Поділ сантехніка 700 "Кран" тече`)
+	f := offers(t, env.st)[0]
+	msg := offerMessage(t, env.srv, f)
+	a := press(t, env.srv, ann, msg, data(t, "oa", f.ID))
+	require.Equal(t, "Прийнято. Замовлення ваше!", a.Text)
+	require.Equal(t, "ASSIGNED", orderByID(t, env.st, f.OrderID).State)
+
+	require.Equal(t, "🚫 Order #"+itoa(f.OrderID)+" is cancelled; the assigned master has been told.",
+		env.ask(t, env.admin, "/cancel "+itoa(f.OrderID)).Text)
+	require.Equal(t, "CANCELLED", orderByID(t, env.st, f.OrderID).State)
+	last, _ := env.srv.LastMessage(42)
+	require.Equal(t, "🚫 Замовлення #"+itoa(f.OrderID)+" скасовано адміністратором; їхати не потрібно.", last.Text)
+	require.Equal(t, "ACCEPTED", offers(t, env.st)[0].State, "an accepted offer is not withdrawn")
+	lines := env.logLines()
+	require.Equal(t, "🚫 Order #"+itoa(f.OrderID)+" cancelled; Анна (id 42) was assigned to it", lines[len(lines)-1])
+}
+
+func TestOfferToUnreachableMasterAndNoAdminChat(t *testing.T) {
+	t.Parallel()
+	env := setupDispatch(t)
+	ctx := context.Background()
+	env.srv.User(42, "Ghost", "en") // never wrote to the bot
+	m := dispatch.Master{UserID: 42, Name: "Ghost", Lang: "en"}
+	o := dispatch.Order{ID: 1, City: "Moscow", District: "Center", Skill: "plumbing", Price: 1, Description: "x"}
+	f := dispatch.Offer{ID: 1, OrderID: 1, MasterID: 42, ExpiresAt: time.Now().Add(time.Minute)}
+	_, _, err := env.bot.SendOffer(ctx, m, o, f)
+	require.ErrorIs(t, err, dispatch.ErrRecipientGone)
+	m.UserID = 4242 // no such chat at all
+	_, _, err = env.bot.SendOffer(ctx, m, o, f)
+	require.ErrorIs(t, err, dispatch.ErrRecipientGone)
+	env.srv.FailNextWith("sendMessage", 1, &tgfake.APIError{Code: 500, Description: "Internal Server Error"})
+	err = env.bot.Tell(ctx, dispatch.Note{Kind: dispatch.NoteUnblocked, Master: m})
+	require.Error(t, err)
+	require.False(t, errors.Is(err, dispatch.ErrRecipientGone))
+
+	// A bot without ADMIN_CHAT_ID logs nowhere.
+	plain := setup(t, bot.Config{}, nil)
+	require.NoError(t, plain.bot.Log(ctx, dispatch.Event{Kind: dispatch.EventOrderCreated, OrderID: 1}))
+	require.Empty(t, plain.srv.CallsTo("sendMessage"))
+}
+
+// Every event kind has a line of its own in every language.
+func TestEveryEventHasItsLine(t *testing.T) {
+	t.Parallel()
+	env := setupDispatch(t)
+	ctx := context.Background()
+	ann := &dispatch.Master{UserID: 42, Name: "<Ann>", Username: "ann"}
+	kinds := []dispatch.EventKind{
+		dispatch.EventOrderCreated, dispatch.EventOfferSent, dispatch.EventOfferViewed, dispatch.EventOfferAccepted,
+		dispatch.EventOfferDeclined, dispatch.EventOfferExpired, dispatch.EventOfferWithdrawn, dispatch.EventOrderAssigned,
+		dispatch.EventUnassignable, dispatch.EventOrderDone, dispatch.EventOrderCancelled, dispatch.EventOrderClosed,
+		dispatch.EventMasterBlocked, dispatch.EventCommissionPaid, dispatch.EventOfferUndelivered,
+	}
+	for _, k := range kinds {
+		require.NoError(t, env.bot.Log(ctx, dispatch.Event{Kind: k, OrderID: 7, OfferID: 9, MasterID: 42, Master: ann, Round: 2, Amount: 150}))
+	}
+	lines := env.logLines()
+	require.Len(t, lines, len(kinds))
+	seen := map[string]bool{}
+	for i, l := range lines {
+		require.NotContains(t, l, "dispatch.event", "kind %s has its own text", kinds[i])
+		require.NotContains(t, l, string(kinds[i]), "kind %s is not rendered by the fallback", kinds[i])
+		require.False(t, seen[l], "line of %s is distinct", kinds[i])
+		seen[l] = true
+	}
+	require.Equal(t, "⚠️ Order #7: no master left to offer it to after round 2; it waits for a new or freed master", lines[8])
+	require.Equal(t, "📵 Order #7: offer #9 could not be delivered to <Ann> (@ann, id 42); the master is paused", lines[14])
+}
+
+func TestStatusShowsReplicas(t *testing.T) {
+	t.Parallel()
+	env := setupDispatch(t)
+	ctx := context.Background()
+	require.NoError(t, env.st.Heartbeat(ctx, "replica-a", "v1.2.3", time.Now().Add(-90*time.Minute)))
+	require.NoError(t, env.st.Heartbeat(ctx, "replica-b", "", time.Now().Add(-30*time.Second)))
+	require.NoError(t, env.st.Heartbeat(ctx, "replica-gone", "v1.0.0", time.Now().Add(-48*time.Hour)))
+	_, err := env.st.Pool().Exec(ctx, `UPDATE replicas SET seen_at = now() - interval '40 seconds' WHERE instance = 'replica-a';
+UPDATE replicas SET seen_at = now() - interval '1 hour' WHERE instance = 'replica-gone'`)
+	require.NoError(t, err)
+
+	text := env.ask(t, env.admin, "/status").Text
+	require.Regexp(t, `\n\nReplicas\n`+
+		`replica-b \(\?\): up (30|31)s, seen [01] s ago\n`+
+		`replica-a \(v1\.2\.3\): up 1h30m[01]s, seen (40|41) s ago\n\nJobs\n`, text)
+	require.NotContains(t, text, "replica-gone", "a replica not seen lately is not live")
+}
+
+// The longest order admins can write still makes one offer message whose
+// buttons can be edited, and /orders stays one message however many orders
+// are open.
+func TestOversizedOrdersStayOneMessage(t *testing.T) {
+	t.Parallel()
+	env := setupDispatch(t)
+	ctx := context.Background()
+	place := strings.Repeat("<&", dispatch.MaxPlace/2)
+	skill := strings.Repeat("&", dispatch.MaxSkill)
+	ann := env.srv.User(42, strings.Repeat("<Ann>", 20), "en")
+	env.register(t, ann, `«`+place+`» «`+place+`» `+skill)
+	desc := strings.Repeat(`"`, dispatch.MaxDescription)
+	env.ask(t, env.admin, `/order «`+place+`» «`+place+`» `+skill+` 100000000 `+desc)
+
+	f := offers(t, env.st)[0]
+	msg := offerMessage(t, env.srv, f)
+	require.Len(t, msg.ReplyMarkup.Buttons(), 3)
+	require.Contains(t, msg.Text, "📍 <&<&")
+	require.Contains(t, msg.Text, "…")
+	press(t, env.srv, ann, msg, data(t, "ov", f.ID))
+	msg = offerMessage(t, env.srv, f)
+	require.Len(t, msg.Edits, 1, "the details fit one message")
+	require.Len(t, msg.ReplyMarkup.Buttons(), 2)
+	require.LessOrEqual(t, len([]rune(msg.Text)), bot.MaxMessageLen)
+
+	_, err := env.st.Pool().Exec(ctx, `
+INSERT INTO orders (created_by, city, district, skill, price, description)
+SELECT 1, $1, $1, $2, 100000000, 'x' FROM generate_series(1, $3)`, place, skill, dispatch.MaxListedOrders)
+	require.NoError(t, err)
+	before := len(env.srv.Messages(adminID))
+	list := env.ask(t, env.admin, "/orders")
+	require.Len(t, env.srv.Messages(adminID), before+1, "one message")
+	require.True(t, strings.HasPrefix(list.Text, "Open orders (30)\n\n#"), list.Text)
+	require.Regexp(t, `\n\n… and \d+ more that do not fit here$`, list.Text)
+	require.Contains(t, list.Text, "↳ offered to <Ann><Ann>")
+	require.Contains(t, list.Text, "↳ no open offer (round 1)")
+}

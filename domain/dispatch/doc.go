@@ -1,0 +1,26 @@
+// Package dispatch offers admins' orders to registered masters one at a
+// time and takes them back when nobody answers.
+//
+//	order:  SEARCHING ──accept──► ASSIGNED ──/done──► DONE ──autoclose──► CLOSED
+//	            │                    │
+//	            └──────/cancel───────┴──► CANCELLED
+//
+//	offer:  SENT ──Details──► VIEWED
+//	          │                 │
+//	          ├─────────────────┴──► ACCEPTED | DECLINED | EXPIRED | WITHDRAWN (order cancelled)
+//
+// Distribution picks, for a SEARCHING order with no open offer, the matching
+// master (city, district, skill; active; not blocked for commission; no open
+// offer; not offered this order in this round) who was idle longest, and
+// offers it with expires_at = now + OFFER_SLA. After two rounds the order is
+// reported to admins as unassignable and waits.
+//
+// The expired-offers watchdog is the seed's one statement; it runs on every
+// WATCHDOG_INTERVAL tick as the guarantee and, on every replica, at the
+// earliest expires_at that replica knows of (re-armed through NOTIFY on
+// dispatch_offers), so an offer expires well under a second late. Accepting is
+// one conditional UPDATE that checks the master, the state and expires_at, in
+// the same transaction as the order's SEARCHING → ASSIGNED, so a late,
+// repeated or foreign press cannot assign anything. The database enforces one
+// open offer per order and per master with partial unique indexes.
+package dispatch

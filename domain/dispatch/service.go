@@ -1,0 +1,327 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Master is a registered master.
+type Master struct {
+	UserID   int64
+	Username string // Telegram username, for admins' messages
+	Name     string // Telegram first name
+	Lang     string // language to write to them in
+	City     string
+	District string
+	Skills   []string // lower-case
+	Active   bool
+	// BlockedAt is set while commission is overdue (zero: not blocked).
+	BlockedAt   time.Time
+	LastOfferAt time.Time
+	CreatedAt   time.Time
+}
+
+// MasterStats is what /master shows beside the profile.
+type MasterStats struct {
+	Offers map[OfferState]int
+	// Orders by state among those assigned to the master.
+	Orders map[OrderState]int
+	// Owed is unpaid commission; Overdue the part past its deadline.
+	Owed, Overdue int64
+	// NextDue is the earliest deadline of unpaid commission (zero: none).
+	NextDue time.Time
+}
+
+// Order is one admin's order.
+type Order struct {
+	ID          int64
+	CreatedBy   int64
+	City        string
+	District    string
+	Skill       string // lower-case
+	Price       int64  // whole currency units
+	Description string
+	State       OrderState
+	Round       int
+	MasterID    int64 // zero until assigned
+	// Unassignable is set when admins were told nobody is left.
+	Unassignable     time.Time
+	AssignedAt       time.Time
+	DoneAt           time.Time
+	ClosedAt         time.Time
+	CancelledAt      time.Time
+	Commission       int64 // set at DONE
+	CommissionDueAt  time.Time
+	CommissionPaidAt time.Time
+	CreatedAt        time.Time
+}
+
+// Offer is one order offered to one master.
+type Offer struct {
+	ID          int64
+	OrderID     int64
+	MasterID    int64
+	Round       int
+	State       OfferState
+	SentAt      time.Time
+	ExpiresAt   time.Time
+	ViewedAt    time.Time
+	RespondedAt time.Time
+	// ChatID and MessageID locate the master's offer message (zero: not
+	// sent yet, or sending failed).
+	ChatID    int64
+	MessageID int
+}
+
+// OrderLine is one row of /orders: the order and its open offer, if any.
+type OrderLine struct {
+	Order  Order
+	Offer  *Offer  // the open offer (SENT or VIEWED), nil if none
+	Master *Master // the open offer's master, or the assigned one
+}
+
+// NewOrder is what /order asks for.
+type NewOrder struct {
+	CreatedBy   int64
+	City        string
+	District    string
+	Skill       string
+	Price       int64
+	Description string
+}
+
+// Outcome is what one distribution step did for an order.
+type Outcome int
+
+// Distribution outcomes.
+const (
+	// Offered: an offer was created (Repository.OfferNext returns it).
+	Offered Outcome = iota
+	// Busy: the order has an open offer, or another replica holds it.
+	Busy
+	// NotSearching: the order is no longer SEARCHING.
+	NotSearching
+	// Unassignable: both rounds used up, reported now for the first time.
+	Unassignable
+	// StillUnassignable: as Unassignable, already reported.
+	StillUnassignable
+)
+
+// Debt is a master's unpaid commission.
+type Debt struct {
+	MasterID int64
+	Amount   int64
+	Orders   []int64
+	// Overdue is the part past its deadline.
+	Overdue int64
+}
+
+// Repository is what the workflow needs from storage. Every state change
+// is one conditional statement naming the old state.
+type Repository interface {
+	// SaveMaster registers or updates a master (city, district, skills);
+	// true if the master is new. The user must exist.
+	SaveMaster(ctx context.Context, userID int64, city, district string, skills []string) (Master, bool, error)
+	// Master returns a master; domain.ErrNotFound if the user is none.
+	Master(ctx context.Context, userID int64) (Master, error)
+	// MasterByUsername finds a master by Telegram username (without @,
+	// case-insensitive); domain.ErrNotFound if none.
+	MasterByUsername(ctx context.Context, username string) (Master, error)
+	MasterStats(ctx context.Context, userID int64) (MasterStats, error)
+	// SetActive sets active; false if it already was so. domain.ErrNotFound
+	// if the user is not a master.
+	SetActive(ctx context.Context, userID int64, active bool) (bool, error)
+
+	CreateOrder(ctx context.Context, o NewOrder) (Order, error)
+	// Order returns one order; domain.ErrNotFound if none.
+	Order(ctx context.Context, id int64) (Order, error)
+	// OpenOrders lists SEARCHING, ASSIGNED and DONE orders, oldest first.
+	OpenOrders(ctx context.Context, limit int) ([]OrderLine, error)
+	// CompleteOrder moves ASSIGNED → DONE and sets the commission
+	// (ceil(price × ratePercent / 100)) due after deadline; ok false (with
+	// the order as it is) if it was not ASSIGNED.
+	CompleteOrder(ctx context.Context, id int64, ratePercent float64, deadline time.Duration) (Order, bool, error)
+	// CancelOrder moves SEARCHING or ASSIGNED → CANCELLED and withdraws its
+	// open offer in the same transaction; ok false (with the order as it
+	// is) if the order was in neither state.
+	CancelOrder(ctx context.Context, id int64) (o Order, withdrawn []Offer, ok bool, err error)
+
+	// SearchingOrders lists SEARCHING orders with no open offer, oldest
+	// first; those reported unassignable only if unassignable is true.
+	SearchingOrders(ctx context.Context, limit int, unassignable bool) ([]int64, error)
+	// OfferNext is one distribution step for an order, in one transaction
+	// holding the order's row (skipped if another replica holds it): pick
+	// the candidate idle longest in the order's round and create the offer
+	// expiring after sla; with nobody left in round 1 move to round 2 and
+	// pick again; with nobody left in round 2 mark the order unassignable.
+	// Creating an offer clears the unassignable mark.
+	OfferNext(ctx context.Context, orderID int64, sla time.Duration) (Offer, Order, Outcome, error)
+	// SetOfferMessage records where the offer's message is.
+	SetOfferMessage(ctx context.Context, offerID, chatID int64, messageID int) error
+	// Offer returns one offer; domain.ErrNotFound if none.
+	Offer(ctx context.Context, id int64) (Offer, error)
+
+	// Accept is the one conditional statement: the offer moves to ACCEPTED
+	// only if it is the master's, open and not past expires_at, and its
+	// order SEARCHING → ASSIGNED in the same transaction; ok false if
+	// anything did not hold (nothing changed).
+	Accept(ctx context.Context, offerID, masterID int64) (Offer, Order, bool, error)
+	// Decline moves the master's open offer to DECLINED; ok false otherwise.
+	Decline(ctx context.Context, offerID, masterID int64) (Offer, bool, error)
+	// View moves the master's SENT offer not yet past expires_at to VIEWED;
+	// ok false otherwise (an offer already VIEWED is returned with ok false
+	// too).
+	View(ctx context.Context, offerID, masterID int64) (Offer, bool, error)
+	// ExpireOffers is the watchdog's statement: every SENT or VIEWED offer
+	// with expires_at <= now() becomes EXPIRED, and exactly those return.
+	ExpireOffers(ctx context.Context) ([]Offer, error)
+	// NextExpiry is the earliest expires_at of an open offer (false: none).
+	NextExpiry(ctx context.Context) (time.Time, bool, error)
+
+	// BlockOverdue blocks every unblocked master owing commission past its
+	// deadline and returns them with what they owe.
+	BlockOverdue(ctx context.Context) ([]Debt, error)
+	// SettleCommission marks all the master's unpaid commission paid and
+	// unblocks them; what was settled, and whether they were blocked.
+	SettleCommission(ctx context.Context, masterID int64) (Debt, bool, error)
+	// Autoclose moves DONE orders older than after to CLOSED.
+	Autoclose(ctx context.Context, after time.Duration) ([]int64, error)
+}
+
+// EventKind names a live-log event.
+type EventKind string
+
+// Live-log events, in the admin chat and in the JSON log.
+const (
+	EventOrderCreated     EventKind = "order_created"
+	EventOfferSent        EventKind = "offer_sent"
+	EventOfferViewed      EventKind = "offer_viewed"
+	EventOfferAccepted    EventKind = "offer_accepted"
+	EventOfferDeclined    EventKind = "offer_declined"
+	EventOfferExpired     EventKind = "offer_expired"
+	EventOfferWithdrawn   EventKind = "offer_withdrawn"
+	EventOrderAssigned    EventKind = "order_assigned"
+	EventUnassignable     EventKind = "order_unassignable"
+	EventOrderDone        EventKind = "order_done"
+	EventOrderCancelled   EventKind = "order_cancelled"
+	EventOrderClosed      EventKind = "order_closed"
+	EventMasterBlocked    EventKind = "master_blocked"
+	EventCommissionPaid   EventKind = "commission_paid"
+	EventOfferUndelivered EventKind = "offer_undelivered"
+)
+
+// Event is one line of the live log.
+type Event struct {
+	Kind     EventKind
+	OrderID  int64
+	OfferID  int64
+	MasterID int64
+	Master   *Master // when known, for a readable name
+	Round    int
+	Amount   int64 // commission events
+	At       time.Time
+}
+
+// NoteKind names a message to a master that is not an offer.
+type NoteKind string
+
+// Messages to masters.
+const (
+	NoteOrderDone NoteKind = "order_done" // commission owed and its deadline
+	NoteCancelled NoteKind = "cancelled"  // the order you were assigned was cancelled
+	NoteBlocked   NoteKind = "blocked"    // commission overdue: no offers until /paid
+	NoteUnblocked NoteKind = "unblocked"  // commission settled
+)
+
+// Note is a message to a master.
+type Note struct {
+	Kind   NoteKind
+	Master Master
+	Order  *Order
+	Amount int64
+}
+
+// Notifier is what the workflow needs from Telegram (the bot implements it).
+type Notifier interface {
+	// SendOffer sends the offer message with Accept, Decline and Details;
+	// ErrRecipientGone if the master cannot be written to.
+	SendOffer(ctx context.Context, m Master, o Order, f Offer) (chatID int64, messageID int, err error)
+	// CloseOffer edits the master's offer message to show how it ended
+	// (EXPIRED, WITHDRAWN).
+	CloseOffer(ctx context.Context, m Master, o Order, f Offer) error
+	// Tell sends a master a note.
+	Tell(ctx context.Context, n Note) error
+	// Log posts an event to the admins' live log (ADMIN_CHAT_ID).
+	Log(ctx context.Context, e Event) error
+}
+
+// ErrRecipientGone: the master blocked the bot or deleted their account.
+var ErrRecipientGone = errors.New("recipient cannot be written to")
+
+// Errors the bot turns into answers.
+var (
+	// ErrNotMaster: the user has not registered with /master.
+	ErrNotMaster = errors.New("not a master")
+	// ErrForbidden: the offer is another master's.
+	ErrForbidden = errors.New("not your offer")
+	// ErrOfferClosed: the offer is no longer open (see its State), or it
+	// is past expires_at and waits for the watchdog.
+	ErrOfferClosed = errors.New("offer no longer open")
+	// ErrOrderState: the order is not in a state the command acts on.
+	ErrOrderState = errors.New("order in another state")
+)
+
+// InputError is user input refused with a locale key explaining why.
+type InputError struct{ Key string }
+
+func (e *InputError) Error() string { return "dispatch: invalid input: " + e.Key }
+
+// Limits on input.
+const (
+	MaxPlace       = 100
+	MaxSkill       = 50
+	MaxSkills      = 10
+	MaxDescription = 2000
+	MaxPrice       = 100_000_000
+)
+
+// Config is the workflow's part of the configuration.
+type Config struct {
+	OfferSLA           time.Duration // OFFER_SLA (2m)
+	CommissionRate     float64       // COMMISSION_RATE, percent; 0 means none
+	CommissionDeadline time.Duration // COMMISSION_DEADLINE (3h)
+	AutocloseAfter     time.Duration // AUTOCLOSE_AFTER (24h)
+	// Workers bound the follow-up of one sweep (message edits and
+	// redistribution) done at once (8).
+	Workers int
+}
+
+func (c Config) withDefaults() Config {
+	if c.OfferSLA <= 0 {
+		c.OfferSLA = 2 * time.Minute
+	}
+	if c.CommissionDeadline <= 0 {
+		c.CommissionDeadline = 3 * time.Hour
+	}
+	if c.AutocloseAfter <= 0 {
+		c.AutocloseAfter = 24 * time.Hour
+	}
+	if c.Workers <= 0 {
+		c.Workers = 8
+	}
+	return c
+}
+
+// Deps are the workflow's collaborators.
+type Deps struct {
+	Repo       Repository
+	Notifier   Notifier
+	Clock      clockwork.Clock
+	Log        *slog.Logger
+	Registerer prometheus.Registerer
+}

@@ -1,0 +1,535 @@
+package dispatch_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
+	"switchboard/domain/dispatch"
+	"switchboard/storage"
+	"switchboard/storage/storagetest"
+)
+
+// world is one test's database and a recorder in Telegram's place.
+type world struct {
+	ctx   context.Context
+	store *storage.Store
+	tg    *recorder
+	cfg   dispatch.Config
+}
+
+func newWorld(t *testing.T, cfg dispatch.Config) *world {
+	t.Helper()
+	return &world{ctx: context.Background(), store: storagetest.New(t), tg: &recorder{gone: map[int64]bool{}}, cfg: cfg}
+}
+
+// service builds one replica's service over the world.
+func (w *world) service(t *testing.T) *dispatch.Service {
+	t.Helper()
+	s, err := dispatch.NewService(w.cfg, dispatch.Deps{
+		Repo: w.store, Notifier: w.tg, Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
+	})
+	require.NoError(t, err)
+	return s
+}
+
+// run starts s's timer and listener until the test ends.
+func (w *world) run(t *testing.T, s *dispatch.Service) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(w.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx, func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
+			w.store.Listen(ctx, []string{ch}, onConnect, func(_, p string) { onNotify(p) })
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func (w *world) master(t *testing.T, s *dispatch.Service, id int64, args string) {
+	t.Helper()
+	_, err := w.store.UpsertUser(w.ctx, domain.User{ID: id, FirstName: fmt.Sprint("M", id), Username: fmt.Sprint("m", id)})
+	require.NoError(t, err)
+	_, _, err = s.RegisterMaster(w.ctx, id, args)
+	require.NoError(t, err)
+}
+
+func (w *world) offer(t *testing.T, id int64) dispatch.Offer {
+	t.Helper()
+	f, err := w.store.Offer(w.ctx, id)
+	require.NoError(t, err)
+	return f
+}
+
+func (w *world) order(t *testing.T, id int64) dispatch.Order {
+	t.Helper()
+	o, err := w.store.Order(w.ctx, id)
+	require.NoError(t, err)
+	return o
+}
+
+func (w *world) exec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	_, err := w.store.Pool().Exec(w.ctx, sql, args...)
+	require.NoError(t, err)
+}
+
+func eventually(t *testing.T, cond func() bool, msg string) {
+	t.Helper()
+	require.Eventually(t, cond, 10*time.Second, 5*time.Millisecond, msg)
+}
+
+// recorder stands in for Telegram: it records what the workflow sent.
+type recorder struct {
+	mu     sync.Mutex
+	sent   []dispatch.Offer
+	closed []dispatch.Offer
+	notes  []dispatch.Note
+	events []dispatch.Event
+	gone   map[int64]bool // masters who blocked the bot
+}
+
+func (r *recorder) SendOffer(_ context.Context, m dispatch.Master, _ dispatch.Order, f dispatch.Offer) (int64, int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gone[m.UserID] {
+		return 0, 0, fmt.Errorf("send: %w", dispatch.ErrRecipientGone)
+	}
+	r.sent = append(r.sent, f)
+	return m.UserID, int(f.ID) + 1000, nil
+}
+
+func (r *recorder) CloseOffer(_ context.Context, _ dispatch.Master, _ dispatch.Order, f dispatch.Offer) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = append(r.closed, f)
+	return nil
+}
+
+func (r *recorder) Tell(_ context.Context, n dispatch.Note) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notes = append(r.notes, n)
+	return nil
+}
+
+func (r *recorder) Log(_ context.Context, e dispatch.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+	return nil
+}
+
+func (r *recorder) sentTo() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []int64
+	for _, f := range r.sent {
+		out = append(out, f.MasterID)
+	}
+	return out
+}
+
+func (r *recorder) sentOffers() []dispatch.Offer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.sent)
+}
+
+func (r *recorder) closedOffers() []dispatch.Offer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.closed)
+}
+
+// log renders the events of one order as "kind[:master]" lines.
+func (r *recorder) log(orderID int64) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		if e.OrderID != orderID {
+			continue
+		}
+		if e.MasterID != 0 {
+			out = append(out, fmt.Sprintf("%s:%d", e.Kind, e.MasterID))
+		} else {
+			out = append(out, string(e.Kind))
+		}
+	}
+	return out
+}
+
+func (r *recorder) noteKinds(master int64) []dispatch.NoteKind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []dispatch.NoteKind
+	for _, n := range r.notes {
+		if n.Master.UserID == master {
+			out = append(out, n.Kind)
+		}
+	}
+	return out
+}
+
+const admin = 1
+
+// The seed's story: A does not answer, the watchdog (here the timer, well
+// before any tick) expires the offer and edits A's message, B gets the
+// order and accepts; the live log has every step in order.
+func TestExpiredOfferGoesToTheNextMaster(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, dispatch.Config{OfferSLA: 300 * time.Millisecond, CommissionRate: 10})
+	s := w.service(t)
+	w.run(t, s)
+	w.master(t, s, 10, "Moscow Center plumber")
+	w.master(t, s, 11, "moscow center Plumber,electrician")
+	w.master(t, s, 12, "Moscow North plumber")      // another district
+	w.master(t, s, 13, "Moscow Center electrician") // another skill
+	w.exec(t, `UPDATE masters SET last_offer_at = now() - interval '1 hour' WHERE user_id = 10`)
+	w.exec(t, `UPDATE masters SET last_offer_at = now() WHERE user_id = 11`)
+
+	o, err := s.CreateOrder(w.ctx, admin, "MOSCOW center plumber 1500 Leaking tap")
+	require.NoError(t, err)
+	require.Equal(t, []int64{10}, w.tg.sentTo(), "idle longest first, only matching masters")
+	first := w.tg.sentOffers()[0]
+	require.Equal(t, dispatch.Sent, w.offer(t, first.ID).State)
+	require.Equal(t, first.ID+1000, int64(w.offer(t, first.ID).MessageID), "the message is recorded for later edits")
+
+	eventually(t, func() bool { return len(w.tg.sentTo()) == 2 }, "offer expired and went to master 11")
+	expired := w.offer(t, first.ID)
+	require.Equal(t, dispatch.Expired, expired.State)
+	lag := expired.RespondedAt.Sub(expired.ExpiresAt)
+	require.Less(t, lag, time.Second, "expired by the timer, not a 60 s tick")
+	require.GreaterOrEqual(t, lag, time.Duration(0))
+	closed := w.tg.closedOffers()
+	require.Len(t, closed, 1)
+	require.Equal(t, first.ID, closed[0].ID)
+	require.Equal(t, dispatch.Expired, closed[0].State)
+
+	second := w.tg.sentOffers()[1]
+	require.Equal(t, int64(11), second.MasterID)
+	_, got, err := s.Accept(w.ctx, second.ID, 11)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.Assigned, got.State)
+	require.Equal(t, int64(11), w.order(t, o.ID).MasterID)
+	require.Equal(t, []string{
+		"order_created", "offer_sent:10", "offer_expired:10", "offer_sent:11", "offer_accepted:11", "order_assigned:11",
+	}, w.tg.log(o.ID))
+
+	// Pressing the expired offer now, or the accepted one again, changes nothing.
+	f, _, err := s.Accept(w.ctx, first.ID, 10)
+	require.ErrorIs(t, err, dispatch.ErrOfferClosed)
+	require.Equal(t, dispatch.Expired, f.State)
+	f, _, err = s.Accept(w.ctx, second.ID, 11)
+	require.ErrorIs(t, err, dispatch.ErrOfferClosed)
+	require.Equal(t, dispatch.Accepted, f.State)
+	_, _, err = s.Accept(w.ctx, second.ID, 10)
+	require.ErrorIs(t, err, dispatch.ErrForbidden)
+	_, _, err = s.Accept(w.ctx, 1<<40, 10)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+}
+
+// Decline frees the master and offers the order on at once; after two
+// rounds the admins are told once that nobody is left.
+func TestDeclineRoundsAndUnassignable(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
+	s := w.service(t)
+	w.master(t, s, 10, "Kyiv Podil plumber")
+	w.master(t, s, 11, "Kyiv Podil plumber")
+	o, err := s.CreateOrder(w.ctx, admin, "Kyiv Podil plumber 800 Fix the sink")
+	require.NoError(t, err)
+	for i := 0; i < 4; i++ {
+		sent := w.tg.sentOffers()[len(w.tg.sentOffers())-1]
+		_, _, err := s.Decline(w.ctx, sent.ID, sent.MasterID)
+		require.NoError(t, err)
+	}
+	require.Equal(t, []int64{10, 11, 10, 11}, w.tg.sentTo(), "each master once per round, two rounds")
+	require.Equal(t, dispatch.Searching, w.order(t, o.ID).State)
+	log := w.tg.log(o.ID)
+	require.Equal(t, "order_unassignable", log[len(log)-1])
+	require.NoError(t, s.Distribute(w.ctx))
+	require.Equal(t, 1, count(w.tg.log(o.ID), "order_unassignable"), "reported once")
+
+	// A new candidate makes it assignable again.
+	w.master(t, s, 12, "Kyiv Podil plumber")
+	require.NoError(t, s.Distribute(w.ctx))
+	require.Equal(t, int64(12), w.tg.sentOffers()[len(w.tg.sentOffers())-1].MasterID)
+	require.True(t, w.order(t, o.ID).Unassignable.IsZero())
+}
+
+func count(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
+
+// A master who blocked the bot is paused and the next one offered at once.
+func TestUnreachableMasterIsSkipped(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
+	s := w.service(t)
+	w.master(t, s, 10, "Lviv Center painter")
+	w.master(t, s, 11, "Lviv Center painter")
+	w.tg.gone[10] = true
+	o, err := s.CreateOrder(w.ctx, admin, "Lviv Center painter 300 Paint the door")
+	require.NoError(t, err)
+	require.Equal(t, []int64{11}, w.tg.sentTo())
+	m, _, err := s.Master(w.ctx, 10)
+	require.NoError(t, err)
+	require.False(t, m.Active, "paused")
+	require.Contains(t, w.tg.log(o.ID), "offer_undelivered:10")
+}
+
+// A master with an open offer is never a candidate; after it expires or is
+// declined they are again.
+func TestMasterWithOpenOfferIsNoCandidate(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
+	s := w.service(t)
+	w.master(t, s, 10, "Odesa Port welder")
+	a, err := s.CreateOrder(w.ctx, admin, "Odesa Port welder 100 first")
+	require.NoError(t, err)
+	b, err := s.CreateOrder(w.ctx, admin, "Odesa Port welder 100 second")
+	require.NoError(t, err)
+	require.Len(t, w.tg.sentOffers(), 1, "busy with order a")
+	require.Equal(t, a.ID, w.tg.sentOffers()[0].OrderID)
+
+	w.exec(t, `UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, w.tg.sentOffers()[0].ID)
+	n, err := s.Expire(w.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	// Free again: the expiry offers order a on, and the master, its only
+	// candidate, gets it in round 2.
+	require.Len(t, w.tg.sentOffers(), 2)
+	require.Equal(t, a.ID, w.tg.sentOffers()[1].OrderID)
+	require.Equal(t, 2, w.tg.sentOffers()[1].Round)
+
+	_, _, err = s.Decline(w.ctx, w.tg.sentOffers()[1].ID, 10)
+	require.NoError(t, err)
+	// Free again after declining; order a has nobody left, so b is next.
+	require.NoError(t, s.Distribute(w.ctx))
+	require.Len(t, w.tg.sentOffers(), 3)
+	require.Equal(t, b.ID, w.tg.sentOffers()[2].OrderID)
+}
+
+// Two replicas over one database: every expiry handled once, never two
+// open offers for one order.
+func TestTwoReplicasExpireEachOfferOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, dispatch.Config{OfferSLA: 200 * time.Millisecond, CommissionRate: 10})
+	s1, s2 := w.service(t), w.service(t)
+	w.run(t, s1)
+	w.run(t, s2)
+	const masters, orders = 6, 4
+	for i := range masters {
+		w.master(t, s1, int64(100+i), "Dnipro Center roofer")
+	}
+	for i := range orders {
+		svc := s1
+		if i%2 == 1 {
+			svc = s2
+		}
+		_, err := svc.CreateOrder(w.ctx, admin, fmt.Sprintf("Dnipro Center roofer 100 job %d", i))
+		require.NoError(t, err)
+	}
+	// Nobody answers: every order goes round both rounds and ends unassignable.
+	eventually(t, func() bool {
+		var open int
+		require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT count(*) FROM orders WHERE unassignable_at IS NULL`).Scan(&open))
+		return open == 0
+	}, "every order unassignable")
+	var offers, expired, maxOpen int
+	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT count(*), count(*) FILTER (WHERE state = 'EXPIRED') FROM offers`).Scan(&offers, &expired))
+	require.Equal(t, offers, expired)
+	require.Equal(t, orders*masters*2, offers, "each master offered each order once per round")
+	closed := w.tg.closedOffers()
+	ids := map[int64]int{}
+	for _, f := range closed {
+		ids[f.ID]++
+	}
+	require.Len(t, ids, offers, "every expiry handled")
+	for id, n := range ids {
+		require.Equal(t, 1, n, "offer %d handled %d times", id, n)
+	}
+	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT coalesce(max(c), 0) FROM (
+		SELECT count(*) c FROM offers a JOIN offers b ON a.order_id = b.order_id AND a.id < b.id
+		WHERE a.sent_at < coalesce(b.responded_at, 'infinity') AND b.sent_at < coalesce(a.responded_at, 'infinity')
+		GROUP BY a.order_id) x`).Scan(&maxOpen))
+	require.Zero(t, maxOpen, "no two offers of one order were open at once")
+}
+
+// A replica that was down three minutes: when it starts, the first thing
+// it does expires everything that fell due meanwhile.
+func TestStartExpiresWhatAccumulated(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, dispatch.Config{OfferSLA: time.Hour, CommissionRate: 10})
+	s := w.service(t)
+	for i := range 5 {
+		w.master(t, s, int64(10+i), fmt.Sprintf("City%d Center fitter", i))
+		_, err := s.CreateOrder(w.ctx, admin, fmt.Sprintf("City%d Center fitter 100 job", i))
+		require.NoError(t, err)
+	}
+	w.exec(t, `UPDATE offers SET sent_at = now() - interval '5 minutes', expires_at = now() - interval '3 minutes'`)
+	s2 := w.service(t) // the restarted replica
+	w.run(t, s2)
+	eventually(t, func() bool { return len(w.tg.closedOffers()) == 5 }, "all five expired at start")
+	var due int
+	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT count(*) FROM offers WHERE state IN ('SENT','VIEWED') AND expires_at <= now()`).Scan(&due))
+	require.Zero(t, due)
+	for _, f := range w.tg.closedOffers() {
+		require.Equal(t, dispatch.Expired, f.State)
+		require.Equal(t, 1, f.Round, "the accumulated ones; round 2 went out after")
+	}
+}
+
+// Details marks the offer VIEWED; a VIEWED offer expires like a SENT one.
+func TestViewThenExpire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
+	s := w.service(t)
+	w.master(t, s, 10, "Kharkiv Center tiler")
+	o, err := s.CreateOrder(w.ctx, admin, "Kharkiv Center tiler 100 Tiles <b>bold</b>")
+	require.NoError(t, err)
+	id := w.tg.sentOffers()[0].ID
+	f, got, err := s.View(w.ctx, id, 10)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.Viewed, f.State)
+	require.Equal(t, "Tiles <b>bold</b>", got.Description)
+	_, _, err = s.View(w.ctx, id, 10)
+	require.NoError(t, err, "Details again shows the text again")
+	require.Equal(t, 1, count(w.tg.log(o.ID), "offer_viewed:10"), "viewed reported once")
+	_, _, err = s.View(w.ctx, id, 11)
+	require.ErrorIs(t, err, dispatch.ErrForbidden)
+
+	w.exec(t, `UPDATE offers SET expires_at = now() - interval '1 millisecond' WHERE id = $1`, id)
+	_, _, err = s.Accept(w.ctx, id, 10)
+	require.ErrorIs(t, err, dispatch.ErrOfferClosed, "one millisecond late")
+	require.Equal(t, dispatch.Searching, w.order(t, o.ID).State)
+	n, err := s.Expire(w.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, dispatch.Expired, w.offer(t, id).State)
+}
+
+// Commission: DONE owes 10 % within the deadline; overdue blocks the master
+// from distribution and tells them; /paid unblocks. Autoclose closes DONE
+// orders after AUTOCLOSE_AFTER.
+func TestCommissionBlocksAndPaidUnblocks(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10, CommissionDeadline: time.Hour, AutocloseAfter: 24 * time.Hour})
+	s := w.service(t)
+	w.master(t, s, 10, "Lutsk Center glazier")
+	o, err := s.CreateOrder(w.ctx, admin, "Lutsk Center glazier 1999 Window")
+	require.NoError(t, err)
+	_, _, err = s.Accept(w.ctx, w.tg.sentOffers()[0].ID, 10)
+	require.NoError(t, err)
+	_, err = s.Complete(w.ctx, 1<<40)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	done, err := s.Complete(w.ctx, o.ID)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.Done, done.State)
+	require.Equal(t, int64(200), done.Commission, "10 % of 1999, rounded up")
+	_, err = s.Complete(w.ctx, o.ID)
+	require.ErrorIs(t, err, dispatch.ErrOrderState)
+
+	n, err := s.Commission(w.ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "not yet due")
+	w.exec(t, `UPDATE orders SET commission_due_at = now() - interval '1 minute', done_at = now() - interval '25 hours' WHERE id = $1`, o.ID)
+	n, err = s.Commission(w.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	n, err = s.Commission(w.ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "blocked once")
+	require.Equal(t, []dispatch.NoteKind{dispatch.NoteOrderDone, dispatch.NoteBlocked}, w.tg.noteKinds(10))
+
+	next, err := s.CreateOrder(w.ctx, admin, "Lutsk Center glazier 500 Another window")
+	require.NoError(t, err)
+	require.Len(t, w.tg.sentOffers(), 1, "a blocked master gets no offers")
+
+	closed, err := s.Autoclose(w.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, closed)
+	require.Equal(t, dispatch.Closed, w.order(t, o.ID).State)
+
+	m, debt, wasBlocked, err := s.Paid(w.ctx, "@M10")
+	require.NoError(t, err)
+	require.True(t, wasBlocked)
+	require.Equal(t, int64(10), m.UserID)
+	require.Equal(t, int64(200), debt.Amount)
+	require.Equal(t, []int64{o.ID}, debt.Orders)
+	eventually(t, func() bool { return s.Distribute(w.ctx) == nil && len(w.tg.sentTo()) == 2 }, "unblocked master offered the waiting order")
+	require.Equal(t, next.ID, w.tg.sentOffers()[1].OrderID)
+	_, _, _, err = s.Paid(w.ctx, "@nobody")
+	require.ErrorIs(t, err, dispatch.ErrNotMaster)
+}
+
+// Cancelling withdraws the open offer and edits its message; the assigned
+// master of a cancelled order is told.
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
+	s := w.service(t)
+	w.master(t, s, 10, "Rivne Center mason")
+	o, err := s.CreateOrder(w.ctx, admin, "Rivne Center mason 100 Wall")
+	require.NoError(t, err)
+	got, err := s.Cancel(w.ctx, o.ID)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.Cancelled, got.State)
+	require.Equal(t, dispatch.Withdrawn, w.offer(t, w.tg.sentOffers()[0].ID).State)
+	require.Len(t, w.tg.closedOffers(), 1)
+	_, err = s.Cancel(w.ctx, o.ID)
+	require.ErrorIs(t, err, dispatch.ErrOrderState)
+	_, _, err = s.Accept(w.ctx, w.tg.sentOffers()[0].ID, 10)
+	require.ErrorIs(t, err, dispatch.ErrOfferClosed)
+
+	o2, err := s.CreateOrder(w.ctx, admin, "Rivne Center mason 100 Wall two")
+	require.NoError(t, err)
+	_, _, err = s.Accept(w.ctx, w.tg.sentOffers()[1].ID, 10)
+	require.NoError(t, err)
+	_, err = s.Cancel(w.ctx, o2.ID)
+	require.NoError(t, err)
+	require.Equal(t, []dispatch.NoteKind{dispatch.NoteCancelled}, w.tg.noteKinds(10))
+}
+
+// Paused masters get nothing; resuming offers what waits.
+func TestPauseResume(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
+	s := w.service(t)
+	_, err := s.SetActive(w.ctx, 99, false)
+	require.ErrorIs(t, err, dispatch.ErrNotMaster)
+	w.master(t, s, 10, "Poltava Center carpenter")
+	changed, err := s.SetActive(w.ctx, 10, false)
+	require.NoError(t, err)
+	require.True(t, changed)
+	changed, err = s.SetActive(w.ctx, 10, false)
+	require.NoError(t, err)
+	require.False(t, changed)
+	_, err = s.CreateOrder(w.ctx, admin, "Poltava Center carpenter 100 Shelf")
+	require.NoError(t, err)
+	require.Empty(t, w.tg.sentTo())
+	_, err = s.SetActive(w.ctx, 10, true)
+	require.NoError(t, err)
+	require.NoError(t, s.Distribute(w.ctx))
+	require.Equal(t, []int64{10}, w.tg.sentTo())
+	_, st, err := s.Master(w.ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Offers[dispatch.Sent])
+}

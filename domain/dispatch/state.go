@@ -1,0 +1,79 @@
+package dispatch
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// OrderState is where an order is.
+type OrderState string
+
+// Order states (DESIGN.md "Dispatch").
+const (
+	Searching OrderState = "SEARCHING"
+	Assigned  OrderState = "ASSIGNED"
+	Done      OrderState = "DONE"
+	Closed    OrderState = "CLOSED"
+	Cancelled OrderState = "CANCELLED"
+)
+
+// OrderStates lists every order state in workflow order.
+var OrderStates = []OrderState{Searching, Assigned, Done, Closed, Cancelled}
+
+// OfferState is where an offer to one master is.
+type OfferState string
+
+// Offer states. Withdrawn is ours: the order was cancelled while the offer
+// was open.
+const (
+	Sent      OfferState = "SENT"
+	Viewed    OfferState = "VIEWED"
+	Accepted  OfferState = "ACCEPTED"
+	Declined  OfferState = "DECLINED"
+	Expired   OfferState = "EXPIRED"
+	Withdrawn OfferState = "WITHDRAWN"
+)
+
+// OfferStates lists every offer state in workflow order.
+var OfferStates = []OfferState{Sent, Viewed, Accepted, Declined, Expired, Withdrawn}
+
+var orderTransitions = map[OrderState][]OrderState{
+	Searching: {Assigned, Cancelled}, // a master accepted; an admin cancelled
+	Assigned:  {Done, Cancelled},     // /done; /cancel
+	Done:      {Closed},              // autoclose
+}
+
+var offerTransitions = map[OfferState][]OfferState{
+	Sent:   {Viewed, Accepted, Declined, Expired, Withdrawn},
+	Viewed: {Accepted, Declined, Expired, Withdrawn},
+}
+
+// ErrIllegalTransition is returned for a change the tables do not allow.
+var ErrIllegalTransition = errors.New("illegal dispatch state transition")
+
+// CanOrder reports whether the order table allows from → to.
+func CanOrder(from, to OrderState) bool { return slices.Contains(orderTransitions[from], to) }
+
+// CanOffer reports whether the offer table allows from → to.
+func CanOffer(from, to OfferState) bool { return slices.Contains(offerTransitions[from], to) }
+
+func checkOrder(from, to OrderState) error {
+	if !CanOrder(from, to) {
+		return fmt.Errorf("%w: order %s → %s", ErrIllegalTransition, from, to)
+	}
+	return nil
+}
+
+func checkOffer(from, to OfferState) error {
+	if !CanOffer(from, to) {
+		return fmt.Errorf("%w: offer %s → %s", ErrIllegalTransition, from, to)
+	}
+	return nil
+}
+
+// Open reports whether the offer still waits for the master.
+func (s OfferState) Open() bool { return s == Sent || s == Viewed }
+
+// OpenOffer lists the states the watchdog and accept act on.
+var OpenOffer = []OfferState{Sent, Viewed}

@@ -1,0 +1,197 @@
+package dispatch
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// OffersChannel is where the offers trigger announces each new offer's
+// expires_at (Unix milliseconds), so every replica's timer knows of it.
+const OffersChannel = "dispatch_offers"
+
+// Listen runs a LISTEN on channel until ctx ends, calling onConnect after
+// every (re)connect and onNotify for each payload (storage.Store.Listen
+// adapted by main).
+type Listen func(ctx context.Context, channel string, onConnect func(), onNotify func(payload string))
+
+// minSweepGap keeps the timer from spinning when the database's clock is a
+// little behind ours and an offer we think due is not yet due there.
+const minSweepGap = 10 * time.Millisecond
+
+// Expire is the expired-offers watchdog, the seed's statement: every SENT
+// or VIEWED offer past expires_at becomes EXPIRED; each is logged, its
+// message edited, its order offered on at once. It runs on every
+// WATCHDOG_INTERVAL tick and whenever this replica's timer fires.
+func (s *Service) Expire(ctx context.Context) (int, error) {
+	if err := checkOffer(Sent, Expired); err != nil {
+		return 0, err
+	}
+	start := s.deps.Clock.Now()
+	expired, err := s.deps.Repo.ExpireOffers(ctx)
+	s.m.sweep.Observe(s.deps.Clock.Since(start).Seconds())
+	if err != nil {
+		// A database outage: the next tick or timer tries again, and the
+		// statement then catches up on everything that fell due.
+		return 0, err
+	}
+	if len(expired) == 0 {
+		return 0, nil
+	}
+	s.log.Info("expired_offers", "count", len(expired))
+	now := s.deps.Clock.Now()
+	for _, f := range expired {
+		s.log.Info("offer_expired", "oid", f.ID, "order", f.OrderID, "master", f.MasterID)
+		s.m.offers.WithLabelValues(string(Expired)).Inc()
+		s.m.lag.Observe(sinceDeadline(now, f.ExpiresAt).Seconds())
+	}
+	workers(s.cfg.Workers, expired, func(f Offer) { s.afterExpiry(ctx, f) })
+	return len(expired), nil
+}
+
+// afterExpiry edits the master's message, reports the expiry and offers the
+// order to the next candidate, in that order, so the live log reads in
+// order.
+func (s *Service) afterExpiry(ctx context.Context, f Offer) {
+	m, err := s.deps.Repo.Master(ctx, f.MasterID)
+	if err != nil {
+		s.log.Error("load master of expired offer", "offer", f.ID, "err", err)
+	}
+	o, err := s.deps.Repo.Order(ctx, f.OrderID)
+	if err != nil {
+		s.log.Error("load order of expired offer", "offer", f.ID, "err", err)
+	} else if m.UserID != 0 {
+		s.closeOffer(ctx, m, o, f)
+	}
+	s.event(ctx, Event{Kind: EventOfferExpired, OrderID: f.OrderID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m), Round: f.Round})
+	s.distributeOrder(ctx, f.OrderID)
+	s.freed()
+}
+
+// Run keeps this replica's expiry timer and serves Wake until ctx ends. The
+// timer is armed at the earliest expires_at known: the database's after
+// every (re)connect of the listener and after every sweep, and each new
+// offer's from NOTIFY. Distribution passes run beside the timer, so a long
+// pass never delays an expiry.
+func (s *Service) Run(ctx context.Context, listen Listen) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if listen != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			listen(ctx, OffersChannel, func() { s.rearm(ctx) }, func(payload string) {
+				ms, err := strconv.ParseInt(payload, 10, 64)
+				if err != nil {
+					s.log.Warn("bad offers notification", "payload", payload)
+					return
+				}
+				s.timer.arm(time.UnixMilli(ms))
+			})
+		}()
+	} else {
+		s.rearm(ctx)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.distributor(ctx)
+	}()
+	defer s.timer.stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.timer.fired:
+			if _, err := s.Expire(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("expire offers", "err", err)
+			}
+			s.rearm(ctx)
+		}
+	}
+}
+
+// distributor runs the passes Wake and freed ask for, one at a time;
+// requests made during a pass coalesce into one more.
+func (s *Service) distributor(ctx context.Context) {
+	for {
+		all := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wakeAll:
+			all = true
+		case <-s.wakeFree:
+		}
+		if err := s.distribute(ctx, all); err != nil && ctx.Err() == nil {
+			s.log.Error("distribute", "err", err)
+		}
+	}
+}
+
+// rearm sets the timer to the database's earliest open deadline.
+func (s *Service) rearm(ctx context.Context) {
+	next, ok, err := s.deps.Repo.NextExpiry(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("next offer expiry", "err", err)
+		}
+		return // the WATCHDOG_INTERVAL tick still runs
+	}
+	if ok {
+		s.timer.arm(next)
+	}
+}
+
+// expiryTimer fires once at the earliest deadline it was armed with.
+type expiryTimer struct {
+	clock clockwork.Clock
+	fired chan struct{}
+	mu    sync.Mutex
+	at    time.Time // zero: not armed
+	t     clockwork.Timer
+	last  time.Time // when it last fired
+}
+
+func (e *expiryTimer) init(c clockwork.Clock) {
+	e.clock = c
+	e.fired = make(chan struct{}, 1)
+}
+
+// arm makes the timer fire at deadline unless it is armed earlier already.
+func (e *expiryTimer) arm(deadline time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if floor := e.last.Add(minSweepGap); deadline.Before(floor) {
+		deadline = floor
+	}
+	if !e.at.IsZero() && !deadline.Before(e.at) {
+		return
+	}
+	if e.t != nil {
+		e.t.Stop()
+	}
+	e.at = deadline
+	e.t = e.clock.AfterFunc(deadline.Sub(e.clock.Now()), func() {
+		e.mu.Lock()
+		e.at = time.Time{}
+		e.last = e.clock.Now()
+		e.mu.Unlock()
+		select {
+		case e.fired <- struct{}{}:
+		default:
+		}
+	})
+}
+
+func (e *expiryTimer) stop() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.t != nil {
+		e.t.Stop()
+	}
+	e.at = time.Time{}
+}

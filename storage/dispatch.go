@@ -1,0 +1,856 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"switchboard/domain"
+	"switchboard/domain/dispatch"
+)
+
+// The dispatch workflow's repository (dispatch.Repository).
+var _ dispatch.Repository = (*Store)(nil)
+
+// Columns of each entity in the order its scanner reads them. The masters
+// read joins users (m, u) for the names and the language.
+const (
+	offerColumns = `id, order_id, master_id, round, state, sent_at, expires_at, viewed_at, responded_at, chat_id, message_id`
+	orderColumns = `id, created_by, city, district, skill, price, description, state, round, unassignable_at, master_id,
+assigned_at, done_at, closed_at, cancelled_at, commission, commission_due_at, commission_paid_at, created_at`
+	// masterLang follows domain.User.Lang: /lang, else Telegram's, else English.
+	masterLang    = `CASE WHEN u.language <> '' THEN u.language WHEN u.telegram_language <> '' THEN u.telegram_language ELSE 'en' END`
+	masterColumns = `m.user_id, u.username, u.first_name, ` + masterLang + `,
+m.city, m.district, m.skills, m.active, m.blocked_at, m.last_offer_at, m.created_at`
+	masterFrom = ` FROM masters m JOIN users u ON u.id = m.user_id `
+	// openOffer is the SQL spelling of dispatch.OpenOffer; it matches the
+	// predicate of the partial indexes offers_open_* and offers_due.
+	openOffer = `('SENT', 'VIEWED')`
+)
+
+// unpaid selects the orders (of table alias a) whose commission is owed.
+func unpaid(a string) string {
+	return a + `.state IN ('DONE', 'CLOSED') AND ` + a + `.commission IS NOT NULL AND ` + a + `.commission_paid_at IS NULL`
+}
+
+// prefixed qualifies every column of a list with a table alias.
+func prefixed(alias, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = alias + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}
+
+var (
+	offerColumnsF = prefixed("f", offerColumns)
+	orderColumnsO = prefixed("o", orderColumns)
+)
+
+// micros passes a duration to SQL as `$n * interval '1 microsecond'`.
+func micros(d time.Duration) int64 { return d.Microseconds() }
+
+func tsValue(t pgtype.Timestamptz) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
+
+// offerScan reads an offer's columns; every field is nullable so that it
+// also reads the LEFT JOINed open offer of OpenOrders.
+type offerScan struct {
+	id, orderID, masterID, chatID, messageID pgtype.Int8
+	round                                    pgtype.Int4
+	state                                    pgtype.Text
+	sentAt, expiresAt, viewedAt, respondedAt pgtype.Timestamptz
+}
+
+func (s *offerScan) dest() []any {
+	return []any{&s.id, &s.orderID, &s.masterID, &s.round, &s.state, &s.sentAt, &s.expiresAt,
+		&s.viewedAt, &s.respondedAt, &s.chatID, &s.messageID}
+}
+
+func (s *offerScan) offer() dispatch.Offer {
+	return dispatch.Offer{
+		ID: s.id.Int64, OrderID: s.orderID.Int64, MasterID: s.masterID.Int64, Round: int(s.round.Int32),
+		State: dispatch.OfferState(s.state.String), SentAt: tsValue(s.sentAt), ExpiresAt: tsValue(s.expiresAt),
+		ViewedAt: tsValue(s.viewedAt), RespondedAt: tsValue(s.respondedAt),
+		ChatID: s.chatID.Int64, MessageID: int(s.messageID.Int64),
+	}
+}
+
+func scanOffer(row pgx.Row) (dispatch.Offer, error) {
+	var s offerScan
+	if err := row.Scan(s.dest()...); err != nil {
+		return dispatch.Offer{}, err
+	}
+	return s.offer(), nil
+}
+
+// offerState returns the constant for a state read from the driver's
+// buffer, so that reading an offer allocates nothing but its slot.
+func offerState(b []byte) dispatch.OfferState {
+	for _, st := range dispatch.OfferStates {
+		if string(b) == string(st) {
+			return st
+		}
+	}
+	return dispatch.OfferState(b)
+}
+
+// collectOffers reads every row of a query returning offerColumns with one
+// scan target for all rows: a watchdog sweep of 100 000 offers allocates
+// only the slice, which doubles as it grows.
+func collectOffers(rows pgx.Rows, err error) ([]dispatch.Offer, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var s offerScan
+	var state pgtype.DriverBytes // valid until the next row: copied out below
+	dest := s.dest()
+	dest[4] = &state
+	var out []dispatch.Offer
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		if len(out) == cap(out) {
+			out = slices.Grow(out, max(8, len(out)))
+		}
+		f := s.offer()
+		f.State = offerState(state)
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+type orderScan struct {
+	id, createdBy, price, masterID, commission               pgtype.Int8
+	city, district, skill, description, state                pgtype.Text
+	round                                                    pgtype.Int4
+	unassignable, assigned, done, closed, cancelled, created pgtype.Timestamptz
+	commissionDue, commissionPaid                            pgtype.Timestamptz
+}
+
+func (s *orderScan) dest() []any {
+	return []any{&s.id, &s.createdBy, &s.city, &s.district, &s.skill, &s.price, &s.description, &s.state,
+		&s.round, &s.unassignable, &s.masterID, &s.assigned, &s.done, &s.closed, &s.cancelled,
+		&s.commission, &s.commissionDue, &s.commissionPaid, &s.created}
+}
+
+func (s *orderScan) order() dispatch.Order {
+	return dispatch.Order{
+		ID: s.id.Int64, CreatedBy: s.createdBy.Int64, City: s.city.String, District: s.district.String,
+		Skill: s.skill.String, Price: s.price.Int64, Description: s.description.String,
+		State: dispatch.OrderState(s.state.String), Round: int(s.round.Int32), MasterID: s.masterID.Int64,
+		Unassignable: tsValue(s.unassignable), AssignedAt: tsValue(s.assigned), DoneAt: tsValue(s.done),
+		ClosedAt: tsValue(s.closed), CancelledAt: tsValue(s.cancelled), Commission: s.commission.Int64,
+		CommissionDueAt: tsValue(s.commissionDue), CommissionPaidAt: tsValue(s.commissionPaid),
+		CreatedAt: tsValue(s.created),
+	}
+}
+
+func scanOrder(row pgx.Row) (dispatch.Order, error) {
+	var s orderScan
+	if err := row.Scan(s.dest()...); err != nil {
+		return dispatch.Order{}, err
+	}
+	return s.order(), nil
+}
+
+type masterScan struct {
+	userID                               pgtype.Int8
+	username, name, lang, city, district pgtype.Text
+	skills                               []string
+	active                               pgtype.Bool
+	blocked, lastOffer, created          pgtype.Timestamptz
+}
+
+func (s *masterScan) dest() []any {
+	return []any{&s.userID, &s.username, &s.name, &s.lang, &s.city, &s.district, &s.skills, &s.active,
+		&s.blocked, &s.lastOffer, &s.created}
+}
+
+func (s *masterScan) master() dispatch.Master {
+	return dispatch.Master{
+		UserID: s.userID.Int64, Username: s.username.String, Name: s.name.String, Lang: s.lang.String,
+		City: s.city.String, District: s.district.String, Skills: s.skills, Active: s.active.Bool,
+		BlockedAt: tsValue(s.blocked), LastOfferAt: tsValue(s.lastOffer), CreatedAt: tsValue(s.created),
+	}
+}
+
+func scanMaster(row pgx.Row) (dispatch.Master, error) {
+	var s masterScan
+	if err := row.Scan(s.dest()...); err != nil {
+		return dispatch.Master{}, err
+	}
+	return s.master(), nil
+}
+
+// errNoop rolls a transaction back when a conditional statement found the
+// row elsewhere: the method then reports ok=false, not an error.
+var errNoop = errors.New("storage: nothing to do")
+
+// SaveMaster registers a master or updates their city, district and
+// skills; created is true on insert. A user that does not exist is
+// domain.ErrNotFound.
+func (s *Store) SaveMaster(ctx context.Context, userID int64, city, district string, skills []string) (dispatch.Master, bool, error) {
+	if skills == nil {
+		skills = []string{}
+	}
+	var created bool
+	var ms masterScan
+	err := s.pool.QueryRow(ctx, `
+WITH m AS (
+    INSERT INTO masters AS m (user_id, city, district, skills) VALUES ($1, $2, $3, $4)
+    ON CONFLICT (user_id) DO UPDATE SET
+        city = EXCLUDED.city, district = EXCLUDED.district, skills = EXCLUDED.skills, updated_at = now()
+    RETURNING m.*, (m.xmax = 0) AS created
+)
+SELECT `+masterColumns+`, m.created FROM m JOIN users u ON u.id = m.user_id`,
+		userID, city, district, skills).Scan(append(ms.dest(), &created)...)
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation: no such user
+			err = domain.ErrNotFound
+		}
+		return dispatch.Master{}, false, fmt.Errorf("save master %d: %w", userID, err)
+	}
+	return ms.master(), created, nil
+}
+
+// Master returns a master or domain.ErrNotFound.
+func (s *Store) Master(ctx context.Context, userID int64) (dispatch.Master, error) {
+	m, err := scanMaster(s.pool.QueryRow(ctx, `SELECT `+masterColumns+masterFrom+`WHERE m.user_id = $1`, userID))
+	if err != nil {
+		return m, fmt.Errorf("master %d: %w", userID, interpretError(err))
+	}
+	return m, nil
+}
+
+// MasterByUsername finds a master by Telegram username, case-insensitively
+// (a leading @ is ignored); domain.ErrNotFound if none.
+func (s *Store) MasterByUsername(ctx context.Context, username string) (dispatch.Master, error) {
+	username = strings.TrimPrefix(strings.TrimSpace(username), "@")
+	if username == "" { // users without a username store '': never a match
+		return dispatch.Master{}, fmt.Errorf("master @%s: %w", username, domain.ErrNotFound)
+	}
+	// A username moves between accounts only rarely; the latest holder wins.
+	m, err := scanMaster(s.pool.QueryRow(ctx, `SELECT `+masterColumns+masterFrom+`
+WHERE lower(u.username) = lower($1) ORDER BY u.updated_at DESC, u.id LIMIT 1`, username))
+	if err != nil {
+		return m, fmt.Errorf("master @%s: %w", username, interpretError(err))
+	}
+	return m, nil
+}
+
+// MasterStats counts the master's offers by state and their assigned
+// orders by state (every state present, zero if none), with the unpaid
+// commission. A user who is not a master gets zeros.
+func (s *Store) MasterStats(ctx context.Context, userID int64) (dispatch.MasterStats, error) {
+	st := dispatch.MasterStats{
+		Offers: make(map[dispatch.OfferState]int, len(dispatch.OfferStates)),
+		Orders: make(map[dispatch.OrderState]int, len(dispatch.OrderStates)),
+	}
+	for _, k := range dispatch.OfferStates {
+		st.Offers[k] = 0
+	}
+	for _, k := range dispatch.OrderStates {
+		st.Orders[k] = 0
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT state, count(*) FROM offers WHERE master_id = $1 GROUP BY state`, userID).Query(func(rows pgx.Rows) error {
+		var state string
+		var n int
+		_, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error {
+			st.Offers[dispatch.OfferState(state)] = n
+			return nil
+		})
+		return err
+	})
+	b.Queue(`SELECT state, count(*) FROM orders WHERE master_id = $1 GROUP BY state`, userID).Query(func(rows pgx.Rows) error {
+		var state string
+		var n int
+		_, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error {
+			st.Orders[dispatch.OrderState(state)] = n
+			return nil
+		})
+		return err
+	})
+	var next pgtype.Timestamptz
+	b.Queue(`SELECT COALESCE(sum(commission), 0)::bigint,
+       COALESCE(sum(commission) FILTER (WHERE commission_due_at <= now()), 0)::bigint,
+       min(commission_due_at)
+FROM orders o WHERE o.master_id = $1 AND `+unpaid("o"), userID).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&st.Owed, &st.Overdue, &next)
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return st, fmt.Errorf("stats of master %d: %w", userID, err)
+	}
+	st.NextDue = tsValue(next)
+	return st, nil
+}
+
+// SetActive pauses or resumes a master; false if they already were so,
+// domain.ErrNotFound if the user is not a master.
+func (s *Store) SetActive(ctx context.Context, userID int64, active bool) (bool, error) {
+	var changed bool
+	err := s.pool.QueryRow(ctx, `
+WITH m AS (
+    UPDATE masters SET active = $2, updated_at = now() WHERE user_id = $1 AND active <> $2 RETURNING user_id
+)
+SELECT EXISTS (SELECT 1 FROM m) FROM masters WHERE user_id = $1`, userID, active).Scan(&changed)
+	if err != nil {
+		return false, fmt.Errorf("set master %d active=%t: %w", userID, active, interpretError(err))
+	}
+	return changed, nil
+}
+
+// CreateOrder stores a new SEARCHING order.
+func (s *Store) CreateOrder(ctx context.Context, n dispatch.NewOrder) (dispatch.Order, error) {
+	o, err := scanOrder(s.pool.QueryRow(ctx, `
+INSERT INTO orders (created_by, city, district, skill, price, description) VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING `+orderColumns, n.CreatedBy, n.City, n.District, n.Skill, n.Price, n.Description))
+	if err != nil {
+		return o, fmt.Errorf("create order: %w", err)
+	}
+	return o, nil
+}
+
+// Order returns one order or domain.ErrNotFound.
+func (s *Store) Order(ctx context.Context, id int64) (dispatch.Order, error) {
+	o, err := scanOrder(s.pool.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, id))
+	if err != nil {
+		return o, fmt.Errorf("order %d: %w", id, interpretError(err))
+	}
+	return o, nil
+}
+
+// OpenOrders lists SEARCHING, ASSIGNED and DONE orders, oldest first, each
+// with its open offer (at most one: offers_open_order) and the master of
+// that offer, else the assigned master; one query.
+func (s *Store) OpenOrders(ctx context.Context, limit int) ([]dispatch.OrderLine, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT `+orderColumnsO+`, `+offerColumnsF+`, `+masterColumns+`
+FROM orders o
+LEFT JOIN offers f ON f.order_id = o.id AND f.state IN `+openOffer+`
+LEFT JOIN masters m ON m.user_id = COALESCE(f.master_id, o.master_id)
+LEFT JOIN users u ON u.id = m.user_id
+WHERE o.state IN ('SEARCHING', 'ASSIGNED', 'DONE')
+ORDER BY o.id
+LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("open orders: %w", err)
+	}
+	defer rows.Close()
+	var (
+		orow orderScan
+		frow offerScan
+		mrow masterScan
+	)
+	dest := slices.Concat(orow.dest(), frow.dest(), mrow.dest())
+	var out []dispatch.OrderLine
+	for rows.Next() {
+		mrow.skills = nil // a fresh slice per row: Scan may reuse the last one
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("open orders: %w", err)
+		}
+		line := dispatch.OrderLine{Order: orow.order()}
+		if frow.id.Valid {
+			f := frow.offer()
+			line.Offer = &f
+		}
+		if mrow.userID.Valid {
+			m := mrow.master()
+			line.Master = &m
+		}
+		out = append(out, line)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("open orders: %w", err)
+	}
+	return out, nil
+}
+
+// CompleteOrder moves ASSIGNED → DONE with the commission
+// ceil(price × ratePercent / 100), computed in numeric, due after deadline;
+// ok false, with the order as it is, if it was not ASSIGNED.
+func (s *Store) CompleteOrder(ctx context.Context, id int64, ratePercent float64, deadline time.Duration) (dispatch.Order, bool, error) {
+	o, err := scanOrder(s.pool.QueryRow(ctx, `
+UPDATE orders SET state = 'DONE', done_at = now(), updated_at = now(),
+    commission = ceil(price * $2::float8::numeric / 100)::bigint,
+    commission_due_at = now() + $3 * interval '1 microsecond'
+WHERE id = $1 AND state = 'ASSIGNED'
+RETURNING `+orderColumns, id, ratePercent, micros(deadline)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		o, err = s.Order(ctx, id)
+		return o, false, err
+	}
+	if err != nil {
+		return o, false, fmt.Errorf("complete order %d: %w", id, err)
+	}
+	return o, true, nil
+}
+
+// CancelOrder moves SEARCHING or ASSIGNED → CANCELLED and withdraws its
+// open offer in one transaction; ok false, with the order as it is, if it
+// was in neither state.
+//
+// Locks are taken in Accept's order, offer before order, so a cancel racing
+// an accept waits instead of deadlocking. The withdrawal runs again after
+// the order's update: an OfferNext holding the order may have committed a
+// new offer while the update waited for it.
+func (s *Store) CancelOrder(ctx context.Context, id int64) (dispatch.Order, []dispatch.Offer, bool, error) {
+	const withdraw = `UPDATE offers SET state = 'WITHDRAWN', responded_at = now()
+WHERE order_id = $1 AND state IN ` + openOffer
+	var o dispatch.Order
+	var withdrawn []dispatch.Offer
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		early, err := collectOffers(tx.Query(ctx, withdraw+`
+  AND EXISTS (SELECT 1 FROM orders WHERE id = $1 AND state IN ('SEARCHING', 'ASSIGNED'))
+RETURNING `+offerColumns, id))
+		if err != nil {
+			return err
+		}
+		o, err = scanOrder(tx.QueryRow(ctx, `
+UPDATE orders SET state = 'CANCELLED', cancelled_at = now(), updated_at = now()
+WHERE id = $1 AND state IN ('SEARCHING', 'ASSIGNED')
+RETURNING `+orderColumns, id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoop
+		}
+		if err != nil {
+			return err
+		}
+		late, err := collectOffers(tx.Query(ctx, withdraw+` RETURNING `+offerColumns, id))
+		if err != nil {
+			return err
+		}
+		withdrawn = append(early, late...)
+		return nil
+	})
+	if errors.Is(err, errNoop) {
+		o, err = s.Order(ctx, id)
+		return o, nil, false, err
+	}
+	if err != nil {
+		return o, nil, false, fmt.Errorf("cancel order %d: %w", id, err)
+	}
+	return o, withdrawn, true, nil
+}
+
+// SearchingOrders lists SEARCHING orders with no open offer, oldest first.
+func (s *Store) SearchingOrders(ctx context.Context, limit int, unassignable bool) ([]int64, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT o.id FROM orders o
+WHERE o.state = 'SEARCHING' AND ($2 OR o.unassignable_at IS NULL)
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.state IN `+openOffer+`)
+ORDER BY o.id LIMIT $1`, limit, unassignable)
+	if err != nil {
+		return nil, fmt.Errorf("searching orders: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("searching orders: %w", err)
+	}
+	return ids, nil
+}
+
+// candidateWhere selects the masters who may be offered order $4 in round
+// $5: place ($1, $2) and skill ($3) match, active, not blocked, no open
+// offer, not offered this order in this round.
+// eligibleWhere: the masters the order's round still has to go through.
+const eligibleWhere = `
+WHERE m.active AND m.blocked_at IS NULL
+  AND lower(m.city) = lower($1) AND lower(m.district) = lower($2) AND $3 = ANY (m.skills)
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = $4 AND f.master_id = m.user_id AND f.round = $5)`
+
+// candidateWhere: those of them free now (no open offer).
+const candidateWhere = eligibleWhere + `
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.master_id = m.user_id AND f.state IN ` + openOffer + `)`
+
+// OfferNext is one distribution step for an order; see
+// dispatch.Repository. Holding the order's row, it locks the chosen
+// master's row too (FOR NO KEY UPDATE, the lock its UPDATE takes, which
+// unlike FOR UPDATE does not conflict with the key-share locks of foreign
+// key checks), skipping rows other transactions hold. A candidate skipped
+// only because it is locked makes the step Busy rather than move the round
+// on or report the order unassignable.
+func (s *Store) OfferNext(ctx context.Context, orderID int64, sla time.Duration) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+	var (
+		f   dispatch.Offer
+		o   dispatch.Order
+		out dispatch.Outcome
+	)
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1 FOR UPDATE SKIP LOCKED`, orderID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Locked by another replica, or no such order.
+			o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, orderID))
+			if err != nil {
+				return interpretError(err)
+			}
+			out = dispatch.Busy
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if o.State != dispatch.Searching {
+			out = dispatch.NotSearching
+			return nil
+		}
+		var open, offeredInRound1 bool
+		if err := tx.QueryRow(ctx, `
+SELECT EXISTS (SELECT 1 FROM offers WHERE order_id = $1 AND state IN `+openOffer+`),
+       EXISTS (SELECT 1 FROM offers WHERE order_id = $1 AND round = 1)`, orderID).Scan(&open, &offeredInRound1); err != nil {
+			return err
+		}
+		if open {
+			out = dispatch.Busy
+			return nil
+		}
+
+		// pick returns the candidate idle longest in round, or 0; busy is
+		// true when a candidate exists but another transaction holds it.
+		pick := func(round int) (master int64, busy bool, err error) {
+			args := []any{o.City, o.District, o.Skill, o.ID, round}
+			err = tx.QueryRow(ctx, `SELECT m.user_id FROM masters m`+candidateWhere+`
+ORDER BY m.last_offer_at NULLS FIRST, m.user_id
+LIMIT 1
+FOR NO KEY UPDATE OF m SKIP LOCKED`, args...).Scan(&master)
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return master, false, err
+			}
+			// A master the round has not reached yet who is locked or busy
+			// with another order's offer: the round is not over, the
+			// order waits for them (the offer's end wakes distribution).
+			err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM masters m`+eligibleWhere+`)`, args...).Scan(&busy)
+			return 0, busy, err
+		}
+		round := o.Round
+		master, busy, err := pick(round)
+		if err == nil && master == 0 && !busy && round == 1 && offeredInRound1 {
+			round = 2
+			master, busy, err = pick(round)
+		}
+		if err != nil {
+			return fmt.Errorf("pick candidate: %w", err)
+		}
+		if busy {
+			out = dispatch.Busy
+			return nil
+		}
+
+		if master == 0 {
+			if round != o.Round {
+				if _, err := tx.Exec(ctx, `UPDATE orders SET round = $2, updated_at = now() WHERE id = $1 AND round = $3`,
+					o.ID, round, o.Round); err != nil {
+					return err
+				}
+			}
+			tag, err := tx.Exec(ctx, `UPDATE orders SET unassignable_at = now(), updated_at = now()
+WHERE id = $1 AND unassignable_at IS NULL`, o.ID)
+			if err != nil {
+				return err
+			}
+			out = dispatch.StillUnassignable
+			if tag.RowsAffected() == 1 {
+				out = dispatch.Unassignable
+			}
+			o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, o.ID))
+			return err
+		}
+
+		// ON CONFLICT without a target takes every unique index as an
+		// arbiter, the partial offers_open_order and offers_open_master
+		// included (a target names only one): a racing replica's open offer
+		// makes this insert nothing instead of failing the transaction.
+		f, err = scanOffer(tx.QueryRow(ctx, `
+INSERT INTO offers (order_id, master_id, round, expires_at)
+VALUES ($1, $2, $3, now() + $4 * interval '1 microsecond')
+ON CONFLICT DO NOTHING
+RETURNING `+offerColumns, o.ID, master, round, micros(sla)))
+		if errors.Is(err, pgx.ErrNoRows) {
+			out = dispatch.Busy
+			return errNoop
+		}
+		if err != nil {
+			return fmt.Errorf("insert offer: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE masters SET last_offer_at = now() WHERE user_id = $1`, master); err != nil {
+			return err
+		}
+		if round != o.Round || !o.Unassignable.IsZero() {
+			o, err = scanOrder(tx.QueryRow(ctx, `UPDATE orders SET round = $2, unassignable_at = NULL, updated_at = now()
+WHERE id = $1 RETURNING `+orderColumns, o.ID, round))
+			if err != nil {
+				return err
+			}
+		}
+		out = dispatch.Offered
+		return nil
+	})
+	if errors.Is(err, errNoop) {
+		return dispatch.Offer{}, o, out, nil
+	}
+	if err != nil {
+		return dispatch.Offer{}, o, out, fmt.Errorf("offer order %d: %w", orderID, err)
+	}
+	if out != dispatch.Offered {
+		f = dispatch.Offer{}
+	}
+	return f, o, out, nil
+}
+
+// SetOfferMessage records where the offer's message is.
+func (s *Store) SetOfferMessage(ctx context.Context, offerID, chatID int64, messageID int) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE offers SET chat_id = $2, message_id = $3 WHERE id = $1`, offerID, chatID, messageID)
+	if err != nil {
+		return fmt.Errorf("set message of offer %d: %w", offerID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("set message of offer %d: %w", offerID, domain.ErrNotFound)
+	}
+	return nil
+}
+
+// Offer returns one offer or domain.ErrNotFound.
+func (s *Store) Offer(ctx context.Context, id int64) (dispatch.Offer, error) {
+	f, err := scanOffer(s.pool.QueryRow(ctx, `SELECT `+offerColumns+` FROM offers WHERE id = $1`, id))
+	if err != nil {
+		return f, fmt.Errorf("offer %d: %w", id, interpretError(err))
+	}
+	return f, nil
+}
+
+// offerAsIs is what a refused offer transition returns: the offer as it
+// is now (zero if there is none), ok false.
+func (s *Store) offerAsIs(ctx context.Context, id int64) (dispatch.Offer, bool, error) {
+	f, err := s.Offer(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		return dispatch.Offer{}, false, nil
+	}
+	return f, false, err
+}
+
+// Accept is the one conditional statement on the offer (the master's, open,
+// expires_at > now()) and, in the same transaction, the order's SEARCHING →
+// ASSIGNED; if either finds nothing, the transaction rolls back and ok is
+// false, with the offer and its order as they are (zero if no such offer).
+func (s *Store) Accept(ctx context.Context, offerID, masterID int64) (dispatch.Offer, dispatch.Order, bool, error) {
+	var f dispatch.Offer
+	var o dispatch.Order
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		f, err = scanOffer(tx.QueryRow(ctx, `
+UPDATE offers SET state = 'ACCEPTED', responded_at = now()
+WHERE id = $1 AND master_id = $2 AND state IN `+openOffer+` AND expires_at > now()
+RETURNING `+offerColumns, offerID, masterID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoop
+		}
+		if err != nil {
+			return err
+		}
+		o, err = scanOrder(tx.QueryRow(ctx, `
+UPDATE orders SET state = 'ASSIGNED', master_id = $2, assigned_at = now(), updated_at = now()
+WHERE id = $1 AND state = 'SEARCHING'
+RETURNING `+orderColumns, f.OrderID, masterID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoop
+		}
+		return err
+	})
+	if errors.Is(err, errNoop) {
+		f, _, err := s.offerAsIs(ctx, offerID)
+		if err != nil || f.ID == 0 {
+			return f, dispatch.Order{}, false, err
+		}
+		o, err := s.Order(ctx, f.OrderID)
+		return f, o, false, err
+	}
+	if err != nil {
+		return dispatch.Offer{}, dispatch.Order{}, false, fmt.Errorf("accept offer %d: %w", offerID, err)
+	}
+	return f, o, true, nil
+}
+
+// Decline moves the master's open offer to DECLINED; ok false otherwise,
+// with the offer as it is.
+func (s *Store) Decline(ctx context.Context, offerID, masterID int64) (dispatch.Offer, bool, error) {
+	f, err := scanOffer(s.pool.QueryRow(ctx, `
+UPDATE offers SET state = 'DECLINED', responded_at = now()
+WHERE id = $1 AND master_id = $2 AND state IN `+openOffer+`
+RETURNING `+offerColumns, offerID, masterID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s.offerAsIs(ctx, offerID)
+	}
+	if err != nil {
+		return f, false, fmt.Errorf("decline offer %d: %w", offerID, err)
+	}
+	return f, true, nil
+}
+
+// View moves the master's SENT offer to VIEWED; ok false otherwise, with
+// the offer as it is.
+func (s *Store) View(ctx context.Context, offerID, masterID int64) (dispatch.Offer, bool, error) {
+	f, err := scanOffer(s.pool.QueryRow(ctx, `
+UPDATE offers SET state = 'VIEWED', viewed_at = now()
+WHERE id = $1 AND master_id = $2 AND state = 'SENT' AND expires_at > now()
+RETURNING `+offerColumns, offerID, masterID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s.offerAsIs(ctx, offerID)
+	}
+	if err != nil {
+		return f, false, fmt.Errorf("view offer %d: %w", offerID, err)
+	}
+	return f, true, nil
+}
+
+// ExpireOffers is the seed's watchdog statement (its predicate is the
+// offers_due index's); exactly the offers it moved return.
+func (s *Store) ExpireOffers(ctx context.Context) ([]dispatch.Offer, error) {
+	offers, err := collectOffers(s.pool.Query(ctx, `
+UPDATE offers SET state = 'EXPIRED', responded_at = now()
+WHERE state IN `+openOffer+` AND expires_at <= now()
+RETURNING `+offerColumns))
+	if err != nil {
+		return nil, fmt.Errorf("expire offers: %w", err)
+	}
+	return offers, nil
+}
+
+// NextExpiry is the earliest expires_at of an open offer (false: none).
+func (s *Store) NextExpiry(ctx context.Context) (time.Time, bool, error) {
+	var next pgtype.Timestamptz
+	if err := s.pool.QueryRow(ctx, `SELECT min(expires_at) FROM offers WHERE state IN `+openOffer).Scan(&next); err != nil {
+		return time.Time{}, false, fmt.Errorf("next offer expiry: %w", err)
+	}
+	return tsValue(next), next.Valid, nil
+}
+
+// BlockOverdue blocks every unblocked master owing commission past its
+// deadline and returns them, by id, with all they owe. It locks the
+// masters first and re-reads the debts in a later statement, so a
+// settlement committed meanwhile is seen and its master is not blocked;
+// a second run (here or on another replica) finds them blocked already.
+func (s *Store) BlockOverdue(ctx context.Context) ([]dispatch.Debt, error) {
+	var out []dispatch.Debt
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+SELECT m.user_id FROM masters m
+WHERE m.blocked_at IS NULL
+  AND EXISTS (SELECT 1 FROM orders o WHERE o.master_id = m.user_id AND `+unpaid("o")+` AND o.commission_due_at <= now())
+ORDER BY m.user_id
+FOR NO KEY UPDATE OF m`)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		rows, err = tx.Query(ctx, `
+WITH blocked AS (
+    UPDATE masters m SET blocked_at = now(), updated_at = now()
+    WHERE m.user_id = ANY ($1) AND m.blocked_at IS NULL
+      AND EXISTS (SELECT 1 FROM orders o WHERE o.master_id = m.user_id AND `+unpaid("o")+` AND o.commission_due_at <= now())
+    RETURNING m.user_id
+)
+SELECT b.user_id, sum(o.commission)::bigint,
+       COALESCE(sum(o.commission) FILTER (WHERE o.commission_due_at <= now()), 0)::bigint,
+       array_agg(o.id ORDER BY o.id)
+FROM blocked b JOIN orders o ON o.master_id = b.user_id AND `+unpaid("o")+`
+GROUP BY b.user_id ORDER BY b.user_id`, ids)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (dispatch.Debt, error) {
+			var d dispatch.Debt
+			err := row.Scan(&d.MasterID, &d.Amount, &d.Overdue, &d.Orders)
+			return d, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("block overdue masters: %w", err)
+	}
+	return out, nil
+}
+
+// SettleCommission marks all the master's unpaid commission paid and
+// unblocks them; it returns what was settled (Overdue: the part past its
+// deadline) and whether they were blocked. domain.ErrNotFound if the user
+// is not a master.
+func (s *Store) SettleCommission(ctx context.Context, masterID int64) (dispatch.Debt, bool, error) {
+	d := dispatch.Debt{MasterID: masterID}
+	var wasBlocked bool
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		// The master's row first, as BlockOverdue locks it: one of the two
+		// waits for the other.
+		var blocked pgtype.Timestamptz
+		if err := tx.QueryRow(ctx, `SELECT blocked_at FROM masters WHERE user_id = $1 FOR NO KEY UPDATE`, masterID).
+			Scan(&blocked); err != nil {
+			return interpretError(err)
+		}
+		wasBlocked = blocked.Valid
+		rows, err := tx.Query(ctx, `
+UPDATE orders SET commission_paid_at = now(), updated_at = now()
+WHERE master_id = $1 AND `+unpaid("orders")+`
+RETURNING id, commission, commission_due_at <= now()`, masterID)
+		if err != nil {
+			return err
+		}
+		var id, amount int64
+		var overdue bool
+		if _, err := pgx.ForEachRow(rows, []any{&id, &amount, &overdue}, func() error {
+			d.Orders = append(d.Orders, id)
+			d.Amount += amount
+			if overdue {
+				d.Overdue += amount
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		slices.Sort(d.Orders)
+		if wasBlocked {
+			_, err = tx.Exec(ctx, `UPDATE masters SET blocked_at = NULL, updated_at = now()
+WHERE user_id = $1 AND blocked_at IS NOT NULL`, masterID)
+		}
+		return err
+	})
+	if err != nil {
+		return dispatch.Debt{MasterID: masterID}, false, fmt.Errorf("settle commission of master %d: %w", masterID, err)
+	}
+	return d, wasBlocked, nil
+}
+
+// Autoclose moves DONE orders done at least after ago to CLOSED and
+// returns their ids, ascending.
+func (s *Store) Autoclose(ctx context.Context, after time.Duration) ([]int64, error) {
+	rows, err := s.pool.Query(ctx, `
+UPDATE orders SET state = 'CLOSED', closed_at = now(), updated_at = now()
+WHERE state = 'DONE' AND done_at <= now() - $1 * interval '1 microsecond'
+RETURNING id`, micros(after))
+	if err != nil {
+		return nil, fmt.Errorf("autoclose orders: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("autoclose orders: %w", err)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}

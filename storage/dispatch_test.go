@@ -1,0 +1,1270 @@
+package storage_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
+	"switchboard/domain/dispatch"
+	"switchboard/storage"
+	"switchboard/storage/storagetest"
+)
+
+const sla = 2 * time.Minute
+
+// dfx is a dispatch fixture over one test database.
+type dfx struct {
+	t   testing.TB
+	ctx context.Context
+	st  *storage.Store
+}
+
+func newDispatch(t *testing.T) *dfx {
+	return &dfx{t: t, ctx: ctxT(t), st: storagetest.New(t)}
+}
+
+// user creates a Telegram user.
+func (f *dfx) user(id int64) {
+	f.t.Helper()
+	_, err := f.st.UpsertUser(f.ctx, domain.User{ID: id, Username: fmt.Sprintf("User%d", id), FirstName: fmt.Sprintf("Name%d", id)})
+	require.NoError(f.t, err)
+}
+
+// master registers a new master.
+func (f *dfx) master(id int64, city, district string, skills ...string) dispatch.Master {
+	f.t.Helper()
+	f.user(id)
+	m, created, err := f.st.SaveMaster(f.ctx, id, city, district, skills)
+	require.NoError(f.t, err)
+	require.True(f.t, created)
+	return m
+}
+
+func (f *dfx) orderPriced(city, district, skill string, price int64) dispatch.Order {
+	f.t.Helper()
+	o, err := f.st.CreateOrder(f.ctx, dispatch.NewOrder{CreatedBy: 1, City: city, District: district, Skill: skill,
+		Price: price, Description: "fix it"})
+	require.NoError(f.t, err)
+	return o
+}
+
+func (f *dfx) order(city, district, skill string) dispatch.Order {
+	f.t.Helper()
+	return f.orderPriced(city, district, skill, 1000)
+}
+
+func (f *dfx) exec(sql string, args ...any) int64 {
+	f.t.Helper()
+	tag, err := f.st.Pool().Exec(f.ctx, sql, args...)
+	require.NoError(f.t, err)
+	return tag.RowsAffected()
+}
+
+func (f *dfx) next(orderID int64) (dispatch.Offer, dispatch.Order, dispatch.Outcome) {
+	f.t.Helper()
+	of, o, out, err := f.st.OfferNext(f.ctx, orderID, sla)
+	require.NoError(f.t, err)
+	return of, o, out
+}
+
+// offered runs OfferNext and requires an offer to master.
+func (f *dfx) offered(orderID, master int64, round int) dispatch.Offer {
+	f.t.Helper()
+	of, o, out, err := f.st.OfferNext(f.ctx, orderID, sla)
+	require.NoError(f.t, err)
+	require.Equal(f.t, dispatch.Offered, out)
+	require.Equal(f.t, master, of.MasterID, "offered to")
+	require.Equal(f.t, orderID, of.OrderID)
+	require.Equal(f.t, round, of.Round)
+	require.Equal(f.t, round, o.Round)
+	require.Equal(f.t, dispatch.Sent, of.State)
+	require.Equal(f.t, sla, of.ExpiresAt.Sub(of.SentAt))
+	require.True(f.t, o.Unassignable.IsZero(), "an offer clears the unassignable mark")
+	return of
+}
+
+func (f *dfx) decline(of dispatch.Offer) {
+	f.t.Helper()
+	got, ok, err := f.st.Decline(f.ctx, of.ID, of.MasterID)
+	require.NoError(f.t, err)
+	require.True(f.t, ok)
+	require.Equal(f.t, dispatch.Declined, got.State)
+}
+
+// assigned creates an order in its own city with a master of its own and
+// has the master accept it.
+func (f *dfx) assigned(masterID, price int64) dispatch.Order {
+	f.t.Helper()
+	city := fmt.Sprintf("city%d", masterID)
+	if _, err := f.st.Master(f.ctx, masterID); err != nil {
+		f.master(masterID, city, "d", "x")
+	}
+	o := f.orderPriced(city, "d", "x", price)
+	of := f.offered(o.ID, masterID, 1)
+	_, o, ok, err := f.st.Accept(f.ctx, of.ID, masterID)
+	require.NoError(f.t, err)
+	require.True(f.t, ok)
+	return o
+}
+
+// rows returns each row of a table as text, by id, to compare whole rows.
+func (f *dfx) rows(table, key string) map[int64]string {
+	f.t.Helper()
+	rows, err := f.st.Pool().Query(f.ctx, fmt.Sprintf(`SELECT %s, t::text FROM %s t`, key, table))
+	require.NoError(f.t, err)
+	out := map[int64]string{}
+	var id int64
+	var text string
+	_, err = pgx.ForEachRow(rows, []any{&id, &text}, func() error {
+		out[id] = text
+		return nil
+	})
+	require.NoError(f.t, err)
+	return out
+}
+
+func (f *dfx) dbNow() time.Time {
+	f.t.Helper()
+	var now time.Time
+	require.NoError(f.t, f.st.Pool().QueryRow(f.ctx, `SELECT now()`).Scan(&now))
+	return now
+}
+
+func (f *dfx) int64s(sql string, args ...any) []int64 {
+	f.t.Helper()
+	rows, err := f.st.Pool().Query(f.ctx, sql, args...)
+	require.NoError(f.t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(f.t, err)
+	return ids
+}
+
+func offerIDs(offers []dispatch.Offer) []int64 {
+	ids := make([]int64, 0, len(offers))
+	for _, o := range offers {
+		ids = append(ids, o.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// The watchdog, as River's job rescuer is tested: one offer in every state
+// due a minute ago and one due in a minute. Exactly the open ones due
+// expire, nothing else changes, and a second sweep finds nothing.
+func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+
+	type fixture struct {
+		state dispatch.OfferState
+		due   bool
+		offer dispatch.Offer
+	}
+	var all []*fixture
+	for i, state := range dispatch.OfferStates {
+		for j, due := range []bool{true, false} {
+			id := int64(100 + 2*i + j)
+			city := fmt.Sprintf("c%d", id)
+			f.master(id, city, "d", "x")
+			o := f.order(city, "d", "x")
+			all = append(all, &fixture{state: state, due: due, offer: f.offered(o.ID, id, 1)})
+		}
+	}
+	var toExpire []int64
+	for _, fx := range all {
+		var ok bool
+		var err error
+		switch fx.state {
+		case dispatch.Sent:
+			ok = true
+		case dispatch.Viewed:
+			_, ok, err = f.st.View(ctx, fx.offer.ID, fx.offer.MasterID)
+		case dispatch.Accepted:
+			_, _, ok, err = f.st.Accept(ctx, fx.offer.ID, fx.offer.MasterID)
+		case dispatch.Declined:
+			_, ok, err = f.st.Decline(ctx, fx.offer.ID, fx.offer.MasterID)
+		case dispatch.Withdrawn:
+			_, _, ok, err = f.st.CancelOrder(ctx, fx.offer.OrderID)
+		case dispatch.Expired:
+			ok = true
+			toExpire = append(toExpire, fx.offer.ID)
+		}
+		require.NoError(t, err)
+		require.True(t, ok, fx.state)
+	}
+	f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = ANY ($1)`, toExpire)
+	expired, err := f.st.ExpireOffers(ctx)
+	require.NoError(t, err)
+	require.Equal(t, toExpire, offerIDs(expired))
+
+	var wantIDs []int64
+	for _, fx := range all {
+		shift := "+"
+		if fx.due {
+			shift = "-"
+		}
+		require.EqualValues(t, 1, f.exec(`UPDATE offers SET expires_at = now() `+shift+` interval '1 minute' WHERE id = $1`, fx.offer.ID))
+		cur, err := f.st.Offer(ctx, fx.offer.ID)
+		require.NoError(t, err)
+		require.Equal(t, fx.state, cur.State, "fixture in its state")
+		fx.offer = cur
+		if fx.due && fx.state.Open() {
+			wantIDs = append(wantIDs, cur.ID)
+		}
+	}
+	require.Len(t, wantIDs, 2)
+	offersBefore, ordersBefore, mastersBefore := f.rows("offers", "id"), f.rows("orders", "id"), f.rows("masters", "user_id")
+	start := f.dbNow()
+
+	got, err := f.st.ExpireOffers(ctx)
+	require.NoError(t, err)
+	require.Equal(t, wantIDs, offerIDs(got))
+
+	offersAfter := f.rows("offers", "id")
+	require.Len(t, offersAfter, len(offersBefore))
+	for _, fx := range all {
+		id := fx.offer.ID
+		if !slices.Contains(wantIDs, id) {
+			require.Equal(t, offersBefore[id], offersAfter[id], "offer %d (%s) unchanged", id, fx.state)
+			continue
+		}
+		// The returned offer is the row as it was, now EXPIRED and answered.
+		var ret dispatch.Offer
+		for _, g := range got {
+			if g.ID == id {
+				ret = g
+			}
+		}
+		require.Equal(t, dispatch.Expired, ret.State)
+		require.False(t, ret.RespondedAt.Before(start), "responded_at is the sweep's now()")
+		want := fx.offer
+		want.State, want.RespondedAt = dispatch.Expired, ret.RespondedAt
+		require.Equal(t, want, ret)
+		cur, err := f.st.Offer(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, ret, cur, "the stored row is what was returned")
+	}
+	require.Equal(t, ordersBefore, f.rows("orders", "id"), "orders untouched")
+	require.Equal(t, mastersBefore, f.rows("masters", "user_id"), "masters untouched")
+
+	again, err := f.st.ExpireOffers(ctx)
+	require.NoError(t, err)
+	require.Empty(t, again)
+	require.Equal(t, offersAfter, f.rows("offers", "id"))
+}
+
+func TestAcceptConcurrentPressesAssignOnce(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	f.master(7, "Kyiv", "Podil", "plumbing")
+	o := f.order("Kyiv", "Podil", "plumbing")
+	of := f.offered(o.ID, 7, 1)
+
+	const presses = 50
+	type result struct {
+		offer dispatch.Offer
+		order dispatch.Order
+		ok    bool
+		err   error
+	}
+	results := make([]result, presses)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range presses {
+		wg.Go(func() {
+			<-start
+			r := &results[i]
+			r.offer, r.order, r.ok, r.err = f.st.Accept(f.ctx, of.ID, 7)
+		})
+	}
+	close(start)
+	wg.Wait()
+	wins := 0
+	for _, r := range results {
+		require.NoError(t, r.err)
+		require.Equal(t, dispatch.Accepted, r.offer.State, "winner and losers see the ACCEPTED offer")
+		require.Equal(t, dispatch.Assigned, r.order.State)
+		require.Equal(t, int64(7), r.order.MasterID)
+		if r.ok {
+			wins++
+			require.False(t, r.offer.RespondedAt.IsZero())
+			require.False(t, r.order.AssignedAt.IsZero())
+		}
+	}
+	require.Equal(t, 1, wins)
+
+	var accepted int
+	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT count(*) FROM offers WHERE state = 'ACCEPTED'`).Scan(&accepted))
+	require.Equal(t, 1, accepted)
+	var state string
+	var master int64
+	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT state, master_id FROM orders WHERE id = $1`, o.ID).Scan(&state, &master))
+	require.Equal(t, "ASSIGNED", state)
+	require.Equal(t, int64(7), master)
+}
+
+func TestAcceptRefusals(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+	f.master(1, "a", "d", "x")
+	f.master(2, "b", "d", "x") // never a candidate for city a
+
+	refused := func(offerID, masterID int64, why string) {
+		t.Helper()
+		before := f.rows("offers", "id")
+		ordersBefore := f.rows("orders", "id")
+		_, _, ok, err := f.st.Accept(ctx, offerID, masterID)
+		require.NoError(t, err)
+		require.False(t, ok, why)
+		require.Equal(t, before, f.rows("offers", "id"), "%s: offers unchanged", why)
+		require.Equal(t, ordersBefore, f.rows("orders", "id"), "%s: orders unchanged", why)
+	}
+
+	// 1 ms past expires_at, before the watchdog ran.
+	o1 := f.order("a", "d", "x")
+	late := f.offered(o1.ID, 1, 1)
+	f.exec(`UPDATE offers SET expires_at = now() - interval '1 millisecond' WHERE id = $1`, late.ID)
+	refused(late.ID, 1, "late")
+	cur, err := f.st.Offer(ctx, late.ID)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.Sent, cur.State)
+	expired, err := f.st.ExpireOffers(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []int64{late.ID}, offerIDs(expired))
+	refused(late.ID, 1, "expired")
+
+	// Another master's press, then the master's, then a repeated one.
+	o2 := f.order("a", "d", "x")
+	of := f.offered(o2.ID, 1, 1)
+	refused(of.ID, 2, "foreign")
+	got, o, ok, err := f.st.Accept(ctx, of.ID, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, dispatch.Accepted, got.State)
+	require.Equal(t, dispatch.Assigned, o.State)
+	require.Equal(t, int64(1), o.MasterID)
+	refused(of.ID, 1, "repeated")
+
+	// A withdrawn offer.
+	o3 := f.order("a", "d", "x")
+	w := f.offered(o3.ID, 1, 1)
+	_, withdrawn, ok, err := f.st.CancelOrder(ctx, o3.ID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, []int64{w.ID}, offerIDs(withdrawn))
+	refused(w.ID, 1, "withdrawn")
+
+	// No such offer.
+	got, o, ok, err = f.st.Accept(ctx, 999999, 1)
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Zero(t, got)
+	require.Zero(t, o)
+}
+
+func TestViewAndDecline(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+	f.master(1, "a", "d", "x")
+	f.master(2, "b", "d", "x")
+	o := f.order("a", "d", "x")
+	of := f.offered(o.ID, 1, 1)
+
+	_, ok, err := f.st.View(ctx, of.ID, 2)
+	require.NoError(t, err)
+	require.False(t, ok, "another master's offer")
+	v, ok, err := f.st.View(ctx, of.ID, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, dispatch.Viewed, v.State)
+	require.False(t, v.ViewedAt.IsZero())
+	again, ok, err := f.st.View(ctx, of.ID, 1)
+	require.NoError(t, err)
+	require.False(t, ok, "already VIEWED")
+	require.Equal(t, v, again, "returned as it is")
+
+	_, ok, err = f.st.Decline(ctx, of.ID, 2)
+	require.NoError(t, err)
+	require.False(t, ok, "another master's offer")
+	d, ok, err := f.st.Decline(ctx, of.ID, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, dispatch.Declined, d.State)
+	require.Equal(t, v.ViewedAt, d.ViewedAt)
+	require.False(t, d.RespondedAt.IsZero())
+	d2, ok, err := f.st.Decline(ctx, of.ID, 1)
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Equal(t, d, d2)
+	_, ok, err = f.st.View(ctx, of.ID, 1)
+	require.NoError(t, err)
+	require.False(t, ok, "a closed offer is not viewed")
+
+	_, ok, err = f.st.Decline(ctx, 12345, 1)
+	require.NoError(t, err)
+	require.False(t, ok)
+	_, err = f.st.Offer(ctx, 12345)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+
+	require.NoError(t, f.st.SetOfferMessage(ctx, of.ID, 555, 77))
+	got, err := f.st.Offer(ctx, of.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(555), got.ChatID)
+	require.Equal(t, 77, got.MessageID)
+	require.ErrorIs(t, f.st.SetOfferMessage(ctx, 12345, 1, 1), domain.ErrNotFound)
+}
+
+// Candidate rules: place (case-insensitive) and skill match, paused,
+// blocked and busy masters skipped, and a busy master is a candidate again
+// once their offer expired or was declined.
+func TestOfferNextCandidates(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+
+	// 307 is offered another order first, while alone.
+	f.master(307, "Kyiv", "Podil", "plumbing")
+	o0 := f.order("Kyiv", "Podil", "plumbing")
+	busy := f.offered(o0.ID, 307, 1)
+
+	f.master(301, "KYIV", "podil", "tiles", "plumbing")
+	f.master(302, "Lviv", "Podil", "plumbing")
+	f.master(303, "Kyiv", "Obolon", "plumbing")
+	f.master(304, "Kyiv", "Podil", "electric")
+	f.master(305, "kyiv", "PODIL", "plumbing")
+	f.master(306, "Kyiv", "Podil", "plumbing")
+	changed, err := f.st.SetActive(ctx, 305, false)
+	require.NoError(t, err)
+	require.True(t, changed)
+	changed, err = f.st.SetActive(ctx, 305, false)
+	require.NoError(t, err)
+	require.False(t, changed, "already paused")
+	f.exec(`UPDATE masters SET blocked_at = now() WHERE user_id = 306`)
+
+	o1 := f.order("Kyiv", "Podil", "plumbing")
+	first := f.offered(o1.ID, 301, 1)
+
+	// Nobody free for o2: 301 and 307 hold open offers. The order waits
+	// for them rather than be reported unassignable.
+	o2 := f.order("kyiv", "podil", "plumbing")
+	_, got, out := f.next(o2.ID)
+	require.Equal(t, dispatch.Busy, out)
+	require.True(t, got.Unassignable.IsZero())
+	require.Equal(t, 1, got.Round, "no offer in round 1: the round stays")
+
+	// 307's offer expires: 307 is a candidate again.
+	f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, busy.ID)
+	expired, err := f.st.ExpireOffers(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []int64{busy.ID}, offerIDs(expired))
+	f.offered(o2.ID, 307, 1)
+	var mark *time.Time
+	require.NoError(t, f.st.Pool().QueryRow(ctx, `SELECT unassignable_at FROM orders WHERE id = $1`, o2.ID).Scan(&mark))
+	require.Nil(t, mark)
+
+	// 301 declines: a candidate again, for another order.
+	f.decline(first)
+	o3 := f.order("Kyiv", "Podil", "plumbing")
+	f.offered(o3.ID, 301, 1)
+
+	// Resumed, 305 is a candidate (never offered: first in line).
+	changed, err = f.st.SetActive(ctx, 305, true)
+	require.NoError(t, err)
+	require.True(t, changed)
+	o4 := f.order("Kyiv", "Podil", "plumbing")
+	f.offered(o4.ID, 305, 1)
+
+	require.Equal(t, []int64{301, 305, 307}, f.int64s(`SELECT DISTINCT master_id FROM offers ORDER BY 1`),
+		"wrong place, wrong skill and blocked masters were never offered anything")
+
+	_, err = f.st.SetActive(ctx, 999, true)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	f.user(998)
+	_, err = f.st.SetActive(ctx, 998, true)
+	require.ErrorIs(t, err, domain.ErrNotFound, "a user who is not a master")
+}
+
+func TestOfferNextIdleLongestFirst(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	for _, id := range []int64{401, 402, 403, 404} {
+		f.master(id, "c", "d", "x")
+	}
+	f.exec(`UPDATE masters SET last_offer_at = now() - interval '1 hour' WHERE user_id = 401`)
+	f.exec(`UPDATE masters SET last_offer_at = now() - interval '2 hours' WHERE user_id = 403`)
+	before := f.dbNow()
+	for _, want := range []int64{402, 404, 403, 401} {
+		o := f.order("c", "d", "x")
+		f.offered(o.ID, want, 1)
+		m, err := f.st.Master(f.ctx, want)
+		require.NoError(t, err)
+		require.False(t, m.LastOfferAt.Before(before), "last_offer_at moves to the offer's time")
+	}
+}
+
+// Round 1 offers each matching master once; round 2 once more; then the
+// order is unassignable until a new master registers.
+func TestOfferNextRounds(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+	f.master(501, "c", "d", "x")
+	f.master(502, "c", "d", "x")
+	o := f.order("c", "d", "x")
+
+	f.decline(f.offered(o.ID, 501, 1))
+	f.decline(f.offered(o.ID, 502, 1))
+	f.decline(f.offered(o.ID, 501, 2)) // 501 idle longer than 502
+	f.decline(f.offered(o.ID, 502, 2))
+
+	_, got, out := f.next(o.ID)
+	require.Equal(t, dispatch.Unassignable, out)
+	require.Equal(t, 2, got.Round)
+	require.False(t, got.Unassignable.IsZero())
+	of, got2, out := f.next(o.ID)
+	require.Equal(t, dispatch.StillUnassignable, out)
+	require.Zero(t, of)
+	require.Equal(t, got.Unassignable, got2.Unassignable)
+
+	f.master(503, "C", "D", "x")
+	f.offered(o.ID, 503, 2)
+	cur, err := f.st.Order(ctx, o.ID)
+	require.NoError(t, err)
+	require.True(t, cur.Unassignable.IsZero())
+
+	rows, err := f.st.Pool().Query(ctx, `SELECT master_id, round FROM offers WHERE order_id = $1 ORDER BY id`, o.ID)
+	require.NoError(t, err)
+	pairs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]int64, error) {
+		var p [2]int64
+		err := r.Scan(&p[0], &p[1])
+		return p, err
+	})
+	require.NoError(t, err)
+	require.Equal(t, [][2]int64{{501, 1}, {502, 1}, {501, 2}, {502, 2}, {503, 2}}, pairs)
+}
+
+func TestOfferNextOutcomes(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+	f.master(1, "c", "d", "x")
+	f.master(2, "c", "d", "x")
+
+	_, _, _, err := f.st.OfferNext(ctx, 424242, sla)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+
+	o := f.order("c", "d", "x")
+	of := f.offered(o.ID, 1, 1)
+	_, got, out := f.next(o.ID)
+	require.Equal(t, dispatch.Busy, out, "an open offer")
+	require.Equal(t, o.ID, got.ID)
+	ids, err := f.st.SearchingOrders(ctx, 10, true)
+	require.NoError(t, err)
+	require.Empty(t, ids, "the order has an open offer")
+
+	// Another replica holds the order's row.
+	o2 := f.order("c", "d", "x")
+	ids, err = f.st.SearchingOrders(ctx, 10, true)
+	require.NoError(t, err)
+	require.Equal(t, []int64{o2.ID}, ids)
+	tx, err := f.st.Pool().Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `SELECT 1 FROM orders WHERE id = $1 FOR UPDATE`, o2.ID)
+	require.NoError(t, err)
+	of2, got, out := f.next(o2.ID)
+	require.Equal(t, dispatch.Busy, out, "locked")
+	require.Zero(t, of2)
+	require.Equal(t, o2.ID, got.ID)
+	require.NoError(t, tx.Rollback(ctx))
+
+	_, _, ok, err := f.st.Accept(ctx, of.ID, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, got, out = f.next(o.ID)
+	require.Equal(t, dispatch.NotSearching, out)
+	require.Equal(t, dispatch.Assigned, got.State)
+}
+
+// A candidate whose row another transaction holds (another replica's
+// step, a profile update) makes the step Busy: the round does not move on
+// and the order is not reported unassignable.
+func TestOfferNextLockedCandidateIsBusy(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+	f.master(1, "c", "d", "x")
+	f.master(2, "c", "d", "x")
+	o := f.order("c", "d", "x")
+	f.decline(f.offered(o.ID, 1, 1))
+
+	tx, err := f.st.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
+	_, err = tx.Exec(ctx, `SELECT 1 FROM masters WHERE user_id = 2 FOR NO KEY UPDATE`)
+	require.NoError(t, err)
+	of, got, out := f.next(o.ID)
+	require.Equal(t, dispatch.Busy, out, "2 still has its round-1 turn")
+	require.Zero(t, of)
+	require.Equal(t, 1, got.Round)
+	require.True(t, got.Unassignable.IsZero())
+	cur, err := f.st.Order(ctx, o.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, cur.Round)
+	require.True(t, cur.Unassignable.IsZero())
+	require.NoError(t, tx.Rollback(ctx))
+
+	f.offered(o.ID, 2, 1)
+}
+
+// A replica inserting an offer for the same master at the same moment
+// (its transaction still open when this one inserts): the partial unique
+// index makes the loser Busy, not an error; if the other rolls back, the
+// offer is made.
+func TestOfferNextRacingInsertIsBusy(t *testing.T) {
+	t.Parallel()
+	for _, commit := range []bool{true, false} {
+		t.Run(fmt.Sprintf("commit=%t", commit), func(t *testing.T) {
+			t.Parallel()
+			f := newDispatch(t)
+			ctx := f.ctx
+			f.master(1, "c", "d", "x")
+			other := f.order("c", "d", "x")
+			o := f.order("c", "d", "x")
+
+			tx, err := f.st.Pool().Begin(ctx)
+			require.NoError(t, err)
+			defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
+			_, err = tx.Exec(ctx, `INSERT INTO offers (order_id, master_id, round, expires_at) VALUES ($1, 1, 1, now() + interval '1 minute')`, other.ID)
+			require.NoError(t, err)
+
+			type result struct {
+				of  dispatch.Offer
+				out dispatch.Outcome
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				of, _, out, err := f.st.OfferNext(ctx, o.ID, sla)
+				done <- result{of, out, err}
+			}()
+			require.Eventually(t, func() bool {
+				var waiting int
+				_ = f.st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+				return waiting == 1
+			}, 10*time.Second, 5*time.Millisecond, "OfferNext waits on the other insert")
+			if commit {
+				require.NoError(t, tx.Commit(ctx))
+			} else {
+				require.NoError(t, tx.Rollback(ctx))
+			}
+			r := <-done
+			require.NoError(t, r.err)
+			if commit {
+				require.Equal(t, dispatch.Busy, r.out)
+				require.Zero(t, r.of)
+				require.Equal(t, []int64{other.ID}, f.int64s(`SELECT order_id FROM offers`))
+				var last *time.Time
+				require.NoError(t, f.st.Pool().QueryRow(ctx, `SELECT last_offer_at FROM masters WHERE user_id = 1`).Scan(&last))
+				require.Nil(t, last, "rolled back")
+			} else {
+				require.Equal(t, dispatch.Offered, r.out)
+				require.Equal(t, []int64{o.ID}, f.int64s(`SELECT order_id FROM offers`))
+			}
+		})
+	}
+}
+
+// Many replicas distributing the same orders at once, with masters
+// declining meanwhile: never two open offers for an order or a master,
+// never one master offered an order twice in a round, and no errors.
+func TestOfferNextConcurrent(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+	const masters, orders, workers, steps = 8, 6, 24, 40
+	for i := range masters {
+		f.master(int64(1+i), "c", "d", "x")
+	}
+	var orderIDs []int64
+	for range orders {
+		orderIDs = append(orderIDs, f.order("c", "d", "x").ID)
+	}
+
+	var mu sync.Mutex
+	var made []dispatch.Offer
+	var errs []error
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			<-start
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for range steps {
+				of, _, out, err := f.st.OfferNext(ctx, orderIDs[r.IntN(len(orderIDs))], sla)
+				if err == nil && out == dispatch.Offered && r.IntN(2) == 0 {
+					_, _, err = f.st.Decline(ctx, of.ID, of.MasterID)
+				}
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				}
+				if out == dispatch.Offered {
+					made = append(made, of)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	require.Empty(t, errs)
+	require.NotEmpty(t, made)
+
+	var dupOrder, dupMaster, dupRound, total int
+	require.NoError(t, f.st.Pool().QueryRow(ctx, `SELECT
+ (SELECT count(*) FROM (SELECT order_id FROM offers WHERE state IN ('SENT', 'VIEWED') GROUP BY 1 HAVING count(*) > 1) a),
+ (SELECT count(*) FROM (SELECT master_id FROM offers WHERE state IN ('SENT', 'VIEWED') GROUP BY 1 HAVING count(*) > 1) b),
+ (SELECT count(*) FROM (SELECT 1 FROM offers GROUP BY order_id, master_id, round HAVING count(*) > 1) c),
+ (SELECT count(*) FROM offers)`).Scan(&dupOrder, &dupMaster, &dupRound, &total))
+	require.Zero(t, dupOrder)
+	require.Zero(t, dupMaster)
+	require.Zero(t, dupRound)
+	require.Equal(t, len(made), total, "every offer made was returned once")
+	for _, of := range made {
+		cur, err := f.st.Offer(ctx, of.ID)
+		require.NoError(t, err)
+		require.Equal(t, of.OrderID, cur.OrderID)
+		require.Equal(t, of.MasterID, cur.MasterID)
+		require.Equal(t, of.Round, cur.Round)
+	}
+}
+
+func TestExpireManyAndNextExpiry(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+	_, ok, err := f.st.NextExpiry(ctx)
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	const n = 2000
+	seedDueOffers(t, f.st, 1_000_000, n)
+	// One open offer not yet due.
+	f.master(1, "c", "d", "x")
+	later := f.offered(f.order("c", "d", "x").ID, 1, 1)
+
+	var oldest time.Time
+	require.NoError(t, f.st.Pool().QueryRow(ctx, `SELECT min(expires_at) FROM offers`).Scan(&oldest))
+	next, ok, err := f.st.NextExpiry(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, oldest.Equal(next))
+
+	expired, err := f.st.ExpireOffers(ctx)
+	require.NoError(t, err)
+	require.Len(t, expired, n)
+	ids := offerIDs(expired)
+	require.Len(t, slices.Compact(ids), n, "distinct")
+	for _, of := range expired {
+		require.Equal(t, dispatch.Expired, of.State)
+		require.NotEqual(t, later.ID, of.ID)
+	}
+	again, err := f.st.ExpireOffers(ctx)
+	require.NoError(t, err)
+	require.Empty(t, again)
+
+	next, ok, err = f.st.NextExpiry(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, later.ExpiresAt.Equal(next))
+}
+
+// seedDueOffers inserts n open offers due a minute ago, each with its own
+// user, master and order (ids from base).
+func seedDueOffers(tb testing.TB, st *storage.Store, base int64, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	_, err := st.Pool().Exec(ctx, `
+WITH u AS (
+    INSERT INTO users (id) SELECT g FROM generate_series($1::bigint + 1, $1::bigint + $2) g RETURNING id
+), m AS (
+    INSERT INTO masters (user_id, city, district, skills) SELECT id, 'seed', 'seed', '{seed}' FROM u RETURNING user_id
+), o AS (
+    INSERT INTO orders (created_by, city, district, skill, price, description)
+    SELECT 1, 'seed', 'seed', 'seed', 100, '' FROM generate_series(1, $2) RETURNING id
+)
+INSERT INTO offers (order_id, master_id, round, sent_at, expires_at)
+SELECT o.id, m.user_id, 1, now() - interval '3 minutes', now() - interval '1 minute'
+FROM (SELECT id, row_number() OVER (ORDER BY id) n FROM o) o
+JOIN (SELECT user_id, row_number() OVER (ORDER BY user_id) n FROM m) m USING (n)`, base, n)
+	require.NoError(tb, err)
+}
+
+// One watchdog sweep of 100 000 due offers (the bench scenario's size):
+// go test -run '^$' -bench ExpireOffers ./storage/
+func BenchmarkExpireOffers100k(b *testing.B) {
+	st := storagetest.New(b)
+	ctx := context.Background()
+	const n = 100_000
+	base := int64(1_000_000)
+	for b.Loop() {
+		b.StopTimer()
+		seedDueOffers(b, st, base, n)
+		base += n
+		_, err := st.Pool().Exec(ctx, `ANALYZE offers`)
+		require.NoError(b, err)
+		b.StartTimer()
+		got, err := st.ExpireOffers(ctx)
+		require.NoError(b, err)
+		require.Len(b, got, n)
+	}
+}
+
+func TestCancelOrder(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+	f.master(1, "c", "d", "x")
+
+	o := f.order("c", "d", "x")
+	of := f.offered(o.ID, 1, 1)
+	require.NoError(t, f.st.SetOfferMessage(ctx, of.ID, 1, 42))
+	got, withdrawn, ok, err := f.st.CancelOrder(ctx, o.ID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, dispatch.Cancelled, got.State)
+	require.False(t, got.CancelledAt.IsZero())
+	require.Len(t, withdrawn, 1)
+	w := withdrawn[0]
+	require.Equal(t, of.ID, w.ID)
+	require.Equal(t, dispatch.Withdrawn, w.State)
+	require.Equal(t, int64(1), w.ChatID)
+	require.Equal(t, 42, w.MessageID)
+	require.Equal(t, got.CancelledAt, w.RespondedAt, "one transaction")
+
+	again, withdrawn, ok, err := f.st.CancelOrder(ctx, o.ID)
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Empty(t, withdrawn)
+	require.Equal(t, got, again, "the order as it is")
+
+	// ASSIGNED → CANCELLED keeps the master; DONE cannot be cancelled.
+	a := f.assigned(2, 500)
+	got, withdrawn, ok, err = f.st.CancelOrder(ctx, a.ID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Empty(t, withdrawn)
+	require.Equal(t, int64(2), got.MasterID)
+	d := f.assigned(3, 500)
+	_, done, err := f.st.CompleteOrder(ctx, d.ID, 10, time.Hour)
+	require.NoError(t, err)
+	require.True(t, done)
+	got, _, ok, err = f.st.CancelOrder(ctx, d.ID)
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Equal(t, dispatch.Done, got.State)
+
+	_, _, _, err = f.st.CancelOrder(ctx, 777777)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+}
+
+// A cancel that waits for a distribution step holding the order withdraws
+// the offer that step committed meanwhile.
+func TestCancelOrderWithdrawsOfferMadeWhileWaiting(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+	f.master(1, "c", "d", "x")
+	o := f.order("c", "d", "x")
+
+	// What OfferNext does, held open.
+	tx, err := f.st.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
+	_, err = tx.Exec(ctx, `SELECT 1 FROM orders WHERE id = $1 FOR UPDATE`, o.ID)
+	require.NoError(t, err)
+	var offerID int64
+	require.NoError(t, tx.QueryRow(ctx, `INSERT INTO offers (order_id, master_id, round, expires_at)
+VALUES ($1, 1, 1, now() + interval '1 minute') RETURNING id`, o.ID).Scan(&offerID))
+
+	type result struct {
+		withdrawn []dispatch.Offer
+		ok        bool
+		err       error
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, w, ok, err := f.st.CancelOrder(ctx, o.ID)
+		done <- result{w, ok, err}
+	}()
+	require.Eventually(t, func() bool {
+		var waiting int
+		_ = f.st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+		return waiting == 1
+	}, 10*time.Second, 5*time.Millisecond, "the cancel waits for the order")
+	require.NoError(t, tx.Commit(ctx))
+	r := <-done
+	require.NoError(t, r.err)
+	require.True(t, r.ok)
+	require.Equal(t, []int64{offerID}, offerIDs(r.withdrawn))
+	cur, err := f.st.Offer(ctx, offerID)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.Withdrawn, cur.State)
+}
+
+// Accept and cancel pressed at once, many times: no deadlock or error, and
+// never an open offer on a cancelled order nor an accepted offer whose
+// order was not assigned.
+func TestAcceptRacingCancel(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+	f.master(1, "c", "d", "x")
+	accepted, withdrawn := 0, 0
+	for range 30 {
+		o := f.order("c", "d", "x")
+		of := f.offered(o.ID, 1, 1)
+		var wg sync.WaitGroup
+		var acceptOK, cancelOK bool
+		var acceptErr, cancelErr error
+		var w []dispatch.Offer
+		wg.Go(func() { _, _, acceptOK, acceptErr = f.st.Accept(ctx, of.ID, 1) })
+		wg.Go(func() { _, w, cancelOK, cancelErr = f.st.CancelOrder(ctx, o.ID) })
+		wg.Wait()
+		require.NoError(t, acceptErr)
+		require.NoError(t, cancelErr)
+		require.True(t, cancelOK, "SEARCHING or ASSIGNED: cancellable either way")
+		cur, err := f.st.Offer(ctx, of.ID)
+		require.NoError(t, err)
+		ord, err := f.st.Order(ctx, o.ID)
+		require.NoError(t, err)
+		require.Equal(t, dispatch.Cancelled, ord.State)
+		if acceptOK {
+			accepted++
+			require.Equal(t, dispatch.Accepted, cur.State)
+			require.Empty(t, w)
+			require.Equal(t, int64(1), ord.MasterID, "assigned, then cancelled")
+			require.False(t, ord.AssignedAt.IsZero())
+		} else {
+			withdrawn++
+			require.Equal(t, dispatch.Withdrawn, cur.State)
+			require.Equal(t, []int64{of.ID}, offerIDs(w))
+			require.Zero(t, ord.MasterID)
+		}
+	}
+	t.Logf("accept first %d, cancel first %d", accepted, withdrawn)
+}
+
+func TestCompleteOrderCommission(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+	for i, c := range []struct {
+		price int64
+		rate  float64
+		want  int64
+	}{
+		{999, 10, 100}, // 99.9 rounds up
+		{1000, 10, 100},
+		{1000, 7.5, 75},
+		{1, 10, 1},
+		{333, 0.1, 1},
+		{100_000_000, 10, 10_000_000},
+	} {
+		o := f.assigned(int64(10+i), c.price)
+		got, ok, err := f.st.CompleteOrder(ctx, o.ID, c.rate, 3*time.Hour)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, c.want, got.Commission, "price %d rate %v", c.price, c.rate)
+		require.Equal(t, dispatch.Done, got.State)
+		require.Equal(t, 3*time.Hour, got.CommissionDueAt.Sub(got.DoneAt))
+		require.True(t, got.CommissionPaidAt.IsZero())
+
+		again, ok, err := f.st.CompleteOrder(ctx, o.ID, c.rate, 3*time.Hour)
+		require.NoError(t, err)
+		require.False(t, ok, "not ASSIGNED any more")
+		require.Equal(t, got, again)
+	}
+	s := f.order("c", "d", "x")
+	got, ok, err := f.st.CompleteOrder(ctx, s.ID, 10, time.Hour)
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Equal(t, dispatch.Searching, got.State)
+	_, _, err = f.st.CompleteOrder(ctx, 999999, 10, time.Hour)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+}
+
+func TestCommissionBlockSettleAutoclose(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+	done := func(master, price int64) dispatch.Order {
+		t.Helper()
+		o := f.assigned(master, price)
+		o, ok, err := f.st.CompleteOrder(ctx, o.ID, 10, 3*time.Hour)
+		require.NoError(t, err)
+		require.True(t, ok)
+		return o
+	}
+	overdue := func(id int64) {
+		f.exec(`UPDATE orders SET commission_due_at = now() - interval '1 minute' WHERE id = $1`, id)
+	}
+	// A owes a1 (overdue, then CLOSED) and a2 (not yet due).
+	a1, a2 := done(601, 999), done(601, 2000)
+	overdue(a1.ID)
+	f.exec(`UPDATE orders SET done_at = now() - interval '25 hours' WHERE id = $1`, a1.ID)
+	// B's overdue order is paid; C is blocked already.
+	b1 := done(602, 500)
+	overdue(b1.ID)
+	f.exec(`UPDATE orders SET commission_paid_at = now() WHERE id = $1`, b1.ID)
+	c1 := done(603, 500)
+	overdue(c1.ID)
+	f.exec(`UPDATE masters SET blocked_at = now() - interval '1 day' WHERE user_id = 603`)
+	cBefore := f.rows("masters", "user_id")[603]
+
+	// Autoclose: only a1 is old enough; CLOSED still owes.
+	closed, err := f.st.Autoclose(ctx, 24*time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, []int64{a1.ID}, closed)
+	cur, err := f.st.Order(ctx, a1.ID)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.Closed, cur.State)
+	require.False(t, cur.ClosedAt.IsZero())
+	closed, err = f.st.Autoclose(ctx, 24*time.Hour)
+	require.NoError(t, err)
+	require.Empty(t, closed)
+
+	// Two replicas at once: A is blocked once.
+	var wg sync.WaitGroup
+	debts := make([][]dispatch.Debt, 2)
+	errs := make([]error, 2)
+	for i := range debts {
+		wg.Go(func() { debts[i], errs[i] = f.st.BlockOverdue(ctx) })
+	}
+	wg.Wait()
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	all := append(debts[0], debts[1]...)
+	require.Equal(t, []dispatch.Debt{{MasterID: 601, Amount: 100 + 200, Overdue: 100, Orders: []int64{a1.ID, a2.ID}}}, all)
+	again, err := f.st.BlockOverdue(ctx)
+	require.NoError(t, err)
+	require.Empty(t, again)
+	blocked := f.int64s(`SELECT user_id FROM masters WHERE blocked_at IS NOT NULL ORDER BY 1`)
+	require.Equal(t, []int64{601, 603}, blocked)
+	require.Equal(t, cBefore, f.rows("masters", "user_id")[603], "C untouched")
+
+	// A blocked master gets no offers.
+	o := f.order("city601", "d", "x")
+	_, _, out := f.next(o.ID)
+	require.Equal(t, dispatch.Unassignable, out)
+
+	stats, err := f.st.MasterStats(ctx, 601)
+	require.NoError(t, err)
+	require.Equal(t, int64(300), stats.Owed)
+	require.Equal(t, int64(100), stats.Overdue)
+	a1now, err := f.st.Order(ctx, a1.ID)
+	require.NoError(t, err)
+	require.Equal(t, a1now.CommissionDueAt, stats.NextDue)
+	require.Equal(t, map[dispatch.OfferState]int{dispatch.Sent: 0, dispatch.Viewed: 0, dispatch.Accepted: 2,
+		dispatch.Declined: 0, dispatch.Expired: 0, dispatch.Withdrawn: 0}, stats.Offers)
+	require.Equal(t, map[dispatch.OrderState]int{dispatch.Searching: 0, dispatch.Assigned: 0, dispatch.Done: 1,
+		dispatch.Closed: 1, dispatch.Cancelled: 0}, stats.Orders)
+
+	d, wasBlocked, err := f.st.SettleCommission(ctx, 601)
+	require.NoError(t, err)
+	require.True(t, wasBlocked)
+	require.Equal(t, dispatch.Debt{MasterID: 601, Amount: 300, Overdue: 100, Orders: []int64{a1.ID, a2.ID}}, d)
+	m, err := f.st.Master(ctx, 601)
+	require.NoError(t, err)
+	require.True(t, m.BlockedAt.IsZero())
+	var unpaid int
+	require.NoError(t, f.st.Pool().QueryRow(ctx, `SELECT count(*) FROM orders WHERE master_id = 601 AND commission_paid_at IS NULL`).Scan(&unpaid))
+	require.Zero(t, unpaid)
+	stats, err = f.st.MasterStats(ctx, 601)
+	require.NoError(t, err)
+	require.Zero(t, stats.Owed)
+	require.Zero(t, stats.Overdue)
+	require.True(t, stats.NextDue.IsZero())
+
+	d, wasBlocked, err = f.st.SettleCommission(ctx, 601)
+	require.NoError(t, err)
+	require.False(t, wasBlocked)
+	require.Equal(t, dispatch.Debt{MasterID: 601}, d, "nothing left")
+	d, wasBlocked, err = f.st.SettleCommission(ctx, 602)
+	require.NoError(t, err)
+	require.False(t, wasBlocked)
+	require.Equal(t, dispatch.Debt{MasterID: 602}, d, "B's order was paid")
+
+	f.user(604)
+	_, _, err = f.st.SettleCommission(ctx, 604)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	_, _, err = f.st.SettleCommission(ctx, 605)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+
+	// A unblocked is offered again.
+	f.offered(o.ID, 601, 1)
+}
+
+func TestMasters(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+
+	_, _, err := f.st.SaveMaster(ctx, 1, "c", "d", []string{"x"})
+	require.ErrorIs(t, err, domain.ErrNotFound, "no such user")
+	_, err = f.st.Master(ctx, 1)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+
+	_, err = f.st.UpsertUser(ctx, domain.User{ID: 1, Username: "Olena_K", FirstName: "Olena", TelegramLanguage: "uk"})
+	require.NoError(t, err)
+	m, created, err := f.st.SaveMaster(ctx, 1, "Kyiv", "Podil", []string{"plumbing", "tiles"})
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, int64(1), m.UserID)
+	require.Equal(t, "Olena_K", m.Username)
+	require.Equal(t, "Olena", m.Name)
+	require.Equal(t, "uk", m.Lang, "Telegram's language")
+	require.Equal(t, []string{"plumbing", "tiles"}, m.Skills)
+	require.True(t, m.Active)
+	require.True(t, m.BlockedAt.IsZero())
+	require.True(t, m.LastOfferAt.IsZero())
+	require.False(t, m.CreatedAt.IsZero())
+
+	_, err = f.st.SetActive(ctx, 1, false)
+	require.NoError(t, err)
+	require.NoError(t, f.st.SetUserLanguage(ctx, 1, "ru"))
+	m2, created, err := f.st.SaveMaster(ctx, 1, "Lviv", "Center", []string{"electric"})
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, "Lviv", m2.City)
+	require.Equal(t, "Center", m2.District)
+	require.Equal(t, []string{"electric"}, m2.Skills)
+	require.False(t, m2.Active, "a profile update keeps the pause")
+	require.Equal(t, "ru", m2.Lang, "the /lang choice wins")
+	require.Equal(t, m.CreatedAt, m2.CreatedAt)
+
+	got, err := f.st.Master(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, m2, got)
+	for _, name := range []string{"olena_k", "OLENA_K", "@Olena_K"} {
+		got, err = f.st.MasterByUsername(ctx, name)
+		require.NoError(t, err, name)
+		require.Equal(t, m2, got)
+	}
+	_, err = f.st.MasterByUsername(ctx, "nobody")
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	_, err = f.st.UpsertUser(ctx, domain.User{ID: 2})
+	require.NoError(t, err)
+	_, _, err = f.st.SaveMaster(ctx, 2, "c", "d", []string{"x"})
+	require.NoError(t, err)
+	_, err = f.st.MasterByUsername(ctx, "")
+	require.ErrorIs(t, err, domain.ErrNotFound, "an empty username matches no one")
+	m3, err := f.st.Master(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, "en", m3.Lang, "no language: English")
+
+	f.user(3)
+	_, err = f.st.MasterByUsername(ctx, "User3")
+	require.ErrorIs(t, err, domain.ErrNotFound, "a user who is not a master")
+
+	_, _, err = f.st.SaveMaster(ctx, 2, "", "d", []string{"x"})
+	require.Error(t, err, "the schema refuses an empty city")
+}
+
+func TestOpenOrders(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+	m1 := f.master(1, "c", "d", "x")
+	s1 := f.order("c", "d", "x")
+	of := f.offered(s1.ID, 1, 1)
+	of, ok, err := f.st.View(ctx, of.ID, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	s2 := f.order("elsewhere", "d", "x")
+	a1 := f.assigned(2, 100)
+	d1 := f.assigned(2, 100)
+	d1, ok, err = f.st.CompleteOrder(ctx, d1.ID, 10, time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	c1 := f.order("c", "d", "y")
+	_, _, ok, err = f.st.CancelOrder(ctx, c1.ID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	x1 := f.assigned(3, 100)
+	_, ok, err = f.st.CompleteOrder(ctx, x1.ID, 10, time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	f.exec(`UPDATE orders SET done_at = now() - interval '2 days' WHERE id = $1`, x1.ID)
+	_, err = f.st.Autoclose(ctx, 24*time.Hour)
+	require.NoError(t, err)
+
+	m1, err = f.st.Master(ctx, 1) // last_offer_at moved
+	require.NoError(t, err)
+	m2, err := f.st.Master(ctx, 2)
+	require.NoError(t, err)
+	s1, err = f.st.Order(ctx, s1.ID)
+	require.NoError(t, err)
+	lines, err := f.st.OpenOrders(ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, []dispatch.OrderLine{
+		{Order: s1, Offer: &of, Master: &m1},
+		{Order: s2},
+		{Order: a1, Master: &m2},
+		{Order: d1, Master: &m2},
+	}, lines)
+
+	lines, err = f.st.OpenOrders(ctx, 2)
+	require.NoError(t, err)
+	require.Len(t, lines, 2)
+	require.Equal(t, s2.ID, lines[1].Order.ID)
+}
+
+// A round is over only when every matching master has had the order: one
+// busy with another order's offer is waited for, not skipped, and the
+// order neither moves to round 2 nor is reported unassignable meanwhile.
+func TestOfferNextWaitsForBusyMaster(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	f.master(10, "c", "d", "x")
+	f.master(11, "c", "d", "x")
+	y := f.order("c", "d", "x")
+	busy := f.offered(y.ID, 10, 1) // master 10 is busy with order y
+	x := f.order("c", "d", "x")
+	f.decline(f.offered(x.ID, 11, 1))
+
+	_, got, out := f.next(x.ID)
+	require.Equal(t, dispatch.Busy, out, "master 10 has not had order x in round 1")
+	require.Equal(t, 1, got.Round)
+	require.True(t, got.Unassignable.IsZero())
+
+	f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, busy.ID)
+	expired, err := f.st.ExpireOffers(f.ctx)
+	require.NoError(t, err)
+	require.Len(t, expired, 1)
+	f.offered(x.ID, 10, 1)
+
+	// Unassignable orders are left out of the passes that cannot help them.
+	z := f.order("nowhere", "d", "x")
+	_, _, out = f.next(z.ID)
+	require.Equal(t, dispatch.Unassignable, out)
+	ids, err := f.st.SearchingOrders(f.ctx, 10, false)
+	require.NoError(t, err)
+	require.Equal(t, []int64{y.ID}, ids, "y waits for round 2; z is unassignable")
+	ids, err = f.st.SearchingOrders(f.ctx, 10, true)
+	require.NoError(t, err)
+	require.Equal(t, []int64{y.ID, z.ID}, ids)
+}

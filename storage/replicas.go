@@ -1,0 +1,51 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Replica is one running instance as its heartbeat last reported it.
+type Replica struct {
+	Instance, Version string
+	StartedAt, SeenAt time.Time
+}
+
+// Heartbeat records that instance is alive now (seen_at = now(), the
+// database's clock, so replicas with skewed clocks compare fairly), with its
+// version and start time.
+func (s *Store) Heartbeat(ctx context.Context, instance, version string, startedAt time.Time) error {
+	_, err := s.pool.Exec(ctx, `
+INSERT INTO replicas (instance, version, started_at, seen_at) VALUES ($1, $2, $3, now())
+ON CONFLICT (instance) DO UPDATE SET
+    version = EXCLUDED.version, started_at = EXCLUDED.started_at, seen_at = now()`,
+		instance, version, startedAt.UTC())
+	if err != nil {
+		return fmt.Errorf("heartbeat of %s: %w", instance, err)
+	}
+	return nil
+}
+
+// Replicas lists the instances seen within since, most recently seen first.
+func (s *Store) Replicas(ctx context.Context, since time.Duration) ([]Replica, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT instance, version, started_at, seen_at FROM replicas
+WHERE seen_at >= now() - $1 * interval '1 microsecond'
+ORDER BY seen_at DESC, instance`, micros(since))
+	if err != nil {
+		return nil, fmt.Errorf("replicas: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Replica, error) {
+		var r Replica
+		err := row.Scan(&r.Instance, &r.Version, &r.StartedAt, &r.SeenAt)
+		r.StartedAt, r.SeenAt = r.StartedAt.UTC(), r.SeenAt.UTC()
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replicas: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,56 @@
+package storage_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/storage/storagetest"
+)
+
+func TestHeartbeatAndReplicas(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	st := storagetest.New(t)
+
+	list, err := st.Replicas(ctx, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, list)
+
+	startA := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	startB := startA.Add(time.Hour)
+	require.NoError(t, st.Heartbeat(ctx, "a", "v1", startA))
+	require.NoError(t, st.Heartbeat(ctx, "b", "v1", startB))
+	// b was last seen ten minutes ago; a beats again, restarted on v2.
+	_, err = st.Pool().Exec(ctx, `UPDATE replicas SET seen_at = now() - interval '10 minutes' WHERE instance = 'b'`)
+	require.NoError(t, err)
+	_, err = st.Pool().Exec(ctx, `UPDATE replicas SET seen_at = now() - interval '1 minute' WHERE instance = 'a'`)
+	require.NoError(t, err)
+	restarted := startA.Add(2 * time.Hour)
+	var before time.Time
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT now()`).Scan(&before))
+	require.NoError(t, st.Heartbeat(ctx, "a", "v2", restarted))
+
+	list, err = st.Replicas(ctx, 5*time.Minute)
+	require.NoError(t, err)
+	require.Len(t, list, 1, "b is gone")
+	a := list[0]
+	require.Equal(t, "a", a.Instance)
+	require.Equal(t, "v2", a.Version)
+	require.Equal(t, restarted, a.StartedAt)
+	require.False(t, a.SeenAt.Before(before), "seen_at is the database's now()")
+
+	list, err = st.Replicas(ctx, time.Hour)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	require.Equal(t, "a", list[0].Instance, "newest first")
+	require.Equal(t, "b", list[1].Instance)
+	require.Equal(t, "v1", list[1].Version)
+	require.Equal(t, startB, list[1].StartedAt)
+	require.Equal(t, 10*time.Minute, a.SeenAt.Sub(list[1].SeenAt).Round(time.Minute))
+
+	var rows int
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM replicas`).Scan(&rows))
+	require.Equal(t, 2, rows, "one row per instance")
+}
