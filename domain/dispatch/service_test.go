@@ -533,3 +533,35 @@ func TestPauseResume(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Offers[dispatch.Sent])
 }
+
+// A database outage fails the sweep with an error (the job logs it) and
+// loses nothing: the next sweep expires everything that fell due.
+func TestExpireSurvivesDatabaseOutage(t *testing.T) {
+	t.Parallel()
+	url := storagetest.NewURL(t)
+	ctx := context.Background()
+	st, err := storage.Open(ctx, url, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NoError(t, st.Migrate(ctx))
+	t.Cleanup(st.Close)
+	w := &world{ctx: ctx, store: st, tg: &recorder{gone: map[int64]bool{}}, cfg: dispatch.Config{OfferSLA: time.Hour}}
+	s := w.service(t)
+	w.master(t, s, 10, "Sumy Center smith")
+	_, err = s.CreateOrder(ctx, admin, "Sumy Center smith 100 Gate")
+	require.NoError(t, err)
+	w.exec(t, `UPDATE offers SET expires_at = now() - interval '1 second'`)
+
+	down, err := storage.Open(ctx, url, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	down.Close() // every query on it now fails, as in an outage
+	broken, err := dispatch.NewService(w.cfg, dispatch.Deps{Repo: down, Notifier: w.tg, Log: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	n, err := broken.Expire(ctx)
+	require.Error(t, err)
+	require.Zero(t, n)
+	require.Equal(t, dispatch.Sent, w.offer(t, w.tg.sentOffers()[0].ID).State)
+
+	n, err = s.Expire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}
