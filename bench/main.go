@@ -75,7 +75,52 @@
 //
 //	{"scenario":"memory","runs":…,"runs_per_s":…,"overhead_p50_ms":…,"overhead_p99_ms":…,"peak_rss_mb":…}
 //
-// Further scenarios (dispatch, analysis) register in scenarios below.
+// dispatch measures the expired-offers watchdog. The database is created
+// and dropped as for vacancies. Two runs:
+//
+//   - Lag: -n offers (default 10 000), each for an order and a master of
+//     its own (the users and masters bulk-inserted first), are created with
+//     SQL, each order together with its offer in one statement, -batch per
+//     statement (default 10), at a steady rate over -spread (default 10 s),
+//     each expiring after a random SLA uniform in [-sla-min, -sla-max]
+//     (default 1 s to 10 s) and carrying a message id, so that expiring it
+//     edits a message. The offers trigger's NOTIFY of every row is how the
+//     replicas learn of them: -replicas dispatch.Services (default 2), each
+//     with its own store (pool), its own LISTEN (as main wires it) and
+//     Config.Workers 8, run only Service.Run: the per-replica expiry timer
+//     and the distribution passes it serves. The WATCHDOG_INTERVAL job is
+//     not run, so every expiry is a timer's. The notifier records the wall
+//     time of each CloseOffer. Every order is in a city of its own where
+//     no master lives, so after the expiry the order is offered on, finds
+//     nobody in either round and is reported unassignable: realistic
+//     follow-up work for every expiry. An offer's lag is its CloseOffer
+//     time − expires_at; the bench also splits it into the timer's part
+//     (start of the ExpireOffers call that expired it − expires_at), that
+//     statement and the follow-up before CloseOffer. The run ends at the first poll (every 10 ms) that sees
+//     every offer closed, every order reported unassignable and every
+//     offer EXPIRED in the database (-timeout after the last offers are
+//     created it gives up with the offers' states). The bench then checks that each offer
+//     was returned by exactly one ExpireOffers call and closed exactly once
+//     (as EXPIRED, by the replica that expired it), that there are n offers,
+//     all EXPIRED, and n orders marked unassignable in round 2. Goal: p99
+//     at most 1 s (the seed promises 60 s).
+//   - Sweep: the dispatch tables are emptied and -sweep-n offers (default
+//     100 000), each with its user, master and order, bulk-inserted already
+//     due (INSERT … SELECT, one statement per table), then VACUUM ANALYZE;
+//     one call of the storage's ExpireOffers, the watchdog's one statement,
+//     is timed; it must return every offer, and a second call none. -sweeps
+//     times (default 3), each on fresh data; the median counts. Goal: at
+//     most 2 s for 100 000.
+//
+// -stages times every repository call the replicas make in the lag run
+// (OfferNext by its outcome) and prints them per expired offer;
+// -cpuprofile writes a CPU profile. The JSON line is
+//
+//	{"scenario":"dispatch","lag_p50_ms":…,"lag_p99_ms":…,"sweep_100k_ms":…,"lag_p90_ms":…,"lag_max_ms":…,"n":…,"replicas":…,"sweep_n":…,"peak_rss_mb":…}
+//
+// where sweep_100k_ms is the median sweep of sweep_n offers.
+//
+// Further scenarios (analysis) register in scenarios below.
 package main
 
 import (
@@ -105,6 +150,7 @@ type scenario struct {
 var scenarios = []scenario{
 	{name: "vacancies", summary: "vacancy queue throughput: zero-latency fakes, then a 200 ms LLM at concurrency 4", run: runVacancies},
 	{name: "memory", summary: "memory chat: pipeline runs through the LISTEN/NOTIFY orchestrator with a zero-latency LLM", run: runMemory},
+	{name: "dispatch", summary: "expired offers: expiry lag of the per-replica timers, and one watchdog sweep of 100 000 due offers", run: runDispatch},
 }
 
 // usageError is a command-line mistake: exit status 2.

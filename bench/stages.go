@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"switchboard/domain/dispatch"
 	"switchboard/domain/memory"
 	"switchboard/domain/vacancy"
 )
@@ -215,4 +216,53 @@ func (t timedMemoryNotifier) Answer(ctx context.Context, r memory.Run) error {
 func (t timedMemoryNotifier) Failed(ctx context.Context, r memory.Run) error {
 	defer t.s.since("telegram failed", time.Now())
 	return t.Notifier.Failed(ctx, r)
+}
+
+// timedDispatchRepo times the repository calls the dispatch replicas make
+// (Run's timer loop, the follow-up workers and the distribution passes).
+// OfferNext is named by its outcome.
+type timedDispatchRepo struct {
+	dispatch.Repository
+	s *stages
+}
+
+var outcomeNames = map[dispatch.Outcome]string{
+	dispatch.Offered: "offered", dispatch.Busy: "busy", dispatch.NotSearching: "not searching",
+	dispatch.Unassignable: "unassignable", dispatch.StillUnassignable: "still unassignable",
+}
+
+func (r timedDispatchRepo) ExpireOffers(ctx context.Context) ([]dispatch.Offer, error) {
+	defer r.s.since("db ExpireOffers", time.Now())
+	return r.Repository.ExpireOffers(ctx)
+}
+
+func (r timedDispatchRepo) NextExpiry(ctx context.Context) (time.Time, bool, error) {
+	defer r.s.since("db NextExpiry", time.Now())
+	return r.Repository.NextExpiry(ctx)
+}
+
+func (r timedDispatchRepo) Master(ctx context.Context, id int64) (dispatch.Master, error) {
+	defer r.s.since("db Master", time.Now())
+	return r.Repository.Master(ctx, id)
+}
+
+func (r timedDispatchRepo) Order(ctx context.Context, id int64) (dispatch.Order, error) {
+	defer r.s.since("db Order", time.Now())
+	return r.Repository.Order(ctx, id)
+}
+
+func (r timedDispatchRepo) SearchingOrders(ctx context.Context, limit int, all bool) ([]int64, error) {
+	defer r.s.since("db SearchingOrders", time.Now())
+	return r.Repository.SearchingOrders(ctx, limit, all)
+}
+
+func (r timedDispatchRepo) OfferNext(ctx context.Context, orderID int64, sla time.Duration) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+	start := time.Now()
+	f, o, out, err := r.Repository.OfferNext(ctx, orderID, sla)
+	name := outcomeNames[out]
+	if err != nil {
+		name = "error"
+	}
+	r.s.since("db OfferNext ("+name+")", start)
+	return f, o, out, err
 }

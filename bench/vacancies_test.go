@@ -98,6 +98,11 @@ func TestUsage(t *testing.T) {
 		{[]string{"memory", "-runs", "0"}, 2, "must be positive"},
 		{[]string{"memory", "-users", "-1"}, 2, "must be positive"},
 		{[]string{"memory", "extra"}, 2, "unexpected arguments"},
+		{[]string{"-h"}, 0, "dispatch"},
+		{[]string{"dispatch", "-h"}, 0, "-sweep-n"},
+		{[]string{"dispatch", "-n", "0"}, 2, "must be positive"},
+		{[]string{"dispatch", "-sla-min", "2s", "-sla-max", "1s"}, 2, "-sla-max must not be less than -sla-min"},
+		{[]string{"dispatch", "extra"}, 2, "unexpected arguments"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(ctx, tc.args, &stdout, &stderr)

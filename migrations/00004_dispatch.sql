@@ -34,6 +34,9 @@ CREATE TABLE orders (
     round               int         NOT NULL DEFAULT 1 CHECK (round IN (1, 2)),
     -- set when no candidate was left, so admins are told once
     unassignable_at     timestamptz,
+    -- the round waits for a matching master busy with another offer; a
+    -- master's offer ending looks only at these orders
+    waiting             boolean     NOT NULL DEFAULT false,
     master_id           bigint      REFERENCES masters(user_id),
     assigned_at         timestamptz,
     done_at             timestamptz,
@@ -47,6 +50,7 @@ CREATE TABLE orders (
     CHECK (state = 'SEARCHING' OR state = 'CANCELLED' OR master_id IS NOT NULL)
 );
 CREATE INDEX orders_searching ON orders (id) WHERE state = 'SEARCHING';
+CREATE INDEX orders_waiting ON orders (id) WHERE state = 'SEARCHING' AND waiting;
 CREATE INDEX orders_done ON orders (done_at) WHERE state = 'DONE';
 CREATE INDEX orders_commission_due ON orders (master_id, commission_due_at)
     WHERE commission_paid_at IS NULL AND commission IS NOT NULL;

@@ -448,13 +448,14 @@ RETURNING `+orderColumns, id))
 	return o, withdrawn, true, nil
 }
 
-// SearchingOrders lists SEARCHING orders with no open offer, oldest first.
-func (s *Store) SearchingOrders(ctx context.Context, limit int, unassignable bool) ([]int64, error) {
+// SearchingOrders lists SEARCHING orders with no open offer, oldest first;
+// all false: only those waiting for a busy master.
+func (s *Store) SearchingOrders(ctx context.Context, limit int, all bool) ([]int64, error) {
 	rows, err := s.pool.Query(ctx, `
 SELECT o.id FROM orders o
-WHERE o.state = 'SEARCHING' AND ($2 OR o.unassignable_at IS NULL)
+WHERE o.state = 'SEARCHING' AND ($2 OR o.waiting)
   AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.state IN `+openOffer+`)
-ORDER BY o.id LIMIT $1`, limit, unassignable)
+ORDER BY o.id LIMIT $1`, limit, all)
 	if err != nil {
 		return nil, fmt.Errorf("searching orders: %w", err)
 	}
@@ -510,10 +511,11 @@ func (s *Store) OfferNext(ctx context.Context, orderID int64, sla time.Duration)
 			out = dispatch.NotSearching
 			return nil
 		}
-		var open, offeredInRound1 bool
+		var open, offeredInRound1, waiting bool
 		if err := tx.QueryRow(ctx, `
 SELECT EXISTS (SELECT 1 FROM offers WHERE order_id = $1 AND state IN `+openOffer+`),
-       EXISTS (SELECT 1 FROM offers WHERE order_id = $1 AND round = 1)`, orderID).Scan(&open, &offeredInRound1); err != nil {
+       EXISTS (SELECT 1 FROM offers WHERE order_id = $1 AND round = 1),
+       (SELECT waiting FROM orders WHERE id = $1)`, orderID).Scan(&open, &offeredInRound1, &waiting); err != nil {
 			return err
 		}
 		if open {
@@ -548,6 +550,13 @@ FOR NO KEY UPDATE OF m SKIP LOCKED`, args...).Scan(&master)
 			return fmt.Errorf("pick candidate: %w", err)
 		}
 		if busy {
+			// Marked so that the end of some master's offer looks at
+			// this order (and, in a busy dispatch, at little else).
+			if !waiting {
+				if _, err := tx.Exec(ctx, `UPDATE orders SET waiting = true WHERE id = $1`, o.ID); err != nil {
+					return err
+				}
+			}
 			out = dispatch.Busy
 			return nil
 		}
@@ -559,14 +568,16 @@ FOR NO KEY UPDATE OF m SKIP LOCKED`, args...).Scan(&master)
 					return err
 				}
 			}
-			tag, err := tx.Exec(ctx, `UPDATE orders SET unassignable_at = now(), updated_at = now()
-WHERE id = $1 AND unassignable_at IS NULL`, o.ID)
-			if err != nil {
-				return err
-			}
+			// The row is locked, so o.Unassignable is current.
 			out = dispatch.StillUnassignable
-			if tag.RowsAffected() == 1 {
-				out = dispatch.Unassignable
+			if o.Unassignable.IsZero() || waiting {
+				if o.Unassignable.IsZero() {
+					out = dispatch.Unassignable
+				}
+				if _, err := tx.Exec(ctx, `UPDATE orders SET unassignable_at = coalesce(unassignable_at, now()), waiting = false,
+updated_at = now() WHERE id = $1`, o.ID); err != nil {
+					return err
+				}
 			}
 			o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, o.ID))
 			return err
@@ -591,8 +602,8 @@ RETURNING `+offerColumns, o.ID, master, round, micros(sla)))
 		if _, err := tx.Exec(ctx, `UPDATE masters SET last_offer_at = now() WHERE user_id = $1`, master); err != nil {
 			return err
 		}
-		if round != o.Round || !o.Unassignable.IsZero() {
-			o, err = scanOrder(tx.QueryRow(ctx, `UPDATE orders SET round = $2, unassignable_at = NULL, updated_at = now()
+		if round != o.Round || !o.Unassignable.IsZero() || waiting {
+			o, err = scanOrder(tx.QueryRow(ctx, `UPDATE orders SET round = $2, unassignable_at = NULL, waiting = false, updated_at = now()
 WHERE id = $1 RETURNING `+orderColumns, o.ID, round))
 			if err != nil {
 				return err

@@ -1250,6 +1250,9 @@ func TestOfferNextWaitsForBusyMaster(t *testing.T) {
 	require.Equal(t, dispatch.Busy, out, "master 10 has not had order x in round 1")
 	require.Equal(t, 1, got.Round)
 	require.True(t, got.Unassignable.IsZero())
+	ids, err := f.st.SearchingOrders(f.ctx, 10, false)
+	require.NoError(t, err)
+	require.Equal(t, []int64{x.ID}, ids, "x waits for a busy master")
 
 	f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, busy.ID)
 	expired, err := f.st.ExpireOffers(f.ctx)
@@ -1257,13 +1260,13 @@ func TestOfferNextWaitsForBusyMaster(t *testing.T) {
 	require.Len(t, expired, 1)
 	f.offered(x.ID, 10, 1)
 
-	// Unassignable orders are left out of the passes that cannot help them.
+	// Orders that wait for nobody busy are left to the full passes.
 	z := f.order("nowhere", "d", "x")
 	_, _, out = f.next(z.ID)
 	require.Equal(t, dispatch.Unassignable, out)
-	ids, err := f.st.SearchingOrders(f.ctx, 10, false)
+	ids, err = f.st.SearchingOrders(f.ctx, 10, false)
 	require.NoError(t, err)
-	require.Equal(t, []int64{y.ID}, ids, "y waits for round 2; z is unassignable")
+	require.Empty(t, ids, "x was offered; y's and z's rounds wait for nobody busy")
 	ids, err = f.st.SearchingOrders(f.ctx, 10, true)
 	require.NoError(t, err)
 	require.Equal(t, []int64{y.ID, z.ID}, ids)

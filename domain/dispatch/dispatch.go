@@ -28,6 +28,8 @@ type Service struct {
 	wakeAll, wakeFree chan struct{}
 	// timer is this replica's earliest known expires_at.
 	timer expiryTimer
+	// slots bound the expiry follow-ups in flight on this replica.
+	slots chan struct{}
 }
 
 // NewService builds the workflow. It starts nothing; see Run.
@@ -56,6 +58,7 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 		wakeAll:  make(chan struct{}, 1),
 		wakeFree: make(chan struct{}, 1),
 	}
+	s.slots = make(chan struct{}, s.cfg.Workers)
 	s.timer.init(deps.Clock)
 	return s, nil
 }

@@ -15,8 +15,8 @@ const MaxDistribute = 1000
 // unblocked, and may be the candidate they lack. It never blocks.
 func (s *Service) Wake() { signal(s.wakeAll) }
 
-// freed asks Run for a pass over the orders still in their rounds: a
-// master's offer ended, and an order may have been waiting for them.
+// freed asks Run for a pass over the orders whose round waits for a busy
+// master: a master's offer ended, and they may be that master.
 func (s *Service) freed() { signal(s.wakeFree) }
 
 func signal(ch chan struct{}) {
@@ -32,8 +32,8 @@ func (s *Service) Distribute(ctx context.Context) error {
 	return s.distribute(ctx, true)
 }
 
-func (s *Service) distribute(ctx context.Context, unassignable bool) error {
-	ids, err := s.deps.Repo.SearchingOrders(ctx, MaxDistribute, unassignable)
+func (s *Service) distribute(ctx context.Context, all bool) error {
+	ids, err := s.deps.Repo.SearchingOrders(ctx, MaxDistribute, all)
 	if err != nil {
 		return err
 	}

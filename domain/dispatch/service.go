@@ -152,8 +152,9 @@ type Repository interface {
 	CancelOrder(ctx context.Context, id int64) (o Order, withdrawn []Offer, ok bool, err error)
 
 	// SearchingOrders lists SEARCHING orders with no open offer, oldest
-	// first; those reported unassignable only if unassignable is true.
-	SearchingOrders(ctx context.Context, limit int, unassignable bool) ([]int64, error)
+	// first: all of them, or (all false) only those whose round waits for
+	// a matching master busy with another offer.
+	SearchingOrders(ctx context.Context, limit int, all bool) ([]int64, error)
 	// OfferNext is one distribution step for an order, in one transaction
 	// holding the order's row (skipped if another replica holds it): pick
 	// the candidate idle longest in the order's round and create the offer

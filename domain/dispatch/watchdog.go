@@ -25,10 +25,21 @@ const minSweepGap = 10 * time.Millisecond
 // Expire is the expired-offers watchdog, the seed's statement: every SENT
 // or VIEWED offer past expires_at becomes EXPIRED; each is logged, its
 // message edited, its order offered on at once. It runs on every
-// WATCHDOG_INTERVAL tick and whenever this replica's timer fires.
+// WATCHDOG_INTERVAL tick and returns when the follow-up is done; the
+// timer in Run uses sweep and followUp directly.
 func (s *Service) Expire(ctx context.Context) (int, error) {
-	if err := checkOffer(Sent, Expired); err != nil {
+	expired, err := s.sweep(ctx)
+	if err != nil {
 		return 0, err
+	}
+	s.followUp(ctx, expired)
+	return len(expired), nil
+}
+
+// sweep runs the watchdog statement and logs what it expired.
+func (s *Service) sweep(ctx context.Context) ([]Offer, error) {
+	if err := checkOffer(Sent, Expired); err != nil {
+		return nil, err
 	}
 	start := s.deps.Clock.Now()
 	expired, err := s.deps.Repo.ExpireOffers(ctx)
@@ -36,10 +47,10 @@ func (s *Service) Expire(ctx context.Context) (int, error) {
 	if err != nil {
 		// A database outage: the next tick or timer tries again, and the
 		// statement then catches up on everything that fell due.
-		return 0, err
+		return nil, err
 	}
 	if len(expired) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	s.log.Info("expired_offers", "count", len(expired))
 	now := s.deps.Clock.Now()
@@ -48,8 +59,31 @@ func (s *Service) Expire(ctx context.Context) (int, error) {
 		s.m.offers.WithLabelValues(string(Expired)).Inc()
 		s.m.lag.Observe(sinceDeadline(now, f.ExpiresAt).Seconds())
 	}
-	workers(s.cfg.Workers, expired, func(f Offer) { s.afterExpiry(ctx, f) })
-	return len(expired), nil
+	return expired, nil
+}
+
+// followUp does each expired offer's follow-up, at most Config.Workers at
+// once across all sweeps of this replica, then asks for one distribution
+// pass: the freed masters may be what other orders wait for.
+func (s *Service) followUp(ctx context.Context, expired []Offer) {
+	if len(expired) == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, f := range expired {
+		select {
+		case s.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-s.slots; wg.Done() }()
+			s.afterExpiry(ctx, f)
+		}()
+	}
+	wg.Wait()
+	s.freed()
 }
 
 // afterExpiry edits the master's message, reports the expiry and offers the
@@ -68,7 +102,6 @@ func (s *Service) afterExpiry(ctx context.Context, f Offer) {
 	}
 	s.event(ctx, Event{Kind: EventOfferExpired, OrderID: f.OrderID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m), Round: f.Round})
 	s.distributeOrder(ctx, f.OrderID)
-	s.freed()
 }
 
 // Run keeps this replica's expiry timer and serves Wake until ctx ends. The
@@ -106,10 +139,18 @@ func (s *Service) Run(ctx context.Context, listen Listen) {
 		case <-ctx.Done():
 			return
 		case <-s.timer.fired:
-			if _, err := s.Expire(ctx); err != nil && ctx.Err() == nil {
+			expired, err := s.sweep(ctx)
+			if err != nil && ctx.Err() == nil {
 				s.log.Error("expire offers", "err", err)
 			}
+			// Re-armed before the follow-up, which runs beside the timer:
+			// offers falling due meanwhile are swept on time.
 			s.rearm(ctx)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.followUp(ctx, expired)
+			}()
 		}
 	}
 }

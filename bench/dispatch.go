@@ -1,0 +1,845 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain/dispatch"
+	"switchboard/storage"
+)
+
+const (
+	dispatchPollEvery = 10 * time.Millisecond
+	// dispatchFirstUser is the first bench master's user id; master i (from
+	// 0) is dispatchFirstUser + i in both runs.
+	dispatchFirstUser = 700_000_001
+	// dispatchMasterCity is where every bench master lives. No order is in
+	// that city, so no master is ever a candidate: an expired order goes
+	// through both rounds and is reported unassignable.
+	dispatchMasterCity = "Benchford"
+)
+
+type dispatchConfig struct {
+	db       string
+	n        int
+	replicas int
+	spread   time.Duration
+	slaMin   time.Duration
+	slaMax   time.Duration
+	batch    int
+	sweeps   int
+	sweepN   int
+	timeout  time.Duration
+	seed     uint64
+	stages   bool
+	cpuprof  string
+}
+
+// dispatchReport is the scenario's JSON line.
+type dispatchReport struct {
+	Scenario    string  `json:"scenario"`
+	LagP50MS    float64 `json:"lag_p50_ms"`
+	LagP99MS    float64 `json:"lag_p99_ms"`
+	Sweep100kMS float64 `json:"sweep_100k_ms"`
+	LagP90MS    float64 `json:"lag_p90_ms"`
+	LagMaxMS    float64 `json:"lag_max_ms"`
+	N           int     `json:"n"`
+	Replicas    int     `json:"replicas"`
+	// SweepN is the number of due offers each sweep expires (100 000
+	// unless -sweep-n says otherwise; sweep_100k_ms is then for that many).
+	SweepN    int     `json:"sweep_n"`
+	PeakRSSMB float64 `json:"peak_rss_mb"`
+	// database is the bench database's name (dropped by then), for tests.
+	database string
+}
+
+func runDispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("dispatch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg dispatchConfig
+	fs.StringVar(&cfg.db, "db", "", "PostgreSQL server URL; the bench creates and drops its own database there\n(default $DATABASE_URL, else "+defaultDB+")")
+	fs.IntVar(&cfg.n, "n", 10_000, "offers in the lag run, each with its own order and master")
+	fs.IntVar(&cfg.replicas, "replicas", 2, "dispatch services (replicas: a service, store and listener each) running their expiry timers")
+	fs.DurationVar(&cfg.spread, "spread", 10*time.Second, "the lag run's offers are created at a steady rate over this long")
+	fs.DurationVar(&cfg.slaMin, "sla-min", time.Second, "shortest SLA (expires_at − sent_at) of a lag-run offer; SLAs are uniform in [-sla-min, -sla-max]")
+	fs.DurationVar(&cfg.slaMax, "sla-max", 10*time.Second, "longest SLA of a lag-run offer")
+	fs.IntVar(&cfg.batch, "batch", 10, "orders with their offers per statement in the lag run")
+	fs.IntVar(&cfg.sweeps, "sweeps", 3, "sweep runs, each on fresh data; sweep_100k_ms is their median")
+	fs.IntVar(&cfg.sweepN, "sweep-n", 100_000, "due offers expired by each sweep's one ExpireOffers call")
+	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "give up when, this long after the last offers are created, offers are still open or not closed")
+	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the random SLAs")
+	fs.StringVar(&cfg.cpuprof, "cpuprofile", "", "write a CPU profile of the whole scenario to this file")
+	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository call the replicas make in the lag run and print where their time goes")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: go run ./bench dispatch [flags]")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	cfg.db = serverURL(cfg.db)
+	if cfg.n <= 0 || cfg.replicas <= 0 || cfg.spread < 0 || cfg.slaMin <= 0 || cfg.batch <= 0 || cfg.sweeps <= 0 ||
+		cfg.sweepN <= 0 || cfg.timeout <= 0 {
+		fmt.Fprintln(stderr, "-n, -replicas, -sla-min, -batch, -sweeps, -sweep-n and -timeout must be positive, -spread not negative")
+		fs.Usage()
+		return usageError{errors.New("non-positive flag")}
+	}
+	if cfg.slaMax < cfg.slaMin {
+		fmt.Fprintln(stderr, "-sla-max must not be less than -sla-min")
+		fs.Usage()
+		return usageError{errors.New("-sla-max < -sla-min")}
+	}
+	stop, err := startCPUProfile(cfg.cpuprof)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	rep, err := benchDispatch(ctx, cfg, stdout, newLogger(stderr))
+	if err != nil {
+		return err
+	}
+	line, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", line)
+	return err
+}
+
+// benchDispatch runs the lag run and then the sweeps on a database of its
+// own, dropped before it returns whatever happened.
+func benchDispatch(ctx context.Context, cfg dispatchConfig, out io.Writer, log *slog.Logger) (rep dispatchReport, err error) {
+	name, dbURL, err := benchDatabaseURL(cfg.db)
+	if err != nil {
+		return rep, err
+	}
+	rep.database = name
+	defer func() {
+		if derr := dropDatabase(cfg.db, name); derr != nil {
+			err = errors.Join(err, fmt.Errorf("drop database %s: %w", name, derr))
+		}
+	}()
+	store, err := storage.Open(ctx, dbURL, log)
+	if err != nil {
+		return rep, err
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		return rep, err
+	}
+	var pgVersion string
+	if err := store.Pool().QueryRow(ctx, `SHOW server_version`).Scan(&pgVersion); err != nil {
+		return rep, err
+	}
+	fmt.Fprintf(out, "dispatch: database %s (PostgreSQL %s, pool max %d connections per replica)\n",
+		name, pgVersion, store.Pool().Config().MaxConns)
+
+	lag, err := lagRun(ctx, cfg, store, dbURL, log)
+	if err != nil {
+		return rep, fmt.Errorf("lag run: %w", err)
+	}
+	lag.print(out)
+
+	sweeps := make(durations, 0, cfg.sweeps)
+	for i := range cfg.sweeps {
+		d, err := sweepRun(ctx, store, cfg.sweepN, i+1, out)
+		if err != nil {
+			return rep, fmt.Errorf("sweep %d: %w", i+1, err)
+		}
+		sweeps = append(sweeps, d)
+	}
+	each := make([]string, len(sweeps))
+	for i, d := range sweeps {
+		each[i] = fmt.Sprintf("%.1fms", ms(d))
+	}
+	slices.Sort(sweeps)
+	fmt.Fprintf(out, "sweep of %d due offers (one ExpireOffers call): median %.1fms (each: %s)\n",
+		cfg.sweepN, ms(sweeps.p(0.5)), strings.Join(each, ", "))
+
+	rss, rerr := peakRSSMB()
+	if rerr != nil {
+		fmt.Fprintf(out, "peak RSS: unknown (%v)\n", rerr)
+	} else {
+		fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM)\n", rss)
+	}
+	rep.Scenario = "dispatch"
+	rep.LagP50MS = round(ms(lag.lag.p(0.50)), 2)
+	rep.LagP99MS = round(ms(lag.lag.p(0.99)), 2)
+	rep.Sweep100kMS = round(ms(sweeps.p(0.5)), 1)
+	rep.LagP90MS = round(ms(lag.lag.p(0.90)), 2)
+	rep.LagMaxMS = round(ms(lag.lag.p(1)), 2)
+	rep.N = cfg.n
+	rep.Replicas = cfg.replicas
+	rep.SweepN = cfg.sweepN
+	rep.PeakRSSMB = round(rss, 1)
+	return rep, nil
+}
+
+// seedMasters creates n users, each a master in dispatchMasterCity:
+// master i (from 0) is dispatchFirstUser + i.
+func seedMasters(ctx context.Context, store *storage.Store, n int) error {
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO users (id, username, first_name, telegram_language)
+SELECT $1 + g, 'bm' || g, 'Master ' || g, 'en' FROM generate_series(0, $2 - 1) g`, dispatchFirstUser, n)
+	b.Queue(`INSERT INTO masters (user_id, city, district, skills)
+SELECT $1 + g, $3, 'Centre', ARRAY['plumbing'] FROM generate_series(0, $2 - 1) g`, dispatchFirstUser, n, dispatchMasterCity)
+	if err := store.Pool().SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("seed masters: %w", err)
+	}
+	return nil
+}
+
+// orderIDs takes n ids from the orders' sequence, ascending. Order i (from
+// 0) is for master dispatchFirstUser + i, in City i: a city of its own,
+// where no master lives.
+func orderIDs(ctx context.Context, store *storage.Store, n int) ([]int64, error) {
+	rows, err := store.Pool().Query(ctx, `SELECT nextval(pg_get_serial_sequence('orders', 'id')) FROM generate_series(1, $1)`, n)
+	if err != nil {
+		return nil, fmt.Errorf("order ids: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("order ids: %w", err)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// insertOffers is one statement that creates, for each (order id, master,
+// SLA in microseconds, index) of its arrays, the SEARCHING order and its
+// round-1 offer to the master, SENT now and expiring after the SLA, with
+// a message (chat = the master, message id = index + 1); it returns each
+// offer's id and expires_at. Order and offer are created together, as
+// CreateOrder's distribution does, so that no distribution pass ever sees
+// the order without its offer.
+const insertOffers = `
+WITH t AS (
+    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[]) AS t(o, m, s, k)
+), o AS (
+    INSERT INTO orders (id, created_by, city, district, skill, price, description)
+    SELECT o, 1, 'City ' || k, 'Centre', 'plumbing', 1000, 'Bench order ' || k FROM t
+    RETURNING id
+)
+INSERT INTO offers (order_id, master_id, round, sent_at, expires_at, chat_id, message_id)
+SELECT t.o, t.m, 1, x.now - $5 * interval '1 microsecond', x.now + t.s * interval '1 microsecond', t.m, t.k + 1
+FROM t JOIN o ON o.id = t.o, (SELECT now() AS now) x
+RETURNING id, expires_at`
+
+// seedDue creates n masters and, for each, an order with an offer that
+// fell due between one and two minutes ago (the watchdog was down, say).
+func seedDue(ctx context.Context, store *storage.Store, n int) error {
+	if err := seedMasters(ctx, store, n); err != nil {
+		return err
+	}
+	ids, err := orderIDs(ctx, store, n)
+	if err != nil {
+		return err
+	}
+	masters, ages, idx := make([]int64, n), make([]int64, n), make([]int64, n)
+	for i := range n {
+		masters[i] = int64(dispatchFirstUser + i)
+		ages[i] = -(time.Minute + time.Duration(i%60_000)*time.Millisecond).Microseconds()
+		idx[i] = int64(i)
+	}
+	// The SLA is negative (due in the past); sent_at is two minutes before now.
+	tag, err := store.Pool().Exec(ctx, insertOffers, ids, masters, ages, idx, (2 * time.Minute).Microseconds())
+	if err != nil {
+		return fmt.Errorf("seed offers: %w", err)
+	}
+	if tag.RowsAffected() != int64(n) {
+		return fmt.Errorf("seed offers: %d created, want %d", tag.RowsAffected(), n)
+	}
+	return nil
+}
+
+// offerClock records, per offer, when it was created to expire, when the
+// ExpireOffers call that returned it started and returned (and how many
+// calls returned it), and when CloseOffer was called for it (and how many
+// times); and counts the live-log events and other notifier calls.
+type offerClock struct {
+	mu        sync.Mutex
+	expiresAt map[int64]time.Time
+	swept     map[int64]sweepMark
+	closed    map[int64]closeMark
+	events    map[dispatch.EventKind]int
+	sendOffer int
+	tell      int
+	closes    int // CloseOffer calls, duplicates included
+}
+
+type sweepMark struct {
+	start, end time.Time
+	replica    int
+	times      int
+}
+
+type closeMark struct {
+	at      time.Time
+	replica int
+	times   int
+	state   dispatch.OfferState
+}
+
+func newOfferClock(n int) *offerClock {
+	return &offerClock{expiresAt: make(map[int64]time.Time, n), swept: make(map[int64]sweepMark, n),
+		closed: make(map[int64]closeMark, n), events: map[dispatch.EventKind]int{}}
+}
+
+// done reports whether every offer has been closed and its order's
+// follow-up (offering it on, here: reporting it unassignable) is over.
+func (c *offerClock) done() (closed, unassignable int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.closed), c.events[dispatch.EventUnassignable]
+}
+
+// replicaStats counts one replica's timer at work.
+type replicaStats struct {
+	notified   atomic.Int64 // NOTIFY payloads received
+	sweeps     atomic.Int64 // ExpireOffers calls
+	nonEmpty   atomic.Int64 // … that expired something
+	expired    atomic.Int64 // offers they returned
+	nextExpiry atomic.Int64 // NextExpiry calls (re-arming)
+}
+
+// clockedDispatchRepo times the watchdog statement for the offer clock.
+type clockedDispatchRepo struct {
+	dispatch.Repository
+	c       *offerClock
+	st      *replicaStats
+	replica int
+}
+
+func (r clockedDispatchRepo) ExpireOffers(ctx context.Context) ([]dispatch.Offer, error) {
+	start := time.Now()
+	offers, err := r.Repository.ExpireOffers(ctx)
+	end := time.Now()
+	r.st.sweeps.Add(1)
+	if len(offers) > 0 {
+		r.st.nonEmpty.Add(1)
+		r.st.expired.Add(int64(len(offers)))
+		r.c.mu.Lock()
+		for _, f := range offers {
+			m := r.c.swept[f.ID]
+			m.times++
+			if m.times == 1 {
+				m.start, m.end, m.replica = start, end, r.replica
+			}
+			r.c.swept[f.ID] = m
+		}
+		r.c.mu.Unlock()
+	}
+	return offers, err
+}
+
+func (r clockedDispatchRepo) NextExpiry(ctx context.Context) (time.Time, bool, error) {
+	r.st.nextExpiry.Add(1)
+	return r.Repository.NextExpiry(ctx)
+}
+
+// benchNotifier stands in for the bot: it records CloseOffer and counts
+// the rest. SendOffer answers with a fixed message (nothing should send).
+type benchNotifier struct {
+	c       *offerClock
+	replica int
+}
+
+func (b benchNotifier) SendOffer(_ context.Context, m dispatch.Master, _ dispatch.Order, _ dispatch.Offer) (int64, int, error) {
+	b.c.mu.Lock()
+	b.c.sendOffer++
+	b.c.mu.Unlock()
+	return m.UserID, 1, nil
+}
+
+func (b benchNotifier) CloseOffer(_ context.Context, _ dispatch.Master, _ dispatch.Order, f dispatch.Offer) error {
+	now := time.Now()
+	b.c.mu.Lock()
+	defer b.c.mu.Unlock()
+	b.c.closes++
+	m := b.c.closed[f.ID]
+	m.times++
+	if m.times == 1 {
+		m.at, m.replica, m.state = now, b.replica, f.State
+	}
+	b.c.closed[f.ID] = m
+	return nil
+}
+
+func (b benchNotifier) Tell(context.Context, dispatch.Note) error {
+	b.c.mu.Lock()
+	b.c.tell++
+	b.c.mu.Unlock()
+	return nil
+}
+
+func (b benchNotifier) Log(_ context.Context, e dispatch.Event) error {
+	b.c.mu.Lock()
+	b.c.events[e.Kind]++
+	b.c.mu.Unlock()
+	return nil
+}
+
+type lagResult struct {
+	n, replicas, workers int
+	spread               time.Duration
+	slaMin, slaMax       time.Duration
+	batch                int
+	insertTook           time.Duration // from the first statement creating offers to the last one's return
+	behind               time.Duration // the most such a statement started after its slot
+	waitTook             time.Duration // from the last one to everything closed and followed up
+	// Per offer, sorted: CloseOffer − expires_at (the lag); the start of
+	// the sweep that expired it − expires_at (the timer's part); that
+	// ExpireOffers call's duration; and its return → CloseOffer (the
+	// follow-up: reading master and order, queueing behind the sweep's
+	// other offers).
+	lag, timer, statement, followUp durations
+	stats                           []*replicaStats
+	events                          map[dispatch.EventKind]int
+	closes, sendOffer, tell         int
+	stages                          *stages // nil without -stages
+	elapsed                         time.Duration
+}
+
+func (r lagResult) print(out io.Writer) {
+	fmt.Fprintf(out, "lag run: n=%d offers created over %s (%d per statement; took %.3fs, at most %.1fms behind schedule), "+
+		"SLA uniform in [%s, %s], %d replica(s) × %d follow-up workers\n",
+		r.n, r.spread, r.batch, r.insertTook.Seconds(), ms(r.behind), r.slaMin, r.slaMax, r.replicas, r.workers)
+	fmt.Fprintln(out, "  the WATCHDOG_INTERVAL job is not run: every expiry below is the per-replica timers' (NOTIFY-armed); the 60 s tick is only the safety net")
+	line := func(name string, d durations) {
+		fmt.Fprintf(out, "  %-44s p50 %8.2fms  p90 %8.2fms  p99 %8.2fms  max %8.2fms\n",
+			name, ms(d.p(0.5)), ms(d.p(0.9)), ms(d.p(0.99)), ms(d.p(1)))
+	}
+	line("lag (CloseOffer − expires_at)", r.lag)
+	line("  timer (sweep start − expires_at)", r.timer)
+	line("  statement (the ExpireOffers call)", r.statement)
+	line("  follow-up (statement returned → CloseOffer)", r.followUp)
+	for i, st := range r.stats {
+		fmt.Fprintf(out, "  replica %d: notifications=%d sweeps=%d (expiring something: %d) offers_expired=%d next_expiry_reads=%d\n",
+			i, st.notified.Load(), st.sweeps.Load(), st.nonEmpty.Load(), st.expired.Load(), st.nextExpiry.Load())
+	}
+	fmt.Fprintf(out, "  close_offer=%d (distinct offers %d) events offer_expired=%d order_unassignable=%d send_offer=%d tell=%d; all %d orders unassignable after round 2\n",
+		r.closes, len(r.lag), r.events[dispatch.EventOfferExpired], r.events[dispatch.EventUnassignable], r.sendOffer, r.tell, r.n)
+	fmt.Fprintf(out, "  everything closed and followed up %.3fs after the last offers were created\n", r.waitTook.Seconds())
+	if r.stages != nil {
+		// Workers here: each replica's follow-up workers and as many
+		// for its distribution passes (Config.Workers each).
+		r.stages.printPer(out, "offer", r.n, 2*r.replicas*r.workers, r.elapsed)
+	}
+}
+
+// lagRun starts the replicas, creates cfg.n offers at a steady rate with
+// random SLAs and waits until every one is EXPIRED, closed and followed up.
+func lagRun(ctx context.Context, cfg dispatchConfig, store *storage.Store, dbURL string, log *slog.Logger) (lagResult, error) {
+	res := lagResult{n: cfg.n, replicas: cfg.replicas, spread: cfg.spread, slaMin: cfg.slaMin, slaMax: cfg.slaMax, batch: cfg.batch}
+	if err := seedMasters(ctx, store, cfg.n); err != nil {
+		return res, err
+	}
+	orders, err := orderIDs(ctx, store, cfg.n)
+	if err != nil {
+		return res, err
+	}
+	// A live database has statistics (autovacuum).
+	if _, err := store.Pool().Exec(ctx, `ANALYZE users, masters`); err != nil {
+		return res, fmt.Errorf("analyze: %w", err)
+	}
+	clock := newOfferClock(cfg.n)
+	if cfg.stages {
+		res.stages = newStages()
+	}
+
+	type disp struct {
+		store *storage.Store
+		svc   *dispatch.Service
+		st    *replicaStats
+	}
+	reps := make([]disp, cfg.replicas)
+	for i := range reps {
+		rp := disp{store: store, st: &replicaStats{}}
+		if i > 0 {
+			if rp.store, err = storage.Open(ctx, dbURL, log); err != nil {
+				return res, err
+			}
+			defer rp.store.Close()
+		}
+		var repo dispatch.Repository = rp.store
+		if res.stages != nil {
+			repo = timedDispatchRepo{repo, res.stages}
+		}
+		rp.svc, err = dispatch.NewService(dispatch.Config{}, dispatch.Deps{
+			Repo:     clockedDispatchRepo{Repository: repo, c: clock, st: rp.st, replica: i},
+			Notifier: benchNotifier{c: clock, replica: i}, Log: log.With("replica", i), Registerer: prometheus.NewRegistry(),
+		})
+		if err != nil {
+			return res, err
+		}
+		res.workers = rp.svc.Config().Workers
+		res.stats = append(res.stats, rp.st)
+		reps[i] = rp
+	}
+
+	poll, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return res, fmt.Errorf("poll connection: %w", err)
+	}
+	defer poll.Close(context.WithoutCancel(ctx))
+	ins, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return res, fmt.Errorf("insert connection: %w", err)
+	}
+	defer ins.Close(context.WithoutCancel(ctx))
+
+	// The replicas' timers, each fed by a LISTEN of its own, as main wires
+	// them; nothing else of the service runs (no jobs, no distribution).
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		stop()
+		wg.Wait()
+	}()
+	listening := make(chan struct{}, len(reps))
+	for _, rp := range reps {
+		var once sync.Once
+		listen := func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
+			rp.store.Listen(ctx, []string{ch}, func() {
+				onConnect()
+				once.Do(func() { listening <- struct{}{} })
+			}, func(_, payload string) {
+				rp.st.notified.Add(1)
+				onNotify(payload)
+			})
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rp.svc.Run(runCtx, listen)
+		}()
+	}
+	for range reps {
+		select {
+		case <-listening:
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(30 * time.Second):
+			return res, errors.New("the replicas did not LISTEN within 30s")
+		}
+	}
+
+	begin := time.Now()
+	if err := createOffers(ctx, ins, cfg, orders, clock, &res); err != nil {
+		return res, err
+	}
+	lastInsert := time.Now()
+	if err := waitExpired(ctx, poll, clock, cfg.n, cfg.timeout); err != nil {
+		return res, err
+	}
+	res.waitTook = time.Since(lastInsert)
+	res.elapsed = time.Since(begin)
+	// Run returns once its sweep in progress and that sweep's follow-up
+	// are over, so nothing is counted after this.
+	stop()
+	wg.Wait()
+
+	clock.mu.Lock()
+	defer clock.mu.Unlock()
+	res.events = clock.events
+	res.closes, res.sendOffer, res.tell = clock.closes, clock.sendOffer, clock.tell
+	for id, exp := range clock.expiresAt {
+		c, ok := clock.closed[id]
+		if !ok {
+			continue // verifyLag reports it
+		}
+		res.lag = append(res.lag, c.at.Sub(exp))
+		if s, ok := clock.swept[id]; ok {
+			res.timer = append(res.timer, s.start.Sub(exp))
+			res.statement = append(res.statement, s.end.Sub(s.start))
+			res.followUp = append(res.followUp, c.at.Sub(s.end))
+		}
+	}
+	for _, d := range []durations{res.lag, res.timer, res.statement, res.followUp} {
+		slices.Sort(d)
+	}
+	return res, verifyLag(ctx, poll, clock, res, cfg.n)
+}
+
+// createOffers creates each order with its offer, cfg.batch per statement
+// (insertOffers; each offer NOTIFYs its expires_at through the offers
+// trigger), the statements evenly spaced over cfg.spread. Each offer is for
+// its order's master, expires after a random SLA and has a message, so
+// that expiring it edits one.
+func createOffers(ctx context.Context, conn *pgx.Conn, cfg dispatchConfig, orders []int64, clock *offerClock, res *lagResult) error {
+	rng := rand.New(rand.NewPCG(cfg.seed, 0x5eed))
+	batches := (len(orders) + cfg.batch - 1) / cfg.batch
+	every := cfg.spread / time.Duration(max(batches-1, 1))
+	start := time.Now()
+	for b := range batches {
+		if slot := start.Add(time.Duration(b) * every); time.Until(slot) > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Until(slot)):
+			}
+		} else {
+			res.behind = max(res.behind, -time.Until(slot))
+		}
+		lo, hi := b*cfg.batch, min((b+1)*cfg.batch, len(orders))
+		ids, masters, slas, msgs := make([]int64, 0, hi-lo), make([]int64, 0, hi-lo), make([]int64, 0, hi-lo), make([]int64, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			sla := cfg.slaMin
+			if span := cfg.slaMax - cfg.slaMin; span > 0 {
+				sla += time.Duration(rng.Int64N(int64(span) + 1))
+			}
+			ids = append(ids, orders[i])
+			masters = append(masters, int64(dispatchFirstUser+i))
+			slas = append(slas, sla.Microseconds())
+			msgs = append(msgs, int64(i))
+		}
+		rows, err := conn.Query(ctx, insertOffers, ids, masters, slas, msgs, 0)
+		if err != nil {
+			return fmt.Errorf("create offers: %w", err)
+		}
+		var id int64
+		var exp time.Time
+		clock.mu.Lock()
+		_, err = pgx.ForEachRow(rows, []any{&id, &exp}, func() error {
+			clock.expiresAt[id] = exp
+			return nil
+		})
+		clock.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("create offers: %w", err)
+		}
+	}
+	res.insertTook = time.Since(start)
+	if len(clock.expiresAt) != len(orders) {
+		return fmt.Errorf("create offers: %d created, want %d", len(clock.expiresAt), len(orders))
+	}
+	return nil
+}
+
+// waitExpired polls every 10 ms until the notifier has seen n offers closed
+// and n orders reported unassignable (their follow-up done), then checks
+// that the database has them all EXPIRED. It gives up timeout after its
+// start with the offers' states.
+func waitExpired(ctx context.Context, conn *pgx.Conn, c *offerClock, n int, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(dispatchPollEvery)
+	defer tick.Stop()
+	var asked time.Time
+	for {
+		closed, unassignable := c.done()
+		if closed >= n && unassignable >= n || time.Since(asked) >= time.Second {
+			asked = time.Now()
+			var expired int
+			if err := conn.QueryRow(ctx, `SELECT count(*) FROM offers WHERE state = 'EXPIRED'`).Scan(&expired); err != nil {
+				return fmt.Errorf("poll: %w", err)
+			}
+			if closed >= n && unassignable >= n && expired >= n {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("after %s: %d of %d offers closed, %d orders followed up (unassignable); offers: %s",
+				timeout, closed, n, unassignable, offerBreakdown(ctx, conn))
+		case <-tick.C:
+		}
+	}
+}
+
+// offerBreakdown describes the offers for an error message.
+func offerBreakdown(ctx context.Context, conn *pgx.Conn) string {
+	rows, err := conn.Query(ctx, `SELECT state, expires_at <= now(), count(*) FROM offers GROUP BY 1, 2 ORDER BY 1, 2`)
+	if err != nil {
+		return "(state counts unavailable: " + err.Error() + ")"
+	}
+	defer rows.Close()
+	var parts []string
+	for rows.Next() {
+		var state string
+		var due bool
+		var c int
+		if err := rows.Scan(&state, &due, &c); err != nil {
+			return "(state counts unavailable: " + err.Error() + ")"
+		}
+		if due && state != string(dispatch.Expired) {
+			state += "(due)"
+		}
+		parts = append(parts, fmt.Sprintf("%s=%d", state, c))
+	}
+	if len(parts) == 0 {
+		return "no offers"
+	}
+	return strings.Join(parts, " ")
+}
+
+// orderBreakdown describes the orders for an error message.
+func orderBreakdown(ctx context.Context, conn *pgx.Conn) string {
+	rows, err := conn.Query(ctx, `SELECT state, round, unassignable_at IS NOT NULL, count(*) FROM orders GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`)
+	if err != nil {
+		return "(state counts unavailable: " + err.Error() + ")"
+	}
+	defer rows.Close()
+	var parts []string
+	for rows.Next() {
+		var state string
+		var round, c int
+		var unassignable bool
+		if err := rows.Scan(&state, &round, &unassignable, &c); err != nil {
+			return "(state counts unavailable: " + err.Error() + ")"
+		}
+		mark := ""
+		if unassignable {
+			mark = ",unassignable"
+		}
+		parts = append(parts, fmt.Sprintf("%s(round %d%s)=%d", state, round, mark, c))
+	}
+	if len(parts) == 0 {
+		return "no orders"
+	}
+	return strings.Join(parts, " ")
+}
+
+// verifyLag checks that the run did what it should, exactly once: n offers,
+// all EXPIRED; each returned by one ExpireOffers call of one replica and
+// closed once, as EXPIRED, by the replica that expired it; each order
+// reported unassignable once and marked so in round 2; nothing sent.
+// The caller holds c.mu.
+func verifyLag(ctx context.Context, conn *pgx.Conn, c *offerClock, res lagResult, n int) error {
+	var problems []string
+	var total, expired, unassignable int
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM offers), (SELECT count(*) FROM offers WHERE state = 'EXPIRED'),
+       (SELECT count(*) FROM orders WHERE state = 'SEARCHING' AND round = 2 AND unassignable_at IS NOT NULL)`).
+		Scan(&total, &expired, &unassignable); err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	if total != n || expired != n {
+		problems = append(problems, fmt.Sprintf("%d offers, %d EXPIRED, want %d: %s", total, expired, n, offerBreakdown(ctx, conn)))
+	}
+	if unassignable != n {
+		problems = append(problems, fmt.Sprintf("%d orders SEARCHING in round 2 and marked unassignable, want %d: %s",
+			unassignable, n, orderBreakdown(ctx, conn)))
+	}
+	var sweptTwice, closedTwice, notSwept, notClosed, wrongReplica, wrongState int
+	for id := range c.expiresAt {
+		s, sok := c.swept[id]
+		cl, cok := c.closed[id]
+		switch {
+		case !sok:
+			notSwept++
+		case s.times != 1:
+			sweptTwice++
+		}
+		switch {
+		case !cok:
+			notClosed++
+		case cl.times != 1:
+			closedTwice++
+		}
+		if sok && cok && s.replica != cl.replica {
+			wrongReplica++
+		}
+		if cok && cl.state != dispatch.Expired {
+			wrongState++
+		}
+	}
+	strangers := 0 // offers swept or closed that the bench did not create
+	for id := range c.swept {
+		if _, ok := c.expiresAt[id]; !ok {
+			strangers++
+		}
+	}
+	for id := range c.closed {
+		if _, ok := c.expiresAt[id]; !ok {
+			strangers++
+		}
+	}
+	if notSwept+sweptTwice+notClosed+closedTwice+wrongReplica+wrongState+strangers > 0 || c.closes != n {
+		problems = append(problems, fmt.Sprintf("of %d offers %d never and %d more than once returned by ExpireOffers, %d never and %d more than once closed "+
+			"(%d CloseOffer calls in all, %d by another replica than the one that expired the offer, %d not as EXPIRED; %d unknown offers swept or closed)",
+			n, notSwept, sweptTwice, notClosed, closedTwice, c.closes, wrongReplica, wrongState, strangers))
+	}
+	var returned int64
+	for _, st := range res.stats {
+		returned += st.expired.Load()
+	}
+	if returned != int64(n) {
+		problems = append(problems, fmt.Sprintf("the replicas' ExpireOffers calls returned %d offers in all, want %d", returned, n))
+	}
+	if c.events[dispatch.EventOfferExpired] != n || c.events[dispatch.EventUnassignable] != n || c.sendOffer != 0 {
+		problems = append(problems, fmt.Sprintf("%d offer_expired and %d order_unassignable events, %d offers sent, want %d, %d and 0",
+			c.events[dispatch.EventOfferExpired], c.events[dispatch.EventUnassignable], c.sendOffer, n, n))
+	}
+	if len(problems) > 0 {
+		return errors.New("verify: " + strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// sweepRun replaces the dispatch tables' contents with n due offers (each
+// with its user, master and order: seedDue) and times one ExpireOffers call, which
+// must return all of them; a second call must return none.
+func sweepRun(ctx context.Context, store *storage.Store, n, k int, out io.Writer) (time.Duration, error) {
+	pool := store.Pool()
+	if _, err := pool.Exec(ctx, `TRUNCATE offers, orders, masters, users CASCADE`); err != nil {
+		return 0, fmt.Errorf("reset: %w", err)
+	}
+	seedStart := time.Now()
+	if err := seedDue(ctx, store, n); err != nil {
+		return 0, err
+	}
+	// As autovacuum would have done by the time so many offers are due:
+	// hint bits set, visibility map and statistics current.
+	if _, err := pool.Exec(ctx, `VACUUM ANALYZE users, masters, orders, offers`); err != nil {
+		return 0, fmt.Errorf("vacuum: %w", err)
+	}
+	seeded := time.Since(seedStart)
+
+	start := time.Now()
+	offers, err := store.ExpireOffers(ctx)
+	took := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	start2 := time.Now()
+	again, err := store.ExpireOffers(ctx)
+	took2 := time.Since(start2)
+	if err != nil {
+		return 0, err
+	}
+	distinct := make(map[int64]struct{}, len(offers))
+	bad := 0
+	for _, f := range offers {
+		distinct[f.ID] = struct{}{}
+		if f.State != dispatch.Expired || f.MessageID == 0 || f.RespondedAt.IsZero() {
+			bad++
+		}
+	}
+	var expired int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM offers WHERE state = 'EXPIRED'`).Scan(&expired); err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(out, "sweep %d: %d due offers (seeded and vacuumed in %.1fs), ExpireOffers %.1fms returned %d; second call %.1fms returned %d\n",
+		k, n, seeded.Seconds(), ms(took), len(offers), ms(took2), len(again))
+	if len(offers) != n || len(distinct) != n || bad > 0 || len(again) != 0 || expired != n {
+		return 0, fmt.Errorf("verify: ExpireOffers returned %d offers (%d distinct, %d not EXPIRED with their message and responded_at), "+
+			"the second call %d, %d EXPIRED in the table; want %d, %d, 0, 0, %d", len(offers), len(distinct), bad, len(again), expired, n, n, n)
+	}
+	return took, nil
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/storage/storagetest"
+)
+
+// The scenario end to end with a tiny run: the last line is the JSON
+// summary, every offer was expired and closed once, both sweeps expired
+// every due offer, and the database is gone.
+func TestDispatchSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL and a few seconds")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	server := storagetest.ServerURL()
+	err := runDispatch(ctx, []string{"-db", server, "-n", "200", "-spread", "500ms", "-sla-min", "200ms", "-sla-max", "700ms",
+		"-batch", "7", "-sweeps", "2", "-sweep-n", "1000", "-timeout", "30s", "-stages"}, &stdout, &stderr)
+	require.NoError(t, err, "stderr:\n%s\nstdout:\n%s", stderr.String(), stdout.String())
+
+	out := stdout.String()
+	require.True(t, strings.HasSuffix(out, "}\n"), "the JSON line ends the output:\n%s", out)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	last := lines[len(lines)-1]
+	require.True(t, strings.HasPrefix(last, `{"scenario":"dispatch","lag_p50_ms":`), "the headline keys come first: %s", last)
+	dec := json.NewDecoder(strings.NewReader(last))
+	dec.DisallowUnknownFields()
+	var rep dispatchReport
+	require.NoError(t, dec.Decode(&rep), "last line: %s", last)
+	require.Equal(t, "dispatch", rep.Scenario)
+	require.Equal(t, 200, rep.N)
+	require.Equal(t, 2, rep.Replicas)
+	require.Equal(t, 1000, rep.SweepN)
+	require.Positive(t, rep.LagP50MS)
+	require.GreaterOrEqual(t, rep.LagP90MS, rep.LagP50MS)
+	require.GreaterOrEqual(t, rep.LagP99MS, rep.LagP90MS)
+	require.GreaterOrEqual(t, rep.LagMaxMS, rep.LagP99MS)
+	require.Less(t, rep.LagMaxMS, 30_000.0, "the timers, not a 60 s tick, expired the offers")
+	require.Positive(t, rep.Sweep100kMS)
+	require.Positive(t, rep.PeakRSSMB)
+	// verifyLag and sweepRun have checked the database and the notifier;
+	// the report says so.
+	require.Contains(t, out, "close_offer=200 (distinct offers 200) events offer_expired=200 order_unassignable=200 send_offer=0 tell=0")
+	require.Contains(t, out, "2 replica(s) × 8 follow-up workers")
+	require.Contains(t, out, "WATCHDOG_INTERVAL job is not run")
+	require.Regexp(t, `replica 0: notifications=\d+ sweeps=\d+`, out)
+	require.Regexp(t, `replica 1: notifications=\d+ sweeps=\d+`, out)
+	require.Contains(t, out, "db ExpireOffers")
+	require.Contains(t, out, "db OfferNext (unassignable)")
+	require.Equal(t, 2, strings.Count(out, "returned 1000; second call"))
+	require.Regexp(t, `returned 1000; second call [0-9.]+ms returned 0\n`, out)
+
+	name := regexp.MustCompile(`database (switchboard_bench_[0-9a-f]+)`).FindStringSubmatch(out)
+	require.NotNil(t, name, out)
+	requireDropped(t, ctx, server, name[1])
+}
+
+// A run that fails after its database was created still drops it: a
+// timeout of 1ns ends the wait at its first poll, long before an offer
+// with a 1 s SLA expires.
+func TestDispatchDropsDatabaseOnError(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	ctx := context.Background()
+	server := storagetest.ServerURL()
+	rep, err := benchDispatch(ctx, dispatchConfig{db: server, n: 5, replicas: 1, slaMin: time.Second, slaMax: time.Second,
+		batch: 5, sweeps: 1, sweepN: 10, timeout: time.Nanosecond, seed: 1}, io.Discard, newLogger(io.Discard))
+	require.ErrorContains(t, err, "of 5 offers closed")
+	require.ErrorContains(t, err, "SENT=5")
+	require.NotEmpty(t, rep.database)
+	requireDropped(t, ctx, server, rep.database)
+}
