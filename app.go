@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"switchboard/bot"
+	"switchboard/domain/analysis"
 	"switchboard/domain/dispatch"
 	"switchboard/domain/memory"
 	"switchboard/domain/vacancy"
@@ -37,6 +38,7 @@ type app struct {
 	vac   *vacancy.Service
 	mem   *memory.Service
 	disp  *dispatch.Service
+	anl   *analysis.Service
 }
 
 func migrateOnly(ctx context.Context, cfg Config, log *slog.Logger) error {
@@ -130,6 +132,14 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		return nil, fmt.Errorf("dispatch: %w", err)
 	}
 
+	a.anl, err = analysis.NewService(analysis.Config{BatchGap: cfg.AnalysisBatchGap, Lease: cfg.AnalysisLease}, analysis.Deps{
+		Repo: a.store, Publisher: a.store, Log: log, Registerer: a.reg,
+		LLM: llm.AnalysisPort{Client: a.llm, Invalid: analysis.ErrInvalidAnswer},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("analysis runs: %w", err)
+	}
+
 	a.sched, err = jobs.New(jobs.Config{Replica: cfg.Replica, StopTimeout: cfg.ShutdownTimeout / 2, Locker: locker},
 		jobs.Deps{Log: log, Registerer: a.reg, Recorder: jobs.RecorderFunc(func(ctx context.Context, r jobs.Run) error {
 			return a.store.RecordJobRun(ctx, storage.JobRun(r))
@@ -155,6 +165,8 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 	a.mem.SetNotifier(a.bot)
 	a.bot.RegisterDispatch(a.disp)
 	a.disp.SetNotifier(a.bot)
+	a.bot.RegisterAnalysis(a.anl)
+	a.anl.SetNotifier(a.bot)
 	if err := a.scheduleJobs(); err != nil {
 		return nil, err
 	}
@@ -232,7 +244,7 @@ func (a *app) run(ctx context.Context) error {
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var workers sync.WaitGroup
-	workers.Add(5)
+	workers.Add(6)
 	go func() { defer workers.Done(); a.vac.Run(workCtx) }()
 	go func() {
 		defer workers.Done()
@@ -251,6 +263,9 @@ func (a *app) run(ctx context.Context) error {
 		})
 	}()
 	go func() { defer workers.Done(); a.heartbeat(workCtx) }()
+	// Fails runs whose executor died, and hosts the executors /run_start
+	// launches; on stop they fail their runs as interrupted.
+	go func() { defer workers.Done(); a.anl.Serve(workCtx) }()
 	botDone := make(chan error, 1)
 	go func() { botDone <- a.bot.Run(ctx) }()
 

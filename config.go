@@ -63,6 +63,9 @@ type Config struct {
 	MemoryLease          time.Duration `env:"MEMORY_LEASE" envDefault:"2m" help:"how long a memory-chat stage may take before the reaper returns it"`
 	MemoryReaperInterval time.Duration `env:"MEMORY_REAPER_INTERVAL" envDefault:"30s" help:"memory-chat reaper of stalled runs"`
 
+	AnalysisBatchGap time.Duration `env:"ANALYSIS_BATCH_GAP" envDefault:"10m" help:"analysis runs: a pause longer than this in a chat starts a new batch"`
+	AnalysisLease    time.Duration `env:"ANALYSIS_LEASE" envDefault:"1m" help:"analysis runs: a running run whose executor has not renewed its lease for this long is failed as interrupted"`
+
 	DistributionInterval time.Duration `env:"DISTRIBUTION_INTERVAL" envDefault:"15s" help:"dispatch distribution"`
 	WatchdogInterval     time.Duration `env:"WATCHDOG_INTERVAL" envDefault:"60s" help:"expired-offers watchdog"`
 	OfferSLA             time.Duration `env:"OFFER_SLA" envDefault:"2m" help:"time a master has to answer an offer"`

@@ -97,6 +97,9 @@ type Bot struct {
 	started  time.Time
 	// adminMenus remembers which admins' chats have their command menu.
 	adminMenus sync.Map
+	// groupText takes plain text written in groups (the analysis workflow
+	// sets it); nil leaves group text alone.
+	groupText func(r *Request) error
 
 	// stopping is closed when Run's context ends; it aborts a held getUpdates.
 	stopping chan struct{}

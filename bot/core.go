@@ -48,9 +48,11 @@ func (b *Bot) lang(r *Request) error {
 }
 
 // textRoute handles every message no command claimed: an unknown command
-// gets a hint; plain private text goes to private (the memory chat once it is
-// registered, else a hint); group text is left to the analysis workflow and
-// never answered in the group. A workflow replaces the route before Run.
+// gets a hint in a private chat; plain private text goes to private (the
+// memory chat once it is registered, else a hint); group text goes to
+// b.groupText (the analysis workflow) and nothing in a group is ever
+// answered, not even an unknown command, which is usually meant for another
+// bot. A workflow replaces the route before Run.
 func (b *Bot) textRoute(private func(r *Request) error) tele.HandlerFunc {
 	return func(c tele.Context) error {
 		r := requestOf(c)
@@ -58,13 +60,16 @@ func (b *Bot) textRoute(private func(r *Request) error) tele.HandlerFunc {
 			return nil
 		}
 		msg := r.Message()
+		if !msg.Private() {
+			if b.groupText == nil || strings.HasPrefix(msg.Text, "/") {
+				return nil
+			}
+			return b.groupText(r)
+		}
 		if strings.HasPrefix(msg.Text, "/") {
 			cmd, _, _ := strings.Cut(msg.Text, " ")
 			cmd, _, _ = strings.Cut(cmd, "@")
 			return r.Reply(r.T("error.unknown_command", locales.Data{"Command": cmd}), nil)
-		}
-		if !msg.Private() {
-			return nil
 		}
 		return private(r)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +52,9 @@ func (b *Bot) recover(next tele.HandlerFunc) tele.HandlerFunc {
 }
 
 func (b *Bot) replyError(c tele.Context) {
+	if silent(c) {
+		return // the failure is logged; a group hears nothing from the bot
+	}
 	lang := locales.Languages[0]
 	if r := requestOf(c); r != nil {
 		lang = r.Lang
@@ -105,7 +109,7 @@ func (b *Bot) identify(next tele.HandlerFunc) tele.HandlerFunc {
 func (b *Bot) rateLimit(next tele.HandlerFunc) tele.HandlerFunc {
 	return func(c tele.Context) error {
 		s := c.Sender()
-		if s == nil {
+		if s == nil || silent(c) {
 			return next(c)
 		}
 		allowed, warn := b.limiter.allow(s.ID)
@@ -173,4 +177,24 @@ func (l *rateLimiter) allow(user int64) (ok, warn bool) {
 	warn = !u.warned
 	u.warned = true
 	return false, warn
+}
+
+// silent reports an update the bot never answers: text or an edit in a
+// group that is not a command, and a change of the bot's own membership.
+// Its errors are only logged, and the rate limit leaves it alone: it is not
+// a request to the bot, and dropping it would lose a message an analysis
+// run needs.
+func silent(c tele.Context) bool {
+	u := c.Update()
+	if u.MyChatMember != nil {
+		return true
+	}
+	m := u.Message
+	if m == nil {
+		m = u.EditedMessage
+	}
+	if m == nil || m.Chat == nil || m.Private() {
+		return false
+	}
+	return u.EditedMessage != nil || !strings.HasPrefix(m.Text, "/")
 }

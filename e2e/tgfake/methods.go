@@ -47,7 +47,7 @@ func boolPtr(b bool) *bool { return &b }
 func getMe(s *Server, _ *request) (any, *APIError) {
 	me := s.bot
 	me.CanJoinGroups = boolPtr(true)
-	me.CanReadAllGroupMessages = boolPtr(false)
+	me.CanReadAllGroupMessages = boolPtr(s.readAll)
 	me.SupportsInlineQueries = boolPtr(false)
 	me.CanConnectToBusiness = boolPtr(false)
 	me.HasMainWebApp = boolPtr(false)

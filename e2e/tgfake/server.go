@@ -24,6 +24,7 @@ type Server struct {
 	t           testing.TB
 	token       string
 	bot         User
+	readAll     bool // getMe's can_read_all_group_messages
 	waitTimeout time.Duration
 	http        *httptest.Server
 
@@ -60,6 +61,7 @@ type settings struct {
 	username    string
 	firstName   string
 	waitTimeout time.Duration
+	readAll     bool
 }
 
 // WithToken sets the bot token. The bot's user id is taken from the part
@@ -71,6 +73,12 @@ func WithToken(token string) Option { return func(s *settings) { s.token = token
 func WithBotUser(username, firstName string) Option {
 	return func(s *settings) { s.username, s.firstName = username, firstName }
 }
+
+// WithReadAllGroupMessages makes getMe report can_read_all_group_messages
+// true, as for a bot whose privacy mode is disabled in @BotFather. Without
+// it getMe reports false (privacy mode on, Telegram's default), though the
+// fake delivers every group message either way.
+func WithReadAllGroupMessages() Option { return func(s *settings) { s.readAll = true } }
 
 // WithWaitTimeout sets how long the Wait* helpers wait before failing the
 // test (default 5s).
@@ -93,6 +101,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		t:            t,
 		token:        cfg.token,
 		bot:          User{ID: botID, IsBot: true, FirstName: cfg.firstName, Username: cfg.username},
+		readAll:      cfg.readAll,
 		waitTimeout:  cfg.waitTimeout,
 		closing:      make(chan struct{}),
 		changed:      make(chan struct{}),

@@ -162,9 +162,21 @@ type CallbackQuery struct {
 
 // Update is the Bot API Update object.
 type Update struct {
-	UpdateID      int            `json:"update_id"`
-	Message       *Message       `json:"message,omitempty"`
-	CallbackQuery *CallbackQuery `json:"callback_query,omitempty"`
+	UpdateID      int                `json:"update_id"`
+	Message       *Message           `json:"message,omitempty"`
+	EditedMessage *Message           `json:"edited_message,omitempty"`
+	CallbackQuery *CallbackQuery     `json:"callback_query,omitempty"`
+	MyChatMember  *ChatMemberUpdated `json:"my_chat_member,omitempty"`
+}
+
+// ChatMemberUpdated is the Bot API ChatMemberUpdated object: here always
+// the bot's own membership (my_chat_member).
+type ChatMemberUpdated struct {
+	Chat          Chat       `json:"chat"`
+	From          User       `json:"from"`
+	Date          int64      `json:"date"`
+	OldChatMember ChatMember `json:"old_chat_member"`
+	NewChatMember ChatMember `json:"new_chat_member"`
 }
 
 // BotCommand is the Bot API BotCommand object.

@@ -140,3 +140,40 @@ func TestCloseReleasesHeldPoll(t *testing.T) {
 	require.Less(t, time.Since(start), time.Second)
 	require.Empty(t, decodeResult[[]Update](t, res.response(t)))
 }
+
+func TestEditsAndBotMembershipAreUpdates(t *testing.T) {
+	srv := New(t, WithReadAllGroupMessages())
+	alice := srv.User(1001, "Alice", "en")
+	team := srv.Supergroup(-1001234, "Team", "")
+	srv.SetChatMember(team.ID, srv.Bot().ID, StatusLeft)
+
+	alice.SetBotStatus(team.ID, StatusMember)
+	alice.SetBotStatus(team.ID, StatusMember) // no change: no update
+	sent := alice.SendText(team.ID, "first draft")
+	edited := alice.Edit(sent, "final text")
+	require.Equal(t, sent.MessageID, edited.MessageID)
+	require.NotZero(t, edited.EditDate)
+
+	ups := decodeResult[[]Update](t, callJSON(t, srv, "getUpdates", nil))
+	require.Len(t, ups, 3)
+	mcm := ups[0].MyChatMember
+	require.NotNil(t, mcm)
+	require.Equal(t, team.ID, mcm.Chat.ID)
+	require.Equal(t, alice.ID(), mcm.From.ID)
+	require.Equal(t, StatusLeft, mcm.OldChatMember.Status)
+	require.Equal(t, StatusMember, mcm.NewChatMember.Status)
+	require.Equal(t, srv.Bot().ID, mcm.NewChatMember.User.ID)
+	require.Equal(t, "first draft", ups[1].Message.Text)
+	require.NotNil(t, ups[2].EditedMessage)
+	require.Equal(t, "final text", ups[2].EditedMessage.Text)
+	hist := srv.History(team.ID)
+	require.Len(t, hist, 1)
+	require.Equal(t, "final text", hist[0].Text, "the chat shows the edited text")
+	me := decodeResult[User](t, callJSON(t, srv, "getMe", nil))
+	require.True(t, *me.CanReadAllGroupMessages)
+
+	alice.SetBotStatus(team.ID, StatusLeft)
+	ups = decodeResult[[]Update](t, callJSON(t, srv, "getUpdates", map[string]any{"offset": ups[2].UpdateID + 1}))
+	require.Len(t, ups, 1)
+	require.Equal(t, StatusLeft, ups[0].MyChatMember.NewChatMember.Status)
+}

@@ -189,6 +189,68 @@ func (p *Person) send(chatID int64, text string, replyTo int) Message {
 	return st.msg
 }
 
+// Edit edits a text message this user sent earlier, as a Telegram client
+// does: the bot receives an edited_message update with the new text and an
+// edit_date. It returns the message as the bot will receive it.
+func (p *Person) Edit(msg MessageRef, text string) Message {
+	s := p.srv
+	s.t.Helper()
+	if text == "" {
+		s.t.Fatalf("tgfake: a message cannot be edited to empty text")
+	}
+	chatID, id := msg.Ref()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := p.chatForLocked(chatID)
+	target := ch.live(id)
+	switch {
+	case target == nil:
+		s.t.Fatalf("tgfake: edit of missing message %d in chat %d", id, chatID)
+	case target.fromBot || target.msg.From == nil || target.msg.From.ID != p.user.ID:
+		s.t.Fatalf("tgfake: %s edits message %d in chat %d, which is not theirs", p.user.FirstName, id, chatID)
+	}
+	next := s.applyEditLocked(target, func(m *Message) {
+		m.Text, m.Entities = text, detectEntities(text)
+	})
+	if s.botReceivesLocked(ch) {
+		delivered := next
+		s.pushUpdateLocked(Update{EditedMessage: &delivered})
+	}
+	return next
+}
+
+// SetBotStatus changes the bot's membership of a group as this user (an
+// admin of it) would: adding the bot (StatusMember), making it an
+// administrator, removing it (StatusLeft) or banning it (StatusKicked). The
+// bot receives a my_chat_member update with the old and new status, as on
+// Telegram. To add the bot to a group, register the group, SetChatMember
+// the bot StatusLeft, then SetBotStatus StatusMember.
+func (p *Person) SetBotStatus(chatID int64, status string) {
+	s := p.srv
+	s.t.Helper()
+	switch status {
+	case StatusAdministrator, StatusMember, StatusRestricted, StatusLeft, StatusKicked:
+	default:
+		s.t.Fatalf("tgfake: SetBotStatus: status %q", status)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := s.chats[chatID]
+	if ch == nil || ch.chat.Type == ChatPrivate {
+		s.t.Fatalf("tgfake: SetBotStatus: %d is not a registered group", chatID)
+		return
+	}
+	old := ch.memberStatus(s.bot.ID)
+	if old == status {
+		return // Telegram sends no update when nothing changes
+	}
+	ch.members[s.bot.ID] = status
+	s.pushUpdateLocked(Update{MyChatMember: &ChatMemberUpdated{
+		Chat: ch.chat, From: p.user, Date: time.Now().Unix(),
+		OldChatMember: chatMember(s.bot, old), NewChatMember: chatMember(s.bot, status),
+	}})
+}
+
 // Press presses the inline button with the given callback_data on a bot
 // message, as a Telegram client does: it fails with ErrNoSuchButton if the
 // message (in its current state) has no such button, which catches bots

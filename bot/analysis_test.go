@@ -1,0 +1,583 @@
+package bot_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/bot"
+	"switchboard/domain/analysis"
+	"switchboard/e2e/tgfake"
+	"switchboard/llm"
+	"switchboard/llm/llmtest"
+	"switchboard/storage"
+	"switchboard/storage/storagetest"
+)
+
+// teamChat is a group whose messages runs analyse.
+const teamChat = -1002000000001
+
+type anEnv struct {
+	bundle
+	st    *storage.Store
+	svc   *analysis.Service
+	llm   *llmtest.Server
+	admin *tgfake.Person
+}
+
+// setupAnalysis is the bot with the analysis workflow over one database,
+// the real service served (executors run) and the scripted LLM behind it;
+// the admin chat is adminChat, in English.
+func setupAnalysis(t *testing.T) anEnv {
+	t.Helper()
+	st := storagetest.New(t)
+	model := llmtest.New()
+	t.Cleanup(model.Close)
+	client, err := llm.New(llm.Config{Provider: llm.ProviderOllama, URL: model.URL(), Model: "cheap", EmbedModel: "embed",
+		Timeout: 5 * time.Second, MaxConcurrency: 2},
+		llm.WithBreaker(1000, time.Second), llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	t.Cleanup(client.Close)
+	svc, err := analysis.NewService(analysis.Config{}, analysis.Deps{
+		Repo: st, LLM: llm.AnalysisPort{Client: client, Invalid: analysis.ErrInvalidAnswer}, Publisher: st,
+		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
+	})
+	require.NoError(t, err)
+	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000, AdminChatID: adminChat, AdminLang: "en"},
+		bot.Deps{Users: st}, func(b *bot.Bot) { b.RegisterAnalysis(svc) })
+	svc.SetNotifier(tb.bot)
+	tb.srv.Supergroup(adminChat, "Admins", "")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { svc.Serve(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done }) // before the bot stops
+	// Serve must have begun before /run_start can start anything.
+	require.Eventually(t, func() bool {
+		_, err := svc.Start(context.Background(), -1, false)
+		return !strings.Contains(fmt.Sprint(err), "not running")
+	}, 5*time.Second, time.Millisecond)
+	return anEnv{bundle: tb, st: st, svc: svc, llm: model, admin: tb.srv.User(adminID, "Boss", "en")}
+}
+
+// eventually polls a database condition: the bot's handlers run
+// concurrently, so nothing in the fake Telegram says when they are done.
+func eventually(t *testing.T, cond func() bool, msg string) {
+	t.Helper()
+	require.Eventually(t, cond, 5*time.Second, 5*time.Millisecond, msg)
+}
+
+// adminLines are the texts of the bot's messages in the admin chat.
+func (env anEnv) adminLines() []string {
+	var out []string
+	for _, m := range env.srv.Messages(adminChat) {
+		out = append(out, m.Text)
+	}
+	return out
+}
+
+func (env anEnv) waitAdminLine(t *testing.T, prefix string) tgfake.BotMessage {
+	t.Helper()
+	return env.srv.WaitMessage(t, adminChat, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, prefix) })
+}
+
+type groupMessage struct {
+	AuthorID int64
+	Author   string
+	Text     string
+	Date     time.Time
+	Edited   bool
+}
+
+func storedMessage(t *testing.T, st *storage.Store, chatID int64, messageID int) (groupMessage, bool) {
+	t.Helper()
+	var m groupMessage
+	err := st.Pool().QueryRow(context.Background(), `SELECT author_id, author, text, date, edited_at IS NOT NULL
+FROM group_messages WHERE chat_id = $1 AND message_id = $2`, chatID, messageID).Scan(&m.AuthorID, &m.Author, &m.Text, &m.Date, &m.Edited)
+	if err != nil {
+		return groupMessage{}, false
+	}
+	return m, true
+}
+
+func canRead(t *testing.T, st *storage.Store, chatID int64) (title string, read, ok bool) {
+	t.Helper()
+	err := st.Pool().QueryRow(context.Background(), `SELECT title, can_read FROM group_chats WHERE id = $1`, chatID).Scan(&title, &read)
+	return title, read, err == nil
+}
+
+func TestAnalysisCommandsInMenu(t *testing.T) {
+	t.Parallel()
+	env := setupAnalysis(t)
+	require.Equal(t, []string{"start", "help", "lang"}, commandNames(env.srv.Commands(tgfake.BotCommandScope{Type: "default"}, "")),
+		"the analysis commands are the admins'")
+	help := env.ask(t, env.admin, "/help").Text
+	require.Contains(t, help, "/run_new — open an analysis run of group messages")
+	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "uk")
+	require.Equal(t, []string{"start", "help", "lang", "status", "chats", "run_new", "run_start", "run_close", "runs", "run"},
+		commandNames(adm))
+	require.Equal(t, "список прогонів аналізу", adm[8].Description)
+}
+
+// Group text is stored with its author and date, edits replace it, and
+// nothing is ever said in the group, not even to a command.
+func TestAnalysisGroupMessagesAreRecorded(t *testing.T) {
+	t.Parallel()
+	env := setupAnalysis(t)
+	team := env.srv.Supergroup(teamChat, "Team <Dev> & Co", "")
+	ann := env.srv.User(42, "Ann", "en")
+
+	first := ann.SendText(team.ID, "Please deploy <b>billing</b> & docs by Friday")
+	eventually(t, func() bool { _, ok := storedMessage(t, env.st, team.ID, first.MessageID); return ok }, "first message stored")
+	got, _ := storedMessage(t, env.st, team.ID, first.MessageID)
+	require.Equal(t, groupMessage{AuthorID: 42, Author: "Ann", Text: "Please deploy <b>billing</b> & docs by Friday",
+		Date: time.Unix(first.Date, 0).UTC()}, groupMessage{AuthorID: got.AuthorID, Author: got.Author, Text: got.Text, Date: got.Date.UTC()})
+	title, read, ok := canRead(t, env.st, team.ID)
+	require.True(t, ok, "a message from an untracked group tracks it")
+	require.Equal(t, "Team <Dev> & Co", title)
+	require.True(t, read, "a plain message reached the bot, so it can read the group")
+
+	ann.Edit(first, "Please deploy billing by Monday")
+	eventually(t, func() bool {
+		m, _ := storedMessage(t, env.st, team.ID, first.MessageID)
+		return m.Text == "Please deploy billing by Monday" && m.Edited
+	}, "the edit is applied")
+
+	cmd := ann.SendText(team.ID, "/frobnicate now")
+	second := ann.SendText(team.ID, "second thought")
+	eventually(t, func() bool { _, ok := storedMessage(t, env.st, team.ID, second.MessageID); return ok }, "second message stored")
+	_, stored := storedMessage(t, env.st, team.ID, cmd.MessageID)
+	require.False(t, stored, "a command is not material")
+
+	// Private text is not recorded (no memory chat here: the hint).
+	require.Equal(t, "Send /help to see what I can do.", env.ask(t, ann, "hello").Text)
+	// The admin chat's own talk is not material either.
+	env.admin.SendText(adminChat, "let us review tomorrow")
+
+	chats := env.ask(t, env.admin, "/chats").Text
+	require.Regexp(t, `^Groups \(1\)\n• Team <Dev> & Co \(-1002000000001\): messages 2, last \d{4}-\d\d-\d\d \d\d:\d\d UTC$`, chats)
+
+	env.srv.WaitUpdatesConsumed(t)
+	require.Empty(t, env.srv.Messages(team.ID), "the bot never speaks in the group")
+	require.Equal(t, 2, count(t, env.st, `SELECT count(*) FROM group_messages`))
+}
+
+// Added to a group it cannot read, the bot tells the admin chat how to
+// fix it; as an admin it can read; a plain message proves it can too.
+func TestAnalysisPrivacyCheck(t *testing.T) {
+	t.Parallel()
+	env := setupAnalysis(t)
+	ann := env.srv.User(42, "Ann", "en")
+	quiet := env.srv.Supergroup(-1003000000001, "Quiet <room>", "")
+	open := env.srv.Group(-3000002, "Open")
+	for _, id := range []int64{quiet.ID, open.ID} {
+		env.srv.SetChatMember(id, env.srv.Bot().ID, tgfake.StatusLeft)
+	}
+	hint := "⚠️ I cannot read the ordinary messages of the group “Quiet <room>” (-1003000000001): privacy mode hides them " +
+		"from bots that are not admins, so analysis runs would see nothing of it. To fix it, either:\n" +
+		"• in @BotFather send /setprivacy, pick @tgfake_bot and choose Disable, then remove me from the group and add me again, or\n" +
+		"• make me an admin of the group."
+
+	ann.SetBotStatus(quiet.ID, tgfake.StatusMember)
+	require.Equal(t, hint, env.waitAdminLine(t, "⚠️ I cannot read").Text)
+	title, read, ok := canRead(t, env.st, quiet.ID)
+	require.True(t, ok)
+	require.Equal(t, "Quiet <room>", title)
+	require.False(t, read)
+	require.Equal(t, "Groups (1)\n• Quiet <room> (-1003000000001): messages 0, last none yet\n"+
+		"  ⚠️ privacy mode hides ordinary messages from me here: disable it in @BotFather (/setprivacy) and add me again, or make me an admin",
+		env.ask(t, env.admin, "/chats").Text)
+
+	// Promoted to admin it reads everything; nothing to say about it.
+	ann.SetBotStatus(quiet.ID, tgfake.StatusAdministrator)
+	eventually(t, func() bool { _, read, _ := canRead(t, env.st, quiet.ID); return read }, "an admin reads the group")
+	// Added straight as an admin.
+	ann.SetBotStatus(open.ID, tgfake.StatusAdministrator)
+	require.Equal(t, "👋 I was added to the group “Open” (-3000002); its messages are now material for analysis runs.",
+		env.waitAdminLine(t, "👋").Text)
+	// Demoted, it warns again.
+	ann.SetBotStatus(quiet.ID, tgfake.StatusMember)
+	env.srv.WaitFor(t, 5*time.Second, func() bool {
+		n := 0
+		for _, l := range env.adminLines() {
+			if l == hint {
+				n++
+			}
+		}
+		return n == 2
+	})
+	_, read, _ = canRead(t, env.st, quiet.ID)
+	require.False(t, read)
+	// Yet a plain message reaches it (here the fake delivers everything),
+	// which proves it can read after all.
+	ann.SendText(quiet.ID, "hello team")
+	eventually(t, func() bool { _, read, _ := canRead(t, env.st, quiet.ID); return read }, "a seen message proves reading")
+
+	// Removed: nothing to say.
+	ann.SetBotStatus(open.ID, tgfake.StatusLeft)
+	env.srv.WaitUpdatesConsumed(t)
+	require.Len(t, env.adminLines(), 3)
+	require.Empty(t, env.srv.Messages(quiet.ID))
+	require.Empty(t, env.srv.Messages(open.ID))
+}
+
+func TestAnalysisCommandsAreForAdmins(t *testing.T) {
+	t.Parallel()
+	env := setupAnalysis(t)
+	ann := env.srv.User(42, "Ann", "en")
+	for _, cmd := range []string{"/chats", "/run_new", "/run_new 7d", "/run_start 1", "/run_close 1", "/runs", "/run 1"} {
+		require.Equal(t, "This command is for admins only.", env.ask(t, ann, cmd).Text, cmd)
+	}
+	require.Zero(t, count(t, env.st, `SELECT count(*) FROM analysis_runs`))
+	require.Equal(t, "I am in no group yet. Add me to a team's group, and its messages become material for analysis runs.",
+		env.ask(t, env.admin, "/chats").Text)
+	require.Equal(t, "No analysis runs yet. Open one with /run_new.", env.ask(t, env.admin, "/runs").Text)
+}
+
+const usageRunNew = "Usage: /run_new [24h|7d] [chat=ID] [keywords=a,b] [min_len=N] [mentions]\n" +
+	"• 24h or 7d — the messages of the last day or week (a day if not given)\n" +
+	"• chat — only this group; /chats lists their ids\n" +
+	"• keywords — only messages with any of these words\n" +
+	"• min_len — only messages of at least N characters\n" +
+	"• mentions — only messages with an @mention\n" +
+	"Example: /run_new 7d keywords=release,deploy mentions"
+
+func TestAnalysisRunNewRefusals(t *testing.T) {
+	t.Parallel()
+	env := setupAnalysis(t)
+	ask := func(text string) string { return env.ask(t, env.admin, text).Text }
+
+	for in, want := range map[string]string{
+		"/run_new 12h":                         "12h: the window is 24h or 7d, given once.",
+		"/run_new 24h 7d":                      "7d: the window is 24h or 7d, given once.",
+		"/run_new chat=5":                      "chat=5: a chat is a group's id, a negative number; /chats lists them.",
+		"/run_new min_len=x":                   "min_len=x: the minimum length is a whole number from 0 to 4000.",
+		"/run_new keywords=,":                  "keywords=,: give 1 to 20 keywords separated by commas, each at most 50 characters.",
+		"/run_new <b>x</b>":                    "<b>x</b>: unknown parameter.",
+		"/run_new " + strings.Repeat("я", 200): strings.Repeat("я", 79) + "…: unknown parameter.",
+	} {
+		require.Equal(t, want+"\n\n"+usageRunNew, ask(in), in)
+	}
+	require.Zero(t, count(t, env.st, `SELECT count(*) FROM analysis_runs`))
+
+	created := ask("/run_new 7d chat=-100123 keywords=Deploy,release min_len=10 mentions")
+	require.Regexp(t, `^🆕 Run #1 created: 7d, \d{4}-\d\d-\d\d \d\d:\d\d UTC — \d{4}-\d\d-\d\d \d\d:\d\d UTC; chat -100123; `+
+		`keywords: deploy, release; at least 10 characters; only with @mentions\.\n`+
+		`Start it with /run_start 1, or /run_start 1 rag to show the model similar proposals approved in earlier runs\.$`, created)
+	require.Regexp(t, `^🆕 Run #1 created: 7d, .*; only with @mentions$`, env.waitAdminLine(t, "🆕").Text, "the admin chat hears of it")
+
+	require.Equal(t, "Only one run may be open at a time. Not closed yet:\n• run #1 (pending)\n"+
+		"Start it, decide its proposals and close it with /run_close first; /run ID shows where it stands.", ask("/run_new"))
+	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM analysis_runs`))
+
+	require.Equal(t, "Run #1 is in the “pending” state; only a completed run can be closed.", ask("/run_close 1"))
+	require.Equal(t, "There is no run #99.", ask("/run_close 99"))
+	require.Equal(t, "Usage: /run_close ID", ask("/run_close"))
+	const usageStart = "Usage: /run_start ID [rag] — with rag the model also sees similar proposals approved in earlier runs."
+	require.Equal(t, usageStart, ask("/run_start"))
+	require.Equal(t, usageStart, ask("/run_start 1 please"))
+	require.Equal(t, usageStart, ask("/run_start x"))
+	require.Equal(t, "There is no run #99.", ask("/run_start 99"))
+	require.Equal(t, "There is no run #7.", ask("/run #7"))
+	require.Equal(t, "Usage: /run ID; /runs lists the runs.", ask("/run"))
+
+	detail := ask("/run 1")
+	require.Regexp(t, `^Run #1 — pending\nCreated: \d{4}-\d\d-\d\d \d\d:\d\d UTC by admin id 1\n`+
+		`Messages: 7d, .* UTC; chat -100123; keywords: deploy, release; at least 10 characters; only with @mentions\n`+
+		`Context of earlier runs: off\n`+
+		`In the window: 0; after the filters: 0; processed: 0\n`+
+		`Batches: 0 of 0\n`+
+		`Proposals: 0 — ✅ 0 approved, ❌ 0 rejected, ⏳ 0 pending$`, detail)
+}
+
+// The whole story through Telegram: messages in a group, a run started,
+// its progress edited into one message, proposals posted with buttons,
+// decided by admins only, and the run closed with its rates.
+func TestAnalysisRunThroughTelegram(t *testing.T) {
+	t.Parallel()
+	env := setupAnalysis(t)
+	team := env.srv.Supergroup(teamChat, "Team", "")
+	ann := env.srv.User(42, "Ann", "en")
+	m1 := ann.SendText(team.ID, "The login page is broken, I will fix it by 2099-01-05")
+	m2 := ann.SendText(team.ID, "Users cannot log in since the release")
+	m3 := ann.SendText(team.ID, "Somebody should update the docs")
+	eventually(t, func() bool { return count(t, env.st, `SELECT count(*) FROM group_messages`) == 3 }, "messages stored")
+	env.llm.On(llmtest.Chat()).Named("proposals").Reply(fmt.Sprintf(`{"proposals":[
+{"title":"Fix <login> & deploy","description":"Users cannot log in.\nSee the thread.","priority":"high","assignee":"Ann","deadline":"2099-01-05","source_message_ids":[%d,%d]},
+{"title":"Update the docs","description":"","priority":"low","assignee":"","deadline":"","source_message_ids":[%d]}]}`,
+		m1.MessageID, m2.MessageID, m3.MessageID))
+
+	require.Regexp(t, `^🆕 Run #1 created`, env.ask(t, env.admin, "/run_new 24h").Text)
+	require.Equal(t, "▶️ Run #1 started. Progress and proposals go to the admin chat; /run 1 shows where it stands.",
+		env.ask(t, env.admin, "/run_start #1").Text)
+
+	progress := env.waitAdminLine(t, "✅ Run #1 completed\n")
+	require.Equal(t, "✅ Run #1 completed\n▓▓▓▓▓▓▓▓▓▓ 100%\nBatches: 1 of 1\n"+
+		"Messages processed: 3 of 3 (3 in the window)\nProposals so far: 2", progress.Text)
+	require.NotEmpty(t, progress.Edits, "one message, edited as the run went")
+	require.Equal(t, "⏳ Run #1 in progress\n░░░░░░░░░░ 0%\nBatches: 0 of 1\n"+
+		"Messages processed: 0 of 3 (3 in the window)\nProposals so far: 0", progress.Edits[0].Text)
+	env.waitAdminLine(t, "✅ Run #1 completed:")
+
+	var proposals []tgfake.BotMessage
+	for _, m := range env.srv.Messages(adminChat) {
+		if strings.HasPrefix(m.Text, "💡 Proposal") {
+			proposals = append(proposals, m)
+		}
+	}
+	require.Len(t, proposals, 2)
+	ids := proposalIDs(t, env.st)
+	p1, p2 := proposals[0], proposals[1]
+	require.Equal(t, fmt.Sprintf("💡 Proposal #%d · run #1\nFix <login> & deploy\nUsers cannot log in.\nSee the thread.\n\n"+
+		"Priority: high\nAssignee: Ann\nDeadline: 2099-01-05\nMessages (chat:message): %d:%d, %d:%d",
+		ids[0], teamChat, m1.MessageID, teamChat, m2.MessageID), p1.Text)
+	require.Equal(t, fmt.Sprintf("💡 Proposal #%d · run #1\nUpdate the docs\n\nPriority: low\nMessages (chat:message): %d:%d",
+		ids[1], teamChat, m3.MessageID), p2.Text)
+	require.Equal(t, []string{"✅ Approve", "❌ Reject"}, buttonTexts(p1))
+	require.Equal(t, []string{
+		"🆕 Run #1 created",
+		"▶️ Run #1 started",
+		"💡 Run #1: new proposals 2, 2 so far",
+		"✅ Run #1 completed: proposals 2. Decide them with the buttons, then /run_close 1",
+	}, eventLines(env.adminLines()))
+
+	// Not an admin: refused, and nothing changes.
+	a := press(t, env.srv, ann, p1, data(t, "pa", ids[0]))
+	require.Equal(t, "This button is not for you.", a.Text)
+	require.True(t, a.ShowAlert)
+	require.Equal(t, 2, count(t, env.st, `SELECT count(*) FROM analysis_proposals WHERE decision = 'pending'`))
+	a = pressRaw(t, env.srv, ann, p1, data(t, "rp", 1))
+	require.Equal(t, "This button is not for you.", a.Text, "nor may they page /runs")
+
+	require.Equal(t, "Run #1 still has proposals awaiting a decision: 2. Approve or reject them first.",
+		env.ask(t, env.admin, "/run_close 1").Text)
+
+	a = press(t, env.srv, env.admin, p1, data(t, "pa", ids[0]))
+	require.Equal(t, "Approved.", a.Text)
+	require.False(t, a.ShowAlert)
+	edited, _ := env.srv.MessageByID(adminChat, p1.MessageID)
+	require.Equal(t, p1.Text+"\n\n✅ Approved by Boss", edited.Text)
+	require.Empty(t, edited.ReplyMarkup.Buttons(), "decided: no buttons")
+	// A stale press (another admin's client had the old buttons).
+	a = pressRaw(t, env.srv, env.admin, p1, data(t, "pj", ids[0]))
+	require.Equal(t, "This proposal has already been approved.", a.Text)
+	require.True(t, a.ShowAlert)
+
+	a = press(t, env.srv, env.admin, p2, data(t, "pj", ids[1]))
+	require.Equal(t, "Rejected.", a.Text)
+	edited, _ = env.srv.MessageByID(adminChat, p2.MessageID)
+	require.True(t, strings.HasSuffix(edited.Text, "\n\n❌ Rejected by Boss"), edited.Text)
+	a = pressRaw(t, env.srv, env.admin, p2, data(t, "pa", ids[1]))
+	require.Equal(t, "This proposal has already been rejected.", a.Text)
+	var decisions []string
+	rows, err := env.st.Pool().Query(context.Background(), `SELECT decision || ' by ' || decided_by FROM analysis_proposals ORDER BY id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		decisions = append(decisions, s)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"approved by 1", "rejected by 1"}, decisions)
+
+	require.Equal(t, "🏁 Run #1 closed.\nProposals: 2\nApproved: 50%\nRejected: 50%", env.ask(t, env.admin, "/run_close 1").Text)
+	require.Equal(t, "🏁 Run #1 closed: proposals 2, approved 50%, rejected 50%", env.waitAdminLine(t, "🏁").Text)
+	require.Equal(t, "Run #1 is in the “closed” state; only a completed run can be closed.", env.ask(t, env.admin, "/run_close 1").Text)
+
+	detail := env.ask(t, env.admin, "/run 1").Text
+	require.Regexp(t, `^Run #1 — closed\nCreated: .* by admin id 1\nMessages: 24h, .*; all groups\n`+
+		`Context of earlier runs: off\nIn the window: 3; after the filters: 3; processed: 3\nBatches: 1 of 1\n`+
+		`Proposals: 2 — ✅ 1 approved, ❌ 1 rejected, ⏳ 0 pending\n`+
+		`Started: .* UTC\nCompleted: .* UTC\nClosed: .* UTC\n`+
+		`Metrics: proposals 2, approved 50%, rejected 50%$`, detail)
+
+	env.srv.WaitUpdatesConsumed(t)
+	require.Empty(t, env.srv.Messages(team.ID), "the bot never speaks in the group")
+}
+
+func proposalIDs(t *testing.T, st *storage.Store) []int64 {
+	t.Helper()
+	rows, err := st.Pool().Query(context.Background(), `SELECT id FROM analysis_proposals ORDER BY id`)
+	require.NoError(t, err)
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		require.NoError(t, rows.Scan(&id))
+		ids = append(ids, id)
+	}
+	require.NoError(t, rows.Err())
+	return ids
+}
+
+// eventLines are the admin chat's event lines (not progress or proposals),
+// the created line cut at its filters.
+func eventLines(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		switch {
+		case strings.Contains(l, "\n"), strings.HasPrefix(l, "💡 Proposal"):
+		case strings.HasPrefix(l, "🆕"):
+			out = append(out, strings.SplitN(l, ":", 2)[0])
+		default:
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// A run whose LLM answers garbage fails at the proposals step of its first
+// batch; the admin chat and /run say where.
+func TestAnalysisFailedRun(t *testing.T) {
+	t.Parallel()
+	env := setupAnalysis(t)
+	team := env.srv.Supergroup(teamChat, "Team", "")
+	ann := env.srv.User(42, "Ann", "en")
+	ann.SendText(team.ID, "Deploy on Friday")
+	eventually(t, func() bool { return count(t, env.st, `SELECT count(*) FROM group_messages`) == 1 }, "message stored")
+	env.llm.On(llmtest.Chat()).Fault(llmtest.InvalidJSON())
+
+	env.ask(t, env.admin, "/run_new")
+	require.Equal(t, "▶️ Run #1 started, with similar approved proposals of earlier runs as context. "+
+		"Progress and proposals go to the admin chat; /run 1 shows where it stands.", env.ask(t, env.admin, "/run_start 1 RAG").Text)
+	failed := env.waitAdminLine(t, "❌ Run #1 failed at step proposals, batch 1: ")
+	require.Contains(t, failed.Text, "invalid LLM answer")
+	progress := env.waitAdminLine(t, "❌ Run #1 failed\n")
+	require.Contains(t, progress.Text, "░░░░░░░░░░ 0%\nBatches: 0 of 1")
+
+	detail := env.ask(t, env.admin, "/run 1").Text
+	require.Contains(t, detail, "Run #1 — failed\n")
+	require.Contains(t, detail, "\nContext of earlier runs: on\n")
+	require.Regexp(t, `\nFailed: .* UTC\nError at step proposals, batch 1: invalid LLM answer`, detail)
+	require.Equal(t, "Run #1 is in the “failed” state; only a pending run can be started.", env.ask(t, env.admin, "/run_start 1").Text)
+	// A failed run is closed for good: a new one may open.
+	require.Regexp(t, `^🆕 Run #2 created`, env.ask(t, env.admin, "/run_new").Text)
+}
+
+func TestAnalysisRunsPaging(t *testing.T) {
+	t.Parallel()
+	env := setupAnalysis(t)
+	_, err := env.st.Pool().Exec(context.Background(), `
+INSERT INTO analysis_runs (created_by, filters, window_from, window_to, state, closed_at, accuracy_metrics)
+SELECT 1, '{"window": 604800000000000}', now() - interval '7 days', now(), 'closed', now(),
+       '{"proposals_total": 0, "approval_rate": 0, "rejection_rate": 0}'
+FROM generate_series(1, 11)`)
+	require.NoError(t, err)
+	require.Regexp(t, `^🆕 Run #12 created`, env.ask(t, env.admin, "/run_new").Text)
+
+	list := env.ask(t, env.admin, "/runs")
+	lines := strings.Split(list.Text, "\n")
+	require.Equal(t, "Analysis runs — page 1 of 2, 12 in all", lines[0])
+	require.Len(t, lines, 1+analysis.PageSize)
+	line := regexp.MustCompile(`^#(\d+) · (\w+) · \d{4}-\d\d-\d\d \d\d:\d\d UTC · (\w+) · proposals 0 \(✅ 0 ❌ 0 ⏳ 0\)$`)
+	require.Equal(t, []string{"#12 · pending", "#11 · closed", "#3 · closed"},
+		[]string{runHead(t, line, lines[1]), runHead(t, line, lines[2]), runHead(t, line, lines[10])})
+	require.Equal(t, "24h", line.FindStringSubmatch(lines[1])[3])
+	require.Equal(t, "7d", line.FindStringSubmatch(lines[2])[3])
+	require.Equal(t, []string{"Older ▶"}, buttonTexts(list))
+
+	a := press(t, env.srv, env.admin, list, data(t, "rp", 1))
+	require.Empty(t, a.Text)
+	page2, _ := env.srv.MessageByID(env.admin.ID(), list.MessageID)
+	lines = strings.Split(page2.Text, "\n")
+	require.Equal(t, "Analysis runs — page 2 of 2, 12 in all", lines[0])
+	require.Equal(t, []string{"#2 · closed", "#1 · closed"}, []string{runHead(t, line, lines[1]), runHead(t, line, lines[2])})
+	require.Len(t, lines, 3)
+	require.Equal(t, []string{"◀ Newer"}, buttonTexts(page2))
+
+	// A page past the end (a forged or stale press) shows the last one.
+	pressRaw(t, env.srv, env.admin, page2, data(t, "rp", 40))
+	again, _ := env.srv.MessageByID(env.admin.ID(), list.MessageID)
+	require.Equal(t, page2.Text, again.Text)
+
+	press(t, env.srv, env.admin, page2, data(t, "rp", 0))
+	back, _ := env.srv.MessageByID(env.admin.ID(), list.MessageID)
+	require.Equal(t, list.Text, back.Text)
+}
+
+func runHead(t *testing.T, rx *regexp.Regexp, line string) string {
+	t.Helper()
+	m := rx.FindStringSubmatch(line)
+	require.NotNil(t, m, line)
+	return "#" + m[1] + " · " + m[2]
+}
+
+// Whatever the LLM writes, a proposal is one message of valid HTML that
+// shows it literally; progress edits survive "not modified" and a deleted
+// message.
+func TestAnalysisNotifierClipsAndEscapes(t *testing.T) {
+	t.Parallel()
+	env := setupAnalysis(t)
+	ctx := context.Background()
+	run := analysis.Run{ID: 7, State: analysis.Running, Batches: 4, BatchesDone: 1, Messages: 90, Filtered: 40, Processed: 12, ProposalsTotal: 3}
+	p := analysis.Proposal{
+		ID: 99, RunID: 7, Title: strings.Repeat("<&>", 200), Description: strings.Repeat("&\"'<", 1000),
+		Priority: "urgent", Assignee: strings.Repeat("<b>", 100), Deadline: "2099-01-05",
+	}
+	for i := range 50 {
+		p.Sources = append(p.Sources, analysis.Ref{ChatID: teamChat, MessageID: int64(i + 1)})
+	}
+	id, err := env.bot.Proposal(ctx, run, p)
+	require.NoError(t, err)
+	msg, ok := env.srv.MessageByID(adminChat, id)
+	require.True(t, ok)
+	require.LessOrEqual(t, utf8.RuneCountInString(msg.Text), bot.MaxMessageLen)
+	require.True(t, strings.HasPrefix(msg.Text, "💡 Proposal #99 · run #7\n<&><&><&>"), msg.Text[:80])
+	require.Contains(t, msg.Text, "…\n&\"'<&\"'<")
+	require.Contains(t, msg.Text, "\nPriority: urgent\nAssignee: <b><b>")
+	require.Contains(t, msg.Text, fmt.Sprintf("%d:10 and 40 more", teamChat))
+	require.Equal(t, []string{"✅ Approve", "❌ Reject"}, buttonTexts(msg))
+
+	first, err := env.bot.Progress(ctx, run)
+	require.NoError(t, err)
+	run.ProgressMessageID = first
+	got, err := env.bot.Progress(ctx, run)
+	require.NoError(t, err, "an edit that changes nothing is no error")
+	require.Equal(t, first, got)
+	shown, _ := env.srv.MessageByID(adminChat, first)
+	require.Equal(t, "⏳ Run #7 in progress\n▓▓░░░░░░░░ 25%\nBatches: 1 of 4\nMessages processed: 12 of 40 (90 in the window)\nProposals so far: 3", shown.Text)
+	run.ProgressMessageID = 100000 // gone
+	again, err := env.bot.Progress(ctx, run)
+	require.NoError(t, err)
+	require.Greater(t, again, first, "posted anew")
+
+	run.ProgressMessageID = again
+	run.State, run.ErrorLog = analysis.Failed, &analysis.ErrorLog{Step: "save", Error: "db <down> & out"}
+	require.NoError(t, env.bot.Event(ctx, analysis.Event{Kind: analysis.EventFailed, Run: run}))
+	require.NoError(t, env.bot.Event(ctx, analysis.Event{Kind: analysis.EventProgress, Run: run}))
+	require.NoError(t, env.bot.Event(ctx, analysis.Event{Kind: "run_reviewed", Run: run}))
+	lines := env.adminLines()
+	require.Equal(t, []string{"❌ Run #7 failed at step save: db <down> & out", "❌ Run #7 failed\n▓▓░░░░░░░░ 25%\nBatches: 1 of 4\nMessages processed: 12 of 40 (90 in the window)\nProposals so far: 3", "run_reviewed: run #7"},
+		[]string{lines[len(lines)-2], mustMessage(t, env.srv, again).Text, lines[len(lines)-1]},
+		"progress_updated posts nothing; a failure also ends the progress message")
+}
+
+func mustMessage(t *testing.T, srv *tgfake.Server, id int) tgfake.BotMessage {
+	t.Helper()
+	m, ok := srv.MessageByID(adminChat, id)
+	require.True(t, ok)
+	return m
+}
+
+// Without an admin chat the workflow's notices go nowhere, quietly.
+func TestAnalysisNotifierWithoutAdminChat(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, bot.Config{}, nil)
+	ctx := context.Background()
+	run := analysis.Run{ID: 1, State: analysis.Running}
+	require.NoError(t, tb.bot.Event(ctx, analysis.Event{Kind: analysis.EventStarted, Run: run}))
+	id, err := tb.bot.Progress(ctx, run)
+	require.NoError(t, err)
+	require.Zero(t, id)
+	id, err = tb.bot.Proposal(ctx, run, analysis.Proposal{ID: 1, Title: "x", Priority: "low"})
+	require.NoError(t, err)
+	require.Zero(t, id)
+	require.Empty(t, tb.srv.CallsTo("sendMessage"))
+}

@@ -1,0 +1,233 @@
+package analysis
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// PageSize is how many runs one /runs page shows.
+const PageSize = 10
+
+// Service runs the analysis workflow: message intake, runs and their
+// executors, reviews.
+type Service struct {
+	cfg  Config
+	deps Deps
+	log  *slog.Logger
+	m    *metrics
+
+	mu   sync.Mutex
+	base context.Context // Run's context: executors outlive the command that started them
+	exec sync.WaitGroup
+}
+
+// NewService builds the workflow; Run must be running for Start to work.
+func NewService(cfg Config, deps Deps) (*Service, error) {
+	if deps.Repo == nil || deps.LLM == nil {
+		return nil, errors.New("analysis: Repo and LLM are required")
+	}
+	if deps.Clock == nil {
+		deps.Clock = clockwork.NewRealClock()
+	}
+	if deps.Log == nil {
+		deps.Log = slog.Default()
+	}
+	if deps.Registerer == nil {
+		deps.Registerer = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(deps.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{cfg: cfg.withDefaults(), deps: deps, log: deps.Log.With("component", "analysis"), m: m}, nil
+}
+
+// SetNotifier sets the bot after construction.
+func (s *Service) SetNotifier(n Notifier) { s.deps.Notifier = n }
+
+// Record stores a group text message.
+func (s *Service) Record(ctx context.Context, m Message) error {
+	return s.deps.Repo.SaveMessage(ctx, m)
+}
+
+// Edited applies an edit to a stored message (unknown ones are ignored: the
+// bot may have joined after it was written).
+func (s *Service) Edited(ctx context.Context, chatID, messageID int64, text string) error {
+	_, err := s.deps.Repo.EditMessage(ctx, chatID, messageID, text)
+	return err
+}
+
+// TrackChat records a group and whether the bot can read it.
+func (s *Service) TrackChat(ctx context.Context, id int64, title string, canRead bool) error {
+	return s.deps.Repo.TrackChat(ctx, id, title, canRead)
+}
+
+// Chats lists tracked groups for /chats.
+func (s *Service) Chats(ctx context.Context) ([]Chat, error) { return s.deps.Repo.Chats(ctx) }
+
+// NewRun is /run_new: a pending run over the window ending now. An
+// *UnclosedError names the runs in the way.
+func (s *Service) NewRun(ctx context.Context, adminID int64, args string) (Run, error) {
+	f, err := ParseRunArgs(args)
+	if err != nil {
+		return Run{}, err
+	}
+	now := s.deps.Clock.Now().UTC()
+	r, blocking, err := s.deps.Repo.CreateRun(ctx, Run{
+		State: Pending, CreatedBy: adminID, Filters: f, From: now.Add(-f.Window), To: now,
+	})
+	if err != nil {
+		return Run{}, err
+	}
+	if len(blocking) > 0 {
+		return Run{}, &UnclosedError{IDs: blocking}
+	}
+	s.m.runs.WithLabelValues(string(Pending)).Inc()
+	s.event(ctx, Event{Kind: EventCreated, Run: r})
+	return r, nil
+}
+
+// Start is /run_start: pending → running, and the executor works in the
+// background. ErrState (with the run as it is) if it was not pending.
+func (s *Service) Start(ctx context.Context, id int64, rag bool) (Run, error) {
+	if err := checkTransition(Pending, Running); err != nil {
+		return Run{}, err
+	}
+	s.mu.Lock()
+	base := s.base
+	s.mu.Unlock()
+	if base == nil || base.Err() != nil {
+		return Run{}, errors.New("analysis: the service is not running")
+	}
+	r, ok, err := s.deps.Repo.StartRun(ctx, id, rag, s.cfg.Lease)
+	if err != nil {
+		return Run{}, err
+	}
+	if !ok {
+		return r, ErrState
+	}
+	s.m.runs.WithLabelValues(string(Running)).Inc()
+	s.event(ctx, Event{Kind: EventStarted, Run: r})
+	s.exec.Add(1)
+	go func() {
+		defer s.exec.Done()
+		s.execute(base, r)
+	}()
+	return r, nil
+}
+
+// Close is /run_close: completed → closed with accuracy metrics, only when
+// nothing is pending (*PendingError otherwise).
+func (s *Service) Close(ctx context.Context, id int64) (Run, error) {
+	if err := checkTransition(Completed, Closed); err != nil {
+		return Run{}, err
+	}
+	r, ok, err := s.deps.Repo.CloseRun(ctx, id)
+	if err != nil {
+		return Run{}, err
+	}
+	if !ok {
+		if r.State == Completed && r.ProposalsPending > 0 {
+			return r, &PendingError{Pending: r.ProposalsPending}
+		}
+		return r, ErrState
+	}
+	s.m.runs.WithLabelValues(string(Closed)).Inc()
+	s.event(ctx, Event{Kind: EventClosed, Run: r})
+	return r, nil
+}
+
+// Runs is one page of /runs, newest first, and the number of runs.
+func (s *Service) Runs(ctx context.Context, page int) ([]Run, int, error) {
+	return s.deps.Repo.Runs(ctx, max(page, 0)*PageSize, PageSize)
+}
+
+// Run returns one run.
+func (s *Service) Run(ctx context.Context, id int64) (Run, error) { return s.deps.Repo.Run(ctx, id) }
+
+// Decide is Approve or Reject. An approved proposal is embedded for later
+// runs' RAG context; failing that is logged, not refused.
+func (s *Service) Decide(ctx context.Context, proposalID, adminID int64, approve bool) (Proposal, Run, error) {
+	d := Rejected
+	if approve {
+		d = Approved
+	}
+	p, r, ok, err := s.deps.Repo.Decide(ctx, proposalID, d, adminID)
+	if err != nil {
+		return Proposal{}, Run{}, err
+	}
+	if !ok {
+		return p, r, ErrDecided
+	}
+	s.m.decisions.WithLabelValues(string(d)).Inc()
+	if approve {
+		ectx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		v, err := s.deps.LLM.Embed(ectx, []string{p.Title + "\n" + p.Description})
+		if err == nil && len(v) == 1 {
+			err = s.deps.Repo.SaveEmbedding(ectx, p.ID, v[0])
+		}
+		if err != nil {
+			s.log.Warn("embed approved proposal", "proposal", p.ID, "err", err)
+		}
+	}
+	return p, r, nil
+}
+
+// Serve fails runs whose executor died (at once, then every half lease)
+// and lets Start launch executors, until ctx ends; it then waits for the
+// executors, which fail their runs as interrupted.
+func (s *Service) Serve(ctx context.Context) {
+	s.mu.Lock()
+	s.base = ctx
+	s.mu.Unlock()
+	defer s.exec.Wait()
+	t := s.deps.Clock.NewTicker(s.cfg.Lease / 2)
+	defer t.Stop()
+	for {
+		s.reap(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.Chan():
+		}
+	}
+}
+
+// reap fails running runs whose lease expired: their executor is gone.
+func (s *Service) reap(ctx context.Context) {
+	runs, err := s.deps.Repo.FailInterrupted(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("fail interrupted runs", "err", err)
+		}
+		return
+	}
+	for _, r := range runs {
+		s.log.Warn("run interrupted", "run", r.ID)
+		s.m.runs.WithLabelValues(string(Failed)).Inc()
+		s.event(ctx, Event{Kind: EventFailed, Run: r})
+	}
+}
+
+// event publishes e on pg_notify('analysis_runs') and posts it to the admin
+// chat; neither failing stops the workflow.
+func (s *Service) event(ctx context.Context, e Event) {
+	s.log.Info("analysis_event", "event", string(e.Kind), "run", e.Run.ID, "state", string(e.Run.State))
+	if s.deps.Publisher != nil {
+		if err := s.deps.Publisher.Publish(ctx, eventPayload(e)); err != nil {
+			s.log.Warn("publish run event", "event", e.Kind, "err", err)
+		}
+	}
+	if s.deps.Notifier != nil && e.Kind != EventProgress {
+		if err := s.deps.Notifier.Event(ctx, e); err != nil {
+			s.log.Warn("post run event", "event", e.Kind, "err", err)
+		}
+	}
+}

@@ -1,0 +1,20 @@
+// Package analysis turns group-chat messages into task proposals that
+// admins review (DESIGN.md "Analysis runs").
+//
+//	pending ──/run_start──► running ──all batches──► completed ──/run_close──► closed
+//	                          │                       (only when proposals_pending = 0)
+//	                          └──any step fails──► failed (error_log: step, batch, error)
+//
+//	reviewed and cancelled exist in the enum; nothing enters them yet.
+//
+// At most one run is unclosed (pending, running, completed, reviewed) at a
+// time. The executor of a running run holds a lease (claimed_until) that it
+// renews; a run whose executor died is failed as "interrupted" when a
+// replica finds its lease expired, so a new run can be opened. Its nine
+// steps: set started_at; fetch the window's messages (those already
+// proposed in an earlier run left out); prefilter (keywords, minimum
+// length, @mentions); batch by chat and time proximity; per batch, LLM
+// proposals as validated JSON (with the five most similar approved
+// proposals of earlier runs as context when the run has rag); save the
+// batch's proposals and counters atomically; progress; completed or failed.
+package analysis

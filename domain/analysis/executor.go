@@ -1,0 +1,217 @@
+package analysis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Executor steps, as error_log names them.
+const (
+	StepFetch     = "fetch"
+	StepBatch     = "batch"
+	StepProposals = "proposals"
+	StepSave      = "save"
+	StepProgress  = "progress"
+	StepComplete  = "complete"
+	// StepInterrupted: the executor stopped (shutdown, or found dead).
+	StepInterrupted = "interrupted"
+)
+
+// stepError is a failure at one step (and batch) of the executor.
+type stepError struct {
+	step  string
+	batch int
+	err   error
+}
+
+func (e *stepError) Error() string { return fmt.Sprintf("%s: %v", e.step, e.err) }
+
+// execute runs a started run's steps (started_at was set by the start)
+// and completes or fails it. ctx is the service's: a shutdown fails the
+// run as interrupted rather than leave it running.
+func (s *Service) execute(ctx context.Context, r Run) {
+	leaseCtx, stopLease := context.WithCancel(ctx)
+	defer stopLease()
+	go s.keepLease(leaseCtx, r.ID)
+
+	err := s.steps(ctx, &r)
+	stopLease()
+	if err == nil {
+		done, ok, cerr := s.deps.Repo.CompleteRun(context.WithoutCancel(ctx), r.ID)
+		switch {
+		case cerr != nil:
+			err = &stepError{step: StepComplete, err: cerr}
+		case !ok:
+			// Failed meanwhile (a replica thought the executor dead).
+			s.log.Warn("run no longer running at completion", "run", r.ID, "state", done.State)
+			return
+		default:
+			s.m.runs.WithLabelValues(string(Completed)).Inc()
+			s.event(context.WithoutCancel(ctx), Event{Kind: EventCompleted, Run: done})
+			return
+		}
+	}
+	e := ErrorLog{Error: err.Error()}
+	if se := (*stepError)(nil); errors.As(err, &se) {
+		e = ErrorLog{Step: se.step, Batch: se.batch, Error: se.err.Error()}
+	}
+	if ctx.Err() != nil {
+		e = ErrorLog{Step: StepInterrupted, Batch: e.Batch, Error: "stopped by shutdown"}
+	}
+	// The failure is written even when ctx ended: it is the last thing
+	// this executor owes the run.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	failed, ok, ferr := s.deps.Repo.FailRun(wctx, r.ID, e)
+	if ferr != nil {
+		s.log.Error("fail run", "run", r.ID, "err", ferr)
+		return
+	}
+	if !ok {
+		return
+	}
+	s.log.Warn("run failed", "run", r.ID, "step", e.Step, "batch", e.Batch, "err", e.Error)
+	s.m.runs.WithLabelValues(string(Failed)).Inc()
+	s.event(wctx, Event{Kind: EventFailed, Run: failed})
+}
+
+// steps is the executor's work after started_at: fetch, prefilter, batch,
+// then per batch proposals, save, progress.
+func (s *Service) steps(ctx context.Context, r *Run) error {
+	msgs, err := s.deps.Repo.WindowMessages(ctx, r.ID, r.From, r.To, r.Filters.ChatID)
+	if err != nil {
+		return &stepError{step: StepFetch, err: err}
+	}
+	filtered := Prefilter(msgs, r.Filters)
+	batches := Batch(filtered, s.cfg.BatchGap, s.cfg.BatchSize)
+	if len(filtered) > 0 && len(batches) == 0 {
+		return &stepError{step: StepBatch, err: errors.New("messages left after the prefilter but no batch")}
+	}
+	updated, err := s.deps.Repo.SetProgress(ctx, r.ID, len(msgs), len(filtered), len(batches))
+	if err != nil {
+		return &stepError{step: StepBatch, err: err}
+	}
+	*r = updated
+	if err := s.progress(ctx, r); err != nil {
+		return &stepError{step: StepProgress, err: err}
+	}
+	for i, b := range batches {
+		n := i + 1
+		if err := ctx.Err(); err != nil {
+			return &stepError{step: StepProposals, batch: n, err: err}
+		}
+		start := s.deps.Clock.Now()
+		ps, err := s.propose(ctx, *r, b)
+		if err != nil {
+			return &stepError{step: StepProposals, batch: n, err: err}
+		}
+		saved, created, err := s.deps.Repo.SaveBatch(ctx, r.ID, n, len(b), ps)
+		if err != nil {
+			return &stepError{step: StepSave, batch: n, err: err}
+		}
+		*r = saved
+		s.post(ctx, *r, created)
+		if err := s.progress(ctx, r); err != nil {
+			return &stepError{step: StepProgress, batch: n, err: err}
+		}
+		s.m.batch.Observe(s.deps.Clock.Since(start).Seconds())
+	}
+	return nil
+}
+
+// propose asks the LLM for a batch's proposals, with the most similar
+// approved proposals of earlier runs when the run has rag. An invalid
+// answer is retried once.
+func (s *Service) propose(ctx context.Context, r Run, batch []Message) ([]Proposal, error) {
+	var similar []Proposal
+	if r.RAG {
+		v, err := s.deps.LLM.Embed(ctx, []string{embedText(batch)})
+		if err != nil {
+			return nil, fmt.Errorf("embed batch: %w", err)
+		}
+		if len(v) == 1 {
+			if similar, err = s.deps.Repo.Similar(ctx, r.ID, v[0], s.cfg.Similar); err != nil {
+				return nil, fmt.Errorf("similar proposals: %w", err)
+			}
+		}
+	}
+	prompt := renderBatch(batch, similar)
+	var a answer
+	err := s.deps.LLM.JSON(ctx, systemPrompt, prompt, &a)
+	if errors.Is(err, ErrInvalidAnswer) {
+		a = answer{}
+		err = s.deps.LLM.JSON(ctx, systemPrompt, prompt, &a)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return proposalsFrom(a, batch), nil
+}
+
+// post sends a batch's proposals to the admin chat with their buttons. The
+// proposals are saved already; a post that fails is logged, and the
+// proposal can still be decided from /run.
+func (s *Service) post(ctx context.Context, r Run, ps []Proposal) {
+	if len(ps) == 0 {
+		return
+	}
+	s.event(ctx, Event{Kind: EventProposalsCreated, Run: r, Proposals: ps})
+	if s.deps.Notifier == nil {
+		return
+	}
+	for _, p := range ps {
+		id, err := s.deps.Notifier.Proposal(ctx, r, p)
+		if err != nil {
+			s.log.Warn("post proposal", "proposal", p.ID, "err", err)
+			continue
+		}
+		if id != 0 {
+			if err := s.deps.Repo.SetProposalMessage(ctx, p.ID, id); err != nil {
+				s.log.Warn("record proposal message", "proposal", p.ID, "err", err)
+			}
+		}
+	}
+}
+
+// progress posts or edits the progress message and publishes the event.
+// Only recording the message can fail the run; Telegram being down only
+// leaves the message stale.
+func (s *Service) progress(ctx context.Context, r *Run) error {
+	s.event(ctx, Event{Kind: EventProgress, Run: *r})
+	if s.deps.Notifier == nil {
+		return nil
+	}
+	id, err := s.deps.Notifier.Progress(ctx, *r)
+	if err != nil {
+		s.log.Warn("progress message", "run", r.ID, "err", err)
+		return nil
+	}
+	if id != 0 && id != r.ProgressMessageID {
+		if err := s.deps.Repo.SetProgressMessage(ctx, r.ID, id); err != nil {
+			return err
+		}
+		r.ProgressMessageID = id
+	}
+	return nil
+}
+
+// keepLease renews the run's lease until ctx ends, so other replicas do
+// not take the executor for dead.
+func (s *Service) keepLease(ctx context.Context, id int64) {
+	t := s.deps.Clock.NewTicker(s.cfg.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.Chan():
+			if ok, err := s.deps.Repo.RenewLease(ctx, id, s.cfg.Lease); err != nil && ctx.Err() == nil {
+				s.log.Warn("renew run lease", "run", id, "err", err)
+			} else if err == nil && !ok {
+				return
+			}
+		}
+	}
+}

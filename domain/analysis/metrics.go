@@ -1,0 +1,37 @@
+package analysis
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	runs      *prometheus.CounterVec // runs entering each state
+	decisions *prometheus.CounterVec
+	batch     prometheus.Histogram // one batch: LLM, save, post
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "analysis_runs_total", Help: "Analysis runs entering each state.",
+		}, []string{"state"}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "analysis_proposal_decisions_total", Help: "Proposals approved or rejected.",
+		}, []string{"decision"}),
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "analysis_batch_seconds", Help: "Time to turn one batch into saved proposals.",
+			Buckets: prometheus.DefBuckets,
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.runs, m.decisions, m.batch} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,179 @@
+package analysis
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// systemPrompt asks for task proposals. The answer's shape is answer below.
+const systemPrompt = `You read a batch of messages from a team's group chat and propose the tasks they imply.
+Answer with JSON only, exactly this shape:
+{"proposals": [{"title": "...", "description": "...", "priority": "low|medium|high",
+  "assignee": "", "deadline": "", "source_message_ids": [123]}]}
+Rules:
+- Propose a task only for concrete work someone should do; chit-chat gives {"proposals": []}.
+- title: short imperative (at most 120 characters); description: what and why, from the messages.
+- assignee: only the person the messages name for it (as written there); otherwise "".
+- deadline: only when the messages state one, as YYYY-MM-DD; resolve relative dates ("tomorrow",
+  "by Friday") against the date of the message that says it; never invent one; otherwise "".
+- source_message_ids: the ids of the messages the task comes from (at least one, from this batch).
+- Do not repeat a task listed under "Already approved" unless the messages add something new.`
+
+// answer is the LLM's JSON; Validate makes a wrong shape an invalid answer
+// (retried once).
+type answer struct {
+	Proposals []answerProposal `json:"proposals"`
+}
+
+type answerProposal struct {
+	Title       string  `json:"title"`
+	Description string  `json:"description"`
+	Priority    string  `json:"priority"`
+	Assignee    string  `json:"assignee"`
+	Deadline    string  `json:"deadline"`
+	Sources     []int64 `json:"source_message_ids"`
+}
+
+// Limits on what a proposal keeps from the LLM.
+const (
+	MaxTitle       = 200
+	MaxDescription = 2000
+	MaxAssignee    = 100
+)
+
+// Validate implements the llm package's validation hook.
+func (a *answer) Validate() error {
+	if a.Proposals == nil {
+		return errors.New(`missing "proposals" array`)
+	}
+	for i, p := range a.Proposals {
+		if strings.TrimSpace(p.Title) == "" {
+			return fmt.Errorf("proposal %d: empty title", i)
+		}
+		switch strings.ToLower(strings.TrimSpace(p.Priority)) {
+		case "low", "medium", "high":
+		default:
+			return fmt.Errorf("proposal %d: priority %q", i, p.Priority)
+		}
+		if len(p.Sources) == 0 {
+			return fmt.Errorf("proposal %d: no source_message_ids", i)
+		}
+	}
+	return nil
+}
+
+// renderBatch writes the batch for the prompt: one line per message with
+// its id, its own date (for relative deadlines) and author.
+func renderBatch(batch []Message, similar []Proposal) string {
+	var sb strings.Builder
+	if len(similar) > 0 {
+		sb.WriteString("## Already approved in earlier runs (similar topics)\n")
+		for _, p := range similar {
+			fmt.Fprintf(&sb, "- %s — %s\n", oneLine(p.Title), clipRunes(oneLine(p.Description), 300))
+		}
+		sb.WriteString("\n")
+	}
+	sb.WriteString("## Messages\n")
+	for _, m := range batch {
+		fmt.Fprintf(&sb, "[id=%d %s] %s: %s\n", m.MessageID, m.Date.UTC().Format("2006-01-02 15:04 Mon"),
+			oneLine(m.Author), strings.ReplaceAll(m.Text, "\n", "\n    "))
+	}
+	return sb.String()
+}
+
+// proposalsFrom turns a valid answer into proposals, keeping only what the
+// messages back: sources from this batch (a proposal with none is
+// dropped), an assignee the cited messages mention or wrote, a deadline
+// that is a real date not before the first cited message.
+func proposalsFrom(a answer, batch []Message) []Proposal {
+	byID := make(map[int64]Message, len(batch))
+	for _, m := range batch {
+		byID[m.MessageID] = m
+	}
+	var out []Proposal
+	for _, ap := range a.Proposals {
+		var srcs []Message
+		for _, id := range ap.Sources {
+			if m, ok := byID[id]; ok && !slices.ContainsFunc(srcs, func(x Message) bool { return x.MessageID == id }) {
+				srcs = append(srcs, m)
+			}
+		}
+		if len(srcs) == 0 {
+			continue
+		}
+		p := Proposal{
+			Title:       clipRunes(oneLine(ap.Title), MaxTitle),
+			Description: clipRunes(strings.TrimSpace(ap.Description), MaxDescription),
+			Priority:    strings.ToLower(strings.TrimSpace(ap.Priority)),
+			Assignee:    stated(ap.Assignee, srcs),
+			Deadline:    deadline(ap.Deadline, srcs),
+		}
+		for _, m := range srcs {
+			p.Sources = append(p.Sources, Ref{ChatID: m.ChatID, MessageID: m.MessageID})
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// stated keeps an assignee only if a cited message names them or wrote it.
+func stated(assignee string, srcs []Message) string {
+	a := strings.TrimSpace(assignee)
+	name := strings.ToLower(strings.TrimPrefix(a, "@"))
+	if name == "" {
+		return ""
+	}
+	for _, m := range srcs {
+		if strings.Contains(strings.ToLower(m.Text), name) || strings.EqualFold(strings.TrimPrefix(m.Author, "@"), name) {
+			return clipRunes(oneLine(a), MaxAssignee)
+		}
+	}
+	return ""
+}
+
+// deadline keeps a YYYY-MM-DD date not before the earliest cited message's
+// day (a date in the past of the conversation is an invention).
+func deadline(d string, srcs []Message) string {
+	d = strings.TrimSpace(d)
+	t, err := time.Parse("2006-01-02", d)
+	if err != nil {
+		return ""
+	}
+	first := srcs[0].Date
+	for _, m := range srcs {
+		if m.Date.Before(first) {
+			first = m.Date
+		}
+	}
+	if t.Before(first.UTC().Truncate(24 * time.Hour)) {
+		return ""
+	}
+	return d
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// embedText is what a batch or a proposal is embedded as.
+func embedText(batch []Message) string {
+	var sb strings.Builder
+	for _, m := range batch {
+		sb.WriteString(oneLine(m.Text))
+		sb.WriteString("\n")
+		if sb.Len() > 4000 {
+			break
+		}
+	}
+	return sb.String()
+}

@@ -1,0 +1,296 @@
+package analysis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Message is one stored group-chat message.
+type Message struct {
+	ChatID    int64
+	MessageID int64
+	AuthorID  int64
+	Author    string // display name (first name, or @username)
+	Text      string
+	Date      time.Time
+}
+
+// Ref names a message.
+type Ref struct {
+	ChatID    int64 `json:"chat_id"`
+	MessageID int64 `json:"message_id"`
+}
+
+// Chat is a tracked group, for /chats.
+type Chat struct {
+	ID       int64
+	Title    string
+	Messages int
+	LastAt   time.Time // zero: no message yet
+	// CanRead is false when the bot found that privacy mode hides
+	// ordinary messages from it.
+	CanRead bool
+}
+
+// Filters are a run's window and prefilter, from /run_new.
+type Filters struct {
+	Window   time.Duration `json:"window"`
+	ChatID   int64         `json:"chat_id,omitempty"`
+	Keywords []string      `json:"keywords,omitempty"` // lower-case
+	MinLen   int           `json:"min_len,omitempty"`  // in characters
+	Mentions bool          `json:"mentions,omitempty"` // only messages with an @mention
+}
+
+// Run is one analysis run.
+type Run struct {
+	ID          int64
+	State       State
+	CreatedBy   int64
+	Filters     Filters
+	From, To    time.Time // the window, fixed at /run_new
+	RAG         bool
+	StartedAt   time.Time
+	CompletedAt time.Time
+	ClosedAt    time.Time
+	FailedAt    time.Time
+	ErrorLog    *ErrorLog
+	// Counters, kept by the same statements that change proposals.
+	ProposalsTotal    int
+	ProposalsPending  int
+	ProposalsApproved int
+	ProposalsRejected int
+	// Progress.
+	Messages    int // fetched in the window
+	Filtered    int // left after the prefilter
+	Batches     int
+	BatchesDone int
+	Processed   int // messages in finished batches
+	// The admin-chat progress message (zero: not posted yet).
+	ProgressMessageID int
+	Metrics           *Metrics
+	CreatedAt         time.Time
+}
+
+// ErrorLog is what a failed run stores in error_log.
+type ErrorLog struct {
+	Step  string `json:"step"`
+	Batch int    `json:"batch,omitempty"` // 1-based; 0 outside the batch loop
+	Error string `json:"error"`
+}
+
+// Metrics are stored at close as accuracy_metrics.
+type Metrics struct {
+	ProposalsTotal int     `json:"proposals_total"`
+	ApprovalRate   float64 `json:"approval_rate"`
+	RejectionRate  float64 `json:"rejection_rate"`
+}
+
+// Proposal is one task an LLM proposed from a batch.
+type Proposal struct {
+	ID          int64
+	RunID       int64
+	Batch       int
+	Title       string
+	Description string
+	Priority    string // low, medium, high
+	Assignee    string // empty unless the messages name one
+	Deadline    string // YYYY-MM-DD, empty unless the messages state one
+	Sources     []Ref
+	Decision    Decision
+	DecidedBy   int64
+	DecidedAt   time.Time
+	// The admin-chat message with the buttons (zero: not posted).
+	MessageID int
+	CreatedAt time.Time
+}
+
+// Repository is what the workflow needs from storage.
+type Repository interface {
+	SaveMessage(ctx context.Context, m Message) error
+	// EditMessage updates a stored message's text; false if unknown.
+	EditMessage(ctx context.Context, chatID, messageID int64, text string) (bool, error)
+	// TrackChat records a group the bot is in (title, whether it can read
+	// ordinary messages).
+	TrackChat(ctx context.Context, id int64, title string, canRead bool) error
+	Chats(ctx context.Context) ([]Chat, error)
+
+	// CreateRun inserts a pending run unless an unclosed run exists, in one
+	// statement serialised against concurrent creates; the blocking runs'
+	// ids otherwise (and no run).
+	CreateRun(ctx context.Context, r Run) (Run, []int64, error)
+	// Run returns one run; domain.ErrNotFound if none.
+	Run(ctx context.Context, id int64) (Run, error)
+	// Runs lists runs newest first, with the total count.
+	Runs(ctx context.Context, offset, limit int) ([]Run, int, error)
+	// StartRun moves pending → running, sets started_at, rag and the
+	// executor's lease; ok false (with the run as it is) otherwise.
+	StartRun(ctx context.Context, id int64, rag bool, lease time.Duration) (Run, bool, error)
+	// RenewLease extends a running run's lease; false if it is no longer
+	// running.
+	RenewLease(ctx context.Context, id int64, lease time.Duration) (bool, error)
+	// FailInterrupted fails every running run whose lease expired with
+	// error_log {"step":"interrupted"}; the runs failed.
+	FailInterrupted(ctx context.Context) ([]Run, error)
+	// FailRun moves running → failed with the error log.
+	FailRun(ctx context.Context, id int64, e ErrorLog) (Run, bool, error)
+	// CompleteRun moves running → completed.
+	CompleteRun(ctx context.Context, id int64) (Run, bool, error)
+	// CloseRun moves completed → closed with metrics computed from the
+	// counters, only when proposals_pending = 0; ok false (with the run as
+	// it is) otherwise.
+	CloseRun(ctx context.Context, id int64) (Run, bool, error)
+	// SetProgress records the window's counts and the number of batches.
+	SetProgress(ctx context.Context, id int64, messages, filtered, batches int) (Run, error)
+	// SetProgressMessage records the admin-chat progress message.
+	SetProgressMessage(ctx context.Context, id int64, messageID int) error
+
+	// WindowMessages returns the window's messages (of one chat if chatID
+	// is not 0) oldest first, leaving out those a proposal of another run
+	// already cites.
+	WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]Message, error)
+	// SaveBatch stores a batch's proposals and adds them to the run's
+	// counters (proposals_total, proposals_pending, batches_done,
+	// processed) in one transaction; the run after it.
+	SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []Proposal) (Run, []Proposal, error)
+	// SetProposalMessage records the admin-chat message of a proposal.
+	SetProposalMessage(ctx context.Context, id int64, messageID int) error
+	// Decide sets a pending proposal's decision and moves the run's
+	// counters in the same statement; ok false (with the proposal as it is)
+	// if it was decided already. domain.ErrNotFound if unknown.
+	Decide(ctx context.Context, id int64, d Decision, by int64) (Proposal, Run, bool, error)
+
+	// SaveEmbedding stores an approved proposal's embedding.
+	SaveEmbedding(ctx context.Context, proposalID int64, v []float32) error
+	// Similar returns the k approved proposals of runs other than runID
+	// most similar (cosine) to v.
+	Similar(ctx context.Context, runID int64, v []float32, k int) ([]Proposal, error)
+}
+
+// LLM is the port to the model (llm.AnalysisPort implements it).
+type LLM interface {
+	// JSON asks for a JSON answer and decodes it into out;
+	// ErrInvalidAnswer when the answer is not valid JSON of that shape.
+	JSON(ctx context.Context, system, prompt string, out any) error
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// ErrInvalidAnswer: the LLM's answer was not the JSON asked for.
+var ErrInvalidAnswer = errors.New("invalid LLM answer")
+
+// EventKind names a run event.
+type EventKind string
+
+// Run events, to the admin chat and pg_notify('analysis_runs', …).
+const (
+	EventCreated          EventKind = "run_created"
+	EventStarted          EventKind = "run_started"
+	EventProgress         EventKind = "progress_updated"
+	EventProposalsCreated EventKind = "proposals_created"
+	EventCompleted        EventKind = "run_completed"
+	EventFailed           EventKind = "run_failed"
+	EventClosed           EventKind = "run_closed"
+)
+
+// Event is one run event.
+type Event struct {
+	Kind      EventKind
+	Run       Run
+	Proposals []Proposal // proposals_created
+}
+
+// Notifier is what the workflow needs from Telegram (the bot).
+type Notifier interface {
+	// Event posts a run event to the admin chat (progress_updated edits the
+	// progress message instead; see Progress).
+	Event(ctx context.Context, e Event) error
+	// Progress posts or edits the run's progress message; the message id.
+	Progress(ctx context.Context, r Run) (int, error)
+	// Proposal posts a proposal with Approve / Reject; the message id.
+	Proposal(ctx context.Context, r Run, p Proposal) (int, error)
+}
+
+// Publisher sends events to pg_notify('analysis_runs', …) (storage).
+type Publisher interface {
+	Publish(ctx context.Context, payload string) error
+}
+
+// Errors the bot turns into answers.
+var (
+	// ErrForbidden: not an admin.
+	ErrForbidden = errors.New("admins only")
+	// ErrState: the run is not in a state the command acts on.
+	ErrState = errors.New("run in another state")
+	// ErrDecided: the proposal was decided already.
+	ErrDecided = errors.New("proposal already decided")
+)
+
+// UnclosedError refuses /run_new while runs are unclosed (the original's 409).
+type UnclosedError struct{ IDs []int64 }
+
+func (e *UnclosedError) Error() string { return fmt.Sprintf("unclosed runs %v", e.IDs) }
+
+// PendingError refuses /run_close while proposals wait (the original's 400).
+type PendingError struct{ Pending int }
+
+func (e *PendingError) Error() string { return fmt.Sprintf("%d proposals pending", e.Pending) }
+
+// InputError is user input refused with a locale key explaining why.
+type InputError struct {
+	Key string
+	Arg string
+}
+
+func (e *InputError) Error() string { return "analysis: invalid input: " + e.Key }
+
+// Config is the workflow's part of the configuration.
+type Config struct {
+	BatchGap  time.Duration // ANALYSIS_BATCH_GAP (10m)
+	BatchSize int           // 50
+	Lease     time.Duration // executor lease (1m)
+	Similar   int           // RAG context size (5)
+}
+
+func (c Config) withDefaults() Config {
+	if c.BatchGap <= 0 {
+		c.BatchGap = 10 * time.Minute
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 50
+	}
+	if c.Lease <= 0 {
+		c.Lease = time.Minute
+	}
+	if c.Similar <= 0 {
+		c.Similar = 5
+	}
+	return c
+}
+
+// Deps are the workflow's collaborators.
+type Deps struct {
+	Repo       Repository
+	LLM        LLM
+	Notifier   Notifier
+	Publisher  Publisher
+	Clock      clockwork.Clock
+	Log        *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// eventPayload is the pg_notify payload: small, so it stays far under
+// PostgreSQL's 8000-byte limit.
+func eventPayload(e Event) string {
+	b, _ := json.Marshal(map[string]any{
+		"event": e.Kind, "run": e.Run.ID, "state": e.Run.State,
+		"proposals_total": e.Run.ProposalsTotal, "proposals_pending": e.Run.ProposalsPending,
+		"batches_done": e.Run.BatchesDone, "batches": e.Run.Batches,
+	})
+	return string(b)
+}

@@ -1,0 +1,820 @@
+package storage_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
+	"switchboard/domain/analysis"
+	"switchboard/storage"
+	"switchboard/storage/storagetest"
+)
+
+// afx is an analysis fixture over one test database.
+type afx struct {
+	t   testing.TB
+	ctx context.Context
+	st  *storage.Store
+}
+
+func newAnalysis(t *testing.T) *afx {
+	return &afx{t: t, ctx: ctxT(t), st: storagetest.New(t)}
+}
+
+var winFrom = time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+
+func (f *afx) exec(sql string, args ...any) int64 {
+	f.t.Helper()
+	tag, err := f.st.Pool().Exec(f.ctx, sql, args...)
+	require.NoError(f.t, err)
+	return tag.RowsAffected()
+}
+
+// create requires a new pending run.
+func (f *afx) create() analysis.Run {
+	f.t.Helper()
+	r, blocked, err := f.st.CreateRun(f.ctx, analysis.Run{CreatedBy: 7, From: winFrom, To: winFrom.Add(24 * time.Hour),
+		Filters: analysis.Filters{Window: 24 * time.Hour}})
+	require.NoError(f.t, err)
+	require.Empty(f.t, blocked)
+	require.NotZero(f.t, r.ID)
+	return r
+}
+
+// running requires a new run started with a one-hour lease.
+func (f *afx) running() analysis.Run {
+	f.t.Helper()
+	r, ok, err := f.st.StartRun(f.ctx, f.create().ID, false, time.Hour)
+	require.NoError(f.t, err)
+	require.True(f.t, ok)
+	return r
+}
+
+func (f *afx) complete(id int64) analysis.Run {
+	f.t.Helper()
+	r, ok, err := f.st.CompleteRun(f.ctx, id)
+	require.NoError(f.t, err)
+	require.True(f.t, ok)
+	return r
+}
+
+func (f *afx) closeRun(id int64) analysis.Run {
+	f.t.Helper()
+	r, ok, err := f.st.CloseRun(f.ctx, id)
+	require.NoError(f.t, err)
+	require.True(f.t, ok)
+	require.Equal(f.t, analysis.Closed, r.State)
+	return r
+}
+
+func (f *afx) decide(id int64, d analysis.Decision) analysis.Run {
+	f.t.Helper()
+	p, r, ok, err := f.st.Decide(f.ctx, id, d, 7)
+	require.NoError(f.t, err)
+	require.True(f.t, ok)
+	require.Equal(f.t, d, p.Decision)
+	return r
+}
+
+func ref(chat, message int64) analysis.Ref { return analysis.Ref{ChatID: chat, MessageID: message} }
+
+func proposal(title string, sources ...analysis.Ref) analysis.Proposal {
+	return analysis.Proposal{Title: title, Description: "do " + title, Priority: "medium", Sources: sources}
+}
+
+// batch saves n proposals as the run's next batch.
+func (f *afx) batch(runID int64, batch, n int) []analysis.Proposal {
+	f.t.Helper()
+	ps := make([]analysis.Proposal, n)
+	for i := range ps {
+		ps[i] = proposal(fmt.Sprintf("task %d.%d", batch, i+1))
+	}
+	_, out, err := f.st.SaveBatch(f.ctx, runID, batch, 10, ps)
+	require.NoError(f.t, err)
+	require.Len(f.t, out, n)
+	return out
+}
+
+func (f *afx) message(chat, id int64, at time.Time, text string) {
+	f.t.Helper()
+	require.NoError(f.t, f.st.SaveMessage(f.ctx, analysis.Message{ChatID: chat, MessageID: id, AuthorID: 100 + id,
+		Author: fmt.Sprintf("user%d", id), Text: text, Date: at}))
+}
+
+func (f *afx) claimedUntilIn(id int64) time.Duration {
+	f.t.Helper()
+	var secs float64
+	require.NoError(f.t, f.st.Pool().QueryRow(f.ctx,
+		`SELECT extract(epoch FROM claimed_until - now()) FROM analysis_runs WHERE id = $1`, id).Scan(&secs))
+	return time.Duration(secs * float64(time.Second))
+}
+
+func requireRefused(t testing.TB, r analysis.Run, ok bool, err error, state analysis.State) {
+	t.Helper()
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Equal(t, state, r.State, "the run as it is")
+}
+
+func TestAnalysisRunLifecycle(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	filters := analysis.Filters{Window: 7 * 24 * time.Hour, ChatID: -100, Keywords: []string{"deploy", "bug"}, MinLen: 10, Mentions: true}
+	r, blocked, err := f.st.CreateRun(f.ctx, analysis.Run{CreatedBy: 42, Filters: filters, From: winFrom, To: winFrom.Add(filters.Window)})
+	require.NoError(t, err)
+	require.Empty(t, blocked)
+	require.Equal(t, analysis.Pending, r.State)
+	require.Equal(t, int64(42), r.CreatedBy)
+	require.Equal(t, filters, r.Filters)
+	require.True(t, r.From.Equal(winFrom))
+	require.True(t, r.To.Equal(winFrom.Add(filters.Window)))
+	require.False(t, r.CreatedAt.IsZero())
+	require.True(t, r.StartedAt.IsZero())
+	require.Nil(t, r.ErrorLog)
+	require.Nil(t, r.Metrics)
+	got, err := f.st.Run(f.ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, r, got)
+
+	// Nothing but start leaves pending.
+	x, ok, err := f.st.CompleteRun(f.ctx, r.ID)
+	requireRefused(t, x, ok, err, analysis.Pending)
+	x, ok, err = f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"})
+	requireRefused(t, x, ok, err, analysis.Pending)
+	x, ok, err = f.st.CloseRun(f.ctx, r.ID)
+	requireRefused(t, x, ok, err, analysis.Pending)
+	renewed, err := f.st.RenewLease(f.ctx, r.ID, time.Hour)
+	require.NoError(t, err)
+	require.False(t, renewed)
+	_, err = f.st.SetProgress(f.ctx, r.ID, 1, 1, 1)
+	require.ErrorIs(t, err, analysis.ErrState)
+	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 1, 1, []analysis.Proposal{proposal("a")})
+	require.ErrorIs(t, err, analysis.ErrState)
+
+	// pending → running
+	r, ok, err = f.st.StartRun(f.ctx, r.ID, true, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, analysis.Running, r.State)
+	require.True(t, r.RAG)
+	require.WithinDuration(t, time.Now(), r.StartedAt, time.Minute)
+	require.InDelta(t, time.Minute.Seconds(), f.claimedUntilIn(r.ID).Seconds(), 5)
+	x, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Minute)
+	requireRefused(t, x, ok, err, analysis.Running)
+	require.True(t, x.RAG, "a refused start changes nothing")
+	x, ok, err = f.st.CloseRun(f.ctx, r.ID)
+	requireRefused(t, x, ok, err, analysis.Running)
+
+	renewed, err = f.st.RenewLease(f.ctx, r.ID, time.Hour)
+	require.NoError(t, err)
+	require.True(t, renewed)
+	require.InDelta(t, time.Hour.Seconds(), f.claimedUntilIn(r.ID).Seconds(), 5)
+
+	r, err = f.st.SetProgress(f.ctx, r.ID, 100, 40, 2)
+	require.NoError(t, err)
+	require.Equal(t, [3]int{100, 40, 2}, [3]int{r.Messages, r.Filtered, r.Batches})
+	require.NoError(t, f.st.SetProgressMessage(f.ctx, r.ID, 555))
+	r, err = f.st.Run(f.ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, 555, r.ProgressMessageID)
+
+	ps := f.batch(r.ID, 1, 2)
+
+	// running → completed; the lease is released.
+	r = f.complete(r.ID)
+	require.Equal(t, analysis.Completed, r.State)
+	require.False(t, r.CompletedAt.IsZero())
+	require.Equal(t, 1, int(f.exec(`SELECT 1 FROM analysis_runs WHERE id = $1 AND claimed_until IS NULL`, r.ID)))
+	x, ok, err = f.st.CompleteRun(f.ctx, r.ID)
+	requireRefused(t, x, ok, err, analysis.Completed)
+	x, ok, err = f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"})
+	requireRefused(t, x, ok, err, analysis.Completed)
+	x, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Minute)
+	requireRefused(t, x, ok, err, analysis.Completed)
+	renewed, err = f.st.RenewLease(f.ctx, r.ID, time.Hour)
+	require.NoError(t, err)
+	require.False(t, renewed)
+	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 2, 1, []analysis.Proposal{proposal("late")})
+	require.ErrorIs(t, err, analysis.ErrState)
+
+	// completed → closed only when nothing is pending.
+	x, ok, err = f.st.CloseRun(f.ctx, r.ID)
+	requireRefused(t, x, ok, err, analysis.Completed)
+	require.Equal(t, 2, x.ProposalsPending)
+	f.decide(ps[0].ID, analysis.Approved)
+	x, ok, err = f.st.CloseRun(f.ctx, r.ID)
+	requireRefused(t, x, ok, err, analysis.Completed)
+	f.decide(ps[1].ID, analysis.Rejected)
+	r = f.closeRun(r.ID)
+	require.False(t, r.ClosedAt.IsZero())
+	require.Equal(t, &analysis.Metrics{ProposalsTotal: 2, ApprovalRate: 0.5, RejectionRate: 0.5}, r.Metrics)
+	x, ok, err = f.st.CloseRun(f.ctx, r.ID)
+	requireRefused(t, x, ok, err, analysis.Closed)
+	x, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Minute)
+	requireRefused(t, x, ok, err, analysis.Closed)
+	got, err = f.st.Run(f.ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, r, got)
+
+	// Unknown runs.
+	_, err = f.st.Run(f.ctx, 999)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	_, _, err = f.st.StartRun(f.ctx, 999, false, time.Minute)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	_, _, err = f.st.CompleteRun(f.ctx, 999)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	_, _, err = f.st.FailRun(f.ctx, 999, analysis.ErrorLog{Step: "x", Error: "y"})
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	_, _, err = f.st.CloseRun(f.ctx, 999)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	_, err = f.st.SetProgress(f.ctx, 999, 1, 1, 1)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	require.ErrorIs(t, f.st.SetProgressMessage(f.ctx, 999, 1), domain.ErrNotFound)
+	_, _, err = f.st.SaveBatch(f.ctx, 999, 1, 1, nil)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	renewed, err = f.st.RenewLease(f.ctx, 999, time.Hour)
+	require.NoError(t, err)
+	require.False(t, renewed)
+}
+
+func TestAnalysisFailRun(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	r := f.running()
+	e := analysis.ErrorLog{Step: "proposals", Batch: 3, Error: "llm: breaker open"}
+	r, ok, err := f.st.FailRun(f.ctx, r.ID, e)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, analysis.Failed, r.State)
+	require.False(t, r.FailedAt.IsZero())
+	require.Equal(t, &e, r.ErrorLog)
+
+	x, ok, err := f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "again", Error: "again"})
+	requireRefused(t, x, ok, err, analysis.Failed)
+	require.Equal(t, &e, x.ErrorLog, "the first error stays")
+	x, ok, err = f.st.CompleteRun(f.ctx, r.ID)
+	requireRefused(t, x, ok, err, analysis.Failed)
+	x, ok, err = f.st.CloseRun(f.ctx, r.ID)
+	requireRefused(t, x, ok, err, analysis.Failed)
+	x, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Minute)
+	requireRefused(t, x, ok, err, analysis.Failed)
+	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 1, 1, []analysis.Proposal{proposal("a")})
+	require.ErrorIs(t, err, analysis.ErrState)
+	_, err = f.st.SetProgress(f.ctx, r.ID, 1, 1, 1)
+	require.ErrorIs(t, err, analysis.ErrState)
+
+	// A failed run is closed for the one-unclosed rule.
+	f.create()
+}
+
+func TestAnalysisCloseMetrics(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	// No proposals: rates are 0, not a division by zero.
+	r := f.running()
+	f.batch(r.ID, 1, 0)
+	f.complete(r.ID)
+	r = f.closeRun(r.ID)
+	require.Equal(t, &analysis.Metrics{}, r.Metrics)
+
+	r = f.running()
+	ps := f.batch(r.ID, 1, 3)
+	f.complete(r.ID)
+	f.decide(ps[0].ID, analysis.Approved)
+	f.decide(ps[1].ID, analysis.Rejected)
+	f.decide(ps[2].ID, analysis.Rejected)
+	r = f.closeRun(r.ID)
+	require.Equal(t, &analysis.Metrics{ProposalsTotal: 3, ApprovalRate: 0.3333, RejectionRate: 0.6667}, r.Metrics)
+	require.Equal(t, [4]int{3, 0, 1, 2}, [4]int{r.ProposalsTotal, r.ProposalsPending, r.ProposalsApproved, r.ProposalsRejected})
+}
+
+func TestAnalysisOneUnclosedRun(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	try := func() (analysis.Run, []int64) {
+		t.Helper()
+		r, blocked, err := f.st.CreateRun(f.ctx, analysis.Run{CreatedBy: 1, From: winFrom, To: winFrom.Add(time.Hour)})
+		require.NoError(t, err)
+		return r, blocked
+	}
+	a := f.create()
+	for _, step := range []func(){
+		func() {},
+		func() { _, _, _ = f.st.StartRun(f.ctx, a.ID, false, time.Hour) },
+		func() { f.complete(a.ID) },
+	} {
+		step()
+		r, blocked := try()
+		require.Zero(t, r.ID, "no run created")
+		require.Equal(t, []int64{a.ID}, blocked)
+	}
+	f.closeRun(a.ID)
+	b, blocked := try()
+	require.Empty(t, blocked)
+	require.NotZero(t, b.ID)
+
+	// reviewed blocks too (nothing enters it yet); cancelled does not.
+	f.exec(`UPDATE analysis_runs SET state = 'reviewed' WHERE id = $1`, b.ID)
+	_, blocked = try()
+	require.Equal(t, []int64{b.ID}, blocked)
+	f.exec(`UPDATE analysis_runs SET state = 'cancelled' WHERE id = $1`, b.ID)
+	c, blocked := try()
+	require.Empty(t, blocked)
+	require.Equal(t, analysis.Pending, c.State)
+
+	// The index's predicate is exactly analysis.Unclosed.
+	var def string
+	require.NoError(t, f.st.Pool().QueryRow(f.ctx,
+		`SELECT pg_get_indexdef('analysis_runs_one_unclosed'::regclass)`).Scan(&def))
+	for _, s := range analysis.States {
+		quoted := "'" + string(s) + "'"
+		require.Equal(t, slices.Contains(analysis.Unclosed, s), strings.Contains(def, quoted), "%s in %s", s, def)
+	}
+}
+
+// Twenty /run_new at once: exactly one run, the others are told its id.
+func TestAnalysisCreateRunConcurrent(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	const n = 20
+	type result struct {
+		run     analysis.Run
+		blocked []int64
+		err     error
+	}
+	results := make([]result, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			r, blocked, err := f.st.CreateRun(f.ctx, analysis.Run{CreatedBy: int64(i), From: winFrom, To: winFrom.Add(time.Hour)})
+			results[i] = result{r, blocked, err}
+		})
+	}
+	close(start)
+	wg.Wait()
+	var created []analysis.Run
+	for _, r := range results {
+		require.NoError(t, r.err)
+		if r.run.ID != 0 {
+			require.Empty(t, r.blocked)
+			created = append(created, r.run)
+		}
+	}
+	require.Len(t, created, 1)
+	for _, r := range results {
+		if r.run.ID == 0 {
+			require.Equal(t, []int64{created[0].ID}, r.blocked)
+		}
+	}
+	require.Equal(t, 1, int(f.exec(`SELECT id FROM analysis_runs`)))
+}
+
+// Twenty presses on one proposal's buttons at once: one decision, exact
+// counters.
+func TestAnalysisDecideConcurrent(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	r := f.running()
+	ps := f.batch(r.ID, 1, 2)
+	const n = 20
+	type result struct {
+		p   analysis.Proposal
+		r   analysis.Run
+		ok  bool
+		err error
+	}
+	results := make([]result, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			d := analysis.Approved
+			if i%2 == 1 {
+				d = analysis.Rejected
+			}
+			p, r, ok, err := f.st.Decide(f.ctx, ps[0].ID, d, int64(1000+i))
+			results[i] = result{p, r, ok, err}
+		})
+	}
+	close(start)
+	wg.Wait()
+	var winner *result
+	for i := range results {
+		res := &results[i]
+		require.NoError(t, res.err)
+		require.Equal(t, ps[0].ID, res.p.ID)
+		require.Equal(t, r.ID, res.r.ID)
+		if res.ok {
+			require.Nil(t, winner, "two presses decided")
+			winner = res
+		}
+	}
+	require.NotNil(t, winner)
+	require.Equal(t, 1, winner.r.ProposalsApproved+winner.r.ProposalsRejected)
+	for _, res := range results {
+		require.Equal(t, winner.p.Decision, res.p.Decision)
+		require.Equal(t, winner.p.DecidedBy, res.p.DecidedBy)
+	}
+	got, err := f.st.Run(f.ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, 2, got.ProposalsTotal)
+	require.Equal(t, 1, got.ProposalsPending)
+	require.Equal(t, 1, got.ProposalsApproved+got.ProposalsRejected)
+	if winner.p.Decision == analysis.Approved {
+		require.Equal(t, 1, got.ProposalsApproved)
+	} else {
+		require.Equal(t, 1, got.ProposalsRejected)
+	}
+	require.False(t, winner.p.DecidedAt.IsZero())
+
+	// The other proposal is untouched; unknown proposals and bad
+	// decisions are refused.
+	p, _, ok, err := f.st.Decide(f.ctx, ps[1].ID, analysis.Rejected, 9)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(9), p.DecidedBy)
+	_, _, _, err = f.st.Decide(f.ctx, 999, analysis.Approved, 9)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	_, _, _, err = f.st.Decide(f.ctx, ps[1].ID, analysis.Undecided, 9)
+	require.Error(t, err)
+}
+
+func TestAnalysisSaveBatch(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	r := f.running()
+	in := []analysis.Proposal{
+		{Title: "Fix login", Description: "users cannot log in", Priority: "high", Assignee: "@ann", Deadline: "2025-03-05",
+			Sources: []analysis.Ref{{ChatID: 2, MessageID: 9}, {ChatID: 1, MessageID: 5}, {ChatID: 2, MessageID: 9}}},
+		{Title: "Update docs", Priority: "low"},
+	}
+	run, out, err := f.st.SaveBatch(f.ctx, r.ID, 1, 30, in)
+	require.NoError(t, err)
+	require.Equal(t, [4]int{2, 2, 1, 30}, [4]int{run.ProposalsTotal, run.ProposalsPending, run.BatchesDone, run.Processed})
+	require.Len(t, out, 2)
+	require.Less(t, out[0].ID, out[1].ID)
+	for i, p := range out {
+		require.NotZero(t, p.ID)
+		require.Equal(t, r.ID, p.RunID)
+		require.Equal(t, 1, p.Batch)
+		require.Equal(t, analysis.Undecided, p.Decision)
+		require.Equal(t, in[i].Title, p.Title)
+		require.Equal(t, in[i].Description, p.Description)
+		require.Equal(t, in[i].Priority, p.Priority)
+		require.Equal(t, in[i].Assignee, p.Assignee)
+		require.Equal(t, in[i].Deadline, p.Deadline)
+		require.False(t, p.CreatedAt.IsZero())
+	}
+	require.Equal(t, []analysis.Ref{{ChatID: 1, MessageID: 5}, {ChatID: 2, MessageID: 9}}, out[0].Sources, "sorted, without duplicates")
+	require.Empty(t, out[1].Sources)
+
+	// A batch without proposals still counts.
+	run, out2, err := f.st.SaveBatch(f.ctx, r.ID, 2, 12, nil)
+	require.NoError(t, err)
+	require.Empty(t, out2)
+	require.Equal(t, [4]int{2, 2, 2, 42}, [4]int{run.ProposalsTotal, run.ProposalsPending, run.BatchesDone, run.Processed})
+
+	// A proposal the schema refuses rolls the whole batch back.
+	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 3, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}})
+	require.Error(t, err)
+	got, err := f.st.Run(f.ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, run, got)
+	require.Equal(t, 2, int(f.exec(`SELECT 1 FROM analysis_proposals`)))
+
+	// The stored proposal, as a refused Decide returns it, with its message.
+	require.NoError(t, f.st.SetProposalMessage(f.ctx, out[0].ID, 321))
+	require.ErrorIs(t, f.st.SetProposalMessage(f.ctx, 999, 1), domain.ErrNotFound)
+	f.decide(out[0].ID, analysis.Approved)
+	p, _, ok, err := f.st.Decide(f.ctx, out[0].ID, analysis.Rejected, 8)
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Equal(t, analysis.Approved, p.Decision)
+	require.Equal(t, int64(7), p.DecidedBy)
+	require.Equal(t, 321, p.MessageID)
+	require.Equal(t, out[0].Sources, p.Sources)
+	require.Equal(t, out[0].Title, p.Title)
+}
+
+func TestAnalysisWindowMessages(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	at := func(min int) time.Time { return winFrom.Add(time.Duration(min) * time.Minute) }
+	f.message(1, 1, at(-1), "before the window")
+	f.message(1, 2, at(0), "first, on the boundary")
+	f.message(2, 1, at(5), "chat 2 at 5")
+	f.message(1, 3, at(5), "chat 1 at 5")
+	f.message(1, 4, at(10), "cited by run A")
+	f.message(2, 2, at(20), "cited by run B")
+	f.message(1, 5, at(60), "at the end: outside")
+	to := at(60)
+	refs := func(ms []analysis.Message) []analysis.Ref {
+		out := []analysis.Ref{}
+		for _, m := range ms {
+			out = append(out, analysis.Ref{ChatID: m.ChatID, MessageID: m.MessageID})
+		}
+		return out
+	}
+
+	a := f.running()
+	all, err := f.st.WindowMessages(f.ctx, a.ID, winFrom, to, 0)
+	require.NoError(t, err)
+	require.Equal(t, []analysis.Ref{ref(1, 2), ref(1, 3), ref(2, 1), ref(1, 4), ref(2, 2)}, refs(all))
+	require.Equal(t, analysis.Message{ChatID: 1, MessageID: 2, AuthorID: 102, Author: "user2", Text: "first, on the boundary",
+		Date: at(0)}, all[0])
+
+	_, ps, err := f.st.SaveBatch(f.ctx, a.ID, 1, 2, []analysis.Proposal{proposal("a", analysis.Ref{ChatID: 1, MessageID: 4})})
+	require.NoError(t, err)
+	// Run A still sees the message its own proposal cites.
+	got, err := f.st.WindowMessages(f.ctx, a.ID, winFrom, to, 0)
+	require.NoError(t, err)
+	require.Equal(t, refs(all), refs(got))
+	f.complete(a.ID)
+	f.decide(ps[0].ID, analysis.Approved)
+	f.closeRun(a.ID)
+
+	b := f.running()
+	got, err = f.st.WindowMessages(f.ctx, b.ID, winFrom, to, 0)
+	require.NoError(t, err)
+	require.Equal(t, []analysis.Ref{ref(1, 2), ref(1, 3), ref(2, 1), ref(2, 2)}, refs(got), "run A's citation left out")
+	got, err = f.st.WindowMessages(f.ctx, b.ID, winFrom, to, 2)
+	require.NoError(t, err)
+	require.Equal(t, []analysis.Ref{ref(2, 1), ref(2, 2)}, refs(got), "one chat")
+	_, _, err = f.st.SaveBatch(f.ctx, b.ID, 1, 1, []analysis.Proposal{proposal("b", analysis.Ref{ChatID: 2, MessageID: 2})})
+	require.NoError(t, err)
+	got, err = f.st.WindowMessages(f.ctx, a.ID, winFrom, to, 0)
+	require.NoError(t, err)
+	require.Equal(t, []analysis.Ref{ref(1, 2), ref(1, 3), ref(2, 1), ref(1, 4)}, refs(got), "run B's citation left out of A's window")
+	got, err = f.st.WindowMessages(f.ctx, b.ID, at(100), at(200), 0)
+	require.NoError(t, err)
+	require.Empty(t, got)
+}
+
+// A benchmark pushes 10 000 messages through a run in ≤ 10 s: reading the
+// window must stay a small part of that.
+func TestAnalysisWindowMessages10k(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	f.exec(`INSERT INTO group_messages (chat_id, message_id, author_id, author, text, date)
+SELECT i % 5, i, i % 50, 'user', 'message number ' || i, $1::timestamptz + i * interval '1 second'
+FROM generate_series(1, 12000) AS i`, winFrom)
+	f.exec(`ANALYZE group_messages`)
+	r := f.running()
+	// An earlier run's proposals cite 1 000 of them.
+	f.exec(`INSERT INTO analysis_runs (id, state, created_by, window_from, window_to, error_log)
+VALUES (1000, 'failed', 1, $1, $1, '{}')`, winFrom)
+	f.exec(`INSERT INTO analysis_proposals (id, run_id, batch, title, priority) VALUES (1000, 1000, 1, 'old', 'low')`)
+	f.exec(`INSERT INTO analysis_proposal_sources (proposal_id, run_id, chat_id, message_id)
+SELECT 1000, 1000, i % 5, i FROM generate_series(1, 10000, 10) AS i`)
+	start := time.Now()
+	got, err := f.st.WindowMessages(f.ctx, r.ID, winFrom, winFrom.Add(10000*time.Second+time.Millisecond), 0)
+	took := time.Since(start)
+	require.NoError(t, err)
+	require.Len(t, got, 9000)
+	for i := 1; i < len(got); i++ {
+		require.True(t, got[i-1].Date.Before(got[i].Date))
+	}
+	require.Less(t, took, 2*time.Second)
+	t.Logf("10 000-message window read in %v", took)
+}
+
+func TestAnalysisFailInterrupted(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	failed, err := f.st.FailInterrupted(f.ctx)
+	require.NoError(t, err)
+	require.Empty(t, failed)
+
+	// A live lease is left alone; an expired one fails the run once.
+	r := f.running()
+	failed, err = f.st.FailInterrupted(f.ctx)
+	require.NoError(t, err)
+	require.Empty(t, failed)
+	r, ok, err := f.st.StartRun(f.ctx, r.ID, false, time.Hour)
+	requireRefused(t, r, ok, err, analysis.Running)
+	f.exec(`UPDATE analysis_runs SET claimed_until = now() - interval '1 second' WHERE id = $1`, r.ID)
+	failed, err = f.st.FailInterrupted(f.ctx)
+	require.NoError(t, err)
+	require.Len(t, failed, 1)
+	require.Equal(t, r.ID, failed[0].ID)
+	require.Equal(t, analysis.Failed, failed[0].State)
+	require.False(t, failed[0].FailedAt.IsZero())
+	require.Equal(t, &analysis.ErrorLog{Step: "interrupted", Error: "the executor stopped (process killed or restarted)"}, failed[0].ErrorLog)
+	failed, err = f.st.FailInterrupted(f.ctx)
+	require.NoError(t, err)
+	require.Empty(t, failed)
+	renewed, err := f.st.RenewLease(f.ctx, r.ID, time.Hour)
+	require.NoError(t, err)
+	require.False(t, renewed, "the interrupted executor cannot come back")
+
+	// A lease that runs out by itself.
+	r, ok, err = f.st.StartRun(f.ctx, f.create().ID, false, 50*time.Millisecond)
+	require.NoError(t, err)
+	require.True(t, ok)
+	failed, err = f.st.FailInterrupted(f.ctx)
+	require.NoError(t, err)
+	require.Empty(t, failed)
+	time.Sleep(100 * time.Millisecond)
+	failed, err = f.st.FailInterrupted(f.ctx)
+	require.NoError(t, err)
+	require.Len(t, failed, 1)
+	require.Equal(t, r.ID, failed[0].ID)
+
+	// Runs in other states are never touched, whatever their claimed_until.
+	c := f.running()
+	f.complete(c.ID)
+	f.exec(`UPDATE analysis_runs SET claimed_until = now() - interval '1 hour' WHERE id = $1`, c.ID)
+	failed, err = f.st.FailInterrupted(f.ctx)
+	require.NoError(t, err)
+	require.Empty(t, failed)
+	got, err := f.st.Run(f.ctx, c.ID)
+	require.NoError(t, err)
+	require.Equal(t, analysis.Completed, got.State)
+}
+
+func TestAnalysisSimilar(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	ids := func(ps []analysis.Proposal) []int64 {
+		out := []int64{}
+		for _, p := range ps {
+			out = append(out, p.ID)
+		}
+		return out
+	}
+	a := f.running()
+	ps := f.batch(a.ID, 1, 6)
+	f.complete(a.ID)
+	vectors := [][]float32{
+		{1, 0, 0},     // 0: approved, the closest
+		{0.7, 0.7, 0}, // 1: approved
+		{0, 0, 1},     // 2: approved, orthogonal
+		{1, 0, 0},     // 3: rejected
+		{1, 0},        // 4: approved, another dimension
+		nil,           // 5: approved, no embedding
+	}
+	for i, p := range ps {
+		d := analysis.Approved
+		if i == 3 {
+			d = analysis.Rejected
+		}
+		f.decide(p.ID, d)
+		if vectors[i] != nil {
+			require.NoError(t, f.st.SaveEmbedding(f.ctx, p.ID, vectors[i]))
+		}
+	}
+	f.closeRun(a.ID)
+	// Replacing an embedding.
+	require.NoError(t, f.st.SaveEmbedding(f.ctx, ps[2].ID, []float32{0, 0.1, 1}))
+	require.ErrorIs(t, f.st.SaveEmbedding(f.ctx, 999, []float32{1}), domain.ErrNotFound)
+
+	b := f.running()
+	own := f.batch(b.ID, 1, 1)
+	f.decide(own[0].ID, analysis.Approved)
+	require.NoError(t, f.st.SaveEmbedding(f.ctx, own[0].ID, []float32{1, 0.1, 0}))
+
+	q := []float32{1, 0.1, 0}
+	got, err := f.st.Similar(f.ctx, b.ID, q, 5)
+	require.NoError(t, err)
+	require.Equal(t, []int64{ps[0].ID, ps[1].ID, ps[2].ID}, ids(got), "approved, of other runs, same dimension, most similar first")
+	require.Equal(t, ps[0].Title, got[0].Title)
+	require.Equal(t, analysis.Approved, got[0].Decision)
+	got, err = f.st.Similar(f.ctx, b.ID, q, 2)
+	require.NoError(t, err)
+	require.Equal(t, []int64{ps[0].ID, ps[1].ID}, ids(got))
+	got, err = f.st.Similar(f.ctx, b.ID, []float32{0, 0, 1}, 1)
+	require.NoError(t, err)
+	require.Equal(t, []int64{ps[2].ID}, ids(got))
+	got, err = f.st.Similar(f.ctx, a.ID, q, 5)
+	require.NoError(t, err)
+	require.Equal(t, []int64{own[0].ID}, ids(got), "seen from run A, only B's")
+	got, err = f.st.Similar(f.ctx, b.ID, []float32{0, 0, 0}, 5)
+	require.NoError(t, err, "a zero vector has no direction, and no error")
+	require.Len(t, got, 3)
+	got, err = f.st.Similar(f.ctx, b.ID, q, 0)
+	require.NoError(t, err)
+	require.Empty(t, got)
+}
+
+func TestAnalysisMessagesAndChats(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	require.NoError(t, f.st.TrackChat(f.ctx, -1, "Alpha", true))
+	require.NoError(t, f.st.TrackChat(f.ctx, -2, "Beta", false))
+	f.message(-1, 1, winFrom, "one")
+	f.message(-1, 2, winFrom.Add(time.Hour), "two")
+	f.message(-1, 3, winFrom.Add(2*time.Hour), "three")
+	f.message(-3, 1, winFrom.Add(3*time.Hour), "from a group not tracked yet")
+
+	// The same message again is an edit; EditMessage too.
+	f.message(-1, 2, winFrom.Add(time.Hour), "two, edited")
+	edited, err := f.st.EditMessage(f.ctx, -1, 3, "three, edited")
+	require.NoError(t, err)
+	require.True(t, edited)
+	edited, err = f.st.EditMessage(f.ctx, -1, 99, "unknown")
+	require.NoError(t, err)
+	require.False(t, edited)
+	f.message(-1, 1, winFrom, "one") // unchanged: not an edit
+	var texts []string
+	rows, err := f.st.Pool().Query(f.ctx, `SELECT text || ' ' || (edited_at IS NOT NULL) FROM group_messages WHERE chat_id = -1 ORDER BY message_id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		texts = append(texts, s)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"one false", "two, edited true", "three, edited true"}, texts)
+
+	chats, err := f.st.Chats(f.ctx)
+	require.NoError(t, err)
+	require.Len(t, chats, 3)
+	require.Equal(t, analysis.Chat{ID: -3, Title: "", Messages: 1, LastAt: winFrom.Add(3 * time.Hour), CanRead: true}, chats[0])
+	require.Equal(t, analysis.Chat{ID: -1, Title: "Alpha", Messages: 3, LastAt: winFrom.Add(2 * time.Hour), CanRead: true}, chats[1])
+	require.Equal(t, analysis.Chat{ID: -2, Title: "Beta", Messages: 0, CanRead: false}, chats[2])
+
+	// Tracking the new group names it and keeps its messages.
+	require.NoError(t, f.st.TrackChat(f.ctx, -3, "Gamma", false))
+	chats, err = f.st.Chats(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, analysis.Chat{ID: -3, Title: "Gamma", Messages: 1, LastAt: winFrom.Add(3 * time.Hour), CanRead: false}, chats[0])
+}
+
+func TestAnalysisRunsNewestFirst(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	var made []int64
+	for range 3 {
+		r := f.running()
+		_, _, err := f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"})
+		require.NoError(t, err)
+		made = append(made, r.ID)
+	}
+	ids := func(rs []analysis.Run) []int64 {
+		out := []int64{}
+		for _, r := range rs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	runs, total, err := f.st.Runs(f.ctx, 0, 2)
+	require.NoError(t, err)
+	require.Equal(t, 3, total)
+	require.Equal(t, []int64{made[2], made[1]}, ids(runs))
+	require.Equal(t, analysis.Failed, runs[0].State)
+	require.NotNil(t, runs[0].ErrorLog)
+	runs, total, err = f.st.Runs(f.ctx, 2, 2)
+	require.NoError(t, err)
+	require.Equal(t, 3, total)
+	require.Equal(t, []int64{made[0]}, ids(runs))
+	runs, total, err = f.st.Runs(f.ctx, 5, 2)
+	require.NoError(t, err)
+	require.Equal(t, 3, total)
+	require.Empty(t, runs)
+}
+
+// Publish reaches a LISTEN connection on analysis_runs.
+func TestAnalysisPublish(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	connected := make(chan struct{}, 1)
+	got := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		st.Listen(ctx, []string{storage.AnalysisChannel}, func() { connected <- struct{}{} },
+			func(ch, payload string) { got <- ch + " " + payload })
+	}()
+	select {
+	case <-connected:
+	case <-time.After(10 * time.Second):
+		t.Fatal("listener did not connect")
+	}
+	payload := `{"event":"run_created","run":1,"state":"pending"}`
+	require.NoError(t, st.Publish(ctx, payload))
+	select {
+	case n := <-got:
+		require.Equal(t, "analysis_runs "+payload, n)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification")
+	}
+	// Too large for NOTIFY: an error, not a lost event.
+	err := st.Publish(ctx, strings.Repeat("x", 9000))
+	require.Error(t, err)
+	require.False(t, errors.Is(err, context.Canceled))
+	cancel()
+	<-done
+}
