@@ -120,7 +120,49 @@
 //
 // where sweep_100k_ms is the median sweep of sweep_n offers.
 //
-// Further scenarios (analysis) register in scenarios below.
+// analysis measures an analysis run (DESIGN.md "Analysis runs"): -n group
+// messages (default 10 000) in -chats groups (default 20) go through the
+// executor's fetch, prefilter, batching and per-batch proposals with a
+// zero-latency LLM. The database is created and dropped as for vacancies.
+// The messages, dated in the last 23¾ hours, are generated per group as
+// sessions of people talking (3–40 messages, three in ten sessions 55–160,
+// up to 9 minutes apart; 12–75 minutes of quiet between sessions; per-group
+// message ids counting up), with texts from "ok" to multi-line plans, about
+// one in eight with an @mention, many with keywords (deploy, bug, release,
+// invoice…), so that batching splits both at the 10-minute gap and at the
+// 50-message cap; they are bulk-inserted with COPY (setup, not timed). The
+// model (llmtest) reads the batch's "[id=N …]" lines from the prompt and
+// answers at once with one or two proposals (the first citing the batch's
+// first three messages, the second its last two), through the real
+// llm.Client and llm.AnalysisPort. The notifier is the real *bot.Bot with
+// an admin chat (ADMIN_CHAT_ID) against the fake Telegram, which also
+// serves editMessageText: the run's events, its progress message (edited
+// after every batch) and every proposal with its Approve / Reject buttons
+// go over HTTP; the publisher is the store (pg_notify). With analysis.Service.Serve running, the bench
+// opens a run with /run_new's "24h" (no filters: every message is
+// analysed) and times from Start until the first poll (every 10 ms, on a
+// connection of its own) that sees the run completed. It then stops Serve,
+// which waits for the executor's last posts, and checks the run: messages
+// and filtered = n, batches = the bench's own count, batches_done =
+// batches, one LLM call per batch with every message in one prompt,
+// proposals_total = what the model proposed, those proposals (and their
+// sources) in the database, each posted once to the admin chat with its
+// message id recorded, the progress message edited after every batch and
+// once at the end (completed, 100 %), and every event posted and
+// published. -filters ARGS (e.g. "keywords=deploy,bug min_len=20") also
+// decides the first run's proposals (one in ten approved, so embedded),
+// closes it and times a second run opened with those /run_new arguments,
+// checked the same way against the messages no proposal cites that pass
+// the prefilter. -stages times every repository, LLM, Telegram and
+// pg_notify call of the executor (one goroutine) and prints where the
+// run's time went; -llm-latency delays every LLM answer (the goal is for
+// none); -cpuprofile writes a CPU profile. The JSON line is
+//
+//	{"scenario":"analysis","messages":…,"total_s":…,"messages_per_s":…,"batches":…,"proposals":…,"chats":…,"peak_rss_mb":…}
+//
+// with filtered_messages, filtered_batches and filtered_total_s before
+// peak_rss_mb when -filters is given. Goal: total_s at most 10 for 10 000
+// messages.
 package main
 
 import (
@@ -151,6 +193,7 @@ var scenarios = []scenario{
 	{name: "vacancies", summary: "vacancy queue throughput: zero-latency fakes, then a 200 ms LLM at concurrency 4", run: runVacancies},
 	{name: "memory", summary: "memory chat: pipeline runs through the LISTEN/NOTIFY orchestrator with a zero-latency LLM", run: runMemory},
 	{name: "dispatch", summary: "expired offers: expiry lag of the per-replica timers, and one watchdog sweep of 100 000 due offers", run: runDispatch},
+	{name: "analysis", summary: "analysis runs: 10 000 group messages through prefilter, batching and proposals with a zero-latency LLM", run: runAnalysis},
 }
 
 // usageError is a command-line mistake: exit status 2.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"switchboard/domain/analysis"
 	"switchboard/domain/dispatch"
 	"switchboard/domain/memory"
 	"switchboard/domain/vacancy"
@@ -265,4 +266,115 @@ func (r timedDispatchRepo) OfferNext(ctx context.Context, orderID int64, sla tim
 	}
 	r.s.since("db OfferNext ("+name+")", start)
 	return f, o, out, err
+}
+
+// reset forgets what was timed so far, so that a second run is timed alone.
+func (s *stages) reset() {
+	s.mu.Lock()
+	s.total = map[string]time.Duration{}
+	s.calls = map[string]int{}
+	s.mu.Unlock()
+}
+
+// timedAnalysisRepo times the repository calls of the analysis executor
+// (and of Start and Serve). Each is one statement except SaveBatch (a
+// transaction: the run's counters, then the proposals and their sources in
+// one pipelined batch).
+type timedAnalysisRepo struct {
+	analysis.Repository
+	s *stages
+}
+
+func (r timedAnalysisRepo) StartRun(ctx context.Context, id int64, rag bool, lease time.Duration) (analysis.Run, bool, error) {
+	defer r.s.since("db StartRun", time.Now())
+	return r.Repository.StartRun(ctx, id, rag, lease)
+}
+
+func (r timedAnalysisRepo) WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.Message, error) {
+	defer r.s.since("db WindowMessages", time.Now())
+	return r.Repository.WindowMessages(ctx, runID, from, to, chatID)
+}
+
+func (r timedAnalysisRepo) SetProgress(ctx context.Context, id int64, messages, filtered, batches int) (analysis.Run, error) {
+	defer r.s.since("db SetProgress", time.Now())
+	return r.Repository.SetProgress(ctx, id, messages, filtered, batches)
+}
+
+func (r timedAnalysisRepo) SetProgressMessage(ctx context.Context, id int64, messageID int) error {
+	defer r.s.since("db SetProgressMessage", time.Now())
+	return r.Repository.SetProgressMessage(ctx, id, messageID)
+}
+
+func (r timedAnalysisRepo) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal) (analysis.Run, []analysis.Proposal, error) {
+	defer r.s.since("db SaveBatch", time.Now())
+	return r.Repository.SaveBatch(ctx, runID, batch, messages, ps)
+}
+
+func (r timedAnalysisRepo) SetProposalMessage(ctx context.Context, id int64, messageID int) error {
+	defer r.s.since("db SetProposalMessage", time.Now())
+	return r.Repository.SetProposalMessage(ctx, id, messageID)
+}
+
+func (r timedAnalysisRepo) CompleteRun(ctx context.Context, id int64) (analysis.Run, bool, error) {
+	defer r.s.since("db CompleteRun", time.Now())
+	return r.Repository.CompleteRun(ctx, id)
+}
+
+func (r timedAnalysisRepo) RenewLease(ctx context.Context, id int64, lease time.Duration) (bool, error) {
+	defer r.s.since("db RenewLease", time.Now())
+	return r.Repository.RenewLease(ctx, id, lease)
+}
+
+func (r timedAnalysisRepo) Similar(ctx context.Context, runID int64, v []float32, k int) ([]analysis.Proposal, error) {
+	defer r.s.since("db Similar", time.Now())
+	return r.Repository.Similar(ctx, runID, v, k)
+}
+
+type timedAnalysisLLM struct {
+	analysis.LLM
+	s *stages
+}
+
+func (t timedAnalysisLLM) JSON(ctx context.Context, system, prompt string, out any) error {
+	defer t.s.since("llm proposals", time.Now())
+	return t.LLM.JSON(ctx, system, prompt, out)
+}
+
+func (t timedAnalysisLLM) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	defer t.s.since("llm embed", time.Now())
+	return t.LLM.Embed(ctx, texts)
+}
+
+// timedAnalysisNotifier times the bot's calls. Event includes, for
+// run_completed, the final edit of the progress message.
+type timedAnalysisNotifier struct {
+	analysis.Notifier
+	s *stages
+}
+
+func (t timedAnalysisNotifier) Event(ctx context.Context, e analysis.Event) error {
+	defer t.s.since("telegram Event", time.Now())
+	return t.Notifier.Event(ctx, e)
+}
+
+func (t timedAnalysisNotifier) Progress(ctx context.Context, r analysis.Run) (int, error) {
+	defer t.s.since("telegram Progress", time.Now())
+	return t.Notifier.Progress(ctx, r)
+}
+
+func (t timedAnalysisNotifier) Proposal(ctx context.Context, r analysis.Run, p analysis.Proposal) (int, error) {
+	defer t.s.since("telegram Proposal", time.Now())
+	return t.Notifier.Proposal(ctx, r, p)
+}
+
+// timedPublisher times pg_notify('analysis_runs', …): one statement, a
+// commit of its own.
+type timedPublisher struct {
+	analysis.Publisher
+	s *stages
+}
+
+func (t timedPublisher) Publish(ctx context.Context, payload string) error {
+	defer t.s.since("db Publish (pg_notify)", time.Now())
+	return t.Publisher.Publish(ctx, payload)
 }

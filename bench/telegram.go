@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"mime"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,16 +22,20 @@ import (
 )
 
 // telegram is a minimal Telegram Bot API for the delivery path: sendMessage
-// is answered like Telegram does and counted, sendChatAction is checked and
-// counted, getMe names a bot, any other method answers
-// {"ok":true,"result":true}. It refuses (400) what Telegram would refuse and
-// a broken delivery would send: no chat_id, no text, a text over 4096
-// characters, a reply_markup that is not JSON, a reply to message id 0, a
-// chat action without an action. Every message's match id is read back from
-// its "Applied" button, and every reply (reply_to_message_id, or
+// is answered like Telegram does and counted, editMessageText edits a
+// message sent before, sendChatAction is checked and counted, getMe names a
+// bot, any other method answers {"ok":true,"result":true}. It refuses (400)
+// what Telegram would refuse and a broken delivery would send: no chat_id,
+// no text, a text over 4096 characters, a reply_markup that is not JSON, a
+// reply to message id 0, a chat action without an action, an edit of a
+// message it did not send to that chat. Every message's match id is read
+// back from its "Applied" button, every analysis proposal's id from its
+// "Approve" button, and every reply (reply_to_message_id, or
 // reply_parameters.message_id as Bot API 7 sends it) is counted per chat
-// and replied-to message, so that the bench can prove each match, or each
-// memory chat message, was answered once.
+// and replied-to message, so that the bench can prove each match, each
+// proposal, or each memory chat message, was sent once. An edit that
+// changes neither the text nor the markup gets Telegram's "message is not
+// modified" (counted apart, not as a refusal).
 type telegram struct {
 	srv   *httptest.Server
 	token string
@@ -41,10 +47,28 @@ type telegram struct {
 	messages   int
 	perMatch   map[int64]int    // match id → messages carrying its buttons
 	perReply   map[replyKey]int // replied-to message → replies (not counted in perMatch)
-	unmatched  int              // messages with neither a match id nor a reply
+	unmatched  int              // messages with neither a match id, a proposal id nor a reply
 	actions    int              // sendChatAction calls accepted
 	rejected   int
 	lastReject string
+	// perProposal is proposal id → the messages carrying its Approve
+	// button (not counted in unmatched).
+	perProposal map[int64][]int
+	perChat     map[int64]int   // chat id → messages sent there
+	sent        map[int]*tgSent // message id → what an edit needs to know
+	edits       int             // editMessageText calls accepted
+	editedMsgs  int             // distinct messages edited
+	notModified int             // edits refused as "message is not modified"
+}
+
+// tgSent is a message the fake sent: its chat, a hash of its text and
+// markup (an edit that changes neither is refused, as by Telegram), how
+// often it was edited and its text after the last edit.
+type tgSent struct {
+	chat  int64
+	sum   uint64
+	edits int
+	last  string // "" until edited
 }
 
 const maxMessageLen = 4096 // UTF-16 code units, as Telegram counts
@@ -53,8 +77,13 @@ const maxMessageLen = 4096 // UTF-16 code units, as Telegram counts
 // (bot/vacancies.go); its one id is the match id.
 const appliedAction bot.Action = "va"
 
+// approveAction is the callback action of an analysis proposal's
+// "Approve" button (bot/analysis.go); its one id is the proposal id.
+const approveAction bot.Action = "pa"
+
 func newTelegram(token string) *telegram {
-	t := &telegram{token: token, perMatch: map[int64]int{}, perReply: map[replyKey]int{}}
+	t := &telegram{token: token, perMatch: map[int64]int{}, perReply: map[replyKey]int{},
+		perProposal: map[int64][]int{}, perChat: map[int64]int{}, sent: map[int]*tgSent{}}
 	t.srv = httptest.NewUnstartedServer(http.HandlerFunc(t.serve))
 	t.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
@@ -90,6 +119,15 @@ type telegramStats struct {
 	Rejected        int
 	LastReject      string
 	Conns           int64
+	// Proposals counts messages carrying a proposal's Approve button;
+	// ProposalDistinct and ProposalDuplicates are as Distinct and
+	// Duplicates, per proposal id.
+	Proposals          int
+	ProposalDistinct   int
+	ProposalDuplicates int
+	Edits              int // editMessageText calls accepted
+	EditedMessages     int // distinct messages edited
+	NotModified        int // edits refused because they changed nothing
 }
 
 func (t *telegram) stats() telegramStats {
@@ -105,7 +143,66 @@ func (t *telegram) stats() telegramStats {
 		st.Replies += n
 		st.ReplyDuplicates += n - 1
 	}
+	st.ProposalDistinct = len(t.perProposal)
+	for _, ids := range t.perProposal {
+		st.Proposals += len(ids)
+		st.ProposalDuplicates += len(ids) - 1
+	}
+	st.Edits, st.EditedMessages, st.NotModified = t.edits, t.editedMsgs, t.notModified
 	return st
+}
+
+// minus is what the fake saw since the snapshot before (the last refusal
+// stays the latest).
+func (s telegramStats) minus(before telegramStats) telegramStats {
+	s.Messages -= before.Messages
+	s.Distinct -= before.Distinct
+	s.Duplicates -= before.Duplicates
+	s.Replies -= before.Replies
+	s.ReplyDistinct -= before.ReplyDistinct
+	s.ReplyDuplicates -= before.ReplyDuplicates
+	s.Unmatched -= before.Unmatched
+	s.ChatActions -= before.ChatActions
+	s.Rejected -= before.Rejected
+	s.Conns -= before.Conns
+	s.Proposals -= before.Proposals
+	s.ProposalDistinct -= before.ProposalDistinct
+	s.ProposalDuplicates -= before.ProposalDuplicates
+	s.Edits -= before.Edits
+	s.EditedMessages -= before.EditedMessages
+	s.NotModified -= before.NotModified
+	return s
+}
+
+// proposals returns a copy of the proposals posted: proposal id → the
+// ids of the messages carrying its buttons.
+func (t *telegram) proposals() map[int64][]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[int64][]int, len(t.perProposal))
+	for id, msgs := range t.perProposal {
+		out[id] = slices.Clone(msgs)
+	}
+	return out
+}
+
+// messagesTo is the number of messages sent to a chat.
+func (t *telegram) messagesTo(chat int64) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.perChat[chat]
+}
+
+// edited returns how often message id of chat was edited and its text
+// after the last edit; ok is false if the fake never sent it there.
+func (t *telegram) edited(chat int64, id int) (edits int, last string, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m, found := t.sent[id]
+	if !found || m.chat != chat {
+		return 0, "", false
+	}
+	return m.edits, m.last, true
 }
 
 // replies returns a copy of the replies per replied-to message.
@@ -168,6 +265,13 @@ func (t *telegram) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		t.sendMessage(w, params)
+	case "editmessagetext":
+		params, err := readParams(r)
+		if err != nil {
+			t.reject(w, "Bad Request: "+err.Error())
+			return
+		}
+		t.editMessageText(w, params)
 	case "sendchataction":
 		params, err := readParams(r)
 		if err != nil {
@@ -200,35 +304,13 @@ func (t *telegram) sendMessage(w http.ResponseWriter, p map[string]string) {
 		t.reject(w, "Bad Request: message is too long")
 		return
 	}
-	matchID, hasMatch := int64(0), false
-	if raw, ok := p["reply_markup"]; ok {
-		var kb struct {
-			InlineKeyboard [][]struct {
-				Text         string `json:"text"`
-				CallbackData string `json:"callback_data"`
-				URL          string `json:"url"`
-			} `json:"inline_keyboard"`
-		}
-		if err := json.Unmarshal([]byte(raw), &kb); err != nil {
-			t.reject(w, "Bad Request: can't parse reply keyboard markup JSON object")
-			return
-		}
-		for _, row := range kb.InlineKeyboard {
-			for _, b := range row {
-				if b.Text == "" {
-					t.reject(w, "Bad Request: text buttons are unallowed in the inline keyboard")
-					return
-				}
-				if len(b.CallbackData) > bot.MaxCallbackData {
-					t.reject(w, "Bad Request: BUTTON_DATA_INVALID")
-					return
-				}
-				if cb, err := bot.Decode(b.CallbackData); err == nil && !hasMatch && cb.Action == appliedAction {
-					matchID, hasMatch = cb.IDs[0], true
-				}
-			}
-		}
+	buttons, err := readButtons(p)
+	if err != nil {
+		t.reject(w, "Bad Request: "+err.Error())
+		return
 	}
+	matchID, hasMatch := buttons[appliedAction]
+	proposalID, hasProposal := buttons[approveAction]
 	replyTo, isReply, err := replyTarget(p)
 	if err != nil {
 		t.reject(w, "Bad Request: "+err.Error())
@@ -238,9 +320,13 @@ func (t *telegram) sendMessage(w http.ResponseWriter, p map[string]string) {
 	t.nextID++
 	id := t.nextID
 	t.messages++
+	t.perChat[chatID]++
+	t.sent[id] = &tgSent{chat: chatID, sum: contentSum(text, p["reply_markup"])}
 	switch {
 	case hasMatch:
 		t.perMatch[matchID]++
+	case hasProposal:
+		t.perProposal[proposalID] = append(t.perProposal[proposalID], id)
 	case isReply:
 		t.perReply[replyKey{Chat: chatID, MessageID: replyTo}]++
 	default:
@@ -248,8 +334,126 @@ func (t *telegram) sendMessage(w http.ResponseWriter, p map[string]string) {
 	}
 	t.mu.Unlock()
 	writeTG(w, http.StatusOK, map[string]any{"ok": true, "result": tgMessage{
-		MessageID: id, Date: time.Now().Unix(), Chat: tgChat{ID: chatID, Type: "private"}, From: benchBot, Text: text,
+		MessageID: id, Date: time.Now().Unix(), Chat: tgChat{ID: chatID, Type: chatType(chatID)}, From: benchBot, Text: text,
 	}})
+}
+
+// readButtons checks a reply_markup as Telegram would and returns, per
+// callback action, the first id of the first button with that action.
+func readButtons(p map[string]string) (map[bot.Action]int64, error) {
+	raw, ok := p["reply_markup"]
+	if !ok {
+		return nil, nil
+	}
+	var kb struct {
+		InlineKeyboard [][]struct {
+			Text         string `json:"text"`
+			CallbackData string `json:"callback_data"`
+			URL          string `json:"url"`
+		} `json:"inline_keyboard"`
+	}
+	if err := json.Unmarshal([]byte(raw), &kb); err != nil {
+		return nil, errors.New("can't parse reply keyboard markup JSON object")
+	}
+	out := map[bot.Action]int64{}
+	for _, row := range kb.InlineKeyboard {
+		for _, b := range row {
+			if b.Text == "" {
+				return nil, errors.New("text buttons are unallowed in the inline keyboard")
+			}
+			if len(b.CallbackData) > bot.MaxCallbackData {
+				return nil, errors.New("BUTTON_DATA_INVALID")
+			}
+			if cb, err := bot.Decode(b.CallbackData); err == nil && len(cb.IDs) > 0 {
+				if _, seen := out[cb.Action]; !seen {
+					out[cb.Action] = cb.IDs[0]
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// contentSum hashes what an edit must change: the text and the markup.
+func contentSum(text, markup string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(text))
+	h.Write([]byte{0})
+	h.Write([]byte(markup))
+	return h.Sum64()
+}
+
+// editMessageText edits a message the fake sent to that chat, as Telegram
+// does for a bot's own message: the edited message comes back.
+func (t *telegram) editMessageText(w http.ResponseWriter, p map[string]string) {
+	if p["inline_message_id"] != "" {
+		t.reject(w, "Bad Request: message to edit not found")
+		return
+	}
+	chatID, err := strconv.ParseInt(p["chat_id"], 10, 64)
+	if err != nil || chatID == 0 {
+		t.reject(w, "Bad Request: chat not found")
+		return
+	}
+	id, err := strconv.Atoi(p["message_id"])
+	if err != nil || id <= 0 {
+		t.reject(w, "Bad Request: message identifier is not specified")
+		return
+	}
+	text := p["text"]
+	if strings.TrimSpace(text) == "" {
+		t.reject(w, "Bad Request: message text is empty")
+		return
+	}
+	if len(utf16.Encode([]rune(text))) > maxMessageLen {
+		t.reject(w, "Bad Request: MESSAGE_TOO_LONG")
+		return
+	}
+	if _, err := readButtons(p); err != nil {
+		t.reject(w, "Bad Request: "+err.Error())
+		return
+	}
+	sum := contentSum(text, p["reply_markup"])
+	t.mu.Lock()
+	m, ok := t.sent[id]
+	switch {
+	case !ok || m.chat != chatID:
+		t.mu.Unlock()
+		t.reject(w, "Bad Request: message to edit not found")
+		return
+	case m.sum == sum:
+		t.notModified++
+		t.mu.Unlock()
+		writeTG(w, http.StatusBadRequest, map[string]any{"ok": false, "error_code": 400, "description": "Bad Request: message is not modified: " +
+			"specified new message content and reply markup are exactly the same as a current content and reply markup of the message"})
+		return
+	}
+	if m.edits == 0 {
+		t.editedMsgs++
+	}
+	m.sum, m.last = sum, text
+	m.edits++
+	t.edits++
+	t.mu.Unlock()
+	now := time.Now().Unix()
+	writeTG(w, http.StatusOK, map[string]any{"ok": true, "result": tgEdited{tgMessage: tgMessage{
+		MessageID: id, Date: now, Chat: tgChat{ID: chatID, Type: chatType(chatID)}, From: benchBot, Text: text,
+	}, EditDate: now}})
+}
+
+// chatType is what Telegram calls a chat with this id: groups have
+// negative ids.
+func chatType(id int64) string {
+	if id < 0 {
+		return "supergroup"
+	}
+	return "private"
+}
+
+// tgEdited is an edited message as the Bot API returns it.
+type tgEdited struct {
+	tgMessage
+	EditDate int64 `json:"edit_date"`
 }
 
 // replyTarget reads the message a sendMessage replies to, from

@@ -103,6 +103,13 @@ func TestUsage(t *testing.T) {
 		{[]string{"dispatch", "-n", "0"}, 2, "must be positive"},
 		{[]string{"dispatch", "-sla-min", "2s", "-sla-max", "1s"}, 2, "-sla-max must not be less than -sla-min"},
 		{[]string{"dispatch", "extra"}, 2, "unexpected arguments"},
+		{[]string{"-h"}, 0, "analysis"},
+		{[]string{"analysis", "-h"}, 0, "-filters"},
+		{[]string{"analysis", "-n", "0"}, 2, "must be positive"},
+		{[]string{"analysis", "-chats", "-1"}, 2, "must be positive"},
+		{[]string{"analysis", "-llm-latency", "-1s"}, 2, "-llm-latency not negative"},
+		{[]string{"analysis", "-filters", "keywords="}, 2, "not what /run_new takes"},
+		{[]string{"analysis", "extra"}, 2, "unexpected arguments"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(ctx, tc.args, &stdout, &stderr)

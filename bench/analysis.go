@@ -1,0 +1,1062 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/bot"
+	"switchboard/domain/analysis"
+	"switchboard/llm"
+	"switchboard/llm/llmtest"
+	"switchboard/locales"
+	"switchboard/storage"
+)
+
+const (
+	analysisPollEvery = 10 * time.Millisecond
+	// analysisAdminChat is ADMIN_CHAT_ID: where the bot posts the run's
+	// events, progress and proposals.
+	analysisAdminChat = -1001000000001
+	analysisAdmin     = 500_000_001 // the admin who opens the runs
+	// Group i (from 0) is analysisFirstChat − i; its members' user ids
+	// start at analysisFirstAuthor + 100·i.
+	analysisFirstChat   = -1002000000001
+	analysisFirstAuthor = 800_000_001
+	// analysisSpan is how far back the messages go: inside the 24h window
+	// of a run opened a few minutes after they were generated.
+	analysisSpan = 23*time.Hour + 45*time.Minute
+	// The batching the application runs with (ANALYSIS_BATCH_GAP's
+	// default and the domain's batch size), set explicitly so that the
+	// bench's own count of batches matches the service's.
+	analysisBatchGap  = 10 * time.Minute
+	analysisBatchSize = 50
+	// proposalsSystem is a sentence of the proposals system prompt
+	// (domain/analysis/prompt.go), which the scripted model matches on.
+	proposalsSystem = "You read a batch of messages from a team's group chat"
+)
+
+// The bot is the analysis workflow's notifier, as in the application.
+var _ analysis.Notifier = (*bot.Bot)(nil)
+
+type analysisConfig struct {
+	db      string
+	n       int
+	chats   int
+	filters string
+	latency time.Duration
+	seed    uint64
+	timeout time.Duration
+	stages  bool
+	cpuprof string
+}
+
+// analysisReport is the scenario's JSON line.
+type analysisReport struct {
+	Scenario     string  `json:"scenario"`
+	Messages     int     `json:"messages"`
+	TotalS       float64 `json:"total_s"`
+	MessagesPerS float64 `json:"messages_per_s"`
+	Batches      int     `json:"batches"`
+	Proposals    int     `json:"proposals"`
+	Chats        int     `json:"chats"`
+	// The run with -filters, left out without it: the messages left after
+	// the prefilter, their batches and the run's time.
+	FilteredMessages int     `json:"filtered_messages,omitempty"`
+	FilteredBatches  int     `json:"filtered_batches,omitempty"`
+	FilteredTotalS   float64 `json:"filtered_total_s,omitempty"`
+	PeakRSSMB        float64 `json:"peak_rss_mb"`
+	// database is the bench database's name (dropped by then), for tests.
+	database string
+}
+
+func runAnalysis(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("analysis", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg analysisConfig
+	fs.StringVar(&cfg.db, "db", "", "PostgreSQL server URL; the bench creates and drops its own database there\n(default $DATABASE_URL, else "+defaultDB+")")
+	fs.IntVar(&cfg.n, "n", 10_000, "group messages in the last 24 hours, all analysed by the timed run")
+	fs.IntVar(&cfg.chats, "chats", 20, "groups the messages are spread over")
+	fs.StringVar(&cfg.filters, "filters", "", "also time a second run with these /run_new filters (e.g. \"keywords=deploy,bug min_len=20\"),\n"+
+		"after the first run's proposals are decided and the run closed")
+	fs.DurationVar(&cfg.latency, "llm-latency", 0, "delay every LLM answer by this long (the goal is for 0: the pipeline's own cost)")
+	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the generated conversations")
+	fs.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "give up when a run is not completed after this long")
+	fs.StringVar(&cfg.cpuprof, "cpuprofile", "", "write a CPU profile of the whole scenario (fakes included) to this file")
+	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository, LLM, Telegram and pg_notify call and print where the executor's time goes")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: go run ./bench analysis [flags]")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	cfg.db = serverURL(cfg.db)
+	if cfg.n <= 0 || cfg.chats <= 0 || cfg.timeout <= 0 || cfg.latency < 0 {
+		fmt.Fprintln(stderr, "-n, -chats and -timeout must be positive, -llm-latency not negative")
+		fs.Usage()
+		return usageError{errors.New("non-positive flag")}
+	}
+	if cfg.chats > 1000 {
+		fmt.Fprintln(stderr, "-chats must be at most 1000")
+		fs.Usage()
+		return usageError{errors.New("-chats too large")}
+	}
+	if strings.TrimSpace(cfg.filters) != "" {
+		if _, err := analysis.ParseRunArgs(cfg.filters); err != nil {
+			fmt.Fprintf(stderr, "-filters %q: not what /run_new takes (%v)\n", cfg.filters, err)
+			fs.Usage()
+			return usageError{err}
+		}
+	}
+	stop, err := startCPUProfile(cfg.cpuprof)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	rep, err := benchAnalysis(ctx, cfg, stdout, newLogger(stderr))
+	if err != nil {
+		return err
+	}
+	line, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", line)
+	return err
+}
+
+// analysisWorld is what the runs share.
+type analysisWorld struct {
+	store   *storage.Store
+	svc     *analysis.Service
+	llmSrv  *llmtest.Server
+	model   *proposer
+	tg      *telegram
+	pub     *countingPublisher
+	reaped  chan struct{} // a reap of Serve asked the repository
+	poll    *pgx.Conn
+	stages  *stages // nil without -stages
+	timeout time.Duration
+}
+
+// benchAnalysis seeds the messages and times the run(s), on a database of
+// its own that is dropped before it returns whatever happened.
+func benchAnalysis(ctx context.Context, cfg analysisConfig, out io.Writer, log *slog.Logger) (rep analysisReport, err error) {
+	name, dbURL, err := benchDatabaseURL(cfg.db)
+	if err != nil {
+		return rep, err
+	}
+	rep.database = name
+	defer func() {
+		if derr := dropDatabase(cfg.db, name); derr != nil {
+			err = errors.Join(err, fmt.Errorf("drop database %s: %w", name, derr))
+		}
+	}()
+	store, err := storage.Open(ctx, dbURL, log)
+	if err != nil {
+		return rep, err
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		return rep, err
+	}
+	var pgVersion string
+	if err := store.Pool().QueryRow(ctx, `SHOW server_version`).Scan(&pgVersion); err != nil {
+		return rep, err
+	}
+
+	genStart := time.Now()
+	msgs := generateConversations(cfg.n, cfg.chats, cfg.seed, genStart)
+	if err := seedGroupMessages(ctx, store, msgs, cfg.chats); err != nil {
+		return rep, err
+	}
+	plan := planBatches(msgs, analysisBatchGap, analysisBatchSize)
+	fmt.Fprintf(out, "analysis: database %s (PostgreSQL %s, pool max %d connections), %d messages in %d groups seeded in %.2fs, LLM latency %s\n",
+		name, pgVersion, store.Pool().Config().MaxConns, len(msgs), cfg.chats, time.Since(genStart).Seconds(), cfg.latency)
+	describeMessages(out, msgs, plan)
+
+	w := &analysisWorld{store: store, model: &proposer{}, pub: &countingPublisher{Publisher: store},
+		reaped: make(chan struct{}, 1), timeout: cfg.timeout}
+	if cfg.stages {
+		w.stages = newStages()
+	}
+	w.llmSrv = llmtest.New(llmtest.WithoutRecording())
+	defer w.llmSrv.Close()
+	w.llmSrv.On(llmtest.SystemContains(proposalsSystem)).Named("proposals").ReplyFunc(w.model.reply).Latency(cfg.latency)
+	w.tg = newTelegram(tgToken)
+	defer w.tg.Close()
+	llmc, err := llm.New(llm.Config{Provider: llm.ProviderOllama, URL: w.llmSrv.URL(), Model: "bench", StrongModel: "bench-strong",
+		EmbedModel: "bench-embed", Timeout: 30 * time.Second},
+		llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(log))
+	if err != nil {
+		return rep, err
+	}
+	defer llmc.Close()
+	// The real delivery path: telebot over HTTP to the fake Telegram, with
+	// an admin chat, as ADMIN_CHAT_ID configures it.
+	tgBot, err := bot.New(bot.Config{URL: w.tg.URL(), Token: tgToken, AdminChatID: analysisAdminChat, AdminLang: "en"},
+		bot.Deps{Users: store, Catalog: locales.MustLoad(), Log: log})
+	if err != nil {
+		return rep, err
+	}
+	deps := analysis.Deps{
+		Repo:      reapSignal{Repository: store, reaped: w.reaped},
+		LLM:       llm.AnalysisPort{Client: llmc, Invalid: analysis.ErrInvalidAnswer},
+		Notifier:  tgBot,
+		Publisher: w.pub,
+		Log:       log, Registerer: prometheus.NewRegistry(),
+	}
+	if w.stages != nil {
+		deps.Repo = timedAnalysisRepo{deps.Repo, w.stages}
+		deps.LLM = timedAnalysisLLM{deps.LLM, w.stages}
+		deps.Notifier = timedAnalysisNotifier{deps.Notifier, w.stages}
+		w.pub.Publisher = timedPublisher{w.pub.Publisher, w.stages}
+	}
+	w.svc, err = analysis.NewService(analysis.Config{BatchGap: analysisBatchGap, BatchSize: analysisBatchSize}, deps)
+	if err != nil {
+		return rep, err
+	}
+	if w.poll, err = pgx.Connect(ctx, dbURL); err != nil {
+		return rep, fmt.Errorf("poll connection: %w", err)
+	}
+	defer w.poll.Close(context.WithoutCancel(ctx))
+
+	all, err := w.run(ctx, "all messages", "24h", expectation{messages: len(msgs), filtered: msgs, plan: plan})
+	if err != nil {
+		return rep, fmt.Errorf("run without filters: %w", err)
+	}
+	all.print(out)
+
+	rep.Scenario = "analysis"
+	rep.Messages = all.run.Messages
+	rep.TotalS = round(all.elapsed.Seconds(), 3)
+	rep.MessagesPerS = round(all.rate(), 1)
+	rep.Batches = all.run.Batches
+	rep.Proposals = all.run.ProposalsTotal
+	rep.Chats = cfg.chats
+
+	if strings.TrimSpace(cfg.filters) != "" {
+		exp, err := w.closeRun(ctx, out, all.run, msgs, cfg.filters)
+		if err != nil {
+			return rep, err
+		}
+		fr, err := w.run(ctx, "filtered", cfg.filters, exp)
+		if err != nil {
+			return rep, fmt.Errorf("run with filters %q: %w", cfg.filters, err)
+		}
+		fr.print(out)
+		rep.FilteredMessages = fr.run.Filtered
+		rep.FilteredBatches = fr.run.Batches
+		rep.FilteredTotalS = round(fr.elapsed.Seconds(), 3)
+	}
+
+	rss, rerr := peakRSSMB()
+	if rerr != nil {
+		fmt.Fprintf(out, "peak RSS: unknown (%v)\n", rerr)
+	} else {
+		fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM, fakes included)\n", rss)
+	}
+	rep.PeakRSSMB = round(rss, 1)
+	return rep, nil
+}
+
+// expectation is what a run must find: the messages in its window, those
+// left after its prefilter and their batches.
+type expectation struct {
+	messages int
+	filtered []analysis.Message
+	plan     batchPlan
+}
+
+type analysisResult struct {
+	label   string
+	args    string
+	run     analysis.Run
+	elapsed time.Duration // Start → the poll that saw the run completed
+	// executor is completed_at − started_at, the service's own clock.
+	executor time.Duration
+	// Deltas over the run: LLM calls, message lines in their prompts,
+	// proposals the model made and messages they cite, batches it made
+	// proposals for; pg_notify calls; what the fake Telegram saw.
+	llmCalls, promptLines, proposed, cited, withProposals int64
+	published                                             int64
+	tg                                                    telegramStats
+	adminMessages                                         int // messages to the admin chat
+	progressEdits                                         int
+	plan                                                  batchPlan
+	stages                                                *stages
+}
+
+func (r analysisResult) rate() float64 { return float64(r.run.Filtered) / r.elapsed.Seconds() }
+
+func (r analysisResult) print(out io.Writer) {
+	fmt.Fprintf(out, "run %q (#%d, /run_new %s): messages=%d filtered=%d batches=%d proposals=%d\n",
+		r.label, r.run.ID, r.args, r.run.Messages, r.run.Filtered, r.run.Batches, r.run.ProposalsTotal)
+	perBatch := 0.0
+	if r.run.Batches > 0 {
+		perBatch = ms(r.elapsed) / float64(r.run.Batches)
+	}
+	fmt.Fprintf(out, "  time: %.3fs from Start to completed (executor: started_at → completed_at %.3fs), %.1f messages/s, %.2f ms per batch\n",
+		r.elapsed.Seconds(), r.executor.Seconds(), r.rate(), perBatch)
+	fmt.Fprintf(out, "  llm_calls=%d prompt_lines=%d proposals=%d citing %d messages (batches with proposals %d)\n",
+		r.llmCalls, r.promptLines, r.proposed, r.cited, r.withProposals)
+	fmt.Fprintf(out, "  telegram messages=%d (proposals %d, distinct %d, duplicates %d; events and progress %d) progress_edits=%d edits=%d not_modified=%d refused=%d telegram_tcp_conns=%d\n",
+		r.tg.Messages, r.tg.Proposals, r.tg.ProposalDistinct, r.tg.ProposalDuplicates, r.tg.Unmatched, r.progressEdits,
+		r.tg.Edits, r.tg.NotModified, r.tg.Rejected, r.tg.Conns)
+	fmt.Fprintf(out, "  pg_notify events=%d\n", r.published)
+	if r.stages != nil {
+		// One executor works through the batches one after another.
+		r.stages.printPer(out, "batch", max(r.run.Batches, 1), 1, r.elapsed)
+	}
+}
+
+// run opens a run with /run_new's args, starts it with Serve running and
+// times it from Start to the first poll that sees it completed; Serve is
+// then stopped, which waits for the executor's last posts, and the run is
+// checked against exp.
+func (w *analysisWorld) run(ctx context.Context, label, args string, exp expectation) (analysisResult, error) {
+	res := analysisResult{label: label, args: args, plan: exp.plan, stages: w.stages}
+	tgBefore, pubBefore, m := w.tg.stats(), w.pub.n.Load(), w.model.snapshot()
+	adminBefore := w.tg.messagesTo(analysisAdminChat)
+	r, err := w.svc.NewRun(ctx, analysisAdmin, args)
+	if err != nil {
+		return res, err
+	}
+	stopServe, err := w.serve(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer stopServe()
+	if w.stages != nil {
+		w.stages.reset()
+	}
+
+	start := time.Now()
+	if _, err := w.svc.Start(ctx, r.ID, false); err != nil {
+		return res, fmt.Errorf("start run %d: %w", r.ID, err)
+	}
+	if err := waitCompleted(ctx, w.poll, w.tg, r.ID, w.timeout); err != nil {
+		return res, err
+	}
+	res.elapsed = time.Since(start)
+	// Serve returns once the executor has finished: after the completion
+	// it still posts run_completed and the final progress.
+	stopServe()
+
+	if res.run, err = w.svc.Run(ctx, r.ID); err != nil {
+		return res, err
+	}
+	res.executor = res.run.CompletedAt.Sub(res.run.StartedAt)
+	after := w.model.snapshot()
+	res.llmCalls = after.calls - m.calls
+	res.promptLines = after.lines - m.lines
+	res.proposed = after.proposed - m.proposed
+	res.cited = after.cited - m.cited
+	res.withProposals = after.withProposals - m.withProposals
+	res.published = w.pub.n.Load() - pubBefore
+	res.tg = w.tg.stats().minus(tgBefore)
+	res.adminMessages = w.tg.messagesTo(analysisAdminChat) - adminBefore
+	if res.run.ProgressMessageID != 0 {
+		res.progressEdits, _, _ = w.tg.edited(analysisAdminChat, res.run.ProgressMessageID)
+	}
+	return res, w.verify(ctx, res, exp)
+}
+
+// serve runs the service's Serve until the returned stop, which waits for
+// it (and so for the executors) to return. It returns once Serve is
+// running: its first reap has asked the repository.
+func (w *analysisWorld) serve(ctx context.Context) (stop func(), err error) {
+	select {
+	case <-w.reaped:
+	default:
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.svc.Serve(sctx)
+	}()
+	var once bool
+	stop = func() {
+		if !once {
+			once = true
+			cancel()
+			<-done
+		}
+	}
+	select {
+	case <-w.reaped:
+		return stop, nil
+	case <-ctx.Done():
+		stop()
+		return nil, ctx.Err()
+	case <-time.After(30 * time.Second):
+		stop()
+		return nil, errors.New("Serve did not start within 30s")
+	}
+}
+
+// waitCompleted polls the run every 10 ms on a connection of its own until
+// it is completed; a failed run, a refusal by the fake Telegram or the
+// timeout end the wait with an error.
+func waitCompleted(ctx context.Context, conn *pgx.Conn, tg *telegram, id int64, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(analysisPollEvery)
+	defer tick.Stop()
+	var state, errLog string
+	var done, batches int
+	for {
+		err := conn.QueryRow(ctx, `SELECT state, COALESCE(error_log::text, ''), batches_done, batches FROM analysis_runs WHERE id = $1`, id).
+			Scan(&state, &errLog, &done, &batches)
+		if err != nil {
+			return fmt.Errorf("poll: %w", err)
+		}
+		switch analysis.State(state) {
+		case analysis.Completed:
+			return nil
+		case analysis.Failed:
+			return fmt.Errorf("run %d failed: %s", id, errLog)
+		}
+		if st := tg.stats(); st.Rejected > 0 {
+			return fmt.Errorf("fake Telegram refused %d calls (last: %s)", st.Rejected, st.LastReject)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("run %d is %s after %s: %d of %d batches done", id, state, timeout, done, batches)
+		case <-tick.C:
+		}
+	}
+}
+
+// verify checks that the run analysed what it should, exactly once: its
+// counters, the model's calls, the proposals in the database and in the
+// admin chat (each posted once, with its message recorded), the progress
+// message edited after every batch and at the end, and the events posted
+// and published.
+func (w *analysisWorld) verify(ctx context.Context, res analysisResult, exp expectation) error {
+	r := res.run
+	var problems []string
+	fail := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	nf := len(exp.filtered)
+	if r.State != analysis.Completed {
+		fail("run is %s, want completed", r.State)
+	}
+	if r.Messages != exp.messages || r.Filtered != nf || r.Processed != nf {
+		fail("messages=%d filtered=%d processed=%d, want %d, %d, %d", r.Messages, r.Filtered, r.Processed, exp.messages, nf, nf)
+	}
+	if r.Batches != exp.plan.batches || r.BatchesDone != r.Batches {
+		fail("batches=%d batches_done=%d, want %d (the bench's own batching)", r.Batches, r.BatchesDone, exp.plan.batches)
+	}
+	if res.llmCalls != int64(r.Batches) || res.promptLines != int64(nf) {
+		fail("%d LLM calls with %d message lines, want one per batch (%d) and every message once (%d)",
+			res.llmCalls, res.promptLines, r.Batches, nf)
+	}
+	if int64(r.ProposalsTotal) != res.proposed || r.ProposalsPending != r.ProposalsTotal {
+		fail("proposals_total=%d pending=%d, the model proposed %d", r.ProposalsTotal, r.ProposalsPending, res.proposed)
+	}
+
+	rows, err := w.poll.Query(ctx, `SELECT id, COALESCE(message_id, 0) FROM analysis_proposals WHERE run_id = $1 ORDER BY id`, r.ID)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	type stored struct{ id, msg int64 }
+	props, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (stored, error) {
+		var s stored
+		err := row.Scan(&s.id, &s.msg)
+		return s, err
+	})
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	var sources int64
+	if err := w.poll.QueryRow(ctx, `SELECT count(*) FROM analysis_proposal_sources WHERE run_id = $1`, r.ID).Scan(&sources); err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	if len(props) != r.ProposalsTotal || sources != res.cited {
+		fail("%d proposals with %d sources in the database, want %d with %d", len(props), sources, r.ProposalsTotal, res.cited)
+	}
+	posted := w.tg.proposals()
+	notOnce, wrongMsg := 0, 0
+	for _, p := range props {
+		ids := posted[p.id]
+		switch {
+		case len(ids) != 1:
+			notOnce++
+		case int64(ids[0]) != p.msg:
+			wrongMsg++
+		}
+	}
+	if notOnce > 0 || wrongMsg > 0 || res.tg.ProposalDistinct != len(props) || res.tg.Proposals != len(props) {
+		fail("the admin chat got %d proposal messages for %d proposals (%d of the %d stored not posted exactly once, %d with another message_id recorded)",
+			res.tg.Proposals, res.tg.ProposalDistinct, notOnce, len(props), wrongMsg)
+	}
+
+	// Posted: run_created, run_started, the progress message, one
+	// proposals_created per batch with proposals, the proposals and
+	// run_completed. Published: the same events but the proposals, and
+	// progress_updated at the start and after every batch.
+	wantMsgs := 4 + int(res.withProposals) + r.ProposalsTotal
+	toAdmin := res.adminMessages
+	if res.tg.Messages != wantMsgs || toAdmin != wantMsgs || res.tg.Rejected != 0 || res.tg.NotModified != 0 {
+		fail("Telegram got %d messages (%d to the admin chat, %d refused, %d edits not modifying), want %d to the admin chat",
+			res.tg.Messages, toAdmin, res.tg.Rejected, res.tg.NotModified, wantMsgs)
+	}
+	if wantPub := int64(4 + r.Batches + int(res.withProposals)); res.published != wantPub {
+		fail("%d events published on pg_notify, want %d", res.published, wantPub)
+	}
+	if r.ProgressMessageID == 0 {
+		fail("no progress message recorded")
+	} else {
+		edits, last, ok := w.tg.edited(analysisAdminChat, r.ProgressMessageID)
+		done := fmt.Sprintf("Run #%d</b> completed", r.ID)
+		switch {
+		case !ok:
+			fail("progress message %d was not sent to the admin chat", r.ProgressMessageID)
+		case edits != r.Batches+1 || res.tg.Edits != edits:
+			fail("progress message edited %d times (%d edits in all), want after each of %d batches and once at the end",
+				edits, res.tg.Edits, r.Batches)
+		case !strings.Contains(last, done) || !strings.Contains(last, "100%"):
+			fail("the progress message does not end completed at 100%%: %q", last)
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New("verify: " + strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// closeRun decides every proposal of the first run (one in ten approved,
+// which embeds it) and closes it, so that a second run can be opened, and
+// returns what a run with filters will find: the messages no proposal of
+// the first run cites, and of those the ones the prefilter keeps.
+func (w *analysisWorld) closeRun(ctx context.Context, out io.Writer, r analysis.Run, msgs []analysis.Message, filters string) (expectation, error) {
+	start := time.Now()
+	rows, err := w.poll.Query(ctx, `SELECT id FROM analysis_proposals WHERE run_id = $1 ORDER BY id`, r.ID)
+	if err != nil {
+		return expectation{}, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return expectation{}, err
+	}
+	approved := 0
+	for i, id := range ids {
+		approve := i%10 == 0
+		if _, _, err := w.svc.Decide(ctx, id, analysisAdmin, approve); err != nil {
+			return expectation{}, fmt.Errorf("decide proposal %d: %w", id, err)
+		}
+		if approve {
+			approved++
+		}
+	}
+	if _, err := w.svc.Close(ctx, r.ID); err != nil {
+		return expectation{}, fmt.Errorf("close run %d: %w", r.ID, err)
+	}
+	rows, err = w.poll.Query(ctx, `SELECT DISTINCT chat_id, message_id FROM analysis_proposal_sources WHERE run_id = $1`, r.ID)
+	if err != nil {
+		return expectation{}, err
+	}
+	cited := map[analysis.Ref]bool{}
+	var ref analysis.Ref
+	if _, err := pgx.ForEachRow(rows, []any{&ref.ChatID, &ref.MessageID}, func() error {
+		cited[ref] = true
+		return nil
+	}); err != nil {
+		return expectation{}, err
+	}
+	f, err := analysis.ParseRunArgs(filters)
+	if err != nil {
+		return expectation{}, err
+	}
+	var left []analysis.Message
+	for _, m := range msgs {
+		if !cited[analysis.Ref{ChatID: m.ChatID, MessageID: m.MessageID}] && (f.ChatID == 0 || m.ChatID == f.ChatID) {
+			left = append(left, m)
+		}
+	}
+	kept := analysis.Prefilter(left, f)
+	fmt.Fprintf(out, "closed run #%d in %.2fs: %d proposals decided (%d approved and embedded); %d messages cited, %d left, %d of them pass %q\n",
+		r.ID, time.Since(start).Seconds(), len(ids), approved, len(cited), len(left), len(kept), filters)
+	return expectation{messages: len(left), filtered: kept, plan: planBatches(kept, analysisBatchGap, analysisBatchSize)}, nil
+}
+
+// --- the scripted model ---------------------------------------------------------
+
+// proposer is the model: it answers every batch at once with one
+// proposal citing the batch's first three messages and, when the batch has
+// more than one message and its first id is odd, a second citing its last
+// two (but the first); ids are read from the prompt's "[id=N …]" lines. It
+// counts what it did.
+type proposer struct {
+	calls, lines, proposed, cited, withProposals, unreadable atomic.Int64
+}
+
+type proposerCounts struct{ calls, lines, proposed, cited, withProposals int64 }
+
+func (p *proposer) snapshot() proposerCounts {
+	return proposerCounts{p.calls.Load(), p.lines.Load(), p.proposed.Load(), p.cited.Load(), p.withProposals.Load()}
+}
+
+// promptLine is one message of a batch as the prompt shows it.
+type promptLine struct {
+	id   int64
+	date time.Time
+	text string
+}
+
+var benchMentionRx = regexp.MustCompile(`@\w{5,32}`)
+
+// answerJSON is the answer's shape (domain/analysis/prompt.go).
+type answerJSON struct {
+	Proposals []proposalJSON `json:"proposals"`
+}
+
+type proposalJSON struct {
+	Title       string  `json:"title"`
+	Description string  `json:"description"`
+	Priority    string  `json:"priority"`
+	Assignee    string  `json:"assignee"`
+	Deadline    string  `json:"deadline"`
+	Sources     []int64 `json:"source_message_ids"`
+}
+
+func (p *proposer) reply(req llmtest.Request) string {
+	p.calls.Add(1)
+	lines := readPrompt(req.Prompt)
+	p.lines.Add(int64(len(lines)))
+	if len(lines) == 0 {
+		p.unreadable.Add(1)
+		return `{"proposals": []}`
+	}
+	a := answerJSON{Proposals: []proposalJSON{}}
+	first := lines[0]
+	k := 1
+	if len(lines) > 1 && first.id%2 == 1 {
+		k = 2
+	}
+	for j := range k {
+		var src []promptLine
+		if j == 0 {
+			src = lines[:min(3, len(lines))]
+		} else {
+			src = lines[max(len(lines)-2, 1):]
+		}
+		a.Proposals = append(a.Proposals, proposalFrom(src, j))
+		p.cited.Add(int64(len(src)))
+	}
+	p.proposed.Add(int64(len(a.Proposals)))
+	p.withProposals.Add(1)
+	b, _ := json.Marshal(a)
+	return string(b)
+}
+
+// proposalFrom writes a proposal from the messages it cites: a title from
+// the first one's words, the messages as the description, an assignee the
+// messages @mention, sometimes a deadline two days after the first.
+func proposalFrom(src []promptLine, j int) proposalJSON {
+	first := src[0]
+	words := strings.Fields(first.text)
+	title := "Follow up: " + strings.Join(words[:min(len(words), 8)], " ")
+	if len(words) == 0 {
+		title = "Follow up on the discussion"
+	}
+	var desc strings.Builder
+	ids := make([]int64, len(src))
+	for i, m := range src {
+		ids[i] = m.id
+		fmt.Fprintf(&desc, "Message %d: %s\n", m.id, clipText(m.text, 200))
+	}
+	pr := proposalJSON{
+		Title: title, Description: desc.String(), Priority: []string{"low", "medium", "high"}[(first.id+int64(j))%3],
+		Sources: ids,
+	}
+	for _, m := range src {
+		if at := benchMentionRx.FindString(m.text); at != "" {
+			pr.Assignee = at
+			break
+		}
+	}
+	if j == 0 && first.id%4 == 0 && !first.date.IsZero() {
+		pr.Deadline = first.date.AddDate(0, 0, 2).Format("2006-01-02")
+	}
+	return pr
+}
+
+// readPrompt reads the batch's messages from the prompt: each starts a
+// line with "[id=N YYYY-MM-DD HH:MM Day] Author: text" (the text's further
+// lines are indented).
+func readPrompt(prompt string) []promptLine {
+	var out []promptLine
+	for line := range strings.SplitSeq(prompt, "\n") {
+		rest, ok := strings.CutPrefix(line, "[id=")
+		if !ok {
+			continue
+		}
+		head, text, ok := strings.Cut(rest, "] ")
+		if !ok {
+			continue
+		}
+		idStr, date, _ := strings.Cut(head, " ")
+		id, err := strconv.ParseInt(idStr, 10, 64)
+		if err != nil {
+			continue
+		}
+		pl := promptLine{id: id}
+		if len(date) >= 16 {
+			pl.date, _ = time.Parse("2006-01-02 15:04", date[:16])
+		}
+		if _, t, ok := strings.Cut(text, ": "); ok {
+			pl.text = t
+		}
+		out = append(out, pl)
+	}
+	return out
+}
+
+func clipText(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}
+
+// --- the conversations ------------------------------------------------------------
+
+// batchPlan is the bench's own count of the batches the service must make:
+// by chat and date, a new batch after a gap of more than the batch gap or
+// when the batch is full.
+type batchPlan struct {
+	batches    int
+	byGap      int // batches started by a gap
+	byCap      int // batches started because the previous one was full
+	largest    int
+	singletons int // batches of one message
+}
+
+func planBatches(msgs []analysis.Message, gap time.Duration, size int) batchPlan {
+	byChat := map[int64][]analysis.Message{}
+	for _, m := range msgs {
+		byChat[m.ChatID] = append(byChat[m.ChatID], m)
+	}
+	var p batchPlan
+	for _, list := range byChat {
+		slices.SortFunc(list, func(a, b analysis.Message) int {
+			return cmp.Or(a.Date.Compare(b.Date), cmp.Compare(a.MessageID, b.MessageID))
+		})
+		cur := 0
+		end := func() {
+			if cur > 0 {
+				p.largest = max(p.largest, cur)
+				if cur == 1 {
+					p.singletons++
+				}
+			}
+		}
+		for i, m := range list {
+			switch {
+			case i == 0:
+				p.batches++
+			case m.Date.Sub(list[i-1].Date) > gap:
+				end()
+				p.batches++
+				p.byGap++
+				cur = 0
+			case cur >= size:
+				end()
+				p.batches++
+				p.byCap++
+				cur = 0
+			}
+			cur++
+		}
+		end()
+	}
+	return p
+}
+
+func describeMessages(out io.Writer, msgs []analysis.Message, p batchPlan) {
+	var mentions, long, short, multiline, chars int
+	for _, m := range msgs {
+		n := utf8.RuneCountInString(m.Text)
+		chars += n
+		switch {
+		case n < 20:
+			short++
+		case n >= 300:
+			long++
+		}
+		if benchMentionRx.MatchString(m.Text) {
+			mentions++
+		}
+		if strings.Contains(m.Text, "\n") {
+			multiline++
+		}
+	}
+	fmt.Fprintf(out, "  texts: mean %.0f characters, %d under 20, %d of 300 or more, %d multi-line, %d with an @mention\n",
+		float64(chars)/float64(max(len(msgs), 1)), short, long, multiline, mentions)
+	fmt.Fprintf(out, "  batching (gap %s, at most %d): %d batches, %d started by a gap, %d by the cap; largest %d, %d of one message\n",
+		analysisBatchGap, analysisBatchSize, p.batches, p.byGap, p.byCap, p.largest, p.singletons)
+}
+
+// seedGroupMessages bulk-inserts the groups and their messages (COPY) and
+// analyses the table, as autovacuum would have by then.
+func seedGroupMessages(ctx context.Context, store *storage.Store, msgs []analysis.Message, chats int) error {
+	pool := store.Pool()
+	groups := make([][]any, chats)
+	for i := range chats {
+		groups[i] = []any{int64(analysisFirstChat - i), fmt.Sprintf("Team %02d", i+1), true}
+	}
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"group_chats"}, []string{"id", "title", "can_read"}, pgx.CopyFromRows(groups)); err != nil {
+		return fmt.Errorf("seed groups: %w", err)
+	}
+	n, err := pool.CopyFrom(ctx, pgx.Identifier{"group_messages"}, []string{"chat_id", "message_id", "author_id", "author", "text", "date"},
+		pgx.CopyFromSlice(len(msgs), func(i int) ([]any, error) {
+			m := msgs[i]
+			return []any{m.ChatID, m.MessageID, m.AuthorID, m.Author, m.Text, m.Date}, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("seed messages: %w", err)
+	}
+	if n != int64(len(msgs)) {
+		return fmt.Errorf("seed messages: %d copied, want %d", n, len(msgs))
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE group_chats, group_messages`); err != nil {
+		return fmt.Errorf("analyze: %w", err)
+	}
+	return nil
+}
+
+// member is one person in a group.
+type member struct {
+	id       int64
+	name     string // first name: how the model sees the author
+	username string // for @mentions (5 or more characters)
+}
+
+var (
+	firstNames = []string{"Anna", "Boris", "Chen", "Dmitri", "Elena", "Farid", "Grace", "Hiro", "Irina", "Jonas", "Katya", "Lars",
+		"Maria", "Nikolai", "Olga", "Pavel", "Quinn", "Rosa", "Sergei", "Tanya", "Umar", "Vera", "Wen", "Yusuf"}
+	userSuffixes = []string{"_dev", "_pm", "_qa", "_ops", "_design", "_eng"}
+	shortTexts   = []string{"ok", "thanks!", "+1", "👍", "on it", "sure", "lol", "got it", "done", "will check", "agreed", "brb",
+		"nice", "morning all", "yes", "no idea", "same here", "🙏", "ack", "looking", "ty", "great, thanks", "hm", "fixed"}
+	things = []string{"the billing service", "the login page", "invoice export", "the mobile app", "the CI pipeline",
+		"the staging database", "the payment webhook", "the onboarding flow", "search indexing", "the admin panel",
+		"the weekly report", "API rate limits", "the push notifications", "the Q&A page", "the pricing table",
+		"the data migration", "the SSO integration", "the CSV import", "the dashboard charts", "the release notes"}
+	whens    = []string{"tomorrow", "by Friday", "next week", "tonight", "before the release", "on Monday", "by end of day", "after the demo"}
+	problems = []string{"a 500 error", "a timeout", "wrong totals", "missing emails", "slow page loads", "duplicate charges",
+		"a blank screen", "stale data", "a memory leak", "broken links"}
+	events    = []string{"standup", "release planning", "the retro", "the client call", "code freeze", "the demo", "the sprint review"}
+	templates = []string{
+		"Can someone look at %[1]s?",
+		"%[1]s is failing again, since this morning.",
+		"I pushed a fix for %[1]s, please review.",
+		"Who owns %[1]s these days?",
+		"Let's move %[1]s to %[2]s.",
+		"Customer reports %[3]s in %[1]s.",
+		"Reminder: %[4]s %[2]s.",
+		"Deploy of %[1]s went fine.",
+		"We need to update the docs for %[1]s %[2]s.",
+		"There is a bug in %[1]s: %[3]s when the cart has > 10 items.",
+		"Release of %[1]s is blocked until the review is done.",
+		"Deadline for %[1]s is %[2]s, is that realistic?",
+		"Can we get %[1]s into this sprint? It's urgent for the client.",
+		"I'll take %[1]s, should be done %[2]s.",
+		"Heads up: %[3]s on %[1]s after the last deploy.",
+		"The invoice for %[1]s still shows %[3]s.",
+		"Is anyone working on %[1]s? I don't want to duplicate effort.",
+		"Q: does %[1]s need a migration or is it config only?",
+		"Rolled back %[1]s, we saw %[3]s in production.",
+		"Good news: %[1]s is 30%% faster after the cache change.",
+	}
+	explanations = []string{
+		"I checked the logs and it only happens for accounts created before the migration.",
+		"It looks related to the change we made last week, but I'm not sure yet.",
+		"The workaround for now is to retry, but that won't scale.",
+		"We should probably add a test for this so it doesn't come back.",
+		"Product wants this before the client call, so it's a priority.",
+		"I can pair with someone on it if that helps.",
+		"Let's not block the release on it unless it gets worse.",
+		"The metrics show it started around 3am, when the batch job runs.",
+	}
+)
+
+// generateConversations writes n messages in groups of people talking:
+// per group, sessions of 3–40 messages (some of 55–160, which the batch
+// cap splits) with up to 9 minutes between messages, separated by 12 to 75
+// minutes of quiet, all dated in the analysisSpan before end. Texts vary
+// from "ok" to multi-line plans (see messageText).
+// Message ids count up per group, as Telegram's do.
+func generateConversations(n, chats int, seed uint64, end time.Time) []analysis.Message {
+	rng := rand.New(rand.NewPCG(seed, 0xa11a))
+	out := make([]analysis.Message, 0, n)
+	for c := range chats {
+		m := n / chats
+		if c < n%chats {
+			m++
+		}
+		if m == 0 {
+			continue
+		}
+		chatID := int64(analysisFirstChat - c)
+		team := make([]member, 5+rng.IntN(8))
+		for i := range team {
+			name := firstNames[rng.IntN(len(firstNames))]
+			team[i] = member{id: int64(analysisFirstAuthor + 100*c + i), name: name,
+				username: strings.ToLower(name) + userSuffixes[rng.IntN(len(userSuffixes))]}
+		}
+		// Sessions and the gaps between and within them.
+		var sizes []int
+		for left := m; left > 0; {
+			s := 3 + rng.IntN(38)
+			if rng.IntN(10) < 3 {
+				s = 55 + rng.IntN(106)
+			}
+			s = min(s, left)
+			sizes = append(sizes, s)
+			left -= s
+		}
+		quiet := make([]time.Duration, len(sizes)-1)
+		var quietTotal time.Duration
+		for i := range quiet {
+			quiet[i] = 12*time.Minute + time.Duration(rng.Int64N(int64(63*time.Minute)))
+			quietTotal += quiet[i]
+		}
+		talk := m - len(sizes) // gaps within sessions
+		maxGap := 9 * time.Minute
+		if talk > 0 {
+			mean := (analysisSpan - quietTotal) / time.Duration(talk)
+			maxGap = min(max(2*mean, time.Second), 9*time.Minute)
+		}
+		gaps := make([]time.Duration, 0, m)
+		for i, s := range sizes {
+			if i > 0 {
+				gaps = append(gaps, quiet[i-1])
+			} else {
+				gaps = append(gaps, 0)
+			}
+			for range s - 1 {
+				gaps = append(gaps, time.Duration(rng.Int64N(int64(maxGap))))
+			}
+		}
+		var total time.Duration
+		for _, g := range gaps {
+			total += g
+		}
+		scale := 1.0
+		if total > analysisSpan {
+			scale = float64(analysisSpan) / float64(total)
+			total = analysisSpan
+		}
+		at := end.Add(-analysisSpan).Add(time.Duration(rng.Int64N(int64(analysisSpan-total) + 1)))
+		firstID := int64(1 + rng.IntN(5000))
+		for i, g := range gaps {
+			at = at.Add(time.Duration(float64(g) * scale))
+			author := team[rng.IntN(len(team))]
+			out = append(out, analysis.Message{
+				ChatID: chatID, MessageID: firstID + int64(i), AuthorID: author.id, Author: author.name,
+				Text: messageText(rng, team, author), Date: at.UTC().Truncate(time.Microsecond),
+			})
+		}
+	}
+	return out
+}
+
+// messageText is one message: short (a quarter), one sentence (about
+// half), a few sentences, or a multi-line plan; one in five of those that
+// are not short @mentions someone else in the group (about one message in
+// eight).
+func messageText(rng *rand.Rand, team []member, author member) string {
+	pick := func(list []string) string { return list[rng.IntN(len(list))] }
+	sentence := func() string {
+		return fmt.Sprintf(pick(templates), pick(things), pick(whens), pick(problems), pick(events))
+	}
+	var text string
+	switch r := rng.IntN(100); {
+	case r < 25:
+		return pick(shortTexts) // no mention: "ok" stays "ok"
+	case r < 72:
+		text = sentence()
+	case r < 95:
+		parts := []string{sentence()}
+		for range 1 + rng.IntN(4) {
+			if rng.IntN(2) == 0 {
+				parts = append(parts, pick(explanations))
+			} else {
+				parts = append(parts, sentence())
+			}
+		}
+		text = strings.Join(parts, " ")
+	default:
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "Plan for %s:\n", pick(whens))
+		for i := range 3 + rng.IntN(6) {
+			fmt.Fprintf(&sb, "%d. %s %s\n", i+1, sentence(), pick(explanations))
+		}
+		sb.WriteString("Shout if anything is missing.")
+		text = sb.String()
+	}
+	if rng.IntN(5) == 0 {
+		other := team[rng.IntN(len(team))]
+		if other.id != author.id {
+			if rng.IntN(2) == 0 {
+				text = "@" + other.username + " " + text
+			} else {
+				text += " cc @" + other.username
+			}
+		}
+	}
+	return text
+}
+
+// --- collaborators ---------------------------------------------------------------
+
+// reapSignal tells serve that Serve is running: its first act is a reap,
+// which asks the repository for interrupted runs.
+type reapSignal struct {
+	analysis.Repository
+	reaped chan struct{}
+}
+
+func (r reapSignal) FailInterrupted(ctx context.Context) ([]analysis.Run, error) {
+	runs, err := r.Repository.FailInterrupted(ctx)
+	select {
+	case r.reaped <- struct{}{}:
+	default:
+	}
+	return runs, err
+}
+
+// countingPublisher counts the events published on pg_notify.
+type countingPublisher struct {
+	analysis.Publisher
+	n atomic.Int64
+}
+
+func (p *countingPublisher) Publish(ctx context.Context, payload string) error {
+	err := p.Publisher.Publish(ctx, payload)
+	if err == nil {
+		p.n.Add(1)
+	}
+	return err
+}
