@@ -125,21 +125,9 @@ func runAnalysis(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return usageError{err}
 		}
 	}
-	stop, err := startCPUProfile(cfg.cpuprof)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	rep, err := benchAnalysis(ctx, cfg, stdout, newLogger(stderr))
-	if err != nil {
-		return err
-	}
-	line, err := json.Marshal(rep)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(stdout, "%s\n", line)
-	return err
+	return runScenario(stdout, cfg.cpuprof, func() (analysisReport, error) {
+		return benchAnalysis(ctx, cfg, stdout, newLogger(stderr))
+	})
 }
 
 // analysisWorld is what the runs share.
@@ -159,28 +147,13 @@ type analysisWorld struct {
 // benchAnalysis seeds the messages and times the run(s), on a database of
 // its own that is dropped before it returns whatever happened.
 func benchAnalysis(ctx context.Context, cfg analysisConfig, out io.Writer, log *slog.Logger) (rep analysisReport, err error) {
-	name, dbURL, err := benchDatabaseURL(cfg.db)
+	db, err := openBenchDB(ctx, cfg.db, log)
 	if err != nil {
 		return rep, err
 	}
-	rep.database = name
-	defer func() {
-		if derr := dropDatabase(cfg.db, name); derr != nil {
-			err = errors.Join(err, fmt.Errorf("drop database %s: %w", name, derr))
-		}
-	}()
-	store, err := storage.Open(ctx, dbURL, log)
-	if err != nil {
-		return rep, err
-	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
-		return rep, err
-	}
-	var pgVersion string
-	if err := store.Pool().QueryRow(ctx, `SHOW server_version`).Scan(&pgVersion); err != nil {
-		return rep, err
-	}
+	defer db.close(&err)
+	rep.database = db.name
+	store := db.store
 
 	genStart := time.Now()
 	msgs := generateConversations(cfg.n, cfg.chats, cfg.seed, genStart)
@@ -189,7 +162,7 @@ func benchAnalysis(ctx context.Context, cfg analysisConfig, out io.Writer, log *
 	}
 	plan := planBatches(msgs, analysisBatchGap, analysisBatchSize)
 	fmt.Fprintf(out, "analysis: database %s (PostgreSQL %s, pool max %d connections), %d messages in %d groups seeded in %.2fs, LLM latency %s\n",
-		name, pgVersion, store.Pool().Config().MaxConns, len(msgs), cfg.chats, time.Since(genStart).Seconds(), cfg.latency)
+		db.name, db.pgVersion, store.Pool().Config().MaxConns, len(msgs), cfg.chats, time.Since(genStart).Seconds(), cfg.latency)
 	describeMessages(out, msgs, plan)
 
 	w := &analysisWorld{store: store, model: &proposer{}, pub: &countingPublisher{Publisher: store},
@@ -233,7 +206,7 @@ func benchAnalysis(ctx context.Context, cfg analysisConfig, out io.Writer, log *
 	if err != nil {
 		return rep, err
 	}
-	if w.poll, err = pgx.Connect(ctx, dbURL); err != nil {
+	if w.poll, err = pgx.Connect(ctx, db.url); err != nil {
 		return rep, fmt.Errorf("poll connection: %w", err)
 	}
 	defer w.poll.Close(context.WithoutCancel(ctx))

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,33 +13,15 @@ import (
 
 	"switchboard/domain/analysis"
 	"switchboard/llm/llmtest"
-	"switchboard/storage/storagetest"
 )
 
 // The scenario end to end with a small run and a filtered second run: the
 // last line is the JSON summary with the counts the report printed, verify
 // found everything once, and the database is gone.
 func TestAnalysisSmoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs PostgreSQL and a few seconds")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	server := storagetest.ServerURL()
-	err := runAnalysis(ctx, []string{"-db", server, "-n", "600", "-chats", "3", "-filters", "keywords=deploy,bug min_len=20",
-		"-timeout", "1m", "-stages"}, &stdout, &stderr)
-	require.NoError(t, err, "stderr:\n%s\nstdout:\n%s", stderr.String(), stdout.String())
-
-	out := stdout.String()
-	require.True(t, strings.HasSuffix(out, "}\n"), "the JSON line ends the output:\n%s", out)
-	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	last := lines[len(lines)-1]
+	out, last, rep := smoke[analysisReport](t, runAnalysis, "-n", "600", "-chats", "3", "-filters", "keywords=deploy,bug min_len=20",
+		"-timeout", "1m", "-stages")
 	require.True(t, strings.HasPrefix(last, `{"scenario":"analysis","messages":600,"total_s":`), "the headline keys come first: %s", last)
-	dec := json.NewDecoder(strings.NewReader(last))
-	dec.DisallowUnknownFields()
-	var rep analysisReport
-	require.NoError(t, dec.Decode(&rep), "last line: %s", last)
 	require.Equal(t, "analysis", rep.Scenario)
 	require.Equal(t, 600, rep.Messages)
 	require.Equal(t, 3, rep.Chats)
@@ -72,26 +51,16 @@ func TestAnalysisSmoke(t *testing.T) {
 	require.Contains(t, out, "db SaveBatch")
 	require.Contains(t, out, "telegram Proposal")
 	require.Contains(t, out, "approved and embedded")
-
-	name := regexp.MustCompile(`database (switchboard_bench_[0-9a-f]+)`).FindStringSubmatch(out)
-	require.NotNil(t, name, out)
-	requireDropped(t, ctx, server, name[1])
 }
 
 // A run that fails after its database was created still drops it: a
 // timeout of 1ns ends the wait at the first poll, long before 2000
 // messages are analysed.
 func TestAnalysisDropsDatabaseOnError(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs PostgreSQL")
-	}
-	ctx := context.Background()
-	server := storagetest.ServerURL()
-	rep, err := benchAnalysis(ctx, analysisConfig{db: server, n: 2000, chats: 2, seed: 1, timeout: time.Nanosecond},
+	server := postgresServer(t)
+	rep, err := benchAnalysis(context.Background(), analysisConfig{db: server, n: 2000, chats: 2, seed: 1, timeout: time.Nanosecond},
 		io.Discard, newLogger(io.Discard))
-	require.ErrorContains(t, err, "is running after 1ns")
-	require.NotEmpty(t, rep.database)
-	requireDropped(t, ctx, server, rep.database)
+	requireDroppedOnError(t, server, rep.database, err, "is running after 1ns")
 }
 
 // The conversations are what the issue asks for: n messages in the last
@@ -183,14 +152,7 @@ func TestProposerReadsPrompt(t *testing.T) {
 func TestTelegramEdits(t *testing.T) {
 	tg := newTelegram(tgToken)
 	defer tg.Close()
-	post := func(method, body string) (int, string) {
-		resp, err := http.Post(tg.URL()+"/bot"+tgToken+"/"+method, "application/json", strings.NewReader(body))
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
-	}
+	post := tgPost(t, tg)
 	code, body := post("sendMessage", `{"chat_id":"-100","text":"progress 0%"}`)
 	require.Equal(t, 200, code, body)
 	require.JSONEq(t, `1`, string(mustField(t, body, "result", "message_id")))

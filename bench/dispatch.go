@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -103,52 +102,25 @@ func runDispatch(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fs.Usage()
 		return usageError{errors.New("-sla-max < -sla-min")}
 	}
-	stop, err := startCPUProfile(cfg.cpuprof)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	rep, err := benchDispatch(ctx, cfg, stdout, newLogger(stderr))
-	if err != nil {
-		return err
-	}
-	line, err := json.Marshal(rep)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(stdout, "%s\n", line)
-	return err
+	return runScenario(stdout, cfg.cpuprof, func() (dispatchReport, error) {
+		return benchDispatch(ctx, cfg, stdout, newLogger(stderr))
+	})
 }
 
 // benchDispatch runs the lag run and then the sweeps on a database of its
 // own, dropped before it returns whatever happened.
 func benchDispatch(ctx context.Context, cfg dispatchConfig, out io.Writer, log *slog.Logger) (rep dispatchReport, err error) {
-	name, dbURL, err := benchDatabaseURL(cfg.db)
+	db, err := openBenchDB(ctx, cfg.db, log)
 	if err != nil {
 		return rep, err
 	}
-	rep.database = name
-	defer func() {
-		if derr := dropDatabase(cfg.db, name); derr != nil {
-			err = errors.Join(err, fmt.Errorf("drop database %s: %w", name, derr))
-		}
-	}()
-	store, err := storage.Open(ctx, dbURL, log)
-	if err != nil {
-		return rep, err
-	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
-		return rep, err
-	}
-	var pgVersion string
-	if err := store.Pool().QueryRow(ctx, `SHOW server_version`).Scan(&pgVersion); err != nil {
-		return rep, err
-	}
+	defer db.close(&err)
+	rep.database = db.name
+	store := db.store
 	fmt.Fprintf(out, "dispatch: database %s (PostgreSQL %s, pool max %d connections per replica)\n",
-		name, pgVersion, store.Pool().Config().MaxConns)
+		db.name, db.pgVersion, store.Pool().Config().MaxConns)
 
-	lag, err := lagRun(ctx, cfg, store, dbURL, log)
+	lag, err := lagRun(ctx, cfg, store, db.url, log)
 	if err != nil {
 		return rep, fmt.Errorf("lag run: %w", err)
 	}

@@ -1,44 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"switchboard/storage/storagetest"
 )
 
 // The scenario end to end with a tiny run: the last line is the JSON
 // summary, every offer was expired and closed once, both sweeps expired
 // every due offer, and the database is gone.
 func TestDispatchSmoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs PostgreSQL and a few seconds")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	server := storagetest.ServerURL()
-	err := runDispatch(ctx, []string{"-db", server, "-n", "200", "-spread", "500ms", "-sla-min", "200ms", "-sla-max", "700ms",
-		"-batch", "7", "-sweeps", "2", "-sweep-n", "1000", "-timeout", "30s", "-stages"}, &stdout, &stderr)
-	require.NoError(t, err, "stderr:\n%s\nstdout:\n%s", stderr.String(), stdout.String())
-
-	out := stdout.String()
-	require.True(t, strings.HasSuffix(out, "}\n"), "the JSON line ends the output:\n%s", out)
-	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	last := lines[len(lines)-1]
+	out, last, rep := smoke[dispatchReport](t, runDispatch, "-n", "200", "-spread", "500ms", "-sla-min", "200ms", "-sla-max", "700ms",
+		"-batch", "7", "-sweeps", "2", "-sweep-n", "1000", "-timeout", "30s", "-stages")
 	require.True(t, strings.HasPrefix(last, `{"scenario":"dispatch","lag_p50_ms":`), "the headline keys come first: %s", last)
-	dec := json.NewDecoder(strings.NewReader(last))
-	dec.DisallowUnknownFields()
-	var rep dispatchReport
-	require.NoError(t, dec.Decode(&rep), "last line: %s", last)
 	require.Equal(t, "dispatch", rep.Scenario)
 	require.Equal(t, 200, rep.N)
 	require.Equal(t, 2, rep.Replicas)
@@ -61,25 +39,14 @@ func TestDispatchSmoke(t *testing.T) {
 	require.Contains(t, out, "db OfferNext (unassignable)")
 	require.Equal(t, 2, strings.Count(out, "returned 1000; second call"))
 	require.Regexp(t, `returned 1000; second call [0-9.]+ms returned 0\n`, out)
-
-	name := regexp.MustCompile(`database (switchboard_bench_[0-9a-f]+)`).FindStringSubmatch(out)
-	require.NotNil(t, name, out)
-	requireDropped(t, ctx, server, name[1])
 }
 
 // A run that fails after its database was created still drops it: a
 // timeout of 1ns ends the wait at its first poll, long before an offer
 // with a 1 s SLA expires.
 func TestDispatchDropsDatabaseOnError(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs PostgreSQL")
-	}
-	ctx := context.Background()
-	server := storagetest.ServerURL()
-	rep, err := benchDispatch(ctx, dispatchConfig{db: server, n: 5, replicas: 1, slaMin: time.Second, slaMax: time.Second,
+	server := postgresServer(t)
+	rep, err := benchDispatch(context.Background(), dispatchConfig{db: server, n: 5, replicas: 1, slaMin: time.Second, slaMax: time.Second,
 		batch: 5, sweeps: 1, sweepN: 10, timeout: time.Nanosecond, seed: 1}, io.Discard, newLogger(io.Discard))
-	require.ErrorContains(t, err, "of 5 offers closed")
-	require.ErrorContains(t, err, "SENT=5")
-	require.NotEmpty(t, rep.database)
-	requireDropped(t, ctx, server, rep.database)
+	requireDroppedOnError(t, server, rep.database, err, "of 5 offers closed", "SENT=5")
 }

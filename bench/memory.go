@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -110,21 +109,9 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.Usage()
 		return usageError{errors.New("non-positive flag")}
 	}
-	stop, err := startCPUProfile(cfg.cpuprof)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	rep, err := benchMemory(ctx, cfg, stdout, newLogger(stderr))
-	if err != nil {
-		return err
-	}
-	line, err := json.Marshal(rep)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(stdout, "%s\n", line)
-	return err
+	return runScenario(stdout, cfg.cpuprof, func() (memoryReport, error) {
+		return benchMemory(ctx, cfg, stdout, newLogger(stderr))
+	})
 }
 
 // replica is one orchestrator with its own pool, LLM client and bot, as a
@@ -138,28 +125,13 @@ type replica struct {
 // benchMemory submits the runs and times them until all are archived, on a
 // database of its own that is dropped before it returns whatever happened.
 func benchMemory(ctx context.Context, cfg memoryConfig, out io.Writer, log *slog.Logger) (rep memoryReport, err error) {
-	name, dbURL, err := benchDatabaseURL(cfg.db)
+	db, err := openBenchDB(ctx, cfg.db, log)
 	if err != nil {
 		return rep, err
 	}
-	rep.database = name
-	defer func() {
-		if derr := dropDatabase(cfg.db, name); derr != nil {
-			err = errors.Join(err, fmt.Errorf("drop database %s: %w", name, derr))
-		}
-	}()
-	store, err := storage.Open(ctx, dbURL, log)
-	if err != nil {
-		return rep, err
-	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
-		return rep, err
-	}
-	var pgVersion string
-	if err := store.Pool().QueryRow(ctx, `SHOW server_version`).Scan(&pgVersion); err != nil {
-		return rep, err
-	}
+	defer db.close(&err)
+	rep.database = db.name
+	store := db.store
 	users := make([]int64, cfg.users)
 	langs := []string{"en", "ru", "uk"}
 	for i := range users {
@@ -199,7 +171,7 @@ func benchMemory(ctx context.Context, cfg memoryConfig, out io.Writer, log *slog
 	for i := range replicas {
 		rp := &replica{store: store}
 		if i > 0 {
-			if rp.store, err = storage.Open(ctx, dbURL, log); err != nil {
+			if rp.store, err = storage.Open(ctx, db.url, log); err != nil {
 				return rep, err
 			}
 			defer rp.store.Close()
@@ -229,10 +201,10 @@ func benchMemory(ctx context.Context, cfg memoryConfig, out io.Writer, log *slog
 	}
 	fmt.Fprintf(out, "memory: database %s (PostgreSQL %s, pool max %d connections per orchestrator), %d users, "+
 		"%d orchestrator(s) × %d workers, %d submitters, LLM MaxConcurrency %d\n",
-		name, pgVersion, store.Pool().Config().MaxConns, len(users), cfg.orchestrators, cfg.workers, cfg.submitters,
+		db.name, db.pgVersion, store.Pool().Config().MaxConns, len(users), cfg.orchestrators, cfg.workers, cfg.submitters,
 		memoryLLMConc)
 
-	poll, err := pgx.Connect(ctx, dbURL)
+	poll, err := pgx.Connect(ctx, db.url)
 	if err != nil {
 		return rep, fmt.Errorf("poll connection: %w", err)
 	}

@@ -1,42 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
-	"net/http"
-	"regexp"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"switchboard/storage/storagetest"
 )
 
 // The scenario end to end with a tiny run: the last line is the JSON
 // summary, every run went the whole way once, and the database is gone.
 func TestMemorySmoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs PostgreSQL and a few seconds")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	server := storagetest.ServerURL()
-	err := runMemory(ctx, []string{"-db", server, "-runs", "40", "-users", "5", "-workers", "4", "-orchestrators", "2", "-stages"}, &stdout, &stderr)
-	require.NoError(t, err, "stderr:\n%s\nstdout:\n%s", stderr.String(), stdout.String())
-
-	out := stdout.String()
-	require.True(t, strings.HasSuffix(out, "}\n"), "the JSON line ends the output:\n%s", out)
-	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	dec := json.NewDecoder(strings.NewReader(lines[len(lines)-1]))
-	dec.DisallowUnknownFields()
-	var rep memoryReport
-	require.NoError(t, dec.Decode(&rep), "last line: %s", lines[len(lines)-1])
+	out, _, rep := smoke[memoryReport](t, runMemory, "-runs", "40", "-users", "5", "-workers", "4", "-orchestrators", "2", "-stages")
 	require.Equal(t, "memory", rep.Scenario)
 	require.Equal(t, 40, rep.Runs)
 	require.Positive(t, rep.RunsPerS)
@@ -48,35 +24,15 @@ func TestMemorySmoke(t *testing.T) {
 	require.Contains(t, out, "telegram answers=40 (distinct messages answered 40, duplicates 0) other_messages=0")
 	require.Contains(t, out, "db CaptureRun")
 	require.Contains(t, out, "2 orchestrator(s) × 4 workers")
-
-	name := regexp.MustCompile(`database (switchboard_bench_[0-9a-f]+)`).FindStringSubmatch(out)
-	require.NotNil(t, name, out)
-	requireDropped(t, ctx, server, name[1])
 }
 
 // A run that fails after its database was created still drops it: a
 // timeout of 1ns ends the wait at its first poll.
 func TestMemoryDropsDatabaseOnError(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs PostgreSQL")
-	}
-	ctx := context.Background()
-	server := storagetest.ServerURL()
-	rep, err := benchMemory(ctx, memoryConfig{db: server, runs: 5, users: 2, workers: 1, orchestrators: 1, submitters: 1,
+	server := postgresServer(t)
+	rep, err := benchMemory(context.Background(), memoryConfig{db: server, runs: 5, users: 2, workers: 1, orchestrators: 1, submitters: 1,
 		timeout: time.Nanosecond}, io.Discard, newLogger(io.Discard))
-	require.ErrorContains(t, err, "runs archived after")
-	require.NotEmpty(t, rep.database)
-	requireDropped(t, ctx, server, rep.database)
-}
-
-func requireDropped(t *testing.T, ctx context.Context, server, name string) {
-	t.Helper()
-	conn, err := pgx.Connect(ctx, server)
-	require.NoError(t, err)
-	defer conn.Close(context.Background())
-	var exists bool
-	require.NoError(t, conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists))
-	require.False(t, exists, "the bench database is dropped at the end")
+	requireDroppedOnError(t, server, rep.database, err, "runs archived after")
 }
 
 func TestMarkerOf(t *testing.T) {
@@ -103,14 +59,7 @@ func TestPercentile(t *testing.T) {
 func TestTelegramCountsReplies(t *testing.T) {
 	tg := newTelegram(tgToken)
 	defer tg.Close()
-	post := func(method, body string) (int, string) {
-		resp, err := http.Post(tg.URL()+"/bot"+tgToken+"/"+method, "application/json", strings.NewReader(body))
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
-	}
+	post := tgPost(t, tg)
 	code, body := post("sendMessage", `{"chat_id":"42","text":"answer","reply_to_message_id":"7"}`)
 	require.Equal(t, 200, code, body)
 	code, body = post("sendMessage", `{"chat_id":42,"text":"answer","reply_parameters":{"message_id":8,"allow_sending_without_reply":true}}`)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -98,57 +97,29 @@ func runVacancies(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fs.Usage()
 		return usageError{errors.New("non-positive flag")}
 	}
-	stop, err := startCPUProfile(cfg.cpuprof)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	rep, err := benchVacancies(ctx, cfg, stdout, newLogger(stderr))
-	if err != nil {
-		return err
-	}
-	line, err := json.Marshal(rep)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(stdout, "%s\n", line)
-	return err
+	return runScenario(stdout, cfg.cpuprof, func() (vacanciesReport, error) {
+		return benchVacancies(ctx, cfg, stdout, newLogger(stderr))
+	})
 }
 
 // benchVacancies runs both runs on a database of its own, dropped before it
 // returns whatever happened.
 func benchVacancies(ctx context.Context, cfg vacanciesConfig, out io.Writer, log *slog.Logger) (rep vacanciesReport, err error) {
-	name, dbURL, err := benchDatabaseURL(cfg.db)
+	db, err := openBenchDB(ctx, cfg.db, log)
 	if err != nil {
 		return rep, err
 	}
-	rep.database = name
-	defer func() {
-		if derr := dropDatabase(cfg.db, name); derr != nil {
-			err = errors.Join(err, fmt.Errorf("drop database %s: %w", name, derr))
-		}
-	}()
-	// storage.Open creates the missing database, as it does for a newcomer.
-	store, err := storage.Open(ctx, dbURL, log)
-	if err != nil {
-		return rep, err
-	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
-		return rep, err
-	}
-	var pgVersion string
-	if err := store.Pool().QueryRow(ctx, `SHOW server_version`).Scan(&pgVersion); err != nil {
-		return rep, err
-	}
+	defer db.close(&err)
+	rep.database = db.name
+	store := db.store
 	key, users, err := seedUsers(ctx, store)
 	if err != nil {
 		return rep, err
 	}
 	fmt.Fprintf(out, "vacancies: database %s (PostgreSQL %s, pool max %d connections), %d users\n",
-		name, pgVersion, store.Pool().Config().MaxConns, len(users))
+		db.name, db.pgVersion, store.Pool().Config().MaxConns, len(users))
 
-	w := &world{store: store, dbURL: dbURL, key: key, users: users, log: log, timeout: cfg.timeout,
+	w := &world{store: store, dbURL: db.url, key: key, users: users, log: log, timeout: cfg.timeout,
 		catalog: locales.MustLoad(), stages: cfg.stages}
 	a, err := w.run(ctx, runSpec{label: "A zero latency", n: cfg.n, llmConc: cfg.llmConc, firstID: 90_000_001, seed: 1})
 	if err != nil {

@@ -5,38 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net/http"
-	"regexp"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"switchboard/storage/storagetest"
 )
 
 // The scenario end to end with tiny runs: the last line is the JSON
 // summary, the rates are positive and the bench database is gone.
 func TestVacanciesSmoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs PostgreSQL and a few seconds")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	server := storagetest.ServerURL()
-	err := runVacancies(ctx, []string{"-db", server, "-n", "30", "-llm-concurrency", "4", "-latency-n", "8", "-stages"}, &stdout, &stderr)
-	require.NoError(t, err, "stderr:\n%s\nstdout:\n%s", stderr.String(), stdout.String())
-
-	out := stdout.String()
-	require.True(t, strings.HasSuffix(out, "}\n"), "the JSON line ends the output:\n%s", out)
-	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	dec := json.NewDecoder(strings.NewReader(lines[len(lines)-1]))
-	dec.DisallowUnknownFields()
-	var rep vacanciesReport
-	require.NoError(t, dec.Decode(&rep), "last line: %s", lines[len(lines)-1])
+	out, _, rep := smoke[vacanciesReport](t, runVacancies, "-n", "30", "-llm-concurrency", "4", "-latency-n", "8", "-stages")
 	require.Equal(t, "vacancies", rep.Scenario)
 	require.Positive(t, rep.ZeroLatencyPerS)
 	require.Positive(t, rep.Latency200msPerS)
@@ -46,37 +24,16 @@ func TestVacanciesSmoke(t *testing.T) {
 	require.Contains(t, out, "telegram_messages=30 (distinct matches 30, duplicates 0)")
 	require.Contains(t, out, "telegram_messages=8 (distinct matches 8, duplicates 0)")
 	require.Contains(t, out, "llm ")
-
-	name := regexp.MustCompile(`database (switchboard_bench_[0-9a-f]+)`).FindStringSubmatch(out)
-	require.NotNil(t, name, out)
-	conn, err := pgx.Connect(ctx, server)
-	require.NoError(t, err)
-	defer conn.Close(context.Background())
-	var exists bool
-	require.NoError(t, conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name[1]).Scan(&exists))
-	require.False(t, exists, "the bench database is dropped at the end")
 }
 
 // A run that fails after its database was created still drops it: a
 // timeout of 1ns ends run A at its first poll, long before a match can
 // have travelled HH, the LLM and Telegram.
 func TestVacanciesDropsDatabaseOnError(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs PostgreSQL")
-	}
-	ctx := context.Background()
-	server := storagetest.ServerURL()
-	rep, err := benchVacancies(ctx, vacanciesConfig{db: server, n: 5, llmConc: 1, latencyN: 1, timeout: time.Nanosecond},
+	server := postgresServer(t)
+	rep, err := benchVacancies(context.Background(), vacanciesConfig{db: server, n: 5, llmConc: 1, latencyN: 1, timeout: time.Nanosecond},
 		io.Discard, newLogger(io.Discard))
-	require.ErrorContains(t, err, "SENT_TO_USER after")
-	require.NotEmpty(t, rep.database)
-
-	conn, err := pgx.Connect(ctx, server)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	var exists bool
-	require.NoError(t, conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, rep.database).Scan(&exists))
-	require.False(t, exists)
+	requireDroppedOnError(t, server, rep.database, err, "SENT_TO_USER after")
 }
 
 func TestUsage(t *testing.T) {
@@ -123,14 +80,7 @@ func TestUsage(t *testing.T) {
 func TestTelegramRefusesBrokenMessages(t *testing.T) {
 	tg := newTelegram(tgToken)
 	defer tg.Close()
-	post := func(method, body string) (int, string) {
-		resp, err := http.Post(tg.URL()+"/bot"+tgToken+"/"+method, "application/json", strings.NewReader(body))
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
-	}
+	post := tgPost(t, tg)
 	code, body := post("sendMessage", `{"chat_id":"42","text":""}`)
 	require.Equal(t, 400, code, body)
 	require.Contains(t, body, "message text is empty")

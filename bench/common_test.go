@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/storage/storagetest"
+)
+
+// smoke runs a scenario end to end on the test server (args follow -db)
+// and checks what every scenario promises: it succeeds, the last line of
+// its output is the JSON summary, which decodes into R with no unknown
+// field, and the bench database the output names is dropped. It returns
+// the output, its last line and the decoded report.
+func smoke[R any](t *testing.T, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error, args ...string) (out, last string, rep R) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs PostgreSQL and a few seconds")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	server := storagetest.ServerURL()
+	err := run(ctx, append([]string{"-db", server}, args...), &stdout, &stderr)
+	require.NoError(t, err, "stderr:\n%s\nstdout:\n%s", stderr.String(), stdout.String())
+
+	out = stdout.String()
+	require.True(t, strings.HasSuffix(out, "}\n"), "the JSON line ends the output:\n%s", out)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	last = lines[len(lines)-1]
+	dec := json.NewDecoder(strings.NewReader(last))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&rep), "last line: %s", last)
+
+	name := regexp.MustCompile(`database (switchboard_bench_[0-9a-f]+)`).FindStringSubmatch(out)
+	require.NotNil(t, name, out)
+	requireDropped(t, ctx, server, name[1])
+	return out, last, rep
+}
+
+// postgresServer skips t in -short mode and returns the test server's URL.
+func postgresServer(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	return storagetest.ServerURL()
+}
+
+// requireDroppedOnError checks a bench that failed after it had created its
+// database: err says each of want, and the database is gone all the same.
+func requireDroppedOnError(t *testing.T, server, database string, err error, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		require.ErrorContains(t, err, w)
+	}
+	require.NotEmpty(t, database)
+	requireDropped(t, context.Background(), server, database)
+}
+
+func requireDropped(t *testing.T, ctx context.Context, server, name string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, server)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var exists bool
+	require.NoError(t, conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists))
+	require.False(t, exists, "the bench database is dropped at the end")
+}
+
+// tgPost returns a poster of Bot API calls to the fake Telegram: it posts
+// body to method and returns the status code and the response body.
+func tgPost(t *testing.T, tg *telegram) func(method, body string) (int, string) {
+	return func(method, body string) (int, string) {
+		t.Helper()
+		resp, err := http.Post(tg.URL()+"/bot"+tgToken+"/"+method, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+}
