@@ -117,9 +117,10 @@ func canRead(t *testing.T, st *storage.Store, chatID int64) (title string, read,
 func TestAnalysisCommandsInMenu(t *testing.T) {
 	t.Parallel()
 	env := setupAnalysis(t)
+	// The answer to /help shows the bot has started, menus published.
+	help := env.ask(t, env.admin, "/help").Text
 	require.Equal(t, []string{"start", "help", "lang"}, commandNames(env.srv.Commands(tgfake.BotCommandScope{Type: "default"}, "")),
 		"the analysis commands are the admins'")
-	help := env.ask(t, env.admin, "/help").Text
 	require.Contains(t, help, "/run_new — open an analysis run of group messages")
 	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "uk")
 	require.Equal(t, []string{"start", "help", "lang", "status", "chats", "run_new", "run_start", "run_close", "runs", "run"},

@@ -265,7 +265,9 @@ func TestVacancyKilledClaimsAreTakenOverAfterTheLease(t *testing.T) {
 	var held []int64
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT COALESCE(array_agg(id), '{}') FROM vacancy_matches
 WHERE status = 'QUEUED' AND claimed_until > now()`).Scan(&held))
-	require.Len(t, held, 2, "the dead process's claims are still held")
+	// Two are with the LLM; with two workers per LLM slot, a third may be
+	// claimed and waiting for a slot.
+	require.GreaterOrEqual(t, len(held), 2, "the dead process's claims are still held")
 
 	rule.Fault(llmtest.Fault{}).ReplyJSON(relevantAnswer)
 	env.Start(over)
@@ -274,5 +276,9 @@ WHERE status = 'QUEUED' AND claimed_until > now()`).Scan(&held))
 	var attempts []int
 	require.NoError(t, pool.QueryRow(context.Background(),
 		`SELECT array_agg(attempts ORDER BY attempts) FROM vacancy_matches`).Scan(&attempts))
-	require.Equal(t, []int{1, 2, 2}, attempts, "the two held matches were claimed twice")
+	want := []int{1, 1, 1}
+	for i := range held {
+		want[len(want)-1-i] = 2
+	}
+	require.Equal(t, want, attempts, "the held matches were claimed twice, the others once")
 }
