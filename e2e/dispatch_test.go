@@ -97,7 +97,9 @@ func TestDispatchExpiryThenAccept(t *testing.T) {
 	require.Contains(t, expired.Text, "expired")
 	require.Empty(t, expired.ReplyMarkup.Buttons(), "no buttons on an expired offer")
 	lag := scalar[float64](t, pool, `SELECT extract(epoch FROM responded_at - expires_at) FROM offers WHERE master_id = 701`)
-	require.Less(t, lag, 1.0, "expired by the replica's timer, not the 60 s watchdog tick")
+	// Typically milliseconds; the bound only tells the timer from the 60 s
+	// tick without making a loaded CI machine fail the test.
+	require.Less(t, lag, 10.0, "expired by the replica's timer, not the 60 s watchdog tick")
 	p.WaitLog(`"msg":"expired_offers","component":"dispatch","count":1`, 5*time.Second)
 	p.WaitLog(`"msg":"offer_expired"`, 5*time.Second)
 

@@ -209,7 +209,9 @@ func TestExpiredOfferGoesToTheNextMaster(t *testing.T) {
 	expired := w.offer(t, first.ID)
 	require.Equal(t, dispatch.Expired, expired.State)
 	lag := expired.RespondedAt.Sub(expired.ExpiresAt)
-	require.Less(t, lag, time.Second, "expired by the timer, not a 60 s tick")
+	// No tick runs here; the bound only keeps a lost timer from passing
+	// unnoticed (lag is measured by the bench, not by tests).
+	require.Less(t, lag, 10*time.Second, "expired by the timer")
 	require.GreaterOrEqual(t, lag, time.Duration(0))
 	closed := w.tg.closedOffers()
 	require.Len(t, closed, 1)
