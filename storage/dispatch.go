@@ -624,16 +624,15 @@ WHERE id = $1 RETURNING `+orderColumns, o.ID, round))
 	return f, o, out, nil
 }
 
-// SetOfferMessage records where the offer's message is.
-func (s *Store) SetOfferMessage(ctx context.Context, offerID, chatID int64, messageID int) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE offers SET chat_id = $2, message_id = $3 WHERE id = $1`, offerID, chatID, messageID)
+// SetOfferMessage records where the offer's message is and returns the
+// offer as it is after that (the watchdog may have expired it meanwhile).
+func (s *Store) SetOfferMessage(ctx context.Context, offerID, chatID int64, messageID int) (dispatch.Offer, error) {
+	f, err := scanOffer(s.pool.QueryRow(ctx, `UPDATE offers SET chat_id = $2, message_id = $3 WHERE id = $1
+RETURNING `+offerColumns, offerID, chatID, messageID))
 	if err != nil {
-		return fmt.Errorf("set message of offer %d: %w", offerID, err)
+		return dispatch.Offer{}, fmt.Errorf("set message of offer %d: %w", offerID, interpretError(err))
 	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("set message of offer %d: %w", offerID, domain.ErrNotFound)
-	}
-	return nil
+	return f, nil
 }
 
 // Offer returns one offer or domain.ErrNotFound.

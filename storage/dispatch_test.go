@@ -417,12 +417,15 @@ func TestViewAndDecline(t *testing.T) {
 	_, err = f.st.Offer(ctx, 12345)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
-	require.NoError(t, f.st.SetOfferMessage(ctx, of.ID, 555, 77))
+	set, err := f.st.SetOfferMessage(ctx, of.ID, 555, 77)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.Declined, set.State, "the offer as it is after the update")
 	got, err := f.st.Offer(ctx, of.ID)
 	require.NoError(t, err)
 	require.Equal(t, int64(555), got.ChatID)
 	require.Equal(t, 77, got.MessageID)
-	require.ErrorIs(t, f.st.SetOfferMessage(ctx, 12345, 1, 1), domain.ErrNotFound)
+	_, err = f.st.SetOfferMessage(ctx, 12345, 1, 1)
+	require.ErrorIs(t, err, domain.ErrNotFound)
 }
 
 // Candidate rules: place (case-insensitive) and skill match, paused,
@@ -840,7 +843,8 @@ func TestCancelOrder(t *testing.T) {
 
 	o := f.order("c", "d", "x")
 	of := f.offered(o.ID, 1, 1)
-	require.NoError(t, f.st.SetOfferMessage(ctx, of.ID, 1, 42))
+	_, err := f.st.SetOfferMessage(ctx, of.ID, 1, 42)
+	require.NoError(t, err)
 	got, withdrawn, ok, err := f.st.CancelOrder(ctx, o.ID)
 	require.NoError(t, err)
 	require.True(t, ok)

@@ -103,8 +103,17 @@ func (s *Service) send(ctx context.Context, o Order, f Offer) bool {
 		s.log.Warn("send offer", "offer", f.ID, "master", m.UserID, "err", err)
 		return true
 	}
-	if err := s.deps.Repo.SetOfferMessage(ctx, f.ID, chatID, msgID); err != nil {
+	after, err := s.deps.Repo.SetOfferMessage(ctx, f.ID, chatID, msgID)
+	if err != nil {
 		s.log.Error("record offer message", "offer", f.ID, "err", err)
+		return true
+	}
+	if !after.State.Open() {
+		// It ended (a short SLA, a slow Telegram) before its message was
+		// recorded, so the sweep that ended it saw no message to edit:
+		// edit it here. Updates of the row are serialised, so exactly one
+		// of the two sees the message.
+		s.closeOffer(ctx, m, o, after)
 	}
 	return true
 }

@@ -162,8 +162,9 @@ type Repository interface {
 	// pick again; with nobody left in round 2 mark the order unassignable.
 	// Creating an offer clears the unassignable mark.
 	OfferNext(ctx context.Context, orderID int64, sla time.Duration) (Offer, Order, Outcome, error)
-	// SetOfferMessage records where the offer's message is.
-	SetOfferMessage(ctx context.Context, offerID, chatID int64, messageID int) error
+	// SetOfferMessage records where the offer's message is and returns the
+	// offer as it is after that.
+	SetOfferMessage(ctx context.Context, offerID, chatID int64, messageID int) (Offer, error)
 	// Offer returns one offer; domain.ErrNotFound if none.
 	Offer(ctx context.Context, id int64) (Offer, error)
 

@@ -96,6 +96,8 @@ type recorder struct {
 	notes  []dispatch.Note
 	events []dispatch.Event
 	gone   map[int64]bool // masters who blocked the bot
+	// onSend runs inside SendOffer, before it returns (Telegram slow).
+	onSend func(dispatch.Offer)
 }
 
 func (r *recorder) SendOffer(_ context.Context, m dispatch.Master, _ dispatch.Order, f dispatch.Offer) (int64, int, error) {
@@ -105,6 +107,11 @@ func (r *recorder) SendOffer(_ context.Context, m dispatch.Master, _ dispatch.Or
 		return 0, 0, fmt.Errorf("send: %w", dispatch.ErrRecipientGone)
 	}
 	r.sent = append(r.sent, f)
+	if r.onSend != nil {
+		r.mu.Unlock()
+		r.onSend(f)
+		r.mu.Lock()
+	}
 	return m.UserID, int(f.ID) + 1000, nil
 }
 
@@ -359,6 +366,9 @@ func TestTwoReplicasExpireEachOfferOnce(t *testing.T) {
 	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT count(*), count(*) FILTER (WHERE state = 'EXPIRED') FROM offers`).Scan(&offers, &expired))
 	require.Equal(t, offers, expired)
 	require.Equal(t, orders*masters*2, offers, "each master offered each order once per round")
+	// The follow-up of an expiry may still be editing its message when
+	// another replica's pass has already moved the order on.
+	eventually(t, func() bool { return len(w.tg.closedOffers()) >= offers }, "every expiry followed up")
 	closed := w.tg.closedOffers()
 	ids := map[int64]int{}
 	for _, f := range closed {
@@ -566,4 +576,31 @@ func TestExpireSurvivesDatabaseOutage(t *testing.T) {
 	n, err = s.Expire(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
+}
+
+// An offer that expires while Telegram is still sending it (the sweep sees
+// no message to edit) is edited by the sender instead, exactly once.
+func TestOfferExpiredWhileBeingSentIsEdited(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
+	s := w.service(t)
+	w.master(t, s, 10, "Chernihiv Center plumber")
+	swept, once := 0, false
+	w.tg.onSend = func(f dispatch.Offer) {
+		if once {
+			return // the round-2 offer the expiry leads to is left alone
+		}
+		once = true
+		w.exec(t, `UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, f.ID)
+		n, err := s.Expire(w.ctx)
+		require.NoError(t, err)
+		swept += n
+	}
+	_, err := s.CreateOrder(w.ctx, admin, "Chernihiv Center plumber 100 Tap")
+	require.NoError(t, err)
+	require.Equal(t, 1, swept)
+	closed := w.tg.closedOffers()
+	require.Len(t, closed, 1, "edited once, by the sender: %+v", closed)
+	require.Equal(t, dispatch.Expired, closed[0].State)
+	require.Equal(t, int(closed[0].ID)+1000, closed[0].MessageID)
 }

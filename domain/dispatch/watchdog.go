@@ -18,6 +18,10 @@ const OffersChannel = "dispatch_offers"
 // adapted by main).
 type Listen func(ctx context.Context, channel string, onConnect func(), onNotify func(payload string))
 
+// waitingRecheck is how often a replica looks at orders waiting for a busy
+// master without being asked (a cheap query on a partial index).
+const waitingRecheck = time.Second
+
 // minSweepGap keeps the timer from spinning when the database's clock is a
 // little behind ours and an offer we think due is not yet due there.
 const minSweepGap = 10 * time.Millisecond
@@ -156,8 +160,12 @@ func (s *Service) Run(ctx context.Context, listen Listen) {
 }
 
 // distributor runs the passes Wake and freed ask for, one at a time;
-// requests made during a pass coalesce into one more.
+// requests made during a pass coalesce into one more. Every
+// waitingRecheck it also looks at the waiting orders on its own: a master
+// found locked by another replica's transaction leaves no event behind.
 func (s *Service) distributor(ctx context.Context) {
+	t := s.deps.Clock.NewTicker(waitingRecheck)
+	defer t.Stop()
 	for {
 		all := false
 		select {
@@ -166,6 +174,7 @@ func (s *Service) distributor(ctx context.Context) {
 		case <-s.wakeAll:
 			all = true
 		case <-s.wakeFree:
+		case <-t.Chan():
 		}
 		if err := s.distribute(ctx, all); err != nil && ctx.Err() == nil {
 			s.log.Error("distribute", "err", err)
