@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -87,10 +86,8 @@ type analysisReport struct {
 }
 
 func runAnalysis(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("analysis", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var cfg analysisConfig
-	fs.StringVar(&cfg.db, "db", "", "PostgreSQL server URL; the bench creates and drops its own database there\n(default $DATABASE_URL, else "+defaultDB+")")
+	fs := scenarioFlags("analysis", stderr, &cfg.db, &cfg.cpuprof)
 	fs.IntVar(&cfg.n, "n", 10_000, "group messages in the last 24 hours, all analysed by the timed run")
 	fs.IntVar(&cfg.chats, "chats", 20, "groups the messages are spread over")
 	fs.StringVar(&cfg.filters, "filters", "", "also time a second run with these /run_new filters (e.g. \"keywords=deploy,bug min_len=20\"),\n"+
@@ -98,31 +95,20 @@ func runAnalysis(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.DurationVar(&cfg.latency, "llm-latency", 0, "delay every LLM answer by this long (the goal is for 0: the pipeline's own cost)")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the generated conversations")
 	fs.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "give up when a run is not completed after this long")
-	fs.StringVar(&cfg.cpuprof, "cpuprofile", "", "write a CPU profile of the whole scenario (fakes included) to this file")
 	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository, LLM, Telegram and pg_notify call and print where the executor's time goes")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./bench analysis [flags]")
-		fs.PrintDefaults()
-	}
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	cfg.db = serverURL(cfg.db)
 	if cfg.n <= 0 || cfg.chats <= 0 || cfg.timeout <= 0 || cfg.latency < 0 {
-		fmt.Fprintln(stderr, "-n, -chats and -timeout must be positive, -llm-latency not negative")
-		fs.Usage()
-		return usageError{errors.New("non-positive flag")}
+		return refuse(fs, stderr, "-n, -chats and -timeout must be positive, -llm-latency not negative")
 	}
 	if cfg.chats > 1000 {
-		fmt.Fprintln(stderr, "-chats must be at most 1000")
-		fs.Usage()
-		return usageError{errors.New("-chats too large")}
+		return refuse(fs, stderr, "-chats must be at most 1000")
 	}
 	if strings.TrimSpace(cfg.filters) != "" {
 		if _, err := analysis.ParseRunArgs(cfg.filters); err != nil {
-			fmt.Fprintf(stderr, "-filters %q: not what /run_new takes (%v)\n", cfg.filters, err)
-			fs.Usage()
-			return usageError{err}
+			return refuse(fs, stderr, fmt.Sprintf("-filters %q: not what /run_new takes (%v)", cfg.filters, err))
 		}
 	}
 	return runScenario(stdout, cfg.cpuprof, func() (analysisReport, error) {

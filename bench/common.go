@@ -4,12 +4,37 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"switchboard/storage"
 )
+
+// scenarioFlags starts a scenario's flag set with what every scenario
+// has: -db, -cpuprofile and the usage line.
+func scenarioFlags(name string, stderr io.Writer, db, cpuprof *string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(db, "db", "", "PostgreSQL server URL; the bench creates and drops its own database there\n(default $DATABASE_URL, else "+defaultDB+")")
+	fs.StringVar(cpuprof, "cpuprofile", "", "write a CPU profile of the whole scenario (in-process fakes included) to this file")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: go run ./bench %s [flags]\n", name)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// refuse turns down flag values: why, then the usage, as a usageError.
+func refuse(fs *flag.FlagSet, stderr io.Writer, why string) error {
+	fmt.Fprintln(stderr, why)
+	fs.Usage()
+	return usageError{errors.New(why)}
+}
 
 // runScenario is the tail every scenario's run shares once its flags are
 // parsed: it profiles the CPU into cpuprofile ("" profiles nothing) while
@@ -84,4 +109,35 @@ func (db *benchDB) close(err *error) {
 	if derr := dropDatabase(db.server, db.name); derr != nil {
 		*err = errors.Join(*err, fmt.Errorf("drop database %s: %w", db.name, derr))
 	}
+}
+
+// countedListen is a replica's LISTEN as app.go adapts storage's: it also
+// counts the notifications into notified and, after the first connect,
+// tells ready.
+func countedListen(store *storage.Store, notified *atomic.Int64, ready chan<- struct{}) func(context.Context, string, func(), func(string)) {
+	var once sync.Once
+	return func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
+		store.Listen(ctx, []string{ch}, func() {
+			onConnect()
+			once.Do(func() { ready <- struct{}{} })
+		}, func(_, payload string) {
+			notified.Add(1)
+			onNotify(payload)
+		})
+	}
+}
+
+// awaitListening waits until n replicas have said ready (a clock must not
+// start before everyone LISTENs: a lost NOTIFY would be counted as lag).
+func awaitListening(ctx context.Context, ready <-chan struct{}, n int, who string) error {
+	for range n {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("the %s did not LISTEN within 30s", who)
+		}
+	}
+	return nil
 }

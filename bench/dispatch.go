@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -67,10 +66,8 @@ type dispatchReport struct {
 }
 
 func runDispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("dispatch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var cfg dispatchConfig
-	fs.StringVar(&cfg.db, "db", "", "PostgreSQL server URL; the bench creates and drops its own database there\n(default $DATABASE_URL, else "+defaultDB+")")
+	fs := scenarioFlags("dispatch", stderr, &cfg.db, &cfg.cpuprof)
 	fs.IntVar(&cfg.n, "n", 10_000, "offers in the lag run, each with its own order and master")
 	fs.IntVar(&cfg.replicas, "replicas", 2, "dispatch services (replicas: a service, store and listener each) running their expiry timers")
 	fs.DurationVar(&cfg.spread, "spread", 10*time.Second, "the lag run's offers are created at a steady rate over this long")
@@ -81,26 +78,17 @@ func runDispatch(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.IntVar(&cfg.sweepN, "sweep-n", 100_000, "due offers expired by each sweep's one ExpireOffers call")
 	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "give up when, this long after the last offers are created, offers are still open or not closed")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the random SLAs")
-	fs.StringVar(&cfg.cpuprof, "cpuprofile", "", "write a CPU profile of the whole scenario to this file")
 	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository call the replicas make in the lag run and print where their time goes")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./bench dispatch [flags]")
-		fs.PrintDefaults()
-	}
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	cfg.db = serverURL(cfg.db)
 	if cfg.n <= 0 || cfg.replicas <= 0 || cfg.spread < 0 || cfg.slaMin <= 0 || cfg.batch <= 0 || cfg.sweeps <= 0 ||
 		cfg.sweepN <= 0 || cfg.timeout <= 0 {
-		fmt.Fprintln(stderr, "-n, -replicas, -sla-min, -batch, -sweeps, -sweep-n and -timeout must be positive, -spread not negative")
-		fs.Usage()
-		return usageError{errors.New("non-positive flag")}
+		return refuse(fs, stderr, "-n, -replicas, -sla-min, -batch, -sweeps, -sweep-n and -timeout must be positive, -spread not negative")
 	}
 	if cfg.slaMax < cfg.slaMin {
-		fmt.Fprintln(stderr, "-sla-max must not be less than -sla-min")
-		fs.Usage()
-		return usageError{errors.New("-sla-max < -sla-min")}
+		return refuse(fs, stderr, "-sla-max must not be less than -sla-min")
 	}
 	return runScenario(stdout, cfg.cpuprof, func() (dispatchReport, error) {
 		return benchDispatch(ctx, cfg, stdout, newLogger(stderr))
@@ -484,30 +472,15 @@ func lagRun(ctx context.Context, cfg dispatchConfig, store *storage.Store, dbURL
 	}()
 	listening := make(chan struct{}, len(reps))
 	for _, rp := range reps {
-		var once sync.Once
-		listen := func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
-			rp.store.Listen(ctx, []string{ch}, func() {
-				onConnect()
-				once.Do(func() { listening <- struct{}{} })
-			}, func(_, payload string) {
-				rp.st.notified.Add(1)
-				onNotify(payload)
-			})
-		}
+		listen := countedListen(rp.store, &rp.st.notified, listening)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rp.svc.Run(runCtx, listen)
 		}()
 	}
-	for range reps {
-		select {
-		case <-listening:
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(30 * time.Second):
-			return res, errors.New("the replicas did not LISTEN within 30s")
-		}
+	if err := awaitListening(ctx, listening, len(reps), "replicas"); err != nil {
+		return res, err
 	}
 
 	begin := time.Now()

@@ -285,9 +285,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 		return usageError{err}
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "unexpected arguments: %q\n", fs.Args())
-		fs.Usage()
-		return usageError{errors.New("unexpected arguments")}
+		return refuse(fs, stderr, fmt.Sprintf("unexpected arguments: %q", fs.Args()))
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -84,30 +83,21 @@ type memoryReport struct {
 }
 
 func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("memory", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var cfg memoryConfig
-	fs.StringVar(&cfg.db, "db", "", "PostgreSQL server URL; the bench creates and drops its own database there\n(default $DATABASE_URL, else "+defaultDB+")")
+	fs := scenarioFlags("memory", stderr, &cfg.db, &cfg.cpuprof)
 	fs.IntVar(&cfg.runs, "runs", 2000, "pipeline runs (private messages) to submit")
 	fs.IntVar(&cfg.users, "users", 100, "users the runs are spread over, round robin (a user's runs go one after another)")
 	fs.IntVar(&cfg.workers, "workers", 8, "memory.Config.Workers of each orchestrator (MEMORY_WORKERS; the application's default is 8)")
 	fs.IntVar(&cfg.orchestrators, "orchestrators", 1, "orchestrators (replicas: a service, store, LLM client and bot each) on the database")
 	fs.IntVar(&cfg.submitters, "submitters", 16, "goroutines calling Submit")
 	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "give up when the runs are not all archived after this long")
-	fs.StringVar(&cfg.cpuprof, "cpuprofile", "", "write a CPU profile of the whole scenario (fakes included) to this file")
 	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository, LLM and Telegram call and print where worker time goes")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./bench memory [flags]")
-		fs.PrintDefaults()
-	}
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	cfg.db = serverURL(cfg.db)
 	if cfg.runs <= 0 || cfg.users <= 0 || cfg.workers <= 0 || cfg.orchestrators <= 0 || cfg.submitters <= 0 || cfg.timeout <= 0 {
-		fmt.Fprintln(stderr, "-runs, -users, -workers, -orchestrators, -submitters and -timeout must be positive")
-		fs.Usage()
-		return usageError{errors.New("non-positive flag")}
+		return refuse(fs, stderr, "-runs, -users, -workers, -orchestrators, -submitters and -timeout must be positive")
 	}
 	return runScenario(stdout, cfg.cpuprof, func() (memoryReport, error) {
 		return benchMemory(ctx, cfg, stdout, newLogger(stderr))
@@ -221,30 +211,15 @@ func benchMemory(ctx context.Context, cfg memoryConfig, out io.Writer, log *slog
 	listening := make(chan struct{}, len(replicas))
 	var notified atomic.Int64 // notifications received, all orchestrators
 	for _, rp := range replicas {
-		var once sync.Once
-		listen := func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
-			rp.store.Listen(ctx, []string{ch}, func() {
-				onConnect()
-				once.Do(func() { listening <- struct{}{} })
-			}, func(_, p string) {
-				notified.Add(1)
-				onNotify(p)
-			})
-		}
+		listen := countedListen(rp.store, &notified, listening)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rp.svc.Run(runCtx, listen)
 		}()
 	}
-	for range replicas {
-		select {
-		case <-listening:
-		case <-ctx.Done():
-			return rep, ctx.Err()
-		case <-time.After(30 * time.Second):
-			return rep, errors.New("the orchestrators did not LISTEN within 30s")
-		}
+	if err := awaitListening(ctx, listening, len(replicas), "orchestrators"); err != nil {
+		return rep, err
 	}
 
 	start := time.Now()

@@ -255,34 +255,31 @@ func (t *telegram) serve(w http.ResponseWriter, r *http.Request) {
 		writeTG(w, http.StatusNotFound, map[string]any{"ok": false, "error_code": 404, "description": "Not Found"})
 		return
 	}
-	switch strings.ToLower(method) {
-	case "getme":
+	method = strings.ToLower(method)
+	if method == "getme" {
 		writeTG(w, http.StatusOK, map[string]any{"ok": true, "result": benchBot})
+		return
+	}
+	var handle func(http.ResponseWriter, map[string]string)
+	switch method {
 	case "sendmessage":
-		params, err := readParams(r)
-		if err != nil {
-			t.reject(w, "Bad Request: "+err.Error())
-			return
-		}
-		t.sendMessage(w, params)
+		handle = t.sendMessage
 	case "editmessagetext":
-		params, err := readParams(r)
-		if err != nil {
-			t.reject(w, "Bad Request: "+err.Error())
-			return
-		}
-		t.editMessageText(w, params)
+		handle = t.editMessageText
 	case "sendchataction":
-		params, err := readParams(r)
-		if err != nil {
-			t.reject(w, "Bad Request: "+err.Error())
-			return
-		}
-		t.sendChatAction(w, params)
-	default:
+		handle = t.sendChatAction
+	}
+	if handle == nil {
 		_, _ = io.Copy(io.Discard, r.Body)
 		writeTG(w, http.StatusOK, map[string]any{"ok": true, "result": true})
+		return
 	}
+	params, err := readParams(r)
+	if err != nil {
+		t.reject(w, "Bad Request: "+err.Error())
+		return
+	}
+	handle(w, params)
 }
 
 func (t *telegram) sendMessage(w http.ResponseWriter, p map[string]string) {

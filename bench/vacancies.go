@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -73,29 +72,20 @@ type vacanciesReport struct {
 }
 
 func runVacancies(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("vacancies", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var cfg vacanciesConfig
 	// The default is resolved after parsing, so -h never prints a password.
-	fs.StringVar(&cfg.db, "db", "", "PostgreSQL server URL; the bench creates and drops its own database there\n(default $DATABASE_URL, else "+defaultDB+")")
+	fs := scenarioFlags("vacancies", stderr, &cfg.db, &cfg.cpuprof)
 	fs.IntVar(&cfg.n, "n", 3000, "matches in the zero-latency run")
 	fs.IntVar(&cfg.llmConc, "llm-concurrency", 16, "LLM calls in flight in the zero-latency run (workers: vacancy.WorkersFor of it, as in the bot)")
 	fs.IntVar(&cfg.latencyN, "latency-n", 200, "matches in the 200 ms LLM latency run (LLM concurrency 4)")
 	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "give up on a run that has not delivered everything after this long")
-	fs.StringVar(&cfg.cpuprof, "cpuprofile", "", "write a CPU profile of the whole scenario (fakes included) to this file")
 	fs.BoolVar(&cfg.stages, "stages", false, "also time each collaborator call (DB, HH, LLM, Telegram) and print where worker time goes")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./bench vacancies [flags]")
-		fs.PrintDefaults()
-	}
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	cfg.db = serverURL(cfg.db)
 	if cfg.n <= 0 || cfg.llmConc <= 0 || cfg.latencyN <= 0 || cfg.timeout <= 0 {
-		fmt.Fprintln(stderr, "-n, -llm-concurrency, -latency-n and -timeout must be positive")
-		fs.Usage()
-		return usageError{errors.New("non-positive flag")}
+		return refuse(fs, stderr, "-n, -llm-concurrency, -latency-n and -timeout must be positive")
 	}
 	return runScenario(stdout, cfg.cpuprof, func() (vacanciesReport, error) {
 		return benchVacancies(ctx, cfg, stdout, newLogger(stderr))

@@ -43,11 +43,7 @@ func adminLines(env *e2e.Env) []tgfake.BotMessage { return env.TG.Messages(admin
 func proposalMessages(env *e2e.Env) []tgfake.BotMessage {
 	var out []tgfake.BotMessage
 	for _, m := range adminLines(env) {
-		original := m.Text
-		if len(m.Edits) > 0 {
-			original = m.Edits[0].Text
-		}
-		if strings.HasPrefix(original, "💡 Proposal") {
+		if strings.HasPrefix(originalText(m), "💡 Proposal") {
 			out = append(out, m)
 		}
 	}

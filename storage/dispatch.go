@@ -30,7 +30,7 @@ assigned_at, done_at, closed_at, cancelled_at, commission, commission_due_at, co
 	masterColumns = `m.user_id, u.username, u.first_name, ` + masterLang + `,
 m.city, m.district, m.skills, m.active, m.blocked_at, m.last_offer_at, m.created_at`
 	masterFrom = ` FROM masters m JOIN users u ON u.id = m.user_id `
-	// openOffer is the SQL spelling of dispatch.OpenOffer; it matches the
+	// openOffer is the SQL spelling of dispatch.OfferState.Open; it matches the
 	// predicate of the partial indexes offers_open_* and offers_due.
 	openOffer = `('SENT', 'VIEWED')`
 )

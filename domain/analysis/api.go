@@ -99,13 +99,19 @@ func (s *Service) Start(ctx context.Context, id int64, rag bool) (Run, error) {
 	if err := checkTransition(Pending, Running); err != nil {
 		return Run{}, err
 	}
+	// The lock keeps the check and exec.Add together, before Serve's
+	// exec.Wait at shutdown (see Serve).
 	s.mu.Lock()
 	base := s.base
-	s.mu.Unlock()
 	if base == nil || base.Err() != nil {
+		s.mu.Unlock()
 		return Run{}, errors.New("analysis: the service is not running")
 	}
 	r, ok, err := s.deps.Repo.StartRun(ctx, id, rag, s.cfg.Lease)
+	if err == nil && ok {
+		s.exec.Add(1)
+	}
+	s.mu.Unlock()
 	if err != nil {
 		return Run{}, err
 	}
@@ -114,7 +120,6 @@ func (s *Service) Start(ctx context.Context, id int64, rag bool) (Run, error) {
 	}
 	s.m.runs.WithLabelValues(string(Running)).Inc()
 	s.event(ctx, Event{Kind: EventStarted, Run: r})
-	s.exec.Add(1)
 	go func() {
 		defer s.exec.Done()
 		s.execute(base, r)
@@ -187,7 +192,15 @@ func (s *Service) Serve(ctx context.Context) {
 	s.mu.Lock()
 	s.base = ctx
 	s.mu.Unlock()
-	defer s.exec.Wait()
+	defer func() {
+		// ctx has ended: a Start holding the lock has done its exec.Add,
+		// and any later one sees ctx.Err() and refuses, so no Add races
+		// the Wait.
+		s.mu.Lock()
+		//lint:ignore SA2001 the empty critical section is the point: it waits out a Start holding the lock
+		s.mu.Unlock()
+		s.exec.Wait()
+	}()
 	t := s.deps.Clock.NewTicker(s.cfg.Lease / 2)
 	defer t.Stop()
 	for {

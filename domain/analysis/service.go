@@ -223,8 +223,6 @@ type Publisher interface {
 
 // Errors the bot turns into answers.
 var (
-	// ErrForbidden: not an admin.
-	ErrForbidden = errors.New("admins only")
 	// ErrState: the run is not in a state the command acts on.
 	ErrState = errors.New("run in another state")
 	// ErrDecided: the proposal was decided already.

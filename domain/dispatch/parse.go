@@ -7,10 +7,10 @@ import (
 	"unicode/utf8"
 )
 
-// Fields splits command arguments at spaces; a double-quoted part is one
+// fields splits command arguments at spaces; a double-quoted part is one
 // field, so a city like "Saint Petersburg" fits. An unclosed quote runs to
 // the end.
-func Fields(s string) []string {
+func fields(s string) []string {
 	f, _ := fieldsN(s, -1)
 	return f
 }
@@ -70,7 +70,7 @@ func cleanSkill(s string) (string, error) {
 
 // ParseMaster reads `/master <city> <district> <skill[,skill]>`.
 func ParseMaster(args string) (city, district string, skills []string, err error) {
-	f := Fields(args)
+	f := fields(args)
 	if len(f) < 3 {
 		return "", "", nil, &InputError{Key: "master.usage"}
 	}

@@ -52,7 +52,7 @@ func TestFields(t *testing.T) {
 		`""  x`:                {"", "x"},
 		"a\tb\nc":              {"a", "b", "c"},
 	} {
-		require.Equal(t, want, Fields(in), "%q", in)
+		require.Equal(t, want, fields(in), "%q", in)
 	}
 }
 

@@ -74,6 +74,3 @@ func checkOffer(from, to OfferState) error {
 
 // Open reports whether the offer still waits for the master.
 func (s OfferState) Open() bool { return s == Sent || s == Viewed }
-
-// OpenOffer lists the states the watchdog and accept act on.
-var OpenOffer = []OfferState{Sent, Viewed}
