@@ -567,36 +567,36 @@ type clockedRepo struct {
 	c *runClock
 }
 
-func (r clockedRepo) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration) (memory.Run, bool, error) {
+func (r clockedRepo) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.Run, memory.Recall, bool, error) {
 	start := time.Now()
-	run, ok, err := r.Repository.CaptureRun(ctx, id, from, to, lease)
+	run, rc, ok, err := r.Repository.CaptureRun(ctx, id, from, to, lease, size)
 	if ok && err == nil && from == memory.New {
 		r.c.mu.Lock()
 		r.c.begin[id] = start
 		r.c.mu.Unlock()
 	}
-	return run, ok, err
+	return run, rc, ok, err
 }
 
-func (r clockedRepo) AdvanceRun(ctx context.Context, id int64, from, to memory.Status, ch memory.Change) (memory.Run, bool, error) {
-	run, ok, err := r.Repository.AdvanceRun(ctx, id, from, to, ch)
-	if ok && err == nil && to == memory.Failed {
+func (r clockedRepo) StepRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
+	ok, err := r.Repository.StepRun(ctx, id, st)
+	if ok && err == nil && st.To == memory.Failed {
 		r.c.mu.Lock()
 		r.c.failed++
 		r.c.mu.Unlock()
 	}
-	return run, ok, err
+	return ok, err
 }
 
-func (r clockedRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (bool, error) {
-	ok, err := r.Repository.ArchiveRun(ctx, id, sum)
+func (r clockedRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
+	next, ok, err := r.Repository.ArchiveRun(ctx, id, sum)
 	if ok && err == nil {
 		now := time.Now()
 		r.c.mu.Lock()
 		r.c.end[id] = now
 		r.c.mu.Unlock()
 	}
-	return ok, err
+	return next, ok, err
 }
 
 // llmTimer wraps memory.LLM and records each call's duration against the

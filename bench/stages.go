@@ -126,7 +126,8 @@ func (t timedNotifier) Deliver(ctx context.Context, d vacancy.Delivery) (int64, 
 }
 
 // timedMemoryRepo times the repository calls the memory orchestrators
-// make. Each is one SQL statement except ArchiveRun (a transaction of two).
+// make. Each is one round trip: one statement, or (CaptureRun with a recall,
+// StepRun with a capture) a few sent together.
 // SubmitRun is intake, made by the submitters, not the workers; the bench
 // times it on its own.
 type timedMemoryRepo struct {
@@ -139,14 +140,22 @@ func (r timedMemoryRepo) PipelineRun(ctx context.Context, id int64) (memory.Run,
 	return r.Repository.PipelineRun(ctx, id)
 }
 
-func (r timedMemoryRepo) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration) (memory.Run, bool, error) {
-	defer r.s.since("db CaptureRun", time.Now())
-	return r.Repository.CaptureRun(ctx, id, from, to, lease)
+func (r timedMemoryRepo) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.Run, memory.Recall, bool, error) {
+	name := "db CaptureRun"
+	if size != (memory.RecallSize{}) {
+		name += " + recall"
+	}
+	defer r.s.since(name, time.Now())
+	return r.Repository.CaptureRun(ctx, id, from, to, lease, size)
 }
 
-func (r timedMemoryRepo) AdvanceRun(ctx context.Context, id int64, from, to memory.Status, ch memory.Change) (memory.Run, bool, error) {
-	defer r.s.since("db AdvanceRun", time.Now())
-	return r.Repository.AdvanceRun(ctx, id, from, to, ch)
+func (r timedMemoryRepo) StepRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
+	name := "db StepRun"
+	if st.Then != "" {
+		name += " + capture"
+	}
+	defer r.s.since(name, time.Now())
+	return r.Repository.StepRun(ctx, id, st)
 }
 
 func (r timedMemoryRepo) ClaimFinished(ctx context.Context, id int64, lease time.Duration) (memory.Run, bool, error) {
@@ -159,7 +168,7 @@ func (r timedMemoryRepo) MarkDelivered(ctx context.Context, id int64) error {
 	return r.Repository.MarkDelivered(ctx, id)
 }
 
-func (r timedMemoryRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (bool, error) {
+func (r timedMemoryRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
 	defer r.s.since("db ArchiveRun", time.Now())
 	return r.Repository.ArchiveRun(ctx, id, sum)
 }
@@ -182,11 +191,6 @@ func (r timedMemoryRepo) NextRun(ctx context.Context, userID int64) (memory.Ref,
 func (r timedMemoryRepo) Summaries(ctx context.Context, userID int64, limit int) ([]memory.Summary, error) {
 	defer r.s.since("db Summaries", time.Now())
 	return r.Repository.Summaries(ctx, userID, limit)
-}
-
-func (r timedMemoryRepo) RecentLogs(ctx context.Context, userID int64, limit int) ([]memory.LogEntry, error) {
-	defer r.s.since("db RecentLogs", time.Now())
-	return r.Repository.RecentLogs(ctx, userID, limit)
 }
 
 func (r timedMemoryRepo) ActivePrompt(ctx context.Context, role string) (memory.Prompt, error) {

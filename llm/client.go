@@ -132,7 +132,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 func (c *Client) initProvider(hc *http.Client) error {
 	switch c.cfg.Provider {
 	case ProviderOllama:
-		chat, err := ollama.New(ollama.WithServerURL(c.cfg.URL), ollama.WithModel(c.cfg.Model), ollama.WithHTTPClient(hc))
+		chat, err := newOllamaChat(c.cfg.URL, c.cfg.Model, hc)
 		if err != nil {
 			return err
 		}

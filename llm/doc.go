@@ -10,8 +10,11 @@
 //
 // and get three operations: Text (free-form answer), JSON (JSON mode,
 // decoded and optionally validated into the caller's type) and Embed.
-// Behind them sits langchaingo with either Ollama or any OpenAI-compatible
-// API (Config.Provider).
+// Behind them sits langchaingo's llms.Model with either Ollama or any
+// OpenAI-compatible API (Config.Provider). For Ollama chat the model is our
+// own small llms.Model (ollama.go), because langchaingo's Ollama client
+// allocates a 512 KB buffer per call, which dominated the memory pipeline's
+// CPU; embeddings and OpenAI use langchaingo's clients.
 //
 // # Why resilience lives here and not in the domains
 //

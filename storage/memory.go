@@ -106,46 +106,139 @@ func (s *Store) PipelineRun(ctx context.Context, id int64) (memory.Run, error) {
 	return r, nil
 }
 
-// CaptureRun starts a stage: from → to with a lease, in one statement. A
-// NEW run is captured only when every earlier run of its user is archived
-// or failed, which keeps one user's runs in order.
-func (s *Store) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration) (memory.Run, bool, error) {
-	return scanRunOK(s.pool.QueryRow(ctx, `
+// asyncCommit is joined into a statement to make its transaction's commit
+// asynchronous (memory.Step.Async): set_config with is_local lasts until
+// the transaction ends, and synchronous_commit is read at commit.
+const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`
+
+// heldBy is the claimed_until a lease gives: NULL for none.
+func heldBy(lease time.Duration) *int64 {
+	if lease <= 0 {
+		return nil
+	}
+	ms := lease.Milliseconds()
+	return &ms
+}
+
+// CaptureRun starts a stage: from → to with a lease, in one statement,
+// committed asynchronously. A NEW run is captured only when every earlier
+// run of its user is archived or failed, which keeps one user's runs in
+// order. The recall is read in the same round trip (pipelined), so a
+// capture that fails has read it for nothing; that is rare and cheap.
+func (s *Store) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.Run, memory.Recall, bool, error) {
+	var rc memory.Recall
+	b := &pgx.Batch{}
+	b.Queue(`
 UPDATE pipeline_runs r SET status = $3, claimed_until = now() + $4 * interval '1 millisecond', updated_at = now()
+FROM `+asyncCommit+`
 WHERE r.id = $1 AND r.status = $2
   AND ($2 <> 'NEW' OR NOT EXISTS (
       SELECT 1 FROM pipeline_runs p
       WHERE p.user_id = r.user_id AND p.id < r.id AND p.status <> 'FAILED' AND p.archived_at IS NULL))
-RETURNING `+runColumns, id, from, to, lease.Milliseconds()), "capture run")
-}
-
-// AdvanceRun moves a run from → to in one conditional UPDATE, storing the
-// stage's output and releasing the lease. Completing also logs the answer
-// to raw_logs in the same statement.
-func (s *Store) AdvanceRun(ctx context.Context, id int64, from, to memory.Status, ch memory.Change) (memory.Run, bool, error) {
-	var analysis []byte
-	if ch.Analysis != nil {
-		var err error
-		if analysis, err = json.Marshal(ch.Analysis); err != nil {
-			return memory.Run{}, false, fmt.Errorf("advance run %d: %w", id, err)
+RETURNING `+runColumns, id, from, to, lease.Milliseconds())
+	if size.Logs > 0 {
+		b.Queue(recentLogsSQL, id, size.Logs)
+	}
+	if size.Summaries > 0 {
+		b.Queue(`SELECT `+summaryColumns+` FROM lsm_storage
+WHERE user_id = (SELECT user_id FROM pipeline_runs WHERE id = $1) ORDER BY id DESC LIMIT $2`, id, size.Summaries)
+	}
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	r, ok, err := scanRunOK(br.QueryRow(), "capture run")
+	if err != nil || !ok {
+		return r, rc, ok, err
+	}
+	if size.Logs > 0 {
+		if rc.Logs, err = collectLogs(br.Query()); err != nil {
+			return r, rc, false, fmt.Errorf("capture run %d: raw logs: %w", id, err)
 		}
 	}
-	return scanRunOK(s.pool.QueryRow(ctx, `
+	if size.Summaries > 0 {
+		if rc.Summaries, err = collectSummaries(br.Query()); err != nil {
+			return r, rc, false, fmt.Errorf("capture run %d: summaries: %w", id, err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return r, rc, false, fmt.Errorf("capture run %d: %w", id, err)
+	}
+	return r, rc, true, nil
+}
+
+// recentLogsSQL lists the raw logs of run $1's user that came before it,
+// newest first: the run's own query and the messages the user sent after
+// it (queued behind it) are not its history.
+const recentLogsSQL = `SELECT log_type, COALESCE(log_data->>'text', ''), COALESCE((log_data->>'run_id')::bigint, 0), created_at
+FROM raw_logs
+WHERE user_id = (SELECT user_id FROM pipeline_runs WHERE id = $1)
+  AND COALESCE((log_data->>'run_id')::bigint, 0) < $1
+ORDER BY id DESC LIMIT $2`
+
+// StepRun moves a run out of a stage (memory.Step). The advance and the
+// optional capture of the next stage are two UPDATEs sent together, one
+// implicit transaction and one commit; the capture only takes a row this
+// very transaction has just advanced (its xmin), so it never captures a run
+// somebody else moved in between. Nothing is read back: the worker knows
+// what it wrote.
+func (s *Store) StepRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
+	var analysis []byte
+	if st.Change.Analysis != nil {
+		var err error
+		if analysis, err = json.Marshal(st.Change.Analysis); err != nil {
+			return false, fmt.Errorf("step run %d: %w", id, err)
+		}
+	}
+	async := ""
+	if st.Async {
+		async = "FROM " + asyncCommit
+	}
+	advance := `
 WITH r AS (
-    UPDATE pipeline_runs SET status = $3, updated_at = now(), claimed_until = NULL,
+    UPDATE pipeline_runs SET status = $3, updated_at = now(),
+        claimed_until = now() + $9 * interval '1 millisecond',
         analysis_result = COALESCE($4::jsonb, analysis_result),
         draft_context = COALESCE(NULLIF($5, ''), draft_context),
         final_context_payload = COALESCE(NULLIF($6, ''), final_context_payload),
         final_answer = COALESCE(NULLIF($7, ''), final_answer),
         error_message = COALESCE(NULLIF($8, ''), error_message)
+    ` + async + `
     WHERE id = $1 AND status = $2
-    RETURNING *
+    RETURNING pipeline_runs.id, pipeline_runs.user_id, pipeline_runs.final_answer
 ), logged AS (
     INSERT INTO raw_logs (user_id, log_type, log_data)
     SELECT user_id, 'answer', jsonb_build_object('text', final_answer, 'run_id', id) FROM r WHERE $3 = 'COMPLETED'
 )
-SELECT `+runColumns+` FROM r`, id, from, to, analysis, ch.DraftContext, ch.FinalContext, ch.FinalAnswer, ch.ErrorMessage),
-		"advance run")
+SELECT count(*) FROM r`
+	args := []any{id, st.From, st.To, analysis, st.Change.DraftContext, st.Change.FinalContext,
+		st.Change.FinalAnswer, st.Change.ErrorMessage, heldBy(st.Hold)}
+	var n int
+	if st.Then == "" {
+		if err := s.pool.QueryRow(ctx, advance, args...).Scan(&n); err != nil {
+			return false, fmt.Errorf("step run %d %s → %s: %w", id, st.From, st.To, err)
+		}
+		return n == 1, nil
+	}
+	b := &pgx.Batch{}
+	b.Queue(advance, args...)
+	b.Queue(`
+UPDATE pipeline_runs r SET status = $3, claimed_until = now() + $4 * interval '1 millisecond', updated_at = now()
+WHERE r.id = $1 AND r.status = $2 AND r.xmin = pg_current_xact_id_if_assigned()::xid`, id, st.To, st.Then, heldBy(st.Hold))
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if err := br.QueryRow().Scan(&n); err != nil {
+		return false, fmt.Errorf("step run %d %s → %s: %w", id, st.From, st.To, err)
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return false, fmt.Errorf("step run %d: capture for %s: %w", id, st.Then, err)
+	}
+	if err := br.Close(); err != nil {
+		return false, fmt.Errorf("step run %d: %w", id, err)
+	}
+	if n == 1 && tag.RowsAffected() != 1 {
+		return false, fmt.Errorf("step run %d: advanced to %s but not captured for %s", id, st.To, st.Then)
+	}
+	return n == 1, nil
 }
 
 // ClaimFinished claims a COMPLETED or FAILED run that still has to be
@@ -168,36 +261,47 @@ func (s *Store) MarkDelivered(ctx context.Context, id int64) error {
 }
 
 // ArchiveRun is archivist signal 2: the summary (if any) into lsm_storage
-// and archived_at, in one transaction; false if it was archived already.
-func (s *Store) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (bool, error) {
-	archived := false
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
-		var userID int64
-		// Also releases the finishing claim: archiving is the run's last write.
-		err := tx.QueryRow(ctx, `UPDATE pipeline_runs SET archived_at = now(), updated_at = now(), claimed_until = NULL
-WHERE id = $1 AND status = 'COMPLETED' AND archived_at IS NULL RETURNING user_id`, id).Scan(&userID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
+// and archived_at in one statement, which also releases the finishing
+// claim (archiving is the run's last write) and finds the user's next NEW
+// run, so that the worker can start it without another round trip.
+func (s *Store) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
+	var bucketStart, bucketEnd *time.Time
+	var text *string
+	tags, sources := []string{}, []int64{}
+	if sum != nil {
+		bucketStart, bucketEnd, text = &sum.BucketStart, &sum.BucketEnd, &sum.Summary
+		if sum.Tags != nil {
+			tags = sum.Tags
 		}
-		if err != nil {
-			return err
+		if sum.SourceRunIDs != nil {
+			sources = sum.SourceRunIDs
 		}
-		archived = true
-		if sum == nil {
-			return nil
-		}
-		tags := sum.Tags
-		if tags == nil {
-			tags = []string{}
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, tags, summary, source_run_ids)
-VALUES ($1, $2, $3, $4, $5, $6)`, userID, sum.BucketStart, sum.BucketEnd, tags, sum.Summary, sum.SourceRunIDs)
-		return err
-	})
-	if err != nil {
-		return false, fmt.Errorf("archive run %d: %w", id, err)
 	}
-	return archived, nil
+	var next memory.Ref
+	var nextID *int64
+	err := s.pool.QueryRow(ctx, `
+WITH a AS (
+    UPDATE pipeline_runs SET archived_at = now(), updated_at = now(), claimed_until = NULL
+    WHERE id = $1 AND status = 'COMPLETED' AND archived_at IS NULL
+    RETURNING user_id
+), summary AS (
+    INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, tags, summary, source_run_ids)
+    SELECT a.user_id, $2, $3, $4, $5, $6 FROM a WHERE $5::text IS NOT NULL
+)
+SELECT a.user_id, (SELECT p.id FROM pipeline_runs p
+    WHERE p.user_id = a.user_id AND p.status = 'NEW' AND p.archived_at IS NULL ORDER BY p.id LIMIT 1)
+FROM a`, id, bucketStart, bucketEnd, tags, text, sources).Scan(&next.UserID, &nextID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memory.Ref{}, false, nil
+	}
+	if err != nil {
+		return memory.Ref{}, false, fmt.Errorf("archive run %d: %w", id, err)
+	}
+	if nextID == nil {
+		return memory.Ref{}, true, nil
+	}
+	next.ID, next.Status = *nextID, memory.New
+	return next, true, nil
 }
 
 // ReleaseRun drops a finished run's claim.
@@ -281,38 +385,36 @@ RETURNING r.id, r.user_id, r.status`, maxReaps)
 	return returned, failed, nil
 }
 
-// Summaries lists a user's long-term memory, newest first.
-func (s *Store) Summaries(ctx context.Context, userID int64, limit int) ([]memory.Summary, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, time_bucket_start, time_bucket_end, tags, summary, source_run_ids, created_at
-FROM lsm_storage WHERE user_id = $1 ORDER BY id DESC LIMIT $2`, userID, limit)
+const summaryColumns = `id, time_bucket_start, time_bucket_end, tags, summary, source_run_ids, created_at`
+
+func collectSummaries(rows pgx.Rows, err error) ([]memory.Summary, error) {
 	if err != nil {
-		return nil, fmt.Errorf("summaries of user %d: %w", userID, err)
+		return nil, err
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Summary, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Summary, error) {
 		var m memory.Summary
 		err := row.Scan(&m.ID, &m.BucketStart, &m.BucketEnd, &m.Tags, &m.Summary, &m.SourceRunIDs, &m.CreatedAt)
 		return m, err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("summaries of user %d: %w", userID, err)
-	}
-	return out, nil
 }
 
-// RecentLogs lists a user's raw logs, newest first.
-func (s *Store) RecentLogs(ctx context.Context, userID int64, limit int) ([]memory.LogEntry, error) {
-	rows, err := s.pool.Query(ctx, `SELECT log_type, COALESCE(log_data->>'text', ''),
-COALESCE((log_data->>'run_id')::bigint, 0), created_at FROM raw_logs WHERE user_id = $1 ORDER BY id DESC LIMIT $2`, userID, limit)
+func collectLogs(rows pgx.Rows, err error) ([]memory.LogEntry, error) {
 	if err != nil {
-		return nil, fmt.Errorf("raw logs of user %d: %w", userID, err)
+		return nil, err
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.LogEntry, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.LogEntry, error) {
 		var l memory.LogEntry
 		err := row.Scan(&l.Type, &l.Text, &l.RunID, &l.CreatedAt)
 		return l, err
 	})
+}
+
+// Summaries lists a user's long-term memory, newest first.
+func (s *Store) Summaries(ctx context.Context, userID int64, limit int) ([]memory.Summary, error) {
+	out, err := collectSummaries(s.pool.Query(ctx, `SELECT `+summaryColumns+`
+FROM lsm_storage WHERE user_id = $1 ORDER BY id DESC LIMIT $2`, userID, limit))
 	if err != nil {
-		return nil, fmt.Errorf("raw logs of user %d: %w", userID, err)
+		return nil, fmt.Errorf("summaries of user %d: %w", userID, err)
 	}
 	return out, nil
 }

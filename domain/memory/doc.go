@@ -19,8 +19,13 @@
 //
 // Every stage starts with a capture, one conditional UPDATE that names the
 // status it expects, so of any number of orchestrators exactly one runs a
-// stage. NOTIFY on pipeline_events is a hint to look; a sweep after every
-// (re)connect and on a timer is the guarantee. A run whose orchestrator died
+// stage. The worker that captured a run carries it on: each stage's result
+// is committed together with the capture of the next stage (two status
+// changes, one commit), and the COMPLETED or FAILED run stays claimed for
+// that worker's delivery. NOTIFY on pipeline_events is a hint to look: its
+// payload says whether somebody holds the run, and only runs nobody holds (a
+// new one, a stage handed back, the reaper's returns) are looked at. A sweep
+// after every (re)connect and on a timer is the guarantee. A run whose orchestrator died
 // mid-stage is returned by the reaper to the status before it, at most
 // MaxReaps times, then FAILED. A user's runs go strictly one after another:
 // the capture of NEW waits until every earlier run of that user is archived

@@ -1,8 +1,10 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 )
 
@@ -14,47 +16,131 @@ const Channel = "pipeline_events"
 // ctx ends (storage.Store.Listen does this).
 type Listen func(ctx context.Context, channel string, onConnect func(), onNotify func(payload string))
 
-// orchestrator feeds run ids to a bounded pool of workers. Ids come from
-// NOTIFY, from sweeps and from the pipeline itself; the set of pending ids
+// orchestrator feeds runs to a bounded pool of workers. Runs come from
+// NOTIFY, from sweeps and from the pipeline itself; the bookkeeping here
 // only saves duplicate work (the captures make duplicates harmless), and
 // anything dropped is found again by the next sweep.
 type orchestrator struct {
 	s     *Service
 	queue chan int64
 
-	// pending holds ids queued or being processed here. A notification for
-	// one of them is dropped: the worker on it carries the run through
-	// every stage it can, and whoever takes it further notifies again.
-	mu      sync.Mutex
-	pending map[int64]bool
+	mu sync.Mutex
+	// pending holds the runs queued or at work here.
+	pending map[int64]*entry
+	// users holds, per user, the one run of theirs queued or at work here.
+	// Their other NEW runs could not be captured before it is done, so they
+	// are parked instead of queued, and queued when it is done: a user
+	// takes one place in the queue at a time, and a run that waits behind
+	// its predecessor does not lose its turn to a capture that had to fail.
+	users  map[int64]int64
+	parked map[int64][]Ref
+}
+
+type entry struct {
+	// ref.Status is the latest status heard of: a run captured elsewhere
+	// while it waited in the queue is skipped without a round trip.
+	ref   Ref
+	taken bool // a worker is on it
+	again bool // worth another look when the worker is done
 }
 
 func newOrchestrator(s *Service) *orchestrator {
-	return &orchestrator{s: s, queue: make(chan int64, 8192), pending: map[int64]bool{}}
+	return &orchestrator{s: s, queue: make(chan int64, 8192),
+		pending: map[int64]*entry{}, users: map[int64]int64{}, parked: map[int64][]Ref{}}
 }
 
-func (o *orchestrator) dispatch(id int64) {
+// dispatch queues a run for a worker, unless it is queued or at work here
+// already (then only its status is noted) or waits behind a run of the
+// same user at work here.
+func (o *orchestrator) dispatch(ref Ref) { o.queueRun(ref, false) }
+
+// wake is dispatch for a run that has just become ready (its user's
+// previous run is done): if a worker here is on it already, its capture
+// may have come too early, so it gets another look afterwards.
+func (o *orchestrator) wake(ref Ref) { o.queueRun(ref, true) }
+
+func (o *orchestrator) queueRun(ref Ref, again bool) {
 	o.mu.Lock()
-	if o.pending[id] {
+	if e, ok := o.pending[ref.ID]; ok {
+		e.ref.Status = ref.Status
+		e.again = e.again || (again && e.taken)
 		o.mu.Unlock()
 		return
 	}
-	o.pending[id] = true
+	if ref.UserID != 0 {
+		if _, ok := o.users[ref.UserID]; ok && ref.Status == New {
+			o.parked[ref.UserID] = append(o.parked[ref.UserID], ref)
+			o.mu.Unlock()
+			return
+		} else if !ok {
+			o.users[ref.UserID] = ref.ID
+		}
+	}
+	o.pending[ref.ID] = &entry{ref: ref}
 	o.mu.Unlock()
 	select {
-	case o.queue <- id:
+	case o.queue <- ref.ID:
 	default:
-		// Full: forget it; the next sweep dispatches it again.
+		// Full: forget it and the user's parked runs; the next sweep
+		// dispatches them again.
 		o.mu.Lock()
-		delete(o.pending, id)
+		delete(o.pending, ref.ID)
+		if o.users[ref.UserID] == ref.ID {
+			delete(o.users, ref.UserID)
+			delete(o.parked, ref.UserID)
+		}
 		o.mu.Unlock()
 	}
 }
 
-func (o *orchestrator) done(id int64) {
+// note records a status heard of for a run queued here, without queueing it.
+func (o *orchestrator) note(ref Ref) {
 	o.mu.Lock()
-	delete(o.pending, id)
+	defer o.mu.Unlock()
+	if e, ok := o.pending[ref.ID]; ok {
+		e.ref.Status = ref.Status
+	}
+}
+
+// take is a worker picking up a queued run: false if it is no longer
+// worth a look (a stage at work elsewhere).
+func (o *orchestrator) take(id int64) (Ref, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e, ok := o.pending[id]
+	if !ok {
+		return Ref{ID: id}, false
+	}
+	e.taken = true
+	if _, working := capturing[e.ref.Status]; working {
+		return e.ref, false
+	}
+	return e.ref, true
+}
+
+// done is a worker letting go of a run; the user's parked runs are queued,
+// and so is the run itself if it was woken meanwhile.
+func (o *orchestrator) done(ref Ref) {
+	o.mu.Lock()
+	var wake []Ref
+	if e, ok := o.pending[ref.ID]; ok {
+		delete(o.pending, ref.ID)
+		if e.again {
+			wake = append(wake, e.ref)
+		}
+	}
+	if o.users[ref.UserID] == ref.ID {
+		delete(o.users, ref.UserID)
+		parked := o.parked[ref.UserID]
+		delete(o.parked, ref.UserID)
+		// Oldest first: it takes the user's place in the queue, the rest park again.
+		slices.SortFunc(parked, func(a, b Ref) int { return cmp.Compare(a.ID, b.ID) })
+		wake = append(wake, parked...)
+	}
 	o.mu.Unlock()
+	for _, r := range wake {
+		o.wake(r)
+	}
 }
 
 // Run is the orchestrator: it listens for pipeline events (sweeping every
@@ -74,8 +160,11 @@ func (s *Service) Run(ctx context.Context, listen Listen) {
 				case <-ctx.Done():
 					return
 				case id := <-o.queue:
-					s.process(ctx, id)
-					o.done(id)
+					ref, ok := o.take(id)
+					if ok {
+						s.process(ctx, ref)
+					}
+					o.done(ref)
 				}
 			}
 		}()
@@ -86,16 +175,23 @@ func (s *Service) Run(ctx context.Context, listen Listen) {
 			defer wg.Done()
 			listen(ctx, Channel, func() { go s.Sweep(ctx) }, func(payload string) {
 				var ev struct {
-					ID     int64  `json:"id"`
-					Status Status `json:"status"`
+					ID        int64  `json:"id"`
+					UserID    int64  `json:"user_id"`
+					Status    Status `json:"status"`
+					Operation string `json:"operation"`
+					Held      bool   `json:"held"`
 				}
-				if json.Unmarshal([]byte(payload), &ev) != nil || ev.ID <= 0 {
+				if json.Unmarshal([]byte(payload), &ev) != nil || ev.ID <= 0 || ev.Operation == "ARCHIVED" {
+					// Archived: the worker that archived it starts the user's next run.
 					return
 				}
-				if _, working := capturing[ev.Status]; working {
-					return // someone just started a stage: nothing to do until it ends
+				ref := Ref{ID: ev.ID, UserID: ev.UserID, Status: ev.Status}
+				if _, working := capturing[ev.Status]; working || ev.Held {
+					// Someone holds it and carries it on, or the reaper will.
+					o.note(ref)
+					return
 				}
-				o.dispatch(ev.ID)
+				o.dispatch(ref)
 			})
 		}()
 	}
@@ -129,7 +225,7 @@ func (s *Service) Sweep(ctx context.Context) {
 		return
 	}
 	for _, r := range refs {
-		s.o.dispatch(r.ID)
+		s.o.dispatch(r)
 	}
 	if n, err := s.deps.Repo.Backlog(ctx); err == nil {
 		s.m.backlog.Set(float64(n))
@@ -148,12 +244,12 @@ func (s *Service) Reap(ctx context.Context) (int, error) {
 	for _, r := range returned {
 		s.m.reaped.Inc()
 		s.log.Warn("reaper returned a stalled run", "run", r.ID, "to", r.Status)
-		s.o.dispatch(r.ID)
+		s.o.dispatch(r)
 	}
 	for _, r := range failed {
 		s.m.failed.WithLabelValues("reaper").Inc()
 		s.log.Warn("reaper failed a run stalled too often", "run", r.ID)
-		s.o.dispatch(r.ID) // to tell the user
+		s.o.dispatch(r) // to tell the user
 	}
 	return len(returned) + len(failed), nil
 }

@@ -61,30 +61,52 @@ const (
 	focusedSummaries  = 5
 )
 
-// process takes a run as far as it goes from its current status: each
-// stage captures the run first, so a run someone else holds is left alone.
-func (s *Service) process(ctx context.Context, id int64) {
-	r, err := s.deps.Repo.PipelineRun(ctx, id)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("read run", "run", id, "err", err)
+// process takes a run as far as it goes from where ref says it is. It
+// captures the stage first (or claims a finished run for delivery), so a
+// run someone else holds, or that has moved on, is left alone; then it
+// carries the run through every later stage itself, each step committing a
+// stage's result together with the capture of the next, and on to the
+// answer and the archive.
+func (s *Service) process(ctx context.Context, ref Ref) {
+	var (
+		r   Run
+		rc  Recall
+		ok  bool
+		err error
+	)
+	switch ref.Status {
+	case New, Analyzed, Ready:
+		r, rc, ok, err = s.capture(ctx, ref)
+	case Completed, Failed:
+		r, ok, err = s.deps.Repo.ClaimFinished(ctx, ref.ID, s.cfg.Lease)
+	default:
+		return // a stage at work, here or elsewhere, or stalled (the reaper's)
+	}
+	if err != nil || !ok {
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("capture run", "run", ref.ID, "status", ref.Status, "err", err)
 		}
 		return
 	}
-	for ctx.Err() == nil {
-		var ok bool
+	for {
+		if ctx.Err() != nil {
+			if r.Status.Final() {
+				s.release(ctx, r.ID) // let another replica deliver it now, not after the lease
+			}
+			return
+		}
 		switch r.Status {
-		case New:
-			r, ok = s.analyze(ctx, r)
-		case Analyzed:
-			r, ok = s.assemble(ctx, r)
-		case Ready:
+		case Analyzing:
+			r, ok = s.analyze(ctx, r, rc)
+		case Assembling:
+			r, ok = s.assemble(ctx, r, rc)
+		case Responding:
 			r, ok = s.respond(ctx, r)
 		case Completed, Failed:
 			s.finish(ctx, r)
 			return
 		default:
-			return // a stage in progress, on this replica or another
+			return
 		}
 		if !ok {
 			return
@@ -92,72 +114,69 @@ func (s *Service) process(ctx context.Context, id int64) {
 	}
 }
 
-// stage runs one captured stage: fn computes the change; success advances
-// to next, an error fails the run, and a stop returns it to where it was.
-func (s *Service) stage(ctx context.Context, r Run, working, next Status, name string,
-	fn func(context.Context, Run) (Change, error)) (Run, bool) {
-	captured, ok, err := s.capture(ctx, r, working)
-	if err != nil || !ok {
-		if err != nil && ctx.Err() == nil {
-			s.log.Error("capture run", "run", r.ID, "stage", name, "err", err)
-		}
-		return r, false
-	}
-	if working == Responding && s.deps.Notifier != nil {
-		// The bot shows "typing" at intake; Telegram keeps it for five
-		// seconds, so renew it for the long part, the answer.
-		_ = s.deps.Notifier.Typing(ctx, captured.ChatID)
-	}
+// following is, for each stage at work, the status its result is stored
+// in and the stage the same worker captures next ("" for none).
+var following = map[Status][2]Status{
+	Analyzing:  {Analyzed, Assembling},
+	Assembling: {Ready, Responding},
+	Responding: {Completed, ""},
+}
+
+// stage runs the stage r was captured for: fn computes its output; success
+// stores it and captures the next stage in the same commit; an error fails
+// the run; a stop hands it back to the status before the stage.
+func (s *Service) stage(ctx context.Context, r Run, rc Recall, name string,
+	fn func(context.Context, Run, Recall) (Change, error)) (Run, bool) {
 	start := s.deps.Clock.Now()
-	ch, err := fn(ctx, captured)
+	ch, err := fn(ctx, r, rc)
 	s.m.stage.WithLabelValues(name).Observe(s.deps.Clock.Since(start).Seconds())
 	if ctx.Err() != nil {
 		// Stopping: hand the stage back now rather than after the lease.
 		rctx, cancel := detached(ctx)
 		defer cancel()
-		if _, _, err := s.advance(rctx, captured, capturing[working], Change{}); err != nil {
+		if _, _, err := s.step(rctx, r, Step{From: r.Status, To: capturing[r.Status]}); err != nil {
 			s.log.Error("return run on stop", "run", r.ID, "err", err)
 		}
 		return r, false
 	}
 	if err != nil {
-		return s.fail(ctx, captured, name, err), true
+		return s.fail(ctx, r, name, err)
 	}
-	moved, ok, err := s.advance(ctx, captured, next, ch)
+	next := following[r.Status]
+	moved, ok, err := s.step(ctx, r, Step{From: r.Status, To: next[0], Change: ch, Then: next[1],
+		Hold: s.cfg.Lease, Async: next[1] != ""})
 	if err != nil || !ok {
 		// Not ok: the reaper took it back while we worked; whoever has it now finishes.
-		s.log.Warn("advance run", "run", r.ID, "to", next, "err", err, "moved", ok)
+		s.log.Warn("advance run", "run", r.ID, "to", next[0], "err", err, "moved", ok)
 		return r, false
 	}
 	return moved, true
 }
 
-// fail records the error and moves the run to FAILED; the user is told by finish.
-func (s *Service) fail(ctx context.Context, r Run, stage string, cause error) Run {
+// fail records the error and moves the run to FAILED, keeping it claimed
+// for finish, which tells the user.
+func (s *Service) fail(ctx context.Context, r Run, stage string, cause error) (Run, bool) {
 	s.m.failed.WithLabelValues(stage).Inc()
 	msg := fmt.Sprintf("%s: %v", stage, cause)
 	if utf8.RuneCountInString(msg) > 1000 {
 		msg = string([]rune(msg)[:1000])
 	}
 	s.log.Warn("pipeline run failed", "run", r.ID, "user", r.UserID, "stage", stage, "err", cause)
-	failed, ok, err := s.advance(ctx, r, Failed, Change{ErrorMessage: msg})
+	failed, ok, err := s.step(ctx, r, Step{From: r.Status, To: Failed, Change: Change{ErrorMessage: msg}, Hold: s.cfg.Lease})
 	if err != nil || !ok {
 		s.log.Error("mark run failed", "run", r.ID, "err", err, "moved", ok)
-		return r
+		return r, false
 	}
-	return failed
+	return failed, true
 }
 
-func (s *Service) analyze(ctx context.Context, r Run) (Run, bool) {
-	return s.stage(ctx, r, Analyzing, Analyzed, "analyzer", func(ctx context.Context, r Run) (Change, error) {
+func (s *Service) analyze(ctx context.Context, r Run, rc Recall) (Run, bool) {
+	return s.stage(ctx, r, rc, "analyzer", func(ctx context.Context, r Run, rc Recall) (Change, error) {
 		sys, err := s.prompt(ctx, "analyzer")
 		if err != nil {
 			return Change{}, err
 		}
-		sums, err := s.deps.Repo.Summaries(ctx, r.UserID, analyzerSummaries)
-		if err != nil {
-			return Change{}, fmt.Errorf("read summaries: %w", err)
-		}
+		sums := rc.Summaries
 		var sb strings.Builder
 		sb.WriteString("## New message\n" + r.Query + "\n\n## Summaries of earlier conversations\n")
 		if len(sums) == 0 {
@@ -172,8 +191,8 @@ func (s *Service) analyze(ctx context.Context, r Run) (Run, bool) {
 	})
 }
 
-func (s *Service) assemble(ctx context.Context, r Run) (Run, bool) {
-	return s.stage(ctx, r, Assembling, Ready, "assembler", func(ctx context.Context, r Run) (Change, error) {
+func (s *Service) assemble(ctx context.Context, r Run, rc Recall) (Run, bool) {
+	return s.stage(ctx, r, rc, "assembler", func(ctx context.Context, r Run, rc Recall) (Change, error) {
 		asm, err := s.prompt(ctx, "assembler")
 		if err != nil {
 			return Change{}, err
@@ -182,17 +201,8 @@ func (s *Service) assemble(ctx context.Context, r Run) (Run, bool) {
 		if err != nil {
 			return Change{}, err
 		}
-		logs, err := s.deps.Repo.RecentLogs(ctx, r.UserID, draftLogs+1)
-		if err != nil {
-			return Change{}, fmt.Errorf("read raw logs: %w", err)
-		}
-		logs = withoutRun(logs, r.ID, draftLogs)
-		sums, err := s.deps.Repo.Summaries(ctx, r.UserID, analyzerSummaries)
-		if err != nil {
-			return Change{}, fmt.Errorf("read summaries: %w", err)
-		}
-		focused := focus(sums, r.Analysis)
-		draft, kept := buildDraft(r.Query, logs, focused, mentor, s.cfg.ContextTokens)
+		focused := focus(rc.Summaries, r.Analysis)
+		draft, kept := buildDraft(r.Query, rc.Logs, focused, mentor, s.cfg.ContextTokens)
 		notes, err := s.call(ctx, Call{Label: "memory_assembler", System: asm, Prompt: draft}, nil)
 		if err != nil {
 			return Change{}, err
@@ -208,7 +218,12 @@ func (s *Service) assemble(ctx context.Context, r Run) (Run, bool) {
 }
 
 func (s *Service) respond(ctx context.Context, r Run) (Run, bool) {
-	return s.stage(ctx, r, Responding, Completed, "responder", func(ctx context.Context, r Run) (Change, error) {
+	return s.stage(ctx, r, Recall{}, "responder", func(ctx context.Context, r Run, _ Recall) (Change, error) {
+		if s.deps.Notifier != nil {
+			// The bot shows "typing" at intake; Telegram keeps it for five
+			// seconds, so renew it for the long part, the answer.
+			_ = s.deps.Notifier.Typing(ctx, r.ChatID)
+		}
 		mentor, err := s.prompt(ctx, "mentor")
 		if err != nil {
 			return Change{}, err
@@ -229,26 +244,15 @@ func (s *Service) respond(ctx context.Context, r Run) (Run, bool) {
 	})
 }
 
-// finish delivers a finished run's answer (or failure notice) and archives
-// a completed one, then lets the user's next run start. A claim keeps two
-// orchestrators from sending the same answer twice.
+// finish delivers a finished run's answer (or failure notice), which this
+// worker holds claimed, archives a completed one, then starts the user's
+// next run. The claim keeps two orchestrators from sending the same answer
+// twice; it is released when anything fails, so the sweep retries.
 func (s *Service) finish(ctx context.Context, r Run) {
-	r, ok, err := s.deps.Repo.ClaimFinished(ctx, r.ID, s.cfg.Lease)
-	if err != nil || !ok {
-		if err != nil && ctx.Err() == nil {
-			s.log.Error("claim finished run", "run", r.ID, "err", err)
-		}
-		return
-	}
 	released := false
 	defer func() {
-		if released {
-			return
-		}
-		rctx, cancel := detached(ctx)
-		defer cancel()
-		if err := s.deps.Repo.ReleaseRun(rctx, r.ID); err != nil {
-			s.log.Error("release run", "run", r.ID, "err", err)
+		if !released {
+			s.release(ctx, r.ID)
 		}
 	}()
 	if r.DeliveredAt.IsZero() && s.deps.Notifier != nil {
@@ -267,22 +271,44 @@ func (s *Service) finish(ctx context.Context, r Run) {
 			return
 		}
 	}
+	var next Ref
 	if r.Status == Completed && r.ArchivedAt.IsZero() {
-		if !s.archive(ctx, r) {
+		n, ok := s.archive(ctx, r)
+		if !ok {
 			return
 		}
+		released, next = true, n
+	} else {
+		s.release(ctx, r.ID)
 		released = true
+		n, ok, err := s.deps.Repo.NextRun(ctx, r.UserID)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("next run", "user", r.UserID, "err", err) // the sweep finds it
+		}
+		if ok {
+			next = n
+		}
 	}
 	s.m.finished.WithLabelValues(string(r.Status)).Inc()
-	if next, ok, err := s.deps.Repo.NextRun(ctx, r.UserID); err == nil && ok {
-		s.o.dispatch(next.ID)
+	if next.ID != 0 {
+		s.o.wake(next)
+	}
+}
+
+// release drops this worker's claim on a finished run.
+func (s *Service) release(ctx context.Context, id int64) {
+	rctx, cancel := detached(ctx)
+	defer cancel()
+	if err := s.deps.Repo.ReleaseRun(rctx, id); err != nil {
+		s.log.Error("release run", "run", id, "err", err)
 	}
 }
 
 // archive is archivist signal 2: the exchange summarised into lsm_storage.
 // If the archivist cannot summarise it, the run is archived without a
-// summary rather than block the user's next run for ever.
-func (s *Service) archive(ctx context.Context, r Run) bool {
+// summary rather than block the user's next run for ever. It returns the
+// user's next run, if any.
+func (s *Service) archive(ctx context.Context, r Run) (Ref, bool) {
 	start := s.deps.Clock.Now()
 	defer func() { s.m.stage.WithLabelValues("archivist").Observe(s.deps.Clock.Since(start).Seconds()) }()
 	sys, err := s.prompt(ctx, "archivist")
@@ -292,7 +318,7 @@ func (s *Service) archive(ctx context.Context, r Run) bool {
 		_, err = s.call(ctx, Call{Label: "memory_archivist", System: sys, Prompt: prompt}, &note)
 	}
 	if ctx.Err() != nil {
-		return false
+		return Ref{}, false
 	}
 	var sum *Summary
 	if err != nil {
@@ -302,11 +328,12 @@ func (s *Service) archive(ctx context.Context, r Run) bool {
 		bs, be := isoWeek(r.CreatedAt)
 		sum = &Summary{BucketStart: bs, BucketEnd: be, Tags: note.Tags, Summary: note.Summary, SourceRunIDs: []int64{r.ID}}
 	}
-	if _, err := s.deps.Repo.ArchiveRun(ctx, r.ID, sum); err != nil {
+	next, _, err := s.deps.Repo.ArchiveRun(ctx, r.ID, sum)
+	if err != nil {
 		s.log.Error("archive run", "run", r.ID, "err", err)
-		return false
+		return Ref{}, false
 	}
-	return true
+	return next, true
 }
 
 // call makes an LLM call under the document's error table: invalid JSON is
@@ -379,21 +406,6 @@ func writeSummaries(sb *strings.Builder, sums []Summary) {
 		}
 		sb.WriteString(m.CreatedAt.UTC().Format("2006-01-02") + ": " + m.Summary + "\n")
 	}
-}
-
-// withoutRun drops this run's own query from the logs (it is the new
-// message, given separately) and keeps at most n, newest first.
-func withoutRun(logs []LogEntry, runID int64, n int) []LogEntry {
-	out := logs[:0:0]
-	for _, l := range logs {
-		if l.RunID == runID && l.Type == "query" {
-			continue
-		}
-		if len(out) < n {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 // focus picks the summaries the analysis points at: those matching a search

@@ -178,7 +178,7 @@ func TestReaperFinishesADeadOrchestratorsRun(t *testing.T) {
 	b.script()
 	b.user(t, 1)
 	r := b.submit(t, b.svc, 1, "Who finishes me?")
-	_, ok, err := b.store.CaptureRun(b.ctx, r.ID, memory.New, memory.Analyzing, 300*time.Millisecond)
+	_, _, ok, err := b.store.CaptureRun(b.ctx, r.ID, memory.New, memory.Analyzing, 300*time.Millisecond, memory.RecallSize{})
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -263,6 +263,20 @@ func TestOneUsersRunsGoInOrder(t *testing.T) {
 	}
 	for k := range 4 {
 		require.Greater(t, pos("analyzer", fmt.Sprintf("message %d", k+1)), pos("archivist", fmt.Sprintf("message %d", k)), "message %d", k+1)
+	}
+	// Each draft's history holds the exchanges before its message and none
+	// of the messages queued behind it.
+	drafts := b.prompts("assembler")
+	require.Len(t, drafts, 6)
+	for _, d := range drafts {
+		if !strings.Contains(d, "## The user's new message\nmessage ") {
+			continue
+		}
+		k := int(between(d, "## The user's new message\nmessage ", "\n")[0] - '0')
+		for j := range 5 {
+			line := fmt.Sprintf("User: message %d\n", j)
+			require.Equal(t, j < k, strings.Contains(d, line), "draft of message %d, history line %q", k, line)
+		}
 	}
 	// User 2 did not wait for user 1's queue.
 	var otherDone, lastOfOne time.Time

@@ -86,21 +86,63 @@ type Ref struct {
 	Status Status
 }
 
+// Recall is what a stage reads of the user's memory: their raw logs from
+// before the run (newest first, the run's own query and anything the user
+// wrote after it left out) and their latest summaries (newest first).
+type Recall struct {
+	Logs      []LogEntry
+	Summaries []Summary
+}
+
+// RecallSize asks a capture to read the user's memory in the same round
+// trip: at most Logs raw logs and Summaries summaries; zero reads nothing.
+type RecallSize struct{ Logs, Summaries int }
+
+// Step moves a run out of the stage it is in: From → To, storing the
+// stage's output.
+//
+// With Then set, the worker goes straight on to the next stage: the run is
+// captured To → Then in the same transaction (one commit, both status
+// changes notified), so nobody else has to be woken for it.
+//
+// Hold is the lease the run keeps afterwards: the next stage's capture, or
+// the finishing claim of a COMPLETED or FAILED run that this worker goes on
+// to deliver. Zero releases the run, and its notification sends whichever
+// orchestrator is free (a stage handed back on a stop).
+//
+// Async lets PostgreSQL acknowledge the commit before it is flushed to
+// disk. It is only for writes whose loss in a database crash makes the run
+// repeat a stage and nothing the user sees: captures and the intermediate
+// results ANALYZED and READY. The user's message, the answer, its delivery
+// and the summary are always durable.
+type Step struct {
+	From, To Status
+	Change   Change
+	Then     Status
+	Hold     time.Duration
+	Async    bool
+}
+
 // Repository is the storage the workflow needs; storage.Store implements it.
 type Repository interface {
 	SubmitRun(ctx context.Context, userID, chatID int64, messageID int, query string) (Run, int, error)
 	PipelineRun(ctx context.Context, id int64) (Run, error)
-	CaptureRun(ctx context.Context, id int64, from, to Status, lease time.Duration) (Run, bool, error)
-	AdvanceRun(ctx context.Context, id int64, from, to Status, ch Change) (Run, bool, error)
+	// CaptureRun starts a stage: from → to with a lease, asynchronously
+	// committed (see Step.Async), reading the user's memory as asked.
+	CaptureRun(ctx context.Context, id int64, from, to Status, lease time.Duration, recall RecallSize) (Run, Recall, bool, error)
+	// StepRun applies st; false if the run was not in st.From.
+	StepRun(ctx context.Context, id int64, st Step) (bool, error)
 	ClaimFinished(ctx context.Context, id int64, lease time.Duration) (Run, bool, error)
 	MarkDelivered(ctx context.Context, id int64) error
-	ArchiveRun(ctx context.Context, id int64, s *Summary) (bool, error)
+	// ArchiveRun stores the summary (if any) and archived_at, releases the
+	// run and returns the user's next NEW run (ID 0 if none); false if it
+	// was archived already.
+	ArchiveRun(ctx context.Context, id int64, s *Summary) (next Ref, archived bool, err error)
 	ReleaseRun(ctx context.Context, id int64) error
 	OpenRuns(ctx context.Context, limit int) ([]Ref, error)
 	NextRun(ctx context.Context, userID int64) (Ref, bool, error)
 	ReapRuns(ctx context.Context, maxReaps int) (returned, failed []Ref, err error)
 	Summaries(ctx context.Context, userID int64, limit int) ([]Summary, error)
-	RecentLogs(ctx context.Context, userID int64, limit int) ([]LogEntry, error)
 	ActivePrompt(ctx context.Context, role string) (Prompt, error)
 	ActivePrompts(ctx context.Context) (map[string]string, error)
 	SetPrompt(ctx context.Context, role, template string) (Prompt, error)
@@ -284,7 +326,7 @@ func (s *Service) Submit(ctx context.Context, userID, chatID int64, messageID in
 	}
 	s.m.submitted.Inc()
 	if ahead == 0 {
-		s.o.dispatch(r.ID) // no need to wait for our own NOTIFY
+		s.o.dispatch(Ref{ID: r.ID, UserID: r.UserID, Status: New}) // no need to wait for our own NOTIFY
 	}
 	return r, ahead, nil
 }
@@ -335,28 +377,65 @@ func (s *Service) SetPrompt(ctx context.Context, role, template string) (Prompt,
 	return p, err
 }
 
-// advance is the one way a run changes status: the table is checked, then
-// one conditional UPDATE names the old status.
-func (s *Service) advance(ctx context.Context, r Run, to Status, ch Change) (Run, bool, error) {
-	if err := checkTransition(r.Status, to); err != nil {
-		s.log.Error("refused pipeline transition", "run", r.ID, "from", r.Status, "to", to)
+// step applies st to r after checking it against the transition table.
+func (s *Service) step(ctx context.Context, r Run, st Step) (Run, bool, error) {
+	for _, t := range [][2]Status{{st.From, st.To}, {st.To, st.Then}} {
+		if t[1] == "" {
+			continue
+		}
+		if err := checkTransition(t[0], t[1]); err != nil {
+			s.log.Error("refused pipeline transition", "run", r.ID, "from", t[0], "to", t[1])
+			return r, false, err
+		}
+	}
+	ok, err := s.deps.Repo.StepRun(ctx, r.ID, st)
+	if err != nil || !ok {
 		return r, false, err
 	}
-	next, ok, err := s.deps.Repo.AdvanceRun(ctx, r.ID, r.Status, to, ch)
-	if err != nil {
-		return r, false, fmt.Errorf("run %d %s → %s: %w", r.ID, r.Status, to, err)
-	}
-	return next, ok, nil
+	return r.apply(st), true, nil
 }
 
-// capture starts a stage: from → to with a lease, if nobody else did.
-func (s *Service) capture(ctx context.Context, r Run, to Status) (Run, bool, error) {
-	if err := checkTransition(r.Status, to); err != nil {
-		return r, false, err
+// apply is r as a step leaves it (what StepRun wrote).
+func (r Run) apply(st Step) Run {
+	r.Status = st.To
+	if st.Then != "" {
+		r.Status = st.Then
 	}
-	next, ok, err := s.deps.Repo.CaptureRun(ctx, r.ID, r.Status, to, s.cfg.Lease)
+	ch := st.Change
+	if ch.Analysis != nil {
+		r.Analysis = ch.Analysis
+	}
+	for _, f := range []struct {
+		dst *string
+		v   string
+	}{{&r.DraftContext, ch.DraftContext}, {&r.FinalContext, ch.FinalContext},
+		{&r.FinalAnswer, ch.FinalAnswer}, {&r.ErrorMessage, ch.ErrorMessage}} {
+		if f.v != "" {
+			*f.dst = f.v
+		}
+	}
+	return r
+}
+
+// recallFor is what each capture reads of the user's memory: the analyzer
+// and the draft builder need it, the responder works from the final context.
+var recallFor = map[Status]RecallSize{
+	New:      {Logs: draftLogs, Summaries: analyzerSummaries},
+	Analyzed: {Logs: draftLogs, Summaries: analyzerSummaries},
+}
+
+// captureOf is the stage a waiting status is captured for.
+var captureOf = map[Status]Status{New: Analyzing, Analyzed: Assembling, Ready: Responding}
+
+// capture starts the stage ref waits for, if nobody else did.
+func (s *Service) capture(ctx context.Context, ref Ref) (Run, Recall, bool, error) {
+	to := captureOf[ref.Status]
+	if err := checkTransition(ref.Status, to); err != nil {
+		return Run{}, Recall{}, false, err
+	}
+	r, rc, ok, err := s.deps.Repo.CaptureRun(ctx, ref.ID, ref.Status, to, s.cfg.Lease, recallFor[ref.Status])
 	if err != nil {
-		return r, false, fmt.Errorf("capture run %d %s → %s: %w", r.ID, r.Status, to, err)
+		return r, rc, false, fmt.Errorf("capture run %d %s → %s: %w", ref.ID, ref.Status, to, err)
 	}
-	return next, ok, nil
+	return r, rc, ok, nil
 }

@@ -1,0 +1,255 @@
+package storage_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
+	"switchboard/domain/memory"
+	"switchboard/storage"
+	"switchboard/storage/storagetest"
+)
+
+// mfx is a memory-chat fixture: a database with two users and a listener
+// on pipeline_events.
+type mfx struct {
+	t      *testing.T
+	ctx    context.Context
+	st     *storage.Store
+	events chan map[string]any
+}
+
+func newMemory(t *testing.T) *mfx {
+	t.Helper()
+	f := &mfx{t: t, ctx: ctxT(t), st: storagetest.New(t), events: make(chan map[string]any, 100)}
+	for _, id := range []int64{1, 2} {
+		_, err := f.st.UpsertUser(f.ctx, domain.User{ID: id, FirstName: "U"})
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	connected := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.st.Listen(ctx, []string{memory.Channel}, func() { connected <- struct{}{} }, func(_, p string) {
+			var ev map[string]any
+			if json.Unmarshal([]byte(p), &ev) == nil {
+				f.events <- ev
+			}
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	<-connected
+	return f
+}
+
+// next returns the next notification's status and held flag.
+func (f *mfx) next() (string, bool) {
+	f.t.Helper()
+	select {
+	case ev := <-f.events:
+		held, _ := ev["held"].(bool)
+		return ev["status"].(string), held
+	case <-time.After(5 * time.Second):
+		f.t.Fatal("no notification")
+		return "", false
+	}
+}
+
+func (f *mfx) submit(user int64, text string) memory.Run {
+	f.t.Helper()
+	r, _, err := f.st.SubmitRun(f.ctx, user, user, 1, text)
+	require.NoError(f.t, err)
+	return r
+}
+
+func (f *mfx) status(id int64) (memory.Status, bool) {
+	f.t.Helper()
+	var st memory.Status
+	var held bool
+	require.NoError(f.t, f.st.Pool().QueryRow(f.ctx,
+		`SELECT status, COALESCE(claimed_until > now(), false) FROM pipeline_runs WHERE id = $1`, id).Scan(&st, &held))
+	return st, held
+}
+
+// A step that goes straight on commits the result and the next capture
+// together: both status changes are notified, held, in order; a step that
+// names the wrong status changes nothing.
+func TestStepRunAdvancesAndCapturesInOneCommit(t *testing.T) {
+	t.Parallel()
+	f := newMemory(t)
+	r := f.submit(1, "hello")
+	st, held := f.next()
+	require.Equal(t, "NEW", st)
+	require.False(t, held, "a new run is for anyone to capture")
+
+	_, _, ok, err := f.st.CaptureRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{})
+	require.NoError(t, err)
+	require.True(t, ok)
+	st, held = f.next()
+	require.Equal(t, "ANALYZING", st)
+	require.True(t, held)
+
+	needs := true
+	ok, err = f.st.StepRun(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed,
+		Change: memory.Change{Analysis: &memory.Analysis{NeedsContext: &needs}}, Then: memory.Assembling, Hold: time.Minute, Async: true})
+	require.NoError(t, err)
+	require.True(t, ok)
+	for _, want := range []string{"ANALYZED", "ASSEMBLING"} {
+		st, held = f.next()
+		require.Equal(t, want, st)
+		require.True(t, held, want)
+	}
+	got, held := f.status(r.ID)
+	require.Equal(t, memory.Assembling, got)
+	require.True(t, held)
+	run, err := f.st.PipelineRun(f.ctx, r.ID)
+	require.NoError(t, err)
+	require.NotNil(t, run.Analysis)
+	require.True(t, *run.Analysis.NeedsContext)
+
+	// Wrong "from": nothing moves, nothing is notified.
+	ok, err = f.st.StepRun(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed, Then: memory.Assembling, Hold: time.Minute})
+	require.NoError(t, err)
+	require.False(t, ok)
+	got, _ = f.status(r.ID)
+	require.Equal(t, memory.Assembling, got)
+
+	// Handing a stage back releases the run: the notification is not held.
+	ok, err = f.st.StepRun(f.ctx, r.ID, memory.Step{From: memory.Assembling, To: memory.Analyzed})
+	require.NoError(t, err)
+	require.True(t, ok)
+	st, held = f.next()
+	require.Equal(t, "ANALYZED", st)
+	require.False(t, held)
+
+	// Completing logs the answer and keeps the finishing claim.
+	_, _, ok, err = f.st.CaptureRun(f.ctx, r.ID, memory.Analyzed, memory.Assembling, time.Minute, memory.RecallSize{})
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = f.st.StepRun(f.ctx, r.ID, memory.Step{From: memory.Assembling, To: memory.Ready,
+		Change: memory.Change{FinalContext: "ctx"}, Then: memory.Responding, Hold: time.Minute, Async: true})
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = f.st.StepRun(f.ctx, r.ID, memory.Step{From: memory.Responding, To: memory.Completed,
+		Change: memory.Change{FinalAnswer: "the answer"}, Hold: time.Minute})
+	require.NoError(t, err)
+	require.True(t, ok)
+	got, held = f.status(r.ID)
+	require.Equal(t, memory.Completed, got)
+	require.True(t, held, "the worker that completed it delivers it")
+	var answers int
+	require.NoError(t, f.st.Pool().QueryRow(f.ctx,
+		`SELECT count(*) FROM raw_logs WHERE log_type = 'answer' AND log_data->>'text' = 'the answer'`).Scan(&answers))
+	require.Equal(t, 1, answers)
+	_, ok, err = f.st.ClaimFinished(f.ctx, r.ID, time.Minute)
+	require.NoError(t, err)
+	require.False(t, ok, "nobody else claims it while the claim holds")
+}
+
+// The capture of the next stage only takes the row its own transaction
+// advanced: a run that is already past To is not captured by a step that
+// failed to advance it.
+func TestStepRunNeverCapturesWhatItDidNotAdvance(t *testing.T) {
+	t.Parallel()
+	f := newMemory(t)
+	r := f.submit(1, "hello")
+	// Someone else's step left it in ANALYZED, released.
+	_, err := f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'ANALYZED' WHERE id = $1`, r.ID)
+	require.NoError(t, err)
+	ok, err := f.st.StepRun(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed, Then: memory.Assembling, Hold: time.Minute})
+	require.NoError(t, err)
+	require.False(t, ok)
+	got, held := f.status(r.ID)
+	require.Equal(t, memory.Analyzed, got)
+	require.False(t, held)
+}
+
+// The recall read with a capture is the user's own history from before the
+// run: not the run's own query, not messages queued after it, not another
+// user's.
+func TestCaptureRecallsOnlyEarlierHistory(t *testing.T) {
+	t.Parallel()
+	f := newMemory(t)
+	first := f.submit(1, "first question")
+	_, err := f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'first answer', archived_at = now() WHERE id = $1`, first.ID)
+	require.NoError(t, err)
+	_, err = f.st.Pool().Exec(f.ctx, `INSERT INTO raw_logs (user_id, log_type, log_data) VALUES (1, 'answer', jsonb_build_object('text', 'first answer', 'run_id', $1::bigint))`, first.ID)
+	require.NoError(t, err)
+	_, _, err = f.st.ArchiveRun(f.ctx, first.ID, nil) // already archived: no-op
+	require.NoError(t, err)
+	_, err = f.st.Pool().Exec(f.ctx, `INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, summary) VALUES
+(1, now(), now() + interval '7 days', 'mine'), (2, now(), now() + interval '7 days', 'theirs')`)
+	require.NoError(t, err)
+	f.submit(2, "other user's question")
+	r := f.submit(1, "second question")
+	f.submit(1, "third question, queued")
+
+	run, rc, ok, err := f.st.CaptureRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{Logs: 10, Summaries: 20})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "second question", run.Query)
+	var texts []string
+	for _, l := range rc.Logs {
+		texts = append(texts, l.Type+": "+l.Text)
+	}
+	require.Equal(t, []string{"answer: first answer", "query: first question"}, texts)
+	require.Len(t, rc.Summaries, 1)
+	require.Equal(t, "mine", rc.Summaries[0].Summary)
+
+	// A failed capture reads nothing it returns.
+	_, rc, ok, err = f.st.CaptureRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{Logs: 10, Summaries: 20})
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Empty(t, rc.Logs)
+}
+
+// Archiving stores the summary, releases the run and names the user's next
+// NEW run; a second archive does nothing.
+func TestArchiveRunNamesTheNextRun(t *testing.T) {
+	t.Parallel()
+	f := newMemory(t)
+	r := f.submit(1, "one")
+	second := f.submit(1, "two")
+	f.submit(2, "someone else")
+	_, err := f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'a',
+claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
+	require.NoError(t, err)
+	week := time.Date(2026, 11, 16, 0, 0, 0, 0, time.UTC)
+	next, ok, err := f.st.ArchiveRun(f.ctx, r.ID, &memory.Summary{BucketStart: week, BucketEnd: week.AddDate(0, 0, 7),
+		Tags: []string{"go"}, Summary: "asked one", SourceRunIDs: []int64{r.ID}})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, memory.Ref{ID: second.ID, UserID: 1, Status: memory.New}, next)
+	_, held := f.status(r.ID)
+	require.False(t, held)
+	sums, err := f.st.Summaries(f.ctx, 1, 10)
+	require.NoError(t, err)
+	require.Len(t, sums, 1)
+	require.Equal(t, "asked one", sums[0].Summary)
+	require.Equal(t, []string{"go"}, sums[0].Tags)
+	require.Equal(t, []int64{r.ID}, sums[0].SourceRunIDs)
+	require.True(t, sums[0].BucketStart.Equal(week))
+
+	_, ok, err = f.st.ArchiveRun(f.ctx, r.ID, &memory.Summary{BucketStart: week, BucketEnd: week.AddDate(0, 0, 7), Summary: "again"})
+	require.NoError(t, err)
+	require.False(t, ok)
+	sums, err = f.st.Summaries(f.ctx, 1, 10)
+	require.NoError(t, err)
+	require.Len(t, sums, 1, "a second archive stores nothing")
+
+	// Without a summary (the archivist failed) and with no next run.
+	_, err = f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'b' WHERE id = $1`, second.ID)
+	require.NoError(t, err)
+	next, ok, err = f.st.ArchiveRun(f.ctx, second.ID, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Zero(t, next.ID)
+	sums, err = f.st.Summaries(f.ctx, 1, 10)
+	require.NoError(t, err)
+	require.Len(t, sums, 1)
+}
