@@ -68,6 +68,9 @@ type memoryConfig struct {
 	timeout       time.Duration
 	stages        bool
 	cpuprof       string
+	// rate paces the submissions at this many runs a second (run i at
+	// i/rate); zero submits them all at once.
+	rate float64
 }
 
 // memoryReport is the scenario's JSON line.
@@ -92,15 +95,38 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&cfg.submitters, "submitters", 16, "goroutines calling Submit")
 	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "give up when the runs are not all archived after this long")
 	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository, LLM and Telegram call and print where worker time goes")
+	fs.Float64Var(&cfg.rate, "rate", 300, "runs/s of the second pass, which measures the overhead at a steady load (0: no second pass)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	cfg.db = serverURL(cfg.db)
-	if cfg.runs <= 0 || cfg.users <= 0 || cfg.workers <= 0 || cfg.orchestrators <= 0 || cfg.submitters <= 0 || cfg.timeout <= 0 {
-		return refuse(fs, stderr, "-runs, -users, -workers, -orchestrators, -submitters and -timeout must be positive")
+	if cfg.runs <= 0 || cfg.users <= 0 || cfg.workers <= 0 || cfg.orchestrators <= 0 || cfg.submitters <= 0 || cfg.timeout <= 0 || cfg.rate < 0 {
+		return refuse(fs, stderr, "-runs, -users, -workers, -orchestrators, -submitters and -timeout must be positive, -rate not negative")
 	}
 	return runScenario(stdout, cfg.cpuprof, func() (memoryReport, error) {
-		return benchMemory(ctx, cfg, stdout, newLogger(stderr))
+		log := newLogger(stderr)
+		// Pass 1, capacity: every run submitted at once, so the machine
+		// is saturated and runs/s is what it can do.
+		burst := cfg
+		burst.rate = 0
+		fmt.Fprintln(stdout, "pass 1, capacity: all runs submitted at once")
+		rep, err := benchMemory(ctx, burst, stdout, log)
+		if err != nil || cfg.rate == 0 {
+			return rep, err
+		}
+		// Pass 2, overhead: the same runs arriving at a steady rate. Under
+		// pass 1's flood a run mostly waits for a worker (about users ÷
+		// throughput, Little's law), which says nothing about what the
+		// orchestration adds to a run; at a load the machine sustains, the
+		// overhead is that addition.
+		fmt.Fprintf(stdout, "pass 2, overhead: runs submitted at %.0f runs/s\n", cfg.rate)
+		paced, err := benchMemory(ctx, cfg, stdout, log)
+		if err != nil {
+			return rep, err
+		}
+		rep.OverheadP50MS, rep.OverheadP99MS = paced.OverheadP50MS, paced.OverheadP99MS
+		rep.PeakRSSMB = max(rep.PeakRSSMB, paced.PeakRSSMB)
+		return rep, nil
 	})
 }
 
@@ -223,7 +249,7 @@ func benchMemory(ctx context.Context, cfg memoryConfig, out io.Writer, log *slog
 	}
 
 	start := time.Now()
-	runIDs, submitTook, submitErr := submitRuns(runCtx, replicas[0].svc, cfg, users)
+	runIDs, submitTook, submitErr := submitRuns(runCtx, replicas[0].svc, cfg, users, start)
 	var elapsed time.Duration
 	if submitErr == nil {
 		elapsed, err = waitArchived(ctx, poll, tg, clock, cfg.runs, start, cfg.timeout)
@@ -275,8 +301,9 @@ func memoryQuery(i int, user int64) string {
 // belongs to user i mod len(users) and is that user's message i/len(users)+1.
 // Submitter j takes the users u with u mod submitters = j, in order, so a
 // user's messages are submitted (and numbered) in the order they are sent.
+// With cfg.rate set, run i is submitted no earlier than start + i/rate.
 // It returns the run id of each submission and how long each Submit took.
-func submitRuns(ctx context.Context, svc *memory.Service, cfg memoryConfig, users []int64) ([]int64, durations, error) {
+func submitRuns(ctx context.Context, svc *memory.Service, cfg memoryConfig, users []int64, start time.Time) ([]int64, durations, error) {
 	ids := make([]int64, cfg.runs)
 	took := make(durations, cfg.runs)
 	var mu sync.Mutex
@@ -290,6 +317,14 @@ func submitRuns(ctx context.Context, svc *memory.Service, cfg memoryConfig, user
 				u := i % len(users)
 				if u%cfg.submitters != j {
 					continue
+				}
+				if cfg.rate > 0 {
+					at := start.Add(time.Duration(float64(i) / cfg.rate * float64(time.Second)))
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(time.Until(at)):
+					}
 				}
 				t0 := time.Now()
 				r, _, err := svc.Submit(ctx, users[u], users[u], i/len(users)+1, memoryQuery(i, users[u]))

@@ -78,7 +78,7 @@ WITH r AS (
 )
 SELECT `+runColumns+`,
        (SELECT count(*) FROM pipeline_runs p
-        WHERE p.user_id = $1 AND p.status <> 'FAILED' AND p.archived_at IS NULL AND p.id < r.id)
+        WHERE p.user_id = $1 AND p.closed_at IS NULL AND p.status <> 'FAILED' AND p.id < r.id)
 FROM r`, userID, chatID, messageID, query)
 	var r memory.Run
 	var ahead int
@@ -134,7 +134,7 @@ FROM `+asyncCommit+`
 WHERE r.id = $1 AND r.status = $2
   AND ($2 <> 'NEW' OR NOT EXISTS (
       SELECT 1 FROM pipeline_runs p
-      WHERE p.user_id = r.user_id AND p.id < r.id AND p.status <> 'FAILED' AND p.archived_at IS NULL))
+      WHERE p.user_id = r.user_id AND p.id < r.id AND p.closed_at IS NULL AND p.status <> 'FAILED'))
 RETURNING `+runColumns, id, from, to, lease.Milliseconds())
 	if size.Logs > 0 {
 		b.Queue(recentLogsSQL, id, size.Logs)
@@ -254,7 +254,9 @@ RETURNING `+runColumns, id, lease.Milliseconds()), "claim finished run")
 
 // MarkDelivered records that the user got the answer or the failure notice.
 func (s *Store) MarkDelivered(ctx context.Context, id int64) error {
-	if _, err := s.pool.Exec(ctx, `UPDATE pipeline_runs SET delivered_at = now() WHERE id = $1 AND delivered_at IS NULL`, id); err != nil {
+	if _, err := s.pool.Exec(ctx, `UPDATE pipeline_runs SET delivered_at = now(),
+    closed_at = CASE WHEN status = 'FAILED' THEN now() ELSE closed_at END
+WHERE id = $1 AND delivered_at IS NULL`, id); err != nil {
 		return fmt.Errorf("mark run %d delivered: %w", id, err)
 	}
 	return nil
@@ -281,7 +283,7 @@ func (s *Store) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (
 	var nextID *int64
 	err := s.pool.QueryRow(ctx, `
 WITH a AS (
-    UPDATE pipeline_runs SET archived_at = now(), updated_at = now(), claimed_until = NULL
+    UPDATE pipeline_runs SET archived_at = now(), closed_at = now(), updated_at = now(), claimed_until = NULL
     WHERE id = $1 AND status = 'COMPLETED' AND archived_at IS NULL
     RETURNING user_id
 ), summary AS (
@@ -289,7 +291,7 @@ WITH a AS (
     SELECT a.user_id, $2, $3, $4, $5, $6 FROM a WHERE $5::text IS NOT NULL
 )
 SELECT a.user_id, (SELECT p.id FROM pipeline_runs p
-    WHERE p.user_id = a.user_id AND p.status = 'NEW' AND p.archived_at IS NULL ORDER BY p.id LIMIT 1)
+    WHERE p.user_id = a.user_id AND p.closed_at IS NULL AND p.status = 'NEW' ORDER BY p.id LIMIT 1)
 FROM a`, id, bucketStart, bucketEnd, tags, text, sources).Scan(&next.UserID, &nextID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.Ref{}, false, nil
@@ -328,7 +330,7 @@ func scanRefs(rows pgx.Rows, err error) ([]memory.Ref, error) {
 // delivered or archived; oldest first.
 func (s *Store) OpenRuns(ctx context.Context, limit int) ([]memory.Ref, error) {
 	refs, err := scanRefs(s.pool.Query(ctx, `SELECT id, user_id, status FROM pipeline_runs
-WHERE (archived_at IS NULL AND status <> 'FAILED') OR (status = 'FAILED' AND delivered_at IS NULL)
+WHERE closed_at IS NULL
 ORDER BY id LIMIT $1`, limit))
 	if err != nil {
 		return nil, fmt.Errorf("open runs: %w", err)
@@ -339,7 +341,7 @@ ORDER BY id LIMIT $1`, limit))
 // NextRun is the user's oldest NEW run.
 func (s *Store) NextRun(ctx context.Context, userID int64) (memory.Ref, bool, error) {
 	refs, err := scanRefs(s.pool.Query(ctx, `SELECT id, user_id, status FROM pipeline_runs
-WHERE user_id = $1 AND status = 'NEW' AND status <> 'FAILED' AND archived_at IS NULL ORDER BY id LIMIT 1`, userID))
+WHERE user_id = $1 AND closed_at IS NULL AND status = 'NEW' ORDER BY id LIMIT 1`, userID))
 	if err != nil {
 		return memory.Ref{}, false, fmt.Errorf("next run: %w", err)
 	}
@@ -356,7 +358,7 @@ func (s *Store) ReapRuns(ctx context.Context, maxReaps int) ([]memory.Ref, []mem
 	rows, err := s.pool.Query(ctx, `
 WITH stalled AS (
     SELECT id FROM pipeline_runs
-    WHERE status IN ('ANALYZING', 'ASSEMBLING', 'RESPONDING') AND claimed_until < now()
+    WHERE closed_at IS NULL AND status IN ('ANALYZING', 'ASSEMBLING', 'RESPONDING') AND claimed_until < now()
     FOR UPDATE SKIP LOCKED
 )
 UPDATE pipeline_runs r SET
@@ -499,7 +501,7 @@ func (s *Store) Forget(ctx context.Context, userID int64) (memory.Forgotten, err
 // Backlog counts runs waiting in NEW.
 func (s *Store) Backlog(ctx context.Context) (int, error) {
 	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pipeline_runs WHERE status = 'NEW' AND archived_at IS NULL`).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pipeline_runs WHERE closed_at IS NULL AND status = 'NEW'`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("memory backlog: %w", err)
 	}
 	return n, nil

@@ -176,7 +176,7 @@ func TestCaptureRecallsOnlyEarlierHistory(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
 	first := f.submit(1, "first question")
-	_, err := f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'first answer', archived_at = now() WHERE id = $1`, first.ID)
+	_, err := f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'first answer', archived_at = now(), closed_at = now() WHERE id = $1`, first.ID)
 	require.NoError(t, err)
 	_, err = f.st.Pool().Exec(f.ctx, `INSERT INTO raw_logs (user_id, log_type, log_data) VALUES (1, 'answer', jsonb_build_object('text', 'first answer', 'run_id', $1::bigint))`, first.ID)
 	require.NoError(t, err)
