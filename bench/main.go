@@ -60,18 +60,28 @@
 // pool, listener, LLM client and bot, like K replicas; -workers is each
 // one's memory.Config.Workers (default 8, MEMORY_WORKERS's default).
 //
-// The wall time runs from the first Submit to the first poll (every 10 ms)
-// that sees every run archived. A run's orchestration overhead is the time
-// from the start of its processing to its archived_at, less the time spent
-// inside its four LLM calls (each query carries a marker the LLM timer
-// finds in the prompts); the start is its created_at or, if later, the
-// archived_at of the same user's previous run, since a user's runs go one
-// after another. The bench prints that split into the wait for a worker
-// and the time in a worker, and checks that every run is COMPLETED,
-// delivered and archived, made each stage's LLM call exactly once, has one
-// lsm_storage summary and got exactly one Telegram answer replying to its
-// message. -stages times every repository, LLM and Telegram call the
-// orchestrators make; -cpuprofile writes a CPU profile. The JSON line is
+// It makes two passes, each on a fresh database. Pass 1 (capacity)
+// submits every run at once; its wall time runs from the first Submit to
+// the first poll (every 10 ms) that sees every run archived, and gives
+// runs_per_s. Pass 2 (overhead) submits the runs at a steady -rate runs/s
+// (default 300, the throughput goal; run i at i/rate), after one
+// second's worth of warm-up runs that are not counted, and gives the
+// overhead figures; -rate 0 skips it and reports pass 1's. Under pass 1's
+// flood a run mostly waits for a free worker, about users ÷ throughput
+// (Little's law), whatever the orchestration does; pass 2 shows what the
+// orchestration adds to a run at a load the machine sustains. A run's
+// orchestration overhead is the time from the start of its processing to
+// its archived_at, less the time spent inside its four LLM calls (each
+// query carries a marker the LLM timer finds in the prompts); the start
+// is its created_at or, if later, the archived_at of the same user's
+// previous run, since a user's runs go one after another. The bench
+// prints that split into the wait for a worker and the time in a worker,
+// and checks that every run is COMPLETED, delivered and archived, made
+// each stage's LLM call exactly once, has one lsm_storage summary and got
+// exactly one Telegram answer replying to its message. -stages times
+// every repository, LLM and Telegram call the orchestrators make;
+// -cpuprofile writes a CPU profile. The JSON line (runs_per_s from pass
+// 1, the overhead from pass 2) is
 //
 //	{"scenario":"memory","runs":…,"runs_per_s":…,"overhead_p50_ms":…,"overhead_p99_ms":…,"peak_rss_mb":…}
 //

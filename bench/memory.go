@@ -71,6 +71,9 @@ type memoryConfig struct {
 	// rate paces the submissions at this many runs a second (run i at
 	// i/rate); zero submits them all at once.
 	rate float64
+	// warmup is how many of the runs (the first submitted) are left out of
+	// the figures.
+	warmup int
 }
 
 // memoryReport is the scenario's JSON line.
@@ -119,13 +122,20 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		// throughput, Little's law), which says nothing about what the
 		// orchestration adds to a run; at a load the machine sustains, the
 		// overhead is that addition.
-		fmt.Fprintf(stdout, "pass 2, overhead: runs submitted at %.0f runs/s\n", cfg.rate)
-		paced, err := benchMemory(ctx, cfg, stdout, log)
+		// The first second's runs warm the replicas up (pool connections
+		// opened, statements prepared, HTTP connections to the fakes) and
+		// are not counted: the measured runs arrive at a steady state.
+		paced := cfg
+		paced.warmup = int(math.Ceil(cfg.rate))
+		paced.runs += paced.warmup
+		fmt.Fprintf(stdout, "pass 2, overhead: runs submitted at %.0f runs/s, the first %d (one second) not counted\n",
+			cfg.rate, paced.warmup)
+		second, err := benchMemory(ctx, paced, stdout, log)
 		if err != nil {
 			return rep, err
 		}
-		rep.OverheadP50MS, rep.OverheadP99MS = paced.OverheadP50MS, paced.OverheadP99MS
-		rep.PeakRSSMB = max(rep.PeakRSSMB, paced.PeakRSSMB)
+		rep.OverheadP50MS, rep.OverheadP99MS = second.OverheadP50MS, second.OverheadP99MS
+		rep.PeakRSSMB = max(rep.PeakRSSMB, second.PeakRSSMB)
 		return rep, nil
 	})
 }
@@ -268,7 +278,7 @@ func benchMemory(ctx context.Context, cfg memoryConfig, out io.Writer, log *slog
 	for _, r := range memoryRules {
 		res.calls[r.name] = llmSrv.Calls(r.name)
 	}
-	if err := res.measure(ctx, poll, runIDs, timer, clock); err != nil {
+	if err := res.measure(ctx, poll, runIDs, cfg.warmup, timer, clock); err != nil {
 		return rep, err
 	}
 	res.print(out)
@@ -431,6 +441,7 @@ func (d durations) p(q float64) time.Duration {
 
 type memoryResult struct {
 	runs, workers int
+	counted       int   // runs in the figures: runs less the warm-up
 	notified      int64 // NOTIFY payloads the orchestrators received
 	elapsed       time.Duration
 	calls         map[string]int // llmtest calls per rule
@@ -453,7 +464,7 @@ func (r memoryResult) rate() float64 { return float64(r.runs) / r.elapsed.Second
 // spent inside its LLM calls. A user's runs go one after another, so a run
 // starts at its created_at or at its predecessor's archived_at, whichever
 // is later; the wait behind the predecessor is not overhead.
-func (r *memoryResult) measure(ctx context.Context, conn *pgx.Conn, runIDs []int64, t *llmTimer, c *runClock) error {
+func (r *memoryResult) measure(ctx context.Context, conn *pgx.Conn, runIDs []int64, warmup int, t *llmTimer, c *runClock) error {
 	rows, err := conn.Query(ctx, `SELECT id, user_id, created_at, archived_at FROM pipeline_runs
 WHERE archived_at IS NOT NULL ORDER BY user_id, id`)
 	if err != nil {
@@ -475,6 +486,11 @@ WHERE archived_at IS NOT NULL ORDER BY user_id, id`)
 	for i, id := range runIDs {
 		llmByRun[id] = t.total(i)
 	}
+	skip := make(map[int64]bool, warmup)
+	for _, id := range runIDs[:warmup] {
+		skip[id] = true
+	}
+	r.counted = len(runIDs) - warmup
 	var prev times
 	for _, x := range all {
 		begin := x.created
@@ -483,6 +499,10 @@ WHERE archived_at IS NOT NULL ORDER BY user_id, id`)
 		}
 		svc := x.archived.Sub(begin)
 		l := llmByRun[x.id]
+		if skip[x.id] {
+			prev = x
+			continue
+		}
 		r.service = append(r.service, svc)
 		r.llmTime = append(r.llmTime, l)
 		r.overhead = append(r.overhead, svc-l)
@@ -501,6 +521,9 @@ WHERE archived_at IS NOT NULL ORDER BY user_id, id`)
 
 func (r memoryResult) print(out io.Writer) {
 	fmt.Fprintf(out, "run: runs=%d workers=%d elapsed=%.3fs rate=%.1f runs/s\n", r.runs, r.workers, r.elapsed.Seconds(), r.rate())
+	if r.counted != r.runs {
+		fmt.Fprintf(out, "  the figures below are over the last %d runs (the first %d were the warm-up)\n", r.counted, r.runs-r.counted)
+	}
 	line := func(name string, d durations) {
 		fmt.Fprintf(out, "  %-38s p50 %8.2fms  p90 %8.2fms  p99 %8.2fms  max %8.2fms\n",
 			name, ms(d.p(0.5)), ms(d.p(0.9)), ms(d.p(0.99)), ms(d.p(1)))

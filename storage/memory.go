@@ -21,14 +21,15 @@ COALESCE(r.error_message, ''), r.attempts, r.delivered_at, r.archived_at, r.crea
 (SELECT CASE WHEN u.language <> '' THEN u.language WHEN u.telegram_language <> '' THEN u.telegram_language ELSE 'en' END
  FROM users u WHERE u.id = r.user_id)`
 
-func scanRun(row pgx.Row) (memory.Run, error) {
+// scanRun scans runColumns, then extra: the columns a query adds after them.
+func scanRun(row pgx.Row, extra ...any) (memory.Run, error) {
 	var r memory.Run
 	var analysis []byte
 	var delivered, archived *time.Time
 	var lang *string
-	if err := row.Scan(&r.ID, &r.UserID, &r.ChatID, &r.MessageID, &r.Query, &r.Status, &analysis,
+	if err := row.Scan(append([]any{&r.ID, &r.UserID, &r.ChatID, &r.MessageID, &r.Query, &r.Status, &analysis,
 		&r.DraftContext, &r.FinalContext, &r.FinalAnswer, &r.ErrorMessage, &r.Attempts, &delivered, &archived,
-		&r.CreatedAt, &lang); err != nil {
+		&r.CreatedAt, &lang}, extra...)...); err != nil {
 		return r, err
 	}
 	if len(analysis) > 0 {
@@ -122,57 +123,70 @@ func heldBy(lease time.Duration) *int64 {
 
 // CaptureRun starts a stage: from → to with a lease, in one statement,
 // committed asynchronously. A NEW run is captured only when every earlier
-// run of its user is archived or failed, which keeps one user's runs in
-// order. The recall is read in the same round trip (pipelined), so a
-// capture that fails has read it for nothing; that is rare and cheap.
+// run of its user is closed or failed, which keeps one user's runs in
+// order. The recall is read by the same statement, as JSON arrays: the
+// user's raw logs from before the run (not its own query, nor the messages
+// the user sent after it, queued behind it) and their latest summaries.
 func (s *Store) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.Run, memory.Recall, bool, error) {
 	var rc memory.Recall
-	b := &pgx.Batch{}
-	b.Queue(`
-UPDATE pipeline_runs r SET status = $3, claimed_until = now() + $4 * interval '1 millisecond', updated_at = now()
-FROM `+asyncCommit+`
-WHERE r.id = $1 AND r.status = $2
-  AND ($2 <> 'NEW' OR NOT EXISTS (
-      SELECT 1 FROM pipeline_runs p
-      WHERE p.user_id = r.user_id AND p.id < r.id AND p.closed_at IS NULL AND p.status <> 'FAILED'))
-RETURNING `+runColumns, id, from, to, lease.Milliseconds())
-	if size.Logs > 0 {
-		b.Queue(recentLogsSQL, id, size.Logs)
+	var logs, sums []byte
+	row := s.pool.QueryRow(ctx, `
+WITH r AS (
+    UPDATE pipeline_runs r SET status = $3, claimed_until = now() + $4 * interval '1 millisecond', updated_at = now()
+    FROM `+asyncCommit+`
+    WHERE r.id = $1 AND r.status = $2
+      AND ($2 <> 'NEW' OR NOT EXISTS (
+          SELECT 1 FROM pipeline_runs p
+          WHERE p.user_id = r.user_id AND p.id < r.id AND p.closed_at IS NULL AND p.status <> 'FAILED'))
+    RETURNING r.*
+)
+SELECT `+runColumns+`,
+    (SELECT COALESCE(json_agg(l ORDER BY l.id DESC), '[]') FROM (
+        SELECT id, log_type AS type, COALESCE(log_data->>'text', '') AS text,
+               COALESCE((log_data->>'run_id')::bigint, 0) AS run_id, created_at
+        FROM raw_logs
+        WHERE user_id = r.user_id AND COALESCE((log_data->>'run_id')::bigint, 0) < r.id
+        ORDER BY id DESC LIMIT $5) l),
+    (SELECT COALESCE(json_agg(m ORDER BY m.id DESC), '[]') FROM (
+        SELECT `+summaryColumns+` FROM lsm_storage WHERE user_id = r.user_id ORDER BY id DESC LIMIT $6) m)
+FROM r`, id, from, to, lease.Milliseconds(), size.Logs, size.Summaries)
+	r, err := scanRun(row, &logs, &sums)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memory.Run{}, rc, false, nil
 	}
-	if size.Summaries > 0 {
-		b.Queue(`SELECT `+summaryColumns+` FROM lsm_storage
-WHERE user_id = (SELECT user_id FROM pipeline_runs WHERE id = $1) ORDER BY id DESC LIMIT $2`, id, size.Summaries)
+	if err != nil {
+		return memory.Run{}, rc, false, fmt.Errorf("capture run %d: %w", id, err)
 	}
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
-	r, ok, err := scanRunOK(br.QueryRow(), "capture run")
-	if err != nil || !ok {
-		return r, rc, ok, err
+	var jl []struct {
+		Type      string    `json:"type"`
+		Text      string    `json:"text"`
+		RunID     int64     `json:"run_id"`
+		CreatedAt time.Time `json:"created_at"`
 	}
-	if size.Logs > 0 {
-		if rc.Logs, err = collectLogs(br.Query()); err != nil {
-			return r, rc, false, fmt.Errorf("capture run %d: raw logs: %w", id, err)
-		}
+	var js []struct {
+		ID           int64     `json:"id"`
+		BucketStart  time.Time `json:"time_bucket_start"`
+		BucketEnd    time.Time `json:"time_bucket_end"`
+		Tags         []string  `json:"tags"`
+		Summary      string    `json:"summary"`
+		SourceRunIDs []int64   `json:"source_run_ids"`
+		CreatedAt    time.Time `json:"created_at"`
 	}
-	if size.Summaries > 0 {
-		if rc.Summaries, err = collectSummaries(br.Query()); err != nil {
-			return r, rc, false, fmt.Errorf("capture run %d: summaries: %w", id, err)
-		}
+	if err := json.Unmarshal(logs, &jl); err != nil {
+		return r, rc, false, fmt.Errorf("capture run %d: raw logs: %w", id, err)
 	}
-	if err := br.Close(); err != nil {
-		return r, rc, false, fmt.Errorf("capture run %d: %w", id, err)
+	if err := json.Unmarshal(sums, &js); err != nil {
+		return r, rc, false, fmt.Errorf("capture run %d: summaries: %w", id, err)
+	}
+	for _, l := range jl {
+		rc.Logs = append(rc.Logs, memory.LogEntry{Type: l.Type, Text: l.Text, RunID: l.RunID, CreatedAt: l.CreatedAt})
+	}
+	for _, m := range js {
+		rc.Summaries = append(rc.Summaries, memory.Summary{ID: m.ID, BucketStart: m.BucketStart, BucketEnd: m.BucketEnd,
+			Tags: m.Tags, Summary: m.Summary, SourceRunIDs: m.SourceRunIDs, CreatedAt: m.CreatedAt})
 	}
 	return r, rc, true, nil
 }
-
-// recentLogsSQL lists the raw logs of run $1's user that came before it,
-// newest first: the run's own query and the messages the user sent after
-// it (queued behind it) are not its history.
-const recentLogsSQL = `SELECT log_type, COALESCE(log_data->>'text', ''), COALESCE((log_data->>'run_id')::bigint, 0), created_at
-FROM raw_logs
-WHERE user_id = (SELECT user_id FROM pipeline_runs WHERE id = $1)
-  AND COALESCE((log_data->>'run_id')::bigint, 0) < $1
-ORDER BY id DESC LIMIT $2`
 
 // StepRun moves a run out of a stage (memory.Step). The advance and the
 // optional capture of the next stage are two UPDATEs sent together, one
@@ -397,17 +411,6 @@ func collectSummaries(rows pgx.Rows, err error) ([]memory.Summary, error) {
 		var m memory.Summary
 		err := row.Scan(&m.ID, &m.BucketStart, &m.BucketEnd, &m.Tags, &m.Summary, &m.SourceRunIDs, &m.CreatedAt)
 		return m, err
-	})
-}
-
-func collectLogs(rows pgx.Rows, err error) ([]memory.LogEntry, error) {
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.LogEntry, error) {
-		var l memory.LogEntry
-		err := row.Scan(&l.Type, &l.Text, &l.RunID, &l.CreatedAt)
-		return l, err
 	})
 }
 

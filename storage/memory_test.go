@@ -200,6 +200,9 @@ func TestCaptureRecallsOnlyEarlierHistory(t *testing.T) {
 	require.Equal(t, []string{"answer: first answer", "query: first question"}, texts)
 	require.Len(t, rc.Summaries, 1)
 	require.Equal(t, "mine", rc.Summaries[0].Summary)
+	require.False(t, rc.Summaries[0].CreatedAt.IsZero())
+	require.True(t, rc.Summaries[0].BucketEnd.After(rc.Summaries[0].BucketStart))
+	require.Equal(t, first.ID, rc.Logs[0].RunID)
 
 	// A failed capture reads nothing it returns.
 	_, rc, ok, err = f.st.CaptureRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{Logs: 10, Summaries: 20})

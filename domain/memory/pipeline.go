@@ -54,6 +54,10 @@ func (n *archiveNote) Validate() error {
 	return nil
 }
 
+// typingShown is how long the "typing" sent at intake is taken to show:
+// Telegram shows it for five seconds or until the bot sends a message.
+const typingShown = 4 * time.Second
+
 // How much memory the stages read (the process document's numbers).
 const (
 	analyzerSummaries = 20
@@ -219,9 +223,10 @@ func (s *Service) assemble(ctx context.Context, r Run, rc Recall) (Run, bool) {
 
 func (s *Service) respond(ctx context.Context, r Run) (Run, bool) {
 	return s.stage(ctx, r, Recall{}, "responder", func(ctx context.Context, r Run, _ Recall) (Change, error) {
-		if s.deps.Notifier != nil {
-			// The bot shows "typing" at intake; Telegram keeps it for five
-			// seconds, so renew it for the long part, the answer.
+		if s.deps.Notifier != nil && s.deps.Clock.Since(r.CreatedAt) >= typingShown {
+			// The bot shows "typing" at intake and Telegram keeps it for
+			// five seconds; renew it for the answer only when that has run
+			// out (a run queued behind others, or slow stages).
 			_ = s.deps.Notifier.Typing(ctx, r.ChatID)
 		}
 		mentor, err := s.prompt(ctx, "mentor")

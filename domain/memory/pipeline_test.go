@@ -319,3 +319,27 @@ func TestAnswerRetriedAfterTelegramOutage(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond)
 	require.Len(t, b.chat.answered(), 1)
 }
+
+// "Typing" is renewed before the answer only when the one sent at intake
+// has run out: not for a run answered within seconds of the message, but
+// for one that waited (here: written 10 s ago).
+func TestTypingRenewedOnlyForOldRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.script()
+	b.user(t, 1)
+	old := b.submit(t, b.svc, 1, "written a while ago")
+	_, err := b.store.Pool().Exec(b.ctx, `UPDATE pipeline_runs SET created_at = now() - interval '10 seconds' WHERE id = $1`, old.ID)
+	require.NoError(t, err)
+	b.start(t, b.svc)
+	b.waitArchived(t, 1, 10*time.Second)
+	b.chat.mu.Lock()
+	require.Equal(t, 1, b.chat.typing)
+	b.chat.mu.Unlock()
+
+	b.submit(t, b.svc, 1, "written just now")
+	b.waitArchived(t, 2, 10*time.Second)
+	b.chat.mu.Lock()
+	require.Equal(t, 1, b.chat.typing, "the intake's typing still shows")
+	b.chat.mu.Unlock()
+}
