@@ -70,24 +70,14 @@ type timedRepo struct {
 	s *stages
 }
 
-func (r timedRepo) ClaimMatch(ctx context.Context, lease time.Duration) (vacancy.Claim, bool, error) {
+func (r timedRepo) ClaimMatch(ctx context.Context, lease time.Duration, taste int) (vacancy.Claim, bool, error) {
 	defer r.s.since("db claim", time.Now())
-	return r.Repository.ClaimMatch(ctx, lease)
+	return r.Repository.ClaimMatch(ctx, lease, taste)
 }
 
 func (r timedRepo) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
 	defer r.s.since("db lease expiry", time.Now())
 	return r.Repository.NextLeaseExpiry(ctx)
-}
-
-func (r timedRepo) SaveDetail(ctx context.Context, v vacancy.Vacancy) error {
-	defer r.s.since("db save detail", time.Now())
-	return r.Repository.SaveDetail(ctx, v)
-}
-
-func (r timedRepo) Taste(ctx context.Context, userID int64, n int) ([]string, []string, error) {
-	defer r.s.since("db taste", time.Now())
-	return r.Repository.Taste(ctx, userID, n)
 }
 
 func (r timedRepo) Transition(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {

@@ -457,13 +457,13 @@ func vacancyDest(v *vacancy.Vacancy, fetched **time.Time) []any {
 // ANALYZED awaiting delivery) whose lease is free or expired, in one
 // statement with FOR UPDATE SKIP LOCKED so concurrent workers on any
 // replica never take the same one. ok is false when nothing is claimable.
-func (s *Store) ClaimMatch(ctx context.Context, lease time.Duration) (vacancy.Claim, bool, error) {
+func (s *Store) ClaimMatch(ctx context.Context, lease time.Duration, taste int) (vacancy.Claim, bool, error) {
 	var c vacancy.Claim
 	var analysis []byte
 	var sentAt, fetched *time.Time
 	var lang, tgLang string
 	dest := append(matchDest(&c.Match, &analysis, &sentAt), vacancyDest(&c.Vacancy, &fetched)...)
-	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords)
+	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &c.User.Applied, &c.User.NotInterested)
 	err := s.pool.QueryRow(ctx, `
 WITH c AS (
     SELECT id FROM vacancy_matches
@@ -479,8 +479,13 @@ WITH c AS (
     RETURNING m.*
 )
 SELECT `+matchColumns+`, `+vacancyColumns+`, u.language, u.telegram_language, u.profile,
-       COALESCE((SELECT array_agg(word) FROM ban_words b WHERE b.user_id = m.user_id), '{}')
-FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id`, lease.Milliseconds()).Scan(dest...)
+       COALESCE((SELECT array_agg(word) FROM ban_words b WHERE b.user_id = m.user_id), '{}'),
+       -- The user's taste: their latest decided vacancies.
+       ARRAY(SELECT t.title FROM vacancy_matches d JOIN vacancies t ON t.id = d.vacancy_id
+             WHERE d.user_id = m.user_id AND d.status = 'APPLIED' ORDER BY d.updated_at DESC LIMIT $2),
+       ARRAY(SELECT t.title FROM vacancy_matches d JOIN vacancies t ON t.id = d.vacancy_id
+             WHERE d.user_id = m.user_id AND d.status = 'NOT_INTERESTED' ORDER BY d.updated_at DESC LIMIT $2)
+FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id`, lease.Milliseconds(), taste).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, false, nil
 	}
@@ -524,22 +529,12 @@ WHERE id = $1 AND claim_token = $2::uuid`, id, token, until)
 	return nil
 }
 
-// SaveDetail stores what the detail request adds to a vacancy.
-func (s *Store) SaveDetail(ctx context.Context, v vacancy.Vacancy) error {
-	skills := v.KeySkills
-	if skills == nil {
-		skills = []string{}
-	}
-	_, err := s.pool.Exec(ctx, `
+// saveDetailSQL stores a vacancy's detail fetched from HH.
+const saveDetailSQL = `
 UPDATE vacancies SET description = $2, key_skills = $3,
     experience = COALESCE(NULLIF($4, ''), experience), schedule = COALESCE(NULLIF($5, ''), schedule),
     raw = COALESCE($6::jsonb, raw), detail_fetched_at = now()
-WHERE id = $1`, v.ID, v.Description, skills, v.Experience, v.Schedule, rawJSON(v.Raw))
-	if err != nil {
-		return fmt.Errorf("save vacancy %d detail: %w", v.ID, err)
-	}
-	return nil
-}
+WHERE id = $1`
 
 // Transition moves a match from → to in one conditional UPDATE; ok is false
 // when the match was not in from (or, with ch.Token, no longer under that
@@ -569,7 +564,17 @@ func (s *Store) Transition(ctx context.Context, id int64, from, to vacancy.Statu
 	}
 	var m vacancy.Match
 	var sent *time.Time
-	err := s.pool.QueryRow(ctx, `
+	// With a detail, both statements go in one batch: one round trip and
+	// one implicit transaction.
+	b := &pgx.Batch{}
+	if v := ch.Detail; v != nil {
+		skills := v.KeySkills
+		if skills == nil {
+			skills = []string{}
+		}
+		b.Queue(saveDetailSQL, v.ID, v.Description, skills, v.Experience, v.Schedule, rawJSON(v.Raw))
+	}
+	b.Queue(`
 UPDATE vacancy_matches m SET
     status = $3, updated_at = now(),
     is_relevant = COALESCE($4, is_relevant), score = COALESCE($5, score), analysis = COALESCE($6::jsonb, analysis),
@@ -580,8 +585,18 @@ UPDATE vacancy_matches m SET
     claim_token = CASE WHEN $3 = 'ANALYZED' THEN claim_token END
 WHERE id = $1 AND status = $2 AND ($11::uuid IS NULL OR claim_token = $11::uuid)
 RETURNING `+matchColumns,
-		id, from, to, relevant, score, analysis, ch.SkipReason, chat, msg, sentAt, token).
-		Scan(matchDest(&m, &analysis, &sent)...)
+		id, from, to, relevant, score, analysis, ch.SkipReason, chat, msg, sentAt, token)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if ch.Detail != nil {
+		if _, err := br.Exec(); err != nil {
+			return vacancy.Match{}, false, fmt.Errorf("transition match %d: save vacancy %d detail: %w", id, ch.Detail.ID, err)
+		}
+	}
+	err := br.QueryRow().Scan(matchDest(&m, &analysis, &sent)...)
+	if err == nil {
+		err = br.Close()
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return vacancy.Match{}, false, nil
 	}
@@ -622,34 +637,6 @@ AND NOT EXISTS (SELECT 1 FROM vacancy_matches m WHERE m.vacancy_id = v.id)`, vid
 		return false, fmt.Errorf("delete match %d: %w", id, err)
 	}
 	return deleted, nil
-}
-
-// Taste returns the titles of the user's latest APPLIED and NOT_INTERESTED
-// vacancies, n of each.
-func (s *Store) Taste(ctx context.Context, userID int64, n int) ([]string, []string, error) {
-	rows, err := s.pool.Query(ctx, `
-(SELECT m.status, v.title FROM vacancy_matches m JOIN vacancies v ON v.id = m.vacancy_id
- WHERE m.user_id = $1 AND m.status = 'APPLIED' ORDER BY m.updated_at DESC LIMIT $2)
-UNION ALL
-(SELECT m.status, v.title FROM vacancy_matches m JOIN vacancies v ON v.id = m.vacancy_id
- WHERE m.user_id = $1 AND m.status = 'NOT_INTERESTED' ORDER BY m.updated_at DESC LIMIT $2)`, userID, n)
-	if err != nil {
-		return nil, nil, fmt.Errorf("taste of user %d: %w", userID, err)
-	}
-	defer rows.Close()
-	var applied, rejected []string
-	for rows.Next() {
-		var status, title string
-		if err := rows.Scan(&status, &title); err != nil {
-			return nil, nil, fmt.Errorf("taste of user %d: %w", userID, err)
-		}
-		if status == string(vacancy.Applied) {
-			applied = append(applied, title)
-		} else {
-			rejected = append(rejected, title)
-		}
-	}
-	return applied, rejected, rows.Err()
 }
 
 // MatchWithVacancy returns one match and its vacancy, or domain.ErrNotFound.

@@ -69,6 +69,13 @@ func TestProcessDeliversRelevantNewestFirst(t *testing.T) {
 		Scan(&sentAt, &msg))
 	require.NotNil(t, sentAt)
 	require.NotZero(t, msg)
+	// The detail fetched from HH was stored with the transition.
+	var desc string
+	var fetched *time.Time
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT description, detail_fetched_at FROM vacancies WHERE id = 502`).
+		Scan(&desc, &fetched))
+	require.Equal(t, vs[2].Description, desc)
+	require.NotNil(t, fetched)
 
 	prompt := b.llm.RequestsFor("relevance")[0].Prompt
 	require.Contains(t, prompt, "five years of backend work")
@@ -158,6 +165,18 @@ func TestProcessSkipsOnLLMErrorsAndOpenBreaker(t *testing.T) {
 	for _, vid := range []int64{501, 500} {
 		require.Equal(t, vacancy.ReasonBreakerOpen, b.skipReason(t, vid), "vacancy %d", vid)
 	}
+	// The three judged ones had their detail fetched, and it was kept
+	// with the skip; the other two never got that far.
+	var withDetail []int64
+	rows, err := b.store.Pool().Query(b.ctx, `SELECT id FROM vacancies WHERE detail_fetched_at IS NOT NULL ORDER BY id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var id int64
+		require.NoError(t, rows.Scan(&id))
+		withDetail = append(withDetail, id)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []int64{502, 503, 504}, withDetail)
 	st, err := b.svc.Stats(b.ctx, seeker)
 	require.NoError(t, err)
 	require.True(t, st.BreakerOpen)
@@ -245,7 +264,7 @@ func TestExpiredClaimIsTakenOver(t *testing.T) {
 	b := setup(t, withConfig(vacancy.Config{SweepInterval: time.Hour}))
 	b.relevant()
 	b.queue(t, vacancies(1, 500, 20)...)
-	c, ok, err := b.store.ClaimMatch(b.ctx, 700*time.Millisecond) // the dead worker's claim
+	c, ok, err := b.store.ClaimMatch(b.ctx, 700*time.Millisecond, 5) // the dead worker's claim
 	require.NoError(t, err)
 	require.True(t, ok)
 

@@ -51,6 +51,9 @@ type Change struct {
 	SentAt     time.Time
 	// Token, when set, must equal the match's claim token.
 	Token string
+	// Detail, when set, is the vacancy's detail just fetched from HH,
+	// stored with the transition (one round trip for both).
+	Detail *Vacancy
 }
 
 // Claim is a claimed match with what processing it needs.
@@ -68,6 +71,10 @@ type Recipient struct {
 	Lang     string
 	Profile  string
 	BanWords []string
+	// Applied and NotInterested are the titles of the user's latest
+	// decided vacancies (Config.TasteExamples of each, newest first): their
+	// taste, for the relevance prompt.
+	Applied, NotInterested []string
 }
 
 // Group is every search sharing one search_key: one discovery serves all
@@ -128,13 +135,13 @@ type Repository interface {
 	Unseen(ctx context.Context, key string, ids []int64) (map[int64]bool, error)
 	SaveDiscovery(ctx context.Context, key string, found []Vacancy, hits []int64, m Markers, pick func([]Recipient) []NewMatch) (int, error)
 
-	ClaimMatch(ctx context.Context, lease time.Duration) (Claim, bool, error)
+	// ClaimMatch claims the next match with its vacancy and user, taste
+	// examples (up to taste of each) included.
+	ClaimMatch(ctx context.Context, lease time.Duration, taste int) (Claim, bool, error)
 	NextLeaseExpiry(ctx context.Context) (time.Time, bool, error)
 	ReleaseClaim(ctx context.Context, id int64, token string, until time.Time) error
-	SaveDetail(ctx context.Context, v Vacancy) error
 	Transition(ctx context.Context, id int64, from, to Status, ch Change) (Match, bool, error)
 	DeleteMatch(ctx context.Context, id int64, token string) (bool, error)
-	Taste(ctx context.Context, userID int64, n int) (applied, notInterested []string, err error)
 	MatchWithVacancy(ctx context.Context, id int64) (Match, Vacancy, error)
 
 	Skipped(ctx context.Context, since time.Time, afterID int64, limit int) ([]SkippedMatch, error)

@@ -129,7 +129,7 @@ func (s *Service) Drain(ctx context.Context) (int, error) {
 // whether there was one. Errors are infrastructure errors (the claim
 // failed); a match's own failures end in its status.
 func (s *Service) ProcessNext(ctx context.Context) (bool, error) {
-	c, ok, err := s.deps.Repo.ClaimMatch(ctx, s.cfg.ClaimLease)
+	c, ok, err := s.deps.Repo.ClaimMatch(ctx, s.cfg.ClaimLease, s.cfg.TasteExamples)
 	if err != nil {
 		return false, fmt.Errorf("claim: %w", err)
 	}
@@ -156,10 +156,12 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		return "error"
 	}
 	if s.deps.LLM.Open() {
-		return s.skip(ctx, m, ReasonBreakerOpen, nil)
+		return s.skip(ctx, m, ReasonBreakerOpen, nil, nil)
 	}
 
 	v := c.Vacancy
+	// fresh is the detail fetched now, stored with the next transition.
+	var fresh *Vacancy
 	if c.DetailFetchedAt.IsZero() || s.deps.Clock.Since(c.DetailFetchedAt) > s.cfg.DetailFresh {
 		d, err := s.deps.Source.Vacancy(ctx, m.VacancyID)
 		switch {
@@ -169,15 +171,11 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 			}
 			return "archived"
 		case ctx.Err() != nil:
-			return s.skip(ctx, m, ReasonShutdown, err)
+			return s.skip(ctx, m, ReasonShutdown, err, nil)
 		case err != nil:
-			return s.skip(ctx, m, ReasonHHUnavailable, err)
+			return s.skip(ctx, m, ReasonHHUnavailable, err, nil)
 		}
-		v = d
-		if err := s.deps.Repo.SaveDetail(ctx, v); err != nil {
-			// The judgement can go on with the detail in hand.
-			log.Warn("save vacancy detail", "err", err)
-		}
+		v, fresh = d, &d
 	}
 
 	bans := NewBans(c.User.BanWords)
@@ -194,20 +192,20 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	verdict, err := s.judge(ctx, c.User, v)
 	switch {
 	case ctx.Err() != nil:
-		return s.skip(ctx, m, ReasonShutdown, err)
+		return s.skip(ctx, m, ReasonShutdown, err, fresh)
 	case errors.Is(err, ErrInvalidAnswer):
-		return s.skip(ctx, m, ReasonInvalidJSON, err)
+		return s.skip(ctx, m, ReasonInvalidJSON, err, fresh)
 	case err != nil:
-		return s.skip(ctx, m, ReasonLLMError, err)
+		return s.skip(ctx, m, ReasonLLMError, err, fresh)
 	}
 	if !verdict.Relevant() {
-		if _, _, err := s.transition(ctx, m, NotSuitable, Change{Verdict: &verdict, Token: m.ClaimToken}); err != nil {
+		if _, _, err := s.transition(ctx, m, NotSuitable, Change{Verdict: &verdict, Token: m.ClaimToken, Detail: fresh}); err != nil {
 			log.Error("mark not suitable", "err", err)
 			return "error"
 		}
 		return "not_suitable"
 	}
-	moved, ok, err := s.transition(ctx, m, Analyzed, Change{Verdict: &verdict, Token: m.ClaimToken})
+	moved, ok, err := s.transition(ctx, m, Analyzed, Change{Verdict: &verdict, Token: m.ClaimToken, Detail: fresh})
 	if err != nil || !ok {
 		// Not ok: our lease ran out and another worker owns it now.
 		if err != nil {
@@ -222,12 +220,9 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 
 // judge asks the LLM, retrying an invalid answer once.
 func (s *Service) judge(ctx context.Context, u Recipient, v Vacancy) (Verdict, error) {
-	applied, rejected, err := s.deps.Repo.Taste(ctx, u.ID, s.cfg.TasteExamples)
-	if err != nil {
-		s.log.Warn("load taste examples", "err", err, "user", u.ID)
-	}
-	prompt := buildPrompt(u.Profile, applied, rejected, v)
+	prompt := buildPrompt(u.Profile, u.Applied, u.NotInterested, v)
 	var verdict Verdict
+	var err error
 	for attempt := 1; ; attempt++ {
 		verdict = Verdict{}
 		err = s.deps.LLM.JSON(ctx, systemPrompt, prompt, &verdict)
@@ -275,10 +270,12 @@ func (s *Service) deliver(ctx context.Context, c Claim, verdict Verdict) string 
 
 // skip marks a QUEUED match SKIPPED; it runs even when ctx has ended (a
 // shutdown), because leaving it claimed would hold it for a whole lease.
-func (s *Service) skip(ctx context.Context, m Match, reason string, cause error) string {
+// A detail fetched before the failure is kept, so recovery need not fetch
+// it again.
+func (s *Service) skip(ctx context.Context, m Match, reason string, cause error, detail *Vacancy) string {
 	rctx, cancel := detached(ctx)
 	defer cancel()
-	if _, _, err := s.transition(rctx, m, Skipped, Change{SkipReason: reason, Token: m.ClaimToken}); err != nil {
+	if _, _, err := s.transition(rctx, m, Skipped, Change{SkipReason: reason, Token: m.ClaimToken, Detail: detail}); err != nil {
 		s.log.Error("mark skipped", "match", m.ID, "reason", reason, "err", err)
 		return "error"
 	}
