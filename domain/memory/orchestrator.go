@@ -40,6 +40,7 @@ type entry struct {
 	// ref.Status is the latest status heard of: a run captured elsewhere
 	// while it waited in the queue is skipped without a round trip.
 	ref   Ref
+	held  bool // the latest notification said someone holds it
 	taken bool // a worker is on it
 	again bool // worth another look when the worker is done
 }
@@ -62,7 +63,7 @@ func (o *orchestrator) wake(ref Ref) { o.queueRun(ref, true) }
 func (o *orchestrator) queueRun(ref Ref, again bool) {
 	o.mu.Lock()
 	if e, ok := o.pending[ref.ID]; ok {
-		e.ref.Status = ref.Status
+		e.ref.Status, e.held = ref.Status, false
 		e.again = e.again || (again && e.taken)
 		o.mu.Unlock()
 		return
@@ -93,12 +94,13 @@ func (o *orchestrator) queueRun(ref Ref, again bool) {
 	}
 }
 
-// note records a status heard of for a run queued here, without queueing it.
+// note records that someone holds a run queued here: when a worker gets
+// to it, it is skipped without a round trip.
 func (o *orchestrator) note(ref Ref) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if e, ok := o.pending[ref.ID]; ok {
-		e.ref.Status = ref.Status
+		e.ref.Status, e.held = ref.Status, true
 	}
 }
 
@@ -112,7 +114,7 @@ func (o *orchestrator) take(id int64) (Ref, bool) {
 		return Ref{ID: id}, false
 	}
 	e.taken = true
-	if _, working := capturing[e.ref.Status]; working {
+	if _, working := capturing[e.ref.Status]; working || e.held {
 		return e.ref, false
 	}
 	return e.ref, true
