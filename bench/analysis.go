@@ -192,7 +192,7 @@ func benchAnalysis(ctx context.Context, cfg analysisConfig, out io.Writer, log *
 	if err != nil {
 		return rep, err
 	}
-	if w.poll, err = pgx.Connect(ctx, db.url); err != nil {
+	if w.poll, err = connect(ctx, db.url); err != nil {
 		return rep, fmt.Errorf("poll connection: %w", err)
 	}
 	defer w.poll.Close(context.WithoutCancel(ctx))

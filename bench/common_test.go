@@ -91,3 +91,14 @@ func tgPost(t *testing.T, tg *telegram) func(method, body string) (int, string) 
 		return resp.StatusCode, string(b)
 	}
 }
+
+// Pool settings in -db are the pool's, not runtime parameters for the
+// bench's own connections (which the server would refuse, leaving the
+// bench database behind).
+func TestConnConfigKeepsPoolSettingsToThePool(t *testing.T) {
+	cfg, err := connConfig("postgres://postgres@127.0.0.1:5432/x?sslmode=disable&pool_max_conns=7&application_name=b")
+	require.NoError(t, err)
+	require.NotContains(t, cfg.RuntimeParams, "pool_max_conns")
+	require.Equal(t, "b", cfg.RuntimeParams["application_name"])
+	require.Equal(t, "x", cfg.Database)
+}

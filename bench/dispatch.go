@@ -451,12 +451,12 @@ func lagRun(ctx context.Context, cfg dispatchConfig, store *storage.Store, dbURL
 		reps[i] = rp
 	}
 
-	poll, err := pgx.Connect(ctx, dbURL)
+	poll, err := connect(ctx, dbURL)
 	if err != nil {
 		return res, fmt.Errorf("poll connection: %w", err)
 	}
 	defer poll.Close(context.WithoutCancel(ctx))
-	ins, err := pgx.Connect(ctx, dbURL)
+	ins, err := connect(ctx, dbURL)
 	if err != nil {
 		return res, fmt.Errorf("insert connection: %w", err)
 	}

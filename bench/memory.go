@@ -230,7 +230,7 @@ func benchMemory(ctx context.Context, cfg memoryConfig, out io.Writer, log *slog
 		db.name, db.pgVersion, store.Pool().Config().MaxConns, len(users), cfg.orchestrators, cfg.workers, cfg.submitters,
 		memoryLLMConc)
 
-	poll, err := pgx.Connect(ctx, db.url)
+	poll, err := connect(ctx, db.url)
 	if err != nil {
 		return rep, fmt.Errorf("poll connection: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"switchboard/bot"
@@ -297,7 +298,7 @@ func (w *world) run(ctx context.Context, spec runSpec) (runResult, error) {
 	if err := w.seed(ctx, gen); err != nil {
 		return res, err
 	}
-	poll, err := pgx.Connect(ctx, w.dbURL)
+	poll, err := connect(ctx, w.dbURL)
 	if err != nil {
 		return res, fmt.Errorf("poll connection: %w", err)
 	}
@@ -511,7 +512,7 @@ func benchDatabaseURL(serverURL string) (name, dbURL string, err error) {
 func dropDatabase(serverURL, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg, err := pgx.ParseConfig(serverURL)
+	cfg, err := connConfig(serverURL)
 	if err != nil {
 		return err
 	}
@@ -527,6 +528,26 @@ func dropDatabase(serverURL, name string) error {
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 	return err
+}
+
+// connConfig parses a database URL as the pool does, so that pool
+// settings in -db (pool_max_conns…) are not sent to the server as runtime
+// parameters by the bench's own plain connections.
+func connConfig(dbURL string) (*pgx.ConnConfig, error) {
+	pcfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	return pcfg.ConnConfig, nil
+}
+
+// connect opens a plain connection (see connConfig).
+func connect(ctx context.Context, dbURL string) (*pgx.Conn, error) {
+	cfg, err := connConfig(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.ConnectConfig(ctx, cfg)
 }
 
 func redactURL(s string) string {
