@@ -125,11 +125,6 @@ type timedMemoryRepo struct {
 	s *stages
 }
 
-func (r timedMemoryRepo) PipelineRun(ctx context.Context, id int64) (memory.Run, error) {
-	defer r.s.since("db PipelineRun", time.Now())
-	return r.Repository.PipelineRun(ctx, id)
-}
-
 func (r timedMemoryRepo) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.Run, memory.Recall, bool, error) {
 	name := "db CaptureRun"
 	if size != (memory.RecallSize{}) {

@@ -98,7 +98,8 @@ FROM r`, userID, chatID, messageID, query)
 	return r, ahead, nil
 }
 
-// PipelineRun returns one run or domain.ErrNotFound.
+// PipelineRun returns one run or domain.ErrNotFound (for tests and tools;
+// the pipeline learns a run by capturing it).
 func (s *Store) PipelineRun(ctx context.Context, id int64) (memory.Run, error) {
 	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM pipeline_runs r WHERE r.id = $1`, id))
 	if err != nil {

@@ -126,7 +126,6 @@ type Step struct {
 // Repository is the storage the workflow needs; storage.Store implements it.
 type Repository interface {
 	SubmitRun(ctx context.Context, userID, chatID int64, messageID int, query string) (Run, int, error)
-	PipelineRun(ctx context.Context, id int64) (Run, error)
 	// CaptureRun starts a stage: from → to with a lease, asynchronously
 	// committed (see Step.Async), reading the user's memory as asked.
 	CaptureRun(ctx context.Context, id int64, from, to Status, lease time.Duration, recall RecallSize) (Run, Recall, bool, error)
