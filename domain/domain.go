@@ -1,5 +1,6 @@
 // Package domain holds what every workflow shares: the user, the not-found
-// error that storage maps pgx.ErrNoRows to, and the clock. Each workflow lives
+// error that storage maps pgx.ErrNoRows to, and the defaults every workflow
+// service fills in (Defaults). Each workflow lives
 // in its own subpackage (vacancy, analysis, dispatch, memory) and declares the
 // small interfaces it needs; domain never imports bot, jobs, storage or telebot.
 package domain

@@ -81,19 +81,10 @@ SELECT `+runColumns+`,
        (SELECT count(*) FROM pipeline_runs p
         WHERE p.user_id = $1 AND p.closed_at IS NULL AND p.status <> 'FAILED' AND p.id < r.id)
 FROM r`, userID, chatID, messageID, query)
-	var r memory.Run
 	var ahead int
-	var analysis []byte
-	var delivered, archived *time.Time
-	var lang *string
-	if err := row.Scan(&r.ID, &r.UserID, &r.ChatID, &r.MessageID, &r.Query, &r.Status, &analysis,
-		&r.DraftContext, &r.FinalContext, &r.FinalAnswer, &r.ErrorMessage, &r.Attempts, &delivered, &archived,
-		&r.CreatedAt, &lang, &ahead); err != nil {
+	r, err := scanRun(row, &ahead)
+	if err != nil {
 		return memory.Run{}, 0, fmt.Errorf("submit run: %w", err)
-	}
-	r.Lang = "en"
-	if lang != nil {
-		r.Lang = *lang
 	}
 	return r, ahead, nil
 }

@@ -7,8 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-	"github.com/prometheus/client_golang/prometheus"
+	"switchboard/domain"
 )
 
 // PageSize is how many runs one /runs page shows.
@@ -32,15 +31,7 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	if deps.Repo == nil || deps.LLM == nil {
 		return nil, errors.New("analysis: Repo and LLM are required")
 	}
-	if deps.Clock == nil {
-		deps.Clock = clockwork.NewRealClock()
-	}
-	if deps.Log == nil {
-		deps.Log = slog.Default()
-	}
-	if deps.Registerer == nil {
-		deps.Registerer = prometheus.NewRegistry()
-	}
+	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	m, err := newMetrics(deps.Registerer)
 	if err != nil {
 		return nil, err

@@ -10,9 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-	"github.com/prometheus/client_golang/prometheus"
-
 	"switchboard/domain"
 )
 
@@ -37,15 +34,7 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	if deps.Repo == nil {
 		return nil, errors.New("dispatch: Repo is required")
 	}
-	if deps.Clock == nil {
-		deps.Clock = clockwork.NewRealClock()
-	}
-	if deps.Log == nil {
-		deps.Log = slog.Default()
-	}
-	if deps.Registerer == nil {
-		deps.Registerer = prometheus.NewRegistry()
-	}
+	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	m, err := newMetrics(deps.Registerer)
 	if err != nil {
 		return nil, err

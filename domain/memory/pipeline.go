@@ -23,14 +23,19 @@ func (a *Analysis) Validate() error {
 	if a.NeedsContext == nil {
 		return errors.New("needs_context missing")
 	}
-	var kw []string
-	for _, k := range a.SearchKeywords {
-		if k = strings.ToLower(strings.TrimSpace(k)); k != "" && len(kw) < 10 {
-			kw = append(kw, k)
+	a.SearchKeywords = words(a.SearchKeywords, 10)
+	return nil
+}
+
+// words is list trimmed and lowercased, without empty entries, at most max.
+func words(list []string, max int) []string {
+	var out []string
+	for _, w := range list {
+		if w = strings.ToLower(strings.TrimSpace(w)); w != "" && len(out) < max {
+			out = append(out, w)
 		}
 	}
-	a.SearchKeywords = kw
-	return nil
+	return out
 }
 
 // archiveNote is the archivist's validated JSON.
@@ -44,13 +49,7 @@ func (n *archiveNote) Validate() error {
 	if n.Summary == "" {
 		return errors.New("summary missing")
 	}
-	var tags []string
-	for _, t := range n.Tags {
-		if t = strings.ToLower(strings.TrimSpace(t)); t != "" && len(tags) < 5 {
-			tags = append(tags, t)
-		}
-	}
-	n.Tags = tags
+	n.Tags = words(n.Tags, 5)
 	return nil
 }
 

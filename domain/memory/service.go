@@ -13,6 +13,8 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain"
 )
 
 // Run is one pipeline run.
@@ -277,15 +279,7 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	if deps.Repo == nil || deps.LLM == nil {
 		return nil, errors.New("memory: Repo and LLM are required")
 	}
-	if deps.Clock == nil {
-		deps.Clock = clockwork.NewRealClock()
-	}
-	if deps.Log == nil {
-		deps.Log = slog.Default()
-	}
-	if deps.Registerer == nil {
-		deps.Registerer = prometheus.NewRegistry()
-	}
+	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	m, err := newMetrics(deps.Registerer)
 	if err != nil {
 		return nil, err
@@ -423,8 +417,15 @@ var recallFor = map[Status]RecallSize{
 	Analyzed: {Logs: draftLogs, Summaries: analyzerSummaries},
 }
 
-// captureOf is the stage a waiting status is captured for.
-var captureOf = map[Status]Status{New: Analyzing, Analyzed: Assembling, Ready: Responding}
+// captureOf is the stage a waiting status is captured for: capturing
+// read the other way.
+var captureOf = func() map[Status]Status {
+	m := make(map[Status]Status, len(capturing))
+	for working, waiting := range capturing {
+		m[waiting] = working
+	}
+	return m
+}()
 
 // capture starts the stage ref waits for, if nobody else did.
 func (s *Service) capture(ctx context.Context, ref Ref) (Run, Recall, bool, error) {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain"
 )
 
 // Search is one user's saved search.
@@ -266,15 +268,7 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	if deps.Repo == nil || deps.Source == nil || deps.LLM == nil {
 		return nil, errors.New("vacancy: Repo, Source and LLM are required")
 	}
-	if deps.Clock == nil {
-		deps.Clock = clockwork.NewRealClock()
-	}
-	if deps.Log == nil {
-		deps.Log = slog.Default()
-	}
-	if deps.Registerer == nil {
-		deps.Registerer = prometheus.NewRegistry()
-	}
+	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	m, err := newMetrics(deps.Registerer)
 	if err != nil {
 		return nil, err
