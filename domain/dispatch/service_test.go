@@ -357,11 +357,14 @@ func TestTwoReplicasExpireEachOfferOnce(t *testing.T) {
 		require.NoError(t, err)
 	}
 	// Nobody answers: every order goes round both rounds and ends unassignable.
-	eventually(t, func() bool {
+	// That is 48 offers, 8 after one another per master at a 200 ms SLA:
+	// 3–7 s with the whole suite running under -race, once over 10 s, so
+	// this wait is longer than the shared one.
+	require.Eventually(t, func() bool {
 		var open int
 		require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT count(*) FROM orders WHERE unassignable_at IS NULL`).Scan(&open))
 		return open == 0
-	}, "every order unassignable")
+	}, 30*time.Second, 5*time.Millisecond, "every order unassignable")
 	var offers, expired, maxOpen int
 	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT count(*), count(*) FILTER (WHERE state = 'EXPIRED') FROM offers`).Scan(&offers, &expired))
 	require.Equal(t, offers, expired)
