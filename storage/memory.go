@@ -66,12 +66,27 @@ func scanRunOK(row pgx.Row, what string) (memory.Run, bool, error) {
 
 // SubmitRun is intake: the NEW run and archivist signal 1 (the query in
 // raw_logs) in one transaction. ahead counts the user's earlier runs not
-// yet archived or failed.
+// yet archived or failed. It returns once the message is durable.
+//
+// That takes two transactions, sent in one round trip. PostgreSQL
+// serialises the commits of all transactions that NOTIFY with one
+// database-wide lock, held until the commit is flushed to disk, so a
+// notifying commit that waits for the disk makes every other notifying
+// commit wait too: that was the pipeline's bottleneck (docs/BENCHMARKS.md,
+// "Memory chat"). The first transaction inserts and notifies without
+// waiting for the flush; the second, synchronous, flushes the WAL up to its
+// own commit record, which lies after the first one's. It has to write
+// something to be flushed at all: it touches the run's row without changing
+// its status, so it notifies nothing. If only the second one fails, the run
+// is in place but the caller hears of an error, and the user may send the
+// message again: answering twice beats not answering.
 func (s *Store) SubmitRun(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.Run, int, error) {
-	// One statement, so one round trip and one commit per message.
-	row := s.pool.QueryRow(ctx, `
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`
 WITH r AS (
-    INSERT INTO pipeline_runs (user_id, chat_id, message_id, user_query) VALUES ($1, $2, $3, $4)
+    INSERT INTO pipeline_runs (user_id, chat_id, message_id, user_query)
+    SELECT $1, $2, $3, $4 FROM `+asyncCommit+`
     RETURNING *
 ), logged AS (
     INSERT INTO raw_logs (user_id, log_type, log_data)
@@ -81,8 +96,27 @@ SELECT `+runColumns+`,
        (SELECT count(*) FROM pipeline_runs p
         WHERE p.user_id = $1 AND p.closed_at IS NULL AND p.status <> 'FAILED' AND p.id < r.id)
 FROM r`, userID, chatID, messageID, query)
-	var ahead int
-	r, err := scanRun(row, &ahead)
+	b.Queue(`COMMIT`)
+	b.Queue(`UPDATE pipeline_runs SET updated_at = updated_at WHERE id = (SELECT currval('pipeline_runs_id_seq'))`)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	var (
+		r     memory.Run
+		ahead int
+	)
+	_, err := br.Exec()
+	if err == nil {
+		r, err = scanRun(br.QueryRow(), &ahead)
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		err = br.Close()
+	}
 	if err != nil {
 		return memory.Run{}, 0, fmt.Errorf("submit run: %w", err)
 	}
@@ -100,9 +134,13 @@ func (s *Store) PipelineRun(ctx context.Context, id int64) (memory.Run, error) {
 }
 
 // asyncCommit is joined into a statement to make its transaction's commit
-// asynchronous (memory.Step.Async): set_config with is_local lasts until
-// the transaction ends, and synchronous_commit is read at commit.
+// asynchronous: set_config with is_local lasts until the transaction ends,
+// and synchronous_commit is read at commit. Every pipeline write after
+// intake commits so (memory.Step says why that is safe).
 const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`
+
+// asyncFrom is asyncCommit as an UPDATE's FROM clause.
+const asyncFrom = `FROM ` + asyncCommit
 
 // heldBy is the claimed_until a lease gives: NULL for none.
 func heldBy(lease time.Duration) *int64 {
@@ -125,7 +163,7 @@ func (s *Store) CaptureRun(ctx context.Context, id int64, from, to memory.Status
 	row := s.pool.QueryRow(ctx, `
 WITH r AS (
     UPDATE pipeline_runs r SET status = $3, claimed_until = now() + $4 * interval '1 millisecond', updated_at = now()
-    FROM `+asyncCommit+`
+    `+asyncFrom+`
     WHERE r.id = $1 AND r.status = $2
       AND ($2 <> 'NEW' OR NOT EXISTS (
           SELECT 1 FROM pipeline_runs p
@@ -194,10 +232,6 @@ func (s *Store) StepRun(ctx context.Context, id int64, st memory.Step) (bool, er
 			return false, fmt.Errorf("step run %d: %w", id, err)
 		}
 	}
-	async := ""
-	if st.Async {
-		async = "FROM " + asyncCommit
-	}
 	set := `status = $3, updated_at = now(),
         claimed_until = now() + $9 * interval '1 millisecond',
         analysis_result = COALESCE($4::jsonb, analysis_result),
@@ -212,7 +246,7 @@ func (s *Store) StepRun(ctx context.Context, id int64, st memory.Step) (bool, er
 		var n int
 		if err := s.pool.QueryRow(ctx, `
 WITH r AS (
-    UPDATE pipeline_runs SET `+set+` `+async+`
+    UPDATE pipeline_runs SET `+set+` `+asyncFrom+`
     WHERE id = $1 AND status = $2
     RETURNING pipeline_runs.id, pipeline_runs.user_id, pipeline_runs.final_answer
 ), logged AS (
@@ -226,7 +260,7 @@ SELECT count(*) FROM r`, args...).Scan(&n); err != nil {
 	}
 	// A plain UPDATE otherwise: a CTE with an idle INSERT still pays for
 	// opening raw_logs and its indexes on every call.
-	advance := `UPDATE pipeline_runs SET ` + set + ` ` + async + ` WHERE id = $1 AND status = $2`
+	advance := `UPDATE pipeline_runs SET ` + set + ` ` + asyncFrom + ` WHERE id = $1 AND status = $2`
 	if st.Then == "" {
 		tag, err := s.pool.Exec(ctx, advance, args...)
 		if err != nil {
@@ -270,10 +304,12 @@ WHERE r.id = $1 AND r.status IN ('COMPLETED', 'FAILED')
 RETURNING `+runColumns, id, lease.Milliseconds()), "claim finished run")
 }
 
-// MarkDelivered records that the user got the answer or the failure notice.
+// MarkDelivered records that the user got the answer or the failure notice
+// (committed asynchronously, as memory.Step explains).
 func (s *Store) MarkDelivered(ctx context.Context, id int64) error {
 	if _, err := s.pool.Exec(ctx, `UPDATE pipeline_runs SET delivered_at = now(),
     closed_at = CASE WHEN status = 'FAILED' THEN now() ELSE closed_at END
+`+asyncFrom+`
 WHERE id = $1 AND delivered_at IS NULL`, id); err != nil {
 		return fmt.Errorf("mark run %d delivered: %w", id, err)
 	}
@@ -302,6 +338,7 @@ func (s *Store) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (
 	err := s.pool.QueryRow(ctx, `
 WITH a AS (
     UPDATE pipeline_runs SET archived_at = now(), closed_at = now(), updated_at = now(), claimed_until = NULL
+    `+asyncFrom+`
     WHERE id = $1 AND status = 'COMPLETED' AND archived_at IS NULL
     RETURNING user_id
 ), summary AS (

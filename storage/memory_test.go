@@ -96,7 +96,7 @@ func TestStepRunAdvancesAndCapturesInOneCommit(t *testing.T) {
 
 	needs := true
 	ok, err = f.st.StepRun(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed,
-		Change: memory.Change{Analysis: &memory.Analysis{NeedsContext: &needs}}, Then: memory.Assembling, Hold: time.Minute, Async: true})
+		Change: memory.Change{Analysis: &memory.Analysis{NeedsContext: &needs}}, Then: memory.Assembling, Hold: time.Minute})
 	require.NoError(t, err)
 	require.True(t, ok)
 	for _, want := range []string{"ANALYZED", "ASSEMBLING"} {
@@ -132,7 +132,7 @@ func TestStepRunAdvancesAndCapturesInOneCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	ok, err = f.st.StepRun(f.ctx, r.ID, memory.Step{From: memory.Assembling, To: memory.Ready,
-		Change: memory.Change{FinalContext: "ctx"}, Then: memory.Responding, Hold: time.Minute, Async: true})
+		Change: memory.Change{FinalContext: "ctx"}, Then: memory.Responding, Hold: time.Minute})
 	require.NoError(t, err)
 	require.True(t, ok)
 	ok, err = f.st.StepRun(f.ctx, r.ID, memory.Step{From: memory.Responding, To: memory.Completed,
@@ -255,4 +255,80 @@ claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 	sums, err = f.st.Summaries(f.ctx, 1, 10)
 	require.NoError(t, err)
 	require.Len(t, sums, 1)
+}
+
+// pipeline_events carries inserts and status changes, nothing else: not
+// intake's second, durability transaction, not the delivery mark, not the
+// archive. A run's whole life gives exactly its seven events, in order,
+// and the next event is the next run's insert.
+func TestPipelineNotifiesInsertsAndStatusChangesOnly(t *testing.T) {
+	t.Parallel()
+	f := newMemory(t)
+	r := f.submit(1, "hello")
+	_, _, ok, err := f.st.CaptureRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{})
+	require.NoError(t, err)
+	require.True(t, ok)
+	needs := true
+	for _, st := range []memory.Step{
+		{From: memory.Analyzing, To: memory.Analyzed, Change: memory.Change{Analysis: &memory.Analysis{NeedsContext: &needs}}, Then: memory.Assembling},
+		{From: memory.Assembling, To: memory.Ready, Change: memory.Change{FinalContext: "ctx"}, Then: memory.Responding},
+		{From: memory.Responding, To: memory.Completed, Change: memory.Change{FinalAnswer: "the answer"}},
+	} {
+		st.Hold = time.Minute
+		ok, err := f.st.StepRun(f.ctx, r.ID, st)
+		require.NoError(t, err)
+		require.True(t, ok, "%s → %s", st.From, st.To)
+	}
+	require.NoError(t, f.st.MarkDelivered(f.ctx, r.ID))
+	_, ok, err = f.st.ArchiveRun(f.ctx, r.ID, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	next := f.submit(2, "next")
+
+	type event struct {
+		id        int64
+		status    string
+		operation string
+	}
+	var got []event
+	for range 8 {
+		select {
+		case ev := <-f.events:
+			id, _ := ev["id"].(float64)
+			st, _ := ev["status"].(string)
+			op, _ := ev["operation"].(string)
+			got = append(got, event{int64(id), st, op})
+		case <-time.After(5 * time.Second):
+			t.Fatalf("only %d notifications: %v", len(got), got)
+		}
+	}
+	want := []event{{r.ID, "NEW", "INSERT"}}
+	for _, st := range []string{"ANALYZING", "ANALYZED", "ASSEMBLING", "READY", "RESPONDING", "COMPLETED"} {
+		want = append(want, event{r.ID, st, "UPDATE"})
+	}
+	want = append(want, event{next.ID, "NEW", "INSERT"})
+	require.Equal(t, want, got)
+}
+
+// Intake is all or nothing, and a failed intake leaves no connection
+// stuck in its aborted transaction: the submissions after it go through.
+func TestSubmitRunFailsWhole(t *testing.T) {
+	t.Parallel()
+	f := newMemory(t)
+	_, _, err := f.st.SubmitRun(f.ctx, 404, 404, 1, "from nobody") // no such user
+	require.Error(t, err)
+	var runs, logs int
+	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT (SELECT count(*) FROM pipeline_runs), (SELECT count(*) FROM raw_logs)`).Scan(&runs, &logs))
+	require.Zero(t, runs)
+	require.Zero(t, logs)
+
+	for i := range 3 {
+		r, ahead, err := f.st.SubmitRun(f.ctx, 1, 1, i+1, "question")
+		require.NoError(t, err)
+		require.Equal(t, i, ahead)
+		require.Equal(t, memory.New, r.Status)
+	}
+	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT (SELECT count(*) FROM pipeline_runs), (SELECT count(*) FROM raw_logs)`).Scan(&runs, &logs))
+	require.Equal(t, 3, runs)
+	require.Equal(t, 3, logs)
 }

@@ -177,14 +177,12 @@ func (s *Service) Run(ctx context.Context, listen Listen) {
 			defer wg.Done()
 			listen(ctx, Channel, func() { go s.Sweep(ctx) }, func(payload string) {
 				var ev struct {
-					ID        int64  `json:"id"`
-					UserID    int64  `json:"user_id"`
-					Status    Status `json:"status"`
-					Operation string `json:"operation"`
-					Held      bool   `json:"held"`
+					ID     int64  `json:"id"`
+					UserID int64  `json:"user_id"`
+					Status Status `json:"status"`
+					Held   bool   `json:"held"`
 				}
-				if json.Unmarshal([]byte(payload), &ev) != nil || ev.ID <= 0 || ev.Operation == "ARCHIVED" {
-					// Archived: the worker that archived it starts the user's next run.
+				if json.Unmarshal([]byte(payload), &ev) != nil || ev.ID <= 0 {
 					return
 				}
 				ref := Ref{ID: ev.ID, UserID: ev.UserID, Status: ev.Status}

@@ -147,7 +147,7 @@ func (s *Service) stage(ctx context.Context, r Run, rc Recall, name string,
 	}
 	next := following[r.Status]
 	moved, ok, err := s.step(ctx, r, Step{From: r.Status, To: next[0], Change: ch, Then: next[1],
-		Hold: s.cfg.Lease, Async: next[1] != ""})
+		Hold: s.cfg.Lease})
 	if err != nil || !ok {
 		// Not ok: the reaper took it back while we worked; whoever has it now finishes.
 		s.log.Warn("advance run", "run", r.ID, "to", next[0], "err", err, "moved", ok)

@@ -112,24 +112,24 @@ type RecallSize struct{ Logs, Summaries int }
 // to deliver. Zero releases the run, and its notification sends whichever
 // orchestrator is free (a stage handed back on a stop).
 //
-// Async lets PostgreSQL acknowledge the commit before it is flushed to
-// disk. It is only for writes whose loss in a database crash makes the run
-// repeat a stage and nothing the user sees: captures and the intermediate
-// results ANALYZED and READY. The user's message, the answer, its delivery
-// and the summary are always durable.
+// Steps, like captures, the delivery mark and the archive, commit without
+// waiting for the disk (synchronous_commit off for their transaction): a
+// database crash can lose the last fraction of a second of them, which
+// makes a run repeat a stage, or send an answer again whose delivery mark
+// was lost. Only intake, the user's message, waits until it is durable.
 type Step struct {
 	From, To Status
 	Change   Change
 	Then     Status
 	Hold     time.Duration
-	Async    bool
 }
 
 // Repository is the storage the workflow needs; storage.Store implements it.
 type Repository interface {
+	// SubmitRun is intake; it returns once the message is durable.
 	SubmitRun(ctx context.Context, userID, chatID int64, messageID int, query string) (Run, int, error)
-	// CaptureRun starts a stage: from → to with a lease, asynchronously
-	// committed (see Step.Async), reading the user's memory as asked.
+	// CaptureRun starts a stage: from → to with a lease, reading the user's
+	// memory as asked.
 	CaptureRun(ctx context.Context, id int64, from, to Status, lease time.Duration, recall RecallSize) (Run, Recall, bool, error)
 	// StepRun applies st; false if the run was not in st.From.
 	StepRun(ctx context.Context, id int64, st Step) (bool, error)
