@@ -63,7 +63,7 @@ type analysisConfig struct {
 	seed    uint64
 	timeout time.Duration
 	stages  bool
-	cpuprof string
+	prof    profiles
 }
 
 // analysisReport is the scenario's JSON line.
@@ -87,7 +87,7 @@ type analysisReport struct {
 
 func runAnalysis(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg analysisConfig
-	fs := scenarioFlags("analysis", stderr, &cfg.db, &cfg.cpuprof)
+	fs := scenarioFlags("analysis", stderr, &cfg.db, &cfg.prof)
 	fs.IntVar(&cfg.n, "n", 10_000, "group messages in the last 24 hours, all analysed by the timed run")
 	fs.IntVar(&cfg.chats, "chats", 20, "groups the messages are spread over")
 	fs.StringVar(&cfg.filters, "filters", "", "also time a second run with these /run_new filters (e.g. \"keywords=deploy,bug min_len=20\"),\n"+
@@ -111,7 +111,7 @@ func runAnalysis(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return refuse(fs, stderr, fmt.Sprintf("-filters %q: not what /run_new takes (%v)", cfg.filters, err))
 		}
 	}
-	return runScenario(stdout, cfg.cpuprof, func() (analysisReport, error) {
+	return runScenario(stdout, cfg.prof, func() (analysisReport, error) {
 		return benchAnalysis(ctx, cfg, stdout, newLogger(stderr))
 	})
 }

@@ -15,13 +15,17 @@ import (
 	"switchboard/storage"
 )
 
+// profiles are the files a scenario profiles itself into ("": none).
+type profiles struct{ cpu, mem string }
+
 // scenarioFlags starts a scenario's flag set with what every scenario
-// has: -db, -cpuprofile and the usage line.
-func scenarioFlags(name string, stderr io.Writer, db, cpuprof *string) *flag.FlagSet {
+// has: -db, -cpuprofile, -memprofile and the usage line.
+func scenarioFlags(name string, stderr io.Writer, db *string, prof *profiles) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(db, "db", "", "PostgreSQL server URL; the bench creates and drops its own database there\n(default $DATABASE_URL, else "+defaultDB+")")
-	fs.StringVar(cpuprof, "cpuprofile", "", "write a CPU profile of the whole scenario (in-process fakes included) to this file")
+	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the whole scenario (in-process fakes included) to this file")
+	fs.StringVar(&prof.mem, "memprofile", "", "write an allocation profile of the whole scenario (in-process fakes included) to this file")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run ./bench %s [flags]\n", name)
 		fs.PrintDefaults()
@@ -37,17 +41,20 @@ func refuse(fs *flag.FlagSet, stderr io.Writer, why string) error {
 }
 
 // runScenario is the tail every scenario's run shares once its flags are
-// parsed: it profiles the CPU into cpuprofile ("" profiles nothing) while
-// bench runs, then prints bench's report as one JSON object, the last line
-// of stdout.
-func runScenario[R any](stdout io.Writer, cpuprofile string, bench func() (R, error)) error {
-	stop, err := startCPUProfile(cpuprofile)
+// parsed: it profiles the CPU while bench runs and writes the allocation
+// profile after it, as prof asks, then prints bench's report as one JSON
+// object, the last line of stdout.
+func runScenario[R any](stdout io.Writer, prof profiles, bench func() (R, error)) error {
+	stop, err := startCPUProfile(prof.cpu)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	rep, err := bench()
 	if err != nil {
+		return err
+	}
+	if err := writeAllocProfile(prof.mem); err != nil {
 		return err
 	}
 	line, err := json.Marshal(rep)

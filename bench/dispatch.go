@@ -44,7 +44,7 @@ type dispatchConfig struct {
 	timeout  time.Duration
 	seed     uint64
 	stages   bool
-	cpuprof  string
+	prof     profiles
 }
 
 // dispatchReport is the scenario's JSON line.
@@ -67,7 +67,7 @@ type dispatchReport struct {
 
 func runDispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg dispatchConfig
-	fs := scenarioFlags("dispatch", stderr, &cfg.db, &cfg.cpuprof)
+	fs := scenarioFlags("dispatch", stderr, &cfg.db, &cfg.prof)
 	fs.IntVar(&cfg.n, "n", 10_000, "offers in the lag run, each with its own order and master")
 	fs.IntVar(&cfg.replicas, "replicas", 2, "dispatch services (replicas: a service, store and listener each) running their expiry timers")
 	fs.DurationVar(&cfg.spread, "spread", 10*time.Second, "the lag run's offers are created at a steady rate over this long")
@@ -90,7 +90,7 @@ func runDispatch(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if cfg.slaMax < cfg.slaMin {
 		return refuse(fs, stderr, "-sla-max must not be less than -sla-min")
 	}
-	return runScenario(stdout, cfg.cpuprof, func() (dispatchReport, error) {
+	return runScenario(stdout, cfg.prof, func() (dispatchReport, error) {
 		return benchDispatch(ctx, cfg, stdout, newLogger(stderr))
 	})
 }

@@ -40,8 +40,8 @@
 // SENT_TO_USER. After each run the bench checks that the fake Telegram got
 // exactly one valid message per match and no duplicates. -stages also times
 // every call the workers make (DB queries, HH, LLM, Telegram) and prints
-// where the worker time went; -cpuprofile writes a CPU profile. The JSON
-// line is
+// where the worker time went; -cpuprofile and -memprofile write CPU and
+// allocation profiles. The JSON line is
 //
 //	{"scenario":"vacancies","zero_latency_per_s":…,"latency_200ms_per_s":…,"efficiency":…,"peak_rss_mb":…}
 //
@@ -80,8 +80,8 @@
 // each stage's LLM call exactly once, has one lsm_storage summary and got
 // exactly one Telegram answer replying to its message. -stages times
 // every repository, LLM and Telegram call the orchestrators make;
-// -cpuprofile writes a CPU profile. The JSON line (runs_per_s from pass
-// 1, the overhead from pass 2) is
+// -cpuprofile and -memprofile write CPU and allocation profiles. The JSON
+// line (runs_per_s from pass 1, the overhead from pass 2) is
 //
 //	{"scenario":"memory","runs":…,"runs_per_s":…,"overhead_p50_ms":…,"overhead_p99_ms":…,"peak_rss_mb":…}
 //
@@ -124,7 +124,8 @@
 //
 // -stages times every repository call the replicas make in the lag run
 // (OfferNext by its outcome) and prints them per expired offer;
-// -cpuprofile writes a CPU profile. The JSON line is
+// -cpuprofile and -memprofile write CPU and allocation profiles. The JSON
+// line is
 //
 //	{"scenario":"dispatch","lag_p50_ms":…,"lag_p99_ms":…,"sweep_100k_ms":…,"lag_p90_ms":…,"lag_max_ms":…,"n":…,"replicas":…,"sweep_n":…,"peak_rss_mb":…}
 //
@@ -166,7 +167,8 @@
 // the prefilter. -stages times every repository, LLM, Telegram and
 // pg_notify call of the executor (one goroutine) and prints where the
 // run's time went; -llm-latency delays every LLM answer (the goal is for
-// none); -cpuprofile writes a CPU profile. The JSON line is
+// none); -cpuprofile and -memprofile write CPU and allocation profiles.
+// The JSON line is
 //
 //	{"scenario":"analysis","messages":…,"total_s":…,"messages_per_s":…,"batches":…,"proposals":…,"chats":…,"peak_rss_mb":…}
 //
@@ -325,4 +327,21 @@ func startCPUProfile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// writeAllocProfile writes the allocations so far to path ("": nothing);
+// go tool pprof -sample_index=alloc_space reads where the garbage comes from.
+func writeAllocProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("allocation profile: %w", err)
+	}
+	return f.Close()
 }

@@ -67,7 +67,7 @@ type memoryConfig struct {
 	submitters    int
 	timeout       time.Duration
 	stages        bool
-	cpuprof       string
+	prof          profiles
 	// rate paces the submissions at this many runs a second (run i at
 	// i/rate); zero submits them all at once.
 	rate float64
@@ -90,7 +90,7 @@ type memoryReport struct {
 
 func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg memoryConfig
-	fs := scenarioFlags("memory", stderr, &cfg.db, &cfg.cpuprof)
+	fs := scenarioFlags("memory", stderr, &cfg.db, &cfg.prof)
 	fs.IntVar(&cfg.runs, "runs", 2000, "pipeline runs (private messages) to submit")
 	fs.IntVar(&cfg.users, "users", 100, "users the runs are spread over, round robin (a user's runs go one after another)")
 	fs.IntVar(&cfg.workers, "workers", 8, "memory.Config.Workers of each orchestrator (MEMORY_WORKERS; the application's default is 8)")
@@ -106,7 +106,7 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if cfg.runs <= 0 || cfg.users <= 0 || cfg.workers <= 0 || cfg.orchestrators <= 0 || cfg.submitters <= 0 || cfg.timeout <= 0 || cfg.rate < 0 {
 		return refuse(fs, stderr, "-runs, -users, -workers, -orchestrators, -submitters and -timeout must be positive, -rate not negative")
 	}
-	return runScenario(stdout, cfg.cpuprof, func() (memoryReport, error) {
+	return runScenario(stdout, cfg.prof, func() (memoryReport, error) {
 		log := newLogger(stderr)
 		// Pass 1, capacity: every run submitted at once, so the machine
 		// is saturated and runs/s is what it can do.

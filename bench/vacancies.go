@@ -58,7 +58,7 @@ type vacanciesConfig struct {
 	latencyN int
 	timeout  time.Duration
 	stages   bool
-	cpuprof  string
+	prof     profiles
 }
 
 // vacanciesReport is the scenario's JSON line.
@@ -75,7 +75,7 @@ type vacanciesReport struct {
 func runVacancies(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg vacanciesConfig
 	// The default is resolved after parsing, so -h never prints a password.
-	fs := scenarioFlags("vacancies", stderr, &cfg.db, &cfg.cpuprof)
+	fs := scenarioFlags("vacancies", stderr, &cfg.db, &cfg.prof)
 	fs.IntVar(&cfg.n, "n", 3000, "matches in the zero-latency run")
 	fs.IntVar(&cfg.llmConc, "llm-concurrency", 16, "LLM calls in flight in the zero-latency run (workers: vacancy.WorkersFor of it, as in the bot)")
 	fs.IntVar(&cfg.latencyN, "latency-n", 200, "matches in the 200 ms LLM latency run (LLM concurrency 4)")
@@ -88,7 +88,7 @@ func runVacancies(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if cfg.n <= 0 || cfg.llmConc <= 0 || cfg.latencyN <= 0 || cfg.timeout <= 0 {
 		return refuse(fs, stderr, "-n, -llm-concurrency, -latency-n and -timeout must be positive")
 	}
-	return runScenario(stdout, cfg.cpuprof, func() (vacanciesReport, error) {
+	return runScenario(stdout, cfg.prof, func() (vacanciesReport, error) {
 		return benchVacancies(ctx, cfg, stdout, newLogger(stderr))
 	})
 }

@@ -332,3 +332,28 @@ func TestSubmitRunFailsWhole(t *testing.T) {
 	require.Equal(t, 3, runs)
 	require.Equal(t, 3, logs)
 }
+
+// Intake returns only once the message is on disk, although its first,
+// notifying transaction commits without waiting: the pages it wrote, the
+// run's and the raw log's, are flushed by the time SubmitRun returns. (With
+// the second transaction left out, the WAL writer flushes them some
+// milliseconds later, and this fails.)
+func TestSubmitRunReturnsDurable(t *testing.T) {
+	t.Parallel()
+	f := newMemory(t)
+	if _, err := f.st.Pool().Exec(f.ctx, `CREATE EXTENSION IF NOT EXISTS pageinspect`); err != nil {
+		t.Skipf("pageinspect unavailable (it needs a superuser): %v", err)
+	}
+	for i := range 20 {
+		r, _, err := f.st.SubmitRun(f.ctx, 1, 1, i+1, "question")
+		require.NoError(t, err)
+		var runOnDisk, logOnDisk bool
+		require.NoError(t, f.st.Pool().QueryRow(f.ctx, `
+SELECT (SELECT (page_header(get_raw_page('pipeline_runs', (ctid::text::point)[0]::int))).lsn <= pg_current_wal_flush_lsn()
+        FROM pipeline_runs WHERE id = $1),
+       (SELECT (page_header(get_raw_page('raw_logs', (ctid::text::point)[0]::int))).lsn <= pg_current_wal_flush_lsn()
+        FROM raw_logs WHERE (log_data->>'run_id')::bigint = $1)`, r.ID).Scan(&runOnDisk, &logOnDisk))
+		require.True(t, runOnDisk, "run %d not flushed when SubmitRun returned", r.ID)
+		require.True(t, logOnDisk, "raw log of run %d not flushed when SubmitRun returned", r.ID)
+	}
+}
