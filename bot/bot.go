@@ -104,6 +104,8 @@ type Bot struct {
 	// stopping is closed when Run's context ends; it aborts a held getUpdates.
 	stopping chan struct{}
 
+	// inflight counts the updates fetched and not yet handled (see
+	// orderedPoller), which a stop waits for.
 	inflight sync.WaitGroup
 	// handlerCtx outlives the stop signal so in-flight work can finish; it is
 	// cancelled only when the drain budget is spent.
@@ -146,10 +148,14 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 	if cfg.Lease != nil {
 		poller = &leasedPoller{inner: poller.(*tele.LongPoller), lease: cfg.Lease, log: deps.Log}
 	}
+	ordered := newOrderedPoller(poller, nil, deps.Log)
 	tb, err := tele.NewBot(tele.Settings{
 		URL:     cfg.URL,
 		Token:   cfg.Token,
-		Poller:  poller,
+		Poller:  ordered,
+		// The ordered poller runs each chat's handlers on a goroutine of
+		// its own, one update after another.
+		Synchronous: true,
 		Offline: true, // getMe happens in Run, with retries, so start-up survives a Telegram blip
 		Client:  &http.Client{Timeout: cfg.PollTimeout + 20*time.Second, Transport: pollCanceller{base: tr, stopping: stopping}},
 		OnError: func(err error, c tele.Context) { deps.Log.Error("telegram handler error", "err", err) },
@@ -167,6 +173,7 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 
 		stopping: stopping,
 	}
+	ordered.inflight = &b.inflight
 	for _, id := range deps.Admins {
 		b.admins[id] = true
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	tele "gopkg.in/telebot.v3"
 
@@ -146,6 +147,26 @@ WHERE user_id = 42 AND log_type = 'query' AND log_data->>'text' = $1 AND (log_da
 		require.Equal(t, 3, count(t, env.st, `SELECT count(*) FROM pipeline_runs`), "group text is not a run")
 	}
 	require.Empty(t, env.srv.Messages(team.ID), "nothing is said in the group")
+}
+
+// Quick messages are stored, and so answered, in the order they were
+// sent: telebot alone would handle them on racing goroutines.
+func TestMemoryQuickMessagesAreStoredInOrder(t *testing.T) {
+	t.Parallel()
+	env := setupMemory(t, false)
+	ann := env.srv.User(42, "Ann", "en")
+	var sent []int
+	for i := range 20 {
+		sent = append(sent, ann.SendText(ann.ID(), fmt.Sprintf("message %d", i)).MessageID)
+	}
+	require.Eventually(t, func() bool {
+		return count(t, env.st, `SELECT count(*) FROM pipeline_runs WHERE user_id = 42`) == 20
+	}, 10*time.Second, 20*time.Millisecond)
+	rows, err := env.st.Pool().Query(context.Background(), `SELECT message_id FROM pipeline_runs WHERE user_id = 42 ORDER BY id`)
+	require.NoError(t, err)
+	stored, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	require.NoError(t, err)
+	require.Equal(t, sent, stored)
 }
 
 func TestMemoryAnswerIsAReplyShownLiterally(t *testing.T) {

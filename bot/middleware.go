@@ -16,11 +16,10 @@ import (
 	"switchboard/locales"
 )
 
-// track counts in-flight handlers so a stop can wait for them.
+// track logs how long each update took. (The ordered poller counts the
+// updates in flight, queued or running, so a stop can wait for them.)
 func (b *Bot) track(next tele.HandlerFunc) tele.HandlerFunc {
 	return func(c tele.Context) error {
-		b.inflight.Add(1)
-		defer b.inflight.Done()
 		start := time.Now()
 		err := next(c)
 		b.deps.Log.Debug("update handled", "update_id", c.Update().ID, "duration", time.Since(start))
@@ -28,9 +27,9 @@ func (b *Bot) track(next tele.HandlerFunc) tele.HandlerFunc {
 	}
 }
 
-// recover keeps one bad update from taking the bot down (telebot runs each
-// handler in a bare goroutine, so a panic would kill the process) and tells
-// the user something went wrong, in their language when we know it.
+// recover keeps one bad update from taking the bot down (a panic on the
+// chat's goroutine would kill the process) and tells the user something
+// went wrong, in their language when we know it.
 func (b *Bot) recover(next tele.HandlerFunc) tele.HandlerFunc {
 	return func(c tele.Context) (err error) {
 		defer func() {
