@@ -150,15 +150,15 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 	}
 	ordered := newOrderedPoller(poller, nil, deps.Log)
 	tb, err := tele.NewBot(tele.Settings{
-		URL:     cfg.URL,
-		Token:   cfg.Token,
-		Poller:  ordered,
+		URL:    cfg.URL,
+		Token:  cfg.Token,
+		Poller: ordered,
 		// The ordered poller runs each chat's handlers on a goroutine of
 		// its own, one update after another.
 		Synchronous: true,
-		Offline: true, // getMe happens in Run, with retries, so start-up survives a Telegram blip
-		Client:  &http.Client{Timeout: cfg.PollTimeout + 20*time.Second, Transport: pollCanceller{base: tr, stopping: stopping}},
-		OnError: func(err error, c tele.Context) { deps.Log.Error("telegram handler error", "err", err) },
+		Offline:     true, // getMe happens in Run, with retries, so start-up survives a Telegram blip
+		Client:      &http.Client{Timeout: cfg.PollTimeout + 20*time.Second, Transport: pollCanceller{base: tr, stopping: stopping}},
+		OnError:     func(err error, c tele.Context) { deps.Log.Error("telegram handler error", "err", err) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bot: %w", err)
