@@ -49,8 +49,8 @@
 //
 // memory measures the memory chat's pipeline: -runs private messages
 // (default 2000) from -users users (default 100, round robin, each user's
-// messages numbered in order) go in through memory.Service.Submit (16
-// goroutines) and through the orchestrator — LISTEN/NOTIFY on a connection
+// messages numbered in order) go in through memory.Service.Submit (a
+// goroutine per user, as the bot serves each chat) and through the orchestrator — LISTEN/NOTIFY on a connection
 // of its own, captures, the four LLM stages, the answer delivered by the
 // real *bot.Bot as a reply, the archivist's summary — until every run has
 // archived_at. The database is created and dropped as for vacancies. The
@@ -58,7 +58,9 @@
 // through the real llm.Client (MaxConcurrency 64) and llm.MemoryPort.
 // -orchestrators K starts K services on the database, each with its own
 // pool, listener, LLM client and bot, like K replicas; -workers is each
-// one's memory.Config.Workers (default 8, MEMORY_WORKERS's default).
+// one's memory.Config.Workers (default 16: MEMORY_WORKERS's default, 8, is
+// sized for an LLM that takes seconds and serves two calls at once; with an
+// instant one, 16 keep both vCPUs busier).
 //
 // It makes two passes, each on a fresh database. Pass 1 (capacity)
 // submits every run at once; its wall time runs from the first Submit to

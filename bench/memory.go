@@ -93,9 +93,9 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := scenarioFlags("memory", stderr, &cfg.db, &cfg.prof)
 	fs.IntVar(&cfg.runs, "runs", 2000, "pipeline runs (private messages) to submit")
 	fs.IntVar(&cfg.users, "users", 100, "users the runs are spread over, round robin (a user's runs go one after another)")
-	fs.IntVar(&cfg.workers, "workers", 8, "memory.Config.Workers of each orchestrator (MEMORY_WORKERS; the application's default is 8)")
+	fs.IntVar(&cfg.workers, "workers", 16, "memory.Config.Workers of each orchestrator (MEMORY_WORKERS; the application's default, 8,\nis sized for LLM_MAX_CONCURRENCY=2; an instant LLM keeps more workers busy)")
 	fs.IntVar(&cfg.orchestrators, "orchestrators", 1, "orchestrators (replicas: a service, store, LLM client and bot each) on the database")
-	fs.IntVar(&cfg.submitters, "submitters", 16, "goroutines calling Submit")
+	fs.IntVar(&cfg.submitters, "submitters", 0, "goroutines calling Submit (0: one per user, as the bot serves each chat on a goroutine of its own)")
 	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "give up when the runs are not all archived after this long")
 	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository, LLM and Telegram call and print where worker time goes")
 	fs.Float64Var(&cfg.rate, "rate", 300, "runs/s of the second pass, which measures the overhead at a steady load (0: no second pass)")
@@ -103,8 +103,11 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	cfg.db = serverURL(cfg.db)
-	if cfg.runs <= 0 || cfg.users <= 0 || cfg.workers <= 0 || cfg.orchestrators <= 0 || cfg.submitters <= 0 || cfg.timeout <= 0 || cfg.rate < 0 {
-		return refuse(fs, stderr, "-runs, -users, -workers, -orchestrators, -submitters and -timeout must be positive, -rate not negative")
+	if cfg.runs <= 0 || cfg.users <= 0 || cfg.workers <= 0 || cfg.orchestrators <= 0 || cfg.submitters < 0 || cfg.timeout <= 0 || cfg.rate < 0 {
+		return refuse(fs, stderr, "-runs, -users, -workers, -orchestrators and -timeout must be positive, -submitters and -rate not negative")
+	}
+	if cfg.submitters == 0 {
+		cfg.submitters = cfg.users
 	}
 	return runScenario(stdout, cfg.prof, func() (memoryReport, error) {
 		log := newLogger(stderr)

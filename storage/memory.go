@@ -218,6 +218,37 @@ FROM r`, id, from, to, lease.Milliseconds(), size.Logs, size.Summaries)
 	return r, rc, true, nil
 }
 
+// StepRun's statements. stepSet stores a stage's output ($4–$8, each
+// left as it is when empty) with the new status $3 and lease $9.
+const (
+	stepSet = `status = $3, updated_at = now(),
+        claimed_until = now() + $9 * interval '1 millisecond',
+        analysis_result = COALESCE($4::jsonb, analysis_result),
+        draft_context = COALESCE(NULLIF($5, ''), draft_context),
+        final_context_payload = COALESCE(NULLIF($6, ''), final_context_payload),
+        final_answer = COALESCE(NULLIF($7, ''), final_answer),
+        error_message = COALESCE(NULLIF($8, ''), error_message)`
+	// stepAdvance is a plain UPDATE: a CTE with an idle INSERT still pays
+	// for opening raw_logs and its indexes on every call.
+	stepAdvance = `UPDATE pipeline_runs SET ` + stepSet + ` ` + asyncFrom + ` WHERE id = $1 AND status = $2`
+	// stepCompleted also logs the answer to raw_logs.
+	stepCompleted = `
+WITH r AS (
+    UPDATE pipeline_runs SET ` + stepSet + ` ` + asyncFrom + `
+    WHERE id = $1 AND status = $2
+    RETURNING pipeline_runs.id, pipeline_runs.user_id, pipeline_runs.final_answer
+), logged AS (
+    INSERT INTO raw_logs (user_id, log_type, log_data)
+    SELECT user_id, 'answer', jsonb_build_object('text', final_answer, 'run_id', id) FROM r
+)
+SELECT count(*) FROM r`
+	// stepCapture takes the next stage ($2 → $3, lease $4) of a row this
+	// transaction has just advanced, and no other.
+	stepCapture = `
+UPDATE pipeline_runs r SET status = $3, claimed_until = now() + $4 * interval '1 millisecond', updated_at = now()
+WHERE r.id = $1 AND r.status = $2 AND r.xmin = pg_current_xact_id_if_assigned()::xid`
+)
+
 // StepRun moves a run out of a stage (memory.Step). The advance and the
 // optional capture of the next stage are two UPDATEs sent together, one
 // implicit transaction and one commit; the capture only takes a row this
@@ -232,47 +263,25 @@ func (s *Store) StepRun(ctx context.Context, id int64, st memory.Step) (bool, er
 			return false, fmt.Errorf("step run %d: %w", id, err)
 		}
 	}
-	set := `status = $3, updated_at = now(),
-        claimed_until = now() + $9 * interval '1 millisecond',
-        analysis_result = COALESCE($4::jsonb, analysis_result),
-        draft_context = COALESCE(NULLIF($5, ''), draft_context),
-        final_context_payload = COALESCE(NULLIF($6, ''), final_context_payload),
-        final_answer = COALESCE(NULLIF($7, ''), final_answer),
-        error_message = COALESCE(NULLIF($8, ''), error_message)`
 	args := []any{id, st.From, st.To, analysis, st.Change.DraftContext, st.Change.FinalContext,
 		st.Change.FinalAnswer, st.Change.ErrorMessage, heldBy(st.Hold)}
 	if st.To == memory.Completed {
-		// The answer goes to raw_logs in the same statement.
 		var n int
-		if err := s.pool.QueryRow(ctx, `
-WITH r AS (
-    UPDATE pipeline_runs SET `+set+` `+asyncFrom+`
-    WHERE id = $1 AND status = $2
-    RETURNING pipeline_runs.id, pipeline_runs.user_id, pipeline_runs.final_answer
-), logged AS (
-    INSERT INTO raw_logs (user_id, log_type, log_data)
-    SELECT user_id, 'answer', jsonb_build_object('text', final_answer, 'run_id', id) FROM r
-)
-SELECT count(*) FROM r`, args...).Scan(&n); err != nil {
+		if err := s.pool.QueryRow(ctx, stepCompleted, args...).Scan(&n); err != nil {
 			return false, fmt.Errorf("step run %d %s → %s: %w", id, st.From, st.To, err)
 		}
 		return n == 1, nil
 	}
-	// A plain UPDATE otherwise: a CTE with an idle INSERT still pays for
-	// opening raw_logs and its indexes on every call.
-	advance := `UPDATE pipeline_runs SET ` + set + ` ` + asyncFrom + ` WHERE id = $1 AND status = $2`
 	if st.Then == "" {
-		tag, err := s.pool.Exec(ctx, advance, args...)
+		tag, err := s.pool.Exec(ctx, stepAdvance, args...)
 		if err != nil {
 			return false, fmt.Errorf("step run %d %s → %s: %w", id, st.From, st.To, err)
 		}
 		return tag.RowsAffected() == 1, nil
 	}
 	b := &pgx.Batch{}
-	b.Queue(advance, args...)
-	b.Queue(`
-UPDATE pipeline_runs r SET status = $3, claimed_until = now() + $4 * interval '1 millisecond', updated_at = now()
-WHERE r.id = $1 AND r.status = $2 AND r.xmin = pg_current_xact_id_if_assigned()::xid`, id, st.To, st.Then, heldBy(st.Hold))
+	b.Queue(stepAdvance, args...)
+	b.Queue(stepCapture, id, st.To, st.Then, heldBy(st.Hold))
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	adv, err := br.Exec()
