@@ -649,8 +649,8 @@ func (r clockedRepo) StepRun(ctx context.Context, id int64, st memory.Step) (boo
 	return ok, err
 }
 
-func (r clockedRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
-	next, ok, err := r.Repository.ArchiveRun(ctx, id, sum)
+func (r clockedRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary, delivered bool) (memory.Ref, bool, error) {
+	next, ok, err := r.Repository.ArchiveRun(ctx, id, sum, delivered)
 	if ok && err == nil {
 		now := time.Now()
 		r.c.mu.Lock()

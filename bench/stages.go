@@ -153,9 +153,9 @@ func (r timedMemoryRepo) MarkDelivered(ctx context.Context, id int64) error {
 	return r.Repository.MarkDelivered(ctx, id)
 }
 
-func (r timedMemoryRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
+func (r timedMemoryRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary, delivered bool) (memory.Ref, bool, error) {
 	defer r.s.since("db ArchiveRun", time.Now())
-	return r.Repository.ArchiveRun(ctx, id, sum)
+	return r.Repository.ArchiveRun(ctx, id, sum, delivered)
 }
 
 func (r timedMemoryRepo) ReleaseRun(ctx context.Context, id int64) error {

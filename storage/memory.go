@@ -327,9 +327,10 @@ WHERE id = $1 AND delivered_at IS NULL`, id); err != nil {
 
 // ArchiveRun is archivist signal 2: the summary (if any) into lsm_storage
 // and archived_at in one statement, which also releases the finishing
-// claim (archiving is the run's last write) and finds the user's next NEW
-// run, so that the worker can start it without another round trip.
-func (s *Store) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
+// claim (archiving is the run's last write), records the delivery when
+// delivered says the answer has just gone out, and finds the user's next
+// NEW run, so that the worker can start it without another round trip.
+func (s *Store) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary, delivered bool) (memory.Ref, bool, error) {
 	var bucketStart, bucketEnd *time.Time
 	var text *string
 	tags, sources := []string{}, []int64{}
@@ -346,7 +347,8 @@ func (s *Store) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (
 	var nextID *int64
 	err := s.pool.QueryRow(ctx, `
 WITH a AS (
-    UPDATE pipeline_runs SET archived_at = now(), closed_at = now(), updated_at = now(), claimed_until = NULL
+    UPDATE pipeline_runs SET archived_at = now(), closed_at = now(), updated_at = now(), claimed_until = NULL,
+        delivered_at = CASE WHEN $7 AND delivered_at IS NULL THEN now() ELSE delivered_at END
     `+asyncFrom+`
     WHERE id = $1 AND status = 'COMPLETED' AND archived_at IS NULL
     RETURNING user_id
@@ -356,7 +358,7 @@ WITH a AS (
 )
 SELECT a.user_id, (SELECT p.id FROM pipeline_runs p
     WHERE p.user_id = a.user_id AND p.closed_at IS NULL AND p.status = 'NEW' ORDER BY p.id LIMIT 1)
-FROM a`, id, bucketStart, bucketEnd, tags, text, sources).Scan(&next.UserID, &nextID)
+FROM a`, id, bucketStart, bucketEnd, tags, text, sources, delivered).Scan(&next.UserID, &nextID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.Ref{}, false, nil
 	}

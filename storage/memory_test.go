@@ -180,7 +180,7 @@ func TestCaptureRecallsOnlyEarlierHistory(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.st.Pool().Exec(f.ctx, `INSERT INTO raw_logs (user_id, log_type, log_data) VALUES (1, 'answer', jsonb_build_object('text', 'first answer', 'run_id', $1::bigint))`, first.ID)
 	require.NoError(t, err)
-	_, _, err = f.st.ArchiveRun(f.ctx, first.ID, nil) // already archived: no-op
+	_, _, err = f.st.ArchiveRun(f.ctx, first.ID, nil, false) // already archived: no-op
 	require.NoError(t, err)
 	_, err = f.st.Pool().Exec(f.ctx, `INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, summary) VALUES
 (1, now(), now() + interval '7 days', 'mine'), (2, now(), now() + interval '7 days', 'theirs')`)
@@ -224,7 +224,7 @@ claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 	require.NoError(t, err)
 	week := time.Date(2026, 11, 16, 0, 0, 0, 0, time.UTC)
 	next, ok, err := f.st.ArchiveRun(f.ctx, r.ID, &memory.Summary{BucketStart: week, BucketEnd: week.AddDate(0, 0, 7),
-		Tags: []string{"go"}, Summary: "asked one", SourceRunIDs: []int64{r.ID}})
+		Tags: []string{"go"}, Summary: "asked one", SourceRunIDs: []int64{r.ID}}, false)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, memory.Ref{ID: second.ID, UserID: 1, Status: memory.New}, next)
@@ -238,7 +238,7 @@ claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 	require.Equal(t, []int64{r.ID}, sums[0].SourceRunIDs)
 	require.True(t, sums[0].BucketStart.Equal(week))
 
-	_, ok, err = f.st.ArchiveRun(f.ctx, r.ID, &memory.Summary{BucketStart: week, BucketEnd: week.AddDate(0, 0, 7), Summary: "again"})
+	_, ok, err = f.st.ArchiveRun(f.ctx, r.ID, &memory.Summary{BucketStart: week, BucketEnd: week.AddDate(0, 0, 7), Summary: "again"}, false)
 	require.NoError(t, err)
 	require.False(t, ok)
 	sums, err = f.st.Summaries(f.ctx, 1, 10)
@@ -248,7 +248,7 @@ claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 	// Without a summary (the archivist failed) and with no next run.
 	_, err = f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'b' WHERE id = $1`, second.ID)
 	require.NoError(t, err)
-	next, ok, err = f.st.ArchiveRun(f.ctx, second.ID, nil)
+	next, ok, err = f.st.ArchiveRun(f.ctx, second.ID, nil, false)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Zero(t, next.ID)
@@ -280,7 +280,7 @@ func TestPipelineNotifiesInsertsAndStatusChangesOnly(t *testing.T) {
 		require.True(t, ok, "%s → %s", st.From, st.To)
 	}
 	require.NoError(t, f.st.MarkDelivered(f.ctx, r.ID))
-	_, ok, err = f.st.ArchiveRun(f.ctx, r.ID, nil)
+	_, ok, err = f.st.ArchiveRun(f.ctx, r.ID, nil, false)
 	require.NoError(t, err)
 	require.True(t, ok)
 	next := f.submit(2, "next")
@@ -356,4 +356,28 @@ SELECT (SELECT (page_header(get_raw_page('pipeline_runs', (ctid::text::point)[0]
 		require.True(t, runOnDisk, "run %d not flushed when SubmitRun returned", r.ID)
 		require.True(t, logOnDisk, "raw log of run %d not flushed when SubmitRun returned", r.ID)
 	}
+}
+
+// Archiving can record the delivery in the same statement; a delivery
+// recorded before stays as it was.
+func TestArchiveRunRecordsTheDelivery(t *testing.T) {
+	t.Parallel()
+	f := newMemory(t)
+	a, b := f.submit(1, "one"), f.submit(2, "two")
+	_, err := f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'x'`)
+	require.NoError(t, err)
+	require.NoError(t, f.st.MarkDelivered(f.ctx, b.ID))
+	var before time.Time
+	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT delivered_at FROM pipeline_runs WHERE id = $1`, b.ID).Scan(&before))
+
+	for _, id := range []int64{a.ID, b.ID} {
+		_, ok, err := f.st.ArchiveRun(f.ctx, id, nil, true)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	var delivered, archived time.Time
+	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT delivered_at, archived_at FROM pipeline_runs WHERE id = $1`, a.ID).Scan(&delivered, &archived))
+	require.Equal(t, archived, delivered)
+	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT delivered_at FROM pipeline_runs WHERE id = $1`, b.ID).Scan(&delivered))
+	require.Equal(t, before, delivered)
 }

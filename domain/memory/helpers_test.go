@@ -31,6 +31,8 @@ type bundle struct {
 	chat  *chat
 	cfg   memory.Config
 	svc   *memory.Service
+	// archivist is script's archivist rule.
+	archivist *llmtest.Rule
 }
 
 type option func(*bundle)
@@ -93,7 +95,7 @@ func (b *bundle) script() {
 	b.llm.On(llmtest.SystemContains("You prepare the context")).Named("assembler").Reply("Notes: the user studies Go.")
 	b.llm.On(llmtest.SystemContains("patient, practical mentor")).Named("responder").
 		ReplyFunc(func(r llmtest.Request) string { return "Answer to: " + lastLine(r.Prompt) })
-	b.llm.On(llmtest.SystemContains("You summarise one exchange")).Named("archivist").
+	b.archivist = b.llm.On(llmtest.SystemContains("You summarise one exchange")).Named("archivist").
 		ReplyFunc(func(r llmtest.Request) string {
 			return fmt.Sprintf(`{"summary": "Summary of %s", "tags": ["go"]}`, strings.TrimSpace(between(r.Prompt, "## The user wrote\n", "\n")))
 		})

@@ -252,6 +252,14 @@ func (s *Service) respond(ctx context.Context, r Run) (Run, bool) {
 // worker holds claimed, archives a completed one, then starts the user's
 // next run. The claim keeps two orchestrators from sending the same answer
 // twice; it is released when anything fails, so the sweep retries.
+//
+// The archivist summarises while the answer is being sent. When its
+// summary is there within Config.MarkGrace of the answer going out, one statement
+// records the delivery and the archive; otherwise the delivery is recorded
+// on its own at once. Either way a crash between the answer going out and
+// its record (which makes the sweep send it again) has only that short
+// window, and the run is archived only once its answer is out, so a user's
+// answers stay in order.
 func (s *Service) finish(ctx context.Context, r Run) {
 	released := false
 	defer func() {
@@ -259,6 +267,17 @@ func (s *Service) finish(ctx context.Context, r Run) {
 			s.release(ctx, r.ID)
 		}
 	}()
+	var summary <-chan *Summary
+	if r.Status == Completed && r.ArchivedAt.IsZero() {
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel() // on a failed delivery: the sweep summarises it again
+		summary = s.summarise(sctx, r)
+	}
+	var (
+		sum         *Summary
+		haveSummary bool
+		markAlong   bool // the delivery is recorded with the archive
+	)
 	if r.DeliveredAt.IsZero() && s.deps.Notifier != nil {
 		send := s.deps.Notifier.Answer
 		if r.Status == Failed {
@@ -270,15 +289,33 @@ func (s *Service) finish(ctx context.Context, r Run) {
 			s.log.Warn("deliver run", "run", r.ID, "status", r.Status, "err", err)
 			return
 		}
-		if err := s.deps.Repo.MarkDelivered(ctx, r.ID); err != nil {
-			s.log.Error("mark run delivered", "run", r.ID, "err", err)
-			return
+		if summary != nil {
+			t := s.deps.Clock.NewTimer(s.cfg.MarkGrace)
+			select {
+			case sum = <-summary:
+				haveSummary, markAlong = true, true
+			case <-t.Chan():
+			}
+			t.Stop()
+		}
+		if !markAlong {
+			if err := s.deps.Repo.MarkDelivered(ctx, r.ID); err != nil {
+				s.log.Error("mark run delivered", "run", r.ID, "err", err)
+				return
+			}
 		}
 	}
 	var next Ref
-	if r.Status == Completed && r.ArchivedAt.IsZero() {
-		n, ok := s.archive(ctx, r)
-		if !ok {
+	if summary != nil {
+		if !haveSummary {
+			sum = <-summary
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		n, _, err := s.deps.Repo.ArchiveRun(ctx, r.ID, sum, markAlong)
+		if err != nil {
+			s.log.Error("archive run", "run", r.ID, "err", err)
 			return
 		}
 		released, next = true, n
@@ -308,36 +345,34 @@ func (s *Service) release(ctx context.Context, id int64) {
 	}
 }
 
-// archive is archivist signal 2: the exchange summarised into lsm_storage.
-// If the archivist cannot summarise it, the run is archived without a
-// summary rather than block the user's next run for ever. It returns the
-// user's next run, if any.
-func (s *Service) archive(ctx context.Context, r Run) (Ref, bool) {
-	start := s.deps.Clock.Now()
-	defer func() { s.m.stage.WithLabelValues("archivist").Observe(s.deps.Clock.Since(start).Seconds()) }()
-	sys, err := s.prompt(ctx, "archivist")
-	var note archiveNote
-	if err == nil {
-		prompt := "## The user wrote\n" + r.Query + "\n\n## The mentor answered\n" + r.FinalAnswer + "\n"
-		_, err = s.call(ctx, Call{Label: "memory_archivist", System: sys, Prompt: prompt}, &note)
-	}
-	if ctx.Err() != nil {
-		return Ref{}, false
-	}
-	var sum *Summary
-	if err != nil {
-		s.m.failed.WithLabelValues("archivist").Inc()
-		s.log.Warn("archivist could not summarise; archived without a summary", "run", r.ID, "err", err)
-	} else {
-		bs, be := isoWeek(r.CreatedAt)
-		sum = &Summary{BucketStart: bs, BucketEnd: be, Tags: note.Tags, Summary: note.Summary, SourceRunIDs: []int64{r.ID}}
-	}
-	next, _, err := s.deps.Repo.ArchiveRun(ctx, r.ID, sum)
-	if err != nil {
-		s.log.Error("archive run", "run", r.ID, "err", err)
-		return Ref{}, false
-	}
-	return next, true
+// summarise is archivist signal 2's model call, on a goroutine of its own:
+// the exchange summarised for lsm_storage, or nil when the archivist
+// cannot summarise it; the run is then archived without a summary rather
+// than block the user's next run for ever.
+func (s *Service) summarise(ctx context.Context, r Run) <-chan *Summary {
+	out := make(chan *Summary, 1)
+	go func() {
+		start := s.deps.Clock.Now()
+		defer func() { s.m.stage.WithLabelValues("archivist").Observe(s.deps.Clock.Since(start).Seconds()) }()
+		sys, err := s.prompt(ctx, "archivist")
+		var note archiveNote
+		if err == nil {
+			prompt := "## The user wrote\n" + r.Query + "\n\n## The mentor answered\n" + r.FinalAnswer + "\n"
+			_, err = s.call(ctx, Call{Label: "memory_archivist", System: sys, Prompt: prompt}, &note)
+		}
+		switch {
+		case ctx.Err() != nil:
+			out <- nil // nobody archives with it
+		case err != nil:
+			s.m.failed.WithLabelValues("archivist").Inc()
+			s.log.Warn("archivist could not summarise; archived without a summary", "run", r.ID, "err", err)
+			out <- nil
+		default:
+			bs, be := isoWeek(r.CreatedAt)
+			out <- &Summary{BucketStart: bs, BucketEnd: be, Tags: note.Tags, Summary: note.Summary, SourceRunIDs: []int64{r.ID}}
+		}
+	}()
+	return out
 }
 
 // call makes an LLM call under the document's error table: invalid JSON is

@@ -82,6 +82,52 @@ func TestRunGoesThroughEveryStage(t *testing.T) {
 	require.Equal(t, 2000, resp.MaxTokens)
 }
 
+// The delivery is recorded with the archive, in one statement, when the
+// archivist's summary is ready as the answer goes out; a slow archivist
+// does not hold the record back: it is made at once and the archive
+// follows.
+func TestDeliveryRecordedWithTheArchiveOrAtOnce(t *testing.T) {
+	t.Parallel()
+	times := func(b *bundle, id int64) (delivered, archived *time.Time) {
+		require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT delivered_at, archived_at FROM pipeline_runs WHERE id = $1`, id).
+			Scan(&delivered, &archived))
+		return delivered, archived
+	}
+
+	cfg := memory.Config{Workers: 4, Lease: 30 * time.Second, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour,
+		MarkGrace: 10 * time.Second} // however slow the machine, the summary comes in time
+	fast := setup(t, withConfig(cfg))
+	fast.script()
+	fast.user(t, 1)
+	fast.start(t, fast.svc)
+	r := fast.submit(t, fast.svc, 1, "quick")
+	fast.waitArchived(t, 1, 10*time.Second)
+	delivered, archived := times(fast, r.ID)
+	require.NotNil(t, delivered)
+	require.Equal(t, *archived, *delivered, "one statement recorded both")
+
+	slow := setup(t)
+	slow.script()
+	slow.archivist.Latency(time.Second)
+	slow.user(t, 1)
+	slow.start(t, slow.svc)
+	r = slow.submit(t, slow.svc, 1, "slow summary")
+	require.Eventually(t, func() bool {
+		d, _ := times(slow, r.ID)
+		return d != nil
+	}, 10*time.Second, 5*time.Millisecond)
+	delivered, archived = times(slow, r.ID)
+	require.Nil(t, archived, "delivered is recorded while the archivist still works")
+	require.Len(t, slow.chat.answered(), 1)
+	slow.waitArchived(t, 1, 10*time.Second)
+	delivered2, archived := times(slow, r.ID)
+	require.Equal(t, *delivered, *delivered2)
+	require.True(t, archived.After(*delivered))
+	sums, err := slow.svc.Memory(slow.ctx, 1, 10)
+	require.NoError(t, err)
+	require.Len(t, sums, 1)
+}
+
 // FAILED from each stage, per the error table; the user is told and what
 // they wrote stays in raw_logs.
 func TestFailuresPerStage(t *testing.T) {

@@ -135,10 +135,11 @@ type Repository interface {
 	StepRun(ctx context.Context, id int64, st Step) (bool, error)
 	ClaimFinished(ctx context.Context, id int64, lease time.Duration) (Run, bool, error)
 	MarkDelivered(ctx context.Context, id int64) error
-	// ArchiveRun stores the summary (if any) and archived_at, releases the
-	// run and returns the user's next NEW run (ID 0 if none); false if it
-	// was archived already.
-	ArchiveRun(ctx context.Context, id int64, s *Summary) (next Ref, archived bool, err error)
+	// ArchiveRun stores the summary (if any) and archived_at, records the
+	// delivery too if delivered says the answer has just gone out, releases
+	// the run and returns the user's next NEW run (ID 0 if none); false if
+	// it was archived already.
+	ArchiveRun(ctx context.Context, id int64, s *Summary, delivered bool) (next Ref, archived bool, err error)
 	ReleaseRun(ctx context.Context, id int64) error
 	OpenRuns(ctx context.Context, limit int) ([]Ref, error)
 	NextRun(ctx context.Context, userID int64) (Ref, bool, error)
@@ -209,11 +210,19 @@ type Config struct {
 	Backoff time.Duration
 	// ContextTokens is the assembler's input budget (8000).
 	ContextTokens int
+	// MarkGrace is how long, once an answer has gone out, its delivery
+	// record waits for the archivist's summary so that one statement
+	// records both (20 ms); the longer, the longer a crash's window for
+	// sending that answer twice.
+	MarkGrace time.Duration
 }
 
 func (c Config) withDefaults() Config {
 	if c.Workers <= 0 {
 		c.Workers = 8
+	}
+	if c.MarkGrace <= 0 {
+		c.MarkGrace = 20 * time.Millisecond
 	}
 	if c.Lease <= 0 {
 		c.Lease = 2 * time.Minute
