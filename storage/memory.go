@@ -68,20 +68,18 @@ func scanRunOK(row pgx.Row, what string) (memory.Run, bool, error) {
 // raw_logs) in one transaction. ahead counts the user's earlier runs not
 // yet archived or failed. It returns once the message is durable.
 //
-// That takes two transactions, sent in one round trip. PostgreSQL
+// The transaction itself commits without waiting for the disk, and a
+// shared flush (walFlusher) makes it durable afterwards. PostgreSQL
 // serialises the commits of all transactions that NOTIFY with one
 // database-wide lock, held until the commit is flushed to disk, so a
-// notifying commit that waits for the disk makes every other notifying
+// notifying commit that waited for the disk made every other notifying
 // commit wait too: that was the pipeline's bottleneck (docs/BENCHMARKS.md,
-// "Memory chat"). The first transaction inserts and notifies without
-// waiting for the flush; the second, synchronous, flushes the WAL up to its
-// own commit record, which lies after the first one's. If only the second
-// one fails, the run is in place but the caller hears of an error, and the
-// user may send the message again: answering twice beats not answering.
+// "Memory chat"). The run is on its way (the notification is out) before
+// the flush. If only the flush fails, the run is in place but the caller
+// hears of an error, and the user may send the message again: answering
+// twice beats not answering.
 func (s *Store) SubmitRun(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.Run, int, error) {
-	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	b.Queue(`
+	row := s.pool.QueryRow(ctx, `
 WITH r AS (
     INSERT INTO pipeline_runs (user_id, chat_id, message_id, user_query)
     SELECT $1, $2, $3, $4 FROM `+asyncCommit+`
@@ -94,28 +92,10 @@ SELECT `+runColumns+`,
        (SELECT count(*) FROM pipeline_runs p
         WHERE p.user_id = $1 AND p.closed_at IS NULL AND p.status <> 'FAILED' AND p.id < r.id)
 FROM r`, userID, chatID, messageID, query)
-	b.Queue(`COMMIT`)
-	// A transactional WAL message: it gives the transaction an id and a
-	// record to flush, with no table touched and nothing notified.
-	b.Queue(`SELECT pg_logical_emit_message(true, 'switchboard.intake', currval('pipeline_runs_id_seq')::text)`)
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
-	var (
-		r     memory.Run
-		ahead int
-	)
-	_, err := br.Exec()
+	var ahead int
+	r, err := scanRun(row, &ahead)
 	if err == nil {
-		r, err = scanRun(br.QueryRow(), &ahead)
-	}
-	if err == nil {
-		_, err = br.Exec()
-	}
-	if err == nil {
-		_, err = br.Exec()
-	}
-	if err == nil {
-		err = br.Close()
+		err = s.flush.flush(ctx)
 	}
 	if err != nil {
 		return memory.Run{}, 0, fmt.Errorf("submit run: %w", err)

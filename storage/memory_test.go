@@ -258,8 +258,7 @@ claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 }
 
 // pipeline_events carries inserts and status changes, nothing else: not
-// intake's second, durability transaction, not the delivery mark, not the
-// archive. A run's whole life gives exactly its seven events, in order,
+// the delivery mark, not the archive. A run's whole life gives exactly its seven events, in order,
 // and the next event is the next run's insert.
 func TestPipelineNotifiesInsertsAndStatusChangesOnly(t *testing.T) {
 	t.Parallel()
@@ -310,8 +309,8 @@ func TestPipelineNotifiesInsertsAndStatusChangesOnly(t *testing.T) {
 	require.Equal(t, want, got)
 }
 
-// Intake is all or nothing, and a failed intake leaves no connection
-// stuck in its aborted transaction: the submissions after it go through.
+// Intake is all or nothing: a failed one stores neither the run nor its
+// log, and the submissions after it go through.
 func TestSubmitRunFailsWhole(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
@@ -333,11 +332,11 @@ func TestSubmitRunFailsWhole(t *testing.T) {
 	require.Equal(t, 3, logs)
 }
 
-// Intake returns only once the message is on disk, although its first,
+// Intake returns only once the message is on disk, although its
 // notifying transaction commits without waiting: the pages it wrote, the
 // run's and the raw log's, are flushed by the time SubmitRun returns. (With
-// the second transaction left out, the WAL writer flushes them some
-// milliseconds later, and this fails.)
+// the flush left out, the WAL writer flushes them some milliseconds later,
+// and this fails.)
 func TestSubmitRunReturnsDurable(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)

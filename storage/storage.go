@@ -27,8 +27,9 @@ import (
 
 // Store is the repository over one PostgreSQL database.
 type Store struct {
-	pool *pgxpool.Pool
-	log  *slog.Logger
+	pool  *pgxpool.Pool
+	log   *slog.Logger
+	flush *walFlusher
 }
 
 // DefaultMaxConns is the pool size unless DATABASE_URL sets pool_max_conns.
@@ -61,7 +62,7 @@ func Open(ctx context.Context, databaseURL string, log *slog.Logger) (*Store, er
 		pool.Close()
 		return nil, fmt.Errorf("ping database: %w", err)
 	}
-	return &Store{pool: pool, log: log}, nil
+	return &Store{pool: pool, log: log, flush: &walFlusher{pool: pool}}, nil
 }
 
 // Pool exposes the pool to the few places that need raw access
