@@ -274,9 +274,8 @@ func (s *Service) finish(ctx context.Context, r Run) {
 		summary = s.summarise(sctx, r)
 	}
 	var (
-		sum         *Summary
-		haveSummary bool
-		markAlong   bool // the delivery is recorded with the archive
+		sum       *Summary
+		markAlong bool // the summary came in time: the delivery is recorded with the archive
 	)
 	if r.DeliveredAt.IsZero() && s.deps.Notifier != nil {
 		send := s.deps.Notifier.Answer
@@ -293,7 +292,7 @@ func (s *Service) finish(ctx context.Context, r Run) {
 			t := s.deps.Clock.NewTimer(s.cfg.MarkGrace)
 			select {
 			case sum = <-summary:
-				haveSummary, markAlong = true, true
+				markAlong = true
 			case <-t.Chan():
 			}
 			t.Stop()
@@ -307,7 +306,7 @@ func (s *Service) finish(ctx context.Context, r Run) {
 	}
 	var next Ref
 	if summary != nil {
-		if !haveSummary {
+		if !markAlong {
 			sum = <-summary
 		}
 		if ctx.Err() != nil {
