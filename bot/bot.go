@@ -104,9 +104,9 @@ type Bot struct {
 	// stopping is closed when Run's context ends; it aborts a held getUpdates.
 	stopping chan struct{}
 
-	// inflight counts the updates fetched and not yet handled (see
-	// orderedPoller), which a stop waits for.
-	inflight sync.WaitGroup
+	// updates hands updates to the handlers, chat by chat, and counts those
+	// not yet handled, which a stop waits for.
+	updates *orderedPoller
 	// handlerCtx outlives the stop signal so in-flight work can finish; it is
 	// cancelled only when the drain budget is spent.
 	handlerCtx    context.Context
@@ -148,11 +148,11 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 	if cfg.Lease != nil {
 		poller = &leasedPoller{inner: poller.(*tele.LongPoller), lease: cfg.Lease, log: deps.Log}
 	}
-	ordered := newOrderedPoller(poller, nil, deps.Log)
+	updates := newOrderedPoller(poller, deps.Log)
 	tb, err := tele.NewBot(tele.Settings{
 		URL:    cfg.URL,
 		Token:  cfg.Token,
-		Poller: ordered,
+		Poller: updates,
 		// The ordered poller runs each chat's handlers on a goroutine of
 		// its own, one update after another.
 		Synchronous: true,
@@ -172,8 +172,8 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 		limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst, deps.Clock),
 
 		stopping: stopping,
+		updates:  updates,
 	}
-	ordered.inflight = &b.inflight
 	for _, id := range deps.Admins {
 		b.admins[id] = true
 	}
@@ -231,7 +231,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.tb.Stop()
 	<-done
 	drained := make(chan struct{})
-	go func() { b.inflight.Wait(); close(drained) }()
+	go func() { b.updates.inflight.Wait(); close(drained) }()
 	select {
 	case <-drained:
 	case <-time.After(b.cfg.DrainTimeout):

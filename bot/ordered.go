@@ -18,12 +18,12 @@ import (
 // synchronously (Settings.Synchronous) and every handler runs on the
 // goroutine of its chat's queue.
 //
-// Updates fetched but still queued count as in flight (inflight), so a stop
-// drains them like running handlers: Telegram has already been told they
+// inflight counts the updates fetched and not yet handled, queued or
+// running, so a stop drains both: Telegram has already been told they
 // arrived and would not send them again.
 type orderedPoller struct {
 	inner    tele.Poller
-	inflight *sync.WaitGroup
+	inflight sync.WaitGroup
 	log      *slog.Logger
 
 	mu sync.Mutex
@@ -33,8 +33,8 @@ type orderedPoller struct {
 	queued map[int64][]tele.Update
 }
 
-func newOrderedPoller(inner tele.Poller, inflight *sync.WaitGroup, log *slog.Logger) *orderedPoller {
-	return &orderedPoller{inner: inner, inflight: inflight, log: log, queued: map[int64][]tele.Update{}}
+func newOrderedPoller(inner tele.Poller, log *slog.Logger) *orderedPoller {
+	return &orderedPoller{inner: inner, log: log, queued: map[int64][]tele.Update{}}
 }
 
 // Poll runs the inner poller into a channel of its own and queues what it

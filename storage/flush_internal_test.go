@@ -16,6 +16,9 @@ import (
 // few, and each returns after a flush that began after it asked.
 func TestWALFlusherSharesFlushes(t *testing.T) {
 	t.Parallel()
+	// storagetest.ServerURL, which this package's own tests cannot import
+	// (storagetest imports storage); the flush touches no table, so the
+	// maintenance database will do.
 	url := os.Getenv("TEST_DATABASE_URL")
 	if url == "" {
 		url = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
