@@ -13,6 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"switchboard/bot"
+	"switchboard/bot/delivery"
+	"switchboard/domain"
 	"switchboard/domain/analysis"
 	"switchboard/domain/dispatch"
 	"switchboard/domain/memory"
@@ -34,6 +36,7 @@ type app struct {
 	llm   *llm.Client
 	sched *jobs.Scheduler
 	bot   *bot.Bot
+	out   *delivery.Sender
 	hh    *hh.Client
 	vac   *vacancy.Service
 	mem   *memory.Service
@@ -148,13 +151,25 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
 
+	limits := delivery.DefaultLimits()
+	limits.Global, limits.Private, limits.Group = cfg.TelegramRate, cfg.TelegramChatRate, cfg.TelegramGroupRate/60
+	var limiter delivery.Limiter = delivery.NewMemoryLimiter(limits)
+	if a.redis != nil {
+		limiter = delivery.NewRedisLimiter(a.redis, cfg.RedisPrefix, limits)
+	}
+	a.out, err = delivery.NewSender(delivery.Config{Workers: cfg.OutboxWorkers, MaxBackoff: cfg.OutboxMaxBackoff}, a.store,
+		delivery.NewClient(cfg.TelegramAPIURL, cfg.TelegramToken, nil), limiter, log, a.reg)
+	if err != nil {
+		return nil, err
+	}
+
 	a.bot, err = bot.New(bot.Config{
 		URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, Lease: lease,
 		DrainTimeout: cfg.ShutdownTimeout / 2,
 		AdminChatID:  cfg.AdminChatID, AdminLang: cfg.AdminLang,
 	}, bot.Deps{
 		Users: a.store, Status: jobStatus{a.store, cfg.HeartbeatInterval}, Catalog: locales.MustLoad(), Log: log,
-		Admins: cfg.AdminIDs, Replica: cfg.Replica,
+		Admins: cfg.AdminIDs, Replica: cfg.Replica, Direct: a.out,
 	})
 	if err != nil {
 		return nil, err
@@ -164,7 +179,10 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 	a.bot.RegisterMemory(a.mem)
 	a.mem.SetNotifier(a.bot)
 	a.bot.RegisterDispatch(a.disp)
-	a.disp.SetNotifier(a.bot)
+	a.disp.SetNotifier(a.bot.DispatchNotes())
+	// An offer whose master Telegram refuses for good is declined at once
+	// and the order moves on.
+	a.out.OnDrop(domain.KindOffer, a.disp.Undeliverable)
 	a.bot.RegisterAnalysis(a.anl)
 	a.anl.SetNotifier(a.bot)
 	if err := a.scheduleJobs(); err != nil {
@@ -202,6 +220,13 @@ func (a *app) scheduleJobs() error {
 		}},
 		{"dispatch-commission", a.cfg.CommissionInterval, func(ctx context.Context) error {
 			_, err := a.disp.Commission(ctx)
+			return err
+		}},
+		{"outbox-prune", a.cfg.OutboxPruneInterval, func(ctx context.Context) error {
+			n, err := a.store.PruneOutbox(ctx, a.cfg.OutboxRetention, 1000)
+			if n > 0 {
+				a.log.Info("outbox pruned", "rows", n)
+			}
 			return err
 		}},
 		{"dispatch-autoclose", a.cfg.AutocloseInterval, func(ctx context.Context) error {
@@ -244,8 +269,10 @@ func (a *app) run(ctx context.Context) error {
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var workers sync.WaitGroup
-	workers.Add(6)
+	workers.Add(7)
 	go func() { defer workers.Done(); a.vac.Run(workCtx) }()
+	// Delivery runs on every replica; rows of one chat still go out in order.
+	go func() { defer workers.Done(); a.out.Run(workCtx) }()
 	go func() {
 		defer workers.Done()
 		a.mem.Run(workCtx, func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
@@ -360,6 +387,16 @@ func (j jobStatus) JobRuns(ctx context.Context) ([]bot.JobRun, error) {
 		})
 	}
 	return out, nil
+}
+
+// Outbox feeds /status's delivery line.
+func (j jobStatus) Outbox(ctx context.Context) (bot.OutboxStatus, error) {
+	st, err := j.store.OutboxStats(ctx)
+	if err != nil {
+		return bot.OutboxStatus{}, err
+	}
+	return bot.OutboxStatus{Pending: st.Pending, OldestAge: st.OldestAge, Throttled: st.Throttled,
+		Unreachable: st.Unreachable, Dropped: st.Dropped, Failed: st.Failed}, nil
 }
 
 // Replicas lists replicas seen within three heartbeats: one missed beat is

@@ -77,6 +77,14 @@ type Config struct {
 	AutocloseInterval  time.Duration `env:"AUTOCLOSE_INTERVAL" envDefault:"1h" help:"dispatch autoclose"`
 	HeartbeatInterval  time.Duration `env:"HEARTBEAT_INTERVAL" envDefault:"5m" help:"dispatch heartbeat"`
 
+	TelegramRate        float64       `env:"TELEGRAM_RATE" envDefault:"30" help:"messages per second the bot sends in all (Telegram's limit is about 30)"`
+	TelegramChatRate    float64       `env:"TELEGRAM_CHAT_RATE" envDefault:"1" help:"messages per second to one private chat (Telegram's limit is about 1)"`
+	TelegramGroupRate   float64       `env:"TELEGRAM_GROUP_RATE" envDefault:"20" help:"messages per minute to one group (Telegram's limit is 20)"`
+	OutboxWorkers       int           `env:"OUTBOX_WORKERS" envDefault:"16" help:"outgoing messages one replica delivers at once"`
+	OutboxRetention     time.Duration `env:"OUTBOX_RETENTION" envDefault:"168h" help:"how long delivered, dropped and failed outbox rows are kept"`
+	OutboxMaxBackoff    time.Duration `env:"OUTBOX_MAX_BACKOFF" envDefault:"1m" help:"longest wait between retries of a message Telegram failed to take (5xx, network)"`
+	OutboxPruneInterval time.Duration `env:"OUTBOX_PRUNE_INTERVAL" envDefault:"1h" help:"outbox pruning"`
+
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" help:"graceful stop budget on SIGINT/SIGTERM"`
 	Replica         string        `env:"REPLICA_NAME" help:"name of this replica in logs and /status (default: hostname-pid)"`
 }
@@ -202,6 +210,12 @@ func (c Config) validate() []string {
 	}
 	if c.LLMBreakerFailures < 1 {
 		bad("LLM_BREAKER_FAILURES", "%d: want at least 1", c.LLMBreakerFailures)
+	}
+	if c.TelegramRate <= 0 || c.TelegramChatRate <= 0 || c.TelegramGroupRate <= 0 {
+		bad("TELEGRAM_RATE", "TELEGRAM_RATE, TELEGRAM_CHAT_RATE and TELEGRAM_GROUP_RATE must be positive")
+	}
+	if c.OutboxWorkers < 1 {
+		bad("OUTBOX_WORKERS", "%d: want at least 1", c.OutboxWorkers)
 	}
 	if c.MemoryWorkers < 1 {
 		bad("MEMORY_WORKERS", "%d: want at least 1", c.MemoryWorkers)

@@ -168,8 +168,17 @@ func benchAnalysis(ctx context.Context, cfg analysisConfig, out io.Writer, log *
 		return rep, err
 	}
 	defer llmc.Close()
-	// The real delivery path: telebot over HTTP to the fake Telegram, with
-	// an admin chat, as ADMIN_CHAT_ID configures it.
+	// The real bot renders the admin chat's messages (ADMIN_CHAT_ID set),
+	// which the workflow writes to the outbox in its transactions; an
+	// outbox sender delivers them to the fake Telegram, as in the
+	// application (bot/delivery). Delivery runs alongside the executor but
+	// is not part of the timed path: each run waits for the outbox to
+	// drain before it reads what Telegram got.
+	stopSender, err := startSender(ctx, store, w.tg.URL(), log)
+	if err != nil {
+		return rep, err
+	}
+	defer stopSender()
 	tgBot, err := bot.New(bot.Config{URL: w.tg.URL(), Token: tgToken, AdminChatID: analysisAdminChat, AdminLang: "en"},
 		bot.Deps{Users: store, Catalog: locales.MustLoad(), Log: log})
 	if err != nil {
@@ -259,6 +268,7 @@ type analysisResult struct {
 	tg                                                    telegramStats
 	adminMessages                                         int // messages to the admin chat
 	progressEdits                                         int
+	drained                                               time.Duration // outbox delivered, after Serve stopped
 	plan                                                  batchPlan
 	stages                                                *stages
 }
@@ -279,7 +289,7 @@ func (r analysisResult) print(out io.Writer) {
 	fmt.Fprintf(out, "  telegram messages=%d (proposals %d, distinct %d, duplicates %d; events and progress %d) progress_edits=%d edits=%d not_modified=%d refused=%d telegram_tcp_conns=%d\n",
 		r.tg.Messages, r.tg.Proposals, r.tg.ProposalDistinct, r.tg.ProposalDuplicates, r.tg.Unmatched, r.progressEdits,
 		r.tg.Edits, r.tg.NotModified, r.tg.Rejected, r.tg.Conns)
-	fmt.Fprintf(out, "  pg_notify events=%d\n", r.published)
+	fmt.Fprintf(out, "  pg_notify events=%d; outbox delivered %.3fs after Serve stopped\n", r.published, r.drained.Seconds())
 	if r.stages != nil {
 		// One executor works through the batches one after another.
 		r.stages.printPer(out, "batch", max(r.run.Batches, 1), 1, r.elapsed)
@@ -292,6 +302,11 @@ func (r analysisResult) print(out io.Writer) {
 // checked against exp.
 func (w *analysisWorld) run(ctx context.Context, label, args string, exp expectation) (analysisResult, error) {
 	res := analysisResult{label: label, args: args, plan: exp.plan, stages: w.stages}
+	// What was written before (closeRun's run_closed) is delivered before
+	// the snapshot, so the deltas below are this run's messages only.
+	if err := waitOutboxDrained(ctx, w.poll, w.timeout); err != nil {
+		return res, err
+	}
 	tgBefore, pubBefore, m := w.tg.stats(), w.pub.n.Load(), w.model.snapshot()
 	adminBefore := w.tg.messagesTo(analysisAdminChat)
 	r, err := w.svc.NewRun(ctx, analysisAdmin, args)
@@ -315,9 +330,16 @@ func (w *analysisWorld) run(ctx context.Context, label, args string, exp expecta
 		return res, err
 	}
 	res.elapsed = time.Since(start)
-	// Serve returns once the executor has finished: after the completion
-	// it still posts run_completed and the final progress.
+	// Serve returns once the executor has finished. run_completed and the
+	// final progress edit were written to the outbox with the completion;
+	// the checks below read the fake Telegram, so they wait until the
+	// sender has delivered everything the run wrote.
 	stopServe()
+	drainStart := time.Now()
+	if err := waitOutboxDrained(ctx, w.poll, w.timeout); err != nil {
+		return res, err
+	}
+	res.drained = time.Since(drainStart)
 
 	if res.run, err = w.svc.Run(ctx, r.ID); err != nil {
 		return res, err
@@ -997,8 +1019,8 @@ type reapSignal struct {
 	reaped chan struct{}
 }
 
-func (r reapSignal) FailInterrupted(ctx context.Context) ([]analysis.Run, error) {
-	runs, err := r.Repository.FailInterrupted(ctx)
+func (r reapSignal) FailInterrupted(ctx context.Context, render analysis.Render) ([]analysis.Run, error) {
+	runs, err := r.Repository.FailInterrupted(ctx, render)
 	select {
 	case r.reaped <- struct{}{}:
 	default:

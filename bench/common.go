@@ -12,6 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/bot/delivery"
 	"switchboard/storage"
 )
 
@@ -147,4 +151,50 @@ func awaitListening(ctx context.Context, ready <-chan struct{}, n int, who strin
 		}
 	}
 	return nil
+}
+
+// benchLimits lift the sender's rate limits: the bench's fake Telegram
+// enforces none, and the bench measures the pipeline, not Telegram's caps.
+var benchLimits = delivery.Limits{Global: 1e6, GlobalBurst: 1000, Private: 1e6, PrivateBurst: 1000, Group: 1e6, GroupBurst: 1000}
+
+// startSender runs an outbox sender (bot/delivery), as the application
+// does next to the workflows, delivering to the fake Telegram at tgURL
+// until the returned stop, which waits for deliveries in flight.
+func startSender(ctx context.Context, store *storage.Store, tgURL string, log *slog.Logger) (stop func(), err error) {
+	s, err := delivery.NewSender(delivery.Config{}, store, delivery.NewClient(tgURL, tgToken, nil),
+		delivery.NewMemoryLimiter(benchLimits), log, prometheus.NewRegistry())
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(sctx)
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { cancel(); <-done }) }, nil
+}
+
+// waitOutboxDrained polls until no outbox row is pending: every message
+// the workflow wrote has been delivered (or ended otherwise).
+func waitOutboxDrained(ctx context.Context, conn *pgx.Conn, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var pending int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE state = 'pending'`).Scan(&pending); err != nil {
+			return fmt.Errorf("poll outbox: %w", err)
+		}
+		if pending == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d outbox rows still pending after %s", pending, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }

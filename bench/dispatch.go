@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"switchboard/domain"
 	"switchboard/domain/dispatch"
 	"switchboard/storage"
 )
@@ -311,46 +312,54 @@ func (r clockedDispatchRepo) NextExpiry(ctx context.Context) (time.Time, bool, e
 	return r.Repository.NextExpiry(ctx)
 }
 
-// benchNotifier stands in for the bot: it records CloseOffer and counts
-// the rest. SendOffer answers with a fixed message (nothing should send).
+// benchNotifier stands in for the bot's renderer: it records Closed and
+// counts the rest, and returns messages shaped like the bot's, so the
+// outbox rows every expiry writes (the closing edit, two live-log lines)
+// are in the measured path. Offer should not be called (the bench inserts
+// its offers itself).
 type benchNotifier struct {
 	c       *offerClock
 	replica int
 }
 
-func (b benchNotifier) SendOffer(_ context.Context, m dispatch.Master, _ dispatch.Order, _ dispatch.Offer) (int64, int, error) {
+// benchAdminChat is the live log's chat.
+const benchAdminChat = -1001
+
+func (b benchNotifier) Offer(m dispatch.Master, _ dispatch.Order, f dispatch.Offer) []domain.Message {
 	b.c.mu.Lock()
 	b.c.sendOffer++
 	b.c.mu.Unlock()
-	return m.UserID, 1, nil
+	return []domain.Message{{ChatID: m.UserID, Kind: domain.KindOffer, Ref: f.ID, Key: fmt.Sprint("offer:", f.ID), Text: "offer"}}
 }
 
-func (b benchNotifier) CloseOffer(_ context.Context, _ dispatch.Master, _ dispatch.Order, f dispatch.Offer) error {
+func (b benchNotifier) Closed(m dispatch.Master, o dispatch.Order, f dispatch.Offer) []domain.Message {
 	now := time.Now()
 	b.c.mu.Lock()
 	defer b.c.mu.Unlock()
 	b.c.closes++
-	m := b.c.closed[f.ID]
-	m.times++
-	if m.times == 1 {
-		m.at, m.replica, m.state = now, b.replica, f.State
+	c := b.c.closed[f.ID]
+	c.times++
+	if c.times == 1 {
+		c.at, c.replica, c.state = now, b.replica, f.State
 	}
-	b.c.closed[f.ID] = m
-	return nil
+	b.c.closed[f.ID] = c
+	return []domain.Message{{ChatID: m.UserID, Kind: domain.KindOfferClose, Ref: f.ID, Key: fmt.Sprint("offer:", f.ID),
+		Edit: true, Text: fmt.Sprintf("Offer for order #%d: %s", o.ID, f.State)}}
 }
 
-func (b benchNotifier) Tell(context.Context, dispatch.Note) error {
+func (b benchNotifier) Note(n dispatch.Note) []domain.Message {
 	b.c.mu.Lock()
 	b.c.tell++
 	b.c.mu.Unlock()
-	return nil
+	return []domain.Message{{ChatID: n.Master.UserID, Kind: domain.KindNote, Text: string(n.Kind)}}
 }
 
-func (b benchNotifier) Log(_ context.Context, e dispatch.Event) error {
+func (b benchNotifier) Event(e dispatch.Event) []domain.Message {
 	b.c.mu.Lock()
 	b.c.events[e.Kind]++
 	b.c.mu.Unlock()
-	return nil
+	return []domain.Message{{ChatID: benchAdminChat, Kind: domain.KindLiveLog, Ref: e.OrderID,
+		Text: fmt.Sprintf("%s order #%d offer #%d", e.Kind, e.OrderID, e.OfferID)}}
 }
 
 type lagResult struct {
@@ -742,7 +751,7 @@ func verifyLag(ctx context.Context, conn *pgx.Conn, c *offerClock, res lagResult
 // must return all of them; a second call must return none.
 func sweepRun(ctx context.Context, store *storage.Store, n, k int, out io.Writer) (time.Duration, error) {
 	pool := store.Pool()
-	if _, err := pool.Exec(ctx, `TRUNCATE offers, orders, masters, users CASCADE`); err != nil {
+	if _, err := pool.Exec(ctx, `TRUNCATE offers, orders, masters, users, outbox CASCADE`); err != nil {
 		return 0, fmt.Errorf("reset: %w", err)
 	}
 	seedStart := time.Now()

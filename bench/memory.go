@@ -261,6 +261,16 @@ func benchMemory(ctx context.Context, cfg memoryConfig, out io.Writer, log *slog
 		return rep, err
 	}
 
+	// The bot only renders the answers: MarkDelivered writes them to the
+	// outbox, and an outbox sender delivers them to the fake Telegram, as
+	// in the application. It runs alongside the orchestrators; verify
+	// waits for it to drain the outbox before reading what Telegram got.
+	stopSender, err := startSender(ctx, store, tg.URL(), log)
+	if err != nil {
+		return rep, err
+	}
+	defer stopSender()
+
 	start := time.Now()
 	runIDs, submitTook, submitErr := submitRuns(runCtx, replicas[0].svc, cfg, users, start)
 	var elapsed time.Duration
@@ -275,6 +285,10 @@ func benchMemory(ctx context.Context, cfg memoryConfig, out io.Writer, log *slog
 	if err != nil {
 		return rep, err
 	}
+	if err := waitOutboxDrained(ctx, poll, cfg.timeout); err != nil {
+		return rep, err
+	}
+	stopSender()
 
 	res := memoryResult{runs: cfg.runs, workers: cfg.workers * cfg.orchestrators, elapsed: elapsed,
 		notified: notified.Load(), calls: map[string]int{}, tg: tg.stats(), stages: st, submit: submitTook}
@@ -649,8 +663,8 @@ func (r clockedRepo) StepRun(ctx context.Context, id int64, st memory.Step) (boo
 	return ok, err
 }
 
-func (r clockedRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary, delivered bool) (memory.Ref, bool, error) {
-	next, ok, err := r.Repository.ArchiveRun(ctx, id, sum, delivered)
+func (r clockedRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
+	next, ok, err := r.Repository.ArchiveRun(ctx, id, sum)
 	if ok && err == nil {
 		now := time.Now()
 		r.c.mu.Lock()

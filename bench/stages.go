@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"switchboard/domain"
 	"switchboard/domain/analysis"
 	"switchboard/domain/dispatch"
 	"switchboard/domain/memory"
@@ -110,9 +111,11 @@ type timedNotifier struct {
 	s *stages
 }
 
-func (t timedNotifier) Deliver(ctx context.Context, d vacancy.Delivery) (int64, int, error) {
-	defer t.s.since("telegram deliver", time.Now())
-	return t.Notifier.Deliver(ctx, d)
+// Card times rendering only: the card goes to the outbox with the
+// match's transition, and the senders deliver it.
+func (t timedNotifier) Card(d vacancy.Delivery) []domain.Message {
+	defer t.s.since("render card", time.Now())
+	return t.Notifier.Card(d)
 }
 
 // timedMemoryRepo times the repository calls the memory orchestrators
@@ -148,14 +151,14 @@ func (r timedMemoryRepo) ClaimFinished(ctx context.Context, id int64, lease time
 	return r.Repository.ClaimFinished(ctx, id, lease)
 }
 
-func (r timedMemoryRepo) MarkDelivered(ctx context.Context, id int64) error {
+func (r timedMemoryRepo) MarkDelivered(ctx context.Context, id int64, msgs []domain.Message) (bool, error) {
 	defer r.s.since("db MarkDelivered", time.Now())
-	return r.Repository.MarkDelivered(ctx, id)
+	return r.Repository.MarkDelivered(ctx, id, msgs)
 }
 
-func (r timedMemoryRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary, delivered bool) (memory.Ref, bool, error) {
+func (r timedMemoryRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
 	defer r.s.since("db ArchiveRun", time.Now())
-	return r.Repository.ArchiveRun(ctx, id, sum, delivered)
+	return r.Repository.ArchiveRun(ctx, id, sum)
 }
 
 func (r timedMemoryRepo) ReleaseRun(ctx context.Context, id int64) error {
@@ -198,14 +201,14 @@ func (t timedMemoryNotifier) Typing(ctx context.Context, chatID int64) error {
 	return t.Notifier.Typing(ctx, chatID)
 }
 
-func (t timedMemoryNotifier) Answer(ctx context.Context, r memory.Run) error {
-	defer t.s.since("telegram answer", time.Now())
-	return t.Notifier.Answer(ctx, r)
+func (t timedMemoryNotifier) Answer(r memory.Run) []domain.Message {
+	defer t.s.since("render answer", time.Now())
+	return t.Notifier.Answer(r)
 }
 
-func (t timedMemoryNotifier) Failed(ctx context.Context, r memory.Run) error {
-	defer t.s.since("telegram failed", time.Now())
-	return t.Notifier.Failed(ctx, r)
+func (t timedMemoryNotifier) Failed(r memory.Run) []domain.Message {
+	defer t.s.since("render failed", time.Now())
+	return t.Notifier.Failed(r)
 }
 
 // timedDispatchRepo times the repository calls the dispatch replicas make
@@ -246,9 +249,9 @@ func (r timedDispatchRepo) SearchingOrders(ctx context.Context, limit int, all b
 	return r.Repository.SearchingOrders(ctx, limit, all)
 }
 
-func (r timedDispatchRepo) OfferNext(ctx context.Context, orderID int64, sla time.Duration) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (r timedDispatchRepo) OfferNext(ctx context.Context, orderID int64, sla time.Duration, render dispatch.Render) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	start := time.Now()
-	f, o, out, err := r.Repository.OfferNext(ctx, orderID, sla)
+	f, o, out, err := r.Repository.OfferNext(ctx, orderID, sla, render)
 	name := outcomeNames[out]
 	if err != nil {
 		name = "error"
@@ -274,9 +277,9 @@ type timedAnalysisRepo struct {
 	s *stages
 }
 
-func (r timedAnalysisRepo) StartRun(ctx context.Context, id int64, rag bool, lease time.Duration) (analysis.Run, bool, error) {
+func (r timedAnalysisRepo) StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, render analysis.Render) (analysis.Run, bool, error) {
 	defer r.s.since("db StartRun", time.Now())
-	return r.Repository.StartRun(ctx, id, rag, lease)
+	return r.Repository.StartRun(ctx, id, rag, lease, render)
 }
 
 func (r timedAnalysisRepo) WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.Message, error) {
@@ -284,29 +287,21 @@ func (r timedAnalysisRepo) WindowMessages(ctx context.Context, runID int64, from
 	return r.Repository.WindowMessages(ctx, runID, from, to, chatID)
 }
 
-func (r timedAnalysisRepo) SetProgress(ctx context.Context, id int64, messages, filtered, batches int) (analysis.Run, error) {
+// SetProgress, SaveBatch and CompleteRun include the rendering of their
+// messages and writing them to the outbox, in the same transaction.
+func (r timedAnalysisRepo) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render analysis.Render) (analysis.Run, error) {
 	defer r.s.since("db SetProgress", time.Now())
-	return r.Repository.SetProgress(ctx, id, messages, filtered, batches)
+	return r.Repository.SetProgress(ctx, id, messages, filtered, batches, render)
 }
 
-func (r timedAnalysisRepo) SetProgressMessage(ctx context.Context, id int64, messageID int) error {
-	defer r.s.since("db SetProgressMessage", time.Now())
-	return r.Repository.SetProgressMessage(ctx, id, messageID)
-}
-
-func (r timedAnalysisRepo) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal) (analysis.Run, []analysis.Proposal, error) {
+func (r timedAnalysisRepo) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render analysis.RenderBatch) (analysis.Run, []analysis.Proposal, error) {
 	defer r.s.since("db SaveBatch", time.Now())
-	return r.Repository.SaveBatch(ctx, runID, batch, messages, ps)
+	return r.Repository.SaveBatch(ctx, runID, batch, messages, ps, render)
 }
 
-func (r timedAnalysisRepo) SetProposalMessage(ctx context.Context, id int64, messageID int) error {
-	defer r.s.since("db SetProposalMessage", time.Now())
-	return r.Repository.SetProposalMessage(ctx, id, messageID)
-}
-
-func (r timedAnalysisRepo) CompleteRun(ctx context.Context, id int64) (analysis.Run, bool, error) {
+func (r timedAnalysisRepo) CompleteRun(ctx context.Context, id int64, render analysis.Render) (analysis.Run, bool, error) {
 	defer r.s.since("db CompleteRun", time.Now())
-	return r.Repository.CompleteRun(ctx, id)
+	return r.Repository.CompleteRun(ctx, id, render)
 }
 
 func (r timedAnalysisRepo) RenewLease(ctx context.Context, id int64, lease time.Duration) (bool, error) {
@@ -334,26 +329,28 @@ func (t timedAnalysisLLM) Embed(ctx context.Context, texts []string) ([][]float3
 	return t.LLM.Embed(ctx, texts)
 }
 
-// timedAnalysisNotifier times the bot's calls. Event includes, for
-// run_completed, the final edit of the progress message.
+// timedAnalysisNotifier times the bot's rendering (called inside the
+// repository's transactions, so also part of the db stages). Event
+// includes, for run_completed, the final edit of the progress message.
+// Nothing is sent here: the outbox's senders deliver the messages.
 type timedAnalysisNotifier struct {
 	analysis.Notifier
 	s *stages
 }
 
-func (t timedAnalysisNotifier) Event(ctx context.Context, e analysis.Event) error {
-	defer t.s.since("telegram Event", time.Now())
-	return t.Notifier.Event(ctx, e)
+func (t timedAnalysisNotifier) Event(e analysis.Event) []domain.Message {
+	defer t.s.since("render Event", time.Now())
+	return t.Notifier.Event(e)
 }
 
-func (t timedAnalysisNotifier) Progress(ctx context.Context, r analysis.Run) (int, error) {
-	defer t.s.since("telegram Progress", time.Now())
-	return t.Notifier.Progress(ctx, r)
+func (t timedAnalysisNotifier) Progress(r analysis.Run, first bool) []domain.Message {
+	defer t.s.since("render Progress", time.Now())
+	return t.Notifier.Progress(r, first)
 }
 
-func (t timedAnalysisNotifier) Proposal(ctx context.Context, r analysis.Run, p analysis.Proposal) (int, error) {
-	defer t.s.since("telegram Proposal", time.Now())
-	return t.Notifier.Proposal(ctx, r, p)
+func (t timedAnalysisNotifier) Proposal(r analysis.Run, p analysis.Proposal) []domain.Message {
+	defer t.s.since("render Proposal", time.Now())
+	return t.Notifier.Proposal(r, p)
 }
 
 // timedPublisher times pg_notify('analysis_runs', …): one statement, a

@@ -230,9 +230,10 @@ func seedUsers(ctx context.Context, store *storage.Store) (string, []int64, erro
 	return p.Key(), users, nil
 }
 
-// reset empties the queue and the vacancies between runs; users stay.
+// reset empties the queue, the vacancies and the outbox between runs;
+// users stay.
 func (w *world) reset(ctx context.Context) error {
-	_, err := w.store.Pool().Exec(ctx, `TRUNCATE vacancy_matches, vacancies, search_hits, discovery_state`)
+	_, err := w.store.Pool().Exec(ctx, `TRUNCATE vacancy_matches, vacancies, search_hits, discovery_state, outbox`)
 	if err != nil {
 		return fmt.Errorf("reset: %w", err)
 	}
@@ -306,6 +307,15 @@ func (w *world) run(ctx context.Context, spec runSpec) (runResult, error) {
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
+	// The bot only renders the cards: the workers write them to the outbox
+	// with QUEUED → ANALYZED, and a match becomes SENT_TO_USER when the
+	// outbox sender has delivered its card, so one runs next to the
+	// service, as in the application (limits lifted: see benchLimits).
+	stopSender, err := startSender(runCtx, w.store, tg.URL(), w.log)
+	if err != nil {
+		return res, err
+	}
+	defer stopSender()
 	done := make(chan struct{})
 	start := time.Now()
 	go func() {
@@ -316,6 +326,7 @@ func (w *world) run(ctx context.Context, spec runSpec) (runResult, error) {
 	res.elapsed, err = waitSent(ctx, poll, tg, spec.n, start, w.timeout)
 	stop()
 	<-done
+	stopSender()
 	if err != nil {
 		return res, err
 	}

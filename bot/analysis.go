@@ -219,7 +219,7 @@ func (u *analysisUI) membership(c tele.Context) error {
 		"Chat":  chat.ID,
 		"Bot":   u.b.tb.Me.Username,
 	})
-	if err := u.b.SendHTML(tele.ChatID(u.b.cfg.AdminChatID), text, nil); err != nil {
+	if err := u.b.sendDirect(r.Ctx, u.b.cfg.AdminChatID, 0, text, nil); err != nil {
 		return fmt.Errorf("tell the admin chat about chat %d: %w", chat.ID, err)
 	}
 	return nil
@@ -438,7 +438,7 @@ func (u *analysisUI) runsPage(r *Request, cb Callback) error {
 	if err != nil {
 		return err
 	}
-	u.b.editPressed(r, text, kb)
+	u.editPressed(r, text, kb)
 	return r.Respond()
 }
 
@@ -617,6 +617,19 @@ func runStateName(cat *locales.Catalog, lang string, s analysis.State) string {
 
 // --- proposal buttons ----------------------------------------------------------
 
+// editPressed edits the message whose button was pressed, at once through
+// the direct path (the limiter and Telegram's rules, waiting out a 429); a
+// failure only leaves the message as it was, so it is logged.
+func (u *analysisUI) editPressed(r *Request, text string, kb *tele.ReplyMarkup) {
+	msg := r.Callback().Message
+	if msg == nil {
+		return // too old for Telegram to say which message it was
+	}
+	if err := u.b.editDirect(r.Ctx, msg.Chat.ID, msg.ID, text, kb); err != nil {
+		u.b.deps.Log.Warn("analysis: edit pressed message", "user", r.User.ID, "chat", msg.Chat.ID, "message", msg.ID, "err", err)
+	}
+}
+
 // decide is Approve (true) and Reject (false). Only admins may press them;
 // a proposal decided already is refused with what it became.
 func (u *analysisUI) decide(approve bool) CallbackHandler {
@@ -645,7 +658,7 @@ func (u *analysisUI) decide(approve bool) CallbackHandler {
 		}
 		text := u.b.renderProposal(lang, run, p) + "\n\n" +
 			u.b.deps.Catalog.T(lang, key, locales.Data{"Admin": locales.HTML(adminName(r.User))})
-		u.b.editPressed(r, fitMessage(text), nil)
+		u.editPressed(r, fitMessage(text), nil)
 		return r.Respond(&tele.CallbackResponse{Text: r.T(toast)})
 	}
 }
@@ -782,27 +795,38 @@ func (b *Bot) renderRunEvent(lang string, e analysis.Event) string {
 	return b.deps.Catalog.T(lang, key, data)
 }
 
-// Event posts a run event to the admin chat (analysis.Notifier);
-// progress_updated is left to Progress. Without an admin chat it does
-// nothing.
-func (b *Bot) Event(ctx context.Context, e analysis.Event) error {
+// Event renders a run event for the admin chat (analysis.Notifier):
+// its line and, for a run that ended, the final state of its progress
+// message. progress_updated renders nothing (see Progress), and nothing is
+// rendered without an admin chat.
+func (b *Bot) Event(e analysis.Event) []domain.Message {
 	if b.cfg.AdminChatID == 0 || e.Kind == analysis.EventProgress {
 		return nil
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("run %d event %s: %w", e.Run.ID, e.Kind, err)
+	out := Messages(b.cfg.AdminChatID, domain.KindRunEvent, e.Run.ID, b.renderRunEvent(b.cfg.AdminLang, e), nil)
+	// The progress message is edited with each batch, while the run is
+	// still running; its end is shown here.
+	if (e.Kind == analysis.EventCompleted || e.Kind == analysis.EventFailed) && progressPosted(e.Run) {
+		out = append(out, b.Progress(e.Run, false)...)
 	}
-	if err := b.SendHTML(tele.ChatID(b.cfg.AdminChatID), b.renderRunEvent(b.cfg.AdminLang, e), nil); err != nil {
-		return fmt.Errorf("run %d event %s to chat %d: %w", e.Run.ID, e.Kind, b.cfg.AdminChatID, err)
+	return out
+}
+
+// progressPosted reports whether a run's progress message was written: it
+// is written with the window's counts (SetProgress), which a completed run
+// has passed, as has one failed at a later step or with counts recorded.
+// A run failed before (at fetch or batch) has none to finish.
+func progressPosted(r analysis.Run) bool {
+	if r.State == analysis.Completed || r.ProgressMessageID != 0 || r.Batches > 0 || r.Messages > 0 {
+		return true
 	}
-	// The executor edits the progress message after each batch, while the
-	// run is still running; its end is shown here.
-	if (e.Kind == analysis.EventCompleted || e.Kind == analysis.EventFailed) && e.Run.ProgressMessageID != 0 {
-		if _, err := b.Progress(ctx, e.Run); err != nil {
-			b.deps.Log.Warn("analysis: final progress", "run", e.Run.ID, "err", err)
+	if e := r.ErrorLog; e != nil {
+		switch e.Step {
+		case analysis.StepProposals, analysis.StepSave, analysis.StepComplete:
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 // progressKeys head the progress message by the run's state.
@@ -836,63 +860,37 @@ func (b *Bot) renderProgress(lang string, r analysis.Run) string {
 	})
 }
 
-// Progress posts the run's progress message to the admin chat the first
-// time and edits it afterwards (analysis.Notifier); the message id. An
-// edit that changes nothing is no error, and a progress message someone
-// deleted is posted anew. Without an admin chat it does nothing.
-func (b *Bot) Progress(ctx context.Context, r analysis.Run) (int, error) {
+// progressKey names a run's progress message for its edits.
+func progressKey(runID int64) string { return MessageKey(domain.KindProgress, runID) }
+
+// Progress renders the run's progress message (analysis.Notifier): the
+// message itself the first time, afterwards an edit of it, which posts it
+// anew if it is gone (deleted, or never delivered). An edit that changes
+// nothing is no error. Without an admin chat it renders nothing.
+func (b *Bot) Progress(r analysis.Run, first bool) []domain.Message {
 	if b.cfg.AdminChatID == 0 {
-		return 0, nil
+		return nil
 	}
-	if err := ctx.Err(); err != nil {
-		return r.ProgressMessageID, fmt.Errorf("progress of run %d: %w", r.ID, err)
+	text := fitMessage(b.renderProgress(b.cfg.AdminLang, r))
+	if first {
+		return []domain.Message{Keyed(b.cfg.AdminChatID, domain.KindProgress, r.ID, progressKey(r.ID), text, nil)}
 	}
-	text := b.renderProgress(b.cfg.AdminLang, r)
-	opts := &tele.SendOptions{ParseMode: tele.ModeHTML, DisableWebPagePreview: true}
-	if r.ProgressMessageID != 0 {
-		where := tele.StoredMessage{MessageID: strconv.Itoa(r.ProgressMessageID), ChatID: b.cfg.AdminChatID}
-		_, err := b.tb.Edit(where, text, opts)
-		switch {
-		case err == nil, errors.Is(err, tele.ErrSameMessageContent), errors.Is(err, tele.ErrMessageNotModified):
-			return r.ProgressMessageID, nil
-		case !editTargetGone(err):
-			return r.ProgressMessageID, fmt.Errorf("edit progress of run %d: %w", r.ID, err)
-		}
-		b.deps.Log.Warn("analysis: progress message gone, posting it anew", "run", r.ID, "message", r.ProgressMessageID)
-	}
-	msg, err := b.tb.Send(tele.ChatID(b.cfg.AdminChatID), text, opts)
-	if err != nil {
-		return r.ProgressMessageID, fmt.Errorf("post progress of run %d: %w", r.ID, err)
-	}
-	return msg.ID, nil
+	return []domain.Message{EditOf(b.cfg.AdminChatID, domain.KindProgress, r.ID, progressKey(r.ID), text, nil, domain.IfGoneSend)}
 }
 
-// editTargetGone tells an edit of a message that no longer exists.
-// telebot has no error value for it: it comes as a plain error with
-// Telegram's description.
-func editTargetGone(err error) bool {
-	return strings.Contains(err.Error(), "message to edit not found")
-}
-
-// Proposal posts a proposal with Approve / Reject to the admin chat
-// (analysis.Notifier); the message id. Without an admin chat it does
-// nothing.
-func (b *Bot) Proposal(ctx context.Context, r analysis.Run, p analysis.Proposal) (int, error) {
+// Proposal renders a proposal with Approve / Reject for the admin chat
+// (analysis.Notifier); the delivery records its message on the proposal.
+// Without an admin chat it renders nothing.
+func (b *Bot) Proposal(r analysis.Run, p analysis.Proposal) []domain.Message {
 	if b.cfg.AdminChatID == 0 {
-		return 0, nil
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("post proposal %d: %w", p.ID, err)
+		return nil
 	}
 	lang := b.cfg.AdminLang
 	kb, err := proposalMarkup(b.deps.Catalog, lang, p.ID)
 	if err != nil {
-		return 0, fmt.Errorf("post proposal %d: %w", p.ID, err)
+		// Unreachable: a proposal id always fits callback data.
+		b.deps.Log.Error("analysis: proposal buttons", "proposal", p.ID, "err", err)
+		kb = nil
 	}
-	msg, err := b.tb.Send(tele.ChatID(b.cfg.AdminChatID), b.renderProposal(lang, r, p),
-		&tele.SendOptions{ParseMode: tele.ModeHTML, DisableWebPagePreview: true, ReplyMarkup: kb})
-	if err != nil {
-		return 0, fmt.Errorf("post proposal %d of run %d: %w", p.ID, r.ID, err)
-	}
-	return msg.ID, nil
+	return Messages(b.cfg.AdminChatID, domain.KindProposal, p.ID, b.renderProposal(lang, r, p), kb)
 }

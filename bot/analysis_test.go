@@ -14,10 +14,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/bot"
+	"switchboard/bot/delivery"
+	"switchboard/domain"
 	"switchboard/domain/analysis"
 	"switchboard/e2e/tgfake"
 	"switchboard/llm"
 	"switchboard/llm/llmtest"
+	"switchboard/locales"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
@@ -34,9 +37,25 @@ type anEnv struct {
 }
 
 // setupAnalysis is the bot with the analysis workflow over one database,
-// the real service served (executors run) and the scripted LLM behind it;
-// the admin chat is adminChat, in English.
+// the real service served (executors run), the scripted LLM behind it and
+// the outbox's sender delivering what the workflow writes; the admin chat
+// is adminChat, in English. The fake Telegram enforces Telegram's limits
+// (20 messages a minute per group, in bursts of up to 20). The sender
+// paces the groups at Telegram's rate with that same burst rather than
+// the application's shallower one (3): a run tells the admin chat a dozen
+// things within a second, which the application's pacing spreads over
+// half a minute. The pacing itself is bot/delivery's, tested there.
 func setupAnalysis(t *testing.T) anEnv {
+	t.Helper()
+	pace := delivery.DefaultLimits()
+	pace.GroupBurst = 20
+	return setupAnalysisWith(t, pace)
+}
+
+// setupAnalysisWith is setupAnalysis with the sender pacing under pace and
+// the fake Telegram built with opts. It builds the bot as setupDeps does,
+// but with a sender of its own (setupDeps' paces with the defaults).
+func setupAnalysisWith(t *testing.T, pace delivery.Limits, opts ...tgfake.Option) anEnv {
 	t.Helper()
 	st := storagetest.New(t)
 	model := llmtest.New()
@@ -51,8 +70,7 @@ func setupAnalysis(t *testing.T) anEnv {
 		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)
-	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000, AdminChatID: adminChat, AdminLang: "en"},
-		bot.Deps{Users: st}, func(b *bot.Bot) { b.RegisterAnalysis(svc) })
+	tb := setupAnalysisBot(t, st, pace, opts, func(b *bot.Bot) { b.RegisterAnalysis(svc) })
 	svc.SetNotifier(tb.bot)
 	tb.srv.Supergroup(adminChat, "Admins", "")
 
@@ -66,6 +84,43 @@ func setupAnalysis(t *testing.T) anEnv {
 		return !strings.Contains(fmt.Sprint(err), "not running")
 	}, 5*time.Second, time.Millisecond)
 	return anEnv{bundle: tb, st: st, svc: svc, llm: model, admin: tb.srv.User(adminID, "Boss", "en")}
+}
+
+// setupAnalysisBot is setupDeps for the analysis tests: the bot over st,
+// the fake Telegram built with opts, and the outbox's sender pacing under
+// pace.
+func setupAnalysisBot(t *testing.T, st *storage.Store, pace delivery.Limits, opts []tgfake.Option, extra func(*bot.Bot)) bundle {
+	t.Helper()
+	srv := tgfake.New(t, opts...)
+	log := slog.New(slog.DiscardHandler)
+	sender, err := delivery.NewSender(delivery.Config{Poll: 20 * time.Millisecond}, st,
+		delivery.NewClient(srv.URL(), srv.Token(), nil), delivery.NewMemoryLimiter(pace), log, nil)
+	require.NoError(t, err)
+	b, err := bot.New(bot.Config{URL: srv.URL(), Token: srv.Token(), PollTimeout: time.Second, RateLimit: 1000, RateBurst: 1000,
+		AdminChatID: adminChat, AdminLang: "en"},
+		bot.Deps{Users: st, Catalog: locales.MustLoad(), Admins: []int64{adminID}, Replica: "test", Log: log, Direct: sender})
+	require.NoError(t, err)
+	extra(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	sent := make(chan struct{})
+	go func() { defer close(sent); sender.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+		<-sent
+	})
+	return bundle{srv: srv, bot: b, sender: sender}
+}
+
+// outboxSettled waits until the outbox has no pending row: everything
+// written was delivered (or dropped).
+func (env anEnv) outboxSettled(t *testing.T) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return count(t, env.st, `SELECT count(*) FROM outbox WHERE state = 'pending'`) == 0
+	}, 30*time.Second, 10*time.Millisecond, "the outbox delivered everything")
 }
 
 // eventually polls a database condition: the bot's handlers run
@@ -343,6 +398,10 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("💡 Proposal #%d · run #1\nUpdate the docs\n\nPriority: low\nMessages (chat:message): %d:%d",
 		ids[1], teamChat, m3.MessageID), p2.Text)
 	require.Equal(t, []string{"✅ Approve", "❌ Reject"}, buttonTexts(p1))
+	// The deliveries recorded the messages.
+	env.outboxSettled(t)
+	require.Equal(t, []int64{int64(p1.MessageID), int64(p2.MessageID)}, column(t, env.st, `SELECT message_id FROM analysis_proposals ORDER BY id`))
+	require.Equal(t, []int64{int64(progress.MessageID)}, column(t, env.st, `SELECT progress_message_id FROM analysis_runs`))
 	require.Equal(t, []string{
 		"🆕 Run #1 created",
 		"▶️ Run #1 started",
@@ -406,16 +465,22 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 
 func proposalIDs(t *testing.T, st *storage.Store) []int64 {
 	t.Helper()
-	rows, err := st.Pool().Query(context.Background(), `SELECT id FROM analysis_proposals ORDER BY id`)
+	return column(t, st, `SELECT id FROM analysis_proposals ORDER BY id`)
+}
+
+// column reads a query's one bigint column.
+func column(t *testing.T, st *storage.Store, query string) []int64 {
+	t.Helper()
+	rows, err := st.Pool().Query(context.Background(), query)
 	require.NoError(t, err)
-	var ids []int64
+	var out []int64
 	for rows.Next() {
-		var id int64
-		require.NoError(t, rows.Scan(&id))
-		ids = append(ids, id)
+		var v int64
+		require.NoError(t, rows.Scan(&v))
+		out = append(out, v)
 	}
 	require.NoError(t, rows.Err())
-	return ids
+	return out
 }
 
 // eventLines are the admin chat's event lines (not progress or proposals),
@@ -511,8 +576,9 @@ func runHead(t *testing.T, rx *regexp.Regexp, line string) string {
 }
 
 // Whatever the LLM writes, a proposal is one message of valid HTML that
-// shows it literally; progress edits survive "not modified" and a deleted
-// message.
+// shows it literally, with its buttons; the progress message is posted
+// once and edited after, survives "not modified", and is posted anew when
+// someone deleted it; a run's end also ends its progress message.
 func TestAnalysisNotifierClipsAndEscapes(t *testing.T) {
 	t.Parallel()
 	env := setupAnalysis(t)
@@ -525,39 +591,73 @@ func TestAnalysisNotifierClipsAndEscapes(t *testing.T) {
 	for i := range 50 {
 		p.Sources = append(p.Sources, analysis.Ref{ChatID: teamChat, MessageID: int64(i + 1)})
 	}
-	id, err := env.bot.Proposal(ctx, run, p)
-	require.NoError(t, err)
-	msg, ok := env.srv.MessageByID(adminChat, id)
-	require.True(t, ok)
+	rendered := env.bot.Proposal(run, p)
+	require.Len(t, rendered, 1, "one message: its buttons are edited away in place")
+	require.Equal(t, domain.KindProposal, rendered[0].Kind)
+	require.Equal(t, int64(99), rendered[0].Ref, "its delivery records the message on proposal 99")
+	require.NoError(t, env.st.EnqueueMessages(ctx, rendered...))
+	msg := env.waitAdminLine(t, "💡 Proposal #99")
 	require.LessOrEqual(t, utf8.RuneCountInString(msg.Text), bot.MaxMessageLen)
 	require.True(t, strings.HasPrefix(msg.Text, "💡 Proposal #99 · run #7\n<&><&><&>"), msg.Text[:80])
 	require.Contains(t, msg.Text, "…\n&\"'<&\"'<")
 	require.Contains(t, msg.Text, "\nPriority: urgent\nAssignee: <b><b>")
 	require.Contains(t, msg.Text, fmt.Sprintf("%d:10 and 40 more", teamChat))
 	require.Equal(t, []string{"✅ Approve", "❌ Reject"}, buttonTexts(msg))
+	require.Equal(t, []string{data(t, "pa", 99), data(t, "pj", 99)}, buttonData(msg))
 
-	first, err := env.bot.Progress(ctx, run)
-	require.NoError(t, err)
-	run.ProgressMessageID = first
-	got, err := env.bot.Progress(ctx, run)
-	require.NoError(t, err, "an edit that changes nothing is no error")
-	require.Equal(t, first, got)
-	shown, _ := env.srv.MessageByID(adminChat, first)
+	first := env.bot.Progress(run, true)
+	require.Len(t, first, 1)
+	require.Equal(t, domain.Message{ChatID: adminChat, Kind: domain.KindProgress, Ref: 7, Key: "progress:7", Text: first[0].Text}, first[0],
+		"a message later edits name by its key; its delivery records it on run 7")
+	require.NoError(t, env.st.EnqueueMessages(ctx, first...))
+	shown := env.waitAdminLine(t, "⏳ Run #7 in progress")
 	require.Equal(t, "⏳ Run #7 in progress\n▓▓░░░░░░░░ 25%\nBatches: 1 of 4\nMessages processed: 12 of 40 (90 in the window)\nProposals so far: 3", shown.Text)
-	run.ProgressMessageID = 100000 // gone
-	again, err := env.bot.Progress(ctx, run)
-	require.NoError(t, err)
-	require.Greater(t, again, first, "posted anew")
+	edit := env.bot.Progress(run, false)
+	require.Len(t, edit, 1)
+	require.True(t, edit[0].Edit)
+	require.Equal(t, "progress:7", edit[0].Key)
+	require.Equal(t, domain.IfGoneSend, edit[0].IfGone)
+	require.NoError(t, env.st.EnqueueMessages(ctx, edit...))
+	env.outboxSettled(t)
+	require.Zero(t, count(t, env.st, `SELECT count(*) FROM outbox WHERE state <> 'sent'`), "an edit that changes nothing is no error")
+	require.Len(t, env.srv.Messages(adminChat), 2, "edited, not posted again")
 
-	run.ProgressMessageID = again
+	// Someone deleted it: the next edit posts it anew.
+	_, err := delivery.NewClient(env.srv.URL(), env.srv.Token(), nil).Call(ctx, "deleteMessage",
+		map[string]any{"chat_id": adminChat, "message_id": shown.MessageID})
+	require.NoError(t, err)
+	run.BatchesDone, run.Processed = 2, 20
+	require.NoError(t, env.st.EnqueueMessages(ctx, env.bot.Progress(run, false)...))
+	again := env.srv.WaitMessageAfter(t, adminChat, shown.MessageID, func(m tgfake.BotMessage) bool {
+		return strings.HasPrefix(m.Text, "⏳ Run #7 in progress\n▓▓▓▓▓░░░░░ 50%")
+	})
+	require.False(t, again.Deleted)
+
 	run.State, run.ErrorLog = analysis.Failed, &analysis.ErrorLog{Step: "save", Error: "db <down> & out"}
-	require.NoError(t, env.bot.Event(ctx, analysis.Event{Kind: analysis.EventFailed, Run: run}))
-	require.NoError(t, env.bot.Event(ctx, analysis.Event{Kind: analysis.EventProgress, Run: run}))
-	require.NoError(t, env.bot.Event(ctx, analysis.Event{Kind: "run_reviewed", Run: run}))
+	require.Empty(t, env.bot.Event(analysis.Event{Kind: analysis.EventProgress, Run: run}), "progress_updated is the progress message")
+	failed := env.bot.Event(analysis.Event{Kind: analysis.EventFailed, Run: run})
+	require.Len(t, failed, 2, "the line, and the end of the progress message")
+	require.Equal(t, domain.KindRunEvent, failed[0].Kind)
+	require.True(t, failed[1].Edit)
+	require.NoError(t, env.st.EnqueueMessages(ctx, failed...))
+	require.NoError(t, env.st.EnqueueMessages(ctx, env.bot.Event(analysis.Event{Kind: "run_reviewed", Run: run})...))
+	env.outboxSettled(t)
 	lines := env.adminLines()
-	require.Equal(t, []string{"❌ Run #7 failed at step save: db <down> & out", "❌ Run #7 failed\n▓▓░░░░░░░░ 25%\nBatches: 1 of 4\nMessages processed: 12 of 40 (90 in the window)\nProposals so far: 3", "run_reviewed: run #7"},
-		[]string{lines[len(lines)-2], mustMessage(t, env.srv, again).Text, lines[len(lines)-1]},
-		"progress_updated posts nothing; a failure also ends the progress message")
+	require.Equal(t, []string{"❌ Run #7 failed at step save: db <down> & out", "❌ Run #7 failed\n▓▓▓▓▓░░░░░ 50%\nBatches: 2 of 4\nMessages processed: 20 of 40 (90 in the window)\nProposals so far: 3", "run_reviewed: run #7"},
+		[]string{lines[len(lines)-2], mustMessage(t, env.srv, again.MessageID).Text, lines[len(lines)-1]},
+		"the edit of the progress message finds the one posted anew")
+
+	// A run that failed before its counts has no progress message to end.
+	early := analysis.Run{ID: 8, State: analysis.Failed, ErrorLog: &analysis.ErrorLog{Step: analysis.StepFetch, Error: "db down"}}
+	require.Len(t, env.bot.Event(analysis.Event{Kind: analysis.EventFailed, Run: early}), 1)
+}
+
+func buttonData(m tgfake.BotMessage) []string {
+	var out []string
+	for _, b := range m.ReplyMarkup.Buttons() {
+		out = append(out, b.CallbackData)
+	}
+	return out
 }
 
 func mustMessage(t *testing.T, srv *tgfake.Server, id int) tgfake.BotMessage {
@@ -571,14 +671,79 @@ func mustMessage(t *testing.T, srv *tgfake.Server, id int) tgfake.BotMessage {
 func TestAnalysisNotifierWithoutAdminChat(t *testing.T) {
 	t.Parallel()
 	tb := setup(t, bot.Config{}, nil)
-	ctx := context.Background()
-	run := analysis.Run{ID: 1, State: analysis.Running}
-	require.NoError(t, tb.bot.Event(ctx, analysis.Event{Kind: analysis.EventStarted, Run: run}))
-	id, err := tb.bot.Progress(ctx, run)
-	require.NoError(t, err)
-	require.Zero(t, id)
-	id, err = tb.bot.Proposal(ctx, run, analysis.Proposal{ID: 1, Title: "x", Priority: "low"})
-	require.NoError(t, err)
-	require.Zero(t, id)
-	require.Empty(t, tb.srv.CallsTo("sendMessage"))
+	run := analysis.Run{ID: 1, State: analysis.Completed, Batches: 1}
+	require.Empty(t, tb.bot.Event(analysis.Event{Kind: analysis.EventStarted, Run: run}))
+	require.Empty(t, tb.bot.Event(analysis.Event{Kind: analysis.EventCompleted, Run: run}))
+	require.Empty(t, tb.bot.Progress(run, true))
+	require.Empty(t, tb.bot.Progress(run, false))
+	require.Empty(t, tb.bot.Proposal(run, analysis.Proposal{ID: 1, Title: "x", Priority: "low"}))
+}
+
+// The bug the outbox fixes: a proposal whose post met a 429 was lost, and
+// /run_close then refused for ever because it was pending. Here Telegram
+// refuses more than the bot paces for (the fake's admin group takes 4
+// messages at once and one more every half second, while the sender does
+// not pace groups at all, as when Telegram's real limits are tighter than
+// the published ones), so the run's posts meet 429s. Every proposal still
+// reaches the admin chat, in order, with buttons that work; each is
+// decided, and the run closes. Six proposals keep it to a few seconds.
+func TestAnalysisProposalsSurviveFloodControl(t *testing.T) {
+	t.Parallel()
+	limits := tgfake.DefaultLimits()
+	limits.Group = tgfake.Bucket{Burst: 4, Every: 500 * time.Millisecond}
+	pace := delivery.DefaultLimits()
+	pace.Group, pace.GroupBurst = 1000, 1000
+	env := setupAnalysisWith(t, pace, tgfake.WithLimits(limits), tgfake.WithWaitTimeout(30*time.Second))
+	team := env.srv.Supergroup(teamChat, "Team", "")
+	ann := env.srv.User(42, "Ann", "en")
+	const n = 6
+	var ids []string
+	for i := range n {
+		m := ann.SendText(team.ID, fmt.Sprintf("task %d: please do thing %d", i+1, i+1))
+		ids = append(ids, fmt.Sprintf(`{"title":"Task %d","description":"","priority":"low","assignee":"","deadline":"","source_message_ids":[%d]}`, i+1, m.MessageID))
+	}
+	eventually(t, func() bool { return count(t, env.st, `SELECT count(*) FROM group_messages`) == n }, "messages stored")
+	env.llm.On(llmtest.Chat()).Named("proposals").Reply(`{"proposals":[` + strings.Join(ids, ",") + `]}`)
+
+	require.Regexp(t, `^🆕 Run #1 created`, env.ask(t, env.admin, "/run_new 24h").Text)
+	require.Regexp(t, `^▶️ Run #1 started`, env.ask(t, env.admin, "/run_start 1").Text)
+
+	env.waitAdminLine(t, "✅ Run #1 completed:")
+	env.outboxSettled(t)
+	require.Positive(t, env.srv.RateLimitedIn(adminChat), "the admin chat's posts met Telegram's flood control")
+	require.Zero(t, count(t, env.st, `SELECT count(*) FROM outbox WHERE state <> 'sent'`), "nothing dropped or failed")
+
+	var proposals []tgfake.BotMessage
+	for _, m := range env.srv.Messages(adminChat) {
+		if strings.HasPrefix(m.Text, "💡 Proposal") {
+			proposals = append(proposals, m)
+		}
+	}
+	require.Len(t, proposals, n, "every proposal reached the admin chat")
+	pids := proposalIDs(t, env.st)
+	require.Len(t, pids, n)
+	var posted []int64
+	for i, m := range proposals {
+		require.True(t, strings.HasPrefix(m.Text, fmt.Sprintf("💡 Proposal #%d · run #1\nTask %d\n", pids[i], i+1)), m.Text)
+		require.Equal(t, []string{data(t, "pa", pids[i]), data(t, "pj", pids[i])}, buttonData(m))
+		posted = append(posted, int64(m.MessageID))
+	}
+	require.Equal(t, posted, column(t, env.st, `SELECT message_id FROM analysis_proposals ORDER BY id`), "each delivery recorded its message")
+	require.Equal(t, "Run #1 still has proposals awaiting a decision: 6. Approve or reject them first.",
+		env.ask(t, env.admin, "/run_close 1").Text)
+
+	for i, m := range proposals {
+		action, toast, mark := "pa", "Approved.", "\n\n✅ Approved by Boss"
+		if i%2 == 1 {
+			action, toast, mark = "pj", "Rejected.", "\n\n❌ Rejected by Boss"
+		}
+		require.Equal(t, toast, press(t, env.srv, env.admin, m, data(t, action, pids[i])).Text)
+		env.srv.WaitFor(t, 30*time.Second, func() bool {
+			edited, _ := env.srv.MessageByID(adminChat, m.MessageID)
+			return edited.Text == m.Text+mark && len(edited.ReplyMarkup.Buttons()) == 0
+		})
+	}
+	require.Zero(t, count(t, env.st, `SELECT count(*) FROM analysis_proposals WHERE decision = 'pending'`))
+	require.Equal(t, "🏁 Run #1 closed.\nProposals: 6\nApproved: 50%\nRejected: 50%", env.ask(t, env.admin, "/run_close 1").Text)
+	require.Equal(t, "🏁 Run #1 closed: proposals 6, approved 50%, rejected 50%", env.waitAdminLine(t, "🏁").Text)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	tele "gopkg.in/telebot.v3"
 
+	"switchboard/bot/delivery"
 	"switchboard/domain"
 	"switchboard/locales"
 )
@@ -83,6 +84,10 @@ type Deps struct {
 	Clock   clockwork.Clock
 	Admins  []int64
 	Replica string
+	// Direct sends replies to commands at once under the outbox's limiter
+	// and rules (the app's delivery.Sender). Nil: a sender of its own
+	// with an in-process limiter and no outbox (tests).
+	Direct Direct
 }
 
 // Bot serves Telegram updates.
@@ -139,6 +144,14 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 	}
 	if deps.Catalog == nil {
 		return nil, errors.New("bot: no locale catalog")
+	}
+	if deps.Direct == nil {
+		sender, err := delivery.NewSender(delivery.Config{}, nil,
+			delivery.NewClient(cfg.URL, cfg.Token, nil), delivery.NewMemoryLimiter(delivery.DefaultLimits()), deps.Log, nil)
+		if err != nil {
+			return nil, fmt.Errorf("bot: %w", err)
+		}
+		deps.Direct = sender
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// Deliveries from every vacancy worker share this client.

@@ -11,6 +11,7 @@ import (
 	tele "gopkg.in/telebot.v3"
 
 	"switchboard/bot"
+	"switchboard/bot/delivery"
 	"switchboard/e2e/tgfake"
 	"switchboard/locales"
 	"switchboard/storage"
@@ -20,8 +21,9 @@ import (
 const adminID = 1
 
 type bundle struct {
-	srv *tgfake.Server
-	bot *bot.Bot
+	srv    *tgfake.Server
+	bot    *bot.Bot
+	sender *delivery.Sender // nil when the test gives no store
 }
 
 // setup builds a bot over a fresh database and a strict fake Telegram;
@@ -58,19 +60,36 @@ func setupDeps(t *testing.T, cfg bot.Config, deps bot.Deps, extra func(*bot.Bot)
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var sender *delivery.Sender
+	if st, ok := deps.Users.(*storage.Store); ok && deps.Direct == nil {
+		// The outbox's senders deliver what the workflows write, as in the app.
+		var err error
+		sender, err = delivery.NewSender(delivery.Config{Poll: 20 * time.Millisecond}, st,
+			delivery.NewClient(srv.URL(), srv.Token(), nil), delivery.NewMemoryLimiter(delivery.DefaultLimits()), deps.Log, nil)
+		require.NoError(t, err)
+		deps.Direct = sender
+	}
 	b, err := bot.New(cfg, deps)
 	require.NoError(t, err)
 	if extra != nil {
 		extra(b)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx) }()
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		if sender != nil {
+			sender.Run(ctx)
+		}
+	}()
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)
+		<-sent
 	})
-	return bundle{srv: srv, bot: b}
+	return bundle{srv: srv, bot: b, sender: sender}
 }
 
 // ask sends text and returns the bot's first reply to it.

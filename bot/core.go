@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"context"
 	"strings"
 	"time"
 
@@ -123,6 +124,14 @@ func (b *Bot) status(r *Request) error {
 			"Seen":   int64(max(now.Sub(rp.SeenAt), 0) / time.Second),
 		}))
 	}
+	if os, ok := b.deps.Status.(OutboxSource); ok {
+		if st, err := os.Outbox(r.Ctx); err == nil {
+			sb.WriteString("\n\n" + r.T("status.outbox", locales.Data{
+				"Pending": st.Pending, "Oldest": st.OldestAge.Round(time.Second).String(),
+				"Throttled": st.Throttled, "Unreachable": st.Unreachable, "Dropped": st.Dropped, "Failed": st.Failed,
+			}))
+		}
+	}
 	runs, err := b.deps.Status.JobRuns(r.Ctx)
 	if err != nil {
 		sb.WriteString("\n" + r.T("status.db_down", locales.Data{"Error": err.Error()}))
@@ -143,4 +152,15 @@ func (b *Bot) status(r *Request) error {
 		}
 	}
 	return r.Reply(sb.String(), nil)
+}
+
+// OutboxStatus is the delivery's state as /status shows it.
+type OutboxStatus struct {
+	Pending, Throttled, Unreachable, Dropped, Failed int64
+	OldestAge                                        time.Duration
+}
+
+// OutboxSource, when the StatusSource has it, adds the delivery to /status.
+type OutboxSource interface {
+	Outbox(ctx context.Context) (OutboxStatus, error)
 }

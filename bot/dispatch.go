@@ -3,7 +3,6 @@ package bot
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +33,7 @@ type Dispatch interface {
 
 var (
 	_ Dispatch          = (*dispatch.Service)(nil)
-	_ dispatch.Notifier = (*Bot)(nil)
+	_ dispatch.Notifier = dispatchNotes{}
 )
 
 // Button actions on an offer message; each carries the offer id. Who may
@@ -620,58 +619,42 @@ func (b *Bot) now() time.Time {
 
 // --- dispatch.Notifier -------------------------------------------------------
 
-// SendOffer sends an offer to its master with Accept, Decline and Details
-// (dispatch.Notifier). A master who cannot be written to is reported as
-// dispatch.ErrRecipientGone.
-func (b *Bot) SendOffer(ctx context.Context, m dispatch.Master, o dispatch.Order, f dispatch.Offer) (int64, int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, 0, fmt.Errorf("send offer %d: %w", f.ID, err)
-	}
+// DispatchNotes renders the dispatch workflow's messages (dispatch.Notifier)
+// for the outbox.
+func (b *Bot) DispatchNotes() dispatch.Notifier { return dispatchNotes{b} }
+
+type dispatchNotes struct{ b *Bot }
+
+// offerKey names an offer's message, which its closing edit changes.
+func offerKey(id int64) string { return MessageKey("offer", id) }
+
+// Offer is an offer to its master with Accept, Decline and Details.
+func (d dispatchNotes) Offer(m dispatch.Master, o dispatch.Order, f dispatch.Offer) []domain.Message {
+	b := d.b
 	kb, err := offerMarkup(b.deps.Catalog, m.Lang, f.ID, true)
 	if err != nil {
-		return 0, 0, fmt.Errorf("send offer %d: %w", f.ID, err)
+		// Callback data over 64 bytes: a bug, and the offer would be
+		// unanswerable; without a message the watchdog ends it.
+		b.deps.Log.Error("render offer", "offer", f.ID, "err", err)
+		return nil
 	}
-	msg, err := b.tb.Send(tele.ChatID(m.UserID), b.renderOffer(m.Lang, o, f, false),
-		&tele.SendOptions{ParseMode: tele.ModeHTML, DisableWebPagePreview: true, ReplyMarkup: kb})
-	if err != nil {
-		if recipientGone(err) {
-			return 0, 0, fmt.Errorf("send offer %d to master %d: %w: %w", f.ID, m.UserID, dispatch.ErrRecipientGone, err)
-		}
-		return 0, 0, fmt.Errorf("send offer %d to master %d: %w", f.ID, m.UserID, err)
-	}
-	chatID := m.UserID
-	if msg.Chat != nil {
-		chatID = msg.Chat.ID
-	}
-	return chatID, msg.ID, nil
+	return []domain.Message{Keyed(m.UserID, domain.KindOffer, f.ID, offerKey(f.ID), b.renderOffer(m.Lang, o, f, false), kb)}
 }
 
-// CloseOffer edits an offer message to show how the offer ended, without
-// buttons (dispatch.Notifier).
-func (b *Bot) CloseOffer(ctx context.Context, m dispatch.Master, o dispatch.Order, f dispatch.Offer) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("close offer %d: %w", f.ID, err)
-	}
-	if f.ChatID == 0 || f.MessageID == 0 {
-		return nil // never delivered: nothing to edit
-	}
+// Closed edits an offer's message to show how the offer ended, without
+// buttons. An offer whose message never went out has nothing to edit.
+func (d dispatchNotes) Closed(m dispatch.Master, o dispatch.Order, f dispatch.Offer) []domain.Message {
+	b := d.b
 	text := b.renderClosed(m.Lang, o.ID, f.State)
 	if f.State == dispatch.Accepted {
 		text = b.renderAccepted(m.Lang, o)
 	}
-	where := tele.StoredMessage{MessageID: strconv.Itoa(f.MessageID), ChatID: f.ChatID}
-	_, err := b.tb.Edit(where, text, &tele.SendOptions{ParseMode: tele.ModeHTML, DisableWebPagePreview: true})
-	if err != nil && !errors.Is(err, tele.ErrSameMessageContent) && !errors.Is(err, tele.ErrMessageNotModified) {
-		return fmt.Errorf("close offer %d (%s) of master %d: %w", f.ID, f.State, m.UserID, err)
-	}
-	return nil
+	return []domain.Message{EditOf(m.UserID, domain.KindOfferClose, f.ID, offerKey(f.ID), text, nil, domain.IfGoneDrop)}
 }
 
-// Tell sends a master a note in their language (dispatch.Notifier).
-func (b *Bot) Tell(ctx context.Context, n dispatch.Note) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("tell master %d %s: %w", n.Master.UserID, n.Kind, err)
-	}
+// Note is a note to a master in their language.
+func (d dispatchNotes) Note(n dispatch.Note) []domain.Message {
+	b := d.b
 	cat, lang := b.deps.Catalog, n.Master.Lang
 	var orderID int64
 	if n.Order != nil {
@@ -695,15 +678,10 @@ func (b *Bot) Tell(ctx context.Context, n dispatch.Note) error {
 	case dispatch.NoteUnblocked:
 		text = cat.T(lang, "note.unblocked", locales.Data{"Amount": n.Amount})
 	default:
-		return fmt.Errorf("tell master %d: unknown note %q", n.Master.UserID, n.Kind)
+		b.deps.Log.Error("render note: unknown kind", "note", n.Kind, "master", n.Master.UserID)
+		return nil
 	}
-	if err := b.SendHTML(tele.ChatID(n.Master.UserID), text, nil); err != nil {
-		if recipientGone(err) {
-			return fmt.Errorf("tell master %d %s: %w: %w", n.Master.UserID, n.Kind, dispatch.ErrRecipientGone, err)
-		}
-		return fmt.Errorf("tell master %d %s: %w", n.Master.UserID, n.Kind, err)
-	}
-	return nil
+	return Messages(n.Master.UserID, domain.KindNote, orderID, text, nil)
 }
 
 // eventKeys gives every live-log event its line; spelled out so the
@@ -745,17 +723,10 @@ func (b *Bot) renderEvent(lang string, e dispatch.Event) string {
 	})
 }
 
-// Log posts one event to the admins' chat (dispatch.Notifier); without an
-// admin chat it does nothing.
-func (b *Bot) Log(ctx context.Context, e dispatch.Event) error {
-	if b.cfg.AdminChatID == 0 {
+// Event is one line of the admins' live log; without an admin chat, none.
+func (d dispatchNotes) Event(e dispatch.Event) []domain.Message {
+	if d.b.cfg.AdminChatID == 0 {
 		return nil
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("live log %s: %w", e.Kind, err)
-	}
-	if err := b.SendHTML(tele.ChatID(b.cfg.AdminChatID), b.renderEvent(b.cfg.AdminLang, e), nil); err != nil {
-		return fmt.Errorf("live log %s to chat %d: %w", e.Kind, b.cfg.AdminChatID, err)
-	}
-	return nil
+	return Messages(d.b.cfg.AdminChatID, domain.KindLiveLog, e.OrderID, d.b.renderEvent(d.b.cfg.AdminLang, e), nil)
 }

@@ -2,7 +2,7 @@ package bot_test
 
 import (
 	"context"
-	"errors"
+	"html"
 	"log/slog"
 	"regexp"
 	"strconv"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/bot"
+	"switchboard/domain"
 	"switchboard/domain/dispatch"
 	"switchboard/e2e/tgfake"
 	"switchboard/storage"
@@ -70,7 +71,8 @@ func setupDispatch(t *testing.T) dispEnv {
 	require.NoError(t, err)
 	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000, AdminChatID: adminChat, AdminLang: "en"},
 		bot.Deps{Users: st, Status: storeStatus{st}}, func(b *bot.Bot) { b.RegisterDispatch(svc) })
-	svc.SetNotifier(tb.bot)
+	svc.SetNotifier(tb.bot.DispatchNotes())
+	tb.sender.OnDrop(domain.KindOffer, svc.Undeliverable)
 	tb.srv.Supergroup(adminChat, "Dispatch log", "")
 	return dispEnv{bundle: tb, st: st, svc: svc, admin: tb.srv.User(adminID, "Boss", "en")}
 }
@@ -83,7 +85,9 @@ func (env dispEnv) register(t *testing.T, p *tgfake.Person, args string) {
 }
 
 // logLines are the live log's messages, oldest first.
-func (env dispEnv) logLines() []string {
+func (env dispEnv) logLines(t *testing.T) []string {
+	t.Helper()
+	env.settle(t)
 	var out []string
 	for _, m := range env.srv.Messages(adminChat) {
 		out = append(out, m.Text)
@@ -128,14 +132,36 @@ func orderByID(t *testing.T, st *storage.Store, id int64) orderRow {
 	return o
 }
 
-// offerMessage is the master's message for an offer, as it is now.
-func offerMessage(t *testing.T, srv *tgfake.Server, f offerRow) tgfake.BotMessage {
+// offerMessage is the master's message for an offer, as it is once the
+// outbox has delivered everything queued.
+func (env dispEnv) offerMessage(t *testing.T, f offerRow) tgfake.BotMessage {
 	t.Helper()
+	env.settle(t)
+	for _, g := range offers(t, env.st) {
+		if g.ID == f.ID {
+			f = g
+		}
+	}
 	require.NotNil(t, f.ChatID, "offer %d has its message recorded", f.ID)
 	require.NotNil(t, f.MessageID)
-	m, ok := srv.MessageByID(*f.ChatID, int(*f.MessageID))
+	m, ok := env.srv.MessageByID(*f.ChatID, int(*f.MessageID))
 	require.True(t, ok)
 	return m
+}
+
+// settle waits until the outbox has delivered every row queued so far.
+func (env dispEnv) settle(t *testing.T) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return count(t, env.st, `SELECT count(*) FROM outbox WHERE state = 'pending'`) == 0
+	}, 60*time.Second, 10*time.Millisecond, "the outbox drains")
+}
+
+// messages are a chat's messages once the outbox has delivered everything.
+func (env dispEnv) messages(t *testing.T, chat int64) []tgfake.BotMessage {
+	t.Helper()
+	env.settle(t)
+	return env.srv.Messages(chat)
 }
 
 func press(t *testing.T, srv *tgfake.Server, p *tgfake.Person, msg tgfake.BotMessage, data string) tgfake.CallbackAnswer {
@@ -232,16 +258,16 @@ INSERT INTO orders (created_by, city, district, skill, price, description, state
 VALUES (1, 'Moscow', 'Center', 'plumbing', 3000, 'tap', 'DONE', 42,
         now() - interval '1 day', now() - interval '4 hours', 300, now() - interval '1 hour')
 RETURNING id`).Scan(&orderID))
-	before := len(env.srv.Messages(42))
+	before := len(env.messages(t, 42))
 	n, err := env.svc.Commission(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM masters WHERE user_id = 42 AND blocked_at IS NOT NULL`))
-	msgs := env.srv.Messages(42)
+	msgs := env.messages(t, 42)
 	require.Len(t, msgs, before+1)
 	require.Equal(t, "⛔ Commission of 300 is overdue. No new offers come until it is paid; /paid is recorded by an admin once you have paid.",
 		msgs[len(msgs)-1].Text)
-	require.Equal(t, []string{"⛔ Ann (id 42) blocked: commission 300 overdue"}, env.logLines())
+	require.Equal(t, []string{"⛔ Ann (id 42) blocked: commission 300 overdue"}, env.logLines(t))
 
 	profile := env.ask(t, ann, "/master").Text
 	require.Regexp(t, `\nStatus: ✅ active — you receive offers \(/pause to stop\)\n`+
@@ -263,19 +289,19 @@ RETURNING id`).Scan(&orderID))
 	// the test gives Ann one the way the users table would hold it.
 	_, err = env.st.Pool().Exec(ctx, `UPDATE users SET username = 'ann_fix' WHERE id = 42`)
 	require.NoError(t, err)
-	before = len(env.srv.Messages(42))
+	before = len(env.messages(t, 42))
 	require.Equal(t, "💵 Recorded: Ann (@ann_fix, id 42) paid 300 of commission (orders: 1).\nThe block is lifted; they receive offers again.",
 		env.ask(t, env.admin, "/paid @ANN_fix").Text)
 	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM masters WHERE user_id = 42 AND blocked_at IS NULL`))
 	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM orders WHERE id = $1 AND commission_paid_at IS NOT NULL`, orderID))
-	msgs = env.srv.Messages(42)
+	msgs = env.messages(t, 42)
 	require.Len(t, msgs, before+1)
 	require.Equal(t, "✅ Commission of 300 is settled. New offers will come here again.", msgs[len(msgs)-1].Text)
 
 	require.Equal(t, []string{
 		"⛔ Ann (id 42) blocked: commission 300 overdue",
 		"💵 Ann (@ann_fix, id 42) paid commission 300",
-	}, env.logLines())
+	}, env.logLines(t))
 	require.Equal(t, "Ann (@ann_fix, id 42) owes no commission; nothing to record.", env.ask(t, env.admin, "/paid 42").Text)
 }
 
@@ -292,7 +318,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	env.register(t, bob, "moscow CENTER plumbing")
 	env.register(t, carl, "Moscow North plumbing")
 	bobWelcome, _ := env.srv.LastMessage(43)
-	carlBefore := len(env.srv.Messages(44))
+	carlBefore := len(env.messages(t, 44))
 
 	// Admins only, and malformed orders are refused with the usage.
 	require.Equal(t, "This command is for admins only.", env.ask(t, ann, "/order Moscow Center plumbing 3000 Tap").Text)
@@ -303,7 +329,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.Equal(t, "The description is too long: at most 2000 characters.\n\n"+usageOrder,
 		env.ask(t, env.admin, "/order Moscow Center plumbing 3000 "+strings.Repeat("d", dispatch.MaxDescription+1)).Text)
 	require.Zero(t, count(t, env.st, `SELECT count(*) FROM orders`))
-	require.Empty(t, env.logLines())
+	require.Empty(t, env.logLines(t))
 
 	desc := "Kitchen <b>tap</b> & sink\nsecond line"
 	reply := env.ask(t, env.admin, "/order Moscow Center Plumbing 3_000 "+desc)
@@ -321,7 +347,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	f := fs[0]
 	require.Equal(t, offerRow{ID: f.ID, OrderID: orderID, MasterID: 42, State: "SENT", Round: 1,
 		ChatID: int64p(42), MessageID: f.MessageID}, f)
-	msg := offerMessage(t, env.srv, f)
+	msg := env.offerMessage(t, f)
 	require.Equal(t, "HTML", msg.ParseMode)
 	require.True(t, strings.HasPrefix(msg.Text, "🔔 New order #"+itoa(orderID)+"\n📍 Moscow, Center\n🛠 plumbing\n💰 3000\n"+
 		"📝 Kitchen <b>tap</b> & sink second line\n\n⏳ Answer within "), msg.Text)
@@ -341,7 +367,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	accept, decline, details := data(t, "oa", f.ID), data(t, "od", f.ID), data(t, "ov", f.ID)
 	last, _ := env.srv.LastMessage(43)
 	require.Equal(t, bobWelcome.MessageID, last.MessageID, "one offer at a time: Bob waits")
-	require.Len(t, env.srv.Messages(44), carlBefore, "Carl works in another district")
+	require.Len(t, env.messages(t, 44), carlBefore, "Carl works in another district")
 
 	// Details: VIEWED, and the full text with Accept and Decline only.
 	a := press(t, env.srv, ann, msg, details)
@@ -349,7 +375,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	f = offers(t, env.st)[0]
 	require.Equal(t, "VIEWED", f.State)
 	require.NotNil(t, f.ViewedAt)
-	msg = offerMessage(t, env.srv, f)
+	msg = env.offerMessage(t, f)
 	require.True(t, strings.HasPrefix(msg.Text, "🔔 New order #"+itoa(orderID)+"\n📍 Moscow, Center\n🛠 plumbing\n💰 3000\n"+
 		"📝 Kitchen <b>tap</b> & sink\nsecond line\n\n⏳ Answer within "), msg.Text)
 	require.Len(t, msg.Edits, 1)
@@ -371,7 +397,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.False(t, a.ShowAlert)
 	require.Equal(t, "ACCEPTED", offers(t, env.st)[0].State)
 	require.Equal(t, orderRow{ID: orderID, State: "ASSIGNED", MasterID: int64p(42), Round: 1}, orderByID(t, env.st, orderID))
-	msg = offerMessage(t, env.srv, f)
+	msg = env.offerMessage(t, f)
 	require.Equal(t, "✅ Accepted: order #"+itoa(orderID)+" is yours\n📍 Moscow, Center\n🛠 plumbing\n💰 3000\n"+
 		"📝 Kitchen <b>tap</b> & sink\nsecond line\n\nCommission: 10% of the price, due within 3 h after the order is done.", msg.Text)
 	require.Empty(t, msg.ReplyMarkup.Buttons())
@@ -382,7 +408,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.True(t, a.ShowAlert)
 	a = pressRaw(t, env.srv, ann, msg, decline)
 	require.Equal(t, "You have already accepted this offer.", a.Text)
-	require.Len(t, offerMessage(t, env.srv, f).Edits, 2)
+	require.Len(t, env.offerMessage(t, f).Edits, 2)
 	a = pressRaw(t, env.srv, ann, msg, data(t, "oa", f.ID+100))
 	require.Equal(t, "This button is no longer valid.", a.Text)
 	require.True(t, a.ShowAlert)
@@ -393,7 +419,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.Equal(t, "Usage: /done ID marks an assigned order done; /orders lists them.", env.ask(t, env.admin, "/done").Text)
 	require.Equal(t, "Usage: /done ID marks an assigned order done; /orders lists them.", env.ask(t, env.admin, "/done x").Text)
 	require.Equal(t, "There is no order #999.", env.ask(t, env.admin, "/done 999").Text)
-	annBefore := len(env.srv.Messages(42))
+	annBefore := len(env.messages(t, 42))
 	reply = env.ask(t, env.admin, "/done #"+itoa(orderID))
 	o := orderByID(t, env.st, orderID)
 	require.Equal(t, "DONE", o.State)
@@ -401,7 +427,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.NotNil(t, o.DueAt)
 	due := o.DueAt.UTC().Format("2006-01-02 15:04") + " UTC"
 	require.Equal(t, "🏁 Order #"+itoa(orderID)+" is done. Commission of 300 is due from the master (id 42) by "+due+".", reply.Text)
-	annMsgs := env.srv.Messages(42)
+	annMsgs := env.messages(t, 42)
 	require.Len(t, annMsgs, annBefore+1)
 	require.Equal(t, "🏁 Order #"+itoa(orderID)+" is done. Commission of 300 is due by "+due+"; after that no new offers come until it is paid.",
 		annMsgs[len(annMsgs)-1].Text)
@@ -421,7 +447,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 		"🤝 Order #" + o1 + ": Ann (id 42) accepted offer #" + f1,
 		"✅ Order #" + o1 + " assigned to Ann (id 42)",
 		"🏁 Order #" + o1 + " done by Ann (id 42); commission 300",
-	}, env.logLines())
+	}, env.logLines(t))
 }
 
 func buttonTexts(m tgfake.BotMessage) []string {
@@ -448,13 +474,13 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	require.NoError(t, env.st.Pool().QueryRow(ctx, `SELECT id FROM orders`).Scan(&orderID))
 	f1 := offers(t, env.st)[0]
 	require.Equal(t, int64(42), f1.MasterID)
-	msg1 := offerMessage(t, env.srv, f1)
+	msg1 := env.offerMessage(t, f1)
 
 	// Ann declines: her message says so, and Bob gets the offer at once.
 	a := press(t, env.srv, ann, msg1, data(t, "od", f1.ID))
 	require.Equal(t, "Declined.", a.Text)
 	require.False(t, a.ShowAlert)
-	msg1 = offerMessage(t, env.srv, f1)
+	msg1 = env.offerMessage(t, f1)
 	require.Equal(t, "❌ You declined order #"+itoa(orderID)+".", msg1.Text)
 	require.Empty(t, msg1.ReplyMarkup.Buttons())
 	fs := offers(t, env.st)
@@ -462,7 +488,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	require.Equal(t, "DECLINED", fs[0].State)
 	f2 := fs[1]
 	require.Equal(t, offerRow{ID: f2.ID, OrderID: orderID, MasterID: 43, State: "SENT", Round: 1, ChatID: int64p(43), MessageID: f2.MessageID}, f2)
-	msg2 := offerMessage(t, env.srv, f2)
+	msg2 := env.offerMessage(t, f2)
 	require.True(t, strings.HasPrefix(msg2.Text, "🔔 Новый заказ #"+itoa(orderID)+"\n📍 Moscow, Center\n🛠 plumbing\n💰 5000\n📝 Bathroom pipe\n\n⏳ Ответьте в течение "),
 		"in the master's language: %s", msg2.Text)
 	require.Equal(t, []string{"✅ Принять", "❌ Отказаться", "📄 Подробнее"}, buttonTexts(msg2))
@@ -475,7 +501,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	require.Equal(t, "Время на ответ истекло; заказ передан другому мастеру.", a.Text)
 	require.True(t, a.ShowAlert)
 	expired := "⌛ Время на ответ по заказу #" + itoa(orderID) + " истекло — заказ передан другому мастеру."
-	msg2 = offerMessage(t, env.srv, f2)
+	msg2 = env.offerMessage(t, f2)
 	require.Equal(t, expired, msg2.Text)
 	require.Empty(t, msg2.ReplyMarkup.Buttons())
 	require.Equal(t, "SENT", offers(t, env.st)[1].State)
@@ -489,8 +515,8 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	fs = offers(t, env.st)
 	require.Len(t, fs, 3)
 	require.Equal(t, "EXPIRED", fs[1].State)
-	require.Len(t, offerMessage(t, env.srv, f2).Edits, 1, "the watchdog's edit changed nothing more")
-	f3 := fs[2]
+	require.Len(t, env.offerMessage(t, f2).Edits, 1, "the watchdog's edit changed nothing more")
+	f3 := offers(t, env.st)[2] // read again: its message went out meanwhile
 	require.Equal(t, offerRow{ID: f3.ID, OrderID: orderID, MasterID: 42, State: "SENT", Round: 2, ChatID: int64p(42), MessageID: f3.MessageID}, f3)
 	require.Equal(t, 2, orderByID(t, env.st, orderID).Round)
 
@@ -503,7 +529,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	require.Equal(t, "🚫 Order #"+itoa(orderID)+" is cancelled.", env.ask(t, env.admin, "/cancel "+itoa(orderID)).Text)
 	require.Equal(t, "CANCELLED", orderByID(t, env.st, orderID).State)
 	require.Equal(t, "WITHDRAWN", offers(t, env.st)[2].State)
-	msg3 := offerMessage(t, env.srv, f3)
+	msg3 := env.offerMessage(t, f3)
 	require.Equal(t, "🚫 Order #"+itoa(orderID)+" was cancelled; the offer is withdrawn.", msg3.Text)
 	require.Empty(t, msg3.ReplyMarkup.Buttons())
 	a = pressRaw(t, env.srv, ann, msg3, data(t, "oa", f3.ID))
@@ -526,7 +552,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 		"📤 Order #" + o + ": offer #" + itoa(f3.ID) + " sent to Ann (id 42), round 2",
 		"↩️ Order #" + o + ": offer #" + itoa(f3.ID) + " to Ann (id 42) withdrawn",
 		"🚫 Order #" + o + " cancelled",
-	}, env.logLines())
+	}, env.logLines(t))
 }
 
 func TestCancelAssignedTellsMaster(t *testing.T) {
@@ -536,7 +562,7 @@ func TestCancelAssignedTellsMaster(t *testing.T) {
 	env.register(t, ann, "Київ Поділ сантехніка")
 	env.ask(t, env.admin, `/order Київ Поділ сантехніка 700 "Кран" тече`)
 	f := offers(t, env.st)[0]
-	msg := offerMessage(t, env.srv, f)
+	msg := env.offerMessage(t, f)
 	a := press(t, env.srv, ann, msg, data(t, "oa", f.ID))
 	require.Equal(t, "Прийнято. Замовлення ваше!", a.Text)
 	require.Equal(t, "ASSIGNED", orderByID(t, env.st, f.OrderID).State)
@@ -544,42 +570,42 @@ func TestCancelAssignedTellsMaster(t *testing.T) {
 	require.Equal(t, "🚫 Order #"+itoa(f.OrderID)+" is cancelled; the assigned master has been told.",
 		env.ask(t, env.admin, "/cancel "+itoa(f.OrderID)).Text)
 	require.Equal(t, "CANCELLED", orderByID(t, env.st, f.OrderID).State)
+	env.settle(t)
 	last, _ := env.srv.LastMessage(42)
 	require.Equal(t, "🚫 Замовлення #"+itoa(f.OrderID)+" скасовано адміністратором; їхати не потрібно.", last.Text)
 	require.Equal(t, "ACCEPTED", offers(t, env.st)[0].State, "an accepted offer is not withdrawn")
-	lines := env.logLines()
+	lines := env.logLines(t)
 	require.Equal(t, "🚫 Order #"+itoa(f.OrderID)+" cancelled; Анна (id 42) was assigned to it", lines[len(lines)-1])
 }
 
+// An offer to a master who blocked the bot is declined at once and the
+// order goes to the next master; a bot without ADMIN_CHAT_ID logs nowhere.
 func TestOfferToUnreachableMasterAndNoAdminChat(t *testing.T) {
 	t.Parallel()
 	env := setupDispatch(t)
-	ctx := context.Background()
-	env.srv.User(42, "Ghost", "en") // never wrote to the bot
-	m := dispatch.Master{UserID: 42, Name: "Ghost", Lang: "en"}
-	o := dispatch.Order{ID: 1, City: "Moscow", District: "Center", Skill: "plumbing", Price: 1, Description: "x"}
-	f := dispatch.Offer{ID: 1, OrderID: 1, MasterID: 42, ExpiresAt: time.Now().Add(time.Minute)}
-	_, _, err := env.bot.SendOffer(ctx, m, o, f)
-	require.ErrorIs(t, err, dispatch.ErrRecipientGone)
-	m.UserID = 4242 // no such chat at all
-	_, _, err = env.bot.SendOffer(ctx, m, o, f)
-	require.ErrorIs(t, err, dispatch.ErrRecipientGone)
-	env.srv.FailNextWith("sendMessage", 1, &tgfake.APIError{Code: 500, Description: "Internal Server Error"})
-	err = env.bot.Tell(ctx, dispatch.Note{Kind: dispatch.NoteUnblocked, Master: m})
-	require.Error(t, err)
-	require.False(t, errors.Is(err, dispatch.ErrRecipientGone))
+	ghost, ann := env.srv.User(41, "Ghost", "en"), env.srv.User(42, "Ann", "en")
+	env.register(t, ghost, "Moscow Center plumbing")
+	env.register(t, ann, "Moscow Center plumbing")
+	_, err := env.st.Pool().Exec(context.Background(), `UPDATE masters SET last_offer_at = now() WHERE user_id = 42`)
+	require.NoError(t, err)
+	ghost.Block()
+	env.ask(t, env.admin, "/order Moscow Center plumbing 100 Tap")
+	msg := env.srv.WaitMessage(t, 42, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Tap") })
+	require.NotNil(t, msg.ReplyMarkup, "the next master got the offer with its buttons")
+	all := offers(t, env.st)
+	require.Len(t, all, 2)
+	require.Equal(t, "DECLINED", all[0].State, "the ghost's offer ended at once, not after the SLA")
+	require.Equal(t, int64(41), all[0].MasterID)
+	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM masters WHERE user_id = 41 AND NOT active`), "paused")
 
-	// A bot without ADMIN_CHAT_ID logs nowhere.
 	plain := setup(t, bot.Config{}, nil)
-	require.NoError(t, plain.bot.Log(ctx, dispatch.Event{Kind: dispatch.EventOrderCreated, OrderID: 1}))
-	require.Empty(t, plain.srv.CallsTo("sendMessage"))
+	require.Empty(t, plain.bot.DispatchNotes().Event(dispatch.Event{Kind: dispatch.EventOrderCreated, OrderID: 1}))
 }
 
 // Every event kind has a line of its own in every language.
 func TestEveryEventHasItsLine(t *testing.T) {
 	t.Parallel()
 	env := setupDispatch(t)
-	ctx := context.Background()
 	ann := &dispatch.Master{UserID: 42, Name: "<Ann>", Username: "ann"}
 	kinds := []dispatch.EventKind{
 		dispatch.EventOrderCreated, dispatch.EventOfferSent, dispatch.EventOfferViewed, dispatch.EventOfferAccepted,
@@ -587,10 +613,14 @@ func TestEveryEventHasItsLine(t *testing.T) {
 		dispatch.EventUnassignable, dispatch.EventOrderDone, dispatch.EventOrderCancelled, dispatch.EventOrderClosed,
 		dispatch.EventMasterBlocked, dispatch.EventCommissionPaid, dispatch.EventOfferUndelivered,
 	}
+	var lines []string
 	for _, k := range kinds {
-		require.NoError(t, env.bot.Log(ctx, dispatch.Event{Kind: k, OrderID: 7, OfferID: 9, MasterID: 42, Master: ann, Round: 2, Amount: 150}))
+		msgs := env.bot.DispatchNotes().Event(dispatch.Event{Kind: k, OrderID: 7, OfferID: 9, MasterID: 42, Master: ann, Round: 2, Amount: 150})
+		require.Len(t, msgs, 1)
+		require.Equal(t, int64(adminChat), msgs[0].ChatID)
+		// As the chat shows it: HTML parsed.
+		lines = append(lines, html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(msgs[0].Text, "")))
 	}
-	lines := env.logLines()
 	require.Len(t, lines, len(kinds))
 	seen := map[string]bool{}
 	for i, l := range lines {
@@ -636,12 +666,12 @@ func TestOversizedOrdersStayOneMessage(t *testing.T) {
 	env.ask(t, env.admin, `/order «`+place+`» «`+place+`» `+skill+` 100000000 `+desc)
 
 	f := offers(t, env.st)[0]
-	msg := offerMessage(t, env.srv, f)
+	msg := env.offerMessage(t, f)
 	require.Len(t, msg.ReplyMarkup.Buttons(), 3)
 	require.Contains(t, msg.Text, "📍 <&<&")
 	require.Contains(t, msg.Text, "…")
 	press(t, env.srv, ann, msg, data(t, "ov", f.ID))
-	msg = offerMessage(t, env.srv, f)
+	msg = env.offerMessage(t, f)
 	require.Len(t, msg.Edits, 1, "the details fit one message")
 	require.Len(t, msg.ReplyMarkup.Buttons(), 2)
 	require.LessOrEqual(t, len([]rune(msg.Text)), bot.MaxMessageLen)
@@ -650,9 +680,9 @@ func TestOversizedOrdersStayOneMessage(t *testing.T) {
 INSERT INTO orders (created_by, city, district, skill, price, description)
 SELECT 1, $1, $1, $2, 100000000, 'x' FROM generate_series(1, $3)`, place, skill, dispatch.MaxListedOrders)
 	require.NoError(t, err)
-	before := len(env.srv.Messages(adminID))
+	before := len(env.messages(t, adminID))
 	list := env.ask(t, env.admin, "/orders")
-	require.Len(t, env.srv.Messages(adminID), before+1, "one message")
+	require.Len(t, env.messages(t, adminID), before+1, "one message")
 	require.True(t, strings.HasPrefix(list.Text, "Open orders (30)\n\n#"), list.Text)
 	require.Regexp(t, `\n\n… and \d+ more that do not fit here$`, list.Text)
 	require.Contains(t, list.Text, "↳ offered to <Ann><Ann>")

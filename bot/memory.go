@@ -18,6 +18,7 @@ import (
 // implements it).
 type Memory interface {
 	Submit(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.Run, int, error)
+	Tell(ctx context.Context, msgs []domain.Message) error
 	Memory(ctx context.Context, userID int64, limit int) ([]memory.Summary, error)
 	Forget(ctx context.Context, userID int64) (memory.Forgotten, error)
 	Prompt(ctx context.Context, role string) (memory.Prompt, error)
@@ -58,10 +59,13 @@ func (b *Bot) RegisterMemory(m Memory) {
 
 // text is intake: the message becomes a pipeline run. Once Submit succeeded
 // the message is stored and will be answered, so a failure to show "typing"
-// or the queue note is only logged: an error reply would invite a resend.
+// or to queue the note is only logged: an error reply would invite a resend.
+// The note goes through the outbox, like the answers: a direct reply would
+// hold up the intake of the chat's next message for Telegram's pacing of
+// the chat (one message a second).
 func (u *memoryUI) text(r *Request) error {
 	msg := r.Message()
-	_, ahead, err := u.m.Submit(r.Ctx, r.User.ID, msg.Chat.ID, msg.ID, msg.Text)
+	run, ahead, err := u.m.Submit(r.Ctx, r.User.ID, msg.Chat.ID, msg.ID, msg.Text)
 	switch {
 	case errors.Is(err, memory.ErrEmptyQuery):
 		return r.Reply(r.T("memory.empty_query"), nil)
@@ -71,8 +75,8 @@ func (u *memoryUI) text(r *Request) error {
 		return err
 	}
 	if ahead > 0 {
-		if err := u.b.sendReply(msg.Chat.ID, msg.ID, r.T("memory.queued", locales.Data{"Ahead": ahead})); err != nil {
-			u.b.deps.Log.Warn("memory: queue note not sent", "user", r.User.ID, "err", err)
+		if err := u.m.Tell(r.Ctx, runMessages(run, r.T("memory.queued", locales.Data{"Ahead": ahead}))); err != nil {
+			u.b.deps.Log.Warn("memory: queue note not queued", "user", r.User.ID, "err", err)
 		}
 	}
 	if err := u.b.Typing(r.Ctx, msg.Chat.ID); err != nil {
@@ -234,57 +238,32 @@ func (b *Bot) Typing(ctx context.Context, chatID int64) error {
 	return nil
 }
 
-// Answer sends a run's final answer as a reply to the user's message
-// (memory.Notifier). The answer is the model's text, shown literally. A
-// user who blocked the bot or whose chat is gone is logged and counts as
-// delivered, so their next run is not held up; other errors are returned
-// for the orchestrator to retry.
-func (b *Bot) Answer(ctx context.Context, r memory.Run) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("answer run %d: %w", r.ID, err)
-	}
+// Answer renders a run's final answer (memory.Notifier): the model's text,
+// shown literally, split at Telegram's limit, the first part a reply to
+// the user's message. The pipeline queues the messages with the run's
+// COMPLETED step; the outbox's senders deliver them (a deleted original
+// does not stop the answer; an unreachable user's rows are dropped).
+func (b *Bot) Answer(r memory.Run) []domain.Message {
 	if strings.TrimSpace(r.FinalAnswer) == "" {
 		// The pipeline never completes a run without an answer; should one
 		// slip through, an empty message would fail for ever.
-		return b.Failed(ctx, r)
+		return b.Failed(r)
 	}
-	return b.deliverRun(r, "answer", Escape(r.FinalAnswer))
+	return runMessages(r, Escape(r.FinalAnswer))
 }
 
-// Failed tells the user, in their language, that this message could not be
-// answered (memory.Notifier); the same rules as Answer apply.
-func (b *Bot) Failed(ctx context.Context, r memory.Run) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("failure notice of run %d: %w", r.ID, err)
-	}
-	return b.deliverRun(r, "failure notice", b.deps.Catalog.T(r.Lang, "memory.failed"))
+// Failed renders, in the user's language, the notice that this message
+// could not be answered (memory.Notifier), a reply to it.
+func (b *Bot) Failed(r memory.Run) []domain.Message {
+	return runMessages(r, b.deps.Catalog.T(r.Lang, "memory.failed"))
 }
 
-func (b *Bot) deliverRun(r memory.Run, what, text string) error {
-	err := b.sendReply(r.ChatID, r.MessageID, text)
-	if err != nil && recipientGone(err) {
-		b.deps.Log.Warn("memory: user unreachable, "+what+" dropped", "run", r.ID, "user", r.UserID, "chat", r.ChatID, "err", err)
-		return nil
+// runMessages is text for a run's chat, the first part a reply to the
+// user's message (the answer, the failure notice, the queue note).
+func runMessages(r memory.Run, text string) []domain.Message {
+	msgs := Messages(r.ChatID, domain.KindMemoryAnswer, r.ID, text, nil)
+	if len(msgs) > 0 {
+		msgs[0].ReplyTo = r.MessageID
 	}
-	if err != nil {
-		return fmt.Errorf("%s of run %d to chat %d: %w", what, r.ID, r.ChatID, err)
-	}
-	return nil
-}
-
-// sendReply sends HTML text to a chat, split at Telegram's limit, the first
-// chunk as a reply to replyTo. A deleted original does not stop it.
-func (b *Bot) sendReply(chatID int64, replyTo int, text string) error {
-	chunks := Split(text, MaxMessageLen)
-	for i, chunk := range chunks {
-		opts := &tele.SendOptions{ParseMode: tele.ModeHTML, DisableWebPagePreview: true}
-		if i == 0 && replyTo > 0 {
-			opts.ReplyTo = &tele.Message{ID: replyTo, Chat: &tele.Chat{ID: chatID}}
-			opts.AllowWithoutReply = true
-		}
-		if _, err := b.tb.Send(tele.ChatID(chatID), chunk, opts); err != nil {
-			return fmt.Errorf("send message part %d/%d: %w", i+1, len(chunks), err)
-		}
-	}
-	return nil
+	return msgs
 }

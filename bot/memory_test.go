@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	tele "gopkg.in/telebot.v3"
 
 	"switchboard/bot"
+	"switchboard/domain"
 	"switchboard/domain/memory"
 	"switchboard/e2e/tgfake"
 	"switchboard/storage"
@@ -21,14 +23,22 @@ import (
 )
 
 // cannedLLM stands in for the model: the analyzer and the archivist get
-// fixed JSON, the assembler and the responder fixed text.
-type cannedLLM struct{ answer string }
+// fixed JSON, the assembler fixed text, the responder answer (or, with
+// answerTo set, what it makes of the user's message).
+type cannedLLM struct {
+	answer   string
+	answerTo func(query string) string
+}
 
 func (l *cannedLLM) Text(_ context.Context, c memory.Call) (string, error) {
 	switch c.Label {
 	case "memory_assembler":
 		return "No relevant memory.", nil
 	case "memory_responder":
+		if l.answerTo != nil {
+			_, q, _ := strings.Cut(c.Prompt, "## The user's message\n")
+			return l.answerTo(strings.TrimSpace(q)), nil
+		}
 		return l.answer, nil
 	}
 	return "", fmt.Errorf("canned LLM: no text for %s", c.Label)
@@ -58,9 +68,15 @@ type memEnv struct {
 // intake and at the Notifier methods alone.
 func setupMemory(t *testing.T, run bool) memEnv {
 	t.Helper()
+	return setupMemoryLLM(t, run, &cannedLLM{answer: "Start with <b>the tour</b> & write code daily."})
+}
+
+// setupMemoryLLM is setupMemory with a model of the test's own.
+func setupMemoryLLM(t *testing.T, run bool, model memory.LLM) memEnv {
+	t.Helper()
 	st := storagetest.New(t)
 	svc, err := memory.NewService(memory.Config{}, memory.Deps{
-		Repo: st, LLM: &cannedLLM{answer: "Start with <b>the tour</b> & write code daily."}, Log: slog.New(slog.DiscardHandler),
+		Repo: st, LLM: model, Log: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
 	tb := setupStore(t, bot.Config{RateLimit: 1000, RateBurst: 1000}, st, func(b *bot.Bot) { b.RegisterMemory(svc) })
@@ -169,18 +185,35 @@ func TestMemoryQuickMessagesAreStoredInOrder(t *testing.T) {
 	require.Equal(t, sent, stored)
 }
 
+// queue writes rendered messages to the outbox, as the pipeline's step
+// does; the test's sender delivers them.
+func queue(t *testing.T, st *storage.Store, msgs []domain.Message) {
+	t.Helper()
+	require.NoError(t, st.EnqueueMessages(context.Background(), msgs...))
+}
+
+// waitBotMessages waits until n bot messages follow afterID in chat, and
+// returns them.
+func waitBotMessages(t *testing.T, srv *tgfake.Server, chat int64, afterID, n int, timeout time.Duration) []tgfake.BotMessage {
+	t.Helper()
+	srv.WaitFor(t, timeout, func() bool { return len(botMessagesAfter(srv.Messages(chat), afterID)) >= n })
+	return botMessagesAfter(srv.Messages(chat), afterID)
+}
+
 func TestMemoryAnswerIsAReplyShownLiterally(t *testing.T) {
 	t.Parallel()
 	env := setupMemory(t, false)
-	ctx := context.Background()
 	ann := env.srv.User(42, "Ann", "en")
 	q := ann.SendText(ann.ID(), "question")
 	env.srv.WaitChatAction(t, ann.ID(), "typing")
 	r := runOf(t, env.st, 42, q.MessageID)
 
 	r.FinalAnswer = "Use <b>generics</b> & `iterators`: a < b"
-	require.NoError(t, env.bot.Answer(ctx, r))
-	msgs := botMessagesAfter(env.srv.Messages(42), q.MessageID)
+	rendered := env.bot.Answer(r)
+	require.Equal(t, []domain.Message{{ChatID: 42, Kind: domain.KindMemoryAnswer, Ref: r.ID,
+		Text: "Use &lt;b&gt;generics&lt;/b&gt; &amp; `iterators`: a &lt; b", ReplyTo: q.MessageID}}, rendered)
+	queue(t, env.st, rendered)
+	msgs := waitBotMessages(t, env.srv, 42, q.MessageID, 1, 5*time.Second)
 	require.Len(t, msgs, 1)
 	require.Equal(t, r.FinalAnswer, msgs[0].Text, "the model's markup arrives as literal text")
 	require.Empty(t, msgs[0].Entities)
@@ -188,10 +221,14 @@ func TestMemoryAnswerIsAReplyShownLiterally(t *testing.T) {
 	require.Equal(t, q.MessageID, msgs[0].ReplyToID())
 
 	// 10 000 characters: three messages, the first a reply.
-	before := len(env.srv.Messages(42))
+	last := msgs[0].MessageID
 	r.FinalAnswer = strings.Repeat("word ", 2000)
-	require.NoError(t, env.bot.Answer(ctx, r))
-	msgs = env.srv.Messages(42)[before:]
+	rendered = env.bot.Answer(r)
+	require.Len(t, rendered, 3)
+	queue(t, env.st, rendered)
+	// The fake allows a private chat one message a second after a burst of
+	// three: the sender paces the parts.
+	msgs = waitBotMessages(t, env.srv, 42, last, 3, 15*time.Second)
 	require.Len(t, msgs, 3)
 	words := 0
 	for i, m := range msgs {
@@ -203,14 +240,14 @@ func TestMemoryAnswerIsAReplyShownLiterally(t *testing.T) {
 			require.Zero(t, m.ReplyToID(), "only the first part is a reply")
 		}
 	}
-	require.Equal(t, 2000, words, "the answer arrives whole")
+	require.Equal(t, 2000, words, "the answer arrives whole, in order")
 
 	// The user deleted their message: the answer still arrives.
 	require.NoError(t, env.bot.Telegram().Delete(&tele.Message{ID: q.MessageID, Chat: &tele.Chat{ID: 42}}))
-	before = len(env.srv.Messages(42))
+	last = msgs[len(msgs)-1].MessageID
 	r.FinalAnswer = "still here"
-	require.NoError(t, env.bot.Answer(ctx, r))
-	msgs = env.srv.Messages(42)[before:]
+	queue(t, env.st, env.bot.Answer(r))
+	msgs = waitBotMessages(t, env.srv, 42, last, 1, 15*time.Second)
 	require.Len(t, msgs, 1)
 	require.Equal(t, "still here", msgs[0].Text)
 	require.Zero(t, msgs[0].ReplyToID())
@@ -225,39 +262,105 @@ func TestMemoryFailedInUsersLanguage(t *testing.T) {
 	r := runOf(t, env.st, 42, q.MessageID)
 	require.Equal(t, "ru", r.Lang)
 
-	require.NoError(t, env.bot.Failed(context.Background(), r))
-	msgs := botMessagesAfter(env.srv.Messages(42), q.MessageID)
+	rendered := env.bot.Failed(r)
+	require.Len(t, rendered, 1)
+	require.Equal(t, domain.KindMemoryAnswer, rendered[0].Kind)
+	require.Equal(t, r.ID, rendered[0].Ref)
+	queue(t, env.st, rendered)
+	msgs := waitBotMessages(t, env.srv, 42, q.MessageID, 1, 5*time.Second)
 	require.Len(t, msgs, 1)
 	require.Equal(t, "Извините, не получилось ответить на это сообщение. Написанное вами сохранено; отправьте его ещё раз, чтобы повторить.", msgs[0].Text)
 	require.Equal(t, q.MessageID, msgs[0].ReplyToID())
+
+	r.FinalAnswer = "  "
+	require.Equal(t, rendered, env.bot.Answer(r), "an empty answer would fail for ever: the user is told instead")
 }
 
+// The answers of a user who blocked the bot, or never wrote to it, are
+// dropped by the outbox (the run is finished already); a Telegram outage
+// is the outbox's to retry, and the answer arrives once.
 func TestMemoryAnswerToUnreachableUser(t *testing.T) {
 	t.Parallel()
 	env := setupMemory(t, false)
 	ctx := context.Background()
+	state := func(ref int64) []string {
+		rows, err := env.st.Pool().Query(ctx, `SELECT state FROM outbox WHERE ref = $1 ORDER BY id`, ref)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return out
+	}
 
 	env.srv.User(44, "Ghost", "en") // never wrote to the bot
-	for _, chat := range []int64{44, 4242 /* no such chat */} {
-		r := memory.Run{ID: 1, UserID: chat, ChatID: chat, MessageID: 1, FinalAnswer: "hello", Lang: "en"}
-		require.NoError(t, env.bot.Answer(ctx, r), "logged; the run still finishes")
-		require.NoError(t, env.bot.Failed(ctx, r))
-	}
+	queue(t, env.st, env.bot.Answer(memory.Run{ID: 1, UserID: 44, ChatID: 44, MessageID: 1, FinalAnswer: "hello", Lang: "en"}))
+	env.srv.WaitFor(t, 5*time.Second, func() bool { return slices.Equal(state(1), []string{"dropped"}) })
 	require.Empty(t, env.srv.Messages(44))
 
 	ann := env.srv.User(42, "Ann", "en")
 	q := ann.SendText(ann.ID(), "hi")
 	env.srv.WaitChatAction(t, 42, "typing")
 	ann.Block()
-	r := memory.Run{ID: 2, UserID: 42, ChatID: 42, MessageID: q.MessageID, FinalAnswer: "hello", Lang: "en"}
-	require.NoError(t, env.bot.Answer(ctx, r))
+	queue(t, env.st, env.bot.Answer(memory.Run{ID: 2, UserID: 42, ChatID: 42, MessageID: q.MessageID, FinalAnswer: "hello", Lang: "en"}))
+	env.srv.WaitFor(t, 5*time.Second, func() bool { return slices.Equal(state(2), []string{"dropped"}) })
 	require.Error(t, env.bot.Typing(ctx, 42), "reported, though the pipeline ignores it")
+	require.Empty(t, botMessagesAfter(env.srv.Messages(42), q.MessageID))
 
 	ann.Unblock()
+	require.NoError(t, env.st.ClearUnreachable(ctx, 42)) // the bot does this when the user writes again
 	env.srv.FailNextWith("sendMessage", 1, &tgfake.APIError{Code: 500, Description: "Internal Server Error"})
-	require.Error(t, env.bot.Answer(ctx, r), "a Telegram outage is retried by the orchestrator")
-	require.NoError(t, env.bot.Answer(ctx, r))
-	require.Len(t, botMessagesAfter(env.srv.Messages(42), q.MessageID), 1)
+	queue(t, env.st, env.bot.Answer(memory.Run{ID: 3, UserID: 42, ChatID: 42, MessageID: q.MessageID, FinalAnswer: "hello again", Lang: "en"}))
+	msgs := waitBotMessages(t, env.srv, 42, q.MessageID, 1, 10*time.Second)
+	require.Equal(t, "hello again", msgs[0].Text)
+	env.srv.WaitFor(t, 5*time.Second, func() bool { return slices.Equal(state(3), []string{"sent"}) })
+	require.Len(t, botMessagesAfter(env.srv.Messages(42), q.MessageID), 1, "once")
+}
+
+// Three users each send three questions at once; every answer (two
+// messages each) arrives, each user's in the order asked, the first part a
+// reply to its question. The fake enforces Telegram's limits (a private
+// chat: a burst of three, then one a second), so the sender paces them.
+func TestMemoryQuickQuestionsOfThreeUsersAllAnswered(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("more ", 900) // the answer takes two messages
+	env := setupMemoryLLM(t, true, &cannedLLM{answerTo: func(q string) string { return "Answer to " + q + ". " + long + "end of " + q }})
+	users := []*tgfake.Person{env.srv.User(42, "Ann", "en"), env.srv.User(43, "Bob", "en"), env.srv.User(44, "Cid", "en")}
+	asked := map[int64][]int{}
+	for i := range 3 {
+		for _, u := range users {
+			asked[u.ID()] = append(asked[u.ID()], u.SendText(u.ID(), fmt.Sprintf("question %d of %d", i, u.ID())).MessageID)
+		}
+	}
+	for _, u := range users {
+		var answers []tgfake.BotMessage
+		env.srv.WaitFor(t, 60*time.Second, func() bool {
+			answers = answers[:0]
+			for _, m := range env.srv.Messages(u.ID()) {
+				if !strings.HasPrefix(m.Text, "Got it.") { // the queue notes, sent at once
+					answers = append(answers, m)
+				}
+			}
+			return len(answers) >= 6
+		})
+		require.Len(t, answers, 6, "user %d", u.ID())
+		for i := range 3 {
+			first, second := answers[2*i], answers[2*i+1]
+			q := fmt.Sprintf("question %d of %d", i, u.ID())
+			require.True(t, strings.HasPrefix(first.Text, "Answer to "+q+". "), "user %d answer %d: %.40q", u.ID(), i, first.Text)
+			require.Equal(t, asked[u.ID()][i], first.ReplyToID(), "the first part replies to its question")
+			require.True(t, strings.HasSuffix(second.Text, "end of "+q), "user %d answer %d, part 2: …%q", u.ID(), i,
+				second.Text[max(0, len(second.Text)-30):])
+			require.Zero(t, second.ReplyToID())
+		}
+	}
+	require.Eventually(t, func() bool {
+		return count(t, env.st, `SELECT count(*) FROM pipeline_runs WHERE archived_at IS NOT NULL`) == 9
+	}, 10*time.Second, 20*time.Millisecond)
+	// The last row is marked sent just after Telegram took it.
+	require.Eventually(t, func() bool {
+		return count(t, env.st, `SELECT count(*) FROM outbox WHERE state <> 'sent'`) == 0
+	}, 5*time.Second, 20*time.Millisecond)
+	require.Equal(t, 18, count(t, env.st, `SELECT count(*) FROM outbox
+WHERE kind = 'memory_answer' AND body->>'text' NOT LIKE 'Got it.%'`), "each part queued once, and sent")
 }
 
 func TestMemoryPipelineAnswersAndRemembers(t *testing.T) {
@@ -436,4 +539,73 @@ func TestPromptShowAndSet(t *testing.T) {
 		require.Equal(t, "pre", last.Type)
 		require.True(t, strings.HasPrefix(utf16Slice(m.Text, last.Offset, last.Length), "<tag> & line"))
 	}
+}
+
+// A summary's tags render inside one <i>. With 5000 characters of them the
+// cut fell inside the element, Telegram refused the part as "unclosed <i>",
+// and the user got "Something went wrong" after a truncated list.
+func TestMemoryListWithLongItalicArrivesWhole(t *testing.T) {
+	t.Parallel()
+	env := setupMemory(t, false)
+	ann := env.srv.User(42, "Ann", "en")
+	var tags []string
+	for i := 0; len(strings.Join(tags, ", ")) < 5000; i++ {
+		tags = append(tags, fmt.Sprintf("r&d-%03d", i)) // escaped, "&" takes five characters of HTML
+	}
+	joined := strings.Join(tags, ", ")
+	ann.SendText(ann.ID(), "remember me") // registers Ann; only "typing" is shown
+	env.srv.WaitChatAction(t, 42, "typing")
+	insertSummary(t, env.st, 42, "2025-03-03T00:00:00Z", tags, "Wants <b>all</b> of it.")
+
+	sent := ann.SendText(ann.ID(), "/memory")
+	const footer = "To delete all of it, together with your messages and my answers, send /forget."
+	var parts []tgfake.BotMessage
+	// The parts go out in order and the first refused one ends the reply
+	// with an error message, so the footer arriving means all were accepted.
+	env.srv.WaitFor(t, 10*time.Second, func() bool {
+		parts = botMessagesAfter(env.srv.Messages(ann.ID()), sent.MessageID)
+		last := len(parts) - 1
+		return last >= 0 && (strings.HasSuffix(parts[last].Text, footer) || strings.HasPrefix(parts[last].Text, "Something went wrong"))
+	})
+	var texts []string
+	for _, m := range parts {
+		require.Equal(t, "HTML", m.ParseMode)
+		require.LessOrEqual(t, len([]rune(m.Text)), bot.MaxMessageLen)
+		texts = append(texts, m.Text)
+	}
+	require.Len(t, texts, 3, "the header alone, then the line with the <i> cut in two")
+	require.Equal(t, "What I remember about you, newest first:", texts[0])
+	require.True(t, strings.HasPrefix(texts[1], "Week of 2025-03-03 · r&d-000, r&d-001, "), texts[1])
+	requireInOrder(t, "What I remember about you, newest first:\n\nWeek of 2025-03-03 · "+joined+
+		"\nWants <b>all</b> of it.\n\n"+footer, texts)
+
+	// Both halves of the tags are in italics: the <i> was closed at the
+	// end of the second part and reopened at the start of the third.
+	var italics []string
+	for _, m := range parts[1:] {
+		var found bool
+		for _, e := range m.Entities {
+			if e.Type == "italic" {
+				italics = append(italics, utf16Slice(m.Text, e.Offset, e.Length))
+				found = true
+			}
+		}
+		require.True(t, found, "no italics in %q", m.Text)
+	}
+	require.Zero(t, parts[2].Entities[0].Offset)
+	requireInOrder(t, joined, italics)
+}
+
+// requireInOrder asserts that pieces make up whole, in order, with only
+// white space between them, where a message was cut and Telegram trimmed
+// its ends.
+func requireInOrder(t *testing.T, whole string, pieces []string) {
+	t.Helper()
+	rest := whole
+	for i, p := range pieces {
+		at := strings.Index(rest, p)
+		require.True(t, at >= 0 && strings.TrimSpace(rest[:at]) == "", "piece %d %q does not follow in %q", i, p, rest)
+		rest = rest[at+len(p):]
+	}
+	require.Empty(t, strings.TrimSpace(rest), "missing at the end")
 }

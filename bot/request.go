@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"fmt"
 
 	tele "gopkg.in/telebot.v3"
 
@@ -34,9 +33,14 @@ func (r *Request) T(key string, data ...locales.Data) string {
 }
 
 // Reply sends HTML text to the update's chat, split at Telegram's limit; the
-// markup goes on the last chunk so buttons sit under the whole text.
+// markup goes on the last chunk so buttons sit under the whole text. It goes
+// out at once, through the outbox's limiter and failure rules.
 func (r *Request) Reply(text string, markup *tele.ReplyMarkup) error {
-	return r.bot.SendHTML(r.Recipient(), text, markup)
+	ctx := r.Ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return r.bot.sendDirect(ctx, r.Chat().ID, 0, text, markup)
 }
 
 // Alert answers a button press with a pop-up.
@@ -49,19 +53,4 @@ func (r *Request) Alert(key string, data ...locales.Data) error {
 func (r *Request) Forbidden() error {
 	r.bot.deps.Log.Warn("button press refused", "user", r.User.ID, "data_len", len(r.Callback().Data))
 	return r.Alert("error.callback_forbidden")
-}
-
-// SendHTML sends text to a chat with parse mode HTML, split into chunks.
-func (b *Bot) SendHTML(to tele.Recipient, text string, markup *tele.ReplyMarkup) error {
-	chunks := Split(text, MaxMessageLen)
-	for i, chunk := range chunks {
-		opts := &tele.SendOptions{ParseMode: tele.ModeHTML, DisableWebPagePreview: true}
-		if i == len(chunks)-1 && markup != nil {
-			opts.ReplyMarkup = markup
-		}
-		if _, err := b.tb.Send(to, chunk, opts); err != nil {
-			return fmt.Errorf("send message part %d/%d: %w", i+1, len(chunks), err)
-		}
-	}
-	return nil
 }

@@ -384,7 +384,7 @@ func (u *vacancyUI) decide(to vacancy.Status) CallbackHandler {
 					"Status": statusName(u.b.deps.Catalog, r.Lang, m.Status),
 				})
 			}
-			// Not yet marked sent (the press beat the worker's bookkeeping),
+			// Not yet marked sent (the press beat the outbox's bookkeeping),
 			// or a concurrent press decided it a moment ago.
 			return r.Alert("vacancy.not_awaiting")
 		case errors.Is(err, domain.ErrNotFound):
@@ -406,50 +406,47 @@ func (u *vacancyUI) decide(to vacancy.Status) CallbackHandler {
 	}
 }
 
-// editPressed replaces the pressed message. The change it shows is already
-// stored, so a failed edit is logged and the press still answered.
+// editPressed replaces the pressed message: a direct answer to the user's
+// own press, through the delivery path's limiter and rules. The change it
+// shows is already stored, so a failed edit is logged and the press still
+// answered.
 func (b *Bot) editPressed(r *Request, text string, kb *tele.ReplyMarkup) {
 	msg := r.Callback().Message
 	if msg == nil {
 		return // too old for Telegram to say which message it was
 	}
-	_, err := b.tb.Edit(msg, text, &tele.SendOptions{ParseMode: tele.ModeHTML, DisableWebPagePreview: true, ReplyMarkup: kb})
-	if err != nil && !errors.Is(err, tele.ErrSameMessageContent) && !errors.Is(err, tele.ErrMessageNotModified) {
+	chatID := r.User.ID
+	if msg.Chat != nil {
+		chatID = msg.Chat.ID
+	}
+	if err := b.editDirect(r.Ctx, chatID, msg.ID, text, kb); err != nil {
 		b.deps.Log.Warn("edit pressed message", "user", r.User.ID, "message", msg.ID, "err", err)
 	}
 }
 
-// Deliver sends one vacancy to its user with the decision buttons
-// (vacancy.Notifier). A user who blocked the bot, deleted their account or
-// never started it is reported as vacancy.ErrRecipientGone.
-func (b *Bot) Deliver(ctx context.Context, d vacancy.Delivery) (chatID int64, messageID int, err error) {
-	if err := ctx.Err(); err != nil {
-		return 0, 0, fmt.Errorf("deliver match %d: %w", d.MatchID, err)
-	}
+// Card renders one vacancy for its user with the decision buttons
+// (vacancy.Notifier): one outbox row of kind vacancy for the match, which
+// the vacancy workflow writes with the match's move to ANALYZED. Its
+// delivery makes the match SENT_TO_USER (storage/outbox.go).
+func (b *Bot) Card(d vacancy.Delivery) []domain.Message {
 	text := b.renderVacancy(d.Lang, d.Vacancy, &d.Verdict, "")
 	kb, err := b.vacancyMarkup(d.Lang, d.MatchID, d.Vacancy.URL, false)
 	if err != nil {
-		return 0, 0, fmt.Errorf("deliver match %d: %w", d.MatchID, err)
+		b.deps.Log.Error("render vacancy buttons", "match", d.MatchID, "err", err)
+		return nil
 	}
-	msg, err := b.tb.Send(tele.ChatID(d.UserID), text,
-		&tele.SendOptions{ParseMode: tele.ModeHTML, DisableWebPagePreview: true, ReplyMarkup: kb})
-	if err != nil {
-		if recipientGone(err) {
-			return 0, 0, fmt.Errorf("deliver match %d to user %d: %w: %w", d.MatchID, d.UserID, vacancy.ErrRecipientGone, err)
-		}
-		return 0, 0, fmt.Errorf("deliver match %d to user %d: %w", d.MatchID, d.UserID, err)
-	}
-	chatID = d.UserID
-	if msg.Chat != nil {
-		chatID = msg.Chat.ID
-	}
-	return chatID, msg.ID, nil
+	// renderVacancy keeps the card within one message, so the buttons the
+	// decision edits are on the message the match records.
+	return Messages(d.UserID, domain.KindVacancy, d.MatchID, text, kb)
 }
 
 // recipientGone tells "this user cannot be written to" (every 403 in a
 // private chat: blocked, deactivated, never started) from failures worth
 // a quick retry.
 func recipientGone(err error) bool {
+	if errors.Is(err, domain.ErrUnreachable) {
+		return true
+	}
 	var te *tele.Error
 	if !errors.As(err, &te) {
 		return false

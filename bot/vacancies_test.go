@@ -9,23 +9,36 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unicode/utf16"
 
 	"github.com/stretchr/testify/require"
 
 	"switchboard/bot"
+	"switchboard/domain"
 	"switchboard/domain/vacancy"
 	"switchboard/e2e/tgfake"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
 
-// stubLLM stands in for the model; the bot's commands only ask it whether
-// its breaker is open.
-type stubLLM struct{ open atomic.Bool }
+// stubLLM stands in for the model: the bot's commands only ask it whether
+// its breaker is open, and a test that runs the workers sets the verdict.
+type stubLLM struct {
+	open    atomic.Bool
+	verdict atomic.Pointer[vacancy.Verdict]
+}
 
-func (*stubLLM) JSON(context.Context, string, string, any) error {
-	return errors.New("stub LLM: the bot does not judge vacancies")
+func (l *stubLLM) JSON(_ context.Context, _, _ string, out any) error {
+	v := l.verdict.Load()
+	if v == nil {
+		return errors.New("stub LLM: no verdict scripted")
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
 }
 
 func (l *stubLLM) Open() bool { return l.open.Load() }
@@ -331,16 +344,6 @@ RETURNING id`, userID, vacancyID, string(status), relevant, analysis).Scan(&id)
 	return id
 }
 
-// markSent does what the worker does once Deliver returned.
-func markSent(t *testing.T, st *storage.Store, matchID, chatID int64, messageID int) {
-	t.Helper()
-	tag, err := st.Pool().Exec(context.Background(), `UPDATE vacancy_matches
-SET status = 'SENT_TO_USER', sent_at = now(), chat_id = $2, message_id = $3, is_relevant = true WHERE id = $1`,
-		matchID, chatID, messageID)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, tag.RowsAffected())
-}
-
 func matchStatus(t *testing.T, st *storage.Store, id int64) string {
 	t.Helper()
 	var s string
@@ -398,6 +401,55 @@ func sampleDelivery(matchID int64) vacancy.Delivery {
 const sampleText = "<b>Go & Rust</b>\nACME <Ltd> · Москва\n200000–300000 RUR\nScore: 87/100\n" +
 	"• Uses <b>Go</b>\n• Remote & flexible\n• Senior level\nMatched skills: Go, Rust"
 
+// queueVacancy stores v for the user as discovery would (its detail fresh,
+// so the worker does not ask HH), scripts the LLM's verdict and runs the
+// worker once: the match becomes ANALYZED with its card in the outbox. It
+// returns the match id.
+func (env vacEnv) queueVacancy(t *testing.T, userID int64, v vacancy.Vacancy, verdict vacancy.Verdict) int64 {
+	t.Helper()
+	insertVacancy(t, env.st, v)
+	ctx := context.Background()
+	_, err := env.st.Pool().Exec(ctx, `UPDATE vacancies SET detail_fetched_at = now() WHERE id = $1`, v.ID)
+	require.NoError(t, err)
+	matchID := insertMatch(t, env.st, userID, v.ID, vacancy.Queued, nil)
+	env.llm.verdict.Store(&verdict)
+	n, err := env.svc.Drain(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	return matchID
+}
+
+// cardRows counts the match's outbox rows of kind vacancy.
+func cardRows(t *testing.T, st *storage.Store, matchID int64) int {
+	t.Helper()
+	var n int
+	require.NoError(t, st.Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM outbox WHERE kind = 'vacancy' AND ref = $1`, matchID).Scan(&n))
+	return n
+}
+
+// waitCard waits for the match's card in the fake Telegram and for the
+// outbox to record its delivery: the match SENT_TO_USER with that message.
+func (env vacEnv) waitCard(t *testing.T, chatID, matchID int64) tgfake.BotMessage {
+	t.Helper()
+	applied := data(t, "va", matchID)
+	msg := env.srv.WaitMessage(t, chatID, func(m tgfake.BotMessage) bool {
+		for _, b := range m.ReplyMarkup.Buttons() {
+			if b.CallbackData == applied {
+				return true
+			}
+		}
+		return false
+	})
+	require.Eventually(t, func() bool { return matchStatus(t, env.st, matchID) == "SENT_TO_USER" }, 5*time.Second, 10*time.Millisecond)
+	var chat, msgID int64
+	require.NoError(t, env.st.Pool().QueryRow(context.Background(),
+		`SELECT chat_id, message_id FROM vacancy_matches WHERE id = $1 AND sent_at IS NOT NULL`, matchID).Scan(&chat, &msgID))
+	require.Equal(t, chatID, chat)
+	require.EqualValues(t, msg.MessageID, msgID, "the match records the message its buttons are on")
+	return msg
+}
+
 func TestDeliverAndDecide(t *testing.T) {
 	t.Parallel()
 	env := setupVacancies(t)
@@ -406,15 +458,11 @@ func TestDeliverAndDecide(t *testing.T) {
 	bob := env.srv.User(43, "Bob", "en")
 	env.ask(t, ann, "/start")
 	d := sampleDelivery(0)
-	insertVacancy(t, env.st, d.Vacancy)
-	d.MatchID = insertMatch(t, env.st, 42, d.Vacancy.ID, vacancy.Analyzed, &d.Verdict)
+	d.MatchID = env.queueVacancy(t, 42, d.Vacancy, d.Verdict)
 	applied, rejected := data(t, "va", d.MatchID), data(t, "vn", d.MatchID)
+	require.Equal(t, 1, cardRows(t, env.st, d.MatchID), "the card was written with ANALYZED")
 
-	chatID, msgID, err := env.bot.Deliver(ctx, d)
-	require.NoError(t, err)
-	require.EqualValues(t, 42, chatID)
-	msg, ok := env.srv.MessageByID(42, msgID)
-	require.True(t, ok)
+	msg := env.waitCard(t, 42, d.MatchID)
 	require.Equal(t, sampleText, msg.Text, "HH's and the LLM's markup arrives as literal text")
 	require.Len(t, msg.Entities, 1)
 	require.Equal(t, "bold", msg.Entities[0].Type)
@@ -431,12 +479,23 @@ func TestDeliverAndDecide(t *testing.T) {
 	require.Equal(t, "Open on hh.ru", kb[1][0].Text)
 	require.Equal(t, "https://hh.ru/vacancy/1001", kb[1][0].URL)
 
-	// Pressed before the worker recorded the delivery.
+	// A second worker pass sends nothing more.
+	n, err := env.svc.Drain(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Equal(t, 1, cardRows(t, env.st, d.MatchID))
+	require.Len(t, env.srv.Messages(42), 2, "the answer to /start and one card")
+
+	// Pressed before the outbox recorded the delivery (the press waits a
+	// moment for it, then gives up).
+	_, err = env.st.Pool().Exec(ctx, `UPDATE vacancy_matches SET status = 'ANALYZED' WHERE id = $1`, d.MatchID)
+	require.NoError(t, err)
 	a := answer(t, env.srv, mustPress(t, ann, msg, applied))
 	require.Equal(t, "This vacancy is not waiting for your answer right now. Try again in a minute.", a.Text)
 	require.True(t, a.ShowAlert)
 	require.Equal(t, "ANALYZED", matchStatus(t, env.st, d.MatchID))
-	markSent(t, env.st, d.MatchID, chatID, msgID)
+	_, err = env.st.Pool().Exec(ctx, `UPDATE vacancy_matches SET status = 'SENT_TO_USER' WHERE id = $1`, d.MatchID)
+	require.NoError(t, err)
 
 	// Bob's client forges Ann's match id on a message of his own chat.
 	bobMsg := env.ask(t, bob, "/start")
@@ -449,8 +508,8 @@ func TestDeliverAndDecide(t *testing.T) {
 	require.Equal(t, "Marked as applied.", a.Text)
 	require.False(t, a.ShowAlert)
 	require.Equal(t, "APPLIED", matchStatus(t, env.st, d.MatchID))
-	edited, _ := env.srv.MessageByID(42, msgID)
-	require.Equal(t, sampleText+"\n\n✅ Applied", edited.Text)
+	edited, _ := env.srv.MessageByID(42, msg.MessageID)
+	require.Equal(t, sampleText+"\n\n✅ Applied", edited.Text, "edited in place")
 	require.Len(t, edited.Edits, 1)
 	require.Len(t, edited.ReplyMarkup.Buttons(), 1, "the decision buttons are gone")
 	require.Equal(t, "https://hh.ru/vacancy/1001", edited.ReplyMarkup.Buttons()[0].URL, "the link stays")
@@ -461,12 +520,13 @@ func TestDeliverAndDecide(t *testing.T) {
 		require.True(t, a.ShowAlert)
 	}
 	require.Equal(t, "APPLIED", matchStatus(t, env.st, d.MatchID))
-	edited, _ = env.srv.MessageByID(42, msgID)
+	edited, _ = env.srv.MessageByID(42, msg.MessageID)
 	require.Len(t, edited.Edits, 1, "a refused press edits nothing")
 
 	a = answer(t, env.srv, ann.PressRaw(msg, data(t, "va", d.MatchID+1000)))
 	require.Equal(t, "This button is no longer valid.", a.Text)
 	require.True(t, a.ShowAlert)
+	require.Equal(t, 1, cardRows(t, env.st, d.MatchID), "nothing was queued by the presses")
 }
 
 func mustPress(t *testing.T, p *tgfake.Person, msg tgfake.BotMessage, data string) tgfake.CallbackQuery {
@@ -482,23 +542,18 @@ func TestNotInterestedInUsersLanguage(t *testing.T) {
 	ann := env.srv.User(42, "Анна", "ru")
 	env.ask(t, ann, "/start")
 	d := sampleDelivery(0)
-	d.Lang = "ru"
 	d.Vacancy.URL = "javascript:alert(1)" // not a web page: no link button
-	insertVacancy(t, env.st, d.Vacancy)
-	d.MatchID = insertMatch(t, env.st, 42, d.Vacancy.ID, vacancy.Analyzed, &d.Verdict)
+	d.MatchID = env.queueVacancy(t, 42, d.Vacancy, d.Verdict)
 
-	chatID, msgID, err := env.bot.Deliver(context.Background(), d)
-	require.NoError(t, err)
-	markSent(t, env.st, d.MatchID, chatID, msgID)
-	msg, _ := env.srv.MessageByID(42, msgID)
-	require.Contains(t, msg.Text, "Оценка: 87/100")
+	msg := env.waitCard(t, 42, d.MatchID)
+	require.Contains(t, msg.Text, "Оценка: 87/100", "the card follows the user's language")
 	require.Len(t, msg.ReplyMarkup.InlineKeyboard, 1)
 	require.Equal(t, "🚫 Не интересно", msg.ReplyMarkup.InlineKeyboard[0][1].Text)
 
 	a := answer(t, env.srv, mustPress(t, ann, msg, data(t, "vn", d.MatchID)))
 	require.Equal(t, "Отмечено: не интересно.", a.Text)
 	require.Equal(t, "NOT_INTERESTED", matchStatus(t, env.st, d.MatchID))
-	edited, _ := env.srv.MessageByID(42, msgID)
+	edited, _ := env.srv.MessageByID(42, msg.MessageID)
 	require.True(t, strings.HasSuffix(edited.Text, "\n\n🚫 Не интересно"), edited.Text)
 	require.Empty(t, edited.ReplyMarkup.Buttons(), "no link to keep")
 }
@@ -515,44 +570,67 @@ func TestDeliverOversizedVacancyIsOneMessage(t *testing.T) {
 	d.Vacancy.Title, d.Vacancy.Employer, d.Vacancy.Area = huge, huge, huge
 	d.Verdict.Reasons = []string{huge, huge, huge, huge, huge}
 	d.Verdict.MatchedSkills = strings.Split(huge, " ")
-	_, msgID, err := env.bot.Deliver(context.Background(), d)
-	require.NoError(t, err)
-	require.Len(t, env.srv.Messages(42), before+1)
-	msg, _ := env.srv.MessageByID(42, msgID)
+	card := env.bot.Card(d)
+	require.Len(t, card, 1, "one message, so the decision edits the one the match records")
+	require.Equal(t, domain.KindVacancy, card[0].Kind)
+	require.EqualValues(t, 7, card[0].Ref)
+	require.EqualValues(t, 42, card[0].ChatID)
+
+	// Telegram accepts it as it is.
+	require.NoError(t, env.st.EnqueueMessages(context.Background(), card...))
+	env.srv.WaitFor(t, 5*time.Second, func() bool { return len(env.srv.Messages(42)) == before+1 })
+	msg := env.srv.Messages(42)[before]
 	require.LessOrEqual(t, len([]rune(msg.Text)), bot.MaxMessageLen)
 	require.True(t, strings.HasPrefix(msg.Text, `<&"> <&">`), "escaped, then cut")
 	require.Equal(t, 7, strings.Count(msg.Text, "…"), "title, employer, area, three reasons and the skills are marked as cut")
 	require.Len(t, msg.ReplyMarkup.Buttons(), 3)
 }
 
+// Delivery failures are the outbox's: a card to a user Telegram refuses
+// for good (never started the bot, blocked it) is dropped and the chat
+// marked unreachable; the match stays ANALYZED, not sent, and no worker
+// queues it again. A Telegram outage is retried until the card arrives.
 func TestDeliverToUnreachableUser(t *testing.T) {
 	t.Parallel()
 	env := setupVacancies(t)
 	ctx := context.Background()
-	d := sampleDelivery(1)
+	d := sampleDelivery(0)
 
 	env.srv.User(42, "Ghost", "en") // never wrote to the bot
-	_, _, err := env.bot.Deliver(ctx, d)
-	require.ErrorIs(t, err, vacancy.ErrRecipientGone)
-
-	d.UserID = 4242 // no such chat at all
-	_, _, err = env.bot.Deliver(ctx, d)
-	require.ErrorIs(t, err, vacancy.ErrRecipientGone)
+	_, err := env.st.UpsertUser(ctx, domain.User{ID: 42, FirstName: "Ghost"})
+	require.NoError(t, err)
+	ghost := env.queueVacancy(t, 42, d.Vacancy, d.Verdict)
+	dropped := func(matchID int64) bool {
+		var state string
+		require.NoError(t, env.st.Pool().QueryRow(ctx, `SELECT state FROM outbox WHERE kind = 'vacancy' AND ref = $1`, matchID).Scan(&state))
+		return state == "dropped"
+	}
+	require.Eventually(t, func() bool { return dropped(ghost) }, 5*time.Second, 10*time.Millisecond)
+	unreachable, err := env.st.Unreachable(ctx, 42)
+	require.NoError(t, err)
+	require.True(t, unreachable)
+	require.Equal(t, "ANALYZED", matchStatus(t, env.st, ghost))
 
 	ann := env.srv.User(43, "Ann", "en")
 	env.ask(t, ann, "/start")
 	ann.Block()
-	d.UserID = 43
-	_, _, err = env.bot.Deliver(ctx, d)
-	require.ErrorIs(t, err, vacancy.ErrRecipientGone)
-
-	ann.Unblock()
-	env.srv.FailNextWith("sendMessage", 1, &tgfake.APIError{Code: 500, Description: "Internal Server Error"})
-	_, _, err = env.bot.Deliver(ctx, d)
-	require.Error(t, err)
-	require.NotErrorIs(t, err, vacancy.ErrRecipientGone, "a Telegram outage is retried soon, not rarely")
-
-	_, msgID, err := env.bot.Deliver(ctx, d)
+	d.Vacancy.ID = 1002
+	blocked := env.queueVacancy(t, 43, d.Vacancy, d.Verdict)
+	require.Eventually(t, func() bool { return dropped(blocked) }, 5*time.Second, 10*time.Millisecond)
+	unreachable, err = env.st.Unreachable(ctx, 43)
 	require.NoError(t, err)
-	require.NotZero(t, msgID)
+	require.True(t, unreachable)
+	require.Equal(t, "ANALYZED", matchStatus(t, env.st, blocked))
+	n, err := env.svc.Drain(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "a dropped card is not queued again")
+	require.Equal(t, 1, cardRows(t, env.st, blocked))
+
+	bob := env.srv.User(44, "Bob", "en")
+	env.ask(t, bob, "/start")
+	env.srv.FailNextWith("sendMessage", 1, &tgfake.APIError{Code: 500, Description: "Internal Server Error"})
+	d.Vacancy.ID = 1003
+	retried := env.queueVacancy(t, 44, d.Vacancy, d.Verdict)
+	env.waitCard(t, 44, retried)
+	require.Equal(t, 1, cardRows(t, env.st, retried))
 }

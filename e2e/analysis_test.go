@@ -88,12 +88,16 @@ func TestAnalysisRunEndToEnd(t *testing.T) {
 		return scalar[string](t, pool, `SELECT state FROM analysis_runs WHERE id = 1`) == "completed"
 	})
 	var progress *tgfake.BotMessage
-	for _, m := range adminLines(env) {
-		if strings.Contains(m.Text, "▓") || strings.Contains(m.Text, "░") {
-			progress = &m
-			break
+	// The edits go out through the outbox at the group's pace.
+	env.TG.WaitFor(t, 60*time.Second, func() bool {
+		for _, m := range adminLines(env) {
+			if strings.Contains(m.Text, "▓") || strings.Contains(m.Text, "░") {
+				progress = &m
+				return len(m.Edits) > 0
+			}
 		}
-	}
+		return false
+	})
 	require.NotNil(t, progress, "a progress message")
 	require.NotEmpty(t, progress.Edits, "edited as batches finish")
 	ps := proposalMessages(env)

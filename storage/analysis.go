@@ -240,22 +240,40 @@ ORDER BY m.last_at DESC NULLS LAST, c.id`)
 	return out, nil
 }
 
+// enqueueRun writes what render makes of run in tx (nothing for a nil
+// render).
+func enqueueRun(ctx context.Context, tx pgx.Tx, render analysis.Render, run analysis.Run) error {
+	if render == nil {
+		return nil
+	}
+	return enqueueTx(ctx, tx, render(run))
+}
+
 // CreateRun inserts a pending run unless an unclosed run exists; then it
 // returns the unclosed runs' ids and no run. The unique partial index
 // analysis_runs_one_unclosed serialises concurrent creates: an insert
 // waits for a racing one to commit and then inserts nothing. Should the
 // blocking run leave the unclosed states before its id is read, the insert
-// is tried again.
-func (s *Store) CreateRun(ctx context.Context, r analysis.Run) (analysis.Run, []int64, error) {
+// is tried again. What render makes of the new run is written in the
+// insert's transaction.
+func (s *Store) CreateRun(ctx context.Context, r analysis.Run, render analysis.Render) (analysis.Run, []int64, error) {
 	filters, err := json.Marshal(r.Filters)
 	if err != nil {
 		return analysis.Run{}, nil, fmt.Errorf("create run: %w", err)
 	}
 	for range 5 {
-		created, err := scanAnalysisRun(s.pool.QueryRow(ctx, `
+		var created analysis.Run
+		err := s.WithTx(ctx, func(tx pgx.Tx) error {
+			var err error
+			created, err = scanAnalysisRun(tx.QueryRow(ctx, `
 INSERT INTO analysis_runs (created_by, filters, window_from, window_to, rag) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT ((true)) WHERE state IN `+unclosedRuns+` DO NOTHING
 RETURNING `+analysisRunColumns, r.CreatedBy, filters, r.From, r.To, r.RAG))
+			if err != nil {
+				return err
+			}
+			return enqueueRun(ctx, tx, render, created)
+		})
 		if err == nil {
 			return created, nil, nil
 		}
@@ -304,11 +322,19 @@ func (s *Store) Runs(ctx context.Context, offset, limit int) ([]analysis.Run, in
 	return runs, total, nil
 }
 
-// moveRun runs a conditional UPDATE of run id returning its columns: ok
-// false, with the run as it is, when it updated nothing (domain.ErrNotFound
-// if there is no such run).
-func (s *Store) moveRun(ctx context.Context, id int64, what, sql string, args ...any) (analysis.Run, bool, error) {
-	r, err := scanAnalysisRun(s.pool.QueryRow(ctx, sql, args...))
+// moveRun runs a conditional UPDATE of run id returning its columns and,
+// in its transaction, writes what render makes of the run it left: ok
+// false, with the run as it is and nothing written, when it updated
+// nothing (domain.ErrNotFound if there is no such run).
+func (s *Store) moveRun(ctx context.Context, id int64, what string, render analysis.Render, sql string, args ...any) (analysis.Run, bool, error) {
+	var r analysis.Run
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if r, err = scanAnalysisRun(tx.QueryRow(ctx, sql, args...)); err != nil {
+			return err
+		}
+		return enqueueRun(ctx, tx, render, r)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		r, err = s.Run(ctx, id)
 		if err != nil {
@@ -324,8 +350,8 @@ func (s *Store) moveRun(ctx context.Context, id int64, what, sql string, args ..
 
 // StartRun moves pending → running with started_at, rag and the
 // executor's lease.
-func (s *Store) StartRun(ctx context.Context, id int64, rag bool, lease time.Duration) (analysis.Run, bool, error) {
-	return s.moveRun(ctx, id, "start", `
+func (s *Store) StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, render analysis.Render) (analysis.Run, bool, error) {
+	return s.moveRun(ctx, id, "start", render, `
 UPDATE analysis_runs SET state = 'running', started_at = now(), rag = $2,
     claimed_until = now() + $3 * interval '1 microsecond', updated_at = now()
 WHERE id = $1 AND state = 'pending'
@@ -343,13 +369,27 @@ WHERE id = $1 AND state = 'running'`, id, micros(lease))
 }
 
 // FailInterrupted fails every running run whose executor's lease expired
-// (its process was killed or restarted); the runs it failed.
-func (s *Store) FailInterrupted(ctx context.Context) ([]analysis.Run, error) {
-	runs, err := collectAnalysisRuns(s.pool.Query(ctx, `
+// (its process was killed or restarted), writing what render makes of
+// each in the same transaction; the runs it failed.
+func (s *Store) FailInterrupted(ctx context.Context, render analysis.Render) ([]analysis.Run, error) {
+	var runs []analysis.Run
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		runs, err = collectAnalysisRuns(tx.Query(ctx, `
 UPDATE analysis_runs SET state = 'failed', failed_at = now(), claimed_until = NULL, updated_at = now(),
     error_log = '{"step": "interrupted", "error": "the executor stopped (process killed or restarted)"}'
 WHERE state = 'running' AND (claimed_until IS NULL OR claimed_until < now())
 RETURNING `+analysisRunColumns))
+		if err != nil || render == nil {
+			return err
+		}
+		slices.SortFunc(runs, func(a, b analysis.Run) int { return cmp.Compare(a.ID, b.ID) })
+		var msgs []domain.Message
+		for _, r := range runs {
+			msgs = append(msgs, render(r)...)
+		}
+		return enqueueTx(ctx, tx, msgs)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("fail interrupted runs: %w", err)
 	}
@@ -357,20 +397,20 @@ RETURNING `+analysisRunColumns))
 }
 
 // FailRun moves running → failed with the error log.
-func (s *Store) FailRun(ctx context.Context, id int64, e analysis.ErrorLog) (analysis.Run, bool, error) {
+func (s *Store) FailRun(ctx context.Context, id int64, e analysis.ErrorLog, render analysis.Render) (analysis.Run, bool, error) {
 	log, err := json.Marshal(e)
 	if err != nil {
 		return analysis.Run{}, false, fmt.Errorf("fail run %d: %w", id, err)
 	}
-	return s.moveRun(ctx, id, "fail", `
+	return s.moveRun(ctx, id, "fail", render, `
 UPDATE analysis_runs SET state = 'failed', failed_at = now(), error_log = $2, claimed_until = NULL, updated_at = now()
 WHERE id = $1 AND state = 'running'
 RETURNING `+analysisRunColumns, id, log)
 }
 
 // CompleteRun moves running → completed.
-func (s *Store) CompleteRun(ctx context.Context, id int64) (analysis.Run, bool, error) {
-	return s.moveRun(ctx, id, "complete", `
+func (s *Store) CompleteRun(ctx context.Context, id int64, render analysis.Render) (analysis.Run, bool, error) {
+	return s.moveRun(ctx, id, "complete", render, `
 UPDATE analysis_runs SET state = 'completed', completed_at = now(), claimed_until = NULL, updated_at = now()
 WHERE id = $1 AND state = 'running'
 RETURNING `+analysisRunColumns, id)
@@ -378,8 +418,8 @@ RETURNING `+analysisRunColumns, id)
 
 // CloseRun moves completed → closed when no proposal is pending, storing
 // accuracy_metrics computed from the counters in the same statement.
-func (s *Store) CloseRun(ctx context.Context, id int64) (analysis.Run, bool, error) {
-	return s.moveRun(ctx, id, "close", `
+func (s *Store) CloseRun(ctx context.Context, id int64, render analysis.Render) (analysis.Run, bool, error) {
+	return s.moveRun(ctx, id, "close", render, `
 UPDATE analysis_runs SET state = 'closed', closed_at = now(), updated_at = now(),
     accuracy_metrics = jsonb_build_object(
         'proposals_total', proposals_total,
@@ -403,12 +443,21 @@ func runStateError(row pgx.Row, id int64) error {
 }
 
 // SetProgress records the window's counts and the number of batches of a
-// running run; analysis.ErrState if it is not running.
-func (s *Store) SetProgress(ctx context.Context, id int64, messages, filtered, batches int) (analysis.Run, error) {
-	r, err := scanAnalysisRun(s.pool.QueryRow(ctx, `
+// running run, writing what render makes of it (the progress message) in
+// the same transaction; analysis.ErrState if it is not running.
+func (s *Store) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render analysis.Render) (analysis.Run, error) {
+	var r analysis.Run
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		r, err = scanAnalysisRun(tx.QueryRow(ctx, `
 UPDATE analysis_runs SET messages = $2, filtered = $3, batches = $4, updated_at = now()
 WHERE id = $1 AND state = 'running'
 RETURNING `+analysisRunColumns, id, messages, filtered, batches))
+		if err != nil {
+			return err
+		}
+		return enqueueRun(ctx, tx, render, r)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = runStateError(s.pool.QueryRow(ctx, `SELECT state FROM analysis_runs WHERE id = $1`, id), id)
 	}
@@ -416,19 +465,6 @@ RETURNING `+analysisRunColumns, id, messages, filtered, batches))
 		return r, fmt.Errorf("set progress of run %d: %w", id, err)
 	}
 	return r, nil
-}
-
-// SetProgressMessage records the admin-chat progress message.
-func (s *Store) SetProgressMessage(ctx context.Context, id int64, messageID int) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE analysis_runs SET progress_message_id = $2, updated_at = now() WHERE id = $1`,
-		id, messageID)
-	if err != nil {
-		return fmt.Errorf("set progress message of run %d: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("set progress message of run %d: %w", id, domain.ErrNotFound)
-	}
-	return nil
 }
 
 // WindowMessages returns the messages dated in [from, to) (of one chat if
@@ -469,8 +505,10 @@ ORDER BY m.date, m.chat_id, m.message_id`, args...)
 // (WHERE state = 'running'), so a run failed or completed meanwhile gets
 // nothing: analysis.ErrState (domain.ErrNotFound if there is no such run).
 // The proposals return with their ids, their sources sorted and without
-// duplicates, as stored.
-func (s *Store) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal) (analysis.Run, []analysis.Proposal, error) {
+// duplicates, as stored. What render makes of the run and the proposals
+// (their messages, whose buttons carry the ids) is written in the same
+// transaction, so a proposal is never saved without its message queued.
+func (s *Store) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render analysis.RenderBatch) (analysis.Run, []analysis.Proposal, error) {
 	var run analysis.Run
 	out := make([]analysis.Proposal, len(ps))
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
@@ -483,18 +521,38 @@ RETURNING `+analysisRunColumns, runID, len(ps), messages))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return runStateError(tx.QueryRow(ctx, `SELECT state FROM analysis_runs WHERE id = $1`, runID), runID)
 		}
-		if err != nil || len(ps) == 0 {
+		if err != nil {
 			return err
 		}
-		b := &pgx.Batch{}
-		for i, p := range ps {
-			refs := sortedRefs(p.Sources)
-			chats := make([]int64, len(refs))
-			msgs := make([]int64, len(refs))
-			for j, r := range refs {
-				chats[j], msgs[j] = r.ChatID, r.MessageID
-			}
-			b.Queue(`
+		if err := insertProposals(ctx, tx, runID, batch, ps, out); err != nil {
+			return err
+		}
+		if render == nil {
+			return nil
+		}
+		return enqueueTx(ctx, tx, render(run, out))
+	})
+	if err != nil {
+		return analysis.Run{}, nil, fmt.Errorf("save batch %d of run %d: %w", batch, runID, err)
+	}
+	return run, out, nil
+}
+
+// insertProposals inserts a batch's proposals and their sources in tx, in
+// one pipelined batch, filling out with them as stored.
+func insertProposals(ctx context.Context, tx pgx.Tx, runID int64, batch int, ps []analysis.Proposal, out []analysis.Proposal) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for i, p := range ps {
+		refs := sortedRefs(p.Sources)
+		chats := make([]int64, len(refs))
+		msgs := make([]int64, len(refs))
+		for j, r := range refs {
+			chats[j], msgs[j] = r.ChatID, r.MessageID
+		}
+		b.Queue(`
 WITH p AS (
     INSERT INTO analysis_proposals (run_id, batch, title, description, priority, assignee, deadline)
     VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -504,36 +562,19 @@ WITH p AS (
     SELECT p.id, $1, u.chat_id, u.message_id FROM p, unnest($8::bigint[], $9::bigint[]) AS u (chat_id, message_id)
 )
 SELECT `+proposalColumns+` FROM p`, runID, batch, p.Title, p.Description, p.Priority, p.Assignee, p.Deadline, chats, msgs).
-				QueryRow(func(row pgx.Row) error {
-					var sc proposalScan
-					if err := row.Scan(sc.dest()...); err != nil {
-						return fmt.Errorf("proposal %d of the batch: %w", i+1, err)
-					}
-					out[i] = sc.proposal()
-					if len(refs) > 0 {
-						out[i].Sources = refs
-					}
-					return nil
-				})
-		}
-		return tx.SendBatch(ctx, b).Close()
-	})
-	if err != nil {
-		return analysis.Run{}, nil, fmt.Errorf("save batch %d of run %d: %w", batch, runID, err)
+			QueryRow(func(row pgx.Row) error {
+				var sc proposalScan
+				if err := row.Scan(sc.dest()...); err != nil {
+					return fmt.Errorf("proposal %d of the batch: %w", i+1, err)
+				}
+				out[i] = sc.proposal()
+				if len(refs) > 0 {
+					out[i].Sources = refs
+				}
+				return nil
+			})
 	}
-	return run, out, nil
-}
-
-// SetProposalMessage records the admin-chat message of a proposal.
-func (s *Store) SetProposalMessage(ctx context.Context, id int64, messageID int) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE analysis_proposals SET message_id = $2 WHERE id = $1`, id, messageID)
-	if err != nil {
-		return fmt.Errorf("set message of proposal %d: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("set message of proposal %d: %w", id, domain.ErrNotFound)
-	}
-	return nil
+	return tx.SendBatch(ctx, b).Close()
 }
 
 // proposal returns one proposal with its sources or domain.ErrNotFound.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
@@ -42,7 +43,7 @@ func (f *afx) exec(sql string, args ...any) int64 {
 func (f *afx) create() analysis.Run {
 	f.t.Helper()
 	r, blocked, err := f.st.CreateRun(f.ctx, analysis.Run{CreatedBy: 7, From: winFrom, To: winFrom.Add(24 * time.Hour),
-		Filters: analysis.Filters{Window: 24 * time.Hour}})
+		Filters: analysis.Filters{Window: 24 * time.Hour}}, nil)
 	require.NoError(f.t, err)
 	require.Empty(f.t, blocked)
 	require.NotZero(f.t, r.ID)
@@ -52,7 +53,7 @@ func (f *afx) create() analysis.Run {
 // running requires a new run started with a one-hour lease.
 func (f *afx) running() analysis.Run {
 	f.t.Helper()
-	r, ok, err := f.st.StartRun(f.ctx, f.create().ID, false, time.Hour)
+	r, ok, err := f.st.StartRun(f.ctx, f.create().ID, false, time.Hour, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	return r
@@ -60,7 +61,7 @@ func (f *afx) running() analysis.Run {
 
 func (f *afx) complete(id int64) analysis.Run {
 	f.t.Helper()
-	r, ok, err := f.st.CompleteRun(f.ctx, id)
+	r, ok, err := f.st.CompleteRun(f.ctx, id, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	return r
@@ -68,7 +69,7 @@ func (f *afx) complete(id int64) analysis.Run {
 
 func (f *afx) closeRun(id int64) analysis.Run {
 	f.t.Helper()
-	r, ok, err := f.st.CloseRun(f.ctx, id)
+	r, ok, err := f.st.CloseRun(f.ctx, id, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	require.Equal(f.t, analysis.Closed, r.State)
@@ -97,7 +98,7 @@ func (f *afx) batch(runID int64, batch, n int) []analysis.Proposal {
 	for i := range ps {
 		ps[i] = proposal(fmt.Sprintf("task %d.%d", batch, i+1))
 	}
-	_, out, err := f.st.SaveBatch(f.ctx, runID, batch, 10, ps)
+	_, out, err := f.st.SaveBatch(f.ctx, runID, batch, 10, ps, nil)
 	require.NoError(f.t, err)
 	require.Len(f.t, out, n)
 	return out
@@ -117,6 +118,88 @@ func (f *afx) claimedUntilIn(id int64) time.Duration {
 	return time.Duration(secs * float64(time.Second))
 }
 
+// adminChat is the chat the tests' renders write to.
+const adminChat = -777
+
+// event renders a run event as one row naming it, the run and its state.
+func event(kind string) analysis.Render {
+	return func(r analysis.Run) []domain.Message {
+		return []domain.Message{{ChatID: adminChat, Kind: domain.KindRunEvent, Ref: r.ID, Text: fmt.Sprintf("%s %s", kind, r.State)}}
+	}
+}
+
+func progressKey(id int64) string { return fmt.Sprintf("progress:%d", id) }
+
+// progressMessage renders the progress message (first) or its edit.
+func progressMessage(first bool) analysis.Render {
+	return func(r analysis.Run) []domain.Message {
+		m := domain.Message{ChatID: adminChat, Kind: domain.KindProgress, Ref: r.ID, Key: progressKey(r.ID),
+			Text: fmt.Sprintf("%d/%d", r.BatchesDone, r.Batches)}
+		if !first {
+			m.Edit, m.IfGone = true, domain.IfGoneSend
+		}
+		return []domain.Message{m}
+	}
+}
+
+// batchMessages renders a saved batch as the executor does: the event, each
+// proposal with a button naming its id, the progress edit.
+func batchMessages(r analysis.Run, ps []analysis.Proposal) []domain.Message {
+	out := event("proposals_created")(r)
+	for _, p := range ps {
+		out = append(out, domain.Message{ChatID: adminChat, Kind: domain.KindProposal, Ref: p.ID, Text: p.Title,
+			Buttons: [][]domain.Button{{{Text: "Approve", Data: fmt.Sprintf("pa:%d", p.ID)}}}})
+	}
+	return append(out, progressMessage(false)(r)...)
+}
+
+// outboxRow is an outbox row as the tests compare it.
+type outboxRow struct {
+	Kind string
+	Ref  int64
+	Text string
+	Edit bool
+	Data string // the first button's callback data
+}
+
+// outbox lists the outbox rows in the order of delivery.
+func (f *afx) outbox() []outboxRow {
+	f.t.Helper()
+	rows, err := f.st.Pool().Query(f.ctx, `SELECT kind, ref, body->>'text', edit, COALESCE(body->'buttons'->0->0->>'data', '')
+FROM outbox ORDER BY id`)
+	require.NoError(f.t, err)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (outboxRow, error) {
+		var x outboxRow
+		return x, r.Scan(&x.Kind, &x.Ref, &x.Text, &x.Edit, &x.Data)
+	})
+	require.NoError(f.t, err)
+	return out
+}
+
+// deliver delivers every pending outbox row as a sender would, each send
+// getting the next message id from first on; the rows delivered.
+func (f *afx) deliver(first int) int {
+	f.t.Helper()
+	n := 0
+	for {
+		rows, err := f.st.ClaimOutbox(f.ctx, 100, time.Minute)
+		require.NoError(f.t, err)
+		if len(rows) == 0 {
+			return n
+		}
+		for _, r := range rows {
+			id := 0
+			if !r.Edit {
+				id, first = first, first+1
+			}
+			ok, err := f.st.OutboxDelivered(f.ctx, r.ID, r.Token, id)
+			require.NoError(f.t, err)
+			require.True(f.t, ok)
+			n++
+		}
+	}
+}
+
 func requireRefused(t testing.TB, r analysis.Run, ok bool, err error, state analysis.State) {
 	t.Helper()
 	require.NoError(t, err)
@@ -128,7 +211,7 @@ func TestAnalysisRunLifecycle(t *testing.T) {
 	t.Parallel()
 	f := newAnalysis(t)
 	filters := analysis.Filters{Window: 7 * 24 * time.Hour, ChatID: -100, Keywords: []string{"deploy", "bug"}, MinLen: 10, Mentions: true}
-	r, blocked, err := f.st.CreateRun(f.ctx, analysis.Run{CreatedBy: 42, Filters: filters, From: winFrom, To: winFrom.Add(filters.Window)})
+	r, blocked, err := f.st.CreateRun(f.ctx, analysis.Run{CreatedBy: 42, Filters: filters, From: winFrom, To: winFrom.Add(filters.Window)}, nil)
 	require.NoError(t, err)
 	require.Empty(t, blocked)
 	require.Equal(t, analysis.Pending, r.State)
@@ -145,32 +228,32 @@ func TestAnalysisRunLifecycle(t *testing.T) {
 	require.Equal(t, r, got)
 
 	// Nothing but start leaves pending.
-	x, ok, err := f.st.CompleteRun(f.ctx, r.ID)
+	x, ok, err := f.st.CompleteRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Pending)
-	x, ok, err = f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"})
+	x, ok, err = f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
 	requireRefused(t, x, ok, err, analysis.Pending)
-	x, ok, err = f.st.CloseRun(f.ctx, r.ID)
+	x, ok, err = f.st.CloseRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Pending)
 	renewed, err := f.st.RenewLease(f.ctx, r.ID, time.Hour)
 	require.NoError(t, err)
 	require.False(t, renewed)
-	_, err = f.st.SetProgress(f.ctx, r.ID, 1, 1, 1)
+	_, err = f.st.SetProgress(f.ctx, r.ID, 1, 1, 1, nil)
 	require.ErrorIs(t, err, analysis.ErrState)
-	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 1, 1, []analysis.Proposal{proposal("a")})
+	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 1, 1, []analysis.Proposal{proposal("a")}, nil)
 	require.ErrorIs(t, err, analysis.ErrState)
 
 	// pending → running
-	r, ok, err = f.st.StartRun(f.ctx, r.ID, true, time.Minute)
+	r, ok, err = f.st.StartRun(f.ctx, r.ID, true, time.Minute, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, analysis.Running, r.State)
 	require.True(t, r.RAG)
 	require.WithinDuration(t, time.Now(), r.StartedAt, time.Minute)
 	require.InDelta(t, time.Minute.Seconds(), f.claimedUntilIn(r.ID).Seconds(), 5)
-	x, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Minute)
+	x, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Minute, nil)
 	requireRefused(t, x, ok, err, analysis.Running)
 	require.True(t, x.RAG, "a refused start changes nothing")
-	x, ok, err = f.st.CloseRun(f.ctx, r.ID)
+	x, ok, err = f.st.CloseRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Running)
 
 	renewed, err = f.st.RenewLease(f.ctx, r.ID, time.Hour)
@@ -178,10 +261,12 @@ func TestAnalysisRunLifecycle(t *testing.T) {
 	require.True(t, renewed)
 	require.InDelta(t, time.Hour.Seconds(), f.claimedUntilIn(r.ID).Seconds(), 5)
 
-	r, err = f.st.SetProgress(f.ctx, r.ID, 100, 40, 2)
+	r, err = f.st.SetProgress(f.ctx, r.ID, 100, 40, 2, progressMessage(true))
 	require.NoError(t, err)
 	require.Equal(t, [3]int{100, 40, 2}, [3]int{r.Messages, r.Filtered, r.Batches})
-	require.NoError(t, f.st.SetProgressMessage(f.ctx, r.ID, 555))
+	require.Zero(t, r.ProgressMessageID, "not delivered yet")
+	// Its delivery records the progress message on the run.
+	require.Equal(t, 1, f.deliver(555))
 	r, err = f.st.Run(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, 555, r.ProgressMessageID)
@@ -193,32 +278,32 @@ func TestAnalysisRunLifecycle(t *testing.T) {
 	require.Equal(t, analysis.Completed, r.State)
 	require.False(t, r.CompletedAt.IsZero())
 	require.Equal(t, 1, int(f.exec(`SELECT 1 FROM analysis_runs WHERE id = $1 AND claimed_until IS NULL`, r.ID)))
-	x, ok, err = f.st.CompleteRun(f.ctx, r.ID)
+	x, ok, err = f.st.CompleteRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Completed)
-	x, ok, err = f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"})
+	x, ok, err = f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
 	requireRefused(t, x, ok, err, analysis.Completed)
-	x, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Minute)
+	x, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Minute, nil)
 	requireRefused(t, x, ok, err, analysis.Completed)
 	renewed, err = f.st.RenewLease(f.ctx, r.ID, time.Hour)
 	require.NoError(t, err)
 	require.False(t, renewed)
-	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 2, 1, []analysis.Proposal{proposal("late")})
+	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 2, 1, []analysis.Proposal{proposal("late")}, nil)
 	require.ErrorIs(t, err, analysis.ErrState)
 
 	// completed → closed only when nothing is pending.
-	x, ok, err = f.st.CloseRun(f.ctx, r.ID)
+	x, ok, err = f.st.CloseRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Completed)
 	require.Equal(t, 2, x.ProposalsPending)
 	f.decide(ps[0].ID, analysis.Approved)
-	x, ok, err = f.st.CloseRun(f.ctx, r.ID)
+	x, ok, err = f.st.CloseRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Completed)
 	f.decide(ps[1].ID, analysis.Rejected)
 	r = f.closeRun(r.ID)
 	require.False(t, r.ClosedAt.IsZero())
 	require.Equal(t, &analysis.Metrics{ProposalsTotal: 2, ApprovalRate: 0.5, RejectionRate: 0.5}, r.Metrics)
-	x, ok, err = f.st.CloseRun(f.ctx, r.ID)
+	x, ok, err = f.st.CloseRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Closed)
-	x, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Minute)
+	x, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Minute, nil)
 	requireRefused(t, x, ok, err, analysis.Closed)
 	got, err = f.st.Run(f.ctx, r.ID)
 	require.NoError(t, err)
@@ -227,18 +312,17 @@ func TestAnalysisRunLifecycle(t *testing.T) {
 	// Unknown runs.
 	_, err = f.st.Run(f.ctx, 999)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.StartRun(f.ctx, 999, false, time.Minute)
+	_, _, err = f.st.StartRun(f.ctx, 999, false, time.Minute, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.CompleteRun(f.ctx, 999)
+	_, _, err = f.st.CompleteRun(f.ctx, 999, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.FailRun(f.ctx, 999, analysis.ErrorLog{Step: "x", Error: "y"})
+	_, _, err = f.st.FailRun(f.ctx, 999, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.CloseRun(f.ctx, 999)
+	_, _, err = f.st.CloseRun(f.ctx, 999, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, err = f.st.SetProgress(f.ctx, 999, 1, 1, 1)
+	_, err = f.st.SetProgress(f.ctx, 999, 1, 1, 1, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	require.ErrorIs(t, f.st.SetProgressMessage(f.ctx, 999, 1), domain.ErrNotFound)
-	_, _, err = f.st.SaveBatch(f.ctx, 999, 1, 1, nil)
+	_, _, err = f.st.SaveBatch(f.ctx, 999, 1, 1, nil, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 	renewed, err = f.st.RenewLease(f.ctx, 999, time.Hour)
 	require.NoError(t, err)
@@ -250,25 +334,25 @@ func TestAnalysisFailRun(t *testing.T) {
 	f := newAnalysis(t)
 	r := f.running()
 	e := analysis.ErrorLog{Step: "proposals", Batch: 3, Error: "llm: breaker open"}
-	r, ok, err := f.st.FailRun(f.ctx, r.ID, e)
+	r, ok, err := f.st.FailRun(f.ctx, r.ID, e, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, analysis.Failed, r.State)
 	require.False(t, r.FailedAt.IsZero())
 	require.Equal(t, &e, r.ErrorLog)
 
-	x, ok, err := f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "again", Error: "again"})
+	x, ok, err := f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "again", Error: "again"}, nil)
 	requireRefused(t, x, ok, err, analysis.Failed)
 	require.Equal(t, &e, x.ErrorLog, "the first error stays")
-	x, ok, err = f.st.CompleteRun(f.ctx, r.ID)
+	x, ok, err = f.st.CompleteRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Failed)
-	x, ok, err = f.st.CloseRun(f.ctx, r.ID)
+	x, ok, err = f.st.CloseRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Failed)
-	x, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Minute)
+	x, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Minute, nil)
 	requireRefused(t, x, ok, err, analysis.Failed)
-	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 1, 1, []analysis.Proposal{proposal("a")})
+	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 1, 1, []analysis.Proposal{proposal("a")}, nil)
 	require.ErrorIs(t, err, analysis.ErrState)
-	_, err = f.st.SetProgress(f.ctx, r.ID, 1, 1, 1)
+	_, err = f.st.SetProgress(f.ctx, r.ID, 1, 1, 1, nil)
 	require.ErrorIs(t, err, analysis.ErrState)
 
 	// A failed run is closed for the one-unclosed rule.
@@ -301,14 +385,14 @@ func TestAnalysisOneUnclosedRun(t *testing.T) {
 	f := newAnalysis(t)
 	try := func() (analysis.Run, []int64) {
 		t.Helper()
-		r, blocked, err := f.st.CreateRun(f.ctx, analysis.Run{CreatedBy: 1, From: winFrom, To: winFrom.Add(time.Hour)})
+		r, blocked, err := f.st.CreateRun(f.ctx, analysis.Run{CreatedBy: 1, From: winFrom, To: winFrom.Add(time.Hour)}, nil)
 		require.NoError(t, err)
 		return r, blocked
 	}
 	a := f.create()
 	for _, step := range []func(){
 		func() {},
-		func() { _, _, _ = f.st.StartRun(f.ctx, a.ID, false, time.Hour) },
+		func() { _, _, _ = f.st.StartRun(f.ctx, a.ID, false, time.Hour, nil) },
 		func() { f.complete(a.ID) },
 	} {
 		step()
@@ -356,7 +440,7 @@ func TestAnalysisCreateRunConcurrent(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			r, blocked, err := f.st.CreateRun(f.ctx, analysis.Run{CreatedBy: int64(i), From: winFrom, To: winFrom.Add(time.Hour)})
+			r, blocked, err := f.st.CreateRun(f.ctx, analysis.Run{CreatedBy: int64(i), From: winFrom, To: winFrom.Add(time.Hour)}, nil)
 			results[i] = result{r, blocked, err}
 		})
 	}
@@ -459,7 +543,7 @@ func TestAnalysisSaveBatch(t *testing.T) {
 			Sources: []analysis.Ref{{ChatID: 2, MessageID: 9}, {ChatID: 1, MessageID: 5}, {ChatID: 2, MessageID: 9}}},
 		{Title: "Update docs", Priority: "low"},
 	}
-	run, out, err := f.st.SaveBatch(f.ctx, r.ID, 1, 30, in)
+	run, out, err := f.st.SaveBatch(f.ctx, r.ID, 1, 30, in, nil)
 	require.NoError(t, err)
 	require.Equal(t, [4]int{2, 2, 1, 30}, [4]int{run.ProposalsTotal, run.ProposalsPending, run.BatchesDone, run.Processed})
 	require.Len(t, out, 2)
@@ -480,22 +564,23 @@ func TestAnalysisSaveBatch(t *testing.T) {
 	require.Empty(t, out[1].Sources)
 
 	// A batch without proposals still counts.
-	run, out2, err := f.st.SaveBatch(f.ctx, r.ID, 2, 12, nil)
+	run, out2, err := f.st.SaveBatch(f.ctx, r.ID, 2, 12, nil, nil)
 	require.NoError(t, err)
 	require.Empty(t, out2)
 	require.Equal(t, [4]int{2, 2, 2, 42}, [4]int{run.ProposalsTotal, run.ProposalsPending, run.BatchesDone, run.Processed})
 
 	// A proposal the schema refuses rolls the whole batch back.
-	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 3, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}})
+	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 3, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}}, nil)
 	require.Error(t, err)
 	got, err := f.st.Run(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, run, got)
 	require.Equal(t, 2, int(f.exec(`SELECT 1 FROM analysis_proposals`)))
 
-	// The stored proposal, as a refused Decide returns it, with its message.
-	require.NoError(t, f.st.SetProposalMessage(f.ctx, out[0].ID, 321))
-	require.ErrorIs(t, f.st.SetProposalMessage(f.ctx, 999, 1), domain.ErrNotFound)
+	// The stored proposal, as a refused Decide returns it, with the message
+	// its delivery recorded.
+	require.NoError(t, f.st.EnqueueMessages(f.ctx, domain.Message{ChatID: adminChat, Kind: domain.KindProposal, Ref: out[0].ID, Text: "p"}))
+	require.Equal(t, 1, f.deliver(321))
 	f.decide(out[0].ID, analysis.Approved)
 	p, _, ok, err := f.st.Decide(f.ctx, out[0].ID, analysis.Rejected, 8)
 	require.NoError(t, err)
@@ -534,7 +619,7 @@ func TestAnalysisWindowMessages(t *testing.T) {
 	require.Equal(t, analysis.Message{ChatID: 1, MessageID: 2, AuthorID: 102, Author: "user2", Text: "first, on the boundary",
 		Date: at(0)}, all[0])
 
-	_, ps, err := f.st.SaveBatch(f.ctx, a.ID, 1, 2, []analysis.Proposal{proposal("a", analysis.Ref{ChatID: 1, MessageID: 4})})
+	_, ps, err := f.st.SaveBatch(f.ctx, a.ID, 1, 2, []analysis.Proposal{proposal("a", analysis.Ref{ChatID: 1, MessageID: 4})}, nil)
 	require.NoError(t, err)
 	// Run A still sees the message its own proposal cites.
 	got, err := f.st.WindowMessages(f.ctx, a.ID, winFrom, to, 0)
@@ -551,7 +636,7 @@ func TestAnalysisWindowMessages(t *testing.T) {
 	got, err = f.st.WindowMessages(f.ctx, b.ID, winFrom, to, 2)
 	require.NoError(t, err)
 	require.Equal(t, []analysis.Ref{ref(2, 1), ref(2, 2)}, refs(got), "one chat")
-	_, _, err = f.st.SaveBatch(f.ctx, b.ID, 1, 1, []analysis.Proposal{proposal("b", analysis.Ref{ChatID: 2, MessageID: 2})})
+	_, _, err = f.st.SaveBatch(f.ctx, b.ID, 1, 1, []analysis.Proposal{proposal("b", analysis.Ref{ChatID: 2, MessageID: 2})}, nil)
 	require.NoError(t, err)
 	got, err = f.st.WindowMessages(f.ctx, a.ID, winFrom, to, 0)
 	require.NoError(t, err)
@@ -592,26 +677,26 @@ SELECT 1000, 1000, i % 5, i FROM generate_series(1, 10000, 10) AS i`)
 func TestAnalysisFailInterrupted(t *testing.T) {
 	t.Parallel()
 	f := newAnalysis(t)
-	failed, err := f.st.FailInterrupted(f.ctx)
+	failed, err := f.st.FailInterrupted(f.ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, failed)
 
 	// A live lease is left alone; an expired one fails the run once.
 	r := f.running()
-	failed, err = f.st.FailInterrupted(f.ctx)
+	failed, err = f.st.FailInterrupted(f.ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, failed)
-	r, ok, err := f.st.StartRun(f.ctx, r.ID, false, time.Hour)
+	r, ok, err := f.st.StartRun(f.ctx, r.ID, false, time.Hour, nil)
 	requireRefused(t, r, ok, err, analysis.Running)
 	f.exec(`UPDATE analysis_runs SET claimed_until = now() - interval '1 second' WHERE id = $1`, r.ID)
-	failed, err = f.st.FailInterrupted(f.ctx)
+	failed, err = f.st.FailInterrupted(f.ctx, nil)
 	require.NoError(t, err)
 	require.Len(t, failed, 1)
 	require.Equal(t, r.ID, failed[0].ID)
 	require.Equal(t, analysis.Failed, failed[0].State)
 	require.False(t, failed[0].FailedAt.IsZero())
 	require.Equal(t, &analysis.ErrorLog{Step: "interrupted", Error: "the executor stopped (process killed or restarted)"}, failed[0].ErrorLog)
-	failed, err = f.st.FailInterrupted(f.ctx)
+	failed, err = f.st.FailInterrupted(f.ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, failed)
 	renewed, err := f.st.RenewLease(f.ctx, r.ID, time.Hour)
@@ -619,14 +704,14 @@ func TestAnalysisFailInterrupted(t *testing.T) {
 	require.False(t, renewed, "the interrupted executor cannot come back")
 
 	// A lease that runs out by itself.
-	r, ok, err = f.st.StartRun(f.ctx, f.create().ID, false, 50*time.Millisecond)
+	r, ok, err = f.st.StartRun(f.ctx, f.create().ID, false, 50*time.Millisecond, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
-	failed, err = f.st.FailInterrupted(f.ctx)
+	failed, err = f.st.FailInterrupted(f.ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, failed)
 	time.Sleep(100 * time.Millisecond)
-	failed, err = f.st.FailInterrupted(f.ctx)
+	failed, err = f.st.FailInterrupted(f.ctx, nil)
 	require.NoError(t, err)
 	require.Len(t, failed, 1)
 	require.Equal(t, r.ID, failed[0].ID)
@@ -635,7 +720,7 @@ func TestAnalysisFailInterrupted(t *testing.T) {
 	c := f.running()
 	f.complete(c.ID)
 	f.exec(`UPDATE analysis_runs SET claimed_until = now() - interval '1 hour' WHERE id = $1`, c.ID)
-	failed, err = f.st.FailInterrupted(f.ctx)
+	failed, err = f.st.FailInterrupted(f.ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, failed)
 	got, err := f.st.Run(f.ctx, c.ID)
@@ -757,7 +842,7 @@ func TestAnalysisRunsNewestFirst(t *testing.T) {
 	var made []int64
 	for range 3 {
 		r := f.running()
-		_, _, err := f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"})
+		_, _, err := f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
 		require.NoError(t, err)
 		made = append(made, r.ID)
 	}
@@ -817,4 +902,116 @@ func TestAnalysisPublish(t *testing.T) {
 	require.False(t, errors.Is(err, context.Canceled))
 	cancel()
 	<-done
+}
+
+// A batch's proposals and their messages are written in one transaction:
+// after SaveBatch the outbox holds one proposal row per proposal, in
+// order, whose button names it; a batch that is not saved writes nothing,
+// and messages the outbox refuses save no proposal.
+func TestAnalysisSaveBatchWritesItsMessages(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	r := f.running()
+	require.Empty(t, f.outbox())
+
+	run, ps, err := f.st.SaveBatch(f.ctx, r.ID, 1, 9, []analysis.Proposal{proposal("a"), proposal("b"), proposal("c")}, batchMessages)
+	require.NoError(t, err)
+	require.Len(t, ps, 3)
+	require.Equal(t, 3, run.ProposalsTotal)
+	want := []outboxRow{{Kind: domain.KindRunEvent, Ref: r.ID, Text: "proposals_created running"}}
+	for _, p := range ps {
+		want = append(want, outboxRow{Kind: domain.KindProposal, Ref: p.ID, Text: p.Title, Data: fmt.Sprintf("pa:%d", p.ID)})
+	}
+	want = append(want, outboxRow{Kind: domain.KindProgress, Ref: r.ID, Text: "1/0", Edit: true})
+	require.Equal(t, want, f.outbox())
+
+	// Refused by the schema: neither the proposals nor their messages.
+	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 2, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}}, batchMessages)
+	require.Error(t, err)
+	// Messages the outbox refuses (no chat): no proposal either.
+	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 2, 5, []analysis.Proposal{proposal("d")},
+		func(r analysis.Run, ps []analysis.Proposal) []domain.Message {
+			return append(batchMessages(r, ps), domain.Message{Kind: domain.KindRunEvent, Text: "no chat"})
+		})
+	require.Error(t, err)
+	got, err := f.st.Run(f.ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, run, got, "the counters are as batch 1 left them")
+	require.Equal(t, 3, int(f.exec(`SELECT 1 FROM analysis_proposals`)))
+	require.Equal(t, want, f.outbox())
+
+	// The run no longer running: nothing is saved or written.
+	f.complete(r.ID)
+	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 2, 1, []analysis.Proposal{proposal("late")}, batchMessages)
+	require.ErrorIs(t, err, analysis.ErrState)
+	require.Equal(t, want, f.outbox())
+
+	// Their delivery records each proposal's message.
+	require.Equal(t, len(want), f.deliver(1000))
+	rows, err := f.st.Pool().Query(f.ctx, `SELECT message_id FROM analysis_proposals ORDER BY id`)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	require.Equal(t, []int64{1001, 1002, 1003}, ids)
+}
+
+// Each state change writes its event with it, as the run it left; a
+// refused change writes nothing.
+func TestAnalysisRunEventsAreWrittenWithTheirChange(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	win := analysis.Run{CreatedBy: 7, From: winFrom, To: winFrom.Add(time.Hour)}
+	r, _, err := f.st.CreateRun(f.ctx, win, event("run_created"))
+	require.NoError(t, err)
+	_, blocked, err := f.st.CreateRun(f.ctx, win, event("refused"))
+	require.NoError(t, err)
+	require.Equal(t, []int64{r.ID}, blocked)
+	x, ok, err := f.st.CloseRun(f.ctx, r.ID, event("refused"))
+	requireRefused(t, x, ok, err, analysis.Pending)
+	_, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Hour, event("run_started"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Hour, event("refused"))
+	require.NoError(t, err)
+	require.False(t, ok)
+	_, err = f.st.SetProgress(f.ctx, r.ID, 3, 2, 1, progressMessage(true))
+	require.NoError(t, err)
+	ps := f.batch(r.ID, 1, 1)
+	_, ok, err = f.st.CompleteRun(f.ctx, r.ID, event("run_completed"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, ok, err = f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, event("refused"))
+	require.NoError(t, err)
+	require.False(t, ok)
+	_, ok, err = f.st.CloseRun(f.ctx, r.ID, event("refused"))
+	require.NoError(t, err)
+	require.False(t, ok, "a proposal is pending")
+	f.decide(ps[0].ID, analysis.Approved)
+	_, ok, err = f.st.CloseRun(f.ctx, r.ID, event("run_closed"))
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	// Failures: the executor's and the reaper's.
+	a := f.running()
+	_, ok, err = f.st.FailRun(f.ctx, a.ID, analysis.ErrorLog{Step: "x", Error: "y"}, event("run_failed"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	b := f.running()
+	failed, err := f.st.FailInterrupted(f.ctx, event("refused"))
+	require.NoError(t, err)
+	require.Empty(t, failed)
+	f.exec(`UPDATE analysis_runs SET claimed_until = now() - interval '1 second' WHERE id = $1`, b.ID)
+	failed, err = f.st.FailInterrupted(f.ctx, event("interrupted"))
+	require.NoError(t, err)
+	require.Len(t, failed, 1)
+
+	require.Equal(t, []outboxRow{
+		{Kind: domain.KindRunEvent, Ref: r.ID, Text: "run_created pending"},
+		{Kind: domain.KindRunEvent, Ref: r.ID, Text: "run_started running"},
+		{Kind: domain.KindProgress, Ref: r.ID, Text: "0/1"},
+		{Kind: domain.KindRunEvent, Ref: r.ID, Text: "run_completed completed"},
+		{Kind: domain.KindRunEvent, Ref: r.ID, Text: "run_closed closed"},
+		{Kind: domain.KindRunEvent, Ref: a.ID, Text: "run_failed failed"},
+		{Kind: domain.KindRunEvent, Ref: b.ID, Text: "interrupted failed"},
+	}, f.outbox())
 }

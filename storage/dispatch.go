@@ -486,7 +486,7 @@ const candidateWhere = eligibleWhere + `
 // key checks), skipping rows other transactions hold. A candidate skipped
 // only because it is locked makes the step Busy rather than move the round
 // on or report the order unassignable.
-func (s *Store) OfferNext(ctx context.Context, orderID int64, sla time.Duration) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (s *Store) OfferNext(ctx context.Context, orderID int64, sla time.Duration, render dispatch.Render) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	var (
 		f   dispatch.Offer
 		o   dispatch.Order
@@ -609,6 +609,15 @@ WHERE id = $1 RETURNING `+orderColumns, o.ID, round))
 				return err
 			}
 		}
+		if render != nil {
+			m, err := scanMaster(tx.QueryRow(ctx, `SELECT `+masterColumns+masterFrom+`WHERE m.user_id = $1`, master))
+			if err != nil {
+				return fmt.Errorf("master %d of the offer: %w", master, err)
+			}
+			if err := enqueueTx(ctx, tx, render(m, o, f)); err != nil {
+				return err
+			}
+		}
 		out = dispatch.Offered
 		return nil
 	})
@@ -624,15 +633,9 @@ WHERE id = $1 RETURNING `+orderColumns, o.ID, round))
 	return f, o, out, nil
 }
 
-// SetOfferMessage records where the offer's message is and returns the
-// offer as it is after that (the watchdog may have expired it meanwhile).
-func (s *Store) SetOfferMessage(ctx context.Context, offerID, chatID int64, messageID int) (dispatch.Offer, error) {
-	f, err := scanOffer(s.pool.QueryRow(ctx, `UPDATE offers SET chat_id = $2, message_id = $3 WHERE id = $1
-RETURNING `+offerColumns, offerID, chatID, messageID))
-	if err != nil {
-		return dispatch.Offer{}, fmt.Errorf("set message of offer %d: %w", offerID, interpretError(err))
-	}
-	return f, nil
+// Enqueue writes messages to the outbox (dispatch.Repository).
+func (s *Store) Enqueue(ctx context.Context, msgs ...domain.Message) error {
+	return s.EnqueueMessages(ctx, msgs...)
 }
 
 // Offer returns one offer or domain.ErrNotFound.

@@ -70,7 +70,7 @@ func (f *dfx) exec(sql string, args ...any) int64 {
 
 func (f *dfx) next(orderID int64) (dispatch.Offer, dispatch.Order, dispatch.Outcome) {
 	f.t.Helper()
-	of, o, out, err := f.st.OfferNext(f.ctx, orderID, sla)
+	of, o, out, err := f.st.OfferNext(f.ctx, orderID, sla, nil)
 	require.NoError(f.t, err)
 	return of, o, out
 }
@@ -78,7 +78,7 @@ func (f *dfx) next(orderID int64) (dispatch.Offer, dispatch.Order, dispatch.Outc
 // offered runs OfferNext and requires an offer to master.
 func (f *dfx) offered(orderID, master int64, round int) dispatch.Offer {
 	f.t.Helper()
-	of, o, out, err := f.st.OfferNext(f.ctx, orderID, sla)
+	of, o, out, err := f.st.OfferNext(f.ctx, orderID, sla, nil)
 	require.NoError(f.t, err)
 	require.Equal(f.t, dispatch.Offered, out)
 	require.Equal(f.t, master, of.MasterID, "offered to")
@@ -417,15 +417,6 @@ func TestViewAndDecline(t *testing.T) {
 	_, err = f.st.Offer(ctx, 12345)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
-	set, err := f.st.SetOfferMessage(ctx, of.ID, 555, 77)
-	require.NoError(t, err)
-	require.Equal(t, dispatch.Declined, set.State, "the offer as it is after the update")
-	got, err := f.st.Offer(ctx, of.ID)
-	require.NoError(t, err)
-	require.Equal(t, int64(555), got.ChatID)
-	require.Equal(t, 77, got.MessageID)
-	_, err = f.st.SetOfferMessage(ctx, 12345, 1, 1)
-	require.ErrorIs(t, err, domain.ErrNotFound)
 }
 
 // Candidate rules: place (case-insensitive) and skill match, paused,
@@ -564,7 +555,7 @@ func TestOfferNextOutcomes(t *testing.T) {
 	f.master(1, "c", "d", "x")
 	f.master(2, "c", "d", "x")
 
-	_, _, _, err := f.st.OfferNext(ctx, 424242, sla)
+	_, _, _, err := f.st.OfferNext(ctx, 424242, sla, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
 	o := f.order("c", "d", "x")
@@ -658,7 +649,7 @@ func TestOfferNextRacingInsertIsBusy(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				of, _, out, err := f.st.OfferNext(ctx, o.ID, sla)
+				of, _, out, err := f.st.OfferNext(ctx, o.ID, sla, nil)
 				done <- result{of, out, err}
 			}()
 			require.Eventually(t, func() bool {
@@ -715,7 +706,7 @@ func TestOfferNextConcurrent(t *testing.T) {
 			<-start
 			r := rand.New(rand.NewPCG(uint64(w), 1))
 			for range steps {
-				of, _, out, err := f.st.OfferNext(ctx, orderIDs[r.IntN(len(orderIDs))], sla)
+				of, _, out, err := f.st.OfferNext(ctx, orderIDs[r.IntN(len(orderIDs))], sla, nil)
 				if err == nil && out == dispatch.Offered && r.IntN(2) == 0 {
 					_, _, err = f.st.Decline(ctx, of.ID, of.MasterID)
 				}
@@ -843,7 +834,7 @@ func TestCancelOrder(t *testing.T) {
 
 	o := f.order("c", "d", "x")
 	of := f.offered(o.ID, 1, 1)
-	_, err := f.st.SetOfferMessage(ctx, of.ID, 1, 42)
+	_, err := f.st.Pool().Exec(ctx, `UPDATE offers SET chat_id = 1, message_id = 42 WHERE id = $1`, of.ID)
 	require.NoError(t, err)
 	got, withdrawn, ok, err := f.st.CancelOrder(ctx, o.ID)
 	require.NoError(t, err)

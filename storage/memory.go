@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"switchboard/domain"
 	"switchboard/domain/memory"
 )
 
@@ -211,23 +212,61 @@ const (
 	// stepAdvance is a plain UPDATE: a CTE with an idle INSERT still pays
 	// for opening raw_logs and its indexes on every call.
 	stepAdvance = `UPDATE pipeline_runs SET ` + stepSet + ` ` + asyncFrom + ` WHERE id = $1 AND status = $2`
-	// stepCompleted also logs the answer to raw_logs.
-	stepCompleted = `
-WITH r AS (
-    UPDATE pipeline_runs SET ` + stepSet + ` ` + asyncFrom + `
-    WHERE id = $1 AND status = $2
-    RETURNING pipeline_runs.id, pipeline_runs.user_id, pipeline_runs.final_answer
-), logged AS (
-    INSERT INTO raw_logs (user_id, log_type, log_data)
-    SELECT user_id, 'answer', jsonb_build_object('text', final_answer, 'run_id', id) FROM r
-)
-SELECT count(*) FROM r`
 	// stepCapture takes the next stage ($2 → $3, lease $4) of a row this
 	// transaction has just advanced, and no other.
 	stepCapture = `
 UPDATE pipeline_runs r SET status = $3, claimed_until = now() + $4 * interval '1 millisecond', updated_at = now()
 WHERE r.id = $1 AND r.status = $2 AND r.xmin = pg_current_xact_id_if_assigned()::xid`
 )
+
+// The steps into a final status, which also queue what the user is told.
+var (
+	// stepCompleted also logs the answer to raw_logs and queues it: the
+	// outbox rows ($10–$15, queueRows) and delivered_at, in the same
+	// statement (memory.Step).
+	stepCompleted = `
+WITH r AS (
+    UPDATE pipeline_runs SET ` + stepSet + `, delivered_at = now() ` + asyncFrom + `
+    WHERE id = $1 AND status = $2 AND delivered_at IS NULL
+    RETURNING pipeline_runs.id, pipeline_runs.user_id, pipeline_runs.final_answer
+), logged AS (
+    INSERT INTO raw_logs (user_id, log_type, log_data)
+    SELECT user_id, 'answer', jsonb_build_object('text', final_answer, 'run_id', id) FROM r
+), ` + queueRows(10, "r") + `
+SELECT count(*) FROM r`
+	// stepFailed queues the failure notice and closes the run: a failed run
+	// is never archived, and the user is told by these rows.
+	stepFailed = `
+WITH r AS (
+    UPDATE pipeline_runs SET ` + stepSet + `, delivered_at = now(), closed_at = now() ` + asyncFrom + `
+    WHERE id = $1 AND status = $2 AND delivered_at IS NULL
+    RETURNING pipeline_runs.id
+), ` + queueRows(10, "r") + `
+SELECT count(*) FROM r`
+)
+
+// queueRows is a CTE that writes outbox rows (the columns and the order
+// of insertOutboxSQL, from the parallel arrays queueArgs makes, numbered
+// from $first) once for the row the CTE named from returns, and none when
+// it returns nothing: the rows ride in the statement of the state change
+// that causes them, so they are written exactly when it happens.
+func queueRows(first int, from string) string {
+	p := func(i int) string { return fmt.Sprintf("$%d", first+i) }
+	return `queued AS (
+    INSERT INTO outbox (chat_id, kind, ref, msg_key, edit, body)
+    SELECT q.chat_id, q.kind, q.ref, q.msg_key, q.edit, q.body
+    FROM ` + from + `, unnest(` + p(0) + `::bigint[], ` + p(1) + `::text[], ` + p(2) + `::bigint[], ` + p(3) + `::text[], ` +
+		p(4) + `::bool[], ` + p(5) + `::jsonb[]) WITH ORDINALITY AS q(chat_id, kind, ref, msg_key, edit, body, n)
+    ORDER BY q.n
+)`
+}
+
+// queueArgs are queueRows' six arrays, validated as the outbox's own
+// inserts validate them.
+func queueArgs(msgs []domain.Message) ([]any, error) {
+	_, args, err := insertMessagesSQL(msgs)
+	return args, err
+}
 
 // StepRun moves a run out of a stage (memory.Step). The advance and the
 // optional capture of the next stage are two UPDATEs sent together, one
@@ -245,9 +284,17 @@ func (s *Store) StepRun(ctx context.Context, id int64, st memory.Step) (bool, er
 	}
 	args := []any{id, st.From, st.To, analysis, st.Change.DraftContext, st.Change.FinalContext,
 		st.Change.FinalAnswer, st.Change.ErrorMessage, heldBy(st.Hold)}
-	if st.To == memory.Completed {
+	if st.To.Final() {
+		q := stepCompleted
+		if st.To == memory.Failed {
+			q = stepFailed
+		}
+		rows, err := queueArgs(st.Messages)
+		if err != nil {
+			return false, fmt.Errorf("step run %d %s → %s: %w", id, st.From, st.To, err)
+		}
 		var n int
-		if err := s.pool.QueryRow(ctx, stepCompleted, args...).Scan(&n); err != nil {
+		if err := s.pool.QueryRow(ctx, q, append(args, rows...)...).Scan(&n); err != nil {
 			return false, fmt.Errorf("step run %d %s → %s: %w", id, st.From, st.To, err)
 		}
 		return n == 1, nil
@@ -293,24 +340,41 @@ WHERE r.id = $1 AND r.status IN ('COMPLETED', 'FAILED')
 RETURNING `+runColumns, id, lease.Milliseconds()), "claim finished run")
 }
 
-// MarkDelivered records that the user got the answer or the failure notice
-// (committed asynchronously, as memory.Step explains).
-func (s *Store) MarkDelivered(ctx context.Context, id int64) error {
-	if _, err := s.pool.Exec(ctx, `UPDATE pipeline_runs SET delivered_at = now(),
-    closed_at = CASE WHEN status = 'FAILED' THEN now() ELSE closed_at END
-`+asyncFrom+`
-WHERE id = $1 AND delivered_at IS NULL`, id); err != nil {
-		return fmt.Errorf("mark run %d delivered: %w", id, err)
+// markDelivered queues a finished run's messages ($2–$7) and records
+// delivered_at in one statement, only while delivered_at is NULL: of two
+// callers, one queues them. A FAILED run is closed by it.
+var markDelivered = `
+WITH d AS (
+    UPDATE pipeline_runs SET delivered_at = now(), updated_at = now(),
+        closed_at = CASE WHEN status = 'FAILED' THEN now() ELSE closed_at END
+    ` + asyncFrom + `
+    WHERE id = $1 AND status IN ('COMPLETED', 'FAILED') AND delivered_at IS NULL
+    RETURNING pipeline_runs.id
+), ` + queueRows(2, "d") + `
+SELECT count(*) FROM d`
+
+// MarkDelivered queues what the user is told of a finished run whose step
+// did not (memory.Repository), committed asynchronously as memory.Step
+// explains; false if it was queued already.
+func (s *Store) MarkDelivered(ctx context.Context, id int64, msgs []domain.Message) (bool, error) {
+	rows, err := queueArgs(msgs)
+	if err != nil {
+		return false, fmt.Errorf("mark run %d delivered: %w", id, err)
 	}
-	return nil
+	var n int
+	if err := s.pool.QueryRow(ctx, markDelivered, append([]any{id}, rows...)...).Scan(&n); err != nil {
+		return false, fmt.Errorf("mark run %d delivered: %w", id, err)
+	}
+	return n == 1, nil
 }
 
 // ArchiveRun is archivist signal 2: the summary (if any) into lsm_storage
 // and archived_at in one statement, which also releases the finishing
-// claim (archiving is the run's last write), records the delivery when
-// delivered says the answer has just gone out, and finds the user's next
-// NEW run, so that the worker can start it without another round trip.
-func (s *Store) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary, delivered bool) (memory.Ref, bool, error) {
+// claim (archiving is the run's last write) and finds the user's next NEW
+// run, so that the worker can start it without another round trip. Only a
+// run whose answer is queued (delivered_at) is archived: the next run's
+// answer is then queued after it.
+func (s *Store) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
 	var bucketStart, bucketEnd *time.Time
 	var text *string
 	tags, sources := []string{}, []int64{}
@@ -327,10 +391,9 @@ func (s *Store) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary, d
 	var nextID *int64
 	err := s.pool.QueryRow(ctx, `
 WITH a AS (
-    UPDATE pipeline_runs SET archived_at = now(), closed_at = now(), updated_at = now(), claimed_until = NULL,
-        delivered_at = CASE WHEN $7 AND delivered_at IS NULL THEN now() ELSE delivered_at END
+    UPDATE pipeline_runs SET archived_at = now(), closed_at = now(), updated_at = now(), claimed_until = NULL
     `+asyncFrom+`
-    WHERE id = $1 AND status = 'COMPLETED' AND archived_at IS NULL
+    WHERE id = $1 AND status = 'COMPLETED' AND archived_at IS NULL AND delivered_at IS NOT NULL
     RETURNING user_id
 ), summary AS (
     INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, tags, summary, source_run_ids)
@@ -338,7 +401,7 @@ WITH a AS (
 )
 SELECT a.user_id, (SELECT p.id FROM pipeline_runs p
     WHERE p.user_id = a.user_id AND p.closed_at IS NULL AND p.status = 'NEW' ORDER BY p.id LIMIT 1)
-FROM a`, id, bucketStart, bucketEnd, tags, text, sources, delivered).Scan(&next.UserID, &nextID)
+FROM a`, id, bucketStart, bucketEnd, tags, text, sources).Scan(&next.UserID, &nextID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.Ref{}, false, nil
 	}
@@ -350,6 +413,28 @@ FROM a`, id, bucketStart, bucketEnd, tags, text, sources, delivered).Scan(&next.
 	}
 	next.ID, next.Status = *nextID, memory.New
 	return next, true, nil
+}
+
+// queueMessages writes outbox rows ($1–$6) on their own, committed
+// asynchronously.
+var queueMessages = `WITH ` + queueRows(1, asyncCommit) + ` SELECT 1`
+
+// QueueMessages writes messages to the outbox that no state change causes
+// (memory.Repository). Unlike EnqueueMessages, its commit does not wait for
+// the disk: it serves intake, where only the user's message itself is
+// worth a flush (SubmitRun).
+func (s *Store) QueueMessages(ctx context.Context, msgs []domain.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	rows, err := queueArgs(msgs)
+	if err != nil {
+		return fmt.Errorf("queue %d messages: %w", len(msgs), err)
+	}
+	if _, err := s.pool.Exec(ctx, queueMessages, rows...); err != nil {
+		return fmt.Errorf("queue %d messages: %w", len(msgs), err)
+	}
+	return nil
 }
 
 // ReleaseRun drops a finished run's claim.

@@ -3,9 +3,12 @@ package storage_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
@@ -180,7 +183,7 @@ func TestCaptureRecallsOnlyEarlierHistory(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.st.Pool().Exec(f.ctx, `INSERT INTO raw_logs (user_id, log_type, log_data) VALUES (1, 'answer', jsonb_build_object('text', 'first answer', 'run_id', $1::bigint))`, first.ID)
 	require.NoError(t, err)
-	_, _, err = f.st.ArchiveRun(f.ctx, first.ID, nil, false) // already archived: no-op
+	_, _, err = f.st.ArchiveRun(f.ctx, first.ID, nil) // already archived: no-op
 	require.NoError(t, err)
 	_, err = f.st.Pool().Exec(f.ctx, `INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, summary) VALUES
 (1, now(), now() + interval '7 days', 'mine'), (2, now(), now() + interval '7 days', 'theirs')`)
@@ -223,8 +226,15 @@ func TestArchiveRunNamesTheNextRun(t *testing.T) {
 claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 	require.NoError(t, err)
 	week := time.Date(2026, 11, 16, 0, 0, 0, 0, time.UTC)
-	next, ok, err := f.st.ArchiveRun(f.ctx, r.ID, &memory.Summary{BucketStart: week, BucketEnd: week.AddDate(0, 0, 7),
-		Tags: []string{"go"}, Summary: "asked one", SourceRunIDs: []int64{r.ID}}, false)
+	sum := &memory.Summary{BucketStart: week, BucketEnd: week.AddDate(0, 0, 7),
+		Tags: []string{"go"}, Summary: "asked one", SourceRunIDs: []int64{r.ID}}
+	_, ok, err := f.st.ArchiveRun(f.ctx, r.ID, sum)
+	require.NoError(t, err)
+	require.False(t, ok, "not archived before its answer is queued")
+	ok, err = f.st.MarkDelivered(f.ctx, r.ID, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	next, ok, err := f.st.ArchiveRun(f.ctx, r.ID, sum)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, memory.Ref{ID: second.ID, UserID: 1, Status: memory.New}, next)
@@ -238,7 +248,7 @@ claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 	require.Equal(t, []int64{r.ID}, sums[0].SourceRunIDs)
 	require.True(t, sums[0].BucketStart.Equal(week))
 
-	_, ok, err = f.st.ArchiveRun(f.ctx, r.ID, &memory.Summary{BucketStart: week, BucketEnd: week.AddDate(0, 0, 7), Summary: "again"}, false)
+	_, ok, err = f.st.ArchiveRun(f.ctx, r.ID, &memory.Summary{BucketStart: week, BucketEnd: week.AddDate(0, 0, 7), Summary: "again"})
 	require.NoError(t, err)
 	require.False(t, ok)
 	sums, err = f.st.Summaries(f.ctx, 1, 10)
@@ -246,9 +256,9 @@ claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 	require.Len(t, sums, 1, "a second archive stores nothing")
 
 	// Without a summary (the archivist failed) and with no next run.
-	_, err = f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'b' WHERE id = $1`, second.ID)
+	_, err = f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'b', delivered_at = now() WHERE id = $1`, second.ID)
 	require.NoError(t, err)
-	next, ok, err = f.st.ArchiveRun(f.ctx, second.ID, nil, false)
+	next, ok, err = f.st.ArchiveRun(f.ctx, second.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Zero(t, next.ID)
@@ -258,7 +268,7 @@ claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 }
 
 // pipeline_events carries inserts and status changes, nothing else: not
-// the delivery mark, not the archive. A run's whole life gives exactly its seven events, in order,
+// the delivery mark (nor the outbox rows), not the archive. A run's whole life gives exactly its seven events, in order,
 // and the next event is the next run's insert.
 func TestPipelineNotifiesInsertsAndStatusChangesOnly(t *testing.T) {
 	t.Parallel()
@@ -278,8 +288,10 @@ func TestPipelineNotifiesInsertsAndStatusChangesOnly(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok, "%s → %s", st.From, st.To)
 	}
-	require.NoError(t, f.st.MarkDelivered(f.ctx, r.ID))
-	_, ok, err = f.st.ArchiveRun(f.ctx, r.ID, nil, false)
+	ok, err = f.st.MarkDelivered(f.ctx, r.ID, nil)
+	require.NoError(t, err)
+	require.False(t, ok, "the COMPLETED step queued the answer already")
+	_, ok, err = f.st.ArchiveRun(f.ctx, r.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	next := f.submit(2, "next")
@@ -357,26 +369,199 @@ SELECT (SELECT (page_header(get_raw_page('pipeline_runs', (ctid::text::point)[0]
 	}
 }
 
-// Archiving can record the delivery in the same statement; a delivery
-// recorded before stays as it was.
-func TestArchiveRunRecordsTheDelivery(t *testing.T) {
+// queuedRow is one outbox row of the memory chat.
+type queuedRow struct {
+	Chat    int64
+	Kind    string
+	Ref     int64
+	Text    string
+	ReplyTo int
+	Created time.Time
+}
+
+func (f *mfx) queued(ref int64) []queuedRow {
+	f.t.Helper()
+	rows, err := f.st.Pool().Query(f.ctx, `SELECT chat_id, kind, ref, body->>'text', COALESCE((body->>'reply_to')::int, 0), created_at
+FROM outbox WHERE ref = $1 ORDER BY id`, ref)
+	require.NoError(f.t, err)
+	defer rows.Close()
+	var out []queuedRow
+	for rows.Next() {
+		var r queuedRow
+		require.NoError(f.t, rows.Scan(&r.Chat, &r.Kind, &r.Ref, &r.Text, &r.ReplyTo, &r.Created))
+		out = append(out, r)
+	}
+	require.NoError(f.t, rows.Err())
+	return out
+}
+
+// answerOf is a three-part answer as the bot renders it.
+func answerOf(r memory.Run, texts ...string) []domain.Message {
+	var out []domain.Message
+	for i, text := range texts {
+		m := domain.Message{ChatID: r.ChatID, Kind: domain.KindMemoryAnswer, Ref: r.ID, Text: text}
+		if i == 0 {
+			m.ReplyTo = r.MessageID
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// delivered is a run's delivered_at and closed_at (zero for NULL).
+func (f *mfx) delivered(id int64) (time.Time, time.Time) {
+	f.t.Helper()
+	var d, c *time.Time
+	require.NoError(f.t, f.st.Pool().QueryRow(f.ctx, `SELECT delivered_at, closed_at FROM pipeline_runs WHERE id = $1`, id).Scan(&d, &c))
+	var dv, cv time.Time
+	if d != nil {
+		dv = *d
+	}
+	if c != nil {
+		cv = *c
+	}
+	return dv, cv
+}
+
+// MarkDelivered queues the answer's rows, in order, in the statement that
+// records delivered_at (the rows' created_at is delivered_at: one
+// transaction), and only once: a second call, or any of several at once,
+// queues nothing. A FAILED run's notice closes it.
+func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
-	a, b := f.submit(1, "one"), f.submit(2, "two")
-	_, err := f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'x'`)
+	r, failed := f.submit(1, "one"), f.submit(2, "two")
+	_, err := f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'x' WHERE id = $1`, r.ID)
 	require.NoError(t, err)
-	require.NoError(t, f.st.MarkDelivered(f.ctx, b.ID))
-	var before time.Time
-	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT delivered_at FROM pipeline_runs WHERE id = $1`, b.ID).Scan(&before))
+	_, err = f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'FAILED', error_message = 'reaper' WHERE id = $1`, failed.ID)
+	require.NoError(t, err)
+	require.Empty(t, f.queued(r.ID), "nothing queued before")
 
-	for _, id := range []int64{a.ID, b.ID} {
-		_, ok, err := f.st.ArchiveRun(f.ctx, id, nil, true)
+	msgs := answerOf(r, "part 1", "part 2", "part 3")
+	ok, err := f.st.MarkDelivered(f.ctx, r.ID, msgs)
+	require.NoError(t, err)
+	require.True(t, ok)
+	delivered, closed := f.delivered(r.ID)
+	require.False(t, delivered.IsZero())
+	require.True(t, closed.IsZero(), "a completed run closes when it is archived")
+	got := f.queued(r.ID)
+	require.Len(t, got, 3)
+	for i, q := range got {
+		reply := 0
+		if i == 0 {
+			reply = r.MessageID
+		}
+		require.Equal(t, queuedRow{Chat: 1, Kind: "memory_answer", Ref: r.ID, Text: msgs[i].Text, ReplyTo: reply, Created: q.Created}, q)
+		require.True(t, q.Created.Equal(delivered), "written by the transaction that set delivered_at")
+	}
+
+	// Again, and five at once: nothing more.
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, err := f.st.MarkDelivered(f.ctx, r.ID, msgs)
+			assert.NoError(t, err)
+			assert.False(t, ok)
+		}()
+	}
+	wg.Wait()
+	require.Len(t, f.queued(r.ID), 3)
+	again, _ := f.delivered(r.ID)
+	require.True(t, again.Equal(delivered))
+
+	// Several callers racing on a fresh run: exactly one queues.
+	var won atomic.Int32
+	for range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, err := f.st.MarkDelivered(f.ctx, failed.ID, []domain.Message{{ChatID: 2, Kind: domain.KindMemoryAnswer, Ref: failed.ID, Text: "sorry", ReplyTo: failed.MessageID}})
+			assert.NoError(t, err)
+			if ok {
+				won.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	require.EqualValues(t, 1, won.Load())
+	notice := f.queued(failed.ID)
+	require.Len(t, notice, 1)
+	require.Equal(t, "sorry", notice[0].Text)
+	delivered, closed = f.delivered(failed.ID)
+	require.False(t, delivered.IsZero())
+	require.True(t, closed.Equal(delivered), "a failed run is closed once its notice is queued")
+
+	// A run still at work is not marked.
+	busy := f.submit(1, "three")
+	ok, err = f.st.MarkDelivered(f.ctx, busy.ID, answerOf(busy, "too early"))
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Empty(t, f.queued(busy.ID))
+}
+
+// A step into COMPLETED or FAILED queues what the user is told in its own
+// statement, with delivered_at; the same step repeated (the run has moved
+// on) queues nothing.
+func TestMemoryFinalStepQueuesTheAnswer(t *testing.T) {
+	t.Parallel()
+	f := newMemory(t)
+	for _, to := range []memory.Status{memory.Completed, memory.Failed} {
+		r := f.submit(1, "question for "+string(to))
+		_, err := f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'RESPONDING', claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
+		require.NoError(t, err)
+		st := memory.Step{From: memory.Responding, To: to, Hold: time.Minute, Messages: answerOf(r, "first", "second")}
+		if to == memory.Completed {
+			st.Change.FinalAnswer = "first second"
+		} else {
+			st.Change.ErrorMessage = "responder: boom"
+		}
+		ok, err := f.st.StepRun(f.ctx, r.ID, st)
 		require.NoError(t, err)
 		require.True(t, ok)
+		got := f.queued(r.ID)
+		require.Len(t, got, 2, to)
+		require.Equal(t, []string{"first", "second"}, []string{got[0].Text, got[1].Text})
+		require.Equal(t, r.MessageID, got[0].ReplyTo)
+		delivered, closed := f.delivered(r.ID)
+		require.True(t, got[0].Created.Equal(delivered), "one transaction")
+		require.Equal(t, to == memory.Failed, !closed.IsZero(), "only a failed run is closed by its step")
+		status, held := f.status(r.ID)
+		require.Equal(t, to, status)
+		require.True(t, held, "the worker keeps it to finish it")
+
+		ok, err = f.st.StepRun(f.ctx, r.ID, st)
+		require.NoError(t, err)
+		require.False(t, ok)
+		require.Len(t, f.queued(r.ID), 2, "a repeated step queues nothing")
+		ok, err = f.st.MarkDelivered(f.ctx, r.ID, st.Messages)
+		require.NoError(t, err)
+		require.False(t, ok, "nor does marking it delivered")
+		require.Len(t, f.queued(r.ID), 2)
+		if to == memory.Completed {
+			_, ok, err = f.st.ArchiveRun(f.ctx, r.ID, nil)
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
 	}
-	var delivered, archived time.Time
-	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT delivered_at, archived_at FROM pipeline_runs WHERE id = $1`, a.ID).Scan(&delivered, &archived))
-	require.Equal(t, archived, delivered)
-	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT delivered_at FROM pipeline_runs WHERE id = $1`, b.ID).Scan(&delivered))
-	require.Equal(t, before, delivered)
+}
+
+// QueueMessages writes rows with no state change (intake's queue note),
+// in order, all or nothing.
+func TestMemoryQueueMessages(t *testing.T) {
+	t.Parallel()
+	f := newMemory(t)
+	r := f.submit(1, "one")
+	require.NoError(t, f.st.QueueMessages(f.ctx, nil))
+	require.NoError(t, f.st.QueueMessages(f.ctx, answerOf(r, "note 1", "note 2")))
+	got := f.queued(r.ID)
+	require.Len(t, got, 2)
+	require.Equal(t, []string{"note 1", "note 2"}, []string{got[0].Text, got[1].Text})
+	require.Equal(t, r.MessageID, got[0].ReplyTo)
+
+	bad := answerOf(r, "note 3", "no chat")
+	bad[1].ChatID = 0
+	require.Error(t, f.st.QueueMessages(f.ctx, bad))
+	require.Len(t, f.queued(r.ID), 2, "nothing of a refused batch is written")
 }

@@ -11,9 +11,13 @@ import (
 const userColumns = `id, username, first_name, language, telegram_language, created_at`
 
 // UpsertUser records a user seen on an update, refreshing the names Telegram
-// reports; the chosen language is left alone.
+// reports, and clears the unreachable mark of their private chat; the
+// chosen language is left alone.
 func (s *Store) UpsertUser(ctx context.Context, u domain.User) (domain.User, error) {
+	// A user who writes to the bot can be written to again: their private
+	// chat (id = user id) loses its unreachable mark in the same statement.
 	const q = `
+WITH reachable AS (DELETE FROM unreachable_chats WHERE chat_id = $1)
 INSERT INTO users (id, username, first_name, telegram_language)
 VALUES ($1, $2, $3, $4)
 ON CONFLICT (id) DO UPDATE SET

@@ -453,10 +453,21 @@ func vacancyDest(v *vacancy.Vacancy, fetched **time.Time) []any {
 		&v.KeySkills, fetched}
 }
 
-// ClaimMatch claims the newest-published claimable match (QUEUED, or
-// ANALYZED awaiting delivery) whose lease is free or expired, in one
-// statement with FOR UPDATE SKIP LOCKED so concurrent workers on any
-// replica never take the same one. ok is false when nothing is claimable.
+// ClaimMatch claims the newest-published claimable match whose lease is
+// free or expired, in one statement with FOR UPDATE SKIP LOCKED so
+// concurrent workers on any replica never take the same one. ok is false
+// when nothing is claimable.
+//
+// Claimable are QUEUED matches and ANALYZED matches that still hold a
+// claim token. A match whose card went to the outbox lost its token in
+// that same transaction (Transition with messages, QueueCard), so it
+// waits for the outbox and is never claimed again: claiming it would send
+// the card twice. A token on an ANALYZED match therefore means its card
+// is still owed: the match was analysed before the outbox existed (the
+// old worker kept its claim across the delivery and pushed it out when a
+// send failed), or with no notifier set. Telling them apart by the token
+// needs no migration and no look-up in the outbox (which has no index by
+// kind and ref), and it survives the pruning of delivered outbox rows.
 func (s *Store) ClaimMatch(ctx context.Context, lease time.Duration, taste int) (vacancy.Claim, bool, error) {
 	var c vacancy.Claim
 	var analysis []byte
@@ -467,7 +478,8 @@ func (s *Store) ClaimMatch(ctx context.Context, lease time.Duration, taste int) 
 	err := s.pool.QueryRow(ctx, `
 WITH c AS (
     SELECT id FROM vacancy_matches
-    WHERE status IN ('QUEUED', 'ANALYZED') AND (claimed_until IS NULL OR claimed_until < now())
+    WHERE status IN ('QUEUED', 'ANALYZED') AND (status = 'QUEUED' OR claim_token IS NOT NULL)
+      AND (claimed_until IS NULL OR claimed_until < now())
     ORDER BY published_at DESC, id
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -518,8 +530,8 @@ WHERE status IN ('QUEUED', 'ANALYZED') AND claimed_until > now()`).Scan(&at)
 	return *at, true, nil
 }
 
-// ReleaseClaim moves a claim's expiry to until (a postponed delivery); it
-// does nothing if the claim is no longer token's.
+// ReleaseClaim moves a claim's expiry to until (a card that could not be
+// rendered yet); it does nothing if the claim is no longer token's.
 func (s *Store) ReleaseClaim(ctx context.Context, id int64, token string, until time.Time) error {
 	_, err := s.pool.Exec(ctx, `UPDATE vacancy_matches SET claimed_until = $3, updated_at = now()
 WHERE id = $1 AND claim_token = $2::uuid`, id, token, until)
@@ -539,7 +551,40 @@ WHERE id = $1`
 // Transition moves a match from → to in one conditional UPDATE; ok is false
 // when the match was not in from (or, with ch.Token, no longer under that
 // claim): someone else moved it first. The caller checks the table.
+//
+// ch.Messages are written to the outbox in the same transaction, only when
+// the match moved. A move to ANALYZED with messages (the vacancy's card)
+// releases the claim, since the outbox owns the delivery from then on;
+// without them ANALYZED keeps the claim, marking the card as still owed
+// (see ClaimMatch).
 func (s *Store) Transition(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
+	if len(ch.Messages) == 0 {
+		return transition(ctx, s.pool, id, from, to, ch)
+	}
+	var m vacancy.Match
+	var ok bool
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if m, ok, err = transition(ctx, tx, id, from, to, ch); err != nil || !ok {
+			return err
+		}
+		if err := enqueueTx(ctx, tx, ch.Messages); err != nil {
+			return fmt.Errorf("transition match %d %s → %s: %w", id, from, to, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return vacancy.Match{}, false, err
+	}
+	return m, ok, nil
+}
+
+// batcher is what a pool and a transaction have in common for a batch.
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
 	var relevant *bool
 	var score *int
 	var analysis []byte
@@ -565,7 +610,7 @@ func (s *Store) Transition(ctx context.Context, id int64, from, to vacancy.Statu
 	var m vacancy.Match
 	var sent *time.Time
 	// With a detail, both statements go in one batch: one round trip and
-	// one implicit transaction.
+	// one implicit transaction (or the caller's).
 	b := &pgx.Batch{}
 	if v := ch.Detail; v != nil {
 		skills := v.KeySkills
@@ -580,13 +625,14 @@ UPDATE vacancy_matches m SET
     is_relevant = COALESCE($4, is_relevant), score = COALESCE($5, score), analysis = COALESCE($6::jsonb, analysis),
     skip_reason = CASE WHEN $3 = 'SKIPPED' THEN $7 ELSE '' END,
     chat_id = COALESCE($8, chat_id), message_id = COALESCE($9, message_id), sent_at = COALESCE($10, sent_at),
-    -- ANALYZED keeps the claim: the same worker delivers next.
-    claimed_until = CASE WHEN $3 = 'ANALYZED' THEN claimed_until END,
-    claim_token = CASE WHEN $3 = 'ANALYZED' THEN claim_token END
+    -- ANALYZED keeps the claim while its card is owed; with the card
+    -- written alongside ($12), the outbox owns the match: no claim.
+    claimed_until = CASE WHEN $3 = 'ANALYZED' AND NOT $12 THEN claimed_until END,
+    claim_token = CASE WHEN $3 = 'ANALYZED' AND NOT $12 THEN claim_token END
 WHERE id = $1 AND status = $2 AND ($11::uuid IS NULL OR claim_token = $11::uuid)
 RETURNING `+matchColumns,
-		id, from, to, relevant, score, analysis, ch.SkipReason, chat, msg, sentAt, token)
-	br := s.pool.SendBatch(ctx, b)
+		id, from, to, relevant, score, analysis, ch.SkipReason, chat, msg, sentAt, token, len(ch.Messages) > 0)
+	br := q.SendBatch(ctx, b)
 	defer br.Close()
 	if ch.Detail != nil {
 		if _, err := br.Exec(); err != nil {
@@ -607,6 +653,32 @@ RETURNING `+matchColumns,
 		return m, true, err
 	}
 	return m, true, nil
+}
+
+// QueueCard writes the card of an ANALYZED match still under the claim
+// token to the outbox and drops the claim, in one transaction, so the
+// card is queued once; false (nothing written) if the claim is no longer
+// token's.
+func (s *Store) QueueCard(ctx context.Context, id int64, token string, card []domain.Message) (bool, error) {
+	if len(card) == 0 {
+		return false, fmt.Errorf("queue card of match %d: no message", id)
+	}
+	ok := false
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE vacancy_matches SET claimed_until = NULL, claim_token = NULL, updated_at = now()
+WHERE id = $1 AND status = 'ANALYZED' AND claim_token = $2::uuid`, id, token)
+		if err != nil {
+			return err
+		}
+		if ok = tag.RowsAffected() == 1; !ok {
+			return nil
+		}
+		return enqueueTx(ctx, tx, card)
+	})
+	if err != nil {
+		return false, fmt.Errorf("queue card of match %d: %w", id, err)
+	}
+	return ok, nil
 }
 
 // DeleteMatch deletes a QUEUED or SKIPPED match (a ban word hit), and its

@@ -59,3 +59,73 @@ func TestSearchSavedDuringDiscoveryGetsItsVacancies(t *testing.T) {
 	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT array_agg(user_id ORDER BY user_id) FROM vacancy_matches WHERE vacancy_id = 42`).Scan(&owners))
 	require.Equal(t, []int64{1, 2}, owners)
 }
+
+// An ANALYZED match is claimable only while its card is owed (it holds a
+// claim token: analysed before the outbox, or with no notifier). Writing the
+// card with QueueCard drops the token in the same transaction, so the match
+// is never claimed again; the card's delivery makes it SENT_TO_USER.
+func TestAnalyzedMatchClaimedOnlyWhileItsCardIsOwed(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx := context.Background()
+	_, err := st.UpsertUser(ctx, domain.User{ID: 7})
+	require.NoError(t, err)
+	exec := func(q string, args ...any) {
+		t.Helper()
+		_, err := st.Pool().Exec(ctx, q, args...)
+		require.NoError(t, err)
+	}
+	exec(`INSERT INTO vacancies (id, title, published_at) VALUES (1, 'owed', now()), (2, 'carded', now() + interval '1 minute')`)
+	// 2 is newer, so a claim would take it first if it were claimable.
+	exec(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, is_relevant, claim_token, claimed_until)
+VALUES (7, 1, 'ANALYZED', now(), true, gen_random_uuid(), now() - interval '1 second'),
+       (7, 2, 'ANALYZED', now() + interval '1 minute', true, NULL, NULL)`)
+	var owed, carded int64
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT id FROM vacancy_matches WHERE vacancy_id = 1`).Scan(&owed))
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT id FROM vacancy_matches WHERE vacancy_id = 2`).Scan(&carded))
+	card := []domain.Message{{ChatID: 7, Kind: domain.KindVacancy, Ref: owed, Text: "owed"}}
+	rows := func() int {
+		var n int
+		require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM outbox WHERE kind = 'vacancy' AND ref = $1`, owed).Scan(&n))
+		return n
+	}
+
+	c, ok, err := st.ClaimMatch(ctx, time.Minute, 5)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, owed, c.Match.ID, "the carded match waits for the outbox")
+	_, ok, err = st.ClaimMatch(ctx, time.Minute, 5)
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	ok, err = st.QueueCard(ctx, owed, "00000000-0000-0000-0000-000000000000", card)
+	require.NoError(t, err)
+	require.False(t, ok, "not our claim")
+	require.Zero(t, rows())
+	ok, err = st.QueueCard(ctx, owed, c.Match.ClaimToken, card)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, 1, rows())
+	ok, err = st.QueueCard(ctx, owed, c.Match.ClaimToken, card)
+	require.NoError(t, err)
+	require.False(t, ok, "queued once")
+	require.Equal(t, 1, rows())
+
+	exec(`UPDATE vacancy_matches SET claimed_until = now() - interval '1 hour'`)
+	_, ok, err = st.ClaimMatch(ctx, time.Minute, 5)
+	require.NoError(t, err)
+	require.False(t, ok, "neither is claimable now")
+
+	q, err := st.ClaimOutbox(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, q, 1)
+	ok, err = st.OutboxDelivered(ctx, q[0].ID, q[0].Token, 555)
+	require.NoError(t, err)
+	require.True(t, ok)
+	m, _, err := st.MatchWithVacancy(ctx, owed)
+	require.NoError(t, err)
+	require.Equal(t, vacancy.SentToUser, m.Status)
+	require.Equal(t, 555, m.MessageID)
+	require.EqualValues(t, 7, m.ChatID)
+	require.False(t, m.SentAt.IsZero())
+}

@@ -72,7 +72,7 @@ func (s *Service) NewRun(ctx context.Context, adminID int64, args string) (Run, 
 	now := s.deps.Clock.Now().UTC()
 	r, blocking, err := s.deps.Repo.CreateRun(ctx, Run{
 		State: Pending, CreatedBy: adminID, Filters: f, From: now.Add(-f.Window), To: now,
-	})
+	}, s.renderEvent(EventCreated))
 	if err != nil {
 		return Run{}, err
 	}
@@ -98,7 +98,7 @@ func (s *Service) Start(ctx context.Context, id int64, rag bool) (Run, error) {
 		s.mu.Unlock()
 		return Run{}, errors.New("analysis: the service is not running")
 	}
-	r, ok, err := s.deps.Repo.StartRun(ctx, id, rag, s.cfg.Lease)
+	r, ok, err := s.deps.Repo.StartRun(ctx, id, rag, s.cfg.Lease, s.renderEvent(EventStarted))
 	if err == nil && ok {
 		s.exec.Add(1)
 	}
@@ -124,7 +124,7 @@ func (s *Service) Close(ctx context.Context, id int64) (Run, error) {
 	if err := checkTransition(Completed, Closed); err != nil {
 		return Run{}, err
 	}
-	r, ok, err := s.deps.Repo.CloseRun(ctx, id)
+	r, ok, err := s.deps.Repo.CloseRun(ctx, id, s.renderEvent(EventClosed))
 	if err != nil {
 		return Run{}, err
 	}
@@ -206,7 +206,7 @@ func (s *Service) Serve(ctx context.Context) {
 
 // reap fails running runs whose lease expired: their executor is gone.
 func (s *Service) reap(ctx context.Context) {
-	runs, err := s.deps.Repo.FailInterrupted(ctx)
+	runs, err := s.deps.Repo.FailInterrupted(ctx, s.renderEvent(EventFailed))
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Error("fail interrupted runs", "err", err)
@@ -220,18 +220,24 @@ func (s *Service) reap(ctx context.Context) {
 	}
 }
 
-// event publishes e on pg_notify('analysis_runs') and posts it to the admin
-// chat; neither failing stops the workflow.
+// renderEvent renders a run event for the admin chat, to be written with
+// the state change that causes it (nil without a notifier).
+func (s *Service) renderEvent(kind EventKind) Render {
+	n := s.deps.Notifier
+	if n == nil {
+		return nil
+	}
+	return func(r Run) []domain.Message { return n.Event(Event{Kind: kind, Run: r}) }
+}
+
+// event logs e and publishes it on pg_notify('analysis_runs'); failing to
+// publish does not stop the workflow. Its admin-chat message was written
+// with the state change (renderEvent).
 func (s *Service) event(ctx context.Context, e Event) {
 	s.log.Info("analysis_event", "event", string(e.Kind), "run", e.Run.ID, "state", string(e.Run.State))
 	if s.deps.Publisher != nil {
 		if err := s.deps.Publisher.Publish(ctx, eventPayload(e)); err != nil {
 			s.log.Warn("publish run event", "event", e.Kind, "err", err)
-		}
-	}
-	if s.deps.Notifier != nil && e.Kind != EventProgress {
-		if err := s.deps.Notifier.Event(ctx, e); err != nil {
-			s.log.Warn("post run event", "event", e.Kind, "err", err)
 		}
 	}
 }

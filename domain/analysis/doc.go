@@ -17,4 +17,10 @@
 // proposals as validated JSON (with the five most similar approved
 // proposals of earlier runs as context when the run has rag); save the
 // batch's proposals and counters atomically; progress; completed or failed.
+//
+// Nothing here talks to Telegram. What the admin chat is told (run events,
+// the progress message, each proposal with its buttons) is rendered by the
+// Notifier into outbox messages that storage writes in the transaction of
+// the state change causing them, so a proposal never exists without its
+// message queued; the outbox delivers them.
 package analysis

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"switchboard/domain"
 )
 
 // Executor steps, as error_log names them.
@@ -13,7 +15,6 @@ const (
 	StepBatch     = "batch"
 	StepProposals = "proposals"
 	StepSave      = "save"
-	StepProgress  = "progress"
 	StepComplete  = "complete"
 	// StepInterrupted: the executor stopped (shutdown, or found dead).
 	StepInterrupted = "interrupted"
@@ -39,7 +40,7 @@ func (s *Service) execute(ctx context.Context, r Run) {
 	err := s.steps(ctx, &r)
 	stopLease()
 	if err == nil {
-		done, ok, cerr := s.deps.Repo.CompleteRun(context.WithoutCancel(ctx), r.ID)
+		done, ok, cerr := s.deps.Repo.CompleteRun(context.WithoutCancel(ctx), r.ID, s.renderEvent(EventCompleted))
 		switch {
 		case cerr != nil:
 			err = &stepError{step: StepComplete, err: cerr}
@@ -64,7 +65,7 @@ func (s *Service) execute(ctx context.Context, r Run) {
 	// this executor owes the run.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	failed, ok, ferr := s.deps.Repo.FailRun(wctx, r.ID, e)
+	failed, ok, ferr := s.deps.Repo.FailRun(wctx, r.ID, e, s.renderEvent(EventFailed))
 	if ferr != nil {
 		s.log.Error("fail run", "run", r.ID, "err", ferr)
 		return
@@ -89,14 +90,14 @@ func (s *Service) steps(ctx context.Context, r *Run) error {
 	if len(filtered) > 0 && len(batches) == 0 {
 		return &stepError{step: StepBatch, err: errors.New("messages left after the prefilter but no batch")}
 	}
-	updated, err := s.deps.Repo.SetProgress(ctx, r.ID, len(msgs), len(filtered), len(batches))
+	// The progress message is posted with the counts, and edited with each
+	// batch's save.
+	updated, err := s.deps.Repo.SetProgress(ctx, r.ID, len(msgs), len(filtered), len(batches), s.renderProgress())
 	if err != nil {
 		return &stepError{step: StepBatch, err: err}
 	}
 	*r = updated
-	if err := s.progress(ctx, r); err != nil {
-		return &stepError{step: StepProgress, err: err}
-	}
+	s.event(ctx, Event{Kind: EventProgress, Run: *r})
 	for i, b := range batches {
 		n := i + 1
 		if err := ctx.Err(); err != nil {
@@ -107,15 +108,15 @@ func (s *Service) steps(ctx context.Context, r *Run) error {
 		if err != nil {
 			return &stepError{step: StepProposals, batch: n, err: err}
 		}
-		saved, created, err := s.deps.Repo.SaveBatch(ctx, r.ID, n, len(b), ps)
+		saved, created, err := s.deps.Repo.SaveBatch(ctx, r.ID, n, len(b), ps, s.renderBatch())
 		if err != nil {
 			return &stepError{step: StepSave, batch: n, err: err}
 		}
 		*r = saved
-		s.post(ctx, *r, created)
-		if err := s.progress(ctx, r); err != nil {
-			return &stepError{step: StepProgress, batch: n, err: err}
+		if len(created) > 0 {
+			s.event(ctx, Event{Kind: EventProposalsCreated, Run: *r, Proposals: created})
 		}
+		s.event(ctx, Event{Kind: EventProgress, Run: *r})
 		s.m.batch.Observe(s.deps.Clock.Since(start).Seconds())
 	}
 	return nil
@@ -150,51 +151,35 @@ func (s *Service) propose(ctx context.Context, r Run, batch []Message) ([]Propos
 	return proposalsFrom(a, batch), nil
 }
 
-// post sends a batch's proposals to the admin chat with their buttons. The
-// proposals are saved already; a post that fails is logged, and the
-// proposal can still be decided from /run.
-func (s *Service) post(ctx context.Context, r Run, ps []Proposal) {
-	if len(ps) == 0 {
-		return
+// renderProgress renders the first progress message, written with the
+// run's counts (nil without a notifier).
+func (s *Service) renderProgress() Render {
+	n := s.deps.Notifier
+	if n == nil {
+		return nil
 	}
-	s.event(ctx, Event{Kind: EventProposalsCreated, Run: r, Proposals: ps})
-	if s.deps.Notifier == nil {
-		return
-	}
-	for _, p := range ps {
-		id, err := s.deps.Notifier.Proposal(ctx, r, p)
-		if err != nil {
-			s.log.Warn("post proposal", "proposal", p.ID, "err", err)
-			continue
-		}
-		if id != 0 {
-			if err := s.deps.Repo.SetProposalMessage(ctx, p.ID, id); err != nil {
-				s.log.Warn("record proposal message", "proposal", p.ID, "err", err)
-			}
-		}
-	}
+	return func(r Run) []domain.Message { return n.Progress(r, true) }
 }
 
-// progress posts or edits the progress message and publishes the event.
-// Only recording the message can fail the run; Telegram being down only
-// leaves the message stale.
-func (s *Service) progress(ctx context.Context, r *Run) error {
-	s.event(ctx, Event{Kind: EventProgress, Run: *r})
-	if s.deps.Notifier == nil {
+// renderBatch renders what a saved batch tells the admin chat, written in
+// the batch's transaction: the proposals_created line and each proposal
+// with its buttons (so no proposal exists without its message queued),
+// then the progress message's edit.
+func (s *Service) renderBatch() RenderBatch {
+	n := s.deps.Notifier
+	if n == nil {
 		return nil
 	}
-	id, err := s.deps.Notifier.Progress(ctx, *r)
-	if err != nil {
-		s.log.Warn("progress message", "run", r.ID, "err", err)
-		return nil
-	}
-	if id != 0 && id != r.ProgressMessageID {
-		if err := s.deps.Repo.SetProgressMessage(ctx, r.ID, id); err != nil {
-			return err
+	return func(r Run, ps []Proposal) []domain.Message {
+		var out []domain.Message
+		if len(ps) > 0 {
+			out = append(out, n.Event(Event{Kind: EventProposalsCreated, Run: r, Proposals: ps})...)
+			for _, p := range ps {
+				out = append(out, n.Proposal(r, p)...)
+			}
 		}
-		r.ProgressMessageID = id
+		return append(out, n.Progress(r, false)...)
 	}
-	return nil
 }
 
 // keepLease renews the run's lease until ctx ends, so other replicas do

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain"
 )
 
 // Message is one stored group-chat message.
@@ -72,7 +74,8 @@ type Run struct {
 	Batches     int
 	BatchesDone int
 	Processed   int // messages in finished batches
-	// The admin-chat progress message (zero: not posted yet).
+	// The admin-chat progress message, recorded when the outbox delivers
+	// it (zero: not delivered yet).
 	ProgressMessageID int
 	Metrics           *Metrics
 	CreatedAt         time.Time
@@ -106,7 +109,8 @@ type Proposal struct {
 	Decision    Decision
 	DecidedBy   int64
 	DecidedAt   time.Time
-	// The admin-chat message with the buttons (zero: not posted).
+	// The admin-chat message with the buttons, recorded when the outbox
+	// delivers it (zero: not delivered yet).
 	MessageID int
 	CreatedAt time.Time
 }
@@ -121,35 +125,39 @@ type Repository interface {
 	TrackChat(ctx context.Context, id int64, title string, canRead bool) error
 	Chats(ctx context.Context) ([]Chat, error)
 
+	// The state changes below take a Render: storage calls it inside the
+	// change's transaction with the run as the change left it and writes
+	// the messages it returns to the outbox in that transaction, so they
+	// exist exactly when the change commits. A nil Render writes nothing.
+
 	// CreateRun inserts a pending run unless an unclosed run exists, in one
 	// statement serialised against concurrent creates; the blocking runs'
-	// ids otherwise (and no run).
-	CreateRun(ctx context.Context, r Run) (Run, []int64, error)
+	// ids otherwise (and no run, and nothing rendered).
+	CreateRun(ctx context.Context, r Run, render Render) (Run, []int64, error)
 	// Run returns one run; domain.ErrNotFound if none.
 	Run(ctx context.Context, id int64) (Run, error)
 	// Runs lists runs newest first, with the total count.
 	Runs(ctx context.Context, offset, limit int) ([]Run, int, error)
 	// StartRun moves pending → running, sets started_at, rag and the
 	// executor's lease; ok false (with the run as it is) otherwise.
-	StartRun(ctx context.Context, id int64, rag bool, lease time.Duration) (Run, bool, error)
+	StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, render Render) (Run, bool, error)
 	// RenewLease extends a running run's lease; false if it is no longer
 	// running.
 	RenewLease(ctx context.Context, id int64, lease time.Duration) (bool, error)
 	// FailInterrupted fails every running run whose lease expired with
-	// error_log {"step":"interrupted"}; the runs failed.
-	FailInterrupted(ctx context.Context) ([]Run, error)
+	// error_log {"step":"interrupted"}, rendering each; the runs failed.
+	FailInterrupted(ctx context.Context, render Render) ([]Run, error)
 	// FailRun moves running → failed with the error log.
-	FailRun(ctx context.Context, id int64, e ErrorLog) (Run, bool, error)
+	FailRun(ctx context.Context, id int64, e ErrorLog, render Render) (Run, bool, error)
 	// CompleteRun moves running → completed.
-	CompleteRun(ctx context.Context, id int64) (Run, bool, error)
+	CompleteRun(ctx context.Context, id int64, render Render) (Run, bool, error)
 	// CloseRun moves completed → closed with metrics computed from the
 	// counters, only when proposals_pending = 0; ok false (with the run as
 	// it is) otherwise.
-	CloseRun(ctx context.Context, id int64) (Run, bool, error)
-	// SetProgress records the window's counts and the number of batches.
-	SetProgress(ctx context.Context, id int64, messages, filtered, batches int) (Run, error)
-	// SetProgressMessage records the admin-chat progress message.
-	SetProgressMessage(ctx context.Context, id int64, messageID int) error
+	CloseRun(ctx context.Context, id int64, render Render) (Run, bool, error)
+	// SetProgress records the window's counts and the number of batches
+	// (with render, the progress message is posted).
+	SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render Render) (Run, error)
 
 	// WindowMessages returns the window's messages (of one chat if chatID
 	// is not 0) oldest first, leaving out those a proposal of another run
@@ -157,10 +165,10 @@ type Repository interface {
 	WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]Message, error)
 	// SaveBatch stores a batch's proposals and adds them to the run's
 	// counters (proposals_total, proposals_pending, batches_done,
-	// processed) in one transaction; the run after it.
-	SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []Proposal) (Run, []Proposal, error)
-	// SetProposalMessage records the admin-chat message of a proposal.
-	SetProposalMessage(ctx context.Context, id int64, messageID int) error
+	// processed) in one transaction, which also writes what render makes
+	// of the run and the proposals with their ids (their messages with
+	// buttons that name them); the run after it.
+	SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []Proposal, render RenderBatch) (Run, []Proposal, error)
 	// Decide sets a pending proposal's decision and moves the run's
 	// counters in the same statement; ok false (with the proposal as it is)
 	// if it was decided already. domain.ErrNotFound if unknown.
@@ -205,16 +213,29 @@ type Event struct {
 	Proposals []Proposal // proposals_created
 }
 
-// Notifier is what the workflow needs from Telegram (the bot).
+// Notifier renders what the workflow tells the admin chat (the bot
+// implements it). It sends nothing: the messages are written to the outbox
+// with the state change that causes them (see Render) and delivered from
+// there. Every method returns no messages when there is no admin chat.
 type Notifier interface {
-	// Event posts a run event to the admin chat (progress_updated edits the
-	// progress message instead; see Progress).
-	Event(ctx context.Context, e Event) error
-	// Progress posts or edits the run's progress message; the message id.
-	Progress(ctx context.Context, r Run) (int, error)
-	// Proposal posts a proposal with Approve / Reject; the message id.
-	Proposal(ctx context.Context, r Run, p Proposal) (int, error)
+	// Event renders a run event (nothing for progress_updated: that is the
+	// progress message, see Progress); for a run that ended, also the final
+	// state of its progress message.
+	Event(e Event) []domain.Message
+	// Progress renders the run's progress message: the message itself when
+	// first is set, else an edit of it (posted anew if it is gone).
+	Progress(r Run, first bool) []domain.Message
+	// Proposal renders a proposal with Approve / Reject.
+	Proposal(r Run, p Proposal) []domain.Message
 }
+
+// Render makes the outbox messages of a state change from the run as the
+// change left it (see Repository).
+type Render func(Run) []domain.Message
+
+// RenderBatch makes the messages of a saved batch from the run and the
+// proposals as saved, with their ids.
+type RenderBatch func(Run, []Proposal) []domain.Message
 
 // Publisher sends events to pg_notify('analysis_runs', …) (storage).
 type Publisher interface {

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -87,45 +87,86 @@ func (w *world) waitState(t *testing.T, s *analysis.Service, id int64, want anal
 	return r
 }
 
-// adminChat records what the workflow posted.
+// adminChatID is the admin chat the fake notifier renders for.
+const adminChatID = -900
+
+// adminChat renders the workflow's messages as plain rows (the text names
+// the event, the proposal's title) and records the proposals it rendered.
 type adminChat struct {
 	mu        sync.Mutex
-	events    []analysis.EventKind
-	progress  []analysis.Run
 	proposals []analysis.Proposal
 }
 
-func (a *adminChat) Event(_ context.Context, e analysis.Event) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.events = append(a.events, e.Kind)
-	return nil
+func (a *adminChat) Event(e analysis.Event) []domain.Message {
+	if e.Kind == analysis.EventProgress {
+		return nil
+	}
+	return []domain.Message{{ChatID: adminChatID, Kind: domain.KindRunEvent, Ref: e.Run.ID, Text: string(e.Kind)}}
 }
 
-func (a *adminChat) Progress(_ context.Context, r analysis.Run) (int, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.progress = append(a.progress, r)
-	return 500, nil
+func (a *adminChat) Progress(r analysis.Run, first bool) []domain.Message {
+	m := domain.Message{ChatID: adminChatID, Kind: domain.KindProgress, Ref: r.ID, Key: fmt.Sprintf("progress:%d", r.ID),
+		Text: fmt.Sprintf("%d/%d", r.BatchesDone, r.Batches)}
+	if !first {
+		m.Edit, m.IfGone = true, domain.IfGoneSend
+	}
+	return []domain.Message{m}
 }
 
-func (a *adminChat) Proposal(_ context.Context, _ analysis.Run, p analysis.Proposal) (int, error) {
+func (a *adminChat) Proposal(_ analysis.Run, p analysis.Proposal) []domain.Message {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.proposals = append(a.proposals, p)
-	return 600 + len(a.proposals), nil
-}
-
-func (a *adminChat) kinds() []analysis.EventKind {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]analysis.EventKind(nil), a.events...)
+	return []domain.Message{{ChatID: adminChatID, Kind: domain.KindProposal, Ref: p.ID, Text: p.Title,
+		Buttons: [][]domain.Button{{{Text: "Approve", Data: fmt.Sprintf("pa:%d", p.ID)}}}}}
 }
 
 func (a *adminChat) posted() []analysis.Proposal {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]analysis.Proposal(nil), a.proposals...)
+}
+
+// row is an outbox row as the tests compare it.
+type row struct {
+	Kind string
+	Ref  int64
+	Text string
+	Edit bool
+}
+
+// outbox lists the outbox rows in the order of delivery.
+func (w *world) outbox(t *testing.T) []row {
+	t.Helper()
+	rows, err := w.store.Pool().Query(w.ctx, `SELECT kind, ref, body->>'text', edit FROM outbox ORDER BY id`)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		return x, r.Scan(&x.Kind, &x.Ref, &x.Text, &x.Edit)
+	})
+	require.NoError(t, err)
+	return out
+}
+
+// events are the run events written to the outbox, by their text.
+func (w *world) events(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, r := range w.outbox(t) {
+		if r.Kind == domain.KindRunEvent {
+			out = append(out, r.Text)
+		}
+	}
+	return out
+}
+
+// unqueued counts the proposals that have no outbox row of their own.
+func (w *world) unqueued(t *testing.T) int {
+	t.Helper()
+	var n int
+	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT count(*) FROM analysis_proposals p
+WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.kind = 'proposal' AND o.ref = p.id AND o.chat_id = $1)`, adminChatID).Scan(&n))
+	return n
 }
 
 var idRx = regexp.MustCompile(`\[id=(\d+) `)
@@ -159,12 +200,14 @@ func TestRunLifecycle(t *testing.T) {
 	r, err := s.NewRun(w.ctx, 1, "24h")
 	require.NoError(t, err)
 	require.Equal(t, analysis.Pending, r.State)
+	require.Equal(t, []row{{domain.KindRunEvent, r.ID, "run_created", false}}, w.outbox(t), "written with the run")
 	_, err = s.NewRun(w.ctx, 1, "7d")
 	var ue *analysis.UnclosedError
 	require.True(t, errors.As(err, &ue))
 	require.Equal(t, []int64{r.ID}, ue.IDs, "the original's 409 names the run in the way")
 	_, err = s.Close(w.ctx, r.ID)
 	require.ErrorIs(t, err, analysis.ErrState, "a pending run cannot close")
+	require.Len(t, w.outbox(t), 1, "refusals write nothing")
 
 	started, err := s.Start(w.ctx, r.ID, false)
 	require.NoError(t, err)
@@ -181,6 +224,20 @@ func TestRunLifecycle(t *testing.T) {
 	require.False(t, done.CompletedAt.IsZero())
 	posted := w.chat.posted()
 	require.Len(t, posted, 3)
+	// Everything the admin chat is told, in the order it will go out:
+	// each proposal's message was written with the proposal.
+	require.Equal(t, []row{
+		{domain.KindRunEvent, r.ID, "run_created", false},
+		{domain.KindRunEvent, r.ID, "run_started", false},
+		{domain.KindProgress, r.ID, "0/1", false},
+		{domain.KindRunEvent, r.ID, "proposals_created", false},
+		{domain.KindProposal, posted[0].ID, "Task from 1: task: deploy billing", false},
+		{domain.KindProposal, posted[1].ID, "Task from 3: task: fix login", false},
+		{domain.KindProposal, posted[2].ID, "Task from 4: task: write docs", false},
+		{domain.KindProgress, r.ID, "1/1", true},
+		{domain.KindRunEvent, r.ID, "run_completed", false},
+	}, w.outbox(t))
+	require.Zero(t, w.unqueued(t))
 
 	_, err = s.Close(w.ctx, r.ID)
 	var pe *analysis.PendingError
@@ -200,12 +257,13 @@ func TestRunLifecycle(t *testing.T) {
 	_, _, err = s.Decide(w.ctx, 1<<40, 1, true)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
+	require.Len(t, w.outbox(t), 9, "decisions write nothing: the pressed message is edited in place")
+
 	closed, err := s.Close(w.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, analysis.Closed, closed.State)
 	require.Equal(t, &analysis.Metrics{ProposalsTotal: 3, ApprovalRate: 0.6667, RejectionRate: 0.3333}, closed.Metrics)
-	require.Equal(t, []analysis.EventKind{analysis.EventCreated, analysis.EventStarted, analysis.EventProposalsCreated,
-		analysis.EventCompleted, analysis.EventClosed}, w.chat.kinds())
+	require.Equal(t, []string{"run_created", "run_started", "proposals_created", "run_completed", "run_closed"}, w.events(t))
 
 	// A new run does not propose the same messages again.
 	w.talk(t, s, -100) // nothing new
@@ -269,39 +327,39 @@ func (f faulty) WindowMessages(ctx context.Context, runID int64, from, to time.T
 	return f.Store.WindowMessages(ctx, runID, from, to, chatID)
 }
 
-func (f faulty) SetProgress(ctx context.Context, id int64, messages, filtered, batches int) (analysis.Run, error) {
+func (f faulty) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render analysis.Render) (analysis.Run, error) {
 	if f.fail == "batch" {
 		return analysis.Run{}, errInjected
 	}
-	return f.Store.SetProgress(ctx, id, messages, filtered, batches)
+	return f.Store.SetProgress(ctx, id, messages, filtered, batches, render)
 }
 
-func (f faulty) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal) (analysis.Run, []analysis.Proposal, error) {
+func (f faulty) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render analysis.RenderBatch) (analysis.Run, []analysis.Proposal, error) {
 	if f.fail == "save" && batch == 2 {
 		return analysis.Run{}, nil, errInjected
 	}
-	return f.Store.SaveBatch(ctx, runID, batch, messages, ps)
-}
-
-func (f faulty) SetProgressMessage(ctx context.Context, id int64, messageID int) error {
-	if f.fail == "progress" {
-		return errInjected
+	if f.fail == "outbox" && batch == 2 {
+		// Writing the batch's messages fails (here: a message the outbox
+		// refuses), so the transaction saves nothing of the batch.
+		return f.Store.SaveBatch(ctx, runID, batch, messages, ps, func(r analysis.Run, saved []analysis.Proposal) []domain.Message {
+			return append(render(r, saved), domain.Message{Kind: domain.KindRunEvent, Text: "no chat"})
+		})
 	}
-	return f.Store.SetProgressMessage(ctx, id, messageID)
+	return f.Store.SaveBatch(ctx, runID, batch, messages, ps, render)
 }
 
-func (f faulty) CompleteRun(ctx context.Context, id int64) (analysis.Run, bool, error) {
+func (f faulty) CompleteRun(ctx context.Context, id int64, render analysis.Render) (analysis.Run, bool, error) {
 	if f.fail == "complete" {
 		return analysis.Run{}, false, errInjected
 	}
-	return f.Store.CompleteRun(ctx, id)
+	return f.Store.CompleteRun(ctx, id, render)
 }
 
 // Any step failing fails the run with error_log naming the step (and the
 // batch), and a new run can then be opened.
 func TestFailureAtEachStep(t *testing.T) {
 	t.Parallel()
-	for _, step := range []string{"fetch", "batch", "proposals", "save", "progress", "complete"} {
+	for _, step := range []string{"fetch", "batch", "proposals", "save", "outbox", "complete"} {
 		t.Run(step, func(t *testing.T) {
 			t.Parallel()
 			w := newWorld(t)
@@ -319,17 +377,27 @@ func TestFailureAtEachStep(t *testing.T) {
 			require.NoError(t, err)
 			failed := w.waitState(t, s, r.ID, analysis.Failed)
 			require.NotNil(t, failed.ErrorLog)
-			require.Equal(t, step, failed.ErrorLog.Step)
+			want := step
+			if step == "outbox" {
+				want = analysis.StepSave
+			}
+			require.Equal(t, want, failed.ErrorLog.Step)
 			require.NotEmpty(t, failed.ErrorLog.Error)
 			switch step {
-			case "save":
+			case "save", "outbox":
 				require.Equal(t, 2, failed.ErrorLog.Batch)
 				require.Equal(t, 1, failed.ProposalsTotal, "batch 1's proposals were saved atomically before")
+				require.Equal(t, 1, count(t, w, `SELECT count(*) FROM analysis_proposals`), "batch 2 saved nothing")
 			case "proposals":
 				require.Equal(t, 1, failed.ErrorLog.Batch)
 				require.Equal(t, 2, w.llm.Calls("proposals"), "invalid JSON retried once")
 			}
-			require.Eventually(t, func() bool { return slices.Contains(w.chat.kinds(), analysis.EventFailed) }, 5*time.Second, 5*time.Millisecond)
+			// Each saved proposal has its message queued, and none more.
+			require.Zero(t, w.unqueued(t))
+			require.Equal(t, count(t, w, `SELECT count(*) FROM analysis_proposals`),
+				count(t, w, `SELECT count(*) FROM outbox WHERE kind = 'proposal'`))
+			// The failure's event was written with it.
+			require.Equal(t, "run_failed", w.events(t)[len(w.events(t))-1])
 			_, err = s.NewRun(w.ctx, 1, "")
 			require.NoError(t, err, "a failed run does not block a new one")
 		})
@@ -351,6 +419,14 @@ func TestInterruptedRunIsFailed(t *testing.T) {
 	s2 := w.service(t, w.store) // a replica starting: it reaps at once
 	failed := w.waitState(t, s2, r.ID, analysis.Failed)
 	require.Equal(t, "interrupted", failed.ErrorLog.Step)
+	require.Equal(t, []string{"run_created", "run_failed"}, w.events(t), "the reaper writes the failure's event with it")
 	_, err = s2.NewRun(w.ctx, 1, "")
 	require.NoError(t, err)
+}
+
+func count(t *testing.T, w *world, query string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, w.store.Pool().QueryRow(w.ctx, query, args...).Scan(&n))
+	return n
 }

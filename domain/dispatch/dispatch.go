@@ -318,8 +318,8 @@ func (s *Service) refusal(ctx context.Context, offerID, masterID int64) (Offer, 
 	return f, fmt.Errorf("offer %d is %s: %w", f.ID, f.State, ErrOfferClosed)
 }
 
-// event logs e as JSON and posts it to the live log. A live log Telegram
-// cannot take is not a reason to fail the step it reports.
+// event logs e as JSON and queues it for the live log. A live log the
+// outbox cannot take is not a reason to fail the step it reports.
 func (s *Service) event(ctx context.Context, e Event) {
 	if e.At.IsZero() {
 		e.At = s.deps.Clock.Now()
@@ -328,26 +328,32 @@ func (s *Service) event(ctx context.Context, e Event) {
 	if s.deps.Notifier == nil {
 		return
 	}
-	if err := s.deps.Notifier.Log(ctx, e); err != nil {
-		s.log.Warn("live log", "event", e.Kind, "err", err)
-	}
+	s.enqueue(ctx, "live log "+string(e.Kind), s.deps.Notifier.Event(e))
 }
 
 func (s *Service) tell(ctx context.Context, n Note) {
 	if s.deps.Notifier == nil {
 		return
 	}
-	if err := s.deps.Notifier.Tell(ctx, n); err != nil {
-		s.log.Warn("tell master", "master", n.Master.UserID, "note", n.Kind, "err", err)
-	}
+	s.enqueue(ctx, "note "+string(n.Kind), s.deps.Notifier.Note(n))
 }
 
+// closeOffer queues the edit of an ended offer's message. The edit names
+// the message by its key, so it finds it even when the offer was still
+// waiting in the outbox as it ended (rows of one chat go out in order).
 func (s *Service) closeOffer(ctx context.Context, m Master, o Order, f Offer) {
-	if s.deps.Notifier == nil || f.MessageID == 0 {
+	if s.deps.Notifier == nil {
 		return
 	}
-	if err := s.deps.Notifier.CloseOffer(ctx, m, o, f); err != nil {
-		s.log.Warn("edit closed offer", "offer", f.ID, "master", f.MasterID, "err", err)
+	s.enqueue(ctx, "close offer", s.deps.Notifier.Closed(m, o, f))
+}
+
+func (s *Service) enqueue(ctx context.Context, what string, msgs []domain.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	if err := s.deps.Repo.Enqueue(context.WithoutCancel(ctx), msgs...); err != nil {
+		s.log.Warn("queue message", "what", what, "err", err)
 	}
 }
 

@@ -2,8 +2,9 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"time"
+
+	"switchboard/domain"
 )
 
 // MaxDistribute bounds the orders one distribution pass looks at; the rest
@@ -41,81 +42,66 @@ func (s *Service) distribute(ctx context.Context, all bool) error {
 	return ctx.Err()
 }
 
-// distributeOrder offers one order to its next candidate. A master Telegram
-// will not deliver to is paused and the next one tried, so a stale
-// registration cannot hold an order for a whole SLA.
+// distributeOrder offers one order to its next candidate; the offer's
+// message and live-log line commit with the offer.
 func (s *Service) distributeOrder(ctx context.Context, orderID int64) {
-	for attempt := 0; attempt < 10 && ctx.Err() == nil; attempt++ {
-		f, o, outcome, err := s.deps.Repo.OfferNext(ctx, orderID, s.cfg.OfferSLA)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Error("distribute order", "order", orderID, "err", err)
-			}
-			return
-		}
-		switch outcome {
-		case Unassignable:
-			s.event(ctx, Event{Kind: EventUnassignable, OrderID: orderID, Round: o.Round})
-			return
-		case Offered:
-		default:
-			return
-		}
-		s.m.offers.WithLabelValues(string(Sent)).Inc()
-		// This replica knows of the deadline now; the others hear of it
-		// through the offers trigger's NOTIFY.
-		s.timer.arm(f.ExpiresAt)
-		if !s.send(ctx, o, f) {
-			continue
+	f, o, outcome, err := s.deps.Repo.OfferNext(ctx, orderID, s.cfg.OfferSLA, s.render)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("distribute order", "order", orderID, "err", err)
 		}
 		return
 	}
+	switch outcome {
+	case Unassignable:
+		s.event(ctx, Event{Kind: EventUnassignable, OrderID: orderID, Round: o.Round})
+	case Offered:
+		s.m.offers.WithLabelValues(string(Sent)).Inc()
+		s.log.Info("dispatch_event", "event", string(EventOfferSent), "order", o.ID, "offer", f.ID, "master", f.MasterID)
+		// This replica knows of the deadline now; the others hear of it
+		// through the offers trigger's NOTIFY.
+		s.timer.arm(f.ExpiresAt)
+	}
 }
 
-// send delivers a new offer; false if the master turned out unreachable and
-// the order should go to the next candidate.
-func (s *Service) send(ctx context.Context, o Order, f Offer) bool {
-	m, err := s.deps.Repo.Master(ctx, f.MasterID)
-	if err != nil {
-		s.log.Error("load master for offer", "offer", f.ID, "master", f.MasterID, "err", err)
-		return true // the watchdog expires it in time
-	}
-	s.event(ctx, Event{Kind: EventOfferSent, OrderID: o.ID, OfferID: f.ID, MasterID: m.UserID, Master: &m, Round: f.Round})
+// render is what commits with a new offer: its message and its line in
+// the live log.
+func (s *Service) render(m Master, o Order, f Offer) []domain.Message {
 	if s.deps.Notifier == nil {
-		return true
+		return nil
 	}
-	chatID, msgID, err := s.deps.Notifier.SendOffer(ctx, m, o, f)
-	if errors.Is(err, ErrRecipientGone) {
-		s.log.Warn("master unreachable, pausing", "master", m.UserID, "offer", f.ID, "err", err)
-		s.event(ctx, Event{Kind: EventOfferUndelivered, OrderID: o.ID, OfferID: f.ID, MasterID: m.UserID, Master: &m})
-		if _, err := s.deps.Repo.SetActive(ctx, m.UserID, false); err != nil {
-			s.log.Error("pause unreachable master", "master", m.UserID, "err", err)
-		}
-		if _, _, err := s.deps.Repo.Decline(ctx, f.ID, m.UserID); err != nil {
+	e := Event{Kind: EventOfferSent, OrderID: o.ID, OfferID: f.ID, MasterID: m.UserID, Master: &m, Round: f.Round, At: s.deps.Clock.Now()}
+	return append(s.deps.Notifier.Offer(m, o, f), s.deps.Notifier.Event(e)...)
+}
+
+// Undeliverable is told by the outbox that an offer's message was dropped
+// because Telegram refuses its master for good (blocked the bot, deleted
+// the account): the master is paused, the offer declined at once, and the
+// order goes to the next candidate rather than waiting out the SLA.
+func (s *Service) Undeliverable(ctx context.Context, offerID int64) {
+	f, err := s.deps.Repo.Offer(ctx, offerID)
+	if err != nil {
+		s.log.Error("load undeliverable offer", "offer", offerID, "err", err)
+		return
+	}
+	if !f.State.Open() {
+		return
+	}
+	m, _ := s.deps.Repo.Master(ctx, f.MasterID)
+	s.log.Warn("master unreachable, pausing", "master", f.MasterID, "offer", f.ID)
+	s.event(ctx, Event{Kind: EventOfferUndelivered, OrderID: f.OrderID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m)})
+	if _, err := s.deps.Repo.SetActive(ctx, f.MasterID, false); err != nil {
+		s.log.Error("pause unreachable master", "master", f.MasterID, "err", err)
+	}
+	if _, ok, err := s.deps.Repo.Decline(ctx, f.ID, f.MasterID); err != nil || !ok {
+		if err != nil {
 			s.log.Error("decline undelivered offer", "offer", f.ID, "err", err)
-			return true
 		}
-		return false
+		return
 	}
-	if err != nil {
-		// Telegram is down: the offer stays SENT and the watchdog takes it
-		// back after the SLA, as for a master who did not answer.
-		s.log.Warn("send offer", "offer", f.ID, "master", m.UserID, "err", err)
-		return true
-	}
-	after, err := s.deps.Repo.SetOfferMessage(ctx, f.ID, chatID, msgID)
-	if err != nil {
-		s.log.Error("record offer message", "offer", f.ID, "err", err)
-		return true
-	}
-	if !after.State.Open() {
-		// It ended (a short SLA, a slow Telegram) before its message was
-		// recorded, so the sweep that ended it saw no message to edit:
-		// edit it here. Updates of the row are serialised, so exactly one
-		// of the two sees the message.
-		s.closeOffer(ctx, m, o, after)
-	}
-	return true
+	s.m.offers.WithLabelValues(string(Declined)).Inc()
+	s.distributeOrder(ctx, f.OrderID)
+	s.freed()
 }
 
 // Commission is the COMMISSION_INTERVAL job: masters whose commission is

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain"
 )
 
 // Master is a registered master.
@@ -161,10 +163,12 @@ type Repository interface {
 	// expiring after sla; with nobody left in round 1 move to round 2 and
 	// pick again; with nobody left in round 2 mark the order unassignable.
 	// Creating an offer clears the unassignable mark.
-	OfferNext(ctx context.Context, orderID int64, sla time.Duration) (Offer, Order, Outcome, error)
-	// SetOfferMessage records where the offer's message is and returns the
-	// offer as it is after that.
-	SetOfferMessage(ctx context.Context, offerID, chatID int64, messageID int) (Offer, error)
+	// A new offer's messages (render's: the offer, its live-log line) are
+	// written to the outbox in the same transaction, so an offer never
+	// exists unseen.
+	OfferNext(ctx context.Context, orderID int64, sla time.Duration, render Render) (Offer, Order, Outcome, error)
+	// Enqueue writes messages to the outbox.
+	Enqueue(ctx context.Context, msgs ...domain.Message) error
 	// Offer returns one offer; domain.ErrNotFound if none.
 	Offer(ctx context.Context, id int64) (Offer, error)
 
@@ -248,22 +252,24 @@ type Note struct {
 	Amount int64
 }
 
-// Notifier is what the workflow needs from Telegram (the bot implements it).
+// Notifier renders what the workflow tells people (the bot implements it).
+// It only renders: the messages go to the outbox, written with the state
+// change that causes them where the repository takes them (a new offer), else
+// right after it, and the bot's senders deliver them under Telegram's limits.
 type Notifier interface {
-	// SendOffer sends the offer message with Accept, Decline and Details;
-	// ErrRecipientGone if the master cannot be written to.
-	SendOffer(ctx context.Context, m Master, o Order, f Offer) (chatID int64, messageID int, err error)
-	// CloseOffer edits the master's offer message to show how it ended
+	// Offer is the offer message with Accept, Decline and Details.
+	Offer(m Master, o Order, f Offer) []domain.Message
+	// Closed edits the master's offer message to show how the offer ended
 	// (EXPIRED, WITHDRAWN).
-	CloseOffer(ctx context.Context, m Master, o Order, f Offer) error
-	// Tell sends a master a note.
-	Tell(ctx context.Context, n Note) error
-	// Log posts an event to the admins' live log (ADMIN_CHAT_ID).
-	Log(ctx context.Context, e Event) error
+	Closed(m Master, o Order, f Offer) []domain.Message
+	// Note is a message to a master.
+	Note(n Note) []domain.Message
+	// Event is a line of the admins' live log (none without an admin chat).
+	Event(e Event) []domain.Message
 }
 
-// ErrRecipientGone: the master blocked the bot or deleted their account.
-var ErrRecipientGone = errors.New("recipient cannot be written to")
+// Render builds the messages that commit with a new offer (Repository.OfferNext).
+type Render func(m Master, o Order, f Offer) []domain.Message
 
 // Errors the bot turns into answers.
 var (

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -28,7 +29,7 @@ type world struct {
 
 func newWorld(t *testing.T, cfg dispatch.Config) *world {
 	t.Helper()
-	return &world{ctx: context.Background(), store: storagetest.New(t), tg: &recorder{gone: map[int64]bool{}}, cfg: cfg}
+	return &world{ctx: context.Background(), store: storagetest.New(t), tg: &recorder{}, cfg: cfg}
 }
 
 // service builds one replica's service over the world.
@@ -88,52 +89,55 @@ func eventually(t *testing.T, cond func() bool, msg string) {
 	require.Eventually(t, cond, 10*time.Second, 5*time.Millisecond, msg)
 }
 
-// recorder stands in for Telegram: it records what the workflow sent.
+// recorder stands in for the bot's renderer: it records what the workflow
+// asked to tell, and renders messages the outbox takes.
 type recorder struct {
 	mu     sync.Mutex
 	sent   []dispatch.Offer
 	closed []dispatch.Offer
 	notes  []dispatch.Note
 	events []dispatch.Event
-	gone   map[int64]bool // masters who blocked the bot
-	// onSend runs inside SendOffer, before it returns (Telegram slow).
-	onSend func(dispatch.Offer)
 }
 
-func (r *recorder) SendOffer(_ context.Context, m dispatch.Master, _ dispatch.Order, f dispatch.Offer) (int64, int, error) {
+// liveLogChat is the admin chat the recorder's live-log lines go to.
+const liveLogChat = -100
+
+func (r *recorder) Offer(m dispatch.Master, _ dispatch.Order, f dispatch.Offer) []domain.Message {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.gone[m.UserID] {
-		return 0, 0, fmt.Errorf("send: %w", dispatch.ErrRecipientGone)
-	}
 	r.sent = append(r.sent, f)
-	if r.onSend != nil {
-		r.mu.Unlock()
-		r.onSend(f)
-		r.mu.Lock()
-	}
-	return m.UserID, int(f.ID) + 1000, nil
+	return []domain.Message{{ChatID: m.UserID, Kind: domain.KindOffer, Ref: f.ID, Key: fmt.Sprint("offer:", f.ID), Text: "offer"}}
 }
 
-func (r *recorder) CloseOffer(_ context.Context, _ dispatch.Master, _ dispatch.Order, f dispatch.Offer) error {
+func (r *recorder) Closed(m dispatch.Master, _ dispatch.Order, f dispatch.Offer) []domain.Message {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closed = append(r.closed, f)
-	return nil
+	return []domain.Message{{ChatID: m.UserID, Kind: domain.KindOfferClose, Ref: f.ID, Key: fmt.Sprint("offer:", f.ID), Edit: true, Text: string(f.State)}}
 }
 
-func (r *recorder) Tell(_ context.Context, n dispatch.Note) error {
+func (r *recorder) Note(n dispatch.Note) []domain.Message {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.notes = append(r.notes, n)
-	return nil
+	return []domain.Message{{ChatID: n.Master.UserID, Kind: domain.KindNote, Text: string(n.Kind)}}
 }
 
-func (r *recorder) Log(_ context.Context, e dispatch.Event) error {
+func (r *recorder) Event(e dispatch.Event) []domain.Message {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
-	return nil
+	return []domain.Message{{ChatID: liveLogChat, Kind: domain.KindLiveLog, Ref: e.OrderID, Text: string(e.Kind)}}
+}
+
+// outbox lists the outbox rows of a chat in delivery order as kind:ref.
+func (w *world) outbox(t *testing.T, chat int64) []string {
+	t.Helper()
+	rows, err := w.store.Pool().Query(w.ctx, `SELECT kind || ':' || ref FROM outbox WHERE chat_id = $1 ORDER BY id`, chat)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return out
 }
 
 func (r *recorder) sentTo() []int64 {
@@ -210,7 +214,8 @@ func TestExpiredOfferGoesToTheNextMaster(t *testing.T) {
 	require.Equal(t, []int64{10}, w.tg.sentTo(), "idle longest first, only matching masters")
 	first := w.tg.sentOffers()[0]
 	require.Equal(t, dispatch.Sent, w.offer(t, first.ID).State)
-	require.Equal(t, first.ID+1000, int64(w.offer(t, first.ID).MessageID), "the message is recorded for later edits")
+	require.Equal(t, []string{fmt.Sprint("offer:", first.ID)}, w.outbox(t, 10), "the offer's message is queued with the offer")
+	require.Contains(t, w.outbox(t, liveLogChat), fmt.Sprint("live_log:", o.ID))
 
 	eventually(t, func() bool { return len(w.tg.sentTo()) == 2 }, "offer expired and went to master 11")
 	expired := w.offer(t, first.ID)
@@ -287,21 +292,31 @@ func count(list []string, s string) int {
 	return n
 }
 
-// A master who blocked the bot is paused and the next one offered at once.
+// A master the outbox cannot write to (blocked the bot) is paused, the
+// offer declined and the next master offered at once.
 func TestUnreachableMasterIsSkipped(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
 	s := w.service(t)
 	w.master(t, s, 10, "Lviv Center painter")
 	w.master(t, s, 11, "Lviv Center painter")
-	w.tg.gone[10] = true
+	w.exec(t, `UPDATE masters SET last_offer_at = now() WHERE user_id = 11`)
 	o, err := s.CreateOrder(w.ctx, admin, "Lviv Center painter 300 Paint the door")
 	require.NoError(t, err)
-	require.Equal(t, []int64{11}, w.tg.sentTo())
+	require.Equal(t, []int64{10}, w.tg.sentTo())
+	first := w.tg.sentOffers()[0]
+
+	s.Undeliverable(w.ctx, first.ID) // the outbox dropped its message
+	require.Equal(t, []int64{10, 11}, w.tg.sentTo())
+	require.Equal(t, dispatch.Declined, w.offer(t, first.ID).State)
 	m, _, err := s.Master(w.ctx, 10)
 	require.NoError(t, err)
 	require.False(t, m.Active, "paused")
 	require.Contains(t, w.tg.log(o.ID), "offer_undelivered:10")
+
+	// Told twice (two replicas' senders): the second changes nothing.
+	s.Undeliverable(w.ctx, first.ID)
+	require.Equal(t, []int64{10, 11}, w.tg.sentTo())
 }
 
 // A master with an open offer is never a candidate; after it expires or is
@@ -559,7 +574,7 @@ func TestExpireSurvivesDatabaseOutage(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, st.Migrate(ctx))
 	t.Cleanup(st.Close)
-	w := &world{ctx: ctx, store: st, tg: &recorder{gone: map[int64]bool{}}, cfg: dispatch.Config{OfferSLA: time.Hour}}
+	w := &world{ctx: ctx, store: st, tg: &recorder{}, cfg: dispatch.Config{OfferSLA: time.Hour}}
 	s := w.service(t)
 	w.master(t, s, 10, "Sumy Center smith")
 	_, err = s.CreateOrder(ctx, admin, "Sumy Center smith 100 Gate")
@@ -581,29 +596,23 @@ func TestExpireSurvivesDatabaseOutage(t *testing.T) {
 	require.Equal(t, 1, n)
 }
 
-// An offer that expires while Telegram is still sending it (the sweep sees
-// no message to edit) is edited by the sender instead, exactly once.
-func TestOfferExpiredWhileBeingSentIsEdited(t *testing.T) {
+// An offer that expires before its message went out gets its closing edit
+// queued behind the message in the same chat, so the edit finds it.
+func TestOfferExpiredBeforeDeliveryIsEditedAfterIt(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
 	s := w.service(t)
 	w.master(t, s, 10, "Chernihiv Center plumber")
-	swept, once := 0, false
-	w.tg.onSend = func(f dispatch.Offer) {
-		if once {
-			return // the round-2 offer the expiry leads to is left alone
-		}
-		once = true
-		w.exec(t, `UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, f.ID)
-		n, err := s.Expire(w.ctx)
-		require.NoError(t, err)
-		swept += n
-	}
 	_, err := s.CreateOrder(w.ctx, admin, "Chernihiv Center plumber 100 Tap")
 	require.NoError(t, err)
-	require.Equal(t, 1, swept)
+	f := w.tg.sentOffers()[0]
+	w.exec(t, `UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, f.ID)
+	n, err := s.Expire(w.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	// Then round 2 offers the order to the same master again.
+	require.Equal(t, []string{fmt.Sprint("offer:", f.ID), fmt.Sprint("offer_close:", f.ID)}, w.outbox(t, 10)[:2])
 	closed := w.tg.closedOffers()
-	require.Len(t, closed, 1, "edited once, by the sender: %+v", closed)
+	require.Len(t, closed, 1)
 	require.Equal(t, dispatch.Expired, closed[0].State)
-	require.Equal(t, int(closed[0].ID)+1000, closed[0].MessageID)
 }

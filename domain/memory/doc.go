@@ -11,18 +11,23 @@
 //	 └──────────────────┘              └────────────────────┘             │  capture
 //	                                                                      │  ▼
 //	COMPLETED ◄──────────────────────────────────────────────── RESPONDING ─┘ (reaper → READY)
-//	    │ deliver the answer, then archivist signal 2 → lsm_storage, archived_at
+//	    │ (the answer queued in the outbox by the same commit: delivered_at)
+//	    │ archivist signal 2 → lsm_storage, archived_at
 //	    ▼
 //	(archived: the user's next run may start)
 //
-//	a stage at work (ANALYZING, ASSEMBLING, RESPONDING) ──► FAILED (the user is told; what they wrote stays in raw_logs)
+//	a stage at work (ANALYZING, ASSEMBLING, RESPONDING) ──► FAILED (the notice queued by the same commit;
+//	                                                        what they wrote stays in raw_logs)
 //
 // Every stage starts with a capture, one conditional UPDATE that names the
 // status it expects, so of any number of orchestrators exactly one runs a
 // stage. The worker that captured a run carries it on: each stage's result
 // is committed together with the capture of the next stage (two status
 // changes, one commit), and the COMPLETED or FAILED run stays claimed for
-// that worker's delivery. NOTIFY on pipeline_events is a hint to look: its
+// that worker's archive. What the user is told is written to the outbox
+// (domain.Message rows the Notifier renders) in the commit that records
+// the outcome, and the outbox's senders deliver it; no worker waits for
+// Telegram. NOTIFY on pipeline_events is a hint to look: its
 // payload says whether somebody holds the run, and only runs nobody holds (a
 // new one, a stage handed back, the reaper's returns) are looked at. A sweep
 // after every (re)connect and on a timer is the guarantee. A run whose orchestrator died

@@ -173,15 +173,15 @@ func (b *bundle) prompts(rule string) []string {
 	return out
 }
 
-// chat stands in for Telegram: it records what the pipeline sent.
+// chat stands in for the bot's renderer: it records what the pipeline
+// asked it to render. What the user is told is what the outbox holds
+// (queued), which the tests read from the database.
 type chat struct {
-	mu      sync.Mutex
-	msgID   int
-	answers []memory.Run
-	failed  []memory.Run
-	typing  int
-	fail    error
-	refused int // answers refused while fail was set
+	mu       sync.Mutex
+	msgID    int
+	rendered []memory.Run
+	failed   []memory.Run
+	typing   int
 }
 
 func (c *chat) Typing(context.Context, int64) error {
@@ -191,38 +191,64 @@ func (c *chat) Typing(context.Context, int64) error {
 	return nil
 }
 
-func (c *chat) Answer(_ context.Context, r memory.Run) error {
+func (c *chat) Answer(r memory.Run) []domain.Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.fail != nil {
-		c.refused++
-		return c.fail
+	c.rendered = append(c.rendered, r)
+	return []domain.Message{
+		{ChatID: r.ChatID, Kind: domain.KindMemoryAnswer, Ref: r.ID, Text: "answer: " + r.FinalAnswer, ReplyTo: r.MessageID},
+		{ChatID: r.ChatID, Kind: domain.KindMemoryAnswer, Ref: r.ID, Text: "(end)"},
 	}
-	c.answers = append(c.answers, r)
-	return nil
 }
 
-func (c *chat) Failed(_ context.Context, r memory.Run) error {
+func (c *chat) Failed(r memory.Run) []domain.Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.failed = append(c.failed, r)
-	return nil
-}
-
-func (c *chat) refusals() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.refused
-}
-
-func (c *chat) answered() []memory.Run {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.answers)
+	return []domain.Message{{ChatID: r.ChatID, Kind: domain.KindMemoryAnswer, Ref: r.ID, Text: "failed", ReplyTo: r.MessageID}}
 }
 
 func (c *chat) failures() []memory.Run {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.failed)
+}
+
+// outboxRow is one queued message of the memory chat.
+type outboxRow struct {
+	ID      int64
+	Chat    int64
+	Ref     int64
+	Text    string
+	ReplyTo int
+}
+
+// queued lists the memory chat's outbox rows in the order they are
+// delivered (id).
+func (b *bundle) queued(t *testing.T) []outboxRow {
+	t.Helper()
+	rows, err := b.store.Pool().Query(b.ctx, `SELECT id, chat_id, ref, body->>'text', COALESCE((body->>'reply_to')::int, 0)
+FROM outbox WHERE kind = 'memory_answer' ORDER BY id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []outboxRow
+	for rows.Next() {
+		var r outboxRow
+		require.NoError(t, rows.Scan(&r.ID, &r.Chat, &r.Ref, &r.Text, &r.ReplyTo))
+		out = append(out, r)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// answers are the queued answers' first parts, in delivery order.
+func (b *bundle) answers(t *testing.T) []outboxRow {
+	t.Helper()
+	var out []outboxRow
+	for _, r := range b.queued(t) {
+		if strings.HasPrefix(r.Text, "answer: ") {
+			out = append(out, r)
+		}
+	}
+	return out
 }

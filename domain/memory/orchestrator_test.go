@@ -42,11 +42,11 @@ func TestFourOrchestratorsCaptureEachStageOnce(t *testing.T) {
 		require.Equal(t, runs, b.llm.Calls(rule), rule)
 	}
 	seen := map[int64]bool{}
-	for _, a := range b.chat.answered() {
-		require.False(t, seen[a.ID], "run %d answered twice", a.ID)
-		seen[a.ID] = true
+	for _, a := range b.answers(t) {
+		require.False(t, seen[a.Ref], "run %d answered twice", a.Ref)
+		seen[a.Ref] = true
 	}
-	require.Len(t, seen, runs)
+	require.Len(t, seen, runs, "every run's answer is queued, once")
 	var sums int
 	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT count(*) FROM lsm_storage`).Scan(&sums))
 	require.Equal(t, runs, sums)

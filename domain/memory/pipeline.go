@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"switchboard/domain"
 )
 
 // Analysis is the analyzer's validated JSON.
@@ -146,8 +148,11 @@ func (s *Service) stage(ctx context.Context, r Run, rc Recall, name string,
 		return s.fail(ctx, r, name, err)
 	}
 	next := following[r.Status]
-	moved, ok, err := s.step(ctx, r, Step{From: r.Status, To: next[0], Change: ch, Then: next[1],
-		Hold: s.cfg.Lease})
+	st := Step{From: r.Status, To: next[0], Change: ch, Then: next[1], Hold: s.cfg.Lease}
+	if st.To == Completed {
+		st.Messages = s.render(r.apply(st)) // queued with the answer itself
+	}
+	moved, ok, err := s.step(ctx, r, st)
 	if err != nil || !ok {
 		// Not ok: the reaper took it back while we worked; whoever has it now finishes.
 		s.log.Warn("advance run", "run", r.ID, "to", next[0], "err", err, "moved", ok)
@@ -156,8 +161,9 @@ func (s *Service) stage(ctx context.Context, r Run, rc Recall, name string,
 	return moved, true
 }
 
-// fail records the error and moves the run to FAILED, keeping it claimed
-// for finish, which tells the user.
+// fail records the error and moves the run to FAILED, queuing the notice
+// that tells the user in the same commit; the run stays claimed for
+// finish, which starts the user's next run.
 func (s *Service) fail(ctx context.Context, r Run, stage string, cause error) (Run, bool) {
 	s.m.failed.WithLabelValues(stage).Inc()
 	msg := fmt.Sprintf("%s: %v", stage, cause)
@@ -165,7 +171,9 @@ func (s *Service) fail(ctx context.Context, r Run, stage string, cause error) (R
 		msg = string([]rune(msg)[:1000])
 	}
 	s.log.Warn("pipeline run failed", "run", r.ID, "user", r.UserID, "stage", stage, "err", cause)
-	failed, ok, err := s.step(ctx, r, Step{From: r.Status, To: Failed, Change: Change{ErrorMessage: msg}, Hold: s.cfg.Lease})
+	st := Step{From: r.Status, To: Failed, Change: Change{ErrorMessage: msg}, Hold: s.cfg.Lease}
+	st.Messages = s.render(r.apply(st))
+	failed, ok, err := s.step(ctx, r, st)
 	if err != nil || !ok {
 		s.log.Error("mark run failed", "run", r.ID, "err", err, "moved", ok)
 		return r, false
@@ -248,18 +256,35 @@ func (s *Service) respond(ctx context.Context, r Run) (Run, bool) {
 	})
 }
 
-// finish delivers a finished run's answer (or failure notice), which this
-// worker holds claimed, archives a completed one, then starts the user's
-// next run. The claim keeps two orchestrators from sending the same answer
-// twice; it is released when anything fails, so the sweep retries.
+// render is what a finished run tells the user: the answer, or the
+// failure notice; nothing without a Notifier.
+func (s *Service) render(r Run) []domain.Message {
+	if s.deps.Notifier == nil {
+		return nil
+	}
+	if r.Status == Failed {
+		return s.deps.Notifier.Failed(r)
+	}
+	return s.deps.Notifier.Answer(r)
+}
+
+// finish archives a finished run, which this worker holds claimed, and
+// starts the user's next run. The claim keeps two orchestrators from
+// archiving the same run at once; it is released when anything fails, so
+// the sweep retries.
 //
-// The archivist summarises while the answer is being sent. When its
-// summary is there within Config.MarkGrace of the answer going out, one statement
-// records the delivery and the archive; otherwise the delivery is recorded
-// on its own at once. Either way a crash between the answer going out and
-// its record (which makes the sweep send it again) has only that short
-// window, and the run is archived only once its answer is out, so a user's
-// answers stay in order.
+// The answer (or the failure notice) is normally queued already, in the
+// commit that made the run COMPLETED or FAILED; finish queues it only for
+// a run whose step did not (one the reaper FAILED, or one finished before
+// answers were queued with the step), in one statement with delivered_at,
+// which refuses a second time. Nobody waits for Telegram here: the
+// outbox's senders deliver the rows, one chat's in the order they were
+// written.
+//
+// Then the archivist summarises the exchange and one statement archives
+// it. The user's next run starts only once the run is archived (its
+// summary is part of the next run's memory) and its answer queued (so the
+// next answer is queued, and delivered, after it).
 func (s *Service) finish(ctx context.Context, r Run) {
 	released := false
 	defer func() {
@@ -267,52 +292,19 @@ func (s *Service) finish(ctx context.Context, r Run) {
 			s.release(ctx, r.ID)
 		}
 	}()
-	var summary <-chan *Summary
-	if r.Status == Completed && r.ArchivedAt.IsZero() {
-		sctx, cancel := context.WithCancel(ctx)
-		defer cancel() // on a failed delivery: the sweep summarises it again
-		summary = s.summarise(sctx, r)
-	}
-	var (
-		sum       *Summary
-		markAlong bool // the summary came in time: the delivery is recorded with the archive
-	)
-	if r.DeliveredAt.IsZero() && s.deps.Notifier != nil {
-		send := s.deps.Notifier.Answer
-		if r.Status == Failed {
-			send = s.deps.Notifier.Failed
-		}
-		if err := send(ctx, r); err != nil {
-			// Telegram is down, say: the sweep retries. Archiving waits so
-			// the user's runs stay in order.
-			s.log.Warn("deliver run", "run", r.ID, "status", r.Status, "err", err)
-			return
-		}
-		if summary != nil {
-			t := s.deps.Clock.NewTimer(s.cfg.MarkGrace)
-			select {
-			case sum = <-summary:
-				markAlong = true
-			case <-t.Chan():
-			}
-			t.Stop()
-		}
-		if !markAlong {
-			if err := s.deps.Repo.MarkDelivered(ctx, r.ID); err != nil {
-				s.log.Error("mark run delivered", "run", r.ID, "err", err)
-				return
-			}
+	if r.DeliveredAt.IsZero() {
+		if _, err := s.deps.Repo.MarkDelivered(ctx, r.ID, s.render(r)); err != nil {
+			s.log.Error("queue the answer of run", "run", r.ID, "status", r.Status, "err", err)
+			return // the sweep retries; archiving waits so the user's runs stay in order
 		}
 	}
 	var next Ref
-	if summary != nil {
-		if !markAlong {
-			sum = <-summary
-		}
+	if r.Status == Completed && r.ArchivedAt.IsZero() {
+		sum := s.summarise(ctx, r)
 		if ctx.Err() != nil {
 			return
 		}
-		n, _, err := s.deps.Repo.ArchiveRun(ctx, r.ID, sum, markAlong)
+		n, _, err := s.deps.Repo.ArchiveRun(ctx, r.ID, sum)
 		if err != nil {
 			s.log.Error("archive run", "run", r.ID, "err", err)
 			return
@@ -344,34 +336,29 @@ func (s *Service) release(ctx context.Context, id int64) {
 	}
 }
 
-// summarise is archivist signal 2's model call, on a goroutine of its own:
-// the exchange summarised for lsm_storage, or nil when the archivist
-// cannot summarise it; the run is then archived without a summary rather
-// than block the user's next run for ever.
-func (s *Service) summarise(ctx context.Context, r Run) <-chan *Summary {
-	out := make(chan *Summary, 1)
-	go func() {
-		start := s.deps.Clock.Now()
-		defer func() { s.m.stage.WithLabelValues("archivist").Observe(s.deps.Clock.Since(start).Seconds()) }()
-		sys, err := s.prompt(ctx, "archivist")
-		var note archiveNote
-		if err == nil {
-			prompt := "## The user wrote\n" + r.Query + "\n\n## The mentor answered\n" + r.FinalAnswer + "\n"
-			_, err = s.call(ctx, Call{Label: "memory_archivist", System: sys, Prompt: prompt}, &note)
-		}
-		switch {
-		case ctx.Err() != nil:
-			out <- nil // nobody archives with it
-		case err != nil:
-			s.m.failed.WithLabelValues("archivist").Inc()
-			s.log.Warn("archivist could not summarise; archived without a summary", "run", r.ID, "err", err)
-			out <- nil
-		default:
-			bs, be := isoWeek(r.CreatedAt)
-			out <- &Summary{BucketStart: bs, BucketEnd: be, Tags: note.Tags, Summary: note.Summary, SourceRunIDs: []int64{r.ID}}
-		}
-	}()
-	return out
+// summarise is archivist signal 2's model call: the exchange summarised
+// for lsm_storage, or nil when the archivist cannot summarise it (or ctx
+// ended); the run is then archived without a summary rather than block the
+// user's next run for ever.
+func (s *Service) summarise(ctx context.Context, r Run) *Summary {
+	start := s.deps.Clock.Now()
+	defer func() { s.m.stage.WithLabelValues("archivist").Observe(s.deps.Clock.Since(start).Seconds()) }()
+	sys, err := s.prompt(ctx, "archivist")
+	var note archiveNote
+	if err == nil {
+		prompt := "## The user wrote\n" + r.Query + "\n\n## The mentor answered\n" + r.FinalAnswer + "\n"
+		_, err = s.call(ctx, Call{Label: "memory_archivist", System: sys, Prompt: prompt}, &note)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return nil // nobody archives with it
+	case err != nil:
+		s.m.failed.WithLabelValues("archivist").Inc()
+		s.log.Warn("archivist could not summarise; archived without a summary", "run", r.ID, "err", err)
+		return nil
+	}
+	bs, be := isoWeek(r.CreatedAt)
+	return &Summary{BucketStart: bs, BucketEnd: be, Tags: note.Tags, Summary: note.Summary, SourceRunIDs: []int64{r.ID}}
 }
 
 // call makes an LLM call under the document's error table: invalid JSON is

@@ -1,8 +1,9 @@
 package memory_test
 
 import (
-	"context"
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,22 @@ import (
 	"switchboard/domain/memory"
 	"switchboard/llm/llmtest"
 )
+
+// withoutIDs drops the rows' ids, for comparing what was queued.
+func withoutIDs(rows []outboxRow) []outboxRow {
+	out := slices.Clone(rows)
+	for i := range out {
+		out[i].ID = 0
+	}
+	return out
+}
+
+// sortedByRef orders rows by run, keeping each run's rows in queue order.
+func sortedByRef(rows []outboxRow) []outboxRow {
+	out := slices.Clone(rows)
+	slices.SortStableFunc(out, func(a, b outboxRow) int { return cmp.Compare(a.Ref, b.Ref) })
+	return out
+}
 
 // The process document's table, written out apart from the code's.
 func TestTransitionTable(t *testing.T) {
@@ -57,7 +74,10 @@ func TestRunGoesThroughEveryStage(t *testing.T) {
 	require.Contains(t, got.FinalContext, "Notes: the user studies Go.")
 	require.Equal(t, "Answer to: How do I learn Go?", got.FinalAnswer)
 	require.False(t, got.DeliveredAt.IsZero())
-	require.Len(t, b.chat.answered(), 1)
+	require.Equal(t, []outboxRow{
+		{Chat: 1, Ref: r.ID, Text: "answer: Answer to: How do I learn Go?", ReplyTo: r.MessageID},
+		{Chat: 1, Ref: r.ID, Text: "(end)"},
+	}, withoutIDs(b.queued(t)), "the answer is queued, its parts in order, the first a reply")
 
 	var logs []string
 	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT array_agg(log_type || ':' || (log_data->>'text') ORDER BY id) FROM raw_logs`).Scan(&logs))
@@ -82,48 +102,43 @@ func TestRunGoesThroughEveryStage(t *testing.T) {
 	require.Equal(t, 2000, resp.MaxTokens)
 }
 
-// The delivery is recorded with the archive, in one statement, when the
-// archivist's summary is ready as the answer goes out; a slow archivist
-// does not hold the record back: it is made at once and the archive
-// follows.
-func TestDeliveryRecordedWithTheArchiveOrAtOnce(t *testing.T) {
+// The answer is queued by the commit that completes the run: no outbox
+// row while the responder works, and the rows, delivered_at and COMPLETED
+// at once (one transaction: the rows' created_at is delivered_at). A slow
+// archivist holds up neither; the archive follows.
+func TestAnswerQueuedWithTheCompletedStep(t *testing.T) {
 	t.Parallel()
-	times := func(b *bundle, id int64) (delivered, archived *time.Time) {
-		require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT delivered_at, archived_at FROM pipeline_runs WHERE id = $1`, id).
-			Scan(&delivered, &archived))
-		return delivered, archived
+	b := setup(t)
+	b.llm.On(llmtest.SystemContains("patient, practical mentor")).Named("slow responder").Latency(300 * time.Millisecond).
+		Reply("a considered answer") // rules added first win
+	b.script()
+	b.archivist.Latency(time.Second)
+	b.user(t, 1)
+	b.start(t, b.svc)
+	r := b.submit(t, b.svc, 1, "take your time")
+
+	require.Eventually(t, func() bool { return b.run(t, r.ID).Status == memory.Responding }, 10*time.Second, 5*time.Millisecond)
+	require.Empty(t, b.queued(t), "nothing is queued before the answer is stored")
+	require.True(t, b.run(t, r.ID).DeliveredAt.IsZero())
+
+	require.Eventually(t, func() bool { return b.run(t, r.ID).Status == memory.Completed }, 10*time.Second, 5*time.Millisecond)
+	got := b.run(t, r.ID)
+	require.False(t, got.DeliveredAt.IsZero(), "COMPLETED and queued in one commit")
+	require.True(t, got.ArchivedAt.IsZero(), "queued while the archivist still works")
+	var created []time.Time
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT array_agg(created_at ORDER BY id) FROM outbox WHERE ref = $1`, r.ID).Scan(&created))
+	require.Len(t, created, 2)
+	for _, c := range created {
+		require.True(t, c.Equal(got.DeliveredAt), "the rows were written by the transaction that set delivered_at")
 	}
+	require.Equal(t, "answer: a considered answer", b.queued(t)[0].Text)
 
-	cfg := memory.Config{Workers: 4, Lease: 30 * time.Second, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour,
-		MarkGrace: 10 * time.Second} // however slow the machine, the summary comes in time
-	fast := setup(t, withConfig(cfg))
-	fast.script()
-	fast.user(t, 1)
-	fast.start(t, fast.svc)
-	r := fast.submit(t, fast.svc, 1, "quick")
-	fast.waitArchived(t, 1, 10*time.Second)
-	delivered, archived := times(fast, r.ID)
-	require.NotNil(t, delivered)
-	require.Equal(t, *archived, *delivered, "one statement recorded both")
-
-	slow := setup(t)
-	slow.script()
-	slow.archivist.Latency(time.Second)
-	slow.user(t, 1)
-	slow.start(t, slow.svc)
-	r = slow.submit(t, slow.svc, 1, "slow summary")
-	require.Eventually(t, func() bool {
-		d, _ := times(slow, r.ID)
-		return d != nil
-	}, 10*time.Second, 5*time.Millisecond)
-	delivered, archived = times(slow, r.ID)
-	require.Nil(t, archived, "delivered is recorded while the archivist still works")
-	require.Len(t, slow.chat.answered(), 1)
-	slow.waitArchived(t, 1, 10*time.Second)
-	delivered2, archived := times(slow, r.ID)
-	require.Equal(t, *delivered, *delivered2)
-	require.True(t, archived.After(*delivered))
-	sums, err := slow.svc.Memory(slow.ctx, 1, 10)
+	b.waitArchived(t, 1, 10*time.Second)
+	archived := b.run(t, r.ID)
+	require.True(t, archived.DeliveredAt.Equal(got.DeliveredAt))
+	require.True(t, archived.ArchivedAt.After(got.DeliveredAt))
+	require.Len(t, b.queued(t), 2, "archiving queues nothing more")
+	sums, err := b.svc.Memory(b.ctx, 1, 10)
 	require.NoError(t, err)
 	require.Len(t, sums, 1)
 }
@@ -165,8 +180,10 @@ func TestFailuresPerStage(t *testing.T) {
 			got := b.run(t, r.ID)
 			require.Equal(t, memory.Failed, got.Status)
 			require.True(t, strings.HasPrefix(got.ErrorMessage, tc.stage+":"), got.ErrorMessage)
-			require.Len(t, b.chat.failures(), 1, "the user is told")
-			require.Empty(t, b.chat.answered())
+			require.Len(t, b.chat.failures(), 1, "the notice is rendered once")
+			require.Equal(t, []outboxRow{{Chat: 1, Ref: r.ID, Text: "failed", ReplyTo: r.MessageID}}, withoutIDs(b.queued(t)),
+				"the user is told, once, in reply to their message")
+			require.False(t, got.DeliveredAt.IsZero())
 			for rule, n := range tc.calls {
 				require.Equal(t, n, b.llm.Calls(rule), rule)
 			}
@@ -290,12 +307,13 @@ func TestOneUsersRunsGoInOrder(t *testing.T) {
 	b.waitArchived(t, 6, 20*time.Second)
 
 	var order []string
-	for _, a := range b.chat.answered() {
-		if a.UserID == 1 {
-			order = append(order, a.Query)
+	for _, a := range b.answers(t) {
+		if a.Chat == 1 {
+			order = append(order, strings.TrimPrefix(a.Text, "answer: Answer to: "))
 		}
 	}
-	require.Equal(t, []string{"message 0", "message 1", "message 2", "message 3", "message 4"}, order)
+	require.Equal(t, []string{"message 0", "message 1", "message 2", "message 3", "message 4"}, order,
+		"queued, so delivered, in order")
 
 	// Every analyzer call for message k+1 came after the archivist call for message k.
 	reqs := b.llm.Requests()
@@ -331,39 +349,46 @@ func TestOneUsersRunsGoInOrder(t *testing.T) {
 	require.True(t, otherDone.Before(lastOfOne))
 }
 
-// A failed delivery (Telegram down) is retried by a later sweep; the run
-// is archived only after the user got the answer.
-func TestAnswerRetriedAfterTelegramOutage(t *testing.T) {
+// A finished run whose step queued nothing (FAILED by the reaper; or
+// COMPLETED by a version that sent answers itself) is queued by finish,
+// exactly once however many orchestrators sweep it, and archived after.
+func TestFinishQueuesWhatTheStepDidNot(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.script()
 	b.user(t, 1)
-	b.chat.mu.Lock()
-	b.chat.fail = context.DeadlineExceeded
-	b.chat.mu.Unlock()
-	b.start(t, b.svc)
-	r := b.submit(t, b.svc, 1, "hello")
-	// Wait until the failed delivery has been tried and its claim dropped:
-	// a sweep while the orchestrator still holds the claim would skip the run.
-	require.Eventually(t, func() bool {
-		var released bool
-		require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT claimed_until IS NULL FROM pipeline_runs WHERE id = $1`, r.ID).Scan(&released))
-		return b.chat.refusals() > 0 && released && b.run(t, r.ID).Status == memory.Completed
-	}, 10*time.Second, 10*time.Millisecond)
-	got := b.run(t, r.ID)
-	require.True(t, got.DeliveredAt.IsZero())
-	require.True(t, got.ArchivedAt.IsZero(), "not archived before delivery")
+	b.user(t, 2)
+	old := b.submit(t, b.svc, 1, "answered by an older version")
+	_, err := b.store.Pool().Exec(b.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'legacy answer' WHERE id = $1`, old.ID)
+	require.NoError(t, err)
+	stalled := b.submit(t, b.svc, 2, "stalled for good")
+	_, err = b.store.Pool().Exec(b.ctx, `UPDATE pipeline_runs SET status = 'RESPONDING', attempts = 3,
+claimed_until = now() - interval '1 second', final_context_payload = 'ctx' WHERE id = $1`, stalled.ID)
+	require.NoError(t, err)
 
-	b.chat.mu.Lock()
-	b.chat.fail = nil
-	b.chat.mu.Unlock()
-	// The sweep is the retry; a run still claimed by a late dispatch is
-	// skipped by one sweep and picked up by the next.
+	svcs := []*memory.Service{b.svc, b.service(t), b.service(t)}
+	for _, s := range svcs {
+		b.start(t, s)
+	}
+	n, err := b.svc.Reap(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
 	require.Eventually(t, func() bool {
-		b.svc.Sweep(b.ctx)
-		return !b.run(t, r.ID).ArchivedAt.IsZero()
-	}, 10*time.Second, 50*time.Millisecond)
-	require.Len(t, b.chat.answered(), 1)
+		for _, s := range svcs {
+			s.Sweep(b.ctx)
+		}
+		return !b.run(t, old.ID).ArchivedAt.IsZero() && !b.run(t, stalled.ID).DeliveredAt.IsZero()
+	}, 10*time.Second, 20*time.Millisecond, "legacy %+v\nstalled %+v", b.run(t, old.ID), b.run(t, stalled.ID))
+	for _, s := range svcs {
+		s.Sweep(b.ctx) // nothing is left to queue
+	}
+	require.Equal(t, []outboxRow{
+		{Chat: 1, Ref: old.ID, Text: "answer: legacy answer", ReplyTo: old.MessageID},
+		{Chat: 1, Ref: old.ID, Text: "(end)"},
+		{Chat: 2, Ref: stalled.ID, Text: "failed", ReplyTo: stalled.MessageID},
+	}, sortedByRef(withoutIDs(b.queued(t))))
+	require.Equal(t, memory.Failed, b.run(t, stalled.ID).Status)
+	require.Contains(t, b.run(t, stalled.ID).ErrorMessage, "reaper")
 }
 
 // "Typing" is renewed before the answer only when the one sent at intake

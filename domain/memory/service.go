@@ -112,16 +112,25 @@ type RecallSize struct{ Logs, Summaries int }
 // to deliver. Zero releases the run, and its notification sends whichever
 // orchestrator is free (a stage handed back on a stop).
 //
+// A step into COMPLETED or FAILED also queues what the user is told:
+// Messages (the answer, or the failure notice, as the Notifier renders
+// them) go into the outbox in the same commit, which records delivered_at
+// ("the answer is queued", once: the step names the status it leaves and
+// a NULL delivered_at). The outbox's senders deliver them in order.
+//
 // Steps, like captures, the delivery mark and the archive, commit without
 // waiting for the disk (synchronous_commit off for their transaction): a
 // database crash can lose the last fraction of a second of them, which
-// makes a run repeat a stage, or send an answer again whose delivery mark
-// was lost. Only intake, the user's message, waits until it is durable.
+// makes a run repeat a stage and queue its answer again (its rows were
+// lost with the step, but a sender may have delivered them in that
+// fraction of a second). Only intake, the user's message, waits until it
+// is durable.
 type Step struct {
 	From, To Status
 	Change   Change
 	Then     Status
 	Hold     time.Duration
+	Messages []domain.Message
 }
 
 // Repository is the storage the workflow needs; storage.Store implements it.
@@ -134,13 +143,21 @@ type Repository interface {
 	// StepRun applies st; false if the run was not in st.From.
 	StepRun(ctx context.Context, id int64, st Step) (bool, error)
 	ClaimFinished(ctx context.Context, id int64, lease time.Duration) (Run, bool, error)
-	MarkDelivered(ctx context.Context, id int64) error
-	// ArchiveRun stores the summary (if any) and archived_at, records the
-	// delivery too if delivered says the answer has just gone out, releases
-	// the run and returns the user's next NEW run (ID 0 if none); false if
-	// it was archived already.
-	ArchiveRun(ctx context.Context, id int64, s *Summary, delivered bool) (next Ref, archived bool, err error)
+	// MarkDelivered queues msgs (the answer or the failure notice) and
+	// records delivered_at, in one statement, for a finished run whose
+	// step did not (FAILED by the reaper); false, and nothing queued, if
+	// delivered_at was set already.
+	MarkDelivered(ctx context.Context, id int64, msgs []domain.Message) (bool, error)
+	// ArchiveRun stores the summary (if any) and archived_at of a COMPLETED
+	// run whose answer is queued, releases the run and returns the user's
+	// next NEW run (ID 0 if none); false if it was archived already (or
+	// its answer is not queued yet).
+	ArchiveRun(ctx context.Context, id int64, s *Summary) (next Ref, archived bool, err error)
 	ReleaseRun(ctx context.Context, id int64) error
+	// QueueMessages writes messages to the outbox with no state change
+	// (the note that a message waits behind others), committed without
+	// waiting for the disk: a note lost in a crash only goes unsaid.
+	QueueMessages(ctx context.Context, msgs []domain.Message) error
 	OpenRuns(ctx context.Context, limit int) ([]Ref, error)
 	NextRun(ctx context.Context, userID int64) (Ref, bool, error)
 	ReapRuns(ctx context.Context, maxReaps int) (returned, failed []Ref, err error)
@@ -178,14 +195,20 @@ var (
 	ErrRateLimited   = errors.New("LLM rate limited")
 )
 
-// Notifier is the chat side; the bot implements it.
+// Notifier is the chat side; the bot implements it. Answer and Failed
+// only render: the messages are queued with the state change that causes
+// them (Step.Messages, Repository.MarkDelivered), and the outbox's senders
+// deliver them.
 type Notifier interface {
-	// Typing shows "typing…" in the chat while the run works.
+	// Typing shows "typing…" in the chat while the run works (cosmetic:
+	// sent at once, its error ignored).
 	Typing(ctx context.Context, chatID int64) error
-	// Answer sends the final answer as a reply to the user's message.
-	Answer(ctx context.Context, r Run) error
-	// Failed tells the user this answer failed and they may resend.
-	Failed(ctx context.Context, r Run) error
+	// Answer renders the final answer, the first message a reply to the
+	// user's message.
+	Answer(r Run) []domain.Message
+	// Failed renders the notice that this message could not be answered
+	// and may be sent again.
+	Failed(r Run) []domain.Message
 }
 
 // Config tunes the pipeline; zero values take the defaults.
@@ -210,19 +233,11 @@ type Config struct {
 	Backoff time.Duration
 	// ContextTokens is the assembler's input budget (8000).
 	ContextTokens int
-	// MarkGrace is how long, once an answer has gone out, its delivery
-	// record waits for the archivist's summary so that one statement
-	// records both (20 ms); the longer, the longer a crash's window for
-	// sending that answer twice.
-	MarkGrace time.Duration
 }
 
 func (c Config) withDefaults() Config {
 	if c.Workers <= 0 {
 		c.Workers = 8
-	}
-	if c.MarkGrace <= 0 {
-		c.MarkGrace = 20 * time.Millisecond
 	}
 	if c.Lease <= 0 {
 		c.Lease = 2 * time.Minute
@@ -333,6 +348,16 @@ func (s *Service) Submit(ctx context.Context, userID, chatID int64, messageID in
 	return r, ahead, nil
 }
 
+// Tell queues messages for a user that no state change causes (the bot's
+// note that a message waits behind others). Intake does not wait for
+// Telegram, nor for its pacing of one chat's messages.
+func (s *Service) Tell(ctx context.Context, msgs []domain.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	return s.deps.Repo.QueueMessages(ctx, msgs)
+}
+
 // Memory returns what is remembered about the user, newest first.
 func (s *Service) Memory(ctx context.Context, userID int64, limit int) ([]Summary, error) {
 	return s.deps.Repo.Summaries(ctx, userID, limit)
@@ -394,7 +419,11 @@ func (s *Service) step(ctx context.Context, r Run, st Step) (Run, bool, error) {
 	if err != nil || !ok {
 		return r, false, err
 	}
-	return r.apply(st), true, nil
+	moved := r.apply(st)
+	if moved.Status.Final() {
+		moved.DeliveredAt = s.deps.Clock.Now() // the step queued what the user is told
+	}
+	return moved, true, nil
 }
 
 // apply is r as a step leaves it (what StepRun wrote).

@@ -14,8 +14,8 @@
 //	 │             │   ╲
 //	 │             ▼    ╲
 //	 │         ANALYZED  ╲───────────► SKIPPED         (LLM/HH error, breaker, shutdown)
-//	 │             │                     │
-//	 │             ▼                     │
+//	 │             │ (card in the outbox)│
+//	 │             ▼ (on delivery)       │
 //	 │       SENT_TO_USER                │
 //	 │         │      │                  │
 //	 │         ▼      ▼                  │
@@ -24,12 +24,24 @@
 //
 // Every change goes through Transition (the table in status.go) and is
 // one conditional UPDATE naming the old state, so a change someone else
-// made first is a no-op, never a double transition.
+// made first is a no-op, never a double transition. The one exception is
+// ANALYZED → SENT_TO_USER, which storage makes when Telegram accepts the
+// card (the outbox's delivery statement, storage/outbox.go), still
+// conditional on ANALYZED.
 //
-// The database is the queue: workers claim QUEUED (and undelivered
-// ANALYZED) matches newest-published first with FOR UPDATE SKIP LOCKED and
-// a lease; a claim whose lease ran out (a replica killed mid-work) is simply
-// claimable again. Discovery (discovery.go) pages a search newest first and
+// Nothing here talks to Telegram. A relevant match becomes ANALYZED in
+// the same transaction that writes its card (the Notifier renders it) to
+// the outbox, and that transaction releases the worker's claim: the
+// outbox's senders deliver the card, retry failures, and drop it for a
+// user who blocked the bot (the match then stays ANALYZED).
+//
+// The database is the queue: workers claim QUEUED matches newest-published
+// first with FOR UPDATE SKIP LOCKED and a lease; a claim whose lease ran
+// out (a replica killed mid-work) is simply claimable again. An ANALYZED
+// match is claimed only while it still holds a claim token, which means
+// its card was never written (judged before the outbox existed, or with no
+// notifier): the worker then writes the card and drops the token together,
+// so a card is queued once. Discovery (discovery.go) pages a search newest first and
 // counts vacancies this search has not seen, so nothing is missed however
 // many arrive between runs.
 package vacancy

@@ -169,27 +169,26 @@ func (b *bundle) exec(t *testing.T, q string, args ...any) {
 	require.NoError(t, err)
 }
 
-// recorder is the Telegram side of delivery: it counts messages per match.
+// recorder stands in for the bot: it renders a card per match (recording
+// what it was asked to render), and deliverOutbox plays the outbox's
+// sender, delivering through the real outbox statements.
 type recorder struct {
-	mu   sync.Mutex
-	ids  map[int64]int
-	last []vacancy.Delivery
-	fail error
-	next int
+	mu       sync.Mutex
+	rendered []vacancy.Delivery
+	ids      map[int64]int // deliveries per match
+	last     []vacancy.Delivery
+	next     int
 }
 
-func (r *recorder) Deliver(_ context.Context, d vacancy.Delivery) (int64, int, error) {
+func (r *recorder) Card(d vacancy.Delivery) []domain.Message {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.fail != nil {
-		return 0, 0, r.fail
-	}
-	r.ids[d.MatchID]++
-	r.last = append(r.last, d)
-	r.next++
-	return d.UserID, r.next, nil
+	r.rendered = append(r.rendered, d)
+	return []domain.Message{{ChatID: d.UserID, Kind: domain.KindVacancy, Ref: d.MatchID,
+		Text: fmt.Sprintf("<b>%s</b>\nScore: %d/100", d.Vacancy.Title, d.Verdict.Score)}}
 }
 
+// deliveries are the cards Telegram accepted, in order.
 func (r *recorder) deliveries() []vacancy.Delivery {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -206,6 +205,94 @@ func (r *recorder) duplicates() []string {
 		}
 	}
 	return out
+}
+
+// deliverOutbox delivers every pending outbox row as a sender whose
+// Telegram always accepts would, through the store's claim and delivery
+// statements (which make a carded match SENT_TO_USER), and returns how
+// many it delivered.
+func (b *bundle) deliverOutbox(t *testing.T) int {
+	t.Helper()
+	n, err := b.deliverOnce(b.ctx)
+	require.NoError(t, err)
+	return n
+}
+
+func (b *bundle) deliverOnce(ctx context.Context) (int, error) {
+	n := 0
+	for {
+		rows, err := b.store.ClaimOutbox(ctx, 100, 30*time.Second)
+		if err != nil || len(rows) == 0 {
+			return n, err
+		}
+		for _, row := range rows {
+			r := b.sent
+			r.mu.Lock()
+			r.next++
+			msgID := r.next
+			if row.Kind == domain.KindVacancy {
+				r.ids[row.Ref]++
+				for _, d := range r.rendered {
+					if d.MatchID == row.Ref {
+						r.last = append(r.last, d)
+						break
+					}
+				}
+			}
+			r.mu.Unlock()
+			ok, err := b.store.OutboxDelivered(ctx, row.ID, row.Token, msgID)
+			if err != nil {
+				return n, err
+			}
+			if !ok {
+				return n, fmt.Errorf("outbox row %d: claim lost", row.ID)
+			}
+			n++
+		}
+	}
+}
+
+// runSender delivers the outbox every few milliseconds until ctx ends, as
+// the app's senders would next to the workers.
+func (b *bundle) runSender(t *testing.T, ctx context.Context) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := b.deliverOnce(ctx); err != nil && ctx.Err() == nil {
+			t.Errorf("deliver outbox: %v", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// cards counts a match's outbox rows of kind vacancy, by state.
+func (b *bundle) cards(t *testing.T, matchID int64) map[string]int {
+	t.Helper()
+	rows, err := b.store.Pool().Query(b.ctx, `SELECT state, count(*) FROM outbox WHERE kind = 'vacancy' AND ref = $1 GROUP BY state`, matchID)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		require.NoError(t, rows.Scan(&s, &n))
+		out[s] = n
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+func (b *bundle) matchID(t *testing.T, userID, vacancyID int64) int64 {
+	t.Helper()
+	var id int64
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT id FROM vacancy_matches WHERE user_id = $1 AND vacancy_id = $2`,
+		userID, vacancyID).Scan(&id))
+	return id
 }
 
 func id(v hhtest.Vacancy) int64 {

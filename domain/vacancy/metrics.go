@@ -26,14 +26,21 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vacancy_transitions_total", Help: "Vacancy match status changes.",
 		}, []string{"from", "to"}),
+		// Outcomes: queued (ANALYZED, its card written to the outbox;
+		// delivery is counted by the outbox's own metrics since the
+		// outbox conversion, so "sent" is no longer reported here),
+		// undelivered (ANALYZED, but no card could be rendered: claimed
+		// again later), not_suitable, archived, deleted, skipped, lost (the
+		// claim ran out), error.
 		processed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "vacancy_matches_processed_total", Help: "Claimed matches by outcome.",
+			Name: "vacancy_matches_processed_total",
+			Help: "Claimed matches by outcome (queued: card written to the outbox; delivery is the outbox's metrics).",
 		}, []string{"outcome"}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vacancy_matches_skipped_total", Help: "Matches marked SKIPPED, by reason.",
 		}, []string{"reason"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "vacancy_match_processing_seconds", Help: "Claim to final state of one match.",
+			Name: "vacancy_match_processing_seconds", Help: "Claim to the end of one processing (for a relevant match: its card queued).",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
 		}),
 		retries:    counter("vacancy_llm_retries_total", "Relevance answers retried after invalid JSON."),

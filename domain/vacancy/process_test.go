@@ -2,13 +2,13 @@ package vacancy_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"switchboard/domain"
 	"switchboard/domain/vacancy"
 	"switchboard/hh/hhtest"
 	"switchboard/llm/llmtest"
@@ -42,8 +42,8 @@ func (b *bundle) skipReason(t *testing.T, vacancyID int64) string {
 	return r
 }
 
-// QUEUED → ANALYZED → SENT_TO_USER, newest published first, with the
-// vacancy reduced to plain text in the prompt.
+// QUEUED → ANALYZED (card queued) → SENT_TO_USER on delivery, newest
+// published first, with the vacancy reduced to plain text in the prompt.
 func TestProcessDeliversRelevantNewestFirst(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -53,6 +53,11 @@ func TestProcessDeliversRelevantNewestFirst(t *testing.T) {
 	b.queue(t, vs...)
 
 	require.Equal(t, 3, b.drain(t))
+	for _, v := range vs {
+		require.Equal(t, vacancy.Analyzed, b.status(t, seeker, id(v)), "waiting for the outbox")
+	}
+	require.Equal(t, 3.0, b.counter(t, "vacancy_matches_processed_total", "queued"))
+	require.Equal(t, 3, b.deliverOutbox(t))
 	for _, v := range vs {
 		require.Equal(t, vacancy.SentToUser, b.status(t, seeker, id(v)))
 	}
@@ -106,6 +111,7 @@ func TestProcessArchivedVacancy(t *testing.T) {
 	b.queue(t, vs...)
 	b.hh.Archive("500")
 	b.drain(t)
+	b.deliverOutbox(t)
 	require.Equal(t, vacancy.InArchive, b.status(t, seeker, 500))
 	require.Equal(t, vacancy.SentToUser, b.status(t, seeker, 501))
 	require.Equal(t, 1, b.llm.Calls("relevance"))
@@ -128,6 +134,7 @@ func TestProcessBanWordInDescriptionDeletes(t *testing.T) {
 	b.exec(t, `DELETE FROM vacancy_matches WHERE user_id = 8 AND vacancy_id = 500`)
 
 	b.drain(t)
+	b.deliverOutbox(t)
 	require.Equal(t, "(none)", string(b.status(t, seeker, 500)))
 	require.Equal(t, "(none)", string(b.status(t, seeker, 501)))
 	require.Equal(t, vacancy.SentToUser, b.status(t, 8, 501))
@@ -189,6 +196,7 @@ func TestProcessRetriesInvalidJSONOnce(t *testing.T) {
 	b.relevant().FaultNext(1, llmtest.InvalidJSON())
 	b.queue(t, vacancies(1, 500, 16)...)
 	b.drain(t)
+	b.deliverOutbox(t)
 	require.Equal(t, vacancy.SentToUser, b.status(t, seeker, 500))
 	require.Equal(t, 2, b.llm.Calls("relevance"))
 
@@ -218,27 +226,148 @@ func TestProcessPromptCarriesTaste(t *testing.T) {
 	require.Contains(t, prompt, "not interesting\n- 1C programmer")
 }
 
-// A failed send leaves the match ANALYZED (not lost, not re-judged); it is
-// delivered once Telegram is back.
-func TestProcessRetriesFailedDelivery(t *testing.T) {
+// A relevant verdict makes the match ANALYZED and writes its one card to
+// the outbox in the same transaction, which also releases the claim: the
+// match is not claimed again (it would be sent twice), and the card's
+// delivery, not the worker, makes it SENT_TO_USER.
+func TestProcessQueuesCardWithAnalyzed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.relevant()
 	b.queue(t, vacancies(1, 500, 18)...)
-	b.sent.mu.Lock()
-	b.sent.fail = errors.New("telegram down")
-	b.sent.mu.Unlock()
-	b.drain(t)
+	matchID := b.matchID(t, seeker, 500)
+	require.Empty(t, b.cards(t, matchID), "no card before the verdict")
+
+	require.Equal(t, 1, b.drain(t))
 	require.Equal(t, vacancy.Analyzed, b.status(t, seeker, 500))
+	require.Equal(t, map[string]int{"pending": 1}, b.cards(t, matchID))
+	var chat, ref int64
+	var body string
+	var token *string
+	var claimed *time.Time
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT o.chat_id, o.ref, o.body->>'text', m.claim_token::text, m.claimed_until
+FROM outbox o JOIN vacancy_matches m ON m.id = o.ref WHERE o.kind = 'vacancy'`).Scan(&chat, &ref, &body, &token, &claimed))
+	require.EqualValues(t, seeker, chat)
+	require.Equal(t, matchID, ref)
+	require.Contains(t, body, "Score: 80/100")
+	require.Nil(t, token, "the outbox owns the match: no claim")
+	require.Nil(t, claimed)
+
+	// A second pass, even with every lease long gone, finds nothing.
+	b.exec(t, `UPDATE vacancy_matches SET claimed_until = now() - interval '1 hour'`)
+	require.Equal(t, 0, b.drain(t))
+	other := b.newService(t)
+	n, err := other.Drain(b.ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "another replica finds nothing either")
+	require.Equal(t, map[string]int{"pending": 1}, b.cards(t, matchID), "queued once")
+
+	require.Equal(t, 1, b.deliverOutbox(t))
+	var msgID, chatID int64
+	var sentAt *time.Time
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT status, chat_id, message_id, sent_at FROM vacancy_matches WHERE id = $1`, matchID).
+		Scan(new(string), &chatID, &msgID, &sentAt))
+	require.Equal(t, vacancy.SentToUser, b.status(t, seeker, 500))
+	require.EqualValues(t, seeker, chatID)
+	require.NotZero(t, msgID)
+	require.NotNil(t, sentAt)
+	require.Equal(t, map[string]int{"sent": 1}, b.cards(t, matchID))
+	require.Equal(t, 1, b.llm.Calls("relevance"), "judged once")
+	require.Equal(t, 0, b.drain(t))
+}
+
+// The card and the transition commit together or not at all.
+func TestAnalyzedAndCardAreOneTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.queue(t, vacancies(1, 500, 23)...)
+	c, ok, err := b.store.ClaimMatch(b.ctx, time.Minute, 5)
+	require.NoError(t, err)
+	require.True(t, ok)
+	verdict := vacancy.Verdict{IsRelevant: new(bool), Score: 90}
+	*verdict.IsRelevant = true
+	card := b.sent.Card(vacancy.Delivery{MatchID: c.Match.ID, UserID: seeker, Vacancy: c.Vacancy, Verdict: verdict})
+
+	// Another worker's claim: nothing moves, nothing is queued.
+	_, ok, err = b.store.Transition(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
+		vacancy.Change{Verdict: &verdict, Token: "00000000-0000-0000-0000-000000000000", Messages: card})
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Empty(t, b.cards(t, c.Match.ID))
+
+	// A card the outbox refuses to store rolls the transition back.
+	bad := append([]domain.Message(nil), card...)
+	bad[0].ChatID = 0
+	_, _, err = b.store.Transition(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
+		vacancy.Change{Verdict: &verdict, Token: c.Match.ClaimToken, Messages: bad})
+	require.Error(t, err)
+	require.Equal(t, vacancy.Queued, b.status(t, seeker, 500))
+	require.Empty(t, b.cards(t, c.Match.ID))
+
+	m, ok, err := b.store.Transition(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
+		vacancy.Change{Verdict: &verdict, Token: c.Match.ClaimToken, Messages: card})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, vacancy.Analyzed, m.Status)
+	require.Empty(t, m.ClaimToken)
+	require.Equal(t, map[string]int{"pending": 1}, b.cards(t, c.Match.ID))
+}
+
+// A match left ANALYZED by the worker before the outbox (it kept its claim
+// and delivered itself; a failed send pushed the claim out) has no card in
+// the outbox: once its claim runs out it is claimed once more, and only its
+// card is queued, without judging it again.
+func TestAnalyzedBeforeTheOutboxGetsItsCard(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.queue(t, vacancies(2, 500, 24)...)
+	verdict := `{"is_relevant": true, "score": 66, "reasons": ["old"], "matched_skills": []}`
+	// As the old worker left them: 500's delivery failed a while ago, 501's
+	// was postponed for a day (the user had blocked the bot).
+	b.exec(t, `UPDATE vacancy_matches SET status = 'ANALYZED', is_relevant = true, score = 66, analysis = $1,
+    claim_token = gen_random_uuid(), claimed_until = CASE WHEN vacancy_id = 500 THEN now() - interval '1 second'
+                                                          ELSE now() + interval '1 day' END`, verdict)
+	m500, m501 := b.matchID(t, seeker, 500), b.matchID(t, seeker, 501)
+
+	require.Equal(t, 1, b.drain(t))
+	require.Equal(t, map[string]int{"pending": 1}, b.cards(t, m500))
+	require.Empty(t, b.cards(t, m501), "still postponed")
+	require.Zero(t, b.llm.Calls("relevance"), "not judged again")
+	got := b.sent.rendered[len(b.sent.rendered)-1]
+	require.Equal(t, m500, got.MatchID)
+	require.Equal(t, 66, got.Verdict.Score)
+
+	b.exec(t, `UPDATE vacancy_matches SET claimed_until = now() - interval '1 second' WHERE id = $1`, m501)
+	require.Equal(t, 1, b.drain(t))
+	require.Equal(t, 0, b.drain(t), "each card queued once")
+	require.Equal(t, map[string]int{"pending": 1}, b.cards(t, m500))
+	require.Equal(t, map[string]int{"pending": 1}, b.cards(t, m501))
+	require.Equal(t, 2, b.deliverOutbox(t))
+	require.Equal(t, map[vacancy.Status]int{vacancy.SentToUser: 2}, b.counts(t))
+}
+
+// Without a notifier there is no card to write: the match becomes ANALYZED
+// under its claim, pushed out, and gets its card once a notifier is set.
+func TestNoNotifierKeepsTheCardOwed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.relevant()
+	b.queue(t, vacancies(1, 500, 25)...)
+	b.svc.SetNotifier(nil)
+	require.Equal(t, 1, b.drain(t))
+	require.Equal(t, vacancy.Analyzed, b.status(t, seeker, 500))
+	matchID := b.matchID(t, seeker, 500)
+	require.Empty(t, b.cards(t, matchID))
+	require.Equal(t, 1.0, b.counter(t, "vacancy_matches_processed_total", "undelivered"))
 	require.Equal(t, 0, b.drain(t), "postponed, not claimable yet")
 
-	b.sent.mu.Lock()
-	b.sent.fail = nil
-	b.sent.mu.Unlock()
+	b.svc.SetNotifier(b.sent)
 	b.exec(t, `UPDATE vacancy_matches SET claimed_until = now() - interval '1 second'`)
 	require.Equal(t, 1, b.drain(t))
-	require.Equal(t, vacancy.SentToUser, b.status(t, seeker, 500))
+	require.Equal(t, map[string]int{"pending": 1}, b.cards(t, matchID))
 	require.Equal(t, 1, b.llm.Calls("relevance"), "judged once")
+	require.Equal(t, 1, b.deliverOutbox(t))
+	require.Equal(t, vacancy.SentToUser, b.status(t, seeker, 500))
 }
 
 // Stopping mid-analysis leaves the match SKIPPED, for recovery.
@@ -271,6 +400,7 @@ func TestExpiredClaimIsTakenOver(t *testing.T) {
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
 	go b.svc.Run(ctx)
+	go b.runSender(t, ctx)
 	require.Eventually(t, func() bool { return b.status(t, seeker, 500) == vacancy.SentToUser }, 10*time.Second, 20*time.Millisecond)
 	var attempts int
 	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT attempts FROM vacancy_matches WHERE id = $1`, c.Match.ID).Scan(&attempts))
@@ -288,11 +418,16 @@ func TestTwoReplicasDeliverEachMatchOnce(t *testing.T) {
 	defer cancel()
 	go b.svc.Run(ctx)
 	go other.Run(ctx)
+	go b.runSender(t, ctx)
 	b.svc.Wake()
 	other.Wake()
 	require.Eventually(t, func() bool { return b.counts(t)[vacancy.SentToUser] == 120 }, 30*time.Second, 20*time.Millisecond)
 	require.Len(t, b.sent.deliveries(), 120)
 	require.Empty(t, b.sent.duplicates())
+	var rows, refs int
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT count(*), count(DISTINCT ref) FROM outbox WHERE kind = 'vacancy'`).Scan(&rows, &refs))
+	require.Equal(t, 120, rows, "one card per match")
+	require.Equal(t, 120, refs)
 }
 
 func TestDecide(t *testing.T) {
@@ -302,6 +437,7 @@ func TestDecide(t *testing.T) {
 	b.queue(t, vacancies(2, 500, 22)...)
 	b.user(t, 8, "")
 	b.drain(t)
+	b.deliverOutbox(t)
 	var matchID, other int64
 	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT id FROM vacancy_matches WHERE vacancy_id = 500`).Scan(&matchID))
 	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT id FROM vacancy_matches WHERE vacancy_id = 501`).Scan(&other))

@@ -78,6 +78,8 @@ func TestRecoveryDeliversOnceTheLLMIsBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 4, res.Recovered)
 	b.drain(t)
+	require.Equal(t, map[vacancy.Status]int{vacancy.Analyzed: 4}, b.counts(t), "cards queued")
+	require.Equal(t, 4, b.deliverOutbox(t))
 	require.Equal(t, map[vacancy.Status]int{vacancy.SentToUser: 4}, b.counts(t))
 	require.Len(t, b.sent.deliveries(), 4)
 }

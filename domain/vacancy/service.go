@@ -56,6 +56,13 @@ type Change struct {
 	// Detail, when set, is the vacancy's detail just fetched from HH,
 	// stored with the transition (one round trip for both).
 	Detail *Vacancy
+	// Messages are written to the outbox in the same transaction as the
+	// transition, and only if it happens. QUEUED → ANALYZED carries the
+	// vacancy's card: the transition then also releases the claim, since
+	// the outbox owns the delivery from there (storage moves the match
+	// ANALYZED → SENT_TO_USER when Telegram accepts the card). Without
+	// them an ANALYZED match keeps its claim: its card is still owed.
+	Messages []domain.Message
 }
 
 // Claim is a claimed match with what processing it needs.
@@ -138,11 +145,18 @@ type Repository interface {
 	SaveDiscovery(ctx context.Context, key string, found []Vacancy, hits []int64, m Markers, pick func([]Recipient) []NewMatch) (int, error)
 
 	// ClaimMatch claims the next match with its vacancy and user, taste
-	// examples (up to taste of each) included.
+	// examples (up to taste of each) included: a QUEUED match, or an
+	// ANALYZED one whose card was never written to the outbox (it still
+	// holds a claim token; see QueueCard). An ANALYZED match whose card is
+	// in the outbox is never claimed: it would be sent twice.
 	ClaimMatch(ctx context.Context, lease time.Duration, taste int) (Claim, bool, error)
 	NextLeaseExpiry(ctx context.Context) (time.Time, bool, error)
 	ReleaseClaim(ctx context.Context, id int64, token string, until time.Time) error
 	Transition(ctx context.Context, id int64, from, to Status, ch Change) (Match, bool, error)
+	// QueueCard writes the card of an ANALYZED match still under the
+	// claim token to the outbox and releases the claim, in one
+	// transaction; false if the claim is no longer token's.
+	QueueCard(ctx context.Context, id int64, token string, card []domain.Message) (bool, error)
 	DeleteMatch(ctx context.Context, id int64, token string) (bool, error)
 	MatchWithVacancy(ctx context.Context, id int64) (Match, Vacancy, error)
 
@@ -162,7 +176,7 @@ type LLM interface {
 // ErrInvalidAnswer marks an LLM answer that is not the JSON asked for.
 var ErrInvalidAnswer = errors.New("invalid LLM answer")
 
-// Delivery is one vacancy message to send.
+// Delivery is one vacancy card to render.
 type Delivery struct {
 	MatchID int64
 	UserID  int64
@@ -171,14 +185,17 @@ type Delivery struct {
 	Verdict Verdict
 }
 
-// Notifier delivers vacancy messages; the bot implements it.
+// Notifier renders vacancy cards; the bot implements it. It sends nothing:
+// the card is written to the outbox with the match's QUEUED → ANALYZED
+// transition, and the outbox's senders deliver it (a failed send is
+// retried there; a recipient who blocked the bot has the card dropped and
+// the match stays ANALYZED).
 type Notifier interface {
-	Deliver(ctx context.Context, d Delivery) (chatID int64, messageID int, err error)
+	// Card is the vacancy's message to the user (domain.KindVacancy, Ref
+	// the match, ChatID the user) with its Applied / Not interested / Open
+	// buttons; nil if it cannot be rendered.
+	Card(d Delivery) []domain.Message
 }
-
-// ErrRecipientGone: the user blocked the bot or deleted their account; the
-// match stays undelivered and is retried rarely.
-var ErrRecipientGone = errors.New("recipient unreachable")
 
 // Config tunes the workflow; zero values take the defaults.
 type Config struct {
@@ -190,7 +207,7 @@ type Config struct {
 	// RecoveryWindow is VACANCY_RECOVERY_WINDOW.
 	RecoveryWindow time.Duration
 	// ClaimLease is how long a worker holds a match; it must outlast one
-	// processing (HH detail, two LLM attempts, delivery).
+	// processing (HH detail, two LLM attempts, writing the card).
 	ClaimLease time.Duration
 	// Workers is how many matches one replica processes at once; see
 	// WorkersFor. The LLM client bounds calls in flight itself.
@@ -207,7 +224,7 @@ type Config struct {
 
 // WorkersFor is the worker count for an LLM concurrency: two workers per
 // LLM slot, so that while one waits for the model the other fetches HH,
-// writes PostgreSQL or talks to Telegram and no slot idles (the 200 ms
+// or writes PostgreSQL and no slot idles (the 200 ms
 // benchmark's efficiency went from 0.956 with one worker per slot to 0.98+).
 func WorkersFor(llmConcurrency int) int { return 2 * max(1, llmConcurrency) }
 
@@ -283,8 +300,8 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	}, nil
 }
 
-// SetNotifier sets the deliverer after construction: the bot needs the
-// service to route buttons, and the service needs the bot to deliver.
+// SetNotifier sets the card renderer after construction: the bot needs
+// the service to route buttons, and the service needs the bot to render.
 func (s *Service) SetNotifier(n Notifier) { s.deps.Notifier = n }
 
 // Limits on user input.
@@ -394,8 +411,9 @@ func (s *Service) Decide(ctx context.Context, userID, matchID int64, to Status) 
 		return Match{}, Vacancy{}, fmt.Errorf("decide: %w: %s", ErrIllegalTransition, to)
 	}
 	m, v, err := s.deps.Repo.MatchWithVacancy(ctx, matchID)
-	// The message reaches the user a moment before its row says
-	// SENT_TO_USER; a quick press waits for that instead of bouncing.
+	// The card reaches the user a moment before the outbox's sender
+	// records the delivery (ANALYZED → SENT_TO_USER); a quick press waits
+	// for that instead of bouncing.
 	for wait := 0; err == nil && m.Status == Analyzed && m.UserID == userID && wait < 20; wait++ {
 		t := s.deps.Clock.NewTimer(100 * time.Millisecond)
 		select {

@@ -14,9 +14,11 @@ const (
 	New Status = "NEW"
 	// Queued waits for a worker: HH detail, ban words, LLM.
 	Queued Status = "QUEUED"
-	// Analyzed was judged relevant and waits for delivery.
+	// Analyzed was judged relevant; its card waits in the outbox (written
+	// by the same transaction). A card dropped because the user blocked
+	// the bot leaves the match here.
 	Analyzed Status = "ANALYZED"
-	// SentToUser was delivered with buttons.
+	// SentToUser was delivered with buttons: Telegram accepted the card.
 	SentToUser Status = "SENT_TO_USER"
 	// Skipped failed for a technical reason; recovery retries it.
 	Skipped Status = "SKIPPED"
@@ -35,11 +37,14 @@ var Statuses = []Status{New, Queued, Analyzed, SentToUser, Skipped, NotSuitable,
 
 // transitions is DESIGN.md's table. Entering QUEUED from nothing (fetch)
 // and leaving QUEUED by deletion (ban word) are not status changes and are
-// handled by their own statements.
+// handled by their own statements. ANALYZED → SENT_TO_USER is not made by
+// the service: storage makes it on delivery, in the statement that marks
+// the card's outbox row sent (storage/outbox.go, deliveredSQL), with the
+// chat, message id and sent_at.
 var transitions = map[Status][]Status{
 	New:        {Queued},                                    // recovered item re-enters the queue
-	Queued:     {InArchive, Analyzed, NotSuitable, Skipped}, // HH 404; LLM verdict; technical failure
-	Analyzed:   {SentToUser},                                // delivered with buttons
+	Queued:     {InArchive, Analyzed, NotSuitable, Skipped}, // HH 404; LLM verdict (+ card to the outbox); technical failure
+	Analyzed:   {SentToUser},                                // the card delivered (storage, on delivery)
 	SentToUser: {Applied, NotInterested},                    // the user's button
 	Skipped:    {New},                                       // recovery within the window
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"switchboard/domain"
 )
 
 // Skip reasons, stored with SKIPPED matches and used as metric labels.
@@ -17,11 +19,9 @@ const (
 	ReasonShutdown      = "shutdown"
 )
 
-// Retry delays for an undelivered ANALYZED match.
-const (
-	deliveryRetry     = time.Minute
-	recipientGoneWait = 24 * time.Hour
-)
+// deliveryRetry is when an ANALYZED match whose card could not be
+// rendered (no notifier yet) is claimed again to write it.
+const deliveryRetry = time.Minute
 
 // Run starts Config.Workers queue workers and blocks until ctx ends. Idle
 // workers wake on Wake, at the earliest lease expiry they know of, and
@@ -144,12 +144,15 @@ func (s *Service) ProcessNext(ctx context.Context) (bool, error) {
 }
 
 // process runs DESIGN.md's order: breaker, HH detail, ban words, LLM,
-// delivery. It returns the outcome label.
+// and for a relevant vacancy ANALYZED with its card written to the outbox.
+// It returns the outcome label (see metrics.go).
 func (s *Service) process(ctx context.Context, c Claim) string {
 	m := c.Match
 	log := s.log.With("match", m.ID, "vacancy", m.VacancyID, "user", m.UserID)
 	if m.Status == Analyzed {
-		return s.deliver(ctx, c, *m.Verdict)
+		// Judged, but its card was never written to the outbox: analysed
+		// before the outbox existed, or with no notifier set.
+		return s.queueCard(ctx, c)
 	}
 	if m.Status != Queued {
 		log.Error("claimed a match in an unexpected status", "status", m.Status)
@@ -205,17 +208,76 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		}
 		return "not_suitable"
 	}
-	moved, ok, err := s.transition(ctx, m, Analyzed, Change{Verdict: &verdict, Token: m.ClaimToken, Detail: fresh})
-	if err != nil || !ok {
+	// The card goes to the outbox in the transaction that marks the match
+	// ANALYZED, which also releases the claim: the outbox delivers it, and
+	// its delivery makes the match SENT_TO_USER. The judgement is paid
+	// for: record it even if we are stopping.
+	card := s.card(c.User, m, v, verdict)
+	wctx, cancel := detached(ctx)
+	defer cancel()
+	if _, ok, err := s.transition(wctx, m, Analyzed, Change{
+		Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Messages: card,
+	}); err != nil || !ok {
 		// Not ok: our lease ran out and another worker owns it now.
 		if err != nil {
 			log.Error("mark analyzed", "err", err)
 		}
 		return "lost"
 	}
-	c.Match = moved
-	c.Vacancy = v
-	return s.deliver(ctx, c, verdict)
+	if len(card) == 0 {
+		// ANALYZED under our claim, card still owed: claimed again later.
+		return s.postpone(ctx, m)
+	}
+	return "queued"
+}
+
+// card renders the match's vacancy card; nil without a notifier.
+func (s *Service) card(u Recipient, m Match, v Vacancy, verdict Verdict) []domain.Message {
+	if s.deps.Notifier == nil {
+		return nil
+	}
+	return s.deps.Notifier.Card(Delivery{MatchID: m.ID, UserID: m.UserID, Lang: u.Lang, Vacancy: v, Verdict: verdict})
+}
+
+// queueCard writes the card of an ANALYZED match that has none in the
+// outbox (it still holds a claim token) and releases the claim with it, so
+// the match is never claimed again.
+func (s *Service) queueCard(ctx context.Context, c Claim) string {
+	m := c.Match
+	var verdict Verdict
+	if m.Verdict != nil {
+		verdict = *m.Verdict
+	} else {
+		s.log.Error("analyzed match without a verdict", "match", m.ID)
+	}
+	card := s.card(c.User, m, c.Vacancy, verdict)
+	if len(card) == 0 {
+		return s.postpone(ctx, m)
+	}
+	// Bookkeeping of a claim: finish it even if we are stopping.
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	ok, err := s.deps.Repo.QueueCard(ctx, m.ID, m.ClaimToken, card)
+	if err != nil {
+		s.log.Error("queue vacancy card", "match", m.ID, "err", err)
+		return "error"
+	}
+	if !ok {
+		return "lost"
+	}
+	return "queued"
+}
+
+// postpone keeps an ANALYZED match whose card could not be rendered under
+// its claim until deliveryRetry from now, when it is claimed again.
+func (s *Service) postpone(ctx context.Context, m Match) string {
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	s.log.Warn("vacancy card not rendered (no notifier)", "match", m.ID, "retry_in", deliveryRetry)
+	if err := s.deps.Repo.ReleaseClaim(ctx, m.ID, m.ClaimToken, s.deps.Clock.Now().Add(deliveryRetry)); err != nil {
+		s.log.Error("postpone vacancy card", "match", m.ID, "err", err)
+	}
+	return "undelivered"
 }
 
 // judge asks the LLM, retrying an invalid answer once.
@@ -231,41 +293,6 @@ func (s *Service) judge(ctx context.Context, u Recipient, v Vacancy) (Verdict, e
 		}
 		s.m.retries.Inc()
 	}
-}
-
-// deliver sends an ANALYZED match and marks it SENT_TO_USER. A failed send
-// leaves it ANALYZED with its claim pushed out, so it is retried later
-// rather than lost or sent twice.
-func (s *Service) deliver(ctx context.Context, c Claim, verdict Verdict) string {
-	m := c.Match
-	if s.deps.Notifier == nil {
-		return "undelivered"
-	}
-	// The judgement is paid for: deliver it even if we are stopping.
-	ctx, cancel := detached(ctx)
-	defer cancel()
-	chatID, msgID, err := s.deps.Notifier.Deliver(ctx, Delivery{
-		MatchID: m.ID, UserID: m.UserID, Lang: c.User.Lang, Vacancy: c.Vacancy, Verdict: verdict,
-	})
-	if err != nil {
-		wait := deliveryRetry
-		if errors.Is(err, ErrRecipientGone) {
-			wait = recipientGoneWait
-		}
-		s.log.Warn("deliver vacancy", "match", m.ID, "user", m.UserID, "err", err, "retry_in", wait)
-		if err := s.deps.Repo.ReleaseClaim(ctx, m.ID, m.ClaimToken, s.deps.Clock.Now().Add(wait)); err != nil {
-			s.log.Error("postpone delivery", "match", m.ID, "err", err)
-		}
-		return "undelivered"
-	}
-	_, ok, err := s.transition(ctx, m, SentToUser, Change{
-		ChatID: chatID, MessageID: msgID, SentAt: s.deps.Clock.Now(), Token: m.ClaimToken,
-	})
-	if err != nil || !ok {
-		s.log.Error("mark sent", "match", m.ID, "err", err, "moved", ok)
-		return "error"
-	}
-	return "sent"
 }
 
 // skip marks a QUEUED match SKIPPED; it runs even when ctx has ended (a

@@ -41,7 +41,9 @@ func TestRouting(t *testing.T) {
 }
 
 func TestParameterEncodings(t *testing.T) {
-	srv := New(t)
+	// Five messages to one private chat in a burst: over the per-chat
+	// limit, which is not what this test is about (see limits_test.go).
+	srv := New(t, WithoutLimits())
 	alice := startedUser(t, srv, 1001)
 	chat := strconv.FormatInt(alice.ID(), 10)
 	kb := keyboardJSON(t, []map[string]any{button("OK", "ok")})
@@ -84,7 +86,9 @@ func TestParameterEncodings(t *testing.T) {
 }
 
 func TestSendMessageLimits(t *testing.T) {
-	srv := New(t)
+	// These are text and markup limits; the test sends dozens of messages
+	// to one chat at once, far over the flood limits (see limits_test.go).
+	srv := New(t, WithoutLimits())
 	alice := startedUser(t, srv, 1001)
 	send := func(t *testing.T, params map[string]any) apiResponse {
 		params["chat_id"] = strconv.FormatInt(alice.ID(), 10)
@@ -203,7 +207,9 @@ func TestPrivateChatAccess(t *testing.T) {
 }
 
 func TestEdits(t *testing.T) {
-	srv := New(t)
+	// Edits count toward the flood limits; this test edits one message
+	// several times in a row to check edit semantics, not pacing.
+	srv := New(t, WithoutLimits())
 	alice := startedUser(t, srv, 1001)
 	kb := keyboardJSON(t, []map[string]any{button("Go", "go")})
 	sent := decodeResult[Message](t, callJSON(t, srv, "sendMessage", map[string]any{
@@ -327,6 +333,8 @@ func TestRateLimit(t *testing.T) {
 	require.Equal(t, "7", r.RetryHeader)
 	requireOK(t, send())
 	require.Len(t, srv.Messages(alice.ID()), 1, "the throttled call sent nothing")
+	require.Zero(t, srv.RateLimited(), "injected 429s are not the rate limiter's")
+	require.Zero(t, srv.EarlySends(), "nor is the bot held to their retry_after")
 }
 
 func TestCommands(t *testing.T) {
@@ -393,7 +401,9 @@ func TestGroupsAndMembers(t *testing.T) {
 }
 
 func TestMedia(t *testing.T) {
-	srv := New(t)
+	// Several uploads and an edit in one private chat at once: over the
+	// per-chat flood limit, which is not what this test is about.
+	srv := New(t, WithoutLimits())
 	alice := startedUser(t, srv, 1001)
 	chat := strconv.FormatInt(alice.ID(), 10)
 	var pngData bytes.Buffer

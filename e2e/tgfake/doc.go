@@ -9,7 +9,8 @@
 // against Telegram: malformed HTML or MarkdownV2, texts over 4096 characters
 // (1024 for captions), callback_data over 64 bytes, edits that change
 // nothing, messages to unknown chats or to users who never started the bot,
-// unanswered or twice-answered callback queries, and so on.
+// unanswered or twice-answered callback queries, sending faster than
+// Telegram's flood limits allow, and so on.
 //
 // # Usage
 //
@@ -54,8 +55,80 @@
 // are in UTF-16 code units, as in the Bot API.
 //
 // Every bot API call is logged (Calls, CallLog); the log is printed when the
-// test fails. FailNext injects 429 flood-control errors, FailNextWith any
-// other error.
+// test fails. FailNext injects single 429 flood-control errors, FailNextWith
+// any other error; these injections are independent of the rate limiter
+// below (not counted by RateLimited or EarlySends, and the bot is not held
+// to their retry_after).
+//
+// # Flood limits
+//
+// Like Telegram, the fake limits how fast the bot may produce messages.
+// The limited ("message-producing") methods are sendMessage, sendPhoto,
+// sendDocument, editMessageText, editMessageCaption and
+// editMessageReplyMarkup: every call that creates or changes a message in
+// a chat. (copyMessage and forwardMessage are not implemented.) Not limited
+// by the fake: getUpdates, getMe, getChat, getChatMember,
+// answerCallbackQuery, sendChatAction, deleteMessage and the command
+// methods, none of which produces a message.
+//
+// By default (DefaultLimits) three token buckets apply, each starting full:
+//
+//   - per bot, all chats together: 30 messages per second, burst 30;
+//   - per private chat (chat id > 0): one message per second, burst 3, so
+//     short bursts pass;
+//   - per group or supergroup (chat id < 0): 20 messages per minute, burst
+//     20, one token back every 3 s.
+//
+// A call that any bucket it falls under cannot admit is refused without
+// effect: no message is created or changed, and no token is taken from the
+// other buckets (all are checked first, then all are charged). The answer
+// is Telegram's: HTTP 429 with a Retry-After header and the body
+//
+//	{"ok":false,"error_code":429,"description":"Too Many Requests: retry after N","parameters":{"retry_after":N}}
+//
+// where N is the wait until the buckets admit the call, in whole seconds
+// rounded up, at least 1; telebot turns it into a tele.FloodError with
+// RetryAfter N. The limits apply after every other check, so calls that
+// fail for other reasons (bad HTML, unknown chat, blocked user, ...)
+// consume nothing.
+//
+// The fake holds the bot to the retry_after it answered: until it has
+// passed, any further limited call into the same scope (that chat for a
+// chat's bucket; any chat for the global bucket) is an early send, counted
+// by EarlySends and refused again with the remaining time, even if the
+// bucket has a token by then: a call refused 1.5 s before its bucket
+// refills is answered "retry after 2", and the scope stays closed for 2 s.
+// RateLimited counts every 429 of the limiter, early sends included;
+// Throttles lists them with chat and scope. A bot that paces itself and
+// honours retry_after keeps both at zero.
+//
+// AcceptedTimes and MaxInWindow report when limited calls took effect, per
+// chat or for AllChats, for assertions like "the group never got more than
+// 20 messages in a minute". The buckets do not guarantee that by
+// themselves: a full group bucket plus its refill admits 39 messages within
+// one minute, and the global bucket about 60 within one second.
+//
+// WithLimits changes the buckets (a zero Bucket lifts that limit),
+// WithoutLimits lifts them all, for tests that measure something else, and
+// SetLimits changes them at run time. WithClock replaces the server's
+// clock (time.Now) that the limiter, FailFor, message dates and the call
+// log read, so tests can exercise the limits without sleeping.
+//
+// # Bad days
+//
+// FailFor makes every limited call fail for a period with an HTTP error
+// status as the nginx reverse proxy in front of api.telegram.org answers
+// it: an HTML error page (Content-Type text/html), not Bot API JSON, so the
+// client fails to parse it; the call has no effect and does not reach the
+// rate limiter. ProxyError gives the same answer to FailNextWith for single
+// calls. Person.Block gives 403 "Forbidden: bot was blocked by the user",
+// Person.Deactivate (a deleted account) 403 "Forbidden: user is
+// deactivated", and a bot removed from a group (SetChatMember or
+// Person.SetBotStatus with StatusKicked or StatusLeft) gets 403 "Forbidden:
+// bot was kicked from the group chat" ("supergroup chat") or "Forbidden:
+// bot is not a member of the group chat". The last two apply to edits and
+// deletions too, as the Bot API server checks them itself; Block applies
+// to sends and chat actions only.
 //
 // # Deliberate differences from Telegram
 //
@@ -70,6 +143,12 @@
 //   - Bots see every group message (as with privacy mode disabled).
 //   - getUpdates answers repeated short polls at once; the Bot API server
 //     stretches them to 3 seconds to discourage busy polling.
+//   - Telegram does not publish its flood-control algorithm, only the
+//     limits (30 messages per second, about one per second per chat, 20
+//     per minute per group). The fake models them as exact token buckets
+//     and applies them as documented above; real Telegram is sometimes
+//     more lenient with short bursts and sometimes answers much longer
+//     retry_after values. Edits count like sends.
 //   - Inline mode, webhooks, media other than photos and documents, and file
 //     downloads are not implemented; unimplemented methods answer 404.
 package tgfake

@@ -29,6 +29,7 @@ const (
 	DescUnsupportedParse   = "Bad Request: unsupported parse_mode"
 	DescCantParsePrefix    = "Bad Request: can't parse entities: "
 	DescBlocked            = "Forbidden: bot was blocked by the user"
+	DescDeactivated        = "Forbidden: user is deactivated"
 	DescCantInitiate       = "Forbidden: bot can't initiate conversation with a user"
 	DescConflict           = "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"
 )

@@ -3,7 +3,6 @@ package tgfake
 import (
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 )
 
@@ -94,15 +93,31 @@ func (s *Server) chatLocked(id string) (*chatState, *APIError) {
 
 // writableLocked applies Telegram's rules for sending to a chat.
 func (s *Server) writableLocked(ch *chatState) *APIError {
+	if ch.chat.Type != ChatPrivate {
+		return s.editableLocked(ch)
+	}
+	p := s.users[ch.chat.ID]
+	switch {
+	case p.deactivated:
+		return forbidden(DescDeactivated)
+	case p.blocked:
+		return forbidden(DescBlocked)
+	case !p.started:
+		return forbidden(DescCantInitiate)
+	}
+	return nil
+}
+
+// editableLocked applies the Bot API server's own access check for editing
+// or deleting messages in a chat (check_chat_access with edit rights): the
+// user's account must exist and the bot must still be in the group. (The
+// fake does not apply Person.Block to edits and deletions.)
+func (s *Server) editableLocked(ch *chatState) *APIError {
 	kind := "group chat"
 	switch ch.chat.Type {
 	case ChatPrivate:
-		p := s.users[ch.chat.ID]
-		if p.blocked {
-			return forbidden(DescBlocked)
-		}
-		if !p.started {
-			return forbidden(DescCantInitiate)
+		if s.users[ch.chat.ID].deactivated {
+			return forbidden(DescDeactivated)
 		}
 		return nil
 	case ChatSupergroup:
@@ -222,6 +237,7 @@ func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
 		}
 	}
 	var file *SentFile
+	fileIDs := s.nextFileID
 	if out.media != nil {
 		if file, apiErr = out.media(); apiErr != nil {
 			return nil, apiErr
@@ -232,9 +248,13 @@ func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
 	} else if !out.isCaption && n > maxMessageText {
 		return nil, errDesc(400, DescMessageTooLong)
 	}
+	if apiErr := s.admitLocked(r, ch.chat.ID); apiErr != nil {
+		s.nextFileID = fileIDs // refused without effect: not even a file id is used up
+		return nil, apiErr
+	}
 
 	bot := s.bot
-	m := Message{From: &bot, Date: time.Now().Unix(), ReplyToMessage: replyTo, ReplyMarkup: markup.inline}
+	m := Message{From: &bot, Date: s.now().Unix(), ReplyToMessage: replyTo, ReplyMarkup: markup.inline}
 	if out.isCaption {
 		m.Caption, m.CaptionEntities = out.body.Text, out.body.Entities
 	} else {
@@ -284,6 +304,9 @@ func (s *Server) editTargetLocked(r *request) (*chatState, *msgState, *APIError)
 	if apiErr != nil {
 		return nil, nil, apiErr
 	}
+	if apiErr := s.editableLocked(ch); apiErr != nil {
+		return nil, nil, apiErr
+	}
 	m := ch.live(int(id))
 	if id <= 0 || m == nil {
 		return nil, nil, errDesc(400, DescEditNotFound)
@@ -304,7 +327,7 @@ func (s *Server) applyEditLocked(m *msgState, change func(*Message)) Message {
 	m.edits = append(m.edits, m.msg)
 	next := m.msg
 	change(&next)
-	next.EditDate = time.Now().Unix()
+	next.EditDate = s.now().Unix()
 	m.msg = next
 	s.notifyLocked()
 	return next
@@ -335,7 +358,7 @@ func editMessageText(s *Server, r *request) (any, *APIError) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, m, apiErr := s.editTargetLocked(r)
+	ch, m, apiErr := s.editTargetLocked(r)
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -351,6 +374,9 @@ func editMessageText(s *Server, r *request) (any, *APIError) {
 	cur := formattedText{Text: m.msg.Text, Entities: m.msg.Entities}
 	if cur.equal(body) && sameMarkup(m.msg.ReplyMarkup, markup.inline) {
 		return nil, errDesc(400, DescNotModified)
+	}
+	if apiErr := s.admitLocked(r, ch.chat.ID); apiErr != nil {
+		return nil, apiErr
 	}
 	m.parseMode = r.str("parse_mode")
 	return s.applyEditLocked(m, func(msg *Message) {
@@ -369,7 +395,7 @@ func editMessageCaption(s *Server, r *request) (any, *APIError) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, m, apiErr := s.editTargetLocked(r)
+	ch, m, apiErr := s.editTargetLocked(r)
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -386,6 +412,9 @@ func editMessageCaption(s *Server, r *request) (any, *APIError) {
 	if cur.equal(body) && sameMarkup(m.msg.ReplyMarkup, markup.inline) {
 		return nil, errDesc(400, DescNotModified)
 	}
+	if apiErr := s.admitLocked(r, ch.chat.ID); apiErr != nil {
+		return nil, apiErr
+	}
 	m.parseMode = r.str("parse_mode")
 	return s.applyEditLocked(m, func(msg *Message) {
 		msg.Caption, msg.CaptionEntities, msg.ReplyMarkup = body.Text, body.Entities, markup.inline
@@ -399,7 +428,7 @@ func editMessageReplyMarkup(s *Server, r *request) (any, *APIError) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, m, apiErr := s.editTargetLocked(r)
+	ch, m, apiErr := s.editTargetLocked(r)
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -408,6 +437,9 @@ func editMessageReplyMarkup(s *Server, r *request) (any, *APIError) {
 	}
 	if sameMarkup(m.msg.ReplyMarkup, markup.inline) {
 		return nil, errDesc(400, DescNotModified)
+	}
+	if apiErr := s.admitLocked(r, ch.chat.ID); apiErr != nil {
+		return nil, apiErr
 	}
 	return s.applyEditLocked(m, func(msg *Message) { msg.ReplyMarkup = markup.inline }), nil
 }
@@ -424,6 +456,9 @@ func deleteMessage(s *Server, r *request) (any, *APIError) {
 	defer s.mu.Unlock()
 	ch, apiErr := s.chatLocked(r.str("chat_id"))
 	if apiErr != nil {
+		return nil, apiErr
+	}
+	if apiErr := s.editableLocked(ch); apiErr != nil {
 		return nil, apiErr
 	}
 	m := ch.live(int(id))
@@ -488,7 +523,7 @@ func sendChatAction(s *Server, r *request) (any, *APIError) {
 	if apiErr := s.writableLocked(ch); apiErr != nil {
 		return nil, apiErr
 	}
-	ch.actions = append(ch.actions, ChatAction{Action: action, Time: time.Now()})
+	ch.actions = append(ch.actions, ChatAction{Action: action, Time: s.now()})
 	s.notifyLocked()
 	return true, nil
 }

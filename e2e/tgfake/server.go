@@ -26,6 +26,7 @@ type Server struct {
 	bot         User
 	readAll     bool // getMe's can_read_all_group_messages
 	waitTimeout time.Duration
+	now         func() time.Time // the server's clock
 	http        *httptest.Server
 
 	closing   chan struct{} // closed by Close to release held getUpdates calls
@@ -51,6 +52,10 @@ type Server struct {
 	nextFileID     int
 
 	calls []Call
+
+	limiter   *limiter
+	failUntil time.Time // FailFor: message-producing calls fail until then
+	failCode  int
 }
 
 // Option configures a Server.
@@ -62,6 +67,8 @@ type settings struct {
 	firstName   string
 	waitTimeout time.Duration
 	readAll     bool
+	limits      Limits
+	clock       func() time.Time
 }
 
 // WithToken sets the bot token. The bot's user id is taken from the part
@@ -84,11 +91,34 @@ func WithReadAllGroupMessages() Option { return func(s *settings) { s.readAll = 
 // test (default 5s).
 func WithWaitTimeout(d time.Duration) Option { return func(s *settings) { s.waitTimeout = d } }
 
+// WithLimits sets the flood limits the server enforces (default
+// DefaultLimits()). A zero Bucket in it lifts that one limit.
+func WithLimits(l Limits) Option { return func(s *settings) { s.limits = l } }
+
+// WithoutLimits lifts all flood limits, for tests that measure something
+// else and send faster than Telegram allows; say why where you use it.
+func WithoutLimits() Option { return WithLimits(Limits{}) }
+
+// WithClock sets the server's clock (default time.Now). The rate limiter,
+// FailFor, the call log and message dates all read it, so a test can drive
+// the limits without sleeping. Waiting (long polls, Wait* timeouts) still
+// runs on real time. A nil clock keeps time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(s *settings) {
+		if now != nil {
+			s.clock = now
+		}
+	}
+}
+
 // New starts a fake Bot API server on 127.0.0.1. It is closed when the test
 // ends; if the test failed, the log of bot API calls is printed.
 func New(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	cfg := settings{token: DefaultToken, username: "tgfake_bot", firstName: "Fake Bot", waitTimeout: 5 * time.Second}
+	cfg := settings{
+		token: DefaultToken, username: "tgfake_bot", firstName: "Fake Bot", waitTimeout: 5 * time.Second,
+		limits: DefaultLimits(), clock: time.Now,
+	}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -103,6 +133,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		bot:          User{ID: botID, IsBot: true, FirstName: cfg.firstName, Username: cfg.username},
 		readAll:      cfg.readAll,
 		waitTimeout:  cfg.waitTimeout,
+		now:          cfg.clock,
 		closing:      make(chan struct{}),
 		changed:      make(chan struct{}),
 		users:        map[int64]*Person{},
@@ -112,6 +143,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		failures:     map[string][]*APIError{},
 		callbacks:    map[string]*callbackState{},
 		nextUpdateID: 1,
+		limiter:      newLimiter(cfg.limits),
 	}
 	// httptest listens on 127.0.0.1, so nothing is exposed beyond the host.
 	s.http = httptest.NewServer(s)
@@ -158,7 +190,9 @@ func (s *Server) changes() <-chan struct{} {
 
 // FailNext makes the next n calls of method (case-insensitive) fail with
 // 429 Too Many Requests and parameters.retry_after, as Telegram's flood
-// control does.
+// control does. These are one-off injections, independent of the rate
+// limiter: they are not counted by RateLimited or EarlySends, and the fake
+// does not hold the bot to their retry_after.
 func (s *Server) FailNext(method string, n, retryAfter int) {
 	for range n {
 		s.FailNextWith(method, 1, tooManyRequests(retryAfter))
@@ -190,9 +224,9 @@ func (s *Server) takeFailure(method string) *APIError {
 
 // ServeHTTP implements the Bot API's routing: /bot<token>/<method>.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	call := Call{Start: time.Now()}
+	call := Call{Start: s.now()}
 	result, apiErr := s.serve(r, &call)
-	call.End = time.Now()
+	call.End = s.now()
 	if apiErr != nil {
 		call.Err = apiErr
 		writeJSON(w, apiErr)
@@ -233,10 +267,18 @@ func (s *Server) serve(r *http.Request, call *Call) (any, *APIError) {
 	}
 	call.Method = m.name
 	req, err := parseRequest(r, key)
+	if err == nil {
+		call.Params = req.sortedArgs()
+	}
+	// The reverse proxy answers before the Bot API sees the request.
+	if _, ok := limitedMethods[key]; ok {
+		if apiErr := s.proxyFailure(); apiErr != nil {
+			return nil, apiErr
+		}
+	}
 	if err != nil {
 		return nil, badRequest("%s", err.Error())
 	}
-	call.Params = req.sortedArgs()
 	if apiErr := s.takeFailure(key); apiErr != nil {
 		return nil, apiErr
 	}
@@ -244,6 +286,10 @@ func (s *Server) serve(r *http.Request, call *Call) (any, *APIError) {
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
+	if e, ok := v.(*APIError); ok && e.proxy {
+		writeProxyError(w, e.Code)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	status := http.StatusOK
 	if e, ok := v.(*APIError); ok {

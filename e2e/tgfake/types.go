@@ -232,6 +232,9 @@ type APIError struct {
 	Description string
 	// RetryAfter is sent as parameters.retry_after when non-zero.
 	RetryAfter int
+	// proxy marks an error of the reverse proxy in front of the Bot API
+	// (see ProxyError): it is answered as an HTML page, not as JSON.
+	proxy bool
 }
 
 func (e *APIError) Error() string {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 )
 
 // Errors returned by Person.Press and friends, for errors.Is.
@@ -20,9 +19,10 @@ var (
 type Person struct {
 	srv  *Server
 	user User
-	// blocked and started are guarded by srv.mu.
-	blocked bool
-	started bool
+	// blocked, started and deactivated are guarded by srv.mu.
+	blocked     bool
+	started     bool
+	deactivated bool
 }
 
 // User registers a user and their private chat with the bot (chat id =
@@ -111,6 +111,17 @@ func (p *Person) User() User { return p.user }
 // the user writes to the bot again.
 func (p *Person) Block() { p.setBlocked(true) }
 
+// Deactivate deletes the user's account: from then on sending to, editing
+// in or deleting from their private chat fails with 403 "Forbidden: user is
+// deactivated", as the Bot API answers for deleted accounts. It cannot be
+// undone, and the person can no longer act (doing so fails the test).
+func (p *Person) Deactivate() {
+	p.srv.mu.Lock()
+	defer p.srv.mu.Unlock()
+	p.deactivated = true
+	p.srv.notifyLocked()
+}
+
 // Unblock undoes Block.
 func (p *Person) Unblock() { p.setBlocked(false) }
 
@@ -127,6 +138,8 @@ func (p *Person) chatForLocked(chatID int64) *chatState {
 	s := p.srv
 	ch := s.chats[chatID]
 	switch {
+	case p.deactivated:
+		s.t.Fatalf("tgfake: %s acts after deactivating their account", p.user.FirstName)
 	case ch == nil:
 		s.t.Fatalf("tgfake: %s acts in unknown chat %d (register it with User/Group/Supergroup)", p.user.FirstName, chatID)
 	case ch.chat.Type == ChatPrivate && chatID != p.user.ID:
@@ -171,7 +184,7 @@ func (p *Person) send(chatID int64, text string, replyTo int) Message {
 	defer s.mu.Unlock()
 	ch := p.chatForLocked(chatID)
 	from := p.user
-	m := Message{From: &from, Date: time.Now().Unix(), Text: text, Entities: detectEntities(text)}
+	m := Message{From: &from, Date: s.now().Unix(), Text: text, Entities: detectEntities(text)}
 	if replyTo != 0 {
 		target := ch.live(replyTo)
 		if target == nil {
@@ -246,7 +259,7 @@ func (p *Person) SetBotStatus(chatID int64, status string) {
 	}
 	ch.members[s.bot.ID] = status
 	s.pushUpdateLocked(Update{MyChatMember: &ChatMemberUpdated{
-		Chat: ch.chat, From: p.user, Date: time.Now().Unix(),
+		Chat: ch.chat, From: p.user, Date: s.now().Unix(),
 		OldChatMember: chatMember(s.bot, old), NewChatMember: chatMember(s.bot, status),
 	}})
 }

@@ -1,0 +1,225 @@
+// Package delivery is the bot's one outgoing path. Every message the bot
+// sends on its own initiative is a row of the PostgreSQL outbox
+// (storage/outbox.go); the Sender on every replica claims the oldest pending
+// row of each chat, paces itself under Telegram's limits (Limiter: in
+// process, or shared through Redis), calls the Bot API (Client), and applies
+// one rule per class of failure (Classify). Direct replies to a user's own
+// command go through the same limiter, client and rules (Sender.SendNow).
+//
+// The client is a small JSON client of its own rather than telebot's:
+// telebot's Raw treats a response body that is not JSON (the 502 page of
+// Telegram's front proxy) as success and folds most error codes into plain
+// strings, and the delivery path must tell a 5xx from a 403 from a 400.
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"switchboard/domain"
+)
+
+// Client calls the Bot API.
+type Client struct {
+	base string // https://api.telegram.org/bot<token>/
+	http *http.Client
+}
+
+// NewClient builds a client for the Bot API at url with token.
+func NewClient(url, token string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	return &Client{base: strings.TrimRight(url, "/") + "/bot" + token + "/", http: hc}
+}
+
+// APIError is a refusal by the Bot API (or a proxy in front of it).
+type APIError struct {
+	Status      int // HTTP status
+	Code        int // error_code (Status when the body is not the API's JSON)
+	Description string
+	RetryAfter  time.Duration
+}
+
+func (e *APIError) Error() string {
+	if e.RetryAfter > 0 {
+		return fmt.Sprintf("telegram: %d %s (retry after %s)", e.Code, e.Description, e.RetryAfter)
+	}
+	return fmt.Sprintf("telegram: %d %s", e.Code, e.Description)
+}
+
+// Call posts params as JSON to method and returns the result.
+func (c *Client) Call(ctx context.Context, method string, params map[string]any) (json.RawMessage, error) {
+	body, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encode: %w", method, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+method, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		// The token is part of the URL: never let it into an error.
+		var uerr interface{ Unwrap() error }
+		if errors.As(err, &uerr) && uerr.Unwrap() != nil {
+			err = uerr.Unwrap()
+		}
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%s: read response: %w", method, err)
+	}
+	var out struct {
+		OK          bool            `json:"ok"`
+		Result      json.RawMessage `json:"result"`
+		ErrorCode   int             `json:"error_code"`
+		Description string          `json:"description"`
+		Parameters  struct {
+			RetryAfter int `json:"retry_after"`
+		} `json:"parameters"`
+	}
+	if jerr := json.Unmarshal(data, &out); jerr != nil || (!out.OK && out.ErrorCode == 0 && out.Description == "") {
+		// Not the API's answer: a proxy's error page, say.
+		desc := http.StatusText(resp.StatusCode)
+		if resp.StatusCode == http.StatusOK {
+			desc = "response is not the Bot API's JSON"
+		}
+		status := resp.StatusCode
+		if status == http.StatusOK {
+			status = http.StatusBadGateway
+		}
+		return nil, &APIError{Status: status, Code: status, Description: desc}
+	}
+	if !out.OK {
+		code := out.ErrorCode
+		if code == 0 {
+			code = resp.StatusCode
+		}
+		return nil, &APIError{Status: resp.StatusCode, Code: code, Description: out.Description,
+			RetryAfter: time.Duration(out.Parameters.RetryAfter) * time.Second}
+	}
+	return out.Result, nil
+}
+
+// Class is what a delivery outcome means for the row.
+type Class int
+
+// The classes, one rule each (see Sender.deliver).
+const (
+	OK          Class = iota
+	Transient         // 5xx, timeout, network: retry with capped exponential backoff and jitter
+	Flood             // 429: nothing more to that chat (or any) until retry_after
+	Gone              // 403 and the like: the recipient is unreachable for good
+	NotModified       // an edit that changes nothing: done
+	EditGone          // the message to edit is gone or cannot be edited
+	Bad               // any other 400: a bug; failed, never retried
+)
+
+func (c Class) String() string {
+	return [...]string{"ok", "transient", "flood", "gone", "not_modified", "edit_gone", "bad"}[c]
+}
+
+// Classify sorts an error from Call.
+func Classify(err error) Class {
+	if err == nil {
+		return OK
+	}
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		return Transient // network, timeout, cancelled
+	}
+	desc := strings.ToLower(ae.Description)
+	switch {
+	case ae.Code == http.StatusTooManyRequests:
+		return Flood
+	case ae.Code >= 500 || ae.Code == http.StatusUnauthorized || ae.Code == http.StatusNotFound || ae.Code == http.StatusConflict:
+		// 401/404 mean a revoked token or a wrong TELEGRAM_API_URL: not the
+		// row's fault, and fixed by the operator, so keep the row.
+		return Transient
+	case ae.Code == http.StatusForbidden:
+		return Gone
+	case strings.Contains(desc, "message is not modified"):
+		return NotModified
+	case strings.Contains(desc, "message to edit not found"), strings.Contains(desc, "message can't be edited"):
+		return EditGone
+	case strings.Contains(desc, "chat not found"), strings.Contains(desc, "user is deactivated"),
+		strings.Contains(desc, "group chat was upgraded"), strings.Contains(desc, "peer_id_invalid"):
+		return Gone
+	}
+	return Bad
+}
+
+// sendParams are sendMessage's parameters for a message.
+func sendParams(chatID int64, b body) map[string]any {
+	p := map[string]any{
+		"chat_id": chatID, "text": b.Text, "parse_mode": "HTML",
+		"link_preview_options": map[string]any{"is_disabled": true},
+	}
+	if kb := markup(b.Buttons); kb != nil {
+		p["reply_markup"] = kb
+	}
+	if b.ReplyTo > 0 {
+		p["reply_parameters"] = map[string]any{"message_id": b.ReplyTo, "allow_sending_without_reply": true}
+	}
+	return p
+}
+
+// editParams are editMessageText's parameters; no buttons removes them.
+func editParams(chatID int64, messageID int, b body) map[string]any {
+	p := map[string]any{
+		"chat_id": chatID, "message_id": messageID, "text": b.Text, "parse_mode": "HTML",
+		"link_preview_options": map[string]any{"is_disabled": true},
+	}
+	if kb := markup(b.Buttons); kb != nil {
+		p["reply_markup"] = kb
+	}
+	return p
+}
+
+func markup(rows [][]domain.Button) map[string]any {
+	if len(rows) == 0 {
+		return nil
+	}
+	out := make([][]map[string]string, 0, len(rows))
+	for _, r := range rows {
+		row := make([]map[string]string, 0, len(r))
+		for _, b := range r {
+			btn := map[string]string{"text": b.Text}
+			if b.URL != "" {
+				btn["url"] = b.URL
+			} else {
+				btn["callback_data"] = b.Data
+			}
+			row = append(row, btn)
+		}
+		out = append(out, row)
+	}
+	return map[string]any{"inline_keyboard": out}
+}
+
+// body is what one Bot API call carries beyond the chat.
+type body struct {
+	Text    string
+	Buttons [][]domain.Button
+	ReplyTo int
+}
+
+// messageID reads message_id from a sendMessage result.
+func messageID(result json.RawMessage) int {
+	var m struct {
+		MessageID int `json:"message_id"`
+	}
+	_ = json.Unmarshal(result, &m)
+	return m.MessageID
+}

@@ -1,0 +1,291 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
+)
+
+// Limits are Telegram's limits as the senders pace under them. Each is a
+// token bucket: Rate per second with Burst. Telegram lets short bursts pass
+// (its own buckets are deeper than these), so pacing with shallower
+// buckets at the same rates never reaches its refusal.
+type Limits struct {
+	Global, Private, Group                float64 // messages per second
+	GlobalBurst, PrivateBurst, GroupBurst int
+}
+
+// DefaultLimits are Telegram's published limits: about 30 messages a second
+// per bot, about one a second per private chat, 20 a minute per group.
+func DefaultLimits() Limits {
+	return Limits{Global: 30, GlobalBurst: 5, Private: 1, PrivateBurst: 2, Group: 20.0 / 60, GroupBurst: 3}
+}
+
+func (l Limits) forChat(chatID int64) (float64, int) {
+	if chatID < 0 {
+		return l.Group, l.GroupBurst
+	}
+	return l.Private, l.PrivateBurst
+}
+
+// Limiter paces messages. Take blocks until a message to chatID may go
+// (taking the global and the chat's budget) or, when that would take longer
+// than max, takes nothing and reports the wait. Pause stops a chat, or with
+// global every chat, for d: Telegram's retry_after.
+type Limiter interface {
+	Take(ctx context.Context, chatID int64, max time.Duration) (wait time.Duration, err error)
+	Pause(ctx context.Context, chatID int64, d time.Duration, global bool) error
+}
+
+// The order inside Take: the pauses first, then whether the chat has budget
+// (without taking it), then the global budget (waiting for it), and the
+// chat's budget last, right before the send. The chat's budget is taken at
+// the moment of sending, so waiting for the global budget never squeezes
+// two messages to one chat closer than the chat's rate.
+
+// MemoryLimiter paces one replica in process (no REDIS_URL).
+type MemoryLimiter struct {
+	limits Limits
+	global *rate.Limiter
+
+	mu     sync.Mutex
+	chats  map[int64]*rate.Limiter
+	paused map[int64]time.Time // chat → until; key 0 is the whole bot
+	now    func() time.Time
+}
+
+// NewMemoryLimiter builds an in-process limiter.
+func NewMemoryLimiter(l Limits) *MemoryLimiter {
+	return &MemoryLimiter{
+		limits: l,
+		global: rate.NewLimiter(rate.Limit(l.Global), max(1, l.GlobalBurst)),
+		chats:  map[int64]*rate.Limiter{},
+		paused: map[int64]time.Time{},
+		now:    time.Now,
+	}
+}
+
+func (m *MemoryLimiter) chat(id int64) *rate.Limiter {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.chats[id]
+	if !ok {
+		r, b := m.limits.forChat(id)
+		l = rate.NewLimiter(rate.Limit(r), max(1, b))
+		if len(m.chats) > 100_000 {
+			// Idle chats' buckets are full again; forgetting them is harmless.
+			clear(m.chats)
+		}
+		m.chats[id] = l
+	}
+	return l
+}
+
+func (m *MemoryLimiter) pausedFor(chatID int64) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	return max(m.paused[0].Sub(now), m.paused[chatID].Sub(now), 0)
+}
+
+// Take implements Limiter.
+func (m *MemoryLimiter) Take(ctx context.Context, chatID int64, maxWait time.Duration) (time.Duration, error) {
+	for {
+		if p := m.pausedFor(chatID); p > 0 {
+			if p > maxWait {
+				return p, nil
+			}
+			if err := sleep(ctx, p); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		cl := m.chat(chatID)
+		if need := untilToken(cl.TokensAt(m.now()), float64(cl.Limit())); need > maxWait {
+			return need, nil
+		}
+		if err := m.global.Wait(ctx); err != nil {
+			return 0, fmt.Errorf("global budget: %w", err)
+		}
+		r := cl.Reserve()
+		if d := r.Delay(); d > 0 {
+			// Another sender took the chat's token meanwhile.
+			if d > maxWait {
+				r.Cancel()
+				return d, nil
+			}
+			if err := sleep(ctx, d); err != nil {
+				return 0, err
+			}
+		}
+		return 0, nil
+	}
+}
+
+// Pause implements Limiter.
+func (m *MemoryLimiter) Pause(_ context.Context, chatID int64, d time.Duration, global bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	until := m.now().Add(d)
+	if global {
+		chatID = 0
+	}
+	if until.After(m.paused[chatID]) {
+		m.paused[chatID] = until
+	}
+	return nil
+}
+
+// untilToken is how long a bucket holding tokens at rate needs to hold one.
+func untilToken(tokens, r float64) time.Duration {
+	if tokens >= 1 || r <= 0 {
+		return 0
+	}
+	return time.Duration((1 - tokens) / r * float64(time.Second))
+}
+
+// RedisLimiter shares the budget between replicas through Redis, with
+// github.com/go-redis/redis_rate (GCRA in one Lua script per call; a refused
+// call takes nothing).
+type RedisLimiter struct {
+	rdb    *redis.Client
+	rl     *redis_rate.Limiter
+	prefix string
+	limits Limits
+}
+
+// NewRedisLimiter builds a limiter whose keys start with prefix.
+func NewRedisLimiter(rdb *redis.Client, prefix string, l Limits) *RedisLimiter {
+	return &RedisLimiter{rdb: rdb, rl: redis_rate.NewLimiter(rdb), prefix: prefix + "tg:", limits: l}
+}
+
+// gcra turns a rate per second into redis_rate's integer rate per period.
+func gcra(perSecond float64, burst int) redis_rate.Limit {
+	// Rate per minute keeps one message per 3 s exact (20/min).
+	return redis_rate.Limit{Rate: max(1, int(perSecond*60+0.5)), Period: time.Minute, Burst: max(1, burst)}
+}
+
+func (r *RedisLimiter) chatKey(id int64) string {
+	return r.prefix + "chat:" + strconv.FormatInt(id, 10)
+}
+
+// Take implements Limiter.
+func (r *RedisLimiter) Take(ctx context.Context, chatID int64, maxWait time.Duration) (time.Duration, error) {
+	cr, cb := r.limits.forChat(chatID)
+	chatLimit := gcra(cr, cb)
+	globalLimit := gcra(r.limits.Global, r.limits.GlobalBurst)
+	for {
+		p, err := r.pausedFor(ctx, chatID)
+		if err != nil {
+			return 0, err
+		}
+		if p > 0 {
+			if p > maxWait {
+				return p, nil
+			}
+			if err := sleep(ctx, p); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		// A cost of 0 reads the bucket without taking from it.
+		peek, err := r.rl.AllowN(ctx, r.chatKey(chatID), chatLimit, 0)
+		if err != nil {
+			return 0, fmt.Errorf("chat budget: %w", err)
+		}
+		if peek.Remaining < 1 {
+			// One token is there once the bucket's theoretical arrival time
+			// (now + ResetAfter) less the burst allowance, plus one
+			// emission interval, has passed.
+			e := time.Minute / time.Duration(chatLimit.Rate)
+			if need := peek.ResetAfter + e - time.Duration(chatLimit.Burst)*e; need > maxWait {
+				return need, nil
+			}
+		}
+		for {
+			res, err := r.rl.Allow(ctx, r.prefix+"global", globalLimit)
+			if err != nil {
+				return 0, fmt.Errorf("global budget: %w", err)
+			}
+			if res.Allowed > 0 {
+				break
+			}
+			if err := sleep(ctx, res.RetryAfter); err != nil {
+				return 0, err
+			}
+		}
+		for {
+			res, err := r.rl.Allow(ctx, r.chatKey(chatID), chatLimit)
+			if err != nil {
+				return 0, fmt.Errorf("chat budget: %w", err)
+			}
+			if res.Allowed > 0 {
+				return 0, nil
+			}
+			if res.RetryAfter > maxWait {
+				return res.RetryAfter, nil
+			}
+			if err := sleep(ctx, res.RetryAfter); err != nil {
+				return 0, err
+			}
+		}
+	}
+}
+
+func (r *RedisLimiter) pausedFor(ctx context.Context, chatID int64) (time.Duration, error) {
+	ttls, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.PTTL(ctx, r.prefix+"pause:0")
+		p.PTTL(ctx, r.prefix+"pause:"+strconv.FormatInt(chatID, 10))
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read pauses: %w", err)
+	}
+	var out time.Duration
+	for _, c := range ttls {
+		// PTTL answers -2 (no key) or -1 (no expiry) as negative durations.
+		out = max(out, c.(*redis.DurationCmd).Val())
+	}
+	return out, nil
+}
+
+// Pause implements Limiter.
+func (r *RedisLimiter) Pause(ctx context.Context, chatID int64, d time.Duration, global bool) error {
+	if global {
+		chatID = 0
+	}
+	key := r.prefix + "pause:" + strconv.FormatInt(chatID, 10)
+	// Keep the longer of two pauses set at once.
+	if err := r.rdb.SetArgs(ctx, key, 1, redis.SetArgs{TTL: d, Mode: "NX"}).Err(); err != nil && err != redis.Nil {
+		return fmt.Errorf("pause chat %d: %w", chatID, err)
+	}
+	if ttl, err := r.rdb.PTTL(ctx, key).Result(); err == nil && ttl < d {
+		if err := r.rdb.PExpire(ctx, key, d).Err(); err != nil {
+			return fmt.Errorf("pause chat %d: %w", chatID, err)
+		}
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// jitter spreads d by ±20 %, so rows retried together do not return together.
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}

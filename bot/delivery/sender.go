@@ -1,0 +1,371 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain"
+)
+
+// Store is what the sender needs from the outbox (storage implements it).
+type Store interface {
+	ClaimOutbox(ctx context.Context, n int, lease time.Duration) ([]domain.Queued, error)
+	OutboxDelivered(ctx context.Context, id int64, token string, messageID int) (bool, error)
+	OutboxRetry(ctx context.Context, id int64, token string, after time.Duration, why string) error
+	OutboxEnd(ctx context.Context, id int64, token, state, why string) (bool, error)
+	MarkUnreachable(ctx context.Context, chatID int64, reason string) ([]domain.Dropped, error)
+	RecordThrottle(ctx context.Context, chatID int64, retryAfter time.Duration) error
+}
+
+// Config tunes the sender; zero values take the defaults.
+type Config struct {
+	// Workers is how many rows one replica delivers at once (16).
+	Workers int
+	// Lease is how long a claim lasts; a sender that dies leaves its rows
+	// to the others after it (30 s). It bounds one delivery.
+	Lease time.Duration
+	// Poll is how often an idle sender looks for rows nobody woke it for,
+	// rows of other replicas' workflows among them (100 ms).
+	Poll time.Duration
+	// MaxBackoff caps the wait between retries of a failing row (1 min).
+	MaxBackoff time.Duration
+	// MaxWait is the longest a worker waits for the limiter before it
+	// returns the row with a due time instead (2 s).
+	MaxWait time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Workers <= 0 {
+		c.Workers = 16
+	}
+	if c.Lease <= 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.Poll <= 0 {
+		c.Poll = 100 * time.Millisecond
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = time.Minute
+	}
+	if c.MaxWait <= 0 {
+		c.MaxWait = 2 * time.Second
+	}
+	return c
+}
+
+// DropHook is told that a row of its kind was dropped because its
+// recipient is unreachable, so whatever waits on it moves on (an offer is
+// declined and the order goes to the next master).
+type DropHook func(ctx context.Context, ref int64)
+
+// Sender delivers the outbox.
+type Sender struct {
+	cfg     Config
+	store   Store
+	client  *Client
+	limiter Limiter
+	log     *slog.Logger
+	m       *metrics
+	hooks   map[string]DropHook
+	wake    chan struct{}
+}
+
+// NewSender builds a sender; Run starts it.
+func NewSender(cfg Config, store Store, client *Client, limiter Limiter, log *slog.Logger, reg prometheus.Registerer) (*Sender, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Sender{
+		cfg: cfg.withDefaults(), store: store, client: client, limiter: limiter,
+		log: log.With("component", "delivery"), m: m, hooks: map[string]DropHook{}, wake: make(chan struct{}, 1),
+	}, nil
+}
+
+// OnDrop registers what happens when a row of kind is dropped for an
+// unreachable recipient. Call before Run.
+func (s *Sender) OnDrop(kind string, h DropHook) { s.hooks[kind] = h }
+
+// Wake asks for a claim now: rows were just written. It never blocks.
+func (s *Sender) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run delivers rows until ctx ends, then waits for deliveries in flight.
+func (s *Sender) Run(ctx context.Context) {
+	sem := make(chan struct{}, s.cfg.Workers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	t := time.NewTicker(s.cfg.Poll)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		free := s.cfg.Workers - len(sem)
+		var rows []domain.Queued
+		if free > 0 {
+			var err error
+			rows, err = s.store.ClaimOutbox(ctx, free, s.cfg.Lease)
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("claim outbox", "err", err)
+			}
+		}
+		for _, r := range rows {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done(); s.Wake() }()
+				s.deliver(ctx, r)
+			}()
+		}
+		if len(rows) == free && free > 0 {
+			continue // there may be more right away
+		}
+		select {
+		case <-ctx.Done():
+		case <-s.wake:
+		case <-t.C:
+		}
+	}
+}
+
+// deliver sends one claimed row and settles it by the outcome's class. A
+// delivery already under way finishes even when ctx ends: its message may
+// be out, and recording that keeps it from being sent twice.
+func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
+	log := s.log.With("row", r.ID, "chat", r.ChatID, "kind", r.Kind)
+	if r.Unreachable {
+		s.drop(ctx, r, "recipient unreachable")
+		return
+	}
+	wait, err := s.limiter.Take(ctx, r.ChatID, s.cfg.MaxWait)
+	if err != nil {
+		s.retry(ctx, r, time.Second, "limiter: "+err.Error(), "limiter")
+		return
+	}
+	if wait > 0 {
+		s.retry(ctx, r, wait, "", "paced")
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Lease/2)
+	defer cancel()
+	msgID, err := s.call(dctx, r)
+	class := Classify(err)
+	if class == EditGone && r.IfGone == domain.IfGoneSend {
+		log.Info("message to edit is gone, posting it anew")
+		r.Edit, r.Target = false, 0
+		msgID, err = s.call(dctx, r)
+		class = Classify(err)
+	}
+	switch class {
+	case OK, NotModified:
+		ok, derr := s.store.OutboxDelivered(dctx, r.ID, r.Token, msgID)
+		if derr != nil {
+			log.Error("record delivery", "err", derr)
+			return
+		}
+		if !ok {
+			log.Warn("delivered a row whose claim had run out; it may go out twice")
+		}
+		s.m.sent.WithLabelValues(r.Kind).Inc()
+		s.m.age.Observe(time.Since(r.CreatedAt).Seconds())
+	case Flood:
+		var ae *APIError
+		errors.As(err, &ae)
+		after := max(ae.RetryAfter, time.Second)
+		// A paced private chat cannot have run over its own limit, so a
+		// 429 there is the bot's; a group's is its 20 a minute.
+		global := r.ChatID > 0
+		if perr := s.limiter.Pause(dctx, r.ChatID, after, global); perr != nil {
+			log.Warn("pause after 429", "err", perr)
+		}
+		if terr := s.store.RecordThrottle(dctx, r.ChatID, after); terr != nil {
+			log.Warn("record 429", "err", terr)
+		}
+		s.m.throttled.Inc()
+		log.Warn("telegram flood control", "retry_after", after, "global", global)
+		s.retry(dctx, r, after, err.Error(), "flood")
+	case Transient:
+		s.retry(dctx, r, s.backoff(r.Attempts), err.Error(), "transient")
+	case Gone:
+		dropped, merr := s.store.MarkUnreachable(dctx, r.ChatID, err.Error())
+		if merr != nil {
+			log.Error("mark unreachable", "err", merr)
+			s.retry(dctx, r, s.backoff(r.Attempts), err.Error(), "transient")
+			return
+		}
+		log.Warn("recipient unreachable, pending messages dropped", "err", err, "dropped", len(dropped))
+		for _, d := range dropped {
+			s.m.dropped.WithLabelValues(d.Kind, "unreachable").Inc()
+			s.afterDrop(dctx, d.Kind, d.Ref)
+		}
+	case EditGone:
+		if ok, _ := s.store.OutboxEnd(dctx, r.ID, r.Token, "dropped", err.Error()); ok {
+			s.m.dropped.WithLabelValues(r.Kind, "edit_gone").Inc()
+		}
+	case Bad:
+		why := fmt.Sprintf("%s; text: %q", err.Error(), head(r.Text, 80))
+		if ok, _ := s.store.OutboxEnd(dctx, r.ID, r.Token, "failed", why); ok {
+			s.m.failed.WithLabelValues(r.Kind).Inc()
+		}
+		log.Error("telegram refused a message: a bug", "err", err, "text", head(r.Text, 80))
+	}
+}
+
+// call makes the row's Bot API call; the message id of a send.
+func (s *Sender) call(ctx context.Context, r domain.Queued) (int, error) {
+	b := body{Text: r.Text, Buttons: r.Buttons, ReplyTo: r.ReplyTo}
+	if r.Edit {
+		if r.Target == 0 {
+			// Its send was never delivered (dropped, failed) or is pruned.
+			return 0, &APIError{Code: 400, Status: 400, Description: "Bad Request: message to edit not found"}
+		}
+		_, err := s.client.Call(ctx, "editMessageText", editParams(r.ChatID, r.Target, b))
+		return 0, err
+	}
+	res, err := s.client.Call(ctx, "sendMessage", sendParams(r.ChatID, b))
+	if err != nil {
+		return 0, err
+	}
+	return messageID(res), nil
+}
+
+func (s *Sender) retry(ctx context.Context, r domain.Queued, after time.Duration, why, reason string) {
+	if err := s.store.OutboxRetry(ctx, r.ID, r.Token, after, why); err != nil {
+		s.log.Error("return outbox row", "row", r.ID, "err", err)
+		return
+	}
+	s.m.retried.WithLabelValues(r.Kind, reason).Inc()
+}
+
+func (s *Sender) drop(ctx context.Context, r domain.Queued, why string) {
+	ok, err := s.store.OutboxEnd(ctx, r.ID, r.Token, "dropped", why)
+	if err != nil {
+		s.log.Error("drop outbox row", "row", r.ID, "err", err)
+		return
+	}
+	if ok {
+		s.m.dropped.WithLabelValues(r.Kind, "unreachable").Inc()
+		s.afterDrop(ctx, r.Kind, r.Ref)
+	}
+}
+
+func (s *Sender) afterDrop(ctx context.Context, kind string, ref int64) {
+	if h := s.hooks[kind]; h != nil && ref != 0 {
+		h(ctx, ref)
+	}
+}
+
+// backoff is the wait before the n-th attempt's retry: 1 s doubling to
+// MaxBackoff, with jitter.
+func (s *Sender) backoff(attempt int) time.Duration {
+	d := time.Duration(math.Min(float64(s.cfg.MaxBackoff), float64(time.Second)*math.Pow(2, float64(max(attempt-1, 0)))))
+	return jitter(d)
+}
+
+// head is the first n characters of s, for a log line.
+func head(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimSpace(string(r[:n])) + "…"
+}
+
+// SendNow sends one message at once (a sender built without a store
+// marks and records nothing), through the same limiter and rules as
+// the outbox: a direct reply to a user's own command. It waits out pacing
+// and 429s (within ctx), retries transient failures a few times, marks an
+// unreachable chat, and reports a bad request. The message id of a send.
+func (s *Sender) SendNow(ctx context.Context, m domain.Message) (int, error) {
+	r := domain.Queued{Message: m}
+	if m.Edit {
+		r.Target = m.ReplyTo // an edit names its message here
+		r.ReplyTo = 0
+	}
+	for attempt := 1; ; attempt++ {
+		if _, err := s.limiter.Take(ctx, m.ChatID, time.Hour); err != nil {
+			return 0, fmt.Errorf("send to chat %d: %w", m.ChatID, err)
+		}
+		id, err := s.call(ctx, r)
+		switch Classify(err) {
+		case OK, NotModified:
+			s.m.sent.WithLabelValues(m.Kind).Inc()
+			return id, nil
+		case Flood:
+			var ae *APIError
+			errors.As(err, &ae)
+			after := max(ae.RetryAfter, time.Second)
+			_ = s.limiter.Pause(ctx, m.ChatID, after, m.ChatID > 0)
+			if s.store != nil {
+				_ = s.store.RecordThrottle(ctx, m.ChatID, after)
+			}
+			s.m.throttled.Inc()
+		case Transient:
+			if attempt >= 3 {
+				return 0, fmt.Errorf("send to chat %d: %w", m.ChatID, err)
+			}
+			if serr := sleep(ctx, s.backoff(attempt)); serr != nil {
+				return 0, fmt.Errorf("send to chat %d: %w", m.ChatID, err)
+			}
+		case Gone:
+			if s.store == nil {
+				return 0, fmt.Errorf("send to chat %d: %w: %w", m.ChatID, domain.ErrUnreachable, err)
+			}
+			if _, merr := s.store.MarkUnreachable(ctx, m.ChatID, err.Error()); merr != nil {
+				s.log.Error("mark unreachable", "chat", m.ChatID, "err", merr)
+			}
+			return 0, fmt.Errorf("send to chat %d: %w: %w", m.ChatID, domain.ErrUnreachable, err)
+		default:
+			s.m.failed.WithLabelValues(m.Kind).Inc()
+			return 0, fmt.Errorf("send to chat %d: %w", m.ChatID, err)
+		}
+	}
+}
+
+type metrics struct {
+	sent, failed     *prometheus.CounterVec
+	retried, dropped *prometheus.CounterVec
+	throttled        prometheus.Counter
+	age              prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		sent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_sent_total",
+			Help: "Messages Telegram accepted, by kind."}, []string{"kind"}),
+		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_failed_total",
+			Help: "Messages Telegram refused as bad requests (bugs), by kind."}, []string{"kind"}),
+		retried: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_retried_total",
+			Help: "Deliveries put back for later, by kind and reason (paced, flood, transient)."}, []string{"kind", "reason"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_dropped_total",
+			Help: "Messages dropped, by kind and reason (unreachable, edit_gone)."}, []string{"kind", "reason"}),
+		throttled: prometheus.NewCounter(prometheus.CounterOpts{Name: "telegram_rate_limited_total",
+			Help: "429 answers from Telegram."}),
+		age: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "outbox_queue_age_seconds",
+			Help:    "Time from a message's row being written to Telegram accepting it.",
+			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 1800}}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.sent, m.failed, m.retried, m.dropped, m.throttled, m.age} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("delivery metrics: %w", err)
+		}
+	}
+	return m, nil
+}

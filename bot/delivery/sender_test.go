@@ -1,0 +1,277 @@
+package delivery_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/bot/delivery"
+	"switchboard/domain"
+	"switchboard/e2e/tgfake"
+	"switchboard/storage"
+	"switchboard/storage/storagetest"
+)
+
+type bundle struct {
+	srv   *tgfake.Server
+	store *storage.Store
+	ctx   context.Context
+}
+
+func setup(t *testing.T, opts ...tgfake.Option) bundle {
+	t.Helper()
+	return bundle{srv: tgfake.New(t, append([]tgfake.Option{tgfake.WithWaitTimeout(30 * time.Second)}, opts...)...),
+		store: storagetest.New(t), ctx: context.Background()}
+}
+
+// run starts a sender with limiter; it stops when the test ends.
+func (b bundle) run(t *testing.T, limiter delivery.Limiter, cfg delivery.Config) *delivery.Sender {
+	t.Helper()
+	if cfg.Poll == 0 {
+		cfg.Poll = 10 * time.Millisecond
+	}
+	s, err := delivery.NewSender(cfg, b.store, delivery.NewClient(b.srv.URL(), b.srv.Token(), nil), limiter,
+		slog.New(slog.DiscardHandler), nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return s
+}
+
+// user registers a user who has started the bot (Telegram lets a bot
+// write only to those).
+func (b bundle) user(id int64, name string) *tgfake.Person {
+	p := b.srv.User(id, name, "en")
+	p.SendText(id, "/start")
+	return p
+}
+
+func (b bundle) texts(chat int64) []string {
+	var out []string
+	for _, m := range b.srv.Messages(chat) {
+		out = append(out, m.Text)
+	}
+	return out
+}
+
+func (b bundle) waitTexts(t *testing.T, chat int64, n int) []string {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(b.texts(chat)) >= n }, 60*time.Second, 20*time.Millisecond,
+		"chat %d: %d of %d messages", chat, len(b.texts(chat)), n)
+	return b.texts(chat)
+}
+
+func (b bundle) state(t *testing.T, text string) string {
+	t.Helper()
+	var st string
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT state FROM outbox WHERE body->>'text' = $1`, text).Scan(&st))
+	return st
+}
+
+func note(chat int64, text string) domain.Message {
+	return domain.Message{ChatID: chat, Kind: domain.KindNote, Text: text}
+}
+
+// Every row arrives, each chat's in the order written, under the fake's
+// limits, with no 429 and no send before a retry_after.
+func TestSenderDeliversInOrderUnderTheLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var msgs []domain.Message
+	for u := int64(1); u <= 4; u++ {
+		b.user(u, fmt.Sprint("U", u))
+	}
+	b.srv.Group(-100, "Admins")
+	for i := range 8 {
+		for u := int64(1); u <= 4; u++ {
+			msgs = append(msgs, note(u, fmt.Sprintf("u%d #%d", u, i)))
+		}
+		msgs = append(msgs, note(-100, fmt.Sprintf("g #%d", i)))
+	}
+	require.NoError(t, b.store.EnqueueMessages(b.ctx, msgs...))
+	b.run(t, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
+	for u := int64(1); u <= 4; u++ {
+		got := b.waitTexts(t, u, 8)
+		for i, text := range got {
+			require.Equal(t, fmt.Sprintf("u%d #%d", u, i), text)
+		}
+	}
+	g := b.waitTexts(t, -100, 8)
+	require.Equal(t, "g #7", g[7])
+	require.Zero(t, b.srv.RateLimited(), "paced under every limit")
+	require.Zero(t, b.srv.EarlySends())
+}
+
+// A user who blocked the bot: the chat is marked, every pending row of it
+// dropped and counted, the drop hook told, and nothing more is tried.
+func TestSenderUnreachableRecipient(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ann := b.user(1, "Ann")
+	b.user(2, "Bob")
+	ann.Block()
+	var hooked atomic.Int64
+	require.NoError(t, b.store.EnqueueMessages(b.ctx,
+		domain.Message{ChatID: 1, Kind: domain.KindOffer, Ref: 42, Text: "offer"}, note(1, "after"), note(2, "bob")))
+	s, err := delivery.NewSender(delivery.Config{Poll: 10 * time.Millisecond}, b.store,
+		delivery.NewClient(b.srv.URL(), b.srv.Token(), nil), delivery.NewMemoryLimiter(delivery.DefaultLimits()), slog.New(slog.DiscardHandler), nil)
+	require.NoError(t, err)
+	s.OnDrop(domain.KindOffer, func(_ context.Context, ref int64) { hooked.Store(ref) })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	b.waitTexts(t, 2, 1)
+	require.Eventually(t, func() bool { return hooked.Load() == 42 }, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, "dropped", b.state(t, "offer"))
+	require.Equal(t, "dropped", b.state(t, "after"))
+	gone, err := b.store.Unreachable(b.ctx, 1)
+	require.NoError(t, err)
+	require.True(t, gone)
+	require.Len(t, b.srv.CallsTo("sendMessage"), 2, "one refused attempt to Ann, one message to Bob")
+
+	require.NoError(t, b.store.EnqueueMessages(b.ctx, note(1, "while gone")))
+	require.Eventually(t, func() bool { return b.state(t, "while gone") == "dropped" }, 10*time.Second, 10*time.Millisecond)
+	require.Len(t, b.srv.CallsTo("sendMessage"), 2, "no attempt while the mark stands")
+}
+
+// The Bot API behind a proxy answering 502 for a while: nothing is lost,
+// delivery resumes with backoff.
+func TestSenderRidesOutABadGateway(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(1, "Ann")
+	b.srv.FailFor(2*time.Second, http.StatusBadGateway)
+	require.NoError(t, b.store.EnqueueMessages(b.ctx, note(1, "one"), note(1, "two")))
+	b.run(t, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{MaxBackoff: time.Second})
+	require.Equal(t, []string{"one", "two"}, b.waitTexts(t, 1, 2))
+	var attempts int
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT attempts FROM outbox WHERE body->>'text' = 'one'`).Scan(&attempts))
+	require.Greater(t, attempts, 1, "the first tries met the 502")
+}
+
+// A 429 is obeyed: the row waits out retry_after, nothing goes to the chat
+// before it, and the row is delivered, not dropped.
+func TestSenderObeysRetryAfter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(1, "Ann")
+	b.srv.FailNext("sendMessage", 1, 1)
+	require.NoError(t, b.store.EnqueueMessages(b.ctx, note(1, "one"), note(1, "two")))
+	b.run(t, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
+	require.Equal(t, []string{"one", "two"}, b.waitTexts(t, 1, 2))
+	require.Zero(t, b.srv.EarlySends())
+	calls := b.srv.CallsTo("sendMessage")
+	require.Len(t, calls, 3)
+	require.GreaterOrEqual(t, calls[1].Start.Sub(calls[0].End), time.Second, "retry_after 1 waited out")
+	stats, err := b.store.OutboxStats(b.ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, stats.Throttled)
+}
+
+// A request Telegram refuses as malformed is a bug: failed with the
+// description, never retried; the rows behind it go on.
+func TestSenderBadRequestFails(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(1, "Ann")
+	require.NoError(t, b.store.EnqueueMessages(b.ctx, note(1, "<b>unclosed"), note(1, "fine")))
+	b.run(t, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
+	require.Equal(t, []string{"fine"}, b.waitTexts(t, 1, 1))
+	require.Equal(t, "failed", b.state(t, "<b>unclosed"))
+	var why string
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT last_error FROM outbox WHERE state = 'failed'`).Scan(&why))
+	require.Contains(t, why, "can't parse entities")
+	require.Contains(t, why, "<b>unclosed", "the first characters of the text, to find the bug")
+	require.Len(t, b.srv.CallsTo("sendMessage"), 2)
+}
+
+// Edits: one finds its message; one whose message is gone is posted anew
+// when asked (progress) and dropped otherwise (an offer's expiry).
+func TestSenderEdits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(1, "Ann")
+	require.NoError(t, b.store.EnqueueMessages(b.ctx,
+		domain.Message{ChatID: 1, Kind: domain.KindProgress, Key: "p", Text: "10%"},
+		domain.Message{ChatID: 1, Kind: domain.KindProgress, Key: "p", Edit: true, Text: "50%"},
+		domain.Message{ChatID: 1, Kind: domain.KindProgress, Key: "p", Edit: true, Text: "50%"},
+		domain.Message{ChatID: 1, Kind: domain.KindOfferClose, Key: "never", Edit: true, Text: "expired"},
+		domain.Message{ChatID: 1, Kind: domain.KindProgress, Key: "lost", Edit: true, Text: "100%", IfGone: domain.IfGoneSend},
+	))
+	b.run(t, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
+	require.Equal(t, []string{"50%", "100%"}, b.waitTexts(t, 1, 2))
+	require.Eventually(t, func() bool { return b.state(t, "expired") == "dropped" }, 10*time.Second, 10*time.Millisecond)
+	var sent int
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT count(*) FROM outbox WHERE state = 'sent'`).Scan(&sent))
+	require.Equal(t, 4, sent, "the edit that changed nothing counts as done")
+}
+
+// A sender killed with rows claimed: after its lease the rows go out from
+// another; at most those in flight could go twice.
+func TestSenderTakesOverADeadSendersRows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(1, "Ann")
+	b.user(2, "Bob")
+	require.NoError(t, b.store.EnqueueMessages(b.ctx, note(1, "a"), note(1, "b"), note(2, "c")))
+	dead, err := b.store.ClaimOutbox(b.ctx, 10, 300*time.Millisecond) // claimed, then the process died
+	require.NoError(t, err)
+	require.Len(t, dead, 2)
+	b.run(t, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
+	require.Equal(t, []string{"a", "b"}, b.waitTexts(t, 1, 2))
+	require.Equal(t, []string{"c"}, b.waitTexts(t, 2, 1))
+}
+
+func redisClient(t *testing.T) *redis.Client {
+	t.Helper()
+	addr := os.Getenv("TEST_REDIS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	require.NoError(t, c.Ping(context.Background()).Err(), "Redis at %s", addr)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Two replicas sharing Redis pace as one: their combined rate stays under
+// every limit the fake enforces.
+func TestTwoSendersShareTheBudgetThroughRedis(t *testing.T) {
+	t.Parallel()
+	b := setup(t, tgfake.WithLimits(tgfake.Limits{
+		Global:  tgfake.Bucket{Burst: 10, Every: time.Second / 10},
+		Private: tgfake.Bucket{Burst: 3, Every: time.Second},
+	}))
+	rdb := redisClient(t)
+	prefix := fmt.Sprintf("test:%d:", time.Now().UnixNano())
+	limits := delivery.Limits{Global: 10, GlobalBurst: 2, Private: 1, PrivateBurst: 2, Group: 1.0 / 3, GroupBurst: 1}
+	var msgs []domain.Message
+	for u := int64(1); u <= 10; u++ {
+		b.user(u, fmt.Sprint("U", u))
+		for i := range 4 {
+			msgs = append(msgs, note(u, fmt.Sprintf("u%d #%d", u, i)))
+		}
+	}
+	require.NoError(t, b.store.EnqueueMessages(b.ctx, msgs...))
+	b.run(t, delivery.NewRedisLimiter(rdb, prefix, limits), delivery.Config{})
+	b.run(t, delivery.NewRedisLimiter(rdb, prefix, limits), delivery.Config{})
+	for u := int64(1); u <= 10; u++ {
+		got := b.waitTexts(t, u, 4)
+		require.Equal(t, fmt.Sprintf("u%d #3", u), got[3])
+	}
+	// Each pacing alone at 10/s would have run the fake's 10/s over.
+	require.Zero(t, b.srv.RateLimited(), "the two replicas together stayed under the limits")
+	require.Zero(t, b.srv.EarlySends())
+}

@@ -1,0 +1,95 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	tele "gopkg.in/telebot.v3"
+
+	"switchboard/domain"
+)
+
+// Messages renders HTML text for a chat as outbox rows: split at Telegram's
+// limit, in order, the buttons under the last part. Workflows write them
+// with the state change that causes them; the senders deliver them.
+func Messages(chatID int64, kind string, ref int64, text string, kb *tele.ReplyMarkup) []domain.Message {
+	chunks := Split(text, MaxMessageLen)
+	out := make([]domain.Message, 0, len(chunks))
+	for i, chunk := range chunks {
+		m := domain.Message{ChatID: chatID, Kind: kind, Ref: ref, Text: chunk}
+		if i == len(chunks)-1 {
+			m.Buttons = Buttons(kb)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// Keyed is one message that later rows may edit by key (an offer, a
+// progress message): the text must fit one message.
+func Keyed(chatID int64, kind string, ref int64, key, text string, kb *tele.ReplyMarkup) domain.Message {
+	return domain.Message{ChatID: chatID, Kind: kind, Ref: ref, Key: key, Text: text, Buttons: Buttons(kb)}
+}
+
+// EditOf is an edit of the message key names; ifGone says what to do when
+// that message is gone (domain.IfGoneDrop or domain.IfGoneSend).
+func EditOf(chatID int64, kind string, ref int64, key, text string, kb *tele.ReplyMarkup, ifGone string) domain.Message {
+	return domain.Message{ChatID: chatID, Kind: kind, Ref: ref, Key: key, Edit: true, Text: text, Buttons: Buttons(kb), IfGone: ifGone}
+}
+
+// MessageKey names a workflow's message for later edits ("offer:17").
+func MessageKey(kind string, id int64) string { return kind + ":" + strconv.FormatInt(id, 10) }
+
+// Buttons converts telebot's inline keyboard to the outbox's.
+func Buttons(kb *tele.ReplyMarkup) [][]domain.Button {
+	if kb == nil || len(kb.InlineKeyboard) == 0 {
+		return nil
+	}
+	out := make([][]domain.Button, 0, len(kb.InlineKeyboard))
+	for _, row := range kb.InlineKeyboard {
+		r := make([]domain.Button, 0, len(row))
+		for _, b := range row {
+			r = append(r, domain.Button{Text: b.Text, Data: b.Data, URL: b.URL})
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// Direct is the path of replies to a user's own command: the outbox's
+// limiter, client and failure rules, without the queue (bot/delivery's
+// Sender implements it).
+type Direct interface {
+	SendNow(ctx context.Context, m domain.Message) (int, error)
+}
+
+// sendDirect sends text to a chat at once, split, the markup under the
+// last part; the first part answers replyTo when it is set.
+func (b *Bot) sendDirect(ctx context.Context, chatID int64, replyTo int, text string, kb *tele.ReplyMarkup) error {
+	msgs := Messages(chatID, domain.KindReply, 0, text, kb)
+	for i, m := range msgs {
+		if i == 0 {
+			m.ReplyTo = replyTo
+		}
+		if _, err := b.deps.Direct.SendNow(ctx, m); err != nil {
+			return fmt.Errorf("send message part %d/%d: %w", i+1, len(msgs), err)
+		}
+	}
+	return nil
+}
+
+// editDirect edits a message at once, through the same path.
+func (b *Bot) editDirect(ctx context.Context, chatID int64, messageID int, text string, kb *tele.ReplyMarkup) error {
+	m := domain.Message{ChatID: chatID, Kind: domain.KindReply, Edit: true, ReplyTo: messageID, Text: text, Buttons: Buttons(kb)}
+	if _, err := b.deps.Direct.SendNow(ctx, m); err != nil {
+		return fmt.Errorf("edit message %d: %w", messageID, err)
+	}
+	return nil
+}
+
+// SendHTML sends text to a chat at once, split, through the direct path
+// (an answer to something the user just did: an error, a rate limit).
+func (b *Bot) SendHTML(chat *tele.Chat, text string, markup *tele.ReplyMarkup) error {
+	return b.sendDirect(context.Background(), chat.ID, 0, text, markup)
+}

@@ -1,0 +1,89 @@
+package domain
+
+import (
+	"errors"
+	"time"
+)
+
+// Message is one message the bot sends on its own initiative: a row of the
+// outbox (storage/outbox.go), written in the same transaction as the state
+// change that causes it and delivered by the senders (bot/delivery) under
+// Telegram's limits. Workflows build Messages with the bot's renderers and
+// hand them to their repository; nothing but the senders talks to Telegram.
+type Message struct {
+	ChatID int64
+	// Kind says what the message is (the Kind* constants): metrics, and the
+	// bookkeeping storage does when it is delivered.
+	Kind string
+	// Ref is the workflow row it belongs to (match, offer, proposal, run).
+	Ref int64
+	// Key names the message for later edits. A delivered send records its
+	// message id under Key; an edit (Edit set) changes the message Key names.
+	Key  string
+	Edit bool
+	// Text is HTML within one message's limit: the renderers split longer
+	// text into several Messages, which go out in order.
+	Text    string
+	Buttons [][]Button
+	// ReplyTo answers a message of the chat (0: none); a deleted original
+	// does not stop the answer.
+	ReplyTo int
+	// IfGone is what an edit does when its message is gone or was never
+	// delivered: IfGoneDrop (default) or IfGoneSend (post it anew).
+	IfGone string
+}
+
+// Button is one inline button: callback data or a URL.
+type Button struct {
+	Text string `json:"text"`
+	Data string `json:"data,omitempty"`
+	URL  string `json:"url,omitempty"`
+}
+
+// Message kinds. The delivery of some records the message id where the
+// workflow needs it (storage/outbox.go, delivered).
+const (
+	KindVacancy      = "vacancy"       // Ref: match; delivery makes it SENT_TO_USER
+	KindOffer        = "offer"         // Ref: offer; delivery records its message
+	KindOfferClose   = "offer_close"   // Ref: offer; the edit when it ended
+	KindNote         = "note"          // a note to a master
+	KindLiveLog      = "live_log"      // a dispatch event in the admin chat
+	KindProposal     = "proposal"      // Ref: proposal; delivery records its message
+	KindProgress     = "progress"      // Ref: run; delivery records the progress message
+	KindRunEvent     = "run_event"     // an analysis run event in the admin chat
+	KindMemoryAnswer = "memory_answer" // Ref: pipeline run
+	KindReply        = "reply"         // a direct reply to a command (not queued)
+)
+
+// Edits whose message is gone.
+const (
+	IfGoneDrop = ""
+	IfGoneSend = "send"
+)
+
+// ErrUnreachable: Telegram refuses the chat for good (the user blocked the
+// bot or was deactivated, the bot left the group). The chat is marked
+// unreachable until its user writes again.
+var ErrUnreachable = errors.New("recipient unreachable")
+
+// Queued is an outbox row claimed for delivery.
+type Queued struct {
+	Message
+	ID        int64
+	Attempts  int
+	Token     string // the claim: settling the row needs it
+	CreatedAt time.Time
+	// Target is the message an edit changes (0: its send was never
+	// delivered, or it was pruned).
+	Target int
+	// Unreachable: the chat was marked unreachable after the row was
+	// written; the sender drops it.
+	Unreachable bool
+}
+
+// Dropped is a pending row dropped because its chat became unreachable.
+type Dropped struct {
+	ID   int64
+	Kind string
+	Ref  int64
+}

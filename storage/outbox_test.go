@@ -1,0 +1,180 @@
+package storage_test
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
+	"switchboard/storage/storagetest"
+)
+
+func msg(chat int64, text string) domain.Message {
+	return domain.Message{ChatID: chat, Kind: domain.KindNote, Text: text}
+}
+
+func texts(rows []domain.Queued) []string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, r.Text)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Only the oldest pending row of a chat is claimable, so a chat's rows go
+// out in the order they were written, whoever claims them.
+func TestOutboxClaimsOneHeadPerChat(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx := context.Background()
+	require.NoError(t, st.EnqueueMessages(ctx, msg(1, "a1"), msg(1, "a2"), msg(2, "b1"), msg(1, "a3")))
+
+	rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a1", "b1"}, texts(rows))
+	again, err := st.ClaimOutbox(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, again, "a claimed head holds its chat back")
+
+	for _, r := range rows {
+		ok, err := st.OutboxDelivered(ctx, r.ID, r.Token, 100+int(r.ID))
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	ok, err := st.OutboxDelivered(ctx, rows[0].ID, rows[0].Token, 1)
+	require.NoError(t, err)
+	require.False(t, ok, "a second delivery record changes nothing")
+
+	rows, err = st.ClaimOutbox(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a2"}, texts(rows))
+	require.NoError(t, st.OutboxRetry(ctx, rows[0].ID, rows[0].Token, time.Hour, "paced"))
+	rows, err = st.ClaimOutbox(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, rows, "a row put back for an hour holds its chat back, a3 included")
+}
+
+// A claim that runs out (its sender died) is claimed again.
+func TestOutboxExpiredClaimIsTakenAgain(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx := context.Background()
+	require.NoError(t, st.EnqueueMessages(ctx, msg(1, "x")))
+	first, err := st.ClaimOutbox(ctx, 10, 50*time.Millisecond)
+	require.NoError(t, err)
+	require.Len(t, first, 1)
+	require.Eventually(t, func() bool {
+		rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
+		require.NoError(t, err)
+		if len(rows) == 0 {
+			return false
+		}
+		require.Equal(t, 2, rows[0].Attempts)
+		ok, err := st.OutboxDelivered(ctx, first[0].ID, first[0].Token, 5)
+		require.NoError(t, err)
+		require.False(t, ok, "the dead sender's late record is refused")
+		return true
+	}, 5*time.Second, 10*time.Millisecond)
+}
+
+// An edit finds the message its key names when it is claimed.
+func TestOutboxEditFindsItsMessage(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx := context.Background()
+	send := domain.Message{ChatID: 7, Kind: domain.KindOffer, Key: "offer:1", Text: "offer"}
+	edit := domain.Message{ChatID: 7, Kind: domain.KindOfferClose, Key: "offer:1", Edit: true, Text: "expired"}
+	lost := domain.Message{ChatID: 7, Kind: domain.KindOfferClose, Key: "offer:2", Edit: true, Text: "never sent"}
+	require.NoError(t, st.EnqueueMessages(ctx, send, edit, lost))
+	require.Error(t, st.EnqueueMessages(ctx, domain.Message{ChatID: 7, Kind: "x", Edit: true}), "an edit needs a key")
+
+	rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	_, err = st.OutboxDelivered(ctx, rows[0].ID, rows[0].Token, 4242)
+	require.NoError(t, err)
+	rows, err = st.ClaimOutbox(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.True(t, rows[0].Edit)
+	require.Equal(t, 4242, rows[0].Target)
+	_, err = st.OutboxDelivered(ctx, rows[0].ID, rows[0].Token, 0)
+	require.NoError(t, err)
+	rows, err = st.ClaimOutbox(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.Zero(t, rows[0].Target, "no message was ever sent under offer:2")
+}
+
+// An unreachable chat drops its pending rows at once, later rows are
+// flagged, and the mark goes when the user writes again.
+func TestOutboxUnreachableChat(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx := context.Background()
+	offer := domain.Message{ChatID: 5, Kind: domain.KindOffer, Ref: 77, Text: "offer"}
+	require.NoError(t, st.EnqueueMessages(ctx, offer, msg(5, "note"), msg(6, "other")))
+	dropped, err := st.MarkUnreachable(ctx, 5, "Forbidden: bot was blocked by the user")
+	require.NoError(t, err)
+	require.Equal(t, []domain.Dropped{{ID: dropped[0].ID, Kind: domain.KindOffer, Ref: 77}, {ID: dropped[1].ID, Kind: domain.KindNote}}, dropped)
+	gone, err := st.Unreachable(ctx, 5)
+	require.NoError(t, err)
+	require.True(t, gone)
+
+	require.NoError(t, st.EnqueueMessages(ctx, msg(5, "later")))
+	rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	for _, r := range rows {
+		require.Equal(t, r.ChatID == 5, r.Unreachable, "row %q", r.Text)
+	}
+	stats, err := st.OutboxStats(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, stats.Unreachable)
+	require.EqualValues(t, 2, stats.Dropped)
+	require.EqualValues(t, 2, stats.Pending)
+
+	_, err = st.UpsertUser(ctx, domain.User{ID: 5, FirstName: "Back"})
+	require.NoError(t, err)
+	gone, err = st.Unreachable(ctx, 5)
+	require.NoError(t, err)
+	require.False(t, gone, "writing to the bot clears the mark")
+}
+
+// Pruning deletes rows done before the retention, keeps newer ones, pending
+// ones, and a sent message a pending edit still needs.
+func TestOutboxPrune(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx := context.Background()
+	require.NoError(t, st.EnqueueMessages(ctx, msg(1, "old"), msg(2, "new"),
+		domain.Message{ChatID: 3, Kind: domain.KindProgress, Key: "progress:1", Text: "p"}))
+	rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	for _, r := range rows {
+		_, err := st.OutboxDelivered(ctx, r.ID, r.Token, 9)
+		require.NoError(t, err)
+	}
+	require.NoError(t, st.EnqueueMessages(ctx, msg(4, "pending"),
+		domain.Message{ChatID: 3, Kind: domain.KindProgress, Key: "progress:1", Edit: true, Text: "p2"}))
+	_, err = st.Pool().Exec(ctx, `UPDATE outbox SET done_at = now() - interval '8 days' WHERE body->>'text' IN ('old', 'p')`)
+	require.NoError(t, err)
+
+	n, err := st.PruneOutbox(ctx, 7*24*time.Hour, 1)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	var left []string
+	rs, err := st.Pool().Query(ctx, `SELECT body->>'text' FROM outbox ORDER BY id`)
+	require.NoError(t, err)
+	for rs.Next() {
+		var s string
+		require.NoError(t, rs.Scan(&s))
+		left = append(left, s)
+	}
+	require.NoError(t, rs.Err())
+	require.Equal(t, []string{"new", "p", "pending", "p2"}, left)
+}
