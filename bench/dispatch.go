@@ -285,9 +285,9 @@ type clockedDispatchRepo struct {
 	replica int
 }
 
-func (r clockedDispatchRepo) ExpireOffers(ctx context.Context) ([]dispatch.Offer, error) {
+func (r clockedDispatchRepo) ExpireOffers(ctx context.Context, tell dispatch.Tell) ([]dispatch.Offer, error) {
 	start := time.Now()
-	offers, err := r.Repository.ExpireOffers(ctx)
+	offers, err := r.Repository.ExpireOffers(ctx, tell)
 	end := time.Now()
 	r.st.sweeps.Add(1)
 	if len(offers) > 0 {
@@ -766,13 +766,13 @@ func sweepRun(ctx context.Context, store *storage.Store, n, k int, out io.Writer
 	seeded := time.Since(seedStart)
 
 	start := time.Now()
-	offers, err := store.ExpireOffers(ctx)
+	offers, err := store.ExpireOffers(ctx, nil)
 	took := time.Since(start)
 	if err != nil {
 		return 0, err
 	}
 	start2 := time.Now()
-	again, err := store.ExpireOffers(ctx)
+	again, err := store.ExpireOffers(ctx, nil)
 	took2 := time.Since(start2)
 	if err != nil {
 		return 0, err

@@ -224,9 +224,9 @@ var outcomeNames = map[dispatch.Outcome]string{
 	dispatch.Unassignable: "unassignable", dispatch.StillUnassignable: "still unassignable",
 }
 
-func (r timedDispatchRepo) ExpireOffers(ctx context.Context) ([]dispatch.Offer, error) {
+func (r timedDispatchRepo) ExpireOffers(ctx context.Context, tell dispatch.Tell) ([]dispatch.Offer, error) {
 	defer r.s.since("db ExpireOffers", time.Now())
-	return r.Repository.ExpireOffers(ctx)
+	return r.Repository.ExpireOffers(ctx, tell)
 }
 
 func (r timedDispatchRepo) NextExpiry(ctx context.Context) (time.Time, bool, error) {
@@ -249,9 +249,9 @@ func (r timedDispatchRepo) SearchingOrders(ctx context.Context, limit int, all b
 	return r.Repository.SearchingOrders(ctx, limit, all)
 }
 
-func (r timedDispatchRepo) OfferNext(ctx context.Context, orderID int64, sla time.Duration, render dispatch.Render) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (r timedDispatchRepo) OfferNext(ctx context.Context, orderID int64, sla time.Duration, tell dispatch.Tell) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	start := time.Now()
-	f, o, out, err := r.Repository.OfferNext(ctx, orderID, sla, render)
+	f, o, out, err := r.Repository.OfferNext(ctx, orderID, sla, tell)
 	name := outcomeNames[out]
 	if err != nil {
 		name = "error"

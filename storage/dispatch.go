@@ -316,10 +316,18 @@ SELECT EXISTS (SELECT 1 FROM m) FROM masters WHERE user_id = $1`, userID, active
 }
 
 // CreateOrder stores a new SEARCHING order.
-func (s *Store) CreateOrder(ctx context.Context, n dispatch.NewOrder) (dispatch.Order, error) {
-	o, err := scanOrder(s.pool.QueryRow(ctx, `
+func (s *Store) CreateOrder(ctx context.Context, n dispatch.NewOrder, tell dispatch.Tell) (dispatch.Order, error) {
+	var o dispatch.Order
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		o, err = scanOrder(tx.QueryRow(ctx, `
 INSERT INTO orders (created_by, city, district, skill, price, description) VALUES ($1, $2, $3, $4, $5, $6)
 RETURNING `+orderColumns, n.CreatedBy, n.City, n.District, n.Skill, n.Price, n.Description))
+		if err != nil {
+			return err
+		}
+		return tellTx(ctx, tx, tell, dispatch.Changed{Order: o})
+	})
 	if err != nil {
 		return o, fmt.Errorf("create order: %w", err)
 	}
@@ -384,13 +392,21 @@ LIMIT $1`, limit)
 // CompleteOrder moves ASSIGNED → DONE with the commission
 // ceil(price × ratePercent / 100), computed in numeric, due after deadline;
 // ok false, with the order as it is, if it was not ASSIGNED.
-func (s *Store) CompleteOrder(ctx context.Context, id int64, ratePercent float64, deadline time.Duration) (dispatch.Order, bool, error) {
-	o, err := scanOrder(s.pool.QueryRow(ctx, `
+func (s *Store) CompleteOrder(ctx context.Context, id int64, ratePercent float64, deadline time.Duration, tell dispatch.Tell) (dispatch.Order, bool, error) {
+	var o dispatch.Order
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		o, err = scanOrder(tx.QueryRow(ctx, `
 UPDATE orders SET state = 'DONE', done_at = now(), updated_at = now(),
     commission = ceil(price * $2::float8::numeric / 100)::bigint,
     commission_due_at = now() + $3 * interval '1 microsecond'
 WHERE id = $1 AND state = 'ASSIGNED'
 RETURNING `+orderColumns, id, ratePercent, micros(deadline)))
+		if err != nil {
+			return err
+		}
+		return tellTx(ctx, tx, tell, dispatch.Changed{Order: o})
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		o, err = s.Order(ctx, id)
 		return o, false, err
@@ -409,7 +425,7 @@ RETURNING `+orderColumns, id, ratePercent, micros(deadline)))
 // an accept waits instead of deadlocking. The withdrawal runs again after
 // the order's update: an OfferNext holding the order may have committed a
 // new offer while the update waited for it.
-func (s *Store) CancelOrder(ctx context.Context, id int64) (dispatch.Order, []dispatch.Offer, bool, error) {
+func (s *Store) CancelOrder(ctx context.Context, id int64, tell dispatch.Tell) (dispatch.Order, []dispatch.Offer, bool, error) {
 	const withdraw = `UPDATE offers SET state = 'WITHDRAWN', responded_at = now()
 WHERE order_id = $1 AND state IN ` + openOffer
 	var o dispatch.Order
@@ -436,7 +452,7 @@ RETURNING `+orderColumns, id))
 			return err
 		}
 		withdrawn = append(early, late...)
-		return nil
+		return tellTx(ctx, tx, tell, dispatch.Changed{Order: o, Offers: withdrawn})
 	})
 	if errors.Is(err, errNoop) {
 		o, err = s.Order(ctx, id)
@@ -486,7 +502,7 @@ const candidateWhere = eligibleWhere + `
 // key checks), skipping rows other transactions hold. A candidate skipped
 // only because it is locked makes the step Busy rather than move the round
 // on or report the order unassignable.
-func (s *Store) OfferNext(ctx context.Context, orderID int64, sla time.Duration, render dispatch.Render) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (s *Store) OfferNext(ctx context.Context, orderID int64, sla time.Duration, tell dispatch.Tell) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	var (
 		f   dispatch.Offer
 		o   dispatch.Order
@@ -580,7 +596,10 @@ updated_at = now() WHERE id = $1`, o.ID); err != nil {
 				}
 			}
 			o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, o.ID))
-			return err
+			if err != nil || out != dispatch.Unassignable {
+				return err
+			}
+			return tellTx(ctx, tx, tell, dispatch.Changed{Order: o})
 		}
 
 		// ON CONFLICT without a target takes every unique index as an
@@ -609,17 +628,8 @@ WHERE id = $1 RETURNING `+orderColumns, o.ID, round))
 				return err
 			}
 		}
-		if render != nil {
-			m, err := scanMaster(tx.QueryRow(ctx, `SELECT `+masterColumns+masterFrom+`WHERE m.user_id = $1`, master))
-			if err != nil {
-				return fmt.Errorf("master %d of the offer: %w", master, err)
-			}
-			if err := enqueueTx(ctx, tx, render(m, o, f)); err != nil {
-				return err
-			}
-		}
 		out = dispatch.Offered
-		return nil
+		return tellTx(ctx, tx, tell, dispatch.Changed{Order: o, Offers: []dispatch.Offer{f}})
 	})
 	if errors.Is(err, errNoop) {
 		return dispatch.Offer{}, o, out, nil
@@ -633,9 +643,37 @@ WHERE id = $1 RETURNING `+orderColumns, o.ID, round))
 	return f, o, out, nil
 }
 
-// Enqueue writes messages to the outbox (dispatch.Repository).
-func (s *Store) Enqueue(ctx context.Context, msgs ...domain.Message) error {
-	return s.EnqueueMessages(ctx, msgs...)
+// tellTx renders a dispatch change's messages inside its transaction,
+// with the masters it names read there too, and writes them to the outbox.
+func tellTx(ctx context.Context, tx pgx.Tx, tell dispatch.Tell, c dispatch.Changed) error {
+	if tell == nil {
+		return nil
+	}
+	var ids []int64
+	if c.Order.MasterID != 0 {
+		ids = append(ids, c.Order.MasterID)
+	}
+	for _, f := range c.Offers {
+		ids = append(ids, f.MasterID)
+	}
+	for _, d := range c.Debts {
+		ids = append(ids, d.MasterID)
+	}
+	if len(ids) > 0 {
+		rows, err := tx.Query(ctx, `SELECT `+masterColumns+masterFrom+`WHERE m.user_id = ANY ($1)`, ids)
+		if err != nil {
+			return fmt.Errorf("masters of the change: %w", err)
+		}
+		ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dispatch.Master, error) { return scanMaster(r) })
+		if err != nil {
+			return fmt.Errorf("masters of the change: %w", err)
+		}
+		c.Masters = make(map[int64]dispatch.Master, len(ms))
+		for _, m := range ms {
+			c.Masters[m.UserID] = m
+		}
+	}
+	return enqueueTx(ctx, tx, tell(c))
 }
 
 // Offer returns one offer or domain.ErrNotFound.
@@ -661,7 +699,7 @@ func (s *Store) offerAsIs(ctx context.Context, id int64) (dispatch.Offer, bool, 
 // expires_at > now()) and, in the same transaction, the order's SEARCHING →
 // ASSIGNED; if either finds nothing, the transaction rolls back and ok is
 // false, with the offer and its order as they are (zero if no such offer).
-func (s *Store) Accept(ctx context.Context, offerID, masterID int64) (dispatch.Offer, dispatch.Order, bool, error) {
+func (s *Store) Accept(ctx context.Context, offerID, masterID int64, tell dispatch.Tell) (dispatch.Offer, dispatch.Order, bool, error) {
 	var f dispatch.Offer
 	var o dispatch.Order
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
@@ -683,7 +721,10 @@ RETURNING `+orderColumns, f.OrderID, masterID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errNoop
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return tellTx(ctx, tx, tell, dispatch.Changed{Order: o, Offers: []dispatch.Offer{f}})
 	})
 	if errors.Is(err, errNoop) {
 		f, _, err := s.offerAsIs(ctx, offerID)
@@ -701,43 +742,58 @@ RETURNING `+orderColumns, f.OrderID, masterID))
 
 // Decline moves the master's open offer to DECLINED; ok false otherwise,
 // with the offer as it is.
-func (s *Store) Decline(ctx context.Context, offerID, masterID int64) (dispatch.Offer, bool, error) {
-	f, err := scanOffer(s.pool.QueryRow(ctx, `
+func (s *Store) Decline(ctx context.Context, offerID, masterID int64, tell dispatch.Tell) (dispatch.Offer, bool, error) {
+	return s.answerOffer(ctx, "decline", `
 UPDATE offers SET state = 'DECLINED', responded_at = now()
 WHERE id = $1 AND master_id = $2 AND state IN `+openOffer+`
-RETURNING `+offerColumns, offerID, masterID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return s.offerAsIs(ctx, offerID)
-	}
-	if err != nil {
-		return f, false, fmt.Errorf("decline offer %d: %w", offerID, err)
-	}
-	return f, true, nil
+RETURNING `+offerColumns, offerID, masterID, tell)
 }
 
 // View moves the master's SENT offer to VIEWED; ok false otherwise, with
 // the offer as it is.
-func (s *Store) View(ctx context.Context, offerID, masterID int64) (dispatch.Offer, bool, error) {
-	f, err := scanOffer(s.pool.QueryRow(ctx, `
+func (s *Store) View(ctx context.Context, offerID, masterID int64, tell dispatch.Tell) (dispatch.Offer, bool, error) {
+	return s.answerOffer(ctx, "view", `
 UPDATE offers SET state = 'VIEWED', viewed_at = now()
 WHERE id = $1 AND master_id = $2 AND state = 'SENT' AND expires_at > now()
-RETURNING `+offerColumns, offerID, masterID))
+RETURNING `+offerColumns, offerID, masterID, tell)
+}
+
+// answerOffer runs a master's conditional statement on their offer and
+// writes what tell renders with it; ok false, with the offer as it is,
+// when the statement changed nothing.
+func (s *Store) answerOffer(ctx context.Context, what, sql string, offerID, masterID int64, tell dispatch.Tell) (dispatch.Offer, bool, error) {
+	var f dispatch.Offer
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if f, err = scanOffer(tx.QueryRow(ctx, sql, offerID, masterID)); err != nil {
+			return err
+		}
+		return tellTx(ctx, tx, tell, dispatch.Changed{Offers: []dispatch.Offer{f}})
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.offerAsIs(ctx, offerID)
 	}
 	if err != nil {
-		return f, false, fmt.Errorf("view offer %d: %w", offerID, err)
+		return f, false, fmt.Errorf("%s offer %d: %w", what, offerID, err)
 	}
 	return f, true, nil
 }
 
 // ExpireOffers is the seed's watchdog statement (its predicate is the
 // offers_due index's); exactly the offers it moved return.
-func (s *Store) ExpireOffers(ctx context.Context) ([]dispatch.Offer, error) {
-	offers, err := collectOffers(s.pool.Query(ctx, `
+func (s *Store) ExpireOffers(ctx context.Context, tell dispatch.Tell) ([]dispatch.Offer, error) {
+	var offers []dispatch.Offer
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		offers, err = collectOffers(tx.Query(ctx, `
 UPDATE offers SET state = 'EXPIRED', responded_at = now()
 WHERE state IN `+openOffer+` AND expires_at <= now()
 RETURNING `+offerColumns))
+		if err != nil || len(offers) == 0 {
+			return err
+		}
+		return tellTx(ctx, tx, tell, dispatch.Changed{Offers: offers})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("expire offers: %w", err)
 	}
@@ -758,7 +814,7 @@ func (s *Store) NextExpiry(ctx context.Context) (time.Time, bool, error) {
 // masters first and re-reads the debts in a later statement, so a
 // settlement committed meanwhile is seen and its master is not blocked;
 // a second run (here or on another replica) finds them blocked already.
-func (s *Store) BlockOverdue(ctx context.Context) ([]dispatch.Debt, error) {
+func (s *Store) BlockOverdue(ctx context.Context, tell dispatch.Tell) ([]dispatch.Debt, error) {
 	var out []dispatch.Debt
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
@@ -794,7 +850,10 @@ GROUP BY b.user_id ORDER BY b.user_id`, ids)
 			err := row.Scan(&d.MasterID, &d.Amount, &d.Overdue, &d.Orders)
 			return d, err
 		})
-		return err
+		if err != nil || len(out) == 0 {
+			return err
+		}
+		return tellTx(ctx, tx, tell, dispatch.Changed{Debts: out})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("block overdue masters: %w", err)
@@ -806,7 +865,7 @@ GROUP BY b.user_id ORDER BY b.user_id`, ids)
 // unblocks them; it returns what was settled (Overdue: the part past its
 // deadline) and whether they were blocked. domain.ErrNotFound if the user
 // is not a master.
-func (s *Store) SettleCommission(ctx context.Context, masterID int64) (dispatch.Debt, bool, error) {
+func (s *Store) SettleCommission(ctx context.Context, masterID int64, tell dispatch.Tell) (dispatch.Debt, bool, error) {
 	d := dispatch.Debt{MasterID: masterID}
 	var wasBlocked bool
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
@@ -839,10 +898,12 @@ RETURNING id, commission, commission_due_at <= now()`, masterID)
 		}
 		slices.Sort(d.Orders)
 		if wasBlocked {
-			_, err = tx.Exec(ctx, `UPDATE masters SET blocked_at = NULL, updated_at = now()
-WHERE user_id = $1 AND blocked_at IS NOT NULL`, masterID)
+			if _, err = tx.Exec(ctx, `UPDATE masters SET blocked_at = NULL, updated_at = now()
+WHERE user_id = $1 AND blocked_at IS NOT NULL`, masterID); err != nil {
+				return err
+			}
 		}
-		return err
+		return tellTx(ctx, tx, tell, dispatch.Changed{Debts: []dispatch.Debt{d}, WasBlocked: wasBlocked})
 	})
 	if err != nil {
 		return dispatch.Debt{MasterID: masterID}, false, fmt.Errorf("settle commission of master %d: %w", masterID, err)
@@ -852,18 +913,24 @@ WHERE user_id = $1 AND blocked_at IS NOT NULL`, masterID)
 
 // Autoclose moves DONE orders done at least after ago to CLOSED and
 // returns their ids, ascending.
-func (s *Store) Autoclose(ctx context.Context, after time.Duration) ([]int64, error) {
-	rows, err := s.pool.Query(ctx, `
+func (s *Store) Autoclose(ctx context.Context, after time.Duration, tell dispatch.Tell) ([]int64, error) {
+	var ids []int64
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
 UPDATE orders SET state = 'CLOSED', closed_at = now(), updated_at = now()
 WHERE state = 'DONE' AND done_at <= now() - $1 * interval '1 microsecond'
 RETURNING id`, micros(after))
+		if err != nil {
+			return err
+		}
+		if ids, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil || len(ids) == 0 {
+			return err
+		}
+		slices.Sort(ids)
+		return tellTx(ctx, tx, tell, dispatch.Changed{Closed: ids})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("autoclose orders: %w", err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("autoclose orders: %w", err)
-	}
-	slices.Sort(ids)
 	return ids, nil
 }

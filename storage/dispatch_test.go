@@ -51,7 +51,7 @@ func (f *dfx) master(id int64, city, district string, skills ...string) dispatch
 func (f *dfx) orderPriced(city, district, skill string, price int64) dispatch.Order {
 	f.t.Helper()
 	o, err := f.st.CreateOrder(f.ctx, dispatch.NewOrder{CreatedBy: 1, City: city, District: district, Skill: skill,
-		Price: price, Description: "fix it"})
+		Price: price, Description: "fix it"}, nil)
 	require.NoError(f.t, err)
 	return o
 }
@@ -93,7 +93,7 @@ func (f *dfx) offered(orderID, master int64, round int) dispatch.Offer {
 
 func (f *dfx) decline(of dispatch.Offer) {
 	f.t.Helper()
-	got, ok, err := f.st.Decline(f.ctx, of.ID, of.MasterID)
+	got, ok, err := f.st.Decline(f.ctx, of.ID, of.MasterID, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	require.Equal(f.t, dispatch.Declined, got.State)
@@ -109,7 +109,7 @@ func (f *dfx) assigned(masterID, price int64) dispatch.Order {
 	}
 	o := f.orderPriced(city, "d", "x", price)
 	of := f.offered(o.ID, masterID, 1)
-	_, o, ok, err := f.st.Accept(f.ctx, of.ID, masterID)
+	_, o, ok, err := f.st.Accept(f.ctx, of.ID, masterID, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	return o
@@ -187,13 +187,13 @@ func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
 		case dispatch.Sent:
 			ok = true
 		case dispatch.Viewed:
-			_, ok, err = f.st.View(ctx, fx.offer.ID, fx.offer.MasterID)
+			_, ok, err = f.st.View(ctx, fx.offer.ID, fx.offer.MasterID, nil)
 		case dispatch.Accepted:
-			_, _, ok, err = f.st.Accept(ctx, fx.offer.ID, fx.offer.MasterID)
+			_, _, ok, err = f.st.Accept(ctx, fx.offer.ID, fx.offer.MasterID, nil)
 		case dispatch.Declined:
-			_, ok, err = f.st.Decline(ctx, fx.offer.ID, fx.offer.MasterID)
+			_, ok, err = f.st.Decline(ctx, fx.offer.ID, fx.offer.MasterID, nil)
 		case dispatch.Withdrawn:
-			_, _, ok, err = f.st.CancelOrder(ctx, fx.offer.OrderID)
+			_, _, ok, err = f.st.CancelOrder(ctx, fx.offer.OrderID, nil)
 		case dispatch.Expired:
 			ok = true
 			toExpire = append(toExpire, fx.offer.ID)
@@ -202,7 +202,7 @@ func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
 		require.True(t, ok, fx.state)
 	}
 	f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = ANY ($1)`, toExpire)
-	expired, err := f.st.ExpireOffers(ctx)
+	expired, err := f.st.ExpireOffers(ctx, nil)
 	require.NoError(t, err)
 	require.Equal(t, toExpire, offerIDs(expired))
 
@@ -225,7 +225,7 @@ func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
 	offersBefore, ordersBefore, mastersBefore := f.rows("offers", "id"), f.rows("orders", "id"), f.rows("masters", "user_id")
 	start := f.dbNow()
 
-	got, err := f.st.ExpireOffers(ctx)
+	got, err := f.st.ExpireOffers(ctx, nil)
 	require.NoError(t, err)
 	require.Equal(t, wantIDs, offerIDs(got))
 
@@ -256,7 +256,7 @@ func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
 	require.Equal(t, ordersBefore, f.rows("orders", "id"), "orders untouched")
 	require.Equal(t, mastersBefore, f.rows("masters", "user_id"), "masters untouched")
 
-	again, err := f.st.ExpireOffers(ctx)
+	again, err := f.st.ExpireOffers(ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, again)
 	require.Equal(t, offersAfter, f.rows("offers", "id"))
@@ -283,7 +283,7 @@ func TestAcceptConcurrentPressesAssignOnce(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			r := &results[i]
-			r.offer, r.order, r.ok, r.err = f.st.Accept(f.ctx, of.ID, 7)
+			r.offer, r.order, r.ok, r.err = f.st.Accept(f.ctx, of.ID, 7, nil)
 		})
 	}
 	close(start)
@@ -323,7 +323,7 @@ func TestAcceptRefusals(t *testing.T) {
 		t.Helper()
 		before := f.rows("offers", "id")
 		ordersBefore := f.rows("orders", "id")
-		_, _, ok, err := f.st.Accept(ctx, offerID, masterID)
+		_, _, ok, err := f.st.Accept(ctx, offerID, masterID, nil)
 		require.NoError(t, err)
 		require.False(t, ok, why)
 		require.Equal(t, before, f.rows("offers", "id"), "%s: offers unchanged", why)
@@ -338,7 +338,7 @@ func TestAcceptRefusals(t *testing.T) {
 	cur, err := f.st.Offer(ctx, late.ID)
 	require.NoError(t, err)
 	require.Equal(t, dispatch.Sent, cur.State)
-	expired, err := f.st.ExpireOffers(ctx)
+	expired, err := f.st.ExpireOffers(ctx, nil)
 	require.NoError(t, err)
 	require.Equal(t, []int64{late.ID}, offerIDs(expired))
 	refused(late.ID, 1, "expired")
@@ -347,7 +347,7 @@ func TestAcceptRefusals(t *testing.T) {
 	o2 := f.order("a", "d", "x")
 	of := f.offered(o2.ID, 1, 1)
 	refused(of.ID, 2, "foreign")
-	got, o, ok, err := f.st.Accept(ctx, of.ID, 1)
+	got, o, ok, err := f.st.Accept(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Accepted, got.State)
@@ -358,14 +358,14 @@ func TestAcceptRefusals(t *testing.T) {
 	// A withdrawn offer.
 	o3 := f.order("a", "d", "x")
 	w := f.offered(o3.ID, 1, 1)
-	_, withdrawn, ok, err := f.st.CancelOrder(ctx, o3.ID)
+	_, withdrawn, ok, err := f.st.CancelOrder(ctx, o3.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, []int64{w.ID}, offerIDs(withdrawn))
 	refused(w.ID, 1, "withdrawn")
 
 	// No such offer.
-	got, o, ok, err = f.st.Accept(ctx, 999999, 1)
+	got, o, ok, err = f.st.Accept(ctx, 999999, 1, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Zero(t, got)
@@ -381,37 +381,37 @@ func TestViewAndDecline(t *testing.T) {
 	o := f.order("a", "d", "x")
 	of := f.offered(o.ID, 1, 1)
 
-	_, ok, err := f.st.View(ctx, of.ID, 2)
+	_, ok, err := f.st.View(ctx, of.ID, 2, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "another master's offer")
-	v, ok, err := f.st.View(ctx, of.ID, 1)
+	v, ok, err := f.st.View(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Viewed, v.State)
 	require.False(t, v.ViewedAt.IsZero())
-	again, ok, err := f.st.View(ctx, of.ID, 1)
+	again, ok, err := f.st.View(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "already VIEWED")
 	require.Equal(t, v, again, "returned as it is")
 
-	_, ok, err = f.st.Decline(ctx, of.ID, 2)
+	_, ok, err = f.st.Decline(ctx, of.ID, 2, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "another master's offer")
-	d, ok, err := f.st.Decline(ctx, of.ID, 1)
+	d, ok, err := f.st.Decline(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Declined, d.State)
 	require.Equal(t, v.ViewedAt, d.ViewedAt)
 	require.False(t, d.RespondedAt.IsZero())
-	d2, ok, err := f.st.Decline(ctx, of.ID, 1)
+	d2, ok, err := f.st.Decline(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, d, d2)
-	_, ok, err = f.st.View(ctx, of.ID, 1)
+	_, ok, err = f.st.View(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "a closed offer is not viewed")
 
-	_, ok, err = f.st.Decline(ctx, 12345, 1)
+	_, ok, err = f.st.Decline(ctx, 12345, 1, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	_, err = f.st.Offer(ctx, 12345)
@@ -459,7 +459,7 @@ func TestOfferNextCandidates(t *testing.T) {
 
 	// 307's offer expires: 307 is a candidate again.
 	f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, busy.ID)
-	expired, err := f.st.ExpireOffers(ctx)
+	expired, err := f.st.ExpireOffers(ctx, nil)
 	require.NoError(t, err)
 	require.Equal(t, []int64{busy.ID}, offerIDs(expired))
 	f.offered(o2.ID, 307, 1)
@@ -582,7 +582,7 @@ func TestOfferNextOutcomes(t *testing.T) {
 	require.Equal(t, o2.ID, got.ID)
 	require.NoError(t, tx.Rollback(ctx))
 
-	_, _, ok, err := f.st.Accept(ctx, of.ID, 1)
+	_, _, ok, err := f.st.Accept(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	_, got, out = f.next(o.ID)
@@ -708,7 +708,7 @@ func TestOfferNextConcurrent(t *testing.T) {
 			for range steps {
 				of, _, out, err := f.st.OfferNext(ctx, orderIDs[r.IntN(len(orderIDs))], sla, nil)
 				if err == nil && out == dispatch.Offered && r.IntN(2) == 0 {
-					_, _, err = f.st.Decline(ctx, of.ID, of.MasterID)
+					_, _, err = f.st.Decline(ctx, of.ID, of.MasterID, nil)
 				}
 				mu.Lock()
 				if err != nil {
@@ -766,7 +766,7 @@ func TestExpireManyAndNextExpiry(t *testing.T) {
 	require.True(t, ok)
 	require.True(t, oldest.Equal(next))
 
-	expired, err := f.st.ExpireOffers(ctx)
+	expired, err := f.st.ExpireOffers(ctx, nil)
 	require.NoError(t, err)
 	require.Len(t, expired, n)
 	ids := offerIDs(expired)
@@ -775,7 +775,7 @@ func TestExpireManyAndNextExpiry(t *testing.T) {
 		require.Equal(t, dispatch.Expired, of.State)
 		require.NotEqual(t, later.ID, of.ID)
 	}
-	again, err := f.st.ExpireOffers(ctx)
+	again, err := f.st.ExpireOffers(ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, again)
 
@@ -820,7 +820,7 @@ func BenchmarkExpireOffers100k(b *testing.B) {
 		_, err := st.Pool().Exec(ctx, `ANALYZE offers`)
 		require.NoError(b, err)
 		b.StartTimer()
-		got, err := st.ExpireOffers(ctx)
+		got, err := st.ExpireOffers(ctx, nil)
 		require.NoError(b, err)
 		require.Len(b, got, n)
 	}
@@ -836,7 +836,7 @@ func TestCancelOrder(t *testing.T) {
 	of := f.offered(o.ID, 1, 1)
 	_, err := f.st.Pool().Exec(ctx, `UPDATE offers SET chat_id = 1, message_id = 42 WHERE id = $1`, of.ID)
 	require.NoError(t, err)
-	got, withdrawn, ok, err := f.st.CancelOrder(ctx, o.ID)
+	got, withdrawn, ok, err := f.st.CancelOrder(ctx, o.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Cancelled, got.State)
@@ -849,7 +849,7 @@ func TestCancelOrder(t *testing.T) {
 	require.Equal(t, 42, w.MessageID)
 	require.Equal(t, got.CancelledAt, w.RespondedAt, "one transaction")
 
-	again, withdrawn, ok, err := f.st.CancelOrder(ctx, o.ID)
+	again, withdrawn, ok, err := f.st.CancelOrder(ctx, o.ID, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Empty(t, withdrawn)
@@ -857,21 +857,21 @@ func TestCancelOrder(t *testing.T) {
 
 	// ASSIGNED → CANCELLED keeps the master; DONE cannot be cancelled.
 	a := f.assigned(2, 500)
-	got, withdrawn, ok, err = f.st.CancelOrder(ctx, a.ID)
+	got, withdrawn, ok, err = f.st.CancelOrder(ctx, a.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Empty(t, withdrawn)
 	require.Equal(t, int64(2), got.MasterID)
 	d := f.assigned(3, 500)
-	_, done, err := f.st.CompleteOrder(ctx, d.ID, 10, time.Hour)
+	_, done, err := f.st.CompleteOrder(ctx, d.ID, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.True(t, done)
-	got, _, ok, err = f.st.CancelOrder(ctx, d.ID)
+	got, _, ok, err = f.st.CancelOrder(ctx, d.ID, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, dispatch.Done, got.State)
 
-	_, _, _, err = f.st.CancelOrder(ctx, 777777)
+	_, _, _, err = f.st.CancelOrder(ctx, 777777, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 }
 
@@ -901,7 +901,7 @@ VALUES ($1, 1, 1, now() + interval '1 minute') RETURNING id`, o.ID).Scan(&offerI
 	}
 	done := make(chan result, 1)
 	go func() {
-		_, w, ok, err := f.st.CancelOrder(ctx, o.ID)
+		_, w, ok, err := f.st.CancelOrder(ctx, o.ID, nil)
 		done <- result{w, ok, err}
 	}()
 	require.Eventually(t, func() bool {
@@ -936,8 +936,8 @@ func TestAcceptRacingCancel(t *testing.T) {
 		var acceptOK, cancelOK bool
 		var acceptErr, cancelErr error
 		var w []dispatch.Offer
-		wg.Go(func() { _, _, acceptOK, acceptErr = f.st.Accept(ctx, of.ID, 1) })
-		wg.Go(func() { _, w, cancelOK, cancelErr = f.st.CancelOrder(ctx, o.ID) })
+		wg.Go(func() { _, _, acceptOK, acceptErr = f.st.Accept(ctx, of.ID, 1, nil) })
+		wg.Go(func() { _, w, cancelOK, cancelErr = f.st.CancelOrder(ctx, o.ID, nil) })
 		wg.Wait()
 		require.NoError(t, acceptErr)
 		require.NoError(t, cancelErr)
@@ -980,7 +980,7 @@ func TestCompleteOrderCommission(t *testing.T) {
 		{100_000_000, 10, 10_000_000},
 	} {
 		o := f.assigned(int64(10+i), c.price)
-		got, ok, err := f.st.CompleteOrder(ctx, o.ID, c.rate, 3*time.Hour)
+		got, ok, err := f.st.CompleteOrder(ctx, o.ID, c.rate, 3*time.Hour, nil)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, c.want, got.Commission, "price %d rate %v", c.price, c.rate)
@@ -988,17 +988,17 @@ func TestCompleteOrderCommission(t *testing.T) {
 		require.Equal(t, 3*time.Hour, got.CommissionDueAt.Sub(got.DoneAt))
 		require.True(t, got.CommissionPaidAt.IsZero())
 
-		again, ok, err := f.st.CompleteOrder(ctx, o.ID, c.rate, 3*time.Hour)
+		again, ok, err := f.st.CompleteOrder(ctx, o.ID, c.rate, 3*time.Hour, nil)
 		require.NoError(t, err)
 		require.False(t, ok, "not ASSIGNED any more")
 		require.Equal(t, got, again)
 	}
 	s := f.order("c", "d", "x")
-	got, ok, err := f.st.CompleteOrder(ctx, s.ID, 10, time.Hour)
+	got, ok, err := f.st.CompleteOrder(ctx, s.ID, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, dispatch.Searching, got.State)
-	_, _, err = f.st.CompleteOrder(ctx, 999999, 10, time.Hour)
+	_, _, err = f.st.CompleteOrder(ctx, 999999, 10, time.Hour, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 }
 
@@ -1009,7 +1009,7 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 	done := func(master, price int64) dispatch.Order {
 		t.Helper()
 		o := f.assigned(master, price)
-		o, ok, err := f.st.CompleteOrder(ctx, o.ID, 10, 3*time.Hour)
+		o, ok, err := f.st.CompleteOrder(ctx, o.ID, 10, 3*time.Hour, nil)
 		require.NoError(t, err)
 		require.True(t, ok)
 		return o
@@ -1031,14 +1031,14 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 	cBefore := f.rows("masters", "user_id")[603]
 
 	// Autoclose: only a1 is old enough; CLOSED still owes.
-	closed, err := f.st.Autoclose(ctx, 24*time.Hour)
+	closed, err := f.st.Autoclose(ctx, 24*time.Hour, nil)
 	require.NoError(t, err)
 	require.Equal(t, []int64{a1.ID}, closed)
 	cur, err := f.st.Order(ctx, a1.ID)
 	require.NoError(t, err)
 	require.Equal(t, dispatch.Closed, cur.State)
 	require.False(t, cur.ClosedAt.IsZero())
-	closed, err = f.st.Autoclose(ctx, 24*time.Hour)
+	closed, err = f.st.Autoclose(ctx, 24*time.Hour, nil)
 	require.NoError(t, err)
 	require.Empty(t, closed)
 
@@ -1047,14 +1047,14 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 	debts := make([][]dispatch.Debt, 2)
 	errs := make([]error, 2)
 	for i := range debts {
-		wg.Go(func() { debts[i], errs[i] = f.st.BlockOverdue(ctx) })
+		wg.Go(func() { debts[i], errs[i] = f.st.BlockOverdue(ctx, nil) })
 	}
 	wg.Wait()
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
 	all := append(debts[0], debts[1]...)
 	require.Equal(t, []dispatch.Debt{{MasterID: 601, Amount: 100 + 200, Overdue: 100, Orders: []int64{a1.ID, a2.ID}}}, all)
-	again, err := f.st.BlockOverdue(ctx)
+	again, err := f.st.BlockOverdue(ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, again)
 	blocked := f.int64s(`SELECT user_id FROM masters WHERE blocked_at IS NOT NULL ORDER BY 1`)
@@ -1078,7 +1078,7 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 	require.Equal(t, map[dispatch.OrderState]int{dispatch.Searching: 0, dispatch.Assigned: 0, dispatch.Done: 1,
 		dispatch.Closed: 1, dispatch.Cancelled: 0}, stats.Orders)
 
-	d, wasBlocked, err := f.st.SettleCommission(ctx, 601)
+	d, wasBlocked, err := f.st.SettleCommission(ctx, 601, nil)
 	require.NoError(t, err)
 	require.True(t, wasBlocked)
 	require.Equal(t, dispatch.Debt{MasterID: 601, Amount: 300, Overdue: 100, Orders: []int64{a1.ID, a2.ID}}, d)
@@ -1094,19 +1094,19 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 	require.Zero(t, stats.Overdue)
 	require.True(t, stats.NextDue.IsZero())
 
-	d, wasBlocked, err = f.st.SettleCommission(ctx, 601)
+	d, wasBlocked, err = f.st.SettleCommission(ctx, 601, nil)
 	require.NoError(t, err)
 	require.False(t, wasBlocked)
 	require.Equal(t, dispatch.Debt{MasterID: 601}, d, "nothing left")
-	d, wasBlocked, err = f.st.SettleCommission(ctx, 602)
+	d, wasBlocked, err = f.st.SettleCommission(ctx, 602, nil)
 	require.NoError(t, err)
 	require.False(t, wasBlocked)
 	require.Equal(t, dispatch.Debt{MasterID: 602}, d, "B's order was paid")
 
 	f.user(604)
-	_, _, err = f.st.SettleCommission(ctx, 604)
+	_, _, err = f.st.SettleCommission(ctx, 604, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.SettleCommission(ctx, 605)
+	_, _, err = f.st.SettleCommission(ctx, 605, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
 	// A unblocked is offered again.
@@ -1186,25 +1186,25 @@ func TestOpenOrders(t *testing.T) {
 	m1 := f.master(1, "c", "d", "x")
 	s1 := f.order("c", "d", "x")
 	of := f.offered(s1.ID, 1, 1)
-	of, ok, err := f.st.View(ctx, of.ID, 1)
+	of, ok, err := f.st.View(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	s2 := f.order("elsewhere", "d", "x")
 	a1 := f.assigned(2, 100)
 	d1 := f.assigned(2, 100)
-	d1, ok, err = f.st.CompleteOrder(ctx, d1.ID, 10, time.Hour)
+	d1, ok, err = f.st.CompleteOrder(ctx, d1.ID, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	c1 := f.order("c", "d", "y")
-	_, _, ok, err = f.st.CancelOrder(ctx, c1.ID)
+	_, _, ok, err = f.st.CancelOrder(ctx, c1.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	x1 := f.assigned(3, 100)
-	_, ok, err = f.st.CompleteOrder(ctx, x1.ID, 10, time.Hour)
+	_, ok, err = f.st.CompleteOrder(ctx, x1.ID, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	f.exec(`UPDATE orders SET done_at = now() - interval '2 days' WHERE id = $1`, x1.ID)
-	_, err = f.st.Autoclose(ctx, 24*time.Hour)
+	_, err = f.st.Autoclose(ctx, 24*time.Hour, nil)
 	require.NoError(t, err)
 
 	m1, err = f.st.Master(ctx, 1) // last_offer_at moved
@@ -1250,7 +1250,7 @@ func TestOfferNextWaitsForBusyMaster(t *testing.T) {
 	require.Equal(t, []int64{x.ID}, ids, "x waits for a busy master")
 
 	f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, busy.ID)
-	expired, err := f.st.ExpireOffers(f.ctx)
+	expired, err := f.st.ExpireOffers(f.ctx, nil)
 	require.NoError(t, err)
 	require.Len(t, expired, 1)
 	f.offered(x.ID, 10, 1)
@@ -1265,4 +1265,60 @@ func TestOfferNextWaitsForBusyMaster(t *testing.T) {
 	ids, err = f.st.SearchingOrders(f.ctx, 10, true)
 	require.NoError(t, err)
 	require.Equal(t, []int64{y.ID, z.ID}, ids)
+}
+
+// A change's messages commit with it, rendered from what it changed and
+// the masters it names; a refused change writes none.
+func TestDispatchMessagesCommitWithTheirChange(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+	f.master(1, "c", "d", "x")
+	var seen []dispatch.Changed
+	tell := func(c dispatch.Changed) []domain.Message {
+		seen = append(seen, c)
+		var out []domain.Message
+		for _, of := range c.Offers {
+			out = append(out, domain.Message{ChatID: of.MasterID, Kind: domain.KindNote, Ref: of.ID,
+				Text: string(of.State) + " " + c.Masters[of.MasterID].Name})
+		}
+		if len(c.Offers) == 0 {
+			out = append(out, domain.Message{ChatID: -5, Kind: domain.KindLiveLog, Ref: c.Order.ID, Text: "order"})
+		}
+		return out
+	}
+	outbox := func() []string {
+		rows, err := f.st.Pool().Query(ctx, `SELECT body->>'text' FROM outbox ORDER BY id`)
+		require.NoError(t, err)
+		texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return texts
+	}
+
+	o, err := f.st.CreateOrder(ctx, dispatch.NewOrder{CreatedBy: 1, City: "c", District: "d", Skill: "x", Price: 5, Description: "y"}, tell)
+	require.NoError(t, err)
+	of, _, out, err := f.st.OfferNext(ctx, o.ID, sla, tell)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.Offered, out)
+	require.Equal(t, []string{"order", "SENT Name1"}, outbox())
+
+	_, ok, err := f.st.Decline(ctx, of.ID, 2, tell) // not the offer's master
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Len(t, outbox(), 2, "a refused change writes nothing")
+	require.Len(t, seen, 2, "nor renders anything")
+
+	_, _, ok, err = f.st.Accept(ctx, of.ID, 1, tell)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, []string{"order", "SENT Name1", "ACCEPTED Name1"}, outbox())
+
+	// A message the outbox refuses rolls the change back.
+	_, _, err = f.st.CompleteOrder(ctx, o.ID, 10, time.Hour, func(dispatch.Changed) []domain.Message {
+		return []domain.Message{{ChatID: 1, Kind: domain.KindNote, Edit: true}} // an edit with no key
+	})
+	require.Error(t, err)
+	got, err := f.st.Order(ctx, o.ID)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.Assigned, got.State, "still ASSIGNED: the change rolled back with its message")
 }

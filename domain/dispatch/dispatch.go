@@ -120,12 +120,15 @@ func (s *Service) CreateOrder(ctx context.Context, adminID int64, args string) (
 		return Order{}, err
 	}
 	no.CreatedBy = adminID
-	o, err := s.deps.Repo.CreateOrder(ctx, no)
+	st := s.newStory()
+	o, err := s.deps.Repo.CreateOrder(ctx, no, st.tell(func(c Changed) {
+		st.event(Event{Kind: EventOrderCreated, OrderID: c.Order.ID})
+	}))
 	if err != nil {
 		return Order{}, err
 	}
+	st.logged()
 	s.m.orders.WithLabelValues(string(Searching)).Inc()
-	s.event(ctx, Event{Kind: EventOrderCreated, OrderID: o.ID})
 	s.distributeOrder(ctx, o.ID)
 	return o, nil
 }
@@ -144,22 +147,23 @@ func (s *Service) Complete(ctx context.Context, id int64) (Order, error) {
 	if err := checkOrder(Assigned, Done); err != nil {
 		return Order{}, err
 	}
-	o, ok, err := s.deps.Repo.CompleteOrder(ctx, id, s.cfg.CommissionRate, s.cfg.CommissionDeadline)
+	st := s.newStory()
+	o, ok, err := s.deps.Repo.CompleteOrder(ctx, id, s.cfg.CommissionRate, s.cfg.CommissionDeadline, st.tell(func(c Changed) {
+		o := c.Order
+		m, found := masterOf(c, o.MasterID)
+		st.event(Event{Kind: EventOrderDone, OrderID: o.ID, MasterID: o.MasterID, Master: known(m), Amount: o.Commission})
+		if found {
+			st.note(Note{Kind: NoteOrderDone, Master: m, Order: &o, Amount: o.Commission})
+		}
+	}))
 	if err != nil {
 		return Order{}, err
 	}
 	if !ok {
 		return o, ErrOrderState
 	}
+	st.logged()
 	s.m.orders.WithLabelValues(string(Done)).Inc()
-	m, err := s.deps.Repo.Master(ctx, o.MasterID)
-	if err != nil {
-		s.log.Error("load master of done order", "order", o.ID, "err", err)
-	}
-	s.event(ctx, Event{Kind: EventOrderDone, OrderID: o.ID, MasterID: o.MasterID, Master: known(m), Amount: o.Commission})
-	if err == nil {
-		s.tell(ctx, Note{Kind: NoteOrderDone, Master: m, Order: &o, Amount: o.Commission})
-	}
 	return o, nil
 }
 
@@ -169,33 +173,32 @@ func (s *Service) Cancel(ctx context.Context, id int64) (Order, error) {
 	if err := checkOrder(Searching, Cancelled); err != nil {
 		return Order{}, err
 	}
-	o, withdrawn, ok, err := s.deps.Repo.CancelOrder(ctx, id)
+	st := s.newStory()
+	o, withdrawn, ok, err := s.deps.Repo.CancelOrder(ctx, id, st.tell(func(c Changed) {
+		o := c.Order
+		for _, f := range c.Offers {
+			m, _ := masterOf(c, f.MasterID)
+			st.event(Event{Kind: EventOfferWithdrawn, OrderID: o.ID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m)})
+			st.closed(m, o, f)
+		}
+		var assigned Master
+		if o.MasterID != 0 {
+			assigned, _ = masterOf(c, o.MasterID)
+		}
+		st.event(Event{Kind: EventOrderCancelled, OrderID: o.ID, MasterID: o.MasterID, Master: known(assigned)})
+		if assigned.UserID != 0 {
+			st.note(Note{Kind: NoteCancelled, Master: assigned, Order: &o})
+		}
+	}))
 	if err != nil {
 		return Order{}, err
 	}
 	if !ok {
 		return o, ErrOrderState
 	}
+	st.logged()
 	s.m.orders.WithLabelValues(string(Cancelled)).Inc()
-	for _, f := range withdrawn {
-		s.m.offers.WithLabelValues(string(Withdrawn)).Inc()
-		m, err := s.deps.Repo.Master(ctx, f.MasterID)
-		s.event(ctx, Event{Kind: EventOfferWithdrawn, OrderID: o.ID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m)})
-		if err == nil {
-			s.closeOffer(ctx, m, o, f)
-		}
-	}
-	var assigned Master
-	if o.MasterID != 0 {
-		var err error
-		if assigned, err = s.deps.Repo.Master(ctx, o.MasterID); err != nil {
-			s.log.Error("load master of cancelled order", "order", o.ID, "err", err)
-		}
-	}
-	s.event(ctx, Event{Kind: EventOrderCancelled, OrderID: o.ID, MasterID: o.MasterID, Master: known(assigned)})
-	if assigned.UserID != 0 {
-		s.tell(ctx, Note{Kind: NoteCancelled, Master: assigned, Order: &o})
-	}
+	s.m.offers.WithLabelValues(string(Withdrawn)).Add(float64(len(withdrawn)))
 	return o, nil
 }
 
@@ -219,16 +222,27 @@ func (s *Service) Paid(ctx context.Context, ref string) (Master, Debt, bool, err
 	if err != nil {
 		return Master{}, Debt{}, false, err
 	}
-	d, wasBlocked, err := s.deps.Repo.SettleCommission(ctx, m.UserID)
+	st := s.newStory()
+	d, wasBlocked, err := s.deps.Repo.SettleCommission(ctx, m.UserID, st.tell(func(c Changed) {
+		var d Debt
+		if len(c.Debts) > 0 {
+			d = c.Debts[0]
+		}
+		if d.Amount > 0 || c.WasBlocked {
+			st.event(Event{Kind: EventCommissionPaid, MasterID: m.UserID, Master: &m, Amount: d.Amount})
+		}
+		if c.WasBlocked {
+			unblocked := m
+			unblocked.BlockedAt = time.Time{}
+			st.note(Note{Kind: NoteUnblocked, Master: unblocked, Amount: d.Amount})
+		}
+	}))
 	if err != nil {
 		return Master{}, Debt{}, false, err
 	}
-	if d.Amount > 0 || wasBlocked {
-		s.event(ctx, Event{Kind: EventCommissionPaid, MasterID: m.UserID, Master: &m, Amount: d.Amount})
-	}
+	st.logged()
 	if wasBlocked {
 		m.BlockedAt = time.Time{}
-		s.tell(ctx, Note{Kind: NoteUnblocked, Master: m, Amount: d.Amount})
 		s.Wake()
 	}
 	return m, d, wasBlocked, nil
@@ -241,7 +255,13 @@ func (s *Service) Accept(ctx context.Context, offerID, masterID int64) (Offer, O
 	if err := checkOffer(Sent, Accepted); err != nil {
 		return Offer{}, Order{}, err
 	}
-	f, o, ok, err := s.deps.Repo.Accept(ctx, offerID, masterID)
+	st := s.newStory()
+	f, o, ok, err := s.deps.Repo.Accept(ctx, offerID, masterID, st.tell(func(c Changed) {
+		m, _ := masterOf(c, masterID)
+		f := c.Offers[0]
+		st.event(Event{Kind: EventOfferAccepted, OrderID: c.Order.ID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
+		st.event(Event{Kind: EventOrderAssigned, OrderID: c.Order.ID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
+	}))
 	if err != nil {
 		return Offer{}, Order{}, err
 	}
@@ -249,11 +269,9 @@ func (s *Service) Accept(ctx context.Context, offerID, masterID int64) (Offer, O
 		f, err := s.refusal(ctx, offerID, masterID)
 		return f, Order{}, err
 	}
+	st.logged()
 	s.m.offers.WithLabelValues(string(Accepted)).Inc()
 	s.m.orders.WithLabelValues(string(Assigned)).Inc()
-	m, _ := s.deps.Repo.Master(ctx, masterID)
-	s.event(ctx, Event{Kind: EventOfferAccepted, OrderID: o.ID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
-	s.event(ctx, Event{Kind: EventOrderAssigned, OrderID: o.ID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
 	return f, o, nil
 }
 
@@ -262,7 +280,12 @@ func (s *Service) Decline(ctx context.Context, offerID, masterID int64) (Offer, 
 	if err := checkOffer(Sent, Declined); err != nil {
 		return Offer{}, Order{}, err
 	}
-	f, ok, err := s.deps.Repo.Decline(ctx, offerID, masterID)
+	st := s.newStory()
+	f, ok, err := s.deps.Repo.Decline(ctx, offerID, masterID, st.tell(func(c Changed) {
+		m, _ := masterOf(c, masterID)
+		f := c.Offers[0]
+		st.event(Event{Kind: EventOfferDeclined, OrderID: f.OrderID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
+	}))
 	if err != nil {
 		return Offer{}, Order{}, err
 	}
@@ -270,13 +293,12 @@ func (s *Service) Decline(ctx context.Context, offerID, masterID int64) (Offer, 
 		f, err := s.refusal(ctx, offerID, masterID)
 		return f, Order{}, err
 	}
+	st.logged()
 	s.m.offers.WithLabelValues(string(Declined)).Inc()
 	o, err := s.deps.Repo.Order(ctx, f.OrderID)
 	if err != nil {
 		return f, Order{}, err
 	}
-	m, _ := s.deps.Repo.Master(ctx, masterID)
-	s.event(ctx, Event{Kind: EventOfferDeclined, OrderID: o.ID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
 	s.distributeOrder(ctx, o.ID)
 	s.freed()
 	return f, o, nil
@@ -288,7 +310,12 @@ func (s *Service) View(ctx context.Context, offerID, masterID int64) (Offer, Ord
 	if err := checkOffer(Sent, Viewed); err != nil {
 		return Offer{}, Order{}, err
 	}
-	f, ok, err := s.deps.Repo.View(ctx, offerID, masterID)
+	st := s.newStory()
+	f, ok, err := s.deps.Repo.View(ctx, offerID, masterID, st.tell(func(c Changed) {
+		m, _ := masterOf(c, masterID)
+		f := c.Offers[0]
+		st.event(Event{Kind: EventOfferViewed, OrderID: f.OrderID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
+	}))
 	if err != nil {
 		return Offer{}, Order{}, err
 	}
@@ -298,9 +325,8 @@ func (s *Service) View(ctx context.Context, offerID, masterID int64) (Offer, Ord
 			return f, Order{}, err
 		}
 	} else {
-		m, _ := s.deps.Repo.Master(ctx, masterID)
+		st.logged()
 		s.m.offers.WithLabelValues(string(Viewed)).Inc()
-		s.event(ctx, Event{Kind: EventOfferViewed, OrderID: f.OrderID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
 	}
 	o, err := s.deps.Repo.Order(ctx, f.OrderID)
 	return f, o, err
@@ -316,45 +342,6 @@ func (s *Service) refusal(ctx context.Context, offerID, masterID int64) (Offer, 
 		return Offer{}, ErrForbidden
 	}
 	return f, fmt.Errorf("offer %d is %s: %w", f.ID, f.State, ErrOfferClosed)
-}
-
-// event logs e as JSON and queues it for the live log. A live log the
-// outbox cannot take is not a reason to fail the step it reports.
-func (s *Service) event(ctx context.Context, e Event) {
-	if e.At.IsZero() {
-		e.At = s.deps.Clock.Now()
-	}
-	s.log.Info("dispatch_event", "event", string(e.Kind), "order", e.OrderID, "offer", e.OfferID, "master", e.MasterID)
-	if s.deps.Notifier == nil {
-		return
-	}
-	s.enqueue(ctx, "live log "+string(e.Kind), s.deps.Notifier.Event(e))
-}
-
-func (s *Service) tell(ctx context.Context, n Note) {
-	if s.deps.Notifier == nil {
-		return
-	}
-	s.enqueue(ctx, "note "+string(n.Kind), s.deps.Notifier.Note(n))
-}
-
-// closeOffer queues the edit of an ended offer's message. The edit names
-// the message by its key, so it finds it even when the offer was still
-// waiting in the outbox as it ended (rows of one chat go out in order).
-func (s *Service) closeOffer(ctx context.Context, m Master, o Order, f Offer) {
-	if s.deps.Notifier == nil {
-		return
-	}
-	s.enqueue(ctx, "close offer", s.deps.Notifier.Closed(m, o, f))
-}
-
-func (s *Service) enqueue(ctx context.Context, what string, msgs []domain.Message) {
-	if len(msgs) == 0 {
-		return
-	}
-	if err := s.deps.Repo.Enqueue(context.WithoutCancel(ctx), msgs...); err != nil {
-		s.log.Warn("queue message", "what", what, "err", err)
-	}
 }
 
 // known is m for an event, or nil if it was not loaded.

@@ -3,8 +3,6 @@ package dispatch
 import (
 	"context"
 	"time"
-
-	"switchboard/domain"
 )
 
 // MaxDistribute bounds the orders one distribution pass looks at; the rest
@@ -45,7 +43,17 @@ func (s *Service) distribute(ctx context.Context, all bool) error {
 // distributeOrder offers one order to its next candidate; the offer's
 // message and live-log line commit with the offer.
 func (s *Service) distributeOrder(ctx context.Context, orderID int64) {
-	f, o, outcome, err := s.deps.Repo.OfferNext(ctx, orderID, s.cfg.OfferSLA, s.render)
+	st := s.newStory()
+	f, _, outcome, err := s.deps.Repo.OfferNext(ctx, orderID, s.cfg.OfferSLA, st.tell(func(c Changed) {
+		if len(c.Offers) == 0 {
+			st.event(Event{Kind: EventUnassignable, OrderID: c.Order.ID, Round: c.Order.Round})
+			return
+		}
+		f := c.Offers[0]
+		m, _ := masterOf(c, f.MasterID)
+		st.offer(m, c.Order, f)
+		st.event(Event{Kind: EventOfferSent, OrderID: c.Order.ID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m), Round: f.Round})
+	}))
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Error("distribute order", "order", orderID, "err", err)
@@ -54,24 +62,14 @@ func (s *Service) distributeOrder(ctx context.Context, orderID int64) {
 	}
 	switch outcome {
 	case Unassignable:
-		s.event(ctx, Event{Kind: EventUnassignable, OrderID: orderID, Round: o.Round})
+		st.logged()
 	case Offered:
+		st.logged()
 		s.m.offers.WithLabelValues(string(Sent)).Inc()
-		s.log.Info("dispatch_event", "event", string(EventOfferSent), "order", o.ID, "offer", f.ID, "master", f.MasterID)
 		// This replica knows of the deadline now; the others hear of it
 		// through the offers trigger's NOTIFY.
 		s.timer.arm(f.ExpiresAt)
 	}
-}
-
-// render is what commits with a new offer: its message and its line in
-// the live log.
-func (s *Service) render(m Master, o Order, f Offer) []domain.Message {
-	if s.deps.Notifier == nil {
-		return nil
-	}
-	e := Event{Kind: EventOfferSent, OrderID: o.ID, OfferID: f.ID, MasterID: m.UserID, Master: &m, Round: f.Round, At: s.deps.Clock.Now()}
-	return append(s.deps.Notifier.Offer(m, o, f), s.deps.Notifier.Event(e)...)
 }
 
 // Undeliverable is told by the outbox that an offer's message was dropped
@@ -87,18 +85,22 @@ func (s *Service) Undeliverable(ctx context.Context, offerID int64) {
 	if !f.State.Open() {
 		return
 	}
-	m, _ := s.deps.Repo.Master(ctx, f.MasterID)
 	s.log.Warn("master unreachable, pausing", "master", f.MasterID, "offer", f.ID)
-	s.event(ctx, Event{Kind: EventOfferUndelivered, OrderID: f.OrderID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m)})
 	if _, err := s.deps.Repo.SetActive(ctx, f.MasterID, false); err != nil {
 		s.log.Error("pause unreachable master", "master", f.MasterID, "err", err)
 	}
-	if _, ok, err := s.deps.Repo.Decline(ctx, f.ID, f.MasterID); err != nil || !ok {
+	st := s.newStory()
+	_, ok, err := s.deps.Repo.Decline(ctx, f.ID, f.MasterID, st.tell(func(c Changed) {
+		m, _ := masterOf(c, f.MasterID)
+		st.event(Event{Kind: EventOfferUndelivered, OrderID: f.OrderID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m)})
+	}))
+	if err != nil || !ok {
 		if err != nil {
 			s.log.Error("decline undelivered offer", "offer", f.ID, "err", err)
 		}
 		return
 	}
+	st.logged()
 	s.m.offers.WithLabelValues(string(Declined)).Inc()
 	s.distributeOrder(ctx, f.OrderID)
 	s.freed()
@@ -107,20 +109,22 @@ func (s *Service) Undeliverable(ctx context.Context, offerID int64) {
 // Commission is the COMMISSION_INTERVAL job: masters whose commission is
 // past its deadline are blocked from distribution and told why.
 func (s *Service) Commission(ctx context.Context) (int, error) {
-	debts, err := s.deps.Repo.BlockOverdue(ctx)
+	st := s.newStory()
+	debts, err := s.deps.Repo.BlockOverdue(ctx, st.tell(func(c Changed) {
+		for _, d := range c.Debts {
+			m, ok := masterOf(c, d.MasterID)
+			if !ok {
+				continue
+			}
+			st.event(Event{Kind: EventMasterBlocked, MasterID: m.UserID, Master: &m, Amount: d.Amount})
+			st.note(Note{Kind: NoteBlocked, Master: m, Amount: d.Amount})
+		}
+	}))
 	if err != nil {
 		return 0, err
 	}
-	for _, d := range debts {
-		m, err := s.deps.Repo.Master(ctx, d.MasterID)
-		if err != nil {
-			s.log.Error("load blocked master", "master", d.MasterID, "err", err)
-			continue
-		}
-		s.m.blocked.Inc()
-		s.event(ctx, Event{Kind: EventMasterBlocked, MasterID: m.UserID, Master: &m, Amount: d.Amount})
-		s.tell(ctx, Note{Kind: NoteBlocked, Master: m, Amount: d.Amount})
-	}
+	st.logged()
+	s.m.blocked.Add(float64(len(debts)))
 	return len(debts), nil
 }
 
@@ -130,14 +134,17 @@ func (s *Service) Autoclose(ctx context.Context) (int, error) {
 	if err := checkOrder(Done, Closed); err != nil {
 		return 0, err
 	}
-	ids, err := s.deps.Repo.Autoclose(ctx, s.cfg.AutocloseAfter)
+	st := s.newStory()
+	ids, err := s.deps.Repo.Autoclose(ctx, s.cfg.AutocloseAfter, st.tell(func(c Changed) {
+		for _, id := range c.Closed {
+			st.event(Event{Kind: EventOrderClosed, OrderID: id})
+		}
+	}))
 	if err != nil {
 		return 0, err
 	}
-	for _, id := range ids {
-		s.m.orders.WithLabelValues(string(Closed)).Inc()
-		s.event(ctx, Event{Kind: EventOrderClosed, OrderID: id})
-	}
+	st.logged()
+	s.m.orders.WithLabelValues(string(Closed)).Add(float64(len(ids)))
 	return len(ids), nil
 }
 

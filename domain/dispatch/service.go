@@ -123,8 +123,29 @@ type Debt struct {
 	Overdue int64
 }
 
+// Changed is what one state change changed, as its messages are rendered
+// inside its transaction: the rows it moved and the masters they name.
+type Changed struct {
+	Order  Order   // the order it moved, if any
+	Offers []Offer // the offers it moved (created, answered, expired, withdrawn)
+	Debts  []Debt  // commission blocked or settled
+	Closed []int64 // orders autoclose closed
+	// WasBlocked: SettleCommission lifted a block.
+	WasBlocked bool
+	// Masters are the masters of Order, Offers and Debts, read in the
+	// same transaction (a master missing here was not found).
+	Masters map[int64]Master
+}
+
+// Tell renders the messages a state change causes (the live log, notes,
+// offers and their closing edits). The repository calls it inside the
+// change's transaction and writes what it returns to the outbox there, so
+// a change and its messages commit together. Nil: no messages.
+type Tell func(Changed) []domain.Message
+
 // Repository is what the workflow needs from storage. Every state change
-// is one conditional statement naming the old state.
+// is one conditional statement naming the old state, and writes the
+// messages its Tell renders in the same transaction.
 type Repository interface {
 	// SaveMaster registers or updates a master (city, district, skills);
 	// true if the master is new. The user must exist.
@@ -139,7 +160,7 @@ type Repository interface {
 	// if the user is not a master.
 	SetActive(ctx context.Context, userID int64, active bool) (bool, error)
 
-	CreateOrder(ctx context.Context, o NewOrder) (Order, error)
+	CreateOrder(ctx context.Context, o NewOrder, tell Tell) (Order, error)
 	// Order returns one order; domain.ErrNotFound if none.
 	Order(ctx context.Context, id int64) (Order, error)
 	// OpenOrders lists SEARCHING, ASSIGNED and DONE orders, oldest first.
@@ -147,11 +168,11 @@ type Repository interface {
 	// CompleteOrder moves ASSIGNED → DONE and sets the commission
 	// (ceil(price × ratePercent / 100)) due after deadline; ok false (with
 	// the order as it is) if it was not ASSIGNED.
-	CompleteOrder(ctx context.Context, id int64, ratePercent float64, deadline time.Duration) (Order, bool, error)
+	CompleteOrder(ctx context.Context, id int64, ratePercent float64, deadline time.Duration, tell Tell) (Order, bool, error)
 	// CancelOrder moves SEARCHING or ASSIGNED → CANCELLED and withdraws its
 	// open offer in the same transaction; ok false (with the order as it
 	// is) if the order was in neither state.
-	CancelOrder(ctx context.Context, id int64) (o Order, withdrawn []Offer, ok bool, err error)
+	CancelOrder(ctx context.Context, id int64, tell Tell) (o Order, withdrawn []Offer, ok bool, err error)
 
 	// SearchingOrders lists SEARCHING orders with no open offer, oldest
 	// first: all of them, or (all false) only those whose round waits for
@@ -163,12 +184,11 @@ type Repository interface {
 	// expiring after sla; with nobody left in round 1 move to round 2 and
 	// pick again; with nobody left in round 2 mark the order unassignable.
 	// Creating an offer clears the unassignable mark.
-	// A new offer's messages (render's: the offer, its live-log line) are
-	// written to the outbox in the same transaction, so an offer never
-	// exists unseen.
-	OfferNext(ctx context.Context, orderID int64, sla time.Duration, render Render) (Offer, Order, Outcome, error)
-	// Enqueue writes messages to the outbox.
-	Enqueue(ctx context.Context, msgs ...domain.Message) error
+	// A new offer's messages (the offer, its live-log line) commit with
+	// it, so an offer never exists unseen; tell also renders the
+	// unassignable report (Changed with no offer).
+	OfferNext(ctx context.Context, orderID int64, sla time.Duration, tell Tell) (Offer, Order, Outcome, error)
+
 	// Offer returns one offer; domain.ErrNotFound if none.
 	Offer(ctx context.Context, id int64) (Offer, error)
 
@@ -176,27 +196,27 @@ type Repository interface {
 	// only if it is the master's, open and not past expires_at, and its
 	// order SEARCHING → ASSIGNED in the same transaction; ok false if
 	// anything did not hold (nothing changed).
-	Accept(ctx context.Context, offerID, masterID int64) (Offer, Order, bool, error)
+	Accept(ctx context.Context, offerID, masterID int64, tell Tell) (Offer, Order, bool, error)
 	// Decline moves the master's open offer to DECLINED; ok false otherwise.
-	Decline(ctx context.Context, offerID, masterID int64) (Offer, bool, error)
+	Decline(ctx context.Context, offerID, masterID int64, tell Tell) (Offer, bool, error)
 	// View moves the master's SENT offer not yet past expires_at to VIEWED;
 	// ok false otherwise (an offer already VIEWED is returned with ok false
 	// too).
-	View(ctx context.Context, offerID, masterID int64) (Offer, bool, error)
+	View(ctx context.Context, offerID, masterID int64, tell Tell) (Offer, bool, error)
 	// ExpireOffers is the watchdog's statement: every SENT or VIEWED offer
 	// with expires_at <= now() becomes EXPIRED, and exactly those return.
-	ExpireOffers(ctx context.Context) ([]Offer, error)
+	ExpireOffers(ctx context.Context, tell Tell) ([]Offer, error)
 	// NextExpiry is the earliest expires_at of an open offer (false: none).
 	NextExpiry(ctx context.Context) (time.Time, bool, error)
 
 	// BlockOverdue blocks every unblocked master owing commission past its
 	// deadline and returns them with what they owe.
-	BlockOverdue(ctx context.Context) ([]Debt, error)
+	BlockOverdue(ctx context.Context, tell Tell) ([]Debt, error)
 	// SettleCommission marks all the master's unpaid commission paid and
 	// unblocks them; what was settled, and whether they were blocked.
-	SettleCommission(ctx context.Context, masterID int64) (Debt, bool, error)
+	SettleCommission(ctx context.Context, masterID int64, tell Tell) (Debt, bool, error)
 	// Autoclose moves DONE orders older than after to CLOSED.
-	Autoclose(ctx context.Context, after time.Duration) ([]int64, error)
+	Autoclose(ctx context.Context, after time.Duration, tell Tell) ([]int64, error)
 }
 
 // EventKind names a live-log event.
@@ -267,9 +287,6 @@ type Notifier interface {
 	// Event is a line of the admins' live log (none without an admin chat).
 	Event(e Event) []domain.Message
 }
-
-// Render builds the messages that commit with a new offer (Repository.OfferNext).
-type Render func(m Master, o Order, f Offer) []domain.Message
 
 // Errors the bot turns into answers.
 var (

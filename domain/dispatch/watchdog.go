@@ -46,7 +46,15 @@ func (s *Service) sweep(ctx context.Context) ([]Offer, error) {
 		return nil, err
 	}
 	start := s.deps.Clock.Now()
-	expired, err := s.deps.Repo.ExpireOffers(ctx)
+	// Each expiry's closing edit and live-log line commit with it.
+	st := s.newStory()
+	expired, err := s.deps.Repo.ExpireOffers(ctx, st.tell(func(c Changed) {
+		for _, f := range c.Offers {
+			m, _ := masterOf(c, f.MasterID)
+			st.closed(m, Order{ID: f.OrderID}, f)
+			st.event(Event{Kind: EventOfferExpired, OrderID: f.OrderID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m), Round: f.Round})
+		}
+	}))
 	s.m.sweep.Observe(s.deps.Clock.Since(start).Seconds())
 	if err != nil {
 		// A database outage: the next tick or timer tries again, and the
@@ -58,6 +66,7 @@ func (s *Service) sweep(ctx context.Context) ([]Offer, error) {
 	}
 	s.log.Info("expired_offers", "count", len(expired))
 	now := s.deps.Clock.Now()
+	st.logged()
 	for _, f := range expired {
 		s.log.Info("offer_expired", "oid", f.ID, "order", f.OrderID, "master", f.MasterID)
 		s.m.offers.WithLabelValues(string(Expired)).Inc()
@@ -90,21 +99,9 @@ func (s *Service) followUp(ctx context.Context, expired []Offer) {
 	s.freed()
 }
 
-// afterExpiry edits the master's message, reports the expiry and offers the
-// order to the next candidate, in that order, so the live log reads in
-// order.
+// afterExpiry offers the order to the next candidate (its closing edit and
+// live-log line were written with the expiry).
 func (s *Service) afterExpiry(ctx context.Context, f Offer) {
-	m, err := s.deps.Repo.Master(ctx, f.MasterID)
-	if err != nil {
-		s.log.Error("load master of expired offer", "offer", f.ID, "err", err)
-	}
-	o, err := s.deps.Repo.Order(ctx, f.OrderID)
-	if err != nil {
-		s.log.Error("load order of expired offer", "offer", f.ID, "err", err)
-	} else if m.UserID != 0 {
-		s.closeOffer(ctx, m, o, f)
-	}
-	s.event(ctx, Event{Kind: EventOfferExpired, OrderID: f.OrderID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m), Round: f.Round})
 	s.distributeOrder(ctx, f.OrderID)
 }
 

@@ -1,0 +1,75 @@
+package dispatch
+
+import (
+	"switchboard/domain"
+)
+
+// story collects what a state change tells people while the repository
+// renders it inside the change's transaction (its Tell), and the events to
+// log as JSON once the change committed.
+type story struct {
+	s      *Service
+	events []Event
+	msgs   []domain.Message
+}
+
+func (s *Service) newStory() *story { return &story{s: s} }
+
+// event adds a line of the live log.
+func (st *story) event(e Event) {
+	if e.At.IsZero() {
+		e.At = st.s.deps.Clock.Now()
+	}
+	st.events = append(st.events, e)
+	if n := st.s.deps.Notifier; n != nil {
+		st.msgs = append(st.msgs, n.Event(e)...)
+	}
+}
+
+// note adds a message to a master.
+func (st *story) note(n Note) {
+	if nt := st.s.deps.Notifier; nt != nil {
+		st.msgs = append(st.msgs, nt.Note(n)...)
+	}
+}
+
+// offer adds a new offer's message.
+func (st *story) offer(m Master, o Order, f Offer) {
+	if n := st.s.deps.Notifier; n != nil {
+		st.msgs = append(st.msgs, n.Offer(m, o, f)...)
+	}
+}
+
+// closed adds the edit of an ended offer's message. The edit names the
+// message by its key, so it finds it even when the offer was still waiting
+// in the outbox as it ended (a chat's rows go out in order).
+func (st *story) closed(m Master, o Order, f Offer) {
+	if n := st.s.deps.Notifier; n != nil && m.UserID != 0 {
+		st.msgs = append(st.msgs, n.Closed(m, o, f)...)
+	}
+}
+
+// tell is the Tell for a repository call: fill renders the story from
+// what the change changed. A Tell may run more than once if the caller
+// retries, so each run starts afresh.
+func (st *story) tell(fill func(Changed)) Tell {
+	return func(c Changed) []domain.Message {
+		st.events, st.msgs = nil, nil
+		fill(c)
+		return st.msgs
+	}
+}
+
+// logged writes the story's events to the JSON log: call it once the
+// change committed.
+func (st *story) logged() {
+	for _, e := range st.events {
+		st.s.log.Info("dispatch_event", "event", string(e.Kind), "order", e.OrderID, "offer", e.OfferID, "master", e.MasterID)
+	}
+}
+
+// masterOf is c's master with that id, or a master known only by id.
+func masterOf(c Changed, id int64) (Master, bool) {
+	m, ok := c.Masters[id]
+	return m, ok
+}
