@@ -75,7 +75,8 @@ func (u *memoryUI) text(r *Request) error {
 		return err
 	}
 	if ahead > 0 {
-		if err := u.m.Tell(r.Ctx, runMessages(run, r.T("memory.queued", locales.Data{"Ahead": ahead}))); err != nil {
+		note := runMessages(run, domain.KindMemoryNote, r.T("memory.queued", locales.Data{"Ahead": ahead}))
+		if err := u.m.Tell(r.Ctx, note); err != nil {
 			u.b.deps.Log.Warn("memory: queue note not queued", "user", r.User.ID, "err", err)
 		}
 	}
@@ -249,19 +250,19 @@ func (b *Bot) Answer(r memory.Run) []domain.Message {
 		// slip through, an empty message would fail for ever.
 		return b.Failed(r)
 	}
-	return runMessages(r, Escape(r.FinalAnswer))
+	return runMessages(r, domain.KindMemoryAnswer, Escape(r.FinalAnswer))
 }
 
 // Failed renders, in the user's language, the notice that this message
 // could not be answered (memory.Notifier), a reply to it.
 func (b *Bot) Failed(r memory.Run) []domain.Message {
-	return runMessages(r, b.deps.Catalog.T(r.Lang, "memory.failed"))
+	return runMessages(r, domain.KindMemoryAnswer, b.deps.Catalog.T(r.Lang, "memory.failed"))
 }
 
 // runMessages is text for a run's chat, the first part a reply to the
 // user's message (the answer, the failure notice, the queue note).
-func runMessages(r memory.Run, text string) []domain.Message {
-	msgs := Messages(r.ChatID, domain.KindMemoryAnswer, r.ID, text, nil)
+func runMessages(r memory.Run, kind, text string) []domain.Message {
+	msgs := Messages(r.ChatID, kind, r.ID, text, nil)
 	if len(msgs) > 0 {
 		msgs[0].ReplyTo = r.MessageID
 	}

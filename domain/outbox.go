@@ -52,6 +52,7 @@ const (
 	KindProgress     = "progress"      // Ref: run; delivery records the progress message
 	KindRunEvent     = "run_event"     // an analysis run event in the admin chat
 	KindMemoryAnswer = "memory_answer" // Ref: pipeline run
+	KindMemoryNote   = "memory_note"   // Ref: pipeline run; "your message waits behind N"
 	KindReply        = "reply"         // a direct reply to a command (not queued)
 )
 
