@@ -20,7 +20,6 @@ import (
 	"switchboard/e2e/tgfake"
 	"switchboard/llm"
 	"switchboard/llm/llmtest"
-	"switchboard/locales"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
@@ -53,8 +52,7 @@ func setupAnalysis(t *testing.T) anEnv {
 }
 
 // setupAnalysisWith is setupAnalysis with the sender pacing under pace and
-// the fake Telegram built with opts. It builds the bot as setupDeps does,
-// but with a sender of its own (setupDeps' paces with the defaults).
+// the fake Telegram built with opts.
 func setupAnalysisWith(t *testing.T, pace delivery.Limits, opts ...tgfake.Option) anEnv {
 	t.Helper()
 	st := storagetest.New(t)
@@ -70,7 +68,8 @@ func setupAnalysisWith(t *testing.T, pace delivery.Limits, opts ...tgfake.Option
 		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)
-	tb := setupAnalysisBot(t, st, pace, opts, func(b *bot.Bot) { b.RegisterAnalysis(svc) })
+	tb := setupWith(t, bot.Config{RateLimit: 1000, RateBurst: 1000, AdminChatID: adminChat, AdminLang: "en"},
+		bot.Deps{Users: st}, func(b *bot.Bot) { b.RegisterAnalysis(svc) }, pace, opts...)
 	svc.SetNotifier(tb.bot)
 	tb.srv.Supergroup(adminChat, "Admins", "")
 
@@ -84,43 +83,6 @@ func setupAnalysisWith(t *testing.T, pace delivery.Limits, opts ...tgfake.Option
 		return !strings.Contains(fmt.Sprint(err), "not running")
 	}, 5*time.Second, time.Millisecond)
 	return anEnv{bundle: tb, st: st, svc: svc, llm: model, admin: tb.srv.User(adminID, "Boss", "en")}
-}
-
-// setupAnalysisBot is setupDeps for the analysis tests: the bot over st,
-// the fake Telegram built with opts, and the outbox's sender pacing under
-// pace.
-func setupAnalysisBot(t *testing.T, st *storage.Store, pace delivery.Limits, opts []tgfake.Option, extra func(*bot.Bot)) bundle {
-	t.Helper()
-	srv := tgfake.New(t, opts...)
-	log := slog.New(slog.DiscardHandler)
-	sender, err := delivery.NewSender(delivery.Config{Poll: 20 * time.Millisecond}, st,
-		delivery.NewClient(srv.URL(), srv.Token(), nil), delivery.NewMemoryLimiter(pace), log, nil)
-	require.NoError(t, err)
-	b, err := bot.New(bot.Config{URL: srv.URL(), Token: srv.Token(), PollTimeout: time.Second, RateLimit: 1000, RateBurst: 1000,
-		AdminChatID: adminChat, AdminLang: "en"},
-		bot.Deps{Users: st, Catalog: locales.MustLoad(), Admins: []int64{adminID}, Replica: "test", Log: log, Direct: sender})
-	require.NoError(t, err)
-	extra(b)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx) }()
-	sent := make(chan struct{})
-	go func() { defer close(sent); sender.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-		<-sent
-	})
-	return bundle{srv: srv, bot: b, sender: sender}
-}
-
-// outboxSettled waits until the outbox has no pending row: everything
-// written was delivered (or dropped).
-func (env anEnv) outboxSettled(t *testing.T) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		return count(t, env.st, `SELECT count(*) FROM outbox WHERE state = 'pending'`) == 0
-	}, 30*time.Second, 10*time.Millisecond, "the outbox delivered everything")
 }
 
 // eventually polls a database condition: the bot's handlers run
@@ -399,7 +361,7 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 		ids[1], teamChat, m3.MessageID), p2.Text)
 	require.Equal(t, []string{"✅ Approve", "❌ Reject"}, buttonTexts(p1))
 	// The deliveries recorded the messages.
-	env.outboxSettled(t)
+	env.settle(t)
 	require.Equal(t, []int64{int64(p1.MessageID), int64(p2.MessageID)}, column(t, env.st, `SELECT message_id FROM analysis_proposals ORDER BY id`))
 	require.Equal(t, []int64{int64(progress.MessageID)}, column(t, env.st, `SELECT progress_message_id FROM analysis_runs`))
 	require.Equal(t, []string{
@@ -618,7 +580,7 @@ func TestAnalysisNotifierClipsAndEscapes(t *testing.T) {
 	require.Equal(t, "progress:7", edit[0].Key)
 	require.Equal(t, domain.IfGoneSend, edit[0].IfGone)
 	require.NoError(t, env.st.EnqueueMessages(ctx, edit...))
-	env.outboxSettled(t)
+	env.settle(t)
 	require.Zero(t, count(t, env.st, `SELECT count(*) FROM outbox WHERE state <> 'sent'`), "an edit that changes nothing is no error")
 	require.Len(t, env.srv.Messages(adminChat), 2, "edited, not posted again")
 
@@ -641,7 +603,7 @@ func TestAnalysisNotifierClipsAndEscapes(t *testing.T) {
 	require.True(t, failed[1].Edit)
 	require.NoError(t, env.st.EnqueueMessages(ctx, failed...))
 	require.NoError(t, env.st.EnqueueMessages(ctx, env.bot.Event(analysis.Event{Kind: "run_reviewed", Run: run})...))
-	env.outboxSettled(t)
+	env.settle(t)
 	lines := env.adminLines()
 	require.Equal(t, []string{"❌ Run #7 failed at step save: db <down> & out", "❌ Run #7 failed\n▓▓▓▓▓░░░░░ 50%\nBatches: 2 of 4\nMessages processed: 20 of 40 (90 in the window)\nProposals so far: 3", "run_reviewed: run #7"},
 		[]string{lines[len(lines)-2], mustMessage(t, env.srv, again.MessageID).Text, lines[len(lines)-1]},
@@ -709,7 +671,7 @@ func TestAnalysisProposalsSurviveFloodControl(t *testing.T) {
 	require.Regexp(t, `^▶️ Run #1 started`, env.ask(t, env.admin, "/run_start 1").Text)
 
 	env.waitAdminLine(t, "✅ Run #1 completed:")
-	env.outboxSettled(t)
+	env.settle(t)
 	require.Positive(t, env.srv.RateLimitedIn(adminChat), "the admin chat's posts met Telegram's flood control")
 	require.Zero(t, count(t, env.st, `SELECT count(*) FROM outbox WHERE state <> 'sent'`), "nothing dropped or failed")
 

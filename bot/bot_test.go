@@ -24,6 +24,7 @@ type bundle struct {
 	srv    *tgfake.Server
 	bot    *bot.Bot
 	sender *delivery.Sender // nil when the test gives no store
+	st     *storage.Store   // nil when the test gives no store
 }
 
 // setup builds a bot over a fresh database and a strict fake Telegram;
@@ -43,7 +44,14 @@ func setupStore(t *testing.T, cfg bot.Config, st *storage.Store, extra func(*bot
 // catalogue, admins, replica name and log are filled in when unset.
 func setupDeps(t *testing.T, cfg bot.Config, deps bot.Deps, extra func(*bot.Bot)) bundle {
 	t.Helper()
-	srv := tgfake.New(t)
+	return setupWith(t, cfg, deps, extra, delivery.DefaultLimits())
+}
+
+// setupWith is setupDeps with the outbox's sender pacing under pace and the
+// fake Telegram built with opts.
+func setupWith(t *testing.T, cfg bot.Config, deps bot.Deps, extra func(*bot.Bot), pace delivery.Limits, opts ...tgfake.Option) bundle {
+	t.Helper()
+	srv := tgfake.New(t, opts...)
 	cfg.URL, cfg.Token = srv.URL(), srv.Token()
 	if cfg.PollTimeout == 0 {
 		cfg.PollTimeout = time.Second
@@ -62,11 +70,12 @@ func setupDeps(t *testing.T, cfg bot.Config, deps bot.Deps, extra func(*bot.Bot)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var sender *delivery.Sender
-	if st, ok := deps.Users.(*storage.Store); ok && deps.Direct == nil {
+	st, _ := deps.Users.(*storage.Store)
+	if st != nil && deps.Direct == nil {
 		// The outbox's senders deliver what the workflows write, as in the app.
 		var err error
 		sender, err = delivery.NewSender(delivery.Config{Poll: 20 * time.Millisecond}, st,
-			delivery.NewClient(srv.URL(), srv.Token(), nil), delivery.NewMemoryLimiter(delivery.DefaultLimits()), deps.Log, nil)
+			delivery.NewClient(srv.URL(), srv.Token(), nil), delivery.NewMemoryLimiter(pace), deps.Log, nil)
 		require.NoError(t, err)
 		deps.Direct = sender
 	}
@@ -89,7 +98,20 @@ func setupDeps(t *testing.T, cfg bot.Config, deps bot.Deps, extra func(*bot.Bot)
 		require.NoError(t, <-done)
 		<-sent
 	})
-	return bundle{srv: srv, bot: b, sender: sender}
+	return bundle{srv: srv, bot: b, sender: sender, st: st}
+}
+
+// settle waits until the outbox has no pending row: everything the
+// workflows wrote so far was delivered (or dropped).
+func (tb bundle) settle(t *testing.T) {
+	t.Helper()
+	require.NotNil(t, tb.st, "settle needs the bot over a store")
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, tb.st.Pool().QueryRow(context.Background(),
+			`SELECT count(*) FROM outbox WHERE state = 'pending'`).Scan(&n))
+		return n == 0
+	}, 60*time.Second, 10*time.Millisecond, "the outbox drains")
 }
 
 // ask sends text and returns the bot's first reply to it.

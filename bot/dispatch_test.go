@@ -149,14 +149,6 @@ func (env dispEnv) offerMessage(t *testing.T, f offerRow) tgfake.BotMessage {
 	return m
 }
 
-// settle waits until the outbox has delivered every row queued so far.
-func (env dispEnv) settle(t *testing.T) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		return count(t, env.st, `SELECT count(*) FROM outbox WHERE state = 'pending'`) == 0
-	}, 60*time.Second, 10*time.Millisecond, "the outbox drains")
-}
-
 // messages are a chat's messages once the outbox has delivered everything.
 func (env dispEnv) messages(t *testing.T, chat int64) []tgfake.BotMessage {
 	t.Helper()
