@@ -124,14 +124,6 @@ func (b *Bot) status(r *Request) error {
 			"Seen":   int64(max(now.Sub(rp.SeenAt), 0) / time.Second),
 		}))
 	}
-	if os, ok := b.deps.Status.(OutboxSource); ok {
-		if st, err := os.Outbox(r.Ctx); err == nil {
-			sb.WriteString("\n\n" + r.T("status.outbox", locales.Data{
-				"Pending": st.Pending, "Oldest": st.OldestAge.Round(time.Second).String(),
-				"Throttled": st.Throttled, "Unreachable": st.Unreachable, "Dropped": st.Dropped, "Failed": st.Failed,
-			}))
-		}
-	}
 	runs, err := b.deps.Status.JobRuns(r.Ctx)
 	if err != nil {
 		sb.WriteString("\n" + r.T("status.db_down", locales.Data{"Error": err.Error()}))
@@ -149,6 +141,14 @@ func (b *Bot) status(r *Request) error {
 		}))
 		if j.Err != "" {
 			sb.WriteString("\n" + r.T("status.job_error", locales.Data{"Name": j.Name, "Error": j.Err}))
+		}
+	}
+	if os, ok := b.deps.Status.(OutboxSource); ok {
+		if st, err := os.Outbox(r.Ctx); err == nil {
+			sb.WriteString("\n\n" + r.T("status.outbox", locales.Data{
+				"Pending": st.Pending, "Oldest": st.OldestAge.Round(time.Second).String(),
+				"Throttled": st.Throttled, "Unreachable": st.Unreachable, "Dropped": st.Dropped, "Failed": st.Failed,
+			}))
 		}
 	}
 	return r.Reply(sb.String(), nil)

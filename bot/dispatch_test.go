@@ -59,6 +59,12 @@ func (s storeStatus) Replicas(ctx context.Context) ([]bot.Replica, error) {
 	return out, nil
 }
 
+func (s storeStatus) Outbox(ctx context.Context) (bot.OutboxStatus, error) {
+	st, err := s.st.OutboxStats(ctx)
+	return bot.OutboxStatus{Pending: st.Pending, OldestAge: st.OldestAge, Throttled: st.Throttled,
+		Unreachable: st.Unreachable, Dropped: st.Dropped, Failed: st.Failed}, err
+}
+
 // setupDispatch is the bot with the dispatch workflow over one database,
 // the live log going to adminChat. The workflow's Run is not started: the
 // tests call its watchdog themselves, so nothing expires behind their back.
@@ -641,6 +647,13 @@ UPDATE replicas SET seen_at = now() - interval '1 hour' WHERE instance = 'replic
 		`replica-b \(\?\): up (30|31)s, seen [01] s ago\n`+
 		`replica-a \(v1\.2\.3\): up 1h30m[01]s, seen (40|41) s ago\n\nJobs\n`, text)
 	require.NotContains(t, text, "replica-gone", "a replica not seen lately is not live")
+
+	// The delivery: a 429 and an unreachable user are counted.
+	require.NoError(t, env.st.RecordThrottle(ctx, 42, time.Second))
+	_, err = env.st.MarkUnreachable(ctx, 4242, "Forbidden: bot was blocked by the user")
+	require.NoError(t, err)
+	text = env.ask(t, env.admin, "/status").Text
+	require.Regexp(t, `\n\nDelivery\nBacklog 0, oldest waiting 0s; 429s in the last hour: 1; unreachable recipients: 1; dropped 0, failed 0$`, text)
 }
 
 // The longest order admins can write still makes one offer message whose
