@@ -169,7 +169,7 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		AdminChatID:  cfg.AdminChatID, AdminLang: cfg.AdminLang,
 	}, bot.Deps{
 		Users: a.store, Status: jobStatus{a.store, cfg.HeartbeatInterval}, Catalog: locales.MustLoad(), Log: log,
-		Admins: cfg.AdminIDs, Replica: cfg.Replica, Direct: a.out,
+		Admins: cfg.AdminIDs, Replica: cfg.Replica, Direct: a.out, Queue: a.store,
 	})
 	if err != nil {
 		return nil, err

@@ -79,6 +79,9 @@ func setupWith(t *testing.T, cfg bot.Config, deps bot.Deps, extra func(*bot.Bot)
 		require.NoError(t, err)
 		deps.Direct = sender
 	}
+	if st != nil && deps.Queue == nil {
+		deps.Queue = st
+	}
 	b, err := bot.New(cfg, deps)
 	require.NoError(t, err)
 	if extra != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"html"
 	"log/slog"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -692,4 +693,30 @@ SELECT 1, $1, $1, $2, 100000000, 'x' FROM generate_series(1, $3)`, place, skill,
 	require.Regexp(t, `\n\n… and \d+ more that do not fit here$`, list.Text)
 	require.Contains(t, list.Text, "↳ offered to <Ann><Ann>")
 	require.Contains(t, list.Text, "↳ no open offer (round 1)")
+}
+
+// Telegram down while /order is handled: the order is created once, the
+// confirmation arrives when Telegram is back (through the outbox), and the
+// admin is never told to try again, which would create a second order.
+func TestOrderConfirmationSurvivesTelegramDown(t *testing.T) {
+	t.Parallel()
+	env := setupDispatch(t)
+	env.ask(t, env.admin, "/help")
+	env.srv.FailFor(5*time.Second, http.StatusBadGateway)
+	sent := env.admin.SendText(adminID, "/order Oslo Center tiling 700 Floor")
+	env.srv.WaitFor(t, 60*time.Second, func() bool {
+		for _, m := range env.srv.Messages(adminID) {
+			if m.MessageID > sent.MessageID && strings.Contains(m.Text, "created") {
+				return true
+			}
+		}
+		return false
+	})
+	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM orders`))
+	for _, m := range env.srv.Messages(adminID) {
+		require.NotContains(t, m.Text, "Something went wrong", "no 'try again' for a committed order")
+	}
+	env.settle(t)
+	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM outbox WHERE kind = 'reply' AND state = 'sent'`),
+		"the confirmation went out through the outbox")
 }

@@ -7,6 +7,7 @@ import (
 
 	tele "gopkg.in/telebot.v3"
 
+	"switchboard/bot/delivery"
 	"switchboard/domain"
 )
 
@@ -64,17 +65,35 @@ type Direct interface {
 	SendNow(ctx context.Context, m domain.Message) (int, error)
 }
 
+// Queue writes messages to the outbox (storage implements it).
+type Queue interface {
+	EnqueueMessages(ctx context.Context, msgs ...domain.Message) error
+}
+
 // sendDirect sends text to a chat at once, split, the markup under the
-// last part; the first part answers replyTo when it is set.
+// last part; the first part answers replyTo when it is set. When Telegram
+// stays down (5xx, timeouts) or floods past the wait, what is not out yet
+// goes to the outbox instead: the reply arrives later rather than never,
+// and the handler does not fail, which would tell the user to try again a
+// command whose change already committed (an /order created twice).
 func (b *Bot) sendDirect(ctx context.Context, chatID int64, replyTo int, text string, kb *tele.ReplyMarkup) error {
 	msgs := Messages(chatID, domain.KindReply, 0, text, kb)
+	if len(msgs) > 0 {
+		msgs[0].ReplyTo = replyTo
+	}
 	for i, m := range msgs {
-		if i == 0 {
-			m.ReplyTo = replyTo
+		_, err := b.deps.Direct.SendNow(ctx, m)
+		if err == nil {
+			continue
 		}
-		if _, err := b.deps.Direct.SendNow(ctx, m); err != nil {
+		if c := delivery.Classify(err); b.deps.Queue == nil || (c != delivery.Transient && c != delivery.Flood) {
 			return fmt.Errorf("send message part %d/%d: %w", i+1, len(msgs), err)
 		}
+		if qerr := b.deps.Queue.EnqueueMessages(context.WithoutCancel(ctx), msgs[i:]...); qerr != nil {
+			return fmt.Errorf("send message part %d/%d: %w (and queueing it: %w)", i+1, len(msgs), err, qerr)
+		}
+		b.deps.Log.Warn("reply queued in the outbox: Telegram did not take it now", "chat", chatID, "parts", len(msgs)-i, "err", err)
+		return nil
 	}
 	return nil
 }
