@@ -88,8 +88,8 @@ type Deps struct {
 	// and rules (the app's delivery.Sender). Nil: a sender of its own
 	// with an in-process limiter and no outbox (tests).
 	Direct Direct
-	// Queue takes replies Telegram did not take at once (the outbox).
-	// Nil: such a reply fails its handler.
+	// Queue is the outbox replies to commands are written to. Nil: they
+	// are sent at once (tests without a database).
 	Queue Queue
 }
 

@@ -283,4 +283,10 @@ func TestRateLimitWarnsOnceThenDrops(t *testing.T) {
 	tb.ask(t, bob, "/help")
 	tb.srv.WaitUpdatesConsumed(t)
 	require.Equal(t, before, len(tb.srv.Messages(ann.ID())), "no second warning")
+
+	// An admin is not limited.
+	boss := tb.srv.User(adminID, "Boss", "en")
+	for range 4 {
+		require.Contains(t, tb.ask(t, boss, "/help").Text, "What I can do for you")
+	}
 }

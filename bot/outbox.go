@@ -7,7 +7,6 @@ import (
 
 	tele "gopkg.in/telebot.v3"
 
-	"switchboard/bot/delivery"
 	"switchboard/domain"
 )
 
@@ -58,11 +57,13 @@ func Buttons(kb *tele.ReplyMarkup) [][]domain.Button {
 	return out
 }
 
-// Direct is the path of replies to a user's own command: the outbox's
-// limiter, client and failure rules, without the queue (bot/delivery's
-// Sender implements it).
+// Direct is the path of messages that answer what a user just did: the
+// outbox's limiter, client and failure rules, without waiting in the queue
+// (bot/delivery's Sender implements it).
 type Direct interface {
 	SendNow(ctx context.Context, m domain.Message) (int, error)
+	// Wake tells the sender rows were just queued.
+	Wake()
 }
 
 // Queue writes messages to the outbox (storage implements it).
@@ -70,30 +71,32 @@ type Queue interface {
 	EnqueueMessages(ctx context.Context, msgs ...domain.Message) error
 }
 
-// sendDirect sends text to a chat at once, split, the markup under the
-// last part; the first part answers replyTo when it is set. When Telegram
-// stays down (5xx, timeouts) or floods past the wait, what is not out yet
-// goes to the outbox instead: the reply arrives later rather than never,
-// and the handler does not fail, which would tell the user to try again a
-// command whose change already committed (an /order created twice).
+// sendDirect answers a user's command: text to a chat, split, the markup
+// under the last part, the first part a reply to replyTo when it is set.
+// It goes through the outbox like everything else, so the handler returns
+// at once instead of waiting for the chat's pacing (an admin's forty quick
+// /order commands are all created within a second, their confirmations
+// follow at Telegram's pace), and a Telegram outage delays the answer
+// rather than losing it or failing the handler, which would tell the user
+// to try again a command whose change already committed. Only when the
+// outbox cannot take it (the database is down) is it sent at once.
 func (b *Bot) sendDirect(ctx context.Context, chatID int64, replyTo int, text string, kb *tele.ReplyMarkup) error {
 	msgs := Messages(chatID, domain.KindReply, 0, text, kb)
 	if len(msgs) > 0 {
 		msgs[0].ReplyTo = replyTo
 	}
-	for i, m := range msgs {
-		_, err := b.deps.Direct.SendNow(ctx, m)
+	if b.deps.Queue != nil {
+		err := b.deps.Queue.EnqueueMessages(context.WithoutCancel(ctx), msgs...)
 		if err == nil {
-			continue
+			b.deps.Direct.Wake()
+			return nil
 		}
-		if c := delivery.Classify(err); b.deps.Queue == nil || (c != delivery.Transient && c != delivery.Flood) {
+		b.deps.Log.Warn("reply not queued, sending it at once", "chat", chatID, "err", err)
+	}
+	for i, m := range msgs {
+		if _, err := b.deps.Direct.SendNow(ctx, m); err != nil {
 			return fmt.Errorf("send message part %d/%d: %w", i+1, len(msgs), err)
 		}
-		if qerr := b.deps.Queue.EnqueueMessages(context.WithoutCancel(ctx), msgs[i:]...); qerr != nil {
-			return fmt.Errorf("send message part %d/%d: %w (and queueing it: %w)", i+1, len(msgs), err, qerr)
-		}
-		b.deps.Log.Warn("reply queued in the outbox: Telegram did not take it now", "chat", chatID, "parts", len(msgs)-i, "err", err)
-		return nil
 	}
 	return nil
 }

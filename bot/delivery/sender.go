@@ -30,8 +30,10 @@ type Store interface {
 type Config struct {
 	// Workers is how many rows one replica delivers at once (16).
 	Workers int
-	// Lease is how long a claim lasts; a sender that dies leaves its rows
-	// to the others after it (30 s). It bounds one delivery.
+	// Lease is how long a claim lasts; a sender that dies leaves its rows,
+	// and so their chats, to the others after it (10 s). A delivery waits
+	// at most MaxWait for the limiter and Lease/2 for Telegram, so it ends
+	// within its lease and no live sender's row is taken over.
 	Lease time.Duration
 	// Poll is how often an idle sender looks for rows nobody woke it for,
 	// rows of other replicas' workflows among them (100 ms).
@@ -48,7 +50,7 @@ func (c Config) withDefaults() Config {
 		c.Workers = 16
 	}
 	if c.Lease <= 0 {
-		c.Lease = 30 * time.Second
+		c.Lease = 10 * time.Second
 	}
 	if c.Poll <= 0 {
 		c.Poll = 100 * time.Millisecond
@@ -59,6 +61,7 @@ func (c Config) withDefaults() Config {
 	if c.MaxWait <= 0 {
 		c.MaxWait = 2 * time.Second
 	}
+	c.MaxWait = min(c.MaxWait, c.Lease/4)
 	return c
 }
 
