@@ -35,7 +35,11 @@ type Client struct {
 // NewClient builds a client for the Bot API at url with token.
 func NewClient(url, token string, hc *http.Client) *Client {
 	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		// Every worker talks to the same host: keep a connection each, or
+		// each delivery past the second would open (and TLS-handshake) anew.
+		tr.MaxIdleConnsPerHost = 64
+		hc = &http.Client{Timeout: 30 * time.Second, Transport: tr}
 	}
 	return &Client{base: strings.TrimRight(url, "/") + "/bot" + token + "/", http: hc}
 }
