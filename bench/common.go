@@ -161,8 +161,14 @@ var benchLimits = delivery.Limits{Global: 1e6, GlobalBurst: 1000, Private: 1e6, 
 // does next to the workflows, delivering to the fake Telegram at tgURL
 // until the returned stop, which waits for deliveries in flight.
 func startSender(ctx context.Context, store *storage.Store, tgURL string, log *slog.Logger) (stop func(), err error) {
-	s, err := delivery.NewSender(delivery.Config{}, store, delivery.NewClient(tgURL, tgToken, nil),
-		delivery.NewMemoryLimiter(benchLimits), log, prometheus.NewRegistry())
+	return startSenderWith(ctx, store, tgURL, delivery.Config{}, delivery.NewMemoryLimiter(benchLimits), log, prometheus.NewRegistry())
+}
+
+// startSenderWith is startSender with the sender's configuration, limiter
+// and metrics registry given.
+func startSenderWith(ctx context.Context, store *storage.Store, tgURL string, cfg delivery.Config, limiter delivery.Limiter,
+	log *slog.Logger, reg prometheus.Registerer) (stop func(), err error) {
+	s, err := delivery.NewSender(cfg, store, delivery.NewClient(tgURL, tgToken, nil), limiter, log, reg)
 	if err != nil {
 		return nil, err
 	}

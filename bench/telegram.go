@@ -36,9 +36,17 @@ import (
 // proposal, or each memory chat message, was sent once. An edit that
 // changes neither the text nor the markup gets Telegram's "message is not
 // modified" (counted apart, not as a refusal).
+//
+// By default it enforces no rate limit. withFloodLimits makes it enforce
+// Telegram's flood limits on sendMessage (see floodLimits), answering 429
+// with retry_after as Telegram does; withTranscript makes it keep every
+// accepted message's text per chat, in order, and when it was accepted.
 type telegram struct {
 	srv   *httptest.Server
 	token string
+
+	flood      *floodState // nil: no flood limits
+	transcript bool
 
 	conns atomic.Int64 // TCP connections accepted
 
@@ -59,6 +67,27 @@ type telegram struct {
 	edits       int             // editMessageText calls accepted
 	editedMsgs  int             // distinct messages edited
 	notModified int             // edits refused as "message is not modified"
+
+	sendRequests int       // sendMessage requests, whatever the answer
+	firstSent    time.Time // when the first sendMessage was accepted
+	lastSent     time.Time // when the last sendMessage was accepted
+	// texts (withTranscript) is chat id → the texts accepted there, in
+	// order; sentAt the acceptance times of every chat, in order.
+	texts  map[int64][]string
+	sentAt []time.Time
+}
+
+// tgOption configures the fake Telegram.
+type tgOption func(*telegram)
+
+// withFloodLimits makes the fake enforce l on sendMessage.
+func withFloodLimits(l floodLimits) tgOption {
+	return func(t *telegram) { t.flood = &floodState{limits: l, chats: map[int64]*gcra{}} }
+}
+
+// withTranscript makes the fake keep what each chat was sent, in order.
+func withTranscript() tgOption {
+	return func(t *telegram) { t.transcript = true }
 }
 
 // tgSent is a message the fake sent: its chat, a hash of its text and
@@ -81,9 +110,12 @@ const appliedAction bot.Action = "va"
 // "Approve" button (bot/analysis.go); its one id is the proposal id.
 const approveAction bot.Action = "pa"
 
-func newTelegram(token string) *telegram {
+func newTelegram(token string, opts ...tgOption) *telegram {
 	t := &telegram{token: token, perMatch: map[int64]int{}, perReply: map[replyKey]int{},
-		perProposal: map[int64][]int{}, perChat: map[int64]int{}, sent: map[int]*tgSent{}}
+		perProposal: map[int64][]int{}, perChat: map[int64]int{}, sent: map[int]*tgSent{}, texts: map[int64][]string{}}
+	for _, o := range opts {
+		o(t)
+	}
 	t.srv = httptest.NewUnstartedServer(http.HandlerFunc(t.serve))
 	t.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
@@ -128,6 +160,19 @@ type telegramStats struct {
 	Edits              int // editMessageText calls accepted
 	EditedMessages     int // distinct messages edited
 	NotModified        int // edits refused because they changed nothing
+	// SendRequests counts sendMessage requests, whatever the answer;
+	// Throttled the 429s the flood limits answered (ThrottledGlobal and
+	// ThrottledChat by the bucket that refused; a refusal by both counts
+	// in each) and Early the requests into a scope whose announced
+	// retry_after had not passed yet (a sender that obeys keeps it 0).
+	SendRequests    int
+	Throttled       int
+	ThrottledGlobal int
+	ThrottledChat   int
+	Early           int
+	// FirstSent and LastSent are when the first and the last sendMessage
+	// were accepted (zero before the first); minus keeps them.
+	FirstSent, LastSent time.Time
 }
 
 func (t *telegram) stats() telegramStats {
@@ -149,6 +194,10 @@ func (t *telegram) stats() telegramStats {
 		st.ProposalDuplicates += len(ids) - 1
 	}
 	st.Edits, st.EditedMessages, st.NotModified = t.edits, t.editedMsgs, t.notModified
+	st.SendRequests, st.FirstSent, st.LastSent = t.sendRequests, t.firstSent, t.lastSent
+	if f := t.flood; f != nil {
+		st.Throttled, st.ThrottledGlobal, st.ThrottledChat, st.Early = f.throttled, f.throttledGlobal, f.throttledChat, f.early
+	}
 	return st
 }
 
@@ -171,7 +220,32 @@ func (s telegramStats) minus(before telegramStats) telegramStats {
 	s.Edits -= before.Edits
 	s.EditedMessages -= before.EditedMessages
 	s.NotModified -= before.NotModified
+	s.SendRequests -= before.SendRequests
+	s.Throttled -= before.Throttled
+	s.ThrottledGlobal -= before.ThrottledGlobal
+	s.ThrottledChat -= before.ThrottledChat
+	s.Early -= before.Early
 	return s
+}
+
+// transcriptTexts returns a copy of what each chat was sent (withTranscript):
+// chat id → the texts in the order the fake accepted them.
+func (t *telegram) transcriptTexts() map[int64][]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[int64][]string, len(t.texts))
+	for chat, texts := range t.texts {
+		out[chat] = slices.Clone(texts)
+	}
+	return out
+}
+
+// sendTimes returns when each message was accepted, oldest first
+// (withTranscript).
+func (t *telegram) sendTimes() []time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.sentAt)
 }
 
 // proposals returns a copy of the proposals posted: proposal id → the
@@ -283,6 +357,9 @@ func (t *telegram) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (t *telegram) sendMessage(w http.ResponseWriter, p map[string]string) {
+	t.mu.Lock()
+	t.sendRequests++
+	t.mu.Unlock()
 	chatID, err := strconv.ParseInt(p["chat_id"], 10, 64)
 	if p["chat_id"] == "" {
 		t.reject(w, "Bad Request: chat_id is empty")
@@ -314,6 +391,27 @@ func (t *telegram) sendMessage(w http.ResponseWriter, p map[string]string) {
 		return
 	}
 	t.mu.Lock()
+	now := time.Now()
+	if t.flood != nil {
+		// The limits apply after every other check, as Telegram's do: a
+		// refused request takes no token.
+		if retryAfter := t.flood.admit(chatID, now); retryAfter > 0 {
+			t.mu.Unlock()
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+			writeTG(w, http.StatusTooManyRequests, map[string]any{"ok": false, "error_code": 429,
+				"description": fmt.Sprintf("Too Many Requests: retry after %d", retryAfter),
+				"parameters":  map[string]any{"retry_after": retryAfter}})
+			return
+		}
+	}
+	if t.firstSent.IsZero() {
+		t.firstSent = now
+	}
+	t.lastSent = now
+	if t.transcript {
+		t.texts[chatID] = append(t.texts[chatID], text)
+		t.sentAt = append(t.sentAt, now)
+	}
 	t.nextID++
 	id := t.nextID
 	t.messages++
@@ -549,4 +647,120 @@ func writeTG(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// floodLimits are Telegram's flood limits as the fake enforces them with
+// withFloodLimits: a token bucket for the bot (all chats together) and one
+// for each private chat (chat id > 0); groups are under the global bucket
+// only. A zero bucket is no limit.
+type floodLimits struct {
+	Global, Private tgBucket
+}
+
+// tgBucket is a token bucket: Rate tokens a second, at most Burst, full at
+// the start; an accepted message takes one.
+type tgBucket struct {
+	Rate  float64
+	Burst int
+}
+
+func (b tgBucket) enabled() bool { return b.Rate > 0 && b.Burst > 0 }
+
+// every is the bucket's emission interval: the time one token takes.
+func (b tgBucket) every() time.Duration { return time.Duration(float64(time.Second) / b.Rate) }
+
+// telegramFloodLimits are Telegram's published limits: about 30 messages
+// a second per bot and one a second per private chat; Telegram lets short
+// bursts through (30 for the bot, 3 for a chat).
+func telegramFloodLimits() floodLimits {
+	return floodLimits{Global: tgBucket{Rate: 30, Burst: 30}, Private: tgBucket{Rate: 1, Burst: 3}}
+}
+
+// gcra is one bucket's state as the equivalent GCRA: the theoretical
+// arrival time (zero: full), and the end of the last retry_after answered
+// for its scope.
+type gcra struct {
+	tat, until time.Time
+}
+
+// wait is how long b needs before it admits a message at now (0: at once).
+func (g *gcra) wait(b tgBucket, now time.Time) time.Duration {
+	tat := g.tat
+	if tat.Before(now) {
+		tat = now
+	}
+	return max(tat.Sub(now)-time.Duration(b.Burst-1)*b.every(), 0)
+}
+
+func (g *gcra) take(b tgBucket, now time.Time) {
+	if g.tat.Before(now) {
+		g.tat = now
+	}
+	g.tat = g.tat.Add(b.every())
+}
+
+// floodState is the fake's limiter; Telegram's mutex guards it.
+type floodState struct {
+	limits floodLimits
+	global gcra
+	chats  map[int64]*gcra
+
+	throttled, throttledGlobal, throttledChat, early int
+}
+
+// admit applies the limits to a message to chat at now: 0 when every
+// bucket admits it (each then gives a token), else the retry_after to
+// answer, in whole seconds (rounded up, at least 1) until every refusing
+// bucket has a token, and nothing is taken.
+func (f *floodState) admit(chat int64, now time.Time) int {
+	type scope struct {
+		g *gcra
+		b tgBucket
+	}
+	scopes := []scope{{&f.global, f.limits.Global}}
+	if chat > 0 && f.limits.Private.enabled() {
+		g := f.chats[chat]
+		if g == nil {
+			g = &gcra{}
+			f.chats[chat] = g
+		}
+		scopes = append(scopes, scope{g, f.limits.Private})
+	}
+	var longest time.Duration
+	early := false
+	for i, sc := range scopes {
+		if !sc.b.enabled() {
+			continue
+		}
+		if now.Before(sc.g.until) {
+			early = true
+		}
+		if w := sc.g.wait(sc.b, now); w > 0 {
+			longest = max(longest, w)
+			if i == 0 {
+				f.throttledGlobal++
+			} else {
+				f.throttledChat++
+			}
+		}
+	}
+	if early {
+		f.early++
+	}
+	if longest == 0 {
+		for _, sc := range scopes {
+			if sc.b.enabled() {
+				sc.g.take(sc.b, now)
+			}
+		}
+		return 0
+	}
+	retryAfter := max(int((longest+time.Second-1)/time.Second), 1)
+	for _, sc := range scopes {
+		if sc.b.enabled() && sc.g.wait(sc.b, now) > 0 {
+			sc.g.until = now.Add(time.Duration(retryAfter) * time.Second)
+		}
+	}
+	f.throttled++
+	return retryAfter
 }

@@ -67,6 +67,12 @@ func TestUsage(t *testing.T) {
 		{[]string{"analysis", "-llm-latency", "-1s"}, 2, "-llm-latency not negative"},
 		{[]string{"analysis", "-filters", "keywords="}, 2, "not what /run_new takes"},
 		{[]string{"analysis", "extra"}, 2, "unexpected arguments"},
+		{[]string{"-h"}, 0, "outbox"},
+		{[]string{"outbox", "-h"}, 0, "-chats"},
+		{[]string{"outbox", "-n", "1"}, 2, "-n must be at least 2"},
+		{[]string{"outbox", "-n", "10", "-chats", "20"}, 2, "-chats must not exceed -n"},
+		{[]string{"outbox", "-order", "random"}, 2, "want chat or round"},
+		{[]string{"outbox", "extra"}, 2, "unexpected arguments"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(ctx, tc.args, &stdout, &stderr)
