@@ -172,13 +172,16 @@ func (s *Store) OutboxDelivered(ctx context.Context, id int64, token string, mes
 	return n == 1, nil
 }
 
-// OutboxRetry returns a claimed row to the queue, due again at notBefore
-// from now; why is kept for /status and the logs.
-func (s *Store) OutboxRetry(ctx context.Context, id int64, token string, after time.Duration, why string) error {
+// OutboxRetry returns a claimed row to the queue, due again after after;
+// why is kept for /status and the logs. tried false (the row was only
+// paced) takes back the attempt its claim counted.
+func (s *Store) OutboxRetry(ctx context.Context, id int64, token string, after time.Duration, why string, tried bool) error {
 	_, err := s.pool.Exec(ctx, `
 UPDATE outbox SET claimed_until = NULL, claim_token = NULL,
-    not_before = now() + $3 * interval '1 microsecond', last_error = left($4, 500)
-WHERE id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, micros(after), why)
+    not_before = now() + $3 * interval '1 microsecond',
+    last_error = CASE WHEN $5 THEN left($4, 500) ELSE last_error END,
+    attempts = CASE WHEN $5 THEN attempts ELSE attempts - 1 END
+WHERE id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, micros(after), why, tried)
 	if err != nil {
 		return fmt.Errorf("retry outbox row %d: %w", id, err)
 	}

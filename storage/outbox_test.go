@@ -52,10 +52,14 @@ func TestOutboxClaimsOneHeadPerChat(t *testing.T) {
 	rows, err = st.ClaimOutbox(ctx, 10, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a2"}, texts(rows))
-	require.NoError(t, st.OutboxRetry(ctx, rows[0].ID, rows[0].Token, time.Hour, "paced"))
+	require.Equal(t, 1, rows[0].Attempts)
+	require.NoError(t, st.OutboxRetry(ctx, rows[0].ID, rows[0].Token, time.Hour, "", false))
 	rows, err = st.ClaimOutbox(ctx, 10, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, rows, "a row put back for an hour holds its chat back, a3 included")
+	var attempts int
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT attempts FROM outbox WHERE body->>'text' = 'a2'`).Scan(&attempts))
+	require.Zero(t, attempts, "put back for pacing: not an attempt")
 }
 
 // A claim that runs out (its sender died) is claimed again.

@@ -44,11 +44,12 @@ type Limiter interface {
 	Pause(ctx context.Context, chatID int64, d time.Duration, global bool) error
 }
 
-// The order inside Take: the pauses first, then whether the chat has budget
-// (without taking it), then the global budget (waiting for it), and the
-// chat's budget last, right before the send. The chat's budget is taken at
-// the moment of sending, so waiting for the global budget never squeezes
-// two messages to one chat closer than the chat's rate.
+// The order inside Take: the pauses first, then the chat's budget, waited
+// for without taking it, then the global budget (waiting for it), and the
+// chat's budget taken last, right before the send. So waiting for the
+// global budget never squeezes two messages to one chat closer than the
+// chat's rate, and a global token is never held through a chat's wait
+// (which would let more than the global rate out in the next second).
 
 // MemoryLimiter paces one replica in process (no REDIS_URL).
 type MemoryLimiter struct {
@@ -110,6 +111,13 @@ func (m *MemoryLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dur
 		cl := m.chat(chatID)
 		if need := untilToken(cl.TokensAt(m.now()), float64(cl.Limit())); need > maxWait {
 			return need, nil
+		} else if need > 0 {
+			// Wait for the chat first: a bot-wide token taken now and
+			// spent after this wait would crowd the next second.
+			if err := sleep(ctx, need); err != nil {
+				return 0, err
+			}
+			continue
 		}
 		if err := m.global.Wait(ctx); err != nil {
 			return 0, fmt.Errorf("global budget: %w", err)
@@ -205,8 +213,16 @@ func (r *RedisLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dura
 			// (now + ResetAfter) less the burst allowance, plus one
 			// emission interval, has passed.
 			e := time.Minute / time.Duration(chatLimit.Rate)
-			if need := peek.ResetAfter + e - time.Duration(chatLimit.Burst)*e; need > maxWait {
+			need := peek.ResetAfter + e - time.Duration(chatLimit.Burst)*e
+			if need > maxWait {
 				return need, nil
+			}
+			if need > 0 {
+				// The chat first, as in MemoryLimiter.Take.
+				if err := sleep(ctx, need); err != nil {
+					return 0, err
+				}
+				continue
 			}
 		}
 		for {
