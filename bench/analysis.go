@@ -513,9 +513,12 @@ func (w *analysisWorld) verify(ctx context.Context, res analysisResult, exp expe
 		switch {
 		case !ok:
 			fail("progress message %d was not sent to the admin chat", r.ProgressMessageID)
-		case edits != r.Batches+1 || res.tg.Edits != edits:
-			fail("progress message edited %d times (%d edits in all), want after each of %d batches and once at the end",
-				edits, res.tg.Edits, r.Batches)
+		case edits < 1 || edits > r.Batches+1 || res.tg.Edits != edits:
+			// Edits of the progress message still waiting when a newer
+			// one is written are superseded (the latest state wins), so
+			// between one and one per batch plus the last reach Telegram.
+			fail("progress message edited %d times (%d edits in all), want 1 to %d (each of %d batches and the end)",
+				edits, res.tg.Edits, r.Batches+1, r.Batches)
 		case !strings.Contains(last, done) || !strings.Contains(last, "100%"):
 			fail("the progress message does not end completed at 100%%: %q", last)
 		}

@@ -80,6 +80,10 @@ type Queued struct {
 	// Unreachable: the chat was marked unreachable after the row was
 	// written; the sender drops it.
 	Unreachable bool
+	// Superseded: an edit with a newer edit of the same message pending
+	// behind it; the sender drops it, so the latest state wins and a
+	// progress message edited on every batch costs the chat one message.
+	Superseded bool
 }
 
 // Dropped is a pending row dropped because its chat became unreachable.

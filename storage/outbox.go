@@ -105,7 +105,9 @@ RETURNING o.id, o.chat_id, o.kind, o.ref, o.msg_key, o.edit, o.body, o.attempts,
               WHERE o.edit AND t.chat_id = o.chat_id AND t.msg_key = o.msg_key AND t.msg_key <> ''
                 AND t.message_id IS NOT NULL
               ORDER BY t.id DESC LIMIT 1), 0),
-    EXISTS (SELECT 1 FROM unreachable_chats u WHERE u.chat_id = o.chat_id)`
+    EXISTS (SELECT 1 FROM unreachable_chats u WHERE u.chat_id = o.chat_id),
+    o.edit AND EXISTS (SELECT 1 FROM outbox n
+              WHERE n.chat_id = o.chat_id AND n.state = 'pending' AND n.edit AND n.msg_key = o.msg_key AND n.id > o.id)`
 	rows, err := s.pool.Query(ctx, q, n, micros(lease))
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox: %w", err)
@@ -117,7 +119,7 @@ RETURNING o.id, o.chat_id, o.kind, o.ref, o.msg_key, o.edit, o.body, o.attempts,
 		var raw []byte
 		var target int64
 		if err := rows.Scan(&r.ID, &r.ChatID, &r.Kind, &r.Ref, &r.Key, &r.Edit, &raw, &r.Attempts, &r.Token,
-			&r.CreatedAt, &target, &r.Unreachable); err != nil {
+			&r.CreatedAt, &target, &r.Unreachable, &r.Superseded); err != nil {
 			return nil, fmt.Errorf("claim outbox: %w", err)
 		}
 		var b outboxBody

@@ -158,6 +158,14 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 		s.drop(ctx, r, "recipient unreachable")
 		return
 	}
+	if r.Superseded {
+		if ok, err := s.store.OutboxEnd(ctx, r.ID, r.Token, "dropped", "superseded by a newer edit"); err != nil {
+			log.Error("drop superseded edit", "err", err)
+		} else if ok {
+			s.m.dropped.WithLabelValues(r.Kind, "superseded").Inc()
+		}
+		return
+	}
 	wait, err := s.limiter.Take(ctx, r.ChatID, s.cfg.MaxWait)
 	if err != nil {
 		s.retry(ctx, r, time.Second, "limiter: "+err.Error(), "limiter")
@@ -362,7 +370,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		retried: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_retried_total",
 			Help: "Deliveries put back for later, by kind and reason (paced, flood, transient)."}, []string{"kind", "reason"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_dropped_total",
-			Help: "Messages dropped, by kind and reason (unreachable, edit_gone)."}, []string{"kind", "reason"}),
+			Help: "Messages dropped, by kind and reason (unreachable, edit_gone, superseded)."}, []string{"kind", "reason"}),
 		throttled: prometheus.NewCounter(prometheus.CounterOpts{Name: "telegram_rate_limited_total",
 			Help: "429 answers from Telegram."}),
 		age: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "outbox_queue_age_seconds",

@@ -197,15 +197,17 @@ func TestSenderBadRequestFails(t *testing.T) {
 	require.Len(t, b.srv.CallsTo("sendMessage"), 2)
 }
 
-// Edits: one finds its message; one whose message is gone is posted anew
-// when asked (progress) and dropped otherwise (an offer's expiry).
+// Edits: one finds its message, and of edits of one message waiting
+// together only the latest goes out; one that changes nothing counts as
+// done; one whose message is gone is posted anew when asked (progress) and
+// dropped otherwise (an offer's expiry).
 func TestSenderEdits(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.user(1, "Ann")
 	require.NoError(t, b.store.EnqueueMessages(b.ctx,
 		domain.Message{ChatID: 1, Kind: domain.KindProgress, Key: "p", Text: "10%"},
-		domain.Message{ChatID: 1, Kind: domain.KindProgress, Key: "p", Edit: true, Text: "50%"},
+		domain.Message{ChatID: 1, Kind: domain.KindProgress, Key: "p", Edit: true, Text: "30%"},
 		domain.Message{ChatID: 1, Kind: domain.KindProgress, Key: "p", Edit: true, Text: "50%"},
 		domain.Message{ChatID: 1, Kind: domain.KindOfferClose, Key: "never", Edit: true, Text: "expired"},
 		domain.Message{ChatID: 1, Kind: domain.KindProgress, Key: "lost", Edit: true, Text: "100%", IfGone: domain.IfGoneSend},
@@ -213,9 +215,18 @@ func TestSenderEdits(t *testing.T) {
 	b.run(t, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
 	require.Equal(t, []string{"50%", "100%"}, b.waitTexts(t, 1, 2))
 	require.Eventually(t, func() bool { return b.state(t, "expired") == "dropped" }, 10*time.Second, 10*time.Millisecond)
-	var sent int
-	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT count(*) FROM outbox WHERE state = 'sent'`).Scan(&sent))
-	require.Equal(t, 4, sent, "the edit that changed nothing counts as done")
+	require.Equal(t, "dropped", b.state(t, "30%"), "superseded by the 50% behind it")
+	progress := b.srv.Messages(1)[0]
+	require.Len(t, progress.Edits, 1, "one edit reached Telegram: the latest")
+
+	require.NoError(t, b.store.EnqueueMessages(b.ctx,
+		domain.Message{ChatID: 1, Kind: domain.KindProgress, Key: "p", Edit: true, Text: "50%"}))
+	require.Eventually(t, func() bool {
+		var sent int
+		require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT count(*) FROM outbox WHERE state = 'sent'`).Scan(&sent))
+		return sent == 4
+	}, 10*time.Second, 10*time.Millisecond, "the edit that changed nothing counts as done")
+	require.Len(t, b.srv.Messages(1)[0].Edits, 1)
 }
 
 // A sender killed with rows claimed: after its lease the rows go out from
