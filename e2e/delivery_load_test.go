@@ -37,18 +37,7 @@ func pendingOutbox(t *testing.T, pool *pgxpool.Pool) int {
 // state.
 func outboxStates(t *testing.T, pool *pgxpool.Pool, kind string) map[string]int {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), `SELECT state, count(*) FROM outbox WHERE $1 = '' OR kind = $1 GROUP BY state`, kind)
-	require.NoError(t, err)
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var s string
-		var n int
-		require.NoError(t, rows.Scan(&s, &n))
-		out[s] = n
-	}
-	require.NoError(t, rows.Err())
-	return out
+	return countBy(t, pool, `SELECT state, count(*) FROM outbox WHERE $1 = '' OR kind = $1 GROUP BY state`, kind)
 }
 
 // bucketSpan is the least time a token bucket (rate per second, burst)

@@ -96,8 +96,13 @@ func TestDispatchExpiryThenAccept(t *testing.T) {
 
 	// Ann does not answer: within about a second of the SLA her message says
 	// it expired and Bob has the order.
-	env.TG.WaitFor(t, 15*time.Second, func() bool { return len(offerMessages(env, bob.ID())) == 1 })
-	expired, _ := env.TG.MessageByID(ann.ID(), first.MessageID)
+	// (Her closing edit and Bob's offer go to different chats, so either
+	// may arrive first.)
+	var expired tgfake.BotMessage
+	env.TG.WaitFor(t, 15*time.Second, func() bool {
+		expired, _ = env.TG.MessageByID(ann.ID(), first.MessageID)
+		return len(offerMessages(env, bob.ID())) == 1 && strings.Contains(expired.Text, "expired")
+	})
 	require.Contains(t, expired.Text, "expired")
 	require.Empty(t, expired.ReplyMarkup.Buttons(), "no buttons on an expired offer")
 	lag := scalar[float64](t, pool, `SELECT extract(epoch FROM responded_at - expires_at) FROM offers WHERE master_id = 701`)

@@ -43,7 +43,13 @@ func db(t *testing.T, env *e2e.Env) *pgxpool.Pool {
 
 func statuses(t *testing.T, pool *pgxpool.Pool) map[string]int {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), `SELECT status, count(*) FROM vacancy_matches GROUP BY status`)
+	return countBy(t, pool, `SELECT status, count(*) FROM vacancy_matches GROUP BY status`)
+}
+
+// countBy reads a query of (key, count) rows into a map.
+func countBy(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) map[string]int {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), sql, args...)
 	require.NoError(t, err)
 	defer rows.Close()
 	out := map[string]int{}
@@ -53,6 +59,7 @@ func statuses(t *testing.T, pool *pgxpool.Pool) map[string]int {
 		require.NoError(t, rows.Scan(&s, &n))
 		out[s] = n
 	}
+	require.NoError(t, rows.Err())
 	return out
 }
 
