@@ -182,8 +182,9 @@ func TestDispatchTwoReplicasExpireOnce(t *testing.T) {
 		}
 		return n
 	}
-	// An expiry's message edit may trail the order's moving on.
-	env.TG.WaitFor(t, 10*time.Second, func() bool { return edits() >= total })
+	// An expiry's message edit may trail the order's moving on: each
+	// master's chat takes its offers and their edits at one a second.
+	env.TG.WaitFor(t, 30*time.Second, func() bool { return edits() >= total })
 	require.Equal(t, total, edits())
 }
 
