@@ -297,7 +297,7 @@ func TestDeliveryFortyOrdersAccepted(t *testing.T) {
 		return scalar[int](t, pool, `SELECT count(*) FROM orders WHERE state = 'ASSIGNED'`) == n
 	})
 	span := scalar[float64](t, pool, `SELECT extract(epoch FROM max(created_at) - min(created_at)) FROM orders`)
-	t.Logf("the %d orders were created within %.1f s (one admin: each /order waits for its reply's turn in the admin's private chat, 1 a second)", n, span)
+	t.Logf("the %d orders were created within %.1f s (replies are queued, so no /order waits for the admin chat's pacing)", n, span)
 
 	offers := offerRows(t, pool)
 	require.Len(t, offers, n, "one offer per order, none declined or expired")
