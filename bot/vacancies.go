@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 	"unicode"
@@ -438,21 +437,6 @@ func (b *Bot) Card(d vacancy.Delivery) []domain.Message {
 	// renderVacancy keeps the card within one message, so the buttons the
 	// decision edits are on the message the match records.
 	return Messages(d.UserID, domain.KindVacancy, d.MatchID, text, kb)
-}
-
-// recipientGone tells "this user cannot be written to" (every 403 in a
-// private chat: blocked, deactivated, never started) from failures worth
-// a quick retry.
-func recipientGone(err error) bool {
-	if errors.Is(err, domain.ErrUnreachable) {
-		return true
-	}
-	var te *tele.Error
-	if !errors.As(err, &te) {
-		return false
-	}
-	return te.Code == http.StatusForbidden ||
-		te.Code == http.StatusBadRequest && strings.Contains(te.Description, "chat not found")
 }
 
 // renderVacancy is the one rendering of a vacancy message, for delivery

@@ -53,7 +53,7 @@ const (
 	KindRunEvent     = "run_event"     // an analysis run event in the admin chat
 	KindMemoryAnswer = "memory_answer" // Ref: pipeline run
 	KindMemoryNote   = "memory_note"   // Ref: pipeline run; "your message waits behind N"
-	KindReply        = "reply"         // a direct reply to a command (not queued)
+	KindReply        = "reply"         // the answer to a user's command
 )
 
 // Edits whose message is gone.

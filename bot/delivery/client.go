@@ -3,8 +3,10 @@
 // (storage/outbox.go); the Sender on every replica claims the oldest pending
 // row of each chat, paces itself under Telegram's limits (Limiter: in
 // process, or shared through Redis), calls the Bot API (Client), and applies
-// one rule per class of failure (Classify). Direct replies to a user's own
-// command go through the same limiter, client and rules (Sender.SendNow).
+// one rule per class of failure (Classify). Replies to a user's commands
+// are outbox rows too; what must go at once (the edit of a pressed button's
+// message, a reply the database cannot take) goes through the same
+// limiter, client and rules (Sender.SendNow).
 //
 // The client is a small JSON client of its own rather than telebot's:
 // telebot's Raw treats a response body that is not JSON (the 502 page of

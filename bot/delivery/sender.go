@@ -198,20 +198,7 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 		s.m.sent.WithLabelValues(r.Kind).Inc()
 		s.m.age.Observe(time.Since(r.CreatedAt).Seconds())
 	case Flood:
-		var ae *APIError
-		errors.As(err, &ae)
-		after := max(ae.RetryAfter, time.Second)
-		// A paced private chat cannot have run over its own limit, so a
-		// 429 there is the bot's; a group's is its 20 a minute.
-		global := r.ChatID > 0
-		if perr := s.limiter.Pause(dctx, r.ChatID, after, global); perr != nil {
-			log.Warn("pause after 429", "err", perr)
-		}
-		if terr := s.store.RecordThrottle(dctx, r.ChatID, after); terr != nil {
-			log.Warn("record 429", "err", terr)
-		}
-		s.m.throttled.Inc()
-		log.Warn("telegram flood control", "retry_after", after, "global", global)
+		after := s.flood(dctx, r.ChatID, err)
 		s.retry(dctx, r, after, err.Error(), "flood")
 	case Transient:
 		s.retry(dctx, r, s.backoff(r.Attempts), err.Error(), "transient")
@@ -238,6 +225,30 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 		}
 		log.Error("telegram refused a message: a bug", "err", err, "text", head(r.Text, 80))
 	}
+}
+
+// flood obeys a 429: the chat, or the whole bot, pauses for retry_after,
+// which is recorded for /status; the wait.
+func (s *Sender) flood(ctx context.Context, chatID int64, err error) time.Duration {
+	after := time.Second
+	var ae *APIError
+	if errors.As(err, &ae) {
+		after = max(ae.RetryAfter, after)
+	}
+	// A paced private chat cannot have run over its own limit, so a 429
+	// there is the bot's; a group's is its 20 a minute.
+	global := chatID > 0
+	if perr := s.limiter.Pause(ctx, chatID, after, global); perr != nil {
+		s.log.Warn("pause after 429", "chat", chatID, "err", perr)
+	}
+	if s.store != nil {
+		if terr := s.store.RecordThrottle(ctx, chatID, after); terr != nil {
+			s.log.Warn("record 429", "chat", chatID, "err", terr)
+		}
+	}
+	s.m.throttled.Inc()
+	s.log.Warn("telegram flood control", "chat", chatID, "retry_after", after, "global", global)
+	return after
 }
 
 // call makes the row's Bot API call; the message id of a send.
@@ -324,14 +335,7 @@ func (s *Sender) SendNow(ctx context.Context, m domain.Message) (int, error) {
 			s.m.sent.WithLabelValues(m.Kind).Inc()
 			return id, nil
 		case Flood:
-			var ae *APIError
-			errors.As(err, &ae)
-			after := max(ae.RetryAfter, time.Second)
-			_ = s.limiter.Pause(ctx, m.ChatID, after, m.ChatID > 0)
-			if s.store != nil {
-				_ = s.store.RecordThrottle(ctx, m.ChatID, after)
-			}
-			s.m.throttled.Inc()
+			s.flood(ctx, m.ChatID, err)
 		case Transient:
 			if attempt >= 3 {
 				return 0, fmt.Errorf("send to chat %d: %w", m.ChatID, err)
