@@ -25,6 +25,9 @@ type metrics struct {
 	runs     *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	log      *slog.Logger
+	// rescheduled hears of each start gocron dropped; the scheduler uses it
+	// to ask again for a RunNow that was dropped.
+	rescheduled func(name string)
 }
 
 func newMetrics(reg prometheus.Registerer, log *slog.Logger) (*metrics, error) {
@@ -92,6 +95,9 @@ func (m *metrics) IncrementJob(_ uuid.UUID, name string, _ []string, status gocr
 	if status == gocron.SingletonRescheduled {
 		m.observe(name, OutcomeSkipped, 0)
 		m.log.Debug("job skipped: previous run still going on this replica", "job", name)
+		if m.rescheduled != nil {
+			m.rescheduled(name)
+		}
 	}
 }
 

@@ -156,6 +156,7 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 		metrics:  m,
 		jobs:     make(map[string]*job),
 	}
+	m.rescheduled = s.wakeAgain
 	s.gs, err = gocron.NewScheduler(
 		gocron.WithClock(deps.Clock),
 		gocron.WithLocation(time.UTC),
@@ -217,7 +218,8 @@ func (s *Scheduler) Every(name string, interval time.Duration, fn func(ctx conte
 // RunNow runs a job at once on this replica, beside its ticks: it claims only
 // the run lease, so it is skipped if the job is running anywhere, and it does
 // not use up the current tick. If this replica is itself running the job,
-// the request waits for the next tick, which then runs as on-demand.
+// the job runs again once that run is over: a wake-up means new work, which
+// the running pass may have missed. Wake-ups during one run coalesce.
 func (s *Scheduler) RunNow(name string) error {
 	j := s.lookup(name)
 	if j == nil || j.gocronJob() == nil {
@@ -233,6 +235,31 @@ func (s *Scheduler) RunNow(name string) error {
 		return fmt.Errorf("run job %q now: %w", name, err)
 	}
 	return nil
+}
+
+// runNowRetry is how soon a dropped RunNow is asked again: gocron's runner
+// for the job is busy only for the moments after the job function returned.
+const runNowRetry = 20 * time.Millisecond
+
+// wakeAgain is told of every start gocron dropped because the job's runner
+// was still busy on this replica. A RunNow dropped that way would be lost, and
+// its flag would mark the next scheduled tick on-demand; so while a RunNow is
+// pending it is asked again until a run takes it. It runs on gocron's
+// executor goroutine, which RunNow itself needs, hence the timer.
+func (s *Scheduler) wakeAgain(name string) {
+	j := s.lookup(name)
+	if j == nil || !j.runNow.Load() {
+		return
+	}
+	time.AfterFunc(runNowRetry, func() {
+		h := j.gocronJob()
+		if h == nil || !j.runNow.Load() || !s.running.Load() {
+			return
+		}
+		if err := h.RunNow(); err != nil && s.running.Load() {
+			s.log.Warn("job wake-up not delivered", "job", name, "err", err)
+		}
+	})
 }
 
 // Start begins ticking. It does not block.

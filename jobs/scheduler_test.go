@@ -423,6 +423,38 @@ func TestRunNow(t *testing.T) {
 	require.ErrorIs(t, s.RunNow("distribute"), ErrNotRunning)
 }
 
+// TestRunNowDuringRun: a wake-up that arrives while this replica runs the
+// job (gocron drops it: singleton mode) runs the job once more afterwards;
+// several wake-ups during one run make one more run.
+func TestRunNowDuringRun(t *testing.T) {
+	t.Parallel()
+	s := newScheduler(t, Config{Replica: "r1"}, Deps{})
+	var runs atomic.Int32
+	started, release := make(chan struct{}, 4), make(chan struct{})
+	require.NoError(t, s.Every("distribute", time.Hour, func(ctx context.Context) error {
+		tick, _ := TickFrom(ctx)
+		if !tick.OnDemand {
+			return errors.New("only RunNow's runs are expected within the hour")
+		}
+		if runs.Add(1) == 1 {
+			started <- struct{}{}
+			<-release
+		}
+		return nil
+	}))
+	s.Start()
+	require.NoError(t, s.RunNow("distribute"))
+	<-started
+	for range 3 {
+		require.NoError(t, s.RunNow("distribute"))
+	}
+	close(release)
+	eventually(t, 5*time.Second, func() bool { return runs.Load() == 2 }, "the wake-ups during the run make one more run")
+	time.Sleep(10 * runNowRetry)
+	require.EqualValues(t, 2, runs.Load(), "wake-ups coalesce")
+	shutdown(t, s)
+}
+
 // TestRunNowWhileRunningElsewhere: an on-demand run never overlaps a run on
 // another replica.
 func TestRunNowWhileRunningElsewhere(t *testing.T) {
