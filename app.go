@@ -92,12 +92,20 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		Provider: cfg.LLMProvider, URL: cfg.LLMURL, APIKey: cfg.LLMAPIKey,
 		Model: cfg.LLMModel, StrongModel: cfg.LLMStrongModel, EmbedModel: cfg.LLMEmbedModel,
 		Timeout: cfg.LLMTimeout, MaxConcurrency: cfg.LLMMaxConcurrency,
+		NumCtx: cfg.LLMNumCtx, Think: cfg.LLMThink, KeepAlive: cfg.LLMKeepAlive,
+		MaxTokensJSON: cfg.LLMMaxTokensJSON, MaxTokensText: cfg.LLMMaxTokensText,
 	}, llm.WithRegistry(a.reg), llm.WithLogger(log), llm.WithBreaker(cfg.LLMBreakerFailures, cfg.LLMBreakerOpenFor))
 	if err != nil {
 		return nil, fmt.Errorf("llm: %w", err)
 	}
 
-	a.hh, err = hh.New(hh.Config{URL: cfg.HHAPIURL, UserAgent: cfg.HHUserAgent, Registerer: a.reg, Log: log})
+	// HH's pace is the deployment's: shared through Redis when replicas
+	// share one, else this process's own.
+	pacer := hh.NewMemoryPacer(cfg.HHRate, max(1, int(cfg.HHRate)))
+	if a.redis != nil {
+		pacer = hh.NewRedisPacer(a.redis, cfg.RedisPrefix+"hh:pace", cfg.HHRate, max(1, int(cfg.HHRate)))
+	}
+	a.hh, err = hh.New(hh.Config{URL: cfg.HHAPIURL, UserAgent: cfg.HHUserAgent, Registerer: a.reg, Log: log, Pacer: pacer})
 	if err != nil {
 		return nil, fmt.Errorf("hh: %w", err)
 	}
@@ -114,14 +122,21 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		SweepInterval:  cfg.QueueInterval,
 	}, vacancy.Deps{
 		Repo: a.store, Source: a.hh, Log: log, Registerer: a.reg,
-		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer},
+		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrRefused},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("vacancies: %w", err)
 	}
 
+	// Ollama's window is LLM_NUM_CTX, which every request carries; an
+	// OpenAI-compatible server's is its model's own, which we do not know.
+	window := 0
+	if cfg.LLMProvider == "ollama" {
+		window = cfg.LLMNumCtx
+	}
 	a.mem, err = memory.NewService(memory.Config{
 		Workers: cfg.MemoryWorkers, Lease: cfg.MemoryLease, SweepInterval: cfg.MemoryReaperInterval,
+		Window: window,
 	}, memory.Deps{Repo: a.store, LLM: llm.MemoryPort{Client: a.llm}, Log: log, Registerer: a.reg})
 	if err != nil {
 		return nil, fmt.Errorf("memory chat: %w", err)
@@ -167,8 +182,9 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, Lease: lease,
 		DrainTimeout: cfg.ShutdownTimeout / 2,
 		AdminChatID:  cfg.AdminChatID, AdminLang: cfg.AdminLang,
+		BoardEvery: cfg.BoardInterval, LiveLogEvery: cfg.LiveLogInterval,
 	}, bot.Deps{
-		Users: a.store, Status: jobStatus{a.store, cfg.HeartbeatInterval}, Catalog: locales.MustLoad(), Log: log,
+		Users: a.store, Status: jobStatus{a.store, cfg.HeartbeatInterval, a.llm}, Catalog: locales.MustLoad(), Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Direct: a.out, Queue: a.store,
 	})
 	if err != nil {
@@ -269,7 +285,8 @@ func (a *app) run(ctx context.Context) error {
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var workers sync.WaitGroup
-	workers.Add(7)
+	workers.Add(8)
+	go func() { defer workers.Done(); a.watchLLM(workCtx) }()
 	go func() { defer workers.Done(); a.vac.Run(workCtx) }()
 	// Delivery runs on every replica; rows of one chat still go out in order.
 	go func() { defer workers.Done(); a.out.Run(workCtx) }()
@@ -333,6 +350,63 @@ func (a *app) run(ctx context.Context) error {
 	return botErr
 }
 
+// llmNoticeKey is the admin_notices key of "the LLM refuses the model or key".
+const llmNoticeKey = "llm_refused"
+
+// watchLLM asks the model server at start which configured models it
+// lacks (logging the fix for each), then follows this replica's LLM
+// client: when a refusal (model not found, 401/403) opens its breaker the
+// admin chat is told, once across replicas (admin_notices), and when this
+// replica's calls succeed again after a refusal it saw, the end is told.
+func (a *app) watchLLM(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	missing, err := a.llm.CheckModels(cctx)
+	cancel()
+	switch {
+	case err != nil:
+		a.log.Warn("could not ask the LLM server which models it serves", "err", err)
+	case len(missing) == 0:
+		a.log.Info("the LLM server serves every configured model")
+	}
+	for _, m := range missing {
+		a.log.Error("LLM model missing", "model", m.Model, "setting", m.Setting, "fix", m.Fix)
+	}
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	refused := false
+	for {
+		rf := a.llm.Refusal()
+		switch {
+		case rf != nil:
+			reason := rf.Reason
+			if !refused {
+				a.log.Error("the LLM refuses the model or key; work waits", "reason", reason)
+			}
+			refused = true
+			if _, err := a.store.NoticeOnce(ctx, llmNoticeKey, reason, a.bot.LLMNotice(reason)); err != nil && ctx.Err() == nil {
+				a.log.Warn("tell the admin chat about the LLM", "err", err)
+			} else {
+				a.out.Wake()
+			}
+		case refused && a.llm.BreakerState() == llm.BreakerClosed:
+			if _, err := a.store.EndNotice(ctx, llmNoticeKey, a.bot.LLMNotice("")); err != nil {
+				if ctx.Err() == nil {
+					a.log.Warn("tell the admin chat the LLM is back", "err", err)
+				}
+			} else {
+				refused = false
+				a.log.Info("the LLM answers again")
+				a.out.Wake()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // heartbeat records this replica in the replicas table at start and every
 // HEARTBEAT_INTERVAL, on every replica (not a locked job: each must
 // report itself), so /status can tell live replicas from gone ones.
@@ -372,7 +446,12 @@ func (a *app) close() {
 type jobStatus struct {
 	store     *storage.Store
 	heartbeat time.Duration
+	llm       *llm.Client
 }
+
+// LLMReason feeds /status's LLM line: why this replica's client refuses
+// or fails calls, or "" while it answers.
+func (j jobStatus) LLMReason() string { return j.llm.Health().Reason }
 
 func (j jobStatus) JobRuns(ctx context.Context) ([]bot.JobRun, error) {
 	runs, err := j.store.JobRuns(ctx)

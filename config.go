@@ -40,9 +40,15 @@ type Config struct {
 	LLMMaxConcurrency  int           `env:"LLM_MAX_CONCURRENCY" envDefault:"2" help:"LLM calls in flight per replica"`
 	LLMBreakerFailures int           `env:"LLM_BREAKER_FAILURES" envDefault:"5" help:"consecutive LLM failures that open the circuit breaker"`
 	LLMBreakerOpenFor  time.Duration `env:"LLM_BREAKER_OPEN_FOR" envDefault:"30s" help:"how long the open breaker refuses calls before one probe"`
+	LLMNumCtx          int           `env:"LLM_NUM_CTX" envDefault:"16384" help:"Ollama context window (num_ctx), the same on every request"`
+	LLMThink           bool          `env:"LLM_THINK" envDefault:"false" help:"let reasoning models think (Ollama think:true); reasoning is never shown either way"`
+	LLMKeepAlive       string        `env:"LLM_KEEP_ALIVE" help:"Ollama keep_alive: how long the model stays loaded, e.g. 30m, -1m (empty: server default)"`
+	LLMMaxTokensJSON   int           `env:"LLM_MAX_TOKENS_JSON" envDefault:"2048" help:"answer budget of JSON calls (num_predict / max_tokens)"`
+	LLMMaxTokensText   int           `env:"LLM_MAX_TOKENS_TEXT" envDefault:"2048" help:"answer budget of text calls that set none themselves"`
 
-	HHAPIURL    string `env:"HH_API_URL" envDefault:"https://api.hh.ru" help:"HH.ru API"`
-	HHUserAgent string `env:"HH_USER_AGENT" help:"User-Agent sent to HH.ru (default: switchboard/<version>)"`
+	HHAPIURL    string  `env:"HH_API_URL" envDefault:"https://api.hh.ru" help:"HH.ru API"`
+	HHUserAgent string  `env:"HH_USER_AGENT" help:"User-Agent sent to HH.ru (default: switchboard/<version>)"`
+	HHRate      float64 `env:"HH_RATE" envDefault:"3" help:"requests per second to HH.ru for the whole deployment (shared through Redis when REDIS_URL is set); a 429's Retry-After pauses them"`
 
 	AdminIDs    []int64 `env:"ADMIN_IDS" envSeparator:"," help:"admins' Telegram user ids, comma-separated"`
 	AdminChatID int64   `env:"ADMIN_CHAT_ID" help:"chat for events and the live log (0: none)"`
@@ -84,6 +90,8 @@ type Config struct {
 	OutboxRetention     time.Duration `env:"OUTBOX_RETENTION" envDefault:"168h" help:"how long delivered, dropped and failed outbox rows are kept"`
 	OutboxMaxBackoff    time.Duration `env:"OUTBOX_MAX_BACKOFF" envDefault:"1m" help:"longest wait between retries of a message Telegram failed to take (5xx, network)"`
 	OutboxPruneInterval time.Duration `env:"OUTBOX_PRUNE_INTERVAL" envDefault:"1h" help:"outbox pruning"`
+	BoardInterval       time.Duration `env:"ANALYSIS_BOARD_INTERVAL" envDefault:"3s" help:"least time between two edits of an analysis run's board in the admin chat (edits in between coalesce)"`
+	LiveLogInterval     time.Duration `env:"LIVE_LOG_INTERVAL" envDefault:"3s" help:"dispatch live-log lines that burst go to the admin chat as one message per this long"`
 
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" help:"graceful stop budget on SIGINT/SIGTERM"`
 	Replica         string        `env:"REPLICA_NAME" help:"name of this replica in logs and /status (default: hostname-pid)"`
@@ -211,11 +219,23 @@ func (c Config) validate() []string {
 	if c.LLMBreakerFailures < 1 {
 		bad("LLM_BREAKER_FAILURES", "%d: want at least 1", c.LLMBreakerFailures)
 	}
+	if c.LLMNumCtx < 1 {
+		bad("LLM_NUM_CTX", "%d: want at least 1", c.LLMNumCtx)
+	}
+	if c.LLMMaxTokensJSON < 1 || c.LLMMaxTokensText < 1 {
+		bad("LLM_MAX_TOKENS_JSON", "LLM_MAX_TOKENS_JSON and LLM_MAX_TOKENS_TEXT must be at least 1")
+	}
 	if c.TelegramRate <= 0 || c.TelegramChatRate <= 0 || c.TelegramGroupRate <= 0 {
 		bad("TELEGRAM_RATE", "TELEGRAM_RATE, TELEGRAM_CHAT_RATE and TELEGRAM_GROUP_RATE must be positive")
 	}
+	if c.HHRate <= 0 {
+		bad("HH_RATE", "%v: want a positive rate", c.HHRate)
+	}
 	if c.OutboxWorkers < 1 {
 		bad("OUTBOX_WORKERS", "%d: want at least 1", c.OutboxWorkers)
+	}
+	if c.BoardInterval < 0 || c.LiveLogInterval < 0 {
+		bad("ANALYSIS_BOARD_INTERVAL", "ANALYSIS_BOARD_INTERVAL and LIVE_LOG_INTERVAL must not be negative")
 	}
 	if c.MemoryWorkers < 1 {
 		bad("MEMORY_WORKERS", "%d: want at least 1", c.MemoryWorkers)

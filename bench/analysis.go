@@ -31,7 +31,8 @@ import (
 const (
 	analysisPollEvery = 10 * time.Millisecond
 	// analysisAdminChat is ADMIN_CHAT_ID: where the bot posts the run's
-	// events, progress and proposals.
+	// events and its board (the progress, then the proposals to review,
+	// one message edited in place).
 	analysisAdminChat = -1001000000001
 	analysisAdmin     = 500_000_001 // the admin who opens the runs
 	// Group i (from 0) is analysisFirstChat − i; its members' user ids
@@ -75,6 +76,12 @@ type analysisReport struct {
 	Batches      int     `json:"batches"`
 	Proposals    int     `json:"proposals"`
 	Chats        int     `json:"chats"`
+	// What the run without filters told the admin chat: its messages (the
+	// event lines and the board) and the edits of its board that reached
+	// Telegram (the board's edits are paced, the ones in between
+	// coalescing, so these are far fewer than the batches).
+	AdminMessages int `json:"admin_messages"`
+	BoardEdits    int `json:"board_edits"`
 	// The run with -filters, left out without it: the messages left after
 	// the prefilter, their batches and the run's time.
 	FilteredMessages int     `json:"filtered_messages,omitempty"`
@@ -219,6 +226,8 @@ func benchAnalysis(ctx context.Context, cfg analysisConfig, out io.Writer, log *
 	rep.Batches = all.run.Batches
 	rep.Proposals = all.run.ProposalsTotal
 	rep.Chats = cfg.chats
+	rep.AdminMessages = all.adminMessages
+	rep.BoardEdits = all.boardEdits
 
 	if strings.TrimSpace(cfg.filters) != "" {
 		exp, err := w.closeRun(ctx, out, all.run, msgs, cfg.filters)
@@ -267,10 +276,13 @@ type analysisResult struct {
 	published                                             int64
 	tg                                                    telegramStats
 	adminMessages                                         int // messages to the admin chat
-	progressEdits                                         int
-	drained                                               time.Duration // outbox delivered, after Serve stopped
-	plan                                                  batchPlan
-	stages                                                *stages
+	boardEdits                                            int // edits of the run's board
+	// proposalMessages are messages other than the board carrying a
+	// proposal's Approve button: the board replaced them, so none.
+	proposalMessages int
+	drained          time.Duration // outbox delivered, after Serve stopped
+	plan             batchPlan
+	stages           *stages
 }
 
 func (r analysisResult) rate() float64 { return float64(r.run.Filtered) / r.elapsed.Seconds() }
@@ -286,8 +298,8 @@ func (r analysisResult) print(out io.Writer) {
 		r.elapsed.Seconds(), r.executor.Seconds(), r.rate(), perBatch)
 	fmt.Fprintf(out, "  llm_calls=%d prompt_lines=%d proposals=%d citing %d messages (batches with proposals %d)\n",
 		r.llmCalls, r.promptLines, r.proposed, r.cited, r.withProposals)
-	fmt.Fprintf(out, "  telegram messages=%d (proposals %d, distinct %d, duplicates %d; events and progress %d) progress_edits=%d edits=%d not_modified=%d refused=%d telegram_tcp_conns=%d\n",
-		r.tg.Messages, r.tg.Proposals, r.tg.ProposalDistinct, r.tg.ProposalDuplicates, r.tg.Unmatched, r.progressEdits,
+	fmt.Fprintf(out, "  telegram messages=%d (admin chat %d: event lines and the board; proposal messages %d) board_edits=%d edits=%d not_modified=%d refused=%d telegram_tcp_conns=%d\n",
+		r.tg.Messages, r.adminMessages, r.proposalMessages, r.boardEdits,
 		r.tg.Edits, r.tg.NotModified, r.tg.Rejected, r.tg.Conns)
 	fmt.Fprintf(out, "  pg_notify events=%d; outbox delivered %.3fs after Serve stopped\n", r.published, r.drained.Seconds())
 	if r.stages != nil {
@@ -309,6 +321,12 @@ func (w *analysisWorld) run(ctx context.Context, label, args string, exp expecta
 	}
 	tgBefore, pubBefore, m := w.tg.stats(), w.pub.n.Load(), w.model.snapshot()
 	adminBefore := w.tg.messagesTo(analysisAdminChat)
+	seen := map[int]bool{} // messages with Approve buttons before this run
+	for _, msgs := range w.tg.proposals() {
+		for _, id := range msgs {
+			seen[id] = true
+		}
+	}
 	r, err := w.svc.NewRun(ctx, analysisAdmin, args)
 	if err != nil {
 		return res, err
@@ -331,7 +349,8 @@ func (w *analysisWorld) run(ctx context.Context, label, args string, exp expecta
 	}
 	res.elapsed = time.Since(start)
 	// Serve returns once the executor has finished. run_completed and the
-	// final progress edit were written to the outbox with the completion;
+	// board's final edit were written to the outbox with the completion
+	// (the edit waits out the board's pacing, Config.BoardEvery);
 	// the checks below read the fake Telegram, so they wait until the
 	// sender has delivered everything the run wrote.
 	stopServe()
@@ -355,7 +374,17 @@ func (w *analysisWorld) run(ctx context.Context, label, args string, exp expecta
 	res.tg = w.tg.stats().minus(tgBefore)
 	res.adminMessages = w.tg.messagesTo(analysisAdminChat) - adminBefore
 	if res.run.ProgressMessageID != 0 {
-		res.progressEdits, _, _ = w.tg.edited(analysisAdminChat, res.run.ProgressMessageID)
+		res.boardEdits, _, _ = w.tg.edited(analysisAdminChat, res.run.ProgressMessageID)
+	}
+	// The fake counts every message with an Approve button as a proposal's
+	// (by its first one); the board has them once proposals exist, and is
+	// not a proposal message. Messages from before this run do not count.
+	for _, msgs := range w.tg.proposals() {
+		for _, id := range msgs {
+			if id != res.run.ProgressMessageID && !seen[id] {
+				res.proposalMessages++
+			}
+		}
 	}
 	return res, w.verify(ctx, res, exp)
 }
@@ -430,10 +459,11 @@ func waitCompleted(ctx context.Context, conn *pgx.Conn, tg *telegram, id int64, 
 }
 
 // verify checks that the run analysed what it should, exactly once: its
-// counters, the model's calls, the proposals in the database and in the
-// admin chat (each posted once, with its message recorded), the progress
-// message edited after every batch and at the end, and the events posted
-// and published.
+// counters, the model's calls, the proposals in the database (numbered
+// 1…N in the run, none with a message of its own), the admin chat (the
+// event lines and the run's board, no message per proposal), the board
+// edited at most once per batch and at the end, ending completed with the
+// proposal count, and the events published.
 func (w *analysisWorld) verify(ctx context.Context, res analysisResult, exp expectation) error {
 	r := res.run
 	var problems []string
@@ -456,77 +486,96 @@ func (w *analysisWorld) verify(ctx context.Context, res analysisResult, exp expe
 		fail("proposals_total=%d pending=%d, the model proposed %d", r.ProposalsTotal, r.ProposalsPending, res.proposed)
 	}
 
-	rows, err := w.poll.Query(ctx, `SELECT id, COALESCE(message_id, 0) FROM analysis_proposals WHERE run_id = $1 ORDER BY id`, r.ID)
-	if err != nil {
+	// Every proposal stored once, numbered 1…N for the board's pages.
+	var stored, ordinals, firstOrdinal, lastOrdinal, withMessage, sources int64
+	if err := w.poll.QueryRow(ctx, `
+SELECT count(*), count(DISTINCT ordinal), COALESCE(min(ordinal), 0), COALESCE(max(ordinal), 0), count(message_id),
+       (SELECT count(*) FROM analysis_proposal_sources WHERE run_id = $1)
+FROM analysis_proposals WHERE run_id = $1`, r.ID).Scan(&stored, &ordinals, &firstOrdinal, &lastOrdinal, &withMessage, &sources); err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
-	type stored struct{ id, msg int64 }
-	props, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (stored, error) {
-		var s stored
-		err := row.Scan(&s.id, &s.msg)
-		return s, err
-	})
-	if err != nil {
-		return fmt.Errorf("verify: %w", err)
+	if stored != int64(r.ProposalsTotal) || sources != res.cited {
+		fail("%d proposals with %d sources in the database, want %d with %d", stored, sources, r.ProposalsTotal, res.cited)
 	}
-	var sources int64
-	if err := w.poll.QueryRow(ctx, `SELECT count(*) FROM analysis_proposal_sources WHERE run_id = $1`, r.ID).Scan(&sources); err != nil {
-		return fmt.Errorf("verify: %w", err)
+	if stored > 0 && (ordinals != stored || firstOrdinal != 1 || lastOrdinal != stored) {
+		fail("the %d proposals are numbered %d to %d (%d distinct), want 1 to %d", stored, firstOrdinal, lastOrdinal, ordinals, stored)
 	}
-	if len(props) != r.ProposalsTotal || sources != res.cited {
-		fail("%d proposals with %d sources in the database, want %d with %d", len(props), sources, r.ProposalsTotal, res.cited)
-	}
-	posted := w.tg.proposals()
-	notOnce, wrongMsg := 0, 0
-	for _, p := range props {
-		ids := posted[p.id]
-		switch {
-		case len(ids) != 1:
-			notOnce++
-		case int64(ids[0]) != p.msg:
-			wrongMsg++
-		}
-	}
-	if notOnce > 0 || wrongMsg > 0 || res.tg.ProposalDistinct != len(props) || res.tg.Proposals != len(props) {
-		fail("the admin chat got %d proposal messages for %d proposals (%d of the %d stored not posted exactly once, %d with another message_id recorded)",
-			res.tg.Proposals, res.tg.ProposalDistinct, notOnce, len(props), wrongMsg)
+	if withMessage != 0 || res.proposalMessages != 0 {
+		fail("%d proposals have a message of their own and %d messages carry a proposal's buttons besides the board, want none",
+			withMessage, res.proposalMessages)
 	}
 
-	// Posted: run_created, run_started, the progress message, one
-	// proposals_created per batch with proposals, the proposals and
-	// run_completed. Published: the same events but the proposals, and
-	// progress_updated at the start and after every batch.
-	wantMsgs := 4 + int(res.withProposals) + r.ProposalsTotal
-	toAdmin := res.adminMessages
-	if res.tg.Messages != wantMsgs || toAdmin != wantMsgs || res.tg.Rejected != 0 || res.tg.NotModified != 0 {
+	// Posted: run_created, run_started, the board and run_completed.
+	// Published: the same events, proposals_created for every batch with
+	// proposals, and progress_updated at the start and after every batch.
+	const wantMsgs = 4
+	if res.tg.Messages != wantMsgs || res.adminMessages != wantMsgs || res.tg.Rejected != 0 || res.tg.NotModified != 0 {
 		fail("Telegram got %d messages (%d to the admin chat, %d refused, %d edits not modifying), want %d to the admin chat",
-			res.tg.Messages, toAdmin, res.tg.Rejected, res.tg.NotModified, wantMsgs)
+			res.tg.Messages, res.adminMessages, res.tg.Rejected, res.tg.NotModified, wantMsgs)
 	}
 	if wantPub := int64(4 + r.Batches + int(res.withProposals)); res.published != wantPub {
 		fail("%d events published on pg_notify, want %d", res.published, wantPub)
 	}
 	if r.ProgressMessageID == 0 {
-		fail("no progress message recorded")
+		fail("no board recorded")
 	} else {
 		edits, last, ok := w.tg.edited(analysisAdminChat, r.ProgressMessageID)
-		done := fmt.Sprintf("Run #%d</b> completed", r.ID)
+		if ok && edits == 0 {
+			// Never edited: the send itself carried the last state (an
+			// edit written while the send waited folds into it).
+			last, ok = w.boardSent(ctx, r.ID)
+		}
 		switch {
 		case !ok:
-			fail("progress message %d was not sent to the admin chat", r.ProgressMessageID)
-		case edits < 1 || edits > r.Batches+1 || res.tg.Edits != edits:
-			// Edits of the progress message still waiting when a newer
-			// one is written are superseded (the latest state wins), so
-			// between one and one per batch plus the last reach Telegram.
-			fail("progress message edited %d times (%d edits in all), want 1 to %d (each of %d batches and the end)",
+			fail("board %d was not sent to the admin chat", r.ProgressMessageID)
+		case edits > r.Batches+1 || res.tg.Edits != edits:
+			// The board's edits are paced; one written while another
+			// waits replaces it (the latest state wins), so at most one
+			// per batch plus the last reach Telegram, and usually far
+			// fewer.
+			fail("board edited %d times (%d edits in all), want at most %d (each of %d batches and the end)",
 				edits, res.tg.Edits, r.Batches+1, r.Batches)
-		case !strings.Contains(last, done) || !strings.Contains(last, "100%"):
-			fail("the progress message does not end completed at 100%%: %q", last)
+		default:
+			if missing := boardShowsCompleted(last, r); len(missing) > 0 {
+				fail("the board does not end completed with its proposals (no %s): %q", strings.Join(missing, ", "), clipText(last, 300))
+			}
 		}
 	}
 	if len(problems) > 0 {
 		return errors.New("verify: " + strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// boardShowsCompleted lists what the board's final text (Telegram HTML)
+// lacks of a completed run: the header, the full bar, the proposal count
+// and, with proposals, the first page's header.
+func boardShowsCompleted(text string, r analysis.Run) []string {
+	want := []string{
+		fmt.Sprintf("✅ <b>Run #%d</b> completed", r.ID),
+		"▓▓▓▓▓▓▓▓▓▓ 100%",
+		fmt.Sprintf("Proposals so far: %d", r.ProposalsTotal),
+	}
+	if r.ProposalsTotal > 0 {
+		want = append(want, fmt.Sprintf("<b>Proposals 1–%d of %d</b> · ✅ 0 · ❌ 0 · ⏳ %d",
+			min(r.ProposalsTotal, analysis.ReviewPageSize), r.ProposalsTotal, r.ProposalsTotal))
+	}
+	var missing []string
+	for _, s := range want {
+		if !strings.Contains(text, s) {
+			missing = append(missing, strconv.Quote(s))
+		}
+	}
+	return missing
+}
+
+// boardSent is the text the board was sent with, as delivered.
+func (w *analysisWorld) boardSent(ctx context.Context, runID int64) (string, bool) {
+	var text string
+	err := w.poll.QueryRow(ctx, `SELECT body->>'text' FROM outbox
+WHERE chat_id = $1 AND msg_key = $2 AND NOT edit AND state = 'sent' ORDER BY id DESC LIMIT 1`,
+		analysisAdminChat, fmt.Sprint("progress:", runID)).Scan(&text)
+	return text, err == nil
 }
 
 // closeRun decides every proposal of the first run (one in ten approved,

@@ -43,21 +43,26 @@ func TestAnalysisSmoke(t *testing.T) {
 	// says so, with the JSON line's counts.
 	require.Contains(t, out, fmt.Sprintf("messages=600 filtered=600 batches=%d proposals=%d", rep.Batches, rep.Proposals))
 	require.Contains(t, out, fmt.Sprintf("llm_calls=%d prompt_lines=600 proposals=%d", rep.Batches, rep.Proposals))
-	// Progress edits still waiting when a newer one is written are
-	// superseded, so from one to one per batch plus the last go out.
-	m := regexp.MustCompile(fmt.Sprintf(`telegram messages=%d \(proposals %d, distinct %d, duplicates 0; events and progress %d\) progress_edits=(\d+)`,
-		4+rep.Batches+rep.Proposals, rep.Proposals, rep.Proposals, 4+rep.Batches)).FindStringSubmatch(out)
-	require.NotNil(t, m, "telegram line")
-	edits, err := strconv.Atoi(m[1])
+	// The admin chat gets four messages (three event lines and the board),
+	// no message per proposal; board edits still waiting when a newer one
+	// is written are replaced, so at most one per batch plus the last go
+	// out (with the board's pacing, far fewer).
+	require.Equal(t, 4, rep.AdminMessages)
+	require.LessOrEqual(t, rep.BoardEdits, rep.Batches+1)
+	require.Contains(t, last, fmt.Sprintf(`"admin_messages":4,"board_edits":%d,`, rep.BoardEdits))
+	m := regexp.MustCompile(`telegram messages=4 \(admin chat 4: event lines and the board; proposal messages 0\) board_edits=(\d+)`).
+		FindAllStringSubmatch(out, -1)
+	require.Len(t, m, 2, "telegram lines of both runs")
+	edits, err := strconv.Atoi(m[0][1])
 	require.NoError(t, err)
-	require.True(t, edits >= 1 && edits <= rep.Batches+1, "progress_edits=%d of at most %d", edits, rep.Batches+1)
+	require.Equal(t, rep.BoardEdits, edits)
 	require.Contains(t, out, fmt.Sprintf("filtered=%d batches=%d", rep.FilteredMessages, rep.FilteredBatches))
 	require.Contains(t, out, fmt.Sprintf("prompt_lines=%d", rep.FilteredMessages))
 	require.Equal(t, 2, strings.Count(out, "not_modified=0 refused=0"))
 	require.Contains(t, out, fmt.Sprintf("pg_notify events=%d", 4+2*rep.Batches))
 	require.Regexp(t, `\d+ batches, [1-9]\d* started by a gap, [1-9]\d* by the cap; largest 50`, out)
 	require.Contains(t, out, "db SaveBatch")
-	require.Contains(t, out, "render Proposal")
+	require.Contains(t, out, "render Board")
 	require.Contains(t, out, "approved and embedded")
 }
 

@@ -16,8 +16,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"switchboard/bot"
 	"switchboard/domain"
 	"switchboard/domain/dispatch"
+	"switchboard/locales"
 	"switchboard/storage"
 )
 
@@ -318,30 +320,43 @@ func (r clockedDispatchRepo) NextExpiry(ctx context.Context) (time.Time, bool, e
 	return r.Repository.NextExpiry(ctx)
 }
 
-// benchNotifier stands in for the bot's renderer: it records Closed and
-// counts the rest, and returns messages shaped like the bot's, so the
-// outbox rows every expiry writes (the closing edit, two live-log lines)
-// are in the measured path. Offer should not be called (the bench inserts
-// its offers itself).
+// benchNotifier is the bot's own renderer (bot.DispatchNotes, the
+// Notifier app.go wires) with a recorder around it: every expiry writes
+// the outbox rows the bot writes (the closing edit of the offer's message,
+// the offer_expired live-log line, and the follow-up's order_unassignable
+// line), rendered from the same templates, so their cost is in the
+// measured path. It records Closed and counts the rest; Offer should not
+// be called (the bench inserts its offers itself).
 type benchNotifier struct {
+	dispatch.Notifier
 	c       *offerClock
 	replica int
 }
 
-// benchAdminChat is the live log's chat.
+// benchAdminChat is the live log's chat (ADMIN_CHAT_ID).
 const benchAdminChat = -1001
 
-func (b benchNotifier) Offer(m dispatch.Master, _ dispatch.Order, f dispatch.Offer) []domain.Message {
+// newBenchRenderer is the bot as app.go builds it for rendering: it never
+// contacts Telegram (bot.New does not, and nothing runs it).
+func newBenchRenderer(store *storage.Store, log *slog.Logger) (dispatch.Notifier, error) {
+	b, err := bot.New(bot.Config{URL: "http://127.0.0.1:9", Token: tgToken, AdminChatID: benchAdminChat, AdminLang: "en"},
+		bot.Deps{Users: store, Catalog: locales.MustLoad(), Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("renderer: %w", err)
+	}
+	return b.DispatchNotes(), nil
+}
+
+func (b benchNotifier) Offer(m dispatch.Master, o dispatch.Order, f dispatch.Offer) []domain.Message {
 	b.c.mu.Lock()
 	b.c.sendOffer++
 	b.c.mu.Unlock()
-	return []domain.Message{{ChatID: m.UserID, Kind: domain.KindOffer, Ref: f.ID, Key: fmt.Sprint("offer:", f.ID), Text: "offer"}}
+	return b.Notifier.Offer(m, o, f)
 }
 
 func (b benchNotifier) Closed(m dispatch.Master, o dispatch.Order, f dispatch.Offer) []domain.Message {
 	now := time.Now()
 	b.c.mu.Lock()
-	defer b.c.mu.Unlock()
 	b.c.closes++
 	c := b.c.closed[f.ID]
 	c.times++
@@ -349,23 +364,22 @@ func (b benchNotifier) Closed(m dispatch.Master, o dispatch.Order, f dispatch.Of
 		c.at, c.replica, c.state = now, b.replica, f.State
 	}
 	b.c.closed[f.ID] = c
-	return []domain.Message{{ChatID: m.UserID, Kind: domain.KindOfferClose, Ref: f.ID, Key: fmt.Sprint("offer:", f.ID),
-		Edit: true, Text: fmt.Sprintf("Offer for order #%d: %s", o.ID, f.State)}}
+	b.c.mu.Unlock()
+	return b.Notifier.Closed(m, o, f)
 }
 
 func (b benchNotifier) Note(n dispatch.Note) []domain.Message {
 	b.c.mu.Lock()
 	b.c.tell++
 	b.c.mu.Unlock()
-	return []domain.Message{{ChatID: n.Master.UserID, Kind: domain.KindNote, Text: string(n.Kind)}}
+	return b.Notifier.Note(n)
 }
 
 func (b benchNotifier) Event(e dispatch.Event) []domain.Message {
 	b.c.mu.Lock()
 	b.c.events[e.Kind]++
 	b.c.mu.Unlock()
-	return []domain.Message{{ChatID: benchAdminChat, Kind: domain.KindLiveLog, Ref: e.OrderID,
-		Text: fmt.Sprintf("%s order #%d offer #%d", e.Kind, e.OrderID, e.OfferID)}}
+	return b.Notifier.Event(e)
 }
 
 type lagResult struct {
@@ -432,6 +446,10 @@ func lagRun(ctx context.Context, cfg dispatchConfig, store *storage.Store, dbURL
 		return res, fmt.Errorf("analyze: %w", err)
 	}
 	clock := newOfferClock(cfg.n)
+	render, err := newBenchRenderer(store, log)
+	if err != nil {
+		return res, err
+	}
 	if cfg.stages {
 		res.stages = newStages()
 	}
@@ -456,7 +474,7 @@ func lagRun(ctx context.Context, cfg dispatchConfig, store *storage.Store, dbURL
 		}
 		rp.svc, err = dispatch.NewService(dispatch.Config{}, dispatch.Deps{
 			Repo:     clockedDispatchRepo{Repository: repo, c: clock, st: rp.st, replica: i},
-			Notifier: benchNotifier{c: clock, replica: i}, Log: log.With("replica", i), Registerer: prometheus.NewRegistry(),
+			Notifier: benchNotifier{Notifier: render, c: clock, replica: i}, Log: log.With("replica", i), Registerer: prometheus.NewRegistry(),
 		})
 		if err != nil {
 			return res, err
@@ -592,7 +610,7 @@ func createOffers(ctx context.Context, conn *pgx.Conn, cfg dispatchConfig, order
 
 // waitExpired polls every 10 ms until the notifier has seen n offers closed
 // and n orders reported unassignable (their follow-up done), then checks
-// that the database has them all EXPIRED. It gives up timeout after its
+// that the database has them all EXPIRED and the orders marked. It gives up timeout after its
 // start with the offers' states.
 func waitExpired(ctx context.Context, conn *pgx.Conn, c *offerClock, n int, timeout time.Duration) error {
 	deadline := time.NewTimer(timeout)
@@ -604,11 +622,15 @@ func waitExpired(ctx context.Context, conn *pgx.Conn, c *offerClock, n int, time
 		closed, unassignable := c.done()
 		if closed >= n && unassignable >= n || time.Since(asked) >= time.Second {
 			asked = time.Now()
-			var expired int
-			if err := conn.QueryRow(ctx, `SELECT count(*) FROM offers WHERE state = 'EXPIRED'`).Scan(&expired); err != nil {
+			// The notifier counts what was rendered, inside transactions
+			// that may not have committed yet: the database says when
+			// they have (stopping the replicas earlier would cancel them).
+			var expired, marked int
+			if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM offers WHERE state = 'EXPIRED'),
+       (SELECT count(*) FROM orders WHERE unassignable_at IS NOT NULL)`).Scan(&expired, &marked); err != nil {
 				return fmt.Errorf("poll: %w", err)
 			}
-			if closed >= n && unassignable >= n && expired >= n {
+			if closed >= n && unassignable >= n && expired >= n && marked >= n {
 				return nil
 			}
 		}
@@ -695,6 +717,24 @@ func verifyLag(ctx context.Context, conn *pgx.Conn, c *offerClock, res lagResult
 	if unassignable != n {
 		problems = append(problems, fmt.Sprintf("%d orders SEARCHING in round 2 and marked unassignable, want %d: %s",
 			unassignable, n, orderBreakdown(ctx, conn)))
+	}
+	// What the bot writes for each expiry: one closing edit of the offer's
+	// message (keyed offer:ID, rendered as offer.expired) and two live-log
+	// lines in the admin chat.
+	var edits, editsExpired, logs, logsExpired, logsUnassignable, other int
+	if err := conn.QueryRow(ctx, `
+SELECT count(*) FILTER (WHERE kind = 'offer_close' AND edit AND msg_key = 'offer:' || ref),
+       count(*) FILTER (WHERE kind = 'offer_close' AND body->>'text' LIKE '⌛ The offer of order #% expired%'),
+       count(*) FILTER (WHERE kind = 'live_log' AND chat_id = $1),
+       count(*) FILTER (WHERE kind = 'live_log' AND body->>'text' LIKE '⌛ Order #%: offer #% to % expired unanswered, round 1'),
+       count(*) FILTER (WHERE kind = 'live_log' AND body->>'text' LIKE '⚠️ Order #%: no master left to offer it to after round 2%'),
+       count(*) FILTER (WHERE kind NOT IN ('offer_close', 'live_log'))
+FROM outbox`, benchAdminChat).Scan(&edits, &editsExpired, &logs, &logsExpired, &logsUnassignable, &other); err != nil {
+		return fmt.Errorf("verify outbox: %w", err)
+	}
+	if edits != n || editsExpired != n || logs != 2*n || logsExpired != n || logsUnassignable != n || other != 0 {
+		problems = append(problems, fmt.Sprintf("outbox: %d closing edits (%d rendered as expired), %d live-log lines (%d offer_expired, %d order_unassignable), "+
+			"%d other rows; want %d, %d, %d (%d, %d), 0", edits, editsExpired, logs, logsExpired, logsUnassignable, other, n, n, 2*n, n, n))
 	}
 	var sweptTwice, closedTwice, notSwept, notClosed, wrongReplica, wrongState int
 	for id := range c.expiresAt {

@@ -102,9 +102,10 @@
 //     Config.Workers 8, run only Service.Run: the per-replica expiry timer
 //     and the distribution passes it serves. The WATCHDOG_INTERVAL job is
 //     not run, so every expiry is a timer's. The closing edit (and two
-//     live-log lines) of each expiry are outbox rows written in the
-//     expiry's transaction; the bench records when that transaction
-//     committed. Every order is in a city of its own where
+//     live-log lines) of each expiry are outbox rows the bot's own
+//     renderer (bot.DispatchNotes, with its lanes and pacing fields)
+//     writes in the expiry's transaction, checked in the outbox at the
+//     end; the bench records when that transaction committed. Every order is in a city of its own where
 //     no master lives, so after the expiry the order is offered on, finds
 //     nobody in either round and is reported unassignable: realistic
 //     follow-up work for every expiry. An offer's lag is the commit of its

@@ -294,7 +294,7 @@ func (r timedAnalysisRepo) SetProgress(ctx context.Context, id int64, messages, 
 	return r.Repository.SetProgress(ctx, id, messages, filtered, batches, render)
 }
 
-func (r timedAnalysisRepo) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render analysis.RenderBatch) (analysis.Run, []analysis.Proposal, error) {
+func (r timedAnalysisRepo) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render analysis.Render) (analysis.Run, []analysis.Proposal, error) {
 	defer r.s.since("db SaveBatch", time.Now())
 	return r.Repository.SaveBatch(ctx, runID, batch, messages, ps, render)
 }
@@ -331,7 +331,7 @@ func (t timedAnalysisLLM) Embed(ctx context.Context, texts []string) ([][]float3
 
 // timedAnalysisNotifier times the bot's rendering (called inside the
 // repository's transactions, so also part of the db stages). Event
-// includes, for run_completed, the final edit of the progress message.
+// includes, for run_completed, the final edit of the run's board.
 // Nothing is sent here: the outbox's senders deliver the messages.
 type timedAnalysisNotifier struct {
 	analysis.Notifier
@@ -343,14 +343,9 @@ func (t timedAnalysisNotifier) Event(e analysis.Event) []domain.Message {
 	return t.Notifier.Event(e)
 }
 
-func (t timedAnalysisNotifier) Progress(r analysis.Run, first bool) []domain.Message {
-	defer t.s.since("render Progress", time.Now())
-	return t.Notifier.Progress(r, first)
-}
-
-func (t timedAnalysisNotifier) Proposal(r analysis.Run, p analysis.Proposal) []domain.Message {
-	defer t.s.since("render Proposal", time.Now())
-	return t.Notifier.Proposal(r, p)
+func (t timedAnalysisNotifier) Board(rv analysis.Review, first bool) []domain.Message {
+	defer t.s.since("render Board", time.Now())
+	return t.Notifier.Board(rv, first)
 }
 
 // timedPublisher times pg_notify('analysis_runs', …): one statement, a

@@ -282,7 +282,7 @@ func (w *world) run(ctx context.Context, spec runSpec) (runResult, error) {
 	}
 	deps := vacancy.Deps{
 		Repo: w.store, Source: src, Notifier: tgBot, Log: w.log,
-		LLM: llm.Port{Client: llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer},
+		LLM: llm.Port{Client: llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrRefused},
 	}
 	if w.stages {
 		res.stages = newStages()

@@ -30,6 +30,10 @@ type Analysis interface {
 	Runs(ctx context.Context, page int) ([]analysis.Run, int, error)
 	Run(ctx context.Context, id int64) (analysis.Run, error)
 	Decide(ctx context.Context, proposalID, adminID int64, approve bool) (analysis.Proposal, analysis.Run, error)
+	TurnPage(ctx context.Context, runID int64, page int) (analysis.Run, error)
+	AskApproveAll(ctx context.Context, runID int64) (analysis.Run, error)
+	CancelApproveAll(ctx context.Context, runID int64) (analysis.Run, error)
+	ApproveAll(ctx context.Context, runID, adminID int64) ([]analysis.Proposal, analysis.Run, error)
 }
 
 var (
@@ -43,6 +47,10 @@ var (
 	actionApprove  = RegisterAction("pa", 1) // proposal id
 	actionReject   = RegisterAction("pj", 1) // proposal id
 	actionRunsPage = RegisterAction("rp", 1) // page of /runs, from 0
+	actionBoard    = RegisterAction("bp", 2) // run id, board page from 0
+	actionAskAll   = RegisterAction("ba", 1) // run id: approve all remaining?
+	actionAllYes   = RegisterAction("by", 1) // run id: yes, approve them
+	actionAllNo    = RegisterAction("bn", 1) // run id: no
 )
 
 // Budgets, in UTF-16 units of escaped HTML, for what group members and the
@@ -60,6 +68,11 @@ const (
 	adminNameBudget     = 64
 	// progressCells is the width of the progress bar.
 	progressCells = 10
+	// A board page's proposal: with the fixed texts eight of them and the
+	// progress stay one message.
+	boardTitleBudget    = 120
+	boardDescBudget     = 220
+	boardAssigneeBudget = 40
 )
 
 type analysisUI struct {
@@ -92,6 +105,10 @@ func (b *Bot) RegisterAnalysis(a Analysis) {
 	b.HandleButton(actionApprove, u.decide(true))
 	b.HandleButton(actionReject, u.decide(false))
 	b.HandleButton(actionRunsPage, u.runsPage)
+	b.HandleButton(actionBoard, u.turnPage)
+	b.HandleButton(actionAskAll, u.askAll())
+	b.HandleButton(actionAllYes, u.approveAll())
+	b.HandleButton(actionAllNo, u.cancelAll())
 }
 
 // --- group messages ----------------------------------------------------------
@@ -631,7 +648,9 @@ func (u *analysisUI) editPressed(r *Request, text string, kb *tele.ReplyMarkup) 
 }
 
 // decide is Approve (true) and Reject (false). Only admins may press them;
-// a proposal decided already is refused with what it became.
+// a proposal decided already is refused with what it became. The board
+// shows the decision with its next edit (written with the decision); the
+// toast answers at once.
 func (u *analysisUI) decide(approve bool) CallbackHandler {
 	return func(r *Request, cb Callback) error {
 		if !r.Admin {
@@ -649,18 +668,87 @@ func (u *analysisUI) decide(approve bool) CallbackHandler {
 		case err != nil:
 			return err
 		}
-		// The message is the admin chat's, so it stays in that chat's
-		// language whoever pressed.
-		lang := u.b.cfg.AdminLang
-		key, toast := "proposal.decided_rejected", "proposal.rejected_toast"
-		if approve {
-			key, toast = "proposal.decided_approved", "proposal.approved_toast"
+		if msg := r.Callback().Message; msg != nil && msg.ID != run.ProgressMessageID {
+			// A proposal's own message, from before the board: it shows
+			// its decision in place.
+			lang := u.b.cfg.AdminLang
+			key := "proposal.decided_rejected"
+			if approve {
+				key = "proposal.decided_approved"
+			}
+			text := u.b.renderProposal(lang, run, p) + "\n\n" +
+				u.b.deps.Catalog.T(lang, key, locales.Data{"Admin": locales.HTML(adminName(r.User))})
+			u.editPressed(r, fitMessage(text), nil)
 		}
-		text := u.b.renderProposal(lang, run, p) + "\n\n" +
-			u.b.deps.Catalog.T(lang, key, locales.Data{"Admin": locales.HTML(adminName(r.User))})
-		u.editPressed(r, fitMessage(text), nil)
-		return r.Respond(&tele.CallbackResponse{Text: r.T(toast)})
+		toast := "board.rejected_toast"
+		if approve {
+			toast = "board.approved_toast"
+		}
+		return r.Respond(&tele.CallbackResponse{Text: r.T(toast, locales.Data{"N": p.Ordinal})})
 	}
+}
+
+// turnPage shows another page of a run's proposals on its board.
+func (u *analysisUI) turnPage(r *Request, cb Callback) error {
+	if !r.Admin {
+		return r.Forbidden()
+	}
+	run, err := u.a.TurnPage(r.Ctx, cb.IDs[0], int(cb.IDs[1]))
+	if errors.Is(err, domain.ErrNotFound) {
+		return r.Alert("error.callback_invalid")
+	}
+	if err != nil {
+		return err
+	}
+	page := min(int(cb.IDs[1]), analysis.PagesOf(run.ProposalsTotal)-1)
+	return r.Respond(&tele.CallbackResponse{Text: r.T("board.page_toast", locales.Data{
+		"Page": page + 1, "Pages": analysis.PagesOf(run.ProposalsTotal)})})
+}
+
+// boardPress is a board button that changes the run: admins only; a run
+// gone is an invalid callback, a run no longer in the state the press
+// needs gets the stale alert, a change made gets its toast.
+func (u *analysisUI) boardPress(stale string, change func(r *Request, runID int64) (string, locales.Data, error)) CallbackHandler {
+	return func(r *Request, cb Callback) error {
+		if !r.Admin {
+			return r.Forbidden()
+		}
+		toast, data, err := change(r, cb.IDs[0])
+		switch {
+		case errors.Is(err, analysis.ErrState):
+			return r.Alert(stale)
+		case errors.Is(err, domain.ErrNotFound):
+			return r.Alert("error.callback_invalid")
+		case err != nil:
+			return err
+		}
+		return r.Respond(&tele.CallbackResponse{Text: r.T(toast, data)})
+	}
+}
+
+// askAll makes the board ask to confirm approving every proposal left.
+func (u *analysisUI) askAll() CallbackHandler {
+	return u.boardPress("board.nothing_to_approve", func(r *Request, run int64) (string, locales.Data, error) {
+		_, err := u.a.AskApproveAll(r.Ctx, run)
+		return "board.confirm_toast", nil, err
+	})
+}
+
+// approveAll is the confirmation's yes: every proposal still pending is
+// approved. A confirmation answered already (or withdrawn) is refused.
+func (u *analysisUI) approveAll() CallbackHandler {
+	return u.boardPress("board.confirm_stale", func(r *Request, run int64) (string, locales.Data, error) {
+		ps, _, err := u.a.ApproveAll(r.Ctx, run, r.User.ID)
+		return "board.all_approved_toast", locales.Data{"Count": len(ps)}, err
+	})
+}
+
+// cancelAll is the confirmation's no.
+func (u *analysisUI) cancelAll() CallbackHandler {
+	return u.boardPress("board.confirm_stale", func(r *Request, run int64) (string, locales.Data, error) {
+		_, err := u.a.CancelApproveAll(r.Ctx, run)
+		return "board.cancelled_toast", nil, err
+	})
 }
 
 // adminName is who decided, as escaped HTML: "Ann (@ann)".
@@ -735,33 +823,17 @@ func fitMessage(text string) string {
 	return text
 }
 
-func proposalMarkup(cat *locales.Catalog, lang string, proposalID int64) (*tele.ReplyMarkup, error) {
-	approve, err := Encode(actionApprove, proposalID)
-	if err != nil {
-		return nil, err
-	}
-	reject, err := Encode(actionReject, proposalID)
-	if err != nil {
-		return nil, err
-	}
-	return &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
-		{Text: cat.T(lang, "proposal.button_approve"), Data: approve},
-		{Text: cat.T(lang, "proposal.button_reject"), Data: reject},
-	}}}, nil
-}
-
 // --- analysis.Notifier ---------------------------------------------------------
 
 // runEventKeys give every run event posted to the admin chat its line;
-// spelled out so the catalogue test sees them used. progress_updated is
-// not among them: it edits the progress message instead (Progress).
+// spelled out so the catalogue test sees them used. progress_updated and
+// proposals_created are not among them: the board shows them (Board).
 var runEventKeys = map[analysis.EventKind]string{
-	analysis.EventCreated:          "analysis.event.run_created",
-	analysis.EventStarted:          "analysis.event.run_started",
-	analysis.EventProposalsCreated: "analysis.event.proposals_created",
-	analysis.EventCompleted:        "analysis.event.run_completed",
-	analysis.EventFailed:           "analysis.event.run_failed",
-	analysis.EventClosed:           "analysis.event.run_closed",
+	analysis.EventCreated:   "analysis.event.run_created",
+	analysis.EventStarted:   "analysis.event.run_started",
+	analysis.EventCompleted: "analysis.event.run_completed",
+	analysis.EventFailed:    "analysis.event.run_failed",
+	analysis.EventClosed:    "analysis.event.run_closed",
 }
 
 // renderRunEvent is one line of the admin chat's log.
@@ -795,19 +867,24 @@ func (b *Bot) renderRunEvent(lang string, e analysis.Event) string {
 	return b.deps.Catalog.T(lang, key, data)
 }
 
-// Event renders a run event for the admin chat (analysis.Notifier):
-// its line and, for a run that ended, the final state of its progress
-// message. progress_updated renders nothing (see Progress), and nothing is
-// rendered without an admin chat.
+// Event renders a run event for the admin chat (analysis.Notifier): its
+// line and, for a run that ended or closed, its board's edit.
+// progress_updated and proposals_created render nothing (the board shows
+// them), and nothing is rendered without an admin chat.
 func (b *Bot) Event(e analysis.Event) []domain.Message {
-	if b.cfg.AdminChatID == 0 || e.Kind == analysis.EventProgress {
+	if b.cfg.AdminChatID == 0 || e.Kind == analysis.EventProgress || e.Kind == analysis.EventProposalsCreated {
 		return nil
 	}
 	out := Messages(b.cfg.AdminChatID, domain.KindRunEvent, e.Run.ID, b.renderRunEvent(b.cfg.AdminLang, e), nil)
-	// The progress message is edited with each batch, while the run is
-	// still running; its end is shown here.
-	if (e.Kind == analysis.EventCompleted || e.Kind == analysis.EventFailed) && progressPosted(e.Run) {
-		out = append(out, b.Progress(e.Run, false)...)
+	switch e.Kind {
+	case analysis.EventCompleted, analysis.EventFailed, analysis.EventClosed:
+		if progressPosted(e.Run) {
+			rv := e.Board
+			if rv.Run.ID != e.Run.ID {
+				rv = analysis.Review{Run: e.Run}
+			}
+			out = append(out, b.Board(rv, false)...)
+		}
 	}
 	return out
 }
@@ -834,6 +911,7 @@ var progressKeys = map[analysis.State]string{
 	analysis.Running:   "analysis.progress.running",
 	analysis.Completed: "analysis.progress.completed",
 	analysis.Failed:    "analysis.progress.failed",
+	analysis.Closed:    "analysis.progress.closed",
 }
 
 // renderProgress is the progress message: a bar over the batches, then
@@ -844,7 +922,7 @@ func (b *Bot) renderProgress(lang string, r analysis.Run) string {
 	if r.Batches > 0 {
 		pct = min(max(r.BatchesDone*100/r.Batches, 0), 100)
 	}
-	if r.State == analysis.Completed {
+	if r.State == analysis.Completed || r.State == analysis.Closed {
 		pct = 100
 	}
 	filled := pct * progressCells / 100
@@ -860,37 +938,175 @@ func (b *Bot) renderProgress(lang string, r analysis.Run) string {
 	})
 }
 
-// progressKey names a run's progress message for its edits.
+// progressKey names a run's board for its edits; the board's edits go in
+// a lane of that name, paced by Config.BoardEvery.
 func progressKey(runID int64) string { return MessageKey(domain.KindProgress, runID) }
 
-// Progress renders the run's progress message (analysis.Notifier): the
-// message itself the first time, afterwards an edit of it, which posts it
-// anew if it is gone (deleted, or never delivered). An edit that changes
-// nothing is no error. Without an admin chat it renders nothing.
-func (b *Bot) Progress(r analysis.Run, first bool) []domain.Message {
-	if b.cfg.AdminChatID == 0 {
-		return nil
-	}
-	text := fitMessage(b.renderProgress(b.cfg.AdminLang, r))
-	if first {
-		return []domain.Message{Keyed(b.cfg.AdminChatID, domain.KindProgress, r.ID, progressKey(r.ID), text, nil)}
-	}
-	return []domain.Message{EditOf(b.cfg.AdminChatID, domain.KindProgress, r.ID, progressKey(r.ID), text, nil, domain.IfGoneSend)}
-}
-
-// Proposal renders a proposal with Approve / Reject for the admin chat
-// (analysis.Notifier); the delivery records its message on the proposal.
-// Without an admin chat it renders nothing.
-func (b *Bot) Proposal(r analysis.Run, p analysis.Proposal) []domain.Message {
+// Board renders the run's board (analysis.Notifier): the progress, a page
+// of the proposals with a ✅ / ❌ pair for each one pending, ◀ ▶ between
+// pages and, once the run is completed, "approve all remaining" with its
+// confirmation. The first time it is the message itself; afterwards an
+// edit in the board's own lane, so it waits out its interval without
+// holding the admin chat's other messages, coalesces with the edits
+// before it (the latest state wins) and posts the board anew if it is
+// gone. Without an admin chat it renders nothing.
+func (b *Bot) Board(rv analysis.Review, first bool) []domain.Message {
 	if b.cfg.AdminChatID == 0 {
 		return nil
 	}
 	lang := b.cfg.AdminLang
-	kb, err := proposalMarkup(b.deps.Catalog, lang, p.ID)
+	text := b.renderProgress(lang, rv.Run)
+	if page := b.renderPage(lang, rv); page != "" {
+		text += "\n\n" + page
+	}
+	kb, err := b.boardMarkup(lang, rv)
 	if err != nil {
-		// Unreachable: a proposal id always fits callback data.
-		b.deps.Log.Error("analysis: proposal buttons", "proposal", p.ID, "err", err)
+		// Unreachable: run and proposal ids always fit callback data.
+		b.deps.Log.Error("analysis: board buttons", "run", rv.Run.ID, "err", err)
 		kb = nil
 	}
-	return Messages(b.cfg.AdminChatID, domain.KindProposal, p.ID, b.renderProposal(lang, r, p), kb)
+	text = fitMessage(text)
+	id := rv.Run.ID
+	if first {
+		return []domain.Message{Keyed(b.cfg.AdminChatID, domain.KindProgress, id, progressKey(id), text, kb)}
+	}
+	m := EditOf(b.cfg.AdminChatID, domain.KindProgress, id, progressKey(id), text, kb, domain.IfGoneSend)
+	m.Lane, m.Every = progressKey(id), b.cfg.BoardEvery
+	return []domain.Message{m}
+}
+
+// decisionMarks show a proposal's decision on the board.
+var decisionMarks = map[analysis.Decision]string{
+	analysis.Approved: "✅",
+	analysis.Rejected: "❌",
+}
+
+// renderPage is the board's page of proposals: a header with the counts,
+// then each proposal numbered, marked, clipped to fit.
+func (b *Bot) renderPage(lang string, rv analysis.Review) string {
+	r := rv.Run
+	if r.ProposalsTotal == 0 || len(rv.Proposals) == 0 {
+		return ""
+	}
+	cat := b.deps.Catalog
+	lines := []string{cat.T(lang, "board.page", locales.Data{
+		"From": rv.Proposals[0].Ordinal, "To": rv.Proposals[len(rv.Proposals)-1].Ordinal, "Total": r.ProposalsTotal,
+		"Approved": r.ProposalsApproved, "Rejected": r.ProposalsRejected, "Pending": r.ProposalsPending,
+	})}
+	if r.ReviewConfirm && r.State == analysis.Completed && r.ProposalsPending > 0 {
+		lines = append(lines, "", cat.T(lang, "board.confirm", locales.Data{"Count": r.ProposalsPending}))
+	}
+	for _, p := range rv.Proposals {
+		mark, ok := decisionMarks[p.Decision]
+		if !ok {
+			mark = "⏳"
+		}
+		title := clip(oneLine(p.Title), boardTitleBudget)
+		if title == "" {
+			title = "—"
+		}
+		head := strconv.Itoa(p.Ordinal) + ". " + mark + " <b>" + title + "</b>"
+		var meta []string
+		if k, ok := priorityKeys[p.Priority]; ok {
+			meta = append(meta, cat.T(lang, k))
+		}
+		if a := clip(oneLine(p.Assignee), boardAssigneeBudget); a != "" {
+			meta = append(meta, a)
+		}
+		if d := clip(oneLine(p.Deadline), 20); d != "" {
+			meta = append(meta, cat.T(lang, "board.due", locales.Data{"Deadline": locales.HTML(d)}))
+		}
+		if len(meta) > 0 {
+			head += " · " + strings.Join(meta, " · ")
+		}
+		lines = append(lines, "", head)
+		if d := clip(oneLine(p.Description), boardDescBudget); d != "" && mark == "⏳" {
+			lines = append(lines, "<i>"+d+"</i>")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// boardMarkup is the board's buttons: a ✅ / ❌ pair for each pending
+// proposal of the page, two proposals a row; ⏮ ◀ ▶ ⏭ to the other pages; and on a completed run with proposals pending, "approve all
+// remaining" or, once pressed, its confirmation.
+func (b *Bot) boardMarkup(lang string, rv analysis.Review) (*tele.ReplyMarkup, error) {
+	cat := b.deps.Catalog
+	r := rv.Run
+	var rows [][]tele.InlineButton
+	var row []tele.InlineButton
+	for _, p := range rv.Proposals {
+		if _, decided := decisionMarks[p.Decision]; decided {
+			continue
+		}
+		approve, err := Encode(actionApprove, p.ID)
+		if err != nil {
+			return nil, err
+		}
+		reject, err := Encode(actionReject, p.ID)
+		if err != nil {
+			return nil, err
+		}
+		n := locales.Data{"N": p.Ordinal}
+		row = append(row, tele.InlineButton{Text: cat.T(lang, "board.button_approve", n), Data: approve},
+			tele.InlineButton{Text: cat.T(lang, "board.button_reject", n), Data: reject})
+		if len(row) == 4 {
+			rows, row = append(rows, row), nil
+		}
+	}
+	if len(row) > 0 {
+		rows = append(rows, row)
+	}
+	if pages := rv.Pages(); pages > 1 {
+		// ⏮ and ⏭ jump to the ends, where they are more than one step
+		// away: the last page holds the newest proposals.
+		var nav []tele.InlineButton
+		for _, b := range []struct {
+			key  string
+			page int
+			show bool
+		}{
+			{"board.button_first", 0, rv.Page > 1},
+			{"board.button_prev", rv.Page - 1, rv.Page > 0},
+			{"board.button_next", rv.Page + 1, rv.Page < pages-1},
+			{"board.button_last", pages - 1, rv.Page < pages-2},
+		} {
+			if !b.show {
+				continue
+			}
+			data, err := Encode(actionBoard, r.ID, int64(b.page))
+			if err != nil {
+				return nil, err
+			}
+			nav = append(nav, tele.InlineButton{Text: cat.T(lang, b.key, locales.Data{"Page": b.page + 1}), Data: data})
+		}
+		rows = append(rows, nav)
+	}
+	if r.State == analysis.Completed && r.ProposalsPending > 0 {
+		count := locales.Data{"Count": r.ProposalsPending}
+		if r.ReviewConfirm {
+			yes, err := Encode(actionAllYes, r.ID)
+			if err != nil {
+				return nil, err
+			}
+			no, err := Encode(actionAllNo, r.ID)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, []tele.InlineButton{
+				{Text: cat.T(lang, "board.button_confirm", count), Data: yes},
+				{Text: cat.T(lang, "board.button_cancel"), Data: no},
+			})
+		} else {
+			ask, err := Encode(actionAskAll, r.ID)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, []tele.InlineButton{{Text: cat.T(lang, "board.button_all", count), Data: ask}})
+		}
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	return &tele.ReplyMarkup{InlineKeyboard: rows}, nil
 }

@@ -68,7 +68,7 @@ func setupAnalysisWith(t *testing.T, pace delivery.Limits, opts ...tgfake.Option
 		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)
-	tb := setupWith(t, bot.Config{RateLimit: 1000, RateBurst: 1000, AdminChatID: adminChat, AdminLang: "en"},
+	tb := setupWith(t, bot.Config{RateLimit: 1000, RateBurst: 1000, AdminChatID: adminChat, AdminLang: "en", BoardEvery: testBoardEvery},
 		bot.Deps{Users: st}, func(b *bot.Bot) { b.RegisterAnalysis(svc) }, pace, opts...)
 	svc.SetNotifier(tb.bot)
 	tb.srv.Supergroup(adminChat, "Admins", "")
@@ -84,6 +84,10 @@ func setupAnalysisWith(t *testing.T, pace delivery.Limits, opts ...tgfake.Option
 	}, 5*time.Second, time.Millisecond)
 	return anEnv{bundle: tb, st: st, svc: svc, llm: model, admin: tb.srv.User(adminID, "Boss", "en")}
 }
+
+// testBoardEvery paces the board's edits in these tests: short, so that a
+// press shows on the board soon (the application's default is 3 s).
+const testBoardEvery = 100 * time.Millisecond
 
 // eventually polls a database condition: the bot's handlers run
 // concurrently, so nothing in the fake Telegram says when they are done.
@@ -317,8 +321,9 @@ func TestAnalysisRunNewRefusals(t *testing.T) {
 }
 
 // The whole story through Telegram: messages in a group, a run started,
-// its progress edited into one message, proposals posted with buttons,
-// decided by admins only, and the run closed with its rates.
+// its board (progress, then the proposals) edited into one message, the
+// proposals decided on it by admins only, and the run closed with its
+// rates.
 func TestAnalysisRunThroughTelegram(t *testing.T) {
 	t.Parallel()
 	env := setupAnalysis(t)
@@ -337,68 +342,70 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 	require.Equal(t, "▶️ Run #1 started. Progress and proposals go to the admin chat; /run 1 shows where it stands.",
 		env.ask(t, env.admin, "/run_start #1").Text)
 
-	progress := env.waitAdminLine(t, "✅ Run #1 completed\n")
-	require.Equal(t, "✅ Run #1 completed\n▓▓▓▓▓▓▓▓▓▓ 100%\nBatches: 1 of 1\n"+
-		"Messages processed: 3 of 3 (3 in the window)\nProposals so far: 2", progress.Text)
-	require.NotEmpty(t, progress.Edits, "one message, edited as the run went")
-	require.Equal(t, "⏳ Run #1 in progress\n░░░░░░░░░░ 0%\nBatches: 0 of 1\n"+
-		"Messages processed: 0 of 3 (3 in the window)\nProposals so far: 0", progress.Edits[0].Text)
 	env.waitAdminLine(t, "✅ Run #1 completed:")
-
-	var proposals []tgfake.BotMessage
-	for _, m := range env.srv.Messages(adminChat) {
-		if strings.HasPrefix(m.Text, "💡 Proposal") {
-			proposals = append(proposals, m)
-		}
-	}
-	require.Len(t, proposals, 2)
-	ids := proposalIDs(t, env.st)
-	p1, p2 := proposals[0], proposals[1]
-	require.Equal(t, fmt.Sprintf("💡 Proposal #%d · run #1\nFix <login> & deploy\nUsers cannot log in.\nSee the thread.\n\n"+
-		"Priority: high\nAssignee: Ann\nDeadline: 2099-01-05\nMessages (chat:message): %d:%d, %d:%d",
-		ids[0], teamChat, m1.MessageID, teamChat, m2.MessageID), p1.Text)
-	require.Equal(t, fmt.Sprintf("💡 Proposal #%d · run #1\nUpdate the docs\n\nPriority: low\nMessages (chat:message): %d:%d",
-		ids[1], teamChat, m3.MessageID), p2.Text)
-	require.Equal(t, []string{"✅ Approve", "❌ Reject"}, buttonTexts(p1))
-	// The deliveries recorded the messages.
 	env.settle(t)
-	require.Equal(t, []int64{int64(p1.MessageID), int64(p2.MessageID)}, column(t, env.st, `SELECT message_id FROM analysis_proposals ORDER BY id`))
-	require.Equal(t, []int64{int64(progress.MessageID)}, column(t, env.st, `SELECT progress_message_id FROM analysis_runs`))
+	board := env.board(t, 1)
+	const head = "✅ Run #1 completed\n▓▓▓▓▓▓▓▓▓▓ 100%\nBatches: 1 of 1\n" +
+		"Messages processed: 3 of 3 (3 in the window)\nProposals so far: 2\n\n"
+	require.Equal(t, head+"Proposals 1–2 of 2 · ✅ 0 · ❌ 0 · ⏳ 2\n\n"+
+		"1. ⏳ Fix <login> & deploy · high · Ann · due 2099-01-05\nUsers cannot log in. See the thread.\n\n"+
+		"2. ⏳ Update the docs · low", board.Text)
+	require.Equal(t, [][]string{{"1 ✅", "1 ❌", "2 ✅", "2 ❌"}, {"✅ Approve all remaining (2)"}}, rowTexts(board))
+	ids := proposalIDs(t, env.st)
+	require.Equal(t, []string{data(t, "pa", ids[0]), data(t, "pj", ids[0]), data(t, "pa", ids[1]), data(t, "pj", ids[1]),
+		data(t, "ba", 1)}, buttonData(board))
+	// The board's first state may already be its last: a send still
+	// queued when an edit is written takes the edit's text. Whatever was
+	// shown before the end was the run in progress.
+	for _, e := range board.Edits {
+		require.True(t, strings.HasPrefix(e.Text, "⏳ Run #1 in progress\n"), e.Text)
+	}
+	require.Equal(t, []int64{1, 2}, column(t, env.st, `SELECT ordinal FROM analysis_proposals ORDER BY id`))
+	require.Equal(t, []int64{0, 0}, column(t, env.st, `SELECT COALESCE(message_id, 0) FROM analysis_proposals ORDER BY id`),
+		"no proposal has a message of its own")
 	require.Equal(t, []string{
 		"🆕 Run #1 created",
 		"▶️ Run #1 started",
-		"💡 Run #1: new proposals 2, 2 so far",
-		"✅ Run #1 completed: proposals 2. Decide them with the buttons, then /run_close 1",
+		"✅ Run #1 completed: proposals 2. Decide them on the run's board, then /run_close 1",
 	}, eventLines(env.adminLines()))
+	require.Len(t, env.srv.Messages(adminChat), 4, "three lines and the board: no message per proposal")
 
 	// Not an admin: refused, and nothing changes.
-	a := press(t, env.srv, ann, p1, data(t, "pa", ids[0]))
+	a := press(t, env.srv, ann, board, data(t, "pa", ids[0]))
 	require.Equal(t, "This button is not for you.", a.Text)
 	require.True(t, a.ShowAlert)
 	require.Equal(t, 2, count(t, env.st, `SELECT count(*) FROM analysis_proposals WHERE decision = 'pending'`))
-	a = pressRaw(t, env.srv, ann, p1, data(t, "rp", 1))
+	a = pressRaw(t, env.srv, ann, board, data(t, "rp", 1))
 	require.Equal(t, "This button is not for you.", a.Text, "nor may they page /runs")
 
 	require.Equal(t, "Run #1 still has proposals awaiting a decision: 2. Approve or reject them first.",
 		env.ask(t, env.admin, "/run_close 1").Text)
 
-	a = press(t, env.srv, env.admin, p1, data(t, "pa", ids[0]))
-	require.Equal(t, "Approved.", a.Text)
+	a = press(t, env.srv, env.admin, board, data(t, "pa", ids[0]))
+	require.Equal(t, "✅ #1 approved.", a.Text)
 	require.False(t, a.ShowAlert)
-	edited, _ := env.srv.MessageByID(adminChat, p1.MessageID)
-	require.Equal(t, p1.Text+"\n\n✅ Approved by Boss", edited.Text)
-	require.Empty(t, edited.ReplyMarkup.Buttons(), "decided: no buttons")
+	env.settle(t)
+	board = env.board(t, 1)
+	require.Equal(t, head+"Proposals 1–2 of 2 · ✅ 1 · ❌ 0 · ⏳ 1\n\n"+
+		"1. ✅ Fix <login> & deploy · high · Ann · due 2099-01-05\n\n"+
+		"2. ⏳ Update the docs · low", board.Text, "decided: marked, its description folded away")
+	require.Equal(t, [][]string{{"2 ✅", "2 ❌"}, {"✅ Approve all remaining (1)"}}, rowTexts(board), "decided: no buttons of its own")
 	// A stale press (another admin's client had the old buttons).
-	a = pressRaw(t, env.srv, env.admin, p1, data(t, "pj", ids[0]))
+	a = pressRaw(t, env.srv, env.admin, board, data(t, "pj", ids[0]))
 	require.Equal(t, "This proposal has already been approved.", a.Text)
 	require.True(t, a.ShowAlert)
 
-	a = press(t, env.srv, env.admin, p2, data(t, "pj", ids[1]))
-	require.Equal(t, "Rejected.", a.Text)
-	edited, _ = env.srv.MessageByID(adminChat, p2.MessageID)
-	require.True(t, strings.HasSuffix(edited.Text, "\n\n❌ Rejected by Boss"), edited.Text)
-	a = pressRaw(t, env.srv, env.admin, p2, data(t, "pa", ids[1]))
+	a = press(t, env.srv, env.admin, board, data(t, "pj", ids[1]))
+	require.Equal(t, "❌ #2 rejected.", a.Text)
+	a = pressRaw(t, env.srv, env.admin, board, data(t, "pa", ids[1]))
 	require.Equal(t, "This proposal has already been rejected.", a.Text)
+	require.True(t, a.ShowAlert)
+	env.settle(t)
+	board = env.board(t, 1)
+	require.Equal(t, head+"Proposals 1–2 of 2 · ✅ 1 · ❌ 1 · ⏳ 0\n\n"+
+		"1. ✅ Fix <login> & deploy · high · Ann · due 2099-01-05\n\n"+
+		"2. ❌ Update the docs · low", board.Text)
+	require.Empty(t, board.ReplyMarkup.Buttons(), "all decided: no buttons left")
 	var decisions []string
 	rows, err := env.st.Pool().Query(context.Background(), `SELECT decision || ' by ' || decided_by FROM analysis_proposals ORDER BY id`)
 	require.NoError(t, err)
@@ -411,8 +418,14 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 	require.Equal(t, []string{"approved by 1", "rejected by 1"}, decisions)
 
 	require.Equal(t, "🏁 Run #1 closed.\nProposals: 2\nApproved: 50%\nRejected: 50%", env.ask(t, env.admin, "/run_close 1").Text)
-	require.Equal(t, "🏁 Run #1 closed: proposals 2, approved 50%, rejected 50%", env.waitAdminLine(t, "🏁").Text)
+	require.Equal(t, "🏁 Run #1 closed: proposals 2, approved 50%, rejected 50%", env.waitAdminLine(t, "🏁 Run #1 closed:").Text)
 	require.Equal(t, "Run #1 is in the “closed” state; only a completed run can be closed.", env.ask(t, env.admin, "/run_close 1").Text)
+	env.settle(t)
+	closed := env.board(t, 1)
+	require.True(t, strings.HasPrefix(closed.Text, "🏁 Run #1 closed\n▓▓▓▓▓▓▓▓▓▓ 100%\n"), closed.Text)
+	require.Equal(t, strings.TrimPrefix(board.Text, "✅ Run #1 completed"), strings.TrimPrefix(closed.Text, "🏁 Run #1 closed"),
+		"the board ends showing the run closed, its review as it was")
+	require.Len(t, env.srv.Messages(adminChat), 5, "the board was edited, never posted again")
 
 	detail := env.ask(t, env.admin, "/run 1").Text
 	require.Regexp(t, `^Run #1 — closed\nCreated: .* by admin id 1\nMessages: 24h, .*; all groups\n`+
@@ -423,6 +436,32 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 
 	env.srv.WaitUpdatesConsumed(t)
 	require.Empty(t, env.srv.Messages(team.ID), "the bot never speaks in the group")
+}
+
+// board is the run's board as the admin chat shows it now.
+func (env anEnv) board(t *testing.T, runID int64) tgfake.BotMessage {
+	t.Helper()
+	var id int64
+	require.NoError(t, env.st.Pool().QueryRow(context.Background(),
+		`SELECT COALESCE(progress_message_id, 0) FROM analysis_runs WHERE id = $1`, runID).Scan(&id))
+	require.NotZero(t, id, "run %d's board was delivered", runID)
+	return mustMessage(t, env.srv, int(id))
+}
+
+// rowTexts are a message's buttons' texts, row by row.
+func rowTexts(m tgfake.BotMessage) [][]string {
+	var out [][]string
+	if m.ReplyMarkup == nil {
+		return nil
+	}
+	for _, row := range m.ReplyMarkup.InlineKeyboard {
+		var r []string
+		for _, b := range row {
+			r = append(r, b.Text)
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 func proposalIDs(t *testing.T, st *storage.Store) []int64 {
@@ -445,13 +484,13 @@ func column(t *testing.T, st *storage.Store, query string) []int64 {
 	return out
 }
 
-// eventLines are the admin chat's event lines (not progress or proposals),
-// the created line cut at its filters.
+// eventLines are the admin chat's event lines (not the board), the
+// created line cut at its filters.
 func eventLines(lines []string) []string {
 	var out []string
 	for _, l := range lines {
 		switch {
-		case strings.Contains(l, "\n"), strings.HasPrefix(l, "💡 Proposal"):
+		case strings.Contains(l, "\n"):
 		case strings.HasPrefix(l, "🆕"):
 			out = append(out, strings.SplitN(l, ":", 2)[0])
 		default:
@@ -537,48 +576,69 @@ func runHead(t *testing.T, rx *regexp.Regexp, line string) string {
 	return "#" + m[1] + " · " + m[2]
 }
 
-// Whatever the LLM writes, a proposal is one message of valid HTML that
-// shows it literally, with its buttons; the progress message is posted
-// once and edited after, survives "not modified", and is posted anew when
-// someone deleted it; a run's end also ends its progress message.
+// Whatever the LLM writes, a board of eight proposals is one message of
+// valid HTML that shows them literally, clipped, with their buttons; the
+// board is posted once and edited after (in its own paced lane), survives
+// "not modified", and is posted anew when someone deleted it; a run's end
+// also ends its board.
 func TestAnalysisNotifierClipsAndEscapes(t *testing.T) {
 	t.Parallel()
 	env := setupAnalysis(t)
 	ctx := context.Background()
-	run := analysis.Run{ID: 7, State: analysis.Running, Batches: 4, BatchesDone: 1, Messages: 90, Filtered: 40, Processed: 12, ProposalsTotal: 3}
-	p := analysis.Proposal{
-		ID: 99, RunID: 7, Title: strings.Repeat("<&>", 200), Description: strings.Repeat("&\"'<", 1000),
-		Priority: "urgent", Assignee: strings.Repeat("<b>", 100), Deadline: "2099-01-05",
-	}
-	for i := range 50 {
-		p.Sources = append(p.Sources, analysis.Ref{ChatID: teamChat, MessageID: int64(i + 1)})
-	}
-	rendered := env.bot.Proposal(run, p)
-	require.Len(t, rendered, 1, "one message: its buttons are edited away in place")
-	require.Equal(t, domain.KindProposal, rendered[0].Kind)
-	require.Equal(t, int64(99), rendered[0].Ref, "its delivery records the message on proposal 99")
-	require.NoError(t, env.st.EnqueueMessages(ctx, rendered...))
-	msg := env.waitAdminLine(t, "💡 Proposal #99")
-	require.LessOrEqual(t, utf8.RuneCountInString(msg.Text), bot.MaxMessageLen)
-	require.True(t, strings.HasPrefix(msg.Text, "💡 Proposal #99 · run #7\n<&><&><&>"), msg.Text[:80])
-	require.Contains(t, msg.Text, "…\n&\"'<&\"'<")
-	require.Contains(t, msg.Text, "\nPriority: urgent\nAssignee: <b><b>")
-	require.Contains(t, msg.Text, fmt.Sprintf("%d:10 and 40 more", teamChat))
-	require.Equal(t, []string{"✅ Approve", "❌ Reject"}, buttonTexts(msg))
-	require.Equal(t, []string{data(t, "pa", 99), data(t, "pj", 99)}, buttonData(msg))
 
-	first := env.bot.Progress(run, true)
+	big := analysis.Run{ID: 9, State: analysis.Running, Batches: 4, BatchesDone: 1, Messages: 90, Filtered: 40, Processed: 12,
+		ProposalsTotal: 8, ProposalsPending: 8}
+	rv := analysis.Review{Run: big}
+	for i := range analysis.ReviewPageSize {
+		p := analysis.Proposal{
+			ID: int64(91 + i), RunID: 9, Ordinal: i + 1, Title: strings.Repeat("<&>", 200), Description: strings.Repeat("&\"'<", 1000),
+			Priority: "medium", Assignee: strings.Repeat("<b>", 100), Deadline: "2099-01-05 <i>", Decision: analysis.Undecided,
+		}
+		for j := range 50 {
+			p.Sources = append(p.Sources, analysis.Ref{ChatID: teamChat, MessageID: int64(j + 1)})
+		}
+		rv.Proposals = append(rv.Proposals, p)
+	}
+	rendered := env.bot.Board(rv, true)
+	require.Len(t, rendered, 1, "one message, edited in place")
+	require.Equal(t, domain.KindProgress, rendered[0].Kind)
+	require.NoError(t, env.st.EnqueueMessages(ctx, rendered...))
+	msg := env.waitAdminLine(t, "⏳ Run #9 in progress")
+	require.LessOrEqual(t, utf8.RuneCountInString(msg.Text), bot.MaxMessageLen)
+	lines := strings.Split(msg.Text, "\n")
+	require.Equal(t, "Proposals 1–8 of 8 · ✅ 0 · ❌ 0 · ⏳ 8", lines[6])
+	title := "<&>"
+	for range 8 {
+		title += "<&>"
+	}
+	require.Equal(t, "1. ⏳ "+title+"… · medium · <b><b><b><b>… · due 2099-01-05 <i>", lines[8],
+		"the LLM's text is shown literally, clipped")
+	require.True(t, strings.HasPrefix(lines[9], "&\"'<&\"'<"), lines[9])
+	require.True(t, strings.HasSuffix(lines[9], "…"), lines[9])
+	require.Len(t, lines, 7+3*analysis.ReviewPageSize, "eight proposals of two lines each, a blank line before each")
+	require.Equal(t, "8. ⏳ "+title+"… · medium · <b><b><b><b>… · due 2099-01-05 <i>", lines[len(lines)-2])
+	for _, e := range msg.Entities {
+		require.Contains(t, []string{"bold", "italic"}, e.Type, "no markup was injected")
+	}
+	require.Len(t, msg.ReplyMarkup.InlineKeyboard, 4, "two proposals a row; no paging, no approve-all while running")
+	require.Equal(t, []string{data(t, "pa", 91), data(t, "pj", 91), data(t, "pa", 92), data(t, "pj", 92)}, buttonData(msg)[:4])
+
+	run := analysis.Run{ID: 7, State: analysis.Running, Batches: 4, BatchesDone: 1, Messages: 90, Filtered: 40, Processed: 12}
+	first := env.bot.Board(analysis.Review{Run: run}, true)
 	require.Len(t, first, 1)
 	require.Equal(t, domain.Message{ChatID: adminChat, Kind: domain.KindProgress, Ref: 7, Key: "progress:7", Text: first[0].Text}, first[0],
 		"a message later edits name by its key; its delivery records it on run 7")
 	require.NoError(t, env.st.EnqueueMessages(ctx, first...))
 	shown := env.waitAdminLine(t, "⏳ Run #7 in progress")
-	require.Equal(t, "⏳ Run #7 in progress\n▓▓░░░░░░░░ 25%\nBatches: 1 of 4\nMessages processed: 12 of 40 (90 in the window)\nProposals so far: 3", shown.Text)
-	edit := env.bot.Progress(run, false)
+	require.Equal(t, "⏳ Run #7 in progress\n▓▓░░░░░░░░ 25%\nBatches: 1 of 4\nMessages processed: 12 of 40 (90 in the window)\nProposals so far: 0", shown.Text)
+	require.Empty(t, shown.ReplyMarkup.Buttons(), "no proposals yet: no buttons")
+	edit := env.bot.Board(analysis.Review{Run: run}, false)
 	require.Len(t, edit, 1)
 	require.True(t, edit[0].Edit)
 	require.Equal(t, "progress:7", edit[0].Key)
 	require.Equal(t, domain.IfGoneSend, edit[0].IfGone)
+	require.Equal(t, "progress:7", edit[0].Lane, "the board's edits have a lane of their own")
+	require.Equal(t, testBoardEvery, edit[0].Every, "paced by Config.BoardEvery")
 	require.NoError(t, env.st.EnqueueMessages(ctx, edit...))
 	env.settle(t)
 	require.Zero(t, count(t, env.st, `SELECT count(*) FROM outbox WHERE state <> 'sent'`), "an edit that changes nothing is no error")
@@ -589,29 +649,46 @@ func TestAnalysisNotifierClipsAndEscapes(t *testing.T) {
 		map[string]any{"chat_id": adminChat, "message_id": shown.MessageID})
 	require.NoError(t, err)
 	run.BatchesDone, run.Processed = 2, 20
-	require.NoError(t, env.st.EnqueueMessages(ctx, env.bot.Progress(run, false)...))
+	require.NoError(t, env.st.EnqueueMessages(ctx, env.bot.Board(analysis.Review{Run: run}, false)...))
 	again := env.srv.WaitMessageAfter(t, adminChat, shown.MessageID, func(m tgfake.BotMessage) bool {
 		return strings.HasPrefix(m.Text, "⏳ Run #7 in progress\n▓▓▓▓▓░░░░░ 50%")
 	})
 	require.False(t, again.Deleted)
 
 	run.State, run.ErrorLog = analysis.Failed, &analysis.ErrorLog{Step: "save", Error: "db <down> & out"}
-	require.Empty(t, env.bot.Event(analysis.Event{Kind: analysis.EventProgress, Run: run}), "progress_updated is the progress message")
+	require.Empty(t, env.bot.Event(analysis.Event{Kind: analysis.EventProgress, Run: run}), "progress_updated is the board's")
+	require.Empty(t, env.bot.Event(analysis.Event{Kind: analysis.EventProposalsCreated, Run: run,
+		Proposals: []analysis.Proposal{{ID: 1, Ordinal: 1, Title: "x"}}}), "proposals_created is the board's too")
 	failed := env.bot.Event(analysis.Event{Kind: analysis.EventFailed, Run: run})
-	require.Len(t, failed, 2, "the line, and the end of the progress message")
+	require.Len(t, failed, 2, "the line, and the end of the board")
 	require.Equal(t, domain.KindRunEvent, failed[0].Kind)
+	require.Empty(t, failed[0].Lane, "the line keeps the admin chat's order")
 	require.True(t, failed[1].Edit)
+	require.Equal(t, "progress:7", failed[1].Lane)
 	require.NoError(t, env.st.EnqueueMessages(ctx, failed...))
 	require.NoError(t, env.st.EnqueueMessages(ctx, env.bot.Event(analysis.Event{Kind: "run_reviewed", Run: run})...))
 	env.settle(t)
-	lines := env.adminLines()
-	require.Equal(t, []string{"❌ Run #7 failed at step save: db <down> & out", "❌ Run #7 failed\n▓▓▓▓▓░░░░░ 50%\nBatches: 2 of 4\nMessages processed: 20 of 40 (90 in the window)\nProposals so far: 3", "run_reviewed: run #7"},
+	lines = env.adminLines()
+	require.Equal(t, []string{"❌ Run #7 failed at step save: db <down> & out", "❌ Run #7 failed\n▓▓▓▓▓░░░░░ 50%\nBatches: 2 of 4\nMessages processed: 20 of 40 (90 in the window)\nProposals so far: 0", "run_reviewed: run #7"},
 		[]string{lines[len(lines)-2], mustMessage(t, env.srv, again.MessageID).Text, lines[len(lines)-1]},
-		"the edit of the progress message finds the one posted anew")
+		"the edit of the board finds the one posted anew")
 
-	// A run that failed before its counts has no progress message to end.
+	// A run that failed before its counts has no board to end.
 	early := analysis.Run{ID: 8, State: analysis.Failed, ErrorLog: &analysis.ErrorLog{Step: analysis.StepFetch, Error: "db down"}}
 	require.Len(t, env.bot.Event(analysis.Event{Kind: analysis.EventFailed, Run: early}), 1)
+
+	// The end of a run shows its board as the change left it: the page
+	// the event carries; without one (another run's), the run alone.
+	big.State, big.BatchesDone, big.Processed = analysis.Completed, 4, 40
+	rv.Run = big
+	done := env.bot.Event(analysis.Event{Kind: analysis.EventCompleted, Run: big, Board: rv})
+	require.Len(t, done, 2)
+	require.Contains(t, done[1].Text, "<b>Proposals 1–8 of 8</b>")
+	require.Equal(t, "✅ Approve all remaining (8)", done[1].Buttons[len(done[1].Buttons)-1][0].Text)
+	bare := env.bot.Event(analysis.Event{Kind: analysis.EventCompleted, Run: big, Board: analysis.Review{Run: run}})
+	require.Len(t, bare, 2)
+	require.NotContains(t, bare[1].Text, "Proposals 1–8")
+	require.Contains(t, bare[1].Text, "✅ <b>Run #9</b> completed")
 }
 
 func buttonData(m tgfake.BotMessage) []string {
@@ -633,12 +710,12 @@ func mustMessage(t *testing.T, srv *tgfake.Server, id int) tgfake.BotMessage {
 func TestAnalysisNotifierWithoutAdminChat(t *testing.T) {
 	t.Parallel()
 	tb := setup(t, bot.Config{}, nil)
-	run := analysis.Run{ID: 1, State: analysis.Completed, Batches: 1}
+	run := analysis.Run{ID: 1, State: analysis.Completed, Batches: 1, ProposalsTotal: 1, ProposalsPending: 1}
+	rv := analysis.Review{Run: run, Proposals: []analysis.Proposal{{ID: 1, Ordinal: 1, Title: "x", Priority: "low"}}}
 	require.Empty(t, tb.bot.Event(analysis.Event{Kind: analysis.EventStarted, Run: run}))
-	require.Empty(t, tb.bot.Event(analysis.Event{Kind: analysis.EventCompleted, Run: run}))
-	require.Empty(t, tb.bot.Progress(run, true))
-	require.Empty(t, tb.bot.Progress(run, false))
-	require.Empty(t, tb.bot.Proposal(run, analysis.Proposal{ID: 1, Title: "x", Priority: "low"}))
+	require.Empty(t, tb.bot.Event(analysis.Event{Kind: analysis.EventCompleted, Run: run, Board: rv}))
+	require.Empty(t, tb.bot.Board(rv, true))
+	require.Empty(t, tb.bot.Board(rv, false))
 }
 
 // The bug the outbox fixes: a proposal whose post met a 429 was lost, and
@@ -646,9 +723,11 @@ func TestAnalysisNotifierWithoutAdminChat(t *testing.T) {
 // refuses more than the bot paces for (the fake's admin group takes 4
 // messages at once and one more every half second, while the sender does
 // not pace groups at all, as when Telegram's real limits are tighter than
-// the published ones), so the run's posts meet 429s. Every proposal still
-// reaches the admin chat, in order, with buttons that work; each is
-// decided, and the run closes. Six proposals keep it to a few seconds.
+// the published ones), so the run's posts and the board's edits meet
+// 429s. Every proposal still reaches the admin chat on the board, in
+// order, with buttons that work; each is decided there, the board shows
+// every decision, and the run closes. Six proposals keep it to a few
+// seconds.
 func TestAnalysisProposalsSurviveFloodControl(t *testing.T) {
 	t.Parallel()
 	limits := tgfake.DefaultLimits()
@@ -675,39 +754,42 @@ func TestAnalysisProposalsSurviveFloodControl(t *testing.T) {
 	require.Positive(t, env.srv.RateLimitedIn(adminChat), "the admin chat's posts met Telegram's flood control")
 	require.Zero(t, count(t, env.st, `SELECT count(*) FROM outbox WHERE state <> 'sent'
 AND NOT (kind = 'progress' AND last_error = 'superseded by a newer edit')`),
-		"nothing dropped or failed but progress edits a newer one superseded")
+		"nothing dropped or failed but board edits a newer one superseded")
 
-	var proposals []tgfake.BotMessage
-	for _, m := range env.srv.Messages(adminChat) {
-		if strings.HasPrefix(m.Text, "💡 Proposal") {
-			proposals = append(proposals, m)
-		}
-	}
-	require.Len(t, proposals, n, "every proposal reached the admin chat")
 	pids := proposalIDs(t, env.st)
 	require.Len(t, pids, n)
-	var posted []int64
-	for i, m := range proposals {
-		require.True(t, strings.HasPrefix(m.Text, fmt.Sprintf("💡 Proposal #%d · run #1\nTask %d\n", pids[i], i+1)), m.Text)
-		require.Equal(t, []string{data(t, "pa", pids[i]), data(t, "pj", pids[i])}, buttonData(m))
-		posted = append(posted, int64(m.MessageID))
+	board := env.board(t, 1)
+	for i := range n {
+		require.Contains(t, board.Text, fmt.Sprintf("\n\n%d. ⏳ Task %d · low", i+1, i+1), "every proposal reached the admin chat")
 	}
-	require.Equal(t, posted, column(t, env.st, `SELECT message_id FROM analysis_proposals ORDER BY id`), "each delivery recorded its message")
+	var want []string
+	for _, id := range pids {
+		want = append(want, data(t, "pa", id), data(t, "pj", id))
+	}
+	require.Equal(t, append(want, data(t, "ba", 1)), buttonData(board))
+	for _, m := range env.srv.Messages(adminChat) {
+		require.False(t, strings.HasPrefix(m.Text, "💡 Proposal"), "no proposal has a message of its own")
+	}
 	require.Equal(t, "Run #1 still has proposals awaiting a decision: 6. Approve or reject them first.",
 		env.ask(t, env.admin, "/run_close 1").Text)
 
-	for i, m := range proposals {
-		action, toast, mark := "pa", "Approved.", "\n\n✅ Approved by Boss"
+	for i, id := range pids {
+		action, toast, mark := "pa", fmt.Sprintf("✅ #%d approved.", i+1), "✅"
 		if i%2 == 1 {
-			action, toast, mark = "pj", "Rejected.", "\n\n❌ Rejected by Boss"
+			action, toast, mark = "pj", fmt.Sprintf("❌ #%d rejected.", i+1), "❌"
 		}
-		require.Equal(t, toast, press(t, env.srv, env.admin, m, data(t, action, pids[i])).Text)
+		require.Equal(t, toast, press(t, env.srv, env.admin, board, data(t, action, id)).Text)
+		line := fmt.Sprintf("\n\n%d. %s Task %d · low", i+1, mark, i+1)
 		env.srv.WaitFor(t, 30*time.Second, func() bool {
-			edited, _ := env.srv.MessageByID(adminChat, m.MessageID)
-			return edited.Text == m.Text+mark && len(edited.ReplyMarkup.Buttons()) == 0
+			board = env.board(t, 1)
+			return strings.Contains(board.Text, line)
 		})
 	}
+	env.settle(t)
+	board = env.board(t, 1)
+	require.Contains(t, board.Text, "Proposals 1–6 of 6 · ✅ 3 · ❌ 3 · ⏳ 0")
+	require.Empty(t, board.ReplyMarkup.Buttons())
 	require.Zero(t, count(t, env.st, `SELECT count(*) FROM analysis_proposals WHERE decision = 'pending'`))
 	require.Equal(t, "🏁 Run #1 closed.\nProposals: 6\nApproved: 50%\nRejected: 50%", env.ask(t, env.admin, "/run_close 1").Text)
-	require.Equal(t, "🏁 Run #1 closed: proposals 6, approved 50%, rejected 50%", env.waitAdminLine(t, "🏁").Text)
+	require.Equal(t, "🏁 Run #1 closed: proposals 6, approved 50%, rejected 50%", env.waitAdminLine(t, "🏁 Run #1 closed:").Text)
 }

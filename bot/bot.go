@@ -73,6 +73,13 @@ type Config struct {
 	// written in AdminLang (ADMIN_CHAT_LANGUAGE; empty: English).
 	AdminChatID int64
 	AdminLang   string
+	// BoardEvery is the least time between two edits of a run's board in
+	// the admin chat (ANALYSIS_BOARD_INTERVAL; 0: 3 s): edits in between
+	// coalesce, the latest state winning, the last always shown.
+	BoardEvery time.Duration
+	// LiveLogEvery gathers the dispatch live log: lines that burst go out
+	// as one message per this long (LIVE_LOG_INTERVAL; 0: 3 s).
+	LiveLogEvery time.Duration
 }
 
 // Deps are the bot's collaborators.
@@ -129,6 +136,12 @@ type CallbackHandler func(r *Request, cb Callback) error
 func New(cfg Config, deps Deps) (*Bot, error) {
 	if cfg.PollTimeout <= 0 {
 		cfg.PollTimeout = 10 * time.Second
+	}
+	if cfg.BoardEvery <= 0 {
+		cfg.BoardEvery = 3 * time.Second
+	}
+	if cfg.LiveLogEvery <= 0 {
+		cfg.LiveLogEvery = 3 * time.Second
 	}
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = 10 * time.Second

@@ -7,6 +7,7 @@ import (
 
 	tele "gopkg.in/telebot.v3"
 
+	"switchboard/domain"
 	"switchboard/locales"
 )
 
@@ -143,6 +144,13 @@ func (b *Bot) status(r *Request) error {
 			sb.WriteString("\n" + r.T("status.job_error", locales.Data{"Name": j.Name, "Error": j.Err}))
 		}
 	}
+	if ls, ok := b.deps.Status.(LLMSource); ok {
+		if reason := ls.LLMReason(); reason != "" {
+			sb.WriteString("\n\n" + r.T("status.llm_down", locales.Data{"Reason": reason}))
+		} else {
+			sb.WriteString("\n\n" + r.T("status.llm_ok"))
+		}
+	}
 	if os, ok := b.deps.Status.(OutboxSource); ok {
 		if st, err := os.Outbox(r.Ctx); err == nil {
 			sb.WriteString("\n\n" + r.T("status.outbox", locales.Data{
@@ -158,6 +166,26 @@ func (b *Bot) status(r *Request) error {
 type OutboxStatus struct {
 	Pending, Throttled, Unreachable, Dropped, Failed int64
 	OldestAge                                        time.Duration
+}
+
+// LLMSource, when the StatusSource has it, adds the LLM's health to
+// /status: why it refuses or fails ("" while it answers).
+type LLMSource interface {
+	LLMReason() string
+}
+
+// LLMNotice renders the admin chat's notice that the LLM refuses the
+// model or key (reason says what to fix), or with reason "" that it
+// answers again. Nothing without an admin chat.
+func (b *Bot) LLMNotice(reason string) []domain.Message {
+	if b.cfg.AdminChatID == 0 {
+		return nil
+	}
+	text := b.deps.Catalog.T(b.cfg.AdminLang, "admin.llm_back")
+	if reason != "" {
+		text = b.deps.Catalog.T(b.cfg.AdminLang, "admin.llm_refused", locales.Data{"Reason": reason})
+	}
+	return Messages(b.cfg.AdminChatID, domain.KindNote, 0, text, nil)
 }
 
 // OutboxSource, when the StatusSource has it, adds the delivery to /status.

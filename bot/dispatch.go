@@ -728,5 +728,18 @@ func (d dispatchNotes) Event(e dispatch.Event) []domain.Message {
 	if d.b.cfg.AdminChatID == 0 {
 		return nil
 	}
-	return Messages(d.b.cfg.AdminChatID, domain.KindLiveLog, e.OrderID, d.b.renderEvent(d.b.cfg.AdminLang, e), nil)
+	return liveLog(Messages(d.b.cfg.AdminChatID, domain.KindLiveLog, e.OrderID, d.b.renderEvent(d.b.cfg.AdminLang, e), nil), d.b.cfg.LiveLogEvery)
+}
+
+// liveLogLane is the admin chat's lane of live-log lines: they keep their
+// own order, not the chat's, and gather into one message per interval.
+const liveLogLane = "live_log"
+
+// liveLog makes live-log lines gather: lines that burst within every go
+// out as one message, each line once and in order (storage's merge).
+func liveLog(msgs []domain.Message, every time.Duration) []domain.Message {
+	for i := range msgs {
+		msgs[i].Lane, msgs[i].Every, msgs[i].Merge = liveLogLane, every, true
+	}
+	return msgs
 }

@@ -91,13 +91,14 @@ func (env dispEnv) register(t *testing.T, p *tgfake.Person, args string) {
 	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM masters WHERE user_id = $1`, p.ID()))
 }
 
-// logLines are the live log's messages, oldest first.
+// logLines are the live log's lines, oldest first: lines that burst come
+// gathered into one message.
 func (env dispEnv) logLines(t *testing.T) []string {
 	t.Helper()
 	env.settle(t)
 	var out []string
 	for _, m := range env.srv.Messages(adminChat) {
-		out = append(out, m.Text)
+		out = append(out, strings.Split(m.Text, "\n")...)
 	}
 	return out
 }

@@ -361,9 +361,12 @@ func (u *vacancyUI) stats(r *Request) error {
 	}
 	sb.WriteString("\n\n" + r.T("vacancies.last_fetch", locales.Data{"Time": last}))
 	sb.WriteString("\n" + r.T("vacancies.queue", locales.Data{"Mine": st.Counts[vacancy.Queued], "Total": st.QueueTotal}))
-	if st.BreakerOpen {
+	switch {
+	case st.LLMRefused:
+		sb.WriteString("\n" + r.T("vacancies.llm_refused", locales.Data{"Reason": st.LLMReason}))
+	case st.BreakerOpen:
 		sb.WriteString("\n" + r.T("vacancies.breaker_open"))
-	} else {
+	default:
 		sb.WriteString("\n" + r.T("vacancies.breaker_closed"))
 	}
 	return r.Reply(sb.String(), nil)

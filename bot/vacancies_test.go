@@ -43,6 +43,17 @@ func (l *stubLLM) JSON(_ context.Context, _, _ string, out any) error {
 
 func (l *stubLLM) Open() bool { return l.open.Load() }
 
+// Refused and Health: the stub's breaker opens only as a test says, and
+// never for a refused model.
+func (l *stubLLM) Refused() bool { return false }
+
+func (l *stubLLM) Health() (bool, string) {
+	if l.open.Load() {
+		return false, "circuit breaker open after repeated failures"
+	}
+	return false, ""
+}
+
 // stubSource stands in for HH.ru, which the bot's commands never call.
 type stubSource struct{}
 

@@ -31,6 +31,18 @@ type Message struct {
 	// IfGone is what an edit does when its message is gone or was never
 	// delivered: IfGoneDrop (default) or IfGoneSend (post it anew).
 	IfGone string
+	// Lane takes the message out of its chat's order: rows of one lane go
+	// out in the order written, independently of the chat's other rows
+	// ("" is the main lane). A lane's edit waits for its message's send.
+	Lane string
+	// Every paces the lane: at least this long between two deliveries of
+	// it. With edits of one key this is coalescing (a newer edit replaces
+	// a pending one, so the latest state goes out at most once per Every
+	// and the last one always goes); with Merge it gathers lines.
+	Every time.Duration
+	// Merge: consecutive pending rows of the lane with Merge set go out as
+	// one message, one line each, within one message's length.
+	Merge bool
 }
 
 // Button is one inline button: callback data or a URL.
@@ -84,6 +96,9 @@ type Queued struct {
 	// behind it; the sender drops it, so the latest state wins and a
 	// progress message edited on every batch costs the chat one message.
 	Superseded bool
+	// Merged is how many rows this delivery carries (1 unless Merge
+	// gathered followers, whose texts Text holds after its own).
+	Merged int
 }
 
 // Dropped is a pending row dropped because its chat became unreachable.

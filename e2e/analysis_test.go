@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
@@ -24,36 +25,55 @@ var msgIDRx = regexp.MustCompile(`\[id=(\d+) [^\]]*\] [^:]+: (.*)`)
 // proposeTasks scripts the LLM: one proposal per message that says
 // "please", citing it and titled with its text.
 func proposeTasks(env *e2e.Env) *llmtest.Rule {
-	return env.LLM.On(llmtest.SystemContains("propose the tasks")).Named("proposals").ReplyFunc(func(r llmtest.Request) string {
-		var ps []string
-		for _, line := range strings.Split(r.Prompt, "\n") {
-			m := msgIDRx.FindStringSubmatch(line)
-			if m == nil || !strings.Contains(m[2], "please") {
-				continue
-			}
-			ps = append(ps, fmt.Sprintf(`{"title":%q,"description":"from the chat","priority":"medium","assignee":"","deadline":"","source_message_ids":[%s]}`,
-				strings.TrimSpace(m[2]), m[1]))
+	return env.LLM.On(llmtest.SystemContains("propose the tasks")).Named("proposals").ReplyFunc(proposals)
+}
+
+// proposals is proposeTasks' answer to one batch's prompt.
+func proposals(r llmtest.Request) string {
+	var ps []string
+	for _, line := range strings.Split(r.Prompt, "\n") {
+		m := msgIDRx.FindStringSubmatch(line)
+		if m == nil || !strings.Contains(m[2], "please") {
+			continue
 		}
-		return `{"proposals":[` + strings.Join(ps, ",") + `]}`
-	})
+		ps = append(ps, fmt.Sprintf(`{"title":%q,"description":"from the chat","priority":"medium","assignee":"","deadline":"","source_message_ids":[%s]}`,
+			strings.TrimSpace(m[2]), m[1]))
+	}
+	return `{"proposals":[` + strings.Join(ps, ",") + `]}`
 }
 
 func adminLines(env *e2e.Env) []tgfake.BotMessage { return env.TG.Messages(adminGroup) }
 
-func proposalMessages(env *e2e.Env) []tgfake.BotMessage {
-	var out []tgfake.BotMessage
+// board is the admin chat's board of a run (the message with its
+// progress bar) as it is now.
+func board(env *e2e.Env, run int) (tgfake.BotMessage, bool) {
 	for _, m := range adminLines(env) {
-		if strings.HasPrefix(originalText(m), "💡 Proposal") {
-			out = append(out, m)
+		if strings.Contains(m.Text, fmt.Sprintf("Run #%d ", run)) && (strings.Contains(m.Text, "▓") || strings.Contains(m.Text, "░")) {
+			return m, true
 		}
 	}
-	return out
+	return tgfake.BotMessage{}, false
+}
+
+// waitBoard waits until the run's board shows what ok wants.
+func waitBoard(t *testing.T, env *e2e.Env, run int, within time.Duration, ok func(tgfake.BotMessage) bool) tgfake.BotMessage {
+	t.Helper()
+	var b tgfake.BotMessage
+	env.TG.WaitFor(t, within, func() bool {
+		m, found := board(env, run)
+		if found && ok(m) {
+			b = m
+			return true
+		}
+		return false
+	})
+	return b
 }
 
 // The issue's scenario: users talk in a group; an admin opens and starts a
-// run, sees progress and proposals, approves some and rejects the rest,
-// and /run_close posts the metrics; a non-admin is refused; a second
-// /run_new before closing is refused with the id.
+// run, sees its board with the progress and the proposals, approves some
+// and rejects the rest, and /run_close posts the metrics; a non-admin is
+// refused; a second /run_new before closing is refused with the id.
 func TestAnalysisRunEndToEnd(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
@@ -83,41 +103,38 @@ func TestAnalysisRunEndToEnd(t *testing.T) {
 	require.Equal(t, 1, scalar[int](t, pool, `SELECT count(*) FROM analysis_runs`))
 
 	ask(t, env, boss, boss.ID(), "/run_start 1")
-	env.TG.WaitFor(t, 20*time.Second, func() bool { return len(proposalMessages(env)) == 3 })
-	eventually(t, 10*time.Second, func() bool {
-		return scalar[string](t, pool, `SELECT state FROM analysis_runs WHERE id = 1`) == "completed"
+	b := waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool {
+		return strings.Contains(m.Text, "Run #1 completed") && strings.Contains(m.Text, "Proposals 1–3 of 3")
 	})
-	var progress *tgfake.BotMessage
-	// The edits go out through the outbox at the group's pace.
-	env.TG.WaitFor(t, 60*time.Second, func() bool {
-		for _, m := range adminLines(env) {
-			if strings.Contains(m.Text, "▓") || strings.Contains(m.Text, "░") {
-				progress = &m
-				return len(m.Edits) > 0
-			}
-		}
-		return false
-	})
-	require.NotNil(t, progress, "a progress message")
-	require.NotEmpty(t, progress.Edits, "edited as batches finish")
-	ps := proposalMessages(env)
-	require.Contains(t, ps[2].Text, "review my <b>PR</b> & merge", "the LLM's and users' text arrives literally")
+	require.Equal(t, "completed", scalar[string](t, pool, `SELECT state FROM analysis_runs WHERE id = 1`))
+	require.Contains(t, b.Text, "review my <b>PR</b> & merge", "the LLM's and users' text arrives literally")
+	require.Contains(t, describe(b), "Approve all remaining (3)")
+	for _, m := range adminLines(env) {
+		require.NotContains(t, originalText(m), "💡", "no message per proposal")
+	}
 
 	// A non-admin's press changes nothing.
-	q, err := ann.PressButton(ps[0], "✅ Approve")
+	q, err := ann.PressButton(b, "1 ✅")
 	require.NoError(t, err)
 	require.Equal(t, "This button is not for you.", env.TG.WaitCallbackAnswer(t, q.ID).Text)
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/run_close 1").Text, "3", "three still pending")
 
-	for i, label := range []string{"✅ Approve", "✅ Approve", "❌ Reject"} {
-		q, err := boss.PressButton(ps[i], label)
+	for _, label := range []string{"1 ✅", "2 ✅", "3 ❌"} {
+		q, err := boss.PressButton(b, label) // the buttons as the board showed them
 		require.NoError(t, err)
-		require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+		ans := env.TG.WaitCallbackAnswer(t, q.ID)
+		require.False(t, ans.ShowAlert, ans.Text)
+		require.Contains(t, ans.Text, "#"+label[:1])
 	}
 	// A second press on a decided proposal changes nothing.
-	again := boss.PressRaw(ps[2], ps[2].ReplyMarkup.Buttons()[0].CallbackData)
-	require.True(t, env.TG.WaitCallbackAnswer(t, again.ID).ShowAlert)
+	again, err := boss.PressButton(b, "3 ✅")
+	require.NoError(t, err)
+	require.Equal(t, "This proposal has already been rejected.", env.TG.WaitCallbackAnswer(t, again.ID).Text)
 	require.Equal(t, 2, scalar[int](t, pool, `SELECT proposals_approved FROM analysis_runs WHERE id = 1`))
+	b = waitBoard(t, env, 1, 30*time.Second, func(m tgfake.BotMessage) bool {
+		return strings.Contains(m.Text, "✅ 2 · ❌ 1 · ⏳ 0")
+	})
+	require.Empty(t, b.ReplyMarkup.Buttons(), "nothing left to press")
 
 	closed := ask(t, env, boss, boss.ID(), "/run_close 1").Text
 	require.Contains(t, closed, "66.7", "approval rate of 2 of 3")
@@ -131,6 +148,7 @@ func TestAnalysisRunEndToEnd(t *testing.T) {
 		}
 		return false
 	})
+	waitBoard(t, env, 1, 30*time.Second, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Run #1 closed") })
 	// (A refused /run_new used up a sequence value, so the id may skip.)
 	require.Regexp(t, `Run #\d+ created`, ask(t, env, boss, boss.ID(), "/run_new 24h").Text, "a closed run blocks nothing")
 }
@@ -171,4 +189,67 @@ func TestAnalysisKilledExecutorIsInterrupted(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// A 10 000-message run (200 batches, about 20 s with the model's 100 ms
+// an answer) under ANALYSIS_BOARD_INTERVAL=2s: the board is edited as the
+// batches go, never twice within the interval (the
+// edits in between coalesce in the outbox, the latest state winning), and
+// its last edit shows the run completed with every batch.
+func TestAnalysisBoardCoalescesProgress(t *testing.T) {
+	t.Parallel()
+	const messages, every = 10_000, 2 * time.Second
+	env := e2e.New(t)
+	env.TG.Supergroup(adminGroup, "Admins", "")
+	proposeTasks(env).Latency(100 * time.Millisecond)
+	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminGroup), "ANALYSIS_BOARD_INTERVAL": every.String()})
+	pool := db(t, env)
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	// A message every 8 s over the last 22 h (one batch of 50 each, as no
+	// pause exceeds ANALYSIS_BATCH_GAP); every 500th asks for a task.
+	_, err := pool.Exec(context.Background(), `INSERT INTO group_chats (id, title) VALUES ($1, 'Team')`, teamChat)
+	require.NoError(t, err)
+	_, err = pool.Exec(context.Background(), `
+INSERT INTO group_messages (chat_id, message_id, author_id, author, text, date)
+SELECT $1, i, 801, 'Ann', CASE WHEN i % 500 = 0 THEN 'please do task ' || i ELSE 'chatter ' || i END,
+       now() - interval '22 hours' + i * interval '7.9 seconds'
+FROM generate_series(1, $2) AS i`, teamChat, messages)
+	require.NoError(t, err)
+
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/run_new 24h").Text, "Run #1 created")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/run_start 1").Text, "Run #1 started")
+	eventually(t, 2*time.Minute, func() bool {
+		return scalar[string](t, pool, `SELECT state FROM analysis_runs WHERE id = 1`) == "completed"
+	})
+	batches := scalar[int](t, pool, `SELECT batches FROM analysis_runs WHERE id = 1`)
+	require.Equal(t, messages/50, batches)
+	final := waitBoard(t, env, 1, 30*time.Second, func(m tgfake.BotMessage) bool {
+		return strings.Contains(m.Text, "Run #1 completed") && strings.Contains(m.Text, fmt.Sprintf("Batches: %d of %d", batches, batches))
+	})
+	require.Contains(t, final.Text, "100%")
+	require.Contains(t, final.Text, fmt.Sprintf("Proposals 1–8 of %d", messages/500))
+
+	var edits []tgfake.Call
+	// The call is logged just after the fake applies it: wait for the log
+	// to hold the edit that showed the final state.
+	env.TG.WaitFor(t, 10*time.Second, func() bool {
+		edits = nil
+		for _, c := range env.TG.CallsTo("editMessageText") {
+			if c.Err == nil && c.Params["chat_id"] == fmt.Sprint(adminGroup) && c.Params["message_id"] == fmt.Sprint(final.MessageID) {
+				edits = append(edits, c)
+			}
+		}
+		return len(edits) > 0 && strings.Contains(edits[len(edits)-1].Params["text"], "completed")
+	})
+	started := scalar[time.Time](t, pool, `SELECT started_at FROM analysis_runs WHERE id = 1`)
+	completed := scalar[time.Time](t, pool, `SELECT completed_at FROM analysis_runs WHERE id = 1`)
+	t.Logf("board: %d batches in %s, %d edits of the board (one per %s at most)", batches,
+		completed.Sub(started).Round(time.Millisecond), len(edits), every)
+	require.GreaterOrEqual(t, len(edits), 2, "the board moved while the run ran")
+	for i := 1; i < len(edits); i++ {
+		gap := edits[i].Start.Sub(edits[i-1].Start)
+		require.GreaterOrEqual(t, gap, every, "edits %d and %d of the board %s apart", i, i+1, gap)
+	}
+	require.Contains(t, edits[len(edits)-1].Params["text"], "completed", "the last edit is the final state")
+	require.True(t, edits[len(edits)-1].Start.After(completed), "the last edit follows the completion")
 }

@@ -107,6 +107,9 @@ func WithRedis() Option {
 func New(t testing.TB, opts ...Option) *Env {
 	t.Helper()
 	e := &Env{t: t, TG: tgfake.New(t), HH: hhtest.New(), LLM: llmtest.New(), DatabaseURL: storagetest.NewURL(t)}
+	// The models the bot is configured with (config.go's defaults) are
+	// "pulled": the bot asks at start and logs an error for a missing one.
+	e.LLM.ServeModels("qwen2.5:7b", "nomic-embed-text")
 	t.Cleanup(e.HH.Close)
 	t.Cleanup(e.LLM.Close)
 	for _, o := range opts {
@@ -136,6 +139,9 @@ func (e *Env) BaseEnv(name string) map[string]string {
 		"LLM_PROVIDER":     "ollama",
 		"LLM_URL":          e.LLM.OllamaURL(),
 		"HH_API_URL":       e.HH.URL(),
+		// The fake HH takes any pace; the tests measure the bot, not the
+		// courtesy owed to the real one (HH_RATE's own tests are in hh).
+		"HH_RATE":          "1000",
 		"ADMIN_IDS":        fmt.Sprint(AdminID),
 		"HTTP_ADDR":        freeAddr(e.t),
 		"LOG_LEVEL":        "debug",

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -65,9 +66,25 @@ func countBy(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) map[stri
 
 // eventually polls cond, which reads the database or a fake other than
 // Telegram (tgfake's WaitFor only wakes on Telegram events).
-func eventually(t *testing.T, timeout time.Duration, cond func() bool) {
+// eventually waits for cond; a failure says what why (if given) reports
+// then.
+func eventually(t *testing.T, timeout time.Duration, cond func() bool, why ...func() string) {
 	t.Helper()
-	require.Eventually(t, cond, timeout, 25*time.Millisecond)
+	if cond() {
+		return
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		time.Sleep(25 * time.Millisecond)
+		if cond() {
+			return
+		}
+	}
+	msg := "condition never satisfied"
+	for _, w := range why {
+		msg += ": " + w()
+	}
+	t.Fatal(msg)
 }
 
 // vacancyMessages are the bot's vacancy messages in a chat.
@@ -289,4 +306,63 @@ WHERE status = 'QUEUED' AND claimed_until > now()`).Scan(&held))
 		want[len(want)-1-i] = 2
 	}
 	require.Equal(t, want, attempts, "the held matches were claimed twice, the others once")
+}
+
+// The model is not pulled: the start-up log and /status name it and the
+// pull command, the admin chat is told once, the matches wait QUEUED with
+// no storm of requests (a probe per LLM_BREAKER_OPEN_FOR), and once the
+// model is there they are judged and delivered, none SKIPPED for it, and
+// the admin chat hears the LLM is back.
+func TestVacanciesWaitForAMissingModel(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.TG.Supergroup(adminGroup, "Admins", "")
+	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").ReplyJSON(relevantAnswer)
+	env.LLM.ServeModels("nomic-embed-text")
+	env.HH.Add(golangVacancies(4, 7300)...)
+	p := env.Start(map[string]string{
+		"FETCH_INTERVAL": "1h", "RECOVERY_INTERVAL": "1s", "LLM_BREAKER_OPEN_FOR": "2s",
+		"ADMIN_CHAT_ID": fmt.Sprint(adminGroup),
+	})
+	line := p.WaitLog(`"msg":"LLM model missing"`, 15*time.Second)
+	require.Contains(t, line, `qwen2.5:7b`)
+	require.Contains(t, line, `ollama pull qwen2.5:7b`)
+	pool := db(t, env)
+	ann := env.TG.User(631, "Ann", "en")
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	subscribe(t, env, ann, "golang")
+
+	refusedNotice := func() int {
+		n := 0
+		for _, m := range env.TG.Messages(adminGroup) {
+			if strings.Contains(m.Text, "The LLM refuses us") && strings.Contains(m.Text, "ollama pull qwen2.5:7b") {
+				n++
+			}
+		}
+		return n
+	}
+	env.TG.WaitFor(t, 30*time.Second, func() bool { return refusedNotice() == 1 })
+	eventually(t, 10*time.Second, func() bool { return statuses(t, pool)["QUEUED"] == 4 })
+	before := len(env.LLM.Requests())
+	time.Sleep(6 * time.Second)
+	probes := len(env.LLM.Requests()) - before
+	t.Logf("requests to the model server in 6 s while the model was missing: %d", probes)
+	require.LessOrEqual(t, probes, 4, "a probe per open period, not a request per match")
+	require.Equal(t, map[string]int{"QUEUED": 4}, statuses(t, pool), "nothing SKIPPED for a missing model")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/status").Text, "ollama pull qwen2.5:7b")
+	require.Contains(t, ask(t, env, ann, ann.ID(), "/vacancies").Text, "ollama pull qwen2.5:7b")
+
+	env.LLM.ServeModels("qwen2.5:7b", "nomic-embed-text")
+	env.TG.WaitFor(t, 60*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 4 })
+	eventually(t, 10*time.Second, func() bool { return statuses(t, pool)["SENT_TO_USER"] == 4 })
+	require.Equal(t, map[string]int{"SENT_TO_USER": 4}, statuses(t, pool))
+	env.TG.WaitFor(t, 30*time.Second, func() bool {
+		for _, m := range env.TG.Messages(adminGroup) {
+			if strings.Contains(m.Text, "The LLM answers again") {
+				return true
+			}
+		}
+		return false
+	})
+	require.Equal(t, 1, refusedNotice(), "told once")
 }

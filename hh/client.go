@@ -71,6 +71,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Log defaults to slog.Default().
 	Log *slog.Logger
+	// Pacer, when set, paces every request (HH_RATE), and a 429's
+	// Retry-After pauses it; nil sends at once.
+	Pacer Pacer
 }
 
 // Client is the HH.ru vacancy API. It is safe for concurrent use.
@@ -82,6 +85,7 @@ type Client struct {
 	ownHC   bool
 	log     *slog.Logger
 	m       *metrics
+	pace    Pacer
 }
 
 var _ vacancy.Source = (*Client)(nil)
@@ -116,7 +120,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	c := &Client{base: base, ua: ua, timeout: cfg.Timeout, hc: cfg.HTTPClient}
+	c := &Client{base: base, ua: ua, timeout: cfg.Timeout, hc: cfg.HTTPClient, pace: cfg.Pacer}
 	if c.hc == nil {
 		// Our own transport, so that Close can drop its idle connections
 		// without touching anyone else's. No http.Client.Timeout: the
@@ -303,6 +307,16 @@ func (c *Client) vacancy(ctx context.Context, u string) (vacancy.Vacancy, error)
 // classified error: the caller's context error, ErrUnavailable, ErrArchived
 // (404 when notFoundArchived) or *APIError.
 func (c *Client) get(ctx context.Context, u string, notFoundArchived bool) ([]byte, error) {
+	if c.pace != nil {
+		if err := c.pace.Wait(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			// Redis down, say: pacing is a courtesy to HH, not a reason
+			// to stop fetching.
+			c.log.Warn("hh pacing unavailable, sending unpaced", "err", err)
+		}
+	}
 	reqCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, u, nil)
@@ -337,7 +351,16 @@ func (c *Client) get(ctx context.Context, u string, notFoundArchived bool) ([]by
 	switch {
 	case resp.StatusCode == http.StatusNotFound && notFoundArchived:
 		return nil, fmt.Errorf("HH answered 404%s: %w", describeErrors(items), vacancy.ErrArchived)
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+	case resp.StatusCode == http.StatusTooManyRequests:
+		if d := retryAfter(resp.Header); d > 0 && c.pace != nil {
+			if err := c.pace.Pause(ctx, d); err != nil {
+				c.log.Warn("hh pacing: could not pause for Retry-After", "retry_after", d, "err", err)
+			} else {
+				c.log.Warn("HH asked us to slow down", "retry_after", d)
+			}
+		}
+		return nil, fmt.Errorf("HH answered 429%s: %w", describeErrors(items), vacancy.ErrUnavailable)
+	case resp.StatusCode >= 500:
 		return nil, fmt.Errorf("HH answered %d%s: %w", resp.StatusCode, describeErrors(items), vacancy.ErrUnavailable)
 	}
 	return nil, &APIError{Status: resp.StatusCode, Errors: items}

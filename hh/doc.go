@@ -14,8 +14,11 @@
 // stay HTML as sent. Paging limits (per_page ≤ 100, (page+1)·per_page ≤
 // 2000) are checked before any request is made.
 //
-// It does not retry, rate-limit or cache: whether and when to try again is
-// the domain's decision, made from the error class below. A Client is safe
+// It paces itself when given a Pacer (Config.Pacer: HH_RATE for the whole
+// deployment, in process or shared through Redis), and a 429's Retry-After
+// pauses every request of that pacer. It does not retry or cache: whether
+// and when to try again is the domain's decision, made from the error
+// class below. A Client is safe
 // for concurrent use; create one and share it, and Close it at shutdown to
 // release its idle connections.
 //

@@ -2,19 +2,19 @@ package llm
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
-	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/ollama"
 	"github.com/tmc/langchaingo/llms/openai"
 	"golang.org/x/sync/semaphore"
@@ -31,7 +31,8 @@ type Request struct {
 	// there is no "provider default": the zero value means deterministic
 	// sampling, which suits classification and extraction.
 	Temperature float64
-	// MaxTokens caps the answer; zero leaves it to the provider.
+	// MaxTokens caps the answer (Ollama num_predict, OpenAI max_tokens);
+	// zero takes Config.MaxTokensJSON or Config.MaxTokensText.
 	MaxTokens int
 	// Timeout overrides Config.Timeout for this call.
 	Timeout time.Duration
@@ -57,13 +58,26 @@ type embedder interface {
 // backend and share it.
 type Client struct {
 	cfg     Config
-	chat    llms.Model
+	chat    chatModel
 	embed   embedder // nil without Config.EmbedModel
 	tr      *http.Transport
+	hc      *http.Client
 	sem     *semaphore.Weighted
 	breaker *gobreaker.CircuitBreaker[struct{}]
 	log     *slog.Logger
 	m       *metrics
+
+	// tripNow makes the breaker's next ReadyToTrip say yes: a refusal
+	// opens it at once instead of after Config's consecutive failures.
+	tripNow atomic.Bool
+
+	// stMu guards what Health reports. It is taken inside the breaker's
+	// state-change callback (under the breaker's lock), so code holding it
+	// must never call into the breaker.
+	stMu        sync.Mutex
+	refusal     *RefusedError // why the breaker is open, if a refusal opened it
+	lastFailure string        // the last failure that counts against the breaker
+	stateSince  time.Time
 }
 
 // New builds a Client. It does not contact the provider.
@@ -99,11 +113,13 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	hc := &http.Client{Transport: observingTransport{base: tr}}
 
 	c := &Client{
-		cfg: cfg,
-		tr:  tr,
-		sem: semaphore.NewWeighted(int64(cfg.MaxConcurrency)),
-		log: o.logger.With(slog.String("component", "llm"), slog.String("provider", cfg.Provider)),
-		m:   m,
+		cfg:        cfg,
+		tr:         tr,
+		hc:         hc,
+		sem:        semaphore.NewWeighted(int64(cfg.MaxConcurrency)),
+		log:        o.logger.With(slog.String("component", "llm"), slog.String("provider", cfg.Provider)),
+		m:          m,
+		stateSince: time.Now(),
 	}
 	if err := c.initProvider(hc); err != nil {
 		return nil, fmt.Errorf("llm: %s client: %w", cfg.Provider, err)
@@ -114,7 +130,9 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		Name:        "llm-" + cfg.Provider,
 		MaxRequests: 1, // one probe decides whether the backend is back
 		Timeout:     o.breakerOpenFor,
-		ReadyToTrip: func(cnt gobreaker.Counts) bool { return cnt.ConsecutiveFailures >= failures },
+		ReadyToTrip: func(cnt gobreaker.Counts) bool {
+			return c.tripNow.Swap(false) || cnt.ConsecutiveFailures >= failures
+		},
 		IsExcluded: func(err error) bool {
 			var ce *callError
 			return errors.As(err, &ce) && !ce.tripsBreaker
@@ -122,6 +140,15 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		// Runs under the breaker's lock: only record, never call back.
 		OnStateChange: func(_ string, from, to gobreaker.State) {
 			m.breaker.Set(breakerGaugeValue(to))
+			c.stMu.Lock()
+			c.stateSince = time.Now()
+			if to == gobreaker.StateClosed {
+				c.refusal, c.lastFailure = nil, ""
+			}
+			c.stMu.Unlock()
+			if to == gobreaker.StateOpen {
+				c.tripNow.Store(false)
+			}
 			c.log.Warn("llm circuit breaker state change", slog.String("from", from.String()), slog.String("to", to.String()))
 		},
 	})
@@ -132,14 +159,14 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 func (c *Client) initProvider(hc *http.Client) error {
 	switch c.cfg.Provider {
 	case ProviderOllama:
-		chat, err := newOllamaChat(c.cfg.URL, c.cfg.Model, hc)
+		chat, err := newOllamaChat(c.cfg.URL, hc, c.cfg)
 		if err != nil {
 			return err
 		}
 		c.chat = chat
 		if c.cfg.EmbedModel != "" {
 			// langchaingo's ollama embeds with the LLM's own model, not a
-			// per-call one, hence a second instance.
+			// per-call one, hence an instance of its own.
 			emb, err := ollama.New(ollama.WithServerURL(c.cfg.URL), ollama.WithModel(c.cfg.EmbedModel), ollama.WithHTTPClient(hc))
 			if err != nil {
 				return err
@@ -147,24 +174,21 @@ func (c *Client) initProvider(hc *http.Client) error {
 			c.embed = emb
 		}
 	case ProviderOpenAI:
-		opts := []openai.Option{
-			openai.WithBaseURL(c.cfg.URL),
-			openai.WithToken(c.cfg.APIKey),
-			openai.WithModel(c.cfg.Model),
-			openai.WithHTTPClient(hc),
-			// Explicit, so $OPENAI_ORGANIZATION cannot leak into requests.
-			openai.WithOrganization(""),
-		}
+		c.chat = newOpenAIChat(c.cfg.URL, c.cfg.APIKey, hc, c.log)
 		if c.cfg.EmbedModel != "" {
-			opts = append(opts, openai.WithEmbeddingModel(c.cfg.EmbedModel))
-		}
-		chat, err := openai.New(opts...)
-		if err != nil {
-			return err
-		}
-		c.chat = chat
-		if c.cfg.EmbedModel != "" {
-			c.embed = chat
+			emb, err := openai.New(
+				openai.WithBaseURL(c.cfg.URL),
+				openai.WithToken(c.cfg.APIKey),
+				openai.WithModel(c.cfg.Model),
+				openai.WithEmbeddingModel(c.cfg.EmbedModel),
+				openai.WithHTTPClient(hc),
+				// Explicit, so $OPENAI_ORGANIZATION cannot leak into requests.
+				openai.WithOrganization(""),
+			)
+			if err != nil {
+				return err
+			}
+			c.embed = emb
 		}
 	}
 	return nil
@@ -186,36 +210,90 @@ func (c *Client) BreakerState() BreakerState {
 	return BreakerClosed
 }
 
-// Text returns the model's answer to req.
+// Text returns the model's answer to req, without the model's reasoning:
+// a leading <think>…</think> block (or a lone closing tag) and a BOM are
+// removed, so a user never sees them; otherwise the text is left as the
+// model wrote it (trimming is the caller's call). An answer that is only
+// reasoning is ErrEmpty; an answer cut off at the length limit is
+// returned as it is, since a shortened reply is still a reply.
 func (c *Client) Text(ctx context.Context, req Request) (string, error) {
 	cl := c.callFor("text", req)
-	content, err := c.generate(ctx, cl, req, false)
-	if err == nil {
-		// Leave the text as the model wrote it; trimming is the caller's call.
-		c.finish(cl, nil)
-		return content, nil
+	a, err := c.generate(ctx, cl, req, nil)
+	if err != nil {
+		return "", c.finish(cl, err)
 	}
-	return "", c.finish(cl, err)
+	var rep repairs
+	text, ok := stripReasoning(a.content, &rep)
+	if !ok {
+		return "", c.finish(cl, &callError{outcomeEmpty, false, fmt.Errorf(
+			"%w: the answer holds only the model's reasoning (set LLM_THINK=false, or raise %s)",
+			ErrEmpty, c.limitHint(req, false))})
+	}
+	if len(rep) == 0 {
+		text = a.content
+	}
+	c.m.addRepairs(cl.model, rep)
+	c.finish(cl, nil)
+	return text, nil
 }
 
-// JSON asks for a JSON answer (provider JSON mode) and decodes it into out,
-// which must be a non-nil pointer. If out implements Validate() error, a
-// validation failure is reported like malformed JSON: both wrap
-// ErrInvalidJSON, and neither counts against the circuit breaker.
+// JSON asks for a JSON answer and decodes it into out, which must be a
+// non-nil pointer. The provider is given out's JSON schema (SchemaFor) as
+// a structured-output constraint where it supports one. The answer goes
+// through the extractor (see the package doc, "Answers as models really
+// give them"); if out implements Validate() error, a validation failure is
+// reported like malformed JSON: both wrap ErrInvalidJSON, and neither
+// counts against the circuit breaker.
 func (c *Client) JSON(ctx context.Context, req Request, out any) error {
 	cl := c.callFor("json", req)
 	if v := reflect.ValueOf(out); v.Kind() != reflect.Pointer || v.IsNil() {
 		return fmt.Errorf("llm json %s: out must be a non-nil pointer, got %T", cl.label, out)
 	}
-	content, err := c.generate(ctx, cl, req, true)
+	a, err := c.generate(ctx, cl, req, out)
 	if err != nil {
 		return c.finish(cl, err)
 	}
-	if err := decodeJSON(content, out); err != nil {
+	var rep repairs
+	if err := decodeAnswer(answerText{content: a.content, reasoning: a.reasoning, stopReason: a.stopReason},
+		out, c.limitHint(req, true), &rep); err != nil {
 		return c.finish(cl, &callError{outcomeInvalidJSON, false, err})
 	}
+	c.m.addRepairs(cl.model, rep)
 	c.finish(cl, nil)
 	return nil
+}
+
+// maxTokens is the answer budget of one call.
+func (c *Client) maxTokens(req Request, json bool) int {
+	switch {
+	case req.MaxTokens > 0:
+		return req.MaxTokens
+	case json:
+		return c.cfg.MaxTokensJSON
+	}
+	return c.cfg.MaxTokensText
+}
+
+// limitHint names the settings that bound a call's answer, for errors
+// about an answer cut off or spent on reasoning.
+func (c *Client) limitHint(req Request, json bool) string {
+	field := "max_tokens"
+	if c.cfg.Provider == ProviderOllama {
+		field = "num_predict"
+	}
+	var s string
+	switch {
+	case req.MaxTokens > 0:
+		s = fmt.Sprintf("the call's MaxTokens (%s, now %d)", field, req.MaxTokens)
+	case json:
+		s = fmt.Sprintf("LLM_MAX_TOKENS_JSON (%s, now %d)", field, c.cfg.MaxTokensJSON)
+	default:
+		s = fmt.Sprintf("LLM_MAX_TOKENS_TEXT (%s, now %d)", field, c.cfg.MaxTokensText)
+	}
+	if c.cfg.Provider == ProviderOllama {
+		s += fmt.Sprintf(" or LLM_NUM_CTX (now %d)", c.cfg.NumCtx)
+	}
+	return s
 }
 
 // Embed returns one vector per text, in order, using Config.EmbedModel.
@@ -273,41 +351,33 @@ func (c *Client) callFor(op string, req Request) call {
 	return cl
 }
 
-func (c *Client) generate(ctx context.Context, cl call, req Request, jsonMode bool) (string, error) {
+// generate makes one chat call; out, for a JSON call, is the target
+// whose schema is sent.
+func (c *Client) generate(ctx context.Context, cl call, req Request, out any) (chatAnswer, error) {
 	if strings.TrimSpace(req.Prompt) == "" {
-		return "", &callError{outcomeClientError, false, errors.New("empty prompt")}
+		return chatAnswer{}, &callError{outcomeClientError, false, errors.New("empty prompt")}
 	}
-	msgs := make([]llms.MessageContent, 0, 2)
-	if req.System != "" {
-		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeSystem, req.System))
+	cr := chatRequest{model: cl.model, system: req.System, prompt: req.Prompt,
+		temperature: req.Temperature, maxTokens: c.maxTokens(req, out != nil)}
+	if out != nil {
+		cr.json = true
+		cr.schema = SchemaFor(out)
+		cr.schemaName = schemaName(out)
 	}
-	msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman, req.Prompt))
-	opts := []llms.CallOption{llms.WithModel(cl.model), llms.WithTemperature(req.Temperature)}
-	if req.MaxTokens > 0 {
-		opts = append(opts, llms.WithMaxTokens(req.MaxTokens))
-	}
-	if jsonMode {
-		opts = append(opts, llms.WithJSONMode())
-	}
-
-	var content string
+	var a chatAnswer
 	err := c.run(ctx, cl, func(ctx context.Context) error {
-		resp, err := c.chat.GenerateContent(ctx, msgs, opts...)
+		ans, err := c.chat.chat(ctx, cr)
 		if err != nil {
 			return err
 		}
-		if len(resp.Choices) == 0 {
+		c.m.addTokenCounts(cl.label, cl.model, ans.promptTokens, ans.completionTokens)
+		if strings.TrimSpace(ans.content) == "" && strings.TrimSpace(ans.reasoning) == "" && ans.stopReason != "length" {
 			return ErrEmpty
 		}
-		ch := resp.Choices[0]
-		c.m.addTokens(cl.label, cl.model, ch.GenerationInfo)
-		if strings.TrimSpace(ch.Content) == "" {
-			return ErrEmpty
-		}
-		content = ch.Content
+		a = ans
 		return nil
 	})
-	return content, err
+	return a, err
 }
 
 // run executes fn under the breaker, the concurrency limit and the per-call
@@ -316,7 +386,7 @@ func (c *Client) generate(ctx context.Context, cl call, req Request, jsonMode bo
 // ctx only; the timeout covers just the provider call.
 func (c *Client) run(ctx context.Context, cl call, fn func(context.Context) error) error {
 	if c.breaker.State() == gobreaker.StateOpen {
-		return &callError{outcomeBreakerOpen, false, ErrBreakerOpen}
+		return c.openError()
 	}
 	if err := c.sem.Acquire(ctx, 1); err != nil {
 		return &callError{outcomeCanceled, false, fmt.Errorf("waiting for a free slot: %w", context.Cause(ctx))}
@@ -334,16 +404,53 @@ func (c *Client) run(ctx context.Context, cl call, fn func(context.Context) erro
 	executed := false
 	_, err := c.breaker.Execute(func() (struct{}, error) {
 		executed = true
-		return struct{}{}, classify(fn(callCtx), callCtx, obs, cl.timeout)
+		err := classify(fn(callCtx), callCtx, obs, cl, c.cfg.Provider)
+		c.noteOutcome(err)
+		return struct{}{}, err
 	})
 	if executed {
 		c.m.duration.WithLabelValues(cl.label, cl.model).Observe(time.Since(start).Seconds())
 	}
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
 		// Opened while we queued, or half-open with its probe already out.
-		return &callError{outcomeBreakerOpen, false, ErrBreakerOpen}
+		return c.openError()
 	}
 	return err
+}
+
+// noteOutcome records what Health reports about a call that reached the
+// provider. A refusal also arms tripNow, before the breaker sees the
+// error, so that this very failure opens it.
+func (c *Client) noteOutcome(err error) {
+	var re *RefusedError
+	var ce *callError
+	c.stMu.Lock()
+	switch {
+	case errors.As(err, &re):
+		c.refusal, c.lastFailure = re, re.Error()
+	case errors.As(err, &ce) && ce.tripsBreaker:
+		c.refusal, c.lastFailure = nil, err.Error()
+	case err == nil:
+		c.refusal = nil
+	}
+	c.stMu.Unlock()
+	if re != nil {
+		c.tripNow.Store(true)
+		c.log.Error("the LLM provider refused the call; calls fail fast until it is fixed",
+			slog.Int("status", re.Status), slog.String("model", re.Model), slog.String("reason", re.Reason))
+	}
+}
+
+// openError is the fast failure of a call the open breaker rejects: the
+// refusal that opened it, if one did, so every caller sees what to fix.
+func (c *Client) openError() error {
+	c.stMu.Lock()
+	re := c.refusal
+	c.stMu.Unlock()
+	if re != nil {
+		return &callError{outcomeBreakerOpen, false, fmt.Errorf("%w: %w", ErrBreakerOpen, re)}
+	}
+	return &callError{outcomeBreakerOpen, false, ErrBreakerOpen}
 }
 
 // finish counts the call, logs failures and adds context to the error.
@@ -364,30 +471,6 @@ func (c *Client) finish(cl call, err error) error {
 		slog.String("op", cl.op), slog.String("label", cl.label), slog.String("model", cl.model),
 		slog.String("outcome", outcome), slog.Any("error", err))
 	return err
-}
-
-// decodeJSON decodes a JSON-mode answer. Markdown fences are tolerated
-// because OpenAI-compatible servers that ignore response_format, and some
-// models even in JSON mode, wrap the object in ```json ... ```.
-func decodeJSON(content string, out any) error {
-	body := strings.TrimSpace(content)
-	if strings.HasPrefix(body, "```") {
-		body = strings.TrimPrefix(body, "```")
-		if i := strings.IndexByte(body, '\n'); i >= 0 {
-			body = body[i+1:] // drop the info string ("json")
-		}
-		body = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(body), "```"))
-	}
-	// Unmarshal rather than a Decoder: it also rejects trailing garbage.
-	if err := json.Unmarshal([]byte(body), out); err != nil {
-		return fmt.Errorf("%w: %v (content %q)", ErrInvalidJSON, err, snippet(content))
-	}
-	if v, ok := out.(interface{ Validate() error }); ok {
-		if err := v.Validate(); err != nil {
-			return fmt.Errorf("%w: validation: %w", ErrInvalidJSON, err)
-		}
-	}
-	return nil
 }
 
 // snippet bounds model output quoted in errors.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,22 @@ const (
 	DefaultMaxConcurrency  = 4
 	DefaultBreakerFailures = 5
 	DefaultBreakerOpenFor  = 30 * time.Second
+	// DefaultNumCtx is Ollama's context window for every request. The
+	// largest prompt the workflows build is the memory assembler's: up to
+	// 8000 estimated tokens of context plus its instructions, and the
+	// estimate (characters/4) runs low for Cyrillic text, which tokenizers
+	// split finer; add the answer budget (up to 2000 for the memory
+	// responder) and 16384 leaves room for a 50 % underestimate. Ollama's
+	// own default is 4096 (2048 on older versions), and it silently drops
+	// the front of a longer prompt.
+	DefaultNumCtx = 16384
+	// DefaultMaxTokensJSON is the answer budget of a JSON call: an
+	// analysis batch can propose several tasks with descriptions; a
+	// verdict needs a few hundred tokens.
+	DefaultMaxTokensJSON = 2048
+	// DefaultMaxTokensText is the answer budget of a text call that sets
+	// none itself (the memory responder sets its own).
+	DefaultMaxTokensText = 2048
 )
 
 // Config selects and addresses the model backend.
@@ -41,12 +58,34 @@ type Config struct {
 
 	Timeout        time.Duration // per call; DefaultTimeout if zero
 	MaxConcurrency int           // calls in flight per Client; DefaultMaxConcurrency if zero
+
+	// NumCtx is Ollama's options.num_ctx, sent with every chat request to
+	// every model; DefaultNumCtx if zero. It is one value on purpose:
+	// Ollama reloads a model whenever num_ctx changes. Ignored by openai
+	// (the server fixes its window).
+	NumCtx int
+	// Think lets a reasoning model think (Ollama "think": true, reasoning
+	// in its own field). False, the default, sends "think": false, so the
+	// answer budget goes to the answer. Reasoning that arrives anyway is
+	// removed from every answer either way.
+	Think bool
+	// KeepAlive is Ollama's keep_alive: how long the model stays loaded
+	// after a request, as a Go duration ("30m", "-1m" for ever) or whole
+	// seconds ("3600", "-1"). Empty leaves the server's default (5m).
+	KeepAlive string
+	// MaxTokensJSON and MaxTokensText are the answer budgets (Ollama
+	// num_predict, OpenAI max_tokens) of JSON and text calls whose Request
+	// sets no MaxTokens; DefaultMaxTokensJSON / DefaultMaxTokensText if
+	// zero. An answer cut off at the budget is refused, not repaired.
+	MaxTokensJSON int
+	MaxTokensText int
 }
 
 // String redacts the API key, so logging a Config cannot leak it.
 func (c Config) String() string {
-	return fmt.Sprintf("{Provider:%s URL:%s APIKey:%s Model:%s StrongModel:%s EmbedModel:%s Timeout:%s MaxConcurrency:%d}",
-		c.Provider, c.URL, redact(c.APIKey), c.Model, c.StrongModel, c.EmbedModel, c.Timeout, c.MaxConcurrency)
+	return fmt.Sprintf("{Provider:%s URL:%s APIKey:%s Model:%s StrongModel:%s EmbedModel:%s Timeout:%s MaxConcurrency:%d NumCtx:%d Think:%t KeepAlive:%s MaxTokensJSON:%d MaxTokensText:%d}",
+		c.Provider, c.URL, redact(c.APIKey), c.Model, c.StrongModel, c.EmbedModel, c.Timeout, c.MaxConcurrency,
+		c.NumCtx, c.Think, c.KeepAlive, c.MaxTokensJSON, c.MaxTokensText)
 }
 
 // GoString redacts the API key for %#v as well.
@@ -63,6 +102,11 @@ func (c Config) LogValue() slog.Value {
 		slog.String("embed_model", c.EmbedModel),
 		slog.Duration("timeout", c.Timeout),
 		slog.Int("max_concurrency", c.MaxConcurrency),
+		slog.Int("num_ctx", c.NumCtx),
+		slog.Bool("think", c.Think),
+		slog.String("keep_alive", c.KeepAlive),
+		slog.Int("max_tokens_json", c.MaxTokensJSON),
+		slog.Int("max_tokens_text", c.MaxTokensText),
 	)
 }
 
@@ -114,6 +158,25 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxConcurrency == 0 {
 		c.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if c.NumCtx < 0 || c.MaxTokensJSON < 0 || c.MaxTokensText < 0 {
+		errs = append(errs, errors.New("NumCtx, MaxTokensJSON and MaxTokensText must not be negative"))
+	}
+	if c.NumCtx == 0 {
+		c.NumCtx = DefaultNumCtx
+	}
+	if c.MaxTokensJSON == 0 {
+		c.MaxTokensJSON = DefaultMaxTokensJSON
+	}
+	if c.MaxTokensText == 0 {
+		c.MaxTokensText = DefaultMaxTokensText
+	}
+	if c.KeepAlive != "" {
+		if _, err := strconv.Atoi(c.KeepAlive); err != nil {
+			if _, err := time.ParseDuration(c.KeepAlive); err != nil {
+				errs = append(errs, fmt.Errorf("invalid KeepAlive %q: want a duration (30m) or seconds (3600)", c.KeepAlive))
+			}
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return c, fmt.Errorf("llm config: %w", err)

@@ -65,6 +65,7 @@ const (
 	outcomeError       = "error"
 	outcomeCanceled    = "canceled"
 	outcomeBreakerOpen = "breaker_open"
+	outcomeRefused     = "refused"
 )
 
 // callError carries a classified failure through the breaker (which reads
@@ -99,7 +100,12 @@ var errCallTimeout = errors.New("llm per-call timeout")
 // text; openai: "API returned unexpected status code: N", and it rewrites
 // context errors), so the decision rests on the call context and on the
 // status the observing transport saw, not on error strings.
-func classify(err error, callCtx context.Context, obs *observation, timeout time.Duration) error {
+//
+// A 401, 403 or 404 becomes a *RefusedError naming the fix; it counts
+// against the breaker (and opens it at once, see Client.noteOutcome),
+// because until someone acts every call would be refused the same way.
+func classify(err error, callCtx context.Context, obs *observation, cl call, provider string) error {
+	timeout := cl.timeout
 	if err == nil {
 		return nil
 	}
@@ -123,6 +129,8 @@ func classify(err error, callCtx context.Context, obs *observation, timeout time
 	switch {
 	case status == http.StatusTooManyRequests:
 		return &callError{outcomeRateLimited, true, &RateLimitError{RetryAfter: parseRetryAfter(retryAfter), msg: err.Error()}}
+	case status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusNotFound:
+		return &callError{outcomeRefused, true, refusalFor(provider, status, cl.model, err.Error())}
 	case status >= 500:
 		return &callError{outcomeServerError, true, fmt.Errorf("provider HTTP %d: %w", status, err)}
 	case status >= 400:

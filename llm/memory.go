@@ -42,6 +42,8 @@ func classifyForMemory(err error) error {
 		return fmt.Errorf("%w: %w", memory.ErrTimeout, err)
 	case errors.Is(err, ErrRateLimited):
 		return fmt.Errorf("%w: %w", memory.ErrRateLimited, err)
+	case errors.Is(err, ErrRefused):
+		return fmt.Errorf("%w: %w", memory.ErrRefused, err)
 	}
 	return err
 }

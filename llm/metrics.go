@@ -3,6 +3,7 @@ package llm
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
@@ -14,6 +15,7 @@ type metrics struct {
 	tokens   *prometheus.CounterVec
 	breaker  prometheus.Gauge
 	inFlight prometheus.Gauge
+	repairs  *prometheus.CounterVec
 }
 
 func newMetrics(r prometheus.Registerer) (*metrics, error) {
@@ -40,6 +42,10 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			Name: "llm_in_flight",
 			Help: "LLM calls currently being executed against the provider.",
 		}),
+		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "llm_answer_repairs_total",
+			Help: "Accepted answers that needed a repair, by model and kind (think, bom, fence, prose, trailing, coerce_number, coerce_bool, jsonrepair).",
+		}, []string{"model", "kind"}),
 	}
 	var err error
 	if m.calls, err = register(r, m.calls); err != nil {
@@ -55,6 +61,9 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.inFlight, err = register(r, m.inFlight); err != nil {
+		return nil, err
+	}
+	if m.repairs, err = register(r, m.repairs); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -87,33 +96,21 @@ func breakerGaugeValue(s gobreaker.State) float64 {
 	return 0
 }
 
-// addTokens records usage from langchaingo's GenerationInfo. Both the
-// ollama (prompt_eval_count/eval_count) and openai (usage) clients fill
-// "PromptTokens" and "CompletionTokens" as ints, with 0 when the provider
-// sent nothing, so zero is skipped rather than counted.
-func (m *metrics) addTokens(label, model string, info map[string]any) {
-	for _, k := range tokenKinds {
-		if n := intOf(info[k.key]); n > 0 {
-			m.tokens.WithLabelValues(label, model, k.kind).Add(float64(n))
+// addRepairs counts one accepted answer's repairs, each kind once.
+func (m *metrics) addRepairs(model string, rep repairs) {
+	for i, k := range rep {
+		if !slices.Contains(rep[:i], k) {
+			m.repairs.WithLabelValues(model, k).Inc()
 		}
 	}
 }
 
-var tokenKinds = [...]struct{ key, kind string }{
-	{"PromptTokens", "prompt"},
-	{"CompletionTokens", "completion"},
-}
-
-func intOf(v any) int {
-	switch n := v.(type) {
-	case int:
-		return n
-	case int32:
-		return int(n)
-	case int64:
-		return int(n)
-	case float64:
-		return int(n)
+// addTokenCounts records the usage a chat answer reported (zero: none).
+func (m *metrics) addTokenCounts(label, model string, prompt, completion int) {
+	if prompt > 0 {
+		m.tokens.WithLabelValues(label, model, "prompt").Add(float64(prompt))
 	}
-	return 0
+	if completion > 0 {
+		m.tokens.WithLabelValues(label, model, "completion").Add(float64(completion))
+	}
 }

@@ -1,45 +1,62 @@
 package llm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/tmc/langchaingo/llms"
 )
 
-// ollamaChat is the chat model for Ollama: an llms.Model that makes one
-// non-streaming POST /api/chat per call.
+// ollamaChat is the chat model for Ollama: one non-streaming POST
+// /api/chat per call.
 //
 // It replaces langchaingo's own Ollama chat client (llms/ollama, v0.1.14)
-// for one measured reason: that client allocates and zeroes a 512 KB line
+// for two reasons. Measured: that client allocates and zeroes a 512 KB line
 // buffer for every call (ollamaclient.stream, maxBufferSize), whether or
-// not the answer streams. At the hundreds of calls a second the memory
+// not the answer streams; at the hundreds of calls a second the memory
 // pipeline makes, that buffer and the garbage collection it triggers took
 // about 40 % of the process's CPU (docs/BENCHMARKS.md, "Memory chat").
+// Functional: it cannot send num_ctx, think, keep_alive or a JSON schema
+// in format, and it drops done_reason and the thinking field.
 // Embeddings still go through langchaingo's client (one request per text,
-// no such buffer on that path), and so does everything about OpenAI.
+// no such buffer on that path).
 type ollamaChat struct {
 	endpoint string // …/api/chat
-	model    string
 	hc       *http.Client
+	// Sent on every request, never varied per call: Ollama reloads the
+	// model whenever num_ctx changes, so a per-call window would turn every
+	// other call into a model load.
+	numCtx    int
+	think     bool
+	keepAlive json.RawMessage // nil: the server's default
 }
 
-var _ llms.Model = (*ollamaChat)(nil)
-
-func newOllamaChat(serverURL, model string, hc *http.Client) (*ollamaChat, error) {
+func newOllamaChat(serverURL string, hc *http.Client, cfg Config) (*ollamaChat, error) {
 	u, err := url.Parse(serverURL)
 	if err != nil {
 		return nil, fmt.Errorf("ollama URL: %w", err)
 	}
-	return &ollamaChat{endpoint: u.JoinPath("api", "chat").String(), model: model, hc: hc}, nil
+	return &ollamaChat{endpoint: u.JoinPath("api", "chat").String(), hc: hc,
+		numCtx: cfg.NumCtx, think: cfg.Think, keepAlive: ollamaKeepAlive(cfg.KeepAlive)}, nil
+}
+
+// ollamaKeepAlive encodes Config.KeepAlive the way Ollama parses it: a
+// bare number is seconds (negative: forever), anything else a Go duration
+// string. Config validation has already checked it is one of the two.
+func ollamaKeepAlive(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	if n, err := strconv.Atoi(s); err == nil {
+		return json.RawMessage(strconv.Itoa(n))
+	}
+	b, _ := json.Marshal(s)
+	return b
 }
 
 type ollamaMessage struct {
@@ -47,137 +64,93 @@ type ollamaMessage struct {
 	Content string `json:"content"`
 }
 
-// ollamaOptions are the sampling options the client sets. Temperature is
-// always sent, as langchaingo does (zero means deterministic).
+// ollamaOptions are the options the client sets. Temperature is always
+// sent (zero means deterministic), num_ctx always (see ollamaChat).
 type ollamaOptions struct {
-	Temperature float64  `json:"temperature"`
-	NumPredict  int      `json:"num_predict,omitempty"`
-	Seed        int      `json:"seed,omitempty"`
-	TopK        int      `json:"top_k,omitempty"`
-	TopP        float64  `json:"top_p,omitempty"`
-	Stop        []string `json:"stop,omitempty"`
+	Temperature float64 `json:"temperature"`
+	NumPredict  int     `json:"num_predict,omitempty"`
+	NumCtx      int     `json:"num_ctx,omitempty"`
 }
 
 type ollamaRequest struct {
 	Model    string          `json:"model"`
 	Messages []ollamaMessage `json:"messages"`
 	// Stream is sent explicitly: Ollama streams when the field is missing.
-	Stream  bool          `json:"stream"`
-	Format  string        `json:"format,omitempty"`
-	Options ollamaOptions `json:"options"`
+	Stream bool `json:"stream"`
+	// Format is "json" or a JSON schema (structured outputs).
+	Format    any             `json:"format,omitempty"`
+	Think     *bool           `json:"think,omitempty"`
+	KeepAlive json.RawMessage `json:"keep_alive,omitempty"`
+	Options   ollamaOptions   `json:"options"`
 }
 
 type ollamaResponse struct {
 	Message *struct {
-		Content string `json:"content"`
+		Content  string `json:"content"`
+		Thinking string `json:"thinking"`
 	} `json:"message"`
+	DoneReason      string `json:"done_reason"`
 	PromptEvalCount int    `json:"prompt_eval_count"`
 	EvalCount       int    `json:"eval_count"`
 	Error           string `json:"error"`
 }
 
-// maxAnswer bounds what is read of one answer: far more than any
-// num_predict we ask for, small enough that a broken server cannot
-// exhaust memory.
-const maxAnswer = 8 << 20
-
-// GenerateContent sends the messages (text parts only) and returns the
-// answer, with token counts in GenerationInfo under langchaingo's names.
-func (o *ollamaChat) GenerateContent(ctx context.Context, msgs []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
-	var opts llms.CallOptions
-	for _, opt := range options {
-		opt(&opts)
-	}
+func (o *ollamaChat) chat(ctx context.Context, r chatRequest) (chatAnswer, error) {
 	req := ollamaRequest{
-		Model:    o.model,
-		Messages: make([]ollamaMessage, 0, len(msgs)),
-		Options: ollamaOptions{Temperature: opts.Temperature, NumPredict: opts.MaxTokens, Seed: opts.Seed,
-			TopK: opts.TopK, TopP: opts.TopP, Stop: opts.StopWords},
+		Model:     r.model,
+		Messages:  make([]ollamaMessage, 0, 2),
+		KeepAlive: o.keepAlive,
+		Options:   ollamaOptions{Temperature: r.temperature, NumPredict: r.maxTokens, NumCtx: o.numCtx},
 	}
-	if opts.Model != "" {
-		req.Model = opts.Model
-	}
-	if opts.JSONMode {
+	// think is sent on every call: false keeps a reasoning model from
+	// spending the answer budget on a hidden monologue (and a
+	// non-reasoning model ignores false); true, where the operator asked
+	// for it, makes Ollama return the reasoning in its own field. Ollama
+	// refuses only think:true for a model that cannot think.
+	think := o.think
+	req.Think = &think
+	if r.json {
 		req.Format = "json"
-	}
-	for _, mc := range msgs {
-		var text strings.Builder
-		for _, p := range mc.Parts {
-			t, ok := p.(llms.TextContent)
-			if !ok {
-				return nil, fmt.Errorf("ollama: only text parts are supported, got %T", p)
-			}
-			text.WriteString(t.Text)
+		if r.schema != nil {
+			req.Format = r.schema
 		}
-		req.Messages = append(req.Messages, ollamaMessage{Role: ollamaRole(mc.Role), Content: text.String()})
 	}
-	body, err := json.Marshal(req)
+	if r.system != "" {
+		req.Messages = append(req.Messages, ollamaMessage{Role: "system", Content: r.system})
+	}
+	req.Messages = append(req.Messages, ollamaMessage{Role: "user", Content: r.prompt})
+
+	status, raw, err := postJSON(ctx, o.hc, o.endpoint, req, nil, "ollama")
 	if err != nil {
-		return nil, fmt.Errorf("ollama request: %w", err)
-	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, o.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("ollama request: %w", err)
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
-	resp, err := o.hc.Do(hreq)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
-	if err != nil {
-		return nil, fmt.Errorf("ollama answer: %w", err)
-	}
-	if len(raw) > maxAnswer {
-		return nil, fmt.Errorf("ollama answer over %d bytes", maxAnswer)
+		return chatAnswer{}, err
 	}
 	var out ollamaResponse
 	decodeErr := json.Unmarshal(raw, &out)
-	if resp.StatusCode >= http.StatusBadRequest {
+	if status >= http.StatusBadRequest {
 		// The status itself is classified by the observing transport; this
 		// only carries Ollama's own words.
 		msg := out.Error
 		if decodeErr != nil || msg == "" {
 			msg = strings.TrimSpace(string(raw))
 		}
-		return nil, fmt.Errorf("ollama HTTP %d: %s", resp.StatusCode, truncate(msg, 300))
+		return chatAnswer{}, fmt.Errorf("ollama HTTP %d: %s", status, truncate(msg, 300))
 	}
 	if decodeErr != nil {
-		return nil, fmt.Errorf("ollama answer: %w", decodeErr)
+		return chatAnswer{}, fmt.Errorf("ollama answer: %w", decodeErr)
 	}
 	if out.Error != "" {
-		return nil, errors.New("ollama: " + truncate(out.Error, 300))
+		return chatAnswer{}, errors.New("ollama: " + truncate(out.Error, 300))
 	}
 	if out.Message == nil {
-		return nil, ErrEmpty
+		return chatAnswer{}, ErrEmpty
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{
-		Content: out.Message.Content,
-		GenerationInfo: map[string]any{
-			"CompletionTokens": out.EvalCount,
-			"PromptTokens":     out.PromptEvalCount,
-			"TotalTokens":      out.EvalCount + out.PromptEvalCount,
-		},
-	}}}, nil
-}
-
-// Call is llms.Model's single-prompt form.
-func (o *ollamaChat) Call(ctx context.Context, prompt string, options ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, o, prompt, options...)
-}
-
-func ollamaRole(t llms.ChatMessageType) string {
-	switch t {
-	case llms.ChatMessageTypeSystem:
-		return "system"
-	case llms.ChatMessageTypeAI:
-		return "assistant"
-	case llms.ChatMessageTypeTool:
-		return "tool"
-	}
-	return "user"
+	return chatAnswer{
+		content:          out.Message.Content,
+		reasoning:        out.Message.Thinking,
+		stopReason:       out.DoneReason,
+		promptTokens:     out.PromptEvalCount,
+		completionTokens: out.EvalCount,
+	}, nil
 }
 
 // truncate cuts s to at most n bytes on a rune boundary.

@@ -10,37 +10,34 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // The wire format, byte for byte where it matters: Ollama streams unless
-// "stream" is present and false, so the field must be sent.
+// "stream" is present and false, so the field must be sent; num_ctx and
+// think go with every request.
 func TestOllamaChatRequestAndAnswer(t *testing.T) {
 	var got map[string]any
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		assert.Equal(t, "/base/api/chat", r.URL.Path)
 		body, _ := io.ReadAll(r.Body)
 		require.NoError(t, json.Unmarshal(body, &got))
-		_, _ = io.WriteString(w, `{"model":"m","message":{"role":"assistant","content":"{\"ok\":true}"},"done":true,"prompt_eval_count":12,"eval_count":5}`)
+		_, _ = io.WriteString(w, `{"model":"m","message":{"role":"assistant","content":"{\"ok\":true}","thinking":"hm"},"done":true,"done_reason":"stop","prompt_eval_count":12,"eval_count":5}`)
 	}))
 	defer srv.Close()
-	c, err := newOllamaChat(srv.URL+"/base", "small", srv.Client())
+	c, err := newOllamaChat(srv.URL+"/base", srv.Client(), Config{NumCtx: 8192, KeepAlive: "-1"})
 	require.NoError(t, err)
 
-	resp, err := c.GenerateContent(context.Background(), []llms.MessageContent{
-		llms.TextParts(llms.ChatMessageTypeSystem, "sys"),
-		llms.TextParts(llms.ChatMessageTypeHuman, "hi"),
-	}, llms.WithModel("big"), llms.WithTemperature(0.7), llms.WithMaxTokens(2000), llms.WithJSONMode())
+	a, err := c.chat(context.Background(), chatRequest{model: "big", system: "sys", prompt: "hi",
+		temperature: 0.7, maxTokens: 2000, json: true})
 	require.NoError(t, err)
-	require.Len(t, resp.Choices, 1)
-	assert.Equal(t, `{"ok":true}`, resp.Choices[0].Content)
-	assert.Equal(t, 12, resp.Choices[0].GenerationInfo["PromptTokens"])
-	assert.Equal(t, 5, resp.Choices[0].GenerationInfo["CompletionTokens"])
+	assert.Equal(t, chatAnswer{content: `{"ok":true}`, reasoning: "hm", stopReason: "stop", promptTokens: 12, completionTokens: 5}, a)
 
 	assert.Equal(t, false, got["stream"], "stream:false is sent, not omitted")
+	assert.Equal(t, false, got["think"], "think:false is sent, not omitted")
+	assert.Equal(t, -1.0, got["keep_alive"], "whole seconds go as a number")
 	assert.Equal(t, "big", got["model"])
 	assert.Equal(t, "json", got["format"])
-	assert.Equal(t, map[string]any{"temperature": 0.7, "num_predict": 2000.0}, got["options"])
+	assert.Equal(t, map[string]any{"temperature": 0.7, "num_predict": 2000.0, "num_ctx": 8192.0}, got["options"])
 	assert.Equal(t, []any{
 		map[string]any{"role": "system", "content": "sys"},
 		map[string]any{"role": "user", "content": "hi"},
@@ -65,20 +62,18 @@ func TestOllamaChatErrors(t *testing.T) {
 				_, _ = io.WriteString(w, tc.body)
 			}))
 			defer srv.Close()
-			c, err := newOllamaChat(srv.URL, "m", srv.Client())
+			c, err := newOllamaChat(srv.URL, srv.Client(), Config{})
 			require.NoError(t, err)
-			_, err = c.GenerateContent(context.Background(), []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")})
+			_, err = c.chat(context.Background(), chatRequest{model: "m", prompt: "hi"})
 			require.EqualError(t, err, tc.want)
 		})
 	}
 }
 
-func TestOllamaChatRefusesNonTextParts(t *testing.T) {
-	c, err := newOllamaChat("http://127.0.0.1:1", "m", http.DefaultClient)
-	require.NoError(t, err)
-	_, err = c.GenerateContent(context.Background(), []llms.MessageContent{{Role: llms.ChatMessageTypeHuman,
-		Parts: []llms.ContentPart{llms.BinaryContent{MIMEType: "image/png", Data: []byte{1}}}}})
-	require.ErrorContains(t, err, "only text parts")
+func TestOllamaKeepAliveEncoding(t *testing.T) {
+	assert.Nil(t, ollamaKeepAlive(""))
+	assert.JSONEq(t, `3600`, string(ollamaKeepAlive("3600")))
+	assert.JSONEq(t, `"30m"`, string(ollamaKeepAlive("30m")))
 }
 
 func TestTruncateKeepsRunes(t *testing.T) {

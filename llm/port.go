@@ -18,6 +18,9 @@ type Port struct {
 	// Strong uses the final-answer model.
 	Strong  bool
 	Invalid error
+	// Refusal, when set, is the domain's "model or key refused" error: a
+	// call refused for that (ErrRefused) is returned wrapping it too.
+	Refusal error
 }
 
 // JSON asks for a JSON answer decoded into out (see Client.JSON).
@@ -26,8 +29,27 @@ func (p Port) JSON(ctx context.Context, system, prompt string, out any) error {
 	if err != nil && p.Invalid != nil && errors.Is(err, ErrInvalidJSON) {
 		return fmt.Errorf("%w: %w", p.Invalid, err)
 	}
+	if err != nil && p.Refusal != nil && errors.Is(err, ErrRefused) {
+		return fmt.Errorf("%w: %w", p.Refusal, err)
+	}
 	return err
 }
 
 // Open reports whether the circuit breaker is refusing calls.
 func (p Port) Open() bool { return p.Client.BreakerState() == BreakerOpen }
+
+// Refused reports whether the provider refuses the model or the key (a
+// 401/403/404 opened the breaker and no probe has succeeded since): a
+// misconfiguration, not an outage, so work should wait for the fix rather
+// than count as failed. Client.Health says what to fix.
+func (p Port) Refused() bool { return p.Client.Refused() }
+
+// Health reports whether a refusal holds the breaker (open or probing)
+// and why calls are refused or failing (see Client.Health); the reason is
+// a refusal's fix ("run ollama pull …") when there is one.
+func (p Port) Health() (bool, string) {
+	if rf := p.Client.Refusal(); rf != nil {
+		return true, rf.Reason
+	}
+	return false, p.Client.Health().Reason
+}

@@ -32,8 +32,9 @@ const (
 	analysisRunColumns = `id, state, created_by, filters, window_from, window_to, rag,
 started_at, completed_at, closed_at, failed_at, error_log,
 proposals_total, proposals_pending, proposals_approved, proposals_rejected,
-messages, filtered, batches, batches_done, processed, progress_message_id, accuracy_metrics, created_at`
-	proposalColumns = `id, run_id, batch, title, description, priority, assignee, deadline,
+messages, filtered, batches, batches_done, processed, progress_message_id, accuracy_metrics, created_at,
+review_page, review_confirm`
+	proposalColumns = `id, run_id, ordinal, batch, title, description, priority, assignee, deadline,
 decision, decided_by, decided_at, message_id, created_at`
 	groupMessageColumns = `chat_id, message_id, author_id, author, text, date`
 	// unclosedRuns is the SQL spelling of analysis.Unclosed; it is the
@@ -60,13 +61,16 @@ type analysisRunScan struct {
 	started, completed, closed, failed, created    pgtype.Timestamptz
 	total, pending, approved, rejected             pgtype.Int4
 	messages, filtered, batches, batchesDone, done pgtype.Int4
+	reviewPage                                     pgtype.Int4
+	reviewConfirm                                  pgtype.Bool
 }
 
 func (s *analysisRunScan) dest() []any {
 	return []any{&s.id, &s.state, &s.createdBy, &s.filters, &s.from, &s.to, &s.rag,
 		&s.started, &s.completed, &s.closed, &s.failed, &s.errorLog,
 		&s.total, &s.pending, &s.approved, &s.rejected,
-		&s.messages, &s.filtered, &s.batches, &s.batchesDone, &s.done, &s.progressMessage, &s.metrics, &s.created}
+		&s.messages, &s.filtered, &s.batches, &s.batchesDone, &s.done, &s.progressMessage, &s.metrics, &s.created,
+		&s.reviewPage, &s.reviewConfirm}
 }
 
 func (s *analysisRunScan) run() (analysis.Run, error) {
@@ -79,6 +83,7 @@ func (s *analysisRunScan) run() (analysis.Run, error) {
 		Messages: int(s.messages.Int32), Filtered: int(s.filtered.Int32), Batches: int(s.batches.Int32),
 		BatchesDone: int(s.batchesDone.Int32), Processed: int(s.done.Int32),
 		ProgressMessageID: int(s.progressMessage.Int64), CreatedAt: tsValue(s.created),
+		ReviewPage: int(s.reviewPage.Int32), ReviewConfirm: s.reviewConfirm.Bool,
 	}
 	if len(s.filters) > 0 {
 		if err := json.Unmarshal(s.filters, &r.Filters); err != nil {
@@ -132,20 +137,20 @@ func collectAnalysisRuns(rows pgx.Rows, err error) ([]analysis.Run, error) {
 
 type proposalScan struct {
 	id, runID, decidedBy, messageID              pgtype.Int8
-	batch                                        pgtype.Int4
+	batch, ordinal                               pgtype.Int4
 	title, description, priority, assignee, dead pgtype.Text
 	decision                                     pgtype.Text
 	decidedAt, created                           pgtype.Timestamptz
 }
 
 func (s *proposalScan) dest() []any {
-	return []any{&s.id, &s.runID, &s.batch, &s.title, &s.description, &s.priority, &s.assignee, &s.dead,
+	return []any{&s.id, &s.runID, &s.ordinal, &s.batch, &s.title, &s.description, &s.priority, &s.assignee, &s.dead,
 		&s.decision, &s.decidedBy, &s.decidedAt, &s.messageID, &s.created}
 }
 
 func (s *proposalScan) proposal() analysis.Proposal {
 	return analysis.Proposal{
-		ID: s.id.Int64, RunID: s.runID.Int64, Batch: int(s.batch.Int32), Title: s.title.String,
+		ID: s.id.Int64, RunID: s.runID.Int64, Ordinal: int(s.ordinal.Int32), Batch: int(s.batch.Int32), Title: s.title.String,
 		Description: s.description.String, Priority: s.priority.String, Assignee: s.assignee.String,
 		Deadline: s.dead.String, Decision: analysis.Decision(s.decision.String), DecidedBy: s.decidedBy.Int64,
 		DecidedAt: tsValue(s.decidedAt), MessageID: int(s.messageID.Int64), CreatedAt: tsValue(s.created),
@@ -240,13 +245,44 @@ ORDER BY m.last_at DESC NULLS LAST, c.id`)
 	return out, nil
 }
 
-// enqueueRun writes what render makes of run in tx (nothing for a nil
-// render).
+// enqueueRun writes what render makes of run's board in tx (nothing for
+// a nil render). It runs after the statement that changed the run, whose
+// row lock orders every change of one run: the board read here has every
+// change committed before it, so the last edit written shows them all.
 func enqueueRun(ctx context.Context, tx pgx.Tx, render analysis.Render, run analysis.Run) error {
 	if render == nil {
 		return nil
 	}
-	return enqueueTx(ctx, tx, render(run))
+	rv, err := reviewOf(ctx, tx, run)
+	if err != nil {
+		return err
+	}
+	return enqueueTx(ctx, tx, render(rv))
+}
+
+// reviewOf reads the page of run's proposals its board is on.
+func reviewOf(ctx context.Context, tx pgx.Tx, run analysis.Run) (analysis.Review, error) {
+	rv := analysis.Review{Run: run, Page: min(max(run.ReviewPage, 0), analysis.PagesOf(run.ProposalsTotal)-1)}
+	if run.ProposalsTotal == 0 {
+		return rv, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT `+proposalSelect+` FROM analysis_proposals p
+WHERE p.run_id = $1 AND p.ordinal > $2 AND p.ordinal <= $3 ORDER BY p.ordinal`,
+		run.ID, rv.Page*analysis.ReviewPageSize, (rv.Page+1)*analysis.ReviewPageSize)
+	if err != nil {
+		return rv, fmt.Errorf("board of run %d: %w", run.ID, err)
+	}
+	var ps proposalScan
+	var sources []byte
+	_, err = pgx.ForEachRow(rows, append(ps.dest(), &sources), func() error {
+		p, err := withSources(ps.proposal(), sources)
+		rv.Proposals = append(rv.Proposals, p)
+		return err
+	})
+	if err != nil {
+		return rv, fmt.Errorf("board of run %d: %w", run.ID, err)
+	}
+	return rv, nil
 }
 
 // CreateRun inserts a pending run unless an unclosed run exists; then it
@@ -384,11 +420,12 @@ RETURNING `+analysisRunColumns))
 			return err
 		}
 		slices.SortFunc(runs, func(a, b analysis.Run) int { return cmp.Compare(a.ID, b.ID) })
-		var msgs []domain.Message
 		for _, r := range runs {
-			msgs = append(msgs, render(r)...)
+			if err := enqueueRun(ctx, tx, render, r); err != nil {
+				return err
+			}
 		}
-		return enqueueTx(ctx, tx, msgs)
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fail interrupted runs: %w", err)
@@ -420,7 +457,7 @@ RETURNING `+analysisRunColumns, id)
 // accuracy_metrics computed from the counters in the same statement.
 func (s *Store) CloseRun(ctx context.Context, id int64, render analysis.Render) (analysis.Run, bool, error) {
 	return s.moveRun(ctx, id, "close", render, `
-UPDATE analysis_runs SET state = 'closed', closed_at = now(), updated_at = now(),
+UPDATE analysis_runs SET state = 'closed', closed_at = now(), updated_at = now(), review_confirm = false,
     accuracy_metrics = jsonb_build_object(
         'proposals_total', proposals_total,
         'approval_rate', CASE WHEN proposals_total = 0 THEN 0
@@ -508,7 +545,7 @@ ORDER BY m.date, m.chat_id, m.message_id`, args...)
 // duplicates, as stored. What render makes of the run and the proposals
 // (their messages, whose buttons carry the ids) is written in the same
 // transaction, so a proposal is never saved without its message queued.
-func (s *Store) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render analysis.RenderBatch) (analysis.Run, []analysis.Proposal, error) {
+func (s *Store) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render analysis.Render) (analysis.Run, []analysis.Proposal, error) {
 	var run analysis.Run
 	out := make([]analysis.Proposal, len(ps))
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
@@ -524,13 +561,10 @@ RETURNING `+analysisRunColumns, runID, len(ps), messages))
 		if err != nil {
 			return err
 		}
-		if err := insertProposals(ctx, tx, runID, batch, ps, out); err != nil {
+		if err := insertProposals(ctx, tx, runID, batch, run.ProposalsTotal-len(ps), ps, out); err != nil {
 			return err
 		}
-		if render == nil {
-			return nil
-		}
-		return enqueueTx(ctx, tx, render(run, out))
+		return enqueueRun(ctx, tx, render, run)
 	})
 	if err != nil {
 		return analysis.Run{}, nil, fmt.Errorf("save batch %d of run %d: %w", batch, runID, err)
@@ -539,8 +573,9 @@ RETURNING `+analysisRunColumns, runID, len(ps), messages))
 }
 
 // insertProposals inserts a batch's proposals and their sources in tx, in
-// one pipelined batch, filling out with them as stored.
-func insertProposals(ctx context.Context, tx pgx.Tx, runID int64, batch int, ps []analysis.Proposal, out []analysis.Proposal) error {
+// one pipelined batch, numbered on from after (the run's proposals before
+// them), filling out with them as stored.
+func insertProposals(ctx context.Context, tx pgx.Tx, runID int64, batch, after int, ps []analysis.Proposal, out []analysis.Proposal) error {
 	if len(ps) == 0 {
 		return nil
 	}
@@ -554,14 +589,14 @@ func insertProposals(ctx context.Context, tx pgx.Tx, runID int64, batch int, ps 
 		}
 		b.Queue(`
 WITH p AS (
-    INSERT INTO analysis_proposals (run_id, batch, title, description, priority, assignee, deadline)
-    VALUES ($1, $2, $3, $4, $5, $6, $7)
+    INSERT INTO analysis_proposals (run_id, batch, title, description, priority, assignee, deadline, ordinal)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $10)
     RETURNING `+proposalColumns+`
 ), src AS (
     INSERT INTO analysis_proposal_sources (proposal_id, run_id, chat_id, message_id)
     SELECT p.id, $1, u.chat_id, u.message_id FROM p, unnest($8::bigint[], $9::bigint[]) AS u (chat_id, message_id)
 )
-SELECT `+proposalColumns+` FROM p`, runID, batch, p.Title, p.Description, p.Priority, p.Assignee, p.Deadline, chats, msgs).
+SELECT `+proposalColumns+` FROM p`, runID, batch, p.Title, p.Description, p.Priority, p.Assignee, p.Deadline, chats, msgs, after+i+1).
 			QueryRow(func(row pgx.Row) error {
 				var sc proposalScan
 				if err := row.Scan(sc.dest()...); err != nil {
@@ -590,17 +625,21 @@ func (s *Store) proposal(ctx context.Context, id int64) (analysis.Proposal, erro
 }
 
 // Decide is one statement: the proposal's pending → d and the run's
-// counters (pending − 1, approved or rejected + 1). A second press finds
-// the proposal decided (its row lock makes it wait for the first and then
+// counters (pending − 1, approved or rejected + 1); the board render makes
+// of it is written in the same transaction. A second press finds the
+// proposal decided (its row lock makes it wait for the first and then
 // re-check) and gets ok false with the proposal and its run as they are.
-func (s *Store) Decide(ctx context.Context, id int64, d analysis.Decision, by int64) (analysis.Proposal, analysis.Run, bool, error) {
+func (s *Store) Decide(ctx context.Context, id int64, d analysis.Decision, by int64, render analysis.Render) (analysis.Proposal, analysis.Run, bool, error) {
 	if d != analysis.Approved && d != analysis.Rejected {
 		return analysis.Proposal{}, analysis.Run{}, false, fmt.Errorf("decide proposal %d: decision %q is neither approved nor rejected", id, d)
 	}
-	var ps proposalScan
-	var rs analysisRunScan
-	var sources []byte
-	err := s.pool.QueryRow(ctx, `
+	var p analysis.Proposal
+	var r analysis.Run
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var ps proposalScan
+		var rs analysisRunScan
+		var sources []byte
+		err := tx.QueryRow(ctx, `
 WITH p AS (
     UPDATE analysis_proposals SET decision = $2, decided_by = $3, decided_at = now()
     WHERE id = $1 AND decision = 'pending'
@@ -609,12 +648,25 @@ WITH p AS (
     UPDATE analysis_runs ar SET proposals_pending = ar.proposals_pending - 1,
         proposals_approved = ar.proposals_approved + (p.decision = 'approved')::int,
         proposals_rejected = ar.proposals_rejected + (p.decision = 'rejected')::int,
+        -- "approve all remaining?" has nothing left to ask about
+        review_confirm = ar.review_confirm AND ar.proposals_pending > 1,
         updated_at = now()
     FROM p WHERE ar.id = p.run_id
     RETURNING ar.*
 )
 SELECT `+proposalSelect+`, `+analysisRunColumnsR+` FROM p JOIN r ON r.id = p.run_id`, id, string(d), by).
-		Scan(slices.Concat(ps.dest(), []any{&sources}, rs.dest())...)
+			Scan(slices.Concat(ps.dest(), []any{&sources}, rs.dest())...)
+		if err != nil {
+			return err
+		}
+		if p, err = withSources(ps.proposal(), sources); err != nil {
+			return err
+		}
+		if r, err = rs.run(); err != nil {
+			return err
+		}
+		return enqueueRun(ctx, tx, render, r)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		p, err := s.proposal(ctx, id)
 		if err != nil {
@@ -629,15 +681,87 @@ SELECT `+proposalSelect+`, `+analysisRunColumnsR+` FROM p JOIN r ON r.id = p.run
 	if err != nil {
 		return analysis.Proposal{}, analysis.Run{}, false, fmt.Errorf("decide proposal %d: %w", id, err)
 	}
-	p, err := withSources(ps.proposal(), sources)
-	if err != nil {
-		return p, analysis.Run{}, false, err
-	}
-	r, err := rs.run()
-	if err != nil {
-		return p, r, false, err
-	}
 	return p, r, true, nil
+}
+
+// TurnPage moves run's board to page, clamped to the pages its proposals
+// fill, and writes the board.
+func (s *Store) TurnPage(ctx context.Context, runID int64, page int, render analysis.Render) (analysis.Run, error) {
+	r, ok, err := s.moveRun(ctx, runID, "turn the board page of", render, `
+UPDATE analysis_runs SET review_page = least(greatest($2, 0), greatest((proposals_total - 1) / $3, 0)), updated_at = now()
+WHERE id = $1
+RETURNING `+analysisRunColumns, runID, page, analysis.ReviewPageSize)
+	if err == nil && !ok {
+		err = fmt.Errorf("turn the board page of run %d: %w", runID, domain.ErrNotFound)
+	}
+	return r, err
+}
+
+// AskApproveAll sets review_confirm on a completed run with proposals
+// pending that does not ask already, and writes the board.
+func (s *Store) AskApproveAll(ctx context.Context, runID int64, render analysis.Render) (analysis.Run, bool, error) {
+	return s.moveRun(ctx, runID, "ask to approve all of", render, `
+UPDATE analysis_runs SET review_confirm = true, updated_at = now()
+WHERE id = $1 AND state = 'completed' AND proposals_pending > 0 AND NOT review_confirm
+RETURNING `+analysisRunColumns, runID)
+}
+
+// CancelApproveAll clears review_confirm and writes the board.
+func (s *Store) CancelApproveAll(ctx context.Context, runID int64, render analysis.Render) (analysis.Run, bool, error) {
+	return s.moveRun(ctx, runID, "cancel approving all of", render, `
+UPDATE analysis_runs SET review_confirm = false, updated_at = now()
+WHERE id = $1 AND review_confirm
+RETURNING `+analysisRunColumns, runID)
+}
+
+// ApproveAll approves every pending proposal of a completed run whose
+// board asks to confirm it, then clears the question with the counters
+// (so a second confirm finds nothing) and writes the board, in one
+// transaction. Proposals are locked before the run, as Decide locks them:
+// a press racing it waits instead of deadlocking, and the proposal it
+// decided is left as it decided.
+func (s *Store) ApproveAll(ctx context.Context, runID, by int64, render analysis.Render) ([]analysis.Proposal, analysis.Run, bool, error) {
+	var out []analysis.Proposal
+	var r analysis.Run
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+UPDATE analysis_proposals p SET decision = 'approved', decided_by = $2, decided_at = now()
+WHERE p.run_id = $1 AND p.decision = 'pending'
+  AND EXISTS (SELECT 1 FROM analysis_runs r WHERE r.id = $1 AND r.state = 'completed' AND r.review_confirm)
+RETURNING `+proposalSelect, runID, by)
+		if err != nil {
+			return err
+		}
+		var ps proposalScan
+		var sources []byte
+		if _, err = pgx.ForEachRow(rows, append(ps.dest(), &sources), func() error {
+			p, err := withSources(ps.proposal(), sources)
+			out = append(out, p)
+			return err
+		}); err != nil {
+			return err
+		}
+		slices.SortFunc(out, func(a, b analysis.Proposal) int { return cmp.Compare(a.Ordinal, b.Ordinal) })
+		if r, err = scanAnalysisRun(tx.QueryRow(ctx, `
+UPDATE analysis_runs SET proposals_pending = proposals_pending - $2, proposals_approved = proposals_approved + $2,
+    review_confirm = false, updated_at = now()
+WHERE id = $1 AND state = 'completed' AND review_confirm
+RETURNING `+analysisRunColumns, runID, len(out))); err != nil {
+			return err
+		}
+		return enqueueRun(ctx, tx, render, r)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		r, err = s.Run(ctx, runID)
+		if err != nil {
+			return nil, r, false, fmt.Errorf("approve all of run %d: %w", runID, err)
+		}
+		return nil, r, false, nil
+	}
+	if err != nil {
+		return nil, r, false, fmt.Errorf("approve all of run %d: %w", runID, err)
+	}
+	return out, r, true, nil
 }
 
 // SaveEmbedding stores (or replaces) a proposal's embedding;

@@ -78,7 +78,7 @@ func (f *afx) closeRun(id int64) analysis.Run {
 
 func (f *afx) decide(id int64, d analysis.Decision) analysis.Run {
 	f.t.Helper()
-	p, r, ok, err := f.st.Decide(f.ctx, id, d, 7)
+	p, r, ok, err := f.st.Decide(f.ctx, id, d, 7, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	require.Equal(f.t, d, p.Decision)
@@ -123,7 +123,8 @@ const adminChat = -777
 
 // event renders a run event as one row naming it, the run and its state.
 func event(kind string) analysis.Render {
-	return func(r analysis.Run) []domain.Message {
+	return func(rv analysis.Review) []domain.Message {
+		r := rv.Run
 		return []domain.Message{{ChatID: adminChat, Kind: domain.KindRunEvent, Ref: r.ID, Text: fmt.Sprintf("%s %s", kind, r.State)}}
 	}
 }
@@ -132,7 +133,8 @@ func progressKey(id int64) string { return fmt.Sprintf("progress:%d", id) }
 
 // progressMessage renders the progress message (first) or its edit.
 func progressMessage(first bool) analysis.Render {
-	return func(r analysis.Run) []domain.Message {
+	return func(rv analysis.Review) []domain.Message {
+		r := rv.Run
 		m := domain.Message{ChatID: adminChat, Kind: domain.KindProgress, Ref: r.ID, Key: progressKey(r.ID),
 			Text: fmt.Sprintf("%d/%d", r.BatchesDone, r.Batches)}
 		if !first {
@@ -142,15 +144,93 @@ func progressMessage(first bool) analysis.Render {
 	}
 }
 
-// batchMessages renders a saved batch as the executor does: the event, each
-// proposal with a button naming its id, the progress edit.
-func batchMessages(r analysis.Run, ps []analysis.Proposal) []domain.Message {
-	out := event("proposals_created")(r)
-	for _, p := range ps {
-		out = append(out, domain.Message{ChatID: adminChat, Kind: domain.KindProposal, Ref: p.ID, Text: p.Title,
-			Buttons: [][]domain.Button{{{Text: "Approve", Data: fmt.Sprintf("pa:%d", p.ID)}}}})
+// boardText spells the board a render is given: progress, the page, the
+// page's proposals by ordinal (+ approved, - rejected) and title, the
+// counters (pending/approved/rejected) and "?" while it asks to approve
+// all.
+func boardText(rv analysis.Review) string {
+	r := rv.Run
+	var ps []string
+	for _, p := range rv.Proposals {
+		mark := ""
+		switch p.Decision {
+		case analysis.Approved:
+			mark = "+"
+		case analysis.Rejected:
+			mark = "-"
+		}
+		ps = append(ps, fmt.Sprintf("#%d%s %s", p.Ordinal, mark, p.Title))
 	}
-	return append(out, progressMessage(false)(r)...)
+	confirm := ""
+	if r.ReviewConfirm {
+		confirm = " ?"
+	}
+	return fmt.Sprintf("%d/%d p%d/%d [%s] %d/%d/%d%s", r.BatchesDone, r.Batches, rv.Page+1, rv.Pages(),
+		strings.Join(ps, ", "), r.ProposalsPending, r.ProposalsApproved, r.ProposalsRejected, confirm)
+}
+
+// boardButtons are a page's decision buttons, one row per proposal,
+// whose data name the proposal.
+func boardButtons(rv analysis.Review) [][]domain.Button {
+	var out [][]domain.Button
+	for _, p := range rv.Proposals {
+		out = append(out, []domain.Button{{Text: fmt.Sprintf("✅ %d", p.Ordinal), Data: fmt.Sprintf("pa:%d", p.ID)}})
+	}
+	return out
+}
+
+// boardMessage renders the run's board as the bot does: the message
+// itself (first) or its edit.
+func boardMessage(first bool) analysis.Render {
+	return func(rv analysis.Review) []domain.Message {
+		m := domain.Message{ChatID: adminChat, Kind: domain.KindProgress, Ref: rv.Run.ID, Key: progressKey(rv.Run.ID),
+			Text: boardText(rv), Buttons: boardButtons(rv)}
+		if !first {
+			m.Edit, m.IfGone = true, domain.IfGoneSend
+		}
+		return []domain.Message{m}
+	}
+}
+
+// boards renders every board write as a row of its own (a send without a
+// key, so that the outbox folds no write into another and each write shows)
+// and records the reviews it was given.
+type boards struct {
+	mu      sync.Mutex
+	reviews []analysis.Review
+}
+
+func (b *boards) render(rv analysis.Review) []domain.Message {
+	b.mu.Lock()
+	b.reviews = append(b.reviews, rv)
+	b.mu.Unlock()
+	return []domain.Message{{ChatID: adminChat, Kind: domain.KindProgress, Ref: rv.Run.ID, Text: boardText(rv),
+		Buttons: boardButtons(rv)}}
+}
+
+// calls is how many boards were rendered.
+func (b *boards) calls() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.reviews)
+}
+
+// last is the last board rendered.
+func (b *boards) last(t testing.TB) analysis.Review {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	require.NotEmpty(t, b.reviews, "no board rendered")
+	return b.reviews[len(b.reviews)-1]
+}
+
+// ordinals are the proposals' ordinals, in order.
+func ordinals(ps []analysis.Proposal) []int {
+	out := []int{}
+	for _, p := range ps {
+		out = append(out, p.Ordinal)
+	}
+	return out
 }
 
 // outboxRow is an outbox row as the tests compare it.
@@ -159,13 +239,16 @@ type outboxRow struct {
 	Ref  int64
 	Text string
 	Edit bool
-	Data string // the first button's callback data
+	Data string // the buttons' callback data, space-separated
 }
 
 // outbox lists the outbox rows in the order of delivery.
 func (f *afx) outbox() []outboxRow {
 	f.t.Helper()
-	rows, err := f.st.Pool().Query(f.ctx, `SELECT kind, ref, body->>'text', edit, COALESCE(body->'buttons'->0->0->>'data', '')
+	rows, err := f.st.Pool().Query(f.ctx, `SELECT kind, ref, body->>'text', edit,
+    COALESCE((SELECT string_agg(b.v->>'data', ' ' ORDER BY r.i, b.j)
+              FROM jsonb_array_elements(body->'buttons') WITH ORDINALITY r (v, i),
+                   jsonb_array_elements(r.v) WITH ORDINALITY b (v, j)), '')
 FROM outbox ORDER BY id`)
 	require.NoError(f.t, err)
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (outboxRow, error) {
@@ -464,12 +547,13 @@ func TestAnalysisCreateRunConcurrent(t *testing.T) {
 }
 
 // Twenty presses on one proposal's buttons at once: one decision, exact
-// counters.
+// counters, one board written.
 func TestAnalysisDecideConcurrent(t *testing.T) {
 	t.Parallel()
 	f := newAnalysis(t)
 	r := f.running()
 	ps := f.batch(r.ID, 1, 2)
+	var b boards
 	const n = 20
 	type result struct {
 		p   analysis.Proposal
@@ -487,7 +571,7 @@ func TestAnalysisDecideConcurrent(t *testing.T) {
 			if i%2 == 1 {
 				d = analysis.Rejected
 			}
-			p, r, ok, err := f.st.Decide(f.ctx, ps[0].ID, d, int64(1000+i))
+			p, r, ok, err := f.st.Decide(f.ctx, ps[0].ID, d, int64(1000+i), b.render)
 			results[i] = result{p, r, ok, err}
 		})
 	}
@@ -521,17 +605,22 @@ func TestAnalysisDecideConcurrent(t *testing.T) {
 		require.Equal(t, 1, got.ProposalsRejected)
 	}
 	require.False(t, winner.p.DecidedAt.IsZero())
+	require.Equal(t, 1, b.calls(), "only the decision writes the board")
+	require.Len(t, f.outbox(), 1)
+	require.Equal(t, winner.r, b.last(t).Run, "the board shows the run the decision left")
 
 	// The other proposal is untouched; unknown proposals and bad
 	// decisions are refused.
-	p, _, ok, err := f.st.Decide(f.ctx, ps[1].ID, analysis.Rejected, 9)
+	p, _, ok, err := f.st.Decide(f.ctx, ps[1].ID, analysis.Rejected, 9, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, int64(9), p.DecidedBy)
-	_, _, _, err = f.st.Decide(f.ctx, 999, analysis.Approved, 9)
+	_, _, _, err = f.st.Decide(f.ctx, 999, analysis.Approved, 9, b.render)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, _, err = f.st.Decide(f.ctx, ps[1].ID, analysis.Undecided, 9)
+	_, _, _, err = f.st.Decide(f.ctx, ps[1].ID, analysis.Undecided, 9, b.render)
 	require.Error(t, err)
+	require.Equal(t, 1, b.calls(), "refusals render no board")
+	require.Len(t, f.outbox(), 1)
 }
 
 func TestAnalysisSaveBatch(t *testing.T) {
@@ -552,6 +641,7 @@ func TestAnalysisSaveBatch(t *testing.T) {
 		require.NotZero(t, p.ID)
 		require.Equal(t, r.ID, p.RunID)
 		require.Equal(t, 1, p.Batch)
+		require.Equal(t, i+1, p.Ordinal)
 		require.Equal(t, analysis.Undecided, p.Decision)
 		require.Equal(t, in[i].Title, p.Title)
 		require.Equal(t, in[i].Description, p.Description)
@@ -582,7 +672,7 @@ func TestAnalysisSaveBatch(t *testing.T) {
 	require.NoError(t, f.st.EnqueueMessages(f.ctx, domain.Message{ChatID: adminChat, Kind: domain.KindProposal, Ref: out[0].ID, Text: "p"}))
 	require.Equal(t, 1, f.deliver(321))
 	f.decide(out[0].ID, analysis.Approved)
-	p, _, ok, err := f.st.Decide(f.ctx, out[0].ID, analysis.Rejected, 8)
+	p, _, ok, err := f.st.Decide(f.ctx, out[0].ID, analysis.Rejected, 8, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, analysis.Approved, p.Decision)
@@ -659,7 +749,7 @@ FROM generate_series(1, 12000) AS i`, winFrom)
 	// An earlier run's proposals cite 1 000 of them.
 	f.exec(`INSERT INTO analysis_runs (id, state, created_by, window_from, window_to, error_log)
 VALUES (1000, 'failed', 1, $1, $1, '{}')`, winFrom)
-	f.exec(`INSERT INTO analysis_proposals (id, run_id, batch, title, priority) VALUES (1000, 1000, 1, 'old', 'low')`)
+	f.exec(`INSERT INTO analysis_proposals (id, run_id, ordinal, batch, title, priority) VALUES (1000, 1000, 1, 1, 'old', 'low')`)
 	f.exec(`INSERT INTO analysis_proposal_sources (proposal_id, run_id, chat_id, message_id)
 SELECT 1000, 1000, i % 5, i FROM generate_series(1, 10000, 10) AS i`)
 	start := time.Now()
@@ -904,34 +994,39 @@ func TestAnalysisPublish(t *testing.T) {
 	<-done
 }
 
-// A batch's proposals and their messages are written in one transaction:
-// after SaveBatch the outbox holds one proposal row per proposal, in
-// order, whose button names it; a batch that is not saved writes nothing,
-// and messages the outbox refuses save no proposal.
+// A batch's proposals and the board that lists them are written in one
+// transaction: after SaveBatch the outbox holds the board's edit listing
+// the batch's proposals in order, by ordinal, whose buttons name them; a
+// batch that is not saved writes nothing, and a board the outbox refuses
+// saves no proposal.
 func TestAnalysisSaveBatchWritesItsMessages(t *testing.T) {
 	t.Parallel()
 	f := newAnalysis(t)
 	r := f.running()
 	require.Empty(t, f.outbox())
+	_, err := f.st.SetProgress(f.ctx, r.ID, 30, 20, 2, boardMessage(true))
+	require.NoError(t, err)
+	board := outboxRow{Kind: domain.KindProgress, Ref: r.ID, Text: "0/2 p1/1 [] 0/0/0"}
+	require.Equal(t, []outboxRow{board}, f.outbox())
+	// The board is posted: its edits are rows of their own.
+	require.Equal(t, 1, f.deliver(555))
 
-	run, ps, err := f.st.SaveBatch(f.ctx, r.ID, 1, 9, []analysis.Proposal{proposal("a"), proposal("b"), proposal("c")}, batchMessages)
+	run, ps, err := f.st.SaveBatch(f.ctx, r.ID, 1, 9, []analysis.Proposal{proposal("a"), proposal("b"), proposal("c")}, boardMessage(false))
 	require.NoError(t, err)
 	require.Len(t, ps, 3)
 	require.Equal(t, 3, run.ProposalsTotal)
-	want := []outboxRow{{Kind: domain.KindRunEvent, Ref: r.ID, Text: "proposals_created running"}}
-	for _, p := range ps {
-		want = append(want, outboxRow{Kind: domain.KindProposal, Ref: p.ID, Text: p.Title, Data: fmt.Sprintf("pa:%d", p.ID)})
-	}
-	want = append(want, outboxRow{Kind: domain.KindProgress, Ref: r.ID, Text: "1/0", Edit: true})
+	require.Equal(t, []int{1, 2, 3}, ordinals(ps))
+	want := []outboxRow{board, {Kind: domain.KindProgress, Ref: r.ID, Text: "1/2 p1/1 [#1 a, #2 b, #3 c] 3/0/0", Edit: true,
+		Data: fmt.Sprintf("pa:%d pa:%d pa:%d", ps[0].ID, ps[1].ID, ps[2].ID)}}
 	require.Equal(t, want, f.outbox())
 
-	// Refused by the schema: neither the proposals nor their messages.
-	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 2, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}}, batchMessages)
+	// Refused by the schema: neither the proposals nor the board.
+	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 2, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}}, boardMessage(false))
 	require.Error(t, err)
-	// Messages the outbox refuses (no chat): no proposal either.
+	// A board the outbox refuses (no chat): no proposal either.
 	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 2, 5, []analysis.Proposal{proposal("d")},
-		func(r analysis.Run, ps []analysis.Proposal) []domain.Message {
-			return append(batchMessages(r, ps), domain.Message{Kind: domain.KindRunEvent, Text: "no chat"})
+		func(rv analysis.Review) []domain.Message {
+			return append(boardMessage(false)(rv), domain.Message{Kind: domain.KindRunEvent, Text: "no chat"})
 		})
 	require.Error(t, err)
 	got, err := f.st.Run(f.ctx, r.ID)
@@ -942,17 +1037,10 @@ func TestAnalysisSaveBatchWritesItsMessages(t *testing.T) {
 
 	// The run no longer running: nothing is saved or written.
 	f.complete(r.ID)
-	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 2, 1, []analysis.Proposal{proposal("late")}, batchMessages)
+	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 2, 1, []analysis.Proposal{proposal("late")}, boardMessage(false))
 	require.ErrorIs(t, err, analysis.ErrState)
 	require.Equal(t, want, f.outbox())
-
-	// Their delivery records each proposal's message.
-	require.Equal(t, len(want), f.deliver(1000))
-	rows, err := f.st.Pool().Query(f.ctx, `SELECT message_id FROM analysis_proposals ORDER BY id`)
-	require.NoError(t, err)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	require.NoError(t, err)
-	require.Equal(t, []int64{1001, 1002, 1003}, ids)
+	require.Equal(t, 3, int(f.exec(`SELECT 1 FROM analysis_proposals`)))
 }
 
 // Each state change writes its event with it, as the run it left; a
@@ -1014,4 +1102,542 @@ func TestAnalysisRunEventsAreWrittenWithTheirChange(t *testing.T) {
 		{Kind: domain.KindRunEvent, Ref: a.ID, Text: "run_failed failed"},
 		{Kind: domain.KindRunEvent, Ref: b.ID, Text: "interrupted failed"},
 	}, f.outbox())
+}
+
+// proposalsOf reads a run's proposals from the table, by id.
+func (f *afx) proposalsOf(runID int64) []analysis.Proposal {
+	f.t.Helper()
+	rows, err := f.st.Pool().Query(f.ctx, `SELECT id, ordinal, title, decision, COALESCE(decided_by, 0)
+FROM analysis_proposals WHERE run_id = $1 ORDER BY id`, runID)
+	require.NoError(f.t, err)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (analysis.Proposal, error) {
+		p := analysis.Proposal{RunID: runID}
+		return p, r.Scan(&p.ID, &p.Ordinal, &p.Title, &p.Decision, &p.DecidedBy)
+	})
+	require.NoError(f.t, err)
+	return out
+}
+
+// requireCounters requires the run's counters to be what its proposals'
+// decisions say.
+func (f *afx) requireCounters(runID int64) analysis.Run {
+	f.t.Helper()
+	r, err := f.st.Run(f.ctx, runID)
+	require.NoError(f.t, err)
+	n := map[analysis.Decision]int{}
+	ps := f.proposalsOf(runID)
+	for _, p := range ps {
+		n[p.Decision]++
+	}
+	require.Equal(f.t, [4]int{len(ps), n[analysis.Undecided], n[analysis.Approved], n[analysis.Rejected]},
+		[4]int{r.ProposalsTotal, r.ProposalsPending, r.ProposalsApproved, r.ProposalsRejected},
+		"run %d: total, pending, approved, rejected", runID)
+	return r
+}
+
+// Ordinals number a run's proposals 1, 2, … in the order made, across
+// batches, each once; a batch rolled back leaves no gap; every run counts
+// from 1.
+func TestAnalysisProposalOrdinals(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	r := f.running()
+	require.Equal(t, []int{1, 2, 3}, ordinals(f.batch(r.ID, 1, 3)))
+	require.Empty(t, f.batch(r.ID, 2, 0), "an empty batch numbers nothing")
+	// A batch the schema refuses (its second proposal) is rolled back,
+	// numbers and all.
+	_, _, err := f.st.SaveBatch(f.ctx, r.ID, 3, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}}, nil)
+	require.Error(t, err)
+	// So is one whose board the outbox refuses.
+	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 3, 5, []analysis.Proposal{proposal("fine")},
+		func(analysis.Review) []domain.Message {
+			return []domain.Message{{Kind: domain.KindRunEvent, Text: "no chat"}}
+		})
+	require.Error(t, err)
+	require.Equal(t, []int{4, 5}, ordinals(f.batch(r.ID, 3, 2)), "numbered on after the rolled-back batches")
+	require.Equal(t, []int{6, 7, 8, 9}, ordinals(f.batch(r.ID, 4, 4)))
+
+	stored := f.proposalsOf(r.ID)
+	require.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8, 9}, ordinals(stored), "in the order made (by id), each once")
+	require.Equal(t, "task 3.1", stored[3].Title)
+	got, err := f.st.Run(f.ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, 9, got.ProposalsTotal)
+
+	// Decide returns the proposal with its ordinal.
+	f.complete(r.ID)
+	p, _, ok, err := f.st.Decide(f.ctx, stored[4].ID, analysis.Rejected, 7, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, 5, p.Ordinal)
+	for _, p := range stored {
+		if p.ID != stored[4].ID {
+			f.decide(p.ID, analysis.Approved)
+		}
+	}
+	f.closeRun(r.ID)
+
+	// The next run counts from 1 again.
+	b := f.running()
+	require.Equal(t, []int{1, 2}, ordinals(f.batch(b.ID, 1, 2)))
+	// The schema keeps an ordinal unique within its run.
+	_, err = f.st.Pool().Exec(f.ctx, `INSERT INTO analysis_proposals (run_id, ordinal, batch, title, priority)
+VALUES ($1, 2, 9, 'twin', 'low')`, b.ID)
+	require.Error(t, err)
+	_, err = f.st.Pool().Exec(f.ctx, `INSERT INTO analysis_proposals (run_id, ordinal, batch, title, priority)
+VALUES ($1, 0, 9, 'zero', 'low')`, b.ID)
+	require.Error(t, err)
+}
+
+// The board render is given is the page its run is on, with that page's
+// proposals by ordinal; TurnPage moves it, clamped to the pages.
+func TestAnalysisBoardPages(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	var b boards
+	r := f.running()
+	_, err := f.st.SetProgress(f.ctx, r.ID, 40, 30, 3, b.render)
+	require.NoError(t, err)
+	rv := b.last(t)
+	require.Equal(t, 0, rv.Page)
+	require.Empty(t, rv.Proposals)
+	require.Equal(t, 1, rv.Pages())
+
+	// 20 proposals in batches of 6, 9 and 5; the first cites messages.
+	total := 0
+	for n, size := range []int{6, 9, 5} {
+		ps := make([]analysis.Proposal, size)
+		for i := range ps {
+			ps[i] = proposal(fmt.Sprintf("task %d", total+i+1))
+		}
+		if n == 0 {
+			ps[0].Sources = []analysis.Ref{ref(-5, 2), ref(-5, 1)}
+		}
+		run, _, err := f.st.SaveBatch(f.ctx, r.ID, n+1, 10, ps, b.render)
+		require.NoError(t, err)
+		total += size
+		rv := b.last(t)
+		require.Equal(t, run, rv.Run, "the board of the run the batch left")
+		require.Equal(t, 0, rv.Page, "the board stays on its page")
+		want := []int{}
+		for i := 1; i <= min(total, analysis.ReviewPageSize); i++ {
+			want = append(want, i)
+		}
+		require.Equal(t, want, ordinals(rv.Proposals))
+	}
+	require.Equal(t, 3, b.last(t).Pages())
+	first := b.last(t).Proposals[0]
+	require.Equal(t, "task 1", first.Title)
+	require.Equal(t, []analysis.Ref{ref(-5, 1), ref(-5, 2)}, first.Sources, "the board's proposals have their sources")
+	require.Equal(t, analysis.Undecided, first.Decision)
+
+	turn := func(page, want int, ords ...int) analysis.Run {
+		t.Helper()
+		calls := b.calls()
+		run, err := f.st.TurnPage(f.ctx, r.ID, page, b.render)
+		require.NoError(t, err)
+		require.Equal(t, want, run.ReviewPage, "page %d", page)
+		require.Equal(t, calls+1, b.calls(), "TurnPage writes the board")
+		rv := b.last(t)
+		require.Equal(t, want, rv.Page)
+		require.Equal(t, run, rv.Run)
+		require.Equal(t, ords, ordinals(rv.Proposals), "page %d", page)
+		for _, p := range rv.Proposals {
+			require.Equal(t, fmt.Sprintf("task %d", p.Ordinal), p.Title)
+			require.Equal(t, r.ID, p.RunID)
+		}
+		stored, err := f.st.Run(f.ctx, r.ID)
+		require.NoError(t, err)
+		require.Equal(t, want, stored.ReviewPage, "the page is the run's")
+		return run
+	}
+	turn(2, 2, 17, 18, 19, 20)
+	turn(1, 1, 9, 10, 11, 12, 13, 14, 15, 16)
+	turn(99, 2, 17, 18, 19, 20)
+	turn(-1, 0, 1, 2, 3, 4, 5, 6, 7, 8)
+	turn(3, 2, 17, 18, 19, 20)
+
+	// Other changes write the board on the page it is on.
+	f.complete(r.ID)
+	all := f.proposalsOf(r.ID)
+	_, _, ok, err := f.st.Decide(f.ctx, all[0].ID, analysis.Approved, 7, b.render)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, 2, b.last(t).Page)
+	require.Equal(t, []int{17, 18, 19, 20}, ordinals(b.last(t).Proposals))
+	_, _, ok, err = f.st.Decide(f.ctx, all[18].ID, analysis.Rejected, 7, b.render)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "3/3 p3/3 [#17 task 17, #18 task 18, #19- task 19, #20 task 20] 18/1/1", boardText(b.last(t)))
+
+	// Every write above is in the outbox, in order.
+	rows := f.outbox()
+	require.Len(t, rows, b.calls())
+	for i, rv := range b.reviews {
+		require.Equal(t, boardText(rv), rows[i].Text)
+	}
+
+	// An unknown run: ErrNotFound, nothing written.
+	calls := b.calls()
+	_, err = f.st.TurnPage(f.ctx, 999, 1, b.render)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	require.Equal(t, calls, b.calls())
+	require.Len(t, f.outbox(), calls)
+
+	// A run without proposals has one page.
+	for _, p := range all[1:] {
+		if p.ID != all[18].ID {
+			f.decide(p.ID, analysis.Approved)
+		}
+	}
+	f.closeRun(r.ID)
+	e := f.running()
+	run, err := f.st.TurnPage(f.ctx, e.ID, 3, b.render)
+	require.NoError(t, err)
+	require.Zero(t, run.ReviewPage)
+	require.Zero(t, b.last(t).Page)
+	require.Empty(t, b.last(t).Proposals)
+}
+
+// Decide writes the board in its transaction: the board shows the
+// decision, a board the outbox refuses undoes it, and a second decision of
+// the proposal (refused) writes nothing.
+func TestAnalysisDecideWritesTheBoard(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	var b boards
+	r := f.running()
+	ps := f.batch(r.ID, 1, 3)
+	f.complete(r.ID)
+	require.Empty(t, f.outbox())
+
+	p, run, ok, err := f.st.Decide(f.ctx, ps[1].ID, analysis.Approved, 7, b.render)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, 2, p.Ordinal)
+	require.Equal(t, run, b.last(t).Run)
+	want := []outboxRow{{Kind: domain.KindProgress, Ref: r.ID, Text: "1/0 p1/1 [#1 task 1.1, #2+ task 1.2, #3 task 1.3] 2/1/0",
+		Data: fmt.Sprintf("pa:%d pa:%d pa:%d", ps[0].ID, ps[1].ID, ps[2].ID)}}
+	require.Equal(t, want, f.outbox())
+
+	// The same proposal again, either way: refused, nothing rendered or
+	// written.
+	for _, d := range []analysis.Decision{analysis.Rejected, analysis.Approved} {
+		p, run2, ok, err := f.st.Decide(f.ctx, ps[1].ID, d, 8, b.render)
+		require.NoError(t, err)
+		require.False(t, ok)
+		require.Equal(t, analysis.Approved, p.Decision)
+		require.Equal(t, int64(7), p.DecidedBy)
+		require.Equal(t, run.ProposalsApproved, run2.ProposalsApproved)
+		require.Equal(t, 1, b.calls())
+		require.Equal(t, want, f.outbox())
+	}
+
+	// The board cannot be written: the decision is undone with it.
+	_, _, _, err = f.st.Decide(f.ctx, ps[0].ID, analysis.Rejected, 7, func(rv analysis.Review) []domain.Message {
+		return append(b.render(rv), domain.Message{Kind: domain.KindRunEvent, Text: "no chat"})
+	})
+	require.Error(t, err)
+	require.Equal(t, want, f.outbox())
+	got := f.requireCounters(r.ID)
+	require.Equal(t, 2, got.ProposalsPending)
+	require.Equal(t, analysis.Undecided, f.proposalsOf(r.ID)[0].Decision)
+	// And it can be decided after.
+	f.decide(ps[0].ID, analysis.Rejected)
+	f.requireCounters(r.ID)
+}
+
+// AskApproveAll asks only on a completed run with proposals pending, once;
+// CancelApproveAll withdraws the question. Each writes the board; a
+// refusal writes nothing.
+func TestAnalysisAskApproveAll(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	var b boards
+	refused := func(r analysis.Run, ok bool, err error, state analysis.State) {
+		t.Helper()
+		calls := b.calls()
+		requireRefused(t, r, ok, err, state)
+		require.Equal(t, calls, b.calls(), "a refusal renders nothing")
+		require.Len(t, f.outbox(), calls, "a refusal writes nothing")
+	}
+
+	// Not completed yet.
+	r := f.running()
+	ps := f.batch(r.ID, 1, 3)
+	x, ok, err := f.st.AskApproveAll(f.ctx, r.ID, b.render)
+	refused(x, ok, err, analysis.Running)
+	require.False(t, x.ReviewConfirm)
+	x, ok, err = f.st.CancelApproveAll(f.ctx, r.ID, b.render)
+	refused(x, ok, err, analysis.Running)
+
+	f.complete(r.ID)
+	x, ok, err = f.st.CancelApproveAll(f.ctx, r.ID, b.render)
+	refused(x, ok, err, analysis.Completed)
+	asked, ok, err := f.st.AskApproveAll(f.ctx, r.ID, b.render)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, asked.ReviewConfirm)
+	require.Equal(t, 3, asked.ProposalsPending)
+	require.Equal(t, asked, b.last(t).Run)
+	require.Equal(t, "1/0 p1/1 [#1 task 1.1, #2 task 1.2, #3 task 1.3] 3/0/0 ?", f.outbox()[0].Text)
+	got, err := f.st.Run(f.ctx, r.ID)
+	require.NoError(t, err)
+	require.True(t, got.ReviewConfirm)
+
+	// Asking already.
+	x, ok, err = f.st.AskApproveAll(f.ctx, r.ID, b.render)
+	refused(x, ok, err, analysis.Completed)
+	require.True(t, x.ReviewConfirm)
+
+	// Withdrawn; then it can be asked again.
+	cancelled, ok, err := f.st.CancelApproveAll(f.ctx, r.ID, b.render)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.False(t, cancelled.ReviewConfirm)
+	require.Equal(t, 2, b.calls())
+	require.Equal(t, "1/0 p1/1 [#1 task 1.1, #2 task 1.2, #3 task 1.3] 3/0/0", f.outbox()[1].Text)
+	x, ok, err = f.st.CancelApproveAll(f.ctx, r.ID, b.render)
+	refused(x, ok, err, analysis.Completed)
+	_, ok, err = f.st.AskApproveAll(f.ctx, r.ID, b.render)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, ok, err = f.st.CancelApproveAll(f.ctx, r.ID, b.render)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	// Nothing pending.
+	for _, p := range ps {
+		f.decide(p.ID, analysis.Rejected)
+	}
+	x, ok, err = f.st.AskApproveAll(f.ctx, r.ID, b.render)
+	refused(x, ok, err, analysis.Completed)
+	require.Zero(t, x.ProposalsPending)
+	require.False(t, x.ReviewConfirm)
+	f.closeRun(r.ID)
+	x, ok, err = f.st.AskApproveAll(f.ctx, r.ID, b.render)
+	refused(x, ok, err, analysis.Closed)
+
+	// No proposals at all.
+	e := f.running()
+	f.batch(e.ID, 1, 0)
+	f.complete(e.ID)
+	x, ok, err = f.st.AskApproveAll(f.ctx, e.ID, b.render)
+	refused(x, ok, err, analysis.Completed)
+
+	// A failed run.
+	f.closeRun(e.ID)
+	fr := f.running()
+	f.batch(fr.ID, 1, 2)
+	_, ok, err = f.st.FailRun(f.ctx, fr.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	x, ok, err = f.st.AskApproveAll(f.ctx, fr.ID, b.render)
+	refused(x, ok, err, analysis.Failed)
+
+	// Unknown runs.
+	_, _, err = f.st.AskApproveAll(f.ctx, 999, b.render)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	_, _, err = f.st.CancelApproveAll(f.ctx, 999, b.render)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+}
+
+// ApproveAll approves exactly the proposals pending, only once the board
+// asks, with the counters and the board in one transaction; a second
+// confirm finds nothing to do.
+func TestAnalysisApproveAll(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	var b boards
+	r := f.running()
+	ps := f.batch(r.ID, 1, 6)
+	f.decide(ps[4].ID, analysis.Approved) // decided while the run is running
+
+	// Not completed: refused even if the question were set.
+	f.exec(`UPDATE analysis_runs SET review_confirm = true WHERE id = $1`, r.ID)
+	approved, x, ok, err := f.st.ApproveAll(f.ctx, r.ID, 99, b.render)
+	requireRefused(t, x, ok, err, analysis.Running)
+	require.Empty(t, approved)
+	f.exec(`UPDATE analysis_runs SET review_confirm = false WHERE id = $1`, r.ID)
+
+	f.complete(r.ID)
+	f.decide(ps[1].ID, analysis.Rejected)
+	before := f.requireCounters(r.ID)
+	require.Equal(t, [3]int{4, 1, 1}, [3]int{before.ProposalsPending, before.ProposalsApproved, before.ProposalsRejected})
+
+	// Without the question: refused, nothing changed or written.
+	approved, x, ok, err = f.st.ApproveAll(f.ctx, r.ID, 99, b.render)
+	requireRefused(t, x, ok, err, analysis.Completed)
+	require.Empty(t, approved)
+	require.Equal(t, before, x)
+	require.Zero(t, b.calls())
+	require.Empty(t, f.outbox())
+	require.Equal(t, before, f.requireCounters(r.ID))
+
+	_, ok, err = f.st.AskApproveAll(f.ctx, r.ID, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	approved, run, ok, err := f.st.ApproveAll(f.ctx, r.ID, 99, b.render)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, []int{1, 3, 4, 6}, ordinals(approved), "the pending ones, by ordinal")
+	for _, p := range approved {
+		require.Equal(t, analysis.Approved, p.Decision)
+		require.Equal(t, int64(99), p.DecidedBy)
+		require.False(t, p.DecidedAt.IsZero())
+		require.Equal(t, r.ID, p.RunID)
+		require.Equal(t, fmt.Sprintf("task 1.%d", p.Ordinal), p.Title)
+	}
+	require.Equal(t, [4]int{6, 0, 5, 1}, [4]int{run.ProposalsTotal, run.ProposalsPending, run.ProposalsApproved, run.ProposalsRejected})
+	require.False(t, run.ReviewConfirm, "the question is answered")
+	require.Equal(t, run, f.requireCounters(r.ID))
+	stored := f.proposalsOf(r.ID)
+	require.Equal(t, analysis.Rejected, stored[1].Decision, "rejected before: stays rejected")
+	require.Equal(t, int64(7), stored[1].DecidedBy)
+	require.Equal(t, int64(7), stored[4].DecidedBy, "approved before: by its own admin")
+	for _, i := range []int{0, 2, 3, 5} {
+		require.Equal(t, int64(99), stored[i].DecidedBy)
+	}
+	// The board, written once with it.
+	require.Equal(t, 1, b.calls())
+	require.Equal(t, run, b.last(t).Run)
+	require.Equal(t, []outboxRow{{Kind: domain.KindProgress, Ref: r.ID,
+		Text: "1/0 p1/1 [#1+ task 1.1, #2- task 1.2, #3+ task 1.3, #4+ task 1.4, #5+ task 1.5, #6+ task 1.6] 0/5/1",
+		Data: fmt.Sprintf("pa:%d pa:%d pa:%d pa:%d pa:%d pa:%d", ps[0].ID, ps[1].ID, ps[2].ID, ps[3].ID, ps[4].ID, ps[5].ID)}}, f.outbox())
+
+	// A second confirm: the board no longer asks; nothing changes.
+	approved, x, ok, err = f.st.ApproveAll(f.ctx, r.ID, 98, b.render)
+	requireRefused(t, x, ok, err, analysis.Completed)
+	require.Empty(t, approved)
+	require.Equal(t, run, x)
+	require.Equal(t, stored, f.proposalsOf(r.ID))
+	require.Equal(t, 1, b.calls())
+	require.Len(t, f.outbox(), 1)
+	// Nor can the question come back: nothing is pending.
+	_, ok, err = f.st.AskApproveAll(f.ctx, r.ID, nil)
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	f.closeRun(r.ID)
+	approved, x, ok, err = f.st.ApproveAll(f.ctx, r.ID, 98, nil)
+	requireRefused(t, x, ok, err, analysis.Closed)
+	require.Empty(t, approved)
+	_, _, _, err = f.st.ApproveAll(f.ctx, 999, 98, nil)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+
+	// A board the outbox refuses undoes the approvals.
+	c := f.running()
+	cps := f.batch(c.ID, 1, 3)
+	f.complete(c.ID)
+	_, ok, err = f.st.AskApproveAll(f.ctx, c.ID, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, _, _, err = f.st.ApproveAll(f.ctx, c.ID, 99, func(analysis.Review) []domain.Message {
+		return []domain.Message{{Kind: domain.KindRunEvent, Text: "no chat"}}
+	})
+	require.Error(t, err)
+	got := f.requireCounters(c.ID)
+	require.Equal(t, 3, got.ProposalsPending)
+	require.True(t, got.ReviewConfirm, "still asking")
+	approved, _, ok, err = f.st.ApproveAll(f.ctx, c.ID, 99, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Len(t, approved, len(cps))
+}
+
+// Presses on a run's proposals racing its "approve all" confirmation:
+// neither deadlocks nor counts twice, whoever wins. The counters always
+// equal the proposals' decisions, each proposal is decided by exactly one
+// of them, and every change that happened wrote one board.
+func TestAnalysisDecideApproveAllConcurrent(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	const rounds = 25
+	const size = 6
+	decidedFirst, approvedFirst := 0, 0
+	for round := range rounds {
+		var b boards
+		r := f.running()
+		ps := f.batch(r.ID, 1, size)
+		f.complete(r.ID)
+		_, ok, err := f.st.AskApproveAll(f.ctx, r.ID, nil)
+		require.NoError(t, err)
+		require.True(t, ok)
+
+		type press struct {
+			p   analysis.Proposal
+			ok  bool
+			err error
+		}
+		// Presses on three proposals (one twice), against one confirm.
+		targets := []int{round % size, (round + 2) % size, (round + 4) % size, round % size}
+		presses := make([]press, len(targets))
+		var approved []analysis.Proposal
+		var approveOK bool
+		var approveErr error
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i, k := range targets {
+			wg.Go(func() {
+				<-start
+				d := analysis.Rejected
+				if i%2 == 1 {
+					d = analysis.Approved
+				}
+				p, _, ok, err := f.st.Decide(f.ctx, ps[k].ID, d, int64(10+i), b.render)
+				presses[i] = press{p, ok, err}
+			})
+		}
+		wg.Go(func() {
+			<-start
+			approved, _, approveOK, approveErr = f.st.ApproveAll(f.ctx, r.ID, 99, b.render)
+		})
+		close(start)
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("round %d: Decide and ApproveAll are stuck", round)
+		}
+
+		require.NoError(t, approveErr, "round %d", round)
+		require.True(t, approveOK, "round %d: the confirm found the question", round)
+		byApprove := map[int64]bool{}
+		for _, p := range approved {
+			byApprove[p.ID] = true
+		}
+		changes := 1
+		byPress := map[int64]int{}
+		for i, pr := range presses {
+			require.NoError(t, pr.err, "round %d press %d", round, i)
+			if pr.ok {
+				changes++
+				byPress[pr.p.ID]++
+				require.False(t, byApprove[pr.p.ID], "round %d: proposal %d decided by a press and approved by the confirm", round, pr.p.ID)
+			}
+		}
+		stored := f.proposalsOf(r.ID)
+		for _, p := range stored {
+			require.NotEqual(t, analysis.Undecided, p.Decision, "round %d: the confirm leaves nothing pending", round)
+			if byApprove[p.ID] {
+				require.Equal(t, int64(99), p.DecidedBy)
+				require.Equal(t, analysis.Approved, p.Decision)
+				require.Zero(t, byPress[p.ID])
+			} else {
+				require.Equal(t, 1, byPress[p.ID], "round %d: proposal %d decided once, by a press", round, p.ID)
+				require.NotEqual(t, int64(99), p.DecidedBy)
+			}
+		}
+		got := f.requireCounters(r.ID)
+		require.False(t, got.ReviewConfirm)
+		require.Equal(t, changes, b.calls(), "round %d: one board per change", round)
+		if len(approved) == size {
+			approvedFirst++
+		} else {
+			decidedFirst++
+		}
+		f.closeRun(r.ID)
+	}
+	t.Logf("confirm first in %d rounds, a press first in %d", approvedFirst, decidedFirst)
 }

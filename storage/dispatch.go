@@ -464,14 +464,33 @@ RETURNING `+orderColumns, id))
 	return o, withdrawn, true, nil
 }
 
+// searchingOrders and waitingOrders are SearchingOrders' two queries.
+// They are two texts, not one with `($2 OR o.waiting)`: a prepared
+// statement's generic plan cannot use the partial index orders_waiting
+// for that, and the pass after every expiry then read every SEARCHING
+// order (10 000 in the dispatch bench, several passes a second) to find
+// the few waiting ones.
+const (
+	searchingOrders = `
+SELECT o.id FROM orders o
+WHERE o.state = 'SEARCHING'
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.state IN ` + openOffer + `)
+ORDER BY o.id LIMIT $1`
+	waitingOrders = `
+SELECT o.id FROM orders o
+WHERE o.state = 'SEARCHING' AND o.waiting
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.state IN ` + openOffer + `)
+ORDER BY o.id LIMIT $1`
+)
+
 // SearchingOrders lists SEARCHING orders with no open offer, oldest first;
 // all false: only those waiting for a busy master.
 func (s *Store) SearchingOrders(ctx context.Context, limit int, all bool) ([]int64, error) {
-	rows, err := s.pool.Query(ctx, `
-SELECT o.id FROM orders o
-WHERE o.state = 'SEARCHING' AND ($2 OR o.waiting)
-  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.state IN `+openOffer+`)
-ORDER BY o.id LIMIT $1`, limit, all)
+	q := waitingOrders
+	if all {
+		q = searchingOrders
+	}
+	rows, err := s.pool.Query(ctx, q, limit)
 	if err != nil {
 		return nil, fmt.Errorf("searching orders: %w", err)
 	}
@@ -494,6 +513,36 @@ WHERE m.active AND m.blocked_at IS NULL
 // candidateWhere: those of them free now (no open offer).
 const candidateWhere = eligibleWhere + `
   AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.master_id = m.user_id AND f.state IN ` + openOffer + `)`
+
+// dispatchAsync: the transitions the system makes on its own, an offer's
+// expiry (ExpireOffers) and a distribution step (OfferNext: an offer
+// created, a round moved on, an order marked waiting or unassignable),
+// commit asynchronously: they do not wait for the disk, so a sweep's lag
+// is not a WAL flush queued behind every other commit's, and an offer's
+// insert, whose trigger NOTIFYs, does not hold PostgreSQL's database-wide
+// notify lock through a flush (which the memory chat's commits queue on).
+// A database crash can lose the last fraction of a second of them. That
+// is safe because
+//
+//   - what is lost is redone: an expiry by the next sweep (the offer stays
+//     open and past due, so no Accept takes it meanwhile), a distribution
+//     step by the next distribution pass (the order is SEARCHING with no
+//     open offer);
+//   - nothing they wrote reaches Telegram before it is on disk, so nothing
+//     is sent twice: their messages are outbox rows, and a sender only
+//     sends a row it has claimed, in a transaction that updates the row
+//     and commits synchronously. That commit's WAL record comes after the
+//     transition's (which it saw committed), and flushing WAL to one point
+//     flushes everything before it; so by the time a row is sent, the
+//     transition that wrote it is durable, and a transition that a crash
+//     lost had sent nothing;
+//   - a later synchronous commit flushes them likewise, so what survives a
+//     crash is a prefix: an Accept that returned never survives without
+//     the offer it accepted.
+//
+// The master's and admins' own actions (Accept, Decline, View, /order,
+// /cancel, /done, /paid) stay synchronous: their handlers answer at once,
+// outside the outbox, and a change they confirmed must not be lost.
 
 // OfferNext is one distribution step for an order; see
 // dispatch.Repository. Holding the order's row, it locks the chosen
@@ -527,11 +576,14 @@ func (s *Store) OfferNext(ctx context.Context, orderID int64, sla time.Duration,
 			out = dispatch.NotSearching
 			return nil
 		}
+		// Every write below comes after this statement, which also makes
+		// the transaction commit asynchronously (dispatchAsync).
 		var open, offeredInRound1, waiting bool
 		if err := tx.QueryRow(ctx, `
 SELECT EXISTS (SELECT 1 FROM offers WHERE order_id = $1 AND state IN `+openOffer+`),
        EXISTS (SELECT 1 FROM offers WHERE order_id = $1 AND round = 1),
-       (SELECT waiting FROM orders WHERE id = $1)`, orderID).Scan(&open, &offeredInRound1, &waiting); err != nil {
+       (SELECT waiting FROM orders WHERE id = $1)
+FROM `+asyncCommit, orderID).Scan(&open, &offeredInRound1, &waiting); err != nil {
 			return err
 		}
 		if open {
@@ -781,14 +833,20 @@ func (s *Store) answerOffer(ctx context.Context, what, sql string, offerID, mast
 
 // ExpireOffers is the seed's watchdog statement (its predicate is the
 // offers_due index's); exactly the offers it moved return.
+//
+// It commits asynchronously (see dispatchAsync): an expiry lost in a
+// database crash leaves its offer open and past expires_at, so no Accept
+// can take it and the next sweep expires it again, writing the closing
+// edit and live-log line that were lost with it.
 func (s *Store) ExpireOffers(ctx context.Context, tell dispatch.Tell) ([]dispatch.Offer, error) {
 	var offers []dispatch.Offer
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		offers, err = collectOffers(tx.Query(ctx, `
-UPDATE offers SET state = 'EXPIRED', responded_at = now()
-WHERE state IN `+openOffer+` AND expires_at <= now()
-RETURNING `+offerColumns))
+UPDATE offers f SET state = 'EXPIRED', responded_at = now()
+`+asyncFrom+`
+WHERE f.state IN `+openOffer+` AND f.expires_at <= now()
+RETURNING `+offerColumnsF))
 		if err != nil || len(offers) == 0 {
 			return err
 		}

@@ -1322,3 +1322,64 @@ func TestDispatchMessagesCommitWithTheirChange(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, dispatch.Assigned, got.State, "still ASSIGNED: the change rolled back with its message")
 }
+
+// An expiry and a distribution step commit asynchronously; what makes that
+// safe is that their messages go out only after a sender claimed them, in
+// a transaction that commits synchronously after theirs: so when
+// ClaimOutbox hands out a dispatch row, the WAL is on disk past the commit
+// of the change that wrote it, and a database crash cannot lose a change
+// whose message Telegram already has. If the claim ever commits
+// asynchronously, this fails, and the README's Dispatch section must
+// change with it.
+func TestDispatchAsyncChangeIsDurableOnceItsMessageIsClaimed(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	f.master(10, "Lviv", "Center", "plumbing")
+	tell := func(c dispatch.Changed) []domain.Message {
+		var out []domain.Message
+		for _, of := range c.Offers {
+			key := fmt.Sprint("offer:", of.ID)
+			if of.State == dispatch.Sent {
+				out = append(out, domain.Message{ChatID: of.MasterID, Kind: domain.KindOffer, Ref: of.ID, Key: key, Text: "offer"})
+			} else {
+				out = append(out, domain.Message{ChatID: of.MasterID, Kind: domain.KindOfferClose, Ref: of.ID, Key: key,
+					Edit: true, Text: string(of.State)})
+			}
+		}
+		return out
+	}
+	// written is a WAL position at or past the commit of the change just
+	// made (the server's insert position, read after it returned).
+	written := func() string {
+		var lsn string
+		require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn))
+		return lsn
+	}
+	// claim takes the chat's one claimable row, checks that the WAL is
+	// flushed past the change behind it, and marks the row delivered.
+	claim := func(offerID int64, kind, change string) {
+		t.Helper()
+		rows, err := f.st.ClaimOutbox(f.ctx, 10, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, rows, 1)
+		require.Equal(t, kind, rows[0].Kind)
+		var onDisk bool
+		require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn`, change).Scan(&onDisk))
+		require.True(t, onDisk, "offer %d: its %s row was claimed before the change that wrote it was flushed", offerID, kind)
+		ok, err := f.st.OutboxDelivered(f.ctx, rows[0].ID, rows[0].Token, 100+int(offerID))
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	for range 10 {
+		o := f.order("Lviv", "Center", "plumbing")
+		of, _, out, err := f.st.OfferNext(f.ctx, o.ID, sla, tell)
+		require.NoError(t, err)
+		require.Equal(t, dispatch.Offered, out)
+		claim(of.ID, domain.KindOffer, written())
+		f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, of.ID)
+		expired, err := f.st.ExpireOffers(f.ctx, tell)
+		require.NoError(t, err)
+		require.Equal(t, []int64{of.ID}, offerIDs(expired))
+		claim(of.ID, domain.KindOfferClose, written())
+	}
+}

@@ -253,15 +253,16 @@ SELECT count(*) FROM r`
 func queueRows(first int, from string) string {
 	p := func(i int) string { return fmt.Sprintf("$%d", first+i) }
 	return `queued AS (
-    INSERT INTO outbox (chat_id, kind, ref, msg_key, edit, body)
-    SELECT q.chat_id, q.kind, q.ref, q.msg_key, q.edit, q.body
+    INSERT INTO outbox (chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge)
+    SELECT q.chat_id, q.kind, q.ref, q.msg_key, q.edit, q.body, q.lane, q.spacing_ms, q.merge
     FROM ` + from + `, unnest(` + p(0) + `::bigint[], ` + p(1) + `::text[], ` + p(2) + `::bigint[], ` + p(3) + `::text[], ` +
-		p(4) + `::bool[], ` + p(5) + `::jsonb[]) WITH ORDINALITY AS q(chat_id, kind, ref, msg_key, edit, body, n)
+		p(4) + `::bool[], ` + p(5) + `::jsonb[], ` + p(6) + `::text[], ` + p(7) + `::int[], ` + p(8) + `::bool[])
+        WITH ORDINALITY AS q(chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge, n)
     ORDER BY q.n
 )`
 }
 
-// queueArgs are queueRows' six arrays, validated as the outbox's own
+// queueArgs are queueRows' nine arrays, validated as the outbox's own
 // inserts validate them.
 func queueArgs(msgs []domain.Message) ([]any, error) {
 	_, args, err := insertMessagesSQL(msgs)

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strings"
 	"time"
+	"unicode/utf16"
 
 	"github.com/jackc/pgx/v5"
 
@@ -52,13 +55,50 @@ func enqueueTx(ctx context.Context, tx pgx.Tx, msgs []domain.Message) error {
 }
 
 // insertOutboxSQL inserts rows from parallel arrays; WITH ORDINALITY keeps
-// the caller's order in the ids, which is the order of delivery.
+// the caller's order in the ids, which is the order of delivery. An edit
+// coalesces with what waits for its message (the latest state wins, and a
+// message edited on every batch of a run costs its chat one delivery, not
+// one per batch): pending edits of its key nobody has claimed are deleted,
+// and a send of its key still waiting in the queue takes its text and
+// buttons instead of a row being added. Of several edits of one key in
+// the batch only the last is written. Claimed rows are left alone: they
+// may be on their way to Telegram.
 const insertOutboxSQL = `
-INSERT INTO outbox (chat_id, kind, ref, msg_key, edit, body)
-SELECT chat_id, kind, ref, msg_key, edit, body
-FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bool[], $6::jsonb[])
-     WITH ORDINALITY AS m(chat_id, kind, ref, msg_key, edit, body, n)
-ORDER BY n`
+WITH m AS (
+    SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bool[], $6::jsonb[],
+                         $7::text[], $8::int[], $9::bool[])
+         WITH ORDINALITY AS m(chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge, n)
+), latest AS (
+    SELECT DISTINCT ON (chat_id, msg_key) chat_id, msg_key, body, n FROM m WHERE edit AND msg_key <> '' ORDER BY chat_id, msg_key, n DESC
+), waiting AS (
+    -- SKIP LOCKED: a row locked now is being claimed or settled, so it is
+    -- on its way and must not change; and the writer must not wait for it,
+    -- since its settling may wait for a workflow row this writer holds (a
+    -- delivered offer records its message id on the offer an expiry is
+    -- changing): that wait would be a deadlock.
+    -- LATERAL: one index lookup (outbox_pending_key) per edit written, and
+    -- none for a batch without edits, whatever plan the statement gets;
+    -- a join let a generic plan read every pending row of the table.
+    SELECT o.id, o.edit, l.body, l.n FROM latest l, LATERAL (
+        SELECT x.id, x.edit FROM outbox x
+        WHERE x.chat_id = l.chat_id AND x.msg_key = l.msg_key AND x.state = 'pending' AND x.msg_key <> ''
+          AND (x.claimed_until IS NULL OR x.claimed_until < now())
+        FOR UPDATE SKIP LOCKED) o
+), stale AS (
+    DELETE FROM outbox o USING waiting w WHERE o.id = w.id AND w.edit
+), folded AS (
+    UPDATE outbox o SET body = (o.body - 'text' - 'buttons')
+                              || jsonb_strip_nulls(jsonb_build_object('text', w.body->'text', 'buttons', w.body->'buttons'))
+    FROM waiting w
+    WHERE o.id = w.id AND NOT w.edit
+    RETURNING w.n
+)
+INSERT INTO outbox (chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge)
+SELECT m.chat_id, m.kind, m.ref, m.msg_key, m.edit, m.body, m.lane, m.spacing_ms, m.merge
+FROM m
+WHERE m.n NOT IN (SELECT n FROM folded)
+  AND (NOT m.edit OR m.n = (SELECT l.n FROM latest l WHERE l.chat_id = m.chat_id AND l.msg_key = m.msg_key))
+ORDER BY m.n`
 
 func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 	chats := make([]int64, len(msgs))
@@ -67,32 +107,47 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 	keys := make([]string, len(msgs))
 	edits := make([]bool, len(msgs))
 	bodies := make([]string, len(msgs))
+	lanes := make([]string, len(msgs))
+	spacing := make([]int32, len(msgs))
+	merges := make([]bool, len(msgs))
 	for i, m := range msgs {
 		if m.ChatID == 0 || m.Kind == "" || (m.Edit && m.Key == "") {
 			return "", nil, fmt.Errorf("enqueue message %d: chat, kind and (for an edit) key are required", i)
+		}
+		if m.Merge && (m.Edit || len(m.Buttons) > 0 || m.Lane == "") {
+			return "", nil, fmt.Errorf("enqueue message %d: only a send without buttons in its own lane merges", i)
 		}
 		b, err := json.Marshal(outboxBody{Text: m.Text, Buttons: m.Buttons, ReplyTo: m.ReplyTo, IfGone: m.IfGone})
 		if err != nil {
 			return "", nil, fmt.Errorf("enqueue message %d: %w", i, err)
 		}
 		chats[i], kinds[i], refs[i], keys[i], edits[i], bodies[i] = m.ChatID, m.Kind, m.Ref, m.Key, m.Edit, string(b)
+		lanes[i], spacing[i], merges[i] = m.Lane, int32(min(m.Every.Milliseconds(), math.MaxInt32)), m.Merge
 	}
-	return insertOutboxSQL, []any{chats, kinds, refs, keys, edits, bodies}, nil
+	return insertOutboxSQL, []any{chats, kinds, refs, keys, edits, bodies, lanes, spacing, merges}, nil
 }
 
-// ClaimOutbox claims up to n rows that are due, at most one per chat and
-// only the oldest pending row of its chat, so rows of one chat go out in
-// the order they were written even across replicas: the next row of a chat
-// becomes claimable only once the one before it is done. A claim lasts
+// ClaimOutbox claims up to n rows that are due, at most one per lane of a
+// chat and only the oldest pending row of that lane, so rows of one lane go
+// out in the order they were written even across replicas: the next row
+// becomes claimable only once the one before it is done. A lane's edit
+// waits for its message's send, and a paced lane (Every) for its interval
+// since its last delivery. A merging row claims the merging rows behind it
+// that fit one message with it (under its claim token). A claim lasts
 // lease; a sender that dies leaves its rows to be claimed again after it.
 func (s *Store) ClaimOutbox(ctx context.Context, n int, lease time.Duration) ([]domain.Queued, error) {
 	const q = `
 WITH heads AS (
-    SELECT DISTINCT ON (chat_id) id FROM outbox WHERE state = 'pending' ORDER BY chat_id, id
+    SELECT DISTINCT ON (chat_id, lane) id FROM outbox WHERE state = 'pending' ORDER BY chat_id, lane, id
 ), due AS (
     SELECT o.id FROM outbox o JOIN heads h ON h.id = o.id
     WHERE o.state = 'pending' AND o.not_before <= now()
       AND (o.claimed_until IS NULL OR o.claimed_until < now())
+      AND (o.lane = '' OR NOT o.edit OR NOT EXISTS (
+          SELECT 1 FROM outbox s WHERE s.chat_id = o.chat_id AND s.state = 'pending' AND NOT s.edit AND s.msg_key = o.msg_key))
+      AND (o.spacing_ms = 0 OR NOT EXISTS (
+          SELECT 1 FROM outbox t WHERE t.chat_id = o.chat_id AND t.lane = o.lane AND t.state = 'sent' AND t.spacing_ms > 0
+            AND t.done_at > now() - o.spacing_ms * interval '1 millisecond'))
     ORDER BY o.not_before, o.id
     LIMIT $1
     FOR UPDATE OF o SKIP LOCKED
@@ -101,6 +156,7 @@ UPDATE outbox o SET claimed_until = now() + $2 * interval '1 microsecond',
     claim_token = gen_random_uuid(), attempts = o.attempts + 1
 FROM due WHERE o.id = due.id
 RETURNING o.id, o.chat_id, o.kind, o.ref, o.msg_key, o.edit, o.body, o.attempts, o.claim_token::text, o.created_at,
+    o.lane, o.spacing_ms, o.merge, o.claimed_until,
     COALESCE((SELECT t.message_id FROM outbox t
               WHERE o.edit AND t.chat_id = o.chat_id AND t.msg_key = o.msg_key AND t.msg_key <> ''
                 AND t.message_id IS NOT NULL
@@ -114,14 +170,19 @@ RETURNING o.id, o.chat_id, o.kind, o.ref, o.msg_key, o.edit, o.body, o.attempts,
 	}
 	defer rows.Close()
 	var out []domain.Queued
+	var untils []time.Time
 	for rows.Next() {
 		var r domain.Queued
+		var until time.Time
 		var raw []byte
 		var target int64
+		var spacing int32
 		if err := rows.Scan(&r.ID, &r.ChatID, &r.Kind, &r.Ref, &r.Key, &r.Edit, &raw, &r.Attempts, &r.Token,
-			&r.CreatedAt, &target, &r.Unreachable, &r.Superseded); err != nil {
+			&r.CreatedAt, &r.Lane, &spacing, &r.Merge, &until, &target, &r.Unreachable, &r.Superseded); err != nil {
 			return nil, fmt.Errorf("claim outbox: %w", err)
 		}
+		r.Every = time.Duration(spacing) * time.Millisecond
+		r.Merged = 1
 		var b outboxBody
 		if err := json.Unmarshal(raw, &b); err != nil {
 			return nil, fmt.Errorf("claim outbox: row %d body: %w", r.ID, err)
@@ -129,11 +190,90 @@ RETURNING o.id, o.chat_id, o.kind, o.ref, o.msg_key, o.edit, o.body, o.attempts,
 		r.Text, r.Buttons, r.ReplyTo, r.IfGone = b.Text, b.Buttons, b.ReplyTo, b.IfGone
 		r.Target = int(target)
 		out = append(out, r)
+		untils = append(untils, until)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("claim outbox: %w", err)
 	}
+	rows.Close()
+	for i := range out {
+		if out[i].Merge && !out[i].Unreachable {
+			if err := s.claimFollowers(ctx, &out[i], untils[i]); err != nil {
+				// The head alone is still a valid delivery.
+				return out, fmt.Errorf("claim outbox: %w", err)
+			}
+		}
+	}
 	return out, nil
+}
+
+// mergeLimit is the length (UTF-16 code units, as Telegram counts) of a
+// merged message: Telegram's 4096.
+const mergeLimit = 4096
+
+// claimFollowers adds to a claimed merging head the merging rows right
+// behind it in its lane that fit one message with it, claimed under the
+// head's token so they are settled with it; each keeps its own line. The
+// head is its lane's only claimable row, so nobody else claims these
+// while the head's claim lasts.
+func (s *Store) claimFollowers(ctx context.Context, head *domain.Queued, until time.Time) error {
+	rows, err := s.pool.Query(ctx, `
+SELECT id, merge AND NOT edit, body->>'text' FROM outbox
+WHERE chat_id = $1 AND lane = $2 AND state = 'pending' AND id > $3
+ORDER BY id LIMIT 200`, head.ChatID, head.Lane, head.ID)
+	if err != nil {
+		return fmt.Errorf("followers of row %d: %w", head.ID, err)
+	}
+	var ids []int64
+	var texts []string
+	size := utf16Len(head.Text)
+	stop := false
+	var id int64
+	var merge bool
+	var text string
+	_, err = pgx.ForEachRow(rows, []any{&id, &merge, &text}, func() error {
+		// Only an unbroken run behind the head joins it, and only while
+		// it fits: the lines keep their order.
+		if stop || !merge || size+1+utf16Len(text) > mergeLimit {
+			stop = true
+			return nil
+		}
+		size += 1 + utf16Len(text)
+		ids = append(ids, id)
+		texts = append(texts, text)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("followers of row %d: %w", head.ID, err)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	tag, err := s.pool.Exec(ctx, `
+UPDATE outbox SET claimed_until = $3, claim_token = $2::uuid
+WHERE id = ANY($1) AND state = 'pending' AND (claimed_until IS NULL OR claimed_until < now())`, ids, head.Token, until)
+	if err != nil {
+		return fmt.Errorf("claim followers of row %d: %w", head.ID, err)
+	}
+	if int(tag.RowsAffected()) != len(ids) {
+		// Another sender's claim of the same run (after a lapsed lease):
+		// give these back and deliver the head alone.
+		_, err := s.pool.Exec(ctx, `UPDATE outbox SET claimed_until = NULL, claim_token = NULL
+WHERE id = ANY($1) AND claim_token = $2::uuid`, ids, head.Token)
+		return err
+	}
+	head.Text += "\n" + strings.Join(texts, "\n")
+	head.Merged += len(ids)
+	return nil
+}
+
+// utf16Len is a text's length as Telegram counts it.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
 }
 
 // deliveredSQL marks a row sent and, in the same statement, records the
@@ -144,7 +284,7 @@ const deliveredSQL = `
 WITH done AS (
     UPDATE outbox SET state = 'sent', done_at = now(), message_id = NULLIF($3, 0),
         claimed_until = NULL, last_error = ''
-    WHERE id = $1 AND claim_token = $2::uuid AND state = 'pending'
+    WHERE claim_token = $2::uuid AND state = 'pending' AND id >= $1
     RETURNING kind, ref, chat_id, message_id, edit
 ), match AS (
     UPDATE vacancy_matches m SET status = 'SENT_TO_USER', chat_id = done.chat_id, message_id = done.message_id,
@@ -171,7 +311,7 @@ func (s *Store) OutboxDelivered(ctx context.Context, id int64, token string, mes
 	if err := s.pool.QueryRow(ctx, deliveredSQL, id, token, messageID).Scan(&n); err != nil {
 		return false, fmt.Errorf("mark outbox row %d delivered: %w", id, err)
 	}
-	return n == 1, nil
+	return n >= 1, nil
 }
 
 // OutboxRetry returns a claimed row to the queue, due again after after;
@@ -183,7 +323,7 @@ UPDATE outbox SET claimed_until = NULL, claim_token = NULL,
     not_before = now() + $3 * interval '1 microsecond',
     last_error = CASE WHEN $5 THEN left($4, 500) ELSE last_error END,
     attempts = CASE WHEN $5 THEN attempts ELSE attempts - 1 END
-WHERE id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, micros(after), why, tried)
+WHERE claim_token = $2::uuid AND state = 'pending' AND id >= $1`, id, token, micros(after), why, tried)
 	if err != nil {
 		return fmt.Errorf("retry outbox row %d: %w", id, err)
 	}
@@ -199,11 +339,11 @@ func (s *Store) OutboxEnd(ctx context.Context, id int64, token, state, why strin
 	}
 	tag, err := s.pool.Exec(ctx, `
 UPDATE outbox SET state = $3, done_at = now(), claimed_until = NULL, last_error = left($4, 500)
-WHERE id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, state, why)
+WHERE claim_token = $2::uuid AND state = 'pending' AND id >= $1`, id, token, state, why)
 	if err != nil {
 		return false, fmt.Errorf("end outbox row %d: %w", id, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return tag.RowsAffected() >= 1, nil
 }
 
 // MarkUnreachable records that Telegram refuses chatID for good and drops

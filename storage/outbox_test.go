@@ -3,6 +3,7 @@ package storage_test
 import (
 	"context"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,4 +182,173 @@ func TestOutboxPrune(t *testing.T) {
 	}
 	require.NoError(t, rs.Err())
 	require.Equal(t, []string{"new", "p", "pending", "p2"}, left)
+}
+
+// claimOne claims and returns the only claimable row, failing otherwise.
+func claimOne(t *testing.T, st interface {
+	ClaimOutbox(context.Context, int, time.Duration) ([]domain.Queued, error)
+}) domain.Queued {
+	t.Helper()
+	rows, err := st.ClaimOutbox(context.Background(), 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	return rows[0]
+}
+
+// An edit coalesces with what waits for its message: a send still queued
+// takes its text, an older queued edit is replaced, and a claimed row (on
+// its way to Telegram) is left alone.
+func TestOutboxEditCoalesces(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx := context.Background()
+	send := domain.Message{ChatID: 7, Kind: domain.KindProgress, Key: "progress:1", Text: "0%",
+		Buttons: [][]domain.Button{{{Text: "x", Data: "x"}}}}
+	edit := func(text string) domain.Message {
+		return domain.Message{ChatID: 7, Kind: domain.KindProgress, Key: "progress:1", Edit: true, Text: text, IfGone: domain.IfGoneSend}
+	}
+	require.NoError(t, st.EnqueueMessages(ctx, send))
+	require.NoError(t, st.EnqueueMessages(ctx, edit("10%")))
+	require.NoError(t, st.EnqueueMessages(ctx, edit("20%"), edit("30%")))
+	var n int
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM outbox`).Scan(&n))
+	require.Equal(t, 1, n, "the queued send took the edits' text")
+	r := claimOne(t, st)
+	require.False(t, r.Edit)
+	require.Equal(t, "30%", r.Text)
+	require.Empty(t, r.Buttons, "the latest state's buttons (none) replace the send's")
+
+	// The send is claimed: edits queue behind it, and only the latest stays.
+	require.NoError(t, st.EnqueueMessages(ctx, edit("40%")))
+	require.NoError(t, st.EnqueueMessages(ctx, edit("50%")))
+	_, err := st.OutboxDelivered(ctx, r.ID, r.Token, 99)
+	require.NoError(t, err)
+	r = claimOne(t, st)
+	require.True(t, r.Edit)
+	require.Equal(t, "50%", r.Text)
+	require.Equal(t, 99, r.Target)
+	require.False(t, r.Superseded)
+	// A claimed edit is not touched by a newer one, which is flagged
+	// superseding it at its own claim instead.
+	require.NoError(t, st.EnqueueMessages(ctx, edit("60%")))
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM outbox WHERE state = 'pending'`).Scan(&n))
+	require.Equal(t, 2, n)
+}
+
+// A lane goes its own way: a paced lane waiting does not hold the chat's
+// main lane, its edit waits for its message's send, and it delivers at
+// most once per Every.
+func TestOutboxLanes(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx := context.Background()
+	const every = 400 * time.Millisecond
+	send := domain.Message{ChatID: 7, Kind: domain.KindProgress, Key: "p:1", Text: "0%"}
+	edit := func(text string) domain.Message {
+		return domain.Message{ChatID: 7, Kind: domain.KindProgress, Key: "p:1", Edit: true, Text: text, Lane: "p:1", Every: every}
+	}
+	require.NoError(t, st.EnqueueMessages(ctx, send))
+	first := claimOne(t, st) // the send, in flight
+	require.NoError(t, st.EnqueueMessages(ctx, edit("10%"), msg(7, "line")))
+	rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, rows, "the main lane's head is claimed, and the edit waits for its send")
+	_, err = st.OutboxDelivered(ctx, first.ID, first.Token, 5)
+	require.NoError(t, err)
+
+	rows, err = st.ClaimOutbox(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []string{"10%", "line"}, texts(rows), "two lanes of one chat at once")
+	for _, r := range rows {
+		_, err := st.OutboxDelivered(ctx, r.ID, r.Token, 0)
+		require.NoError(t, err)
+	}
+	sentAt := time.Now()
+	require.NoError(t, st.EnqueueMessages(ctx, edit("20%")))
+	require.NoError(t, st.EnqueueMessages(ctx, msg(7, "line 2")))
+	require.Equal(t, "line 2", claimOne(t, st).Text, "the paced lane waits; the main lane does not wait for it")
+	var claimed domain.Queued
+	require.Eventually(t, func() bool {
+		rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
+		require.NoError(t, err)
+		if len(rows) == 0 {
+			return false
+		}
+		claimed = rows[0]
+		return true
+	}, 5*time.Second, 20*time.Millisecond)
+	require.Equal(t, "20%", claimed.Text)
+	require.GreaterOrEqual(t, time.Since(sentAt), every-50*time.Millisecond, "claimed before its lane's interval ran out")
+}
+
+// Merging rows behind a claimed head go with it, in order, as long as
+// they fit one message; they are settled together.
+func TestOutboxMerge(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx := context.Background()
+	line := func(text string) domain.Message {
+		return domain.Message{ChatID: -100, Kind: domain.KindLiveLog, Text: text, Lane: "live_log", Merge: true}
+	}
+	long := strings.Repeat("я", 4093)
+	require.NoError(t, st.EnqueueMessages(ctx, line("1"), line("2"), line("3"), msg(-100, "main"), line(long), line("5")))
+	require.Error(t, st.EnqueueMessages(ctx, domain.Message{ChatID: 1, Kind: "x", Text: "x", Merge: true}), "a merging row needs a lane")
+
+	rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, rows, 2, "the main lane and the live log")
+	var head domain.Queued
+	for _, r := range rows {
+		if r.Lane == "live_log" {
+			head = r
+		}
+	}
+	require.Equal(t, "1\n2\n3", head.Text, "the 4093-character line does not fit behind them")
+	require.Equal(t, 3, head.Merged)
+	require.NoError(t, st.OutboxRetry(ctx, head.ID, head.Token, 0, "flood", true))
+	var pending int
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM outbox WHERE lane = 'live_log' AND claim_token IS NULL AND state = 'pending'`).Scan(&pending))
+	require.Equal(t, 5, pending, "putting the head back puts back its followers")
+
+	head = claimOne(t, st)
+	require.Equal(t, 3, head.Merged)
+	ok, err := st.OutboxDelivered(ctx, head.ID, head.Token, 77)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM outbox WHERE lane = 'live_log' AND state = 'sent' AND message_id = 77`).Scan(&pending))
+	require.Equal(t, 3, pending)
+	head = claimOne(t, st)
+	require.Equal(t, long+"\n5", head.Text)
+}
+
+// A notice is told once however many replicas notice it, and so is its end.
+func TestNoticeOnce(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx := context.Background()
+	told := 0
+	for range 3 {
+		ok, err := st.NoticeOnce(ctx, "llm_refused", "model missing", []domain.Message{msg(-5, "LLM refused")})
+		require.NoError(t, err)
+		if ok {
+			told++
+		}
+	}
+	require.Equal(t, 1, told)
+	text, ok, err := st.Notice(ctx, "llm_refused")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "model missing", text)
+	ended := 0
+	for range 2 {
+		ok, err := st.EndNotice(ctx, "llm_refused", []domain.Message{msg(-5, "LLM back")})
+		require.NoError(t, err)
+		if ok {
+			ended++
+		}
+	}
+	require.Equal(t, 1, ended)
+	var texts []string
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT array_agg(body->>'text' ORDER BY id) FROM outbox`).Scan(&texts))
+	require.Equal(t, []string{"LLM refused", "LLM back"}, texts)
 }

@@ -1,7 +1,7 @@
 // Package delivery is the bot's one outgoing path. Every message the bot
 // sends on its own initiative is a row of the PostgreSQL outbox
 // (storage/outbox.go); the Sender on every replica claims the oldest pending
-// row of each chat, paces itself under Telegram's limits (Limiter: in
+// row of each chat's lane (a merged run of live-log lines at once), paces itself under Telegram's limits (Limiter: in
 // process, or shared through Redis), calls the Bot API (Client), and applies
 // one rule per class of failure (Classify). Replies to a user's commands
 // are outbox rows too; what must go at once (the edit of a pressed button's

@@ -23,9 +23,12 @@ type Limits struct {
 }
 
 // DefaultLimits are Telegram's published limits: about 30 messages a second
-// per bot, about one a second per private chat, 20 a minute per group.
+// per bot, about one a second per private chat, 20 a minute per group. A
+// group's bucket holds one message: any deeper and a burst after a quiet
+// minute puts more than 20 into some 60 seconds (Telegram counts the
+// minute, not a bucket), so a group gets one message every three seconds.
 func DefaultLimits() Limits {
-	return Limits{Global: 30, GlobalBurst: 5, Private: 1, PrivateBurst: 2, Group: 20.0 / 60, GroupBurst: 3}
+	return Limits{Global: 30, GlobalBurst: 5, Private: 1, PrivateBurst: 2, Group: 20.0 / 60, GroupBurst: 1}
 }
 
 func (l Limits) forChat(chatID int64) (float64, int) {

@@ -195,7 +195,7 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 		if !ok {
 			log.Warn("delivered a row whose claim had run out; it may go out twice")
 		}
-		s.m.sent.WithLabelValues(r.Kind).Inc()
+		s.m.sent.WithLabelValues(r.Kind).Add(float64(max(r.Merged, 1)))
 		s.m.age.Observe(time.Since(r.CreatedAt).Seconds())
 	case Flood:
 		after := s.flood(dctx, r.ChatID, err)

@@ -3,6 +3,7 @@ package analysis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -147,14 +148,15 @@ func (s *Service) Runs(ctx context.Context, page int) ([]Run, int, error) {
 // Run returns one run.
 func (s *Service) Run(ctx context.Context, id int64) (Run, error) { return s.deps.Repo.Run(ctx, id) }
 
-// Decide is Approve or Reject. An approved proposal is embedded for later
-// runs' RAG context; failing that is logged, not refused.
+// Decide is Approve or Reject; the board shows it. An approved proposal
+// is embedded for later runs' RAG context; failing that is logged, not
+// refused.
 func (s *Service) Decide(ctx context.Context, proposalID, adminID int64, approve bool) (Proposal, Run, error) {
 	d := Rejected
 	if approve {
 		d = Approved
 	}
-	p, r, ok, err := s.deps.Repo.Decide(ctx, proposalID, d, adminID)
+	p, r, ok, err := s.deps.Repo.Decide(ctx, proposalID, d, adminID, s.renderBoard(false))
 	if err != nil {
 		return Proposal{}, Run{}, err
 	}
@@ -163,17 +165,74 @@ func (s *Service) Decide(ctx context.Context, proposalID, adminID int64, approve
 	}
 	s.m.decisions.WithLabelValues(string(d)).Inc()
 	if approve {
-		ectx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		v, err := s.deps.LLM.Embed(ectx, []string{p.Title + "\n" + p.Description})
-		if err == nil && len(v) == 1 {
-			err = s.deps.Repo.SaveEmbedding(ectx, p.ID, v[0])
-		}
-		if err != nil {
-			s.log.Warn("embed approved proposal", "proposal", p.ID, "err", err)
-		}
+		s.embed(ctx, []Proposal{p})
 	}
 	return p, r, nil
+}
+
+// TurnPage shows another page of the run's proposals on its board.
+func (s *Service) TurnPage(ctx context.Context, runID int64, page int) (Run, error) {
+	return s.deps.Repo.TurnPage(ctx, runID, max(page, 0), s.renderBoard(false))
+}
+
+// AskApproveAll makes the board ask to confirm approving every pending
+// proposal; ErrState (with the run) unless the run is completed with
+// proposals pending and not asking already.
+func (s *Service) AskApproveAll(ctx context.Context, runID int64) (Run, error) {
+	r, ok, err := s.deps.Repo.AskApproveAll(ctx, runID, s.renderBoard(false))
+	if err == nil && !ok {
+		err = ErrState
+	}
+	return r, err
+}
+
+// CancelApproveAll withdraws the question; ErrState if it was not asked.
+func (s *Service) CancelApproveAll(ctx context.Context, runID int64) (Run, error) {
+	r, ok, err := s.deps.Repo.CancelApproveAll(ctx, runID, s.renderBoard(false))
+	if err == nil && !ok {
+		err = ErrState
+	}
+	return r, err
+}
+
+// ApproveAll approves every proposal still pending, once the board asked
+// and the admin confirmed; ErrState (with the run) if the board no longer
+// asks (confirmed or cancelled already). The approved are embedded for RAG.
+func (s *Service) ApproveAll(ctx context.Context, runID, adminID int64) ([]Proposal, Run, error) {
+	ps, r, ok, err := s.deps.Repo.ApproveAll(ctx, runID, adminID, s.renderBoard(false))
+	if err != nil {
+		return nil, r, err
+	}
+	if !ok {
+		return nil, r, ErrState
+	}
+	s.m.decisions.WithLabelValues(string(Approved)).Add(float64(len(ps)))
+	s.embed(ctx, ps)
+	return ps, r, nil
+}
+
+// embed stores approved proposals' embeddings for later runs' RAG
+// context, in one call; a failure is logged (the decision stands).
+func (s *Service) embed(ctx context.Context, ps []Proposal) {
+	if len(ps) == 0 {
+		return
+	}
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second+time.Duration(len(ps))*100*time.Millisecond)
+	defer cancel()
+	texts := make([]string, len(ps))
+	for i, p := range ps {
+		texts[i] = p.Title + "\n" + p.Description
+	}
+	v, err := s.deps.LLM.Embed(ectx, texts)
+	if err == nil && len(v) != len(ps) {
+		err = fmt.Errorf("%d embeddings for %d proposals", len(v), len(ps))
+	}
+	for i := 0; err == nil && i < len(ps); i++ {
+		err = s.deps.Repo.SaveEmbedding(ectx, ps[i].ID, v[i])
+	}
+	if err != nil {
+		s.log.Warn("embed approved proposals", "proposals", len(ps), "first", ps[0].ID, "err", err)
+	}
 }
 
 // Serve fails runs whose executor died (at once, then every half lease)
@@ -227,7 +286,7 @@ func (s *Service) renderEvent(kind EventKind) Render {
 	if n == nil {
 		return nil
 	}
-	return func(r Run) []domain.Message { return n.Event(Event{Kind: kind, Run: r}) }
+	return func(rv Review) []domain.Message { return n.Event(Event{Kind: kind, Run: rv.Run, Board: rv}) }
 }
 
 // event logs e and publishes it on pg_notify('analysis_runs'); failing to

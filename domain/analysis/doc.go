@@ -19,8 +19,11 @@
 // batch's proposals and counters atomically; progress; completed or failed.
 //
 // Nothing here talks to Telegram. What the admin chat is told (run events,
-// the progress message, each proposal with its buttons) is rendered by the
-// Notifier into outbox messages that storage writes in the transaction of
-// the state change causing them, so a proposal never exists without its
-// message queued; the outbox delivers them.
+// and the run's board: its progress and a page of its proposals with their
+// buttons, one message edited in place) is rendered by the Notifier into
+// outbox messages that storage writes in the transaction of the state
+// change causing them, so a proposal never exists without the board that
+// shows it queued; the outbox delivers them. Reviews (a decision, a page
+// turned, "approve all remaining" asked, confirmed or cancelled) are state
+// changes of the run too, each rewriting the board.
 package analysis

@@ -90,9 +90,9 @@ func (s *Service) steps(ctx context.Context, r *Run) error {
 	if len(filtered) > 0 && len(batches) == 0 {
 		return &stepError{step: StepBatch, err: errors.New("messages left after the prefilter but no batch")}
 	}
-	// The progress message is posted with the counts, and edited with each
-	// batch's save.
-	updated, err := s.deps.Repo.SetProgress(ctx, r.ID, len(msgs), len(filtered), len(batches), s.renderProgress())
+	// The board is posted with the counts, and edited with each batch's
+	// save (the edits coalesce to one per interval in the outbox).
+	updated, err := s.deps.Repo.SetProgress(ctx, r.ID, len(msgs), len(filtered), len(batches), s.renderBoard(true))
 	if err != nil {
 		return &stepError{step: StepBatch, err: err}
 	}
@@ -108,7 +108,7 @@ func (s *Service) steps(ctx context.Context, r *Run) error {
 		if err != nil {
 			return &stepError{step: StepProposals, batch: n, err: err}
 		}
-		saved, created, err := s.deps.Repo.SaveBatch(ctx, r.ID, n, len(b), ps, s.renderBatch())
+		saved, created, err := s.deps.Repo.SaveBatch(ctx, r.ID, n, len(b), ps, s.renderBoard(false))
 		if err != nil {
 			return &stepError{step: StepSave, batch: n, err: err}
 		}
@@ -138,7 +138,10 @@ func (s *Service) propose(ctx context.Context, r Run, batch []Message) ([]Propos
 			}
 		}
 	}
-	prompt := renderBatch(batch, similar)
+	prompt, cut := renderBatch(batch, similar)
+	if cut > 0 {
+		s.log.Info("long messages cut to fit the model's window", "run", r.ID, "messages", len(batch), "cut", cut)
+	}
 	var a answer
 	err := s.deps.LLM.JSON(ctx, systemPrompt, prompt, &a)
 	if errors.Is(err, ErrInvalidAnswer) {
@@ -151,35 +154,15 @@ func (s *Service) propose(ctx context.Context, r Run, batch []Message) ([]Propos
 	return proposalsFrom(a, batch), nil
 }
 
-// renderProgress renders the first progress message, written with the
-// run's counts (nil without a notifier).
-func (s *Service) renderProgress() Render {
+// renderBoard renders the run's board, written with the change that
+// alters it: first posts it (with the window's counts), later ones edit
+// it (nil without a notifier).
+func (s *Service) renderBoard(first bool) Render {
 	n := s.deps.Notifier
 	if n == nil {
 		return nil
 	}
-	return func(r Run) []domain.Message { return n.Progress(r, true) }
-}
-
-// renderBatch renders what a saved batch tells the admin chat, written in
-// the batch's transaction: the proposals_created line and each proposal
-// with its buttons (so no proposal exists without its message queued),
-// then the progress message's edit.
-func (s *Service) renderBatch() RenderBatch {
-	n := s.deps.Notifier
-	if n == nil {
-		return nil
-	}
-	return func(r Run, ps []Proposal) []domain.Message {
-		var out []domain.Message
-		if len(ps) > 0 {
-			out = append(out, n.Event(Event{Kind: EventProposalsCreated, Run: r, Proposals: ps})...)
-			for _, p := range ps {
-				out = append(out, n.Proposal(r, p)...)
-			}
-		}
-		return append(out, n.Progress(r, false)...)
-	}
+	return func(rv Review) []domain.Message { return n.Board(rv, first) }
 }
 
 // keepLease renews the run's lease until ctx ends, so other replicas do

@@ -66,9 +66,21 @@ func (a *answer) Validate() error {
 	return nil
 }
 
+// batchBudget bounds the messages' text in one batch's prompt, in
+// characters: with the instructions, the similar proposals and a 2048-token
+// answer it stays within the model's window (LLM_NUM_CTX, 16384 tokens by
+// default) even at two characters a token (Cyrillic), instead of the server
+// cutting the front of the prompt off. Each message gets an equal share
+// (at most maxMessageText); a longer one is cut there, marked.
+const (
+	batchBudget    = 24000
+	maxMessageText = 2000
+)
+
 // renderBatch writes the batch for the prompt: one line per message with
-// its id, its own date (for relative deadlines) and author.
-func renderBatch(batch []Message, similar []Proposal) string {
+// its id, its own date (for relative deadlines) and author, each text cut
+// to its share of batchBudget; the messages it cut.
+func renderBatch(batch []Message, similar []Proposal) (string, int) {
 	var sb strings.Builder
 	if len(similar) > 0 {
 		sb.WriteString("## Already approved in earlier runs (similar topics)\n")
@@ -78,11 +90,18 @@ func renderBatch(batch []Message, similar []Proposal) string {
 		sb.WriteString("\n")
 	}
 	sb.WriteString("## Messages\n")
+	share := min(maxMessageText, batchBudget/max(len(batch), 1))
+	cut := 0
 	for _, m := range batch {
+		text := m.Text
+		if utf8.RuneCountInString(text) > share {
+			text = clipRunes(text, share)
+			cut++
+		}
 		fmt.Fprintf(&sb, "[id=%d %s] %s: %s\n", m.MessageID, m.Date.UTC().Format("2006-01-02 15:04 Mon"),
-			oneLine(m.Author), strings.ReplaceAll(m.Text, "\n", "\n    "))
+			oneLine(m.Author), strings.ReplaceAll(text, "\n", "\n    "))
 	}
-	return sb.String()
+	return sb.String(), cut
 }
 
 // proposalsFrom turns a valid answer into proposals, keeping only what the

@@ -2,9 +2,11 @@ package analysis
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -175,9 +177,30 @@ func TestProposalsFromKeepsOnlyStatedFacts(t *testing.T) {
 }
 
 func TestRenderBatch(t *testing.T) {
-	out := renderBatch([]Message{{MessageID: 7, Author: "Ann", Text: "line1\nline2", Date: t0}},
+	out, cut := renderBatch([]Message{{MessageID: 7, Author: "Ann", Text: "line1\nline2", Date: t0}},
 		[]Proposal{{Title: "Old task", Description: "done before"}})
+	require.Zero(t, cut)
 	require.Contains(t, out, "Already approved")
 	require.Contains(t, out, "- Old task — done before")
 	require.Contains(t, out, "[id=7 2026-11-20 09:00 Fri] Ann: line1\n    line2")
+}
+
+// A batch of 50 long messages (Telegram's 4096 each, Cyrillic) is cut to
+// fit the window on purpose: each message to its share of the budget,
+// marked, none dropped; a short one is left whole.
+func TestRenderBatchFitsTheWindow(t *testing.T) {
+	long := strings.Repeat("сообщение ", 409)
+	batch := make([]Message, 50)
+	for i := range batch {
+		batch[i] = Message{MessageID: int64(i + 1), Author: "Ann", Text: long, Date: t0}
+	}
+	batch[0].Text = "short"
+	out, cut := renderBatch(batch, nil)
+	require.Equal(t, 49, cut)
+	require.LessOrEqual(t, utf8.RuneCountInString(out), batchBudget+50*60, "the texts' budget plus each line's id, date and author")
+	require.Contains(t, out, "Ann: short\n")
+	for i := 2; i <= 50; i++ {
+		require.Contains(t, out, fmt.Sprintf("[id=%d ", i), "every message is still there")
+	}
+	require.Contains(t, out, "…")
 }

@@ -74,11 +74,15 @@ type Run struct {
 	Batches     int
 	BatchesDone int
 	Processed   int // messages in finished batches
-	// The admin-chat progress message, recorded when the outbox delivers
-	// it (zero: not delivered yet).
+	// The admin-chat board (progress and review), recorded when the
+	// outbox delivers it (zero: not delivered yet).
 	ProgressMessageID int
-	Metrics           *Metrics
-	CreatedAt         time.Time
+	// The board's review: the page shown (0-based) and whether it asks to
+	// confirm "approve all remaining".
+	ReviewPage    int
+	ReviewConfirm bool
+	Metrics       *Metrics
+	CreatedAt     time.Time
 }
 
 // ErrorLog is what a failed run stores in error_log.
@@ -97,8 +101,11 @@ type Metrics struct {
 
 // Proposal is one task an LLM proposed from a batch.
 type Proposal struct {
-	ID          int64
-	RunID       int64
+	ID    int64
+	RunID int64
+	// Ordinal is the proposal's number in its run (1, 2, …, in the order
+	// made): the board's pages and the buttons show it.
+	Ordinal     int
 	Batch       int
 	Title       string
 	Description string
@@ -163,16 +170,31 @@ type Repository interface {
 	// is not 0) oldest first, leaving out those a proposal of another run
 	// already cites.
 	WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]Message, error)
-	// SaveBatch stores a batch's proposals and adds them to the run's
-	// counters (proposals_total, proposals_pending, batches_done,
-	// processed) in one transaction, which also writes what render makes
-	// of the run and the proposals with their ids (their messages with
-	// buttons that name them); the run after it.
-	SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []Proposal, render RenderBatch) (Run, []Proposal, error)
+	// SaveBatch stores a batch's proposals (numbered on from the run's
+	// last) and adds them to the run's counters (proposals_total,
+	// proposals_pending, batches_done, processed) in one transaction,
+	// which also writes what render makes of the run's board; the run
+	// after it and the proposals with their ids.
+	SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []Proposal, render Render) (Run, []Proposal, error)
 	// Decide sets a pending proposal's decision and moves the run's
-	// counters in the same statement; ok false (with the proposal as it is)
-	// if it was decided already. domain.ErrNotFound if unknown.
-	Decide(ctx context.Context, id int64, d Decision, by int64) (Proposal, Run, bool, error)
+	// counters in the same statement, writing the board in the same
+	// transaction; ok false (with the proposal as it is) if it was decided
+	// already. domain.ErrNotFound if unknown.
+	Decide(ctx context.Context, id int64, d Decision, by int64, render Render) (Proposal, Run, bool, error)
+	// TurnPage moves the run's board to page (clamped to its pages);
+	// domain.ErrNotFound if there is no such run.
+	TurnPage(ctx context.Context, runID int64, page int, render Render) (Run, error)
+	// AskApproveAll makes the board ask to confirm approving every pending
+	// proposal of a completed run; ok false (with the run) if it is not
+	// completed, has none pending, or asks already.
+	AskApproveAll(ctx context.Context, runID int64, render Render) (Run, bool, error)
+	// CancelApproveAll withdraws the question; ok false if it was not asked.
+	CancelApproveAll(ctx context.Context, runID int64, render Render) (Run, bool, error)
+	// ApproveAll approves every pending proposal of a completed run whose
+	// board asks to confirm it, in one transaction with the counters and
+	// the board; the proposals approved, or ok false (with the run) if the
+	// board no longer asks.
+	ApproveAll(ctx context.Context, runID, by int64, render Render) ([]Proposal, Run, bool, error)
 
 	// SaveEmbedding stores an approved proposal's embedding.
 	SaveEmbedding(ctx context.Context, proposalID int64, v []float32) error
@@ -211,31 +233,49 @@ type Event struct {
 	Kind      EventKind
 	Run       Run
 	Proposals []Proposal // proposals_created
+	// Board is the run's board as the change left it (set when the event
+	// is rendered with its change), for the board's edit.
+	Board Review
 }
+
+// ReviewPageSize is how many proposals a page of a run's board shows:
+// with their buttons and clipped texts a page stays one message.
+const ReviewPageSize = 8
+
+// Review is a run as its board shows it: the run and the page of its
+// proposals the board is on.
+type Review struct {
+	Run  Run
+	Page int // 0-based, below Pages()
+	// Proposals are the page's, by ordinal.
+	Proposals []Proposal
+}
+
+// Pages is the number of pages the run's proposals fill (at least 1).
+func (r Review) Pages() int { return PagesOf(r.Run.ProposalsTotal) }
+
+// PagesOf is the number of board pages n proposals fill (at least 1).
+func PagesOf(n int) int { return max(1, (n+ReviewPageSize-1)/ReviewPageSize) }
 
 // Notifier renders what the workflow tells the admin chat (the bot
 // implements it). It sends nothing: the messages are written to the outbox
 // with the state change that causes them (see Render) and delivered from
 // there. Every method returns no messages when there is no admin chat.
 type Notifier interface {
-	// Event renders a run event (nothing for progress_updated: that is the
-	// progress message, see Progress); for a run that ended, also the final
-	// state of its progress message.
+	// Event renders a run event's line (nothing for progress_updated and
+	// proposals_created: the board shows them); for a run that ended or
+	// closed, also its board's edit.
 	Event(e Event) []domain.Message
-	// Progress renders the run's progress message: the message itself when
-	// first is set, else an edit of it (posted anew if it is gone).
-	Progress(r Run, first bool) []domain.Message
-	// Proposal renders a proposal with Approve / Reject.
-	Proposal(r Run, p Proposal) []domain.Message
+	// Board renders the run's board: its progress and a page of its
+	// proposals with their buttons, one message edited in place (the
+	// message itself when first is set, else an edit of it, coalesced to
+	// one per interval and posted anew if it is gone).
+	Board(rv Review, first bool) []domain.Message
 }
 
-// Render makes the outbox messages of a state change from the run as the
-// change left it (see Repository).
-type Render func(Run) []domain.Message
-
-// RenderBatch makes the messages of a saved batch from the run and the
-// proposals as saved, with their ids.
-type RenderBatch func(Run, []Proposal) []domain.Message
+// Render makes the outbox messages of a state change from the run's board
+// as the change left it (see Repository).
+type Render func(Review) []domain.Message
 
 // Publisher sends events to pg_notify('analysis_runs', …) (storage).
 type Publisher interface {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,7 @@ type world struct {
 	store *storage.Store
 	llm   *llmtest.Server
 	llmc  *llm.Client
+	port  *embedLog // the services' LLM port
 	chat  *adminChat
 }
 
@@ -41,6 +43,7 @@ func newWorld(t *testing.T) *world {
 		llm.WithBreaker(1000, time.Second), llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	t.Cleanup(w.llmc.Close)
+	w.port = &embedLog{LLM: llm.AnalysisPort{Client: w.llmc, Invalid: analysis.ErrInvalidAnswer}}
 	return w
 }
 
@@ -49,7 +52,7 @@ func newWorld(t *testing.T) *world {
 func (w *world) service(t *testing.T, repo analysis.Repository) *analysis.Service {
 	t.Helper()
 	s, err := analysis.NewService(analysis.Config{}, analysis.Deps{
-		Repo: repo, LLM: llm.AnalysisPort{Client: w.llmc, Invalid: analysis.ErrInvalidAnswer}, Notifier: w.chat, Publisher: w.store,
+		Repo: repo, LLM: w.port, Notifier: w.chat, Publisher: w.store,
 		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)
@@ -90,41 +93,115 @@ func (w *world) waitState(t *testing.T, s *analysis.Service, id int64, want anal
 // adminChatID is the admin chat the fake notifier renders for.
 const adminChatID = -900
 
-// adminChat renders the workflow's messages as plain rows (the text names
-// the event, the proposal's title) and records the proposals it rendered.
+// adminChat renders the workflow's messages as plain rows and records the
+// boards it rendered. An event's text names it. The board is one row per
+// write, a send without a key, so that the outbox folds no write into
+// another and each shows: its text is boardText's, after "posted " for the
+// first.
 type adminChat struct {
-	mu        sync.Mutex
-	proposals []analysis.Proposal
+	mu     sync.Mutex
+	boards []boardCall
+}
+
+// boardCall is one Board call.
+type boardCall struct {
+	rv    analysis.Review
+	first bool
 }
 
 func (a *adminChat) Event(e analysis.Event) []domain.Message {
-	if e.Kind == analysis.EventProgress {
-		return nil
+	if e.Kind == analysis.EventProgress || e.Kind == analysis.EventProposalsCreated {
+		return nil // the board shows them
 	}
 	return []domain.Message{{ChatID: adminChatID, Kind: domain.KindRunEvent, Ref: e.Run.ID, Text: string(e.Kind)}}
 }
 
-func (a *adminChat) Progress(r analysis.Run, first bool) []domain.Message {
-	m := domain.Message{ChatID: adminChatID, Kind: domain.KindProgress, Ref: r.ID, Key: fmt.Sprintf("progress:%d", r.ID),
-		Text: fmt.Sprintf("%d/%d", r.BatchesDone, r.Batches)}
-	if !first {
-		m.Edit, m.IfGone = true, domain.IfGoneSend
+func (a *adminChat) Board(rv analysis.Review, first bool) []domain.Message {
+	a.mu.Lock()
+	a.boards = append(a.boards, boardCall{rv, first})
+	a.mu.Unlock()
+	text := boardText(rv)
+	if first {
+		text = "posted " + text
 	}
-	return []domain.Message{m}
+	var buttons [][]domain.Button
+	for _, p := range rv.Proposals {
+		buttons = append(buttons, []domain.Button{{Text: fmt.Sprintf("✅ %d", p.Ordinal), Data: fmt.Sprintf("pa:%d", p.ID)}})
+	}
+	return []domain.Message{{ChatID: adminChatID, Kind: domain.KindProgress, Ref: rv.Run.ID, Text: text, Buttons: buttons}}
 }
 
-func (a *adminChat) Proposal(_ analysis.Run, p analysis.Proposal) []domain.Message {
+// boardText spells a board: progress, the page, the page's proposals by
+// ordinal (+ approved, - rejected) and title, the counters
+// (pending/approved/rejected) and "?" while it asks to approve all.
+func boardText(rv analysis.Review) string {
+	r := rv.Run
+	confirm := ""
+	if r.ReviewConfirm {
+		confirm = " ?"
+	}
+	return fmt.Sprintf("%d/%d p%d/%d [%s] %d/%d/%d%s", r.BatchesDone, r.Batches, rv.Page+1, rv.Pages(),
+		proposalList(rv.Proposals), r.ProposalsPending, r.ProposalsApproved, r.ProposalsRejected, confirm)
+}
+
+// proposalList spells proposals as a board lists them.
+func proposalList(ps []analysis.Proposal) string {
+	var out []string
+	for _, p := range ps {
+		mark := ""
+		switch p.Decision {
+		case analysis.Approved:
+			mark = "+"
+		case analysis.Rejected:
+			mark = "-"
+		}
+		out = append(out, fmt.Sprintf("#%d%s %s", p.Ordinal, mark, p.Title))
+	}
+	return strings.Join(out, ", ")
+}
+
+// calls are the Board calls so far.
+func (a *adminChat) calls() []boardCall {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.proposals = append(a.proposals, p)
-	return []domain.Message{{ChatID: adminChatID, Kind: domain.KindProposal, Ref: p.ID, Text: p.Title,
-		Buttons: [][]domain.Button{{{Text: "Approve", Data: fmt.Sprintf("pa:%d", p.ID)}}}}}
+	return append([]boardCall(nil), a.boards...)
 }
 
+// posted are the proposals the boards showed, each once, by ordinal.
 func (a *adminChat) posted() []analysis.Proposal {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]analysis.Proposal(nil), a.proposals...)
+	var out []analysis.Proposal
+	for _, b := range a.boards {
+		for _, p := range b.rv.Proposals {
+			if !slices.ContainsFunc(out, func(q analysis.Proposal) bool { return q.ID == p.ID }) {
+				out = append(out, p)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b analysis.Proposal) int { return a.Ordinal - b.Ordinal })
+	return out
+}
+
+// embedLog is the LLM port with its Embed calls recorded.
+type embedLog struct {
+	analysis.LLM
+	mu    sync.Mutex
+	calls [][]string
+}
+
+func (e *embedLog) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	e.mu.Lock()
+	e.calls = append(e.calls, append([]string(nil), texts...))
+	e.mu.Unlock()
+	return e.LLM.Embed(ctx, texts)
+}
+
+// embeds are the Embed calls so far, each its texts.
+func (e *embedLog) embeds() [][]string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([][]string(nil), e.calls...)
 }
 
 // row is an outbox row as the tests compare it.
@@ -160,13 +237,42 @@ func (w *world) events(t *testing.T) []string {
 	return out
 }
 
-// unqueued counts the proposals that have no outbox row of their own.
-func (w *world) unqueued(t *testing.T) int {
+// board is the text of the run's board as last written ("" if none was).
+func (w *world) board(t *testing.T, runID int64) string {
 	t.Helper()
-	var n int
-	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT count(*) FROM analysis_proposals p
-WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.kind = 'proposal' AND o.ref = p.id AND o.chat_id = $1)`, adminChatID).Scan(&n))
-	return n
+	var text string
+	err := w.store.Pool().QueryRow(w.ctx, `SELECT body->>'text' FROM outbox
+WHERE chat_id = $1 AND kind = 'progress' AND ref = $2 ORDER BY id DESC LIMIT 1`, adminChatID, runID).Scan(&text)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ""
+	}
+	require.NoError(t, err)
+	return text
+}
+
+// saved lists the run's stored proposals on its board's first page as
+// the board lists them.
+func (w *world) saved(t *testing.T, runID int64) string {
+	t.Helper()
+	rows, err := w.store.Pool().Query(w.ctx, `SELECT ordinal, title, decision FROM analysis_proposals
+WHERE run_id = $1 AND ordinal <= $2 ORDER BY ordinal`, runID, analysis.ReviewPageSize)
+	require.NoError(t, err)
+	ps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (analysis.Proposal, error) {
+		var p analysis.Proposal
+		return p, r.Scan(&p.Ordinal, &p.Title, &p.Decision)
+	})
+	require.NoError(t, err)
+	return proposalList(ps)
+}
+
+// listed is the list part of a board's text.
+func listed(board string) string {
+	_, rest, ok := strings.Cut(board, "[")
+	if !ok {
+		return ""
+	}
+	list, _, _ := strings.Cut(rest, "]")
+	return list
 }
 
 var idRx = regexp.MustCompile(`\[id=(\d+) `)
@@ -224,20 +330,20 @@ func TestRunLifecycle(t *testing.T) {
 	require.False(t, done.CompletedAt.IsZero())
 	posted := w.chat.posted()
 	require.Len(t, posted, 3)
-	// Everything the admin chat is told, in the order it will go out:
-	// each proposal's message was written with the proposal.
+	require.Equal(t, []int{1, 2, 3}, []int{posted[0].Ordinal, posted[1].Ordinal, posted[2].Ordinal})
+	// Everything the admin chat is told, in the order it will go out: the
+	// board posted with the window's counts, and its edit written with the
+	// batch, listing the batch's proposals.
+	list := "#1 Task from 1: task: deploy billing, #2 Task from 3: task: fix login, #3 Task from 4: task: write docs"
 	require.Equal(t, []row{
 		{domain.KindRunEvent, r.ID, "run_created", false},
 		{domain.KindRunEvent, r.ID, "run_started", false},
-		{domain.KindProgress, r.ID, "0/1", false},
-		{domain.KindRunEvent, r.ID, "proposals_created", false},
-		{domain.KindProposal, posted[0].ID, "Task from 1: task: deploy billing", false},
-		{domain.KindProposal, posted[1].ID, "Task from 3: task: fix login", false},
-		{domain.KindProposal, posted[2].ID, "Task from 4: task: write docs", false},
-		{domain.KindProgress, r.ID, "1/1", true},
+		{domain.KindProgress, r.ID, "posted 0/1 p1/1 [] 0/0/0", false},
+		{domain.KindProgress, r.ID, "1/1 p1/1 [" + list + "] 3/0/0", false},
 		{domain.KindRunEvent, r.ID, "run_completed", false},
 	}, w.outbox(t))
-	require.Zero(t, w.unqueued(t))
+	require.Equal(t, w.saved(t, r.ID), listed(w.board(t, r.ID)), "each proposal is on the board written with it")
+	require.Equal(t, []bool{true, false}, []bool{w.chat.calls()[0].first, w.chat.calls()[1].first})
 
 	_, err = s.Close(w.ctx, r.ID)
 	var pe *analysis.PendingError
@@ -251,19 +357,21 @@ func TestRunLifecycle(t *testing.T) {
 	_, run, err := s.Decide(w.ctx, posted[2].ID, 1, false)
 	require.NoError(t, err)
 	require.Equal(t, [3]int{2, 1, 0}, [3]int{run.ProposalsApproved, run.ProposalsRejected, run.ProposalsPending})
+	require.Len(t, w.outbox(t), 8, "each decision writes the board's edit with it")
+	require.Equal(t, "1/1 p1/1 [#1+ Task from 1: task: deploy billing, #2+ Task from 3: task: fix login, #3- Task from 4: task: write docs] 0/2/1",
+		w.board(t, r.ID))
 	p, _, err := s.Decide(w.ctx, posted[2].ID, 1, true)
 	require.ErrorIs(t, err, analysis.ErrDecided)
 	require.Equal(t, analysis.Rejected, p.Decision, "a second press changes nothing")
 	_, _, err = s.Decide(w.ctx, 1<<40, 1, true)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-
-	require.Len(t, w.outbox(t), 9, "decisions write nothing: the pressed message is edited in place")
+	require.Len(t, w.outbox(t), 8, "refused presses write nothing")
 
 	closed, err := s.Close(w.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, analysis.Closed, closed.State)
 	require.Equal(t, &analysis.Metrics{ProposalsTotal: 3, ApprovalRate: 0.6667, RejectionRate: 0.3333}, closed.Metrics)
-	require.Equal(t, []string{"run_created", "run_started", "proposals_created", "run_completed", "run_closed"}, w.events(t))
+	require.Equal(t, []string{"run_created", "run_started", "run_completed", "run_closed"}, w.events(t))
 
 	// A new run does not propose the same messages again.
 	w.talk(t, s, -100) // nothing new
@@ -334,15 +442,15 @@ func (f faulty) SetProgress(ctx context.Context, id int64, messages, filtered, b
 	return f.Store.SetProgress(ctx, id, messages, filtered, batches, render)
 }
 
-func (f faulty) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render analysis.RenderBatch) (analysis.Run, []analysis.Proposal, error) {
+func (f faulty) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render analysis.Render) (analysis.Run, []analysis.Proposal, error) {
 	if f.fail == "save" && batch == 2 {
 		return analysis.Run{}, nil, errInjected
 	}
 	if f.fail == "outbox" && batch == 2 {
-		// Writing the batch's messages fails (here: a message the outbox
+		// Writing the batch's board fails (here: a message the outbox
 		// refuses), so the transaction saves nothing of the batch.
-		return f.Store.SaveBatch(ctx, runID, batch, messages, ps, func(r analysis.Run, saved []analysis.Proposal) []domain.Message {
-			return append(render(r, saved), domain.Message{Kind: domain.KindRunEvent, Text: "no chat"})
+		return f.Store.SaveBatch(ctx, runID, batch, messages, ps, func(rv analysis.Review) []domain.Message {
+			return append(render(rv), domain.Message{Kind: domain.KindRunEvent, Text: "no chat"})
 		})
 	}
 	return f.Store.SaveBatch(ctx, runID, batch, messages, ps, render)
@@ -392,10 +500,12 @@ func TestFailureAtEachStep(t *testing.T) {
 				require.Equal(t, 1, failed.ErrorLog.Batch)
 				require.Equal(t, 2, w.llm.Calls("proposals"), "invalid JSON retried once")
 			}
-			// Each saved proposal has its message queued, and none more.
-			require.Zero(t, w.unqueued(t))
-			require.Equal(t, count(t, w, `SELECT count(*) FROM analysis_proposals`),
-				count(t, w, `SELECT count(*) FROM outbox WHERE kind = 'proposal'`))
+			// The board last written lists each saved proposal, and none
+			// more.
+			require.Equal(t, w.saved(t, r.ID), listed(w.board(t, r.ID)))
+			if step == "save" || step == "outbox" {
+				require.Equal(t, "#1 Task from 1: task one", listed(w.board(t, r.ID)))
+			}
 			// The failure's event was written with it.
 			require.Equal(t, "run_failed", w.events(t)[len(w.events(t))-1])
 			_, err = s.NewRun(w.ctx, 1, "")
@@ -429,4 +539,213 @@ func count(t *testing.T, w *world, query string, args ...any) int {
 	var n int
 	require.NoError(t, w.store.Pool().QueryRow(w.ctx, query, args...).Scan(&n))
 	return n
+}
+
+// completedRun runs a run over n task messages of a fresh chat to
+// completion: n proposals, "Task from i: task i" with ordinal i.
+func (w *world) completedRun(t *testing.T, s *analysis.Service, n int) (analysis.Run, []analysis.Proposal) {
+	t.Helper()
+	texts := make([]string, n)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("task %d", i+1)
+	}
+	w.talk(t, s, -100, texts...)
+	r, err := s.NewRun(w.ctx, 1, "24h")
+	require.NoError(t, err)
+	_, err = s.Start(w.ctx, r.ID, false)
+	require.NoError(t, err)
+	r = w.waitState(t, s, r.ID, analysis.Completed)
+	require.Equal(t, n, r.ProposalsTotal)
+	rows, err := w.store.Pool().Query(w.ctx, `SELECT id, ordinal, title, description FROM analysis_proposals
+WHERE run_id = $1 ORDER BY ordinal`, r.ID)
+	require.NoError(t, err)
+	ps, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (analysis.Proposal, error) {
+		p := analysis.Proposal{RunID: r.ID}
+		return p, row.Scan(&p.ID, &p.Ordinal, &p.Title, &p.Description)
+	})
+	require.NoError(t, err)
+	for i, p := range ps {
+		require.Equal(t, i+1, p.Ordinal)
+		require.Equal(t, fmt.Sprintf("Task from %d: task %d", i+1, i+1), p.Title)
+	}
+	return r, ps
+}
+
+// Decide and TurnPage show on the board: each renders it through the
+// notifier's Board (an edit) and writes it with its change.
+func TestReviewBoard(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	oneTaskPerMessage(w)
+	s := w.service(t, w.store)
+	r, ps := w.completedRun(t, s, 10)
+	calls := w.chat.calls()
+	require.True(t, calls[0].first, "the board is posted with the window's counts")
+	last := calls[len(calls)-1]
+	require.False(t, last.first)
+	require.Equal(t, 0, last.rv.Page)
+	require.Equal(t, 2, last.rv.Pages())
+	require.Len(t, last.rv.Proposals, analysis.ReviewPageSize, "the first page")
+	require.Equal(t, ps[0].ID, last.rv.Proposals[0].ID)
+	rows := len(w.outbox(t))
+
+	// each requires the action to render one board edit, on page, and
+	// write it.
+	each := func(page int, ords ...int) analysis.Review {
+		t.Helper()
+		got := w.chat.calls()
+		require.Len(t, got, len(calls)+1, "one Board call")
+		calls = got
+		c := got[len(got)-1]
+		require.False(t, c.first, "an edit")
+		require.Equal(t, page, c.rv.Page)
+		var have []int
+		for _, p := range c.rv.Proposals {
+			have = append(have, p.Ordinal)
+		}
+		require.Equal(t, ords, have)
+		rows++
+		require.Len(t, w.outbox(t), rows)
+		require.Equal(t, boardText(c.rv), w.board(t, r.ID), "written")
+		return c.rv
+	}
+
+	run, err := s.TurnPage(w.ctx, r.ID, 1)
+	require.NoError(t, err)
+	require.Equal(t, 1, run.ReviewPage)
+	each(1, 9, 10)
+	require.Equal(t, "1/1 p2/2 [#9 Task from 9: task 9, #10 Task from 10: task 10] 10/0/0", w.board(t, r.ID))
+
+	_, run, err = s.Decide(w.ctx, ps[9].ID, 1, false)
+	require.NoError(t, err)
+	require.Equal(t, 1, run.ProposalsRejected)
+	each(1, 9, 10)
+	require.Equal(t, "1/1 p2/2 [#9 Task from 9: task 9, #10- Task from 10: task 10] 9/0/1", w.board(t, r.ID))
+
+	run, err = s.TurnPage(w.ctx, r.ID, -3)
+	require.NoError(t, err)
+	require.Zero(t, run.ReviewPage)
+	each(0, 1, 2, 3, 4, 5, 6, 7, 8)
+	_, _, err = s.Decide(w.ctx, ps[0].ID, 1, true)
+	require.NoError(t, err)
+	rv := each(0, 1, 2, 3, 4, 5, 6, 7, 8)
+	require.Equal(t, analysis.Approved, rv.Proposals[0].Decision)
+	run, err = s.TurnPage(w.ctx, r.ID, 7)
+	require.NoError(t, err)
+	require.Equal(t, 1, run.ReviewPage, "clamped to the last page")
+	each(1, 9, 10)
+
+	// Refusals render nothing.
+	_, _, err = s.Decide(w.ctx, ps[0].ID, 1, false)
+	require.ErrorIs(t, err, analysis.ErrDecided)
+	_, err = s.TurnPage(w.ctx, 1<<40, 0)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	require.Len(t, w.chat.calls(), len(calls))
+	require.Len(t, w.outbox(t), rows)
+}
+
+// "Approve all remaining": asked, then confirmed, it approves the
+// proposals still pending, in one transaction with the board, and embeds
+// them in one Embed call; a proposal decided before keeps its decision.
+func TestApproveAllEmbedsTheApproved(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	oneTaskPerMessage(w)
+	s := w.service(t, w.store)
+	r, ps := w.completedRun(t, s, 5)
+	text := func(p analysis.Proposal) string { return p.Title + "\n" + p.Description }
+	embedded := func() []int64 {
+		t.Helper()
+		rows, err := w.store.Pool().Query(w.ctx, `SELECT e.proposal_id FROM analysis_embeddings e
+JOIN analysis_proposals p ON p.id = e.proposal_id WHERE p.run_id = $1 ORDER BY p.ordinal`, r.ID)
+		require.NoError(t, err)
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		require.NoError(t, err)
+		return ids
+	}
+
+	_, _, err := s.Decide(w.ctx, ps[1].ID, 1, false)
+	require.NoError(t, err)
+	_, _, err = s.Decide(w.ctx, ps[3].ID, 1, true)
+	require.NoError(t, err)
+	require.Equal(t, [][]string{{text(ps[3])}}, w.port.embeds(), "an approval is embedded")
+	require.Equal(t, []int64{ps[3].ID}, embedded())
+
+	// Not asked: nothing to confirm or cancel.
+	outbox, boards := len(w.outbox(t)), len(w.chat.calls())
+	_, got, err := s.ApproveAll(w.ctx, r.ID, 5)
+	require.ErrorIs(t, err, analysis.ErrState)
+	require.Equal(t, 3, got.ProposalsPending, "with the run as it is")
+	_, err = s.CancelApproveAll(w.ctx, r.ID)
+	require.ErrorIs(t, err, analysis.ErrState)
+	require.Len(t, w.outbox(t), outbox)
+	require.Len(t, w.chat.calls(), boards)
+	require.Len(t, w.port.embeds(), 1)
+
+	asked, err := s.AskApproveAll(w.ctx, r.ID)
+	require.NoError(t, err)
+	require.True(t, asked.ReviewConfirm)
+	require.True(t, strings.HasSuffix(w.board(t, r.ID), " 3/1/1 ?"), "the board asks: %q", w.board(t, r.ID))
+	_, err = s.AskApproveAll(w.ctx, r.ID)
+	require.ErrorIs(t, err, analysis.ErrState, "asking already")
+	require.Len(t, w.outbox(t), outbox+1)
+
+	approved, run, err := s.ApproveAll(w.ctx, r.ID, 5)
+	require.NoError(t, err)
+	var ords []int
+	for _, p := range approved {
+		ords = append(ords, p.Ordinal)
+		require.Equal(t, analysis.Approved, p.Decision)
+		require.Equal(t, int64(5), p.DecidedBy)
+	}
+	require.Equal(t, []int{1, 3, 5}, ords)
+	require.Equal(t, [4]int{0, 4, 1, 0}, [4]int{run.ProposalsPending, run.ProposalsApproved, run.ProposalsRejected, btoi(run.ReviewConfirm)})
+	require.Equal(t, "1/1 p1/1 [#1+ Task from 1: task 1, #2- Task from 2: task 2, #3+ Task from 3: task 3, #4+ Task from 4: task 4, #5+ Task from 5: task 5] 0/4/1",
+		w.board(t, r.ID))
+	require.Len(t, w.outbox(t), outbox+2, "one board written with it")
+	// One Embed call for the three, their embeddings stored.
+	require.Equal(t, [][]string{{text(ps[3])}, {text(ps[0]), text(ps[2]), text(ps[4])}}, w.port.embeds())
+	require.Equal(t, []int64{ps[0].ID, ps[2].ID, ps[3].ID, ps[4].ID}, embedded(), "the approved, not the rejected")
+	var v []float32
+	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT embedding FROM analysis_embeddings WHERE proposal_id = $1`, ps[2].ID).Scan(&v))
+	require.Equal(t, llmtest.Embedding(text(ps[2]), llmtest.DefaultEmbeddingDim), v, "each proposal its own vector")
+
+	// Confirmed twice: the second finds no question, changes and embeds
+	// nothing.
+	_, again, err := s.ApproveAll(w.ctx, r.ID, 6)
+	require.ErrorIs(t, err, analysis.ErrState)
+	require.Equal(t, run, again)
+	require.Len(t, w.port.embeds(), 2)
+	require.Len(t, w.outbox(t), outbox+2)
+	_, err = s.AskApproveAll(w.ctx, r.ID)
+	require.ErrorIs(t, err, analysis.ErrState, "nothing pending")
+
+	closed, err := s.Close(w.ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, &analysis.Metrics{ProposalsTotal: 5, ApprovalRate: 0.8, RejectionRate: 0.2}, closed.Metrics)
+}
+
+// The approvals stand when embedding them fails.
+func TestApproveAllEmbedFailure(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	oneTaskPerMessage(w)
+	s := w.service(t, w.store)
+	r, ps := w.completedRun(t, s, 2)
+	w.llm.On(llmtest.Embed()).Fault(llmtest.ServerError())
+	_, err := s.AskApproveAll(w.ctx, r.ID)
+	require.NoError(t, err)
+	approved, run, err := s.ApproveAll(w.ctx, r.ID, 5)
+	require.NoError(t, err)
+	require.Len(t, approved, len(ps))
+	require.Zero(t, run.ProposalsPending)
+	require.Len(t, w.port.embeds(), 1, "tried once")
+	require.Zero(t, count(t, w, `SELECT count(*) FROM analysis_embeddings`))
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -2,10 +2,12 @@ package dispatch_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -596,9 +598,11 @@ func TestExpireSurvivesDatabaseOutage(t *testing.T) {
 	require.Equal(t, 1, n)
 }
 
-// An offer that expires before its message went out gets its closing edit
-// queued behind the message in the same chat, so the edit finds it.
-func TestOfferExpiredBeforeDeliveryIsEditedAfterIt(t *testing.T) {
+// An offer that expires before its message went out: its closing edit
+// takes the queued message's place (the outbox folds an edit into its
+// message's pending send), so the master gets the offer already closed,
+// once, instead of an offer with live buttons and then its edit.
+func TestOfferExpiredBeforeDeliveryIsSentClosed(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
 	s := w.service(t)
@@ -611,8 +615,63 @@ func TestOfferExpiredBeforeDeliveryIsEditedAfterIt(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	// Then round 2 offers the order to the same master again.
-	require.Equal(t, []string{fmt.Sprint("offer:", f.ID), fmt.Sprint("offer_close:", f.ID)}, w.outbox(t, 10)[:2])
+	rows := w.outbox(t, 10)
+	require.Equal(t, fmt.Sprint("offer:", f.ID), rows[0])
+	require.NotContains(t, rows, fmt.Sprint("offer_close:", f.ID), "the edit was folded into the send")
+	var text string
+	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT body->>'text' FROM outbox WHERE kind = 'offer' AND ref = $1`, f.ID).Scan(&text))
+	require.Equal(t, string(dispatch.Expired), text)
 	closed := w.tg.closedOffers()
 	require.Len(t, closed, 1)
 	require.Equal(t, dispatch.Expired, closed[0].State)
+}
+
+// flakyRepo fails the timer's two reads while down is set, as a server
+// refusing connections ("too many clients") does.
+type flakyRepo struct {
+	dispatch.Repository
+	down     *atomic.Bool
+	failures *atomic.Int64
+}
+
+func (r flakyRepo) ExpireOffers(ctx context.Context, tell dispatch.Tell) ([]dispatch.Offer, error) {
+	if r.down.Load() {
+		r.failures.Add(1)
+		return nil, errors.New("sorry, too many clients already")
+	}
+	return r.Repository.ExpireOffers(ctx, tell)
+}
+
+func (r flakyRepo) NextExpiry(ctx context.Context) (time.Time, bool, error) {
+	if r.down.Load() {
+		r.failures.Add(1)
+		return time.Time{}, false, errors.New("sorry, too many clients already")
+	}
+	return r.Repository.NextExpiry(ctx)
+}
+
+// A sweep that fails when its offer falls due, with the read of the next
+// deadline failing too, is tried again a second later: the offer expires
+// by the timer once the database answers, with no new offer's NOTIFY to
+// re-arm it and no WATCHDOG_INTERVAL tick (Expire is never called here).
+func TestTimerRetriesAFailedSweep(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, dispatch.Config{OfferSLA: 300 * time.Millisecond, CommissionRate: 10})
+	var down atomic.Bool
+	var failures atomic.Int64
+	s, err := dispatch.NewService(w.cfg, dispatch.Deps{
+		Repo: flakyRepo{Repository: w.store, down: &down, failures: &failures}, Notifier: w.tg,
+		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
+	})
+	require.NoError(t, err)
+	w.run(t, s)
+	w.master(t, s, 10, "Poltava Center glazier")
+	down.Store(true)
+	_, err = s.CreateOrder(w.ctx, admin, "Poltava Center glazier 100 Window")
+	require.NoError(t, err)
+	f := w.tg.sentOffers()[0]
+	eventually(t, func() bool { return failures.Load() >= 2 }, "the timer's sweep and its re-arm failed")
+	down.Store(false)
+	require.Eventually(t, func() bool { return w.offer(t, f.ID).State == dispatch.Expired }, 5*time.Second, 10*time.Millisecond,
+		"the timer tried again")
 }

@@ -141,8 +141,16 @@ func (s *Service) Run(ctx context.Context, listen Listen) {
 			return
 		case <-s.timer.fired:
 			expired, err := s.sweep(ctx)
-			if err != nil && ctx.Err() == nil {
-				s.log.Error("expire offers", "err", err)
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.Error("expire offers", "err", err)
+				}
+				// The offers are still due: try again soon rather than at
+				// the next NOTIFY or WATCHDOG_INTERVAL tick, but not at
+				// once (a server refusing connections is not helped by
+				// a hundred attempts a second).
+				s.timer.arm(s.deps.Clock.Now().Add(sweepRetry))
+				continue
 			}
 			// Re-armed before the follow-up, which runs beside the timer:
 			// offers falling due meanwhile are swept on time.
@@ -179,6 +187,10 @@ func (s *Service) distributor(ctx context.Context) {
 	}
 }
 
+// sweepRetry is how soon the timer tries again after a sweep or a read of
+// the next deadline failed.
+const sweepRetry = time.Second
+
 // rearm sets the timer to the database's earliest open deadline.
 func (s *Service) rearm(ctx context.Context) {
 	next, ok, err := s.deps.Repo.NextExpiry(ctx)
@@ -186,7 +198,12 @@ func (s *Service) rearm(ctx context.Context) {
 		if ctx.Err() == nil {
 			s.log.Warn("next offer expiry", "err", err)
 		}
-		return // the WATCHDOG_INTERVAL tick still runs
+		// Unarmed, the timer would wait for the next offer's NOTIFY or
+		// the WATCHDOG_INTERVAL tick (a minute) while offers fall due:
+		// a bench run whose connections the server refused for a moment
+		// ("too many clients") expired nothing for a minute.
+		s.timer.arm(s.deps.Clock.Now().Add(sweepRetry))
+		return
 	}
 	if ok {
 		s.timer.arm(next)

@@ -130,6 +130,10 @@ var following = map[Status][2]Status{
 // stage runs the stage r was captured for: fn computes its output; success
 // stores it and captures the next stage in the same commit; an error fails
 // the run; a stop hands it back to the status before the stage.
+// refusedWait is how long a run whose model or key the provider refuses
+// waits before it is handed back to be tried again.
+const refusedWait = 5 * time.Second
+
 func (s *Service) stage(ctx context.Context, r Run, rc Recall, name string,
 	fn func(context.Context, Run, Recall) (Change, error)) (Run, bool) {
 	start := s.deps.Clock.Now()
@@ -137,11 +141,25 @@ func (s *Service) stage(ctx context.Context, r Run, rc Recall, name string,
 	s.m.stage.WithLabelValues(name).Observe(s.deps.Clock.Since(start).Seconds())
 	if ctx.Err() != nil {
 		// Stopping: hand the stage back now rather than after the lease.
-		rctx, cancel := detached(ctx)
-		defer cancel()
-		if _, _, err := s.step(rctx, r, Step{From: r.Status, To: capturing[r.Status]}); err != nil {
-			s.log.Error("return run on stop", "run", r.ID, "err", err)
+		s.handBack(ctx, r, "return run on stop")
+		return r, false
+	}
+	if errors.Is(err, ErrRefused) {
+		// The model or key is refused: nothing this run can do. Wait a
+		// little (so a refused model costs a capture every few seconds,
+		// not a loop) and hand the stage back as a stopping replica does;
+		// the run is captured again and goes on once the model is there.
+		s.log.Warn("pipeline run waits for the LLM", "run", r.ID, "stage", name, "err", err, "retry_in", refusedWait)
+		t := s.deps.Clock.NewTimer(refusedWait)
+		select {
+		case <-ctx.Done():
+		case <-t.Chan():
 		}
+		t.Stop()
+		s.handBack(ctx, r, "return run to wait for the LLM")
+		// Its NOTIFY may arrive while this worker still holds the run,
+		// which would leave it to the next sweep: look again when done.
+		s.o.wake(Ref{ID: r.ID, UserID: r.UserID, Status: capturing[r.Status]})
 		return r, false
 	}
 	if err != nil {
@@ -159,6 +177,17 @@ func (s *Service) stage(ctx context.Context, r Run, rc Recall, name string,
 		return r, false
 	}
 	return moved, true
+}
+
+// handBack returns a captured run to the status before its stage, even
+// when ctx has ended, so another worker captures it again; what logs a
+// failure.
+func (s *Service) handBack(ctx context.Context, r Run, what string) {
+	rctx, cancel := detached(ctx)
+	defer cancel()
+	if _, _, err := s.step(rctx, r, Step{From: r.Status, To: capturing[r.Status]}); err != nil {
+		s.log.Error(what, "run", r.ID, "err", err)
+	}
 }
 
 // fail records the error and moves the run to FAILED, queuing the notice
@@ -213,7 +242,13 @@ func (s *Service) assemble(ctx context.Context, r Run, rc Recall) (Run, bool) {
 			return Change{}, err
 		}
 		focused := focus(rc.Summaries, r.Analysis)
-		draft, kept := buildDraft(r.Query, rc.Logs, focused, mentor, s.cfg.ContextTokens)
+		budget := s.contextBudget(asm)
+		draft, kept, logs := buildDraft(r.Query, rc.Logs, focused, mentor, budget)
+		if len(kept) < len(focused) || logs < len(rc.Logs) {
+			s.log.Info("memory context trimmed to fit the model's window", "run", r.ID, "user", r.UserID,
+				"budget_tokens", budget, "window", s.cfg.Window,
+				"summaries_dropped", len(focused)-len(kept), "messages_dropped", len(rc.Logs)-logs)
+		}
 		notes, err := s.call(ctx, Call{Label: "memory_assembler", System: asm, Prompt: draft}, nil)
 		if err != nil {
 			return Change{}, err
@@ -462,7 +497,7 @@ func focus(sums []Summary, a *Analysis) []Summary {
 // focused summaries and the mentor's role, within a token budget. An
 // oversized draft loses its oldest summaries first, then its oldest logs.
 // It returns the draft and the summaries kept (newest first).
-func buildDraft(query string, logs []LogEntry, sums []Summary, mentor string, budget int) (string, []Summary) {
+func buildDraft(query string, logs []LogEntry, sums []Summary, mentor string, budget int) (string, []Summary, int) {
 	render := func(logs []LogEntry, sums []Summary) string {
 		var sb strings.Builder
 		sb.WriteString("## The mentor's role\n" + mentor + "\n\n## The user's new message\n" + query + "\n")
@@ -485,7 +520,7 @@ func buildDraft(query string, logs []LogEntry, sums []Summary, mentor string, bu
 	for {
 		d := render(logs, sums)
 		if Tokens(d) <= budget {
-			return d, sums
+			return d, sums, len(logs)
 		}
 		switch {
 		case len(sums) > 0:
@@ -493,14 +528,37 @@ func buildDraft(query string, logs []LogEntry, sums []Summary, mentor string, bu
 		case len(logs) > 0:
 			logs = logs[:len(logs)-1]
 		default:
-			return d, sums // the message alone is over budget: the model truncates
+			return d, sums, 0 // the message alone is over budget: the model truncates
 		}
 	}
 }
 
-// Tokens estimates a text's tokens (about four characters each, the usual
-// rule for English and a little generous for Russian).
-func Tokens(s string) int { return (utf8.RuneCountInString(s) + 3) / 4 }
+// Tokens estimates a text's tokens on the safe side: about four
+// characters a token for ASCII (the usual rule for English) and two for
+// anything else (Cyrillic takes two to three a token in the tokenizers of
+// the model families we run), so a context estimated to fit does fit.
+func Tokens(s string) int {
+	ascii, other := 0, 0
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			ascii++
+		} else {
+			other++
+		}
+	}
+	return (ascii+3)/4 + (other+1)/2
+}
+
+// contextBudget is the assembler's input budget: ContextTokens, and within
+// the model's window what its system prompt and an answer leave (with a
+// margin for the chat template's own tokens).
+func (s *Service) contextBudget(system string) int {
+	budget := s.cfg.ContextTokens
+	if s.cfg.Window > 0 {
+		budget = min(budget, s.cfg.Window-s.cfg.ResponderMaxTokens-Tokens(system)-64)
+	}
+	return max(budget, 0)
+}
 
 // isoWeek is the ISO week (Monday 00:00 UTC to the next Monday) holding t.
 func isoWeek(t time.Time) (time.Time, time.Time) {

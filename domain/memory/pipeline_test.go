@@ -3,14 +3,19 @@ package memory_test
 import (
 	"cmp"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain/memory"
+	"switchboard/llm"
 	"switchboard/llm/llmtest"
 )
 
@@ -419,4 +424,94 @@ func TestTypingRenewedOnlyForOldRuns(t *testing.T) {
 	b.chat.mu.Lock()
 	require.Equal(t, 1, b.chat.typing, "the intake's typing still shows")
 	b.chat.mu.Unlock()
+}
+
+// A user's memory that would not fit the model's window with the
+// assembler's prompt and an answer is trimmed by the workflow (the oldest
+// summaries first), and the trimming logged; one that fits goes whole.
+func TestContextTrimmedToTheModelsWindow(t *testing.T) {
+	t.Parallel()
+	long := func(i int) string { return fmt.Sprintf("question %d %s", i, strings.Repeat("lorem ipsum ", 120)) }
+	// history runs three long exchanges through svc and then a short one,
+	// whose run it returns.
+	history := func(b *bundle, svc *memory.Service) memory.Run {
+		b.script()
+		b.user(t, 1)
+		b.start(t, svc)
+		for i := range 3 {
+			b.submit(t, svc, 1, long(i))
+			b.waitArchived(t, i+1, 10*time.Second)
+		}
+		r := b.submit(t, svc, 1, "What did I ask?")
+		b.waitArchived(t, 4, 10*time.Second)
+		return b.run(t, r.ID)
+	}
+
+	whole := setup(t)
+	r := history(whole, whole.svc)
+	for i := range 3 {
+		require.Contains(t, r.DraftContext, fmt.Sprintf("Summary of question %d", i), "a window of 0 (unknown) trims nothing")
+	}
+
+	var logs strings.Builder
+	var mu sync.Mutex
+	cfg := memory.Config{Workers: 4, Lease: 30 * time.Second, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour}
+	b := setup(t, withConfig(cfg))
+	asm, err := b.svc.Prompt(b.ctx, "assembler")
+	require.NoError(t, err)
+	// Room for the query, the mentor's role, the recent messages and about
+	// one summary: 2000 tokens of answer and the prompt besides.
+	budget := memory.Tokens(r.DraftContext) - 2*memory.Tokens(long(0))
+	cfg.Window = budget + 2000 + memory.Tokens(asm.Template) + 64
+	svc, err := memory.NewService(cfg, memory.Deps{
+		Repo: b.store, LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat,
+		Log:        slog.New(slog.NewJSONHandler(lockedWriter{&mu, &logs}, nil)),
+		Registerer: prometheus.NewRegistry(),
+	})
+	require.NoError(t, err)
+	trimmed := history(b, svc)
+	require.LessOrEqual(t, memory.Tokens(trimmed.DraftContext), budget, "the draft fits the window")
+	require.Contains(t, trimmed.DraftContext, "What did I ask?")
+	require.NotContains(t, trimmed.DraftContext, "Summary of question 0", "the oldest summary went first")
+	require.Less(t, len(trimmed.DraftContext), len(r.DraftContext))
+	mu.Lock()
+	defer mu.Unlock()
+	require.Contains(t, logs.String(), "memory context trimmed to fit the model's window")
+	require.Equal(t, trimmed.DraftContext, b.prompts("assembler")[3], "what fits is sent as built")
+}
+
+// lockedWriter serialises a log handler's writes into a builder.
+type lockedWriter struct {
+	mu *sync.Mutex
+	sb *strings.Builder
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sb.Write(p)
+}
+
+// A model the provider does not have: the run waits (handed back, not
+// FAILED, nothing sent), and once the model is pulled it is answered.
+func TestRunWaitsWhileTheModelIsMissing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.script()
+	b.user(t, 1)
+	b.llm.ServeModels("something-else")
+	b.start(t, b.svc)
+	r := b.submit(t, b.svc, 1, "Are you there?")
+	require.Eventually(t, func() bool { return b.llmc.Refused() }, 5*time.Second, 10*time.Millisecond)
+	time.Sleep(2 * time.Second)
+	got := b.run(t, r.ID)
+	require.NotEqual(t, memory.Failed, got.Status, "a missing model is not the run's failure")
+	require.Empty(t, b.queued(t), "nothing sent while the model is missing")
+	calls := len(b.llm.Requests())
+	require.LessOrEqual(t, calls, 3, "a probe a second at most, no retry storm")
+
+	b.llm.ServeModels("cheap", "strong")
+	b.waitArchived(t, 1, 30*time.Second)
+	require.Equal(t, memory.Completed, b.run(t, r.ID).Status)
+	require.Equal(t, "Answer to: Are you there?", b.run(t, r.ID).FinalAnswer)
 }

@@ -181,8 +181,8 @@ type Call struct {
 }
 
 // LLM is the model as this workflow needs it. Errors wrap ErrInvalidAnswer,
-// ErrTimeout or ErrRateLimited where they apply (the document's error table
-// treats those three apart).
+// ErrTimeout, ErrRateLimited or ErrRefused where they apply (the document's
+// error table treats those apart).
 type LLM interface {
 	Text(ctx context.Context, c Call) (string, error)
 	JSON(ctx context.Context, c Call, out any) error
@@ -193,6 +193,10 @@ var (
 	ErrInvalidAnswer = errors.New("invalid LLM answer")
 	ErrTimeout       = errors.New("LLM timeout")
 	ErrRateLimited   = errors.New("LLM rate limited")
+	// ErrRefused: the provider refuses the model or the key (model not
+	// found, 401/403). A misconfiguration, not the run's failure: the run
+	// waits for the fix instead of failing.
+	ErrRefused = errors.New("LLM refuses the model or key")
 )
 
 // Notifier is the chat side; the bot implements it. Answer and Failed
@@ -233,6 +237,11 @@ type Config struct {
 	Backoff time.Duration
 	// ContextTokens is the assembler's input budget (8000).
 	ContextTokens int
+	// Window is the model's context window in tokens (LLM_NUM_CTX; 0:
+	// unknown). The assembler's input is trimmed to fit it with its system
+	// prompt and an answer of ResponderMaxTokens, rather than leaving the
+	// server to cut the front of the prompt off silently.
+	Window int
 }
 
 func (c Config) withDefaults() Config {

@@ -93,7 +93,7 @@ func (b *bundle) newService(t *testing.T) *vacancy.Service {
 	}
 	svc, err := vacancy.NewService(b.cfg, vacancy.Deps{
 		Repo: b.store, Source: src, Notifier: b.sent, Registerer: reg,
-		LLM: llm.Port{Client: b.llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer},
+		LLM: llm.Port{Client: b.llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrRefused},
 		Log: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)

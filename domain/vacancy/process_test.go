@@ -11,6 +11,7 @@ import (
 	"switchboard/domain"
 	"switchboard/domain/vacancy"
 	"switchboard/hh/hhtest"
+	"switchboard/llm"
 	"switchboard/llm/llmtest"
 )
 
@@ -502,4 +503,31 @@ func (b *bundle) counter(t *testing.T, name string, labels ...string) float64 {
 		}
 	}
 	return 0
+}
+
+// A model the provider does not have (404 "model not found") is a
+// misconfiguration, not the matches' failure: one call finds it out, the
+// matches wait QUEUED without more calls (no retry storm, none SKIPPED),
+// and once the model is pulled they are judged and their cards queued.
+func TestMatchesWaitWhileTheModelIsMissing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withBreakerOpenFor(300*time.Millisecond))
+	b.relevant()
+	b.llm.ServeModels("something-else")
+	b.queue(t, vacancies(5, 500, 17)...)
+	b.drain(t)
+	require.Equal(t, map[vacancy.Status]int{vacancy.Queued: 5}, b.counts(t))
+	require.Len(t, b.llm.Requests(), 1, "one call found the model missing")
+	require.True(t, b.llmc.Refused())
+	require.Contains(t, b.llmc.Health().Reason, `ollama pull cheap`)
+
+	b.llm.ServeModels("cheap")
+	require.Eventually(t, func() bool { return b.llmc.BreakerState() != llm.BreakerOpen }, 5*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool {
+		_, err := b.svc.Drain(b.ctx)
+		require.NoError(t, err)
+		return b.counts(t)[vacancy.Analyzed] == 5
+	}, 10*time.Second, 50*time.Millisecond, "judged once the model is there")
+	require.Equal(t, 5, b.deliverOutbox(t))
+	require.Zero(t, b.counts(t)[vacancy.Skipped])
 }

@@ -115,6 +115,11 @@ type Stats struct {
 	LastFetch   time.Time // zero: never
 	QueueTotal  int       // everyone's
 	BreakerOpen bool
+	// LLMRefused: the provider refuses the model or key, so matches wait
+	// QUEUED; LLMReason says what to fix (or, with the breaker open for
+	// failures, why); empty while the LLM answers.
+	LLMRefused bool
+	LLMReason  string
 }
 
 // SkippedMatch is a recovery candidate.
@@ -171,10 +176,22 @@ type LLM interface {
 	JSON(ctx context.Context, system, prompt string, out any) error
 	// Open reports whether the circuit breaker is refusing calls.
 	Open() bool
+	// Refused reports whether the provider refuses the model or the key
+	// (model not found, 401/403): a misconfiguration, not an outage, so
+	// matches wait QUEUED for the fix instead of turning SKIPPED.
+	Refused() bool
+	// Health says whether a refusal of the model or key holds (the
+	// breaker open or probing) and why calls are refused or failing (""
+	// while healthy): /vacancies shows it.
+	Health() (refused bool, reason string)
 }
 
 // ErrInvalidAnswer marks an LLM answer that is not the JSON asked for.
 var ErrInvalidAnswer = errors.New("invalid LLM answer")
+
+// ErrRefused marks an LLM call the provider refused for its model or key
+// (or turned away while such a refusal holds): not the match's failure.
+var ErrRefused = errors.New("LLM refuses the model or key")
 
 // Delivery is one vacancy card to render.
 type Delivery struct {
@@ -401,6 +418,7 @@ func (s *Service) Stats(ctx context.Context, userID int64) (Stats, error) {
 		return Stats{}, err
 	}
 	st.BreakerOpen = s.deps.LLM.Open()
+	st.LLMRefused, st.LLMReason = s.deps.LLM.Health()
 	return st, nil
 }
 

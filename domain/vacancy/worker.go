@@ -19,6 +19,10 @@ const (
 	ReasonShutdown      = "shutdown"
 )
 
+// refusedWait is how long a worker waits, while the LLM provider refuses
+// the model or the key, before it looks again; the matches stay QUEUED.
+const refusedWait = 5 * time.Second
+
 // deliveryRetry is when an ANALYZED match whose card could not be
 // rendered (no notifier yet) is claimed again to write it.
 const deliveryRetry = time.Minute
@@ -63,6 +67,12 @@ func (s *Service) discoverFresh(ctx context.Context) {
 func (s *Service) worker(ctx context.Context, n int) {
 	backoff := time.Second
 	for ctx.Err() == nil {
+		if s.deps.LLM.Refused() {
+			// Nothing to judge with: leave the matches QUEUED (claiming
+			// them would only put them back) until the model is there.
+			s.sleep(ctx, refusedWait)
+			continue
+		}
 		worked, err := s.ProcessNext(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -158,6 +168,9 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		log.Error("claimed a match in an unexpected status", "status", m.Status)
 		return "error"
 	}
+	if s.deps.LLM.Refused() {
+		return s.wait(ctx, m, nil)
+	}
 	if s.deps.LLM.Open() {
 		return s.skip(ctx, m, ReasonBreakerOpen, nil, nil)
 	}
@@ -196,6 +209,11 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	switch {
 	case ctx.Err() != nil:
 		return s.skip(ctx, m, ReasonShutdown, err, fresh)
+	case errors.Is(err, ErrRefused):
+		// The provider refuses the model or key (this call found it, or
+		// another's probe did and this call was turned away meanwhile):
+		// the match was never judged, so it waits QUEUED.
+		return s.wait(ctx, m, err)
 	case errors.Is(err, ErrInvalidAnswer):
 		return s.skip(ctx, m, ReasonInvalidJSON, err, fresh)
 	case err != nil:
@@ -271,13 +289,28 @@ func (s *Service) queueCard(ctx context.Context, c Claim) string {
 // postpone keeps an ANALYZED match whose card could not be rendered under
 // its claim until deliveryRetry from now, when it is claimed again.
 func (s *Service) postpone(ctx context.Context, m Match) string {
+	s.log.Warn("vacancy card not rendered (no notifier)", "match", m.ID, "retry_in", deliveryRetry)
+	s.release(ctx, m, deliveryRetry, "postpone vacancy card")
+	return "undelivered"
+}
+
+// release puts a claimed match back as it is, claimable again after
+// after, even when ctx has ended; what logs a failure.
+func (s *Service) release(ctx context.Context, m Match, after time.Duration, what string) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	s.log.Warn("vacancy card not rendered (no notifier)", "match", m.ID, "retry_in", deliveryRetry)
-	if err := s.deps.Repo.ReleaseClaim(ctx, m.ID, m.ClaimToken, s.deps.Clock.Now().Add(deliveryRetry)); err != nil {
-		s.log.Error("postpone vacancy card", "match", m.ID, "err", err)
+	if err := s.deps.Repo.ReleaseClaim(ctx, m.ID, m.ClaimToken, s.deps.Clock.Now().Add(after)); err != nil {
+		s.log.Error(what, "match", m.ID, "err", err)
 	}
-	return "undelivered"
+}
+
+// wait puts a QUEUED match back, untouched, for when the LLM provider
+// accepts the model and key again: a misconfiguration is not the match's
+// failure, so it neither turns SKIPPED nor waits for recovery.
+func (s *Service) wait(ctx context.Context, m Match, cause error) string {
+	s.release(ctx, m, refusedWait, "put back a match the LLM refused")
+	s.log.Debug("vacancy match waits for the LLM", "match", m.ID, "err", cause)
+	return "waiting"
 }
 
 // judge asks the LLM, retrying an invalid answer once.

@@ -53,6 +53,9 @@ type Fault struct {
 	// statuses → JSON {"errors":[{"type": <status text in snake_case>}]}.
 	ContentType string
 	Body        []byte
+	// RetryAfter, when set, is sent as the Retry-After header (seconds
+	// or an HTTP date), as HH does with a 429.
+	RetryAfter string
 }
 
 // InjectFault queues f; queued faults are consumed in order, each by the

@@ -36,6 +36,7 @@ const salaryTolerance = 0.2
 var currencyRates = map[string]float64{"RUR": 1, "USD": 90, "EUR": 100, "KZT": 0.18, "BYR": 28, "UZS": 0.007}
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	at := time.Now()
 	kind, id := classify(r.URL.Path)
 	s.arrive(kind, id)
 	if s.hook != nil {
@@ -51,6 +52,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		UserAgent:   r.Header.Get("User-Agent"),
 		HHUserAgent: r.Header.Get("HH-User-Agent"),
 		Status:      status,
+		At:          at,
 	})
 }
 
@@ -84,6 +86,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, kind Endpoint, i
 		}
 	}
 	if f, ok := s.takeFault(kind); ok {
+		if f.RetryAfter != "" {
+			w.Header().Set("Retry-After", f.RetryAfter)
+		}
 		return write(w, f.Status, f.ContentType, f.Body)
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"slices"
+	"time"
 )
 
 // Request is one served request as the fake saw it.
@@ -12,10 +13,11 @@ type Request struct {
 	Path        string
 	Query       url.Values
 	Endpoint    Endpoint
-	VacancyID   string // for DetailEndpoint
-	UserAgent   string // User-Agent header as received ("" if absent)
-	HHUserAgent string // HH-User-Agent header as received
-	Status      int    // StatusClientClosedRequest if the client went away
+	VacancyID   string    // for DetailEndpoint
+	UserAgent   string    // User-Agent header as received ("" if absent)
+	HHUserAgent string    // HH-User-Agent header as received
+	Status      int       // StatusClientClosedRequest if the client went away
+	At          time.Time // when it reached the server
 }
 
 // arrive counts a request as soon as it reaches the server, so counters

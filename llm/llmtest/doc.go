@@ -27,8 +27,25 @@
 //
 //	Ollama: POST /api/chat   (single JSON object, or NDJSON when "stream": true)
 //	        POST /api/embed  (input: string or []string)
+//	        GET  /api/tags   (the models ServeModels set)
 //	OpenAI: POST /v1/chat/completions  (JSON, or SSE "data:" chunks + [DONE])
 //	        POST /v1/embeddings
+//	        GET  /v1/models  (the models ServeModels set)
+//
+// By default any model is served and the listings are empty; after
+// ServeModels (or WithModels) only the listed models are, and a request for
+// another gets 404 "model not found" in the provider's shape, as a server
+// that lacks the model answers. RefuseJSONSchema makes the OpenAI endpoint
+// answer 400 to response_format json_schema, like servers without
+// structured outputs.
+//
+// Beyond the reply, a rule can answer as a model that hit its answer
+// budget (CutAt: the reply cut, done_reason / finish_reason "length") and
+// send reasoning in the field servers split it into (Thinking: Ollama
+// message.thinking, OpenAI-compatible reasoning_content). The record keeps,
+// per request, what a deployment tunes: MaxTokens (num_predict /
+// max_tokens), Format and Schema (Ollama format, OpenAI response_format),
+// and Ollama's NumCtx, Think and KeepAlive.
 //
 // Ollama itself treats a missing "stream" field as true. langchaingo omits the
 // field for non-streaming calls (it is tagged omitempty) and parses either

@@ -17,17 +17,33 @@ type ollamaChatRequest struct {
 		Role    string `json:"role"`
 		Content string `json:"content"`
 	} `json:"messages"`
-	Stream  *bool           `json:"stream"`
-	Format  json.RawMessage `json:"format"`
-	Options struct {
+	Stream    *bool           `json:"stream"`
+	Format    json.RawMessage `json:"format"`
+	Think     *bool           `json:"think"`
+	KeepAlive json.RawMessage `json:"keep_alive"`
+	Options   struct {
 		Temperature *float64 `json:"temperature"`
 		NumPredict  int      `json:"num_predict"`
+		NumCtx      int      `json:"num_ctx"`
 	} `json:"options"`
 }
 
 type ollamaMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role     string `json:"role"`
+	Content  string `json:"content"`
+	Thinking string `json:"thinking,omitempty"`
+}
+
+type ollamaTagsResponse struct {
+	Models []ollamaTag `json:"models"`
+}
+
+type ollamaTag struct {
+	Name       string `json:"name"`
+	Model      string `json:"model"`
+	ModifiedAt string `json:"modified_at"`
+	Size       int64  `json:"size"`
+	Digest     string `json:"digest"`
 }
 
 type ollamaChatResponse struct {
@@ -101,12 +117,20 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		Stream:      in.Stream != nil && *in.Stream,
 		Temperature: in.Options.Temperature,
 		MaxTokens:   in.Options.NumPredict,
+		NumCtx:      in.Options.NumCtx,
+		Think:       in.Think,
+	}
+	if ka := bytes.TrimSpace(in.KeepAlive); len(ka) > 0 && string(ka) != "null" {
+		req.KeepAlive = string(ka)
 	}
 	for i, m := range in.Messages {
 		req.Messages[i] = Message{Role: m.Role, Content: m.Content}
 	}
 	req.fillDerived()
 	req.JSON, req.Format = ollamaFormat(in.Format)
+	if req.JSON && req.Format != "json" {
+		req.Schema = req.Format
+	}
 
 	p := s.decide(&req)
 	ctx := r.Context()
@@ -120,9 +144,9 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 	final := ollamaChatResponse{
 		Model:           req.Model,
 		CreatedAt:       created,
-		Message:         &ollamaMessage{Role: "assistant", Content: content},
+		Message:         &ollamaMessage{Role: "assistant", Content: content, Thinking: p.thinking},
 		Done:            true,
-		DoneReason:      "stop",
+		DoneReason:      p.stopReason(),
 		LoadDuration:    int64(time.Millisecond),
 		PromptEvalCount: prompt,
 		EvalCount:       countWords(content),
@@ -164,6 +188,20 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 	final.PromptEvalDuration = elapsed / 4
 	final.EvalDuration = elapsed / 2
 	_ = enc.Encode(final)
+}
+
+// ollamaTags lists the models ServeModels set (none by default).
+func (s *Server) ollamaTags(w http.ResponseWriter, _ *http.Request) {
+	out := ollamaTagsResponse{Models: []ollamaTag{}}
+	for _, m := range s.modelList() {
+		name := m
+		if !strings.Contains(name, ":") {
+			name += ":latest"
+		}
+		out.Models = append(out.Models, ollamaTag{Name: name, Model: name,
+			ModifiedAt: time.Now().UTC().Format(time.RFC3339Nano), Size: 1 << 30, Digest: "llmtest"})
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {

@@ -22,7 +22,8 @@ type openaiChatRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	ResponseFormat *struct {
-		Type string `json:"type"`
+		Type       string          `json:"type"`
+		JSONSchema json.RawMessage `json:"json_schema"`
 	} `json:"response_format"`
 	Temperature         *float64 `json:"temperature"`
 	MaxTokens           int      `json:"max_tokens"`
@@ -36,8 +37,21 @@ type openaiUsage struct {
 }
 
 type openaiMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role             string `json:"role"`
+	Content          string `json:"content"`
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+}
+
+type openaiModel struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+type openaiModelList struct {
+	Object string        `json:"object"`
+	Data   []openaiModel `json:"data"`
 }
 
 type openaiChoice struct {
@@ -123,6 +137,8 @@ func openaiFail(w http.ResponseWriter, f Fault, status int, msg string) {
 		d.Code = "llmtest_no_reply"
 	case f.kind == faultUnauthorized:
 		d.Type, d.Code = "invalid_request_error", "invalid_api_key"
+	case f.kind == faultNoModel:
+		d.Type, d.Code = "invalid_request_error", "model_not_found"
 	case status < 500:
 		d.Type, d.Code = "invalid_request_error", "invalid_request"
 	}
@@ -198,6 +214,9 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 	if in.ResponseFormat != nil {
 		req.Format = in.ResponseFormat.Type
 		req.JSON = req.Format == "json_object" || req.Format == "json_schema"
+		if req.Format == "json_schema" {
+			req.Schema = string(in.ResponseFormat.JSONSchema)
+		}
 	}
 	if !s.authorized(w, r, &req) {
 		return
@@ -223,8 +242,8 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 			Created: created,
 			Model:   req.Model,
 			Choices: []openaiChoice{{
-				Message:      openaiMessage{Role: "assistant", Content: content},
-				FinishReason: "stop",
+				Message:      openaiMessage{Role: "assistant", Content: content, ReasoningContent: p.thinking},
+				FinishReason: p.stopReason(),
 			}},
 			Usage:             usage,
 			SystemFingerprint: "llmtest",
@@ -266,7 +285,7 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	stop := "stop"
+	stop := p.stopReason()
 	if !send(openaiChunk{Choices: []openaiChunkChoice{{FinishReason: &stop}}}) {
 		return
 	}
@@ -279,6 +298,20 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 	if flusher != nil {
 		flusher.Flush()
 	}
+}
+
+// openaiModels lists the models ServeModels set (none by default). Like
+// the chat endpoints it wants the API key when the server has one.
+func (s *Server) openaiModels(w http.ResponseWriter, r *http.Request) {
+	if s.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
+		openaiFail(w, Fault{kind: faultUnauthorized}, http.StatusUnauthorized, "Incorrect API key provided.")
+		return
+	}
+	out := openaiModelList{Object: "list", Data: []openaiModel{}}
+	for _, m := range s.modelList() {
+		out.Data = append(out.Data, openaiModel{ID: m, Object: "model", Created: time.Now().Unix(), OwnedBy: "llmtest"})
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) openaiEmbed(w http.ResponseWriter, r *http.Request) {

@@ -49,6 +49,15 @@ type Request struct {
 	Stream      bool     // the client asked for a streamed answer
 	Temperature *float64 // as sent, nil if absent
 	MaxTokens   int      // Ollama num_predict, OpenAI max_completion_tokens or max_tokens
+	// Schema is the JSON schema asked for: Ollama's format object (also in
+	// Format), OpenAI's response_format.json_schema (name, strict, schema)
+	// as sent; "" without one.
+	Schema string
+	// Ollama-only settings, as sent: options.num_ctx (0 if absent), think
+	// (nil if absent) and keep_alive (its raw JSON, "" if absent).
+	NumCtx    int
+	Think     *bool
+	KeepAlive string
 
 	// Rule is the name of the rule that served the request, "" if none did.
 	Rule string

@@ -111,6 +111,8 @@ const (
 	faultNoRule
 	faultNoReply
 	faultUnauthorized
+	faultNoModel
+	faultSchema
 )
 
 // Fault is a misbehaviour the server can inject instead of a normal answer.
@@ -177,6 +179,10 @@ func (f Fault) String() string {
 		return "no_reply"
 	case faultUnauthorized:
 		return "unauthorized"
+	case faultNoModel:
+		return "model_not_found"
+	case faultSchema:
+		return "schema_refused"
 	}
 	return "unknown"
 }
@@ -206,6 +212,9 @@ type Rule struct {
 	fault      Fault
 	faultNext  Fault
 	faultN     int
+	cut        int  // with length: answer at most this many bytes of the reply
+	length     bool // report done_reason / finish_reason "length"
+	thinking   string
 }
 
 // ruleSnapshot is what one request needs from its rule, taken in one short
@@ -217,6 +226,9 @@ type ruleSnapshot struct {
 	latency    time.Duration
 	chunkDelay time.Duration
 	fault      Fault
+	cut        int
+	length     bool
+	thinking   string
 }
 
 func (r *Rule) matches(req *Request) bool {
@@ -238,6 +250,9 @@ func (r *Rule) take() ruleSnapshot {
 		latency:    r.latency,
 		chunkDelay: r.chunkDelay,
 		fault:      r.fault,
+		cut:        r.cut,
+		length:     r.length,
+		thinking:   r.thinking,
 	}
 	if r.faultN > 0 {
 		r.faultN--
@@ -355,6 +370,29 @@ func (r *Rule) FaultNext(n int, f Fault) *Rule {
 	r.touched = true
 	r.faultN = n
 	r.faultNext = f
+	r.mu.Unlock()
+	return r
+}
+
+// CutAt answers as a model that hit its answer budget: the reply is cut
+// to its first n bytes (0: the reply as scripted, for a test that scripts
+// the cut text itself) and done_reason / finish_reason is "length"
+// instead of "stop".
+func (r *Rule) CutAt(n int) *Rule {
+	r.mu.Lock()
+	r.touched = true
+	r.cut, r.length = n, true
+	r.mu.Unlock()
+	return r
+}
+
+// Thinking sends s as the model's reasoning in the field servers split it
+// into: Ollama message.thinking, OpenAI-compatible
+// message.reasoning_content. The reply stays the content.
+func (r *Rule) Thinking(s string) *Rule {
+	r.mu.Lock()
+	r.touched = true
+	r.thinking = s
 	r.mu.Unlock()
 	return r
 }

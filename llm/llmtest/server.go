@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,15 @@ func WithEmbeddingDim(n int) Option { return func(s *Server) { s.dim = n } }
 // WithLatency sets the server-wide latency (see Server.SetLatency).
 func WithLatency(d time.Duration) Option { return func(s *Server) { s.latency.Store(int64(d)) } }
 
+// WithModels makes the server serve only the named models (see
+// Server.ServeModels).
+func WithModels(names ...string) Option { return func(s *Server) { s.ServeModels(names...) } }
+
+// RefuseJSONSchema makes the OpenAI chat endpoint answer 400 to
+// response_format json_schema, as servers without structured outputs do;
+// json_object is still accepted.
+func RefuseJSONSchema() Option { return func(s *Server) { s.refuseSchema = true } }
+
 // WithoutRecording keeps only per-rule call counts, not the full request
 // record, so long benchmarks do not grow memory.
 func WithoutRecording() Option { return func(s *Server) { s.noRecord = true } }
@@ -45,6 +55,10 @@ type Server struct {
 	dim      int
 	noRecord bool
 	latency  atomic.Int64
+
+	refuseSchema bool
+	// models is the list ServeModels set; nil serves any model.
+	models atomic.Pointer[[]string]
 
 	// rules is replaced wholesale on every On, so the request path reads
 	// it without locking.
@@ -94,6 +108,8 @@ func New(opts ...Option) *Server {
 	mux.HandleFunc("POST /api/embed", s.ollamaEmbed)
 	mux.HandleFunc("POST /v1/chat/completions", s.openaiChat)
 	mux.HandleFunc("POST /v1/embeddings", s.openaiEmbed)
+	mux.HandleFunc("GET /api/tags", s.ollamaTags)
+	mux.HandleFunc("GET /v1/models", s.openaiModels)
 	s.hs = httptest.NewServer(mux)
 	return s
 }
@@ -138,6 +154,43 @@ func (s *Server) On(ms ...Matcher) *Rule {
 // no rule matches"; give it a reply to make the server lenient. Its name is
 // "default".
 func (s *Server) Default() *Rule { return s.def }
+
+// ServeModels sets the models the server has, as a real one does: the
+// listings (GET /api/tags, GET /v1/models) name them, and a chat or
+// embedding request for any other model gets 404 "model not found" in the
+// provider's shape. It may be called while serving, e.g. to make a model
+// "appear" after a pull. ServeModels() with no names serves no model.
+// A name without a tag also matches its ":latest", as in Ollama.
+func (s *Server) ServeModels(names ...string) {
+	list := append([]string{}, names...)
+	s.models.Store(&list)
+}
+
+// ServeAnyModel restores the default: any model is served, and the
+// listings are empty.
+func (s *Server) ServeAnyModel() { s.models.Store(nil) }
+
+// serves reports whether model may be asked for.
+func (s *Server) serves(model string) bool {
+	list := s.models.Load()
+	if list == nil {
+		return true
+	}
+	for _, m := range *list {
+		if m == model || (!strings.Contains(model, ":") && m == model+":latest") ||
+			(!strings.Contains(m, ":") && m+":latest" == model) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) modelList() []string {
+	if list := s.models.Load(); list != nil {
+		return *list
+	}
+	return []string{}
+}
 
 // SetLatency delays every request by d unless its rule sets its own latency.
 func (s *Server) SetLatency(d time.Duration) { s.latency.Store(int64(d)) }
@@ -250,6 +303,17 @@ type plan struct {
 	fault      Fault
 	latency    time.Duration
 	chunkDelay time.Duration
+	cut        int
+	length     bool
+	thinking   string
+}
+
+// stopReason is done_reason / finish_reason for the plan's answer.
+func (p plan) stopReason() string {
+	if p.length {
+		return "length"
+	}
+	return "stop"
 }
 
 // decide matches, picks the fault and records the request. Recording
@@ -289,11 +353,17 @@ func (s *Server) decide(req *Request) plan {
 	if f, ok := s.takePending(); ok && !f.IsZero() {
 		p.fault = f
 	}
+	if !s.serves(req.Model) {
+		p.fault = Fault{kind: faultNoModel}
+	} else if s.refuseSchema && req.Provider == OpenAI && req.Format == "json_schema" {
+		p.fault = Fault{kind: faultSchema}
+	}
 	p.latency = snap.latency
 	if p.latency <= 0 {
 		p.latency = time.Duration(s.latency.Load())
 	}
 	p.chunkDelay = snap.chunkDelay
+	p.cut, p.length, p.thinking = snap.cut, snap.length, snap.thinking
 	req.Fault = p.fault.String()
 	req.Time = time.Now()
 	s.record(req)
@@ -382,6 +452,13 @@ func errorFor(f Fault, req *Request) (int, string, bool) {
 		return http.StatusInternalServerError, noRuleMessage(req), true
 	case faultNoReply:
 		return http.StatusInternalServerError, noReplyMessage(req), true
+	case faultNoModel:
+		if req.Provider == OpenAI {
+			return http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Model), true
+		}
+		return http.StatusNotFound, fmt.Sprintf("model %q not found, try pulling it first", req.Model), true
+	case faultSchema:
+		return http.StatusBadRequest, "response_format json_schema is not supported", true
 	}
 	return 0, "", false
 }
@@ -425,6 +502,10 @@ func (s *Server) scriptedContent(ctx context.Context, w http.ResponseWriter, p p
 	case faultInvalidJSON:
 		return invalidJSONContent, true
 	default:
-		return p.rule.reply(*req), true
+		c := p.rule.reply(*req)
+		if p.length && p.cut > 0 && p.cut < len(c) {
+			c = c[:p.cut]
+		}
+		return c, true
 	}
 }

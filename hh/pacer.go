@@ -1,0 +1,144 @@
+package hh
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
+)
+
+// Pacer paces the requests of every worker (and, shared through Redis,
+// every replica) to HH, which answers a burst with 429 and busy anonymous
+// clients with a captcha. Wait blocks until a request may go; Pause holds
+// every request for d, HH's Retry-After.
+type Pacer interface {
+	Wait(ctx context.Context) error
+	Pause(ctx context.Context, d time.Duration) error
+}
+
+// NewMemoryPacer paces one process: perSecond requests a second, bursts
+// of burst (x/time/rate).
+func NewMemoryPacer(perSecond float64, burst int) Pacer {
+	return &memoryPacer{lim: rate.NewLimiter(rate.Limit(perSecond), max(burst, 1))}
+}
+
+type memoryPacer struct {
+	lim   *rate.Limiter
+	mu    sync.Mutex
+	until time.Time
+}
+
+func (p *memoryPacer) Wait(ctx context.Context) error {
+	p.mu.Lock()
+	until := p.until
+	p.mu.Unlock()
+	if err := sleepUntil(ctx, until); err != nil {
+		return err
+	}
+	return p.lim.Wait(ctx)
+}
+
+func (p *memoryPacer) Pause(_ context.Context, d time.Duration) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t := time.Now().Add(d); t.After(p.until) {
+		p.until = t
+	}
+	return nil
+}
+
+// NewRedisPacer paces every replica sharing rdb under key: the same GCRA
+// the Telegram delivery uses (redis_rate), and a pause kept in Redis so a
+// Retry-After one replica hears holds them all.
+func NewRedisPacer(rdb *redis.Client, key string, perSecond float64, burst int) Pacer {
+	burst = max(burst, 1)
+	// redis_rate counts whole requests per period: a period of one
+	// request's share keeps fractional rates exact.
+	period := time.Duration(float64(time.Second) / perSecond)
+	return &redisPacer{rdb: rdb, lim: redis_rate.NewLimiter(rdb), key: key,
+		limit: redis_rate.Limit{Rate: 1, Burst: burst, Period: period}}
+}
+
+type redisPacer struct {
+	rdb   *redis.Client
+	lim   *redis_rate.Limiter
+	key   string
+	limit redis_rate.Limit
+}
+
+func (p *redisPacer) Wait(ctx context.Context) error {
+	for {
+		ms, err := p.rdb.PTTL(ctx, p.key+":pause").Result()
+		if err != nil {
+			return fmt.Errorf("hh pacer: %w", err)
+		}
+		if ms > 0 {
+			if err := sleepUntil(ctx, time.Now().Add(ms)); err != nil {
+				return err
+			}
+			continue
+		}
+		res, err := p.lim.Allow(ctx, p.key, p.limit)
+		if err != nil {
+			return fmt.Errorf("hh pacer: %w", err)
+		}
+		if res.Allowed > 0 {
+			return nil
+		}
+		if err := sleepUntil(ctx, time.Now().Add(res.RetryAfter)); err != nil {
+			return err
+		}
+	}
+}
+
+func (p *redisPacer) Pause(ctx context.Context, d time.Duration) error {
+	// Keep the longer of a pause already set and this one.
+	const script = `local t = redis.call('PTTL', KEYS[1])
+if t < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], '1', 'PX', ARGV[1]) end
+return 1`
+	if err := p.rdb.Eval(ctx, script, []string{p.key + ":pause"}, d.Milliseconds()).Err(); err != nil {
+		return fmt.Errorf("hh pacer pause: %w", err)
+	}
+	return nil
+}
+
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// maxRetryAfter bounds a Retry-After we obey: a pause longer than this is
+// more likely a misread header than HH's wish, and would stall the fetches.
+const maxRetryAfter = 10 * time.Minute
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date; 0 if
+// absent or unreadable.
+func retryAfter(h http.Header) time.Duration {
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s > 0 {
+		return min(time.Duration(s)*time.Second, maxRetryAfter)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return min(max(time.Until(t), 0), maxRetryAfter)
+	}
+	return 0
+}

@@ -1,0 +1,94 @@
+package hh_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain/vacancy"
+	"switchboard/hh"
+	"switchboard/hh/hhtest"
+)
+
+var params = vacancy.Params{Text: "golang"}
+
+// arrivals are when the fake received its requests, in order.
+func arrivals(srv *hhtest.Server) []time.Time {
+	var out []time.Time
+	for _, r := range srv.Requests() {
+		out = append(out, r.At)
+	}
+	return out
+}
+
+// With a pacer of 20 a second and no burst, ten requests reach HH over at
+// least 9 × 50 ms, however fast the callers ask. The bound is on the span,
+// not on each gap: a request delayed on its way (a busy machine) lets the
+// next arrive right behind it without the pacer having released it early.
+func TestPacerSpacesRequests(t *testing.T) {
+	t.Parallel()
+	srv := catalogue(t)
+	c, _ := newClient(t, srv.URL(), func(cfg *hh.Config) { cfg.Pacer = hh.NewMemoryPacer(20, 1) })
+	const n = 10
+	for range n {
+		_, err := c.Search(context.Background(), params, 0, 10)
+		require.NoError(t, err)
+	}
+	at := arrivals(srv)
+	require.Len(t, at, n)
+	// 50 ms of slack for the first request's own delay on its way.
+	require.GreaterOrEqual(t, at[n-1].Sub(at[0]), (n-1)*50*time.Millisecond-50*time.Millisecond)
+}
+
+// A 429 with Retry-After holds every request of the pacer until then: the
+// failed call is ErrUnavailable, the next waits out the second.
+func TestRetryAfterPausesRequests(t *testing.T) {
+	t.Parallel()
+	srv := catalogue(t)
+	srv.InjectFault(hhtest.Fault{Count: 1, Status: http.StatusTooManyRequests, On: hhtest.SearchEndpoint, RetryAfter: "1"})
+	c, _ := newClient(t, srv.URL(), func(cfg *hh.Config) { cfg.Pacer = hh.NewMemoryPacer(100, 10) })
+	_, err := c.Search(context.Background(), params, 0, 10)
+	require.True(t, errors.Is(err, vacancy.ErrUnavailable), "%v", err)
+	_, err = c.Search(context.Background(), params, 0, 10)
+	require.NoError(t, err)
+	at := arrivals(srv)
+	require.Len(t, at, 2)
+	require.GreaterOrEqual(t, at[1].Sub(at[0]), time.Second, "the second request waited out Retry-After")
+}
+
+// Through Redis the pause is the deployment's: one client's 429 holds
+// another client (another replica) sharing the key.
+func TestRedisPacerSharesThePause(t *testing.T) {
+	t.Parallel()
+	addr := os.Getenv("REDIS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	require.NoError(t, rdb.Ping(context.Background()).Err(), "Redis must run for this test")
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	key := "hhtest:" + hex.EncodeToString(b)
+	t.Cleanup(func() { rdb.Del(context.Background(), key, key+":pause") })
+
+	srv := catalogue(t)
+	srv.InjectFault(hhtest.Fault{Count: 1, Status: http.StatusTooManyRequests, On: hhtest.SearchEndpoint, RetryAfter: "1"})
+	one, _ := newClient(t, srv.URL(), func(cfg *hh.Config) { cfg.Pacer = hh.NewRedisPacer(rdb, key, 100, 10) })
+	two, _ := newClient(t, srv.URL(), func(cfg *hh.Config) { cfg.Pacer = hh.NewRedisPacer(rdb, key, 100, 10) })
+	_, err := one.Search(context.Background(), params, 0, 10)
+	require.True(t, errors.Is(err, vacancy.ErrUnavailable), "%v", err)
+	_, err = two.Search(context.Background(), params, 0, 10)
+	require.NoError(t, err)
+	at := arrivals(srv)
+	require.Len(t, at, 2)
+	require.GreaterOrEqual(t, at[1].Sub(at[0]), 900*time.Millisecond, "the other replica waited out the pause (PTTL is in milliseconds)")
+}

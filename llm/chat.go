@@ -1,0 +1,93 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// chatModel is one provider's chat endpoint, called by Client.generate.
+// Both implementations are our own small HTTP clients rather than
+// langchaingo's: they must send fields langchaingo's call options cannot
+// carry per call (Ollama's num_ctx, think, keep_alive and a JSON schema in
+// format; OpenAI's response_format json_schema) and read fields it drops
+// or flattens (Ollama's done_reason and thinking, OpenAI's finish_reason
+// and reasoning_content next to an HTTP status we must act on).
+type chatModel interface {
+	chat(ctx context.Context, req chatRequest) (chatAnswer, error)
+}
+
+// chatRequest is what Client.generate asks of a provider.
+type chatRequest struct {
+	model       string
+	system      string
+	prompt      string
+	temperature float64
+	maxTokens   int // the answer budget; always set by generate
+	json        bool
+	// schema is the target's JSON schema for a JSON call (nil: plain JSON
+	// mode); schemaName names it where the API wants a name.
+	schema     map[string]any
+	schemaName string
+}
+
+// chatAnswer is a provider's answer before extraction.
+type chatAnswer struct {
+	content string
+	// reasoning is what the server split off as the model's reasoning
+	// (Ollama message.thinking, OpenAI-compatible reasoning_content or
+	// reasoning); never part of the answer.
+	reasoning string
+	// stopReason is done_reason / finish_reason as sent ("stop",
+	// "length", ...); "length" means the answer was cut off.
+	stopReason       string
+	promptTokens     int
+	completionTokens int
+	// schemaFallback is set when the OpenAI-compatible server refused
+	// json_schema and the call was answered in json_object mode.
+	schemaFallback bool
+}
+
+// maxAnswer bounds what is read of one answer: far more than any
+// num_predict we ask for, small enough that a broken server cannot
+// exhaust memory.
+const maxAnswer = 8 << 20
+
+// readBody reads a bounded response body.
+func readBody(resp *http.Response, what string) ([]byte, error) {
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s answer: %w", what, err)
+	}
+	if len(raw) > maxAnswer {
+		return nil, fmt.Errorf("%s answer over %d bytes", what, maxAnswer)
+	}
+	return raw, nil
+}
+
+// postJSON sends body as JSON and returns the status and the bounded body.
+func postJSON(ctx context.Context, hc *http.Client, url string, body any, header http.Header, what string) (int, []byte, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s request: %w", what, err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(b)))
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s request: %w", what, err)
+	}
+	for k, v := range header {
+		hreq.Header[k] = v
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(hreq)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := readBody(resp, what)
+	return resp.StatusCode, raw, err
+}

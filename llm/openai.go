@@ -1,0 +1,165 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+)
+
+// openaiChat is the chat model for OpenAI-compatible servers: one
+// non-streaming POST <base>/chat/completions per call. (Embeddings still
+// use langchaingo's client.) langchaingo's client fixes response_format
+// per client, not per call, and its schema type cannot say "integer";
+// every JSON call here carries its own target's schema.
+type openaiChat struct {
+	endpoint string
+	header   http.Header
+	hc       *http.Client
+	log      *slog.Logger
+	// noSchema remembers that this server refused response_format
+	// json_schema: from then on JSON calls ask for json_object at once,
+	// instead of paying a refused request on every call.
+	noSchema atomic.Bool
+}
+
+func newOpenAIChat(base, apiKey string, hc *http.Client, log *slog.Logger) *openaiChat {
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+apiKey)
+	return &openaiChat{endpoint: base + "/chat/completions", header: h, hc: hc, log: log}
+}
+
+type openaiMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type openaiResponseFormat struct {
+	Type       string            `json:"type"`
+	JSONSchema *openaiJSONSchema `json:"json_schema,omitempty"`
+}
+
+type openaiJSONSchema struct {
+	Name   string         `json:"name"`
+	Strict bool           `json:"strict"`
+	Schema map[string]any `json:"schema"`
+}
+
+type openaiRequest struct {
+	Model       string          `json:"model"`
+	Messages    []openaiMessage `json:"messages"`
+	Temperature float64         `json:"temperature"`
+	// max_tokens rather than max_completion_tokens: every compatible
+	// server (vLLM, llama.cpp, LM Studio, Ollama's /v1) reads it, and
+	// OpenAI still accepts it for chat models.
+	MaxTokens      int                   `json:"max_tokens,omitempty"`
+	ResponseFormat *openaiResponseFormat `json:"response_format,omitempty"`
+	Stream         bool                  `json:"stream"`
+}
+
+type openaiResponse struct {
+	Choices []struct {
+		Message struct {
+			Content          *string `json:"content"`
+			ReasoningContent string  `json:"reasoning_content"`
+			Reasoning        string  `json:"reasoning"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (o *openaiChat) chat(ctx context.Context, r chatRequest) (chatAnswer, error) {
+	req := openaiRequest{Model: r.model, Messages: make([]openaiMessage, 0, 2), Temperature: r.temperature, MaxTokens: r.maxTokens}
+	if r.system != "" {
+		req.Messages = append(req.Messages, openaiMessage{Role: "system", Content: r.system})
+	}
+	req.Messages = append(req.Messages, openaiMessage{Role: "user", Content: r.prompt})
+	withSchema := false
+	if r.json {
+		req.ResponseFormat = &openaiResponseFormat{Type: "json_object"}
+		if r.schema != nil && !o.noSchema.Load() {
+			withSchema = true
+			req.ResponseFormat = &openaiResponseFormat{Type: "json_schema", JSONSchema: &openaiJSONSchema{
+				Name: r.schemaName, Strict: strictable(r.schema), Schema: r.schema}}
+		}
+	}
+	status, raw, err := postJSON(ctx, o.hc, o.endpoint, req, o.header, "openai")
+	if err == nil && status == http.StatusBadRequest && withSchema {
+		// Servers without structured outputs answer 400 to json_schema.
+		// Ask again in plain JSON mode, once; only if that is accepted was
+		// the schema the problem, and only then is it remembered, so a
+		// request bad for another reason (too long a prompt) cannot switch
+		// schemas off for good.
+		first := raw
+		req.ResponseFormat = &openaiResponseFormat{Type: "json_object"}
+		status, raw, err = postJSON(ctx, o.hc, o.endpoint, req, o.header, "openai")
+		if err == nil && status != http.StatusBadRequest {
+			if !o.noSchema.Swap(true) {
+				o.log.Warn("the OpenAI-compatible server refused response_format json_schema; JSON calls use json_object from now on",
+					slog.String("server_said", truncate(openaiErrorText(first), 300)))
+			}
+		}
+	}
+	if err != nil {
+		return chatAnswer{}, err
+	}
+	var out openaiResponse
+	decodeErr := json.Unmarshal(raw, &out)
+	if status >= http.StatusBadRequest {
+		return chatAnswer{}, fmt.Errorf("openai HTTP %d: %s", status, truncate(openaiErrorText(raw), 300))
+	}
+	if decodeErr != nil {
+		return chatAnswer{}, fmt.Errorf("openai answer: %w", decodeErr)
+	}
+	if out.Error != nil {
+		return chatAnswer{}, fmt.Errorf("openai: %s", truncate(out.Error.Message, 300))
+	}
+	if len(out.Choices) == 0 {
+		return chatAnswer{}, ErrEmpty
+	}
+	ch := out.Choices[0]
+	a := chatAnswer{
+		reasoning:        ch.Message.ReasoningContent,
+		stopReason:       ch.FinishReason,
+		promptTokens:     out.Usage.PromptTokens,
+		completionTokens: out.Usage.CompletionTokens,
+	}
+	if a.reasoning == "" {
+		a.reasoning = ch.Message.Reasoning
+	}
+	if ch.Message.Content != nil {
+		a.content = *ch.Message.Content
+	}
+	return a, nil
+}
+
+// openaiErrorText is the server's message from an OpenAI error body, or
+// the body itself.
+func openaiErrorText(raw []byte) string {
+	var e struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(raw, &e) == nil && len(e.Error) > 0 {
+		var d struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(e.Error, &d) == nil && d.Message != "" {
+			return d.Message
+		}
+		var s string
+		if json.Unmarshal(e.Error, &s) == nil && s != "" {
+			return s
+		}
+	}
+	return strings.TrimSpace(string(raw))
+}

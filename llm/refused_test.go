@@ -1,0 +1,175 @@
+package llm_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/llm"
+	"switchboard/llm/llmtest"
+)
+
+// A model the server does not have is a refusal: the breaker opens on the
+// first 404, calls fail fast with the same reason, and a probe after the
+// open period finds the model once it is pulled.
+func TestModelNotFoundRefuses(t *testing.T) {
+	forEachProvider(t, func(t *testing.T, provider string) {
+		srv := llmtest.New(llmtest.WithAPIKey(testKey), llmtest.WithModels("other"))
+		t.Cleanup(srv.Close)
+		srv.On().Reply("hello")
+		c, reg := newClient(t, srv, provider, nil, llm.WithBreaker(5, 300*time.Millisecond))
+		port := llm.Port{Client: c, Label: "vacancy_relevance"}
+		ctx := context.Background()
+		assert.Equal(t, llm.Health{State: llm.BreakerClosed, Since: c.Health().Since}, c.Health())
+		assert.False(t, port.Open())
+
+		_, err := c.Text(ctx, llm.Request{Prompt: "p", Label: "probe"})
+		require.ErrorIs(t, err, llm.ErrRefused)
+		assert.NotErrorIs(t, err, llm.ErrBreakerOpen, "the refusal itself came from the server")
+		var re *llm.RefusedError
+		require.ErrorAs(t, err, &re)
+		assert.Equal(t, 404, re.Status)
+		assert.Equal(t, "small", re.Model)
+		if provider == llm.ProviderOllama {
+			assert.Equal(t, `model "small" not found: run "ollama pull small"`, re.Reason)
+		} else {
+			assert.Contains(t, re.Reason, `model "small" not found`)
+			assert.Contains(t, re.Reason, "LLM_MODEL")
+		}
+
+		// Open at once, not after five failures.
+		assert.Equal(t, llm.BreakerOpen, c.BreakerState())
+		assert.True(t, port.Open(), "Port.Open is true while refused")
+		assert.True(t, port.Refused())
+		h := c.Health()
+		assert.Equal(t, llm.BreakerOpen, h.State)
+		assert.Contains(t, h.Reason, re.Reason)
+		assert.WithinDuration(t, time.Now(), h.Since, time.Second)
+		assertGauge(t, reg, "llm_breaker_state", 2)
+
+		// Fast failures carry the same refusal.
+		start := time.Now()
+		var v verdict
+		err = c.JSON(ctx, llm.Request{Prompt: "p", Label: "probe"}, &v)
+		require.ErrorIs(t, err, llm.ErrBreakerOpen)
+		require.ErrorIs(t, err, llm.ErrRefused)
+		require.ErrorAs(t, err, &re)
+		assert.Contains(t, err.Error(), re.Reason)
+		assert.Less(t, time.Since(start), 100*time.Millisecond)
+		assert.Len(t, srv.Requests(), 1, "no request while refused")
+		assertCalls(t, reg, "probe", "small", map[string]float64{"refused": 1, "breaker_open": 1})
+
+		// Still missing at the probe: open again, still refused.
+		waitBreaker(t, c, llm.BreakerHalfOpen)
+		assert.Contains(t, c.Health().Reason, re.Reason, "half-open keeps the reason")
+		_, err = c.Text(ctx, llm.Request{Prompt: "p"})
+		require.ErrorIs(t, err, llm.ErrRefused)
+		assert.Equal(t, llm.BreakerOpen, c.BreakerState())
+
+		// The model appears: the next probe succeeds and all is well.
+		srv.ServeModels("small", "big", "embedder")
+		waitBreaker(t, c, llm.BreakerHalfOpen)
+		out, err := c.Text(ctx, llm.Request{Prompt: "p"})
+		require.NoError(t, err)
+		assert.Equal(t, "hello", out)
+		assert.Equal(t, llm.BreakerClosed, c.Health().State)
+		assert.Empty(t, c.Health().Reason)
+		assert.False(t, port.Open())
+		assert.False(t, port.Refused())
+	})
+}
+
+func TestWrongAPIKeyRefuses(t *testing.T) {
+	srv := newServer(t)
+	srv.On().Reply("x")
+	c, _ := newClient(t, srv, llm.ProviderOpenAI, func(cfg *llm.Config) { cfg.APIKey = "sk-wrong" })
+	_, err := c.Text(context.Background(), llm.Request{Prompt: "p"})
+	var re *llm.RefusedError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, 401, re.Status)
+	assert.Equal(t, "401: check LLM_API_KEY", re.Reason)
+	assert.Contains(t, err.Error(), "Incorrect API key", "the server's words are kept for the log")
+	assert.Equal(t, llm.BreakerOpen, c.BreakerState())
+	assert.Contains(t, c.Health().Reason, "check LLM_API_KEY")
+	_, err = c.Embed(context.Background(), []string{"x"})
+	require.ErrorIs(t, err, llm.ErrRefused, "one breaker guards the whole backend")
+}
+
+func TestForbiddenRefuses(t *testing.T) {
+	srv := newServer(t)
+	srv.On().Fault(llmtest.HTTPError(403))
+	c, _ := newClient(t, srv, llm.ProviderOllama, nil)
+	_, err := c.Text(context.Background(), llm.Request{Prompt: "p", Strong: true})
+	var re *llm.RefusedError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, 403, re.Status)
+	assert.Equal(t, "big", re.Model)
+	assert.Contains(t, re.Reason, "LLM_API_KEY")
+}
+
+func TestHealthAfterFailures(t *testing.T) {
+	srv := newServer(t)
+	srv.On().Fault(llmtest.ServerError())
+	c, _ := newClient(t, srv, llm.ProviderOllama, nil, llm.WithBreaker(2, time.Minute))
+	for range 2 {
+		_, err := c.Text(context.Background(), llm.Request{Prompt: "p"})
+		require.Error(t, err)
+		assert.NotErrorIs(t, err, llm.ErrRefused, "a 500 is a passing failure")
+	}
+	h := c.Health()
+	assert.Equal(t, llm.BreakerOpen, h.State)
+	assert.Contains(t, h.Reason, "circuit breaker open")
+	assert.Contains(t, h.Reason, "HTTP 500")
+	assert.False(t, c.Refused(), "an outage is not a refusal")
+	_, err := c.Text(context.Background(), llm.Request{Prompt: "p"})
+	require.ErrorIs(t, err, llm.ErrBreakerOpen)
+	assert.NotErrorIs(t, err, llm.ErrRefused)
+}
+
+func TestCheckModels(t *testing.T) {
+	forEachProvider(t, func(t *testing.T, provider string) {
+		srv := llmtest.New(llmtest.WithAPIKey(testKey), llmtest.WithModels("small", "other"))
+		t.Cleanup(srv.Close)
+		c, _ := newClient(t, srv, provider, nil)
+		missing, err := c.CheckModels(context.Background())
+		require.NoError(t, err)
+		require.Len(t, missing, 2)
+		assert.Equal(t, "big", missing[0].Model)
+		assert.Equal(t, "LLM_STRONG_MODEL", missing[0].Setting)
+		assert.Equal(t, "embedder", missing[1].Model)
+		assert.Equal(t, "LLM_EMBED_MODEL", missing[1].Setting)
+		if provider == llm.ProviderOllama {
+			assert.Equal(t, "ollama pull big", missing[0].Fix)
+		} else {
+			assert.Contains(t, missing[0].Fix, `does not serve "big"`)
+			assert.Contains(t, missing[0].Fix, "small, other")
+		}
+		assert.Empty(t, srv.Requests(), "listing is not a chat call")
+
+		srv.ServeModels("small", "big", "embedder")
+		missing, err = c.CheckModels(context.Background())
+		require.NoError(t, err)
+		assert.Empty(t, missing)
+		assert.Equal(t, llm.BreakerClosed, c.BreakerState(), "checking never touches the breaker")
+	})
+}
+
+func TestCheckModelsOllamaLatestTag(t *testing.T) {
+	srv := llmtest.New(llmtest.WithModels("small:latest", "big", "embedder:latest"))
+	t.Cleanup(srv.Close)
+	c, _ := newClient(t, srv, llm.ProviderOllama, nil)
+	missing, err := c.CheckModels(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, missing, `"small" is "small:latest"`)
+}
+
+func TestCheckModelsWrongKey(t *testing.T) {
+	srv := newServer(t)
+	c, _ := newClient(t, srv, llm.ProviderOpenAI, func(cfg *llm.Config) { cfg.APIKey = "sk-wrong" })
+	_, err := c.CheckModels(context.Background())
+	require.ErrorIs(t, err, llm.ErrRefused)
+	assert.Contains(t, err.Error(), "check LLM_API_KEY")
+}

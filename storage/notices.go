@@ -1,0 +1,56 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"switchboard/domain"
+)
+
+// NoticeOnce records that the admin chat is told about key and writes msgs
+// to the outbox in the same transaction, unless key is recorded already:
+// every replica may notice the same condition, the chat hears it once.
+// Whether this call told it.
+func (s *Store) NoticeOnce(ctx context.Context, key, text string, msgs []domain.Message) (bool, error) {
+	return s.noticeTx(ctx, "notice", key, msgs,
+		`INSERT INTO admin_notices (key, text) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, text)
+}
+
+// EndNotice forgets key and writes msgs (the condition's end) in the same
+// transaction, only if key was recorded: the end is told once too.
+func (s *Store) EndNotice(ctx context.Context, key string, msgs []domain.Message) (bool, error) {
+	return s.noticeTx(ctx, "end notice", key, msgs, `DELETE FROM admin_notices WHERE key = $1`, key)
+}
+
+// noticeTx runs sql and, if it changed a row, writes msgs with it: whether
+// it did.
+func (s *Store) noticeTx(ctx context.Context, what, key string, msgs []domain.Message, sql string, args ...any) (bool, error) {
+	told := false
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, sql, args...)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		told = true
+		return enqueueTx(ctx, tx, msgs)
+	})
+	if err != nil {
+		return false, fmt.Errorf("%s %q: %w", what, key, err)
+	}
+	return told, nil
+}
+
+// Notice returns what key was told, if it is recorded.
+func (s *Store) Notice(ctx context.Context, key string) (string, bool, error) {
+	var text string
+	err := s.pool.QueryRow(ctx, `SELECT text FROM admin_notices WHERE key = $1`, key).Scan(&text)
+	if err == pgx.ErrNoRows {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("notice %q: %w", key, err)
+	}
+	return text, true, nil
+}
