@@ -105,7 +105,14 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 	if a.redis != nil {
 		pacer = hh.NewRedisPacer(a.redis, cfg.RedisPrefix+"hh:pace", cfg.HHRate, max(1, int(cfg.HHRate)))
 	}
-	a.hh, err = hh.New(hh.Config{URL: cfg.HHAPIURL, UserAgent: cfg.HHUserAgent, Registerer: a.reg, Log: log, Pacer: pacer})
+	// The application token, if configured, is one for every replica
+	// (hhtoken.go); its host is HH_OAUTH_URL, not the API's.
+	hhToken, err := hhTokenSource(cfg, a.store, log)
+	if err != nil {
+		return nil, fmt.Errorf("hh: %w", err)
+	}
+	a.hh, err = hh.New(hh.Config{URL: cfg.HHAPIURL, UserAgent: cfg.HHUserAgent, Registerer: a.reg, Log: log, Pacer: pacer,
+		BreakerOpenFor: cfg.HHBreakerOpenFor, BreakerMaxOpen: cfg.HHBreakerMaxOpen, Token: hhToken})
 	if err != nil {
 		return nil, fmt.Errorf("hh: %w", err)
 	}
@@ -184,7 +191,7 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		AdminChatID:  cfg.AdminChatID, AdminLang: cfg.AdminLang,
 		BoardEvery: cfg.BoardInterval, LiveLogEvery: cfg.LiveLogInterval,
 	}, bot.Deps{
-		Users: a.store, Status: jobStatus{a.store, cfg.HeartbeatInterval, a.llm}, Catalog: locales.MustLoad(), Log: log,
+		Users: a.store, Status: jobStatus{a.store, cfg.HeartbeatInterval, a.llm, a.hh}, Catalog: locales.MustLoad(), Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Direct: a.out, Queue: a.store,
 	})
 	if err != nil {
@@ -285,8 +292,9 @@ func (a *app) run(ctx context.Context) error {
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var workers sync.WaitGroup
-	workers.Add(8)
+	workers.Add(9)
 	go func() { defer workers.Done(); a.watchLLM(workCtx) }()
+	go func() { defer workers.Done(); a.watchHH(workCtx) }()
 	go func() { defer workers.Done(); a.vac.Run(workCtx) }()
 	// Delivery runs on every replica; rows of one chat still go out in order.
 	go func() { defer workers.Done(); a.out.Run(workCtx) }()
@@ -371,31 +379,84 @@ func (a *app) watchLLM(ctx context.Context) {
 	for _, m := range missing {
 		a.log.Error("LLM model missing", "model", m.Model, "setting", m.Setting, "fix", m.Fix)
 	}
+	a.watchOutage(ctx, outage{
+		key: llmNoticeKey, what: "the LLM refuses the model or key; work waits", back: "the LLM answers again",
+		reason: func() (string, string) {
+			if rf := a.llm.Refusal(); rf != nil {
+				return rf.Reason, ""
+			}
+			return "", ""
+		},
+		over:   func() bool { return a.llm.BreakerState() == llm.BreakerClosed },
+		notice: func(reason, _ string) []domain.Message { return a.bot.LLMNotice(reason) },
+	})
+}
+
+// hhNoticeKey is the admin_notices key of "HH refuses our requests".
+const hhNoticeKey = "hh_refused"
+
+// watchHH follows this replica's HH breaker: when HH refuses us (captcha,
+// forbidden, 429) the admin chat is told once across replicas, with the
+// captcha's URL and how to be let in for good, and once when HH answers
+// again; waiting vacancy work is woken then.
+func (a *app) watchHH(ctx context.Context) {
+	a.watchOutage(ctx, outage{
+		key: hhNoticeKey, what: "HH refuses our requests; vacancy work waits", back: "HH answers again",
+		reason: func() (string, string) {
+			if r := a.hh.Refusal(); r != nil {
+				return r.Short(), r.CaptchaURL
+			}
+			return "", ""
+		},
+		over: func() bool { return true },
+		notice: func(reason, captcha string) []domain.Message {
+			if reason == "" && a.vac != nil {
+				a.vac.Wake()
+			}
+			return a.bot.HHNotice(reason, captcha)
+		},
+	})
+}
+
+// outage is a condition of an outside service the admin chat hears of
+// once when it starts and once when it ends, across replicas.
+type outage struct {
+	key, what, back string
+	// reason is why the service refuses us ("" while it does not) and an
+	// extra the notice may show (a captcha's URL).
+	reason func() (reason, extra string)
+	// over says the end is certain (the LLM: its breaker closed, not
+	// merely probing).
+	over   func() bool
+	notice func(reason, extra string) []domain.Message
+}
+
+// watchOutage polls o every 5 s until ctx ends.
+func (a *app) watchOutage(ctx context.Context, o outage) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	refused := false
 	for {
-		rf := a.llm.Refusal()
+		reason, extra := o.reason()
 		switch {
-		case rf != nil:
-			reason := rf.Reason
+		case reason != "":
 			if !refused {
-				a.log.Error("the LLM refuses the model or key; work waits", "reason", reason)
+				a.log.Error(o.what, "reason", reason)
 			}
 			refused = true
-			if _, err := a.store.NoticeOnce(ctx, llmNoticeKey, reason, a.bot.LLMNotice(reason)); err != nil && ctx.Err() == nil {
-				a.log.Warn("tell the admin chat about the LLM", "err", err)
+			if _, err := a.store.NoticeOnce(ctx, o.key, reason, o.notice(reason, extra)); err != nil && ctx.Err() == nil {
+				a.log.Warn("tell the admin chat", "notice", o.key, "err", err)
 			} else {
 				a.out.Wake()
 			}
-		case refused && a.llm.BreakerState() == llm.BreakerClosed:
-			if _, err := a.store.EndNotice(ctx, llmNoticeKey, a.bot.LLMNotice("")); err != nil {
+		case refused && o.over():
+			if _, err := a.store.EndNotice(ctx, o.key, o.notice("", "")); err != nil {
 				if ctx.Err() == nil {
-					a.log.Warn("tell the admin chat the LLM is back", "err", err)
+					a.log.Warn("tell the admin chat it is over", "notice", o.key, "err", err)
 				}
 			} else {
 				refused = false
-				a.log.Info("the LLM answers again")
+				a.log.Info(o.back)
 				a.out.Wake()
 			}
 		}
@@ -447,11 +508,21 @@ type jobStatus struct {
 	store     *storage.Store
 	heartbeat time.Duration
 	llm       *llm.Client
+	hh        *hh.Client
 }
 
 // LLMReason feeds /status's LLM line: why this replica's client refuses
 // or fails calls, or "" while it answers.
 func (j jobStatus) LLMReason() string { return j.llm.Health().Reason }
+
+// HHReason feeds /status's HH line: how HH refuses this replica's
+// requests, or "" while it answers.
+func (j jobStatus) HHReason() string {
+	if r := j.hh.Refusal(); r != nil {
+		return r.Describe()
+	}
+	return ""
+}
 
 func (j jobStatus) JobRuns(ctx context.Context) ([]bot.JobRun, error) {
 	runs, err := j.store.JobRuns(ctx)

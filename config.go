@@ -46,9 +46,16 @@ type Config struct {
 	LLMMaxTokensJSON   int           `env:"LLM_MAX_TOKENS_JSON" envDefault:"2048" help:"answer budget of JSON calls (num_predict / max_tokens)"`
 	LLMMaxTokensText   int           `env:"LLM_MAX_TOKENS_TEXT" envDefault:"2048" help:"answer budget of text calls that set none themselves"`
 
-	HHAPIURL    string  `env:"HH_API_URL" envDefault:"https://api.hh.ru" help:"HH.ru API"`
-	HHUserAgent string  `env:"HH_USER_AGENT" help:"User-Agent sent to HH.ru (default: switchboard/<version>)"`
-	HHRate      float64 `env:"HH_RATE" envDefault:"3" help:"requests per second to HH.ru for the whole deployment (shared through Redis when REDIS_URL is set); a 429's Retry-After pauses them"`
+	HHAPIURL         string        `env:"HH_API_URL" envDefault:"https://api.hh.ru" help:"HH.ru API"`
+	HHUserAgent      string        `env:"HH_USER_AGENT" help:"User-Agent sent to HH.ru (default: switchboard/<version>)"`
+	HHRate           float64       `env:"HH_RATE" envDefault:"3" help:"requests per second to HH.ru for the whole deployment (shared through Redis when REDIS_URL is set); a 429's Retry-After pauses them"`
+	HHBreakerOpenFor time.Duration `env:"HH_BREAKER_OPEN_FOR" envDefault:"1m" help:"after HH refuses us (captcha, forbidden, 429), how long no request goes to it before one probe; each failed probe doubles it"`
+	HHBreakerMaxOpen time.Duration `env:"HH_BREAKER_MAX_OPEN" envDefault:"30m" help:"the longest HH_BREAKER_OPEN_FOR grows to"`
+
+	HHOAuthURL     string `env:"HH_OAUTH_URL" envDefault:"https://hh.ru" help:"where HH.ru issues application tokens (POST /oauth/token)"`
+	HHClientID     string `env:"HH_CLIENT_ID" secret:"true" help:"Client ID of the application registered at dev.hh.ru; with HH_CLIENT_SECRET, every request to HH.ru carries an application token (empty: anonymous)"`
+	HHClientSecret string `env:"HH_CLIENT_SECRET" secret:"true" help:"Client Secret of that application"`
+	HHAppToken     string `env:"HH_APP_TOKEN" secret:"true" help:"an application token to send as it is, instead of obtaining one with HH_CLIENT_ID and HH_CLIENT_SECRET"`
 
 	AdminIDs    []int64 `env:"ADMIN_IDS" envSeparator:"," help:"admins' Telegram user ids, comma-separated"`
 	AdminChatID int64   `env:"ADMIN_CHAT_ID" help:"chat for events and the live log (0: none)"`
@@ -99,7 +106,7 @@ type Config struct {
 
 // secretFiles lets a deployment mount secrets as files (Docker/Kubernetes
 // secrets) instead of putting them in the environment.
-var secretFiles = []string{"TELEGRAM_TOKEN", "DATABASE_URL", "REDIS_URL", "LLM_API_KEY"}
+var secretFiles = []string{"TELEGRAM_TOKEN", "DATABASE_URL", "REDIS_URL", "LLM_API_KEY", "HH_CLIENT_ID", "HH_CLIENT_SECRET", "HH_APP_TOKEN"}
 
 // LoadConfig reads the environment (lookup, usually os.LookupEnv) and
 // validates it, reporting every bad value with its variable's name at once.
@@ -210,6 +217,18 @@ func (c Config) validate() []string {
 	checkURL("REDIS_URL", c.RedisURL, "redis", "rediss", "unix")
 	checkURL("LLM_URL", c.LLMURL, "http", "https")
 	checkURL("HH_API_URL", c.HHAPIURL, "https", "http")
+	checkURL("HH_OAUTH_URL", c.HHOAuthURL, "https", "http")
+	switch {
+	case c.HHClientID == "" && c.HHClientSecret != "":
+		bad("HH_CLIENT_ID", "required with HH_CLIENT_SECRET: set both or neither")
+	case c.HHClientID != "" && c.HHClientSecret == "":
+		bad("HH_CLIENT_SECRET", "required with HH_CLIENT_ID: set both or neither")
+	case c.HHAppToken != "" && c.HHClientID != "":
+		bad("HH_APP_TOKEN", "set either HH_APP_TOKEN or HH_CLIENT_ID and HH_CLIENT_SECRET, not both")
+	}
+	if strings.ContainsFunc(c.HHAppToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		bad("HH_APP_TOKEN", "contains spaces or control characters")
+	}
 	if c.LLMProvider != "ollama" && c.LLMProvider != "openai" {
 		bad("LLM_PROVIDER", "%q: want ollama or openai", c.LLMProvider)
 	}
@@ -227,6 +246,12 @@ func (c Config) validate() []string {
 	}
 	if c.TelegramRate <= 0 || c.TelegramChatRate <= 0 || c.TelegramGroupRate <= 0 {
 		bad("TELEGRAM_RATE", "TELEGRAM_RATE, TELEGRAM_CHAT_RATE and TELEGRAM_GROUP_RATE must be positive")
+	}
+	if c.HHBreakerOpenFor <= 0 {
+		bad("HH_BREAKER_OPEN_FOR", "%v: want a positive duration", c.HHBreakerOpenFor)
+	}
+	if c.HHBreakerMaxOpen < c.HHBreakerOpenFor {
+		bad("HH_BREAKER_MAX_OPEN", "%v: want at least HH_BREAKER_OPEN_FOR", c.HHBreakerMaxOpen)
 	}
 	if c.HHRate <= 0 {
 		bad("HH_RATE", "%v: want a positive rate", c.HHRate)
@@ -328,5 +353,5 @@ func PrintConfigHelp(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.key, def, f.help)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nSecrets (TELEGRAM_TOKEN, DATABASE_URL, REDIS_URL, LLM_API_KEY) may also be given as a file path in NAME_FILE.")
+	fmt.Fprintf(w, "\nSecrets (%s) may also be given as a file path in NAME_FILE.\n", strings.Join(secretFiles, ", "))
 }

@@ -37,6 +37,9 @@ func (c Config) secretValues() []string {
 	}
 	add(c.TelegramToken)
 	add(c.LLMAPIKey)
+	add(c.HHClientID)
+	add(c.HHClientSecret)
+	add(c.HHAppToken)
 	for _, raw := range []string{c.DatabaseURL, c.RedisURL} {
 		if u, err := url.Parse(raw); err == nil {
 			if p, ok := u.User.Password(); ok {

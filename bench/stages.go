@@ -71,9 +71,9 @@ type timedRepo struct {
 	s *stages
 }
 
-func (r timedRepo) ClaimMatch(ctx context.Context, lease time.Duration, taste int) (vacancy.Claim, bool, error) {
+func (r timedRepo) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy.Claim, bool, error) {
 	defer r.s.since("db claim", time.Now())
-	return r.Repository.ClaimMatch(ctx, lease, taste)
+	return r.Repository.ClaimMatch(ctx, o)
 }
 
 func (r timedRepo) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {

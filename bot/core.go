@@ -151,6 +151,13 @@ func (b *Bot) status(r *Request) error {
 			sb.WriteString("\n\n" + r.T("status.llm_ok"))
 		}
 	}
+	if hs, ok := b.deps.Status.(HHSource); ok {
+		if reason := hs.HHReason(); reason != "" {
+			sb.WriteString("\n" + r.T("status.hh_refused", locales.Data{"Reason": reason}))
+		} else {
+			sb.WriteString("\n" + r.T("status.hh_ok"))
+		}
+	}
 	if os, ok := b.deps.Status.(OutboxSource); ok {
 		if st, err := os.Outbox(r.Ctx); err == nil {
 			sb.WriteString("\n\n" + r.T("status.outbox", locales.Data{
@@ -166,6 +173,12 @@ func (b *Bot) status(r *Request) error {
 type OutboxStatus struct {
 	Pending, Throttled, Unreachable, Dropped, Failed int64
 	OldestAge                                        time.Duration
+}
+
+// HHSource, when the StatusSource has it, adds HH's state to /status:
+// how HH refuses us ("" while it answers).
+type HHSource interface {
+	HHReason() string
 }
 
 // LLMSource, when the StatusSource has it, adds the LLM's health to
@@ -184,6 +197,23 @@ func (b *Bot) LLMNotice(reason string) []domain.Message {
 	text := b.deps.Catalog.T(b.cfg.AdminLang, "admin.llm_back")
 	if reason != "" {
 		text = b.deps.Catalog.T(b.cfg.AdminLang, "admin.llm_refused", locales.Data{"Reason": reason})
+	}
+	return Messages(b.cfg.AdminChatID, domain.KindNote, 0, text, nil)
+}
+
+// HHNotice renders the admin chat's notice that HH refuses our requests
+// (reason says how, captcha the URL HH gave, if any), or with reason ""
+// that it answers again. Nothing without an admin chat.
+func (b *Bot) HHNotice(reason, captcha string) []domain.Message {
+	if b.cfg.AdminChatID == 0 {
+		return nil
+	}
+	text := b.deps.Catalog.T(b.cfg.AdminLang, "admin.hh_back")
+	if reason != "" {
+		text = b.deps.Catalog.T(b.cfg.AdminLang, "admin.hh_refused", locales.Data{"Reason": reason})
+		if captcha != "" {
+			text += "\n" + b.deps.Catalog.T(b.cfg.AdminLang, "admin.hh_captcha", locales.Data{"URL": captcha})
+		}
 	}
 	return Messages(b.cfg.AdminChatID, domain.KindNote, 0, text, nil)
 }

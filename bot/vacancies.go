@@ -369,6 +369,11 @@ func (u *vacancyUI) stats(r *Request) error {
 	default:
 		sb.WriteString("\n" + r.T("vacancies.breaker_closed"))
 	}
+	if st.HHRefused {
+		sb.WriteString("\n" + r.T("vacancies.hh_refused", locales.Data{"Reason": st.HHReason}))
+	} else {
+		sb.WriteString("\n" + r.T("vacancies.hh_ok"))
+	}
 	return r.Reply(sb.String(), nil)
 }
 

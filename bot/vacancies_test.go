@@ -65,6 +65,9 @@ func (stubSource) Vacancy(context.Context, int64) (vacancy.Vacancy, error) {
 	return vacancy.Vacancy{}, vacancy.ErrUnavailable
 }
 
+func (stubSource) Refused() (bool, string) { return false, "" }
+func (stubSource) Holding() bool           { return false }
+
 type vacEnv struct {
 	bundle
 	st  *storage.Store
@@ -369,7 +372,7 @@ func TestVacanciesStats(t *testing.T) {
 	bob := env.srv.User(43, "Bob", "en")
 	env.ask(t, bob, "/start")
 
-	require.Equal(t, "Your vacancies\nNone yet.\n\nLast fetch: never\nQueue: 0 yours of 0 in all\nLLM: closed (working)",
+	require.Equal(t, "Your vacancies\nNone yet.\n\nLast fetch: never\nQueue: 0 yours of 0 in all\nLLM: closed (working)\nHH.ru: answering",
 		env.ask(t, ann, "/vacancies").Text)
 
 	for i, s := range []vacancy.Status{vacancy.Queued, vacancy.Queued, vacancy.Applied, vacancy.NotSuitable, vacancy.SentToUser} {
@@ -388,7 +391,7 @@ func TestVacanciesStats(t *testing.T) {
 	require.Equal(t, "Your vacancies\n"+
 		"Waiting for analysis: 2\nSent, awaiting your answer: 1\nNot suitable: 1\nApplied: 1\n\n"+
 		"Last fetch: 2025-03-04 02:06 UTC\nQueue: 2 yours of 3 in all\n"+
-		"LLM: open — vacancies are paused and will be retried", env.ask(t, ann, "/vacancies").Text)
+		"LLM: open — vacancies are paused and will be retried\nHH.ru: answering", env.ask(t, ann, "/vacancies").Text)
 }
 
 func relevant() *bool { b := true; return &b }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sony/gobreaker/v2"
 
 	"switchboard/domain/vacancy"
 )
@@ -52,6 +53,7 @@ const (
 	outcomeOK          = "ok"
 	outcomeNotFound    = "not_found"
 	outcomeUnavailable = "unavailable"
+	outcomeRefused     = "refused"
 	outcomeError       = "error"
 )
 
@@ -74,6 +76,16 @@ type Config struct {
 	// Pacer, when set, paces every request (HH_RATE), and a 429's
 	// Retry-After pauses it; nil sends at once.
 	Pacer Pacer
+	// BreakerOpenFor is how long no request goes to HH after it refused us
+	// (captcha, forbidden, 429); each failed probe doubles it up to
+	// BreakerMaxOpen. Zero means DefaultBreakerOpenFor and
+	// DefaultBreakerMaxOpen.
+	BreakerOpenFor, BreakerMaxOpen time.Duration
+	// Token, when set, gives the application token every request carries
+	// (Authorization: Bearer); a request HH refuses for its token (403
+	// oauth bad_authorization, token_expired, token_revoked) is sent once
+	// more with a fresh one. nil sends requests anonymously.
+	Token TokenSource
 }
 
 // Client is the HH.ru vacancy API. It is safe for concurrent use.
@@ -86,6 +98,8 @@ type Client struct {
 	log     *slog.Logger
 	m       *metrics
 	pace    Pacer
+	br      *breaker
+	token   TokenSource // nil: anonymous
 }
 
 var _ vacancy.Source = (*Client)(nil)
@@ -120,7 +134,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	c := &Client{base: base, ua: ua, timeout: cfg.Timeout, hc: cfg.HTTPClient, pace: cfg.Pacer}
+	c := &Client{base: base, ua: ua, timeout: cfg.Timeout, hc: cfg.HTTPClient, pace: cfg.Pacer, token: cfg.Token}
 	if c.hc == nil {
 		// Our own transport, so that Close can drop its idle connections
 		// without touching anyone else's. No http.Client.Timeout: the
@@ -140,6 +154,12 @@ func New(cfg Config) (*Client, error) {
 	if c.m, err = newMetrics(cfg.Registerer); err != nil {
 		return nil, err
 	}
+	if cfg.BreakerMaxOpen == 0 {
+		cfg.BreakerMaxOpen = DefaultBreakerMaxOpen
+	}
+	c.br = newBreaker(cfg.BreakerOpenFor, cfg.BreakerMaxOpen, c.m.breaker, func(from, to gobreaker.State) {
+		c.log.Warn("hh circuit breaker state change", slog.String("from", from.String()), slog.String("to", to.String()))
+	})
 	return c, nil
 }
 
@@ -231,7 +251,7 @@ func (c *Client) Search(ctx context.Context, p vacancy.Params, page, perPage int
 }
 
 func (c *Client) search(ctx context.Context, u string) (vacancy.Page, error) {
-	body, err := c.get(ctx, u, false)
+	body, err := c.call(ctx, u, false)
 	if err != nil {
 		return vacancy.Page{}, err
 	}
@@ -278,7 +298,7 @@ func (c *Client) Vacancy(ctx context.Context, id int64) (vacancy.Vacancy, error)
 }
 
 func (c *Client) vacancy(ctx context.Context, u string) (vacancy.Vacancy, error) {
-	body, err := c.get(ctx, u, true)
+	body, err := c.call(ctx, u, true)
 	if err != nil {
 		return vacancy.Vacancy{}, err
 	}
@@ -303,10 +323,17 @@ func (c *Client) vacancy(ctx context.Context, u string) (vacancy.Vacancy, error)
 	return v, nil
 }
 
-// get performs one GET and returns the body of a 2xx answer, or a
-// classified error: the caller's context error, ErrUnavailable, ErrArchived
-// (404 when notFoundArchived) or *APIError.
+// get is send with the application token, if any, retried once with a
+// fresh token when HH refuses the one sent (authorized, token.go).
 func (c *Client) get(ctx context.Context, u string, notFoundArchived bool) ([]byte, error) {
+	return c.authorized(ctx, func(token string) ([]byte, error) { return c.send(ctx, u, notFoundArchived, token) })
+}
+
+// send performs one GET, with token as its bearer unless empty, and
+// returns the body of a 2xx answer, or a classified error: the caller's
+// context error, ErrUnavailable, ErrArchived (404 when notFoundArchived)
+// or *APIError.
+func (c *Client) send(ctx context.Context, u string, notFoundArchived bool, token string) ([]byte, error) {
 	if c.pace != nil {
 		if err := c.pace.Wait(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -326,6 +353,9 @@ func (c *Client) get(ctx context.Context, u string, notFoundArchived bool) ([]by
 	req.Header.Set("User-Agent", c.ua)
 	req.Header.Set("HH-User-Agent", c.ua)
 	req.Header.Set("Accept", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -352,14 +382,19 @@ func (c *Client) get(ctx context.Context, u string, notFoundArchived bool) ([]by
 	case resp.StatusCode == http.StatusNotFound && notFoundArchived:
 		return nil, fmt.Errorf("HH answered 404%s: %w", describeErrors(items), vacancy.ErrArchived)
 	case resp.StatusCode == http.StatusTooManyRequests:
-		if d := retryAfter(resp.Header); d > 0 && c.pace != nil {
+		d := retryAfter(resp.Header)
+		if d > 0 && c.pace != nil {
 			if err := c.pace.Pause(ctx, d); err != nil {
 				c.log.Warn("hh pacing: could not pause for Retry-After", "retry_after", d, "err", err)
 			} else {
 				c.log.Warn("HH asked us to slow down", "retry_after", d)
 			}
 		}
-		return nil, fmt.Errorf("HH answered 429%s: %w", describeErrors(items), vacancy.ErrUnavailable)
+		return nil, &Refusal{Status: resp.StatusCode, Type: "too_many_requests", Detail: describeErrors(items), RetryAfter: d}
+	case resp.StatusCode == http.StatusForbidden:
+		if r := refusalOf(items); r != nil {
+			return nil, r
+		}
 	case resp.StatusCode >= 500:
 		return nil, fmt.Errorf("HH answered %d%s: %w", resp.StatusCode, describeErrors(items), vacancy.ErrUnavailable)
 	}
@@ -388,12 +423,14 @@ func (c *Client) transportError(ctx, reqCtx context.Context, err error) error {
 }
 
 // errorItems reads HH's {"errors":[{"type","value"}]} envelope, ignoring
-// every other key; nil for non-JSON bodies (5xx from proxies are HTML).
+// every other key but a captcha's captcha_url, which is carried as the
+// item's Value; nil for non-JSON bodies (5xx from proxies are HTML).
 func errorItems(body []byte) []struct{ Type, Value string } {
 	var env struct {
 		Errors []struct {
-			Type  string `json:"type"`
-			Value string `json:"value"`
+			Type       string `json:"type"`
+			Value      string `json:"value"`
+			CaptchaURL string `json:"captcha_url"`
 		} `json:"errors"`
 	}
 	if json.Unmarshal(body, &env) != nil || len(env.Errors) == 0 {
@@ -402,6 +439,9 @@ func errorItems(body []byte) []struct{ Type, Value string } {
 	out := make([]struct{ Type, Value string }, len(env.Errors))
 	for i, e := range env.Errors {
 		out[i].Type, out[i].Value = e.Type, e.Value
+		if e.Type == typeCaptcha && e.CaptchaURL != "" {
+			out[i].Value = e.CaptchaURL
+		}
 	}
 	return out
 }
@@ -437,6 +477,8 @@ func outcomeOf(err error) string {
 		return outcomeOK
 	case errors.Is(err, vacancy.ErrArchived):
 		return outcomeNotFound
+	case errors.Is(err, vacancy.ErrHHRefused):
+		return outcomeRefused
 	case errors.Is(err, vacancy.ErrUnavailable):
 		return outcomeUnavailable
 	}
@@ -555,13 +597,14 @@ func plainSnippet(s string) string {
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	breaker  prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hh_requests_total",
-			Help: "Requests to the HH.ru API by endpoint (search, vacancy) and outcome (ok, not_found, unavailable, error).",
+			Help: "Requests to the HH.ru API by endpoint (search, vacancy) and outcome (ok, not_found, unavailable, refused, error); refused includes those the breaker held back.",
 		}, []string{"endpoint", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "hh_request_duration_seconds",
@@ -569,6 +612,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			// From a warm keep-alive answer to the default 15s timeout.
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30},
 		}, []string{"endpoint"}),
+		breaker: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hh_breaker_state",
+			Help: "The HH circuit breaker: 0 closed, 1 probing, 2 open (HH refuses us: captcha, forbidden, 429).",
+		}),
 	}
 	if reg != nil {
 		var err error
@@ -578,11 +625,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		if m.duration, err = register(reg, m.duration); err != nil {
 			return nil, err
 		}
+		if m.breaker, err = register(reg, m.breaker); err != nil {
+			return nil, err
+		}
 	}
 	// Series exist at zero from the start, so that a rate over
 	// "unavailable" is defined before the first outage.
 	for _, e := range []string{endpointSearch, endpointVacancy} {
-		for _, o := range []string{outcomeOK, outcomeNotFound, outcomeUnavailable, outcomeError} {
+		for _, o := range []string{outcomeOK, outcomeNotFound, outcomeUnavailable, outcomeRefused, outcomeError} {
 			m.requests.WithLabelValues(e, o)
 		}
 		m.duration.WithLabelValues(e)

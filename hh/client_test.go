@@ -343,7 +343,6 @@ func TestUnavailable(t *testing.T) {
 		{502, hhtest.DetailEndpoint, ""}, // nginx HTML page
 		{500, hhtest.SearchEndpoint, ""},
 		{503, hhtest.SearchEndpoint, "service_unavailable"},
-		{429, hhtest.SearchEndpoint, "too_many_requests"},
 		{504, hhtest.DetailEndpoint, ""},
 	} {
 		t.Run(strconv.Itoa(tc.status)+"_"+tc.on.String(), func(t *testing.T) {
@@ -410,12 +409,16 @@ func TestAPIError(t *testing.T) {
 	require.Contains(t, err.Error(), "400")
 	require.Contains(t, err.Error(), "bad_argument=experience")
 
-	srv.FailNext(1, http.StatusForbidden, hhtest.DetailEndpoint)
+	// A 403 that is not a captcha or forbidden is the request's error;
+	// those two refuse us as a client (breaker_test.go).
+	srv.InjectFault(hhtest.Fault{Count: 1, Status: http.StatusForbidden, On: hhtest.DetailEndpoint,
+		Body: []byte(`{"errors":[{"type":"oauth","value":"bad_authorization"}]}`)})
 	_, err = c.Vacancy(t.Context(), idOf(t, srv.Vacancies()[0]))
 	require.ErrorAs(t, err, &apiErr)
 	require.NotErrorIs(t, err, vacancy.ErrUnavailable)
+	require.NotErrorIs(t, err, vacancy.ErrHHRefused)
 	require.Equal(t, 403, apiErr.Status)
-	require.Equal(t, "captcha_required", apiErr.Errors[0].Type)
+	require.Equal(t, "oauth", apiErr.Errors[0].Type)
 
 	require.Equal(t, 1.0, counter(t, reg, "search", "error"))
 	require.Equal(t, 1.0, counter(t, reg, "vacancy", "error"))
@@ -700,15 +703,17 @@ func TestMetrics(t *testing.T) {
 	require.Error(t, err)
 
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP hh_requests_total Requests to the HH.ru API by endpoint (search, vacancy) and outcome (ok, not_found, unavailable, error).
+# HELP hh_requests_total Requests to the HH.ru API by endpoint (search, vacancy) and outcome (ok, not_found, unavailable, refused, error); refused includes those the breaker held back.
 # TYPE hh_requests_total counter
 hh_requests_total{endpoint="search",outcome="error"} 1
 hh_requests_total{endpoint="search",outcome="not_found"} 0
 hh_requests_total{endpoint="search",outcome="ok"} 2
+hh_requests_total{endpoint="search",outcome="refused"} 0
 hh_requests_total{endpoint="search",outcome="unavailable"} 0
 hh_requests_total{endpoint="vacancy",outcome="error"} 0
 hh_requests_total{endpoint="vacancy",outcome="not_found"} 1
 hh_requests_total{endpoint="vacancy",outcome="ok"} 1
+hh_requests_total{endpoint="vacancy",outcome="refused"} 0
 hh_requests_total{endpoint="vacancy",outcome="unavailable"} 1
 `), "hh_requests_total"))
 	require.Equal(t, uint64(3), sampleCount(t, reg, "search"))

@@ -22,6 +22,19 @@
 // for concurrent use; create one and share it, and Close it at shutdown to
 // release its idle connections.
 //
+// # Application token
+//
+// With Config.Token every request carries "Authorization: Bearer <token>".
+// StaticToken is a token given as it is (HH_APP_TOKEN); AppToken obtains one
+// with the client_credentials grant (HH_CLIENT_ID, HH_CLIENT_SECRET) and
+// shares it through a TokenStore (PostgreSQL), one token for every replica,
+// obtained under the store's lock. A 403 oauth bad_authorization,
+// token_expired or token_revoked marks the token refused (only if it is
+// still the stored one) and the request is sent once more with the next
+// token; a second refusal is an *APIError. Failing to obtain a token is
+// ErrUnavailable (HH unreachable, 5xx, 429) or a *TokenError (HH's 4xx,
+// e.g. invalid_client). The token is never logged.
+//
 // # Errors
 //
 // Every error names the operation ("hh search page 3: ...", "hh vacancy
@@ -31,13 +44,20 @@
 //     for removed vacancies and 200 with "archived": true for archived ones
 //     it still serves; both map here. Only Vacancy returns it.
 //   - vacancy.ErrUnavailable (errors.Is): worth retrying later. Network
-//     errors, the per-request timeout, 5xx (whose bodies may be proxy HTML)
-//     and 429. The message carries the status and, for JSON bodies, HH's
+//     errors, the per-request timeout and 5xx (whose bodies may be proxy
+//     HTML). The message carries the status and, for JSON bodies, HH's
 //     errors[].type/value. It does not match context.DeadlineExceeded even
 //     for the timeout, which callers would take for their own deadline.
+//   - *Refusal (errors.As; matches vacancy.ErrHHRefused and, for older
+//     callers, ErrUnavailable): HH refuses us as a client — 403
+//     captcha_required (with HH's captcha_url) or forbidden, a 403 that is
+//     not HH's JSON (a firewall), or 429. It opens the Client's breaker
+//     (breaker.go): until its hold ends every request returns a Refusal
+//     without being sent, then one probe decides.
 //   - *APIError (errors.As): HH refused the request itself, any other 4xx
-//     (400 bad_argument, 403 captcha_required, a 404 on search...). Retrying
-//     the same request will not help. It never matches ErrUnavailable.
+//     (400 bad_argument, a 404 on search, a second oauth refusal...).
+//     Retrying the same request will not help. It never matches
+//     ErrUnavailable.
 //   - The caller's context error (errors.Is context.Canceled or
 //     context.DeadlineExceeded) when the caller's ctx ended first; never
 //     reported as ErrUnavailable, so a shutdown does not look like an outage.

@@ -48,20 +48,28 @@ func TestPacerSpacesRequests(t *testing.T) {
 	require.GreaterOrEqual(t, at[n-1].Sub(at[0]), (n-1)*50*time.Millisecond-50*time.Millisecond)
 }
 
-// A 429 with Retry-After holds every request of the pacer until then: the
-// failed call is ErrUnavailable, the next waits out the second.
+// A 429 with Retry-After holds every request until then: the failed call
+// is a refusal (ErrHHRefused, ErrUnavailable), calls within the second are
+// refused without reaching HH, and the first after it is answered.
 func TestRetryAfterPausesRequests(t *testing.T) {
 	t.Parallel()
 	srv := catalogue(t)
-	srv.InjectFault(hhtest.Fault{Count: 1, Status: http.StatusTooManyRequests, On: hhtest.SearchEndpoint, RetryAfter: "1"})
+	srv.InjectFault(hhtest.Fault{Count: 1, Status: http.StatusTooManyRequests, On: hhtest.SearchEndpoint, RetryAfter: "2"})
 	c, _ := newClient(t, srv.URL(), func(cfg *hh.Config) { cfg.Pacer = hh.NewMemoryPacer(100, 10) })
 	_, err := c.Search(context.Background(), params, 0, 10)
-	require.True(t, errors.Is(err, vacancy.ErrUnavailable), "%v", err)
-	_, err = c.Search(context.Background(), params, 0, 10)
-	require.NoError(t, err)
+	require.ErrorIs(t, err, vacancy.ErrHHRefused)
+	require.ErrorIs(t, err, vacancy.ErrUnavailable)
+	for {
+		_, err = c.Search(context.Background(), params, 0, 10)
+		if err == nil {
+			break
+		}
+		require.ErrorIs(t, err, vacancy.ErrHHRefused)
+		time.Sleep(20 * time.Millisecond)
+	}
 	at := arrivals(srv)
-	require.Len(t, at, 2)
-	require.GreaterOrEqual(t, at[1].Sub(at[0]), time.Second, "the second request waited out Retry-After")
+	require.Len(t, at, 2, "nothing reached HH while it said to wait")
+	require.GreaterOrEqual(t, at[1].Sub(at[0]), 2*time.Second, "the second request waited out Retry-After")
 }
 
 // Through Redis the pause is the deployment's: one client's 429 holds

@@ -468,21 +468,27 @@ func vacancyDest(v *vacancy.Vacancy, fetched **time.Time) []any {
 // send failed), or with no notifier set. Telling them apart by the token
 // needs no migration and no look-up in the outbox (which has no index by
 // kind and ref), and it survives the pruning of delivered outbox rows.
-func (s *Store) ClaimMatch(ctx context.Context, lease time.Duration, taste int) (vacancy.Claim, bool, error) {
+func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy.Claim, bool, error) {
 	var c vacancy.Claim
 	var analysis []byte
 	var sentAt, fetched *time.Time
 	var lang, tgLang string
 	dest := append(matchDest(&c.Match, &analysis, &sentAt), vacancyDest(&c.Vacancy, &fetched)...)
-	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &c.User.Applied, &c.User.NotInterested)
+	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &c.User.Applied, &c.User.NotInterested, &c.DetailStale)
 	err := s.pool.QueryRow(ctx, `
 WITH c AS (
-    SELECT id FROM vacancy_matches
-    WHERE status IN ('QUEUED', 'ANALYZED') AND (status = 'QUEUED' OR claim_token IS NOT NULL)
-      AND (claimed_until IS NULL OR claimed_until < now())
-    ORDER BY published_at DESC, id
+    SELECT q.id FROM vacancy_matches q
+    WHERE q.status IN ('QUEUED', 'ANALYZED') AND (q.status = 'QUEUED' OR q.claim_token IS NOT NULL)
+      AND (q.claimed_until IS NULL OR q.claimed_until < now())
+      -- A QUEUED match waits while another worker fetches its vacancy's
+      -- detail, and, while HH refuses us ($3), unless the detail is at hand.
+      AND (q.status = 'ANALYZED' OR NOT EXISTS (
+          SELECT 1 FROM vacancies d WHERE d.id = q.vacancy_id
+            AND (d.detail_fetching_until > now()
+                 OR $3 AND (d.detail_fetched_at IS NULL OR d.detail_fetched_at <= now() - $4 * interval '1 millisecond'))))
+    ORDER BY q.published_at DESC, q.id
     LIMIT 1
-    FOR UPDATE SKIP LOCKED
+    FOR UPDATE OF q SKIP LOCKED
 ), m AS (
     UPDATE vacancy_matches m
     SET claimed_until = now() + $1 * interval '1 millisecond', claim_token = gen_random_uuid(),
@@ -496,8 +502,10 @@ SELECT `+matchColumns+`, `+vacancyColumns+`, u.language, u.telegram_language, u.
        ARRAY(SELECT t.title FROM vacancy_matches d JOIN vacancies t ON t.id = d.vacancy_id
              WHERE d.user_id = m.user_id AND d.status = 'APPLIED' ORDER BY d.updated_at DESC LIMIT $2),
        ARRAY(SELECT t.title FROM vacancy_matches d JOIN vacancies t ON t.id = d.vacancy_id
-             WHERE d.user_id = m.user_id AND d.status = 'NOT_INTERESTED' ORDER BY d.updated_at DESC LIMIT $2)
-FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id`, lease.Milliseconds(), taste).Scan(dest...)
+             WHERE d.user_id = m.user_id AND d.status = 'NOT_INTERESTED' ORDER BY d.updated_at DESC LIMIT $2),
+       v.detail_fetched_at IS NULL OR v.detail_fetched_at <= now() - $4 * interval '1 millisecond'
+FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id`,
+		o.Lease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds()).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, false, nil
 	}
@@ -541,11 +549,83 @@ WHERE id = $1 AND claim_token = $2::uuid`, id, token, until)
 	return nil
 }
 
-// saveDetailSQL stores a vacancy's detail fetched from HH.
+// ClaimDetail takes the vacancy's detail-fetch lease for lease, unless its
+// detail is younger than fresh or another worker holds the lease: whether
+// this caller should ask HH. The claim of matches passes over a vacancy
+// being fetched, so its other matches wait for the detail instead of
+// asking again.
+func (s *Store) ClaimDetail(ctx context.Context, id int64, fresh, lease time.Duration) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE vacancies SET detail_fetching_until = now() + $3 * interval '1 millisecond'
+WHERE id = $1 AND (detail_fetched_at IS NULL OR detail_fetched_at <= now() - $2 * interval '1 millisecond')
+  AND (detail_fetching_until IS NULL OR detail_fetching_until < now())`, id, fresh.Milliseconds(), lease.Milliseconds())
+	if err != nil {
+		return false, fmt.Errorf("claim detail of vacancy %d: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// SaveDetail stores a detail fetched from HH and ends the fetch lease, so
+// the vacancy's other matches are claimed with it.
+func (s *Store) SaveDetail(ctx context.Context, v vacancy.Vacancy) error {
+	skills := v.KeySkills
+	if skills == nil {
+		skills = []string{}
+	}
+	if _, err := s.pool.Exec(ctx, saveDetailSQL, v.ID, v.Description, skills, v.Experience, v.Schedule, rawJSON(v.Raw)); err != nil {
+		return fmt.Errorf("save detail of vacancy %d: %w", v.ID, err)
+	}
+	return nil
+}
+
+// ReleaseDetail ends a fetch lease that fetched nothing (HH failed or
+// refused), so another worker may ask later.
+func (s *Store) ReleaseDetail(ctx context.Context, id int64) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE vacancies SET detail_fetching_until = NULL WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("release detail lease of vacancy %d: %w", id, err)
+	}
+	return nil
+}
+
+// ArchiveVacancy moves every open match of a vacancy HH no longer serves
+// (NEW, QUEUED, SKIPPED; claimed or not: a claim's holder finds its next
+// conditional update refused) to IN_ARCHIVE in one statement, and ends the
+// fetch lease. It returns how many left each status.
+func (s *Store) ArchiveVacancy(ctx context.Context, id int64) (map[vacancy.Status]int, error) {
+	rows, err := s.pool.Query(ctx, `
+WITH l AS (
+    UPDATE vacancies SET detail_fetching_until = NULL WHERE id = $1
+), o AS (
+    SELECT id, status FROM vacancy_matches
+    WHERE vacancy_id = $1 AND status IN ('NEW', 'QUEUED', 'SKIPPED')
+    FOR UPDATE
+)
+UPDATE vacancy_matches m SET status = 'IN_ARCHIVE', claimed_until = NULL, claim_token = NULL, updated_at = now()
+FROM o WHERE m.id = o.id AND m.status = o.status
+RETURNING o.status`, id)
+	if err != nil {
+		return nil, fmt.Errorf("archive vacancy %d: %w", id, err)
+	}
+	out := map[vacancy.Status]int{}
+	for rows.Next() {
+		var st vacancy.Status
+		if err := rows.Scan(&st); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("archive vacancy %d: %w", id, err)
+		}
+		out[st]++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("archive vacancy %d: %w", id, err)
+	}
+	return out, nil
+}
+
+// saveDetailSQL stores a vacancy's detail fetched from HH and ends its
+// fetch lease.
 const saveDetailSQL = `
 UPDATE vacancies SET description = $2, key_skills = $3,
     experience = COALESCE(NULLIF($4, ''), experience), schedule = COALESCE(NULLIF($5, ''), schedule),
-    raw = COALESCE($6::jsonb, raw), detail_fetched_at = now()
+    raw = COALESCE($6::jsonb, raw), detail_fetched_at = now(), detail_fetching_until = NULL
 WHERE id = $1`
 
 // Transition moves a match from → to in one conditional UPDATE; ok is false

@@ -90,11 +90,11 @@ VALUES (7, 1, 'ANALYZED', now(), true, gen_random_uuid(), now() - interval '1 se
 		return n
 	}
 
-	c, ok, err := st.ClaimMatch(ctx, time.Minute, 5)
+	c, ok, err := st.ClaimMatch(ctx, vacancy.ClaimOptions{Lease: time.Minute, Taste: 5, DetailFresh: time.Hour})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, owed, c.Match.ID, "the carded match waits for the outbox")
-	_, ok, err = st.ClaimMatch(ctx, time.Minute, 5)
+	_, ok, err = st.ClaimMatch(ctx, vacancy.ClaimOptions{Lease: time.Minute, Taste: 5, DetailFresh: time.Hour})
 	require.NoError(t, err)
 	require.False(t, ok)
 
@@ -112,7 +112,7 @@ VALUES (7, 1, 'ANALYZED', now(), true, gen_random_uuid(), now() - interval '1 se
 	require.Equal(t, 1, rows())
 
 	exec(`UPDATE vacancy_matches SET claimed_until = now() - interval '1 hour'`)
-	_, ok, err = st.ClaimMatch(ctx, time.Minute, 5)
+	_, ok, err = st.ClaimMatch(ctx, vacancy.ClaimOptions{Lease: time.Minute, Taste: 5, DetailFresh: time.Hour})
 	require.NoError(t, err)
 	require.False(t, ok, "neither is claimable now")
 

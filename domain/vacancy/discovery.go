@@ -39,6 +39,13 @@ func (r Run) DuplicateShare() float64 {
 // Fetch runs discovery for every distinct search_key. One key's failure
 // does not stop the others; the errors are joined.
 func (s *Service) Fetch(ctx context.Context) error {
+	if s.deps.Source.Holding() {
+		// HH refuses us: asking would only meet the breaker. The tick is
+		// skipped, not failed; the HH state is on /status.
+		_, why := s.deps.Source.Refused()
+		s.log.Warn("vacancy fetch skipped: HH refuses our requests", "reason", why)
+		return nil
+	}
 	groups, err := s.deps.Repo.SearchGroups(ctx)
 	if err != nil {
 		return fmt.Errorf("fetch: list searches: %w", err)
@@ -52,6 +59,12 @@ func (s *Service) Fetch(ctx context.Context) error {
 		}
 		run, err := s.Discover(ctx, g)
 		queued += run.Queued
+		if errors.Is(err, ErrHHRefused) {
+			// What was collected is saved; the other searches wait for
+			// the next tick after HH lets us in again.
+			s.log.Warn("vacancy fetch stopped: HH refuses our requests", "err", err)
+			break
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("search %s: %w", g.Key[:12], err))
 		}

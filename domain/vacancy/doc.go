@@ -8,12 +8,12 @@
 //	        fetch (filters passed)
 //	               │
 //	               ▼
-//	NEW ──────► QUEUED ──────────────► IN_ARCHIVE      (HH 404)
+//	NEW ──────► QUEUED ──────────────► IN_ARCHIVE      (HH 404: every open match of the vacancy)
 //	 ▲             │ ╲───────────────► (deleted)       (ban word in description)
 //	 │             │  ╲──────────────► NOT_SUITABLE    (LLM: not relevant; final)
 //	 │             │   ╲
 //	 │             ▼    ╲
-//	 │         ANALYZED  ╲───────────► SKIPPED         (LLM/HH error, breaker, shutdown)
+//	 │         ANALYZED  ╲───────────► SKIPPED         (LLM/HH error, LLM breaker, shutdown)
 //	 │             │ (card in the outbox)│
 //	 │             ▼ (on delivery)       │
 //	 │       SENT_TO_USER                │
@@ -41,7 +41,15 @@
 // match is claimed only while it still holds a claim token, which means
 // its card was never written (judged before the outbox existed, or with no
 // notifier): the worker then writes the card and drops the token together,
-// so a card is queued once. Discovery (discovery.go) pages a search newest first and
+// so a card is queued once.
+//
+// A vacancy's detail (GET /vacancies/{id}) is fetched once however many
+// users' matches point at it: a worker takes the vacancy's fetch lease,
+// stores the detail before judging, and the claim passes over matches whose
+// vacancy is being fetched. While HH refuses us (captcha, forbidden, 429:
+// the Source's breaker holds requests back), matches that need a detail
+// stay QUEUED, untouched, and discovery skips its ticks; nothing turns
+// SKIPPED for it. Discovery (discovery.go) pages a search newest first and
 // counts vacancies this search has not seen, so nothing is missed however
 // many arrive between runs.
 package vacancy

@@ -37,6 +37,8 @@ type bundle struct {
 	cfg   vacancy.Config
 	// breakerOpen is how long the LLM breaker stays open once tripped.
 	breakerOpen time.Duration
+	// hhCfg adjusts the HH client of each service (its breaker, say).
+	hhCfg func(*hh.Config)
 }
 
 type option func(*bundle)
@@ -44,6 +46,13 @@ type option func(*bundle)
 func withConfig(c vacancy.Config) option { return func(b *bundle) { b.cfg = c } }
 
 func withBreakerOpenFor(d time.Duration) option { return func(b *bundle) { b.breakerOpen = d } }
+
+// withHHBreaker sets the HH client's breaker hold and its cap.
+func withHHBreaker(openFor, maxOpen time.Duration) option {
+	return func(b *bundle) {
+		b.hhCfg = func(c *hh.Config) { c.BreakerOpenFor, c.BreakerMaxOpen = openFor, maxOpen }
+	}
+}
 
 // withHH replaces the fake HH with one built with opts.
 func withHH(opts ...hhtest.Option) option {
@@ -84,7 +93,11 @@ func setup(t *testing.T, opts ...option) *bundle {
 // replica would.
 func (b *bundle) newService(t *testing.T) *vacancy.Service {
 	t.Helper()
-	src, err := hh.New(hh.Config{URL: b.hh.URL(), UserAgent: "switchboard-test/1.0 (dev@example.com)"})
+	cfg := hh.Config{URL: b.hh.URL(), UserAgent: "switchboard-test/1.0 (dev@example.com)", Log: slog.New(slog.DiscardHandler)}
+	if b.hhCfg != nil {
+		b.hhCfg(&cfg)
+	}
+	src, err := hh.New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(src.Close)
 	reg := b.reg

@@ -71,7 +71,10 @@ type Claim struct {
 	Vacancy Vacancy
 	// DetailFetchedAt is when the vacancy's detail was last fetched (zero: never).
 	DetailFetchedAt time.Time
-	User            Recipient
+	// DetailStale: the detail is missing or older than DetailFresh, by the
+	// database's clock, which ClaimDetail's judgement shares.
+	DetailStale bool
+	User        Recipient
 }
 
 // Recipient is the match's user as processing sees them.
@@ -120,6 +123,10 @@ type Stats struct {
 	// failures, why); empty while the LLM answers.
 	LLMRefused bool
 	LLMReason  string
+	// HHRefused: HH refuses our requests (captcha, forbidden, 429) and
+	// its breaker holds them back; HHReason says how.
+	HHRefused bool
+	HHReason  string
 }
 
 // SkippedMatch is a recovery candidate.
@@ -129,6 +136,17 @@ type SkippedMatch struct {
 	Snippet  string
 	Desc     string // HTML, may be empty
 	BanWords []string
+}
+
+// ClaimOptions says which match ClaimMatch may take.
+type ClaimOptions struct {
+	Lease time.Duration // how long the claim holds
+	Taste int           // taste examples of each kind
+	// FreshOnly, while HH refuses us, passes over QUEUED matches whose
+	// vacancy's detail is older than DetailFresh: only those judged
+	// without HH are taken.
+	FreshOnly   bool
+	DetailFresh time.Duration
 }
 
 // Repository is the storage the workflow needs; storage.Store implements it.
@@ -154,7 +172,17 @@ type Repository interface {
 	// ANALYZED one whose card was never written to the outbox (it still
 	// holds a claim token; see QueueCard). An ANALYZED match whose card is
 	// in the outbox is never claimed: it would be sent twice.
-	ClaimMatch(ctx context.Context, lease time.Duration, taste int) (Claim, bool, error)
+	ClaimMatch(ctx context.Context, o ClaimOptions) (Claim, bool, error)
+	// ClaimDetail takes the vacancy's fetch lease (one worker asks HH for
+	// a detail at a time, and none while it is younger than fresh);
+	// SaveDetail stores the detail and ends the lease, ReleaseDetail ends
+	// it with nothing fetched.
+	ClaimDetail(ctx context.Context, id int64, fresh, lease time.Duration) (bool, error)
+	SaveDetail(ctx context.Context, v Vacancy) error
+	ReleaseDetail(ctx context.Context, id int64) error
+	// ArchiveVacancy moves every open match of the vacancy to IN_ARCHIVE
+	// in one statement: how many left each status.
+	ArchiveVacancy(ctx context.Context, id int64) (map[Status]int, error)
 	NextLeaseExpiry(ctx context.Context) (time.Time, bool, error)
 	ReleaseClaim(ctx context.Context, id int64, token string, until time.Time) error
 	Transition(ctx context.Context, id int64, from, to Status, ch Change) (Match, bool, error)
@@ -419,6 +447,7 @@ func (s *Service) Stats(ctx context.Context, userID int64) (Stats, error) {
 	}
 	st.BreakerOpen = s.deps.LLM.Open()
 	st.LLMRefused, st.LLMReason = s.deps.LLM.Health()
+	st.HHRefused, st.HHReason = s.deps.Source.Refused()
 	return st, nil
 }
 

@@ -35,18 +35,20 @@ const (
 // Statuses lists every status in workflow order (for counts and CHECKs).
 var Statuses = []Status{New, Queued, Analyzed, SentToUser, Skipped, NotSuitable, InArchive, Applied, NotInterested}
 
-// transitions is DESIGN.md's table. Entering QUEUED from nothing (fetch)
+// transitions is DESIGN.md's table, plus NEW and SKIPPED → IN_ARCHIVE:
+// a vacancy HH reports archived takes every open match of it along, in
+// one statement (storage's ArchiveVacancy), not only the one claimed. Entering QUEUED from nothing (fetch)
 // and leaving QUEUED by deletion (ban word) are not status changes and are
 // handled by their own statements. ANALYZED → SENT_TO_USER is not made by
 // the service: storage makes it on delivery, in the statement that marks
 // the card's outbox row sent (storage/outbox.go, deliveredSQL), with the
 // chat, message id and sent_at.
 var transitions = map[Status][]Status{
-	New:        {Queued},                                    // recovered item re-enters the queue
+	New:        {Queued, InArchive},                         // recovered item re-enters the queue; its vacancy archived
 	Queued:     {InArchive, Analyzed, NotSuitable, Skipped}, // HH 404; LLM verdict (+ card to the outbox); technical failure
 	Analyzed:   {SentToUser},                                // the card delivered (storage, on delivery)
 	SentToUser: {Applied, NotInterested},                    // the user's button
-	Skipped:    {New},                                       // recovery within the window
+	Skipped:    {New, InArchive},                            // recovery within the window; its vacancy archived
 }
 
 // ErrIllegalTransition is returned for a change the table does not allow.

@@ -23,6 +23,14 @@ const (
 // the model or the key, before it looks again; the matches stay QUEUED.
 const refusedWait = 5 * time.Second
 
+// detailLease bounds one worker's fetch of a vacancy's detail (a request,
+// paced, plus storing it); detailWait is when a match whose detail another
+// worker fetches is looked at again.
+const (
+	detailLease = 30 * time.Second
+	detailWait  = time.Second
+)
+
 // deliveryRetry is when an ANALYZED match whose card could not be
 // rendered (no notifier yet) is claimed again to write it.
 const deliveryRetry = time.Minute
@@ -91,6 +99,12 @@ func (s *Service) worker(ctx context.Context, n int) {
 			s.Wake()
 			continue
 		}
+		if s.deps.Source.Holding() {
+			// HH refuses us: what waits for a detail is not claimable
+			// now; look again when the breaker may let a probe out.
+			s.sleep(ctx, refusedWait)
+			continue
+		}
 		s.idle(ctx)
 	}
 }
@@ -139,7 +153,10 @@ func (s *Service) Drain(ctx context.Context) (int, error) {
 // whether there was one. Errors are infrastructure errors (the claim
 // failed); a match's own failures end in its status.
 func (s *Service) ProcessNext(ctx context.Context) (bool, error) {
-	c, ok, err := s.deps.Repo.ClaimMatch(ctx, s.cfg.ClaimLease, s.cfg.TasteExamples)
+	c, ok, err := s.deps.Repo.ClaimMatch(ctx, ClaimOptions{
+		Lease: s.cfg.ClaimLease, Taste: s.cfg.TasteExamples,
+		FreshOnly: s.deps.Source.Holding(), DetailFresh: s.cfg.DetailFresh,
+	})
 	if err != nil {
 		return false, fmt.Errorf("claim: %w", err)
 	}
@@ -172,26 +189,16 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		return s.wait(ctx, m, nil)
 	}
 	if s.deps.LLM.Open() {
-		return s.skip(ctx, m, ReasonBreakerOpen, nil, nil)
+		return s.skip(ctx, m, ReasonBreakerOpen, nil)
 	}
 
 	v := c.Vacancy
-	// fresh is the detail fetched now, stored with the next transition.
-	var fresh *Vacancy
-	if c.DetailFetchedAt.IsZero() || s.deps.Clock.Since(c.DetailFetchedAt) > s.cfg.DetailFresh {
-		d, err := s.deps.Source.Vacancy(ctx, m.VacancyID)
-		switch {
-		case errors.Is(err, ErrArchived):
-			if _, _, err := s.transition(ctx, m, InArchive, Change{Token: m.ClaimToken}); err != nil {
-				log.Error("archive match", "err", err)
-			}
-			return "archived"
-		case ctx.Err() != nil:
-			return s.skip(ctx, m, ReasonShutdown, err, nil)
-		case err != nil:
-			return s.skip(ctx, m, ReasonHHUnavailable, err, nil)
+	if c.DetailStale {
+		d, outcome := s.fetchDetail(ctx, m)
+		if outcome != "" {
+			return outcome
 		}
-		v, fresh = d, &d
+		v = d
 	}
 
 	bans := NewBans(c.User.BanWords)
@@ -208,19 +215,19 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	verdict, err := s.judge(ctx, c.User, v)
 	switch {
 	case ctx.Err() != nil:
-		return s.skip(ctx, m, ReasonShutdown, err, fresh)
+		return s.skip(ctx, m, ReasonShutdown, err)
 	case errors.Is(err, ErrRefused):
 		// The provider refuses the model or key (this call found it, or
 		// another's probe did and this call was turned away meanwhile):
 		// the match was never judged, so it waits QUEUED.
 		return s.wait(ctx, m, err)
 	case errors.Is(err, ErrInvalidAnswer):
-		return s.skip(ctx, m, ReasonInvalidJSON, err, fresh)
+		return s.skip(ctx, m, ReasonInvalidJSON, err)
 	case err != nil:
-		return s.skip(ctx, m, ReasonLLMError, err, fresh)
+		return s.skip(ctx, m, ReasonLLMError, err)
 	}
 	if !verdict.Relevant() {
-		if _, _, err := s.transition(ctx, m, NotSuitable, Change{Verdict: &verdict, Token: m.ClaimToken, Detail: fresh}); err != nil {
+		if _, _, err := s.transition(ctx, m, NotSuitable, Change{Verdict: &verdict, Token: m.ClaimToken}); err != nil {
 			log.Error("mark not suitable", "err", err)
 			return "error"
 		}
@@ -234,7 +241,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	wctx, cancel := detached(ctx)
 	defer cancel()
 	if _, ok, err := s.transition(wctx, m, Analyzed, Change{
-		Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Messages: card,
+		Verdict: &verdict, Token: m.ClaimToken, Messages: card,
 	}); err != nil || !ok {
 		// Not ok: our lease ran out and another worker owns it now.
 		if err != nil {
@@ -330,18 +337,77 @@ func (s *Service) judge(ctx context.Context, u Recipient, v Vacancy) (Verdict, e
 
 // skip marks a QUEUED match SKIPPED; it runs even when ctx has ended (a
 // shutdown), because leaving it claimed would hold it for a whole lease.
-// A detail fetched before the failure is kept, so recovery need not fetch
-// it again.
-func (s *Service) skip(ctx context.Context, m Match, reason string, cause error, detail *Vacancy) string {
+func (s *Service) skip(ctx context.Context, m Match, reason string, cause error) string {
 	rctx, cancel := detached(ctx)
 	defer cancel()
-	if _, _, err := s.transition(rctx, m, Skipped, Change{SkipReason: reason, Token: m.ClaimToken, Detail: detail}); err != nil {
+	if _, _, err := s.transition(rctx, m, Skipped, Change{SkipReason: reason, Token: m.ClaimToken}); err != nil {
 		s.log.Error("mark skipped", "match", m.ID, "reason", reason, "err", err)
 		return "error"
 	}
 	s.m.skipped.WithLabelValues(reason).Inc()
 	s.log.Info("vacancy match skipped", "match", m.ID, "vacancy", m.VacancyID, "reason", reason, "err", cause)
 	return "skipped"
+}
+
+// fetchDetail gets the claimed match's vacancy from HH, once for all its
+// matches: under the vacancy's fetch lease, stored before judging, so the
+// vacancy's other matches (any user's, any replica's) are claimed with it.
+// A non-empty outcome ends the match's turn: archived (every open match of
+// the vacancy with it), waiting (another worker fetches it, or HH refuses
+// us), or skipped.
+func (s *Service) fetchDetail(ctx context.Context, m Match) (Vacancy, string) {
+	log := s.log.With("match", m.ID, "vacancy", m.VacancyID)
+	mine, err := s.deps.Repo.ClaimDetail(ctx, m.VacancyID, s.cfg.DetailFresh, detailLease)
+	switch {
+	case ctx.Err() != nil:
+		return Vacancy{}, s.skip(ctx, m, ReasonShutdown, ctx.Err())
+	case err != nil:
+		log.Error("claim vacancy detail", "err", err)
+		s.release(ctx, m, detailWait, "put back a match whose detail could not be claimed")
+		return Vacancy{}, "error"
+	case !mine:
+		// Another worker is fetching it, or just stored it: this match is
+		// claimed again once the lease or the detail is there.
+		s.release(ctx, m, detailWait, "put back a match whose detail another worker fetches")
+		return Vacancy{}, "waiting"
+	}
+	d, err := s.deps.Source.Vacancy(ctx, m.VacancyID)
+	if err != nil {
+		// Bookkeeping of the lease: finish it even if we are stopping.
+		rctx, cancel := detached(ctx)
+		defer cancel()
+		if errors.Is(err, ErrArchived) {
+			moved, aerr := s.deps.Repo.ArchiveVacancy(rctx, m.VacancyID)
+			if aerr != nil {
+				log.Error("archive vacancy", "err", aerr)
+				return Vacancy{}, "error"
+			}
+			for from, n := range moved {
+				s.m.transitions.WithLabelValues(string(from), string(InArchive)).Add(float64(n))
+			}
+			log.Info("vacancy archived on HH", "matches", moved)
+			return Vacancy{}, "archived"
+		}
+		if rerr := s.deps.Repo.ReleaseDetail(rctx, m.VacancyID); rerr != nil {
+			log.Error("release vacancy detail", "err", rerr)
+		}
+		switch {
+		case ctx.Err() != nil:
+			return Vacancy{}, s.skip(ctx, m, ReasonShutdown, err)
+		case errors.Is(err, ErrHHRefused):
+			// HH refuses us, not this vacancy: the match waits QUEUED,
+			// unjudged, and is taken again once HH answers.
+			s.release(ctx, m, refusedWait, "put back a match HH refused")
+			log.Debug("vacancy match waits for HH", "err", err)
+			return Vacancy{}, "waiting"
+		}
+		return Vacancy{}, s.skip(ctx, m, ReasonHHUnavailable, err)
+	}
+	if err := s.deps.Repo.SaveDetail(ctx, d); err != nil {
+		// Judged anyway; the next match of the vacancy fetches it again.
+		log.Warn("store vacancy detail", "err", err)
+	}
+	return d, ""
 }
 
 // detached is a context for bookkeeping that must happen after ctx ended.

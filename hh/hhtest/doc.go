@@ -82,6 +82,18 @@
 // up as soon as the client cancels or the server closes. DetailNotFound
 // makes chosen ids answer 404 on detail while they stay in search.
 //
+// # Application authorization
+//
+// WithOAuth serves POST /oauth/token with the client_credentials grant for
+// one client id and secret (RFC 6749 errors: invalid_client,
+// unsupported_grant_type; optionally HH's "app token refresh too early"), a
+// new token revoking the one before as at HH, and checks every bearer token
+// an API request carries: 403 {"errors":[{"type":"oauth","value":...}]}
+// with bad_authorization, token_revoked or token_expired. With Require,
+// requests without a token are refused too. TokenCalls, IssueToken,
+// RevokeToken, CurrentToken and FailTokenRequests let tests drive it; the
+// request log records each request's Authorization header.
+//
 // # Observing the client
 //
 // Requests returns the log (path, query, both UA headers, status);

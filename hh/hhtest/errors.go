@@ -58,10 +58,6 @@ func serviceUnavailableBody() []byte {
 	return mustJSON(errorBody{Errors: []errorItem{{Type: "service_unavailable"}}})
 }
 
-func captchaRequiredBody() []byte {
-	return mustJSON(errorBody{Errors: []errorItem{{Type: "captcha_required"}}})
-}
-
 // badArgumentErr is returned by query parsing; params lists the offending
 // parameter names, each producing one errors[] item as HH does.
 type badArgumentErr struct {

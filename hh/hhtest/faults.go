@@ -89,7 +89,7 @@ func defaultFaultBody(status int) (string, []byte) {
 	case status == http.StatusServiceUnavailable:
 		return jsonType, serviceUnavailableBody()
 	case status == http.StatusForbidden:
-		return jsonType, captchaRequiredBody()
+		return jsonType, captchaBody()
 	case status == http.StatusNotFound:
 		return jsonType, notFoundBody()
 	case status >= 500:

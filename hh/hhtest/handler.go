@@ -36,13 +36,21 @@ const salaryTolerance = 0.2
 var currencyRates = map[string]float64{"RUR": 1, "USD": 90, "EUR": 100, "KZT": 0.18, "BYR": 28, "UZS": 0.007}
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.oauth.serves(r) {
+		s.serveOAuth(w, r)
+		return
+	}
 	at := time.Now()
 	kind, id := classify(r.URL.Path)
 	s.arrive(kind, id)
 	if s.hook != nil {
 		s.hook(r)
 	}
-	status := s.handle(w, r, kind, id)
+	// The answer is held until the request is logged, so a client that
+	// has its answer finds its request in Requests.
+	bw := &heldWriter{header: http.Header{}}
+	status := s.handle(bw, r, kind, id)
+	defer bw.release(w)
 	s.record(Request{
 		Method:      r.Method,
 		Path:        r.URL.Path,
@@ -53,6 +61,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		HHUserAgent: r.Header.Get("HH-User-Agent"),
 		Status:      status,
 		At:          at,
+
+		Authorization: r.Header.Get("Authorization"),
 	})
 }
 
@@ -91,12 +101,18 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, kind Endpoint, i
 		}
 		return write(w, f.Status, f.ContentType, f.Body)
 	}
+	if (kind == SearchEndpoint || kind == DetailEndpoint) && s.captcha.refuses(r, time.Now()) {
+		return write(w, http.StatusForbidden, jsonType, captchaBody())
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		return write(w, http.StatusMethodNotAllowed, jsonType, mustJSON(errorBody{Errors: []errorItem{{Type: "method_not_allowed"}}}))
 	}
 	if v := s.checkUserAgent(r); v != "" {
 		return write(w, http.StatusBadRequest, jsonType, badUserAgentBody(v))
+	}
+	if v := s.oauth.refusal(r, time.Now()); v != "" {
+		return write(w, http.StatusForbidden, jsonType, oauthErrorBody(v))
 	}
 	switch kind {
 	case SearchEndpoint:
@@ -427,3 +443,38 @@ func boolRank(b bool) int {
 }
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// heldWriter keeps an answer until release writes it out.
+type heldWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (h *heldWriter) Header() http.Header { return h.header }
+
+func (h *heldWriter) WriteHeader(status int) {
+	if h.status == 0 {
+		h.status = status
+	}
+}
+
+func (h *heldWriter) Write(p []byte) (int, error) {
+	if h.status == 0 {
+		h.status = http.StatusOK
+	}
+	return h.body.Write(p)
+}
+
+// release writes the held answer to w; nothing if none was written (the
+// client went away while the fake was delaying it).
+func (h *heldWriter) release(w http.ResponseWriter) {
+	if h.status == 0 {
+		return
+	}
+	for k, v := range h.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(h.status)
+	_, _ = w.Write(h.body.Bytes())
+}

@@ -18,6 +18,9 @@ type Request struct {
 	HHUserAgent string    // HH-User-Agent header as received
 	Status      int       // StatusClientClosedRequest if the client went away
 	At          time.Time // when it reached the server
+
+	// Authorization is the header as received ("Bearer …"; "" if absent).
+	Authorization string
 }
 
 // arrive counts a request as soon as it reaches the server, so counters

@@ -31,6 +31,9 @@ type Server struct {
 	maxID   int64     // largest numeric id ever added; Publish continues from it
 	latest  time.Time // latest published_at ever added
 
+	captcha captcha
+	oauth   oauth
+
 	mu          sync.Mutex // guards faults, latency and the request log
 	faults      []*Fault
 	latency     [numEndpoints]time.Duration

@@ -1,0 +1,128 @@
+package hh_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain/vacancy"
+	"switchboard/hh"
+	"switchboard/hh/hhtest"
+)
+
+// A captcha refuses us as a client: the first refusal opens the breaker,
+// which then sends nothing until its hold ends, one probe at a time, each
+// failed probe doubling the hold; once the captcha is gone the probe
+// closes it and the refusal is forgotten.
+func TestCaptchaOpensTheBreaker(t *testing.T) {
+	t.Parallel()
+	srv := catalogue(t)
+	c, reg := newClient(t, srv.URL(), func(cfg *hh.Config) {
+		cfg.BreakerOpenFor, cfg.BreakerMaxOpen = 200*time.Millisecond, 400*time.Millisecond
+	})
+	ctx := context.Background()
+	srv.SetCaptcha(true)
+
+	_, err := c.Search(ctx, params, 0, 10)
+	var r *hh.Refusal
+	require.ErrorAs(t, err, &r)
+	require.ErrorIs(t, err, vacancy.ErrHHRefused)
+	require.Equal(t, "captcha_required", r.Type)
+	require.Contains(t, r.CaptchaURL, hhtest.CaptchaURL, "HH's captcha_url is kept for the admin")
+	refused, why := c.Refused()
+	require.True(t, refused)
+	require.Contains(t, why, hhtest.CaptchaURL)
+	require.True(t, c.Holding())
+	require.Equal(t, r.CaptchaURL, c.Refusal().CaptchaURL)
+	require.False(t, c.Refusal().Since.IsZero())
+
+	// Within the hold nothing reaches HH.
+	for range 20 {
+		_, err = c.Vacancy(ctx, idOf(t, srv.Vacancies()[0]))
+		require.ErrorIs(t, err, vacancy.ErrHHRefused)
+	}
+	require.Len(t, srv.Requests(), 1)
+
+	// Past the hold one probe goes out; refused again, the hold doubles.
+	time.Sleep(220 * time.Millisecond)
+	require.False(t, c.Holding(), "the probe may go out")
+	_, err = c.Search(ctx, params, 0, 10)
+	require.ErrorIs(t, err, vacancy.ErrHHRefused)
+	require.Len(t, srv.Requests(), 2)
+	time.Sleep(220 * time.Millisecond)
+	_, err = c.Search(ctx, params, 0, 10)
+	require.ErrorIs(t, err, vacancy.ErrHHRefused)
+	require.Len(t, srv.Requests(), 2, "the second hold is twice the first")
+
+	srv.SetCaptcha(false)
+	require.Eventually(t, func() bool {
+		_, err := c.Search(ctx, params, 0, 10)
+		return err == nil
+	}, 2*time.Second, 20*time.Millisecond)
+	refused, why = c.Refused()
+	require.False(t, refused)
+	require.Empty(t, why)
+	require.Nil(t, c.Refusal())
+	require.False(t, c.Holding())
+	require.Equal(t, 20.0, counter(t, reg, "vacancy", "refused"), "requests held back count as refused")
+	require.GreaterOrEqual(t, counter(t, reg, "search", "refused"), 3.0)
+}
+
+// A 403 forbidden and a firewall's 403 page refuse us too; 5xx and 404
+// are HH answering, and leave the breaker closed.
+func TestWhatOpensTheBreaker(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		fault hhtest.Fault
+		opens bool
+	}{
+		{"forbidden", hhtest.Fault{Status: 403, Body: []byte(`{"errors":[{"type":"forbidden"}]}`)}, true},
+		{"firewall page", hhtest.Fault{Status: 403, ContentType: "text/html", Body: []byte("<html>Access denied</html>")}, true},
+		{"429", hhtest.Fault{Status: 429}, true},
+		{"503", hhtest.Fault{Status: 503}, false},
+		{"502 page", hhtest.Fault{Status: 502}, false},
+		{"bad_authorization", hhtest.Fault{Status: 403, Body: []byte(`{"errors":[{"type":"oauth","value":"bad_authorization"}]}`)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := catalogue(t)
+			c, _ := newClient(t, srv.URL(), nil)
+			f := tc.fault
+			f.Count, f.On = 1, hhtest.AnyEndpoint
+			srv.InjectFault(f)
+			_, err := c.Search(context.Background(), params, 0, 10)
+			require.Error(t, err)
+			require.Equal(t, tc.opens, c.Holding())
+			refused, _ := c.Refused()
+			require.Equal(t, tc.opens, refused)
+			_, err = c.Search(context.Background(), params, 0, 10)
+			if tc.opens {
+				require.ErrorIs(t, err, vacancy.ErrHHRefused)
+				require.Len(t, srv.Requests(), 1)
+			} else {
+				require.NoError(t, err)
+			}
+		})
+	}
+}
+
+// The fake refuses an anonymous client past its limit, as HH does.
+func TestFakeRefusesBusyAnonymousClients(t *testing.T) {
+	t.Parallel()
+	srv := catalogue(t)
+	srv.LimitAnonymous(3, time.Minute)
+	c, _ := newClient(t, srv.URL(), nil)
+	for range 3 {
+		_, err := c.Search(context.Background(), params, 0, 10)
+		require.NoError(t, err)
+	}
+	_, err := c.Search(context.Background(), params, 0, 10)
+	var r *hh.Refusal
+	require.ErrorAs(t, err, &r)
+	require.Equal(t, http.StatusForbidden, r.Status)
+	require.Equal(t, "captcha_required", r.Type)
+}
