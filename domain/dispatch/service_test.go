@@ -219,7 +219,14 @@ func TestExpiredOfferGoesToTheNextMaster(t *testing.T) {
 	require.Equal(t, []string{fmt.Sprint("offer:", first.ID)}, w.outbox(t, 10), "the offer's message is queued with the offer")
 	require.Contains(t, w.outbox(t, liveLogChat), fmt.Sprint("live_log:", o.ID))
 
-	eventually(t, func() bool { return len(w.tg.sentTo()) == 2 }, "offer expired and went to master 11")
+	// The notifier renders inside the transaction: wait for its commit too.
+	eventually(t, func() bool {
+		if len(w.tg.sentTo()) < 2 {
+			return false
+		}
+		f, err := w.store.Offer(w.ctx, w.tg.sentOffers()[1].ID)
+		return err == nil && f.State == dispatch.Sent
+	}, "offer expired and went to master 11")
 	expired := w.offer(t, first.ID)
 	require.Equal(t, dispatch.Expired, expired.State)
 	lag := expired.RespondedAt.Sub(expired.ExpiresAt)
