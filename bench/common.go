@@ -166,7 +166,7 @@ func startSender(ctx context.Context, store *storage.Store, tgURL string, log *s
 
 // startSenderWith is startSender with the sender's configuration, limiter
 // and metrics registry given.
-func startSenderWith(ctx context.Context, store *storage.Store, tgURL string, cfg delivery.Config, limiter delivery.Limiter,
+func startSenderWith(ctx context.Context, store delivery.Store, tgURL string, cfg delivery.Config, limiter delivery.Limiter,
 	log *slog.Logger, reg prometheus.Registerer) (stop func(), err error) {
 	s, err := delivery.NewSender(cfg, store, delivery.NewClient(tgURL, tgToken, nil), limiter, log, reg)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"switchboard/bot/delivery"
 	"switchboard/domain"
 	"switchboard/domain/analysis"
 	"switchboard/domain/dispatch"
@@ -358,4 +359,27 @@ type timedPublisher struct {
 func (t timedPublisher) Publish(ctx context.Context, payload string) error {
 	defer t.s.since("db Publish (pg_notify)", time.Now())
 	return t.Publisher.Publish(ctx, payload)
+}
+
+// timedOutbox times the outbox sender's statements (-stages of the
+// vacancies bench): the sender's goroutines, not the workers, spend this
+// time, so its share of the workers' budget is only a scale.
+type timedOutbox struct {
+	delivery.Store
+	s *stages
+}
+
+func (o timedOutbox) ClaimOutbox(ctx context.Context, n int, lease time.Duration) ([]domain.Queued, error) {
+	defer o.s.since("outbox claim", time.Now())
+	return o.Store.ClaimOutbox(ctx, n, lease)
+}
+
+func (o timedOutbox) OutboxDelivered(ctx context.Context, id int64, token string, messageID int) (bool, error) {
+	defer o.s.since("outbox delivered", time.Now())
+	return o.Store.OutboxDelivered(ctx, id, token, messageID)
+}
+
+func (o timedOutbox) OutboxRetry(ctx context.Context, id int64, token string, after time.Duration, why string, tried bool) error {
+	defer o.s.since("outbox retry", time.Now())
+	return o.Store.OutboxRetry(ctx, id, token, after, why, tried)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"switchboard/bot"
+	"switchboard/bot/delivery"
 	"switchboard/domain"
 	"switchboard/domain/vacancy"
 	"switchboard/hh"
@@ -311,7 +312,12 @@ func (w *world) run(ctx context.Context, spec runSpec) (runResult, error) {
 	// with QUEUED → ANALYZED, and a match becomes SENT_TO_USER when the
 	// outbox sender has delivered its card, so one runs next to the
 	// service, as in the application (limits lifted: see benchLimits).
-	stopSender, err := startSender(runCtx, w.store, tg.URL(), w.log)
+	var outbox delivery.Store = w.store
+	if res.stages != nil {
+		outbox = timedOutbox{w.store, res.stages}
+	}
+	stopSender, err := startSenderWith(runCtx, outbox, tg.URL(), delivery.Config{}, delivery.NewMemoryLimiter(benchLimits),
+		w.log, prometheus.NewRegistry())
 	if err != nil {
 		return res, err
 	}

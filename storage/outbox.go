@@ -137,11 +137,23 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 // lease; a sender that dies leaves its rows to be claimed again after it.
 func (s *Store) ClaimOutbox(ctx context.Context, n int, lease time.Duration) ([]domain.Queued, error) {
 	const q = `
-WITH heads AS (
-    SELECT DISTINCT ON (chat_id, lane) id FROM outbox WHERE state = 'pending' ORDER BY chat_id, lane, id
+WITH RECURSIVE heads AS (
+    -- The oldest pending row of each lane, by a skip scan of outbox_pending
+    -- (chat_id, lane, id): one index descent per lane with pending rows,
+    -- however many rows wait behind the heads, and no plan that depends
+    -- on the table's statistics. (DISTINCT ON read every pending row per
+    -- claim, and a table filled faster than autovacuum analyzes it got a
+    -- nested loop over them: 80-700 ms a claim for 3000 rows in 50 chats.)
+    (SELECT chat_id, lane, id FROM outbox WHERE state = 'pending' ORDER BY chat_id, lane, id LIMIT 1)
+    UNION ALL
+    SELECT n.chat_id, n.lane, n.id FROM heads h, LATERAL (
+        SELECT x.chat_id, x.lane, x.id FROM outbox x
+        WHERE x.state = 'pending' AND (x.chat_id, x.lane) > (h.chat_id, h.lane)
+        ORDER BY x.chat_id, x.lane, x.id LIMIT 1) n
 ), due AS (
-    SELECT o.id FROM outbox o JOIN heads h ON h.id = o.id
-    WHERE o.state = 'pending' AND o.not_before <= now()
+    SELECT o.id FROM outbox o
+    WHERE o.id = ANY (ARRAY(SELECT id FROM heads))
+      AND o.state = 'pending' AND o.not_before <= now()
       AND (o.claimed_until IS NULL OR o.claimed_until < now())
       AND (o.lane = '' OR NOT o.edit OR NOT EXISTS (
           SELECT 1 FROM outbox s WHERE s.chat_id = o.chat_id AND s.state = 'pending' AND NOT s.edit AND s.msg_key = o.msg_key))

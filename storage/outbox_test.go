@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -279,6 +280,46 @@ func TestOutboxLanes(t *testing.T) {
 	}, 5*time.Second, 20*time.Millisecond)
 	require.Equal(t, "20%", claimed.Text)
 	require.GreaterOrEqual(t, time.Since(sentAt), every-50*time.Millisecond, "claimed before its lane's interval ran out")
+}
+
+// The claim finds the head of every lane of every chat however the rows
+// interleave (chats out of id order, lanes of one chat mixed, negative
+// group ids), and only the heads; the oldest due heads first.
+func TestOutboxClaimsEveryLaneHead(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx := context.Background()
+	lane := func(chat int64, l, text string) domain.Message {
+		m := msg(chat, text)
+		m.Lane = l
+		return m
+	}
+	var msgs []domain.Message
+	for i := range 5 {
+		for _, c := range []int64{30, -5, 10, 20} {
+			msgs = append(msgs, msg(c, fmt.Sprintf("%d main %d", c, i)), lane(c, "b", fmt.Sprintf("%d b %d", c, i)))
+		}
+		msgs = append(msgs, lane(10, "a", fmt.Sprintf("10 a %d", i)))
+	}
+	require.NoError(t, st.EnqueueMessages(ctx, msgs...))
+
+	first, err := st.ClaimOutbox(ctx, 4, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []string{"-5 b 0", "-5 main 0", "30 b 0", "30 main 0"}, texts(first), "the oldest heads first")
+	rest, err := st.ClaimOutbox(ctx, 100, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []string{"10 a 0", "10 b 0", "10 main 0", "20 b 0", "20 main 0"}, texts(rest))
+	for _, r := range append(first, rest...) {
+		ok, err := st.OutboxDelivered(ctx, r.ID, r.Token, int(r.ID))
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	next, err := st.ClaimOutbox(ctx, 100, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, next, 9)
+	for _, r := range next {
+		require.True(t, strings.HasSuffix(r.Text, " 1"), "%q: each lane's second row", r.Text)
+	}
 }
 
 // Merging rows behind a claimed head go with it, in order, as long as
