@@ -42,6 +42,7 @@ type app struct {
 	mem   *memory.Service
 	disp  *dispatch.Service
 	anl   *analysis.Service
+	prune *pruner
 }
 
 func migrateOnly(ctx context.Context, cfg Config, log *slog.Logger) error {
@@ -165,6 +166,10 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		return nil, fmt.Errorf("analysis runs: %w", err)
 	}
 
+	if a.prune, err = newPruner(cfg, a.store, log, a.reg); err != nil {
+		return nil, fmt.Errorf("prune: %w", err)
+	}
+
 	a.sched, err = jobs.New(jobs.Config{Replica: cfg.Replica, StopTimeout: cfg.ShutdownTimeout / 2, Locker: locker},
 		jobs.Deps{Log: log, Registerer: a.reg, Recorder: jobs.RecorderFunc(func(ctx context.Context, r jobs.Run) error {
 			return a.store.RecordJobRun(ctx, storage.JobRun(r))
@@ -245,13 +250,8 @@ func (a *app) scheduleJobs() error {
 			_, err := a.disp.Commission(ctx)
 			return err
 		}},
-		{"outbox-prune", a.cfg.OutboxPruneInterval, func(ctx context.Context) error {
-			n, err := a.store.PruneOutbox(ctx, a.cfg.OutboxRetention, 1000)
-			if n > 0 {
-				a.log.Info("outbox pruned", "rows", n)
-			}
-			return err
-		}},
+		// Everything past its retention, the outbox's included (prune.go).
+		{"prune", a.cfg.PruneInterval, a.prune.Run},
 		{"dispatch-autoclose", a.cfg.AutocloseInterval, func(ctx context.Context) error {
 			_, err := a.disp.Autoclose(ctx)
 			return err

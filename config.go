@@ -90,15 +90,24 @@ type Config struct {
 	AutocloseInterval  time.Duration `env:"AUTOCLOSE_INTERVAL" envDefault:"1h" help:"dispatch autoclose"`
 	HeartbeatInterval  time.Duration `env:"HEARTBEAT_INTERVAL" envDefault:"5m" help:"dispatch heartbeat"`
 
-	TelegramRate        float64       `env:"TELEGRAM_RATE" envDefault:"30" help:"messages per second the bot sends in all (Telegram's limit is about 30)"`
-	TelegramChatRate    float64       `env:"TELEGRAM_CHAT_RATE" envDefault:"1" help:"messages per second to one private chat (Telegram's limit is about 1)"`
-	TelegramGroupRate   float64       `env:"TELEGRAM_GROUP_RATE" envDefault:"20" help:"messages per minute to one group (Telegram's limit is 20)"`
-	OutboxWorkers       int           `env:"OUTBOX_WORKERS" envDefault:"16" help:"outgoing messages one replica delivers at once"`
-	OutboxRetention     time.Duration `env:"OUTBOX_RETENTION" envDefault:"168h" help:"how long delivered, dropped and failed outbox rows are kept"`
-	OutboxMaxBackoff    time.Duration `env:"OUTBOX_MAX_BACKOFF" envDefault:"1m" help:"longest wait between retries of a message Telegram failed to take (5xx, network)"`
-	OutboxPruneInterval time.Duration `env:"OUTBOX_PRUNE_INTERVAL" envDefault:"1h" help:"outbox pruning"`
-	BoardInterval       time.Duration `env:"ANALYSIS_BOARD_INTERVAL" envDefault:"3s" help:"least time between two edits of an analysis run's board in the admin chat (edits in between coalesce)"`
-	LiveLogInterval     time.Duration `env:"LIVE_LOG_INTERVAL" envDefault:"3s" help:"dispatch live-log lines that burst go to the admin chat as one message per this long"`
+	TelegramRate      float64       `env:"TELEGRAM_RATE" envDefault:"30" help:"messages per second the bot sends in all (Telegram's limit is about 30)"`
+	TelegramChatRate  float64       `env:"TELEGRAM_CHAT_RATE" envDefault:"1" help:"messages per second to one private chat (Telegram's limit is about 1)"`
+	TelegramGroupRate float64       `env:"TELEGRAM_GROUP_RATE" envDefault:"20" help:"messages per minute to one group (Telegram's limit is 20)"`
+	OutboxWorkers     int           `env:"OUTBOX_WORKERS" envDefault:"16" help:"outgoing messages one replica delivers at once"`
+	OutboxRetention   time.Duration `env:"OUTBOX_RETENTION" envDefault:"168h" help:"how long delivered, dropped and failed outbox rows are kept (0: for ever)"`
+	OutboxMaxBackoff  time.Duration `env:"OUTBOX_MAX_BACKOFF" envDefault:"1m" help:"longest wait between retries of a message Telegram failed to take (5xx, network)"`
+	BoardInterval     time.Duration `env:"ANALYSIS_BOARD_INTERVAL" envDefault:"3s" help:"least time between two edits of an analysis run's board in the admin chat (edits in between coalesce)"`
+	LiveLogInterval   time.Duration `env:"LIVE_LOG_INTERVAL" envDefault:"3s" help:"dispatch live-log lines that burst go to the admin chat as one message per this long"`
+
+	// Data retention (README "Data retention"); 0 keeps a kind for ever.
+	RetainGroupMessages   time.Duration `env:"RETAIN_GROUP_MESSAGES" envDefault:"720h" help:"group messages kept for analysis runs (never those of a run not closed); 0: for ever"`
+	RetainRunContext      time.Duration `env:"RETAIN_RUN_CONTEXT" envDefault:"72h" help:"a finished memory-chat run's draft and assembled context are cleared after this; the run, answer and summary stay; 0: never"`
+	RetainMemory          time.Duration `env:"RETAIN_MEMORY" envDefault:"0" help:"raw logs and summaries of the memory chat; 0: for ever"`
+	RetainVacancyMatches  time.Duration `env:"RETAIN_VACANCY_MATCHES" envDefault:"2160h" help:"vacancy matches in a final state (and vacancies no match needs) after their last change; each user's taste examples stay; 0: for ever"`
+	RetainSearchHits      time.Duration `env:"RETAIN_SEARCH_HITS" envDefault:"2160h" help:"ids of vacancies a search has seen; older ones stay seen by id; 0: for ever"`
+	PruneInterval         time.Duration `env:"PRUNE_INTERVAL" envDefault:"1h" help:"the prune job, which deletes what is past its retention"`
+	PruneBatch            int           `env:"PRUNE_BATCH" envDefault:"1000" help:"rows one prune batch (its own short transaction) deletes at most"`
+	PruneStatementTimeout time.Duration `env:"PRUNE_STATEMENT_TIMEOUT" envDefault:"2s" help:"statement timeout of a prune batch; a batch that hits it ends its kind's turn"`
 
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" help:"graceful stop budget on SIGINT/SIGTERM"`
 	Replica         string        `env:"REPLICA_NAME" help:"name of this replica in logs and /status (default: hostname-pid)"`
@@ -281,15 +290,38 @@ func (c Config) validate() []string {
 	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
 		bad("LOG_LEVEL", "%q: want debug, info, warn or error", c.LogLevel)
 	}
+	if c.PruneBatch < 1 {
+		bad("PRUNE_BATCH", "%d: want at least 1", c.PruneBatch)
+	}
+	if c.RetainGroupMessages > 0 && c.RetainGroupMessages < longestAnalysisWindow {
+		bad("RETAIN_GROUP_MESSAGES", "%s: want 0 or at least the longest analysis window (/run_new 7d), %s", c.RetainGroupMessages, longestAnalysisWindow)
+	}
+	if c.RetainSearchHits > 0 && c.RetainSearchHits < c.VacancyRecoveryWindow {
+		bad("RETAIN_SEARCH_HITS", "%s: want 0 or at least VACANCY_RECOVERY_WINDOW (a new search's backfill reads that far back)", c.RetainSearchHits)
+	}
 	for _, f := range configFields() {
 		if f.typ != reflect.TypeOf(time.Duration(0)) {
 			continue
 		}
-		if d := reflect.ValueOf(c).FieldByName(f.field).Interface().(time.Duration); d <= 0 {
+		d := reflect.ValueOf(c).FieldByName(f.field).Interface().(time.Duration)
+		switch {
+		case keptForEver[f.key] && d < 0:
+			bad(f.key, "%s: want 0 (for ever) or a positive duration such as 720h", d)
+		case !keptForEver[f.key] && d <= 0:
 			bad(f.key, "%s: want a positive duration such as 30s or 5m", d)
 		}
 	}
 	return p
+}
+
+// longestAnalysisWindow is /run_new's longest window (domain/analysis
+// parse.go): group messages must be kept at least that long.
+const longestAnalysisWindow = 7 * 24 * time.Hour
+
+// keptForEver are the retentions where 0 means "keep for ever".
+var keptForEver = map[string]bool{
+	"RETAIN_GROUP_MESSAGES": true, "RETAIN_RUN_CONTEXT": true, "RETAIN_MEMORY": true,
+	"RETAIN_VACANCY_MATCHES": true, "RETAIN_SEARCH_HITS": true, "OUTBOX_RETENTION": true,
 }
 
 // LogValue keeps secrets out of logs: tokens vanish, URL passwords are masked.

@@ -298,13 +298,17 @@ FROM discovery_state WHERE search_key = $1`, key).Scan(&m.LastSeenMaxID, &m.Last
 	return m, nil
 }
 
-// Unseen reports which ids the search_key has not collected yet.
+// Unseen reports which ids the search_key has not collected yet: neither
+// among its hits nor at or below its pruned_through_id (the highest id of
+// its hits the prune job deleted; HH's ids grow with time).
 func (s *Store) Unseen(ctx context.Context, key string, ids []int64) (map[int64]bool, error) {
 	out := make(map[int64]bool, len(ids))
 	for _, id := range ids {
 		out[id] = true
 	}
-	rows, err := s.pool.Query(ctx, `SELECT vacancy_id FROM search_hits WHERE search_key = $1 AND vacancy_id = ANY($2)`, key, ids)
+	rows, err := s.pool.Query(ctx, `SELECT vacancy_id FROM search_hits WHERE search_key = $1 AND vacancy_id = ANY($2)
+UNION ALL
+SELECT i FROM unnest($2::bigint[]) i, discovery_state d WHERE d.search_key = $1 AND i <= d.pruned_through_id`, key, ids)
 	if err != nil {
 		return nil, fmt.Errorf("unseen vacancies: %w", err)
 	}
@@ -474,7 +478,7 @@ func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy
 	var sentAt, fetched *time.Time
 	var lang, tgLang string
 	dest := append(matchDest(&c.Match, &analysis, &sentAt), vacancyDest(&c.Vacancy, &fetched)...)
-	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &c.User.Applied, &c.User.NotInterested, &c.DetailStale)
+	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &c.User.Applied, &c.User.NotInterested, &c.DetailStale, &c.DetailMine)
 	err := s.pool.QueryRow(ctx, `
 WITH c AS (
     SELECT q.id FROM vacancy_matches q
@@ -495,6 +499,15 @@ WITH c AS (
         attempts = m.attempts + 1, updated_at = now()
     FROM c WHERE m.id = c.id
     RETURNING m.*
+), l AS (
+    -- A QUEUED match whose vacancy's detail is stale takes its fetch lease,
+    -- unless another worker holds it: then this claim learns it waits. Two
+    -- claims racing for one vacancy serialize on its row here.
+    UPDATE vacancies f SET detail_fetching_until = now() + $5 * interval '1 millisecond'
+    FROM m WHERE f.id = m.vacancy_id AND m.status = 'QUEUED'
+      AND (f.detail_fetched_at IS NULL OR f.detail_fetched_at <= now() - $4 * interval '1 millisecond')
+      AND (f.detail_fetching_until IS NULL OR f.detail_fetching_until < now())
+    RETURNING f.id
 )
 SELECT `+matchColumns+`, `+vacancyColumns+`, u.language, u.telegram_language, u.profile,
        COALESCE((SELECT array_agg(word) FROM ban_words b WHERE b.user_id = m.user_id), '{}'),
@@ -503,9 +516,10 @@ SELECT `+matchColumns+`, `+vacancyColumns+`, u.language, u.telegram_language, u.
              WHERE d.user_id = m.user_id AND d.status = 'APPLIED' ORDER BY d.updated_at DESC LIMIT $2),
        ARRAY(SELECT t.title FROM vacancy_matches d JOIN vacancies t ON t.id = d.vacancy_id
              WHERE d.user_id = m.user_id AND d.status = 'NOT_INTERESTED' ORDER BY d.updated_at DESC LIMIT $2),
-       v.detail_fetched_at IS NULL OR v.detail_fetched_at <= now() - $4 * interval '1 millisecond'
+       v.detail_fetched_at IS NULL OR v.detail_fetched_at <= now() - $4 * interval '1 millisecond',
+       EXISTS (SELECT 1 FROM l)
 FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id`,
-		o.Lease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds()).Scan(dest...)
+		o.Lease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds(), o.DetailLease.Milliseconds()).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, false, nil
 	}
@@ -549,21 +563,6 @@ WHERE id = $1 AND claim_token = $2::uuid`, id, token, until)
 	return nil
 }
 
-// ClaimDetail takes the vacancy's detail-fetch lease for lease, unless its
-// detail is younger than fresh or another worker holds the lease: whether
-// this caller should ask HH. The claim of matches passes over a vacancy
-// being fetched, so its other matches wait for the detail instead of
-// asking again.
-func (s *Store) ClaimDetail(ctx context.Context, id int64, fresh, lease time.Duration) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE vacancies SET detail_fetching_until = now() + $3 * interval '1 millisecond'
-WHERE id = $1 AND (detail_fetched_at IS NULL OR detail_fetched_at <= now() - $2 * interval '1 millisecond')
-  AND (detail_fetching_until IS NULL OR detail_fetching_until < now())`, id, fresh.Milliseconds(), lease.Milliseconds())
-	if err != nil {
-		return false, fmt.Errorf("claim detail of vacancy %d: %w", id, err)
-	}
-	return tag.RowsAffected() == 1, nil
-}
-
 // SaveDetail stores a detail fetched from HH and ends the fetch lease, so
 // the vacancy's other matches are claimed with it.
 func (s *Store) SaveDetail(ctx context.Context, v vacancy.Vacancy) error {
@@ -588,13 +587,13 @@ func (s *Store) ReleaseDetail(ctx context.Context, id int64) error {
 
 // ArchiveVacancy moves every open match of a vacancy HH no longer serves
 // (NEW, QUEUED, SKIPPED; claimed or not: a claim's holder finds its next
-// conditional update refused) to IN_ARCHIVE in one statement, and ends the
-// fetch lease. It returns how many left each status.
+// conditional update refused) to IN_ARCHIVE in one statement, then ends
+// the fetch lease; a separate statement, because a claim locks a match
+// before its vacancy and this must not lock them the other way round.
+// It returns how many left each status.
 func (s *Store) ArchiveVacancy(ctx context.Context, id int64) (map[vacancy.Status]int, error) {
 	rows, err := s.pool.Query(ctx, `
-WITH l AS (
-    UPDATE vacancies SET detail_fetching_until = NULL WHERE id = $1
-), o AS (
+WITH o AS (
     SELECT id, status FROM vacancy_matches
     WHERE vacancy_id = $1 AND status IN ('NEW', 'QUEUED', 'SKIPPED')
     FOR UPDATE
@@ -616,6 +615,9 @@ RETURNING o.status`, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("archive vacancy %d: %w", id, err)
+	}
+	if err := s.ReleaseDetail(ctx, id); err != nil {
+		return out, err
 	}
 	return out, nil
 }

@@ -72,9 +72,11 @@ type Claim struct {
 	// DetailFetchedAt is when the vacancy's detail was last fetched (zero: never).
 	DetailFetchedAt time.Time
 	// DetailStale: the detail is missing or older than DetailFresh, by the
-	// database's clock, which ClaimDetail's judgement shares.
-	DetailStale bool
-	User        Recipient
+	// database's clock. DetailMine: this claim took the vacancy's fetch
+	// lease, so this worker asks HH; stale and not mine means another
+	// worker is asking, and the match waits for its answer.
+	DetailStale, DetailMine bool
+	User                    Recipient
 }
 
 // Recipient is the match's user as processing sees them.
@@ -147,6 +149,8 @@ type ClaimOptions struct {
 	// without HH are taken.
 	FreshOnly   bool
 	DetailFresh time.Duration
+	// DetailLease is how long the fetch lease a claim takes holds.
+	DetailLease time.Duration
 }
 
 // Repository is the storage the workflow needs; storage.Store implements it.
@@ -173,11 +177,9 @@ type Repository interface {
 	// holds a claim token; see QueueCard). An ANALYZED match whose card is
 	// in the outbox is never claimed: it would be sent twice.
 	ClaimMatch(ctx context.Context, o ClaimOptions) (Claim, bool, error)
-	// ClaimDetail takes the vacancy's fetch lease (one worker asks HH for
-	// a detail at a time, and none while it is younger than fresh);
-	// SaveDetail stores the detail and ends the lease, ReleaseDetail ends
-	// it with nothing fetched.
-	ClaimDetail(ctx context.Context, id int64, fresh, lease time.Duration) (bool, error)
+	// SaveDetail stores a detail and ends the vacancy's fetch lease (which
+	// ClaimMatch takes: one worker asks HH for a detail at a time);
+	// ReleaseDetail ends it with nothing fetched.
 	SaveDetail(ctx context.Context, v Vacancy) error
 	ReleaseDetail(ctx context.Context, id int64) error
 	// ArchiveVacancy moves every open match of the vacancy to IN_ARCHIVE
@@ -273,6 +275,10 @@ type Config struct {
 // benchmark's efficiency went from 0.956 with one worker per slot to 0.98+).
 func WorkersFor(llmConcurrency int) int { return 2 * max(1, llmConcurrency) }
 
+// DefaultTasteExamples is Config.TasteExamples unless set; the prune job
+// keeps that many of each user's latest decisions of each kind.
+const DefaultTasteExamples = 5
+
 func (c Config) withDefaults() Config {
 	if c.FetchLimit <= 0 {
 		c.FetchLimit = 100
@@ -290,7 +296,7 @@ func (c Config) withDefaults() Config {
 		c.Workers = 2
 	}
 	if c.TasteExamples <= 0 {
-		c.TasteExamples = 5
+		c.TasteExamples = DefaultTasteExamples
 	}
 	if c.DetailFresh <= 0 {
 		c.DetailFresh = time.Hour

@@ -155,7 +155,7 @@ func (s *Service) Drain(ctx context.Context) (int, error) {
 func (s *Service) ProcessNext(ctx context.Context) (bool, error) {
 	c, ok, err := s.deps.Repo.ClaimMatch(ctx, ClaimOptions{
 		Lease: s.cfg.ClaimLease, Taste: s.cfg.TasteExamples,
-		FreshOnly: s.deps.Source.Holding(), DetailFresh: s.cfg.DetailFresh,
+		FreshOnly: s.deps.Source.Holding(), DetailFresh: s.cfg.DetailFresh, DetailLease: detailLease,
 	})
 	if err != nil {
 		return false, fmt.Errorf("claim: %w", err)
@@ -186,15 +186,17 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		return "error"
 	}
 	if s.deps.LLM.Refused() {
+		s.dropLease(ctx, c)
 		return s.wait(ctx, m, nil)
 	}
 	if s.deps.LLM.Open() {
+		s.dropLease(ctx, c)
 		return s.skip(ctx, m, ReasonBreakerOpen, nil)
 	}
 
 	v := c.Vacancy
 	if c.DetailStale {
-		d, outcome := s.fetchDetail(ctx, m)
+		d, outcome := s.fetchDetail(ctx, m, c.DetailMine)
 		if outcome != "" {
 			return outcome
 		}
@@ -349,23 +351,29 @@ func (s *Service) skip(ctx context.Context, m Match, reason string, cause error)
 	return "skipped"
 }
 
+// dropLease ends the fetch lease a claim took when the match goes no
+// further, so the vacancy's other matches need not wait it out.
+func (s *Service) dropLease(ctx context.Context, c Claim) {
+	if !c.DetailMine {
+		return
+	}
+	rctx, cancel := detached(ctx)
+	defer cancel()
+	if err := s.deps.Repo.ReleaseDetail(rctx, c.Match.VacancyID); err != nil {
+		s.log.Error("release vacancy detail", "vacancy", c.Match.VacancyID, "err", err)
+	}
+}
+
 // fetchDetail gets the claimed match's vacancy from HH, once for all its
 // matches: under the vacancy's fetch lease, stored before judging, so the
-// vacancy's other matches (any user's, any replica's) are claimed with it.
+// vacancy's other matches (any user's, any replica's) are claimed with it;
+// mine says the claim took the lease.
 // A non-empty outcome ends the match's turn: archived (every open match of
 // the vacancy with it), waiting (another worker fetches it, or HH refuses
 // us), or skipped.
-func (s *Service) fetchDetail(ctx context.Context, m Match) (Vacancy, string) {
+func (s *Service) fetchDetail(ctx context.Context, m Match, mine bool) (Vacancy, string) {
 	log := s.log.With("match", m.ID, "vacancy", m.VacancyID)
-	mine, err := s.deps.Repo.ClaimDetail(ctx, m.VacancyID, s.cfg.DetailFresh, detailLease)
-	switch {
-	case ctx.Err() != nil:
-		return Vacancy{}, s.skip(ctx, m, ReasonShutdown, ctx.Err())
-	case err != nil:
-		log.Error("claim vacancy detail", "err", err)
-		s.release(ctx, m, detailWait, "put back a match whose detail could not be claimed")
-		return Vacancy{}, "error"
-	case !mine:
+	if !mine {
 		// Another worker is fetching it, or just stored it: this match is
 		// claimed again once the lease or the detail is there.
 		s.release(ctx, m, detailWait, "put back a match whose detail another worker fetches")

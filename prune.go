@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain/vacancy"
+	"switchboard/storage"
+)
+
+// pruner is the prune job: every PRUNE_INTERVAL, once across replicas,
+// it deletes what is past each kind's retention (storage.Prune), logs and
+// counts the rows per kind, and records the run in prune_runs for /status.
+type pruner struct {
+	store *storage.Store
+	ret   storage.Retention
+	opts  storage.PruneOptions
+	log   *slog.Logger
+	now   func() time.Time
+
+	rows     *prometheus.CounterVec
+	timeouts *prometheus.CounterVec
+	errors   *prometheus.CounterVec
+	duration prometheus.Gauge
+}
+
+// pruneBatchPause lets live load in between two prune batches.
+const pruneBatchPause = 50 * time.Millisecond
+
+func newPruner(cfg Config, store *storage.Store, log *slog.Logger, reg prometheus.Registerer) (*pruner, error) {
+	p := &pruner{
+		store: store, log: log, now: time.Now,
+		ret: storage.Retention{
+			GroupMessages: cfg.RetainGroupMessages, RunContext: cfg.RetainRunContext, Memory: cfg.RetainMemory,
+			VacancyMatches: cfg.RetainVacancyMatches, SearchHits: cfg.RetainSearchHits, Outbox: cfg.OutboxRetention,
+			RecoveryWindow: cfg.VacancyRecoveryWindow, TasteExamples: vacancy.DefaultTasteExamples,
+		},
+		opts: storage.PruneOptions{Batch: cfg.PruneBatch, StatementTimeout: cfg.PruneStatementTimeout, Pause: pruneBatchPause},
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "prune_rows_total", Help: "Rows the prune job deleted (run_context: cleared) on this replica, by kind.",
+		}, []string{"kind"}),
+		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "prune_timeouts_total", Help: "Prune batches cancelled by PRUNE_STATEMENT_TIMEOUT, by kind.",
+		}, []string{"kind"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "prune_errors_total", Help: "Prune runs of a kind that failed, by kind.",
+		}, []string{"kind"}),
+		duration: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "prune_last_run_duration_seconds", Help: "How long this replica's last prune run took.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{p.rows, p.timeouts, p.errors, p.duration} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range storage.PruneKinds() {
+		p.rows.WithLabelValues(k)
+		p.timeouts.WithLabelValues(k)
+		p.errors.WithLabelValues(k)
+	}
+	return p, nil
+}
+
+// Run is one tick of the job. A kind that times out is logged, counted and
+// left to the next tick; a kind that fails fails the run, after the other
+// kinds ran.
+func (p *pruner) Run(ctx context.Context) error {
+	start := p.now()
+	results := p.store.Prune(ctx, start, p.ret, p.opts)
+	var errs []error
+	for _, r := range results {
+		if r.Off {
+			continue
+		}
+		p.rows.WithLabelValues(r.Kind).Add(float64(r.Rows))
+		p.timeouts.WithLabelValues(r.Kind).Add(float64(r.Timeouts))
+		attrs := []any{"kind", r.Kind, "rows", r.Rows, "batches", r.Batches, "duration", r.Duration.Round(time.Millisecond)}
+		switch {
+		case r.Err != nil:
+			p.errors.WithLabelValues(r.Kind).Inc()
+			errs = append(errs, r.Err)
+			p.log.Error("prune failed", append(attrs, "err", r.Err)...)
+		case r.Timeouts > 0:
+			p.log.Warn("prune batch hit the statement timeout; the rest waits for the next run", attrs...)
+		default:
+			p.log.Info("pruned", attrs...)
+		}
+	}
+	p.duration.Set(time.Since(start).Seconds())
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := p.store.RecordPrune(rctx, start, results); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

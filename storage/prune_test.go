@@ -1,0 +1,391 @@
+package storage_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
+	"switchboard/domain/vacancy"
+	"switchboard/storage"
+	"switchboard/storage/storagetest"
+)
+
+// pruneNow is the injected clock of the prune tests: rows are placed
+// relative to it, a minute either side of each boundary.
+var pruneNow = time.Date(2031, 3, 10, 12, 0, 0, 0, time.UTC)
+
+const day = 24 * time.Hour
+
+// smallBatches makes every kind take several batches.
+var smallBatches = storage.PruneOptions{Batch: 2, StatementTimeout: 2 * time.Second}
+
+type pruneBundle struct {
+	t   *testing.T
+	ctx context.Context
+	st  *storage.Store
+}
+
+func setupPrune(t *testing.T) *pruneBundle {
+	t.Helper()
+	t.Parallel()
+	return &pruneBundle{t: t, ctx: context.Background(), st: storagetest.New(t)}
+}
+
+func (b *pruneBundle) exec(q string, args ...any) {
+	b.t.Helper()
+	_, err := b.st.Pool().Exec(b.ctx, q, args...)
+	require.NoError(b.t, err)
+}
+
+func (b *pruneBundle) id(q string, args ...any) int64 {
+	b.t.Helper()
+	var id int64
+	require.NoError(b.t, b.st.Pool().QueryRow(b.ctx, q, args...).Scan(&id))
+	return id
+}
+
+// strings reads one text column.
+func (b *pruneBundle) strings(q string, args ...any) []string {
+	b.t.Helper()
+	rows, err := b.st.Pool().Query(b.ctx, q, args...)
+	require.NoError(b.t, err)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(b.t, err)
+	return out
+}
+
+func (b *pruneBundle) user(id int64) {
+	b.t.Helper()
+	_, err := b.st.UpsertUser(b.ctx, domain.User{ID: id, FirstName: "u"})
+	require.NoError(b.t, err)
+}
+
+// prune runs one kind as of pruneNow and requires it to succeed.
+func (b *pruneBundle) prune(kind string, r storage.Retention) storage.PruneResult {
+	b.t.Helper()
+	res := b.st.PruneKind(b.ctx, kind, pruneNow, r, smallBatches)
+	require.NoError(b.t, res.Err)
+	require.Zero(b.t, res.Timeouts)
+	return res
+}
+
+// Group messages dated before the horizon go, except from the start of the
+// window of a run not closed; once the run is closed they go too. A closed
+// run's proposals (and the RAG lookup over them) do not need the messages
+// they cite.
+func TestPruneGroupMessages(t *testing.T) {
+	b := setupPrune(t)
+	keep := 30 * day
+	msg := func(id int64, at time.Time) {
+		b.exec(`INSERT INTO group_messages (chat_id, message_id, text, date) VALUES (-100, $1, $2, $3)`, id, "m", at)
+	}
+	msg(1, pruneNow.Add(-keep-45*day))      // before the open run's window
+	msg(2, pruneNow.Add(-keep-5*day))       // inside it
+	msg(3, pruneNow.Add(-keep-time.Minute)) // after it, but the open run still holds from its start
+	msg(4, pruneNow.Add(-keep+time.Minute)) // inside the retention
+	msg(5, pruneNow.Add(-keep-50*day))      // cited by a closed run's approved proposal
+	open := b.id(`INSERT INTO analysis_runs (state, created_by, window_from, window_to) VALUES ('completed', 1, $1, $2) RETURNING id`,
+		pruneNow.Add(-keep-7*day), pruneNow.Add(-keep-3*day))
+	closed := b.id(`INSERT INTO analysis_runs (state, created_by, window_from, window_to, accuracy_metrics, proposals_total, proposals_approved)
+VALUES ('closed', 1, $1, $2, '{}', 1, 1) RETURNING id`, pruneNow.Add(-keep-51*day), pruneNow.Add(-keep-50*day))
+	prop := b.id(`INSERT INTO analysis_proposals (run_id, batch, ordinal, title, priority, decision, decided_at)
+VALUES ($1, 1, 1, 'Fix the printer', 'high', 'approved', now()) RETURNING id`, closed)
+	b.exec(`INSERT INTO analysis_proposal_sources (proposal_id, run_id, chat_id, message_id) VALUES ($1, $2, -100, 5)`, prop, closed)
+	require.NoError(t, b.st.SaveEmbedding(b.ctx, prop, []float32{1, 0, 0}))
+
+	ret := storage.Retention{GroupMessages: keep}
+	res := b.prune(storage.PruneGroupMessages, ret)
+	require.EqualValues(t, 2, res.Rows)
+	require.Equal(t, []string{"2", "3", "4"}, b.strings(`SELECT message_id::text FROM group_messages ORDER BY message_id`))
+
+	b.exec(`UPDATE analysis_runs SET state = 'closed', accuracy_metrics = '{}' WHERE id = $1`, open)
+	res = b.prune(storage.PruneGroupMessages, ret)
+	require.EqualValues(t, 2, res.Rows)
+	require.Equal(t, []string{"4"}, b.strings(`SELECT message_id::text FROM group_messages ORDER BY message_id`))
+
+	// A later run with rag still finds the approved proposal.
+	similar, err := b.st.Similar(b.ctx, open+100, []float32{1, 0, 0}, 5)
+	require.NoError(t, err)
+	require.Len(t, similar, 1)
+	require.Equal(t, "Fix the printer", similar[0].Title)
+	require.EqualValues(t, 1, b.id(`SELECT count(*) FROM analysis_proposal_sources WHERE proposal_id = $1`, prop), "the citation stays")
+
+	res = b.st.PruneKind(b.ctx, storage.PruneGroupMessages, pruneNow, storage.Retention{}, smallBatches)
+	require.True(t, res.Off, "0 keeps them for ever")
+}
+
+// A run closed before the horizon loses its draft and assembled context;
+// the row, its query and its answer stay. Newer and unfinished runs keep
+// theirs.
+func TestPruneRunContext(t *testing.T) {
+	b := setupPrune(t)
+	b.user(7)
+	keep := 72 * time.Hour
+	run := func(status string, closed *time.Time) int64 {
+		answer := "the answer"
+		return b.id(`INSERT INTO pipeline_runs (user_id, chat_id, message_id, user_query, status, draft_context,
+final_context_payload, final_answer, error_message, closed_at, created_at)
+VALUES (7, 7, 1, 'q', $1, 'draft', 'payload', $2, 'e', $3, $4) RETURNING id`, status, answer, closed, pruneNow.Add(-10*day))
+	}
+	at := func(d time.Duration) *time.Time { t := pruneNow.Add(d); return &t }
+	old := run("COMPLETED", at(-keep-time.Minute))
+	failed := run("FAILED", at(-keep-time.Hour))
+	recent := run("COMPLETED", at(-keep+time.Minute))
+	live := run("RESPONDING", nil)
+
+	res := b.prune(storage.PruneRunContext, storage.Retention{RunContext: keep})
+	require.EqualValues(t, 2, res.Rows)
+	ctxOf := func(id int64) string {
+		var s string
+		require.NoError(t, b.st.Pool().QueryRow(b.ctx, `SELECT COALESCE(draft_context, '-') || '/' || COALESCE(final_context_payload, '-')
+|| '/' || final_answer || '/' || user_query FROM pipeline_runs WHERE id = $1`, id).Scan(&s))
+		return s
+	}
+	require.Equal(t, "-/-/the answer/q", ctxOf(old))
+	require.Equal(t, "-/-/the answer/q", ctxOf(failed))
+	require.Equal(t, "draft/payload/the answer/q", ctxOf(recent))
+	require.Equal(t, "draft/payload/the answer/q", ctxOf(live))
+
+	res = b.prune(storage.PruneRunContext, storage.Retention{RunContext: keep})
+	require.Zero(t, res.Rows, "a cleared run is not visited again")
+}
+
+// Raw logs and summaries are kept for ever by default; with RETAIN_MEMORY
+// set, the older ones go.
+func TestPruneMemory(t *testing.T) {
+	b := setupPrune(t)
+	b.user(7)
+	keep := 365 * day
+	for i, d := range []time.Duration{-keep - 2*day, -keep - time.Minute, -keep + time.Minute, -time.Hour} {
+		b.exec(`INSERT INTO raw_logs (user_id, log_type, log_data, created_at) VALUES (7, 'query', jsonb_build_object('i', $1::int), $2)`,
+			i, pruneNow.Add(d))
+		b.exec(`INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, summary, created_at)
+VALUES (7, $1, $2, $3, $1)`, pruneNow.Add(d), pruneNow.Add(d+time.Hour), string(rune('a'+i)))
+	}
+	for _, kind := range []string{storage.PruneRawLogs, storage.PruneSummaries} {
+		require.True(t, b.st.PruneKind(b.ctx, kind, pruneNow, storage.Retention{}, smallBatches).Off)
+	}
+	require.Len(t, b.strings(`SELECT log_data::text FROM raw_logs`), 4)
+
+	ret := storage.Retention{Memory: keep}
+	require.EqualValues(t, 2, b.prune(storage.PruneRawLogs, ret).Rows)
+	require.EqualValues(t, 2, b.prune(storage.PruneSummaries, ret).Rows)
+	require.Equal(t, []string{"2", "3"}, b.strings(`SELECT log_data->>'i' FROM raw_logs ORDER BY id`))
+	require.Equal(t, []string{"c", "d"}, b.strings(`SELECT summary FROM lsm_storage ORDER BY id`))
+}
+
+// Matches in a prunable state, created and last changed before the
+// horizon, go; SKIPPED ones only past the recovery window; each user's
+// latest taste examples stay, and ClaimMatch still reads them; open work
+// stays. Vacancies no match points to go once old; their hits stay.
+func TestPruneVacancyMatches(t *testing.T) {
+	b := setupPrune(t)
+	b.user(7)
+	b.user(8)
+	keep := 24 * time.Hour
+	ret := storage.Retention{VacancyMatches: keep, RecoveryWindow: 48 * time.Hour, TasteExamples: 3}
+	var vid int64 = 1000
+	vac := func(created time.Time) int64 {
+		vid++
+		b.exec(`INSERT INTO vacancies (id, title, published_at, created_at) VALUES ($1, $2, $3, $3)`, vid, "V"+time.Duration(vid).String(), created)
+		return vid
+	}
+	type seeded struct {
+		user   int64
+		status string
+		age    time.Duration
+		stays  bool
+	}
+	cases := []seeded{
+		{7, "NOT_SUITABLE", keep + time.Minute, false},
+		{7, "NOT_SUITABLE", keep - time.Minute, true},
+		{7, "IN_ARCHIVE", keep + time.Minute, false},
+		{7, "SENT_TO_USER", keep + time.Minute, false},
+		{7, "SENT_TO_USER", keep - time.Minute, true},
+		{7, "SKIPPED", 48*time.Hour - time.Minute, true}, // recovery may still return it
+		{7, "SKIPPED", 48*time.Hour + time.Minute, false},
+		{7, "QUEUED", 10 * day, true},
+		{7, "ANALYZED", 10 * day, true},
+		// taste: the three latest APPLIED stay whatever their age
+		{7, "APPLIED", 5 * day, true},
+		{7, "APPLIED", 6 * day, true},
+		{7, "APPLIED", 7 * day, true},
+		{7, "APPLIED", 8 * day, false},
+		{7, "APPLIED", 9 * day, false},
+		{7, "NOT_INTERESTED", 9 * day, true},
+		{8, "NOT_INTERESTED", 2 * day, true},
+		{8, "NOT_INTERESTED", 3 * day, true},
+		{8, "NOT_INTERESTED", 4 * day, true},
+		{8, "NOT_INTERESTED", 5 * day, false},
+	}
+	want := map[int64]bool{}
+	var stayingVacancy int64
+	for _, c := range cases {
+		at := pruneNow.Add(-c.age)
+		v := vac(at)
+		id := b.id(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, is_relevant, sent_at, message_id,
+created_at, updated_at) VALUES ($1, $2, $3, $4, false, $4, 1, $4, $4) RETURNING id`, c.user, v, c.status, at)
+		want[id] = c.stays
+		if c.stays && c.age > keep {
+			stayingVacancy = v
+		}
+	}
+	// A vacancy matched by nobody: old goes, new stays.
+	lonelyOld := vac(pruneNow.Add(-keep - time.Minute))
+	lonelyNew := vac(pruneNow.Add(-keep + time.Minute))
+	b.exec(`INSERT INTO search_hits (search_key, vacancy_id) VALUES ($1, $2)`, key('a'), lonelyOld)
+
+	res := b.prune(storage.PruneVacancyMatches, ret)
+	var gone int64
+	for _, stays := range want {
+		if !stays {
+			gone++
+		}
+	}
+	require.Equal(t, gone, res.Rows)
+	for id, stays := range want {
+		var n int
+		require.NoError(t, b.st.Pool().QueryRow(b.ctx, `SELECT count(*) FROM vacancy_matches WHERE id = $1`, id).Scan(&n))
+		require.Equal(t, stays, n == 1, "match %d", id)
+	}
+
+	res = b.prune(storage.PruneVacancies, ret)
+	require.Equal(t, gone+1, res.Rows, "the vacancies of the deleted matches and the lonely old one")
+	var left []int64
+	rows, err := b.st.Pool().Query(b.ctx, `SELECT id FROM vacancies v WHERE NOT EXISTS (SELECT 1 FROM vacancy_matches m WHERE m.vacancy_id = v.id)`)
+	require.NoError(t, err)
+	left, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	require.Equal(t, []int64{lonelyNew}, left)
+	require.NotZero(t, b.id(`SELECT count(*) FROM vacancies WHERE id = $1`, stayingVacancy))
+	require.EqualValues(t, 1, b.id(`SELECT count(*) FROM search_hits`), "hits are search_hits' rule")
+
+	// The worker still gets user 7's taste.
+	b.exec(`UPDATE vacancy_matches SET updated_at = now() WHERE status = 'QUEUED'`)
+	c, ok, err := b.st.ClaimMatch(b.ctx, vacancy.ClaimOptions{Lease: time.Minute, Taste: 3})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Len(t, c.User.Applied, 3)
+	require.Len(t, c.User.NotInterested, 1)
+}
+
+func key(c byte) string {
+	k := make([]byte, 64)
+	for i := range k {
+		k[i] = c
+	}
+	return string(k)
+}
+
+// Hits found before the horizon go, and discovery still counts them as
+// seen: every id up to the highest pruned one of the key.
+func TestPruneSearchHitsKeepsDedupe(t *testing.T) {
+	b := setupPrune(t)
+	keep := 90 * day
+	hit := func(k string, id int64, age time.Duration) {
+		b.exec(`INSERT INTO search_hits (search_key, vacancy_id, found_at) VALUES ($1, $2, $3)`, k, id, pruneNow.Add(-age))
+	}
+	a, c := key('a'), key('c')
+	hit(a, 100, keep+2*day)
+	hit(a, 120, keep+time.Minute)
+	hit(a, 110, keep-time.Minute) // republished: an old id found lately
+	hit(a, 200, time.Hour)
+	hit(c, 150, keep+time.Minute)
+	b.exec(`INSERT INTO discovery_state (search_key, last_seen_max_id) VALUES ($1, 200)`, a)
+
+	res := b.prune(storage.PruneSearchHits, storage.Retention{SearchHits: keep})
+	require.EqualValues(t, 3, res.Rows)
+	require.Equal(t, []string{a + " 110", a + " 200"}, b.strings(`SELECT search_key || ' ' || vacancy_id FROM search_hits ORDER BY 1`))
+
+	unseen, err := b.st.Unseen(b.ctx, a, []int64{90, 100, 115, 120, 121, 200, 201})
+	require.NoError(t, err)
+	require.Equal(t, map[int64]bool{121: true, 201: true}, unseen)
+	unseen, err = b.st.Unseen(b.ctx, c, []int64{100, 150, 151})
+	require.NoError(t, err)
+	require.Equal(t, map[int64]bool{151: true}, unseen, "a key without markers gets its row")
+	m, err := b.st.Markers(b.ctx, a)
+	require.NoError(t, err)
+	require.EqualValues(t, 200, m.LastSeenMaxID, "markers untouched")
+}
+
+// Outbox rows done before the horizon go; pending ones, newer ones and a
+// sent message a pending edit still needs stay. Throttle records go after
+// a day.
+func TestPruneOutbox(t *testing.T) {
+	b := setupPrune(t)
+	keep := 7 * day
+	row := func(text, state string, done *time.Time, key string, edit bool) {
+		b.exec(`INSERT INTO outbox (chat_id, kind, msg_key, edit, body, state, done_at, message_id)
+VALUES (1, 'reply', $1, $2, jsonb_build_object('text', $3::text), $4, $5, 9)`, key, edit, text, state, done)
+	}
+	at := func(d time.Duration) *time.Time { t := pruneNow.Add(d); return &t }
+	row("sent-old", "sent", at(-keep-time.Minute), "", false)
+	row("dropped-old", "dropped", at(-keep-time.Minute), "", false)
+	row("failed-old", "failed", at(-keep-time.Minute), "", false)
+	row("sent-new", "sent", at(-keep+time.Minute), "", false)
+	row("needed", "sent", at(-keep-time.Hour), "progress:1", false)
+	row("pending", "pending", nil, "", false)
+	row("edit", "pending", nil, "progress:1", true)
+	b.exec(`INSERT INTO outbox_throttles (at, chat_id, retry_after_ms) VALUES ($1, 1, 5), ($2, 1, 5)`,
+		pruneNow.Add(-day-time.Minute), pruneNow.Add(-day+time.Minute))
+
+	require.EqualValues(t, 3, b.prune(storage.PruneOutboxRows, storage.Retention{Outbox: keep}).Rows)
+	require.Equal(t, []string{"sent-new", "needed", "pending", "edit"}, b.strings(`SELECT body->>'text' FROM outbox ORDER BY id`))
+	require.EqualValues(t, 1, b.prune(storage.PruneOutboxThrottles, storage.Retention{}).Rows)
+}
+
+// A batch that hits the statement timeout (here: a table locked by a long
+// transaction) ends its kind's turn, is counted, and the next kinds run.
+func TestPruneStatementTimeout(t *testing.T) {
+	b := setupPrune(t)
+	b.exec(`INSERT INTO group_messages (chat_id, message_id, text, date) VALUES (1, 1, 'm', $1)`, pruneNow.Add(-400*day))
+	b.exec(`INSERT INTO outbox (chat_id, kind, body, state, done_at) VALUES (1, 'reply', '{}', 'sent', $1)`, pruneNow.Add(-400*day))
+	tx, err := b.st.Pool().Begin(b.ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(b.ctx) }()
+	_, err = tx.Exec(b.ctx, `LOCK TABLE group_messages IN ACCESS EXCLUSIVE MODE`)
+	require.NoError(t, err)
+
+	results := b.st.Prune(b.ctx, pruneNow, storage.Retention{GroupMessages: 30 * day, Outbox: day},
+		storage.PruneOptions{Batch: 10, StatementTimeout: 100 * time.Millisecond})
+	byKind := map[string]storage.PruneResult{}
+	for _, r := range results {
+		byKind[r.Kind] = r
+	}
+	require.Len(t, results, len(storage.PruneKinds()))
+	require.Equal(t, 1, byKind[storage.PruneGroupMessages].Timeouts)
+	require.NoError(t, byKind[storage.PruneGroupMessages].Err)
+	require.Zero(t, byKind[storage.PruneGroupMessages].Rows)
+	require.EqualValues(t, 1, byKind[storage.PruneOutboxRows].Rows, "the next kinds still ran")
+	require.True(t, byKind[storage.PruneRawLogs].Off)
+	require.NoError(t, tx.Rollback(b.ctx))
+
+	require.NoError(t, b.st.RecordPrune(b.ctx, pruneNow, results))
+	runs, err := b.st.PruneRuns(b.ctx)
+	require.NoError(t, err)
+	var kinds []string
+	for _, r := range runs {
+		kinds = append(kinds, r.Kind)
+	}
+	require.Equal(t, []string{storage.PruneGroupMessages, storage.PruneOutboxRows, storage.PruneOutboxThrottles}, kinds,
+		"every kind that is on, in order")
+	require.Equal(t, 1, runs[0].Timeouts)
+	require.True(t, runs[0].At.Equal(pruneNow))
+
+	// The next run finishes the job; the totals add up.
+	results = b.st.Prune(b.ctx, pruneNow, storage.Retention{GroupMessages: 30 * day, Outbox: day}, smallBatches)
+	require.NoError(t, b.st.RecordPrune(b.ctx, pruneNow.Add(time.Hour), results))
+	runs, err = b.st.PruneRuns(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, storage.PruneGroupMessages, runs[0].Kind)
+	require.EqualValues(t, 1, runs[0].Rows)
+	require.Zero(t, runs[0].Timeouts)
+	require.EqualValues(t, 1, runs[0].Total)
+	require.Equal(t, storage.PruneOutboxRows, runs[1].Kind)
+	require.EqualValues(t, 0, runs[1].Rows)
+	require.EqualValues(t, 1, runs[1].Total)
+}
