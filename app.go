@@ -515,6 +515,27 @@ type jobStatus struct {
 // or fails calls, or "" while it answers.
 func (j jobStatus) LLMReason() string { return j.llm.Health().Reason }
 
+// Storage feeds /status's data section: the six largest tables and the
+// prune job's last run per kind.
+func (j jobStatus) Storage(ctx context.Context) (bot.StorageStatus, error) {
+	tables, err := j.store.TableSizes(ctx, 6)
+	if err != nil {
+		return bot.StorageStatus{}, err
+	}
+	runs, err := j.store.PruneRuns(ctx)
+	if err != nil {
+		return bot.StorageStatus{}, err
+	}
+	var st bot.StorageStatus
+	for _, t := range tables {
+		st.Tables = append(st.Tables, bot.TableSize(t))
+	}
+	for _, r := range runs {
+		st.Prune = append(st.Prune, bot.PruneKind{Kind: r.Kind, At: r.At, Rows: r.Rows, Total: r.Total, Timeouts: r.Timeouts, Err: r.Err})
+	}
+	return st, nil
+}
+
 // HHReason feeds /status's HH line: how HH refuses this replica's
 // requests, or "" while it answers.
 func (j jobStatus) HHReason() string {

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -158,6 +159,11 @@ func (b *Bot) status(r *Request) error {
 			sb.WriteString("\n" + r.T("status.hh_ok"))
 		}
 	}
+	if ss, ok := b.deps.Status.(StorageSource); ok {
+		if st, err := ss.Storage(r.Ctx); err == nil {
+			sb.WriteString("\n\n" + storageLines(r, st))
+		}
+	}
 	if os, ok := b.deps.Status.(OutboxSource); ok {
 		if st, err := os.Outbox(r.Ctx); err == nil {
 			sb.WriteString("\n\n" + r.T("status.outbox", locales.Data{
@@ -167,6 +173,75 @@ func (b *Bot) status(r *Request) error {
 		}
 	}
 	return r.Reply(sb.String(), nil)
+}
+
+// StorageStatus is the data's footprint as /status shows it: the largest
+// tables and the prune job's last run per kind.
+type StorageStatus struct {
+	Tables []TableSize
+	Prune  []PruneKind
+}
+
+// TableSize is one table with its indexes and TOAST.
+type TableSize struct {
+	Name  string
+	Bytes int64
+	Rows  int64 // the planner's estimate
+}
+
+// PruneKind is the last prune of one kind of data.
+type PruneKind struct {
+	Kind        string
+	At          time.Time
+	Rows, Total int64
+	Timeouts    int
+	Err         string
+}
+
+// StorageSource, when the StatusSource has it, adds the data's footprint
+// to /status.
+type StorageSource interface {
+	Storage(ctx context.Context) (StorageStatus, error)
+}
+
+func storageLines(r *Request, st StorageStatus) string {
+	var sb strings.Builder
+	sb.WriteString(r.T("status.data_header"))
+	for _, t := range st.Tables {
+		sb.WriteString("\n" + r.T("status.table", locales.Data{"Name": t.Name, "Size": humanBytes(t.Bytes), "Rows": t.Rows}))
+	}
+	if len(st.Prune) == 0 {
+		sb.WriteString("\n" + r.T("status.prune_never"))
+		return sb.String()
+	}
+	last := st.Prune[0].At
+	for _, p := range st.Prune {
+		if p.At.After(last) {
+			last = p.At
+		}
+	}
+	sb.WriteString("\n" + r.T("status.prune", locales.Data{"At": last.UTC().Format("2006-01-02 15:04:05Z")}))
+	for _, p := range st.Prune {
+		sb.WriteString("\n" + r.T("status.prune_kind", locales.Data{"Kind": p.Kind, "Rows": p.Rows, "Total": p.Total}))
+		if p.Timeouts > 0 || p.Err != "" {
+			sb.WriteString(" " + r.T("status.prune_trouble", locales.Data{"Timeouts": p.Timeouts, "Error": p.Err}))
+		}
+	}
+	return sb.String()
+}
+
+// humanBytes renders a size in binary units, e.g. "12.3 MiB".
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // OutboxStatus is the delivery's state as /status shows it.

@@ -60,6 +60,22 @@ func (s storeStatus) Replicas(ctx context.Context) ([]bot.Replica, error) {
 	return out, nil
 }
 
+func (s storeStatus) Storage(ctx context.Context) (bot.StorageStatus, error) {
+	tables, err := s.st.TableSizes(ctx, 3)
+	if err != nil {
+		return bot.StorageStatus{}, err
+	}
+	runs, err := s.st.PruneRuns(ctx)
+	var st bot.StorageStatus
+	for _, t := range tables {
+		st.Tables = append(st.Tables, bot.TableSize(t))
+	}
+	for _, r := range runs {
+		st.Prune = append(st.Prune, bot.PruneKind{Kind: r.Kind, At: r.At, Rows: r.Rows, Total: r.Total, Timeouts: r.Timeouts, Err: r.Err})
+	}
+	return st, err
+}
+
 func (s storeStatus) Outbox(ctx context.Context) (bot.OutboxStatus, error) {
 	st, err := s.st.OutboxStats(ctx)
 	return bot.OutboxStatus{Pending: st.Pending, OldestAge: st.OldestAge, Throttled: st.Throttled,
@@ -657,6 +673,19 @@ UPDATE replicas SET seen_at = now() - interval '1 hour' WHERE instance = 'replic
 	env.settle(t) // the first /status reply's row is recorded sent
 	text = env.ask(t, env.admin, "/status").Text
 	require.Regexp(t, `\n\nDelivery\nBacklog 0, oldest waiting 0s; 429s in the last hour: 1; unreachable recipients: 1; dropped 0, failed 0$`, text)
+	require.Contains(t, text, "The prune job has not run yet.")
+	require.Regexp(t, `\n\nData\n\w+: [0-9.]+ (B|KiB|MiB), ~\d+ rows\n`, text, "the largest tables")
+
+	// The prune job's last run, per kind, with its trouble.
+	at := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
+	require.NoError(t, env.st.RecordPrune(ctx, at, []storage.PruneResult{
+		{Kind: storage.PruneGroupMessages, Rows: 1200},
+		{Kind: storage.PruneOutboxRows, Rows: 30, Timeouts: 1},
+	}))
+	text = env.ask(t, env.admin, "/status").Text
+	require.Contains(t, text, "Last prune: 2026-11-25 04:00:00Z, rows deleted per kind:\n"+
+		storage.PruneGroupMessages+": 1200 (all time 1200)\n"+
+		storage.PruneOutboxRows+": 30 (all time 30) — timeouts 1")
 }
 
 // The longest order admins can write still makes one offer message whose

@@ -444,31 +444,3 @@ SELECT
 	st.OldestAge = time.Duration(oldest * float64(time.Second))
 	return st, nil
 }
-
-// PruneOutbox deletes rows done longer than keep ago, in batches of batch
-// rows so no statement holds many locks, and throttle records older than a
-// day; the rows deleted. A delivered send whose key a pending edit still
-// needs is kept.
-func (s *Store) PruneOutbox(ctx context.Context, keep time.Duration, batch int) (int64, error) {
-	var total int64
-	for {
-		tag, err := s.pool.Exec(ctx, `
-DELETE FROM outbox WHERE id IN (
-    SELECT o.id FROM outbox o
-    WHERE o.state <> 'pending' AND o.done_at < now() - $1 * interval '1 microsecond'
-      AND NOT (o.msg_key <> '' AND EXISTS (SELECT 1 FROM outbox e
-               WHERE e.state = 'pending' AND e.edit AND e.chat_id = o.chat_id AND e.msg_key = o.msg_key))
-    ORDER BY o.done_at LIMIT $2)`, micros(keep), batch)
-		if err != nil {
-			return total, fmt.Errorf("prune outbox: %w", err)
-		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < int64(batch) || ctx.Err() != nil {
-			break
-		}
-	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM outbox_throttles WHERE at < now() - interval '1 day'`); err != nil {
-		return total, fmt.Errorf("prune throttles: %w", err)
-	}
-	return total, nil
-}

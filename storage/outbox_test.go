@@ -151,40 +151,6 @@ func TestOutboxUnreachableChat(t *testing.T) {
 	require.False(t, gone, "writing to the bot clears the mark")
 }
 
-// Pruning deletes rows done before the retention, keeps newer ones, pending
-// ones, and a sent message a pending edit still needs.
-func TestOutboxPrune(t *testing.T) {
-	t.Parallel()
-	st := storagetest.New(t)
-	ctx := context.Background()
-	require.NoError(t, st.EnqueueMessages(ctx, msg(1, "old"), msg(2, "new"),
-		domain.Message{ChatID: 3, Kind: domain.KindProgress, Key: "progress:1", Text: "p"}))
-	rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
-	require.NoError(t, err)
-	for _, r := range rows {
-		_, err := st.OutboxDelivered(ctx, r.ID, r.Token, 9)
-		require.NoError(t, err)
-	}
-	require.NoError(t, st.EnqueueMessages(ctx, msg(4, "pending"),
-		domain.Message{ChatID: 3, Kind: domain.KindProgress, Key: "progress:1", Edit: true, Text: "p2"}))
-	_, err = st.Pool().Exec(ctx, `UPDATE outbox SET done_at = now() - interval '8 days' WHERE body->>'text' IN ('old', 'p')`)
-	require.NoError(t, err)
-
-	n, err := st.PruneOutbox(ctx, 7*24*time.Hour, 1)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, n)
-	var left []string
-	rs, err := st.Pool().Query(ctx, `SELECT body->>'text' FROM outbox ORDER BY id`)
-	require.NoError(t, err)
-	for rs.Next() {
-		var s string
-		require.NoError(t, rs.Scan(&s))
-		left = append(left, s)
-	}
-	require.NoError(t, rs.Err())
-	require.Equal(t, []string{"new", "p", "pending", "p2"}, left)
-}
-
 // claimOne claims and returns the only claimable row, failing otherwise.
 func claimOne(t *testing.T, st interface {
 	ClaimOutbox(context.Context, int, time.Duration) ([]domain.Queued, error)

@@ -446,3 +446,28 @@ ORDER BY array_position($1::text[], kind), kind`, PruneKinds())
 	}
 	return out, nil
 }
+
+// TableSize is one table's footprint: with its indexes and TOAST, and the
+// planner's row estimate (no count(*) over a big table for a status page).
+type TableSize struct {
+	Name  string
+	Bytes int64
+	Rows  int64
+}
+
+// TableSizes lists the n largest tables of the schema, largest first.
+func (s *Store) TableSizes(ctx context.Context, n int) ([]TableSize, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT c.relname, pg_total_relation_size(c.oid), GREATEST(c.reltuples, 0)::bigint
+FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
+WHERE c.relkind = 'r' AND ns.nspname = current_schema()
+ORDER BY 2 DESC, 1 LIMIT $1`, n)
+	if err != nil {
+		return nil, fmt.Errorf("table sizes: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[TableSize])
+	if err != nil {
+		return nil, fmt.Errorf("table sizes: %w", err)
+	}
+	return out, nil
+}
