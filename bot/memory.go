@@ -142,9 +142,10 @@ func (u *memoryUI) forget(r *Request) error {
 	return r.Reply(r.T("memory.forget_confirm"), kb)
 }
 
-// forgetConfirmed deletes everything remembered about the presser. The
-// edit removes the buttons; a stale press by the owner just forgets again
-// (and reports zeros).
+// forgetConfirmed erases everything of the presser's (memory.Forgotten;
+// README "Forgetting a user"). The edit removes the buttons and says what
+// went and what stayed; a stale press by the owner just forgets again (and
+// reports zeros).
 func (u *memoryUI) forgetConfirmed(r *Request, cb Callback) error {
 	if cb.IDs[0] != r.User.ID {
 		return r.Forbidden()
@@ -153,8 +154,17 @@ func (u *memoryUI) forgetConfirmed(r *Request, cb Callback) error {
 	if err != nil {
 		return err
 	}
-	u.b.deps.Log.Info("memory forgotten", "user", r.User.ID, "runs", f.Runs, "logs", f.Logs, "summaries", f.Summaries)
-	u.b.editPressed(r, r.T("memory.forgotten", locales.Data{"Runs": f.Runs, "Logs": f.Logs, "Summaries": f.Summaries}), nil)
+	u.b.deps.Log.Info("user forgotten", "user", r.User.ID, "runs", f.Runs, "logs", f.Logs, "summaries", f.Summaries,
+		"searches", f.Searches, "ban_words", f.BanWords, "matches", f.Matches, "group_messages", f.GroupMessages,
+		"messages", f.Messages, "master_kept", f.MasterKept, "orders", f.Orders)
+	text := r.T("memory.forgotten", locales.Data{
+		"Runs": f.Runs, "Logs": f.Logs, "Summaries": f.Summaries, "Searches": f.Searches, "BanWords": f.BanWords,
+		"Matches": f.Matches, "GroupMessages": f.GroupMessages, "Messages": f.Messages,
+	})
+	if f.MasterKept {
+		text += "\n" + r.T("memory.forgotten_master", locales.Data{"Orders": f.Orders})
+	}
+	u.b.editPressed(r, text, nil)
 	return r.Respond()
 }
 

@@ -120,7 +120,7 @@ func TestMemoryCommandsInMenu(t *testing.T) {
 	require.True(t, strings.HasSuffix(help, "Admin\n/status — replicas, jobs and queues\n/prompt — show or replace a system prompt of the memory chat"), help)
 	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "ru")
 	require.Equal(t, []string{"start", "help", "lang", "memory", "forget", "status", "prompt"}, commandNames(adm))
-	require.Equal(t, "удалить всё, что я о вас помню", adm[4].Description)
+	require.Equal(t, "удалить всё ваше, что я храню", adm[4].Description)
 }
 
 func TestMemoryPrivateTextBecomesARun(t *testing.T) {
@@ -415,7 +415,11 @@ func TestMemoryListAndForget(t *testing.T) {
 		env.srv.WaitMessageAfter(t, team.ID, sent.MessageID, nil).Text)
 
 	ask := env.ask(t, ann, "/forget")
-	require.Equal(t, "Delete everything I remember about you: your messages, my answers and the summaries? This cannot be undone.", ask.Text)
+	require.True(t, strings.HasPrefix(ask.Text, "Forget you? I will delete everything I keep that is yours alone:\n"), ask.Text)
+	for _, listed := range []string{"your messages to me, my answers and the summaries", "profile, saved searches, ban words and vacancy matches",
+		"your messages in the groups I read", "your language and settings", "What stays: if you worked as a master"} {
+		require.Contains(t, ask.Text, listed)
+	}
 	buttons := ask.ReplyMarkup.Buttons()
 	require.Len(t, buttons, 2)
 	require.Equal(t, "Forget everything", buttons[0].Text)
@@ -449,7 +453,8 @@ func TestMemoryListAndForget(t *testing.T) {
 	ask = env.ask(t, ann, "/forget")
 	answer(t, env.srv, mustPress(t, ann, ask, data(t, "mf", 42)))
 	done, _ := env.srv.MessageByID(42, ask.MessageID)
-	require.Equal(t, "Done, I forgot everything about you. Deleted: 1 requests, 1 messages and answers, 2 summaries.", done.Text)
+	require.True(t, strings.HasPrefix(done.Text, "Done, I forgot you. Deleted: 1 requests, 1 messages and answers, 2 summaries, 0 searches,"), done.Text)
+	require.NotContains(t, done.Text, "master record", "Ann was no master")
 	require.Empty(t, done.ReplyMarkup.Buttons())
 	require.Zero(t, remembered())
 	require.Equal(t, "I remember nothing about you yet.", env.ask(t, ann, "/memory").Text)
@@ -459,7 +464,7 @@ func TestMemoryListAndForget(t *testing.T) {
 	// A stale press forgets again, harmlessly.
 	answer(t, env.srv, ann.PressRaw(ask, data(t, "mf", 42)))
 	done, _ = env.srv.MessageByID(42, ask.MessageID)
-	require.Equal(t, "Done, I forgot everything about you. Deleted: 0 requests, 0 messages and answers, 0 summaries.", done.Text)
+	require.True(t, strings.HasPrefix(done.Text, "Done, I forgot you. Deleted: 0 requests, 0 messages and answers, 0 summaries, 0 searches,"), done.Text)
 	require.Empty(t, env.srv.UnansweredCallbacks())
 }
 

@@ -593,32 +593,6 @@ RETURNING version, updated_at`, role, template).Scan(&p.Version, &p.UpdatedAt)
 	return p, nil
 }
 
-// Forget deletes a user's runs, raw logs and summaries.
-func (s *Store) Forget(ctx context.Context, userID int64) (memory.Forgotten, error) {
-	var f memory.Forgotten
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
-		for _, step := range []struct {
-			q string
-			n *int
-		}{
-			{`DELETE FROM pipeline_runs WHERE user_id = $1`, &f.Runs},
-			{`DELETE FROM raw_logs WHERE user_id = $1`, &f.Logs},
-			{`DELETE FROM lsm_storage WHERE user_id = $1`, &f.Summaries},
-		} {
-			tag, err := tx.Exec(ctx, step.q, userID)
-			if err != nil {
-				return err
-			}
-			*step.n = int(tag.RowsAffected())
-		}
-		return nil
-	})
-	if err != nil {
-		return f, fmt.Errorf("forget user %d: %w", userID, err)
-	}
-	return f, nil
-}
-
 // Backlog counts runs waiting in NEW.
 func (s *Store) Backlog(ctx context.Context) (int, error) {
 	var n int

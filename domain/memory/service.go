@@ -78,8 +78,26 @@ type Prompt struct {
 // Roles whose prompts live in system_prompts.
 var Roles = []string{"analyzer", "assembler", "mentor", "archivist"}
 
-// Forgotten counts what /forget deleted.
-type Forgotten struct{ Runs, Logs, Summaries int }
+// Forgotten counts what /forget erased: everything of the user's in every
+// workflow, not the memory chat's alone (storage/forget.go says what each
+// table gives up, README "Forgetting a user" why).
+type Forgotten struct {
+	// The memory chat: runs, raw logs (messages and answers), summaries.
+	Runs, Logs, Summaries int
+	// Vacancies: saved searches, ban words, matches (every state).
+	Searches, BanWords, Matches int
+	// Group messages they wrote: the text, name and id erased (cited ones
+	// kept blank, so proposals made from them keep their sources) or the
+	// row deleted.
+	GroupMessages int
+	// Outbox rows addressed to their private chat, sent or waiting.
+	Messages int
+	// Master: their master record is referenced by orders or offers, so it
+	// is kept detached (no name, paused, city and skills erased) with the
+	// users row it hangs on; Orders counts the orders assigned to them.
+	MasterKept bool
+	Orders     int
+}
 
 // Ref names a run to look at, as a notification or a sweep gives it.
 type Ref struct {
@@ -372,7 +390,8 @@ func (s *Service) Memory(ctx context.Context, userID int64, limit int) ([]Summar
 	return s.deps.Repo.Summaries(ctx, userID, limit)
 }
 
-// Forget deletes the user's runs, raw logs and summaries.
+// Forget erases everything of the user's that is theirs alone (see
+// Forgotten).
 func (s *Service) Forget(ctx context.Context, userID int64) (Forgotten, error) {
 	return s.deps.Repo.Forget(ctx, userID)
 }

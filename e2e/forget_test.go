@@ -1,0 +1,195 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/e2e"
+	"switchboard/e2e/tgfake"
+	"switchboard/llm/llmtest"
+)
+
+// holding counts, per public table, the rows that hold a user: their text
+// (marker, anywhere in the row's text form: every column, jsonb and arrays
+// included) or their id (an equal bigint, an element of a bigint array, or
+// the number standing alone in a text or jsonb column).
+func holding(t *testing.T, pool *pgxpool.Pool, marker string, id int64) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := pool.Query(ctx, `SELECT table_name, column_name, data_type FROM information_schema.columns
+WHERE table_schema = 'public' AND table_name IN
+      (SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE')
+ORDER BY table_name, ordinal_position`)
+	require.NoError(t, err)
+	type column struct{ table, name, typ string }
+	cols, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (column, error) {
+		var c column
+		return c, r.Scan(&c.table, &c.name, &c.typ)
+	})
+	require.NoError(t, err)
+	conds := map[string][]string{}
+	var tables []string
+	for _, c := range cols {
+		if _, seen := conds[c.table]; !seen {
+			tables = append(tables, c.table)
+			conds[c.table] = []string{`strpos(t::text, $1) > 0`}
+		}
+		col := pgx.Identifier{c.name}.Sanitize()
+		switch c.typ {
+		case "bigint":
+			conds[c.table] = append(conds[c.table], col+` = $2::bigint`)
+		case "ARRAY":
+			conds[c.table] = append(conds[c.table], `$2 = ANY (`+col+`::text[])`)
+		case "text", "jsonb", "character varying":
+			conds[c.table] = append(conds[c.table], col+`::text ~ ('(^|[^0-9])' || $2 || '([^0-9]|$)')`)
+		}
+	}
+	require.Contains(t, tables, "group_messages")
+	require.Contains(t, tables, "outbox")
+	out := map[string]int{}
+	for _, table := range tables {
+		var n int
+		// ($2 is named in every query, so its type is always known.)
+		q := fmt.Sprintf(`SELECT count(*) FROM %s t WHERE $2::text <> '' AND (%s)`,
+			pgx.Identifier{table}.Sanitize(), strings.Join(conds[table], " OR "))
+		require.NoError(t, pool.QueryRow(ctx, q, marker, fmt.Sprint(id)).Scan(&n), q)
+		if n > 0 {
+			out[table] = n
+		}
+	}
+	return out
+}
+
+// The issue's acceptance: a user with memory, a profile, searches, matches,
+// a ban word and group messages (one of them a proposal's source) forgets
+// with /forget and its button; afterwards no table holds their text or
+// their id, and another user's runs, proposals, messages and matches are
+// intact. Another user's forged press does nothing.
+func TestForgetErasesEverythingOfTheUser(t *testing.T) {
+	t.Parallel()
+	const (
+		annID  = 7_200_001
+		bobID  = 7_200_002
+		marker = "zebra-quartz-7200"
+	)
+	env := e2e.New(t)
+	env.TG.Supergroup(adminGroup, "Admins", "")
+	team := env.TG.Supergroup(teamChat, "Team", "")
+	scriptMemory(env)
+	proposeTasks(env)
+	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").ReplyJSON(relevantAnswer)
+	env.HH.Add(golangVacancies(2, 7200)...)
+	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminGroup), "FETCH_INTERVAL": "1h"})
+	pool := db(t, env)
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	ann := env.TG.User(annID, "Ann", "en")
+	bob := env.TG.User(bobID, "Bob", "en")
+
+	// Both chat with the memory, save the same search (one shared search
+	// key) and get their vacancy cards.
+	for _, who := range []*tgfake.Person{ann, bob} {
+		q := who.SendText(who.ID(), "I train for a marathon "+map[int64]string{annID: marker, bobID: "in spring"}[who.ID()])
+		env.TG.WaitMessage(t, who.ID(), func(m tgfake.BotMessage) bool {
+			return m.ReplyToID() == q.MessageID && strings.HasPrefix(m.Text, "Mentor says")
+		})
+		subscribe(t, env, who, "golang")
+		env.TG.WaitFor(t, 60*time.Second, func() bool { return len(vacancyMessages(env, who.ID())) == 2 })
+	}
+	require.Contains(t, ask(t, env, ann, ann.ID(), "/profile Go developer who likes "+marker).Text, "Profile saved")
+	ask(t, env, ann, ann.ID(), "/ban "+marker)
+	// Archived: the summary is written, nothing of the run is in flight.
+	eventually(t, 20*time.Second, func() bool {
+		return scalar[int](t, pool, `SELECT count(*) FROM lsm_storage`) == 2 &&
+			scalar[int](t, pool, `SELECT count(*) FROM pipeline_runs WHERE archived_at IS NULL`) == 0
+	})
+
+	// Group messages; a run proposes from the two that say "please".
+	ann.SendText(team.ID, "please fix the login page "+marker)
+	ann.SendText(team.ID, "chatter about "+marker)
+	bob.SendText(team.ID, "please review my PR")
+	eventually(t, 10*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM group_messages`) == 3 })
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/run_new 24h").Text, "Run #1 created")
+	ask(t, env, boss, boss.ID(), "/run_start 1")
+	waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool {
+		return strings.Contains(m.Text, "Run #1 completed") && strings.Contains(m.Text, "Proposals 1–2 of 2")
+	})
+	// The board's last edit is written before the run completes; wait
+	// until the outbox has delivered it, so nothing of the run is in flight.
+	eventually(t, 20*time.Second, func() bool {
+		return scalar[int](t, pool, `SELECT count(*) FROM outbox WHERE chat_id = $1 AND state = 'pending'`, int64(adminGroup)) == 0
+	})
+
+	before := holding(t, pool, marker, annID)
+	for _, table := range []string{"users", "pipeline_runs", "raw_logs", "lsm_storage", "searches", "ban_words",
+		"vacancy_matches", "group_messages", "analysis_proposals", "outbox"} {
+		require.Contains(t, before, table, "the scenario put Ann into every workflow")
+	}
+	bobRows := func() map[string]int {
+		return countBy(t, pool, `
+SELECT 'runs', count(*) FROM pipeline_runs WHERE user_id = $1 UNION ALL
+SELECT 'logs', count(*) FROM raw_logs WHERE user_id = $1 UNION ALL
+SELECT 'summaries', count(*) FROM lsm_storage WHERE user_id = $1 UNION ALL
+SELECT 'searches', count(*) FROM searches WHERE user_id = $1 UNION ALL
+SELECT 'matches', count(*) FROM vacancy_matches WHERE user_id = $1 UNION ALL
+SELECT 'group messages', count(*) FROM group_messages WHERE author_id = $1 AND text = 'please review my PR' UNION ALL
+SELECT 'proposals', count(*) FROM analysis_proposals WHERE title = 'please review my PR' UNION ALL
+SELECT 'sources', count(*) FROM analysis_proposal_sources UNION ALL
+SELECT 'search state', count(*) FROM discovery_state UNION ALL
+SELECT 'runs of analysis', count(*) FROM analysis_runs WHERE state = 'completed' AND proposals_total = 2`, int64(bobID))
+	}
+	bobBefore := bobRows()
+	require.Equal(t, map[string]int{"runs": 1, "logs": 2, "summaries": 1, "searches": 1, "matches": 2, "group messages": 1,
+		"proposals": 1, "sources": 2, "search state": 1, "runs of analysis": 1}, bobBefore)
+
+	// The confirmation lists what goes and what stays.
+	confirm := ask(t, env, ann, ann.ID(), "/forget")
+	for _, listed := range []string{"your messages to me, my answers and the summaries", "profile, saved searches, ban words and vacancy matches",
+		"your messages in the groups I read", "language and settings", "What stays:", "master record"} {
+		require.Contains(t, confirm.Text, listed)
+	}
+	yes := confirm.ReplyMarkup.Buttons()[0].CallbackData
+
+	// Bob forges Ann's button on his own confirmation: refused, nothing gone.
+	bobConfirm := ask(t, env, bob, bob.ID(), "/forget")
+	before = holding(t, pool, marker, annID) // with the confirmation's outbox row
+	forged := bob.PressRaw(bobConfirm, yes)
+	require.Equal(t, "This button is not for you.", env.TG.WaitCallbackAnswer(t, forged.ID).Text)
+	require.Equal(t, before, holding(t, pool, marker, annID))
+
+	q, err := ann.PressButton(confirm, "Forget everything")
+	require.NoError(t, err)
+	require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+	done, _ := env.TG.MessageByID(ann.ID(), confirm.MessageID)
+	require.True(t, strings.HasPrefix(done.Text, "Done, I forgot you. Deleted: 1 requests, 2 messages and answers, 1 summaries, "+
+		"1 searches, 1 ban words, 2 vacancy matches, 2 group messages,"), done.Text)
+	require.NotContains(t, done.Text, "master record")
+
+	require.Empty(t, holding(t, pool, marker, annID), "no table holds Ann's text or id")
+	require.Equal(t, bobBefore, bobRows(), "Bob's rows are intact")
+	// Ann's cited message stays, blank, as the source of her proposal,
+	// whose copy of her words is gone.
+	require.Equal(t, 1, scalar[int](t, pool, `SELECT count(*) FROM group_messages WHERE text = '' AND author = '' AND author_id = 0`))
+	require.Equal(t, 1, scalar[int](t, pool, `SELECT count(*) FROM analysis_proposals WHERE title = '[deleted]'`))
+	require.Equal(t, 2, scalar[int](t, pool, `SELECT count(*) FROM vacancies`), "HH's data stays")
+
+	// The run goes on: its proposals are decided and it closes.
+	b, ok := board(env, 1)
+	require.True(t, ok)
+	for _, label := range []string{"1 ✅", "2 ✅"} {
+		q, err := boss.PressButton(b, label)
+		require.NoError(t, err)
+		require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+	}
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/run_close 1").Text, "100")
+	require.Equal(t, "closed", scalar[string](t, pool, `SELECT state FROM analysis_runs WHERE id = 1`))
+
+	// Ann may come back: she starts afresh.
+	require.Equal(t, "I remember nothing about you yet.", ask(t, env, ann, ann.ID(), "/memory").Text)
+}

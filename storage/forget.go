@@ -1,0 +1,233 @@
+package storage
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"html"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"switchboard/domain/memory"
+)
+
+// What /forget does to each table (README "Forgetting a user" says the same
+// to users):
+//
+//   - pipeline_runs, raw_logs, lsm_storage: the user's rows deleted.
+//   - users: deleted (the user may /start again), unless their master record
+//     is kept (below): then the row stays as its anchor, with username,
+//     first name, both languages and the profile erased.
+//   - searches, ban_words, vacancy_matches (every state): deleted.
+//     discovery_state and search_hits belong to a search key, which users
+//     with equal searches share: deleted only when no other user's search
+//     has the key. vacancies are HH's public data and stay.
+//   - group_messages they wrote: a message a proposal cites stays, so the
+//     proposal keeps its sources, with its text, author and author id
+//     erased; the others are deleted. Verbatim copies of their texts (at
+//     least minCopy characters) in the proposals citing them and in the
+//     outbox's rows of other chats (a run's board in the admin chat) are
+//     replaced by deletedCopy. Proposals are otherwise the LLM's and the
+//     admins' work and stay.
+//   - outbox, outbox_throttles, unreachable_chats: every row of their
+//     private chat (chat id = user id), sent or waiting, deleted.
+//   - masters: a master no order or offer names is deleted. One they do name
+//     is kept, detached: inactive (no new offers), city, district and skills
+//     erased; orders (assigned to them, commission owed or paid) and offers
+//     keep pointing at it, since the admins' accounts and the orders'
+//     history depend on them.
+//   - orders.created_by, analysis_runs.created_by, analysis_proposals.decided_by:
+//     an admin's id on the work they did for others; kept.
+//   - vacancies, group_chats, system_prompts, job_runs, replicas,
+//     admin_notices, hh_app_tokens: hold nothing of a user's.
+
+// deletedCopy replaces a copy of a forgotten user's group message found in
+// someone else's text.
+const deletedCopy = "[deleted]"
+
+// minCopy is the shortest text of theirs looked for as a copy: a shorter
+// one ("ok", "thanks") is nobody's in particular, and replacing it would
+// mangle other people's words.
+const minCopy = 8
+
+// detachedPlace stands for a kept master's erased city and district (the
+// columns refuse an empty string) and, as the only skill, for their skills.
+const detachedPlace = "-"
+
+// Forget erases everything of the user's that is theirs alone, in one
+// transaction; running it again finishes what a failed attempt left and
+// otherwise counts zeros. See the table above.
+func (s *Store) Forget(ctx context.Context, userID int64) (memory.Forgotten, error) {
+	var f memory.Forgotten
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		f = memory.Forgotten{} // a retried transaction counts afresh
+		// Two presses of the confirm button take turns; rows written for
+		// the user meanwhile (a discovery, an intake) wait for the end and
+		// then find the user gone.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, userID); err != nil {
+			return fmt.Errorf("lock user: %w", err)
+		}
+		if err := scrubCopies(ctx, tx, userID); err != nil {
+			return err
+		}
+		for _, step := range []struct {
+			what, q string
+			n       *int
+		}{
+			{"cited group messages", `UPDATE group_messages m SET text = '', author = '', author_id = 0
+WHERE m.author_id = $1 AND EXISTS (SELECT 1 FROM analysis_proposal_sources s
+                                   WHERE s.chat_id = m.chat_id AND s.message_id = m.message_id)`, &f.GroupMessages},
+			{"group messages", `DELETE FROM group_messages WHERE author_id = $1`, &f.GroupMessages},
+			{"runs", `DELETE FROM pipeline_runs WHERE user_id = $1`, &f.Runs},
+			{"raw logs", `DELETE FROM raw_logs WHERE user_id = $1`, &f.Logs},
+			{"summaries", `DELETE FROM lsm_storage WHERE user_id = $1`, &f.Summaries},
+			{"matches", `DELETE FROM vacancy_matches WHERE user_id = $1`, &f.Matches},
+			{"ban words", `DELETE FROM ban_words WHERE user_id = $1`, &f.BanWords},
+			// The statement's snapshot still shows the deleted searches,
+			// hence user_id <> $1: a key stays while another user has it.
+			{"searches", `WITH gone AS (
+    DELETE FROM searches WHERE user_id = $1 RETURNING search_key
+), orphan AS (
+    SELECT DISTINCT g.search_key FROM gone g
+    WHERE NOT EXISTS (SELECT 1 FROM searches s WHERE s.search_key = g.search_key AND s.user_id <> $1)
+), state AS (
+    DELETE FROM discovery_state WHERE search_key IN (SELECT search_key FROM orphan)
+), hits AS (
+    DELETE FROM search_hits WHERE search_key IN (SELECT search_key FROM orphan)
+)
+SELECT 1 FROM gone`, &f.Searches},
+			{"outbox", `DELETE FROM outbox WHERE chat_id = $1`, &f.Messages},
+			{"throttles", `DELETE FROM outbox_throttles WHERE chat_id = $1`, nil},
+			{"unreachable mark", `DELETE FROM unreachable_chats WHERE chat_id = $1`, nil},
+		} {
+			tag, err := tx.Exec(ctx, step.q, userID)
+			if err != nil {
+				return fmt.Errorf("%s: %w", step.what, err)
+			}
+			if step.n != nil {
+				*step.n += int(tag.RowsAffected())
+			}
+		}
+		err := tx.QueryRow(ctx, `
+SELECT EXISTS (SELECT 1 FROM orders WHERE master_id = $1) OR EXISTS (SELECT 1 FROM offers WHERE master_id = $1),
+       (SELECT count(*) FROM orders WHERE master_id = $1)`, userID).Scan(&f.MasterKept, &f.Orders)
+		if err != nil {
+			return fmt.Errorf("dispatch records: %w", err)
+		}
+		if !f.MasterKept {
+			// The cascade takes a master record nothing names.
+			if _, err := tx.Exec(ctx, `DELETE FROM users WHERE id = $1`, userID); err != nil {
+				return fmt.Errorf("user: %w", err)
+			}
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `UPDATE masters SET active = false, city = $2, district = $2, skills = ARRAY[$2],
+    updated_at = now() WHERE user_id = $1`, userID, detachedPlace); err != nil {
+			return fmt.Errorf("detach master: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE users SET username = '', first_name = '', language = '', telegram_language = '',
+    profile = '', updated_at = now() WHERE id = $1`, userID); err != nil {
+			return fmt.Errorf("detach user: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return memory.Forgotten{}, fmt.Errorf("forget user %d: %w", userID, err)
+	}
+	return f, nil
+}
+
+// scrubCopies replaces verbatim copies of the user's group messages in the
+// proposals that cite them and in other chats' outbox rows (the board
+// shows proposals' titles, HTML-escaped) with deletedCopy. It runs before
+// the messages themselves are erased.
+func scrubCopies(ctx context.Context, tx pgx.Tx, userID int64) error {
+	rows, err := tx.Query(ctx, `SELECT DISTINCT btrim(text) FROM group_messages
+WHERE author_id = $1 AND char_length(btrim(text)) >= $2`, userID, minCopy)
+	if err != nil {
+		return fmt.Errorf("texts of group messages: %w", err)
+	}
+	texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("texts of group messages: %w", err)
+	}
+	if len(texts) == 0 {
+		return nil
+	}
+	var copies, patterns []string
+	for _, t := range texts {
+		copies = append(copies, t, html.EscapeString(t))
+	}
+	// The longest first, so a text that contains another goes whole.
+	slices.SortFunc(copies, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
+	copies = slices.Compact(copies)
+	for _, c := range copies {
+		patterns = append(patterns, "%"+likeEscaper.Replace(c)+"%")
+	}
+	scrub := func(s string) string {
+		for _, c := range copies {
+			s = strings.ReplaceAll(s, c, deletedCopy)
+		}
+		return s
+	}
+
+	type proposal struct {
+		id                           int64
+		title, description, assignee string
+	}
+	rows, err = tx.Query(ctx, `SELECT p.id, p.title, p.description, p.assignee FROM analysis_proposals p
+WHERE EXISTS (SELECT 1 FROM analysis_proposal_sources s
+              JOIN group_messages m ON m.chat_id = s.chat_id AND m.message_id = s.message_id
+              WHERE s.proposal_id = p.id AND m.author_id = $1)
+  AND (p.title LIKE ANY ($2) OR p.description LIKE ANY ($2) OR p.assignee LIKE ANY ($2))
+FOR UPDATE OF p`, userID, patterns)
+	if err != nil {
+		return fmt.Errorf("proposals citing group messages: %w", err)
+	}
+	var ps []proposal
+	var p proposal
+	if _, err := pgx.ForEachRow(rows, []any{&p.id, &p.title, &p.description, &p.assignee}, func() error {
+		ps = append(ps, p)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("proposals citing group messages: %w", err)
+	}
+	for _, p := range ps {
+		if _, err := tx.Exec(ctx, `UPDATE analysis_proposals SET title = $2, description = $3, assignee = $4 WHERE id = $1`,
+			p.id, scrub(p.title), scrub(p.description), scrub(p.assignee)); err != nil {
+			return fmt.Errorf("scrub proposal %d: %w", p.id, err)
+		}
+	}
+
+	type row struct {
+		id              int64
+		text, lastError string
+	}
+	rows, err = tx.Query(ctx, `SELECT id, COALESCE(body->>'text', ''), last_error FROM outbox
+WHERE chat_id <> $1 AND (body->>'text' LIKE ANY ($2) OR last_error LIKE ANY ($2))
+FOR UPDATE`, userID, patterns)
+	if err != nil {
+		return fmt.Errorf("outbox copies: %w", err)
+	}
+	var rs []row
+	var r row
+	if _, err := pgx.ForEachRow(rows, []any{&r.id, &r.text, &r.lastError}, func() error {
+		rs = append(rs, r)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("outbox copies: %w", err)
+	}
+	for _, r := range rs {
+		if _, err := tx.Exec(ctx, `UPDATE outbox SET last_error = $3,
+    body = CASE WHEN body ? 'text' THEN jsonb_set(body, '{text}', to_jsonb($2::text)) ELSE body END
+WHERE id = $1`, r.id, scrub(r.text), scrub(r.lastError)); err != nil {
+			return fmt.Errorf("scrub outbox row %d: %w", r.id, err)
+		}
+	}
+	return nil
+}
+
+// likeEscaper quotes LIKE's wildcards and its escape character.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
