@@ -98,10 +98,19 @@ func vacancyMessages(env *e2e.Env, chatID int64) []tgfake.BotMessage {
 	return out
 }
 
+// subscribe saves a profile and a search; it waits for each reply by its
+// text, since a search others share may bring cards before it.
 func subscribe(t *testing.T, env *e2e.Env, who *tgfake.Person, search string) {
 	t.Helper()
-	require.Contains(t, ask(t, env, who, who.ID(), "/profile Go developer, 5 years, PostgreSQL, remote").Text, "Profile saved")
-	require.Contains(t, ask(t, env, who, who.ID(), "/search "+search).Text, "Saved")
+	for _, step := range [][2]string{
+		{"/profile Go developer, 5 years, PostgreSQL, remote", "Profile saved"},
+		{"/search " + search, "Saved"},
+	} {
+		sent := who.SendText(who.ID(), step[0])
+		env.TG.WaitMessageAfter(t, who.ID(), sent.MessageID, func(m tgfake.BotMessage) bool {
+			return strings.Contains(m.Text, step[1])
+		})
+	}
 }
 
 // The main scenario: profile, search, a vacancy message with
