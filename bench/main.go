@@ -210,6 +210,40 @@
 // most 0.002. The JSON line is
 //
 //	{"scenario":"outbox","messages":…,"per_s":…,"efficiency":…,"rate_limited":…,"unlimited_per_s":…}
+//
+// prune measures the retention job (issue 18's soak) beside the memory
+// chat. The database is created and dropped as for vacancies. It is seeded
+// with COPY (not timed): -messages group messages (default 1 000 000) in
+// 24 groups of 5–16 members, texts as the analysis scenario writes them,
+// dated over the two months before RETAIN_GROUP_MESSAGES' horizon (720 h),
+// and 1 % as many inside it; -runs closed (archived) pipeline runs
+// (default 200 000) of 500 other users, closed over the two months before
+// RETAIN_RUN_CONTEXT's horizon (72 h), and 2 % as many inside it, each
+// with a draft (the mentor's role, the message, recent messages, summaries:
+// 3–6 KB) and an assembled context (1–2 KB) in the assembler's shape, the
+// insert trigger off. Then VACUUM ANALYZE, CHECKPOINT and the two tables'
+// pg_total_relation_size. The memory chat (the memory scenario's
+// orchestrators, fakes, sender and checks) then runs one stream of runs at
+// a steady -rate (default 150 runs/s): one second's warm-up, -baseline
+// (default 20 s) alone, then beside the prune; the stream ends when the
+// prune does. The prune is the job's: Store.Prune with the default
+// retentions, PRUNE_BATCH (-batch, 1000), PRUNE_STATEMENT_TIMEOUT
+// (-statement-timeout, 2 s) and the job's 50 ms pause between batches
+// (-pause), called again until a round finds nothing left;
+// PruneOptions.OnBatch times every batch (BEGIN to COMMIT). A run belongs
+// to the baseline or to the prune by its created_at; the overhead is the
+// memory scenario's. The bench prints both passes, every kind's rows,
+// batches and batch times, and the sizes after VACUUM (with pgstattuple's
+// free space: VACUUM makes the space reusable but gives back only empty
+// pages at a table's end) and after VACUUM FULL. It fails unless every
+// seeded row past retention is gone (run contexts cleared, context_pruned_at
+// set), every one inside it and every memory-chat run is whole, no batch
+// hit or outlasted the statement timeout, both tables are smaller after
+// VACUUM FULL and use less than before after VACUUM (size − free space),
+// and the memory chat's checks pass. Goal: overhead p99 at most 50 ms
+// during the prune. The JSON line is
+//
+//	{"scenario":"prune","overhead_p50_ms":…,"overhead_p99_ms":…,"overhead_runs":…,"baseline_p50_ms":…,"baseline_p99_ms":…,"rate":…,"prune_s":…,"prune_batches":…,"prune_max_batch_ms":…,"prune_timeout_ms":…,"prune_timeouts":…,"messages_pruned":…,"runs_cleared":…,"group_messages_mb_before":…,"group_messages_mb_after":…,"group_messages_mb_after_full":…,"pipeline_runs_mb_before":…,"pipeline_runs_mb_after":…,"pipeline_runs_mb_after_full":…,"peak_rss_mb":…}
 package main
 
 import (
@@ -242,6 +276,7 @@ var scenarios = []scenario{
 	{name: "dispatch", summary: "expired offers: expiry lag of the per-replica timers, and one watchdog sweep of 100 000 due offers", run: runDispatch},
 	{name: "analysis", summary: "analysis runs: 10 000 group messages through prefilter, batching and proposals with a zero-latency LLM", run: runAnalysis},
 	{name: "outbox", summary: "delivery outbox: 3000 messages to 300 chats through one sender under Telegram's 30 msg/s, then unlimited", run: runOutbox},
+	{name: "prune", summary: "retention: 1 000 000 group messages and 200 000 runs' contexts pruned beside the memory chat at 150 runs/s", run: runPrune},
 }
 
 // usageError is a command-line mistake: exit status 2.

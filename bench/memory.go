@@ -160,146 +160,25 @@ func benchMemory(ctx context.Context, cfg memoryConfig, out io.Writer, log *slog
 	}
 	defer db.close(&err)
 	rep.database = db.name
-	store := db.store
-	users := make([]int64, cfg.users)
-	langs := []string{"en", "ru", "uk"}
-	for i := range users {
-		users[i] = int64(memoryFirstUser + i)
-		if _, err := store.UpsertUser(ctx, domain.User{ID: users[i], Username: fmt.Sprintf("mem%03d", i),
-			FirstName: fmt.Sprintf("Memory %d", i), TelegramLanguage: langs[i%len(langs)]}); err != nil {
-			return rep, err
-		}
-	}
-
-	llmSrv := llmtest.New(llmtest.WithoutRecording())
-	defer llmSrv.Close()
-	for _, r := range memoryRules {
-		rule := llmSrv.On(llmtest.SystemContains(r.system)).Named(r.name)
-		switch r.name {
-		case "analyzer":
-			rule.ReplyJSON(memoryAnalysis)
-		case "assembler":
-			rule.Reply(memoryNotes)
-		case "responder":
-			rule.Reply(memoryAnswer)
-		case "archivist":
-			rule.ReplyJSON(memoryNote)
-		}
-	}
-	tg := newTelegram(tgToken)
-	defer tg.Close()
-	catalog := locales.MustLoad()
-	timer := newLLMTimer(cfg.runs)
-	clock := &runClock{begin: map[int64]time.Time{}, end: map[int64]time.Time{}}
-	var st *stages
-	if cfg.stages {
-		st = newStages()
-	}
-
-	replicas := make([]*replica, cfg.orchestrators)
-	for i := range replicas {
-		rp := &replica{store: store}
-		if i > 0 {
-			if rp.store, err = storage.Open(ctx, db.url, log); err != nil {
-				return rep, err
-			}
-			defer rp.store.Close()
-		}
-		rp.llmc, err = llm.New(llm.Config{Provider: llm.ProviderOllama, URL: llmSrv.URL(), Model: "bench", StrongModel: "bench-strong",
-			Timeout: 30 * time.Second, MaxConcurrency: memoryLLMConc},
-			llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(log))
-		if err != nil {
-			return rep, err
-		}
-		defer rp.llmc.Close()
-		// The real delivery path: telebot over HTTP to the fake Telegram.
-		tgBot, err := bot.New(bot.Config{URL: tg.URL(), Token: tgToken}, bot.Deps{Users: rp.store, Catalog: catalog, Log: log})
-		if err != nil {
-			return rep, err
-		}
-		deps := memory.Deps{Repo: clockedRepo{rp.store, clock}, LLM: timer.wrap(llm.MemoryPort{Client: rp.llmc}, st), Notifier: tgBot,
-			Log: log, Registerer: prometheus.NewRegistry()}
-		if st != nil {
-			deps.Repo = timedMemoryRepo{deps.Repo, st}
-			deps.Notifier = timedMemoryNotifier{deps.Notifier, st}
-		}
-		if rp.svc, err = memory.NewService(memory.Config{Workers: cfg.workers}, deps); err != nil {
-			return rep, err
-		}
-		replicas[i] = rp
-	}
-	fmt.Fprintf(out, "memory: database %s (PostgreSQL %s, pool max %d connections per orchestrator), %d users, "+
-		"%d orchestrator(s) × %d workers, %d submitters, LLM MaxConcurrency %d\n",
-		db.name, db.pgVersion, store.Pool().Config().MaxConns, len(users), cfg.orchestrators, cfg.workers, cfg.submitters,
-		memoryLLMConc)
-
-	poll, err := connect(ctx, db.url)
-	if err != nil {
-		return rep, fmt.Errorf("poll connection: %w", err)
-	}
-	defer poll.Close(context.WithoutCancel(ctx))
-
-	// The orchestrators, each listening on a connection of its own; the
-	// clock starts once every one of them is LISTENing.
-	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		stop()
-		wg.Wait()
-	}()
-	listening := make(chan struct{}, len(replicas))
-	var notified atomic.Int64 // notifications received, all orchestrators
-	for _, rp := range replicas {
-		listen := countedListen(rp.store, &notified, listening)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rp.svc.Run(runCtx, listen)
-		}()
-	}
-	if err := awaitListening(ctx, listening, len(replicas), "orchestrators"); err != nil {
-		return rep, err
-	}
-
-	// The bot only renders the answers: MarkDelivered writes them to the
-	// outbox, and an outbox sender delivers them to the fake Telegram, as
-	// in the application. It runs alongside the orchestrators; verify
-	// waits for it to drain the outbox before reading what Telegram got.
-	stopSender, err := startSender(ctx, store, tg.URL(), log)
+	rig, err := startMemoryRig(ctx, cfg, db, out, log)
 	if err != nil {
 		return rep, err
 	}
-	defer stopSender()
-
-	start := time.Now()
-	runIDs, submitTook, submitErr := submitRuns(runCtx, replicas[0].svc, cfg, users, start)
-	var elapsed time.Duration
-	if submitErr == nil {
-		elapsed, err = waitArchived(ctx, poll, tg, clock, cfg.runs, start, cfg.timeout)
-	}
-	stop()
-	wg.Wait()
-	if submitErr != nil {
-		return rep, submitErr
-	}
+	defer rig.close()
+	runIDs, elapsed, submitTook, err := rig.drive(ctx, nil)
 	if err != nil {
 		return rep, err
 	}
-	if err := waitOutboxDrained(ctx, poll, cfg.timeout); err != nil {
-		return rep, err
+	warm := make(map[int64]bool, cfg.warmup)
+	for _, id := range runIDs[:cfg.warmup] {
+		warm[id] = true
 	}
-	stopSender()
-
-	res := memoryResult{runs: cfg.runs, workers: cfg.workers * cfg.orchestrators, elapsed: elapsed,
-		notified: notified.Load(), calls: map[string]int{}, tg: tg.stats(), stages: st, submit: submitTook}
-	for _, r := range memoryRules {
-		res.calls[r.name] = llmSrv.Calls(r.name)
-	}
-	if err := res.measure(ctx, poll, runIDs, cfg.warmup, timer, clock); err != nil {
+	res, err := rig.result(ctx, runIDs, elapsed, submitTook, func(id int64, _ time.Time) bool { return !warm[id] })
+	if err != nil {
 		return rep, err
 	}
 	res.print(out)
-	if err := verifyMemory(ctx, poll, tg, timer, res, users, cfg.runs); err != nil {
+	if err := rig.verify(ctx, res, len(runIDs)); err != nil {
 		return rep, err
 	}
 
@@ -318,6 +197,207 @@ func benchMemory(ctx context.Context, cfg memoryConfig, out io.Writer, log *slog
 	return rep, nil
 }
 
+// memoryRig is the memory chat as the memory scenario runs it, on a bench
+// database: its users, the scripted LLM and the fake Telegram, the
+// orchestrators (LISTENing) and an outbox sender, and a poll connection.
+// Its runs are those with an id above floor, so a scenario may run it
+// beside other runs it seeded first (the prune scenario does).
+type memoryRig struct {
+	cfg      memoryConfig
+	db       *benchDB
+	out      io.Writer
+	users    []int64
+	llmSrv   *llmtest.Server
+	tg       *telegram
+	timer    *llmTimer
+	clock    *runClock
+	st       *stages // nil without -stages
+	replicas []*replica
+	poll     *pgx.Conn
+	floor    int64
+	notified atomic.Int64 // notifications received, all orchestrators
+	runCtx   context.Context
+	// stopRuns stops the orchestrators and waits for them; stopSender the
+	// outbox sender; closers undo the rest, last first.
+	stopRuns, stopSender func()
+	closers              []func()
+}
+
+// startMemoryRig sets the memory chat up on db (migrated) and returns once
+// every orchestrator LISTENs; the caller defers close.
+func startMemoryRig(ctx context.Context, cfg memoryConfig, db *benchDB, out io.Writer, log *slog.Logger) (_ *memoryRig, err error) {
+	rig := &memoryRig{cfg: cfg, db: db, out: out, stopRuns: func() {}, stopSender: func() {}}
+	defer func() {
+		if err != nil {
+			rig.close()
+		}
+	}()
+	store := db.store
+	if err := store.Pool().QueryRow(ctx, `SELECT COALESCE(max(id), 0) FROM pipeline_runs`).Scan(&rig.floor); err != nil {
+		return nil, err
+	}
+	rig.users = make([]int64, cfg.users)
+	langs := []string{"en", "ru", "uk"}
+	for i := range rig.users {
+		rig.users[i] = int64(memoryFirstUser + i)
+		if _, err := store.UpsertUser(ctx, domain.User{ID: rig.users[i], Username: fmt.Sprintf("mem%03d", i),
+			FirstName: fmt.Sprintf("Memory %d", i), TelegramLanguage: langs[i%len(langs)]}); err != nil {
+			return nil, err
+		}
+	}
+
+	rig.llmSrv = llmtest.New(llmtest.WithoutRecording())
+	rig.closers = append(rig.closers, rig.llmSrv.Close)
+	for _, r := range memoryRules {
+		rule := rig.llmSrv.On(llmtest.SystemContains(r.system)).Named(r.name)
+		switch r.name {
+		case "analyzer":
+			rule.ReplyJSON(memoryAnalysis)
+		case "assembler":
+			rule.Reply(memoryNotes)
+		case "responder":
+			rule.Reply(memoryAnswer)
+		case "archivist":
+			rule.ReplyJSON(memoryNote)
+		}
+	}
+	rig.tg = newTelegram(tgToken)
+	rig.closers = append(rig.closers, rig.tg.Close)
+	catalog := locales.MustLoad()
+	rig.timer = newLLMTimer(cfg.runs)
+	rig.clock = &runClock{begin: map[int64]time.Time{}, end: map[int64]time.Time{}}
+	if cfg.stages {
+		rig.st = newStages()
+	}
+
+	rig.replicas = make([]*replica, cfg.orchestrators)
+	for i := range rig.replicas {
+		rp := &replica{store: store}
+		if i > 0 {
+			if rp.store, err = storage.Open(ctx, db.url, log); err != nil {
+				return nil, err
+			}
+			rig.closers = append(rig.closers, rp.store.Close)
+		}
+		rp.llmc, err = llm.New(llm.Config{Provider: llm.ProviderOllama, URL: rig.llmSrv.URL(), Model: "bench", StrongModel: "bench-strong",
+			Timeout: 30 * time.Second, MaxConcurrency: memoryLLMConc},
+			llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(log))
+		if err != nil {
+			return nil, err
+		}
+		rig.closers = append(rig.closers, rp.llmc.Close)
+		// The real delivery path: telebot over HTTP to the fake Telegram.
+		tgBot, err := bot.New(bot.Config{URL: rig.tg.URL(), Token: tgToken}, bot.Deps{Users: rp.store, Catalog: catalog, Log: log})
+		if err != nil {
+			return nil, err
+		}
+		deps := memory.Deps{Repo: clockedRepo{rp.store, rig.clock}, LLM: rig.timer.wrap(llm.MemoryPort{Client: rp.llmc}, rig.st), Notifier: tgBot,
+			Log: log, Registerer: prometheus.NewRegistry()}
+		if rig.st != nil {
+			deps.Repo = timedMemoryRepo{deps.Repo, rig.st}
+			deps.Notifier = timedMemoryNotifier{deps.Notifier, rig.st}
+		}
+		if rp.svc, err = memory.NewService(memory.Config{Workers: cfg.workers}, deps); err != nil {
+			return nil, err
+		}
+		rig.replicas[i] = rp
+	}
+	fmt.Fprintf(out, "memory: database %s (PostgreSQL %s, pool max %d connections per orchestrator), %d users, "+
+		"%d orchestrator(s) × %d workers, %d submitters, LLM MaxConcurrency %d\n",
+		db.name, db.pgVersion, store.Pool().Config().MaxConns, len(rig.users), cfg.orchestrators, cfg.workers, cfg.submitters,
+		memoryLLMConc)
+
+	if rig.poll, err = connect(ctx, db.url); err != nil {
+		return nil, fmt.Errorf("poll connection: %w", err)
+	}
+	rig.closers = append(rig.closers, func() { rig.poll.Close(context.WithoutCancel(ctx)) })
+
+	// The orchestrators, each listening on a connection of its own; the
+	// clock starts once every one of them is LISTENing.
+	runCtx, stop := context.WithCancel(ctx)
+	rig.runCtx = runCtx
+	var wg sync.WaitGroup
+	var once sync.Once
+	rig.stopRuns = func() { once.Do(func() { stop(); wg.Wait() }) }
+	listening := make(chan struct{}, len(rig.replicas))
+	for _, rp := range rig.replicas {
+		listen := countedListen(rp.store, &rig.notified, listening)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rp.svc.Run(runCtx, listen)
+		}()
+	}
+	if err := awaitListening(ctx, listening, len(rig.replicas), "orchestrators"); err != nil {
+		return nil, err
+	}
+
+	// The bot only renders the answers: MarkDelivered writes them to the
+	// outbox, and an outbox sender delivers them to the fake Telegram, as
+	// in the application. It runs alongside the orchestrators; verify
+	// waits for it to drain the outbox before reading what Telegram got.
+	if rig.stopSender, err = startSender(ctx, store, rig.tg.URL(), log); err != nil {
+		rig.stopSender = func() {}
+		return nil, err
+	}
+	return rig, nil
+}
+
+// close stops whatever still runs and closes the rest.
+func (rig *memoryRig) close() {
+	rig.stopRuns()
+	rig.stopSender()
+	for i := len(rig.closers) - 1; i >= 0; i-- {
+		rig.closers[i]()
+	}
+}
+
+// drive submits the runs (see submitRuns; stopSubmit, if not nil, ends the
+// submissions early), waits until every submitted run is archived and the
+// outbox is drained, and stops the orchestrators and the sender. It
+// returns the ids of the runs submitted, in submission order, the time
+// from the first Submit to the poll that saw them all archived, and each
+// Submit's duration, sorted.
+func (rig *memoryRig) drive(ctx context.Context, stopSubmit <-chan struct{}) ([]int64, time.Duration, durations, error) {
+	start := time.Now()
+	runIDs, submitTook, submitErr := submitRuns(rig.runCtx, rig.replicas[0].svc, rig.cfg, rig.users, start, stopSubmit)
+	var elapsed time.Duration
+	var err error
+	if submitErr == nil {
+		elapsed, err = waitArchived(ctx, rig.poll, rig.tg, rig.clock, rig.floor, len(runIDs), start, rig.cfg.timeout)
+	}
+	rig.stopRuns()
+	if submitErr != nil {
+		return nil, 0, nil, submitErr
+	}
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if err := waitOutboxDrained(ctx, rig.poll, rig.cfg.timeout); err != nil {
+		return nil, 0, nil, err
+	}
+	rig.stopSender()
+	return runIDs, elapsed, submitTook, nil
+}
+
+// result measures the runs drive returned; counted says which of them are
+// in the figures, by run id and created_at.
+func (rig *memoryRig) result(ctx context.Context, runIDs []int64, elapsed time.Duration, submitTook durations,
+	counted func(id int64, created time.Time) bool) (memoryResult, error) {
+	res := memoryResult{runs: len(runIDs), workers: rig.cfg.workers * rig.cfg.orchestrators, elapsed: elapsed,
+		notified: rig.notified.Load(), calls: map[string]int{}, tg: rig.tg.stats(), stages: rig.st, submit: submitTook}
+	for _, r := range memoryRules {
+		res.calls[r.name] = rig.llmSrv.Calls(r.name)
+	}
+	err := res.measure(ctx, rig.poll, rig.floor, runIDs, counted, rig.timer, rig.clock)
+	return res, err
+}
+
+// verify checks the n runs drive submitted (see verifyMemory).
+func (rig *memoryRig) verify(ctx context.Context, res memoryResult, n int) error {
+	return verifyMemory(ctx, rig.poll, rig.tg, rig.timer, res, rig.users, rig.floor, n)
+}
+
 // memoryQuery is the text of submission i: unique, and tagged with its
 // index for the LLM timer.
 func memoryQuery(i int, user int64) string {
@@ -329,12 +409,45 @@ func memoryQuery(i int, user int64) string {
 // Submitter j takes the users u with u mod submitters = j, in order, so a
 // user's messages are submitted (and numbered) in the order they are sent.
 // With cfg.rate set, run i is submitted no earlier than start + i/rate.
+// When stop (if not nil) closes, the submissions end: the runs submitted
+// are the first n, n being one past the last whose time had come (or that
+// a submitter had taken up), and the rest are not submitted.
 // It returns the run id of each submission and how long each Submit took.
-func submitRuns(ctx context.Context, svc *memory.Service, cfg memoryConfig, users []int64, start time.Time) ([]int64, durations, error) {
+func submitRuns(ctx context.Context, svc *memory.Service, cfg memoryConfig, users []int64, start time.Time,
+	stop <-chan struct{}) ([]int64, durations, error) {
 	ids := make([]int64, cfg.runs)
 	took := make(durations, cfg.runs)
 	var mu sync.Mutex
 	var errs []error
+	// limit is where the submissions end; a submitter takes run i up only
+	// below it, and the cut never falls below a run taken up.
+	var cutMu sync.Mutex
+	limit, taken := cfg.runs, -1
+	takeUp := func(i int) bool {
+		cutMu.Lock()
+		defer cutMu.Unlock()
+		if i >= limit {
+			return false
+		}
+		taken = max(taken, i)
+		return true
+	}
+	finished := make(chan struct{})
+	if stop != nil {
+		go func() {
+			select {
+			case <-finished:
+			case <-stop:
+				cutMu.Lock()
+				cut := taken + 1
+				if cfg.rate > 0 {
+					cut = max(cut, int(time.Since(start).Seconds()*cfg.rate)+1)
+				}
+				limit = min(limit, cut)
+				cutMu.Unlock()
+			}
+		}()
+	}
 	var wg sync.WaitGroup
 	for j := range cfg.submitters {
 		wg.Add(1)
@@ -350,8 +463,12 @@ func submitRuns(ctx context.Context, svc *memory.Service, cfg memoryConfig, user
 					select {
 					case <-ctx.Done():
 						return
+					case <-stop:
 					case <-time.After(time.Until(at)):
 					}
+				}
+				if !takeUp(i) {
+					return
 				}
 				t0 := time.Now()
 				r, _, err := svc.Submit(ctx, users[u], users[u], i/len(users)+1, memoryQuery(i, users[u]))
@@ -367,11 +484,16 @@ func submitRuns(ctx context.Context, svc *memory.Service, cfg memoryConfig, user
 		}()
 	}
 	wg.Wait()
+	close(finished)
+	cutMu.Lock()
+	n := limit
+	cutMu.Unlock()
+	ids, took = ids[:n], took[:n]
 	slices.Sort(took)
 	return ids, took, errors.Join(errs...)
 }
 
-// waitArchived polls every 10 ms until n runs are archived and returns the
+// waitArchived polls every 10 ms until n runs (with an id above floor) are archived and returns the
 // time since start at the poll that saw it in the database. The database
 // count is only asked for once the orchestrators' own count of ArchiveRun
 // calls has reached n (and every second regardless): the count is a
@@ -379,7 +501,8 @@ func submitRuns(ctx context.Context, svc *memory.Service, cfg memoryConfig, user
 // runs and their dead versions, and asked every 10 ms it took about 5 % of
 // the throughput from the code under test. It fails fast when a run FAILED or
 // Telegram refused a message: the runs could never all finish.
-func waitArchived(ctx context.Context, conn *pgx.Conn, tg *telegram, c *runClock, n int, start time.Time, timeout time.Duration) (time.Duration, error) {
+func waitArchived(ctx context.Context, conn *pgx.Conn, tg *telegram, c *runClock, floor int64, n int, start time.Time,
+	timeout time.Duration) (time.Duration, error) {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(memoryPollEvery)
@@ -390,7 +513,7 @@ func waitArchived(ctx context.Context, conn *pgx.Conn, tg *telegram, c *runClock
 		if archived >= n || failed > 0 || time.Since(asked) >= time.Second {
 			asked = time.Now()
 			err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE archived_at IS NOT NULL), count(*) FILTER (WHERE status = 'FAILED')
-FROM pipeline_runs`).Scan(&archived, &failed)
+FROM pipeline_runs WHERE id > $1`, floor).Scan(&archived, &failed)
 			if err != nil {
 				return 0, fmt.Errorf("poll: %w", err)
 			}
@@ -398,7 +521,7 @@ FROM pipeline_runs`).Scan(&archived, &failed)
 				return time.Since(start), nil
 			}
 			if failed > 0 {
-				return 0, fmt.Errorf("%d runs FAILED: %s", failed, runBreakdown(ctx, conn))
+				return 0, fmt.Errorf("%d runs FAILED: %s", failed, runBreakdown(ctx, conn, floor))
 			}
 		}
 		if st := tg.stats(); st.Rejected > 0 {
@@ -408,16 +531,16 @@ FROM pipeline_runs`).Scan(&archived, &failed)
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		case <-deadline.C:
-			return 0, fmt.Errorf("%d of %d runs archived after %s: %s", archived, n, timeout, runBreakdown(ctx, conn))
+			return 0, fmt.Errorf("%d of %d runs archived after %s: %s", archived, n, timeout, runBreakdown(ctx, conn, floor))
 		case <-tick.C:
 		}
 	}
 }
 
-// runBreakdown describes the runs for an error message.
-func runBreakdown(ctx context.Context, conn *pgx.Conn) string {
+// runBreakdown describes the runs with an id above floor for an error message.
+func runBreakdown(ctx context.Context, conn *pgx.Conn, floor int64) string {
 	rows, err := conn.Query(ctx, `SELECT status, archived_at IS NOT NULL, COALESCE(min(error_message), ''), count(*)
-FROM pipeline_runs GROUP BY 1, 2 ORDER BY 1, 2`)
+FROM pipeline_runs WHERE id > $1 GROUP BY 1, 2 ORDER BY 1, 2`, floor)
 	if err != nil {
 		return "(status counts unavailable: " + err.Error() + ")"
 	}
@@ -480,10 +603,13 @@ func (r memoryResult) rate() float64 { return float64(r.runs) / r.elapsed.Second
 // the time from the start of its processing to archived_at, less the time
 // spent inside its LLM calls. A user's runs go one after another, so a run
 // starts at its created_at or at its predecessor's archived_at, whichever
-// is later; the wait behind the predecessor is not overhead.
-func (r *memoryResult) measure(ctx context.Context, conn *pgx.Conn, runIDs []int64, warmup int, t *llmTimer, c *runClock) error {
+// is later; the wait behind the predecessor is not overhead. Only the runs
+// with an id above floor are read, and only those counted says yes to
+// (by id and created_at) are in the figures.
+func (r *memoryResult) measure(ctx context.Context, conn *pgx.Conn, floor int64, runIDs []int64,
+	counted func(id int64, created time.Time) bool, t *llmTimer, c *runClock) error {
 	rows, err := conn.Query(ctx, `SELECT id, user_id, created_at, archived_at FROM pipeline_runs
-WHERE archived_at IS NOT NULL ORDER BY user_id, id`)
+WHERE id > $1 AND archived_at IS NOT NULL ORDER BY user_id, id`, floor)
 	if err != nil {
 		return fmt.Errorf("measure: %w", err)
 	}
@@ -503,11 +629,7 @@ WHERE archived_at IS NOT NULL ORDER BY user_id, id`)
 	for i, id := range runIDs {
 		llmByRun[id] = t.total(i)
 	}
-	skip := make(map[int64]bool, warmup)
-	for _, id := range runIDs[:warmup] {
-		skip[id] = true
-	}
-	r.counted = len(runIDs) - warmup
+	r.counted = 0
 	var prev times
 	for _, x := range all {
 		begin := x.created
@@ -516,10 +638,11 @@ WHERE archived_at IS NOT NULL ORDER BY user_id, id`)
 		}
 		svc := x.archived.Sub(begin)
 		l := llmByRun[x.id]
-		if skip[x.id] {
+		if !counted(x.id, x.created) {
 			prev = x
 			continue
 		}
+		r.counted++
 		r.service = append(r.service, svc)
 		r.llmTime = append(r.llmTime, l)
 		r.overhead = append(r.overhead, svc-l)
@@ -539,7 +662,7 @@ WHERE archived_at IS NOT NULL ORDER BY user_id, id`)
 func (r memoryResult) print(out io.Writer) {
 	fmt.Fprintf(out, "run: runs=%d workers=%d elapsed=%.3fs rate=%.1f runs/s\n", r.runs, r.workers, r.elapsed.Seconds(), r.rate())
 	if r.counted != r.runs {
-		fmt.Fprintf(out, "  the figures below are over the last %d runs (the first %d were the warm-up)\n", r.counted, r.runs-r.counted)
+		fmt.Fprintf(out, "  the figures below are over %d runs (%d left out: the warm-up, or outside the window measured)\n", r.counted, r.runs-r.counted)
 	}
 	line := func(name string, d durations) {
 		fmt.Fprintf(out, "  %-38s p50 %8.2fms  p90 %8.2fms  p99 %8.2fms  max %8.2fms\n",
@@ -565,19 +688,20 @@ func (r memoryResult) print(out io.Writer) {
 // verifyMemory checks that every run went the whole way exactly once:
 // COMPLETED, delivered and archived; four LLM calls, one per stage; one
 // summary in lsm_storage; one answer in Telegram, replying to its message.
-func verifyMemory(ctx context.Context, conn *pgx.Conn, tg *telegram, t *llmTimer, res memoryResult, users []int64, n int) error {
+func verifyMemory(ctx context.Context, conn *pgx.Conn, tg *telegram, t *llmTimer, res memoryResult, users []int64, floor int64, n int) error {
 	var problems []string
 	var total, done int
 	if err := conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'COMPLETED'
-  AND delivered_at IS NOT NULL AND archived_at IS NOT NULL) FROM pipeline_runs`).Scan(&total, &done); err != nil {
+  AND delivered_at IS NOT NULL AND archived_at IS NOT NULL) FROM pipeline_runs WHERE id > $1`, floor).Scan(&total, &done); err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
 	if total != n || done != n {
 		problems = append(problems, fmt.Sprintf("%d runs, %d COMPLETED, delivered and archived, want %d: %s",
-			total, done, n, runBreakdown(ctx, conn)))
+			total, done, n, runBreakdown(ctx, conn, floor)))
 	}
 	var sums, sumRuns int
-	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT source_run_ids[1]) FROM lsm_storage`).Scan(&sums, &sumRuns); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT source_run_ids[1]) FROM lsm_storage
+WHERE source_run_ids[1] > $1`, floor).Scan(&sums, &sumRuns); err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
 	if sums != n || sumRuns != n {
@@ -588,7 +712,7 @@ func verifyMemory(ctx context.Context, conn *pgx.Conn, tg *telegram, t *llmTimer
 			problems = append(problems, fmt.Sprintf("%d %s calls, want %d", c, name, n))
 		}
 	}
-	if bad := t.notOncePerStage(); bad != "" {
+	if bad := t.notOncePerStage(n); bad != "" {
 		problems = append(problems, bad)
 	}
 	st := tg.stats()
@@ -711,13 +835,13 @@ func (t *llmTimer) total(i int) time.Duration {
 	return t.perRun[i]
 }
 
-// notOncePerStage describes runs whose four calls were not made exactly
-// once each, or "".
-func (t *llmTimer) notOncePerStage() string {
+// notOncePerStage describes runs, of the first n submitted, whose four
+// calls were not made exactly once each, or "".
+func (t *llmTimer) notOncePerStage(n int) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	bad := 0
-	for _, c := range t.calls {
+	for _, c := range t.calls[:n] {
 		if len(c) != 4 || c["memory_analyzer"] != 1 || c["memory_assembler"] != 1 || c["memory_responder"] != 1 || c["memory_archivist"] != 1 {
 			bad++
 		}

@@ -49,6 +49,11 @@ type PruneOptions struct {
 	Batch            int
 	StatementTimeout time.Duration
 	Pause            time.Duration
+	// OnBatch, if set, hears of every batch once its transaction ended:
+	// its kind, the rows it deleted (cleared), how long the transaction
+	// took (BEGIN to COMMIT or ROLLBACK) and its error, if any. Benchmarks
+	// time the batches with it; the job leaves it nil.
+	OnBatch func(kind string, rows int64, took time.Duration, err error)
 }
 
 func (o PruneOptions) withDefaults() PruneOptions {
@@ -141,9 +146,9 @@ func (s *Store) PruneKind(ctx context.Context, kind string, now time.Time, r Ret
 	return PruneResult{Kind: kind, Err: fmt.Errorf("prune: unknown kind %q", kind)}
 }
 
-func (s *Store) prune(ctx context.Context, k pruneKind, now time.Time, r Retention, o PruneOptions) PruneResult {
+func (s *Store) prune(ctx context.Context, k pruneKind, now time.Time, r Retention, o PruneOptions) (res PruneResult) {
 	o = o.withDefaults()
-	res := PruneResult{Kind: k.name}
+	res = PruneResult{Kind: k.name}
 	keep := k.keep(r)
 	if keep <= 0 {
 		res.Off = true
@@ -156,6 +161,7 @@ func (s *Store) prune(ctx context.Context, k pruneKind, now time.Time, r Retenti
 	for {
 		var n int64
 		var more bool
+		began := time.Now()
 		err := s.WithTx(ctx, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, setTimeout); err != nil {
 				return err
@@ -164,6 +170,13 @@ func (s *Store) prune(ctx context.Context, k pruneKind, now time.Time, r Retenti
 			n, more, err = k.batch(ctx, tx, b)
 			return err
 		})
+		if o.OnBatch != nil {
+			rows := n
+			if err != nil {
+				rows = 0
+			}
+			o.OnBatch(k.name, rows, time.Since(began), err)
+		}
 		var pe *pgconn.PgError
 		switch {
 		case errors.As(err, &pe) && pe.Code == "57014" && ctx.Err() == nil: // query_canceled: the statement timeout

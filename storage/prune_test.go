@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
@@ -350,14 +351,34 @@ func TestPruneStatementTimeout(t *testing.T) {
 	_, err = tx.Exec(b.ctx, `LOCK TABLE group_messages IN ACCESS EXCLUSIVE MODE`)
 	require.NoError(t, err)
 
+	type batch struct {
+		kind string
+		rows int64
+		took time.Duration
+		err  error
+	}
+	var batches []batch
 	results := b.st.Prune(b.ctx, pruneNow, storage.Retention{GroupMessages: 30 * day, Outbox: day},
-		storage.PruneOptions{Batch: 10, StatementTimeout: 100 * time.Millisecond})
+		storage.PruneOptions{Batch: 10, StatementTimeout: 100 * time.Millisecond, OnBatch: func(kind string, rows int64, took time.Duration, err error) {
+			batches = append(batches, batch{kind, rows, took, err})
+		}})
+	// OnBatch hears of every batch, the cancelled one with its error.
+	require.Len(t, batches, 3, "%+v", batches)
+	require.Equal(t, storage.PruneGroupMessages, batches[0].kind)
+	var pe *pgconn.PgError
+	require.ErrorAs(t, batches[0].err, &pe)
+	require.Equal(t, "57014", pe.Code)
+	require.Zero(t, batches[0].rows)
+	require.GreaterOrEqual(t, batches[0].took, 100*time.Millisecond)
+	require.Equal(t, batch{kind: storage.PruneOutboxRows, rows: 1, took: batches[1].took}, batches[1])
+	require.Equal(t, storage.PruneOutboxThrottles, batches[2].kind)
 	byKind := map[string]storage.PruneResult{}
 	for _, r := range results {
 		byKind[r.Kind] = r
 	}
 	require.Len(t, results, len(storage.PruneKinds()))
 	require.Equal(t, 1, byKind[storage.PruneGroupMessages].Timeouts)
+	require.GreaterOrEqual(t, byKind[storage.PruneGroupMessages].Duration, 100*time.Millisecond, "the kind's time includes its batches")
 	require.NoError(t, byKind[storage.PruneGroupMessages].Err)
 	require.Zero(t, byKind[storage.PruneGroupMessages].Rows)
 	require.EqualValues(t, 1, byKind[storage.PruneOutboxRows].Rows, "the next kinds still ran")

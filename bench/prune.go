@@ -1,0 +1,653 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"switchboard/domain/vacancy"
+	"switchboard/storage"
+)
+
+// The retention and the prune job's settings as the application has them
+// by default (config.go: RETAIN_*, PRUNE_BATCH, PRUNE_STATEMENT_TIMEOUT;
+// prune.go: the pause between batches). The bench cannot import package
+// main, so they are repeated here.
+const (
+	pruneRetainGroupMessages = 720 * time.Hour  // RETAIN_GROUP_MESSAGES
+	pruneRetainRunContext    = 72 * time.Hour   // RETAIN_RUN_CONTEXT
+	pruneRetainMatches       = 2160 * time.Hour // RETAIN_VACANCY_MATCHES
+	pruneRetainSearchHits    = 2160 * time.Hour // RETAIN_SEARCH_HITS
+	pruneOutboxRetention     = 168 * time.Hour  // OUTBOX_RETENTION
+	pruneRecoveryWindow      = 48 * time.Hour   // VACANCY_RECOVERY_WINDOW
+	pruneDefaultBatch        = 1000             // PRUNE_BATCH
+	pruneDefaultTimeout      = 2 * time.Second  // PRUNE_STATEMENT_TIMEOUT
+	pruneDefaultPause        = 50 * time.Millisecond
+
+	// pruneBacklog is how far before each horizon the seeded old rows go:
+	// a backlog of two months past retention.
+	pruneBacklog = 60 * 24 * time.Hour
+	// The seeded groups, their authors and the users of the seeded runs.
+	pruneFirstChat   = -1003000000001
+	pruneChats       = 24
+	pruneFirstAuthor = 900_000_001
+	// The seeded runs' users: above the memory chat's (memoryFirstUser).
+	pruneFirstUser = 700_000_001
+	pruneRunUsers  = 500
+)
+
+type pruneConfig struct {
+	db       string
+	messages int // group messages past retention
+	runs     int // closed runs past retention
+	// keepMessages and keepRuns are the rows inside retention seeded next
+	// to them, which must survive.
+	keepMessages, keepRuns int
+	baseline               time.Duration // the memory chat alone, before the prune
+	maxPrune               time.Duration
+	opts                   storage.PruneOptions
+	memory                 memoryConfig
+	prof                   profiles
+}
+
+// pruneReport is the scenario's JSON line.
+type pruneReport struct {
+	Scenario      string  `json:"scenario"`
+	OverheadP50MS float64 `json:"overhead_p50_ms"`
+	OverheadP99MS float64 `json:"overhead_p99_ms"`
+	OverheadRuns  int     `json:"overhead_runs"`
+	BaselineP50MS float64 `json:"baseline_p50_ms"`
+	BaselineP99MS float64 `json:"baseline_p99_ms"`
+	Rate          float64 `json:"rate"`
+	PruneS        float64 `json:"prune_s"`
+	PruneBatches  int     `json:"prune_batches"`
+	MaxBatchMS    float64 `json:"prune_max_batch_ms"`
+	TimeoutMS     float64 `json:"prune_timeout_ms"`
+	Timeouts      int     `json:"prune_timeouts"`
+	Messages      int64   `json:"messages_pruned"`
+	RunsCleared   int64   `json:"runs_cleared"`
+	GMBefore      float64 `json:"group_messages_mb_before"`
+	GMAfter       float64 `json:"group_messages_mb_after"`
+	GMAfterFull   float64 `json:"group_messages_mb_after_full"`
+	PRBefore      float64 `json:"pipeline_runs_mb_before"`
+	PRAfter       float64 `json:"pipeline_runs_mb_after"`
+	PRAfterFull   float64 `json:"pipeline_runs_mb_after_full"`
+	PeakRSSMB     float64 `json:"peak_rss_mb"`
+	// database is the bench database's name (dropped by then), for tests.
+	database string
+}
+
+func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cfg pruneConfig
+	fs := scenarioFlags("prune", stderr, &cfg.db, &cfg.prof)
+	fs.IntVar(&cfg.messages, "messages", 1_000_000, "group messages past RETAIN_GROUP_MESSAGES to seed (and prune)")
+	fs.IntVar(&cfg.runs, "runs", 200_000, "closed pipeline runs past RETAIN_RUN_CONTEXT to seed (and clear)")
+	fs.Float64Var(&cfg.memory.rate, "rate", 150, "runs/s of the memory chat running beside the prune")
+	fs.DurationVar(&cfg.baseline, "baseline", 20*time.Second, "how long the memory chat runs alone (after a second's warm-up) before the prune starts")
+	fs.IntVar(&cfg.memory.users, "users", 100, "users of the memory chat's runs, round robin")
+	fs.IntVar(&cfg.memory.workers, "workers", 16, "memory.Config.Workers of each orchestrator (see the memory scenario)")
+	fs.IntVar(&cfg.memory.orchestrators, "orchestrators", 1, "orchestrators on the database (see the memory scenario)")
+	fs.BoolVar(&cfg.memory.stages, "stages", false, "also time each repository, LLM and Telegram call of the memory chat")
+	fs.IntVar(&cfg.opts.Batch, "batch", pruneDefaultBatch, "PRUNE_BATCH: rows per prune batch")
+	fs.DurationVar(&cfg.opts.StatementTimeout, "statement-timeout", pruneDefaultTimeout, "PRUNE_STATEMENT_TIMEOUT")
+	fs.DurationVar(&cfg.opts.Pause, "pause", pruneDefaultPause, "pause between two prune batches (the job's)")
+	fs.DurationVar(&cfg.maxPrune, "max-prune", 20*time.Minute, "give up when the prune takes longer")
+	fs.DurationVar(&cfg.memory.timeout, "timeout", 5*time.Minute, "give up when the memory chat's runs are not all archived this long after the last submission")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	cfg.db = serverURL(cfg.db)
+	if cfg.messages <= 0 || cfg.runs <= 0 || cfg.memory.rate <= 0 || cfg.baseline <= 0 || cfg.memory.users <= 0 ||
+		cfg.memory.workers <= 0 || cfg.memory.orchestrators <= 0 || cfg.opts.Batch <= 0 || cfg.opts.StatementTimeout <= 0 ||
+		cfg.opts.Pause < 0 || cfg.maxPrune <= 0 || cfg.memory.timeout <= 0 {
+		return refuse(fs, stderr, "-messages, -runs, -rate, -baseline, -users, -workers, -orchestrators, -batch, -statement-timeout, "+
+			"-max-prune and -timeout must be positive, -pause not negative")
+	}
+	cfg.keepMessages = max(1, cfg.messages/100)
+	cfg.keepRuns = max(1, cfg.runs/50)
+	cfg.memory.db = cfg.db
+	cfg.memory.submitters = cfg.memory.users
+	// Room for every run the stream may submit: the warm-up, the baseline
+	// and the longest prune allowed.
+	cfg.memory.runs = int(math.Ceil(cfg.memory.rate * (time.Second + cfg.baseline + cfg.maxPrune).Seconds()))
+	return runScenario(stdout, cfg.prof, func() (pruneReport, error) {
+		return benchPrune(ctx, cfg, stdout, newLogger(stderr))
+	})
+}
+
+// batchLog records every prune batch (storage.PruneOptions.OnBatch).
+type batchLog struct {
+	mu      sync.Mutex
+	took    map[string]durations
+	errs    int
+	cancels int // batches the statement timeout cancelled
+}
+
+func (l *batchLog) record(kind string, _ int64, took time.Duration, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.took[kind] = append(l.took[kind], took)
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && pe.Code == "57014":
+		l.cancels++
+	case err != nil:
+		l.errs++
+	}
+}
+
+// pruneTables are the tables whose sizes the scenario follows.
+var pruneTables = []string{"group_messages", "pipeline_runs"}
+
+func benchPrune(ctx context.Context, cfg pruneConfig, out io.Writer, log *slog.Logger) (rep pruneReport, err error) {
+	db, err := openBenchDB(ctx, cfg.db, log)
+	if err != nil {
+		return rep, err
+	}
+	defer db.close(&err)
+	rep.database = db.name
+	pool := db.store.Pool()
+	fmt.Fprintf(out, "prune: database %s (PostgreSQL %s); seeding %d group messages and %d closed runs past retention, "+
+		"%d and %d inside it\n", db.name, db.pgVersion, cfg.messages, cfg.runs, cfg.keepMessages, cfg.keepRuns)
+
+	seedAt := time.Now()
+	t0 := time.Now()
+	if err := seedPrune(ctx, db, cfg, seedAt); err != nil {
+		return rep, err
+	}
+	// As autovacuum would have by then; the checkpoint writes the seed out,
+	// so that it does not land in the measured window.
+	for _, q := range []string{`VACUUM ANALYZE group_messages, pipeline_runs, users`, `CHECKPOINT`} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			return rep, fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	before, err := tableSizes(ctx, pool)
+	if err != nil {
+		return rep, err
+	}
+	fmt.Fprintf(out, "seeded in %.1fs (VACUUM ANALYZE and CHECKPOINT included); %s\n", time.Since(t0).Seconds(), before)
+
+	rig, err := startMemoryRig(ctx, cfg.memory, db, out, log)
+	if err != nil {
+		return rep, err
+	}
+	defer rig.close()
+
+	// One stream of memory-chat runs at the steady rate: a second's
+	// warm-up, the baseline, then the prune; the stream ends with the
+	// prune. Runs are attributed to a phase by their created_at.
+	stopSubmit := make(chan struct{})
+	type driven struct {
+		ids     []int64
+		elapsed time.Duration
+		submit  durations
+		err     error
+	}
+	drove := make(chan driven, 1)
+	start := time.Now()
+	go func() {
+		var d driven
+		d.ids, d.elapsed, d.submit, d.err = rig.drive(ctx, stopSubmit)
+		drove <- d
+	}()
+	baseFrom := start.Add(time.Second)
+	pruneFrom := baseFrom.Add(cfg.baseline)
+	fmt.Fprintf(out, "memory chat at %.0f runs/s: 1s warm-up, %s alone (baseline), then beside the prune (batch %d, statement timeout %s, pause %s)\n",
+		cfg.memory.rate, cfg.baseline, cfg.opts.Batch, cfg.opts.StatementTimeout, cfg.opts.Pause)
+	select {
+	case <-ctx.Done():
+		close(stopSubmit)
+		<-drove
+		return rep, ctx.Err()
+	case d := <-drove: // it failed before the prune began
+		return rep, fmt.Errorf("memory chat ended early: %w", d.err)
+	case <-time.After(time.Until(pruneFrom)):
+	}
+
+	log2 := &batchLog{took: map[string]durations{}}
+	opts := cfg.opts
+	opts.OnBatch = log2.record
+	ret := storage.Retention{GroupMessages: pruneRetainGroupMessages, RunContext: pruneRetainRunContext,
+		VacancyMatches: pruneRetainMatches, SearchHits: pruneRetainSearchHits, Outbox: pruneOutboxRetention,
+		RecoveryWindow: pruneRecoveryWindow, TasteExamples: vacancy.DefaultTasteExamples}
+	pruneStart := time.Now()
+	totals, rounds, perr := pruneAll(ctx, db.store, ret, opts, cfg.maxPrune)
+	pruneEnd := time.Now()
+	close(stopSubmit)
+	d := <-drove
+	if perr != nil {
+		return rep, perr
+	}
+	if d.err != nil {
+		return rep, d.err
+	}
+	pruneTook := pruneEnd.Sub(pruneStart)
+	if pruneEnd.After(start.Add(time.Duration(float64(cfg.memory.runs) / cfg.memory.rate * float64(time.Second)))) {
+		return rep, fmt.Errorf("the prune outlasted the memory chat's %d runs", cfg.memory.runs)
+	}
+
+	inWindow := func(from, to time.Time) func(int64, time.Time) bool {
+		return func(_ int64, created time.Time) bool { return !created.Before(from) && created.Before(to) }
+	}
+	base, err := rig.result(ctx, d.ids, d.elapsed, d.submit, inWindow(baseFrom, pruneFrom))
+	if err != nil {
+		return rep, err
+	}
+	during, err := rig.result(ctx, d.ids, d.elapsed, d.submit, inWindow(pruneStart, pruneEnd))
+	if err != nil {
+		return rep, err
+	}
+	fmt.Fprintf(out, "memory chat alone (baseline, runs created in the %s before the prune):\n", cfg.baseline)
+	base.print(out)
+	fmt.Fprintf(out, "memory chat beside the prune (runs created in its %.1fs):\n", pruneTook.Seconds())
+	during.print(out)
+	if err := rig.verify(ctx, during, len(d.ids)); err != nil {
+		return rep, err
+	}
+
+	// The prune itself.
+	var all durations
+	fmt.Fprintf(out, "prune: %.1fs in %d round(s) of Store.Prune\n", pruneTook.Seconds(), rounds)
+	for _, k := range storage.PruneKinds() {
+		t := totals[k]
+		b := log2.took[k]
+		slices.Sort(b)
+		all = append(all, b...)
+		if t.Batches == 0 && t.Rows == 0 {
+			continue
+		}
+		fmt.Fprintf(out, "  %-16s rows %8d  batches %5d  %6.1fs  batch p50 %7.1fms  p99 %7.1fms  max %7.1fms  timeouts %d\n",
+			k, t.Rows, len(b), t.Duration.Seconds(), ms(b.p(0.5)), ms(b.p(0.99)), ms(b.p(1)), t.Timeouts)
+	}
+	slices.Sort(all)
+	timeouts := 0
+	for _, t := range totals {
+		timeouts += t.Timeouts
+	}
+	timeouts = max(timeouts, log2.cancels)
+	fmt.Fprintf(out, "  every batch: %d, max %.1fms against the statement timeout of %s; %d cancelled by it\n",
+		len(all), ms(all.p(1)), cfg.opts.StatementTimeout, timeouts)
+
+	problems, err := checkPruned(ctx, pool, cfg, pruneStart)
+	if err != nil {
+		return rep, err
+	}
+	if timeouts > 0 {
+		problems = append(problems, fmt.Sprintf("%d prune batches hit the statement timeout", timeouts))
+	}
+	if over := len(all) - sortedIndexAbove(all, cfg.opts.StatementTimeout); over > 0 {
+		problems = append(problems, fmt.Sprintf("%d prune batches took longer than the statement timeout (%s)", over, cfg.opts.StatementTimeout))
+	}
+	if log2.errs > 0 {
+		problems = append(problems, fmt.Sprintf("%d prune batches failed", log2.errs))
+	}
+
+	// The sizes: after VACUUM, which makes the space reusable, and after
+	// VACUUM FULL, which gives it back to the file system.
+	if _, err := pool.Exec(ctx, `VACUUM ANALYZE group_messages, pipeline_runs`); err != nil {
+		return rep, fmt.Errorf("vacuum: %w", err)
+	}
+	after, err := tableSizes(ctx, pool)
+	if err != nil {
+		return rep, err
+	}
+	free, err := freeSpace(ctx, pool)
+	if err != nil {
+		return rep, err
+	}
+	fmt.Fprintf(out, "after VACUUM: %s; reusable inside them (pgstattuple free_space, heap and TOAST): %s\n", after, free)
+	if _, err := pool.Exec(ctx, `VACUUM FULL group_messages, pipeline_runs`); err != nil {
+		return rep, fmt.Errorf("vacuum full: %w", err)
+	}
+	full, err := tableSizes(ctx, pool)
+	if err != nil {
+		return rep, err
+	}
+	fmt.Fprintf(out, "after VACUUM FULL: %s\n", full)
+	for _, t := range pruneTables {
+		if full[t] >= before[t] {
+			problems = append(problems, fmt.Sprintf("%s did not shrink: %.1f MB before, %.1f MB after VACUUM FULL", t, mb(before[t]), mb(full[t])))
+		}
+		if after[t]-free[t] >= before[t] {
+			problems = append(problems, fmt.Sprintf("%s: %.1f MB after VACUUM of which %.1f MB free, no less in use than the %.1f MB before",
+				t, mb(after[t]), mb(free[t]), mb(before[t])))
+		}
+	}
+	if len(problems) > 0 {
+		return rep, errors.New("verify: " + strings.Join(problems, "; "))
+	}
+
+	rss, rerr := peakRSSMB()
+	if rerr != nil {
+		fmt.Fprintf(out, "peak RSS: unknown (%v)\n", rerr)
+	} else {
+		fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM, fakes included)\n", rss)
+	}
+	rep.Scenario = "prune"
+	rep.OverheadP50MS = round(ms(during.overhead.p(0.5)), 2)
+	rep.OverheadP99MS = round(ms(during.overhead.p(0.99)), 2)
+	rep.OverheadRuns = during.counted
+	rep.BaselineP50MS = round(ms(base.overhead.p(0.5)), 2)
+	rep.BaselineP99MS = round(ms(base.overhead.p(0.99)), 2)
+	rep.Rate = cfg.memory.rate
+	rep.PruneS = round(pruneTook.Seconds(), 2)
+	rep.PruneBatches = len(all)
+	rep.MaxBatchMS = round(ms(all.p(1)), 1)
+	rep.TimeoutMS = ms(cfg.opts.StatementTimeout)
+	rep.Timeouts = timeouts
+	rep.Messages = totals[storage.PruneGroupMessages].Rows
+	rep.RunsCleared = totals[storage.PruneRunContext].Rows
+	rep.GMBefore, rep.GMAfter, rep.GMAfterFull = round(mb(before["group_messages"]), 1), round(mb(after["group_messages"]), 1),
+		round(mb(full["group_messages"]), 1)
+	rep.PRBefore, rep.PRAfter, rep.PRAfterFull = round(mb(before["pipeline_runs"]), 1), round(mb(after["pipeline_runs"]), 1),
+		round(mb(full["pipeline_runs"]), 1)
+	rep.PeakRSSMB = round(rss, 1)
+	return rep, nil
+}
+
+// pruneAll runs Store.Prune, as the job does on its tick, until a round
+// finds nothing left (one that deletes rows in every batch it may take is
+// followed by another), and sums the results per kind. A kind's timeout
+// ends its turn of the round, as in the job; the next round goes on.
+func pruneAll(ctx context.Context, store *storage.Store, ret storage.Retention, opts storage.PruneOptions,
+	limit time.Duration) (map[string]storage.PruneResult, int, error) {
+	totals := map[string]storage.PruneResult{}
+	deadline := time.Now().Add(limit)
+	for round := 1; ; round++ {
+		var rows int64
+		for _, r := range store.Prune(ctx, time.Now(), ret, opts) {
+			if r.Err != nil {
+				return totals, round, r.Err
+			}
+			t := totals[r.Kind]
+			t.Kind = r.Kind
+			t.Rows += r.Rows
+			t.Batches += r.Batches
+			t.Timeouts += r.Timeouts
+			t.Duration += r.Duration
+			totals[r.Kind] = t
+			rows += r.Rows
+		}
+		if err := ctx.Err(); err != nil {
+			return totals, round, err
+		}
+		if rows == 0 {
+			return totals, round, nil
+		}
+		if time.Now().After(deadline) {
+			return totals, round, fmt.Errorf("prune: rows still left after %s (%d rounds)", limit, round)
+		}
+	}
+}
+
+// sortedIndexAbove is the index of the first duration in d (sorted) above x.
+func sortedIndexAbove(d durations, x time.Duration) int {
+	i, _ := slices.BinarySearch(d, x+1)
+	return i
+}
+
+// checkPruned describes what the prune left that it should have taken, or
+// took that it should have left: every seeded row past retention gone (its
+// context cleared), every one inside it kept whole, the memory chat's runs
+// untouched.
+func checkPruned(ctx context.Context, pool interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, cfg pruneConfig, pruneAt time.Time) ([]string, error) {
+	var problems []string
+	var oldMsgs, keptMsgs int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE date < $1), count(*) FILTER (WHERE date >= $1)
+FROM group_messages`, pruneAt.Add(-pruneRetainGroupMessages)).Scan(&oldMsgs, &keptMsgs); err != nil {
+		return nil, fmt.Errorf("check messages: %w", err)
+	}
+	if oldMsgs != 0 {
+		problems = append(problems, fmt.Sprintf("%d group messages past retention left", oldMsgs))
+	}
+	if keptMsgs != cfg.keepMessages {
+		problems = append(problems, fmt.Sprintf("%d group messages inside retention, want the %d seeded", keptMsgs, cfg.keepMessages))
+	}
+	var oldLeft, oldCleared, keptWhole, keptTouched, chatTouched int
+	if err := pool.QueryRow(ctx, `SELECT
+  count(*) FILTER (WHERE user_id >= $2 AND closed_at < $1 AND (draft_context IS NOT NULL OR final_context_payload IS NOT NULL OR context_pruned_at IS NULL)),
+  count(*) FILTER (WHERE user_id >= $2 AND closed_at < $1 AND draft_context IS NULL AND final_context_payload IS NULL AND context_pruned_at IS NOT NULL),
+  count(*) FILTER (WHERE user_id >= $2 AND closed_at >= $1 AND draft_context IS NOT NULL AND final_context_payload IS NOT NULL AND context_pruned_at IS NULL),
+  count(*) FILTER (WHERE user_id >= $2 AND closed_at >= $1 AND (draft_context IS NULL OR final_context_payload IS NULL OR context_pruned_at IS NOT NULL)),
+  count(*) FILTER (WHERE user_id < $2 AND (draft_context IS NULL OR context_pruned_at IS NOT NULL))
+FROM pipeline_runs`, pruneAt.Add(-pruneRetainRunContext), pruneFirstUser).Scan(
+		&oldLeft, &oldCleared, &keptWhole, &keptTouched, &chatTouched); err != nil {
+		return nil, fmt.Errorf("check runs: %w", err)
+	}
+	if oldLeft != 0 || oldCleared != cfg.runs {
+		problems = append(problems, fmt.Sprintf("%d runs past retention cleared and %d not, want %d and 0", oldCleared, oldLeft, cfg.runs))
+	}
+	if keptWhole != cfg.keepRuns || keptTouched != 0 {
+		problems = append(problems, fmt.Sprintf("%d runs inside retention kept whole and %d cleared, want %d and 0", keptWhole, keptTouched, cfg.keepRuns))
+	}
+	if chatTouched != 0 {
+		problems = append(problems, fmt.Sprintf("%d of the memory chat's runs lost their context", chatTouched))
+	}
+	return problems, nil
+}
+
+// sizes are tables' pg_total_relation_size in bytes.
+type sizes map[string]int64
+
+func (s sizes) String() string {
+	parts := make([]string, 0, len(pruneTables))
+	for _, t := range pruneTables {
+		parts = append(parts, fmt.Sprintf("%s %.1f MB", t, mb(s[t])))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func mb(b int64) float64 { return float64(b) / (1 << 20) }
+
+type queryer interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}
+
+func tableSizes(ctx context.Context, pool queryer) (sizes, error) {
+	return perTable(ctx, pool, "table sizes", `SELECT t, pg_total_relation_size(t::regclass) FROM unnest($1::text[]) t`)
+}
+
+// freeSpace is the free space pgstattuple finds in each table's heap and
+// TOAST table: what VACUUM made reusable.
+func freeSpace(ctx context.Context, pool queryer) (sizes, error) {
+	if _, err := pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pgstattuple`); err != nil {
+		return nil, fmt.Errorf("pgstattuple: %w", err)
+	}
+	return perTable(ctx, pool, "free space", `SELECT t, (SELECT free_space FROM pgstattuple(c.oid))
+     + COALESCE((SELECT free_space FROM pgstattuple(c.reltoastrelid) WHERE c.reltoastrelid <> 0), 0)
+FROM unnest($1::text[]) t JOIN pg_class c ON c.oid = t::regclass`)
+}
+
+// perTable runs q, which reads (table, bytes) for the tables in $1.
+func perTable(ctx context.Context, pool queryer, what, q string) (sizes, error) {
+	rows, err := pool.Query(ctx, q, pruneTables)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	out := sizes{}
+	var t string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&t, &n}, func() error { out[t] = n; return nil }); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}
+
+// seedPrune bulk-inserts (COPY) the group messages and the closed runs,
+// oldest first as they would have arrived: past retention, then inside it.
+// The runs' insert trigger (pg_notify) is off for the seed: nothing
+// listens yet, and 200 000 notifications in one transaction are only
+// work for the server.
+func seedPrune(ctx context.Context, db *benchDB, cfg pruneConfig, now time.Time) error {
+	conn, err := connect(ctx, db.url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rng := rand.New(rand.NewPCG(18, 0x9e3779b9))
+
+	// Groups and their members.
+	groups := make([][]any, pruneChats)
+	teams := make([][]member, pruneChats)
+	for c := range pruneChats {
+		groups[c] = []any{int64(pruneFirstChat - c), fmt.Sprintf("Team %02d", c+1), true}
+		teams[c] = make([]member, 5+rng.IntN(12))
+		for i := range teams[c] {
+			name := firstNames[rng.IntN(len(firstNames))]
+			teams[c][i] = member{id: int64(pruneFirstAuthor + 100*c + i), name: name,
+				username: strings.ToLower(name) + userSuffixes[rng.IntN(len(userSuffixes))]}
+		}
+	}
+	if _, err := conn.CopyFrom(ctx, pgx.Identifier{"group_chats"}, []string{"id", "title", "can_read"}, pgx.CopyFromRows(groups)); err != nil {
+		return fmt.Errorf("seed groups: %w", err)
+	}
+	// Messages: the old ones spread over the backlog before the horizon,
+	// the kept ones over the retention; round robin over the groups, each
+	// group's ids counting up.
+	msgHorizon := now.Add(-pruneRetainGroupMessages)
+	total := cfg.messages + cfg.keepMessages
+	nextID := make([]int64, pruneChats)
+	i := 0
+	n, err := conn.CopyFrom(ctx, pgx.Identifier{"group_messages"}, []string{"chat_id", "message_id", "author_id", "author", "text", "date"},
+		pgx.CopyFromFunc(func() ([]any, error) {
+			if i == total {
+				return nil, nil
+			}
+			var at time.Time
+			if i < cfg.messages {
+				at = msgHorizon.Add(-pruneBacklog).Add(time.Duration(float64(pruneBacklog-time.Hour) * float64(i) / float64(cfg.messages)))
+			} else {
+				k := i - cfg.messages
+				at = msgHorizon.Add(time.Hour).Add(time.Duration(float64(pruneRetainGroupMessages-2*time.Hour) * float64(k) / float64(cfg.keepMessages)))
+			}
+			c := i % pruneChats
+			team := teams[c]
+			author := team[rng.IntN(len(team))]
+			nextID[c]++
+			i++
+			return []any{int64(pruneFirstChat - c), nextID[c], author.id, author.name, messageText(rng, team, author), at}, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("seed messages: %w", err)
+	}
+	if n != int64(total) {
+		return fmt.Errorf("seed messages: %d copied, want %d", n, total)
+	}
+
+	// The runs' users, then the runs: closed (archived) past RETAIN_RUN_CONTEXT
+	// over the backlog, then inside it, with drafts and contexts as the
+	// assembler writes them.
+	users := make([][]any, pruneRunUsers)
+	for u := range users {
+		users[u] = []any{int64(pruneFirstUser + u), fmt.Sprintf("Seeded %d", u), "en"}
+	}
+	if _, err := conn.CopyFrom(ctx, pgx.Identifier{"users"}, []string{"id", "first_name", "telegram_language"}, pgx.CopyFromRows(users)); err != nil {
+		return fmt.Errorf("seed users: %w", err)
+	}
+	if _, err := conn.Exec(ctx, `SET session_replication_role = replica`); err != nil {
+		return fmt.Errorf("seed runs: %w", err)
+	}
+	runHorizon := now.Add(-pruneRetainRunContext)
+	total = cfg.runs + cfg.keepRuns
+	msgIDs := make([]int64, pruneRunUsers)
+	team := teams[0]
+	i = 0
+	n, err = conn.CopyFrom(ctx, pgx.Identifier{"pipeline_runs"}, []string{"user_id", "chat_id", "message_id", "user_query", "status",
+		"analysis_result", "draft_context", "final_context_payload", "final_answer", "delivered_at", "archived_at", "closed_at",
+		"created_at", "updated_at"},
+		pgx.CopyFromFunc(func() ([]any, error) {
+			if i == total {
+				return nil, nil
+			}
+			var closed time.Time
+			if i < cfg.runs {
+				closed = runHorizon.Add(-pruneBacklog).Add(time.Duration(float64(pruneBacklog-time.Hour) * float64(i) / float64(cfg.runs)))
+			} else {
+				k := i - cfg.runs
+				closed = runHorizon.Add(time.Hour).Add(time.Duration(float64(pruneRetainRunContext-2*time.Hour) * float64(k) / float64(cfg.keepRuns)))
+			}
+			u := i % pruneRunUsers
+			msgIDs[u]++
+			i++
+			query := messageText(rng, team, team[0])
+			created := closed.Add(-time.Duration(2+rng.IntN(20)) * time.Second)
+			draft, final := runContexts(rng, team, query)
+			return []any{int64(pruneFirstUser + u), int64(pruneFirstUser + u), msgIDs[u], query, "COMPLETED",
+				memoryAnalysis, draft, final, memoryAnswer + " " + pickText(rng, explanations), closed, closed, closed, created, closed}, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("seed runs: %w", err)
+	}
+	if n != int64(total) {
+		return fmt.Errorf("seed runs: %d copied, want %d", n, total)
+	}
+	_, err = conn.Exec(ctx, `RESET session_replication_role`)
+	return err
+}
+
+func pickText(rng *rand.Rand, list []string) string { return list[rng.IntN(len(list))] }
+
+// pruneMentor stands for the mentor's system prompt, which the draft
+// starts with (domain/memory buildDraft).
+const pruneMentor = "You are a patient, practical mentor. You remember what the user told you before and build on it. " +
+	"Answer in the user's language, briefly, with concrete steps; ask one question when the request is ambiguous. " +
+	"Prefer examples from the user's own projects; say so when you are not sure, and never invent facts about the user."
+
+// runContexts writes a run's draft (the mentor's role, the message, recent
+// messages and summaries of earlier conversations: about 3–6 KB) and its
+// assembled context (the notes and the summaries kept: about 1–2 KB), in
+// the shape domain/memory's assembler gives them.
+func runContexts(rng *rand.Rand, team []member, query string) (draft, final string) {
+	summary := func() string {
+		var sb strings.Builder
+		sb.WriteString("- [" + time.Date(2026, time.Month(1+rng.IntN(12)), 1+rng.IntN(28), 0, 0, 0, 0, time.UTC).Format("2006-01-02") + "] ")
+		for range 2 + rng.IntN(3) {
+			sb.WriteString(pickText(rng, explanations) + " ")
+		}
+		sb.WriteString("(tags: " + pickText(rng, things) + ", " + pickText(rng, events) + ")\n")
+		return sb.String()
+	}
+	sums := make([]string, 3+rng.IntN(5))
+	for i := range sums {
+		sums[i] = summary()
+	}
+	var d strings.Builder
+	d.WriteString("## The mentor's role\n" + pruneMentor + "\n\n## The user's new message\n" + query + "\n")
+	d.WriteString("\n## Recent messages (newest first)\n")
+	for k := range 8 + rng.IntN(14) {
+		who := "User: "
+		if k%2 == 1 {
+			who = "Mentor: "
+		}
+		d.WriteString(who + messageText(rng, team, team[0]) + "\n")
+	}
+	d.WriteString("\n## Summaries of earlier conversations (newest first)\n")
+	for _, s := range sums {
+		d.WriteString(s)
+	}
+	var f strings.Builder
+	f.WriteString("## Context notes\n")
+	for range 2 + rng.IntN(4) {
+		f.WriteString(pickText(rng, explanations) + " ")
+	}
+	f.WriteString("\n\n## Remembered from earlier conversations\n")
+	for _, s := range sums[:min(len(sums), 2+rng.IntN(4))] {
+		f.WriteString(s)
+	}
+	return d.String(), f.String()
+}
