@@ -486,10 +486,13 @@ WITH c AS (
       AND (q.claimed_until IS NULL OR q.claimed_until < now())
       -- A QUEUED match waits while another worker fetches its vacancy's
       -- detail, and, while HH refuses us ($3), unless the detail is at hand.
-      AND (q.status = 'ANALYZED' OR NOT EXISTS (
-          SELECT 1 FROM vacancies d WHERE d.id = q.vacancy_id
-            AND (d.detail_fetching_until > now()
-                 OR $3 AND (d.detail_fetched_at IS NULL OR d.detail_fetched_at <= now() - $4 * interval '1 millisecond'))))
+      -- A scalar subquery, evaluated per candidate row as the index walk
+      -- reaches it: written as NOT EXISTS it cost the vacancies bench a
+      -- fifth of its rate (465 against 580 matches/s).
+      AND (q.status = 'ANALYZED' OR (
+          SELECT d.detail_fetching_until > now()
+                 OR $3 AND (d.detail_fetched_at IS NULL OR d.detail_fetched_at <= now() - $4 * interval '1 millisecond')
+          FROM vacancies d WHERE d.id = q.vacancy_id) IS NOT TRUE)
     ORDER BY q.published_at DESC, q.id
     LIMIT 1
     FOR UPDATE OF q SKIP LOCKED
@@ -499,12 +502,17 @@ WITH c AS (
         attempts = m.attempts + 1, updated_at = now()
     FROM c WHERE m.id = c.id
     RETURNING m.*
+), o AS (
+    -- Whether another open match waits on this vacancy: only then is a
+    -- fetch lease worth its write (most vacancies have one match).
+    SELECT EXISTS (SELECT 1 FROM m, vacancy_matches x
+                   WHERE x.vacancy_id = m.vacancy_id AND x.id <> m.id AND x.status = 'QUEUED') AS shared
 ), l AS (
     -- A QUEUED match whose vacancy's detail is stale takes its fetch lease,
     -- unless another worker holds it: then this claim learns it waits. Two
     -- claims racing for one vacancy serialize on its row here.
     UPDATE vacancies f SET detail_fetching_until = now() + $5 * interval '1 millisecond'
-    FROM m WHERE f.id = m.vacancy_id AND m.status = 'QUEUED'
+    FROM m, o WHERE f.id = m.vacancy_id AND m.status = 'QUEUED' AND o.shared
       AND (f.detail_fetched_at IS NULL OR f.detail_fetched_at <= now() - $4 * interval '1 millisecond')
       AND (f.detail_fetching_until IS NULL OR f.detail_fetching_until < now())
     RETURNING f.id
@@ -517,7 +525,7 @@ SELECT `+matchColumns+`, `+vacancyColumns+`, u.language, u.telegram_language, u.
        ARRAY(SELECT t.title FROM vacancy_matches d JOIN vacancies t ON t.id = d.vacancy_id
              WHERE d.user_id = m.user_id AND d.status = 'NOT_INTERESTED' ORDER BY d.updated_at DESC LIMIT $2),
        v.detail_fetched_at IS NULL OR v.detail_fetched_at <= now() - $4 * interval '1 millisecond',
-       EXISTS (SELECT 1 FROM l)
+       EXISTS (SELECT 1 FROM l) OR NOT (SELECT shared FROM o)
 FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id`,
 		o.Lease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds(), o.DetailLease.Milliseconds()).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -23,13 +23,11 @@ const (
 // the model or the key, before it looks again; the matches stay QUEUED.
 const refusedWait = 5 * time.Second
 
-// detailLease bounds one worker's fetch of a vacancy's detail (a request,
-// paced, plus storing it); detailWait is when a match whose detail another
-// worker fetches is looked at again.
-const (
-	detailLease = 30 * time.Second
-	detailWait  = time.Second
-)
+// detailWait is when a match whose detail another worker fetches is
+// looked at again. The fetch lease itself lasts a claim's lease: the
+// detail is stored with the fetching match's transition, after its
+// judgement.
+const detailWait = time.Second
 
 // deliveryRetry is when an ANALYZED match whose card could not be
 // rendered (no notifier yet) is claimed again to write it.
@@ -155,7 +153,7 @@ func (s *Service) Drain(ctx context.Context) (int, error) {
 func (s *Service) ProcessNext(ctx context.Context) (bool, error) {
 	c, ok, err := s.deps.Repo.ClaimMatch(ctx, ClaimOptions{
 		Lease: s.cfg.ClaimLease, Taste: s.cfg.TasteExamples,
-		FreshOnly: s.deps.Source.Holding(), DetailFresh: s.cfg.DetailFresh, DetailLease: detailLease,
+		FreshOnly: s.deps.Source.Holding(), DetailFresh: s.cfg.DetailFresh, DetailLease: s.cfg.ClaimLease,
 	})
 	if err != nil {
 		return false, fmt.Errorf("claim: %w", err)
@@ -195,17 +193,23 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	}
 
 	v := c.Vacancy
+	// fresh is the detail fetched now. It is stored with the match's next
+	// transition, which ends the vacancy's fetch lease: one statement
+	// fewer per match than storing it first, and the vacancy's other
+	// matches wait for it under the lease rather than fetch it again.
+	var fresh *Vacancy
 	if c.DetailStale {
 		d, outcome := s.fetchDetail(ctx, m, c.DetailMine)
 		if outcome != "" {
 			return outcome
 		}
-		v = d
+		v, fresh = d, &d
 	}
 
 	bans := NewBans(c.User.BanWords)
 	word := bans.Match(v.Title, v.Snippet, PlainText(v.Description))
 	if word != "" || v.Experience == "moreThan6" {
+		s.keepDetail(ctx, fresh)
 		if _, err := s.deps.Repo.DeleteMatch(ctx, m.ID, m.ClaimToken); err != nil {
 			log.Error("delete banned match", "err", err)
 			return "error"
@@ -217,19 +221,20 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	verdict, err := s.judge(ctx, c.User, v)
 	switch {
 	case ctx.Err() != nil:
-		return s.skip(ctx, m, ReasonShutdown, err)
+		return s.skip(ctx, m, ReasonShutdown, err, fresh)
 	case errors.Is(err, ErrRefused):
 		// The provider refuses the model or key (this call found it, or
 		// another's probe did and this call was turned away meanwhile):
 		// the match was never judged, so it waits QUEUED.
+		s.keepDetail(ctx, fresh)
 		return s.wait(ctx, m, err)
 	case errors.Is(err, ErrInvalidAnswer):
-		return s.skip(ctx, m, ReasonInvalidJSON, err)
+		return s.skip(ctx, m, ReasonInvalidJSON, err, fresh)
 	case err != nil:
-		return s.skip(ctx, m, ReasonLLMError, err)
+		return s.skip(ctx, m, ReasonLLMError, err, fresh)
 	}
 	if !verdict.Relevant() {
-		if _, _, err := s.transition(ctx, m, NotSuitable, Change{Verdict: &verdict, Token: m.ClaimToken}); err != nil {
+		if _, _, err := s.transition(ctx, m, NotSuitable, Change{Verdict: &verdict, Token: m.ClaimToken, Detail: fresh}); err != nil {
 			log.Error("mark not suitable", "err", err)
 			return "error"
 		}
@@ -243,7 +248,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	wctx, cancel := detached(ctx)
 	defer cancel()
 	if _, ok, err := s.transition(wctx, m, Analyzed, Change{
-		Verdict: &verdict, Token: m.ClaimToken, Messages: card,
+		Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Messages: card,
 	}); err != nil || !ok {
 		// Not ok: our lease ran out and another worker owns it now.
 		if err != nil {
@@ -339,10 +344,16 @@ func (s *Service) judge(ctx context.Context, u Recipient, v Vacancy) (Verdict, e
 
 // skip marks a QUEUED match SKIPPED; it runs even when ctx has ended (a
 // shutdown), because leaving it claimed would hold it for a whole lease.
-func (s *Service) skip(ctx context.Context, m Match, reason string, cause error) string {
+// A detail fetched before the failure (detail, optional) is stored with
+// it, so neither recovery nor the vacancy's other matches fetch it again.
+func (s *Service) skip(ctx context.Context, m Match, reason string, cause error, detail ...*Vacancy) string {
 	rctx, cancel := detached(ctx)
 	defer cancel()
-	if _, _, err := s.transition(rctx, m, Skipped, Change{SkipReason: reason, Token: m.ClaimToken}); err != nil {
+	ch := Change{SkipReason: reason, Token: m.ClaimToken}
+	if len(detail) > 0 {
+		ch.Detail = detail[0]
+	}
+	if _, _, err := s.transition(rctx, m, Skipped, ch); err != nil {
 		s.log.Error("mark skipped", "match", m.ID, "reason", reason, "err", err)
 		return "error"
 	}
@@ -365,9 +376,10 @@ func (s *Service) dropLease(ctx context.Context, c Claim) {
 }
 
 // fetchDetail gets the claimed match's vacancy from HH, once for all its
-// matches: under the vacancy's fetch lease, stored before judging, so the
-// vacancy's other matches (any user's, any replica's) are claimed with it;
-// mine says the claim took the lease.
+// matches: under the vacancy's fetch lease (mine says the claim took it),
+// which lasts until the detail is stored with this match's transition, so
+// the vacancy's other matches (any user's, any replica's) are claimed with
+// the stored detail.
 // A non-empty outcome ends the match's turn: archived (every open match of
 // the vacancy with it), waiting (another worker fetches it, or HH refuses
 // us), or skipped.
@@ -411,11 +423,21 @@ func (s *Service) fetchDetail(ctx context.Context, m Match, mine bool) (Vacancy,
 		}
 		return Vacancy{}, s.skip(ctx, m, ReasonHHUnavailable, err)
 	}
-	if err := s.deps.Repo.SaveDetail(ctx, d); err != nil {
-		// Judged anyway; the next match of the vacancy fetches it again.
-		log.Warn("store vacancy detail", "err", err)
-	}
 	return d, ""
+}
+
+// keepDetail stores a detail fetched now (nil: none) when the match goes
+// no transition that would, ending the vacancy's fetch lease.
+func (s *Service) keepDetail(ctx context.Context, d *Vacancy) {
+	if d == nil {
+		return
+	}
+	rctx, cancel := detached(ctx)
+	defer cancel()
+	if err := s.deps.Repo.SaveDetail(rctx, *d); err != nil {
+		// The next match of the vacancy fetches it again once the lease ends.
+		s.log.Warn("store vacancy detail", "vacancy", d.ID, "err", err)
+	}
 }
 
 // detached is a context for bookkeeping that must happen after ctx ended.
