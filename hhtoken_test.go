@@ -353,7 +353,10 @@ func TestHHTokenRequestFailures(t *testing.T) {
 		var tokErr *hh.TokenError
 		require.ErrorAs(t, err, &tokErr)
 		require.Equal(t, hh.TokenError{Status: 400, Code: "invalid_client", Description: "client_id or client_secret not found"}, *tokErr)
-		require.False(t, errors.Is(err, vacancy.ErrUnavailable))
+		require.ErrorIs(t, err, vacancy.ErrHHRefused, "wrong credentials refuse us: the breaker holds requests, the admin chat is told")
+		refused, why := c.Refused()
+		require.True(t, refused)
+		require.Contains(t, why, "invalid_client")
 		require.NotContains(t, err.Error(), "wrong-secret")
 		// Reported again without asking HH until DefaultTokenRetry passes.
 		require.ErrorAs(t, b.search(c), &tokErr)

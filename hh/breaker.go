@@ -44,7 +44,13 @@ type Refusal struct {
 	// Since is when the breaker opened for this refusal (zero on the
 	// error a request returns).
 	Since time.Time
+	// Cause is HH's own error where there is one (a *TokenError when HH
+	// refuses the application's credentials).
+	Cause error
 }
+
+// Unwrap gives Cause, so errors.As finds a *TokenError behind a Refusal.
+func (r *Refusal) Unwrap() error { return r.Cause }
 
 func (r *Refusal) Error() string { return "HH refuses our requests: " + r.Describe() }
 
@@ -71,6 +77,17 @@ func (r *Refusal) Short() string {
 // too: to a caller that only knows the older error, HH is unavailable.
 func (r *Refusal) Is(target error) bool {
 	return target == vacancy.ErrHHRefused || target == vacancy.ErrUnavailable
+}
+
+// credentialsRefused is HH refusing the application's client id or secret
+// (invalid_client, say): every request would go without its token, so it
+// is a refusal of us like a captcha, told to the admin chat the same way.
+func credentialsRefused(te *TokenError) *Refusal {
+	r := &Refusal{Status: te.Status, Type: "application token refused", Cause: te}
+	if te.Code != "" {
+		r.Type += ": " + te.Code
+	}
+	return r
 }
 
 // refusalOf reads a 403's errors[]: captcha_required or forbidden refuse

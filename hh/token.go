@@ -476,6 +476,12 @@ func (c *Client) authorized(ctx context.Context, send func(token string) ([]byte
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		var te *TokenError
+		if errors.As(err, &te) && te.Status >= 400 && te.Status < 500 {
+			// Wrong credentials: no request can go, so the breaker
+			// holds them and the admin chat is told what to fix.
+			return nil, credentialsRefused(te)
+		}
 		return nil, fmt.Errorf("application token: %w", err)
 	}
 	body, err := send(tok)
