@@ -700,15 +700,10 @@ func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Statu
 	var m vacancy.Match
 	var sent *time.Time
 	// With a detail, both statements go in one batch: one round trip and
-	// one implicit transaction (or the caller's).
+	// one implicit transaction (or the caller's). The match goes first: a
+	// claim locks a match before its vacancy, and this must not lock them
+	// the other way round.
 	b := &pgx.Batch{}
-	if v := ch.Detail; v != nil {
-		skills := v.KeySkills
-		if skills == nil {
-			skills = []string{}
-		}
-		b.Queue(saveDetailSQL, v.ID, v.Description, skills, v.Experience, v.Schedule, rawJSON(v.Raw))
-	}
 	b.Queue(`
 UPDATE vacancy_matches m SET
     status = $3, updated_at = now(),
@@ -722,14 +717,23 @@ UPDATE vacancy_matches m SET
 WHERE id = $1 AND status = $2 AND ($11::uuid IS NULL OR claim_token = $11::uuid)
 RETURNING `+matchColumns,
 		id, from, to, relevant, score, analysis, ch.SkipReason, chat, msg, sentAt, token, len(ch.Messages) > 0)
+	if v := ch.Detail; v != nil {
+		skills := v.KeySkills
+		if skills == nil {
+			skills = []string{}
+		}
+		b.Queue(saveDetailSQL, v.ID, v.Description, skills, v.Experience, v.Schedule, rawJSON(v.Raw))
+	}
 	br := q.SendBatch(ctx, b)
 	defer br.Close()
-	if ch.Detail != nil {
-		if _, err := br.Exec(); err != nil {
-			return vacancy.Match{}, false, fmt.Errorf("transition match %d: save vacancy %d detail: %w", id, ch.Detail.ID, err)
+	err := br.QueryRow().Scan(matchDest(&m, &analysis, &sent)...)
+	if ch.Detail != nil && (err == nil || errors.Is(err, pgx.ErrNoRows)) {
+		// Stored even when the match had moved on: the detail is good, and
+		// storing it ends the vacancy's fetch lease.
+		if _, derr := br.Exec(); derr != nil {
+			return vacancy.Match{}, false, fmt.Errorf("transition match %d: save vacancy %d detail: %w", id, ch.Detail.ID, derr)
 		}
 	}
-	err := br.QueryRow().Scan(matchDest(&m, &analysis, &sent)...)
 	if err == nil {
 		err = br.Close()
 	}
