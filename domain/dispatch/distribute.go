@@ -56,7 +56,11 @@ func (s *Service) distributeOrder(ctx context.Context, orderID int64) {
 	}))
 	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Error("distribute order", "order", orderID, "err", err)
+			s.log.Error("distribute order", "order", orderID, "err", err, "retry_in", sweepRetry)
+			// The order has no open offer and is not marked waiting: only
+			// a pass over every searching order finds it again, and the
+			// DISTRIBUTION_INTERVAL tick is far. Ask for one soon.
+			s.deps.Clock.AfterFunc(sweepRetry, s.Wake)
 		}
 		return
 	}

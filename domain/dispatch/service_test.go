@@ -698,3 +698,38 @@ func TestTimerRetriesAFailedSweep(t *testing.T) {
 	require.Eventually(t, func() bool { return w.offer(t, f.ID).State == dispatch.Expired }, 5*time.Second, 10*time.Millisecond,
 		"the timer tried again")
 }
+
+// failOnce is the real store whose first OfferNext fails, as a deadlock
+// or a dropped connection would make it.
+type failOnce struct {
+	dispatch.Repository
+	failed atomic.Bool
+}
+
+func (r *failOnce) OfferNext(ctx context.Context, orderID int64, sla time.Duration, tell dispatch.Tell) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+	if r.failed.CompareAndSwap(false, true) {
+		return dispatch.Offer{}, dispatch.Order{}, dispatch.Busy, errors.New("injected: connection reset by peer")
+	}
+	return r.Repository.OfferNext(ctx, orderID, sla, tell)
+}
+
+// An order whose distribution failed has no open offer and is not marked
+// waiting, so only a pass over every searching order finds it: the replica
+// asks for one a second later instead of leaving it to the
+// DISTRIBUTION_INTERVAL tick (not run here).
+func TestFailedDistributionIsRetried(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
+	repo := &failOnce{Repository: w.store}
+	s, err := dispatch.NewService(w.cfg, dispatch.Deps{
+		Repo: repo, Notifier: w.tg, Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
+	})
+	require.NoError(t, err)
+	w.run(t, s)
+	w.master(t, s, 100, "Dnipro Center roofer")
+	o, err := s.CreateOrder(w.ctx, admin, "Dnipro Center roofer 100 job")
+	require.NoError(t, err)
+	require.True(t, repo.failed.Load(), "the order's first distribution failed")
+	eventually(t, func() bool { return len(w.tg.sentTo()) == 1 }, "offered after the retry")
+	require.Equal(t, o.ID, w.tg.sentOffers()[0].OrderID)
+}

@@ -182,7 +182,12 @@ func (s *Service) distributor(ctx context.Context) {
 		case <-t.Chan():
 		}
 		if err := s.distribute(ctx, all); err != nil && ctx.Err() == nil {
-			s.log.Error("distribute", "err", err)
+			s.log.Error("distribute", "err", err, "retry_in", sweepRetry)
+			if all {
+				// A pass over every searching order that failed is not
+				// redone by the waiting-orders recheck: ask for it again.
+				s.deps.Clock.AfterFunc(sweepRetry, s.Wake)
+			}
 		}
 	}
 }
