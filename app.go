@@ -408,13 +408,10 @@ func (a *app) watchHH(ctx context.Context) {
 			}
 			return "", ""
 		},
-		over: func() bool { return true },
-		notice: func(reason, captcha string) []domain.Message {
-			if reason == "" && a.vac != nil {
-				a.vac.Wake()
-			}
-			return a.bot.HHNotice(reason, captcha)
-		},
+		over:   func() bool { return true },
+		notice: a.bot.HHNotice,
+		// Matches that waited for HH go on now, not at the next sweep.
+		ended: a.vac.Wake,
 	})
 }
 
@@ -429,6 +426,8 @@ type outage struct {
 	// merely probing).
 	over   func() bool
 	notice func(reason, extra string) []domain.Message
+	// ended, if set, runs once the end is told.
+	ended func()
 }
 
 // watchOutage polls o every 5 s until ctx ends.
@@ -458,6 +457,9 @@ func (a *app) watchOutage(ctx context.Context, o outage) {
 				refused = false
 				a.log.Info(o.back)
 				a.out.Wake()
+				if o.ended != nil {
+					o.ended()
+				}
 			}
 		}
 		select {

@@ -528,13 +528,7 @@ func seedPrune(ctx context.Context, db *benchDB, cfg pruneConfig, now time.Time)
 			if i == total {
 				return nil, nil
 			}
-			var at time.Time
-			if i < cfg.messages {
-				at = msgHorizon.Add(-pruneBacklog).Add(time.Duration(float64(pruneBacklog-time.Hour) * float64(i) / float64(cfg.messages)))
-			} else {
-				k := i - cfg.messages
-				at = msgHorizon.Add(time.Hour).Add(time.Duration(float64(pruneRetainGroupMessages-2*time.Hour) * float64(k) / float64(cfg.keepMessages)))
-			}
+			at := seedTime(msgHorizon, pruneRetainGroupMessages, i, cfg.messages, cfg.keepMessages)
 			c := i % pruneChats
 			team := teams[c]
 			author := team[rng.IntN(len(team))]
@@ -574,13 +568,7 @@ func seedPrune(ctx context.Context, db *benchDB, cfg pruneConfig, now time.Time)
 			if i == total {
 				return nil, nil
 			}
-			var closed time.Time
-			if i < cfg.runs {
-				closed = runHorizon.Add(-pruneBacklog).Add(time.Duration(float64(pruneBacklog-time.Hour) * float64(i) / float64(cfg.runs)))
-			} else {
-				k := i - cfg.runs
-				closed = runHorizon.Add(time.Hour).Add(time.Duration(float64(pruneRetainRunContext-2*time.Hour) * float64(k) / float64(cfg.keepRuns)))
-			}
+			closed := seedTime(runHorizon, pruneRetainRunContext, i, cfg.runs, cfg.keepRuns)
 			u := i % pruneRunUsers
 			msgIDs[u]++
 			i++
@@ -650,4 +638,15 @@ func runContexts(rng *rand.Rand, team []member, query string) (draft, final stri
 		f.WriteString(s)
 	}
 	return d.String(), f.String()
+}
+
+// seedTime dates the i-th of old+keep seeded rows: the first old spread
+// over the backlog before horizon (its last hour left empty), the rest over
+// the retention after it (an hour clear of either end), so every row is
+// unambiguously on its side of the boundary.
+func seedTime(horizon time.Time, retain time.Duration, i, old, keep int) time.Time {
+	if i < old {
+		return horizon.Add(-pruneBacklog).Add(time.Duration(float64(pruneBacklog-time.Hour) * float64(i) / float64(old)))
+	}
+	return horizon.Add(time.Hour).Add(time.Duration(float64(retain-2*time.Hour) * float64(i-old) / float64(keep)))
 }

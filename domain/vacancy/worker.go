@@ -189,7 +189,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	}
 	if s.deps.LLM.Open() {
 		s.dropLease(ctx, c)
-		return s.skip(ctx, m, ReasonBreakerOpen, nil)
+		return s.skip(ctx, m, ReasonBreakerOpen, nil, nil)
 	}
 
 	v := c.Vacancy
@@ -344,16 +344,12 @@ func (s *Service) judge(ctx context.Context, u Recipient, v Vacancy) (Verdict, e
 
 // skip marks a QUEUED match SKIPPED; it runs even when ctx has ended (a
 // shutdown), because leaving it claimed would hold it for a whole lease.
-// A detail fetched before the failure (detail, optional) is stored with
-// it, so neither recovery nor the vacancy's other matches fetch it again.
-func (s *Service) skip(ctx context.Context, m Match, reason string, cause error, detail ...*Vacancy) string {
+// A detail fetched before the failure (nil if none) is stored with it, so
+// neither recovery nor the vacancy's other matches fetch it again.
+func (s *Service) skip(ctx context.Context, m Match, reason string, cause error, detail *Vacancy) string {
 	rctx, cancel := detached(ctx)
 	defer cancel()
-	ch := Change{SkipReason: reason, Token: m.ClaimToken}
-	if len(detail) > 0 {
-		ch.Detail = detail[0]
-	}
-	if _, _, err := s.transition(rctx, m, Skipped, ch); err != nil {
+	if _, _, err := s.transition(rctx, m, Skipped, Change{SkipReason: reason, Token: m.ClaimToken, Detail: detail}); err != nil {
 		s.log.Error("mark skipped", "match", m.ID, "reason", reason, "err", err)
 		return "error"
 	}
@@ -413,7 +409,7 @@ func (s *Service) fetchDetail(ctx context.Context, m Match, mine bool) (Vacancy,
 		}
 		switch {
 		case ctx.Err() != nil:
-			return Vacancy{}, s.skip(ctx, m, ReasonShutdown, err)
+			return Vacancy{}, s.skip(ctx, m, ReasonShutdown, err, nil)
 		case errors.Is(err, ErrHHRefused):
 			// HH refuses us, not this vacancy: the match waits QUEUED,
 			// unjudged, and is taken again once HH answers.
@@ -421,7 +417,7 @@ func (s *Service) fetchDetail(ctx context.Context, m Match, mine bool) (Vacancy,
 			log.Debug("vacancy match waits for HH", "err", err)
 			return Vacancy{}, "waiting"
 		}
-		return Vacancy{}, s.skip(ctx, m, ReasonHHUnavailable, err)
+		return Vacancy{}, s.skip(ctx, m, ReasonHHUnavailable, err, nil)
 	}
 	return d, ""
 }
