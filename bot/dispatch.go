@@ -387,7 +387,7 @@ func (u *dispatchUI) paid(r *Request) error {
 
 // refused answers a press that changed nothing. An offer that is past its
 // time also gets its message edited, since the watchdog may not have run yet.
-func (u *dispatchUI) refused(r *Request, f dispatch.Offer, err error) error {
+func (u *dispatchUI) refused(r *Request, f dispatch.Offer, o dispatch.Order, err error) error {
 	switch {
 	case errors.Is(err, dispatch.ErrForbidden):
 		return r.Forbidden()
@@ -399,7 +399,10 @@ func (u *dispatchUI) refused(r *Request, f dispatch.Offer, err error) error {
 			state = dispatch.Expired // past expires_at, not yet swept
 		}
 		if state == dispatch.Expired {
-			u.b.editPressed(r, u.b.renderClosed(r.Lang, f.OrderID, state), nil)
+			if o.ID == 0 {
+				o.ID = f.OrderID
+			}
+			u.b.editPressed(r, u.b.renderClosed(r.Lang, o, state), nil)
 		}
 		key, ok := offerRefusalKeys[state]
 		if !ok {
@@ -421,7 +424,7 @@ var offerRefusalKeys = map[dispatch.OfferState]string{
 func (u *dispatchUI) accept(r *Request, cb Callback) error {
 	f, o, err := u.d.Accept(r.Ctx, cb.IDs[0], r.User.ID)
 	if err != nil {
-		return u.refused(r, f, err)
+		return u.refused(r, f, o, err)
 	}
 	text := u.b.renderAccepted(r.Lang, o)
 	if cfg := u.d.Config(); cfg.CommissionRate > 0 {
@@ -434,23 +437,26 @@ func (u *dispatchUI) accept(r *Request, cb Callback) error {
 }
 
 func (u *dispatchUI) decline(r *Request, cb Callback) error {
-	f, _, err := u.d.Decline(r.Ctx, cb.IDs[0], r.User.ID)
+	f, o, err := u.d.Decline(r.Ctx, cb.IDs[0], r.User.ID)
 	if err != nil {
-		return u.refused(r, f, err)
+		return u.refused(r, f, o, err)
 	}
-	u.b.editPressed(r, u.b.renderClosed(r.Lang, f.OrderID, dispatch.Declined), nil)
+	if o.ID == 0 {
+		o.ID = f.OrderID
+	}
+	u.b.editPressed(r, u.b.renderClosed(r.Lang, o, dispatch.Declined), nil)
 	return r.Respond(&tele.CallbackResponse{Text: r.T("offer.declined_toast")})
 }
 
 func (u *dispatchUI) view(r *Request, cb Callback) error {
 	f, o, err := u.d.View(r.Ctx, cb.IDs[0], r.User.ID)
 	if err != nil {
-		return u.refused(r, f, err)
+		return u.refused(r, f, o, err)
 	}
 	if !f.ExpiresAt.After(u.b.now()) {
 		// Past its time but not yet swept: Accept would be refused, so the
 		// details would only invite a press that cannot succeed.
-		return u.refused(r, f, dispatch.ErrOfferClosed)
+		return u.refused(r, f, o, dispatch.ErrOfferClosed)
 	}
 	kb, err := offerMarkup(u.b.deps.Catalog, r.Lang, f.ID, false)
 	if err != nil {
@@ -493,14 +499,19 @@ func (b *Bot) renderAccepted(lang string, o dispatch.Order) string {
 }
 
 // renderClosed is the offer message once it ended without the master
-// getting the order; it needs only the order's id, so a refused press can
-// show it without loading the order.
-func (b *Bot) renderClosed(lang string, orderID int64, state dispatch.OfferState) string {
+// getting the order: how it ended, and which order it was (the short
+// text, as the offer showed it), so a master reading back knows what they
+// declined or missed. An order known only by id gets the first line.
+func (b *Bot) renderClosed(lang string, o dispatch.Order, state dispatch.OfferState) string {
 	key, ok := offerClosedKeys[state]
 	if !ok {
 		key = offerClosedKeys[dispatch.Expired]
 	}
-	return b.deps.Catalog.T(lang, key, locales.Data{"Order": orderID})
+	text := b.deps.Catalog.T(lang, key, locales.Data{"Order": o.ID})
+	if o.City != "" {
+		text += "\n" + b.orderText(lang, o, false)
+	}
+	return text
 }
 
 var offerClosedKeys = map[dispatch.OfferState]string{
@@ -645,7 +656,7 @@ func (d dispatchNotes) Offer(m dispatch.Master, o dispatch.Order, f dispatch.Off
 // buttons. An offer whose message never went out has nothing to edit.
 func (d dispatchNotes) Closed(m dispatch.Master, o dispatch.Order, f dispatch.Offer) []domain.Message {
 	b := d.b
-	text := b.renderClosed(m.Lang, o.ID, f.State)
+	text := b.renderClosed(m.Lang, o, f.State)
 	if f.State == dispatch.Accepted {
 		text = b.renderAccepted(m.Lang, o)
 	}

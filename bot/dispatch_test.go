@@ -497,7 +497,8 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	require.Equal(t, "Declined.", a.Text)
 	require.False(t, a.ShowAlert)
 	msg1 = env.offerMessage(t, f1)
-	require.Equal(t, "❌ You declined order #"+itoa(orderID)+".", msg1.Text)
+	require.Equal(t, "❌ You declined order #"+itoa(orderID)+"; it will not be offered to you again.\n"+
+		"📍 Moscow, Center\n🛠 plumbing\n💰 5000\n📝 Bathroom pipe", msg1.Text)
 	require.Empty(t, msg1.ReplyMarkup.Buttons())
 	fs := offers(t, env.st)
 	require.Len(t, fs, 2)
@@ -514,9 +515,10 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	_, err := env.st.Pool().Exec(ctx, `UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, f2.ID)
 	require.NoError(t, err)
 	a = press(t, env.srv, bob, msg2, data(t, "oa", f2.ID))
-	require.Equal(t, "Время на ответ истекло; заказ передан другому мастеру.", a.Text)
+	require.Equal(t, "Время на ответ истекло, предложение закрыто.", a.Text)
 	require.True(t, a.ShowAlert)
-	expired := "⌛ Время на ответ по заказу #" + itoa(orderID) + " истекло — заказ передан другому мастеру."
+	expired := "⌛ Время на ответ по заказу #" + itoa(orderID) + " истекло; предложение закрыто.\n" +
+		"📍 Moscow, Center\n🛠 plumbing\n💰 5000\n📝 Bathroom pipe"
 	msg2 = env.offerMessage(t, f2)
 	require.Equal(t, expired, msg2.Text)
 	require.Empty(t, msg2.ReplyMarkup.Buttons())
@@ -524,7 +526,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	require.Equal(t, orderRow{ID: orderID, State: "SEARCHING", Round: 1}, orderByID(t, env.st, orderID))
 
 	// The watchdog expires it; the message already says so, and round 2
-	// goes back to Ann.
+	// goes back to Bob, not to Ann: her decline is final.
 	n, err := env.svc.Expire(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
@@ -533,12 +535,12 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	require.Equal(t, "EXPIRED", fs[1].State)
 	require.Len(t, env.offerMessage(t, f2).Edits, 1, "the watchdog's edit changed nothing more")
 	f3 := offers(t, env.st)[2] // read again: its message went out meanwhile
-	require.Equal(t, offerRow{ID: f3.ID, OrderID: orderID, MasterID: 42, State: "SENT", Round: 2, ChatID: int64p(42), MessageID: f3.MessageID}, f3)
+	require.Equal(t, offerRow{ID: f3.ID, OrderID: orderID, MasterID: 43, State: "SENT", Round: 2, ChatID: int64p(43), MessageID: f3.MessageID}, f3)
 	require.Equal(t, 2, orderByID(t, env.st, orderID).Round)
 
 	list := env.ask(t, env.admin, "/orders").Text
 	require.Regexp(t, `^Open orders \(1\)\n\n#`+itoa(orderID)+` searching · 5000 · Moscow, Center · plumbing\n`+
-		`↳ offered to Ann \(id 42\): sent, (10 min|9 min \d+ s) left$`, list)
+		`↳ offered to Борис \(id 43\): sent, (10 min|9 min \d+ s) left$`, list)
 
 	require.Equal(t, "There is no order #999.", env.ask(t, env.admin, "/cancel 999").Text)
 	require.Equal(t, "Usage: /cancel ID cancels a searching or assigned order; /orders lists them.", env.ask(t, env.admin, "/cancel").Text)
@@ -546,10 +548,11 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	require.Equal(t, "CANCELLED", orderByID(t, env.st, orderID).State)
 	require.Equal(t, "WITHDRAWN", offers(t, env.st)[2].State)
 	msg3 := env.offerMessage(t, f3)
-	require.Equal(t, "🚫 Order #"+itoa(orderID)+" was cancelled; the offer is withdrawn.", msg3.Text)
+	require.Equal(t, "🚫 Заказ #"+itoa(orderID)+" отменён; предложение отозвано.\n"+
+		"📍 Moscow, Center\n🛠 plumbing\n💰 5000\n📝 Bathroom pipe", msg3.Text)
 	require.Empty(t, msg3.ReplyMarkup.Buttons())
-	a = pressRaw(t, env.srv, ann, msg3, data(t, "oa", f3.ID))
-	require.Equal(t, "This order was cancelled; the offer is withdrawn.", a.Text)
+	a = pressRaw(t, env.srv, bob, msg3, data(t, "oa", f3.ID))
+	require.Equal(t, "Заказ отменён; предложение отозвано.", a.Text)
 	require.True(t, a.ShowAlert)
 	a = pressRaw(t, env.srv, ann, msg1, data(t, "oa", f1.ID))
 	require.Equal(t, "You have already declined this offer.", a.Text)
@@ -565,8 +568,8 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 		"🙅 Order #" + o + ": Ann (id 42) declined offer #" + itoa(f1.ID),
 		"📤 Order #" + o + ": offer #" + itoa(f2.ID) + " sent to Борис (id 43), round 1",
 		"⌛ Order #" + o + ": offer #" + itoa(f2.ID) + " to Борис (id 43) expired unanswered, round 1",
-		"📤 Order #" + o + ": offer #" + itoa(f3.ID) + " sent to Ann (id 42), round 2",
-		"↩️ Order #" + o + ": offer #" + itoa(f3.ID) + " to Ann (id 42) withdrawn",
+		"📤 Order #" + o + ": offer #" + itoa(f3.ID) + " sent to Борис (id 43), round 2",
+		"↩️ Order #" + o + ": offer #" + itoa(f3.ID) + " to Борис (id 43) withdrawn",
 		"🚫 Order #" + o + " cancelled",
 	}, env.logLines(t))
 }

@@ -209,7 +209,8 @@ func (s *Store) SaveMaster(ctx context.Context, userID int64, city, district str
 	}
 	var created bool
 	var ms masterScan
-	err := s.pool.QueryRow(ctx, `
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `
 WITH m AS (
     INSERT INTO masters AS m (user_id, city, district, skills) VALUES ($1, $2, $3, $4)
     ON CONFLICT (user_id) DO UPDATE SET
@@ -217,7 +218,12 @@ WITH m AS (
     RETURNING m.*, (m.xmax = 0) AS created
 )
 SELECT `+masterColumns+`, m.created FROM m JOIN users u ON u.id = m.user_id`,
-		userID, city, district, skills).Scan(append(ms.dest(), &created)...)
+			userID, city, district, skills).Scan(append(ms.dest(), &created)...)
+		if err != nil {
+			return err
+		}
+		return reviveOrders(ctx, tx, userID)
+	})
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation: no such user
@@ -226,6 +232,24 @@ SELECT `+masterColumns+`, m.created FROM m JOIN users u ON u.id = m.user_id`,
 		return dispatch.Master{}, false, fmt.Errorf("save master %d: %w", userID, err)
 	}
 	return ms.master(), created, nil
+}
+
+// reviveOrders marks the unassignable orders that master may now take as
+// owed a step (waiting), in the transaction that made them a candidate:
+// registered, moved, resumed or unblocked. The service also wakes a pass
+// at once; the mark is what a lost wake-up leaves behind.
+func reviveOrders(ctx context.Context, tx pgx.Tx, master int64) error {
+	_, err := tx.Exec(ctx, `
+UPDATE orders o SET waiting = true
+FROM masters m
+WHERE m.user_id = $1 AND m.active AND m.blocked_at IS NULL
+  AND o.state = 'SEARCHING' AND o.unassignable_at IS NOT NULL AND NOT o.waiting
+  AND lower(o.city) = lower(m.city) AND lower(o.district) = lower(m.district) AND o.skill = ANY (m.skills)
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.master_id = m.user_id AND f.state = 'DECLINED')`, master)
+	if err != nil {
+		return fmt.Errorf("orders master %d may take: %w", master, err)
+	}
+	return nil
 }
 
 // Master returns a master or domain.ErrNotFound.
@@ -304,24 +328,32 @@ FROM orders o WHERE o.master_id = $1 AND `+unpaid("o"), userID).QueryRow(func(ro
 // domain.ErrNotFound if the user is not a master.
 func (s *Store) SetActive(ctx context.Context, userID int64, active bool) (bool, error) {
 	var changed bool
-	err := s.pool.QueryRow(ctx, `
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `
 WITH m AS (
     UPDATE masters SET active = $2, updated_at = now() WHERE user_id = $1 AND active <> $2 RETURNING user_id
 )
 SELECT EXISTS (SELECT 1 FROM m) FROM masters WHERE user_id = $1`, userID, active).Scan(&changed)
+		if err != nil || !changed || !active {
+			return err
+		}
+		return reviveOrders(ctx, tx, userID)
+	})
 	if err != nil {
 		return false, fmt.Errorf("set master %d active=%t: %w", userID, active, interpretError(err))
 	}
 	return changed, nil
 }
 
-// CreateOrder stores a new SEARCHING order.
+// CreateOrder stores a new SEARCHING order, owed its first distribution
+// step (waiting): if the step the service takes at once is lost, the
+// replicas' recheck of waiting orders takes it.
 func (s *Store) CreateOrder(ctx context.Context, n dispatch.NewOrder, tell dispatch.Tell) (dispatch.Order, error) {
 	var o dispatch.Order
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		o, err = scanOrder(tx.QueryRow(ctx, `
-INSERT INTO orders (created_by, city, district, skill, price, description) VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO orders (created_by, city, district, skill, price, description, waiting) VALUES ($1, $2, $3, $4, $5, $6, true)
 RETURNING `+orderColumns, n.CreatedBy, n.City, n.District, n.Skill, n.Price, n.Description))
 		if err != nil {
 			return err
@@ -501,14 +533,15 @@ func (s *Store) SearchingOrders(ctx context.Context, limit int, all bool) ([]int
 	return ids, nil
 }
 
-// candidateWhere selects the masters who may be offered order $4 in round
-// $5: place ($1, $2) and skill ($3) match, active, not blocked, no open
-// offer, not offered this order in this round.
-// eligibleWhere: the masters the order's round still has to go through.
+// eligibleWhere selects the masters order $4's round $5 still has to go
+// through: place ($1, $2) and skill ($3) match, active, not blocked, not
+// offered this order in this round, and never declined it (a decline is
+// final; an offer that expired unanswered may come again in round 2).
 const eligibleWhere = `
 WHERE m.active AND m.blocked_at IS NULL
   AND lower(m.city) = lower($1) AND lower(m.district) = lower($2) AND $3 = ANY (m.skills)
-  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = $4 AND f.master_id = m.user_id AND f.round = $5)`
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = $4 AND f.master_id = m.user_id
+                  AND (f.round = $5 OR f.state = 'DECLINED'))`
 
 // candidateWhere: those of them free now (no open offer).
 const candidateWhere = eligibleWhere + `
@@ -551,6 +584,16 @@ const candidateWhere = eligibleWhere + `
 // key checks), skipping rows other transactions hold. A candidate skipped
 // only because it is locked makes the step Busy rather than move the round
 // on or report the order unassignable.
+//
+// Nothing here trusts another transaction to finish its work: an order
+// owed a step carries orders.waiting, written by the change that left it
+// without an offer, and only a step that settles the order (an offer, the
+// unassignable report) clears it. A step that finds the order's row held
+// by another transaction leaves the flag to that transaction: if the
+// holder settles the order it clears it, and if the holder is an expiry
+// or a decline it sets it. A step that rolls back leaves it as it was.
+// So the replicas' recheck of waiting orders finds every order a lost or
+// skipped step left behind.
 func (s *Store) OfferNext(ctx context.Context, orderID int64, sla time.Duration, tell dispatch.Tell) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	var (
 		f   dispatch.Offer
@@ -561,7 +604,7 @@ func (s *Store) OfferNext(ctx context.Context, orderID int64, sla time.Duration,
 		var err error
 		o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1 FOR UPDATE SKIP LOCKED`, orderID))
 		if errors.Is(err, pgx.ErrNoRows) {
-			// Locked by another replica, or no such order.
+			// Locked by another transaction, or no such order.
 			o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, orderID))
 			if err != nil {
 				return interpretError(err)
@@ -587,6 +630,12 @@ FROM `+asyncCommit, orderID).Scan(&open, &offeredInRound1, &waiting); err != nil
 			return err
 		}
 		if open {
+			// The offer's end marks the order again.
+			if waiting {
+				if _, err := tx.Exec(ctx, `UPDATE orders SET waiting = false WHERE id = $1`, o.ID); err != nil {
+					return err
+				}
+			}
 			out = dispatch.Busy
 			return nil
 		}
@@ -608,84 +657,90 @@ FOR NO KEY UPDATE OF m SKIP LOCKED`, args...).Scan(&master)
 			err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM masters m`+eligibleWhere+`)`, args...).Scan(&busy)
 			return 0, busy, err
 		}
-		round := o.Round
-		master, busy, err := pick(round)
-		if err == nil && master == 0 && !busy && round == 1 && offeredInRound1 {
-			round = 2
-			master, busy, err = pick(round)
-		}
-		if err != nil {
-			return fmt.Errorf("pick candidate: %w", err)
-		}
-		if busy {
-			// Marked so that the end of some master's offer looks at
-			// this order (and, in a busy dispatch, at little else).
-			if !waiting {
-				if _, err := tx.Exec(ctx, `UPDATE orders SET waiting = true WHERE id = $1`, o.ID); err != nil {
-					return err
-				}
+		// A pick can name a master whose open offer of another order
+		// committed while the pick ran: a row updated meanwhile is
+		// rechecked against its new version, but the NOT EXISTS on offers
+		// still reads the statement's older snapshot. The insert then
+		// finds the conflict (offers_open_master) and inserts nothing; the
+		// next pick, a new statement, sees that offer.
+		for attempt := 0; ; attempt++ {
+			round := o.Round
+			master, busy, err := pick(round)
+			if err == nil && master == 0 && !busy && round == 1 && offeredInRound1 {
+				round = 2
+				master, busy, err = pick(round)
 			}
-			out = dispatch.Busy
-			return nil
-		}
+			if err != nil {
+				return fmt.Errorf("pick candidate: %w", err)
+			}
+			if busy || attempt == maxPicks {
+				// Marked so that the end of some master's offer, or the
+				// recheck, looks at this order (and, in a busy dispatch,
+				// at little else).
+				if !waiting {
+					if _, err := tx.Exec(ctx, `UPDATE orders SET waiting = true WHERE id = $1`, o.ID); err != nil {
+						return err
+					}
+				}
+				out = dispatch.Busy
+				return nil
+			}
 
-		if master == 0 {
-			if round != o.Round {
-				if _, err := tx.Exec(ctx, `UPDATE orders SET round = $2, updated_at = now() WHERE id = $1 AND round = $3`,
-					o.ID, round, o.Round); err != nil {
-					return err
+			if master == 0 {
+				if round != o.Round {
+					if _, err := tx.Exec(ctx, `UPDATE orders SET round = $2, updated_at = now() WHERE id = $1 AND round = $3`,
+						o.ID, round, o.Round); err != nil {
+						return err
+					}
 				}
-			}
-			// The row is locked, so o.Unassignable is current.
-			out = dispatch.StillUnassignable
-			if o.Unassignable.IsZero() || waiting {
-				if o.Unassignable.IsZero() {
-					out = dispatch.Unassignable
-				}
-				if _, err := tx.Exec(ctx, `UPDATE orders SET unassignable_at = coalesce(unassignable_at, now()), waiting = false,
+				// The row is locked, so o.Unassignable is current.
+				out = dispatch.StillUnassignable
+				if o.Unassignable.IsZero() || waiting {
+					if o.Unassignable.IsZero() {
+						out = dispatch.Unassignable
+					}
+					if _, err := tx.Exec(ctx, `UPDATE orders SET unassignable_at = coalesce(unassignable_at, now()), waiting = false,
 updated_at = now() WHERE id = $1`, o.ID); err != nil {
+						return err
+					}
+				}
+				o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, o.ID))
+				if err != nil || out != dispatch.Unassignable {
 					return err
 				}
+				return tellTx(ctx, tx, tell, dispatch.Changed{Order: o})
 			}
-			o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, o.ID))
-			if err != nil || out != dispatch.Unassignable {
-				return err
-			}
-			return tellTx(ctx, tx, tell, dispatch.Changed{Order: o})
-		}
 
-		// ON CONFLICT without a target takes every unique index as an
-		// arbiter, the partial offers_open_order and offers_open_master
-		// included (a target names only one): a racing replica's open offer
-		// makes this insert nothing instead of failing the transaction.
-		f, err = scanOffer(tx.QueryRow(ctx, `
+			// ON CONFLICT without a target takes every unique index as an
+			// arbiter, the partial offers_open_order and offers_open_master
+			// included (a target names only one): a racing transaction's
+			// open offer makes this insert nothing instead of failing the
+			// transaction.
+			f, err = scanOffer(tx.QueryRow(ctx, `
 INSERT INTO offers (order_id, master_id, round, expires_at)
 VALUES ($1, $2, $3, now() + $4 * interval '1 microsecond')
 ON CONFLICT DO NOTHING
 RETURNING `+offerColumns, o.ID, master, round, micros(sla)))
-		if errors.Is(err, pgx.ErrNoRows) {
-			out = dispatch.Busy
-			return errNoop
-		}
-		if err != nil {
-			return fmt.Errorf("insert offer: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE masters SET last_offer_at = now() WHERE user_id = $1`, master); err != nil {
-			return err
-		}
-		if round != o.Round || !o.Unassignable.IsZero() || waiting {
-			o, err = scanOrder(tx.QueryRow(ctx, `UPDATE orders SET round = $2, unassignable_at = NULL, waiting = false, updated_at = now()
-WHERE id = $1 RETURNING `+orderColumns, o.ID, round))
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue
+			}
 			if err != nil {
+				return fmt.Errorf("insert offer: %w", err)
+			}
+			if _, err := tx.Exec(ctx, `UPDATE masters SET last_offer_at = now() WHERE user_id = $1`, master); err != nil {
 				return err
 			}
+			if round != o.Round || !o.Unassignable.IsZero() || waiting {
+				o, err = scanOrder(tx.QueryRow(ctx, `UPDATE orders SET round = $2, unassignable_at = NULL, waiting = false, updated_at = now()
+WHERE id = $1 RETURNING `+orderColumns, o.ID, round))
+				if err != nil {
+					return err
+				}
+			}
+			out = dispatch.Offered
+			return tellTx(ctx, tx, tell, dispatch.Changed{Order: o, Offers: []dispatch.Offer{f}})
 		}
-		out = dispatch.Offered
-		return tellTx(ctx, tx, tell, dispatch.Changed{Order: o, Offers: []dispatch.Offer{f}})
 	})
-	if errors.Is(err, errNoop) {
-		return dispatch.Offer{}, o, out, nil
-	}
 	if err != nil {
 		return dispatch.Offer{}, o, out, fmt.Errorf("offer order %d: %w", orderID, err)
 	}
@@ -695,8 +750,13 @@ WHERE id = $1 RETURNING `+orderColumns, o.ID, round))
 	return f, o, out, nil
 }
 
+// maxPicks bounds the picks one step retries after its insert found the
+// master taken; past it the order is left waiting for the recheck.
+const maxPicks = 3
+
 // tellTx renders a dispatch change's messages inside its transaction,
-// with the masters it names read there too, and writes them to the outbox.
+// with the masters and orders it names read there too, and writes them to
+// the outbox.
 func tellTx(ctx context.Context, tx pgx.Tx, tell dispatch.Tell, c dispatch.Changed) error {
 	if tell == nil {
 		return nil
@@ -710,6 +770,26 @@ func tellTx(ctx context.Context, tx pgx.Tx, tell dispatch.Tell, c dispatch.Chang
 	}
 	for _, d := range c.Debts {
 		ids = append(ids, d.MasterID)
+	}
+	var orders []int64
+	for _, f := range c.Offers {
+		if f.OrderID != c.Order.ID && !slices.Contains(orders, f.OrderID) {
+			orders = append(orders, f.OrderID)
+		}
+	}
+	if len(orders) > 0 {
+		rows, err := tx.Query(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = ANY ($1)`, orders)
+		if err != nil {
+			return fmt.Errorf("orders of the change: %w", err)
+		}
+		os, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dispatch.Order, error) { return scanOrder(r) })
+		if err != nil {
+			return fmt.Errorf("orders of the change: %w", err)
+		}
+		c.Orders = make(map[int64]dispatch.Order, len(os))
+		for _, o := range os {
+			c.Orders[o.ID] = o
+		}
 	}
 	if len(ids) > 0 {
 		rows, err := tx.Query(ctx, `SELECT `+masterColumns+masterFrom+`WHERE m.user_id = ANY ($1)`, ids)
@@ -792,13 +872,43 @@ RETURNING `+orderColumns, f.OrderID, masterID))
 	return f, o, true, nil
 }
 
-// Decline moves the master's open offer to DECLINED; ok false otherwise,
-// with the offer as it is.
+// Decline moves the master's open offer to DECLINED and marks its order
+// owed a step (waiting), in one statement; ok false otherwise, with the
+// offer as it is.
 func (s *Store) Decline(ctx context.Context, offerID, masterID int64, tell dispatch.Tell) (dispatch.Offer, bool, error) {
 	return s.answerOffer(ctx, "decline", `
-UPDATE offers SET state = 'DECLINED', responded_at = now()
-WHERE id = $1 AND master_id = $2 AND state IN `+openOffer+`
-RETURNING `+offerColumns, offerID, masterID, tell)
+WITH f AS (
+    UPDATE offers SET state = 'DECLINED', responded_at = now()
+    WHERE id = $1 AND master_id = $2 AND state IN `+openOffer+`
+    RETURNING *
+), o AS (
+    -- even where it reads true already: see markWaiting
+    UPDATE orders SET waiting = true FROM f
+    WHERE orders.id = f.order_id AND orders.state = 'SEARCHING'
+)
+SELECT `+offerColumns+` FROM f`, offerID, masterID, tell)
+}
+
+// markWaiting marks the SEARCHING orders of offers that just ended as owed
+// a distribution step, in the ending transaction, after the offers (the
+// order Accept and Decline lock them in).
+//
+// It writes even where waiting reads true already: a step holding the
+// order may be clearing it, having seen the offer this transaction ends
+// as still open; an UPDATE whose snapshot skipped the row as "already
+// waiting" would never wait for that step, and the order would be left
+// with neither an offer nor the flag.
+func markWaiting(ctx context.Context, tx pgx.Tx, ended []dispatch.Offer) error {
+	ids := make([]int64, 0, len(ended))
+	for _, f := range ended {
+		ids = append(ids, f.OrderID)
+	}
+	slices.Sort(ids)
+	_, err := tx.Exec(ctx, `UPDATE orders SET waiting = true WHERE id = ANY ($1) AND state = 'SEARCHING'`, ids)
+	if err != nil {
+		return fmt.Errorf("mark orders waiting: %w", err)
+	}
+	return nil
 }
 
 // View moves the master's SENT offer to VIEWED; ok false otherwise, with
@@ -832,7 +942,8 @@ func (s *Store) answerOffer(ctx context.Context, what, sql string, offerID, mast
 }
 
 // ExpireOffers is the seed's watchdog statement (its predicate is the
-// offers_due index's); exactly the offers it moved return.
+// offers_due index's); exactly the offers it moved return, and their
+// orders are marked owed a step (waiting) in the same transaction.
 //
 // It commits asynchronously (see dispatchAsync): an expiry lost in a
 // database crash leaves its offer open and past expires_at, so no Accept
@@ -848,6 +959,9 @@ UPDATE offers f SET state = 'EXPIRED', responded_at = now()
 WHERE f.state IN `+openOffer+` AND f.expires_at <= now()
 RETURNING `+offerColumnsF))
 		if err != nil || len(offers) == 0 {
+			return err
+		}
+		if err := markWaiting(ctx, tx, offers); err != nil {
 			return err
 		}
 		return tellTx(ctx, tx, tell, dispatch.Changed{Offers: offers})
@@ -958,6 +1072,9 @@ RETURNING id, commission, commission_due_at <= now()`, masterID)
 		if wasBlocked {
 			if _, err = tx.Exec(ctx, `UPDATE masters SET blocked_at = NULL, updated_at = now()
 WHERE user_id = $1 AND blocked_at IS NOT NULL`, masterID); err != nil {
+				return err
+			}
+			if err := reviveOrders(ctx, tx, masterID); err != nil {
 				return err
 			}
 		}

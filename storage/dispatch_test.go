@@ -3,8 +3,10 @@ package storage_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,6 +99,15 @@ func (f *dfx) decline(of dispatch.Offer) {
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	require.Equal(f.t, dispatch.Declined, got.State)
+}
+
+// expire lets one open offer run out and sweeps it.
+func (f *dfx) expire(of dispatch.Offer) {
+	f.t.Helper()
+	f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, of.ID)
+	got, err := f.st.ExpireOffers(f.ctx, nil)
+	require.NoError(f.t, err)
+	require.Equal(f.t, []int64{of.ID}, offerIDs(got))
 }
 
 // assigned creates an order in its own city with a master of its own and
@@ -253,7 +264,16 @@ func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, ret, cur, "the stored row is what was returned")
 	}
-	require.Equal(t, ordersBefore, f.rows("orders", "id"), "orders untouched")
+	// The expired offers' orders, still SEARCHING, are marked owed a
+	// distribution step; nothing else of any order changes.
+	wantOrders := maps.Clone(ordersBefore)
+	for _, fx := range all {
+		if slices.Contains(wantIDs, fx.offer.ID) {
+			wantOrders[fx.offer.OrderID] = strings.Replace(wantOrders[fx.offer.OrderID], ",SEARCHING,1,,f,", ",SEARCHING,1,,t,", 1)
+			require.NotEqual(t, ordersBefore[fx.offer.OrderID], wantOrders[fx.offer.OrderID], "the fixture's order is SEARCHING, not waiting")
+		}
+	}
+	require.Equal(t, wantOrders, f.rows("orders", "id"), "only the expired offers' orders are marked waiting")
 	require.Equal(t, mastersBefore, f.rows("masters", "user_id"), "masters untouched")
 
 	again, err := f.st.ExpireOffers(ctx, nil)
@@ -507,8 +527,9 @@ func TestOfferNextIdleLongestFirst(t *testing.T) {
 	}
 }
 
-// Round 1 offers each matching master once; round 2 once more; then the
-// order is unassignable until a new master registers.
+// Round 1 offers each matching master once; round 2 once more to those
+// who let it expire; then the order is unassignable until a new master
+// registers.
 func TestOfferNextRounds(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
@@ -517,10 +538,10 @@ func TestOfferNextRounds(t *testing.T) {
 	f.master(502, "c", "d", "x")
 	o := f.order("c", "d", "x")
 
-	f.decline(f.offered(o.ID, 501, 1))
-	f.decline(f.offered(o.ID, 502, 1))
-	f.decline(f.offered(o.ID, 501, 2)) // 501 idle longer than 502
-	f.decline(f.offered(o.ID, 502, 2))
+	f.expire(f.offered(o.ID, 501, 1))
+	f.expire(f.offered(o.ID, 502, 1))
+	f.expire(f.offered(o.ID, 501, 2)) // 501 idle longer than 502
+	f.expire(f.offered(o.ID, 502, 2))
 
 	_, got, out := f.next(o.ID)
 	require.Equal(t, dispatch.Unassignable, out)
@@ -1249,22 +1270,26 @@ func TestOfferNextWaitsForBusyMaster(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []int64{x.ID}, ids, "x waits for a busy master")
 
-	f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, busy.ID)
-	expired, err := f.st.ExpireOffers(f.ctx, nil)
-	require.NoError(t, err)
-	require.Len(t, expired, 1)
-	f.offered(x.ID, 10, 1)
-
-	// Orders that wait for nobody busy are left to the full passes.
-	z := f.order("nowhere", "d", "x")
-	_, _, out = f.next(z.ID)
-	require.Equal(t, dispatch.Unassignable, out)
+	f.expire(busy)
 	ids, err = f.st.SearchingOrders(f.ctx, 10, false)
 	require.NoError(t, err)
-	require.Empty(t, ids, "x was offered; y's and z's rounds wait for nobody busy")
+	require.Equal(t, []int64{y.ID, x.ID}, ids, "y's expiry leaves it owed a step; x still waits")
+	f.offered(x.ID, 10, 1)
+
+	// An order reported unassignable is left to the full passes.
+	z := f.order("nowhere", "d", "x")
+	ids, err = f.st.SearchingOrders(f.ctx, 10, false)
+	require.NoError(t, err)
+	require.Equal(t, []int64{y.ID, z.ID}, ids, "a new order is owed its first step")
+	_, _, out = f.next(z.ID)
+	require.Equal(t, dispatch.Unassignable, out)
+	f.offered(y.ID, 11, 1)
+	ids, err = f.st.SearchingOrders(f.ctx, 10, false)
+	require.NoError(t, err)
+	require.Empty(t, ids, "x and y were offered; z is reported unassignable")
 	ids, err = f.st.SearchingOrders(f.ctx, 10, true)
 	require.NoError(t, err)
-	require.Equal(t, []int64{y.ID, z.ID}, ids)
+	require.Equal(t, []int64{z.ID}, ids)
 }
 
 // A change's messages commit with it, rendered from what it changed and
@@ -1382,4 +1407,51 @@ func TestDispatchAsyncChangeIsDurableOnceItsMessageIsClaimed(t *testing.T) {
 		require.Equal(t, []int64{of.ID}, offerIDs(expired))
 		claim(of.ID, domain.KindOfferClose, written())
 	}
+}
+
+// A pick can name a master whose open offer of another order committed
+// while the pick ran (the NOT EXISTS on offers reads the pick's snapshot);
+// the insert then conflicts on offers_open_master and inserts nothing. The
+// step used to roll back as Busy, leaving the order with no offer and no
+// mark, found again only by the DISTRIBUTION_INTERVAL pass. Forced here: a
+// trigger gives the chosen master another order's open offer right
+// before the step's insert, as the racing commit would.
+func TestOfferNextPicksAgainWhenItsMasterWasTaken(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	for _, id := range []int64{10, 11, 20, 21, 22, 23} {
+		f.master(id, "c", "d", "x")
+	}
+	f.exec(`UPDATE masters SET city = 'c2' WHERE user_id >= 20`)
+	o := f.order("c", "d", "x")
+	o2 := f.order("c2", "d", "x")
+	// race gives the master an order's insert chose an open offer of a
+	// fresh order first: once for o, at every attempt for o2.
+	f.exec(`CREATE TABLE race_once (fired boolean)`)
+	f.exec(`INSERT INTO race_once VALUES (false)`)
+	f.exec(`CREATE FUNCTION race() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE other bigint;
+BEGIN
+    IF (NEW.order_id = ` + fmt.Sprint(o.ID) + ` AND (SELECT NOT fired FROM race_once)) OR NEW.order_id = ` + fmt.Sprint(o2.ID) + ` THEN
+        UPDATE race_once SET fired = true;
+        INSERT INTO orders (created_by, city, district, skill, price, description) VALUES (1, 'elsewhere', 'd', 'x', 1, 'race')
+            RETURNING id INTO other;
+        INSERT INTO offers (order_id, master_id, round, expires_at) VALUES (other, NEW.master_id, 1, now() + interval '1 minute');
+    END IF;
+    RETURN NEW;
+END $$`)
+	f.exec(`CREATE TRIGGER race BEFORE INSERT ON offers FOR EACH ROW WHEN (pg_trigger_depth() = 0) EXECUTE FUNCTION race()`)
+
+	f.offered(o.ID, 11, 1) // 10 was picked first, and taken
+	require.Equal(t, int64(1), f.exec(`SELECT 1 FROM offers f JOIN orders o ON o.id = f.order_id
+WHERE f.master_id = 10 AND f.state = 'SENT' AND o.description = 'race'`), "the race happened")
+
+	// A step whose every pick is taken leaves the order marked owed a
+	// step, for the recheck, instead of rolling back to nothing.
+	_, _, out := f.next(o2.ID)
+	require.Equal(t, dispatch.Busy, out)
+	ids, err := f.st.SearchingOrders(f.ctx, 10, false)
+	require.NoError(t, err)
+	require.Contains(t, ids, o2.ID)
+	require.Equal(t, int64(0), f.exec(`SELECT 1 FROM offers WHERE order_id = $1`, o2.ID))
 }

@@ -266,8 +266,7 @@ func (s *Service) Accept(ctx context.Context, offerID, masterID int64) (Offer, O
 		return Offer{}, Order{}, err
 	}
 	if !ok {
-		f, err := s.refusal(ctx, offerID, masterID)
-		return f, Order{}, err
+		return s.refusal(ctx, offerID, masterID)
 	}
 	st.logged()
 	s.m.offers.WithLabelValues(string(Accepted)).Inc()
@@ -290,8 +289,7 @@ func (s *Service) Decline(ctx context.Context, offerID, masterID int64) (Offer, 
 		return Offer{}, Order{}, err
 	}
 	if !ok {
-		f, err := s.refusal(ctx, offerID, masterID)
-		return f, Order{}, err
+		return s.refusal(ctx, offerID, masterID)
 	}
 	st.logged()
 	s.m.offers.WithLabelValues(string(Declined)).Inc()
@@ -320,9 +318,10 @@ func (s *Service) View(ctx context.Context, offerID, masterID int64) (Offer, Ord
 		return Offer{}, Order{}, err
 	}
 	if !ok {
-		f, err = s.refusal(ctx, offerID, masterID)
+		var o Order
+		f, o, err = s.refusal(ctx, offerID, masterID)
 		if !errors.Is(err, ErrOfferClosed) || f.State != Viewed || !s.deps.Clock.Now().Before(f.ExpiresAt) {
-			return f, Order{}, err
+			return f, o, err
 		}
 	} else {
 		st.logged()
@@ -333,15 +332,22 @@ func (s *Service) View(ctx context.Context, offerID, masterID int64) (Offer, Ord
 }
 
 // refusal explains why a press changed nothing.
-func (s *Service) refusal(ctx context.Context, offerID, masterID int64) (Offer, error) {
+// The offer's order comes with it, so the master's message can say which
+// order it was about (zero if it could not be read).
+func (s *Service) refusal(ctx context.Context, offerID, masterID int64) (Offer, Order, error) {
 	f, err := s.deps.Repo.Offer(ctx, offerID)
 	if err != nil {
-		return Offer{}, err // domain.ErrNotFound included
+		return Offer{}, Order{}, err // domain.ErrNotFound included
 	}
 	if f.MasterID != masterID {
-		return Offer{}, ErrForbidden
+		return Offer{}, Order{}, ErrForbidden
 	}
-	return f, fmt.Errorf("offer %d is %s: %w", f.ID, f.State, ErrOfferClosed)
+	o, err := s.deps.Repo.Order(ctx, f.OrderID)
+	if err != nil {
+		s.log.Warn("order of a refused press", "offer", f.ID, "order", f.OrderID, "err", err)
+		o = Order{ID: f.OrderID}
+	}
+	return f, o, fmt.Errorf("offer %d is %s: %w", f.ID, f.State, ErrOfferClosed)
 }
 
 // known is m for an event, or nil if it was not loaded.

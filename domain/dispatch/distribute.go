@@ -14,8 +14,9 @@ const MaxDistribute = 1000
 // unblocked, and may be the candidate they lack. It never blocks.
 func (s *Service) Wake() { signal(s.wakeAll) }
 
-// freed asks Run for a pass over the orders whose round waits for a busy
-// master: a master's offer ended, and they may be that master.
+// freed asks Run for a pass over the waiting orders (those owed a step,
+// orders.waiting): a master's offer ended, and they may be the master a
+// waiting round lacks.
 func (s *Service) freed() { signal(s.wakeFree) }
 
 func signal(ch chan struct{}) {
@@ -56,11 +57,10 @@ func (s *Service) distributeOrder(ctx context.Context, orderID int64) {
 	}))
 	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Error("distribute order", "order", orderID, "err", err, "retry_in", sweepRetry)
-			// The order has no open offer and is not marked waiting: only
-			// a pass over every searching order finds it again, and the
-			// DISTRIBUTION_INTERVAL tick is far. Ask for one soon.
-			s.deps.Clock.AfterFunc(sweepRetry, s.Wake)
+			// The step rolled back and left the order marked waiting, as
+			// the change that made it owe a step wrote it: the next
+			// recheck of waiting orders, on any replica, takes it again.
+			s.log.Error("distribute order", "order", orderID, "err", err, "retry_in", waitingRecheck)
 		}
 		return
 	}

@@ -135,6 +135,9 @@ type Changed struct {
 	// Masters are the masters of Order, Offers and Debts, read in the
 	// same transaction (a master missing here was not found).
 	Masters map[int64]Master
+	// Orders are the orders of Offers other than Order, read in the same
+	// transaction: an expiry's closing edit says what the offer was.
+	Orders map[int64]Order
 }
 
 // Tell renders the messages a state change causes (the live log, notes,
@@ -175,11 +178,17 @@ type Repository interface {
 	CancelOrder(ctx context.Context, id int64, tell Tell) (o Order, withdrawn []Offer, ok bool, err error)
 
 	// SearchingOrders lists SEARCHING orders with no open offer, oldest
-	// first: all of them, or (all false) only those whose round waits for
-	// a matching master busy with another offer.
+	// first: all of them, or (all false) only those owed a distribution
+	// step (waiting). Every change that leaves an order without an open
+	// offer (creation, an expiry, a decline) marks it owed in its own
+	// transaction, and so does one that may give an unassignable order a
+	// candidate (a master registered, moved, resumed or unblocked); only a
+	// step that settles the order (an offer, the unassignable report)
+	// clears the mark.
 	SearchingOrders(ctx context.Context, limit int, all bool) ([]int64, error)
 	// OfferNext is one distribution step for an order, in one transaction
-	// holding the order's row (skipped if another replica holds it): pick
+	// holding the order's row (Busy if another transaction holds it: the
+	// order's waiting mark then says whether a step is still owed): pick
 	// the candidate idle longest in the order's round and create the offer
 	// expiring after sla; with nobody left in round 1 move to round 2 and
 	// pick again; with nobody left in round 2 mark the order unassignable.

@@ -267,6 +267,9 @@ func TestExpiredOfferGoesToTheNextMaster(t *testing.T) {
 
 // Decline frees the master and offers the order on at once; after two
 // rounds the admins are told once that nobody is left.
+// A decline is final for that order; an offer left to expire comes again
+// in round 2. With nobody left the order is reported unassignable once,
+// and a new master makes it assignable again.
 func TestDeclineRoundsAndUnassignable(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
@@ -275,22 +278,39 @@ func TestDeclineRoundsAndUnassignable(t *testing.T) {
 	w.master(t, s, 11, "Kyiv Podil plumber")
 	o, err := s.CreateOrder(w.ctx, admin, "Kyiv Podil plumber 800 Fix the sink")
 	require.NoError(t, err)
-	for i := 0; i < 4; i++ {
-		sent := w.tg.sentOffers()[len(w.tg.sentOffers())-1]
-		_, _, err := s.Decline(w.ctx, sent.ID, sent.MasterID)
+	last := func() dispatch.Offer { sent := w.tg.sentOffers(); return sent[len(sent)-1] }
+	decline := func() {
+		t.Helper()
+		f := last()
+		_, _, err := s.Decline(w.ctx, f.ID, f.MasterID)
 		require.NoError(t, err)
 	}
-	require.Equal(t, []int64{10, 11, 10, 11}, w.tg.sentTo(), "each master once per round, two rounds")
+	decline() // 10, round 1
+	w.exec(t, `UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, last().ID)
+	n, err := s.Expire(w.ctx) // 11 lets round 1 expire
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, 2, last().Round, "round 2 goes to 11 only: 10 declined")
+	decline() // 11, round 2
+	require.Equal(t, []int64{10, 11, 11}, w.tg.sentTo(), "a master who declined is never offered the order again")
 	require.Equal(t, dispatch.Searching, w.order(t, o.ID).State)
 	log := w.tg.log(o.ID)
 	require.Equal(t, "order_unassignable", log[len(log)-1])
 	require.NoError(t, s.Distribute(w.ctx))
 	require.Equal(t, 1, count(w.tg.log(o.ID), "order_unassignable"), "reported once")
 
+	// Resuming a master who declined changes nothing for this order.
+	_, err = s.SetActive(w.ctx, 10, false)
+	require.NoError(t, err)
+	_, err = s.SetActive(w.ctx, 10, true)
+	require.NoError(t, err)
+	require.NoError(t, s.Distribute(w.ctx))
+	require.Equal(t, []int64{10, 11, 11}, w.tg.sentTo())
+
 	// A new candidate makes it assignable again.
 	w.master(t, s, 12, "Kyiv Podil plumber")
 	require.NoError(t, s.Distribute(w.ctx))
-	require.Equal(t, int64(12), w.tg.sentOffers()[len(w.tg.sentOffers())-1].MasterID)
+	require.Equal(t, int64(12), last().MasterID)
 	require.True(t, w.order(t, o.ID).Unassignable.IsZero())
 }
 
@@ -732,4 +752,110 @@ func TestFailedDistributionIsRetried(t *testing.T) {
 	require.True(t, repo.failed.Load(), "the order's first distribution failed")
 	eventually(t, func() bool { return len(w.tg.sentTo()) == 1 }, "offered after the retry")
 	require.Equal(t, o.ID, w.tg.sentOffers()[0].OrderID)
+}
+
+// Issue 22: every SEARCHING order left without an open offer is taken up
+// again from what PostgreSQL holds, whichever replica's transaction held
+// its row and whatever wake-up was lost. Each case forces its interleaving
+// rather than hoping for it under load: replica 1 runs (its timer is a
+// minute away, so only its recheck of waiting orders can act), and the
+// order's offer ends in a way that leaves replica 1 no wake-up.
+func TestOrderLeftWithoutOfferIsTakenUpAgain(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		end  func(t *testing.T, w *world, s2 *dispatch.Service, f dispatch.Offer)
+	}{
+		{
+			// Another replica expired the offer and died before its
+			// follow-up offered the order on.
+			name: "expired by a replica that died",
+			end: func(t *testing.T, w *world, _ *dispatch.Service, f dispatch.Offer) {
+				w.exec(t, `UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, f.ID)
+				got, err := w.store.ExpireOffers(w.ctx, nil)
+				require.NoError(t, err)
+				require.Len(t, got, 1)
+			},
+		},
+		{
+			// The master declined on a replica that died before offering
+			// the order on.
+			name: "declined on a replica that died",
+			end: func(t *testing.T, w *world, _ *dispatch.Service, f dispatch.Offer) {
+				_, ok, err := w.store.Decline(w.ctx, f.ID, f.MasterID, nil)
+				require.NoError(t, err)
+				require.True(t, ok)
+			},
+		},
+		{
+			// Replica 2 expires the offer while another transaction holds
+			// the order's row (an acceptance, a cancel, another replica's
+			// step): its follow-up finds the row taken and leaves the
+			// order to the holder, which does not move it on.
+			name: "follow-up found the row held",
+			end: func(t *testing.T, w *world, s2 *dispatch.Service, f dispatch.Offer) {
+				hold, err := w.store.Pool().Begin(w.ctx)
+				require.NoError(t, err)
+				defer hold.Rollback(w.ctx) //nolint:errcheck // committed below
+				_, err = hold.Exec(w.ctx, `SELECT 1 FROM orders WHERE id = $1 FOR UPDATE`, f.OrderID)
+				require.NoError(t, err)
+				w.exec(t, `UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, f.ID)
+				done := make(chan error, 1)
+				go func() { _, err := s2.Expire(w.ctx); done <- err }()
+				// Release the row once replica 2 has either finished or
+				// waits for it: either order of events must end well.
+				for waiting := false; !waiting; {
+					select {
+					case err := <-done:
+						require.NoError(t, err)
+						waiting = true
+						done <- nil
+					default:
+						require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting))
+						time.Sleep(5 * time.Millisecond)
+					}
+				}
+				require.NoError(t, hold.Commit(w.ctx))
+				require.NoError(t, <-done)
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
+			// Replica 2 takes every command, so replica 1 has no wake-up
+			// pending when it starts: what it does, it finds in the
+			// database.
+			s1, s2 := w.service(t), w.service(t)
+			w.master(t, s2, 10, "Lviv Center tiler")
+			w.master(t, s2, 11, "Lviv Center tiler")
+			o, err := s2.CreateOrder(w.ctx, admin, "Lviv Center tiler 500 Bathroom floor")
+			require.NoError(t, err)
+			first := w.tg.sentOffers()
+			require.Len(t, first, 1)
+			require.Equal(t, int64(10), first[0].MasterID)
+			w.run(t, s1)
+
+			tc.end(t, w, s2, first[0])
+
+			// Replica 1's recheck runs every second; ten mean a stall. The
+			// recorder sees an offer as it is rendered, inside its
+			// transaction: the database says when it committed.
+			open := func() (master int64) {
+				err := w.store.Pool().QueryRow(w.ctx, `SELECT master_id FROM offers WHERE order_id = $1 AND state = 'SENT'`, o.ID).Scan(&master)
+				if !errors.Is(err, pgx.ErrNoRows) {
+					require.NoError(t, err)
+				}
+				return master
+			}
+			require.Eventually(t, func() bool { return open() != 0 }, 10*time.Second, 5*time.Millisecond,
+				"order %d has no open offer and nobody takes it up: %v", o.ID, w.tg.log(o.ID))
+			require.Equal(t, int64(11), open())
+			require.Len(t, w.tg.sentOffers(), 2)
+			ids, err := w.store.SearchingOrders(w.ctx, 10, false)
+			require.NoError(t, err)
+			require.Empty(t, ids, "the step that offered it cleared the mark")
+		})
+	}
 }

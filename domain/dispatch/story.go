@@ -68,6 +68,17 @@ func (st *story) logged() {
 	}
 }
 
+// orderOf is c's order with that id, or an order known only by id.
+func orderOf(c Changed, id int64) Order {
+	if c.Order.ID == id {
+		return c.Order
+	}
+	if o, ok := c.Orders[id]; ok {
+		return o
+	}
+	return Order{ID: id}
+}
+
 // masterOf is c's master with that id, or a master known only by id.
 func masterOf(c Changed, id int64) (Master, bool) {
 	m, ok := c.Masters[id]

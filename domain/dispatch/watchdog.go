@@ -18,8 +18,12 @@ const OffersChannel = "dispatch_offers"
 // adapted by main).
 type Listen func(ctx context.Context, channel string, onConnect func(), onNotify func(payload string))
 
-// waitingRecheck is how often a replica looks at orders waiting for a busy
-// master without being asked (a cheap query on a partial index).
+// waitingRecheck is how often a replica looks at the orders owed a
+// distribution step without being asked (a cheap query on the partial
+// index orders_waiting). It is the guarantee behind every wake-up: each
+// change that leaves an order without an offer marks it in its own
+// transaction, so whatever step was skipped, lost or rolled back, some
+// replica takes it within this interval.
 const waitingRecheck = time.Second
 
 // minSweepGap keeps the timer from spinning when the database's clock is a
@@ -51,7 +55,7 @@ func (s *Service) sweep(ctx context.Context) ([]Offer, error) {
 	expired, err := s.deps.Repo.ExpireOffers(ctx, st.tell(func(c Changed) {
 		for _, f := range c.Offers {
 			m, _ := masterOf(c, f.MasterID)
-			st.closed(m, Order{ID: f.OrderID}, f)
+			st.closed(m, orderOf(c, f.OrderID), f)
 			st.event(Event{Kind: EventOfferExpired, OrderID: f.OrderID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m), Round: f.Round})
 		}
 	}))
@@ -166,8 +170,9 @@ func (s *Service) Run(ctx context.Context, listen Listen) {
 
 // distributor runs the passes Wake and freed ask for, one at a time;
 // requests made during a pass coalesce into one more. Every
-// waitingRecheck it also looks at the waiting orders on its own: a master
-// found locked by another replica's transaction leaves no event behind.
+// waitingRecheck it also looks at the waiting orders on its own: that is
+// what makes a lost wake-up, a skipped or a failed step cost at most a
+// second.
 func (s *Service) distributor(ctx context.Context) {
 	t := s.deps.Clock.NewTicker(waitingRecheck)
 	defer t.Stop()
