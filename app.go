@@ -150,10 +150,16 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		return nil, fmt.Errorf("memory chat: %w", err)
 	}
 
+	calendar, err := cfg.Calendar()
+	if err != nil {
+		return nil, fmt.Errorf("dispatch calendar: %w", err)
+	}
+	clock := startedClock(cfg.ClockStart)
 	a.disp, err = dispatch.NewService(dispatch.Config{
 		OfferSLA: cfg.OfferSLA, CommissionRate: cfg.CommissionRate,
 		CommissionDeadline: cfg.CommissionDeadline, AutocloseAfter: cfg.AutocloseAfter,
-	}, dispatch.Deps{Repo: a.store, Log: log, Registerer: a.reg})
+		Calendar: calendar,
+	}, dispatch.Deps{Repo: a.store, Log: log, Registerer: a.reg, CalendarClock: clock})
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: %w", err)
 	}

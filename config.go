@@ -16,6 +16,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"switchboard/domain/dispatch"
 	"switchboard/locales"
 )
 
@@ -82,6 +83,10 @@ type Config struct {
 	DistributionInterval time.Duration `env:"DISTRIBUTION_INTERVAL" envDefault:"15s" help:"dispatch distribution"`
 	WatchdogInterval     time.Duration `env:"WATCHDOG_INTERVAL" envDefault:"60s" help:"expired-offers watchdog"`
 	OfferSLA             time.Duration `env:"OFFER_SLA" envDefault:"2m" help:"time a master has to answer an offer"`
+	DispatchTimezone     string        `env:"DISPATCH_TIMEZONE" envDefault:"UTC" help:"time zone (IANA name, e.g. Europe/Moscow) of every city not in DISPATCH_CITIES: their working hours and every time shown about them"`
+	DispatchHours        string        `env:"DISPATCH_HOURS" envDefault:"10:00-20:00" help:"local working hours in which offers go out (HH:MM-HH:MM; 24h: always); an order created outside them is offered at opening"`
+	DispatchCities       string        `env:"DISPATCH_CITIES" help:"per-city time zone and, optionally, hours: Moscow=Europe/Moscow; Kyiv=Europe/Kyiv 09:00-19:00 (matched case-insensitively with the orders' city)"`
+	ClockStart           string        `env:"CLOCK_START" help:"for tests and demos only: dispatch and the bot see a clock that starts at this RFC 3339 instant and runs at real speed"`
 
 	CommissionRate     float64       `env:"COMMISSION_RATE" envDefault:"10" help:"commission a master owes on a DONE order, percent of its price"`
 	CommissionDeadline time.Duration `env:"COMMISSION_DEADLINE" envDefault:"3h" help:"time after DONE to pay the commission before the master is blocked"`
@@ -274,6 +279,14 @@ func (c Config) validate() []string {
 	if c.MemoryWorkers < 1 {
 		bad("MEMORY_WORKERS", "%d: want at least 1", c.MemoryWorkers)
 	}
+	if _, err := c.Calendar(); err != nil {
+		bad("DISPATCH_CITIES", "%v (DISPATCH_TIMEZONE, DISPATCH_HOURS and DISPATCH_CITIES together)", err)
+	}
+	if c.ClockStart != "" {
+		if _, err := time.Parse(time.RFC3339, c.ClockStart); err != nil {
+			bad("CLOCK_START", "%q: want an RFC 3339 instant such as 2026-11-25T22:00:00+03:00", c.ClockStart)
+		}
+	}
 	if c.CommissionRate < 0 || c.CommissionRate > 100 {
 		bad("COMMISSION_RATE", "%g: want a percentage 0..100", c.CommissionRate)
 	}
@@ -312,6 +325,11 @@ func (c Config) validate() []string {
 		}
 	}
 	return p
+}
+
+// Calendar is the dispatch calendar the DISPATCH_* variables describe.
+func (c Config) Calendar() (dispatch.Calendar, error) {
+	return dispatch.ParseCalendar(c.DispatchTimezone, c.DispatchHours, c.DispatchCities)
 }
 
 // longestAnalysisWindow is /run_new's longest window (domain/analysis

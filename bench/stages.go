@@ -245,14 +245,14 @@ func (r timedDispatchRepo) Order(ctx context.Context, id int64) (dispatch.Order,
 	return r.Repository.Order(ctx, id)
 }
 
-func (r timedDispatchRepo) SearchingOrders(ctx context.Context, limit int, all bool) ([]int64, error) {
+func (r timedDispatchRepo) SearchingOrders(ctx context.Context, limit int, all bool, gate dispatch.Gate) ([]int64, error) {
 	defer r.s.since("db SearchingOrders", time.Now())
-	return r.Repository.SearchingOrders(ctx, limit, all)
+	return r.Repository.SearchingOrders(ctx, limit, all, gate)
 }
 
-func (r timedDispatchRepo) OfferNext(ctx context.Context, orderID int64, sla time.Duration, tell dispatch.Tell) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (r timedDispatchRepo) OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell dispatch.Tell) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	start := time.Now()
-	f, o, out, err := r.Repository.OfferNext(ctx, orderID, sla, tell)
+	f, o, out, err := r.Repository.OfferNext(ctx, orderID, sla, gate, tell)
 	name := outcomeNames[out]
 	if err != nil {
 		name = "error"

@@ -23,6 +23,7 @@ import (
 
 	"switchboard/bot/delivery"
 	"switchboard/domain"
+	"switchboard/domain/dispatch"
 	"switchboard/locales"
 )
 
@@ -115,6 +116,9 @@ type Bot struct {
 	// groupText takes plain text written in groups (the analysis workflow
 	// sets it); nil leaves group text alone.
 	groupText func(r *Request) error
+	// calendar gives each dispatch city its time zone (RegisterDispatch
+	// sets it); the zero Calendar is UTC.
+	calendar dispatch.Calendar
 
 	// stopping is closed when Run's context ends; it aborts a held getUpdates.
 	stopping chan struct{}

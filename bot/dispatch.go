@@ -29,6 +29,7 @@ type Dispatch interface {
 	Decline(ctx context.Context, offerID, masterID int64) (dispatch.Offer, dispatch.Order, error)
 	View(ctx context.Context, offerID, masterID int64) (dispatch.Offer, dispatch.Order, error)
 	Config() dispatch.Config
+	Opening(city string) (open bool, at time.Time, h dispatch.Hours)
 }
 
 var (
@@ -70,6 +71,7 @@ type dispatchUI struct {
 // (Service.SetNotifier).
 func (b *Bot) RegisterDispatch(d Dispatch) {
 	u := &dispatchUI{b: b, d: d}
+	b.calendar = d.Config().Calendar
 	b.Handle(Command{Name: "master", Desc: "cmd.master", Handle: u.master})
 	b.Handle(Command{Name: "pause", Desc: "cmd.pause", Handle: u.setActive(false)})
 	b.Handle(Command{Name: "resume", Desc: "cmd.resume", Handle: u.setActive(true)})
@@ -152,13 +154,13 @@ func (b *Bot) renderMaster(lang string, m dispatch.Master, st dispatch.MasterSta
 	})}
 	if !m.BlockedAt.IsZero() {
 		lines = append(lines, cat.T(lang, "master.blocked", locales.Data{
-			"Since": stamp(m.BlockedAt), "Overdue": st.Overdue,
+			"Since": b.stampIn(m.BlockedAt, m.City), "Overdue": st.Overdue,
 		}))
 	}
 	if st.Owed > 0 {
 		due := "—"
 		if !st.NextDue.IsZero() {
-			due = stamp(st.NextDue)
+			due = b.stampIn(st.NextDue, m.City)
 		}
 		lines = append(lines, cat.T(lang, "master.owed", locales.Data{"Owed": st.Owed, "Due": due}))
 	} else {
@@ -233,14 +235,29 @@ func (u *dispatchUI) order(r *Request) error {
 	if err != nil {
 		return err
 	}
-	return r.Reply(r.T("order.created", locales.Data{
+	text := r.T("order.created", locales.Data{
 		"Order":       o.ID,
 		"City":        locales.HTML(clip(oneLine(o.City), placeBudget)),
 		"District":    locales.HTML(clip(oneLine(o.District), placeBudget)),
 		"Skill":       locales.HTML(clip(oneLine(o.Skill), skillBudget)),
 		"Price":       o.Price,
 		"Description": locales.HTML(clip(oneLine(o.Description), shortDescBudget)),
-	}), nil)
+	})
+	if open, at, h := u.d.Opening(o.City); !open {
+		// "It is being offered" would not be true until the city opens.
+		text = r.T("order.created_after_hours", locales.Data{
+			"Order":       o.ID,
+			"City":        locales.HTML(clip(oneLine(o.City), placeBudget)),
+			"District":    locales.HTML(clip(oneLine(o.District), placeBudget)),
+			"Skill":       locales.HTML(clip(oneLine(o.Skill), skillBudget)),
+			"Price":       o.Price,
+			"Description": locales.HTML(clip(oneLine(o.Description), shortDescBudget)),
+			"From":        h.From(),
+			"To":          h.To(),
+			"Opens":       u.b.stampIn(at, o.City),
+		})
+	}
+	return r.Reply(text, nil)
 }
 
 func (u *dispatchUI) orders(r *Request) error {
@@ -248,12 +265,12 @@ func (u *dispatchUI) orders(r *Request) error {
 	if err != nil {
 		return err
 	}
-	return r.Reply(u.b.renderOrders(r.Lang, lines), nil)
+	return r.Reply(u.b.renderOrders(r.Lang, lines, u.d.Opening), nil)
 }
 
 // renderOrders is /orders, always one message: orders that would not fit
 // are counted at the end.
-func (b *Bot) renderOrders(lang string, list []dispatch.OrderLine) string {
+func (b *Bot) renderOrders(lang string, list []dispatch.OrderLine, opening func(city string) (bool, time.Time, dispatch.Hours)) string {
 	cat := b.deps.Catalog
 	if len(list) == 0 {
 		return cat.T(lang, "orders.empty")
@@ -295,6 +312,10 @@ func (b *Bot) renderOrders(lang string, list []dispatch.OrderLine) string {
 		case o.State == dispatch.Searching && !o.Unassignable.IsZero():
 			entry += "\n" + cat.T(lang, "orders.unassignable", locales.Data{"Round": o.Round})
 		case o.State == dispatch.Searching:
+			if open, at, _ := opening(o.City); !open {
+				entry += "\n" + cat.T(lang, "orders.after_hours", locales.Data{"Opens": b.stampIn(at, o.City)})
+				break
+			}
 			entry += "\n" + cat.T(lang, "orders.waiting", locales.Data{"Round": o.Round})
 		}
 		if utf16Len(sb.String())+utf16Len(entry) > budget {
@@ -333,7 +354,7 @@ func (u *dispatchUI) done(r *Request) error {
 		return r.Reply(r.T("done.ok_free", locales.Data{"Order": o.ID}), nil)
 	}
 	return r.Reply(r.T("done.ok", locales.Data{
-		"Order": o.ID, "Amount": o.Commission, "Due": stamp(o.CommissionDueAt),
+		"Order": o.ID, "Amount": o.Commission, "Due": u.b.stampIn(o.CommissionDueAt, o.City),
 		"Master": locales.HTML(masterRef(nil, o.MasterID, nameBudget)),
 	}), nil)
 }
@@ -599,6 +620,12 @@ func masterRef(m *dispatch.Master, id int64, budget int) string {
 // stamp is how dispatch texts show a moment.
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") + " UTC" }
 
+// stampIn is a time as people in city read it: in the city's zone
+// (DISPATCH_CITIES, else DISPATCH_TIMEZONE), with the zone's name.
+func (b *Bot) stampIn(t time.Time, city string) string {
+	return t.In(b.calendar.Zone(city)).Format("2006-01-02 15:04 MST")
+}
+
 // duration renders d for people, at most two units: "1 min 45 s", "3 h".
 // A negative d reads as zero.
 func (b *Bot) duration(lang string, d time.Duration) string {
@@ -676,7 +703,7 @@ func (d dispatchNotes) Note(n dispatch.Note) []domain.Message {
 	case dispatch.NoteOrderDone:
 		due := "—"
 		if n.Order != nil && !n.Order.CommissionDueAt.IsZero() {
-			due = stamp(n.Order.CommissionDueAt)
+			due = b.stampIn(n.Order.CommissionDueAt, n.Order.City)
 		}
 		text = cat.T(lang, "note.order_done", locales.Data{"Order": orderID, "Amount": n.Amount, "Due": due})
 		if n.Amount == 0 {

@@ -141,7 +141,9 @@ func (e *Env) BaseEnv(name string) map[string]string {
 		"HH_API_URL":       e.HH.URL(),
 		// The fake HH takes any pace; the tests measure the bot, not the
 		// courtesy owed to the real one (HH_RATE's own tests are in hh).
-		"HH_RATE":          "1000",
+		"HH_RATE": "1000",
+		// Tests run at any hour; working hours have tests of their own.
+		"DISPATCH_HOURS":   "24h",
 		"ADMIN_IDS":        fmt.Sprint(AdminID),
 		"HTTP_ADDR":        freeAddr(e.t),
 		"LOG_LEVEL":        "debug",

@@ -502,27 +502,42 @@ RETURNING `+orderColumns, id))
 // for that, and the pass after every expiry then read every SEARCHING
 // order (10 000 in the dispatch bench, several passes a second) to find
 // the few waiting ones.
+//
+// $2..$4 are the dispatch.Gate: an order of a city outside its working
+// hours is left out, so the recheck does not step it every second all
+// night; it is still waiting, and the first recheck after opening takes it.
 const (
+	openNow = `
+  AND CASE WHEN lower(o.city) = ANY ($2::text[]) THEN lower(o.city) <> ALL ($3::text[]) ELSE NOT $4::boolean END`
 	searchingOrders = `
 SELECT o.id FROM orders o
 WHERE o.state = 'SEARCHING'
-  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.state IN ` + openOffer + `)
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.state IN ` + openOffer + `)` + openNow + `
 ORDER BY o.id LIMIT $1`
 	waitingOrders = `
 SELECT o.id FROM orders o
 WHERE o.state = 'SEARCHING' AND o.waiting
-  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.state IN ` + openOffer + `)
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.state IN ` + openOffer + `)` + openNow + `
 ORDER BY o.id LIMIT $1`
 )
 
+// nonNil passes a nil list as an empty SQL array, not NULL (with which
+// ANY and ALL answer NULL).
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
 // SearchingOrders lists SEARCHING orders with no open offer, oldest first;
 // all false: only those waiting for a busy master.
-func (s *Store) SearchingOrders(ctx context.Context, limit int, all bool) ([]int64, error) {
+func (s *Store) SearchingOrders(ctx context.Context, limit int, all bool, gate dispatch.Gate) ([]int64, error) {
 	q := waitingOrders
 	if all {
 		q = searchingOrders
 	}
-	rows, err := s.pool.Query(ctx, q, limit)
+	rows, err := s.pool.Query(ctx, q, limit, nonNil(gate.Configured), nonNil(gate.Closed), gate.DefaultClosed)
 	if err != nil {
 		return nil, fmt.Errorf("searching orders: %w", err)
 	}
@@ -594,7 +609,7 @@ const candidateWhere = eligibleWhere + `
 // or a decline it sets it. A step that rolls back leaves it as it was.
 // So the replicas' recheck of waiting orders finds every order a lost or
 // skipped step left behind.
-func (s *Store) OfferNext(ctx context.Context, orderID int64, sla time.Duration, tell dispatch.Tell) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (s *Store) OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell dispatch.Tell) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	var (
 		f   dispatch.Offer
 		o   dispatch.Order
@@ -617,6 +632,15 @@ func (s *Store) OfferNext(ctx context.Context, orderID int64, sla time.Duration,
 		}
 		if o.State != dispatch.Searching {
 			out = dispatch.NotSearching
+			return nil
+		}
+		if !gate.Allows(o.City) {
+			// Outside the city's working hours: still owed a step, which
+			// the first recheck after opening takes.
+			if _, err := tx.Exec(ctx, `UPDATE orders SET waiting = true WHERE id = $1 AND NOT waiting`, o.ID); err != nil {
+				return err
+			}
+			out = dispatch.AfterHours
 			return nil
 		}
 		// Every write below comes after this statement, which also makes

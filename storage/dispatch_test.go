@@ -72,7 +72,7 @@ func (f *dfx) exec(sql string, args ...any) int64 {
 
 func (f *dfx) next(orderID int64) (dispatch.Offer, dispatch.Order, dispatch.Outcome) {
 	f.t.Helper()
-	of, o, out, err := f.st.OfferNext(f.ctx, orderID, sla, nil)
+	of, o, out, err := f.st.OfferNext(f.ctx, orderID, sla, dispatch.Gate{}, nil)
 	require.NoError(f.t, err)
 	return of, o, out
 }
@@ -80,7 +80,7 @@ func (f *dfx) next(orderID int64) (dispatch.Offer, dispatch.Order, dispatch.Outc
 // offered runs OfferNext and requires an offer to master.
 func (f *dfx) offered(orderID, master int64, round int) dispatch.Offer {
 	f.t.Helper()
-	of, o, out, err := f.st.OfferNext(f.ctx, orderID, sla, nil)
+	of, o, out, err := f.st.OfferNext(f.ctx, orderID, sla, dispatch.Gate{}, nil)
 	require.NoError(f.t, err)
 	require.Equal(f.t, dispatch.Offered, out)
 	require.Equal(f.t, master, of.MasterID, "offered to")
@@ -576,7 +576,7 @@ func TestOfferNextOutcomes(t *testing.T) {
 	f.master(1, "c", "d", "x")
 	f.master(2, "c", "d", "x")
 
-	_, _, _, err := f.st.OfferNext(ctx, 424242, sla, nil)
+	_, _, _, err := f.st.OfferNext(ctx, 424242, sla, dispatch.Gate{}, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
 	o := f.order("c", "d", "x")
@@ -584,13 +584,13 @@ func TestOfferNextOutcomes(t *testing.T) {
 	_, got, out := f.next(o.ID)
 	require.Equal(t, dispatch.Busy, out, "an open offer")
 	require.Equal(t, o.ID, got.ID)
-	ids, err := f.st.SearchingOrders(ctx, 10, true)
+	ids, err := f.st.SearchingOrders(ctx, 10, true, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Empty(t, ids, "the order has an open offer")
 
 	// Another replica holds the order's row.
 	o2 := f.order("c", "d", "x")
-	ids, err = f.st.SearchingOrders(ctx, 10, true)
+	ids, err = f.st.SearchingOrders(ctx, 10, true, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{o2.ID}, ids)
 	tx, err := f.st.Pool().Begin(ctx)
@@ -670,7 +670,7 @@ func TestOfferNextRacingInsertIsBusy(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				of, _, out, err := f.st.OfferNext(ctx, o.ID, sla, nil)
+				of, _, out, err := f.st.OfferNext(ctx, o.ID, sla, dispatch.Gate{}, nil)
 				done <- result{of, out, err}
 			}()
 			require.Eventually(t, func() bool {
@@ -727,7 +727,7 @@ func TestOfferNextConcurrent(t *testing.T) {
 			<-start
 			r := rand.New(rand.NewPCG(uint64(w), 1))
 			for range steps {
-				of, _, out, err := f.st.OfferNext(ctx, orderIDs[r.IntN(len(orderIDs))], sla, nil)
+				of, _, out, err := f.st.OfferNext(ctx, orderIDs[r.IntN(len(orderIDs))], sla, dispatch.Gate{}, nil)
 				if err == nil && out == dispatch.Offered && r.IntN(2) == 0 {
 					_, _, err = f.st.Decline(ctx, of.ID, of.MasterID, nil)
 				}
@@ -1266,28 +1266,28 @@ func TestOfferNextWaitsForBusyMaster(t *testing.T) {
 	require.Equal(t, dispatch.Busy, out, "master 10 has not had order x in round 1")
 	require.Equal(t, 1, got.Round)
 	require.True(t, got.Unassignable.IsZero())
-	ids, err := f.st.SearchingOrders(f.ctx, 10, false)
+	ids, err := f.st.SearchingOrders(f.ctx, 10, false, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{x.ID}, ids, "x waits for a busy master")
 
 	f.expire(busy)
-	ids, err = f.st.SearchingOrders(f.ctx, 10, false)
+	ids, err = f.st.SearchingOrders(f.ctx, 10, false, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{y.ID, x.ID}, ids, "y's expiry leaves it owed a step; x still waits")
 	f.offered(x.ID, 10, 1)
 
 	// An order reported unassignable is left to the full passes.
 	z := f.order("nowhere", "d", "x")
-	ids, err = f.st.SearchingOrders(f.ctx, 10, false)
+	ids, err = f.st.SearchingOrders(f.ctx, 10, false, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{y.ID, z.ID}, ids, "a new order is owed its first step")
 	_, _, out = f.next(z.ID)
 	require.Equal(t, dispatch.Unassignable, out)
 	f.offered(y.ID, 11, 1)
-	ids, err = f.st.SearchingOrders(f.ctx, 10, false)
+	ids, err = f.st.SearchingOrders(f.ctx, 10, false, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Empty(t, ids, "x and y were offered; z is reported unassignable")
-	ids, err = f.st.SearchingOrders(f.ctx, 10, true)
+	ids, err = f.st.SearchingOrders(f.ctx, 10, true, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{z.ID}, ids)
 }
@@ -1322,7 +1322,7 @@ func TestDispatchMessagesCommitWithTheirChange(t *testing.T) {
 
 	o, err := f.st.CreateOrder(ctx, dispatch.NewOrder{CreatedBy: 1, City: "c", District: "d", Skill: "x", Price: 5, Description: "y"}, tell)
 	require.NoError(t, err)
-	of, _, out, err := f.st.OfferNext(ctx, o.ID, sla, tell)
+	of, _, out, err := f.st.OfferNext(ctx, o.ID, sla, dispatch.Gate{}, tell)
 	require.NoError(t, err)
 	require.Equal(t, dispatch.Offered, out)
 	require.Equal(t, []string{"order", "SENT Name1"}, outbox())
@@ -1397,7 +1397,7 @@ func TestDispatchAsyncChangeIsDurableOnceItsMessageIsClaimed(t *testing.T) {
 	}
 	for range 10 {
 		o := f.order("Lviv", "Center", "plumbing")
-		of, _, out, err := f.st.OfferNext(f.ctx, o.ID, sla, tell)
+		of, _, out, err := f.st.OfferNext(f.ctx, o.ID, sla, dispatch.Gate{}, tell)
 		require.NoError(t, err)
 		require.Equal(t, dispatch.Offered, out)
 		claim(of.ID, domain.KindOffer, written())
@@ -1450,7 +1450,7 @@ WHERE f.master_id = 10 AND f.state = 'SENT' AND o.description = 'race'`), "the r
 	// step, for the recheck, instead of rolling back to nothing.
 	_, _, out := f.next(o2.ID)
 	require.Equal(t, dispatch.Busy, out)
-	ids, err := f.st.SearchingOrders(f.ctx, 10, false)
+	ids, err := f.st.SearchingOrders(f.ctx, 10, false, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Contains(t, ids, o2.ID)
 	require.Equal(t, int64(0), f.exec(`SELECT 1 FROM offers WHERE order_id = $1`, o2.ID))

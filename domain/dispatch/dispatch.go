@@ -35,6 +35,9 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 		return nil, errors.New("dispatch: Repo is required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
+	if deps.CalendarClock == nil {
+		deps.CalendarClock = deps.Clock
+	}
 	m, err := newMetrics(deps.Registerer)
 	if err != nil {
 		return nil, err
@@ -58,6 +61,15 @@ func (s *Service) SetNotifier(n Notifier) { s.deps.Notifier = n }
 
 // Config returns the effective configuration (for texts that quote it).
 func (s *Service) Config() Config { return s.cfg }
+
+// Opening says whether the city takes offers now and, if not, when it
+// opens; its hours come with it, for the admins' texts.
+func (s *Service) Opening(city string) (open bool, at time.Time, h Hours) {
+	h = s.cfg.Calendar.For(city)
+	now := s.deps.CalendarClock.Now()
+	at = h.NextOpen(now)
+	return !at.After(now), at, h
+}
 
 // RegisterMaster registers or updates the user as a master from
 // `/master <city> <district> <skill[,skill]>`; true if new.

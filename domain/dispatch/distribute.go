@@ -26,6 +26,9 @@ func signal(ch chan struct{}) {
 	}
 }
 
+// gate is the calendar now: which cities take offers.
+func (s *Service) gate() Gate { return s.cfg.Calendar.At(s.deps.CalendarClock.Now()) }
+
 // Distribute is the DISTRIBUTION_INTERVAL job: every SEARCHING order with
 // no open offer gets its next candidate, if any.
 func (s *Service) Distribute(ctx context.Context) error {
@@ -33,7 +36,7 @@ func (s *Service) Distribute(ctx context.Context) error {
 }
 
 func (s *Service) distribute(ctx context.Context, all bool) error {
-	ids, err := s.deps.Repo.SearchingOrders(ctx, MaxDistribute, all)
+	ids, err := s.deps.Repo.SearchingOrders(ctx, MaxDistribute, all, s.gate())
 	if err != nil {
 		return err
 	}
@@ -45,7 +48,7 @@ func (s *Service) distribute(ctx context.Context, all bool) error {
 // message and live-log line commit with the offer.
 func (s *Service) distributeOrder(ctx context.Context, orderID int64) {
 	st := s.newStory()
-	f, _, outcome, err := s.deps.Repo.OfferNext(ctx, orderID, s.cfg.OfferSLA, st.tell(func(c Changed) {
+	f, _, outcome, err := s.deps.Repo.OfferNext(ctx, orderID, s.cfg.OfferSLA, s.gate(), st.tell(func(c Changed) {
 		if len(c.Offers) == 0 {
 			st.event(Event{Kind: EventUnassignable, OrderID: c.Order.ID, Round: c.Order.Round})
 			return

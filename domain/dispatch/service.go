@@ -112,6 +112,9 @@ const (
 	Unassignable
 	// StillUnassignable: as Unassignable, already reported.
 	StillUnassignable
+	// AfterHours: the order's city is outside its working hours; the
+	// order stays owed a step and is offered when the city opens.
+	AfterHours
 )
 
 // Debt is a master's unpaid commission.
@@ -184,11 +187,12 @@ type Repository interface {
 	// transaction, and so does one that may give an unassignable order a
 	// candidate (a master registered, moved, resumed or unblocked); only a
 	// step that settles the order (an offer, the unassignable report)
-	// clears the mark.
-	SearchingOrders(ctx context.Context, limit int, all bool) ([]int64, error)
+	// clears the mark. Orders of a city gate keeps closed are left out.
+	SearchingOrders(ctx context.Context, limit int, all bool, gate Gate) ([]int64, error)
 	// OfferNext is one distribution step for an order, in one transaction
 	// holding the order's row (Busy if another transaction holds it: the
-	// order's waiting mark then says whether a step is still owed): pick
+	// order's waiting mark then says whether a step is still owed; AfterHours,
+	// still waiting, if gate keeps its city closed now): pick
 	// the candidate idle longest in the order's round and create the offer
 	// expiring after sla; with nobody left in round 1 move to round 2 and
 	// pick again; with nobody left in round 2 mark the order unassignable.
@@ -196,7 +200,7 @@ type Repository interface {
 	// A new offer's messages (the offer, its live-log line) commit with
 	// it, so an offer never exists unseen; tell also renders the
 	// unassignable report (Changed with no offer).
-	OfferNext(ctx context.Context, orderID int64, sla time.Duration, tell Tell) (Offer, Order, Outcome, error)
+	OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate Gate, tell Tell) (Offer, Order, Outcome, error)
 
 	// Offer returns one offer; domain.ErrNotFound if none.
 	Offer(ctx context.Context, id int64) (Offer, error)
@@ -333,6 +337,11 @@ type Config struct {
 	// Workers bound the follow-up of one sweep (message edits and
 	// redistribution) done at once (8).
 	Workers int
+	// Calendar holds each city's time zone and working hours
+	// (DISPATCH_TIMEZONE, DISPATCH_HOURS, DISPATCH_CITIES): offers go out
+	// only while the order's city is open, and every time shown about a
+	// city is in its zone. The zero Calendar is UTC, open around the clock.
+	Calendar Calendar
 }
 
 func (c Config) withDefaults() Config {
@@ -353,9 +362,13 @@ func (c Config) withDefaults() Config {
 
 // Deps are the workflow's collaborators.
 type Deps struct {
-	Repo       Repository
-	Notifier   Notifier
-	Clock      clockwork.Clock
-	Log        *slog.Logger
-	Registerer prometheus.Registerer
+	Repo     Repository
+	Notifier Notifier
+	Clock    clockwork.Clock
+	// CalendarClock is what working hours are read on (Clock if nil). A
+	// test or demo moves it alone (CLOCK_START): the expiry timer and the
+	// time left on an offer compare the database's times with Clock.
+	CalendarClock clockwork.Clock
+	Log           *slog.Logger
+	Registerer    prometheus.Registerer
 }

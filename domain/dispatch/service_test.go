@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -726,11 +727,11 @@ type failOnce struct {
 	failed atomic.Bool
 }
 
-func (r *failOnce) OfferNext(ctx context.Context, orderID int64, sla time.Duration, tell dispatch.Tell) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (r *failOnce) OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell dispatch.Tell) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	if r.failed.CompareAndSwap(false, true) {
 		return dispatch.Offer{}, dispatch.Order{}, dispatch.Busy, errors.New("injected: connection reset by peer")
 	}
-	return r.Repository.OfferNext(ctx, orderID, sla, tell)
+	return r.Repository.OfferNext(ctx, orderID, sla, gate, tell)
 }
 
 // An order whose distribution failed has no open offer and is not marked
@@ -853,9 +854,53 @@ WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting
 				"order %d has no open offer and nobody takes it up: %v", o.ID, w.tg.log(o.ID))
 			require.Equal(t, int64(11), open())
 			require.Len(t, w.tg.sentOffers(), 2)
-			ids, err := w.store.SearchingOrders(w.ctx, 10, false)
+			ids, err := w.store.SearchingOrders(w.ctx, 10, false, dispatch.Gate{})
 			require.NoError(t, err)
 			require.Empty(t, ids, "the step that offered it cleared the mark")
 		})
 	}
 }
+
+// Issue 22: offers go out only within the city's working hours, in its
+// time zone. An order created at 22:00 Moscow time waits, is not offered
+// by any pass before 10:00, and the first recheck after 10:00 offers it;
+// a city open at that instant is served meanwhile.
+func TestOrderAfterHoursIsOfferedAtOpening(t *testing.T) {
+	t.Parallel()
+	cal, err := dispatch.ParseCalendar("Asia/Almaty", "10:00-20:00", "Moscow=Europe/Moscow")
+	require.NoError(t, err)
+	moscow := cal.Zone("Moscow")
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 25, 22, 0, 0, 0, moscow)) // 00:00 in Almaty
+	w := newWorld(t, dispatch.Config{OfferSLA: time.Hour, CommissionRate: 10, Calendar: cal})
+	s, err := dispatch.NewService(w.cfg, dispatch.Deps{Repo: w.store, Notifier: w.tg, Clock: clock, Registerer: prometheus.NewRegistry(),
+		Log: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	require.NoError(t, err)
+	w.master(t, s, 10, "Moscow Arbat electrician")
+	o, err := s.CreateOrder(w.ctx, admin, "Moscow Arbat electrician 900 Socket sparks")
+	require.NoError(t, err)
+	require.Empty(t, w.tg.sentOffers(), "22:00 in Moscow: nobody is offered anything")
+	open, at, _ := s.Opening("moscow")
+	require.False(t, open)
+	require.Equal(t, time.Date(2026, 11, 26, 10, 0, 0, 0, moscow), at)
+
+	clock.Advance(11*time.Hour + 59*time.Minute + 30*time.Second) // 09:59:30
+	require.NoError(t, s.Distribute(w.ctx))
+	require.Empty(t, w.tg.sentOffers(), "09:59:30: still closed")
+	ids, err := w.store.SearchingOrders(w.ctx, 10, false, dispatch.Gate{})
+	require.NoError(t, err)
+	require.Equal(t, []int64{o.ID}, ids, "still owed its first step")
+
+	w.run(t, s)
+	clock.Advance(30 * time.Second) // 10:00: the recheck's tick
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT count(*) FROM offers WHERE order_id = $1 AND master_id = 10`, o.ID).Scan(&n))
+		if n == 0 {
+			clock.Advance(waitingRecheck) // the distributor may not have been waiting on its ticker yet
+		}
+		return n == 1
+	}, 10*time.Second, 20*time.Millisecond, "offered once Moscow opens")
+}
+
+// waitingRecheck mirrors dispatch's recheck period.
+const waitingRecheck = time.Second

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// startedClock is the real clock, or (CLOCK_START, for tests and demos)
+// one that reads start when the process starts and runs at real speed
+// from there: an end-to-end test can create an order at 22:00 city time
+// and, restarting the binary at 09:59, see it offered at 10:00. Only the
+// dispatch calendar reads it (dispatch.Deps.CalendarClock); durations,
+// timers, expiries and the database's now() stay real.
+func startedClock(start string) clockwork.Clock {
+	real := clockwork.NewRealClock()
+	at, err := time.Parse(time.RFC3339, start)
+	if start == "" || err != nil {
+		return real
+	}
+	return shiftedClock{Clock: real, shift: at.Sub(real.Now())}
+}
+
+type shiftedClock struct {
+	clockwork.Clock
+	shift time.Duration
+}
+
+func (c shiftedClock) Now() time.Time                  { return c.Clock.Now().Add(c.shift) }
+func (c shiftedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c shiftedClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
