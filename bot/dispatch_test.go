@@ -648,7 +648,7 @@ func TestEveryEventHasItsLine(t *testing.T) {
 		require.False(t, seen[l], "line of %s is distinct", kinds[i])
 		seen[l] = true
 	}
-	require.Equal(t, "⚠️ Order #7: no master left to offer it to after round 2; it waits for a new or freed master", lines[8])
+	require.Equal(t, "⚠️ Order #7: nobody left to offer it to (every matching master declined it or let it expire twice, or none matches); it waits for a new or resumed master", lines[8])
 	require.Equal(t, "📵 Order #7: offer #9 could not be delivered to <Ann> (@ann, id 42); the master is paused", lines[14])
 }
 
