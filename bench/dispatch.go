@@ -727,7 +727,7 @@ SELECT count(*) FILTER (WHERE kind = 'offer_close' AND edit AND msg_key = 'offer
        count(*) FILTER (WHERE kind = 'offer_close' AND body->>'text' LIKE '⌛ The offer of order #% expired%'),
        count(*) FILTER (WHERE kind = 'live_log' AND chat_id = $1),
        count(*) FILTER (WHERE kind = 'live_log' AND body->>'text' LIKE '⌛ Order #%: offer #% to % expired unanswered, round 1'),
-       count(*) FILTER (WHERE kind = 'live_log' AND body->>'text' LIKE '⚠️ Order #%: no master left to offer it to after round 2%'),
+       count(*) FILTER (WHERE kind = 'live_log' AND body->>'text' LIKE '⚠️ Order #%: nobody left to offer it to%'),
        count(*) FILTER (WHERE kind NOT IN ('offer_close', 'live_log'))
 FROM outbox`, benchAdminChat).Scan(&edits, &editsExpired, &logs, &logsExpired, &logsUnassignable, &other); err != nil {
 		return fmt.Errorf("verify outbox: %w", err)
