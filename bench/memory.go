@@ -221,6 +221,7 @@ type memoryRig struct {
 	// outbox sender; closers undo the rest, last first.
 	stopRuns, stopSender func()
 	closers              []func()
+	closeOnce            sync.Once
 }
 
 // startMemoryRig sets the memory chat up on db (migrated) and returns once
@@ -343,13 +344,15 @@ func startMemoryRig(ctx context.Context, cfg memoryConfig, db *benchDB, out io.W
 	return rig, nil
 }
 
-// close stops whatever still runs and closes the rest.
+// close stops whatever still runs and closes the rest; once.
 func (rig *memoryRig) close() {
-	rig.stopRuns()
-	rig.stopSender()
-	for i := len(rig.closers) - 1; i >= 0; i-- {
-		rig.closers[i]()
-	}
+	rig.closeOnce.Do(func() {
+		rig.stopRuns()
+		rig.stopSender()
+		for i := len(rig.closers) - 1; i >= 0; i-- {
+			rig.closers[i]()
+		}
+	})
 }
 
 // drive submits the runs (see submitRuns; stopSubmit, if not nil, ends the
