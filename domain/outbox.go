@@ -25,6 +25,9 @@ type Message struct {
 	// text into several Messages, which go out in order.
 	Text    string
 	Buttons [][]Button
+	// Photo, a Telegram file id, makes the message that photo with Text
+	// as its caption (at most 1024 characters); never an edit.
+	Photo string
 	// ReplyTo answers a message of the chat (0: none); a deleted original
 	// does not stop the answer.
 	ReplyTo int
@@ -58,6 +61,7 @@ const (
 	KindVacancy      = "vacancy"       // Ref: match; delivery makes it SENT_TO_USER
 	KindOffer        = "offer"         // Ref: offer; delivery records its message
 	KindOfferClose   = "offer_close"   // Ref: offer; the edit when it ended
+	KindAssigned     = "assigned"      // Ref: offer; the edit of an accepted offer's message as its order moves
 	KindNote         = "note"          // a note to a master
 	KindLiveLog      = "live_log"      // a dispatch event in the admin chat
 	KindProposal     = "proposal"      // Ref: proposal; delivery records its message
@@ -66,6 +70,7 @@ const (
 	KindMemoryAnswer = "memory_answer" // Ref: pipeline run
 	KindMemoryNote   = "memory_note"   // Ref: pipeline run; "your message waits behind N"
 	KindReply        = "reply"         // the answer to a user's command
+	KindPhoto        = "photo"         // Ref: order; a master's photo of the finished work, for the admins
 )
 
 // Edits whose message is gone.

@@ -20,6 +20,7 @@ type outboxBody struct {
 	Buttons [][]domain.Button `json:"buttons,omitempty"`
 	ReplyTo int               `json:"reply_to,omitempty"`
 	IfGone  string            `json:"if_gone,omitempty"`
+	Photo   string            `json:"photo,omitempty"`
 }
 
 // EnqueueMessages writes messages to the outbox on their own (a state
@@ -114,10 +115,13 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 		if m.ChatID == 0 || m.Kind == "" || (m.Edit && m.Key == "") {
 			return "", nil, fmt.Errorf("enqueue message %d: chat, kind and (for an edit) key are required", i)
 		}
-		if m.Merge && (m.Edit || len(m.Buttons) > 0 || m.Lane == "") {
-			return "", nil, fmt.Errorf("enqueue message %d: only a send without buttons in its own lane merges", i)
+		if m.Merge && (m.Edit || len(m.Buttons) > 0 || m.Lane == "" || m.Photo != "") {
+			return "", nil, fmt.Errorf("enqueue message %d: only a text send without buttons in its own lane merges", i)
 		}
-		b, err := json.Marshal(outboxBody{Text: m.Text, Buttons: m.Buttons, ReplyTo: m.ReplyTo, IfGone: m.IfGone})
+		if m.Photo != "" && m.Edit {
+			return "", nil, fmt.Errorf("enqueue message %d: a photo is never an edit", i)
+		}
+		b, err := json.Marshal(outboxBody{Text: m.Text, Buttons: m.Buttons, ReplyTo: m.ReplyTo, IfGone: m.IfGone, Photo: m.Photo})
 		if err != nil {
 			return "", nil, fmt.Errorf("enqueue message %d: %w", i, err)
 		}
@@ -199,7 +203,7 @@ RETURNING o.id, o.chat_id, o.kind, o.ref, o.msg_key, o.edit, o.body, o.attempts,
 		if err := json.Unmarshal(raw, &b); err != nil {
 			return nil, fmt.Errorf("claim outbox: row %d body: %w", r.ID, err)
 		}
-		r.Text, r.Buttons, r.ReplyTo, r.IfGone = b.Text, b.Buttons, b.ReplyTo, b.IfGone
+		r.Text, r.Buttons, r.ReplyTo, r.IfGone, r.Photo = b.Text, b.Buttons, b.ReplyTo, b.IfGone, b.Photo
 		r.Target = int(target)
 		out = append(out, r)
 		untils = append(untils, until)

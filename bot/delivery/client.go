@@ -181,6 +181,19 @@ func sendParams(chatID int64, b body) map[string]any {
 	return p
 }
 
+// photoParams are sendPhoto's parameters for a photo by its file id, the
+// text its caption.
+func photoParams(chatID int64, b body) map[string]any {
+	p := map[string]any{"chat_id": chatID, "photo": b.Photo, "caption": b.Text, "parse_mode": "HTML"}
+	if kb := markup(b.Buttons); kb != nil {
+		p["reply_markup"] = kb
+	}
+	if b.ReplyTo > 0 {
+		p["reply_parameters"] = map[string]any{"message_id": b.ReplyTo, "allow_sending_without_reply": true}
+	}
+	return p
+}
+
 // editParams are editMessageText's parameters; no buttons removes them.
 func editParams(chatID int64, messageID int, b body) map[string]any {
 	p := map[string]any{
@@ -219,6 +232,7 @@ type body struct {
 	Text    string
 	Buttons [][]domain.Button
 	ReplyTo int
+	Photo   string // a file id: sendPhoto with Text as the caption
 }
 
 // messageID reads message_id from a sendMessage result.

@@ -253,7 +253,14 @@ func (s *Sender) flood(ctx context.Context, chatID int64, err error) time.Durati
 
 // call makes the row's Bot API call; the message id of a send.
 func (s *Sender) call(ctx context.Context, r domain.Queued) (int, error) {
-	b := body{Text: r.Text, Buttons: r.Buttons, ReplyTo: r.ReplyTo}
+	b := body{Text: r.Text, Buttons: r.Buttons, ReplyTo: r.ReplyTo, Photo: r.Photo}
+	if r.Photo != "" && !r.Edit {
+		res, err := s.client.Call(ctx, "sendPhoto", photoParams(r.ChatID, b))
+		if err != nil {
+			return 0, err
+		}
+		return messageID(res), nil
+	}
 	if r.Edit {
 		if r.Target == 0 {
 			// Its send was never delivered (dropped, failed) or is pruned.

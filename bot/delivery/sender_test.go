@@ -288,3 +288,35 @@ func TestTwoSendersShareTheBudgetThroughRedis(t *testing.T) {
 	require.Zero(t, b.srv.RateLimited(), "the two replicas together stayed under the limits")
 	require.Zero(t, b.srv.EarlySends())
 }
+
+// A photo row goes out as sendPhoto by its file id, its text the caption,
+// in its place among the chat's rows; a photo never merges and is never an
+// edit.
+func TestPhotoBySendPhoto(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ann := b.user(42, "Ann")
+	sent := ann.SendPhoto(42, "look")
+	fileID := sent.Photo[0].FileID
+	require.NoError(t, b.store.EnqueueMessages(b.ctx,
+		domain.Message{ChatID: 42, Kind: domain.KindReply, Text: "before"},
+		domain.Message{ChatID: 42, Kind: domain.KindPhoto, Ref: 7, Text: "📷 <b>order #7</b> &amp; more", Photo: fileID},
+		domain.Message{ChatID: 42, Kind: domain.KindReply, Text: "after"},
+	))
+	b.run(t, delivery.NewMemoryLimiter(delivery.Limits{Global: 1000, Private: 1000, Group: 1000, GlobalBurst: 10, PrivateBurst: 10, GroupBurst: 10}), delivery.Config{})
+	require.Equal(t, []string{"before", "", "after"}, b.waitTexts(t, 42, 3))
+	msgs := b.srv.Messages(42)
+	require.Equal(t, "📷 order #7 & more", msgs[1].Caption)
+	require.Equal(t, []tgfake.MessageEntity{{Type: "bold", Offset: 3, Length: 8}}, msgs[1].CaptionEntities)
+	require.NotNil(t, msgs[1].File)
+	require.Equal(t, fileID, msgs[1].File.FileID)
+	require.Equal(t, "file_id", msgs[1].File.Source)
+	var state string
+	var messageID int64
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT state, message_id FROM outbox WHERE kind = 'photo'`).Scan(&state, &messageID))
+	require.Equal(t, "sent", state)
+	require.Equal(t, int64(msgs[1].MessageID), messageID)
+
+	require.Error(t, b.store.EnqueueMessages(b.ctx, domain.Message{ChatID: 42, Kind: domain.KindPhoto, Key: "k", Edit: true, Photo: fileID}))
+	require.Error(t, b.store.EnqueueMessages(b.ctx, domain.Message{ChatID: 42, Kind: domain.KindPhoto, Lane: "l", Merge: true, Photo: fileID}))
+}

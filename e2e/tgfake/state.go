@@ -69,7 +69,8 @@ type SentFile struct {
 	Size         int64
 	// Data is the uploaded content; nil when the bot sent a file_id or URL.
 	Data []byte
-	// Source is "upload", "file_id" or "url".
+	// Source is "upload", "file_id" or "url" ("user" for a photo a
+	// person sent, which the bot did not).
 	Source string
 	// URL is the HTTP URL the bot passed, for Source "url".
 	URL string

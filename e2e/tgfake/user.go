@@ -202,6 +202,32 @@ func (p *Person) send(chatID int64, text string, replyTo int) Message {
 	return st.msg
 }
 
+// SendPhoto sends a photo as this user, with a caption ("" for none), to a
+// chat. The fake makes the photo up (one size, 640×480) and knows its file
+// id from then on, so the bot may send it on by that id (sendPhoto). It
+// returns the message as the bot will receive it.
+func (p *Person) SendPhoto(chatID int64, caption string) Message {
+	s := p.srv
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := p.chatForLocked(chatID)
+	id, unique := s.newFileIDLocked("photo")
+	f := &SentFile{Kind: "photo", FileID: id, FileUniqueID: unique, Width: 640, Height: 480, Size: 40_000, Source: "user"}
+	s.files[id] = f
+	from := p.user
+	m := Message{From: &from, Date: s.now().Unix(), Caption: caption,
+		Photo: []PhotoSize{{FileID: id, FileUniqueID: unique, Width: f.Width, Height: f.Height, FileSize: f.Size}}}
+	st := ch.addMessage(m, false)
+	if s.botReceivesLocked(ch) {
+		delivered := st.msg
+		s.pushUpdateLocked(Update{Message: &delivered})
+	} else {
+		s.notifyLocked()
+	}
+	return st.msg
+}
+
 // Edit edits a text message this user sent earlier, as a Telegram client
 // does: the bot receives an edited_message update with the new text and an
 // edit_date. It returns the message as the bot will receive it.
