@@ -22,12 +22,16 @@ type Dispatch interface {
 	SetActive(ctx context.Context, userID int64, active bool) (bool, error)
 	CreateOrder(ctx context.Context, adminID int64, args string) (dispatch.Order, error)
 	Orders(ctx context.Context) ([]dispatch.OrderLine, error)
-	Complete(ctx context.Context, id int64) (dispatch.Order, error)
+	Complete(ctx context.Context, id int64) (dispatch.Order, dispatch.Master, error)
 	Cancel(ctx context.Context, id int64) (dispatch.Order, error)
 	Paid(ctx context.Context, ref string) (dispatch.Master, dispatch.Debt, bool, error)
 	Accept(ctx context.Context, offerID, masterID int64) (dispatch.Offer, dispatch.Order, error)
 	Decline(ctx context.Context, offerID, masterID int64) (dispatch.Offer, dispatch.Order, error)
 	View(ctx context.Context, offerID, masterID int64) (dispatch.Offer, dispatch.Order, error)
+	Step(ctx context.Context, offerID, masterID int64, step dispatch.Step) (dispatch.Order, error)
+	Finish(ctx context.Context, offerID, masterID int64) (dispatch.Order, error)
+	GiveBack(ctx context.Context, offerID, masterID int64) (dispatch.Order, error)
+	Photo(ctx context.Context, masterID int64, fileID, caption string) (dispatch.Order, error)
 	Config() dispatch.Config
 	Opening(city string) (open bool, at time.Time, h dispatch.Hours)
 }
@@ -54,6 +58,14 @@ const (
 	shortDescBudget = 300
 	fullDescBudget  = 3000
 	nameBudget      = 64
+	// The assigned master's message also carries the address and the
+	// customer's contact, so its description and places get less.
+	assignedDescBudget  = 2200
+	assignedPlaceBudget = 120
+	addressBudget       = 400
+	contactBudget       = 150
+	// The admins' copy of a photo's caption (Telegram: 1024 characters).
+	photoCaptionBudget = 600
 	// Per order line of /orders.
 	listPlaceBudget = 40
 	listSkillBudget = 30
@@ -83,6 +95,11 @@ func (b *Bot) RegisterDispatch(d Dispatch) {
 	b.HandleButton(actionOfferAccept, u.accept)
 	b.HandleButton(actionOfferDecline, u.decline)
 	b.HandleButton(actionOfferView, u.view)
+	b.HandleButton(actionEnRoute, u.step(dispatch.StepEnRoute))
+	b.HandleButton(actionArrived, u.step(dispatch.StepArrived))
+	b.HandleButton(actionFinish, u.finish)
+	b.HandleButton(actionGiveBack, u.giveBack)
+	b.tb.Handle(tele.OnPhoto, u.photo)
 }
 
 // dispatchInputError renders a refusal of the domain with the limit it
@@ -94,8 +111,11 @@ func dispatchInputError(r *Request, e *dispatch.InputError, usage string) string
 		"dispatch.error_skills_many":   dispatch.MaxSkills,
 		"order.error_price":            dispatch.MaxPrice,
 		"order.error_description_long": dispatch.MaxDescription,
+		"order.error_address":          dispatch.MaxAddress,
+		"order.error_name":             dispatch.MaxName,
+		"order.error_phone":            dispatch.MaxPhoneDigits,
 	}
-	msg := r.T(e.Key, locales.Data{"Max": limits[e.Key]})
+	msg := r.T(e.Key, locales.Data{"Max": limits[e.Key], "Min": dispatch.MinPhoneDigits, "Arg": shortArg(e.Arg)})
 	if e.Key != usage {
 		msg += "\n\n" + r.T(usage)
 	}
@@ -235,6 +255,19 @@ func (u *dispatchUI) order(r *Request) error {
 	if err != nil {
 		return err
 	}
+	// The admin sees what was read from their lines, contact included.
+	var details []string
+	if v := u.b.visitText(r.Lang, o.Visit); v != "" {
+		details = append(details, v)
+	}
+	details = append(details, u.b.contactLines(r.Lang, o.Contact)...)
+	if !o.Contact.Empty() {
+		details = append(details, r.T("order.created_private"))
+	}
+	extra := ""
+	if len(details) > 0 {
+		extra = "\n" + strings.Join(details, "\n")
+	}
 	text := r.T("order.created", locales.Data{
 		"Order":       o.ID,
 		"City":        locales.HTML(clip(oneLine(o.City), placeBudget)),
@@ -242,6 +275,7 @@ func (u *dispatchUI) order(r *Request) error {
 		"Skill":       locales.HTML(clip(oneLine(o.Skill), skillBudget)),
 		"Price":       o.Price,
 		"Description": locales.HTML(clip(oneLine(o.Description), shortDescBudget)),
+		"Details":     locales.HTML(extra),
 	})
 	if open, at, h := u.d.Opening(o.City); !open {
 		// "It is being offered" would not be true until the city opens.
@@ -252,6 +286,7 @@ func (u *dispatchUI) order(r *Request) error {
 			"Skill":       locales.HTML(clip(oneLine(o.Skill), skillBudget)),
 			"Price":       o.Price,
 			"Description": locales.HTML(clip(oneLine(o.Description), shortDescBudget)),
+			"Details":     locales.HTML(extra),
 			"From":        h.From(),
 			"To":          h.To(),
 			"Opens":       u.b.stampIn(at, o.City),
@@ -339,7 +374,7 @@ func (u *dispatchUI) done(r *Request) error {
 	if !ok {
 		return r.Reply(r.T("done.usage"), nil)
 	}
-	o, err := u.d.Complete(r.Ctx, id)
+	o, m, err := u.d.Complete(r.Ctx, id)
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		return r.Reply(r.T("order.not_found", locales.Data{"Order": id}), nil)
@@ -355,7 +390,7 @@ func (u *dispatchUI) done(r *Request) error {
 	}
 	return r.Reply(r.T("done.ok", locales.Data{
 		"Order": o.ID, "Amount": o.Commission, "Due": u.b.stampIn(o.CommissionDueAt, o.City),
-		"Master": locales.HTML(masterRef(nil, o.MasterID, nameBudget)),
+		"Master": locales.HTML(masterRef(&m, o.MasterID, nameBudget)),
 	}), nil)
 }
 
@@ -414,6 +449,15 @@ func (u *dispatchUI) refused(r *Request, f dispatch.Offer, o dispatch.Order, err
 		return r.Forbidden()
 	case errors.Is(err, domain.ErrNotFound):
 		return r.Alert("error.callback_invalid")
+	case errors.Is(err, dispatch.ErrOfferClosed) && f.State == dispatch.Accepted && o.State == dispatch.Assigned && o.MasterID == r.User.ID:
+		// Accepted already and still theirs: show the order again, in
+		// case the first edit never reached them.
+		text, kb, kerr := u.b.renderAssigned(r.Lang, u.assignment(o, f))
+		if kerr != nil {
+			return kerr
+		}
+		u.b.editPressed(r, text, kb)
+		return r.Alert("offer.refused_accepted")
 	case errors.Is(err, dispatch.ErrOfferClosed):
 		state := f.State
 		if state.Open() {
@@ -447,14 +491,22 @@ func (u *dispatchUI) accept(r *Request, cb Callback) error {
 	if err != nil {
 		return u.refused(r, f, o, err)
 	}
-	text := u.b.renderAccepted(r.Lang, o)
-	if cfg := u.d.Config(); cfg.CommissionRate > 0 {
-		text += "\n\n" + r.T("offer.commission_terms", locales.Data{
-			"Rate": strconv.FormatFloat(cfg.CommissionRate, 'f', -1, 64), "Deadline": u.b.duration(r.Lang, cfg.CommissionDeadline),
-		})
+	// The order's address and contact, its visit and the next steps: the
+	// master's message from now on.
+	text, kb, err := u.b.renderAssigned(r.Lang, u.assignment(o, f))
+	if err != nil {
+		return err
 	}
-	u.b.editPressed(r, text, nil)
+	u.b.editPressed(r, text, kb)
 	return r.Respond(&tele.CallbackResponse{Text: r.T("offer.accepted_toast")})
+}
+
+// assignment is the presser's message about their order as the bot renders
+// it right after a press.
+func (u *dispatchUI) assignment(o dispatch.Order, f dispatch.Offer) dispatch.Assignment {
+	cfg := u.d.Config()
+	return dispatch.Assignment{Order: o, Offer: f, CommissionRate: cfg.CommissionRate,
+		CommissionDeadline: cfg.CommissionDeadline, PhotoWindow: dispatch.PhotoWindow, Pressed: true}
 }
 
 func (u *dispatchUI) decline(r *Request, cb Callback) error {
@@ -483,40 +535,59 @@ func (u *dispatchUI) view(r *Request, cb Callback) error {
 	if err != nil {
 		return err
 	}
-	u.b.editPressed(r, u.b.renderOffer(r.Lang, o, f, true), kb)
-	return r.Respond()
+	cfg := u.d.Config()
+	u.b.editPressed(r, u.b.renderDetails(r.Lang, o, f, cfg.CommissionRate, cfg.CommissionDeadline), kb)
+	return r.Respond(&tele.CallbackResponse{Text: r.T("offer.details_toast")})
 }
 
 // --- rendering -------------------------------------------------------------
 
 // renderOffer is the offer message: the order with a short (one line,
-// clipped) or the full description, and how long the master has.
-func (b *Bot) renderOffer(lang string, o dispatch.Order, f dispatch.Offer, full bool) string {
+// clipped) description, and how long the master has. Never the address or
+// the customer's contact: only the master who accepts sees those.
+func (b *Bot) renderOffer(lang string, o dispatch.Order, f dispatch.Offer) string {
 	cat := b.deps.Catalog
 	return cat.T(lang, "offer.new", locales.Data{"Order": o.ID}) + "\n" +
-		b.orderText(lang, o, full) + "\n\n" +
+		b.orderText(lang, o, shortDescBudget, placeBudget) + "\n\n" +
 		cat.T(lang, "offer.time_left", locales.Data{"Left": b.duration(lang, f.ExpiresAt.Sub(b.now()))})
 }
 
-// orderText is the order as a master sees it.
-func (b *Bot) orderText(lang string, o dispatch.Order, full bool) string {
-	desc := clip(oneLine(o.Description), shortDescBudget)
-	if full {
-		desc = clip(strings.TrimSpace(o.Description), fullDescBudget)
+// renderDetails is the offer message after Details: the full description,
+// what the commission would be, and that the address and contact come
+// with Accept.
+func (b *Bot) renderDetails(lang string, o dispatch.Order, f dispatch.Offer, rate float64, deadline time.Duration) string {
+	cat := b.deps.Catalog
+	text := cat.T(lang, "offer.new", locales.Data{"Order": o.ID}) + "\n" + b.orderText(lang, o, fullDescBudget, placeBudget) + "\n"
+	if rate > 0 {
+		text += "\n" + cat.T(lang, "offer.details_commission", locales.Data{
+			"Amount": dispatch.CommissionOf(o.Price, rate), "Rate": strconv.FormatFloat(rate, 'f', -1, 64),
+			"Deadline": b.duration(lang, deadline),
+		})
+	}
+	return text + "\n" + cat.T(lang, "offer.details_private") + "\n\n" +
+		cat.T(lang, "offer.time_left", locales.Data{"Left": b.duration(lang, f.ExpiresAt.Sub(b.now()))})
+}
+
+// orderText is the order as any master offered it sees it: the place
+// coarsely (city, district), the visit, skill, price and the description
+// (one line within descBudget, or as written within fullDescBudget).
+func (b *Bot) orderText(lang string, o dispatch.Order, descBudget, place int) string {
+	desc := clip(oneLine(o.Description), descBudget)
+	if descBudget == fullDescBudget || descBudget == assignedDescBudget {
+		desc = clip(strings.TrimSpace(o.Description), descBudget)
+	}
+	visit := ""
+	if v := b.visitText(lang, o.Visit); v != "" {
+		visit = "\n" + v
 	}
 	return b.deps.Catalog.T(lang, "offer.order", locales.Data{
-		"City":        locales.HTML(clip(oneLine(o.City), placeBudget)),
-		"District":    locales.HTML(clip(oneLine(o.District), placeBudget)),
+		"City":        locales.HTML(clip(oneLine(o.City), place)),
+		"District":    locales.HTML(clip(oneLine(o.District), place)),
+		"Visit":       locales.HTML(visit),
 		"Skill":       locales.HTML(clip(oneLine(o.Skill), skillBudget)),
 		"Price":       o.Price,
 		"Description": locales.HTML(desc),
 	})
-}
-
-// renderAccepted is the offer message once accepted, and the assigned
-// note: the order's full text.
-func (b *Bot) renderAccepted(lang string, o dispatch.Order) string {
-	return b.deps.Catalog.T(lang, "offer.accepted", locales.Data{"Order": o.ID}) + "\n" + b.orderText(lang, o, true)
 }
 
 // renderClosed is the offer message once it ended without the master
@@ -530,7 +601,7 @@ func (b *Bot) renderClosed(lang string, o dispatch.Order, state dispatch.OfferSt
 	}
 	text := b.deps.Catalog.T(lang, key, locales.Data{"Order": o.ID})
 	if o.City != "" {
-		text += "\n" + b.orderText(lang, o, false)
+		text += "\n" + b.orderText(lang, o, shortDescBudget, placeBudget)
 	}
 	return text
 }
@@ -676,7 +747,7 @@ func (d dispatchNotes) Offer(m dispatch.Master, o dispatch.Order, f dispatch.Off
 		b.deps.Log.Error("render offer", "offer", f.ID, "err", err)
 		return nil
 	}
-	return []domain.Message{Keyed(m.UserID, domain.KindOffer, f.ID, offerKey(f.ID), b.renderOffer(m.Lang, o, f, false), kb)}
+	return []domain.Message{Keyed(m.UserID, domain.KindOffer, f.ID, offerKey(f.ID), b.renderOffer(m.Lang, o, f), kb)}
 }
 
 // Closed edits an offer's message to show how the offer ended, without
@@ -684,9 +755,6 @@ func (d dispatchNotes) Offer(m dispatch.Master, o dispatch.Order, f dispatch.Off
 func (d dispatchNotes) Closed(m dispatch.Master, o dispatch.Order, f dispatch.Offer) []domain.Message {
 	b := d.b
 	text := b.renderClosed(m.Lang, o, f.State)
-	if f.State == dispatch.Accepted {
-		text = b.renderAccepted(m.Lang, o)
-	}
 	return []domain.Message{EditOf(m.UserID, domain.KindOfferClose, f.ID, offerKey(f.ID), text, nil, domain.IfGoneDrop)}
 }
 
@@ -715,6 +783,8 @@ func (d dispatchNotes) Note(n dispatch.Note) []domain.Message {
 		text = cat.T(lang, "note.blocked", locales.Data{"Amount": n.Amount})
 	case dispatch.NoteUnblocked:
 		text = cat.T(lang, "note.unblocked", locales.Data{"Amount": n.Amount})
+	case dispatch.NotePaid:
+		text = cat.T(lang, "note.paid", locales.Data{"Amount": n.Amount, "Orders": n.Orders})
 	default:
 		b.deps.Log.Error("render note: unknown kind", "note", n.Kind, "master", n.Master.UserID)
 		return nil
@@ -740,6 +810,9 @@ var eventKeys = map[dispatch.EventKind]string{
 	dispatch.EventMasterBlocked:    "dispatch.event.master_blocked",
 	dispatch.EventCommissionPaid:   "dispatch.event.commission_paid",
 	dispatch.EventOfferUndelivered: "dispatch.event.offer_undelivered",
+	dispatch.EventMasterEnRoute:    "dispatch.event.master_en_route",
+	dispatch.EventMasterArrived:    "dispatch.event.master_arrived",
+	dispatch.EventOrderReturned:    "dispatch.event.order_returned",
 }
 
 // renderEvent is one line of the live log.
@@ -748,8 +821,11 @@ func (b *Bot) renderEvent(lang string, e dispatch.Event) string {
 	if !ok {
 		key = "dispatch.event.other"
 	}
-	if e.Kind == dispatch.EventOrderCancelled && e.MasterID != 0 {
+	switch {
+	case e.Kind == dispatch.EventOrderCancelled && e.MasterID != 0:
 		key = "dispatch.event.order_cancelled_assigned"
+	case e.Kind == dispatch.EventOrderDone && e.ByMaster:
+		key = "dispatch.event.order_done_master"
 	}
 	return b.deps.Catalog.T(lang, key, locales.Data{
 		"Kind":   string(e.Kind),

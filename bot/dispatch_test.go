@@ -197,6 +197,10 @@ const usageMaster = "Usage: /master city district skill[,skill]\nA name of sever
 
 const usageOrder = "Usage: /order city district skill price description\n" +
 	"A name of several words goes in quotes; the description may take several lines.\n" +
+	"Optional fields go on lines of their own in the description:\n" +
+	"address: Tverskaya 12, apt 5\nname: Ivan\nphone: +7 999 123-45-67\n" +
+	"when: 2026-11-27 10:00-12:00 (or 27.11.2026, 27.11 10-12; the time may be left out)\n" +
+	"Only the master who accepts the order sees the address, name and phone.\n" +
 	"Example: /order Moscow Center plumbing 3000 The kitchen tap is leaking"
 
 func TestMasterRegistrationAndAvailability(t *testing.T) {
@@ -385,15 +389,19 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.Equal(t, bobWelcome.MessageID, last.MessageID, "one offer at a time: Bob waits")
 	require.Len(t, env.messages(t, 44), carlBefore, "Carl works in another district")
 
-	// Details: VIEWED, and the full text with Accept and Decline only.
+	// Details: VIEWED, and the full text, the commission it would cost and
+	// where the address is, with Accept and Decline only.
 	a := press(t, env.srv, ann, msg, details)
-	require.Empty(t, a.Text)
+	require.Equal(t, "The whole order is shown above. The address and contact come once you accept.", a.Text)
+	require.False(t, a.ShowAlert)
 	f = offers(t, env.st)[0]
 	require.Equal(t, "VIEWED", f.State)
 	require.NotNil(t, f.ViewedAt)
 	msg = env.offerMessage(t, f)
 	require.True(t, strings.HasPrefix(msg.Text, "🔔 New order #"+itoa(orderID)+"\n📍 Moscow, Center\n🛠 plumbing\n💰 3000\n"+
-		"📝 Kitchen <b>tap</b> & sink\nsecond line\n\n⏳ Answer within "), msg.Text)
+		"📝 Kitchen <b>tap</b> & sink\nsecond line\n\n"+
+		"💸 Commission if you take it: 300 (10% of the price), due within 3 h after the order is done.\n"+
+		"🔒 The exact address and the customer's contact are shown once you accept.\n\n⏳ Answer within "), msg.Text)
 	require.Len(t, msg.Edits, 1)
 	require.Equal(t, []string{"✅ Accept", "❌ Decline"}, buttonTexts(msg))
 
@@ -415,10 +423,15 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.Equal(t, orderRow{ID: orderID, State: "ASSIGNED", MasterID: int64p(42), Round: 1}, orderByID(t, env.st, orderID))
 	msg = env.offerMessage(t, f)
 	require.Equal(t, "✅ Accepted: order #"+itoa(orderID)+" is yours\n📍 Moscow, Center\n🛠 plumbing\n💰 3000\n"+
-		"📝 Kitchen <b>tap</b> & sink\nsecond line\n\nCommission: 10% of the price, due within 3 h after the order is done.", msg.Text)
-	require.Empty(t, msg.ReplyMarkup.Buttons())
+		"📝 Kitchen <b>tap</b> & sink\nsecond line\n\n"+
+		"ℹ️ The admins gave no address or contact for this order: ask them where to go.\n\n"+
+		"Commission: 10% of the price, due within 3 h after the order is done.\n\n"+
+		"Next: press 🚗 On my way when you set off, 📍 Arrived at the customer's and ✅ Done when the job is finished. "+
+		"If you cannot do it, 🙅 Can't do it gives the order back.", msg.Text)
+	require.Equal(t, []string{"🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, buttonTexts(msg))
 
-	// A stale client presses again: nothing changes, nothing is edited.
+	// A stale client presses again: nothing changes; the message shows the
+	// order as it is (unchanged here, so not edited).
 	a = pressRaw(t, env.srv, ann, msg, accept)
 	require.Equal(t, "You have already accepted this offer.", a.Text)
 	require.True(t, a.ShowAlert)
@@ -442,11 +455,15 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.Equal(t, int64p(300), o.Commission)
 	require.NotNil(t, o.DueAt)
 	due := o.DueAt.UTC().Format("2006-01-02 15:04") + " UTC"
-	require.Equal(t, "🏁 Order #"+itoa(orderID)+" is done. Commission of 300 is due from the master (id 42) by "+due+".", reply.Text)
+	require.Equal(t, "🏁 Order #"+itoa(orderID)+" is done. Commission of 300 is due from Ann (id 42) by "+due+".", reply.Text)
 	annMsgs := env.messages(t, 42)
 	require.Len(t, annMsgs, annBefore+1)
 	require.Equal(t, "🏁 Order #"+itoa(orderID)+" is done. Commission of 300 is due by "+due+"; after that no new offers come until it is paid.",
 		annMsgs[len(annMsgs)-1].Text)
+	// Her order's message keeps no buttons, no description: done.
+	require.Equal(t, "🏁 Order #"+itoa(orderID)+" is done — plumbing, Moscow, Center.\nCommission of 300 is due by "+due+".\n"+
+		"📷 To show the admins the finished work, send photos of it here within 1 h.", env.offerMessage(t, f).Text)
+	require.Empty(t, env.offerMessage(t, f).ReplyMarkup.Buttons())
 
 	require.Equal(t, "Order #"+itoa(orderID)+" is done: only an assigned order can be marked done.",
 		env.ask(t, env.admin, "/done "+itoa(orderID)).Text)
@@ -592,6 +609,8 @@ func TestCancelAssignedTellsMaster(t *testing.T) {
 	env.settle(t)
 	last, _ := env.srv.LastMessage(42)
 	require.Equal(t, "🚫 Замовлення #"+itoa(f.OrderID)+" скасовано адміністратором; їхати не потрібно.", last.Text)
+	require.Equal(t, "🚫 Замовлення #"+itoa(f.OrderID)+" скасовано адміністратором — сантехніка, Київ, Поділ. Їхати не потрібно.",
+		env.offerMessage(t, f).Text, "the order's message keeps nothing of it but the place")
 	require.Equal(t, "ACCEPTED", offers(t, env.st)[0].State, "an accepted offer is not withdrawn")
 	lines := env.logLines(t)
 	require.Equal(t, "🚫 Order #"+itoa(f.OrderID)+" cancelled; Анна (id 42) was assigned to it", lines[len(lines)-1])
@@ -631,10 +650,13 @@ func TestEveryEventHasItsLine(t *testing.T) {
 		dispatch.EventOfferDeclined, dispatch.EventOfferExpired, dispatch.EventOfferWithdrawn, dispatch.EventOrderAssigned,
 		dispatch.EventUnassignable, dispatch.EventOrderDone, dispatch.EventOrderCancelled, dispatch.EventOrderClosed,
 		dispatch.EventMasterBlocked, dispatch.EventCommissionPaid, dispatch.EventOfferUndelivered,
+		dispatch.EventMasterEnRoute, dispatch.EventMasterArrived, dispatch.EventOrderReturned, dispatch.EventOrderDone,
 	}
 	var lines []string
-	for _, k := range kinds {
-		msgs := env.bot.DispatchNotes().Event(dispatch.Event{Kind: k, OrderID: 7, OfferID: 9, MasterID: 42, Master: ann, Round: 2, Amount: 150})
+	for i, k := range kinds {
+		// The last order_done is the master's Done button.
+		msgs := env.bot.DispatchNotes().Event(dispatch.Event{Kind: k, OrderID: 7, OfferID: 9, MasterID: 42, Master: ann, Round: 2, Amount: 150,
+			ByMaster: i == len(kinds)-1})
 		require.Len(t, msgs, 1)
 		require.Equal(t, int64(adminChat), msgs[0].ChatID)
 		// As the chat shows it: HTML parsed.
@@ -650,6 +672,7 @@ func TestEveryEventHasItsLine(t *testing.T) {
 	}
 	require.Equal(t, "⚠️ Order #7: nobody left to offer it to (every matching master declined it or let it expire twice, or none matches); it waits for a new or resumed master", lines[8])
 	require.Equal(t, "📵 Order #7: offer #9 could not be delivered to <Ann> (@ann, id 42); the master is paused", lines[14])
+	require.Equal(t, "🏁 Order #7: <Ann> (@ann, id 42) reports it done; commission 150", lines[18])
 }
 
 func TestStatusShowsReplicas(t *testing.T) {
@@ -715,6 +738,26 @@ func TestOversizedOrdersStayOneMessage(t *testing.T) {
 	require.Len(t, msg.Edits, 1, "the details fit one message")
 	require.Len(t, msg.ReplyMarkup.Buttons(), 2)
 	require.LessOrEqual(t, len([]rune(msg.Text)), bot.MaxMessageLen)
+
+	// The longest order with the longest address and contact, accepted:
+	// the master's message with its step buttons is still one message, and
+	// so is each step's edit of it (through the outbox).
+	bob := env.srv.User(43, "Bob", "en")
+	env.register(t, bob, `«`+place+`» «`+place+`» `+skill)
+	env.ask(t, env.admin, `/order «`+place+`» «`+place+`» `+skill+` 100000000 `+desc[:dispatch.MaxDescription-200]+
+		"\naddress: "+strings.Repeat("<", dispatch.MaxAddress)+"\nname: "+strings.Repeat("&", dispatch.MaxName)+
+		"\nphone: "+strings.Repeat("(1)", dispatch.MaxPhoneDigits)[:dispatch.MaxPhoneLen]+"\nwhen: 2099-12-31 00:00-23:59")
+	g := offers(t, env.st)[1]
+	require.Equal(t, int64(43), g.MasterID)
+	press(t, env.srv, bob, env.offerMessage(t, g), data(t, "oa", g.ID))
+	msg = env.offerMessage(t, g)
+	require.Len(t, msg.ReplyMarkup.Buttons(), 4)
+	require.Contains(t, msg.Text, "🏠 <<<")
+	require.LessOrEqual(t, len([]rune(msg.Text)), bot.MaxMessageLen)
+	press(t, env.srv, bob, msg, data(t, "ae", g.ID))
+	msg = env.offerMessage(t, g)
+	require.Len(t, msg.ReplyMarkup.Buttons(), 3, "the step's edit was delivered")
+	require.Zero(t, count(t, env.st, `SELECT count(*) FROM outbox WHERE state = 'failed'`))
 
 	_, err := env.st.Pool().Exec(ctx, `
 INSERT INTO orders (created_by, city, district, skill, price, description)

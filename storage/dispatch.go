@@ -24,7 +24,9 @@ var _ dispatch.Repository = (*Store)(nil)
 const (
 	offerColumns = `id, order_id, master_id, round, state, sent_at, expires_at, viewed_at, responded_at, chat_id, message_id`
 	orderColumns = `id, created_by, city, district, skill, price, description, state, round, unassignable_at, master_id,
-assigned_at, done_at, closed_at, cancelled_at, commission, commission_due_at, commission_paid_at, created_at`
+assigned_at, done_at, closed_at, cancelled_at, commission, commission_due_at, commission_paid_at, created_at,
+address, customer_name, customer_phone, visit_date, visit_from, visit_to, en_route_at, arrived_at, photos,
+contacts_pruned_at`
 	// masterLang follows domain.User.Lang: /lang, else Telegram's, else English.
 	masterLang    = `CASE WHEN u.language <> '' THEN u.language WHEN u.telegram_language <> '' THEN u.telegram_language ELSE 'en' END`
 	masterColumns = `m.user_id, u.username, u.first_name, ` + masterLang + `,
@@ -136,19 +138,25 @@ func collectOffers(rows pgx.Rows, err error) ([]dispatch.Offer, error) {
 type orderScan struct {
 	id, createdBy, price, masterID, commission               pgtype.Int8
 	city, district, skill, description, state                pgtype.Text
-	round                                                    pgtype.Int4
+	round, photos                                            pgtype.Int4
 	unassignable, assigned, done, closed, cancelled, created pgtype.Timestamptz
 	commissionDue, commissionPaid                            pgtype.Timestamptz
+	address, name, phone                                     pgtype.Text
+	visitDate                                                pgtype.Date
+	visitFrom, visitTo                                       pgtype.Time
+	enRoute, arrived, contactsPruned                         pgtype.Timestamptz
 }
 
 func (s *orderScan) dest() []any {
 	return []any{&s.id, &s.createdBy, &s.city, &s.district, &s.skill, &s.price, &s.description, &s.state,
 		&s.round, &s.unassignable, &s.masterID, &s.assigned, &s.done, &s.closed, &s.cancelled,
-		&s.commission, &s.commissionDue, &s.commissionPaid, &s.created}
+		&s.commission, &s.commissionDue, &s.commissionPaid, &s.created,
+		&s.address, &s.name, &s.phone, &s.visitDate, &s.visitFrom, &s.visitTo, &s.enRoute, &s.arrived, &s.photos,
+		&s.contactsPruned}
 }
 
 func (s *orderScan) order() dispatch.Order {
-	return dispatch.Order{
+	o := dispatch.Order{
 		ID: s.id.Int64, CreatedBy: s.createdBy.Int64, City: s.city.String, District: s.district.String,
 		Skill: s.skill.String, Price: s.price.Int64, Description: s.description.String,
 		State: dispatch.OrderState(s.state.String), Round: int(s.round.Int32), MasterID: s.masterID.Int64,
@@ -156,7 +164,35 @@ func (s *orderScan) order() dispatch.Order {
 		ClosedAt: tsValue(s.closed), CancelledAt: tsValue(s.cancelled), Commission: s.commission.Int64,
 		CommissionDueAt: tsValue(s.commissionDue), CommissionPaidAt: tsValue(s.commissionPaid),
 		CreatedAt: tsValue(s.created),
+		Contact:   dispatch.Contact{Address: s.address.String, Name: s.name.String, Phone: s.phone.String},
+		EnRouteAt: tsValue(s.enRoute), ArrivedAt: tsValue(s.arrived), Photos: int(s.photos.Int32),
+		ContactsPruned: tsValue(s.contactsPruned),
 	}
+	if s.visitDate.Valid {
+		d := s.visitDate.Time
+		o.Visit.Date = time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, time.UTC)
+	}
+	if s.visitFrom.Valid && s.visitTo.Valid {
+		o.Visit.From = time.Duration(s.visitFrom.Microseconds) * time.Microsecond
+		o.Visit.To = time.Duration(s.visitTo.Microseconds) * time.Microsecond
+	}
+	return o
+}
+
+// orderValues are the arguments CreateOrder stores a new order's optional
+// fields from: NULL for what was not given.
+func orderValues(n dispatch.NewOrder) []any {
+	text := func(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
+	var day pgtype.Date
+	var from, to pgtype.Time
+	if n.Visit.Given() {
+		day = pgtype.Date{Time: n.Visit.Date, Valid: true}
+	}
+	if n.Visit.Window() {
+		from = pgtype.Time{Microseconds: n.Visit.From.Microseconds(), Valid: true}
+		to = pgtype.Time{Microseconds: n.Visit.To.Microseconds(), Valid: true}
+	}
+	return []any{text(n.Contact.Address), text(n.Contact.Name), text(n.Contact.Phone), day, from, to}
 }
 
 func scanOrder(row pgx.Row) (dispatch.Order, error) {
@@ -353,8 +389,10 @@ func (s *Store) CreateOrder(ctx context.Context, n dispatch.NewOrder, tell dispa
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		o, err = scanOrder(tx.QueryRow(ctx, `
-INSERT INTO orders (created_by, city, district, skill, price, description, waiting) VALUES ($1, $2, $3, $4, $5, $6, true)
-RETURNING `+orderColumns, n.CreatedBy, n.City, n.District, n.Skill, n.Price, n.Description))
+INSERT INTO orders (created_by, city, district, skill, price, description, waiting,
+                    address, customer_name, customer_phone, visit_date, visit_from, visit_to)
+VALUES ($1, $2, $3, $4, $5, $6, true, $7, $8, $9, $10, $11, $12)
+RETURNING `+orderColumns, append([]any{n.CreatedBy, n.City, n.District, n.Skill, n.Price, n.Description}, orderValues(n)...)...))
 		if err != nil {
 			return err
 		}
@@ -423,8 +461,9 @@ LIMIT $1`, limit)
 
 // CompleteOrder moves ASSIGNED → DONE with the commission
 // ceil(price × ratePercent / 100), computed in numeric, due after deadline;
-// ok false, with the order as it is, if it was not ASSIGNED.
-func (s *Store) CompleteOrder(ctx context.Context, id int64, ratePercent float64, deadline time.Duration, tell dispatch.Tell) (dispatch.Order, bool, error) {
+// with masterID not zero only if the order is that master's. ok false, with
+// the order as it is, if that did not hold.
+func (s *Store) CompleteOrder(ctx context.Context, id, masterID int64, ratePercent float64, deadline time.Duration, tell dispatch.Tell) (dispatch.Order, bool, error) {
 	var o dispatch.Order
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -432,12 +471,16 @@ func (s *Store) CompleteOrder(ctx context.Context, id int64, ratePercent float64
 UPDATE orders SET state = 'DONE', done_at = now(), updated_at = now(),
     commission = ceil(price * $2::float8::numeric / 100)::bigint,
     commission_due_at = now() + $3 * interval '1 microsecond'
-WHERE id = $1 AND state = 'ASSIGNED'
-RETURNING `+orderColumns, id, ratePercent, micros(deadline)))
+WHERE id = $1 AND state = 'ASSIGNED' AND ($4::bigint = 0 OR master_id = $4)
+RETURNING `+orderColumns, id, ratePercent, micros(deadline), masterID))
 		if err != nil {
 			return err
 		}
-		return tellTx(ctx, tx, tell, dispatch.Changed{Order: o})
+		c := dispatch.Changed{Order: o}
+		if c.Assigned, err = assignedOffer(ctx, tx, o.ID, o.MasterID); err != nil {
+			return err
+		}
+		return tellTx(ctx, tx, tell, c)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		o, err = s.Order(ctx, id)
@@ -484,7 +527,11 @@ RETURNING `+orderColumns, id))
 			return err
 		}
 		withdrawn = append(early, late...)
-		return tellTx(ctx, tx, tell, dispatch.Changed{Order: o, Offers: withdrawn})
+		c := dispatch.Changed{Order: o, Offers: withdrawn}
+		if c.Assigned, err = assignedOffer(ctx, tx, o.ID, o.MasterID); err != nil {
+			return err
+		}
+		return tellTx(ctx, tx, tell, c)
 	})
 	if errors.Is(err, errNoop) {
 		o, err = s.Order(ctx, id)
@@ -551,12 +598,15 @@ func (s *Store) SearchingOrders(ctx context.Context, limit int, all bool, gate d
 // eligibleWhere selects the masters order $4's round $5 still has to go
 // through: place ($1, $2) and skill ($3) match, active, not blocked, not
 // offered this order in this round, and never declined it (a decline is
-// final; an offer that expired unanswered may come again in round 2).
+// final; an offer that expired unanswered may come again in round 2), nor
+// accepted it (a master who took it and gave it back is never offered it
+// again).
 const eligibleWhere = `
 WHERE m.active AND m.blocked_at IS NULL
   AND lower(m.city) = lower($1) AND lower(m.district) = lower($2) AND $3 = ANY (m.skills)
   AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = $4 AND f.master_id = m.user_id
-                  AND (f.round = $5 OR f.state = 'DECLINED'))`
+                  AND (f.round = $5 OR f.state = 'DECLINED'))
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = $4 AND f.master_id = m.user_id AND f.state = 'ACCEPTED')`
 
 // candidateWhere: those of them free now (no open offer).
 const candidateWhere = eligibleWhere + `
@@ -814,6 +864,9 @@ func tellTx(ctx context.Context, tx pgx.Tx, tell dispatch.Tell, c dispatch.Chang
 		for _, o := range os {
 			c.Orders[o.ID] = o
 		}
+	}
+	if c.Assigned != nil {
+		ids = append(ids, c.Assigned.MasterID)
 	}
 	if len(ids) > 0 {
 		rows, err := tx.Query(ctx, `SELECT `+masterColumns+masterFrom+`WHERE m.user_id = ANY ($1)`, ids)

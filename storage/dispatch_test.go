@@ -884,7 +884,7 @@ func TestCancelOrder(t *testing.T) {
 	require.Empty(t, withdrawn)
 	require.Equal(t, int64(2), got.MasterID)
 	d := f.assigned(3, 500)
-	_, done, err := f.st.CompleteOrder(ctx, d.ID, 10, time.Hour, nil)
+	_, done, err := f.st.CompleteOrder(ctx, d.ID, 0, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.True(t, done)
 	got, _, ok, err = f.st.CancelOrder(ctx, d.ID, nil)
@@ -1001,7 +1001,7 @@ func TestCompleteOrderCommission(t *testing.T) {
 		{100_000_000, 10, 10_000_000},
 	} {
 		o := f.assigned(int64(10+i), c.price)
-		got, ok, err := f.st.CompleteOrder(ctx, o.ID, c.rate, 3*time.Hour, nil)
+		got, ok, err := f.st.CompleteOrder(ctx, o.ID, 0, c.rate, 3*time.Hour, nil)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, c.want, got.Commission, "price %d rate %v", c.price, c.rate)
@@ -1009,17 +1009,17 @@ func TestCompleteOrderCommission(t *testing.T) {
 		require.Equal(t, 3*time.Hour, got.CommissionDueAt.Sub(got.DoneAt))
 		require.True(t, got.CommissionPaidAt.IsZero())
 
-		again, ok, err := f.st.CompleteOrder(ctx, o.ID, c.rate, 3*time.Hour, nil)
+		again, ok, err := f.st.CompleteOrder(ctx, o.ID, 0, c.rate, 3*time.Hour, nil)
 		require.NoError(t, err)
 		require.False(t, ok, "not ASSIGNED any more")
 		require.Equal(t, got, again)
 	}
 	s := f.order("c", "d", "x")
-	got, ok, err := f.st.CompleteOrder(ctx, s.ID, 10, time.Hour, nil)
+	got, ok, err := f.st.CompleteOrder(ctx, s.ID, 0, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, dispatch.Searching, got.State)
-	_, _, err = f.st.CompleteOrder(ctx, 999999, 10, time.Hour, nil)
+	_, _, err = f.st.CompleteOrder(ctx, 999999, 0, 10, time.Hour, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 }
 
@@ -1030,7 +1030,7 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 	done := func(master, price int64) dispatch.Order {
 		t.Helper()
 		o := f.assigned(master, price)
-		o, ok, err := f.st.CompleteOrder(ctx, o.ID, 10, 3*time.Hour, nil)
+		o, ok, err := f.st.CompleteOrder(ctx, o.ID, 0, 10, 3*time.Hour, nil)
 		require.NoError(t, err)
 		require.True(t, ok)
 		return o
@@ -1213,7 +1213,7 @@ func TestOpenOrders(t *testing.T) {
 	s2 := f.order("elsewhere", "d", "x")
 	a1 := f.assigned(2, 100)
 	d1 := f.assigned(2, 100)
-	d1, ok, err = f.st.CompleteOrder(ctx, d1.ID, 10, time.Hour, nil)
+	d1, ok, err = f.st.CompleteOrder(ctx, d1.ID, 0, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	c1 := f.order("c", "d", "y")
@@ -1221,7 +1221,7 @@ func TestOpenOrders(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	x1 := f.assigned(3, 100)
-	_, ok, err = f.st.CompleteOrder(ctx, x1.ID, 10, time.Hour, nil)
+	_, ok, err = f.st.CompleteOrder(ctx, x1.ID, 0, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	f.exec(`UPDATE orders SET done_at = now() - interval '2 days' WHERE id = $1`, x1.ID)
@@ -1339,7 +1339,7 @@ func TestDispatchMessagesCommitWithTheirChange(t *testing.T) {
 	require.Equal(t, []string{"order", "SENT Name1", "ACCEPTED Name1"}, outbox())
 
 	// A message the outbox refuses rolls the change back.
-	_, _, err = f.st.CompleteOrder(ctx, o.ID, 10, time.Hour, func(dispatch.Changed) []domain.Message {
+	_, _, err = f.st.CompleteOrder(ctx, o.ID, 0, 10, time.Hour, func(dispatch.Changed) []domain.Message {
 		return []domain.Message{{ChatID: 1, Kind: domain.KindNote, Edit: true}} // an edit with no key
 	})
 	require.Error(t, err)

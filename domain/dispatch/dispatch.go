@@ -127,7 +127,9 @@ func (s *Service) SetActive(ctx context.Context, userID int64, active bool) (boo
 // CreateOrder is `/order <city> <district> <skill> <price> <description>`;
 // the order is offered at once.
 func (s *Service) CreateOrder(ctx context.Context, adminID int64, args string) (Order, error) {
-	no, err := ParseOrder(args)
+	// The calendar's day in UTC: a visit's date is checked against it
+	// with a day's leeway, which covers every city's zone.
+	no, err := ParseOrder(args, s.deps.CalendarClock.Now().UTC())
 	if err != nil {
 		return Order{}, err
 	}
@@ -153,30 +155,50 @@ func (s *Service) Orders(ctx context.Context) ([]OrderLine, error) {
 // MaxListedOrders bounds /orders to what fits one message.
 const MaxListedOrders = 30
 
-// Complete is /done: ASSIGNED → DONE, with the commission due.
-// ErrOrderState (with the order as it is) if it was not ASSIGNED.
-func (s *Service) Complete(ctx context.Context, id int64) (Order, error) {
+// Complete is /done: ASSIGNED → DONE, with the commission due; the master
+// is told and their message loses the address and contact. It returns the
+// master too (zero if not found). ErrOrderState (with the order as it is)
+// if it was not ASSIGNED.
+func (s *Service) Complete(ctx context.Context, id int64) (Order, Master, error) {
+	return s.complete(ctx, id, 0)
+}
+
+// complete is ASSIGNED → DONE for /done (masterID 0) and for the assigned
+// master's Done button (only if the order is assigned to masterID).
+func (s *Service) complete(ctx context.Context, id, masterID int64) (Order, Master, error) {
 	if err := checkOrder(Assigned, Done); err != nil {
-		return Order{}, err
+		return Order{}, Master{}, err
 	}
 	st := s.newStory()
-	o, ok, err := s.deps.Repo.CompleteOrder(ctx, id, s.cfg.CommissionRate, s.cfg.CommissionDeadline, st.tell(func(c Changed) {
+	var master Master
+	byMaster := masterID != 0
+	o, ok, err := s.deps.Repo.CompleteOrder(ctx, id, masterID, s.cfg.CommissionRate, s.cfg.CommissionDeadline, st.tell(func(c Changed) {
 		o := c.Order
 		m, found := masterOf(c, o.MasterID)
-		st.event(Event{Kind: EventOrderDone, OrderID: o.ID, MasterID: o.MasterID, Master: known(m), Amount: o.Commission})
-		if found {
+		master = m
+		st.event(Event{Kind: EventOrderDone, OrderID: o.ID, MasterID: o.MasterID, Master: known(m), Amount: o.Commission, ByMaster: byMaster})
+		if c.Assigned != nil {
+			st.assigned(s.assignment(m, o, *c.Assigned, byMaster))
+		}
+		if found && !byMaster {
 			st.note(Note{Kind: NoteOrderDone, Master: m, Order: &o, Amount: o.Commission})
 		}
 	}))
 	if err != nil {
-		return Order{}, err
+		return Order{}, Master{}, err
 	}
 	if !ok {
-		return o, ErrOrderState
+		return o, Master{}, ErrOrderState
 	}
 	st.logged()
 	s.m.orders.WithLabelValues(string(Done)).Inc()
-	return o, nil
+	return o, master, nil
+}
+
+// assignment is the assigned master's message about o.
+func (s *Service) assignment(m Master, o Order, f Offer, pressed bool) Assignment {
+	return Assignment{Master: m, Order: o, Offer: f, CommissionRate: s.cfg.CommissionRate,
+		CommissionDeadline: s.cfg.CommissionDeadline, PhotoWindow: PhotoWindow, Pressed: pressed}
 }
 
 // Cancel is /cancel: SEARCHING or ASSIGNED → CANCELLED; an open offer is
@@ -199,6 +221,9 @@ func (s *Service) Cancel(ctx context.Context, id int64) (Order, error) {
 		}
 		st.event(Event{Kind: EventOrderCancelled, OrderID: o.ID, MasterID: o.MasterID, Master: known(assigned)})
 		if assigned.UserID != 0 {
+			if c.Assigned != nil {
+				st.assigned(s.assignment(assigned, o, *c.Assigned, false))
+			}
 			st.note(Note{Kind: NoteCancelled, Master: assigned, Order: &o})
 		}
 	}))
@@ -243,10 +268,13 @@ func (s *Service) Paid(ctx context.Context, ref string) (Master, Debt, bool, err
 		if d.Amount > 0 || c.WasBlocked {
 			st.event(Event{Kind: EventCommissionPaid, MasterID: m.UserID, Master: &m, Amount: d.Amount})
 		}
-		if c.WasBlocked {
+		switch {
+		case c.WasBlocked:
 			unblocked := m
 			unblocked.BlockedAt = time.Time{}
 			st.note(Note{Kind: NoteUnblocked, Master: unblocked, Amount: d.Amount})
+		case d.Amount > 0:
+			st.note(Note{Kind: NotePaid, Master: m, Amount: d.Amount, Orders: len(d.Orders)})
 		}
 	}))
 	if err != nil {
@@ -278,6 +306,8 @@ func (s *Service) Accept(ctx context.Context, offerID, masterID int64) (Offer, O
 		return Offer{}, Order{}, err
 	}
 	if !ok {
+		// With the order as it is: accepted already, the master is shown
+		// it again if it is still theirs.
 		return s.refusal(ctx, offerID, masterID)
 	}
 	st.logged()

@@ -1,9 +1,13 @@
 // Package dispatch offers admins' orders to registered masters one at a
 // time and takes them back when nobody answers.
 //
-//	order:  SEARCHING ──accept──► ASSIGNED ──/done──► DONE ──autoclose──► CLOSED
-//	            │                    │
-//	            └──────/cancel───────┴──► CANCELLED
+//	order:  SEARCHING ──accept──► ASSIGNED ──/done, master's Done──► DONE ──autoclose──► CLOSED
+//	          ▲  │                  │  │
+//	          │  └─────/cancel──────┴──┼──► CANCELLED
+//	          └──master's Can't do it──┘
+//
+//	ASSIGNED carries the master's steps, marks set once each: en_route_at
+//	(On my way), arrived_at (Arrived).
 //
 //	offer:  SENT ──Details──► VIEWED
 //	          │                 │
@@ -14,6 +18,14 @@
 // offer; not offered this order in this round) who was idle longest, and
 // offers it with expires_at = now + OFFER_SLA. After two rounds the order is
 // reported to admins as unassignable and waits.
+//
+// An order's customer address, name and phone are shown only to the master
+// who accepted it (and to admins), never in an offer; the visit's date and
+// window are city-local as typed. The assigned master's buttons (steps.go)
+// are each one conditional statement naming the order's master and state,
+// so only that master, and only once, moves it. A master who gives an order
+// back keeps their ACCEPTED offer of it, and distribution passes over
+// masters holding one: they are never offered it again.
 //
 // The expired-offers watchdog is the seed's one statement; it runs on every
 // WATCHDOG_INTERVAL tick as the guarantee and, on every replica, at the

@@ -1,8 +1,11 @@
 package dispatch
 
 import (
+	"fmt"
+	"math/big"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -105,7 +108,11 @@ func ParseMaster(args string) (city, district string, skills []string, err error
 }
 
 // ParseOrder reads `/order <city> <district> <skill> <price> <description>`.
-func ParseOrder(args string) (NewOrder, error) {
+// Lines of the description that start with a label (orderLabels) are the
+// optional fields, taken out of it: the address, the customer's name and
+// phone, and the visit (`when: 2026-11-27 10:00-12:00`). now (UTC) places
+// a date given without a year.
+func ParseOrder(args string, now time.Time) (NewOrder, error) {
 	f, rest := fieldsN(args, 4)
 	if len(f) < 4 {
 		return NewOrder{}, &InputError{Key: "order.usage"}
@@ -126,13 +133,212 @@ func ParseOrder(args string) (NewOrder, error) {
 	if err != nil || o.Price <= 0 || o.Price > MaxPrice {
 		return NewOrder{}, &InputError{Key: "order.error_price"}
 	}
-	// The description is the rest as written: line breaks matter in it.
-	o.Description = rest
+	if rest == "" {
+		return NewOrder{}, &InputError{Key: "order.usage"}
+	}
+	// The description is the rest as written (line breaks matter in it),
+	// less the labeled lines.
+	if o.Description, err = orderFields(rest, now, &o); err != nil {
+		return NewOrder{}, err
+	}
 	switch {
 	case o.Description == "":
-		return NewOrder{}, &InputError{Key: "order.usage"}
+		return NewOrder{}, &InputError{Key: "order.error_description_missing"}
 	case utf8.RuneCountInString(o.Description) > MaxDescription:
 		return NewOrder{}, &InputError{Key: "order.error_description_long"}
 	}
 	return o, nil
+}
+
+// A labeled field of /order.
+type orderField int
+
+const (
+	fieldAddress orderField = iota
+	fieldName
+	fieldPhone
+	fieldWhen
+)
+
+// orderLabels are the labels of the optional fields in every language,
+// lower-case; a line starting with one and a colon is that field.
+var orderLabels = map[string]orderField{
+	"address": fieldAddress, "адрес": fieldAddress, "адреса": fieldAddress,
+	"name": fieldName, "customer": fieldName, "имя": fieldName, "клиент": fieldName,
+	"ім'я": fieldName, "ім’я": fieldName, "імʼя": fieldName, "клієнт": fieldName,
+	"phone": fieldPhone, "tel": fieldPhone, "телефон": fieldPhone, "тел": fieldPhone,
+	"when": fieldWhen, "visit": fieldWhen, "когда": fieldWhen, "коли": fieldWhen,
+}
+
+// fieldKeys name each field in error texts.
+var fieldKeys = map[orderField]string{
+	fieldAddress: "order.error_address", fieldName: "order.error_name",
+	fieldPhone: "order.error_phone", fieldWhen: "order.error_when",
+}
+
+// orderFields takes the labeled lines out of the description into o and
+// returns what is left, trimmed.
+func orderFields(text string, now time.Time, o *NewOrder) (string, error) {
+	var kept []string
+	seen := map[orderField]bool{}
+	for _, line := range strings.Split(text, "\n") {
+		label, value, ok := strings.Cut(line, ":")
+		field, known := orderLabels[strings.ToLower(strings.TrimSpace(label))]
+		if !ok || !known {
+			kept = append(kept, line)
+			continue
+		}
+		value = strings.Join(strings.Fields(value), " ")
+		if seen[field] {
+			return "", &InputError{Key: "order.error_field_twice", Arg: strings.TrimSpace(label)}
+		}
+		if value == "" {
+			return "", &InputError{Key: "order.error_field_empty", Arg: strings.TrimSpace(label)}
+		}
+		seen[field] = true
+		var err error
+		switch field {
+		case fieldAddress:
+			o.Contact.Address, err = cleanText(value, MaxAddress, fieldAddress)
+		case fieldName:
+			o.Contact.Name, err = cleanText(value, MaxName, fieldName)
+		case fieldPhone:
+			o.Contact.Phone, err = ParsePhone(value)
+		case fieldWhen:
+			o.Visit, err = ParseVisit(value, now)
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return strings.Trim(strings.Join(kept, "\n"), " \t\r\n"), nil
+}
+
+func cleanText(s string, limit int, field orderField) (string, error) {
+	if utf8.RuneCountInString(s) > limit {
+		return "", &InputError{Key: fieldKeys[field], Arg: s}
+	}
+	return s, nil
+}
+
+// ParsePhone checks a phone number as written: digits, a leading +,
+// spaces, dashes, dots and parentheses, MinPhoneDigits to MaxPhoneDigits
+// digits. It is kept as written, spaces collapsed.
+func ParsePhone(s string) (string, error) {
+	s = strings.Join(strings.Fields(s), " ")
+	digits := 0
+	for i, r := range s {
+		switch {
+		case r >= '0' && r <= '9':
+			digits++
+		case r == '+' && i == 0, r == ' ', r == '-', r == '.', r == '(', r == ')':
+		default:
+			return "", &InputError{Key: "order.error_phone", Arg: s}
+		}
+	}
+	if digits < MinPhoneDigits || digits > MaxPhoneDigits || len(s) > MaxPhoneLen {
+		return "", &InputError{Key: "order.error_phone", Arg: s}
+	}
+	return s, nil
+}
+
+// ParseVisit reads `DATE [FROM-TO]`: the date as 2026-11-27, 27.11.2026
+// or 27.11 (the next such day from now on, yesterday included: the
+// city's day may be behind UTC's), the window as 10:00-12:00 or 10-12.
+// A date before yesterday is refused: it is a typo, not a visit.
+func ParseVisit(s string, now time.Time) (Visit, error) {
+	s = strings.TrimSpace(s)
+	bad := &InputError{Key: "order.error_when", Arg: s}
+	day, window, _ := strings.Cut(s, " ")
+	day = strings.TrimRight(day, ",")
+	window = strings.ReplaceAll(strings.TrimSpace(window), " ", "")
+	yesterday := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -1)
+	var v Visit
+	var y, m, d int
+	switch {
+	case scan(day, "%4d-%2d-%2d", &y, &m, &d), scan(day, "%2d.%2d.%4d", &d, &m, &y):
+	case scan(day, "%2d.%2d", &d, &m):
+		y = yesterday.Year()
+		if date(y, m, d).Before(yesterday) {
+			y++
+		}
+	default:
+		return Visit{}, bad
+	}
+	v.Date = date(y, m, d)
+	if v.Date.IsZero() {
+		return Visit{}, &InputError{Key: "order.error_when_date", Arg: day}
+	}
+	if v.Date.Before(yesterday) {
+		return Visit{}, &InputError{Key: "order.error_when_past", Arg: day}
+	}
+	if window == "" {
+		return v, nil
+	}
+	from, to, ok := strings.Cut(strings.NewReplacer("–", "-", "—", "-").Replace(window), "-")
+	if !ok {
+		return Visit{}, bad
+	}
+	var okFrom, okTo bool
+	v.From, okFrom = clock(from)
+	v.To, okTo = clock(to)
+	switch {
+	case !okFrom || !okTo:
+		return Visit{}, bad
+	case v.From >= v.To:
+		return Visit{}, &InputError{Key: "order.error_when_window", Arg: window}
+	}
+	return v, nil
+}
+
+// scan is fmt.Sscanf that must consume all of s and every verb.
+func scan(s, format string, args ...any) bool {
+	var tail string
+	n, _ := fmt.Sscanf(s+"|", format+"%s", append(args, &tail)...)
+	return n == len(args)+1 && tail == "|"
+}
+
+// date is that day at midnight UTC, or zero if there is no such day.
+func date(y, m, d int) time.Time {
+	t := time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC)
+	if y < 2000 || y > 9999 || t.Year() != y || t.Month() != time.Month(m) || t.Day() != d {
+		return time.Time{}
+	}
+	return t
+}
+
+// clock reads a time of day, "10", "9:30" or "09:30".
+func clock(s string) (time.Duration, bool) {
+	h, mm, hasMin := strings.Cut(s, ":")
+	if h == "" || len(h) > 2 || (hasMin && len(mm) != 2) {
+		return 0, false
+	}
+	hours, err := strconv.Atoi(h)
+	if err != nil || hours < 0 || hours > 23 {
+		return 0, false
+	}
+	mins := 0
+	if hasMin {
+		if mins, err = strconv.Atoi(mm); err != nil || mins < 0 || mins > 59 {
+			return 0, false
+		}
+	}
+	return time.Duration(hours)*time.Hour + time.Duration(mins)*time.Minute, true
+}
+
+// CommissionOf is ceil(price × ratePercent / 100), as CompleteOrder computes
+// it in SQL (the rate's decimal digits, PostgreSQL's float8 → numeric),
+// for texts that quote what the commission would be.
+func CommissionOf(price int64, ratePercent float64) int64 {
+	r, ok := new(big.Rat).SetString(strconv.FormatFloat(ratePercent, 'g', 15, 64))
+	if !ok || price <= 0 || ratePercent <= 0 {
+		return 0
+	}
+	r.Mul(r, new(big.Rat).SetInt64(price))
+	r.Quo(r, big.NewRat(100, 1))
+	q, m := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
+	if m.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return q.Int64()
 }

@@ -48,9 +48,16 @@ type Order struct {
 	Skill       string // lower-case
 	Price       int64  // whole currency units
 	Description string
-	State       OrderState
-	Round       int
-	MasterID    int64 // zero until assigned
+	// Contact is the customer's: personal data, shown only to the
+	// assigned master and to admins, and cleared by retention a while
+	// after the order ended (ContactsPruned).
+	Contact Contact
+	Visit   Visit
+	State   OrderState
+	Round   int
+	// MasterID is the assigned master; zero while searching (and again
+	// once a master gave the order back).
+	MasterID int64
 	// Unassignable is set when admins were told nobody is left.
 	Unassignable     time.Time
 	AssignedAt       time.Time
@@ -61,7 +68,39 @@ type Order struct {
 	CommissionDueAt  time.Time
 	CommissionPaidAt time.Time
 	CreatedAt        time.Time
+	// The assigned master's steps (zero: not yet).
+	EnRouteAt, ArrivedAt time.Time
+	// Photos of the finished work the master sent on to the admins.
+	Photos int
+	// ContactsPruned is when retention cleared Contact (zero: not yet).
+	ContactsPruned time.Time
 }
+
+// Contact is who the master visits and where; every field may be empty.
+type Contact struct {
+	Address string
+	Name    string
+	Phone   string
+}
+
+// Empty reports whether the order names nobody and nowhere.
+func (c Contact) Empty() bool { return c == Contact{} }
+
+// Visit is when the master is expected, in the city's local time exactly as
+// the admin wrote it (no zone). The zero Visit: none given.
+type Visit struct {
+	// Date is the day at midnight UTC (only its year, month and day
+	// mean anything); zero: no visit given.
+	Date time.Time
+	// From and To are times of day since midnight; To == 0: no window.
+	From, To time.Duration
+}
+
+// Given reports whether the order has a visit date.
+func (v Visit) Given() bool { return !v.Date.IsZero() }
+
+// Window reports whether the visit has a time window.
+func (v Visit) Window() bool { return v.To > 0 }
 
 // Offer is one order offered to one master.
 type Offer struct {
@@ -95,6 +134,8 @@ type NewOrder struct {
 	Skill       string
 	Price       int64
 	Description string
+	Contact     Contact
+	Visit       Visit
 }
 
 // Outcome is what one distribution step did for an order.
@@ -131,12 +172,16 @@ type Debt struct {
 type Changed struct {
 	Order  Order   // the order it moved, if any
 	Offers []Offer // the offers it moved (created, answered, expired, withdrawn)
-	Debts  []Debt  // commission blocked or settled
-	Closed []int64 // orders autoclose closed
+	// Assigned is the accepted offer of the master the order is (or was,
+	// until this change) assigned to: its message shows the address and
+	// contact, and the change edits it. Nil if there is none.
+	Assigned *Offer
+	Debts    []Debt  // commission blocked or settled
+	Closed   []int64 // orders autoclose closed
 	// WasBlocked: SettleCommission lifted a block.
 	WasBlocked bool
-	// Masters are the masters of Order, Offers and Debts, read in the
-	// same transaction (a master missing here was not found).
+	// Masters are the masters of Order, Offers, Assigned and Debts, read
+	// in the same transaction (a master missing here was not found).
 	Masters map[int64]Master
 	// Orders are the orders of Offers other than Order, read in the same
 	// transaction: an expiry's closing edit says what the offer was.
@@ -172,13 +217,32 @@ type Repository interface {
 	// OpenOrders lists SEARCHING, ASSIGNED and DONE orders, oldest first.
 	OpenOrders(ctx context.Context, limit int) ([]OrderLine, error)
 	// CompleteOrder moves ASSIGNED → DONE and sets the commission
-	// (ceil(price × ratePercent / 100)) due after deadline; ok false (with
-	// the order as it is) if it was not ASSIGNED.
-	CompleteOrder(ctx context.Context, id int64, ratePercent float64, deadline time.Duration, tell Tell) (Order, bool, error)
+	// (ceil(price × ratePercent / 100)) due after deadline; with masterID
+	// not zero only if the order is assigned to that master. ok false
+	// (with the order as it is) if that did not hold. Changed.Assigned is
+	// the assigned master's accepted offer.
+	CompleteOrder(ctx context.Context, id, masterID int64, ratePercent float64, deadline time.Duration, tell Tell) (Order, bool, error)
 	// CancelOrder moves SEARCHING or ASSIGNED → CANCELLED and withdraws its
 	// open offer in the same transaction; ok false (with the order as it
-	// is) if the order was in neither state.
+	// is) if the order was in neither state. Changed.Assigned is the
+	// assigned master's accepted offer, if any.
 	CancelOrder(ctx context.Context, id int64, tell Tell) (o Order, withdrawn []Offer, ok bool, err error)
+	// MarkStep records the assigned master's step on the order: one
+	// conditional statement, only while the order is ASSIGNED to masterID
+	// and the step is not done yet (Arrived also marks EnRoute if it was
+	// skipped). ok false, with the order as it is, otherwise.
+	MarkStep(ctx context.Context, orderID, masterID int64, step Step, tell Tell) (Order, bool, error)
+	// ReturnOrder is the assigned master giving the order back: ASSIGNED
+	// → SEARCHING in one conditional statement (master, steps and
+	// round reset, waiting set), only while it is assigned to masterID;
+	// ok false, with the order as it is, otherwise. Changed.Assigned is
+	// the master's accepted offer.
+	ReturnOrder(ctx context.Context, orderID, masterID int64, tell Tell) (Order, bool, error)
+	// RecordPhoto counts a photo of the finished work the master sends on
+	// to the admins: the master's order done latest within `within` that
+	// has fewer than max photos. The order, and false if there is none
+	// (Order.ID zero: no recent order; else it has max photos already).
+	RecordPhoto(ctx context.Context, masterID int64, within time.Duration, max int, tell Tell) (Order, bool, error)
 
 	// SearchingOrders lists SEARCHING orders with no open offer, oldest
 	// first: all of them, or (all false) only those owed a distribution
@@ -252,6 +316,9 @@ const (
 	EventMasterBlocked    EventKind = "master_blocked"
 	EventCommissionPaid   EventKind = "commission_paid"
 	EventOfferUndelivered EventKind = "offer_undelivered"
+	EventMasterEnRoute    EventKind = "master_en_route"
+	EventMasterArrived    EventKind = "master_arrived"
+	EventOrderReturned    EventKind = "order_returned"
 )
 
 // Event is one line of the live log.
@@ -263,6 +330,8 @@ type Event struct {
 	Master   *Master // when known, for a readable name
 	Round    int
 	Amount   int64 // commission events
+	// ByMaster: the master reported it (order_done by the Done button).
+	ByMaster bool
 	At       time.Time
 }
 
@@ -274,7 +343,8 @@ const (
 	NoteOrderDone NoteKind = "order_done" // commission owed and its deadline
 	NoteCancelled NoteKind = "cancelled"  // the order you were assigned was cancelled
 	NoteBlocked   NoteKind = "blocked"    // commission overdue: no offers until /paid
-	NoteUnblocked NoteKind = "unblocked"  // commission settled
+	NoteUnblocked NoteKind = "unblocked"  // commission settled, block lifted
+	NotePaid      NoteKind = "paid"       // commission settled (not blocked)
 )
 
 // Note is a message to a master.
@@ -283,6 +353,35 @@ type Note struct {
 	Master Master
 	Order  *Order
 	Amount int64
+	Orders int // NotePaid: how many orders the payment settled
+}
+
+// Step is a mark the assigned master sets on their order.
+type Step string
+
+// The assigned master's steps, in the order they come.
+const (
+	StepEnRoute Step = "en_route" // set off to the customer
+	StepArrived Step = "arrived"  // at the customer's
+)
+
+// Assignment is the assigned master's message about their order, rendered
+// for the order as it is: ASSIGNED (the address, contact, visit and the
+// step buttons), DONE, CANCELLED, or given back (SEARCHING, or another
+// master's).
+type Assignment struct {
+	Master Master
+	Order  Order
+	Offer  Offer // the master's accepted offer: its message is edited
+	// Commission terms, for the texts that quote them.
+	CommissionRate     float64
+	CommissionDeadline time.Duration
+	// PhotoWindow is how long after DONE a photo of the work reaches the
+	// admins.
+	PhotoWindow time.Duration
+	// Pressed: the master's own press caused it, so a message the outbox
+	// no longer knows is posted anew.
+	Pressed bool
 }
 
 // Notifier renders what the workflow tells people (the bot implements it).
@@ -299,6 +398,12 @@ type Notifier interface {
 	Note(n Note) []domain.Message
 	// Event is a line of the admins' live log (none without an admin chat).
 	Event(e Event) []domain.Message
+	// Assigned edits the assigned master's message to show the order as it
+	// is (see Assignment).
+	Assigned(a Assignment) []domain.Message
+	// Photo sends a photo of the finished work (a Telegram file id) with
+	// the master's caption to the admins (none without an admin chat).
+	Photo(m Master, o Order, fileID, caption string) []domain.Message
 }
 
 // Errors the bot turns into answers.
@@ -310,12 +415,22 @@ var (
 	// ErrOfferClosed: the offer is no longer open (see its State), or it
 	// is past expires_at and waits for the watchdog.
 	ErrOfferClosed = errors.New("offer no longer open")
-	// ErrOrderState: the order is not in a state the command acts on.
+	// ErrOrderState: the order is not in a state the command acts on
+	// (for a master's step: not assigned to them, or the step is done).
 	ErrOrderState = errors.New("order in another state")
+	// ErrNoDoneOrder: a photo came from a master with no order done
+	// within the photo window.
+	ErrNoDoneOrder = errors.New("no order done recently")
+	// ErrPhotoLimit: the order has MaxPhotos photos already.
+	ErrPhotoLimit = errors.New("photo limit reached")
 )
 
-// InputError is user input refused with a locale key explaining why.
-type InputError struct{ Key string }
+// InputError is user input refused with a locale key explaining why; Arg
+// is the part of the input it refers to, if any.
+type InputError struct {
+	Key string
+	Arg string
+}
 
 func (e *InputError) Error() string { return "dispatch: invalid input: " + e.Key }
 
@@ -326,6 +441,16 @@ const (
 	MaxSkills      = 10
 	MaxDescription = 2000
 	MaxPrice       = 100_000_000
+	MaxAddress     = 300
+	MaxName        = 100
+	MaxPhoneLen    = 40
+	MinPhoneDigits = 5
+	MaxPhoneDigits = 20
+	// MaxPhotos bounds the photos of one order passed to the admins.
+	MaxPhotos = 10
+	// PhotoWindow is how long after an order is done its master's photos
+	// go to the admins.
+	PhotoWindow = time.Hour
 )
 
 // Config is the workflow's part of the configuration.

@@ -103,6 +103,10 @@ type recorder struct {
 	closed []dispatch.Offer
 	notes  []dispatch.Note
 	events []dispatch.Event
+	// assigned are the assigned masters' message edits; photos the
+	// photos passed to the admins.
+	assigned []dispatch.Assignment
+	photos   []string
 }
 
 // liveLogChat is the admin chat the recorder's live-log lines go to.
@@ -134,6 +138,27 @@ func (r *recorder) Event(e dispatch.Event) []domain.Message {
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
 	return []domain.Message{{ChatID: liveLogChat, Kind: domain.KindLiveLog, Ref: e.OrderID, Text: string(e.Kind)}}
+}
+
+func (r *recorder) Assigned(a dispatch.Assignment) []domain.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.assigned = append(r.assigned, a)
+	return []domain.Message{{ChatID: a.Master.UserID, Kind: domain.KindAssigned, Ref: a.Offer.ID, Key: fmt.Sprint("offer:", a.Offer.ID),
+		Edit: true, Text: string(a.Order.State)}}
+}
+
+func (r *recorder) Photo(m dispatch.Master, o dispatch.Order, fileID, caption string) []domain.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.photos = append(r.photos, fileID)
+	return []domain.Message{{ChatID: liveLogChat, Kind: domain.KindPhoto, Ref: o.ID, Text: caption, Photo: fileID}}
+}
+
+func (r *recorder) assignments() []dispatch.Assignment {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.assigned)
 }
 
 // outbox lists the outbox rows of a chat in delivery order as kind:ref.
@@ -514,13 +539,14 @@ func TestCommissionBlocksAndPaidUnblocks(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = s.Accept(w.ctx, w.tg.sentOffers()[0].ID, 10)
 	require.NoError(t, err)
-	_, err = s.Complete(w.ctx, 1<<40)
+	_, _, err = s.Complete(w.ctx, 1<<40)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	done, err := s.Complete(w.ctx, o.ID)
+	done, doneBy, err := s.Complete(w.ctx, o.ID)
 	require.NoError(t, err)
 	require.Equal(t, dispatch.Done, done.State)
 	require.Equal(t, int64(200), done.Commission, "10 % of 1999, rounded up")
-	_, err = s.Complete(w.ctx, o.ID)
+	require.Equal(t, "M10", doneBy.Name, "the master, named")
+	_, _, err = s.Complete(w.ctx, o.ID)
 	require.ErrorIs(t, err, dispatch.ErrOrderState)
 
 	n, err := s.Commission(w.ctx)

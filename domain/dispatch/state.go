@@ -39,9 +39,9 @@ const (
 var OfferStates = []OfferState{Sent, Viewed, Accepted, Declined, Expired, Withdrawn}
 
 var orderTransitions = map[OrderState][]OrderState{
-	Searching: {Assigned, Cancelled}, // a master accepted; an admin cancelled
-	Assigned:  {Done, Cancelled},     // /done; /cancel
-	Done:      {Closed},              // autoclose
+	Searching: {Assigned, Cancelled},        // a master accepted; an admin cancelled
+	Assigned:  {Done, Cancelled, Searching}, // /done or the master's Done; /cancel; the master gave it back
+	Done:      {Closed},                     // autoclose
 }
 
 var offerTransitions = map[OfferState][]OfferState{

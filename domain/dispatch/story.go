@@ -49,6 +49,20 @@ func (st *story) closed(m Master, o Order, f Offer) {
 	}
 }
 
+// assigned adds the edit of the assigned master's message.
+func (st *story) assigned(a Assignment) {
+	if n := st.s.deps.Notifier; n != nil && a.Master.UserID != 0 {
+		st.msgs = append(st.msgs, n.Assigned(a)...)
+	}
+}
+
+// photo adds a photo of the finished work for the admins.
+func (st *story) photo(m Master, o Order, fileID, caption string) {
+	if n := st.s.deps.Notifier; n != nil {
+		st.msgs = append(st.msgs, n.Photo(m, o, fileID, caption)...)
+	}
+}
+
 // tell is the Tell for a repository call: fill renders the story from
 // what the change changed. A Tell may run more than once if the caller
 // retries, so each run starts afresh.

@@ -1,0 +1,308 @@
+package bot
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	tele "gopkg.in/telebot.v3"
+
+	"switchboard/domain"
+	"switchboard/domain/dispatch"
+	"switchboard/locales"
+)
+
+// The assigned master's buttons, on the message of their accepted offer;
+// each carries that offer's id. Who may press them is decided by the
+// domain, against the presser's id.
+var (
+	actionEnRoute  = RegisterAction("ae", 1)
+	actionArrived  = RegisterAction("aa", 1)
+	actionFinish   = RegisterAction("ad", 1)
+	actionGiveBack = RegisterAction("ax", 1)
+)
+
+// stepToasts confirm a press that moved the order.
+var stepToasts = map[dispatch.Step]string{
+	dispatch.StepEnRoute: "assigned.en_route_toast",
+	dispatch.StepArrived: "assigned.arrived_toast",
+}
+
+// stepRefusals explain a step pressed again.
+var stepRefusals = map[dispatch.Step]string{
+	dispatch.StepEnRoute: "assigned.refused_en_route",
+	dispatch.StepArrived: "assigned.refused_arrived",
+}
+
+func (u *dispatchUI) step(step dispatch.Step) CallbackHandler {
+	return func(r *Request, cb Callback) error {
+		o, err := u.d.Step(r.Ctx, cb.IDs[0], r.User.ID, step)
+		if err != nil {
+			again := stepRefusals[step]
+			if step == dispatch.StepEnRoute && !o.ArrivedAt.IsZero() {
+				again = stepRefusals[dispatch.StepArrived]
+			}
+			return u.stepRefused(r, o, err, again)
+		}
+		return r.Respond(&tele.CallbackResponse{Text: r.T(stepToasts[step])})
+	}
+}
+
+func (u *dispatchUI) finish(r *Request, cb Callback) error {
+	o, err := u.d.Finish(r.Ctx, cb.IDs[0], r.User.ID)
+	if err != nil {
+		return u.stepRefused(r, o, err, "")
+	}
+	return r.Respond(&tele.CallbackResponse{Text: r.T("assigned.done_toast")})
+}
+
+func (u *dispatchUI) giveBack(r *Request, cb Callback) error {
+	o, err := u.d.GiveBack(r.Ctx, cb.IDs[0], r.User.ID)
+	if err != nil {
+		return u.stepRefused(r, o, err, "")
+	}
+	return r.Respond(&tele.CallbackResponse{Text: r.T("assigned.returned_toast")})
+}
+
+// stepRefused answers an assigned master's press that changed nothing,
+// truthfully: the order is done, cancelled or no longer theirs, or the step
+// (again) was done already.
+func (u *dispatchUI) stepRefused(r *Request, o dispatch.Order, err error, again string) error {
+	switch {
+	case errors.Is(err, dispatch.ErrForbidden):
+		return r.Forbidden()
+	case errors.Is(err, domain.ErrNotFound):
+		return r.Alert("error.callback_invalid")
+	case !errors.Is(err, dispatch.ErrOrderState):
+		return err
+	}
+	data := locales.Data{"Order": o.ID}
+	switch {
+	case o.State == dispatch.Done || o.State == dispatch.Closed:
+		return r.Alert("assigned.refused_done", data)
+	case o.State == dispatch.Cancelled:
+		return r.Alert("assigned.refused_cancelled", data)
+	case o.State != dispatch.Assigned || o.MasterID != r.User.ID:
+		return r.Alert("assigned.refused_returned", data)
+	case again != "":
+		return r.Alert(again, data)
+	}
+	return r.Alert("error.callback_invalid")
+}
+
+// photo takes a master's private photo: the photo of the work of the order
+// they finished within dispatch.PhotoWindow goes to the admins. Anyone
+// else's photo is left alone, as before.
+func (u *dispatchUI) photo(c tele.Context) error {
+	r := requestOf(c)
+	if r == nil {
+		return nil
+	}
+	msg := r.Message()
+	if !msg.Private() || msg.Photo == nil {
+		return nil
+	}
+	if u.b.cfg.AdminChatID == 0 {
+		if _, _, err := u.d.Master(r.Ctx, r.User.ID); err != nil {
+			return nil // not a master: not ours to answer
+		}
+		return r.Reply(r.T("photo.no_admin_chat"), nil)
+	}
+	o, err := u.d.Photo(r.Ctx, r.User.ID, msg.Photo.FileID, msg.Caption)
+	switch {
+	case errors.Is(err, dispatch.ErrNotMaster):
+		return nil
+	case errors.Is(err, dispatch.ErrNoDoneOrder):
+		return r.Reply(r.T("photo.no_order", locales.Data{"Window": u.b.duration(r.Lang, dispatch.PhotoWindow)}), nil)
+	case errors.Is(err, dispatch.ErrPhotoLimit):
+		return r.Reply(r.T("photo.limit", locales.Data{"Order": o.ID, "Max": dispatch.MaxPhotos}), nil)
+	case err != nil:
+		return err
+	}
+	return r.Reply(r.T("photo.forwarded", locales.Data{"Order": o.ID}), nil)
+}
+
+// renderAssigned is the assigned master's message about their order as it
+// is: while ASSIGNED the address, the customer's contact, the visit, the
+// whole order, the commission terms, the next step and the step buttons;
+// once DONE, CANCELLED or given back, a line without address or contact.
+func (b *Bot) renderAssigned(lang string, a dispatch.Assignment) (string, *tele.ReplyMarkup, error) {
+	cat := b.deps.Catalog
+	o := a.Order
+	where := locales.Data{
+		"Order":    o.ID,
+		"Skill":    locales.HTML(clip(oneLine(o.Skill), skillBudget)),
+		"City":     locales.HTML(clip(oneLine(o.City), assignedPlaceBudget)),
+		"District": locales.HTML(clip(oneLine(o.District), assignedPlaceBudget)),
+	}
+	mine := o.MasterID == a.Offer.MasterID && a.Offer.MasterID != 0
+	switch {
+	case (o.State == dispatch.Done || o.State == dispatch.Closed) && mine:
+		lines := []string{cat.T(lang, "assigned.done", where)}
+		if o.Commission > 0 {
+			lines = append(lines, cat.T(lang, "assigned.done_commission", locales.Data{"Amount": o.Commission, "Due": b.stampIn(o.CommissionDueAt, o.City)}))
+		}
+		lines = append(lines, cat.T(lang, "assigned.photo_hint", locales.Data{"Window": b.duration(lang, a.PhotoWindow)}))
+		return strings.Join(lines, "\n"), nil, nil
+	case o.State == dispatch.Cancelled && mine:
+		return cat.T(lang, "assigned.cancelled", where), nil, nil
+	case o.State != dispatch.Assigned || !mine:
+		return cat.T(lang, "assigned.returned", where), nil, nil
+	}
+
+	lines := []string{cat.T(lang, "offer.accepted", locales.Data{"Order": o.ID})}
+	body := b.orderText(lang, o, assignedDescBudget, assignedPlaceBudget)
+	// The address right under the coarse place, then who to ask for.
+	place, rest, _ := strings.Cut(body, "\n")
+	lines = append(lines, place)
+	lines = append(lines, b.contactLines(lang, o.Contact)...)
+	lines = append(lines, rest)
+	if o.Contact.Empty() {
+		lines = append(lines, "", cat.T(lang, "assigned.no_contact"))
+	}
+	if a.CommissionRate > 0 {
+		lines = append(lines, "", cat.T(lang, "offer.commission_terms", locales.Data{
+			"Rate": strconv.FormatFloat(a.CommissionRate, 'f', -1, 64), "Deadline": b.duration(lang, a.CommissionDeadline),
+		}))
+	}
+	next := "assigned.next"
+	switch {
+	case !o.ArrivedAt.IsZero():
+		next = "assigned.arrived"
+	case !o.EnRouteAt.IsZero():
+		next = "assigned.en_route"
+	}
+	lines = append(lines, "", cat.T(lang, next))
+	kb, err := assignedMarkup(cat, lang, a.Offer.ID, o)
+	if err != nil {
+		return "", nil, err
+	}
+	return strings.Join(lines, "\n"), kb, nil
+}
+
+// assignedMarkup is [[On my way, Arrived], [Done, Can't do it]], without
+// the steps already done.
+func assignedMarkup(cat *locales.Catalog, lang string, offerID int64, o dispatch.Order) (*tele.ReplyMarkup, error) {
+	button := func(a Action, key string) (tele.InlineButton, error) {
+		data, err := Encode(a, offerID)
+		return tele.InlineButton{Text: cat.T(lang, key), Data: data}, err
+	}
+	var steps []tele.InlineButton
+	for _, s := range []struct {
+		a    Action
+		key  string
+		done bool
+	}{
+		{actionEnRoute, "assigned.button_en_route", !o.EnRouteAt.IsZero() || !o.ArrivedAt.IsZero()},
+		{actionArrived, "assigned.button_arrived", !o.ArrivedAt.IsZero()},
+	} {
+		if s.done {
+			continue
+		}
+		btn, err := button(s.a, s.key)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, btn)
+	}
+	done, err := button(actionFinish, "assigned.button_done")
+	if err != nil {
+		return nil, err
+	}
+	giveBack, err := button(actionGiveBack, "assigned.button_return")
+	if err != nil {
+		return nil, err
+	}
+	kb := &tele.ReplyMarkup{}
+	if len(steps) > 0 {
+		kb.InlineKeyboard = append(kb.InlineKeyboard, steps)
+	}
+	kb.InlineKeyboard = append(kb.InlineKeyboard, []tele.InlineButton{done, giveBack})
+	return kb, nil
+}
+
+// contactLines are the customer's address, name and phone, those given.
+// The phone is plain text: Telegram makes it a link to call.
+func (b *Bot) contactLines(lang string, c dispatch.Contact) []string {
+	cat := b.deps.Catalog
+	var out []string
+	if c.Address != "" {
+		out = append(out, cat.T(lang, "order.address", locales.Data{"Address": locales.HTML(clip(oneLine(c.Address), addressBudget))}))
+	}
+	if c.Name != "" {
+		out = append(out, cat.T(lang, "order.customer", locales.Data{"Name": locales.HTML(clip(oneLine(c.Name), contactBudget))}))
+	}
+	if c.Phone != "" {
+		out = append(out, cat.T(lang, "order.phone", locales.Data{"Phone": locales.HTML(clip(oneLine(c.Phone), contactBudget))}))
+	}
+	return out
+}
+
+// visitText is the visit's line, "" if none: the day and time window as
+// the admin wrote them, city-local.
+func (b *Bot) visitText(lang string, v dispatch.Visit) string {
+	if !v.Given() {
+		return ""
+	}
+	cat := b.deps.Catalog
+	day := cat.T(lang, "order.date", locales.Data{
+		"Year": fmt.Sprintf("%04d", v.Date.Year()), "Month": fmt.Sprintf("%02d", int(v.Date.Month())), "Day": fmt.Sprintf("%02d", v.Date.Day()),
+	})
+	if !v.Window() {
+		return cat.T(lang, "order.visit_day", locales.Data{"Date": day})
+	}
+	return cat.T(lang, "order.visit", locales.Data{"Date": day, "From": hhmm(v.From), "To": hhmm(v.To)})
+}
+
+// hhmm is a time of day, "09:30".
+func hhmm(d time.Duration) string {
+	return fmt.Sprintf("%02d:%02d", int(d/time.Hour), int(d%time.Hour/time.Minute))
+}
+
+// shortArg is a piece of refused input quoted back, on one line and short.
+func shortArg(s string) string {
+	s = oneLine(s)
+	if utf8.RuneCountInString(s) <= 60 {
+		return s
+	}
+	return string([]rune(s)[:59]) + "…"
+}
+
+// assignedKey names the assigned master's message: their offer's.
+func assignedKey(offerID int64) string { return offerKey(offerID) }
+
+// Assigned edits the assigned master's message to show their order as it
+// is. A press of theirs posts it anew if the outbox no longer knows the
+// message; anything else does not (a note tells them, where it matters).
+func (d dispatchNotes) Assigned(a dispatch.Assignment) []domain.Message {
+	b := d.b
+	text, kb, err := b.renderAssigned(a.Master.Lang, a)
+	if err != nil {
+		b.deps.Log.Error("render assigned order", "order", a.Order.ID, "offer", a.Offer.ID, "err", err)
+		return nil
+	}
+	ifGone := domain.IfGoneDrop
+	if a.Pressed {
+		ifGone = domain.IfGoneSend
+	}
+	return []domain.Message{EditOf(a.Master.UserID, domain.KindAssigned, a.Offer.ID, assignedKey(a.Offer.ID), text, kb, ifGone)}
+}
+
+// Photo is a master's photo of the finished work in the admin chat, with
+// the order and who sent it; none without an admin chat.
+func (d dispatchNotes) Photo(m dispatch.Master, o dispatch.Order, fileID, caption string) []domain.Message {
+	b := d.b
+	if b.cfg.AdminChatID == 0 {
+		return nil
+	}
+	text := b.deps.Catalog.T(b.cfg.AdminLang, "photo.caption", locales.Data{
+		"Order": o.ID, "Master": locales.HTML(masterRef(&m, o.MasterID, nameBudget)),
+	})
+	if c := strings.TrimSpace(caption); c != "" {
+		text += "\n" + clip(c, photoCaptionBudget)
+	}
+	return []domain.Message{{ChatID: b.cfg.AdminChatID, Kind: domain.KindPhoto, Ref: o.ID, Text: text, Photo: fileID}}
+}

@@ -1,0 +1,133 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+
+	"switchboard/domain"
+)
+
+// The assigned master's buttons. Each carries the master's accepted offer
+// (its message is the one they press on); who may press is decided here and
+// again by the statement, which names the order's master and its state, so
+// a foreign, repeated or late press changes nothing.
+
+// accepted returns the master's accepted offer: domain.ErrNotFound if there
+// is none such (an unknown id, or an offer that was never accepted: not a
+// button the bot made), ErrForbidden if it is another master's.
+func (s *Service) accepted(ctx context.Context, offerID, masterID int64) (Offer, error) {
+	f, err := s.deps.Repo.Offer(ctx, offerID)
+	if err != nil {
+		return Offer{}, err
+	}
+	if f.MasterID != masterID {
+		return Offer{}, ErrForbidden
+	}
+	if f.State != Accepted {
+		return Offer{}, fmt.Errorf("offer %d is %s: %w", f.ID, f.State, domain.ErrNotFound)
+	}
+	return f, nil
+}
+
+// Step is the assigned master's On my way (StepEnRoute) or Arrived
+// (StepArrived) button: the mark is set on the order, their message shows
+// it and the live log says so. ErrOrderState, with the order as it is, when
+// the order is no longer assigned to them or the step is done already.
+func (s *Service) Step(ctx context.Context, offerID, masterID int64, step Step) (Order, error) {
+	kind := map[Step]EventKind{StepEnRoute: EventMasterEnRoute, StepArrived: EventMasterArrived}[step]
+	if kind == "" {
+		return Order{}, fmt.Errorf("dispatch: unknown step %q", step)
+	}
+	f, err := s.accepted(ctx, offerID, masterID)
+	if err != nil {
+		return Order{}, err
+	}
+	st := s.newStory()
+	o, ok, err := s.deps.Repo.MarkStep(ctx, f.OrderID, masterID, step, st.tell(func(c Changed) {
+		m, _ := masterOf(c, masterID)
+		st.event(Event{Kind: kind, OrderID: c.Order.ID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
+		if c.Assigned != nil {
+			st.assigned(s.assignment(m, c.Order, *c.Assigned, true))
+		}
+	}))
+	if err != nil {
+		return Order{}, err
+	}
+	if !ok {
+		return o, ErrOrderState
+	}
+	st.logged()
+	return o, nil
+}
+
+// Finish is the assigned master's Done button: ASSIGNED → DONE exactly as
+// /done (the same statement and commission), their message shows the
+// commission due and invites a photo of the work. ErrOrderState, with the
+// order as it is, when it is no longer assigned to them.
+func (s *Service) Finish(ctx context.Context, offerID, masterID int64) (Order, error) {
+	f, err := s.accepted(ctx, offerID, masterID)
+	if err != nil {
+		return Order{}, err
+	}
+	o, _, err := s.complete(ctx, f.OrderID, masterID)
+	return o, err
+}
+
+// GiveBack is the assigned master's Can't do it button: ASSIGNED →
+// SEARCHING in one statement, their message loses the address and contact,
+// the admins are told, and the order is offered on at once. The master who
+// gave it back is never offered it again (their accepted offer stays, and
+// distribution passes over masters holding one). ErrOrderState, with the
+// order as it is, when it is no longer assigned to them.
+func (s *Service) GiveBack(ctx context.Context, offerID, masterID int64) (Order, error) {
+	if err := checkOrder(Assigned, Searching); err != nil {
+		return Order{}, err
+	}
+	f, err := s.accepted(ctx, offerID, masterID)
+	if err != nil {
+		return Order{}, err
+	}
+	st := s.newStory()
+	o, ok, err := s.deps.Repo.ReturnOrder(ctx, f.OrderID, masterID, st.tell(func(c Changed) {
+		m, _ := masterOf(c, masterID)
+		st.event(Event{Kind: EventOrderReturned, OrderID: c.Order.ID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
+		if c.Assigned != nil {
+			st.assigned(s.assignment(m, c.Order, *c.Assigned, true))
+		}
+	}))
+	if err != nil {
+		return Order{}, err
+	}
+	if !ok {
+		return o, ErrOrderState
+	}
+	st.logged()
+	s.m.orders.WithLabelValues(string(Searching)).Inc()
+	s.distributeOrder(ctx, o.ID)
+	return o, nil
+}
+
+// Photo passes a photo of the finished work (a Telegram file id, with the
+// master's caption) to the admins: it belongs to the master's order done
+// latest within PhotoWindow. ErrNotMaster for a user who is none;
+// ErrNoDoneOrder when no order was done within the window; ErrPhotoLimit
+// (with the order) when it has MaxPhotos already.
+func (s *Service) Photo(ctx context.Context, masterID int64, fileID, caption string) (Order, error) {
+	if _, err := s.master(ctx, masterID); err != nil {
+		return Order{}, err
+	}
+	st := s.newStory()
+	o, ok, err := s.deps.Repo.RecordPhoto(ctx, masterID, PhotoWindow, MaxPhotos, st.tell(func(c Changed) {
+		m, _ := masterOf(c, masterID)
+		st.photo(m, c.Order, fileID, caption)
+	}))
+	switch {
+	case err != nil:
+		return Order{}, err
+	case !ok && o.ID == 0:
+		return Order{}, ErrNoDoneOrder
+	case !ok:
+		return o, ErrPhotoLimit
+	}
+	return o, nil
+}
