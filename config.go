@@ -110,6 +110,7 @@ type Config struct {
 	RetainMemory          time.Duration `env:"RETAIN_MEMORY" envDefault:"0" help:"raw logs and summaries of the memory chat; 0: for ever"`
 	RetainVacancyMatches  time.Duration `env:"RETAIN_VACANCY_MATCHES" envDefault:"2160h" help:"vacancy matches in a final state (and vacancies no match needs) after their last change; each user's taste examples stay; 0: for ever"`
 	RetainSearchHits      time.Duration `env:"RETAIN_SEARCH_HITS" envDefault:"2160h" help:"ids of vacancies a search has seen; older ones stay seen by id; 0: for ever"`
+	RetainOrderContacts   time.Duration `env:"RETAIN_ORDER_CONTACTS" envDefault:"720h" help:"the customer's address, name and phone of a dispatch order are cleared this long after it is closed or cancelled (personal data: never kept for ever)"`
 	PruneInterval         time.Duration `env:"PRUNE_INTERVAL" envDefault:"1h" help:"the prune job, which deletes what is past its retention"`
 	PruneBatch            int           `env:"PRUNE_BATCH" envDefault:"1000" help:"rows one prune batch (its own short transaction) deletes at most"`
 	PruneStatementTimeout time.Duration `env:"PRUNE_STATEMENT_TIMEOUT" envDefault:"2s" help:"statement timeout of a prune batch; a batch that hits it ends its kind's turn"`

@@ -30,6 +30,7 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, 60*time.Second, cfg.WatchdogInterval)
 	require.Equal(t, 2*time.Minute, cfg.OfferSLA)
 	require.Equal(t, time.Hour, cfg.AutocloseInterval)
+	require.Equal(t, 720*time.Hour, cfg.RetainOrderContacts)
 	require.Equal(t, "127.0.0.1:8080", cfg.HTTPAddr)
 	require.Empty(t, cfg.RedisURL)
 }
@@ -49,6 +50,7 @@ func TestConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
 		{"bad admin ids", map[string]string{"TELEGRAM_TOKEN": "x", "ADMIN_IDS": "1,bob"}, []string{"ADMIN_IDS:"}},
 		{"bad provider", map[string]string{"TELEGRAM_TOKEN": "x", "LLM_PROVIDER": "gemini"}, []string{"LLM_PROVIDER:"}},
 		{"bad level", map[string]string{"TELEGRAM_TOKEN": "x", "LOG_LEVEL": "loud"}, []string{"LOG_LEVEL:"}},
+		{"customer data kept for ever", map[string]string{"TELEGRAM_TOKEN": "x", "RETAIN_ORDER_CONTACTS": "0"}, []string{"RETAIN_ORDER_CONTACTS: 0s: want a positive duration"}},
 		{"several at once", map[string]string{"WATCHDOG_INTERVAL": "1x", "HTTP_ADDR": "nowhere"}, []string{"TELEGRAM_TOKEN:", "WATCHDOG_INTERVAL:", "HTTP_ADDR:"}},
 	}
 	for _, tc := range cases {

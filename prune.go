@@ -37,11 +37,12 @@ func newPruner(cfg Config, store *storage.Store, log *slog.Logger, reg prometheu
 		ret: storage.Retention{
 			GroupMessages: cfg.RetainGroupMessages, RunContext: cfg.RetainRunContext, Memory: cfg.RetainMemory,
 			VacancyMatches: cfg.RetainVacancyMatches, SearchHits: cfg.RetainSearchHits, Outbox: cfg.OutboxRetention,
+			OrderContacts:  cfg.RetainOrderContacts,
 			RecoveryWindow: cfg.VacancyRecoveryWindow, TasteExamples: vacancy.DefaultTasteExamples,
 		},
 		opts: storage.PruneOptions{Batch: cfg.PruneBatch, StatementTimeout: cfg.PruneStatementTimeout, Pause: pruneBatchPause},
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "prune_rows_total", Help: "Rows the prune job deleted (run_context: cleared) on this replica, by kind.",
+			Name: "prune_rows_total", Help: "Rows the prune job deleted (run_context, order_contacts: cleared) on this replica, by kind.",
 		}, []string{"kind"}),
 		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "prune_timeouts_total", Help: "Prune batches cancelled by PRUNE_STATEMENT_TIMEOUT, by kind.",

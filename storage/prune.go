@@ -21,6 +21,7 @@ const (
 	PruneVacancyMatches  = "vacancy_matches"  // RETAIN_VACANCY_MATCHES
 	PruneVacancies       = "vacancies"        // RETAIN_VACANCY_MATCHES
 	PruneSearchHits      = "search_hits"      // RETAIN_SEARCH_HITS
+	PruneOrderContacts   = "order_contacts"   // RETAIN_ORDER_CONTACTS: cleared, the order stays
 	PruneOutboxRows      = "outbox"           // OUTBOX_RETENTION
 	PruneOutboxThrottles = "outbox_throttles" // a day: /status counts the last hour's
 )
@@ -32,7 +33,10 @@ type Retention struct {
 	Memory         time.Duration // raw_logs and lsm_storage
 	VacancyMatches time.Duration // final matches, and vacancies no match points to
 	SearchHits     time.Duration
-	Outbox         time.Duration
+	// OrderContacts: the customer's address, name and phone of orders
+	// CLOSED or CANCELLED longer ago are cleared.
+	OrderContacts time.Duration
+	Outbox        time.Duration
 	// RecoveryWindow keeps SKIPPED matches recovery may still return,
 	// whatever VacancyMatches says.
 	RecoveryWindow time.Duration
@@ -73,7 +77,7 @@ func (o PruneOptions) withDefaults() PruneOptions {
 type PruneResult struct {
 	Kind     string
 	Off      bool  // retention 0: kept for ever, nothing done
-	Rows     int64 // deleted (run_context: cleared)
+	Rows     int64 // deleted (run_context, order_contacts: cleared)
 	Batches  int
 	Timeouts int   // batches cancelled by the statement timeout; the kind stopped at the first
 	Err      error // any other failure; the kind stopped there
@@ -108,6 +112,7 @@ var pruneKinds = []pruneKind{
 	{PruneVacancyMatches, func(r Retention) time.Duration { return r.VacancyMatches }, pruneVacancyMatches},
 	{PruneVacancies, func(r Retention) time.Duration { return r.VacancyMatches }, pruneVacancies},
 	{PruneSearchHits, func(r Retention) time.Duration { return r.SearchHits }, pruneSearchHits},
+	{PruneOrderContacts, func(r Retention) time.Duration { return r.OrderContacts }, pruneOrderContacts},
 	{PruneOutboxRows, func(r Retention) time.Duration { return r.Outbox }, pruneOutbox},
 	{PruneOutboxThrottles, func(Retention) time.Duration { return 24 * time.Hour }, pruneOutboxThrottles},
 }
@@ -371,6 +376,25 @@ SELECT count(*) FROM gone`, b.horizon, b.limit).Scan(&n)
 		return 0, false, err
 	}
 	return n, n == int64(b.limit), nil
+}
+
+// pruneOrderContacts clears the customer's address, name and phone of
+// orders CLOSED or CANCELLED before the horizon, walking orders_contacts;
+// the order stays, contacts_pruned_at marks it. Both states are final, so
+// nothing else writes these rows (SKIP LOCKED leaves one a transaction
+// holds, say a /cancel's that has not committed, to the next run).
+func pruneOrderContacts(ctx context.Context, tx pgx.Tx, b *pruneBatch) (int64, bool, error) {
+	tag, err := tx.Exec(ctx, `
+UPDATE orders SET address = NULL, customer_name = NULL, customer_phone = NULL, contacts_pruned_at = now(), updated_at = now()
+WHERE id = ANY (ARRAY(
+    SELECT id FROM orders
+    WHERE state IN ('CLOSED', 'CANCELLED') AND contacts_pruned_at IS NULL AND COALESCE(closed_at, cancelled_at) < $1
+    ORDER BY COALESCE(closed_at, cancelled_at) LIMIT $2
+    FOR UPDATE SKIP LOCKED))`, b.horizon, b.limit)
+	if err != nil {
+		return 0, false, err
+	}
+	return tag.RowsAffected(), tag.RowsAffected() == int64(b.limit), nil
 }
 
 // pruneOutbox deletes rows delivered, dropped or failed before the horizon

@@ -339,6 +339,59 @@ VALUES (1, 'reply', $1, $2, jsonb_build_object('text', $3::text), $4, $5, 9)`, k
 	require.EqualValues(t, 1, b.prune(storage.PruneOutboxThrottles, storage.Retention{}).Rows)
 }
 
+// The customer's address, name and phone of orders closed or cancelled
+// before the horizon are cleared, a minute either side of it; the orders
+// stay, and open, done and recent ones keep theirs.
+func TestPruneOrderContacts(t *testing.T) {
+	b := setupPrune(t)
+	keep := 30 * day
+	b.user(10)
+	b.exec(`INSERT INTO masters (user_id, city, district, skills) VALUES (10, 'c', 'd', '{x}')`)
+	order := func(note, state string, ended *time.Time) {
+		var closed, cancelled *time.Time
+		switch state {
+		case "CLOSED":
+			closed = ended
+		case "CANCELLED":
+			cancelled = ended
+		}
+		var master *int64
+		if state != "SEARCHING" && state != "CANCELLED" {
+			id := int64(10)
+			master = &id
+		}
+		b.exec(`INSERT INTO orders (created_by, city, district, skill, price, description, state, master_id, done_at,
+                    closed_at, cancelled_at, address, customer_name, customer_phone, visit_date)
+VALUES (1, 'c', 'd', 'x', 100, $1, $2, $3, $4, $4, $5, 'Main St 1', 'Ivan', '+7 999', '2031-01-01')`,
+			note, state, master, closed, cancelled)
+	}
+	at := func(d time.Duration) *time.Time { t := pruneNow.Add(d); return &t }
+	order("closed-old", "CLOSED", at(-keep-time.Minute))
+	order("cancelled-old", "CANCELLED", at(-keep-time.Minute))
+	order("cancelled-older", "CANCELLED", at(-keep-400*day))
+	order("closed-new", "CLOSED", at(-keep+time.Minute))
+	order("cancelled-new", "CANCELLED", at(-keep+time.Minute))
+	order("searching", "SEARCHING", nil)
+	order("assigned", "ASSIGNED", nil)
+	b.exec(`INSERT INTO orders (created_by, city, district, skill, price, description, state, master_id, done_at,
+                    address, customer_name, customer_phone)
+VALUES (1, 'c', 'd', 'x', 100, 'done-old', 'DONE', 10, $1, 'Main St 1', 'Ivan', '+7 999')`, pruneNow.Add(-400*day))
+
+	ret := storage.Retention{OrderContacts: keep}
+	require.EqualValues(t, 3, b.prune(storage.PruneOrderContacts, ret).Rows)
+	require.Equal(t, []string{"cancelled-old", "cancelled-older", "closed-old"}, b.strings(`SELECT description FROM orders
+WHERE address IS NULL AND customer_name IS NULL AND customer_phone IS NULL AND contacts_pruned_at IS NOT NULL ORDER BY description`))
+	require.Equal(t, []string{"assigned", "cancelled-new", "closed-new", "done-old", "searching"}, b.strings(`SELECT description FROM orders
+WHERE address = 'Main St 1' AND customer_name = 'Ivan' AND customer_phone = '+7 999' AND contacts_pruned_at IS NULL ORDER BY description`))
+	require.EqualValues(t, 8, b.id(`SELECT count(*) FROM orders`), "the orders stay")
+	require.EqualValues(t, 3, b.id(`SELECT count(*) FROM orders WHERE visit_date IS NOT NULL AND state IN ('CLOSED', 'CANCELLED')
+AND contacts_pruned_at IS NOT NULL`), "the visit is no one's personal data: it stays")
+	require.Zero(t, b.prune(storage.PruneOrderContacts, ret).Rows, "a second run finds nothing")
+
+	res := b.st.PruneKind(b.ctx, storage.PruneOrderContacts, pruneNow, storage.Retention{}, smallBatches)
+	require.True(t, res.Off)
+}
+
 // A batch that hits the statement timeout (here: a table locked by a long
 // transaction) ends its kind's turn, is counted, and the next kinds run.
 func TestPruneStatementTimeout(t *testing.T) {
