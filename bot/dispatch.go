@@ -548,7 +548,7 @@ func (u *dispatchUI) view(r *Request, cb Callback) error {
 func (b *Bot) renderOffer(lang string, o dispatch.Order, f dispatch.Offer) string {
 	cat := b.deps.Catalog
 	return cat.T(lang, "offer.new", locales.Data{"Order": o.ID}) + "\n" +
-		b.orderText(lang, o, shortDescBudget, placeBudget) + "\n\n" +
+		b.orderText(lang, o, clip(oneLine(o.Description), shortDescBudget), placeBudget) + "\n\n" +
 		cat.T(lang, "offer.time_left", locales.Data{"Left": b.duration(lang, f.ExpiresAt.Sub(b.now()))})
 }
 
@@ -557,7 +557,7 @@ func (b *Bot) renderOffer(lang string, o dispatch.Order, f dispatch.Offer) strin
 // with Accept.
 func (b *Bot) renderDetails(lang string, o dispatch.Order, f dispatch.Offer, rate float64, deadline time.Duration) string {
 	cat := b.deps.Catalog
-	text := cat.T(lang, "offer.new", locales.Data{"Order": o.ID}) + "\n" + b.orderText(lang, o, fullDescBudget, placeBudget) + "\n"
+	text := cat.T(lang, "offer.new", locales.Data{"Order": o.ID}) + "\n" + b.orderText(lang, o, clip(strings.TrimSpace(o.Description), fullDescBudget), placeBudget) + "\n"
 	if rate > 0 {
 		text += "\n" + cat.T(lang, "offer.details_commission", locales.Data{
 			"Amount": dispatch.CommissionOf(o.Price, rate), "Rate": strconv.FormatFloat(rate, 'f', -1, 64),
@@ -569,13 +569,9 @@ func (b *Bot) renderDetails(lang string, o dispatch.Order, f dispatch.Offer, rat
 }
 
 // orderText is the order as any master offered it sees it: the place
-// coarsely (city, district), the visit, skill, price and the description
-// (one line within descBudget, or as written within fullDescBudget).
-func (b *Bot) orderText(lang string, o dispatch.Order, descBudget, place int) string {
-	desc := clip(oneLine(o.Description), descBudget)
-	if descBudget == fullDescBudget || descBudget == assignedDescBudget {
-		desc = clip(strings.TrimSpace(o.Description), descBudget)
-	}
+// coarsely (city, district, each within place), the visit, skill, price
+// and desc, the description already clipped and escaped.
+func (b *Bot) orderText(lang string, o dispatch.Order, desc string, place int) string {
 	visit := ""
 	if v := b.visitText(lang, o.Visit); v != "" {
 		visit = "\n" + v
@@ -601,7 +597,7 @@ func (b *Bot) renderClosed(lang string, o dispatch.Order, state dispatch.OfferSt
 	}
 	text := b.deps.Catalog.T(lang, key, locales.Data{"Order": o.ID})
 	if o.City != "" {
-		text += "\n" + b.orderText(lang, o, shortDescBudget, placeBudget)
+		text += "\n" + b.orderText(lang, o, clip(oneLine(o.Description), shortDescBudget), placeBudget)
 	}
 	return text
 }

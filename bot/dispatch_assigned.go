@@ -154,7 +154,7 @@ func (b *Bot) renderAssigned(lang string, a dispatch.Assignment) (string, *tele.
 	}
 
 	lines := []string{cat.T(lang, "offer.accepted", locales.Data{"Order": o.ID})}
-	body := b.orderText(lang, o, assignedDescBudget, assignedPlaceBudget)
+	body := b.orderText(lang, o, clip(strings.TrimSpace(o.Description), assignedDescBudget), assignedPlaceBudget)
 	// The address right under the coarse place, then who to ask for.
 	place, rest, _ := strings.Cut(body, "\n")
 	lines = append(lines, place)
