@@ -288,3 +288,39 @@ func TestCancelAssignedNamesTheAcceptedOffer(t *testing.T) {
 	require.True(t, ok)
 	require.Nil(t, seen.Assigned)
 }
+
+// /forget of a master assigned an order with a customer's data: the
+// customer's address, name and phone are not the master's and stay with
+// the order until retention; the bot's messages to the master that showed
+// them go with their chat; the order can still be finished or cancelled.
+func TestForgetMasterWithAnAssignedOrder(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	f.master(10, "Lviv", "Center", "glazier")
+	o, err := f.st.CreateOrder(f.ctx, dispatch.NewOrder{CreatedBy: 1, City: "Lviv", District: "Center", Skill: "glazier", Price: 700,
+		Description: "Window", Contact: dispatch.Contact{Address: "Rynok 1", Name: "Oksana", Phone: "+380 32 000 00 00"}}, nil)
+	require.NoError(t, err)
+	of := f.offered(o.ID, 10, 1)
+	_, _, ok, err := f.st.Accept(f.ctx, of.ID, 10, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, ok, err = f.st.MarkStep(f.ctx, o.ID, 10, dispatch.StepEnRoute, func(c dispatch.Changed) []domain.Message {
+		return []domain.Message{{ChatID: 10, Kind: domain.KindAssigned, Ref: c.Assigned.ID, Key: "offer:1", Edit: true, Text: "🏠 Rynok 1"}}
+	})
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	got, err := f.st.Forget(f.ctx, 10)
+	require.NoError(t, err)
+	require.True(t, got.MasterKept)
+	require.Equal(t, 1, got.Orders)
+	require.Zero(t, f.count(`SELECT count(*) FROM outbox WHERE chat_id = 10`), "the messages that showed the customer to them")
+	read, err := f.st.Order(f.ctx, o.ID)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.Contact{Address: "Rynok 1", Name: "Oksana", Phone: "+380 32 000 00 00"}, read.Contact)
+	require.Equal(t, dispatch.Assigned, read.State)
+	done, ok, err := f.st.CompleteOrder(f.ctx, o.ID, 0, 10, time.Hour, nil)
+	require.NoError(t, err)
+	require.True(t, ok, "an admin can still finish it")
+	require.Equal(t, dispatch.Done, done.State)
+}
