@@ -281,7 +281,7 @@ FROM masters m
 WHERE m.user_id = $1 AND m.active AND m.blocked_at IS NULL
   AND o.state = 'SEARCHING' AND o.unassignable_at IS NOT NULL AND NOT o.waiting
   AND lower(o.city) = lower(m.city) AND lower(o.district) = lower(m.district) AND o.skill = ANY (m.skills)
-  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.master_id = m.user_id AND f.state = 'DECLINED')`, master)
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.master_id = m.user_id AND f.state IN ('DECLINED', 'ACCEPTED'))`, master)
 	if err != nil {
 		return fmt.Errorf("orders master %d may take: %w", master, err)
 	}
