@@ -268,7 +268,7 @@ func (u *dispatchUI) order(r *Request) error {
 	if len(details) > 0 {
 		extra = "\n" + strings.Join(details, "\n")
 	}
-	text := r.T("order.created", locales.Data{
+	data := locales.Data{
 		"Order":       o.ID,
 		"City":        locales.HTML(clip(oneLine(o.City), placeBudget)),
 		"District":    locales.HTML(clip(oneLine(o.District), placeBudget)),
@@ -276,22 +276,14 @@ func (u *dispatchUI) order(r *Request) error {
 		"Price":       o.Price,
 		"Description": locales.HTML(clip(oneLine(o.Description), shortDescBudget)),
 		"Details":     locales.HTML(extra),
-	})
+	}
+	key := "order.created"
 	if open, at, h := u.d.Opening(o.City); !open {
 		// "It is being offered" would not be true until the city opens.
-		text = r.T("order.created_after_hours", locales.Data{
-			"Order":       o.ID,
-			"City":        locales.HTML(clip(oneLine(o.City), placeBudget)),
-			"District":    locales.HTML(clip(oneLine(o.District), placeBudget)),
-			"Skill":       locales.HTML(clip(oneLine(o.Skill), skillBudget)),
-			"Price":       o.Price,
-			"Description": locales.HTML(clip(oneLine(o.Description), shortDescBudget)),
-			"Details":     locales.HTML(extra),
-			"From":        h.From(),
-			"To":          h.To(),
-			"Opens":       u.b.stampIn(at, o.City),
-		})
+		key = "order.created_after_hours"
+		data["From"], data["To"], data["Opens"] = h.From(), h.To(), u.b.stampIn(at, o.City)
 	}
+	text := r.T(key, data)
 	return r.Reply(text, nil)
 }
 

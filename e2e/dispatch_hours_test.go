@@ -55,7 +55,7 @@ func TestDispatchOrderAfterHoursIsOfferedAtOpening(t *testing.T) {
 	list := ask(t, env, boss, boss.ID(), "/orders").Text
 	require.Contains(t, list, "outside working hours: offered at opening, 2026-11-26 10:00 MSK", list)
 	require.Zero(t, scalar[int64](t, pool, `SELECT count(*) FROM offers WHERE order_id = $1`, order), "a pass later: still no offer")
-	require.Empty(t, ruOffers(env, ivan.ID()))
+	require.Empty(t, offersHeaded(env, ivan.ID(), "Новый заказ #"))
 
 	p.Signal(syscall.SIGTERM)
 	require.Zero(t, p.Wait(30*time.Second))
@@ -65,17 +65,6 @@ func TestDispatchOrderAfterHoursIsOfferedAtOpening(t *testing.T) {
 	env.Start(hours)
 	offer := env.TG.WaitMessage(t, ivan.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Новый заказ #") })
 	require.Contains(t, offer.Text, "Socket sparks")
-	require.Len(t, ruOffers(env, ivan.ID()), 1)
+	require.Len(t, offersHeaded(env, ivan.ID(), "Новый заказ #"), 1)
 	require.Equal(t, int64(1), scalar[int64](t, pool, `SELECT count(*) FROM offers WHERE order_id = $1`, order))
-}
-
-// ruOffers are the offer messages in a Russian-speaking master's chat.
-func ruOffers(env *e2e.Env, chatID int64) []tgfake.BotMessage {
-	var out []tgfake.BotMessage
-	for _, m := range env.TG.Messages(chatID) {
-		if strings.Contains(originalText(m), "Новый заказ #") {
-			out = append(out, m)
-		}
-	}
-	return out
 }

@@ -22,9 +22,15 @@ const adminChat = -5001
 // offerMessages are the bot's offer messages in a master's chat, edited
 // ones included.
 func offerMessages(env *e2e.Env, chatID int64) []tgfake.BotMessage {
+	return offersHeaded(env, chatID, "New order #")
+}
+
+// offersHeaded are the offer messages in a chat whose first text holds
+// header: "New order #" in English, "Новый заказ #" in Russian.
+func offersHeaded(env *e2e.Env, chatID int64, header string) []tgfake.BotMessage {
 	var out []tgfake.BotMessage
 	for _, m := range env.TG.Messages(chatID) {
-		if strings.Contains(originalText(m), "New order #") {
+		if strings.Contains(originalText(m), header) {
 			out = append(out, m)
 		}
 	}
