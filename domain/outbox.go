@@ -21,6 +21,12 @@ type Message struct {
 	// message id under Key; an edit (Edit set) changes the message Key names.
 	Key  string
 	Edit bool
+	// MarkupOnly makes an edit change the buttons alone
+	// (editMessageReplyMarkup; no buttons removes them), the text left as it
+	// is. Only at once (the senders' SendNow, which names the message by
+	// ReplyTo): the outbox refuses it, since it would supersede a pending
+	// edit of the text.
+	MarkupOnly bool
 	// Text is HTML within one message's limit: the renderers split longer
 	// text into several Messages, which go out in order.
 	Text    string

@@ -121,6 +121,9 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 		if m.Photo != "" && m.Edit {
 			return "", nil, fmt.Errorf("enqueue message %d: a photo is never an edit", i)
 		}
+		if m.MarkupOnly {
+			return "", nil, fmt.Errorf("enqueue message %d: an edit of the buttons alone goes at once, never through the outbox", i)
+		}
 		b, err := json.Marshal(outboxBody{Text: m.Text, Buttons: m.Buttons, ReplyTo: m.ReplyTo, IfGone: m.IfGone, Photo: m.Photo})
 		if err != nil {
 			return "", nil, fmt.Errorf("enqueue message %d: %w", i, err)

@@ -206,6 +206,16 @@ func editParams(chatID int64, messageID int, b body) map[string]any {
 	return p
 }
 
+// markupParams are editMessageReplyMarkup's parameters: the buttons alone,
+// the text left as it is; no buttons removes them.
+func markupParams(chatID int64, messageID int, b body) map[string]any {
+	p := map[string]any{"chat_id": chatID, "message_id": messageID}
+	if kb := markup(b.Buttons); kb != nil {
+		p["reply_markup"] = kb
+	}
+	return p
+}
+
 func markup(rows [][]domain.Button) map[string]any {
 	if len(rows) == 0 {
 		return nil

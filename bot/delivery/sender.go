@@ -266,6 +266,10 @@ func (s *Sender) call(ctx context.Context, r domain.Queued) (int, error) {
 			// Its send was never delivered (dropped, failed) or is pruned.
 			return 0, &APIError{Code: 400, Status: 400, Description: "Bad Request: message to edit not found"}
 		}
+		if r.MarkupOnly {
+			_, err := s.client.Call(ctx, "editMessageReplyMarkup", markupParams(r.ChatID, r.Target, b))
+			return 0, err
+		}
 		_, err := s.client.Call(ctx, "editMessageText", editParams(r.ChatID, r.Target, b))
 		return 0, err
 	}

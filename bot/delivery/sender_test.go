@@ -320,3 +320,40 @@ func TestPhotoBySendPhoto(t *testing.T) {
 	require.Error(t, b.store.EnqueueMessages(b.ctx, domain.Message{ChatID: 42, Kind: domain.KindPhoto, Key: "k", Edit: true, Photo: fileID}))
 	require.Error(t, b.store.EnqueueMessages(b.ctx, domain.Message{ChatID: 42, Kind: domain.KindPhoto, Lane: "l", Merge: true, Photo: fileID}))
 }
+
+// An edit of the buttons alone, at once: editMessageReplyMarkup leaves the
+// text (and its entities) as it is; the same buttons again change nothing
+// and count as done; no buttons removes them. The outbox refuses such an
+// edit: it would supersede a pending edit of the text.
+func TestSendNowEditsTheButtonsAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(1, "Ann")
+	s, err := delivery.NewSender(delivery.Config{}, nil, delivery.NewClient(b.srv.URL(), b.srv.Token(), nil),
+		delivery.NewMemoryLimiter(delivery.DefaultLimits()), slog.New(slog.DiscardHandler), nil)
+	require.NoError(t, err)
+	id, err := s.SendNow(b.ctx, domain.Message{ChatID: 1, Kind: domain.KindReply, Text: "<b>order</b> #7",
+		Buttons: [][]domain.Button{{{Text: "Done", Data: "ad:1"}, {Text: "Back out", Data: "ax:1"}}}})
+	require.NoError(t, err)
+	yes := [][]domain.Button{{{Text: "Yes", Data: "adc:1"}, {Text: "Back", Data: "ab:1"}}}
+	for range 2 {
+		_, err = s.SendNow(b.ctx, domain.Message{ChatID: 1, Kind: domain.KindReply, Edit: true, MarkupOnly: true, ReplyTo: id, Buttons: yes})
+		require.NoError(t, err)
+	}
+	msg, ok := b.srv.MessageByID(1, id)
+	require.True(t, ok)
+	require.Equal(t, "order #7", msg.Text)
+	require.Equal(t, []tgfake.MessageEntity{{Type: "bold", Offset: 0, Length: 5}}, msg.Entities)
+	require.Equal(t, "Yes", msg.ReplyMarkup.Buttons()[0].Text)
+	require.Equal(t, "adc:1", msg.ReplyMarkup.Buttons()[0].CallbackData)
+	require.Len(t, b.srv.CallsTo("editMessageReplyMarkup"), 2)
+	require.Empty(t, b.srv.CallsTo("editMessageText"))
+
+	_, err = s.SendNow(b.ctx, domain.Message{ChatID: 1, Kind: domain.KindReply, Edit: true, MarkupOnly: true, ReplyTo: id})
+	require.NoError(t, err)
+	msg, _ = b.srv.MessageByID(1, id)
+	require.Equal(t, "order #7", msg.Text)
+	require.Empty(t, msg.ReplyMarkup.Buttons())
+
+	require.Error(t, b.store.EnqueueMessages(b.ctx, domain.Message{ChatID: 1, Kind: domain.KindAssigned, Key: "offer:1", Edit: true, MarkupOnly: true}))
+}
