@@ -29,6 +29,26 @@ func (s *Service) accepted(ctx context.Context, offerID, masterID int64) (Offer,
 	return f, nil
 }
 
+// Assigned is the order of the master's accepted offer, for their message's
+// buttons that change nothing (the confirmation of Done or Can't do it, and
+// Back from it), authorized like the steps: domain.ErrNotFound and
+// ErrForbidden as accepted; ErrOrderState, with the order as it is, when it
+// is no longer assigned to them (done, cancelled, given back).
+func (s *Service) Assigned(ctx context.Context, offerID, masterID int64) (Order, error) {
+	f, err := s.accepted(ctx, offerID, masterID)
+	if err != nil {
+		return Order{}, err
+	}
+	o, err := s.deps.Repo.Order(ctx, f.OrderID)
+	if err != nil {
+		return Order{}, err
+	}
+	if o.State != Assigned || o.MasterID != masterID {
+		return o, ErrOrderState
+	}
+	return o, nil
+}
+
 // Step is the assigned master's On my way (StepEnRoute) or Arrived
 // (StepArrived) button: the mark is set on the order, their message shows
 // it and the live log says so. ErrOrderState, with the order as it is, when
