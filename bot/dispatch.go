@@ -29,6 +29,7 @@ type Dispatch interface {
 	Decline(ctx context.Context, offerID, masterID int64) (dispatch.Offer, dispatch.Order, error)
 	View(ctx context.Context, offerID, masterID int64) (dispatch.Offer, dispatch.Order, error)
 	Step(ctx context.Context, offerID, masterID int64, step dispatch.Step) (dispatch.Order, error)
+	Assigned(ctx context.Context, offerID, masterID int64) (dispatch.Order, error)
 	Finish(ctx context.Context, offerID, masterID int64) (dispatch.Order, error)
 	GiveBack(ctx context.Context, offerID, masterID int64) (dispatch.Order, error)
 	Photo(ctx context.Context, masterID int64, fileID, caption string) (dispatch.Order, error)
@@ -97,8 +98,11 @@ func (b *Bot) RegisterDispatch(d Dispatch) {
 	b.HandleButton(actionOfferView, u.view)
 	b.HandleButton(actionEnRoute, u.step(dispatch.StepEnRoute))
 	b.HandleButton(actionArrived, u.step(dispatch.StepArrived))
-	b.HandleButton(actionFinish, u.finish)
-	b.HandleButton(actionGiveBack, u.giveBack)
+	b.HandleButton(actionFinish, u.confirm(confirmFinish))
+	b.HandleButton(actionGiveBack, u.confirm(confirmGiveBack))
+	b.HandleButton(actionFinishYes, u.finish)
+	b.HandleButton(actionGiveBackYes, u.giveBack)
+	b.HandleButton(actionAssignedBack, u.back)
 	b.tb.Handle(tele.OnPhoto, u.photo)
 }
 

@@ -18,11 +18,34 @@ import (
 // The assigned master's buttons, on the message of their accepted offer;
 // each carries that offer's id. Who may press them is decided by the
 // domain, against the presser's id.
+//
+// Done and Can't do it cannot be undone, so they only ask: their press
+// changes nothing but the message's buttons, which become Yes and Back;
+// only Yes finishes or gives the order back, and Back brings the step
+// buttons back. Messages sent before the confirmation existed carry the
+// same ad and ax, which used to finish or give back at once; they now ask
+// too. That is the safer reading of an old button: a master who meant it
+// taps once more, while an irreversible change nobody confirmed cannot be
+// taken back.
 var (
-	actionEnRoute  = RegisterAction("ae", 1)
-	actionArrived  = RegisterAction("aa", 1)
-	actionFinish   = RegisterAction("ad", 1)
-	actionGiveBack = RegisterAction("ax", 1)
+	actionEnRoute      = RegisterAction("ae", 1)
+	actionArrived      = RegisterAction("aa", 1)
+	actionFinish       = RegisterAction("ad", 1)  // asks: Yes, the work is done / Back
+	actionGiveBack     = RegisterAction("ax", 1)  // asks: Yes, give the order back / Back
+	actionFinishYes    = RegisterAction("adc", 1) // Finish
+	actionGiveBackYes  = RegisterAction("axc", 1) // GiveBack
+	actionAssignedBack = RegisterAction("ab", 1)  // the step buttons again
+)
+
+// confirmation is what a confirmation keyboard asks for.
+type confirmation struct {
+	yes    Action
+	button string // the Yes button's text
+}
+
+var (
+	confirmFinish   = confirmation{actionFinishYes, "assigned.button_done_yes"}
+	confirmGiveBack = confirmation{actionGiveBackYes, "assigned.button_return_yes"}
 )
 
 // stepToasts confirm a press that moved the order.
@@ -49,6 +72,58 @@ func (u *dispatchUI) step(step dispatch.Step) CallbackHandler {
 		}
 		return r.Respond(&tele.CallbackResponse{Text: r.T(stepToasts[step])})
 	}
+}
+
+// confirm is Done's or Can't do it's press: the order is left as it is and
+// the message keeps its text; its buttons become [Yes …] [Back]. Refused,
+// like the steps, to anyone but the order's assigned master, and when the
+// order is no longer theirs.
+func (u *dispatchUI) confirm(c confirmation) CallbackHandler {
+	return func(r *Request, cb Callback) error {
+		offerID := cb.IDs[0]
+		o, err := u.d.Assigned(r.Ctx, offerID, r.User.ID)
+		if err != nil {
+			return u.stepRefused(r, o, err, "")
+		}
+		kb, err := confirmMarkup(u.b.deps.Catalog, r.Lang, offerID, c)
+		if err != nil {
+			return err
+		}
+		u.b.editMarkupPressed(r, kb)
+		return r.Respond(&tele.CallbackResponse{Text: r.T("assigned.confirm_toast")})
+	}
+}
+
+// back is Back on a confirmation: the step buttons for the order as it is
+// (steps done are not shown again), the text left as it is.
+func (u *dispatchUI) back(r *Request, cb Callback) error {
+	offerID := cb.IDs[0]
+	o, err := u.d.Assigned(r.Ctx, offerID, r.User.ID)
+	if err != nil {
+		return u.stepRefused(r, o, err, "")
+	}
+	kb, err := assignedMarkup(u.b.deps.Catalog, r.Lang, offerID, o)
+	if err != nil {
+		return err
+	}
+	u.b.editMarkupPressed(r, kb)
+	return r.Respond(&tele.CallbackResponse{})
+}
+
+// confirmMarkup is [[Yes …, Back]].
+func confirmMarkup(cat *locales.Catalog, lang string, offerID int64, c confirmation) (*tele.ReplyMarkup, error) {
+	yes, err := Encode(c.yes, offerID)
+	if err != nil {
+		return nil, err
+	}
+	back, err := Encode(actionAssignedBack, offerID)
+	if err != nil {
+		return nil, err
+	}
+	return &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
+		{Text: cat.T(lang, c.button), Data: yes},
+		{Text: cat.T(lang, "assigned.button_back"), Data: back},
+	}}}, nil
 }
 
 func (u *dispatchUI) finish(r *Request, cb Callback) error {

@@ -71,10 +71,11 @@ func TestAssignedMasterButtons(t *testing.T) {
 		"If you cannot do it, 🙅 Can't do it gives the order back.", msg.Text)
 	require.Equal(t, []string{"🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, buttonTexts(msg))
 	enRoute, arrived, done, giveBack := data(t, "ae", f.ID), data(t, "aa", f.ID), data(t, "ad", f.ID), data(t, "ax", f.ID)
+	doneYes, giveBackYes, back := data(t, "adc", f.ID), data(t, "axc", f.ID), data(t, "ab", f.ID)
 
 	// Bob forges Ann's buttons in his own chat: refused, nothing moves.
 	bobWelcome, _ := env.srv.LastMessage(43)
-	for _, d := range []string{enRoute, arrived, done, giveBack} {
+	for _, d := range []string{enRoute, arrived, done, giveBack, doneYes, giveBackYes, back} {
 		a = pressRaw(t, env.srv, bob, bobWelcome, d)
 		require.Equal(t, "This button is not for you.", a.Text)
 	}
@@ -98,7 +99,51 @@ func TestAssignedMasterButtons(t *testing.T) {
 	require.True(t, strings.HasSuffix(msg.Text, "\n\n📍 You are at the customer's. Press ✅ Done when the job is finished."), msg.Text)
 	require.Equal(t, []string{"✅ Done", "🙅 Can't do it"}, buttonTexts(msg))
 
+	// Done only asks: the text stays, the buttons become Yes and Back, and
+	// the order is as it was.
+	before := msg
 	a = press(t, env.srv, ann, msg, done)
+	require.Equal(t, "Tap “Yes” to confirm, or “Back” if you pressed by mistake.", a.Text)
+	require.False(t, a.ShowAlert)
+	msg = env.offerMessage(t, f)
+	require.Equal(t, before.Text, msg.Text)
+	require.Equal(t, before.Entities, msg.Entities)
+	require.Equal(t, []string{"✅ Yes, the work is done", "↩️ Back"}, buttonTexts(msg))
+	require.Equal(t, []string{doneYes, back}, buttonData(msg))
+	assigned := orderByID(t, env.st, orderID)
+	require.Equal(t, "ASSIGNED", assigned.State)
+	require.Nil(t, assigned.Commission)
+	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM orders WHERE id = $1 AND done_at IS NULL AND arrived_at IS NOT NULL`, orderID))
+	require.Len(t, env.srv.CallsTo("editMessageReplyMarkup"), 1, "the buttons alone were edited")
+
+	// Bob forges Yes and Back: refused, nothing moves.
+	for _, d := range []string{doneYes, back} {
+		a = pressRaw(t, env.srv, bob, bobWelcome, d)
+		require.Equal(t, "This button is not for you.", a.Text)
+	}
+	require.Equal(t, "ASSIGNED", orderByID(t, env.st, orderID).State)
+	require.Equal(t, []string{"✅ Yes, the work is done", "↩️ Back"}, buttonTexts(env.offerMessage(t, f)))
+
+	// Back: the step buttons again, without the steps done; Can't do it
+	// asks the same way.
+	a = press(t, env.srv, ann, msg, back)
+	require.Empty(t, a.Text)
+	msg = env.offerMessage(t, f)
+	require.Equal(t, before.Text, msg.Text)
+	require.Equal(t, []string{"✅ Done", "🙅 Can't do it"}, buttonTexts(msg))
+	require.Equal(t, []string{done, giveBack}, buttonData(msg))
+	press(t, env.srv, ann, msg, giveBack)
+	msg = env.offerMessage(t, f)
+	require.Equal(t, []string{"🙅 Yes, give the order back", "↩️ Back"}, buttonTexts(msg))
+	require.Equal(t, []string{giveBackYes, back}, buttonData(msg))
+	press(t, env.srv, ann, msg, back)
+	msg = env.offerMessage(t, f)
+	require.Equal(t, "ASSIGNED", orderByID(t, env.st, orderID).State)
+
+	// Done, then Yes: DONE.
+	press(t, env.srv, ann, msg, done)
+	msg = env.offerMessage(t, f)
+	a = press(t, env.srv, ann, msg, doneYes)
 	require.Equal(t, "Done. Thank you!", a.Text)
 	row := orderByID(t, env.st, orderID)
 	require.Equal(t, "DONE", row.State)
@@ -108,11 +153,12 @@ func TestAssignedMasterButtons(t *testing.T) {
 	require.Equal(t, "🏁 Order #"+o+" is done — plumbing, Moscow, Center.\nCommission of 300 is due by "+due+".\n"+
 		"📷 To show the admins the finished work, send photos of it here within 1 h.", msg.Text)
 	require.Empty(t, msg.ReplyMarkup.Buttons())
-	for _, d := range []string{done, giveBack, arrived} {
+	for _, d := range []string{done, giveBack, arrived, doneYes, giveBackYes, back} {
 		a = pressRaw(t, env.srv, ann, msg, d)
 		require.Equal(t, "Order #"+o+" is done already.", a.Text, "a stale button")
 	}
 	require.Equal(t, "DONE", orderByID(t, env.st, orderID).State)
+	require.Empty(t, env.offerMessage(t, f).ReplyMarkup.Buttons(), "a stale Back brings no buttons back")
 
 	// The photo of the work goes to the admin chat; a master with nothing
 	// done recently is told why not.
@@ -176,14 +222,33 @@ func TestGiveBackInTheChat(t *testing.T) {
 	require.Contains(t, msg.Text, "🏠 Тверская 12\n📞 +7 999 000-11-22\n🗓 01.02.2099\n")
 	require.Equal(t, []string{"🚗 Выезжаю", "📍 На месте", "✅ Готово", "🙅 Не могу"}, buttonTexts(msg))
 
+	// Can't do it asks first: nothing changes until Yes; Back shows the
+	// step buttons again.
+	text := msg.Text
 	a := press(t, env.srv, ann, msg, data(t, "ax", f.ID))
+	require.Equal(t, "Нажмите «Да», чтобы подтвердить, или «Назад», если нажали по ошибке.", a.Text)
+	msg = env.offerMessage(t, f)
+	require.Equal(t, text, msg.Text)
+	require.Equal(t, []string{"🙅 Да, вернуть заказ", "↩️ Назад"}, buttonTexts(msg))
+	require.Equal(t, orderRow{ID: f.OrderID, State: "ASSIGNED", MasterID: int64p(42), Round: 1}, orderByID(t, env.st, f.OrderID))
+	require.Len(t, offers(t, env.st), 1, "offered to nobody else")
+	press(t, env.srv, ann, msg, data(t, "ab", f.ID))
+	msg = env.offerMessage(t, f)
+	require.Equal(t, text, msg.Text)
+	require.Equal(t, []string{"🚗 Выезжаю", "📍 На месте", "✅ Готово", "🙅 Не могу"}, buttonTexts(msg))
+	press(t, env.srv, ann, msg, data(t, "ax", f.ID))
+	msg = env.offerMessage(t, f)
+	a = press(t, env.srv, ann, msg, data(t, "axc", f.ID))
 	require.Equal(t, "Заказ возвращён.", a.Text)
 	msg = env.offerMessage(t, f)
 	require.Equal(t, "🙅 Вы вернули заказ #"+itoa(f.OrderID)+" — сантехника, Москва, Центр. Администраторам сообщили, "+
 		"заказ предлагают другим мастерам; вам его больше не предложат.", msg.Text)
 	require.Empty(t, msg.ReplyMarkup.Buttons())
-	a = pressRaw(t, env.srv, ann, msg, data(t, "ad", f.ID))
-	require.Equal(t, "Заказ #"+itoa(f.OrderID)+" больше не ваш: вы его вернули.", a.Text)
+	for _, d := range []string{data(t, "ad", f.ID), data(t, "adc", f.ID), data(t, "axc", f.ID), data(t, "ab", f.ID)} {
+		a = pressRaw(t, env.srv, ann, msg, d)
+		require.Equal(t, "Заказ #"+itoa(f.OrderID)+" больше не ваш: вы его вернули.", a.Text)
+	}
+	require.Empty(t, env.offerMessage(t, f).ReplyMarkup.Buttons())
 
 	fs := offers(t, env.st)
 	require.Len(t, fs, 2)
@@ -194,6 +259,13 @@ func TestGiveBackInTheChat(t *testing.T) {
 	second = env.offerMessage(t, fs[1])
 	require.Contains(t, second.Text, "🏠 Тверская 12")
 	require.Equal(t, []string{"🚗 Виїжджаю", "📍 На місці", "✅ Готово", "🙅 Не можу"}, buttonTexts(second))
+	a = press(t, env.srv, bob, second, data(t, "ad", fs[1].ID))
+	require.Equal(t, "Натисніть «Так», щоб підтвердити, або «Назад», якщо натиснули помилково.", a.Text)
+	second = env.offerMessage(t, fs[1])
+	require.Equal(t, []string{"✅ Так, роботу виконано", "↩️ Назад"}, buttonTexts(second))
+	// Ann's old offer cannot reach Bob's order.
+	a = pressRaw(t, env.srv, ann, msg, data(t, "ab", f.ID))
+	require.Equal(t, "Заказ #"+itoa(f.OrderID)+" больше не ваш: вы его вернули.", a.Text)
 	require.Equal(t, orderRow{ID: f.OrderID, State: "ASSIGNED", MasterID: int64p(43), Round: 1}, orderByID(t, env.st, f.OrderID))
 
 	// The admin cancels: Bob's message loses the address too.

@@ -110,6 +110,17 @@ func (b *Bot) editDirect(ctx context.Context, chatID int64, messageID int, text 
 	return nil
 }
 
+// editMarkupDirect replaces a message's buttons at once, its text left as
+// it is (editMessageReplyMarkup), through the same path; no buttons removes
+// them.
+func (b *Bot) editMarkupDirect(ctx context.Context, chatID int64, messageID int, kb *tele.ReplyMarkup) error {
+	m := domain.Message{ChatID: chatID, Kind: domain.KindReply, Edit: true, MarkupOnly: true, ReplyTo: messageID, Buttons: Buttons(kb)}
+	if _, err := b.deps.Direct.SendNow(ctx, m); err != nil {
+		return fmt.Errorf("edit buttons of message %d: %w", messageID, err)
+	}
+	return nil
+}
+
 // SendHTML sends text to a chat at once, split, through the direct path
 // (an answer to something the user just did: an error, a rate limit).
 func (b *Bot) SendHTML(chat *tele.Chat, text string, markup *tele.ReplyMarkup) error {

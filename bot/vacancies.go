@@ -431,6 +431,22 @@ func (b *Bot) editPressed(r *Request, text string, kb *tele.ReplyMarkup) {
 	}
 }
 
+// editMarkupPressed replaces the buttons of the pressed message, its text
+// left as it is: at once, like editPressed.
+func (b *Bot) editMarkupPressed(r *Request, kb *tele.ReplyMarkup) {
+	msg := r.Callback().Message
+	if msg == nil {
+		return // too old for Telegram to say which message it was
+	}
+	chatID := r.User.ID
+	if msg.Chat != nil {
+		chatID = msg.Chat.ID
+	}
+	if err := b.editMarkupDirect(r.Ctx, chatID, msg.ID, kb); err != nil {
+		b.deps.Log.Warn("edit pressed message's buttons", "user", r.User.ID, "message", msg.ID, "err", err)
+	}
+}
+
 // Card renders one vacancy for its user with the decision buttons
 // (vacancy.Notifier): one outbox row of kind vacancy for the match, which
 // the vacancy workflow writes with the match's move to ANALYZED. Its
