@@ -139,8 +139,17 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 	require.Equal(t, "This button is not for you.", env.TG.WaitCallbackAnswer(t, forged.ID).Text)
 	require.Equal(t, "ASSIGNED", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
 
-	// Bob cannot do it after all: back to dispatch, at once to Carl.
-	require.Equal(t, "The order is given back.", pressAndWait(t, env, bob, assigned, "🙅 Can't do it").Text)
+	// Bob cannot do it after all: Can't do it asks, and only Yes gives the
+	// order back to dispatch, at once to Carl.
+	text := assigned.Text
+	require.Equal(t, "Tap “Yes” to confirm, or “Back” if you pressed by mistake.", pressAndWait(t, env, bob, assigned, "🙅 Can't do it").Text)
+	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool {
+		return len(m.ReplyMarkup.Buttons()) == 2 && m.ReplyMarkup.Buttons()[1].Text == "↩️ Back"
+	})
+	require.Equal(t, text, assigned.Text, "the text stays")
+	require.Equal(t, []string{"🙅 Yes, give the order back", "↩️ Back"}, buttonLabels(assigned))
+	require.Equal(t, "ASSIGNED", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
+	require.Equal(t, "The order is given back.", pressAndWait(t, env, bob, assigned, "🙅 Yes, give the order back").Text)
 	require.Equal(t, "SEARCHING", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
 	require.Zero(t, scalar[int](t, pool, `SELECT count(*) FROM orders WHERE master_id IS NOT NULL OR en_route_at IS NOT NULL`))
 	gaveBack := waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🙅 You gave order #") })
@@ -179,7 +188,12 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 
 	// Dora finishes: DONE with /done's commission; her message drops the
 	// customer; her photo reaches the admins.
-	require.Equal(t, "Done. Thank you!", pressAndWait(t, env, dora, doraAssigned, "✅ Done").Text)
+	require.Equal(t, "Tap “Yes” to confirm, or “Back” if you pressed by mistake.", pressAndWait(t, env, dora, doraAssigned, "✅ Done").Text)
+	require.Equal(t, "ASSIGNED", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order), "Done only asks")
+	doraConfirm := waitEdited(t, env, doraAssigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 2 })
+	require.Equal(t, doraAssigned.Text, doraConfirm.Text, "the text stays")
+	require.Equal(t, []string{"✅ Yes, the work is done", "↩️ Back"}, buttonLabels(doraConfirm))
+	require.Equal(t, "Done. Thank you!", pressAndWait(t, env, dora, doraConfirm, "✅ Yes, the work is done").Text)
 	require.Equal(t, "DONE", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
 	require.Equal(t, int64(200), scalar[int64](t, pool, `SELECT commission FROM orders WHERE id = $1`, order))
 	doraDone := waitEdited(t, env, doraAssigned, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🏁 Order #") })
@@ -265,6 +279,8 @@ func TestDispatchCustomerDataGoesWithRetention(t *testing.T) {
 	require.Contains(t, assigned.Text, markAddress, "the step's edit, an outbox row, carried the address")
 	require.Positive(t, scalar[int](t, pool, `SELECT count(*) FROM outbox WHERE kind = 'assigned' AND strpos(body::text, $1) > 0`, markName))
 	pressAndWait(t, env, dan, assigned, "✅ Done")
+	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 2 })
+	require.Equal(t, "Done. Thank you!", pressAndWait(t, env, dan, assigned, "✅ Yes, the work is done").Text)
 
 	// noID matches no id column: only the markers are looked for.
 	const noID = 987_654_321_987
