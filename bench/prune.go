@@ -306,6 +306,9 @@ func benchPrune(ctx context.Context, cfg pruneConfig, out io.Writer, log *slog.L
 	// is closed first: none of its connections may hold a snapshot that
 	// keeps the rows VACUUM is to remove.
 	rig.close()
+	if err := waitNoSnapshots(ctx, pool); err != nil {
+		return rep, err
+	}
 	if _, err := pool.Exec(ctx, `VACUUM ANALYZE group_messages, pipeline_runs`); err != nil {
 		return rep, fmt.Errorf("vacuum: %w", err)
 	}
@@ -479,6 +482,30 @@ func (s sizes) String() string {
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }
+
+// waitNoSnapshots waits until no other session of this database holds a
+// snapshot (an autovacuum ANALYZE does, for as long as it reads): VACUUM
+// keeps every row version such a snapshot may see, so the sizes after it
+// would say less about the prune than about who was reading.
+func waitNoSnapshots(ctx context.Context, pool interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_xmin IS NOT NULL`).Scan(&n); err != nil {
+			return fmt.Errorf("sessions holding snapshots: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d sessions of the bench database still hold snapshots after a minute", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
 
 type queryer interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
