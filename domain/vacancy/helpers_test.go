@@ -93,6 +93,13 @@ func setup(t *testing.T, opts ...option) *bundle {
 // replica would.
 func (b *bundle) newService(t *testing.T) *vacancy.Service {
 	t.Helper()
+	return b.serviceWith(t, b.store)
+}
+
+// serviceWith is newService over repo, a wrapper of the store that plays
+// some fault.
+func (b *bundle) serviceWith(t *testing.T, repo vacancy.Repository) *vacancy.Service {
+	t.Helper()
 	cfg := hh.Config{URL: b.hh.URL(), UserAgent: "switchboard-test/1.0 (dev@example.com)", Log: slog.New(slog.DiscardHandler)}
 	if b.hhCfg != nil {
 		b.hhCfg(&cfg)
@@ -105,7 +112,7 @@ func (b *bundle) newService(t *testing.T) *vacancy.Service {
 		reg = prometheus.NewRegistry()
 	}
 	svc, err := vacancy.NewService(b.cfg, vacancy.Deps{
-		Repo: b.store, Source: src, Notifier: b.sent, Registerer: reg,
+		Repo: repo, Source: src, Notifier: b.sent, Registerer: reg,
 		LLM: llm.Port{Client: b.llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrRefused},
 		Log: slog.New(slog.DiscardHandler),
 	})

@@ -13,6 +13,7 @@ import (
 	"switchboard/hh/hhtest"
 	"switchboard/llm"
 	"switchboard/llm/llmtest"
+	"switchboard/storage"
 )
 
 const seeker = 7
@@ -385,6 +386,43 @@ func TestShutdownSkipsMatchesInFlight(t *testing.T) {
 	<-done
 	require.Equal(t, map[vacancy.Status]int{vacancy.Skipped: 2}, b.counts(t))
 	require.Equal(t, vacancy.ReasonShutdown, b.skipReason(t, 500))
+}
+
+// shutdownMidClaim is the store with a shutdown (stop) arriving while a
+// claim's statement runs: the claim commits, and the caller hears of it
+// only if its context is still live, as pgx answers a query whose context
+// ended with the cancellation whether or not the server had finished it.
+type shutdownMidClaim struct {
+	*storage.Store
+	stop context.CancelFunc
+}
+
+func (r shutdownMidClaim) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy.Claim, bool, error) {
+	c, ok, err := r.Store.ClaimMatch(context.WithoutCancel(ctx), o)
+	r.stop()
+	if ctx.Err() != nil {
+		return vacancy.Claim{}, false, ctx.Err()
+	}
+	return c, ok, err
+}
+
+// A shutdown during a claim: the match claimed is in flight like any
+// other and ends SKIPPED, not held by a process that is gone.
+func TestShutdownDuringAClaimLeavesNoClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.relevant()
+	b.queue(t, vacancies(1, 500, 21)...)
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	svc := b.serviceWith(t, shutdownMidClaim{Store: b.store, stop: cancel})
+	_, _ = svc.ProcessNext(ctx)
+	require.Equal(t, map[vacancy.Status]int{vacancy.Skipped: 1}, b.counts(t))
+	require.Equal(t, vacancy.ReasonShutdown, b.skipReason(t, 500))
+	var held int
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx,
+		`SELECT count(*) FROM vacancy_matches WHERE claimed_until IS NOT NULL`).Scan(&held))
+	require.Zero(t, held, "no claim outlives the shutdown")
 }
 
 // A claim whose worker died (kill -9) is taken over when its lease runs

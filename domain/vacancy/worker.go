@@ -151,10 +151,20 @@ func (s *Service) Drain(ctx context.Context) (int, error) {
 // whether there was one. Errors are infrastructure errors (the claim
 // failed); a match's own failures end in its status.
 func (s *Service) ProcessNext(ctx context.Context) (bool, error) {
-	c, ok, err := s.deps.Repo.ClaimMatch(ctx, ClaimOptions{
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	// The claim is not cut short by ctx: a statement cancelled mid-way can
+	// commit all the same while we hear only the cancellation, and the
+	// match would stay claimed, by nobody, for a whole lease after the
+	// process is gone. A claim that went through is processed with ctx, so
+	// a shutdown meanwhile makes it SKIPPED like any match in flight.
+	cctx, cancel := detached(ctx)
+	c, ok, err := s.deps.Repo.ClaimMatch(cctx, ClaimOptions{
 		Lease: s.cfg.ClaimLease, Taste: s.cfg.TasteExamples,
 		FreshOnly: s.deps.Source.Holding(), DetailFresh: s.cfg.DetailFresh, DetailLease: s.cfg.ClaimLease,
 	})
+	cancel()
 	if err != nil {
 		return false, fmt.Errorf("claim: %w", err)
 	}
