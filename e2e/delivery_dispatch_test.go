@@ -361,7 +361,8 @@ func TestDeliveryFortyOrdersAccepted(t *testing.T) {
 		require.Len(t, first.Edits, 1, "master %d: edited once, by the acceptance", i)
 		require.Contains(t, first.Text, "Accepted: order #", "master %d: the offer shows the acceptance", i)
 		require.Contains(t, first.Text, fmt.Sprintf("Job number %d", i))
-		require.Empty(t, first.ReplyMarkup.Buttons(), "master %d: no buttons once accepted", i)
+		require.Equal(t, []string{"🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, buttonLabels(first),
+			"master %d: once accepted, the assigned master's steps", i)
 	}
 	replies := orderReplies(env, boss.ID())
 	require.Len(t, replies, n, "a confirmation per /order")
