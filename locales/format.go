@@ -1,0 +1,100 @@
+package locales
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// Number writes n the way a reader of lang groups digits: 250,000 in
+// English, 250 000 (a no-break space) in Russian and Ukrainian.
+func Number(lang string, n int64) string {
+	return message.NewPrinter(tag(lang)).Sprintf("%d", n)
+}
+
+func tag(lang string) language.Tag {
+	if !Supported(lang) {
+		lang = Languages[0]
+	}
+	return language.Make(lang)
+}
+
+// currencySigns are the symbols people write for the currencies HH
+// quotes; HH's own code for the rouble is the pre-1998 RUR.
+var currencySigns = map[string]string{
+	"RUR": "₽", "RUB": "₽", "USD": "$", "EUR": "€", "KZT": "₸", "UAH": "₴",
+	"BYR": "Br", "BYN": "Br", "UZS": "сўм", "GEL": "₾", "AZN": "₼", "KGS": "сом",
+}
+
+// Money writes an amount with its currency as lang writes it: "$3,000" and
+// "250,000 ₽" in English, "250 000 ₽" in Russian and Ukrainian. An unknown
+// code stays as the code after the number.
+func Money(lang string, amount int64, currency string) string {
+	code := strings.ToUpper(strings.TrimSpace(currency))
+	sign, ok := currencySigns[code]
+	if !ok {
+		sign = code
+	}
+	n := Number(lang, amount)
+	if sign == "" {
+		return n
+	}
+	if lang == "en" && (code == "USD" || code == "EUR") {
+		return sign + n
+	}
+	return n + "\u00a0" + sign
+}
+
+// durationUnits are each language's short unit names, largest first.
+var durationUnits = map[string][4]string{
+	"en": {"d", "h", "min", "s"},
+	"ru": {"д", "ч", "мин", "с"},
+	"uk": {"д", "год", "хв", "с"},
+}
+
+// Duration writes d for a reader: at most two units, largest first, e.g.
+// "5 min 58 s", "2 ч 5 мин", "3 д 4 год"; under a second "less than a
+// second" in lang's words, never Go's "5m58s" or "1ms".
+func Duration(lang string, d time.Duration) string {
+	units, ok := durationUnits[lang]
+	if !ok {
+		units = durationUnits[Languages[0]]
+	}
+	if d < 0 {
+		d = -d
+	}
+	if d < time.Second {
+		return lessThanSecond[langOrDefault(lang)]
+	}
+	d = d.Round(time.Second)
+	parts := []int64{int64(d / (24 * time.Hour)), int64(d / time.Hour % 24), int64(d / time.Minute % 60), int64(d / time.Second % 60)}
+	var out []string
+	for i, v := range parts {
+		if v == 0 && len(out) == 0 {
+			continue
+		}
+		if len(out) == 2 {
+			break
+		}
+		if v != 0 {
+			out = append(out, fmt.Sprintf("%d\u00a0%s", v, units[i]))
+		} else if len(out) == 1 {
+			// "2 h" rather than "2 h 0 min": the second unit is dropped
+			// when it is zero, and nothing smaller replaces it.
+			break
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+var lessThanSecond = map[string]string{"en": "under a second", "ru": "меньше секунды", "uk": "менше секунди"}
+
+func langOrDefault(lang string) string {
+	if Supported(lang) {
+		return lang
+	}
+	return Languages[0]
+}
