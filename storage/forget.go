@@ -20,7 +20,8 @@ import (
 //   - pipeline_runs, raw_logs, lsm_storage: the user's rows deleted.
 //   - users: deleted (the user may /start again), unless their master record
 //     is kept (below): then the row stays as its anchor, with username,
-//     first name, both languages and the profile erased.
+//     first name, both languages and the profile erased and created_at
+//     renewed (the person is new if they come back; see Forget).
 //   - searches, ban_words, vacancy_matches (every state): deleted.
 //     discovery_state and search_hits belong to a search key, which users
 //     with equal searches share: deleted only when no other user's search
