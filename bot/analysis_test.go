@@ -140,7 +140,7 @@ func TestAnalysisCommandsInMenu(t *testing.T) {
 	env := setupAnalysis(t)
 	// The answer to /help shows the bot has started, menus published.
 	help := env.ask(t, env.admin, "/help").Text
-	require.Equal(t, []string{"start", "help", "lang"}, commandNames(env.srv.Commands(tgfake.BotCommandScope{Type: "default"}, "")),
+	require.Equal(t, []string{"start", "help", "lang"}, commandNames(env.srv.Commands(tgfake.BotCommandScope{Type: "all_private_chats"}, "")),
 		"the analysis commands are the admins'")
 	require.Contains(t, help, "/run_new — open an analysis run of group messages")
 	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "uk")

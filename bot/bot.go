@@ -116,6 +116,9 @@ type Bot struct {
 	// groupText takes plain text written in groups (the analysis workflow
 	// sets it); nil leaves group text alone.
 	groupText func(r *Request) error
+	// masters knows who is a registered master (RegisterDispatch sets
+	// it); nil: nobody is.
+	masters Masters
 	// calendar gives each dispatch city its time zone (RegisterDispatch
 	// sets it); the zero Calendar is UTC.
 	calendar dispatch.Calendar

@@ -145,9 +145,13 @@ func TestStartHelpAndRoles(t *testing.T) {
 	reply = tb.ask(t, admin, "/status")
 	require.Contains(t, reply.Text, "Status — replica test")
 
-	// The command menu Telegram shows is built from the same list.
-	def := tb.srv.Commands(tgfake.BotCommandScope{Type: "default"}, "")
+	// The command menus Telegram shows are built from the same list: the
+	// private commands in private chats, nothing in groups or in the
+	// default list groups fall back to.
+	def := tb.srv.Commands(tgfake.BotCommandScope{Type: "all_private_chats"}, "")
 	require.Equal(t, []string{"start", "help", "lang"}, commandNames(def))
+	require.Empty(t, tb.srv.Commands(tgfake.BotCommandScope{Type: "all_group_chats"}, ""))
+	require.Empty(t, tb.srv.Commands(tgfake.BotCommandScope{Type: "default"}, ""))
 	adm := tb.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "uk")
 	require.Equal(t, []string{"start", "help", "lang", "status"}, commandNames(adm))
 	require.Equal(t, "репліки, задачі та черги", adm[3].Description)
@@ -169,7 +173,8 @@ func TestLanguageSwitchAndFallback(t *testing.T) {
 	require.Contains(t, tb.ask(t, olena, "/help").Text, "Что я умею")
 	require.Equal(t, "Мову змінено на українську.", tb.ask(t, olena, "/lang uk").Text)
 	require.Contains(t, tb.ask(t, olena, "/help").Text, "Що я вмію", "the next reply follows the choice")
-	require.Contains(t, tb.ask(t, olena, "/lang de").Text, "/lang en|ru|uk")
+	require.Equal(t, "Мови «de» я не знаю. Доступні мови: en, ru, uk. Приклад: /lang uk", tb.ask(t, olena, "/lang de").Text)
+	require.Contains(t, tb.ask(t, olena, "/lang").Text, "/lang en|ru|uk")
 
 	pierre := tb.srv.User(8, "Pierre", "fr")
 	require.Contains(t, tb.ask(t, pierre, "/help").Text, "What I can do", "unknown language falls back to en")

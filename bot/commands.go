@@ -1,11 +1,15 @@
 package bot
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
 	tele "gopkg.in/telebot.v3"
 
+	"switchboard/domain/dispatch"
 	"switchboard/locales"
 )
 
@@ -20,14 +24,71 @@ const (
 	RoleAdmin
 )
 
+// Place is a set of chats a command may run in. Groups other than the admin
+// chat are never one: what the bot says there everybody reads, so a
+// command of ours sent there gets only a pointer to the private chat.
+type Place int
+
+const (
+	// InPrivate is the user's private chat with the bot.
+	InPrivate Place = 1 << iota
+	// InAdminChat is the admin chat (ADMIN_CHAT_ID), where admins work
+	// together on analysis runs and orders.
+	InAdminChat
+)
+
+// Section is the header a command is listed under in /help.
+type Section int
+
+// The sections in /help's order. SectionMaster is shown to registered
+// masters only; the admin sections to admins only.
+const (
+	SectionGeneral Section = iota
+	SectionJobs
+	SectionMemory
+	SectionMaster
+	SectionAdminOrders
+	SectionAdminRuns
+	SectionAdminSystem
+	sectionCount
+)
+
+// sectionHeaders are the locale keys of the sections' headers.
+var sectionHeaders = [sectionCount]string{
+	SectionGeneral:     "help.section_general",
+	SectionJobs:        "help.section_jobs",
+	SectionMemory:      "help.section_memory",
+	SectionMaster:      "help.section_master",
+	SectionAdminOrders: "help.section_admin_orders",
+	SectionAdminRuns:   "help.section_admin_runs",
+	SectionAdminSystem: "help.section_admin_system",
+}
+
 // Command is one slash command. The same list drives routing, /help and
-// Telegram's command menu, so the three cannot drift apart.
+// Telegram's command menus, so the three cannot drift apart.
 type Command struct {
 	Name string
 	// Desc is the locale key of the one-line description.
-	Desc   string
-	Role   Role
-	Handle func(r *Request) error
+	Desc string
+	Role Role
+	// Where is where the command runs. Zero: an everyone command runs in
+	// private chats only (what it answers may be private), an admin
+	// command in private chats and in the admin chat.
+	Where Place
+	// Section is its header in /help.
+	Section Section
+	Handle  func(r *Request) error
+}
+
+func (c Command) where() Place {
+	switch {
+	case c.Where != 0:
+		return c.Where
+	case c.Role == RoleAdmin:
+		return InPrivate | InAdminChat
+	default:
+		return InPrivate
+	}
 }
 
 func (b *Bot) command(cmd Command) tele.HandlerFunc {
@@ -36,44 +97,156 @@ func (b *Bot) command(cmd Command) tele.HandlerFunc {
 		if r == nil {
 			return nil
 		}
-		if cmd.Role == RoleAdmin && !r.Admin {
-			b.deps.Log.Warn("admin command refused", "user", r.User.ID, "command", cmd.Name)
-			return r.Reply(r.T("error.admin_only"), nil)
-		}
-		return cmd.Handle(r)
+		return b.run(r, cmd)
 	}
 }
 
-// visible returns the commands a user with these rights may use.
-func (b *Bot) visible(admin bool) []Command {
-	var out []Command
+// run checks that the command may run in this chat and for this user, and
+// runs it.
+func (b *Bot) run(r *Request, cmd Command) error {
+	if cmd.where()&b.placeOf(r.Chat()) == 0 {
+		return b.elsewhere(r, cmd)
+	}
+	if cmd.Role == RoleAdmin && !r.Admin {
+		b.deps.Log.Warn("admin command refused", "user", r.User.ID, "command", cmd.Name)
+		return r.Reply(r.T("error.admin_only"), nil)
+	}
+	return cmd.Handle(r)
+}
+
+// placeOf is the Place a chat belongs to; 0 for any other group.
+func (b *Bot) placeOf(chat *tele.Chat) Place {
+	switch {
+	case chat == nil:
+		return 0
+	case chat.Type == tele.ChatPrivate:
+		return InPrivate
+	case b.cfg.AdminChatID != 0 && chat.ID == b.cfg.AdminChatID:
+		return InAdminChat
+	default:
+		return 0
+	}
+}
+
+// elsewhere answers a command sent where it does not run. In a group the
+// answer names the command and links to the private chat (a deep link
+// that runs it there), and never carries anything of the user's; an
+// admin command from someone who is not an admin is left unanswered there,
+// as a command meant for another bot would be.
+func (b *Bot) elsewhere(r *Request, cmd Command) error {
+	if r.Chat().Type == tele.ChatPrivate {
+		return r.Reply(r.T("error.admin_chat_only", locales.Data{"Command": "/" + cmd.Name}), nil)
+	}
+	if cmd.Role == RoleAdmin && !r.Admin {
+		b.deps.Log.Debug("admin command in a group ignored", "user", r.User.ID, "command", cmd.Name)
+		return nil
+	}
+	var kb *tele.ReplyMarkup
+	if b.tb.Me != nil && b.tb.Me.Username != "" {
+		payload := cmd.Name
+		if payload == "start" {
+			payload = ""
+		}
+		kb = &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
+			{Text: r.T("chat.open_private"), URL: deepLink(b.tb.Me.Username, payload)},
+		}}}
+	}
+	replyTo := 0
+	if m := r.Message(); m != nil {
+		replyTo = m.ID
+	}
+	return b.sendDirect(r.Ctx, r.Chat().ID, replyTo, r.T("chat.private_only", locales.Data{"Command": "/" + cmd.Name}), kb)
+}
+
+// deepLink opens the private chat with the bot; a payload arrives as
+// "/start <payload>" (Telegram allows [A-Za-z0-9_-], up to 64 characters).
+func deepLink(username, payload string) string {
+	link := "https://t.me/" + url.PathEscape(username)
+	if payload != "" {
+		link += "?start=" + url.QueryEscape(payload)
+	}
+	return link
+}
+
+// Masters tells whether a user is a registered master: /start and /help
+// show masters their commands and others how to become one.
+type Masters interface {
+	IsMaster(ctx context.Context, userID int64) (bool, error)
+}
+
+// dispatchMasters asks the dispatch workflow, which keeps the masters.
+type dispatchMasters struct{ d Dispatch }
+
+func (m dispatchMasters) IsMaster(ctx context.Context, userID int64) (bool, error) {
+	_, _, err := m.d.Master(ctx, userID)
+	if errors.Is(err, dispatch.ErrNotMaster) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// isMaster reports whether the request's user is a registered master; a
+// failed look-up counts as no (it only decides what /start and /help show).
+func (b *Bot) isMaster(r *Request) bool {
+	if b.masters == nil {
+		return false
+	}
+	ok, err := b.masters.IsMaster(r.Ctx, r.User.ID)
+	if err != nil {
+		b.deps.Log.Warn("is master", "user", r.User.ID, "err", err)
+		return false
+	}
+	return ok
+}
+
+// lookup finds a registered command by name.
+func (b *Bot) lookup(name string) (Command, bool) {
 	for _, c := range b.commands {
-		if c.Role == RoleEveryone || admin {
-			out = append(out, c)
+		if c.Name == name {
+			return c, true
 		}
 	}
-	return out
+	return Command{}, false
 }
 
-// helpText lists the commands of the user's roles, admins' in their own section.
-func (b *Bot) helpText(lang string, admin bool) string {
-	cat := b.deps.Catalog
-	var sb strings.Builder
-	sb.WriteString(cat.T(lang, "help.header"))
-	section := RoleEveryone
-	for _, c := range b.visible(admin) {
-		if c.Role != section {
-			section = c.Role
-			sb.WriteString("\n\n" + cat.T(lang, "help.admin_header"))
+// helpText lists, under their sections' headers, the commands of the roles
+// the user has: everyone's, a master's to masters (others get one line on
+// how to become one), admins' to admins.
+func (b *Bot) helpText(r *Request) string {
+	var sections [sectionCount][]Command
+	for _, c := range b.commands {
+		if c.where()&InPrivate == 0 || (c.Role == RoleAdmin && !r.Admin) {
+			continue
 		}
-		sb.WriteString("\n" + cat.T(lang, "help.line", locales.Data{"Command": c.Name, "Description": cat.T(lang, c.Desc)}))
+		sections[c.Section] = append(sections[c.Section], c)
+	}
+	master := b.isMaster(r)
+	var sb strings.Builder
+	sb.WriteString(r.T("help.header"))
+	for s, cmds := range sections {
+		if len(cmds) == 0 {
+			continue
+		}
+		if Section(s) == SectionMaster && !master {
+			sb.WriteString("\n\n" + r.T("help.master_join"))
+			continue
+		}
+		sb.WriteString("\n\n" + r.T(sectionHeaders[s]))
+		for _, c := range cmds {
+			sb.WriteString("\n" + r.T("help.line", locales.Data{"Command": c.Name, "Description": r.T(c.Desc)}))
+		}
 	}
 	return sb.String()
 }
 
-func (b *Bot) menu(lang string, admin bool) []tele.Command {
+// menu is the command menu of one scope: the commands that run in place
+// and that the scope's users may use.
+func (b *Bot) menu(lang string, admin bool, place Place) []tele.Command {
 	var out []tele.Command
-	for _, c := range b.visible(admin) {
+	for _, c := range b.commands {
+		if c.where()&place == 0 || (c.Role == RoleAdmin && !admin) {
+			continue
+		}
 		out = append(out, tele.Command{Text: c.Name, Description: b.deps.Catalog.T(lang, c.Desc)})
 	}
 	return out
@@ -88,12 +261,37 @@ func menuLanguage(i int, lang string) string {
 	return lang
 }
 
-// publishCommands sets Telegram's default command menu in every language,
-// and the admin menu in each admin's chat that already exists.
+// setMenu publishes one scope's menu in one language; an empty menu is
+// deleted, since Telegram refuses an empty list.
+func (b *Bot) setMenu(cmds []tele.Command, scope tele.CommandScope, lang string) error {
+	if len(cmds) == 0 {
+		return b.tb.DeleteCommands(scope, lang)
+	}
+	return b.tb.SetCommands(cmds, scope, lang)
+}
+
+// publishCommands sets Telegram's command menus in every language: the
+// private commands in all private chats; nothing in groups, nor in the
+// default scope that groups fall back to (earlier versions published the
+// private commands there); the admin chat's commands in the admin chat;
+// and the admin menu in each admin's private chat that already exists.
 func (b *Bot) publishCommands() error {
 	for i, lang := range locales.Languages {
-		if err := b.tb.SetCommands(b.menu(lang, false), tele.CommandScope{Type: tele.CommandScopeDefault}, menuLanguage(i, lang)); err != nil {
-			return fmt.Errorf("set default commands (%s): %w", lang, err)
+		code := menuLanguage(i, lang)
+		for _, scope := range []tele.CommandScope{{Type: tele.CommandScopeDefault}, {Type: tele.CommandScopeAllGroupChats}} {
+			if err := b.tb.DeleteCommands(scope, code); err != nil {
+				return fmt.Errorf("delete %s commands (%s): %w", scope.Type, lang, err)
+			}
+		}
+		if err := b.setMenu(b.menu(lang, false, InPrivate), tele.CommandScope{Type: tele.CommandScopeAllPrivateChats}, code); err != nil {
+			return fmt.Errorf("set private chat commands (%s): %w", lang, err)
+		}
+	}
+	if b.cfg.AdminChatID != 0 {
+		if err := b.publishAdminChatMenu(); err != nil {
+			// The bot may not be in the admin chat yet; the commands work
+			// once it is, and the next start publishes the menu.
+			b.deps.Log.Warn("admin chat menu not set", "chat", b.cfg.AdminChatID, "err", err)
 		}
 	}
 	for id := range b.admins {
@@ -106,11 +304,22 @@ func (b *Bot) publishCommands() error {
 	return nil
 }
 
+// publishAdminChatMenu sets the commands that run in the admin chat there.
+func (b *Bot) publishAdminChatMenu() error {
+	scope := tele.CommandScope{Type: tele.CommandScopeChat, ChatID: b.cfg.AdminChatID}
+	for i, lang := range locales.Languages {
+		if err := b.setMenu(b.menu(lang, true, InAdminChat), scope, menuLanguage(i, lang)); err != nil {
+			return fmt.Errorf("set admin chat commands (%s): %w", lang, err)
+		}
+	}
+	return nil
+}
+
 // publishAdminMenu sets the admin command list in one admin's private chat.
 func (b *Bot) publishAdminMenu(id int64) error {
 	for i, lang := range locales.Languages {
 		scope := tele.CommandScope{Type: tele.CommandScopeChat, ChatID: id}
-		if err := b.tb.SetCommands(b.menu(lang, true), scope, menuLanguage(i, lang)); err != nil {
+		if err := b.setMenu(b.menu(lang, true, InPrivate), scope, menuLanguage(i, lang)); err != nil {
 			return fmt.Errorf("set admin commands for %d (%s): %w", id, lang, err)
 		}
 	}

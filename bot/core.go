@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	tele "gopkg.in/telebot.v3"
 
@@ -18,30 +20,128 @@ func (b *Bot) registerCore() {
 	b.Handle(Command{Name: "start", Desc: "cmd.start", Handle: b.start})
 	b.Handle(Command{Name: "help", Desc: "cmd.help", Handle: b.help})
 	b.Handle(Command{Name: "lang", Desc: "cmd.lang", Handle: b.lang})
-	b.Handle(Command{Name: "status", Desc: "cmd.status", Role: RoleAdmin, Handle: b.status})
+	b.Handle(Command{Name: "status", Desc: "cmd.status", Role: RoleAdmin, Section: SectionAdminSystem, Handle: b.status})
+	b.HandleButton(actionStartStep, b.startStep)
 	b.tb.Handle(tele.OnText, b.textRoute(b.hint))
 	b.tb.Handle(tele.OnCallback, b.callback)
 }
 
+// actionStartStep is a button under /start's greeting; its id is a first
+// step (startSteps), which shows the usage of the command it names.
+var actionStartStep = RegisterAction("ss", 1)
+
+// startSteps are the commands /start's buttons run without arguments:
+// each answers with its usage (or, once set, the user's current value).
+var startSteps = map[int64]string{1: "profile", 2: "search", 3: "master", 4: "help"}
+
+// maxStartPayload bounds a deep link's payload in the log (Telegram's own
+// limit is 64 characters).
+const maxStartPayload = 64
+
+// start greets the user with what the bot does for their roles and a
+// first step as buttons. A deep link's payload ("/start profile", from a
+// group's pointer to the private chat) that names a command runs it
+// without arguments; any other payload (an advert's "ref_…") is only
+// logged as the source.
 func (b *Bot) start(r *Request) error {
+	if payload := strings.TrimSpace(r.Message().Payload); payload != "" {
+		b.deps.Log.Info("start with a payload", "user", r.User.ID, "source", clipRunes(oneLine(payload), maxStartPayload))
+		if cmd, ok := b.lookup(payload); ok && cmd.Name != "start" {
+			return b.runBare(r, cmd)
+		}
+	}
 	name := r.User.FirstName
 	if name == "" {
 		name = r.User.Username
 	}
-	return r.Reply(r.T("start.greeting", locales.Data{
-		"Name":     name,
-		"Commands": locales.HTML(b.helpText(r.Lang, r.Admin)),
-	}), nil)
+	parts := []string{r.T("start.hello", locales.Data{"Name": name})}
+	var rows [][]tele.InlineButton
+	step := func(text string, id int64) tele.InlineButton {
+		data, err := Encode(actionStartStep, id)
+		if err != nil {
+			panic(err) // a registered action with one id always encodes
+		}
+		return tele.InlineButton{Text: text, Data: data}
+	}
+	if _, ok := b.lookup("profile"); ok {
+		parts = append(parts, r.T("start.jobs"))
+		rows = append(rows, []tele.InlineButton{step(r.T("start.button_profile"), 1), step(r.T("start.button_search"), 2)})
+	}
+	if _, ok := b.lookup("memory"); ok {
+		parts = append(parts, r.T("start.memory"))
+	}
+	if b.masters != nil {
+		if b.isMaster(r) {
+			parts = append(parts, r.T("start.master"))
+			rows = append(rows, []tele.InlineButton{step(r.T("start.button_master_card"), 3)})
+		} else {
+			parts = append(parts, r.T("start.master_join"))
+			rows = append(rows, []tele.InlineButton{step(r.T("start.button_master_join"), 3)})
+		}
+	}
+	if r.Admin {
+		parts = append(parts, r.T("start.admin"))
+		rows = append(rows, []tele.InlineButton{step(r.T("start.button_admin"), 4)})
+	}
+	parts = append(parts, r.T("start.more"))
+	var kb *tele.ReplyMarkup
+	if len(rows) > 0 {
+		kb = &tele.ReplyMarkup{InlineKeyboard: rows}
+	}
+	return r.Reply(strings.Join(parts, "\n\n"), kb)
+}
+
+// startStep is a press of a /start button: the step's command runs as if
+// the user had sent it without arguments.
+func (b *Bot) startStep(r *Request, cb Callback) error {
+	cmd, ok := b.lookup(startSteps[cb.IDs[0]])
+	if !ok {
+		return r.Alert("error.callback_invalid")
+	}
+	if err := b.runBare(r, cmd); err != nil {
+		return err
+	}
+	return r.Respond()
+}
+
+// bareContext is an update seen as the bare command msg: a command run
+// from a button or a deep link reads its arguments from msg, not from the
+// message that carried the button or the payload.
+type bareContext struct {
+	tele.Context
+	msg *tele.Message
+}
+
+func (c bareContext) Message() *tele.Message { return c.msg }
+
+// runBare runs cmd as if the user had sent it, without arguments, in this
+// chat, with the usual checks of place and role.
+func (b *Bot) runBare(r *Request, cmd Command) error {
+	msg := &tele.Message{Text: "/" + cmd.Name, Chat: r.Chat(), Sender: r.Sender()}
+	if m := r.Message(); m != nil && r.Callback() == nil {
+		msg.ID = m.ID
+	}
+	bare := *r
+	bare.Context = bareContext{Context: r.Context, msg: msg}
+	return b.run(&bare, cmd)
 }
 
 func (b *Bot) help(r *Request) error {
-	return r.Reply(b.helpText(r.Lang, r.Admin), nil)
+	return r.Reply(b.helpText(r), nil)
 }
+
+// maxEcho is how much of what the user typed an error repeats.
+const maxEcho = 40
 
 func (b *Bot) lang(r *Request) error {
 	want := strings.ToLower(strings.TrimSpace(r.Message().Payload))
-	if !locales.Supported(want) {
+	if want == "" {
 		return r.Reply(r.T("lang.usage", locales.Data{"Current": r.Lang}), nil)
+	}
+	if !locales.Supported(want) {
+		return r.Reply(r.T("lang.unsupported", locales.Data{
+			"Lang": clipRunes(oneLine(want), maxEcho), "Supported": strings.Join(locales.Languages, ", "),
+		}), nil)
 	}
 	if err := b.deps.Users.SetUserLanguage(r.Ctx, r.User.ID, want); err != nil {
 		return err
@@ -50,12 +150,21 @@ func (b *Bot) lang(r *Request) error {
 	return r.Reply(r.T("lang.changed"), nil)
 }
 
+// clipRunes cuts s to at most n characters, marking a cut with "…".
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}
+
 // textRoute handles every message no command claimed: an unknown command
 // gets a hint in a private chat; plain private text goes to private (the
 // memory chat once it is registered, else a hint); group text goes to
 // b.groupText (the analysis workflow) and nothing in a group is ever
-// answered, not even an unknown command, which is usually meant for another
-// bot. A workflow replaces the route before Run.
+// answered here, not even an unknown command, which is usually meant for
+// another bot (our own commands are routed by b.run). A workflow replaces
+// the route before Run.
 func (b *Bot) textRoute(private func(r *Request) error) tele.HandlerFunc {
 	return func(c tele.Context) error {
 		r := requestOf(c)
@@ -70,9 +179,9 @@ func (b *Bot) textRoute(private func(r *Request) error) tele.HandlerFunc {
 			return b.groupText(r)
 		}
 		if strings.HasPrefix(msg.Text, "/") {
-			cmd, _, _ := strings.Cut(msg.Text, " ")
+			cmd := strings.FieldsFunc(msg.Text, unicode.IsSpace)[0]
 			cmd, _, _ = strings.Cut(cmd, "@")
-			return r.Reply(r.T("error.unknown_command", locales.Data{"Command": cmd}), nil)
+			return r.Reply(r.T("error.unknown_command", locales.Data{"Command": clipRunes(cmd, maxEcho)}), nil)
 		}
 		return private(r)
 	}

@@ -85,14 +85,15 @@ type dispatchUI struct {
 func (b *Bot) RegisterDispatch(d Dispatch) {
 	u := &dispatchUI{b: b, d: d}
 	b.calendar = d.Config().Calendar
-	b.Handle(Command{Name: "master", Desc: "cmd.master", Handle: u.master})
-	b.Handle(Command{Name: "pause", Desc: "cmd.pause", Handle: u.setActive(false)})
-	b.Handle(Command{Name: "resume", Desc: "cmd.resume", Handle: u.setActive(true)})
-	b.Handle(Command{Name: "order", Desc: "cmd.order", Role: RoleAdmin, Handle: u.order})
-	b.Handle(Command{Name: "orders", Desc: "cmd.orders", Role: RoleAdmin, Handle: u.orders})
-	b.Handle(Command{Name: "done", Desc: "cmd.done", Role: RoleAdmin, Handle: u.done})
-	b.Handle(Command{Name: "cancel", Desc: "cmd.cancel", Role: RoleAdmin, Handle: u.cancel})
-	b.Handle(Command{Name: "paid", Desc: "cmd.paid", Role: RoleAdmin, Handle: u.paid})
+	b.masters = dispatchMasters{d}
+	b.Handle(Command{Name: "master", Desc: "cmd.master", Section: SectionMaster, Handle: u.master})
+	b.Handle(Command{Name: "pause", Desc: "cmd.pause", Section: SectionMaster, Handle: u.setActive(false)})
+	b.Handle(Command{Name: "resume", Desc: "cmd.resume", Section: SectionMaster, Handle: u.setActive(true)})
+	b.Handle(Command{Name: "order", Desc: "cmd.order", Section: SectionAdminOrders, Role: RoleAdmin, Handle: u.order})
+	b.Handle(Command{Name: "orders", Desc: "cmd.orders", Section: SectionAdminOrders, Role: RoleAdmin, Handle: u.orders})
+	b.Handle(Command{Name: "done", Desc: "cmd.done", Section: SectionAdminOrders, Role: RoleAdmin, Handle: u.done})
+	b.Handle(Command{Name: "cancel", Desc: "cmd.cancel", Section: SectionAdminOrders, Role: RoleAdmin, Handle: u.cancel})
+	b.Handle(Command{Name: "paid", Desc: "cmd.paid", Section: SectionAdminOrders, Role: RoleAdmin, Handle: u.paid})
 	b.HandleButton(actionOfferAccept, u.accept)
 	b.HandleButton(actionOfferDecline, u.decline)
 	b.HandleButton(actionOfferView, u.view)

@@ -255,7 +255,7 @@ func TestMasterRegistrationAndAvailability(t *testing.T) {
 	// commands to admins only (an admin's menu is set by their first
 	// update if their chat did not exist when the bot started).
 	env.ask(t, env.admin, "/help")
-	def := env.srv.Commands(tgfake.BotCommandScope{Type: "default"}, "")
+	def := env.srv.Commands(tgfake.BotCommandScope{Type: "all_private_chats"}, "")
 	require.Equal(t, []string{"start", "help", "lang", "master", "pause", "resume"}, commandNames(def))
 	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "ru")
 	require.Equal(t, []string{"start", "help", "lang", "master", "pause", "resume", "status", "order", "orders", "done", "cancel", "paid"},

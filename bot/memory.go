@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 
 	tele "gopkg.in/telebot.v3"
@@ -20,7 +21,8 @@ type Memory interface {
 	Submit(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.Run, int, error)
 	Tell(ctx context.Context, msgs []domain.Message) error
 	Memory(ctx context.Context, userID int64, limit int) ([]memory.Summary, error)
-	Forget(ctx context.Context, userID int64) (memory.Forgotten, error)
+	Forget(ctx context.Context, userID int64, known time.Time) (memory.Forgotten, error)
+	Held(ctx context.Context, userID int64) (memory.Held, error)
 	Prompt(ctx context.Context, role string) (memory.Prompt, error)
 	SetPrompt(ctx context.Context, role, text string) (memory.Prompt, error)
 }
@@ -34,10 +36,12 @@ var (
 const MemoryShown = 20
 
 // Button actions of /forget; each carries the id of the user who asked, so
-// nobody else can press them.
+// nobody else can press them, and the creation time of their users row in
+// microseconds, so a press after the forgetting (a second tap, which
+// makes the row anew) changes nothing.
 var (
-	actionForget       = RegisterAction("mf", 1) // user id
-	actionForgetCancel = RegisterAction("mc", 1) // user id
+	actionForget       = RegisterAction("mf", 2) // user id, users.created_at
+	actionForgetCancel = RegisterAction("mc", 2) // user id, users.created_at
 )
 
 type memoryUI struct {
@@ -50,9 +54,9 @@ type memoryUI struct {
 func (b *Bot) RegisterMemory(m Memory) {
 	u := &memoryUI{b: b, m: m}
 	b.tb.Handle(tele.OnText, b.textRoute(u.text))
-	b.Handle(Command{Name: "memory", Desc: "cmd.memory", Handle: u.list})
-	b.Handle(Command{Name: "forget", Desc: "cmd.forget", Handle: u.forget})
-	b.Handle(Command{Name: "prompt", Desc: "cmd.prompt", Role: RoleAdmin, Handle: u.prompt})
+	b.Handle(Command{Name: "memory", Desc: "cmd.memory", Section: SectionMemory, Handle: u.list})
+	b.Handle(Command{Name: "forget", Desc: "cmd.forget", Section: SectionMemory, Handle: u.forget})
+	b.Handle(Command{Name: "prompt", Desc: "cmd.prompt", Section: SectionAdminSystem, Role: RoleAdmin, Handle: u.prompt})
 	b.HandleButton(actionForget, u.forgetConfirmed)
 	b.HandleButton(actionForgetCancel, u.forgetCancelled)
 }
@@ -86,12 +90,8 @@ func (u *memoryUI) text(r *Request) error {
 	return nil
 }
 
-// list is /memory. Like /forget it answers only in the private chat: what
-// is remembered about a user is nobody else's business.
+// list is /memory.
 func (u *memoryUI) list(r *Request) error {
-	if !r.Message().Private() {
-		return r.Reply(r.T("memory.private_only"), nil)
-	}
 	sums, err := u.m.Memory(r.Ctx, r.User.ID, MemoryShown)
 	if err != nil {
 		return err
@@ -123,34 +123,68 @@ func (u *memoryUI) list(r *Request) error {
 	return r.Reply(sb.String(), nil)
 }
 
+// forget asks to confirm, listing only what applies to the user: what
+// they have of the memory chat, the job search and the groups, a master's
+// record, an admin's work.
 func (u *memoryUI) forget(r *Request) error {
-	if !r.Message().Private() {
-		return r.Reply(r.T("memory.private_only"), nil)
-	}
-	yes, err := Encode(actionForget, r.User.ID)
+	h, err := u.m.Held(r.Ctx, r.User.ID)
 	if err != nil {
 		return err
 	}
-	no, err := Encode(actionForgetCancel, r.User.ID)
+	stamp := r.User.CreatedAt.UnixMicro()
+	yes, err := Encode(actionForget, r.User.ID, stamp)
 	if err != nil {
 		return err
 	}
+	no, err := Encode(actionForgetCancel, r.User.ID, stamp)
+	if err != nil {
+		return err
+	}
+	lines := []string{r.T("memory.forget_confirm")}
+	if h.Memory {
+		lines = append(lines, r.T("memory.forget_memory"))
+	}
+	if h.JobSearch {
+		lines = append(lines, r.T("memory.forget_jobs"))
+	}
+	if h.GroupMessages {
+		lines = append(lines, r.T("memory.forget_groups"))
+	}
+	if h.Master && !h.MasterKept {
+		lines = append(lines, r.T("memory.forget_master"))
+	}
+	lines = append(lines, r.T("memory.forget_settings"))
+	if h.MasterKept {
+		lines = append(lines, r.T("memory.forget_master_kept"))
+	}
+	if r.Admin {
+		lines = append(lines, r.T("memory.forget_admin_kept"))
+	}
+	lines = append(lines, r.T("memory.forget_final"))
 	kb := &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
 		{Text: r.T("memory.forget_yes"), Data: yes},
 		{Text: r.T("memory.forget_cancel"), Data: no},
 	}}}
-	return r.Reply(r.T("memory.forget_confirm"), kb)
+	return r.Reply(strings.Join(lines, "\n"), kb)
 }
 
 // forgetConfirmed erases everything of the presser's (memory.Forgotten;
 // README "Forgetting a user"). The edit removes the buttons and says what
-// went and what stayed; a stale press by the owner just forgets again (and
-// reports zeros).
+// went and what stayed. A press after that (a double tap, a stale client,
+// another replica) finds the user's row made anew and only gets a toast:
+// the message keeps the counts of the real forgetting.
 func (u *memoryUI) forgetConfirmed(r *Request, cb Callback) error {
 	if cb.IDs[0] != r.User.ID {
 		return r.Forbidden()
 	}
-	f, err := u.m.Forget(r.Ctx, r.User.ID)
+	known := time.UnixMicro(cb.IDs[1])
+	if !r.User.CreatedAt.Equal(known) {
+		return r.Alert("memory.forget_already")
+	}
+	f, err := u.m.Forget(r.Ctx, r.User.ID, known)
+	if errors.Is(err, memory.ErrAlreadyForgotten) {
+		return r.Alert("memory.forget_already")
+	}
 	if err != nil {
 		return err
 	}
@@ -168,9 +202,14 @@ func (u *memoryUI) forgetConfirmed(r *Request, cb Callback) error {
 	return r.Respond()
 }
 
+// forgetCancelled keeps everything; after a forgetting it leaves the
+// result in place.
 func (u *memoryUI) forgetCancelled(r *Request, cb Callback) error {
 	if cb.IDs[0] != r.User.ID {
 		return r.Forbidden()
+	}
+	if !r.User.CreatedAt.Equal(time.UnixMicro(cb.IDs[1])) {
+		return r.Alert("memory.forget_already")
 	}
 	u.b.editPressed(r, r.T("memory.forget_cancelled"), nil)
 	return r.Respond()

@@ -113,11 +113,11 @@ func TestMemoryCommandsInMenu(t *testing.T) {
 	ann := env.srv.User(42, "Ann", "en")
 	require.Contains(t, env.ask(t, ann, "/help").Text, "/memory — what I remember about you")
 	require.Equal(t, []string{"start", "help", "lang", "memory", "forget"},
-		commandNames(env.srv.Commands(tgfake.BotCommandScope{Type: "default"}, "")))
+		commandNames(env.srv.Commands(tgfake.BotCommandScope{Type: "all_private_chats"}, "")))
 
 	admin := env.srv.User(adminID, "Boss", "en")
 	help := env.ask(t, admin, "/help").Text
-	require.True(t, strings.HasSuffix(help, "Admin\n/status — replicas, jobs and queues\n/prompt — show or replace a system prompt of the memory chat"), help)
+	require.True(t, strings.HasSuffix(help, "Admin · system\n/status — replicas, jobs and queues\n/prompt — show or replace a system prompt of the memory chat"), help)
 	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "ru")
 	require.Equal(t, []string{"start", "help", "lang", "memory", "forget", "status", "prompt"}, commandNames(adm))
 	require.Equal(t, "удалить всё ваше, что я храню", adm[4].Description)
@@ -411,21 +411,28 @@ func TestMemoryListAndForget(t *testing.T) {
 
 	team := env.srv.Group(-100, "Team")
 	sent := ann.SendText(team.ID, "/memory")
-	require.Equal(t, "I talk about what I remember only in our private chat.",
+	require.Equal(t, "I answer /memory only in our private chat, so that nothing personal shows up here. Tap below to continue there.",
 		env.srv.WaitMessageAfter(t, team.ID, sent.MessageID, nil).Text)
 
+	// The confirmation names what Ann has: memory, nothing of the job
+	// search, the groups or a master's.
 	ask := env.ask(t, ann, "/forget")
-	require.True(t, strings.HasPrefix(ask.Text, "Forget you? I will delete everything I keep that is yours alone:\n"), ask.Text)
-	for _, listed := range []string{"your messages to me, my answers and the summaries", "profile, saved searches, ban words and vacancy matches",
-		"your messages in the groups I read", "your language and settings", "What stays: if you worked as a master"} {
-		require.Contains(t, ask.Text, listed)
-	}
+	require.Equal(t, "Forget you? I will delete what I keep that is yours alone:\n"+
+		"• your messages to me, my answers and the summaries I remember;\n"+
+		"• your language and settings, and my messages to you.\n"+
+		"This cannot be undone.", ask.Text)
 	buttons := ask.ReplyMarkup.Buttons()
 	require.Len(t, buttons, 2)
+	var created time.Time
+	require.NoError(t, env.st.Pool().QueryRow(context.Background(), `SELECT created_at FROM users WHERE id = 42`).Scan(&created))
+	yes, err := bot.Encode("mf", 42, created.UnixMicro())
+	require.NoError(t, err)
+	no, err := bot.Encode("mc", 42, created.UnixMicro())
+	require.NoError(t, err)
 	require.Equal(t, "Forget everything", buttons[0].Text)
-	require.Equal(t, data(t, "mf", 42), buttons[0].CallbackData)
+	require.Equal(t, yes, buttons[0].CallbackData)
 	require.Equal(t, "Cancel", buttons[1].Text)
-	require.Equal(t, data(t, "mc", 42), buttons[1].CallbackData)
+	require.Equal(t, no, buttons[1].CallbackData)
 
 	remembered := func() int {
 		return count(t, env.st, `SELECT (SELECT count(*) FROM pipeline_runs WHERE user_id = 42)
@@ -435,7 +442,7 @@ func TestMemoryListAndForget(t *testing.T) {
 
 	// Bob's client forges Ann's id on his own confirmation.
 	bobAsk := env.ask(t, bob, "/forget")
-	for _, forged := range []string{data(t, "mf", 42), data(t, "mc", 42)} {
+	for _, forged := range []string{yes, no} {
 		a := answer(t, env.srv, bob.PressRaw(bobAsk, forged))
 		require.Equal(t, "This button is not for you.", a.Text)
 		require.True(t, a.ShowAlert)
@@ -444,14 +451,14 @@ func TestMemoryListAndForget(t *testing.T) {
 	bobNow, _ := env.srv.MessageByID(bob.ID(), bobAsk.MessageID)
 	require.Empty(t, bobNow.Edits)
 
-	answer(t, env.srv, mustPress(t, ann, ask, data(t, "mc", 42)))
+	answer(t, env.srv, mustPress(t, ann, ask, no))
 	cancelled, _ := env.srv.MessageByID(42, ask.MessageID)
 	require.Equal(t, "Nothing was deleted.", cancelled.Text)
 	require.Empty(t, cancelled.ReplyMarkup.Buttons())
 	require.Equal(t, 4, remembered())
 
 	ask = env.ask(t, ann, "/forget")
-	answer(t, env.srv, mustPress(t, ann, ask, data(t, "mf", 42)))
+	answer(t, env.srv, mustPress(t, ann, ask, yes))
 	done, _ := env.srv.MessageByID(42, ask.MessageID)
 	require.True(t, strings.HasPrefix(done.Text, "Done, I forgot you. Deleted: 1 requests, 1 messages and answers, 2 summaries, 0 searches,"), done.Text)
 	require.NotContains(t, done.Text, "master record", "Ann was no master")
@@ -461,10 +468,15 @@ func TestMemoryListAndForget(t *testing.T) {
 	_, ok := env.srv.MessageByID(42, q.MessageID)
 	require.True(t, ok, "the chat itself is the user's; only what the bot stored is deleted")
 
-	// A stale press forgets again, harmlessly.
-	answer(t, env.srv, ann.PressRaw(ask, data(t, "mf", 42)))
-	done, _ = env.srv.MessageByID(42, ask.MessageID)
-	require.True(t, strings.HasPrefix(done.Text, "Done, I forgot you. Deleted: 0 requests, 0 messages and answers, 0 summaries, 0 searches,"), done.Text)
+	// A stale press of either button changes nothing: the message keeps
+	// the counts of the real forgetting.
+	for _, stale := range []string{yes, no} {
+		a := answer(t, env.srv, ann.PressRaw(ask, stale))
+		require.Equal(t, "Already done: I forgot you. The message shows what was deleted.", a.Text)
+	}
+	again, _ := env.srv.MessageByID(42, ask.MessageID)
+	require.Equal(t, done.Text, again.Text)
+	require.Equal(t, done.Edits, again.Edits)
 	require.Empty(t, env.srv.UnansweredCallbacks())
 }
 

@@ -73,13 +73,13 @@ type vacancyUI struct {
 // it before Run.
 func (b *Bot) RegisterVacancies(v Vacancies) {
 	u := &vacancyUI{b: b, v: v}
-	b.Handle(Command{Name: "profile", Desc: "cmd.profile", Handle: u.profile})
-	b.Handle(Command{Name: "search", Desc: "cmd.search", Handle: u.search})
-	b.Handle(Command{Name: "searches", Desc: "cmd.searches", Handle: u.searches})
-	b.Handle(Command{Name: "ban", Desc: "cmd.ban", Handle: u.ban})
-	b.Handle(Command{Name: "unban", Desc: "cmd.unban", Handle: u.unban})
-	b.Handle(Command{Name: "bans", Desc: "cmd.bans", Handle: u.bans})
-	b.Handle(Command{Name: "vacancies", Desc: "cmd.vacancies", Handle: u.stats})
+	b.Handle(Command{Name: "profile", Desc: "cmd.profile", Section: SectionJobs, Handle: u.profile})
+	b.Handle(Command{Name: "search", Desc: "cmd.search", Section: SectionJobs, Handle: u.search})
+	b.Handle(Command{Name: "searches", Desc: "cmd.searches", Section: SectionJobs, Handle: u.searches})
+	b.Handle(Command{Name: "ban", Desc: "cmd.ban", Section: SectionJobs, Handle: u.ban})
+	b.Handle(Command{Name: "unban", Desc: "cmd.unban", Section: SectionJobs, Handle: u.unban})
+	b.Handle(Command{Name: "bans", Desc: "cmd.bans", Section: SectionJobs, Handle: u.bans})
+	b.Handle(Command{Name: "vacancies", Desc: "cmd.vacancies", Section: SectionJobs, Handle: u.stats})
 	b.HandleButton(actionApplied, u.decide(vacancy.Applied))
 	b.HandleButton(actionNotInterested, u.decide(vacancy.NotInterested))
 	b.HandleButton(actionDeleteSearch, u.deleteSearch)

@@ -108,7 +108,7 @@ func TestVacancyCommandsInMenu(t *testing.T) {
 	ann := env.srv.User(42, "Ann", "en")
 	help := env.ask(t, ann, "/help").Text
 	require.Contains(t, help, "/search — save a vacancy search on hh.ru")
-	def := env.srv.Commands(tgfake.BotCommandScope{Type: "default"}, "")
+	def := env.srv.Commands(tgfake.BotCommandScope{Type: "all_private_chats"}, "")
 	require.Equal(t, []string{"start", "help", "lang", "profile", "search", "searches", "ban", "unban", "bans", "vacancies"},
 		commandNames(def))
 
@@ -117,7 +117,7 @@ func TestVacancyCommandsInMenu(t *testing.T) {
 	admin := env.srv.User(adminID, "Boss", "en")
 	help = env.ask(t, admin, "/help").Text
 	require.Equal(t, 1, strings.Count(help, "Admin"), help)
-	require.True(t, strings.HasSuffix(help, "Admin\n/status — replicas, jobs and queues"), help)
+	require.True(t, strings.HasSuffix(help, "Admin · system\n/status — replicas, jobs and queues"), help)
 	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "")
 	require.Equal(t, []string{"start", "help", "lang", "profile", "search", "searches", "ban", "unban", "bans", "vacancies", "status"},
 		commandNames(adm))

@@ -50,7 +50,17 @@ func TestStartAndHelpDifferForUserAndAdmin(t *testing.T) {
 	require.Contains(t, userHelp.Text, "/lang")
 	require.NotContains(t, userHelp.Text, "/status")
 	require.Contains(t, adminHelp.Text, "/status")
-	require.Contains(t, ask(t, env, boss, boss.ID(), "/start").Text, "/status")
+	// /start is a first step, not the list: the admin gets a pointer to
+	// their commands, which /help lists.
+	bossStart := ask(t, env, boss, boss.ID(), "/start")
+	require.Contains(t, bossStart.Text, "You are an admin")
+	require.NotContains(t, bossStart.Text, "/status")
+	require.NotContains(t, start.Text, "You are an admin")
+	var pointer bool
+	for _, b := range bossStart.ReplyMarkup.Buttons() {
+		pointer = pointer || b.Text == "🗂 Admin commands"
+	}
+	require.True(t, pointer, "the admin's /start points to the admin commands")
 
 	// The process is ready: database reachable and schema current.
 	resp, err := http.Get("http://" + p.Env["HTTP_ADDR"] + "/readyz")

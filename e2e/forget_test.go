@@ -148,11 +148,15 @@ SELECT 'runs of analysis', count(*) FROM analysis_runs WHERE state = 'completed'
 	require.Equal(t, map[string]int{"runs": 1, "logs": 2, "summaries": 1, "searches": 1, "matches": 2, "group messages": 1,
 		"proposals": 1, "sources": 2, "search state": 1, "runs of analysis": 1}, bobBefore)
 
-	// The confirmation lists what goes and what stays.
+	// The confirmation lists what goes: Ann has something of every kind,
+	// but is neither a master nor an admin.
 	confirm := ask(t, env, ann, ann.ID(), "/forget")
 	for _, listed := range []string{"your messages to me, my answers and the summaries", "profile, saved searches, ban words and vacancy matches",
-		"your messages in the groups I read", "language and settings", "What stays:", "master record"} {
+		"your messages in the groups I read", "language and settings"} {
 		require.Contains(t, confirm.Text, listed)
+	}
+	for _, absent := range []string{"What stays:", "master record", "admin"} {
+		require.NotContains(t, confirm.Text, absent)
 	}
 	yes := confirm.ReplyMarkup.Buttons()[0].CallbackData
 
@@ -192,4 +196,59 @@ SELECT 'runs of analysis', count(*) FROM analysis_runs WHERE state = 'completed'
 
 	// Ann may come back: she starts afresh.
 	require.Equal(t, "I remember nothing about you yet.", ask(t, env, ann, ann.ID(), "/memory").Text)
+}
+
+// A second tap on "Forget everything" (a double tap, a stale client) is
+// answered with a toast and leaves the result, with its real counts, as it
+// is. The confirmation names only what applies: a job seeker's parts to a
+// job seeker, a master's and an admin's clauses to them alone.
+func TestForgetSecondTapKeepsTheCounts(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.Start(nil)
+	ann := env.TG.User(7_200_011, "Ann", "en")
+	max := env.TG.User(7_200_012, "Max", "en")
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	require.Contains(t, ask(t, env, ann, ann.ID(), "/profile Go developer, 5 years").Text, "Profile saved")
+	ask(t, env, ann, ann.ID(), "/ban php")
+	ask(t, env, ann, ann.ID(), "/ban bitrix")
+
+	confirm := ask(t, env, ann, ann.ID(), "/forget")
+	require.Equal(t, "Forget you? I will delete what I keep that is yours alone:\n"+
+		"• your profile, saved searches, ban words and vacancy matches;\n"+
+		"• your language and settings, and my messages to you.\n"+
+		"This cannot be undone.", confirm.Text)
+
+	first, err := ann.PressButton(confirm, "Forget everything")
+	require.NoError(t, err)
+	// The second tap carries the same data, whether or not the first one's
+	// edit has reached the client yet.
+	second := ann.PressRaw(confirm, first.Data)
+	require.False(t, env.TG.WaitCallbackAnswer(t, first.ID).ShowAlert)
+	again := env.TG.WaitCallbackAnswer(t, second.ID)
+	require.Equal(t, "Already done: I forgot you. The message shows what was deleted.", again.Text)
+	require.True(t, again.ShowAlert)
+	done, _ := env.TG.MessageByID(ann.ID(), confirm.MessageID)
+	require.True(t, strings.HasPrefix(done.Text, "Done, I forgot you. Deleted: 0 requests, 0 messages and answers, 0 summaries, "+
+		"0 searches, 2 ban words, 0 vacancy matches, 0 group messages,"), done.Text)
+	require.Len(t, done.Edits, 1, "edited once, by the first tap")
+	require.Empty(t, done.ReplyMarkup.Buttons())
+	// Cancel, tapped late, leaves the result too.
+	cancel := ann.PressRaw(confirm, confirm.ReplyMarkup.Buttons()[1].CallbackData)
+	require.True(t, env.TG.WaitCallbackAnswer(t, cancel.ID).ShowAlert)
+	still, _ := env.TG.MessageByID(ann.ID(), confirm.MessageID)
+	require.Equal(t, done.Text, still.Text)
+	require.Len(t, still.Edits, 1)
+
+	// A master hears about their master record; an admin about the work
+	// that keeps their id; neither about what they do not have.
+	require.Contains(t, ask(t, env, max, max.ID(), "/master Oslo Center plumbing").Text, "registered as a master")
+	text := ask(t, env, max, max.ID(), "/forget").Text
+	require.Contains(t, text, "• your master record;")
+	require.NotContains(t, text, "profile")
+	require.NotContains(t, text, "admin")
+	text = ask(t, env, boss, boss.ID(), "/forget").Text
+	require.Contains(t, text, "As an admin, the orders and runs you created and the proposals you decided keep your id.")
+	require.NotContains(t, text, "master")
+	require.NotContains(t, text, "profile")
 }

@@ -67,9 +67,9 @@ func TestTextsEscapeDataButNotHTML(t *testing.T) {
 	c := MustLoad()
 	got := c.T("en", "error.unknown_command", Data{"Command": "<b>Go & Rust</b>"})
 	require.Contains(t, got, "&lt;b&gt;Go &amp; Rust&lt;/b&gt;")
-	got = c.T("en", "start.greeting", Data{"Name": "Ann", "Commands": HTML("<i>x</i>")})
+	got = c.T("en", "lang.unsupported", Data{"Lang": HTML("<i>x</i>"), "Supported": "en"})
 	require.Contains(t, got, "<i>x</i>")
-	require.Contains(t, got, "<b>Switchboard</b>")
+	require.Contains(t, got, "<code>/lang en</code>")
 }
 
 func TestLanguageFallback(t *testing.T) {

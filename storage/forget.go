@@ -7,6 +7,7 @@ import (
 	"html"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -19,7 +20,8 @@ import (
 //   - pipeline_runs, raw_logs, lsm_storage: the user's rows deleted.
 //   - users: deleted (the user may /start again), unless their master record
 //     is kept (below): then the row stays as its anchor, with username,
-//     first name, both languages and the profile erased.
+//     first name, both languages and the profile erased and created_at
+//     renewed (the person is new if they come back; see Forget).
 //   - searches, ban_words, vacancy_matches (every state): deleted.
 //     discovery_state and search_hits belong to a search key, which users
 //     with equal searches share: deleted only when no other user's search
@@ -57,17 +59,24 @@ const minCopy = 8
 const detachedPlace = "-"
 
 // Forget erases everything of the user's that is theirs alone, in one
-// transaction; running it again finishes what a failed attempt left and
-// otherwise counts zeros. See the table above.
-func (s *Store) Forget(ctx context.Context, userID int64) (memory.Forgotten, error) {
+// transaction, if their users row is the one created at known: the row the
+// confirmation was asked for. A second press of the confirm button finds it
+// deleted, or made anew by the press itself, or (a kept master's) renewed,
+// and gets memory.ErrAlreadyForgotten with nothing touched; a failed
+// attempt rolls back, so pressing again finishes it. See the table above.
+func (s *Store) Forget(ctx context.Context, userID int64, known time.Time) (memory.Forgotten, error) {
 	var f memory.Forgotten
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		f = memory.Forgotten{} // a retried transaction counts afresh
-		// Two presses of the confirm button take turns; rows written for
-		// the user meanwhile (a discovery, an intake) wait for the end and
-		// then find the user gone.
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, userID); err != nil {
+		// Two presses of the confirm button take turns, on one replica or
+		// two; rows written for the user meanwhile (a discovery, an
+		// intake) wait for the end and then find the user gone.
+		tag, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 AND created_at = $2 FOR UPDATE`, userID, known)
+		if err != nil {
 			return fmt.Errorf("lock user: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return memory.ErrAlreadyForgotten
 		}
 		if err := scrubCopies(ctx, tx, userID); err != nil {
 			return err
@@ -110,7 +119,7 @@ SELECT 1 FROM gone`, &f.Searches},
 				*step.n += int(tag.RowsAffected())
 			}
 		}
-		err := tx.QueryRow(ctx, `
+		err = tx.QueryRow(ctx, `
 SELECT EXISTS (SELECT 1 FROM orders WHERE master_id = $1) OR EXISTS (SELECT 1 FROM offers WHERE master_id = $1),
        (SELECT count(*) FROM orders WHERE master_id = $1)`, userID).Scan(&f.MasterKept, &f.Orders)
 		if err != nil {
@@ -127,8 +136,10 @@ SELECT EXISTS (SELECT 1 FROM orders WHERE master_id = $1) OR EXISTS (SELECT 1 FR
     updated_at = now() WHERE user_id = $1`, userID, detachedPlace); err != nil {
 			return fmt.Errorf("detach master: %w", err)
 		}
+		// A new created_at makes the kept row a new user's, so a second
+		// press of the confirm button sees the forgetting done.
 		if _, err := tx.Exec(ctx, `UPDATE users SET username = '', first_name = '', language = '', telegram_language = '',
-    profile = '', updated_at = now() WHERE id = $1`, userID); err != nil {
+    profile = '', created_at = clock_timestamp(), updated_at = now() WHERE id = $1`, userID); err != nil {
 			return fmt.Errorf("detach user: %w", err)
 		}
 		return nil
@@ -137,6 +148,24 @@ SELECT EXISTS (SELECT 1 FROM orders WHERE master_id = $1) OR EXISTS (SELECT 1 FR
 		return memory.Forgotten{}, fmt.Errorf("forget user %d: %w", userID, err)
 	}
 	return f, nil
+}
+
+// Held says what Forget would erase of the user's, for the confirmation.
+func (s *Store) Held(ctx context.Context, userID int64) (memory.Held, error) {
+	var h memory.Held
+	err := s.pool.QueryRow(ctx, `SELECT
+    EXISTS (SELECT 1 FROM pipeline_runs WHERE user_id = $1) OR EXISTS (SELECT 1 FROM raw_logs WHERE user_id = $1)
+        OR EXISTS (SELECT 1 FROM lsm_storage WHERE user_id = $1),
+    EXISTS (SELECT 1 FROM users WHERE id = $1 AND profile <> '') OR EXISTS (SELECT 1 FROM searches WHERE user_id = $1)
+        OR EXISTS (SELECT 1 FROM ban_words WHERE user_id = $1) OR EXISTS (SELECT 1 FROM vacancy_matches WHERE user_id = $1),
+    EXISTS (SELECT 1 FROM group_messages WHERE author_id = $1),
+    EXISTS (SELECT 1 FROM masters WHERE user_id = $1),
+    EXISTS (SELECT 1 FROM orders WHERE master_id = $1) OR EXISTS (SELECT 1 FROM offers WHERE master_id = $1)`, userID).
+		Scan(&h.Memory, &h.JobSearch, &h.GroupMessages, &h.Master, &h.MasterKept)
+	if err != nil {
+		return memory.Held{}, fmt.Errorf("what user %d has: %w", userID, err)
+	}
+	return h, nil
 }
 
 // scrubCopies replaces verbatim copies of the user's group messages in the

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
+	"switchboard/domain/memory"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
@@ -39,6 +41,15 @@ func (f *forgetFx) exec(sql string, args ...any) {
 	f.t.Helper()
 	_, err := f.st.Pool().Exec(f.ctx, sql, args...)
 	require.NoError(f.t, err, sql)
+}
+
+// created is the creation time of a user's row, which /forget's button
+// carries.
+func (f *forgetFx) created(id int64) time.Time {
+	f.t.Helper()
+	u, err := f.st.User(f.ctx, id)
+	require.NoError(f.t, err)
+	return u.CreatedAt
 }
 
 func (f *forgetFx) count(sql string, args ...any) int {
@@ -154,7 +165,11 @@ func TestForgetErasesTheUserAndKeepsOthers(t *testing.T) {
 	f := setupForget(t)
 	require.NotEmpty(t, tablesHolding(t, f.ctx, f.st.Pool(), annMarker))
 
-	got, err := f.st.Forget(f.ctx, forgetAnn)
+	held, err := f.st.Held(f.ctx, forgetAnn)
+	require.NoError(t, err)
+	require.Equal(t, memory.Held{Memory: true, JobSearch: true, GroupMessages: true, Master: true}, held)
+	created := f.created(forgetAnn)
+	got, err := f.st.Forget(f.ctx, forgetAnn, created)
 	require.NoError(t, err)
 	require.Equal(t, 1, got.Runs)
 	require.Equal(t, 1, got.Logs)
@@ -211,16 +226,28 @@ func TestForgetErasesTheUserAndKeepsOthers(t *testing.T) {
 		return s
 	}())
 
-	// Again: nothing left, zeros.
-	again, err := f.st.Forget(f.ctx, forgetAnn)
+	// Again, as a second press of the button would: the row is gone, so
+	// it was done; and once the press made Ann's row anew, still done.
+	_, err = f.st.Forget(f.ctx, forgetAnn, created)
+	require.ErrorIs(t, err, memory.ErrAlreadyForgotten)
+	_, err = f.st.UpsertUser(f.ctx, domain.User{ID: forgetAnn, FirstName: "Ann"})
 	require.NoError(t, err)
-	require.Zero(t, again)
+	_, err = f.st.Forget(f.ctx, forgetAnn, created)
+	require.ErrorIs(t, err, memory.ErrAlreadyForgotten)
+	held, err = f.st.Held(f.ctx, forgetAnn)
+	require.NoError(t, err)
+	require.Zero(t, held)
+	require.Equal(t, 1, f.count(`SELECT count(*) FROM users WHERE id = $1`, forgetAnn), "the second press left only the new row")
 }
 
 func TestForgetDetachesAMasterOrdersName(t *testing.T) {
 	t.Parallel()
 	f := setupForget(t)
-	got, err := f.st.Forget(f.ctx, forgetMax)
+	held, err := f.st.Held(f.ctx, forgetMax)
+	require.NoError(t, err)
+	require.Equal(t, memory.Held{Master: true, MasterKept: true}, held)
+	created := f.created(forgetMax)
+	got, err := f.st.Forget(f.ctx, forgetMax, created)
 	require.NoError(t, err)
 	require.True(t, got.MasterKept)
 	require.Equal(t, 1, got.Orders)
@@ -246,8 +273,13 @@ func TestForgetDetachesAMasterOrdersName(t *testing.T) {
 	require.Equal(t, map[string]int{"users": 1, "masters": 1, "orders": 1, "offers": 1},
 		tablesHolding(t, f.ctx, f.st.Pool(), fmt.Sprint(forgetMax)), "Max's id only on the detached dispatch records")
 
-	// A user with no rows at all: nothing to do, no error.
-	none, err := f.st.Forget(f.ctx, 7_100_404)
-	require.NoError(t, err)
-	require.Zero(t, none)
+	// The kept row is a new user's now: a second press changes nothing.
+	require.NotEqual(t, created, f.created(forgetMax))
+	_, err = f.st.Forget(f.ctx, forgetMax, created)
+	require.ErrorIs(t, err, memory.ErrAlreadyForgotten)
+	require.Equal(t, 1, f.count(`SELECT count(*) FROM orders WHERE master_id = $1`, forgetMax))
+
+	// A user with no row at all: nothing to do.
+	_, err = f.st.Forget(f.ctx, 7_100_404, created)
+	require.ErrorIs(t, err, memory.ErrAlreadyForgotten)
 }

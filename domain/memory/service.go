@@ -99,6 +99,24 @@ type Forgotten struct {
 	Orders     int
 }
 
+// Held is what /forget would erase, so its confirmation names only that.
+type Held struct {
+	// Memory: runs, raw logs or summaries of the memory chat.
+	Memory bool
+	// JobSearch: a profile, saved searches, ban words or matches.
+	JobSearch bool
+	// GroupMessages: messages they wrote in the groups the bot reads.
+	GroupMessages bool
+	// Master: a master record; MasterKept: one that orders or offers
+	// name, so it would be kept detached (see Forgotten.MasterKept).
+	Master, MasterKept bool
+}
+
+// ErrAlreadyForgotten: the user confirmed /forget for a users row that is
+// gone or was made anew since (a second press of the confirm button, on
+// any replica); nothing was erased again.
+var ErrAlreadyForgotten = errors.New("already forgotten")
+
 // Ref names a run to look at, as a notification or a sweep gives it.
 type Ref struct {
 	ID     int64
@@ -183,7 +201,10 @@ type Repository interface {
 	ActivePrompt(ctx context.Context, role string) (Prompt, error)
 	ActivePrompts(ctx context.Context) (map[string]string, error)
 	SetPrompt(ctx context.Context, role, template string) (Prompt, error)
-	Forget(ctx context.Context, userID int64) (Forgotten, error)
+	// Forget erases the user if their users row is still the one
+	// created at known (else ErrAlreadyForgotten).
+	Forget(ctx context.Context, userID int64, known time.Time) (Forgotten, error)
+	Held(ctx context.Context, userID int64) (Held, error)
 	Backlog(ctx context.Context) (int, error)
 }
 
@@ -391,9 +412,16 @@ func (s *Service) Memory(ctx context.Context, userID int64, limit int) ([]Summar
 }
 
 // Forget erases everything of the user's that is theirs alone (see
-// Forgotten).
-func (s *Service) Forget(ctx context.Context, userID int64) (Forgotten, error) {
-	return s.deps.Repo.Forget(ctx, userID)
+// Forgotten), once: known is the creation time of the users row the user
+// confirmed for, and a row gone or created since means it was done
+// (ErrAlreadyForgotten).
+func (s *Service) Forget(ctx context.Context, userID int64, known time.Time) (Forgotten, error) {
+	return s.deps.Repo.Forget(ctx, userID, known)
+}
+
+// Held says what Forget would erase of the user's.
+func (s *Service) Held(ctx context.Context, userID int64) (Held, error) {
+	return s.deps.Repo.Held(ctx, userID)
 }
 
 // ErrUnknownRole: not one of Roles.

@@ -366,6 +366,35 @@ func TestCommands(t *testing.T) {
 	require.Len(t, srv.Commands(BotCommandScope{Type: "chat", ChatID: group.ID}, "de"), 1)
 }
 
+// Telegram refuses a command scope it does not know and a scope naming an
+// invalid chat, for every commands method, and changes nothing.
+func TestCommandScopesRefused(t *testing.T) {
+	srv := New(t)
+	group := srv.Group(-100, "Team")
+	requireOK(t, callJSON(t, srv, "setMyCommands", map[string]any{
+		"commands": `[{"command":"run","description":"a run"}]`, "scope": map[string]any{"type": "chat", "chat_id": group.ID},
+	}))
+	cmds := `[{"command":"x","description":"x"}]`
+	for scope, want := range map[string]string{
+		`{"type":"all_groups"}`:                             "Bad Request: can't parse BotCommandScope: Unsupported type specified",
+		`{"type":"private_chats"}`:                          "Bad Request: can't parse BotCommandScope: Unsupported type specified",
+		`{"chat_id":-100}`:                                  "Bad Request: can't parse BotCommandScope: Can't find field \"type\"",
+		`{"type":"chat"}`:                                   "Bad Request: can't parse BotCommandScope: Can't find field \"chat_id\"",
+		`{"type":"chat","chat_id":""}`:                      "Bad Request: can't parse BotCommandScope: Empty chat_id specified",
+		`{"type":"chat","chat_id":-404}`:                    "Bad Request: chat not found",
+		`{"type":"chat_administrators","chat_id":7}`:        "Bad Request: chat not found",
+		`{"type":"chat_member","chat_id":-100}`:             "Bad Request: can't parse BotCommandScope: Can't find field \"user_id\"",
+		`{"type":"chat_member","chat_id":-100,"user_id":0}`: "Bad Request: can't parse BotCommandScope: Invalid user_id specified",
+		`"chat"`: "Bad Request: can't parse BotCommandScope: BotCommandScope must be an Object",
+	} {
+		for _, method := range []string{"setMyCommands", "getMyCommands", "deleteMyCommands"} {
+			requireError(t, callJSON(t, srv, method, map[string]any{"commands": cmds, "scope": scope}), 400, want)
+		}
+	}
+	require.Equal(t, []BotCommand{{Command: "run", Description: "a run"}}, srv.Commands(BotCommandScope{Type: "chat", ChatID: group.ID}, ""))
+	require.Empty(t, srv.Commands(BotCommandScope{Type: "default"}, ""))
+}
+
 func TestGroupsAndMembers(t *testing.T) {
 	srv := New(t)
 	alice := srv.User(1001, "Alice", "en")
