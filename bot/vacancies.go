@@ -60,7 +60,7 @@ const (
 	skillsBudget   = 600
 	// searchBudget keeps MaxSearches lines of /searches within one message.
 	searchBudget = 160
-	// argBudget bounds the echo of a refused /search argument.
+	// argBudget bounds the echo of a refused argument.
 	argBudget = 80
 )
 
@@ -131,29 +131,76 @@ func (u *vacancyUI) profile(r *Request) error {
 	return r.Reply(r.T("profile.saved"), nil)
 }
 
-func (u *vacancyUI) searchUsage(r *Request) string {
-	return r.T("search.usage", locales.Data{
-		"Experience": strings.Join(vacancy.ExperienceIDs, ", "),
-		"Schedule":   strings.Join(vacancy.ScheduleIDs, ", "),
-		"MaxSalary":  vacancy.MaxSalary,
-	})
+// experienceWords and scheduleWords are the locale's words for HH's ids,
+// in the order the usage lists them; vacancy.HumanID reads them back.
+var (
+	experienceWords = []struct{ ID, Key string }{
+		{vacancy.NoExperience, "search.experience_none"},
+		{vacancy.Between1And3, "search.experience_1_3"},
+		{vacancy.Between3And6, "search.experience_3_6"},
+		{vacancy.MoreThan6, "search.experience_6"},
+	}
+	scheduleWords = []struct{ ID, Key string }{
+		{"remote", "search.schedule_remote"},
+		{"fullDay", "search.schedule_full_day"},
+		{"shift", "search.schedule_shift"},
+		{"flexible", "search.schedule_flexible"},
+		{"flyInFlyOut", "search.schedule_rotation"},
+	}
+)
+
+func wordList(r *Request, words []struct{ ID, Key string }) string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = r.T(w.Key)
+	}
+	return strings.Join(out, ", ")
 }
+
+func (u *vacancyUI) searchData(r *Request) locales.Data {
+	return locales.Data{
+		"Experience": locales.HTML(wordList(r, experienceWords)),
+		"Schedule":   locales.HTML(wordList(r, scheduleWords)),
+		"MaxSalary":  locales.Number(r.Lang, vacancy.MaxSalary),
+	}
+}
+
+func (u *vacancyUI) searchUsage(r *Request) string {
+	return r.T("search.usage", u.searchData(r))
+}
+
+// maxDropped bounds the parameter names a reply lists as left out.
+const maxDropped = 8
 
 func (u *vacancyUI) search(r *Request) error {
 	args := commandArgs(r.Message())
 	if args == "" {
 		return r.Reply(u.searchUsage(r), nil)
 	}
-	p, err := vacancy.ParseParams(args)
+	var p vacancy.Params
+	var dropped []string
+	var err error
+	if fields := strings.Fields(args); vacancy.LooksLikeURL(fields[0]) {
+		if len(fields) > 1 {
+			return r.Reply(r.T("search.error_url_alone"), nil)
+		}
+		p, dropped, err = vacancy.ParseSearchURL(fields[0])
+	} else {
+		p, err = vacancy.ParseParams(args)
+	}
 	if pe := (*vacancy.ParamError)(nil); errors.As(err, &pe) {
 		limits := map[string]int{
-			"search.error_salary":   vacancy.MaxSalary,
 			"search.error_too_long": vacancy.MaxSearchText,
+			"search.error_too_many": vacancy.MaxValues,
 		}
-		// The domain may cut the argument inside a character.
-		arg := clip(strings.ToValidUTF8(pe.Arg, ""), argBudget)
-		msg := r.T(pe.Key, locales.Data{"Arg": locales.HTML(arg), "Max": limits[pe.Key]})
-		return r.Reply(msg+"\n\n"+u.searchUsage(r), nil)
+		data := u.searchData(r)
+		data["Arg"] = pe.Arg
+		data["Name"] = pe.Name
+		data["Max"] = limits[pe.Key]
+		if pe.Key == "search.error_salary" {
+			data["Max"] = locales.Number(r.Lang, vacancy.MaxSalary)
+		}
+		return r.Reply(r.T(pe.Key, data), nil)
 	}
 	if err != nil {
 		return err
@@ -178,6 +225,16 @@ func (u *vacancyUI) search(r *Request) error {
 		text = r.T("search.saved", locales.Data{"Search": shown})
 	} else {
 		text = r.T("search.exists", locales.Data{"Search": shown})
+	}
+	if len(dropped) > 0 {
+		names := make([]string, 0, min(len(dropped), maxDropped)+1)
+		for _, n := range dropped[:min(len(dropped), maxDropped)] {
+			names = append(names, clip(n, 30))
+		}
+		if len(dropped) > maxDropped {
+			names = append(names, "…")
+		}
+		text += "\n\n" + r.T("search.dropped", locales.Data{"Names": locales.HTML(strings.Join(names, ", "))})
 	}
 	profile, err := u.v.Profile(r.Ctx, r.User.ID)
 	if err != nil {

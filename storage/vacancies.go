@@ -77,9 +77,9 @@ WHERE user_id = $1 AND search_key = $2`, sr.UserID, sr.Key))
 INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at)
 SELECT $2, v.id, 'QUEUED', v.published_at
 FROM search_hits h JOIN vacancies v ON v.id = h.vacancy_id
-WHERE h.search_key = $1 AND v.published_at >= $4 AND v.experience <> 'moreThan6'
+WHERE h.search_key = $1 AND v.published_at >= $4 AND (v.experience <> 'moreThan6' OR $5)
 ORDER BY v.published_at DESC, v.id DESC LIMIT $3
-ON CONFLICT (user_id, vacancy_id) DO NOTHING`, sr.Key, sr.UserID, backfill, since)
+ON CONFLICT (user_id, vacancy_id) DO NOTHING`, sr.Key, sr.UserID, backfill, since, sr.Params.Has("experience", vacancy.MoreThan6))
 		if err != nil {
 			return fmt.Errorf("backfill: %w", err)
 		}
@@ -478,7 +478,8 @@ func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy
 	var sentAt, fetched *time.Time
 	var lang, tgLang string
 	dest := append(matchDest(&c.Match, &analysis, &sentAt), vacancyDest(&c.Vacancy, &fetched)...)
-	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &c.User.Applied, &c.User.NotInterested, &c.DetailStale, &c.DetailMine)
+	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &c.User.Applied, &c.User.NotInterested, &c.DetailStale, &c.DetailMine,
+		&c.User.Senior)
 	err := s.pool.QueryRow(ctx, `
 WITH c AS (
     SELECT q.id FROM vacancy_matches q
@@ -525,7 +526,10 @@ SELECT `+matchColumns+`, `+vacancyColumns+`, u.language, u.telegram_language, u.
        ARRAY(SELECT t.title FROM vacancy_matches d JOIN vacancies t ON t.id = d.vacancy_id
              WHERE d.user_id = m.user_id AND d.status = 'NOT_INTERESTED' ORDER BY d.updated_at DESC LIMIT $2),
        v.detail_fetched_at IS NULL OR v.detail_fetched_at <= now() - $4 * interval '1 millisecond',
-       EXISTS (SELECT 1 FROM l) OR NOT (SELECT shared FROM o)
+       EXISTS (SELECT 1 FROM l) OR NOT (SELECT shared FROM o),
+       -- A jsonb string contains itself and an array its elements, so this
+       -- reads searches stored with one experience and with several.
+       EXISTS (SELECT 1 FROM searches s WHERE s.user_id = m.user_id AND s.params->'experience' @> '"moreThan6"')
 FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id`,
 		o.Lease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds(), o.DetailLease.Milliseconds()).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {

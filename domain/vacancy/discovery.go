@@ -165,7 +165,9 @@ paging:
 		var matches []NewMatch
 		run.Dropped = 0
 		for _, v := range found {
-			if v.Experience == "moreThan6" {
+			// Unless the search asks for it: every follower of a key
+			// has its parameters.
+			if v.Experience == MoreThan6 && !g.Params.Has("experience", MoreThan6) {
 				run.Dropped++
 				continue
 			}

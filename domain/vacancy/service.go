@@ -89,6 +89,9 @@ type Recipient struct {
 	// decided vacancies (Config.TasteExamples of each, newest first): their
 	// taste, for the relevance prompt.
 	Applied, NotInterested []string
+	// Senior: one of the user's searches asks for more than six years of
+	// experience, so such vacancies are not dropped for them.
+	Senior bool
 }
 
 // Group is every search sharing one search_key: one discovery serves all
