@@ -520,6 +520,19 @@ func (b *Bot) Card(d vacancy.Delivery) []domain.Message {
 	return Messages(d.UserID, domain.KindVacancy, d.MatchID, text, kb)
 }
 
+// SearchNews tells the user what a new search's first discovery brought
+// when it brought no card (vacancy.Notifier): nothing new yet, or HH did
+// not answer and it will be retried; either way the search is watched.
+// Written to the outbox in the transaction that records the news.
+func (b *Bot) SearchNews(n vacancy.FirstNews) []domain.Message {
+	key := "search.nothing_new"
+	if n.Failed {
+		key = "search.first_fetch_failed"
+	}
+	text := b.deps.Catalog.T(n.Lang, key, locales.Data{"Search": locales.HTML(clip(n.Search.Params.String(), searchBudget))})
+	return Messages(n.Search.UserID, domain.KindReply, n.Search.ID, text, nil)
+}
+
 // renderVacancy is the one rendering of a vacancy message, for delivery
 // (status "") and for the edit after a decision. Everything from HH and the
 // LLM is escaped and clipped, so the text is one message of valid HTML.
