@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"net/url"
 	"strings"
 	"unicode"
@@ -417,14 +418,15 @@ func (u *vacancyUI) stats(r *Request) error {
 		last = st.LastFetch.UTC().Format("2006-01-02 15:04") + " UTC"
 	}
 	sb.WriteString("\n\n" + r.T("vacancies.last_fetch", locales.Data{"Time": last}))
-	sb.WriteString("\n" + r.T("vacancies.queue", locales.Data{"Mine": st.Counts[vacancy.Queued], "Total": st.QueueTotal}))
+	// The user's own waiting vacancies are among the counts above; the
+	// queue of everyone's is not theirs to worry about.
 	switch {
 	case st.LLMRefused:
 		sb.WriteString("\n" + r.T("vacancies.llm_refused", locales.Data{"Reason": st.LLMReason}))
 	case st.BreakerOpen:
-		sb.WriteString("\n" + r.T("vacancies.breaker_open"))
+		sb.WriteString("\n" + r.T("vacancies.llm_down"))
 	default:
-		sb.WriteString("\n" + r.T("vacancies.breaker_closed"))
+		sb.WriteString("\n" + r.T("vacancies.llm_ok"))
 	}
 	if st.HHRefused {
 		sb.WriteString("\n" + r.T("vacancies.hh_refused", locales.Data{"Reason": st.HHReason}))
@@ -554,7 +556,7 @@ func (b *Bot) renderVacancy(lang string, v vacancy.Vacancy, verdict *vacancy.Ver
 	if len(where) > 0 {
 		lines = append(lines, strings.Join(where, " · "))
 	}
-	if s := clip(v.Salary.String(), salaryBudget); s != "" {
+	if s := clip(salaryLine(cat, lang, v.Salary), salaryBudget); s != "" {
 		lines = append(lines, s)
 	}
 	if verdict != nil {
@@ -594,6 +596,41 @@ func (b *Bot) renderVacancy(lang string, v vacancy.Vacancy, verdict *vacancy.Ver
 		text = Split(text, MaxMessageLen)[0]
 	}
 	return text
+}
+
+// salaryLine is HH's salary as the reader writes money: "from 250,000 ₽",
+// "250 000 – 300 000 ₽", "up to $5,000", with before or after tax when HH
+// says; "" when HH published none.
+func salaryLine(cat *locales.Catalog, lang string, s vacancy.Salary) string {
+	from, to := int64(max(s.From, 0)), int64(max(s.To, 0))
+	var line string
+	switch {
+	case from > 0 && to > 0 && from != to:
+		hi := locales.Money(lang, to, s.Currency)
+		lo := locales.Number(lang, from)
+		if r := []rune(hi); len(r) > 0 && !unicode.IsDigit(r[0]) {
+			lo = locales.Money(lang, from, s.Currency) // the sign leads: "$3,000 – $5,000"
+		}
+		line = lo + " – " + hi
+	case from > 0:
+		if from == to {
+			line = locales.Money(lang, from, s.Currency)
+		} else {
+			line = cat.T(lang, "vacancy.salary_from", locales.Data{"Amount": locales.Money(lang, from, s.Currency)})
+		}
+	case to > 0:
+		line = cat.T(lang, "vacancy.salary_to", locales.Data{"Amount": locales.Money(lang, to, s.Currency)})
+	default:
+		return ""
+	}
+	switch {
+	case s.Gross == nil:
+	case *s.Gross:
+		line = cat.T(lang, "vacancy.salary_gross", locales.Data{"Salary": line})
+	default:
+		line = cat.T(lang, "vacancy.salary_net", locales.Data{"Salary": line})
+	}
+	return html.UnescapeString(line)
 }
 
 // vacancyMarkup is [[Applied, Not interested], [Open on hh.ru]] before a

@@ -408,7 +408,7 @@ func TestVacanciesStats(t *testing.T) {
 	bob := env.srv.User(43, "Bob", "en")
 	env.ask(t, bob, "/start")
 
-	require.Equal(t, "Your vacancies\nNone yet.\n\nLast fetch: never\nQueue: 0 yours of 0 in all\nLLM: closed (working)\nHH.ru: answering",
+	require.Equal(t, "Your vacancies\nNone yet.\n\nLast check of hh.ru: never\nThe AI model is answering.\nhh.ru is answering.",
 		env.ask(t, ann, "/vacancies").Text)
 
 	for i, s := range []vacancy.Status{vacancy.Queued, vacancy.Queued, vacancy.Applied, vacancy.NotSuitable, vacancy.SentToUser} {
@@ -426,8 +426,37 @@ func TestVacanciesStats(t *testing.T) {
 
 	require.Equal(t, "Your vacancies\n"+
 		"Waiting for analysis: 2\nSent, awaiting your answer: 1\nNot suitable: 1\nApplied: 1\n\n"+
-		"Last fetch: 2025-03-04 02:06 UTC\nQueue: 2 yours of 3 in all\n"+
-		"LLM: open — vacancies are paused and will be retried\nHH.ru: answering", env.ask(t, ann, "/vacancies").Text)
+		"Last check of hh.ru: 2025-03-04 02:06 UTC\n"+
+		"The AI model is not answering; your vacancies will be checked when it is back.\nhh.ru is answering.", env.ask(t, ann, "/vacancies").Text)
+}
+
+// Salaries read as each language writes money, before or after tax when
+// HH says.
+func TestSalaryLine(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	yes, no := true, false
+	for _, tc := range []struct {
+		lang string
+		s    vacancy.Salary
+		want string
+	}{
+		{"ru", vacancy.Salary{From: 250000, Currency: "RUR"}, "от 250\u00a0000\u00a0₽"},
+		{"en", vacancy.Salary{From: 250000, Currency: "RUR"}, "from 250,000\u00a0₽"},
+		{"uk", vacancy.Salary{To: 300000, Currency: "RUR", Gross: &no}, "до 300\u00a0000\u00a0₽ на руки"},
+		{"ru", vacancy.Salary{From: 250000, To: 300000, Currency: "RUR", Gross: &yes}, "250\u00a0000 – 300\u00a0000\u00a0₽ до вычета налогов"},
+		{"en", vacancy.Salary{From: 3000, To: 5000, Currency: "USD"}, "$3,000 – $5,000"},
+		{"en", vacancy.Salary{From: 4000, To: 4000, Currency: "EUR"}, "€4,000"},
+		{"en", vacancy.Salary{}, ""},
+	} {
+		text := env.bot.RenderVacancy(tc.lang, vacancy.Vacancy{Title: "t", Salary: tc.s})
+		lines := strings.Split(text, "\n")
+		if tc.want == "" {
+			require.Len(t, lines, 1, text)
+			continue
+		}
+		require.Equal(t, tc.want, lines[1], tc.lang)
+	}
 }
 
 func relevant() *bool { b := true; return &b }
@@ -448,7 +477,7 @@ func sampleDelivery(matchID int64) vacancy.Delivery {
 	}
 }
 
-const sampleText = "<b>Go & Rust</b>\nACME <Ltd> · Москва\n200000–300000 RUR\nScore: 87/100\n" +
+const sampleText = "<b>Go & Rust</b>\nACME <Ltd> · Москва\n200,000 – 300,000\u00a0₽\nScore: 87/100\n" +
 	"• Uses <b>Go</b>\n• Remote & flexible\n• Senior level\nMatched skills: Go, Rust"
 
 // queueVacancy stores v for the user as discovery would (its detail fresh,
