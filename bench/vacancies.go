@@ -365,7 +365,7 @@ func (w *world) seed(ctx context.Context, gen []hhtest.Vacancy) error {
 		}
 		// The bench, not the key's followers, decides who gets what.
 		pick := func([]vacancy.Recipient) []vacancy.NewMatch { return matches }
-		n, err := w.store.SaveDiscovery(ctx, w.key, chunk, hits, m, pick)
+		n, err := w.store.SaveDiscovery(ctx, w.key, chunk, hits, m, pick, nil)
 		if err != nil {
 			return fmt.Errorf("seed: %w", err)
 		}

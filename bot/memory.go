@@ -230,11 +230,16 @@ func (u *memoryUI) prompt(r *Request) error {
 	if role == "" {
 		return usage()
 	}
+	unknown := func() error {
+		return r.Reply(r.T("memory.prompt_unknown_role", locales.Data{
+			"Role": locales.HTML(clip(role, 40)), "Roles": strings.Join(memory.Roles, ", "), "Example": memory.Roles[0],
+		}), nil)
+	}
 	if text == "" {
 		p, err := u.m.Prompt(r.Ctx, role)
 		switch {
 		case errors.Is(err, memory.ErrUnknownRole):
-			return usage()
+			return unknown()
 		case errors.Is(err, domain.ErrNotFound):
 			return r.Reply(r.T("memory.prompt_none", locales.Data{"Role": role}), nil)
 		case err != nil:
@@ -244,7 +249,9 @@ func (u *memoryUI) prompt(r *Request) error {
 	}
 	p, err := u.m.SetPrompt(r.Ctx, role, text)
 	switch {
-	case errors.Is(err, memory.ErrUnknownRole), errors.Is(err, memory.ErrEmptyQuery):
+	case errors.Is(err, memory.ErrUnknownRole):
+		return unknown()
+	case errors.Is(err, memory.ErrEmptyQuery):
 		return usage()
 	case errors.Is(err, memory.ErrQueryTooLong):
 		return r.Reply(r.T("memory.prompt_too_long", locales.Data{"Max": memory.MaxPrompt}), nil)

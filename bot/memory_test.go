@@ -512,8 +512,10 @@ func TestPromptShowAndSet(t *testing.T) {
 	require.Equal(t, "This command is for admins only.", env.ask(t, ann, "/prompt mentor hijacked").Text)
 	require.Len(t, prompts(t, env.st, "mentor"), 1)
 
-	for _, in := range []string{"/prompt", "/prompt nobody", "/prompt nobody new text"} {
-		require.Contains(t, ask(in).Text, "Roles: analyzer, assembler, mentor, archivist.", in)
+	require.Contains(t, ask("/prompt").Text, "Roles: analyzer, assembler, mentor, archivist.")
+	for _, in := range []string{"/prompt nobody", "/prompt nobody new text"} {
+		require.Equal(t, "nobody is not a role of the memory chat. Roles: analyzer, assembler, mentor, archivist; "+
+			"e.g. /prompt analyzer shows its prompt.", ask(in).Text, in)
 	}
 
 	shown := ask("/prompt mentor")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"net/url"
 	"strings"
 	"unicode"
@@ -60,7 +61,7 @@ const (
 	skillsBudget   = 600
 	// searchBudget keeps MaxSearches lines of /searches within one message.
 	searchBudget = 160
-	// argBudget bounds the echo of a refused /search argument.
+	// argBudget bounds the echo of a refused argument.
 	argBudget = 80
 )
 
@@ -131,29 +132,76 @@ func (u *vacancyUI) profile(r *Request) error {
 	return r.Reply(r.T("profile.saved"), nil)
 }
 
-func (u *vacancyUI) searchUsage(r *Request) string {
-	return r.T("search.usage", locales.Data{
-		"Experience": strings.Join(vacancy.ExperienceIDs, ", "),
-		"Schedule":   strings.Join(vacancy.ScheduleIDs, ", "),
-		"MaxSalary":  vacancy.MaxSalary,
-	})
+// experienceWords and scheduleWords are the locale's words for HH's ids,
+// in the order the usage lists them; vacancy.HumanID reads them back.
+var (
+	experienceWords = []struct{ ID, Key string }{
+		{vacancy.NoExperience, "search.experience_none"},
+		{vacancy.Between1And3, "search.experience_1_3"},
+		{vacancy.Between3And6, "search.experience_3_6"},
+		{vacancy.MoreThan6, "search.experience_6"},
+	}
+	scheduleWords = []struct{ ID, Key string }{
+		{"remote", "search.schedule_remote"},
+		{"fullDay", "search.schedule_full_day"},
+		{"shift", "search.schedule_shift"},
+		{"flexible", "search.schedule_flexible"},
+		{"flyInFlyOut", "search.schedule_rotation"},
+	}
+)
+
+func wordList(r *Request, words []struct{ ID, Key string }) string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = r.T(w.Key)
+	}
+	return strings.Join(out, ", ")
 }
+
+func (u *vacancyUI) searchData(r *Request) locales.Data {
+	return locales.Data{
+		"Experience": locales.HTML(wordList(r, experienceWords)),
+		"Schedule":   locales.HTML(wordList(r, scheduleWords)),
+		"MaxSalary":  locales.Number(r.Lang, vacancy.MaxSalary),
+	}
+}
+
+func (u *vacancyUI) searchUsage(r *Request) string {
+	return r.T("search.usage", u.searchData(r))
+}
+
+// maxDropped bounds the parameter names a reply lists as left out.
+const maxDropped = 8
 
 func (u *vacancyUI) search(r *Request) error {
 	args := commandArgs(r.Message())
 	if args == "" {
 		return r.Reply(u.searchUsage(r), nil)
 	}
-	p, err := vacancy.ParseParams(args)
+	var p vacancy.Params
+	var dropped []string
+	var err error
+	if fields := strings.Fields(args); vacancy.LooksLikeURL(fields[0]) {
+		if len(fields) > 1 {
+			return r.Reply(r.T("search.error_url_alone"), nil)
+		}
+		p, dropped, err = vacancy.ParseSearchURL(fields[0])
+	} else {
+		p, err = vacancy.ParseParams(args)
+	}
 	if pe := (*vacancy.ParamError)(nil); errors.As(err, &pe) {
 		limits := map[string]int{
-			"search.error_salary":   vacancy.MaxSalary,
 			"search.error_too_long": vacancy.MaxSearchText,
+			"search.error_too_many": vacancy.MaxValues,
 		}
-		// The domain may cut the argument inside a character.
-		arg := clip(strings.ToValidUTF8(pe.Arg, ""), argBudget)
-		msg := r.T(pe.Key, locales.Data{"Arg": locales.HTML(arg), "Max": limits[pe.Key]})
-		return r.Reply(msg+"\n\n"+u.searchUsage(r), nil)
+		data := u.searchData(r)
+		data["Arg"] = pe.Arg
+		data["Name"] = pe.Name
+		data["Max"] = limits[pe.Key]
+		if pe.Key == "search.error_salary" {
+			data["Max"] = locales.Number(r.Lang, vacancy.MaxSalary)
+		}
+		return r.Reply(r.T(pe.Key, data), nil)
 	}
 	if err != nil {
 		return err
@@ -178,6 +226,16 @@ func (u *vacancyUI) search(r *Request) error {
 		text = r.T("search.saved", locales.Data{"Search": shown})
 	} else {
 		text = r.T("search.exists", locales.Data{"Search": shown})
+	}
+	if len(dropped) > 0 {
+		names := make([]string, 0, min(len(dropped), maxDropped)+1)
+		for _, n := range dropped[:min(len(dropped), maxDropped)] {
+			names = append(names, clip(n, 30))
+		}
+		if len(dropped) > maxDropped {
+			names = append(names, "…")
+		}
+		text += "\n\n" + r.T("search.dropped", locales.Data{"Names": locales.HTML(strings.Join(names, ", "))})
 	}
 	profile, err := u.v.Profile(r.Ctx, r.User.ID)
 	if err != nil {
@@ -360,14 +418,15 @@ func (u *vacancyUI) stats(r *Request) error {
 		last = st.LastFetch.UTC().Format("2006-01-02 15:04") + " UTC"
 	}
 	sb.WriteString("\n\n" + r.T("vacancies.last_fetch", locales.Data{"Time": last}))
-	sb.WriteString("\n" + r.T("vacancies.queue", locales.Data{"Mine": st.Counts[vacancy.Queued], "Total": st.QueueTotal}))
+	// The user's own waiting vacancies are among the counts above; the
+	// queue of everyone's is not theirs to worry about.
 	switch {
 	case st.LLMRefused:
 		sb.WriteString("\n" + r.T("vacancies.llm_refused", locales.Data{"Reason": st.LLMReason}))
 	case st.BreakerOpen:
-		sb.WriteString("\n" + r.T("vacancies.breaker_open"))
+		sb.WriteString("\n" + r.T("vacancies.llm_down"))
 	default:
-		sb.WriteString("\n" + r.T("vacancies.breaker_closed"))
+		sb.WriteString("\n" + r.T("vacancies.llm_ok"))
 	}
 	if st.HHRefused {
 		sb.WriteString("\n" + r.T("vacancies.hh_refused", locales.Data{"Reason": st.HHReason}))
@@ -463,6 +522,19 @@ func (b *Bot) Card(d vacancy.Delivery) []domain.Message {
 	return Messages(d.UserID, domain.KindVacancy, d.MatchID, text, kb)
 }
 
+// SearchNews tells the user what a new search's first discovery brought
+// when it brought no card (vacancy.Notifier): nothing new yet, or HH did
+// not answer and it will be retried; either way the search is watched.
+// Written to the outbox in the transaction that records the news.
+func (b *Bot) SearchNews(n vacancy.FirstNews) []domain.Message {
+	key := "search.nothing_new"
+	if n.Failed {
+		key = "search.first_fetch_failed"
+	}
+	text := b.deps.Catalog.T(n.Lang, key, locales.Data{"Search": locales.HTML(clip(n.Search.Params.String(), searchBudget))})
+	return Messages(n.Search.UserID, domain.KindReply, n.Search.ID, text, nil)
+}
+
 // renderVacancy is the one rendering of a vacancy message, for delivery
 // (status "") and for the edit after a decision. Everything from HH and the
 // LLM is escaped and clipped, so the text is one message of valid HTML.
@@ -484,7 +556,7 @@ func (b *Bot) renderVacancy(lang string, v vacancy.Vacancy, verdict *vacancy.Ver
 	if len(where) > 0 {
 		lines = append(lines, strings.Join(where, " · "))
 	}
-	if s := clip(v.Salary.String(), salaryBudget); s != "" {
+	if s := clip(salaryLine(cat, lang, v.Salary), salaryBudget); s != "" {
 		lines = append(lines, s)
 	}
 	if verdict != nil {
@@ -524,6 +596,41 @@ func (b *Bot) renderVacancy(lang string, v vacancy.Vacancy, verdict *vacancy.Ver
 		text = Split(text, MaxMessageLen)[0]
 	}
 	return text
+}
+
+// salaryLine is HH's salary as the reader writes money: "from 250,000 ₽",
+// "250 000 – 300 000 ₽", "up to $5,000", with before or after tax when HH
+// says; "" when HH published none.
+func salaryLine(cat *locales.Catalog, lang string, s vacancy.Salary) string {
+	from, to := int64(max(s.From, 0)), int64(max(s.To, 0))
+	var line string
+	switch {
+	case from > 0 && to > 0 && from != to:
+		hi := locales.Money(lang, to, s.Currency)
+		lo := locales.Number(lang, from)
+		if r := []rune(hi); len(r) > 0 && !unicode.IsDigit(r[0]) {
+			lo = locales.Money(lang, from, s.Currency) // the sign leads: "$3,000 – $5,000"
+		}
+		line = lo + " – " + hi
+	case from > 0:
+		if from == to {
+			line = locales.Money(lang, from, s.Currency)
+		} else {
+			line = cat.T(lang, "vacancy.salary_from", locales.Data{"Amount": locales.Money(lang, from, s.Currency)})
+		}
+	case to > 0:
+		line = cat.T(lang, "vacancy.salary_to", locales.Data{"Amount": locales.Money(lang, to, s.Currency)})
+	default:
+		return ""
+	}
+	switch {
+	case s.Gross == nil:
+	case *s.Gross:
+		line = cat.T(lang, "vacancy.salary_gross", locales.Data{"Salary": line})
+	default:
+		line = cat.T(lang, "vacancy.salary_net", locales.Data{"Salary": line})
+	}
+	return html.UnescapeString(line)
 }
 
 // vacancyMarkup is [[Applied, Not interested], [Open on hh.ru]] before a

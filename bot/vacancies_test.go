@@ -164,13 +164,12 @@ func TestSearchSavesAndRefusesMalformedParameters(t *testing.T) {
 	t.Parallel()
 	env := setupVacancies(t)
 	ann := env.srv.User(42, "Ann", "en")
-	accepted := []string{"noExperience, between1And3, between3And6", "fullDay, shift, flexible, remote, flyInFlyOut"}
 
 	usage := env.ask(t, ann, "/search").Text
-	require.Contains(t, usage, "Usage: /search words [area=ID] [salary=N] [experience=ID] [schedule=ID]")
-	for _, a := range accepted {
-		require.Contains(t, usage, a)
-	}
+	require.Contains(t, usage, "/search https://hh.ru/search/vacancy?text=golang&area=1")
+	require.Contains(t, usage, "experience — no experience, 1–3 years, 3–6 years, more than 6 years")
+	require.Contains(t, usage, "schedule — remote, full day, shift, flexible, rotation")
+	require.NotContains(t, usage, "between1And3", "human words, not HH's ids")
 
 	reply := env.ask(t, ann, "/search golang developer area=1 salary=200000 schedule=remote").Text
 	require.Contains(t, reply, "Saved: golang developer area=1 salary=200000 schedule=remote")
@@ -178,33 +177,70 @@ func TestSearchSavesAndRefusesMalformedParameters(t *testing.T) {
 
 	reply = env.ask(t, ann, "/search schedule=remote Golang   DEVELOPER salary=200000 area=1").Text
 	require.Contains(t, reply, "You already have this search: golang developer area=1 salary=200000 schedule=remote")
+	reply = env.ask(t, ann, `/search golang developer area=1 salary=200000 schedule="Remote"`).Text
+	require.Contains(t, reply, "You already have this search", "a human word is its id")
 
 	for in, want := range map[string]string{
-		"/search go color=red":                  "color=red: unknown parameter.",
-		"/search go salary=lots":                "salary=lots: the salary must be a whole number from 1 to 100000000.",
-		"/search go salary=-5":                  "salary=-5: the salary must be a whole number from 1 to 100000000.",
-		"/search go experience=moreThan6":       "experience=moreThan6: unknown experience.",
-		"/search go schedule=nights":            "schedule=nights: unknown schedule.",
-		"/search go area=moscow":                "area=moscow: the area must be a positive number, an hh.ru region id.",
-		"/search go area=1 AREA=2":              "AREA=2: this parameter is given twice.",
-		"/search area=1 salary=100":             "Give some words to search for, not only parameters.",
-		"/search <b>x</b> junk=<i>&amp;</i>":    "junk=<i>&amp;</i>: unknown parameter.",
-		"/search " + strings.Repeat("go ", 100): "The search text is too long: at most 200 characters.",
+		"/search go color=red":                         "color=red: I don't know the filter color.",
+		"/search go salary=lots":                       "salary=lots: salary is a whole number from 1 to 100,000,000, e.g. salary=150000.",
+		"/search go salary=-5":                         "salary=-5: salary is a whole number from 1 to 100,000,000",
+		"/search go experience=ancient":                "experience=ancient: experience is one of: no experience, 1–3 years, 3–6 years, more than 6 years; e.g. experience=1-3.",
+		"/search go schedule=nights":                   "schedule=nights: schedule is one of: remote, full day, shift, flexible, rotation; e.g. schedule=remote.",
+		"/search go area=moscow":                       "area=moscow: area is an hh.ru region number, e.g. area=1 (Moscow)",
+		"/search go salary=1 SALARY=2":                 "SALARY=2: salary takes one value",
+		"/search area=1 salary=100":                    "Give some words to search for, not only filters, e.g. /search golang area=1.",
+		"/search <b>x</b> junk=<i>&amp;</i>":           "junk=<i>&amp;</i>: I don't know the filter junk.",
+		"/search " + strings.Repeat("go ", 100):        "The search text is too long: at most 200 characters; yours begins go go go",
+		"/search go color=" + strings.Repeat("r", 500): "color=rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr…: I don't know",
 	} {
 		reply := env.ask(t, ann, in).Text
 		require.True(t, strings.HasPrefix(reply, want), "%s\ngot: %s", in, reply)
-		for _, a := range accepted {
-			require.Contains(t, reply, a, "the refusal names what is accepted")
-		}
+		require.NotContains(t, reply, "Filters", "the refusal is not the whole usage")
 	}
 
 	env.ask(t, ann, "/profile Go developer")
 	reply = env.ask(t, ann, "/search rust").Text
-	require.Equal(t, "Saved: rust\nNew vacancies will arrive here as they are found.", reply, "no hint once a profile is set")
+	require.Equal(t, "Saved: rust\nI'm checking hh.ru now: within a minute you'll get the first vacancies or a word that there is nothing new yet.",
+		reply, "no hint once a profile is set")
 
 	list, err := env.svc.Searches(context.Background(), 42)
 	require.NoError(t, err)
 	require.Len(t, list, 2, "refused searches were not saved")
+}
+
+// The usage's words for experience and schedule, in every language, are
+// words /search takes.
+func TestSearchUsageWordsAreAccepted(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	for i, lang := range []string{"en", "ru", "uk"} {
+		who := env.srv.User(int64(50+i), "U", lang)
+		usage := env.ask(t, who, "/search").Text
+		seen := 0
+		for _, line := range strings.Split(usage, "\n") {
+			name, list, ok := strings.Cut(strings.TrimPrefix(line, "• "), " — ")
+			if !ok || name != "experience" && name != "schedule" {
+				continue
+			}
+			seen++
+			words := strings.Split(list, ", ")
+			require.Len(t, words, 4+btoi(name == "schedule"), line)
+			for _, w := range words {
+				require.NotEmpty(t, vacancy.HumanID(name, w), "%s: %s %q", lang, name, w)
+				p, err := vacancy.ParseParams("go " + name + `="` + w + `"`)
+				require.NoError(t, err, w)
+				require.Len(t, p.Values(name), 1)
+			}
+		}
+		require.Equal(t, 2, seen, usage)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func TestSearchLimit(t *testing.T) {
@@ -372,7 +408,7 @@ func TestVacanciesStats(t *testing.T) {
 	bob := env.srv.User(43, "Bob", "en")
 	env.ask(t, bob, "/start")
 
-	require.Equal(t, "Your vacancies\nNone yet.\n\nLast fetch: never\nQueue: 0 yours of 0 in all\nLLM: closed (working)\nHH.ru: answering",
+	require.Equal(t, "Your vacancies\nNone yet.\n\nLast check of hh.ru: never\nThe AI model is answering.\nhh.ru is answering.",
 		env.ask(t, ann, "/vacancies").Text)
 
 	for i, s := range []vacancy.Status{vacancy.Queued, vacancy.Queued, vacancy.Applied, vacancy.NotSuitable, vacancy.SentToUser} {
@@ -390,8 +426,37 @@ func TestVacanciesStats(t *testing.T) {
 
 	require.Equal(t, "Your vacancies\n"+
 		"Waiting for analysis: 2\nSent, awaiting your answer: 1\nNot suitable: 1\nApplied: 1\n\n"+
-		"Last fetch: 2025-03-04 02:06 UTC\nQueue: 2 yours of 3 in all\n"+
-		"LLM: open — vacancies are paused and will be retried\nHH.ru: answering", env.ask(t, ann, "/vacancies").Text)
+		"Last check of hh.ru: 2025-03-04 02:06 UTC\n"+
+		"The AI model is not answering; your vacancies will be checked when it is back.\nhh.ru is answering.", env.ask(t, ann, "/vacancies").Text)
+}
+
+// Salaries read as each language writes money, before or after tax when
+// HH says.
+func TestSalaryLine(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	yes, no := true, false
+	for _, tc := range []struct {
+		lang string
+		s    vacancy.Salary
+		want string
+	}{
+		{"ru", vacancy.Salary{From: 250000, Currency: "RUR"}, "от 250\u00a0000\u00a0₽"},
+		{"en", vacancy.Salary{From: 250000, Currency: "RUR"}, "from 250,000\u00a0₽"},
+		{"uk", vacancy.Salary{To: 300000, Currency: "RUR", Gross: &no}, "до 300\u00a0000\u00a0₽ на руки"},
+		{"ru", vacancy.Salary{From: 250000, To: 300000, Currency: "RUR", Gross: &yes}, "250\u00a0000 – 300\u00a0000\u00a0₽ до вычета налогов"},
+		{"en", vacancy.Salary{From: 3000, To: 5000, Currency: "USD"}, "$3,000 – $5,000"},
+		{"en", vacancy.Salary{From: 4000, To: 4000, Currency: "EUR"}, "€4,000"},
+		{"en", vacancy.Salary{}, ""},
+	} {
+		text := env.bot.RenderVacancy(tc.lang, vacancy.Vacancy{Title: "t", Salary: tc.s})
+		lines := strings.Split(text, "\n")
+		if tc.want == "" {
+			require.Len(t, lines, 1, text)
+			continue
+		}
+		require.Equal(t, tc.want, lines[1], tc.lang)
+	}
 }
 
 func relevant() *bool { b := true; return &b }
@@ -412,7 +477,7 @@ func sampleDelivery(matchID int64) vacancy.Delivery {
 	}
 }
 
-const sampleText = "<b>Go & Rust</b>\nACME <Ltd> · Москва\n200000–300000 RUR\nScore: 87/100\n" +
+const sampleText = "<b>Go & Rust</b>\nACME <Ltd> · Москва\n200,000 – 300,000\u00a0₽\nScore: 87/100\n" +
 	"• Uses <b>Go</b>\n• Remote & flexible\n• Senior level\nMatched skills: Go, Rust"
 
 // queueVacancy stores v for the user as discovery would (its detail fresh,

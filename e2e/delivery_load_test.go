@@ -78,8 +78,12 @@ func TestDeliveryLoad300VacancyCards(t *testing.T) {
 		subscribe(t, env, people[i], "golang")
 	}
 	require.Zero(t, scalar[int](t, pool, `SELECT count(*) FROM vacancy_matches`))
+	// Each hears that there is nothing new yet before the cards are counted.
+	for _, p := range people {
+		env.TG.WaitMessage(t, p.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Nothing new yet") })
+	}
 	// What each chat had before the cards (the replies to /profile and
-	// /search), so that the cards' times can be told apart.
+	// /search, the note), so that the cards' times can be told apart.
 	before := map[int64]int{}
 	for _, p := range people {
 		before[p.ID()] = len(env.TG.AcceptedTimes(p.ID()))

@@ -49,7 +49,7 @@ func TestVacanciesWaitWhileHHRefuses(t *testing.T) {
 			require.Contains(t, m.Text, "HH_CLIENT_ID")
 		}
 	}
-	require.Contains(t, ask(t, env, ann, ann.ID(), "/vacancies").Text, "HH.ru: refuses our requests")
+	require.Contains(t, ask(t, env, ann, ann.ID(), "/vacancies").Text, "hh.ru refuses our requests")
 	before := len(env.HH.Requests())
 	time.Sleep(6 * time.Second)
 	probes := len(env.HH.Requests()) - before
@@ -62,6 +62,6 @@ func TestVacanciesWaitWhileHHRefuses(t *testing.T) {
 	env.TG.WaitFor(t, 60*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 4 })
 	env.TG.WaitFor(t, 30*time.Second, func() bool { return notices("HH.ru answers again") == 1 })
 	require.Equal(t, 1, notices("HH.ru refuses our requests"), "told once")
-	require.Contains(t, ask(t, env, ann, ann.ID(), "/vacancies").Text, "HH.ru: answering")
+	require.Contains(t, ask(t, env, ann, ann.ID(), "/vacancies").Text, "hh.ru is answering.")
 	require.Equal(t, map[string]int{"SENT_TO_USER": 4}, statuses(t, pool))
 }

@@ -188,7 +188,8 @@ func TestVacancyBreakerOpensAndRecoveryDelivers(t *testing.T) {
 
 	eventually(t, 30*time.Second, func() bool { return statuses(t, pool)["SKIPPED"] == 4 })
 	stats := ask(t, env, ann, ann.ID(), "/vacancies")
-	require.Contains(t, stats.Text, "open")
+	require.Contains(t, stats.Text, "The AI model is not answering; your vacancies will be checked when it is back.")
+	require.NotContains(t, stats.Text, "closed", "no breaker jargon")
 	require.Less(t, env.LLM.Calls("relevance"), 4, "no LLM call once the breaker is open")
 
 	rule.Fault(llmtest.Fault{}).ReplyJSON(relevantAnswer)
@@ -196,7 +197,7 @@ func TestVacancyBreakerOpensAndRecoveryDelivers(t *testing.T) {
 	// The message goes out just before its row says so.
 	eventually(t, 10*time.Second, func() bool { return statuses(t, pool)["SENT_TO_USER"] == 4 })
 	require.Equal(t, map[string]int{"SENT_TO_USER": 4}, statuses(t, pool))
-	require.NotContains(t, ask(t, env, ann, ann.ID(), "/vacancies").Text, "open —")
+	require.Contains(t, ask(t, env, ann, ann.ID(), "/vacancies").Text, "The AI model is answering.")
 }
 
 // Two replicas on one database and Redis: every (user, vacancy) is

@@ -221,19 +221,16 @@ func (c *Client) Search(ctx context.Context, p vacancy.Params, page, perPage int
 	if p.Text != "" {
 		q.Set("text", p.Text)
 	}
-	if p.Area != "" {
-		q.Set("area", p.Area)
+	for name, vals := range p.Filters {
+		q[name] = vals
 	}
 	if p.Salary > 0 {
 		q.Set("salary", strconv.Itoa(p.Salary))
-		// RUR is HH's default too; explicit because Params.Salary is roubles.
-		q.Set("currency", "RUR")
-	}
-	if p.Experience != "" {
-		q.Set("experience", p.Experience)
-	}
-	if p.Schedule != "" {
-		q.Set("schedule", p.Schedule)
+		if q.Get("currency") == "" {
+			// RUR is HH's default too; explicit because a search without a
+			// currency means roubles.
+			q.Set("currency", "RUR")
+		}
 	}
 	q.Set("order_by", "publication_time")
 	q.Set("page", strconv.Itoa(page))

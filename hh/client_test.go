@@ -156,7 +156,9 @@ func TestSearchPagesNewestFirstWithFilters(t *testing.T) {
 		}
 	}
 	c, _ := newClient(t, srv.URL(), nil)
-	p := vacancy.Params{Text: "квазиразработчик", Area: hhtest.AreaSPb, Salary: 250_000, Experience: hhtest.Between1And3, Schedule: hhtest.Remote}
+	p := vacancy.Params{Text: "квазиразработчик", Salary: 250_000, Filters: map[string][]string{
+		"area": {hhtest.AreaSPb}, "experience": {hhtest.Between1And3}, "schedule": {hhtest.Remote},
+	}}
 
 	var got []vacancy.Vacancy
 	for page := range 3 {
@@ -210,6 +212,25 @@ func TestSearchSendsOnlySetFilters(t *testing.T) {
 		"order_by": {"publication_time"},
 		"page":     {"0"},
 		"per_page": {"20"},
+	}, map[string][]string(reqs[0].Query))
+}
+
+// Every filter a search keeps reaches HH as it was saved, repeated
+// parameters repeated, and the currency of the salary kept.
+func TestSearchSendsEveryFilter(t *testing.T) {
+	t.Parallel()
+	srv := catalogue(t)
+	c, _ := newClient(t, srv.URL(), nil)
+	p, err := vacancy.ParseParams("golang area=1,2 salary=3000 currency=USD period=7 search_field=name professional_role=96 only_with_salary=true")
+	require.NoError(t, err)
+	_, err = c.Search(t.Context(), p, 0, 20)
+	require.NoError(t, err)
+	reqs := srv.Requests()
+	require.Len(t, reqs, 1)
+	require.Equal(t, map[string][]string{
+		"text": {"golang"}, "area": {"1", "2"}, "salary": {"3000"}, "currency": {"USD"}, "period": {"7"},
+		"search_field": {"name"}, "professional_role": {"96"}, "only_with_salary": {"true"},
+		"order_by": {"publication_time"}, "page": {"0"}, "per_page": {"20"},
 	}, map[string][]string(reqs[0].Query))
 }
 
@@ -397,7 +418,7 @@ func TestAPIError(t *testing.T) {
 	srv := catalogue(t)
 	c, reg := newClient(t, srv.URL(), nil)
 
-	_, err := c.Search(t.Context(), vacancy.Params{Text: "go", Experience: "ancient"}, 0, 20)
+	_, err := c.Search(t.Context(), vacancy.Params{Text: "go", Filters: map[string][]string{"experience": {"ancient"}}}, 0, 20)
 	var apiErr *hh.APIError
 	require.ErrorAs(t, err, &apiErr)
 	require.NotErrorIs(t, err, vacancy.ErrUnavailable)
@@ -699,7 +720,7 @@ func TestMetrics(t *testing.T) {
 	srv.FailNext(1, 503, hhtest.DetailEndpoint)
 	_, err = c.Vacancy(ctx, idOf(t, vs[1]))
 	require.ErrorIs(t, err, vacancy.ErrUnavailable)
-	_, err = c.Search(ctx, vacancy.Params{Schedule: "never"}, 0, 20)
+	_, err = c.Search(ctx, vacancy.Params{Filters: map[string][]string{"schedule": {"never"}}}, 0, 20)
 	require.Error(t, err)
 
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`

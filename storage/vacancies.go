@@ -46,8 +46,12 @@ func (s *Store) SetProfile(ctx context.Context, userID int64, profile string) er
 // created reports which happened, and the stored search is returned. A new
 // search is given, in the same transaction, up to backfill of the key's
 // vacancies published since since (those other users' discovery already
-// collected), as QUEUED matches; queued counts them.
-func (s *Store) AddSearch(ctx context.Context, sr vacancy.Search, backfill int, since time.Time) (vacancy.Search, bool, int, error) {
+// collected), as QUEUED matches; queued counts them. When the key has been
+// discovered before, that backfill is the search's first discovery: the
+// search is marked told and announce's messages (nil is none) are written
+// to the outbox with it.
+func (s *Store) AddSearch(ctx context.Context, sr vacancy.Search, backfill int, since time.Time,
+	announce vacancy.Announce) (vacancy.Search, bool, int, error) {
 	params, err := json.Marshal(sr.Params)
 	if err != nil {
 		return sr, false, 0, fmt.Errorf("add search: %w", err)
@@ -77,9 +81,9 @@ WHERE user_id = $1 AND search_key = $2`, sr.UserID, sr.Key))
 INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at)
 SELECT $2, v.id, 'QUEUED', v.published_at
 FROM search_hits h JOIN vacancies v ON v.id = h.vacancy_id
-WHERE h.search_key = $1 AND v.published_at >= $4 AND v.experience <> 'moreThan6'
+WHERE h.search_key = $1 AND v.published_at >= $4 AND (v.experience <> 'moreThan6' OR $5)
 ORDER BY v.published_at DESC, v.id DESC LIMIT $3
-ON CONFLICT (user_id, vacancy_id) DO NOTHING`, sr.Key, sr.UserID, backfill, since)
+ON CONFLICT (user_id, vacancy_id) DO NOTHING`, sr.Key, sr.UserID, backfill, since, sr.Params.Has("experience", vacancy.MoreThan6))
 		if err != nil {
 			return fmt.Errorf("backfill: %w", err)
 		}
@@ -88,7 +92,10 @@ ON CONFLICT (user_id, vacancy_id) DO NOTHING`, sr.Key, sr.UserID, backfill, sinc
 				return fmt.Errorf("notify queue: %w", err)
 			}
 		}
-		return nil
+		// A key never discovered is left pending: its first discovery,
+		// which the service starts at once, tells the user.
+		return tellFirstNews(ctx, tx, `s.id = $1 AND EXISTS (SELECT 1 FROM discovery_state d WHERE d.search_key = s.search_key)`,
+			out.ID, "told", map[int64]int{sr.UserID: queued}, false, announce)
 	})
 	if err != nil {
 		return sr, false, 0, fmt.Errorf("add search: %w", interpretError(err))
@@ -331,7 +338,7 @@ SELECT i FROM unnest($2::bigint[]) i, discovery_state d WHERE d.search_key = $1 
 // backfill, never from neither. It returns how many matches were created
 // and notifies QueueChannel.
 func (s *Store) SaveDiscovery(ctx context.Context, key string, found []vacancy.Vacancy, hits []int64,
-	m vacancy.Markers, pick func(users []vacancy.Recipient) []vacancy.NewMatch) (int, error) {
+	m vacancy.Markers, pick func(users []vacancy.Recipient) []vacancy.NewMatch, announce vacancy.Announce) (int, error) {
 	queued := 0
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		if err := lockSearchKey(ctx, tx, key); err != nil {
@@ -370,42 +377,124 @@ ON CONFLICT (search_key) DO UPDATE SET
     updated_at = now()`, key, m.LastSeenMaxID, m.LastCompleteSweepBeforeID); err != nil {
 			return fmt.Errorf("upsert markers: %w", err)
 		}
-		if len(found) == 0 {
-			return nil
-		}
-		users, err := followers(ctx, tx, key)
+		perUser, err := queueMatches(ctx, tx, key, found, pick)
 		if err != nil {
 			return err
 		}
-		matches := pick(users)
-		if len(matches) == 0 {
-			return nil
+		for _, n := range perUser {
+			queued += n
 		}
-		uids := make([]int64, len(matches))
-		vids := make([]int64, len(matches))
-		for i, nm := range matches {
-			uids[i], vids[i] = nm.UserID, nm.VacancyID
-		}
-		tag, err := tx.Exec(ctx, `
-INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at)
-SELECT t.u, t.v, 'QUEUED', v.published_at
-FROM unnest($1::bigint[], $2::bigint[]) AS t(u, v) JOIN vacancies v ON v.id = t.v
-ON CONFLICT (user_id, vacancy_id) DO NOTHING`, uids, vids)
-		if err != nil {
-			return fmt.Errorf("queue matches: %w", err)
-		}
-		queued = int(tag.RowsAffected())
 		if queued > 0 {
 			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, QueueChannel); err != nil {
 				return fmt.Errorf("notify queue: %w", err)
 			}
 		}
-		return nil
+		return tellFirstNews(ctx, tx, `s.search_key = $1`, key, "told", perUser, false, announce)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("save discovery: %w", err)
 	}
 	return queued, nil
+}
+
+// queueMatches creates the QUEUED matches pick chooses among the key's
+// followers: how many each user got (a user may already have a vacancy
+// from another search).
+func queueMatches(ctx context.Context, tx pgx.Tx, key string, found []vacancy.Vacancy,
+	pick func(users []vacancy.Recipient) []vacancy.NewMatch) (map[int64]int, error) {
+	perUser := map[int64]int{}
+	if len(found) == 0 {
+		return perUser, nil
+	}
+	users, err := followers(ctx, tx, key)
+	if err != nil {
+		return nil, err
+	}
+	matches := pick(users)
+	if len(matches) == 0 {
+		return perUser, nil
+	}
+	uids := make([]int64, len(matches))
+	vids := make([]int64, len(matches))
+	for i, nm := range matches {
+		uids[i], vids[i] = nm.UserID, nm.VacancyID
+	}
+	rows, err := tx.Query(ctx, `
+INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at)
+SELECT t.u, t.v, 'QUEUED', v.published_at
+FROM unnest($1::bigint[], $2::bigint[]) AS t(u, v) JOIN vacancies v ON v.id = t.v
+ON CONFLICT (user_id, vacancy_id) DO NOTHING
+RETURNING user_id`, uids, vids)
+	if err != nil {
+		return nil, fmt.Errorf("queue matches: %w", err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("queue matches: %w", err)
+	}
+	for _, u := range got {
+		perUser[u]++
+	}
+	return perUser, nil
+}
+
+// tellFirstNews moves the searches where holds (with $1 = arg) that the
+// user has not been told of yet to state, and writes what announce makes
+// of them to the outbox: one conditional UPDATE, so each search is told
+// once whichever replica gets there. Only a failed first fetch ("retrying")
+// leaves a search to be told again, of its outcome.
+func tellFirstNews(ctx context.Context, tx pgx.Tx, where string, arg any, state string, queued map[int64]int,
+	failed bool, announce vacancy.Announce) error {
+	from := `s.first_news <> 'told'`
+	if state == "retrying" {
+		from = `s.first_news = 'pending'`
+	}
+	rows, err := tx.Query(ctx, `
+UPDATE searches s SET first_news = $2
+FROM users u
+WHERE u.id = s.user_id AND `+from+` AND `+where+`
+RETURNING s.id, s.user_id, s.params, s.search_key, s.created_at, u.language, u.telegram_language`, arg, state)
+	if err != nil {
+		return fmt.Errorf("first news: %w", err)
+	}
+	var news []vacancy.FirstNews
+	for rows.Next() {
+		var n vacancy.FirstNews
+		var params []byte
+		var lang, tgLang string
+		if err := rows.Scan(&n.Search.ID, &n.Search.UserID, &params, &n.Search.Key, &n.Search.CreatedAt, &lang, &tgLang); err != nil {
+			rows.Close()
+			return fmt.Errorf("first news: %w", err)
+		}
+		if err := json.Unmarshal(params, &n.Search.Params); err != nil {
+			rows.Close()
+			return fmt.Errorf("first news: search %d params: %w", n.Search.ID, err)
+		}
+		n.Lang = domain.User{Language: lang, TelegramLanguage: tgLang}.Lang()
+		n.Queued = queued[n.Search.UserID]
+		n.Failed = failed
+		news = append(news, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("first news: %w", err)
+	}
+	if announce == nil || len(news) == 0 {
+		return nil
+	}
+	return enqueueTx(ctx, tx, announce(news))
+}
+
+// FirstFetchFailed tells the users of the key's searches still waiting
+// for their first discovery that it failed and will be retried.
+func (s *Store) FirstFetchFailed(ctx context.Context, key string, announce vacancy.Announce) error {
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		return tellFirstNews(ctx, tx, `s.search_key = $1`, key, "retrying", nil, true, announce)
+	})
+	if err != nil {
+		return fmt.Errorf("first fetch failed: %w", interpretError(err))
+	}
+	return nil
 }
 
 // lockSearchKey serializes, per search_key, saving a discovery with saving
@@ -478,7 +567,8 @@ func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy
 	var sentAt, fetched *time.Time
 	var lang, tgLang string
 	dest := append(matchDest(&c.Match, &analysis, &sentAt), vacancyDest(&c.Vacancy, &fetched)...)
-	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &c.User.Applied, &c.User.NotInterested, &c.DetailStale, &c.DetailMine)
+	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &c.User.Applied, &c.User.NotInterested, &c.DetailStale, &c.DetailMine,
+		&c.User.Senior)
 	err := s.pool.QueryRow(ctx, `
 WITH c AS (
     SELECT q.id FROM vacancy_matches q
@@ -525,7 +615,10 @@ SELECT `+matchColumns+`, `+vacancyColumns+`, u.language, u.telegram_language, u.
        ARRAY(SELECT t.title FROM vacancy_matches d JOIN vacancies t ON t.id = d.vacancy_id
              WHERE d.user_id = m.user_id AND d.status = 'NOT_INTERESTED' ORDER BY d.updated_at DESC LIMIT $2),
        v.detail_fetched_at IS NULL OR v.detail_fetched_at <= now() - $4 * interval '1 millisecond',
-       EXISTS (SELECT 1 FROM l) OR NOT (SELECT shared FROM o)
+       EXISTS (SELECT 1 FROM l) OR NOT (SELECT shared FROM o),
+       -- A jsonb string contains itself and an array its elements, so this
+       -- reads searches stored with one experience and with several.
+       EXISTS (SELECT 1 FROM searches s WHERE s.user_id = m.user_id AND s.params->'experience' @> '"moreThan6"')
 FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id`,
 		o.Lease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds(), o.DetailLease.Milliseconds()).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {

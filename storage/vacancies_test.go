@@ -27,7 +27,7 @@ func TestSearchSavedDuringDiscoveryGetsItsVacancies(t *testing.T) {
 	p := vacancy.Params{Text: "golang"}
 	key := p.Key()
 	since := time.Now().Add(-48 * time.Hour)
-	_, created, _, err := st.AddSearch(ctx, vacancy.Search{UserID: 1, Params: p, Key: key}, 100, since)
+	_, created, _, err := st.AddSearch(ctx, vacancy.Search{UserID: 1, Params: p, Key: key}, 100, since, nil)
 	require.NoError(t, err)
 	require.True(t, created)
 
@@ -36,7 +36,7 @@ func TestSearchSavedDuringDiscoveryGetsItsVacancies(t *testing.T) {
 	n, err := st.SaveDiscovery(ctx, key, []vacancy.Vacancy{v}, []int64{42}, vacancy.Markers{LastSeenMaxID: 42, LastCompleteSweepBeforeID: 42},
 		func(users []vacancy.Recipient) []vacancy.NewMatch {
 			go func() {
-				_, _, q, err := st.AddSearch(ctx, vacancy.Search{UserID: 2, Params: p, Key: key}, 100, since)
+				_, _, q, err := st.AddSearch(ctx, vacancy.Search{UserID: 2, Params: p, Key: key}, 100, since, nil)
 				if err != nil {
 					q = -1
 				}
@@ -51,7 +51,7 @@ func TestSearchSavedDuringDiscoveryGetsItsVacancies(t *testing.T) {
 			}, 5*time.Second, 5*time.Millisecond)
 			require.Len(t, users, 1, "user 2's search is not visible yet")
 			return []vacancy.NewMatch{{UserID: users[0].ID, VacancyID: 42}}
-		})
+		}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, 1, <-added, "user 2 got vacancy 42 from the backfill")

@@ -165,7 +165,9 @@ paging:
 		var matches []NewMatch
 		run.Dropped = 0
 		for _, v := range found {
-			if v.Experience == "moreThan6" {
+			// Unless the search asks for it: every follower of a key
+			// has its parameters.
+			if v.Experience == MoreThan6 && !g.Params.Has("experience", MoreThan6) {
 				run.Dropped++
 				continue
 			}
@@ -192,11 +194,18 @@ paging:
 			save, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
 		}
-		n, err := s.deps.Repo.SaveDiscovery(save, g.Key, found, hits, m, pick)
+		n, err := s.deps.Repo.SaveDiscovery(save, g.Key, found, hits, m, pick, s.announce)
 		if err != nil {
 			return run, errors.Join(pageErr, fmt.Errorf("save discovery: %w", err))
 		}
 		run.Queued = n
+	}
+	if run.Pages == 0 && pageErr != nil && ctx.Err() == nil {
+		// Nothing to save: a user waiting for the search's first
+		// discovery hears it will be retried, not silence.
+		if err := s.deps.Repo.FirstFetchFailed(ctx, g.Key, s.announce); err != nil {
+			s.log.Error("tell a failed first fetch", "search_key", g.Key, "err", err)
+		}
 	}
 	s.m.discovered.Add(float64(run.Unseen))
 	s.m.queued.Add(float64(run.Queued))

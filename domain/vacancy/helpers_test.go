@@ -198,6 +198,23 @@ type recorder struct {
 	ids      map[int64]int // deliveries per match
 	last     []vacancy.Delivery
 	next     int
+	news     []vacancy.FirstNews
+}
+
+// SearchNews records the news and writes a note for it.
+func (r *recorder) SearchNews(n vacancy.FirstNews) []domain.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.news = append(r.news, n)
+	return []domain.Message{{ChatID: n.Search.UserID, Kind: domain.KindReply, Ref: n.Search.ID,
+		Text: fmt.Sprintf("news of %q failed=%v", n.Search.Params.String(), n.Failed)}}
+}
+
+// told returns the news recorded so far.
+func (r *recorder) told() []vacancy.FirstNews {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]vacancy.FirstNews(nil), r.news...)
 }
 
 func (r *recorder) Card(d vacancy.Delivery) []domain.Message {

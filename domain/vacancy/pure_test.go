@@ -1,6 +1,9 @@
 package vacancy_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -42,8 +45,13 @@ func TestParseParams(t *testing.T) {
 	t.Parallel()
 	p, err := vacancy.ParseParams("golang  backend area=1 salary=250000 experience=between3And6 schedule=remote")
 	require.NoError(t, err)
-	require.Equal(t, vacancy.Params{Text: "golang backend", Area: "1", Salary: 250000, Experience: "between3And6", Schedule: "remote"}, p)
+	require.Equal(t, vacancy.Params{Text: "golang backend", Salary: 250000, Filters: map[string][]string{
+		"area": {"1"}, "experience": {"between3And6"}, "schedule": {"remote"},
+	}}, p)
 	require.Equal(t, "golang backend area=1 salary=250000 experience=between3And6 schedule=remote", p.String())
+	again, err := vacancy.ParseParams(p.String())
+	require.NoError(t, err)
+	require.Equal(t, p, again, "String reads back")
 
 	for args, key := range map[string]string{
 		"":                         "search.error_no_text",
@@ -52,16 +60,72 @@ func TestParseParams(t *testing.T) {
 		"go salary=lots":           "search.error_salary",
 		"go salary=-5":             "search.error_salary",
 		"go area=moscow":           "search.error_area",
-		"go experience=moreThan6":  "search.error_experience",
+		"go experience=ancient":    "search.error_experience",
 		"go schedule=night":        "search.error_schedule",
-		"go area=1 area=2":         "search.error_duplicate",
+		"go period=31":             "search.error_period",
+		"go salary=1 salary=2":     "search.error_duplicate",
+		"go employment=sometimes":  "search.error_value",
 		strings.Repeat("go ", 100): "search.error_too_long",
+		"go area=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21": "search.error_too_many",
 	} {
 		_, err := vacancy.ParseParams(args)
 		var pe *vacancy.ParamError
 		require.True(t, errors.As(err, &pe), "%q: %v", args, err)
 		require.Equal(t, key, pe.Key, args)
+		require.LessOrEqual(t, len([]rune(pe.Arg)), 40, "a short prefix of what was typed")
 	}
+}
+
+// Experience and schedule take HH's ids and the words people type, in
+// the three languages; several areas make one search.
+func TestParseParamsHumanWords(t *testing.T) {
+	t.Parallel()
+	for args, want := range map[string][2]string{
+		"go experience=noExperience schedule=fullDay":       {"noExperience", "fullDay"},
+		`go experience="no experience" schedule=remote`:     {"noExperience", "remote"},
+		`go experience="1–3 года" schedule=удалённо`:        {"between1And3", "remote"},
+		`go experience=«від 3 до 6 років» schedule=вахта`:   {"between3And6", "flyInFlyOut"},
+		`go experience=6+ schedule="полный день"`:           {"moreThan6", "fullDay"},
+		"go experience=more_than_6 schedule=гнучкий_графік": {"moreThan6", "flexible"},
+		"go experience=1-3 schedule=shift":                  {"between1And3", "shift"},
+		`go experience="более 6 лет" schedule=rotation`:     {"moreThan6", "flyInFlyOut"},
+	} {
+		p, err := vacancy.ParseParams(args)
+		require.NoError(t, err, args)
+		require.Equal(t, "go", p.Text, args)
+		require.Equal(t, []string{want[0]}, p.Values("experience"), args)
+		require.Equal(t, []string{want[1]}, p.Values("schedule"), args)
+	}
+	a, err := vacancy.ParseParams("go area=2 area=1 area=1")
+	require.NoError(t, err)
+	b, err := vacancy.ParseParams("go area=1,2")
+	require.NoError(t, err)
+	require.Equal(t, []string{"1", "2"}, a.Values("area"))
+	require.Equal(t, a.Key(), b.Key())
+	q, err := vacancy.ParseParams(`"golang developer" NOT java`)
+	require.NoError(t, err)
+	require.Equal(t, `"golang developer" NOT java`, q.Text, "HH's query language keeps its quotes")
+}
+
+// A search saved before filters could repeat keeps its key and reads back
+// from its stored JSON.
+func TestParamsKeyAndJSONOfOlderSearches(t *testing.T) {
+	t.Parallel()
+	var p vacancy.Params
+	require.NoError(t, json.Unmarshal([]byte(`{"text":"golang","area":"1","salary":250000,"schedule":"remote"}`), &p))
+	require.Equal(t, vacancy.Params{Text: "golang", Salary: 250000, Filters: map[string][]string{"area": {"1"}, "schedule": {"remote"}}}, p)
+	// The key the code before this change computed for this search.
+	sum := sha256.Sum256([]byte("area=1\nexperience=\nsalary=250000\nschedule=remote\ntext=golang"))
+	require.Equal(t, hex.EncodeToString(sum[:]), p.Key())
+	b, err := json.Marshal(p)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"text":"golang","area":"1","salary":250000,"schedule":"remote"}`, string(b))
+	multi := vacancy.Params{Text: "go", Filters: map[string][]string{"area": {"1", "2"}}}
+	b, err = json.Marshal(multi)
+	require.NoError(t, err)
+	var back vacancy.Params
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, multi, back)
 }
 
 func TestSearchKeyIgnoresCaseSpacingAndOrder(t *testing.T) {
@@ -69,7 +133,9 @@ func TestSearchKeyIgnoresCaseSpacingAndOrder(t *testing.T) {
 	a, _ := vacancy.ParseParams("Go  Developer salary=100 area=1")
 	b, _ := vacancy.ParseParams("area=1 go developer salary=100")
 	c, _ := vacancy.ParseParams("go developer area=2 salary=100")
+	d, _ := vacancy.ParseParams("go developer area=1 salary=100 currency=RUR")
 	require.Equal(t, a.Key(), b.Key())
+	require.Equal(t, a.Key(), d.Key(), "RUR is HH's default")
 	require.NotEqual(t, a.Key(), c.Key())
 	require.Len(t, a.Key(), 64)
 }

@@ -89,6 +89,9 @@ type Recipient struct {
 	// decided vacancies (Config.TasteExamples of each, newest first): their
 	// taste, for the relevance prompt.
 	Applied, NotInterested []string
+	// Senior: one of the user's searches asks for more than six years of
+	// experience, so such vacancies are not dropped for them.
+	Senior bool
 }
 
 // Group is every search sharing one search_key: one discovery serves all
@@ -157,7 +160,10 @@ type ClaimOptions struct {
 type Repository interface {
 	Profile(ctx context.Context, userID int64) (string, error)
 	SetProfile(ctx context.Context, userID int64, profile string) error
-	AddSearch(ctx context.Context, s Search, backfill int, since time.Time) (Search, bool, int, error)
+	// AddSearch saves a search with its backfill; for a key discovered
+	// before, that is the search's first discovery, and announce's
+	// messages go to the outbox with it.
+	AddSearch(ctx context.Context, s Search, backfill int, since time.Time, announce Announce) (Search, bool, int, error)
 	UserSearches(ctx context.Context, userID int64) ([]Search, error)
 	DeleteSearch(ctx context.Context, userID, id int64) (bool, error)
 	BanWords(ctx context.Context, userID int64) ([]string, error)
@@ -169,7 +175,14 @@ type Repository interface {
 	SearchGroup(ctx context.Context, key string) (Group, error)
 	Markers(ctx context.Context, key string) (Markers, error)
 	Unseen(ctx context.Context, key string, ids []int64) (map[int64]bool, error)
-	SaveDiscovery(ctx context.Context, key string, found []Vacancy, hits []int64, m Markers, pick func([]Recipient) []NewMatch) (int, error)
+	// SaveDiscovery saves a run and, for the key's searches not told of
+	// their first discovery yet, writes announce's messages to the outbox
+	// in the same transaction (each search is told once).
+	SaveDiscovery(ctx context.Context, key string, found []Vacancy, hits []int64, m Markers,
+		pick func([]Recipient) []NewMatch, announce Announce) (int, error)
+	// FirstFetchFailed tells the key's searches that wait for their first
+	// discovery, once, that it failed and will be retried.
+	FirstFetchFailed(ctx context.Context, key string, announce Announce) error
 
 	// ClaimMatch claims the next match with its vacancy and user, taste
 	// examples (up to taste of each) included: a QUEUED match, or an
@@ -232,6 +245,20 @@ type Delivery struct {
 	Verdict Verdict
 }
 
+// FirstNews is what a user hears of a new search's first discovery.
+type FirstNews struct {
+	Search Search
+	Lang   string
+	// Queued is how many matches the discovery gave the user: their cards
+	// follow. Failed: HH did not answer; discovery retries.
+	Queued int
+	Failed bool
+}
+
+// Announce renders the messages for searches' first news; storage calls
+// it inside the transaction that records the news.
+type Announce func([]FirstNews) []domain.Message
+
 // Notifier renders vacancy cards; the bot implements it. It sends nothing:
 // the card is written to the outbox with the match's QUEUED → ANALYZED
 // transition, and the outbox's senders deliver it (a failed send is
@@ -242,6 +269,10 @@ type Notifier interface {
 	// the match, ChatID the user) with its Applied / Not interested / Open
 	// buttons; nil if it cannot be rendered.
 	Card(d Delivery) []domain.Message
+	// SearchNews tells the user of a new search's first discovery that
+	// brought nothing new (or failed, n.Failed), and that the search is
+	// watched.
+	SearchNews(n FirstNews) []domain.Message
 }
 
 // Config tunes the workflow; zero values take the defaults.
@@ -389,7 +420,7 @@ func (s *Service) SetProfile(ctx context.Context, userID int64, profile string) 
 // away by Run. created is false when the user already had this search.
 func (s *Service) AddSearch(ctx context.Context, userID int64, p Params) (Search, bool, error) {
 	since := s.deps.Clock.Now().Add(-s.cfg.RecoveryWindow)
-	sr, created, queued, err := s.deps.Repo.AddSearch(ctx, Search{UserID: userID, Params: p, Key: p.Key()}, s.cfg.FetchLimit, since)
+	sr, created, queued, err := s.deps.Repo.AddSearch(ctx, Search{UserID: userID, Params: p, Key: p.Key()}, s.cfg.FetchLimit, since, s.announce)
 	if err != nil || !created {
 		return sr, created, err
 	}
@@ -403,6 +434,22 @@ func (s *Service) AddSearch(ctx context.Context, userID int64, p Params) (Search
 		}
 	}
 	return sr, true, nil
+}
+
+// announce renders the first news that needs words: a first discovery that
+// queued nothing for the user, or failed. Cards are news enough.
+func (s *Service) announce(news []FirstNews) []domain.Message {
+	n := s.deps.Notifier
+	if n == nil {
+		return nil
+	}
+	var out []domain.Message
+	for _, fn := range news {
+		if fn.Failed || fn.Queued == 0 {
+			out = append(out, n.SearchNews(fn)...)
+		}
+	}
+	return out
 }
 
 // Searches lists the user's searches.

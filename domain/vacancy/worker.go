@@ -218,7 +218,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 
 	bans := NewBans(c.User.BanWords)
 	word := bans.Match(v.Title, v.Snippet, PlainText(v.Description))
-	if word != "" || v.Experience == "moreThan6" {
+	if word != "" || v.Experience == MoreThan6 && !c.User.Senior {
 		s.keepDetail(ctx, fresh)
 		if _, err := s.deps.Repo.DeleteMatch(ctx, m.ID, m.ClaimToken); err != nil {
 			log.Error("delete banned match", "err", err)
