@@ -12,6 +12,7 @@ import (
 
 	tele "gopkg.in/telebot.v3"
 
+	"switchboard/bot/markdown"
 	"switchboard/domain"
 	"switchboard/domain/analysis"
 	"switchboard/locales"
@@ -776,7 +777,7 @@ var priorityKeys = map[string]string{
 // from the LLM escaped and clipped, so it is one message of valid HTML.
 func (b *Bot) renderProposal(lang string, r analysis.Run, p analysis.Proposal) string {
 	cat := b.deps.Catalog
-	title := clip(oneLine(p.Title), proposalTitleBudget)
+	title := clip(oneLine(markdown.Text(p.Title)), proposalTitleBudget)
 	if title == "" {
 		title = "—"
 	}
@@ -784,7 +785,7 @@ func (b *Bot) renderProposal(lang string, r analysis.Run, p analysis.Proposal) s
 		cat.T(lang, "proposal.header", locales.Data{"Proposal": p.ID, "Run": r.ID}),
 		"<b>" + title + "</b>",
 	}
-	if d := clip(strings.TrimSpace(p.Description), proposalDescBudget); d != "" {
+	if d := clipHTML(markdown.HTML(p.Description), proposalDescBudget); d != "" {
 		lines = append(lines, d)
 	}
 	lines = append(lines, "")
@@ -793,7 +794,7 @@ func (b *Bot) renderProposal(lang string, r analysis.Run, p analysis.Proposal) s
 		priority = cat.T(lang, k)
 	}
 	lines = append(lines, cat.T(lang, "proposal.priority", locales.Data{"Priority": locales.HTML(priority)}))
-	if a := clip(oneLine(p.Assignee), assigneeBudget); a != "" {
+	if a := clip(oneLine(markdown.Text(p.Assignee)), assigneeBudget); a != "" {
 		lines = append(lines, cat.T(lang, "proposal.assignee", locales.Data{"Assignee": locales.HTML(a)}))
 	}
 	if d := clip(oneLine(p.Deadline), 20); d != "" {
@@ -811,6 +812,16 @@ func (b *Bot) renderProposal(lang string, r analysis.Run, p analysis.Proposal) s
 		lines = append(lines, cat.T(lang, "proposal.sources", locales.Data{"Sources": locales.HTML(sources)}))
 	}
 	return fitMessage(strings.Join(lines, "\n"))
+}
+
+// clipHTML cuts Telegram HTML to at most budget UTF-16 units, marking a
+// cut with "…"; the tags open at the cut are closed (Split).
+func clipHTML(s string, budget int) string {
+	s = strings.TrimSpace(s)
+	if utf16Len(s) <= budget {
+		return s
+	}
+	return Split(s, budget-1)[0] + "…"
 }
 
 // fitMessage keeps a message that is edited in place to one message.
@@ -1001,7 +1012,7 @@ func (b *Bot) renderPage(lang string, rv analysis.Review) string {
 		if !ok {
 			mark = "⏳"
 		}
-		title := clip(oneLine(p.Title), boardTitleBudget)
+		title := clip(oneLine(markdown.Text(p.Title)), boardTitleBudget)
 		if title == "" {
 			title = "—"
 		}
@@ -1010,7 +1021,7 @@ func (b *Bot) renderPage(lang string, rv analysis.Review) string {
 		if k, ok := priorityKeys[p.Priority]; ok {
 			meta = append(meta, cat.T(lang, k))
 		}
-		if a := clip(oneLine(p.Assignee), boardAssigneeBudget); a != "" {
+		if a := clip(oneLine(markdown.Text(p.Assignee)), boardAssigneeBudget); a != "" {
 			meta = append(meta, a)
 		}
 		if d := clip(oneLine(p.Deadline), 20); d != "" {
@@ -1020,7 +1031,7 @@ func (b *Bot) renderPage(lang string, rv analysis.Review) string {
 			head += " · " + strings.Join(meta, " · ")
 		}
 		lines = append(lines, "", head)
-		if d := clip(oneLine(p.Description), boardDescBudget); d != "" && mark == "⏳" {
+		if d := clip(oneLine(markdown.Text(p.Description)), boardDescBudget); d != "" && mark == "⏳" {
 			lines = append(lines, "<i>"+d+"</i>")
 		}
 	}
