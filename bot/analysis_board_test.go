@@ -124,7 +124,7 @@ func TestAnalysisBoardRendering(t *testing.T) {
 
 	m := env.bot.Board(rv, false)
 	require.Len(t, m, 1)
-	require.Equal(t, "✅ <b>Run #7</b> completed\n▓▓▓▓▓▓▓▓▓▓ 100%\nBatches: 3 of 3\nMessages processed: 40 of 40 (90 in the window)\nProposals so far: 20\n\n"+
+	require.Equal(t, "✅ <b>Run #7</b> completed\n▓▓▓▓▓▓▓▓▓▓ 100%\nBatches: 3 of 3\nMessages processed: 40 of 40 (90 in the window)\nProposals: 20\n\n"+
 		"<b>Proposals 9–16 of 20</b> · ✅ 3 · ❌ 2 · ⏳ 15\n\n"+
 		"9. ✅ <b>Task 9</b> · low\n\n"+
 		"10. ❌ <b>Task 10</b> · low\n\n"+
@@ -218,7 +218,8 @@ func TestAnalysisBoardRendering(t *testing.T) {
 		require.Contains(t, m[0].Text, "<b>Proposals 1–8 of 8</b> · ✅ 0 · ❌ 8 · ⏳ 0\n\n1. ❌ <b>Task 1</b> · low\n\n2. ❌")
 	}
 	m = env.bot.Board(analysis.Review{Run: analysis.Run{ID: 7, State: analysis.Closed, Batches: 1, BatchesDone: 1}}, false)
-	require.Equal(t, "🏁 <b>Run #7</b> closed\n▓▓▓▓▓▓▓▓▓▓ 100%\nBatches: 1 of 1\nMessages processed: 0 of 0 (0 in the window)\nProposals so far: 0", m[0].Text,
+	require.Equal(t, "🏁 <b>Run #7</b> closed\n▓▓▓▓▓▓▓▓▓▓ 100%\nMessages processed: 0 of 0 (0 in the window)\n"+
+		"Proposals: 0 — ✅ 0 approved (0%), ❌ 0 rejected (0%)", m[0].Text,
 		"no proposals: the progress alone")
 	require.Empty(t, m[0].Buttons)
 }
