@@ -121,6 +121,9 @@ func TestAnalysisBoardRendering(t *testing.T) {
 	rv.Proposals[2].Description = "a < b && c > d\n\nsecond   line"
 	rv.Proposals[2].Assignee, rv.Proposals[2].Deadline, rv.Proposals[2].Priority = "<i>Ann</i>", "2099-01-05", "high"
 	rv.Proposals[3].Title, rv.Proposals[3].Description, rv.Proposals[3].Priority = " \n ", "", "whatever"
+	// A model writes Markdown: it reads as text on the board.
+	rv.Proposals[4].Title = "**Fix** the `login()` *page*"
+	rv.Proposals[4].Description = "## Why\n\n- users [cannot](https://x.y) log in\n- ~~old~~"
 
 	m := env.bot.Board(rv, false)
 	require.Len(t, m, 1)
@@ -131,7 +134,7 @@ func TestAnalysisBoardRendering(t *testing.T) {
 		"11. ⏳ <b>&lt;b&gt;Fix&lt;/b&gt; &amp; &lt;script&gt;x&lt;/script&gt;</b> · high · &lt;i&gt;Ann&lt;/i&gt; · due 2099-01-05\n"+
 		"<i>a &lt; b &amp;&amp; c &gt; d second line</i>\n\n"+
 		"12. ⏳ <b>—</b>\n\n"+
-		"13. ⏳ <b>Task 13</b> · low\n<i>Do thing 13.</i>\n\n"+
+		"13. ⏳ <b>Fix the login() page</b> · low\n<i>Why • users cannot log in • old</i>\n\n"+
 		"14. ⏳ <b>Task 14</b> · low\n<i>Do thing 14.</i>\n\n"+
 		"15. ⏳ <b>Task 15</b> · low\n<i>Do thing 15.</i>\n\n"+
 		"16. ⏳ <b>Task 16</b> · low\n<i>Do thing 16.</i>", m[0].Text,
