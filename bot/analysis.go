@@ -12,6 +12,7 @@ import (
 
 	tele "gopkg.in/telebot.v3"
 
+	"switchboard/bot/markdown"
 	"switchboard/domain"
 	"switchboard/domain/analysis"
 	"switchboard/locales"
@@ -409,6 +410,12 @@ func (u *analysisUI) runClose(r *Request) error {
 	case err != nil:
 		return err
 	}
+	if chat := r.Message().Chat; u.b.cfg.AdminChatID != 0 && chat != nil && chat.ID == u.b.cfg.AdminChatID {
+		// In the admin chat the run's board, edited to its final state in
+		// the same transaction as the close, is the answer: a reply would
+		// say the same thing twice.
+		return nil
+	}
 	m := metricsOf(run)
 	return r.Reply(r.T("run_close.ok", locales.Data{
 		"Run": run.ID, "Total": m.ProposalsTotal, "Approval": percent(m.ApprovalRate), "Rejection": percent(m.RejectionRate),
@@ -482,7 +489,7 @@ func (u *analysisUI) runsList(r *Request, page int) (string, *tele.ReplyMarkup, 
 	for _, run := range list {
 		sb.WriteString("\n" + r.T("runs.line", locales.Data{
 			"Run": run.ID, "State": runStateName(cat, r.Lang, run.State),
-			"Created": stamp(run.CreatedAt), "Window": windowLabel(run.Filters.Window),
+			"Created": stamp(run.CreatedAt), "Window": u.b.windowText(r.Lang, run.Filters.Window),
 			"Total": run.ProposalsTotal, "Approved": run.ProposalsApproved,
 			"Rejected": run.ProposalsRejected, "Pending": run.ProposalsPending,
 		}))
@@ -533,7 +540,9 @@ func (b *Bot) renderRun(lang string, r analysis.Run) string {
 	}
 	lines := []string{
 		t("run.header", locales.Data{"Run": r.ID, "State": runStateName(cat, lang, r.State)}),
-		t("run.created", locales.Data{"Created": stamp(r.CreatedAt), "Admin": r.CreatedBy}),
+		t("run.created", locales.Data{"Created": stamp(r.CreatedAt), "Admin": locales.HTML(adminName(domain.User{
+			ID: r.CreatedBy, FirstName: r.CreatorName, Username: r.CreatorUsername,
+		}))}),
 		t("run.filters", locales.Data{"Filters": locales.HTML(b.filtersText(lang, r))}),
 		t("run.rag", locales.Data{"RAG": rag}),
 		t("run.messages", locales.Data{"Messages": r.Messages, "Filtered": r.Filtered, "Processed": r.Processed}),
@@ -578,7 +587,7 @@ func (b *Bot) renderRun(lang string, r analysis.Run) string {
 func (b *Bot) filtersText(lang string, r analysis.Run) string {
 	cat := b.deps.Catalog
 	parts := []string{cat.T(lang, "run.filter_window", locales.Data{
-		"Window": windowLabel(r.Filters.Window), "From": stamp(r.From), "To": stamp(r.To),
+		"Window": b.windowText(lang, r.Filters.Window), "From": stamp(r.From), "To": stamp(r.To),
 	})}
 	if r.Filters.ChatID != 0 {
 		parts = append(parts, cat.T(lang, "run.filter_chat", locales.Data{"Chat": r.Filters.ChatID}))
@@ -599,18 +608,17 @@ func (b *Bot) filtersText(lang string, r analysis.Run) string {
 	return strings.Join(parts, "; ")
 }
 
-// windowLabel spells a window as /run_new takes it: "24h", "7d".
-func windowLabel(d time.Duration) string {
-	const day = 24 * time.Hour
-	switch {
-	case d <= 0:
-		return "—"
-	case d%day == 0 && d > day:
-		return strconv.FormatInt(int64(d/day), 10) + "d"
-	case d%time.Hour == 0:
-		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+// windowText names a run's window in words: /run_new offers a day and a
+// week; any other (none is made today) reads in hours.
+func (b *Bot) windowText(lang string, d time.Duration) string {
+	cat := b.deps.Catalog
+	switch d {
+	case 24 * time.Hour:
+		return cat.T(lang, "run.window_24h")
+	case 7 * 24 * time.Hour:
+		return cat.T(lang, "run.window_7d")
 	}
-	return d.String()
+	return cat.T(lang, "run.window_hours", locales.Data{"Hours": int64(d.Round(time.Hour) / time.Hour)})
 }
 
 // runStateKeys names every run state; spelled out so the catalogue test
@@ -776,7 +784,7 @@ var priorityKeys = map[string]string{
 // from the LLM escaped and clipped, so it is one message of valid HTML.
 func (b *Bot) renderProposal(lang string, r analysis.Run, p analysis.Proposal) string {
 	cat := b.deps.Catalog
-	title := clip(oneLine(p.Title), proposalTitleBudget)
+	title := clip(oneLine(markdown.Text(p.Title)), proposalTitleBudget)
 	if title == "" {
 		title = "—"
 	}
@@ -784,7 +792,7 @@ func (b *Bot) renderProposal(lang string, r analysis.Run, p analysis.Proposal) s
 		cat.T(lang, "proposal.header", locales.Data{"Proposal": p.ID, "Run": r.ID}),
 		"<b>" + title + "</b>",
 	}
-	if d := clip(strings.TrimSpace(p.Description), proposalDescBudget); d != "" {
+	if d := clipHTML(markdown.HTML(p.Description), proposalDescBudget); d != "" {
 		lines = append(lines, d)
 	}
 	lines = append(lines, "")
@@ -793,7 +801,7 @@ func (b *Bot) renderProposal(lang string, r analysis.Run, p analysis.Proposal) s
 		priority = cat.T(lang, k)
 	}
 	lines = append(lines, cat.T(lang, "proposal.priority", locales.Data{"Priority": locales.HTML(priority)}))
-	if a := clip(oneLine(p.Assignee), assigneeBudget); a != "" {
+	if a := clip(oneLine(markdown.Text(p.Assignee)), assigneeBudget); a != "" {
 		lines = append(lines, cat.T(lang, "proposal.assignee", locales.Data{"Assignee": locales.HTML(a)}))
 	}
 	if d := clip(oneLine(p.Deadline), 20); d != "" {
@@ -811,6 +819,16 @@ func (b *Bot) renderProposal(lang string, r analysis.Run, p analysis.Proposal) s
 		lines = append(lines, cat.T(lang, "proposal.sources", locales.Data{"Sources": locales.HTML(sources)}))
 	}
 	return fitMessage(strings.Join(lines, "\n"))
+}
+
+// clipHTML cuts Telegram HTML to at most budget UTF-16 units, marking a
+// cut with "…"; the tags open at the cut are closed (Split).
+func clipHTML(s string, budget int) string {
+	s = strings.TrimSpace(s)
+	if utf16Len(s) <= budget {
+		return s
+	}
+	return Split(s, budget-1)[0] + "…"
 }
 
 // fitMessage keeps a message that is edited in place to one message.
@@ -868,14 +886,19 @@ func (b *Bot) renderRunEvent(lang string, e analysis.Event) string {
 }
 
 // Event renders a run event for the admin chat (analysis.Notifier): its
-// line and, for a run that ended or closed, its board's edit.
-// progress_updated and proposals_created render nothing (the board shows
-// them), and nothing is rendered without an admin chat.
+// line and, for a run that ended or closed, its board's edit. A closed
+// run's board, edited to its final state, is the only message of the
+// close: a line saying so beside it would repeat it. progress_updated and
+// proposals_created render nothing (the board shows them), and nothing is
+// rendered without an admin chat.
 func (b *Bot) Event(e analysis.Event) []domain.Message {
 	if b.cfg.AdminChatID == 0 || e.Kind == analysis.EventProgress || e.Kind == analysis.EventProposalsCreated {
 		return nil
 	}
-	out := Messages(b.cfg.AdminChatID, domain.KindRunEvent, e.Run.ID, b.renderRunEvent(b.cfg.AdminLang, e), nil)
+	var out []domain.Message
+	if e.Kind != analysis.EventClosed || !progressPosted(e.Run) {
+		out = Messages(b.cfg.AdminChatID, domain.KindRunEvent, e.Run.ID, b.renderRunEvent(b.cfg.AdminLang, e), nil)
+	}
 	switch e.Kind {
 	case analysis.EventCompleted, analysis.EventFailed, analysis.EventClosed:
 		if progressPosted(e.Run) {
@@ -914,8 +937,18 @@ var progressKeys = map[analysis.State]string{
 	analysis.Closed:    "analysis.progress.closed",
 }
 
+// progressBodies are the progress message's lines by the run's state:
+// proposals so far while it runs, their number once it ended, and the
+// decisions once it is closed.
+var progressBodies = map[analysis.State]string{
+	analysis.Running:   "analysis.progress.body",
+	analysis.Completed: "analysis.progress.body_done",
+	analysis.Failed:    "analysis.progress.body_done",
+	analysis.Closed:    "analysis.progress.body_closed",
+}
+
 // renderProgress is the progress message: a bar over the batches, then
-// batches, messages and proposals so far.
+// batches, messages and proposals (see progressBodies).
 func (b *Bot) renderProgress(lang string, r analysis.Run) string {
 	cat := b.deps.Catalog
 	pct := 0
@@ -931,10 +964,16 @@ func (b *Bot) renderProgress(lang string, r analysis.Run) string {
 	if !ok {
 		key = progressKeys[analysis.Running]
 	}
-	return cat.T(lang, key, locales.Data{"Run": r.ID}) + "\n" + cat.T(lang, "analysis.progress.body", locales.Data{
+	body, ok := progressBodies[r.State]
+	if !ok {
+		body = progressBodies[analysis.Running]
+	}
+	m := metricsOf(r)
+	return cat.T(lang, key, locales.Data{"Run": r.ID}) + "\n" + cat.T(lang, body, locales.Data{
 		"Bar": bar, "Done": r.BatchesDone, "Batches": r.Batches,
 		"Processed": r.Processed, "Filtered": r.Filtered, "Messages": r.Messages,
-		"Total": r.ProposalsTotal,
+		"Total": r.ProposalsTotal, "Approved": r.ProposalsApproved, "Rejected": r.ProposalsRejected,
+		"Approval": percent(m.ApprovalRate), "Rejection": percent(m.RejectionRate),
 	})
 }
 
@@ -1001,7 +1040,7 @@ func (b *Bot) renderPage(lang string, rv analysis.Review) string {
 		if !ok {
 			mark = "⏳"
 		}
-		title := clip(oneLine(p.Title), boardTitleBudget)
+		title := clip(oneLine(markdown.Text(p.Title)), boardTitleBudget)
 		if title == "" {
 			title = "—"
 		}
@@ -1010,7 +1049,7 @@ func (b *Bot) renderPage(lang string, rv analysis.Review) string {
 		if k, ok := priorityKeys[p.Priority]; ok {
 			meta = append(meta, cat.T(lang, k))
 		}
-		if a := clip(oneLine(p.Assignee), boardAssigneeBudget); a != "" {
+		if a := clip(oneLine(markdown.Text(p.Assignee)), boardAssigneeBudget); a != "" {
 			meta = append(meta, a)
 		}
 		if d := clip(oneLine(p.Deadline), 20); d != "" {
@@ -1020,7 +1059,7 @@ func (b *Bot) renderPage(lang string, rv analysis.Review) string {
 			head += " · " + strings.Join(meta, " · ")
 		}
 		lines = append(lines, "", head)
-		if d := clip(oneLine(p.Description), boardDescBudget); d != "" && mark == "⏳" {
+		if d := clip(oneLine(markdown.Text(p.Description)), boardDescBudget); d != "" && mark == "⏳" {
 			lines = append(lines, "<i>"+d+"</i>")
 		}
 	}

@@ -121,17 +121,20 @@ func TestAnalysisBoardRendering(t *testing.T) {
 	rv.Proposals[2].Description = "a < b && c > d\n\nsecond   line"
 	rv.Proposals[2].Assignee, rv.Proposals[2].Deadline, rv.Proposals[2].Priority = "<i>Ann</i>", "2099-01-05", "high"
 	rv.Proposals[3].Title, rv.Proposals[3].Description, rv.Proposals[3].Priority = " \n ", "", "whatever"
+	// A model writes Markdown: it reads as text on the board.
+	rv.Proposals[4].Title = "**Fix** the `login()` *page*"
+	rv.Proposals[4].Description = "## Why\n\n- users [cannot](https://x.y) log in\n- ~~old~~"
 
 	m := env.bot.Board(rv, false)
 	require.Len(t, m, 1)
-	require.Equal(t, "✅ <b>Run #7</b> completed\n▓▓▓▓▓▓▓▓▓▓ 100%\nBatches: 3 of 3\nMessages processed: 40 of 40 (90 in the window)\nProposals so far: 20\n\n"+
+	require.Equal(t, "✅ <b>Run #7</b> completed\n▓▓▓▓▓▓▓▓▓▓ 100%\nBatches: 3 of 3\nMessages processed: 40 of 40 (90 in the window)\nProposals: 20\n\n"+
 		"<b>Proposals 9–16 of 20</b> · ✅ 3 · ❌ 2 · ⏳ 15\n\n"+
 		"9. ✅ <b>Task 9</b> · low\n\n"+
 		"10. ❌ <b>Task 10</b> · low\n\n"+
 		"11. ⏳ <b>&lt;b&gt;Fix&lt;/b&gt; &amp; &lt;script&gt;x&lt;/script&gt;</b> · high · &lt;i&gt;Ann&lt;/i&gt; · due 2099-01-05\n"+
 		"<i>a &lt; b &amp;&amp; c &gt; d second line</i>\n\n"+
 		"12. ⏳ <b>—</b>\n\n"+
-		"13. ⏳ <b>Task 13</b> · low\n<i>Do thing 13.</i>\n\n"+
+		"13. ⏳ <b>Fix the login() page</b> · low\n<i>Why • users cannot log in • old</i>\n\n"+
 		"14. ⏳ <b>Task 14</b> · low\n<i>Do thing 14.</i>\n\n"+
 		"15. ⏳ <b>Task 15</b> · low\n<i>Do thing 15.</i>\n\n"+
 		"16. ⏳ <b>Task 16</b> · low\n<i>Do thing 16.</i>", m[0].Text,
@@ -218,7 +221,8 @@ func TestAnalysisBoardRendering(t *testing.T) {
 		require.Contains(t, m[0].Text, "<b>Proposals 1–8 of 8</b> · ✅ 0 · ❌ 8 · ⏳ 0\n\n1. ❌ <b>Task 1</b> · low\n\n2. ❌")
 	}
 	m = env.bot.Board(analysis.Review{Run: analysis.Run{ID: 7, State: analysis.Closed, Batches: 1, BatchesDone: 1}}, false)
-	require.Equal(t, "🏁 <b>Run #7</b> closed\n▓▓▓▓▓▓▓▓▓▓ 100%\nBatches: 1 of 1\nMessages processed: 0 of 0 (0 in the window)\nProposals so far: 0", m[0].Text,
+	require.Equal(t, "🏁 <b>Run #7</b> closed\n▓▓▓▓▓▓▓▓▓▓ 100%\nMessages processed: 0 of 0 (0 in the window)\n"+
+		"Proposals: 0 — ✅ 0 approved (0%), ❌ 0 rejected (0%)", m[0].Text,
 		"no proposals: the progress alone")
 	require.Empty(t, m[0].Buttons)
 }

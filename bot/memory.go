@@ -10,6 +10,7 @@ import (
 
 	tele "gopkg.in/telebot.v3"
 
+	"switchboard/bot/markdown"
 	"switchboard/domain"
 	"switchboard/domain/memory"
 	"switchboard/locales"
@@ -295,8 +296,9 @@ func (b *Bot) Typing(ctx context.Context, chatID int64) error {
 	return nil
 }
 
-// Answer renders a run's final answer (memory.Notifier): the model's text,
-// shown literally, split at Telegram's limit, the first part a reply to
+// Answer renders a run's final answer (memory.Notifier): the model's
+// Markdown as Telegram HTML (raw HTML in it shown as text), split at
+// Telegram's limit, the first part a reply to
 // the user's message. The pipeline queues the messages with the run's
 // COMPLETED step; the outbox's senders deliver them (a deleted original
 // does not stop the answer; an unreachable user's rows are dropped).
@@ -306,7 +308,7 @@ func (b *Bot) Answer(r memory.Run) []domain.Message {
 		// slip through, an empty message would fail for ever.
 		return b.Failed(r)
 	}
-	return runMessages(r, domain.KindMemoryAnswer, Escape(r.FinalAnswer))
+	return runMessages(r, domain.KindMemoryAnswer, markdown.HTML(r.FinalAnswer))
 }
 
 // Failed renders, in the user's language, the notice that this message

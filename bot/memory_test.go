@@ -200,7 +200,7 @@ func waitBotMessages(t *testing.T, srv *tgfake.Server, chat int64, afterID, n in
 	return botMessagesAfter(srv.Messages(chat), afterID)
 }
 
-func TestMemoryAnswerIsAReplyShownLiterally(t *testing.T) {
+func TestMemoryAnswerIsAReplyRenderedFromMarkdown(t *testing.T) {
 	t.Parallel()
 	env := setupMemory(t, false)
 	ann := env.srv.User(42, "Ann", "en")
@@ -211,12 +211,12 @@ func TestMemoryAnswerIsAReplyShownLiterally(t *testing.T) {
 	r.FinalAnswer = "Use <b>generics</b> & `iterators`: a < b"
 	rendered := env.bot.Answer(r)
 	require.Equal(t, []domain.Message{{ChatID: 42, Kind: domain.KindMemoryAnswer, Ref: r.ID,
-		Text: "Use &lt;b&gt;generics&lt;/b&gt; &amp; `iterators`: a &lt; b", ReplyTo: q.MessageID}}, rendered)
+		Text: "Use &lt;b&gt;generics&lt;/b&gt; &amp; <code>iterators</code>: a &lt; b", ReplyTo: q.MessageID}}, rendered)
 	queue(t, env.st, rendered)
 	msgs := waitBotMessages(t, env.srv, 42, q.MessageID, 1, 5*time.Second)
 	require.Len(t, msgs, 1)
-	require.Equal(t, r.FinalAnswer, msgs[0].Text, "the model's markup arrives as literal text")
-	require.Empty(t, msgs[0].Entities)
+	require.Equal(t, "Use <b>generics</b> & iterators: a < b", msgs[0].Text, "the model's HTML arrives as literal text, its Markdown rendered")
+	require.Equal(t, []tgfake.MessageEntity{{Type: "code", Offset: 22, Length: 9}}, msgs[0].Entities)
 	require.Equal(t, "HTML", msgs[0].ParseMode)
 	require.Equal(t, q.MessageID, msgs[0].ReplyToID())
 

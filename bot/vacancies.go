@@ -11,6 +11,7 @@ import (
 
 	tele "gopkg.in/telebot.v3"
 
+	"switchboard/bot/markdown"
 	"switchboard/domain"
 	"switchboard/domain/vacancy"
 	"switchboard/locales"
@@ -563,7 +564,7 @@ func (b *Bot) renderVacancy(lang string, v vacancy.Vacancy, verdict *vacancy.Ver
 		lines = append(lines, cat.T(lang, "vacancy.score", locales.Data{"Score": min(max(verdict.Score, 0), 100)}))
 		n := 0
 		for _, reason := range verdict.Reasons {
-			if reason = oneLine(reason); reason == "" {
+			if reason = oneLine(markdown.Text(reason)); reason == "" {
 				continue
 			}
 			lines = append(lines, "• "+clip(reason, reasonBudget))

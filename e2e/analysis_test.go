@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/e2e"
@@ -148,9 +149,110 @@ func TestAnalysisRunEndToEnd(t *testing.T) {
 		}
 		return false
 	})
-	waitBoard(t, env, 1, 30*time.Second, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Run #1 closed") })
-	// (A refused /run_new used up a sequence value, so the id may skip.)
-	require.Regexp(t, `Run #\d+ created`, ask(t, env, boss, boss.ID(), "/run_new 24h").Text, "a closed run blocks nothing")
+	final := waitBoard(t, env, 1, 30*time.Second, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Run #1 closed") })
+	require.Contains(t, final.Text, "Proposals: 3 — ✅ 2 approved (66.7%), ❌ 1 rejected (33.3%)", "the board's final state")
+	require.NotContains(t, final.Text, "so far")
+	settled(t, pool)
+	var closing []string
+	for _, m := range adminLines(env) {
+		if strings.Contains(m.Text, "closed") {
+			closing = append(closing, m.Text)
+		}
+	}
+	require.Len(t, closing, 1, "one message in the admin chat tells of the close: the board")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/run_new 24h").Text, "Run #2 created",
+		"a closed run blocks nothing, and the refused /run_new took no number")
+}
+
+// settled waits until the outbox has delivered everything (but board
+// edits a newer edit superseded): no message is on its way any more.
+func settled(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() bool {
+		return scalar[int](t, pool, `SELECT count(*) FROM outbox WHERE state <> 'sent'
+AND NOT (kind = 'progress' AND last_error = 'superseded by a newer edit')`) == 0
+	})
+}
+
+// goDuration spots a duration as Go prints it ("24h", "5m58s", "1ms"),
+// which ru and uk readers should never see.
+var goDuration = regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|ms|s|m|h|d)\b`)
+
+// The admin chat in Russian: /run_close typed there is answered by the
+// board alone, edited to the run's final state (no line beside it, no
+// reply); a /run_new refused while a run is open takes no run number; /run
+// names the admin who opened the run; and nothing shows a Go duration.
+func TestAnalysisAdminChatCloseIsTheBoard(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	admins := env.TG.Supergroup(adminGroup, "Admins", "")
+	team := env.TG.Supergroup(teamChat, "Team", "")
+	proposeTasks(env)
+	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminGroup), "ADMIN_CHAT_LANGUAGE": "ru"})
+	pool := db(t, env)
+	boss := env.TG.User(e2e.AdminID, "Борис", "ru")
+	ann := env.TG.User(821, "Ann", "ru")
+	ann.SendText(team.ID, "please fix the build")
+	ann.SendText(team.ID, "please write the notes")
+	eventually(t, 10*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM group_messages`) == 2 })
+
+	var seen []string // every text the admin read, for the duration check
+	say := func(chat int64, text string) tgfake.BotMessage {
+		t.Helper()
+		m := ask(t, env, boss, chat, text)
+		seen = append(seen, m.Text)
+		return m
+	}
+	require.Contains(t, say(boss.ID(), "/run_new 24h").Text, "Прогон #1 создан")
+	require.Contains(t, say(boss.ID(), "/run_new 7d").Text, "#1", "refused: run #1 is open")
+	say(boss.ID(), "/run_start 1")
+	boardOf := func(ok func(string) bool) tgfake.BotMessage {
+		t.Helper()
+		var b tgfake.BotMessage
+		env.TG.WaitFor(t, 60*time.Second, func() bool {
+			for _, m := range adminLines(env) {
+				if strings.Contains(m.Text, "Прогон #1") && strings.Contains(m.Text, "▓") && ok(m.Text) {
+					b = m
+					return true
+				}
+			}
+			return false
+		})
+		return b
+	}
+	b := boardOf(func(s string) bool { return strings.Contains(s, "завершён") && strings.Contains(s, "⏳ 2") })
+	for _, label := range []string{"1 ✅", "2 ❌"} {
+		q, err := boss.PressButton(b, label)
+		require.NoError(t, err)
+		require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+	}
+	boardOf(func(s string) bool { return strings.Contains(s, "⏳ 0") })
+	settled(t, pool)
+
+	cmd := boss.SendText(admins.ID, "/run_close 1")
+	final := boardOf(func(s string) bool { return strings.Contains(s, "закрыт") })
+	require.True(t, strings.HasPrefix(final.Text, "🏁 Прогон #1 закрыт\n"), final.Text)
+	require.Contains(t, final.Text, "Предложений: 2 — ✅ одобрено 1 (50%), ❌ отклонено 1 (50%)", "the board's final state")
+	require.NotContains(t, final.Text, "пока", "not \"so far\" on a closed run")
+	require.Equal(t, "closed", scalar[string](t, pool, `SELECT state FROM analysis_runs WHERE id = 1`))
+	// Once the outbox is empty and a later command is answered, nothing
+	// more about the close can come.
+	settled(t, pool)
+	say(admins.ID, "/runs")
+	for _, m := range adminLines(env) {
+		seen = append(seen, m.Text)
+		if m.MessageID > cmd.MessageID {
+			require.NotContains(t, m.Text, "🏁", "no reply nor event line besides the board")
+		}
+	}
+
+	require.Contains(t, say(boss.ID(), "/run_new 24h").Text, "Прогон #2 создан", "the refused /run_new took no number")
+	detail := say(boss.ID(), "/run 1").Text
+	require.Contains(t, detail, "Борис", "the admin who opened the run, by name")
+	require.NotContains(t, detail, fmt.Sprint(e2e.AdminID))
+	for _, text := range seen {
+		require.NotRegexp(t, goDuration, text)
+	}
 }
 
 // A replica killed mid-run: the next start finds the run by its expired

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/stretchr/testify/require"
 
@@ -120,4 +121,44 @@ func TestMemoryChatKilledReplicaIsReaped(t *testing.T) {
 		return archived
 	})
 	require.Equal(t, 2, env.LLM.Calls("responder"))
+}
+
+// A real model answers in Markdown: the user reads it formatted (bold,
+// bullets, a heading, code, a link) as valid Telegram HTML, never the raw
+// asterisks, and the <script> and & the model wrote arrive as text.
+func TestMemoryChatAnswerRendersMarkdown(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	responder := scriptMemory(env)
+	responder.Reply("## Plan\n\n**Got it.** You wrote about the *race*.\n\n" +
+		"- I will keep this in mind.\n- Read [the guide](https://example.com/run?a=1&b=2).\n\n" +
+		"```go\nfmt.Println(a < b)\n```\n\nTom & Jerry say <script>alert(1)</script> `x := 1`")
+	env.Start(nil)
+	ann := env.TG.User(704, "Ann", "en")
+	msg := ann.SendText(ann.ID(), "I run a marathon in April")
+	reply := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool {
+		return m.ReplyToID() == msg.MessageID && strings.Contains(m.Text, "Got it.")
+	})
+	require.Equal(t, "HTML", reply.ParseMode)
+	require.Equal(t, "Plan\n\nGot it. You wrote about the race.\n\n"+
+		"• I will keep this in mind.\n• Read the guide.\n\n"+
+		"fmt.Println(a < b)\n\nTom & Jerry say <script>alert(1)</script> x := 1", reply.Text)
+	var got []string
+	for _, e := range reply.Entities {
+		got = append(got, e.Type+" "+utf16Slice(reply.Text, e.Offset, e.Length)+" "+e.URL+e.Language)
+	}
+	require.ElementsMatch(t, []string{
+		"bold Plan ", // the heading: a bold line
+		"bold Got it. ",
+		"italic race ",
+		"text_link the guide https://example.com/run?a=1&b=2",
+		"pre fmt.Println(a < b) go",
+		"code x := 1 ",
+	}, got)
+}
+
+// utf16Slice is the text at a Telegram entity's offset and length.
+func utf16Slice(s string, off, n int) string {
+	u := utf16.Encode([]rune(s))
+	return string(utf16.Decode(u[off : off+n]))
 }

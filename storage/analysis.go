@@ -285,71 +285,95 @@ WHERE p.run_id = $1 AND p.ordinal > $2 AND p.ordinal <= $3 ORDER BY p.ordinal`,
 	return rv, nil
 }
 
+// createRunLock is the transaction-level advisory lock CreateRun holds,
+// so that concurrent creates check for unclosed runs one after another.
+const createRunLock = 0x616e616c79736973 // "analysis"
+
 // CreateRun inserts a pending run unless an unclosed run exists; then it
-// returns the unclosed runs' ids and no run. The unique partial index
-// analysis_runs_one_unclosed serialises concurrent creates: an insert
-// waits for a racing one to commit and then inserts nothing. Should the
-// blocking run leave the unclosed states before its id is read, the insert
-// is tried again. What render makes of the new run is written in the
-// insert's transaction.
+// returns the unclosed runs' ids and no run. The check comes before the
+// insert, under an advisory lock that serialises creates: a refused
+// /run_new inserts nothing, so it takes no id from the sequence and the
+// next run gets the next number. (Runs leave the unclosed states without
+// the lock, which can only let a create through, never block one wrongly.)
+// The unique partial index analysis_runs_one_unclosed still guards the
+// rule. What render makes of the new run is written in the insert's
+// transaction.
 func (s *Store) CreateRun(ctx context.Context, r analysis.Run, render analysis.Render) (analysis.Run, []int64, error) {
 	filters, err := json.Marshal(r.Filters)
 	if err != nil {
 		return analysis.Run{}, nil, fmt.Errorf("create run: %w", err)
 	}
-	for range 5 {
-		var created analysis.Run
-		err := s.WithTx(ctx, func(tx pgx.Tx) error {
-			var err error
-			created, err = scanAnalysisRun(tx.QueryRow(ctx, `
+	var created analysis.Run
+	var blocking []int64
+	err = s.WithTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(createRunLock)); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		rows, err := tx.Query(ctx, `SELECT id FROM analysis_runs WHERE state IN `+unclosedRuns+` ORDER BY id`)
+		if err != nil {
+			return fmt.Errorf("unclosed runs: %w", err)
+		}
+		if blocking, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil || len(blocking) > 0 {
+			return err
+		}
+		created, err = scanAnalysisRun(tx.QueryRow(ctx, `
 INSERT INTO analysis_runs (created_by, filters, window_from, window_to, rag) VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT ((true)) WHERE state IN `+unclosedRuns+` DO NOTHING
 RETURNING `+analysisRunColumns, r.CreatedBy, filters, r.From, r.To, r.RAG))
-			if err != nil {
-				return err
-			}
-			return enqueueRun(ctx, tx, render, created)
-		})
-		if err == nil {
-			return created, nil, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return analysis.Run{}, nil, fmt.Errorf("create run: %w", err)
-		}
-		rows, err := s.pool.Query(ctx, `SELECT id FROM analysis_runs WHERE state IN `+unclosedRuns+` ORDER BY id`)
 		if err != nil {
-			return analysis.Run{}, nil, fmt.Errorf("create run: unclosed runs: %w", err)
+			return err
 		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return analysis.Run{}, nil, fmt.Errorf("create run: unclosed runs: %w", err)
-		}
-		if len(ids) > 0 {
-			return analysis.Run{}, ids, nil
-		}
+		return enqueueRun(ctx, tx, render, created)
+	})
+	if err != nil {
+		return analysis.Run{}, nil, fmt.Errorf("create run: %w", err)
 	}
-	return analysis.Run{}, nil, errors.New("create run: unclosed runs keep appearing and disappearing")
+	if len(blocking) > 0 {
+		return analysis.Run{}, blocking, nil
+	}
+	return created, nil, nil
 }
 
-// Run returns one run or domain.ErrNotFound.
+// runWithCreator selects runs (alias r) with their creator's names.
+var runWithCreator = `SELECT ` + analysisRunColumnsR + `, COALESCE(u.first_name, ''), COALESCE(u.username, '')
+FROM analysis_runs r LEFT JOIN users u ON u.id = r.created_by`
+
+// scanRunWithCreator reads a row of runWithCreator.
+func scanRunWithCreator(row pgx.Row) (analysis.Run, error) {
+	var s analysisRunScan
+	var name, username string
+	if err := row.Scan(append(s.dest(), &name, &username)...); err != nil {
+		return analysis.Run{}, err
+	}
+	r, err := s.run()
+	r.CreatorName, r.CreatorUsername = name, username
+	return r, err
+}
+
+// Run returns one run, with its creator's names, or domain.ErrNotFound.
 func (s *Store) Run(ctx context.Context, id int64) (analysis.Run, error) {
-	r, err := scanAnalysisRun(s.pool.QueryRow(ctx, `SELECT `+analysisRunColumns+` FROM analysis_runs WHERE id = $1`, id))
+	r, err := scanRunWithCreator(s.pool.QueryRow(ctx, runWithCreator+` WHERE r.id = $1`, id))
 	if err != nil {
 		return r, fmt.Errorf("run %d: %w", id, interpretError(err))
 	}
 	return r, nil
 }
 
-// Runs lists runs newest first, with the total count.
+// Runs lists runs newest first, with their creators' names and the total
+// count.
 func (s *Store) Runs(ctx context.Context, offset, limit int) ([]analysis.Run, int, error) {
 	var runs []analysis.Run
 	var total int
 	b := &pgx.Batch{}
-	b.Queue(`SELECT `+analysisRunColumns+` FROM analysis_runs ORDER BY id DESC OFFSET $1 LIMIT $2`,
+	b.Queue(runWithCreator+` ORDER BY r.id DESC OFFSET $1 LIMIT $2`,
 		max(offset, 0), max(limit, 0)).Query(func(rows pgx.Rows) error {
-		var err error
-		runs, err = collectAnalysisRuns(rows, nil)
-		return err
+		for rows.Next() {
+			r, err := scanRunWithCreator(rows)
+			if err != nil {
+				return err
+			}
+			runs = append(runs, r)
+		}
+		return rows.Err()
 	})
 	b.Queue(`SELECT count(*) FROM analysis_runs`).QueryRow(func(row pgx.Row) error { return row.Scan(&total) })
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {

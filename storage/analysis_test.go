@@ -507,7 +507,8 @@ func TestAnalysisOneUnclosedRun(t *testing.T) {
 	}
 }
 
-// Twenty /run_new at once: exactly one run, the others are told its id.
+// Twenty /run_new at once: exactly one run, the others are told its id
+// and use up no run number.
 func TestAnalysisCreateRunConcurrent(t *testing.T) {
 	t.Parallel()
 	f := newAnalysis(t)
@@ -544,6 +545,14 @@ func TestAnalysisCreateRunConcurrent(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, int(f.exec(`SELECT id FROM analysis_runs`)))
+
+	// The refusals took no number: once the run is out of the way, the
+	// next one is numbered right after it.
+	f.exec(`UPDATE analysis_runs SET state = 'failed', error_log = '{}' WHERE id = $1`, created[0].ID)
+	next, blocked, err := f.st.CreateRun(f.ctx, analysis.Run{CreatedBy: 1, From: winFrom, To: winFrom.Add(time.Hour)}, nil)
+	require.NoError(t, err)
+	require.Empty(t, blocked)
+	require.Equal(t, created[0].ID+1, next.ID)
 }
 
 // Twenty presses on one proposal's buttons at once: one decision, exact

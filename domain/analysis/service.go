@@ -52,17 +52,20 @@ type Filters struct {
 
 // Run is one analysis run.
 type Run struct {
-	ID          int64
-	State       State
-	CreatedBy   int64
-	Filters     Filters
-	From, To    time.Time // the window, fixed at /run_new
-	RAG         bool
-	StartedAt   time.Time
-	CompletedAt time.Time
-	ClosedAt    time.Time
-	FailedAt    time.Time
-	ErrorLog    *ErrorLog
+	ID        int64
+	State     State
+	CreatedBy int64
+	// The creator's first name and username, for people to read; filled
+	// by Repository.Run and Runs (empty if the user is gone).
+	CreatorName, CreatorUsername string
+	Filters                      Filters
+	From, To                     time.Time // the window, fixed at /run_new
+	RAG                          bool
+	StartedAt                    time.Time
+	CompletedAt                  time.Time
+	ClosedAt                     time.Time
+	FailedAt                     time.Time
+	ErrorLog                     *ErrorLog
 	// Counters, kept by the same statements that change proposals.
 	ProposalsTotal    int
 	ProposalsPending  int
