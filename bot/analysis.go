@@ -282,7 +282,7 @@ func (u *analysisUI) chats(r *Request) error {
 		}
 		last := r.T("chats.never")
 		if !c.LastAt.IsZero() {
-			last = stamp(c.LastAt)
+			last = u.b.adminTime(r.Lang, c.LastAt)
 		}
 		entry := "\n" + r.T("chats.line", locales.Data{
 			"Title": locales.HTML(title), "Chat": c.ID, "Messages": c.Messages, "Last": last,
@@ -482,7 +482,7 @@ func (u *analysisUI) runsList(r *Request, page int) (string, *tele.ReplyMarkup, 
 	for _, run := range list {
 		sb.WriteString("\n" + r.T("runs.line", locales.Data{
 			"Run": run.ID, "State": runStateName(cat, r.Lang, run.State),
-			"Created": stamp(run.CreatedAt), "Window": windowLabel(run.Filters.Window),
+			"Created": u.b.adminTime(r.Lang, run.CreatedAt), "Window": windowLabel(run.Filters.Window),
 			"Total": run.ProposalsTotal, "Approved": run.ProposalsApproved,
 			"Rejected": run.ProposalsRejected, "Pending": run.ProposalsPending,
 		}))
@@ -533,7 +533,7 @@ func (b *Bot) renderRun(lang string, r analysis.Run) string {
 	}
 	lines := []string{
 		t("run.header", locales.Data{"Run": r.ID, "State": runStateName(cat, lang, r.State)}),
-		t("run.created", locales.Data{"Created": stamp(r.CreatedAt), "Admin": r.CreatedBy}),
+		t("run.created", locales.Data{"Created": b.adminTime(lang, r.CreatedAt), "Admin": r.CreatedBy}),
 		t("run.filters", locales.Data{"Filters": locales.HTML(b.filtersText(lang, r))}),
 		t("run.rag", locales.Data{"RAG": rag}),
 		t("run.messages", locales.Data{"Messages": r.Messages, "Filtered": r.Filtered, "Processed": r.Processed}),
@@ -551,7 +551,7 @@ func (b *Bot) renderRun(lang string, r analysis.Run) string {
 		{"run.closed", r.ClosedAt}, {"run.failed", r.FailedAt},
 	} {
 		if !at.when.IsZero() {
-			lines = append(lines, t(at.key, locales.Data{"Time": stamp(at.when)}))
+			lines = append(lines, t(at.key, locales.Data{"Time": b.adminTime(lang, at.when)}))
 		}
 	}
 	if e := r.ErrorLog; e != nil {
@@ -578,7 +578,7 @@ func (b *Bot) renderRun(lang string, r analysis.Run) string {
 func (b *Bot) filtersText(lang string, r analysis.Run) string {
 	cat := b.deps.Catalog
 	parts := []string{cat.T(lang, "run.filter_window", locales.Data{
-		"Window": windowLabel(r.Filters.Window), "From": stamp(r.From), "To": stamp(r.To),
+		"Window": windowLabel(r.Filters.Window), "From": b.adminTime(lang, r.From), "To": b.adminTime(lang, r.To),
 	})}
 	if r.Filters.ChatID != 0 {
 		parts = append(parts, cat.T(lang, "run.filter_chat", locales.Data{"Chat": r.Filters.ChatID}))

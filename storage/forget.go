@@ -128,7 +128,7 @@ SELECT EXISTS (SELECT 1 FROM orders WHERE master_id = $1) OR EXISTS (SELECT 1 FR
 			return fmt.Errorf("detach master: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE users SET username = '', first_name = '', language = '', telegram_language = '',
-    profile = '', updated_at = now() WHERE id = $1`, userID); err != nil {
+    time_zone = NULL, profile = '', updated_at = now() WHERE id = $1`, userID); err != nil {
 			return fmt.Errorf("detach user: %w", err)
 		}
 		return nil
