@@ -147,10 +147,10 @@ func TestStartHelpAndRoles(t *testing.T) {
 
 	// The command menu Telegram shows is built from the same list.
 	def := tb.srv.Commands(tgfake.BotCommandScope{Type: "default"}, "")
-	require.Equal(t, []string{"start", "help", "lang"}, commandNames(def))
+	require.Equal(t, []string{"start", "help", "lang", "timezone"}, commandNames(def))
 	adm := tb.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "uk")
-	require.Equal(t, []string{"start", "help", "lang", "status"}, commandNames(adm))
-	require.Equal(t, "репліки, задачі та черги", adm[3].Description)
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "status"}, commandNames(adm))
+	require.Equal(t, "репліки, задачі та черги", adm[4].Description)
 }
 
 func commandNames(cs []tgfake.BotCommand) []string {

@@ -108,9 +108,11 @@ func (u *memoryUI) list(r *Request) error {
 	slices.SortStableFunc(sums, func(a, b memory.Summary) int { return b.BucketStart.Compare(a.BucketStart) })
 	var week time.Time
 	for _, s := range sums {
+		sep := "\n\n"
 		if start := s.BucketStart.UTC(); !start.Equal(week) {
 			week = start
 			sb.WriteString("\n\n" + r.T("memory.week", locales.Data{"Week": locales.Date(r.Lang, start)}))
+			sep = "\n"
 		}
 		var tags []string
 		for _, t := range s.Tags {
@@ -127,7 +129,7 @@ func (u *memoryUI) list(r *Request) error {
 		if len(tags) > 0 {
 			key = "memory.item_tagged"
 		}
-		sb.WriteString("\n\n" + r.T(key, data))
+		sb.WriteString(sep + r.T(key, data))
 	}
 	sb.WriteString("\n\n" + r.T("memory.footer"))
 	return r.Reply(sb.String(), nil)

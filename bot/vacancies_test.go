@@ -109,7 +109,7 @@ func TestVacancyCommandsInMenu(t *testing.T) {
 	help := env.ask(t, ann, "/help").Text
 	require.Contains(t, help, "/search — save a vacancy search on hh.ru")
 	def := env.srv.Commands(tgfake.BotCommandScope{Type: "default"}, "")
-	require.Equal(t, []string{"start", "help", "lang", "profile", "search", "searches", "ban", "unban", "bans", "vacancies"},
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "profile", "search", "searches", "ban", "unban", "bans", "vacancies"},
 		commandNames(def))
 
 	// Registered after the admin's /status, the workflow's commands still
@@ -119,7 +119,7 @@ func TestVacancyCommandsInMenu(t *testing.T) {
 	require.Equal(t, 1, strings.Count(help, "Admin"), help)
 	require.True(t, strings.HasSuffix(help, "Admin\n/status — replicas, jobs and queues"), help)
 	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "")
-	require.Equal(t, []string{"start", "help", "lang", "profile", "search", "searches", "ban", "unban", "bans", "vacancies", "status"},
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "profile", "search", "searches", "ban", "unban", "bans", "vacancies", "status"},
 		commandNames(adm))
 }
 
@@ -390,7 +390,7 @@ func TestVacanciesStats(t *testing.T) {
 
 	require.Equal(t, "Your vacancies\n"+
 		"Waiting for analysis: 2\nSent, awaiting your answer: 1\nNot suitable: 1\nApplied: 1\n\n"+
-		"Last fetch: 2025-03-04 02:06 UTC\nQueue: 2 yours of 3 in all\n"+
+		"Last fetch: 4 Mar 2025, 02:06 (UTC)\nQueue: 2 yours of 3 in all\n"+
 		"LLM: open — vacancies are paused and will be retried\nHH.ru: answering", env.ask(t, ann, "/vacancies").Text)
 }
 
