@@ -196,10 +196,14 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		return nil, err
 	}
 
+	adminZone, err := cfg.AdminLocation()
+	if err != nil {
+		return nil, fmt.Errorf("admin chat time zone: %w", err)
+	}
 	a.bot, err = bot.New(bot.Config{
 		URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, Lease: lease,
 		DrainTimeout: cfg.ShutdownTimeout / 2,
-		AdminChatID:  cfg.AdminChatID, AdminLang: cfg.AdminLang,
+		AdminChatID:  cfg.AdminChatID, AdminLang: cfg.AdminLang, AdminZone: adminZone,
 		BoardEvery: cfg.BoardInterval, LiveLogEvery: cfg.LiveLogInterval,
 	}, bot.Deps{
 		Users: a.store, Status: jobStatus{a.store, cfg.HeartbeatInterval, a.llm, a.hh}, Catalog: locales.MustLoad(), Log: log,

@@ -61,6 +61,7 @@ type Config struct {
 	AdminIDs    []int64 `env:"ADMIN_IDS" envSeparator:"," help:"admins' Telegram user ids, comma-separated"`
 	AdminChatID int64   `env:"ADMIN_CHAT_ID" help:"chat for events and the live log (0: none)"`
 	AdminLang   string  `env:"ADMIN_CHAT_LANGUAGE" envDefault:"en" help:"language of the admin chat's events and live log: en, ru or uk"`
+	AdminZone   string  `env:"ADMIN_CHAT_TIMEZONE" help:"time zone of every time written in the admin chat: an IANA name (Europe/Moscow) or an offset (+3) (empty: DISPATCH_TIMEZONE)"`
 
 	HTTPAddr string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080" help:"/healthz, /readyz, /metrics"`
 	LogLevel string `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error; logs are JSON on stdout"`
@@ -291,6 +292,9 @@ func (c Config) validate() []string {
 	if c.CommissionRate < 0 || c.CommissionRate > 100 {
 		bad("COMMISSION_RATE", "%g: want a percentage 0..100", c.CommissionRate)
 	}
+	if _, err := c.AdminLocation(); err != nil {
+		bad("ADMIN_CHAT_TIMEZONE", "%q: want an IANA name such as Europe/Moscow or an offset such as +3", c.AdminZone)
+	}
 	if !locales.Supported(c.AdminLang) {
 		bad("ADMIN_CHAT_LANGUAGE", "%q: want en, ru or uk", c.AdminLang)
 	}
@@ -326,6 +330,17 @@ func (c Config) validate() []string {
 		}
 	}
 	return p
+}
+
+// AdminLocation is the admin chat's zone: ADMIN_CHAT_TIMEZONE, else
+// DISPATCH_TIMEZONE, whose cities the admins run.
+func (c Config) AdminLocation() (*time.Location, error) {
+	zone := strings.TrimSpace(c.AdminZone)
+	if zone == "" {
+		zone = strings.TrimSpace(c.DispatchTimezone)
+	}
+	_, loc, err := locales.ParseZone(zone)
+	return loc, err
 }
 
 // Calendar is the dispatch calendar the DISPATCH_* variables describe.

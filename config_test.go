@@ -33,6 +33,20 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, 720*time.Hour, cfg.RetainOrderContacts)
 	require.Equal(t, "127.0.0.1:8080", cfg.HTTPAddr)
 	require.Empty(t, cfg.RedisURL)
+	zone, err := cfg.AdminLocation()
+	require.NoError(t, err)
+	require.Equal(t, "UTC", zone.String(), "the admin chat's zone follows DISPATCH_TIMEZONE")
+
+	cfg, err = LoadConfig(lookupMap(map[string]string{"TELEGRAM_TOKEN": "1:a", "DISPATCH_TIMEZONE": "Europe/Kyiv"}), "1.2.3")
+	require.NoError(t, err)
+	zone, err = cfg.AdminLocation()
+	require.NoError(t, err)
+	require.Equal(t, "Europe/Kyiv", zone.String())
+	cfg, err = LoadConfig(lookupMap(map[string]string{"TELEGRAM_TOKEN": "1:a", "ADMIN_CHAT_TIMEZONE": "+3"}), "1.2.3")
+	require.NoError(t, err)
+	zone, err = cfg.AdminLocation()
+	require.NoError(t, err)
+	require.Equal(t, "UTC+03:00", zone.String())
 }
 
 func TestConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
@@ -51,6 +65,7 @@ func TestConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
 		{"bad provider", map[string]string{"TELEGRAM_TOKEN": "x", "LLM_PROVIDER": "gemini"}, []string{"LLM_PROVIDER:"}},
 		{"bad level", map[string]string{"TELEGRAM_TOKEN": "x", "LOG_LEVEL": "loud"}, []string{"LOG_LEVEL:"}},
 		{"customer data kept for ever", map[string]string{"TELEGRAM_TOKEN": "x", "RETAIN_ORDER_CONTACTS": "0"}, []string{"RETAIN_ORDER_CONTACTS: 0s: want a positive duration"}},
+		{"bad admin chat zone", map[string]string{"TELEGRAM_TOKEN": "x", "ADMIN_CHAT_TIMEZONE": "Mars/Olympus"}, []string{"ADMIN_CHAT_TIMEZONE:", `"Mars/Olympus"`}},
 		{"several at once", map[string]string{"WATCHDOG_INTERVAL": "1x", "HTTP_ADDR": "nowhere"}, []string{"TELEGRAM_TOKEN:", "WATCHDOG_INTERVAL:", "HTTP_ADDR:"}},
 	}
 	for _, tc := range cases {

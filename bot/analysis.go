@@ -283,7 +283,7 @@ func (u *analysisUI) chats(r *Request) error {
 		}
 		last := r.T("chats.never")
 		if !c.LastAt.IsZero() {
-			last = stamp(c.LastAt)
+			last = u.b.adminTime(r.Lang, c.LastAt)
 		}
 		entry := "\n" + r.T("chats.line", locales.Data{
 			"Title": locales.HTML(title), "Chat": c.ID, "Messages": c.Messages, "Last": last,
@@ -489,7 +489,7 @@ func (u *analysisUI) runsList(r *Request, page int) (string, *tele.ReplyMarkup, 
 	for _, run := range list {
 		sb.WriteString("\n" + r.T("runs.line", locales.Data{
 			"Run": run.ID, "State": runStateName(cat, r.Lang, run.State),
-			"Created": stamp(run.CreatedAt), "Window": u.b.windowText(r.Lang, run.Filters.Window),
+			"Created": u.b.adminTime(r.Lang, run.CreatedAt), "Window": u.b.windowText(r.Lang, run.Filters.Window),
 			"Total": run.ProposalsTotal, "Approved": run.ProposalsApproved,
 			"Rejected": run.ProposalsRejected, "Pending": run.ProposalsPending,
 		}))
@@ -540,7 +540,7 @@ func (b *Bot) renderRun(lang string, r analysis.Run) string {
 	}
 	lines := []string{
 		t("run.header", locales.Data{"Run": r.ID, "State": runStateName(cat, lang, r.State)}),
-		t("run.created", locales.Data{"Created": stamp(r.CreatedAt), "Admin": locales.HTML(adminName(domain.User{
+		t("run.created", locales.Data{"Created": b.adminTime(lang, r.CreatedAt), "Admin": locales.HTML(adminName(domain.User{
 			ID: r.CreatedBy, FirstName: r.CreatorName, Username: r.CreatorUsername,
 		}))}),
 		t("run.filters", locales.Data{"Filters": locales.HTML(b.filtersText(lang, r))}),
@@ -560,7 +560,7 @@ func (b *Bot) renderRun(lang string, r analysis.Run) string {
 		{"run.closed", r.ClosedAt}, {"run.failed", r.FailedAt},
 	} {
 		if !at.when.IsZero() {
-			lines = append(lines, t(at.key, locales.Data{"Time": stamp(at.when)}))
+			lines = append(lines, t(at.key, locales.Data{"Time": b.adminTime(lang, at.when)}))
 		}
 	}
 	if e := r.ErrorLog; e != nil {
@@ -587,7 +587,7 @@ func (b *Bot) renderRun(lang string, r analysis.Run) string {
 func (b *Bot) filtersText(lang string, r analysis.Run) string {
 	cat := b.deps.Catalog
 	parts := []string{cat.T(lang, "run.filter_window", locales.Data{
-		"Window": b.windowText(lang, r.Filters.Window), "From": stamp(r.From), "To": stamp(r.To),
+		"Window": b.windowText(lang, r.Filters.Window), "From": b.adminTime(lang, r.From), "To": b.adminTime(lang, r.To),
 	})}
 	if r.Filters.ChatID != 0 {
 		parts = append(parts, cat.T(lang, "run.filter_chat", locales.Data{"Chat": r.Filters.ChatID}))

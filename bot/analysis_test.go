@@ -140,13 +140,13 @@ func TestAnalysisCommandsInMenu(t *testing.T) {
 	env := setupAnalysis(t)
 	// The answer to /help shows the bot has started, menus published.
 	help := env.ask(t, env.admin, "/help").Text
-	require.Equal(t, []string{"start", "help", "lang"}, commandNames(env.srv.Commands(tgfake.BotCommandScope{Type: "all_private_chats"}, "")),
+	require.Equal(t, []string{"start", "help", "lang", "timezone"}, commandNames(env.srv.Commands(tgfake.BotCommandScope{Type: "all_private_chats"}, "")),
 		"the analysis commands are the admins'")
 	require.Contains(t, help, "/run_new — open an analysis run of group messages")
 	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "uk")
-	require.Equal(t, []string{"start", "help", "lang", "status", "chats", "run_new", "run_start", "run_close", "runs", "run"},
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "status", "chats", "run_new", "run_start", "run_close", "runs", "run"},
 		commandNames(adm))
-	require.Equal(t, "список прогонів аналізу", adm[8].Description)
+	require.Equal(t, "список прогонів аналізу", adm[9].Description)
 }
 
 // Group text is stored with its author and date, edits replace it, and
@@ -185,7 +185,7 @@ func TestAnalysisGroupMessagesAreRecorded(t *testing.T) {
 	env.admin.SendText(adminChat, "let us review tomorrow")
 
 	chats := env.ask(t, env.admin, "/chats").Text
-	require.Regexp(t, `^Groups \(1\)\n• Team <Dev> & Co \(-1002000000001\): messages 2, last \d{4}-\d\d-\d\d \d\d:\d\d UTC$`, chats)
+	require.Regexp(t, `^Groups \(1\)\n• Team <Dev> & Co \(-1002000000001\): messages 2, last \d+ \w{3}(?: \d{4})?, \d\d:\d\d \(UTC\)$`, chats)
 
 	env.srv.WaitUpdatesConsumed(t)
 	require.Empty(t, env.srv.Messages(team.ID), "the bot never speaks in the group")
@@ -291,7 +291,7 @@ func TestAnalysisRunNewRefusals(t *testing.T) {
 	require.Zero(t, count(t, env.st, `SELECT count(*) FROM analysis_runs`))
 
 	created := ask("/run_new 7d chat=-100123 keywords=Deploy,release min_len=10 mentions")
-	require.Regexp(t, `^🆕 Run #1 created: 7 days, \d{4}-\d\d-\d\d \d\d:\d\d UTC — \d{4}-\d\d-\d\d \d\d:\d\d UTC; chat -100123; `+
+	require.Regexp(t, `^🆕 Run #1 created: 7 days, \d+ \w{3}(?: \d{4})?, \d\d:\d\d \(UTC\) — \d+ \w{3}(?: \d{4})?, \d\d:\d\d \(UTC\); chat -100123; `+
 		`keywords: deploy, release; at least 10 characters; only with @mentions\.\n`+
 		`Start it with /run_start 1, or /run_start 1 rag to show the model similar proposals approved in earlier runs\.$`, created)
 	require.Regexp(t, `^🆕 Run #1 created: 7 days, .*; only with @mentions$`, env.waitAdminLine(t, "🆕").Text, "the admin chat hears of it")
@@ -312,8 +312,8 @@ func TestAnalysisRunNewRefusals(t *testing.T) {
 	require.Equal(t, "Usage: /run ID; /runs lists the runs.", ask("/run"))
 
 	detail := ask("/run 1")
-	require.Regexp(t, `^Run #1 — pending\nCreated: \d{4}-\d\d-\d\d \d\d:\d\d UTC by Boss\n`+
-		`Messages: 7 days, .* UTC; chat -100123; keywords: deploy, release; at least 10 characters; only with @mentions\n`+
+	require.Regexp(t, `^Run #1 — pending\nCreated: \d+ \w{3}(?: \d{4})?, \d\d:\d\d \(UTC\) by Boss\n`+
+		`Messages: 7 days, .* \(UTC\); chat -100123; keywords: deploy, release; at least 10 characters; only with @mentions\n`+
 		`Context of earlier runs: off\n`+
 		`In the window: 0; after the filters: 0; processed: 0\n`+
 		`Batches: 0 of 0\n`+
@@ -431,7 +431,7 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 	require.Regexp(t, `^Run #1 — closed\nCreated: .* by Boss\nMessages: 24 hours, .*; all groups\n`+
 		`Context of earlier runs: off\nIn the window: 3; after the filters: 3; processed: 3\nBatches: 1 of 1\n`+
 		`Proposals: 2 — ✅ 1 approved, ❌ 1 rejected, ⏳ 0 pending\n`+
-		`Started: .* UTC\nCompleted: .* UTC\nClosed: .* UTC\n`+
+		`Started: .* \(UTC\)\nCompleted: .* \(UTC\)\nClosed: .* \(UTC\)\n`+
 		`Metrics: proposals 2, approved 50%, rejected 50%$`, detail)
 
 	env.srv.WaitUpdatesConsumed(t)
@@ -522,7 +522,7 @@ func TestAnalysisFailedRun(t *testing.T) {
 	detail := env.ask(t, env.admin, "/run 1").Text
 	require.Contains(t, detail, "Run #1 — failed\n")
 	require.Contains(t, detail, "\nContext of earlier runs: on\n")
-	require.Regexp(t, `\nFailed: .* UTC\nError at step proposals, batch 1: invalid LLM answer`, detail)
+	require.Regexp(t, `\nFailed: .* \(UTC\)\nError at step proposals, batch 1: invalid LLM answer`, detail)
 	require.Equal(t, "Run #1 is in the “failed” state; only a pending run can be started.", env.ask(t, env.admin, "/run_start 1").Text)
 	// A failed run is closed for good: a new one may open.
 	require.Regexp(t, `^🆕 Run #2 created`, env.ask(t, env.admin, "/run_new").Text)
@@ -543,7 +543,7 @@ FROM generate_series(1, 11)`)
 	lines := strings.Split(list.Text, "\n")
 	require.Equal(t, "Analysis runs — page 1 of 2, 12 in all", lines[0])
 	require.Len(t, lines, 1+analysis.PageSize)
-	line := regexp.MustCompile(`^#(\d+) · (\w+) · \d{4}-\d\d-\d\d \d\d:\d\d UTC · ([\w ]+) · proposals 0 \(✅ 0 ❌ 0 ⏳ 0\)$`)
+	line := regexp.MustCompile(`^#(\d+) · (\w+) · \d+ \w{3}(?: \d{4})?, \d\d:\d\d \(UTC\) · ([\w ]+) · proposals 0 \(✅ 0 ❌ 0 ⏳ 0\)$`)
 	require.Equal(t, []string{"#12 · pending", "#11 · closed", "#3 · closed"},
 		[]string{runHead(t, line, lines[1]), runHead(t, line, lines[2]), runHead(t, line, lines[10])})
 	require.Equal(t, "24 hours", line.FindStringSubmatch(lines[1])[3])

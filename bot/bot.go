@@ -31,6 +31,7 @@ import (
 type Users interface {
 	UpsertUser(ctx context.Context, u domain.User) (domain.User, error)
 	SetUserLanguage(ctx context.Context, id int64, lang string) error
+	SetUserTimeZone(ctx context.Context, id int64, zone string) error
 }
 
 // JobRun is one job's last run as /status shows it.
@@ -74,6 +75,9 @@ type Config struct {
 	// written in AdminLang (ADMIN_CHAT_LANGUAGE; empty: English).
 	AdminChatID int64
 	AdminLang   string
+	// AdminZone is the zone of every time written in the admin chat
+	// (ADMIN_CHAT_TIMEZONE, else DISPATCH_TIMEZONE; nil: UTC).
+	AdminZone *time.Location
 	// BoardEvery is the least time between two edits of a run's board in
 	// the admin chat (ANALYSIS_BOARD_INTERVAL; 0: 3 s): edits in between
 	// coalesce, the latest state winning, the last always shown.

@@ -149,12 +149,12 @@ func TestStartHelpAndRoles(t *testing.T) {
 	// private commands in private chats, nothing in groups or in the
 	// default list groups fall back to.
 	def := tb.srv.Commands(tgfake.BotCommandScope{Type: "all_private_chats"}, "")
-	require.Equal(t, []string{"start", "help", "lang"}, commandNames(def))
+	require.Equal(t, []string{"start", "help", "lang", "timezone"}, commandNames(def))
 	require.Empty(t, tb.srv.Commands(tgfake.BotCommandScope{Type: "all_group_chats"}, ""))
 	require.Empty(t, tb.srv.Commands(tgfake.BotCommandScope{Type: "default"}, ""))
 	adm := tb.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "uk")
-	require.Equal(t, []string{"start", "help", "lang", "status"}, commandNames(adm))
-	require.Equal(t, "репліки, задачі та черги", adm[3].Description)
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "status"}, commandNames(adm))
+	require.Equal(t, "репліки, задачі та черги", adm[4].Description)
 }
 
 func commandNames(cs []tgfake.BotCommand) []string {

@@ -20,6 +20,7 @@ func (b *Bot) registerCore() {
 	b.Handle(Command{Name: "start", Desc: "cmd.start", Handle: b.start})
 	b.Handle(Command{Name: "help", Desc: "cmd.help", Handle: b.help})
 	b.Handle(Command{Name: "lang", Desc: "cmd.lang", Handle: b.lang})
+	b.Handle(Command{Name: "timezone", Desc: "cmd.timezone", Handle: b.timezone})
 	b.Handle(Command{Name: "status", Desc: "cmd.status", Role: RoleAdmin, Section: SectionAdminSystem, Handle: b.status})
 	b.HandleButton(actionStartStep, b.startStep)
 	b.tb.Handle(tele.OnText, b.textRoute(b.hint))
@@ -210,7 +211,7 @@ func (b *Bot) status(r *Request) error {
 	var sb strings.Builder
 	sb.WriteString(r.T("status.header", locales.Data{
 		"Replica": b.deps.Replica,
-		"Uptime":  now.Sub(b.started).Round(time.Second).String(),
+		"Uptime":  locales.Duration(r.Lang, now.Sub(b.started)),
 	}))
 	if b.deps.Status == nil {
 		return r.Reply(sb.String(), nil)
@@ -231,8 +232,8 @@ func (b *Bot) status(r *Request) error {
 		}
 		sb.WriteString("\n" + r.T("status.replica", locales.Data{
 			"Instance": rp.Instance, "Version": version,
-			"Uptime": max(now.Sub(rp.StartedAt), 0).Round(time.Second).String(),
-			"Seen":   int64(max(now.Sub(rp.SeenAt), 0) / time.Second),
+			"Uptime": locales.Duration(r.Lang, max(now.Sub(rp.StartedAt), 0)),
+			"Seen":   locales.Duration(r.Lang, max(now.Sub(rp.SeenAt), 0)),
 		}))
 	}
 	runs, err := b.deps.Status.JobRuns(r.Ctx)
@@ -246,9 +247,10 @@ func (b *Bot) status(r *Request) error {
 	}
 	for _, j := range runs {
 		sb.WriteString("\n" + r.T("status.job", locales.Data{
-			"Name": j.Name, "Replica": j.Replica, "Runs": j.Runs, "Failures": j.Failures,
-			"Started":  j.StartedAt.UTC().Format("2006-01-02 15:04:05Z"),
-			"Duration": j.Duration.Round(time.Millisecond).String(),
+			"Name": j.Name, "Replica": j.Replica,
+			"Runs": locales.Number(r.Lang, j.Runs), "Failures": locales.Number(r.Lang, j.Failures),
+			"Started":  r.Time(j.StartedAt),
+			"Duration": locales.Duration(r.Lang, j.Duration),
 		}))
 		if j.Err != "" {
 			sb.WriteString("\n" + r.T("status.job_error", locales.Data{"Name": j.Name, "Error": j.Err}))
@@ -256,7 +258,7 @@ func (b *Bot) status(r *Request) error {
 	}
 	if ls, ok := b.deps.Status.(LLMSource); ok {
 		if reason := ls.LLMReason(); reason != "" {
-			sb.WriteString("\n\n" + r.T("status.llm_down", locales.Data{"Reason": reason}))
+			sb.WriteString("\n\n" + llmDown(r, reason))
 		} else {
 			sb.WriteString("\n\n" + r.T("status.llm_ok"))
 		}
@@ -276,8 +278,9 @@ func (b *Bot) status(r *Request) error {
 	if os, ok := b.deps.Status.(OutboxSource); ok {
 		if st, err := os.Outbox(r.Ctx); err == nil {
 			sb.WriteString("\n\n" + r.T("status.outbox", locales.Data{
-				"Pending": st.Pending, "Oldest": st.OldestAge.Round(time.Second).String(),
-				"Throttled": st.Throttled, "Unreachable": st.Unreachable, "Dropped": st.Dropped, "Failed": st.Failed,
+				"Pending": locales.Number(r.Lang, int64(st.Pending)), "Oldest": locales.Duration(r.Lang, st.OldestAge),
+				"Throttled": locales.Number(r.Lang, int64(st.Throttled)), "Unreachable": locales.Number(r.Lang, int64(st.Unreachable)),
+				"Dropped": locales.Number(r.Lang, int64(st.Dropped)), "Failed": locales.Number(r.Lang, int64(st.Failed)),
 			}))
 		}
 	}
@@ -317,7 +320,7 @@ func storageLines(r *Request, st StorageStatus) string {
 	var sb strings.Builder
 	sb.WriteString(r.T("status.data_header"))
 	for _, t := range st.Tables {
-		sb.WriteString("\n" + r.T("status.table", locales.Data{"Name": t.Name, "Size": humanBytes(t.Bytes), "Rows": t.Rows}))
+		sb.WriteString("\n" + r.T("status.table", locales.Data{"Name": t.Name, "Size": sizeText(r.Lang, t.Bytes), "Rows": locales.Number(r.Lang, t.Rows)}))
 	}
 	if len(st.Prune) == 0 {
 		sb.WriteString("\n" + r.T("status.prune_never"))
@@ -329,9 +332,11 @@ func storageLines(r *Request, st StorageStatus) string {
 			last = p.At
 		}
 	}
-	sb.WriteString("\n" + r.T("status.prune", locales.Data{"At": last.UTC().Format("2006-01-02 15:04:05Z")}))
+	sb.WriteString("\n" + r.T("status.prune", locales.Data{"At": r.Time(last)}))
 	for _, p := range st.Prune {
-		sb.WriteString("\n" + r.T("status.prune_kind", locales.Data{"Kind": p.Kind, "Rows": p.Rows, "Total": p.Total}))
+		sb.WriteString("\n" + r.T("status.prune_kind", locales.Data{
+			"Kind": p.Kind, "Rows": locales.Number(r.Lang, p.Rows), "Total": locales.Number(r.Lang, p.Total),
+		}))
 		if p.Timeouts > 0 || p.Err != "" {
 			sb.WriteString(" " + r.T("status.prune_trouble", locales.Data{"Timeouts": p.Timeouts, "Error": p.Err}))
 		}
@@ -339,18 +344,54 @@ func storageLines(r *Request, st StorageStatus) string {
 	return sb.String()
 }
 
-// humanBytes renders a size in binary units, e.g. "12.3 MiB".
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
+// sizeUnits are each language's binary size units, bytes first.
+var sizeUnits = map[string][]string{
+	"en": {"B", "KiB", "MiB", "GiB", "TiB"},
+	"ru": {"Б", "КБ", "МБ", "ГБ", "ТБ"},
+	"uk": {"Б", "КБ", "МБ", "ГБ", "ТБ"},
+}
+
+// sizeText renders a size in binary units as lang writes it: "12.3 MiB",
+// "12,3 МБ".
+func sizeText(lang string, n int64) string {
+	units, ok := sizeUnits[lang]
+	if !ok {
+		units = sizeUnits[locales.Languages[0]]
 	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
+	if n < 1024 {
+		return locales.Number(lang, n) + "\u00a0" + units[0]
+	}
+	v, exp := float64(n)/1024, 1
+	for v >= 1024 && exp < len(units)-1 {
+		v /= 1024
 		exp++
 	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	num := fmt.Sprintf("%.1f", v)
+	if lang == "ru" || lang == "uk" {
+		num = strings.Replace(num, ".", ",", 1)
+	}
+	return num + "\u00a0" + units[exp]
+}
+
+// llmDown says the AI model is not answering, in plain words: why, when
+// it is a refusal with a fix (a model not pulled, a key refused); else
+// that it failed repeatedly and is being retried, with the last error.
+func llmDown(r *Request, reason string) string {
+	// The LLM client's breaker states, as its Health words them.
+	const open, probing = "circuit breaker open after repeated failures", "circuit breaker half-open: probing the model server after failures"
+	key := "status.llm_refused"
+	detail := reason
+	switch {
+	case strings.HasPrefix(reason, open):
+		key, detail = "status.llm_failing", strings.TrimPrefix(strings.TrimPrefix(reason, open), "; last: ")
+	case strings.HasPrefix(reason, probing):
+		key, detail = "status.llm_probing", strings.TrimPrefix(strings.TrimPrefix(reason, probing), "; last: ")
+	}
+	text := r.T(key)
+	if detail != "" {
+		text += "\n" + r.T("status.llm_detail", locales.Data{"Detail": detail})
+	}
+	return text
 }
 
 // OutboxStatus is the delivery's state as /status shows it.

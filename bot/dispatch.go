@@ -107,9 +107,10 @@ func (b *Bot) RegisterDispatch(d Dispatch) {
 	b.tb.Handle(tele.OnPhoto, u.photo)
 }
 
-// dispatchInputError renders a refusal of the domain with the limit it
-// names, followed by the command's usage unless it is the usage.
-func dispatchInputError(r *Request, e *dispatch.InputError, usage string) string {
+// dispatchInputError renders a refusal of the domain: what is missing or
+// wrong, with the limit it names and an example. The command's whole usage
+// is left out: it would bury the one line that matters.
+func dispatchInputError(r *Request, e *dispatch.InputError) string {
 	limits := map[string]int{
 		"dispatch.error_place_long":    dispatch.MaxPlace,
 		"dispatch.error_skill_long":    dispatch.MaxSkill,
@@ -120,11 +121,7 @@ func dispatchInputError(r *Request, e *dispatch.InputError, usage string) string
 		"order.error_name":             dispatch.MaxName,
 		"order.error_phone":            dispatch.MaxPhoneDigits,
 	}
-	msg := r.T(e.Key, locales.Data{"Max": limits[e.Key], "Min": dispatch.MinPhoneDigits, "Arg": shortArg(e.Arg)})
-	if e.Key != usage {
-		msg += "\n\n" + r.T(usage)
-	}
-	return msg
+	return r.T(e.Key, locales.Data{"Max": limits[e.Key], "Min": dispatch.MinPhoneDigits, "Arg": shortArg(e.Arg)})
 }
 
 // --- masters ---------------------------------------------------------------
@@ -143,7 +140,7 @@ func (u *dispatchUI) master(r *Request) error {
 	}
 	m, created, err := u.d.RegisterMaster(r.Ctx, r.User.ID, args)
 	if ie := (*dispatch.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(dispatchInputError(r, ie, "master.usage"), nil)
+		return r.Reply(dispatchInputError(r, ie), nil)
 	}
 	if err != nil {
 		return err
@@ -163,6 +160,9 @@ func (u *dispatchUI) master(r *Request) error {
 // counts of offers and orders by state.
 func (b *Bot) renderMaster(lang string, m dispatch.Master, st dispatch.MasterStats) string {
 	cat := b.deps.Catalog
+	// The master's zone as it is now: a master who just registered
+	// asked with no city yet.
+	zone := b.masterZone(m)
 	var skills []string
 	for _, s := range m.Skills {
 		skills = append(skills, clip(oneLine(s), skillBudget))
@@ -179,13 +179,13 @@ func (b *Bot) renderMaster(lang string, m dispatch.Master, st dispatch.MasterSta
 	})}
 	if !m.BlockedAt.IsZero() {
 		lines = append(lines, cat.T(lang, "master.blocked", locales.Data{
-			"Since": b.stampIn(m.BlockedAt, m.City), "Overdue": st.Overdue,
+			"Since": locales.Time(lang, m.BlockedAt, zone), "Overdue": st.Overdue,
 		}))
 	}
 	if st.Owed > 0 {
 		due := "—"
 		if !st.NextDue.IsZero() {
-			due = b.stampIn(st.NextDue, m.City)
+			due = locales.Time(lang, st.NextDue, zone)
 		}
 		lines = append(lines, cat.T(lang, "master.owed", locales.Data{"Owed": st.Owed, "Due": due}))
 	} else {
@@ -255,7 +255,7 @@ func (u *dispatchUI) order(r *Request) error {
 	}
 	o, err := u.d.CreateOrder(r.Ctx, r.User.ID, args)
 	if ie := (*dispatch.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(dispatchInputError(r, ie, "order.usage"), nil)
+		return r.Reply(dispatchInputError(r, ie), nil)
 	}
 	if err != nil {
 		return err
@@ -286,7 +286,7 @@ func (u *dispatchUI) order(r *Request) error {
 	if open, at, h := u.d.Opening(o.City); !open {
 		// "It is being offered" would not be true until the city opens.
 		key = "order.created_after_hours"
-		data["From"], data["To"], data["Opens"] = h.From(), h.To(), u.b.stampIn(at, o.City)
+		data["From"], data["To"], data["Opens"] = h.From(), h.To(), u.b.cityTime(r.Lang, at, o.City)
 	}
 	text := r.T(key, data)
 	return r.Reply(text, nil)
@@ -300,76 +300,121 @@ func (u *dispatchUI) orders(r *Request) error {
 	return r.Reply(u.b.renderOrders(r.Lang, lines, u.d.Opening), nil)
 }
 
-// renderOrders is /orders, always one message: orders that would not fit
-// are counted at the end.
+// renderOrders is /orders, always one message: the open orders (searching
+// or assigned), then those done but not yet closed, each under a heading
+// that says which they are; orders that would not fit are counted at the
+// end.
 func (b *Bot) renderOrders(lang string, list []dispatch.OrderLine, opening func(city string) (bool, time.Time, dispatch.Hours)) string {
 	cat := b.deps.Catalog
-	if len(list) == 0 {
-		return cat.T(lang, "orders.empty")
+	var open, done []dispatch.OrderLine
+	for _, l := range list {
+		if l.Order.State == dispatch.Done {
+			done = append(done, l)
+		} else {
+			open = append(open, l)
+		}
 	}
-	now := b.now()
 	var sb strings.Builder
-	sb.WriteString(cat.T(lang, "orders.header", locales.Data{"Count": len(list)}))
+	if len(open) == 0 {
+		sb.WriteString(cat.T(lang, "orders.empty"))
+	} else {
+		sb.WriteString(cat.T(lang, "orders.header", locales.Data{"Count": len(open)}))
+	}
 	// Room kept for the "… and N more" line.
 	budget := MaxMessageLen - 100
-	for i, l := range list {
-		o := l.Order
-		entry := "\n\n" + cat.T(lang, "orders.line", locales.Data{
-			"Order":    o.ID,
-			"State":    orderStateName(cat, lang, o.State),
-			"Price":    o.Price,
-			"City":     locales.HTML(clip(oneLine(o.City), listPlaceBudget)),
-			"District": locales.HTML(clip(oneLine(o.District), listPlaceBudget)),
-			"Skill":    locales.HTML(clip(oneLine(o.Skill), listSkillBudget)),
-		})
-		var who locales.HTML
-		if l.Master != nil {
-			who = locales.HTML(masterRef(l.Master, l.Master.UserID, listNameBudget))
+	left := len(list)
+	sections := []struct {
+		head  string
+		lines []dispatch.OrderLine
+	}{{"", open}, {"\n\n" + cat.T(lang, "orders.done_header", locales.Data{"Count": len(done)}), done}}
+	for _, sec := range sections {
+		if len(sec.lines) == 0 {
+			continue
 		}
-		switch {
-		case l.Offer != nil:
-			if who == "" {
-				who = locales.HTML(masterRef(nil, l.Offer.MasterID, listNameBudget))
-			}
-			entry += "\n" + cat.T(lang, "orders.offer", locales.Data{
-				"Master": who,
-				"State":  offerStateName(cat, lang, l.Offer.State),
-				"Left":   b.duration(lang, l.Offer.ExpiresAt.Sub(now)),
-			})
-		case o.MasterID != 0:
-			if who == "" {
-				who = locales.HTML(masterRef(nil, o.MasterID, listNameBudget))
-			}
-			entry += "\n" + cat.T(lang, "orders.master", locales.Data{"Master": who})
-		case o.State == dispatch.Searching && !o.Unassignable.IsZero():
-			entry += "\n" + cat.T(lang, "orders.unassignable", locales.Data{"Round": o.Round})
-		case o.State == dispatch.Searching:
-			if open, at, _ := opening(o.City); !open {
-				entry += "\n" + cat.T(lang, "orders.after_hours", locales.Data{"Opens": b.stampIn(at, o.City)})
+		if sec.head != "" {
+			if utf16Len(sb.String())+utf16Len(sec.head) > budget {
 				break
 			}
-			entry += "\n" + cat.T(lang, "orders.waiting", locales.Data{"Round": o.Round})
+			sb.WriteString(sec.head)
 		}
-		if utf16Len(sb.String())+utf16Len(entry) > budget {
-			sb.WriteString("\n\n" + cat.T(lang, "orders.more", locales.Data{"Count": len(list) - i}))
-			break
+		for _, l := range sec.lines {
+			entry := "\n\n" + b.orderEntry(lang, l, opening)
+			if utf16Len(sb.String())+utf16Len(entry) > budget {
+				sb.WriteString("\n\n" + cat.T(lang, "orders.more", locales.Data{"Count": left}))
+				return sb.String()
+			}
+			sb.WriteString(entry)
+			left--
 		}
-		sb.WriteString(entry)
+	}
+	if left > 0 {
+		sb.WriteString("\n\n" + cat.T(lang, "orders.more", locales.Data{"Count": left}))
 	}
 	return sb.String()
 }
 
-// orderID reads the ID of /done and /cancel ("12" or "#12").
-func orderID(r *Request) (int64, bool) {
-	arg := strings.TrimPrefix(strings.TrimSpace(commandArgs(r.Message())), "#")
-	id, err := strconv.ParseInt(arg, 10, 64)
-	return id, err == nil && id > 0
+// orderEntry is one order of /orders with its offer, master or wait.
+func (b *Bot) orderEntry(lang string, l dispatch.OrderLine, opening func(city string) (bool, time.Time, dispatch.Hours)) string {
+	cat := b.deps.Catalog
+	o := l.Order
+	entry := cat.T(lang, "orders.line", locales.Data{
+		"Order":    o.ID,
+		"State":    orderStateName(cat, lang, o.State),
+		"Price":    o.Price,
+		"City":     locales.HTML(clip(oneLine(o.City), listPlaceBudget)),
+		"District": locales.HTML(clip(oneLine(o.District), listPlaceBudget)),
+		"Skill":    locales.HTML(clip(oneLine(o.Skill), listSkillBudget)),
+	})
+	var who locales.HTML
+	if l.Master != nil {
+		who = locales.HTML(masterRef(l.Master, l.Master.UserID, listNameBudget))
+	}
+	switch {
+	case l.Offer != nil:
+		if who == "" {
+			who = locales.HTML(masterRef(nil, l.Offer.MasterID, listNameBudget))
+		}
+		entry += "\n" + cat.T(lang, "orders.offer", locales.Data{
+			"Master": who,
+			"State":  offerStateName(cat, lang, l.Offer.State),
+			"Left":   b.duration(lang, l.Offer.ExpiresAt.Sub(b.now())),
+		})
+	case o.MasterID != 0:
+		if who == "" {
+			who = locales.HTML(masterRef(nil, o.MasterID, listNameBudget))
+		}
+		entry += "\n" + cat.T(lang, "orders.master", locales.Data{"Master": who})
+	case o.State == dispatch.Searching && !o.Unassignable.IsZero():
+		entry += "\n" + cat.T(lang, "orders.unassignable", locales.Data{"Round": o.Round})
+	case o.State == dispatch.Searching:
+		if open, at, _ := opening(o.City); !open {
+			entry += "\n" + cat.T(lang, "orders.after_hours", locales.Data{"Opens": b.cityTime(lang, at, o.City)})
+			break
+		}
+		entry += "\n" + cat.T(lang, "orders.waiting", locales.Data{"Round": o.Round})
+	}
+	return entry
+}
+
+// orderID reads the ID of /done and /cancel ("12" or "#12"); when there
+// is none it returns the refusal to send: the usage without an argument,
+// else what was wrong with it.
+func orderID(r *Request, command, usage string) (int64, string) {
+	arg := strings.TrimSpace(commandArgs(r.Message()))
+	if arg == "" {
+		return 0, r.T(usage)
+	}
+	id, err := strconv.ParseInt(strings.TrimPrefix(arg, "#"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, r.T("order.error_id", locales.Data{"Arg": shortArg(arg), "Command": command})
+	}
+	return id, ""
 }
 
 func (u *dispatchUI) done(r *Request) error {
-	id, ok := orderID(r)
-	if !ok {
-		return r.Reply(r.T("done.usage"), nil)
+	id, refusal := orderID(r, "done", "done.usage")
+	if refusal != "" {
+		return r.Reply(refusal, nil)
 	}
 	o, m, err := u.d.Complete(r.Ctx, id)
 	switch {
@@ -386,15 +431,15 @@ func (u *dispatchUI) done(r *Request) error {
 		return r.Reply(r.T("done.ok_free", locales.Data{"Order": o.ID}), nil)
 	}
 	return r.Reply(r.T("done.ok", locales.Data{
-		"Order": o.ID, "Amount": o.Commission, "Due": u.b.stampIn(o.CommissionDueAt, o.City),
+		"Order": o.ID, "Amount": o.Commission, "Due": r.Time(o.CommissionDueAt),
 		"Master": locales.HTML(masterRef(&m, o.MasterID, nameBudget)),
 	}), nil)
 }
 
 func (u *dispatchUI) cancel(r *Request) error {
-	id, ok := orderID(r)
-	if !ok {
-		return r.Reply(r.T("cancel.usage"), nil)
+	id, refusal := orderID(r, "cancel", "cancel.usage")
+	if refusal != "" {
+		return r.Reply(refusal, nil)
 	}
 	o, err := u.d.Cancel(r.Ctx, id)
 	switch {
@@ -417,7 +462,7 @@ func (u *dispatchUI) paid(r *Request) error {
 	ref := commandArgs(r.Message())
 	m, d, wasBlocked, err := u.d.Paid(r.Ctx, ref)
 	if ie := (*dispatch.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(dispatchInputError(r, ie, "paid.usage"), nil)
+		return r.Reply(dispatchInputError(r, ie), nil)
 	}
 	switch {
 	case errors.Is(err, dispatch.ErrNotMaster), errors.Is(err, domain.ErrNotFound):
@@ -449,7 +494,7 @@ func (u *dispatchUI) refused(r *Request, f dispatch.Offer, o dispatch.Order, err
 	case errors.Is(err, dispatch.ErrOfferClosed) && f.State == dispatch.Accepted && o.State == dispatch.Assigned && o.MasterID == r.User.ID:
 		// Accepted already and still theirs: show the order again, in
 		// case the first edit never reached them.
-		text, kb, kerr := u.b.renderAssigned(r.Lang, u.assignment(o, f))
+		text, kb, kerr := u.b.renderAssigned(r.Lang, r.Zone, u.assignment(o, f))
 		if kerr != nil {
 			return kerr
 		}
@@ -490,7 +535,7 @@ func (u *dispatchUI) accept(r *Request, cb Callback) error {
 	}
 	// The order's address and contact, its visit and the next steps: the
 	// master's message from now on.
-	text, kb, err := u.b.renderAssigned(r.Lang, u.assignment(o, f))
+	text, kb, err := u.b.renderAssigned(r.Lang, r.Zone, u.assignment(o, f))
 	if err != nil {
 		return err
 	}
@@ -681,13 +726,17 @@ func masterRef(m *dispatch.Master, id int64, budget int) string {
 	return name + " (" + user + idText + ")"
 }
 
-// stamp is how dispatch texts show a moment.
-func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") + " UTC" }
+// cityTime is a time about a city's working hours, in the city's zone
+// (DISPATCH_CITIES, else DISPATCH_TIMEZONE), which its hours are in.
+func (b *Bot) cityTime(lang string, t time.Time, city string) string {
+	return locales.Time(lang, t, b.calendar.Zone(city))
+}
 
-// stampIn is a time as people in city read it: in the city's zone
-// (DISPATCH_CITIES, else DISPATCH_TIMEZONE), with the zone's name.
-func (b *Bot) stampIn(t time.Time, city string) string {
-	return t.In(b.calendar.Zone(city)).Format("2006-01-02 15:04 MST")
+// masterZone is the zone a master reads times in, for what the
+// workflow sends them outside a request of theirs.
+func (b *Bot) masterZone(m dispatch.Master) *time.Location {
+	loc, _ := b.readerZone(m.TimeZone, m.City, m.Lang)
+	return loc
 }
 
 // duration renders d for people, at most two units: "1 min 45 s", "3 h".
@@ -764,7 +813,7 @@ func (d dispatchNotes) Note(n dispatch.Note) []domain.Message {
 	case dispatch.NoteOrderDone:
 		due := "—"
 		if n.Order != nil && !n.Order.CommissionDueAt.IsZero() {
-			due = b.stampIn(n.Order.CommissionDueAt, n.Order.City)
+			due = locales.Time(lang, n.Order.CommissionDueAt, b.masterZone(n.Master))
 		}
 		text = cat.T(lang, "note.order_done", locales.Data{"Order": orderID, "Amount": n.Amount, "Due": due})
 		if n.Amount == 0 {

@@ -204,7 +204,7 @@ func (u *dispatchUI) photo(c tele.Context) error {
 // is: while ASSIGNED the address, the customer's contact, the visit, the
 // whole order, the commission terms, the next step and the step buttons;
 // once DONE, CANCELLED or given back, a line without address or contact.
-func (b *Bot) renderAssigned(lang string, a dispatch.Assignment) (string, *tele.ReplyMarkup, error) {
+func (b *Bot) renderAssigned(lang string, zone *time.Location, a dispatch.Assignment) (string, *tele.ReplyMarkup, error) {
 	cat := b.deps.Catalog
 	o := a.Order
 	where := locales.Data{
@@ -218,7 +218,7 @@ func (b *Bot) renderAssigned(lang string, a dispatch.Assignment) (string, *tele.
 	case (o.State == dispatch.Done || o.State == dispatch.Closed) && mine:
 		lines := []string{cat.T(lang, "assigned.done", where)}
 		if o.Commission > 0 {
-			lines = append(lines, cat.T(lang, "assigned.done_commission", locales.Data{"Amount": o.Commission, "Due": b.stampIn(o.CommissionDueAt, o.City)}))
+			lines = append(lines, cat.T(lang, "assigned.done_commission", locales.Data{"Amount": o.Commission, "Due": locales.Time(lang, o.CommissionDueAt, zone)}))
 		}
 		lines = append(lines, cat.T(lang, "assigned.photo_hint", locales.Data{"Window": b.duration(lang, a.PhotoWindow)}))
 		return strings.Join(lines, "\n"), nil, nil
@@ -337,13 +337,14 @@ func hhmm(d time.Duration) string {
 	return fmt.Sprintf("%02d:%02d", int(d/time.Hour), int(d%time.Hour/time.Minute))
 }
 
-// shortArg is a piece of refused input quoted back, on one line and short.
+// shortArg is a piece of refused input quoted back, on one line and at
+// most 40 characters: enough to recognise, never the whole paste.
 func shortArg(s string) string {
 	s = oneLine(s)
-	if utf8.RuneCountInString(s) <= 60 {
+	if utf8.RuneCountInString(s) <= 40 {
 		return s
 	}
-	return string([]rune(s)[:59]) + "…"
+	return string([]rune(s)[:39]) + "…"
 }
 
 // assignedKey names the assigned master's message: their offer's.
@@ -354,7 +355,7 @@ func assignedKey(offerID int64) string { return offerKey(offerID) }
 // message; anything else does not (a note tells them, where it matters).
 func (d dispatchNotes) Assigned(a dispatch.Assignment) []domain.Message {
 	b := d.b
-	text, kb, err := b.renderAssigned(a.Master.Lang, a)
+	text, kb, err := b.renderAssigned(a.Master.Lang, b.masterZone(a.Master), a)
 	if err != nil {
 		b.deps.Log.Error("render assigned order", "order", a.Order.ID, "offer", a.Offer.ID, "err", err)
 		return nil

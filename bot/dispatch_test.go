@@ -18,6 +18,7 @@ import (
 	"switchboard/domain"
 	"switchboard/domain/dispatch"
 	"switchboard/e2e/tgfake"
+	"switchboard/locales"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
@@ -214,14 +215,15 @@ func TestMasterRegistrationAndAvailability(t *testing.T) {
 	require.Equal(t, notMaster, ask("/pause"))
 	require.Equal(t, notMaster, ask("/resume"))
 
+	example := "e.g. /master Moscow Center plumbing,electrics."
 	for in, want := range map[string]string{
-		"/master Moscow":        usageMaster,
-		"/master Moscow Center": usageMaster,
-		"/master Moscow Center " + strings.Repeat("x", dispatch.MaxSkill+1):        "A skill may have at most 50 characters.\n\n" + usageMaster,
-		"/master Moscow Center a,b,c,d,e,f,g,h,i,j,k":                              "At most 10 skills, please.\n\n" + usageMaster,
-		"/master " + strings.Repeat("я", dispatch.MaxPlace+1) + " Center plumbing": "A city or a district may have at most 100 characters.\n\n" + usageMaster,
-		"/master Moscow \"\" plumbing":                                             "A city or a district cannot be empty.\n\n" + usageMaster,
-		"/master Moscow Center , ,":                                                "Give at least one skill.\n\n" + usageMaster,
+		"/master Moscow":        "Missing: the district and your skills. After the city Moscow give the district, then your skills separated by commas, " + example,
+		"/master Moscow Center": "Missing: your skills. After the district Center list them separated by commas, " + example,
+		"/master Moscow Center " + strings.Repeat("x", dispatch.MaxSkill+1):        strings.Repeat("x", 39) + "… is too long for a skill: at most 50 characters.",
+		"/master Moscow Center a,b,c,d,e,f,g,h,i,j,k":                              "At most 10 skills, please.",
+		"/master " + strings.Repeat("я", dispatch.MaxPlace+1) + " Center plumbing": strings.Repeat("я", 39) + "… is too long for a city or a district: at most 100 characters.",
+		"/master Moscow \"\" plumbing":                                             "A city or a district cannot be empty: write it, in quotes if it has several words, e.g. \"Saint Petersburg\".",
+		"/master Moscow Center , ,":                                                "Give at least one skill, e.g. plumbing or plumbing,electrics.",
 	} {
 		require.Equal(t, want, ask(in), in)
 	}
@@ -256,11 +258,11 @@ func TestMasterRegistrationAndAvailability(t *testing.T) {
 	// update if their chat did not exist when the bot started).
 	env.ask(t, env.admin, "/help")
 	def := env.srv.Commands(tgfake.BotCommandScope{Type: "all_private_chats"}, "")
-	require.Equal(t, []string{"start", "help", "lang", "master", "pause", "resume"}, commandNames(def))
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "master", "pause", "resume"}, commandNames(def))
 	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "ru")
-	require.Equal(t, []string{"start", "help", "lang", "master", "pause", "resume", "status", "order", "orders", "done", "cancel", "paid"},
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "master", "pause", "resume", "status", "order", "orders", "done", "cancel", "paid"},
 		commandNames(adm))
-	require.Equal(t, "отметить оплату комиссии мастером", adm[11].Description)
+	require.Equal(t, "отметить оплату комиссии мастером", adm[12].Description)
 }
 
 func TestCommissionBlockAndPaid(t *testing.T) {
@@ -291,8 +293,8 @@ RETURNING id`).Scan(&orderID))
 
 	profile := env.ask(t, ann, "/master").Text
 	require.Regexp(t, `\nStatus: ✅ active — you receive offers \(/pause to stop\)\n`+
-		`⛔ Blocked since \d{4}-\d\d-\d\d \d\d:\d\d UTC: commission of 300 is overdue\. No offers come until an admin records your payment with /paid\.\n`+
-		`Commission owed: 300, next due \d{4}-\d\d-\d\d \d\d:\d\d UTC\nOffers: none yet\nOrders: done 1$`, profile)
+		`⛔ Blocked since \d+ \w{3}( \d{4})?, \d\d:\d\d \(UTC\): commission of 300 is overdue\. No offers come until an admin records your payment with /paid\.\n`+
+		`Commission owed: 300, next due \d+ \w{3}( \d{4})?, \d\d:\d\d \(UTC\)\nOffers: none yet\nOrders: done 1$`, profile)
 	require.Equal(t, "You are already active and receive offers.\n⛔ Your commission is overdue, though: no offers come until an admin records your payment.",
 		env.ask(t, ann, "/resume").Text)
 
@@ -302,8 +304,10 @@ RETURNING id`).Scan(&orderID))
 
 	require.Equal(t, "Usage: /paid MASTER, the master's user id or @username. It settles all their unpaid commission and lifts a block.",
 		env.ask(t, env.admin, "/paid").Text)
-	require.Equal(t, "@nobody is not a registered master.", env.ask(t, env.admin, "/paid @nobody").Text)
-	require.Equal(t, "777 is not a registered master.", env.ask(t, env.admin, "/paid 777").Text)
+	require.Equal(t, "@nobody is not a registered master: give the master's user id or @username, e.g. /paid @ivan.", env.ask(t, env.admin, "/paid @nobody").Text)
+	require.Equal(t, "777 is not a registered master: give the master's user id or @username, e.g. /paid @ivan.", env.ask(t, env.admin, "/paid 777").Text)
+	require.Equal(t, "@ann @bob is not one master: give a single user id or @username, e.g. /paid @ivan or /paid 123456789.",
+		env.ask(t, env.admin, "/paid @ann @bob").Text)
 
 	// Telegram reports a username with each update; the fake has none, so
 	// the test gives Ann one the way the users table would hold it.
@@ -343,10 +347,18 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	// Admins only, and malformed orders are refused with the usage.
 	require.Equal(t, "This command is for admins only.", env.ask(t, ann, "/order Moscow Center plumbing 3000 Tap").Text)
 	require.Equal(t, usageOrder, env.ask(t, env.admin, "/order").Text)
-	require.Equal(t, usageOrder, env.ask(t, env.admin, "/order Moscow Center plumbing 3000").Text)
-	require.Equal(t, "The price must be a whole number from 1 to 100000000.\n\n"+usageOrder,
-		env.ask(t, env.admin, "/order Moscow Center plumbing lots Tap").Text)
-	require.Equal(t, "The description is too long: at most 2000 characters.\n\n"+usageOrder,
+	// A refusal names the missing or wrong part, with an example.
+	example := "e.g. /order Moscow Center plumbing 3000 The kitchen tap is leaking."
+	for in, want := range map[string]string{
+		"/order Moscow":                          "Missing: the district, skill, price and description. After the city Moscow give them in that order, " + example,
+		"/order Moscow Center":                   "Missing: the skill, price and description. After the district Center give them in that order, " + example,
+		"/order Moscow Center plumbing":          "Missing: the price and description. After the skill plumbing give the price as a whole number, then what needs doing, " + example,
+		"/order Moscow Center plumbing 3000":     "The description is missing: after the price, say what needs doing, " + example,
+		"/order Moscow Center plumbing lots Tap": "lots is not a price: the fourth word, after the city, district and skill, must be a whole number from 1 to 100000000, " + example,
+	} {
+		require.Equal(t, want, env.ask(t, env.admin, in).Text, in)
+	}
+	require.Equal(t, "The description is too long: at most 2000 characters.",
 		env.ask(t, env.admin, "/order Moscow Center plumbing 3000 "+strings.Repeat("d", dispatch.MaxDescription+1)).Text)
 	require.Zero(t, count(t, env.st, `SELECT count(*) FROM orders`))
 	require.Empty(t, env.logLines(t))
@@ -446,7 +458,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 		env.ask(t, env.admin, "/orders").Text)
 
 	require.Equal(t, "Usage: /done ID marks an assigned order done; /orders lists them.", env.ask(t, env.admin, "/done").Text)
-	require.Equal(t, "Usage: /done ID marks an assigned order done; /orders lists them.", env.ask(t, env.admin, "/done x").Text)
+	require.Equal(t, "x is not an order number: write it as digits, e.g. /done 12; /orders lists the orders.", env.ask(t, env.admin, "/done x").Text)
 	require.Equal(t, "There is no order #999.", env.ask(t, env.admin, "/done 999").Text)
 	annBefore := len(env.messages(t, 42))
 	reply = env.ask(t, env.admin, "/done #"+itoa(orderID))
@@ -454,7 +466,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.Equal(t, "DONE", o.State)
 	require.Equal(t, int64p(300), o.Commission)
 	require.NotNil(t, o.DueAt)
-	due := o.DueAt.UTC().Format("2006-01-02 15:04") + " UTC"
+	due := locales.Time("en", *o.DueAt, time.UTC)
 	require.Equal(t, "🏁 Order #"+itoa(orderID)+" is done. Commission of 300 is due from Ann (id 42) by "+due+".", reply.Text)
 	annMsgs := env.messages(t, 42)
 	require.Len(t, annMsgs, annBefore+1)
@@ -688,8 +700,8 @@ UPDATE replicas SET seen_at = now() - interval '1 hour' WHERE instance = 'replic
 
 	text := env.ask(t, env.admin, "/status").Text
 	require.Regexp(t, `\n\nReplicas\n`+
-		`replica-b \(\?\): up (30|31)s, seen [01] s ago\n`+
-		`replica-a \(v1\.2\.3\): up 1h30m[01]s, seen (40|41) s ago\n\nJobs\n`, text)
+		`replica-b \(\?\): up (30|31)\x{a0}s, last seen (under a second|1\x{a0}s) ago\n`+
+		`replica-a \(v1\.2\.3\): up 1\x{a0}h 30\x{a0}min, last seen (40|41)\x{a0}s ago\n\nJobs\n`, text)
 	require.NotContains(t, text, "replica-gone", "a replica not seen lately is not live")
 
 	// The delivery: a 429 and an unreachable user are counted.
@@ -698,9 +710,9 @@ UPDATE replicas SET seen_at = now() - interval '1 hour' WHERE instance = 'replic
 	require.NoError(t, err)
 	env.settle(t) // the first /status reply's row is recorded sent
 	text = env.ask(t, env.admin, "/status").Text
-	require.Regexp(t, `\n\nDelivery\nBacklog 0, oldest waiting 0s; 429s in the last hour: 1; unreachable recipients: 1; dropped 0, failed 0$`, text)
+	require.Regexp(t, `\n\nDelivery\nBacklog 0, oldest waiting under a second; 429s in the last hour: 1; unreachable recipients: 1; dropped 0, failed 0$`, text)
 	require.Contains(t, text, "The prune job has not run yet.")
-	require.Regexp(t, `\n\nData\n\w+: [0-9.]+ (B|KiB|MiB), ~\d+ rows\n`, text, "the largest tables")
+	require.Regexp(t, `\n\nData\n\w+: [0-9.,]+\x{a0}(B|KiB|MiB), about [\d,]+ rows\n`, text, "the largest tables")
 
 	// The prune job's last run, per kind, with its trouble.
 	at := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
@@ -709,9 +721,20 @@ UPDATE replicas SET seen_at = now() - interval '1 hour' WHERE instance = 'replic
 		{Kind: storage.PruneOutboxRows, Rows: 30, Timeouts: 1},
 	}))
 	text = env.ask(t, env.admin, "/status").Text
-	require.Contains(t, text, "Last prune: 2026-11-25 04:00:00Z, rows deleted per kind:\n"+
-		storage.PruneGroupMessages+": 1200 (all time 1200)\n"+
+	require.Contains(t, text, "Last prune: "+locales.Time("en", at, time.UTC)+", rows deleted per kind:\n"+
+		storage.PruneGroupMessages+": 1,200 (all time 1,200)\n"+
 		storage.PruneOutboxRows+": 30 (all time 30) — timeouts 1")
+
+	// A Russian reader gets the same in their units, on Moscow time, and
+	// never a Go duration like 1h30m0s or 1ms.
+	require.NoError(t, env.st.SetUserLanguage(ctx, adminID, "ru"))
+	text = env.ask(t, env.admin, "/status").Text
+	require.NotRegexp(t, `\b\d+(ms|s|m|h)\b|\d+m\d+s`, text)
+	require.Regexp(t, `replica-a \(v1\.2\.3\): работает 1\x{a0}ч 30\x{a0}мин, на связи \d+\x{a0}с назад\n`, text)
+	require.Contains(t, text, "Последняя очистка: "+locales.Time("ru", at, locales.LangZone("ru"))+", удалено строк по видам:\n"+
+		storage.PruneGroupMessages+": 1\u00a0200 (всего 1\u00a0200)")
+	require.Contains(t, locales.Time("ru", at, locales.LangZone("ru")), "07:00 (Москва)")
+	require.Regexp(t, `\n\nДанные\n\w+: [0-9,]+\x{a0}(Б|КБ|МБ), строк: около [\d\x{a0}]+\n`, text)
 }
 
 // The longest order admins can write still makes one offer message whose

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -102,7 +103,17 @@ func (u *memoryUI) list(r *Request) error {
 	}
 	var sb strings.Builder
 	sb.WriteString(r.T("memory.header"))
+	// One heading per week: a week's summaries come together, newest
+	// first, each with when it was remembered in the reader's zone.
+	slices.SortStableFunc(sums, func(a, b memory.Summary) int { return b.BucketStart.Compare(a.BucketStart) })
+	var week time.Time
 	for _, s := range sums {
+		sep := "\n\n"
+		if start := s.BucketStart.UTC(); !start.Equal(week) {
+			week = start
+			sb.WriteString("\n\n" + r.T("memory.week", locales.Data{"Week": locales.Date(r.Lang, start)}))
+			sep = "\n"
+		}
 		var tags []string
 		for _, t := range s.Tags {
 			if t = oneLine(t); t != "" {
@@ -110,7 +121,7 @@ func (u *memoryUI) list(r *Request) error {
 			}
 		}
 		data := locales.Data{
-			"Week":    s.BucketStart.UTC().Format("2006-01-02"),
+			"Time":    r.Time(s.CreatedAt),
 			"Tags":    strings.Join(tags, ", "),
 			"Summary": strings.TrimSpace(s.Summary),
 		}
@@ -118,7 +129,7 @@ func (u *memoryUI) list(r *Request) error {
 		if len(tags) > 0 {
 			key = "memory.item_tagged"
 		}
-		sb.WriteString("\n\n" + r.T(key, data))
+		sb.WriteString(sep + r.T(key, data))
 	}
 	sb.WriteString("\n\n" + r.T("memory.footer"))
 	return r.Reply(sb.String(), nil)
@@ -268,7 +279,7 @@ func (u *memoryUI) prompt(r *Request) error {
 // between messages would make Telegram refuse both.
 func (u *memoryUI) showPrompt(r *Request, p memory.Prompt) error {
 	header := r.T("memory.prompt_show", locales.Data{
-		"Role": p.Role, "Version": p.Version, "Updated": p.UpdatedAt.UTC().Format("2006-01-02 15:04") + " UTC",
+		"Role": p.Role, "Version": p.Version, "Updated": r.Time(p.UpdatedAt),
 	})
 	const pre, endPre = "<pre>", "</pre>"
 	budget := MaxMessageLen - utf16Len(header) - utf16Len("\n"+pre+endPre)

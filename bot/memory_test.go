@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -112,15 +113,15 @@ func TestMemoryCommandsInMenu(t *testing.T) {
 	env := setupMemory(t, false)
 	ann := env.srv.User(42, "Ann", "en")
 	require.Contains(t, env.ask(t, ann, "/help").Text, "/memory — what I remember about you")
-	require.Equal(t, []string{"start", "help", "lang", "memory", "forget"},
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "memory", "forget"},
 		commandNames(env.srv.Commands(tgfake.BotCommandScope{Type: "all_private_chats"}, "")))
 
 	admin := env.srv.User(adminID, "Boss", "en")
 	help := env.ask(t, admin, "/help").Text
 	require.True(t, strings.HasSuffix(help, "Admin · system\n/status — replicas, jobs and queues\n/prompt — show or replace a system prompt of the memory chat"), help)
 	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "ru")
-	require.Equal(t, []string{"start", "help", "lang", "memory", "forget", "status", "prompt"}, commandNames(adm))
-	require.Equal(t, "удалить всё ваше, что я храню", adm[4].Description)
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "memory", "forget", "status", "prompt"}, commandNames(adm))
+	require.Equal(t, "удалить всё ваше, что я храню", adm[5].Description)
 }
 
 func TestMemoryPrivateTextBecomesARun(t *testing.T) {
@@ -402,11 +403,24 @@ func TestMemoryListAndForget(t *testing.T) {
 	env.srv.WaitChatAction(t, 42, "typing")
 	insertSummary(t, env.st, 42, "2025-03-03T00:00:00Z", []string{"go", "career"}, "Wants to move from <PHP> & Perl to Go.")
 	insertSummary(t, env.st, 42, "2025-03-10T00:00:00Z", []string{}, "Asked about\ngenerics.")
+	// A third summary of the first week: one heading per week, and each
+	// summary says when it was remembered, in the reader's zone.
+	insertSummary(t, env.st, 42, "2025-03-10T00:00:00Z", []string{"go"}, "Likes channels.")
+	_, err := env.st.Pool().Exec(context.Background(), `UPDATE lsm_storage SET created_at = '2025-03-12T09:30:00Z'`)
+	require.NoError(t, err)
 	list := env.ask(t, ann, "/memory")
 	require.Equal(t, "What I remember about you, newest first:\n\n"+
-		"Week of 2025-03-10\nAsked about\ngenerics.\n\n"+
-		"Week of 2025-03-03 · go, career\nWants to move from <PHP> & Perl to Go.\n\n"+
+		"Week of 10 Mar 2025\n12 Mar 2025, 09:30 (UTC) · go\nLikes channels.\n\n12 Mar 2025, 09:30 (UTC)\nAsked about\ngenerics.\n\n"+
+		"Week of 3 Mar 2025\n12 Mar 2025, 09:30 (UTC) · go, career\nWants to move from <PHP> & Perl to Go.\n\n"+
 		"To delete all of it, together with your messages and my answers, send /forget.", list.Text)
+	// In Russian, on Moscow time until another zone is chosen.
+	require.NoError(t, env.st.SetUserLanguage(context.Background(), 42, "ru"))
+	list = env.ask(t, ann, "/memory")
+	require.Contains(t, list.Text, "Неделя с 10 мар. 2025\n12 мар. 2025, 12:30 (Москва) · go\nLikes channels.", list.Text)
+	require.Equal(t, 2, strings.Count(list.Text, "Неделя с"), "one heading per week")
+	require.NoError(t, env.st.SetUserLanguage(context.Background(), 42, "en"))
+	_, err = env.st.Pool().Exec(context.Background(), `DELETE FROM lsm_storage WHERE summary = 'Likes channels.'`)
+	require.NoError(t, err)
 	require.Equal(t, "I remember nothing about you yet.", env.ask(t, bob, "/memory").Text, "each user sees their own")
 
 	team := env.srv.Group(-100, "Team")
@@ -595,9 +609,11 @@ func TestMemoryListWithLongItalicArrivesWhole(t *testing.T) {
 		texts = append(texts, m.Text)
 	}
 	require.Len(t, texts, 3, "the header alone, then the line with the <i> cut in two")
-	require.Equal(t, "What I remember about you, newest first:", texts[0])
-	require.True(t, strings.HasPrefix(texts[1], "Week of 2025-03-03 · r&d-000, r&d-001, "), texts[1])
-	requireInOrder(t, "What I remember about you, newest first:\n\nWeek of 2025-03-03 · "+joined+
+	require.Equal(t, "What I remember about you, newest first:\n\nWeek of 3 Mar 2025", texts[0])
+	when := regexp.MustCompile(`^\d+ \w+( \d{4})?, \d\d:\d\d \(UTC\) · `).FindString(texts[1])
+	require.NotEmpty(t, when, texts[1])
+	require.True(t, strings.HasPrefix(texts[1], when+"r&d-000, r&d-001, "), texts[1])
+	requireInOrder(t, "What I remember about you, newest first:\n\nWeek of 3 Mar 2025\n"+when+joined+
 		"\nWants <b>all</b> of it.\n\n"+footer, texts)
 
 	// Both halves of the tags are in italics: the <i> was closed at the

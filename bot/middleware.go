@@ -97,7 +97,7 @@ func (b *Bot) identify(next tele.HandlerFunc) tele.HandlerFunc {
 				}
 			}
 		}
-		c.Set(requestKey, &Request{Context: c, Ctx: ctx, User: u, Lang: lang, Admin: b.isAdmin(s.ID), bot: b})
+		c.Set(requestKey, &Request{Context: c, Ctx: ctx, User: u, Lang: lang, Zone: b.chatZone(c.Chat(), u), Admin: b.isAdmin(s.ID), bot: b})
 		return next(c)
 	}
 }

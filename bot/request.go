@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"time"
 
 	tele "gopkg.in/telebot.v3"
 
@@ -13,9 +14,12 @@ import (
 // with what rights, and a context that ends with the handler's budget.
 type Request struct {
 	tele.Context
-	Ctx   context.Context
-	User  domain.User
-	Lang  string
+	Ctx  context.Context
+	User domain.User
+	Lang string
+	// Zone is where the reader of the reply lives: times are written in
+	// it (the user's zone in private, the admin chat's there).
+	Zone  *time.Location
 	Admin bool
 	bot   *Bot
 }

@@ -416,7 +416,7 @@ func (u *vacancyUI) stats(r *Request) error {
 	}
 	last := r.T("vacancies.never")
 	if !st.LastFetch.IsZero() {
-		last = st.LastFetch.UTC().Format("2006-01-02 15:04") + " UTC"
+		last = r.Time(st.LastFetch)
 	}
 	sb.WriteString("\n\n" + r.T("vacancies.last_fetch", locales.Data{"Time": last}))
 	// The user's own waiting vacancies are among the counts above; the

@@ -109,7 +109,7 @@ func TestVacancyCommandsInMenu(t *testing.T) {
 	help := env.ask(t, ann, "/help").Text
 	require.Contains(t, help, "/search — save a vacancy search on hh.ru")
 	def := env.srv.Commands(tgfake.BotCommandScope{Type: "all_private_chats"}, "")
-	require.Equal(t, []string{"start", "help", "lang", "profile", "search", "searches", "ban", "unban", "bans", "vacancies"},
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "profile", "search", "searches", "ban", "unban", "bans", "vacancies"},
 		commandNames(def))
 
 	// Registered after the admin's /status, the workflow's commands still
@@ -119,7 +119,7 @@ func TestVacancyCommandsInMenu(t *testing.T) {
 	require.Equal(t, 1, strings.Count(help, "Admin"), help)
 	require.True(t, strings.HasSuffix(help, "Admin · system\n/status — replicas, jobs and queues"), help)
 	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "")
-	require.Equal(t, []string{"start", "help", "lang", "profile", "search", "searches", "ban", "unban", "bans", "vacancies", "status"},
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "profile", "search", "searches", "ban", "unban", "bans", "vacancies", "status"},
 		commandNames(adm))
 }
 
@@ -426,7 +426,7 @@ func TestVacanciesStats(t *testing.T) {
 
 	require.Equal(t, "Your vacancies\n"+
 		"Waiting for analysis: 2\nSent, awaiting your answer: 1\nNot suitable: 1\nApplied: 1\n\n"+
-		"Last check of hh.ru: 2025-03-04 02:06 UTC\n"+
+		"Last check of hh.ru: 4 Mar 2025, 02:06 (UTC)\n"+
 		"The AI model is not answering; your vacancies will be checked when it is back.\nhh.ru is answering.", env.ask(t, ann, "/vacancies").Text)
 }
 

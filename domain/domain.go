@@ -23,7 +23,13 @@ type User struct {
 	// TelegramLanguage is the supported language nearest the client's
 	// language_code, kept so that jobs can write in it too.
 	TelegramLanguage string
-	CreatedAt        time.Time
+	// TimeZone is the zone chosen with /timezone (an IANA name or
+	// "UTC+03:00"); empty: not chosen, the bot infers one.
+	TimeZone string
+	// MasterCity is the city the user registered in as a master; empty
+	// for everyone else. A master's times default to their city's zone.
+	MasterCity string
+	CreatedAt  time.Time
 }
 
 // Lang is the language to write to the user in: the one chosen with /lang,

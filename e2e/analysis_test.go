@@ -174,9 +174,6 @@ AND NOT (kind = 'progress' AND last_error = 'superseded by a newer edit')`) == 0
 	})
 }
 
-// goDuration spots a duration as Go prints it ("24h", "5m58s", "1ms"),
-// which ru and uk readers should never see.
-var goDuration = regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|ms|s|m|h|d)\b`)
 
 // The admin chat in Russian: /run_close typed there is answered by the
 // board alone, edited to the run's final state (no line beside it, no

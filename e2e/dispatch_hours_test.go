@@ -11,6 +11,7 @@ import (
 
 	"switchboard/e2e"
 	"switchboard/e2e/tgfake"
+	"switchboard/locales"
 )
 
 // Issue 22: offers go out only within the city's working hours, and the
@@ -40,7 +41,10 @@ func TestDispatchOrderAfterHoursIsOfferedAtOpening(t *testing.T) {
 	register(t, env, aigul, "Almaty Medeu electrician")
 
 	reply := ask(t, env, boss, boss.ID(), "/order Moscow Arbat electrician 900 Socket sparks")
-	require.Contains(t, reply.Text, "Masters in Moscow work from 10:00 to 20:00 local time, so it will be offered when they start, 2026-11-26 10:00 MSK")
+	msk, err := locales.LoadZone("Europe/Moscow")
+	require.NoError(t, err)
+	opens := locales.Time("en", time.Date(2026, 11, 26, 10, 0, 0, 0, msk), msk) // "26 Nov, 10:00 (Moscow)"
+	require.Contains(t, reply.Text, "Masters in Moscow work from 10:00 to 20:00 local time, so it will be offered when they start, "+opens)
 	require.NotContains(t, reply.Text, "It is being offered")
 	// The handler takes the order's first step before it answers: had the
 	// step offered it, the offer would be in the database by now.
@@ -53,7 +57,7 @@ func TestDispatchOrderAfterHoursIsOfferedAtOpening(t *testing.T) {
 	env.TG.WaitMessage(t, aigul.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
 
 	list := ask(t, env, boss, boss.ID(), "/orders").Text
-	require.Contains(t, list, "outside working hours: offered at opening, 2026-11-26 10:00 MSK", list)
+	require.Contains(t, list, "outside working hours: offered at opening, "+opens, list)
 	require.Zero(t, scalar[int64](t, pool, `SELECT count(*) FROM offers WHERE order_id = $1`, order), "a pass later: still no offer")
 	require.Empty(t, offersHeaded(env, ivan.ID(), "Новый заказ #"))
 

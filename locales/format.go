@@ -98,3 +98,40 @@ func langOrDefault(lang string) string {
 	}
 	return Languages[0]
 }
+
+// monthNames are each language's abbreviated month names as a date
+// writes them (the genitive in Russian and Ukrainian: "26 нояб.").
+var monthNames = map[string][12]string{
+	"en": {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"},
+	"ru": {"янв.", "февр.", "мар.", "апр.", "мая", "июн.", "июл.", "авг.", "сент.", "окт.", "нояб.", "дек."},
+	"uk": {"січ.", "лют.", "бер.", "квіт.", "трав.", "черв.", "лип.", "серп.", "вер.", "жовт.", "лист.", "груд."},
+}
+
+// Time writes the moment t for a reader of lang in the zone loc, naming
+// the zone so nobody takes it for their own: "26 Nov, 04:07 (Moscow)",
+// "26 нояб., 04:07 (Москва)", "26 лист., 04:07 (Київ)". The year is
+// written only when it is not the current one. A nil loc is UTC.
+func Time(lang string, t time.Time, loc *time.Location) string {
+	return timeAt(lang, t, loc, time.Now())
+}
+
+func timeAt(lang string, t time.Time, loc *time.Location, now time.Time) string {
+	if loc == nil {
+		loc = time.UTC
+	}
+	local := t.In(loc)
+	return fmt.Sprintf("%s, %02d:%02d (%s)", dateAt(lang, local, now.In(loc)), local.Hour(), local.Minute(), ZoneLabel(lang, loc))
+}
+
+// Date writes t's calendar day as it stands in t's own location, for a
+// reader of lang: "23 Nov", "23 нояб.", with the year when it is not the
+// current one ("23 нояб. 2024").
+func Date(lang string, t time.Time) string { return dateAt(lang, t, time.Now().In(t.Location())) }
+
+func dateAt(lang string, t, now time.Time) string {
+	s := fmt.Sprintf("%d %s", t.Day(), monthNames[langOrDefault(lang)][t.Month()-1])
+	if t.Year() != now.Year() {
+		s += fmt.Sprintf(" %d", t.Year())
+	}
+	return s
+}

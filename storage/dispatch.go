@@ -29,7 +29,7 @@ address, customer_name, customer_phone, visit_date, visit_from, visit_to, en_rou
 contacts_pruned_at`
 	// masterLang follows domain.User.Lang: /lang, else Telegram's, else English.
 	masterLang    = `CASE WHEN u.language <> '' THEN u.language WHEN u.telegram_language <> '' THEN u.telegram_language ELSE 'en' END`
-	masterColumns = `m.user_id, u.username, u.first_name, ` + masterLang + `,
+	masterColumns = `m.user_id, u.username, u.first_name, ` + masterLang + `, u.time_zone,
 m.city, m.district, m.skills, m.active, m.blocked_at, m.last_offer_at, m.created_at`
 	masterFrom = ` FROM masters m JOIN users u ON u.id = m.user_id `
 	// openOffer is the SQL spelling of dispatch.OfferState.Open; it matches the
@@ -206,19 +206,20 @@ func scanOrder(row pgx.Row) (dispatch.Order, error) {
 type masterScan struct {
 	userID                               pgtype.Int8
 	username, name, lang, city, district pgtype.Text
+	zone                                 pgtype.Text
 	skills                               []string
 	active                               pgtype.Bool
 	blocked, lastOffer, created          pgtype.Timestamptz
 }
 
 func (s *masterScan) dest() []any {
-	return []any{&s.userID, &s.username, &s.name, &s.lang, &s.city, &s.district, &s.skills, &s.active,
+	return []any{&s.userID, &s.username, &s.name, &s.lang, &s.zone, &s.city, &s.district, &s.skills, &s.active,
 		&s.blocked, &s.lastOffer, &s.created}
 }
 
 func (s *masterScan) master() dispatch.Master {
 	return dispatch.Master{
-		UserID: s.userID.Int64, Username: s.username.String, Name: s.name.String, Lang: s.lang.String,
+		UserID: s.userID.Int64, Username: s.username.String, Name: s.name.String, Lang: s.lang.String, TimeZone: s.zone.String,
 		City: s.city.String, District: s.district.String, Skills: s.skills, Active: s.active.Bool,
 		BlockedAt: tsValue(s.blocked), LastOfferAt: tsValue(s.lastOffer), CreatedAt: tsValue(s.created),
 	}

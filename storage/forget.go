@@ -139,7 +139,7 @@ SELECT EXISTS (SELECT 1 FROM orders WHERE master_id = $1) OR EXISTS (SELECT 1 FR
 		// A new created_at makes the kept row a new user's, so a second
 		// press of the confirm button sees the forgetting done.
 		if _, err := tx.Exec(ctx, `UPDATE users SET username = '', first_name = '', language = '', telegram_language = '',
-    profile = '', created_at = clock_timestamp(), updated_at = now() WHERE id = $1`, userID); err != nil {
+    time_zone = NULL, profile = '', created_at = clock_timestamp(), updated_at = now() WHERE id = $1`, userID); err != nil {
 			return fmt.Errorf("detach user: %w", err)
 		}
 		return nil

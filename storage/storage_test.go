@@ -138,6 +138,29 @@ func TestUsers(t *testing.T) {
 
 	require.ErrorIs(t, st.SetUserLanguage(ctx, 8, "en"), domain.ErrNotFound)
 	require.Error(t, st.SetUserLanguage(ctx, 7, "de"), "the CHECK constraint refuses unknown languages")
+
+	// The time zone: none until chosen, kept by upserts, forgotten with "".
+	require.Empty(t, u.TimeZone)
+	require.NoError(t, st.SetUserTimeZone(ctx, 7, "Europe/Moscow"))
+	u, err = st.UpsertUser(ctx, domain.User{ID: 7, Username: "ann3", FirstName: "Ann"})
+	require.NoError(t, err)
+	require.Equal(t, "Europe/Moscow", u.TimeZone)
+	require.NoError(t, st.SetUserTimeZone(ctx, 7, ""))
+	u, err = st.User(ctx, 7)
+	require.NoError(t, err)
+	require.Empty(t, u.TimeZone)
+	require.ErrorIs(t, st.SetUserTimeZone(ctx, 8, "UTC"), domain.ErrNotFound)
+
+	// A master's user carries their city, on the upsert's both paths.
+	require.Empty(t, u.MasterCity)
+	_, err = st.Pool().Exec(ctx, `INSERT INTO masters (user_id, city, district, skills) VALUES (7, 'Moscow', 'Center', '{plumbing}')`)
+	require.NoError(t, err)
+	u, err = st.UpsertUser(ctx, domain.User{ID: 7, Username: "ann3", FirstName: "Ann"})
+	require.NoError(t, err)
+	require.Equal(t, "Moscow", u.MasterCity, "unchanged: read back")
+	u, err = st.UpsertUser(ctx, domain.User{ID: 7, Username: "ann4", FirstName: "Ann"})
+	require.NoError(t, err)
+	require.Equal(t, "Moscow", u.MasterCity, "changed: returned by the upsert")
 }
 
 func TestWithTxRollsBackOnErrorAndCancel(t *testing.T) {

@@ -8,7 +8,10 @@ import (
 	"switchboard/domain"
 )
 
-const userColumns = `id, username, first_name, language, telegram_language, created_at`
+// userColumns read users (unaliased) with the city of the user's master
+// record, if any: the bot's default zone for a master is their city's.
+const userColumns = `id, username, first_name, language, telegram_language, COALESCE(time_zone, ''),
+    COALESCE((SELECT m.city FROM masters m WHERE m.user_id = users.id), ''), created_at`
 
 // UpsertUser records a user seen on an update, refreshing the names Telegram
 // reports, and clears the unreachable mark of their private chat; the
@@ -31,7 +34,7 @@ WHERE users.username IS DISTINCT FROM EXCLUDED.username
 RETURNING ` + userColumns
 	var out domain.User
 	err := s.pool.QueryRow(ctx, q, u.ID, u.Username, u.FirstName, u.TelegramLanguage).
-		Scan(&out.ID, &out.Username, &out.FirstName, &out.Language, &out.TelegramLanguage, &out.CreatedAt)
+		Scan(userDest(&out)...)
 	if err == nil {
 		return out, nil
 	}
@@ -48,7 +51,7 @@ func (s *Store) User(ctx context.Context, id int64) (domain.User, error) {
 	var out domain.User
 	err := s.pool.QueryRow(ctx,
 		`SELECT `+userColumns+` FROM users WHERE id = $1`, id).
-		Scan(&out.ID, &out.Username, &out.FirstName, &out.Language, &out.TelegramLanguage, &out.CreatedAt)
+		Scan(userDest(&out)...)
 	if err != nil {
 		return domain.User{}, fmt.Errorf("user %d: %w", id, interpretError(err))
 	}
@@ -63,6 +66,23 @@ func (s *Store) SetUserLanguage(ctx context.Context, id int64, lang string) erro
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("set language of user %d: %w", id, domain.ErrNotFound)
+	}
+	return nil
+}
+
+func userDest(u *domain.User) []any {
+	return []any{&u.ID, &u.Username, &u.FirstName, &u.Language, &u.TelegramLanguage, &u.TimeZone, &u.MasterCity, &u.CreatedAt}
+}
+
+// SetUserTimeZone stores the zone chosen with /timezone (a name
+// locales.ParseZone returned); "" forgets the choice.
+func (s *Store) SetUserTimeZone(ctx context.Context, id int64, zone string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE users SET time_zone = NULLIF($2, ''), updated_at = now() WHERE id = $1`, id, zone)
+	if err != nil {
+		return fmt.Errorf("set time zone of user %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("set time zone of user %d: %w", id, domain.ErrNotFound)
 	}
 	return nil
 }

@@ -243,8 +243,11 @@ func (s *Service) Cancel(ctx context.Context, id int64) (Order, error) {
 // commission is settled and the block lifted.
 func (s *Service) Paid(ctx context.Context, ref string) (Master, Debt, bool, error) {
 	ref = strings.TrimSpace(ref)
-	if ref == "" || strings.ContainsAny(ref, " \n\t") {
+	if ref == "" {
 		return Master{}, Debt{}, false, &InputError{Key: "paid.usage"}
+	}
+	if strings.ContainsAny(ref, " \n\t") {
+		return Master{}, Debt{}, false, &InputError{Key: "paid.error_ref", Arg: ref}
 	}
 	var m Master
 	var err error

@@ -87,6 +87,13 @@ func (c Calendar) For(city string) Hours {
 	return c.Default
 }
 
+// Has reports whether the city has an entry of its own (DISPATCH_CITIES),
+// rather than the default's.
+func (c Calendar) Has(city string) bool {
+	_, ok := c.Cities[strings.ToLower(strings.TrimSpace(city))]
+	return ok
+}
+
 // Zone is the city's time zone, for every time shown about it.
 func (c Calendar) Zone(city string) *time.Location { return c.For(city).zone() }
 

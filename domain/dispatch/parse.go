@@ -55,7 +55,7 @@ func cleanPlace(s string) (string, error) {
 	case s == "":
 		return "", &InputError{Key: "dispatch.error_place"}
 	case utf8.RuneCountInString(s) > MaxPlace:
-		return "", &InputError{Key: "dispatch.error_place_long"}
+		return "", &InputError{Key: "dispatch.error_place_long", Arg: s}
 	}
 	return s, nil
 }
@@ -66,16 +66,21 @@ func cleanSkill(s string) (string, error) {
 	case s == "":
 		return "", &InputError{Key: "dispatch.error_skill"}
 	case utf8.RuneCountInString(s) > MaxSkill:
-		return "", &InputError{Key: "dispatch.error_skill_long"}
+		return "", &InputError{Key: "dispatch.error_skill_long", Arg: s}
 	}
 	return s, nil
 }
+
+// missingMaster names what is missing from `/master` by how many fields
+// were given, with the last field read (Arg) so the user sees where the
+// reading stopped.
+var missingMaster = []string{"master.usage", "master.error_no_district", "master.error_no_skills"}
 
 // ParseMaster reads `/master <city> <district> <skill[,skill]>`.
 func ParseMaster(args string) (city, district string, skills []string, err error) {
 	f := fields(args)
 	if len(f) < 3 {
-		return "", "", nil, &InputError{Key: "master.usage"}
+		return "", "", nil, missing(missingMaster, f)
 	}
 	if city, err = cleanPlace(f[0]); err != nil {
 		return "", "", nil, err
@@ -107,6 +112,19 @@ func ParseMaster(args string) (city, district string, skills []string, err error
 	return city, district, skills, nil
 }
 
+// missingOrder names what is missing from `/order`, as missingMaster.
+var missingOrder = []string{"order.usage", "order.error_no_district", "order.error_no_skill", "order.error_no_price"}
+
+// missing is the refusal of a command that stopped after the fields f:
+// keys[len(f)], with the last field read.
+func missing(keys []string, f []string) *InputError {
+	e := &InputError{Key: keys[len(f)]}
+	if len(f) > 0 {
+		e.Arg = f[len(f)-1]
+	}
+	return e
+}
+
 // ParseOrder reads `/order <city> <district> <skill> <price> <description>`.
 // Lines of the description that start with a label (orderLabels) are the
 // optional fields, taken out of it: the address, the customer's name and
@@ -115,7 +133,7 @@ func ParseMaster(args string) (city, district string, skills []string, err error
 func ParseOrder(args string, now time.Time) (NewOrder, error) {
 	f, rest := fieldsN(args, 4)
 	if len(f) < 4 {
-		return NewOrder{}, &InputError{Key: "order.usage"}
+		return NewOrder{}, missing(missingOrder, f)
 	}
 	var o NewOrder
 	var err error
@@ -131,10 +149,10 @@ func ParseOrder(args string, now time.Time) (NewOrder, error) {
 	price := strings.NewReplacer("_", "", "'", "", " ", "").Replace(f[3])
 	o.Price, err = strconv.ParseInt(price, 10, 64)
 	if err != nil || o.Price <= 0 || o.Price > MaxPrice {
-		return NewOrder{}, &InputError{Key: "order.error_price"}
+		return NewOrder{}, &InputError{Key: "order.error_price", Arg: f[3]}
 	}
 	if rest == "" {
-		return NewOrder{}, &InputError{Key: "order.usage"}
+		return NewOrder{}, &InputError{Key: "order.error_description_missing", Arg: f[3]}
 	}
 	// The description is the rest as written (line breaks matter in it),
 	// less the labeled lines.

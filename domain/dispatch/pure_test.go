@@ -72,7 +72,8 @@ func TestParseMaster(t *testing.T) {
 
 	for in, key := range map[string]string{
 		"":                                    "master.usage",
-		"Moscow Center":                       "master.usage",
+		"Moscow":                              "master.error_no_district",
+		"Moscow Center":                       "master.error_no_skills",
 		`"" Center plumber`:                   "dispatch.error_place",
 		"Moscow Center ,,,":                   "dispatch.error_skill",
 		strings.Repeat("x", 101) + " c s":     "dispatch.error_place_long",
@@ -94,13 +95,16 @@ func TestParseOrder(t *testing.T) {
 		Description: "Leaking tap,\n  second floor <b>now</b>"}, o, "the description is kept as written")
 
 	for in, key := range map[string]string{
-		"":                                               "order.usage",
-		"Moscow Center plumber 100":                      "order.usage",
-		"Moscow Center plumber abc fix":                  "order.error_price",
-		"Moscow Center plumber 0 fix":                    "order.error_price",
-		"Moscow Center plumber -5 fix":                   "order.error_price",
-		"Moscow Center plumber 100000001 fix":            "order.error_price",
-		"Moscow Center plumber 99999999999999999999 fix": "order.error_price",
+		"":                                    "order.usage",
+		"Moscow":                              "order.error_no_district",
+		"Moscow Center":                       "order.error_no_skill",
+		"Moscow Center plumber":               "order.error_no_price",
+		"Moscow Center plumber 100":           "order.error_description_missing",
+		"Moscow Center plumber abc fix":       "order.error_price",
+		"Moscow Center plumber 0 fix":         "order.error_price",
+		"Moscow Center plumber -5 fix":        "order.error_price",
+		"Moscow Center plumber 100000001 fix": "order.error_price",
+		"Moscow Center plumber 99999999999999999999 fix":                     "order.error_price",
 		"Moscow Center plumber 100 " + strings.Repeat("я", MaxDescription+1): "order.error_description_long",
 	} {
 		_, err := ParseOrder(in, now)

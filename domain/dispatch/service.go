@@ -18,6 +18,8 @@ type Master struct {
 	Username string // Telegram username, for admins' messages
 	Name     string // Telegram first name
 	Lang     string // language to write to them in
+	// TimeZone is the zone they chose with /timezone; empty: not chosen.
+	TimeZone string
 	City     string
 	District string
 	Skills   []string // lower-case

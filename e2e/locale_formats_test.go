@@ -1,0 +1,200 @@
+package e2e_test
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/e2e"
+	"switchboard/e2e/tgfake"
+	"switchboard/locales"
+)
+
+// goDuration is how Go prints a duration ("5m58s", "1ms", "0s"): never
+// what a Russian or Ukrainian reader should see.
+var goDuration = regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|ms|s|m|h|d)\b|\d+m\d+s|\d+h\d+m`)
+
+// Issue 23: a Russian master in Moscow, a city DISPATCH_CITIES does not
+// list (DISPATCH_TIMEZONE is left UTC), reads the commission's deadline
+// in Moscow time with Russian month names, not "2026-11-26 01:07 UTC";
+// /timezone says where that zone came from and changes it, and the next
+// time shown follows.
+func TestMasterReadsDeadlinesInTheirZone(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.Start(map[string]string{"OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h"})
+	pool := db(t, env)
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	ivan := env.TG.User(741, "Иван", "ru")
+	require.Contains(t, ask(t, env, ivan, ivan.ID(), "/master Москва Центр сантехника").Text, "зарегистрированы как мастер")
+
+	order := createOrder(t, env, boss, "Москва Центр сантехника 3000 Течёт кран")
+	offer := env.TG.WaitMessage(t, ivan.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Новый заказ #") })
+	acc, err := ivan.PressButton(offer, "✅ Принять")
+	require.NoError(t, err)
+	env.TG.WaitCallbackAnswer(t, acc.ID)
+	ask(t, env, boss, boss.ID(), "/done "+strconv.FormatInt(order, 10))
+
+	due := scalar[time.Time](t, pool, `SELECT commission_due_at FROM orders WHERE id = $1`, order)
+	msk, err := locales.LoadZone("Europe/Moscow")
+	require.NoError(t, err)
+	want := locales.Time("ru", due, msk) // "26 нояб., 04:07 (Москва)"
+	require.Contains(t, want, "(Москва)")
+	// The note is a message of its own; the offer's message is edited too.
+	note := env.TG.WaitMessage(t, ivan.ID(), func(m tgfake.BotMessage) bool {
+		return m.MessageID != offer.MessageID && strings.Contains(m.Text, "нужно оплатить до")
+	})
+	env.TG.WaitFor(t, 10*time.Second, func() bool {
+		edited, _ := env.TG.MessageByID(ivan.ID(), offer.MessageID)
+		return strings.Contains(edited.Text, "нужно оплатить до "+want)
+	})
+	require.Contains(t, note.Text, "Комиссию 300 нужно оплатить до "+want, note.Text)
+	for _, m := range env.TG.Messages(ivan.ID()) {
+		require.NotContains(t, m.Text, "UTC", "no time in UTC for a Moscow master: %q", m.Text)
+		require.NotRegexp(t, goDuration, m.Text)
+	}
+
+	// /timezone: the zone is a guess from the language until one is chosen.
+	cur := ask(t, env, ivan, ivan.ID(), "/timezone").Text
+	require.Contains(t, cur, "Москва (UTC+03:00)", cur)
+	require.Contains(t, cur, "предположение по вашему языку", cur)
+	require.Contains(t, cur, "/timezone +3", cur, "how to change it")
+
+	// Refusals name what was wrong and show an example.
+	bad := ask(t, env, ivan, ivan.ID(), "/timezone Марс/Олимп").Text
+	require.Contains(t, bad, "Не знаю часовой пояс Марс/Олимп", bad)
+	require.Contains(t, bad, "/timezone Europe/Moscow", bad)
+	require.Contains(t, ask(t, env, ivan, ivan.ID(), "/timezone +15").Text, "от −12 до +14 часов")
+	long := ask(t, env, ivan, ivan.ID(), "/timezone "+strings.Repeat("Ж", 300)).Text
+	require.Contains(t, long, strings.Repeat("Ж", 39)+"…", "a short prefix of what was typed")
+	require.NotContains(t, long, strings.Repeat("Ж", 41))
+
+	// Berlin, by its Ukrainian name: the profile's next due date follows.
+	set := ask(t, env, ivan, ivan.ID(), "/timezone Берлін").Text
+	require.Contains(t, set, "Часовой пояс: Берлин", set)
+	berlin, err := locales.LoadZone("Europe/Berlin")
+	require.NoError(t, err)
+	profile := ask(t, env, ivan, ivan.ID(), "/master").Text
+	require.Contains(t, profile, "ближайший срок "+locales.Time("ru", due, berlin), profile)
+	require.Contains(t, ask(t, env, ivan, ivan.ID(), "/timezone").Text, "в выбранном вами часовом поясе")
+	require.Equal(t, "Europe/Berlin", scalar[string](t, pool, `SELECT time_zone FROM users WHERE id = $1`, ivan.ID()))
+}
+
+// A master of a city DISPATCH_CITIES lists reads times in the city's zone
+// until they choose one; "+3" is taken as an offset.
+func TestMasterOfAListedCityReadsItsZone(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.Start(map[string]string{"DISPATCH_CITIES": "Tashkent=Asia/Tashkent"})
+	aziz := env.TG.User(742, "Aziz", "en")
+	register(t, env, aziz, "Tashkent Chilonzor electrician")
+	cur := ask(t, env, aziz, aziz.ID(), "/timezone").Text
+	require.Contains(t, cur, "time zone of your city, Tashkent: Tashkent (UTC+05:00)", cur)
+	require.Contains(t, ask(t, env, aziz, aziz.ID(), "/timezone utc+3").Text, "Time zone set: UTC+03:00")
+	require.Contains(t, ask(t, env, aziz, aziz.ID(), "/timezone auto").Text, "I use Tashkent (UTC+05:00)")
+}
+
+// A Russian reader's /memory: one heading per week, each summary with
+// when it was remembered, on Moscow time; /timezone moves it.
+func TestMemoryListInTheReadersZone(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.Start(nil)
+	pool := db(t, env)
+	olga := env.TG.User(743, "Ольга", "ru")
+	ask(t, env, olga, olga.ID(), "/start") // she is a user now
+	for i, s := range []string{"Бегает по утрам.", "Готовится к марафону.", "Ищет кроссовки.", "Спрашивала про питание."} {
+		_, err := pool.Exec(context.Background(), `INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, tags, summary, created_at)
+VALUES ($1, '2026-11-23T00:00:00Z', '2026-11-30T00:00:00Z', '{}', $2, '2026-11-26T01:07:00Z'::timestamptz + $3::int * interval '1 minute')`,
+			olga.ID(), s, i)
+		require.NoError(t, err)
+	}
+	list := ask(t, env, olga, olga.ID(), "/memory").Text
+	require.Equal(t, 1, strings.Count(list, "Неделя с"), "one heading for the week: %s", list)
+	msk, _ := locales.LoadZone("Europe/Moscow")
+	first := locales.Time("ru", time.Date(2026, 11, 26, 1, 7, 0, 0, time.UTC), msk)
+	require.Contains(t, first, "04:07 (Москва)")
+	require.Contains(t, list, first+"\nБегает по утрам.", list)
+
+	ask(t, env, olga, olga.ID(), "/timezone Europe/Kyiv")
+	kyiv, _ := locales.LoadZone("Europe/Kyiv")
+	list = ask(t, env, olga, olga.ID(), "/memory").Text
+	require.Contains(t, list, locales.Time("ru", time.Date(2026, 11, 26, 1, 7, 0, 0, time.UTC), kyiv)+"\nБегает по утрам.", list)
+}
+
+// An admin's /status in Russian and in Ukrainian: durations, counts and
+// times in the reader's words, never "5m58s", "1ms", "0s" or "~0 строк";
+// the AI model is named in plain words.
+func TestStatusInRussianAndUkrainianHasNoGoDurations(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.Start(nil)
+	boss := env.TG.User(e2e.AdminID, "Начальник", "ru")
+	ru := ask(t, env, boss, boss.ID(), "/status").Text
+	require.Contains(t, ru, "Состояние — реплика", ru)
+	require.NotRegexp(t, goDuration, ru)
+	require.NotContains(t, ru, "~")
+	require.Contains(t, ru, "Модель ИИ", ru)
+	require.NotContains(t, ru, "LLM")
+	require.Regexp(t, `работает (\d+\x{a0}(д|ч|мин|с)( \d+\x{a0}(ч|мин|с))?|меньше секунды)`, ru)
+
+	ask(t, env, boss, boss.ID(), "/lang uk")
+	uk := ask(t, env, boss, boss.ID(), "/status").Text
+	require.Contains(t, uk, "Стан — репліка", uk)
+	require.NotRegexp(t, goDuration, uk)
+	require.Contains(t, uk, "Модель ШІ", uk)
+}
+
+// /orders heads what it lists with what it is: a done order is not
+// listed as open.
+func TestOrdersListSaysWhichAreOpen(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.Start(map[string]string{"OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h"})
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	ann := env.TG.User(744, "Ann", "en")
+	register(t, env, ann, "Kyiv Podil tiling")
+	order := createOrder(t, env, boss, "Kyiv Podil tiling 500 Bathroom")
+	offer := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
+	acc, err := ann.PressButton(offer, "✅ Accept")
+	require.NoError(t, err)
+	env.TG.WaitCallbackAnswer(t, acc.ID)
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/orders").Text, "Open orders (1)\n\n#"+strconv.FormatInt(order, 10)+" assigned")
+	ask(t, env, boss, boss.ID(), "/done "+strconv.FormatInt(order, 10))
+
+	list := ask(t, env, boss, boss.ID(), "/orders").Text
+	require.NotContains(t, list, "Open orders", list)
+	require.True(t, strings.HasPrefix(list, "No open orders.\n\nDone, not yet closed (1)\n\n#"+strconv.FormatInt(order, 10)+" done"), list)
+}
+
+// Dispatch commands name the missing or wrong part with an example
+// instead of repeating the usage, in the user's language, and quote at
+// most a short prefix of what was typed.
+func TestDispatchErrorsNameThePart(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.Start(nil)
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	petr := env.TG.User(745, "Пётр", "ru")
+
+	m := ask(t, env, petr, petr.ID(), "/master Москва").Text
+	require.True(t, strings.HasPrefix(m, "Не хватает района и навыков. После города Москва укажите район"), m)
+	require.Contains(t, m, "/master Москва Центр сантехника,электрика")
+	require.NotContains(t, m, "Использование")
+	require.Contains(t, ask(t, env, petr, petr.ID(), "/master Москва Центр").Text, "Не хватает навыков. После района Центр")
+
+	o := ask(t, env, boss, boss.ID(), "/order Moscow Center plumbing 3000").Text
+	require.True(t, strings.HasPrefix(o, "The description is missing: after the price, say what needs doing, e.g. /order Moscow Center plumbing 3000"), o)
+	require.NotContains(t, o, "Usage")
+	price := ask(t, env, boss, boss.ID(), "/order Moscow Center plumbing три_тысячи Tap").Text
+	require.True(t, strings.HasPrefix(price, "три_тысячи is not a price: the fourth word"), price)
+	long := ask(t, env, boss, boss.ID(), "/order "+strings.Repeat("x", 500)).Text
+	require.Contains(t, long, "After the city "+strings.Repeat("x", 39)+"… give them in that order")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/done first").Text, "first is not an order number")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/paid @a @b").Text, "@a @b is not one master")
+}
