@@ -333,6 +333,11 @@ func (u *analysisUI) runNew(r *Request) error {
 	case err != nil:
 		return err
 	}
+	if chat := r.Message().Chat; u.b.cfg.AdminChatID != 0 && chat != nil && chat.ID == u.b.cfg.AdminChatID {
+		// The admin chat has just read the run's creation as an event; the
+		// reply adds only what to do next instead of saying it twice.
+		return r.Reply(r.T("run_new.next", locales.Data{"Run": run.ID}), nil)
+	}
 	return r.Reply(r.T("run_new.created", locales.Data{
 		"Run": run.ID, "Filters": locales.HTML(u.b.filtersText(r.Lang, run)),
 	}), nil)

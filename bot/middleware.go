@@ -90,6 +90,11 @@ func (b *Bot) identify(next tele.HandlerFunc) tele.HandlerFunc {
 			return fmt.Errorf("identify user %d: %w", s.ID, err)
 		}
 		lang := u.Lang()
+		if ch := c.Chat(); ch != nil && b.cfg.AdminChatID != 0 && ch.ID == b.cfg.AdminChatID && b.cfg.AdminLang != "" {
+			// Everyone in the admin chat reads one language, the one its
+			// boards and events are written in, whoever typed the command.
+			lang = b.cfg.AdminLang
+		}
 		if b.isAdmin(s.ID) {
 			if _, done := b.adminMenus.Load(s.ID); !done {
 				if err := b.publishAdminMenu(s.ID); err != nil {

@@ -1,0 +1,156 @@
+package e2e_test
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/e2e"
+	"switchboard/e2e/tgfake"
+	"switchboard/llm/llmtest"
+)
+
+// A user's first hour, as the people who meet the bot live it: three job
+// seekers (ru, en, uk), a master, an admin with an admin chat, a team group.
+// Each does what a newcomer does; then every message the bot sent is read
+// for what no reader should see: a private profile in a group, a model's
+// raw Markdown, a Go duration in Russian or Ukrainian, a UTC time to
+// someone in Moscow or Kyiv, breaker jargon. With TOUR_OUT set, the whole
+// transcript is written there to be read by a person.
+func TestFirstHourReadsRightForEveryone(t *testing.T) {
+	t.Parallel()
+	const (
+		ruID, enID, ukID = 7_300_001, 7_300_002, 7_300_003
+		masterID         = 7_300_004
+		secret           = "private note: looking to leave my current team"
+	)
+	env := e2e.New(t)
+	env.TG.Supergroup(adminGroup, "Admins", "")
+	team := env.TG.Supergroup(teamChat, "Team", "")
+	// Models write Markdown whatever they are asked (the first rule that
+	// matches answers, so this one comes before the scripted memory's).
+	env.LLM.On(llmtest.SystemContains("patient, practical mentor")).Named("markdown responder").
+		Reply("**Got it.** You wrote about *running*.\n\n## Plan\n\n- run `3 km` on Monday\n- rest on <Tuesday> & stretch\n\nSee [the guide](https://example.com/guide).")
+	scriptMemory(env)
+	proposeTasks(env)
+	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").ReplyJSON(relevantAnswer)
+	env.HH.Add(golangVacancies(2, 7300)...)
+	env.Start(map[string]string{
+		"ADMIN_CHAT_ID": fmt.Sprint(adminGroup), "ADMIN_CHAT_LANGUAGE": "ru",
+		"DISPATCH_TIMEZONE": "Europe/Moscow", "FETCH_INTERVAL": "1h",
+	})
+	pool := db(t, env)
+	ru := env.TG.User(ruID, "Иван", "ru")
+	en := env.TG.User(enID, "Ann", "en")
+	uk := env.TG.User(ukID, "Олена", "uk")
+	master := env.TG.User(masterID, "Пётр", "ru")
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+
+	// step sends text and waits for the bot's first answer in that chat.
+	step := func(who *tgfake.Person, chat int64, text string) tgfake.BotMessage {
+		t.Helper()
+		return ask(t, env, who, chat, text)
+	}
+	for _, who := range []*tgfake.Person{ru, en, uk} {
+		step(who, who.ID(), "/start")
+		step(who, who.ID(), "/help")
+		step(who, who.ID(), "/profile Senior Go developer, "+secret)
+		step(who, who.ID(), "/search https://hh.ru/search/vacancy?text=golang&area=1")
+		step(who, who.ID(), "/searches")
+		step(who, who.ID(), "/vacancies")
+		q := who.SendText(who.ID(), "I run 3 km every morning")
+		env.TG.WaitMessage(t, who.ID(), func(m tgfake.BotMessage) bool { return m.ReplyToID() == q.MessageID })
+		step(who, who.ID(), "/memory")
+		step(who, who.ID(), "/lang de")
+		step(who, who.ID(), "/"+strings.Repeat("x&", 300))
+	}
+	// A team member who also uses the bot in private types private commands
+	// in the group.
+	for _, text := range []string{"/profile", "/vacancies", "/help", "/memory", "hello team"} {
+		ru.SendText(team.ID, text)
+	}
+	step(master, master.ID(), "/start")
+	step(master, master.ID(), "/master Москва")
+	step(master, master.ID(), `/master Москва Центр сантехника`)
+	step(master, master.ID(), "/help")
+	step(boss, boss.ID(), "/help")
+	step(boss, boss.ID(), "/status")
+	step(boss, boss.ID(), "/order Moscow Center plumbing 3000")
+	step(boss, boss.ID(), "/order Москва Центр сантехника 3000 Течёт кран на кухне")
+	env.TG.WaitMessage(t, master.ID(), func(m tgfake.BotMessage) bool { return m.ReplyMarkup != nil })
+	step(boss, boss.ID(), "/orders")
+	step(boss, adminGroup, "/run_new 24h")
+	step(boss, adminGroup, "/run_new 7d")
+	step(boss, boss.ID(), "/runs")
+
+	// Everything sent has been handled and delivered.
+	env.TG.WaitUpdatesConsumed(t)
+	eventually(t, 60*time.Second, func() bool {
+		return scalar[int](t, pool, `SELECT count(*) FROM outbox WHERE state = 'pending'`) == 0
+	})
+
+	chats := map[int64]string{ruID: "ru", enID: "en", ukID: "uk", masterID: "ru", e2e.AdminID: "en", adminGroup: "ru", teamChat: "group"}
+	var ids []int64
+	for id := range chats {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	var transcript strings.Builder
+	for _, id := range ids {
+		lang := chats[id]
+		fmt.Fprintf(&transcript, "=== chat %d (%s)\n", id, lang)
+		for _, m := range env.TG.Messages(id) {
+			fmt.Fprintf(&transcript, "--- #%d%s\n%s\n", m.MessageID, buttonsOf(m), m.Text)
+			text := m.Text
+			assert.NotContains(t, text, "**", "chat %d shows a model's raw Markdown: %q", id, text)
+			assert.NotContains(t, text, "closed (working)", "breaker jargon in chat %d", id)
+			assert.NotContains(t, text, "замкнут", "breaker jargon in chat %d", id)
+			if id != e2e.AdminID { // an admin's /help lists every role's commands
+				assert.LessOrEqual(t, len([]rune(text)), 1000, "chat %d got a wall of text: %q", id, text)
+			}
+			if id == adminGroup {
+				assert.NotRegexp(t, `Run #|Order #|Only one run`, text, "the admin chat reads one language, English crept in")
+			}
+			switch lang {
+			case "group":
+				assert.NotContains(t, text, secret, "a private profile shown in a group")
+			case "ru", "uk":
+				assert.False(t, goDuration.MatchString(text), "chat %d (%s) reads a Go duration: %q", id, lang, text)
+				assert.NotContains(t, text, "UTC", "chat %d (%s) reads a UTC time: %q", id, lang, text)
+			}
+		}
+	}
+	created := 0
+	for _, m := range env.TG.Messages(adminGroup) {
+		if strings.Contains(m.Text, "Прогон #1 создан") {
+			created++
+		}
+	}
+	assert.Equal(t, 1, created, "a run typed into the admin chat is announced there once")
+	if out := os.Getenv("TOUR_OUT"); out != "" {
+		require.NoError(t, os.WriteFile(out, []byte(transcript.String()), 0o644))
+	}
+	// The group's menu holds nothing private.
+	for _, c := range env.TG.Commands(tgfake.BotCommandScope{Type: "all_group_chats"}, "") {
+		assert.NotContains(t, []string{"profile", "search", "forget", "memory", "vacancies"}, c.Command, "private command in the groups' menu")
+	}
+}
+
+func buttonsOf(m tgfake.BotMessage) string {
+	if m.ReplyMarkup == nil {
+		return ""
+	}
+	var labels []string
+	for _, row := range m.ReplyMarkup.InlineKeyboard {
+		for _, b := range row {
+			labels = append(labels, "["+b.Text+"]")
+		}
+	}
+	return " " + strings.Join(labels, " ")
+}
