@@ -174,7 +174,6 @@ AND NOT (kind = 'progress' AND last_error = 'superseded by a newer edit')`) == 0
 	})
 }
 
-
 // The admin chat in Russian: /run_close typed there is answered by the
 // board alone, edited to the run's final state (no line beside it, no
 // reply); a /run_new refused while a run is open takes no run number; /run
