@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -184,4 +185,34 @@ func (s *Store) SettleFirstNews(ctx context.Context, announce vacancy.Announce) 
 		return fmt.Errorf("settle first news: %w", interpretError(err))
 	}
 	return nil
+}
+
+// FirstNewsGroups lists the search keys whose first discovery is owed:
+// keys with a search pending for longer than grace (the replica that
+// saved it runs it at once; past grace it did not, or died) or retrying.
+func (s *Store) FirstNewsGroups(ctx context.Context, grace time.Duration) ([]vacancy.Group, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT DISTINCT ON (search_key) search_key, params FROM searches
+WHERE search_key IN (SELECT search_key FROM searches
+                     WHERE first_news <> 'told' AND (first_news = 'retrying'
+                        OR first_news = 'pending' AND created_at < now() - $1 * interval '1 millisecond'))
+ORDER BY search_key, id`, grace.Milliseconds())
+	if err != nil {
+		return nil, fmt.Errorf("first news groups: %w", err)
+	}
+	var out []vacancy.Group
+	var key string
+	var params []byte
+	_, err = pgx.ForEachRow(rows, []any{&key, &params}, func() error {
+		g := vacancy.Group{Key: key}
+		if err := json.Unmarshal(params, &g.Params); err != nil {
+			return fmt.Errorf("params of %s: %w", key, err)
+		}
+		out = append(out, g)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("first news groups: %w", err)
+	}
+	return out, nil
 }

@@ -258,3 +258,59 @@ func TestFirstMatchesBannedArchivedOrSkippedThenNothingNew(t *testing.T) {
 	require.Equal(t, "told", b.firstNews(t, s.ID))
 	require.Equal(t, 1, b.newsRows(t, s.ID))
 }
+
+// The replica that saved a search died before its first discovery, and
+// HH refuses us: another replica's sweep tells the user, once, that it
+// will be retried; once HH answers, the sweep discovers it and the user
+// hears the outcome.
+func TestFirstNewsSweepOutlivesTheReplicaAndHHRefusing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withHHBreaker(200*time.Millisecond, 200*time.Millisecond))
+	b.notRelevant()
+	b.hh.Add(vacancies(3, 100, 44)...)
+	b.user(t, 7, "Go developer")
+	b.user(t, 8, "Go developer")
+	// b.svc saves both searches and dies: its Run never starts.
+	s1 := b.search(t, 7, "golang")
+	s2 := b.search(t, 8, "golang developer")
+	other, third := b.newService(t), b.newService(t)
+	require.NoError(t, other.FirstNews(b.ctx))
+	require.Empty(t, b.hh.Requests(), "the saving replica is given its grace")
+	b.exec(t, `UPDATE searches SET created_at = created_at - interval '1 minute'`)
+
+	b.hh.SetCaptcha(true)
+	var wg sync.WaitGroup
+	for _, svc := range []*vacancy.Service{other, third, other, third} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, svc.FirstNews(b.ctx))
+		}()
+	}
+	wg.Wait()
+	for _, s := range []vacancy.Search{s1, s2} {
+		news := b.newsOf(s.ID)
+		require.Len(t, news, 1, "search %d", s.ID)
+		require.True(t, news[0].Failed)
+		require.Equal(t, "retrying", b.firstNews(t, s.ID))
+	}
+	asked := len(b.hh.Requests())
+	require.NoError(t, other.FirstNews(b.ctx))
+	require.Equal(t, asked, len(b.hh.Requests()), "nothing asked of HH while it refuses us")
+
+	b.hh.SetCaptcha(false)
+	require.Eventually(t, func() bool {
+		assert.NoError(t, other.FirstNews(b.ctx))
+		return b.firstNews(t, s1.ID) != "retrying" && b.firstNews(t, s2.ID) != "retrying"
+	}, 10*time.Second, 100*time.Millisecond)
+	require.Equal(t, 6, b.counts(t)[vacancy.Queued], "three per search's first discovery, once")
+	require.Len(t, b.sent.told(), 2, "their cards may yet come")
+	_, err := other.Drain(b.ctx)
+	require.NoError(t, err)
+	for _, s := range []vacancy.Search{s1, s2} {
+		news := b.newsOf(s.ID)
+		require.Len(t, news, 2, "search %d: retrying, then nothing new", s.ID)
+		require.False(t, news[1].Failed)
+		require.Equal(t, "told", b.firstNews(t, s.ID))
+	}
+}

@@ -192,6 +192,9 @@ type Repository interface {
 	// FirstFetchFailed tells the key's searches that wait for their first
 	// discovery, once, that it failed and will be retried.
 	FirstFetchFailed(ctx context.Context, key string, announce Announce) error
+	// FirstNewsGroups lists the keys whose first discovery is owed: with a
+	// search pending for longer than grace, or retrying.
+	FirstNewsGroups(ctx context.Context, grace time.Duration) ([]Group, error)
 	// SettleFirstNews writes announce's note for every search waiting on
 	// first matches that all ended without a card.
 	SettleFirstNews(ctx context.Context, announce Announce) error
