@@ -241,6 +241,10 @@ func (a *app) scheduleJobs() error {
 		// Workers run on every replica and wake on NOTIFY; this tick is the
 		// guarantee behind the notifications.
 		{"vacancy-queue", a.cfg.QueueInterval, func(context.Context) error { a.vac.Wake(); return nil }},
+		// A new search is discovered at once by the replica that saved
+		// it; this tick tells its user the outcome if that replica died,
+		// or once HH answers again after refusing us.
+		{"vacancy-first-news", a.cfg.FirstNewsInterval, a.vac.FirstNews},
 		{"vacancy-recovery", a.cfg.RecoveryInterval, func(ctx context.Context) error {
 			_, err := a.vac.Recover(ctx)
 			return err

@@ -66,9 +66,10 @@ type Config struct {
 	HTTPAddr string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080" help:"/healthz, /readyz, /metrics"`
 	LogLevel string `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error; logs are JSON on stdout"`
 
-	FetchInterval    time.Duration `env:"FETCH_INTERVAL" envDefault:"15m" help:"vacancy fetch"`
-	QueueInterval    time.Duration `env:"QUEUE_INTERVAL" envDefault:"10m" help:"vacancy queue sweep"`
-	RecoveryInterval time.Duration `env:"RECOVERY_INTERVAL" envDefault:"5m" help:"SKIPPED vacancy recovery"`
+	FetchInterval     time.Duration `env:"FETCH_INTERVAL" envDefault:"15m" help:"vacancy fetch"`
+	QueueInterval     time.Duration `env:"QUEUE_INTERVAL" envDefault:"10m" help:"vacancy queue sweep"`
+	RecoveryInterval  time.Duration `env:"RECOVERY_INTERVAL" envDefault:"5m" help:"SKIPPED vacancy recovery"`
+	FirstNewsInterval time.Duration `env:"FIRST_NEWS_INTERVAL" envDefault:"30s" help:"new searches whose user has not heard what their first discovery brought: discovered if another replica did not, or told when their vacancies all ended without a card"`
 
 	VacancyFetchLimit     int           `env:"VACANCY_FETCH_LIMIT" envDefault:"100" help:"unseen vacancies one fetch collects per search"`
 	VacancyRecoveryWindow time.Duration `env:"VACANCY_RECOVERY_WINDOW" envDefault:"48h" help:"how far back SKIPPED vacancies are retried"`

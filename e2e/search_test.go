@@ -119,6 +119,42 @@ func TestNewSearchWithNothingNewSaysSoOnce(t *testing.T) {
 	require.Len(t, vacancyMessages(env, ann.ID()), 3, "no card twice")
 }
 
+// The promise when a new search's vacancies all miss: the LLM
+// judges every one not relevant, and the user hears "nothing new yet"
+// once, from two replicas whose fetches and first-news sweeps keep
+// running.
+func TestNewSearchWhoseVacanciesAllMissSaysNothingNewOnce(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t, e2e.WithRedis())
+	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").
+		ReplyJSON(map[string]any{"is_relevant": false, "score": 9, "reasons": []string{"PHP, not Go"}, "matched_skills": []string{}})
+	env.HH.Add(golangVacancies(4, 8300)...)
+	over := map[string]string{"FETCH_INTERVAL": "1s", "FIRST_NEWS_INTERVAL": "1s"}
+	env.Start(over)
+	env.Start(over)
+	ann := env.TG.User(655, "Ann", "en")
+	subscribe(t, env, ann, "golang")
+
+	isNote := func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Nothing new yet") }
+	// Judging four vacancies on a loaded machine may outlast WaitMessage's
+	// five seconds.
+	env.TG.WaitFor(t, 30*time.Second, func() bool { return slices.ContainsFunc(env.TG.Messages(ann.ID()), isNote) })
+	note := env.TG.WaitMessage(t, ann.ID(), isNote)
+	require.Equal(t, "Nothing new yet for golang: the vacancies hh.ru has for it now were already sent to you "+
+		"or did not pass your filters. I'm watching this search and will write when something comes.", note.Text)
+	pool := db(t, env)
+	require.Equal(t, map[string]int{"NOT_SUITABLE": 4}, statuses(t, pool), "told once every vacancy was judged")
+	require.Equal(t, 4, env.LLM.Calls("relevance"))
+
+	// More fetches and sweeps on both replicas tell nothing again.
+	seen := len(searchesFor(env, "golang"))
+	eventually(t, 30*time.Second, func() bool { return len(searchesFor(env, "golang")) >= seen+3 })
+	time.Sleep(1500 * time.Millisecond) // a first-news tick past the last fetch
+	notes := slices.DeleteFunc(env.TG.Messages(ann.ID()), func(m tgfake.BotMessage) bool { return !isNote(m) })
+	require.Len(t, notes, 1)
+	require.Empty(t, vacancyMessages(env, ann.ID()))
+}
+
 // Russian: experience and schedule in words, a salary as Russians write
 // it, labels that fit anyone, and /vacancies without breaker jargon.
 func TestSearchWordsCardAndStatusInRussian(t *testing.T) {

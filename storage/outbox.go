@@ -310,6 +310,13 @@ WITH done AS (
         sent_at = now(), updated_at = now(), claimed_until = NULL, claim_token = NULL
     FROM done WHERE done.kind = 'vacancy' AND NOT done.edit AND m.id = done.ref AND m.status = 'ANALYZED'
       AND done.message_id IS NOT NULL
+    RETURNING m.id, m.user_id
+), told AS (
+    -- The card of a match a new search's first news waits on is that
+    -- news: the search is told, and no "nothing new yet" follows (the
+    -- match is locked before the search, as where matches end).
+    UPDATE searches s SET first_news = 'told'
+    FROM match WHERE s.user_id = match.user_id AND s.first_news = 'waiting' AND match.id = ANY(s.first_matches)
 ), offer AS (
     UPDATE offers f SET chat_id = done.chat_id, message_id = done.message_id
     FROM done WHERE done.kind = 'offer' AND NOT done.edit AND f.id = done.ref AND done.message_id IS NOT NULL

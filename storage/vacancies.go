@@ -77,17 +77,22 @@ WHERE user_id = $1 AND search_key = $2`, sr.UserID, sr.Key))
 			return err
 		}
 		created = true
-		tag, err := tx.Exec(ctx, `
+		rows, err := tx.Query(ctx, `
 INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at)
 SELECT $2, v.id, 'QUEUED', v.published_at
 FROM search_hits h JOIN vacancies v ON v.id = h.vacancy_id
 WHERE h.search_key = $1 AND v.published_at >= $4 AND (v.experience <> 'moreThan6' OR $5)
 ORDER BY v.published_at DESC, v.id DESC LIMIT $3
-ON CONFLICT (user_id, vacancy_id) DO NOTHING`, sr.Key, sr.UserID, backfill, since, sr.Params.Has("experience", vacancy.MoreThan6))
+ON CONFLICT (user_id, vacancy_id) DO NOTHING
+RETURNING id`, sr.Key, sr.UserID, backfill, since, sr.Params.Has("experience", vacancy.MoreThan6))
 		if err != nil {
 			return fmt.Errorf("backfill: %w", err)
 		}
-		if queued = int(tag.RowsAffected()); queued > 0 {
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return fmt.Errorf("backfill: %w", err)
+		}
+		if queued = len(ids); queued > 0 {
 			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, QueueChannel); err != nil {
 				return fmt.Errorf("notify queue: %w", err)
 			}
@@ -95,7 +100,7 @@ ON CONFLICT (user_id, vacancy_id) DO NOTHING`, sr.Key, sr.UserID, backfill, sinc
 		// A key never discovered is left pending: its first discovery,
 		// which the service starts at once, tells the user.
 		return tellFirstNews(ctx, tx, `s.id = $1 AND EXISTS (SELECT 1 FROM discovery_state d WHERE d.search_key = s.search_key)`,
-			out.ID, "told", map[int64]int{sr.UserID: queued}, false, announce)
+			out.ID, map[int64][]int64{sr.UserID: ids}, announce)
 	})
 	if err != nil {
 		return sr, false, 0, fmt.Errorf("add search: %w", interpretError(err))
@@ -381,15 +386,15 @@ ON CONFLICT (search_key) DO UPDATE SET
 		if err != nil {
 			return err
 		}
-		for _, n := range perUser {
-			queued += n
+		for _, ids := range perUser {
+			queued += len(ids)
 		}
 		if queued > 0 {
 			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, QueueChannel); err != nil {
 				return fmt.Errorf("notify queue: %w", err)
 			}
 		}
-		return tellFirstNews(ctx, tx, `s.search_key = $1`, key, "told", perUser, false, announce)
+		return tellFirstNews(ctx, tx, `s.search_key = $1`, key, perUser, announce)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("save discovery: %w", err)
@@ -398,11 +403,11 @@ ON CONFLICT (search_key) DO UPDATE SET
 }
 
 // queueMatches creates the QUEUED matches pick chooses among the key's
-// followers: how many each user got (a user may already have a vacancy
-// from another search).
+// followers: the ids of those each user got (a user may already have a
+// vacancy from another search).
 func queueMatches(ctx context.Context, tx pgx.Tx, key string, found []vacancy.Vacancy,
-	pick func(users []vacancy.Recipient) []vacancy.NewMatch) (map[int64]int, error) {
-	perUser := map[int64]int{}
+	pick func(users []vacancy.Recipient) []vacancy.NewMatch) (map[int64][]int64, error) {
+	perUser := map[int64][]int64{}
 	if len(found) == 0 {
 		return perUser, nil
 	}
@@ -424,77 +429,18 @@ INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at)
 SELECT t.u, t.v, 'QUEUED', v.published_at
 FROM unnest($1::bigint[], $2::bigint[]) AS t(u, v) JOIN vacancies v ON v.id = t.v
 ON CONFLICT (user_id, vacancy_id) DO NOTHING
-RETURNING user_id`, uids, vids)
+RETURNING user_id, id`, uids, vids)
 	if err != nil {
 		return nil, fmt.Errorf("queue matches: %w", err)
 	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
+	var u, id int64
+	if _, err := pgx.ForEachRow(rows, []any{&u, &id}, func() error {
+		perUser[u] = append(perUser[u], id)
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("queue matches: %w", err)
-	}
-	for _, u := range got {
-		perUser[u]++
 	}
 	return perUser, nil
-}
-
-// tellFirstNews moves the searches where holds (with $1 = arg) that the
-// user has not been told of yet to state, and writes what announce makes
-// of them to the outbox: one conditional UPDATE, so each search is told
-// once whichever replica gets there. Only a failed first fetch ("retrying")
-// leaves a search to be told again, of its outcome.
-func tellFirstNews(ctx context.Context, tx pgx.Tx, where string, arg any, state string, queued map[int64]int,
-	failed bool, announce vacancy.Announce) error {
-	from := `s.first_news <> 'told'`
-	if state == "retrying" {
-		from = `s.first_news = 'pending'`
-	}
-	rows, err := tx.Query(ctx, `
-UPDATE searches s SET first_news = $2
-FROM users u
-WHERE u.id = s.user_id AND `+from+` AND `+where+`
-RETURNING s.id, s.user_id, s.params, s.search_key, s.created_at, u.language, u.telegram_language`, arg, state)
-	if err != nil {
-		return fmt.Errorf("first news: %w", err)
-	}
-	var news []vacancy.FirstNews
-	for rows.Next() {
-		var n vacancy.FirstNews
-		var params []byte
-		var lang, tgLang string
-		if err := rows.Scan(&n.Search.ID, &n.Search.UserID, &params, &n.Search.Key, &n.Search.CreatedAt, &lang, &tgLang); err != nil {
-			rows.Close()
-			return fmt.Errorf("first news: %w", err)
-		}
-		if err := json.Unmarshal(params, &n.Search.Params); err != nil {
-			rows.Close()
-			return fmt.Errorf("first news: search %d params: %w", n.Search.ID, err)
-		}
-		n.Lang = domain.User{Language: lang, TelegramLanguage: tgLang}.Lang()
-		n.Queued = queued[n.Search.UserID]
-		n.Failed = failed
-		news = append(news, n)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("first news: %w", err)
-	}
-	if announce == nil || len(news) == 0 {
-		return nil
-	}
-	return enqueueTx(ctx, tx, announce(news))
-}
-
-// FirstFetchFailed tells the users of the key's searches still waiting
-// for their first discovery that it failed and will be retried.
-func (s *Store) FirstFetchFailed(ctx context.Context, key string, announce vacancy.Announce) error {
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
-		return tellFirstNews(ctx, tx, `s.search_key = $1`, key, "retrying", nil, true, announce)
-	})
-	if err != nil {
-		return fmt.Errorf("first fetch failed: %w", interpretError(err))
-	}
-	return nil
 }
 
 // lockSearchKey serializes, per search_key, saving a discovery with saving
@@ -568,7 +514,7 @@ func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy
 	var lang, tgLang string
 	dest := append(matchDest(&c.Match, &analysis, &sentAt), vacancyDest(&c.Vacancy, &fetched)...)
 	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &c.User.Applied, &c.User.NotInterested, &c.DetailStale, &c.DetailMine,
-		&c.User.Senior)
+		&c.User.Senior, &c.FirstNews)
 	err := s.pool.QueryRow(ctx, `
 WITH c AS (
     SELECT q.id FROM vacancy_matches q
@@ -618,7 +564,12 @@ SELECT `+matchColumns+`, `+vacancyColumns+`, u.language, u.telegram_language, u.
        EXISTS (SELECT 1 FROM l) OR NOT (SELECT shared FROM o),
        -- A jsonb string contains itself and an array its elements, so this
        -- reads searches stored with one experience and with several.
-       EXISTS (SELECT 1 FROM searches s WHERE s.user_id = m.user_id AND s.params->'experience' @> '"moreThan6"')
+       EXISTS (SELECT 1 FROM searches s WHERE s.user_id = m.user_id AND s.params->'experience' @> '"moreThan6"'),
+       -- A new search's first news waits on this match: its end without
+       -- a card is checked for the note (a match is queued in the
+       -- transaction that makes its search wait, so none becomes one later).
+       EXISTS (SELECT 1 FROM searches s WHERE s.user_id = m.user_id AND s.first_news = 'waiting'
+               AND m.id = ANY(s.first_matches))
 FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id`,
 		o.Lease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds(), o.DetailLease.Milliseconds()).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -691,9 +642,14 @@ func (s *Store) ReleaseDetail(ctx context.Context, id int64) error {
 // conditional update refused) to IN_ARCHIVE in one statement, then ends
 // the fetch lease; a separate statement, because a claim locks a match
 // before its vacancy and this must not lock them the other way round.
-// It returns how many left each status.
-func (s *Store) ArchiveVacancy(ctx context.Context, id int64) (map[vacancy.Status]int, error) {
-	rows, err := s.pool.Query(ctx, `
+// It returns how many left each status. A new search whose first matches
+// have all ended without a card with these hears announce's note (nil:
+// none) in the same transaction (the matches are locked before the
+// searches, as everywhere).
+func (s *Store) ArchiveVacancy(ctx context.Context, id int64, announce vacancy.Announce) (map[vacancy.Status]int, error) {
+	out := map[vacancy.Status]int{}
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
 WITH o AS (
     SELECT id, status FROM vacancy_matches
     WHERE vacancy_id = $1 AND status IN ('NEW', 'QUEUED', 'SKIPPED')
@@ -701,20 +657,26 @@ WITH o AS (
 )
 UPDATE vacancy_matches m SET status = 'IN_ARCHIVE', claimed_until = NULL, claim_token = NULL, updated_at = now()
 FROM o WHERE m.id = o.id AND m.status = o.status
-RETURNING o.status`, id)
-	if err != nil {
-		return nil, fmt.Errorf("archive vacancy %d: %w", id, err)
-	}
-	out := map[vacancy.Status]int{}
-	for rows.Next() {
-		var st vacancy.Status
-		if err := rows.Scan(&st); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("archive vacancy %d: %w", id, err)
+RETURNING o.status, m.id, m.user_id`, id)
+		if err != nil {
+			return err
 		}
-		out[st]++
-	}
-	if err := rows.Err(); err != nil {
+		var st vacancy.Status
+		var mid, uid int64
+		var mids, uids []int64
+		if _, err := pgx.ForEachRow(rows, []any{&st, &mid, &uid}, func() error {
+			out[st]++
+			mids, uids = append(mids, mid), append(uids, uid)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if announce == nil || len(mids) == 0 {
+			return nil
+		}
+		return settleFirstNews(ctx, tx, uids, mids, announce)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("archive vacancy %d: %w", id, err)
 	}
 	if err := s.ReleaseDetail(ctx, id); err != nil {
@@ -740,8 +702,12 @@ WHERE id = $1`
 // releases the claim, since the outbox owns the delivery from then on;
 // without them ANALYZED keeps the claim, marking the card as still owed
 // (see ClaimMatch).
+//
+// With ch.Announce (a match a new search's first news waits on), a move
+// that ends the last of that search's first matches without a card writes
+// its "nothing new yet" note in the same transaction.
 func (s *Store) Transition(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
-	if len(ch.Messages) == 0 {
+	if len(ch.Messages) == 0 && ch.Announce == nil {
 		return transition(ctx, s.pool, id, from, to, ch)
 	}
 	var m vacancy.Match
@@ -753,6 +719,9 @@ func (s *Store) Transition(ctx context.Context, id int64, from, to vacancy.Statu
 		}
 		if err := enqueueTx(ctx, tx, ch.Messages); err != nil {
 			return fmt.Errorf("transition match %d %s → %s: %w", id, from, to, err)
+		}
+		if ch.Announce != nil {
+			return settleFirstNews(ctx, tx, []int64{m.UserID}, []int64{id}, ch.Announce)
 		}
 		return nil
 	})
@@ -870,17 +839,20 @@ WHERE id = $1 AND status = 'ANALYZED' AND claim_token = $2::uuid`, id, token)
 
 // DeleteMatch deletes a QUEUED or SKIPPED match (a ban word hit), and its
 // vacancy if no other match holds it. With a token, only under that claim.
-func (s *Store) DeleteMatch(ctx context.Context, id int64, token string) (bool, error) {
+// With announce, a new search whose first matches have all ended without
+// a card once this one is gone hears "nothing new yet" in the same
+// transaction.
+func (s *Store) DeleteMatch(ctx context.Context, id int64, token string, announce vacancy.Announce) (bool, error) {
 	var tok any
 	if token != "" {
 		tok = token
 	}
 	deleted := false
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
-		var vid int64
+		var vid, uid int64
 		err := tx.QueryRow(ctx, `DELETE FROM vacancy_matches
 WHERE id = $1 AND status IN ('QUEUED', 'SKIPPED') AND ($2::uuid IS NULL OR claim_token = $2::uuid)
-RETURNING vacancy_id`, id, tok).Scan(&vid)
+RETURNING vacancy_id, user_id`, id, tok).Scan(&vid, &uid)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -888,9 +860,14 @@ RETURNING vacancy_id`, id, tok).Scan(&vid)
 			return err
 		}
 		deleted = true
-		_, err = tx.Exec(ctx, `DELETE FROM vacancies v WHERE v.id = $1
-AND NOT EXISTS (SELECT 1 FROM vacancy_matches m WHERE m.vacancy_id = v.id)`, vid)
-		return err
+		if _, err = tx.Exec(ctx, `DELETE FROM vacancies v WHERE v.id = $1
+AND NOT EXISTS (SELECT 1 FROM vacancy_matches m WHERE m.vacancy_id = v.id)`, vid); err != nil {
+			return err
+		}
+		if announce == nil {
+			return nil
+		}
+		return settleFirstNews(ctx, tx, []int64{uid}, []int64{id}, announce)
 	})
 	if err != nil {
 		return false, fmt.Errorf("delete match %d: %w", id, err)

@@ -40,7 +40,9 @@ func (s *Service) Recover(ctx context.Context) (RecoveryResult, error) {
 				res.Skipped++
 				s.m.recoverySkipped.Inc()
 			case NewBans(sm.BanWords).Match(sm.Title, sm.Snippet, PlainText(sm.Desc)) != "":
-				ok, err := s.deps.Repo.DeleteMatch(ctx, m.ID, "")
+				// It may be the last match a new search's first news
+				// waits on: the delete checks.
+				ok, err := s.deps.Repo.DeleteMatch(ctx, m.ID, "", s.announce)
 				if err != nil {
 					return res, fmt.Errorf("recover: delete match %d: %w", m.ID, err)
 				}

@@ -63,6 +63,11 @@ type Change struct {
 	// ANALYZED → SENT_TO_USER when Telegram accepts the card). Without
 	// them an ANALYZED match keeps its claim: its card is still owed.
 	Messages []domain.Message
+	// Announce, set when the match is one a new search's first news waits
+	// on (Claim.FirstNews), renders "nothing new yet": if the move ends
+	// the last such match without a card, the note is written to the
+	// outbox in the transition's transaction.
+	Announce Announce
 }
 
 // Claim is a claimed match with what processing it needs.
@@ -77,6 +82,10 @@ type Claim struct {
 	// worker is asking, and the match waits for its answer.
 	DetailStale, DetailMine bool
 	User                    Recipient
+	// FirstNews: the match was queued by the first discovery of a search
+	// whose user has not heard its outcome yet, so ending it without a
+	// card may be what tells them there is nothing new (Change.Announce).
+	FirstNews bool
 }
 
 // Recipient is the match's user as processing sees them.
@@ -183,6 +192,12 @@ type Repository interface {
 	// FirstFetchFailed tells the key's searches that wait for their first
 	// discovery, once, that it failed and will be retried.
 	FirstFetchFailed(ctx context.Context, key string, announce Announce) error
+	// FirstNewsGroups lists the keys whose first discovery is owed: with a
+	// search pending for longer than grace, or retrying.
+	FirstNewsGroups(ctx context.Context, grace time.Duration) ([]Group, error)
+	// SettleFirstNews writes announce's note for every search waiting on
+	// first matches that all ended without a card.
+	SettleFirstNews(ctx context.Context, announce Announce) error
 
 	// ClaimMatch claims the next match with its vacancy and user, taste
 	// examples (up to taste of each) included: a QUEUED match, or an
@@ -196,8 +211,10 @@ type Repository interface {
 	SaveDetail(ctx context.Context, v Vacancy) error
 	ReleaseDetail(ctx context.Context, id int64) error
 	// ArchiveVacancy moves every open match of the vacancy to IN_ARCHIVE
-	// in one statement: how many left each status.
-	ArchiveVacancy(ctx context.Context, id int64) (map[Status]int, error)
+	// in one statement: how many left each status. A new search whose
+	// first matches all ended so hears announce's note, in the same
+	// transaction.
+	ArchiveVacancy(ctx context.Context, id int64, announce Announce) (map[Status]int, error)
 	NextLeaseExpiry(ctx context.Context) (time.Time, bool, error)
 	ReleaseClaim(ctx context.Context, id int64, token string, until time.Time) error
 	Transition(ctx context.Context, id int64, from, to Status, ch Change) (Match, bool, error)
@@ -205,7 +222,10 @@ type Repository interface {
 	// claim token to the outbox and releases the claim, in one
 	// transaction; false if the claim is no longer token's.
 	QueueCard(ctx context.Context, id int64, token string, card []domain.Message) (bool, error)
-	DeleteMatch(ctx context.Context, id int64, token string) (bool, error)
+	// DeleteMatch deletes a QUEUED or SKIPPED match (a ban word); with
+	// announce, a new search whose first matches all ended so hears its
+	// note in the same transaction.
+	DeleteMatch(ctx context.Context, id int64, token string, announce Announce) (bool, error)
 	MatchWithVacancy(ctx context.Context, id int64) (Match, Vacancy, error)
 
 	Skipped(ctx context.Context, since time.Time, afterID int64, limit int) ([]SkippedMatch, error)

@@ -220,7 +220,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	word := bans.Match(v.Title, v.Snippet, PlainText(v.Description))
 	if word != "" || v.Experience == MoreThan6 && !c.User.Senior {
 		s.keepDetail(ctx, fresh)
-		if _, err := s.deps.Repo.DeleteMatch(ctx, m.ID, m.ClaimToken); err != nil {
+		if _, err := s.deps.Repo.DeleteMatch(ctx, m.ID, m.ClaimToken, s.firstNews(c)); err != nil {
 			log.Error("delete banned match", "err", err)
 			return "error"
 		}
@@ -244,7 +244,9 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		return s.skip(ctx, m, ReasonLLMError, err, fresh)
 	}
 	if !verdict.Relevant() {
-		if _, _, err := s.transition(ctx, m, NotSuitable, Change{Verdict: &verdict, Token: m.ClaimToken, Detail: fresh}); err != nil {
+		if _, _, err := s.transition(ctx, m, NotSuitable, Change{
+			Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Announce: s.firstNews(c),
+		}); err != nil {
 			log.Error("mark not suitable", "err", err)
 			return "error"
 		}
@@ -271,6 +273,16 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		return s.postpone(ctx, m)
 	}
 	return "queued"
+}
+
+// firstNews is the Announce for a claimed match's end: the note's renderer
+// when a new search's first news waits on the match, else nil (the move
+// then needs no check, and a NOT_SUITABLE stays one statement).
+func (s *Service) firstNews(c Claim) Announce {
+	if !c.FirstNews {
+		return nil
+	}
+	return s.announce
 }
 
 // card renders the match's vacancy card; nil without a notifier.
@@ -403,7 +415,9 @@ func (s *Service) fetchDetail(ctx context.Context, m Match, mine bool) (Vacancy,
 		rctx, cancel := detached(ctx)
 		defer cancel()
 		if errors.Is(err, ErrArchived) {
-			moved, aerr := s.deps.Repo.ArchiveVacancy(rctx, m.VacancyID)
+			// Every open match of the vacancy goes, any user's: any may be
+			// one a new search's first news waits on.
+			moved, aerr := s.deps.Repo.ArchiveVacancy(rctx, m.VacancyID, s.announce)
 			if aerr != nil {
 				log.Error("archive vacancy", "err", aerr)
 				return Vacancy{}, "error"
