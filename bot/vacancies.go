@@ -22,7 +22,7 @@ import (
 type Vacancies interface {
 	Profile(ctx context.Context, userID int64) (string, error)
 	SetProfile(ctx context.Context, userID int64, profile string) error
-	AddSearch(ctx context.Context, userID int64, p vacancy.Params) (vacancy.Search, bool, error)
+	AddSearch(ctx context.Context, userID int64, p vacancy.Params) (vacancy.Search, vacancy.Added, error)
 	Searches(ctx context.Context, userID int64) ([]vacancy.Search, error)
 	DeleteSearch(ctx context.Context, userID, id int64) (bool, error)
 	Ban(ctx context.Context, userID int64, raw string) (string, bool, error)
@@ -217,15 +217,18 @@ func (u *vacancyUI) search(r *Request) error {
 	if len(have) >= MaxSearches && !hasSearch(have, p.Key()) {
 		return r.Reply(r.T("search.error_limit", locales.Data{"Max": MaxSearches}), nil)
 	}
-	sr, created, err := u.v.AddSearch(r.Ctx, r.User.ID, p)
+	sr, added, err := u.v.AddSearch(r.Ctx, r.User.ID, p)
 	if err != nil {
 		return err
 	}
 	shown := locales.HTML(clip(sr.Params.String(), searchBudget))
 	var text string
-	if created {
+	switch {
+	case added.NothingNew:
+		text = r.T("search.saved_nothing_new", locales.Data{"Search": shown})
+	case added.Created:
 		text = r.T("search.saved", locales.Data{"Search": shown})
-	} else {
+	default:
 		text = r.T("search.exists", locales.Data{"Search": shown})
 	}
 	if len(dropped) > 0 {

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -52,6 +53,19 @@ func TestFirstHourReadsRightForEveryone(t *testing.T) {
 	master := env.TG.User(masterID, "Пётр", "ru")
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")
 
+	if out := os.Getenv("TOUR_OUT"); out != "" {
+		// Written even when the tour stops half-way, to read what was sent.
+		t.Cleanup(func() {
+			var sb strings.Builder
+			for _, id := range []int64{adminGroup, teamChat, e2e.AdminID, ruID, enID, ukID, masterID} {
+				fmt.Fprintf(&sb, "=== chat %d\n", id)
+				for _, m := range env.TG.Messages(id) {
+					fmt.Fprintf(&sb, "--- #%d%s\n%s\n", m.MessageID, buttonsOf(m), m.Text)
+				}
+			}
+			_ = os.WriteFile(out, []byte(sb.String()), 0o644)
+		})
+	}
 	// step sends text and waits for the bot's first answer in that chat.
 	step := func(who *tgfake.Person, chat int64, text string) tgfake.BotMessage {
 		t.Helper()
@@ -85,6 +99,25 @@ func TestFirstHourReadsRightForEveryone(t *testing.T) {
 	step(boss, boss.ID(), "/order Москва Центр сантехника 3000 Течёт кран на кухне")
 	env.TG.WaitMessage(t, master.ID(), func(m tgfake.BotMessage) bool { return m.ReplyMarkup != nil })
 	step(boss, boss.ID(), "/orders")
+	// The master takes the order and goes through its steps' first screen.
+	offer := env.TG.Messages(master.ID())
+	pressFirst(t, env, master, offer[len(offer)-1])
+	env.TG.WaitFor(t, 60*time.Second, func() bool {
+		m, _ := env.TG.MessageByID(master.ID(), offer[len(offer)-1].MessageID)
+		return len(m.Edits) > 0 // the offer became the assigned order's steps
+	})
+	// A job seeker with cards presses one, then forgets everything, twice.
+	step(ru, ru.ID(), "/search golang")
+	env.TG.WaitFor(t, 60*time.Second, func() bool { return len(cards(env, ru.ID())) == 2 })
+	pressFirst(t, env, ru, cards(env, ru.ID())[0])
+	confirm := step(ru, ru.ID(), "/forget")
+	// A double tap: the second press is on its way before the first edit.
+	data := confirm.ReplyMarkup.InlineKeyboard[0][0].CallbackData
+	first, err := ru.Press(confirm, data)
+	require.NoError(t, err)
+	second := ru.PressRaw(confirm, data)
+	env.TG.WaitCallbackAnswer(t, first.ID)
+	env.TG.WaitCallbackAnswer(t, second.ID)
 	step(boss, adminGroup, "/run_new 24h")
 	step(boss, adminGroup, "/run_new 7d")
 	step(boss, boss.ID(), "/runs")
@@ -101,12 +134,9 @@ func TestFirstHourReadsRightForEveryone(t *testing.T) {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	var transcript strings.Builder
 	for _, id := range ids {
 		lang := chats[id]
-		fmt.Fprintf(&transcript, "=== chat %d (%s)\n", id, lang)
 		for _, m := range env.TG.Messages(id) {
-			fmt.Fprintf(&transcript, "--- #%d%s\n%s\n", m.MessageID, buttonsOf(m), m.Text)
 			text := m.Text
 			assert.NotContains(t, text, "**", "chat %d shows a model's raw Markdown: %q", id, text)
 			assert.NotContains(t, text, "closed (working)", "breaker jargon in chat %d", id)
@@ -126,6 +156,20 @@ func TestFirstHourReadsRightForEveryone(t *testing.T) {
 			}
 		}
 	}
+	// A job seeker reads that a search is saved before anything about what
+	// it found.
+	for _, id := range []int64{ruID, enID, ukID} {
+		saved, news := -1, -1
+		for i, m := range env.TG.Messages(id) {
+			if saved < 0 && regexp.MustCompile(`^(Saved|Сохранено|Збережено)`).MatchString(m.Text) {
+				saved = i
+			}
+			if news < 0 && regexp.MustCompile(`(?i)nothing new|ничего нового|нічого нового`).MatchString(m.Text) {
+				news = i
+			}
+		}
+		assert.True(t, saved >= 0 && saved <= news, "chat %d: the search's news (%d) came before its saving (%d)", id, news, saved)
+	}
 	created := 0
 	for _, m := range env.TG.Messages(adminGroup) {
 		if strings.Contains(m.Text, "Прогон #1 создан") {
@@ -133,13 +177,30 @@ func TestFirstHourReadsRightForEveryone(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, created, "a run typed into the admin chat is announced there once")
-	if out := os.Getenv("TOUR_OUT"); out != "" {
-		require.NoError(t, os.WriteFile(out, []byte(transcript.String()), 0o644))
-	}
 	// The group's menu holds nothing private.
 	for _, c := range env.TG.Commands(tgfake.BotCommandScope{Type: "all_group_chats"}, "") {
 		assert.NotContains(t, []string{"profile", "search", "forget", "memory", "vacancies"}, c.Command, "private command in the groups' menu")
 	}
+}
+
+// pressFirst presses the first button of m and waits for the answer.
+func pressFirst(t *testing.T, env *e2e.Env, who *tgfake.Person, m tgfake.BotMessage) tgfake.CallbackAnswer {
+	t.Helper()
+	require.NotNil(t, m.ReplyMarkup, "no buttons on %q", m.Text)
+	q, err := who.Press(m, m.ReplyMarkup.InlineKeyboard[0][0].CallbackData)
+	require.NoError(t, err)
+	return env.TG.WaitCallbackAnswer(t, q.ID)
+}
+
+// cards are the messages to chat with a vacancy's link.
+func cards(env *e2e.Env, chat int64) []tgfake.BotMessage {
+	var out []tgfake.BotMessage
+	for _, m := range env.TG.Messages(chat) {
+		if strings.Contains(m.Text, "Golang developer") {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func buttonsOf(m tgfake.BotMessage) string {

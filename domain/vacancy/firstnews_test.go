@@ -59,18 +59,25 @@ func TestFirstDiscoveryWithNothingNewIsToldOnce(t *testing.T) {
 	require.Equal(t, 1, b.newsRows(t, second.ID), "one note in the outbox")
 
 	// A key discovered before is told from the backfill at once: cards
-	// for a user new to it, a note for one who has its vacancies already.
+	// for a user new to it; for one who has its vacancies already, the
+	// reply to /search says nothing is new (a note of its own would be
+	// queued ahead of that reply).
 	b.user(t, 8, "")
 	third := b.search(t, 8, "golang area=113")
 	require.Zero(t, b.newsRows(t, third.ID))
 	require.Equal(t, 10, b.counts(t)[vacancy.Queued], "user 8 got the five from the backfill")
-	fourth := b.search(t, 8, "golang")
-	require.Equal(t, 1, b.newsRows(t, fourth.ID))
-	require.Len(t, b.sent.told(), 2)
-	again, created, err := b.svc.AddSearch(b.ctx, 8, fourth.Params)
+	p, err := vacancy.ParseParams("golang")
 	require.NoError(t, err)
-	require.False(t, created)
-	require.Equal(t, 1, b.newsRows(t, again.ID), "saving it again tells nothing new")
+	fourth, added, err := b.svc.AddSearch(b.ctx, 8, p)
+	require.NoError(t, err)
+	require.Equal(t, vacancy.Added{Created: true, NothingNew: true}, added)
+	require.Zero(t, b.newsRows(t, fourth.ID), "the reply tells it")
+	require.Len(t, b.sent.told(), 1)
+	require.Equal(t, "told", b.firstNews(t, fourth.ID))
+	again, added, err := b.svc.AddSearch(b.ctx, 8, fourth.Params)
+	require.NoError(t, err)
+	require.Equal(t, vacancy.Added{}, added, "saving it again tells nothing new")
+	require.Zero(t, b.newsRows(t, again.ID))
 }
 
 // HH down at the first fetch: the user hears it will be retried, then,

@@ -435,14 +435,33 @@ func (s *Service) SetProfile(ctx context.Context, userID int64, profile string) 
 	return s.deps.Repo.SetProfile(ctx, userID, profile)
 }
 
+// Added is what saving a search did.
+type Added struct {
+	// Created is false when the user already had this search.
+	Created bool
+	// NothingNew: the key was already discovered and none of its recent
+	// vacancies is new for the user. The search's first news is recorded
+	// as told, and the reply to /search must say it: a separate note would
+	// be queued in the save's transaction, ahead of that reply.
+	NothingNew bool
+}
+
 // AddSearch saves a search. A search_key someone already follows brings
 // the user its recent vacancies at once; a new one is discovered right
-// away by Run. created is false when the user already had this search.
-func (s *Service) AddSearch(ctx context.Context, userID int64, p Params) (Search, bool, error) {
+// away by Run.
+func (s *Service) AddSearch(ctx context.Context, userID int64, p Params) (Search, Added, error) {
 	since := s.deps.Clock.Now().Add(-s.cfg.RecoveryWindow)
-	sr, created, queued, err := s.deps.Repo.AddSearch(ctx, Search{UserID: userID, Params: p, Key: p.Key()}, s.cfg.FetchLimit, since, s.announce)
+	var added Added
+	inReply := func(news []FirstNews) []domain.Message {
+		for _, n := range news {
+			added.NothingNew = added.NothingNew || !n.Failed && n.Queued == 0
+		}
+		return nil
+	}
+	sr, created, queued, err := s.deps.Repo.AddSearch(ctx, Search{UserID: userID, Params: p, Key: p.Key()}, s.cfg.FetchLimit, since, inReply)
+	added.Created = created
 	if err != nil || !created {
-		return sr, created, err
+		return sr, added, err
 	}
 	if queued > 0 {
 		s.Wake()
@@ -453,7 +472,7 @@ func (s *Service) AddSearch(ctx context.Context, userID int64, p Params) (Search
 		default: // a burst of new searches: the fetch tick catches the rest
 		}
 	}
-	return sr, true, nil
+	return sr, added, nil
 }
 
 // announce renders the first news that needs words: a first discovery that
