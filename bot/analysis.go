@@ -358,6 +358,24 @@ func (u *analysisUI) unclosed(r *Request, ids []int64) string {
 	return r.T("run_new.unclosed", locales.Data{"Runs": locales.HTML(strings.Join(lines, "\n"))})
 }
 
+// runArgsError says what is wrong with a run command's arguments: none
+// given (the usage), a run number that is not one, or a word after it that
+// the command does not take (extra names the one it does, if any).
+func runArgsError(r *Request, usage, extra string) string {
+	fields := strings.Fields(commandArgs(r.Message()))
+	if len(fields) == 0 {
+		return r.T(usage)
+	}
+	if id, err := strconv.ParseInt(strings.TrimPrefix(fields[0], "#"), 10, 64); err != nil || id <= 0 {
+		return r.T("run.error_id", locales.Data{"Value": clipRunes(fields[0], 40)}) + "\n" + r.T(usage)
+	}
+	key := "run.error_extra"
+	if extra != "" {
+		key = "run.error_extra_rag"
+	}
+	return r.T(key, locales.Data{"Value": clipRunes(strings.Join(fields[1:], " "), 40)}) + "\n" + r.T(usage)
+}
+
 // runArgs reads "ID" or "#ID" and the words after it.
 func runArgs(r *Request) (int64, []string, bool) {
 	fields := strings.Fields(commandArgs(r.Message()))
@@ -372,7 +390,7 @@ func (u *analysisUI) runStart(r *Request) error {
 	id, rest, ok := runArgs(r)
 	rag := len(rest) == 1 && strings.EqualFold(rest[0], "rag")
 	if !ok || len(rest) > 1 || len(rest) == 1 && !rag {
-		return r.Reply(r.T("run_start.usage"), nil)
+		return r.Reply(runArgsError(r, "run_start.usage", "rag"), nil)
 	}
 	run, err := u.a.Start(r.Ctx, id, rag)
 	switch {
@@ -399,7 +417,7 @@ func (u *analysisUI) runStart(r *Request) error {
 func (u *analysisUI) runClose(r *Request) error {
 	id, rest, ok := runArgs(r)
 	if !ok || len(rest) > 0 {
-		return r.Reply(r.T("run_close.usage"), nil)
+		return r.Reply(runArgsError(r, "run_close.usage", ""), nil)
 	}
 	run, err := u.a.Close(r.Ctx, id)
 	var pe *analysis.PendingError
@@ -523,7 +541,7 @@ func (u *analysisUI) runsList(r *Request, page int) (string, *tele.ReplyMarkup, 
 func (u *analysisUI) run(r *Request) error {
 	id, rest, ok := runArgs(r)
 	if !ok || len(rest) > 0 {
-		return r.Reply(r.T("run.usage"), nil)
+		return r.Reply(runArgsError(r, "run.usage", ""), nil)
 	}
 	run, err := u.a.Run(r.Ctx, id)
 	if errors.Is(err, domain.ErrNotFound) {

@@ -305,8 +305,11 @@ func TestAnalysisRunNewRefusals(t *testing.T) {
 	require.Equal(t, "Usage: /run_close ID", ask("/run_close"))
 	const usageStart = "Usage: /run_start ID [rag] — with rag the model also sees similar proposals approved in earlier runs."
 	require.Equal(t, usageStart, ask("/run_start"))
-	require.Equal(t, usageStart, ask("/run_start 1 please"))
-	require.Equal(t, usageStart, ask("/run_start x"))
+	require.Equal(t, "After the run number only rag may follow, not “please”.\n"+usageStart, ask("/run_start 1 please"))
+	require.Equal(t, "“x” is not a run number: /runs lists them.\n"+usageStart, ask("/run_start x"))
+	require.Equal(t, "Only the run number goes after the command, not “now please”.\nUsage: /run_close ID", ask("/run_close 1 now please"))
+	require.Equal(t, "“"+strings.Repeat("9", 40)+"…” is not a run number: /runs lists them.\nUsage: /run ID; /runs lists the runs.",
+		ask("/run "+strings.Repeat("9", 60)), "a number too big for a run is not one, and is echoed short")
 	require.Equal(t, "There is no run #99.", ask("/run_start 99"))
 	require.Equal(t, "There is no run #7.", ask("/run #7"))
 	require.Equal(t, "Usage: /run ID; /runs lists the runs.", ask("/run"))
