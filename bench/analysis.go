@@ -554,7 +554,7 @@ func boardShowsCompleted(text string, r analysis.Run) []string {
 	want := []string{
 		fmt.Sprintf("✅ <b>Run #%d</b> completed", r.ID),
 		"▓▓▓▓▓▓▓▓▓▓ 100%",
-		fmt.Sprintf("Proposals so far: %d", r.ProposalsTotal),
+		fmt.Sprintf("Proposals: %d", r.ProposalsTotal),
 	}
 	if r.ProposalsTotal > 0 {
 		want = append(want, fmt.Sprintf("<b>Proposals 1–%d of %d</b> · ✅ 0 · ❌ 0 · ⏳ %d",
