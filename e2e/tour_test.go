@@ -108,8 +108,8 @@ func TestFirstHourReadsRightForEveryone(t *testing.T) {
 	})
 	// A job seeker with cards presses one, then forgets everything, twice.
 	step(ru, ru.ID(), "/search golang")
-	env.TG.WaitFor(t, 60*time.Second, func() bool { return len(cards(env, ru.ID())) == 2 })
-	pressFirst(t, env, ru, cards(env, ru.ID())[0])
+	env.TG.WaitFor(t, 60*time.Second, func() bool { return len(vacancyMessages(env, ru.ID())) == 2 })
+	pressFirst(t, env, ru, vacancyMessages(env, ru.ID())[0])
 	confirm := step(ru, ru.ID(), "/forget")
 	// A double tap: the second press is on its way before the first edit.
 	data := confirm.ReplyMarkup.InlineKeyboard[0][0].CallbackData
@@ -190,17 +190,6 @@ func pressFirst(t *testing.T, env *e2e.Env, who *tgfake.Person, m tgfake.BotMess
 	q, err := who.Press(m, m.ReplyMarkup.InlineKeyboard[0][0].CallbackData)
 	require.NoError(t, err)
 	return env.TG.WaitCallbackAnswer(t, q.ID)
-}
-
-// cards are the messages to chat with a vacancy's link.
-func cards(env *e2e.Env, chat int64) []tgfake.BotMessage {
-	var out []tgfake.BotMessage
-	for _, m := range env.TG.Messages(chat) {
-		if strings.Contains(m.Text, "Golang developer") {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 func buttonsOf(m tgfake.BotMessage) string {

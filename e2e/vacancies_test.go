@@ -87,11 +87,12 @@ func eventually(t *testing.T, timeout time.Duration, cond func() bool, why ...fu
 	t.Fatal(msg)
 }
 
-// vacancyMessages are the bot's vacancy messages in a chat.
+// vacancyMessages are the bot's vacancy messages in a chat, in any of
+// the three languages.
 func vacancyMessages(env *e2e.Env, chatID int64) []tgfake.BotMessage {
 	var out []tgfake.BotMessage
 	for _, m := range env.TG.Messages(chatID) {
-		if strings.Contains(m.Text, "Score: ") {
+		if strings.Contains(m.Text, "Score: ") || strings.Contains(m.Text, "Оценка: ") || strings.Contains(m.Text, "Оцінка: ") {
 			out = append(out, m)
 		}
 	}
