@@ -203,7 +203,7 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 	a.bot, err = bot.New(bot.Config{
 		URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, Lease: lease,
 		DrainTimeout: cfg.ShutdownTimeout / 2,
-		AdminChatID:  cfg.AdminChatID, AdminLang: cfg.AdminLang, AdminZone: adminZone,
+		AdminChatID:  cfg.AdminChatID, AdminLang: cfg.AdminLang, AdminZone: adminZone, Currency: cfg.DispatchCurrency,
 		BoardEvery: cfg.BoardInterval, LiveLogEvery: cfg.LiveLogInterval,
 	}, bot.Deps{
 		Users: a.store, Status: jobStatus{a.store, cfg.HeartbeatInterval, a.llm, a.hh}, Catalog: locales.MustLoad(), Log: log,

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -85,6 +86,7 @@ type Config struct {
 	DistributionInterval time.Duration `env:"DISTRIBUTION_INTERVAL" envDefault:"15s" help:"dispatch distribution"`
 	WatchdogInterval     time.Duration `env:"WATCHDOG_INTERVAL" envDefault:"60s" help:"expired-offers watchdog"`
 	OfferSLA             time.Duration `env:"OFFER_SLA" envDefault:"2m" help:"time a master has to answer an offer"`
+	DispatchCurrency     string        `env:"DISPATCH_CURRENCY" help:"ISO code of the currency order prices and commissions are in (RUB, UAH, KZT, USD…), shown with its sign; empty: bare numbers"`
 	DispatchTimezone     string        `env:"DISPATCH_TIMEZONE" envDefault:"UTC" help:"time zone (IANA name, e.g. Europe/Moscow) of every city not in DISPATCH_CITIES: their working hours and every time shown about them"`
 	DispatchHours        string        `env:"DISPATCH_HOURS" envDefault:"10:00-20:00" help:"local working hours in which offers go out (HH:MM-HH:MM; 24h: always); an order created outside them is offered at opening"`
 	DispatchCities       string        `env:"DISPATCH_CITIES" help:"per-city time zone and, optionally, hours: Moscow=Europe/Moscow; Kyiv=Europe/Kyiv 09:00-19:00 (matched case-insensitively with the orders' city)"`
@@ -123,6 +125,9 @@ type Config struct {
 
 // secretFiles lets a deployment mount secrets as files (Docker/Kubernetes
 // secrets) instead of putting them in the environment.
+// currencyCode is an ISO 4217 code, as DISPATCH_CURRENCY takes it.
+var currencyCode = regexp.MustCompile(`^[A-Za-z]{3}$`)
+
 var secretFiles = []string{"TELEGRAM_TOKEN", "DATABASE_URL", "REDIS_URL", "LLM_API_KEY", "HH_CLIENT_ID", "HH_CLIENT_SECRET", "HH_APP_TOKEN"}
 
 // LoadConfig reads the environment (lookup, usually os.LookupEnv) and
@@ -284,6 +289,9 @@ func (c Config) validate() []string {
 	}
 	if _, err := c.Calendar(); err != nil {
 		bad("DISPATCH_CITIES", "%v (DISPATCH_TIMEZONE, DISPATCH_HOURS and DISPATCH_CITIES together)", err)
+	}
+	if c.DispatchCurrency != "" && !currencyCode.MatchString(c.DispatchCurrency) {
+		bad("DISPATCH_CURRENCY", "%q: want a three-letter ISO code such as RUB", c.DispatchCurrency)
 	}
 	if c.ClockStart != "" {
 		if _, err := time.Parse(time.RFC3339, c.ClockStart); err != nil {

@@ -62,6 +62,7 @@ func TestConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
 		{"bad db scheme", map[string]string{"TELEGRAM_TOKEN": "x", "DATABASE_URL": "mysql://h/db"}, []string{"DATABASE_URL: scheme \"mysql\""}},
 		{"bad number", map[string]string{"TELEGRAM_TOKEN": "x", "LLM_MAX_CONCURRENCY": "two"}, []string{"LLM_MAX_CONCURRENCY:", `"two" is not a valid number`}},
 		{"bad admin ids", map[string]string{"TELEGRAM_TOKEN": "x", "ADMIN_IDS": "1,bob"}, []string{"ADMIN_IDS:"}},
+		{"bad currency", map[string]string{"TELEGRAM_TOKEN": "x", "DISPATCH_CURRENCY": "roubles"}, []string{`DISPATCH_CURRENCY: "roubles": want a three-letter ISO code`}},
 		{"bad provider", map[string]string{"TELEGRAM_TOKEN": "x", "LLM_PROVIDER": "gemini"}, []string{"LLM_PROVIDER:"}},
 		{"bad level", map[string]string{"TELEGRAM_TOKEN": "x", "LOG_LEVEL": "loud"}, []string{"LOG_LEVEL:"}},
 		{"customer data kept for ever", map[string]string{"TELEGRAM_TOKEN": "x", "RETAIN_ORDER_CONTACTS": "0"}, []string{"RETAIN_ORDER_CONTACTS: 0s: want a positive duration"}},

@@ -75,6 +75,9 @@ type Config struct {
 	// written in AdminLang (ADMIN_CHAT_LANGUAGE; empty: English).
 	AdminChatID int64
 	AdminLang   string
+	// Currency is the ISO code dispatch prices are in (DISPATCH_CURRENCY;
+	// empty: amounts are bare numbers).
+	Currency string
 	// AdminZone is the zone of every time written in the admin chat
 	// (ADMIN_CHAT_TIMEZONE, else DISPATCH_TIMEZONE; nil: UTC).
 	AdminZone *time.Location

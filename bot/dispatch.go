@@ -248,6 +248,12 @@ func (u *dispatchUI) setActive(active bool) func(r *Request) error {
 
 // --- admins ----------------------------------------------------------------
 
+// money writes a dispatch amount (whole units of DISPATCH_CURRENCY) as the
+// reader writes money: digits grouped, the currency's sign if one is set.
+func (b *Bot) money(lang string, amount int64) string {
+	return locales.Money(lang, amount, b.cfg.Currency)
+}
+
 func (u *dispatchUI) order(r *Request) error {
 	args := commandArgs(r.Message())
 	if args == "" {
@@ -278,7 +284,7 @@ func (u *dispatchUI) order(r *Request) error {
 		"City":        locales.HTML(clip(oneLine(o.City), placeBudget)),
 		"District":    locales.HTML(clip(oneLine(o.District), placeBudget)),
 		"Skill":       locales.HTML(clip(oneLine(o.Skill), skillBudget)),
-		"Price":       o.Price,
+		"Price":       u.b.money(r.Lang, o.Price),
 		"Description": locales.HTML(clip(oneLine(o.Description), shortDescBudget)),
 		"Details":     locales.HTML(extra),
 	}
@@ -360,7 +366,7 @@ func (b *Bot) orderEntry(lang string, l dispatch.OrderLine, opening func(city st
 	entry := cat.T(lang, "orders.line", locales.Data{
 		"Order":    o.ID,
 		"State":    orderStateName(cat, lang, o.State),
-		"Price":    o.Price,
+		"Price":    b.money(lang, o.Price),
 		"City":     locales.HTML(clip(oneLine(o.City), listPlaceBudget)),
 		"District": locales.HTML(clip(oneLine(o.District), listPlaceBudget)),
 		"Skill":    locales.HTML(clip(oneLine(o.Skill), listSkillBudget)),
@@ -431,7 +437,7 @@ func (u *dispatchUI) done(r *Request) error {
 		return r.Reply(r.T("done.ok_free", locales.Data{"Order": o.ID}), nil)
 	}
 	return r.Reply(r.T("done.ok", locales.Data{
-		"Order": o.ID, "Amount": o.Commission, "Due": r.Time(o.CommissionDueAt),
+		"Order": o.ID, "Amount": u.b.money(r.Lang, o.Commission), "Due": r.Time(o.CommissionDueAt),
 		"Master": locales.HTML(masterRef(&m, o.MasterID, nameBudget)),
 	}), nil)
 }
@@ -474,7 +480,7 @@ func (u *dispatchUI) paid(r *Request) error {
 	if d.Amount == 0 && !wasBlocked {
 		return r.Reply(r.T("paid.nothing", locales.Data{"Master": who}), nil)
 	}
-	text := r.T("paid.ok", locales.Data{"Master": who, "Amount": d.Amount, "Orders": len(d.Orders)})
+	text := r.T("paid.ok", locales.Data{"Master": who, "Amount": u.b.money(r.Lang, d.Amount), "Orders": len(d.Orders)})
 	if wasBlocked {
 		text += "\n" + r.T("paid.unblocked")
 	}
@@ -602,7 +608,7 @@ func (b *Bot) renderDetails(lang string, o dispatch.Order, f dispatch.Offer, rat
 	text := cat.T(lang, "offer.new", locales.Data{"Order": o.ID}) + "\n" + b.orderText(lang, o, clip(strings.TrimSpace(o.Description), fullDescBudget), placeBudget) + "\n"
 	if rate > 0 {
 		text += "\n" + cat.T(lang, "offer.details_commission", locales.Data{
-			"Amount": dispatch.CommissionOf(o.Price, rate), "Rate": strconv.FormatFloat(rate, 'f', -1, 64),
+			"Amount": b.money(lang, dispatch.CommissionOf(o.Price, rate)), "Rate": strconv.FormatFloat(rate, 'f', -1, 64),
 			"Deadline": b.duration(lang, deadline),
 		})
 	}
@@ -623,7 +629,7 @@ func (b *Bot) orderText(lang string, o dispatch.Order, desc string, place int) s
 		"District":    locales.HTML(clip(oneLine(o.District), place)),
 		"Visit":       locales.HTML(visit),
 		"Skill":       locales.HTML(clip(oneLine(o.Skill), skillBudget)),
-		"Price":       o.Price,
+		"Price":       b.money(lang, o.Price),
 		"Description": locales.HTML(desc),
 	})
 }
@@ -815,18 +821,18 @@ func (d dispatchNotes) Note(n dispatch.Note) []domain.Message {
 		if n.Order != nil && !n.Order.CommissionDueAt.IsZero() {
 			due = locales.Time(lang, n.Order.CommissionDueAt, b.masterZone(n.Master))
 		}
-		text = cat.T(lang, "note.order_done", locales.Data{"Order": orderID, "Amount": n.Amount, "Due": due})
+		text = cat.T(lang, "note.order_done", locales.Data{"Order": orderID, "Amount": b.money(lang, n.Amount), "Due": due})
 		if n.Amount == 0 {
 			text = cat.T(lang, "note.order_done_free", locales.Data{"Order": orderID})
 		}
 	case dispatch.NoteCancelled:
 		text = cat.T(lang, "note.cancelled", locales.Data{"Order": orderID})
 	case dispatch.NoteBlocked:
-		text = cat.T(lang, "note.blocked", locales.Data{"Amount": n.Amount})
+		text = cat.T(lang, "note.blocked", locales.Data{"Amount": b.money(lang, n.Amount)})
 	case dispatch.NoteUnblocked:
-		text = cat.T(lang, "note.unblocked", locales.Data{"Amount": n.Amount})
+		text = cat.T(lang, "note.unblocked", locales.Data{"Amount": b.money(lang, n.Amount)})
 	case dispatch.NotePaid:
-		text = cat.T(lang, "note.paid", locales.Data{"Amount": n.Amount, "Orders": n.Orders})
+		text = cat.T(lang, "note.paid", locales.Data{"Amount": b.money(lang, n.Amount), "Orders": n.Orders})
 	default:
 		b.deps.Log.Error("render note: unknown kind", "note", n.Kind, "master", n.Master.UserID)
 		return nil
@@ -875,7 +881,7 @@ func (b *Bot) renderEvent(lang string, e dispatch.Event) string {
 		"Offer":  e.OfferID,
 		"Master": locales.HTML(masterRef(e.Master, e.MasterID, nameBudget)),
 		"Round":  e.Round,
-		"Amount": e.Amount,
+		"Amount": b.money(lang, e.Amount),
 	})
 }
 

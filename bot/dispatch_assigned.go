@@ -218,7 +218,7 @@ func (b *Bot) renderAssigned(lang string, zone *time.Location, a dispatch.Assign
 	case (o.State == dispatch.Done || o.State == dispatch.Closed) && mine:
 		lines := []string{cat.T(lang, "assigned.done", where)}
 		if o.Commission > 0 {
-			lines = append(lines, cat.T(lang, "assigned.done_commission", locales.Data{"Amount": o.Commission, "Due": locales.Time(lang, o.CommissionDueAt, zone)}))
+			lines = append(lines, cat.T(lang, "assigned.done_commission", locales.Data{"Amount": b.money(lang, o.Commission), "Due": locales.Time(lang, o.CommissionDueAt, zone)}))
 		}
 		lines = append(lines, cat.T(lang, "assigned.photo_hint", locales.Data{"Window": b.duration(lang, a.PhotoWindow)}))
 		return strings.Join(lines, "\n"), nil, nil

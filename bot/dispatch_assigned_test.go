@@ -41,7 +41,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 		"address: Tverskaya 12, apt 5\nName: Ivan <Petrov>\nphone: +7 999 123-45-67\nwhen: 2099-11-27 10:00-12:00")
 	orderID := int64(count(t, env.st, `SELECT max(id) FROM orders`))
 	o := itoa(orderID)
-	require.Equal(t, "🆕 Order #"+o+" created: plumbing, Moscow, Center, price 3000.\nKitchen tap\n"+
+	require.Equal(t, "🆕 Order #"+o+" created: plumbing, Moscow, Center, price 3,000.\nKitchen tap\n"+
 		"🗓 2099-11-27, 10:00–12:00\n🏠 Tverskaya 12, apt 5\n👤 Ivan <Petrov>\n📞 +7 999 123-45-67\n"+
 		"🔒 Only the master who accepts the order sees the address, name and phone.\n\n"+
 		"It is being offered to matching masters; follow it in /orders.", reply.Text)
@@ -53,7 +53,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 	f := offers(t, env.st)[0]
 	require.Equal(t, int64(42), f.MasterID)
 	msg := env.offerMessage(t, f)
-	require.True(t, strings.HasPrefix(msg.Text, "🔔 New order #"+o+"\n📍 Moscow, Center\n🗓 2099-11-27, 10:00–12:00\n🛠 plumbing\n💰 3000\n📝 Kitchen tap\n"), msg.Text)
+	require.True(t, strings.HasPrefix(msg.Text, "🔔 New order #"+o+"\n📍 Moscow, Center\n🗓 2099-11-27, 10:00–12:00\n🛠 plumbing\n💰 3,000\n📝 Kitchen tap\n"), msg.Text)
 	press(t, env.srv, ann, msg, data(t, "ov", f.ID))
 	msg = env.offerMessage(t, f)
 	require.Contains(t, msg.Text, "🗓 2099-11-27, 10:00–12:00")
@@ -65,7 +65,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 	require.Equal(t, "Accepted. The order is yours!", a.Text)
 	msg = env.offerMessage(t, f)
 	require.Equal(t, "✅ Accepted: order #"+o+" is yours\n📍 Moscow, Center\n🏠 Tverskaya 12, apt 5\n👤 Ivan <Petrov>\n📞 +7 999 123-45-67\n"+
-		"🗓 2099-11-27, 10:00–12:00\n🛠 plumbing\n💰 3000\n📝 Kitchen tap\n\n"+
+		"🗓 2099-11-27, 10:00–12:00\n🛠 plumbing\n💰 3,000\n📝 Kitchen tap\n\n"+
 		"Commission: 10% of the price, due within 3 h after the order is done.\n\n"+
 		"Next: press 🚗 On my way when you set off, 📍 Arrived at the customer's and ✅ Done when the job is finished. "+
 		"If you cannot do it, 🙅 Can't do it gives the order back.", msg.Text)

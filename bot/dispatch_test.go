@@ -367,7 +367,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	reply := env.ask(t, env.admin, "/order Moscow Center Plumbing 3_000 "+desc)
 	var orderID int64
 	require.NoError(t, env.st.Pool().QueryRow(ctx, `SELECT id FROM orders`).Scan(&orderID))
-	require.Equal(t, "🆕 Order #"+itoa(orderID)+" created: plumbing, Moscow, Center, price 3000.\nKitchen <b>tap</b> & sink second line\n\n"+
+	require.Equal(t, "🆕 Order #"+itoa(orderID)+" created: plumbing, Moscow, Center, price 3,000.\nKitchen <b>tap</b> & sink second line\n\n"+
 		"It is being offered to matching masters; follow it in /orders.", reply.Text)
 	for _, e := range reply.Entities {
 		require.NotEqual(t, "tap", utf16Slice(reply.Text, e.Offset, e.Length), "no markup was injected")
@@ -381,7 +381,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 		ChatID: int64p(42), MessageID: f.MessageID}, f)
 	msg := env.offerMessage(t, f)
 	require.Equal(t, "HTML", msg.ParseMode)
-	require.True(t, strings.HasPrefix(msg.Text, "🔔 New order #"+itoa(orderID)+"\n📍 Moscow, Center\n🛠 plumbing\n💰 3000\n"+
+	require.True(t, strings.HasPrefix(msg.Text, "🔔 New order #"+itoa(orderID)+"\n📍 Moscow, Center\n🛠 plumbing\n💰 3,000\n"+
 		"📝 Kitchen <b>tap</b> & sink second line\n\n⏳ Answer within "), msg.Text)
 	require.Regexp(t, answerWithin, msg.Text)
 	require.Len(t, msg.Entities, 1, "only our bold header; the description's tags are text")
@@ -410,7 +410,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.Equal(t, "VIEWED", f.State)
 	require.NotNil(t, f.ViewedAt)
 	msg = env.offerMessage(t, f)
-	require.True(t, strings.HasPrefix(msg.Text, "🔔 New order #"+itoa(orderID)+"\n📍 Moscow, Center\n🛠 plumbing\n💰 3000\n"+
+	require.True(t, strings.HasPrefix(msg.Text, "🔔 New order #"+itoa(orderID)+"\n📍 Moscow, Center\n🛠 plumbing\n💰 3,000\n"+
 		"📝 Kitchen <b>tap</b> & sink\nsecond line\n\n"+
 		"💸 Commission if you take it: 300 (10% of the price), due within 3 h after the order is done.\n"+
 		"🔒 The exact address and the customer's contact are shown once you accept.\n\n⏳ Answer within "), msg.Text)
@@ -434,7 +434,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.Equal(t, "ACCEPTED", offers(t, env.st)[0].State)
 	require.Equal(t, orderRow{ID: orderID, State: "ASSIGNED", MasterID: int64p(42), Round: 1}, orderByID(t, env.st, orderID))
 	msg = env.offerMessage(t, f)
-	require.Equal(t, "✅ Accepted: order #"+itoa(orderID)+" is yours\n📍 Moscow, Center\n🛠 plumbing\n💰 3000\n"+
+	require.Equal(t, "✅ Accepted: order #"+itoa(orderID)+" is yours\n📍 Moscow, Center\n🛠 plumbing\n💰 3,000\n"+
 		"📝 Kitchen <b>tap</b> & sink\nsecond line\n\n"+
 		"ℹ️ The admins gave no address or contact for this order: ask them where to go.\n\n"+
 		"Commission: 10% of the price, due within 3 h after the order is done.\n\n"+
@@ -454,7 +454,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.Equal(t, "This button is no longer valid.", a.Text)
 	require.True(t, a.ShowAlert)
 
-	require.Equal(t, "Open orders (1)\n\n#"+itoa(orderID)+" assigned · 3000 · Moscow, Center · plumbing\n↳ master: Ann (id 42)",
+	require.Equal(t, "Open orders (1)\n\n#"+itoa(orderID)+" assigned · 3,000 · Moscow, Center · plumbing\n↳ master: Ann (id 42)",
 		env.ask(t, env.admin, "/orders").Text)
 
 	require.Equal(t, "Usage: /done ID marks an assigned order done; /orders lists them.", env.ask(t, env.admin, "/done").Text)
@@ -527,7 +527,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	require.False(t, a.ShowAlert)
 	msg1 = env.offerMessage(t, f1)
 	require.Equal(t, "❌ You declined order #"+itoa(orderID)+"; it will not be offered to you again.\n"+
-		"📍 Moscow, Center\n🛠 plumbing\n💰 5000\n📝 Bathroom pipe", msg1.Text)
+		"📍 Moscow, Center\n🛠 plumbing\n💰 5,000\n📝 Bathroom pipe", msg1.Text)
 	require.Empty(t, msg1.ReplyMarkup.Buttons())
 	fs := offers(t, env.st)
 	require.Len(t, fs, 2)
@@ -535,7 +535,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	f2 := fs[1]
 	require.Equal(t, offerRow{ID: f2.ID, OrderID: orderID, MasterID: 43, State: "SENT", Round: 1, ChatID: int64p(43), MessageID: f2.MessageID}, f2)
 	msg2 := env.offerMessage(t, f2)
-	require.True(t, strings.HasPrefix(msg2.Text, "🔔 Новый заказ #"+itoa(orderID)+"\n📍 Moscow, Center\n🛠 plumbing\n💰 5000\n📝 Bathroom pipe\n\n⏳ Ответьте в течение "),
+	require.True(t, strings.HasPrefix(msg2.Text, "🔔 Новый заказ #"+itoa(orderID)+"\n📍 Moscow, Center\n🛠 plumbing\n💰 5\u00a0000\n📝 Bathroom pipe\n\n⏳ Ответьте в течение "),
 		"in the master's language: %s", msg2.Text)
 	require.Equal(t, []string{"✅ Принять", "❌ Отказаться", "📄 Подробнее"}, buttonTexts(msg2))
 
@@ -547,7 +547,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	require.Equal(t, "Время на ответ истекло, предложение закрыто.", a.Text)
 	require.True(t, a.ShowAlert)
 	expired := "⌛ Время на ответ по заказу #" + itoa(orderID) + " истекло; предложение закрыто.\n" +
-		"📍 Moscow, Center\n🛠 plumbing\n💰 5000\n📝 Bathroom pipe"
+		"📍 Moscow, Center\n🛠 plumbing\n💰 5\u00a0000\n📝 Bathroom pipe"
 	msg2 = env.offerMessage(t, f2)
 	require.Equal(t, expired, msg2.Text)
 	require.Empty(t, msg2.ReplyMarkup.Buttons())
@@ -568,7 +568,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	require.Equal(t, 2, orderByID(t, env.st, orderID).Round)
 
 	list := env.ask(t, env.admin, "/orders").Text
-	require.Regexp(t, `^Open orders \(1\)\n\n#`+itoa(orderID)+` searching · 5000 · Moscow, Center · plumbing\n`+
+	require.Regexp(t, `^Open orders \(1\)\n\n#`+itoa(orderID)+` searching · 5,000 · Moscow, Center · plumbing\n`+
 		`↳ offered to Борис \(id 43\): sent, (10 min|9 min \d+ s) left$`, list)
 
 	require.Equal(t, "There is no order #999.", env.ask(t, env.admin, "/cancel 999").Text)
@@ -578,7 +578,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	require.Equal(t, "WITHDRAWN", offers(t, env.st)[2].State)
 	msg3 := env.offerMessage(t, f3)
 	require.Equal(t, "🚫 Заказ #"+itoa(orderID)+" отменён; предложение отозвано.\n"+
-		"📍 Moscow, Center\n🛠 plumbing\n💰 5000\n📝 Bathroom pipe", msg3.Text)
+		"📍 Moscow, Center\n🛠 plumbing\n💰 5\u00a0000\n📝 Bathroom pipe", msg3.Text)
 	require.Empty(t, msg3.ReplyMarkup.Buttons())
 	a = pressRaw(t, env.srv, bob, msg3, data(t, "oa", f3.ID))
 	require.Equal(t, "Заказ отменён; предложение отозвано.", a.Text)
