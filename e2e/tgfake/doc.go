@@ -44,6 +44,12 @@
 // the bot is a member of. Users and the bot share one message id sequence
 // per chat. Update ids increase monotonically across the server.
 //
+// setWebhook switches the fake to pushing updates (see webhook.go): each is
+// POSTed to the URL with the secret token, retried until a 2xx answer, up to
+// max_connections at once but one per chat at a time and in order; meanwhile
+// getUpdates is refused with 409, as in Telegram. WithInsecureWebhooks lets
+// a test use a plain-HTTP loopback URL.
+//
 // getUpdates implements long polling for real: a call with a timeout is held
 // until an update arrives or the timeout passes, and a second concurrent
 // call terminates the first with 409 Conflict. Waiting, both in long polls

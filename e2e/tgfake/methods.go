@@ -1,6 +1,7 @@
 package tgfake
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -18,6 +19,7 @@ var methods = func() map[string]methodSpec {
 		{"getMe", getMe},
 		{"getUpdates", getUpdates},
 		{"getWebhookInfo", getWebhookInfo},
+		{"setWebhook", setWebhook},
 		{"deleteWebhook", deleteWebhook},
 		{"sendMessage", sendMessage},
 		{"sendPhoto", sendPhoto},
@@ -56,16 +58,29 @@ func getMe(s *Server, _ *request) (any, *APIError) {
 func getWebhookInfo(s *Server, _ *request) (any, *APIError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return map[string]any{"url": "", "has_custom_certificate": false, "pending_update_count": len(s.updates)}, nil
+	info := map[string]any{"url": "", "has_custom_certificate": false, "pending_update_count": len(s.updates)}
+	if h := s.hook; h != nil {
+		info["url"] = h.url
+		info["max_connections"] = h.maxConn
+		if h.lastErrDate != 0 {
+			info["last_error_date"], info["last_error_message"] = h.lastErrDate, h.lastErrMsg
+		}
+		if len(h.allowed) > 0 {
+			var kinds []string
+			for k := range h.allowed {
+				kinds = append(kinds, k)
+			}
+			slices.Sort(kinds)
+			info["allowed_updates"] = kinds
+		}
+	}
+	return info, nil
 }
 
 func deleteWebhook(s *Server, r *request) (any, *APIError) {
-	if r.boolArg("drop_pending_updates") {
-		s.mu.Lock()
-		s.updates = nil
-		s.notifyLocked()
-		s.mu.Unlock()
-	}
+	s.mu.Lock()
+	s.dropWebhookLocked(r.boolArg("drop_pending_updates"))
+	s.mu.Unlock()
 	return true, nil
 }
 

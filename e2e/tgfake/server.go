@@ -46,6 +46,9 @@ type Server struct {
 	updates      []Update // not yet confirmed by the bot, ascending ids
 	nextUpdateID int
 	poll         *pollWaiter // the getUpdates call currently held, if any
+	hook         *webhook    // set by setWebhook; getUpdates is refused meanwhile
+	// insecureHooks: setWebhook takes http:// URLs on any port (tests).
+	insecureHooks bool
 
 	callbacks      map[string]*callbackState
 	nextCallbackID uint64
@@ -69,6 +72,8 @@ type settings struct {
 	readAll     bool
 	limits      Limits
 	clock       func() time.Time
+	// insecureHooks: setWebhook takes http:// URLs on any port.
+	insecureHooks bool
 }
 
 // WithToken sets the bot token. The bot's user id is taken from the part
@@ -144,6 +149,8 @@ func New(t testing.TB, opts ...Option) *Server {
 		callbacks:    map[string]*callbackState{},
 		nextUpdateID: 1,
 		limiter:      newLimiter(cfg.limits),
+
+		insecureHooks: cfg.insecureHooks,
 	}
 	// httptest listens on 127.0.0.1, so nothing is exposed beyond the host.
 	s.http = httptest.NewServer(s)

@@ -54,6 +54,10 @@ func getUpdates(s *Server, r *request) (any, *APIError) {
 	timeout := r.intArg("timeout", 0, 0, maxPollTimeout)
 
 	s.mu.Lock()
+	if s.hook != nil {
+		s.mu.Unlock()
+		return nil, errDesc(409, DescWebhookActive)
+	}
 	s.confirmLocked(offset)
 	if ups := s.takeLocked(limit); len(ups) > 0 || timeout == 0 {
 		s.mu.Unlock()
