@@ -203,10 +203,26 @@ func (u *memoryUI) forgetConfirmed(r *Request, cb Callback) error {
 	u.b.deps.Log.Info("user forgotten", "user", r.User.ID, "runs", f.Runs, "logs", f.Logs, "summaries", f.Summaries,
 		"searches", f.Searches, "ban_words", f.BanWords, "matches", f.Matches, "group_messages", f.GroupMessages,
 		"messages", f.Messages, "master_kept", f.MasterKept, "orders", f.Orders)
-	text := r.T("memory.forgotten", locales.Data{
-		"Runs": f.Runs, "Logs": f.Logs, "Summaries": f.Summaries, "Searches": f.Searches, "BanWords": f.BanWords,
-		"Matches": f.Matches, "GroupMessages": f.GroupMessages, "Messages": f.Messages,
-	})
+	// Only what there was: a job seeker who never chatted reads no
+	// "summaries — 0".
+	var items []string
+	for _, c := range []struct {
+		key string
+		n   int64
+	}{
+		{"memory.forgotten_runs", int64(f.Runs)}, {"memory.forgotten_logs", int64(f.Logs)},
+		{"memory.forgotten_summaries", int64(f.Summaries)}, {"memory.forgotten_searches", int64(f.Searches)},
+		{"memory.forgotten_ban_words", int64(f.BanWords)}, {"memory.forgotten_matches", int64(f.Matches)},
+		{"memory.forgotten_group_messages", int64(f.GroupMessages)}, {"memory.forgotten_messages", int64(f.Messages)},
+	} {
+		if c.n > 0 {
+			items = append(items, r.T(c.key, locales.Data{"N": locales.Number(r.Lang, c.n)}))
+		}
+	}
+	text := r.T("memory.forgotten_none")
+	if len(items) > 0 {
+		text = r.T("memory.forgotten", locales.Data{"Items": locales.HTML(strings.Join(items, ", "))})
+	}
 	if f.MasterKept {
 		text += "\n" + r.T("memory.forgotten_master", locales.Data{"Orders": f.Orders})
 	}

@@ -474,7 +474,7 @@ func TestMemoryListAndForget(t *testing.T) {
 	ask = env.ask(t, ann, "/forget")
 	answer(t, env.srv, mustPress(t, ann, ask, yes))
 	done, _ := env.srv.MessageByID(42, ask.MessageID)
-	require.True(t, strings.HasPrefix(done.Text, "Done, I forgot you. Deleted: 1 requests, 1 messages and answers, 2 summaries, 0 searches,"), done.Text)
+	require.True(t, strings.HasPrefix(done.Text, "Done, I forgot you. Deleted: requests: 1, messages and answers: 1, summaries: 2, my messages to you: "), done.Text)
 	require.NotContains(t, done.Text, "master record", "Ann was no master")
 	require.Empty(t, done.ReplyMarkup.Buttons())
 	require.Zero(t, remembered())
