@@ -32,6 +32,7 @@ type app struct {
 	log   *slog.Logger
 	store *storage.Store
 	redis *redis.Client // nil without REDIS_URL
+	lease *storage.PollingLease
 	reg   *prometheus.Registry
 	llm   *llm.Client
 	sched *jobs.Scheduler
@@ -70,8 +71,11 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		return nil, err
 	}
 
+	// Exactly one replica polls Telegram, with or without Redis: the holder
+	// of a PostgreSQL session lock, which its death releases at once.
+	a.lease = a.store.PollingLease()
+
 	var locker jobs.Locker
-	var lease bot.Lease
 	if cfg.RedisURL != "" {
 		opts, perr := redis.ParseURL(cfg.RedisURL)
 		if perr != nil {
@@ -80,13 +84,12 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		opts.ContextTimeoutEnabled = true // lets per-call contexts bound socket reads
 		redis.SetLogger(redisLogger{log})
 		a.redis = redis.NewClient(opts)
-		// Redis down at start is survivable: jobs skip ticks and nobody polls
-		// until it is back, so warn rather than refuse to start.
+		// Redis down at start is survivable: jobs skip ticks until it is
+		// back, so warn rather than refuse to start.
 		if perr := a.redis.Ping(ctx).Err(); perr != nil {
 			log.Warn("redis not reachable at start", "err", perr)
 		}
 		locker = jobs.NewRedisLocker(a.redis, jobs.RedisLockerOptions{Prefix: cfg.RedisPrefix, Log: log})
-		lease = jobs.NewRedisLease(a.redis, cfg.RedisPrefix+"telegram:poller", cfg.Replica, 20*time.Second)
 	}
 
 	a.llm, err = llm.New(llm.Config{
@@ -201,7 +204,7 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		return nil, fmt.Errorf("admin chat time zone: %w", err)
 	}
 	a.bot, err = bot.New(bot.Config{
-		URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, Lease: lease,
+		URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, Lease: a.lease,
 		DrainTimeout: cfg.ShutdownTimeout / 2,
 		AdminChatID:  cfg.AdminChatID, AdminLang: cfg.AdminLang, AdminZone: adminZone, Currency: cfg.DispatchCurrency,
 		BoardEvery: cfg.BoardInterval, LiveLogEvery: cfg.LiveLogInterval,
@@ -513,6 +516,9 @@ func (a *app) close() {
 	}
 	if a.redis != nil {
 		_ = a.redis.Close()
+	}
+	if a.lease != nil {
+		a.lease.Close()
 	}
 	if a.store != nil {
 		a.store.Close()

@@ -29,7 +29,7 @@ type Config struct {
 	TelegramAPIURL string `env:"TELEGRAM_API_URL" envDefault:"https://api.telegram.org" help:"Bot API server (a local Bot API server or a test fake)"`
 
 	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/switchboard?sslmode=disable" secret:"true" help:"PostgreSQL; the database is created on first start if missing"`
-	RedisURL    string `env:"REDIS_URL" secret:"true" help:"empty: single replica with in-process locks; set: distributed locks and polling lease"`
+	RedisURL    string `env:"REDIS_URL" secret:"true" help:"empty: single replica with in-process locks; set: job locks shared by replicas (the polling lease is in PostgreSQL either way)"`
 	RedisPrefix string `env:"REDIS_PREFIX" envDefault:"sb:" help:"prefix of every Redis key, so deployments can share one Redis"`
 
 	LLMProvider        string        `env:"LLM_PROVIDER" envDefault:"ollama" help:"ollama or openai (any OpenAI-compatible API)"`
