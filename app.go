@@ -47,7 +47,7 @@ type app struct {
 }
 
 func migrateOnly(ctx context.Context, cfg Config, log *slog.Logger) error {
-	st, err := storage.Open(ctx, cfg.DatabaseURL, log)
+	st, err := openStore(ctx, cfg.DatabaseURL, log, migrateWaitLimit)
 	if err != nil {
 		return err
 	}
@@ -57,14 +57,18 @@ func migrateOnly(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err error) {
 	a = &app{cfg: cfg, log: log, reg: prometheus.NewRegistry()}
+	// The error paths below return a nil *app; closing what was built goes
+	// through built, or the deferred close would dereference that nil and
+	// its panic would hide the start-up error.
+	built := a
 	defer func() {
 		if err != nil {
-			a.close()
+			built.close()
 		}
 	}()
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	if a.store, err = storage.Open(ctx, cfg.DatabaseURL, log); err != nil {
+	if a.store, err = openStore(ctx, cfg.DatabaseURL, log, 0); err != nil {
 		return nil, err
 	}
 	if err = a.store.Migrate(ctx); err != nil {
@@ -84,10 +88,10 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		opts.ContextTimeoutEnabled = true // lets per-call contexts bound socket reads
 		redis.SetLogger(redisLogger{log})
 		a.redis = redis.NewClient(opts)
-		// Redis down at start is survivable: jobs skip ticks until it is
-		// back, so warn rather than refuse to start.
+		// Redis down at start is survivable: jobs skip ticks until it is back,
+		// so follow it in the log rather than refuse to start.
 		if perr := a.redis.Ping(ctx).Err(); perr != nil {
-			log.Warn("redis not reachable at start", "err", perr)
+			go followRedisAtStart(ctx, a.redis, log, perr)
 		}
 		locker = jobs.NewRedisLocker(a.redis, jobs.RedisLockerOptions{Prefix: cfg.RedisPrefix, Log: log})
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
-	"golang.org/x/time/rate"
 	tele "gopkg.in/telebot.v3"
 
 	"switchboard/domain"
@@ -112,13 +111,19 @@ func (b *Bot) identify(next tele.HandlerFunc) tele.HandlerFunc {
 // sees updates, and a lost limiter after a restart costs nothing. Admins
 // are not limited: they are the operators named in ADMIN_IDS, and pasting
 // forty /order commands at once is their work, not a flood.
+//
+// A message counts at the time Telegram dated it, not when it is handled:
+// a backlog fetched at once after an outage or a failover was written at
+// the user's own pace and passes; forty messages dated within one second
+// are still a flood. A button press carries no date of its own (the date of
+// the message it sits on can be days old), so it counts when handled.
 func (b *Bot) rateLimit(next tele.HandlerFunc) tele.HandlerFunc {
 	return func(c tele.Context) error {
 		s := c.Sender()
 		if s == nil || silent(c) || b.isAdmin(s.ID) {
 			return next(c)
 		}
-		allowed, warn := b.limiter.allow(s.ID)
+		allowed, warn := b.limiter.allow(s.ID, b.sentAt(c.Update()))
 		if allowed {
 			return next(c)
 		}
@@ -137,32 +142,53 @@ func (b *Bot) rateLimit(next tele.HandlerFunc) tele.HandlerFunc {
 	}
 }
 
+// sentAt is when the user acted, as far as Telegram tells: a message's date,
+// an edit's edit date, otherwise (button presses, inline queries) now.
+func (b *Bot) sentAt(u tele.Update) time.Time {
+	if m := u.EditedMessage; m != nil && m.LastEdit != 0 {
+		return time.Unix(m.LastEdit, 0)
+	}
+	if m := u.Message; m != nil && m.Unixtime != 0 {
+		return time.Unix(m.Unixtime, 0)
+	}
+	return b.deps.Clock.Now()
+}
+
+// rateLimiter is a token bucket per user, advanced by the time each update
+// was sent rather than by the clock. Its time only moves forward: an update
+// dated before one already counted (a button press counted at handling
+// time, then older messages of a backlog) takes a token without refilling,
+// so out-of-order dates never earn extra tokens.
 type rateLimiter struct {
 	mu     sync.Mutex
-	limit  rate.Limit
-	burst  int
+	rate   float64 // tokens per second
+	burst  float64
 	clock  clockwork.Clock
 	users  map[int64]*userLimit
 	lastGC time.Time
 }
 
 type userLimit struct {
-	lim    *rate.Limiter
+	tokens float64
+	at     time.Time // the latest send time counted
 	warned bool
-	seen   time.Time
+	seen   time.Time // handling time, for forgetting idle users
 }
 
 func newRateLimiter(perSecond float64, burst int, clock clockwork.Clock) *rateLimiter {
-	return &rateLimiter{limit: rate.Limit(perSecond), burst: burst, clock: clock, users: map[int64]*userLimit{}}
+	return &rateLimiter{rate: perSecond, burst: float64(burst), clock: clock, users: map[int64]*userLimit{}}
 }
 
-// allow reports whether the user may proceed and, if not, whether this is the
-// first refusal since they were last allowed (the one worth a warning).
-func (l *rateLimiter) allow(user int64) (ok, warn bool) {
+// allow counts one update the user sent at sentAt and reports whether it
+// may proceed and, if not, whether this is the first refusal since they
+// were last allowed (the one worth a warning).
+func (l *rateLimiter) allow(user int64, sentAt time.Time) (ok, warn bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.clock.Now()
 	if now.Sub(l.lastGC) > 10*time.Minute {
+		// An idle user's bucket would be full again by now: forgetting it
+		// changes nothing.
 		for id, u := range l.users {
 			if now.Sub(u.seen) > 10*time.Minute {
 				delete(l.users, id)
@@ -172,11 +198,16 @@ func (l *rateLimiter) allow(user int64) (ok, warn bool) {
 	}
 	u, found := l.users[user]
 	if !found {
-		u = &userLimit{lim: rate.NewLimiter(l.limit, l.burst)}
+		u = &userLimit{tokens: l.burst, at: sentAt}
 		l.users[user] = u
 	}
 	u.seen = now
-	if u.lim.AllowN(now, 1) {
+	if sentAt.After(u.at) {
+		u.tokens = min(l.burst, u.tokens+sentAt.Sub(u.at).Seconds()*l.rate)
+		u.at = sentAt
+	}
+	if u.tokens >= 1 {
+		u.tokens--
 		u.warned = false
 		return true, false
 	}

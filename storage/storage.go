@@ -102,11 +102,48 @@ func EnsureDatabase(ctx context.Context, databaseURL string, log *slog.Logger) e
 	}
 	defer aconn.Close(context.WithoutCancel(ctx))
 	_, err = aconn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "42P04") { // duplicate_database
+	switch {
+	case err == nil:
+		log.Info("database created", "database", name)
+	case errors.As(err, &pgErr) && (pgErr.Code == "42P04" || pgErr.Code == "23505"):
+		// A replica that started with us created it first. PostgreSQL
+		// says so as duplicate_database when the peer had committed, or as
+		// a unique violation on pg_database_datname_index when both
+		// inserted the catalog row at once.
+		log.Info("database created by another replica", "database", name)
+	default:
 		return fmt.Errorf("create database %q: %w", name, err)
 	}
-	log.Info("database created", "database", name)
 	return nil
+}
+
+// Unavailable reports whether err from Open means the server cannot be
+// reached or cannot take us yet — refused, unresolved, timed out, starting
+// up or shutting down, out of connections — so waiting may fix it. A wrong
+// password, a malformed URL or a refused CREATE DATABASE are not: waiting
+// only hides them.
+func Unavailable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection_exception
+			strings.HasPrefix(pgErr.Code, "53"), // insufficient_resources: too_many_connections…
+			pgErr.Code == "57P01",               // admin_shutdown
+			pgErr.Code == "57P02",               // crash_shutdown
+			pgErr.Code == "57P03":               // cannot_connect_now: starting up, in recovery
+			return true
+		}
+		return false
+	}
+	var parseErr *pgconn.ParseConfigError
+	if errors.As(err, &parseErr) {
+		return false
+	}
+	// No answer from a server at all: a network error, EOF, a timeout.
+	return true
 }
 
 // migrationLockID keys the session advisory lock goose holds while migrating,

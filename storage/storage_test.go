@@ -3,13 +3,16 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
@@ -111,6 +114,63 @@ func TestOpenCreatesMissingDatabase(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 3, st2.Pool().Config().MaxConns)
 	st2.Close()
+}
+
+// Replicas that start together on a fresh server all try CREATE DATABASE;
+// the losers see 42P04 or, when both insert the catalog row at once, 23505
+// on pg_database_datname_index. Either way the database exists: success.
+func TestOpenConcurrentlyCreatesMissingDatabaseOnce(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	for round := range 5 {
+		name := strings.ToLower(fmt.Sprintf("sbtest_race_%s_%d", t.Name(), round))
+		storagetest.Drop(t, name)
+		t.Cleanup(func() { storagetest.Drop(t, name) })
+		const replicas = 6
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		errs := make([]error, replicas)
+		for i := range replicas {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				st, err := storage.Open(ctx, storagetest.URLFor(name), quiet)
+				if err == nil {
+					st.Close()
+				}
+				errs[i] = err
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			require.NoError(t, err, "round %d, replica %d", round, i)
+		}
+	}
+}
+
+func TestUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	// Nothing listens on a port just released.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	_, err = storage.Open(ctx, "postgres://postgres@"+addr+"/x?sslmode=disable&connect_timeout=2", quiet)
+	require.Error(t, err)
+	require.True(t, storage.Unavailable(err), "refused: %v", err)
+
+	_, err = storage.Open(ctx, "postgres://postgres@127.0.0.1:notaport/x", quiet)
+	require.Error(t, err)
+	require.False(t, storage.Unavailable(err), "malformed URL: %v", err)
+
+	for code, want := range map[string]bool{"57P03": true, "53300": true, "08006": true, "28P01": false, "42501": false} {
+		err := fmt.Errorf("connect: %w", &pgconn.PgError{Code: code})
+		require.Equal(t, want, storage.Unavailable(err), code)
+	}
+	require.False(t, storage.Unavailable(context.Canceled))
 }
 
 func TestUsers(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Errors returned by Person.Press and friends, for errors.Is.
@@ -174,7 +175,22 @@ func (p *Person) Reply(msg MessageRef, text string) Message {
 	return p.send(chatID, text, id)
 }
 
+// SendTextAt is SendText for a message the user sent at an earlier time
+// while nobody was receiving (the bot down, a failover): Telegram dates a
+// message when it reaches its servers, in unix seconds, however late the
+// bot fetches it. The date may not lie in the future nor before the chat's
+// latest message: Telegram dates a chat's messages in order.
+func (p *Person) SendTextAt(chatID int64, text string, at time.Time) Message {
+	p.srv.t.Helper()
+	return p.sendAt(chatID, text, 0, at)
+}
+
 func (p *Person) send(chatID int64, text string, replyTo int) Message {
+	p.srv.t.Helper()
+	return p.sendAt(chatID, text, replyTo, time.Time{})
+}
+
+func (p *Person) sendAt(chatID int64, text string, replyTo int, at time.Time) Message {
 	s := p.srv
 	s.t.Helper()
 	if text == "" {
@@ -183,8 +199,18 @@ func (p *Person) send(chatID int64, text string, replyTo int) Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ch := p.chatForLocked(chatID)
+	date := s.now().Unix()
+	if !at.IsZero() {
+		if at.Unix() > date {
+			s.t.Fatalf("tgfake: a message cannot be dated in the future (%s)", at)
+		}
+		if n := len(ch.msgs); n > 0 && at.Unix() < ch.msgs[n-1].msg.Date {
+			s.t.Fatalf("tgfake: a message cannot be dated before the chat's latest one (%s)", at)
+		}
+		date = at.Unix()
+	}
 	from := p.user
-	m := Message{From: &from, Date: s.now().Unix(), Text: text, Entities: detectEntities(text)}
+	m := Message{From: &from, Date: date, Text: text, Entities: detectEntities(text)}
 	if replyTo != 0 {
 		target := ch.live(replyTo)
 		if target == nil {
