@@ -23,6 +23,7 @@ import (
 	"switchboard/jobs"
 	"switchboard/llm"
 	"switchboard/locales"
+	"switchboard/redisgate"
 	"switchboard/storage"
 )
 
@@ -85,7 +86,10 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		if perr := a.redis.Ping(ctx).Err(); perr != nil {
 			log.Warn("redis not reachable at start", "err", perr)
 		}
-		locker = jobs.NewRedisLocker(a.redis, jobs.RedisLockerOptions{Prefix: cfg.RedisPrefix, Log: log})
+		// While Redis fails, ticks are locked in process: every job is safe
+		// twice (ARCHITECTURE), so an outage costs repeated work, not jobs.
+		locker = jobs.NewFallbackLocker(jobs.NewRedisLocker(a.redis, jobs.RedisLockerOptions{Prefix: cfg.RedisPrefix, Log: log}),
+			jobs.NewMemoryLocker(jobs.MemoryLockerOptions{Log: log}), a.redisGate("job locker"))
 		lease = jobs.NewRedisLease(a.redis, cfg.RedisPrefix+"telegram:poller", cfg.Replica, 20*time.Second)
 	}
 
@@ -104,7 +108,8 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 	// share one, else this process's own.
 	pacer := hh.NewMemoryPacer(cfg.HHRate, max(1, int(cfg.HHRate)))
 	if a.redis != nil {
-		pacer = hh.NewRedisPacer(a.redis, cfg.RedisPrefix+"hh:pace", cfg.HHRate, max(1, int(cfg.HHRate)))
+		pacer = hh.NewFallbackPacer(hh.NewRedisPacer(a.redis, cfg.RedisPrefix+"hh:pace", cfg.HHRate, max(1, int(cfg.HHRate))),
+			a.redisGate("hh pacer"), cfg.HHRate, a.liveReplicas)
 	}
 	// The application token, if configured, is one for every replica
 	// (hhtoken.go); its host is HH_OAUTH_URL, not the API's.
@@ -188,7 +193,10 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 	limits.Global, limits.Private, limits.Group = cfg.TelegramRate, cfg.TelegramChatRate, cfg.TelegramGroupRate/60
 	var limiter delivery.Limiter = delivery.NewMemoryLimiter(limits)
 	if a.redis != nil {
-		limiter = delivery.NewRedisLimiter(a.redis, cfg.RedisPrefix, limits)
+		// While Redis fails each replica paces alone at its share of the
+		// limits (the live replicas by heartbeat), and goes back once it answers.
+		limiter = delivery.NewFallbackLimiter(delivery.NewRedisLimiter(a.redis, cfg.RedisPrefix, limits),
+			a.redisGate("telegram limiter"), limits, a.liveReplicas)
 	}
 	a.out, err = delivery.NewSender(delivery.Config{Workers: cfg.OutboxWorkers, MaxBackoff: cfg.OutboxMaxBackoff}, a.store,
 		delivery.NewClient(cfg.TelegramAPIURL, cfg.TelegramToken, nil), limiter, log, a.reg)
@@ -598,6 +606,18 @@ func (j jobStatus) Replicas(ctx context.Context) ([]bot.Replica, error) {
 		out = append(out, bot.Replica{Instance: r.Instance, Version: r.Version, StartedAt: r.StartedAt, SeenAt: r.SeenAt})
 	}
 	return out, nil
+}
+
+// redisGate follows this replica's Redis for one of its users (see redisgate).
+func (a *app) redisGate(name string) *redisgate.Gate {
+	return redisgate.New(name, func(ctx context.Context) error { return a.redis.Ping(ctx).Err() }, a.log)
+}
+
+// liveReplicas counts the replicas seen within three heartbeats: the share
+// of a budget each takes while Redis cannot share it.
+func (a *app) liveReplicas(ctx context.Context) (int, error) {
+	list, err := a.store.Replicas(ctx, 3*a.cfg.HeartbeatInterval)
+	return len(list), err
 }
 
 // redisLogger sends go-redis's own messages ("failed to dial …") to our JSON
