@@ -79,6 +79,15 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 			return nil, fmt.Errorf("REDIS_URL: %w", perr)
 		}
 		opts.ContextTimeoutEnabled = true // lets per-call contexts bound socket reads
+		// Fail fast when Redis is down: every user of it falls back in
+		// process on an error, so retrying inside the client only delays
+		// (the defaults, 3 retries of 5 dials, cost ~3 s a call).
+		if opts.MaxRetries == 0 {
+			opts.MaxRetries = 1
+		}
+		if opts.DialerRetries == 0 {
+			opts.DialerRetries = 2
+		}
 		redis.SetLogger(redisLogger{log})
 		a.redis = redis.NewClient(opts)
 		// Redis down at start is survivable: jobs skip ticks and nobody polls

@@ -367,10 +367,13 @@ func (f *FallbackLimiter) localFor(ctx context.Context) *MemoryLimiter {
 }
 
 // Share is l for one of n replicas pacing alone: every rate divided by n,
-// bursts of one (a burst is what replicas pacing apart would add up).
+// the per-chat ones too — consecutive rows of one chat are claimed by
+// whichever replica is free, so a busy chat gets sends from several
+// replicas at once and their chat rates add up (the e2e test of a Redis
+// outage saw a 429 when only the bot-wide rate was divided); every burst
+// one, as a burst is what replicas pacing apart would add up.
 func (l Limits) Share(n int) Limits {
-	n = max(n, 1)
-	d := float64(n)
+	d := float64(max(n, 1))
 	return Limits{Global: l.Global / d, Private: l.Private / d, Group: l.Group / d, GlobalBurst: 1, PrivateBurst: 1, GroupBurst: 1}
 }
 

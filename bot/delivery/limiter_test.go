@@ -72,8 +72,9 @@ func TestLimitsShare(t *testing.T) {
 	l := delivery.Limits{Global: 30, GlobalBurst: 5, Private: 1, PrivateBurst: 2, Group: 1.0 / 3, GroupBurst: 1}
 	s := l.Share(3)
 	require.InDelta(t, 10, s.Global, 1e-9)
-	require.InDelta(t, 1.0/3, s.Private, 1e-9)
+	require.InDelta(t, 1.0/3, s.Private, 1e-9, "a chat's rows go out from any replica: its rate is split too")
 	require.InDelta(t, 1.0/9, s.Group, 1e-9)
+	require.Equal(t, 1, s.PrivateBurst)
 	require.Equal(t, 1, s.GlobalBurst)
 	require.InDelta(t, 30, l.Share(0).Global, 1e-9, "never more than the whole allowance")
 }
