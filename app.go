@@ -223,7 +223,7 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		AdminChatID:  cfg.AdminChatID, AdminLang: cfg.AdminLang, AdminZone: adminZone, Currency: cfg.DispatchCurrency,
 		BoardEvery: cfg.BoardInterval, LiveLogEvery: cfg.LiveLogInterval,
 	}, bot.Deps{
-		Users: a.store, Status: jobStatus{a.store, cfg.HeartbeatInterval, a.llm, a.hh}, Catalog: locales.MustLoad(), Log: log,
+		Users: a.store, Status: jobStatus{a.store, cfg.HeartbeatInterval, a.llm, a.hh, cfg.VacancyClaimLease}, Catalog: locales.MustLoad(), Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Direct: a.out, Queue: a.store,
 	})
 	if err != nil {
@@ -312,7 +312,9 @@ func (a *app) run(ctx context.Context) error {
 	if a.redis != nil {
 		checks = append(checks, readiness{"redis", func(ctx context.Context) error { return a.redis.Ping(ctx).Err() }})
 	}
-	stopHTTP, err := serveHTTP(ctx, a.cfg.HTTPAddr, newHTTPHandler(a.reg, checks), a.log)
+	stopHTTP, err := serveHTTP(ctx, a.cfg.HTTPAddr, newHTTPHandler(a.reg, checks, report{"held_past_lease", func(ctx context.Context) (any, error) {
+		return a.store.HeldPastLease(ctx, a.cfg.VacancyClaimLease)
+	}}), a.log)
 	if err != nil {
 		a.close()
 		return err
@@ -542,6 +544,14 @@ type jobStatus struct {
 	heartbeat time.Duration
 	llm       *llm.Client
 	hh        *hh.Client
+	// vacancyLease tells a lapsed match claim from a put-back one (Held).
+	vacancyLease time.Duration
+}
+
+// Held feeds /status's line of work held past its lease.
+func (j jobStatus) Held(ctx context.Context) (bot.HeldStatus, error) {
+	h, err := j.store.HeldPastLease(ctx, j.vacancyLease)
+	return bot.HeldStatus{Runs: h.PipelineRuns, Matches: h.VacancyMatches, Rows: h.OutboxRows}, err
 }
 
 // LLMReason feeds /status's LLM line: why this replica's client refuses

@@ -61,3 +61,28 @@ func TestAMatchSaveTheDatabaseRefusesIsRetriedOrGivenBack(t *testing.T) {
 		})
 	}
 }
+
+// A match claimed and abandoned counts as held past its lease once the
+// lease ran out; one put back (ReleaseClaim) does not, though it keeps its
+// token too.
+func TestHeldPastLeaseCountsLapsedMatchClaims(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.queue(t, vacancies(1, 500, 25)...)
+	const lease = time.Minute
+	c, ok, err := b.store.ClaimMatch(b.ctx, vacancy.ClaimOptions{Lease: lease, Taste: 5, DetailFresh: time.Hour})
+	require.NoError(t, err)
+	require.True(t, ok)
+	held := func() int64 {
+		h, err := b.store.HeldPastLease(b.ctx, lease)
+		require.NoError(t, err)
+		return h.VacancyMatches
+	}
+	require.Zero(t, held(), "a live claim")
+	_, err = b.store.Pool().Exec(b.ctx, `UPDATE vacancy_matches SET claimed_until = claimed_until - interval '2 hours',
+updated_at = updated_at - interval '2 hours' WHERE id = $1`, c.Match.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), held(), "its worker died an hour and a minute ago")
+	require.NoError(t, b.store.ReleaseClaim(b.ctx, c.Match.ID, c.Match.ClaimToken, time.Now()))
+	require.Zero(t, held(), "given back")
+}
