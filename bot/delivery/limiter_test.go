@@ -15,9 +15,9 @@ import (
 	"switchboard/bot/delivery"
 	"switchboard/domain"
 	"switchboard/e2e/tgfake"
-	"switchboard/storage"
 	"switchboard/redisgate"
 	"switchboard/redisgate/redistest"
+	"switchboard/storage"
 )
 
 func fallbackLimiter(t *testing.T, rdb *redis.Client, prefix string, l delivery.Limits, replicas int) (*delivery.FallbackLimiter, *redisgate.Gate) {
