@@ -309,12 +309,21 @@ func (a *app) run(ctx context.Context) error {
 			return err
 		}},
 	}
-	if a.redis != nil {
-		checks = append(checks, readiness{"redis", func(ctx context.Context) error { return a.redis.Ping(ctx).Err() }})
-	}
-	stopHTTP, err := serveHTTP(ctx, a.cfg.HTTPAddr, newHTTPHandler(a.reg, checks, report{"held_past_lease", func(ctx context.Context) (any, error) {
+	reports := []report{{"held_past_lease", func(ctx context.Context) (any, error) {
 		return a.store.HeldPastLease(ctx, a.cfg.VacancyClaimLease)
-	}}), a.log)
+	}}}
+	if a.redis != nil {
+		// Reported, not required: without Redis every replica still serves,
+		// pacing and locking in process (ARCHITECTURE "Redis down"), and a
+		// load balancer that dropped them all for it would stop the bot.
+		reports = append(reports, report{"redis", func(ctx context.Context) (any, error) {
+			if err := a.redis.Ping(ctx).Err(); err != nil {
+				return nil, err
+			}
+			return "ok", nil
+		}})
+	}
+	stopHTTP, err := serveHTTP(ctx, a.cfg.HTTPAddr, newHTTPHandler(a.reg, checks, reports...), a.log)
 	if err != nil {
 		a.close()
 		return err
