@@ -23,6 +23,7 @@ import (
 	"switchboard/jobs"
 	"switchboard/llm"
 	"switchboard/locales"
+	"switchboard/redisgate"
 	"switchboard/storage"
 )
 
@@ -86,6 +87,15 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 			return nil, fmt.Errorf("REDIS_URL: %w", perr)
 		}
 		opts.ContextTimeoutEnabled = true // lets per-call contexts bound socket reads
+		// Fail fast when Redis is down: every user of it falls back in
+		// process on an error, so retrying inside the client only delays
+		// (the defaults, 3 retries of 5 dials, cost ~3 s a call).
+		if opts.MaxRetries == 0 {
+			opts.MaxRetries = 1
+		}
+		if opts.DialerRetries == 0 {
+			opts.DialerRetries = 2
+		}
 		redis.SetLogger(redisLogger{log})
 		a.redis = redis.NewClient(opts)
 		// Redis down at start is survivable: jobs skip ticks until it is back,
@@ -93,7 +103,10 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		if perr := a.redis.Ping(ctx).Err(); perr != nil {
 			go followRedisAtStart(ctx, a.redis, log, perr)
 		}
-		locker = jobs.NewRedisLocker(a.redis, jobs.RedisLockerOptions{Prefix: cfg.RedisPrefix, Log: log})
+		// While Redis fails, ticks are locked in process: every job is safe
+		// twice (ARCHITECTURE), so an outage costs repeated work, not jobs.
+		locker = jobs.NewFallbackLocker(jobs.NewRedisLocker(a.redis, jobs.RedisLockerOptions{Prefix: cfg.RedisPrefix, Log: log}),
+			jobs.NewMemoryLocker(jobs.MemoryLockerOptions{Log: log}), a.redisGate("job locker"))
 	}
 
 	a.llm, err = llm.New(llm.Config{
@@ -111,7 +124,8 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 	// share one, else this process's own.
 	pacer := hh.NewMemoryPacer(cfg.HHRate, max(1, int(cfg.HHRate)))
 	if a.redis != nil {
-		pacer = hh.NewRedisPacer(a.redis, cfg.RedisPrefix+"hh:pace", cfg.HHRate, max(1, int(cfg.HHRate)))
+		pacer = hh.NewFallbackPacer(hh.NewRedisPacer(a.redis, cfg.RedisPrefix+"hh:pace", cfg.HHRate, max(1, int(cfg.HHRate))),
+			a.redisGate("hh pacer"), cfg.HHRate, a.liveReplicas)
 	}
 	// The application token, if configured, is one for every replica
 	// (hhtoken.go); its host is HH_OAUTH_URL, not the API's.
@@ -195,7 +209,10 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 	limits.Global, limits.Private, limits.Group = cfg.TelegramRate, cfg.TelegramChatRate, cfg.TelegramGroupRate/60
 	var limiter delivery.Limiter = delivery.NewMemoryLimiter(limits)
 	if a.redis != nil {
-		limiter = delivery.NewRedisLimiter(a.redis, cfg.RedisPrefix, limits)
+		// While Redis fails each replica paces alone at its share of the
+		// limits (the live replicas by heartbeat), and goes back once it answers.
+		limiter = delivery.NewFallbackLimiter(delivery.NewRedisLimiter(a.redis, cfg.RedisPrefix, limits),
+			a.redisGate("telegram limiter"), limits, a.liveReplicas)
 	}
 	a.out, err = delivery.NewSender(delivery.Config{Workers: cfg.OutboxWorkers, MaxBackoff: cfg.OutboxMaxBackoff}, a.store,
 		delivery.NewClient(cfg.TelegramAPIURL, cfg.TelegramToken, nil), limiter, log, a.reg)
@@ -213,7 +230,7 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		AdminChatID:  cfg.AdminChatID, AdminLang: cfg.AdminLang, AdminZone: adminZone, Currency: cfg.DispatchCurrency,
 		BoardEvery: cfg.BoardInterval, LiveLogEvery: cfg.LiveLogInterval,
 	}, bot.Deps{
-		Users: a.store, Status: jobStatus{a.store, cfg.HeartbeatInterval, a.llm, a.hh}, Catalog: locales.MustLoad(), Log: log,
+		Users: a.store, Status: jobStatus{a.store, cfg.HeartbeatInterval, a.llm, a.hh, cfg.VacancyClaimLease}, Catalog: locales.MustLoad(), Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Direct: a.out, Queue: a.store,
 	})
 	if err != nil {
@@ -299,10 +316,21 @@ func (a *app) run(ctx context.Context) error {
 			return err
 		}},
 	}
+	reports := []report{{"held_past_lease", func(ctx context.Context) (any, error) {
+		return a.store.HeldPastLease(ctx, a.cfg.VacancyClaimLease)
+	}}}
 	if a.redis != nil {
-		checks = append(checks, readiness{"redis", func(ctx context.Context) error { return a.redis.Ping(ctx).Err() }})
+		// Reported, not required: without Redis every replica still serves,
+		// pacing and locking in process (ARCHITECTURE "Redis down"), and a
+		// load balancer that dropped them all for it would stop the bot.
+		reports = append(reports, report{"redis", func(ctx context.Context) (any, error) {
+			if err := a.redis.Ping(ctx).Err(); err != nil {
+				return nil, err
+			}
+			return "ok", nil
+		}})
 	}
-	stopHTTP, err := serveHTTP(ctx, a.cfg.HTTPAddr, newHTTPHandler(a.reg, checks), a.log)
+	stopHTTP, err := serveHTTP(ctx, a.cfg.HTTPAddr, newHTTPHandler(a.reg, checks, reports...), a.log)
 	if err != nil {
 		a.close()
 		return err
@@ -535,6 +563,14 @@ type jobStatus struct {
 	heartbeat time.Duration
 	llm       *llm.Client
 	hh        *hh.Client
+	// vacancyLease tells a lapsed match claim from a put-back one (Held).
+	vacancyLease time.Duration
+}
+
+// Held feeds /status's line of work held past its lease.
+func (j jobStatus) Held(ctx context.Context) (bot.HeldStatus, error) {
+	h, err := j.store.HeldPastLease(ctx, j.vacancyLease)
+	return bot.HeldStatus{Runs: h.PipelineRuns, Matches: h.VacancyMatches, Rows: h.OutboxRows}, err
 }
 
 // LLMReason feeds /status's LLM line: why this replica's client refuses
@@ -608,6 +644,18 @@ func (j jobStatus) Replicas(ctx context.Context) ([]bot.Replica, error) {
 		out = append(out, bot.Replica{Instance: r.Instance, Version: r.Version, StartedAt: r.StartedAt, SeenAt: r.SeenAt})
 	}
 	return out, nil
+}
+
+// redisGate follows this replica's Redis for one of its users (see redisgate).
+func (a *app) redisGate(name string) *redisgate.Gate {
+	return redisgate.New(name, func(ctx context.Context) error { return a.redis.Ping(ctx).Err() }, a.log)
+}
+
+// liveReplicas counts the replicas seen within three heartbeats: the share
+// of a budget each takes while Redis cannot share it.
+func (a *app) liveReplicas(ctx context.Context) (int, error) {
+	list, err := a.store.Replicas(ctx, 3*a.cfg.HeartbeatInterval)
+	return len(list), err
 }
 
 // redisLogger sends go-redis's own messages ("failed to dial …") to our JSON

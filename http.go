@@ -20,9 +20,19 @@ type readiness struct {
 	check func(ctx context.Context) error
 }
 
+// report is something /readyz shows without judging readiness by it.
+type report struct {
+	name string
+	read func(ctx context.Context) (any, error)
+}
+
 // newHTTPHandler serves /healthz (the process answers), /readyz (its
-// dependencies answer and the schema is current) and /metrics.
-func newHTTPHandler(reg *prometheus.Registry, checks []readiness) http.Handler {
+// dependencies answer and the schema is current) and /metrics. /readyz
+// also shows reports — the work held past its lease, say — whose values do
+// not make the replica unready: taking a replica out of the load balancer
+// would not free a claim a dead worker left; the reaper and the next
+// claims do. Only a failing check (the database down) answers 503.
+func newHTTPHandler(reg *prometheus.Registry, checks []readiness, reports ...report) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -31,7 +41,7 @@ func newHTTPHandler(reg *prometheus.Registry, checks []readiness) http.Handler {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 		defer cancel()
-		status := map[string]string{}
+		status := map[string]any{}
 		code := http.StatusOK
 		for _, c := range checks {
 			if err := c.check(ctx); err != nil {
@@ -40,6 +50,13 @@ func newHTTPHandler(reg *prometheus.Registry, checks []readiness) http.Handler {
 				continue
 			}
 			status[c.name] = "ok"
+		}
+		for _, rp := range reports {
+			v, err := rp.read(ctx)
+			if err != nil {
+				v = err.Error()
+			}
+			status[rp.name] = v
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)

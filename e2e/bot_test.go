@@ -68,7 +68,8 @@ func TestStartAndHelpDifferForUserAndAdmin(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
-	require.JSONEq(t, `{"postgres":"ok","migrations":"ok"}`, string(body))
+	require.JSONEq(t, `{"postgres":"ok","migrations":"ok",
+		"held_past_lease":{"pipeline_runs":0,"vacancy_matches":0,"outbox_rows":0}}`, string(body))
 	resp, err = http.Get("http://" + p.Env["HTTP_ADDR"] + "/metrics")
 	require.NoError(t, err)
 	body, _ = io.ReadAll(resp.Body)

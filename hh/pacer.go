@@ -11,6 +11,8 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
+
+	"switchboard/redisgate"
 )
 
 // Pacer paces the requests of every worker (and, shared through Redis,
@@ -104,6 +106,71 @@ if t < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], '1', 'PX', ARGV[1]) end
 return 1`
 	if err := p.rdb.Eval(ctx, script, []string{p.key + ":pause"}, d.Milliseconds()).Err(); err != nil {
 		return fmt.Errorf("hh pacer pause: %w", err)
+	}
+	return nil
+}
+
+// NewFallbackPacer paces through shared (a Redis pacer) while Redis answers
+// and, while it fails (gate), in process at this replica's share: perSecond
+// divided by the live replicas (replicas; on error the last count, at first
+// 4), bursts of one. A Retry-After heard meanwhile holds this replica.
+func NewFallbackPacer(shared Pacer, gate *redisgate.Gate, perSecond float64, replicas func(context.Context) (int, error)) Pacer {
+	return &fallbackPacer{shared: shared, gate: gate, perSecond: perSecond, replicas: replicas, share: 4}
+}
+
+type fallbackPacer struct {
+	shared    Pacer
+	gate      *redisgate.Gate
+	perSecond float64
+	replicas  func(context.Context) (int, error)
+
+	mu      sync.Mutex
+	local   Pacer
+	share   int
+	builtAt time.Time
+}
+
+// localFor is the in-process pacer, rebuilt for the replicas alive now
+// when a minute old.
+func (p *fallbackPacer) localFor(ctx context.Context) Pacer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.local != nil && time.Since(p.builtAt) < time.Minute {
+		return p.local
+	}
+	n := p.share
+	if p.replicas != nil {
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		if got, err := p.replicas(qctx); err == nil && got > 0 {
+			n = got
+		}
+		cancel()
+	}
+	if p.local == nil || n != p.share {
+		p.local = NewMemoryPacer(p.perSecond/float64(n), 1)
+	}
+	p.share, p.builtAt = n, time.Now()
+	return p.local
+}
+
+func (p *fallbackPacer) Wait(ctx context.Context) error {
+	if !p.gate.Down(ctx) {
+		err := p.shared.Wait(ctx)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		p.gate.Fail(ctx, err)
+	}
+	return p.localFor(ctx).Wait(ctx)
+}
+
+func (p *fallbackPacer) Pause(ctx context.Context, d time.Duration) error {
+	_ = p.localFor(ctx).Pause(ctx, d)
+	if p.gate.Down(ctx) {
+		return nil
+	}
+	if err := p.shared.Pause(ctx, d); err != nil && ctx.Err() == nil {
+		p.gate.Fail(ctx, err)
 	}
 	return nil
 }

@@ -16,6 +16,8 @@ import (
 	"switchboard/domain/vacancy"
 	"switchboard/hh"
 	"switchboard/hh/hhtest"
+	"switchboard/redisgate"
+	"switchboard/redisgate/redistest"
 )
 
 var params = vacancy.Params{Text: "golang"}
@@ -99,4 +101,38 @@ func TestRedisPacerSharesThePause(t *testing.T) {
 	at := arrivals(srv)
 	require.Len(t, at, 2)
 	require.GreaterOrEqual(t, at[1].Sub(at[0]), 900*time.Millisecond, "the other replica waited out the pause (PTTL is in milliseconds)")
+}
+
+// With its Redis stopped the pacer still lets requests go, paced in
+// process, and goes back to Redis once it answers.
+func TestFallbackPacerRidesOutRedis(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	gate := redisgate.New("hh pacer", func(ctx context.Context) error { return rdb.Ping(ctx).Err() }, nil)
+	gate.First, gate.Max = 20*time.Millisecond, 50*time.Millisecond
+	p := hh.NewFallbackPacer(hh.NewRedisPacer(rdb, "pace", 100, 5), gate, 100,
+		func(context.Context) (int, error) { return 2, nil })
+	ctx := context.Background()
+	require.NoError(t, p.Wait(ctx))
+	require.NotEmpty(t, rdb.Keys(ctx, "*pace").Val(), "paced through Redis")
+
+	srv.Stop()
+	for range 5 {
+		require.NoError(t, p.Wait(ctx), "Redis down slows HH requests, never stops them")
+	}
+	require.NoError(t, p.Pause(ctx, time.Millisecond))
+	require.True(t, gate.IsDown())
+	require.Equal(t, 1, gate.Switches())
+
+	srv.Resume()
+	deadline := time.Now().Add(10 * time.Second)
+	for gate.IsDown() {
+		require.True(t, time.Now().Before(deadline), "the gate never probed Redis back")
+		require.NoError(t, p.Wait(ctx))
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, p.Wait(ctx))
+	require.NotEmpty(t, rdb.Keys(ctx, "*pace").Val(), "back on the shared pace")
 }

@@ -51,9 +51,11 @@
 // MemoryLocker keeps them in a map with the same semantics (a single replica,
 // or tests that run several schedulers in one process). Every Redis call is
 // bounded by a short timeout, so an outage costs skipped ticks, never a hung
-// scheduler. A run that ends while Redis is away cannot release its lease;
-// the lease then expires by itself, and the job waits up to one Lease after
-// Redis returns.
+// scheduler. FallbackLocker wraps a RedisLocker: while Redis fails, ticks
+// are locked by a MemoryLocker in this process (each replica runs each tick
+// once, replicas may run it together — safe, see below), and Redis is used
+// again once it answers. A run that ends while Redis is away cannot release
+// its Redis lease; the lease then expires by itself.
 //
 // # Why correctness still comes from SQL
 //

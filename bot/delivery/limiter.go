@@ -11,6 +11,8 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
+
+	"switchboard/redisgate"
 )
 
 // Limits are Telegram's limits as the senders pace under them. Each is a
@@ -63,6 +65,7 @@ type MemoryLimiter struct {
 	chats  map[int64]*rate.Limiter
 	paused map[int64]time.Time // chat → until; key 0 is the whole bot
 	now    func() time.Time
+	share  int // the replica count a FallbackLimiter built it for
 }
 
 // NewMemoryLimiter builds an in-process limiter.
@@ -307,4 +310,94 @@ func sleep(ctx context.Context, d time.Duration) error {
 // jitter spreads d by ±20 %, so rows retried together do not return together.
 func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// FallbackLimiter is the shared RedisLimiter while Redis answers and, while
+// it fails, an in-process MemoryLimiter pacing this replica at its share of
+// the limits: every rate divided by the number of live replicas, so the
+// replicas together stay under Telegram's allowance without talking to each
+// other. Redis is an accelerator: its outage slows delivery, never stops it.
+type FallbackLimiter struct {
+	shared Limiter
+	gate   *redisgate.Gate
+	limits Limits
+	// replicas counts the live replicas (the heartbeat table); on error or
+	// 0 the last count is kept, at first DefaultShare.
+	replicas func(context.Context) (int, error)
+
+	mu      sync.Mutex
+	local   *MemoryLimiter
+	builtAt time.Time
+	share   int
+}
+
+// DefaultShare is the replica count assumed when the heartbeat table cannot
+// say (the database may be down too): pacing as one of this many is
+// conservative for the deployments this bot runs as.
+const DefaultShare = 4
+
+// NewFallbackLimiter wraps shared (a RedisLimiter) with gate's view of Redis.
+func NewFallbackLimiter(shared Limiter, gate *redisgate.Gate, l Limits, replicas func(context.Context) (int, error)) *FallbackLimiter {
+	return &FallbackLimiter{shared: shared, gate: gate, limits: l, replicas: replicas, share: DefaultShare}
+}
+
+// localFor returns the in-process limiter, rebuilt at the share of the
+// replicas alive now when it is a minute old (a replica gone or come).
+func (f *FallbackLimiter) localFor(ctx context.Context) *MemoryLimiter {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.local != nil && time.Since(f.builtAt) < time.Minute {
+		return f.local
+	}
+	if f.replicas != nil {
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		if n, err := f.replicas(qctx); err == nil && n > 0 {
+			f.share = n
+		}
+		cancel()
+	}
+	if f.local != nil && f.local.share == f.share {
+		f.builtAt = time.Now()
+		return f.local
+	}
+	f.local = NewMemoryLimiter(f.limits.Share(f.share))
+	f.local.share = f.share
+	f.builtAt = time.Now()
+	return f.local
+}
+
+// Share is l for one of n replicas pacing alone: every rate divided by n,
+// the per-chat ones too — consecutive rows of one chat are claimed by
+// whichever replica is free, so a busy chat gets sends from several
+// replicas at once and their chat rates add up (the e2e test of a Redis
+// outage saw a 429 when only the bot-wide rate was divided); every burst
+// one, as a burst is what replicas pacing apart would add up.
+func (l Limits) Share(n int) Limits {
+	d := float64(max(n, 1))
+	return Limits{Global: l.Global / d, Private: l.Private / d, Group: l.Group / d, GlobalBurst: 1, PrivateBurst: 1, GroupBurst: 1}
+}
+
+// Take implements Limiter.
+func (f *FallbackLimiter) Take(ctx context.Context, chatID int64, maxWait time.Duration) (time.Duration, error) {
+	if !f.gate.Down(ctx) {
+		wait, err := f.shared.Take(ctx, chatID, maxWait)
+		if err == nil || ctx.Err() != nil {
+			return wait, err
+		}
+		f.gate.Fail(ctx, err)
+	}
+	return f.localFor(ctx).Take(ctx, chatID, maxWait)
+}
+
+// Pause implements Limiter: the pause is kept in process too, so it holds
+// whichever limiter the next Take uses.
+func (f *FallbackLimiter) Pause(ctx context.Context, chatID int64, d time.Duration, global bool) error {
+	_ = f.localFor(ctx).Pause(ctx, chatID, d, global)
+	if f.gate.Down(ctx) {
+		return nil
+	}
+	if err := f.shared.Pause(ctx, chatID, d, global); err != nil && ctx.Err() == nil {
+		f.gate.Fail(ctx, err)
+	}
+	return nil
 }

@@ -187,7 +187,14 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 	}
 	switch class {
 	case OK, NotModified:
-		ok, derr := s.store.OutboxDelivered(dctx, r.ID, r.Token, msgID)
+		// The message is out: a mark the database refuses is retried, or
+		// the row would be sent again once its claim lapsed.
+		var ok bool
+		derr := s.save(ctx, "record delivery", r.ID, func(ctx context.Context) error {
+			var err error
+			ok, err = s.store.OutboxDelivered(ctx, r.ID, r.Token, msgID)
+			return err
+		})
 		if derr != nil {
 			log.Error("record delivery", "err", derr)
 			return
@@ -284,11 +291,42 @@ func (s *Sender) retry(ctx context.Context, r domain.Queued, after time.Duration
 	// A row put back for pacing was not tried: its attempts, which set the
 	// backoff after a failure, count only calls to Telegram.
 	tried := reason != "paced" && reason != "limiter"
-	if err := s.store.OutboxRetry(ctx, r.ID, r.Token, after, why, tried); err != nil {
+	if err := s.save(ctx, "return outbox row", r.ID, func(ctx context.Context) error {
+		return s.store.OutboxRetry(ctx, r.ID, r.Token, after, why, tried)
+	}); err != nil {
 		s.log.Error("return outbox row", "row", r.ID, "err", err)
 		return
 	}
 	s.m.retried.WithLabelValues(r.Kind, reason).Inc()
+}
+
+// saveRetries are the waits between attempts of a row's closing mark the
+// database refused, as River retries a job's completion (1, 2, 4 s).
+var saveRetries = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
+
+// save runs a row's closing mark until the database answers, at most
+// len(saveRetries)+1 times, each attempt with a deadline of its own and
+// even when ctx has ended (stopping must not leave the row claimed). The
+// marks name the claim token, so one that landed before its answer was
+// lost is refused the second time, not applied twice.
+func (s *Sender) save(ctx context.Context, what string, id int64, fn func(context.Context) error) error {
+	attempt := func() error {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return fn(actx)
+	}
+	err := attempt()
+	for _, d := range saveRetries {
+		if err == nil {
+			return nil
+		}
+		s.log.Warn(what+": database refused; retrying", "row", id, "err", err, "retry_in", d)
+		if sleep(context.WithoutCancel(ctx), d) != nil {
+			return err
+		}
+		err = attempt()
+	}
+	return err
 }
 
 func (s *Sender) drop(ctx context.Context, r domain.Queued, why string) {

@@ -15,6 +15,7 @@ type metrics struct {
 	retries   *prometheus.CounterVec
 	finished  *prometheus.CounterVec
 	reaped    prometheus.Counter
+	givenBack prometheus.Counter
 	backlog   prometheus.Gauge
 }
 
@@ -39,11 +40,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		reaped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "memory_runs_reaped_total", Help: "Stalled runs the reaper returned to the stage before.",
 		}),
+		givenBack: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memory_runs_given_back_total", Help: "Stages given back because their result could not be saved.",
+		}),
 		backlog: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "memory_runs_backlog", Help: "Runs in NEW at the last sweep.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.submitted, m.stage, m.failed, m.retries, m.finished, m.reaped, m.backlog} {
+	for _, c := range []prometheus.Collector{m.submitted, m.stage, m.failed, m.retries, m.finished, m.reaped, m.givenBack, m.backlog} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("memory metrics: %w", err)
 		}

@@ -171,12 +171,85 @@ func (s *Service) stage(ctx context.Context, r Run, rc Recall, name string,
 		st.Messages = s.render(r.apply(st)) // queued with the answer itself
 	}
 	moved, ok, err := s.step(ctx, r, st)
-	if err != nil || !ok {
-		// Not ok: the reaper took it back while we worked; whoever has it now finishes.
-		s.log.Warn("advance run", "run", r.ID, "to", next[0], "err", err, "moved", ok)
+	if err != nil {
+		// The database refused the result through every retry: give the
+		// stage back as soon as it answers, so a worker takes the run
+		// again at once instead of after the lease.
+		s.log.Warn("advance run failed; giving the stage back", "run", r.ID, "to", next[0], "err", err)
+		s.giveBack(ctx, r)
+		return r, false
+	}
+	if !ok {
+		// The reaper took it back while we worked; whoever has it now finishes.
+		s.log.Warn("advance run", "run", r.ID, "to", next[0], "moved", ok)
 		return r, false
 	}
 	return moved, true
+}
+
+// saveRetries are the waits between attempts to save a result the
+// database refused, as River retries a job's completion (1, 2, 4 s): a
+// blink — a restart, a failover — is over by then; a longer outage gives
+// the claim back instead (giveBack).
+var saveRetries = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
+
+// retrySave runs save until it answers, at most len(saveRetries)+1 times,
+// and returns its last error. Every save here is a conditional statement
+// naming the state it leaves, so one that landed before its answer was
+// lost is refused the second time, not applied twice.
+func (s *Service) retrySave(ctx context.Context, what string, id int64, save func(context.Context) error) error {
+	err := save(ctx)
+	for _, d := range saveRetries {
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		s.log.Warn(what+": database refused; retrying", "run", id, "err", err, "retry_in", d)
+		if !s.wait(ctx, d) {
+			return err
+		}
+		err = save(ctx)
+	}
+	return err
+}
+
+// wait sleeps d on the service's clock; false if ctx ended first.
+func (s *Service) wait(ctx context.Context, d time.Duration) bool {
+	t := s.deps.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.Chan():
+		return true
+	}
+}
+
+// giveBack returns a captured stage to the status before it once the
+// database answers: tried with backoff (1 s doubling to 10 s) until the
+// lease we hold would have lapsed anyway (then it is the reaper's), and
+// once more if ctx ends. The move names the stage's status, so a run the
+// reaper took meanwhile is left alone. The run is then looked at again
+// here at once; its NOTIFY tells the other replicas.
+func (s *Service) giveBack(ctx context.Context, r Run) {
+	deadline := s.deps.Clock.Now().Add(s.cfg.Lease)
+	for d := time.Second; ; d = min(2*d, 10*time.Second) {
+		rctx, cancel := detached(ctx)
+		_, err := s.deps.Repo.StepRun(rctx, r.ID, Step{From: r.Status, To: capturing[r.Status]})
+		cancel()
+		if err == nil {
+			s.m.givenBack.Inc()
+			s.log.Info("run given back after a failed save", "run", r.ID, "to", capturing[r.Status])
+			s.o.wake(Ref{ID: r.ID, UserID: r.UserID, Status: capturing[r.Status]})
+			return
+		}
+		if ctx.Err() != nil || s.deps.Clock.Now().Add(d).After(deadline) {
+			s.log.Error("give run back", "run", r.ID, "err", err)
+			return
+		}
+		if !s.wait(ctx, d) {
+			return
+		}
+	}
 }
 
 // handBack returns a captured run to the status before its stage, even
@@ -203,8 +276,13 @@ func (s *Service) fail(ctx context.Context, r Run, stage string, cause error) (R
 	st := Step{From: r.Status, To: Failed, Change: Change{ErrorMessage: msg}, Hold: s.cfg.Lease}
 	st.Messages = s.render(r.apply(st))
 	failed, ok, err := s.step(ctx, r, st)
-	if err != nil || !ok {
-		s.log.Error("mark run failed", "run", r.ID, "err", err, "moved", ok)
+	if err != nil {
+		s.log.Error("mark run failed; giving the stage back", "run", r.ID, "err", err)
+		s.giveBack(ctx, r)
+		return r, false
+	}
+	if !ok {
+		s.log.Error("mark run failed", "run", r.ID, "moved", ok)
 		return r, false
 	}
 	return failed, true
@@ -328,7 +406,10 @@ func (s *Service) finish(ctx context.Context, r Run) {
 		}
 	}()
 	if r.DeliveredAt.IsZero() {
-		if _, err := s.deps.Repo.MarkDelivered(ctx, r.ID, s.render(r)); err != nil {
+		if err := s.retrySave(ctx, "queue the answer of run", r.ID, func(ctx context.Context) error {
+			_, err := s.deps.Repo.MarkDelivered(ctx, r.ID, s.render(r))
+			return err
+		}); err != nil {
 			s.log.Error("queue the answer of run", "run", r.ID, "status", r.Status, "err", err)
 			return // the sweep retries; archiving waits so the user's runs stay in order
 		}
@@ -339,7 +420,12 @@ func (s *Service) finish(ctx context.Context, r Run) {
 		if ctx.Err() != nil {
 			return
 		}
-		n, _, err := s.deps.Repo.ArchiveRun(ctx, r.ID, sum)
+		var n Ref
+		err := s.retrySave(ctx, "archive run", r.ID, func(ctx context.Context) error {
+			var err error
+			n, _, err = s.deps.Repo.ArchiveRun(ctx, r.ID, sum)
+			return err
+		})
 		if err != nil {
 			s.log.Error("archive run", "run", r.ID, "err", err)
 			return
@@ -362,12 +448,27 @@ func (s *Service) finish(ctx context.Context, r Run) {
 	}
 }
 
-// release drops this worker's claim on a finished run.
+// release drops this worker's claim on a finished run, as soon as the
+// database answers: retried with backoff (1 s doubling to 10 s) until the
+// claim would have lapsed anyway, so another worker delivers or archives
+// it at once rather than after the lease.
 func (s *Service) release(ctx context.Context, id int64) {
-	rctx, cancel := detached(ctx)
-	defer cancel()
-	if err := s.deps.Repo.ReleaseRun(rctx, id); err != nil {
-		s.log.Error("release run", "run", id, "err", err)
+	deadline := s.deps.Clock.Now().Add(s.cfg.Lease)
+	for d := time.Second; ; d = min(2*d, 10*time.Second) {
+		rctx, cancel := detached(ctx)
+		err := s.deps.Repo.ReleaseRun(rctx, id)
+		cancel()
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil || s.deps.Clock.Now().Add(d).After(deadline) {
+			s.log.Error("release run", "run", id, "err", err)
+			return
+		}
+		s.log.Warn("release run: database refused; retrying", "run", id, "err", err, "retry_in", d)
+		if !s.wait(ctx, d) {
+			return
+		}
 	}
 }
 

@@ -178,6 +178,8 @@ type Repository interface {
 	CaptureRun(ctx context.Context, id int64, from, to Status, lease time.Duration, recall RecallSize) (Run, Recall, bool, error)
 	// StepRun applies st; false if the run was not in st.From.
 	StepRun(ctx context.Context, id int64, st Step) (bool, error)
+	// PipelineRun reads a run as it is now.
+	PipelineRun(ctx context.Context, id int64) (Run, error)
 	ClaimFinished(ctx context.Context, id int64, lease time.Duration) (Run, bool, error)
 	// MarkDelivered queues msgs (the answer or the failure notice) and
 	// records delivered_at, in one statement, for a finished run whose
@@ -471,7 +473,26 @@ func (s *Service) step(ctx context.Context, r Run, st Step) (Run, bool, error) {
 			return r, false, err
 		}
 	}
-	ok, err := s.deps.Repo.StepRun(ctx, r.ID, st)
+	// A save the database refused is retried (saveRetries): the step names
+	// the status it leaves, so a second attempt after a first that did
+	// land is refused, never applied twice.
+	var ok, unsure bool
+	err := s.retrySave(ctx, "step run", r.ID, func(ctx context.Context) error {
+		var err error
+		if ok, err = s.deps.Repo.StepRun(ctx, r.ID, st); err != nil {
+			unsure = true
+		}
+		return err
+	})
+	if err == nil && !ok && unsure {
+		// An attempt whose answer was lost (the connection dropped after
+		// the commit) may have landed: the run is then where this step
+		// leaves it, held by us — nobody else could have moved it there
+		// within the lease we hold — so carry on rather than wait it out.
+		if cur, rerr := s.deps.Repo.PipelineRun(ctx, r.ID); rerr == nil && cur.Status == r.apply(st).Status {
+			ok = true
+		}
+	}
 	if err != nil || !ok {
 		return r, false, err
 	}

@@ -220,7 +220,10 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	word := bans.Match(v.Title, v.Snippet, PlainText(v.Description))
 	if word != "" || v.Experience == MoreThan6 && !c.User.Senior {
 		s.keepDetail(ctx, fresh)
-		if _, err := s.deps.Repo.DeleteMatch(ctx, m.ID, m.ClaimToken, s.firstNews(c)); err != nil {
+		if err := s.save(ctx, m, "delete banned match", func(ctx context.Context) error {
+			_, err := s.deps.Repo.DeleteMatch(ctx, m.ID, m.ClaimToken, s.firstNews(c))
+			return err
+		}); err != nil {
 			log.Error("delete banned match", "err", err)
 			return "error"
 		}
@@ -244,8 +247,11 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		return s.skip(ctx, m, ReasonLLMError, err, fresh)
 	}
 	if !verdict.Relevant() {
-		if _, _, err := s.transition(ctx, m, NotSuitable, Change{
-			Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Announce: s.firstNews(c),
+		if err := s.save(ctx, m, "mark not suitable", func(ctx context.Context) error {
+			_, _, err := s.transition(ctx, m, NotSuitable, Change{
+				Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Announce: s.firstNews(c),
+			})
+			return err
 		}); err != nil {
 			log.Error("mark not suitable", "err", err)
 			return "error"
@@ -257,10 +263,13 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	// its delivery makes the match SENT_TO_USER. The judgement is paid
 	// for: record it even if we are stopping.
 	card := s.card(c.User, m, v, verdict)
-	wctx, cancel := detached(ctx)
-	defer cancel()
-	if _, ok, err := s.transition(wctx, m, Analyzed, Change{
-		Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Messages: card,
+	var ok bool
+	if err := s.save(ctx, m, "mark analyzed", func(ctx context.Context) error {
+		var err error
+		_, ok, err = s.transition(ctx, m, Analyzed, Change{
+			Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Messages: card,
+		})
+		return err
 	}); err != nil || !ok {
 		// Not ok: our lease ran out and another worker owns it now.
 		if err != nil {
@@ -309,9 +318,12 @@ func (s *Service) queueCard(ctx context.Context, c Claim) string {
 		return s.postpone(ctx, m)
 	}
 	// Bookkeeping of a claim: finish it even if we are stopping.
-	ctx, cancel := detached(ctx)
-	defer cancel()
-	ok, err := s.deps.Repo.QueueCard(ctx, m.ID, m.ClaimToken, card)
+	var ok bool
+	err := s.save(ctx, m, "queue vacancy card", func(ctx context.Context) error {
+		var err error
+		ok, err = s.deps.Repo.QueueCard(ctx, m.ID, m.ClaimToken, card)
+		return err
+	})
 	if err != nil {
 		s.log.Error("queue vacancy card", "match", m.ID, "err", err)
 		return "error"
@@ -369,9 +381,10 @@ func (s *Service) judge(ctx context.Context, u Recipient, v Vacancy) (Verdict, e
 // A detail fetched before the failure (nil if none) is stored with it, so
 // neither recovery nor the vacancy's other matches fetch it again.
 func (s *Service) skip(ctx context.Context, m Match, reason string, cause error, detail *Vacancy) string {
-	rctx, cancel := detached(ctx)
-	defer cancel()
-	if _, _, err := s.transition(rctx, m, Skipped, Change{SkipReason: reason, Token: m.ClaimToken, Detail: detail}); err != nil {
+	if err := s.save(ctx, m, "mark skipped", func(ctx context.Context) error {
+		_, _, err := s.transition(ctx, m, Skipped, Change{SkipReason: reason, Token: m.ClaimToken, Detail: detail})
+		return err
+	}); err != nil {
 		s.log.Error("mark skipped", "match", m.ID, "reason", reason, "err", err)
 		return "error"
 	}
@@ -457,6 +470,62 @@ func (s *Service) keepDetail(ctx context.Context, d *Vacancy) {
 	if err := s.deps.Repo.SaveDetail(rctx, *d); err != nil {
 		// The next match of the vacancy fetches it again once the lease ends.
 		s.log.Warn("store vacancy detail", "vacancy", d.ID, "err", err)
+	}
+}
+
+// saveRetries are the waits between attempts of a claim's closing
+// statement the database refused, as River retries a job's completion
+// (1, 2, 4 s): a blink — a restart, a failover — is over by then.
+var saveRetries = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
+
+// save runs a claim's closing statement, each attempt on a context of its
+// own (it runs even when ctx has ended), until the database answers: at
+// most len(saveRetries)+1 times, or once when ctx has ended (stopping
+// waits for nobody). Each closing statement names the claim token, so one
+// that landed before its answer was lost is refused the second time, not
+// applied twice. When the database never answers, the claim is given back
+// as soon as it does (giveBack) rather than held for the whole lease.
+func (s *Service) save(ctx context.Context, m Match, what string, fn func(context.Context) error) error {
+	attempt := func() error {
+		rctx, cancel := detached(ctx)
+		defer cancel()
+		return fn(rctx)
+	}
+	err := attempt()
+	for _, d := range saveRetries {
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		s.log.Warn(what+": database refused; retrying", "match", m.ID, "err", err, "retry_in", d)
+		s.sleep(ctx, d)
+		err = attempt()
+	}
+	if err != nil {
+		s.giveBack(ctx, m)
+	}
+	return err
+}
+
+// giveBack makes a claimed match claimable again at once (ReleaseClaim,
+// conditional on its token) as soon as the database answers: tried with
+// backoff (1 s doubling to 10 s) until the claim would have lapsed anyway,
+// or once when ctx has ended.
+func (s *Service) giveBack(ctx context.Context, m Match) {
+	deadline := s.deps.Clock.Now().Add(s.cfg.ClaimLease)
+	for d := time.Second; ; d = min(2*d, 10*time.Second) {
+		rctx, cancel := detached(ctx)
+		err := s.deps.Repo.ReleaseClaim(rctx, m.ID, m.ClaimToken, s.deps.Clock.Now())
+		cancel()
+		if err == nil {
+			s.log.Info("vacancy match given back after a failed save", "match", m.ID)
+			s.Wake()
+			return
+		}
+		if ctx.Err() != nil || s.deps.Clock.Now().Add(d).After(deadline) {
+			s.log.Error("give vacancy match back", "match", m.ID, "err", err)
+			return
+		}
+		s.sleep(ctx, d)
 	}
 }
 

@@ -1,0 +1,161 @@
+package delivery_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/bot/delivery"
+	"switchboard/domain"
+	"switchboard/e2e/tgfake"
+	"switchboard/redisgate"
+	"switchboard/redisgate/redistest"
+	"switchboard/storage"
+)
+
+func fallbackLimiter(t *testing.T, rdb *redis.Client, prefix string, l delivery.Limits, replicas int) (*delivery.FallbackLimiter, *redisgate.Gate) {
+	gate := redisgate.New("telegram limiter", func(ctx context.Context) error { return rdb.Ping(ctx).Err() }, slog.Default())
+	// Probe often: the test waits for the switch back, not for a backoff.
+	gate.First, gate.Max = 20*time.Millisecond, 50*time.Millisecond
+	return delivery.NewFallbackLimiter(delivery.NewRedisLimiter(rdb, prefix, l), gate, l,
+		func(context.Context) (int, error) { return replicas, nil }), gate
+}
+
+// With Redis stopped a Take still answers, from the in-process limiter, and
+// the gate records one switch (logged once, not per message); when Redis
+// answers again the shared budget is used again.
+func TestFallbackLimiterRidesOutRedis(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	l := delivery.Limits{Global: 100, GlobalBurst: 10, Private: 100, PrivateBurst: 10, Group: 100, GroupBurst: 10}
+	lim, gate := fallbackLimiter(t, rdb, "t:", l, 2)
+
+	_, err := lim.Take(ctx, 1, time.Second)
+	require.NoError(t, err)
+	require.False(t, gate.IsDown())
+	require.NotZero(t, len(rdb.Keys(ctx, "*t:tg:global").Val()), "paced through Redis while it answers")
+
+	srv.Stop()
+	for i := range 5 {
+		_, err := lim.Take(ctx, int64(1+i), time.Second)
+		require.NoError(t, err, "Redis down costs pace, not delivery")
+	}
+	require.True(t, gate.IsDown())
+	require.Equal(t, 1, gate.Switches(), "one switch for five messages")
+	require.NoError(t, lim.Pause(ctx, 7, time.Millisecond, false), "a pause is kept in process")
+
+	srv.Resume()
+	require.NoError(t, rdb.FlushAll(ctx).Err())
+	deadline := time.Now().Add(10 * time.Second)
+	for gate.IsDown() {
+		require.True(t, time.Now().Before(deadline), "the gate never probed Redis back")
+		_, err := lim.Take(ctx, 1, time.Second)
+		require.NoError(t, err)
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Equal(t, 2, gate.Switches())
+	_, err = lim.Take(ctx, 1, time.Second)
+	require.NoError(t, err)
+	require.NotZero(t, len(rdb.Keys(ctx, "*t:tg:global").Val()), "back on the shared budget")
+}
+
+// The share: a replica pacing alone while Redis is down takes its part of
+// each rate, so N replicas together stay within the limits.
+func TestLimitsShare(t *testing.T) {
+	l := delivery.Limits{Global: 30, GlobalBurst: 5, Private: 1, PrivateBurst: 2, Group: 1.0 / 3, GroupBurst: 1}
+	s := l.Share(3)
+	require.InDelta(t, 10, s.Global, 1e-9)
+	require.InDelta(t, 1.0/3, s.Private, 1e-9, "a chat's rows go out from any replica: its rate is split too")
+	require.InDelta(t, 1.0/9, s.Group, 1e-9)
+	require.Equal(t, 1, s.PrivateBurst)
+	require.Equal(t, 1, s.GlobalBurst)
+	require.InDelta(t, 30, l.Share(0).Global, 1e-9, "never more than the whole allowance")
+}
+
+// Two senders sharing a private Redis keep delivering after it stops, each
+// at its share, so together they stay under the fake's limits; once Redis
+// is back they share its budget again.
+func TestTwoSendersDeliverWhileRedisIsDown(t *testing.T) {
+	t.Parallel()
+	b := setup(t, tgfake.WithLimits(tgfake.Limits{
+		Global:  tgfake.Bucket{Burst: 10, Every: time.Second / 10},
+		Private: tgfake.Bucket{Burst: 3, Every: time.Second},
+	}))
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	limits := delivery.Limits{Global: 10, GlobalBurst: 2, Private: 1, PrivateBurst: 2, Group: 1.0 / 3, GroupBurst: 1}
+	l1, g1 := fallbackLimiter(t, rdb, "s:", limits, 2)
+	l2, g2 := fallbackLimiter(t, rdb, "s:", limits, 2)
+	srv.Stop()
+	var msgs []domain.Message
+	for u := int64(1); u <= 6; u++ {
+		b.user(u, fmt.Sprint("U", u))
+		for i := range 3 {
+			msgs = append(msgs, note(u, fmt.Sprintf("u%d #%d", u, i)))
+		}
+	}
+	require.NoError(t, b.store.EnqueueMessages(b.ctx, msgs...))
+	b.run(t, l1, delivery.Config{})
+	b.run(t, l2, delivery.Config{})
+	for u := int64(1); u <= 6; u++ {
+		require.Equal(t, fmt.Sprintf("u%d #2", u), b.waitTexts(t, u, 3)[2])
+	}
+	require.False(t, srv.Running())
+	require.True(t, g1.IsDown() && g2.IsDown(), "delivered with Redis down, each sender on its own share")
+
+	srv.Resume()
+	for u := int64(1); u <= 6; u++ {
+		require.NoError(t, b.store.EnqueueMessages(b.ctx, note(u, fmt.Sprintf("u%d #3", u))))
+	}
+	for u := int64(1); u <= 6; u++ {
+		require.Equal(t, fmt.Sprintf("u%d #3", u), b.waitTexts(t, u, 4)[3])
+	}
+	require.Zero(t, b.srv.RateLimited(), "the two replicas together stayed under the limits")
+	require.Zero(t, b.srv.EarlySends())
+}
+
+// refusingStore refuses the first delivery mark, as a database shutting
+// down would, after the message went out.
+type refusingStore struct {
+	*storage.Store
+	refused atomic.Bool
+}
+
+func (s *refusingStore) OutboxDelivered(ctx context.Context, id int64, token string, messageID int) (bool, error) {
+	if s.refused.CompareAndSwap(false, true) {
+		return false, errors.New("FATAL: the database system is shutting down (SQLSTATE 57P01)")
+	}
+	return s.Store.OutboxDelivered(ctx, id, token, messageID)
+}
+
+// A delivery mark the database refuses is retried: the row ends sent, its
+// message out once — not claimed again after its lease and sent twice.
+func TestARefusedDeliveryMarkIsRetried(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(1, "U1")
+	require.NoError(t, b.store.EnqueueMessages(b.ctx, note(1, "once")))
+	st := &refusingStore{Store: b.store}
+	s, err := delivery.NewSender(delivery.Config{Poll: 10 * time.Millisecond, Lease: 2 * time.Second}, st,
+		delivery.NewClient(b.srv.URL(), b.srv.Token(), nil), delivery.NewMemoryLimiter(delivery.DefaultLimits()),
+		slog.New(slog.DiscardHandler), nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.Eventually(t, func() bool { return b.state(t, "once") == "sent" }, 30*time.Second, 20*time.Millisecond)
+	require.True(t, st.refused.Load())
+	require.Equal(t, []string{"once"}, b.texts(1), "sent once")
+}

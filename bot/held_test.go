@@ -1,0 +1,39 @@
+package bot_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/bot"
+	"switchboard/domain"
+	"switchboard/domain/memory"
+)
+
+func (s storeStatus) Held(ctx context.Context) (bot.HeldStatus, error) {
+	h, err := s.st.HeldPastLease(ctx, 2*time.Minute)
+	return bot.HeldStatus{Runs: h.PipelineRuns, Matches: h.VacancyMatches, Rows: h.OutboxRows}, err
+}
+
+// /status names the work held past its lease, and says nothing of it when
+// there is none.
+func TestStatusShowsWorkHeldPastItsLease(t *testing.T) {
+	t.Parallel()
+	env := setupDispatch(t)
+	ctx := context.Background()
+	require.NotContains(t, env.ask(t, env.admin, "/status").Text, "Held past their lease")
+
+	_, err := env.st.UpsertUser(ctx, domain.User{ID: 77, FirstName: "U"})
+	require.NoError(t, err)
+	r, _, err := env.st.SubmitRun(ctx, 77, 77, 1, "hello")
+	require.NoError(t, err)
+	_, _, ok, err := env.st.CaptureRun(ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{})
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = env.st.Pool().Exec(ctx, `UPDATE pipeline_runs SET claimed_until = now() - interval '1 second' WHERE id = $1`, r.ID)
+	require.NoError(t, err)
+	require.Contains(t, env.ask(t, env.admin, "/status").Text,
+		"Held past their lease (taken over when the reaper or the next claim gets to them): 1 memory runs, 0 vacancy matches, 0 outgoing messages")
+}

@@ -1,0 +1,52 @@
+package storage_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
+	"switchboard/domain/memory"
+	"switchboard/storage"
+)
+
+// Work counts as held past its lease only while claimed with the lease run
+// out: a live claim, a hand-back and a delivered row do not count.
+func TestHeldPastLease(t *testing.T) {
+	t.Parallel()
+	f := newMemory(t)
+	ctx, st := f.ctx, f.st
+	held := func() storage.HeldWork {
+		t.Helper()
+		h, err := st.HeldPastLease(ctx, time.Minute)
+		require.NoError(t, err)
+		return h
+	}
+	require.Equal(t, storage.HeldWork{}, held())
+
+	r := f.submit(1, "hello")
+	_, _, ok, err := st.CaptureRun(ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, storage.HeldWork{}, held(), "a live claim")
+	_, err = st.Pool().Exec(ctx, `UPDATE pipeline_runs SET claimed_until = now() - interval '1 second' WHERE id = $1`, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, storage.HeldWork{PipelineRuns: 1}, held(), "the stage's lease ran out")
+	ok, err = st.StepRun(ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.New})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, storage.HeldWork{}, held(), "given back")
+
+	require.NoError(t, st.EnqueueMessages(ctx, domain.Message{ChatID: 1, Kind: domain.KindNote, Text: "hi"}))
+	rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.Equal(t, storage.HeldWork{}, held(), "a live claim")
+	_, err = st.Pool().Exec(ctx, `UPDATE outbox SET claimed_until = now() - interval '1 second'`)
+	require.NoError(t, err)
+	require.Equal(t, storage.HeldWork{OutboxRows: 1}, held(), "the row's lease ran out")
+	_, err = st.OutboxDelivered(ctx, rows[0].ID, rows[0].Token, 7)
+	require.NoError(t, err)
+	require.Equal(t, storage.HeldWork{}, held(), "delivered")
+}
