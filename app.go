@@ -226,12 +226,14 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 	}
 	a.bot, err = bot.New(bot.Config{
 		URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, Lease: a.lease,
+		InboxWorkers: cfg.InboxWorkers, InboxLease: cfg.InboxLease,
 		DrainTimeout: cfg.ShutdownTimeout / 2,
 		AdminChatID:  cfg.AdminChatID, AdminLang: cfg.AdminLang, AdminZone: adminZone, Currency: cfg.DispatchCurrency,
 		BoardEvery: cfg.BoardInterval, LiveLogEvery: cfg.LiveLogInterval,
 	}, bot.Deps{
 		Users: a.store, Status: jobStatus{a.store, cfg.HeartbeatInterval, a.llm, a.hh, cfg.VacancyClaimLease}, Catalog: locales.MustLoad(), Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Direct: a.out, Queue: a.store,
+		Inbox: a.store, Passing: storage.Passing,
 	})
 	if err != nil {
 		return nil, err
@@ -341,7 +343,7 @@ func (a *app) run(ctx context.Context) error {
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var workers sync.WaitGroup
-	workers.Add(9)
+	workers.Add(10)
 	go func() { defer workers.Done(); a.watchLLM(workCtx) }()
 	go func() { defer workers.Done(); a.watchHH(workCtx) }()
 	go func() { defer workers.Done(); a.vac.Run(workCtx) }()
@@ -364,6 +366,12 @@ func (a *app) run(ctx context.Context) error {
 		})
 	}()
 	go func() { defer workers.Done(); a.heartbeat(workCtx) }()
+	// Every replica handles updates from the inbox; the NOTIFY of stored
+	// updates wakes its workers (which also sweep every second).
+	go func() {
+		defer workers.Done()
+		a.store.Listen(workCtx, []string{storage.InboxChannel}, a.bot.WakeInbox, func(string, string) { a.bot.WakeInbox() })
+	}()
 	// Fails runs whose executor died, and hosts the executors /run_start
 	// launches; on stop they fail their runs as interrupted.
 	go func() { defer workers.Done(); a.anl.Serve(workCtx) }()

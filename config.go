@@ -102,6 +102,8 @@ type Config struct {
 	TelegramRate      float64       `env:"TELEGRAM_RATE" envDefault:"30" help:"messages per second the bot sends in all (Telegram's limit is about 30)"`
 	TelegramChatRate  float64       `env:"TELEGRAM_CHAT_RATE" envDefault:"1" help:"messages per second to one private chat (Telegram's limit is about 1)"`
 	TelegramGroupRate float64       `env:"TELEGRAM_GROUP_RATE" envDefault:"20" help:"messages per minute to one group (Telegram's limit is 20)"`
+	InboxWorkers      int           `env:"INBOX_WORKERS" envDefault:"16" help:"incoming updates one replica handles at once (each chat's one at a time)"`
+	InboxLease        time.Duration `env:"INBOX_LEASE" envDefault:"30s" help:"lease of an update being handled, renewed while it runs: a dead replica's updates are taken over after it"`
 	OutboxWorkers     int           `env:"OUTBOX_WORKERS" envDefault:"16" help:"outgoing messages one replica delivers at once"`
 	OutboxRetention   time.Duration `env:"OUTBOX_RETENTION" envDefault:"168h" help:"how long delivered, dropped and failed outbox rows are kept (0: for ever)"`
 	OutboxMaxBackoff  time.Duration `env:"OUTBOX_MAX_BACKOFF" envDefault:"1m" help:"longest wait between retries of a message Telegram failed to take (5xx, network)"`
@@ -277,6 +279,12 @@ func (c Config) validate() []string {
 	}
 	if c.HHRate <= 0 {
 		bad("HH_RATE", "%v: want a positive rate", c.HHRate)
+	}
+	if c.InboxWorkers < 1 {
+		bad("INBOX_WORKERS", "%d: want at least 1", c.InboxWorkers)
+	}
+	if c.InboxLease < 3*time.Second {
+		bad("INBOX_LEASE", "%s: want at least 3s (it is renewed every third of it)", c.InboxLease)
 	}
 	if c.OutboxWorkers < 1 {
 		bad("OUTBOX_WORKERS", "%d: want at least 1", c.OutboxWorkers)

@@ -28,6 +28,11 @@ type pruner struct {
 	duration prometheus.Gauge
 }
 
+// inboxRetention keeps handled updates a day: the inbox dedupes by
+// update_id, and Telegram resends an update it was not told arrived for
+// 24 hours at most.
+const inboxRetention = 24 * time.Hour
+
 // pruneBatchPause lets live load in between two prune batches.
 const pruneBatchPause = 50 * time.Millisecond
 
@@ -37,6 +42,7 @@ func newPruner(cfg Config, store *storage.Store, log *slog.Logger, reg prometheu
 		ret: storage.Retention{
 			GroupMessages: cfg.RetainGroupMessages, RunContext: cfg.RetainRunContext, Memory: cfg.RetainMemory,
 			VacancyMatches: cfg.RetainVacancyMatches, SearchHits: cfg.RetainSearchHits, Outbox: cfg.OutboxRetention,
+			Inbox:          inboxRetention,
 			OrderContacts:  cfg.RetainOrderContacts,
 			RecoveryWindow: cfg.VacancyRecoveryWindow, TasteExamples: vacancy.DefaultTasteExamples,
 		},

@@ -64,6 +64,19 @@ type Config struct {
 	PollTimeout time.Duration
 	// Lease, when set, makes polling conditional on holding it (several replicas).
 	Lease Lease
+	// InboxWorkers is how many updates this replica handles at once (with
+	// an inbox; 0: 16). InboxLease is a claim's lease, renewed while its
+	// handler runs (0: 30 s): a dead replica's updates wait this long.
+	// InboxAttempts is how many times an update failing for a passing
+	// reason is tried before the user is told (0: 7), waiting 1 s, 2 s,
+	// 4 s … up to InboxMaxBackoff (0: 30 s) between tries. InboxSweep is
+	// how often the workers look for due work without a notification
+	// (0: 1 s).
+	InboxWorkers    int
+	InboxLease      time.Duration
+	InboxAttempts   int
+	InboxMaxBackoff time.Duration
+	InboxSweep      time.Duration
 	// DrainTimeout bounds how long Run waits for in-flight handlers on stop.
 	DrainTimeout time.Duration
 	// HandlerTimeout bounds one update's work.
@@ -106,6 +119,15 @@ type Deps struct {
 	// Queue is the outbox replies to commands are written to. Nil: they
 	// are sent at once (tests without a database).
 	Queue Queue
+	// Inbox, when set, stores every update before Telegram is told it
+	// arrived and every replica handles updates from it (ARCHITECTURE
+	// "Telegram intake and the inbox"). Nil: updates are handled in memory
+	// as fetched (tests without a database).
+	Inbox Inbox
+	// Passing says whether a handler's error may go away by itself (the
+	// database away, a deadline): such an update is retried from the
+	// inbox. Nil: only a deadline is.
+	Passing func(error) bool
 }
 
 // Bot serves Telegram updates.
@@ -133,9 +155,14 @@ type Bot struct {
 	// stopping is closed when Run's context ends; it aborts a held getUpdates.
 	stopping chan struct{}
 
-	// updates hands updates to the handlers, chat by chat, and counts those
-	// not yet handled, which a stop waits for.
-	updates *orderedPoller
+	// inflight counts the updates fetched (without an inbox) or claimed
+	// (with one) and not yet handled, which a stop waits for.
+	inflight *sync.WaitGroup
+	// inbox is the worker pool over Deps.Inbox (nil without one).
+	inbox *inboxPoller
+	// outcomes holds, per update an inbox worker is running, where the
+	// recover middleware reports how its handler ended.
+	outcomes sync.Map
 	// handlerCtx outlives the stop signal so in-flight work can finish; it is
 	// cancelled only when the drain budget is spent.
 	handlerCtx    context.Context
@@ -163,6 +190,21 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 	if cfg.HandlerTimeout <= 0 {
 		cfg.HandlerTimeout = 2 * time.Minute
 	}
+	if cfg.InboxWorkers <= 0 {
+		cfg.InboxWorkers = 16
+	}
+	if cfg.InboxLease <= 0 {
+		cfg.InboxLease = 30 * time.Second
+	}
+	if cfg.InboxAttempts <= 0 {
+		cfg.InboxAttempts = 7
+	}
+	if cfg.InboxMaxBackoff <= 0 {
+		cfg.InboxMaxBackoff = 30 * time.Second
+	}
+	if cfg.InboxSweep <= 0 {
+		cfg.InboxSweep = time.Second
+	}
 	if cfg.RateLimit <= 0 {
 		cfg.RateLimit, cfg.RateBurst = 1, 20
 	}
@@ -187,17 +229,42 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 	// Deliveries from every vacancy worker share this client.
 	tr.MaxIdleConnsPerHost = 32
 	stopping := make(chan struct{})
-	var poller tele.Poller = &tele.LongPoller{Timeout: cfg.PollTimeout}
-	if cfg.Lease != nil {
-		poller = &leasedPoller{inner: poller.(*tele.LongPoller), lease: cfg.Lease, log: deps.Log}
+	b := &Bot{
+		cfg:     cfg,
+		deps:    deps,
+		admins:  map[int64]bool{},
+		buttons: map[Action]CallbackHandler{},
+		limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst, deps.Clock),
+
+		stopping: stopping,
 	}
-	updates := newOrderedPoller(poller, deps.Log)
+	// With an inbox, telebot's LongPoller (which acknowledges what it
+	// fetched with its next request, stored or not) gives way to intake
+	// into the inbox, and the handlers run from the inbox on every replica.
+	var poller tele.Poller = &tele.LongPoller{Timeout: cfg.PollTimeout}
+	if deps.Inbox != nil {
+		intake := &intakePoller{inbox: deps.Inbox, timeout: cfg.PollTimeout, log: deps.Log}
+		poller = intake
+		b.inbox = newInboxPoller(b, nil)
+		intake.wake = b.inbox.Wake
+	}
+	if cfg.Lease != nil {
+		poller = &leasedPoller{inner: poller, lease: cfg.Lease, log: deps.Log}
+	}
+	var top tele.Poller
+	if b.inbox != nil {
+		b.inbox.intake = poller
+		b.inflight, top = &b.inbox.inflight, b.inbox
+	} else {
+		ordered := newOrderedPoller(poller, deps.Log)
+		b.inflight, top = &ordered.inflight, ordered
+	}
 	tb, err := tele.NewBot(tele.Settings{
 		URL:    cfg.URL,
 		Token:  cfg.Token,
-		Poller: updates,
-		// The ordered poller runs each chat's handlers on a goroutine of
-		// its own, one update after another.
+		Poller: top,
+		// The ordered poller, or the inbox's workers, run each chat's
+		// handlers one update after another.
 		Synchronous: true,
 		Offline:     true, // getMe happens in Run, with retries, so start-up survives a Telegram blip
 		Client:      &http.Client{Timeout: cfg.PollTimeout + 20*time.Second, Transport: pollCanceller{base: tr, stopping: stopping}},
@@ -206,17 +273,7 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bot: %w", err)
 	}
-	b := &Bot{
-		cfg:     cfg,
-		deps:    deps,
-		tb:      tb,
-		admins:  map[int64]bool{},
-		buttons: map[Action]CallbackHandler{},
-		limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst, deps.Clock),
-
-		stopping: stopping,
-		updates:  updates,
-	}
+	b.tb = tb
 	for _, id := range deps.Admins {
 		b.admins[id] = true
 	}
@@ -274,7 +331,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.tb.Stop()
 	<-done
 	drained := make(chan struct{})
-	go func() { b.updates.inflight.Wait(); close(drained) }()
+	go func() { b.inflight.Wait(); close(drained) }()
 	select {
 	case <-drained:
 	case <-time.After(b.cfg.DrainTimeout):
@@ -313,6 +370,22 @@ func (b *Bot) connect(ctx context.Context) error {
 }
 
 func (b *Bot) isAdmin(id int64) bool { return b.admins[id] }
+
+// WakeInbox tells the inbox's workers updates were stored (the app calls it
+// on the inbox's NOTIFY); without an inbox it does nothing.
+func (b *Bot) WakeInbox() {
+	if b.inbox != nil {
+		b.inbox.Wake()
+	}
+}
+
+// passing classifies a handler's error for the inbox's retries.
+func (b *Bot) passing(err error) bool {
+	if b.deps.Passing != nil {
+		return b.deps.Passing(err)
+	}
+	return errors.Is(err, context.DeadlineExceeded)
+}
 
 // pollCanceller aborts a held getUpdates once the bot is stopping:
 // telebot's poller looks at its stop channel only between requests, so a

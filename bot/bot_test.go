@@ -2,8 +2,10 @@ package bot_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,6 +83,10 @@ func setupWith(t *testing.T, cfg bot.Config, deps bot.Deps, extra func(*bot.Bot)
 	}
 	if st != nil && deps.Queue == nil {
 		deps.Queue = st
+	}
+	if st != nil && deps.Inbox == nil {
+		// Updates go through the inbox, as in the app.
+		deps.Inbox, deps.Passing = st, storage.Passing
 	}
 	b, err := bot.New(cfg, deps)
 	require.NoError(t, err)
@@ -200,8 +206,75 @@ func TestPanickingHandlerIsContained(t *testing.T) {
 		b.Handle(bot.Command{Name: "boom", Desc: "cmd.help", Handle: func(r *bot.Request) error { panic("kaboom") }})
 	})
 	ann := tb.srv.User(42, "Ann", "ru")
-	require.Equal(t, "Что-то пошло не так на моей стороне. Попробуйте ещё раз через минуту.", tb.ask(t, ann, "/boom").Text)
+	// A panic is no passing failure: the inbox fails the update at once and
+	// says, in reply to it, that it was not carried out.
+	boom := ann.SendText(ann.ID(), "/boom")
+	reply := tb.srv.WaitMessageAfter(t, ann.ID(), boom.MessageID, nil)
+	require.Equal(t, "Это сообщение не удалось выполнить, поэтому ничего не сделано. Пожалуйста, отправьте его ещё раз.", reply.Text)
+	require.Equal(t, boom.MessageID, reply.ReplyToID())
 	require.Contains(t, tb.ask(t, ann, "/start").Text, "Здравствуйте, Ann!", "the next update is still served")
+}
+
+// A handler failing for a passing reason is retried from the inbox and the
+// user hears nothing until it succeeds; the chat's next update waits for it.
+func TestInboxRetriesAPassingFailureSilently(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	tries := 0
+	tb := setup(t, bot.Config{InboxMaxBackoff: 50 * time.Millisecond}, func(b *bot.Bot) {
+		b.Handle(bot.Command{Name: "flaky", Desc: "cmd.help", Handle: func(r *bot.Request) error {
+			mu.Lock()
+			tries++
+			n := tries
+			mu.Unlock()
+			if n < 3 {
+				return fmt.Errorf("database away: %w", context.DeadlineExceeded)
+			}
+			return r.Reply("done at last", nil)
+		}})
+	})
+	ann := tb.srv.User(42, "Ann", "en")
+	flaky := ann.SendText(ann.ID(), "/flaky")
+	next := ann.SendText(ann.ID(), "/start")
+	first := tb.srv.WaitMessageAfter(t, ann.ID(), flaky.MessageID, nil)
+	require.Equal(t, "done at last", first.Text, "nothing before the success")
+	after := tb.srv.WaitMessageAfter(t, ann.ID(), first.MessageID, nil)
+	require.Contains(t, after.Text, "Hello, Ann!", "the next update waited its turn")
+	require.Greater(t, after.MessageID, next.MessageID)
+	mu.Lock()
+	require.Equal(t, 3, tries)
+	mu.Unlock()
+}
+
+// An update that keeps failing for a passing reason is failed after
+// InboxAttempts, and the user is told once that it was not carried out.
+func TestInboxGivesUpAfterItsAttemptsAndTellsOnce(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	tries := 0
+	tb := setup(t, bot.Config{InboxAttempts: 3, InboxMaxBackoff: 50 * time.Millisecond}, func(b *bot.Bot) {
+		b.Handle(bot.Command{Name: "down", Desc: "cmd.help", Handle: func(r *bot.Request) error {
+			mu.Lock()
+			tries++
+			mu.Unlock()
+			return fmt.Errorf("database away: %w", context.DeadlineExceeded)
+		}})
+	})
+	ann := tb.srv.User(42, "Ann", "en")
+	down := ann.SendText(ann.ID(), "/down")
+	told := tb.srv.WaitMessageAfter(t, ann.ID(), down.MessageID, nil)
+	require.Equal(t, "This message could not be carried out, so nothing was done. Please send it again.", told.Text)
+	require.Contains(t, tb.ask(t, ann, "/start").Text, "Hello, Ann!")
+	mu.Lock()
+	require.Equal(t, 3, tries)
+	mu.Unlock()
+	n := 0
+	for _, m := range tb.srv.Messages(ann.ID()) {
+		if strings.Contains(m.Text, "could not be carried out") {
+			n++
+		}
+	}
+	require.Equal(t, 1, n)
 }
 
 var echoAction = bot.RegisterAction("t_echo", 1)

@@ -27,29 +27,64 @@ func (b *Bot) track(next tele.HandlerFunc) tele.HandlerFunc {
 }
 
 // recover keeps one bad update from taking the bot down (a panic on the
-// chat's goroutine would kill the process) and tells the user something
-// went wrong, in their language when we know it.
+// chat's goroutine would kill the process). An update run from the inbox
+// reports how its handler failed to the inbox's worker, which retries a
+// passing failure and tells the user only when it gives up; without an
+// inbox the user is told at once that something went wrong, in their
+// language when we know it.
 func (b *Bot) recover(next tele.HandlerFunc) tele.HandlerFunc {
 	return func(c tele.Context) (err error) {
+		out, fromInbox := b.outcomes.Load(c.Update().ID)
 		defer func() {
 			p := recover()
 			if p == nil {
 				return
 			}
 			b.deps.Log.Error("handler panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()), "update", c.Update().ID)
-			b.replyError(c)
+			if fromInbox {
+				out.(*inboxOutcome).panicked = true
+			} else {
+				b.replyError(c, "error.internal")
+			}
 			err = nil
 		}()
 		if err = next(c); err != nil {
+			if fromInbox {
+				b.deps.Log.Warn("handler failed: the inbox decides", "err", err, "update", c.Update().ID)
+				out.(*inboxOutcome).err = err
+				return nil
+			}
 			b.deps.Log.Error("handler failed", "err", err, "update", c.Update().ID)
-			b.replyError(c)
+			b.replyError(c, "error.internal")
 			return nil
 		}
 		return nil
 	}
 }
 
-func (b *Bot) replyError(c tele.Context) {
+// tellNotDone tells the sender of an update the inbox gave up on that it
+// was not carried out: every handler is one transaction or refuses, so a
+// failed update changed nothing and sending it again is safe.
+func (b *Bot) tellNotDone(u tele.Update) {
+	c := b.tb.NewContext(u)
+	m := c.Message()
+	if m == nil || c.Callback() != nil || silent(c) {
+		b.replyError(c, "error.not_done")
+		return
+	}
+	lang := locales.Languages[0]
+	if s := c.Sender(); s != nil {
+		lang = locales.Match(s.LanguageCode)
+	}
+	// A reply to the message itself, so the user sees which one to send again.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.sendDirect(ctx, m.Chat.ID, m.ID, b.deps.Catalog.T(lang, "error.not_done"), nil); err != nil {
+		b.deps.Log.Warn("could not tell the user their message was not carried out", "err", err)
+	}
+}
+
+func (b *Bot) replyError(c tele.Context, key string) {
 	if silent(c) {
 		return // the failure is logged; a group hears nothing from the bot
 	}
@@ -59,7 +94,7 @@ func (b *Bot) replyError(c tele.Context) {
 	} else if s := c.Sender(); s != nil {
 		lang = locales.Match(s.LanguageCode)
 	}
-	text := b.deps.Catalog.T(lang, "error.internal")
+	text := b.deps.Catalog.T(lang, key)
 	var err error
 	if c.Callback() != nil {
 		err = c.Respond(&tele.CallbackResponse{Text: text, ShowAlert: true})

@@ -1,12 +1,18 @@
 package bot
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	tele "gopkg.in/telebot.v3"
+
+	"switchboard/domain"
 )
 
 // orderedPoller hands each chat's updates to the handlers one at a time,
@@ -133,4 +139,244 @@ func orderKey(u tele.Update) (int64, bool) {
 		return r.Chat.ID, true
 	}
 	return 0, false
+}
+
+// inboxPoller is the poller of a bot with an inbox: intake (when this
+// replica reads Telegram) stores updates, and on every replica a pool of
+// workers claims them, each the oldest pending update of its chat, so a
+// chat's updates run one at a time in Telegram's order across replicas,
+// while different chats are served at the same time. A claim has a short
+// lease renewed while its handler runs; a dead replica's claims are taken
+// over when theirs lapse.
+//
+// inflight counts the claimed updates still running, so a stop drains
+// them; nothing else is held in memory (what is not claimed waits in the
+// inbox for whichever replica is up).
+type inboxPoller struct {
+	b        *Bot
+	intake   tele.Poller // nil: this replica only handles
+	inflight sync.WaitGroup
+	wake     chan struct{}
+	// finished hears a worker free its slot (its chat's next update may
+	// be claimable now).
+	finished chan struct{}
+	running  atomic.Int64
+}
+
+func newInboxPoller(b *Bot, intake tele.Poller) *inboxPoller {
+	return &inboxPoller{b: b, intake: intake, wake: make(chan struct{}, 1), finished: make(chan struct{}, 1)}
+}
+
+// Wake tells the workers updates were stored (a hint: they also sweep).
+func (p *inboxPoller) Wake() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *inboxPoller) Poll(tb *tele.Bot, dest chan tele.Update, stop chan struct{}) {
+	intakeDone := make(chan struct{})
+	go func() {
+		defer close(intakeDone)
+		if p.intake != nil {
+			p.intake.Poll(tb, dest, stop)
+		}
+	}()
+	p.claimLoop(stop)
+	<-intakeDone
+}
+
+// claimLoop claims as many updates as there are idle workers whenever
+// something may have become claimable: updates stored (here or, by NOTIFY,
+// elsewhere), a worker done, or the sweep, which also finds backoffs due
+// and lapsed claims.
+func (p *inboxPoller) claimLoop(stop chan struct{}) {
+	cfg := p.b.cfg
+	sweep := time.NewTicker(cfg.InboxSweep)
+	defer sweep.Stop()
+	failing := false
+	for {
+		if free := cfg.InboxWorkers - int(p.running.Load()); free > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			items, err := p.b.deps.Inbox.ClaimUpdates(ctx, p.b.deps.Replica, free, cfg.InboxLease)
+			cancel()
+			switch {
+			case err != nil && !failing:
+				p.b.deps.Log.Warn("inbox not reachable: updates wait there", "err", err)
+				failing = true
+			case err == nil && failing:
+				p.b.deps.Log.Info("inbox reachable again")
+				failing = false
+			}
+			for _, it := range items {
+				p.running.Add(1)
+				p.inflight.Add(1)
+				go p.run(it)
+			}
+		}
+		select {
+		case <-stop:
+			return
+		case <-p.wake:
+		case <-p.finished:
+		case <-sweep.C:
+		}
+	}
+}
+
+// inboxOutcome is how an inbox-run update's handler ended, as the recover
+// middleware saw it; the worker decides what the user hears.
+type inboxOutcome struct {
+	err      error
+	panicked bool
+}
+
+// run handles one claimed update and settles it: done; given back with
+// backoff when it failed for a passing reason (the user hears nothing
+// yet); failed, and the user told once, when it panicked, failed for good,
+// or ran out of attempts.
+func (p *inboxPoller) run(it domain.InboxUpdate) {
+	defer func() {
+		p.running.Add(-1)
+		p.inflight.Done()
+		select {
+		case p.finished <- struct{}{}:
+		default:
+		}
+	}()
+	b, cfg, log := p.b, p.b.cfg, p.b.deps.Log
+	cl := &claim{p: p, it: it, until: time.Now().Add(cfg.InboxLease)}
+	var u tele.Update
+	if err := json.Unmarshal(it.Body, &u); err != nil {
+		log.Error("inbox update unreadable", "update", it.ID, "err", err)
+		cl.settle("fail", func(ctx context.Context) (bool, error) {
+			return b.deps.Inbox.UpdateFailed(ctx, it.ID, it.Token, err.Error())
+		})
+		return
+	}
+	stopRenew := cl.renew()
+	out := p.handle(u)
+	stopRenew()
+
+	inbox := b.deps.Inbox
+	switch {
+	case out.err == nil && !out.panicked:
+		cl.settle("done", func(ctx context.Context) (bool, error) { return inbox.UpdateDone(ctx, it.ID, it.Token) })
+	case !out.panicked && b.handlerCtx.Err() != nil:
+		// Cut by the end of the drain: not the update's fault, back to
+		// the inbox for the next replica, no backoff.
+		cl.settle("retry", func(ctx context.Context) (bool, error) {
+			return inbox.UpdateRetry(ctx, it.ID, it.Token, 0, "stopped: "+out.err.Error())
+		})
+	case !out.panicked && b.passing(out.err) && it.Attempts < cfg.InboxAttempts:
+		after := min(time.Second<<min(it.Attempts-1, 20), cfg.InboxMaxBackoff)
+		log.Warn("update failed for a passing reason: retrying from the inbox",
+			"update", it.ID, "attempt", it.Attempts, "in", after, "err", out.err)
+		cl.settle("retry", func(ctx context.Context) (bool, error) {
+			return inbox.UpdateRetry(ctx, it.ID, it.Token, after, out.err.Error())
+		})
+	default:
+		why := "panic"
+		if out.err != nil {
+			why = out.err.Error()
+		}
+		log.Error("update failed: the user is told it was not carried out", "update", it.ID, "attempt", it.Attempts, "err", why)
+		// Told only by the replica whose failed-mark took, so once.
+		if cl.settle("fail", func(ctx context.Context) (bool, error) { return inbox.UpdateFailed(ctx, it.ID, it.Token, why) }) {
+			b.tellNotDone(u)
+		}
+	}
+}
+
+// handle runs u through telebot (middleware and handlers as they are) and
+// returns how it ended. The recover middleware reports a handler's error or
+// panic here instead of answering; this recover catches telebot's own.
+func (p *inboxPoller) handle(u tele.Update) (out inboxOutcome) {
+	p.b.outcomes.Store(u.ID, &out)
+	defer p.b.outcomes.Delete(u.ID)
+	defer func() {
+		if r := recover(); r != nil {
+			p.b.deps.Log.Error("update panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()), "update", u.ID)
+			out.panicked = true
+		}
+	}()
+	p.b.tb.ProcessUpdate(u)
+	return out
+}
+
+// claim is one claimed update's lease as this worker keeps it.
+type claim struct {
+	p  *inboxPoller
+	it domain.InboxUpdate
+	mu sync.Mutex
+	// until is when the lease lapses by this replica's reckoning (set
+	// before the statement that renews it, so it errs early).
+	until time.Time
+}
+
+// renew keeps the claim while its handler runs, every lease/3.
+func (c *claim) renew() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		lease := c.p.b.cfg.InboxLease
+		t := time.NewTicker(lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			at := time.Now()
+			rctx, rcancel := context.WithTimeout(ctx, lease/3)
+			ok, err := c.p.b.deps.Inbox.RenewUpdate(rctx, c.it.ID, c.it.Token, lease)
+			rcancel()
+			switch {
+			case err != nil:
+				if ctx.Err() == nil {
+					c.p.b.deps.Log.Warn("renew inbox claim", "update", c.it.ID, "err", err)
+				}
+			case !ok:
+				c.p.b.deps.Log.Warn("inbox claim lost while its handler runs", "update", c.it.ID)
+				return
+			default:
+				c.mu.Lock()
+				c.until = at.Add(lease)
+				c.mu.Unlock()
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// settle runs a settling statement, retrying while the database is away
+// (a blink must not leave the update claimed until its lease lapses, nor,
+// for a done update, have it run again) until the claim could have lapsed.
+// It reports whether the statement took.
+func (c *claim) settle(what string, stmt func(ctx context.Context) (bool, error)) bool {
+	backoff := 100 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ok, err := stmt(ctx)
+		cancel()
+		if err == nil {
+			if !ok {
+				c.p.b.deps.Log.Warn("inbox claim lost before it was settled: its new holder decides", "update", c.it.ID, "as", what)
+			}
+			return ok
+		}
+		c.mu.Lock()
+		left := time.Until(c.until)
+		c.mu.Unlock()
+		if left <= backoff {
+			c.p.b.deps.Log.Error("inbox update not settled: its claim lapses and another worker takes it",
+				"update", c.it.ID, "as", what, "err", err)
+			return false
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 2*time.Second)
+	}
 }

@@ -2,10 +2,15 @@ package bot
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	tele "gopkg.in/telebot.v3"
+
+	"switchboard/domain"
 )
 
 // Lease is a renewable, exclusive claim shared by replicas (Redis in
@@ -25,7 +30,7 @@ type Lease interface {
 // leasedPoller long-polls only while it holds the lease. A replica that dies
 // stops renewing; a peer takes over within TTL plus its retry interval.
 type leasedPoller struct {
-	inner *tele.LongPoller
+	inner tele.Poller
 	lease Lease
 	log   *slog.Logger
 }
@@ -107,5 +112,160 @@ func (p *leasedPoller) pollWhileHeld(ctx context.Context, b *tele.Bot, dest chan
 			}
 			renewed = time.Now()
 		}
+	}
+}
+
+// Inbox is where updates wait to be handled (storage implements it): an
+// update is stored before Telegram is told it arrived, and handled from
+// there, in its chat's order, by any replica.
+type Inbox interface {
+	// TakeUpdates stores updates, each once whatever how often it comes.
+	TakeUpdates(ctx context.Context, us []domain.InboxUpdate) error
+	// ClaimUpdates claims up to n updates, each the oldest pending one of
+	// its chat, for lease.
+	ClaimUpdates(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.InboxUpdate, error)
+	// The settling statements name the claim's token; false: the claim was
+	// lost (taken over after its lease) and the row is its new holder's.
+	RenewUpdate(ctx context.Context, id int64, token string, lease time.Duration) (bool, error)
+	UpdateDone(ctx context.Context, id int64, token string) (bool, error)
+	UpdateRetry(ctx context.Context, id int64, token string, after time.Duration, why string) (bool, error)
+	UpdateFailed(ctx context.Context, id int64, token, why string) (bool, error)
+}
+
+// intakePoller reads Telegram into the inbox. telebot's LongPoller
+// acknowledges an update with its next getUpdates (the offset past it)
+// whatever became of it, so an update fetched by a replica that died before
+// handling it was lost. This poller moves the offset past an update only
+// once the inbox holds it: a failed insert is retried with backoff, the
+// offset unmoved (Telegram keeps an unacknowledged update for 24 hours and
+// sends it again), and a poller that stops before storing leaves the updates
+// to the next one.
+type intakePoller struct {
+	inbox   Inbox
+	timeout time.Duration
+	log     *slog.Logger
+	// wake tells this replica's inbox workers updates were stored (the
+	// NOTIFY tells the other replicas').
+	wake func()
+	// offset is the next update_id to ask for; only Poll's goroutine
+	// touches it. It survives a lost and retaken lease.
+	offset int64
+}
+
+func (p *intakePoller) Poll(b *tele.Bot, _ chan tele.Update, stop chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	fetchBackoff := 250 * time.Millisecond
+	for ctx.Err() == nil {
+		us, err := p.fetch(b)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			p.log.Warn("getUpdates failed", "err", err, "in", fetchBackoff)
+			if !sleepCtx(ctx, fetchBackoff) {
+				return
+			}
+			fetchBackoff = min(2*fetchBackoff, 5*time.Second)
+			continue
+		}
+		fetchBackoff = 250 * time.Millisecond
+		if len(us) == 0 {
+			continue
+		}
+		if !p.store(ctx, us) {
+			return // stopping: unacknowledged, so Telegram sends them again
+		}
+		for _, u := range us {
+			p.offset = max(p.offset, u.ID+1)
+		}
+		p.wake()
+	}
+}
+
+// store inserts us until the inbox takes them or ctx ends.
+func (p *intakePoller) store(ctx context.Context, us []domain.InboxUpdate) bool {
+	backoff := 250 * time.Millisecond
+	for {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := p.inbox.TakeUpdates(sctx, us)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		p.log.Warn("updates not stored in the inbox: Telegram is not told they arrived; retrying",
+			"updates", len(us), "first", us[0].ID, "err", err, "in", backoff)
+		if !sleepCtx(ctx, backoff) {
+			return false
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// fetch asks Telegram for the updates from offset on, keeping each as sent.
+func (p *intakePoller) fetch(b *tele.Bot) ([]domain.InboxUpdate, error) {
+	allowed, _ := json.Marshal(tele.AllowedUpdates)
+	data, err := b.Raw("getUpdates", map[string]string{
+		"offset":          strconv.FormatInt(p.offset, 10),
+		"timeout":         strconv.Itoa(int(p.timeout / time.Second)),
+		"allowed_updates": string(allowed),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Result []json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return nil, fmt.Errorf("getUpdates answer: %w", err)
+	}
+	out := make([]domain.InboxUpdate, 0, len(resp.Result))
+	for _, raw := range resp.Result {
+		u, err := InboxUpdateOf(raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// InboxUpdateOf is a raw update as the inbox keeps it: its id and the chat
+// it stays in order with. A webhook takes updates through it too.
+func InboxUpdateOf(raw json.RawMessage) (domain.InboxUpdate, error) {
+	var id struct {
+		ID *int64 `json:"update_id"`
+	}
+	if err := json.Unmarshal(raw, &id); err != nil || id.ID == nil {
+		return domain.InboxUpdate{}, fmt.Errorf("an update without update_id: %.200s", raw)
+	}
+	in := domain.InboxUpdate{ID: *id.ID, Body: raw}
+	var u tele.Update
+	// An update telebot cannot read is still stored (and fails there, once,
+	// logged) rather than stalling the poller on it for ever.
+	if json.Unmarshal(raw, &u) == nil {
+		in.Chat, in.HasChat = orderKey(u)
+	}
+	return in, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }

@@ -24,6 +24,7 @@ const (
 	PruneOrderContacts   = "order_contacts"   // RETAIN_ORDER_CONTACTS: cleared, the order stays
 	PruneOutboxRows      = "outbox"           // OUTBOX_RETENTION
 	PruneOutboxThrottles = "outbox_throttles" // a day: /status counts the last hour's
+	PruneInbox           = "inbox"            // handled and failed updates, Retention.Inbox; pending ones stay
 )
 
 // Retention is how long each kind is kept; 0 keeps it for ever.
@@ -37,6 +38,10 @@ type Retention struct {
 	// CLOSED or CANCELLED longer ago are cleared.
 	OrderContacts time.Duration
 	Outbox        time.Duration
+	// Inbox: handled and failed updates (the app keeps them a day: their
+	// update_id only has to outlive Telegram's resending of an update not
+	// acknowledged, which is 24 hours). Pending ones are never deleted.
+	Inbox time.Duration
 	// RecoveryWindow keeps SKIPPED matches recovery may still return,
 	// whatever VacancyMatches says.
 	RecoveryWindow time.Duration
@@ -115,6 +120,7 @@ var pruneKinds = []pruneKind{
 	{PruneOrderContacts, func(r Retention) time.Duration { return r.OrderContacts }, pruneOrderContacts},
 	{PruneOutboxRows, func(r Retention) time.Duration { return r.Outbox }, pruneOutbox},
 	{PruneOutboxThrottles, func(Retention) time.Duration { return 24 * time.Hour }, pruneOutboxThrottles},
+	{PruneInbox, func(r Retention) time.Duration { return r.Inbox }, pruneInbox},
 }
 
 // PruneKinds lists every kind in the order Prune runs them.
@@ -418,6 +424,18 @@ func pruneOutboxThrottles(ctx context.Context, tx pgx.Tx, b *pruneBatch) (int64,
 	tag, err := tx.Exec(ctx, `
 DELETE FROM outbox_throttles WHERE ctid = ANY (ARRAY(
     SELECT ctid FROM outbox_throttles WHERE at < $1 ORDER BY at LIMIT $2))`, b.horizon, b.limit)
+	if err != nil {
+		return 0, false, err
+	}
+	return tag.RowsAffected(), tag.RowsAffected() == int64(b.limit), nil
+}
+
+// pruneInbox deletes updates handled or failed before the horizon, oldest
+// first (inbox_ended); a pending update, claimed or waiting, stays.
+func pruneInbox(ctx context.Context, tx pgx.Tx, b *pruneBatch) (int64, bool, error) {
+	tag, err := tx.Exec(ctx, `
+DELETE FROM inbox WHERE update_id = ANY (ARRAY(
+    SELECT update_id FROM inbox WHERE state <> 'pending' AND done_at < $1 ORDER BY done_at LIMIT $2))`, b.horizon, b.limit)
 	if err != nil {
 		return 0, false, err
 	}

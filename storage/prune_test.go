@@ -339,6 +339,24 @@ VALUES (1, 'reply', $1, $2, jsonb_build_object('text', $3::text), $4, $5, 9)`, k
 	require.EqualValues(t, 1, b.prune(storage.PruneOutboxThrottles, storage.Retention{}).Rows)
 }
 
+// Inbox rows handled or failed before the horizon go; pending ones (waiting,
+// backing off or claimed) stay whatever their age, and so do newer ones.
+func TestPruneInbox(t *testing.T) {
+	b := setupPrune(t)
+	row := func(id int64, state string, done *time.Time) {
+		b.exec(`INSERT INTO inbox (update_id, chat_id, body, state, done_at, received_at) VALUES ($1, 1, '{}', $2, $3, $4)`,
+			id, state, done, pruneNow.Add(-400*day))
+	}
+	at := func(d time.Duration) *time.Time { t := pruneNow.Add(d); return &t }
+	row(1, "done", at(-day-time.Minute))
+	row(2, "failed", at(-day-time.Minute))
+	row(3, "done", at(-day+time.Minute))
+	row(4, "pending", nil)
+	require.True(t, b.prune(storage.PruneInbox, storage.Retention{}).Off, "kept for ever unless set")
+	require.EqualValues(t, 2, b.prune(storage.PruneInbox, storage.Retention{Inbox: day}).Rows)
+	require.Equal(t, []string{"3", "4"}, b.strings(`SELECT update_id::text FROM inbox ORDER BY update_id`))
+}
+
 // The customer's address, name and phone of orders closed or cancelled
 // before the horizon are cleared, a minute either side of it; the orders
 // stay, and open, done and recent ones keep theirs.

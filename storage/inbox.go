@@ -1,0 +1,187 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"switchboard/domain"
+)
+
+// InboxChannel is notified when updates are stored: every replica's inbox
+// workers wake on it (a hint; they also sweep on a timer).
+const InboxChannel = "inbox"
+
+// TakeUpdates stores updates in the inbox in one statement (so in one
+// transaction) and notifies InboxChannel if any was new. An update already
+// stored (the same update_id fetched again, or sent to two webhook
+// replicas) is left as it is. The poller advances Telegram's offset, and a
+// webhook answers, only after this returns nil.
+func (s *Store) TakeUpdates(ctx context.Context, us []domain.InboxUpdate) error {
+	if len(us) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(us))
+	chats := make([]*int64, len(us))
+	bodies := make([]string, len(us))
+	for i, u := range us {
+		ids[i], bodies[i] = u.ID, string(u.Body)
+		if u.HasChat {
+			chats[i] = &us[i].Chat
+		}
+	}
+	// The data-modifying CTE runs whether or not the outer SELECT reads it,
+	// and the NOTIFY is delivered at the statement's commit.
+	_, err := s.pool.Exec(ctx, `
+WITH ins AS (
+    INSERT INTO inbox (update_id, chat_id, body)
+    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[])
+    ON CONFLICT (update_id) DO NOTHING
+    RETURNING 1)
+SELECT pg_notify('`+InboxChannel+`', '') WHERE EXISTS (SELECT 1 FROM ins)`, ids, chats, bodies)
+	if err != nil {
+		return fmt.Errorf("store %d updates in the inbox: %w", len(us), err)
+	}
+	return nil
+}
+
+// ClaimUpdates claims up to n updates for claimer, each the oldest pending
+// update of its chat (nothing earlier of the chat is pending: a chat's
+// updates are handled one at a time, in update_id order, across replicas),
+// due (next_attempt_at) and not claimed by a live lease. A claim held past
+// its lease (a dead or stalled replica) is taken over. Each claim counts as
+// an attempt and gets a token the settling statements name.
+func (s *Store) ClaimUpdates(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.InboxUpdate, error) {
+	rows, err := s.pool.Query(ctx, `
+WITH c AS (
+    SELECT i.update_id FROM inbox i
+    WHERE i.state = 'pending' AND i.next_attempt_at <= now()
+      AND (i.claimed_until IS NULL OR i.claimed_until < now())
+      AND NOT EXISTS (SELECT 1 FROM inbox e
+                      WHERE e.chat_id = i.chat_id AND e.state = 'pending' AND e.update_id < i.update_id)
+    ORDER BY i.update_id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED)
+UPDATE inbox i SET claimed_by = $1, claim_token = gen_random_uuid(),
+    claimed_until = now() + $3 * interval '1 millisecond', attempts = i.attempts + 1
+FROM c WHERE i.update_id = c.update_id
+RETURNING i.update_id, i.chat_id, i.body, i.attempts, i.claim_token::text, i.received_at`,
+		claimer, n, lease.Milliseconds())
+	if err != nil {
+		return nil, fmt.Errorf("claim inbox updates: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.InboxUpdate, error) {
+		var u domain.InboxUpdate
+		var chat *int64
+		if err := r.Scan(&u.ID, &chat, &u.Body, &u.Attempts, &u.Token, &u.ReceivedAt); err != nil {
+			return u, err
+		}
+		if chat != nil {
+			u.Chat, u.HasChat = *chat, true
+		}
+		return u, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim inbox updates: %w", err)
+	}
+	return out, nil
+}
+
+// RenewUpdate extends a claim still held by token; false: it was lost.
+func (s *Store) RenewUpdate(ctx context.Context, id int64, token string, lease time.Duration) (bool, error) {
+	return s.settleUpdate(ctx, "renew", `
+UPDATE inbox SET claimed_until = now() + $3 * interval '1 millisecond'
+WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, lease.Milliseconds())
+}
+
+// UpdateDone marks a claimed update handled; false: the claim was lost
+// (taken over after its lease) and the row is left to its new holder.
+func (s *Store) UpdateDone(ctx context.Context, id int64, token string) (bool, error) {
+	return s.settleUpdate(ctx, "done", `
+UPDATE inbox SET state = 'done', done_at = now(), claimed_until = NULL
+WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token)
+}
+
+// UpdateRetry gives a claimed update back, due again after the backoff,
+// keeping its place at the head of its chat.
+func (s *Store) UpdateRetry(ctx context.Context, id int64, token string, after time.Duration, why string) (bool, error) {
+	return s.settleUpdate(ctx, "retry", `
+UPDATE inbox SET claimed_by = NULL, claim_token = NULL, claimed_until = NULL,
+    next_attempt_at = now() + $3 * interval '1 millisecond', last_error = $4
+WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, after.Milliseconds(), why)
+}
+
+// UpdateFailed ends a claimed update for good; its chat's next update
+// becomes claimable.
+func (s *Store) UpdateFailed(ctx context.Context, id int64, token, why string) (bool, error) {
+	return s.settleUpdate(ctx, "fail", `
+UPDATE inbox SET state = 'failed', done_at = now(), claimed_until = NULL, last_error = $3
+WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, why)
+}
+
+func (s *Store) settleUpdate(ctx context.Context, what, sql string, args ...any) (bool, error) {
+	tag, err := s.pool.Exec(ctx, sql, args...)
+	if err != nil {
+		return false, fmt.Errorf("inbox %s update %v: %w", what, args[0], err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// InboxStats is the inbox as /status and the tests see it.
+type InboxStats struct {
+	Pending, Done, Failed int64
+}
+
+// InboxStats counts the inbox's rows by state.
+func (s *Store) InboxStats(ctx context.Context) (InboxStats, error) {
+	var st InboxStats
+	err := s.pool.QueryRow(ctx, `
+SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'done'),
+       count(*) FILTER (WHERE state = 'failed') FROM inbox`).Scan(&st.Pending, &st.Done, &st.Failed)
+	if err != nil {
+		return st, fmt.Errorf("inbox stats: %w", err)
+	}
+	return st, nil
+}
+
+// Passing reports whether err is one that may go away by itself: the
+// database unreachable or restarting, a connection lost, a deadline, a
+// serialization failure or deadlock. An update that failed so is retried
+// from the inbox; any other error is a bug or a refusal and is final.
+func Passing(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch code := pgErr.Code; {
+		case code == "40001", code == "40P01": // serialization failure, deadlock
+			return true
+		case len(code) == 5 && code[:2] == "08": // connection exception
+			return true
+		case code == "57P01", code == "57P02", code == "57P03": // shutting down, crash, cannot connect now
+			return true
+		case code == "53300": // too many connections
+			return true
+		}
+		return false
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	return errors.Is(err, net.ErrClosed)
+}

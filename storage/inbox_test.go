@@ -1,0 +1,168 @@
+package storage_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
+	"switchboard/storage"
+	"switchboard/storage/storagetest"
+)
+
+func upd(id, chat int64) domain.InboxUpdate {
+	return domain.InboxUpdate{ID: id, Chat: chat, HasChat: chat != 0,
+		Body: json.RawMessage(fmt.Sprintf(`{"update_id":%d}`, id))}
+}
+
+func ids(us []domain.InboxUpdate) []int64 {
+	var out []int64
+	for _, u := range us {
+		out = append(out, u.ID)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Two claimers see one head per chat between them: a chat's next update is
+// claimable only once every earlier one is done or failed, whoever held it.
+// Updates without a chat are kept in order with nothing.
+func TestInboxClaimsEachChatsOldestAcrossClaimers(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx := context.Background()
+	require.NoError(t, st.TakeUpdates(ctx, []domain.InboxUpdate{upd(10, 1), upd(11, 2), upd(12, 1), upd(13, 0), upd(14, 0), upd(15, 2)}))
+
+	a, err := st.ClaimUpdates(ctx, "a", 1, time.Minute)
+	require.NoError(t, err)
+	b, err := st.ClaimUpdates(ctx, "b", 10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []int64{10}, ids(a))
+	require.Equal(t, []int64{11, 13, 14}, ids(b), "chat 1's head is a's; chat 2's head and the chatless ones are b's")
+	require.Equal(t, string(`{"update_id": 10}`), string(a[0].Body))
+	require.True(t, a[0].HasChat)
+	require.EqualValues(t, 1, a[0].Chat)
+	require.False(t, b[1].HasChat)
+
+	none, err := st.ClaimUpdates(ctx, "b", 10, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, none, "claimed heads hold their chats back")
+
+	ok, err := st.UpdateDone(ctx, 10, a[0].Token)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = st.UpdateDone(ctx, 10, a[0].Token)
+	require.NoError(t, err)
+	require.False(t, ok, "a second done-mark changes nothing")
+	ok, err = st.UpdateFailed(ctx, 11, b[0].Token, "boom")
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	next, err := st.ClaimUpdates(ctx, "b", 10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []int64{12, 15}, ids(next), "a failed update frees its chat as a done one does")
+}
+
+// An update stored twice (fetched again, or sent to two webhook replicas) is
+// one row, left as it was.
+func TestInboxDedupesByUpdateID(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx := context.Background()
+	require.NoError(t, st.TakeUpdates(ctx, []domain.InboxUpdate{upd(1, 5)}))
+	c, err := st.ClaimUpdates(ctx, "a", 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, c, 1)
+	ok, err := st.UpdateDone(ctx, 1, c[0].Token)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	require.NoError(t, st.TakeUpdates(ctx, []domain.InboxUpdate{upd(1, 5), upd(2, 5), upd(2, 5)}))
+	c, err = st.ClaimUpdates(ctx, "a", 10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []int64{2}, ids(c), "the handled update is not handled again")
+	stats, err := st.InboxStats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, storage.InboxStats{Pending: 1, Done: 1}, stats)
+}
+
+// A retried update waits out its backoff at the head of its chat, and each
+// claim counts an attempt.
+func TestInboxRetryBacksOffAndKeepsTheChatsOrder(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx := context.Background()
+	require.NoError(t, st.TakeUpdates(ctx, []domain.InboxUpdate{upd(1, 7), upd(2, 7)}))
+	c, err := st.ClaimUpdates(ctx, "a", 10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1}, ids(c))
+	require.Equal(t, 1, c[0].Attempts)
+
+	ok, err := st.UpdateRetry(ctx, 1, c[0].Token, time.Hour, "database away")
+	require.NoError(t, err)
+	require.True(t, ok)
+	c2, err := st.ClaimUpdates(ctx, "a", 10, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, c2, "neither the backed-off update nor the one behind it")
+	ok, err = st.UpdateDone(ctx, 1, c[0].Token)
+	require.NoError(t, err)
+	require.False(t, ok, "a given-back claim cannot be settled")
+
+	require.NoError(t, st.TakeUpdates(ctx, []domain.InboxUpdate{upd(3, 8)}))
+	c3, err := st.ClaimUpdates(ctx, "a", 10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []int64{3}, ids(c3))
+	ok, err = st.UpdateRetry(ctx, 3, c3[0].Token, 0, "deadlock")
+	require.NoError(t, err)
+	require.True(t, ok)
+	c3, err = st.ClaimUpdates(ctx, "a", 10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []int64{3}, ids(c3))
+	require.Equal(t, 2, c3[0].Attempts)
+}
+
+// A claim held past its lease (its replica died) is taken over, and the old
+// holder's token settles nothing; a renewed claim is not taken.
+func TestInboxLeaseTakeover(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx := context.Background()
+	require.NoError(t, st.TakeUpdates(ctx, []domain.InboxUpdate{upd(1, 9), upd(2, 10)}))
+	dead, err := st.ClaimUpdates(ctx, "dead", 10, 300*time.Millisecond)
+	require.NoError(t, err)
+	require.Len(t, dead, 2)
+	ok, err := st.RenewUpdate(ctx, 2, dead[1].Token, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	var taken []domain.InboxUpdate
+	require.Eventually(t, func() bool {
+		taken, err = st.ClaimUpdates(ctx, "alive", 10, time.Minute)
+		require.NoError(t, err)
+		return len(taken) > 0
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Equal(t, []int64{1}, ids(taken), "only the unrenewed claim lapsed")
+	require.Equal(t, 2, taken[0].Attempts)
+
+	ok, err = st.UpdateDone(ctx, 1, dead[0].Token)
+	require.NoError(t, err)
+	require.False(t, ok, "the dead holder's done-mark loses to the takeover")
+	ok, err = st.RenewUpdate(ctx, 1, dead[0].Token, time.Minute)
+	require.NoError(t, err)
+	require.False(t, ok)
+	ok, err = st.UpdateDone(ctx, 1, taken[0].Token)
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
+func TestPassingErrors(t *testing.T) {
+	require.True(t, storage.Passing(fmt.Errorf("x: %w", context.DeadlineExceeded)))
+	require.False(t, storage.Passing(fmt.Errorf("x: %w", context.Canceled)))
+	require.False(t, storage.Passing(fmt.Errorf("plain")))
+	require.False(t, storage.Passing(nil))
+}
