@@ -77,8 +77,14 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 	}
 
 	// Exactly one replica polls Telegram, with or without Redis: the holder
-	// of a PostgreSQL session lock, which its death releases at once.
-	a.lease = a.store.PollingLease()
+	// of a PostgreSQL session lock, which its death releases at once. In
+	// webhook mode Telegram pushes to every replica and nobody polls.
+	var webhook *bot.WebhookConfig
+	if cfg.WebhookURL != "" {
+		webhook = &bot.WebhookConfig{URL: cfg.WebhookURL, Secret: cfg.WebhookSecret, Listen: cfg.WebhookListen, MaxConnections: cfg.WebhookMaxConn}
+	} else {
+		a.lease = a.store.PollingLease()
+	}
 
 	var locker jobs.Locker
 	if cfg.RedisURL != "" {
@@ -224,8 +230,13 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 	if err != nil {
 		return nil, fmt.Errorf("admin chat time zone: %w", err)
 	}
+	// (A nil *PollingLease in the interface would not be nil.)
+	var lease bot.Lease
+	if a.lease != nil {
+		lease = a.lease
+	}
 	a.bot, err = bot.New(bot.Config{
-		URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, Lease: a.lease,
+		URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, Lease: lease, Webhook: webhook,
 		InboxWorkers: cfg.InboxWorkers, InboxLease: cfg.InboxLease,
 		DrainTimeout: cfg.ShutdownTimeout / 2,
 		AdminChatID:  cfg.AdminChatID, AdminLang: cfg.AdminLang, AdminZone: adminZone, Currency: cfg.DispatchCurrency,

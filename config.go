@@ -26,6 +26,10 @@ import (
 // The help tag feeds `switchboard -help`; secret marks values never logged.
 type Config struct {
 	TelegramToken  string `env:"TELEGRAM_TOKEN" secret:"true" help:"bot token from @BotFather (required; or TELEGRAM_TOKEN_FILE)"`
+	WebhookURL     string `env:"TELEGRAM_WEBHOOK_URL" help:"webhook mode: the HTTPS URL Telegram pushes updates to (a TLS proxy or load balancer in front of every replica); empty: one replica polls"`
+	WebhookSecret  string `env:"TELEGRAM_WEBHOOK_SECRET" secret:"true" help:"webhook mode: the secret token Telegram sends with each update, 1-256 of A-Z a-z 0-9 _ - (required with TELEGRAM_WEBHOOK_URL; or TELEGRAM_WEBHOOK_SECRET_FILE)"`
+	WebhookListen  string `env:"TELEGRAM_WEBHOOK_LISTEN" envDefault:"127.0.0.1:8081" help:"webhook mode: where each replica listens for what the proxy forwards"`
+	WebhookMaxConn int    `env:"TELEGRAM_WEBHOOK_MAX_CONNECTIONS" envDefault:"40" help:"webhook mode: requests Telegram sends at once (1-100)"`
 	TelegramAPIURL string `env:"TELEGRAM_API_URL" envDefault:"https://api.telegram.org" help:"Bot API server (a local Bot API server or a test fake)"`
 
 	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/switchboard?sslmode=disable" secret:"true" help:"PostgreSQL; the database is created on first start if missing"`
@@ -130,7 +134,10 @@ type Config struct {
 // currencyCode is an ISO 4217 code, as DISPATCH_CURRENCY takes it.
 var currencyCode = regexp.MustCompile(`^[A-Za-z]{3}$`)
 
-var secretFiles = []string{"TELEGRAM_TOKEN", "DATABASE_URL", "REDIS_URL", "LLM_API_KEY", "HH_CLIENT_ID", "HH_CLIENT_SECRET", "HH_APP_TOKEN"}
+// webhookSecret is Telegram's rule for setWebhook's secret_token.
+var webhookSecret = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+
+var secretFiles = []string{"TELEGRAM_TOKEN", "TELEGRAM_WEBHOOK_SECRET", "DATABASE_URL", "REDIS_URL", "LLM_API_KEY", "HH_CLIENT_ID", "HH_CLIENT_SECRET", "HH_APP_TOKEN"}
 
 // LoadConfig reads the environment (lookup, usually os.LookupEnv) and
 // validates it, reporting every bad value with its variable's name at once.
@@ -279,6 +286,17 @@ func (c Config) validate() []string {
 	}
 	if c.HHRate <= 0 {
 		bad("HH_RATE", "%v: want a positive rate", c.HHRate)
+	}
+	if c.WebhookURL != "" {
+		if u, err := url.Parse(c.WebhookURL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+			bad("TELEGRAM_WEBHOOK_URL", "not a valid URL")
+		}
+		if !webhookSecret.MatchString(c.WebhookSecret) {
+			bad("TELEGRAM_WEBHOOK_SECRET", "want 1-256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule), with TELEGRAM_WEBHOOK_URL")
+		}
+		if c.WebhookMaxConn < 1 || c.WebhookMaxConn > 100 {
+			bad("TELEGRAM_WEBHOOK_MAX_CONNECTIONS", "%d: want 1 to 100", c.WebhookMaxConn)
+		}
 	}
 	if c.InboxWorkers < 1 {
 		bad("INBOX_WORKERS", "%d: want at least 1", c.InboxWorkers)

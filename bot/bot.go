@@ -98,6 +98,10 @@ type Config struct {
 	// the admin chat (ANALYSIS_BOARD_INTERVAL; 0: 3 s): edits in between
 	// coalesce, the latest state winning, the last always shown.
 	BoardEvery time.Duration
+	// Webhook, when set, has Telegram push updates to every replica
+	// (TELEGRAM_WEBHOOK_URL) instead of one replica polling; it needs the
+	// inbox.
+	Webhook *WebhookConfig
 	// LiveLogEvery gathers the dispatch live log: lines that burst go out
 	// as one message per this long (LIVE_LOG_INTERVAL; 0: 3 s).
 	LiveLogEvery time.Duration
@@ -242,13 +246,19 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 	// fetched with its next request, stored or not) gives way to intake
 	// into the inbox, and the handlers run from the inbox on every replica.
 	var poller tele.Poller = &tele.LongPoller{Timeout: cfg.PollTimeout}
-	if deps.Inbox != nil {
+	switch {
+	case deps.Inbox != nil && cfg.Webhook != nil:
+		// Webhook mode: every replica takes pushed updates into the inbox;
+		// no lease, no replica is special.
+		b.inbox = newInboxPoller(b, nil)
+		poller = &webhookIntake{cfg: *cfg.Webhook, inbox: deps.Inbox, wake: b.inbox.Wake, log: deps.Log}
+	case deps.Inbox != nil:
 		intake := &intakePoller{inbox: deps.Inbox, timeout: cfg.PollTimeout, log: deps.Log}
 		poller = intake
 		b.inbox = newInboxPoller(b, nil)
 		intake.wake = b.inbox.Wake
 	}
-	if cfg.Lease != nil {
+	if cfg.Lease != nil && cfg.Webhook == nil {
 		poller = &leasedPoller{inner: poller, lease: cfg.Lease, log: deps.Log}
 	}
 	var top tele.Poller
@@ -321,6 +331,9 @@ func (b *Bot) Run(ctx context.Context) error {
 	if err := b.publishCommands(); err != nil {
 		// A missing menu is cosmetic; the commands still work.
 		b.deps.Log.Warn("set command menus", "err", err)
+	}
+	if b.cfg.Webhook == nil {
+		dropWebhook(b.tb, b.deps.Log)
 	}
 	b.started = b.deps.Clock.Now()
 	done := make(chan struct{})

@@ -106,7 +106,7 @@ func WithRedis() Option {
 // New starts the fakes and creates the database.
 func New(t testing.TB, opts ...Option) *Env {
 	t.Helper()
-	e := &Env{t: t, TG: tgfake.New(t), HH: hhtest.New(), LLM: llmtest.New(), DatabaseURL: storagetest.NewURL(t)}
+	e := &Env{t: t, TG: tgfake.New(t, tgfake.WithInsecureWebhooks()), HH: hhtest.New(), LLM: llmtest.New(), DatabaseURL: storagetest.NewURL(t)}
 	// The models the bot is configured with (config.go's defaults) are
 	// "pulled": the bot asks at start and logs an error for a missing one.
 	e.LLM.ServeModels("qwen2.5:7b", "nomic-embed-text")
@@ -262,6 +262,9 @@ func (e *Env) Run(overrides map[string]string, args ...string) (string, int) {
 	code := p.Wait(60 * time.Second)
 	return p.Logs(), code
 }
+
+// FreeAddr is a loopback address nothing listens on yet.
+func FreeAddr(t testing.TB) string { return freeAddr(t) }
 
 func freeAddr(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,0 +1,178 @@
+package bot
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	tele "gopkg.in/telebot.v3"
+
+	"switchboard/domain"
+)
+
+// SecretHeader carries the webhook's secret token in each of Telegram's
+// requests (setWebhook's secret_token).
+const SecretHeader = "X-Telegram-Bot-Api-Secret-Token"
+
+// maxUpdateBytes bounds one webhook request's body: Telegram's updates are
+// a few kilobytes; anything near this is not Telegram.
+const maxUpdateBytes = 1 << 20
+
+// Intake is where a webhook puts what Telegram sends: the inbox.
+type Intake interface {
+	TakeUpdates(ctx context.Context, us []domain.InboxUpdate) error
+}
+
+// WebhookHandler takes Telegram's webhook requests into the inbox. It
+// answers 200 only once the update is stored, so Telegram sends again what
+// a replica could not keep (the database down, the replica stopping); it
+// checks the secret token in constant time, so nobody else can feed the
+// bot updates. Every replica behind the load balancer runs one, and the
+// inbox de-duplicates an update Telegram sent twice. wake tells this
+// replica's inbox workers (the NOTIFY tells the others').
+func WebhookHandler(secret string, in Intake, wake func(), log *slog.Logger) http.Handler {
+	want := []byte(secret)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get(SecretHeader)), want) != 1 {
+			log.Warn("webhook request without the right secret token", "remote", r.RemoteAddr)
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
+		raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxUpdateBytes))
+		if err != nil {
+			status := http.StatusBadRequest
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				status = http.StatusRequestEntityTooLarge
+			}
+			log.Warn("webhook body unreadable", "err", err, "remote", r.RemoteAddr)
+			http.Error(w, "bad body", status)
+			return
+		}
+		u, err := InboxUpdateOf(json.RawMessage(raw))
+		if err != nil {
+			log.Warn("webhook body is no update", "err", err, "remote", r.RemoteAddr)
+			http.Error(w, "not an update", http.StatusBadRequest)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		if err := in.TakeUpdates(ctx, []domain.InboxUpdate{u}); err != nil {
+			// Telegram retries a failed delivery: the update waits there.
+			log.Warn("webhook update not stored; Telegram will send it again", "update_id", u.ID, "err", err)
+			http.Error(w, "try again", http.StatusServiceUnavailable)
+			return
+		}
+		if wake != nil {
+			wake()
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+// WebhookConfig is webhook mode: Telegram pushes updates to URL (HTTPS, in
+// front of every replica), and each replica listens on Listen for what the
+// TLS proxy or load balancer forwards.
+type WebhookConfig struct {
+	URL, Secret, Listen string
+	// MaxConnections is setWebhook's max_connections: how many requests
+	// Telegram sends at once (1–100).
+	MaxConnections int
+}
+
+// webhookIntake is the inbox's intake in webhook mode: it sets the webhook
+// and serves it until stop. Every replica runs one; none is special.
+type webhookIntake struct {
+	cfg   WebhookConfig
+	inbox Intake
+	wake  func()
+	log   *slog.Logger
+}
+
+func (w *webhookIntake) Poll(tb *tele.Bot, _ chan tele.Update, stop chan struct{}) {
+	srv := &http.Server{
+		Addr:              w.cfg.Listen,
+		Handler:           WebhookHandler(w.cfg.Secret, w.inbox, w.wake, w.log),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.ListenAndServe() }()
+	// Listening before the webhook is set: Telegram's first request finds
+	// this replica ready.
+	w.setWebhook(tb, stop)
+	select {
+	case err := <-served:
+		if !errors.Is(err, http.ErrServerClosed) {
+			w.log.Error("webhook listener stopped", "addr", w.cfg.Listen, "err", err)
+		}
+	case <-stop:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Requests in flight finish their insert and answer; Telegram resends
+	// whatever is cut.
+	_ = srv.Shutdown(ctx)
+}
+
+// setWebhook tells Telegram where to push, retrying until it agrees or the
+// bot stops. Every replica sets the same webhook: the call is idempotent.
+func (w *webhookIntake) setWebhook(tb *tele.Bot, stop chan struct{}) {
+	allowed, _ := json.Marshal(tele.AllowedUpdates)
+	params := map[string]string{
+		"url":             w.cfg.URL,
+		"secret_token":    w.cfg.Secret,
+		"max_connections": strconv.Itoa(w.cfg.MaxConnections),
+		"allowed_updates": string(allowed),
+	}
+	backoff := 500 * time.Millisecond
+	for {
+		_, err := tb.Raw("setWebhook", params)
+		if err == nil {
+			w.log.Info("webhook set: Telegram pushes updates", "listen", w.cfg.Listen)
+			return
+		}
+		// The URL is logged without its path, which may hold a secret.
+		w.log.Warn("setWebhook failed, retrying", "err", err, "in", backoff)
+		select {
+		case <-stop:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// dropWebhook removes a webhook a former webhook-mode deployment left, so
+// polling is not refused with 409; pending updates are kept.
+func dropWebhook(tb *tele.Bot, log *slog.Logger) {
+	data, err := tb.Raw("getWebhookInfo", nil)
+	if err != nil {
+		log.Warn("getWebhookInfo failed", "err", err)
+		return
+	}
+	var info struct {
+		Result struct {
+			URL string `json:"url"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(data, &info) != nil || info.Result.URL == "" {
+		return
+	}
+	if _, err := tb.Raw("deleteWebhook", map[string]string{"drop_pending_updates": "false"}); err != nil {
+		log.Warn("deleteWebhook failed: polling is refused while a webhook is set", "err", err)
+		return
+	}
+	log.Info("a webhook was set: deleted it to poll (pending updates kept)")
+}
