@@ -589,7 +589,7 @@ type jobStatus struct {
 // Held feeds /status's line of work held past its lease.
 func (j jobStatus) Held(ctx context.Context) (bot.HeldStatus, error) {
 	h, err := j.store.HeldPastLease(ctx, j.vacancyLease)
-	return bot.HeldStatus{Runs: h.PipelineRuns, Matches: h.VacancyMatches, Rows: h.OutboxRows}, err
+	return bot.HeldStatus{Runs: h.PipelineRuns, Matches: h.VacancyMatches, Rows: h.OutboxRows, Updates: h.InboxUpdates}, err
 }
 
 // LLMReason feeds /status's LLM line: why this replica's client refuses

@@ -34,7 +34,7 @@ func TestReadyzReportsHeldWork(t *testing.T) {
 	}
 	code, body := get()
 	require.Equal(t, http.StatusOK, code)
-	require.JSONEq(t, `{"postgres":"ok","held_past_lease":{"pipeline_runs":2,"vacancy_matches":0,"outbox_rows":1}}`, body)
+	require.JSONEq(t, `{"postgres":"ok","held_past_lease":{"pipeline_runs":2,"vacancy_matches":0,"outbox_rows":1,"inbox_updates":0}}`, body)
 
 	dbErr = errors.New("connection refused")
 	code, body = get()

@@ -286,9 +286,10 @@ func (b *Bot) status(r *Request) error {
 	}
 	if hs, ok := b.deps.Status.(HeldSource); ok {
 		// Only when there is some: held work means users wait for a reaper.
-		if h, err := hs.Held(r.Ctx); err == nil && h.Runs+h.Matches+h.Rows > 0 {
+		if h, err := hs.Held(r.Ctx); err == nil && h.Runs+h.Matches+h.Rows+h.Updates > 0 {
 			sb.WriteString("\n" + r.T("status.held", locales.Data{"Runs": locales.Number(r.Lang, h.Runs),
-				"Matches": locales.Number(r.Lang, h.Matches), "Rows": locales.Number(r.Lang, h.Rows)}))
+				"Matches": locales.Number(r.Lang, h.Matches), "Rows": locales.Number(r.Lang, h.Rows),
+				"Updates": locales.Number(r.Lang, h.Updates)}))
 		}
 	}
 	return r.Reply(sb.String(), nil)
@@ -296,7 +297,7 @@ func (b *Bot) status(r *Request) error {
 
 // HeldStatus is the work still claimed after its lease ran out: memory
 // runs, vacancy matches, outgoing messages.
-type HeldStatus struct{ Runs, Matches, Rows int64 }
+type HeldStatus struct{ Runs, Matches, Rows, Updates int64 }
 
 // HeldSource, when the StatusSource has it, adds the work held past its
 // lease to /status.

@@ -14,7 +14,7 @@ import (
 
 func (s storeStatus) Held(ctx context.Context) (bot.HeldStatus, error) {
 	h, err := s.st.HeldPastLease(ctx, 2*time.Minute)
-	return bot.HeldStatus{Runs: h.PipelineRuns, Matches: h.VacancyMatches, Rows: h.OutboxRows}, err
+	return bot.HeldStatus{Runs: h.PipelineRuns, Matches: h.VacancyMatches, Rows: h.OutboxRows, Updates: h.InboxUpdates}, err
 }
 
 // /status names the work held past its lease, and says nothing of it when

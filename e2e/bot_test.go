@@ -69,7 +69,7 @@ func TestStartAndHelpDifferForUserAndAdmin(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 	require.JSONEq(t, `{"postgres":"ok","migrations":"ok",
-		"held_past_lease":{"pipeline_runs":0,"vacancy_matches":0,"outbox_rows":0}}`, string(body))
+		"held_past_lease":{"pipeline_runs":0,"vacancy_matches":0,"outbox_rows":0,"inbox_updates":0}}`, string(body))
 	resp, err = http.Get("http://" + p.Env["HTTP_ADDR"] + "/metrics")
 	require.NoError(t, err)
 	body, _ = io.ReadAll(resp.Body)

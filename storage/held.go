@@ -14,6 +14,7 @@ type HeldWork struct {
 	PipelineRuns   int64 `json:"pipeline_runs"`   // memory-chat stages (or finished runs) past MEMORY_LEASE
 	VacancyMatches int64 `json:"vacancy_matches"` // matches past VACANCY_CLAIM_LEASE
 	OutboxRows     int64 `json:"outbox_rows"`     // outgoing messages past the sender's lease
+	InboxUpdates   int64 `json:"inbox_updates"`   // incoming updates past INBOX_LEASE: their chat waits
 }
 
 // HeldPastLease counts HeldWork. vacancyLease is VACANCY_CLAIM_LEASE: a
@@ -30,8 +31,11 @@ SELECT
   (SELECT count(*) FROM vacancy_matches
    WHERE status IN ('QUEUED', 'ANALYZED') AND claim_token IS NOT NULL AND claimed_until < now()
      AND claimed_until - updated_at = $1 * interval '1 microsecond'),
-  (SELECT count(*) FROM outbox WHERE state = 'pending' AND claim_token IS NOT NULL AND claimed_until < now())`,
-		micros(vacancyLease)).Scan(&h.PipelineRuns, &h.VacancyMatches, &h.OutboxRows)
+  (SELECT count(*) FROM outbox WHERE state = 'pending' AND claim_token IS NOT NULL AND claimed_until < now()),
+  -- A retry or a settle clears the claim; a pending row still claimed
+  -- past its lease is a dead or stalled handler's.
+  (SELECT count(*) FROM inbox WHERE state = 'pending' AND claim_token IS NOT NULL AND claimed_until < now())`,
+		micros(vacancyLease)).Scan(&h.PipelineRuns, &h.VacancyMatches, &h.OutboxRows, &h.InboxUpdates)
 	if err != nil {
 		return HeldWork{}, fmt.Errorf("work held past its lease: %w", err)
 	}

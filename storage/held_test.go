@@ -49,4 +49,16 @@ func TestHeldPastLease(t *testing.T) {
 	_, err = st.OutboxDelivered(ctx, rows[0].ID, rows[0].Token, 7)
 	require.NoError(t, err)
 	require.Equal(t, storage.HeldWork{}, held(), "delivered")
+
+	require.NoError(t, st.TakeUpdates(ctx, []domain.InboxUpdate{{ID: 5, Chat: 1, HasChat: true, Body: []byte(`{"update_id":5}`)}}))
+	ups, err := st.ClaimUpdates(ctx, "r1", 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, ups, 1)
+	require.Equal(t, storage.HeldWork{}, held(), "a live claim")
+	_, err = st.Pool().Exec(ctx, `UPDATE inbox SET claimed_until = now() - interval '1 second'`)
+	require.NoError(t, err)
+	require.Equal(t, storage.HeldWork{InboxUpdates: 1}, held(), "the update's lease ran out: its chat waits")
+	_, err = st.UpdateDone(ctx, ups[0].ID, ups[0].Token)
+	require.NoError(t, err)
+	require.Equal(t, storage.HeldWork{}, held(), "handled")
 }
