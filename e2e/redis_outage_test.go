@@ -80,7 +80,9 @@ func TestRepliesFlowWhileRedisIsDown(t *testing.T) {
 	<-resumed
 	// Back to Redis on the first call after the probe's wait, which grew
 	// while Redis was down (up to 30 s): keep asking until the switch.
-	back := func() bool { return strings.Contains(first.Logs()+second.Logs(), "back to the shared telegram limiter") }
+	back := func() bool {
+		return strings.Contains(first.Logs()+second.Logs(), "back to the shared telegram limiter")
+	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for round := 0; round == 0 || !back(); round++ {
 		require.True(t, time.Now().Before(deadline), "the limiter never went back to Redis")
