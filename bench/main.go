@@ -211,6 +211,43 @@
 //
 //	{"scenario":"outbox","messages":…,"per_s":…,"efficiency":…,"rate_limited":…,"unlimited_per_s":…}
 //
+// intake measures Telegram intake through the inbox (issue 24). The
+// database is created and dropped as for vacancies. -rate updates/s
+// (default 300) are offered for -d (default 20 s), each a "/bench <seq>"
+// command from one of -users private chats (default 100, round robin),
+// which a command the bench registers on the real *bot.Bot answers at once
+// ("ok <seq>" through the bot's direct send, limits lifted: see
+// benchLimits); the bots' per-user flood limit is raised out of the way.
+// Two runs, the inbox emptied in between:
+//
+//   - polling: one bot (Deps.Inbox, no lease) reads the fake Telegram's
+//     getUpdates (long poll, up to 100 at a time) into the inbox;
+//   - webhook: -replicas bots (default 3), each with its own pool, LISTEN
+//     and webhook listener, as replicas on one machine; the bench's pusher
+//     posts each chat's updates one at a time (the next once the last was
+//     answered 200, anything else sent again) to the replicas round robin,
+//     at most -push-concurrency requests in flight (default 40).
+//
+// Every bot runs -workers inbox workers (default 16). An update is offered
+// when getUpdates first returns it or its first push starts; the inbox
+// overhead is offered → the /bench handler's start, split into offered →
+// stored (the inbox row's received_at, the database's clock on this
+// machine), stored → handler start, and offered → the start of the bot's
+// user upsert (its identify middleware; the bench notes the call), the
+// inbox's own part without the bot's middleware. The first -warmup
+// (default 1 s) of updates are left out of the percentiles. stored/s is
+// the updates over first → last received_at; handled/s over first
+// received_at → last done_at. The run ends at the first poll (every 20 ms)
+// that sees every row done; it then fails unless every row is done, every
+// update was handled exactly once and each chat's in the order sent, and
+// the fake got each reply exactly once, each chat's in order. The JSON
+// line is
+//
+//	{"scenario":"intake","rate":…,"updates":…,"polling_stored_per_s":…,"polling_handled_per_s":…,"polling_overhead_p50_ms":…,"polling_overhead_p99_ms":…,"webhook_stored_per_s":…,"webhook_handled_per_s":…,"webhook_overhead_p50_ms":…,"webhook_overhead_p99_ms":…,"polling_inbox_p50_ms":…,"polling_inbox_p99_ms":…,"webhook_inbox_p50_ms":…,"webhook_inbox_p99_ms":…,"replicas":…,"peak_rss_mb":…}
+//
+// Goal: the inbox adds under 5 ms p99 per update at 300 updates/s, and the
+// webhook replicas hold the rate with per-chat order and nothing lost.
+//
 // prune measures the retention job (issue 18's soak) beside the memory
 // chat. The database is created and dropped as for vacancies. It is seeded
 // with COPY (not timed): -messages group messages (default 1 000 000) in
@@ -276,6 +313,7 @@ var scenarios = []scenario{
 	{name: "dispatch", summary: "expired offers: expiry lag of the per-replica timers, and one watchdog sweep of 100 000 due offers", run: runDispatch},
 	{name: "analysis", summary: "analysis runs: 10 000 group messages through prefilter, batching and proposals with a zero-latency LLM", run: runAnalysis},
 	{name: "outbox", summary: "delivery outbox: 3000 messages to 300 chats through one sender under Telegram's 30 msg/s, then unlimited", run: runOutbox},
+	{name: "intake", summary: "Telegram intake through the inbox: one bot polling, then three on webhooks, at 300 updates/s", run: runIntake},
 	{name: "prune", summary: "retention: 1 000 000 group messages and 200 000 runs' contexts pruned beside the memory chat at 150 runs/s", run: runPrune},
 }
 

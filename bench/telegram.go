@@ -47,6 +47,7 @@ type telegram struct {
 
 	flood      *floodState // nil: no flood limits
 	transcript bool
+	updates    *tgUpdates // nil: getUpdates answers true (withUpdates)
 
 	conns atomic.Int64 // TCP connections accepted
 
@@ -342,6 +343,10 @@ func (t *telegram) serve(w http.ResponseWriter, r *http.Request) {
 		handle = t.editMessageText
 	case "sendchataction":
 		handle = t.sendChatAction
+	case "getupdates":
+		if t.updates != nil {
+			handle = t.updates.getUpdates
+		}
 	}
 	if handle == nil {
 		_, _ = io.Copy(io.Discard, r.Body)
