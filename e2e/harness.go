@@ -135,7 +135,7 @@ func (e *Env) BaseEnv(name string) map[string]string {
 	env := map[string]string{
 		"TELEGRAM_TOKEN":   e.TG.Token(),
 		"TELEGRAM_API_URL": e.TG.URL(),
-		"DATABASE_URL":     e.DatabaseURL,
+		"DATABASE_URL":     withPool(e.DatabaseURL),
 		"LLM_PROVIDER":     "ollama",
 		"LLM_URL":          e.LLM.OllamaURL(),
 		"HH_API_URL":       e.HH.URL(),
@@ -261,6 +261,21 @@ func (e *Env) Run(overrides map[string]string, args ...string) (string, int) {
 	p := e.Spawn("oneshot", overrides, args...)
 	code := p.Wait(60 * time.Second)
 	return p.Logs(), code
+}
+
+// withPool caps a replica's pool: go test runs e2e tests and other
+// packages' tests side by side, and several replicas with the default 20
+// connections each (plus their listeners and the polling lease) would
+// outrun a stock PostgreSQL's max_connections of 100.
+func withPool(url string) string {
+	if strings.Contains(url, "pool_max_conns") {
+		return url
+	}
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "pool_max_conns=6"
 }
 
 // FreeAddr is a loopback address nothing listens on yet.

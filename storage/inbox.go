@@ -100,11 +100,16 @@ UPDATE inbox SET claimed_until = now() + $3 * interval '1 millisecond'
 WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, lease.Milliseconds())
 }
 
+// An ended update keeps nothing of its sender (the body, the chat): what
+// it said now lives where its handler put it, under that data's retention
+// and /forget, and an inbox row kept a day for its update_id must not
+// outlive either.
+
 // UpdateDone marks a claimed update handled; false: the claim was lost
 // (taken over after its lease) and the row is left to its new holder.
 func (s *Store) UpdateDone(ctx context.Context, id int64, token string) (bool, error) {
 	return s.settleUpdate(ctx, "done", `
-UPDATE inbox SET state = 'done', done_at = now(), claimed_until = NULL
+UPDATE inbox SET state = 'done', done_at = now(), claimed_until = NULL, body = '{}', chat_id = NULL
 WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token)
 }
 
@@ -121,7 +126,7 @@ WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, toke
 // becomes claimable.
 func (s *Store) UpdateFailed(ctx context.Context, id int64, token, why string) (bool, error) {
 	return s.settleUpdate(ctx, "fail", `
-UPDATE inbox SET state = 'failed', done_at = now(), claimed_until = NULL, last_error = $3
+UPDATE inbox SET state = 'failed', done_at = now(), claimed_until = NULL, last_error = $3, body = '{}', chat_id = NULL
 WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, why)
 }
 

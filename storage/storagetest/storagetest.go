@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"switchboard/migrations"
 	"switchboard/storage"
@@ -109,7 +111,7 @@ func templateDB(ctx context.Context) (string, error) {
 // an advisory lock, because CREATE DATABASE … TEMPLATE fails if another
 // session is copying the same template at that moment.
 func withAdmin(ctx context.Context, fn func(*pgx.Conn) error) error {
-	conn, err := pgx.Connect(ctx, ServerURL())
+	conn, err := connectAdmin(ctx)
 	if err != nil {
 		return fmt.Errorf("storagetest: connect to %s: %w (is PostgreSQL running?)", ServerURL(), err)
 	}
@@ -119,6 +121,29 @@ func withAdmin(ctx context.Context, fn func(*pgx.Conn) error) error {
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(727274)`) //nolint:errcheck
 	return fn(conn)
+}
+
+// connectAdmin connects to the maintenance database, waiting while the
+// server has no connection slot free: the e2e tests' replicas run beside
+// these tests and give their connections back as they stop.
+func connectAdmin(ctx context.Context) (*pgx.Conn, error) {
+	for {
+		conn, err := pgx.Connect(ctx, ServerURL())
+		if !tooMany(err) {
+			return conn, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// tooMany: the server refused a connection for want of a free slot.
+func tooMany(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "53300"
 }
 
 func randomSuffix() string {
@@ -175,6 +200,10 @@ func New(t testing.TB) *storage.Store {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	st, err := storage.Open(ctx, u, slog.New(slog.DiscardHandler))
+	for tooMany(err) && ctx.Err() == nil { // see connectAdmin
+		time.Sleep(200 * time.Millisecond)
+		st, err = storage.Open(ctx, u, slog.New(slog.DiscardHandler))
+	}
 	if err != nil {
 		t.Fatalf("storagetest: open: %v", err)
 	}
@@ -186,7 +215,7 @@ func New(t testing.TB) *storage.Store {
 func Drop(t testing.TB, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, ServerURL())
+	conn, err := connectAdmin(ctx)
 	if err != nil {
 		t.Logf("storagetest: drop %s: %v", name, err)
 		return
