@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,4 +68,30 @@ func TestFloodControlJudgesTheUserNotTheBacklog(t *testing.T) {
 	require.Zero(t, countBot(env, ann.ID(), tooFast), "no flood warning for a backlog")
 	require.Equal(t, 20, countBot(env, bob.ID(), help), "a real flood is cut after the burst")
 	require.Equal(t, 1, countBot(env, bob.ID(), tooFast), "and told once")
+}
+
+// The scenario: the polling replica stops answering (frozen, then
+// killed) while a user writes forty messages over forty seconds; the
+// survivor takes the lease and fetches the whole backlog at once, and every
+// message is answered: the flood limit reads when each was written.
+func TestBacklogAfterAFailoverIsAnsweredInFull(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t, e2e.WithRedis())
+	first := env.Start(nil)
+	first.WaitLog("polling lease acquired", 30*time.Second)
+	second := env.Start(nil)
+	second.WaitLog("standing by", 30*time.Second)
+
+	// Frozen, the holder keeps its lock but reads nothing: updates pile up
+	// at Telegram.
+	first.Signal(syscall.SIGSTOP)
+	ann := env.TG.User(703, "Ann", "en")
+	wrote := time.Now().Add(-45 * time.Second)
+	for i := range 40 {
+		ann.SendTextAt(ann.ID(), "/help", wrote.Add(time.Duration(i)*time.Second))
+	}
+	first.Kill()
+
+	env.TG.WaitFor(t, 2*time.Minute, func() bool { return countBot(env, ann.ID(), "What I can do") == 40 })
+	require.Zero(t, countBot(env, ann.ID(), tooFast), "a backlog is not a flood")
 }
