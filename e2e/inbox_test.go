@@ -76,17 +76,7 @@ func TestInboxSurvivesAPostgreSQLOutage(t *testing.T) {
 	time.Sleep(time.Until(down.Add(10 * time.Second)))
 	pg.Start()
 
-	env.TG.WaitFor(t, 3*time.Minute, func() bool {
-		for _, u := range users {
-			got := mentorReplies(env, u.ID())
-			for _, m := range sent[u.ID()] {
-				if got[m.MessageID] == 0 {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	env.TG.WaitFor(t, 3*time.Minute, allAnswered(env, users, sent))
 	created := env.TG.WaitMessageAfter(t, boss.ID(), order.MessageID, func(m tgfake.BotMessage) bool {
 		return strings.Contains(m.Text, "created: plumbing, Riga")
 	})
@@ -162,17 +152,7 @@ func TestInboxLosesNothingWhenThePollingReplicaIsKilled(t *testing.T) {
 	env.TG.WaitFor(t, time.Minute, func() bool { return len(env.TG.CallsTo("sendChatAction")) >= 3 })
 	first.Kill()
 
-	env.TG.WaitFor(t, 4*time.Minute, func() bool {
-		for _, u := range users {
-			got := mentorReplies(env, u.ID())
-			for _, m := range sent[u.ID()] {
-				if got[m.MessageID] == 0 {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	env.TG.WaitFor(t, 4*time.Minute, allAnswered(env, users, sent))
 	time.Sleep(3 * time.Second) // a duplicate still coming would be counted
 	doubled := 0
 	for _, u := range users {
@@ -189,4 +169,19 @@ func TestInboxLosesNothingWhenThePollingReplicaIsKilled(t *testing.T) {
 		requireNoErrorReplies(t, env, u.ID())
 	}
 	t.Logf("messages answered twice (the named bound): %d of %d", doubled, len(users)*perUser)
+}
+
+// allAnswered: every message each user sent has an answer.
+func allAnswered(env *e2e.Env, users []*tgfake.Person, sent map[int64][]tgfake.Message) func() bool {
+	return func() bool {
+		for _, u := range users {
+			got := mentorReplies(env, u.ID())
+			for _, m := range sent[u.ID()] {
+				if got[m.MessageID] == 0 {
+					return false
+				}
+			}
+		}
+		return true
+	}
 }
