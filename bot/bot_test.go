@@ -275,6 +275,13 @@ func TestInboxGivesUpAfterItsAttemptsAndTellsOnce(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, n)
+
+	// Told in the language chosen with /lang, which the database still
+	// knows, not Telegram's.
+	require.Equal(t, "Мову змінено на українську.", tb.ask(t, ann, "/lang uk").Text)
+	again := ann.SendText(ann.ID(), "/down")
+	told = tb.srv.WaitMessageAfter(t, ann.ID(), again.MessageID, nil)
+	require.Equal(t, "Це повідомлення не вдалося виконати, тож нічого не зроблено. Будь ласка, надішліть його ще раз.", told.Text)
 }
 
 var echoAction = bot.RegisterAction("t_echo", 1)

@@ -72,16 +72,36 @@ func (b *Bot) tellNotDone(u tele.Update) {
 		b.replyError(c, "error.not_done")
 		return
 	}
-	lang := locales.Languages[0]
-	if s := c.Sender(); s != nil {
-		lang = locales.Match(s.LanguageCode)
-	}
 	// A reply to the message itself, so the user sees which one to send again.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	lang := b.senderLang(ctx, c)
 	if err := b.sendDirect(ctx, m.Chat.ID, m.ID, b.deps.Catalog.T(lang, "error.not_done"), nil); err != nil {
 		b.deps.Log.Warn("could not tell the user their message was not carried out", "err", err)
 	}
+}
+
+// senderLang is the language to tell the sender of an update that never
+// reached its handler: the one they chose with /lang if the database can
+// say (it often cannot, which is why the update failed), else Telegram's.
+func (b *Bot) senderLang(ctx context.Context, c tele.Context) string {
+	s := c.Sender()
+	if s == nil {
+		return locales.Languages[0]
+	}
+	if ch := c.Chat(); ch != nil && b.cfg.AdminChatID != 0 && ch.ID == b.cfg.AdminChatID && b.cfg.AdminLang != "" {
+		return b.cfg.AdminLang
+	}
+	if users, ok := b.deps.Users.(interface {
+		User(ctx context.Context, id int64) (domain.User, error)
+	}); ok {
+		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if u, err := users.User(qctx, s.ID); err == nil {
+			return u.Lang()
+		}
+	}
+	return locales.Match(s.LanguageCode)
 }
 
 func (b *Bot) replyError(c tele.Context, key string) {
