@@ -333,7 +333,7 @@ func (u *analysisUI) runNew(r *Request) error {
 	case err != nil:
 		return err
 	}
-	if chat := r.Message().Chat; u.b.cfg.AdminChatID != 0 && chat != nil && chat.ID == u.b.cfg.AdminChatID {
+	if u.b.inAdminChat(r.Message().Chat) {
 		// The admin chat has just read the run's creation as an event; the
 		// reply adds only what to do next instead of saying it twice.
 		return r.Reply(r.T("run_new.next", locales.Data{"Run": run.ID}), nil)
@@ -366,14 +366,15 @@ func runArgsError(r *Request, usage, extra string) string {
 	if len(fields) == 0 {
 		return r.T(usage)
 	}
-	if id, err := strconv.ParseInt(strings.TrimPrefix(fields[0], "#"), 10, 64); err != nil || id <= 0 {
-		return r.T("run.error_id", locales.Data{"Value": clipRunes(fields[0], 40)}) + "\n" + r.T(usage)
+	_, rest, ok := runArgs(r)
+	if !ok {
+		return r.T("run.error_id", locales.Data{"Value": clipRunes(fields[0], maxEcho)}) + "\n" + r.T(usage)
 	}
 	key := "run.error_extra"
 	if extra != "" {
 		key = "run.error_extra_rag"
 	}
-	return r.T(key, locales.Data{"Value": clipRunes(strings.Join(fields[1:], " "), 40)}) + "\n" + r.T(usage)
+	return r.T(key, locales.Data{"Value": clipRunes(strings.Join(rest, " "), maxEcho)}) + "\n" + r.T(usage)
 }
 
 // runArgs reads "ID" or "#ID" and the words after it.
@@ -433,7 +434,7 @@ func (u *analysisUI) runClose(r *Request) error {
 	case err != nil:
 		return err
 	}
-	if chat := r.Message().Chat; u.b.cfg.AdminChatID != 0 && chat != nil && chat.ID == u.b.cfg.AdminChatID {
+	if u.b.inAdminChat(r.Message().Chat) {
 		// In the admin chat the run's board, edited to its final state in
 		// the same transaction as the close, is the answer: a reply would
 		// say the same thing twice.

@@ -121,11 +121,26 @@ func (b *Bot) placeOf(chat *tele.Chat) Place {
 		return 0
 	case chat.Type == tele.ChatPrivate:
 		return InPrivate
-	case b.cfg.AdminChatID != 0 && chat.ID == b.cfg.AdminChatID:
+	case b.inAdminChat(chat):
 		return InAdminChat
 	default:
 		return 0
 	}
+}
+
+// inAdminChat reports whether chat is ADMIN_CHAT_ID's.
+func (b *Bot) inAdminChat(chat *tele.Chat) bool {
+	return chat != nil && b.cfg.AdminChatID != 0 && chat.ID == b.cfg.AdminChatID
+}
+
+// chatLang is the language of what the bot writes in chat to a user who
+// reads lang: everyone in the admin chat reads the one its boards and
+// events are written in (ADMIN_CHAT_LANGUAGE), whoever typed the command.
+func (b *Bot) chatLang(chat *tele.Chat, lang string) string {
+	if b.inAdminChat(chat) && b.cfg.AdminLang != "" {
+		return b.cfg.AdminLang
+	}
+	return lang
 }
 
 // elsewhere answers a command sent where it does not run. In a group the

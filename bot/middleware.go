@@ -89,8 +89,8 @@ func (b *Bot) senderLang(ctx context.Context, c tele.Context) string {
 	if s == nil {
 		return locales.Languages[0]
 	}
-	if ch := c.Chat(); ch != nil && b.cfg.AdminChatID != 0 && ch.ID == b.cfg.AdminChatID && b.cfg.AdminLang != "" {
-		return b.cfg.AdminLang
+	if lang := b.chatLang(c.Chat(), ""); lang != "" {
+		return lang // the admin chat's, no question for the database
 	}
 	if users, ok := b.deps.Users.(interface {
 		User(ctx context.Context, id int64) (domain.User, error)
@@ -143,12 +143,7 @@ func (b *Bot) identify(next tele.HandlerFunc) tele.HandlerFunc {
 		if err != nil {
 			return fmt.Errorf("identify user %d: %w", s.ID, err)
 		}
-		lang := u.Lang()
-		if ch := c.Chat(); ch != nil && b.cfg.AdminChatID != 0 && ch.ID == b.cfg.AdminChatID && b.cfg.AdminLang != "" {
-			// Everyone in the admin chat reads one language, the one its
-			// boards and events are written in, whoever typed the command.
-			lang = b.cfg.AdminLang
-		}
+		lang := b.chatLang(c.Chat(), u.Lang())
 		if b.isAdmin(s.ID) {
 			if _, done := b.adminMenus.Load(s.ID); !done {
 				if err := b.publishAdminMenu(s.ID); err != nil {

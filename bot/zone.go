@@ -43,7 +43,7 @@ func (b *Bot) readerZone(chosen, city, lang string) (*time.Location, int) {
 // chatZone is the zone of replies in c: the admin chat's in the admin
 // chat, which several admins read; the user's own elsewhere.
 func (b *Bot) chatZone(c *tele.Chat, u domain.User) *time.Location {
-	if c != nil && b.cfg.AdminChatID != 0 && c.ID == b.cfg.AdminChatID {
+	if b.inAdminChat(c) {
 		return b.adminZone()
 	}
 	loc, _ := b.readerZone(u.TimeZone, u.MasterCity, u.Lang())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	// The zones people choose must load on any host, the distroless
@@ -25,8 +26,26 @@ func LangZone(lang string) *time.Location {
 	return time.UTC
 }
 
-func mustZone(name string) *time.Location {
+// zones caches loaded locations: time.LoadLocation reads and parses the
+// zone's data on every call, and a reader's zone is resolved for every
+// update and every time written. Only names that loaded are kept, so the
+// cache is bounded by the tz database.
+var zones sync.Map // name → *time.Location
+
+func loadLocation(name string) (*time.Location, error) {
+	if loc, ok := zones.Load(name); ok {
+		return loc.(*time.Location), nil
+	}
 	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	zones.Store(name, loc)
+	return loc, nil
+}
+
+func mustZone(name string) *time.Location {
+	loc, err := loadLocation(name)
 	if err != nil {
 		panic(fmt.Sprintf("embedded tzdata lacks %s: %v", name, err))
 	}
@@ -135,7 +154,7 @@ func ParseZone(s string) (string, *time.Location, error) {
 		return "", nil, ErrZoneUnknown
 	}
 	if zone, ok := cityByName[normName(s)]; ok {
-		loc, err := time.LoadLocation(zone)
+		loc, err := loadLocation(zone)
 		return zone, loc, err
 	}
 	if name, loc, ok, err := parseOffset(s); ok {
@@ -166,7 +185,7 @@ func loadIANA(s string) (*time.Location, bool) {
 	}
 	try = append(try, strings.Join(parts, "/"))
 	for _, name := range try {
-		if loc, err := time.LoadLocation(name); err == nil {
+		if loc, err := loadLocation(name); err == nil {
 			return loc, true
 		}
 	}
@@ -238,7 +257,7 @@ func LoadZone(name string) (*time.Location, error) {
 	if name == "" || name == "Local" {
 		return nil, fmt.Errorf("time zone %q: %w", name, ErrZoneUnknown)
 	}
-	loc, err := time.LoadLocation(name)
+	loc, err := loadLocation(name)
 	if err != nil {
 		return nil, fmt.Errorf("time zone %q: %w", name, err)
 	}
