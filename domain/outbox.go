@@ -13,7 +13,7 @@ import (
 type Message struct {
 	ChatID int64
 	// Kind says what the message is (the Kind* constants): metrics, and the
-	// bookkeeping storage does when it is delivered.
+	// hook its workflow runs when it is delivered or dropped.
 	Kind string
 	// Ref is the workflow row it belongs to (match, offer, proposal, run).
 	Ref int64
@@ -61,8 +61,8 @@ type Button struct {
 	URL  string `json:"url,omitempty"`
 }
 
-// Message kinds. The delivery of some records the message id where the
-// workflow needs it (storage/outbox.go, delivered).
+// Message kinds. The delivery of some changes the state of the workflow
+// that wrote it, by the hook that workflow registers for its kind.
 const (
 	KindVacancy      = "vacancy"       // Ref: match; delivery makes it SENT_TO_USER
 	KindOffer        = "offer"         // Ref: offer; delivery records its message

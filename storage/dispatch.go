@@ -16,6 +16,14 @@ import (
 	"switchboard/domain/dispatch"
 )
 
+// An offer's delivery records its message, which later edits and the
+// master's buttons name.
+var _ = onDelivered(domain.KindOffer, `
+offer_sent AS (
+    UPDATE offers f SET chat_id = done.chat_id, message_id = done.message_id
+    FROM done WHERE done.kind = 'offer' AND NOT done.edit AND f.id = done.ref AND done.message_id IS NOT NULL
+)`)
+
 // The dispatch workflow's repository (dispatch.Repository).
 var _ dispatch.Repository = (*Store)(nil)
 

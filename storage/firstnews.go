@@ -141,7 +141,7 @@ RETURNING `+newsColumns, key)
 // committed and writes the note. Checked in the same statement as the
 // lock, both could see the other's match still open and neither write it.
 // The caller locks its matches before the searches, as delivery does
-// (deliveredSQL), so the two never wait for each other in a cycle.
+// (the vacancy delivery hook), so the two never wait for each other in a cycle.
 // A stale snapshot can only show a match less final than it is, so the
 // note is never written while a match may still bring a card.
 func settleFirstNews(ctx context.Context, tx pgx.Tx, users, matches []int64, announce vacancy.Announce) error {

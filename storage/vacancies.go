@@ -16,6 +16,34 @@ import (
 // The vacancy workflow's repository (vacancy.Repository).
 var _ vacancy.Repository = (*Store)(nil)
 
+// A card's delivery is its match's ANALYZED → SENT_TO_USER with the chat,
+// message id and sent_at, in the statement that marks the card's outbox
+// row sent (only from ANALYZED: a match decided meanwhile stays as it is).
+// The card of a match a new search's first news waits on is that news: the
+// search is told, and no "nothing new yet" follows (the match is locked
+// before the search, as where matches end: settleFirstNews).
+var _ = onDelivered(domain.KindVacancy, transitionSQL(vacancy.Analyzed, vacancy.SentToUser, `
+vacancy_sent AS (
+    UPDATE vacancy_matches m SET status = '%[2]s', chat_id = done.chat_id, message_id = done.message_id,
+        sent_at = now(), updated_at = now(), claimed_until = NULL, claim_token = NULL
+    FROM done WHERE done.kind = 'vacancy' AND NOT done.edit AND m.id = done.ref AND m.status = '%[1]s'
+      AND done.message_id IS NOT NULL
+    RETURNING m.id, m.user_id
+), vacancy_told AS (
+    UPDATE searches s SET first_news = 'told'
+    FROM vacancy_sent m WHERE s.user_id = m.user_id AND s.first_news = 'waiting' AND m.id = ANY(s.first_matches)
+)`))
+
+// transitionSQL fills a statement moving matches from → to (%[1]s, %[2]s)
+// after the workflow's transition table allowed the move; a move the table
+// refuses is a programming error, caught at start-up.
+func transitionSQL(from, to vacancy.Status, sql string) string {
+	if !vacancy.CanTransition(from, to) {
+		panic(fmt.Sprintf("storage: vacancy transition %s → %s not in the table", from, to))
+	}
+	return fmt.Sprintf(sql, from, to)
+}
+
 // QueueChannel is notified when matches are queued, so every replica's
 // workers wake at once instead of at their next sweep.
 const QueueChannel = "vacancy_queue"
