@@ -149,6 +149,24 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		// could then take the vacancy over while this one still works on it.
 		log.Warn("VACANCY_CLAIM_LEASE is shorter than two LLM_TIMEOUTs", "lease", lease, "llm_timeout", cfg.LLMTimeout)
 	}
+	// The renderers need only the catalog and the admin chat's settings:
+	// built first, they go to the services, and the services to the bot.
+	catalog := locales.MustLoad()
+	adminZone, err := cfg.AdminLocation()
+	if err != nil {
+		return nil, fmt.Errorf("admin chat time zone: %w", err)
+	}
+	calendar, err := cfg.Calendar()
+	if err != nil {
+		return nil, fmt.Errorf("dispatch calendar: %w", err)
+	}
+	render := bot.RenderConfig{
+		AdminChatID: cfg.AdminChatID, AdminLang: cfg.AdminLang, AdminZone: adminZone, Currency: cfg.DispatchCurrency,
+		BoardEvery: cfg.BoardInterval, LiveLogEvery: cfg.LiveLogInterval, Calendar: calendar,
+	}
+	notes := bot.NewRenderer(render, catalog, log)
+	tg := delivery.NewClient(cfg.TelegramAPIURL, cfg.TelegramToken, nil)
+
 	a.vac, err = vacancy.NewService(vacancy.Config{
 		FetchLimit:     cfg.VacancyFetchLimit,
 		RecoveryWindow: cfg.VacancyRecoveryWindow,
@@ -156,7 +174,7 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		Workers:        vacancy.WorkersFor(cfg.LLMMaxConcurrency),
 		SweepInterval:  cfg.QueueInterval,
 	}, vacancy.Deps{
-		Repo: a.store, Source: a.hh, Log: log, Registerer: a.reg,
+		Repo: a.store, Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg,
 		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrRefused},
 	})
 	if err != nil {
@@ -172,27 +190,25 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 	a.mem, err = memory.NewService(memory.Config{
 		Workers: cfg.MemoryWorkers, Lease: cfg.MemoryLease, SweepInterval: cfg.MemoryReaperInterval,
 		Window: window,
-	}, memory.Deps{Repo: a.store, LLM: llm.MemoryPort{Client: a.llm}, Log: log, Registerer: a.reg})
+	}, memory.Deps{
+		Repo: a.store, LLM: llm.MemoryPort{Client: a.llm}, Notifier: notes, Typist: bot.Typist{Client: tg}, Log: log, Registerer: a.reg,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("memory chat: %w", err)
 	}
 
-	calendar, err := cfg.Calendar()
-	if err != nil {
-		return nil, fmt.Errorf("dispatch calendar: %w", err)
-	}
 	clock := startedClock(cfg.ClockStart)
 	a.disp, err = dispatch.NewService(dispatch.Config{
 		OfferSLA: cfg.OfferSLA, CommissionRate: cfg.CommissionRate,
 		CommissionDeadline: cfg.CommissionDeadline, AutocloseAfter: cfg.AutocloseAfter,
 		Calendar: calendar,
-	}, dispatch.Deps{Repo: a.store, Log: log, Registerer: a.reg, CalendarClock: clock})
+	}, dispatch.Deps{Repo: a.store, Notifier: notes.DispatchNotes(), Log: log, Registerer: a.reg, CalendarClock: clock})
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: %w", err)
 	}
 
 	a.anl, err = analysis.NewService(analysis.Config{BatchGap: cfg.AnalysisBatchGap, Lease: cfg.AnalysisLease}, analysis.Deps{
-		Repo: a.store, Publisher: a.store, Log: log, Registerer: a.reg,
+		Repo: a.store, Publisher: a.store, Notifier: notes, Log: log, Registerer: a.reg,
 		LLM: llm.AnalysisPort{Client: a.llm, Invalid: analysis.ErrInvalidAnswer},
 	})
 	if err != nil {
@@ -221,15 +237,11 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 			a.redisGate("telegram limiter"), limits, a.liveReplicas)
 	}
 	a.out, err = delivery.NewSender(delivery.Config{Workers: cfg.OutboxWorkers, MaxBackoff: cfg.OutboxMaxBackoff}, a.store,
-		delivery.NewClient(cfg.TelegramAPIURL, cfg.TelegramToken, nil), limiter, log, a.reg)
+		tg, limiter, log, a.reg)
 	if err != nil {
 		return nil, err
 	}
 
-	adminZone, err := cfg.AdminLocation()
-	if err != nil {
-		return nil, fmt.Errorf("admin chat time zone: %w", err)
-	}
 	// (A nil *PollingLease in the interface would not be nil.)
 	var lease bot.Lease
 	if a.lease != nil {
@@ -239,27 +251,19 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, Lease: lease, Webhook: webhook,
 		InboxWorkers: cfg.InboxWorkers, InboxLease: cfg.InboxLease,
 		DrainTimeout: cfg.ShutdownTimeout / 2,
-		AdminChatID:  cfg.AdminChatID, AdminLang: cfg.AdminLang, AdminZone: adminZone, Currency: cfg.DispatchCurrency,
-		BoardEvery: cfg.BoardInterval, LiveLogEvery: cfg.LiveLogInterval,
+		RenderConfig: render,
 	}, bot.Deps{
-		Users: a.store, Status: jobStatus{a.store, cfg.HeartbeatInterval, a.llm, a.hh, cfg.VacancyClaimLease}, Catalog: locales.MustLoad(), Log: log,
+		Users: a.store, Status: jobStatus{a.store, cfg.HeartbeatInterval, a.llm, a.hh, cfg.VacancyClaimLease}, Catalog: catalog, Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Direct: a.out, Queue: a.store,
 		Inbox: a.store, Passing: storage.Passing,
+		Vacancies: a.vac, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl,
 	})
 	if err != nil {
 		return nil, err
 	}
-	a.bot.RegisterVacancies(a.vac)
-	a.vac.SetNotifier(a.bot)
-	a.bot.RegisterMemory(a.mem)
-	a.mem.SetNotifier(a.bot)
-	a.bot.RegisterDispatch(a.disp)
-	a.disp.SetNotifier(a.bot.DispatchNotes())
 	// An offer whose master Telegram refuses for good is declined at once
 	// and the order moves on.
 	a.out.OnDrop(domain.KindOffer, a.disp.Undeliverable)
-	a.bot.RegisterAnalysis(a.anl)
-	a.anl.SetNotifier(a.bot)
 	if err := a.scheduleJobs(); err != nil {
 		return nil, err
 	}

@@ -186,15 +186,11 @@ func benchAnalysis(ctx context.Context, cfg analysisConfig, out io.Writer, log *
 		return rep, err
 	}
 	defer stopSender()
-	tgBot, err := bot.New(bot.Config{URL: w.tg.URL(), Token: tgToken, AdminChatID: analysisAdminChat, AdminLang: "en"},
-		bot.Deps{Users: store, Catalog: locales.MustLoad(), Log: log})
-	if err != nil {
-		return rep, err
-	}
+	render := bot.NewRenderer(bot.RenderConfig{AdminChatID: analysisAdminChat, AdminLang: "en"}, locales.MustLoad(), log)
 	deps := analysis.Deps{
 		Repo:      reapSignal{Repository: store, reaped: w.reaped},
 		LLM:       llm.AnalysisPort{Client: llmc, Invalid: analysis.ErrInvalidAnswer},
-		Notifier:  tgBot,
+		Notifier:  render,
 		Publisher: w.pub,
 		Log:       log, Registerer: prometheus.NewRegistry(),
 	}

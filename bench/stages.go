@@ -197,9 +197,14 @@ type timedMemoryNotifier struct {
 	s *stages
 }
 
-func (t timedMemoryNotifier) Typing(ctx context.Context, chatID int64) error {
+type timedTypist struct {
+	memory.Typist
+	s *stages
+}
+
+func (t timedTypist) Typing(ctx context.Context, chatID int64) error {
 	defer t.s.since("telegram typing", time.Now())
-	return t.Notifier.Typing(ctx, chatID)
+	return t.Typist.Typing(ctx, chatID)
 }
 
 func (t timedMemoryNotifier) Answer(r memory.Run) []domain.Message {

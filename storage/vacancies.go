@@ -525,16 +525,9 @@ func vacancyDest(v *vacancy.Vacancy, fetched **time.Time) []any {
 // concurrent workers on any replica never take the same one. ok is false
 // when nothing is claimable.
 //
-// Claimable are QUEUED matches and ANALYZED matches that still hold a
-// claim token. A match whose card went to the outbox lost its token in
-// that same transaction (Transition with messages, QueueCard), so it
-// waits for the outbox and is never claimed again: claiming it would send
-// the card twice. A token on an ANALYZED match therefore means its card
-// is still owed: the match was analysed before the outbox existed (the
-// old worker kept its claim across the delivery and pushed it out when a
-// send failed), or with no notifier set. Telling them apart by the token
-// needs no migration and no look-up in the outbox (which has no index by
-// kind and ref), and it survives the pruning of delivered outbox rows.
+// Claimable are QUEUED matches: an ANALYZED one has its card in the
+// outbox, written in the transaction that made it ANALYZED, and claiming
+// it would send the card twice.
 func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy.Claim, bool, error) {
 	var c vacancy.Claim
 	var analysis []byte
@@ -546,17 +539,16 @@ func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy
 	err := s.pool.QueryRow(ctx, `
 WITH c AS (
     SELECT q.id FROM vacancy_matches q
-    WHERE q.status IN ('QUEUED', 'ANALYZED') AND (q.status = 'QUEUED' OR q.claim_token IS NOT NULL)
+    WHERE q.status = 'QUEUED'
       AND (q.claimed_until IS NULL OR q.claimed_until < now())
       -- A QUEUED match waits while another worker fetches its vacancy's
       -- detail, and, while HH refuses us ($3), unless the detail is at hand.
       -- A scalar subquery, evaluated per candidate row as the index walk
       -- reaches it: written as NOT EXISTS it cost the vacancies bench a
       -- fifth of its rate (465 against 580 matches/s).
-      AND (q.status = 'ANALYZED' OR (
-          SELECT d.detail_fetching_until > now()
-                 OR $3 AND (d.detail_fetched_at IS NULL OR d.detail_fetched_at <= now() - $4 * interval '1 millisecond')
-          FROM vacancies d WHERE d.id = q.vacancy_id) IS NOT TRUE)
+      AND (SELECT d.detail_fetching_until > now()
+                  OR $3 AND (d.detail_fetched_at IS NULL OR d.detail_fetched_at <= now() - $4 * interval '1 millisecond')
+           FROM vacancies d WHERE d.id = q.vacancy_id) IS NOT TRUE
     ORDER BY q.published_at DESC, q.id
     LIMIT 1
     FOR UPDATE OF q SKIP LOCKED
@@ -726,10 +718,8 @@ WHERE id = $1`
 // claim): someone else moved it first. The caller checks the table.
 //
 // ch.Messages are written to the outbox in the same transaction, only when
-// the match moved. A move to ANALYZED with messages (the vacancy's card)
-// releases the claim, since the outbox owns the delivery from then on;
-// without them ANALYZED keeps the claim, marking the card as still owed
-// (see ClaimMatch).
+// the match moved. Every move releases the claim: a move to ANALYZED
+// carries the vacancy's card, and the outbox owns the delivery from then on.
 //
 // With ch.Announce (a match a new search's first news waits on), a move
 // that ends the last of that search's first matches without a card writes
@@ -800,13 +790,10 @@ UPDATE vacancy_matches m SET
     is_relevant = COALESCE($4, is_relevant), score = COALESCE($5, score), analysis = COALESCE($6::jsonb, analysis),
     skip_reason = CASE WHEN $3 = 'SKIPPED' THEN $7 ELSE '' END,
     chat_id = COALESCE($8, chat_id), message_id = COALESCE($9, message_id), sent_at = COALESCE($10, sent_at),
-    -- ANALYZED keeps the claim while its card is owed; with the card
-    -- written alongside ($12), the outbox owns the match: no claim.
-    claimed_until = CASE WHEN $3 = 'ANALYZED' AND NOT $12 THEN claimed_until END,
-    claim_token = CASE WHEN $3 = 'ANALYZED' AND NOT $12 THEN claim_token END
+    claimed_until = NULL, claim_token = NULL
 WHERE id = $1 AND status = $2 AND ($11::uuid IS NULL OR claim_token = $11::uuid)
 RETURNING `+matchColumns,
-		id, from, to, relevant, score, analysis, ch.SkipReason, chat, msg, sentAt, token, len(ch.Messages) > 0)
+		id, from, to, relevant, score, analysis, ch.SkipReason, chat, msg, sentAt, token)
 	if v := ch.Detail; v != nil {
 		skills := v.KeySkills
 		if skills == nil {
@@ -837,32 +824,6 @@ RETURNING `+matchColumns,
 		return m, true, err
 	}
 	return m, true, nil
-}
-
-// QueueCard writes the card of an ANALYZED match still under the claim
-// token to the outbox and drops the claim, in one transaction, so the
-// card is queued once; false (nothing written) if the claim is no longer
-// token's.
-func (s *Store) QueueCard(ctx context.Context, id int64, token string, card []domain.Message) (bool, error) {
-	if len(card) == 0 {
-		return false, fmt.Errorf("queue card of match %d: no message", id)
-	}
-	ok := false
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE vacancy_matches SET claimed_until = NULL, claim_token = NULL, updated_at = now()
-WHERE id = $1 AND status = 'ANALYZED' AND claim_token = $2::uuid`, id, token)
-		if err != nil {
-			return err
-		}
-		if ok = tag.RowsAffected() == 1; !ok {
-			return nil
-		}
-		return enqueueTx(ctx, tx, card)
-	})
-	if err != nil {
-		return false, fmt.Errorf("queue card of match %d: %w", id, err)
-	}
-	return ok, nil
 }
 
 // DeleteMatch deletes a QUEUED or SKIPPED match (a ban word hit), and its

@@ -21,46 +21,38 @@ func (st *story) event(e Event) {
 		e.At = st.s.deps.Clock.Now()
 	}
 	st.events = append(st.events, e)
-	if n := st.s.deps.Notifier; n != nil {
-		st.msgs = append(st.msgs, n.Event(e)...)
-	}
+	st.msgs = append(st.msgs, st.s.deps.Notifier.Event(e)...)
 }
 
 // note adds a message to a master.
 func (st *story) note(n Note) {
-	if nt := st.s.deps.Notifier; nt != nil {
-		st.msgs = append(st.msgs, nt.Note(n)...)
-	}
+	st.msgs = append(st.msgs, st.s.deps.Notifier.Note(n)...)
 }
 
 // offer adds a new offer's message.
 func (st *story) offer(m Master, o Order, f Offer) {
-	if n := st.s.deps.Notifier; n != nil {
-		st.msgs = append(st.msgs, n.Offer(m, o, f)...)
-	}
+	st.msgs = append(st.msgs, st.s.deps.Notifier.Offer(m, o, f)...)
 }
 
 // closed adds the edit of an ended offer's message. The edit names the
 // message by its key, so it finds it even when the offer was still waiting
 // in the outbox as it ended (a chat's rows go out in order).
 func (st *story) closed(m Master, o Order, f Offer) {
-	if n := st.s.deps.Notifier; n != nil && m.UserID != 0 {
-		st.msgs = append(st.msgs, n.Closed(m, o, f)...)
+	if m.UserID != 0 {
+		st.msgs = append(st.msgs, st.s.deps.Notifier.Closed(m, o, f)...)
 	}
 }
 
 // assigned adds the edit of the assigned master's message.
 func (st *story) assigned(a Assignment) {
-	if n := st.s.deps.Notifier; n != nil && a.Master.UserID != 0 {
-		st.msgs = append(st.msgs, n.Assigned(a)...)
+	if a.Master.UserID != 0 {
+		st.msgs = append(st.msgs, st.s.deps.Notifier.Assigned(a)...)
 	}
 }
 
 // photo adds a photo of the finished work for the admins.
 func (st *story) photo(m Master, o Order, fileID, caption string) {
-	if n := st.s.deps.Notifier; n != nil {
-		st.msgs = append(st.msgs, n.Photo(m, o, fileID, caption)...)
-	}
+	st.msgs = append(st.msgs, st.s.deps.Notifier.Photo(m, o, fileID, caption)...)
 }
 
 // tell is the Tell for a repository call: fill renders the story from

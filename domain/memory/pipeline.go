@@ -343,11 +343,11 @@ func (s *Service) assemble(ctx context.Context, r Run, rc Recall) (Run, bool) {
 
 func (s *Service) respond(ctx context.Context, r Run) (Run, bool) {
 	return s.stage(ctx, r, Recall{}, "responder", func(ctx context.Context, r Run, _ Recall) (Change, error) {
-		if s.deps.Notifier != nil && s.deps.Clock.Since(r.CreatedAt) >= typingShown {
+		if s.deps.Typist != nil && s.deps.Clock.Since(r.CreatedAt) >= typingShown {
 			// The bot shows "typing" at intake and Telegram keeps it for
 			// five seconds; renew it for the answer only when that has run
 			// out (a run queued behind others, or slow stages).
-			_ = s.deps.Notifier.Typing(ctx, r.ChatID)
+			_ = s.deps.Typist.Typing(ctx, r.ChatID)
 		}
 		mentor, err := s.prompt(ctx, "mentor")
 		if err != nil {
@@ -370,11 +370,8 @@ func (s *Service) respond(ctx context.Context, r Run) (Run, bool) {
 }
 
 // render is what a finished run tells the user: the answer, or the
-// failure notice; nothing without a Notifier.
+// failure notice.
 func (s *Service) render(r Run) []domain.Message {
-	if s.deps.Notifier == nil {
-		return nil
-	}
 	if r.Status == Failed {
 		return s.deps.Notifier.Failed(r)
 	}

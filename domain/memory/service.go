@@ -240,20 +240,23 @@ var (
 	ErrRefused = errors.New("LLM refuses the model or key")
 )
 
-// Notifier is the chat side; the bot implements it. Answer and Failed
-// only render: the messages are queued with the state change that causes
-// them (Step.Messages, Repository.MarkDelivered), and the outbox's senders
-// deliver them.
+// Notifier renders what a run tells its chat; the bot's renderer
+// implements it. It only renders: the messages are queued with the state
+// change that causes them (Step.Messages, Repository.MarkDelivered), and
+// the outbox's senders deliver them.
 type Notifier interface {
-	// Typing shows "typing…" in the chat while the run works (cosmetic:
-	// sent at once, its error ignored).
-	Typing(ctx context.Context, chatID int64) error
 	// Answer renders the final answer, the first message a reply to the
 	// user's message.
 	Answer(r Run) []domain.Message
 	// Failed renders the notice that this message could not be answered
 	// and may be sent again.
 	Failed(r Run) []domain.Message
+}
+
+// Typist shows "typing…" in a chat while a run works: cosmetic, sent at
+// once and its error ignored (the Telegram client implements it).
+type Typist interface {
+	Typing(ctx context.Context, chatID int64) error
 }
 
 // Config tunes the pipeline; zero values take the defaults.
@@ -321,9 +324,11 @@ func (c Config) withDefaults() Config {
 
 // Deps are the workflow's collaborators.
 type Deps struct {
-	Repo       Repository
-	LLM        LLM
-	Notifier   Notifier
+	Repo     Repository
+	LLM      LLM
+	Notifier Notifier
+	// Typist, when set, renews "typing…" for an answer that takes long.
+	Typist     Typist
 	Clock      clockwork.Clock
 	Log        *slog.Logger
 	Registerer prometheus.Registerer
@@ -350,8 +355,8 @@ const promptTTL = 5 * time.Second
 
 // NewService builds the workflow; Run starts the orchestrator.
 func NewService(cfg Config, deps Deps) (*Service, error) {
-	if deps.Repo == nil || deps.LLM == nil {
-		return nil, errors.New("memory: Repo and LLM are required")
+	if deps.Repo == nil || deps.LLM == nil || deps.Notifier == nil {
+		return nil, errors.New("memory: Repo, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	m, err := newMetrics(deps.Registerer)
@@ -362,10 +367,6 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	s.o = newOrchestrator(s)
 	return s, nil
 }
-
-// SetNotifier sets the chat side after construction (the bot and the
-// service need each other).
-func (s *Service) SetNotifier(n Notifier) { s.deps.Notifier = n }
 
 // MaxQuery bounds one message, in characters (Telegram's own limit).
 const MaxQuery = 4096

@@ -27,11 +27,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "vacancy_transitions_total", Help: "Vacancy match status changes.",
 		}, []string{"from", "to"}),
 		// Outcomes: queued (ANALYZED, its card written to the outbox;
-		// delivery is counted by the outbox's own metrics since the
-		// outbox conversion, so "sent" is no longer reported here),
-		// undelivered (ANALYZED, but no card could be rendered: claimed
-		// again later), not_suitable, archived, deleted, skipped, lost (the
-		// claim ran out), error.
+		// its delivery is counted by the outbox's own metrics),
+		// not_suitable, archived, deleted, skipped, lost (the claim ran
+		// out), error.
 		processed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vacancy_matches_processed_total",
 			Help: "Claimed matches by outcome (queued: card written to the outbox; delivery is the outbox's metrics).",

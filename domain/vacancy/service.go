@@ -59,9 +59,8 @@ type Change struct {
 	// Messages are written to the outbox in the same transaction as the
 	// transition, and only if it happens. QUEUED → ANALYZED carries the
 	// vacancy's card: the transition then also releases the claim, since
-	// the outbox owns the delivery from there (storage moves the match
-	// ANALYZED → SENT_TO_USER when Telegram accepts the card). Without
-	// them an ANALYZED match keeps its claim: its card is still owed.
+	// the outbox owns the delivery from there (the card's delivery hook
+	// moves the match ANALYZED → SENT_TO_USER when Telegram accepts it).
 	Messages []domain.Message
 	// Announce, set when the match is one a new search's first news waits
 	// on (Claim.FirstNews), renders "nothing new yet": if the move ends
@@ -200,10 +199,8 @@ type Repository interface {
 	SettleFirstNews(ctx context.Context, announce Announce) error
 
 	// ClaimMatch claims the next match with its vacancy and user, taste
-	// examples (up to taste of each) included: a QUEUED match, or an
-	// ANALYZED one whose card was never written to the outbox (it still
-	// holds a claim token; see QueueCard). An ANALYZED match whose card is
-	// in the outbox is never claimed: it would be sent twice.
+	// examples (up to taste of each) included: a QUEUED match. An
+	// ANALYZED match is never claimed: its card is in the outbox.
 	ClaimMatch(ctx context.Context, o ClaimOptions) (Claim, bool, error)
 	// SaveDetail stores a detail and ends the vacancy's fetch lease (which
 	// ClaimMatch takes: one worker asks HH for a detail at a time);
@@ -218,10 +215,6 @@ type Repository interface {
 	NextLeaseExpiry(ctx context.Context) (time.Time, bool, error)
 	ReleaseClaim(ctx context.Context, id int64, token string, until time.Time) error
 	Transition(ctx context.Context, id int64, from, to Status, ch Change) (Match, bool, error)
-	// QueueCard writes the card of an ANALYZED match still under the
-	// claim token to the outbox and releases the claim, in one
-	// transaction; false if the claim is no longer token's.
-	QueueCard(ctx context.Context, id int64, token string, card []domain.Message) (bool, error)
 	// DeleteMatch deletes a QUEUED or SKIPPED match (a ban word); with
 	// announce, a new search whose first matches all ended so hears its
 	// note in the same transaction.
@@ -384,8 +377,8 @@ type Service struct {
 
 // NewService builds the workflow. It starts nothing; see Run.
 func NewService(cfg Config, deps Deps) (*Service, error) {
-	if deps.Repo == nil || deps.Source == nil || deps.LLM == nil {
-		return nil, errors.New("vacancy: Repo, Source and LLM are required")
+	if deps.Repo == nil || deps.Source == nil || deps.LLM == nil || deps.Notifier == nil {
+		return nil, errors.New("vacancy: Repo, Source, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	m, err := newMetrics(deps.Registerer)
@@ -401,10 +394,6 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 		fresh: make(chan string, 64),
 	}, nil
 }
-
-// SetNotifier sets the card renderer after construction: the bot needs
-// the service to route buttons, and the service needs the bot to render.
-func (s *Service) SetNotifier(n Notifier) { s.deps.Notifier = n }
 
 // Limits on user input.
 const MaxProfile = 4000
@@ -479,9 +468,6 @@ func (s *Service) AddSearch(ctx context.Context, userID int64, p Params) (Search
 // queued nothing for the user, or failed. Cards are news enough.
 func (s *Service) announce(news []FirstNews) []domain.Message {
 	n := s.deps.Notifier
-	if n == nil {
-		return nil
-	}
 	var out []domain.Message
 	for _, fn := range news {
 		if fn.Failed || fn.Queued == 0 {
