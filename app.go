@@ -515,13 +515,13 @@ func (a *app) watchOutage(ctx context.Context, o outage) {
 				a.log.Error(o.what, "reason", reason)
 			}
 			refused = true
-			if _, err := a.store.NoticeOnce(ctx, o.key, reason, o.notice(reason, extra)); err != nil && ctx.Err() == nil {
+			if _, err := a.store.NoticeOnce(ctx, o.key, reason, domain.Fixed[string](o.notice(reason, extra)...)); err != nil && ctx.Err() == nil {
 				a.log.Warn("tell the admin chat", "notice", o.key, "err", err)
 			} else {
 				a.out.Wake()
 			}
 		case refused && o.over():
-			if _, err := a.store.EndNotice(ctx, o.key, o.notice("", "")); err != nil {
+			if _, err := a.store.EndNotice(ctx, o.key, domain.Fixed[string](o.notice("", "")...)); err != nil {
 				if ctx.Err() == nil {
 					a.log.Warn("tell the admin chat it is over", "notice", o.key, "err", err)
 				}

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"switchboard/bot"
+	"switchboard/domain"
 	"switchboard/domain/analysis"
 	"switchboard/llm"
 	"switchboard/llm/llmtest"
@@ -1067,7 +1068,7 @@ type reapSignal struct {
 	reaped chan struct{}
 }
 
-func (r reapSignal) FailInterrupted(ctx context.Context, render analysis.Render) ([]analysis.Run, error) {
+func (r reapSignal) FailInterrupted(ctx context.Context, render domain.Render[analysis.Review]) ([]analysis.Run, error) {
 	runs, err := r.Repository.FailInterrupted(ctx, render)
 	select {
 	case r.reaped <- struct{}{}:

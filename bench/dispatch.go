@@ -287,7 +287,7 @@ type clockedDispatchRepo struct {
 	replica int
 }
 
-func (r clockedDispatchRepo) ExpireOffers(ctx context.Context, tell dispatch.Tell) ([]dispatch.Offer, error) {
+func (r clockedDispatchRepo) ExpireOffers(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
 	start := time.Now()
 	offers, err := r.Repository.ExpireOffers(ctx, tell)
 	end := time.Now()

@@ -22,7 +22,7 @@ import (
 // implements it).
 type Memory interface {
 	Submit(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.Run, int, error)
-	Tell(ctx context.Context, msgs []domain.Message) error
+	QueueNote(ctx context.Context, msgs []domain.Message) error
 	Memory(ctx context.Context, userID int64, limit int) ([]memory.Summary, error)
 	Forget(ctx context.Context, userID int64, known time.Time) (memory.Forgotten, error)
 	Held(ctx context.Context, userID int64) (memory.Held, error)
@@ -84,7 +84,7 @@ func (u *memoryUI) text(r *Request) error {
 	}
 	if ahead > 0 {
 		note := runMessages(run, domain.KindMemoryNote, r.T("memory.queued", locales.Data{"Ahead": ahead}))
-		if err := u.m.Tell(r.Ctx, note); err != nil {
+		if err := u.m.QueueNote(r.Ctx, note); err != nil {
 			u.b.deps.Log.Warn("memory: queue note not queued", "user", r.User.ID, "err", err)
 		}
 	}

@@ -79,7 +79,7 @@ func (s *Store) SetProfile(ctx context.Context, userID int64, profile string) er
 // search is marked told and announce's messages (nil is none) are written
 // to the outbox with it.
 func (s *Store) AddSearch(ctx context.Context, sr vacancy.Search, backfill int, since time.Time,
-	announce vacancy.Announce) (vacancy.Search, bool, int, error) {
+	announce domain.Render[[]vacancy.FirstNews]) (vacancy.Search, bool, int, error) {
 	params, err := json.Marshal(sr.Params)
 	if err != nil {
 		return sr, false, 0, fmt.Errorf("add search: %w", err)
@@ -371,7 +371,7 @@ SELECT i FROM unnest($2::bigint[]) i, discovery_state d WHERE d.search_key = $1 
 // backfill, never from neither. It returns how many matches were created
 // and notifies QueueChannel.
 func (s *Store) SaveDiscovery(ctx context.Context, key string, found []vacancy.Vacancy, hits []int64,
-	m vacancy.Markers, pick func(users []vacancy.Recipient) []vacancy.NewMatch, announce vacancy.Announce) (int, error) {
+	m vacancy.Markers, pick func(users []vacancy.Recipient) []vacancy.NewMatch, announce domain.Render[[]vacancy.FirstNews]) (int, error) {
 	queued := 0
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		if err := lockSearchKey(ctx, tx, key); err != nil {
@@ -666,7 +666,7 @@ func (s *Store) ReleaseDetail(ctx context.Context, id int64) error {
 // have all ended without a card with these hears announce's note (nil:
 // none) in the same transaction (the matches are locked before the
 // searches, as everywhere).
-func (s *Store) ArchiveVacancy(ctx context.Context, id int64, announce vacancy.Announce) (map[vacancy.Status]int, error) {
+func (s *Store) ArchiveVacancy(ctx context.Context, id int64, announce domain.Render[[]vacancy.FirstNews]) (map[vacancy.Status]int, error) {
 	out := map[vacancy.Status]int{}
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
@@ -717,15 +717,15 @@ WHERE id = $1`
 // when the match was not in from (or, with ch.Token, no longer under that
 // claim): someone else moved it first. The caller checks the table.
 //
-// ch.Messages are written to the outbox in the same transaction, only when
-// the match moved. Every move releases the claim: a move to ANALYZED
+// What ch.Tell renders from the moved match is written to the outbox in the
+// same transaction, only when the match moved. Every move releases the claim: a move to ANALYZED
 // carries the vacancy's card, and the outbox owns the delivery from then on.
 //
 // With ch.Announce (a match a new search's first news waits on), a move
 // that ends the last of that search's first matches without a card writes
 // its "nothing new yet" note in the same transaction.
 func (s *Store) Transition(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
-	if len(ch.Messages) == 0 && ch.Announce == nil {
+	if ch.Tell == nil && ch.Announce == nil {
 		return transition(ctx, s.pool, id, from, to, ch)
 	}
 	var m vacancy.Match
@@ -735,7 +735,7 @@ func (s *Store) Transition(ctx context.Context, id int64, from, to vacancy.Statu
 		if m, ok, err = transition(ctx, tx, id, from, to, ch); err != nil || !ok {
 			return err
 		}
-		if err := enqueueTx(ctx, tx, ch.Messages); err != nil {
+		if err := enqueueTx(ctx, tx, ch.Tell.Of(m)); err != nil {
 			return fmt.Errorf("transition match %d %s → %s: %w", id, from, to, err)
 		}
 		if ch.Announce != nil {
@@ -831,7 +831,7 @@ RETURNING `+matchColumns,
 // With announce, a new search whose first matches have all ended without
 // a card once this one is gone hears "nothing new yet" in the same
 // transaction.
-func (s *Store) DeleteMatch(ctx context.Context, id int64, token string, announce vacancy.Announce) (bool, error) {
+func (s *Store) DeleteMatch(ctx context.Context, id int64, token string, announce domain.Render[[]vacancy.FirstNews]) (bool, error) {
 	var tok any
 	if token != "" {
 		tok = token

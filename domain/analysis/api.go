@@ -278,7 +278,7 @@ func (s *Service) reap(ctx context.Context) {
 
 // renderEvent renders a run event for the admin chat, to be written with
 // the state change that causes it.
-func (s *Service) renderEvent(kind EventKind) Render {
+func (s *Service) renderEvent(kind EventKind) domain.Render[Review] {
 	n := s.deps.Notifier
 	return func(rv Review) []domain.Message { return n.Event(Event{Kind: kind, Run: rv.Run, Board: rv}) }
 }

@@ -157,7 +157,7 @@ func (s *Service) propose(ctx context.Context, r Run, batch []Message) ([]Propos
 // renderBoard renders the run's board, written with the change that
 // alters it: first posts it (with the window's counts), later ones edit
 // it.
-func (s *Service) renderBoard(first bool) Render {
+func (s *Service) renderBoard(first bool) domain.Render[Review] {
 	n := s.deps.Notifier
 	return func(rv Review) []domain.Message { return n.Board(rv, first) }
 }

@@ -5,7 +5,7 @@ import (
 )
 
 // story collects what a state change tells people while the repository
-// renders it inside the change's transaction (its Tell), and the events to
+// renders it inside the change's transaction (its Render), and the events to
 // log as JSON once the change committed.
 type story struct {
 	s      *Service
@@ -55,10 +55,10 @@ func (st *story) photo(m Master, o Order, fileID, caption string) {
 	st.msgs = append(st.msgs, st.s.deps.Notifier.Photo(m, o, fileID, caption)...)
 }
 
-// tell is the Tell for a repository call: fill renders the story from
-// what the change changed. A Tell may run more than once if the caller
+// tell is the Render for a repository call: fill renders the story from
+// what the change changed. A Render may run more than once if the caller
 // retries, so each run starts afresh.
-func (st *story) tell(fill func(Changed)) Tell {
+func (st *story) tell(fill func(Changed)) domain.Render[Changed] {
 	return func(c Changed) []domain.Message {
 		st.events, st.msgs = nil, nil
 		fill(c)

@@ -168,7 +168,7 @@ func (s *Service) stage(ctx context.Context, r Run, rc Recall, name string,
 	next := following[r.Status]
 	st := Step{From: r.Status, To: next[0], Change: ch, Then: next[1], Hold: s.cfg.Lease}
 	if st.To == Completed {
-		st.Messages = s.render(r.apply(st)) // queued with the answer itself
+		st.Tell = domain.Fixed[Run](s.render(r.apply(st))...) // queued with the answer itself
 	}
 	moved, ok, err := s.step(ctx, r, st)
 	if err != nil {
@@ -274,7 +274,7 @@ func (s *Service) fail(ctx context.Context, r Run, stage string, cause error) (R
 	}
 	s.log.Warn("pipeline run failed", "run", r.ID, "user", r.UserID, "stage", stage, "err", cause)
 	st := Step{From: r.Status, To: Failed, Change: Change{ErrorMessage: msg}, Hold: s.cfg.Lease}
-	st.Messages = s.render(r.apply(st))
+	st.Tell = domain.Fixed[Run](s.render(r.apply(st))...)
 	failed, ok, err := s.step(ctx, r, st)
 	if err != nil {
 		s.log.Error("mark run failed; giving the stage back", "run", r.ID, "err", err)
@@ -404,7 +404,7 @@ func (s *Service) finish(ctx context.Context, r Run) {
 	}()
 	if r.DeliveredAt.IsZero() {
 		if err := s.retrySave(ctx, "queue the answer of run", r.ID, func(ctx context.Context) error {
-			_, err := s.deps.Repo.MarkDelivered(ctx, r.ID, s.render(r))
+			_, err := s.deps.Repo.MarkDelivered(ctx, r.ID, domain.Fixed[Run](s.render(r)...))
 			return err
 		}); err != nil {
 			s.log.Error("queue the answer of run", "run", r.ID, "status", r.Status, "err", err)

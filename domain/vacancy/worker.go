@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"switchboard/domain"
 )
 
 // Skip reasons, stored with SKIPPED matches and used as metric labels.
@@ -262,7 +264,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	if err := s.save(ctx, m, "mark analyzed", func(ctx context.Context) error {
 		var err error
 		_, ok, err = s.transition(ctx, m, Analyzed, Change{
-			Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Messages: card,
+			Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Tell: domain.Fixed[Match](card...),
 		})
 		return err
 	}); err != nil || !ok {
@@ -278,7 +280,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 // firstNews is the Announce for a claimed match's end: the note's renderer
 // when a new search's first news waits on the match, else nil (the move
 // then needs no check, and a NOT_SUITABLE stays one statement).
-func (s *Service) firstNews(c Claim) Announce {
+func (s *Service) firstNews(c Claim) domain.Render[[]FirstNews] {
 	if !c.FirstNews {
 		return nil
 	}
