@@ -193,7 +193,6 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = deps.Clock
 	}
-	cfg.RenderConfig = cfg.RenderConfig.withDefaults()
 	b := &Bot{
 		Renderer: NewRenderer(cfg.RenderConfig, deps.Catalog, deps.Log),
 		cfg:      cfg,
@@ -204,37 +203,10 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 
 		stopping: stopping,
 	}
-	// With an inbox, telebot's LongPoller (which acknowledges what it
-	// fetched with its next request, stored or not) gives way to intake
-	// into the inbox, and the handlers run from the inbox on every replica.
-	var poller tele.Poller = &tele.LongPoller{Timeout: cfg.PollTimeout}
-	switch {
-	case deps.Inbox != nil && cfg.Webhook != nil:
-		// Webhook mode: every replica takes pushed updates into the inbox;
-		// no lease, no replica is special.
-		b.inbox = newInboxPoller(b, nil)
-		poller = &webhookIntake{cfg: *cfg.Webhook, inbox: deps.Inbox, wake: b.inbox.Wake, log: deps.Log}
-	case deps.Inbox != nil:
-		intake := &intakePoller{inbox: deps.Inbox, timeout: cfg.PollTimeout, log: deps.Log}
-		poller = intake
-		b.inbox = newInboxPoller(b, nil)
-		intake.wake = b.inbox.Wake
-	}
-	if cfg.Lease != nil && cfg.Webhook == nil {
-		poller = &leasedPoller{inner: poller, lease: cfg.Lease, log: deps.Log}
-	}
-	var top tele.Poller
-	if b.inbox != nil {
-		b.inbox.intake = poller
-		b.inflight, top = &b.inbox.inflight, b.inbox
-	} else {
-		ordered := newOrderedPoller(poller, deps.Log)
-		b.inflight, top = &ordered.inflight, ordered
-	}
 	tb, err := tele.NewBot(tele.Settings{
 		URL:    cfg.URL,
 		Token:  cfg.Token,
-		Poller: top,
+		Poller: b.poller(),
 		// The ordered poller, or the inbox's workers, run each chat's
 		// handlers one update after another.
 		Synchronous: true,
@@ -254,6 +226,38 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 	b.registerCore()
 	b.registerWorkflows()
 	return b, nil
+}
+
+// poller is where updates come from, and sets what a stop waits for. With
+// an inbox, telebot's LongPoller (which acknowledges what it fetched with
+// its next request, stored or not) gives way to intake into the inbox, and
+// the handlers run from the inbox on every replica.
+func (b *Bot) poller() tele.Poller {
+	cfg, deps := b.cfg, b.deps
+	var poller tele.Poller = &tele.LongPoller{Timeout: cfg.PollTimeout}
+	switch {
+	case deps.Inbox != nil && cfg.Webhook != nil:
+		// Webhook mode: every replica takes pushed updates into the inbox;
+		// no lease, no replica is special.
+		b.inbox = newInboxPoller(b, nil)
+		poller = &webhookIntake{cfg: *cfg.Webhook, inbox: deps.Inbox, wake: b.inbox.Wake, log: deps.Log}
+	case deps.Inbox != nil:
+		intake := &intakePoller{inbox: deps.Inbox, timeout: cfg.PollTimeout, log: deps.Log}
+		poller = intake
+		b.inbox = newInboxPoller(b, nil)
+		intake.wake = b.inbox.Wake
+	}
+	if cfg.Lease != nil && cfg.Webhook == nil {
+		poller = &leasedPoller{inner: poller, lease: cfg.Lease, log: deps.Log}
+	}
+	if b.inbox != nil {
+		b.inbox.intake = poller
+		b.inflight = &b.inbox.inflight
+		return b.inbox
+	}
+	ordered := newOrderedPoller(poller, deps.Log)
+	b.inflight = &ordered.inflight
+	return ordered
 }
 
 // registerWorkflows adds the commands and buttons of the workflows in Deps.
@@ -300,6 +304,7 @@ func (c Config) withDefaults() Config {
 	if c.RateLimit <= 0 {
 		c.RateLimit, c.RateBurst = 1, 20
 	}
+	c.RenderConfig = c.RenderConfig.withDefaults()
 	return c
 }
 
