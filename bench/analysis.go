@@ -88,6 +88,7 @@ type analysisReport struct {
 	FilteredBatches  int     `json:"filtered_batches,omitempty"`
 	FilteredTotalS   float64 `json:"filtered_total_s,omitempty"`
 	PeakRSSMB        float64 `json:"peak_rss_mb"`
+	reference
 	// database is the bench database's name (dropped by then), for tests.
 	database string
 }
@@ -118,7 +119,7 @@ func runAnalysis(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return refuse(fs, stderr, fmt.Sprintf("-filters %q: not what /run_new takes (%v)", cfg.filters, err))
 		}
 	}
-	return runScenario(stdout, cfg.prof, func() (analysisReport, error) {
+	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (analysisReport, error) {
 		return benchAnalysis(ctx, cfg, stdout, newLogger(stderr))
 	})
 }

@@ -44,11 +44,23 @@ func refuse(fs *flag.FlagSet, stderr io.Writer, why string) error {
 	return usageError{errors.New(why)}
 }
 
+// scored is a scenario's report: it embeds reference and judges itself.
+type scored[R any] interface {
+	*R
+	setReference(reference)
+	goals() []goal
+}
+
 // runScenario is the tail every scenario's run shares once its flags are
-// parsed: it profiles the CPU while bench runs and writes the allocation
-// profile after it, as prof asks, then prints bench's report as one JSON
-// object, the last line of stdout.
-func runScenario[R any](stdout io.Writer, prof profiles, bench func() (R, error)) error {
+// parsed: it measures the same-run reference on the server, profiles the
+// CPU while bench runs and writes the allocation profile after it, as prof
+// asks, prints the verdict on every goal and then bench's report, with the
+// reference, as one JSON object, the last line of stdout.
+func runScenario[R any, P scored[R]](ctx context.Context, stdout io.Writer, server string, prof profiles, bench func() (R, error)) error {
+	ref, err := measureReference(ctx, server, stdout)
+	if err != nil {
+		return err
+	}
 	stop, err := startCPUProfile(prof.cpu)
 	if err != nil {
 		return err
@@ -61,6 +73,10 @@ func runScenario[R any](stdout io.Writer, prof profiles, bench func() (R, error)
 	if err := writeAllocProfile(prof.mem); err != nil {
 		return err
 	}
+	p := P(&rep)
+	p.setReference(ref)
+	ref.GoalsMet = judge(stdout, p.goals())
+	p.setReference(ref)
 	line, err := json.Marshal(rep)
 	if err != nil {
 		return err

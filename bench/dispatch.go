@@ -64,6 +64,7 @@ type dispatchReport struct {
 	// unless -sweep-n says otherwise; sweep_100k_ms is then for that many).
 	SweepN    int     `json:"sweep_n"`
 	PeakRSSMB float64 `json:"peak_rss_mb"`
+	reference
 	// database is the bench database's name (dropped by then), for tests.
 	database string
 }
@@ -93,7 +94,7 @@ func runDispatch(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if cfg.slaMax < cfg.slaMin {
 		return refuse(fs, stderr, "-sla-max must not be less than -sla-min")
 	}
-	return runScenario(stdout, cfg.prof, func() (dispatchReport, error) {
+	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (dispatchReport, error) {
 		return benchDispatch(ctx, cfg, stdout, newLogger(stderr))
 	})
 }

@@ -57,7 +57,8 @@ type intakeReport struct {
 	WebhookInboxP99MS    float64 `json:"webhook_inbox_p99_ms"`
 	Replicas             int     `json:"replicas"`
 	PeakRSSMB            float64 `json:"peak_rss_mb"`
-	database             string
+	reference
+	database string
 }
 
 const intakeCommand = "bench"
@@ -83,7 +84,7 @@ func runIntake(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if int(cfg.rate*cfg.dur.Seconds()) < 1 {
 		return refuse(fs, stderr, "-rate × -d offers no update")
 	}
-	return runScenario(stdout, cfg.prof, func() (intakeReport, error) {
+	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (intakeReport, error) {
 		return benchIntake(ctx, cfg, stdout, newLogger(stderr))
 	})
 }

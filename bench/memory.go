@@ -84,6 +84,7 @@ type memoryReport struct {
 	OverheadP50MS float64 `json:"overhead_p50_ms"`
 	OverheadP99MS float64 `json:"overhead_p99_ms"`
 	PeakRSSMB     float64 `json:"peak_rss_mb"`
+	reference
 	// database is the bench database's name (dropped by then), for tests.
 	database string
 }
@@ -109,7 +110,7 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if cfg.submitters == 0 {
 		cfg.submitters = cfg.users
 	}
-	return runScenario(stdout, cfg.prof, func() (memoryReport, error) {
+	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (memoryReport, error) {
 		log := newLogger(stderr)
 		// Pass 1, capacity: every run submitted at once, so the machine
 		// is saturated and runs/s is what it can do.

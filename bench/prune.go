@@ -84,6 +84,7 @@ type pruneReport struct {
 	PRAfter       float64 `json:"pipeline_runs_mb_after"`
 	PRAfterFull   float64 `json:"pipeline_runs_mb_after_full"`
 	PeakRSSMB     float64 `json:"peak_rss_mb"`
+	reference
 	// database is the bench database's name (dropped by then), for tests.
 	database string
 }
@@ -121,7 +122,7 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// Room for every run the stream may submit: the warm-up, the baseline
 	// and the longest prune allowed.
 	cfg.memory.runs = int(math.Ceil(cfg.memory.rate * (time.Second + cfg.baseline + cfg.maxPrune).Seconds()))
-	return runScenario(stdout, cfg.prof, func() (pruneReport, error) {
+	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (pruneReport, error) {
 		return benchPrune(ctx, cfg, stdout, newLogger(stderr))
 	})
 }

@@ -69,6 +69,7 @@ type vacanciesReport struct {
 	Latency200msPerS float64 `json:"latency_200ms_per_s"`
 	Efficiency       float64 `json:"efficiency"`
 	PeakRSSMB        float64 `json:"peak_rss_mb"`
+	reference
 	// database is the bench database's name (dropped by then), for tests.
 	database string
 }
@@ -89,7 +90,7 @@ func runVacancies(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if cfg.n <= 0 || cfg.llmConc <= 0 || cfg.latencyN <= 0 || cfg.timeout <= 0 {
 		return refuse(fs, stderr, "-n, -llm-concurrency, -latency-n and -timeout must be positive")
 	}
-	return runScenario(stdout, cfg.prof, func() (vacanciesReport, error) {
+	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (vacanciesReport, error) {
 		return benchVacancies(ctx, cfg, stdout, newLogger(stderr))
 	})
 }
@@ -529,9 +530,21 @@ func benchDatabaseURL(serverURL string) (name, dbURL string, err error) {
 func dropDatabase(serverURL, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg, err := connConfig(serverURL)
+	conn, err := connectServer(ctx, serverURL)
 	if err != nil {
 		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	return err
+}
+
+// connectServer connects to the -db server: to the URL's database, or to
+// postgres when that one does not exist (yet).
+func connectServer(ctx context.Context, serverURL string) (*pgx.Conn, error) {
+	cfg, err := connConfig(serverURL)
+	if err != nil {
+		return nil, err
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	var pgErr *pgconn.PgError
@@ -539,12 +552,7 @@ func dropDatabase(serverURL, name string) error {
 		cfg.Database = "postgres"
 		conn, err = pgx.ConnectConfig(ctx, cfg)
 	}
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	return err
+	return conn, err
 }
 
 // connConfig parses a database URL as the pool does, so that pool
