@@ -220,3 +220,31 @@ func waitOutboxDrained(ctx context.Context, conn *pgx.Conn, timeout time.Duratio
 		}
 	}
 }
+
+// tail closes every report but the outbox's: the process's peak RSS
+// (VmHWM, fakes included), the same-run reference and, for tests, the
+// bench database's name (dropped by then).
+type tail struct {
+	PeakRSSMB float64 `json:"peak_rss_mb"`
+	reference
+	database string
+}
+
+func (t *tail) setDatabase(name string) { t.database = name }
+
+// onBenchDB runs bench on a fresh bench database and drops it afterwards,
+// whatever happened, the drop's failure joined to bench's error. The
+// report names the database, on error too, so that tests can check that
+// it is gone.
+func onBenchDB[R any, P interface {
+	*R
+	setDatabase(string)
+}](ctx context.Context, server string, log *slog.Logger, bench func(db *benchDB) (R, error)) (rep R, err error) {
+	db, err := openBenchDB(ctx, server, log)
+	if err != nil {
+		return rep, err
+	}
+	defer db.close(&err)
+	defer func() { P(&rep).setDatabase(db.name) }()
+	return bench(db)
+}

@@ -68,10 +68,7 @@ type vacanciesReport struct {
 	ZeroLatencyPerS  float64 `json:"zero_latency_per_s"`
 	Latency200msPerS float64 `json:"latency_200ms_per_s"`
 	Efficiency       float64 `json:"efficiency"`
-	PeakRSSMB        float64 `json:"peak_rss_mb"`
-	reference
-	// database is the bench database's name (dropped by then), for tests.
-	database string
+	tail
 }
 
 func runVacancies(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -97,50 +94,46 @@ func runVacancies(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 // benchVacancies runs both runs on a database of its own, dropped before it
 // returns whatever happened.
-func benchVacancies(ctx context.Context, cfg vacanciesConfig, out io.Writer, log *slog.Logger) (rep vacanciesReport, err error) {
-	db, err := openBenchDB(ctx, cfg.db, log)
-	if err != nil {
-		return rep, err
-	}
-	defer db.close(&err)
-	rep.database = db.name
-	store := db.store
-	key, users, err := seedUsers(ctx, store)
-	if err != nil {
-		return rep, err
-	}
-	fmt.Fprintf(out, "vacancies: database %s (PostgreSQL %s, pool max %d connections), %d users\n",
-		db.name, db.pgVersion, store.Pool().Config().MaxConns, len(users))
+func benchVacancies(ctx context.Context, cfg vacanciesConfig, out io.Writer, log *slog.Logger) (vacanciesReport, error) {
+	return onBenchDB(ctx, cfg.db, log, func(db *benchDB) (rep vacanciesReport, err error) {
+		store := db.store
+		key, users, err := seedUsers(ctx, store)
+		if err != nil {
+			return rep, err
+		}
+		fmt.Fprintf(out, "vacancies: database %s (PostgreSQL %s, pool max %d connections), %d users\n",
+			db.name, db.pgVersion, store.Pool().Config().MaxConns, len(users))
 
-	w := &world{store: store, dbURL: db.url, key: key, users: users, log: log, timeout: cfg.timeout,
-		catalog: locales.MustLoad(), stages: cfg.stages}
-	a, err := w.run(ctx, runSpec{label: "A zero latency", n: cfg.n, llmConc: cfg.llmConc, firstID: 90_000_001, seed: 1})
-	if err != nil {
-		return rep, fmt.Errorf("zero-latency run: %w", err)
-	}
-	a.print(out)
-	if err := w.reset(ctx); err != nil {
-		return rep, err
-	}
-	b, err := w.run(ctx, runSpec{label: "B 200ms LLM", n: cfg.latencyN, llmConc: latencyConc, llmLatency: latencyLLM,
-		firstID: 95_000_001, seed: 2})
-	if err != nil {
-		return rep, fmt.Errorf("200 ms latency run: %w", err)
-	}
-	b.print(out)
+		w := &world{store: store, dbURL: db.url, key: key, users: users, log: log, timeout: cfg.timeout,
+			catalog: locales.MustLoad(), stages: cfg.stages}
+		a, err := w.run(ctx, runSpec{label: "A zero latency", n: cfg.n, llmConc: cfg.llmConc, firstID: 90_000_001, seed: 1})
+		if err != nil {
+			return rep, fmt.Errorf("zero-latency run: %w", err)
+		}
+		a.print(out)
+		if err := w.reset(ctx); err != nil {
+			return rep, err
+		}
+		b, err := w.run(ctx, runSpec{label: "B 200ms LLM", n: cfg.latencyN, llmConc: latencyConc, llmLatency: latencyLLM,
+			firstID: 95_000_001, seed: 2})
+		if err != nil {
+			return rep, fmt.Errorf("200 ms latency run: %w", err)
+		}
+		b.print(out)
 
-	rss, rerr := peakRSSMB()
-	if rerr != nil {
-		fmt.Fprintf(out, "peak RSS: unknown (%v)\n", rerr)
-	} else {
-		fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM, fakes included)\n", rss)
-	}
-	rep.Scenario = "vacancies"
-	rep.ZeroLatencyPerS = round(a.rate(), 1)
-	rep.Latency200msPerS = round(b.rate(), 2)
-	rep.Efficiency = round(b.efficiency(), 3)
-	rep.PeakRSSMB = round(rss, 1)
-	return rep, nil
+		rss, rerr := peakRSSMB()
+		if rerr != nil {
+			fmt.Fprintf(out, "peak RSS: unknown (%v)\n", rerr)
+		} else {
+			fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM, fakes included)\n", rss)
+		}
+		rep.Scenario = "vacancies"
+		rep.ZeroLatencyPerS = round(a.rate(), 1)
+		rep.Latency200msPerS = round(b.rate(), 2)
+		rep.Efficiency = round(b.efficiency(), 3)
+		rep.PeakRSSMB = round(rss, 1)
+		return rep, nil
+	})
 }
 
 // world is what the runs share: the database and its users.
