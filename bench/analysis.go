@@ -237,13 +237,7 @@ func benchAnalysis(ctx context.Context, cfg analysisConfig, out io.Writer, log *
 			rep.FilteredTotalS = round(fr.elapsed.Seconds(), 3)
 		}
 
-		rss, rerr := peakRSSMB()
-		if rerr != nil {
-			fmt.Fprintf(out, "peak RSS: unknown (%v)\n", rerr)
-		} else {
-			fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM, fakes included)\n", rss)
-		}
-		rep.PeakRSSMB = round(rss, 1)
+		rep.notePeakRSS(out)
 		return rep, nil
 	})
 }

@@ -232,6 +232,18 @@ type tail struct {
 
 func (t *tail) setDatabase(name string) { t.database = name }
 
+// notePeakRSS prints the process's peak RSS and records it in the report
+// (left 0 when it cannot be read).
+func (t *tail) notePeakRSS(out io.Writer) {
+	rss, err := peakRSSMB()
+	if err != nil {
+		fmt.Fprintf(out, "peak RSS: unknown (%v)\n", err)
+		return
+	}
+	fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM, fakes included)\n", rss)
+	t.PeakRSSMB = round(rss, 1)
+}
+
 // onBenchDB runs bench on a fresh bench database and drops it afterwards,
 // whatever happened, the drop's failure joined to bench's error. The
 // report names the database, on error too, so that tests can check that

@@ -126,12 +126,7 @@ func benchDispatch(ctx context.Context, cfg dispatchConfig, out io.Writer, log *
 		fmt.Fprintf(out, "sweep of %d due offers (one ExpireOffers call): median %.1fms (each: %s)\n",
 			cfg.sweepN, ms(sweeps.p(0.5)), strings.Join(each, ", "))
 
-		rss, rerr := peakRSSMB()
-		if rerr != nil {
-			fmt.Fprintf(out, "peak RSS: unknown (%v)\n", rerr)
-		} else {
-			fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM)\n", rss)
-		}
+		rep.notePeakRSS(out)
 		rep.Scenario = "dispatch"
 		rep.LagP50MS = round(ms(lag.lag.p(0.50)), 2)
 		rep.LagP99MS = round(ms(lag.lag.p(0.99)), 2)
@@ -141,7 +136,6 @@ func benchDispatch(ctx context.Context, cfg dispatchConfig, out io.Writer, log *
 		rep.N = cfg.n
 		rep.Replicas = cfg.replicas
 		rep.SweepN = cfg.sweepN
-		rep.PeakRSSMB = round(rss, 1)
 		return rep, nil
 	})
 }

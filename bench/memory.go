@@ -175,18 +175,12 @@ func benchMemory(ctx context.Context, cfg memoryConfig, out io.Writer, log *slog
 			return rep, err
 		}
 
-		rss, rerr := peakRSSMB()
-		if rerr != nil {
-			fmt.Fprintf(out, "peak RSS: unknown (%v)\n", rerr)
-		} else {
-			fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM, fakes included)\n", rss)
-		}
+		rep.notePeakRSS(out)
 		rep.Scenario = "memory"
 		rep.Runs = cfg.runs
 		rep.RunsPerS = round(res.rate(), 1)
 		rep.OverheadP50MS = round(ms(res.overhead.p(0.50)), 2)
 		rep.OverheadP99MS = round(ms(res.overhead.p(0.99)), 2)
-		rep.PeakRSSMB = round(rss, 1)
 		return rep, nil
 	})
 }

@@ -352,12 +352,7 @@ func benchPrune(ctx context.Context, cfg pruneConfig, out io.Writer, log *slog.L
 			return rep, errors.New("verify: " + strings.Join(problems, "; "))
 		}
 
-		rss, rerr := peakRSSMB()
-		if rerr != nil {
-			fmt.Fprintf(out, "peak RSS: unknown (%v)\n", rerr)
-		} else {
-			fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM, fakes included)\n", rss)
-		}
+		rep.notePeakRSS(out)
 		rep.Scenario = "prune"
 		rep.OverheadP50MS = round(ms(during.overhead.p(0.5)), 2)
 		rep.OverheadP99MS = round(ms(during.overhead.p(0.99)), 2)
@@ -376,7 +371,6 @@ func benchPrune(ctx context.Context, cfg pruneConfig, out io.Writer, log *slog.L
 			round(mb(full["group_messages"]), 1)
 		rep.PRBefore, rep.PRAfter, rep.PRAfterFull = round(mb(before["pipeline_runs"]), 1), round(mb(after["pipeline_runs"]), 1),
 			round(mb(seeded["pipeline_runs"]), 1) // the seeded runs alone, as before the soak
-		rep.PeakRSSMB = round(rss, 1)
 		return rep, nil
 	})
 }

@@ -121,17 +121,11 @@ func benchVacancies(ctx context.Context, cfg vacanciesConfig, out io.Writer, log
 		}
 		b.print(out)
 
-		rss, rerr := peakRSSMB()
-		if rerr != nil {
-			fmt.Fprintf(out, "peak RSS: unknown (%v)\n", rerr)
-		} else {
-			fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM, fakes included)\n", rss)
-		}
+		rep.notePeakRSS(out)
 		rep.Scenario = "vacancies"
 		rep.ZeroLatencyPerS = round(a.rate(), 1)
 		rep.Latency200msPerS = round(b.rate(), 2)
 		rep.Efficiency = round(b.efficiency(), 3)
-		rep.PeakRSSMB = round(rss, 1)
 		return rep, nil
 	})
 }
