@@ -509,7 +509,11 @@ FROM pipeline_runs WHERE id > $1`, floor).Scan(&archived, &failed)
 				return 0, fmt.Errorf("poll: %w", err)
 			}
 			if archived >= n {
-				return time.Since(start), nil
+				// Finishing late is a timeout too, however the polls fell.
+				if el := time.Since(start); el <= timeout {
+					return el, nil
+				}
+				return 0, fmt.Errorf("%d of %d runs archived after %s: %s", archived, n, timeout, runBreakdown(ctx, conn, floor))
 			}
 			if failed > 0 {
 				return 0, fmt.Errorf("%d runs FAILED: %s", failed, runBreakdown(ctx, conn, floor))

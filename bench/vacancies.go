@@ -412,7 +412,11 @@ FROM vacancy_matches`).Scan(&sent, &other, &total)
 			return 0, fmt.Errorf("poll: %w", err)
 		}
 		if sent >= n {
-			return time.Since(start), nil
+			// Finishing late is a timeout too, however the polls fell.
+			if el := time.Since(start); el <= timeout {
+				return el, nil
+			}
+			return 0, fmt.Errorf("%d of %d matches SENT_TO_USER after %s: %s", sent, n, timeout, breakdown(ctx, conn))
 		}
 		if other > 0 || total < n {
 			return 0, fmt.Errorf("matches left the path to SENT_TO_USER (%d of %d exist): %s", total, n, breakdown(ctx, conn))
