@@ -14,6 +14,7 @@ import (
 
 	"switchboard/bot"
 	"switchboard/bot/delivery"
+	"switchboard/config"
 	"switchboard/domain"
 	"switchboard/domain/analysis"
 	"switchboard/domain/dispatch"
@@ -21,6 +22,7 @@ import (
 	"switchboard/domain/vacancy"
 	"switchboard/hh"
 	"switchboard/jobs"
+	"switchboard/jobs/prune"
 	"switchboard/llm"
 	"switchboard/locales"
 	"switchboard/redisgate"
@@ -29,7 +31,7 @@ import (
 
 // app is every long-lived piece of one replica, in start order.
 type app struct {
-	cfg   Config
+	cfg   config.Config
 	log   *slog.Logger
 	store *storage.Store
 	redis *redis.Client // nil without REDIS_URL
@@ -44,10 +46,10 @@ type app struct {
 	mem   *memory.Service
 	disp  *dispatch.Service
 	anl   *analysis.Service
-	prune *pruner
+	prune *prune.Job
 }
 
-func migrateOnly(ctx context.Context, cfg Config, log *slog.Logger) error {
+func migrateOnly(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	st, err := openStore(ctx, cfg.DatabaseURL, log, migrateWaitLimit)
 	if err != nil {
 		return err
@@ -56,7 +58,7 @@ func migrateOnly(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return st.Migrate(ctx)
 }
 
-func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err error) {
+func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (a *app, err error) {
 	a = &app{cfg: cfg, log: log, reg: prometheus.NewRegistry()}
 	// The error paths below return a nil *app; closing what was built goes
 	// through built, or the deferred close would dereference that nil and
@@ -134,8 +136,8 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 			a.redisGate("hh pacer"), cfg.HHRate, a.liveReplicas)
 	}
 	// The application token, if configured, is one for every replica
-	// (hhtoken.go); its host is HH_OAUTH_URL, not the API's.
-	hhToken, err := hhTokenSource(cfg, a.store, log)
+	// (config.HHToken); its host is HH_OAUTH_URL, not the API's.
+	hhToken, err := cfg.HHToken(a.store.HHTokens(), log)
 	if err != nil {
 		return nil, fmt.Errorf("hh: %w", err)
 	}
@@ -199,7 +201,7 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (a *app, err erro
 		return nil, fmt.Errorf("analysis runs: %w", err)
 	}
 
-	if a.prune, err = newPruner(cfg, a.store, log, a.reg); err != nil {
+	if a.prune, err = prune.New(cfg, a.store, log, a.reg); err != nil {
 		return nil, fmt.Errorf("prune: %w", err)
 	}
 
@@ -301,7 +303,7 @@ func (a *app) scheduleJobs() error {
 			_, err := a.disp.Commission(ctx)
 			return err
 		}},
-		// Everything past its retention, the outbox's included (prune.go).
+		// Everything past its retention, the outbox's included (jobs/prune).
 		{"prune", a.cfg.PruneInterval, a.prune.Run},
 		{"dispatch-autoclose", a.cfg.AutocloseInterval, func(ctx context.Context) error {
 			_, err := a.disp.Autoclose(ctx)

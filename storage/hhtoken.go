@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"switchboard/hh"
 )
 
 // HHToken is HH's application token as stored for one client id. Its
@@ -118,4 +120,29 @@ WHERE client_id = $1 AND token = $2 AND refused_at IS NULL`, clientID, token)
 		return false, fmt.Errorf("refuse hh app token of %q: %w", clientID, err)
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// HHTokens is the hh_app_tokens table as hh.TokenStore: one application
+// token for every replica.
+func (s *Store) HHTokens() hh.TokenStore { return hhTokenStore{s} }
+
+type hhTokenStore struct{ st *Store }
+
+func (s hhTokenStore) AppToken(ctx context.Context, clientID string, renew func(context.Context, *hh.StoredToken) (*hh.NewToken, error)) (hh.StoredToken, error) {
+	t, err := s.st.HHAppToken(ctx, clientID, func(ctx context.Context, stored *HHToken) (*NewHHToken, error) {
+		var in *hh.StoredToken
+		if stored != nil {
+			in = &hh.StoredToken{Token: stored.Token, Age: stored.Age, Expires: stored.Expires, TTL: stored.TTL, Refused: stored.Refused}
+		}
+		fresh, err := renew(ctx, in)
+		if err != nil || fresh == nil {
+			return nil, err
+		}
+		return &NewHHToken{Token: fresh.Token, Lifetime: fresh.Lifetime}, nil
+	})
+	return hh.StoredToken{Token: t.Token, Age: t.Age, Expires: t.Expires, TTL: t.TTL, Refused: t.Refused}, err
+}
+
+func (s hhTokenStore) RefuseAppToken(ctx context.Context, clientID, token string) (bool, error) {
+	return s.st.RefuseHHAppToken(ctx, clientID, token)
 }
