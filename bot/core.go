@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -12,6 +11,7 @@ import (
 
 	"switchboard/domain"
 	"switchboard/locales"
+	"switchboard/storage"
 )
 
 // registerCore adds what every user has: greeting, help, language, and the
@@ -276,7 +276,7 @@ func (b *Bot) status(r *Request) error {
 		}
 	}
 	if os, ok := b.deps.Status.(OutboxSource); ok {
-		if st, err := os.Outbox(r.Ctx); err == nil {
+		if st, err := os.OutboxStats(r.Ctx); err == nil {
 			sb.WriteString("\n\n" + r.T("status.outbox", locales.Data{
 				"Pending": locales.Number(r.Lang, int64(st.Pending)), "Oldest": locales.Duration(r.Lang, st.OldestAge),
 				"Throttled": locales.Number(r.Lang, int64(st.Throttled)), "Unreachable": locales.Number(r.Lang, int64(st.Unreachable)),
@@ -286,46 +286,26 @@ func (b *Bot) status(r *Request) error {
 	}
 	if hs, ok := b.deps.Status.(HeldSource); ok {
 		// Only when there is some: held work means users wait for a reaper.
-		if h, err := hs.Held(r.Ctx); err == nil && h.Runs+h.Matches+h.Rows+h.Updates > 0 {
-			sb.WriteString("\n" + r.T("status.held", locales.Data{"Runs": locales.Number(r.Lang, h.Runs),
-				"Matches": locales.Number(r.Lang, h.Matches), "Rows": locales.Number(r.Lang, h.Rows),
-				"Updates": locales.Number(r.Lang, h.Updates)}))
+		if h, err := hs.Held(r.Ctx); err == nil && h.PipelineRuns+h.VacancyMatches+h.OutboxRows+h.InboxUpdates > 0 {
+			sb.WriteString("\n" + r.T("status.held", locales.Data{"Runs": locales.Number(r.Lang, h.PipelineRuns),
+				"Matches": locales.Number(r.Lang, h.VacancyMatches), "Rows": locales.Number(r.Lang, h.OutboxRows),
+				"Updates": locales.Number(r.Lang, h.InboxUpdates)}))
 		}
 	}
 	return r.Reply(sb.String(), nil)
 }
 
-// HeldStatus is the work still claimed after its lease ran out: memory
-// runs, vacancy matches, outgoing messages.
-type HeldStatus struct{ Runs, Matches, Rows, Updates int64 }
-
 // HeldSource, when the StatusSource has it, adds the work held past its
 // lease to /status.
 type HeldSource interface {
-	Held(ctx context.Context) (HeldStatus, error)
+	Held(ctx context.Context) (storage.HeldWork, error)
 }
 
 // StorageStatus is the data's footprint as /status shows it: the largest
 // tables and the prune job's last run per kind.
 type StorageStatus struct {
-	Tables []TableSize
-	Prune  []PruneKind
-}
-
-// TableSize is one table with its indexes and TOAST.
-type TableSize struct {
-	Name  string
-	Bytes int64
-	Rows  int64 // the planner's estimate
-}
-
-// PruneKind is the last prune of one kind of data.
-type PruneKind struct {
-	Kind        string
-	At          time.Time
-	Rows, Total int64
-	Timeouts    int
-	Err         string
+	Tables []storage.TableSize
+	Prune  []storage.PruneRun
 }
 
 // StorageSource, when the StatusSource has it, adds the data's footprint
@@ -412,12 +392,6 @@ func llmDown(r *Request, reason string) string {
 	return text
 }
 
-// OutboxStatus is the delivery's state as /status shows it.
-type OutboxStatus struct {
-	Pending, Throttled, Unreachable, Dropped, Failed int64
-	OldestAge                                        time.Duration
-}
-
 // HHSource, when the StatusSource has it, adds HH's state to /status:
 // how HH refuses us ("" while it answers).
 type HHSource interface {
@@ -463,5 +437,5 @@ func (b *Bot) HHNotice(reason, captcha string) []domain.Message {
 
 // OutboxSource, when the StatusSource has it, adds the delivery to /status.
 type OutboxSource interface {
-	Outbox(ctx context.Context) (OutboxStatus, error)
+	OutboxStats(ctx context.Context) (storage.OutboxStats, error)
 }
