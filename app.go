@@ -20,6 +20,7 @@ import (
 	"switchboard/domain/dispatch"
 	"switchboard/domain/memory"
 	"switchboard/domain/vacancy"
+	"switchboard/health"
 	"switchboard/hh"
 	"switchboard/jobs"
 	"switchboard/jobs/prune"
@@ -203,7 +204,7 @@ func (a *app) buildWorkflows(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dispatch calendar: %w", err)
 	}
-	clock := startedClock(cfg.ClockStart)
+	clock := cfg.Clock()
 	a.disp, err = dispatch.NewService(dispatch.Config{
 		OfferSLA: cfg.OfferSLA, CommissionRate: cfg.CommissionRate,
 		CommissionDeadline: cfg.CommissionDeadline, AutocloseAfter: cfg.AutocloseAfter,
@@ -288,7 +289,7 @@ func (a *app) buildBot(context.Context) error {
 		AdminChatID:  cfg.AdminChatID, AdminLang: cfg.AdminLang, AdminZone: adminZone, Currency: cfg.DispatchCurrency,
 		BoardEvery: cfg.BoardInterval, LiveLogEvery: cfg.LiveLogInterval,
 	}, bot.Deps{
-		Users: a.store, Status: statusSource{a.store, a.beats, a.llm, a.hh, cfg.VacancyClaimLease}, Catalog: locales.MustLoad(), Log: log,
+		Users: a.store, Status: outage.Status{Store: a.store, Beats: a.beats, LLM: a.llm, HH: a.hh, VacancyLease: cfg.VacancyClaimLease}, Catalog: locales.MustLoad(), Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Direct: a.out, Queue: a.store,
 		Inbox: a.store, Passing: storage.Passing,
 	})
@@ -363,7 +364,7 @@ func (a *app) scheduleJobs() error {
 // SHUTDOWN_TIMEOUT: polling and handlers, jobs, the services, HTTP, Redis,
 // the pool.
 func (a *app) run(ctx context.Context) error {
-	stopHTTP, err := serveHTTP(ctx, a.cfg.HTTPAddr, a.httpHandler(), a.log)
+	stopHTTP, err := health.Serve(ctx, a.cfg.HTTPAddr, a.httpHandler(), a.log)
 	if err != nil {
 		a.close()
 		return err
@@ -438,9 +439,9 @@ func (a *app) services() []service.Service {
 
 // httpHandler is /healthz, /metrics and /readyz with its checks and reports.
 func (a *app) httpHandler() http.Handler {
-	checks := []readiness{
-		{"postgres", a.store.Ping},
-		{"migrations", func(ctx context.Context) error {
+	checks := []health.Check{
+		{Name: "postgres", Check: a.store.Ping},
+		{Name: "migrations", Check: func(ctx context.Context) error {
 			pending, err := a.store.MigrationsPending(ctx)
 			if err == nil && pending {
 				err = errors.New("pending migrations")
@@ -448,21 +449,21 @@ func (a *app) httpHandler() http.Handler {
 			return err
 		}},
 	}
-	reports := []report{{"held_past_lease", func(ctx context.Context) (any, error) {
+	reports := []health.Report{{Name: "held_past_lease", Read: func(ctx context.Context) (any, error) {
 		return a.store.HeldPastLease(ctx, a.cfg.VacancyClaimLease)
 	}}}
 	if a.redis != nil {
 		// Reported, not required: without Redis every replica still serves,
 		// pacing and locking in process (ARCHITECTURE "Redis down"), and a
 		// load balancer that dropped them all for it would stop the bot.
-		reports = append(reports, report{"redis", func(ctx context.Context) (any, error) {
+		reports = append(reports, health.Report{Name: "redis", Read: func(ctx context.Context) (any, error) {
 			if err := a.redis.Ping(ctx).Err(); err != nil {
 				return nil, err
 			}
 			return "ok", nil
 		}})
 	}
-	return newHTTPHandler(a.reg, checks, reports...)
+	return health.Handler(a.reg, checks, reports...)
 }
 
 // close releases connections; safe on a partly built app.
@@ -482,54 +483,6 @@ func (a *app) close() {
 	if a.store != nil {
 		a.store.Close()
 	}
-}
-
-// statusSource feeds /status: the store's rows, read with this
-// configuration's windows, and this replica's LLM and HH clients.
-type statusSource struct {
-	*storage.Store
-	beats *storage.Heartbeats
-	llm   *llm.Client
-	hh    *hh.Client
-	// vacancyLease tells a lapsed match claim from a put-back one (Held).
-	vacancyLease time.Duration
-}
-
-// Replicas lists the live replicas.
-func (s statusSource) Replicas(ctx context.Context) ([]storage.Replica, error) {
-	return s.beats.Live(ctx)
-}
-
-// Held feeds /status's line of work held past its lease.
-func (s statusSource) Held(ctx context.Context) (storage.HeldWork, error) {
-	return s.HeldPastLease(ctx, s.vacancyLease)
-}
-
-// Storage feeds /status's data section: the six largest tables and the
-// prune job's last run per kind.
-func (s statusSource) Storage(ctx context.Context) (bot.StorageStatus, error) {
-	tables, err := s.TableSizes(ctx, 6)
-	if err != nil {
-		return bot.StorageStatus{}, err
-	}
-	runs, err := s.PruneRuns(ctx)
-	if err != nil {
-		return bot.StorageStatus{}, err
-	}
-	return bot.StorageStatus{Tables: tables, Prune: runs}, nil
-}
-
-// LLMReason feeds /status's LLM line: why this replica's client refuses
-// or fails calls, or "" while it answers.
-func (s statusSource) LLMReason() string { return s.llm.Health().Reason }
-
-// HHReason feeds /status's HH line: how HH refuses this replica's
-// requests, or "" while it answers.
-func (s statusSource) HHReason() string {
-	if r := s.hh.Refusal(); r != nil {
-		return r.Describe()
-	}
-	return ""
 }
 
 // redisGate follows this replica's Redis for one of its users (see redisgate).
