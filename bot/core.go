@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -216,10 +217,24 @@ func (b *Bot) status(r *Request) error {
 	if b.deps.Status == nil {
 		return r.Reply(sb.String(), nil)
 	}
+	// Without the replicas and the jobs the database is down: say so, and
+	// nothing more.
+	for _, section := range []func(*Request, *strings.Builder, time.Time) error{b.statusReplicas, b.statusJobs} {
+		if err := section(r, &sb, now); err != nil {
+			sb.WriteString("\n" + r.T("status.db_down", locales.Data{"Error": err.Error()}))
+			return r.Reply(sb.String(), nil)
+		}
+	}
+	b.statusHealth(r, &sb)
+	b.statusData(r, &sb)
+	return r.Reply(sb.String(), nil)
+}
+
+// statusReplicas writes /status's live replicas.
+func (b *Bot) statusReplicas(r *Request, sb *strings.Builder, now time.Time) error {
 	replicas, err := b.deps.Status.Replicas(r.Ctx)
 	if err != nil {
-		sb.WriteString("\n" + r.T("status.db_down", locales.Data{"Error": err.Error()}))
-		return r.Reply(sb.String(), nil)
+		return err
 	}
 	sb.WriteString("\n\n" + r.T("status.replicas_header"))
 	if len(replicas) == 0 {
@@ -236,10 +251,14 @@ func (b *Bot) status(r *Request) error {
 			"Seen":   locales.Duration(r.Lang, max(now.Sub(rp.SeenAt), 0)),
 		}))
 	}
+	return nil
+}
+
+// statusJobs writes /status's jobs, each one's last run on any replica.
+func (b *Bot) statusJobs(r *Request, sb *strings.Builder, _ time.Time) error {
 	runs, err := b.deps.Status.JobRuns(r.Ctx)
 	if err != nil {
-		sb.WriteString("\n" + r.T("status.db_down", locales.Data{"Error": err.Error()}))
-		return r.Reply(sb.String(), nil)
+		return err
 	}
 	sb.WriteString("\n\n" + r.T("status.jobs_header"))
 	if len(runs) == 0 {
@@ -256,6 +275,11 @@ func (b *Bot) status(r *Request) error {
 			sb.WriteString("\n" + r.T("status.job_error", locales.Data{"Name": j.Name, "Error": j.Err}))
 		}
 	}
+	return nil
+}
+
+// statusHealth writes the LLM's and HH's lines, when the source has them.
+func (b *Bot) statusHealth(r *Request, sb *strings.Builder) {
 	if ls, ok := b.deps.Status.(LLMSource); ok {
 		if reason := ls.LLMReason(); reason != "" {
 			sb.WriteString("\n\n" + llmDown(r, reason))
@@ -270,6 +294,12 @@ func (b *Bot) status(r *Request) error {
 			sb.WriteString("\n" + r.T("status.hh_ok"))
 		}
 	}
+}
+
+// statusData writes the data's footprint, the delivery and the work held
+// past its lease, when the source has them; a section it cannot read is
+// left out.
+func (b *Bot) statusData(r *Request, sb *strings.Builder) {
 	if ss, ok := b.deps.Status.(StorageSource); ok {
 		if st, err := ss.Storage(r.Ctx); err == nil {
 			sb.WriteString("\n\n" + storageLines(r, st))
@@ -278,9 +308,9 @@ func (b *Bot) status(r *Request) error {
 	if os, ok := b.deps.Status.(OutboxSource); ok {
 		if st, err := os.OutboxStats(r.Ctx); err == nil {
 			sb.WriteString("\n\n" + r.T("status.outbox", locales.Data{
-				"Pending": locales.Number(r.Lang, int64(st.Pending)), "Oldest": locales.Duration(r.Lang, st.OldestAge),
-				"Throttled": locales.Number(r.Lang, int64(st.Throttled)), "Unreachable": locales.Number(r.Lang, int64(st.Unreachable)),
-				"Dropped": locales.Number(r.Lang, int64(st.Dropped)), "Failed": locales.Number(r.Lang, int64(st.Failed)),
+				"Pending": locales.Number(r.Lang, st.Pending), "Oldest": locales.Duration(r.Lang, st.OldestAge),
+				"Throttled": locales.Number(r.Lang, st.Throttled), "Unreachable": locales.Number(r.Lang, st.Unreachable),
+				"Dropped": locales.Number(r.Lang, st.Dropped), "Failed": locales.Number(r.Lang, st.Failed),
 			}))
 		}
 	}
@@ -292,7 +322,6 @@ func (b *Bot) status(r *Request) error {
 				"Updates": locales.Number(r.Lang, h.InboxUpdates)}))
 		}
 	}
-	return r.Reply(sb.String(), nil)
 }
 
 // HeldSource, when the StatusSource has it, adds the work held past its

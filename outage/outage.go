@@ -44,6 +44,8 @@ type Watch struct {
 	notice func(reason, extra string) []domain.Message
 	// ended, if set, runs once the end is told.
 	ended func()
+	// every is how often the state is read (0: pollEvery).
+	every time.Duration
 }
 
 // pollEvery is how often a watch reads its client's state.
@@ -54,7 +56,11 @@ func (w *Watch) Run(ctx context.Context) {
 	if w.start != nil {
 		w.start(ctx)
 	}
-	t := time.NewTicker(pollEvery)
+	every := w.every
+	if every == 0 {
+		every = pollEvery
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	refused := false
 	for {
