@@ -11,44 +11,23 @@ import (
 	"switchboard/hh"
 )
 
-// HHToken is HH's application token as stored for one client id. Its
-// times are measured by the database's clock, which every replica shares.
-type HHToken struct {
-	Token string
-	// Age is how long ago it was obtained.
-	Age time.Duration
-	// Expires reports whether it has a lifetime (HH's application tokens
-	// have none by default); TTL is then what is left of it, negative once
-	// it has expired.
-	Expires bool
-	TTL     time.Duration
-	// Refused: HH refused it (RefuseHHAppToken) and it waits to be replaced.
-	Refused bool
-}
-
-// NewHHToken is a token just obtained, to be stored.
-type NewHHToken struct {
-	Token string
-	// Lifetime is HH's expires_in; zero for a token that does not expire.
-	Lifetime time.Duration
-}
-
-// HHAppToken returns the application token stored for clientID after
+// HHAppToken returns the application token (its times measured by the
+// database's clock, which every replica shares) stored for clientID after
 // calling renew with it (nil when none is stored), all in one transaction
 // holding an advisory lock of clientID: replicas asking at once run renew
 // one after another, and a later one sees what an earlier one stored, so
 // one token is obtained however many ask. A token renew returns replaces
 // the stored one (and is no longer refused); nil keeps the stored one. An
 // error from renew is returned as is, and nothing changes.
-func (s *Store) HHAppToken(ctx context.Context, clientID string, renew func(ctx context.Context, stored *HHToken) (*NewHHToken, error)) (HHToken, error) {
-	var out HHToken
+func (s *Store) HHAppToken(ctx context.Context, clientID string, renew func(ctx context.Context, stored *hh.StoredToken) (*hh.NewToken, error)) (hh.StoredToken, error) {
+	var out hh.StoredToken
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('hh_app_token:' || $1, 0))`, clientID); err != nil {
 			return fmt.Errorf("hh app token of %q: lock: %w", clientID, err)
 		}
 		var (
-			stored *HHToken
-			t      HHToken
+			stored *hh.StoredToken
+			t      hh.StoredToken
 			ageUS  int64
 			ttlUS  *int64
 		)
@@ -96,14 +75,14 @@ ON CONFLICT (client_id) DO UPDATE SET
 		if err != nil {
 			return fmt.Errorf("hh app token of %q: store: %w", clientID, err)
 		}
-		out = HHToken{Token: fresh.Token}
+		out = hh.StoredToken{Token: fresh.Token}
 		if fresh.Lifetime > 0 {
 			out.Expires, out.TTL = true, fresh.Lifetime
 		}
 		return nil
 	})
 	if err != nil {
-		return HHToken{}, err
+		return hh.StoredToken{}, err
 	}
 	return out, nil
 }
@@ -126,23 +105,13 @@ WHERE client_id = $1 AND token = $2 AND refused_at IS NULL`, clientID, token)
 // token for every replica.
 func (s *Store) HHTokens() hh.TokenStore { return hhTokenStore{s} }
 
-type hhTokenStore struct{ st *Store }
+// hhTokenStore gives the table's methods the names hh asks for.
+type hhTokenStore struct{ *Store }
 
 func (s hhTokenStore) AppToken(ctx context.Context, clientID string, renew func(context.Context, *hh.StoredToken) (*hh.NewToken, error)) (hh.StoredToken, error) {
-	t, err := s.st.HHAppToken(ctx, clientID, func(ctx context.Context, stored *HHToken) (*NewHHToken, error) {
-		var in *hh.StoredToken
-		if stored != nil {
-			in = &hh.StoredToken{Token: stored.Token, Age: stored.Age, Expires: stored.Expires, TTL: stored.TTL, Refused: stored.Refused}
-		}
-		fresh, err := renew(ctx, in)
-		if err != nil || fresh == nil {
-			return nil, err
-		}
-		return &NewHHToken{Token: fresh.Token, Lifetime: fresh.Lifetime}, nil
-	})
-	return hh.StoredToken{Token: t.Token, Age: t.Age, Expires: t.Expires, TTL: t.TTL, Refused: t.Refused}, err
+	return s.HHAppToken(ctx, clientID, renew)
 }
 
 func (s hhTokenStore) RefuseAppToken(ctx context.Context, clientID, token string) (bool, error) {
-	return s.st.RefuseHHAppToken(ctx, clientID, token)
+	return s.RefuseHHAppToken(ctx, clientID, token)
 }
