@@ -96,34 +96,34 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (a *app, e
 // connectRedis connects REDIS_URL, if set, and builds the job locker on it.
 func (a *app) connectRedis(ctx context.Context) error {
 	cfg, log := a.cfg, a.log
-	if cfg.RedisURL != "" {
-		opts, perr := redis.ParseURL(cfg.RedisURL)
-		if perr != nil {
-			return fmt.Errorf("REDIS_URL: %w", perr)
-		}
-		opts.ContextTimeoutEnabled = true // lets per-call contexts bound socket reads
-		// Fail fast when Redis is down: every user of it falls back in
-		// process on an error, so retrying inside the client only delays
-		// (the defaults, 3 retries of 5 dials, cost ~3 s a call).
-		if opts.MaxRetries == 0 {
-			opts.MaxRetries = 1
-		}
-		if opts.DialerRetries == 0 {
-			opts.DialerRetries = 2
-		}
-		redis.SetLogger(redisLogger{log})
-		a.redis = redis.NewClient(opts)
-		// Redis down at start is survivable: jobs skip ticks until it is back,
-		// so follow it in the log rather than refuse to start.
-		if perr := a.redis.Ping(ctx).Err(); perr != nil {
-			go followRedisAtStart(ctx, a.redis, log, perr)
-		}
-		// While Redis fails, ticks are locked in process: every job is safe
-		// twice (ARCHITECTURE), so an outage costs repeated work, not jobs.
-		a.locker = jobs.NewFallbackLocker(jobs.NewRedisLocker(a.redis, jobs.RedisLockerOptions{Prefix: cfg.RedisPrefix, Log: log}),
-			jobs.NewMemoryLocker(jobs.MemoryLockerOptions{Log: log}), a.redisGate("job locker"))
+	if cfg.RedisURL == "" {
+		return nil
 	}
-
+	opts, perr := redis.ParseURL(cfg.RedisURL)
+	if perr != nil {
+		return fmt.Errorf("REDIS_URL: %w", perr)
+	}
+	opts.ContextTimeoutEnabled = true // lets per-call contexts bound socket reads
+	// Fail fast when Redis is down: every user of it falls back in
+	// process on an error, so retrying inside the client only delays
+	// (the defaults, 3 retries of 5 dials, cost ~3 s a call).
+	if opts.MaxRetries == 0 {
+		opts.MaxRetries = 1
+	}
+	if opts.DialerRetries == 0 {
+		opts.DialerRetries = 2
+	}
+	redis.SetLogger(redisLogger{log})
+	a.redis = redis.NewClient(opts)
+	// Redis down at start is survivable: jobs skip ticks until it is back,
+	// so follow it in the log rather than refuse to start.
+	if perr := a.redis.Ping(ctx).Err(); perr != nil {
+		go followRedisAtStart(ctx, a.redis, log, perr)
+	}
+	// While Redis fails, ticks are locked in process: every job is safe
+	// twice (ARCHITECTURE), so an outage costs repeated work, not jobs.
+	a.locker = jobs.NewFallbackLocker(jobs.NewRedisLocker(a.redis, jobs.RedisLockerOptions{Prefix: cfg.RedisPrefix, Log: log}),
+		jobs.NewMemoryLocker(jobs.MemoryLockerOptions{Log: log}), a.redisGate("job locker"))
 	return nil
 }
 
@@ -221,7 +221,6 @@ func (a *app) buildWorkflows(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("analysis runs: %w", err)
 	}
-
 	return nil
 }
 
@@ -242,7 +241,6 @@ func (a *app) buildJobs(context.Context) error {
 // buildDelivery builds the outbox sender, paced at Telegram's limits.
 func (a *app) buildDelivery(context.Context) error {
 	cfg, log := a.cfg, a.log
-	var err error
 	limits := delivery.DefaultLimits()
 	limits.Global, limits.Private, limits.Group = cfg.TelegramRate, cfg.TelegramChatRate, cfg.TelegramGroupRate/60
 	var limiter delivery.Limiter = delivery.NewMemoryLimiter(limits)
@@ -252,13 +250,10 @@ func (a *app) buildDelivery(context.Context) error {
 		limiter = delivery.NewFallbackLimiter(delivery.NewRedisLimiter(a.redis, cfg.RedisPrefix, limits),
 			a.redisGate("telegram limiter"), limits, a.beats.LiveCount)
 	}
+	var err error
 	a.out, err = delivery.NewSender(delivery.Config{Workers: cfg.OutboxWorkers, MaxBackoff: cfg.OutboxMaxBackoff}, a.store,
 		delivery.NewClient(cfg.TelegramAPIURL, cfg.TelegramToken, nil), limiter, log, a.reg)
-	if err != nil {
-		return err
-	}
-
-	return nil
+	return err
 }
 
 // buildBot builds the bot and registers each workflow's commands with it.
