@@ -1,4 +1,8 @@
-package main
+// Package prune is the prune job: every PRUNE_INTERVAL, once across
+// replicas, it deletes what is past each kind's retention (storage.Prune),
+// logs and counts the rows per kind, and records the run in prune_runs,
+// which /status shows.
+package prune
 
 import (
 	"context"
@@ -8,14 +12,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"switchboard/config"
 	"switchboard/domain/vacancy"
 	"switchboard/storage"
 )
 
-// pruner is the prune job: every PRUNE_INTERVAL, once across replicas,
-// it deletes what is past each kind's retention (storage.Prune), logs and
-// counts the rows per kind, and records the run in prune_runs for /status.
-type pruner struct {
+// Job is the prune job; Run is one tick of it.
+type Job struct {
 	store *storage.Store
 	ret   storage.Retention
 	opts  storage.PruneOptions
@@ -36,8 +39,10 @@ const inboxRetention = 24 * time.Hour
 // pruneBatchPause lets live load in between two prune batches.
 const pruneBatchPause = 50 * time.Millisecond
 
-func newPruner(cfg Config, store *storage.Store, log *slog.Logger, reg prometheus.Registerer) (*pruner, error) {
-	p := &pruner{
+// New builds the job from the RETAIN_*, OUTBOX_RETENTION and PRUNE_*
+// settings and registers its metrics on reg.
+func New(cfg config.Config, store *storage.Store, log *slog.Logger, reg prometheus.Registerer) (*Job, error) {
+	p := &Job{
 		store: store, log: log, now: time.Now,
 		ret: storage.Retention{
 			GroupMessages: cfg.RetainGroupMessages, RunContext: cfg.RetainRunContext, Memory: cfg.RetainMemory,
@@ -76,7 +81,7 @@ func newPruner(cfg Config, store *storage.Store, log *slog.Logger, reg prometheu
 // Run is one tick of the job. A kind that times out is logged, counted and
 // left to the next tick; a kind that fails fails the run, after the other
 // kinds ran.
-func (p *pruner) Run(ctx context.Context) error {
+func (p *Job) Run(ctx context.Context) error {
 	start := p.now()
 	results := p.store.Prune(ctx, start, p.ret, p.opts)
 	var errs []error
