@@ -16,25 +16,22 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"switchboard/domain/vacancy"
+	"switchboard/config"
+	"switchboard/jobs/prune"
 	"switchboard/storage"
 )
 
 // The retention and the prune job's settings as the application has them
-// by default (config.go: RETAIN_*, PRUNE_BATCH, PRUNE_STATEMENT_TIMEOUT;
-// prune.go: the pause between batches). The bench cannot import package
-// main, so they are repeated here.
-const (
-	pruneRetainGroupMessages = 720 * time.Hour  // RETAIN_GROUP_MESSAGES
-	pruneRetainRunContext    = 72 * time.Hour   // RETAIN_RUN_CONTEXT
-	pruneRetainMatches       = 2160 * time.Hour // RETAIN_VACANCY_MATCHES
-	pruneRetainSearchHits    = 2160 * time.Hour // RETAIN_SEARCH_HITS
-	pruneOutboxRetention     = 168 * time.Hour  // OUTBOX_RETENTION
-	pruneRecoveryWindow      = 48 * time.Hour   // VACANCY_RECOVERY_WINDOW
-	pruneDefaultBatch        = 1000             // PRUNE_BATCH
-	pruneDefaultTimeout      = 2 * time.Second  // PRUNE_STATEMENT_TIMEOUT
-	pruneDefaultPause        = 50 * time.Millisecond
+// by default.
+var pruneRetain, pruneDefaults = func() (storage.Retention, storage.PruneOptions) {
+	cfg, err := config.Defaults()
+	if err != nil {
+		panic(err) // a malformed envDefault tag: config's own tests refuse it first
+	}
+	return prune.Settings(cfg)
+}()
 
+const (
 	// pruneBacklog is how far before each horizon the seeded old rows go:
 	// a backlog of two months past retention.
 	pruneBacklog = 60 * 24 * time.Hour
@@ -97,9 +94,9 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.memory.workers, "workers", 16, "memory.Config.Workers of each orchestrator (see the memory scenario)")
 	fs.IntVar(&cfg.memory.orchestrators, "orchestrators", 1, "orchestrators on the database (see the memory scenario)")
 	fs.BoolVar(&cfg.memory.stages, "stages", false, "also time each repository, LLM and Telegram call of the memory chat")
-	fs.IntVar(&cfg.opts.Batch, "batch", pruneDefaultBatch, "PRUNE_BATCH: rows per prune batch")
-	fs.DurationVar(&cfg.opts.StatementTimeout, "statement-timeout", pruneDefaultTimeout, "PRUNE_STATEMENT_TIMEOUT")
-	fs.DurationVar(&cfg.opts.Pause, "pause", pruneDefaultPause, "pause between two prune batches (the job's)")
+	fs.IntVar(&cfg.opts.Batch, "batch", pruneDefaults.Batch, "PRUNE_BATCH: rows per prune batch")
+	fs.DurationVar(&cfg.opts.StatementTimeout, "statement-timeout", pruneDefaults.StatementTimeout, "PRUNE_STATEMENT_TIMEOUT")
+	fs.DurationVar(&cfg.opts.Pause, "pause", pruneDefaults.Pause, "pause between two prune batches (the job's)")
 	fs.DurationVar(&cfg.maxPrune, "max-prune", 20*time.Minute, "give up when the prune takes longer")
 	fs.DurationVar(&cfg.memory.timeout, "timeout", 5*time.Minute, "give up when the memory chat's runs are not all archived this long after the last submission")
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -219,9 +216,10 @@ func benchPrune(ctx context.Context, cfg pruneConfig, out io.Writer, log *slog.L
 		log2 := &batchLog{took: map[string]durations{}}
 		opts := cfg.opts
 		opts.OnBatch = log2.record
-		ret := storage.Retention{GroupMessages: pruneRetainGroupMessages, RunContext: pruneRetainRunContext,
-			VacancyMatches: pruneRetainMatches, SearchHits: pruneRetainSearchHits, Outbox: pruneOutboxRetention,
-			RecoveryWindow: pruneRecoveryWindow, TasteExamples: vacancy.DefaultTasteExamples}
+		// The kinds the bench seeds and checks; the others are left alone.
+		ret := storage.Retention{GroupMessages: pruneRetain.GroupMessages, RunContext: pruneRetain.RunContext,
+			VacancyMatches: pruneRetain.VacancyMatches, SearchHits: pruneRetain.SearchHits, Outbox: pruneRetain.Outbox,
+			RecoveryWindow: pruneRetain.RecoveryWindow, TasteExamples: pruneRetain.TasteExamples}
 		pruneStart := time.Now()
 		totals, rounds, perr := pruneAll(ctx, db.store, ret, opts, cfg.maxPrune)
 		pruneEnd := time.Now()
@@ -426,7 +424,7 @@ func checkPruned(ctx context.Context, pool interface {
 	var problems []string
 	var oldMsgs, keptMsgs int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE date < $1), count(*) FILTER (WHERE date >= $1)
-FROM group_messages`, pruneAt.Add(-pruneRetainGroupMessages)).Scan(&oldMsgs, &keptMsgs); err != nil {
+FROM group_messages`, pruneAt.Add(-pruneRetain.GroupMessages)).Scan(&oldMsgs, &keptMsgs); err != nil {
 		return nil, fmt.Errorf("check messages: %w", err)
 	}
 	if oldMsgs != 0 {
@@ -442,7 +440,7 @@ FROM group_messages`, pruneAt.Add(-pruneRetainGroupMessages)).Scan(&oldMsgs, &ke
   count(*) FILTER (WHERE user_id >= $2 AND closed_at >= $1 AND draft_context IS NOT NULL AND final_context_payload IS NOT NULL AND context_pruned_at IS NULL),
   count(*) FILTER (WHERE user_id >= $2 AND closed_at >= $1 AND (draft_context IS NULL OR final_context_payload IS NULL OR context_pruned_at IS NOT NULL)),
   count(*) FILTER (WHERE user_id < $2 AND (draft_context IS NULL OR context_pruned_at IS NOT NULL))
-FROM pipeline_runs`, pruneAt.Add(-pruneRetainRunContext), pruneFirstUser).Scan(
+FROM pipeline_runs`, pruneAt.Add(-pruneRetain.RunContext), pruneFirstUser).Scan(
 		&oldLeft, &oldCleared, &keptWhole, &keptTouched, &chatTouched); err != nil {
 		return nil, fmt.Errorf("check runs: %w", err)
 	}
@@ -561,7 +559,7 @@ func seedPrune(ctx context.Context, db *benchDB, cfg pruneConfig, now time.Time)
 	// Messages: the old ones spread over the backlog before the horizon,
 	// the kept ones over the retention; round robin over the groups, each
 	// group's ids counting up.
-	msgHorizon := now.Add(-pruneRetainGroupMessages)
+	msgHorizon := now.Add(-pruneRetain.GroupMessages)
 	total := cfg.messages + cfg.keepMessages
 	nextID := make([]int64, pruneChats)
 	i := 0
@@ -570,7 +568,7 @@ func seedPrune(ctx context.Context, db *benchDB, cfg pruneConfig, now time.Time)
 			if i == total {
 				return nil, nil
 			}
-			at := seedTime(msgHorizon, pruneRetainGroupMessages, i, cfg.messages, cfg.keepMessages)
+			at := seedTime(msgHorizon, pruneRetain.GroupMessages, i, cfg.messages, cfg.keepMessages)
 			c := i % pruneChats
 			team := teams[c]
 			author := team[rng.IntN(len(team))]
@@ -598,7 +596,7 @@ func seedPrune(ctx context.Context, db *benchDB, cfg pruneConfig, now time.Time)
 	if _, err := conn.Exec(ctx, `SET session_replication_role = replica`); err != nil {
 		return fmt.Errorf("seed runs: %w", err)
 	}
-	runHorizon := now.Add(-pruneRetainRunContext)
+	runHorizon := now.Add(-pruneRetain.RunContext)
 	total = cfg.runs + cfg.keepRuns
 	msgIDs := make([]int64, pruneRunUsers)
 	team := teams[0]
@@ -610,7 +608,7 @@ func seedPrune(ctx context.Context, db *benchDB, cfg pruneConfig, now time.Time)
 			if i == total {
 				return nil, nil
 			}
-			closed := seedTime(runHorizon, pruneRetainRunContext, i, cfg.runs, cfg.keepRuns)
+			closed := seedTime(runHorizon, pruneRetain.RunContext, i, cfg.runs, cfg.keepRuns)
 			u := i % pruneRunUsers
 			msgIDs[u]++
 			i++

@@ -142,6 +142,17 @@ var webhookSecret = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
 // secrets) instead of putting them in the environment.
 var secretFiles = []string{"TELEGRAM_TOKEN", "TELEGRAM_WEBHOOK_SECRET", "DATABASE_URL", "REDIS_URL", "LLM_API_KEY", "HH_CLIENT_ID", "HH_CLIENT_SECRET", "HH_APP_TOKEN"}
 
+// Defaults is the configuration an empty environment gives, before
+// validation (which would refuse it for want of a token): what the bench
+// runs the production settings with.
+func Defaults() (Config, error) {
+	var cfg Config
+	if err := env.ParseWithOptions(&cfg, env.Options{Environment: map[string]string{}}); err != nil {
+		return Config{}, fmt.Errorf("defaults: %w", err)
+	}
+	return cfg, nil
+}
+
 // Load reads the environment (lookup, usually os.LookupEnv) and
 // validates it, reporting every bad value with its variable's name at once.
 func Load(lookup func(string) (string, bool), version string) (Config, error) {

@@ -120,3 +120,27 @@ func TestHelpListsEveryVariable(t *testing.T) {
 		require.True(t, strings.Contains(buf.String(), want), want)
 	}
 }
+
+// The bench runs the production defaults through Defaults: every envDefault
+// tag must parse, and they must be the values Load gives.
+func TestDefaultsAreLoadsDefaults(t *testing.T) {
+	d, err := Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.PruneBatch != 1000 || d.RetainGroupMessages != 720*time.Hour {
+		t.Fatalf("PRUNE_BATCH %d, RETAIN_GROUP_MESSAGES %s", d.PruneBatch, d.RetainGroupMessages)
+	}
+	loaded, err := Load(func(k string) (string, bool) {
+		if k == "TELEGRAM_TOKEN" {
+			return "123:abc", true
+		}
+		return "", false
+	}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded.PruneStatementTimeout != d.PruneStatementTimeout || loaded.OutboxRetention != d.OutboxRetention {
+		t.Fatalf("Load %s/%s, Defaults %s/%s", loaded.PruneStatementTimeout, loaded.OutboxRetention, d.PruneStatementTimeout, d.OutboxRetention)
+	}
+}

@@ -39,19 +39,25 @@ const inboxRetention = 24 * time.Hour
 // pruneBatchPause lets live load in between two prune batches.
 const pruneBatchPause = 50 * time.Millisecond
 
-// New builds the job from the RETAIN_*, OUTBOX_RETENTION and PRUNE_*
-// settings and registers its metrics on reg.
-func New(cfg config.Config, store *storage.Store, log *slog.Logger, reg prometheus.Registerer) (*Job, error) {
-	p := &Job{
-		store: store, log: log, now: time.Now,
-		ret: storage.Retention{
+// Settings are what the job prunes and how, from the RETAIN_*,
+// OUTBOX_RETENTION and PRUNE_* settings (the bench reads the defaults here).
+func Settings(cfg config.Config) (storage.Retention, storage.PruneOptions) {
+	return storage.Retention{
 			GroupMessages: cfg.RetainGroupMessages, RunContext: cfg.RetainRunContext, Memory: cfg.RetainMemory,
 			VacancyMatches: cfg.RetainVacancyMatches, SearchHits: cfg.RetainSearchHits, Outbox: cfg.OutboxRetention,
 			Inbox:          inboxRetention,
 			OrderContacts:  cfg.RetainOrderContacts,
 			RecoveryWindow: cfg.VacancyRecoveryWindow, TasteExamples: vacancy.DefaultTasteExamples,
 		},
-		opts: storage.PruneOptions{Batch: cfg.PruneBatch, StatementTimeout: cfg.PruneStatementTimeout, Pause: pruneBatchPause},
+		storage.PruneOptions{Batch: cfg.PruneBatch, StatementTimeout: cfg.PruneStatementTimeout, Pause: pruneBatchPause}
+}
+
+// New builds the job from the RETAIN_*, OUTBOX_RETENTION and PRUNE_*
+// settings and registers its metrics on reg.
+func New(cfg config.Config, store *storage.Store, log *slog.Logger, reg prometheus.Registerer) (*Job, error) {
+	ret, opts := Settings(cfg)
+	p := &Job{
+		store: store, log: log, now: time.Now, ret: ret, opts: opts,
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "prune_rows_total", Help: "Rows the prune job deleted (run_context, order_contacts: cleared) on this replica, by kind.",
 		}, []string{"kind"}),
