@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"errors"
 	"log/slog"
 
 	"github.com/jonboulle/clockwork"
@@ -21,4 +22,23 @@ func Defaults(clock *clockwork.Clock, log **slog.Logger, reg *prometheus.Registe
 	if *reg == nil {
 		*reg = prometheus.NewRegistry()
 	}
+}
+
+// RegisterMetric registers *c on reg. Where an identical collector is
+// registered there already (a second service, client or scheduler on one
+// registry), *c becomes that one, so both share the series instead of
+// failing. Every package registers its metrics through it.
+func RegisterMetric[C prometheus.Collector](reg prometheus.Registerer, c *C) error {
+	err := reg.Register(*c)
+	if err == nil {
+		return nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			*c = existing
+			return nil
+		}
+	}
+	return err
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
 
+	"switchboard/domain"
 	"switchboard/domain/vacancy"
 )
 
@@ -615,15 +616,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	if reg != nil {
-		var err error
-		if m.requests, err = register(reg, m.requests); err != nil {
-			return nil, err
-		}
-		if m.duration, err = register(reg, m.duration); err != nil {
-			return nil, err
-		}
-		if m.breaker, err = register(reg, m.breaker); err != nil {
-			return nil, err
+		if err := errors.Join(
+			domain.RegisterMetric(reg, &m.requests),
+			domain.RegisterMetric(reg, &m.duration),
+			domain.RegisterMetric(reg, &m.breaker),
+		); err != nil {
+			return nil, fmt.Errorf("hh metrics: %w", err)
 		}
 	}
 	// Series exist at zero from the start, so that a rate over
@@ -635,20 +633,4 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.duration.WithLabelValues(e)
 	}
 	return m, nil
-}
-
-// register adopts an identical collector already registered, so that two
-// Clients on one registry share the series instead of failing.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("hh metrics: %w", err)
 }

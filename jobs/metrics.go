@@ -9,6 +9,8 @@ import (
 	"github.com/go-co-op/gocron/v2"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain"
 )
 
 // Outcomes of a tick, the values of jobs_runs_total's outcome label.
@@ -46,30 +48,13 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	var err error
-	if m.runs, err = register(reg, m.runs); err != nil {
-		return nil, err
-	}
-	if m.duration, err = register(reg, m.duration); err != nil {
-		return nil, err
+	if err := errors.Join(
+		domain.RegisterMetric(reg, &m.runs),
+		domain.RegisterMetric(reg, &m.duration),
+	); err != nil {
+		return nil, fmt.Errorf("register job metrics: %w", err)
 	}
 	return m, nil
-}
-
-// register reuses a collector already registered under the same name, so
-// that several schedulers in one process (tests, a future split) share it.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("register job metrics: %w", err)
 }
 
 // declare creates a job's series at zero, so a rate over them exists before

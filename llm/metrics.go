@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
+
+	"switchboard/domain"
 )
 
 type metrics struct {
@@ -47,43 +49,17 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			Help: "Accepted answers that needed a repair, by model and kind (think, bom, fence, prose, trailing, coerce_number, coerce_bool, jsonrepair).",
 		}, []string{"model", "kind"}),
 	}
-	var err error
-	if m.calls, err = register(r, m.calls); err != nil {
-		return nil, err
-	}
-	if m.duration, err = register(r, m.duration); err != nil {
-		return nil, err
-	}
-	if m.tokens, err = register(r, m.tokens); err != nil {
-		return nil, err
-	}
-	if m.breaker, err = register(r, m.breaker); err != nil {
-		return nil, err
-	}
-	if m.inFlight, err = register(r, m.inFlight); err != nil {
-		return nil, err
-	}
-	if m.repairs, err = register(r, m.repairs); err != nil {
-		return nil, err
+	if err := errors.Join(
+		domain.RegisterMetric(r, &m.calls),
+		domain.RegisterMetric(r, &m.duration),
+		domain.RegisterMetric(r, &m.tokens),
+		domain.RegisterMetric(r, &m.breaker),
+		domain.RegisterMetric(r, &m.inFlight),
+		domain.RegisterMetric(r, &m.repairs),
+	); err != nil {
+		return nil, fmt.Errorf("llm metrics: %w", err)
 	}
 	return m, nil
-}
-
-// register adopts an identical collector that is already registered, so a
-// second Client on the same registry (or a restarted component) shares the
-// series instead of failing.
-func register[T prometheus.Collector](r prometheus.Registerer, c T) (T, error) {
-	err := r.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("llm metrics: %w", err)
 }
 
 func breakerGaugeValue(s gobreaker.State) float64 {

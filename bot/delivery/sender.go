@@ -433,10 +433,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.sent, m.failed, m.retried, m.dropped, m.throttled, m.age} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("delivery metrics: %w", err)
-		}
+	if err := errors.Join(
+		domain.RegisterMetric(reg, &m.sent),
+		domain.RegisterMetric(reg, &m.failed),
+		domain.RegisterMetric(reg, &m.retried),
+		domain.RegisterMetric(reg, &m.dropped),
+		domain.RegisterMetric(reg, &m.throttled),
+		domain.RegisterMetric(reg, &m.age),
+	); err != nil {
+		return nil, fmt.Errorf("delivery metrics: %w", err)
 	}
 	return m, nil
 }

@@ -2,8 +2,11 @@ package analysis
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain"
 )
 
 type metrics struct {
@@ -25,13 +28,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.DefBuckets,
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.runs, m.decisions, m.batch} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, err
-			}
-		}
+	if err := errors.Join(
+		domain.RegisterMetric(reg, &m.runs),
+		domain.RegisterMetric(reg, &m.decisions),
+		domain.RegisterMetric(reg, &m.batch),
+	); err != nil {
+		return nil, fmt.Errorf("analysis metrics: %w", err)
 	}
 	return m, nil
 }

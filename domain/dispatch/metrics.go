@@ -2,8 +2,11 @@ package dispatch
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain"
 )
 
 type metrics struct {
@@ -36,13 +39,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "dispatch_masters_blocked_total", Help: "Masters blocked for overdue commission.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.offers, m.orders, m.lag, m.sweep, m.blocked} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, err
-			}
-		}
+	if err := errors.Join(
+		domain.RegisterMetric(reg, &m.offers),
+		domain.RegisterMetric(reg, &m.orders),
+		domain.RegisterMetric(reg, &m.lag),
+		domain.RegisterMetric(reg, &m.sweep),
+		domain.RegisterMetric(reg, &m.blocked),
+	); err != nil {
+		return nil, fmt.Errorf("dispatch metrics: %w", err)
 	}
 	return m, nil
 }

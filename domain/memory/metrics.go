@@ -1,9 +1,12 @@
 package memory
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain"
 )
 
 // metrics are the process document's list; LLM calls and tokens come from
@@ -47,10 +50,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "memory_runs_backlog", Help: "Runs in NEW at the last sweep.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.submitted, m.stage, m.failed, m.retries, m.finished, m.reaped, m.givenBack, m.backlog} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("memory metrics: %w", err)
-		}
+	if err := errors.Join(
+		domain.RegisterMetric(reg, &m.submitted),
+		domain.RegisterMetric(reg, &m.stage),
+		domain.RegisterMetric(reg, &m.failed),
+		domain.RegisterMetric(reg, &m.retries),
+		domain.RegisterMetric(reg, &m.finished),
+		domain.RegisterMetric(reg, &m.reaped),
+		domain.RegisterMetric(reg, &m.givenBack),
+		domain.RegisterMetric(reg, &m.backlog),
+	); err != nil {
+		return nil, fmt.Errorf("memory metrics: %w", err)
 	}
 	return m, nil
 }

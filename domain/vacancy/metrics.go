@@ -1,9 +1,12 @@
 package vacancy
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain"
 )
 
 type metrics struct {
@@ -27,8 +30,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "vacancy_transitions_total", Help: "Vacancy match status changes.",
 		}, []string{"from", "to"}),
 		// Outcomes: queued (ANALYZED, its card written to the outbox;
-		// delivery is counted by the outbox's own metrics since the
-		// outbox conversion, so "sent" is no longer reported here),
+		// delivery is counted by the outbox's own metrics),
 		// undelivered (ANALYZED, but no card could be rendered: claimed
 		// again later), not_suitable, archived, deleted, skipped, lost (the
 		// claim ran out), error.
@@ -52,11 +54,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		recoveryDeleted:   counter("vacancies_recovery_deleted_total", "SKIPPED matches deleted for a ban word."),
 		recoverySkipped:   counter("vacancies_recovery_skipped_total", "SKIPPED matches left alone (judged not relevant)."),
 	}
-	for _, c := range []prometheus.Collector{m.transitions, m.processed, m.skipped, m.duration, m.retries,
-		m.discovered, m.queued, m.recoveryAttempts, m.recoveryRecovered, m.recoveryDeleted, m.recoverySkipped} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("vacancy metrics: %w", err)
-		}
+	if err := errors.Join(
+		domain.RegisterMetric(reg, &m.transitions),
+		domain.RegisterMetric(reg, &m.processed),
+		domain.RegisterMetric(reg, &m.skipped),
+		domain.RegisterMetric(reg, &m.duration),
+		domain.RegisterMetric(reg, &m.retries),
+		domain.RegisterMetric(reg, &m.discovered),
+		domain.RegisterMetric(reg, &m.queued),
+		domain.RegisterMetric(reg, &m.recoveryAttempts),
+		domain.RegisterMetric(reg, &m.recoveryRecovered),
+		domain.RegisterMetric(reg, &m.recoveryDeleted),
+		domain.RegisterMetric(reg, &m.recoverySkipped),
+	); err != nil {
+		return nil, fmt.Errorf("vacancy metrics: %w", err)
 	}
 	return m, nil
 }
