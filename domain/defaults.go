@@ -24,21 +24,38 @@ func Defaults(clock *clockwork.Clock, log **slog.Logger, reg *prometheus.Registe
 	}
 }
 
-// RegisterMetric registers *c on reg. Where an identical collector is
-// registered there already (a second service, client or scheduler on one
-// registry), *c becomes that one, so both share the series instead of
-// failing. Every package registers its metrics through it.
-func RegisterMetric[C prometheus.Collector](reg prometheus.Registerer, c *C) error {
-	err := reg.Register(*c)
+// Registrar registers a package's metrics as they are built:
+// m := &metrics{runs: domain.Register(r, prometheus.NewCounterVec(…))}, then
+// r.Err(). With a nil Registerer it registers nothing.
+type Registrar struct {
+	reg prometheus.Registerer
+	err error
+}
+
+// NewRegistrar returns a Registrar for reg.
+func NewRegistrar(reg prometheus.Registerer) *Registrar { return &Registrar{reg: reg} }
+
+// Err is every registration's failure, joined.
+func (r *Registrar) Err() error { return r.err }
+
+// Register registers c on r's registry and returns it. Where an identical
+// collector is registered there already (a second service, client or
+// scheduler on one registry) it returns that one, so both share the series
+// instead of failing.
+func Register[C prometheus.Collector](r *Registrar, c C) C {
+	if r.reg == nil {
+		return c
+	}
+	err := r.reg.Register(c)
 	if err == nil {
-		return nil
+		return c
 	}
 	var are prometheus.AlreadyRegisteredError
 	if errors.As(err, &are) {
 		if existing, ok := are.ExistingCollector.(C); ok {
-			*c = existing
-			return nil
+			return existing
 		}
 	}
-	return err
+	r.err = errors.Join(r.err, err)
+	return c
 }

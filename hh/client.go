@@ -2,6 +2,7 @@ package hh
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -132,9 +133,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("hh: Config.Timeout %s is negative", cfg.Timeout)
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
 	c := &Client{base: base, ua: ua, timeout: cfg.Timeout, hc: cfg.HTTPClient, pace: cfg.Pacer, token: cfg.Token}
 	if c.hc == nil {
 		// Our own transport, so that Close can drop its idle connections
@@ -155,9 +154,7 @@ func New(cfg Config) (*Client, error) {
 	if c.m, err = newMetrics(cfg.Registerer); err != nil {
 		return nil, err
 	}
-	if cfg.BreakerMaxOpen == 0 {
-		cfg.BreakerMaxOpen = DefaultBreakerMaxOpen
-	}
+	cfg.BreakerMaxOpen = cmp.Or(cfg.BreakerMaxOpen, DefaultBreakerMaxOpen)
 	c.br = newBreaker(cfg.BreakerOpenFor, cfg.BreakerMaxOpen, c.m.breaker, func(from, to gobreaker.State) {
 		c.log.Warn("hh circuit breaker state change", slog.String("from", from.String()), slog.String("to", to.String()))
 	})
@@ -599,30 +596,25 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		requests: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hh_requests_total",
 			Help: "Requests to the HH.ru API by endpoint (search, vacancy) and outcome (ok, not_found, unavailable, refused, error); refused includes those the breaker held back.",
-		}, []string{"endpoint", "outcome"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		}, []string{"endpoint", "outcome"})),
+		duration: domain.Register(r, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "hh_request_duration_seconds",
 			Help: "Duration of HH.ru API requests, body included, by endpoint.",
 			// From a warm keep-alive answer to the default 15s timeout.
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30},
-		}, []string{"endpoint"}),
-		breaker: prometheus.NewGauge(prometheus.GaugeOpts{
+		}, []string{"endpoint"})),
+		breaker: domain.Register(r, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "hh_breaker_state",
 			Help: "The HH circuit breaker: 0 closed, 1 probing, 2 open (HH refuses us: captcha, forbidden, 429).",
-		}),
+		})),
 	}
-	if reg != nil {
-		if err := errors.Join(
-			domain.RegisterMetric(reg, &m.requests),
-			domain.RegisterMetric(reg, &m.duration),
-			domain.RegisterMetric(reg, &m.breaker),
-		); err != nil {
-			return nil, fmt.Errorf("hh metrics: %w", err)
-		}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("hh metrics: %w", err)
 	}
 	// Series exist at zero from the start, so that a rate over
 	// "unavailable" is defined before the first outage.

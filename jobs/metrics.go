@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -33,25 +32,20 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, log *slog.Logger) (*metrics, error) {
+	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+		runs: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jobs_runs_total",
 			Help: "Ticks of periodic jobs on this replica by outcome (ok, error, panic, skipped).",
-		}, []string{"job", "outcome"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		}, []string{"job", "outcome"})),
+		duration: domain.Register(r, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "jobs_run_duration_seconds",
 			Help:    "Duration of periodic job runs on this replica (skipped ticks excluded).",
 			Buckets: prometheus.ExponentialBuckets(0.005, 4, 9), // 5ms … ~5.5min
-		}, []string{"job"}),
+		}, []string{"job"})),
 		log: log,
 	}
-	if reg == nil {
-		return m, nil
-	}
-	if err := errors.Join(
-		domain.RegisterMetric(reg, &m.runs),
-		domain.RegisterMetric(reg, &m.duration),
-	); err != nil {
+	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("register job metrics: %w", err)
 	}
 	return m, nil

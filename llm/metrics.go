@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -20,43 +19,37 @@ type metrics struct {
 	repairs  *prometheus.CounterVec
 }
 
-func newMetrics(r prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+		calls: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "llm_calls_total",
 			Help: "LLM calls by caller label, model and outcome.",
-		}, []string{"label", "model", "outcome"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		}, []string{"label", "model", "outcome"})),
+		duration: domain.Register(r, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "llm_call_duration_seconds",
 			Help: "Time spent in the provider call, excluding waiting for a concurrency slot.",
 			// From a cached embedding to a long generation on a local model.
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120},
-		}, []string{"label", "model"}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"label", "model"})),
+		tokens: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "llm_tokens_total",
 			Help: "Tokens reported by the provider, by kind (prompt, completion).",
-		}, []string{"label", "model", "kind"}),
-		breaker: prometheus.NewGauge(prometheus.GaugeOpts{
+		}, []string{"label", "model", "kind"})),
+		breaker: domain.Register(r, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "llm_breaker_state",
 			Help: "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
-		}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+		})),
+		inFlight: domain.Register(r, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "llm_in_flight",
 			Help: "LLM calls currently being executed against the provider.",
-		}),
-		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+		})),
+		repairs: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "llm_answer_repairs_total",
 			Help: "Accepted answers that needed a repair, by model and kind (think, bom, fence, prose, trailing, coerce_number, coerce_bool, jsonrepair).",
-		}, []string{"model", "kind"}),
+		}, []string{"model", "kind"})),
 	}
-	if err := errors.Join(
-		domain.RegisterMetric(r, &m.calls),
-		domain.RegisterMetric(r, &m.duration),
-		domain.RegisterMetric(r, &m.tokens),
-		domain.RegisterMetric(r, &m.breaker),
-		domain.RegisterMetric(r, &m.inFlight),
-		domain.RegisterMetric(r, &m.repairs),
-	); err != nil {
+	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("llm metrics: %w", err)
 	}
 	return m, nil

@@ -415,32 +415,23 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		sent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_sent_total",
-			Help: "Messages Telegram accepted, by kind."}, []string{"kind"}),
-		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_failed_total",
-			Help: "Messages Telegram refused as bad requests (bugs), by kind."}, []string{"kind"}),
-		retried: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_retried_total",
-			Help: "Deliveries put back for later, by kind and reason (paced, flood, transient)."}, []string{"kind", "reason"}),
-		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_dropped_total",
-			Help: "Messages dropped, by kind and reason (unreachable, edit_gone, superseded)."}, []string{"kind", "reason"}),
-		throttled: prometheus.NewCounter(prometheus.CounterOpts{Name: "telegram_rate_limited_total",
-			Help: "429 answers from Telegram."}),
-		age: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "outbox_queue_age_seconds",
+		sent: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_sent_total",
+			Help: "Messages Telegram accepted, by kind."}, []string{"kind"})),
+		failed: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_failed_total",
+			Help: "Messages Telegram refused as bad requests (bugs), by kind."}, []string{"kind"})),
+		retried: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_retried_total",
+			Help: "Deliveries put back for later, by kind and reason (paced, flood, transient)."}, []string{"kind", "reason"})),
+		dropped: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_dropped_total",
+			Help: "Messages dropped, by kind and reason (unreachable, edit_gone, superseded)."}, []string{"kind", "reason"})),
+		throttled: domain.Register(r, prometheus.NewCounter(prometheus.CounterOpts{Name: "telegram_rate_limited_total",
+			Help: "429 answers from Telegram."})),
+		age: domain.Register(r, prometheus.NewHistogram(prometheus.HistogramOpts{Name: "outbox_queue_age_seconds",
 			Help:    "Time from a message's row being written to Telegram accepting it.",
-			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 1800}}),
+			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 1800}})),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	if err := errors.Join(
-		domain.RegisterMetric(reg, &m.sent),
-		domain.RegisterMetric(reg, &m.failed),
-		domain.RegisterMetric(reg, &m.retried),
-		domain.RegisterMetric(reg, &m.dropped),
-		domain.RegisterMetric(reg, &m.throttled),
-		domain.RegisterMetric(reg, &m.age),
-	); err != nil {
+	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("delivery metrics: %w", err)
 	}
 	return m, nil

@@ -1,7 +1,6 @@
 package analysis
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,23 +15,20 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+		runs: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "analysis_runs_total", Help: "Analysis runs entering each state.",
-		}, []string{"state"}),
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"state"})),
+		decisions: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "analysis_proposal_decisions_total", Help: "Proposals approved or rejected.",
-		}, []string{"decision"}),
-		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
+		}, []string{"decision"})),
+		batch: domain.Register(r, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "analysis_batch_seconds", Help: "Time to turn one batch into saved proposals.",
 			Buckets: prometheus.DefBuckets,
-		}),
+		})),
 	}
-	if err := errors.Join(
-		domain.RegisterMetric(reg, &m.runs),
-		domain.RegisterMetric(reg, &m.decisions),
-		domain.RegisterMetric(reg, &m.batch),
-	); err != nil {
+	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("analysis metrics: %w", err)
 	}
 	return m, nil

@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,34 +17,29 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		offers: prometheus.NewCounterVec(prometheus.CounterOpts{
+		offers: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dispatch_offers_total", Help: "Offers entering each state.",
-		}, []string{"state"}),
-		orders: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"state"})),
+		orders: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dispatch_orders_total", Help: "Orders entering each state.",
-		}, []string{"state"}),
-		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+		}, []string{"state"})),
+		lag: domain.Register(r, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "dispatch_offer_expiry_lag_seconds",
 			Help:    "How long after expires_at an offer was expired.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-		}),
-		sweep: prometheus.NewHistogram(prometheus.HistogramOpts{
+		})),
+		sweep: domain.Register(r, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "dispatch_watchdog_sweep_seconds",
 			Help:    "Duration of the expired-offers statement.",
 			Buckets: prometheus.DefBuckets,
-		}),
-		blocked: prometheus.NewCounter(prometheus.CounterOpts{
+		})),
+		blocked: domain.Register(r, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dispatch_masters_blocked_total", Help: "Masters blocked for overdue commission.",
-		}),
+		})),
 	}
-	if err := errors.Join(
-		domain.RegisterMetric(reg, &m.offers),
-		domain.RegisterMetric(reg, &m.orders),
-		domain.RegisterMetric(reg, &m.lag),
-		domain.RegisterMetric(reg, &m.sweep),
-		domain.RegisterMetric(reg, &m.blocked),
-	); err != nil {
+	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("dispatch metrics: %w", err)
 	}
 	return m, nil

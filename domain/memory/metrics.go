@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,43 +22,35 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		submitted: prometheus.NewCounter(prometheus.CounterOpts{
+		submitted: domain.Register(r, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "memory_runs_submitted_total", Help: "Pipeline runs created from private messages.",
-		}),
-		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		})),
+		stage: domain.Register(r, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "memory_stage_duration_seconds", Help: "Time in each pipeline stage, LLM included.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12),
-		}, []string{"stage"}),
-		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"stage"})),
+		failed: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memory_runs_failed_total", Help: "Runs moved to FAILED, by the stage that failed.",
-		}, []string{"stage"}),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"stage"})),
+		retries: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memory_llm_retries_total", Help: "LLM calls retried, by call and reason.",
-		}, []string{"call", "reason"}),
-		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"call", "reason"})),
+		finished: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memory_runs_finished_total", Help: "Runs delivered (and archived), by final status.",
-		}, []string{"status"}),
-		reaped: prometheus.NewCounter(prometheus.CounterOpts{
+		}, []string{"status"})),
+		reaped: domain.Register(r, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "memory_runs_reaped_total", Help: "Stalled runs the reaper returned to the stage before.",
-		}),
-		givenBack: prometheus.NewCounter(prometheus.CounterOpts{
+		})),
+		givenBack: domain.Register(r, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "memory_runs_given_back_total", Help: "Stages given back because their result could not be saved.",
-		}),
-		backlog: prometheus.NewGauge(prometheus.GaugeOpts{
+		})),
+		backlog: domain.Register(r, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "memory_runs_backlog", Help: "Runs in NEW at the last sweep.",
-		}),
+		})),
 	}
-	if err := errors.Join(
-		domain.RegisterMetric(reg, &m.submitted),
-		domain.RegisterMetric(reg, &m.stage),
-		domain.RegisterMetric(reg, &m.failed),
-		domain.RegisterMetric(reg, &m.retries),
-		domain.RegisterMetric(reg, &m.finished),
-		domain.RegisterMetric(reg, &m.reaped),
-		domain.RegisterMetric(reg, &m.givenBack),
-		domain.RegisterMetric(reg, &m.backlog),
-	); err != nil {
+	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("memory metrics: %w", err)
 	}
 	return m, nil

@@ -1,7 +1,6 @@
 package vacancy
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,29 +21,30 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	r := domain.NewRegistrar(reg)
 	counter := func(name, help string) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+		return domain.Register(r, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help}))
 	}
 	m := &metrics{
-		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+		transitions: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vacancy_transitions_total", Help: "Vacancy match status changes.",
-		}, []string{"from", "to"}),
+		}, []string{"from", "to"})),
 		// Outcomes: queued (ANALYZED, its card written to the outbox;
 		// delivery is counted by the outbox's own metrics),
 		// undelivered (ANALYZED, but no card could be rendered: claimed
 		// again later), not_suitable, archived, deleted, skipped, lost (the
 		// claim ran out), error.
-		processed: prometheus.NewCounterVec(prometheus.CounterOpts{
+		processed: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vacancy_matches_processed_total",
 			Help: "Claimed matches by outcome (queued: card written to the outbox; delivery is the outbox's metrics).",
-		}, []string{"outcome"}),
-		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"outcome"})),
+		skipped: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vacancy_matches_skipped_total", Help: "Matches marked SKIPPED, by reason.",
-		}, []string{"reason"}),
-		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+		}, []string{"reason"})),
+		duration: domain.Register(r, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "vacancy_match_processing_seconds", Help: "Claim to the end of one processing (for a relevant match: its card queued).",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
-		}),
+		})),
 		retries:    counter("vacancy_llm_retries_total", "Relevance answers retried after invalid JSON."),
 		discovered: counter("vacancies_discovered_total", "Vacancies new to a search_key."),
 		queued:     counter("vacancy_matches_queued_total", "Matches created in QUEUED by discovery."),
@@ -54,19 +54,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		recoveryDeleted:   counter("vacancies_recovery_deleted_total", "SKIPPED matches deleted for a ban word."),
 		recoverySkipped:   counter("vacancies_recovery_skipped_total", "SKIPPED matches left alone (judged not relevant)."),
 	}
-	if err := errors.Join(
-		domain.RegisterMetric(reg, &m.transitions),
-		domain.RegisterMetric(reg, &m.processed),
-		domain.RegisterMetric(reg, &m.skipped),
-		domain.RegisterMetric(reg, &m.duration),
-		domain.RegisterMetric(reg, &m.retries),
-		domain.RegisterMetric(reg, &m.discovered),
-		domain.RegisterMetric(reg, &m.queued),
-		domain.RegisterMetric(reg, &m.recoveryAttempts),
-		domain.RegisterMetric(reg, &m.recoveryRecovered),
-		domain.RegisterMetric(reg, &m.recoveryDeleted),
-		domain.RegisterMetric(reg, &m.recoverySkipped),
-	); err != nil {
+	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("vacancy metrics: %w", err)
 	}
 	return m, nil
