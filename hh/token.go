@@ -1,6 +1,7 @@
 package hh
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -159,9 +160,7 @@ var _ TokenSource = (*AppToken)(nil)
 
 // NewAppToken validates cfg and builds an AppToken. It contacts nobody.
 func NewAppToken(cfg AppTokenConfig) (*AppToken, error) {
-	if cfg.URL == "" {
-		cfg.URL = DefaultOAuthURL
-	}
+	cfg.URL = cmp.Or(cfg.URL, DefaultOAuthURL)
 	base, err := url.Parse(strings.TrimRight(cfg.URL, "/"))
 	if err != nil || base.Scheme != "http" && base.Scheme != "https" || base.Host == "" {
 		return nil, fmt.Errorf("hh: AppTokenConfig.URL %q: want http(s)://host", cfg.URL)
@@ -179,15 +178,9 @@ func NewAppToken(cfg AppTokenConfig) (*AppToken, error) {
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("hh: AppTokenConfig.Timeout %s is negative", cfg.Timeout)
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.MinInterval == 0 {
-		cfg.MinInterval = DefaultTokenInterval
-	}
-	if cfg.RetryAfter == 0 {
-		cfg.RetryAfter = DefaultTokenRetry
-	}
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
+	cfg.MinInterval = cmp.Or(cfg.MinInterval, DefaultTokenInterval)
+	cfg.RetryAfter = cmp.Or(cfg.RetryAfter, DefaultTokenRetry)
 	hc := cfg.HTTPClient
 	if hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
