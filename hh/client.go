@@ -260,12 +260,7 @@ func (c *Client) search(ctx context.Context, u string) (vacancy.Page, error) {
 	}
 	out := vacancy.Page{Items: make([]vacancy.Vacancy, 0, len(root.Items)), Found: root.Found, Pages: root.Pages}
 	for i, raw := range root.Items {
-		var it wireVacancy
-		if err := json.Unmarshal(raw, &it); err != nil {
-			c.log.Warn("hh search item skipped", slog.Int("index", i), slog.String("error", err.Error()))
-			continue
-		}
-		v, err := it.toVacancy(raw)
+		v, err := decodeItem(raw)
 		if err != nil {
 			c.log.Warn("hh search item skipped", slog.Int("index", i), slog.String("error", err.Error()))
 			continue
@@ -273,6 +268,15 @@ func (c *Client) search(ctx context.Context, u string) (vacancy.Page, error) {
 		out.Items = append(out.Items, v)
 	}
 	return out, nil
+}
+
+// decodeItem reads one item of a search page.
+func decodeItem(raw json.RawMessage) (vacancy.Vacancy, error) {
+	var it wireVacancy
+	if err := json.Unmarshal(raw, &it); err != nil {
+		return vacancy.Vacancy{}, err
+	}
+	return it.toVacancy(raw)
 }
 
 // Vacancy returns the full vacancy: search's fields plus Description and
@@ -354,14 +358,14 @@ func (c *Client) send(ctx context.Context, u string, notFoundArchived bool, toke
 
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, c.transportError(ctx, reqCtx, err)
+		return nil, transportError(ctx, reqCtx, c.timeout, err)
 	}
 	defer resp.Body.Close()
 
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 		if err != nil {
-			return nil, c.transportError(ctx, reqCtx, fmt.Errorf("read body: %w", err))
+			return nil, transportError(ctx, reqCtx, c.timeout, fmt.Errorf("read body: %w", err))
 		}
 		if len(body) > maxBody {
 			return nil, fmt.Errorf("answer larger than %d bytes", maxBody)
@@ -401,12 +405,12 @@ func (c *Client) send(ctx context.Context, u string, notFoundArchived bool, toke
 // so that shutting down does not look like HH being down; our per-request
 // timeout is ErrUnavailable and deliberately does not match
 // context.DeadlineExceeded, which callers read as their own deadline.
-func (c *Client) transportError(ctx, reqCtx context.Context, err error) error {
+func transportError(ctx, reqCtx context.Context, timeout time.Duration, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
 	if errors.Is(reqCtx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("no answer within %s: %w", c.timeout, vacancy.ErrUnavailable)
+		return fmt.Errorf("no answer within %s: %w", timeout, vacancy.ErrUnavailable)
 	}
 	// url.Error repeats the whole URL, search text included; the operation
 	// is already named by our own wrapping.

@@ -418,20 +418,13 @@ func (a *AppToken) obtain(ctx context.Context) (*NewToken, error) {
 }
 
 // unavailable classifies a failure to get an answer as transportError does
-// for the API: the caller's own end as such, anything else as HH being
-// unavailable.
+// for the API, naming what failed unless the caller's context ended.
 func (a *AppToken) unavailable(ctx, reqCtx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return ctxErr
+	err = transportError(ctx, reqCtx, a.timeout, err)
+	if ctx.Err() != nil {
+		return err
 	}
-	if errors.Is(reqCtx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("obtain application token: no answer within %s: %w", a.timeout, vacancy.ErrUnavailable)
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return fmt.Errorf("obtain application token: %w: %w", vacancy.ErrUnavailable, err)
+	return fmt.Errorf("obtain application token: %w", err)
 }
 
 // refusesToken reports whether err is HH refusing the request's token
