@@ -116,24 +116,24 @@ return 1`
 // one. A Retry-After heard meanwhile holds this replica.
 func NewFallbackPacer(shared Pacer, gate *redisgate.Gate, perSecond float64, replicas func(context.Context) (int, error)) Pacer {
 	build := func(share int) Pacer { return NewMemoryPacer(perSecond/float64(share), 1) }
-	return &fallbackPacer{shared: shared, local: redisgate.NewFallback(gate, build, replicas)}
+	return &fallbackPacer{shared: shared, fallback: redisgate.NewFallback(gate, build, replicas)}
 }
 
 type fallbackPacer struct {
-	shared Pacer
-	local  *redisgate.Fallback[Pacer]
+	shared   Pacer
+	fallback *redisgate.Fallback[Pacer]
 }
 
 func (p *fallbackPacer) Wait(ctx context.Context) error {
-	if done, err := p.local.Shared(ctx, func() error { return p.shared.Wait(ctx) }); done {
+	if done, err := p.fallback.Shared(ctx, func() error { return p.shared.Wait(ctx) }); done {
 		return err
 	}
-	return p.local.Local(ctx).Wait(ctx)
+	return p.fallback.Local(ctx).Wait(ctx)
 }
 
 func (p *fallbackPacer) Pause(ctx context.Context, d time.Duration) error {
-	_ = p.local.Local(ctx).Pause(ctx, d)
-	_, _ = p.local.Shared(ctx, func() error { return p.shared.Pause(ctx, d) })
+	_ = p.fallback.Local(ctx).Pause(ctx, d)
+	_, _ = p.fallback.Shared(ctx, func() error { return p.shared.Pause(ctx, d) })
 	return nil
 }
 

@@ -316,19 +316,15 @@ func jitter(d time.Duration) time.Duration {
 // the limits (redisgate.Fallback, Limits.Share). Redis is an accelerator:
 // its outage slows delivery, never stops it.
 type FallbackLimiter struct {
-	shared Limiter
-	local  *redisgate.Fallback[*MemoryLimiter]
+	shared   Limiter
+	fallback *redisgate.Fallback[*MemoryLimiter]
 }
-
-// DefaultShare is the replica count assumed when the heartbeat table cannot
-// say.
-const DefaultShare = redisgate.DefaultShare
 
 // NewFallbackLimiter wraps shared (a RedisLimiter) with gate's view of Redis;
 // replicas counts the live replicas.
 func NewFallbackLimiter(shared Limiter, gate *redisgate.Gate, l Limits, replicas func(context.Context) (int, error)) *FallbackLimiter {
 	build := func(share int) *MemoryLimiter { return NewMemoryLimiter(l.Share(share)) }
-	return &FallbackLimiter{shared: shared, local: redisgate.NewFallback(gate, build, replicas)}
+	return &FallbackLimiter{shared: shared, fallback: redisgate.NewFallback(gate, build, replicas)}
 }
 
 // Share is l for one of n replicas pacing alone: every rate divided by n,
@@ -345,19 +341,19 @@ func (l Limits) Share(n int) Limits {
 // Take implements Limiter.
 func (f *FallbackLimiter) Take(ctx context.Context, chatID int64, maxWait time.Duration) (time.Duration, error) {
 	var wait time.Duration
-	if done, err := f.local.Shared(ctx, func() (err error) {
+	if done, err := f.fallback.Shared(ctx, func() (err error) {
 		wait, err = f.shared.Take(ctx, chatID, maxWait)
 		return err
 	}); done {
 		return wait, err
 	}
-	return f.local.Local(ctx).Take(ctx, chatID, maxWait)
+	return f.fallback.Local(ctx).Take(ctx, chatID, maxWait)
 }
 
 // Pause implements Limiter: the pause is kept in process too, so it holds
 // whichever limiter the next Take uses.
 func (f *FallbackLimiter) Pause(ctx context.Context, chatID int64, d time.Duration, global bool) error {
-	_ = f.local.Local(ctx).Pause(ctx, chatID, d, global)
-	_, _ = f.local.Shared(ctx, func() error { return f.shared.Pause(ctx, chatID, d, global) })
+	_ = f.fallback.Local(ctx).Pause(ctx, chatID, d, global)
+	_, _ = f.fallback.Shared(ctx, func() error { return f.shared.Pause(ctx, chatID, d, global) })
 	return nil
 }
