@@ -24,8 +24,8 @@ func Defaults(clock *clockwork.Clock, log **slog.Logger, reg *prometheus.Registe
 	}
 }
 
-// Registrar registers a package's metrics as they are built:
-// m := &metrics{runs: domain.Register(r, prometheus.NewCounterVec(…))}, then
+// Registrar builds and registers a package's metrics:
+// m := &metrics{runs: r.CounterVec("x_runs_total", "Runs.", "state")}, then
 // r.Err(). With a nil Registerer it registers nothing.
 type Registrar struct {
 	reg prometheus.Registerer
@@ -58,4 +58,29 @@ func Register[C prometheus.Collector](r *Registrar, c C) C {
 	}
 	r.err = errors.Join(r.err, err)
 	return c
+}
+
+// Counter registers a counter.
+func (r *Registrar) Counter(name, help string) prometheus.Counter {
+	return Register(r, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help}))
+}
+
+// CounterVec registers a counter with labels.
+func (r *Registrar) CounterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels))
+}
+
+// Gauge registers a gauge.
+func (r *Registrar) Gauge(name, help string) prometheus.Gauge {
+	return Register(r, prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help}))
+}
+
+// Histogram registers a histogram with buckets.
+func (r *Registrar) Histogram(name, help string, buckets []float64) prometheus.Histogram {
+	return Register(r, prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}))
+}
+
+// HistogramVec registers a histogram with buckets and labels.
+func (r *Registrar) HistogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return Register(r, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels))
 }

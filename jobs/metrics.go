@@ -34,15 +34,11 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer, log *slog.Logger) (*metrics, error) {
 	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		runs: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "jobs_runs_total",
-			Help: "Ticks of periodic jobs on this replica by outcome (ok, error, panic, skipped).",
-		}, []string{"job", "outcome"})),
-		duration: domain.Register(r, prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "jobs_run_duration_seconds",
-			Help:    "Duration of periodic job runs on this replica (skipped ticks excluded).",
-			Buckets: prometheus.ExponentialBuckets(0.005, 4, 9), // 5ms … ~5.5min
-		}, []string{"job"})),
+		runs: r.CounterVec("jobs_runs_total",
+			"Ticks of periodic jobs on this replica by outcome (ok, error, panic, skipped).", "job", "outcome"),
+		duration: r.HistogramVec("jobs_run_duration_seconds",
+			"Duration of periodic job runs on this replica (skipped ticks excluded).",
+			prometheus.ExponentialBuckets(0.005, 4, 9), "job"), // 5ms … ~5.5min
 		log: log,
 	}
 	if err := r.Err(); err != nil {

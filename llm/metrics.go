@@ -22,32 +22,18 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		calls: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "llm_calls_total",
-			Help: "LLM calls by caller label, model and outcome.",
-		}, []string{"label", "model", "outcome"})),
-		duration: domain.Register(r, prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "llm_call_duration_seconds",
-			Help: "Time spent in the provider call, excluding waiting for a concurrency slot.",
-			// From a cached embedding to a long generation on a local model.
-			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120},
-		}, []string{"label", "model"})),
-		tokens: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "llm_tokens_total",
-			Help: "Tokens reported by the provider, by kind (prompt, completion).",
-		}, []string{"label", "model", "kind"})),
-		breaker: domain.Register(r, prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "llm_breaker_state",
-			Help: "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
-		})),
-		inFlight: domain.Register(r, prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "llm_in_flight",
-			Help: "LLM calls currently being executed against the provider.",
-		})),
-		repairs: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "llm_answer_repairs_total",
-			Help: "Accepted answers that needed a repair, by model and kind (think, bom, fence, prose, trailing, coerce_number, coerce_bool, jsonrepair).",
-		}, []string{"model", "kind"})),
+		calls: r.CounterVec("llm_calls_total",
+			"LLM calls by caller label, model and outcome.", "label", "model", "outcome"),
+		// From a cached embedding to a long generation on a local model.
+		duration: r.HistogramVec("llm_call_duration_seconds",
+			"Time spent in the provider call, excluding waiting for a concurrency slot.",
+			[]float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120}, "label", "model"),
+		tokens: r.CounterVec("llm_tokens_total",
+			"Tokens reported by the provider, by kind (prompt, completion).", "label", "model", "kind"),
+		breaker:  r.Gauge("llm_breaker_state", "Circuit breaker state: 0 closed, 1 half-open, 2 open."),
+		inFlight: r.Gauge("llm_in_flight", "LLM calls currently being executed against the provider."),
+		repairs: r.CounterVec("llm_answer_repairs_total",
+			"Accepted answers that needed a repair, by model and kind (think, bom, fence, prose, trailing, coerce_number, coerce_bool, jsonrepair).", "model", "kind"),
 	}
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("llm metrics: %w", err)

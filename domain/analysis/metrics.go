@@ -17,16 +17,11 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		runs: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "analysis_runs_total", Help: "Analysis runs entering each state.",
-		}, []string{"state"})),
-		decisions: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "analysis_proposal_decisions_total", Help: "Proposals approved or rejected.",
-		}, []string{"decision"})),
-		batch: domain.Register(r, prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "analysis_batch_seconds", Help: "Time to turn one batch into saved proposals.",
-			Buckets: prometheus.DefBuckets,
-		})),
+		runs:      r.CounterVec("analysis_runs_total", "Analysis runs entering each state.", "state"),
+		decisions: r.CounterVec("analysis_proposal_decisions_total", "Proposals approved or rejected.", "decision"),
+		batch: r.Histogram("analysis_batch_seconds",
+			"Time to turn one batch into saved proposals.",
+			prometheus.DefBuckets),
 	}
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("analysis metrics: %w", err)

@@ -19,25 +19,15 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		offers: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dispatch_offers_total", Help: "Offers entering each state.",
-		}, []string{"state"})),
-		orders: domain.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dispatch_orders_total", Help: "Orders entering each state.",
-		}, []string{"state"})),
-		lag: domain.Register(r, prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "dispatch_offer_expiry_lag_seconds",
-			Help:    "How long after expires_at an offer was expired.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-		})),
-		sweep: domain.Register(r, prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "dispatch_watchdog_sweep_seconds",
-			Help:    "Duration of the expired-offers statement.",
-			Buckets: prometheus.DefBuckets,
-		})),
-		blocked: domain.Register(r, prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "dispatch_masters_blocked_total", Help: "Masters blocked for overdue commission.",
-		})),
+		offers: r.CounterVec("dispatch_offers_total", "Offers entering each state.", "state"),
+		orders: r.CounterVec("dispatch_orders_total", "Orders entering each state.", "state"),
+		lag: r.Histogram("dispatch_offer_expiry_lag_seconds",
+			"How long after expires_at an offer was expired.",
+			[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}),
+		sweep: r.Histogram("dispatch_watchdog_sweep_seconds",
+			"Duration of the expired-offers statement.",
+			prometheus.DefBuckets),
+		blocked: r.Counter("dispatch_masters_blocked_total", "Masters blocked for overdue commission."),
 	}
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("dispatch metrics: %w", err)
