@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"switchboard/config"
+	"switchboard/domain"
 	"switchboard/domain/vacancy"
 	"switchboard/storage"
 )
@@ -58,23 +59,14 @@ func New(cfg config.Config, store *storage.Store, log *slog.Logger, reg promethe
 	ret, opts := Settings(cfg)
 	p := &Job{
 		store: store, log: log, now: time.Now, ret: ret, opts: opts,
-		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "prune_rows_total", Help: "Rows the prune job deleted (run_context, order_contacts: cleared) on this replica, by kind.",
-		}, []string{"kind"}),
-		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "prune_timeouts_total", Help: "Prune batches cancelled by PRUNE_STATEMENT_TIMEOUT, by kind.",
-		}, []string{"kind"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "prune_errors_total", Help: "Prune runs of a kind that failed, by kind.",
-		}, []string{"kind"}),
-		duration: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "prune_last_run_duration_seconds", Help: "How long this replica's last prune run took.",
-		}),
 	}
-	for _, c := range []prometheus.Collector{p.rows, p.timeouts, p.errors, p.duration} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	r := domain.NewRegistrar(reg)
+	p.rows = r.CounterVec("prune_rows_total", "Rows the prune job deleted (run_context, order_contacts: cleared) on this replica, by kind.", "kind")
+	p.timeouts = r.CounterVec("prune_timeouts_total", "Prune batches cancelled by PRUNE_STATEMENT_TIMEOUT, by kind.", "kind")
+	p.errors = r.CounterVec("prune_errors_total", "Prune runs of a kind that failed, by kind.", "kind")
+	p.duration = r.Gauge("prune_last_run_duration_seconds", "How long this replica's last prune run took.")
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	for _, k := range storage.PruneKinds() {
 		p.rows.WithLabelValues(k)
