@@ -88,7 +88,7 @@ type analysisUI struct {
 // material, watches the bot's own membership of groups (to warn when
 // privacy mode hides messages), and adds the admins' /chats, /run_new,
 // /run_start, /run_close, /runs and /run with the Approve / Reject buttons;
-// call it before Run. The bot is the workflow's Notifier too.
+// call it before Run (New does, for Deps.Analysis).
 //
 // The admin chat (ADMIN_CHAT_ID) is where the workflow reports; its own
 // messages are never recorded.

@@ -80,8 +80,7 @@ type dispatchUI struct {
 
 // RegisterDispatch adds the masters' /master, /pause and /resume, the
 // admins' /order, /orders, /done, /cancel and /paid, and the offer buttons;
-// call it before Run. The bot is the workflow's Notifier too
-// (Service.SetNotifier).
+// call it before Run (New does, for Deps.Dispatch).
 func (b *Bot) RegisterDispatch(d Dispatch) {
 	u := &dispatchUI{b: b, d: d}
 	b.masters = dispatchMasters{d}
