@@ -136,16 +136,8 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 	return insertOutboxSQL, []any{chats, kinds, refs, keys, edits, bodies, lanes, spacing, merges}, nil
 }
 
-// ClaimOutbox claims up to n rows that are due, at most one per lane of a
-// chat and only the oldest pending row of that lane, so rows of one lane go
-// out in the order they were written even across replicas: the next row
-// becomes claimable only once the one before it is done. A lane's edit
-// waits for its message's send, and a paced lane (Every) for its interval
-// since its last delivery. A merging row claims the merging rows behind it
-// that fit one message with it (under its claim token). A claim lasts
-// lease; a sender that dies leaves its rows to be claimed again after it.
-func (s *Store) ClaimOutbox(ctx context.Context, n int, lease time.Duration) ([]domain.Queued, error) {
-	const q = `
+// claimOutboxSQL claims the due heads of the outbox's lanes (ClaimOutbox).
+const claimOutboxSQL = `
 WITH RECURSIVE heads AS (
     -- The oldest pending row of each lane, by a skip scan of outbox_pending
     -- (chat_id, lane, id): one index descent per lane with pending rows,
@@ -185,7 +177,39 @@ RETURNING o.id, o.chat_id, o.kind, o.ref, o.msg_key, o.edit, o.body, o.attempts,
     EXISTS (SELECT 1 FROM unreachable_chats u WHERE u.chat_id = o.chat_id),
     o.edit AND EXISTS (SELECT 1 FROM outbox n
               WHERE n.chat_id = o.chat_id AND n.state = 'pending' AND n.edit AND n.msg_key = o.msg_key AND n.id > o.id)`
-	rows, err := s.pool.Query(ctx, q, n, micros(lease))
+
+// scanClaimed reads one row claimOutboxSQL returned, and its claim's end.
+func scanClaimed(rows pgx.Rows) (domain.Queued, time.Time, error) {
+	var r domain.Queued
+	var until time.Time
+	var raw []byte
+	var target int64
+	var spacing int32
+	if err := rows.Scan(&r.ID, &r.ChatID, &r.Kind, &r.Ref, &r.Key, &r.Edit, &raw, &r.Attempts, &r.Token,
+		&r.CreatedAt, &r.Lane, &spacing, &r.Merge, &until, &target, &r.Unreachable, &r.Superseded); err != nil {
+		return r, until, fmt.Errorf("claim outbox: %w", err)
+	}
+	r.Every = time.Duration(spacing) * time.Millisecond
+	r.Merged = 1
+	var b outboxBody
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return r, until, fmt.Errorf("claim outbox: row %d body: %w", r.ID, err)
+	}
+	r.Text, r.Buttons, r.ReplyTo, r.IfGone, r.Photo = b.Text, b.Buttons, b.ReplyTo, b.IfGone, b.Photo
+	r.Target = int(target)
+	return r, until, nil
+}
+
+// ClaimOutbox claims up to n rows that are due, at most one per lane of a
+// chat and only the oldest pending row of that lane, so rows of one lane go
+// out in the order they were written even across replicas: the next row
+// becomes claimable only once the one before it is done. A lane's edit
+// waits for its message's send, and a paced lane (Every) for its interval
+// since its last delivery. A merging row claims the merging rows behind it
+// that fit one message with it (under its claim token). A claim lasts
+// lease; a sender that dies leaves its rows to be claimed again after it.
+func (s *Store) ClaimOutbox(ctx context.Context, n int, lease time.Duration) ([]domain.Queued, error) {
+	rows, err := s.pool.Query(ctx, claimOutboxSQL, n, micros(lease))
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox: %w", err)
 	}
@@ -193,23 +217,10 @@ RETURNING o.id, o.chat_id, o.kind, o.ref, o.msg_key, o.edit, o.body, o.attempts,
 	var out []domain.Queued
 	var untils []time.Time
 	for rows.Next() {
-		var r domain.Queued
-		var until time.Time
-		var raw []byte
-		var target int64
-		var spacing int32
-		if err := rows.Scan(&r.ID, &r.ChatID, &r.Kind, &r.Ref, &r.Key, &r.Edit, &raw, &r.Attempts, &r.Token,
-			&r.CreatedAt, &r.Lane, &spacing, &r.Merge, &until, &target, &r.Unreachable, &r.Superseded); err != nil {
-			return nil, fmt.Errorf("claim outbox: %w", err)
+		r, until, err := scanClaimed(rows)
+		if err != nil {
+			return nil, err
 		}
-		r.Every = time.Duration(spacing) * time.Millisecond
-		r.Merged = 1
-		var b outboxBody
-		if err := json.Unmarshal(raw, &b); err != nil {
-			return nil, fmt.Errorf("claim outbox: row %d body: %w", r.ID, err)
-		}
-		r.Text, r.Buttons, r.ReplyTo, r.IfGone, r.Photo = b.Text, b.Buttons, b.ReplyTo, b.IfGone, b.Photo
-		r.Target = int(target)
 		out = append(out, r)
 		untils = append(untils, until)
 	}
