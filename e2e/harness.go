@@ -85,7 +85,9 @@ type Env struct {
 	DatabaseURL string
 	// RedisURL and RedisPrefix are set by WithRedis.
 	RedisURL, RedisPrefix string
-	replicas              int
+	// AdminGroup is the admin chat WithAdminGroup made (zero without).
+	AdminGroup tgfake.Chat
+	replicas   int
 }
 
 // Option adjusts an Env.
@@ -101,6 +103,12 @@ func WithRedis() Option {
 		e.RedisURL = "redis://" + addr + "/0"
 		e.RedisPrefix = "e2e:" + randomHex(6) + ":"
 	}
+}
+
+// WithAdminGroup makes a supergroup "Admins" with this id and gives it to
+// every replica as its admin chat (ADMIN_CHAT_ID).
+func WithAdminGroup(chatID int64) Option {
+	return func(e *Env) { e.AdminGroup = e.TG.Supergroup(chatID, "Admins", "") }
 }
 
 // New starts the fakes and creates the database.
@@ -149,6 +157,9 @@ func (e *Env) BaseEnv(name string) map[string]string {
 		"LOG_LEVEL":        "debug",
 		"REPLICA_NAME":     name,
 		"SHUTDOWN_TIMEOUT": "10s",
+	}
+	if e.AdminGroup.ID != 0 {
+		env["ADMIN_CHAT_ID"] = fmt.Sprint(e.AdminGroup.ID)
 	}
 	if e.RedisURL != "" {
 		env["REDIS_URL"] = e.RedisURL

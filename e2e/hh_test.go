@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 
 	"switchboard/e2e"
 	"switchboard/hh/hhtest"
-	"switchboard/llm/llmtest"
 )
 
 // The built binary while HH answers every request with a captcha, then
@@ -20,14 +18,12 @@ import (
 // cards arrive after recovery.
 func TestVacanciesWaitWhileHHRefuses(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	env.TG.Supergroup(adminGroup, "Admins", "")
-	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").ReplyJSON(relevantAnswer)
+	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
+	screening(env).ReplyJSON(relevantAnswer)
 	env.HH.Add(golangVacancies(4, 7400)...)
 	env.HH.SetCaptcha(true)
 	env.Start(map[string]string{
 		"FETCH_INTERVAL": "1s", "HH_BREAKER_OPEN_FOR": "1s", "HH_BREAKER_MAX_OPEN": "2s",
-		"ADMIN_CHAT_ID": fmt.Sprint(adminGroup),
 	})
 	pool := db(t, env)
 	ann := env.TG.User(641, "Ann", "en")

@@ -11,7 +11,6 @@ import (
 	"switchboard/e2e"
 	"switchboard/e2e/tgfake"
 	"switchboard/hh/hhtest"
-	"switchboard/llm/llmtest"
 )
 
 // reply sends text and waits for the bot's answer that contains part
@@ -41,7 +40,7 @@ func searchesFor(env *e2e.Env, text string) []hhtest.Request {
 func TestSearchFromAnHHLinkKeepsItsFilters(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
-	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").ReplyJSON(relevantAnswer)
+	screening(env).ReplyJSON(relevantAnswer)
 	env.HH.Add(golangVacancies(2, 8000)...)
 	env.Start(map[string]string{"FETCH_INTERVAL": "1h"})
 	ann := env.TG.User(651, "Ann", "en")
@@ -97,7 +96,7 @@ func TestSearchRefusesLinksThatAreNotHHSearches(t *testing.T) {
 func TestNewSearchWithNothingNewSaysSoOnce(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
-	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").ReplyJSON(relevantAnswer)
+	screening(env).ReplyJSON(relevantAnswer)
 	env.HH.Add(golangVacancies(3, 8100)...)
 	env.Start(map[string]string{"FETCH_INTERVAL": "1s"})
 	ann := env.TG.User(653, "Ann", "en")
@@ -126,7 +125,7 @@ func TestNewSearchWithNothingNewSaysSoOnce(t *testing.T) {
 func TestNewSearchWhoseVacanciesAllMissSaysNothingNewOnce(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t, e2e.WithRedis())
-	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").
+	screening(env).
 		ReplyJSON(map[string]any{"is_relevant": false, "score": 9, "reasons": []string{"PHP, not Go"}, "matched_skills": []string{}})
 	env.HH.Add(golangVacancies(4, 8300)...)
 	over := map[string]string{"FETCH_INTERVAL": "1s", "FIRST_NEWS_INTERVAL": "1s"}
@@ -160,7 +159,7 @@ func TestNewSearchWhoseVacanciesAllMissSaysNothingNewOnce(t *testing.T) {
 func TestSearchWordsCardAndStatusInRussian(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
-	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").ReplyJSON(relevantAnswer)
+	screening(env).ReplyJSON(relevantAnswer)
 	vs := golangVacancies(1, 8200)
 	vs[0].Schedule = hhtest.Remote
 	vs[0].Salary = hhtest.NewSalary(250_000, 300_000, "RUR", false)

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -20,6 +19,12 @@ import (
 	"switchboard/hh/hhtest"
 	"switchboard/llm/llmtest"
 )
+
+// screening is the rule answering the bot's relevance prompt, named
+// "relevance"; the test scripts its answer.
+func screening(env *e2e.Env) *llmtest.Rule {
+	return env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance")
+}
 
 var relevantAnswer = map[string]any{"is_relevant": true, "score": 87, "reasons": []string{"Go <and> PostgreSQL match"}, "matched_skills": []string{"Go"}}
 
@@ -120,7 +125,7 @@ func subscribe(t *testing.T, env *e2e.Env, who *tgfake.Person, search string) {
 func TestVacancyDeliveredAndApplied(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
-	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").ReplyJSON(relevantAnswer)
+	screening(env).ReplyJSON(relevantAnswer)
 	vs := golangVacancies(1, 7000)
 	vs[0].Name = "Golang developer <b>Go & Rust</b>"
 	env.HH.Add(vs...)
@@ -177,7 +182,7 @@ func describe(m tgfake.BotMessage) string {
 func TestVacancyBreakerOpensAndRecoveryDelivers(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
-	rule := env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").Fault(llmtest.ServerError())
+	rule := screening(env).Fault(llmtest.ServerError())
 	env.HH.Add(golangVacancies(4, 7100)...)
 	env.Start(map[string]string{
 		"FETCH_INTERVAL": "1h", "RECOVERY_INTERVAL": "1s",
@@ -206,7 +211,7 @@ func TestVacancyBreakerOpensAndRecoveryDelivers(t *testing.T) {
 func TestTwoReplicasDeliverEachVacancyOnce(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t, e2e.WithRedis())
-	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").
+	screening(env).
 		ReplyJSON(relevantAnswer).Latency(40 * time.Millisecond)
 	env.HH.Add(golangVacancies(30, 7200)...)
 	over := map[string]string{"FETCH_INTERVAL": "1h"}
@@ -262,7 +267,7 @@ func sentCount(t *testing.T, p *e2e.Process) int {
 func TestVacancySIGTERMSkipsMatchesInFlight(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
-	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").Fault(llmtest.Hang())
+	screening(env).Fault(llmtest.Hang())
 	env.HH.Add(golangVacancies(5, 7300)...)
 	p := env.Start(map[string]string{"FETCH_INTERVAL": "1h", "LLM_MAX_CONCURRENCY": "2", "LLM_TIMEOUT": "2m"})
 	pool := db(t, env)
@@ -299,7 +304,7 @@ func TestVacancySIGTERMSkipsMatchesInFlight(t *testing.T) {
 func TestVacancyKilledClaimsAreTakenOverAfterTheLease(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
-	rule := env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").Fault(llmtest.Hang())
+	rule := screening(env).Fault(llmtest.Hang())
 	env.HH.Add(golangVacancies(3, 7400)...)
 	over := map[string]string{"FETCH_INTERVAL": "1h", "LLM_MAX_CONCURRENCY": "2", "LLM_TIMEOUT": "1m", "VACANCY_CLAIM_LEASE": "4s"}
 	first := env.Start(over)
@@ -337,14 +342,12 @@ WHERE status = 'QUEUED' AND claimed_until > now()`).Scan(&held))
 // the admin chat hears the LLM is back.
 func TestVacanciesWaitForAMissingModel(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	env.TG.Supergroup(adminGroup, "Admins", "")
-	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").ReplyJSON(relevantAnswer)
+	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
+	screening(env).ReplyJSON(relevantAnswer)
 	env.LLM.ServeModels("nomic-embed-text")
 	env.HH.Add(golangVacancies(4, 7300)...)
 	p := env.Start(map[string]string{
 		"FETCH_INTERVAL": "1h", "RECOVERY_INTERVAL": "1s", "LLM_BREAKER_OPEN_FOR": "2s",
-		"ADMIN_CHAT_ID": fmt.Sprint(adminGroup),
 	})
 	line := p.WaitLog(`"msg":"LLM model missing"`, 15*time.Second)
 	require.Contains(t, line, `qwen2.5:7b`)
