@@ -47,7 +47,7 @@ func TestVacanciesWaitWhileHHRefuses(t *testing.T) {
 	}
 	require.Contains(t, ask(t, env, ann, ann.ID(), "/vacancies").Text, "hh.ru refuses our requests")
 	before := len(env.HH.Requests())
-	time.Sleep(6 * time.Second)
+	time.Sleep(6 * time.Second) // the window the probes are counted in
 	probes := len(env.HH.Requests()) - before
 	t.Logf("requests to HH in 6 s while it asked for a captcha: %d", probes)
 	require.LessOrEqual(t, probes, 6, "a probe per hold (1 s, then 2 s), not a request per tick or match")

@@ -47,7 +47,7 @@ func TestRepliesFlowWhileRedisIsDown(t *testing.T) {
 	resumed := make(chan struct{})
 	go func() {
 		defer close(resumed)
-		time.Sleep(30 * time.Second)
+		time.Sleep(30 * time.Second) // the outage lasts 30 s
 		srv.Resume()
 	}()
 	t.Cleanup(func() { <-resumed })

@@ -148,7 +148,13 @@ func TestNewSearchWhoseVacanciesAllMissSaysNothingNewOnce(t *testing.T) {
 	// More fetches and sweeps on both replicas tell nothing again.
 	seen := len(searchesFor(env, "golang"))
 	eventually(t, 30*time.Second, func() bool { return len(searchesFor(env, "golang")) >= seen+3 })
-	time.Sleep(1500 * time.Millisecond) // a first-news tick past the last fetch
+	// A whole first-news tick after the last fetch: two more recorded runs
+	// (the first may have begun before it).
+	firstNews := func() int64 {
+		return scalar[int64](t, pool, `SELECT COALESCE(sum(runs), 0) FROM job_runs WHERE name = 'vacancy-first-news'`)
+	}
+	ticks := firstNews()
+	eventually(t, 30*time.Second, func() bool { return firstNews() >= ticks+2 })
 	notes := slices.DeleteFunc(env.TG.Messages(ann.ID()), func(m tgfake.BotMessage) bool { return !isNote(m) })
 	require.Len(t, notes, 1)
 	require.Empty(t, vacancyMessages(env, ann.ID()))

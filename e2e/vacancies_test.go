@@ -70,9 +70,9 @@ func countBy(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) map[stri
 }
 
 // eventually polls cond, which reads the database or a fake other than
-// Telegram (tgfake's WaitFor only wakes on Telegram events).
-// eventually waits for cond; a failure says what why (if given) reports
-// then.
+// Telegram (tgfake's WaitFor only wakes on Telegram events), until it holds
+// or timeout, the bound past which the system is not healthy; a failure
+// says what why (if given) reports then.
 func eventually(t *testing.T, timeout time.Duration, cond func() bool, why ...func() string) {
 	t.Helper()
 	if cond() {
@@ -369,7 +369,7 @@ func TestVacanciesWaitForAMissingModel(t *testing.T) {
 	env.TG.WaitFor(t, 30*time.Second, func() bool { return refusedNotice() == 1 })
 	eventually(t, 10*time.Second, func() bool { return statuses(t, pool)["QUEUED"] == 4 })
 	before := len(env.LLM.Requests())
-	time.Sleep(6 * time.Second)
+	time.Sleep(6 * time.Second) // the window the probes are counted in
 	probes := len(env.LLM.Requests()) - before
 	t.Logf("requests to the model server in 6 s while the model was missing: %d", probes)
 	require.LessOrEqual(t, probes, 4, "a probe per open period, not a request per match")
