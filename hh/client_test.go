@@ -36,17 +36,10 @@ func TestMain(m *testing.M) {
 
 const testUA = "switchboard-test/1.0 (dev@example.com)"
 
-func newServer(t *testing.T, opts ...hhtest.Option) *hhtest.Server {
-	t.Helper()
-	srv := hhtest.New(opts...)
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 // catalogue is a fake with 250 generated vacancies.
 func catalogue(t *testing.T, opts ...hhtest.Option) *hhtest.Server {
 	t.Helper()
-	return newServer(t, append([]hhtest.Option{hhtest.WithVacancies(hhtest.Generate(250, hhtest.GenOptions{Seed: 1})...)}, opts...)...)
+	return hhtest.Start(t, append([]hhtest.Option{hhtest.WithVacancies(hhtest.Generate(250, hhtest.GenOptions{Seed: 1})...)}, opts...)...)
 }
 
 // newClient builds a Client on url with its own registry; mutate adjusts

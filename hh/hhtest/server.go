@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -130,6 +131,14 @@ func WithLatency(d time.Duration) Option {
 // hold requests back; fn must return for the request to proceed.
 func OnRequest(fn func(*http.Request)) Option {
 	return func(s *Server) { s.hook = fn }
+}
+
+// Start starts a fake HH API that is closed when the test ends.
+func Start(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	s := New(opts...)
+	t.Cleanup(s.Close)
+	return s
 }
 
 // New starts a fake HH API on 127.0.0.1. Close it when done.
