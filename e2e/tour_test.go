@@ -39,8 +39,7 @@ func TestFirstHourReadsRightForEveryone(t *testing.T) {
 		Reply("**Got it.** You wrote about *running*.\n\n## Plan\n\n- run `3 km` on Monday\n- rest on <Tuesday> & stretch\n\nSee [the guide](https://example.com/guide).")
 	scriptMemory(env)
 	proposeTasks(env)
-	screening(env).ReplyJSON(relevantAnswer)
-	env.HH.Add(golangVacancies(2, 7300)...)
+	relevantVacancies(env, 2, 7300)
 	env.Start(map[string]string{
 		"ADMIN_CHAT_LANGUAGE": "ru",
 		"DISPATCH_TIMEZONE":   "Europe/Moscow", "FETCH_INTERVAL": "1h",
