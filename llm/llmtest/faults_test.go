@@ -113,19 +113,27 @@ func TestRateLimitWire(t *testing.T) {
 	}
 }
 
-func TestHangEndsWhenClientGivesUp(t *testing.T) {
-	srv := newServer(t)
-	srv.On().Named("hang").Fault(llmtest.Hang())
+// clientsGiveUp asks through each provider's client with a deadline of
+// timeout, which the server must outlast: the client gives up soon after,
+// and the server's handler returns (why says what is wrong if it does not).
+func clientsGiveUp(t *testing.T, srv *llmtest.Server, timeout time.Duration, why string) {
+	t.Helper()
 	for p, m := range models(t, srv, "m") {
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		start := time.Now()
 		_, err := generate(ctx, m, "", "q")
 		cancel()
 		require.Error(t, err, p)
 		assert.Less(t, time.Since(start), 2*time.Second, p)
-		// The handler notices the client left and returns: nothing leaks.
-		eventually(t, func() bool { return srv.InFlight() == 0 }, "handler still blocked")
+		eventually(t, func() bool { return srv.InFlight() == 0 }, why)
 	}
+}
+
+func TestHangEndsWhenClientGivesUp(t *testing.T) {
+	srv := newServer(t)
+	srv.On().Named("hang").Fault(llmtest.Hang())
+	// The handler notices the client left and returns: nothing leaks.
+	clientsGiveUp(t, srv, 100*time.Millisecond, "handler still blocked")
 	assert.Equal(t, 2, srv.Calls("hang"), "recorded before hanging")
 	assert.Equal(t, "hang", srv.Requests()[0].Fault)
 }
@@ -177,15 +185,7 @@ func TestLatency(t *testing.T) {
 func TestLatencyRespectsCancellation(t *testing.T) {
 	srv := newServer(t)
 	srv.On().Latency(10 * time.Second).Reply("too late")
-	for p, m := range models(t, srv, "m") {
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-		start := time.Now()
-		_, err := generate(ctx, m, "", "q")
-		cancel()
-		require.Error(t, err, p)
-		assert.Less(t, time.Since(start), 2*time.Second, p)
-		eventually(t, func() bool { return srv.InFlight() == 0 }, "latency wait not cancelled")
-	}
+	clientsGiveUp(t, srv, 50*time.Millisecond, "latency wait not cancelled")
 }
 
 func TestTimeoutMidStream(t *testing.T) {
