@@ -180,6 +180,17 @@ func (e *Env) Start(overrides map[string]string, args ...string) *Process {
 	return p
 }
 
+// StartPair starts two replicas with the same overrides and waits until the
+// first holds the polling lease and the second waits for it.
+func (e *Env) StartPair(overrides map[string]string) (poller, standby *Process) {
+	e.t.Helper()
+	poller = e.Start(overrides)
+	poller.WaitLog("polling lease acquired", 30*time.Second)
+	standby = e.Start(overrides)
+	standby.WaitLog("polling lease held by another replica", 30*time.Second)
+	return poller, standby
+}
+
 // Spawn runs the binary without waiting for anything.
 func (e *Env) Spawn(name string, overrides map[string]string, args ...string) *Process {
 	e.t.Helper()

@@ -118,10 +118,7 @@ func TestInboxLosesNothingWhenThePollingReplicaIsKilled(t *testing.T) {
 	env := e2e.New(t, e2e.WithRedis())
 	scriptMemory(env)
 	over := map[string]string{"INBOX_LEASE": "5s"}
-	first := env.Start(over)
-	first.WaitLog("polling lease acquired", 30*time.Second)
-	second := env.Start(over)
-	second.WaitLog("polling lease held by another replica", 30*time.Second)
+	first, _ := env.StartPair(over)
 
 	const perUser = 12
 	users := make([]*tgfake.Person, 5)
