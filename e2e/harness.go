@@ -114,12 +114,10 @@ func WithAdminGroup(chatID int64) Option {
 // New starts the fakes and creates the database.
 func New(t testing.TB, opts ...Option) *Env {
 	t.Helper()
-	e := &Env{t: t, TG: tgfake.New(t, tgfake.WithInsecureWebhooks()), HH: hhtest.New(), LLM: llmtest.New(), DatabaseURL: storagetest.NewURL(t)}
+	e := &Env{t: t, TG: tgfake.New(t, tgfake.WithInsecureWebhooks()), HH: hhtest.Start(t), LLM: llmtest.Start(t), DatabaseURL: storagetest.NewURL(t)}
 	// The models the bot is configured with (config.go's defaults) are
 	// "pulled": the bot asks at start and logs an error for a missing one.
 	e.LLM.ServeModels("qwen2.5:7b", "nomic-embed-text")
-	t.Cleanup(e.HH.Close)
-	t.Cleanup(e.LLM.Close)
 	for _, o := range opts {
 		o(e)
 	}

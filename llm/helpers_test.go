@@ -24,11 +24,10 @@ var providers = []string{llm.ProviderOllama, llm.ProviderOpenAI}
 
 const testKey = "sk-test-secret-key"
 
+// newServer is a fake that wants the test API key.
 func newServer(t *testing.T) *llmtest.Server {
 	t.Helper()
-	srv := llmtest.New(llmtest.WithAPIKey(testKey))
-	t.Cleanup(srv.Close)
-	return srv
+	return llmtest.Start(t, llmtest.WithAPIKey(testKey))
 }
 
 func configFor(srv *llmtest.Server, provider string) llm.Config {

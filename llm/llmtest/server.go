@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 )
 
@@ -89,7 +90,15 @@ type pendingFault struct {
 	n int
 }
 
-// New starts a server on 127.0.0.1.
+// Start starts a server that is closed when the test ends.
+func Start(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	s := New(opts...)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// New starts a server on 127.0.0.1. Close it when done.
 func New(opts ...Option) *Server {
 	s := &Server{
 		dim:     DefaultEmbeddingDim,
