@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"switchboard/config"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -27,7 +29,7 @@ func main() {
 func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("switchboard", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { PrintConfigHelp(stdout) }
+	fs.Usage = func() { config.PrintHelp(stdout) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -42,15 +44,15 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 		return 0
 	default:
 		fmt.Fprintf(stderr, "unknown command %q\n\n", cmd)
-		PrintConfigHelp(stderr)
+		config.PrintHelp(stderr)
 		return 2
 	}
-	cfg, err := LoadConfig(lookup, version)
+	cfg, err := config.Load(lookup, version)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	log := newLogger(cfg.LogLevel, stdout, &cfg)
+	log := config.NewLogger(cfg.LogLevel, stdout, &cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 

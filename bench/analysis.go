@@ -87,9 +87,7 @@ type analysisReport struct {
 	FilteredMessages int     `json:"filtered_messages,omitempty"`
 	FilteredBatches  int     `json:"filtered_batches,omitempty"`
 	FilteredTotalS   float64 `json:"filtered_total_s,omitempty"`
-	PeakRSSMB        float64 `json:"peak_rss_mb"`
-	// database is the bench database's name (dropped by then), for tests.
-	database string
+	tail
 }
 
 func runAnalysis(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -118,7 +116,7 @@ func runAnalysis(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return refuse(fs, stderr, fmt.Sprintf("-filters %q: not what /run_new takes (%v)", cfg.filters, err))
 		}
 	}
-	return runScenario(stdout, cfg.prof, func() (analysisReport, error) {
+	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (analysisReport, error) {
 		return benchAnalysis(ctx, cfg, stdout, newLogger(stderr))
 	})
 }
@@ -139,119 +137,109 @@ type analysisWorld struct {
 
 // benchAnalysis seeds the messages and times the run(s), on a database of
 // its own that is dropped before it returns whatever happened.
-func benchAnalysis(ctx context.Context, cfg analysisConfig, out io.Writer, log *slog.Logger) (rep analysisReport, err error) {
-	db, err := openBenchDB(ctx, cfg.db, log)
-	if err != nil {
-		return rep, err
-	}
-	defer db.close(&err)
-	rep.database = db.name
-	store := db.store
+func benchAnalysis(ctx context.Context, cfg analysisConfig, out io.Writer, log *slog.Logger) (analysisReport, error) {
+	return onBenchDB(ctx, cfg.db, log, func(db *benchDB) (rep analysisReport, err error) {
+		store := db.store
 
-	genStart := time.Now()
-	msgs := generateConversations(cfg.n, cfg.chats, cfg.seed, genStart)
-	if err := seedGroupMessages(ctx, store, msgs, cfg.chats); err != nil {
-		return rep, err
-	}
-	plan := planBatches(msgs, analysisBatchGap, analysisBatchSize)
-	fmt.Fprintf(out, "analysis: database %s (PostgreSQL %s, pool max %d connections), %d messages in %d groups seeded in %.2fs, LLM latency %s\n",
-		db.name, db.pgVersion, store.Pool().Config().MaxConns, len(msgs), cfg.chats, time.Since(genStart).Seconds(), cfg.latency)
-	describeMessages(out, msgs, plan)
+		genStart := time.Now()
+		msgs := generateConversations(cfg.n, cfg.chats, cfg.seed, genStart)
+		if err := seedGroupMessages(ctx, store, msgs, cfg.chats); err != nil {
+			return rep, err
+		}
+		plan := planBatches(msgs, analysisBatchGap, analysisBatchSize)
+		fmt.Fprintf(out, "analysis: database %s (PostgreSQL %s, pool max %d connections), %d messages in %d groups seeded in %.2fs, LLM latency %s\n",
+			db.name, db.pgVersion, store.Pool().Config().MaxConns, len(msgs), cfg.chats, time.Since(genStart).Seconds(), cfg.latency)
+		describeMessages(out, msgs, plan)
 
-	w := &analysisWorld{store: store, model: &proposer{}, pub: &countingPublisher{Publisher: store},
-		reaped: make(chan struct{}, 1), timeout: cfg.timeout}
-	if cfg.stages {
-		w.stages = newStages()
-	}
-	w.llmSrv = llmtest.New(llmtest.WithoutRecording())
-	defer w.llmSrv.Close()
-	w.llmSrv.On(llmtest.SystemContains(proposalsSystem)).Named("proposals").ReplyFunc(w.model.reply).Latency(cfg.latency)
-	w.tg = newTelegram(tgToken)
-	defer w.tg.Close()
-	llmc, err := llm.New(llm.Config{Provider: llm.ProviderOllama, URL: w.llmSrv.URL(), Model: "bench", StrongModel: "bench-strong",
-		EmbedModel: "bench-embed", Timeout: 30 * time.Second},
-		llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(log))
-	if err != nil {
-		return rep, err
-	}
-	defer llmc.Close()
-	// The real bot renders the admin chat's messages (ADMIN_CHAT_ID set),
-	// which the workflow writes to the outbox in its transactions; an
-	// outbox sender delivers them to the fake Telegram, as in the
-	// application (bot/delivery). Delivery runs alongside the executor but
-	// is not part of the timed path: each run waits for the outbox to
-	// drain before it reads what Telegram got.
-	stopSender, err := startSender(ctx, store, w.tg.URL(), log)
-	if err != nil {
-		return rep, err
-	}
-	defer stopSender()
-	tgBot, err := bot.New(bot.Config{URL: w.tg.URL(), Token: tgToken, AdminChatID: analysisAdminChat, AdminLang: "en"},
-		bot.Deps{Users: store, Catalog: locales.MustLoad(), Log: log})
-	if err != nil {
-		return rep, err
-	}
-	deps := analysis.Deps{
-		Repo:      reapSignal{Repository: store, reaped: w.reaped},
-		LLM:       llm.AnalysisPort{Client: llmc, Invalid: analysis.ErrInvalidAnswer},
-		Notifier:  tgBot,
-		Publisher: w.pub,
-		Log:       log, Registerer: prometheus.NewRegistry(),
-	}
-	if w.stages != nil {
-		deps.Repo = timedAnalysisRepo{deps.Repo, w.stages}
-		deps.LLM = timedAnalysisLLM{deps.LLM, w.stages}
-		deps.Notifier = timedAnalysisNotifier{deps.Notifier, w.stages}
-		w.pub.Publisher = timedPublisher{w.pub.Publisher, w.stages}
-	}
-	w.svc, err = analysis.NewService(analysis.Config{BatchGap: analysisBatchGap, BatchSize: analysisBatchSize}, deps)
-	if err != nil {
-		return rep, err
-	}
-	if w.poll, err = connect(ctx, db.url); err != nil {
-		return rep, fmt.Errorf("poll connection: %w", err)
-	}
-	defer w.poll.Close(context.WithoutCancel(ctx))
-
-	all, err := w.run(ctx, "all messages", "24h", expectation{messages: len(msgs), filtered: msgs, plan: plan})
-	if err != nil {
-		return rep, fmt.Errorf("run without filters: %w", err)
-	}
-	all.print(out)
-
-	rep.Scenario = "analysis"
-	rep.Messages = all.run.Messages
-	rep.TotalS = round(all.elapsed.Seconds(), 3)
-	rep.MessagesPerS = round(all.rate(), 1)
-	rep.Batches = all.run.Batches
-	rep.Proposals = all.run.ProposalsTotal
-	rep.Chats = cfg.chats
-	rep.AdminMessages = all.adminMessages
-	rep.BoardEdits = all.boardEdits
-
-	if strings.TrimSpace(cfg.filters) != "" {
-		exp, err := w.closeRun(ctx, out, all.run, msgs, cfg.filters)
+		w := &analysisWorld{store: store, model: &proposer{}, pub: &countingPublisher{Publisher: store},
+			reaped: make(chan struct{}, 1), timeout: cfg.timeout}
+		if cfg.stages {
+			w.stages = newStages()
+		}
+		w.llmSrv = llmtest.New(llmtest.WithoutRecording())
+		defer w.llmSrv.Close()
+		w.llmSrv.On(llmtest.SystemContains(proposalsSystem)).Named("proposals").ReplyFunc(w.model.reply).Latency(cfg.latency)
+		w.tg = newTelegram(tgToken)
+		defer w.tg.Close()
+		llmc, err := llm.New(llm.Config{Provider: llm.ProviderOllama, URL: w.llmSrv.URL(), Model: "bench", StrongModel: "bench-strong",
+			EmbedModel: "bench-embed", Timeout: 30 * time.Second},
+			llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(log))
 		if err != nil {
 			return rep, err
 		}
-		fr, err := w.run(ctx, "filtered", cfg.filters, exp)
+		defer llmc.Close()
+		// The real bot renders the admin chat's messages (ADMIN_CHAT_ID set),
+		// which the workflow writes to the outbox in its transactions; an
+		// outbox sender delivers them to the fake Telegram, as in the
+		// application (bot/delivery). Delivery runs alongside the executor but
+		// is not part of the timed path: each run waits for the outbox to
+		// drain before it reads what Telegram got.
+		stopSender, err := startSender(ctx, store, w.tg.URL(), log)
 		if err != nil {
-			return rep, fmt.Errorf("run with filters %q: %w", cfg.filters, err)
+			return rep, err
 		}
-		fr.print(out)
-		rep.FilteredMessages = fr.run.Filtered
-		rep.FilteredBatches = fr.run.Batches
-		rep.FilteredTotalS = round(fr.elapsed.Seconds(), 3)
-	}
+		defer stopSender()
+		tgBot, err := bot.New(bot.Config{URL: w.tg.URL(), Token: tgToken, AdminChatID: analysisAdminChat, AdminLang: "en"},
+			bot.Deps{Users: store, Catalog: locales.MustLoad(), Log: log})
+		if err != nil {
+			return rep, err
+		}
+		deps := analysis.Deps{
+			Repo:      reapSignal{Repository: store, reaped: w.reaped},
+			LLM:       llm.AnalysisPort{Client: llmc, Invalid: analysis.ErrInvalidAnswer},
+			Notifier:  tgBot,
+			Publisher: w.pub,
+			Log:       log, Registerer: prometheus.NewRegistry(),
+		}
+		if w.stages != nil {
+			deps.Repo = timedAnalysisRepo{deps.Repo, w.stages}
+			deps.LLM = timedAnalysisLLM{deps.LLM, w.stages}
+			deps.Notifier = timedAnalysisNotifier{deps.Notifier, w.stages}
+			w.pub.Publisher = timedPublisher{w.pub.Publisher, w.stages}
+		}
+		w.svc, err = analysis.NewService(analysis.Config{BatchGap: analysisBatchGap, BatchSize: analysisBatchSize}, deps)
+		if err != nil {
+			return rep, err
+		}
+		if w.poll, err = connect(ctx, db.url); err != nil {
+			return rep, fmt.Errorf("poll connection: %w", err)
+		}
+		defer w.poll.Close(context.WithoutCancel(ctx))
 
-	rss, rerr := peakRSSMB()
-	if rerr != nil {
-		fmt.Fprintf(out, "peak RSS: unknown (%v)\n", rerr)
-	} else {
-		fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM, fakes included)\n", rss)
-	}
-	rep.PeakRSSMB = round(rss, 1)
-	return rep, nil
+		all, err := w.run(ctx, "all messages", "24h", expectation{messages: len(msgs), filtered: msgs, plan: plan})
+		if err != nil {
+			return rep, fmt.Errorf("run without filters: %w", err)
+		}
+		all.print(out)
+
+		rep.Scenario = "analysis"
+		rep.Messages = all.run.Messages
+		rep.TotalS = round(all.elapsed.Seconds(), 3)
+		rep.MessagesPerS = round(all.rate(), 1)
+		rep.Batches = all.run.Batches
+		rep.Proposals = all.run.ProposalsTotal
+		rep.Chats = cfg.chats
+		rep.AdminMessages = all.adminMessages
+		rep.BoardEdits = all.boardEdits
+
+		if strings.TrimSpace(cfg.filters) != "" {
+			exp, err := w.closeRun(ctx, out, all.run, msgs, cfg.filters)
+			if err != nil {
+				return rep, err
+			}
+			fr, err := w.run(ctx, "filtered", cfg.filters, exp)
+			if err != nil {
+				return rep, fmt.Errorf("run with filters %q: %w", cfg.filters, err)
+			}
+			fr.print(out)
+			rep.FilteredMessages = fr.run.Filtered
+			rep.FilteredBatches = fr.run.Batches
+			rep.FilteredTotalS = round(fr.elapsed.Seconds(), 3)
+		}
+
+		rep.notePeakRSS(out)
+		return rep, nil
+	})
 }
 
 // expectation is what a run must find: the messages in its window, those

@@ -44,11 +44,23 @@ func refuse(fs *flag.FlagSet, stderr io.Writer, why string) error {
 	return usageError{errors.New(why)}
 }
 
+// scored is a scenario's report: it embeds reference and judges itself.
+type scored[R any] interface {
+	*R
+	setReference(reference)
+	goals() []goal
+}
+
 // runScenario is the tail every scenario's run shares once its flags are
-// parsed: it profiles the CPU while bench runs and writes the allocation
-// profile after it, as prof asks, then prints bench's report as one JSON
-// object, the last line of stdout.
-func runScenario[R any](stdout io.Writer, prof profiles, bench func() (R, error)) error {
+// parsed: it measures the same-run reference on the server, profiles the
+// CPU while bench runs and writes the allocation profile after it, as prof
+// asks, prints the verdict on every goal and then bench's report, with the
+// reference, as one JSON object, the last line of stdout.
+func runScenario[R any, P scored[R]](ctx context.Context, stdout io.Writer, server string, prof profiles, bench func() (R, error)) error {
+	ref, err := measureReference(ctx, server, stdout)
+	if err != nil {
+		return err
+	}
 	stop, err := startCPUProfile(prof.cpu)
 	if err != nil {
 		return err
@@ -61,6 +73,10 @@ func runScenario[R any](stdout io.Writer, prof profiles, bench func() (R, error)
 	if err := writeAllocProfile(prof.mem); err != nil {
 		return err
 	}
+	p := P(&rep)
+	p.setReference(ref)
+	ref.GoalsMet = judge(stdout, p.goals())
+	p.setReference(ref)
 	line, err := json.Marshal(rep)
 	if err != nil {
 		return err
@@ -203,4 +219,44 @@ func waitOutboxDrained(ctx context.Context, conn *pgx.Conn, timeout time.Duratio
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// tail closes every report but the outbox's: the process's peak RSS
+// (VmHWM, fakes included), the same-run reference and, for tests, the
+// bench database's name (dropped by then).
+type tail struct {
+	PeakRSSMB float64 `json:"peak_rss_mb"`
+	reference
+	database string
+}
+
+func (t *tail) setDatabase(name string) { t.database = name }
+
+// notePeakRSS prints the process's peak RSS and records it in the report
+// (left 0 when it cannot be read).
+func (t *tail) notePeakRSS(out io.Writer) {
+	rss, err := peakRSSMB()
+	if err != nil {
+		fmt.Fprintf(out, "peak RSS: unknown (%v)\n", err)
+		return
+	}
+	fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM, fakes included)\n", rss)
+	t.PeakRSSMB = round(rss, 1)
+}
+
+// onBenchDB runs bench on a fresh bench database and drops it afterwards,
+// whatever happened, the drop's failure joined to bench's error. The
+// report names the database, on error too, so that tests can check that
+// it is gone.
+func onBenchDB[R any, P interface {
+	*R
+	setDatabase(string)
+}](ctx context.Context, server string, log *slog.Logger, bench func(db *benchDB) (R, error)) (rep R, err error) {
+	db, err := openBenchDB(ctx, server, log)
+	if err != nil {
+		return rep, err
+	}
+	defer db.close(&err)
+	defer func() { P(&rep).setDatabase(db.name) }()
+	return bench(db)
 }

@@ -41,6 +41,7 @@ func smoke[R any](t *testing.T, run func(ctx context.Context, args []string, std
 	dec := json.NewDecoder(strings.NewReader(last))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&rep), "last line: %s", last)
+	requireReference(t, out, last)
 
 	name := regexp.MustCompile(`database (switchboard_bench_[0-9a-f]+)`).FindStringSubmatch(out)
 	require.NotNil(t, name, out)

@@ -62,10 +62,8 @@ type dispatchReport struct {
 	Replicas    int     `json:"replicas"`
 	// SweepN is the number of due offers each sweep expires (100 000
 	// unless -sweep-n says otherwise; sweep_100k_ms is then for that many).
-	SweepN    int     `json:"sweep_n"`
-	PeakRSSMB float64 `json:"peak_rss_mb"`
-	// database is the bench database's name (dropped by then), for tests.
-	database string
+	SweepN int `json:"sweep_n"`
+	tail
 }
 
 func runDispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -93,63 +91,53 @@ func runDispatch(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if cfg.slaMax < cfg.slaMin {
 		return refuse(fs, stderr, "-sla-max must not be less than -sla-min")
 	}
-	return runScenario(stdout, cfg.prof, func() (dispatchReport, error) {
+	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (dispatchReport, error) {
 		return benchDispatch(ctx, cfg, stdout, newLogger(stderr))
 	})
 }
 
 // benchDispatch runs the lag run and then the sweeps on a database of its
 // own, dropped before it returns whatever happened.
-func benchDispatch(ctx context.Context, cfg dispatchConfig, out io.Writer, log *slog.Logger) (rep dispatchReport, err error) {
-	db, err := openBenchDB(ctx, cfg.db, log)
-	if err != nil {
-		return rep, err
-	}
-	defer db.close(&err)
-	rep.database = db.name
-	store := db.store
-	fmt.Fprintf(out, "dispatch: database %s (PostgreSQL %s, pool max %d connections per replica)\n",
-		db.name, db.pgVersion, store.Pool().Config().MaxConns)
+func benchDispatch(ctx context.Context, cfg dispatchConfig, out io.Writer, log *slog.Logger) (dispatchReport, error) {
+	return onBenchDB(ctx, cfg.db, log, func(db *benchDB) (rep dispatchReport, err error) {
+		store := db.store
+		fmt.Fprintf(out, "dispatch: database %s (PostgreSQL %s, pool max %d connections per replica)\n",
+			db.name, db.pgVersion, store.Pool().Config().MaxConns)
 
-	lag, err := lagRun(ctx, cfg, store, db.url, log)
-	if err != nil {
-		return rep, fmt.Errorf("lag run: %w", err)
-	}
-	lag.print(out)
-
-	sweeps := make(durations, 0, cfg.sweeps)
-	for i := range cfg.sweeps {
-		d, err := sweepRun(ctx, store, cfg.sweepN, i+1, out)
+		lag, err := lagRun(ctx, cfg, store, db.url, log)
 		if err != nil {
-			return rep, fmt.Errorf("sweep %d: %w", i+1, err)
+			return rep, fmt.Errorf("lag run: %w", err)
 		}
-		sweeps = append(sweeps, d)
-	}
-	each := make([]string, len(sweeps))
-	for i, d := range sweeps {
-		each[i] = fmt.Sprintf("%.1fms", ms(d))
-	}
-	slices.Sort(sweeps)
-	fmt.Fprintf(out, "sweep of %d due offers (one ExpireOffers call): median %.1fms (each: %s)\n",
-		cfg.sweepN, ms(sweeps.p(0.5)), strings.Join(each, ", "))
+		lag.print(out)
 
-	rss, rerr := peakRSSMB()
-	if rerr != nil {
-		fmt.Fprintf(out, "peak RSS: unknown (%v)\n", rerr)
-	} else {
-		fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM)\n", rss)
-	}
-	rep.Scenario = "dispatch"
-	rep.LagP50MS = round(ms(lag.lag.p(0.50)), 2)
-	rep.LagP99MS = round(ms(lag.lag.p(0.99)), 2)
-	rep.Sweep100kMS = round(ms(sweeps.p(0.5)), 1)
-	rep.LagP90MS = round(ms(lag.lag.p(0.90)), 2)
-	rep.LagMaxMS = round(ms(lag.lag.p(1)), 2)
-	rep.N = cfg.n
-	rep.Replicas = cfg.replicas
-	rep.SweepN = cfg.sweepN
-	rep.PeakRSSMB = round(rss, 1)
-	return rep, nil
+		sweeps := make(durations, 0, cfg.sweeps)
+		for i := range cfg.sweeps {
+			d, err := sweepRun(ctx, store, cfg.sweepN, i+1, out)
+			if err != nil {
+				return rep, fmt.Errorf("sweep %d: %w", i+1, err)
+			}
+			sweeps = append(sweeps, d)
+		}
+		each := make([]string, len(sweeps))
+		for i, d := range sweeps {
+			each[i] = fmt.Sprintf("%.1fms", ms(d))
+		}
+		slices.Sort(sweeps)
+		fmt.Fprintf(out, "sweep of %d due offers (one ExpireOffers call): median %.1fms (each: %s)\n",
+			cfg.sweepN, ms(sweeps.p(0.5)), strings.Join(each, ", "))
+
+		rep.notePeakRSS(out)
+		rep.Scenario = "dispatch"
+		rep.LagP50MS = round(ms(lag.lag.p(0.50)), 2)
+		rep.LagP99MS = round(ms(lag.lag.p(0.99)), 2)
+		rep.Sweep100kMS = round(ms(sweeps.p(0.5)), 1)
+		rep.LagP90MS = round(ms(lag.lag.p(0.90)), 2)
+		rep.LagMaxMS = round(ms(lag.lag.p(1)), 2)
+		rep.N = cfg.n
+		rep.Replicas = cfg.replicas
+		rep.SweepN = cfg.sweepN
+		return rep, nil
+	})
 }
 
 // seedMasters creates n users, each a master in dispatchMasterCity:

@@ -56,8 +56,7 @@ type intakeReport struct {
 	WebhookInboxP50MS    float64 `json:"webhook_inbox_p50_ms"`
 	WebhookInboxP99MS    float64 `json:"webhook_inbox_p99_ms"`
 	Replicas             int     `json:"replicas"`
-	PeakRSSMB            float64 `json:"peak_rss_mb"`
-	database             string
+	tail
 }
 
 const intakeCommand = "bench"
@@ -83,47 +82,43 @@ func runIntake(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if int(cfg.rate*cfg.dur.Seconds()) < 1 {
 		return refuse(fs, stderr, "-rate × -d offers no update")
 	}
-	return runScenario(stdout, cfg.prof, func() (intakeReport, error) {
+	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (intakeReport, error) {
 		return benchIntake(ctx, cfg, stdout, newLogger(stderr))
 	})
 }
 
 // benchIntake runs the polling run and the webhook run on one database
 // (the inbox emptied in between), dropped before it returns.
-func benchIntake(ctx context.Context, cfg intakeConfig, out io.Writer, log *slog.Logger) (rep intakeReport, err error) {
-	db, err := openBenchDB(ctx, cfg.db, log)
-	if err != nil {
-		return rep, err
-	}
-	defer db.close(&err)
-	rep.database = db.name
-	n := int(cfg.rate * cfg.dur.Seconds())
-	fmt.Fprintf(out, "intake: database %s (PostgreSQL %s), %d updates (/%s commands) from %d users at %g/s for %s, "+
-		"%d inbox workers per bot\n", db.name, db.pgVersion, n, intakeCommand, cfg.users, cfg.rate, cfg.dur, cfg.workers)
-	catalog := locales.MustLoad()
-	polling, err := intakeRun(ctx, cfg, db, catalog, n, 1, false, out, log)
-	if err != nil {
-		return rep, fmt.Errorf("polling run: %w", err)
-	}
-	if _, err := db.store.Pool().Exec(ctx, `TRUNCATE inbox`); err != nil {
-		return rep, err
-	}
-	webhook, err := intakeRun(ctx, cfg, db, catalog, n, cfg.replicas, true, out, log)
-	if err != nil {
-		return rep, fmt.Errorf("webhook run: %w", err)
-	}
-	rep.Scenario, rep.Rate, rep.Updates, rep.Replicas = "intake", cfg.rate, n, cfg.replicas
-	rep.PollingStoredPerS, rep.PollingHandledPerS = round(polling.storedPerS, 1), round(polling.handledPerS, 1)
-	rep.PollingOverheadP50MS, rep.PollingOverheadP99MS = msr(polling.overhead.p(0.5)), msr(polling.overhead.p(0.99))
-	rep.WebhookStoredPerS, rep.WebhookHandledPerS = round(webhook.storedPerS, 1), round(webhook.handledPerS, 1)
-	rep.WebhookOverheadP50MS, rep.WebhookOverheadP99MS = msr(webhook.overhead.p(0.5)), msr(webhook.overhead.p(0.99))
-	rep.PollingInboxP50MS, rep.PollingInboxP99MS = msr(polling.inbox.p(0.5)), msr(polling.inbox.p(0.99))
-	rep.WebhookInboxP50MS, rep.WebhookInboxP99MS = msr(webhook.inbox.p(0.5)), msr(webhook.inbox.p(0.99))
-	if rep.PeakRSSMB, err = peakRSSMB(); err != nil {
-		return rep, err
-	}
-	rep.PeakRSSMB = round(rep.PeakRSSMB, 1)
-	return rep, nil
+func benchIntake(ctx context.Context, cfg intakeConfig, out io.Writer, log *slog.Logger) (intakeReport, error) {
+	return onBenchDB(ctx, cfg.db, log, func(db *benchDB) (rep intakeReport, err error) {
+		n := int(cfg.rate * cfg.dur.Seconds())
+		fmt.Fprintf(out, "intake: database %s (PostgreSQL %s), %d updates (/%s commands) from %d users at %g/s for %s, "+
+			"%d inbox workers per bot\n", db.name, db.pgVersion, n, intakeCommand, cfg.users, cfg.rate, cfg.dur, cfg.workers)
+		catalog := locales.MustLoad()
+		polling, err := intakeRun(ctx, cfg, db, catalog, n, 1, false, out, log)
+		if err != nil {
+			return rep, fmt.Errorf("polling run: %w", err)
+		}
+		if _, err := db.store.Pool().Exec(ctx, `TRUNCATE inbox`); err != nil {
+			return rep, err
+		}
+		webhook, err := intakeRun(ctx, cfg, db, catalog, n, cfg.replicas, true, out, log)
+		if err != nil {
+			return rep, fmt.Errorf("webhook run: %w", err)
+		}
+		rep.Scenario, rep.Rate, rep.Updates, rep.Replicas = "intake", cfg.rate, n, cfg.replicas
+		rep.PollingStoredPerS, rep.PollingHandledPerS = round(polling.storedPerS, 1), round(polling.handledPerS, 1)
+		rep.PollingOverheadP50MS, rep.PollingOverheadP99MS = msr(polling.overhead.p(0.5)), msr(polling.overhead.p(0.99))
+		rep.WebhookStoredPerS, rep.WebhookHandledPerS = round(webhook.storedPerS, 1), round(webhook.handledPerS, 1)
+		rep.WebhookOverheadP50MS, rep.WebhookOverheadP99MS = msr(webhook.overhead.p(0.5)), msr(webhook.overhead.p(0.99))
+		rep.PollingInboxP50MS, rep.PollingInboxP99MS = msr(polling.inbox.p(0.5)), msr(polling.inbox.p(0.99))
+		rep.WebhookInboxP50MS, rep.WebhookInboxP99MS = msr(webhook.inbox.p(0.5)), msr(webhook.inbox.p(0.99))
+		if rep.PeakRSSMB, err = peakRSSMB(); err != nil {
+			return rep, err
+		}
+		rep.PeakRSSMB = round(rep.PeakRSSMB, 1)
+		return rep, nil
+	})
 }
 
 // msr is d in milliseconds, two decimals.

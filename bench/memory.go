@@ -83,9 +83,7 @@ type memoryReport struct {
 	RunsPerS      float64 `json:"runs_per_s"`
 	OverheadP50MS float64 `json:"overhead_p50_ms"`
 	OverheadP99MS float64 `json:"overhead_p99_ms"`
-	PeakRSSMB     float64 `json:"peak_rss_mb"`
-	// database is the bench database's name (dropped by then), for tests.
-	database string
+	tail
 }
 
 func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -109,7 +107,7 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if cfg.submitters == 0 {
 		cfg.submitters = cfg.users
 	}
-	return runScenario(stdout, cfg.prof, func() (memoryReport, error) {
+	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (memoryReport, error) {
 		log := newLogger(stderr)
 		// Pass 1, capacity: every run submitted at once, so the machine
 		// is saturated and runs/s is what it can do.
@@ -153,48 +151,38 @@ type replica struct {
 
 // benchMemory submits the runs and times them until all are archived, on a
 // database of its own that is dropped before it returns whatever happened.
-func benchMemory(ctx context.Context, cfg memoryConfig, out io.Writer, log *slog.Logger) (rep memoryReport, err error) {
-	db, err := openBenchDB(ctx, cfg.db, log)
-	if err != nil {
-		return rep, err
-	}
-	defer db.close(&err)
-	rep.database = db.name
-	rig, err := startMemoryRig(ctx, cfg, db, out, log)
-	if err != nil {
-		return rep, err
-	}
-	defer rig.close()
-	runIDs, elapsed, submitTook, err := rig.drive(ctx, nil)
-	if err != nil {
-		return rep, err
-	}
-	warm := make(map[int64]bool, cfg.warmup)
-	for _, id := range runIDs[:cfg.warmup] {
-		warm[id] = true
-	}
-	res, err := rig.result(ctx, runIDs, elapsed, submitTook, func(id int64, _ time.Time) bool { return !warm[id] })
-	if err != nil {
-		return rep, err
-	}
-	res.print(out)
-	if err := rig.verify(ctx, res, len(runIDs)); err != nil {
-		return rep, err
-	}
+func benchMemory(ctx context.Context, cfg memoryConfig, out io.Writer, log *slog.Logger) (memoryReport, error) {
+	return onBenchDB(ctx, cfg.db, log, func(db *benchDB) (rep memoryReport, err error) {
+		rig, err := startMemoryRig(ctx, cfg, db, out, log)
+		if err != nil {
+			return rep, err
+		}
+		defer rig.close()
+		runIDs, elapsed, submitTook, err := rig.drive(ctx, nil)
+		if err != nil {
+			return rep, err
+		}
+		warm := make(map[int64]bool, cfg.warmup)
+		for _, id := range runIDs[:cfg.warmup] {
+			warm[id] = true
+		}
+		res, err := rig.result(ctx, runIDs, elapsed, submitTook, func(id int64, _ time.Time) bool { return !warm[id] })
+		if err != nil {
+			return rep, err
+		}
+		res.print(out)
+		if err := rig.verify(ctx, res, len(runIDs)); err != nil {
+			return rep, err
+		}
 
-	rss, rerr := peakRSSMB()
-	if rerr != nil {
-		fmt.Fprintf(out, "peak RSS: unknown (%v)\n", rerr)
-	} else {
-		fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM, fakes included)\n", rss)
-	}
-	rep.Scenario = "memory"
-	rep.Runs = cfg.runs
-	rep.RunsPerS = round(res.rate(), 1)
-	rep.OverheadP50MS = round(ms(res.overhead.p(0.50)), 2)
-	rep.OverheadP99MS = round(ms(res.overhead.p(0.99)), 2)
-	rep.PeakRSSMB = round(rss, 1)
-	return rep, nil
+		rep.notePeakRSS(out)
+		rep.Scenario = "memory"
+		rep.Runs = cfg.runs
+		rep.RunsPerS = round(res.rate(), 1)
+		rep.OverheadP50MS = round(ms(res.overhead.p(0.50)), 2)
+		rep.OverheadP99MS = round(ms(res.overhead.p(0.99)), 2)
+		return rep, nil
+	})
 }
 
 // memoryRig is the memory chat as the memory scenario runs it, on a bench
@@ -521,7 +509,11 @@ FROM pipeline_runs WHERE id > $1`, floor).Scan(&archived, &failed)
 				return 0, fmt.Errorf("poll: %w", err)
 			}
 			if archived >= n {
-				return time.Since(start), nil
+				// Finishing late is a timeout too, however the polls fell.
+				if el := time.Since(start); el <= timeout {
+					return el, nil
+				}
+				return 0, fmt.Errorf("%d of %d runs archived after %s: %s", archived, n, timeout, runBreakdown(ctx, conn, floor))
 			}
 			if failed > 0 {
 				return 0, fmt.Errorf("%d runs FAILED: %s", failed, runBreakdown(ctx, conn, floor))

@@ -16,25 +16,22 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"switchboard/domain/vacancy"
+	"switchboard/config"
+	"switchboard/jobs/prune"
 	"switchboard/storage"
 )
 
 // The retention and the prune job's settings as the application has them
-// by default (config.go: RETAIN_*, PRUNE_BATCH, PRUNE_STATEMENT_TIMEOUT;
-// prune.go: the pause between batches). The bench cannot import package
-// main, so they are repeated here.
-const (
-	pruneRetainGroupMessages = 720 * time.Hour  // RETAIN_GROUP_MESSAGES
-	pruneRetainRunContext    = 72 * time.Hour   // RETAIN_RUN_CONTEXT
-	pruneRetainMatches       = 2160 * time.Hour // RETAIN_VACANCY_MATCHES
-	pruneRetainSearchHits    = 2160 * time.Hour // RETAIN_SEARCH_HITS
-	pruneOutboxRetention     = 168 * time.Hour  // OUTBOX_RETENTION
-	pruneRecoveryWindow      = 48 * time.Hour   // VACANCY_RECOVERY_WINDOW
-	pruneDefaultBatch        = 1000             // PRUNE_BATCH
-	pruneDefaultTimeout      = 2 * time.Second  // PRUNE_STATEMENT_TIMEOUT
-	pruneDefaultPause        = 50 * time.Millisecond
+// by default.
+var pruneRetain, pruneDefaults = func() (storage.Retention, storage.PruneOptions) {
+	cfg, err := config.Defaults()
+	if err != nil {
+		panic(err) // a malformed envDefault tag: config's own tests refuse it first
+	}
+	return prune.Settings(cfg)
+}()
 
+const (
 	// pruneBacklog is how far before each horizon the seeded old rows go:
 	// a backlog of two months past retention.
 	pruneBacklog = 60 * 24 * time.Hour
@@ -83,9 +80,7 @@ type pruneReport struct {
 	PRBefore      float64 `json:"pipeline_runs_mb_before"`
 	PRAfter       float64 `json:"pipeline_runs_mb_after"`
 	PRAfterFull   float64 `json:"pipeline_runs_mb_after_full"`
-	PeakRSSMB     float64 `json:"peak_rss_mb"`
-	// database is the bench database's name (dropped by then), for tests.
-	database string
+	tail
 }
 
 func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -99,9 +94,9 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.memory.workers, "workers", 16, "memory.Config.Workers of each orchestrator (see the memory scenario)")
 	fs.IntVar(&cfg.memory.orchestrators, "orchestrators", 1, "orchestrators on the database (see the memory scenario)")
 	fs.BoolVar(&cfg.memory.stages, "stages", false, "also time each repository, LLM and Telegram call of the memory chat")
-	fs.IntVar(&cfg.opts.Batch, "batch", pruneDefaultBatch, "PRUNE_BATCH: rows per prune batch")
-	fs.DurationVar(&cfg.opts.StatementTimeout, "statement-timeout", pruneDefaultTimeout, "PRUNE_STATEMENT_TIMEOUT")
-	fs.DurationVar(&cfg.opts.Pause, "pause", pruneDefaultPause, "pause between two prune batches (the job's)")
+	fs.IntVar(&cfg.opts.Batch, "batch", pruneDefaults.Batch, "PRUNE_BATCH: rows per prune batch")
+	fs.DurationVar(&cfg.opts.StatementTimeout, "statement-timeout", pruneDefaults.StatementTimeout, "PRUNE_STATEMENT_TIMEOUT")
+	fs.DurationVar(&cfg.opts.Pause, "pause", pruneDefaults.Pause, "pause between two prune batches (the job's)")
 	fs.DurationVar(&cfg.maxPrune, "max-prune", 20*time.Minute, "give up when the prune takes longer")
 	fs.DurationVar(&cfg.memory.timeout, "timeout", 5*time.Minute, "give up when the memory chat's runs are not all archived this long after the last submission")
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -121,7 +116,7 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// Room for every run the stream may submit: the warm-up, the baseline
 	// and the longest prune allowed.
 	cfg.memory.runs = int(math.Ceil(cfg.memory.rate * (time.Second + cfg.baseline + cfg.maxPrune).Seconds()))
-	return runScenario(stdout, cfg.prof, func() (pruneReport, error) {
+	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (pruneReport, error) {
 		return benchPrune(ctx, cfg, stdout, newLogger(stderr))
 	})
 }
@@ -150,241 +145,232 @@ func (l *batchLog) record(kind string, _ int64, took time.Duration, err error) {
 // pruneTables are the tables whose sizes the scenario follows.
 var pruneTables = []string{"group_messages", "pipeline_runs"}
 
-func benchPrune(ctx context.Context, cfg pruneConfig, out io.Writer, log *slog.Logger) (rep pruneReport, err error) {
-	db, err := openBenchDB(ctx, cfg.db, log)
-	if err != nil {
-		return rep, err
-	}
-	defer db.close(&err)
-	rep.database = db.name
-	pool := db.store.Pool()
-	fmt.Fprintf(out, "prune: database %s (PostgreSQL %s); seeding %d group messages and %d closed runs past retention, "+
-		"%d and %d inside it\n", db.name, db.pgVersion, cfg.messages, cfg.runs, cfg.keepMessages, cfg.keepRuns)
+func benchPrune(ctx context.Context, cfg pruneConfig, out io.Writer, log *slog.Logger) (pruneReport, error) {
+	return onBenchDB(ctx, cfg.db, log, func(db *benchDB) (rep pruneReport, err error) {
+		pool := db.store.Pool()
+		fmt.Fprintf(out, "prune: database %s (PostgreSQL %s); seeding %d group messages and %d closed runs past retention, "+
+			"%d and %d inside it\n", db.name, db.pgVersion, cfg.messages, cfg.runs, cfg.keepMessages, cfg.keepRuns)
 
-	seedAt := time.Now()
-	t0 := time.Now()
-	if err := seedPrune(ctx, db, cfg, seedAt); err != nil {
-		return rep, err
-	}
-	// As autovacuum would have by then; the checkpoint writes the seed out,
-	// so that it does not land in the measured window.
-	for _, q := range []string{`VACUUM ANALYZE group_messages, pipeline_runs, users`, `CHECKPOINT`} {
-		if _, err := pool.Exec(ctx, q); err != nil {
-			return rep, fmt.Errorf("%s: %w", q, err)
+		seedAt := time.Now()
+		t0 := time.Now()
+		if err := seedPrune(ctx, db, cfg, seedAt); err != nil {
+			return rep, err
 		}
-	}
-	before, err := tableSizes(ctx, pool)
-	if err != nil {
-		return rep, err
-	}
-	// The memory chat beside the prune adds runs of its own; the sizes are
-	// compared on the seeded runs alone (see below), so the check does not
-	// depend on how many runs a loaded machine got through meanwhile.
-	var seededMax int64
-	if err := pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM pipeline_runs`).Scan(&seededMax); err != nil {
-		return rep, fmt.Errorf("seeded runs: %w", err)
-	}
-	fmt.Fprintf(out, "seeded in %.1fs (VACUUM ANALYZE and CHECKPOINT included); %s\n", time.Since(t0).Seconds(), before)
+		// As autovacuum would have by then; the checkpoint writes the seed out,
+		// so that it does not land in the measured window.
+		for _, q := range []string{`VACUUM ANALYZE group_messages, pipeline_runs, users`, `CHECKPOINT`} {
+			if _, err := pool.Exec(ctx, q); err != nil {
+				return rep, fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		before, err := tableSizes(ctx, pool)
+		if err != nil {
+			return rep, err
+		}
+		// The memory chat beside the prune adds runs of its own; the sizes are
+		// compared on the seeded runs alone (see below), so the check does not
+		// depend on how many runs a loaded machine got through meanwhile.
+		var seededMax int64
+		if err := pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM pipeline_runs`).Scan(&seededMax); err != nil {
+			return rep, fmt.Errorf("seeded runs: %w", err)
+		}
+		fmt.Fprintf(out, "seeded in %.1fs (VACUUM ANALYZE and CHECKPOINT included); %s\n", time.Since(t0).Seconds(), before)
 
-	rig, err := startMemoryRig(ctx, cfg.memory, db, out, log)
-	if err != nil {
-		return rep, err
-	}
-	defer rig.close()
+		rig, err := startMemoryRig(ctx, cfg.memory, db, out, log)
+		if err != nil {
+			return rep, err
+		}
+		defer rig.close()
 
-	// One stream of memory-chat runs at the steady rate: a second's
-	// warm-up, the baseline, then the prune; the stream ends with the
-	// prune. Runs are attributed to a phase by their created_at.
-	stopSubmit := make(chan struct{})
-	type driven struct {
-		ids     []int64
-		elapsed time.Duration
-		submit  durations
-		err     error
-	}
-	drove := make(chan driven, 1)
-	start := time.Now()
-	go func() {
-		var d driven
-		d.ids, d.elapsed, d.submit, d.err = rig.drive(ctx, stopSubmit)
-		drove <- d
-	}()
-	baseFrom := start.Add(time.Second)
-	pruneFrom := baseFrom.Add(cfg.baseline)
-	fmt.Fprintf(out, "memory chat at %.0f runs/s: 1s warm-up, %s alone (baseline), then beside the prune (batch %d, statement timeout %s, pause %s)\n",
-		cfg.memory.rate, cfg.baseline, cfg.opts.Batch, cfg.opts.StatementTimeout, cfg.opts.Pause)
-	select {
-	case <-ctx.Done():
+		// One stream of memory-chat runs at the steady rate: a second's
+		// warm-up, the baseline, then the prune; the stream ends with the
+		// prune. Runs are attributed to a phase by their created_at.
+		stopSubmit := make(chan struct{})
+		type driven struct {
+			ids     []int64
+			elapsed time.Duration
+			submit  durations
+			err     error
+		}
+		drove := make(chan driven, 1)
+		start := time.Now()
+		go func() {
+			var d driven
+			d.ids, d.elapsed, d.submit, d.err = rig.drive(ctx, stopSubmit)
+			drove <- d
+		}()
+		baseFrom := start.Add(time.Second)
+		pruneFrom := baseFrom.Add(cfg.baseline)
+		fmt.Fprintf(out, "memory chat at %.0f runs/s: 1s warm-up, %s alone (baseline), then beside the prune (batch %d, statement timeout %s, pause %s)\n",
+			cfg.memory.rate, cfg.baseline, cfg.opts.Batch, cfg.opts.StatementTimeout, cfg.opts.Pause)
+		select {
+		case <-ctx.Done():
+			close(stopSubmit)
+			<-drove
+			return rep, ctx.Err()
+		case d := <-drove: // it failed before the prune began
+			return rep, fmt.Errorf("memory chat ended early: %w", d.err)
+		case <-time.After(time.Until(pruneFrom)):
+		}
+
+		log2 := &batchLog{took: map[string]durations{}}
+		opts := cfg.opts
+		opts.OnBatch = log2.record
+		// The kinds the bench seeds and checks; the others are left alone.
+		ret := storage.Retention{GroupMessages: pruneRetain.GroupMessages, RunContext: pruneRetain.RunContext,
+			VacancyMatches: pruneRetain.VacancyMatches, SearchHits: pruneRetain.SearchHits, Outbox: pruneRetain.Outbox,
+			RecoveryWindow: pruneRetain.RecoveryWindow, TasteExamples: pruneRetain.TasteExamples}
+		pruneStart := time.Now()
+		totals, rounds, perr := pruneAll(ctx, db.store, ret, opts, cfg.maxPrune)
+		pruneEnd := time.Now()
 		close(stopSubmit)
-		<-drove
-		return rep, ctx.Err()
-	case d := <-drove: // it failed before the prune began
-		return rep, fmt.Errorf("memory chat ended early: %w", d.err)
-	case <-time.After(time.Until(pruneFrom)):
-	}
-
-	log2 := &batchLog{took: map[string]durations{}}
-	opts := cfg.opts
-	opts.OnBatch = log2.record
-	ret := storage.Retention{GroupMessages: pruneRetainGroupMessages, RunContext: pruneRetainRunContext,
-		VacancyMatches: pruneRetainMatches, SearchHits: pruneRetainSearchHits, Outbox: pruneOutboxRetention,
-		RecoveryWindow: pruneRecoveryWindow, TasteExamples: vacancy.DefaultTasteExamples}
-	pruneStart := time.Now()
-	totals, rounds, perr := pruneAll(ctx, db.store, ret, opts, cfg.maxPrune)
-	pruneEnd := time.Now()
-	close(stopSubmit)
-	d := <-drove
-	if perr != nil {
-		return rep, perr
-	}
-	if d.err != nil {
-		return rep, d.err
-	}
-	pruneTook := pruneEnd.Sub(pruneStart)
-	if pruneEnd.After(start.Add(time.Duration(float64(cfg.memory.runs) / cfg.memory.rate * float64(time.Second)))) {
-		return rep, fmt.Errorf("the prune outlasted the memory chat's %d runs", cfg.memory.runs)
-	}
-
-	inWindow := func(from, to time.Time) func(int64, time.Time) bool {
-		return func(_ int64, created time.Time) bool { return !created.Before(from) && created.Before(to) }
-	}
-	base, err := rig.result(ctx, d.ids, d.elapsed, d.submit, inWindow(baseFrom, pruneFrom))
-	if err != nil {
-		return rep, err
-	}
-	during, err := rig.result(ctx, d.ids, d.elapsed, d.submit, inWindow(pruneStart, pruneEnd))
-	if err != nil {
-		return rep, err
-	}
-	fmt.Fprintf(out, "memory chat alone (baseline, runs created in the %s before the prune):\n", cfg.baseline)
-	base.print(out)
-	fmt.Fprintf(out, "memory chat beside the prune (runs created in its %.1fs):\n", pruneTook.Seconds())
-	during.print(out)
-	if err := rig.verify(ctx, during, len(d.ids)); err != nil {
-		return rep, err
-	}
-
-	// The prune itself.
-	var all durations
-	fmt.Fprintf(out, "prune: %.1fs in %d round(s) of Store.Prune\n", pruneTook.Seconds(), rounds)
-	for _, k := range storage.PruneKinds() {
-		t := totals[k]
-		b := log2.took[k]
-		slices.Sort(b)
-		all = append(all, b...)
-		if t.Batches == 0 && t.Rows == 0 {
-			continue
+		d := <-drove
+		if perr != nil {
+			return rep, perr
 		}
-		fmt.Fprintf(out, "  %-16s rows %8d  batches %5d  %6.1fs  batch p50 %7.1fms  p99 %7.1fms  max %7.1fms  timeouts %d\n",
-			k, t.Rows, len(b), t.Duration.Seconds(), ms(b.p(0.5)), ms(b.p(0.99)), ms(b.p(1)), t.Timeouts)
-	}
-	slices.Sort(all)
-	timeouts := 0
-	for _, t := range totals {
-		timeouts += t.Timeouts
-	}
-	timeouts = max(timeouts, log2.cancels)
-	fmt.Fprintf(out, "  every batch: %d, max %.1fms against the statement timeout of %s; %d cancelled by it\n",
-		len(all), ms(all.p(1)), cfg.opts.StatementTimeout, timeouts)
+		if d.err != nil {
+			return rep, d.err
+		}
+		pruneTook := pruneEnd.Sub(pruneStart)
+		if pruneEnd.After(start.Add(time.Duration(float64(cfg.memory.runs) / cfg.memory.rate * float64(time.Second)))) {
+			return rep, fmt.Errorf("the prune outlasted the memory chat's %d runs", cfg.memory.runs)
+		}
 
-	problems, err := checkPruned(ctx, pool, cfg, pruneStart)
-	if err != nil {
-		return rep, err
-	}
-	if timeouts > 0 {
-		problems = append(problems, fmt.Sprintf("%d prune batches hit the statement timeout", timeouts))
-	}
-	if over := len(all) - sortedIndexAbove(all, cfg.opts.StatementTimeout); over > 0 {
-		problems = append(problems, fmt.Sprintf("%d prune batches took longer than the statement timeout (%s)", over, cfg.opts.StatementTimeout))
-	}
-	if log2.errs > 0 {
-		problems = append(problems, fmt.Sprintf("%d prune batches failed", log2.errs))
-	}
+		inWindow := func(from, to time.Time) func(int64, time.Time) bool {
+			return func(_ int64, created time.Time) bool { return !created.Before(from) && created.Before(to) }
+		}
+		base, err := rig.result(ctx, d.ids, d.elapsed, d.submit, inWindow(baseFrom, pruneFrom))
+		if err != nil {
+			return rep, err
+		}
+		during, err := rig.result(ctx, d.ids, d.elapsed, d.submit, inWindow(pruneStart, pruneEnd))
+		if err != nil {
+			return rep, err
+		}
+		fmt.Fprintf(out, "memory chat alone (baseline, runs created in the %s before the prune):\n", cfg.baseline)
+		base.print(out)
+		fmt.Fprintf(out, "memory chat beside the prune (runs created in its %.1fs):\n", pruneTook.Seconds())
+		during.print(out)
+		if err := rig.verify(ctx, during, len(d.ids)); err != nil {
+			return rep, err
+		}
 
-	// The sizes: after VACUUM, which makes the space reusable, and after
-	// VACUUM FULL, which gives it back to the file system. The memory chat
-	// is closed first: none of its connections may hold a snapshot that
-	// keeps the rows VACUUM is to remove.
-	rig.close()
-	if err := waitNoSnapshots(ctx, pool); err != nil {
-		return rep, err
-	}
-	if _, err := pool.Exec(ctx, `VACUUM ANALYZE group_messages, pipeline_runs`); err != nil {
-		return rep, fmt.Errorf("vacuum: %w", err)
-	}
-	after, err := tableSizes(ctx, pool)
-	if err != nil {
-		return rep, err
-	}
-	free, err := freeSpace(ctx, pool)
-	if err != nil {
-		return rep, err
-	}
-	fmt.Fprintf(out, "after VACUUM: %s; reusable inside them (pgstattuple free_space, heap and TOAST): %s\n", after, free)
-	if _, err := pool.Exec(ctx, `VACUUM FULL group_messages, pipeline_runs`); err != nil {
-		return rep, fmt.Errorf("vacuum full: %w", err)
-	}
-	full, err := tableSizes(ctx, pool)
-	if err != nil {
-		return rep, err
-	}
-	fmt.Fprintf(out, "after VACUUM FULL: %s\n", full)
-	// group_messages has no writer beside the prune. pipeline_runs does:
-	// its in-use space after VACUUM counts the soak's runs, and its file
-	// is compared once they are gone, holding only the seeded runs again.
-	if full["group_messages"] >= before["group_messages"] {
-		problems = append(problems, fmt.Sprintf("group_messages did not shrink: %.1f MB before, %.1f MB after VACUUM FULL",
-			mb(before["group_messages"]), mb(full["group_messages"])))
-	}
-	if used := after["group_messages"] - free["group_messages"]; used >= before["group_messages"] {
-		problems = append(problems, fmt.Sprintf("group_messages: %.1f MB after VACUUM of which %.1f MB free, no less in use than the %.1f MB before",
-			mb(after["group_messages"]), mb(free["group_messages"]), mb(before["group_messages"])))
-	}
-	if _, err := pool.Exec(ctx, `DELETE FROM pipeline_runs WHERE id > $1`, seededMax); err != nil {
-		return rep, fmt.Errorf("drop the soak's runs: %w", err)
-	}
-	if _, err := pool.Exec(ctx, `VACUUM FULL pipeline_runs`); err != nil {
-		return rep, fmt.Errorf("vacuum full: %w", err)
-	}
-	seeded, err := tableSizes(ctx, pool)
-	if err != nil {
-		return rep, err
-	}
-	fmt.Fprintf(out, "pipeline_runs holding the seeded runs alone, after VACUUM FULL: %.1f MB\n", mb(seeded["pipeline_runs"]))
-	if seeded["pipeline_runs"] >= before["pipeline_runs"] {
-		problems = append(problems, fmt.Sprintf("pipeline_runs did not shrink: %.1f MB of seeded runs before, %.1f MB after the prune and VACUUM FULL",
-			mb(before["pipeline_runs"]), mb(seeded["pipeline_runs"])))
-	}
-	if len(problems) > 0 {
-		return rep, errors.New("verify: " + strings.Join(problems, "; "))
-	}
+		// The prune itself.
+		var all durations
+		fmt.Fprintf(out, "prune: %.1fs in %d round(s) of Store.Prune\n", pruneTook.Seconds(), rounds)
+		for _, k := range storage.PruneKinds() {
+			t := totals[k]
+			b := log2.took[k]
+			slices.Sort(b)
+			all = append(all, b...)
+			if t.Batches == 0 && t.Rows == 0 {
+				continue
+			}
+			fmt.Fprintf(out, "  %-16s rows %8d  batches %5d  %6.1fs  batch p50 %7.1fms  p99 %7.1fms  max %7.1fms  timeouts %d\n",
+				k, t.Rows, len(b), t.Duration.Seconds(), ms(b.p(0.5)), ms(b.p(0.99)), ms(b.p(1)), t.Timeouts)
+		}
+		slices.Sort(all)
+		timeouts := 0
+		for _, t := range totals {
+			timeouts += t.Timeouts
+		}
+		timeouts = max(timeouts, log2.cancels)
+		fmt.Fprintf(out, "  every batch: %d, max %.1fms against the statement timeout of %s; %d cancelled by it\n",
+			len(all), ms(all.p(1)), cfg.opts.StatementTimeout, timeouts)
 
-	rss, rerr := peakRSSMB()
-	if rerr != nil {
-		fmt.Fprintf(out, "peak RSS: unknown (%v)\n", rerr)
-	} else {
-		fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM, fakes included)\n", rss)
-	}
-	rep.Scenario = "prune"
-	rep.OverheadP50MS = round(ms(during.overhead.p(0.5)), 2)
-	rep.OverheadP99MS = round(ms(during.overhead.p(0.99)), 2)
-	rep.OverheadRuns = during.counted
-	rep.BaselineP50MS = round(ms(base.overhead.p(0.5)), 2)
-	rep.BaselineP99MS = round(ms(base.overhead.p(0.99)), 2)
-	rep.Rate = cfg.memory.rate
-	rep.PruneS = round(pruneTook.Seconds(), 2)
-	rep.PruneBatches = len(all)
-	rep.MaxBatchMS = round(ms(all.p(1)), 1)
-	rep.TimeoutMS = ms(cfg.opts.StatementTimeout)
-	rep.Timeouts = timeouts
-	rep.Messages = totals[storage.PruneGroupMessages].Rows
-	rep.RunsCleared = totals[storage.PruneRunContext].Rows
-	rep.GMBefore, rep.GMAfter, rep.GMAfterFull = round(mb(before["group_messages"]), 1), round(mb(after["group_messages"]), 1),
-		round(mb(full["group_messages"]), 1)
-	rep.PRBefore, rep.PRAfter, rep.PRAfterFull = round(mb(before["pipeline_runs"]), 1), round(mb(after["pipeline_runs"]), 1),
-		round(mb(seeded["pipeline_runs"]), 1) // the seeded runs alone, as before the soak
-	rep.PeakRSSMB = round(rss, 1)
-	return rep, nil
+		problems, err := checkPruned(ctx, pool, cfg, pruneStart)
+		if err != nil {
+			return rep, err
+		}
+		if timeouts > 0 {
+			problems = append(problems, fmt.Sprintf("%d prune batches hit the statement timeout", timeouts))
+		}
+		if over := len(all) - sortedIndexAbove(all, cfg.opts.StatementTimeout); over > 0 {
+			problems = append(problems, fmt.Sprintf("%d prune batches took longer than the statement timeout (%s)", over, cfg.opts.StatementTimeout))
+		}
+		if log2.errs > 0 {
+			problems = append(problems, fmt.Sprintf("%d prune batches failed", log2.errs))
+		}
+
+		// The sizes: after VACUUM, which makes the space reusable, and after
+		// VACUUM FULL, which gives it back to the file system. The memory chat
+		// is closed first: none of its connections may hold a snapshot that
+		// keeps the rows VACUUM is to remove.
+		rig.close()
+		if err := waitNoSnapshots(ctx, pool); err != nil {
+			return rep, err
+		}
+		if _, err := pool.Exec(ctx, `VACUUM ANALYZE group_messages, pipeline_runs`); err != nil {
+			return rep, fmt.Errorf("vacuum: %w", err)
+		}
+		after, err := tableSizes(ctx, pool)
+		if err != nil {
+			return rep, err
+		}
+		free, err := freeSpace(ctx, pool)
+		if err != nil {
+			return rep, err
+		}
+		fmt.Fprintf(out, "after VACUUM: %s; reusable inside them (pgstattuple free_space, heap and TOAST): %s\n", after, free)
+		if _, err := pool.Exec(ctx, `VACUUM FULL group_messages, pipeline_runs`); err != nil {
+			return rep, fmt.Errorf("vacuum full: %w", err)
+		}
+		full, err := tableSizes(ctx, pool)
+		if err != nil {
+			return rep, err
+		}
+		fmt.Fprintf(out, "after VACUUM FULL: %s\n", full)
+		// group_messages has no writer beside the prune. pipeline_runs does:
+		// its in-use space after VACUUM counts the soak's runs, and its file
+		// is compared once they are gone, holding only the seeded runs again.
+		if full["group_messages"] >= before["group_messages"] {
+			problems = append(problems, fmt.Sprintf("group_messages did not shrink: %.1f MB before, %.1f MB after VACUUM FULL",
+				mb(before["group_messages"]), mb(full["group_messages"])))
+		}
+		if used := after["group_messages"] - free["group_messages"]; used >= before["group_messages"] {
+			problems = append(problems, fmt.Sprintf("group_messages: %.1f MB after VACUUM of which %.1f MB free, no less in use than the %.1f MB before",
+				mb(after["group_messages"]), mb(free["group_messages"]), mb(before["group_messages"])))
+		}
+		if _, err := pool.Exec(ctx, `DELETE FROM pipeline_runs WHERE id > $1`, seededMax); err != nil {
+			return rep, fmt.Errorf("drop the soak's runs: %w", err)
+		}
+		if _, err := pool.Exec(ctx, `VACUUM FULL pipeline_runs`); err != nil {
+			return rep, fmt.Errorf("vacuum full: %w", err)
+		}
+		seeded, err := tableSizes(ctx, pool)
+		if err != nil {
+			return rep, err
+		}
+		fmt.Fprintf(out, "pipeline_runs holding the seeded runs alone, after VACUUM FULL: %.1f MB\n", mb(seeded["pipeline_runs"]))
+		if seeded["pipeline_runs"] >= before["pipeline_runs"] {
+			problems = append(problems, fmt.Sprintf("pipeline_runs did not shrink: %.1f MB of seeded runs before, %.1f MB after the prune and VACUUM FULL",
+				mb(before["pipeline_runs"]), mb(seeded["pipeline_runs"])))
+		}
+		if len(problems) > 0 {
+			return rep, errors.New("verify: " + strings.Join(problems, "; "))
+		}
+
+		rep.notePeakRSS(out)
+		rep.Scenario = "prune"
+		rep.OverheadP50MS = round(ms(during.overhead.p(0.5)), 2)
+		rep.OverheadP99MS = round(ms(during.overhead.p(0.99)), 2)
+		rep.OverheadRuns = during.counted
+		rep.BaselineP50MS = round(ms(base.overhead.p(0.5)), 2)
+		rep.BaselineP99MS = round(ms(base.overhead.p(0.99)), 2)
+		rep.Rate = cfg.memory.rate
+		rep.PruneS = round(pruneTook.Seconds(), 2)
+		rep.PruneBatches = len(all)
+		rep.MaxBatchMS = round(ms(all.p(1)), 1)
+		rep.TimeoutMS = ms(cfg.opts.StatementTimeout)
+		rep.Timeouts = timeouts
+		rep.Messages = totals[storage.PruneGroupMessages].Rows
+		rep.RunsCleared = totals[storage.PruneRunContext].Rows
+		rep.GMBefore, rep.GMAfter, rep.GMAfterFull = round(mb(before["group_messages"]), 1), round(mb(after["group_messages"]), 1),
+			round(mb(full["group_messages"]), 1)
+		rep.PRBefore, rep.PRAfter, rep.PRAfterFull = round(mb(before["pipeline_runs"]), 1), round(mb(after["pipeline_runs"]), 1),
+			round(mb(seeded["pipeline_runs"]), 1) // the seeded runs alone, as before the soak
+		return rep, nil
+	})
 }
 
 // pruneAll runs Store.Prune, as the job does on its tick, until a round
@@ -438,7 +424,7 @@ func checkPruned(ctx context.Context, pool interface {
 	var problems []string
 	var oldMsgs, keptMsgs int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE date < $1), count(*) FILTER (WHERE date >= $1)
-FROM group_messages`, pruneAt.Add(-pruneRetainGroupMessages)).Scan(&oldMsgs, &keptMsgs); err != nil {
+FROM group_messages`, pruneAt.Add(-pruneRetain.GroupMessages)).Scan(&oldMsgs, &keptMsgs); err != nil {
 		return nil, fmt.Errorf("check messages: %w", err)
 	}
 	if oldMsgs != 0 {
@@ -454,7 +440,7 @@ FROM group_messages`, pruneAt.Add(-pruneRetainGroupMessages)).Scan(&oldMsgs, &ke
   count(*) FILTER (WHERE user_id >= $2 AND closed_at >= $1 AND draft_context IS NOT NULL AND final_context_payload IS NOT NULL AND context_pruned_at IS NULL),
   count(*) FILTER (WHERE user_id >= $2 AND closed_at >= $1 AND (draft_context IS NULL OR final_context_payload IS NULL OR context_pruned_at IS NOT NULL)),
   count(*) FILTER (WHERE user_id < $2 AND (draft_context IS NULL OR context_pruned_at IS NOT NULL))
-FROM pipeline_runs`, pruneAt.Add(-pruneRetainRunContext), pruneFirstUser).Scan(
+FROM pipeline_runs`, pruneAt.Add(-pruneRetain.RunContext), pruneFirstUser).Scan(
 		&oldLeft, &oldCleared, &keptWhole, &keptTouched, &chatTouched); err != nil {
 		return nil, fmt.Errorf("check runs: %w", err)
 	}
@@ -573,7 +559,7 @@ func seedPrune(ctx context.Context, db *benchDB, cfg pruneConfig, now time.Time)
 	// Messages: the old ones spread over the backlog before the horizon,
 	// the kept ones over the retention; round robin over the groups, each
 	// group's ids counting up.
-	msgHorizon := now.Add(-pruneRetainGroupMessages)
+	msgHorizon := now.Add(-pruneRetain.GroupMessages)
 	total := cfg.messages + cfg.keepMessages
 	nextID := make([]int64, pruneChats)
 	i := 0
@@ -582,7 +568,7 @@ func seedPrune(ctx context.Context, db *benchDB, cfg pruneConfig, now time.Time)
 			if i == total {
 				return nil, nil
 			}
-			at := seedTime(msgHorizon, pruneRetainGroupMessages, i, cfg.messages, cfg.keepMessages)
+			at := seedTime(msgHorizon, pruneRetain.GroupMessages, i, cfg.messages, cfg.keepMessages)
 			c := i % pruneChats
 			team := teams[c]
 			author := team[rng.IntN(len(team))]
@@ -610,7 +596,7 @@ func seedPrune(ctx context.Context, db *benchDB, cfg pruneConfig, now time.Time)
 	if _, err := conn.Exec(ctx, `SET session_replication_role = replica`); err != nil {
 		return fmt.Errorf("seed runs: %w", err)
 	}
-	runHorizon := now.Add(-pruneRetainRunContext)
+	runHorizon := now.Add(-pruneRetain.RunContext)
 	total = cfg.runs + cfg.keepRuns
 	msgIDs := make([]int64, pruneRunUsers)
 	team := teams[0]
@@ -622,7 +608,7 @@ func seedPrune(ctx context.Context, db *benchDB, cfg pruneConfig, now time.Time)
 			if i == total {
 				return nil, nil
 			}
-			closed := seedTime(runHorizon, pruneRetainRunContext, i, cfg.runs, cfg.keepRuns)
+			closed := seedTime(runHorizon, pruneRetain.RunContext, i, cfg.runs, cfg.keepRuns)
 			u := i % pruneRunUsers
 			msgIDs[u]++
 			i++

@@ -375,12 +375,7 @@ func (t *telegram) sendMessage(w http.ResponseWriter, p map[string]string) {
 		return
 	}
 	text := p["text"]
-	if strings.TrimSpace(text) == "" {
-		t.reject(w, "Bad Request: message text is empty")
-		return
-	}
-	if len(utf16.Encode([]rune(text))) > maxMessageLen {
-		t.reject(w, "Bad Request: message is too long")
+	if !t.textOK(w, text, "message is too long") {
 		return
 	}
 	buttons, err := readButtons(p)
@@ -501,12 +496,7 @@ func (t *telegram) editMessageText(w http.ResponseWriter, p map[string]string) {
 		return
 	}
 	text := p["text"]
-	if strings.TrimSpace(text) == "" {
-		t.reject(w, "Bad Request: message text is empty")
-		return
-	}
-	if len(utf16.Encode([]rune(text))) > maxMessageLen {
-		t.reject(w, "Bad Request: MESSAGE_TOO_LONG")
+	if !t.textOK(w, text, "MESSAGE_TOO_LONG") {
 		return
 	}
 	if _, err := readButtons(p); err != nil {
@@ -594,6 +584,21 @@ func (t *telegram) sendChatAction(w http.ResponseWriter, p map[string]string) {
 	t.actions++
 	t.mu.Unlock()
 	writeTG(w, http.StatusOK, map[string]any{"ok": true, "result": true})
+}
+
+// textOK refuses, as Telegram does, a text that is empty or over one
+// message; tooLong is how the method words the latter (sendMessage and
+// editMessageText differ).
+func (t *telegram) textOK(w http.ResponseWriter, text, tooLong string) bool {
+	switch {
+	case strings.TrimSpace(text) == "":
+		t.reject(w, "Bad Request: message text is empty")
+	case len(utf16.Encode([]rune(text))) > maxMessageLen:
+		t.reject(w, "Bad Request: "+tooLong)
+	default:
+		return true
+	}
+	return false
 }
 
 func (t *telegram) reject(w http.ResponseWriter, desc string) {

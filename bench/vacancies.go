@@ -68,9 +68,7 @@ type vacanciesReport struct {
 	ZeroLatencyPerS  float64 `json:"zero_latency_per_s"`
 	Latency200msPerS float64 `json:"latency_200ms_per_s"`
 	Efficiency       float64 `json:"efficiency"`
-	PeakRSSMB        float64 `json:"peak_rss_mb"`
-	// database is the bench database's name (dropped by then), for tests.
-	database string
+	tail
 }
 
 func runVacancies(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -89,57 +87,47 @@ func runVacancies(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if cfg.n <= 0 || cfg.llmConc <= 0 || cfg.latencyN <= 0 || cfg.timeout <= 0 {
 		return refuse(fs, stderr, "-n, -llm-concurrency, -latency-n and -timeout must be positive")
 	}
-	return runScenario(stdout, cfg.prof, func() (vacanciesReport, error) {
+	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (vacanciesReport, error) {
 		return benchVacancies(ctx, cfg, stdout, newLogger(stderr))
 	})
 }
 
 // benchVacancies runs both runs on a database of its own, dropped before it
 // returns whatever happened.
-func benchVacancies(ctx context.Context, cfg vacanciesConfig, out io.Writer, log *slog.Logger) (rep vacanciesReport, err error) {
-	db, err := openBenchDB(ctx, cfg.db, log)
-	if err != nil {
-		return rep, err
-	}
-	defer db.close(&err)
-	rep.database = db.name
-	store := db.store
-	key, users, err := seedUsers(ctx, store)
-	if err != nil {
-		return rep, err
-	}
-	fmt.Fprintf(out, "vacancies: database %s (PostgreSQL %s, pool max %d connections), %d users\n",
-		db.name, db.pgVersion, store.Pool().Config().MaxConns, len(users))
+func benchVacancies(ctx context.Context, cfg vacanciesConfig, out io.Writer, log *slog.Logger) (vacanciesReport, error) {
+	return onBenchDB(ctx, cfg.db, log, func(db *benchDB) (rep vacanciesReport, err error) {
+		store := db.store
+		key, users, err := seedUsers(ctx, store)
+		if err != nil {
+			return rep, err
+		}
+		fmt.Fprintf(out, "vacancies: database %s (PostgreSQL %s, pool max %d connections), %d users\n",
+			db.name, db.pgVersion, store.Pool().Config().MaxConns, len(users))
 
-	w := &world{store: store, dbURL: db.url, key: key, users: users, log: log, timeout: cfg.timeout,
-		catalog: locales.MustLoad(), stages: cfg.stages}
-	a, err := w.run(ctx, runSpec{label: "A zero latency", n: cfg.n, llmConc: cfg.llmConc, firstID: 90_000_001, seed: 1})
-	if err != nil {
-		return rep, fmt.Errorf("zero-latency run: %w", err)
-	}
-	a.print(out)
-	if err := w.reset(ctx); err != nil {
-		return rep, err
-	}
-	b, err := w.run(ctx, runSpec{label: "B 200ms LLM", n: cfg.latencyN, llmConc: latencyConc, llmLatency: latencyLLM,
-		firstID: 95_000_001, seed: 2})
-	if err != nil {
-		return rep, fmt.Errorf("200 ms latency run: %w", err)
-	}
-	b.print(out)
+		w := &world{store: store, dbURL: db.url, key: key, users: users, log: log, timeout: cfg.timeout,
+			catalog: locales.MustLoad(), stages: cfg.stages}
+		a, err := w.run(ctx, runSpec{label: "A zero latency", n: cfg.n, llmConc: cfg.llmConc, firstID: 90_000_001, seed: 1})
+		if err != nil {
+			return rep, fmt.Errorf("zero-latency run: %w", err)
+		}
+		a.print(out)
+		if err := w.reset(ctx); err != nil {
+			return rep, err
+		}
+		b, err := w.run(ctx, runSpec{label: "B 200ms LLM", n: cfg.latencyN, llmConc: latencyConc, llmLatency: latencyLLM,
+			firstID: 95_000_001, seed: 2})
+		if err != nil {
+			return rep, fmt.Errorf("200 ms latency run: %w", err)
+		}
+		b.print(out)
 
-	rss, rerr := peakRSSMB()
-	if rerr != nil {
-		fmt.Fprintf(out, "peak RSS: unknown (%v)\n", rerr)
-	} else {
-		fmt.Fprintf(out, "peak RSS: %.1f MB (VmHWM, fakes included)\n", rss)
-	}
-	rep.Scenario = "vacancies"
-	rep.ZeroLatencyPerS = round(a.rate(), 1)
-	rep.Latency200msPerS = round(b.rate(), 2)
-	rep.Efficiency = round(b.efficiency(), 3)
-	rep.PeakRSSMB = round(rss, 1)
-	return rep, nil
+		rep.notePeakRSS(out)
+		rep.Scenario = "vacancies"
+		rep.ZeroLatencyPerS = round(a.rate(), 1)
+		rep.Latency200msPerS = round(b.rate(), 2)
+		rep.Efficiency = round(b.efficiency(), 3)
+		return rep, nil
+	})
 }
 
 // world is what the runs share: the database and its users.
@@ -424,7 +412,11 @@ FROM vacancy_matches`).Scan(&sent, &other, &total)
 			return 0, fmt.Errorf("poll: %w", err)
 		}
 		if sent >= n {
-			return time.Since(start), nil
+			// Finishing late is a timeout too, however the polls fell.
+			if el := time.Since(start); el <= timeout {
+				return el, nil
+			}
+			return 0, fmt.Errorf("%d of %d matches SENT_TO_USER after %s: %s", sent, n, timeout, breakdown(ctx, conn))
 		}
 		if other > 0 || total < n {
 			return 0, fmt.Errorf("matches left the path to SENT_TO_USER (%d of %d exist): %s", total, n, breakdown(ctx, conn))
@@ -529,9 +521,21 @@ func benchDatabaseURL(serverURL string) (name, dbURL string, err error) {
 func dropDatabase(serverURL, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg, err := connConfig(serverURL)
+	conn, err := connectServer(ctx, serverURL)
 	if err != nil {
 		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	return err
+}
+
+// connectServer connects to the -db server: to the URL's database, or to
+// postgres when that one does not exist (yet).
+func connectServer(ctx context.Context, serverURL string) (*pgx.Conn, error) {
+	cfg, err := connConfig(serverURL)
+	if err != nil {
+		return nil, err
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	var pgErr *pgconn.PgError
@@ -539,12 +543,7 @@ func dropDatabase(serverURL, name string) error {
 		cfg.Database = "postgres"
 		conn, err = pgx.ConnectConfig(ctx, cfg)
 	}
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	return err
+	return conn, err
 }
 
 // connConfig parses a database URL as the pool does, so that pool

@@ -25,6 +25,7 @@ import (
 	"switchboard/domain"
 	"switchboard/domain/dispatch"
 	"switchboard/locales"
+	"switchboard/storage"
 )
 
 // Users is what the bot needs from storage.
@@ -34,26 +35,11 @@ type Users interface {
 	SetUserTimeZone(ctx context.Context, id int64, zone string) error
 }
 
-// JobRun is one job's last run as /status shows it.
-type JobRun struct {
-	Name, Replica  string
-	StartedAt      time.Time
-	Duration       time.Duration
-	Err            string
-	Runs, Failures int64
-}
-
-// Replica is one running instance as its heartbeat last reported it.
-type Replica struct {
-	Instance, Version string
-	StartedAt, SeenAt time.Time
-}
-
-// StatusSource feeds /status.
+// StatusSource feeds /status with the rows storage reads.
 type StatusSource interface {
-	JobRuns(ctx context.Context) ([]JobRun, error)
+	JobRuns(ctx context.Context) ([]storage.JobRunSummary, error)
 	// Replicas lists the live replicas (recent heartbeats).
-	Replicas(ctx context.Context) ([]Replica, error)
+	Replicas(ctx context.Context) ([]storage.Replica, error)
 }
 
 // Config is how the bot reaches Telegram.

@@ -12,6 +12,7 @@ import (
 
 	"switchboard/domain"
 	"switchboard/locales"
+	"switchboard/storage"
 )
 
 // registerCore adds what every user has: greeting, help, language, and the
@@ -216,10 +217,24 @@ func (b *Bot) status(r *Request) error {
 	if b.deps.Status == nil {
 		return r.Reply(sb.String(), nil)
 	}
+	// Without the replicas and the jobs the database is down: say so, and
+	// nothing more.
+	for _, section := range []func(*Request, *strings.Builder, time.Time) error{b.statusReplicas, b.statusJobs} {
+		if err := section(r, &sb, now); err != nil {
+			sb.WriteString("\n" + r.T("status.db_down", locales.Data{"Error": err.Error()}))
+			return r.Reply(sb.String(), nil)
+		}
+	}
+	b.statusHealth(r, &sb)
+	b.statusData(r, &sb)
+	return r.Reply(sb.String(), nil)
+}
+
+// statusReplicas writes /status's live replicas.
+func (b *Bot) statusReplicas(r *Request, sb *strings.Builder, now time.Time) error {
 	replicas, err := b.deps.Status.Replicas(r.Ctx)
 	if err != nil {
-		sb.WriteString("\n" + r.T("status.db_down", locales.Data{"Error": err.Error()}))
-		return r.Reply(sb.String(), nil)
+		return err
 	}
 	sb.WriteString("\n\n" + r.T("status.replicas_header"))
 	if len(replicas) == 0 {
@@ -236,10 +251,14 @@ func (b *Bot) status(r *Request) error {
 			"Seen":   locales.Duration(r.Lang, max(now.Sub(rp.SeenAt), 0)),
 		}))
 	}
+	return nil
+}
+
+// statusJobs writes /status's jobs, each one's last run on any replica.
+func (b *Bot) statusJobs(r *Request, sb *strings.Builder, _ time.Time) error {
 	runs, err := b.deps.Status.JobRuns(r.Ctx)
 	if err != nil {
-		sb.WriteString("\n" + r.T("status.db_down", locales.Data{"Error": err.Error()}))
-		return r.Reply(sb.String(), nil)
+		return err
 	}
 	sb.WriteString("\n\n" + r.T("status.jobs_header"))
 	if len(runs) == 0 {
@@ -256,6 +275,11 @@ func (b *Bot) status(r *Request) error {
 			sb.WriteString("\n" + r.T("status.job_error", locales.Data{"Name": j.Name, "Error": j.Err}))
 		}
 	}
+	return nil
+}
+
+// statusHealth writes the LLM's and HH's lines, when the source has them.
+func (b *Bot) statusHealth(r *Request, sb *strings.Builder) {
 	if ls, ok := b.deps.Status.(LLMSource); ok {
 		if reason := ls.LLMReason(); reason != "" {
 			sb.WriteString("\n\n" + llmDown(r, reason))
@@ -270,62 +294,47 @@ func (b *Bot) status(r *Request) error {
 			sb.WriteString("\n" + r.T("status.hh_ok"))
 		}
 	}
+}
+
+// statusData writes the data's footprint, the delivery and the work held
+// past its lease, when the source has them; a section it cannot read is
+// left out.
+func (b *Bot) statusData(r *Request, sb *strings.Builder) {
 	if ss, ok := b.deps.Status.(StorageSource); ok {
 		if st, err := ss.Storage(r.Ctx); err == nil {
 			sb.WriteString("\n\n" + storageLines(r, st))
 		}
 	}
 	if os, ok := b.deps.Status.(OutboxSource); ok {
-		if st, err := os.Outbox(r.Ctx); err == nil {
+		if st, err := os.OutboxStats(r.Ctx); err == nil {
 			sb.WriteString("\n\n" + r.T("status.outbox", locales.Data{
-				"Pending": locales.Number(r.Lang, int64(st.Pending)), "Oldest": locales.Duration(r.Lang, st.OldestAge),
-				"Throttled": locales.Number(r.Lang, int64(st.Throttled)), "Unreachable": locales.Number(r.Lang, int64(st.Unreachable)),
-				"Dropped": locales.Number(r.Lang, int64(st.Dropped)), "Failed": locales.Number(r.Lang, int64(st.Failed)),
+				"Pending": locales.Number(r.Lang, st.Pending), "Oldest": locales.Duration(r.Lang, st.OldestAge),
+				"Throttled": locales.Number(r.Lang, st.Throttled), "Unreachable": locales.Number(r.Lang, st.Unreachable),
+				"Dropped": locales.Number(r.Lang, st.Dropped), "Failed": locales.Number(r.Lang, st.Failed),
 			}))
 		}
 	}
 	if hs, ok := b.deps.Status.(HeldSource); ok {
 		// Only when there is some: held work means users wait for a reaper.
-		if h, err := hs.Held(r.Ctx); err == nil && h.Runs+h.Matches+h.Rows+h.Updates > 0 {
-			sb.WriteString("\n" + r.T("status.held", locales.Data{"Runs": locales.Number(r.Lang, h.Runs),
-				"Matches": locales.Number(r.Lang, h.Matches), "Rows": locales.Number(r.Lang, h.Rows),
-				"Updates": locales.Number(r.Lang, h.Updates)}))
+		if h, err := hs.Held(r.Ctx); err == nil && h.PipelineRuns+h.VacancyMatches+h.OutboxRows+h.InboxUpdates > 0 {
+			sb.WriteString("\n" + r.T("status.held", locales.Data{"Runs": locales.Number(r.Lang, h.PipelineRuns),
+				"Matches": locales.Number(r.Lang, h.VacancyMatches), "Rows": locales.Number(r.Lang, h.OutboxRows),
+				"Updates": locales.Number(r.Lang, h.InboxUpdates)}))
 		}
 	}
-	return r.Reply(sb.String(), nil)
 }
-
-// HeldStatus is the work still claimed after its lease ran out: memory
-// runs, vacancy matches, outgoing messages.
-type HeldStatus struct{ Runs, Matches, Rows, Updates int64 }
 
 // HeldSource, when the StatusSource has it, adds the work held past its
 // lease to /status.
 type HeldSource interface {
-	Held(ctx context.Context) (HeldStatus, error)
+	Held(ctx context.Context) (storage.HeldWork, error)
 }
 
 // StorageStatus is the data's footprint as /status shows it: the largest
 // tables and the prune job's last run per kind.
 type StorageStatus struct {
-	Tables []TableSize
-	Prune  []PruneKind
-}
-
-// TableSize is one table with its indexes and TOAST.
-type TableSize struct {
-	Name  string
-	Bytes int64
-	Rows  int64 // the planner's estimate
-}
-
-// PruneKind is the last prune of one kind of data.
-type PruneKind struct {
-	Kind        string
-	At          time.Time
-	Rows, Total int64
-	Timeouts    int
-	Err         string
+	Tables []storage.TableSize
+	Prune  []storage.PruneRun
 }
 
 // StorageSource, when the StatusSource has it, adds the data's footprint
@@ -412,12 +421,6 @@ func llmDown(r *Request, reason string) string {
 	return text
 }
 
-// OutboxStatus is the delivery's state as /status shows it.
-type OutboxStatus struct {
-	Pending, Throttled, Unreachable, Dropped, Failed int64
-	OldestAge                                        time.Duration
-}
-
 // HHSource, when the StatusSource has it, adds HH's state to /status:
 // how HH refuses us ("" while it answers).
 type HHSource interface {
@@ -463,5 +466,5 @@ func (b *Bot) HHNotice(reason, captcha string) []domain.Message {
 
 // OutboxSource, when the StatusSource has it, adds the delivery to /status.
 type OutboxSource interface {
-	Outbox(ctx context.Context) (OutboxStatus, error)
+	OutboxStats(ctx context.Context) (storage.OutboxStats, error)
 }

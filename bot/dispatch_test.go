@@ -33,54 +33,21 @@ type dispEnv struct {
 	admin *tgfake.Person
 }
 
-// storeStatus is what main gives /status, over the test's database.
-type storeStatus struct{ st *storage.Store }
+// storeStatus is what main gives /status, over the test's database: the
+// store itself, with the windows main gives it.
+type storeStatus struct{ *storage.Store }
 
-func (s storeStatus) JobRuns(ctx context.Context) ([]bot.JobRun, error) {
-	runs, err := s.st.JobRuns(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []bot.JobRun
-	for _, r := range runs {
-		out = append(out, bot.JobRun{Name: r.Name, Replica: r.Replica, StartedAt: r.StartedAt, Duration: r.Duration,
-			Err: r.Err, Runs: r.Runs, Failures: r.Failures})
-	}
-	return out, nil
-}
-
-func (s storeStatus) Replicas(ctx context.Context) ([]bot.Replica, error) {
-	list, err := s.st.Replicas(ctx, 15*time.Minute)
-	if err != nil {
-		return nil, err
-	}
-	var out []bot.Replica
-	for _, r := range list {
-		out = append(out, bot.Replica{Instance: r.Instance, Version: r.Version, StartedAt: r.StartedAt, SeenAt: r.SeenAt})
-	}
-	return out, nil
+func (s storeStatus) Replicas(ctx context.Context) ([]storage.Replica, error) {
+	return s.Store.Replicas(ctx, 15*time.Minute)
 }
 
 func (s storeStatus) Storage(ctx context.Context) (bot.StorageStatus, error) {
-	tables, err := s.st.TableSizes(ctx, 3)
+	tables, err := s.TableSizes(ctx, 3)
 	if err != nil {
 		return bot.StorageStatus{}, err
 	}
-	runs, err := s.st.PruneRuns(ctx)
-	var st bot.StorageStatus
-	for _, t := range tables {
-		st.Tables = append(st.Tables, bot.TableSize(t))
-	}
-	for _, r := range runs {
-		st.Prune = append(st.Prune, bot.PruneKind{Kind: r.Kind, At: r.At, Rows: r.Rows, Total: r.Total, Timeouts: r.Timeouts, Err: r.Err})
-	}
-	return st, err
-}
-
-func (s storeStatus) Outbox(ctx context.Context) (bot.OutboxStatus, error) {
-	st, err := s.st.OutboxStats(ctx)
-	return bot.OutboxStatus{Pending: st.Pending, OldestAge: st.OldestAge, Throttled: st.Throttled,
-		Unreachable: st.Unreachable, Dropped: st.Dropped, Failed: st.Failed}, err
+	runs, err := s.PruneRuns(ctx)
+	return bot.StorageStatus{Tables: tables, Prune: runs}, err
 }
 
 // setupDispatch is the bot with the dispatch workflow over one database,

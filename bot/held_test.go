@@ -7,14 +7,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"switchboard/bot"
 	"switchboard/domain"
 	"switchboard/domain/memory"
+	"switchboard/storage"
 )
 
-func (s storeStatus) Held(ctx context.Context) (bot.HeldStatus, error) {
-	h, err := s.st.HeldPastLease(ctx, 2*time.Minute)
-	return bot.HeldStatus{Runs: h.PipelineRuns, Matches: h.VacancyMatches, Rows: h.OutboxRows, Updates: h.InboxUpdates}, err
+func (s storeStatus) Held(ctx context.Context) (storage.HeldWork, error) {
+	return s.HeldPastLease(ctx, 2*time.Minute)
 }
 
 // /status names the work held past its lease, and says nothing of it when

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"errors"
 	"log/slog"
 
 	"github.com/jonboulle/clockwork"
@@ -21,4 +22,65 @@ func Defaults(clock *clockwork.Clock, log **slog.Logger, reg *prometheus.Registe
 	if *reg == nil {
 		*reg = prometheus.NewRegistry()
 	}
+}
+
+// Registrar builds and registers a package's metrics:
+// m := &metrics{runs: r.CounterVec("x_runs_total", "Runs.", "state")}, then
+// r.Err(). With a nil Registerer it registers nothing.
+type Registrar struct {
+	reg prometheus.Registerer
+	err error
+}
+
+// NewRegistrar returns a Registrar for reg.
+func NewRegistrar(reg prometheus.Registerer) *Registrar { return &Registrar{reg: reg} }
+
+// Err is every registration's failure, joined.
+func (r *Registrar) Err() error { return r.err }
+
+// Register registers c on r's registry and returns it. Where an identical
+// collector is registered there already (a second service, client or
+// scheduler on one registry) it returns that one, so both share the series
+// instead of failing.
+func Register[C prometheus.Collector](r *Registrar, c C) C {
+	if r.reg == nil {
+		return c
+	}
+	err := r.reg.Register(c)
+	if err == nil {
+		return c
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing
+		}
+	}
+	r.err = errors.Join(r.err, err)
+	return c
+}
+
+// Counter registers a counter.
+func (r *Registrar) Counter(name, help string) prometheus.Counter {
+	return Register(r, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help}))
+}
+
+// CounterVec registers a counter with labels.
+func (r *Registrar) CounterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels))
+}
+
+// Gauge registers a gauge.
+func (r *Registrar) Gauge(name, help string) prometheus.Gauge {
+	return Register(r, prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help}))
+}
+
+// Histogram registers a histogram with buckets.
+func (r *Registrar) Histogram(name, help string, buckets []float64) prometheus.Histogram {
+	return Register(r, prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}))
+}
+
+// HistogramVec registers a histogram with buckets and labels.
+func (r *Registrar) HistogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return Register(r, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels))
 }

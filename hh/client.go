@@ -2,6 +2,7 @@ package hh
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
 
+	"switchboard/domain"
 	"switchboard/domain/vacancy"
 )
 
@@ -131,9 +133,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("hh: Config.Timeout %s is negative", cfg.Timeout)
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
 	c := &Client{base: base, ua: ua, timeout: cfg.Timeout, hc: cfg.HTTPClient, pace: cfg.Pacer, token: cfg.Token}
 	if c.hc == nil {
 		// Our own transport, so that Close can drop its idle connections
@@ -154,9 +154,7 @@ func New(cfg Config) (*Client, error) {
 	if c.m, err = newMetrics(cfg.Registerer); err != nil {
 		return nil, err
 	}
-	if cfg.BreakerMaxOpen == 0 {
-		cfg.BreakerMaxOpen = DefaultBreakerMaxOpen
-	}
+	cfg.BreakerMaxOpen = cmp.Or(cfg.BreakerMaxOpen, DefaultBreakerMaxOpen)
 	c.br = newBreaker(cfg.BreakerOpenFor, cfg.BreakerMaxOpen, c.m.breaker, func(from, to gobreaker.State) {
 		c.log.Warn("hh circuit breaker state change", slog.String("from", from.String()), slog.String("to", to.String()))
 	})
@@ -262,12 +260,7 @@ func (c *Client) search(ctx context.Context, u string) (vacancy.Page, error) {
 	}
 	out := vacancy.Page{Items: make([]vacancy.Vacancy, 0, len(root.Items)), Found: root.Found, Pages: root.Pages}
 	for i, raw := range root.Items {
-		var it wireVacancy
-		if err := json.Unmarshal(raw, &it); err != nil {
-			c.log.Warn("hh search item skipped", slog.Int("index", i), slog.String("error", err.Error()))
-			continue
-		}
-		v, err := it.toVacancy(raw)
+		v, err := decodeItem(raw)
 		if err != nil {
 			c.log.Warn("hh search item skipped", slog.Int("index", i), slog.String("error", err.Error()))
 			continue
@@ -275,6 +268,15 @@ func (c *Client) search(ctx context.Context, u string) (vacancy.Page, error) {
 		out.Items = append(out.Items, v)
 	}
 	return out, nil
+}
+
+// decodeItem reads one item of a search page.
+func decodeItem(raw json.RawMessage) (vacancy.Vacancy, error) {
+	var it wireVacancy
+	if err := json.Unmarshal(raw, &it); err != nil {
+		return vacancy.Vacancy{}, err
+	}
+	return it.toVacancy(raw)
 }
 
 // Vacancy returns the full vacancy: search's fields plus Description and
@@ -356,14 +358,14 @@ func (c *Client) send(ctx context.Context, u string, notFoundArchived bool, toke
 
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, c.transportError(ctx, reqCtx, err)
+		return nil, transportError(ctx, reqCtx, c.timeout, err)
 	}
 	defer resp.Body.Close()
 
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 		if err != nil {
-			return nil, c.transportError(ctx, reqCtx, fmt.Errorf("read body: %w", err))
+			return nil, transportError(ctx, reqCtx, c.timeout, fmt.Errorf("read body: %w", err))
 		}
 		if len(body) > maxBody {
 			return nil, fmt.Errorf("answer larger than %d bytes", maxBody)
@@ -403,12 +405,12 @@ func (c *Client) send(ctx context.Context, u string, notFoundArchived bool, toke
 // so that shutting down does not look like HH being down; our per-request
 // timeout is ErrUnavailable and deliberately does not match
 // context.DeadlineExceeded, which callers read as their own deadline.
-func (c *Client) transportError(ctx, reqCtx context.Context, err error) error {
+func transportError(ctx, reqCtx context.Context, timeout time.Duration, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
 	if errors.Is(reqCtx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("no answer within %s: %w", c.timeout, vacancy.ErrUnavailable)
+		return fmt.Errorf("no answer within %s: %w", timeout, vacancy.ErrUnavailable)
 	}
 	// url.Error repeats the whole URL, search text included; the operation
 	// is already named by our own wrapping.
@@ -598,33 +600,19 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hh_requests_total",
-			Help: "Requests to the HH.ru API by endpoint (search, vacancy) and outcome (ok, not_found, unavailable, refused, error); refused includes those the breaker held back.",
-		}, []string{"endpoint", "outcome"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "hh_request_duration_seconds",
-			Help: "Duration of HH.ru API requests, body included, by endpoint.",
-			// From a warm keep-alive answer to the default 15s timeout.
-			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30},
-		}, []string{"endpoint"}),
-		breaker: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "hh_breaker_state",
-			Help: "The HH circuit breaker: 0 closed, 1 probing, 2 open (HH refuses us: captcha, forbidden, 429).",
-		}),
+		requests: r.CounterVec("hh_requests_total",
+			"Requests to the HH.ru API by endpoint (search, vacancy) and outcome (ok, not_found, unavailable, refused, error); refused includes those the breaker held back.", "endpoint", "outcome"),
+		// From a warm keep-alive answer to the default 15s timeout.
+		duration: r.HistogramVec("hh_request_duration_seconds",
+			"Duration of HH.ru API requests, body included, by endpoint.",
+			[]float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30}, "endpoint"),
+		breaker: r.Gauge("hh_breaker_state",
+			"The HH circuit breaker: 0 closed, 1 probing, 2 open (HH refuses us: captcha, forbidden, 429)."),
 	}
-	if reg != nil {
-		var err error
-		if m.requests, err = register(reg, m.requests); err != nil {
-			return nil, err
-		}
-		if m.duration, err = register(reg, m.duration); err != nil {
-			return nil, err
-		}
-		if m.breaker, err = register(reg, m.breaker); err != nil {
-			return nil, err
-		}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("hh metrics: %w", err)
 	}
 	// Series exist at zero from the start, so that a rate over
 	// "unavailable" is defined before the first outage.
@@ -635,20 +623,4 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.duration.WithLabelValues(e)
 	}
 	return m, nil
-}
-
-// register adopts an identical collector already registered, so that two
-// Clients on one registry share the series instead of failing.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("hh metrics: %w", err)
 }

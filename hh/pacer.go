@@ -112,66 +112,28 @@ return 1`
 
 // NewFallbackPacer paces through shared (a Redis pacer) while Redis answers
 // and, while it fails (gate), in process at this replica's share: perSecond
-// divided by the live replicas (replicas; on error the last count, at first
-// 4), bursts of one. A Retry-After heard meanwhile holds this replica.
+// divided by the live replicas (replicas; see redisgate.Fallback), bursts of
+// one. A Retry-After heard meanwhile holds this replica.
 func NewFallbackPacer(shared Pacer, gate *redisgate.Gate, perSecond float64, replicas func(context.Context) (int, error)) Pacer {
-	return &fallbackPacer{shared: shared, gate: gate, perSecond: perSecond, replicas: replicas, share: 4}
+	build := func(share int) Pacer { return NewMemoryPacer(perSecond/float64(share), 1) }
+	return &fallbackPacer{shared: shared, fallback: redisgate.NewFallback(gate, build, replicas)}
 }
 
 type fallbackPacer struct {
-	shared    Pacer
-	gate      *redisgate.Gate
-	perSecond float64
-	replicas  func(context.Context) (int, error)
-
-	mu      sync.Mutex
-	local   Pacer
-	share   int
-	builtAt time.Time
-}
-
-// localFor is the in-process pacer, rebuilt for the replicas alive now
-// when a minute old.
-func (p *fallbackPacer) localFor(ctx context.Context) Pacer {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.local != nil && time.Since(p.builtAt) < time.Minute {
-		return p.local
-	}
-	n := p.share
-	if p.replicas != nil {
-		qctx, cancel := context.WithTimeout(ctx, time.Second)
-		if got, err := p.replicas(qctx); err == nil && got > 0 {
-			n = got
-		}
-		cancel()
-	}
-	if p.local == nil || n != p.share {
-		p.local = NewMemoryPacer(p.perSecond/float64(n), 1)
-	}
-	p.share, p.builtAt = n, time.Now()
-	return p.local
+	shared   Pacer
+	fallback *redisgate.Fallback[Pacer]
 }
 
 func (p *fallbackPacer) Wait(ctx context.Context) error {
-	if !p.gate.Down(ctx) {
-		err := p.shared.Wait(ctx)
-		if err == nil || ctx.Err() != nil {
-			return err
-		}
-		p.gate.Fail(ctx, err)
+	if done, err := p.fallback.Shared(ctx, func() error { return p.shared.Wait(ctx) }); done {
+		return err
 	}
-	return p.localFor(ctx).Wait(ctx)
+	return p.fallback.Local(ctx).Wait(ctx)
 }
 
 func (p *fallbackPacer) Pause(ctx context.Context, d time.Duration) error {
-	_ = p.localFor(ctx).Pause(ctx, d)
-	if p.gate.Down(ctx) {
-		return nil
-	}
-	if err := p.shared.Pause(ctx, d); err != nil && ctx.Err() == nil {
-		p.gate.Fail(ctx, err)
-	}
+	_ = p.fallback.Local(ctx).Pause(ctx, d)
+	_, _ = p.fallback.Shared(ctx, func() error { return p.shared.Pause(ctx, d) })
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package hh
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -159,9 +160,7 @@ var _ TokenSource = (*AppToken)(nil)
 
 // NewAppToken validates cfg and builds an AppToken. It contacts nobody.
 func NewAppToken(cfg AppTokenConfig) (*AppToken, error) {
-	if cfg.URL == "" {
-		cfg.URL = DefaultOAuthURL
-	}
+	cfg.URL = cmp.Or(cfg.URL, DefaultOAuthURL)
 	base, err := url.Parse(strings.TrimRight(cfg.URL, "/"))
 	if err != nil || base.Scheme != "http" && base.Scheme != "https" || base.Host == "" {
 		return nil, fmt.Errorf("hh: AppTokenConfig.URL %q: want http(s)://host", cfg.URL)
@@ -179,15 +178,9 @@ func NewAppToken(cfg AppTokenConfig) (*AppToken, error) {
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("hh: AppTokenConfig.Timeout %s is negative", cfg.Timeout)
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.MinInterval == 0 {
-		cfg.MinInterval = DefaultTokenInterval
-	}
-	if cfg.RetryAfter == 0 {
-		cfg.RetryAfter = DefaultTokenRetry
-	}
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
+	cfg.MinInterval = cmp.Or(cfg.MinInterval, DefaultTokenInterval)
+	cfg.RetryAfter = cmp.Or(cfg.RetryAfter, DefaultTokenRetry)
 	hc := cfg.HTTPClient
 	if hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -425,20 +418,13 @@ func (a *AppToken) obtain(ctx context.Context) (*NewToken, error) {
 }
 
 // unavailable classifies a failure to get an answer as transportError does
-// for the API: the caller's own end as such, anything else as HH being
-// unavailable.
+// for the API, naming what failed unless the caller's context ended.
 func (a *AppToken) unavailable(ctx, reqCtx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return ctxErr
+	err = transportError(ctx, reqCtx, a.timeout, err)
+	if ctx.Err() != nil {
+		return err
 	}
-	if errors.Is(reqCtx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("obtain application token: no answer within %s: %w", a.timeout, vacancy.ErrUnavailable)
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return fmt.Errorf("obtain application token: %w: %w", vacancy.ErrUnavailable, err)
+	return fmt.Errorf("obtain application token: %w", err)
 }
 
 // refusesToken reports whether err is HH refusing the request's token

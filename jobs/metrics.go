@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -9,6 +8,8 @@ import (
 	"github.com/go-co-op/gocron/v2"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain"
 )
 
 // Outcomes of a tick, the values of jobs_runs_total's outcome label.
@@ -31,45 +32,19 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, log *slog.Logger) (*metrics, error) {
+	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "jobs_runs_total",
-			Help: "Ticks of periodic jobs on this replica by outcome (ok, error, panic, skipped).",
-		}, []string{"job", "outcome"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "jobs_run_duration_seconds",
-			Help:    "Duration of periodic job runs on this replica (skipped ticks excluded).",
-			Buckets: prometheus.ExponentialBuckets(0.005, 4, 9), // 5ms … ~5.5min
-		}, []string{"job"}),
+		runs: r.CounterVec("jobs_runs_total",
+			"Ticks of periodic jobs on this replica by outcome (ok, error, panic, skipped).", "job", "outcome"),
+		duration: r.HistogramVec("jobs_run_duration_seconds",
+			"Duration of periodic job runs on this replica (skipped ticks excluded).",
+			prometheus.ExponentialBuckets(0.005, 4, 9), "job"), // 5ms … ~5.5min
 		log: log,
 	}
-	if reg == nil {
-		return m, nil
-	}
-	var err error
-	if m.runs, err = register(reg, m.runs); err != nil {
-		return nil, err
-	}
-	if m.duration, err = register(reg, m.duration); err != nil {
-		return nil, err
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("register job metrics: %w", err)
 	}
 	return m, nil
-}
-
-// register reuses a collector already registered under the same name, so
-// that several schedulers in one process (tests, a future split) share it.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("register job metrics: %w", err)
 }
 
 // declare creates a job's series at zero, so a rate over them exists before

@@ -17,6 +17,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/storage"
 )
 
 // Config is the scheduler's part of the configuration.
@@ -38,35 +40,19 @@ type Deps struct {
 	Clock      clockwork.Clock       // real clock
 }
 
-// Run is one run of a job as reported to the Recorder. storage.JobRun has
-// the same fields, so main adapts with RecorderFunc and a conversion.
-type Run struct {
-	Name      string
-	Replica   string
-	StartedAt time.Time
-	Duration  time.Duration
-	Err       string // empty when the run succeeded
-}
-
 // Recorder keeps the last run of every job where /status can read it on
 // any replica (storage's job_runs table).
 type Recorder interface {
-	RecordJobRun(ctx context.Context, r Run) error
+	RecordJobRun(ctx context.Context, r storage.JobRun) error
 }
-
-// RecorderFunc adapts a function to Recorder.
-type RecorderFunc func(ctx context.Context, r Run) error
-
-// RecordJobRun implements Recorder.
-func (f RecorderFunc) RecordJobRun(ctx context.Context, r Run) error { return f(ctx, r) }
 
 // JobStatus is this replica's in-memory view of a job, for /status when the
 // database cannot be read.
 type JobStatus struct {
 	Name     string
 	Interval time.Duration
-	NextRun  time.Time // zero before Start
-	LastRun  Run       // last run on this replica; zero StartedAt if none
+	NextRun  time.Time      // zero before Start
+	LastRun  storage.JobRun // last run on this replica; zero StartedAt if none
 	Running  bool
 }
 
@@ -112,7 +98,7 @@ type job struct {
 	mu      sync.Mutex
 	handle  gocron.Job // nil until NewJob returns
 	claim   *Tick      // what the lock just claimed, handed to the run
-	last    Run
+	last    storage.JobRun
 	running bool
 }
 
@@ -324,7 +310,7 @@ func (s *Scheduler) run(ctx context.Context, j *job) {
 	err := call(ctx, j.fn)
 	d := s.clock.Since(start)
 
-	r := Run{Name: j.name, Replica: s.replica, StartedAt: start.UTC(), Duration: d}
+	r := storage.JobRun{Name: j.name, Replica: s.replica, StartedAt: start.UTC(), Duration: d}
 	outcome := OutcomeOK
 	var pe *panicError
 	switch {

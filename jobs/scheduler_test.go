@@ -227,10 +227,8 @@ func TestFailuresKeepTicking(t *testing.T) {
 	var logs logBuffer
 	s := newScheduler(t, Config{Replica: "r1"}, Deps{
 		Log: newLog(&logs),
-		// What main does: the two Run types convert one into the other.
-		Recorder: RecorderFunc(func(ctx context.Context, r Run) error {
-			return st.RecordJobRun(ctx, storage.JobRun(r))
-		}),
+		// What main does: the store is the recorder.
+		Recorder: st,
 	})
 	require.NoError(t, s.Every("ok", 100*time.Millisecond, func(context.Context) error { return nil }))
 	require.NoError(t, s.Every("fails", 100*time.Millisecond, func(context.Context) error {
@@ -287,9 +285,7 @@ func TestShutdownWaitsForRunningJob(t *testing.T) {
 	t.Parallel()
 	st := storagetest.New(t)
 	s := newScheduler(t, Config{Replica: "r1", StopTimeout: 5 * time.Second}, Deps{
-		Recorder: RecorderFunc(func(ctx context.Context, r Run) error {
-			return st.RecordJobRun(ctx, storage.JobRun(r))
-		}),
+		Recorder: st,
 	})
 	started := make(chan struct{})
 	var finished atomic.Bool

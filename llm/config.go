@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -122,13 +123,9 @@ func (c Config) withDefaults() (Config, error) {
 	var errs []error
 	switch c.Provider {
 	case ProviderOllama:
-		if c.URL == "" {
-			c.URL = DefaultOllamaURL
-		}
+		c.URL = cmp.Or(c.URL, DefaultOllamaURL)
 	case ProviderOpenAI:
-		if c.URL == "" {
-			c.URL = DefaultOpenAIURL
-		}
+		c.URL = cmp.Or(c.URL, DefaultOpenAIURL)
 		if c.APIKey == "" {
 			// langchaingo refuses to build a client without a token (and
 			// would silently fall back to $OPENAI_API_KEY). Servers without
@@ -147,30 +144,18 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Model == "" {
 		errs = append(errs, errors.New("Model is required"))
 	}
-	if c.StrongModel == "" {
-		c.StrongModel = c.Model
-	}
+	c.StrongModel = cmp.Or(c.StrongModel, c.Model)
 	if c.Timeout < 0 || c.MaxConcurrency < 0 {
 		errs = append(errs, errors.New("Timeout and MaxConcurrency must not be negative"))
 	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.MaxConcurrency == 0 {
-		c.MaxConcurrency = DefaultMaxConcurrency
-	}
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.MaxConcurrency = cmp.Or(c.MaxConcurrency, DefaultMaxConcurrency)
 	if c.NumCtx < 0 || c.MaxTokensJSON < 0 || c.MaxTokensText < 0 {
 		errs = append(errs, errors.New("NumCtx, MaxTokensJSON and MaxTokensText must not be negative"))
 	}
-	if c.NumCtx == 0 {
-		c.NumCtx = DefaultNumCtx
-	}
-	if c.MaxTokensJSON == 0 {
-		c.MaxTokensJSON = DefaultMaxTokensJSON
-	}
-	if c.MaxTokensText == 0 {
-		c.MaxTokensText = DefaultMaxTokensText
-	}
+	c.NumCtx = cmp.Or(c.NumCtx, DefaultNumCtx)
+	c.MaxTokensJSON = cmp.Or(c.MaxTokensJSON, DefaultMaxTokensJSON)
+	c.MaxTokensText = cmp.Or(c.MaxTokensText, DefaultMaxTokensText)
 	if c.KeepAlive != "" {
 		if _, err := strconv.Atoi(c.KeepAlive); err != nil {
 			if _, err := time.ParseDuration(c.KeepAlive); err != nil {

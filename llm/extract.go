@@ -324,6 +324,9 @@ func decodeCoercing(b []byte, out any, rep *repairs) error {
 	return json.Unmarshal(fixed, out)
 }
 
+// coerce walks a decoded answer along the type it must fit and rewrites
+// only what is unambiguous (a number or a bool sent as a string, a whole
+// float for an integer field), noting each repair in rep.
 func coerce(v any, t reflect.Type, path string, rep *repairs) (any, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -333,32 +336,7 @@ func coerce(v any, t reflect.Type, path string, rep *repairs) (any, error) {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return v, nil
-		}
-		fields := map[string]reflect.Type{}
-		jsonFields(t, func(name string, ft reflect.Type, _ bool) { fields[name] = ft })
-		for k, child := range m {
-			ft, ok := fields[k]
-			if !ok {
-				for name, typ := range fields {
-					if strings.EqualFold(name, k) {
-						ft, ok = typ, true
-						break
-					}
-				}
-			}
-			if !ok {
-				continue
-			}
-			c, err := coerce(child, ft, join(path, k), rep)
-			if err != nil {
-				return nil, err
-			}
-			m[k] = c
-		}
-		return m, nil
+		return coerceStruct(v, t, path, rep)
 	case reflect.Slice, reflect.Array:
 		list, ok := v.([]any)
 		if !ok {
@@ -377,53 +355,99 @@ func coerce(v any, t reflect.Type, path string, rep *repairs) (any, error) {
 		if !ok {
 			return v, nil
 		}
-		for k, child := range m {
-			c, err := coerce(child, t.Elem(), join(path, k), rep)
-			if err != nil {
-				return nil, err
-			}
-			m[k] = c
-		}
-		return m, nil
+		return coerceMembers(m, path, rep, func(string) (reflect.Type, bool) { return t.Elem(), true })
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		n, fromString := numberOf(v)
-		if n == "" {
-			return v, nil
-		}
-		if _, err := strconv.ParseInt(n, 10, 64); err == nil {
-			if fromString {
-				rep.add(repairCoerceNumber)
-			}
-			return json.Number(n), nil
-		}
-		f, err := strconv.ParseFloat(n, 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return v, nil
-		}
-		if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-			return nil, fmt.Errorf("%s: %s is not a whole number (an integer field; fractions are not rounded)", orTop(path), n)
-		}
-		rep.add(repairCoerceNumber)
-		return json.Number(strconv.FormatInt(int64(f), 10)), nil
+		return coerceInteger(v, path, rep)
 	case reflect.Float32, reflect.Float64:
 		if n, fromString := numberOf(v); n != "" && fromString {
 			rep.add(repairCoerceNumber)
 			return json.Number(n), nil
 		}
 	case reflect.Bool:
-		if s, ok := v.(string); ok {
-			switch strings.ToLower(strings.TrimSpace(s)) {
-			case "true":
-				rep.add(repairCoerceBool)
-				return true, nil
-			case "false":
-				rep.add(repairCoerceBool)
-				return false, nil
-			}
-		}
+		return coerceBool(v, rep), nil
 	}
 	return v, nil
+}
+
+// coerceStruct coerces the members of an object that name a field of t,
+// matched as encoding/json does: exactly, else ignoring case.
+func coerceStruct(v any, t reflect.Type, path string, rep *repairs) (any, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v, nil
+	}
+	fields := map[string]reflect.Type{}
+	jsonFields(t, func(name string, ft reflect.Type, _ bool) { fields[name] = ft })
+	return coerceMembers(m, path, rep, func(k string) (reflect.Type, bool) {
+		if ft, ok := fields[k]; ok {
+			return ft, true
+		}
+		for name, typ := range fields {
+			if strings.EqualFold(name, k) {
+				return typ, true
+			}
+		}
+		return nil, false
+	})
+}
+
+// coerceMembers coerces each member of m to the type typeOf gives its key,
+// leaving the members it gives none as they are.
+func coerceMembers(m map[string]any, path string, rep *repairs, typeOf func(string) (reflect.Type, bool)) (any, error) {
+	for k, child := range m {
+		ft, ok := typeOf(k)
+		if !ok {
+			continue
+		}
+		c, err := coerce(child, ft, join(path, k), rep)
+		if err != nil {
+			return nil, err
+		}
+		m[k] = c
+	}
+	return m, nil
+}
+
+// coerceInteger reads a number or a numeric string for an integer field; a
+// fraction is an error, never rounded.
+func coerceInteger(v any, path string, rep *repairs) (any, error) {
+	n, fromString := numberOf(v)
+	if n == "" {
+		return v, nil
+	}
+	if _, err := strconv.ParseInt(n, 10, 64); err == nil {
+		if fromString {
+			rep.add(repairCoerceNumber)
+		}
+		return json.Number(n), nil
+	}
+	f, err := strconv.ParseFloat(n, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return v, nil
+	}
+	if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return nil, fmt.Errorf("%s: %s is not a whole number (an integer field; fractions are not rounded)", orTop(path), n)
+	}
+	rep.add(repairCoerceNumber)
+	return json.Number(strconv.FormatInt(int64(f), 10)), nil
+}
+
+// coerceBool reads "true" and "false" in any case and spacing for a bool.
+func coerceBool(v any, rep *repairs) any {
+	s, ok := v.(string)
+	if !ok {
+		return v
+	}
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true":
+		rep.add(repairCoerceBool)
+		return true
+	case "false":
+		rep.add(repairCoerceBool)
+		return false
+	}
+	return v
 }
 
 // numberOf returns v as a number literal: a JSON number, or a string that

@@ -1,12 +1,13 @@
 package llm
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
+
+	"switchboard/domain"
 )
 
 type metrics struct {
@@ -18,72 +19,26 @@ type metrics struct {
 	repairs  *prometheus.CounterVec
 }
 
-func newMetrics(r prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "llm_calls_total",
-			Help: "LLM calls by caller label, model and outcome.",
-		}, []string{"label", "model", "outcome"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "llm_call_duration_seconds",
-			Help: "Time spent in the provider call, excluding waiting for a concurrency slot.",
-			// From a cached embedding to a long generation on a local model.
-			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120},
-		}, []string{"label", "model"}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "llm_tokens_total",
-			Help: "Tokens reported by the provider, by kind (prompt, completion).",
-		}, []string{"label", "model", "kind"}),
-		breaker: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "llm_breaker_state",
-			Help: "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
-		}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "llm_in_flight",
-			Help: "LLM calls currently being executed against the provider.",
-		}),
-		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "llm_answer_repairs_total",
-			Help: "Accepted answers that needed a repair, by model and kind (think, bom, fence, prose, trailing, coerce_number, coerce_bool, jsonrepair).",
-		}, []string{"model", "kind"}),
+		calls: r.CounterVec("llm_calls_total",
+			"LLM calls by caller label, model and outcome.", "label", "model", "outcome"),
+		// From a cached embedding to a long generation on a local model.
+		duration: r.HistogramVec("llm_call_duration_seconds",
+			"Time spent in the provider call, excluding waiting for a concurrency slot.",
+			[]float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120}, "label", "model"),
+		tokens: r.CounterVec("llm_tokens_total",
+			"Tokens reported by the provider, by kind (prompt, completion).", "label", "model", "kind"),
+		breaker:  r.Gauge("llm_breaker_state", "Circuit breaker state: 0 closed, 1 half-open, 2 open."),
+		inFlight: r.Gauge("llm_in_flight", "LLM calls currently being executed against the provider."),
+		repairs: r.CounterVec("llm_answer_repairs_total",
+			"Accepted answers that needed a repair, by model and kind (think, bom, fence, prose, trailing, coerce_number, coerce_bool, jsonrepair).", "model", "kind"),
 	}
-	var err error
-	if m.calls, err = register(r, m.calls); err != nil {
-		return nil, err
-	}
-	if m.duration, err = register(r, m.duration); err != nil {
-		return nil, err
-	}
-	if m.tokens, err = register(r, m.tokens); err != nil {
-		return nil, err
-	}
-	if m.breaker, err = register(r, m.breaker); err != nil {
-		return nil, err
-	}
-	if m.inFlight, err = register(r, m.inFlight); err != nil {
-		return nil, err
-	}
-	if m.repairs, err = register(r, m.repairs); err != nil {
-		return nil, err
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("llm metrics: %w", err)
 	}
 	return m, nil
-}
-
-// register adopts an identical collector that is already registered, so a
-// second Client on the same registry (or a restarted component) shares the
-// series instead of failing.
-func register[T prometheus.Collector](r prometheus.Registerer, c T) (T, error) {
-	err := r.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("llm metrics: %w", err)
 }
 
 func breakerGaugeValue(s gobreaker.State) float64 {

@@ -3,6 +3,8 @@
 // limiter, HH's pacer, the job locker). While Redis fails they fall back to
 // an in-process equivalent; the gate says when to, probes Redis with backoff
 // while it is down, and logs each switch once — not once per message.
+// Fallback holds the in-process budget the Telegram limiter and HH's pacer
+// fall back to, at this replica's share.
 package redisgate
 
 import (

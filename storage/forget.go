@@ -81,22 +81,36 @@ func (s *Store) Forget(ctx context.Context, userID int64, known time.Time) (memo
 		if err := scrubCopies(ctx, tx, userID); err != nil {
 			return err
 		}
-		for _, step := range []struct {
-			what, q string
-			n       *int
-		}{
-			{"cited group messages", `UPDATE group_messages m SET text = '', author = '', author_id = 0
+		if err := deleteUserRows(ctx, tx, userID, &f); err != nil {
+			return err
+		}
+		return forgetUserRow(ctx, tx, userID, &f)
+	})
+	if err != nil {
+		return memory.Forgotten{}, fmt.Errorf("forget user %d: %w", userID, err)
+	}
+	return f, nil
+}
+
+// deleteUserRows deletes (or, for cited group messages, erases) the user's
+// rows in every table but users and masters, counting them into f.
+func deleteUserRows(ctx context.Context, tx pgx.Tx, userID int64, f *memory.Forgotten) error {
+	for _, step := range []struct {
+		what, q string
+		n       *int
+	}{
+		{"cited group messages", `UPDATE group_messages m SET text = '', author = '', author_id = 0
 WHERE m.author_id = $1 AND EXISTS (SELECT 1 FROM analysis_proposal_sources s
                                    WHERE s.chat_id = m.chat_id AND s.message_id = m.message_id)`, &f.GroupMessages},
-			{"group messages", `DELETE FROM group_messages WHERE author_id = $1`, &f.GroupMessages},
-			{"runs", `DELETE FROM pipeline_runs WHERE user_id = $1`, &f.Runs},
-			{"raw logs", `DELETE FROM raw_logs WHERE user_id = $1`, &f.Logs},
-			{"summaries", `DELETE FROM lsm_storage WHERE user_id = $1`, &f.Summaries},
-			{"matches", `DELETE FROM vacancy_matches WHERE user_id = $1`, &f.Matches},
-			{"ban words", `DELETE FROM ban_words WHERE user_id = $1`, &f.BanWords},
-			// The statement's snapshot still shows the deleted searches,
-			// hence user_id <> $1: a key stays while another user has it.
-			{"searches", `WITH gone AS (
+		{"group messages", `DELETE FROM group_messages WHERE author_id = $1`, &f.GroupMessages},
+		{"runs", `DELETE FROM pipeline_runs WHERE user_id = $1`, &f.Runs},
+		{"raw logs", `DELETE FROM raw_logs WHERE user_id = $1`, &f.Logs},
+		{"summaries", `DELETE FROM lsm_storage WHERE user_id = $1`, &f.Summaries},
+		{"matches", `DELETE FROM vacancy_matches WHERE user_id = $1`, &f.Matches},
+		{"ban words", `DELETE FROM ban_words WHERE user_id = $1`, &f.BanWords},
+		// The statement's snapshot still shows the deleted searches,
+		// hence user_id <> $1: a key stays while another user has it.
+		{"searches", `WITH gone AS (
     DELETE FROM searches WHERE user_id = $1 RETURNING search_key
 ), orphan AS (
     SELECT DISTINCT g.search_key FROM gone g
@@ -107,47 +121,48 @@ WHERE m.author_id = $1 AND EXISTS (SELECT 1 FROM analysis_proposal_sources s
     DELETE FROM search_hits WHERE search_key IN (SELECT search_key FROM orphan)
 )
 SELECT 1 FROM gone`, &f.Searches},
-			{"outbox", `DELETE FROM outbox WHERE chat_id = $1`, &f.Messages},
-			{"throttles", `DELETE FROM outbox_throttles WHERE chat_id = $1`, nil},
-			{"unreachable mark", `DELETE FROM unreachable_chats WHERE chat_id = $1`, nil},
-		} {
-			tag, err := tx.Exec(ctx, step.q, userID)
-			if err != nil {
-				return fmt.Errorf("%s: %w", step.what, err)
-			}
-			if step.n != nil {
-				*step.n += int(tag.RowsAffected())
-			}
+		{"outbox", `DELETE FROM outbox WHERE chat_id = $1`, &f.Messages},
+		{"throttles", `DELETE FROM outbox_throttles WHERE chat_id = $1`, nil},
+		{"unreachable mark", `DELETE FROM unreachable_chats WHERE chat_id = $1`, nil},
+	} {
+		tag, err := tx.Exec(ctx, step.q, userID)
+		if err != nil {
+			return fmt.Errorf("%s: %w", step.what, err)
 		}
-		err = tx.QueryRow(ctx, `
+		if step.n != nil {
+			*step.n += int(tag.RowsAffected())
+		}
+	}
+	return nil
+}
+
+// forgetUserRow deletes the users row, or keeps it, erased and renewed, as
+// the anchor of a master record that orders or offers still name.
+func forgetUserRow(ctx context.Context, tx pgx.Tx, userID int64, f *memory.Forgotten) error {
+	err := tx.QueryRow(ctx, `
 SELECT EXISTS (SELECT 1 FROM orders WHERE master_id = $1) OR EXISTS (SELECT 1 FROM offers WHERE master_id = $1),
        (SELECT count(*) FROM orders WHERE master_id = $1)`, userID).Scan(&f.MasterKept, &f.Orders)
-		if err != nil {
-			return fmt.Errorf("dispatch records: %w", err)
-		}
-		if !f.MasterKept {
-			// The cascade takes a master record nothing names.
-			if _, err := tx.Exec(ctx, `DELETE FROM users WHERE id = $1`, userID); err != nil {
-				return fmt.Errorf("user: %w", err)
-			}
-			return nil
-		}
-		if _, err := tx.Exec(ctx, `UPDATE masters SET active = false, city = $2, district = $2, skills = ARRAY[$2],
-    updated_at = now() WHERE user_id = $1`, userID, detachedPlace); err != nil {
-			return fmt.Errorf("detach master: %w", err)
-		}
-		// A new created_at makes the kept row a new user's, so a second
-		// press of the confirm button sees the forgetting done.
-		if _, err := tx.Exec(ctx, `UPDATE users SET username = '', first_name = '', language = '', telegram_language = '',
-    time_zone = NULL, profile = '', created_at = clock_timestamp(), updated_at = now() WHERE id = $1`, userID); err != nil {
-			return fmt.Errorf("detach user: %w", err)
+	if err != nil {
+		return fmt.Errorf("dispatch records: %w", err)
+	}
+	if !f.MasterKept {
+		// The cascade takes a master record nothing names.
+		if _, err := tx.Exec(ctx, `DELETE FROM users WHERE id = $1`, userID); err != nil {
+			return fmt.Errorf("user: %w", err)
 		}
 		return nil
-	})
-	if err != nil {
-		return memory.Forgotten{}, fmt.Errorf("forget user %d: %w", userID, err)
 	}
-	return f, nil
+	if _, err := tx.Exec(ctx, `UPDATE masters SET active = false, city = $2, district = $2, skills = ARRAY[$2],
+    updated_at = now() WHERE user_id = $1`, userID, detachedPlace); err != nil {
+		return fmt.Errorf("detach master: %w", err)
+	}
+	// A new created_at makes the kept row a new user's, so a second
+	// press of the confirm button sees the forgetting done.
+	if _, err := tx.Exec(ctx, `UPDATE users SET username = '', first_name = '', language = '', telegram_language = '',
+    time_zone = NULL, profile = '', created_at = clock_timestamp(), updated_at = now() WHERE id = $1`, userID); err != nil {
+		return fmt.Errorf("detach user: %w", err)
+	}
+	return nil
 }
 
 // Held says what Forget would erase of the user's, for the confirmation.
@@ -173,45 +188,67 @@ func (s *Store) Held(ctx context.Context, userID int64) (memory.Held, error) {
 // shows proposals' titles, HTML-escaped) with deletedCopy. It runs before
 // the messages themselves are erased.
 func scrubCopies(ctx context.Context, tx pgx.Tx, userID int64) error {
+	c, err := copiesOf(ctx, tx, userID)
+	if err != nil || len(c.texts) == 0 {
+		return err
+	}
+	if err := scrubProposals(ctx, tx, userID, c); err != nil {
+		return err
+	}
+	return scrubOutbox(ctx, tx, userID, c)
+}
+
+// copies are the texts looked for, the longest first so that a text that
+// contains another goes whole, and their LIKE patterns.
+type copies struct {
+	texts, patterns []string
+}
+
+// copiesOf reads the user's group messages long enough to count as a copy,
+// each as written and HTML-escaped.
+func copiesOf(ctx context.Context, tx pgx.Tx, userID int64) (copies, error) {
+	var c copies
 	rows, err := tx.Query(ctx, `SELECT DISTINCT btrim(text) FROM group_messages
 WHERE author_id = $1 AND char_length(btrim(text)) >= $2`, userID, minCopy)
 	if err != nil {
-		return fmt.Errorf("texts of group messages: %w", err)
+		return c, fmt.Errorf("texts of group messages: %w", err)
 	}
 	texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return fmt.Errorf("texts of group messages: %w", err)
+		return c, fmt.Errorf("texts of group messages: %w", err)
 	}
-	if len(texts) == 0 {
-		return nil
-	}
-	var copies, patterns []string
 	for _, t := range texts {
-		copies = append(copies, t, html.EscapeString(t))
+		c.texts = append(c.texts, t, html.EscapeString(t))
 	}
-	// The longest first, so a text that contains another goes whole.
-	slices.SortFunc(copies, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
-	copies = slices.Compact(copies)
-	for _, c := range copies {
-		patterns = append(patterns, "%"+likeEscaper.Replace(c)+"%")
+	slices.SortFunc(c.texts, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
+	c.texts = slices.Compact(c.texts)
+	for _, t := range c.texts {
+		c.patterns = append(c.patterns, "%"+likeEscaper.Replace(t)+"%")
 	}
-	scrub := func(s string) string {
-		for _, c := range copies {
-			s = strings.ReplaceAll(s, c, deletedCopy)
-		}
-		return s
-	}
+	return c, nil
+}
 
+// scrub replaces every copy in s with deletedCopy.
+func (c copies) scrub(s string) string {
+	for _, t := range c.texts {
+		s = strings.ReplaceAll(s, t, deletedCopy)
+	}
+	return s
+}
+
+// scrubProposals scrubs the copies out of the proposals citing the user's
+// messages.
+func scrubProposals(ctx context.Context, tx pgx.Tx, userID int64, c copies) error {
 	type proposal struct {
 		id                           int64
 		title, description, assignee string
 	}
-	rows, err = tx.Query(ctx, `SELECT p.id, p.title, p.description, p.assignee FROM analysis_proposals p
+	rows, err := tx.Query(ctx, `SELECT p.id, p.title, p.description, p.assignee FROM analysis_proposals p
 WHERE EXISTS (SELECT 1 FROM analysis_proposal_sources s
               JOIN group_messages m ON m.chat_id = s.chat_id AND m.message_id = s.message_id
               WHERE s.proposal_id = p.id AND m.author_id = $1)
   AND (p.title LIKE ANY ($2) OR p.description LIKE ANY ($2) OR p.assignee LIKE ANY ($2))
-FOR UPDATE OF p`, userID, patterns)
+FOR UPDATE OF p`, userID, c.patterns)
 	if err != nil {
 		return fmt.Errorf("proposals citing group messages: %w", err)
 	}
@@ -225,18 +262,23 @@ FOR UPDATE OF p`, userID, patterns)
 	}
 	for _, p := range ps {
 		if _, err := tx.Exec(ctx, `UPDATE analysis_proposals SET title = $2, description = $3, assignee = $4 WHERE id = $1`,
-			p.id, scrub(p.title), scrub(p.description), scrub(p.assignee)); err != nil {
+			p.id, c.scrub(p.title), c.scrub(p.description), c.scrub(p.assignee)); err != nil {
 			return fmt.Errorf("scrub proposal %d: %w", p.id, err)
 		}
 	}
+	return nil
+}
 
+// scrubOutbox scrubs the copies out of other chats' outbox rows, text and
+// last error.
+func scrubOutbox(ctx context.Context, tx pgx.Tx, userID int64, c copies) error {
 	type row struct {
 		id              int64
 		text, lastError string
 	}
-	rows, err = tx.Query(ctx, `SELECT id, COALESCE(body->>'text', ''), last_error FROM outbox
+	rows, err := tx.Query(ctx, `SELECT id, COALESCE(body->>'text', ''), last_error FROM outbox
 WHERE chat_id <> $1 AND (body->>'text' LIKE ANY ($2) OR last_error LIKE ANY ($2))
-FOR UPDATE`, userID, patterns)
+FOR UPDATE`, userID, c.patterns)
 	if err != nil {
 		return fmt.Errorf("outbox copies: %w", err)
 	}
@@ -251,7 +293,7 @@ FOR UPDATE`, userID, patterns)
 	for _, r := range rs {
 		if _, err := tx.Exec(ctx, `UPDATE outbox SET last_error = $3,
     body = CASE WHEN body ? 'text' THEN jsonb_set(body, '{text}', to_jsonb($2::text)) ELSE body END
-WHERE id = $1`, r.id, scrub(r.text), scrub(r.lastError)); err != nil {
+WHERE id = $1`, r.id, c.scrub(r.text), c.scrub(r.lastError)); err != nil {
 			return fmt.Errorf("scrub outbox row %d: %w", r.id, err)
 		}
 	}

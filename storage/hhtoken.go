@@ -7,46 +7,27 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"switchboard/hh"
 )
 
-// HHToken is HH's application token as stored for one client id. Its
-// times are measured by the database's clock, which every replica shares.
-type HHToken struct {
-	Token string
-	// Age is how long ago it was obtained.
-	Age time.Duration
-	// Expires reports whether it has a lifetime (HH's application tokens
-	// have none by default); TTL is then what is left of it, negative once
-	// it has expired.
-	Expires bool
-	TTL     time.Duration
-	// Refused: HH refused it (RefuseHHAppToken) and it waits to be replaced.
-	Refused bool
-}
-
-// NewHHToken is a token just obtained, to be stored.
-type NewHHToken struct {
-	Token string
-	// Lifetime is HH's expires_in; zero for a token that does not expire.
-	Lifetime time.Duration
-}
-
-// HHAppToken returns the application token stored for clientID after
+// HHAppToken returns the application token (its times measured by the
+// database's clock, which every replica shares) stored for clientID after
 // calling renew with it (nil when none is stored), all in one transaction
 // holding an advisory lock of clientID: replicas asking at once run renew
 // one after another, and a later one sees what an earlier one stored, so
 // one token is obtained however many ask. A token renew returns replaces
 // the stored one (and is no longer refused); nil keeps the stored one. An
 // error from renew is returned as is, and nothing changes.
-func (s *Store) HHAppToken(ctx context.Context, clientID string, renew func(ctx context.Context, stored *HHToken) (*NewHHToken, error)) (HHToken, error) {
-	var out HHToken
+func (s *Store) HHAppToken(ctx context.Context, clientID string, renew func(ctx context.Context, stored *hh.StoredToken) (*hh.NewToken, error)) (hh.StoredToken, error) {
+	var out hh.StoredToken
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('hh_app_token:' || $1, 0))`, clientID); err != nil {
 			return fmt.Errorf("hh app token of %q: lock: %w", clientID, err)
 		}
 		var (
-			stored *HHToken
-			t      HHToken
+			stored *hh.StoredToken
+			t      hh.StoredToken
 			ageUS  int64
 			ttlUS  *int64
 		)
@@ -94,14 +75,14 @@ ON CONFLICT (client_id) DO UPDATE SET
 		if err != nil {
 			return fmt.Errorf("hh app token of %q: store: %w", clientID, err)
 		}
-		out = HHToken{Token: fresh.Token}
+		out = hh.StoredToken{Token: fresh.Token}
 		if fresh.Lifetime > 0 {
 			out.Expires, out.TTL = true, fresh.Lifetime
 		}
 		return nil
 	})
 	if err != nil {
-		return HHToken{}, err
+		return hh.StoredToken{}, err
 	}
 	return out, nil
 }
@@ -118,4 +99,19 @@ WHERE client_id = $1 AND token = $2 AND refused_at IS NULL`, clientID, token)
 		return false, fmt.Errorf("refuse hh app token of %q: %w", clientID, err)
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// HHTokens is the hh_app_tokens table as hh.TokenStore: one application
+// token for every replica.
+func (s *Store) HHTokens() hh.TokenStore { return hhTokenStore{s} }
+
+// hhTokenStore gives the table's methods the names hh asks for.
+type hhTokenStore struct{ *Store }
+
+func (s hhTokenStore) AppToken(ctx context.Context, clientID string, renew func(context.Context, *hh.StoredToken) (*hh.NewToken, error)) (hh.StoredToken, error) {
+	return s.HHAppToken(ctx, clientID, renew)
+}
+
+func (s hhTokenStore) RefuseAppToken(ctx context.Context, clientID, token string) (bool, error) {
+	return s.RefuseHHAppToken(ctx, clientID, token)
 }

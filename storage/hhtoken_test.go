@@ -9,19 +9,20 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"switchboard/hh"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
 
 // obtainOnce is a renew that keeps a usable stored token and otherwise
 // "obtains" token, counting how often it did.
-func obtainOnce(token string, calls *atomic.Int32) func(context.Context, *storage.HHToken) (*storage.NewHHToken, error) {
-	return func(_ context.Context, stored *storage.HHToken) (*storage.NewHHToken, error) {
+func obtainOnce(token string, calls *atomic.Int32) func(context.Context, *hh.StoredToken) (*hh.NewToken, error) {
+	return func(_ context.Context, stored *hh.StoredToken) (*hh.NewToken, error) {
 		if stored != nil && !stored.Refused {
 			return nil, nil
 		}
 		calls.Add(1)
-		return &storage.NewHHToken{Token: token}, nil
+		return &hh.NewToken{Token: token}, nil
 	}
 }
 
@@ -31,14 +32,14 @@ func TestHHAppTokenObtainedOnceThenKept(t *testing.T) {
 	st := storagetest.New(t)
 
 	var calls atomic.Int32
-	var seen []*storage.HHToken
-	renew := func(ctx context.Context, stored *storage.HHToken) (*storage.NewHHToken, error) {
+	var seen []*hh.StoredToken
+	renew := func(ctx context.Context, stored *hh.StoredToken) (*hh.NewToken, error) {
 		seen = append(seen, stored)
 		return obtainOnce("tok-1", &calls)(ctx, stored)
 	}
 	got, err := st.HHAppToken(ctx, "app", renew)
 	require.NoError(t, err)
-	require.Equal(t, storage.HHToken{Token: "tok-1"}, got)
+	require.Equal(t, hh.StoredToken{Token: "tok-1"}, got)
 
 	got, err = st.HHAppToken(ctx, "app", renew)
 	require.NoError(t, err)
@@ -78,11 +79,11 @@ func TestHHAppTokenIsSingleFlightAcrossReplicas(t *testing.T) {
 
 	var calls atomic.Int32
 	type result struct {
-		tok storage.HHToken
+		tok hh.StoredToken
 		err error
 	}
 	second := make(chan result, 1)
-	got, err := a.HHAppToken(ctx, "app", func(ctx context.Context, stored *storage.HHToken) (*storage.NewHHToken, error) {
+	got, err := a.HHAppToken(ctx, "app", func(ctx context.Context, stored *hh.StoredToken) (*hh.NewToken, error) {
 		require.Nil(t, stored)
 		calls.Add(1)
 		go func() {
@@ -96,7 +97,7 @@ func TestHHAppTokenIsSingleFlightAcrossReplicas(t *testing.T) {
   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&waiting)
 			return waiting == 1
 		}, 5*time.Second, 5*time.Millisecond)
-		return &storage.NewHHToken{Token: "tok-a"}, nil
+		return &hh.NewToken{Token: "tok-a"}, nil
 	})
 	require.NoError(t, err)
 	require.Equal(t, "tok-a", got.Token)
@@ -127,15 +128,15 @@ func TestRefuseHHAppTokenOnlyTheStoredOne(t *testing.T) {
 	require.False(t, refuse("tok-1"), "refused already")
 
 	// The next caller sees the refusal and replaces the token.
-	var seen storage.HHToken
-	got, err := st.HHAppToken(ctx, "app", func(ctx context.Context, stored *storage.HHToken) (*storage.NewHHToken, error) {
+	var seen hh.StoredToken
+	got, err := st.HHAppToken(ctx, "app", func(ctx context.Context, stored *hh.StoredToken) (*hh.NewToken, error) {
 		seen = *stored
 		return obtainOnce("tok-2", &calls)(ctx, stored)
 	})
 	require.NoError(t, err)
 	require.True(t, seen.Refused)
 	require.Equal(t, "tok-1", seen.Token)
-	require.Equal(t, storage.HHToken{Token: "tok-2"}, got)
+	require.Equal(t, hh.StoredToken{Token: "tok-2"}, got)
 
 	// A replica that still sent tok-1 refuses it late: tok-2 stays.
 	require.False(t, refuse("tok-1"))
@@ -156,16 +157,16 @@ func TestHHAppTokenLifetimeAndAge(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
 	st := storagetest.New(t)
-	got, err := st.HHAppToken(ctx, "app", func(context.Context, *storage.HHToken) (*storage.NewHHToken, error) {
-		return &storage.NewHHToken{Token: "tok-1", Lifetime: time.Hour}, nil
+	got, err := st.HHAppToken(ctx, "app", func(context.Context, *hh.StoredToken) (*hh.NewToken, error) {
+		return &hh.NewToken{Token: "tok-1", Lifetime: time.Hour}, nil
 	})
 	require.NoError(t, err)
-	require.Equal(t, storage.HHToken{Token: "tok-1", Expires: true, TTL: time.Hour}, got)
+	require.Equal(t, hh.StoredToken{Token: "tok-1", Expires: true, TTL: time.Hour}, got)
 
-	read := func() storage.HHToken {
+	read := func() hh.StoredToken {
 		t.Helper()
-		var out storage.HHToken
-		_, err := st.HHAppToken(ctx, "app", func(_ context.Context, stored *storage.HHToken) (*storage.NewHHToken, error) {
+		var out hh.StoredToken
+		_, err := st.HHAppToken(ctx, "app", func(_ context.Context, stored *hh.StoredToken) (*hh.NewToken, error) {
 			out = *stored
 			return nil, nil
 		})
@@ -189,11 +190,11 @@ func TestHHAppTokenRenewErrorChangesNothing(t *testing.T) {
 	ctx := ctxT(t)
 	st := storagetest.New(t)
 	boom := errors.New("HH said no")
-	_, err := st.HHAppToken(ctx, "app", func(context.Context, *storage.HHToken) (*storage.NewHHToken, error) {
+	_, err := st.HHAppToken(ctx, "app", func(context.Context, *hh.StoredToken) (*hh.NewToken, error) {
 		return nil, boom
 	})
 	require.ErrorIs(t, err, boom)
-	_, err = st.HHAppToken(ctx, "app", func(context.Context, *storage.HHToken) (*storage.NewHHToken, error) {
+	_, err = st.HHAppToken(ctx, "app", func(context.Context, *hh.StoredToken) (*hh.NewToken, error) {
 		return nil, nil
 	})
 	require.ErrorContains(t, err, "none stored and none obtained")

@@ -6,9 +6,8 @@ import (
 	"time"
 )
 
-// JobRun is one run of a periodic job as the scheduler reports it. Its fields
-// match jobs.Run one for one, in order, so main adapts without either
-// package importing the other: storage.JobRun(run) is a plain conversion.
+// JobRun is one run of a periodic job as the scheduler (jobs) reports it;
+// the Store is the scheduler's Recorder.
 type JobRun struct {
 	Name      string
 	Replica   string
@@ -25,7 +24,7 @@ type JobRunSummary struct {
 	Failures int64
 }
 
-// RecordJobRun counts a run and makes it the job's latest unless a later one
+// RecordJobRun (jobs.Recorder) counts a run and makes it the job's latest unless a later one
 // is already stored: replicas report concurrently, and a slow report of an
 // old run must not hide a newer one.
 func (s *Store) RecordJobRun(ctx context.Context, r JobRun) error {

@@ -523,8 +523,7 @@ WITH c AS (
       -- A QUEUED match waits while another worker fetches its vacancy's
       -- detail, and, while HH refuses us ($3), unless the detail is at hand.
       -- A scalar subquery, evaluated per candidate row as the index walk
-      -- reaches it: written as NOT EXISTS it cost the vacancies bench a
-      -- fifth of its rate (465 against 580 matches/s).
+      -- reaches it: NOT EXISTS here costs a fifth of the claim rate.
       AND (q.status = 'ANALYZED' OR (
           SELECT d.detail_fetching_until > now()
                  OR $3 AND (d.detail_fetched_at IS NULL OR d.detail_fetched_at <= now() - $4 * interval '1 millisecond')

@@ -65,7 +65,6 @@ type MemoryLimiter struct {
 	chats  map[int64]*rate.Limiter
 	paused map[int64]time.Time // chat → until; key 0 is the whole bot
 	now    func() time.Time
-	share  int // the replica count a FallbackLimiter built it for
 }
 
 // NewMemoryLimiter builds an in-process limiter.
@@ -314,56 +313,18 @@ func jitter(d time.Duration) time.Duration {
 
 // FallbackLimiter is the shared RedisLimiter while Redis answers and, while
 // it fails, an in-process MemoryLimiter pacing this replica at its share of
-// the limits: every rate divided by the number of live replicas, so the
-// replicas together stay under Telegram's allowance without talking to each
-// other. Redis is an accelerator: its outage slows delivery, never stops it.
+// the limits (redisgate.Fallback, Limits.Share). Redis is an accelerator:
+// its outage slows delivery, never stops it.
 type FallbackLimiter struct {
-	shared Limiter
-	gate   *redisgate.Gate
-	limits Limits
-	// replicas counts the live replicas (the heartbeat table); on error or
-	// 0 the last count is kept, at first DefaultShare.
-	replicas func(context.Context) (int, error)
-
-	mu      sync.Mutex
-	local   *MemoryLimiter
-	builtAt time.Time
-	share   int
+	shared   Limiter
+	fallback *redisgate.Fallback[*MemoryLimiter]
 }
 
-// DefaultShare is the replica count assumed when the heartbeat table cannot
-// say (the database may be down too): pacing as one of this many is
-// conservative for the deployments this bot runs as.
-const DefaultShare = 4
-
-// NewFallbackLimiter wraps shared (a RedisLimiter) with gate's view of Redis.
+// NewFallbackLimiter wraps shared (a RedisLimiter) with gate's view of Redis;
+// replicas counts the live replicas.
 func NewFallbackLimiter(shared Limiter, gate *redisgate.Gate, l Limits, replicas func(context.Context) (int, error)) *FallbackLimiter {
-	return &FallbackLimiter{shared: shared, gate: gate, limits: l, replicas: replicas, share: DefaultShare}
-}
-
-// localFor returns the in-process limiter, rebuilt at the share of the
-// replicas alive now when it is a minute old (a replica gone or come).
-func (f *FallbackLimiter) localFor(ctx context.Context) *MemoryLimiter {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.local != nil && time.Since(f.builtAt) < time.Minute {
-		return f.local
-	}
-	if f.replicas != nil {
-		qctx, cancel := context.WithTimeout(ctx, time.Second)
-		if n, err := f.replicas(qctx); err == nil && n > 0 {
-			f.share = n
-		}
-		cancel()
-	}
-	if f.local != nil && f.local.share == f.share {
-		f.builtAt = time.Now()
-		return f.local
-	}
-	f.local = NewMemoryLimiter(f.limits.Share(f.share))
-	f.local.share = f.share
-	f.builtAt = time.Now()
-	return f.local
+	build := func(share int) *MemoryLimiter { return NewMemoryLimiter(l.Share(share)) }
+	return &FallbackLimiter{shared: shared, fallback: redisgate.NewFallback(gate, build, replicas)}
 }
 
 // Share is l for one of n replicas pacing alone: every rate divided by n,
@@ -379,25 +340,20 @@ func (l Limits) Share(n int) Limits {
 
 // Take implements Limiter.
 func (f *FallbackLimiter) Take(ctx context.Context, chatID int64, maxWait time.Duration) (time.Duration, error) {
-	if !f.gate.Down(ctx) {
-		wait, err := f.shared.Take(ctx, chatID, maxWait)
-		if err == nil || ctx.Err() != nil {
-			return wait, err
-		}
-		f.gate.Fail(ctx, err)
+	var wait time.Duration
+	if done, err := f.fallback.Shared(ctx, func() (err error) {
+		wait, err = f.shared.Take(ctx, chatID, maxWait)
+		return err
+	}); done {
+		return wait, err
 	}
-	return f.localFor(ctx).Take(ctx, chatID, maxWait)
+	return f.fallback.Local(ctx).Take(ctx, chatID, maxWait)
 }
 
 // Pause implements Limiter: the pause is kept in process too, so it holds
 // whichever limiter the next Take uses.
 func (f *FallbackLimiter) Pause(ctx context.Context, chatID int64, d time.Duration, global bool) error {
-	_ = f.localFor(ctx).Pause(ctx, chatID, d, global)
-	if f.gate.Down(ctx) {
-		return nil
-	}
-	if err := f.shared.Pause(ctx, chatID, d, global); err != nil && ctx.Err() == nil {
-		f.gate.Fail(ctx, err)
-	}
+	_ = f.fallback.Local(ctx).Pause(ctx, chatID, d, global)
+	_, _ = f.fallback.Shared(ctx, func() error { return f.shared.Pause(ctx, chatID, d, global) })
 	return nil
 }

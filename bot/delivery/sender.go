@@ -415,28 +415,22 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		sent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_sent_total",
-			Help: "Messages Telegram accepted, by kind."}, []string{"kind"}),
-		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_failed_total",
-			Help: "Messages Telegram refused as bad requests (bugs), by kind."}, []string{"kind"}),
-		retried: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_retried_total",
-			Help: "Deliveries put back for later, by kind and reason (paced, flood, transient)."}, []string{"kind", "reason"}),
-		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_dropped_total",
-			Help: "Messages dropped, by kind and reason (unreachable, edit_gone, superseded)."}, []string{"kind", "reason"}),
-		throttled: prometheus.NewCounter(prometheus.CounterOpts{Name: "telegram_rate_limited_total",
-			Help: "429 answers from Telegram."}),
-		age: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "outbox_queue_age_seconds",
-			Help:    "Time from a message's row being written to Telegram accepting it.",
-			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 1800}}),
+		sent: r.CounterVec("outbox_sent_total", "Messages Telegram accepted, by kind.", "kind"),
+		failed: r.CounterVec("outbox_failed_total",
+			"Messages Telegram refused as bad requests (bugs), by kind.", "kind"),
+		retried: r.CounterVec("outbox_retried_total",
+			"Deliveries put back for later, by kind and reason (paced, flood, transient).", "kind", "reason"),
+		dropped: r.CounterVec("outbox_dropped_total",
+			"Messages dropped, by kind and reason (unreachable, edit_gone, superseded).", "kind", "reason"),
+		throttled: r.Counter("telegram_rate_limited_total", "429 answers from Telegram."),
+		age: r.Histogram("outbox_queue_age_seconds",
+			"Time from a message's row being written to Telegram accepting it.",
+			[]float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 1800}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.sent, m.failed, m.retried, m.dropped, m.throttled, m.age} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("delivery metrics: %w", err)
-		}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("delivery metrics: %w", err)
 	}
 	return m, nil
 }

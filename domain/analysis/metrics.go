@@ -1,9 +1,11 @@
 package analysis
 
 import (
-	"errors"
+	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain"
 )
 
 type metrics struct {
@@ -13,25 +15,16 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "analysis_runs_total", Help: "Analysis runs entering each state.",
-		}, []string{"state"}),
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "analysis_proposal_decisions_total", Help: "Proposals approved or rejected.",
-		}, []string{"decision"}),
-		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "analysis_batch_seconds", Help: "Time to turn one batch into saved proposals.",
-			Buckets: prometheus.DefBuckets,
-		}),
+		runs:      r.CounterVec("analysis_runs_total", "Analysis runs entering each state.", "state"),
+		decisions: r.CounterVec("analysis_proposal_decisions_total", "Proposals approved or rejected.", "decision"),
+		batch: r.Histogram("analysis_batch_seconds",
+			"Time to turn one batch into saved proposals.",
+			prometheus.DefBuckets),
 	}
-	for _, c := range []prometheus.Collector{m.runs, m.decisions, m.batch} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, err
-			}
-		}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("analysis metrics: %w", err)
 	}
 	return m, nil
 }

@@ -1,9 +1,11 @@
 package dispatch
 
 import (
-	"errors"
+	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain"
 )
 
 type metrics struct {
@@ -15,34 +17,20 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		offers: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dispatch_offers_total", Help: "Offers entering each state.",
-		}, []string{"state"}),
-		orders: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dispatch_orders_total", Help: "Orders entering each state.",
-		}, []string{"state"}),
-		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "dispatch_offer_expiry_lag_seconds",
-			Help:    "How long after expires_at an offer was expired.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-		}),
-		sweep: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "dispatch_watchdog_sweep_seconds",
-			Help:    "Duration of the expired-offers statement.",
-			Buckets: prometheus.DefBuckets,
-		}),
-		blocked: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "dispatch_masters_blocked_total", Help: "Masters blocked for overdue commission.",
-		}),
+		offers: r.CounterVec("dispatch_offers_total", "Offers entering each state.", "state"),
+		orders: r.CounterVec("dispatch_orders_total", "Orders entering each state.", "state"),
+		lag: r.Histogram("dispatch_offer_expiry_lag_seconds",
+			"How long after expires_at an offer was expired.",
+			[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}),
+		sweep: r.Histogram("dispatch_watchdog_sweep_seconds",
+			"Duration of the expired-offers statement.",
+			prometheus.DefBuckets),
+		blocked: r.Counter("dispatch_masters_blocked_total", "Masters blocked for overdue commission."),
 	}
-	for _, c := range []prometheus.Collector{m.offers, m.orders, m.lag, m.sweep, m.blocked} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, err
-			}
-		}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("dispatch metrics: %w", err)
 	}
 	return m, nil
 }

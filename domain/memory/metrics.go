@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain"
 )
 
 // metrics are the process document's list; LLM calls and tokens come from
@@ -20,37 +22,23 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		submitted: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "memory_runs_submitted_total", Help: "Pipeline runs created from private messages.",
-		}),
-		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "memory_stage_duration_seconds", Help: "Time in each pipeline stage, LLM included.",
-			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12),
-		}, []string{"stage"}),
-		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "memory_runs_failed_total", Help: "Runs moved to FAILED, by the stage that failed.",
-		}, []string{"stage"}),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "memory_llm_retries_total", Help: "LLM calls retried, by call and reason.",
-		}, []string{"call", "reason"}),
-		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "memory_runs_finished_total", Help: "Runs delivered (and archived), by final status.",
-		}, []string{"status"}),
-		reaped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "memory_runs_reaped_total", Help: "Stalled runs the reaper returned to the stage before.",
-		}),
-		givenBack: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "memory_runs_given_back_total", Help: "Stages given back because their result could not be saved.",
-		}),
-		backlog: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "memory_runs_backlog", Help: "Runs in NEW at the last sweep.",
-		}),
+		submitted: r.Counter("memory_runs_submitted_total", "Pipeline runs created from private messages."),
+		stage: r.HistogramVec("memory_stage_duration_seconds",
+			"Time in each pipeline stage, LLM included.",
+			prometheus.ExponentialBuckets(0.005, 2.5, 12), "stage"),
+		failed:  r.CounterVec("memory_runs_failed_total", "Runs moved to FAILED, by the stage that failed.", "stage"),
+		retries: r.CounterVec("memory_llm_retries_total", "LLM calls retried, by call and reason.", "call", "reason"),
+		finished: r.CounterVec("memory_runs_finished_total",
+			"Runs delivered (and archived), by final status.", "status"),
+		reaped: r.Counter("memory_runs_reaped_total", "Stalled runs the reaper returned to the stage before."),
+		givenBack: r.Counter("memory_runs_given_back_total",
+			"Stages given back because their result could not be saved."),
+		backlog: r.Gauge("memory_runs_backlog", "Runs in NEW at the last sweep."),
 	}
-	for _, c := range []prometheus.Collector{m.submitted, m.stage, m.failed, m.retries, m.finished, m.reaped, m.givenBack, m.backlog} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("memory metrics: %w", err)
-		}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("memory metrics: %w", err)
 	}
 	return m, nil
 }

@@ -100,105 +100,16 @@ func (s *Service) Discover(ctx context.Context, g Group) (Run, error) {
 	if err != nil {
 		return run, fmt.Errorf("markers: %w", err)
 	}
-	per := s.cfg.PerPage
-	var found []Vacancy
-	var hits []int64
-	maxID, minID := int64(0), int64(0)
-	var pageErr error
-paging:
-	for page := 0; ; page++ {
-		if (page+1)*per > MaxDepth {
-			run.End = "depth"
-			break
-		}
-		p, err := s.deps.Source.Search(ctx, g.Params, page, per)
-		if err != nil {
-			pageErr = fmt.Errorf("search page %d: %w", page, err)
-			break
-		}
-		run.Pages++
-		ids := make([]int64, len(p.Items))
-		for i, v := range p.Items {
-			ids[i] = v.ID
-		}
-		unseen, err := s.deps.Repo.Unseen(ctx, g.Key, ids)
-		if err != nil {
-			pageErr = fmt.Errorf("check seen: %w", err)
-			break
-		}
-		for _, v := range p.Items {
-			run.Seen++
-			maxID = max(maxID, v.ID)
-			if minID == 0 || v.ID < minID {
-				minID = v.ID
-			}
-			if !unseen[v.ID] {
-				continue
-			}
-			unseen[v.ID] = false // a page may repeat an item while HH reshuffles
-			found = append(found, v)
-			hits = append(hits, v.ID)
-			if len(found) >= s.cfg.FetchLimit {
-				run.End = "limit"
-				break paging
-			}
-		}
-		if len(p.Items) < per || page+1 >= p.Pages {
-			run.End = "end"
-			if p.Found > (page+1)*per {
-				run.End = "depth" // HH serves no deeper page
-			}
-			break
-		}
-	}
-	run.Unseen = len(found)
-
-	m := Markers{LastSeenMaxID: max(old.LastSeenMaxID, maxID), LastCompleteSweepBeforeID: old.LastCompleteSweepBeforeID}
-	if minID > 0 && (m.LastCompleteSweepBeforeID == 0 || minID < m.LastCompleteSweepBeforeID) {
-		m.LastCompleteSweepBeforeID = minID
-	}
+	sw, pageErr := s.sweep(ctx, g, &run)
+	run.Unseen = len(sw.found)
+	m := sw.markers(old)
 	run.Markers = m
-
-	// Who gets what is decided inside the save, against the users who
-	// follow the key at that moment (see Repository.SaveDiscovery).
-	pick := func(users []Recipient) []NewMatch {
-		var matches []NewMatch
-		run.Dropped = 0
-		for _, v := range found {
-			// Unless the search asks for it: every follower of a key
-			// has its parameters.
-			if v.Experience == MoreThan6 && !g.Params.Has("experience", MoreThan6) {
-				run.Dropped++
-				continue
-			}
-			got := false
-			for _, u := range users {
-				if NewBans(u.BanWords).Match(v.Title, v.Snippet) != "" {
-					continue
-				}
-				matches = append(matches, NewMatch{UserID: u.ID, VacancyID: v.ID})
-				got = true
-			}
-			if !got {
-				run.Dropped++
-			}
-		}
-		return matches
-	}
 	if run.Pages > 0 {
 		// Saved even after a failed page: what was collected stays collected,
 		// and the markers only move as far as this run really went.
-		save := ctx
-		if ctx.Err() != nil {
-			var cancel context.CancelFunc
-			save, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-		}
-		n, err := s.deps.Repo.SaveDiscovery(save, g.Key, found, hits, m, pick, s.announce)
-		if err != nil {
+		if run.Queued, err = s.saveSweep(ctx, g, sw, m, &run); err != nil {
 			return run, errors.Join(pageErr, fmt.Errorf("save discovery: %w", err))
 		}
-		run.Queued = n
 	}
 	if run.Pages == 0 && pageErr != nil && ctx.Err() == nil {
 		// Nothing to save: a user waiting for the search's first
@@ -215,4 +126,129 @@ paging:
 		"end", run.End, "last_seen_max_id", m.LastSeenMaxID, "last_complete_sweep_before_id", m.LastCompleteSweepBeforeID,
 		"err", pageErr)
 	return run, pageErr
+}
+
+// swept is what one run's paging collected: the unseen vacancies (hits are
+// their ids) and the range of ids it examined.
+type swept struct {
+	found        []Vacancy
+	hits         []int64
+	minID, maxID int64
+}
+
+// markers moves the key's markers as far as this run went: the largest id
+// only grows, the smallest swept only shrinks.
+func (sw swept) markers(old Markers) Markers {
+	m := Markers{LastSeenMaxID: max(old.LastSeenMaxID, sw.maxID), LastCompleteSweepBeforeID: old.LastCompleteSweepBeforeID}
+	if sw.minID > 0 && (m.LastCompleteSweepBeforeID == 0 || sw.minID < m.LastCompleteSweepBeforeID) {
+		m.LastCompleteSweepBeforeID = sw.minID
+	}
+	return m
+}
+
+// sweep pages the search newest first until FetchLimit unseen vacancies are
+// collected, the results end or HH's depth limit is reached, counting pages
+// and examined items into run and setting run.End. The error is the page
+// that failed; what was collected before it is returned with it.
+func (s *Service) sweep(ctx context.Context, g Group, run *Run) (swept, error) {
+	per := s.cfg.PerPage
+	var sw swept
+	for page := 0; ; page++ {
+		if (page+1)*per > MaxDepth {
+			run.End = "depth"
+			return sw, nil
+		}
+		p, err := s.deps.Source.Search(ctx, g.Params, page, per)
+		if err != nil {
+			return sw, fmt.Errorf("search page %d: %w", page, err)
+		}
+		run.Pages++
+		if full, err := s.collectPage(ctx, g.Key, p.Items, &sw, run); err != nil {
+			return sw, err
+		} else if full {
+			run.End = "limit"
+			return sw, nil
+		}
+		if len(p.Items) < per || page+1 >= p.Pages {
+			run.End = "end"
+			if p.Found > (page+1)*per {
+				run.End = "depth" // HH serves no deeper page
+			}
+			return sw, nil
+		}
+	}
+}
+
+// collectPage adds a page's items unseen by the key to sw and tells whether
+// FetchLimit is reached.
+func (s *Service) collectPage(ctx context.Context, key string, items []Vacancy, sw *swept, run *Run) (bool, error) {
+	ids := make([]int64, len(items))
+	for i, v := range items {
+		ids[i] = v.ID
+	}
+	unseen, err := s.deps.Repo.Unseen(ctx, key, ids)
+	if err != nil {
+		return false, fmt.Errorf("check seen: %w", err)
+	}
+	for _, v := range items {
+		run.Seen++
+		sw.maxID = max(sw.maxID, v.ID)
+		if sw.minID == 0 || v.ID < sw.minID {
+			sw.minID = v.ID
+		}
+		if !unseen[v.ID] {
+			continue
+		}
+		unseen[v.ID] = false // a page may repeat an item while HH reshuffles
+		sw.found = append(sw.found, v)
+		sw.hits = append(sw.hits, v.ID)
+		if len(sw.found) >= s.cfg.FetchLimit {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// saveSweep saves what the run collected with its markers and returns how
+// many matches were queued. It saves after the run's context is cancelled
+// too, within a bounded time.
+func (s *Service) saveSweep(ctx context.Context, g Group, sw swept, m Markers, run *Run) (int, error) {
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+	}
+	// Who gets what is decided inside the save, against the users who
+	// follow the key at that moment (see Repository.SaveDiscovery).
+	pick := func(users []Recipient) []NewMatch {
+		matches, dropped := pickMatches(g, sw.found, users)
+		run.Dropped = dropped
+		return matches
+	}
+	return s.deps.Repo.SaveDiscovery(ctx, g.Key, sw.found, sw.hits, m, pick, s.announce)
+}
+
+// pickMatches gives each vacancy to the users whose ban words it passes and
+// counts the vacancies nobody got.
+func pickMatches(g Group, found []Vacancy, users []Recipient) (matches []NewMatch, dropped int) {
+	for _, v := range found {
+		// Unless the search asks for it: every follower of a key
+		// has its parameters.
+		if v.Experience == MoreThan6 && !g.Params.Has("experience", MoreThan6) {
+			dropped++
+			continue
+		}
+		got := false
+		for _, u := range users {
+			if NewBans(u.BanWords).Match(v.Title, v.Snippet) != "" {
+				continue
+			}
+			matches = append(matches, NewMatch{UserID: u.ID, VacancyID: v.ID})
+			got = true
+		}
+		if !got {
+			dropped++
+		}
+	}
+	return matches, dropped
 }

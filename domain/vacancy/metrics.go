@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/domain"
 )
 
 type metrics struct {
@@ -19,44 +21,32 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	counter := func(name, help string) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
-	}
+	r := domain.NewRegistrar(reg)
 	m := &metrics{
-		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "vacancy_transitions_total", Help: "Vacancy match status changes.",
-		}, []string{"from", "to"}),
+		transitions: r.CounterVec("vacancy_transitions_total", "Vacancy match status changes.", "from", "to"),
 		// Outcomes: queued (ANALYZED, its card written to the outbox;
-		// delivery is counted by the outbox's own metrics since the
-		// outbox conversion, so "sent" is no longer reported here),
+		// delivery is counted by the outbox's own metrics),
 		// undelivered (ANALYZED, but no card could be rendered: claimed
 		// again later), not_suitable, archived, deleted, skipped, lost (the
 		// claim ran out), error.
-		processed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "vacancy_matches_processed_total",
-			Help: "Claimed matches by outcome (queued: card written to the outbox; delivery is the outbox's metrics).",
-		}, []string{"outcome"}),
-		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "vacancy_matches_skipped_total", Help: "Matches marked SKIPPED, by reason.",
-		}, []string{"reason"}),
-		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "vacancy_match_processing_seconds", Help: "Claim to the end of one processing (for a relevant match: its card queued).",
-			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
-		}),
-		retries:    counter("vacancy_llm_retries_total", "Relevance answers retried after invalid JSON."),
-		discovered: counter("vacancies_discovered_total", "Vacancies new to a search_key."),
-		queued:     counter("vacancy_matches_queued_total", "Matches created in QUEUED by discovery."),
+		processed: r.CounterVec("vacancy_matches_processed_total",
+			"Claimed matches by outcome (queued: card written to the outbox; delivery is the outbox's metrics).", "outcome"),
+		skipped: r.CounterVec("vacancy_matches_skipped_total", "Matches marked SKIPPED, by reason.", "reason"),
+		duration: r.Histogram("vacancy_match_processing_seconds",
+			"Claim to the end of one processing (for a relevant match: its card queued).",
+			prometheus.ExponentialBuckets(0.005, 2.5, 10)),
+		retries:    r.Counter("vacancy_llm_retries_total", "Relevance answers retried after invalid JSON."),
+		discovered: r.Counter("vacancies_discovered_total", "Vacancies new to a search_key."),
+		queued:     r.Counter("vacancy_matches_queued_total", "Matches created in QUEUED by discovery."),
 
-		recoveryAttempts:  counter("vacancies_recovery_attempts_total", "SKIPPED matches examined by recovery."),
-		recoveryRecovered: counter("vacancies_recovery_recovered_total", "SKIPPED matches returned to the queue."),
-		recoveryDeleted:   counter("vacancies_recovery_deleted_total", "SKIPPED matches deleted for a ban word."),
-		recoverySkipped:   counter("vacancies_recovery_skipped_total", "SKIPPED matches left alone (judged not relevant)."),
+		recoveryAttempts:  r.Counter("vacancies_recovery_attempts_total", "SKIPPED matches examined by recovery."),
+		recoveryRecovered: r.Counter("vacancies_recovery_recovered_total", "SKIPPED matches returned to the queue."),
+		recoveryDeleted:   r.Counter("vacancies_recovery_deleted_total", "SKIPPED matches deleted for a ban word."),
+		recoverySkipped: r.Counter("vacancies_recovery_skipped_total",
+			"SKIPPED matches left alone (judged not relevant)."),
 	}
-	for _, c := range []prometheus.Collector{m.transitions, m.processed, m.skipped, m.duration, m.retries,
-		m.discovered, m.queued, m.recoveryAttempts, m.recoveryRecovered, m.recoveryDeleted, m.recoverySkipped} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("vacancy metrics: %w", err)
-		}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("vacancy metrics: %w", err)
 	}
 	return m, nil
 }

@@ -1,4 +1,7 @@
-package main
+// Package health is a replica's operator endpoints: /healthz (the process
+// answers), /readyz (its dependencies answer and the schema is current,
+// with reports that do not judge readiness) and /metrics.
+package health
 
 import (
 	"context"
@@ -14,25 +17,25 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// readiness is one thing /readyz checks; an error makes the replica unready.
-type readiness struct {
-	name  string
-	check func(ctx context.Context) error
+// Check is one thing /readyz checks; an error makes the replica unready.
+type Check struct {
+	Name  string
+	Check func(ctx context.Context) error
 }
 
-// report is something /readyz shows without judging readiness by it.
-type report struct {
-	name string
-	read func(ctx context.Context) (any, error)
+// Report is something /readyz shows without judging readiness by it.
+type Report struct {
+	Name string
+	Read func(ctx context.Context) (any, error)
 }
 
-// newHTTPHandler serves /healthz (the process answers), /readyz (its
+// Handler serves /healthz (the process answers), /readyz (its
 // dependencies answer and the schema is current) and /metrics. /readyz
 // also shows reports — the work held past its lease, say — whose values do
 // not make the replica unready: taking a replica out of the load balancer
 // would not free a claim a dead worker left; the reaper and the next
 // claims do. Only a failing check (the database down) answers 503.
-func newHTTPHandler(reg *prometheus.Registry, checks []readiness, reports ...report) http.Handler {
+func Handler(reg *prometheus.Registry, checks []Check, reports ...Report) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -44,19 +47,19 @@ func newHTTPHandler(reg *prometheus.Registry, checks []readiness, reports ...rep
 		status := map[string]any{}
 		code := http.StatusOK
 		for _, c := range checks {
-			if err := c.check(ctx); err != nil {
-				status[c.name] = err.Error()
+			if err := c.Check(ctx); err != nil {
+				status[c.Name] = err.Error()
 				code = http.StatusServiceUnavailable
 				continue
 			}
-			status[c.name] = "ok"
+			status[c.Name] = "ok"
 		}
 		for _, rp := range reports {
-			v, err := rp.read(ctx)
+			v, err := rp.Read(ctx)
 			if err != nil {
 				v = err.Error()
 			}
-			status[rp.name] = v
+			status[rp.Name] = v
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
@@ -66,9 +69,9 @@ func newHTTPHandler(reg *prometheus.Registry, checks []readiness, reports ...rep
 	return mux
 }
 
-// serveHTTP listens on addr and serves until ctx ends; the listener is bound
+// Serve listens on addr and serves until ctx ends; the listener is bound
 // before it returns so a port conflict fails start-up, not later.
-func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logger) (stop func(context.Context) error, err error) {
+func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) (stop func(context.Context) error, err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on HTTP_ADDR %s: %w", addr, err)

@@ -1,4 +1,8 @@
-package main
+// Package prune is the prune job: every PRUNE_INTERVAL, once across
+// replicas, it deletes what is past each kind's retention (storage.Prune),
+// logs and counts the rows per kind, and records the run in prune_runs,
+// which /status shows.
+package prune
 
 import (
 	"context"
@@ -8,14 +12,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"switchboard/config"
+	"switchboard/domain"
 	"switchboard/domain/vacancy"
 	"switchboard/storage"
 )
 
-// pruner is the prune job: every PRUNE_INTERVAL, once across replicas,
-// it deletes what is past each kind's retention (storage.Prune), logs and
-// counts the rows per kind, and records the run in prune_runs for /status.
-type pruner struct {
+// Job is the prune job; Run is one tick of it.
+type Job struct {
 	store *storage.Store
 	ret   storage.Retention
 	opts  storage.PruneOptions
@@ -36,34 +40,33 @@ const inboxRetention = 24 * time.Hour
 // pruneBatchPause lets live load in between two prune batches.
 const pruneBatchPause = 50 * time.Millisecond
 
-func newPruner(cfg Config, store *storage.Store, log *slog.Logger, reg prometheus.Registerer) (*pruner, error) {
-	p := &pruner{
-		store: store, log: log, now: time.Now,
-		ret: storage.Retention{
+// Settings are what the job prunes and how, from the RETAIN_*,
+// OUTBOX_RETENTION and PRUNE_* settings (the bench reads the defaults here).
+func Settings(cfg config.Config) (storage.Retention, storage.PruneOptions) {
+	return storage.Retention{
 			GroupMessages: cfg.RetainGroupMessages, RunContext: cfg.RetainRunContext, Memory: cfg.RetainMemory,
 			VacancyMatches: cfg.RetainVacancyMatches, SearchHits: cfg.RetainSearchHits, Outbox: cfg.OutboxRetention,
 			Inbox:          inboxRetention,
 			OrderContacts:  cfg.RetainOrderContacts,
 			RecoveryWindow: cfg.VacancyRecoveryWindow, TasteExamples: vacancy.DefaultTasteExamples,
 		},
-		opts: storage.PruneOptions{Batch: cfg.PruneBatch, StatementTimeout: cfg.PruneStatementTimeout, Pause: pruneBatchPause},
-		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "prune_rows_total", Help: "Rows the prune job deleted (run_context, order_contacts: cleared) on this replica, by kind.",
-		}, []string{"kind"}),
-		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "prune_timeouts_total", Help: "Prune batches cancelled by PRUNE_STATEMENT_TIMEOUT, by kind.",
-		}, []string{"kind"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "prune_errors_total", Help: "Prune runs of a kind that failed, by kind.",
-		}, []string{"kind"}),
-		duration: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "prune_last_run_duration_seconds", Help: "How long this replica's last prune run took.",
-		}),
+		storage.PruneOptions{Batch: cfg.PruneBatch, StatementTimeout: cfg.PruneStatementTimeout, Pause: pruneBatchPause}
+}
+
+// New builds the job from the RETAIN_*, OUTBOX_RETENTION and PRUNE_*
+// settings and registers its metrics on reg.
+func New(cfg config.Config, store *storage.Store, log *slog.Logger, reg prometheus.Registerer) (*Job, error) {
+	ret, opts := Settings(cfg)
+	p := &Job{
+		store: store, log: log, now: time.Now, ret: ret, opts: opts,
 	}
-	for _, c := range []prometheus.Collector{p.rows, p.timeouts, p.errors, p.duration} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	r := domain.NewRegistrar(reg)
+	p.rows = r.CounterVec("prune_rows_total", "Rows the prune job deleted (run_context, order_contacts: cleared) on this replica, by kind.", "kind")
+	p.timeouts = r.CounterVec("prune_timeouts_total", "Prune batches cancelled by PRUNE_STATEMENT_TIMEOUT, by kind.", "kind")
+	p.errors = r.CounterVec("prune_errors_total", "Prune runs of a kind that failed, by kind.", "kind")
+	p.duration = r.Gauge("prune_last_run_duration_seconds", "How long this replica's last prune run took.")
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	for _, k := range storage.PruneKinds() {
 		p.rows.WithLabelValues(k)
@@ -76,7 +79,7 @@ func newPruner(cfg Config, store *storage.Store, log *slog.Logger, reg prometheu
 // Run is one tick of the job. A kind that times out is logged, counted and
 // left to the next tick; a kind that fails fails the run, after the other
 // kinds ran.
-func (p *pruner) Run(ctx context.Context) error {
+func (p *Job) Run(ctx context.Context) error {
 	start := p.now()
 	results := p.store.Prune(ctx, start, p.ret, p.opts)
 	var errs []error

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -11,14 +11,14 @@ import (
 )
 
 func TestLoggerRedactsSecretsEverywhere(t *testing.T) {
-	cfg, err := LoadConfig(lookupMap(map[string]string{
+	cfg, err := Load(lookupMap(map[string]string{
 		"TELEGRAM_TOKEN": "123456:AAH-secret-token",
 		"LLM_API_KEY":    "sk-live-key",
 		"DATABASE_URL":   "postgres://app:p%40ss-word@db:5432/sb",
 	}), "dev")
 	require.NoError(t, err)
 	var buf bytes.Buffer
-	log := newLogger("debug", &buf, &cfg)
+	log := NewLogger("debug", &buf, &cfg)
 
 	// The shape telebot produces: the token inside a URL inside an error.
 	netErr := &url.Error{Op: "Post", URL: "https://api.telegram.org/bot123456:AAH-secret-token/getMe", Err: errors.New("refused")}

@@ -1,11 +1,14 @@
-package main
+// Package config is every setting Switchboard reads, from the environment
+// only: the Config struct, _FILE secrets, validation that names each bad
+// variable, the `switchboard -help` table, and the JSON logger that keeps
+// the configured secrets out of every log line.
+package config
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/url"
 	"os"
 	"reflect"
@@ -129,19 +132,30 @@ type Config struct {
 	Replica         string        `env:"REPLICA_NAME" help:"name of this replica in logs and /status (default: hostname-pid)"`
 }
 
-// secretFiles lets a deployment mount secrets as files (Docker/Kubernetes
-// secrets) instead of putting them in the environment.
 // currencyCode is an ISO 4217 code, as DISPATCH_CURRENCY takes it.
 var currencyCode = regexp.MustCompile(`^[A-Za-z]{3}$`)
 
 // webhookSecret is Telegram's rule for setWebhook's secret_token.
 var webhookSecret = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
 
+// secretFiles lets a deployment mount secrets as files (Docker/Kubernetes
+// secrets) instead of putting them in the environment.
 var secretFiles = []string{"TELEGRAM_TOKEN", "TELEGRAM_WEBHOOK_SECRET", "DATABASE_URL", "REDIS_URL", "LLM_API_KEY", "HH_CLIENT_ID", "HH_CLIENT_SECRET", "HH_APP_TOKEN"}
 
-// LoadConfig reads the environment (lookup, usually os.LookupEnv) and
+// Defaults is the configuration an empty environment gives, before
+// validation (which would refuse it for want of a token): what the bench
+// runs the production settings with.
+func Defaults() (Config, error) {
+	var cfg Config
+	if err := env.ParseWithOptions(&cfg, env.Options{Environment: map[string]string{}}); err != nil {
+		return Config{}, fmt.Errorf("defaults: %w", err)
+	}
+	return cfg, nil
+}
+
+// Load reads the environment (lookup, usually os.LookupEnv) and
 // validates it, reporting every bad value with its variable's name at once.
-func LoadConfig(lookup func(string) (string, bool), version string) (Config, error) {
+func Load(lookup func(string) (string, bool), version string) (Config, error) {
 	// Only known keys are read, so lookup can be a test's map as well as os.LookupEnv.
 	vars := map[string]string{}
 	for _, f := range configFields() {
@@ -219,154 +233,6 @@ func describeEnvErrors(err error) []string {
 	return out
 }
 
-func (c Config) validate() []string {
-	var p []string
-	bad := func(key, format string, args ...any) {
-		p = append(p, key+": "+fmt.Sprintf(format, args...))
-	}
-	if c.TelegramToken == "" {
-		bad("TELEGRAM_TOKEN", "required: the bot token from @BotFather")
-	}
-	checkURL := func(key, raw string, schemes ...string) {
-		if raw == "" {
-			return
-		}
-		u, err := url.Parse(raw)
-		if err != nil || u.Host == "" {
-			bad(key, "not a valid URL (want %s://host…)", strings.Join(schemes, " or "))
-			return
-		}
-		for _, s := range schemes {
-			if u.Scheme == s {
-				return
-			}
-		}
-		bad(key, "scheme %q not supported (want %s)", u.Scheme, strings.Join(schemes, " or "))
-	}
-	checkURL("TELEGRAM_API_URL", c.TelegramAPIURL, "https", "http")
-	checkURL("DATABASE_URL", c.DatabaseURL, "postgres", "postgresql")
-	checkURL("REDIS_URL", c.RedisURL, "redis", "rediss", "unix")
-	checkURL("LLM_URL", c.LLMURL, "http", "https")
-	checkURL("HH_API_URL", c.HHAPIURL, "https", "http")
-	checkURL("HH_OAUTH_URL", c.HHOAuthURL, "https", "http")
-	switch {
-	case c.HHClientID == "" && c.HHClientSecret != "":
-		bad("HH_CLIENT_ID", "required with HH_CLIENT_SECRET: set both or neither")
-	case c.HHClientID != "" && c.HHClientSecret == "":
-		bad("HH_CLIENT_SECRET", "required with HH_CLIENT_ID: set both or neither")
-	case c.HHAppToken != "" && c.HHClientID != "":
-		bad("HH_APP_TOKEN", "set either HH_APP_TOKEN or HH_CLIENT_ID and HH_CLIENT_SECRET, not both")
-	}
-	if strings.ContainsFunc(c.HHAppToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		bad("HH_APP_TOKEN", "contains spaces or control characters")
-	}
-	if c.LLMProvider != "ollama" && c.LLMProvider != "openai" {
-		bad("LLM_PROVIDER", "%q: want ollama or openai", c.LLMProvider)
-	}
-	if c.LLMMaxConcurrency < 1 {
-		bad("LLM_MAX_CONCURRENCY", "%d: want at least 1", c.LLMMaxConcurrency)
-	}
-	if c.LLMBreakerFailures < 1 {
-		bad("LLM_BREAKER_FAILURES", "%d: want at least 1", c.LLMBreakerFailures)
-	}
-	if c.LLMNumCtx < 1 {
-		bad("LLM_NUM_CTX", "%d: want at least 1", c.LLMNumCtx)
-	}
-	if c.LLMMaxTokensJSON < 1 || c.LLMMaxTokensText < 1 {
-		bad("LLM_MAX_TOKENS_JSON", "LLM_MAX_TOKENS_JSON and LLM_MAX_TOKENS_TEXT must be at least 1")
-	}
-	if c.TelegramRate <= 0 || c.TelegramChatRate <= 0 || c.TelegramGroupRate <= 0 {
-		bad("TELEGRAM_RATE", "TELEGRAM_RATE, TELEGRAM_CHAT_RATE and TELEGRAM_GROUP_RATE must be positive")
-	}
-	if c.HHBreakerOpenFor <= 0 {
-		bad("HH_BREAKER_OPEN_FOR", "%v: want a positive duration", c.HHBreakerOpenFor)
-	}
-	if c.HHBreakerMaxOpen < c.HHBreakerOpenFor {
-		bad("HH_BREAKER_MAX_OPEN", "%v: want at least HH_BREAKER_OPEN_FOR", c.HHBreakerMaxOpen)
-	}
-	if c.HHRate <= 0 {
-		bad("HH_RATE", "%v: want a positive rate", c.HHRate)
-	}
-	if c.WebhookURL != "" {
-		if u, err := url.Parse(c.WebhookURL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-			bad("TELEGRAM_WEBHOOK_URL", "not a valid URL")
-		}
-		if !webhookSecret.MatchString(c.WebhookSecret) {
-			bad("TELEGRAM_WEBHOOK_SECRET", "want 1-256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule), with TELEGRAM_WEBHOOK_URL")
-		}
-		if c.WebhookMaxConn < 1 || c.WebhookMaxConn > 100 {
-			bad("TELEGRAM_WEBHOOK_MAX_CONNECTIONS", "%d: want 1 to 100", c.WebhookMaxConn)
-		}
-	}
-	if c.InboxWorkers < 1 {
-		bad("INBOX_WORKERS", "%d: want at least 1", c.InboxWorkers)
-	}
-	if c.InboxLease < 3*time.Second {
-		bad("INBOX_LEASE", "%s: want at least 3s (it is renewed every third of it)", c.InboxLease)
-	}
-	if c.OutboxWorkers < 1 {
-		bad("OUTBOX_WORKERS", "%d: want at least 1", c.OutboxWorkers)
-	}
-	if c.BoardInterval < 0 || c.LiveLogInterval < 0 {
-		bad("ANALYSIS_BOARD_INTERVAL", "ANALYSIS_BOARD_INTERVAL and LIVE_LOG_INTERVAL must not be negative")
-	}
-	if c.MemoryWorkers < 1 {
-		bad("MEMORY_WORKERS", "%d: want at least 1", c.MemoryWorkers)
-	}
-	if _, err := c.Calendar(); err != nil {
-		bad("DISPATCH_CITIES", "%v (DISPATCH_TIMEZONE, DISPATCH_HOURS and DISPATCH_CITIES together)", err)
-	}
-	if c.DispatchCurrency != "" && !currencyCode.MatchString(c.DispatchCurrency) {
-		bad("DISPATCH_CURRENCY", "%q: want a three-letter ISO code such as RUB", c.DispatchCurrency)
-	}
-	if c.ClockStart != "" {
-		if _, err := time.Parse(time.RFC3339, c.ClockStart); err != nil {
-			bad("CLOCK_START", "%q: want an RFC 3339 instant such as 2026-11-25T22:00:00+03:00", c.ClockStart)
-		}
-	}
-	if c.CommissionRate < 0 || c.CommissionRate > 100 {
-		bad("COMMISSION_RATE", "%g: want a percentage 0..100", c.CommissionRate)
-	}
-	if _, err := c.AdminLocation(); err != nil {
-		bad("ADMIN_CHAT_TIMEZONE", "%q: want an IANA name such as Europe/Moscow or an offset such as +3", c.AdminZone)
-	}
-	if !locales.Supported(c.AdminLang) {
-		bad("ADMIN_CHAT_LANGUAGE", "%q: want en, ru or uk", c.AdminLang)
-	}
-	if c.VacancyFetchLimit < 1 || c.VacancyFetchLimit > 2000 {
-		bad("VACANCY_FETCH_LIMIT", "%d: want 1..2000 (HH serves at most 2000 results)", c.VacancyFetchLimit)
-	}
-	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
-		bad("HTTP_ADDR", "%q: want host:port", c.HTTPAddr)
-	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
-		bad("LOG_LEVEL", "%q: want debug, info, warn or error", c.LogLevel)
-	}
-	if c.PruneBatch < 1 {
-		bad("PRUNE_BATCH", "%d: want at least 1", c.PruneBatch)
-	}
-	if c.RetainGroupMessages > 0 && c.RetainGroupMessages < longestAnalysisWindow {
-		bad("RETAIN_GROUP_MESSAGES", "%s: want 0 or at least the longest analysis window (/run_new 7d), %s", c.RetainGroupMessages, longestAnalysisWindow)
-	}
-	if c.RetainSearchHits > 0 && c.RetainSearchHits < c.VacancyRecoveryWindow {
-		bad("RETAIN_SEARCH_HITS", "%s: want 0 or at least VACANCY_RECOVERY_WINDOW (a new search's backfill reads that far back)", c.RetainSearchHits)
-	}
-	for _, f := range configFields() {
-		if f.typ != reflect.TypeOf(time.Duration(0)) {
-			continue
-		}
-		d := reflect.ValueOf(c).FieldByName(f.field).Interface().(time.Duration)
-		switch {
-		case keptForEver[f.key] && d < 0:
-			bad(f.key, "%s: want 0 (for ever) or a positive duration such as 720h", d)
-		case !keptForEver[f.key] && d <= 0:
-			bad(f.key, "%s: want a positive duration such as 30s or 5m", d)
-		}
-	}
-	return p
-}
-
 // AdminLocation is the admin chat's zone: ADMIN_CHAT_TIMEZONE, else
 // DISPATCH_TIMEZONE, whose cities the admins run.
 func (c Config) AdminLocation() (*time.Location, error) {
@@ -440,8 +306,8 @@ func configFields() []configField {
 	return out
 }
 
-// PrintConfigHelp writes the table `switchboard -help` shows.
-func PrintConfigHelp(w io.Writer) {
+// PrintHelp writes the table `switchboard -help` shows.
+func PrintHelp(w io.Writer) {
 	fmt.Fprintln(w, "Usage: switchboard [migrate]")
 	fmt.Fprintln(w, "\nConfiguration is read from the environment only:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -1,4 +1,4 @@
-package main
+package storage_test
 
 import (
 	"bytes"
@@ -6,10 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"switchboard/config"
 	"switchboard/domain/vacancy"
 	"switchboard/hh"
 	"switchboard/hh/hhtest"
@@ -24,7 +22,8 @@ import (
 	"switchboard/storage/storagetest"
 )
 
-// These tests run the application token as app.go wires it, on a real
+// These tests run the application token as app.go wires it (config.HHToken
+// over Store.HHTokens), on a real
 // PostgreSQL per test and the fake HH over HTTP; each "replica" has its own
 // pool, token source and client, sharing only the database.
 
@@ -47,13 +46,13 @@ func newTokenBundle(t *testing.T, opts ...hhtest.Option) *tokenBundle {
 }
 
 // env is the configuration of a replica talking to the fake.
-func (b *tokenBundle) env(extra map[string]string) Config {
+func (b *tokenBundle) env(extra map[string]string) config.Config {
 	b.t.Helper()
 	m := map[string]string{"TELEGRAM_TOKEN": "1:x", "HH_API_URL": b.srv.URL(), "HH_OAUTH_URL": b.srv.OAuthURL(), "HH_USER_AGENT": hhTestUA}
 	for k, v := range extra {
 		m[k] = v
 	}
-	cfg, err := LoadConfig(lookupMap(m), "dev")
+	cfg, err := config.Load(func(k string) (string, bool) { v, ok := m[k]; return v, ok }, "dev")
 	require.NoError(b.t, err)
 	return cfg
 }
@@ -75,9 +74,9 @@ func (b *tokenBundle) store() *storage.Store {
 }
 
 // replica wires a client from cfg as app.go does.
-func (b *tokenBundle) replica(cfg Config) *hh.Client {
+func (b *tokenBundle) replica(cfg config.Config) *hh.Client {
 	b.t.Helper()
-	tok, err := hhTokenSource(cfg, b.store(), b.log())
+	tok, err := cfg.HHToken(b.store().HHTokens(), b.log())
 	require.NoError(b.t, err)
 	return b.client(tok)
 }
@@ -88,7 +87,7 @@ func (b *tokenBundle) appTokenReplica(mutate func(*hh.AppTokenConfig)) *hh.Clien
 	b.t.Helper()
 	cfg := hh.AppTokenConfig{
 		URL: b.srv.OAuthURL(), ClientID: hhTestOAuth.ClientID, ClientSecret: hhTestOAuth.ClientSecret,
-		UserAgent: hhTestUA, Store: hhTokenStore{b.store()}, Log: b.log(),
+		UserAgent: hhTestUA, Store: b.store().HHTokens(), Log: b.log(),
 	}
 	if mutate != nil {
 		mutate(&cfg)
@@ -398,62 +397,4 @@ func mustID(t *testing.T, s string) int64 {
 	id, err := strconv.ParseInt(s, 10, 64)
 	require.NoError(t, err)
 	return id
-}
-
-func TestHHTokenConfig(t *testing.T) {
-	cases := []struct {
-		name string
-		env  map[string]string
-		want string
-	}{
-		{"id without secret", map[string]string{"HH_CLIENT_ID": "a"}, "HH_CLIENT_SECRET: required with HH_CLIENT_ID"},
-		{"secret without id", map[string]string{"HH_CLIENT_SECRET": "b"}, "HH_CLIENT_ID: required with HH_CLIENT_SECRET"},
-		{"token and credentials", map[string]string{"HH_CLIENT_ID": "a", "HH_CLIENT_SECRET": "b", "HH_APP_TOKEN": "c"}, "HH_APP_TOKEN: set either"},
-		{"token with a space", map[string]string{"HH_APP_TOKEN": "ab cd"}, "HH_APP_TOKEN: contains spaces"},
-		{"bad oauth url", map[string]string{"HH_OAUTH_URL": "hh.ru"}, "HH_OAUTH_URL: not a valid URL"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			env := map[string]string{"TELEGRAM_TOKEN": "1:x"}
-			for k, v := range tc.env {
-				env[k] = v
-			}
-			_, err := LoadConfig(lookupMap(env), "dev")
-			require.ErrorContains(t, err, tc.want)
-		})
-	}
-
-	cfg, err := LoadConfig(lookupMap(map[string]string{"TELEGRAM_TOKEN": "1:x"}), "dev")
-	require.NoError(t, err)
-	require.Equal(t, "https://hh.ru", cfg.HHOAuthURL)
-	require.Empty(t, cfg.HHClientID+cfg.HHClientSecret+cfg.HHAppToken)
-
-	// Secrets from files, never in the logs.
-	dir := t.TempDir()
-	write := func(name, v string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(v+"\n"), 0o600))
-		return p
-	}
-	cfg, err = LoadConfig(lookupMap(map[string]string{
-		"TELEGRAM_TOKEN": "1:x", "HH_CLIENT_ID_FILE": write("id", "CLIENTIDVALUE"), "HH_CLIENT_SECRET_FILE": write("secret", "CLIENTSECRETVALUE"),
-	}), "dev")
-	require.NoError(t, err)
-	require.Equal(t, "CLIENTIDVALUE", cfg.HHClientID)
-	require.Equal(t, "CLIENTSECRETVALUE", cfg.HHClientSecret)
-	var buf bytes.Buffer
-	newLogger("info", &buf, &cfg).Info("config", "config", cfg, "oops", "secret is CLIENTSECRETVALUE")
-	require.NotContains(t, buf.String(), "CLIENTSECRETVALUE")
-	require.NotContains(t, buf.String(), "CLIENTIDVALUE")
-
-	cfg, err = LoadConfig(lookupMap(map[string]string{"TELEGRAM_TOKEN": "1:x", "HH_APP_TOKEN_FILE": write("token", "APPTOKENVALUE")}), "dev")
-	require.NoError(t, err)
-	require.Equal(t, "APPTOKENVALUE", cfg.HHAppToken)
-	buf.Reset()
-	newLogger("info", &buf, &cfg).Info("config", "config", cfg, "oops", "APPTOKENVALUE")
-	require.NotContains(t, buf.String(), "APPTOKENVALUE")
-
-	var help bytes.Buffer
-	PrintConfigHelp(&help)
-	require.True(t, strings.Contains(help.String(), "HH_CLIENT_SECRET, HH_APP_TOKEN) may also be given as a file path"), help.String())
 }

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"context"
@@ -9,13 +9,13 @@ import (
 	"strings"
 )
 
-// newLogger returns the process's JSON logger. Libraries put secrets in
+// NewLogger returns the process's JSON logger. Libraries put secrets in
 // their errors (telebot's network errors carry the request URL, and with it
 // the bot token), so every message and attribute passes a redactor that
 // removes the configured secrets wherever they appear.
-func newLogger(level string, w io.Writer, cfg *Config) *slog.Logger {
+func NewLogger(level string, w io.Writer, cfg *Config) *slog.Logger {
 	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(level)) // validated in LoadConfig
+	_ = lvl.UnmarshalText([]byte(level)) // validated in Load
 	var h slog.Handler = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl})
 	if cfg != nil {
 		if secrets := cfg.secretValues(); len(secrets) > 0 {

@@ -1,4 +1,4 @@
-package main
+package health
 
 import (
 	"context"
@@ -18,9 +18,9 @@ import (
 // a failing check (the database down) makes it 503.
 func TestReadyzReportsHeldWork(t *testing.T) {
 	var dbErr error
-	h := newHTTPHandler(prometheus.NewRegistry(),
-		[]readiness{{"postgres", func(context.Context) error { return dbErr }}},
-		report{"held_past_lease", func(context.Context) (any, error) {
+	h := Handler(prometheus.NewRegistry(),
+		[]Check{{Name: "postgres", Check: func(context.Context) error { return dbErr }}},
+		Report{Name: "held_past_lease", Read: func(context.Context) (any, error) {
 			if dbErr != nil {
 				return nil, dbErr
 			}

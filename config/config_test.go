@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ func lookupMap(m map[string]string) func(string) (string, bool) {
 }
 
 func TestConfigDefaults(t *testing.T) {
-	cfg, err := LoadConfig(lookupMap(map[string]string{"TELEGRAM_TOKEN": "123:abc"}), "1.2.3")
+	cfg, err := Load(lookupMap(map[string]string{"TELEGRAM_TOKEN": "123:abc"}), "1.2.3")
 	require.NoError(t, err)
 	require.Equal(t, "https://api.telegram.org", cfg.TelegramAPIURL)
 	require.Equal(t, "postgres://postgres@127.0.0.1:5432/switchboard?sslmode=disable", cfg.DatabaseURL)
@@ -37,12 +37,12 @@ func TestConfigDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "UTC", zone.String(), "the admin chat's zone follows DISPATCH_TIMEZONE")
 
-	cfg, err = LoadConfig(lookupMap(map[string]string{"TELEGRAM_TOKEN": "1:a", "DISPATCH_TIMEZONE": "Europe/Kyiv"}), "1.2.3")
+	cfg, err = Load(lookupMap(map[string]string{"TELEGRAM_TOKEN": "1:a", "DISPATCH_TIMEZONE": "Europe/Kyiv"}), "1.2.3")
 	require.NoError(t, err)
 	zone, err = cfg.AdminLocation()
 	require.NoError(t, err)
 	require.Equal(t, "Europe/Kyiv", zone.String())
-	cfg, err = LoadConfig(lookupMap(map[string]string{"TELEGRAM_TOKEN": "1:a", "ADMIN_CHAT_TIMEZONE": "+3"}), "1.2.3")
+	cfg, err = Load(lookupMap(map[string]string{"TELEGRAM_TOKEN": "1:a", "ADMIN_CHAT_TIMEZONE": "+3"}), "1.2.3")
 	require.NoError(t, err)
 	zone, err = cfg.AdminLocation()
 	require.NoError(t, err)
@@ -71,7 +71,7 @@ func TestConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadConfig(lookupMap(tc.env), "dev")
+			_, err := Load(lookupMap(tc.env), "dev")
 			require.Error(t, err)
 			for _, w := range tc.want {
 				require.Contains(t, err.Error(), w)
@@ -84,17 +84,17 @@ func TestConfigSecretsFromFiles(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "token")
 	require.NoError(t, os.WriteFile(p, []byte("42:secret\n"), 0o600))
-	cfg, err := LoadConfig(lookupMap(map[string]string{"TELEGRAM_TOKEN_FILE": p, "ADMIN_IDS": "1, 2"}), "dev")
+	cfg, err := Load(lookupMap(map[string]string{"TELEGRAM_TOKEN_FILE": p, "ADMIN_IDS": "1, 2"}), "dev")
 	require.NoError(t, err)
 	require.Equal(t, "42:secret", cfg.TelegramToken)
 	require.Equal(t, []int64{1, 2}, cfg.AdminIDs)
 
-	_, err = LoadConfig(lookupMap(map[string]string{"TELEGRAM_TOKEN_FILE": filepath.Join(dir, "missing")}), "dev")
+	_, err = Load(lookupMap(map[string]string{"TELEGRAM_TOKEN_FILE": filepath.Join(dir, "missing")}), "dev")
 	require.ErrorContains(t, err, "TELEGRAM_TOKEN_FILE:")
 }
 
 func TestConfigNeverLogsSecrets(t *testing.T) {
-	cfg, err := LoadConfig(lookupMap(map[string]string{
+	cfg, err := Load(lookupMap(map[string]string{
 		"TELEGRAM_TOKEN": "123:supersecret",
 		"DATABASE_URL":   "postgres://app:hunter2@db:5432/sb",
 		"LLM_API_KEY":    "sk-verysecret",
@@ -112,11 +112,35 @@ func TestConfigNeverLogsSecrets(t *testing.T) {
 
 func TestHelpListsEveryVariable(t *testing.T) {
 	var buf bytes.Buffer
-	PrintConfigHelp(&buf)
+	PrintHelp(&buf)
 	for _, f := range configFields() {
 		require.Contains(t, buf.String(), f.key)
 	}
 	for _, want := range []string{"TELEGRAM_API_URL", "https://api.telegram.org", "LLM_MAX_CONCURRENCY", "HEARTBEAT_INTERVAL", "5m"} {
 		require.True(t, strings.Contains(buf.String(), want), want)
+	}
+}
+
+// The bench runs the production defaults through Defaults: every envDefault
+// tag must parse, and they must be the values Load gives.
+func TestDefaultsAreLoadsDefaults(t *testing.T) {
+	d, err := Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.PruneBatch != 1000 || d.RetainGroupMessages != 720*time.Hour {
+		t.Fatalf("PRUNE_BATCH %d, RETAIN_GROUP_MESSAGES %s", d.PruneBatch, d.RetainGroupMessages)
+	}
+	loaded, err := Load(func(k string) (string, bool) {
+		if k == "TELEGRAM_TOKEN" {
+			return "123:abc", true
+		}
+		return "", false
+	}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded.PruneStatementTimeout != d.PruneStatementTimeout || loaded.OutboxRetention != d.OutboxRetention {
+		t.Fatalf("Load %s/%s, Defaults %s/%s", loaded.PruneStatementTimeout, loaded.OutboxRetention, d.PruneStatementTimeout, d.OutboxRetention)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package prune
 
 import (
 	"context"
@@ -14,11 +14,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"switchboard/config"
 	"switchboard/jobs"
 	"switchboard/storage/storagetest"
 )
 
-// Two replicas, each with its own scheduler and pruner as app.go wires
+// Two replicas, each with its own scheduler and prune job as app.go wires
 // them, sharing the database and a Redis locker: the prune job runs once
 // per tick, and it prunes.
 func TestPruneJobRunsOncePerTickAcrossReplicas(t *testing.T) {
@@ -45,13 +46,15 @@ INSERT INTO group_messages (chat_id, message_id, text, date) VALUES (1, 1, 'old'
 	})
 	log := slog.New(slog.DiscardHandler)
 	locker := jobs.NewRedisLocker(rc, jobs.RedisLockerOptions{Prefix: prefix, Log: log})
-	cfg, err := LoadConfig(lookupMap(map[string]string{"TELEGRAM_TOKEN": "1:x"}), "dev")
+	cfg, err := config.Load(func(k string) (string, bool) {
+		return map[string]string{"TELEGRAM_TOKEN": "1:x"}[k], k == "TELEGRAM_TOKEN"
+	}, "dev")
 	require.NoError(t, err)
 
-	var pruners []*pruner
+	var pruners []*Job
 	for _, name := range []string{"a", "b"} {
 		reg := prometheus.NewRegistry()
-		p, err := newPruner(cfg, st, log, reg)
+		p, err := New(cfg, st, log, reg)
 		require.NoError(t, err)
 		pruners = append(pruners, p)
 		s, err := jobs.New(jobs.Config{Replica: name, Locker: locker}, jobs.Deps{Log: log, Registerer: reg})

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"time"
@@ -6,13 +6,14 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// startedClock is the real clock, or (CLOCK_START, for tests and demos)
+// Clock is the real clock, or (CLOCK_START, for tests and demos)
 // one that reads start when the process starts and runs at real speed
 // from there: an end-to-end test can create an order at 22:00 city time
 // and, restarting the binary at 09:59, see it offered at 10:00. Only the
 // dispatch calendar reads it (dispatch.Deps.CalendarClock); durations,
 // timers, expiries and the database's now() stay real.
-func startedClock(start string) clockwork.Clock {
+func (c Config) Clock() clockwork.Clock {
+	start := c.ClockStart
 	real := clockwork.NewRealClock()
 	at, err := time.Parse(time.RFC3339, start)
 	if start == "" || err != nil {

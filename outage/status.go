@@ -1,0 +1,59 @@
+package outage
+
+import (
+	"context"
+	"time"
+
+	"switchboard/bot"
+	"switchboard/hh"
+	"switchboard/llm"
+	"switchboard/storage"
+)
+
+// Status feeds /status: the store's rows, read with this
+// configuration's windows, and this replica's LLM and HH clients.
+type Status struct {
+	*storage.Store
+	Beats *storage.Heartbeats
+	LLM   *llm.Client
+	HH    *hh.Client
+	// VacancyLease tells a lapsed match claim from a put-back one (Held).
+	VacancyLease time.Duration
+}
+
+// Replicas lists the live replicas.
+func (s Status) Replicas(ctx context.Context) ([]storage.Replica, error) {
+	return s.Beats.Live(ctx)
+}
+
+// Held feeds /status's line of work held past its lease.
+func (s Status) Held(ctx context.Context) (storage.HeldWork, error) {
+	return s.HeldPastLease(ctx, s.VacancyLease)
+}
+
+// Storage feeds /status's data section: the six largest tables and the
+// prune job's last run per kind.
+func (s Status) Storage(ctx context.Context) (bot.StorageStatus, error) {
+	tables, err := s.TableSizes(ctx, 6)
+	if err != nil {
+		return bot.StorageStatus{}, err
+	}
+	runs, err := s.PruneRuns(ctx)
+	if err != nil {
+		return bot.StorageStatus{}, err
+	}
+	return bot.StorageStatus{Tables: tables, Prune: runs}, nil
+}
+
+// LLMReason feeds /status's LLM line: why this replica's client refuses
+// or fails calls, or "" while it answers.
+func (s Status) LLMReason() string { return s.LLM.Health().Reason }
+
+// HHReason feeds /status's HH line: how HH refuses this replica's
+// requests, or "" while it answers.
+func (s Status) HHReason() string {
+	if r := s.HH.Refusal(); r != nil {
+		return r.Describe()
+	}
+	return ""
+}
