@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"switchboard/internal/testkit"
 )
 
 // Server is a fake api.hh.ru serving GET /vacancies and GET /vacancies/{id}
@@ -134,12 +136,7 @@ func OnRequest(fn func(*http.Request)) Option {
 }
 
 // Start starts a fake HH API that is closed when the test ends.
-func Start(t testing.TB, opts ...Option) *Server {
-	t.Helper()
-	s := New(opts...)
-	t.Cleanup(s.Close)
-	return s
-}
+func Start(t testing.TB, opts ...Option) *Server { return testkit.Closing(t, New(opts...)) }
 
 // New starts a fake HH API on 127.0.0.1. Close it when done.
 func New(opts ...Option) *Server {

@@ -1,6 +1,7 @@
-// Package testkit holds the few helpers the packages' own tests share: a
-// buffer a logger may write into from several goroutines while the test
-// reads it, and a reader for one Prometheus series. The fakes of the outside
+// Package testkit holds the few helpers the tests and the fakes share: a
+// fake closed with its test, a buffer a logger may write into from several
+// goroutines while the test reads it, and a reader for one Prometheus
+// series. The fakes of the outside
 // services live beside their clients (hh/hhtest, llm/llmtest, e2e/tgfake).
 package testkit
 
@@ -12,6 +13,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
+
+// Closing closes v when the test ends and returns it: a fake started for
+// one test.
+func Closing[T interface{ Close() }](t testing.TB, v T) T {
+	t.Cleanup(v.Close)
+	return v
+}
 
 // SyncBuffer is a bytes.Buffer safe for concurrent Write and String.
 type SyncBuffer struct {

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"switchboard/internal/testkit"
 )
 
 // DefaultEmbeddingDim is the vector size served unless WithEmbeddingDim or
@@ -91,12 +93,7 @@ type pendingFault struct {
 }
 
 // Start starts a server that is closed when the test ends.
-func Start(t testing.TB, opts ...Option) *Server {
-	t.Helper()
-	s := New(opts...)
-	t.Cleanup(s.Close)
-	return s
-}
+func Start(t testing.TB, opts ...Option) *Server { return testkit.Closing(t, New(opts...)) }
 
 // New starts a server on 127.0.0.1. Close it when done.
 func New(opts ...Option) *Server {
