@@ -13,7 +13,6 @@ import (
 
 	"switchboard/e2e"
 	"switchboard/e2e/tgfake"
-	"switchboard/llm/llmtest"
 )
 
 // holding counts, per public table, the rows that hold a user: their text
@@ -79,14 +78,12 @@ func TestForgetErasesEverythingOfTheUser(t *testing.T) {
 		bobID  = 7_200_002
 		marker = "zebra-quartz-7200"
 	)
-	env := e2e.New(t)
-	env.TG.Supergroup(adminGroup, "Admins", "")
+	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
 	team := env.TG.Supergroup(teamChat, "Team", "")
 	scriptMemory(env)
 	proposeTasks(env)
-	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").ReplyJSON(relevantAnswer)
-	env.HH.Add(golangVacancies(2, 7200)...)
-	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminGroup), "FETCH_INTERVAL": "1h"})
+	relevantVacancies(env, 2, 7200)
+	env.Start(map[string]string{"FETCH_INTERVAL": "1h"})
 	pool := db(t, env)
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")
 	ann := env.TG.User(annID, "Ann", "en")
