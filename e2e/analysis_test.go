@@ -77,11 +77,10 @@ func waitBoard(t *testing.T, env *e2e.Env, run int, within time.Duration, ok fun
 // refused; a second /run_new before closing is refused with the id.
 func TestAnalysisRunEndToEnd(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	env.TG.Supergroup(adminGroup, "Admins", "")
+	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
 	team := env.TG.Supergroup(teamChat, "Team", "")
 	proposeTasks(env)
-	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminGroup)})
+	env.Start(nil)
 	pool := db(t, env)
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")
 	ann := env.TG.User(801, "Ann", "en")
@@ -180,11 +179,11 @@ AND NOT (kind = 'progress' AND last_error = 'superseded by a newer edit')`) == 0
 // names the admin who opened the run; and nothing shows a Go duration.
 func TestAnalysisAdminChatCloseIsTheBoard(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	admins := env.TG.Supergroup(adminGroup, "Admins", "")
+	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
+	admins := env.AdminGroup
 	team := env.TG.Supergroup(teamChat, "Team", "")
 	proposeTasks(env)
-	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminGroup), "ADMIN_CHAT_LANGUAGE": "ru"})
+	env.Start(map[string]string{"ADMIN_CHAT_LANGUAGE": "ru"})
 	pool := db(t, env)
 	boss := env.TG.User(e2e.AdminID, "Борис", "ru")
 	ann := env.TG.User(821, "Ann", "ru")
@@ -255,11 +254,10 @@ func TestAnalysisAdminChatCloseIsTheBoard(t *testing.T) {
 // lease and fails it as interrupted, so a new run can be opened.
 func TestAnalysisKilledExecutorIsInterrupted(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	env.TG.Supergroup(adminGroup, "Admins", "")
+	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
 	team := env.TG.Supergroup(teamChat, "Team", "")
 	proposeTasks(env).Latency(time.Hour) // the executor hangs on the LLM
-	over := map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminGroup), "ANALYSIS_LEASE": "2s"}
+	over := map[string]string{"ANALYSIS_LEASE": "2s"}
 	p := env.Start(over)
 	pool := db(t, env)
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")
@@ -297,10 +295,9 @@ func TestAnalysisKilledExecutorIsInterrupted(t *testing.T) {
 func TestAnalysisBoardCoalescesProgress(t *testing.T) {
 	t.Parallel()
 	const messages, every = 10_000, 2 * time.Second
-	env := e2e.New(t)
-	env.TG.Supergroup(adminGroup, "Admins", "")
+	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
 	proposeTasks(env).Latency(100 * time.Millisecond)
-	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminGroup), "ANALYSIS_BOARD_INTERVAL": every.String()})
+	env.Start(map[string]string{"ANALYSIS_BOARD_INTERVAL": every.String()})
 	pool := db(t, env)
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")
 	// A message every 8 s over the last 22 h (one batch of 50 each, as no

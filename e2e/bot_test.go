@@ -164,10 +164,7 @@ func TestPollingFailsOverWhenTheHolderDies(t *testing.T) {
 	// No Redis: the polling lease is a PostgreSQL session lock, so replicas
 	// sharing only the database still poll one at a time.
 	env := e2e.New(t)
-	first := env.Start(nil)
-	first.WaitLog("polling lease acquired", 30*time.Second)
-	second := env.Start(nil)
-	second.WaitLog("polling lease held by another replica", 30*time.Second)
+	first, second := env.StartPair(nil)
 
 	ann := env.TG.User(506, "Ann", "en")
 	require.Contains(t, ask(t, env, ann, ann.ID(), "/start").Text, "Hello, Ann!")

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -25,10 +24,9 @@ func commandNames(cs []tgfake.BotCommand) []string {
 // chat keeps its admin commands; the menus follow the same rule.
 func TestGroupsGetNoPrivateData(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	env.TG.Supergroup(adminGroup, "Admins", "")
+	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
 	team := env.TG.Supergroup(teamChat, "Team", "")
-	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminGroup)})
+	env.Start(nil)
 	ann := env.TG.User(7_300_001, "Ann", "en")
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")
 	const secret = "private note: looking to leave my current team"

@@ -16,7 +16,6 @@ import (
 
 	"switchboard/e2e"
 	"switchboard/e2e/tgfake"
-	"switchboard/llm/llmtest"
 )
 
 // The delivery outbox under load, against the fake's default limits
@@ -63,7 +62,7 @@ func TestDeliveryLoad300VacancyCards(t *testing.T) {
 	t.Parallel()
 	const users, perUser = 30, 10
 	env := e2e.New(t)
-	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").ReplyJSON(relevantAnswer)
+	screening(env).ReplyJSON(relevantAnswer)
 	// The fetch tick is short so that the fetch after the vacancies appear
 	// comes soon; the ones before it find nothing. The LLM's concurrency is
 	// raised so that judging 300 matches (instant answers) keeps ahead of
@@ -294,11 +293,10 @@ func TestDeliveryLoadAnalysisBoard(t *testing.T) {
 	batches := analysisBatches(t)
 	proposals := 2 * batches
 	pages := (proposals + 7) / 8
-	env := e2e.New(t)
-	env.TG.Supergroup(adminGroup, "Admins", "")
+	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
 	env.TG.Supergroup(teamChat, "Team", "")
 	proposeTasks(env)
-	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminGroup)})
+	env.Start(nil)
 	pool := db(t, env)
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")
 

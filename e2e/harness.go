@@ -85,7 +85,9 @@ type Env struct {
 	DatabaseURL string
 	// RedisURL and RedisPrefix are set by WithRedis.
 	RedisURL, RedisPrefix string
-	replicas              int
+	// AdminGroup is the admin chat WithAdminGroup made (zero without).
+	AdminGroup tgfake.Chat
+	replicas   int
 }
 
 // Option adjusts an Env.
@@ -103,15 +105,19 @@ func WithRedis() Option {
 	}
 }
 
+// WithAdminGroup makes a supergroup "Admins" with this id and gives it to
+// every replica as its admin chat (ADMIN_CHAT_ID).
+func WithAdminGroup(chatID int64) Option {
+	return func(e *Env) { e.AdminGroup = e.TG.Supergroup(chatID, "Admins", "") }
+}
+
 // New starts the fakes and creates the database.
 func New(t testing.TB, opts ...Option) *Env {
 	t.Helper()
-	e := &Env{t: t, TG: tgfake.New(t, tgfake.WithInsecureWebhooks()), HH: hhtest.New(), LLM: llmtest.New(), DatabaseURL: storagetest.NewURL(t)}
+	e := &Env{t: t, TG: tgfake.New(t, tgfake.WithInsecureWebhooks()), HH: hhtest.Start(t), LLM: llmtest.Start(t), DatabaseURL: storagetest.NewURL(t)}
 	// The models the bot is configured with (config.go's defaults) are
 	// "pulled": the bot asks at start and logs an error for a missing one.
 	e.LLM.ServeModels("qwen2.5:7b", "nomic-embed-text")
-	t.Cleanup(e.HH.Close)
-	t.Cleanup(e.LLM.Close)
 	for _, o := range opts {
 		o(e)
 	}
@@ -150,6 +156,9 @@ func (e *Env) BaseEnv(name string) map[string]string {
 		"REPLICA_NAME":     name,
 		"SHUTDOWN_TIMEOUT": "10s",
 	}
+	if e.AdminGroup.ID != 0 {
+		env["ADMIN_CHAT_ID"] = fmt.Sprint(e.AdminGroup.ID)
+	}
 	if e.RedisURL != "" {
 		env["REDIS_URL"] = e.RedisURL
 		env["REDIS_PREFIX"] = e.RedisPrefix
@@ -167,6 +176,17 @@ func (e *Env) Start(overrides map[string]string, args ...string) *Process {
 	p := e.Spawn(name, overrides, args...)
 	p.WaitLog(`"msg":"bot started"`, 60*time.Second)
 	return p
+}
+
+// StartPair starts two replicas with the same overrides and waits until the
+// first holds the polling lease and the second waits for it.
+func (e *Env) StartPair(overrides map[string]string) (poller, standby *Process) {
+	e.t.Helper()
+	poller = e.Start(overrides)
+	poller.WaitLog("polling lease acquired", 30*time.Second)
+	standby = e.Start(overrides)
+	standby.WaitLog("polling lease held by another replica", 30*time.Second)
+	return poller, standby
 }
 
 // Spawn runs the binary without waiting for anything.

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
@@ -25,12 +24,11 @@ func think(answer string) string {
 // chat's answer arrives without the reasoning.
 func TestReasoningModelAnswersEverywhere(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	env.TG.Supergroup(adminGroup, "Admins", "")
+	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
 	team := env.TG.Supergroup(teamChat, "Team", "")
 	verdict, err := json.Marshal(relevantAnswer)
 	require.NoError(t, err)
-	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").
+	screening(env).
 		Reply(think("Here is my verdict:\n```json\n" + string(verdict) + "\n```\nNote: the score is my own estimate."))
 	env.LLM.On(llmtest.SystemContains("propose the tasks")).Named("proposals").
 		ReplyFunc(func(r llmtest.Request) string { return think(proposals(r)) })
@@ -42,7 +40,7 @@ func TestReasoningModelAnswersEverywhere(t *testing.T) {
 	env.LLM.On(llmtest.SystemContains("You summarise one exchange")).Named("archivist").
 		Reply(think(`{"summary": "The user asked about running.", "tags": ["sport"]}`))
 	env.HH.Add(golangVacancies(3, 7400)...)
-	env.Start(map[string]string{"FETCH_INTERVAL": "1h", "ADMIN_CHAT_ID": fmt.Sprint(adminGroup)})
+	env.Start(map[string]string{"FETCH_INTERVAL": "1h"})
 	pool := db(t, env)
 	ann := env.TG.User(641, "Ann", "en")
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")

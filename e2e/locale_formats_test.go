@@ -19,7 +19,7 @@ import (
 // what a Russian or Ukrainian reader should see.
 var goDuration = regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|ms|s|m|h|d)\b|\d+m\d+s|\d+h\d+m`)
 
-// Issue 23: a Russian master in Moscow, a city DISPATCH_CITIES does not
+// A Russian master in Moscow, a city DISPATCH_CITIES does not
 // list (DISPATCH_TIMEZONE is left UTC), reads the commission's deadline
 // in Moscow time with Russian month names, not "2026-11-26 01:07 UTC";
 // /timezone says where that zone came from and changes it, and the next

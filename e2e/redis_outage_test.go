@@ -30,10 +30,7 @@ func TestRepliesFlowWhileRedisIsDown(t *testing.T) {
 	srv := redistest.Start(t)
 	env := e2e.New(t)
 	env.RedisURL, env.RedisPrefix = srv.URL(), "e2e:"
-	first := env.Start(nil)
-	first.WaitLog("polling lease acquired", 30*time.Second)
-	second := env.Start(nil)
-	second.WaitLog("polling lease held by another replica", 30*time.Second)
+	first, second := env.StartPair(nil)
 
 	var users []*tgfake.Person
 	for i := range 4 {
@@ -47,7 +44,7 @@ func TestRepliesFlowWhileRedisIsDown(t *testing.T) {
 	resumed := make(chan struct{})
 	go func() {
 		defer close(resumed)
-		time.Sleep(30 * time.Second)
+		time.Sleep(30 * time.Second) // the outage lasts 30 s
 		srv.Resume()
 	}()
 	t.Cleanup(func() { <-resumed })

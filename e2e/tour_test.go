@@ -31,8 +31,7 @@ func TestFirstHourReadsRightForEveryone(t *testing.T) {
 		masterID         = 7_300_004
 		secret           = "private note: looking to leave my current team"
 	)
-	env := e2e.New(t)
-	env.TG.Supergroup(adminGroup, "Admins", "")
+	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
 	team := env.TG.Supergroup(teamChat, "Team", "")
 	// Models write Markdown whatever they are asked (the first rule that
 	// matches answers, so this one comes before the scripted memory's).
@@ -40,11 +39,10 @@ func TestFirstHourReadsRightForEveryone(t *testing.T) {
 		Reply("**Got it.** You wrote about *running*.\n\n## Plan\n\n- run `3 km` on Monday\n- rest on <Tuesday> & stretch\n\nSee [the guide](https://example.com/guide).")
 	scriptMemory(env)
 	proposeTasks(env)
-	env.LLM.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").ReplyJSON(relevantAnswer)
-	env.HH.Add(golangVacancies(2, 7300)...)
+	relevantVacancies(env, 2, 7300)
 	env.Start(map[string]string{
-		"ADMIN_CHAT_ID": fmt.Sprint(adminGroup), "ADMIN_CHAT_LANGUAGE": "ru",
-		"DISPATCH_TIMEZONE": "Europe/Moscow", "FETCH_INTERVAL": "1h",
+		"ADMIN_CHAT_LANGUAGE": "ru",
+		"DISPATCH_TIMEZONE":   "Europe/Moscow", "FETCH_INTERVAL": "1h",
 	})
 	pool := db(t, env)
 	ru := env.TG.User(ruID, "Иван", "ru")

@@ -47,6 +47,7 @@ func TestCaptchaOpensTheBreaker(t *testing.T) {
 	require.Len(t, srv.Requests(), 1)
 
 	// Past the hold one probe goes out; refused again, the hold doubles.
+	// The sleeps are the holds' lengths under test (200 ms, then 400 ms).
 	time.Sleep(220 * time.Millisecond)
 	require.False(t, c.Holding(), "the probe may go out")
 	_, err = c.Search(ctx, params, 0, 10)

@@ -24,6 +24,7 @@ import (
 	"switchboard/domain/vacancy"
 	"switchboard/hh"
 	"switchboard/hh/hhtest"
+	"switchboard/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -35,17 +36,10 @@ func TestMain(m *testing.M) {
 
 const testUA = "switchboard-test/1.0 (dev@example.com)"
 
-func newServer(t *testing.T, opts ...hhtest.Option) *hhtest.Server {
-	t.Helper()
-	srv := hhtest.New(opts...)
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 // catalogue is a fake with 250 generated vacancies.
 func catalogue(t *testing.T, opts ...hhtest.Option) *hhtest.Server {
 	t.Helper()
-	return newServer(t, append([]hhtest.Option{hhtest.WithVacancies(hhtest.Generate(250, hhtest.GenOptions{Seed: 1})...)}, opts...)...)
+	return hhtest.Start(t, append([]hhtest.Option{hhtest.WithVacancies(hhtest.Generate(250, hhtest.GenOptions{Seed: 1})...)}, opts...)...)
 }
 
 // newClient builds a Client on url with its own registry; mutate adjusts
@@ -594,7 +588,7 @@ func TestSearchToleratesOddItems(t *testing.T) {
 		{"id": "10", "name": "bare", "published_at": "2024-01-02T03:04:05+0300", "salary": null, "snippet": null, "employer": null, "area": null}
 	]}`
 	ts := fixedServer(t, http.StatusOK, []byte(body))
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	c, _ := newClient(t, ts.URL, func(cfg *hh.Config) {
 		cfg.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	})
@@ -616,23 +610,6 @@ func TestSearchToleratesOddItems(t *testing.T) {
 	require.Equal(t, vacancy.Salary{}, v.Salary)
 	require.Empty(t, v.Snippet)
 	require.Empty(t, v.Employer)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestBadAnswers(t *testing.T) {
@@ -755,27 +732,13 @@ func sampleCount(t *testing.T, reg *prometheus.Registry, endpoint string) uint64
 	return m.GetHistogram().GetSampleCount()
 }
 
+// find returns the series of name with these labels, failing the test
+// when there is none.
 func find(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) *dto.Metric {
 	t.Helper()
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range f.GetMetric() {
-			if len(m.GetLabel()) != len(labels) {
-				continue
-			}
-			for _, l := range m.GetLabel() {
-				if labels[l.GetName()] != l.GetValue() {
-					continue metrics
-				}
-			}
-			return m
-		}
+	m := testkit.Series(t, reg, name, labels)
+	if m == nil {
+		require.Failf(t, "metric not found", "%s%v", name, labels)
 	}
-	require.Failf(t, "metric not found", "%s%v", name, labels)
-	return nil
+	return m
 }

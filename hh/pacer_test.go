@@ -61,12 +61,14 @@ func TestRetryAfterPausesRequests(t *testing.T) {
 	_, err := c.Search(context.Background(), params, 0, 10)
 	require.ErrorIs(t, err, vacancy.ErrHHRefused)
 	require.ErrorIs(t, err, vacancy.ErrUnavailable)
-	for {
+	// Ask until answered; far past Retry-After something is broken.
+	for deadline := time.Now().Add(10 * time.Second); ; {
 		_, err = c.Search(context.Background(), params, 0, 10)
 		if err == nil {
 			break
 		}
 		require.ErrorIs(t, err, vacancy.ErrHHRefused)
+		require.True(t, time.Now().Before(deadline), "still refused long after Retry-After")
 		time.Sleep(20 * time.Millisecond)
 	}
 	at := arrivals(srv)

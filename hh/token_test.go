@@ -19,18 +19,25 @@ import (
 
 var testOAuth = hhtest.OAuth{ClientID: "client-1", ClientSecret: "secret-1"}
 
-func TestNoTokenSendsNoAuthorization(t *testing.T) {
-	t.Parallel()
-	srv := catalogue(t, hhtest.WithOAuth(testOAuth))
-	c, _ := newClient(t, srv.URL(), nil)
-
+// searchAndFetch makes a search and a vacancy request, both answered, and
+// returns the two requests as the fake saw them.
+func searchAndFetch(t *testing.T, c *hh.Client, srv *hhtest.Server) []hhtest.Request {
+	t.Helper()
 	_, err := c.Search(context.Background(), vacancy.Params{}, 0, 10)
 	require.NoError(t, err)
 	_, err = c.Vacancy(context.Background(), idOf(t, srv.Vacancies()[0]))
 	require.NoError(t, err)
 	log := srv.Requests()
 	require.Len(t, log, 2)
-	for _, r := range log {
+	return log
+}
+
+func TestNoTokenSendsNoAuthorization(t *testing.T) {
+	t.Parallel()
+	srv := catalogue(t, hhtest.WithOAuth(testOAuth))
+	c, _ := newClient(t, srv.URL(), nil)
+
+	for _, r := range searchAndFetch(t, c, srv) {
 		require.Empty(t, r.Authorization)
 	}
 	require.Zero(t, srv.TokenCalls())
@@ -44,13 +51,7 @@ func TestStaticTokenOnEveryRequest(t *testing.T) {
 	tok := srv.IssueToken()
 	c, _ := newClient(t, srv.URL(), func(cfg *hh.Config) { cfg.Token = hh.StaticToken(tok) })
 
-	_, err := c.Search(context.Background(), vacancy.Params{}, 0, 10)
-	require.NoError(t, err)
-	_, err = c.Vacancy(context.Background(), idOf(t, srv.Vacancies()[0]))
-	require.NoError(t, err)
-	log := srv.Requests()
-	require.Len(t, log, 2)
-	for _, r := range log {
+	for _, r := range searchAndFetch(t, c, srv) {
 		require.Equal(t, "Bearer "+tok, r.Authorization)
 		require.Equal(t, http.StatusOK, r.Status)
 	}

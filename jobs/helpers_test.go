@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -19,6 +18,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"switchboard/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -81,22 +82,7 @@ func eventually(t *testing.T, within time.Duration, cond func() bool, msgAndArgs
 }
 
 // logBuffer collects JSON log lines for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type logBuffer struct{ testkit.SyncBuffer }
 
 // lines returns the log lines containing every one of parts.
 func (b *logBuffer) lines(parts ...string) []string {

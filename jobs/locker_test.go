@@ -19,6 +19,14 @@ type lockerBundle struct {
 	slotTTL func(job string, slot int64) time.Duration
 }
 
+// runs takes tk's lease and gives it back: a run on that tick may go.
+func (b lockerBundle) runs(t *testing.T, tk Tick, msgAndArgs ...any) {
+	t.Helper()
+	l, err := b.locker.Lock(context.Background(), tk)
+	require.NoError(t, err, msgAndArgs...)
+	require.NoError(t, l.Unlock(context.Background()))
+}
+
 var lockerBackends = []struct {
 	name  string
 	setup func(t *testing.T, lease time.Duration) lockerBundle
@@ -77,21 +85,16 @@ func TestLocker(t *testing.T) {
 			t.Run("OncePerSlot", func(t *testing.T) {
 				t.Parallel()
 				b := be.setup(t, time.Minute)
-				l, err := b.locker.Lock(ctx, tick("a", 1))
-				require.NoError(t, err)
-				require.NoError(t, l.Unlock(ctx))
+				b.runs(t, tick("a", 1))
 
-				// The run is over, but the tick is still taken: the #841 trap.
-				_, err = b.locker.Lock(ctx, tick("a", 1))
+				// The run is over, but the tick is still taken: a short run
+				// must not let another replica run the same tick again.
+				_, err := b.locker.Lock(ctx, tick("a", 1))
 				require.ErrorIs(t, err, ErrTickTaken)
 				require.InDelta(t, 2*time.Minute, b.slotTTL("a", 1), float64(time.Second), "slot lives two intervals")
 
-				l, err = b.locker.Lock(ctx, tick("a", 2))
-				require.NoError(t, err)
-				require.NoError(t, l.Unlock(ctx))
-				l, err = b.locker.Lock(ctx, tick("b", 1)) // other jobs are independent
-				require.NoError(t, err)
-				require.NoError(t, l.Unlock(ctx))
+				b.runs(t, tick("a", 2))
+				b.runs(t, tick("b", 1)) // other jobs are independent
 			})
 
 			t.Run("RunningLeaseSkipsWithoutBurningSlot", func(t *testing.T) {
@@ -105,9 +108,7 @@ func TestLocker(t *testing.T) {
 				require.Zero(t, b.slotTTL("a", 2), "refused tick must leave its slot free")
 
 				require.NoError(t, long.Unlock(ctx))
-				l, err := b.locker.Lock(ctx, tick("a", 2))
-				require.NoError(t, err, "a later replica may still run slot 2")
-				require.NoError(t, l.Unlock(ctx))
+				b.runs(t, tick("a", 2), "a later replica may still run slot 2")
 			})
 
 			t.Run("OnDemand", func(t *testing.T) {
@@ -121,9 +122,7 @@ func TestLocker(t *testing.T) {
 				require.NoError(t, l.Unlock(ctx))
 
 				// Slot 1 is used up, yet an on-demand run may go, and uses no slot.
-				l, err = b.locker.Lock(ctx, onDemand)
-				require.NoError(t, err)
-				require.NoError(t, l.Unlock(ctx))
+				b.runs(t, onDemand)
 				l, err = b.locker.Lock(ctx, tick("a", 2))
 				require.NoError(t, err)
 				require.NoError(t, l.Unlock(ctx))
@@ -162,9 +161,7 @@ func TestLocker(t *testing.T) {
 				_, err = b.locker.Lock(ctx, tick("a", 2))
 				require.ErrorIs(t, err, ErrJobRunning, "lease refreshed past its first expiry")
 				require.NoError(t, l.Unlock(ctx))
-				l, err = b.locker.Lock(ctx, tick("a", 2))
-				require.NoError(t, err)
-				require.NoError(t, l.Unlock(ctx))
+				b.runs(t, tick("a", 2))
 			})
 		})
 	}

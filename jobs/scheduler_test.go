@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -158,15 +159,10 @@ func testOncePerTick(t *testing.T, backend string, skew time.Duration) {
 	shutdown(t, replicas[survivor])
 	elapsed := slotAt(time.Now(), interval) - slotAt(started, interval)
 
-	var dupes []int64
 	r, err := pool.Query(ctx, `SELECT slot FROM ticks GROUP BY slot HAVING count(*) > 1`)
 	require.NoError(t, err)
-	for r.Next() {
-		var s int64
-		require.NoError(t, r.Scan(&s))
-		dupes = append(dupes, s)
-	}
-	require.NoError(t, r.Err())
+	dupes, err := pgx.CollectRows(r, pgx.RowTo[int64])
+	require.NoError(t, err)
 	require.Empty(t, dupes, "slots run twice")
 
 	// Losing a tick is not a safety failure but it must stay rare: only a
@@ -446,7 +442,7 @@ func TestRunNowDuringRun(t *testing.T) {
 	}
 	close(release)
 	eventually(t, 5*time.Second, func() bool { return runs.Load() == 2 }, "the wake-ups during the run make one more run")
-	time.Sleep(10 * runNowRetry)
+	time.Sleep(10 * runNowRetry) // time for a third run, were one coming
 	require.EqualValues(t, 2, runs.Load(), "wake-ups coalesce")
 	shutdown(t, s)
 }

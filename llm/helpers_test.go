@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"switchboard/internal/testkit"
 	"switchboard/llm"
 	"switchboard/llm/llmtest"
 )
@@ -23,11 +24,10 @@ var providers = []string{llm.ProviderOllama, llm.ProviderOpenAI}
 
 const testKey = "sk-test-secret-key"
 
+// newServer is a fake that wants the test API key.
 func newServer(t *testing.T) *llmtest.Server {
 	t.Helper()
-	srv := llmtest.New(llmtest.WithAPIKey(testKey))
-	t.Cleanup(srv.Close)
-	return srv
+	return llmtest.Start(t, llmtest.WithAPIKey(testKey))
 }
 
 func configFor(srv *llmtest.Server, provider string) llm.Config {
@@ -78,53 +78,20 @@ func waitBreaker(t *testing.T, c *llm.Client, want llm.BreakerState) {
 }
 
 // histogramCount returns how many observations the histogram series with
-// the given labels holds. (Counters and gauges are checked with testutil;
-// it cannot read a histogram whose bucket contents depend on timing.)
+// exactly these labels holds. (Counters and gauges are checked with
+// testutil; it cannot read a histogram whose bucket contents depend on
+// timing.)
 func histogramCount(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) uint64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
-					continue next
-				}
-			}
-			return m.GetHistogram().GetSampleCount()
-		}
-	}
-	return 0
+	return testkit.Series(t, reg, name, labels).GetHistogram().GetSampleCount()
 }
 
 // metricValue returns the counter or gauge value of the series with exactly
 // these label values (0 if absent).
 func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			if len(m.GetLabel()) != len(labels) {
-				continue
-			}
-			for _, lp := range m.GetLabel() {
-				if labels[lp.GetName()] != lp.GetValue() {
-					continue next
-				}
-			}
-			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-	}
-	return 0
+	m := testkit.Series(t, reg, name, labels)
+	return m.GetCounter().GetValue() + m.GetGauge().GetValue()
 }
 
 func assertGauge(t *testing.T, reg *prometheus.Registry, name string, want float64) {

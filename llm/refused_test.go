@@ -17,8 +17,7 @@ import (
 // open period finds the model once it is pulled.
 func TestModelNotFoundRefuses(t *testing.T) {
 	forEachProvider(t, func(t *testing.T, provider string) {
-		srv := llmtest.New(llmtest.WithAPIKey(testKey), llmtest.WithModels("other"))
-		t.Cleanup(srv.Close)
+		srv := llmtest.Start(t, llmtest.WithAPIKey(testKey), llmtest.WithModels("other"))
 		srv.On().Reply("hello")
 		c, reg := newClient(t, srv, provider, nil, llm.WithBreaker(5, 300*time.Millisecond))
 		port := llm.Port{Client: c, Label: "vacancy_relevance"}
@@ -131,8 +130,7 @@ func TestHealthAfterFailures(t *testing.T) {
 
 func TestCheckModels(t *testing.T) {
 	forEachProvider(t, func(t *testing.T, provider string) {
-		srv := llmtest.New(llmtest.WithAPIKey(testKey), llmtest.WithModels("small", "other"))
-		t.Cleanup(srv.Close)
+		srv := llmtest.Start(t, llmtest.WithAPIKey(testKey), llmtest.WithModels("small", "other"))
 		c, _ := newClient(t, srv, provider, nil)
 		missing, err := c.CheckModels(context.Background())
 		require.NoError(t, err)
@@ -158,8 +156,7 @@ func TestCheckModels(t *testing.T) {
 }
 
 func TestCheckModelsOllamaLatestTag(t *testing.T) {
-	srv := llmtest.New(llmtest.WithModels("small:latest", "big", "embedder:latest"))
-	t.Cleanup(srv.Close)
+	srv := llmtest.Start(t, llmtest.WithModels("small:latest", "big", "embedder:latest"))
 	c, _ := newClient(t, srv, llm.ProviderOllama, nil)
 	missing, err := c.CheckModels(context.Background())
 	require.NoError(t, err)

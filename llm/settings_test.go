@@ -109,8 +109,7 @@ func TestOpenAIRequestSettings(t *testing.T) {
 // A server without structured outputs refuses json_schema with a 400:
 // the client asks again with json_object, once, and remembers.
 func TestOpenAISchemaFallback(t *testing.T) {
-	srv := llmtest.New(llmtest.WithAPIKey(testKey), llmtest.RefuseJSONSchema())
-	t.Cleanup(srv.Close)
+	srv := llmtest.Start(t, llmtest.WithAPIKey(testKey), llmtest.RefuseJSONSchema())
 	srv.On().Reply(`{"is_relevant": true, "score": 9, "reasons": [], "matched_skills": []}`)
 	c, _ := newClient(t, srv, llm.ProviderOpenAI, nil)
 	ctx := context.Background()

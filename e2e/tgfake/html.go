@@ -39,12 +39,7 @@ func isAlpha(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= '
 // &lt; &gt; &amp; &quot; and numeric references; with strict set the
 // terminating ';' is required.
 func decodeHTMLEntity(text string, pos int, strict bool) (r rune, next int, ok bool) {
-	at := func(i int) byte {
-		if i < len(text) {
-			return text[i]
-		}
-		return 0
-	}
+	at := func(i int) byte { return byteAt(text, i) }
 	end := pos + 1
 	var code int
 	if at(end) == '#' {
@@ -115,12 +110,7 @@ type htmlOpen struct {
 // and its entities. Errors carry Telegram's description without the
 // "Bad Request: can't parse entities: " prefix.
 func parseHTML(text string) (string, []MessageEntity, error) {
-	at := func(i int) byte {
-		if i < len(text) {
-			return text[i]
-		}
-		return 0
-	}
+	at := func(i int) byte { return byteAt(text, i) }
 	var (
 		out   []byte
 		ents  []MessageEntity

@@ -26,6 +26,14 @@ func newManualClock() *manualClock {
 	return &manualClock{now: time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)}
 }
 
+// setupClocked starts a server on a clock the test moves by hand, with any
+// further options.
+func setupClocked(t *testing.T, opts ...Option) (*Server, *manualClock) {
+	t.Helper()
+	clock := newManualClock()
+	return New(t, append([]Option{WithClock(clock.Now)}, opts...)...), clock
+}
+
 func (c *manualClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -61,8 +69,7 @@ func TestLimitedMethodsExist(t *testing.T) {
 }
 
 func TestTooManyRequestsWireFormat(t *testing.T) {
-	clock := newManualClock()
-	srv := New(t, WithClock(clock.Now))
+	srv, _ := setupClocked(t)
 	alice := startedUser(t, srv, 1001)
 	for i := range 3 {
 		requireOK(t, sendText(t, srv, alice.ID(), fmt.Sprint("burst ", i)))
@@ -81,8 +88,7 @@ func TestTooManyRequestsWireFormat(t *testing.T) {
 }
 
 func TestPrivateChatLimit(t *testing.T) {
-	clock := newManualClock()
-	srv := New(t, WithClock(clock.Now))
+	srv, clock := setupClocked(t)
 	alice := startedUser(t, srv, 1001)
 
 	// Short bursts pass: three at once.
@@ -125,8 +131,7 @@ func TestPrivateChatLimit(t *testing.T) {
 }
 
 func TestGroupLimitAndRetryAfterRounding(t *testing.T) {
-	clock := newManualClock()
-	srv := New(t, WithClock(clock.Now))
+	srv, clock := setupClocked(t)
 	group := srv.Supergroup(-1001234567890, "Team", "")
 	start := clock.Now()
 	for i := range 20 {
@@ -161,8 +166,7 @@ func TestGroupLimitAndRetryAfterRounding(t *testing.T) {
 }
 
 func TestGlobalLimit(t *testing.T) {
-	clock := newManualClock()
-	srv := New(t, WithClock(clock.Now))
+	srv, clock := setupClocked(t)
 	var users []*Person
 	for i := range 32 {
 		users = append(users, startedUser(t, srv, int64(2000+i)))
@@ -194,8 +198,7 @@ func TestGlobalLimit(t *testing.T) {
 
 func TestRefusalConsumesNoTokens(t *testing.T) {
 	t.Run("a chat refusal leaves the global bucket alone", func(t *testing.T) {
-		clock := newManualClock()
-		srv := New(t, WithClock(clock.Now), WithLimits(Limits{
+		srv, _ := setupClocked(t, WithLimits(Limits{
 			Global:  Bucket{Burst: 3, Every: time.Hour},
 			Private: Bucket{Burst: 1, Every: time.Hour},
 		}))
@@ -210,8 +213,7 @@ func TestRefusalConsumesNoTokens(t *testing.T) {
 		require429(t, sendText(t, srv, dave.ID(), "global bucket empty"), 3600)
 	})
 	t.Run("a global refusal leaves the chat bucket alone", func(t *testing.T) {
-		clock := newManualClock()
-		srv := New(t, WithClock(clock.Now), WithLimits(Limits{
+		srv, clock := setupClocked(t, WithLimits(Limits{
 			Global:  Bucket{Burst: 3, Every: time.Second},
 			Private: Bucket{Burst: 2, Every: time.Hour},
 		}))
@@ -229,7 +231,7 @@ func TestRefusalConsumesNoTokens(t *testing.T) {
 		require.False(t, srv.Throttles()[1].Global)
 	})
 	t.Run("invalid calls consume nothing", func(t *testing.T) {
-		srv := New(t, WithClock(newManualClock().Now))
+		srv, _ := setupClocked(t)
 		alice := startedUser(t, srv, 1001)
 		for range 5 {
 			requireError(t, callJSON(t, srv, "sendMessage", map[string]any{"chat_id": alice.ID(), "text": "<b>x", "parse_mode": "HTML"}), 400,
@@ -242,8 +244,7 @@ func TestRefusalConsumesNoTokens(t *testing.T) {
 }
 
 func TestEditsAreLimited(t *testing.T) {
-	clock := newManualClock()
-	srv := New(t, WithClock(clock.Now))
+	srv, _ := setupClocked(t)
 	alice := startedUser(t, srv, 1001)
 	sent := decodeResult[Message](t, sendText(t, srv, alice.ID(), "v0"))
 	edit := func(text string) apiResponse {
@@ -267,8 +268,7 @@ func TestEditsAreLimited(t *testing.T) {
 }
 
 func TestConcurrentBurstIntoGroup(t *testing.T) {
-	clock := newManualClock()
-	srv := New(t, WithClock(clock.Now))
+	srv, _ := setupClocked(t)
 	group := srv.Group(-100, "Team")
 	const n = 50
 	results := make(chan apiResponse, n)
@@ -311,8 +311,7 @@ func TestConcurrentBurstIntoGroup(t *testing.T) {
 }
 
 func TestMaxInWindowUnderBucket(t *testing.T) {
-	clock := newManualClock()
-	srv := New(t, WithClock(clock.Now))
+	srv, clock := setupClocked(t)
 	group := srv.Group(-100, "Team")
 	for range 20 {
 		requireOK(t, sendText(t, srv, group.ID, "burst"))
@@ -331,8 +330,7 @@ func TestMaxInWindowUnderBucket(t *testing.T) {
 }
 
 func TestWithoutLimitsAndSetLimits(t *testing.T) {
-	clock := newManualClock()
-	srv := New(t, WithClock(clock.Now), WithoutLimits())
+	srv, _ := setupClocked(t, WithoutLimits())
 	alice := startedUser(t, srv, 1001)
 	group := srv.Group(-100, "Team")
 	for range 40 {
@@ -363,8 +361,7 @@ func TestWithoutLimitsAndSetLimits(t *testing.T) {
 }
 
 func TestFailFor(t *testing.T) {
-	clock := newManualClock()
-	srv := New(t, WithClock(clock.Now))
+	srv, clock := setupClocked(t)
 	alice := startedUser(t, srv, 1001)
 	sent := decodeResult[Message](t, sendText(t, srv, alice.ID(), "before"))
 
@@ -455,8 +452,7 @@ func TestDeactivatedUserAndLostGroups(t *testing.T) {
 }
 
 func TestTelebotSeesLimitsAndBadDays(t *testing.T) {
-	clock := newManualClock()
-	srv := New(t, WithClock(clock.Now))
+	srv, clock := setupClocked(t)
 	bot, _ := startBot(t, srv, func(*tele.Bot) {})
 	alice := startedUser(t, srv, 1001)
 	to := &tele.User{ID: alice.ID()}

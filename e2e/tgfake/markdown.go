@@ -10,15 +10,18 @@ import (
 // and parse_markdown_v2 so that what is accepted, what is rejected and the
 // error wording all match Telegram.
 
+// byteAt is text[i], or 0 past the end: the parsers look ahead freely.
+func byteAt(text string, i int) byte {
+	if i < len(text) {
+		return text[i]
+	}
+	return 0
+}
+
 // parseMarkdown implements the legacy "Markdown" parse mode.
 func parseMarkdown(text string) (string, []MessageEntity, error) {
 	n := len(text)
-	at := func(i int) byte {
-		if i < n {
-			return text[i]
-		}
-		return 0
-	}
+	at := func(i int) byte { return byteAt(text, i) }
 	var (
 		out  []byte
 		ents []MessageEntity
@@ -110,12 +113,7 @@ func parseMarkdown(text string) (string, []MessageEntity, error) {
 // skipOneNewline skips a single line break (\n, \r, \r\n or \n\r) at the
 // start of a pre block, as Telegram does.
 func skipOneNewline(text string, i int) int {
-	at := func(i int) byte {
-		if i < len(text) {
-			return text[i]
-		}
-		return 0
-	}
+	at := func(i int) byte { return byteAt(text, i) }
 	if at(i) == '\n' || at(i) == '\r' {
 		if (at(i+1) == '\n' || at(i+1) == '\r') && at(i) != at(i+1) {
 			return i + 2
@@ -168,12 +166,7 @@ func mdUnclosed(o mdOpen) error {
 // parseMarkdownV2 implements the "MarkdownV2" parse mode.
 func parseMarkdownV2(text string) (string, []MessageEntity, error) {
 	n := len(text)
-	at := func(i int) byte {
-		if i < n {
-			return text[i]
-		}
-		return 0
-	}
+	at := func(i int) byte { return byteAt(text, i) }
 	var (
 		out            []byte
 		ents           []MessageEntity

@@ -356,84 +356,17 @@ func editMarkup(r *request) (replyMarkup, *APIError) {
 }
 
 func editMessageText(s *Server, r *request) (any, *APIError) {
-	text := r.str("text")
-	if text == "" {
+	if r.str("text") == "" {
 		return nil, errDesc(400, DescTextEmpty)
 	}
 	if apiErr := checkLinkPreview(r); apiErr != nil {
 		return nil, apiErr
 	}
-	body, apiErr := s.formatText(text, r.str("parse_mode"), r.str("entities"), false)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	markup, apiErr := editMarkup(r)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch, m, apiErr := s.editTargetLocked(r)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	if m.msg.Text == "" {
-		return nil, errDesc(400, DescNoTextToEdit)
-	}
-	if markup.reply != nil {
-		return nil, badRequest("Inline keyboard expected")
-	}
-	if utf8.RuneCountInString(body.Text) > maxMessageText {
-		return nil, errDesc(400, DescMessageTooLong)
-	}
-	cur := formattedText{Text: m.msg.Text, Entities: m.msg.Entities}
-	if cur.equal(body) && sameMarkup(m.msg.ReplyMarkup, markup.inline) {
-		return nil, errDesc(400, DescNotModified)
-	}
-	if apiErr := s.admitLocked(r, ch.chat.ID); apiErr != nil {
-		return nil, apiErr
-	}
-	m.parseMode = r.str("parse_mode")
-	return s.applyEditLocked(m, func(msg *Message) {
-		msg.Text, msg.Entities, msg.ReplyMarkup = body.Text, body.Entities, markup.inline
-	}), nil
+	return editFormatted(s, r, textField)
 }
 
 func editMessageCaption(s *Server, r *request) (any, *APIError) {
-	body, apiErr := s.formatText(r.str("caption"), r.str("parse_mode"), r.str("caption_entities"), true)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	markup, apiErr := editMarkup(r)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch, m, apiErr := s.editTargetLocked(r)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	if m.msg.Photo == nil && m.msg.Document == nil {
-		return nil, badRequest("There is no caption in the message to edit")
-	}
-	if markup.reply != nil {
-		return nil, badRequest("Inline keyboard expected")
-	}
-	if utf8.RuneCountInString(body.Text) > maxCaption {
-		return nil, errDesc(400, DescCaptionTooLong)
-	}
-	cur := formattedText{Text: m.msg.Caption, Entities: m.msg.CaptionEntities}
-	if cur.equal(body) && sameMarkup(m.msg.ReplyMarkup, markup.inline) {
-		return nil, errDesc(400, DescNotModified)
-	}
-	if apiErr := s.admitLocked(r, ch.chat.ID); apiErr != nil {
-		return nil, apiErr
-	}
-	m.parseMode = r.str("parse_mode")
-	return s.applyEditLocked(m, func(msg *Message) {
-		msg.Caption, msg.CaptionEntities, msg.ReplyMarkup = body.Text, body.Entities, markup.inline
-	}), nil
+	return editFormatted(s, r, captionField)
 }
 
 func editMessageReplyMarkup(s *Server, r *request) (any, *APIError) {
@@ -441,22 +374,132 @@ func editMessageReplyMarkup(s *Server, r *request) (any, *APIError) {
 	if apiErr != nil {
 		return nil, apiErr
 	}
+	return s.edit(r, anEdit{markup: markup, same: func(Message) bool { return true }, apply: func(*Message) {}})
+}
+
+// formattedField is the part of a message editMessageText or
+// editMessageCaption replaces, with the parameters that carry it and the
+// errors Telegram gives for it.
+type formattedField struct {
+	param, entities string
+	caption         bool
+	max             int
+	tooLong         string
+	lacks           func(Message) *APIError
+	get             func(Message) formattedText
+	set             func(*Message, formattedText)
+}
+
+var (
+	textField = formattedField{
+		param: "text", entities: "entities", max: maxMessageText, tooLong: DescMessageTooLong,
+		lacks: func(m Message) *APIError {
+			if m.Text == "" {
+				return errDesc(400, DescNoTextToEdit)
+			}
+			return nil
+		},
+		get: func(m Message) formattedText { return formattedText{Text: m.Text, Entities: m.Entities} },
+		set: func(m *Message, b formattedText) { m.Text, m.Entities = b.Text, b.Entities },
+	}
+	captionField = formattedField{
+		param: "caption", entities: "caption_entities", caption: true, max: maxCaption, tooLong: DescCaptionTooLong,
+		lacks: func(m Message) *APIError {
+			if m.Photo == nil && m.Document == nil {
+				return badRequest("There is no caption in the message to edit")
+			}
+			return nil
+		},
+		get: func(m Message) formattedText { return formattedText{Text: m.Caption, Entities: m.CaptionEntities} },
+		set: func(m *Message, b formattedText) { m.Caption, m.CaptionEntities = b.Text, b.Entities },
+	}
+)
+
+// editFormatted replaces a message's text or caption (f says which) and its
+// inline keyboard.
+func editFormatted(s *Server, r *request, f formattedField) (any, *APIError) {
+	body, apiErr := s.formatText(r.str(f.param), r.str("parse_mode"), r.str(f.entities), f.caption)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	markup, apiErr := editMarkup(r)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	e := anEdit{
+		markup:    markup,
+		lacks:     f.lacks,
+		same:      func(m Message) bool { return f.get(m).equal(body) },
+		parseMode: true,
+		apply:     func(m *Message) { f.set(m, body) },
+	}
+	if utf8.RuneCountInString(body.Text) > f.max {
+		e.invalid = errDesc(400, f.tooLong)
+	}
+	return s.edit(r, e)
+}
+
+// anEdit is what one edit call does to the message it targets.
+type anEdit struct {
+	markup replyMarkup
+	// lacks, if set, refuses a message that has nothing to edit this way.
+	lacks func(Message) *APIError
+	// invalid is the new content's own error, reported after the target's.
+	invalid *APIError
+	// same reports whether the content would stay as it is (the keyboard
+	// is compared apart).
+	same func(Message) bool
+	// parseMode keeps the request's parse_mode as the message's.
+	parseMode bool
+	apply     func(*Message)
+}
+
+// edit checks an edit in Telegram's order (the target, what it lacks, a
+// reply keyboard, the content, a change at all, the rate limit) and applies
+// it with the new inline keyboard.
+func (s *Server) edit(r *request, e anEdit) (any, *APIError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ch, m, apiErr := s.editTargetLocked(r)
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	if markup.reply != nil {
+	if e.lacks != nil {
+		if apiErr := e.lacks(m.msg); apiErr != nil {
+			return nil, apiErr
+		}
+	}
+	if e.markup.reply != nil {
 		return nil, badRequest("Inline keyboard expected")
 	}
-	if sameMarkup(m.msg.ReplyMarkup, markup.inline) {
+	if e.invalid != nil {
+		return nil, e.invalid
+	}
+	if e.same(m.msg) && sameMarkup(m.msg.ReplyMarkup, e.markup.inline) {
 		return nil, errDesc(400, DescNotModified)
 	}
 	if apiErr := s.admitLocked(r, ch.chat.ID); apiErr != nil {
 		return nil, apiErr
 	}
-	return s.applyEditLocked(m, func(msg *Message) { msg.ReplyMarkup = markup.inline }), nil
+	if e.parseMode {
+		m.parseMode = r.str("parse_mode")
+	}
+	return s.applyEditLocked(m, func(msg *Message) {
+		e.apply(msg)
+		msg.ReplyMarkup = e.markup.inline
+	}), nil
+}
+
+// inChat runs a method's body under the server's lock with the request's
+// chat_id resolved to its chat.
+func (s *Server) inChat(r *request, body func(ch *chatState) (any, *APIError)) (any, *APIError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, apiErr := s.chatLocked(r.str("chat_id"))
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return body(ch)
 }
 
 func deleteMessage(s *Server, r *request) (any, *APIError) {
@@ -467,29 +510,25 @@ func deleteMessage(s *Server, r *request) (any, *APIError) {
 	if id <= 0 {
 		return nil, badRequest("Message identifier is not specified")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch, apiErr := s.chatLocked(r.str("chat_id"))
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	if apiErr := s.editableLocked(ch); apiErr != nil {
-		return nil, apiErr
-	}
-	m := ch.live(int(id))
-	if m == nil {
-		return nil, errDesc(400, DescDeleteNotFound)
-	}
-	if ch.chat.Type != ChatPrivate && !m.fromBot {
-		switch ch.memberStatus(s.bot.ID) {
-		case StatusCreator, StatusAdministrator:
-		default:
-			return nil, errDesc(400, DescCantDelete)
+	return s.inChat(r, func(ch *chatState) (any, *APIError) {
+		if apiErr := s.editableLocked(ch); apiErr != nil {
+			return nil, apiErr
 		}
-	}
-	m.deleted = true
-	s.notifyLocked()
-	return true, nil
+		m := ch.live(int(id))
+		if m == nil {
+			return nil, errDesc(400, DescDeleteNotFound)
+		}
+		if ch.chat.Type != ChatPrivate && !m.fromBot {
+			switch ch.memberStatus(s.bot.ID) {
+			case StatusCreator, StatusAdministrator:
+			default:
+				return nil, errDesc(400, DescCantDelete)
+			}
+		}
+		m.deleted = true
+		s.notifyLocked()
+		return true, nil
+	})
 }
 
 func answerCallbackQuery(s *Server, r *request) (any, *APIError) {
@@ -529,28 +568,20 @@ func sendChatAction(s *Server, r *request) (any, *APIError) {
 	if !ok {
 		return nil, badRequest("Wrong parameter action in request")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch, apiErr := s.chatLocked(r.str("chat_id"))
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	if apiErr := s.writableLocked(ch); apiErr != nil {
-		return nil, apiErr
-	}
-	ch.actions = append(ch.actions, ChatAction{Action: action, Time: s.now()})
-	s.notifyLocked()
-	return true, nil
+	return s.inChat(r, func(ch *chatState) (any, *APIError) {
+		if apiErr := s.writableLocked(ch); apiErr != nil {
+			return nil, apiErr
+		}
+		ch.actions = append(ch.actions, ChatAction{Action: action, Time: s.now()})
+		s.notifyLocked()
+		return true, nil
+	})
 }
 
 func getChat(s *Server, r *request) (any, *APIError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch, apiErr := s.chatLocked(r.str("chat_id"))
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	return chatFullInfo{Chat: ch.chat, MaxReactionCount: 11}, nil
+	return s.inChat(r, func(ch *chatState) (any, *APIError) {
+		return chatFullInfo{Chat: ch.chat, MaxReactionCount: 11}, nil
+	})
 }
 
 func getChatMember(s *Server, r *request) (any, *APIError) {
@@ -558,26 +589,22 @@ func getChatMember(s *Server, r *request) (any, *APIError) {
 	if userID <= 0 {
 		return nil, badRequest("Invalid user_id specified")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch, apiErr := s.chatLocked(r.str("chat_id"))
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	var user User
-	switch p, ok := s.users[userID]; {
-	case userID == s.bot.ID:
-		user = s.bot
-	case ok:
-		user = p.user
-	default:
-		return nil, badRequest("User not found")
-	}
-	status := ch.memberStatus(userID)
-	if ch.chat.Type == ChatPrivate && userID != ch.chat.ID && userID != s.bot.ID {
-		status = StatusLeft
-	}
-	return chatMember(user, status), nil
+	return s.inChat(r, func(ch *chatState) (any, *APIError) {
+		var user User
+		switch p, ok := s.users[userID]; {
+		case userID == s.bot.ID:
+			user = s.bot
+		case ok:
+			user = p.user
+		default:
+			return nil, badRequest("User not found")
+		}
+		status := ch.memberStatus(userID)
+		if ch.chat.Type == ChatPrivate && userID != ch.chat.ID && userID != s.bot.ID {
+			status = StatusLeft
+		}
+		return chatMember(user, status), nil
+	})
 }
 
 func chatMember(u User, status string) ChatMember {

@@ -210,37 +210,48 @@ func (s *Server) SentFiles(chatID int64) []SentFile {
 	return out
 }
 
-// History returns every message of a chat that was not deleted, users' and
-// the bot's, in order: the chat as a user would see it.
-func (s *Server) History(chatID int64) []Message {
+// readChat returns read(ch) for the chat chatID, under the server's lock,
+// or nothing for a chat the fake does not know.
+func readChat[T any](s *Server, chatID int64, read func(ch *chatState) []T) []T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ch := s.chats[chatID]
 	if ch == nil {
 		return nil
 	}
-	var out []Message
-	for _, m := range ch.msgs {
-		if !m.deleted {
-			out = append(out, m.msg)
-		}
+	return read(ch)
+}
+
+// mapped is f of each element of in, in order (never nil).
+func mapped[S, T any](in []S, f func(S) T) []T {
+	out := make([]T, 0, len(in))
+	for _, v := range in {
+		out = append(out, f(v))
 	}
 	return out
 }
 
+// History returns every message of a chat that was not deleted, users' and
+// the bot's, in order: the chat as a user would see it.
+func (s *Server) History(chatID int64) []Message {
+	return readChat(s, chatID, func(ch *chatState) []Message {
+		var out []Message
+		for _, m := range ch.msgs {
+			if !m.deleted {
+				out = append(out, m.msg)
+			}
+		}
+		return out
+	})
+}
+
 // Callbacks returns the button presses in a chat with the bot's answers.
 func (s *Server) Callbacks(chatID int64) []Callback {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch := s.chats[chatID]
-	if ch == nil {
-		return nil
-	}
-	out := make([]Callback, 0, len(ch.queries))
-	for _, q := range ch.queries {
-		out = append(out, Callback{Query: q.query, Answered: q.answered, Answer: q.answer})
-	}
-	return out
+	return readChat(s, chatID, func(ch *chatState) []Callback {
+		return mapped(ch.queries, func(q *callbackState) Callback {
+			return Callback{Query: q.query, Answered: q.answered, Answer: q.answer}
+		})
+	})
 }
 
 // UnansweredCallbacks returns presses the bot has not answered yet, in any
@@ -262,17 +273,9 @@ func (s *Server) UnansweredCallbacks() []CallbackQuery {
 
 // ChatActions returns the actions the bot sent to a chat ("typing", ...).
 func (s *Server) ChatActions(chatID int64) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch := s.chats[chatID]
-	if ch == nil {
-		return nil
-	}
-	out := make([]string, 0, len(ch.actions))
-	for _, a := range ch.actions {
-		out = append(out, a.Action)
-	}
-	return out
+	return readChat(s, chatID, func(ch *chatState) []string {
+		return mapped(ch.actions, func(a ChatAction) string { return a.Action })
+	})
 }
 
 // Commands returns the command list set for a scope and language, exactly

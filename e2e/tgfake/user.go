@@ -218,14 +218,7 @@ func (p *Person) sendAt(chatID int64, text string, replyTo int, at time.Time) Me
 		}
 		m.ReplyToMessage = target.quoted()
 	}
-	st := ch.addMessage(m, false)
-	if s.botReceivesLocked(ch) {
-		delivered := st.msg // a copy: the update must not follow later changes
-		s.pushUpdateLocked(Update{Message: &delivered})
-	} else {
-		s.notifyLocked()
-	}
-	return st.msg
+	return s.postLocked(ch, m)
 }
 
 // SendPhoto sends a photo as this user, with a caption ("" for none), to a
@@ -244,14 +237,7 @@ func (p *Person) SendPhoto(chatID int64, caption string) Message {
 	from := p.user
 	m := Message{From: &from, Date: s.now().Unix(), Caption: caption,
 		Photo: []PhotoSize{{FileID: id, FileUniqueID: unique, Width: f.Width, Height: f.Height, FileSize: f.Size}}}
-	st := ch.addMessage(m, false)
-	if s.botReceivesLocked(ch) {
-		delivered := st.msg
-		s.pushUpdateLocked(Update{Message: &delivered})
-	} else {
-		s.notifyLocked()
-	}
-	return st.msg
+	return s.postLocked(ch, m)
 }
 
 // Edit edits a text message this user sent earlier, as a Telegram client
@@ -423,4 +409,17 @@ func describeButtons(m *InlineKeyboardMarkup) string {
 		}
 	}
 	return out
+}
+
+// postLocked stores a message a user sent and hands it to the bot as an
+// update when the bot receives that chat's messages.
+func (s *Server) postLocked(ch *chatState, m Message) Message {
+	st := ch.addMessage(m, false)
+	if s.botReceivesLocked(ch) {
+		delivered := st.msg // a copy: the update must not follow later changes
+		s.pushUpdateLocked(Update{Message: &delivered})
+	} else {
+		s.notifyLocked()
+	}
+	return st.msg
 }

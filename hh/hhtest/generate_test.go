@@ -36,7 +36,7 @@ func without(ks []string, drop []string, add ...string) []string {
 }
 
 func TestSearchShapeMatchesFixture(t *testing.T) {
-	srv := newServer(t, hhtest.WithVacancies(hhtest.Generate(200, hhtest.GenOptions{Seed: 9})...))
+	srv := hhtest.Start(t, hhtest.WithVacancies(hhtest.Generate(200, hhtest.GenOptions{Seed: 9})...))
 	want := decodeMap(t, fixture(t, "vacancies_search.json"))
 	got := decodeMap(t, get(t, srv, "/vacancies", vals("per_page", "100")))
 
@@ -90,7 +90,7 @@ func TestSearchShapeMatchesFixture(t *testing.T) {
 
 func TestDetailShapeMatchesFixture(t *testing.T) {
 	vs := hhtest.Generate(1000, hhtest.GenOptions{Seed: 4})
-	srv := newServer(t, hhtest.WithVacancies(vs...))
+	srv := hhtest.Start(t, hhtest.WithVacancies(vs...))
 	want := decodeMap(t, fixture(t, "vacancy_detail.json"))
 
 	var withAll hhtest.Vacancy
@@ -200,7 +200,7 @@ func TestGenerateInjectsWords(t *testing.T) {
 		require.Contains(t, v.Description, "<li>МЛМ</li>")
 	}
 
-	srv := newServer(t, hhtest.WithVacancies(vs...))
+	srv := hhtest.Start(t, hhtest.WithVacancies(vs...))
 	require.Equal(t, 2, search(t, srv, vals("text", "КАЗИНО")).Found, "planted words are searchable (0 and 6)")
 	require.Equal(t, 4, search(t, srv, vals("text", "млм", "search_field", "description")).Found)
 }

@@ -19,14 +19,6 @@ import (
 
 const testUA = "switchboard-test/1.0 (dev@example.com)"
 
-// newServer starts a fake that is closed when the test ends.
-func newServer(t *testing.T, opts ...hhtest.Option) *hhtest.Server {
-	t.Helper()
-	srv := hhtest.New(opts...)
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 type response struct {
 	status int
 	header http.Header
@@ -46,6 +38,12 @@ func do(t *testing.T, srv *hhtest.Server, path string, q url.Values, headers map
 	for k, v := range headers {
 		req.Header[http.CanonicalHeaderKey(k)] = []string{v}
 	}
+	return send(t, srv, req)
+}
+
+// send sends req to the fake and reads the whole answer.
+func send(t *testing.T, srv *hhtest.Server, req *http.Request) response {
+	t.Helper()
 	resp, err := srv.Client().Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -3,7 +3,6 @@ package hhtest_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -24,12 +23,7 @@ func postToken(t *testing.T, srv *hhtest.Server, form url.Values) response {
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("HH-User-Agent", testUA)
-	resp, err := srv.Client().Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return response{status: resp.StatusCode, header: resp.Header, body: body}
+	return send(t, srv, req)
 }
 
 func credentials(id, secret string) url.Values {
@@ -71,7 +65,7 @@ func bearer(tok string) map[string]string {
 
 func TestOAuthIssuesApplicationTokens(t *testing.T) {
 	t.Parallel()
-	srv := newServer(t, hhtest.WithOAuth(testOAuth))
+	srv := hhtest.Start(t, hhtest.WithOAuth(testOAuth))
 
 	a := obtain(t, srv)
 	require.NotEmpty(t, a.AccessToken)
@@ -100,7 +94,7 @@ func TestOAuthIssuesApplicationTokens(t *testing.T) {
 
 func TestOAuthChecksBearerTokens(t *testing.T) {
 	t.Parallel()
-	srv := newServer(t, hhtest.WithOAuth(testOAuth), hhtest.WithVacancies(hhtest.Generate(3, hhtest.GenOptions{Seed: 1})...))
+	srv := hhtest.Start(t, hhtest.WithOAuth(testOAuth), hhtest.WithVacancies(hhtest.Generate(3, hhtest.GenOptions{Seed: 1})...))
 	tok := obtain(t, srv).AccessToken
 
 	// Not required: anonymous requests are served, a token sent is checked.
@@ -124,7 +118,7 @@ func TestOAuthRequired(t *testing.T) {
 	t.Parallel()
 	o := testOAuth
 	o.Require = true
-	srv := newServer(t, hhtest.WithOAuth(o), hhtest.WithVacancies(hhtest.Generate(3, hhtest.GenOptions{Seed: 1})...))
+	srv := hhtest.Start(t, hhtest.WithOAuth(o), hhtest.WithVacancies(hhtest.Generate(3, hhtest.GenOptions{Seed: 1})...))
 	v := srv.Vacancies()[0]
 
 	requireHHError(t, do(t, srv, "/vacancies", nil, map[string]string{"HH-User-Agent": testUA}), 403, "oauth", "bad_authorization")
@@ -142,7 +136,7 @@ func TestOAuthExpiryAndPace(t *testing.T) {
 	t.Parallel()
 	o := testOAuth
 	o.ExpiresIn, o.MinInterval = 50*time.Millisecond, time.Hour
-	srv := newServer(t, hhtest.WithOAuth(o))
+	srv := hhtest.Start(t, hhtest.WithOAuth(o))
 
 	a := obtain(t, srv)
 	require.NotNil(t, a.ExpiresIn)
@@ -158,7 +152,7 @@ func TestOAuthExpiryAndPace(t *testing.T) {
 
 func TestOAuthFaultsAndAbsence(t *testing.T) {
 	t.Parallel()
-	srv := newServer(t, hhtest.WithOAuth(testOAuth))
+	srv := hhtest.Start(t, hhtest.WithOAuth(testOAuth))
 	srv.FailTokenRequests(1, http.StatusBadGateway)
 	r := postToken(t, srv, credentials(testOAuth.ClientID, testOAuth.ClientSecret))
 	require.Equal(t, http.StatusBadGateway, r.status)
@@ -167,7 +161,7 @@ func TestOAuthFaultsAndAbsence(t *testing.T) {
 	require.Equal(t, 2, srv.TokenCalls())
 
 	// Without WithOAuth there is no /oauth/token and tokens are ignored.
-	plain := newServer(t)
+	plain := hhtest.Start(t)
 	requireHHError(t, postToken(t, plain, credentials("a", "b")), 405, "method_not_allowed")
 	require.Equal(t, http.StatusOK, do(t, plain, "/vacancies", nil, bearer("whatever")).status)
 	require.Zero(t, plain.TokenCalls())

@@ -7,7 +7,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
+
+	"switchboard/internal/testkit"
 )
 
 // Server is a fake api.hh.ru serving GET /vacancies and GET /vacancies/{id}
@@ -131,6 +134,9 @@ func WithLatency(d time.Duration) Option {
 func OnRequest(fn func(*http.Request)) Option {
 	return func(s *Server) { s.hook = fn }
 }
+
+// Start starts a fake HH API that is closed when the test ends.
+func Start(t testing.TB, opts ...Option) *Server { return testkit.Closing(t, New(opts...)) }
 
 // New starts a fake HH API on 127.0.0.1. Close it when done.
 func New(opts ...Option) *Server {

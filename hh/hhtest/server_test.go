@@ -18,7 +18,7 @@ import (
 
 func TestSearchPagingFollowsHHLimits(t *testing.T) {
 	const n = 2500
-	srv := newServer(t, hhtest.WithVacancies(hhtest.Generate(n, hhtest.GenOptions{Seed: 7})...))
+	srv := hhtest.Start(t, hhtest.WithVacancies(hhtest.Generate(n, hhtest.GenOptions{Seed: 7})...))
 
 	seen := map[string]bool{}
 	var all []item
@@ -83,7 +83,7 @@ func TestSearchPagingFollowsHHLimits(t *testing.T) {
 }
 
 func TestSearchPagesPastTheEndAreEmpty(t *testing.T) {
-	srv := newServer(t, hhtest.WithVacancies(hhtest.Generate(13, hhtest.GenOptions{Seed: 1})...))
+	srv := hhtest.Start(t, hhtest.WithVacancies(hhtest.Generate(13, hhtest.GenOptions{Seed: 1})...))
 
 	res := search(t, srv, vals("per_page", "5", "page", "2"))
 	require.Equal(t, 13, res.Found)
@@ -95,7 +95,7 @@ func TestSearchPagesPastTheEndAreEmpty(t *testing.T) {
 }
 
 func TestUserAgentIsRequired(t *testing.T) {
-	srv := newServer(t, hhtest.WithVacancies(hhtest.Generate(3, hhtest.GenOptions{})...))
+	srv := hhtest.Start(t, hhtest.WithVacancies(hhtest.Generate(3, hhtest.GenOptions{})...))
 
 	// An empty User-Agent header stops net/http from sending its default.
 	missing := do(t, srv, "/vacancies", nil, map[string]string{"User-Agent": ""})
@@ -119,11 +119,11 @@ func TestUserAgentIsRequired(t *testing.T) {
 }
 
 func TestStrictUserAgentRefusesGoDefault(t *testing.T) {
-	strict := newServer(t, hhtest.StrictUserAgent())
+	strict := hhtest.Start(t, hhtest.StrictUserAgent())
 	requireHHError(t, do(t, strict, "/vacancies", nil, nil), http.StatusBadRequest, "bad_user_agent", "blacklisted")
 	require.Equal(t, http.StatusOK, do(t, strict, "/vacancies", nil, map[string]string{"User-Agent": testUA}).status)
 
-	prefixed := newServer(t, hhtest.RequireUserAgent("switchboard/"))
+	prefixed := hhtest.Start(t, hhtest.RequireUserAgent("switchboard/"))
 	requireHHError(t, do(t, prefixed, "/vacancies", nil, map[string]string{"User-Agent": testUA}),
 		http.StatusBadRequest, "bad_user_agent", "blacklisted")
 	// HH-User-Agent wins over User-Agent.
@@ -133,7 +133,7 @@ func TestStrictUserAgentRefusesGoDefault(t *testing.T) {
 
 func TestDetailFullRepresentationAndNotFound(t *testing.T) {
 	vs := hhtest.Generate(50, hhtest.GenOptions{Seed: 3})
-	srv := newServer(t, hhtest.WithVacancies(vs...))
+	srv := hhtest.Start(t, hhtest.WithVacancies(vs...))
 	notFound := fixture(t, "not_found.json")
 
 	var withSkills hhtest.Vacancy
@@ -196,7 +196,7 @@ func TestDetailFullRepresentationAndNotFound(t *testing.T) {
 }
 
 func TestItemURLLeadsBackToTheFake(t *testing.T) {
-	srv := newServer(t, hhtest.WithVacancies(hhtest.Generate(5, hhtest.GenOptions{})...))
+	srv := hhtest.Start(t, hhtest.WithVacancies(hhtest.Generate(5, hhtest.GenOptions{})...))
 	it := search(t, srv, nil).Items[0]
 	require.Equal(t, srv.URL()+"/vacancies/"+it.ID, it.URL)
 	path := strings.TrimPrefix(it.URL, srv.URL())
@@ -208,7 +208,7 @@ func TestItemURLLeadsBackToTheFake(t *testing.T) {
 }
 
 func TestPublishAppearsOnTopOfFirstPage(t *testing.T) {
-	srv := newServer(t, hhtest.WithVacancies(hhtest.Generate(300, hhtest.GenOptions{Seed: 5})...))
+	srv := hhtest.Start(t, hhtest.WithVacancies(hhtest.Generate(300, hhtest.GenOptions{Seed: 5})...))
 	before := search(t, srv, vals("per_page", "50", "order_by", "publication_time"))
 	require.Equal(t, 300, before.Found)
 
@@ -235,7 +235,7 @@ func TestPublishAppearsOnTopOfFirstPage(t *testing.T) {
 }
 
 func TestSearchFilters(t *testing.T) {
-	srv := newServer(t, hhtest.WithVacancies(hhtest.Generate(400, hhtest.GenOptions{Seed: 11})...))
+	srv := hhtest.Start(t, hhtest.WithVacancies(hhtest.Generate(400, hhtest.GenOptions{Seed: 11})...))
 	planted := srv.Publish(
 		hhtest.Vacancy{Name: "Ведущий ГОЛАНГ-Разработчик", Area: hhtest.Area{ID: "88"}, Experience: hhtest.MoreThan6,
 			Requirement: "Опыт с очередями.", Responsibility: "Писать на Голанге."},
@@ -354,7 +354,7 @@ func deref(s *string) string {
 }
 
 func TestFaultsThenRecovery(t *testing.T) {
-	srv := newServer(t, hhtest.WithVacancies(hhtest.Generate(10, hhtest.GenOptions{})...))
+	srv := hhtest.Start(t, hhtest.WithVacancies(hhtest.Generate(10, hhtest.GenOptions{})...))
 	ua := map[string]string{"User-Agent": testUA}
 
 	srv.FailNext(2, http.StatusServiceUnavailable, hhtest.SearchEndpoint)
@@ -390,7 +390,7 @@ func TestFaultsThenRecovery(t *testing.T) {
 
 func TestLatencyHonoursClientCancellation(t *testing.T) {
 	arrived := make(chan struct{}, 1)
-	srv := newServer(t,
+	srv := hhtest.Start(t,
 		hhtest.WithVacancies(hhtest.Generate(5, hhtest.GenOptions{})...),
 		hhtest.OnRequest(func(*http.Request) { arrived <- struct{}{} }),
 	)
@@ -463,7 +463,7 @@ func TestCloseReleasesDelayedRequests(t *testing.T) {
 }
 
 func TestConcurrentMutationsAndSearches(t *testing.T) {
-	srv := newServer(t, hhtest.WithVacancies(hhtest.Generate(500, hhtest.GenOptions{Seed: 2})...))
+	srv := hhtest.Start(t, hhtest.WithVacancies(hhtest.Generate(500, hhtest.GenOptions{Seed: 2})...))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 

@@ -14,7 +14,7 @@ import (
 // flat over millions of iterations.
 
 func benchChat(b *testing.B, p llmtest.Provider, stream bool) {
-	srv := newServer(b, llmtest.WithoutRecording())
+	srv := llmtest.Start(b, llmtest.WithoutRecording())
 	for i := range 10 {
 		srv.On(llmtest.SystemContains("nonmatching-" + string(rune('a'+i)))).Reply("no")
 	}

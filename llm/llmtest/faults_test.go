@@ -55,7 +55,7 @@ func TestFaultsThroughRealClients(t *testing.T) {
 				name += "/stream"
 			}
 			t.Run(name, func(t *testing.T) {
-				srv := newServer(t)
+				srv := llmtest.Start(t)
 				srv.On().Named("f").Reply("healthy answer").Fault(c.fault)
 				for p, m := range models(t, srv, "m") {
 					want := c.ollama
@@ -91,7 +91,7 @@ func TestFaultsThroughRealClients(t *testing.T) {
 }
 
 func TestRateLimitWire(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On().Fault(llmtest.RateLimit(1500 * time.Millisecond))
 	for _, path := range []string{"/api/chat", "/v1/chat/completions"} {
 		resp, err := httpClient(t).Post(srv.URL()+path, "application/json",
@@ -113,19 +113,27 @@ func TestRateLimitWire(t *testing.T) {
 	}
 }
 
-func TestHangEndsWhenClientGivesUp(t *testing.T) {
-	srv := newServer(t)
-	srv.On().Named("hang").Fault(llmtest.Hang())
+// clientsGiveUp asks through each provider's client with a deadline of
+// timeout, which the server must outlast: the client gives up soon after,
+// and the server's handler returns (why says what is wrong if it does not).
+func clientsGiveUp(t *testing.T, srv *llmtest.Server, timeout time.Duration, why string) {
+	t.Helper()
 	for p, m := range models(t, srv, "m") {
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		start := time.Now()
 		_, err := generate(ctx, m, "", "q")
 		cancel()
 		require.Error(t, err, p)
 		assert.Less(t, time.Since(start), 2*time.Second, p)
-		// The handler notices the client left and returns: nothing leaks.
-		eventually(t, func() bool { return srv.InFlight() == 0 }, "handler still blocked")
+		eventually(t, func() bool { return srv.InFlight() == 0 }, why)
 	}
+}
+
+func TestHangEndsWhenClientGivesUp(t *testing.T) {
+	srv := llmtest.Start(t)
+	srv.On().Named("hang").Fault(llmtest.Hang())
+	// The handler notices the client left and returns: nothing leaks.
+	clientsGiveUp(t, srv, 100*time.Millisecond, "handler still blocked")
 	assert.Equal(t, 2, srv.Calls("hang"), "recorded before hanging")
 	assert.Equal(t, "hang", srv.Requests()[0].Fault)
 }
@@ -150,7 +158,7 @@ func TestHangEndsWhenServerCloses(t *testing.T) {
 }
 
 func TestLatency(t *testing.T) {
-	srv := newServer(t, llmtest.WithLatency(250*time.Millisecond))
+	srv := llmtest.Start(t, llmtest.WithLatency(250*time.Millisecond))
 	srv.On(llmtest.Model("slow")).Named("slow").Latency(80 * time.Millisecond).Reply("late")
 	srv.On().Named("other").Reply("soon")
 
@@ -175,21 +183,13 @@ func TestLatency(t *testing.T) {
 }
 
 func TestLatencyRespectsCancellation(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On().Latency(10 * time.Second).Reply("too late")
-	for p, m := range models(t, srv, "m") {
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-		start := time.Now()
-		_, err := generate(ctx, m, "", "q")
-		cancel()
-		require.Error(t, err, p)
-		assert.Less(t, time.Since(start), 2*time.Second, p)
-		eventually(t, func() bool { return srv.InFlight() == 0 }, "latency wait not cancelled")
-	}
+	clientsGiveUp(t, srv, 50*time.Millisecond, "latency wait not cancelled")
 }
 
 func TestTimeoutMidStream(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On().Reply("a b c d e f g h").ChunkDelay(time.Second)
 	for p, m := range models(t, srv, "m") {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -209,7 +209,7 @@ func TestTimeoutMidStream(t *testing.T) {
 }
 
 func TestFailNext(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On(llmtest.Model("a")).Named("a").Reply("A")
 	srv.On(llmtest.Model("b")).Named("b").Reply("B")
 	srv.FailNext(2, llmtest.ServerError())
@@ -235,7 +235,7 @@ func TestFailNext(t *testing.T) {
 }
 
 func TestRuleFaultNext(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On().Named("r").Reply("ok").FaultNext(2, llmtest.HTTPError(502))
 	m := openaiLLM(t, srv, "m")
 	for i := range 2 {
@@ -257,7 +257,7 @@ func TestEmbeddingFaults(t *testing.T) {
 		llmtest.EmptyContent(), llmtest.InvalidJSON(),
 	} {
 		t.Run(f.String(), func(t *testing.T) {
-			srv := newServer(t)
+			srv := llmtest.Start(t)
 			srv.On(llmtest.Embed()).Fault(f)
 			for p, m := range models(t, srv, "e") {
 				em := m.(interface {

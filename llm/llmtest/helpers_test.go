@@ -19,14 +19,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// newServer starts a server that is closed when the test ends.
-func newServer(t testing.TB, opts ...llmtest.Option) *llmtest.Server {
-	t.Helper()
-	srv := llmtest.New(opts...)
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 // httpClient gives each test its own transport, so idle keep-alive
 // connections are closed with the test instead of outliving it in
 // langchaingo's shared default client (which goleak would report).

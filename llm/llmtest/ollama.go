@@ -228,28 +228,12 @@ func (s *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
 		Prompt:   strings.Join(inputs, "\n"),
 	}
 	p := s.decide(&req)
-	ctx := r.Context()
-	if !s.wait(ctx, p.latency) {
-		return
-	}
-	if status, msg, ok := errorFor(p.fault, &req); ok {
-		ollamaFail(w, p.fault, status, msg)
+	answer, fill := s.scriptedEmbedding(r.Context(), w, p, &req, ollamaFail, "application/json; charset=utf-8", `{"embeddings": [[0.1, 0.2`)
+	if !answer {
 		return
 	}
 	out := ollamaEmbedResponse{Model: req.Model, Embeddings: [][]float32{}}
-	switch p.fault.kind {
-	case faultHang:
-		s.hang(ctx)
-		return
-	case faultEmptyBody:
-		w.WriteHeader(http.StatusOK)
-		return
-	case faultInvalidJSON:
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		_, _ = w.Write([]byte(`{"embeddings": [[0.1, 0.2`))
-		return
-	case faultEmptyContent:
-	default:
+	if fill {
 		out.Embeddings = make([][]float32, len(inputs))
 		for i, t := range inputs {
 			out.Embeddings[i] = Embedding(t, s.dim)

@@ -340,28 +340,12 @@ func (s *Server) openaiEmbed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := s.decide(&req)
-	ctx := r.Context()
-	if !s.wait(ctx, p.latency) {
-		return
-	}
-	if status, msg, ok := errorFor(p.fault, &req); ok {
-		openaiFail(w, p.fault, status, msg)
+	answer, fill := s.scriptedEmbedding(r.Context(), w, p, &req, openaiFail, "application/json", `{"object": "list", "data": [{"embedding": [0.1,`)
+	if !answer {
 		return
 	}
 	out := openaiEmbedResponse{Object: "list", Model: req.Model, Data: []openaiEmbedding{}}
-	switch p.fault.kind {
-	case faultHang:
-		s.hang(ctx)
-		return
-	case faultEmptyBody:
-		w.WriteHeader(http.StatusOK)
-		return
-	case faultInvalidJSON:
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"object": "list", "data": [{"embedding": [0.1,`))
-		return
-	case faultEmptyContent:
-	default:
+	if fill {
 		dim := s.dim
 		if in.Dimensions > 0 {
 			dim = in.Dimensions

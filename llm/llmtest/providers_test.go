@@ -20,7 +20,7 @@ import (
 )
 
 func TestOllamaGenerate(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On(llmtest.SystemContains("ARCHIVIST")).Named("archivist").Reply("The archive is sorted by date.")
 	m := ollamaLLM(t, srv, "llama3")
 
@@ -58,7 +58,7 @@ func TestOllamaGenerate(t *testing.T) {
 }
 
 func TestOllamaStreamingChunksInOrder(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	const reply = "alpha beta  gamma\ndelta epsilon"
 	srv.On().Named("stream").Reply(reply).ChunkDelay(5 * time.Millisecond)
 	m := ollamaLLM(t, srv, "llama3")
@@ -91,7 +91,7 @@ func TestOllamaStreamingChunksInOrder(t *testing.T) {
 // TestOllamaStreamingWire checks the NDJSON framing itself, which langchaingo
 // would tolerate small deviations from.
 func TestOllamaStreamingWire(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On().Reply("one two three")
 
 	body := `{"model":"m","messages":[{"role":"user","content":"hi there"}],"stream":true,"format":"json"}`
@@ -144,7 +144,7 @@ func TestOllamaStreamingWire(t *testing.T) {
 }
 
 func TestJSONModeRecorded(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On(llmtest.JSONMode()).Named("json").Reply(`{"ok":true}`)
 	srv.On().Named("text").Reply("plain")
 	for p, m := range models(t, srv, "m") {
@@ -168,7 +168,7 @@ func TestJSONModeRecorded(t *testing.T) {
 }
 
 func TestOpenAIGenerate(t *testing.T) {
-	srv := newServer(t, llmtest.WithAPIKey("k"))
+	srv := llmtest.Start(t, llmtest.WithAPIKey("k"))
 	srv.On(llmtest.ProviderIs(llmtest.OpenAI), llmtest.Model("gpt-4o-mini")).Named("oa").Reply("Hello from the fake.")
 	m := openaiLLM(t, srv, "gpt-4o-mini")
 
@@ -193,7 +193,7 @@ func TestOpenAIGenerate(t *testing.T) {
 }
 
 func TestOpenAIStreaming(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	const reply = "streamed over server sent events"
 	srv.On().Reply(reply)
 	m := openaiLLM(t, srv, "gpt-4o-mini")
@@ -216,7 +216,7 @@ func TestOpenAIStreaming(t *testing.T) {
 }
 
 func TestOpenAIStreamingWire(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On().Reply("a b")
 	body := `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"multi part"}]}],"stream":true,"stream_options":{"include_usage":true}}`
 	resp, err := httpClient(t).Post(srv.OpenAIURL()+"/chat/completions", "application/json", strings.NewReader(body))
@@ -250,7 +250,7 @@ func TestOpenAIStreamingWire(t *testing.T) {
 }
 
 func TestOpenAIAuth(t *testing.T) {
-	srv := newServer(t, llmtest.WithAPIKey("secret"))
+	srv := llmtest.Start(t, llmtest.WithAPIKey("secret"))
 	srv.On().Reply("never")
 	m := openaiLLM(t, srv, "m", openai.WithToken("wrong"))
 	_, err := generate(context.Background(), m, "", "hi")
@@ -291,7 +291,7 @@ func TestEmbeddings(t *testing.T) {
 	}
 
 	t.Run("ollama", func(t *testing.T) {
-		srv := newServer(t, llmtest.WithEmbeddingDim(64))
+		srv := llmtest.Start(t, llmtest.WithEmbeddingDim(64))
 		vecs, err := ollamaLLM(t, srv, "nomic-embed-text").CreateEmbedding(context.Background(), texts)
 		require.NoError(t, err)
 		check(t, vecs, 64)
@@ -304,7 +304,7 @@ func TestEmbeddings(t *testing.T) {
 		assert.Empty(t, reqs[0].Rule, "embeddings need no rule")
 	})
 	t.Run("openai", func(t *testing.T) {
-		srv := newServer(t)
+		srv := llmtest.Start(t)
 		m := openaiLLM(t, srv, "m", openai.WithEmbeddingModel("text-embedding-3-small"), openai.WithEmbeddingDimensions(32))
 		vecs, err := m.CreateEmbedding(context.Background(), texts)
 		require.NoError(t, err)
@@ -323,7 +323,7 @@ func TestEmbeddings(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On(llmtest.PromptHasWords("even")).Named("even").Replies("e1", "e2")
 	srv.On().Named("odd").ReplyFunc(func(r llmtest.Request) string { return "echo " + r.Prompt })
 	ms := models(t, srv, "m")

@@ -281,16 +281,19 @@ func (r *Rule) reply(req Request) string {
 	return s
 }
 
-// Named sets the name used in the record (Request.Rule) and by Calls and
-// RequestsFor. Unnamed rules are called "rule1", "rule2", ... in the order
-// they were added.
-func (r *Rule) Named(name string) *Rule {
+// set changes the rule under its lock and marks it scripted.
+func (r *Rule) set(change func()) *Rule {
 	r.mu.Lock()
 	r.touched = true
-	r.name = name
+	change()
 	r.mu.Unlock()
 	return r
 }
+
+// Named sets the name used in the record (Request.Rule) and by Calls and
+// RequestsFor. Unnamed rules are called "rule1", "rule2", ... in the order
+// they were added.
+func (r *Rule) Named(name string) *Rule { return r.set(func() { r.name = name }) }
 
 // Reply answers every matched chat request with s.
 func (r *Rule) Reply(s string) *Rule { return r.Replies(s) }
@@ -301,26 +304,22 @@ func (r *Rule) Replies(replies ...string) *Rule {
 	if len(replies) == 0 {
 		panic("llmtest: Replies needs at least one reply")
 	}
-	r.mu.Lock()
-	r.touched = true
-	r.replies = append([]string(nil), replies...)
-	r.replyFn = nil
-	r.next = 0
-	r.hasReply = true
-	r.mu.Unlock()
-	return r
+	return r.set(func() {
+		r.replies = append([]string(nil), replies...)
+		r.replyFn = nil
+		r.next = 0
+		r.hasReply = true
+	})
 }
 
 // ReplyFunc computes the answer from the request. fn is called concurrently
 // for concurrent requests and must be safe for that.
 func (r *Rule) ReplyFunc(fn func(Request) string) *Rule {
-	r.mu.Lock()
-	r.touched = true
-	r.replyFn = fn
-	r.replies = nil
-	r.hasReply = fn != nil
-	r.mu.Unlock()
-	return r
+	return r.set(func() {
+		r.replyFn = fn
+		r.replies = nil
+		r.hasReply = fn != nil
+	})
 }
 
 // ReplyJSON answers with v marshalled to JSON. It panics if v cannot be
@@ -336,63 +335,31 @@ func (r *Rule) ReplyJSON(v any) *Rule {
 // Latency delays every matched request by d before it is answered (or
 // faulted), replacing the server-wide latency; zero defers to it. The wait
 // ends early if the client gives up.
-func (r *Rule) Latency(d time.Duration) *Rule {
-	r.mu.Lock()
-	r.touched = true
-	r.latency = d
-	r.mu.Unlock()
-	return r
-}
+func (r *Rule) Latency(d time.Duration) *Rule { return r.set(func() { r.latency = d }) }
 
 // ChunkDelay pauses d between streamed chunks, so tests can observe chunks
 // arriving over time or time out mid-stream.
-func (r *Rule) ChunkDelay(d time.Duration) *Rule {
-	r.mu.Lock()
-	r.touched = true
-	r.chunkDelay = d
-	r.mu.Unlock()
-	return r
-}
+func (r *Rule) ChunkDelay(d time.Duration) *Rule { return r.set(func() { r.chunkDelay = d }) }
 
 // Fault makes every matched request fail with f. Fault(Fault{}) clears it.
-func (r *Rule) Fault(f Fault) *Rule {
-	r.mu.Lock()
-	r.touched = true
-	r.fault = f
-	r.mu.Unlock()
-	return r
-}
+func (r *Rule) Fault(f Fault) *Rule { return r.set(func() { r.fault = f }) }
 
 // FaultNext makes the next n matched requests fail with f; later ones are
 // answered normally. It replaces any earlier FaultNext on this rule.
 func (r *Rule) FaultNext(n int, f Fault) *Rule {
-	r.mu.Lock()
-	r.touched = true
-	r.faultN = n
-	r.faultNext = f
-	r.mu.Unlock()
-	return r
+	return r.set(func() {
+		r.faultN = n
+		r.faultNext = f
+	})
 }
 
 // CutAt answers as a model that hit its answer budget: the reply is cut
 // to its first n bytes (0: the reply as scripted, for a test that scripts
 // the cut text itself) and done_reason / finish_reason is "length"
 // instead of "stop".
-func (r *Rule) CutAt(n int) *Rule {
-	r.mu.Lock()
-	r.touched = true
-	r.cut, r.length = n, true
-	r.mu.Unlock()
-	return r
-}
+func (r *Rule) CutAt(n int) *Rule { return r.set(func() { r.cut, r.length = n, true }) }
 
 // Thinking sends s as the model's reasoning in the field servers split it
 // into: Ollama message.thinking, OpenAI-compatible
 // message.reasoning_content. The reply stays the content.
-func (r *Rule) Thinking(s string) *Rule {
-	r.mu.Lock()
-	r.touched = true
-	r.thinking = s
-	r.mu.Unlock()
-	return r
-}
+func (r *Rule) Thinking(s string) *Rule { return r.set(func() { r.thinking = s }) }

@@ -13,7 +13,7 @@ import (
 )
 
 func TestRuleMatching(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On(llmtest.SystemContains("archivist"), llmtest.PromptHasWords("go")).Named("archivist-go").Reply("A")
 	srv.On(llmtest.SystemContains("archivist")).Named("archivist").Reply("B")
 	srv.On(llmtest.Model("big")).Named("big").Reply("C")
@@ -72,7 +72,7 @@ func TestRuleMatching(t *testing.T) {
 }
 
 func TestRepliesSequence(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On().Named("seq").Replies("first", "second", "last")
 	m := ollamaLLM(t, srv, "m")
 	var got []string
@@ -85,7 +85,7 @@ func TestRepliesSequence(t *testing.T) {
 }
 
 func TestSequenceSkipsFaultedCalls(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On().Replies("one", "two").FaultNext(1, llmtest.ServerError())
 	m := openaiLLM(t, srv, "m")
 	_, err := generate(context.Background(), m, "", "x")
@@ -96,7 +96,7 @@ func TestSequenceSkipsFaultedCalls(t *testing.T) {
 }
 
 func TestReplyFuncAndJSON(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On(llmtest.Model("echo")).ReplyFunc(func(r llmtest.Request) string {
 		return fmt.Sprintf("%s|%s|%d", r.Provider, r.Prompt, len(r.Messages))
 	})
@@ -110,7 +110,7 @@ func TestReplyFuncAndJSON(t *testing.T) {
 }
 
 func TestDefaultRuleAndMissingReply(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On(llmtest.PromptContains("scripted")).Named("no-reply")
 	m := ollamaLLM(t, srv, "m")
 
@@ -127,7 +127,7 @@ func TestDefaultRuleAndMissingReply(t *testing.T) {
 }
 
 func TestEmbedMatchers(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On(llmtest.Embed(), llmtest.PromptContains("poison")).Named("embed-fail").Fault(llmtest.ServerError())
 	srv.On(llmtest.Chat()).Reply("chat only")
 	m := ollamaLLM(t, srv, "e")
@@ -144,7 +144,7 @@ func TestEmbedMatchers(t *testing.T) {
 }
 
 func TestResetAndRecording(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On().Named("r").Reply("x")
 	m := ollamaLLM(t, srv, "m")
 	_, err := generate(context.Background(), m, "", "1")
@@ -154,7 +154,7 @@ func TestResetAndRecording(t *testing.T) {
 	assert.Zero(t, srv.Calls("r"))
 	assert.Zero(t, srv.MaxInFlight())
 
-	quiet := newServer(t, llmtest.WithoutRecording())
+	quiet := llmtest.Start(t, llmtest.WithoutRecording())
 	quiet.On().Named("r").Reply("x")
 	_, err = generate(context.Background(), ollamaLLM(t, quiet, "m"), "", "1")
 	require.NoError(t, err)
@@ -163,7 +163,7 @@ func TestResetAndRecording(t *testing.T) {
 }
 
 func TestStreamingAndAllMatchers(t *testing.T) {
-	srv := newServer(t)
+	srv := llmtest.Start(t)
 	srv.On(llmtest.All(llmtest.Streaming(), llmtest.ProviderIs(llmtest.OpenAI))).Named("oa-stream").Reply("streamed")
 	srv.On().Named("rest").Reply("plain")
 	m := openaiLLM(t, srv, "m")

@@ -11,7 +11,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
+
+	"switchboard/internal/testkit"
 )
 
 // DefaultEmbeddingDim is the vector size served unless WithEmbeddingDim or
@@ -89,7 +92,10 @@ type pendingFault struct {
 	n int
 }
 
-// New starts a server on 127.0.0.1.
+// Start starts a server that is closed when the test ends.
+func Start(t testing.TB, opts ...Option) *Server { return testkit.Closing(t, New(opts...)) }
+
+// New starts a server on 127.0.0.1. Close it when done.
 func New(opts ...Option) *Server {
 	s := &Server{
 		dim:     DefaultEmbeddingDim,
@@ -477,26 +483,39 @@ func promptTokens(msgs []Message) int {
 	return n
 }
 
-// scriptedContent waits out the plan's latency and applies its fault, the
-// same way for every provider; it returns the reply's content, or false when
-// the response is already written (an error, an empty body) or the client
-// left. fail writes an error in the provider's own shape.
-func (s *Server) scriptedContent(ctx context.Context, w http.ResponseWriter, p plan, req *Request,
-	fail func(w http.ResponseWriter, f Fault, status int, msg string)) (string, bool) {
+// failFunc writes an error in a provider's own shape.
+type failFunc func(w http.ResponseWriter, f Fault, status int, msg string)
+
+// answered waits out the plan's latency and writes the plan's fault where
+// it leaves no answer to compose (an error, a hang, an empty body), the same
+// way for every provider and endpoint. It reports whether the response is
+// done: written, or the client left.
+func (s *Server) answered(ctx context.Context, w http.ResponseWriter, p plan, req *Request, fail failFunc) bool {
 	if !s.wait(ctx, p.latency) {
-		return "", false
+		return true
 	}
 	if status, msg, ok := errorFor(p.fault, req); ok {
 		fail(w, p.fault, status, msg)
-		return "", false
+		return true
 	}
 	switch p.fault.kind {
 	case faultHang:
 		s.hang(ctx)
-		return "", false
+		return true
 	case faultEmptyBody:
 		w.WriteHeader(http.StatusOK)
+		return true
+	}
+	return false
+}
+
+// scriptedContent applies the plan to a chat request (see answered) and
+// returns the reply's content, or false when the response is already done.
+func (s *Server) scriptedContent(ctx context.Context, w http.ResponseWriter, p plan, req *Request, fail failFunc) (string, bool) {
+	if s.answered(ctx, w, p, req, fail) {
 		return "", false
+	}
+	switch p.fault.kind {
 	case faultEmptyContent:
 		return "", true
 	case faultInvalidJSON:
@@ -508,4 +527,24 @@ func (s *Server) scriptedContent(ctx context.Context, w http.ResponseWriter, p p
 		}
 		return c, true
 	}
+}
+
+// scriptedEmbedding applies the plan to an embedding request (see answered).
+// It reports whether the handler answers, and whether with embeddings (false
+// for an empty answer). An invalid-JSON fault writes broken, the provider's
+// answer cut short, as contentType.
+func (s *Server) scriptedEmbedding(ctx context.Context, w http.ResponseWriter, p plan, req *Request, fail failFunc,
+	contentType, broken string) (answer, fill bool) {
+	if s.answered(ctx, w, p, req, fail) {
+		return false, false
+	}
+	switch p.fault.kind {
+	case faultInvalidJSON:
+		w.Header().Set("Content-Type", contentType)
+		_, _ = w.Write([]byte(broken))
+		return false, false
+	case faultEmptyContent:
+		return true, false
+	}
+	return true, true
 }

@@ -1,0 +1,68 @@
+// Package testkit holds the few helpers the tests and the fakes share: a
+// fake closed with its test, a buffer a logger may write into from several
+// goroutines while the test reads it, and a reader for one Prometheus
+// series. The fakes of the outside
+// services live beside their clients (hh/hhtest, llm/llmtest, e2e/tgfake).
+package testkit
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Closing closes v when the test ends and returns it: a fake started for
+// one test.
+func Closing[T interface{ Close() }](t testing.TB, v T) T {
+	t.Cleanup(v.Close)
+	return v
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent Write and String.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Series returns the series of metric name with exactly these label
+// values (nil labels: a metric without labels), or nil when g has none.
+func Series(t testing.TB, g prometheus.Gatherer, name string, labels map[string]string) *dto.Metric {
+	t.Helper()
+	families, err := g.Gather()
+	if err != nil {
+		t.Fatalf("testkit: gather: %v", err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; !ok || v != l.GetValue() {
+					continue metrics
+				}
+			}
+			return m
+		}
+	}
+	return nil
+}
