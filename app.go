@@ -46,12 +46,17 @@ type app struct {
 	sched  *jobs.Scheduler
 	bot    *bot.Bot
 	out    *delivery.Sender
-	hh     *hh.Client
-	vac    *vacancy.Service
-	mem    *memory.Service
-	disp   *dispatch.Service
-	anl    *analysis.Service
-	prune  *prune.Job
+	// render is the admin chat's settings the renderers are built from,
+	// before the services; tg is the Bot API client, before the sender.
+	render  bot.RenderConfig
+	catalog *locales.Catalog
+	tg      *delivery.Client
+	hh      *hh.Client
+	vac     *vacancy.Service
+	mem     *memory.Service
+	disp    *dispatch.Service
+	anl     *analysis.Service
+	prune   *prune.Job
 }
 
 func migrateOnly(ctx context.Context, cfg config.Config, log *slog.Logger) error {
@@ -172,6 +177,24 @@ func (a *app) buildWorkflows(context.Context) error {
 		// could then take the vacancy over while this one still works on it.
 		log.Warn("VACANCY_CLAIM_LEASE is shorter than two LLM_TIMEOUTs", "lease", lease, "llm_timeout", cfg.LLMTimeout)
 	}
+	// The renderers need only the catalog and the admin chat's settings:
+	// built first, they go to the services, and the services to the bot.
+	adminZone, err := cfg.AdminLocation()
+	if err != nil {
+		return fmt.Errorf("admin chat time zone: %w", err)
+	}
+	calendar, err := cfg.Calendar()
+	if err != nil {
+		return fmt.Errorf("dispatch calendar: %w", err)
+	}
+	a.render = bot.RenderConfig{
+		AdminChatID: cfg.AdminChatID, AdminLang: cfg.AdminLang, AdminZone: adminZone, Currency: cfg.DispatchCurrency,
+		BoardEvery: cfg.BoardInterval, LiveLogEvery: cfg.LiveLogInterval, Calendar: calendar,
+	}
+	a.catalog = locales.MustLoad()
+	notes := bot.NewRenderer(a.render, a.catalog, log)
+	a.tg = delivery.NewClient(cfg.TelegramAPIURL, cfg.TelegramToken, nil)
+
 	a.vac, err = vacancy.NewService(vacancy.Config{
 		FetchLimit:     cfg.VacancyFetchLimit,
 		RecoveryWindow: cfg.VacancyRecoveryWindow,
@@ -179,7 +202,7 @@ func (a *app) buildWorkflows(context.Context) error {
 		Workers:        vacancy.WorkersFor(cfg.LLMMaxConcurrency),
 		SweepInterval:  cfg.QueueInterval,
 	}, vacancy.Deps{
-		Repo: a.store, Source: a.hh, Log: log, Registerer: a.reg,
+		Repo: a.store, Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg,
 		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrRefused},
 	})
 	if err != nil {
@@ -195,27 +218,25 @@ func (a *app) buildWorkflows(context.Context) error {
 	a.mem, err = memory.NewService(memory.Config{
 		Workers: cfg.MemoryWorkers, Lease: cfg.MemoryLease, SweepInterval: cfg.MemoryReaperInterval,
 		Window: window,
-	}, memory.Deps{Repo: a.store, LLM: llm.MemoryPort{Client: a.llm}, Log: log, Registerer: a.reg})
+	}, memory.Deps{
+		Repo: a.store, LLM: llm.MemoryPort{Client: a.llm}, Notifier: notes, Typist: bot.Typist{Client: a.tg}, Log: log, Registerer: a.reg,
+	})
 	if err != nil {
 		return fmt.Errorf("memory chat: %w", err)
 	}
 
-	calendar, err := cfg.Calendar()
-	if err != nil {
-		return fmt.Errorf("dispatch calendar: %w", err)
-	}
 	clock := cfg.Clock()
 	a.disp, err = dispatch.NewService(dispatch.Config{
 		OfferSLA: cfg.OfferSLA, CommissionRate: cfg.CommissionRate,
 		CommissionDeadline: cfg.CommissionDeadline, AutocloseAfter: cfg.AutocloseAfter,
 		Calendar: calendar,
-	}, dispatch.Deps{Repo: a.store, Log: log, Registerer: a.reg, CalendarClock: clock})
+	}, dispatch.Deps{Repo: a.store, Notifier: notes.DispatchNotes(), Log: log, Registerer: a.reg, CalendarClock: clock})
 	if err != nil {
 		return fmt.Errorf("dispatch: %w", err)
 	}
 
 	a.anl, err = analysis.NewService(analysis.Config{BatchGap: cfg.AnalysisBatchGap, Lease: cfg.AnalysisLease}, analysis.Deps{
-		Repo: a.store, Publisher: a.store, Log: log, Registerer: a.reg,
+		Repo: a.store, Publisher: a.store, Notifier: notes, Log: log, Registerer: a.reg,
 		LLM: llm.AnalysisPort{Client: a.llm, Invalid: analysis.ErrInvalidAnswer},
 	})
 	if err != nil {
@@ -252,11 +273,11 @@ func (a *app) buildDelivery(context.Context) error {
 	}
 	var err error
 	a.out, err = delivery.NewSender(delivery.Config{Workers: cfg.OutboxWorkers, MaxBackoff: cfg.OutboxMaxBackoff}, a.store,
-		delivery.NewClient(cfg.TelegramAPIURL, cfg.TelegramToken, nil), limiter, log, a.reg)
+		a.tg, limiter, log, a.reg)
 	return err
 }
 
-// buildBot builds the bot and registers each workflow's commands with it.
+// buildBot builds the bot over the workflows, whose commands it serves.
 func (a *app) buildBot(context.Context) error {
 	cfg, log := a.cfg, a.log
 	// Exactly one replica polls Telegram, with or without Redis: the holder
@@ -268,40 +289,29 @@ func (a *app) buildBot(context.Context) error {
 	} else {
 		a.lease = a.store.PollingLease()
 	}
-	adminZone, err := cfg.AdminLocation()
-	if err != nil {
-		return fmt.Errorf("admin chat time zone: %w", err)
-	}
 	// (A nil *PollingLease in the interface would not be nil.)
 	var lease bot.Lease
 	if a.lease != nil {
 		lease = a.lease
 	}
+	var err error
 	a.bot, err = bot.New(bot.Config{
 		URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, Lease: lease, Webhook: webhook,
 		InboxWorkers: cfg.InboxWorkers, InboxLease: cfg.InboxLease,
 		DrainTimeout: cfg.ShutdownTimeout / 2,
-		AdminChatID:  cfg.AdminChatID, AdminLang: cfg.AdminLang, AdminZone: adminZone, Currency: cfg.DispatchCurrency,
-		BoardEvery: cfg.BoardInterval, LiveLogEvery: cfg.LiveLogInterval,
+		RenderConfig: a.render,
 	}, bot.Deps{
-		Users: a.store, Status: outage.Status{Store: a.store, Beats: a.beats, LLM: a.llm, HH: a.hh, VacancyLease: cfg.VacancyClaimLease}, Catalog: locales.MustLoad(), Log: log,
+		Users: a.store, Status: outage.Status{Store: a.store, Beats: a.beats, LLM: a.llm, HH: a.hh, VacancyLease: cfg.VacancyClaimLease}, Catalog: a.catalog, Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Direct: a.out, Queue: a.store,
 		Inbox: a.store, Passing: storage.Passing,
+		Vacancies: a.vac, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl,
 	})
 	if err != nil {
 		return err
 	}
-	a.bot.RegisterVacancies(a.vac)
-	a.vac.SetNotifier(a.bot)
-	a.bot.RegisterMemory(a.mem)
-	a.mem.SetNotifier(a.bot)
-	a.bot.RegisterDispatch(a.disp)
-	a.disp.SetNotifier(a.bot.DispatchNotes())
 	// An offer whose master Telegram refuses for good is declined at once
 	// and the order moves on.
 	a.out.OnDrop(domain.KindOffer, a.disp.Undeliverable)
-	a.bot.RegisterAnalysis(a.anl)
-	a.anl.SetNotifier(a.bot)
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"switchboard/bot"
+	"switchboard/domain"
 	"switchboard/domain/analysis"
 	"switchboard/llm"
 	"switchboard/llm/llmtest"
@@ -179,15 +180,11 @@ func benchAnalysis(ctx context.Context, cfg analysisConfig, out io.Writer, log *
 			return rep, err
 		}
 		defer stopSender()
-		tgBot, err := bot.New(bot.Config{URL: w.tg.URL(), Token: tgToken, AdminChatID: analysisAdminChat, AdminLang: "en"},
-			bot.Deps{Users: store, Catalog: locales.MustLoad(), Log: log})
-		if err != nil {
-			return rep, err
-		}
+		render := bot.NewRenderer(bot.RenderConfig{AdminChatID: analysisAdminChat, AdminLang: "en"}, locales.MustLoad(), log)
 		deps := analysis.Deps{
 			Repo:      reapSignal{Repository: store, reaped: w.reaped},
 			LLM:       llm.AnalysisPort{Client: llmc, Invalid: analysis.ErrInvalidAnswer},
-			Notifier:  tgBot,
+			Notifier:  render,
 			Publisher: w.pub,
 			Log:       log, Registerer: prometheus.NewRegistry(),
 		}
@@ -1059,7 +1056,7 @@ type reapSignal struct {
 	reaped chan struct{}
 }
 
-func (r reapSignal) FailInterrupted(ctx context.Context, render analysis.Render) ([]analysis.Run, error) {
+func (r reapSignal) FailInterrupted(ctx context.Context, render domain.Render[analysis.Review]) ([]analysis.Run, error) {
 	runs, err := r.Repository.FailInterrupted(ctx, render)
 	select {
 	case r.reaped <- struct{}{}:

@@ -275,7 +275,7 @@ type clockedDispatchRepo struct {
 	replica int
 }
 
-func (r clockedDispatchRepo) ExpireOffers(ctx context.Context, tell dispatch.Tell) ([]dispatch.Offer, error) {
+func (r clockedDispatchRepo) ExpireOffers(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
 	start := time.Now()
 	offers, err := r.Repository.ExpireOffers(ctx, tell)
 	end := time.Now()
@@ -324,15 +324,9 @@ type benchNotifier struct {
 // benchAdminChat is the live log's chat (ADMIN_CHAT_ID).
 const benchAdminChat = -1001
 
-// newBenchRenderer is the bot as app.go builds it for rendering: it never
-// contacts Telegram (bot.New does not, and nothing runs it).
+// newBenchRenderer is the renderer as app.go builds it.
 func newBenchRenderer(store *storage.Store, log *slog.Logger) (dispatch.Notifier, error) {
-	b, err := bot.New(bot.Config{URL: "http://127.0.0.1:9", Token: tgToken, AdminChatID: benchAdminChat, AdminLang: "en"},
-		bot.Deps{Users: store, Catalog: locales.MustLoad(), Log: log})
-	if err != nil {
-		return nil, fmt.Errorf("renderer: %w", err)
-	}
-	return b.DispatchNotes(), nil
+	return bot.NewRenderer(bot.RenderConfig{AdminChatID: benchAdminChat, AdminLang: "en"}, locales.MustLoad(), log).DispatchNotes(), nil
 }
 
 func (b benchNotifier) Offer(m dispatch.Master, o dispatch.Order, f dispatch.Offer) []domain.Message {

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"switchboard/bot"
+	"switchboard/bot/delivery"
 	"switchboard/domain"
 	"switchboard/domain/memory"
 	"switchboard/llm"
@@ -275,16 +276,14 @@ func startMemoryRig(ctx context.Context, cfg memoryConfig, db *benchDB, out io.W
 			return nil, err
 		}
 		rig.closers = append(rig.closers, rp.llmc.Close)
-		// The real delivery path: telebot over HTTP to the fake Telegram.
-		tgBot, err := bot.New(bot.Config{URL: rig.tg.URL(), Token: tgToken}, bot.Deps{Users: rp.store, Catalog: catalog, Log: log})
-		if err != nil {
-			return nil, err
-		}
-		deps := memory.Deps{Repo: clockedRepo{rp.store, rig.clock}, LLM: rig.timer.wrap(llm.MemoryPort{Client: rp.llmc}, rig.st), Notifier: tgBot,
+		// The app's renderer, and "typing" over HTTP to the fake Telegram.
+		deps := memory.Deps{Repo: clockedRepo{rp.store, rig.clock}, LLM: rig.timer.wrap(llm.MemoryPort{Client: rp.llmc}, rig.st),
+			Notifier: bot.NewRenderer(bot.RenderConfig{}, catalog, log), Typist: bot.Typist{Client: delivery.NewClient(rig.tg.URL(), tgToken, nil)},
 			Log: log, Registerer: prometheus.NewRegistry()}
 		if rig.st != nil {
 			deps.Repo = timedMemoryRepo{deps.Repo, rig.st}
 			deps.Notifier = timedMemoryNotifier{deps.Notifier, rig.st}
+			deps.Typist = timedTypist{deps.Typist, rig.st}
 		}
 		if rp.svc, err = memory.NewService(memory.Config{Workers: cfg.workers}, deps); err != nil {
 			return nil, err

@@ -152,9 +152,9 @@ func (r timedMemoryRepo) ClaimFinished(ctx context.Context, id int64, lease time
 	return r.Repository.ClaimFinished(ctx, id, lease)
 }
 
-func (r timedMemoryRepo) MarkDelivered(ctx context.Context, id int64, msgs []domain.Message) (bool, error) {
+func (r timedMemoryRepo) MarkDelivered(ctx context.Context, id int64, tell domain.Render[memory.Run]) (bool, error) {
 	defer r.s.since("db MarkDelivered", time.Now())
-	return r.Repository.MarkDelivered(ctx, id, msgs)
+	return r.Repository.MarkDelivered(ctx, id, tell)
 }
 
 func (r timedMemoryRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
@@ -197,9 +197,14 @@ type timedMemoryNotifier struct {
 	s *stages
 }
 
-func (t timedMemoryNotifier) Typing(ctx context.Context, chatID int64) error {
+type timedTypist struct {
+	memory.Typist
+	s *stages
+}
+
+func (t timedTypist) Typing(ctx context.Context, chatID int64) error {
 	defer t.s.since("telegram typing", time.Now())
-	return t.Notifier.Typing(ctx, chatID)
+	return t.Typist.Typing(ctx, chatID)
 }
 
 func (t timedMemoryNotifier) Answer(r memory.Run) []domain.Message {
@@ -225,7 +230,7 @@ var outcomeNames = map[dispatch.Outcome]string{
 	dispatch.Unassignable: "unassignable", dispatch.StillUnassignable: "still unassignable",
 }
 
-func (r timedDispatchRepo) ExpireOffers(ctx context.Context, tell dispatch.Tell) ([]dispatch.Offer, error) {
+func (r timedDispatchRepo) ExpireOffers(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
 	defer r.s.since("db ExpireOffers", time.Now())
 	return r.Repository.ExpireOffers(ctx, tell)
 }
@@ -250,7 +255,7 @@ func (r timedDispatchRepo) SearchingOrders(ctx context.Context, limit int, all b
 	return r.Repository.SearchingOrders(ctx, limit, all, gate)
 }
 
-func (r timedDispatchRepo) OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell dispatch.Tell) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (r timedDispatchRepo) OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	start := time.Now()
 	f, o, out, err := r.Repository.OfferNext(ctx, orderID, sla, gate, tell)
 	name := outcomeNames[out]
@@ -278,7 +283,7 @@ type timedAnalysisRepo struct {
 	s *stages
 }
 
-func (r timedAnalysisRepo) StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, render analysis.Render) (analysis.Run, bool, error) {
+func (r timedAnalysisRepo) StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	defer r.s.since("db StartRun", time.Now())
 	return r.Repository.StartRun(ctx, id, rag, lease, render)
 }
@@ -290,17 +295,17 @@ func (r timedAnalysisRepo) WindowMessages(ctx context.Context, runID int64, from
 
 // SetProgress, SaveBatch and CompleteRun include the rendering of their
 // messages and writing them to the outbox, in the same transaction.
-func (r timedAnalysisRepo) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render analysis.Render) (analysis.Run, error) {
+func (r timedAnalysisRepo) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
 	defer r.s.since("db SetProgress", time.Now())
 	return r.Repository.SetProgress(ctx, id, messages, filtered, batches, render)
 }
 
-func (r timedAnalysisRepo) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render analysis.Render) (analysis.Run, []analysis.Proposal, error) {
+func (r timedAnalysisRepo) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
 	defer r.s.since("db SaveBatch", time.Now())
 	return r.Repository.SaveBatch(ctx, runID, batch, messages, ps, render)
 }
 
-func (r timedAnalysisRepo) CompleteRun(ctx context.Context, id int64, render analysis.Render) (analysis.Run, bool, error) {
+func (r timedAnalysisRepo) CompleteRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	defer r.s.since("db CompleteRun", time.Now())
 	return r.Repository.CompleteRun(ctx, id, render)
 }

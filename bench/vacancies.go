@@ -265,12 +265,8 @@ func (w *world) run(ctx context.Context, spec runSpec) (runResult, error) {
 		return res, err
 	}
 	defer src.Close()
-	tgBot, err := bot.New(bot.Config{URL: tg.URL(), Token: tgToken}, bot.Deps{Users: w.store, Catalog: w.catalog, Log: w.log})
-	if err != nil {
-		return res, err
-	}
 	deps := vacancy.Deps{
-		Repo: w.store, Source: src, Notifier: tgBot, Log: w.log,
+		Repo: w.store, Source: src, Notifier: bot.NewRenderer(bot.RenderConfig{}, w.catalog, w.log), Log: w.log,
 		LLM: llm.Port{Client: llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrRefused},
 	}
 	if w.stages {

@@ -39,7 +39,7 @@ type Analysis interface {
 
 var (
 	_ Analysis          = (*analysis.Service)(nil)
-	_ analysis.Notifier = (*Bot)(nil)
+	_ analysis.Notifier = (*Renderer)(nil)
 )
 
 // Button actions of the analysis workflow. Only admins may press them; the
@@ -88,7 +88,7 @@ type analysisUI struct {
 // material, watches the bot's own membership of groups (to warn when
 // privacy mode hides messages), and adds the admins' /chats, /run_new,
 // /run_start, /run_close, /runs and /run with the Approve / Reject buttons;
-// call it before Run. The bot is the workflow's Notifier too.
+// call it before Run (New does, for Deps.Analysis).
 //
 // The admin chat (ADMIN_CHAT_ID) is where the workflow reports; its own
 // messages are never recorded.
@@ -608,10 +608,10 @@ func (b *Bot) renderRun(lang string, r analysis.Run) string {
 }
 
 // filtersText is a run's window and filters in one line of escaped HTML.
-func (b *Bot) filtersText(lang string, r analysis.Run) string {
-	cat := b.deps.Catalog
+func (rd *Renderer) filtersText(lang string, r analysis.Run) string {
+	cat := rd.cat
 	parts := []string{cat.T(lang, "run.filter_window", locales.Data{
-		"Window": b.windowText(lang, r.Filters.Window), "From": b.adminTime(lang, r.From), "To": b.adminTime(lang, r.To),
+		"Window": rd.windowText(lang, r.Filters.Window), "From": rd.adminTime(lang, r.From), "To": rd.adminTime(lang, r.To),
 	})}
 	if r.Filters.ChatID != 0 {
 		parts = append(parts, cat.T(lang, "run.filter_chat", locales.Data{"Chat": r.Filters.ChatID}))
@@ -634,8 +634,8 @@ func (b *Bot) filtersText(lang string, r analysis.Run) string {
 
 // windowText names a run's window in words: /run_new offers a day and a
 // week; any other (none is made today) reads in hours.
-func (b *Bot) windowText(lang string, d time.Duration) string {
-	cat := b.deps.Catalog
+func (rd *Renderer) windowText(lang string, d time.Duration) string {
+	cat := rd.cat
 	switch d {
 	case 24 * time.Hour:
 		return cat.T(lang, "run.window_24h")
@@ -879,7 +879,7 @@ var runEventKeys = map[analysis.EventKind]string{
 }
 
 // renderRunEvent is one line of the admin chat's log.
-func (b *Bot) renderRunEvent(lang string, e analysis.Event) string {
+func (rd *Renderer) renderRunEvent(lang string, e analysis.Event) string {
 	r := e.Run
 	key, ok := runEventKeys[e.Kind]
 	if !ok {
@@ -891,7 +891,7 @@ func (b *Bot) renderRunEvent(lang string, e analysis.Event) string {
 	}
 	switch e.Kind {
 	case analysis.EventCreated:
-		data["Filters"] = locales.HTML(b.filtersText(lang, r))
+		data["Filters"] = locales.HTML(rd.filtersText(lang, r))
 	case analysis.EventFailed:
 		step, batch, msg := "?", 0, ""
 		if r.ErrorLog != nil {
@@ -906,7 +906,7 @@ func (b *Bot) renderRunEvent(lang string, e analysis.Event) string {
 		m := metricsOf(r)
 		data["Total"], data["Approval"], data["Rejection"] = m.ProposalsTotal, percent(m.ApprovalRate), percent(m.RejectionRate)
 	}
-	return b.deps.Catalog.T(lang, key, data)
+	return rd.cat.T(lang, key, data)
 }
 
 // Event renders a run event for the admin chat (analysis.Notifier): its
@@ -915,13 +915,13 @@ func (b *Bot) renderRunEvent(lang string, e analysis.Event) string {
 // close: a line saying so beside it would repeat it. progress_updated and
 // proposals_created render nothing (the board shows them), and nothing is
 // rendered without an admin chat.
-func (b *Bot) Event(e analysis.Event) []domain.Message {
-	if b.cfg.AdminChatID == 0 || e.Kind == analysis.EventProgress || e.Kind == analysis.EventProposalsCreated {
+func (rd *Renderer) Event(e analysis.Event) []domain.Message {
+	if rd.rc.AdminChatID == 0 || e.Kind == analysis.EventProgress || e.Kind == analysis.EventProposalsCreated {
 		return nil
 	}
 	var out []domain.Message
 	if e.Kind != analysis.EventClosed || !progressPosted(e.Run) {
-		out = Messages(b.cfg.AdminChatID, domain.KindRunEvent, e.Run.ID, b.renderRunEvent(b.cfg.AdminLang, e), nil)
+		out = Messages(rd.rc.AdminChatID, domain.KindRunEvent, e.Run.ID, rd.renderRunEvent(rd.rc.AdminLang, e), nil)
 	}
 	switch e.Kind {
 	case analysis.EventCompleted, analysis.EventFailed, analysis.EventClosed:
@@ -930,7 +930,7 @@ func (b *Bot) Event(e analysis.Event) []domain.Message {
 			if rv.Run.ID != e.Run.ID {
 				rv = analysis.Review{Run: e.Run}
 			}
-			out = append(out, b.Board(rv, false)...)
+			out = append(out, rd.Board(rv, false)...)
 		}
 	}
 	return out
@@ -973,8 +973,8 @@ var progressBodies = map[analysis.State]string{
 
 // renderProgress is the progress message: a bar over the batches, then
 // batches, messages and proposals (see progressBodies).
-func (b *Bot) renderProgress(lang string, r analysis.Run) string {
-	cat := b.deps.Catalog
+func (rd *Renderer) renderProgress(lang string, r analysis.Run) string {
+	cat := rd.cat
 	pct := 0
 	if r.Batches > 0 {
 		pct = min(max(r.BatchesDone*100/r.Batches, 0), 100)
@@ -1013,28 +1013,28 @@ func progressKey(runID int64) string { return MessageKey(domain.KindProgress, ru
 // holding the admin chat's other messages, coalesces with the edits
 // before it (the latest state wins) and posts the board anew if it is
 // gone. Without an admin chat it renders nothing.
-func (b *Bot) Board(rv analysis.Review, first bool) []domain.Message {
-	if b.cfg.AdminChatID == 0 {
+func (rd *Renderer) Board(rv analysis.Review, first bool) []domain.Message {
+	if rd.rc.AdminChatID == 0 {
 		return nil
 	}
-	lang := b.cfg.AdminLang
-	text := b.renderProgress(lang, rv.Run)
-	if page := b.renderPage(lang, rv); page != "" {
+	lang := rd.rc.AdminLang
+	text := rd.renderProgress(lang, rv.Run)
+	if page := rd.renderPage(lang, rv); page != "" {
 		text += "\n\n" + page
 	}
-	kb, err := b.boardMarkup(lang, rv)
+	kb, err := rd.boardMarkup(lang, rv)
 	if err != nil {
 		// Unreachable: run and proposal ids always fit callback data.
-		b.deps.Log.Error("analysis: board buttons", "run", rv.Run.ID, "err", err)
+		rd.log.Error("analysis: board buttons", "run", rv.Run.ID, "err", err)
 		kb = nil
 	}
 	text = fitMessage(text)
 	id := rv.Run.ID
 	if first {
-		return []domain.Message{Keyed(b.cfg.AdminChatID, domain.KindProgress, id, progressKey(id), text, kb)}
+		return []domain.Message{Keyed(rd.rc.AdminChatID, domain.KindProgress, id, progressKey(id), text, kb)}
 	}
-	m := EditOf(b.cfg.AdminChatID, domain.KindProgress, id, progressKey(id), text, kb, domain.IfGoneSend)
-	m.Lane, m.Every = progressKey(id), b.cfg.BoardEvery
+	m := EditOf(rd.rc.AdminChatID, domain.KindProgress, id, progressKey(id), text, kb, domain.IfGoneSend)
+	m.Lane, m.Every = progressKey(id), rd.rc.BoardEvery
 	return []domain.Message{m}
 }
 
@@ -1046,12 +1046,12 @@ var decisionMarks = map[analysis.Decision]string{
 
 // renderPage is the board's page of proposals: a header with the counts,
 // then each proposal numbered, marked, clipped to fit.
-func (b *Bot) renderPage(lang string, rv analysis.Review) string {
+func (rd *Renderer) renderPage(lang string, rv analysis.Review) string {
 	r := rv.Run
 	if r.ProposalsTotal == 0 || len(rv.Proposals) == 0 {
 		return ""
 	}
-	cat := b.deps.Catalog
+	cat := rd.cat
 	lines := []string{cat.T(lang, "board.page", locales.Data{
 		"From": rv.Proposals[0].Ordinal, "To": rv.Proposals[len(rv.Proposals)-1].Ordinal, "Total": r.ProposalsTotal,
 		"Approved": r.ProposalsApproved, "Rejected": r.ProposalsRejected, "Pending": r.ProposalsPending,
@@ -1093,8 +1093,8 @@ func (b *Bot) renderPage(lang string, rv analysis.Review) string {
 // boardMarkup is the board's buttons: a ✅ / ❌ pair for each pending
 // proposal of the page, two proposals a row; ⏮ ◀ ▶ ⏭ to the other pages; and on a completed run with proposals pending, "approve all
 // remaining" or, once pressed, its confirmation.
-func (b *Bot) boardMarkup(lang string, rv analysis.Review) (*tele.ReplyMarkup, error) {
-	cat := b.deps.Catalog
+func (b *Renderer) boardMarkup(lang string, rv analysis.Review) (*tele.ReplyMarkup, error) {
+	cat := b.cat
 	r := rv.Run
 	var rows [][]tele.InlineButton
 	var row []tele.InlineButton

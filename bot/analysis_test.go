@@ -63,14 +63,14 @@ func setupAnalysisWith(t *testing.T, pace delivery.Limits, opts ...tgfake.Option
 		llm.WithBreaker(1000, time.Second), llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	t.Cleanup(client.Close)
+	rc := bot.RenderConfig{AdminChatID: adminChat, AdminLang: "en", BoardEvery: testBoardEvery}
 	svc, err := analysis.NewService(analysis.Config{}, analysis.Deps{
 		Repo: st, LLM: llm.AnalysisPort{Client: client, Invalid: analysis.ErrInvalidAnswer}, Publisher: st,
-		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
+		Notifier: testRenderer(rc), Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)
-	tb := setupWith(t, bot.Config{RateLimit: 1000, RateBurst: 1000, AdminChatID: adminChat, AdminLang: "en", BoardEvery: testBoardEvery},
-		bot.Deps{Users: st}, func(b *bot.Bot) { b.RegisterAnalysis(svc) }, pace, opts...)
-	svc.SetNotifier(tb.bot)
+	tb := setupWith(t, bot.Config{RateLimit: 1000, RateBurst: 1000, RenderConfig: rc},
+		bot.Deps{Users: st, Analysis: svc}, nil, pace, opts...)
 	tb.srv.Supergroup(adminChat, "Admins", "")
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -23,7 +23,6 @@ import (
 
 	"switchboard/bot/delivery"
 	"switchboard/domain"
-	"switchboard/domain/dispatch"
 	"switchboard/locales"
 	"switchboard/storage"
 )
@@ -70,27 +69,13 @@ type Config struct {
 	// RateLimit and RateBurst bound updates per user (per second, burst).
 	RateLimit float64
 	RateBurst int
-	// AdminChatID is where dispatch events go (ADMIN_CHAT_ID; 0: nowhere),
-	// written in AdminLang (ADMIN_CHAT_LANGUAGE; empty: English).
-	AdminChatID int64
-	AdminLang   string
-	// Currency is the ISO code dispatch prices are in (DISPATCH_CURRENCY;
-	// empty: amounts are bare numbers).
-	Currency string
-	// AdminZone is the zone of every time written in the admin chat
-	// (ADMIN_CHAT_TIMEZONE, else DISPATCH_TIMEZONE; nil: UTC).
-	AdminZone *time.Location
-	// BoardEvery is the least time between two edits of a run's board in
-	// the admin chat (ANALYSIS_BOARD_INTERVAL; 0: 3 s): edits in between
-	// coalesce, the latest state winning, the last always shown.
-	BoardEvery time.Duration
 	// Webhook, when set, has Telegram push updates to every replica
 	// (TELEGRAM_WEBHOOK_URL) instead of one replica polling; it needs the
 	// inbox.
 	Webhook *WebhookConfig
-	// LiveLogEvery gathers the dispatch live log: lines that burst go out
-	// as one message per this long (LIVE_LOG_INTERVAL; 0: 3 s).
-	LiveLogEvery time.Duration
+	// RenderConfig is the admin chat's settings, which the bot's own
+	// renderer (the edits it makes itself) shares with the services'.
+	RenderConfig
 }
 
 // Deps are the bot's collaborators.
@@ -118,10 +103,17 @@ type Deps struct {
 	// database away, a deadline): such an update is retried from the
 	// inbox. Nil: only a deadline is.
 	Passing func(error) bool
+	// The workflows whose commands and buttons the bot serves (each
+	// optional: a bot without one has none of its commands).
+	Vacancies Vacancies
+	Memory    Memory
+	Dispatch  Dispatch
+	Analysis  Analysis
 }
 
 // Bot serves Telegram updates.
 type Bot struct {
+	*Renderer
 	cfg      Config
 	deps     Deps
 	tb       *tele.Bot
@@ -138,9 +130,6 @@ type Bot struct {
 	// masters knows who is a registered master (RegisterDispatch sets
 	// it); nil: nobody is.
 	masters Masters
-	// calendar gives each dispatch city its time zone (RegisterDispatch
-	// sets it); the zero Calendar is UTC.
-	calendar dispatch.Calendar
 
 	// stopping is closed when Run's context ends; it aborts a held getUpdates.
 	stopping chan struct{}
@@ -165,39 +154,7 @@ type CallbackHandler func(r *Request, cb Callback) error
 
 // New builds the bot without contacting Telegram (Run does, with retries).
 func New(cfg Config, deps Deps) (*Bot, error) {
-	if cfg.PollTimeout <= 0 {
-		cfg.PollTimeout = 10 * time.Second
-	}
-	if cfg.BoardEvery <= 0 {
-		cfg.BoardEvery = 3 * time.Second
-	}
-	if cfg.LiveLogEvery <= 0 {
-		cfg.LiveLogEvery = 3 * time.Second
-	}
-	if cfg.DrainTimeout <= 0 {
-		cfg.DrainTimeout = 10 * time.Second
-	}
-	if cfg.HandlerTimeout <= 0 {
-		cfg.HandlerTimeout = 2 * time.Minute
-	}
-	if cfg.InboxWorkers <= 0 {
-		cfg.InboxWorkers = 16
-	}
-	if cfg.InboxLease <= 0 {
-		cfg.InboxLease = 30 * time.Second
-	}
-	if cfg.InboxAttempts <= 0 {
-		cfg.InboxAttempts = 7
-	}
-	if cfg.InboxMaxBackoff <= 0 {
-		cfg.InboxMaxBackoff = 30 * time.Second
-	}
-	if cfg.InboxSweep <= 0 {
-		cfg.InboxSweep = time.Second
-	}
-	if cfg.RateLimit <= 0 {
-		cfg.RateLimit, cfg.RateBurst = 1, 20
-	}
+	cfg = cfg.withDefaults()
 	if deps.Log == nil {
 		deps.Log = slog.Default()
 	}
@@ -219,46 +176,23 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 	// Deliveries from every vacancy worker share this client.
 	tr.MaxIdleConnsPerHost = 32
 	stopping := make(chan struct{})
+	if cfg.Clock == nil {
+		cfg.Clock = deps.Clock
+	}
 	b := &Bot{
-		cfg:     cfg,
-		deps:    deps,
-		admins:  map[int64]bool{},
-		buttons: map[Action]CallbackHandler{},
-		limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst, deps.Clock),
+		Renderer: NewRenderer(cfg.RenderConfig, deps.Catalog, deps.Log),
+		cfg:      cfg,
+		deps:     deps,
+		admins:   map[int64]bool{},
+		buttons:  map[Action]CallbackHandler{},
+		limiter:  newRateLimiter(cfg.RateLimit, cfg.RateBurst, deps.Clock),
 
 		stopping: stopping,
-	}
-	// With an inbox, telebot's LongPoller (which acknowledges what it
-	// fetched with its next request, stored or not) gives way to intake
-	// into the inbox, and the handlers run from the inbox on every replica.
-	var poller tele.Poller = &tele.LongPoller{Timeout: cfg.PollTimeout}
-	switch {
-	case deps.Inbox != nil && cfg.Webhook != nil:
-		// Webhook mode: every replica takes pushed updates into the inbox;
-		// no lease, no replica is special.
-		b.inbox = newInboxPoller(b, nil)
-		poller = &webhookIntake{cfg: *cfg.Webhook, inbox: deps.Inbox, wake: b.inbox.Wake, log: deps.Log}
-	case deps.Inbox != nil:
-		intake := &intakePoller{inbox: deps.Inbox, timeout: cfg.PollTimeout, log: deps.Log}
-		poller = intake
-		b.inbox = newInboxPoller(b, nil)
-		intake.wake = b.inbox.Wake
-	}
-	if cfg.Lease != nil && cfg.Webhook == nil {
-		poller = &leasedPoller{inner: poller, lease: cfg.Lease, log: deps.Log}
-	}
-	var top tele.Poller
-	if b.inbox != nil {
-		b.inbox.intake = poller
-		b.inflight, top = &b.inbox.inflight, b.inbox
-	} else {
-		ordered := newOrderedPoller(poller, deps.Log)
-		b.inflight, top = &ordered.inflight, ordered
 	}
 	tb, err := tele.NewBot(tele.Settings{
 		URL:    cfg.URL,
 		Token:  cfg.Token,
-		Poller: top,
+		Poller: b.poller(),
 		// The ordered poller, or the inbox's workers, run each chat's
 		// handlers one update after another.
 		Synchronous: true,
@@ -276,7 +210,88 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 	b.handlerCtx, b.cancelHandler = context.WithCancel(context.Background())
 	b.tb.Use(b.track, b.recover, b.rateLimit, b.identify)
 	b.registerCore()
+	b.registerWorkflows()
 	return b, nil
+}
+
+// poller is where updates come from, and sets what a stop waits for. With
+// an inbox, telebot's LongPoller (which acknowledges what it fetched with
+// its next request, stored or not) gives way to intake into the inbox, and
+// the handlers run from the inbox on every replica.
+func (b *Bot) poller() tele.Poller {
+	cfg, deps := b.cfg, b.deps
+	var poller tele.Poller = &tele.LongPoller{Timeout: cfg.PollTimeout}
+	switch {
+	case deps.Inbox != nil && cfg.Webhook != nil:
+		// Webhook mode: every replica takes pushed updates into the inbox;
+		// no lease, no replica is special.
+		b.inbox = newInboxPoller(b, nil)
+		poller = &webhookIntake{cfg: *cfg.Webhook, inbox: deps.Inbox, wake: b.inbox.Wake, log: deps.Log}
+	case deps.Inbox != nil:
+		intake := &intakePoller{inbox: deps.Inbox, timeout: cfg.PollTimeout, log: deps.Log}
+		poller = intake
+		b.inbox = newInboxPoller(b, nil)
+		intake.wake = b.inbox.Wake
+	}
+	if cfg.Lease != nil && cfg.Webhook == nil {
+		poller = &leasedPoller{inner: poller, lease: cfg.Lease, log: deps.Log}
+	}
+	if b.inbox != nil {
+		b.inbox.intake = poller
+		b.inflight = &b.inbox.inflight
+		return b.inbox
+	}
+	ordered := newOrderedPoller(poller, deps.Log)
+	b.inflight = &ordered.inflight
+	return ordered
+}
+
+// registerWorkflows adds the commands and buttons of the workflows in Deps.
+func (b *Bot) registerWorkflows() {
+	if b.deps.Vacancies != nil {
+		b.RegisterVacancies(b.deps.Vacancies)
+	}
+	if b.deps.Memory != nil {
+		b.RegisterMemory(b.deps.Memory)
+	}
+	if b.deps.Dispatch != nil {
+		b.RegisterDispatch(b.deps.Dispatch)
+	}
+	if b.deps.Analysis != nil {
+		b.RegisterAnalysis(b.deps.Analysis)
+	}
+}
+
+func (c Config) withDefaults() Config {
+	if c.PollTimeout <= 0 {
+		c.PollTimeout = 10 * time.Second
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 10 * time.Second
+	}
+	if c.HandlerTimeout <= 0 {
+		c.HandlerTimeout = 2 * time.Minute
+	}
+	if c.InboxWorkers <= 0 {
+		c.InboxWorkers = 16
+	}
+	if c.InboxLease <= 0 {
+		c.InboxLease = 30 * time.Second
+	}
+	if c.InboxAttempts <= 0 {
+		c.InboxAttempts = 7
+	}
+	if c.InboxMaxBackoff <= 0 {
+		c.InboxMaxBackoff = 30 * time.Second
+	}
+	if c.InboxSweep <= 0 {
+		c.InboxSweep = time.Second
+	}
+	if c.RateLimit <= 0 {
+		c.RateLimit, c.RateBurst = 1, 20
+	}
+	c.RenderConfig = c.RenderConfig.withDefaults()
+	return c
 }
 
 // Telegram exposes the underlying telebot bot for sending outside a handler

@@ -375,3 +375,14 @@ func TestRateLimitWarnsOnceThenDrops(t *testing.T) {
 		require.Contains(t, tb.ask(t, boss, "/help").Text, "What I can do for you")
 	}
 }
+
+// testRenderer is the renderers the workflows under test get, as the app
+// builds them: from the catalog and the admin chat's settings alone.
+func testRenderer(rc bot.RenderConfig) *bot.Renderer {
+	return bot.NewRenderer(rc, locales.MustLoad(), slog.New(slog.DiscardHandler))
+}
+
+// typistFunc is a memory.Typist of a test's own.
+type typistFunc func(ctx context.Context, chatID int64) error
+
+func (f typistFunc) Typing(ctx context.Context, chatID int64) error { return f(ctx, chatID) }

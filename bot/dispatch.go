@@ -80,11 +80,9 @@ type dispatchUI struct {
 
 // RegisterDispatch adds the masters' /master, /pause and /resume, the
 // admins' /order, /orders, /done, /cancel and /paid, and the offer buttons;
-// call it before Run. The bot is the workflow's Notifier too
-// (Service.SetNotifier).
+// call it before Run (New does, for Deps.Dispatch).
 func (b *Bot) RegisterDispatch(d Dispatch) {
 	u := &dispatchUI{b: b, d: d}
-	b.calendar = d.Config().Calendar
 	b.masters = dispatchMasters{d}
 	b.Handle(Command{Name: "master", Desc: "cmd.master", Section: SectionMaster, Handle: u.master})
 	b.Handle(Command{Name: "pause", Desc: "cmd.pause", Section: SectionMaster, Handle: u.setActive(false)})
@@ -159,7 +157,7 @@ func (u *dispatchUI) master(r *Request) error {
 // renderMaster is /master: the profile, availability, commission and
 // counts of offers and orders by state.
 func (b *Bot) renderMaster(lang string, m dispatch.Master, st dispatch.MasterStats) string {
-	cat := b.deps.Catalog
+	cat := b.cat
 	// The master's zone as it is now: a master who just registered
 	// asked with no city yet.
 	zone := b.masterZone(m)
@@ -250,8 +248,8 @@ func (u *dispatchUI) setActive(active bool) func(r *Request) error {
 
 // money writes a dispatch amount (whole units of DISPATCH_CURRENCY) as the
 // reader writes money: digits grouped, the currency's sign if one is set.
-func (b *Bot) money(lang string, amount int64) string {
-	return locales.Money(lang, amount, b.cfg.Currency)
+func (rd *Renderer) money(lang string, amount int64) string {
+	return locales.Money(lang, amount, rd.rc.Currency)
 }
 
 func (u *dispatchUI) order(r *Request) error {
@@ -311,7 +309,7 @@ func (u *dispatchUI) orders(r *Request) error {
 // that says which they are; orders that would not fit are counted at the
 // end.
 func (b *Bot) renderOrders(lang string, list []dispatch.OrderLine, opening func(city string) (bool, time.Time, dispatch.Hours)) string {
-	cat := b.deps.Catalog
+	cat := b.cat
 	var open, done []dispatch.OrderLine
 	for _, l := range list {
 		if l.Order.State == dispatch.Done {
@@ -361,7 +359,7 @@ func (b *Bot) renderOrders(lang string, list []dispatch.OrderLine, opening func(
 
 // orderEntry is one order of /orders with its offer, master or wait.
 func (b *Bot) orderEntry(lang string, l dispatch.OrderLine, opening func(city string) (bool, time.Time, dispatch.Hours)) string {
-	cat := b.deps.Catalog
+	cat := b.cat
 	o := l.Order
 	entry := cat.T(lang, "orders.line", locales.Data{
 		"Order":    o.ID,
@@ -428,7 +426,7 @@ func (u *dispatchUI) done(r *Request) error {
 		return r.Reply(r.T("order.not_found", locales.Data{"Order": id}), nil)
 	case errors.Is(err, dispatch.ErrOrderState):
 		return r.Reply(r.T("done.error_state", locales.Data{
-			"Order": id, "State": orderStateName(u.b.deps.Catalog, r.Lang, o.State),
+			"Order": id, "State": orderStateName(u.b.cat, r.Lang, o.State),
 		}), nil)
 	case err != nil:
 		return err
@@ -453,7 +451,7 @@ func (u *dispatchUI) cancel(r *Request) error {
 		return r.Reply(r.T("order.not_found", locales.Data{"Order": id}), nil)
 	case errors.Is(err, dispatch.ErrOrderState):
 		return r.Reply(r.T("cancel.error_state", locales.Data{
-			"Order": id, "State": orderStateName(u.b.deps.Catalog, r.Lang, o.State),
+			"Order": id, "State": orderStateName(u.b.cat, r.Lang, o.State),
 		}), nil)
 	case err != nil:
 		return err
@@ -579,7 +577,7 @@ func (u *dispatchUI) view(r *Request, cb Callback) error {
 		// details would only invite a press that cannot succeed.
 		return u.refused(r, f, o, dispatch.ErrOfferClosed)
 	}
-	kb, err := offerMarkup(u.b.deps.Catalog, r.Lang, f.ID, false)
+	kb, err := offerMarkup(u.b.cat, r.Lang, f.ID, false)
 	if err != nil {
 		return err
 	}
@@ -593,18 +591,18 @@ func (u *dispatchUI) view(r *Request, cb Callback) error {
 // renderOffer is the offer message: the order with a short (one line,
 // clipped) description, and how long the master has. Never the address or
 // the customer's contact: only the master who accepts sees those.
-func (b *Bot) renderOffer(lang string, o dispatch.Order, f dispatch.Offer) string {
-	cat := b.deps.Catalog
+func (rd *Renderer) renderOffer(lang string, o dispatch.Order, f dispatch.Offer) string {
+	cat := rd.cat
 	return cat.T(lang, "offer.new", locales.Data{"Order": o.ID}) + "\n" +
-		b.orderText(lang, o, clip(oneLine(o.Description), shortDescBudget), placeBudget) + "\n\n" +
-		cat.T(lang, "offer.time_left", locales.Data{"Left": b.duration(lang, f.ExpiresAt.Sub(b.now()))})
+		rd.orderText(lang, o, clip(oneLine(o.Description), shortDescBudget), placeBudget) + "\n\n" +
+		cat.T(lang, "offer.time_left", locales.Data{"Left": rd.duration(lang, f.ExpiresAt.Sub(rd.now()))})
 }
 
 // renderDetails is the offer message after Details: the full description,
 // what the commission would be, and that the address and contact come
 // with Accept.
 func (b *Bot) renderDetails(lang string, o dispatch.Order, f dispatch.Offer, rate float64, deadline time.Duration) string {
-	cat := b.deps.Catalog
+	cat := b.cat
 	text := cat.T(lang, "offer.new", locales.Data{"Order": o.ID}) + "\n" + b.orderText(lang, o, clip(strings.TrimSpace(o.Description), fullDescBudget), placeBudget) + "\n"
 	if rate > 0 {
 		text += "\n" + cat.T(lang, "offer.details_commission", locales.Data{
@@ -619,17 +617,17 @@ func (b *Bot) renderDetails(lang string, o dispatch.Order, f dispatch.Offer, rat
 // orderText is the order as any master offered it sees it: the place
 // coarsely (city, district, each within place), the visit, skill, price
 // and desc, the description already clipped and escaped.
-func (b *Bot) orderText(lang string, o dispatch.Order, desc string, place int) string {
+func (rd *Renderer) orderText(lang string, o dispatch.Order, desc string, place int) string {
 	visit := ""
-	if v := b.visitText(lang, o.Visit); v != "" {
+	if v := rd.visitText(lang, o.Visit); v != "" {
 		visit = "\n" + v
 	}
-	return b.deps.Catalog.T(lang, "offer.order", locales.Data{
+	return rd.cat.T(lang, "offer.order", locales.Data{
 		"City":        locales.HTML(clip(oneLine(o.City), place)),
 		"District":    locales.HTML(clip(oneLine(o.District), place)),
 		"Visit":       locales.HTML(visit),
 		"Skill":       locales.HTML(clip(oneLine(o.Skill), skillBudget)),
-		"Price":       b.money(lang, o.Price),
+		"Price":       rd.money(lang, o.Price),
 		"Description": locales.HTML(desc),
 	})
 }
@@ -638,14 +636,14 @@ func (b *Bot) orderText(lang string, o dispatch.Order, desc string, place int) s
 // getting the order: how it ended, and which order it was (the short
 // text, as the offer showed it), so a master reading back knows what they
 // declined or missed. An order known only by id gets the first line.
-func (b *Bot) renderClosed(lang string, o dispatch.Order, state dispatch.OfferState) string {
+func (rd *Renderer) renderClosed(lang string, o dispatch.Order, state dispatch.OfferState) string {
 	key, ok := offerClosedKeys[state]
 	if !ok {
 		key = offerClosedKeys[dispatch.Expired]
 	}
-	text := b.deps.Catalog.T(lang, key, locales.Data{"Order": o.ID})
+	text := rd.cat.T(lang, key, locales.Data{"Order": o.ID})
 	if o.City != "" {
-		text += "\n" + b.orderText(lang, o, clip(oneLine(o.Description), shortDescBudget), placeBudget)
+		text += "\n" + rd.orderText(lang, o, clip(oneLine(o.Description), shortDescBudget), placeBudget)
 	}
 	return text
 }
@@ -735,20 +733,20 @@ func masterRef(m *dispatch.Master, id int64, budget int) string {
 // cityTime is a time about a city's working hours, in the city's zone
 // (DISPATCH_CITIES, else DISPATCH_TIMEZONE), which its hours are in.
 func (b *Bot) cityTime(lang string, t time.Time, city string) string {
-	return locales.Time(lang, t, b.calendar.Zone(city))
+	return locales.Time(lang, t, b.cfg.Calendar.Zone(city))
 }
 
 // masterZone is the zone a master reads times in, for what the
 // workflow sends them outside a request of theirs.
-func (b *Bot) masterZone(m dispatch.Master) *time.Location {
-	loc, _ := b.readerZone(m.TimeZone, m.City, m.Lang)
+func (rd *Renderer) masterZone(m dispatch.Master) *time.Location {
+	loc, _ := rd.readerZone(m.TimeZone, m.City, m.Lang)
 	return loc
 }
 
 // duration renders d for people, at most two units: "1 min 45 s", "3 h".
 // A negative d reads as zero.
-func (b *Bot) duration(lang string, d time.Duration) string {
-	cat := b.deps.Catalog
+func (rd *Renderer) duration(lang string, d time.Duration) string {
+	cat := rd.cat
 	d = max(d, 0).Round(time.Second)
 	days, hours := int64(d/(24*time.Hour)), int64(d/time.Hour)%24
 	mins, secs := int64(d/time.Minute)%60, int64(d/time.Second)%60
@@ -767,9 +765,9 @@ func (b *Bot) duration(lang string, d time.Duration) string {
 	return cat.T(lang, "time.s", locales.Data{"S": secs})
 }
 
-func (b *Bot) now() time.Time {
-	if b.deps.Clock != nil {
-		return b.deps.Clock.Now()
+func (rd *Renderer) now() time.Time {
+	if rd.rc.Clock != nil {
+		return rd.rc.Clock.Now()
 	}
 	return time.Now()
 }
@@ -778,9 +776,9 @@ func (b *Bot) now() time.Time {
 
 // DispatchNotes renders the dispatch workflow's messages (dispatch.Notifier)
 // for the outbox.
-func (b *Bot) DispatchNotes() dispatch.Notifier { return dispatchNotes{b} }
+func (b *Renderer) DispatchNotes() dispatch.Notifier { return dispatchNotes{b} }
 
-type dispatchNotes struct{ b *Bot }
+type dispatchNotes struct{ b *Renderer }
 
 // offerKey names an offer's message, which its closing edit changes.
 func offerKey(id int64) string { return MessageKey("offer", id) }
@@ -788,11 +786,11 @@ func offerKey(id int64) string { return MessageKey("offer", id) }
 // Offer is an offer to its master with Accept, Decline and Details.
 func (d dispatchNotes) Offer(m dispatch.Master, o dispatch.Order, f dispatch.Offer) []domain.Message {
 	b := d.b
-	kb, err := offerMarkup(b.deps.Catalog, m.Lang, f.ID, true)
+	kb, err := offerMarkup(b.cat, m.Lang, f.ID, true)
 	if err != nil {
 		// Callback data over 64 bytes: a bug, and the offer would be
 		// unanswerable; without a message the watchdog ends it.
-		b.deps.Log.Error("render offer", "offer", f.ID, "err", err)
+		b.log.Error("render offer", "offer", f.ID, "err", err)
 		return nil
 	}
 	return []domain.Message{Keyed(m.UserID, domain.KindOffer, f.ID, offerKey(f.ID), b.renderOffer(m.Lang, o, f), kb)}
@@ -809,7 +807,7 @@ func (d dispatchNotes) Closed(m dispatch.Master, o dispatch.Order, f dispatch.Of
 // Note is a note to a master in their language.
 func (d dispatchNotes) Note(n dispatch.Note) []domain.Message {
 	b := d.b
-	cat, lang := b.deps.Catalog, n.Master.Lang
+	cat, lang := b.cat, n.Master.Lang
 	var orderID int64
 	if n.Order != nil {
 		orderID = n.Order.ID
@@ -834,7 +832,7 @@ func (d dispatchNotes) Note(n dispatch.Note) []domain.Message {
 	case dispatch.NotePaid:
 		text = cat.T(lang, "note.paid", locales.Data{"Amount": b.money(lang, n.Amount), "Orders": n.Orders})
 	default:
-		b.deps.Log.Error("render note: unknown kind", "note", n.Kind, "master", n.Master.UserID)
+		b.log.Error("render note: unknown kind", "note", n.Kind, "master", n.Master.UserID)
 		return nil
 	}
 	return Messages(n.Master.UserID, domain.KindNote, orderID, text, nil)
@@ -864,7 +862,7 @@ var eventKeys = map[dispatch.EventKind]string{
 }
 
 // renderEvent is one line of the live log.
-func (b *Bot) renderEvent(lang string, e dispatch.Event) string {
+func (rd *Renderer) renderEvent(lang string, e dispatch.Event) string {
 	key, ok := eventKeys[e.Kind]
 	if !ok {
 		key = "dispatch.event.other"
@@ -875,22 +873,22 @@ func (b *Bot) renderEvent(lang string, e dispatch.Event) string {
 	case e.Kind == dispatch.EventOrderDone && e.ByMaster:
 		key = "dispatch.event.order_done_master"
 	}
-	return b.deps.Catalog.T(lang, key, locales.Data{
+	return rd.cat.T(lang, key, locales.Data{
 		"Kind":   string(e.Kind),
 		"Order":  e.OrderID,
 		"Offer":  e.OfferID,
 		"Master": locales.HTML(masterRef(e.Master, e.MasterID, nameBudget)),
 		"Round":  e.Round,
-		"Amount": b.money(lang, e.Amount),
+		"Amount": rd.money(lang, e.Amount),
 	})
 }
 
 // Event is one line of the admins' live log; without an admin chat, none.
 func (d dispatchNotes) Event(e dispatch.Event) []domain.Message {
-	if d.b.cfg.AdminChatID == 0 {
+	if d.b.rc.AdminChatID == 0 {
 		return nil
 	}
-	return liveLog(Messages(d.b.cfg.AdminChatID, domain.KindLiveLog, e.OrderID, d.b.renderEvent(d.b.cfg.AdminLang, e), nil), d.b.cfg.LiveLogEvery)
+	return liveLog(Messages(d.b.rc.AdminChatID, domain.KindLiveLog, e.OrderID, d.b.renderEvent(d.b.rc.AdminLang, e), nil), d.b.rc.LiveLogEvery)
 }
 
 // liveLogLane is the admin chat's lane of live-log lines: they keep their

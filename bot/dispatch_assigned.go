@@ -85,7 +85,7 @@ func (u *dispatchUI) confirm(c confirmation) CallbackHandler {
 		if err != nil {
 			return u.stepRefused(r, o, err, "")
 		}
-		kb, err := confirmMarkup(u.b.deps.Catalog, r.Lang, offerID, c)
+		kb, err := confirmMarkup(u.b.cat, r.Lang, offerID, c)
 		if err != nil {
 			return err
 		}
@@ -102,7 +102,7 @@ func (u *dispatchUI) back(r *Request, cb Callback) error {
 	if err != nil {
 		return u.stepRefused(r, o, err, "")
 	}
-	kb, err := assignedMarkup(u.b.deps.Catalog, r.Lang, offerID, o)
+	kb, err := assignedMarkup(u.b.cat, r.Lang, offerID, o)
 	if err != nil {
 		return err
 	}
@@ -204,8 +204,8 @@ func (u *dispatchUI) photo(c tele.Context) error {
 // is: while ASSIGNED the address, the customer's contact, the visit, the
 // whole order, the commission terms, the next step and the step buttons;
 // once DONE, CANCELLED or given back, a line without address or contact.
-func (b *Bot) renderAssigned(lang string, zone *time.Location, a dispatch.Assignment) (string, *tele.ReplyMarkup, error) {
-	cat := b.deps.Catalog
+func (rd *Renderer) renderAssigned(lang string, zone *time.Location, a dispatch.Assignment) (string, *tele.ReplyMarkup, error) {
+	cat := rd.cat
 	o := a.Order
 	where := locales.Data{
 		"Order":    o.ID,
@@ -218,9 +218,9 @@ func (b *Bot) renderAssigned(lang string, zone *time.Location, a dispatch.Assign
 	case (o.State == dispatch.Done || o.State == dispatch.Closed) && mine:
 		lines := []string{cat.T(lang, "assigned.done", where)}
 		if o.Commission > 0 {
-			lines = append(lines, cat.T(lang, "assigned.done_commission", locales.Data{"Amount": b.money(lang, o.Commission), "Due": locales.Time(lang, o.CommissionDueAt, zone)}))
+			lines = append(lines, cat.T(lang, "assigned.done_commission", locales.Data{"Amount": rd.money(lang, o.Commission), "Due": locales.Time(lang, o.CommissionDueAt, zone)}))
 		}
-		lines = append(lines, cat.T(lang, "assigned.photo_hint", locales.Data{"Window": b.duration(lang, a.PhotoWindow)}))
+		lines = append(lines, cat.T(lang, "assigned.photo_hint", locales.Data{"Window": rd.duration(lang, a.PhotoWindow)}))
 		return strings.Join(lines, "\n"), nil, nil
 	case o.State == dispatch.Cancelled && mine:
 		return cat.T(lang, "assigned.cancelled", where), nil, nil
@@ -229,18 +229,18 @@ func (b *Bot) renderAssigned(lang string, zone *time.Location, a dispatch.Assign
 	}
 
 	lines := []string{cat.T(lang, "offer.accepted", locales.Data{"Order": o.ID})}
-	body := b.orderText(lang, o, clip(strings.TrimSpace(o.Description), assignedDescBudget), assignedPlaceBudget)
+	body := rd.orderText(lang, o, clip(strings.TrimSpace(o.Description), assignedDescBudget), assignedPlaceBudget)
 	// The address right under the coarse place, then who to ask for.
 	place, rest, _ := strings.Cut(body, "\n")
 	lines = append(lines, place)
-	lines = append(lines, b.contactLines(lang, o.Contact)...)
+	lines = append(lines, rd.contactLines(lang, o.Contact)...)
 	lines = append(lines, rest)
 	if o.Contact.Empty() {
 		lines = append(lines, "", cat.T(lang, "assigned.no_contact"))
 	}
 	if a.CommissionRate > 0 {
 		lines = append(lines, "", cat.T(lang, "offer.commission_terms", locales.Data{
-			"Rate": strconv.FormatFloat(a.CommissionRate, 'f', -1, 64), "Deadline": b.duration(lang, a.CommissionDeadline),
+			"Rate": strconv.FormatFloat(a.CommissionRate, 'f', -1, 64), "Deadline": rd.duration(lang, a.CommissionDeadline),
 		}))
 	}
 	next := "assigned.next"
@@ -301,8 +301,8 @@ func assignedMarkup(cat *locales.Catalog, lang string, offerID int64, o dispatch
 
 // contactLines are the customer's address, name and phone, those given.
 // The phone is plain text: Telegram makes it a link to call.
-func (b *Bot) contactLines(lang string, c dispatch.Contact) []string {
-	cat := b.deps.Catalog
+func (rd *Renderer) contactLines(lang string, c dispatch.Contact) []string {
+	cat := rd.cat
 	var out []string
 	if c.Address != "" {
 		out = append(out, cat.T(lang, "order.address", locales.Data{"Address": locales.HTML(clip(oneLine(c.Address), addressBudget))}))
@@ -318,11 +318,11 @@ func (b *Bot) contactLines(lang string, c dispatch.Contact) []string {
 
 // visitText is the visit's line, "" if none: the day and time window as
 // the admin wrote them, city-local.
-func (b *Bot) visitText(lang string, v dispatch.Visit) string {
+func (rd *Renderer) visitText(lang string, v dispatch.Visit) string {
 	if !v.Given() {
 		return ""
 	}
-	cat := b.deps.Catalog
+	cat := rd.cat
 	day := cat.T(lang, "order.date", locales.Data{
 		"Year": fmt.Sprintf("%04d", v.Date.Year()), "Month": fmt.Sprintf("%02d", int(v.Date.Month())), "Day": fmt.Sprintf("%02d", v.Date.Day()),
 	})
@@ -357,7 +357,7 @@ func (d dispatchNotes) Assigned(a dispatch.Assignment) []domain.Message {
 	b := d.b
 	text, kb, err := b.renderAssigned(a.Master.Lang, b.masterZone(a.Master), a)
 	if err != nil {
-		b.deps.Log.Error("render assigned order", "order", a.Order.ID, "offer", a.Offer.ID, "err", err)
+		b.log.Error("render assigned order", "order", a.Order.ID, "offer", a.Offer.ID, "err", err)
 		return nil
 	}
 	ifGone := domain.IfGoneDrop
@@ -371,14 +371,14 @@ func (d dispatchNotes) Assigned(a dispatch.Assignment) []domain.Message {
 // the order and who sent it; none without an admin chat.
 func (d dispatchNotes) Photo(m dispatch.Master, o dispatch.Order, fileID, caption string) []domain.Message {
 	b := d.b
-	if b.cfg.AdminChatID == 0 {
+	if b.rc.AdminChatID == 0 {
 		return nil
 	}
-	text := b.deps.Catalog.T(b.cfg.AdminLang, "photo.caption", locales.Data{
+	text := b.cat.T(b.rc.AdminLang, "photo.caption", locales.Data{
 		"Order": o.ID, "Master": locales.HTML(masterRef(&m, o.MasterID, nameBudget)),
 	})
 	if c := strings.TrimSpace(caption); c != "" {
 		text += "\n" + clip(c, photoCaptionBudget)
 	}
-	return []domain.Message{{ChatID: b.cfg.AdminChatID, Kind: domain.KindPhoto, Ref: o.ID, Text: text, Photo: fileID}}
+	return []domain.Message{{ChatID: b.rc.AdminChatID, Kind: domain.KindPhoto, Ref: o.ID, Text: text, Photo: fileID}}
 }

@@ -56,13 +56,13 @@ func (s storeStatus) Storage(ctx context.Context) (bot.StorageStatus, error) {
 func setupDispatch(t *testing.T) dispEnv {
 	t.Helper()
 	st := storagetest.New(t)
+	rc := bot.RenderConfig{AdminChatID: adminChat, AdminLang: "en"}
 	svc, err := dispatch.NewService(dispatch.Config{OfferSLA: 10 * time.Minute, CommissionRate: 10}, dispatch.Deps{
-		Repo: st, Log: slog.New(slog.DiscardHandler),
+		Repo: st, Notifier: testRenderer(rc).DispatchNotes(), Log: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
-	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000, AdminChatID: adminChat, AdminLang: "en"},
-		bot.Deps{Users: st, Status: storeStatus{st}}, func(b *bot.Bot) { b.RegisterDispatch(svc) })
-	svc.SetNotifier(tb.bot.DispatchNotes())
+	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000, RenderConfig: rc},
+		bot.Deps{Users: st, Status: storeStatus{st}, Dispatch: svc}, nil)
 	tb.sender.OnDrop(domain.KindOffer, svc.Undeliverable)
 	tb.srv.Supergroup(adminChat, "Dispatch log", "")
 	return dispEnv{bundle: tb, st: st, svc: svc, admin: tb.srv.User(adminID, "Boss", "en")}

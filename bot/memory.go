@@ -11,6 +11,7 @@ import (
 
 	tele "gopkg.in/telebot.v3"
 
+	"switchboard/bot/delivery"
 	"switchboard/bot/markdown"
 	"switchboard/domain"
 	"switchboard/domain/memory"
@@ -21,7 +22,7 @@ import (
 // implements it).
 type Memory interface {
 	Submit(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.Run, int, error)
-	Tell(ctx context.Context, msgs []domain.Message) error
+	QueueNote(ctx context.Context, msgs []domain.Message) error
 	Memory(ctx context.Context, userID int64, limit int) ([]memory.Summary, error)
 	Forget(ctx context.Context, userID int64, known time.Time) (memory.Forgotten, error)
 	Held(ctx context.Context, userID int64) (memory.Held, error)
@@ -31,7 +32,8 @@ type Memory interface {
 
 var (
 	_ Memory          = (*memory.Service)(nil)
-	_ memory.Notifier = (*Bot)(nil)
+	_ memory.Notifier = (*Renderer)(nil)
+	_ memory.Typist   = Typist{}
 )
 
 // MemoryShown is how many summaries /memory lists, newest first.
@@ -82,7 +84,7 @@ func (u *memoryUI) text(r *Request) error {
 	}
 	if ahead > 0 {
 		note := runMessages(run, domain.KindMemoryNote, r.T("memory.queued", locales.Data{"Ahead": ahead}))
-		if err := u.m.Tell(r.Ctx, note); err != nil {
+		if err := u.m.QueueNote(r.Ctx, note); err != nil {
 			u.b.deps.Log.Warn("memory: queue note not queued", "user", r.User.ID, "err", err)
 		}
 	}
@@ -311,8 +313,21 @@ func (u *memoryUI) showPrompt(r *Request, p memory.Prompt) error {
 	return nil
 }
 
-// Typing shows "typing…" in a chat (memory.Notifier). It is cosmetic: the
-// pipeline ignores the error.
+// Typist shows "typing…" in a chat through the delivery client, which
+// exists before the bot (memory.Typist). It is cosmetic: the pipeline
+// ignores the error.
+type Typist struct{ Client *delivery.Client }
+
+// Typing sends the chat action.
+func (t Typist) Typing(ctx context.Context, chatID int64) error {
+	if _, err := t.Client.Call(ctx, "sendChatAction", map[string]any{"chat_id": chatID, "action": "typing"}); err != nil {
+		return fmt.Errorf("typing in chat %d: %w", chatID, err)
+	}
+	return nil
+}
+
+// Typing shows "typing…" in a chat as a message comes in. It is cosmetic:
+// intake ignores the error.
 func (b *Bot) Typing(ctx context.Context, chatID int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -329,19 +344,19 @@ func (b *Bot) Typing(ctx context.Context, chatID int64) error {
 // the user's message. The pipeline queues the messages with the run's
 // COMPLETED step; the outbox's senders deliver them (a deleted original
 // does not stop the answer; an unreachable user's rows are dropped).
-func (b *Bot) Answer(r memory.Run) []domain.Message {
+func (rd *Renderer) Answer(r memory.Run) []domain.Message {
 	if strings.TrimSpace(r.FinalAnswer) == "" {
 		// The pipeline never completes a run without an answer; should one
 		// slip through, an empty message would fail for ever.
-		return b.Failed(r)
+		return rd.Failed(r)
 	}
 	return runMessages(r, domain.KindMemoryAnswer, markdown.HTML(r.FinalAnswer))
 }
 
 // Failed renders, in the user's language, the notice that this message
 // could not be answered (memory.Notifier), a reply to it.
-func (b *Bot) Failed(r memory.Run) []domain.Message {
-	return runMessages(r, domain.KindMemoryAnswer, b.deps.Catalog.T(r.Lang, "memory.failed"))
+func (rd *Renderer) Failed(r memory.Run) []domain.Message {
+	return runMessages(r, domain.KindMemoryAnswer, rd.cat.T(r.Lang, "memory.failed"))
 }
 
 // runMessages is text for a run's chat, the first part a reply to the

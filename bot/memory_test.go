@@ -76,12 +76,15 @@ func setupMemory(t *testing.T, run bool) memEnv {
 func setupMemoryLLM(t *testing.T, run bool, model memory.LLM) memEnv {
 	t.Helper()
 	st := storagetest.New(t)
+	// The pipeline renews "typing" through the bot's own client here: the
+	// fake Telegram the bot talks to exists only once setup made it.
+	var tb bundle
 	svc, err := memory.NewService(memory.Config{}, memory.Deps{
-		Repo: st, LLM: model, Log: slog.New(slog.DiscardHandler),
+		Repo: st, LLM: model, Notifier: testRenderer(bot.RenderConfig{}), Log: slog.New(slog.DiscardHandler),
+		Typist: typistFunc(func(ctx context.Context, chatID int64) error { return tb.bot.Typing(ctx, chatID) }),
 	})
 	require.NoError(t, err)
-	tb := setupStore(t, bot.Config{RateLimit: 1000, RateBurst: 1000}, st, func(b *bot.Bot) { b.RegisterMemory(svc) })
-	svc.SetNotifier(tb.bot)
+	tb = setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000}, bot.Deps{Users: st, Memory: svc}, nil)
 	if run {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})

@@ -34,7 +34,7 @@ type Vacancies interface {
 
 var (
 	_ Vacancies        = (*vacancy.Service)(nil)
-	_ vacancy.Notifier = (*Bot)(nil)
+	_ vacancy.Notifier = (*Renderer)(nil)
 )
 
 // MaxSearches bounds one user's saved searches: each is a discovery run
@@ -514,11 +514,11 @@ func (b *Bot) editMarkupPressed(r *Request, kb *tele.ReplyMarkup) {
 // (vacancy.Notifier): one outbox row of kind vacancy for the match, which
 // the vacancy workflow writes with the match's move to ANALYZED. Its
 // delivery makes the match SENT_TO_USER (storage/outbox.go).
-func (b *Bot) Card(d vacancy.Delivery) []domain.Message {
-	text := b.renderVacancy(d.Lang, d.Vacancy, &d.Verdict, "")
-	kb, err := b.vacancyMarkup(d.Lang, d.MatchID, d.Vacancy.URL, false)
+func (rd *Renderer) Card(d vacancy.Delivery) []domain.Message {
+	text := rd.renderVacancy(d.Lang, d.Vacancy, &d.Verdict, "")
+	kb, err := rd.vacancyMarkup(d.Lang, d.MatchID, d.Vacancy.URL, false)
 	if err != nil {
-		b.deps.Log.Error("render vacancy buttons", "match", d.MatchID, "err", err)
+		rd.log.Error("render vacancy buttons", "match", d.MatchID, "err", err)
 		return nil
 	}
 	// renderVacancy keeps the card within one message, so the buttons the
@@ -530,20 +530,20 @@ func (b *Bot) Card(d vacancy.Delivery) []domain.Message {
 // when it brought no card (vacancy.Notifier): nothing new yet, or HH did
 // not answer and it will be retried; either way the search is watched.
 // Written to the outbox in the transaction that records the news.
-func (b *Bot) SearchNews(n vacancy.FirstNews) []domain.Message {
+func (rd *Renderer) SearchNews(n vacancy.FirstNews) []domain.Message {
 	key := "search.nothing_new"
 	if n.Failed {
 		key = "search.first_fetch_failed"
 	}
-	text := b.deps.Catalog.T(n.Lang, key, locales.Data{"Search": locales.HTML(clip(n.Search.Params.String(), searchBudget))})
+	text := rd.cat.T(n.Lang, key, locales.Data{"Search": locales.HTML(clip(n.Search.Params.String(), searchBudget))})
 	return Messages(n.Search.UserID, domain.KindReply, n.Search.ID, text, nil)
 }
 
 // renderVacancy is the one rendering of a vacancy message, for delivery
 // (status "") and for the edit after a decision. Everything from HH and the
 // LLM is escaped and clipped, so the text is one message of valid HTML.
-func (b *Bot) renderVacancy(lang string, v vacancy.Vacancy, verdict *vacancy.Verdict, status vacancy.Status) string {
-	cat := b.deps.Catalog
+func (rd *Renderer) renderVacancy(lang string, v vacancy.Vacancy, verdict *vacancy.Verdict, status vacancy.Status) string {
+	cat := rd.cat
 	var lines []string
 	title := clip(oneLine(v.Title), titleBudget)
 	if title == "" {
@@ -640,8 +640,8 @@ func salaryLine(cat *locales.Catalog, lang string, s vacancy.Salary) string {
 // vacancyMarkup is [[Applied, Not interested], [Open on hh.ru]] before a
 // decision and only the link after it; the link is left out unless it is a
 // web address, since Telegram refuses the whole message for a bad one.
-func (b *Bot) vacancyMarkup(lang string, matchID int64, link string, decided bool) (*tele.ReplyMarkup, error) {
-	cat := b.deps.Catalog
+func (rd *Renderer) vacancyMarkup(lang string, matchID int64, link string, decided bool) (*tele.ReplyMarkup, error) {
+	cat := rd.cat
 	kb := &tele.ReplyMarkup{}
 	if !decided {
 		applied, err := Encode(actionApplied, matchID)

@@ -82,11 +82,10 @@ func setupVacancies(t *testing.T) vacEnv {
 	st := storagetest.New(t)
 	llm := &stubLLM{}
 	svc, err := vacancy.NewService(vacancy.Config{}, vacancy.Deps{
-		Repo: st, Source: stubSource{}, LLM: llm, Log: slog.New(slog.DiscardHandler),
+		Repo: st, Source: stubSource{}, LLM: llm, Notifier: testRenderer(bot.RenderConfig{}), Log: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
-	tb := setupStore(t, bot.Config{RateLimit: 1000, RateBurst: 1000}, st, func(b *bot.Bot) { b.RegisterVacancies(svc) })
-	svc.SetNotifier(tb.bot)
+	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000}, bot.Deps{Users: st, Vacancies: svc}, nil)
 	return vacEnv{bundle: tb, st: st, svc: svc, llm: llm}
 }
 

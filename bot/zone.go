@@ -23,17 +23,17 @@ const (
 // with /timezone; else, for a master, their city's (its DISPATCH_CITIES
 // entry, or DISPATCH_TIMEZONE once an operator set it to a real place);
 // else the one their language suggests.
-func (b *Bot) readerZone(chosen, city, lang string) (*time.Location, int) {
+func (rd *Renderer) readerZone(chosen, city, lang string) (*time.Location, int) {
 	if chosen != "" {
 		if loc, err := locales.LoadZone(chosen); err == nil {
 			return loc, zoneChosen
 		}
 	}
 	if city != "" {
-		if b.calendar.Has(city) {
-			return b.calendar.Zone(city), zoneCity
+		if rd.rc.Calendar.Has(city) {
+			return rd.rc.Calendar.Zone(city), zoneCity
 		}
-		if loc := b.calendar.Default.Zone; loc != nil && loc != time.UTC && loc.String() != "UTC" {
+		if loc := rd.rc.Calendar.Default.Zone; loc != nil && loc != time.UTC && loc.String() != "UTC" {
 			return loc, zoneCity
 		}
 	}
@@ -51,17 +51,17 @@ func (b *Bot) chatZone(c *tele.Chat, u domain.User) *time.Location {
 }
 
 // adminZone is the admin chat's (ADMIN_CHAT_TIMEZONE).
-func (b *Bot) adminZone() *time.Location {
-	if b.cfg.AdminZone == nil {
+func (rd *Renderer) adminZone() *time.Location {
+	if rd.rc.AdminZone == nil {
 		return time.UTC
 	}
-	return b.cfg.AdminZone
+	return rd.rc.AdminZone
 }
 
 // adminTime writes t for the admin chat: analysis runs and boards, the
 // admins' dispatch texts that go there.
-func (b *Bot) adminTime(lang string, t time.Time) string {
-	return locales.Time(lang, t, b.adminZone())
+func (rd *Renderer) adminTime(lang string, t time.Time) string {
+	return locales.Time(lang, t, rd.adminZone())
 }
 
 // Time writes t for the request's reader, in r.Zone.

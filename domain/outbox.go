@@ -7,13 +7,13 @@ import (
 
 // Message is one message the bot sends on its own initiative: a row of the
 // outbox (storage/outbox.go), written in the same transaction as the state
-// change that causes it and delivered by the senders (bot/delivery) under
-// Telegram's limits. Workflows build Messages with the bot's renderers and
-// hand them to their repository; nothing but the senders talks to Telegram.
+// change that causes it (see Render) and delivered by the senders
+// (bot/delivery) under Telegram's limits. Workflows build Messages with the
+// bot's renderers; nothing but the senders talks to Telegram.
 type Message struct {
 	ChatID int64
 	// Kind says what the message is (the Kind* constants): metrics, and the
-	// bookkeeping storage does when it is delivered.
+	// hook its workflow runs when it is delivered or dropped.
 	Kind string
 	// Ref is the workflow row it belongs to (match, offer, proposal, run).
 	Ref int64
@@ -54,6 +54,39 @@ type Message struct {
 	Merge bool
 }
 
+// Render is how a workflow hands the messages a state change causes to
+// that change, the one way in every workflow: the repository calls it
+// inside the change's transaction with S, the state the change left as the
+// repository read it back (a dispatch Changed, an analysis run's Review,
+// the vacancy searches whose first news the change settled), and writes
+// what it returns to the outbox in that transaction. The messages exist
+// exactly when the change commits, and only if it happens; they are
+// rendered from the state the transaction saw, not from a guess made
+// before it. A repository may call it more than once (a retried
+// transaction), so it keeps nothing between calls. Nil tells nothing.
+//
+// Messages that need nothing the change reads back (a vacancy card, a
+// memory answer, an admin notice, a reply to a command) are the trivial
+// case, Fixed; a change written as one statement, which reads nothing back
+// before its messages go in, takes only those.
+type Render[S any] func(S) []Message
+
+// Fixed is the Render of messages rendered before the change.
+func Fixed[S any](msgs ...Message) Render[S] {
+	if len(msgs) == 0 {
+		return nil
+	}
+	return func(S) []Message { return msgs }
+}
+
+// Of is what r renders for s: nothing for a nil r.
+func (r Render[S]) Of(s S) []Message {
+	if r == nil {
+		return nil
+	}
+	return r(s)
+}
+
 // Button is one inline button: callback data or a URL.
 type Button struct {
 	Text string `json:"text"`
@@ -61,8 +94,8 @@ type Button struct {
 	URL  string `json:"url,omitempty"`
 }
 
-// Message kinds. The delivery of some records the message id where the
-// workflow needs it (storage/outbox.go, delivered).
+// Message kinds. The delivery of some changes the state of the workflow
+// that wrote it, by the hook that workflow registers for its kind.
 const (
 	KindVacancy      = "vacancy"       // Ref: match; delivery makes it SENT_TO_USER
 	KindOffer        = "offer"         // Ref: offer; delivery records its message

@@ -17,6 +17,22 @@ import (
 	"switchboard/domain/analysis"
 )
 
+// A proposal's delivery records its message (its buttons are edited when
+// it is decided); a run's progress message, the board edited in place.
+var (
+	_ = onDelivered(domain.KindProposal, `
+proposal_sent AS (
+    UPDATE analysis_proposals p SET message_id = done.message_id
+    FROM done WHERE done.kind = 'proposal' AND NOT done.edit AND p.id = done.ref AND done.message_id IS NOT NULL
+)`)
+	_ = onDelivered(domain.KindProgress, `
+progress_sent AS (
+    UPDATE analysis_runs r SET progress_message_id = done.message_id
+    FROM done WHERE done.kind = 'progress' AND r.id = done.ref AND done.message_id IS NOT NULL
+      AND r.progress_message_id IS DISTINCT FROM done.message_id
+)`)
+)
+
 // The analysis workflow's repository and event publisher.
 var (
 	_ analysis.Repository = (*Store)(nil)
@@ -249,7 +265,7 @@ ORDER BY m.last_at DESC NULLS LAST, c.id`)
 // a nil render). It runs after the statement that changed the run, whose
 // row lock orders every change of one run: the board read here has every
 // change committed before it, so the last edit written shows them all.
-func enqueueRun(ctx context.Context, tx pgx.Tx, render analysis.Render, run analysis.Run) error {
+func enqueueRun(ctx context.Context, tx pgx.Tx, render domain.Render[analysis.Review], run analysis.Run) error {
 	if render == nil {
 		return nil
 	}
@@ -298,7 +314,7 @@ const createRunLock = 0x616e616c79736973 // "analysis"
 // The unique partial index analysis_runs_one_unclosed still guards the
 // rule. What render makes of the new run is written in the insert's
 // transaction.
-func (s *Store) CreateRun(ctx context.Context, r analysis.Run, render analysis.Render) (analysis.Run, []int64, error) {
+func (s *Store) CreateRun(ctx context.Context, r analysis.Run, render domain.Render[analysis.Review]) (analysis.Run, []int64, error) {
 	filters, err := json.Marshal(r.Filters)
 	if err != nil {
 		return analysis.Run{}, nil, fmt.Errorf("create run: %w", err)
@@ -386,7 +402,7 @@ func (s *Store) Runs(ctx context.Context, offset, limit int) ([]analysis.Run, in
 // in its transaction, writes what render makes of the run it left: ok
 // false, with the run as it is and nothing written, when it updated
 // nothing (domain.ErrNotFound if there is no such run).
-func (s *Store) moveRun(ctx context.Context, id int64, what string, render analysis.Render, sql string, args ...any) (analysis.Run, bool, error) {
+func (s *Store) moveRun(ctx context.Context, id int64, what string, render domain.Render[analysis.Review], sql string, args ...any) (analysis.Run, bool, error) {
 	var r analysis.Run
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -410,7 +426,7 @@ func (s *Store) moveRun(ctx context.Context, id int64, what string, render analy
 
 // StartRun moves pending → running with started_at, rag and the
 // executor's lease.
-func (s *Store) StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, render analysis.Render) (analysis.Run, bool, error) {
+func (s *Store) StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	return s.moveRun(ctx, id, "start", render, `
 UPDATE analysis_runs SET state = 'running', started_at = now(), rag = $2,
     claimed_until = now() + $3 * interval '1 microsecond', updated_at = now()
@@ -431,7 +447,7 @@ WHERE id = $1 AND state = 'running'`, id, micros(lease))
 // FailInterrupted fails every running run whose executor's lease expired
 // (its process was killed or restarted), writing what render makes of
 // each in the same transaction; the runs it failed.
-func (s *Store) FailInterrupted(ctx context.Context, render analysis.Render) ([]analysis.Run, error) {
+func (s *Store) FailInterrupted(ctx context.Context, render domain.Render[analysis.Review]) ([]analysis.Run, error) {
 	var runs []analysis.Run
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -458,7 +474,7 @@ RETURNING `+analysisRunColumns))
 }
 
 // FailRun moves running → failed with the error log.
-func (s *Store) FailRun(ctx context.Context, id int64, e analysis.ErrorLog, render analysis.Render) (analysis.Run, bool, error) {
+func (s *Store) FailRun(ctx context.Context, id int64, e analysis.ErrorLog, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	log, err := json.Marshal(e)
 	if err != nil {
 		return analysis.Run{}, false, fmt.Errorf("fail run %d: %w", id, err)
@@ -470,7 +486,7 @@ RETURNING `+analysisRunColumns, id, log)
 }
 
 // CompleteRun moves running → completed.
-func (s *Store) CompleteRun(ctx context.Context, id int64, render analysis.Render) (analysis.Run, bool, error) {
+func (s *Store) CompleteRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	return s.moveRun(ctx, id, "complete", render, `
 UPDATE analysis_runs SET state = 'completed', completed_at = now(), claimed_until = NULL, updated_at = now()
 WHERE id = $1 AND state = 'running'
@@ -479,7 +495,7 @@ RETURNING `+analysisRunColumns, id)
 
 // CloseRun moves completed → closed when no proposal is pending, storing
 // accuracy_metrics computed from the counters in the same statement.
-func (s *Store) CloseRun(ctx context.Context, id int64, render analysis.Render) (analysis.Run, bool, error) {
+func (s *Store) CloseRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	return s.moveRun(ctx, id, "close", render, `
 UPDATE analysis_runs SET state = 'closed', closed_at = now(), updated_at = now(), review_confirm = false,
     accuracy_metrics = jsonb_build_object(
@@ -506,7 +522,7 @@ func runStateError(row pgx.Row, id int64) error {
 // SetProgress records the window's counts and the number of batches of a
 // running run, writing what render makes of it (the progress message) in
 // the same transaction; analysis.ErrState if it is not running.
-func (s *Store) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render analysis.Render) (analysis.Run, error) {
+func (s *Store) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
 	var r analysis.Run
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -569,7 +585,7 @@ ORDER BY m.date, m.chat_id, m.message_id`, args...)
 // duplicates, as stored. What render makes of the run and the proposals
 // (their messages, whose buttons carry the ids) is written in the same
 // transaction, so a proposal is never saved without its message queued.
-func (s *Store) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render analysis.Render) (analysis.Run, []analysis.Proposal, error) {
+func (s *Store) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
 	var run analysis.Run
 	out := make([]analysis.Proposal, len(ps))
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
@@ -653,7 +669,7 @@ func (s *Store) proposal(ctx context.Context, id int64) (analysis.Proposal, erro
 // of it is written in the same transaction. A second press finds the
 // proposal decided (its row lock makes it wait for the first and then
 // re-check) and gets ok false with the proposal and its run as they are.
-func (s *Store) Decide(ctx context.Context, id int64, d analysis.Decision, by int64, render analysis.Render) (analysis.Proposal, analysis.Run, bool, error) {
+func (s *Store) Decide(ctx context.Context, id int64, d analysis.Decision, by int64, render domain.Render[analysis.Review]) (analysis.Proposal, analysis.Run, bool, error) {
 	if d != analysis.Approved && d != analysis.Rejected {
 		return analysis.Proposal{}, analysis.Run{}, false, fmt.Errorf("decide proposal %d: decision %q is neither approved nor rejected", id, d)
 	}
@@ -710,7 +726,7 @@ SELECT `+proposalSelect+`, `+analysisRunColumnsR+` FROM p JOIN r ON r.id = p.run
 
 // TurnPage moves run's board to page, clamped to the pages its proposals
 // fill, and writes the board.
-func (s *Store) TurnPage(ctx context.Context, runID int64, page int, render analysis.Render) (analysis.Run, error) {
+func (s *Store) TurnPage(ctx context.Context, runID int64, page int, render domain.Render[analysis.Review]) (analysis.Run, error) {
 	r, ok, err := s.moveRun(ctx, runID, "turn the board page of", render, `
 UPDATE analysis_runs SET review_page = least(greatest($2, 0), greatest((proposals_total - 1) / $3, 0)), updated_at = now()
 WHERE id = $1
@@ -723,7 +739,7 @@ RETURNING `+analysisRunColumns, runID, page, analysis.ReviewPageSize)
 
 // AskApproveAll sets review_confirm on a completed run with proposals
 // pending that does not ask already, and writes the board.
-func (s *Store) AskApproveAll(ctx context.Context, runID int64, render analysis.Render) (analysis.Run, bool, error) {
+func (s *Store) AskApproveAll(ctx context.Context, runID int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	return s.moveRun(ctx, runID, "ask to approve all of", render, `
 UPDATE analysis_runs SET review_confirm = true, updated_at = now()
 WHERE id = $1 AND state = 'completed' AND proposals_pending > 0 AND NOT review_confirm
@@ -731,7 +747,7 @@ RETURNING `+analysisRunColumns, runID)
 }
 
 // CancelApproveAll clears review_confirm and writes the board.
-func (s *Store) CancelApproveAll(ctx context.Context, runID int64, render analysis.Render) (analysis.Run, bool, error) {
+func (s *Store) CancelApproveAll(ctx context.Context, runID int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	return s.moveRun(ctx, runID, "cancel approving all of", render, `
 UPDATE analysis_runs SET review_confirm = false, updated_at = now()
 WHERE id = $1 AND review_confirm
@@ -744,7 +760,7 @@ RETURNING `+analysisRunColumns, runID)
 // transaction. Proposals are locked before the run, as Decide locks them:
 // a press racing it waits instead of deadlocking, and the proposal it
 // decided is left as it decided.
-func (s *Store) ApproveAll(ctx context.Context, runID, by int64, render analysis.Render) ([]analysis.Proposal, analysis.Run, bool, error) {
+func (s *Store) ApproveAll(ctx context.Context, runID, by int64, render domain.Render[analysis.Review]) ([]analysis.Proposal, analysis.Run, bool, error) {
 	var out []analysis.Proposal
 	var r analysis.Run
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {

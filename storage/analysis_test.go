@@ -122,7 +122,7 @@ func (f *afx) claimedUntilIn(id int64) time.Duration {
 const adminChat = -777
 
 // event renders a run event as one row naming it, the run and its state.
-func event(kind string) analysis.Render {
+func event(kind string) domain.Render[analysis.Review] {
 	return func(rv analysis.Review) []domain.Message {
 		r := rv.Run
 		return []domain.Message{{ChatID: adminChat, Kind: domain.KindRunEvent, Ref: r.ID, Text: fmt.Sprintf("%s %s", kind, r.State)}}
@@ -132,7 +132,7 @@ func event(kind string) analysis.Render {
 func progressKey(id int64) string { return fmt.Sprintf("progress:%d", id) }
 
 // progressMessage renders the progress message (first) or its edit.
-func progressMessage(first bool) analysis.Render {
+func progressMessage(first bool) domain.Render[analysis.Review] {
 	return func(rv analysis.Review) []domain.Message {
 		r := rv.Run
 		m := domain.Message{ChatID: adminChat, Kind: domain.KindProgress, Ref: r.ID, Key: progressKey(r.ID),
@@ -181,7 +181,7 @@ func boardButtons(rv analysis.Review) [][]domain.Button {
 
 // boardMessage renders the run's board as the bot does: the message
 // itself (first) or its edit.
-func boardMessage(first bool) analysis.Render {
+func boardMessage(first bool) domain.Render[analysis.Review] {
 	return func(rv analysis.Review) []domain.Message {
 		m := domain.Message{ChatID: adminChat, Kind: domain.KindProgress, Ref: rv.Run.ID, Key: progressKey(rv.Run.ID),
 			Text: boardText(rv), Buttons: boardButtons(rv)}

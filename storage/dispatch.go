@@ -16,6 +16,14 @@ import (
 	"switchboard/domain/dispatch"
 )
 
+// An offer's delivery records its message, which later edits and the
+// master's buttons name.
+var _ = onDelivered(domain.KindOffer, `
+offer_sent AS (
+    UPDATE offers f SET chat_id = done.chat_id, message_id = done.message_id
+    FROM done WHERE done.kind = 'offer' AND NOT done.edit AND f.id = done.ref AND done.message_id IS NOT NULL
+)`)
+
 // The dispatch workflow's repository (dispatch.Repository).
 var _ dispatch.Repository = (*Store)(nil)
 
@@ -385,7 +393,7 @@ SELECT EXISTS (SELECT 1 FROM m) FROM masters WHERE user_id = $1`, userID, active
 // CreateOrder stores a new SEARCHING order, owed its first distribution
 // step (waiting): if the step the service takes at once is lost, the
 // replicas' recheck of waiting orders takes it.
-func (s *Store) CreateOrder(ctx context.Context, n dispatch.NewOrder, tell dispatch.Tell) (dispatch.Order, error) {
+func (s *Store) CreateOrder(ctx context.Context, n dispatch.NewOrder, tell domain.Render[dispatch.Changed]) (dispatch.Order, error) {
 	var o dispatch.Order
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -464,7 +472,7 @@ LIMIT $1`, limit)
 // ceil(price × ratePercent / 100), computed in numeric, due after deadline;
 // with masterID not zero only if the order is that master's. ok false, with
 // the order as it is, if that did not hold.
-func (s *Store) CompleteOrder(ctx context.Context, id, masterID int64, ratePercent float64, deadline time.Duration, tell dispatch.Tell) (dispatch.Order, bool, error) {
+func (s *Store) CompleteOrder(ctx context.Context, id, masterID int64, ratePercent float64, deadline time.Duration, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
 	var o dispatch.Order
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -501,7 +509,7 @@ RETURNING `+orderColumns, id, ratePercent, micros(deadline), masterID))
 // an accept waits instead of deadlocking. The withdrawal runs again after
 // the order's update: an OfferNext holding the order may have committed a
 // new offer while the update waited for it.
-func (s *Store) CancelOrder(ctx context.Context, id int64, tell dispatch.Tell) (dispatch.Order, []dispatch.Offer, bool, error) {
+func (s *Store) CancelOrder(ctx context.Context, id int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, []dispatch.Offer, bool, error) {
 	const withdraw = `UPDATE offers SET state = 'WITHDRAWN', responded_at = now()
 WHERE order_id = $1 AND state IN ` + openOffer
 	var o dispatch.Order
@@ -660,7 +668,7 @@ const candidateWhere = eligibleWhere + `
 // or a decline it sets it. A step that rolls back leaves it as it was.
 // So the replicas' recheck of waiting orders finds every order a lost or
 // skipped step left behind.
-func (s *Store) OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell dispatch.Tell) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (s *Store) OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	var (
 		f   dispatch.Offer
 		o   dispatch.Order
@@ -832,7 +840,7 @@ const maxPicks = 3
 // tellTx renders a dispatch change's messages inside its transaction,
 // with the masters and orders it names read there too, and writes them to
 // the outbox.
-func tellTx(ctx context.Context, tx pgx.Tx, tell dispatch.Tell, c dispatch.Changed) error {
+func tellTx(ctx context.Context, tx pgx.Tx, tell domain.Render[dispatch.Changed], c dispatch.Changed) error {
 	if tell == nil {
 		return nil
 	}
@@ -909,7 +917,7 @@ func (s *Store) offerAsIs(ctx context.Context, id int64) (dispatch.Offer, bool, 
 // expires_at > now()) and, in the same transaction, the order's SEARCHING →
 // ASSIGNED; if either finds nothing, the transaction rolls back and ok is
 // false, with the offer and its order as they are (zero if no such offer).
-func (s *Store) Accept(ctx context.Context, offerID, masterID int64, tell dispatch.Tell) (dispatch.Offer, dispatch.Order, bool, error) {
+func (s *Store) Accept(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, bool, error) {
 	var f dispatch.Offer
 	var o dispatch.Order
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
@@ -953,7 +961,7 @@ RETURNING `+orderColumns, f.OrderID, masterID))
 // Decline moves the master's open offer to DECLINED and marks its order
 // owed a step (waiting), in one statement; ok false otherwise, with the
 // offer as it is.
-func (s *Store) Decline(ctx context.Context, offerID, masterID int64, tell dispatch.Tell) (dispatch.Offer, bool, error) {
+func (s *Store) Decline(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
 	return s.answerOffer(ctx, "decline", `
 WITH f AS (
     UPDATE offers SET state = 'DECLINED', responded_at = now()
@@ -991,7 +999,7 @@ func markWaiting(ctx context.Context, tx pgx.Tx, ended []dispatch.Offer) error {
 
 // View moves the master's SENT offer to VIEWED; ok false otherwise, with
 // the offer as it is.
-func (s *Store) View(ctx context.Context, offerID, masterID int64, tell dispatch.Tell) (dispatch.Offer, bool, error) {
+func (s *Store) View(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
 	return s.answerOffer(ctx, "view", `
 UPDATE offers SET state = 'VIEWED', viewed_at = now()
 WHERE id = $1 AND master_id = $2 AND state = 'SENT' AND expires_at > now()
@@ -1001,7 +1009,7 @@ RETURNING `+offerColumns, offerID, masterID, tell)
 // answerOffer runs a master's conditional statement on their offer and
 // writes what tell renders with it; ok false, with the offer as it is,
 // when the statement changed nothing.
-func (s *Store) answerOffer(ctx context.Context, what, sql string, offerID, masterID int64, tell dispatch.Tell) (dispatch.Offer, bool, error) {
+func (s *Store) answerOffer(ctx context.Context, what, sql string, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
 	var f dispatch.Offer
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -1027,7 +1035,7 @@ func (s *Store) answerOffer(ctx context.Context, what, sql string, offerID, mast
 // database crash leaves its offer open and past expires_at, so no Accept
 // can take it and the next sweep expires it again, writing the closing
 // edit and live-log line that were lost with it.
-func (s *Store) ExpireOffers(ctx context.Context, tell dispatch.Tell) ([]dispatch.Offer, error) {
+func (s *Store) ExpireOffers(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
 	var offers []dispatch.Offer
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -1064,7 +1072,7 @@ func (s *Store) NextExpiry(ctx context.Context) (time.Time, bool, error) {
 // masters first and re-reads the debts in a later statement, so a
 // settlement committed meanwhile is seen and its master is not blocked;
 // a second run (here or on another replica) finds them blocked already.
-func (s *Store) BlockOverdue(ctx context.Context, tell dispatch.Tell) ([]dispatch.Debt, error) {
+func (s *Store) BlockOverdue(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Debt, error) {
 	var out []dispatch.Debt
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
@@ -1115,7 +1123,7 @@ GROUP BY b.user_id ORDER BY b.user_id`, ids)
 // unblocks them; it returns what was settled (Overdue: the part past its
 // deadline) and whether they were blocked. domain.ErrNotFound if the user
 // is not a master.
-func (s *Store) SettleCommission(ctx context.Context, masterID int64, tell dispatch.Tell) (dispatch.Debt, bool, error) {
+func (s *Store) SettleCommission(ctx context.Context, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Debt, bool, error) {
 	d := dispatch.Debt{MasterID: masterID}
 	var wasBlocked bool
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
@@ -1166,7 +1174,7 @@ WHERE user_id = $1 AND blocked_at IS NOT NULL`, masterID); err != nil {
 
 // Autoclose moves DONE orders done at least after ago to CLOSED and
 // returns their ids, ascending.
-func (s *Store) Autoclose(ctx context.Context, after time.Duration, tell dispatch.Tell) ([]int64, error) {
+func (s *Store) Autoclose(ctx context.Context, after time.Duration, tell domain.Render[dispatch.Changed]) ([]int64, error) {
 	var ids []int64
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"switchboard/domain"
 	"switchboard/domain/dispatch"
 )
 
@@ -46,7 +47,7 @@ RETURNING ` + orderColumns,
 
 // MarkStep sets the assigned master's step on the order; see
 // dispatch.Repository.
-func (s *Store) MarkStep(ctx context.Context, orderID, masterID int64, step dispatch.Step, tell dispatch.Tell) (dispatch.Order, bool, error) {
+func (s *Store) MarkStep(ctx context.Context, orderID, masterID int64, step dispatch.Step, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
 	q, ok := stepSQL[step]
 	if !ok {
 		return dispatch.Order{}, false, fmt.Errorf("mark step %q: unknown step", step)
@@ -57,7 +58,7 @@ func (s *Store) MarkStep(ctx context.Context, orderID, masterID int64, step disp
 // ReturnOrder is the assigned master giving the order back, ASSIGNED →
 // SEARCHING; see dispatch.Repository. The master's accepted offer stays
 // ACCEPTED: distribution passes over masters holding one for the order.
-func (s *Store) ReturnOrder(ctx context.Context, orderID, masterID int64, tell dispatch.Tell) (dispatch.Order, bool, error) {
+func (s *Store) ReturnOrder(ctx context.Context, orderID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
 	return s.masterChange(ctx, "return", `
 UPDATE orders SET state = 'SEARCHING', master_id = NULL, assigned_at = NULL, round = 1, unassignable_at = NULL,
     waiting = true, en_route_at = NULL, arrived_at = NULL, updated_at = now()
@@ -69,7 +70,7 @@ RETURNING `+orderColumns, orderID, masterID, tell)
 // the order, $2 the master) and writes what tell renders with it, the
 // master's accepted offer as Changed.Assigned; ok false, with the order
 // as it is, when the statement changed nothing.
-func (s *Store) masterChange(ctx context.Context, what, sql string, orderID, masterID int64, tell dispatch.Tell) (dispatch.Order, bool, error) {
+func (s *Store) masterChange(ctx context.Context, what, sql string, orderID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
 	var o dispatch.Order
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -95,7 +96,7 @@ func (s *Store) masterChange(ctx context.Context, what, sql string, orderID, mas
 // RecordPhoto counts a photo of the finished work on the master's order
 // done latest within `within`, while it has fewer than max; see
 // dispatch.Repository.
-func (s *Store) RecordPhoto(ctx context.Context, masterID int64, within time.Duration, max int, tell dispatch.Tell) (dispatch.Order, bool, error) {
+func (s *Store) RecordPhoto(ctx context.Context, masterID int64, within time.Duration, max int, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
 	var o dispatch.Order
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error

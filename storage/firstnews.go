@@ -61,7 +61,7 @@ func scanNews(rows pgx.Rows, failed bool, withQueued bool) ([]vacancy.FirstNews,
 // others are told, and announce's note for them (nil: none) goes to the
 // outbox in the caller's transaction.
 func tellFirstNews(ctx context.Context, tx pgx.Tx, where string, arg any, queued map[int64][]int64,
-	announce vacancy.Announce) error {
+	announce domain.Render[[]vacancy.FirstNews]) error {
 	var users, ids []int64
 	for u, ms := range queued {
 		for _, id := range ms {
@@ -94,7 +94,7 @@ RETURNING `+newsColumns+`, COALESCE(cardinality(q.ids), 0)`, arg, users, ids)
 }
 
 // announceTx writes announce's messages for news to the outbox.
-func announceTx(ctx context.Context, tx pgx.Tx, news []vacancy.FirstNews, announce vacancy.Announce) error {
+func announceTx(ctx context.Context, tx pgx.Tx, news []vacancy.FirstNews, announce domain.Render[[]vacancy.FirstNews]) error {
 	if announce == nil || len(news) == 0 {
 		return nil
 	}
@@ -107,7 +107,7 @@ func announceTx(ctx context.Context, tx pgx.Tx, news []vacancy.FirstNews, announ
 // FirstFetchFailed tells the users of the key's searches still waiting
 // for their first discovery (pending) that it failed and will be retried:
 // they become retrying, so each hears it once.
-func (s *Store) FirstFetchFailed(ctx context.Context, key string, announce vacancy.Announce) error {
+func (s *Store) FirstFetchFailed(ctx context.Context, key string, announce domain.Render[[]vacancy.FirstNews]) error {
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 UPDATE searches s SET first_news = 'retrying' FROM users u
@@ -141,10 +141,10 @@ RETURNING `+newsColumns, key)
 // committed and writes the note. Checked in the same statement as the
 // lock, both could see the other's match still open and neither write it.
 // The caller locks its matches before the searches, as delivery does
-// (deliveredSQL), so the two never wait for each other in a cycle.
+// (the vacancy delivery hook), so the two never wait for each other in a cycle.
 // A stale snapshot can only show a match less final than it is, so the
 // note is never written while a match may still bring a card.
-func settleFirstNews(ctx context.Context, tx pgx.Tx, users, matches []int64, announce vacancy.Announce) error {
+func settleFirstNews(ctx context.Context, tx pgx.Tx, users, matches []int64, announce domain.Render[[]vacancy.FirstNews]) error {
 	rows, err := tx.Query(ctx, `
 SELECT s.id FROM searches s
 WHERE s.first_news = 'waiting' AND ($1::bigint[] IS NULL OR s.user_id = ANY($1) AND s.first_matches && $2::bigint[])
@@ -180,7 +180,7 @@ RETURNING `+newsColumns, ids)
 // ended without a card that there is nothing new yet. The transitions
 // that end a match do so themselves; this sweep catches what ended them
 // otherwise (a SKIPPED match pruned past recovery, say).
-func (s *Store) SettleFirstNews(ctx context.Context, announce vacancy.Announce) error {
+func (s *Store) SettleFirstNews(ctx context.Context, announce domain.Render[[]vacancy.FirstNews]) error {
 	if err := s.WithTx(ctx, func(tx pgx.Tx) error { return settleFirstNews(ctx, tx, nil, nil, announce) }); err != nil {
 		return fmt.Errorf("settle first news: %w", interpretError(err))
 	}

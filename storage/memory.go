@@ -290,7 +290,9 @@ func (s *Store) StepRun(ctx context.Context, id int64, st memory.Step) (bool, er
 		if st.To == memory.Failed {
 			q = stepFailed
 		}
-		rows, err := queueArgs(st.Messages)
+		// One statement: the run is known only by its id and the status
+		// it moves to; the caller rendered the rest (domain.Fixed).
+		rows, err := queueArgs(st.Tell.Of(memory.Run{ID: id, Status: st.To}))
 		if err != nil {
 			return false, fmt.Errorf("step run %d %s → %s: %w", id, st.From, st.To, err)
 		}
@@ -357,8 +359,8 @@ SELECT count(*) FROM d`
 // MarkDelivered queues what the user is told of a finished run whose step
 // did not (memory.Repository), committed asynchronously as memory.Step
 // explains; false if it was queued already.
-func (s *Store) MarkDelivered(ctx context.Context, id int64, msgs []domain.Message) (bool, error) {
-	rows, err := queueArgs(msgs)
+func (s *Store) MarkDelivered(ctx context.Context, id int64, tell domain.Render[memory.Run]) (bool, error) {
+	rows, err := queueArgs(tell.Of(memory.Run{ID: id}))
 	if err != nil {
 		return false, fmt.Errorf("mark run %d delivered: %w", id, err)
 	}

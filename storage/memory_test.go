@@ -438,7 +438,7 @@ func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 	require.Empty(t, f.queued(r.ID), "nothing queued before")
 
 	msgs := answerOf(r, "part 1", "part 2", "part 3")
-	ok, err := f.st.MarkDelivered(f.ctx, r.ID, msgs)
+	ok, err := f.st.MarkDelivered(f.ctx, r.ID, domain.Fixed[memory.Run](msgs...))
 	require.NoError(t, err)
 	require.True(t, ok)
 	delivered, closed := f.delivered(r.ID)
@@ -461,7 +461,7 @@ func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok, err := f.st.MarkDelivered(f.ctx, r.ID, msgs)
+			ok, err := f.st.MarkDelivered(f.ctx, r.ID, domain.Fixed[memory.Run](msgs...))
 			assert.NoError(t, err)
 			assert.False(t, ok)
 		}()
@@ -477,7 +477,7 @@ func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok, err := f.st.MarkDelivered(f.ctx, failed.ID, []domain.Message{{ChatID: 2, Kind: domain.KindMemoryAnswer, Ref: failed.ID, Text: "sorry", ReplyTo: failed.MessageID}})
+			ok, err := f.st.MarkDelivered(f.ctx, failed.ID, domain.Fixed[memory.Run](domain.Message{ChatID: 2, Kind: domain.KindMemoryAnswer, Ref: failed.ID, Text: "sorry", ReplyTo: failed.MessageID}))
 			assert.NoError(t, err)
 			if ok {
 				won.Add(1)
@@ -495,7 +495,7 @@ func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 
 	// A run still at work is not marked.
 	busy := f.submit(1, "three")
-	ok, err = f.st.MarkDelivered(f.ctx, busy.ID, answerOf(busy, "too early"))
+	ok, err = f.st.MarkDelivered(f.ctx, busy.ID, domain.Fixed[memory.Run](answerOf(busy, "too early")...))
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Empty(t, f.queued(busy.ID))
@@ -511,7 +511,7 @@ func TestMemoryFinalStepQueuesTheAnswer(t *testing.T) {
 		r := f.submit(1, "question for "+string(to))
 		_, err := f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'RESPONDING', claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 		require.NoError(t, err)
-		st := memory.Step{From: memory.Responding, To: to, Hold: time.Minute, Messages: answerOf(r, "first", "second")}
+		st := memory.Step{From: memory.Responding, To: to, Hold: time.Minute, Tell: domain.Fixed[memory.Run](answerOf(r, "first", "second")...)}
 		if to == memory.Completed {
 			st.Change.FinalAnswer = "first second"
 		} else {
@@ -535,7 +535,7 @@ func TestMemoryFinalStepQueuesTheAnswer(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, ok)
 		require.Len(t, f.queued(r.ID), 2, "a repeated step queues nothing")
-		ok, err = f.st.MarkDelivered(f.ctx, r.ID, st.Messages)
+		ok, err = f.st.MarkDelivered(f.ctx, r.ID, st.Tell)
 		require.NoError(t, err)
 		require.False(t, ok, "nor does marking it delivered")
 		require.Len(t, f.queued(r.ID), 2)

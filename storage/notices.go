@@ -9,24 +9,25 @@ import (
 	"switchboard/domain"
 )
 
-// NoticeOnce records that the admin chat is told about key and writes msgs
-// to the outbox in the same transaction, unless key is recorded already:
+// NoticeOnce records that the admin chat is told about key and writes what
+// tell renders for key to the outbox in the same transaction, unless key
+// is recorded already:
 // every replica may notice the same condition, the chat hears it once.
 // Whether this call told it.
-func (s *Store) NoticeOnce(ctx context.Context, key, text string, msgs []domain.Message) (bool, error) {
-	return s.noticeTx(ctx, "notice", key, msgs,
+func (s *Store) NoticeOnce(ctx context.Context, key, text string, tell domain.Render[string]) (bool, error) {
+	return s.noticeTx(ctx, "notice", key, tell,
 		`INSERT INTO admin_notices (key, text) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, text)
 }
 
-// EndNotice forgets key and writes msgs (the condition's end) in the same
+// EndNotice forgets key and writes tell's messages (the condition's end) in the same
 // transaction, only if key was recorded: the end is told once too.
-func (s *Store) EndNotice(ctx context.Context, key string, msgs []domain.Message) (bool, error) {
-	return s.noticeTx(ctx, "end notice", key, msgs, `DELETE FROM admin_notices WHERE key = $1`, key)
+func (s *Store) EndNotice(ctx context.Context, key string, tell domain.Render[string]) (bool, error) {
+	return s.noticeTx(ctx, "end notice", key, tell, `DELETE FROM admin_notices WHERE key = $1`, key)
 }
 
-// noticeTx runs sql and, if it changed a row, writes msgs with it: whether
-// it did.
-func (s *Store) noticeTx(ctx context.Context, what, key string, msgs []domain.Message, sql string, args ...any) (bool, error) {
+// noticeTx runs sql and, if it changed a row, writes what tell renders for
+// key with it: whether it did.
+func (s *Store) noticeTx(ctx context.Context, what, key string, tell domain.Render[string], sql string, args ...any) (bool, error) {
 	told := false
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, sql, args...)
@@ -34,7 +35,7 @@ func (s *Store) noticeTx(ctx context.Context, what, key string, msgs []domain.Me
 			return err
 		}
 		told = true
-		return enqueueTx(ctx, tx, msgs)
+		return enqueueTx(ctx, tx, tell.Of(key))
 	})
 	if err != nil {
 		return false, fmt.Errorf("%s %q: %w", what, key, err)

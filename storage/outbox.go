@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf16"
 
@@ -134,16 +136,8 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 	return insertOutboxSQL, []any{chats, kinds, refs, keys, edits, bodies, lanes, spacing, merges}, nil
 }
 
-// ClaimOutbox claims up to n rows that are due, at most one per lane of a
-// chat and only the oldest pending row of that lane, so rows of one lane go
-// out in the order they were written even across replicas: the next row
-// becomes claimable only once the one before it is done. A lane's edit
-// waits for its message's send, and a paced lane (Every) for its interval
-// since its last delivery. A merging row claims the merging rows behind it
-// that fit one message with it (under its claim token). A claim lasts
-// lease; a sender that dies leaves its rows to be claimed again after it.
-func (s *Store) ClaimOutbox(ctx context.Context, n int, lease time.Duration) ([]domain.Queued, error) {
-	const q = `
+// claimOutboxSQL claims the due heads of the outbox's lanes (ClaimOutbox).
+const claimOutboxSQL = `
 WITH RECURSIVE heads AS (
     -- The oldest pending row of each lane, by a skip scan of outbox_pending
     -- (chat_id, lane, id): one index descent per lane with pending rows,
@@ -183,7 +177,39 @@ RETURNING o.id, o.chat_id, o.kind, o.ref, o.msg_key, o.edit, o.body, o.attempts,
     EXISTS (SELECT 1 FROM unreachable_chats u WHERE u.chat_id = o.chat_id),
     o.edit AND EXISTS (SELECT 1 FROM outbox n
               WHERE n.chat_id = o.chat_id AND n.state = 'pending' AND n.edit AND n.msg_key = o.msg_key AND n.id > o.id)`
-	rows, err := s.pool.Query(ctx, q, n, micros(lease))
+
+// scanClaimed reads one row claimOutboxSQL returned, and its claim's end.
+func scanClaimed(rows pgx.Rows) (domain.Queued, time.Time, error) {
+	var r domain.Queued
+	var until time.Time
+	var raw []byte
+	var target int64
+	var spacing int32
+	if err := rows.Scan(&r.ID, &r.ChatID, &r.Kind, &r.Ref, &r.Key, &r.Edit, &raw, &r.Attempts, &r.Token,
+		&r.CreatedAt, &r.Lane, &spacing, &r.Merge, &until, &target, &r.Unreachable, &r.Superseded); err != nil {
+		return r, until, fmt.Errorf("claim outbox: %w", err)
+	}
+	r.Every = time.Duration(spacing) * time.Millisecond
+	r.Merged = 1
+	var b outboxBody
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return r, until, fmt.Errorf("claim outbox: row %d body: %w", r.ID, err)
+	}
+	r.Text, r.Buttons, r.ReplyTo, r.IfGone, r.Photo = b.Text, b.Buttons, b.ReplyTo, b.IfGone, b.Photo
+	r.Target = int(target)
+	return r, until, nil
+}
+
+// ClaimOutbox claims up to n rows that are due, at most one per lane of a
+// chat and only the oldest pending row of that lane, so rows of one lane go
+// out in the order they were written even across replicas: the next row
+// becomes claimable only once the one before it is done. A lane's edit
+// waits for its message's send, and a paced lane (Every) for its interval
+// since its last delivery. A merging row claims the merging rows behind it
+// that fit one message with it (under its claim token). A claim lasts
+// lease; a sender that dies leaves its rows to be claimed again after it.
+func (s *Store) ClaimOutbox(ctx context.Context, n int, lease time.Duration) ([]domain.Queued, error) {
+	rows, err := s.pool.Query(ctx, claimOutboxSQL, n, micros(lease))
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox: %w", err)
 	}
@@ -191,23 +217,10 @@ RETURNING o.id, o.chat_id, o.kind, o.ref, o.msg_key, o.edit, o.body, o.attempts,
 	var out []domain.Queued
 	var untils []time.Time
 	for rows.Next() {
-		var r domain.Queued
-		var until time.Time
-		var raw []byte
-		var target int64
-		var spacing int32
-		if err := rows.Scan(&r.ID, &r.ChatID, &r.Kind, &r.Ref, &r.Key, &r.Edit, &raw, &r.Attempts, &r.Token,
-			&r.CreatedAt, &r.Lane, &spacing, &r.Merge, &until, &target, &r.Unreachable, &r.Superseded); err != nil {
-			return nil, fmt.Errorf("claim outbox: %w", err)
+		r, until, err := scanClaimed(rows)
+		if err != nil {
+			return nil, err
 		}
-		r.Every = time.Duration(spacing) * time.Millisecond
-		r.Merged = 1
-		var b outboxBody
-		if err := json.Unmarshal(raw, &b); err != nil {
-			return nil, fmt.Errorf("claim outbox: row %d body: %w", r.ID, err)
-		}
-		r.Text, r.Buttons, r.ReplyTo, r.IfGone, r.Photo = b.Text, b.Buttons, b.ReplyTo, b.IfGone, b.Photo
-		r.Target = int(target)
 		out = append(out, r)
 		untils = append(untils, until)
 	}
@@ -295,46 +308,58 @@ func utf16Len(s string) int {
 	return n
 }
 
-// deliveredSQL marks a row sent and, in the same statement, records the
-// message where its workflow needs it: a vacancy card makes its match
-// SENT_TO_USER (only from ANALYZED: a match decided meanwhile stays as it
-// is), an offer, a proposal and a progress message get their message id.
-const deliveredSQL = `
+// deliveryHooks holds, per message kind, what the delivery of a row of that
+// kind does to the workflow that wrote it (a card makes its match
+// SENT_TO_USER, an offer records its message id). Each workflow's storage
+// file registers its own with onDelivered, so the delivery knows no
+// workflow's table. A hook is one or more named CTEs (named after their
+// kind, so they never clash) that read the row just marked sent from "done"
+// (kind, ref, chat_id, message_id, edit) and keep to rows of their kind:
+// they become part of the one statement that marks the row sent, so a
+// delivery and its consequence commit together in one round trip. Rows of
+// a kind with no hook just settle.
+var deliveryHooks = map[string]string{}
+
+// onDelivered registers kind's delivery hook (see deliveryHooks); it
+// returns kind so a file can register from a package-level declaration.
+func onDelivered(kind, ctes string) string {
+	if _, dup := deliveryHooks[kind]; dup {
+		panic("storage: two delivery hooks for kind " + kind)
+	}
+	deliveryHooks[kind] = strings.TrimSpace(ctes)
+	return kind
+}
+
+// deliveredSQL marks a row sent and runs its kind's delivery hook in the
+// same statement. Built once, after every file has registered its hooks.
+var deliveredSQL = sync.OnceValue(func() string {
+	kinds := make([]string, 0, len(deliveryHooks))
+	for k := range deliveryHooks {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	var b strings.Builder
+	b.WriteString(`
 WITH done AS (
     UPDATE outbox SET state = 'sent', done_at = now(), message_id = NULLIF($3, 0),
         claimed_until = NULL, last_error = ''
     WHERE claim_token = $2::uuid AND state = 'pending' AND id >= $1
     RETURNING kind, ref, chat_id, message_id, edit
-), match AS (
-    UPDATE vacancy_matches m SET status = 'SENT_TO_USER', chat_id = done.chat_id, message_id = done.message_id,
-        sent_at = now(), updated_at = now(), claimed_until = NULL, claim_token = NULL
-    FROM done WHERE done.kind = 'vacancy' AND NOT done.edit AND m.id = done.ref AND m.status = 'ANALYZED'
-      AND done.message_id IS NOT NULL
-    RETURNING m.id, m.user_id
-), told AS (
-    -- The card of a match a new search's first news waits on is that
-    -- news: the search is told, and no "nothing new yet" follows (the
-    -- match is locked before the search, as where matches end).
-    UPDATE searches s SET first_news = 'told'
-    FROM match WHERE s.user_id = match.user_id AND s.first_news = 'waiting' AND match.id = ANY(s.first_matches)
-), offer AS (
-    UPDATE offers f SET chat_id = done.chat_id, message_id = done.message_id
-    FROM done WHERE done.kind = 'offer' AND NOT done.edit AND f.id = done.ref AND done.message_id IS NOT NULL
-), proposal AS (
-    UPDATE analysis_proposals p SET message_id = done.message_id
-    FROM done WHERE done.kind = 'proposal' AND NOT done.edit AND p.id = done.ref AND done.message_id IS NOT NULL
-), progress AS (
-    UPDATE analysis_runs r SET progress_message_id = done.message_id
-    FROM done WHERE done.kind = 'progress' AND r.id = done.ref AND done.message_id IS NOT NULL
-      AND r.progress_message_id IS DISTINCT FROM done.message_id
-)
-SELECT count(*) FROM done`
+)`)
+	for _, k := range kinds {
+		b.WriteString(", ")
+		b.WriteString(deliveryHooks[k])
+	}
+	b.WriteString("\nSELECT count(*) FROM done")
+	return b.String()
+})
 
 // OutboxDelivered marks a claimed row sent with the message id Telegram
-// returned (0 for an edit); false if the claim was lost meanwhile.
+// returned (0 for an edit) and runs its kind's delivery hook; false if the
+// claim was lost meanwhile.
 func (s *Store) OutboxDelivered(ctx context.Context, id int64, token string, messageID int) (bool, error) {
 	var n int
-	if err := s.pool.QueryRow(ctx, deliveredSQL, id, token, messageID).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, deliveredSQL(), id, token, messageID).Scan(&n); err != nil {
 		return false, fmt.Errorf("mark outbox row %d delivered: %w", id, err)
 	}
 	return n >= 1, nil

@@ -335,7 +335,7 @@ func TestNoticeOnce(t *testing.T) {
 	ctx := context.Background()
 	told := 0
 	for range 3 {
-		ok, err := st.NoticeOnce(ctx, "llm_refused", "model missing", []domain.Message{msg(-5, "LLM refused")})
+		ok, err := st.NoticeOnce(ctx, "llm_refused", "model missing", domain.Fixed[string](msg(-5, "LLM refused")))
 		require.NoError(t, err)
 		if ok {
 			told++
@@ -348,7 +348,7 @@ func TestNoticeOnce(t *testing.T) {
 	require.Equal(t, "model missing", text)
 	ended := 0
 	for range 2 {
-		ok, err := st.EndNotice(ctx, "llm_refused", []domain.Message{msg(-5, "LLM back")})
+		ok, err := st.EndNotice(ctx, "llm_refused", domain.Fixed[string](msg(-5, "LLM back")))
 		require.NoError(t, err)
 		if ok {
 			ended++

@@ -16,6 +16,34 @@ import (
 // The vacancy workflow's repository (vacancy.Repository).
 var _ vacancy.Repository = (*Store)(nil)
 
+// A card's delivery is its match's ANALYZED → SENT_TO_USER with the chat,
+// message id and sent_at, in the statement that marks the card's outbox
+// row sent (only from ANALYZED: a match decided meanwhile stays as it is).
+// The card of a match a new search's first news waits on is that news: the
+// search is told, and no "nothing new yet" follows (the match is locked
+// before the search, as where matches end: settleFirstNews).
+var _ = onDelivered(domain.KindVacancy, transitionSQL(vacancy.Analyzed, vacancy.SentToUser, `
+vacancy_sent AS (
+    UPDATE vacancy_matches m SET status = '%[2]s', chat_id = done.chat_id, message_id = done.message_id,
+        sent_at = now(), updated_at = now(), claimed_until = NULL, claim_token = NULL
+    FROM done WHERE done.kind = 'vacancy' AND NOT done.edit AND m.id = done.ref AND m.status = '%[1]s'
+      AND done.message_id IS NOT NULL
+    RETURNING m.id, m.user_id
+), vacancy_told AS (
+    UPDATE searches s SET first_news = 'told'
+    FROM vacancy_sent m WHERE s.user_id = m.user_id AND s.first_news = 'waiting' AND m.id = ANY(s.first_matches)
+)`))
+
+// transitionSQL fills a statement moving matches from → to (%[1]s, %[2]s)
+// after the workflow's transition table allowed the move; a move the table
+// refuses is a programming error, caught at start-up.
+func transitionSQL(from, to vacancy.Status, sql string) string {
+	if !vacancy.CanTransition(from, to) {
+		panic(fmt.Sprintf("storage: vacancy transition %s → %s not in the table", from, to))
+	}
+	return fmt.Sprintf(sql, from, to)
+}
+
 // QueueChannel is notified when matches are queued, so every replica's
 // workers wake at once instead of at their next sweep.
 const QueueChannel = "vacancy_queue"
@@ -51,7 +79,7 @@ func (s *Store) SetProfile(ctx context.Context, userID int64, profile string) er
 // search is marked told and announce's messages (nil is none) are written
 // to the outbox with it.
 func (s *Store) AddSearch(ctx context.Context, sr vacancy.Search, backfill int, since time.Time,
-	announce vacancy.Announce) (vacancy.Search, bool, int, error) {
+	announce domain.Render[[]vacancy.FirstNews]) (vacancy.Search, bool, int, error) {
 	params, err := json.Marshal(sr.Params)
 	if err != nil {
 		return sr, false, 0, fmt.Errorf("add search: %w", err)
@@ -343,7 +371,7 @@ SELECT i FROM unnest($2::bigint[]) i, discovery_state d WHERE d.search_key = $1 
 // backfill, never from neither. It returns how many matches were created
 // and notifies QueueChannel.
 func (s *Store) SaveDiscovery(ctx context.Context, key string, found []vacancy.Vacancy, hits []int64,
-	m vacancy.Markers, pick func(users []vacancy.Recipient) []vacancy.NewMatch, announce vacancy.Announce) (int, error) {
+	m vacancy.Markers, pick func(users []vacancy.Recipient) []vacancy.NewMatch, announce domain.Render[[]vacancy.FirstNews]) (int, error) {
 	queued := 0
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		if err := lockSearchKey(ctx, tx, key); err != nil {
@@ -497,16 +525,9 @@ func vacancyDest(v *vacancy.Vacancy, fetched **time.Time) []any {
 // concurrent workers on any replica never take the same one. ok is false
 // when nothing is claimable.
 //
-// Claimable are QUEUED matches and ANALYZED matches that still hold a
-// claim token. A match whose card went to the outbox lost its token in
-// that same transaction (Transition with messages, QueueCard), so it
-// waits for the outbox and is never claimed again: claiming it would send
-// the card twice. A token on an ANALYZED match therefore means its card
-// is still owed: the match was analysed before the outbox existed (the
-// old worker kept its claim across the delivery and pushed it out when a
-// send failed), or with no notifier set. Telling them apart by the token
-// needs no migration and no look-up in the outbox (which has no index by
-// kind and ref), and it survives the pruning of delivered outbox rows.
+// Claimable are QUEUED matches: an ANALYZED one has its card in the
+// outbox, written in the transaction that made it ANALYZED, and claiming
+// it would send the card twice.
 func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy.Claim, bool, error) {
 	var c vacancy.Claim
 	var analysis []byte
@@ -518,16 +539,15 @@ func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy
 	err := s.pool.QueryRow(ctx, `
 WITH c AS (
     SELECT q.id FROM vacancy_matches q
-    WHERE q.status IN ('QUEUED', 'ANALYZED') AND (q.status = 'QUEUED' OR q.claim_token IS NOT NULL)
+    WHERE q.status = 'QUEUED'
       AND (q.claimed_until IS NULL OR q.claimed_until < now())
       -- A QUEUED match waits while another worker fetches its vacancy's
       -- detail, and, while HH refuses us ($3), unless the detail is at hand.
       -- A scalar subquery, evaluated per candidate row as the index walk
       -- reaches it: NOT EXISTS here costs a fifth of the claim rate.
-      AND (q.status = 'ANALYZED' OR (
-          SELECT d.detail_fetching_until > now()
-                 OR $3 AND (d.detail_fetched_at IS NULL OR d.detail_fetched_at <= now() - $4 * interval '1 millisecond')
-          FROM vacancies d WHERE d.id = q.vacancy_id) IS NOT TRUE)
+      AND (SELECT d.detail_fetching_until > now()
+                  OR $3 AND (d.detail_fetched_at IS NULL OR d.detail_fetched_at <= now() - $4 * interval '1 millisecond')
+           FROM vacancies d WHERE d.id = q.vacancy_id) IS NOT TRUE
     ORDER BY q.published_at DESC, q.id
     LIMIT 1
     FOR UPDATE OF q SKIP LOCKED
@@ -645,7 +665,7 @@ func (s *Store) ReleaseDetail(ctx context.Context, id int64) error {
 // have all ended without a card with these hears announce's note (nil:
 // none) in the same transaction (the matches are locked before the
 // searches, as everywhere).
-func (s *Store) ArchiveVacancy(ctx context.Context, id int64, announce vacancy.Announce) (map[vacancy.Status]int, error) {
+func (s *Store) ArchiveVacancy(ctx context.Context, id int64, announce domain.Render[[]vacancy.FirstNews]) (map[vacancy.Status]int, error) {
 	out := map[vacancy.Status]int{}
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
@@ -696,17 +716,15 @@ WHERE id = $1`
 // when the match was not in from (or, with ch.Token, no longer under that
 // claim): someone else moved it first. The caller checks the table.
 //
-// ch.Messages are written to the outbox in the same transaction, only when
-// the match moved. A move to ANALYZED with messages (the vacancy's card)
-// releases the claim, since the outbox owns the delivery from then on;
-// without them ANALYZED keeps the claim, marking the card as still owed
-// (see ClaimMatch).
+// What ch.Tell renders from the moved match is written to the outbox in the
+// same transaction, only when the match moved. Every move releases the claim: a move to ANALYZED
+// carries the vacancy's card, and the outbox owns the delivery from then on.
 //
 // With ch.Announce (a match a new search's first news waits on), a move
 // that ends the last of that search's first matches without a card writes
 // its "nothing new yet" note in the same transaction.
 func (s *Store) Transition(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
-	if len(ch.Messages) == 0 && ch.Announce == nil {
+	if ch.Tell == nil && ch.Announce == nil {
 		return transition(ctx, s.pool, id, from, to, ch)
 	}
 	var m vacancy.Match
@@ -716,7 +734,7 @@ func (s *Store) Transition(ctx context.Context, id int64, from, to vacancy.Statu
 		if m, ok, err = transition(ctx, tx, id, from, to, ch); err != nil || !ok {
 			return err
 		}
-		if err := enqueueTx(ctx, tx, ch.Messages); err != nil {
+		if err := enqueueTx(ctx, tx, ch.Tell.Of(m)); err != nil {
 			return fmt.Errorf("transition match %d %s → %s: %w", id, from, to, err)
 		}
 		if ch.Announce != nil {
@@ -771,13 +789,10 @@ UPDATE vacancy_matches m SET
     is_relevant = COALESCE($4, is_relevant), score = COALESCE($5, score), analysis = COALESCE($6::jsonb, analysis),
     skip_reason = CASE WHEN $3 = 'SKIPPED' THEN $7 ELSE '' END,
     chat_id = COALESCE($8, chat_id), message_id = COALESCE($9, message_id), sent_at = COALESCE($10, sent_at),
-    -- ANALYZED keeps the claim while its card is owed; with the card
-    -- written alongside ($12), the outbox owns the match: no claim.
-    claimed_until = CASE WHEN $3 = 'ANALYZED' AND NOT $12 THEN claimed_until END,
-    claim_token = CASE WHEN $3 = 'ANALYZED' AND NOT $12 THEN claim_token END
+    claimed_until = NULL, claim_token = NULL
 WHERE id = $1 AND status = $2 AND ($11::uuid IS NULL OR claim_token = $11::uuid)
 RETURNING `+matchColumns,
-		id, from, to, relevant, score, analysis, ch.SkipReason, chat, msg, sentAt, token, len(ch.Messages) > 0)
+		id, from, to, relevant, score, analysis, ch.SkipReason, chat, msg, sentAt, token)
 	if v := ch.Detail; v != nil {
 		skills := v.KeySkills
 		if skills == nil {
@@ -810,38 +825,12 @@ RETURNING `+matchColumns,
 	return m, true, nil
 }
 
-// QueueCard writes the card of an ANALYZED match still under the claim
-// token to the outbox and drops the claim, in one transaction, so the
-// card is queued once; false (nothing written) if the claim is no longer
-// token's.
-func (s *Store) QueueCard(ctx context.Context, id int64, token string, card []domain.Message) (bool, error) {
-	if len(card) == 0 {
-		return false, fmt.Errorf("queue card of match %d: no message", id)
-	}
-	ok := false
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE vacancy_matches SET claimed_until = NULL, claim_token = NULL, updated_at = now()
-WHERE id = $1 AND status = 'ANALYZED' AND claim_token = $2::uuid`, id, token)
-		if err != nil {
-			return err
-		}
-		if ok = tag.RowsAffected() == 1; !ok {
-			return nil
-		}
-		return enqueueTx(ctx, tx, card)
-	})
-	if err != nil {
-		return false, fmt.Errorf("queue card of match %d: %w", id, err)
-	}
-	return ok, nil
-}
-
 // DeleteMatch deletes a QUEUED or SKIPPED match (a ban word hit), and its
 // vacancy if no other match holds it. With a token, only under that claim.
 // With announce, a new search whose first matches have all ended without
 // a card once this one is gone hears "nothing new yet" in the same
 // transaction.
-func (s *Store) DeleteMatch(ctx context.Context, id int64, token string, announce vacancy.Announce) (bool, error) {
+func (s *Store) DeleteMatch(ctx context.Context, id int64, token string, announce domain.Render[[]vacancy.FirstNews]) (bool, error) {
 	var tok any
 	if token != "" {
 		tok = token

@@ -60,11 +60,9 @@ func TestSearchSavedDuringDiscoveryGetsItsVacancies(t *testing.T) {
 	require.Equal(t, []int64{1, 2}, owners)
 }
 
-// An ANALYZED match is claimable only while its card is owed (it holds a
-// claim token: analysed before the outbox, or with no notifier). Writing the
-// card with QueueCard drops the token in the same transaction, so the match
-// is never claimed again; the card's delivery makes it SENT_TO_USER.
-func TestAnalyzedMatchClaimedOnlyWhileItsCardIsOwed(t *testing.T) {
+// An ANALYZED match is never claimed: its card is in the outbox, and its
+// delivery makes it SENT_TO_USER. A QUEUED match older than it is claimed.
+func TestAnalyzedMatchIsNeverClaimed(t *testing.T) {
 	t.Parallel()
 	st := storagetest.New(t)
 	ctx := context.Background()
@@ -75,46 +73,24 @@ func TestAnalyzedMatchClaimedOnlyWhileItsCardIsOwed(t *testing.T) {
 		_, err := st.Pool().Exec(ctx, q, args...)
 		require.NoError(t, err)
 	}
-	exec(`INSERT INTO vacancies (id, title, published_at) VALUES (1, 'owed', now()), (2, 'carded', now() + interval '1 minute')`)
+	exec(`INSERT INTO vacancies (id, title, published_at) VALUES (1, 'queued', now()), (2, 'carded', now() + interval '1 minute')`)
 	// 2 is newer, so a claim would take it first if it were claimable.
-	exec(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, is_relevant, claim_token, claimed_until)
-VALUES (7, 1, 'ANALYZED', now(), true, gen_random_uuid(), now() - interval '1 second'),
-       (7, 2, 'ANALYZED', now() + interval '1 minute', true, NULL, NULL)`)
-	var owed, carded int64
-	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT id FROM vacancy_matches WHERE vacancy_id = 1`).Scan(&owed))
+	exec(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, is_relevant)
+VALUES (7, 1, 'QUEUED', now(), NULL), (7, 2, 'ANALYZED', now() + interval '1 minute', true)`)
+	var queued, carded int64
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT id FROM vacancy_matches WHERE vacancy_id = 1`).Scan(&queued))
 	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT id FROM vacancy_matches WHERE vacancy_id = 2`).Scan(&carded))
-	card := []domain.Message{{ChatID: 7, Kind: domain.KindVacancy, Ref: owed, Text: "owed"}}
-	rows := func() int {
-		var n int
-		require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM outbox WHERE kind = 'vacancy' AND ref = $1`, owed).Scan(&n))
-		return n
-	}
+	require.NoError(t, st.EnqueueMessages(ctx, domain.Message{ChatID: 7, Kind: domain.KindVacancy, Ref: carded, Text: "carded"}))
 
 	c, ok, err := st.ClaimMatch(ctx, vacancy.ClaimOptions{Lease: time.Minute, Taste: 5, DetailFresh: time.Hour})
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Equal(t, owed, c.Match.ID, "the carded match waits for the outbox")
-	_, ok, err = st.ClaimMatch(ctx, vacancy.ClaimOptions{Lease: time.Minute, Taste: 5, DetailFresh: time.Hour})
-	require.NoError(t, err)
-	require.False(t, ok)
-
-	ok, err = st.QueueCard(ctx, owed, "00000000-0000-0000-0000-000000000000", card)
-	require.NoError(t, err)
-	require.False(t, ok, "not our claim")
-	require.Zero(t, rows())
-	ok, err = st.QueueCard(ctx, owed, c.Match.ClaimToken, card)
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.Equal(t, 1, rows())
-	ok, err = st.QueueCard(ctx, owed, c.Match.ClaimToken, card)
-	require.NoError(t, err)
-	require.False(t, ok, "queued once")
-	require.Equal(t, 1, rows())
-
+	require.Equal(t, queued, c.Match.ID, "the carded match waits for the outbox")
 	exec(`UPDATE vacancy_matches SET claimed_until = now() - interval '1 hour'`)
+	exec(`DELETE FROM vacancy_matches WHERE id = $1`, queued)
 	_, ok, err = st.ClaimMatch(ctx, vacancy.ClaimOptions{Lease: time.Minute, Taste: 5, DetailFresh: time.Hour})
 	require.NoError(t, err)
-	require.False(t, ok, "neither is claimable now")
+	require.False(t, ok, "an ANALYZED match is not claimable")
 
 	q, err := st.ClaimOutbox(ctx, 10, time.Minute)
 	require.NoError(t, err)
@@ -122,7 +98,7 @@ VALUES (7, 1, 'ANALYZED', now(), true, gen_random_uuid(), now() - interval '1 se
 	ok, err = st.OutboxDelivered(ctx, q[0].ID, q[0].Token, 555)
 	require.NoError(t, err)
 	require.True(t, ok)
-	m, _, err := st.MatchWithVacancy(ctx, owed)
+	m, _, err := st.MatchWithVacancy(ctx, carded)
 	require.NoError(t, err)
 	require.Equal(t, vacancy.SentToUser, m.Status)
 	require.Equal(t, 555, m.MessageID)

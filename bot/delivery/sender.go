@@ -187,23 +187,7 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 	}
 	switch class {
 	case OK, NotModified:
-		// The message is out: a mark the database refuses is retried, or
-		// the row would be sent again once its claim lapsed.
-		var ok bool
-		derr := s.save(ctx, "record delivery", r.ID, func(ctx context.Context) error {
-			var err error
-			ok, err = s.store.OutboxDelivered(ctx, r.ID, r.Token, msgID)
-			return err
-		})
-		if derr != nil {
-			log.Error("record delivery", "err", derr)
-			return
-		}
-		if !ok {
-			log.Warn("delivered a row whose claim had run out; it may go out twice")
-		}
-		s.m.sent.WithLabelValues(r.Kind).Add(float64(max(r.Merged, 1)))
-		s.m.age.Observe(time.Since(r.CreatedAt).Seconds())
+		s.delivered(ctx, r, msgID, log)
 	case Flood:
 		after := s.flood(dctx, r.ChatID, err)
 		s.retry(dctx, r, after, err.Error(), "flood")
@@ -232,6 +216,26 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 		}
 		log.Error("telegram refused a message: a bug", "err", err, "text", head(r.Text, 80))
 	}
+}
+
+// delivered records that a row is out. A mark the database refuses is
+// retried, or the row would be sent again once its claim lapsed.
+func (s *Sender) delivered(ctx context.Context, r domain.Queued, msgID int, log *slog.Logger) {
+	var ok bool
+	err := s.save(ctx, "record delivery", r.ID, func(ctx context.Context) error {
+		var err error
+		ok, err = s.store.OutboxDelivered(ctx, r.ID, r.Token, msgID)
+		return err
+	})
+	if err != nil {
+		log.Error("record delivery", "err", err)
+		return
+	}
+	if !ok {
+		log.Warn("delivered a row whose claim had run out; it may go out twice")
+	}
+	s.m.sent.WithLabelValues(r.Kind).Add(float64(max(r.Merged, 1)))
+	s.m.age.Observe(time.Since(r.CreatedAt).Seconds())
 }
 
 // flood obeys a 429: the chat, or the whole bot, pauses for retry_after,

@@ -29,8 +29,8 @@ type Service struct {
 
 // NewService builds the workflow; Run must be running for Start to work.
 func NewService(cfg Config, deps Deps) (*Service, error) {
-	if deps.Repo == nil || deps.LLM == nil {
-		return nil, errors.New("analysis: Repo and LLM are required")
+	if deps.Repo == nil || deps.LLM == nil || deps.Notifier == nil {
+		return nil, errors.New("analysis: Repo, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	m, err := newMetrics(deps.Registerer)
@@ -39,9 +39,6 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	}
 	return &Service{cfg: cfg.withDefaults(), deps: deps, log: deps.Log.With("component", "analysis"), m: m}, nil
 }
-
-// SetNotifier sets the bot after construction.
-func (s *Service) SetNotifier(n Notifier) { s.deps.Notifier = n }
 
 // Record stores a group text message.
 func (s *Service) Record(ctx context.Context, m Message) error {
@@ -280,12 +277,9 @@ func (s *Service) reap(ctx context.Context) {
 }
 
 // renderEvent renders a run event for the admin chat, to be written with
-// the state change that causes it (nil without a notifier).
-func (s *Service) renderEvent(kind EventKind) Render {
+// the state change that causes it.
+func (s *Service) renderEvent(kind EventKind) domain.Render[Review] {
 	n := s.deps.Notifier
-	if n == nil {
-		return nil
-	}
 	return func(rv Review) []domain.Message { return n.Event(Event{Kind: kind, Run: rv.Run, Board: rv}) }
 }
 

@@ -156,12 +156,9 @@ func (s *Service) propose(ctx context.Context, r Run, batch []Message) ([]Propos
 
 // renderBoard renders the run's board, written with the change that
 // alters it: first posts it (with the window's counts), later ones edit
-// it (nil without a notifier).
-func (s *Service) renderBoard(first bool) Render {
+// it.
+func (s *Service) renderBoard(first bool) domain.Render[Review] {
 	n := s.deps.Notifier
-	if n == nil {
-		return nil
-	}
 	return func(rv Review) []domain.Message { return n.Board(rv, first) }
 }
 

@@ -435,14 +435,14 @@ func (f faulty) WindowMessages(ctx context.Context, runID int64, from, to time.T
 	return f.Store.WindowMessages(ctx, runID, from, to, chatID)
 }
 
-func (f faulty) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render analysis.Render) (analysis.Run, error) {
+func (f faulty) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
 	if f.fail == "batch" {
 		return analysis.Run{}, errInjected
 	}
 	return f.Store.SetProgress(ctx, id, messages, filtered, batches, render)
 }
 
-func (f faulty) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render analysis.Render) (analysis.Run, []analysis.Proposal, error) {
+func (f faulty) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
 	if f.fail == "save" && batch == 2 {
 		return analysis.Run{}, nil, errInjected
 	}
@@ -456,7 +456,7 @@ func (f faulty) SaveBatch(ctx context.Context, runID int64, batch, messages int,
 	return f.Store.SaveBatch(ctx, runID, batch, messages, ps, render)
 }
 
-func (f faulty) CompleteRun(ctx context.Context, id int64, render analysis.Render) (analysis.Run, bool, error) {
+func (f faulty) CompleteRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	if f.fail == "complete" {
 		return analysis.Run{}, false, errInjected
 	}

@@ -31,8 +31,8 @@ type Service struct {
 
 // NewService builds the workflow. It starts nothing; see Run.
 func NewService(cfg Config, deps Deps) (*Service, error) {
-	if deps.Repo == nil {
-		return nil, errors.New("dispatch: Repo is required")
+	if deps.Repo == nil || deps.Notifier == nil {
+		return nil, errors.New("dispatch: Repo and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	if deps.CalendarClock == nil {
@@ -54,10 +54,6 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	s.timer.init(deps.Clock)
 	return s, nil
 }
-
-// SetNotifier sets the bot after construction: the bot routes buttons to
-// the service, and the service writes through the bot.
-func (s *Service) SetNotifier(n Notifier) { s.deps.Notifier = n }
 
 // Config returns the effective configuration (for texts that quote it).
 func (s *Service) Config() Config { return s.cfg }

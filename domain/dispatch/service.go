@@ -190,15 +190,9 @@ type Changed struct {
 	Orders map[int64]Order
 }
 
-// Tell renders the messages a state change causes (the live log, notes,
-// offers and their closing edits). The repository calls it inside the
-// change's transaction and writes what it returns to the outbox there, so
-// a change and its messages commit together. Nil: no messages.
-type Tell func(Changed) []domain.Message
-
 // Repository is what the workflow needs from storage. Every state change
 // is one conditional statement naming the old state, and writes the
-// messages its Tell renders in the same transaction.
+// messages its Render renders in the same transaction (domain.Render).
 type Repository interface {
 	// SaveMaster registers or updates a master (city, district, skills);
 	// true if the master is new. The user must exist.
@@ -213,7 +207,7 @@ type Repository interface {
 	// if the user is not a master.
 	SetActive(ctx context.Context, userID int64, active bool) (bool, error)
 
-	CreateOrder(ctx context.Context, o NewOrder, tell Tell) (Order, error)
+	CreateOrder(ctx context.Context, o NewOrder, tell domain.Render[Changed]) (Order, error)
 	// Order returns one order; domain.ErrNotFound if none.
 	Order(ctx context.Context, id int64) (Order, error)
 	// OpenOrders lists SEARCHING, ASSIGNED and DONE orders, oldest first.
@@ -223,28 +217,28 @@ type Repository interface {
 	// not zero only if the order is assigned to that master. ok false
 	// (with the order as it is) if that did not hold. Changed.Assigned is
 	// the assigned master's accepted offer.
-	CompleteOrder(ctx context.Context, id, masterID int64, ratePercent float64, deadline time.Duration, tell Tell) (Order, bool, error)
+	CompleteOrder(ctx context.Context, id, masterID int64, ratePercent float64, deadline time.Duration, tell domain.Render[Changed]) (Order, bool, error)
 	// CancelOrder moves SEARCHING or ASSIGNED → CANCELLED and withdraws its
 	// open offer in the same transaction; ok false (with the order as it
 	// is) if the order was in neither state. Changed.Assigned is the
 	// assigned master's accepted offer, if any.
-	CancelOrder(ctx context.Context, id int64, tell Tell) (o Order, withdrawn []Offer, ok bool, err error)
+	CancelOrder(ctx context.Context, id int64, tell domain.Render[Changed]) (o Order, withdrawn []Offer, ok bool, err error)
 	// MarkStep records the assigned master's step on the order: one
 	// conditional statement, only while the order is ASSIGNED to masterID
 	// and the step is not done yet (Arrived also marks EnRoute if it was
 	// skipped). ok false, with the order as it is, otherwise.
-	MarkStep(ctx context.Context, orderID, masterID int64, step Step, tell Tell) (Order, bool, error)
+	MarkStep(ctx context.Context, orderID, masterID int64, step Step, tell domain.Render[Changed]) (Order, bool, error)
 	// ReturnOrder is the assigned master giving the order back: ASSIGNED
 	// → SEARCHING in one conditional statement (master, steps and
 	// round reset, waiting set), only while it is assigned to masterID;
 	// ok false, with the order as it is, otherwise. Changed.Assigned is
 	// the master's accepted offer.
-	ReturnOrder(ctx context.Context, orderID, masterID int64, tell Tell) (Order, bool, error)
+	ReturnOrder(ctx context.Context, orderID, masterID int64, tell domain.Render[Changed]) (Order, bool, error)
 	// RecordPhoto counts a photo of the finished work the master sends on
 	// to the admins: the master's order done latest within `within` that
 	// has fewer than max photos. The order, and false if there is none
 	// (Order.ID zero: no recent order; else it has max photos already).
-	RecordPhoto(ctx context.Context, masterID int64, within time.Duration, max int, tell Tell) (Order, bool, error)
+	RecordPhoto(ctx context.Context, masterID int64, within time.Duration, max int, tell domain.Render[Changed]) (Order, bool, error)
 
 	// SearchingOrders lists SEARCHING orders with no open offer, oldest
 	// first: all of them, or (all false) only those owed a distribution
@@ -266,7 +260,7 @@ type Repository interface {
 	// A new offer's messages (the offer, its live-log line) commit with
 	// it, so an offer never exists unseen; tell also renders the
 	// unassignable report (Changed with no offer).
-	OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate Gate, tell Tell) (Offer, Order, Outcome, error)
+	OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate Gate, tell domain.Render[Changed]) (Offer, Order, Outcome, error)
 
 	// Offer returns one offer; domain.ErrNotFound if none.
 	Offer(ctx context.Context, id int64) (Offer, error)
@@ -275,27 +269,27 @@ type Repository interface {
 	// only if it is the master's, open and not past expires_at, and its
 	// order SEARCHING → ASSIGNED in the same transaction; ok false if
 	// anything did not hold (nothing changed).
-	Accept(ctx context.Context, offerID, masterID int64, tell Tell) (Offer, Order, bool, error)
+	Accept(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, Order, bool, error)
 	// Decline moves the master's open offer to DECLINED; ok false otherwise.
-	Decline(ctx context.Context, offerID, masterID int64, tell Tell) (Offer, bool, error)
+	Decline(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, bool, error)
 	// View moves the master's SENT offer not yet past expires_at to VIEWED;
 	// ok false otherwise (an offer already VIEWED is returned with ok false
 	// too).
-	View(ctx context.Context, offerID, masterID int64, tell Tell) (Offer, bool, error)
+	View(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, bool, error)
 	// ExpireOffers is the watchdog's statement: every SENT or VIEWED offer
 	// with expires_at <= now() becomes EXPIRED, and exactly those return.
-	ExpireOffers(ctx context.Context, tell Tell) ([]Offer, error)
+	ExpireOffers(ctx context.Context, tell domain.Render[Changed]) ([]Offer, error)
 	// NextExpiry is the earliest expires_at of an open offer (false: none).
 	NextExpiry(ctx context.Context) (time.Time, bool, error)
 
 	// BlockOverdue blocks every unblocked master owing commission past its
 	// deadline and returns them with what they owe.
-	BlockOverdue(ctx context.Context, tell Tell) ([]Debt, error)
+	BlockOverdue(ctx context.Context, tell domain.Render[Changed]) ([]Debt, error)
 	// SettleCommission marks all the master's unpaid commission paid and
 	// unblocks them; what was settled, and whether they were blocked.
-	SettleCommission(ctx context.Context, masterID int64, tell Tell) (Debt, bool, error)
+	SettleCommission(ctx context.Context, masterID int64, tell domain.Render[Changed]) (Debt, bool, error)
 	// Autoclose moves DONE orders older than after to CLOSED.
-	Autoclose(ctx context.Context, after time.Duration, tell Tell) ([]int64, error)
+	Autoclose(ctx context.Context, after time.Duration, tell domain.Render[Changed]) ([]int64, error)
 }
 
 // EventKind names a live-log event.

@@ -709,7 +709,7 @@ type flakyRepo struct {
 	failures *atomic.Int64
 }
 
-func (r flakyRepo) ExpireOffers(ctx context.Context, tell dispatch.Tell) ([]dispatch.Offer, error) {
+func (r flakyRepo) ExpireOffers(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
 	if r.down.Load() {
 		r.failures.Add(1)
 		return nil, errors.New("sorry, too many clients already")
@@ -758,7 +758,7 @@ type failOnce struct {
 	failed atomic.Bool
 }
 
-func (r *failOnce) OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell dispatch.Tell) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (r *failOnce) OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	if r.failed.CompareAndSwap(false, true) {
 		return dispatch.Offer{}, dispatch.Order{}, dispatch.Busy, errors.New("injected: connection reset by peer")
 	}

@@ -5,7 +5,7 @@ import (
 )
 
 // story collects what a state change tells people while the repository
-// renders it inside the change's transaction (its Tell), and the events to
+// renders it inside the change's transaction (its Render), and the events to
 // log as JSON once the change committed.
 type story struct {
 	s      *Service
@@ -21,52 +21,44 @@ func (st *story) event(e Event) {
 		e.At = st.s.deps.Clock.Now()
 	}
 	st.events = append(st.events, e)
-	if n := st.s.deps.Notifier; n != nil {
-		st.msgs = append(st.msgs, n.Event(e)...)
-	}
+	st.msgs = append(st.msgs, st.s.deps.Notifier.Event(e)...)
 }
 
 // note adds a message to a master.
 func (st *story) note(n Note) {
-	if nt := st.s.deps.Notifier; nt != nil {
-		st.msgs = append(st.msgs, nt.Note(n)...)
-	}
+	st.msgs = append(st.msgs, st.s.deps.Notifier.Note(n)...)
 }
 
 // offer adds a new offer's message.
 func (st *story) offer(m Master, o Order, f Offer) {
-	if n := st.s.deps.Notifier; n != nil {
-		st.msgs = append(st.msgs, n.Offer(m, o, f)...)
-	}
+	st.msgs = append(st.msgs, st.s.deps.Notifier.Offer(m, o, f)...)
 }
 
 // closed adds the edit of an ended offer's message. The edit names the
 // message by its key, so it finds it even when the offer was still waiting
 // in the outbox as it ended (a chat's rows go out in order).
 func (st *story) closed(m Master, o Order, f Offer) {
-	if n := st.s.deps.Notifier; n != nil && m.UserID != 0 {
-		st.msgs = append(st.msgs, n.Closed(m, o, f)...)
+	if m.UserID != 0 {
+		st.msgs = append(st.msgs, st.s.deps.Notifier.Closed(m, o, f)...)
 	}
 }
 
 // assigned adds the edit of the assigned master's message.
 func (st *story) assigned(a Assignment) {
-	if n := st.s.deps.Notifier; n != nil && a.Master.UserID != 0 {
-		st.msgs = append(st.msgs, n.Assigned(a)...)
+	if a.Master.UserID != 0 {
+		st.msgs = append(st.msgs, st.s.deps.Notifier.Assigned(a)...)
 	}
 }
 
 // photo adds a photo of the finished work for the admins.
 func (st *story) photo(m Master, o Order, fileID, caption string) {
-	if n := st.s.deps.Notifier; n != nil {
-		st.msgs = append(st.msgs, n.Photo(m, o, fileID, caption)...)
-	}
+	st.msgs = append(st.msgs, st.s.deps.Notifier.Photo(m, o, fileID, caption)...)
 }
 
-// tell is the Tell for a repository call: fill renders the story from
-// what the change changed. A Tell may run more than once if the caller
+// tell is the Render for a repository call: fill renders the story from
+// what the change changed. A Render may run more than once if the caller
 // retries, so each run starts afresh.
-func (st *story) tell(fill func(Changed)) Tell {
+func (st *story) tell(fill func(Changed)) domain.Render[Changed] {
 	return func(c Changed) []domain.Message {
 		st.events, st.msgs = nil, nil
 		fill(c)

@@ -168,7 +168,7 @@ func (s *Service) stage(ctx context.Context, r Run, rc Recall, name string,
 	next := following[r.Status]
 	st := Step{From: r.Status, To: next[0], Change: ch, Then: next[1], Hold: s.cfg.Lease}
 	if st.To == Completed {
-		st.Messages = s.render(r.apply(st)) // queued with the answer itself
+		st.Tell = domain.Fixed[Run](s.render(r.apply(st))...) // queued with the answer itself
 	}
 	moved, ok, err := s.step(ctx, r, st)
 	if err != nil {
@@ -274,7 +274,7 @@ func (s *Service) fail(ctx context.Context, r Run, stage string, cause error) (R
 	}
 	s.log.Warn("pipeline run failed", "run", r.ID, "user", r.UserID, "stage", stage, "err", cause)
 	st := Step{From: r.Status, To: Failed, Change: Change{ErrorMessage: msg}, Hold: s.cfg.Lease}
-	st.Messages = s.render(r.apply(st))
+	st.Tell = domain.Fixed[Run](s.render(r.apply(st))...)
 	failed, ok, err := s.step(ctx, r, st)
 	if err != nil {
 		s.log.Error("mark run failed; giving the stage back", "run", r.ID, "err", err)
@@ -343,11 +343,11 @@ func (s *Service) assemble(ctx context.Context, r Run, rc Recall) (Run, bool) {
 
 func (s *Service) respond(ctx context.Context, r Run) (Run, bool) {
 	return s.stage(ctx, r, Recall{}, "responder", func(ctx context.Context, r Run, _ Recall) (Change, error) {
-		if s.deps.Notifier != nil && s.deps.Clock.Since(r.CreatedAt) >= typingShown {
+		if s.deps.Typist != nil && s.deps.Clock.Since(r.CreatedAt) >= typingShown {
 			// The bot shows "typing" at intake and Telegram keeps it for
 			// five seconds; renew it for the answer only when that has run
 			// out (a run queued behind others, or slow stages).
-			_ = s.deps.Notifier.Typing(ctx, r.ChatID)
+			_ = s.deps.Typist.Typing(ctx, r.ChatID)
 		}
 		mentor, err := s.prompt(ctx, "mentor")
 		if err != nil {
@@ -370,11 +370,8 @@ func (s *Service) respond(ctx context.Context, r Run) (Run, bool) {
 }
 
 // render is what a finished run tells the user: the answer, or the
-// failure notice; nothing without a Notifier.
+// failure notice.
 func (s *Service) render(r Run) []domain.Message {
-	if s.deps.Notifier == nil {
-		return nil
-	}
 	if r.Status == Failed {
 		return s.deps.Notifier.Failed(r)
 	}
@@ -407,7 +404,7 @@ func (s *Service) finish(ctx context.Context, r Run) {
 	}()
 	if r.DeliveredAt.IsZero() {
 		if err := s.retrySave(ctx, "queue the answer of run", r.ID, func(ctx context.Context) error {
-			_, err := s.deps.Repo.MarkDelivered(ctx, r.ID, s.render(r))
+			_, err := s.deps.Repo.MarkDelivered(ctx, r.ID, domain.Fixed[Run](s.render(r)...))
 			return err
 		}); err != nil {
 			s.log.Error("queue the answer of run", "run", r.ID, "status", r.Status, "err", err)

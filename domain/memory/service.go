@@ -149,8 +149,9 @@ type RecallSize struct{ Logs, Summaries int }
 // orchestrator is free (a stage handed back on a stop).
 //
 // A step into COMPLETED or FAILED also queues what the user is told:
-// Messages (the answer, or the failure notice, as the Notifier renders
-// them) go into the outbox in the same commit, which records delivered_at
+// Tell's messages (the answer, or the failure notice, as the Notifier
+// renders them from the run the step leaves) go into the outbox in the
+// same commit, which records delivered_at
 // ("the answer is queued", once: the step names the status it leaves and
 // a NULL delivered_at). The outbox's senders deliver them in order.
 //
@@ -166,7 +167,9 @@ type Step struct {
 	Change   Change
 	Then     Status
 	Hold     time.Duration
-	Messages []domain.Message
+	// Tell is what the step tells (see domain.Render): the step is one
+	// statement, so its messages are rendered before it (domain.Fixed).
+	Tell domain.Render[Run]
 }
 
 // Repository is the storage the workflow needs; storage.Store implements it.
@@ -181,11 +184,12 @@ type Repository interface {
 	// PipelineRun reads a run as it is now.
 	PipelineRun(ctx context.Context, id int64) (Run, error)
 	ClaimFinished(ctx context.Context, id int64, lease time.Duration) (Run, bool, error)
-	// MarkDelivered queues msgs (the answer or the failure notice) and
+	// MarkDelivered queues tell's messages (the answer or the failure
+	// notice, domain.Fixed: one statement) and
 	// records delivered_at, in one statement, for a finished run whose
 	// step did not (FAILED by the reaper); false, and nothing queued, if
 	// delivered_at was set already.
-	MarkDelivered(ctx context.Context, id int64, msgs []domain.Message) (bool, error)
+	MarkDelivered(ctx context.Context, id int64, tell domain.Render[Run]) (bool, error)
 	// ArchiveRun stores the summary (if any) and archived_at of a COMPLETED
 	// run whose answer is queued, releases the run and returns the user's
 	// next NEW run (ID 0 if none); false if it was archived already (or
@@ -240,20 +244,23 @@ var (
 	ErrRefused = errors.New("LLM refuses the model or key")
 )
 
-// Notifier is the chat side; the bot implements it. Answer and Failed
-// only render: the messages are queued with the state change that causes
-// them (Step.Messages, Repository.MarkDelivered), and the outbox's senders
-// deliver them.
+// Notifier renders what a run tells its chat; the bot's renderer
+// implements it. It only renders: the messages are queued with the state
+// change that causes them (Step.Tell, Repository.MarkDelivered), and
+// the outbox's senders deliver them.
 type Notifier interface {
-	// Typing shows "typing…" in the chat while the run works (cosmetic:
-	// sent at once, its error ignored).
-	Typing(ctx context.Context, chatID int64) error
 	// Answer renders the final answer, the first message a reply to the
 	// user's message.
 	Answer(r Run) []domain.Message
 	// Failed renders the notice that this message could not be answered
 	// and may be sent again.
 	Failed(r Run) []domain.Message
+}
+
+// Typist shows "typing…" in a chat while a run works: cosmetic, sent at
+// once and its error ignored (the Telegram client implements it).
+type Typist interface {
+	Typing(ctx context.Context, chatID int64) error
 }
 
 // Config tunes the pipeline; zero values take the defaults.
@@ -321,9 +328,11 @@ func (c Config) withDefaults() Config {
 
 // Deps are the workflow's collaborators.
 type Deps struct {
-	Repo       Repository
-	LLM        LLM
-	Notifier   Notifier
+	Repo     Repository
+	LLM      LLM
+	Notifier Notifier
+	// Typist, when set, renews "typing…" for an answer that takes long.
+	Typist     Typist
 	Clock      clockwork.Clock
 	Log        *slog.Logger
 	Registerer prometheus.Registerer
@@ -350,8 +359,8 @@ const promptTTL = 5 * time.Second
 
 // NewService builds the workflow; Run starts the orchestrator.
 func NewService(cfg Config, deps Deps) (*Service, error) {
-	if deps.Repo == nil || deps.LLM == nil {
-		return nil, errors.New("memory: Repo and LLM are required")
+	if deps.Repo == nil || deps.LLM == nil || deps.Notifier == nil {
+		return nil, errors.New("memory: Repo, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	m, err := newMetrics(deps.Registerer)
@@ -362,10 +371,6 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	s.o = newOrchestrator(s)
 	return s, nil
 }
-
-// SetNotifier sets the chat side after construction (the bot and the
-// service need each other).
-func (s *Service) SetNotifier(n Notifier) { s.deps.Notifier = n }
 
 // MaxQuery bounds one message, in characters (Telegram's own limit).
 const MaxQuery = 4096
@@ -398,10 +403,10 @@ func (s *Service) Submit(ctx context.Context, userID, chatID int64, messageID in
 	return r, ahead, nil
 }
 
-// Tell queues messages for a user that no state change causes (the bot's
-// note that a message waits behind others). Intake does not wait for
+// QueueNote queues messages for a user that no state change causes (the
+// bot's note that a message waits behind others). Intake does not wait for
 // Telegram, nor for its pacing of one chat's messages.
-func (s *Service) Tell(ctx context.Context, msgs []domain.Message) error {
+func (s *Service) QueueNote(ctx context.Context, msgs []domain.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}

@@ -24,10 +24,10 @@
 //
 // Every change goes through Transition (the table in status.go) and is
 // one conditional UPDATE naming the old state, so a change someone else
-// made first is a no-op, never a double transition. The one exception is
-// ANALYZED → SENT_TO_USER, which storage makes when Telegram accepts the
-// card (the outbox's delivery statement, storage/outbox.go), still
-// conditional on ANALYZED.
+// made first is a no-op, never a double transition. ANALYZED →
+// SENT_TO_USER happens when Telegram accepts the card: the workflow's
+// delivery hook for its outbox row (storage/vacancies.go), checked against
+// the table, makes it in the statement that marks the row sent.
 //
 // Nothing here talks to Telegram. A relevant match becomes ANALYZED in
 // the same transaction that writes its card (the Notifier renders it) to
@@ -38,10 +38,7 @@
 // The database is the queue: workers claim QUEUED matches newest-published
 // first with FOR UPDATE SKIP LOCKED and a lease; a claim whose lease ran
 // out (a replica killed mid-work) is simply claimable again. An ANALYZED
-// match is claimed only while it still holds a claim token, which means
-// its card was never written (judged before the outbox existed, or with no
-// notifier): the worker then writes the card and drops the token together,
-// so a card is queued once.
+// match is never claimed: its card is in the outbox, written with it.
 //
 // A vacancy's detail (GET /vacancies/{id}) is fetched once however many
 // users' matches point at it: the claim takes the vacancy's fetch lease,

@@ -199,6 +199,8 @@ type recorder struct {
 	last     []vacancy.Delivery
 	next     int
 	news     []vacancy.FirstNews
+	// blank makes Card render nothing, as a renderer's bug would.
+	blank bool
 }
 
 // SearchNews records the news and writes a note for it.
@@ -221,6 +223,9 @@ func (r *recorder) Card(d vacancy.Delivery) []domain.Message {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rendered = append(r.rendered, d)
+	if r.blank {
+		return nil
+	}
 	return []domain.Message{{ChatID: d.UserID, Kind: domain.KindVacancy, Ref: d.MatchID,
 		Text: fmt.Sprintf("<b>%s</b>\nScore: %d/100", d.Vacancy.Title, d.Verdict.Score)}}
 }

@@ -25,10 +25,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		transitions: r.CounterVec("vacancy_transitions_total", "Vacancy match status changes.", "from", "to"),
 		// Outcomes: queued (ANALYZED, its card written to the outbox;
-		// delivery is counted by the outbox's own metrics),
-		// undelivered (ANALYZED, but no card could be rendered: claimed
-		// again later), not_suitable, archived, deleted, skipped, lost (the
-		// claim ran out), error.
+		// its delivery is counted by the outbox's own metrics),
+		// not_suitable, archived, deleted, skipped, lost (the claim ran
+		// out), error.
 		processed: r.CounterVec("vacancy_matches_processed_total",
 			"Claimed matches by outcome (queued: card written to the outbox; delivery is the outbox's metrics).", "outcome"),
 		skipped: r.CounterVec("vacancy_matches_skipped_total", "Matches marked SKIPPED, by reason.", "reason"),

@@ -2,6 +2,7 @@ package vacancy_test
 
 import (
 	"context"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"switchboard/hh/hhtest"
 	"switchboard/llm"
 	"switchboard/llm/llmtest"
+	"switchboard/migrations"
 	"switchboard/storage"
 )
 
@@ -292,7 +294,7 @@ func TestAnalyzedAndCardAreOneTransaction(t *testing.T) {
 
 	// Another worker's claim: nothing moves, nothing is queued.
 	_, ok, err = b.store.Transition(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
-		vacancy.Change{Verdict: &verdict, Token: "00000000-0000-0000-0000-000000000000", Messages: card})
+		vacancy.Change{Verdict: &verdict, Token: "00000000-0000-0000-0000-000000000000", Tell: domain.Fixed[vacancy.Match](card...)})
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Empty(t, b.cards(t, c.Match.ID))
@@ -301,13 +303,13 @@ func TestAnalyzedAndCardAreOneTransaction(t *testing.T) {
 	bad := append([]domain.Message(nil), card...)
 	bad[0].ChatID = 0
 	_, _, err = b.store.Transition(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
-		vacancy.Change{Verdict: &verdict, Token: c.Match.ClaimToken, Messages: bad})
+		vacancy.Change{Verdict: &verdict, Token: c.Match.ClaimToken, Tell: domain.Fixed[vacancy.Match](bad...)})
 	require.Error(t, err)
 	require.Equal(t, vacancy.Queued, b.status(t, seeker, 500))
 	require.Empty(t, b.cards(t, c.Match.ID))
 
 	m, ok, err := b.store.Transition(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
-		vacancy.Change{Verdict: &verdict, Token: c.Match.ClaimToken, Messages: card})
+		vacancy.Change{Verdict: &verdict, Token: c.Match.ClaimToken, Tell: domain.Fixed[vacancy.Match](card...)})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, vacancy.Analyzed, m.Status)
@@ -315,13 +317,14 @@ func TestAnalyzedAndCardAreOneTransaction(t *testing.T) {
 	require.Equal(t, map[string]int{"pending": 1}, b.cards(t, c.Match.ID))
 }
 
-// A match left ANALYZED by the worker before the outbox (it kept its claim
-// and delivered itself; a failed send pushed the claim out) has no card in
-// the outbox: once its claim runs out it is claimed once more, and only its
-// card is queued, without judging it again.
+// Matches left ANALYZED by the worker before the outbox (it kept its
+// claim and delivered itself; a failed send pushed the claim out) have no
+// card in the outbox. Migration 00022 puts them back in the queue once:
+// judged again, they get their cards the usual way, each once.
 func TestAnalyzedBeforeTheOutboxGetsItsCard(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	b.relevant()
 	b.queue(t, vacancies(2, 500, 24)...)
 	verdict := `{"is_relevant": true, "score": 66, "reasons": ["old"], "matched_skills": []}`
 	// As the old worker left them: 500's delivery failed a while ago, 501's
@@ -330,46 +333,43 @@ func TestAnalyzedBeforeTheOutboxGetsItsCard(t *testing.T) {
     claim_token = gen_random_uuid(), claimed_until = CASE WHEN vacancy_id = 500 THEN now() - interval '1 second'
                                                           ELSE now() + interval '1 day' END`, verdict)
 	m500, m501 := b.matchID(t, seeker, 500), b.matchID(t, seeker, 501)
+	require.Equal(t, 0, b.drain(t), "an ANALYZED match is never claimed")
 
-	require.Equal(t, 1, b.drain(t))
-	require.Equal(t, map[string]int{"pending": 1}, b.cards(t, m500))
-	require.Empty(t, b.cards(t, m501), "still postponed")
-	require.Zero(t, b.llm.Calls("relevance"), "not judged again")
-	got := b.sent.rendered[len(b.sent.rendered)-1]
-	require.Equal(t, m500, got.MatchID)
-	require.Equal(t, 66, got.Verdict.Score)
-
-	b.exec(t, `UPDATE vacancy_matches SET claimed_until = now() - interval '1 second' WHERE id = $1`, m501)
-	require.Equal(t, 1, b.drain(t))
+	b.exec(t, migrationUp(t, "00022_owed_vacancy_cards.sql"))
+	require.Equal(t, 2, b.drain(t))
 	require.Equal(t, 0, b.drain(t), "each card queued once")
 	require.Equal(t, map[string]int{"pending": 1}, b.cards(t, m500))
 	require.Equal(t, map[string]int{"pending": 1}, b.cards(t, m501))
+	require.Equal(t, 2, b.llm.Calls("relevance"), "judged again: the old verdict has no card")
 	require.Equal(t, 2, b.deliverOutbox(t))
 	require.Equal(t, map[vacancy.Status]int{vacancy.SentToUser: 2}, b.counts(t))
 }
 
-// Without a notifier there is no card to write: the match becomes ANALYZED
-// under its claim, pushed out, and gets its card once a notifier is set.
-func TestNoNotifierKeepsTheCardOwed(t *testing.T) {
+// migrationUp is the Up part of one of the schema's migrations.
+func migrationUp(t *testing.T, name string) string {
+	t.Helper()
+	body, err := fs.ReadFile(migrations.FS, name)
+	require.NoError(t, err)
+	up, _, ok := strings.Cut(string(body), "-- +goose Down")
+	require.True(t, ok, "%s has no Down part", name)
+	return up
+}
+
+// A card that cannot be rendered (a renderer's bug) leaves no ANALYZED
+// match without its card: the match is SKIPPED, for recovery.
+func TestUnrenderedCardSkipsTheMatch(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.relevant()
 	b.queue(t, vacancies(1, 500, 25)...)
-	b.svc.SetNotifier(nil)
+	b.sent.mu.Lock()
+	b.sent.blank = true
+	b.sent.mu.Unlock()
 	require.Equal(t, 1, b.drain(t))
-	require.Equal(t, vacancy.Analyzed, b.status(t, seeker, 500))
-	matchID := b.matchID(t, seeker, 500)
-	require.Empty(t, b.cards(t, matchID))
-	require.Equal(t, 1.0, b.counter(t, "vacancy_matches_processed_total", "undelivered"))
-	require.Equal(t, 0, b.drain(t), "postponed, not claimable yet")
-
-	b.svc.SetNotifier(b.sent)
-	b.exec(t, `UPDATE vacancy_matches SET claimed_until = now() - interval '1 second'`)
-	require.Equal(t, 1, b.drain(t))
-	require.Equal(t, map[string]int{"pending": 1}, b.cards(t, matchID))
-	require.Equal(t, 1, b.llm.Calls("relevance"), "judged once")
-	require.Equal(t, 1, b.deliverOutbox(t))
-	require.Equal(t, vacancy.SentToUser, b.status(t, seeker, 500))
+	require.Equal(t, vacancy.Skipped, b.status(t, seeker, 500))
+	require.Empty(t, b.cards(t, b.matchID(t, seeker, 500)))
+	require.Equal(t, 1.0, b.counter(t, "vacancy_matches_skipped_total", vacancy.ReasonNoCard))
+	require.Equal(t, 0, b.drain(t), "not claimable until recovery")
 }
 
 // Stopping mid-analysis leaves the match SKIPPED, for recovery.

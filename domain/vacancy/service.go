@@ -56,18 +56,17 @@ type Change struct {
 	// Detail, when set, is the vacancy's detail just fetched from HH,
 	// stored with the transition (one round trip for both).
 	Detail *Vacancy
-	// Messages are written to the outbox in the same transaction as the
-	// transition, and only if it happens. QUEUED → ANALYZED carries the
-	// vacancy's card: the transition then also releases the claim, since
-	// the outbox owns the delivery from there (storage moves the match
-	// ANALYZED → SENT_TO_USER when Telegram accepts the card). Without
-	// them an ANALYZED match keeps its claim: its card is still owed.
-	Messages []domain.Message
+	// Tell is what the transition tells (domain.Render of the match as it
+	// left it), written to the outbox in the same transaction, and only if
+	// it happens. QUEUED → ANALYZED carries the vacancy's card: the transition then also releases the claim, since
+	// the outbox owns the delivery from there (the card's delivery hook
+	// moves the match ANALYZED → SENT_TO_USER when Telegram accepts it).
+	Tell domain.Render[Match]
 	// Announce, set when the match is one a new search's first news waits
 	// on (Claim.FirstNews), renders "nothing new yet": if the move ends
 	// the last such match without a card, the note is written to the
 	// outbox in the transition's transaction.
-	Announce Announce
+	Announce domain.Render[[]FirstNews]
 }
 
 // Claim is a claimed match with what processing it needs.
@@ -172,7 +171,7 @@ type Repository interface {
 	// AddSearch saves a search with its backfill; for a key discovered
 	// before, that is the search's first discovery, and announce's
 	// messages go to the outbox with it.
-	AddSearch(ctx context.Context, s Search, backfill int, since time.Time, announce Announce) (Search, bool, int, error)
+	AddSearch(ctx context.Context, s Search, backfill int, since time.Time, announce domain.Render[[]FirstNews]) (Search, bool, int, error)
 	UserSearches(ctx context.Context, userID int64) ([]Search, error)
 	DeleteSearch(ctx context.Context, userID, id int64) (bool, error)
 	BanWords(ctx context.Context, userID int64) ([]string, error)
@@ -188,22 +187,20 @@ type Repository interface {
 	// their first discovery yet, writes announce's messages to the outbox
 	// in the same transaction (each search is told once).
 	SaveDiscovery(ctx context.Context, key string, found []Vacancy, hits []int64, m Markers,
-		pick func([]Recipient) []NewMatch, announce Announce) (int, error)
+		pick func([]Recipient) []NewMatch, announce domain.Render[[]FirstNews]) (int, error)
 	// FirstFetchFailed tells the key's searches that wait for their first
 	// discovery, once, that it failed and will be retried.
-	FirstFetchFailed(ctx context.Context, key string, announce Announce) error
+	FirstFetchFailed(ctx context.Context, key string, announce domain.Render[[]FirstNews]) error
 	// FirstNewsGroups lists the keys whose first discovery is owed: with a
 	// search pending for longer than grace, or retrying.
 	FirstNewsGroups(ctx context.Context, grace time.Duration) ([]Group, error)
 	// SettleFirstNews writes announce's note for every search waiting on
 	// first matches that all ended without a card.
-	SettleFirstNews(ctx context.Context, announce Announce) error
+	SettleFirstNews(ctx context.Context, announce domain.Render[[]FirstNews]) error
 
 	// ClaimMatch claims the next match with its vacancy and user, taste
-	// examples (up to taste of each) included: a QUEUED match, or an
-	// ANALYZED one whose card was never written to the outbox (it still
-	// holds a claim token; see QueueCard). An ANALYZED match whose card is
-	// in the outbox is never claimed: it would be sent twice.
+	// examples (up to taste of each) included: a QUEUED match. An
+	// ANALYZED match is never claimed: its card is in the outbox.
 	ClaimMatch(ctx context.Context, o ClaimOptions) (Claim, bool, error)
 	// SaveDetail stores a detail and ends the vacancy's fetch lease (which
 	// ClaimMatch takes: one worker asks HH for a detail at a time);
@@ -214,18 +211,14 @@ type Repository interface {
 	// in one statement: how many left each status. A new search whose
 	// first matches all ended so hears announce's note, in the same
 	// transaction.
-	ArchiveVacancy(ctx context.Context, id int64, announce Announce) (map[Status]int, error)
+	ArchiveVacancy(ctx context.Context, id int64, announce domain.Render[[]FirstNews]) (map[Status]int, error)
 	NextLeaseExpiry(ctx context.Context) (time.Time, bool, error)
 	ReleaseClaim(ctx context.Context, id int64, token string, until time.Time) error
 	Transition(ctx context.Context, id int64, from, to Status, ch Change) (Match, bool, error)
-	// QueueCard writes the card of an ANALYZED match still under the
-	// claim token to the outbox and releases the claim, in one
-	// transaction; false if the claim is no longer token's.
-	QueueCard(ctx context.Context, id int64, token string, card []domain.Message) (bool, error)
 	// DeleteMatch deletes a QUEUED or SKIPPED match (a ban word); with
 	// announce, a new search whose first matches all ended so hears its
 	// note in the same transaction.
-	DeleteMatch(ctx context.Context, id int64, token string, announce Announce) (bool, error)
+	DeleteMatch(ctx context.Context, id int64, token string, announce domain.Render[[]FirstNews]) (bool, error)
 	MatchWithVacancy(ctx context.Context, id int64) (Match, Vacancy, error)
 
 	Skipped(ctx context.Context, since time.Time, afterID int64, limit int) ([]SkippedMatch, error)
@@ -274,10 +267,6 @@ type FirstNews struct {
 	Queued int
 	Failed bool
 }
-
-// Announce renders the messages for searches' first news; storage calls
-// it inside the transaction that records the news.
-type Announce func([]FirstNews) []domain.Message
 
 // Notifier renders vacancy cards; the bot implements it. It sends nothing:
 // the card is written to the outbox with the match's QUEUED → ANALYZED
@@ -384,8 +373,8 @@ type Service struct {
 
 // NewService builds the workflow. It starts nothing; see Run.
 func NewService(cfg Config, deps Deps) (*Service, error) {
-	if deps.Repo == nil || deps.Source == nil || deps.LLM == nil {
-		return nil, errors.New("vacancy: Repo, Source and LLM are required")
+	if deps.Repo == nil || deps.Source == nil || deps.LLM == nil || deps.Notifier == nil {
+		return nil, errors.New("vacancy: Repo, Source, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	m, err := newMetrics(deps.Registerer)
@@ -401,10 +390,6 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 		fresh: make(chan string, 64),
 	}, nil
 }
-
-// SetNotifier sets the card renderer after construction: the bot needs
-// the service to route buttons, and the service needs the bot to render.
-func (s *Service) SetNotifier(n Notifier) { s.deps.Notifier = n }
 
 // Limits on user input.
 const MaxProfile = 4000
@@ -479,9 +464,6 @@ func (s *Service) AddSearch(ctx context.Context, userID int64, p Params) (Search
 // queued nothing for the user, or failed. Cards are news enough.
 func (s *Service) announce(news []FirstNews) []domain.Message {
 	n := s.deps.Notifier
-	if n == nil {
-		return nil
-	}
 	var out []domain.Message
 	for _, fn := range news {
 		if fn.Failed || fn.Queued == 0 {

@@ -39,14 +39,14 @@ var Statuses = []Status{New, Queued, Analyzed, SentToUser, Skipped, NotSuitable,
 // a vacancy HH reports archived takes every open match of it along, in
 // one statement (storage's ArchiveVacancy), not only the one claimed. Entering QUEUED from nothing (fetch)
 // and leaving QUEUED by deletion (ban word) are not status changes and are
-// handled by their own statements. ANALYZED → SENT_TO_USER is not made by
-// the service: storage makes it on delivery, in the statement that marks
-// the card's outbox row sent (storage/outbox.go, deliveredSQL), with the
-// chat, message id and sent_at.
+// handled by their own statements. ANALYZED → SENT_TO_USER happens on the
+// card's delivery: the workflow's delivery hook (storage/vacancies.go),
+// checked against this table, makes it in the statement that marks the
+// card's outbox row sent, with the chat, message id and sent_at.
 var transitions = map[Status][]Status{
 	New:        {Queued, InArchive},                         // recovered item re-enters the queue; its vacancy archived
 	Queued:     {InArchive, Analyzed, NotSuitable, Skipped}, // HH 404; LLM verdict (+ card to the outbox); technical failure
-	Analyzed:   {SentToUser},                                // the card delivered (storage, on delivery)
+	Analyzed:   {SentToUser},                                // the card delivered (its delivery hook)
 	SentToUser: {Applied, NotInterested},                    // the user's button
 	Skipped:    {New, InArchive},                            // recovery within the window; its vacancy archived
 }

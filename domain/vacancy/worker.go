@@ -17,6 +17,9 @@ const (
 	ReasonLLMError      = "llm_error"
 	ReasonInvalidJSON   = "invalid_json"
 	ReasonShutdown      = "shutdown"
+	// ReasonNoCard: the card could not be rendered (a bug); recovery
+	// judges the match again.
+	ReasonNoCard = "no_card"
 )
 
 // refusedWait is how long a worker waits, while the LLM provider refuses
@@ -28,10 +31,6 @@ const refusedWait = 5 * time.Second
 // detail is stored with the fetching match's transition, after its
 // judgement.
 const detailWait = time.Second
-
-// deliveryRetry is when an ANALYZED match whose card could not be
-// rendered (no notifier yet) is claimed again to write it.
-const deliveryRetry = time.Minute
 
 // Run starts Config.Workers queue workers and blocks until ctx ends. Idle
 // workers wake on Wake, at the earliest lease expiry they know of, and
@@ -184,11 +183,6 @@ func (s *Service) ProcessNext(ctx context.Context) (bool, error) {
 func (s *Service) process(ctx context.Context, c Claim) string {
 	m := c.Match
 	log := s.log.With("match", m.ID, "vacancy", m.VacancyID, "user", m.UserID)
-	if m.Status == Analyzed {
-		// Judged, but its card was never written to the outbox: analysed
-		// before the outbox existed, or with no notifier set.
-		return s.queueCard(ctx, c)
-	}
 	if m.Status != Queued {
 		log.Error("claimed a match in an unexpected status", "status", m.Status)
 		return "error"
@@ -262,12 +256,15 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	// ANALYZED, which also releases the claim: the outbox delivers it, and
 	// its delivery makes the match SENT_TO_USER. The judgement is paid
 	// for: record it even if we are stopping.
-	card := s.card(c.User, m, v, verdict)
+	card := s.deps.Notifier.Card(Delivery{MatchID: m.ID, UserID: m.UserID, Lang: c.User.Lang, Vacancy: v, Verdict: verdict})
+	if len(card) == 0 {
+		return s.skip(ctx, m, ReasonNoCard, nil, fresh)
+	}
 	var ok bool
 	if err := s.save(ctx, m, "mark analyzed", func(ctx context.Context) error {
 		var err error
 		_, ok, err = s.transition(ctx, m, Analyzed, Change{
-			Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Messages: card,
+			Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Tell: domain.Fixed[Match](card...),
 		})
 		return err
 	}); err != nil || !ok {
@@ -277,69 +274,17 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		}
 		return "lost"
 	}
-	if len(card) == 0 {
-		// ANALYZED under our claim, card still owed: claimed again later.
-		return s.postpone(ctx, m)
-	}
 	return "queued"
 }
 
 // firstNews is the Announce for a claimed match's end: the note's renderer
 // when a new search's first news waits on the match, else nil (the move
 // then needs no check, and a NOT_SUITABLE stays one statement).
-func (s *Service) firstNews(c Claim) Announce {
+func (s *Service) firstNews(c Claim) domain.Render[[]FirstNews] {
 	if !c.FirstNews {
 		return nil
 	}
 	return s.announce
-}
-
-// card renders the match's vacancy card; nil without a notifier.
-func (s *Service) card(u Recipient, m Match, v Vacancy, verdict Verdict) []domain.Message {
-	if s.deps.Notifier == nil {
-		return nil
-	}
-	return s.deps.Notifier.Card(Delivery{MatchID: m.ID, UserID: m.UserID, Lang: u.Lang, Vacancy: v, Verdict: verdict})
-}
-
-// queueCard writes the card of an ANALYZED match that has none in the
-// outbox (it still holds a claim token) and releases the claim with it, so
-// the match is never claimed again.
-func (s *Service) queueCard(ctx context.Context, c Claim) string {
-	m := c.Match
-	var verdict Verdict
-	if m.Verdict != nil {
-		verdict = *m.Verdict
-	} else {
-		s.log.Error("analyzed match without a verdict", "match", m.ID)
-	}
-	card := s.card(c.User, m, c.Vacancy, verdict)
-	if len(card) == 0 {
-		return s.postpone(ctx, m)
-	}
-	// Bookkeeping of a claim: finish it even if we are stopping.
-	var ok bool
-	err := s.save(ctx, m, "queue vacancy card", func(ctx context.Context) error {
-		var err error
-		ok, err = s.deps.Repo.QueueCard(ctx, m.ID, m.ClaimToken, card)
-		return err
-	})
-	if err != nil {
-		s.log.Error("queue vacancy card", "match", m.ID, "err", err)
-		return "error"
-	}
-	if !ok {
-		return "lost"
-	}
-	return "queued"
-}
-
-// postpone keeps an ANALYZED match whose card could not be rendered under
-// its claim until deliveryRetry from now, when it is claimed again.
-func (s *Service) postpone(ctx context.Context, m Match) string {
-	s.log.Warn("vacancy card not rendered (no notifier)", "match", m.ID, "retry_in", deliveryRetry)
-	s.release(ctx, m, deliveryRetry, "postpone vacancy card")
-	return "undelivered"
 }
 
 // release puts a claimed match back as it is, claimable again after
