@@ -114,7 +114,7 @@ type timedNotifier struct {
 
 // Card times rendering only: the card goes to the outbox with the
 // match's transition, and the senders deliver it.
-func (t timedNotifier) Card(d vacancy.Delivery) []domain.Message {
+func (t timedNotifier) Card(d vacancy.CardData) []domain.Message {
 	defer t.s.since("render card", time.Now())
 	return t.Notifier.Card(d)
 }

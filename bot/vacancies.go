@@ -514,7 +514,7 @@ func (b *Bot) editMarkupPressed(r *Request, kb *tele.ReplyMarkup) {
 // (vacancy.Notifier): one outbox row of kind vacancy for the match, which
 // the vacancy workflow writes with the match's move to ANALYZED. Its
 // delivery makes the match SENT_TO_USER (storage/outbox.go).
-func (rd *Renderer) Card(d vacancy.Delivery) []domain.Message {
+func (rd *Renderer) Card(d vacancy.CardData) []domain.Message {
 	text := rd.renderVacancy(d.Lang, d.Vacancy, &d.Verdict, "")
 	kb, err := rd.vacancyMarkup(d.Lang, d.MatchID, d.Vacancy.URL, false)
 	if err != nil {

@@ -13,8 +13,7 @@ const (
 	MaxDepth   = 2000
 )
 
-// Discovery is what one Discover call did for one search_key: a result,
-// which is why it is not called a run.
+// Discovery is what one Discover call did for one search_key.
 type Discovery struct {
 	Key    string
 	Pages  int

@@ -194,9 +194,9 @@ func (b *bundle) exec(t *testing.T, q string, args ...any) {
 // sender, delivering through the real outbox statements.
 type recorder struct {
 	mu       sync.Mutex
-	rendered []vacancy.Delivery
+	rendered []vacancy.CardData
 	ids      map[int64]int // deliveries per match
-	last     []vacancy.Delivery
+	last     []vacancy.CardData
 	next     int
 	news     []vacancy.FirstNews
 	// blank makes Card render nothing, as a renderer's bug would.
@@ -219,7 +219,7 @@ func (r *recorder) told() []vacancy.FirstNews {
 	return append([]vacancy.FirstNews(nil), r.news...)
 }
 
-func (r *recorder) Card(d vacancy.Delivery) []domain.Message {
+func (r *recorder) Card(d vacancy.CardData) []domain.Message {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rendered = append(r.rendered, d)
@@ -231,10 +231,10 @@ func (r *recorder) Card(d vacancy.Delivery) []domain.Message {
 }
 
 // deliveries are the cards Telegram accepted, in order.
-func (r *recorder) deliveries() []vacancy.Delivery {
+func (r *recorder) deliveries() []vacancy.CardData {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]vacancy.Delivery(nil), r.last...)
+	return append([]vacancy.CardData(nil), r.last...)
 }
 
 func (r *recorder) duplicates() []string {

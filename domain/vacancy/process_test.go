@@ -290,7 +290,7 @@ func TestAnalyzedAndCardAreOneTransaction(t *testing.T) {
 	require.True(t, ok)
 	verdict := vacancy.Verdict{IsRelevant: new(bool), Score: 90}
 	*verdict.IsRelevant = true
-	card := b.sent.Card(vacancy.Delivery{MatchID: c.Match.ID, UserID: seeker, Vacancy: c.Vacancy, Verdict: verdict})
+	card := b.sent.Card(vacancy.CardData{MatchID: c.Match.ID, UserID: seeker, Vacancy: c.Vacancy, Verdict: verdict})
 
 	// Another worker's claim: nothing moves, nothing is queued.
 	_, ok, err = b.store.Transition(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,

@@ -249,8 +249,8 @@ var ErrInvalidAnswer = errors.New("invalid LLM answer")
 // (or turned away while such a refusal holds): not the match's failure.
 var ErrRefused = errors.New("LLM refuses the model or key")
 
-// Delivery is one vacancy card to render.
-type Delivery struct {
+// CardData is what a vacancy card is rendered from.
+type CardData struct {
 	MatchID int64
 	UserID  int64
 	Lang    string
@@ -277,7 +277,7 @@ type Notifier interface {
 	// Card is the vacancy's message to the user (domain.KindVacancy, Ref
 	// the match, ChatID the user) with its Applied / Not interested / Open
 	// buttons; nil if it cannot be rendered.
-	Card(d Delivery) []domain.Message
+	Card(d CardData) []domain.Message
 	// SearchNews tells the user of a new search's first discovery that
 	// brought nothing new (or failed, n.Failed), and that the search is
 	// watched.

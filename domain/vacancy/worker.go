@@ -256,7 +256,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	// ANALYZED, which also releases the claim: the outbox delivers it, and
 	// its delivery makes the match SENT_TO_USER. The judgement is paid
 	// for: record it even if we are stopping.
-	card := s.deps.Notifier.Card(Delivery{MatchID: m.ID, UserID: m.UserID, Lang: c.User.Lang, Vacancy: v, Verdict: verdict})
+	card := s.deps.Notifier.Card(CardData{MatchID: m.ID, UserID: m.UserID, Lang: c.User.Lang, Vacancy: v, Verdict: verdict})
 	if len(card) == 0 {
 		return s.skip(ctx, m, ReasonNoCard, nil, fresh)
 	}
