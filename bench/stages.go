@@ -288,7 +288,7 @@ func (r timedAnalysisRepo) StartRun(ctx context.Context, id int64, rag bool, lea
 	return r.Repository.StartRun(ctx, id, rag, lease, render)
 }
 
-func (r timedAnalysisRepo) WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.Message, error) {
+func (r timedAnalysisRepo) WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.GroupMessage, error) {
 	defer r.s.since("db WindowMessages", time.Now())
 	return r.Repository.WindowMessages(ctx, runID, from, to, chatID)
 }

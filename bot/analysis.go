@@ -21,7 +21,7 @@ import (
 // Analysis is what the bot needs from the analysis workflow
 // (*analysis.Service implements it).
 type Analysis interface {
-	Record(ctx context.Context, m analysis.Message) error
+	Record(ctx context.Context, m analysis.GroupMessage) error
 	Edited(ctx context.Context, chatID, messageID int64, text string) error
 	TrackChat(ctx context.Context, id int64, title string, canRead bool) error
 	Chats(ctx context.Context) ([]analysis.Chat, error)
@@ -129,7 +129,7 @@ func (u *analysisUI) record(r *Request) error {
 		return nil
 	}
 	u.track(r.Ctx, msg.Chat)
-	m := analysis.Message{
+	m := analysis.GroupMessage{
 		ChatID: msg.Chat.ID, MessageID: int64(msg.ID), Text: msg.Text, Date: msg.Time().UTC(),
 	}
 	if s := msg.Sender; s != nil {

@@ -41,7 +41,7 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 }
 
 // Record stores a group text message.
-func (s *Service) Record(ctx context.Context, m Message) error {
+func (s *Service) Record(ctx context.Context, m GroupMessage) error {
 	return s.deps.Repo.SaveMessage(ctx, m)
 }
 

@@ -125,7 +125,7 @@ func (s *Service) steps(ctx context.Context, r *Run) error {
 // propose asks the LLM for a batch's proposals, with the most similar
 // approved proposals of earlier runs when the run has rag. An invalid
 // answer is retried once.
-func (s *Service) propose(ctx context.Context, r Run, batch []Message) ([]Proposal, error) {
+func (s *Service) propose(ctx context.Context, r Run, batch []GroupMessage) ([]Proposal, error) {
 	var similar []Proposal
 	if r.RAG {
 		v, err := s.deps.LLM.Embed(ctx, []string{embedText(batch)})

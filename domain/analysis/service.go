@@ -14,8 +14,9 @@ import (
 	"switchboard/domain"
 )
 
-// Message is one stored group-chat message.
-type Message struct {
+// GroupMessage is one stored group-chat message, an analysis run's input
+// (domain.Message is an outgoing one).
+type GroupMessage struct {
 	ChatID    int64
 	MessageID int64
 	AuthorID  int64
@@ -127,7 +128,7 @@ type Proposal struct {
 
 // Repository is what the workflow needs from storage.
 type Repository interface {
-	SaveMessage(ctx context.Context, m Message) error
+	SaveMessage(ctx context.Context, m GroupMessage) error
 	// EditMessage updates a stored message's text; false if unknown.
 	EditMessage(ctx context.Context, chatID, messageID int64, text string) (bool, error)
 	// TrackChat records a group the bot is in (title, whether it can read
@@ -172,7 +173,7 @@ type Repository interface {
 	// WindowMessages returns the window's messages (of one chat if chatID
 	// is not 0) oldest first, leaving out those a proposal of another run
 	// already cites.
-	WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]Message, error)
+	WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]GroupMessage, error)
 	// SaveBatch stores a batch's proposals (numbered on from the run's
 	// last) and adds them to the run's counters (proposals_total,
 	// proposals_pending, batches_done, processed) in one transaction,

@@ -73,7 +73,7 @@ func (w *world) talk(t *testing.T, s *analysis.Service, chat int64, texts ...str
 	t.Helper()
 	now := time.Now().Add(-time.Duration(len(texts)) * time.Minute)
 	for i, text := range texts {
-		require.NoError(t, s.Record(w.ctx, analysis.Message{ChatID: chat, MessageID: int64(i + 1), AuthorID: 7, Author: "Ann",
+		require.NoError(t, s.Record(w.ctx, analysis.GroupMessage{ChatID: chat, MessageID: int64(i + 1), AuthorID: 7, Author: "Ann",
 			Text: text, Date: now.Add(time.Duration(i) * time.Minute)}))
 	}
 }
@@ -404,7 +404,7 @@ func TestRAGGivesSimilarApprovedProposals(t *testing.T) {
 	_, err = s.Close(w.ctx, r.ID)
 	require.NoError(t, err)
 
-	require.NoError(t, s.Record(w.ctx, analysis.Message{ChatID: -100, MessageID: 50, Author: "Bob",
+	require.NoError(t, s.Record(w.ctx, analysis.GroupMessage{ChatID: -100, MessageID: 50, Author: "Bob",
 		Text: "task: migrate the billing database to PostgreSQL 17", Date: time.Now()}))
 	r2, err := s.NewRun(w.ctx, 1, "")
 	require.NoError(t, err)
@@ -428,7 +428,7 @@ type faulty struct {
 
 var errInjected = errors.New("injected failure")
 
-func (f faulty) WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.Message, error) {
+func (f faulty) WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.GroupMessage, error) {
 	if f.fail == "fetch" {
 		return nil, errInjected
 	}
@@ -477,8 +477,8 @@ func TestFailureAtEachStep(t *testing.T) {
 			}
 			s := w.service(t, faulty{Store: w.store, fail: step})
 			// Two batches: a gap of an hour splits them.
-			require.NoError(t, s.Record(w.ctx, analysis.Message{ChatID: -5, MessageID: 1, Author: "A", Text: "task one", Date: time.Now().Add(-2 * time.Hour)}))
-			require.NoError(t, s.Record(w.ctx, analysis.Message{ChatID: -5, MessageID: 2, Author: "A", Text: "task two", Date: time.Now().Add(-time.Minute)}))
+			require.NoError(t, s.Record(w.ctx, analysis.GroupMessage{ChatID: -5, MessageID: 1, Author: "A", Text: "task one", Date: time.Now().Add(-2 * time.Hour)}))
+			require.NoError(t, s.Record(w.ctx, analysis.GroupMessage{ChatID: -5, MessageID: 2, Author: "A", Text: "task two", Date: time.Now().Add(-time.Minute)}))
 			r, err := s.NewRun(w.ctx, 1, "")
 			require.NoError(t, err)
 			_, err = s.Start(w.ctx, r.ID, false)
