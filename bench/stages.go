@@ -129,7 +129,7 @@ type timedMemoryRepo struct {
 	s *stages
 }
 
-func (r timedMemoryRepo) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.Run, memory.Recall, bool, error) {
+func (r timedMemoryRepo) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
 	name := "db CaptureRun"
 	if size != (memory.RecallSize{}) {
 		name += " + recall"
@@ -147,12 +147,12 @@ func (r timedMemoryRepo) StepRun(ctx context.Context, id int64, st memory.Step) 
 	return r.Repository.StepRun(ctx, id, st)
 }
 
-func (r timedMemoryRepo) ClaimFinished(ctx context.Context, id int64, lease time.Duration) (memory.Run, bool, error) {
+func (r timedMemoryRepo) ClaimFinished(ctx context.Context, id int64, lease time.Duration) (memory.PipelineRun, bool, error) {
 	defer r.s.since("db ClaimFinished", time.Now())
 	return r.Repository.ClaimFinished(ctx, id, lease)
 }
 
-func (r timedMemoryRepo) MarkDelivered(ctx context.Context, id int64, tell domain.Render[memory.Run]) (bool, error) {
+func (r timedMemoryRepo) MarkDelivered(ctx context.Context, id int64, tell domain.Render[memory.PipelineRun]) (bool, error) {
 	defer r.s.since("db MarkDelivered", time.Now())
 	return r.Repository.MarkDelivered(ctx, id, tell)
 }
@@ -207,12 +207,12 @@ func (t timedTypist) Typing(ctx context.Context, chatID int64) error {
 	return t.Typist.Typing(ctx, chatID)
 }
 
-func (t timedMemoryNotifier) Answer(r memory.Run) []domain.Message {
+func (t timedMemoryNotifier) Answer(r memory.PipelineRun) []domain.Message {
 	defer t.s.since("render answer", time.Now())
 	return t.Notifier.Answer(r)
 }
 
-func (t timedMemoryNotifier) Failed(r memory.Run) []domain.Message {
+func (t timedMemoryNotifier) Failed(r memory.PipelineRun) []domain.Message {
 	defer t.s.since("render failed", time.Now())
 	return t.Notifier.Failed(r)
 }

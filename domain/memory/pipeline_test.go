@@ -434,7 +434,7 @@ func TestContextTrimmedToTheModelsWindow(t *testing.T) {
 	long := func(i int) string { return fmt.Sprintf("question %d %s", i, strings.Repeat("lorem ipsum ", 120)) }
 	// history runs three long exchanges through svc and then a short one,
 	// whose run it returns.
-	history := func(b *bundle, svc *memory.Service) memory.Run {
+	history := func(b *bundle, svc *memory.Service) memory.PipelineRun {
 		b.script()
 		b.user(t, 1)
 		b.start(t, svc)
