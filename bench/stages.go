@@ -283,9 +283,9 @@ type timedAnalysisRepo struct {
 	s *stages
 }
 
-func (r timedAnalysisRepo) StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (r timedAnalysisRepo) StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	defer r.s.since("db StartRun", time.Now())
-	return r.Repository.StartRun(ctx, id, rag, lease, render)
+	return r.Repository.StartRun(ctx, id, rag, lease, tell)
 }
 
 func (r timedAnalysisRepo) WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.GroupMessage, error) {
@@ -295,19 +295,19 @@ func (r timedAnalysisRepo) WindowMessages(ctx context.Context, runID int64, from
 
 // SetProgress, SaveBatch and CompleteRun include the rendering of their
 // messages and writing them to the outbox, in the same transaction.
-func (r timedAnalysisRepo) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
+func (r timedAnalysisRepo) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, tell domain.Render[analysis.Review]) (analysis.Run, error) {
 	defer r.s.since("db SetProgress", time.Now())
-	return r.Repository.SetProgress(ctx, id, messages, filtered, batches, render)
+	return r.Repository.SetProgress(ctx, id, messages, filtered, batches, tell)
 }
 
-func (r timedAnalysisRepo) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
+func (r timedAnalysisRepo) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, tell domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
 	defer r.s.since("db SaveBatch", time.Now())
-	return r.Repository.SaveBatch(ctx, runID, batch, messages, ps, render)
+	return r.Repository.SaveBatch(ctx, runID, batch, messages, ps, tell)
 }
 
-func (r timedAnalysisRepo) CompleteRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (r timedAnalysisRepo) CompleteRun(ctx context.Context, id int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	defer r.s.since("db CompleteRun", time.Now())
-	return r.Repository.CompleteRun(ctx, id, render)
+	return r.Repository.CompleteRun(ctx, id, tell)
 }
 
 func (r timedAnalysisRepo) RenewLease(ctx context.Context, id int64, lease time.Duration) (bool, error) {
