@@ -304,17 +304,9 @@ func (u *analysisUI) chats(r *Request) error {
 
 // runInputError renders a refusal of /run_new's arguments followed by the
 // usage, unless it is the usage.
-func runInputError(r *Request, e *analysis.InputError) string {
+func runInputError(r *Request, e *domain.InputError) string {
 	const usage = "run_new.usage"
-	limits := map[string]int{
-		"run_new.error_min_len":  analysis.MaxMinLen,
-		"run_new.error_keywords": analysis.MaxKeywords,
-	}
-	msg := r.T(e.Key, locales.Data{
-		"Arg":    locales.HTML(clip(strings.ToValidUTF8(e.Arg, ""), argBudget)),
-		"Max":    limits[e.Key],
-		"MaxLen": analysis.MaxKeywordLen,
-	})
+	msg := r.InputText(e, locales.HTML(clip(strings.ToValidUTF8(e.Arg(), ""), argBudget)))
 	if e.Key != usage {
 		msg += "\n\n" + r.T(usage)
 	}
@@ -323,7 +315,7 @@ func runInputError(r *Request, e *analysis.InputError) string {
 
 func (u *analysisUI) runNew(r *Request) error {
 	run, err := u.a.NewRun(r.Ctx, r.User.ID, commandArgs(r.Message()))
-	var ie *analysis.InputError
+	var ie *domain.InputError
 	var ue *analysis.UnclosedError
 	switch {
 	case errors.As(err, &ie):

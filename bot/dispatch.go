@@ -105,23 +105,6 @@ func (b *Bot) RegisterDispatch(d Dispatch) {
 	b.tb.Handle(tele.OnPhoto, u.photo)
 }
 
-// dispatchInputError renders a refusal of the domain: what is missing or
-// wrong, with the limit it names and an example. The command's whole usage
-// is left out: it would bury the one line that matters.
-func dispatchInputError(r *Request, e *dispatch.InputError) string {
-	limits := map[string]int{
-		"dispatch.error_place_long":    dispatch.MaxPlace,
-		"dispatch.error_skill_long":    dispatch.MaxSkill,
-		"dispatch.error_skills_many":   dispatch.MaxSkills,
-		"order.error_price":            dispatch.MaxPrice,
-		"order.error_description_long": dispatch.MaxDescription,
-		"order.error_address":          dispatch.MaxAddress,
-		"order.error_name":             dispatch.MaxName,
-		"order.error_phone":            dispatch.MaxPhoneDigits,
-	}
-	return r.T(e.Key, locales.Data{"Max": limits[e.Key], "Min": dispatch.MinPhoneDigits, "Arg": shortArg(e.Arg)})
-}
-
 // --- masters ---------------------------------------------------------------
 
 func (u *dispatchUI) master(r *Request) error {
@@ -137,8 +120,9 @@ func (u *dispatchUI) master(r *Request) error {
 		return r.Reply(u.b.renderMaster(r.Lang, m, st), nil)
 	}
 	m, created, err := u.d.RegisterMaster(r.Ctx, r.User.ID, args)
-	if ie := (*dispatch.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(dispatchInputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		// The one line that matters, without the usage that would bury it.
+		return r.Reply(r.InputText(ie, shortArg(ie.Arg())), nil)
 	}
 	if err != nil {
 		return err
@@ -258,8 +242,8 @@ func (u *dispatchUI) order(r *Request) error {
 		return r.Reply(r.T("order.usage"), nil)
 	}
 	o, err := u.d.CreateOrder(r.Ctx, r.User.ID, args)
-	if ie := (*dispatch.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(dispatchInputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(r.InputText(ie, shortArg(ie.Arg())), nil)
 	}
 	if err != nil {
 		return err
@@ -465,8 +449,8 @@ func (u *dispatchUI) cancel(r *Request) error {
 func (u *dispatchUI) paid(r *Request) error {
 	ref := commandArgs(r.Message())
 	m, d, wasBlocked, err := u.d.Paid(r.Ctx, ref)
-	if ie := (*dispatch.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(dispatchInputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(r.InputText(ie, shortArg(ie.Arg())), nil)
 	}
 	switch {
 	case errors.Is(err, dispatch.ErrNotMaster), errors.Is(err, domain.ErrNotFound):

@@ -101,16 +101,6 @@ func commandArgs(m *tele.Message) string {
 	return strings.TrimSpace(m.Text[i:])
 }
 
-// inputError renders a refusal of the domain, with the limit it names.
-func inputError(r *Request, e *vacancy.InputError) string {
-	limits := map[string]int{
-		"profile.error_too_long": vacancy.MaxProfile,
-		"ban.error_too_long":     vacancy.MaxBanWordLen,
-		"ban.error_too_many":     vacancy.MaxBanWords,
-	}
-	return r.T(e.Key, locales.Data{"Max": limits[e.Key]})
-}
-
 func (u *vacancyUI) profile(r *Request) error {
 	text := commandArgs(r.Message())
 	if text == "" {
@@ -124,8 +114,8 @@ func (u *vacancyUI) profile(r *Request) error {
 		return r.Reply(r.T("profile.current", locales.Data{"Profile": p}), nil)
 	}
 	err := u.v.SetProfile(r.Ctx, r.User.ID, text)
-	if ie := (*vacancy.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(inputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(r.InputText(ie, ""), nil)
 	}
 	if err != nil {
 		return err
@@ -331,8 +321,8 @@ func (u *vacancyUI) ban(r *Request) error {
 		return r.Reply(r.T("ban.usage"), nil)
 	}
 	word, added, err := u.v.Ban(r.Ctx, r.User.ID, raw)
-	if ie := (*vacancy.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(inputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(r.InputText(ie, ""), nil)
 	}
 	if err != nil {
 		return err
@@ -349,8 +339,8 @@ func (u *vacancyUI) unban(r *Request) error {
 		return r.Reply(r.T("unban.usage"), nil)
 	}
 	word, removed, err := u.v.Unban(r.Ctx, r.User.ID, raw)
-	if ie := (*vacancy.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(inputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(r.InputText(ie, ""), nil)
 	}
 	if err != nil {
 		return err

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
 )
 
 func TestTransitionTable(t *testing.T) {
@@ -135,7 +137,7 @@ func TestParseRunArgs(t *testing.T) {
 		"keywords=" + strings.Repeat("k", 51): "run_new.error_keywords",
 	} {
 		_, err := ParseRunArgs(in)
-		var ie *InputError
+		var ie *domain.InputError
 		require.True(t, errors.As(err, &ie), "%q: %v", in, err)
 		require.Equal(t, key, ie.Key, in)
 	}

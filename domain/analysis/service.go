@@ -300,13 +300,15 @@ type PendingError struct{ Pending int }
 
 func (e *PendingError) Error() string { return fmt.Sprintf("%d proposals pending", e.Pending) }
 
-// InputError is user input refused with a locale key explaining why.
-type InputError struct {
-	Key string
-	Arg string
+// inputError refuses the token arg of /run_new with key, naming the limit
+// the key is about.
+func inputError(key, arg string) *domain.InputError {
+	limits := map[string]int{
+		"run_new.error_min_len":  MaxMinLen,
+		"run_new.error_keywords": MaxKeywords,
+	}
+	return &domain.InputError{Key: key, Args: map[string]any{"Arg": arg, "Max": limits[key], "MaxLen": MaxKeywordLen}}
 }
-
-func (e *InputError) Error() string { return "analysis: invalid input: " + e.Key }
 
 // Config is the workflow's part of the configuration.
 type Config struct {

@@ -401,10 +401,15 @@ var ErrForbidden = errors.New("not your vacancy")
 // second press, or a press after another final status).
 var ErrAlreadyDecided = errors.New("vacancy already decided")
 
-// InputError is user input refused with a locale key explaining why.
-type InputError struct{ Key string }
-
-func (e *InputError) Error() string { return "invalid input: " + e.Key }
+// inputError refuses the input with key, naming the limit the key is about.
+func inputError(key string) *domain.InputError {
+	limits := map[string]int{
+		"profile.error_too_long": MaxProfile,
+		"ban.error_too_long":     MaxBanWordLen,
+		"ban.error_too_many":     MaxBanWords,
+	}
+	return &domain.InputError{Key: key, Args: map[string]any{"Max": limits[key]}}
+}
 
 // Profile returns the user's profile ("" if none).
 func (s *Service) Profile(ctx context.Context, userID int64) (string, error) {
@@ -415,7 +420,7 @@ func (s *Service) Profile(ctx context.Context, userID int64) (string, error) {
 func (s *Service) SetProfile(ctx context.Context, userID int64, profile string) error {
 	profile = strings.TrimSpace(profile)
 	if utf8.RuneCountInString(profile) > MaxProfile {
-		return &InputError{Key: "profile.error_too_long"}
+		return inputError("profile.error_too_long")
 	}
 	return s.deps.Repo.SetProfile(ctx, userID, profile)
 }
@@ -489,7 +494,7 @@ func (s *Service) DeleteSearch(ctx context.Context, userID, id int64) (bool, err
 func (s *Service) Ban(ctx context.Context, userID int64, raw string) (string, bool, error) {
 	norm := NormalizeBanWord(raw)
 	if key := validBanWord(raw, norm); key != "" {
-		return "", false, &InputError{Key: key}
+		return "", false, inputError(key)
 	}
 	added, err := s.deps.Repo.AddBanWord(ctx, userID, norm, MaxBanWords)
 	if err != nil {
@@ -502,7 +507,7 @@ func (s *Service) Ban(ctx context.Context, userID int64, raw string) (string, bo
 func (s *Service) Unban(ctx context.Context, userID int64, raw string) (string, bool, error) {
 	norm := NormalizeBanWord(raw)
 	if norm == "" {
-		return "", false, &InputError{Key: "ban.error_empty"}
+		return "", false, inputError("ban.error_empty")
 	}
 	ok, err := s.deps.Repo.RemoveBanWord(ctx, userID, norm)
 	return norm, ok, err
@@ -592,4 +597,4 @@ func (s *Service) Wake() {
 }
 
 // ErrTooManyBans: the user is at MaxBanWords.
-var ErrTooManyBans = &InputError{Key: "ban.error_too_many"}
+var ErrTooManyBans = inputError("ban.error_too_many")
