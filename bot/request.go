@@ -37,12 +37,19 @@ func (r *Request) T(key string, data ...locales.Data) string {
 }
 
 // InputText renders a workflow's refusal of the user's input: its key with
-// its args, and arg as the part of the input at fault, which the caller cuts
-// to the width its reply allows (a word of /run_new, a field of /order).
-func (r *Request) InputText(e *domain.InputError, arg any) string {
+// its args, more (what only the bot knows: the language's words for a
+// filter's values, a number written the language's way) over them, and arg
+// as the part of the input at fault, which the caller cuts to the width its
+// reply allows (a word of /run_new, a field of /order).
+func (r *Request) InputText(e *domain.InputError, arg any, more ...locales.Data) string {
 	data := make(locales.Data, len(e.Args)+1)
 	for k, v := range e.Args {
 		data[k] = v
+	}
+	for _, m := range more {
+		for k, v := range m {
+			data[k] = v
+		}
 	}
 	data["Arg"] = arg
 	return r.T(e.Key, data)

@@ -180,19 +180,12 @@ func (u *vacancyUI) search(r *Request) error {
 	} else {
 		p, err = vacancy.ParseParams(args)
 	}
-	if pe := (*vacancy.ParamError)(nil); errors.As(err, &pe) {
-		limits := map[string]int{
-			"search.error_too_long": vacancy.MaxSearchText,
-			"search.error_too_many": vacancy.MaxValues,
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		more := u.searchData(r)
+		if ie.Key == "search.error_salary" {
+			more["Max"] = locales.Number(r.Lang, vacancy.MaxSalary)
 		}
-		data := u.searchData(r)
-		data["Arg"] = pe.Arg
-		data["Name"] = pe.Name
-		data["Max"] = limits[pe.Key]
-		if pe.Key == "search.error_salary" {
-			data["Max"] = locales.Number(r.Lang, vacancy.MaxSalary)
-		}
-		return r.Reply(r.T(pe.Key, data), nil)
+		return r.Reply(r.InputText(ie, ie.Arg(), more), nil)
 	}
 	if err != nil {
 		return err
