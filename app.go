@@ -203,7 +203,7 @@ func (a *app) buildWorkflows(context.Context) error {
 		SweepInterval:  cfg.QueueInterval,
 	}, vacancy.Deps{
 		Repo: a.store, Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg,
-		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrRefused},
+		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 	})
 	if err != nil {
 		return fmt.Errorf("vacancies: %w", err)

@@ -415,7 +415,7 @@ func (u *vacancyUI) stats(r *Request) error {
 	default:
 		sb.WriteString("\n" + r.T("vacancies.llm_ok"))
 	}
-	if st.HHRefused {
+	if st.HHBlocked {
 		sb.WriteString("\n" + r.T("vacancies.hh_refused", locales.Data{"Reason": st.HHReason}))
 	} else {
 		sb.WriteString("\n" + r.T("vacancies.hh_ok"))

@@ -65,7 +65,7 @@ func (stubSource) Vacancy(context.Context, int64) (vacancy.Vacancy, error) {
 	return vacancy.Vacancy{}, vacancy.ErrUnavailable
 }
 
-func (stubSource) Refused() (bool, string) { return false, "" }
+func (stubSource) Blocked() (bool, string) { return false, "" }
 func (stubSource) Holding() bool           { return false }
 
 type vacEnv struct {

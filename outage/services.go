@@ -58,7 +58,7 @@ func HH(d Deps, c *hh.Client, notice func(reason, captcha string) []domain.Messa
 	return &Watch{
 		deps: d, key: HHKey, what: "HH refuses our requests; vacancy work waits", back: "HH answers again",
 		reason: func() (string, string) {
-			if r := c.Refusal(); r != nil {
+			if r := c.Block(); r != nil {
 				return r.Short(), r.CaptchaURL
 			}
 			return "", ""

@@ -52,7 +52,7 @@ func (s Status) LLMReason() string { return s.LLM.Health().Reason }
 // HHReason feeds /status's HH line: how HH refuses this replica's
 // requests, or "" while it answers.
 func (s Status) HHReason() string {
-	if r := s.HH.Refusal(); r != nil {
+	if r := s.HH.Block(); r != nil {
 		return r.Describe()
 	}
 	return ""

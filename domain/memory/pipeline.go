@@ -144,7 +144,7 @@ func (s *Service) stage(ctx context.Context, r PipelineRun, rc Recall, name stri
 		s.handBack(ctx, r, "return run on stop")
 		return r, false
 	}
-	if errors.Is(err, ErrRefused) {
+	if errors.Is(err, ErrLLMRefused) {
 		// The model or key is refused: nothing this run can do. Wait a
 		// little (so a refused model costs a capture every few seconds,
 		// not a loop) and hand the stage back as a stopping replica does;

@@ -227,7 +227,7 @@ type Call struct {
 }
 
 // LLM is the model as this workflow needs it. Errors wrap ErrInvalidAnswer,
-// ErrTimeout, ErrRateLimited or ErrRefused where they apply (the document's
+// ErrTimeout, ErrRateLimited or ErrLLMRefused where they apply (the document's
 // error table treats those apart).
 type LLM interface {
 	Text(ctx context.Context, c Call) (string, error)
@@ -239,10 +239,10 @@ var (
 	ErrInvalidAnswer = errors.New("invalid LLM answer")
 	ErrTimeout       = errors.New("LLM timeout")
 	ErrRateLimited   = errors.New("LLM rate limited")
-	// ErrRefused: the provider refuses the model or the key (model not
+	// ErrLLMRefused: the provider refuses the model or the key (model not
 	// found, 401/403). A misconfiguration, not the run's failure: the run
 	// waits for the fix instead of failing.
-	ErrRefused = errors.New("LLM refuses the model or key")
+	ErrLLMRefused = errors.New("LLM refuses the model or key")
 )
 
 // Notifier renders what a run tells its chat; the bot's renderer

@@ -42,7 +42,7 @@ func (s *Service) Fetch(ctx context.Context) error {
 	if s.deps.Source.Holding() {
 		// HH refuses us: asking would only meet the breaker. The tick is
 		// skipped, not failed; the HH state is on /status.
-		_, why := s.deps.Source.Refused()
+		_, why := s.deps.Source.Blocked()
 		s.log.Warn("vacancy fetch skipped: HH refuses our requests", "reason", why)
 		return nil
 	}
@@ -59,7 +59,7 @@ func (s *Service) Fetch(ctx context.Context) error {
 		}
 		run, err := s.Discover(ctx, g)
 		queued += run.Queued
-		if errors.Is(err, ErrHHRefused) {
+		if errors.Is(err, ErrHHBlocked) {
 			// What was collected is saved; the other searches wait for
 			// the next tick after HH lets us in again.
 			s.log.Warn("vacancy fetch stopped: HH refuses our requests", "err", err)

@@ -54,7 +54,7 @@ func (s *Service) FirstNews(ctx context.Context) error {
 		run, err := s.Discover(ctx, g)
 		queued += run.Queued
 		switch {
-		case errors.Is(err, ErrHHRefused):
+		case errors.Is(err, ErrHHBlocked):
 			// Discover told this key's pending searches; the rest are
 			// told without asking HH again.
 			refused = true

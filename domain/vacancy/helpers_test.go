@@ -113,7 +113,7 @@ func (b *bundle) serviceWith(t *testing.T, repo vacancy.Repository) *vacancy.Ser
 	}
 	svc, err := vacancy.NewService(b.cfg, vacancy.Deps{
 		Repo: repo, Source: src, Notifier: b.sent, Registerer: reg,
-		LLM: llm.Port{Client: b.llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrRefused},
+		LLM: llm.Port{Client: b.llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 		Log: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)

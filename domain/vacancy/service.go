@@ -136,9 +136,9 @@ type Stats struct {
 	// failures, why); empty while the LLM answers.
 	LLMRefused bool
 	LLMReason  string
-	// HHRefused: HH refuses our requests (captcha, forbidden, 429) and
+	// HHBlocked: HH blocks our requests (captcha, forbidden, 429) and
 	// its breaker holds them back; HHReason says how.
-	HHRefused bool
+	HHBlocked bool
 	HHReason  string
 }
 
@@ -245,9 +245,9 @@ type LLM interface {
 // ErrInvalidAnswer marks an LLM answer that is not the JSON asked for.
 var ErrInvalidAnswer = errors.New("invalid LLM answer")
 
-// ErrRefused marks an LLM call the provider refused for its model or key
+// ErrLLMRefused marks an LLM call the provider refused for its model or key
 // (or turned away while such a refusal holds): not the match's failure.
-var ErrRefused = errors.New("LLM refuses the model or key")
+var ErrLLMRefused = errors.New("LLM refuses the model or key")
 
 // CardData is what a vacancy card is rendered from.
 type CardData struct {
@@ -526,7 +526,7 @@ func (s *Service) Stats(ctx context.Context, userID int64) (Stats, error) {
 	}
 	st.BreakerOpen = s.deps.LLM.Open()
 	st.LLMRefused, st.LLMReason = s.deps.LLM.Health()
-	st.HHRefused, st.HHReason = s.deps.Source.Refused()
+	st.HHBlocked, st.HHReason = s.deps.Source.Blocked()
 	return st, nil
 }
 

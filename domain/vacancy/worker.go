@@ -229,7 +229,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	switch {
 	case ctx.Err() != nil:
 		return s.skip(ctx, m, ReasonShutdown, err, fresh)
-	case errors.Is(err, ErrRefused):
+	case errors.Is(err, ErrLLMRefused):
 		// The provider refuses the model or key (this call found it, or
 		// another's probe did and this call was turned away meanwhile):
 		// the match was never judged, so it waits QUEUED.
@@ -392,7 +392,7 @@ func (s *Service) fetchDetail(ctx context.Context, m Match, mine bool) (Vacancy,
 		switch {
 		case ctx.Err() != nil:
 			return Vacancy{}, s.skip(ctx, m, ReasonShutdown, err, nil)
-		case errors.Is(err, ErrHHRefused):
+		case errors.Is(err, ErrHHBlocked):
 			// HH refuses us, not this vacancy: the match waits QUEUED,
 			// unjudged, and is taken again once HH answers.
 			s.release(ctx, m, refusedWait, "put back a match HH refused")
