@@ -302,7 +302,7 @@ func (u *analysisUI) chats(r *Request) error {
 
 // --- /run_new, /run_start, /run_close ----------------------------------------
 
-// runInputError renders a refusal of /run_new's arguments followed by the
+// runInputError renders the rejection of /run_new's arguments followed by the
 // usage, unless it is the usage.
 func runInputError(r *Request, e *domain.InputError) string {
 	const usage = "run_new.usage"

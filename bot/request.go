@@ -36,7 +36,7 @@ func (r *Request) T(key string, data ...locales.Data) string {
 	return r.bot.deps.Catalog.T(r.Lang, key, data...)
 }
 
-// InputText renders a workflow's refusal of the user's input: its key with
+// InputText renders a workflow's rejection of the user's input: its key with
 // its args, more (what only the bot knows: the language's words for a
 // filter's values, a number written the language's way) over them, and arg
 // as the part of the input at fault, which the caller cuts to the width its
