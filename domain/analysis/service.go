@@ -314,7 +314,7 @@ func inputError(key, arg string) *domain.InputError {
 type Config struct {
 	BatchGap  time.Duration // ANALYSIS_BATCH_GAP (10m)
 	BatchSize int           // 50
-	Lease     time.Duration // executor lease (1m)
+	RunLease  time.Duration // a running run's lease, renewed by its executor (1m)
 	Similar   int           // RAG context size (5)
 }
 
@@ -325,8 +325,8 @@ func (c Config) withDefaults() Config {
 	if c.BatchSize <= 0 {
 		c.BatchSize = 50
 	}
-	if c.Lease <= 0 {
-		c.Lease = time.Minute
+	if c.RunLease <= 0 {
+		c.RunLease = time.Minute
 	}
 	if c.Similar <= 0 {
 		c.Similar = 5

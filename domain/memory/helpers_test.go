@@ -46,7 +46,7 @@ func setup(t *testing.T, opts ...option) *bundle {
 		store: storagetest.New(t),
 		llm:   llmtest.New(),
 		chat:  &chat{},
-		cfg:   memory.Config{Workers: 4, Lease: 30 * time.Second, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour},
+		cfg:   memory.Config{Workers: 4, StageLease: 30 * time.Second, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour},
 	}
 	t.Cleanup(b.llm.Close)
 	for _, o := range opts {

@@ -83,7 +83,7 @@ func (s *Service) process(ctx context.Context, ref Ref) {
 	case New, Analyzed, Ready:
 		r, rc, ok, err = s.capture(ctx, ref)
 	case Completed, Failed:
-		r, ok, err = s.deps.Repo.ClaimFinished(ctx, ref.ID, s.cfg.Lease)
+		r, ok, err = s.deps.Repo.ClaimFinished(ctx, ref.ID, s.cfg.StageLease)
 	default:
 		return // a stage at work, here or elsewhere, or stalled (the reaper's)
 	}
@@ -166,7 +166,7 @@ func (s *Service) stage(ctx context.Context, r PipelineRun, rc Recall, name stri
 		return s.fail(ctx, r, name, err)
 	}
 	next := following[r.Status]
-	st := Step{From: r.Status, To: next[0], Change: ch, Then: next[1], Hold: s.cfg.Lease}
+	st := Step{From: r.Status, To: next[0], Change: ch, Then: next[1], Hold: s.cfg.StageLease}
 	if st.To == Completed {
 		st.Tell = domain.Fixed[PipelineRun](s.render(r.apply(st))...) // queued with the answer itself
 	}
@@ -231,7 +231,7 @@ func (s *Service) wait(ctx context.Context, d time.Duration) bool {
 // reaper took meanwhile is left alone. The run is then looked at again
 // here at once; its NOTIFY tells the other replicas.
 func (s *Service) giveBack(ctx context.Context, r PipelineRun) {
-	deadline := s.deps.Clock.Now().Add(s.cfg.Lease)
+	deadline := s.deps.Clock.Now().Add(s.cfg.StageLease)
 	for d := time.Second; ; d = min(2*d, 10*time.Second) {
 		rctx, cancel := detached(ctx)
 		_, err := s.deps.Repo.StepRun(rctx, r.ID, Step{From: r.Status, To: capturing[r.Status]})
@@ -273,7 +273,7 @@ func (s *Service) fail(ctx context.Context, r PipelineRun, stage string, cause e
 		msg = string([]rune(msg)[:1000])
 	}
 	s.log.Warn("pipeline run failed", "run", r.ID, "user", r.UserID, "stage", stage, "err", cause)
-	st := Step{From: r.Status, To: Failed, Change: Change{ErrorMessage: msg}, Hold: s.cfg.Lease}
+	st := Step{From: r.Status, To: Failed, Change: Change{ErrorMessage: msg}, Hold: s.cfg.StageLease}
 	st.Tell = domain.Fixed[PipelineRun](s.render(r.apply(st))...)
 	failed, ok, err := s.step(ctx, r, st)
 	if err != nil {
@@ -450,7 +450,7 @@ func (s *Service) finish(ctx context.Context, r PipelineRun) {
 // claim would have lapsed anyway, so another worker delivers or archives
 // it at once rather than after the lease.
 func (s *Service) release(ctx context.Context, id int64) {
-	deadline := s.deps.Clock.Now().Add(s.cfg.Lease)
+	deadline := s.deps.Clock.Now().Add(s.cfg.StageLease)
 	for d := time.Second; ; d = min(2*d, 10*time.Second) {
 		rctx, cancel := detached(ctx)
 		err := s.deps.Repo.ReleaseRun(rctx, id)

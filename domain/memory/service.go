@@ -268,8 +268,8 @@ type Typist interface {
 type Config struct {
 	// Workers bounds the runs this replica works on at once.
 	Workers int
-	// Lease is how long a captured stage may take before the reaper returns it.
-	Lease time.Duration
+	// StageLease is how long a captured stage may take before the reaper returns it.
+	StageLease time.Duration
 	// MaxReaps is how often a run may be returned before it FAILS.
 	MaxReaps int
 	// SweepInterval re-reads unfinished runs even without notifications.
@@ -297,8 +297,8 @@ func (c Config) withDefaults() Config {
 	if c.Workers <= 0 {
 		c.Workers = 8
 	}
-	if c.Lease <= 0 {
-		c.Lease = 2 * time.Minute
+	if c.StageLease <= 0 {
+		c.StageLease = 2 * time.Minute
 	}
 	if c.MaxReaps <= 0 {
 		c.MaxReaps = 3
@@ -554,7 +554,7 @@ func (s *Service) capture(ctx context.Context, ref Ref) (PipelineRun, Recall, bo
 	if err := checkTransition(ref.Status, to); err != nil {
 		return PipelineRun{}, Recall{}, false, err
 	}
-	r, rc, ok, err := s.deps.Repo.CaptureRun(ctx, ref.ID, ref.Status, to, s.cfg.Lease, recallFor[ref.Status])
+	r, rc, ok, err := s.deps.Repo.CaptureRun(ctx, ref.ID, ref.Status, to, s.cfg.StageLease, recallFor[ref.Status])
 	if err != nil {
 		return r, rc, false, fmt.Errorf("capture run %d %s → %s: %w", ref.ID, ref.Status, to, err)
 	}

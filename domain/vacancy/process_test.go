@@ -285,7 +285,7 @@ func TestAnalyzedAndCardAreOneTransaction(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.queue(t, vacancies(1, 500, 23)...)
-	c, ok, err := b.store.ClaimMatch(b.ctx, vacancy.ClaimOptions{Lease: time.Minute, Taste: 5, DetailFresh: time.Hour})
+	c, ok, err := b.store.ClaimMatch(b.ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 5, DetailFresh: time.Hour})
 	require.NoError(t, err)
 	require.True(t, ok)
 	verdict := vacancy.Verdict{IsRelevant: new(bool), Score: 90}
@@ -432,7 +432,7 @@ func TestExpiredClaimIsTakenOver(t *testing.T) {
 	b := setup(t, withConfig(vacancy.Config{SweepInterval: time.Hour}))
 	b.relevant()
 	b.queue(t, vacancies(1, 500, 20)...)
-	c, ok, err := b.store.ClaimMatch(b.ctx, vacancy.ClaimOptions{Lease: 700 * time.Millisecond, Taste: 5, DetailFresh: time.Hour}) // the dead worker's claim
+	c, ok, err := b.store.ClaimMatch(b.ctx, vacancy.ClaimOptions{ClaimLease: 700 * time.Millisecond, Taste: 5, DetailFresh: time.Hour}) // the dead worker's claim
 	require.NoError(t, err)
 	require.True(t, ok)
 

@@ -153,9 +153,9 @@ type SkippedMatch struct {
 
 // ClaimOptions says which match ClaimMatch may take.
 type ClaimOptions struct {
-	Lease time.Duration // how long the claim holds
-	Taste int           // taste examples of each kind
-	// FreshOnly, while HH refuses us, passes over QUEUED matches whose
+	ClaimLease time.Duration // how long the claim holds
+	Taste      int           // taste examples of each kind
+	// FreshOnly, while HH blocks us, passes over QUEUED matches whose
 	// vacancy's detail is older than DetailFresh: only those judged
 	// without HH are taken.
 	FreshOnly   bool

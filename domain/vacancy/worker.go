@@ -160,7 +160,7 @@ func (s *Service) ProcessNext(ctx context.Context) (bool, error) {
 	// a shutdown meanwhile makes it SKIPPED like any match in flight.
 	cctx, cancel := detached(ctx)
 	c, ok, err := s.deps.Repo.ClaimMatch(cctx, ClaimOptions{
-		Lease: s.cfg.ClaimLease, Taste: s.cfg.TasteExamples,
+		ClaimLease: s.cfg.ClaimLease, Taste: s.cfg.TasteExamples,
 		FreshOnly: s.deps.Source.Holding(), DetailFresh: s.cfg.DetailFresh, DetailLease: s.cfg.ClaimLease,
 	})
 	cancel()
