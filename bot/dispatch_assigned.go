@@ -22,11 +22,9 @@ import (
 // Done and Can't do it cannot be undone, so they only ask: their press
 // changes nothing but the message's buttons, which become Yes and Back;
 // only Yes finishes or gives the order back, and Back brings the step
-// buttons back. Messages sent before the confirmation existed carry the
-// same ad and ax, which used to finish or give back at once; they now ask
-// too. That is the safer reading of an old button: a master who meant it
-// taps once more, while an irreversible change nobody confirmed cannot be
-// taken back.
+// buttons back. Every ad and ax press asks, an old message's too: a master
+// who meant it taps once more, while an irreversible change nobody
+// confirmed cannot be taken back.
 var (
 	actionEnRoute      = RegisterAction("ae", 1)
 	actionArrived      = RegisterAction("aa", 1)

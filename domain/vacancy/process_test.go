@@ -317,10 +317,10 @@ func TestAnalyzedAndCardAreOneTransaction(t *testing.T) {
 	require.Equal(t, map[string]int{"pending": 1}, b.cards(t, c.Match.ID))
 }
 
-// Matches left ANALYZED by the worker before the outbox (it kept its
-// claim and delivered itself; a failed send pushed the claim out) have no
-// card in the outbox. Migration 00022 puts them back in the queue once:
-// judged again, they get their cards the usual way, each once.
+// A match ANALYZED with no card in the outbox (written by a version whose
+// worker sent cards itself) would never be told. Migration 00022 puts such
+// matches back in the queue once: judged again, they get their cards the
+// usual way, each once.
 func TestAnalyzedBeforeTheOutboxGetsItsCard(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -310,9 +310,8 @@ type Config struct {
 }
 
 // WorkersFor is the worker count for an LLM concurrency: two workers per
-// LLM slot, so that while one waits for the model the other fetches HH,
-// or writes PostgreSQL and no slot idles (the 200 ms
-// benchmark's efficiency went from 0.956 with one worker per slot to 0.98+).
+// LLM slot, so that while one waits for the model the other fetches HH or
+// writes PostgreSQL, and no slot idles while its worker does those.
 func WorkersFor(llmConcurrency int) int { return 2 * max(1, llmConcurrency) }
 
 // DefaultTasteExamples is Config.TasteExamples unless set; the prune job
