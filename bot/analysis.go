@@ -625,7 +625,7 @@ func (rd *Renderer) filtersText(lang string, r analysis.Run) string {
 }
 
 // windowText names a run's window in words: /run_new offers a day and a
-// week; any other (none is made today) reads in hours.
+// week; any other (which /run_new does not make) reads in hours.
 func (rd *Renderer) windowText(lang string, d time.Duration) string {
 	cat := rd.cat
 	switch d {

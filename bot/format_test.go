@@ -71,8 +71,8 @@ func TestSplitCountsUTF16LikeTelegram(t *testing.T) {
 }
 
 func TestSplitClosesAndReopensAcrossLines(t *testing.T) {
-	// Before the fix the first part ended inside <b> and the second began
-	// with a stray </b>; Telegram refused both.
+	// Cut blind to tags, the first part would end inside <b> and the
+	// second begin with a stray </b>, and Telegram refuses both.
 	require.Equal(t, []string{"<b>first line</b>", "<b>second line</b>"},
 		Split("<b>first line\nsecond line</b>", 20))
 }
