@@ -54,7 +54,7 @@ func (r *Block) Unwrap() error { return r.Cause }
 
 func (r *Block) Error() string { return "HH refuses our requests: " + r.Describe() }
 
-// Describe says how HH refuses us, e.g. `403 captcha_required (captcha:
+// Describe says how HH blocks us, e.g. `403 captcha_required (captcha:
 // https://hh.ru/account/captcha?state=…)`: what /status and the admin chat
 // show.
 func (r *Block) Describe() string {
@@ -112,7 +112,7 @@ func blockOf(items []struct{ Type, Value string }) *Block {
 	return nil
 }
 
-// breaker holds requests back while HH refuses us. gobreaker decides the
+// breaker holds requests back while HH blocks us. gobreaker decides the
 // states (one block opens it, one probe at a time decides in half-open);
 // the hold decides how long it stays open, which gobreaker's fixed Timeout
 // cannot: each failed probe doubles it, up to maxOpen, and a 429 that says

@@ -50,7 +50,7 @@ func checkModels(ctx context.Context, d Deps, c *llm.Client) {
 	}
 }
 
-// HH follows this replica's HH breaker: when HH refuses us (captcha,
+// HH follows this replica's HH breaker: when HH blocks us (captcha,
 // forbidden, 429) the admin chat is told, with the captcha's URL and how
 // to be let in for good, and once when HH answers again; then ended runs
 // (vacancy work that waited for HH goes on now, not at the next sweep).

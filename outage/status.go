@@ -49,7 +49,7 @@ func (s Status) Storage(ctx context.Context) (bot.StorageStatus, error) {
 // or fails calls, or "" while it answers.
 func (s Status) LLMReason() string { return s.LLM.Health().Reason }
 
-// HHReason feeds /status's HH line: how HH refuses this replica's
+// HHReason feeds /status's HH line: how HH blocks this replica's
 // requests, or "" while it answers.
 func (s Status) HHReason() string {
 	if r := s.HH.Block(); r != nil {

@@ -40,7 +40,7 @@ func (r Discovery) DuplicateShare() float64 {
 // does not stop the others; the errors are joined.
 func (s *Service) Fetch(ctx context.Context) error {
 	if s.deps.Source.Holding() {
-		// HH refuses us: asking would only meet the breaker. The tick is
+		// HH blocks us: asking would only meet the breaker. The tick is
 		// skipped, not failed; the HH state is on /status.
 		_, why := s.deps.Source.Blocked()
 		s.log.Warn("vacancy fetch skipped: HH refuses our requests", "reason", why)

@@ -97,7 +97,7 @@ func (s *Service) worker(ctx context.Context, n int) {
 			continue
 		}
 		if s.deps.Source.Holding() {
-			// HH refuses us: what waits for a detail is not claimable
+			// HH blocks us: what waits for a detail is not claimable
 			// now; look again when the breaker may let a probe out.
 			s.sleep(ctx, refusedWait)
 			continue
@@ -357,7 +357,7 @@ func (s *Service) dropLease(ctx context.Context, c Claim) {
 // the vacancy's other matches (any user's, any replica's) are claimed with
 // the stored detail.
 // A non-empty outcome ends the match's turn: archived (every open match of
-// the vacancy with it), waiting (another worker fetches it, or HH refuses
+// the vacancy with it), waiting (another worker fetches it, or HH blocks
 // us), or skipped.
 func (s *Service) fetchDetail(ctx context.Context, m Match, mine bool) (Vacancy, string) {
 	log := s.log.With("match", m.ID, "vacancy", m.VacancyID)
@@ -393,7 +393,7 @@ func (s *Service) fetchDetail(ctx context.Context, m Match, mine bool) (Vacancy,
 		case ctx.Err() != nil:
 			return Vacancy{}, s.skip(ctx, m, ReasonShutdown, err, nil)
 		case errors.Is(err, ErrHHBlocked):
-			// HH refuses us, not this vacancy: the match waits QUEUED,
+			// HH blocks us, not this vacancy: the match waits QUEUED,
 			// unjudged, and is taken again once HH answers.
 			s.release(ctx, m, refusedWait, "put back a match HH refused")
 			log.Debug("vacancy match waits for HH", "err", err)
