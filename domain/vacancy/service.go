@@ -160,8 +160,9 @@ type ClaimOptions struct {
 	// without HH are taken.
 	FreshOnly   bool
 	DetailFresh time.Duration
-	// DetailLease is how long the fetch lease a claim takes holds.
-	DetailLease time.Duration
+	// FetchLease is how long the fetch lease of the vacancy's detail, which a
+	// claim may take, holds.
+	FetchLease time.Duration
 }
 
 // Repository is the storage the workflow needs; storage.Store implements it.
