@@ -23,6 +23,7 @@ type Vacancies interface {
 	Profile(ctx context.Context, userID int64) (string, error)
 	SetProfile(ctx context.Context, userID int64, profile string) error
 	AddSearch(ctx context.Context, userID int64, p vacancy.Params) (vacancy.Search, vacancy.Added, error)
+	Begin(ctx context.Context, sr vacancy.Search, added vacancy.Added)
 	Searches(ctx context.Context, userID int64) ([]vacancy.Search, error)
 	DeleteSearch(ctx context.Context, userID, id int64) (bool, error)
 	Ban(ctx context.Context, userID int64, raw string) (string, bool, error)
@@ -231,7 +232,12 @@ func (u *vacancyUI) search(r *Request) error {
 	if profile == "" {
 		text += "\n\n" + r.T("search.profile_hint")
 	}
-	return r.Reply(text, nil)
+	if err := r.Reply(text, nil); err != nil {
+		return err
+	}
+	// Only now: the search's cards and notes come after this reply.
+	u.v.Begin(r.Ctx, sr, added)
+	return nil
 }
 
 func hasSearch(list []vacancy.Search, key string) bool {

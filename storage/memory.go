@@ -120,6 +120,10 @@ func (s *Store) PipelineRun(ctx context.Context, id int64) (memory.PipelineRun, 
 // intake commits so (memory.Step says why that is safe).
 const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`
 
+// setAsyncCommit is asyncCommit as a statement of its own, for a batch or
+// a transaction.
+const setAsyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
+
 // asyncFrom is asyncCommit as an UPDATE's FROM clause.
 const asyncFrom = `FROM ` + asyncCommit
 

@@ -137,8 +137,9 @@ func (b *bundle) search(t *testing.T, userID int64, text string) vacancy.Search 
 	t.Helper()
 	p, err := vacancy.ParseParams(text)
 	require.NoError(t, err)
-	s, _, err := b.svc.AddSearch(b.ctx, userID, p)
+	s, added, err := b.svc.AddSearch(b.ctx, userID, p)
 	require.NoError(t, err)
+	b.svc.Begin(b.ctx, s, added)
 	return s
 }
 

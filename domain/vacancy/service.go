@@ -434,11 +434,14 @@ type Added struct {
 	// as told, and the reply to /search must say it: a separate note would
 	// be queued in the save's transaction, ahead of that reply.
 	NothingNew bool
+	// Queued is how many recent vacancies of a followed key were queued
+	// for the user (Begin wakes the workers for them).
+	Queued int
 }
 
 // AddSearch saves a search. A search_key someone already follows brings
-// the user its recent vacancies at once; a new one is discovered right
-// away by Run.
+// the user its recent vacancies; a new one is discovered right away. Both
+// start when the caller calls Begin.
 func (s *Service) AddSearch(ctx context.Context, userID int64, p Params) (Search, Added, error) {
 	since := s.deps.Clock.Now().Add(-s.cfg.RecoveryWindow)
 	var added Added
@@ -449,11 +452,21 @@ func (s *Service) AddSearch(ctx context.Context, userID int64, p Params) (Search
 		return nil
 	}
 	sr, created, queued, err := s.deps.Repo.AddSearch(ctx, Search{UserID: userID, Params: p, Key: p.Key()}, s.cfg.FetchLimit, since, inReply)
-	added.Created = created
-	if err != nil || !created {
-		return sr, added, err
+	added.Created, added.Queued = created, queued
+	return sr, added, err
+}
+
+// Begin starts the work on a search AddSearch created: the workers wake
+// for the matches it queued, and a key nobody followed before is
+// discovered at once. It is the caller's to call after its reply is
+// queued, so that the user reads "Saved" before any card or note of the
+// search; a replica that dies in between leaves the key to the fetch and
+// first-news ticks.
+func (s *Service) Begin(ctx context.Context, sr Search, added Added) {
+	if !added.Created {
+		return
 	}
-	if queued > 0 {
+	if added.Queued > 0 {
 		s.Wake()
 	}
 	if m, err := s.deps.Repo.Markers(ctx, sr.Key); err == nil && m.UpdatedAt.IsZero() {
@@ -462,7 +475,6 @@ func (s *Service) AddSearch(ctx context.Context, userID int64, p Params) (Search
 		default: // a burst of new searches: the fetch tick catches the rest
 		}
 	}
-	return sr, added, nil
 }
 
 // announce renders the first news that needs words: a first discovery that
