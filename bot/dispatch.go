@@ -105,23 +105,6 @@ func (b *Bot) RegisterDispatch(d Dispatch) {
 	b.tb.Handle(tele.OnPhoto, u.photo)
 }
 
-// dispatchInputError renders a refusal of the domain: what is missing or
-// wrong, with the limit it names and an example. The command's whole usage
-// is left out: it would bury the one line that matters.
-func dispatchInputError(r *Request, e *dispatch.InputError) string {
-	limits := map[string]int{
-		"dispatch.error_place_long":    dispatch.MaxPlace,
-		"dispatch.error_skill_long":    dispatch.MaxSkill,
-		"dispatch.error_skills_many":   dispatch.MaxSkills,
-		"order.error_price":            dispatch.MaxPrice,
-		"order.error_description_long": dispatch.MaxDescription,
-		"order.error_address":          dispatch.MaxAddress,
-		"order.error_name":             dispatch.MaxName,
-		"order.error_phone":            dispatch.MaxPhoneDigits,
-	}
-	return r.T(e.Key, locales.Data{"Max": limits[e.Key], "Min": dispatch.MinPhoneDigits, "Arg": shortArg(e.Arg)})
-}
-
 // --- masters ---------------------------------------------------------------
 
 func (u *dispatchUI) master(r *Request) error {
@@ -137,8 +120,9 @@ func (u *dispatchUI) master(r *Request) error {
 		return r.Reply(u.b.renderMaster(r.Lang, m, st), nil)
 	}
 	m, created, err := u.d.RegisterMaster(r.Ctx, r.User.ID, args)
-	if ie := (*dispatch.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(dispatchInputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		// The one line that matters, without the usage that would bury it.
+		return r.Reply(r.InputText(ie, shortArg(ie.Arg())), nil)
 	}
 	if err != nil {
 		return err
@@ -258,8 +242,8 @@ func (u *dispatchUI) order(r *Request) error {
 		return r.Reply(r.T("order.usage"), nil)
 	}
 	o, err := u.d.CreateOrder(r.Ctx, r.User.ID, args)
-	if ie := (*dispatch.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(dispatchInputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(r.InputText(ie, shortArg(ie.Arg())), nil)
 	}
 	if err != nil {
 		return err
@@ -416,9 +400,9 @@ func orderID(r *Request, command, usage string) (int64, string) {
 }
 
 func (u *dispatchUI) done(r *Request) error {
-	id, refusal := orderID(r, "done", "done.usage")
-	if refusal != "" {
-		return r.Reply(refusal, nil)
+	id, rejection := orderID(r, "done", "done.usage")
+	if rejection != "" {
+		return r.Reply(rejection, nil)
 	}
 	o, m, err := u.d.Complete(r.Ctx, id)
 	switch {
@@ -441,9 +425,9 @@ func (u *dispatchUI) done(r *Request) error {
 }
 
 func (u *dispatchUI) cancel(r *Request) error {
-	id, refusal := orderID(r, "cancel", "cancel.usage")
-	if refusal != "" {
-		return r.Reply(refusal, nil)
+	id, rejection := orderID(r, "cancel", "cancel.usage")
+	if rejection != "" {
+		return r.Reply(rejection, nil)
 	}
 	o, err := u.d.Cancel(r.Ctx, id)
 	switch {
@@ -465,8 +449,8 @@ func (u *dispatchUI) cancel(r *Request) error {
 func (u *dispatchUI) paid(r *Request) error {
 	ref := commandArgs(r.Message())
 	m, d, wasBlocked, err := u.d.Paid(r.Ctx, ref)
-	if ie := (*dispatch.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(dispatchInputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(r.InputText(ie, shortArg(ie.Arg())), nil)
 	}
 	switch {
 	case errors.Is(err, dispatch.ErrNotMaster), errors.Is(err, domain.ErrNotFound):
@@ -487,9 +471,9 @@ func (u *dispatchUI) paid(r *Request) error {
 
 // --- offer buttons ---------------------------------------------------------
 
-// refused answers a press that changed nothing. An offer that is past its
+// stalePress answers a press that changed nothing. An offer that is past its
 // time also gets its message edited, since the watchdog may not have run yet.
-func (u *dispatchUI) refused(r *Request, f dispatch.Offer, o dispatch.Order, err error) error {
+func (u *dispatchUI) stalePress(r *Request, f dispatch.Offer, o dispatch.Order, err error) error {
 	switch {
 	case errors.Is(err, dispatch.ErrForbidden):
 		return r.Forbidden()
@@ -515,17 +499,17 @@ func (u *dispatchUI) refused(r *Request, f dispatch.Offer, o dispatch.Order, err
 			}
 			u.b.editPressed(r, u.b.renderClosed(r.Lang, o, state), nil)
 		}
-		key, ok := offerRefusalKeys[state]
+		key, ok := staleOfferKeys[state]
 		if !ok {
-			key = offerRefusalKeys[dispatch.Expired]
+			key = staleOfferKeys[dispatch.Expired]
 		}
 		return r.Alert(key)
 	}
 	return err
 }
 
-// offerRefusalKeys explain why a press on a closed offer did nothing.
-var offerRefusalKeys = map[dispatch.OfferState]string{
+// staleOfferKeys explain why a press on a closed offer did nothing.
+var staleOfferKeys = map[dispatch.OfferState]string{
 	dispatch.Expired:   "offer.refused_expired",
 	dispatch.Accepted:  "offer.refused_accepted",
 	dispatch.Declined:  "offer.refused_declined",
@@ -535,7 +519,7 @@ var offerRefusalKeys = map[dispatch.OfferState]string{
 func (u *dispatchUI) accept(r *Request, cb Callback) error {
 	f, o, err := u.d.Accept(r.Ctx, cb.IDs[0], r.User.ID)
 	if err != nil {
-		return u.refused(r, f, o, err)
+		return u.stalePress(r, f, o, err)
 	}
 	// The order's address and contact, its visit and the next steps: the
 	// master's message from now on.
@@ -558,7 +542,7 @@ func (u *dispatchUI) assignment(o dispatch.Order, f dispatch.Offer) dispatch.Ass
 func (u *dispatchUI) decline(r *Request, cb Callback) error {
 	f, o, err := u.d.Decline(r.Ctx, cb.IDs[0], r.User.ID)
 	if err != nil {
-		return u.refused(r, f, o, err)
+		return u.stalePress(r, f, o, err)
 	}
 	if o.ID == 0 {
 		o.ID = f.OrderID
@@ -570,12 +554,12 @@ func (u *dispatchUI) decline(r *Request, cb Callback) error {
 func (u *dispatchUI) view(r *Request, cb Callback) error {
 	f, o, err := u.d.View(r.Ctx, cb.IDs[0], r.User.ID)
 	if err != nil {
-		return u.refused(r, f, o, err)
+		return u.stalePress(r, f, o, err)
 	}
 	if !f.ExpiresAt.After(u.b.now()) {
 		// Past its time but not yet swept: Accept would be refused, so the
 		// details would only invite a press that cannot succeed.
-		return u.refused(r, f, o, dispatch.ErrOfferClosed)
+		return u.stalePress(r, f, o, dispatch.ErrOfferClosed)
 	}
 	kb, err := offerMarkup(u.b.cat, r.Lang, f.ID, false)
 	if err != nil {

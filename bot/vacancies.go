@@ -102,16 +102,6 @@ func commandArgs(m *tele.Message) string {
 	return strings.TrimSpace(m.Text[i:])
 }
 
-// inputError renders a refusal of the domain, with the limit it names.
-func inputError(r *Request, e *vacancy.InputError) string {
-	limits := map[string]int{
-		"profile.error_too_long": vacancy.MaxProfile,
-		"ban.error_too_long":     vacancy.MaxBanWordLen,
-		"ban.error_too_many":     vacancy.MaxBanWords,
-	}
-	return r.T(e.Key, locales.Data{"Max": limits[e.Key]})
-}
-
 func (u *vacancyUI) profile(r *Request) error {
 	text := commandArgs(r.Message())
 	if text == "" {
@@ -125,8 +115,8 @@ func (u *vacancyUI) profile(r *Request) error {
 		return r.Reply(r.T("profile.current", locales.Data{"Profile": p}), nil)
 	}
 	err := u.v.SetProfile(r.Ctx, r.User.ID, text)
-	if ie := (*vacancy.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(inputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(r.InputText(ie, ""), nil)
 	}
 	if err != nil {
 		return err
@@ -191,19 +181,12 @@ func (u *vacancyUI) search(r *Request) error {
 	} else {
 		p, err = vacancy.ParseParams(args)
 	}
-	if pe := (*vacancy.ParamError)(nil); errors.As(err, &pe) {
-		limits := map[string]int{
-			"search.error_too_long": vacancy.MaxSearchText,
-			"search.error_too_many": vacancy.MaxValues,
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		more := u.searchData(r)
+		if ie.Key == "search.error_salary" {
+			more["Max"] = locales.Number(r.Lang, vacancy.MaxSalary)
 		}
-		data := u.searchData(r)
-		data["Arg"] = pe.Arg
-		data["Name"] = pe.Name
-		data["Max"] = limits[pe.Key]
-		if pe.Key == "search.error_salary" {
-			data["Max"] = locales.Number(r.Lang, vacancy.MaxSalary)
-		}
-		return r.Reply(r.T(pe.Key, data), nil)
+		return r.Reply(r.InputText(ie, ie.Arg(), more), nil)
 	}
 	if err != nil {
 		return err
@@ -337,8 +320,8 @@ func (u *vacancyUI) ban(r *Request) error {
 		return r.Reply(r.T("ban.usage"), nil)
 	}
 	word, added, err := u.v.Ban(r.Ctx, r.User.ID, raw)
-	if ie := (*vacancy.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(inputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(r.InputText(ie, ""), nil)
 	}
 	if err != nil {
 		return err
@@ -355,8 +338,8 @@ func (u *vacancyUI) unban(r *Request) error {
 		return r.Reply(r.T("unban.usage"), nil)
 	}
 	word, removed, err := u.v.Unban(r.Ctx, r.User.ID, raw)
-	if ie := (*vacancy.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(inputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(r.InputText(ie, ""), nil)
 	}
 	if err != nil {
 		return err
@@ -438,7 +421,7 @@ func (u *vacancyUI) stats(r *Request) error {
 	default:
 		sb.WriteString("\n" + r.T("vacancies.llm_ok"))
 	}
-	if st.HHRefused {
+	if st.HHBlocked {
 		sb.WriteString("\n" + r.T("vacancies.hh_refused", locales.Data{"Reason": st.HHReason}))
 	} else {
 		sb.WriteString("\n" + r.T("vacancies.hh_ok"))
@@ -520,7 +503,7 @@ func (b *Bot) editMarkupPressed(r *Request, kb *tele.ReplyMarkup) {
 // (vacancy.Notifier): one outbox row of kind vacancy for the match, which
 // the vacancy workflow writes with the match's move to ANALYZED. Its
 // delivery makes the match SENT_TO_USER (storage/outbox.go).
-func (rd *Renderer) Card(d vacancy.Delivery) []domain.Message {
+func (rd *Renderer) Card(d vacancy.CardData) []domain.Message {
 	text := rd.renderVacancy(d.Lang, d.Vacancy, &d.Verdict, "")
 	kb, err := rd.vacancyMarkup(d.Lang, d.MatchID, d.Vacancy.URL, false)
 	if err != nil {

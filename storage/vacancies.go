@@ -592,7 +592,7 @@ SELECT `+matchColumns+`, `+vacancyColumns+`, u.language, u.telegram_language, u.
 FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id,
      -- A claim lost in a database crash is only taken again.
      `+asyncCommit,
-		o.Lease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds(), o.DetailLease.Milliseconds()).Scan(dest...)
+		o.ClaimLease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds(), o.FetchLease.Milliseconds()).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, false, nil
 	}

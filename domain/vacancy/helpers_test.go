@@ -113,7 +113,7 @@ func (b *bundle) serviceWith(t *testing.T, repo vacancy.Repository) *vacancy.Ser
 	}
 	svc, err := vacancy.NewService(b.cfg, vacancy.Deps{
 		Repo: repo, Source: src, Notifier: b.sent, Registerer: reg,
-		LLM: llm.Port{Client: b.llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrRefused},
+		LLM: llm.Port{Client: b.llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 		Log: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
@@ -195,9 +195,9 @@ func (b *bundle) exec(t *testing.T, q string, args ...any) {
 // sender, delivering through the real outbox statements.
 type recorder struct {
 	mu       sync.Mutex
-	rendered []vacancy.Delivery
+	rendered []vacancy.CardData
 	ids      map[int64]int // deliveries per match
-	last     []vacancy.Delivery
+	last     []vacancy.CardData
 	next     int
 	news     []vacancy.FirstNews
 	// blank makes Card render nothing, as a renderer's bug would.
@@ -220,7 +220,7 @@ func (r *recorder) told() []vacancy.FirstNews {
 	return append([]vacancy.FirstNews(nil), r.news...)
 }
 
-func (r *recorder) Card(d vacancy.Delivery) []domain.Message {
+func (r *recorder) Card(d vacancy.CardData) []domain.Message {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rendered = append(r.rendered, d)
@@ -232,10 +232,10 @@ func (r *recorder) Card(d vacancy.Delivery) []domain.Message {
 }
 
 // deliveries are the cards Telegram accepted, in order.
-func (r *recorder) deliveries() []vacancy.Delivery {
+func (r *recorder) deliveries() []vacancy.CardData {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]vacancy.Delivery(nil), r.last...)
+	return append([]vacancy.CardData(nil), r.last...)
 }
 
 func (r *recorder) duplicates() []string {
