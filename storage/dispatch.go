@@ -676,153 +676,8 @@ func (s *Store) OfferNext(ctx context.Context, orderID int64, sla time.Duration,
 	)
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1 FOR UPDATE SKIP LOCKED`, orderID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			// Locked by another transaction, or no such order.
-			o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, orderID))
-			if err != nil {
-				return interpretError(err)
-			}
-			out = dispatch.Busy
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if o.State != dispatch.Searching {
-			out = dispatch.NotSearching
-			return nil
-		}
-		if !gate.Allows(o.City) {
-			// Outside the city's working hours: still owed a step, which
-			// the first recheck after opening takes.
-			if _, err := tx.Exec(ctx, `UPDATE orders SET waiting = true WHERE id = $1 AND NOT waiting`, o.ID); err != nil {
-				return err
-			}
-			out = dispatch.AfterHours
-			return nil
-		}
-		// Every write below comes after this statement, which also makes
-		// the transaction commit asynchronously (dispatchAsync).
-		var open, offeredInRound1, waiting bool
-		if err := tx.QueryRow(ctx, `
-SELECT EXISTS (SELECT 1 FROM offers WHERE order_id = $1 AND state IN `+openOffer+`),
-       EXISTS (SELECT 1 FROM offers WHERE order_id = $1 AND round = 1),
-       (SELECT waiting FROM orders WHERE id = $1)
-FROM `+asyncCommit, orderID).Scan(&open, &offeredInRound1, &waiting); err != nil {
-			return err
-		}
-		if open {
-			// The offer's end marks the order again.
-			if waiting {
-				if _, err := tx.Exec(ctx, `UPDATE orders SET waiting = false WHERE id = $1`, o.ID); err != nil {
-					return err
-				}
-			}
-			out = dispatch.Busy
-			return nil
-		}
-
-		// pick returns the candidate idle longest in round, or 0; busy is
-		// true when a candidate exists but another transaction holds it.
-		pick := func(round int) (master int64, busy bool, err error) {
-			args := []any{o.City, o.District, o.Skill, o.ID, round}
-			err = tx.QueryRow(ctx, `SELECT m.user_id FROM masters m`+candidateWhere+`
-ORDER BY m.last_offer_at NULLS FIRST, m.user_id
-LIMIT 1
-FOR NO KEY UPDATE OF m SKIP LOCKED`, args...).Scan(&master)
-			if !errors.Is(err, pgx.ErrNoRows) {
-				return master, false, err
-			}
-			// A master the round has not reached yet who is locked or busy
-			// with another order's offer: the round is not over, the
-			// order waits for them (the offer's end wakes distribution).
-			err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM masters m`+eligibleWhere+`)`, args...).Scan(&busy)
-			return 0, busy, err
-		}
-		// A pick can name a master whose open offer of another order
-		// committed while the pick ran: a row updated meanwhile is
-		// rechecked against its new version, but the NOT EXISTS on offers
-		// still reads the statement's older snapshot. The insert then
-		// finds the conflict (offers_open_master) and inserts nothing; the
-		// next pick, a new statement, sees that offer.
-		for attempt := 0; ; attempt++ {
-			round := o.Round
-			master, busy, err := pick(round)
-			if err == nil && master == 0 && !busy && round == 1 && offeredInRound1 {
-				round = 2
-				master, busy, err = pick(round)
-			}
-			if err != nil {
-				return fmt.Errorf("pick candidate: %w", err)
-			}
-			if busy || attempt == maxPicks {
-				// Marked so that the end of some master's offer, or the
-				// recheck, looks at this order (and, in a busy dispatch,
-				// at little else).
-				if !waiting {
-					if _, err := tx.Exec(ctx, `UPDATE orders SET waiting = true WHERE id = $1`, o.ID); err != nil {
-						return err
-					}
-				}
-				out = dispatch.Busy
-				return nil
-			}
-
-			if master == 0 {
-				if round != o.Round {
-					if _, err := tx.Exec(ctx, `UPDATE orders SET round = $2, updated_at = now() WHERE id = $1 AND round = $3`,
-						o.ID, round, o.Round); err != nil {
-						return err
-					}
-				}
-				// The row is locked, so o.Unassignable is current.
-				out = dispatch.StillUnassignable
-				if o.Unassignable.IsZero() || waiting {
-					if o.Unassignable.IsZero() {
-						out = dispatch.Unassignable
-					}
-					if _, err := tx.Exec(ctx, `UPDATE orders SET unassignable_at = coalesce(unassignable_at, now()), waiting = false,
-updated_at = now() WHERE id = $1`, o.ID); err != nil {
-						return err
-					}
-				}
-				o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, o.ID))
-				if err != nil || out != dispatch.Unassignable {
-					return err
-				}
-				return tellTx(ctx, tx, tell, dispatch.Changed{Order: o})
-			}
-
-			// ON CONFLICT without a target takes every unique index as an
-			// arbiter, the partial offers_open_order and offers_open_master
-			// included (a target names only one): a racing transaction's
-			// open offer makes this insert nothing instead of failing the
-			// transaction.
-			f, err = scanOffer(tx.QueryRow(ctx, `
-INSERT INTO offers (order_id, master_id, round, expires_at)
-VALUES ($1, $2, $3, now() + $4 * interval '1 microsecond')
-ON CONFLICT DO NOTHING
-RETURNING `+offerColumns, o.ID, master, round, micros(sla)))
-			if errors.Is(err, pgx.ErrNoRows) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("insert offer: %w", err)
-			}
-			if _, err := tx.Exec(ctx, `UPDATE masters SET last_offer_at = now() WHERE user_id = $1`, master); err != nil {
-				return err
-			}
-			if round != o.Round || !o.Unassignable.IsZero() || waiting {
-				o, err = scanOrder(tx.QueryRow(ctx, `UPDATE orders SET round = $2, unassignable_at = NULL, waiting = false, updated_at = now()
-WHERE id = $1 RETURNING `+orderColumns, o.ID, round))
-				if err != nil {
-					return err
-				}
-			}
-			out = dispatch.Offered
-			return tellTx(ctx, tx, tell, dispatch.Changed{Order: o, Offers: []dispatch.Offer{f}})
-		}
+		f, o, out, err = offerStep(ctx, tx, orderID, sla, gate, tell)
+		return err
 	})
 	if err != nil {
 		return dispatch.Offer{}, o, out, fmt.Errorf("offer order %d: %w", orderID, err)
@@ -833,9 +688,169 @@ WHERE id = $1 RETURNING `+orderColumns, o.ID, round))
 	return f, o, out, nil
 }
 
-// maxPicks bounds the picks one step retries after its insert found the
-// master taken; past it the order is left waiting for the recheck.
-const maxPicks = 3
+// offerStep is OfferNext's transaction: it reads the facts, asks the
+// dispatch policy what they mean, and writes that.
+func offerStep(ctx context.Context, tx pgx.Tx, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+	o, locked, err := lockOrder(ctx, tx, orderID)
+	if err != nil {
+		return dispatch.Offer{}, o, 0, err
+	}
+	if plan, done := dispatch.Admit(o, locked, gate); done {
+		return dispatch.Offer{}, o, plan.Outcome, setWaiting(ctx, tx, o.ID, plan)
+	}
+	facts, err := stepFacts(ctx, tx, o.ID)
+	if err != nil {
+		return dispatch.Offer{}, o, 0, err
+	}
+	if plan, done := dispatch.Hold(o, facts); done {
+		return dispatch.Offer{}, o, plan.Outcome, setWaiting(ctx, tx, o.ID, plan)
+	}
+	// A pick can name a master whose open offer of another order
+	// committed while the pick ran: a row updated meanwhile is rechecked
+	// against its new version, but the NOT EXISTS on offers still reads
+	// the statement's older snapshot. The insert then finds the conflict
+	// (offers_open_master) and inserts nothing; the next pick, a new
+	// statement, sees that offer.
+	for attempt := 0; ; attempt++ {
+		round, p, err := pickRound(ctx, tx, o, facts)
+		if err != nil {
+			return dispatch.Offer{}, o, 0, fmt.Errorf("pick candidate: %w", err)
+		}
+		plan := dispatch.Decide(o, facts, round, p, attempt)
+		switch plan.Outcome {
+		case dispatch.Busy:
+			return dispatch.Offer{}, o, plan.Outcome, setWaiting(ctx, tx, o.ID, plan)
+		case dispatch.Offered:
+			f, moved, ok, err := insertOffer(ctx, tx, o, plan, sla)
+			if err != nil || !ok {
+				if err != nil {
+					return dispatch.Offer{}, o, 0, err
+				}
+				continue
+			}
+			return f, moved, plan.Outcome, tellTx(ctx, tx, tell, dispatch.Changed{Order: moved, Offers: []dispatch.Offer{f}})
+		default:
+			o, err = markUnassignable(ctx, tx, o, plan)
+			if err != nil || plan.Outcome != dispatch.Unassignable {
+				return dispatch.Offer{}, o, plan.Outcome, err
+			}
+			return dispatch.Offer{}, o, plan.Outcome, tellTx(ctx, tx, tell, dispatch.Changed{Order: o})
+		}
+	}
+}
+
+// lockOrder reads an order holding its row; locked false (with the row
+// as it is) if another transaction holds it.
+func lockOrder(ctx context.Context, tx pgx.Tx, orderID int64) (dispatch.Order, bool, error) {
+	o, err := scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1 FOR UPDATE SKIP LOCKED`, orderID))
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return o, err == nil, err
+	}
+	// Locked by another transaction, or no such order.
+	o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, orderID))
+	return o, false, interpretError(err)
+}
+
+// stepFacts reads what the policy needs of a locked order. Every write of
+// the step comes after this statement, which also makes the transaction
+// commit asynchronously (dispatchAsync).
+func stepFacts(ctx context.Context, tx pgx.Tx, orderID int64) (dispatch.StepFacts, error) {
+	var f dispatch.StepFacts
+	err := tx.QueryRow(ctx, `
+SELECT EXISTS (SELECT 1 FROM offers WHERE order_id = $1 AND state IN `+openOffer+`),
+       EXISTS (SELECT 1 FROM offers WHERE order_id = $1 AND round = 1),
+       (SELECT waiting FROM orders WHERE id = $1)
+FROM `+asyncCommit, orderID).Scan(&f.Open, &f.OfferedInRound1, &f.Waiting)
+	return f, err
+}
+
+// setWaiting writes the plan's waiting mark, if it changes one.
+func setWaiting(ctx context.Context, tx pgx.Tx, orderID int64, plan dispatch.StepPlan) error {
+	if !plan.SetWaiting {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE orders SET waiting = $2 WHERE id = $1 AND waiting <> $2`, orderID, plan.Waiting)
+	return err
+}
+
+// pickRound picks a candidate in the order's round, and in the next one
+// if the policy escalates.
+func pickRound(ctx context.Context, tx pgx.Tx, o dispatch.Order, facts dispatch.StepFacts) (int, dispatch.Pick, error) {
+	p, err := pick(ctx, tx, o, o.Round)
+	if err != nil {
+		return o.Round, p, err
+	}
+	round, again := dispatch.Escalate(o.Round, facts, p)
+	if again {
+		p, err = pick(ctx, tx, o, round)
+	}
+	return round, p, err
+}
+
+// pick returns the candidate idle longest in round, locking their row
+// (Pick.Master zero if none); Pick.Busy when a master the round has not
+// reached yet is locked or busy with another order's offer: the round is
+// not over, the order waits for them (the offer's end wakes distribution).
+func pick(ctx context.Context, tx pgx.Tx, o dispatch.Order, round int) (dispatch.Pick, error) {
+	var p dispatch.Pick
+	args := []any{o.City, o.District, o.Skill, o.ID, round}
+	err := tx.QueryRow(ctx, `SELECT m.user_id FROM masters m`+candidateWhere+`
+ORDER BY m.last_offer_at NULLS FIRST, m.user_id
+LIMIT 1
+FOR NO KEY UPDATE OF m SKIP LOCKED`, args...).Scan(&p.Master)
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return p, err
+	}
+	err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM masters m`+eligibleWhere+`)`, args...).Scan(&p.Busy)
+	return p, err
+}
+
+// insertOffer offers the order to the plan's master and settles the order
+// as the plan says; ok false if a racing transaction's open offer (of this
+// order or this master) made the insert write nothing.
+func insertOffer(ctx context.Context, tx pgx.Tx, o dispatch.Order, plan dispatch.StepPlan, sla time.Duration) (dispatch.Offer, dispatch.Order, bool, error) {
+	// ON CONFLICT without a target takes every unique index as an arbiter,
+	// the partial offers_open_order and offers_open_master included (a
+	// target names only one): a racing transaction's open offer makes
+	// this insert nothing instead of failing the transaction.
+	f, err := scanOffer(tx.QueryRow(ctx, `
+INSERT INTO offers (order_id, master_id, round, expires_at)
+VALUES ($1, $2, $3, now() + $4 * interval '1 microsecond')
+ON CONFLICT DO NOTHING
+RETURNING `+offerColumns, o.ID, plan.Master, plan.Round, micros(sla)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return f, o, false, nil
+	}
+	if err != nil {
+		return f, o, false, fmt.Errorf("insert offer: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE masters SET last_offer_at = now() WHERE user_id = $1`, plan.Master); err != nil {
+		return f, o, false, err
+	}
+	if plan.Settle {
+		o, err = scanOrder(tx.QueryRow(ctx, `UPDATE orders SET round = $2, unassignable_at = NULL, waiting = false, updated_at = now()
+WHERE id = $1 RETURNING `+orderColumns, o.ID, plan.Round))
+	}
+	return f, o, err == nil, err
+}
+
+// markUnassignable writes the plan for an order nobody is left for: its
+// round moved on, and its unassignable mark. The order as it is after.
+func markUnassignable(ctx context.Context, tx pgx.Tx, o dispatch.Order, plan dispatch.StepPlan) (dispatch.Order, error) {
+	if plan.Round != o.Round {
+		if _, err := tx.Exec(ctx, `UPDATE orders SET round = $2, updated_at = now() WHERE id = $1 AND round = $3`,
+			o.ID, plan.Round, o.Round); err != nil {
+			return o, err
+		}
+	}
+	if plan.MarkUnassignable {
+		if _, err := tx.Exec(ctx, `UPDATE orders SET unassignable_at = coalesce(unassignable_at, now()), waiting = false,
+updated_at = now() WHERE id = $1`, o.ID); err != nil {
+			return o, err
+		}
+	}
+	return scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, o.ID))
+}
 
 // tellTx renders a dispatch change's messages inside its transaction,
 // with the masters and orders it names read there too, and writes them to
