@@ -219,7 +219,7 @@ func (t timedMemoryNotifier) Failed(r memory.Run) []domain.Message {
 
 // timedDispatchRepo times the repository calls the dispatch replicas make
 // (Run's timer loop, the follow-up workers and the distribution passes).
-// OfferNext is named by its outcome.
+// NextOffer is named by its outcome.
 type timedDispatchRepo struct {
 	dispatch.Repository
 	s *stages
@@ -255,14 +255,14 @@ func (r timedDispatchRepo) SearchingOrders(ctx context.Context, limit int, all b
 	return r.Repository.SearchingOrders(ctx, limit, all, gate)
 }
 
-func (r timedDispatchRepo) OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (r timedDispatchRepo) NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	start := time.Now()
-	f, o, out, err := r.Repository.OfferNext(ctx, orderID, sla, gate, tell)
+	f, o, out, err := r.Repository.NextOffer(ctx, orderID, sla, gate, tell)
 	name := outcomeNames[out]
 	if err != nil {
 		name = "error"
 	}
-	r.s.since("db OfferNext ("+name+")", start)
+	r.s.since("db NextOffer ("+name+")", start)
 	return f, o, out, err
 }
 

@@ -507,7 +507,7 @@ RETURNING `+orderColumns, id, ratePercent, micros(deadline), masterID))
 //
 // Locks are taken in Accept's order, offer before order, so a cancel racing
 // an accept waits instead of deadlocking. The withdrawal runs again after
-// the order's update: an OfferNext holding the order may have committed a
+// the order's update: an NextOffer holding the order may have committed a
 // new offer while the update waited for it.
 func (s *Store) CancelOrder(ctx context.Context, id int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, []dispatch.Offer, bool, error) {
 	const withdraw = `UPDATE offers SET state = 'WITHDRAWN', responded_at = now()
@@ -622,7 +622,7 @@ const candidateWhere = eligibleWhere + `
   AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.master_id = m.user_id AND f.state IN ` + openOffer + `)`
 
 // dispatchAsync: the transitions the system makes on its own, an offer's
-// expiry (ExpireOffers) and a distribution step (OfferNext: an offer
+// expiry (ExpireOffers) and a distribution step (NextOffer: an offer
 // created, a round moved on, an order marked waiting or unassignable),
 // commit asynchronously: they do not wait for the disk, so a sweep's lag
 // is not a WAL flush queued behind every other commit's, and an offer's
@@ -651,7 +651,7 @@ const candidateWhere = eligibleWhere + `
 // /cancel, /done, /paid) stay synchronous: their handlers answer at once,
 // outside the outbox, and a change they confirmed must not be lost.
 
-// OfferNext is one distribution step for an order; see
+// NextOffer is one distribution step for an order; see
 // dispatch.Repository. Holding the order's row, it locks the chosen
 // master's row too (FOR NO KEY UPDATE, the lock its UPDATE takes, which
 // unlike FOR UPDATE does not conflict with the key-share locks of foreign
@@ -668,7 +668,7 @@ const candidateWhere = eligibleWhere + `
 // or a decline it sets it. A step that rolls back leaves it as it was.
 // So the replicas' recheck of waiting orders finds every order a lost or
 // skipped step left behind.
-func (s *Store) OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (s *Store) NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	var (
 		f   dispatch.Offer
 		o   dispatch.Order
@@ -688,7 +688,7 @@ func (s *Store) OfferNext(ctx context.Context, orderID int64, sla time.Duration,
 	return f, o, out, nil
 }
 
-// offerStep is OfferNext's transaction: it reads the facts, asks the
+// offerStep is NextOffer's transaction: it reads the facts, asks the
 // dispatch policy what they mean, and writes that.
 func offerStep(ctx context.Context, tx pgx.Tx, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	o, locked, err := lockOrder(ctx, tx, orderID)

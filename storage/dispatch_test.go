@@ -72,15 +72,15 @@ func (f *dfx) exec(sql string, args ...any) int64 {
 
 func (f *dfx) next(orderID int64) (dispatch.Offer, dispatch.Order, dispatch.Outcome) {
 	f.t.Helper()
-	of, o, out, err := f.st.OfferNext(f.ctx, orderID, sla, dispatch.Gate{}, nil)
+	of, o, out, err := f.st.NextOffer(f.ctx, orderID, sla, dispatch.Gate{}, nil)
 	require.NoError(f.t, err)
 	return of, o, out
 }
 
-// offered runs OfferNext and requires an offer to master.
+// offered runs NextOffer and requires an offer to master.
 func (f *dfx) offered(orderID, master int64, round int) dispatch.Offer {
 	f.t.Helper()
-	of, o, out, err := f.st.OfferNext(f.ctx, orderID, sla, dispatch.Gate{}, nil)
+	of, o, out, err := f.st.NextOffer(f.ctx, orderID, sla, dispatch.Gate{}, nil)
 	require.NoError(f.t, err)
 	require.Equal(f.t, dispatch.Offered, out)
 	require.Equal(f.t, master, of.MasterID, "offered to")
@@ -442,7 +442,7 @@ func TestViewAndDecline(t *testing.T) {
 // Candidate rules: place (case-insensitive) and skill match, paused,
 // blocked and busy masters skipped, and a busy master is a candidate again
 // once their offer expired or was declined.
-func TestOfferNextCandidates(t *testing.T) {
+func TestNextOfferCandidates(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	ctx := f.ctx
@@ -509,7 +509,7 @@ func TestOfferNextCandidates(t *testing.T) {
 	require.ErrorIs(t, err, domain.ErrNotFound, "a user who is not a master")
 }
 
-func TestOfferNextIdleLongestFirst(t *testing.T) {
+func TestNextOfferIdleLongestFirst(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	for _, id := range []int64{401, 402, 403, 404} {
@@ -530,7 +530,7 @@ func TestOfferNextIdleLongestFirst(t *testing.T) {
 // Round 1 offers each matching master once; round 2 once more to those
 // who let it expire; then the order is unassignable until a new master
 // registers.
-func TestOfferNextRounds(t *testing.T) {
+func TestNextOfferRounds(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	ctx := f.ctx
@@ -569,14 +569,14 @@ func TestOfferNextRounds(t *testing.T) {
 	require.Equal(t, [][2]int64{{501, 1}, {502, 1}, {501, 2}, {502, 2}, {503, 2}}, pairs)
 }
 
-func TestOfferNextOutcomes(t *testing.T) {
+func TestNextOfferOutcomes(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	ctx := f.ctx
 	f.master(1, "c", "d", "x")
 	f.master(2, "c", "d", "x")
 
-	_, _, _, err := f.st.OfferNext(ctx, 424242, sla, dispatch.Gate{}, nil)
+	_, _, _, err := f.st.NextOffer(ctx, 424242, sla, dispatch.Gate{}, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
 	o := f.order("c", "d", "x")
@@ -614,7 +614,7 @@ func TestOfferNextOutcomes(t *testing.T) {
 // A candidate whose row another transaction holds (another replica's
 // step, a profile update) makes the step Busy: the round does not move on
 // and the order is not reported unassignable.
-func TestOfferNextLockedCandidateIsBusy(t *testing.T) {
+func TestNextOfferLockedCandidateIsBusy(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	ctx := f.ctx
@@ -646,7 +646,7 @@ func TestOfferNextLockedCandidateIsBusy(t *testing.T) {
 // (its transaction still open when this one inserts): the partial unique
 // index makes the loser Busy, not an error; if the other rolls back, the
 // offer is made.
-func TestOfferNextRacingInsertIsBusy(t *testing.T) {
+func TestNextOfferRacingInsertIsBusy(t *testing.T) {
 	t.Parallel()
 	for _, commit := range []bool{true, false} {
 		t.Run(fmt.Sprintf("commit=%t", commit), func(t *testing.T) {
@@ -670,7 +670,7 @@ func TestOfferNextRacingInsertIsBusy(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				of, _, out, err := f.st.OfferNext(ctx, o.ID, sla, dispatch.Gate{}, nil)
+				of, _, out, err := f.st.NextOffer(ctx, o.ID, sla, dispatch.Gate{}, nil)
 				done <- result{of, out, err}
 			}()
 			require.Eventually(t, func() bool {
@@ -678,7 +678,7 @@ func TestOfferNextRacingInsertIsBusy(t *testing.T) {
 				_ = f.st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
 				return waiting == 1
-			}, 10*time.Second, 5*time.Millisecond, "OfferNext waits on the other insert")
+			}, 10*time.Second, 5*time.Millisecond, "NextOffer waits on the other insert")
 			if commit {
 				require.NoError(t, tx.Commit(ctx))
 			} else {
@@ -704,7 +704,7 @@ WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
 // Many replicas distributing the same orders at once, with masters
 // declining meanwhile: never two open offers for an order or a master,
 // never one master offered an order twice in a round, and no errors.
-func TestOfferNextConcurrent(t *testing.T) {
+func TestNextOfferConcurrent(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	ctx := f.ctx
@@ -727,7 +727,7 @@ func TestOfferNextConcurrent(t *testing.T) {
 			<-start
 			r := rand.New(rand.NewPCG(uint64(w), 1))
 			for range steps {
-				of, _, out, err := f.st.OfferNext(ctx, orderIDs[r.IntN(len(orderIDs))], sla, dispatch.Gate{}, nil)
+				of, _, out, err := f.st.NextOffer(ctx, orderIDs[r.IntN(len(orderIDs))], sla, dispatch.Gate{}, nil)
 				if err == nil && out == dispatch.Offered && r.IntN(2) == 0 {
 					_, _, err = f.st.Decline(ctx, of.ID, of.MasterID, nil)
 				}
@@ -905,7 +905,7 @@ func TestCancelOrderWithdrawsOfferMadeWhileWaiting(t *testing.T) {
 	f.master(1, "c", "d", "x")
 	o := f.order("c", "d", "x")
 
-	// What OfferNext does, held open.
+	// What NextOffer does, held open.
 	tx, err := f.st.Pool().Begin(ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
@@ -1252,7 +1252,7 @@ func TestOpenOrders(t *testing.T) {
 // A round is over only when every matching master has had the order: one
 // busy with another order's offer is waited for, not skipped, and the
 // order neither moves to round 2 nor is reported unassignable meanwhile.
-func TestOfferNextWaitsForBusyMaster(t *testing.T) {
+func TestNextOfferWaitsForBusyMaster(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	f.master(10, "c", "d", "x")
@@ -1322,7 +1322,7 @@ func TestDispatchMessagesCommitWithTheirChange(t *testing.T) {
 
 	o, err := f.st.CreateOrder(ctx, dispatch.NewOrder{CreatedBy: 1, City: "c", District: "d", Skill: "x", Price: 5, Description: "y"}, tell)
 	require.NoError(t, err)
-	of, _, out, err := f.st.OfferNext(ctx, o.ID, sla, dispatch.Gate{}, tell)
+	of, _, out, err := f.st.NextOffer(ctx, o.ID, sla, dispatch.Gate{}, tell)
 	require.NoError(t, err)
 	require.Equal(t, dispatch.Offered, out)
 	require.Equal(t, []string{"order", "SENT Name1"}, outbox())
@@ -1397,7 +1397,7 @@ func TestDispatchAsyncChangeIsDurableOnceItsMessageIsClaimed(t *testing.T) {
 	}
 	for range 10 {
 		o := f.order("Lviv", "Center", "plumbing")
-		of, _, out, err := f.st.OfferNext(f.ctx, o.ID, sla, dispatch.Gate{}, tell)
+		of, _, out, err := f.st.NextOffer(f.ctx, o.ID, sla, dispatch.Gate{}, tell)
 		require.NoError(t, err)
 		require.Equal(t, dispatch.Offered, out)
 		claim(of.ID, domain.KindOffer, written())
@@ -1416,7 +1416,7 @@ func TestDispatchAsyncChangeIsDurableOnceItsMessageIsClaimed(t *testing.T) {
 // mark, found again only by the DISTRIBUTION_INTERVAL pass. Forced here: a
 // trigger gives the chosen master another order's open offer right
 // before the step's insert, as the racing commit would.
-func TestOfferNextPicksAgainWhenItsMasterWasTaken(t *testing.T) {
+func TestNextOfferPicksAgainWhenItsMasterWasTaken(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	for _, id := range []int64{10, 11, 20, 21, 22, 23} {

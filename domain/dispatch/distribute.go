@@ -48,7 +48,7 @@ func (s *Service) distribute(ctx context.Context, all bool) error {
 // message and live-log line commit with the offer.
 func (s *Service) distributeOrder(ctx context.Context, orderID int64) {
 	st := s.newStory()
-	f, _, outcome, err := s.deps.Repo.OfferNext(ctx, orderID, s.cfg.OfferSLA, s.gate(), st.tell(func(c Changed) {
+	f, _, outcome, err := s.deps.Repo.NextOffer(ctx, orderID, s.cfg.OfferSLA, s.gate(), st.tell(func(c Changed) {
 		if len(c.Offers) == 0 {
 			st.event(Event{Kind: EventUnassignable, OrderID: c.Order.ID, Round: c.Order.Round})
 			return

@@ -145,7 +145,7 @@ type Outcome int
 
 // Distribution outcomes.
 const (
-	// Offered: an offer was created (Repository.OfferNext returns it).
+	// Offered: an offer was created (Repository.NextOffer returns it).
 	Offered Outcome = iota
 	// Busy: the order has an open offer, or another replica holds it.
 	Busy
@@ -249,7 +249,7 @@ type Repository interface {
 	// step that settles the order (an offer, the unassignable report)
 	// clears the mark. Orders of a city gate keeps closed are left out.
 	SearchingOrders(ctx context.Context, limit int, all bool, gate Gate) ([]int64, error)
-	// OfferNext is one distribution step for an order, in one transaction
+	// NextOffer is one distribution step for an order, in one transaction
 	// holding the order's row (Busy if another transaction holds it: the
 	// order's waiting mark then says whether a step is still owed; AfterHours,
 	// still waiting, if gate keeps its city closed now): pick
@@ -260,7 +260,7 @@ type Repository interface {
 	// A new offer's messages (the offer, its live-log line) commit with
 	// it, so an offer never exists unseen; tell also renders the
 	// unassignable report (Changed with no offer).
-	OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate Gate, tell domain.Render[Changed]) (Offer, Order, Outcome, error)
+	NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate Gate, tell domain.Render[Changed]) (Offer, Order, Outcome, error)
 
 	// Offer returns one offer; domain.ErrNotFound if none.
 	Offer(ctx context.Context, id int64) (Offer, error)

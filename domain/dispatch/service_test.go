@@ -751,18 +751,18 @@ func TestTimerRetriesAFailedSweep(t *testing.T) {
 		"the timer tried again")
 }
 
-// failOnce is the real store whose first OfferNext fails, as a deadlock
+// failOnce is the real store whose first NextOffer fails, as a deadlock
 // or a dropped connection would make it.
 type failOnce struct {
 	dispatch.Repository
 	failed atomic.Bool
 }
 
-func (r *failOnce) OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (r *failOnce) NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	if r.failed.CompareAndSwap(false, true) {
 		return dispatch.Offer{}, dispatch.Order{}, dispatch.Busy, errors.New("injected: connection reset by peer")
 	}
-	return r.Repository.OfferNext(ctx, orderID, sla, gate, tell)
+	return r.Repository.NextOffer(ctx, orderID, sla, gate, tell)
 }
 
 // An order whose distribution failed has no open offer and is not marked
