@@ -235,9 +235,9 @@ func (r timedDispatchRepo) ExpireOffers(ctx context.Context, tell domain.Render[
 	return r.Repository.ExpireOffers(ctx, tell)
 }
 
-func (r timedDispatchRepo) NextExpiry(ctx context.Context) (time.Time, bool, error) {
+func (r timedDispatchRepo) NextOfferExpiry(ctx context.Context) (time.Time, bool, error) {
 	defer r.s.since("db NextExpiry", time.Now())
-	return r.Repository.NextExpiry(ctx)
+	return r.Repository.NextOfferExpiry(ctx)
 }
 
 func (r timedDispatchRepo) Master(ctx context.Context, id int64) (dispatch.Master, error) {

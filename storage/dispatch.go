@@ -369,9 +369,9 @@ FROM orders o WHERE o.master_id = $1 AND `+unpaid("o"), userID).QueryRow(func(ro
 	return st, nil
 }
 
-// SetActive pauses or resumes a master; false if they already were so,
+// SetMasterActive pauses or resumes a master; false if they already were so,
 // domain.ErrNotFound if the user is not a master.
-func (s *Store) SetActive(ctx context.Context, userID int64, active bool) (bool, error) {
+func (s *Store) SetMasterActive(ctx context.Context, userID int64, active bool) (bool, error) {
 	var changed bool
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `
@@ -928,11 +928,11 @@ func (s *Store) offerAsIs(ctx context.Context, id int64) (dispatch.Offer, bool, 
 	return f, false, err
 }
 
-// Accept is the one conditional statement on the offer (the master's, open,
+// AcceptOffer is the one conditional statement on the offer (the master's, open,
 // expires_at > now()) and, in the same transaction, the order's SEARCHING →
 // ASSIGNED; if either finds nothing, the transaction rolls back and ok is
 // false, with the offer and its order as they are (zero if no such offer).
-func (s *Store) Accept(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, bool, error) {
+func (s *Store) AcceptOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, bool, error) {
 	var f dispatch.Offer
 	var o dispatch.Order
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
@@ -973,10 +973,10 @@ RETURNING `+orderColumns, f.OrderID, masterID))
 	return f, o, true, nil
 }
 
-// Decline moves the master's open offer to DECLINED and marks its order
+// DeclineOffer moves the master's open offer to DECLINED and marks its order
 // owed a step (waiting), in one statement; ok false otherwise, with the
 // offer as it is.
-func (s *Store) Decline(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
+func (s *Store) DeclineOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
 	return s.answerOffer(ctx, "decline", `
 WITH f AS (
     UPDATE offers SET state = 'DECLINED', responded_at = now()
@@ -1012,9 +1012,9 @@ func markWaiting(ctx context.Context, tx pgx.Tx, ended []dispatch.Offer) error {
 	return nil
 }
 
-// View moves the master's SENT offer to VIEWED; ok false otherwise, with
+// ViewOffer moves the master's SENT offer to VIEWED; ok false otherwise, with
 // the offer as it is.
-func (s *Store) View(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
+func (s *Store) ViewOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
 	return s.answerOffer(ctx, "view", `
 UPDATE offers SET state = 'VIEWED', viewed_at = now()
 WHERE id = $1 AND master_id = $2 AND state = 'SENT' AND expires_at > now()
@@ -1073,8 +1073,8 @@ RETURNING `+offerColumnsF))
 	return offers, nil
 }
 
-// NextExpiry is the earliest expires_at of an open offer (false: none).
-func (s *Store) NextExpiry(ctx context.Context) (time.Time, bool, error) {
+// NextOfferExpiry is the earliest expires_at of an open offer (false: none).
+func (s *Store) NextOfferExpiry(ctx context.Context) (time.Time, bool, error) {
 	var next pgtype.Timestamptz
 	if err := s.pool.QueryRow(ctx, `SELECT min(expires_at) FROM offers WHERE state IN `+openOffer).Scan(&next); err != nil {
 		return time.Time{}, false, fmt.Errorf("next offer expiry: %w", err)
@@ -1082,12 +1082,12 @@ func (s *Store) NextExpiry(ctx context.Context) (time.Time, bool, error) {
 	return tsValue(next), next.Valid, nil
 }
 
-// BlockOverdue blocks every unblocked master owing commission past its
+// BlockOverdueMasters blocks every unblocked master owing commission past its
 // deadline and returns them, by id, with all they owe. It locks the
 // masters first and re-reads the debts in a later statement, so a
 // settlement committed meanwhile is seen and its master is not blocked;
 // a second run (here or on another replica) finds them blocked already.
-func (s *Store) BlockOverdue(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Debt, error) {
+func (s *Store) BlockOverdueMasters(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Debt, error) {
 	var out []dispatch.Debt
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
@@ -1142,7 +1142,7 @@ func (s *Store) SettleCommission(ctx context.Context, masterID int64, tell domai
 	d := dispatch.Debt{MasterID: masterID}
 	var wasBlocked bool
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
-		// The master's row first, as BlockOverdue locks it: one of the two
+		// The master's row first, as BlockOverdueMasters locks it: one of the two
 		// waits for the other.
 		var blocked pgtype.Timestamptz
 		if err := tx.QueryRow(ctx, `SELECT blocked_at FROM masters WHERE user_id = $1 FOR NO KEY UPDATE`, masterID).
@@ -1187,9 +1187,9 @@ WHERE user_id = $1 AND blocked_at IS NOT NULL`, masterID); err != nil {
 	return d, wasBlocked, nil
 }
 
-// Autoclose moves DONE orders done at least after ago to CLOSED and
+// AutocloseOrders moves DONE orders done at least after ago to CLOSED and
 // returns their ids, ascending.
-func (s *Store) Autoclose(ctx context.Context, after time.Duration, tell domain.Render[dispatch.Changed]) ([]int64, error) {
+func (s *Store) AutocloseOrders(ctx context.Context, after time.Duration, tell domain.Render[dispatch.Changed]) ([]int64, error) {
 	var ids []int64
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `

@@ -95,7 +95,7 @@ func (f *dfx) offered(orderID, master int64, round int) dispatch.Offer {
 
 func (f *dfx) decline(of dispatch.Offer) {
 	f.t.Helper()
-	got, ok, err := f.st.Decline(f.ctx, of.ID, of.MasterID, nil)
+	got, ok, err := f.st.DeclineOffer(f.ctx, of.ID, of.MasterID, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	require.Equal(f.t, dispatch.Declined, got.State)
@@ -120,7 +120,7 @@ func (f *dfx) assigned(masterID, price int64) dispatch.Order {
 	}
 	o := f.orderPriced(city, "d", "x", price)
 	of := f.offered(o.ID, masterID, 1)
-	_, o, ok, err := f.st.Accept(f.ctx, of.ID, masterID, nil)
+	_, o, ok, err := f.st.AcceptOffer(f.ctx, of.ID, masterID, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	return o
@@ -198,11 +198,11 @@ func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
 		case dispatch.Sent:
 			ok = true
 		case dispatch.Viewed:
-			_, ok, err = f.st.View(ctx, fx.offer.ID, fx.offer.MasterID, nil)
+			_, ok, err = f.st.ViewOffer(ctx, fx.offer.ID, fx.offer.MasterID, nil)
 		case dispatch.Accepted:
-			_, _, ok, err = f.st.Accept(ctx, fx.offer.ID, fx.offer.MasterID, nil)
+			_, _, ok, err = f.st.AcceptOffer(ctx, fx.offer.ID, fx.offer.MasterID, nil)
 		case dispatch.Declined:
-			_, ok, err = f.st.Decline(ctx, fx.offer.ID, fx.offer.MasterID, nil)
+			_, ok, err = f.st.DeclineOffer(ctx, fx.offer.ID, fx.offer.MasterID, nil)
 		case dispatch.Withdrawn:
 			_, _, ok, err = f.st.CancelOrder(ctx, fx.offer.OrderID, nil)
 		case dispatch.Expired:
@@ -303,7 +303,7 @@ func TestAcceptConcurrentPressesAssignOnce(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			r := &results[i]
-			r.offer, r.order, r.ok, r.err = f.st.Accept(f.ctx, of.ID, 7, nil)
+			r.offer, r.order, r.ok, r.err = f.st.AcceptOffer(f.ctx, of.ID, 7, nil)
 		})
 	}
 	close(start)
@@ -343,7 +343,7 @@ func TestAcceptRefusals(t *testing.T) {
 		t.Helper()
 		before := f.rows("offers", "id")
 		ordersBefore := f.rows("orders", "id")
-		_, _, ok, err := f.st.Accept(ctx, offerID, masterID, nil)
+		_, _, ok, err := f.st.AcceptOffer(ctx, offerID, masterID, nil)
 		require.NoError(t, err)
 		require.False(t, ok, why)
 		require.Equal(t, before, f.rows("offers", "id"), "%s: offers unchanged", why)
@@ -367,7 +367,7 @@ func TestAcceptRefusals(t *testing.T) {
 	o2 := f.order("a", "d", "x")
 	of := f.offered(o2.ID, 1, 1)
 	refused(of.ID, 2, "foreign")
-	got, o, ok, err := f.st.Accept(ctx, of.ID, 1, nil)
+	got, o, ok, err := f.st.AcceptOffer(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Accepted, got.State)
@@ -385,7 +385,7 @@ func TestAcceptRefusals(t *testing.T) {
 	refused(w.ID, 1, "withdrawn")
 
 	// No such offer.
-	got, o, ok, err = f.st.Accept(ctx, 999999, 1, nil)
+	got, o, ok, err = f.st.AcceptOffer(ctx, 999999, 1, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Zero(t, got)
@@ -401,37 +401,37 @@ func TestViewAndDecline(t *testing.T) {
 	o := f.order("a", "d", "x")
 	of := f.offered(o.ID, 1, 1)
 
-	_, ok, err := f.st.View(ctx, of.ID, 2, nil)
+	_, ok, err := f.st.ViewOffer(ctx, of.ID, 2, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "another master's offer")
-	v, ok, err := f.st.View(ctx, of.ID, 1, nil)
+	v, ok, err := f.st.ViewOffer(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Viewed, v.State)
 	require.False(t, v.ViewedAt.IsZero())
-	again, ok, err := f.st.View(ctx, of.ID, 1, nil)
+	again, ok, err := f.st.ViewOffer(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "already VIEWED")
 	require.Equal(t, v, again, "returned as it is")
 
-	_, ok, err = f.st.Decline(ctx, of.ID, 2, nil)
+	_, ok, err = f.st.DeclineOffer(ctx, of.ID, 2, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "another master's offer")
-	d, ok, err := f.st.Decline(ctx, of.ID, 1, nil)
+	d, ok, err := f.st.DeclineOffer(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Declined, d.State)
 	require.Equal(t, v.ViewedAt, d.ViewedAt)
 	require.False(t, d.RespondedAt.IsZero())
-	d2, ok, err := f.st.Decline(ctx, of.ID, 1, nil)
+	d2, ok, err := f.st.DeclineOffer(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, d, d2)
-	_, ok, err = f.st.View(ctx, of.ID, 1, nil)
+	_, ok, err = f.st.ViewOffer(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "a closed offer is not viewed")
 
-	_, ok, err = f.st.Decline(ctx, 12345, 1, nil)
+	_, ok, err = f.st.DeclineOffer(ctx, 12345, 1, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	_, err = f.st.Offer(ctx, 12345)
@@ -458,10 +458,10 @@ func TestNextOfferCandidates(t *testing.T) {
 	f.master(304, "Kyiv", "Podil", "electric")
 	f.master(305, "kyiv", "PODIL", "plumbing")
 	f.master(306, "Kyiv", "Podil", "plumbing")
-	changed, err := f.st.SetActive(ctx, 305, false)
+	changed, err := f.st.SetMasterActive(ctx, 305, false)
 	require.NoError(t, err)
 	require.True(t, changed)
-	changed, err = f.st.SetActive(ctx, 305, false)
+	changed, err = f.st.SetMasterActive(ctx, 305, false)
 	require.NoError(t, err)
 	require.False(t, changed, "already paused")
 	f.exec(`UPDATE masters SET blocked_at = now() WHERE user_id = 306`)
@@ -493,7 +493,7 @@ func TestNextOfferCandidates(t *testing.T) {
 	f.offered(o3.ID, 301, 1)
 
 	// Resumed, 305 is a candidate (never offered: first in line).
-	changed, err = f.st.SetActive(ctx, 305, true)
+	changed, err = f.st.SetMasterActive(ctx, 305, true)
 	require.NoError(t, err)
 	require.True(t, changed)
 	o4 := f.order("Kyiv", "Podil", "plumbing")
@@ -502,10 +502,10 @@ func TestNextOfferCandidates(t *testing.T) {
 	require.Equal(t, []int64{301, 305, 307}, f.int64s(`SELECT DISTINCT master_id FROM offers ORDER BY 1`),
 		"wrong place, wrong skill and blocked masters were never offered anything")
 
-	_, err = f.st.SetActive(ctx, 999, true)
+	_, err = f.st.SetMasterActive(ctx, 999, true)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 	f.user(998)
-	_, err = f.st.SetActive(ctx, 998, true)
+	_, err = f.st.SetMasterActive(ctx, 998, true)
 	require.ErrorIs(t, err, domain.ErrNotFound, "a user who is not a master")
 }
 
@@ -603,7 +603,7 @@ func TestNextOfferOutcomes(t *testing.T) {
 	require.Equal(t, o2.ID, got.ID)
 	require.NoError(t, tx.Rollback(ctx))
 
-	_, _, ok, err := f.st.Accept(ctx, of.ID, 1, nil)
+	_, _, ok, err := f.st.AcceptOffer(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	_, got, out = f.next(o.ID)
@@ -729,7 +729,7 @@ func TestNextOfferConcurrent(t *testing.T) {
 			for range steps {
 				of, _, out, err := f.st.NextOffer(ctx, orderIDs[r.IntN(len(orderIDs))], sla, dispatch.Gate{}, nil)
 				if err == nil && out == dispatch.Offered && r.IntN(2) == 0 {
-					_, _, err = f.st.Decline(ctx, of.ID, of.MasterID, nil)
+					_, _, err = f.st.DeclineOffer(ctx, of.ID, of.MasterID, nil)
 				}
 				mu.Lock()
 				if err != nil {
@@ -770,7 +770,7 @@ func TestExpireManyAndNextExpiry(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	ctx := f.ctx
-	_, ok, err := f.st.NextExpiry(ctx)
+	_, ok, err := f.st.NextOfferExpiry(ctx)
 	require.NoError(t, err)
 	require.False(t, ok)
 
@@ -782,7 +782,7 @@ func TestExpireManyAndNextExpiry(t *testing.T) {
 
 	var oldest time.Time
 	require.NoError(t, f.st.Pool().QueryRow(ctx, `SELECT min(expires_at) FROM offers`).Scan(&oldest))
-	next, ok, err := f.st.NextExpiry(ctx)
+	next, ok, err := f.st.NextOfferExpiry(ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.True(t, oldest.Equal(next))
@@ -800,7 +800,7 @@ func TestExpireManyAndNextExpiry(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, again)
 
-	next, ok, err = f.st.NextExpiry(ctx)
+	next, ok, err = f.st.NextOfferExpiry(ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.True(t, later.ExpiresAt.Equal(next))
@@ -941,7 +941,7 @@ WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
 	require.Equal(t, dispatch.Withdrawn, cur.State)
 }
 
-// Accept and cancel pressed at once, many times: no deadlock or error, and
+// AcceptOffer and cancel pressed at once, many times: no deadlock or error, and
 // never an open offer on a cancelled order nor an accepted offer whose
 // order was not assigned.
 func TestAcceptRacingCancel(t *testing.T) {
@@ -957,7 +957,7 @@ func TestAcceptRacingCancel(t *testing.T) {
 		var acceptOK, cancelOK bool
 		var acceptErr, cancelErr error
 		var w []dispatch.Offer
-		wg.Go(func() { _, _, acceptOK, acceptErr = f.st.Accept(ctx, of.ID, 1, nil) })
+		wg.Go(func() { _, _, acceptOK, acceptErr = f.st.AcceptOffer(ctx, of.ID, 1, nil) })
 		wg.Go(func() { _, w, cancelOK, cancelErr = f.st.CancelOrder(ctx, o.ID, nil) })
 		wg.Wait()
 		require.NoError(t, acceptErr)
@@ -1051,15 +1051,15 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 	f.exec(`UPDATE masters SET blocked_at = now() - interval '1 day' WHERE user_id = 603`)
 	cBefore := f.rows("masters", "user_id")[603]
 
-	// Autoclose: only a1 is old enough; CLOSED still owes.
-	closed, err := f.st.Autoclose(ctx, 24*time.Hour, nil)
+	// AutocloseOrders: only a1 is old enough; CLOSED still owes.
+	closed, err := f.st.AutocloseOrders(ctx, 24*time.Hour, nil)
 	require.NoError(t, err)
 	require.Equal(t, []int64{a1.ID}, closed)
 	cur, err := f.st.Order(ctx, a1.ID)
 	require.NoError(t, err)
 	require.Equal(t, dispatch.Closed, cur.State)
 	require.False(t, cur.ClosedAt.IsZero())
-	closed, err = f.st.Autoclose(ctx, 24*time.Hour, nil)
+	closed, err = f.st.AutocloseOrders(ctx, 24*time.Hour, nil)
 	require.NoError(t, err)
 	require.Empty(t, closed)
 
@@ -1068,14 +1068,14 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 	debts := make([][]dispatch.Debt, 2)
 	errs := make([]error, 2)
 	for i := range debts {
-		wg.Go(func() { debts[i], errs[i] = f.st.BlockOverdue(ctx, nil) })
+		wg.Go(func() { debts[i], errs[i] = f.st.BlockOverdueMasters(ctx, nil) })
 	}
 	wg.Wait()
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
 	all := append(debts[0], debts[1]...)
 	require.Equal(t, []dispatch.Debt{{MasterID: 601, Amount: 100 + 200, Overdue: 100, Orders: []int64{a1.ID, a2.ID}}}, all)
-	again, err := f.st.BlockOverdue(ctx, nil)
+	again, err := f.st.BlockOverdueMasters(ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, again)
 	blocked := f.int64s(`SELECT user_id FROM masters WHERE blocked_at IS NOT NULL ORDER BY 1`)
@@ -1159,7 +1159,7 @@ func TestMasters(t *testing.T) {
 	require.True(t, m.LastOfferAt.IsZero())
 	require.False(t, m.CreatedAt.IsZero())
 
-	_, err = f.st.SetActive(ctx, 1, false)
+	_, err = f.st.SetMasterActive(ctx, 1, false)
 	require.NoError(t, err)
 	require.NoError(t, f.st.SetUserLanguage(ctx, 1, "ru"))
 	m2, created, err := f.st.SaveMaster(ctx, 1, "Lviv", "Center", []string{"electric"})
@@ -1207,7 +1207,7 @@ func TestOpenOrders(t *testing.T) {
 	m1 := f.master(1, "c", "d", "x")
 	s1 := f.order("c", "d", "x")
 	of := f.offered(s1.ID, 1, 1)
-	of, ok, err := f.st.View(ctx, of.ID, 1, nil)
+	of, ok, err := f.st.ViewOffer(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	s2 := f.order("elsewhere", "d", "x")
@@ -1225,7 +1225,7 @@ func TestOpenOrders(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	f.exec(`UPDATE orders SET done_at = now() - interval '2 days' WHERE id = $1`, x1.ID)
-	_, err = f.st.Autoclose(ctx, 24*time.Hour, nil)
+	_, err = f.st.AutocloseOrders(ctx, 24*time.Hour, nil)
 	require.NoError(t, err)
 
 	m1, err = f.st.Master(ctx, 1) // last_offer_at moved
@@ -1327,13 +1327,13 @@ func TestDispatchMessagesCommitWithTheirChange(t *testing.T) {
 	require.Equal(t, dispatch.Offered, out)
 	require.Equal(t, []string{"order", "SENT Name1"}, outbox())
 
-	_, ok, err := f.st.Decline(ctx, of.ID, 2, tell) // not the offer's master
+	_, ok, err := f.st.DeclineOffer(ctx, of.ID, 2, tell) // not the offer's master
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Len(t, outbox(), 2, "a refused change writes nothing")
 	require.Len(t, seen, 2, "nor renders anything")
 
-	_, _, ok, err = f.st.Accept(ctx, of.ID, 1, tell)
+	_, _, ok, err = f.st.AcceptOffer(ctx, of.ID, 1, tell)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, []string{"order", "SENT Name1", "ACCEPTED Name1"}, outbox())

@@ -203,9 +203,9 @@ type Repository interface {
 	// case-insensitive); domain.ErrNotFound if none.
 	MasterByUsername(ctx context.Context, username string) (Master, error)
 	MasterStats(ctx context.Context, userID int64) (MasterStats, error)
-	// SetActive sets active; false if it already was so. domain.ErrNotFound
+	// SetMasterActive sets active; false if it already was so. domain.ErrNotFound
 	// if the user is not a master.
-	SetActive(ctx context.Context, userID int64, active bool) (bool, error)
+	SetMasterActive(ctx context.Context, userID int64, active bool) (bool, error)
 
 	CreateOrder(ctx context.Context, o NewOrder, tell domain.Render[Changed]) (Order, error)
 	// Order returns one order; domain.ErrNotFound if none.
@@ -223,22 +223,22 @@ type Repository interface {
 	// is) if the order was in neither state. Changed.Assigned is the
 	// assigned master's accepted offer, if any.
 	CancelOrder(ctx context.Context, id int64, tell domain.Render[Changed]) (o Order, withdrawn []Offer, ok bool, err error)
-	// MarkStep records the assigned master's step on the order: one
+	// MarkOrderStep records the assigned master's step on the order: one
 	// conditional statement, only while the order is ASSIGNED to masterID
 	// and the step is not done yet (Arrived also marks EnRoute if it was
 	// skipped). ok false, with the order as it is, otherwise.
-	MarkStep(ctx context.Context, orderID, masterID int64, step Step, tell domain.Render[Changed]) (Order, bool, error)
+	MarkOrderStep(ctx context.Context, orderID, masterID int64, step Step, tell domain.Render[Changed]) (Order, bool, error)
 	// ReturnOrder is the assigned master giving the order back: ASSIGNED
 	// → SEARCHING in one conditional statement (master, steps and
 	// round reset, waiting set), only while it is assigned to masterID;
 	// ok false, with the order as it is, otherwise. Changed.Assigned is
 	// the master's accepted offer.
 	ReturnOrder(ctx context.Context, orderID, masterID int64, tell domain.Render[Changed]) (Order, bool, error)
-	// RecordPhoto counts a photo of the finished work the master sends on
+	// RecordOrderPhoto counts a photo of the finished work the master sends on
 	// to the admins: the master's order done latest within `within` that
 	// has fewer than max photos. The order, and false if there is none
 	// (Order.ID zero: no recent order; else it has max photos already).
-	RecordPhoto(ctx context.Context, masterID int64, within time.Duration, max int, tell domain.Render[Changed]) (Order, bool, error)
+	RecordOrderPhoto(ctx context.Context, masterID int64, within time.Duration, max int, tell domain.Render[Changed]) (Order, bool, error)
 
 	// SearchingOrders lists SEARCHING orders with no open offer, oldest
 	// first: all of them, or (all false) only those owed a distribution
@@ -265,31 +265,31 @@ type Repository interface {
 	// Offer returns one offer; domain.ErrNotFound if none.
 	Offer(ctx context.Context, id int64) (Offer, error)
 
-	// Accept is the one conditional statement: the offer moves to ACCEPTED
+	// AcceptOffer is the one conditional statement: the offer moves to ACCEPTED
 	// only if it is the master's, open and not past expires_at, and its
 	// order SEARCHING → ASSIGNED in the same transaction; ok false if
 	// anything did not hold (nothing changed).
-	Accept(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, Order, bool, error)
-	// Decline moves the master's open offer to DECLINED; ok false otherwise.
-	Decline(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, bool, error)
-	// View moves the master's SENT offer not yet past expires_at to VIEWED;
+	AcceptOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, Order, bool, error)
+	// DeclineOffer moves the master's open offer to DECLINED; ok false otherwise.
+	DeclineOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, bool, error)
+	// ViewOffer moves the master's SENT offer not yet past expires_at to VIEWED;
 	// ok false otherwise (an offer already VIEWED is returned with ok false
 	// too).
-	View(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, bool, error)
+	ViewOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, bool, error)
 	// ExpireOffers is the watchdog's statement: every SENT or VIEWED offer
 	// with expires_at <= now() becomes EXPIRED, and exactly those return.
 	ExpireOffers(ctx context.Context, tell domain.Render[Changed]) ([]Offer, error)
-	// NextExpiry is the earliest expires_at of an open offer (false: none).
-	NextExpiry(ctx context.Context) (time.Time, bool, error)
+	// NextOfferExpiry is the earliest expires_at of an open offer (false: none).
+	NextOfferExpiry(ctx context.Context) (time.Time, bool, error)
 
-	// BlockOverdue blocks every unblocked master owing commission past its
+	// BlockOverdueMasters blocks every unblocked master owing commission past its
 	// deadline and returns them with what they owe.
-	BlockOverdue(ctx context.Context, tell domain.Render[Changed]) ([]Debt, error)
+	BlockOverdueMasters(ctx context.Context, tell domain.Render[Changed]) ([]Debt, error)
 	// SettleCommission marks all the master's unpaid commission paid and
 	// unblocks them; what was settled, and whether they were blocked.
 	SettleCommission(ctx context.Context, masterID int64, tell domain.Render[Changed]) (Debt, bool, error)
-	// Autoclose moves DONE orders older than after to CLOSED.
-	Autoclose(ctx context.Context, after time.Duration, tell domain.Render[Changed]) ([]int64, error)
+	// AutocloseOrders moves DONE orders older than after to CLOSED.
+	AutocloseOrders(ctx context.Context, after time.Duration, tell domain.Render[Changed]) ([]int64, error)
 }
 
 // EventKind names a live-log event.

@@ -717,12 +717,12 @@ func (r flakyRepo) ExpireOffers(ctx context.Context, tell domain.Render[dispatch
 	return r.Repository.ExpireOffers(ctx, tell)
 }
 
-func (r flakyRepo) NextExpiry(ctx context.Context) (time.Time, bool, error) {
+func (r flakyRepo) NextOfferExpiry(ctx context.Context) (time.Time, bool, error) {
 	if r.down.Load() {
 		r.failures.Add(1)
 		return time.Time{}, false, errors.New("sorry, too many clients already")
 	}
-	return r.Repository.NextExpiry(ctx)
+	return r.Repository.NextOfferExpiry(ctx)
 }
 
 // A sweep that fails when its offer falls due, with the read of the next
@@ -814,7 +814,7 @@ func TestOrderLeftWithoutOfferIsTakenUpAgain(t *testing.T) {
 			// the order on.
 			name: "declined on a replica that died",
 			end: func(t *testing.T, w *world, _ *dispatch.Service, f dispatch.Offer) {
-				_, ok, err := w.store.Decline(w.ctx, f.ID, f.MasterID, nil)
+				_, ok, err := w.store.DeclineOffer(w.ctx, f.ID, f.MasterID, nil)
 				require.NoError(t, err)
 				require.True(t, ok)
 			},
