@@ -1056,8 +1056,8 @@ type reapSignal struct {
 	reaped chan struct{}
 }
 
-func (r reapSignal) FailInterrupted(ctx context.Context, render domain.Render[analysis.Review]) ([]analysis.Run, error) {
-	runs, err := r.Repository.FailInterrupted(ctx, render)
+func (r reapSignal) FailInterruptedAnalysisRuns(ctx context.Context, render domain.Render[analysis.Review]) ([]analysis.Run, error) {
+	runs, err := r.Repository.FailInterruptedAnalysisRuns(ctx, render)
 	select {
 	case r.reaped <- struct{}{}:
 	default:

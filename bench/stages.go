@@ -275,7 +275,7 @@ func (s *stages) reset() {
 }
 
 // timedAnalysisRepo times the repository calls of the analysis executor
-// (and of Start and Serve). Each is one statement except SaveBatch (a
+// (and of Start and Serve). Each is one statement except SaveProposalBatch (a
 // transaction: the run's counters, then the proposals and their sources in
 // one pipelined batch).
 type timedAnalysisRepo struct {
@@ -283,41 +283,41 @@ type timedAnalysisRepo struct {
 	s *stages
 }
 
-func (r timedAnalysisRepo) StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (r timedAnalysisRepo) StartAnalysisRun(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	defer r.s.since("db StartRun", time.Now())
-	return r.Repository.StartRun(ctx, id, rag, lease, render)
+	return r.Repository.StartAnalysisRun(ctx, id, rag, lease, render)
 }
 
-func (r timedAnalysisRepo) WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.Message, error) {
+func (r timedAnalysisRepo) WindowGroupMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.Message, error) {
 	defer r.s.since("db WindowMessages", time.Now())
-	return r.Repository.WindowMessages(ctx, runID, from, to, chatID)
+	return r.Repository.WindowGroupMessages(ctx, runID, from, to, chatID)
 }
 
-// SetProgress, SaveBatch and CompleteRun include the rendering of their
+// SetAnalysisProgress, SaveProposalBatch and CompleteAnalysisRun include the rendering of their
 // messages and writing them to the outbox, in the same transaction.
-func (r timedAnalysisRepo) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
+func (r timedAnalysisRepo) SetAnalysisProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
 	defer r.s.since("db SetProgress", time.Now())
-	return r.Repository.SetProgress(ctx, id, messages, filtered, batches, render)
+	return r.Repository.SetAnalysisProgress(ctx, id, messages, filtered, batches, render)
 }
 
-func (r timedAnalysisRepo) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
+func (r timedAnalysisRepo) SaveProposalBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
 	defer r.s.since("db SaveBatch", time.Now())
-	return r.Repository.SaveBatch(ctx, runID, batch, messages, ps, render)
+	return r.Repository.SaveProposalBatch(ctx, runID, batch, messages, ps, render)
 }
 
-func (r timedAnalysisRepo) CompleteRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (r timedAnalysisRepo) CompleteAnalysisRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	defer r.s.since("db CompleteRun", time.Now())
-	return r.Repository.CompleteRun(ctx, id, render)
+	return r.Repository.CompleteAnalysisRun(ctx, id, render)
 }
 
-func (r timedAnalysisRepo) RenewLease(ctx context.Context, id int64, lease time.Duration) (bool, error) {
+func (r timedAnalysisRepo) RenewAnalysisLease(ctx context.Context, id int64, lease time.Duration) (bool, error) {
 	defer r.s.since("db RenewLease", time.Now())
-	return r.Repository.RenewLease(ctx, id, lease)
+	return r.Repository.RenewAnalysisLease(ctx, id, lease)
 }
 
-func (r timedAnalysisRepo) Similar(ctx context.Context, runID int64, v []float32, k int) ([]analysis.Proposal, error) {
+func (r timedAnalysisRepo) SimilarProposals(ctx context.Context, runID int64, v []float32, k int) ([]analysis.Proposal, error) {
 	defer r.s.since("db Similar", time.Now())
-	return r.Repository.Similar(ctx, runID, v, k)
+	return r.Repository.SimilarProposals(ctx, runID, v, k)
 }
 
 type timedAnalysisLLM struct {

@@ -55,7 +55,7 @@ decision, decided_by, decided_at, message_id, created_at`
 	groupMessageColumns = `chat_id, message_id, author_id, author, text, date`
 	// unclosedRuns is the SQL spelling of analysis.Unclosed; it is the
 	// predicate of the partial index analysis_runs_one_unclosed, which
-	// CreateRun's ON CONFLICT names.
+	// CreateAnalysisRun's ON CONFLICT names.
 	unclosedRuns = `('pending', 'running', 'completed', 'reviewed')`
 )
 
@@ -194,10 +194,10 @@ func sortedRefs(refs []analysis.Ref) []analysis.Ref {
 	return slices.Compact(out)
 }
 
-// SaveMessage stores a group message; the same message again (an edit)
+// SaveGroupMessage stores a group message; the same message again (an edit)
 // updates its text and edited_at. A group not tracked yet is added, so
 // that /chats lists it.
-func (s *Store) SaveMessage(ctx context.Context, m analysis.Message) error {
+func (s *Store) SaveGroupMessage(ctx context.Context, m analysis.Message) error {
 	_, err := s.pool.Exec(ctx, `
 WITH chat AS (
     INSERT INTO group_chats (id) VALUES ($1) ON CONFLICT (id) DO NOTHING
@@ -211,8 +211,8 @@ WHERE g.text IS DISTINCT FROM EXCLUDED.text`, m.ChatID, m.MessageID, m.AuthorID,
 	return nil
 }
 
-// EditMessage updates a stored message's text; false if it is not stored.
-func (s *Store) EditMessage(ctx context.Context, chatID, messageID int64, text string) (bool, error) {
+// EditGroupMessage updates a stored message's text; false if it is not stored.
+func (s *Store) EditGroupMessage(ctx context.Context, chatID, messageID int64, text string) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE group_messages SET text = $3, edited_at = now()
 WHERE chat_id = $1 AND message_id = $2`, chatID, messageID, text)
 	if err != nil {
@@ -221,9 +221,9 @@ WHERE chat_id = $1 AND message_id = $2`, chatID, messageID, text)
 	return tag.RowsAffected() == 1, nil
 }
 
-// TrackChat records a group the bot is in, with its title and whether the
+// TrackGroupChat records a group the bot is in, with its title and whether the
 // bot can read ordinary messages there.
-func (s *Store) TrackChat(ctx context.Context, id int64, title string, canRead bool) error {
+func (s *Store) TrackGroupChat(ctx context.Context, id int64, title string, canRead bool) error {
 	_, err := s.pool.Exec(ctx, `
 INSERT INTO group_chats (id, title, can_read) VALUES ($1, $2, $3)
 ON CONFLICT (id) DO UPDATE SET title = EXCLUDED.title, can_read = EXCLUDED.can_read, updated_at = now()`,
@@ -234,10 +234,10 @@ ON CONFLICT (id) DO UPDATE SET title = EXCLUDED.title, can_read = EXCLUDED.can_r
 	return nil
 }
 
-// Chats lists the tracked groups with their message counts and last
+// GroupChats lists the tracked groups with their message counts and last
 // message dates, the most recently active first (groups without messages
 // last, by id).
-func (s *Store) Chats(ctx context.Context) ([]analysis.Chat, error) {
+func (s *Store) GroupChats(ctx context.Context) ([]analysis.Chat, error) {
 	rows, err := s.pool.Query(ctx, `
 SELECT c.id, c.title, c.can_read, COALESCE(m.n, 0), m.last_at
 FROM group_chats c
@@ -301,11 +301,11 @@ WHERE p.run_id = $1 AND p.ordinal > $2 AND p.ordinal <= $3 ORDER BY p.ordinal`,
 	return rv, nil
 }
 
-// createRunLock is the transaction-level advisory lock CreateRun holds,
+// createRunLock is the transaction-level advisory lock CreateAnalysisRun holds,
 // so that concurrent creates check for unclosed runs one after another.
 const createRunLock = 0x616e616c79736973 // "analysis"
 
-// CreateRun inserts a pending run unless an unclosed run exists; then it
+// CreateAnalysisRun inserts a pending run unless an unclosed run exists; then it
 // returns the unclosed runs' ids and no run. The check comes before the
 // insert, under an advisory lock that serialises creates: a refused
 // /run_new inserts nothing, so it takes no id from the sequence and the
@@ -314,7 +314,7 @@ const createRunLock = 0x616e616c79736973 // "analysis"
 // The unique partial index analysis_runs_one_unclosed still guards the
 // rule. What render makes of the new run is written in the insert's
 // transaction.
-func (s *Store) CreateRun(ctx context.Context, r analysis.Run, render domain.Render[analysis.Review]) (analysis.Run, []int64, error) {
+func (s *Store) CreateAnalysisRun(ctx context.Context, r analysis.Run, render domain.Render[analysis.Review]) (analysis.Run, []int64, error) {
 	filters, err := json.Marshal(r.Filters)
 	if err != nil {
 		return analysis.Run{}, nil, fmt.Errorf("create run: %w", err)
@@ -365,8 +365,8 @@ func scanRunWithCreator(row pgx.Row) (analysis.Run, error) {
 	return r, err
 }
 
-// Run returns one run, with its creator's names, or domain.ErrNotFound.
-func (s *Store) Run(ctx context.Context, id int64) (analysis.Run, error) {
+// AnalysisRun returns one run, with its creator's names, or domain.ErrNotFound.
+func (s *Store) AnalysisRun(ctx context.Context, id int64) (analysis.Run, error) {
 	r, err := scanRunWithCreator(s.pool.QueryRow(ctx, runWithCreator+` WHERE r.id = $1`, id))
 	if err != nil {
 		return r, fmt.Errorf("run %d: %w", id, interpretError(err))
@@ -374,9 +374,9 @@ func (s *Store) Run(ctx context.Context, id int64) (analysis.Run, error) {
 	return r, nil
 }
 
-// Runs lists runs newest first, with their creators' names and the total
+// AnalysisRuns lists runs newest first, with their creators' names and the total
 // count.
-func (s *Store) Runs(ctx context.Context, offset, limit int) ([]analysis.Run, int, error) {
+func (s *Store) AnalysisRuns(ctx context.Context, offset, limit int) ([]analysis.Run, int, error) {
 	var runs []analysis.Run
 	var total int
 	b := &pgx.Batch{}
@@ -412,7 +412,7 @@ func (s *Store) moveRun(ctx context.Context, id int64, what string, render domai
 		return enqueueRun(ctx, tx, render, r)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		r, err = s.Run(ctx, id)
+		r, err = s.AnalysisRun(ctx, id)
 		if err != nil {
 			return r, false, fmt.Errorf("%s run %d: %w", what, id, err)
 		}
@@ -424,9 +424,9 @@ func (s *Store) moveRun(ctx context.Context, id int64, what string, render domai
 	return r, true, nil
 }
 
-// StartRun moves pending → running with started_at, rag and the
+// StartAnalysisRun moves pending → running with started_at, rag and the
 // executor's lease.
-func (s *Store) StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (s *Store) StartAnalysisRun(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	return s.moveRun(ctx, id, "start", render, `
 UPDATE analysis_runs SET state = 'running', started_at = now(), rag = $2,
     claimed_until = now() + $3 * interval '1 microsecond', updated_at = now()
@@ -434,8 +434,8 @@ WHERE id = $1 AND state = 'pending'
 RETURNING `+analysisRunColumns, id, rag, micros(lease))
 }
 
-// RenewLease extends a running run's lease; false if it is not running.
-func (s *Store) RenewLease(ctx context.Context, id int64, lease time.Duration) (bool, error) {
+// RenewAnalysisLease extends a running run's lease; false if it is not running.
+func (s *Store) RenewAnalysisLease(ctx context.Context, id int64, lease time.Duration) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE analysis_runs SET claimed_until = now() + $2 * interval '1 microsecond'
 WHERE id = $1 AND state = 'running'`, id, micros(lease))
 	if err != nil {
@@ -444,10 +444,10 @@ WHERE id = $1 AND state = 'running'`, id, micros(lease))
 	return tag.RowsAffected() == 1, nil
 }
 
-// FailInterrupted fails every running run whose executor's lease expired
+// FailInterruptedAnalysisRuns fails every running run whose executor's lease expired
 // (its process was killed or restarted), writing what render makes of
 // each in the same transaction; the runs it failed.
-func (s *Store) FailInterrupted(ctx context.Context, render domain.Render[analysis.Review]) ([]analysis.Run, error) {
+func (s *Store) FailInterruptedAnalysisRuns(ctx context.Context, render domain.Render[analysis.Review]) ([]analysis.Run, error) {
 	var runs []analysis.Run
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -473,8 +473,8 @@ RETURNING `+analysisRunColumns))
 	return runs, nil
 }
 
-// FailRun moves running → failed with the error log.
-func (s *Store) FailRun(ctx context.Context, id int64, e analysis.ErrorLog, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+// FailAnalysisRun moves running → failed with the error log.
+func (s *Store) FailAnalysisRun(ctx context.Context, id int64, e analysis.ErrorLog, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	log, err := json.Marshal(e)
 	if err != nil {
 		return analysis.Run{}, false, fmt.Errorf("fail run %d: %w", id, err)
@@ -485,17 +485,17 @@ WHERE id = $1 AND state = 'running'
 RETURNING `+analysisRunColumns, id, log)
 }
 
-// CompleteRun moves running → completed.
-func (s *Store) CompleteRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+// CompleteAnalysisRun moves running → completed.
+func (s *Store) CompleteAnalysisRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	return s.moveRun(ctx, id, "complete", render, `
 UPDATE analysis_runs SET state = 'completed', completed_at = now(), claimed_until = NULL, updated_at = now()
 WHERE id = $1 AND state = 'running'
 RETURNING `+analysisRunColumns, id)
 }
 
-// CloseRun moves completed → closed when no proposal is pending, storing
+// CloseAnalysisRun moves completed → closed when no proposal is pending, storing
 // accuracy_metrics computed from the counters in the same statement.
-func (s *Store) CloseRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (s *Store) CloseAnalysisRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	return s.moveRun(ctx, id, "close", render, `
 UPDATE analysis_runs SET state = 'closed', closed_at = now(), updated_at = now(), review_confirm = false,
     accuracy_metrics = jsonb_build_object(
@@ -519,10 +519,10 @@ func runStateError(row pgx.Row, id int64) error {
 	return fmt.Errorf("%w: run %d is %s", analysis.ErrState, id, state)
 }
 
-// SetProgress records the window's counts and the number of batches of a
+// SetAnalysisProgress records the window's counts and the number of batches of a
 // running run, writing what render makes of it (the progress message) in
 // the same transaction; analysis.ErrState if it is not running.
-func (s *Store) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
+func (s *Store) SetAnalysisProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
 	var r analysis.Run
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -544,10 +544,10 @@ RETURNING `+analysisRunColumns, id, messages, filtered, batches))
 	return r, nil
 }
 
-// WindowMessages returns the messages dated in [from, to) (of one chat if
+// WindowGroupMessages returns the messages dated in [from, to) (of one chat if
 // chatID is not 0) oldest first, leaving out those a proposal of another
 // run cites.
-func (s *Store) WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.Message, error) {
+func (s *Store) WindowGroupMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.Message, error) {
 	chat := ``
 	args := []any{runID, from, to}
 	if chatID != 0 {
@@ -577,7 +577,7 @@ ORDER BY m.date, m.chat_id, m.message_id`, args...)
 	return out, nil
 }
 
-// SaveBatch stores a batch's proposals with their sources and adds them to
+// SaveProposalBatch stores a batch's proposals with their sources and adds them to
 // the run's counters in one transaction. The run's row is updated first
 // (WHERE state = 'running'), so a run failed or completed meanwhile gets
 // nothing: analysis.ErrState (domain.ErrNotFound if there is no such run).
@@ -585,7 +585,7 @@ ORDER BY m.date, m.chat_id, m.message_id`, args...)
 // duplicates, as stored. What render makes of the run and the proposals
 // (their messages, whose buttons carry the ids) is written in the same
 // transaction, so a proposal is never saved without its message queued.
-func (s *Store) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
+func (s *Store) SaveProposalBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
 	var run analysis.Run
 	out := make([]analysis.Proposal, len(ps))
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
@@ -664,12 +664,12 @@ func (s *Store) proposal(ctx context.Context, id int64) (analysis.Proposal, erro
 	return withSources(ps.proposal(), sources)
 }
 
-// Decide is one statement: the proposal's pending → d and the run's
+// DecideProposal is one statement: the proposal's pending → d and the run's
 // counters (pending − 1, approved or rejected + 1); the board render makes
 // of it is written in the same transaction. A second press finds the
 // proposal decided (its row lock makes it wait for the first and then
 // re-check) and gets ok false with the proposal and its run as they are.
-func (s *Store) Decide(ctx context.Context, id int64, d analysis.Decision, by int64, render domain.Render[analysis.Review]) (analysis.Proposal, analysis.Run, bool, error) {
+func (s *Store) DecideProposal(ctx context.Context, id int64, d analysis.Decision, by int64, render domain.Render[analysis.Review]) (analysis.Proposal, analysis.Run, bool, error) {
 	if d != analysis.Approved && d != analysis.Rejected {
 		return analysis.Proposal{}, analysis.Run{}, false, fmt.Errorf("decide proposal %d: decision %q is neither approved nor rejected", id, d)
 	}
@@ -712,7 +712,7 @@ SELECT `+proposalSelect+`, `+analysisRunColumnsR+` FROM p JOIN r ON r.id = p.run
 		if err != nil {
 			return p, analysis.Run{}, false, fmt.Errorf("decide: %w", err)
 		}
-		r, err := s.Run(ctx, p.RunID)
+		r, err := s.AnalysisRun(ctx, p.RunID)
 		if err != nil {
 			return p, r, false, fmt.Errorf("decide proposal %d: %w", id, err)
 		}
@@ -724,9 +724,9 @@ SELECT `+proposalSelect+`, `+analysisRunColumnsR+` FROM p JOIN r ON r.id = p.run
 	return p, r, true, nil
 }
 
-// TurnPage moves run's board to page, clamped to the pages its proposals
+// TurnAnalysisPage moves run's board to page, clamped to the pages its proposals
 // fill, and writes the board.
-func (s *Store) TurnPage(ctx context.Context, runID int64, page int, render domain.Render[analysis.Review]) (analysis.Run, error) {
+func (s *Store) TurnAnalysisPage(ctx context.Context, runID int64, page int, render domain.Render[analysis.Review]) (analysis.Run, error) {
 	r, ok, err := s.moveRun(ctx, runID, "turn the board page of", render, `
 UPDATE analysis_runs SET review_page = least(greatest($2, 0), greatest((proposals_total - 1) / $3, 0)), updated_at = now()
 WHERE id = $1
@@ -737,30 +737,30 @@ RETURNING `+analysisRunColumns, runID, page, analysis.ReviewPageSize)
 	return r, err
 }
 
-// AskApproveAll sets review_confirm on a completed run with proposals
+// AskApproveAllProposals sets review_confirm on a completed run with proposals
 // pending that does not ask already, and writes the board.
-func (s *Store) AskApproveAll(ctx context.Context, runID int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (s *Store) AskApproveAllProposals(ctx context.Context, runID int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	return s.moveRun(ctx, runID, "ask to approve all of", render, `
 UPDATE analysis_runs SET review_confirm = true, updated_at = now()
 WHERE id = $1 AND state = 'completed' AND proposals_pending > 0 AND NOT review_confirm
 RETURNING `+analysisRunColumns, runID)
 }
 
-// CancelApproveAll clears review_confirm and writes the board.
-func (s *Store) CancelApproveAll(ctx context.Context, runID int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+// CancelApproveAllProposals clears review_confirm and writes the board.
+func (s *Store) CancelApproveAllProposals(ctx context.Context, runID int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	return s.moveRun(ctx, runID, "cancel approving all of", render, `
 UPDATE analysis_runs SET review_confirm = false, updated_at = now()
 WHERE id = $1 AND review_confirm
 RETURNING `+analysisRunColumns, runID)
 }
 
-// ApproveAll approves every pending proposal of a completed run whose
+// ApproveAllProposals approves every pending proposal of a completed run whose
 // board asks to confirm it, then clears the question with the counters
 // (so a second confirm finds nothing) and writes the board, in one
 // transaction. Proposals are locked before the run, as Decide locks them:
 // a press racing it waits instead of deadlocking, and the proposal it
 // decided is left as it decided.
-func (s *Store) ApproveAll(ctx context.Context, runID, by int64, render domain.Render[analysis.Review]) ([]analysis.Proposal, analysis.Run, bool, error) {
+func (s *Store) ApproveAllProposals(ctx context.Context, runID, by int64, render domain.Render[analysis.Review]) ([]analysis.Proposal, analysis.Run, bool, error) {
 	var out []analysis.Proposal
 	var r analysis.Run
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
@@ -792,7 +792,7 @@ RETURNING `+analysisRunColumns, runID, len(out))); err != nil {
 		return enqueueRun(ctx, tx, render, r)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		r, err = s.Run(ctx, runID)
+		r, err = s.AnalysisRun(ctx, runID)
 		if err != nil {
 			return nil, r, false, fmt.Errorf("approve all of run %d: %w", runID, err)
 		}
@@ -804,9 +804,9 @@ RETURNING `+analysisRunColumns, runID, len(out))); err != nil {
 	return out, r, true, nil
 }
 
-// SaveEmbedding stores (or replaces) a proposal's embedding;
+// SaveProposalEmbedding stores (or replaces) a proposal's embedding;
 // domain.ErrNotFound if there is no such proposal.
-func (s *Store) SaveEmbedding(ctx context.Context, proposalID int64, v []float32) error {
+func (s *Store) SaveProposalEmbedding(ctx context.Context, proposalID int64, v []float32) error {
 	if len(v) == 0 {
 		return fmt.Errorf("save embedding of proposal %d: empty vector", proposalID)
 	}
@@ -823,10 +823,10 @@ ON CONFLICT (proposal_id) DO UPDATE SET embedding = EXCLUDED.embedding, created_
 	return nil
 }
 
-// Similar returns the k approved proposals of runs other than runID whose
+// SimilarProposals returns the k approved proposals of runs other than runID whose
 // embeddings are most similar (cosine) to v, most similar first.
 // Embeddings of another dimension (another model) are not compared.
-func (s *Store) Similar(ctx context.Context, runID int64, v []float32, k int) ([]analysis.Proposal, error) {
+func (s *Store) SimilarProposals(ctx context.Context, runID int64, v []float32, k int) ([]analysis.Proposal, error) {
 	if k <= 0 || len(v) == 0 {
 		return nil, nil
 	}

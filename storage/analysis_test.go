@@ -42,7 +42,7 @@ func (f *afx) exec(sql string, args ...any) int64 {
 // create requires a new pending run.
 func (f *afx) create() analysis.Run {
 	f.t.Helper()
-	r, blocked, err := f.st.CreateRun(f.ctx, analysis.Run{CreatedBy: 7, From: winFrom, To: winFrom.Add(24 * time.Hour),
+	r, blocked, err := f.st.CreateAnalysisRun(f.ctx, analysis.Run{CreatedBy: 7, From: winFrom, To: winFrom.Add(24 * time.Hour),
 		Filters: analysis.Filters{Window: 24 * time.Hour}}, nil)
 	require.NoError(f.t, err)
 	require.Empty(f.t, blocked)
@@ -53,7 +53,7 @@ func (f *afx) create() analysis.Run {
 // running requires a new run started with a one-hour lease.
 func (f *afx) running() analysis.Run {
 	f.t.Helper()
-	r, ok, err := f.st.StartRun(f.ctx, f.create().ID, false, time.Hour, nil)
+	r, ok, err := f.st.StartAnalysisRun(f.ctx, f.create().ID, false, time.Hour, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	return r
@@ -61,7 +61,7 @@ func (f *afx) running() analysis.Run {
 
 func (f *afx) complete(id int64) analysis.Run {
 	f.t.Helper()
-	r, ok, err := f.st.CompleteRun(f.ctx, id, nil)
+	r, ok, err := f.st.CompleteAnalysisRun(f.ctx, id, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	return r
@@ -69,7 +69,7 @@ func (f *afx) complete(id int64) analysis.Run {
 
 func (f *afx) closeRun(id int64) analysis.Run {
 	f.t.Helper()
-	r, ok, err := f.st.CloseRun(f.ctx, id, nil)
+	r, ok, err := f.st.CloseAnalysisRun(f.ctx, id, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	require.Equal(f.t, analysis.Closed, r.State)
@@ -78,7 +78,7 @@ func (f *afx) closeRun(id int64) analysis.Run {
 
 func (f *afx) decide(id int64, d analysis.Decision) analysis.Run {
 	f.t.Helper()
-	p, r, ok, err := f.st.Decide(f.ctx, id, d, 7, nil)
+	p, r, ok, err := f.st.DecideProposal(f.ctx, id, d, 7, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	require.Equal(f.t, d, p.Decision)
@@ -98,7 +98,7 @@ func (f *afx) batch(runID int64, batch, n int) []analysis.Proposal {
 	for i := range ps {
 		ps[i] = proposal(fmt.Sprintf("task %d.%d", batch, i+1))
 	}
-	_, out, err := f.st.SaveBatch(f.ctx, runID, batch, 10, ps, nil)
+	_, out, err := f.st.SaveProposalBatch(f.ctx, runID, batch, 10, ps, nil)
 	require.NoError(f.t, err)
 	require.Len(f.t, out, n)
 	return out
@@ -106,7 +106,7 @@ func (f *afx) batch(runID int64, batch, n int) []analysis.Proposal {
 
 func (f *afx) message(chat, id int64, at time.Time, text string) {
 	f.t.Helper()
-	require.NoError(f.t, f.st.SaveMessage(f.ctx, analysis.Message{ChatID: chat, MessageID: id, AuthorID: 100 + id,
+	require.NoError(f.t, f.st.SaveGroupMessage(f.ctx, analysis.Message{ChatID: chat, MessageID: id, AuthorID: 100 + id,
 		Author: fmt.Sprintf("user%d", id), Text: text, Date: at}))
 }
 
@@ -294,7 +294,7 @@ func TestAnalysisRunLifecycle(t *testing.T) {
 	t.Parallel()
 	f := newAnalysis(t)
 	filters := analysis.Filters{Window: 7 * 24 * time.Hour, ChatID: -100, Keywords: []string{"deploy", "bug"}, MinLen: 10, Mentions: true}
-	r, blocked, err := f.st.CreateRun(f.ctx, analysis.Run{CreatedBy: 42, Filters: filters, From: winFrom, To: winFrom.Add(filters.Window)}, nil)
+	r, blocked, err := f.st.CreateAnalysisRun(f.ctx, analysis.Run{CreatedBy: 42, Filters: filters, From: winFrom, To: winFrom.Add(filters.Window)}, nil)
 	require.NoError(t, err)
 	require.Empty(t, blocked)
 	require.Equal(t, analysis.Pending, r.State)
@@ -306,51 +306,51 @@ func TestAnalysisRunLifecycle(t *testing.T) {
 	require.True(t, r.StartedAt.IsZero())
 	require.Nil(t, r.ErrorLog)
 	require.Nil(t, r.Metrics)
-	got, err := f.st.Run(f.ctx, r.ID)
+	got, err := f.st.AnalysisRun(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, r, got)
 
 	// Nothing but start leaves pending.
-	x, ok, err := f.st.CompleteRun(f.ctx, r.ID, nil)
+	x, ok, err := f.st.CompleteAnalysisRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Pending)
-	x, ok, err = f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
+	x, ok, err = f.st.FailAnalysisRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
 	requireRefused(t, x, ok, err, analysis.Pending)
-	x, ok, err = f.st.CloseRun(f.ctx, r.ID, nil)
+	x, ok, err = f.st.CloseAnalysisRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Pending)
-	renewed, err := f.st.RenewLease(f.ctx, r.ID, time.Hour)
+	renewed, err := f.st.RenewAnalysisLease(f.ctx, r.ID, time.Hour)
 	require.NoError(t, err)
 	require.False(t, renewed)
-	_, err = f.st.SetProgress(f.ctx, r.ID, 1, 1, 1, nil)
+	_, err = f.st.SetAnalysisProgress(f.ctx, r.ID, 1, 1, 1, nil)
 	require.ErrorIs(t, err, analysis.ErrState)
-	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 1, 1, []analysis.Proposal{proposal("a")}, nil)
+	_, _, err = f.st.SaveProposalBatch(f.ctx, r.ID, 1, 1, []analysis.Proposal{proposal("a")}, nil)
 	require.ErrorIs(t, err, analysis.ErrState)
 
 	// pending → running
-	r, ok, err = f.st.StartRun(f.ctx, r.ID, true, time.Minute, nil)
+	r, ok, err = f.st.StartAnalysisRun(f.ctx, r.ID, true, time.Minute, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, analysis.Running, r.State)
 	require.True(t, r.RAG)
 	require.WithinDuration(t, time.Now(), r.StartedAt, time.Minute)
 	require.InDelta(t, time.Minute.Seconds(), f.claimedUntilIn(r.ID).Seconds(), 5)
-	x, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Minute, nil)
+	x, ok, err = f.st.StartAnalysisRun(f.ctx, r.ID, false, time.Minute, nil)
 	requireRefused(t, x, ok, err, analysis.Running)
 	require.True(t, x.RAG, "a refused start changes nothing")
-	x, ok, err = f.st.CloseRun(f.ctx, r.ID, nil)
+	x, ok, err = f.st.CloseAnalysisRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Running)
 
-	renewed, err = f.st.RenewLease(f.ctx, r.ID, time.Hour)
+	renewed, err = f.st.RenewAnalysisLease(f.ctx, r.ID, time.Hour)
 	require.NoError(t, err)
 	require.True(t, renewed)
 	require.InDelta(t, time.Hour.Seconds(), f.claimedUntilIn(r.ID).Seconds(), 5)
 
-	r, err = f.st.SetProgress(f.ctx, r.ID, 100, 40, 2, progressMessage(true))
+	r, err = f.st.SetAnalysisProgress(f.ctx, r.ID, 100, 40, 2, progressMessage(true))
 	require.NoError(t, err)
 	require.Equal(t, [3]int{100, 40, 2}, [3]int{r.Messages, r.Filtered, r.Batches})
 	require.Zero(t, r.ProgressMessageID, "not delivered yet")
 	// Its delivery records the progress message on the run.
 	require.Equal(t, 1, f.deliver(555))
-	r, err = f.st.Run(f.ctx, r.ID)
+	r, err = f.st.AnalysisRun(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, 555, r.ProgressMessageID)
 
@@ -361,53 +361,53 @@ func TestAnalysisRunLifecycle(t *testing.T) {
 	require.Equal(t, analysis.Completed, r.State)
 	require.False(t, r.CompletedAt.IsZero())
 	require.Equal(t, 1, int(f.exec(`SELECT 1 FROM analysis_runs WHERE id = $1 AND claimed_until IS NULL`, r.ID)))
-	x, ok, err = f.st.CompleteRun(f.ctx, r.ID, nil)
+	x, ok, err = f.st.CompleteAnalysisRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Completed)
-	x, ok, err = f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
+	x, ok, err = f.st.FailAnalysisRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
 	requireRefused(t, x, ok, err, analysis.Completed)
-	x, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Minute, nil)
+	x, ok, err = f.st.StartAnalysisRun(f.ctx, r.ID, false, time.Minute, nil)
 	requireRefused(t, x, ok, err, analysis.Completed)
-	renewed, err = f.st.RenewLease(f.ctx, r.ID, time.Hour)
+	renewed, err = f.st.RenewAnalysisLease(f.ctx, r.ID, time.Hour)
 	require.NoError(t, err)
 	require.False(t, renewed)
-	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 2, 1, []analysis.Proposal{proposal("late")}, nil)
+	_, _, err = f.st.SaveProposalBatch(f.ctx, r.ID, 2, 1, []analysis.Proposal{proposal("late")}, nil)
 	require.ErrorIs(t, err, analysis.ErrState)
 
 	// completed → closed only when nothing is pending.
-	x, ok, err = f.st.CloseRun(f.ctx, r.ID, nil)
+	x, ok, err = f.st.CloseAnalysisRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Completed)
 	require.Equal(t, 2, x.ProposalsPending)
 	f.decide(ps[0].ID, analysis.Approved)
-	x, ok, err = f.st.CloseRun(f.ctx, r.ID, nil)
+	x, ok, err = f.st.CloseAnalysisRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Completed)
 	f.decide(ps[1].ID, analysis.Rejected)
 	r = f.closeRun(r.ID)
 	require.False(t, r.ClosedAt.IsZero())
 	require.Equal(t, &analysis.Metrics{ProposalsTotal: 2, ApprovalRate: 0.5, RejectionRate: 0.5}, r.Metrics)
-	x, ok, err = f.st.CloseRun(f.ctx, r.ID, nil)
+	x, ok, err = f.st.CloseAnalysisRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Closed)
-	x, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Minute, nil)
+	x, ok, err = f.st.StartAnalysisRun(f.ctx, r.ID, false, time.Minute, nil)
 	requireRefused(t, x, ok, err, analysis.Closed)
-	got, err = f.st.Run(f.ctx, r.ID)
+	got, err = f.st.AnalysisRun(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, r, got)
 
 	// Unknown runs.
-	_, err = f.st.Run(f.ctx, 999)
+	_, err = f.st.AnalysisRun(f.ctx, 999)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.StartRun(f.ctx, 999, false, time.Minute, nil)
+	_, _, err = f.st.StartAnalysisRun(f.ctx, 999, false, time.Minute, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.CompleteRun(f.ctx, 999, nil)
+	_, _, err = f.st.CompleteAnalysisRun(f.ctx, 999, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.FailRun(f.ctx, 999, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
+	_, _, err = f.st.FailAnalysisRun(f.ctx, 999, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.CloseRun(f.ctx, 999, nil)
+	_, _, err = f.st.CloseAnalysisRun(f.ctx, 999, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, err = f.st.SetProgress(f.ctx, 999, 1, 1, 1, nil)
+	_, err = f.st.SetAnalysisProgress(f.ctx, 999, 1, 1, 1, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.SaveBatch(f.ctx, 999, 1, 1, nil, nil)
+	_, _, err = f.st.SaveProposalBatch(f.ctx, 999, 1, 1, nil, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	renewed, err = f.st.RenewLease(f.ctx, 999, time.Hour)
+	renewed, err = f.st.RenewAnalysisLease(f.ctx, 999, time.Hour)
 	require.NoError(t, err)
 	require.False(t, renewed)
 }
@@ -417,25 +417,25 @@ func TestAnalysisFailRun(t *testing.T) {
 	f := newAnalysis(t)
 	r := f.running()
 	e := analysis.ErrorLog{Step: "proposals", Batch: 3, Error: "llm: breaker open"}
-	r, ok, err := f.st.FailRun(f.ctx, r.ID, e, nil)
+	r, ok, err := f.st.FailAnalysisRun(f.ctx, r.ID, e, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, analysis.Failed, r.State)
 	require.False(t, r.FailedAt.IsZero())
 	require.Equal(t, &e, r.ErrorLog)
 
-	x, ok, err := f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "again", Error: "again"}, nil)
+	x, ok, err := f.st.FailAnalysisRun(f.ctx, r.ID, analysis.ErrorLog{Step: "again", Error: "again"}, nil)
 	requireRefused(t, x, ok, err, analysis.Failed)
 	require.Equal(t, &e, x.ErrorLog, "the first error stays")
-	x, ok, err = f.st.CompleteRun(f.ctx, r.ID, nil)
+	x, ok, err = f.st.CompleteAnalysisRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Failed)
-	x, ok, err = f.st.CloseRun(f.ctx, r.ID, nil)
+	x, ok, err = f.st.CloseAnalysisRun(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Failed)
-	x, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Minute, nil)
+	x, ok, err = f.st.StartAnalysisRun(f.ctx, r.ID, false, time.Minute, nil)
 	requireRefused(t, x, ok, err, analysis.Failed)
-	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 1, 1, []analysis.Proposal{proposal("a")}, nil)
+	_, _, err = f.st.SaveProposalBatch(f.ctx, r.ID, 1, 1, []analysis.Proposal{proposal("a")}, nil)
 	require.ErrorIs(t, err, analysis.ErrState)
-	_, err = f.st.SetProgress(f.ctx, r.ID, 1, 1, 1, nil)
+	_, err = f.st.SetAnalysisProgress(f.ctx, r.ID, 1, 1, 1, nil)
 	require.ErrorIs(t, err, analysis.ErrState)
 
 	// A failed run is closed for the one-unclosed rule.
@@ -468,14 +468,14 @@ func TestAnalysisOneUnclosedRun(t *testing.T) {
 	f := newAnalysis(t)
 	try := func() (analysis.Run, []int64) {
 		t.Helper()
-		r, blocked, err := f.st.CreateRun(f.ctx, analysis.Run{CreatedBy: 1, From: winFrom, To: winFrom.Add(time.Hour)}, nil)
+		r, blocked, err := f.st.CreateAnalysisRun(f.ctx, analysis.Run{CreatedBy: 1, From: winFrom, To: winFrom.Add(time.Hour)}, nil)
 		require.NoError(t, err)
 		return r, blocked
 	}
 	a := f.create()
 	for _, step := range []func(){
 		func() {},
-		func() { _, _, _ = f.st.StartRun(f.ctx, a.ID, false, time.Hour, nil) },
+		func() { _, _, _ = f.st.StartAnalysisRun(f.ctx, a.ID, false, time.Hour, nil) },
 		func() { f.complete(a.ID) },
 	} {
 		step()
@@ -524,7 +524,7 @@ func TestAnalysisCreateRunConcurrent(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			r, blocked, err := f.st.CreateRun(f.ctx, analysis.Run{CreatedBy: int64(i), From: winFrom, To: winFrom.Add(time.Hour)}, nil)
+			r, blocked, err := f.st.CreateAnalysisRun(f.ctx, analysis.Run{CreatedBy: int64(i), From: winFrom, To: winFrom.Add(time.Hour)}, nil)
 			results[i] = result{r, blocked, err}
 		})
 	}
@@ -549,7 +549,7 @@ func TestAnalysisCreateRunConcurrent(t *testing.T) {
 	// The refusals took no number: once the run is out of the way, the
 	// next one is numbered right after it.
 	f.exec(`UPDATE analysis_runs SET state = 'failed', error_log = '{}' WHERE id = $1`, created[0].ID)
-	next, blocked, err := f.st.CreateRun(f.ctx, analysis.Run{CreatedBy: 1, From: winFrom, To: winFrom.Add(time.Hour)}, nil)
+	next, blocked, err := f.st.CreateAnalysisRun(f.ctx, analysis.Run{CreatedBy: 1, From: winFrom, To: winFrom.Add(time.Hour)}, nil)
 	require.NoError(t, err)
 	require.Empty(t, blocked)
 	require.Equal(t, created[0].ID+1, next.ID)
@@ -580,7 +580,7 @@ func TestAnalysisDecideConcurrent(t *testing.T) {
 			if i%2 == 1 {
 				d = analysis.Rejected
 			}
-			p, r, ok, err := f.st.Decide(f.ctx, ps[0].ID, d, int64(1000+i), b.render)
+			p, r, ok, err := f.st.DecideProposal(f.ctx, ps[0].ID, d, int64(1000+i), b.render)
 			results[i] = result{p, r, ok, err}
 		})
 	}
@@ -603,7 +603,7 @@ func TestAnalysisDecideConcurrent(t *testing.T) {
 		require.Equal(t, winner.p.Decision, res.p.Decision)
 		require.Equal(t, winner.p.DecidedBy, res.p.DecidedBy)
 	}
-	got, err := f.st.Run(f.ctx, r.ID)
+	got, err := f.st.AnalysisRun(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, 2, got.ProposalsTotal)
 	require.Equal(t, 1, got.ProposalsPending)
@@ -620,13 +620,13 @@ func TestAnalysisDecideConcurrent(t *testing.T) {
 
 	// The other proposal is untouched; unknown proposals and bad
 	// decisions are refused.
-	p, _, ok, err := f.st.Decide(f.ctx, ps[1].ID, analysis.Rejected, 9, nil)
+	p, _, ok, err := f.st.DecideProposal(f.ctx, ps[1].ID, analysis.Rejected, 9, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, int64(9), p.DecidedBy)
-	_, _, _, err = f.st.Decide(f.ctx, 999, analysis.Approved, 9, b.render)
+	_, _, _, err = f.st.DecideProposal(f.ctx, 999, analysis.Approved, 9, b.render)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, _, err = f.st.Decide(f.ctx, ps[1].ID, analysis.Undecided, 9, b.render)
+	_, _, _, err = f.st.DecideProposal(f.ctx, ps[1].ID, analysis.Undecided, 9, b.render)
 	require.Error(t, err)
 	require.Equal(t, 1, b.calls(), "refusals render no board")
 	require.Len(t, f.outbox(), 1)
@@ -641,7 +641,7 @@ func TestAnalysisSaveBatch(t *testing.T) {
 			Sources: []analysis.Ref{{ChatID: 2, MessageID: 9}, {ChatID: 1, MessageID: 5}, {ChatID: 2, MessageID: 9}}},
 		{Title: "Update docs", Priority: "low"},
 	}
-	run, out, err := f.st.SaveBatch(f.ctx, r.ID, 1, 30, in, nil)
+	run, out, err := f.st.SaveProposalBatch(f.ctx, r.ID, 1, 30, in, nil)
 	require.NoError(t, err)
 	require.Equal(t, [4]int{2, 2, 1, 30}, [4]int{run.ProposalsTotal, run.ProposalsPending, run.BatchesDone, run.Processed})
 	require.Len(t, out, 2)
@@ -663,15 +663,15 @@ func TestAnalysisSaveBatch(t *testing.T) {
 	require.Empty(t, out[1].Sources)
 
 	// A batch without proposals still counts.
-	run, out2, err := f.st.SaveBatch(f.ctx, r.ID, 2, 12, nil, nil)
+	run, out2, err := f.st.SaveProposalBatch(f.ctx, r.ID, 2, 12, nil, nil)
 	require.NoError(t, err)
 	require.Empty(t, out2)
 	require.Equal(t, [4]int{2, 2, 2, 42}, [4]int{run.ProposalsTotal, run.ProposalsPending, run.BatchesDone, run.Processed})
 
 	// A proposal the schema refuses rolls the whole batch back.
-	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 3, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}}, nil)
+	_, _, err = f.st.SaveProposalBatch(f.ctx, r.ID, 3, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}}, nil)
 	require.Error(t, err)
-	got, err := f.st.Run(f.ctx, r.ID)
+	got, err := f.st.AnalysisRun(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, run, got)
 	require.Equal(t, 2, int(f.exec(`SELECT 1 FROM analysis_proposals`)))
@@ -681,7 +681,7 @@ func TestAnalysisSaveBatch(t *testing.T) {
 	require.NoError(t, f.st.EnqueueMessages(f.ctx, domain.Message{ChatID: adminChat, Kind: domain.KindProposal, Ref: out[0].ID, Text: "p"}))
 	require.Equal(t, 1, f.deliver(321))
 	f.decide(out[0].ID, analysis.Approved)
-	p, _, ok, err := f.st.Decide(f.ctx, out[0].ID, analysis.Rejected, 8, nil)
+	p, _, ok, err := f.st.DecideProposal(f.ctx, out[0].ID, analysis.Rejected, 8, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, analysis.Approved, p.Decision)
@@ -712,16 +712,16 @@ func TestAnalysisWindowMessages(t *testing.T) {
 	}
 
 	a := f.running()
-	all, err := f.st.WindowMessages(f.ctx, a.ID, winFrom, to, 0)
+	all, err := f.st.WindowGroupMessages(f.ctx, a.ID, winFrom, to, 0)
 	require.NoError(t, err)
 	require.Equal(t, []analysis.Ref{ref(1, 2), ref(1, 3), ref(2, 1), ref(1, 4), ref(2, 2)}, refs(all))
 	require.Equal(t, analysis.Message{ChatID: 1, MessageID: 2, AuthorID: 102, Author: "user2", Text: "first, on the boundary",
 		Date: at(0)}, all[0])
 
-	_, ps, err := f.st.SaveBatch(f.ctx, a.ID, 1, 2, []analysis.Proposal{proposal("a", analysis.Ref{ChatID: 1, MessageID: 4})}, nil)
+	_, ps, err := f.st.SaveProposalBatch(f.ctx, a.ID, 1, 2, []analysis.Proposal{proposal("a", analysis.Ref{ChatID: 1, MessageID: 4})}, nil)
 	require.NoError(t, err)
 	// Run A still sees the message its own proposal cites.
-	got, err := f.st.WindowMessages(f.ctx, a.ID, winFrom, to, 0)
+	got, err := f.st.WindowGroupMessages(f.ctx, a.ID, winFrom, to, 0)
 	require.NoError(t, err)
 	require.Equal(t, refs(all), refs(got))
 	f.complete(a.ID)
@@ -729,18 +729,18 @@ func TestAnalysisWindowMessages(t *testing.T) {
 	f.closeRun(a.ID)
 
 	b := f.running()
-	got, err = f.st.WindowMessages(f.ctx, b.ID, winFrom, to, 0)
+	got, err = f.st.WindowGroupMessages(f.ctx, b.ID, winFrom, to, 0)
 	require.NoError(t, err)
 	require.Equal(t, []analysis.Ref{ref(1, 2), ref(1, 3), ref(2, 1), ref(2, 2)}, refs(got), "run A's citation left out")
-	got, err = f.st.WindowMessages(f.ctx, b.ID, winFrom, to, 2)
+	got, err = f.st.WindowGroupMessages(f.ctx, b.ID, winFrom, to, 2)
 	require.NoError(t, err)
 	require.Equal(t, []analysis.Ref{ref(2, 1), ref(2, 2)}, refs(got), "one chat")
-	_, _, err = f.st.SaveBatch(f.ctx, b.ID, 1, 1, []analysis.Proposal{proposal("b", analysis.Ref{ChatID: 2, MessageID: 2})}, nil)
+	_, _, err = f.st.SaveProposalBatch(f.ctx, b.ID, 1, 1, []analysis.Proposal{proposal("b", analysis.Ref{ChatID: 2, MessageID: 2})}, nil)
 	require.NoError(t, err)
-	got, err = f.st.WindowMessages(f.ctx, a.ID, winFrom, to, 0)
+	got, err = f.st.WindowGroupMessages(f.ctx, a.ID, winFrom, to, 0)
 	require.NoError(t, err)
 	require.Equal(t, []analysis.Ref{ref(1, 2), ref(1, 3), ref(2, 1), ref(1, 4)}, refs(got), "run B's citation left out of A's window")
-	got, err = f.st.WindowMessages(f.ctx, b.ID, at(100), at(200), 0)
+	got, err = f.st.WindowGroupMessages(f.ctx, b.ID, at(100), at(200), 0)
 	require.NoError(t, err)
 	require.Empty(t, got)
 }
@@ -762,7 +762,7 @@ VALUES (1000, 'failed', 1, $1, $1, '{}')`, winFrom)
 	f.exec(`INSERT INTO analysis_proposal_sources (proposal_id, run_id, chat_id, message_id)
 SELECT 1000, 1000, i % 5, i FROM generate_series(1, 10000, 10) AS i`)
 	start := time.Now()
-	got, err := f.st.WindowMessages(f.ctx, r.ID, winFrom, winFrom.Add(10000*time.Second+time.Millisecond), 0)
+	got, err := f.st.WindowGroupMessages(f.ctx, r.ID, winFrom, winFrom.Add(10000*time.Second+time.Millisecond), 0)
 	took := time.Since(start)
 	require.NoError(t, err)
 	require.Len(t, got, 9000)
@@ -776,41 +776,41 @@ SELECT 1000, 1000, i % 5, i FROM generate_series(1, 10000, 10) AS i`)
 func TestAnalysisFailInterrupted(t *testing.T) {
 	t.Parallel()
 	f := newAnalysis(t)
-	failed, err := f.st.FailInterrupted(f.ctx, nil)
+	failed, err := f.st.FailInterruptedAnalysisRuns(f.ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, failed)
 
 	// A live lease is left alone; an expired one fails the run once.
 	r := f.running()
-	failed, err = f.st.FailInterrupted(f.ctx, nil)
+	failed, err = f.st.FailInterruptedAnalysisRuns(f.ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, failed)
-	r, ok, err := f.st.StartRun(f.ctx, r.ID, false, time.Hour, nil)
+	r, ok, err := f.st.StartAnalysisRun(f.ctx, r.ID, false, time.Hour, nil)
 	requireRefused(t, r, ok, err, analysis.Running)
 	f.exec(`UPDATE analysis_runs SET claimed_until = now() - interval '1 second' WHERE id = $1`, r.ID)
-	failed, err = f.st.FailInterrupted(f.ctx, nil)
+	failed, err = f.st.FailInterruptedAnalysisRuns(f.ctx, nil)
 	require.NoError(t, err)
 	require.Len(t, failed, 1)
 	require.Equal(t, r.ID, failed[0].ID)
 	require.Equal(t, analysis.Failed, failed[0].State)
 	require.False(t, failed[0].FailedAt.IsZero())
 	require.Equal(t, &analysis.ErrorLog{Step: "interrupted", Error: "the executor stopped (process killed or restarted)"}, failed[0].ErrorLog)
-	failed, err = f.st.FailInterrupted(f.ctx, nil)
+	failed, err = f.st.FailInterruptedAnalysisRuns(f.ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, failed)
-	renewed, err := f.st.RenewLease(f.ctx, r.ID, time.Hour)
+	renewed, err := f.st.RenewAnalysisLease(f.ctx, r.ID, time.Hour)
 	require.NoError(t, err)
 	require.False(t, renewed, "the interrupted executor cannot come back")
 
 	// A lease that runs out by itself.
-	r, ok, err = f.st.StartRun(f.ctx, f.create().ID, false, 50*time.Millisecond, nil)
+	r, ok, err = f.st.StartAnalysisRun(f.ctx, f.create().ID, false, 50*time.Millisecond, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
-	failed, err = f.st.FailInterrupted(f.ctx, nil)
+	failed, err = f.st.FailInterruptedAnalysisRuns(f.ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, failed)
 	time.Sleep(100 * time.Millisecond)
-	failed, err = f.st.FailInterrupted(f.ctx, nil)
+	failed, err = f.st.FailInterruptedAnalysisRuns(f.ctx, nil)
 	require.NoError(t, err)
 	require.Len(t, failed, 1)
 	require.Equal(t, r.ID, failed[0].ID)
@@ -819,10 +819,10 @@ func TestAnalysisFailInterrupted(t *testing.T) {
 	c := f.running()
 	f.complete(c.ID)
 	f.exec(`UPDATE analysis_runs SET claimed_until = now() - interval '1 hour' WHERE id = $1`, c.ID)
-	failed, err = f.st.FailInterrupted(f.ctx, nil)
+	failed, err = f.st.FailInterruptedAnalysisRuns(f.ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, failed)
-	got, err := f.st.Run(f.ctx, c.ID)
+	got, err := f.st.AnalysisRun(f.ctx, c.ID)
 	require.NoError(t, err)
 	require.Equal(t, analysis.Completed, got.State)
 }
@@ -855,38 +855,38 @@ func TestAnalysisSimilar(t *testing.T) {
 		}
 		f.decide(p.ID, d)
 		if vectors[i] != nil {
-			require.NoError(t, f.st.SaveEmbedding(f.ctx, p.ID, vectors[i]))
+			require.NoError(t, f.st.SaveProposalEmbedding(f.ctx, p.ID, vectors[i]))
 		}
 	}
 	f.closeRun(a.ID)
 	// Replacing an embedding.
-	require.NoError(t, f.st.SaveEmbedding(f.ctx, ps[2].ID, []float32{0, 0.1, 1}))
-	require.ErrorIs(t, f.st.SaveEmbedding(f.ctx, 999, []float32{1}), domain.ErrNotFound)
+	require.NoError(t, f.st.SaveProposalEmbedding(f.ctx, ps[2].ID, []float32{0, 0.1, 1}))
+	require.ErrorIs(t, f.st.SaveProposalEmbedding(f.ctx, 999, []float32{1}), domain.ErrNotFound)
 
 	b := f.running()
 	own := f.batch(b.ID, 1, 1)
 	f.decide(own[0].ID, analysis.Approved)
-	require.NoError(t, f.st.SaveEmbedding(f.ctx, own[0].ID, []float32{1, 0.1, 0}))
+	require.NoError(t, f.st.SaveProposalEmbedding(f.ctx, own[0].ID, []float32{1, 0.1, 0}))
 
 	q := []float32{1, 0.1, 0}
-	got, err := f.st.Similar(f.ctx, b.ID, q, 5)
+	got, err := f.st.SimilarProposals(f.ctx, b.ID, q, 5)
 	require.NoError(t, err)
 	require.Equal(t, []int64{ps[0].ID, ps[1].ID, ps[2].ID}, ids(got), "approved, of other runs, same dimension, most similar first")
 	require.Equal(t, ps[0].Title, got[0].Title)
 	require.Equal(t, analysis.Approved, got[0].Decision)
-	got, err = f.st.Similar(f.ctx, b.ID, q, 2)
+	got, err = f.st.SimilarProposals(f.ctx, b.ID, q, 2)
 	require.NoError(t, err)
 	require.Equal(t, []int64{ps[0].ID, ps[1].ID}, ids(got))
-	got, err = f.st.Similar(f.ctx, b.ID, []float32{0, 0, 1}, 1)
+	got, err = f.st.SimilarProposals(f.ctx, b.ID, []float32{0, 0, 1}, 1)
 	require.NoError(t, err)
 	require.Equal(t, []int64{ps[2].ID}, ids(got))
-	got, err = f.st.Similar(f.ctx, a.ID, q, 5)
+	got, err = f.st.SimilarProposals(f.ctx, a.ID, q, 5)
 	require.NoError(t, err)
 	require.Equal(t, []int64{own[0].ID}, ids(got), "seen from run A, only B's")
-	got, err = f.st.Similar(f.ctx, b.ID, []float32{0, 0, 0}, 5)
+	got, err = f.st.SimilarProposals(f.ctx, b.ID, []float32{0, 0, 0}, 5)
 	require.NoError(t, err, "a zero vector has no direction, and no error")
 	require.Len(t, got, 3)
-	got, err = f.st.Similar(f.ctx, b.ID, q, 0)
+	got, err = f.st.SimilarProposals(f.ctx, b.ID, q, 0)
 	require.NoError(t, err)
 	require.Empty(t, got)
 }
@@ -894,19 +894,19 @@ func TestAnalysisSimilar(t *testing.T) {
 func TestAnalysisMessagesAndChats(t *testing.T) {
 	t.Parallel()
 	f := newAnalysis(t)
-	require.NoError(t, f.st.TrackChat(f.ctx, -1, "Alpha", true))
-	require.NoError(t, f.st.TrackChat(f.ctx, -2, "Beta", false))
+	require.NoError(t, f.st.TrackGroupChat(f.ctx, -1, "Alpha", true))
+	require.NoError(t, f.st.TrackGroupChat(f.ctx, -2, "Beta", false))
 	f.message(-1, 1, winFrom, "one")
 	f.message(-1, 2, winFrom.Add(time.Hour), "two")
 	f.message(-1, 3, winFrom.Add(2*time.Hour), "three")
 	f.message(-3, 1, winFrom.Add(3*time.Hour), "from a group not tracked yet")
 
-	// The same message again is an edit; EditMessage too.
+	// The same message again is an edit; EditGroupMessage too.
 	f.message(-1, 2, winFrom.Add(time.Hour), "two, edited")
-	edited, err := f.st.EditMessage(f.ctx, -1, 3, "three, edited")
+	edited, err := f.st.EditGroupMessage(f.ctx, -1, 3, "three, edited")
 	require.NoError(t, err)
 	require.True(t, edited)
-	edited, err = f.st.EditMessage(f.ctx, -1, 99, "unknown")
+	edited, err = f.st.EditGroupMessage(f.ctx, -1, 99, "unknown")
 	require.NoError(t, err)
 	require.False(t, edited)
 	f.message(-1, 1, winFrom, "one") // unchanged: not an edit
@@ -921,7 +921,7 @@ func TestAnalysisMessagesAndChats(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.Equal(t, []string{"one false", "two, edited true", "three, edited true"}, texts)
 
-	chats, err := f.st.Chats(f.ctx)
+	chats, err := f.st.GroupChats(f.ctx)
 	require.NoError(t, err)
 	require.Len(t, chats, 3)
 	require.Equal(t, analysis.Chat{ID: -3, Title: "", Messages: 1, LastAt: winFrom.Add(3 * time.Hour), CanRead: true}, chats[0])
@@ -929,8 +929,8 @@ func TestAnalysisMessagesAndChats(t *testing.T) {
 	require.Equal(t, analysis.Chat{ID: -2, Title: "Beta", Messages: 0, CanRead: false}, chats[2])
 
 	// Tracking the new group names it and keeps its messages.
-	require.NoError(t, f.st.TrackChat(f.ctx, -3, "Gamma", false))
-	chats, err = f.st.Chats(f.ctx)
+	require.NoError(t, f.st.TrackGroupChat(f.ctx, -3, "Gamma", false))
+	chats, err = f.st.GroupChats(f.ctx)
 	require.NoError(t, err)
 	require.Equal(t, analysis.Chat{ID: -3, Title: "Gamma", Messages: 1, LastAt: winFrom.Add(3 * time.Hour), CanRead: false}, chats[0])
 }
@@ -941,7 +941,7 @@ func TestAnalysisRunsNewestFirst(t *testing.T) {
 	var made []int64
 	for range 3 {
 		r := f.running()
-		_, _, err := f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
+		_, _, err := f.st.FailAnalysisRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
 		require.NoError(t, err)
 		made = append(made, r.ID)
 	}
@@ -952,17 +952,17 @@ func TestAnalysisRunsNewestFirst(t *testing.T) {
 		}
 		return out
 	}
-	runs, total, err := f.st.Runs(f.ctx, 0, 2)
+	runs, total, err := f.st.AnalysisRuns(f.ctx, 0, 2)
 	require.NoError(t, err)
 	require.Equal(t, 3, total)
 	require.Equal(t, []int64{made[2], made[1]}, ids(runs))
 	require.Equal(t, analysis.Failed, runs[0].State)
 	require.NotNil(t, runs[0].ErrorLog)
-	runs, total, err = f.st.Runs(f.ctx, 2, 2)
+	runs, total, err = f.st.AnalysisRuns(f.ctx, 2, 2)
 	require.NoError(t, err)
 	require.Equal(t, 3, total)
 	require.Equal(t, []int64{made[0]}, ids(runs))
-	runs, total, err = f.st.Runs(f.ctx, 5, 2)
+	runs, total, err = f.st.AnalysisRuns(f.ctx, 5, 2)
 	require.NoError(t, err)
 	require.Equal(t, 3, total)
 	require.Empty(t, runs)
@@ -1004,7 +1004,7 @@ func TestAnalysisPublish(t *testing.T) {
 }
 
 // A batch's proposals and the board that lists them are written in one
-// transaction: after SaveBatch the outbox holds the board's edit listing
+// transaction: after SaveProposalBatch the outbox holds the board's edit listing
 // the batch's proposals in order, by ordinal, whose buttons name them; a
 // batch that is not saved writes nothing, and a board the outbox refuses
 // saves no proposal.
@@ -1013,14 +1013,14 @@ func TestAnalysisSaveBatchWritesItsMessages(t *testing.T) {
 	f := newAnalysis(t)
 	r := f.running()
 	require.Empty(t, f.outbox())
-	_, err := f.st.SetProgress(f.ctx, r.ID, 30, 20, 2, boardMessage(true))
+	_, err := f.st.SetAnalysisProgress(f.ctx, r.ID, 30, 20, 2, boardMessage(true))
 	require.NoError(t, err)
 	board := outboxRow{Kind: domain.KindProgress, Ref: r.ID, Text: "0/2 p1/1 [] 0/0/0"}
 	require.Equal(t, []outboxRow{board}, f.outbox())
 	// The board is posted: its edits are rows of their own.
 	require.Equal(t, 1, f.deliver(555))
 
-	run, ps, err := f.st.SaveBatch(f.ctx, r.ID, 1, 9, []analysis.Proposal{proposal("a"), proposal("b"), proposal("c")}, boardMessage(false))
+	run, ps, err := f.st.SaveProposalBatch(f.ctx, r.ID, 1, 9, []analysis.Proposal{proposal("a"), proposal("b"), proposal("c")}, boardMessage(false))
 	require.NoError(t, err)
 	require.Len(t, ps, 3)
 	require.Equal(t, 3, run.ProposalsTotal)
@@ -1030,15 +1030,15 @@ func TestAnalysisSaveBatchWritesItsMessages(t *testing.T) {
 	require.Equal(t, want, f.outbox())
 
 	// Refused by the schema: neither the proposals nor the board.
-	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 2, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}}, boardMessage(false))
+	_, _, err = f.st.SaveProposalBatch(f.ctx, r.ID, 2, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}}, boardMessage(false))
 	require.Error(t, err)
 	// A board the outbox refuses (no chat): no proposal either.
-	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 2, 5, []analysis.Proposal{proposal("d")},
+	_, _, err = f.st.SaveProposalBatch(f.ctx, r.ID, 2, 5, []analysis.Proposal{proposal("d")},
 		func(rv analysis.Review) []domain.Message {
 			return append(boardMessage(false)(rv), domain.Message{Kind: domain.KindRunEvent, Text: "no chat"})
 		})
 	require.Error(t, err)
-	got, err := f.st.Run(f.ctx, r.ID)
+	got, err := f.st.AnalysisRun(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, run, got, "the counters are as batch 1 left them")
 	require.Equal(t, 3, int(f.exec(`SELECT 1 FROM analysis_proposals`)))
@@ -1046,7 +1046,7 @@ func TestAnalysisSaveBatchWritesItsMessages(t *testing.T) {
 
 	// The run no longer running: nothing is saved or written.
 	f.complete(r.ID)
-	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 2, 1, []analysis.Proposal{proposal("late")}, boardMessage(false))
+	_, _, err = f.st.SaveProposalBatch(f.ctx, r.ID, 2, 1, []analysis.Proposal{proposal("late")}, boardMessage(false))
 	require.ErrorIs(t, err, analysis.ErrState)
 	require.Equal(t, want, f.outbox())
 	require.Equal(t, 3, int(f.exec(`SELECT 1 FROM analysis_proposals`)))
@@ -1058,47 +1058,47 @@ func TestAnalysisRunEventsAreWrittenWithTheirChange(t *testing.T) {
 	t.Parallel()
 	f := newAnalysis(t)
 	win := analysis.Run{CreatedBy: 7, From: winFrom, To: winFrom.Add(time.Hour)}
-	r, _, err := f.st.CreateRun(f.ctx, win, event("run_created"))
+	r, _, err := f.st.CreateAnalysisRun(f.ctx, win, event("run_created"))
 	require.NoError(t, err)
-	_, blocked, err := f.st.CreateRun(f.ctx, win, event("refused"))
+	_, blocked, err := f.st.CreateAnalysisRun(f.ctx, win, event("refused"))
 	require.NoError(t, err)
 	require.Equal(t, []int64{r.ID}, blocked)
-	x, ok, err := f.st.CloseRun(f.ctx, r.ID, event("refused"))
+	x, ok, err := f.st.CloseAnalysisRun(f.ctx, r.ID, event("refused"))
 	requireRefused(t, x, ok, err, analysis.Pending)
-	_, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Hour, event("run_started"))
+	_, ok, err = f.st.StartAnalysisRun(f.ctx, r.ID, false, time.Hour, event("run_started"))
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, ok, err = f.st.StartRun(f.ctx, r.ID, false, time.Hour, event("refused"))
+	_, ok, err = f.st.StartAnalysisRun(f.ctx, r.ID, false, time.Hour, event("refused"))
 	require.NoError(t, err)
 	require.False(t, ok)
-	_, err = f.st.SetProgress(f.ctx, r.ID, 3, 2, 1, progressMessage(true))
+	_, err = f.st.SetAnalysisProgress(f.ctx, r.ID, 3, 2, 1, progressMessage(true))
 	require.NoError(t, err)
 	ps := f.batch(r.ID, 1, 1)
-	_, ok, err = f.st.CompleteRun(f.ctx, r.ID, event("run_completed"))
+	_, ok, err = f.st.CompleteAnalysisRun(f.ctx, r.ID, event("run_completed"))
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, ok, err = f.st.FailRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, event("refused"))
+	_, ok, err = f.st.FailAnalysisRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, event("refused"))
 	require.NoError(t, err)
 	require.False(t, ok)
-	_, ok, err = f.st.CloseRun(f.ctx, r.ID, event("refused"))
+	_, ok, err = f.st.CloseAnalysisRun(f.ctx, r.ID, event("refused"))
 	require.NoError(t, err)
 	require.False(t, ok, "a proposal is pending")
 	f.decide(ps[0].ID, analysis.Approved)
-	_, ok, err = f.st.CloseRun(f.ctx, r.ID, event("run_closed"))
+	_, ok, err = f.st.CloseAnalysisRun(f.ctx, r.ID, event("run_closed"))
 	require.NoError(t, err)
 	require.True(t, ok)
 
 	// Failures: the executor's and the reaper's.
 	a := f.running()
-	_, ok, err = f.st.FailRun(f.ctx, a.ID, analysis.ErrorLog{Step: "x", Error: "y"}, event("run_failed"))
+	_, ok, err = f.st.FailAnalysisRun(f.ctx, a.ID, analysis.ErrorLog{Step: "x", Error: "y"}, event("run_failed"))
 	require.NoError(t, err)
 	require.True(t, ok)
 	b := f.running()
-	failed, err := f.st.FailInterrupted(f.ctx, event("refused"))
+	failed, err := f.st.FailInterruptedAnalysisRuns(f.ctx, event("refused"))
 	require.NoError(t, err)
 	require.Empty(t, failed)
 	f.exec(`UPDATE analysis_runs SET claimed_until = now() - interval '1 second' WHERE id = $1`, b.ID)
-	failed, err = f.st.FailInterrupted(f.ctx, event("interrupted"))
+	failed, err = f.st.FailInterruptedAnalysisRuns(f.ctx, event("interrupted"))
 	require.NoError(t, err)
 	require.Len(t, failed, 1)
 
@@ -1131,7 +1131,7 @@ FROM analysis_proposals WHERE run_id = $1 ORDER BY id`, runID)
 // decisions say.
 func (f *afx) requireCounters(runID int64) analysis.Run {
 	f.t.Helper()
-	r, err := f.st.Run(f.ctx, runID)
+	r, err := f.st.AnalysisRun(f.ctx, runID)
 	require.NoError(f.t, err)
 	n := map[analysis.Decision]int{}
 	ps := f.proposalsOf(runID)
@@ -1155,10 +1155,10 @@ func TestAnalysisProposalOrdinals(t *testing.T) {
 	require.Empty(t, f.batch(r.ID, 2, 0), "an empty batch numbers nothing")
 	// A batch the schema refuses (its second proposal) is rolled back,
 	// numbers and all.
-	_, _, err := f.st.SaveBatch(f.ctx, r.ID, 3, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}}, nil)
+	_, _, err := f.st.SaveProposalBatch(f.ctx, r.ID, 3, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}}, nil)
 	require.Error(t, err)
 	// So is one whose board the outbox refuses.
-	_, _, err = f.st.SaveBatch(f.ctx, r.ID, 3, 5, []analysis.Proposal{proposal("fine")},
+	_, _, err = f.st.SaveProposalBatch(f.ctx, r.ID, 3, 5, []analysis.Proposal{proposal("fine")},
 		func(analysis.Review) []domain.Message {
 			return []domain.Message{{Kind: domain.KindRunEvent, Text: "no chat"}}
 		})
@@ -1169,13 +1169,13 @@ func TestAnalysisProposalOrdinals(t *testing.T) {
 	stored := f.proposalsOf(r.ID)
 	require.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8, 9}, ordinals(stored), "in the order made (by id), each once")
 	require.Equal(t, "task 3.1", stored[3].Title)
-	got, err := f.st.Run(f.ctx, r.ID)
+	got, err := f.st.AnalysisRun(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, 9, got.ProposalsTotal)
 
 	// Decide returns the proposal with its ordinal.
 	f.complete(r.ID)
-	p, _, ok, err := f.st.Decide(f.ctx, stored[4].ID, analysis.Rejected, 7, nil)
+	p, _, ok, err := f.st.DecideProposal(f.ctx, stored[4].ID, analysis.Rejected, 7, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, 5, p.Ordinal)
@@ -1205,7 +1205,7 @@ func TestAnalysisBoardPages(t *testing.T) {
 	f := newAnalysis(t)
 	var b boards
 	r := f.running()
-	_, err := f.st.SetProgress(f.ctx, r.ID, 40, 30, 3, b.render)
+	_, err := f.st.SetAnalysisProgress(f.ctx, r.ID, 40, 30, 3, b.render)
 	require.NoError(t, err)
 	rv := b.last(t)
 	require.Equal(t, 0, rv.Page)
@@ -1222,7 +1222,7 @@ func TestAnalysisBoardPages(t *testing.T) {
 		if n == 0 {
 			ps[0].Sources = []analysis.Ref{ref(-5, 2), ref(-5, 1)}
 		}
-		run, _, err := f.st.SaveBatch(f.ctx, r.ID, n+1, 10, ps, b.render)
+		run, _, err := f.st.SaveProposalBatch(f.ctx, r.ID, n+1, 10, ps, b.render)
 		require.NoError(t, err)
 		total += size
 		rv := b.last(t)
@@ -1243,7 +1243,7 @@ func TestAnalysisBoardPages(t *testing.T) {
 	turn := func(page, want int, ords ...int) analysis.Run {
 		t.Helper()
 		calls := b.calls()
-		run, err := f.st.TurnPage(f.ctx, r.ID, page, b.render)
+		run, err := f.st.TurnAnalysisPage(f.ctx, r.ID, page, b.render)
 		require.NoError(t, err)
 		require.Equal(t, want, run.ReviewPage, "page %d", page)
 		require.Equal(t, calls+1, b.calls(), "TurnPage writes the board")
@@ -1255,7 +1255,7 @@ func TestAnalysisBoardPages(t *testing.T) {
 			require.Equal(t, fmt.Sprintf("task %d", p.Ordinal), p.Title)
 			require.Equal(t, r.ID, p.RunID)
 		}
-		stored, err := f.st.Run(f.ctx, r.ID)
+		stored, err := f.st.AnalysisRun(f.ctx, r.ID)
 		require.NoError(t, err)
 		require.Equal(t, want, stored.ReviewPage, "the page is the run's")
 		return run
@@ -1269,12 +1269,12 @@ func TestAnalysisBoardPages(t *testing.T) {
 	// Other changes write the board on the page it is on.
 	f.complete(r.ID)
 	all := f.proposalsOf(r.ID)
-	_, _, ok, err := f.st.Decide(f.ctx, all[0].ID, analysis.Approved, 7, b.render)
+	_, _, ok, err := f.st.DecideProposal(f.ctx, all[0].ID, analysis.Approved, 7, b.render)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, 2, b.last(t).Page)
 	require.Equal(t, []int{17, 18, 19, 20}, ordinals(b.last(t).Proposals))
-	_, _, ok, err = f.st.Decide(f.ctx, all[18].ID, analysis.Rejected, 7, b.render)
+	_, _, ok, err = f.st.DecideProposal(f.ctx, all[18].ID, analysis.Rejected, 7, b.render)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "3/3 p3/3 [#17 task 17, #18 task 18, #19- task 19, #20 task 20] 18/1/1", boardText(b.last(t)))
@@ -1288,7 +1288,7 @@ func TestAnalysisBoardPages(t *testing.T) {
 
 	// An unknown run: ErrNotFound, nothing written.
 	calls := b.calls()
-	_, err = f.st.TurnPage(f.ctx, 999, 1, b.render)
+	_, err = f.st.TurnAnalysisPage(f.ctx, 999, 1, b.render)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 	require.Equal(t, calls, b.calls())
 	require.Len(t, f.outbox(), calls)
@@ -1301,7 +1301,7 @@ func TestAnalysisBoardPages(t *testing.T) {
 	}
 	f.closeRun(r.ID)
 	e := f.running()
-	run, err := f.st.TurnPage(f.ctx, e.ID, 3, b.render)
+	run, err := f.st.TurnAnalysisPage(f.ctx, e.ID, 3, b.render)
 	require.NoError(t, err)
 	require.Zero(t, run.ReviewPage)
 	require.Zero(t, b.last(t).Page)
@@ -1320,7 +1320,7 @@ func TestAnalysisDecideWritesTheBoard(t *testing.T) {
 	f.complete(r.ID)
 	require.Empty(t, f.outbox())
 
-	p, run, ok, err := f.st.Decide(f.ctx, ps[1].ID, analysis.Approved, 7, b.render)
+	p, run, ok, err := f.st.DecideProposal(f.ctx, ps[1].ID, analysis.Approved, 7, b.render)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, 2, p.Ordinal)
@@ -1332,7 +1332,7 @@ func TestAnalysisDecideWritesTheBoard(t *testing.T) {
 	// The same proposal again, either way: refused, nothing rendered or
 	// written.
 	for _, d := range []analysis.Decision{analysis.Rejected, analysis.Approved} {
-		p, run2, ok, err := f.st.Decide(f.ctx, ps[1].ID, d, 8, b.render)
+		p, run2, ok, err := f.st.DecideProposal(f.ctx, ps[1].ID, d, 8, b.render)
 		require.NoError(t, err)
 		require.False(t, ok)
 		require.Equal(t, analysis.Approved, p.Decision)
@@ -1343,7 +1343,7 @@ func TestAnalysisDecideWritesTheBoard(t *testing.T) {
 	}
 
 	// The board cannot be written: the decision is undone with it.
-	_, _, _, err = f.st.Decide(f.ctx, ps[0].ID, analysis.Rejected, 7, func(rv analysis.Review) []domain.Message {
+	_, _, _, err = f.st.DecideProposal(f.ctx, ps[0].ID, analysis.Rejected, 7, func(rv analysis.Review) []domain.Message {
 		return append(b.render(rv), domain.Message{Kind: domain.KindRunEvent, Text: "no chat"})
 	})
 	require.Error(t, err)
@@ -1374,44 +1374,44 @@ func TestAnalysisAskApproveAll(t *testing.T) {
 	// Not completed yet.
 	r := f.running()
 	ps := f.batch(r.ID, 1, 3)
-	x, ok, err := f.st.AskApproveAll(f.ctx, r.ID, b.render)
+	x, ok, err := f.st.AskApproveAllProposals(f.ctx, r.ID, b.render)
 	refused(x, ok, err, analysis.Running)
 	require.False(t, x.ReviewConfirm)
-	x, ok, err = f.st.CancelApproveAll(f.ctx, r.ID, b.render)
+	x, ok, err = f.st.CancelApproveAllProposals(f.ctx, r.ID, b.render)
 	refused(x, ok, err, analysis.Running)
 
 	f.complete(r.ID)
-	x, ok, err = f.st.CancelApproveAll(f.ctx, r.ID, b.render)
+	x, ok, err = f.st.CancelApproveAllProposals(f.ctx, r.ID, b.render)
 	refused(x, ok, err, analysis.Completed)
-	asked, ok, err := f.st.AskApproveAll(f.ctx, r.ID, b.render)
+	asked, ok, err := f.st.AskApproveAllProposals(f.ctx, r.ID, b.render)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.True(t, asked.ReviewConfirm)
 	require.Equal(t, 3, asked.ProposalsPending)
 	require.Equal(t, asked, b.last(t).Run)
 	require.Equal(t, "1/0 p1/1 [#1 task 1.1, #2 task 1.2, #3 task 1.3] 3/0/0 ?", f.outbox()[0].Text)
-	got, err := f.st.Run(f.ctx, r.ID)
+	got, err := f.st.AnalysisRun(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.True(t, got.ReviewConfirm)
 
 	// Asking already.
-	x, ok, err = f.st.AskApproveAll(f.ctx, r.ID, b.render)
+	x, ok, err = f.st.AskApproveAllProposals(f.ctx, r.ID, b.render)
 	refused(x, ok, err, analysis.Completed)
 	require.True(t, x.ReviewConfirm)
 
 	// Withdrawn; then it can be asked again.
-	cancelled, ok, err := f.st.CancelApproveAll(f.ctx, r.ID, b.render)
+	cancelled, ok, err := f.st.CancelApproveAllProposals(f.ctx, r.ID, b.render)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.False(t, cancelled.ReviewConfirm)
 	require.Equal(t, 2, b.calls())
 	require.Equal(t, "1/0 p1/1 [#1 task 1.1, #2 task 1.2, #3 task 1.3] 3/0/0", f.outbox()[1].Text)
-	x, ok, err = f.st.CancelApproveAll(f.ctx, r.ID, b.render)
+	x, ok, err = f.st.CancelApproveAllProposals(f.ctx, r.ID, b.render)
 	refused(x, ok, err, analysis.Completed)
-	_, ok, err = f.st.AskApproveAll(f.ctx, r.ID, b.render)
+	_, ok, err = f.st.AskApproveAllProposals(f.ctx, r.ID, b.render)
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, ok, err = f.st.CancelApproveAll(f.ctx, r.ID, b.render)
+	_, ok, err = f.st.CancelApproveAllProposals(f.ctx, r.ID, b.render)
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -1419,35 +1419,35 @@ func TestAnalysisAskApproveAll(t *testing.T) {
 	for _, p := range ps {
 		f.decide(p.ID, analysis.Rejected)
 	}
-	x, ok, err = f.st.AskApproveAll(f.ctx, r.ID, b.render)
+	x, ok, err = f.st.AskApproveAllProposals(f.ctx, r.ID, b.render)
 	refused(x, ok, err, analysis.Completed)
 	require.Zero(t, x.ProposalsPending)
 	require.False(t, x.ReviewConfirm)
 	f.closeRun(r.ID)
-	x, ok, err = f.st.AskApproveAll(f.ctx, r.ID, b.render)
+	x, ok, err = f.st.AskApproveAllProposals(f.ctx, r.ID, b.render)
 	refused(x, ok, err, analysis.Closed)
 
 	// No proposals at all.
 	e := f.running()
 	f.batch(e.ID, 1, 0)
 	f.complete(e.ID)
-	x, ok, err = f.st.AskApproveAll(f.ctx, e.ID, b.render)
+	x, ok, err = f.st.AskApproveAllProposals(f.ctx, e.ID, b.render)
 	refused(x, ok, err, analysis.Completed)
 
 	// A failed run.
 	f.closeRun(e.ID)
 	fr := f.running()
 	f.batch(fr.ID, 1, 2)
-	_, ok, err = f.st.FailRun(f.ctx, fr.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
+	_, ok, err = f.st.FailAnalysisRun(f.ctx, fr.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
-	x, ok, err = f.st.AskApproveAll(f.ctx, fr.ID, b.render)
+	x, ok, err = f.st.AskApproveAllProposals(f.ctx, fr.ID, b.render)
 	refused(x, ok, err, analysis.Failed)
 
 	// Unknown runs.
-	_, _, err = f.st.AskApproveAll(f.ctx, 999, b.render)
+	_, _, err = f.st.AskApproveAllProposals(f.ctx, 999, b.render)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.CancelApproveAll(f.ctx, 999, b.render)
+	_, _, err = f.st.CancelApproveAllProposals(f.ctx, 999, b.render)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 }
 
@@ -1464,7 +1464,7 @@ func TestAnalysisApproveAll(t *testing.T) {
 
 	// Not completed: refused even if the question were set.
 	f.exec(`UPDATE analysis_runs SET review_confirm = true WHERE id = $1`, r.ID)
-	approved, x, ok, err := f.st.ApproveAll(f.ctx, r.ID, 99, b.render)
+	approved, x, ok, err := f.st.ApproveAllProposals(f.ctx, r.ID, 99, b.render)
 	requireRefused(t, x, ok, err, analysis.Running)
 	require.Empty(t, approved)
 	f.exec(`UPDATE analysis_runs SET review_confirm = false WHERE id = $1`, r.ID)
@@ -1475,7 +1475,7 @@ func TestAnalysisApproveAll(t *testing.T) {
 	require.Equal(t, [3]int{4, 1, 1}, [3]int{before.ProposalsPending, before.ProposalsApproved, before.ProposalsRejected})
 
 	// Without the question: refused, nothing changed or written.
-	approved, x, ok, err = f.st.ApproveAll(f.ctx, r.ID, 99, b.render)
+	approved, x, ok, err = f.st.ApproveAllProposals(f.ctx, r.ID, 99, b.render)
 	requireRefused(t, x, ok, err, analysis.Completed)
 	require.Empty(t, approved)
 	require.Equal(t, before, x)
@@ -1483,10 +1483,10 @@ func TestAnalysisApproveAll(t *testing.T) {
 	require.Empty(t, f.outbox())
 	require.Equal(t, before, f.requireCounters(r.ID))
 
-	_, ok, err = f.st.AskApproveAll(f.ctx, r.ID, nil)
+	_, ok, err = f.st.AskApproveAllProposals(f.ctx, r.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
-	approved, run, ok, err := f.st.ApproveAll(f.ctx, r.ID, 99, b.render)
+	approved, run, ok, err := f.st.ApproveAllProposals(f.ctx, r.ID, 99, b.render)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, []int{1, 3, 4, 6}, ordinals(approved), "the pending ones, by ordinal")
@@ -1515,7 +1515,7 @@ func TestAnalysisApproveAll(t *testing.T) {
 		Data: fmt.Sprintf("pa:%d pa:%d pa:%d pa:%d pa:%d pa:%d", ps[0].ID, ps[1].ID, ps[2].ID, ps[3].ID, ps[4].ID, ps[5].ID)}}, f.outbox())
 
 	// A second confirm: the board no longer asks; nothing changes.
-	approved, x, ok, err = f.st.ApproveAll(f.ctx, r.ID, 98, b.render)
+	approved, x, ok, err = f.st.ApproveAllProposals(f.ctx, r.ID, 98, b.render)
 	requireRefused(t, x, ok, err, analysis.Completed)
 	require.Empty(t, approved)
 	require.Equal(t, run, x)
@@ -1523,32 +1523,32 @@ func TestAnalysisApproveAll(t *testing.T) {
 	require.Equal(t, 1, b.calls())
 	require.Len(t, f.outbox(), 1)
 	// Nor can the question come back: nothing is pending.
-	_, ok, err = f.st.AskApproveAll(f.ctx, r.ID, nil)
+	_, ok, err = f.st.AskApproveAllProposals(f.ctx, r.ID, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 
 	f.closeRun(r.ID)
-	approved, x, ok, err = f.st.ApproveAll(f.ctx, r.ID, 98, nil)
+	approved, x, ok, err = f.st.ApproveAllProposals(f.ctx, r.ID, 98, nil)
 	requireRefused(t, x, ok, err, analysis.Closed)
 	require.Empty(t, approved)
-	_, _, _, err = f.st.ApproveAll(f.ctx, 999, 98, nil)
+	_, _, _, err = f.st.ApproveAllProposals(f.ctx, 999, 98, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
 	// A board the outbox refuses undoes the approvals.
 	c := f.running()
 	cps := f.batch(c.ID, 1, 3)
 	f.complete(c.ID)
-	_, ok, err = f.st.AskApproveAll(f.ctx, c.ID, nil)
+	_, ok, err = f.st.AskApproveAllProposals(f.ctx, c.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, _, _, err = f.st.ApproveAll(f.ctx, c.ID, 99, func(analysis.Review) []domain.Message {
+	_, _, _, err = f.st.ApproveAllProposals(f.ctx, c.ID, 99, func(analysis.Review) []domain.Message {
 		return []domain.Message{{Kind: domain.KindRunEvent, Text: "no chat"}}
 	})
 	require.Error(t, err)
 	got := f.requireCounters(c.ID)
 	require.Equal(t, 3, got.ProposalsPending)
 	require.True(t, got.ReviewConfirm, "still asking")
-	approved, _, ok, err = f.st.ApproveAll(f.ctx, c.ID, 99, nil)
+	approved, _, ok, err = f.st.ApproveAllProposals(f.ctx, c.ID, 99, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Len(t, approved, len(cps))
@@ -1569,7 +1569,7 @@ func TestAnalysisDecideApproveAllConcurrent(t *testing.T) {
 		r := f.running()
 		ps := f.batch(r.ID, 1, size)
 		f.complete(r.ID)
-		_, ok, err := f.st.AskApproveAll(f.ctx, r.ID, nil)
+		_, ok, err := f.st.AskApproveAllProposals(f.ctx, r.ID, nil)
 		require.NoError(t, err)
 		require.True(t, ok)
 
@@ -1593,13 +1593,13 @@ func TestAnalysisDecideApproveAllConcurrent(t *testing.T) {
 				if i%2 == 1 {
 					d = analysis.Approved
 				}
-				p, _, ok, err := f.st.Decide(f.ctx, ps[k].ID, d, int64(10+i), b.render)
+				p, _, ok, err := f.st.DecideProposal(f.ctx, ps[k].ID, d, int64(10+i), b.render)
 				presses[i] = press{p, ok, err}
 			})
 		}
 		wg.Go(func() {
 			<-start
-			approved, _, approveOK, approveErr = f.st.ApproveAll(f.ctx, r.ID, 99, b.render)
+			approved, _, approveOK, approveErr = f.st.ApproveAllProposals(f.ctx, r.ID, 99, b.render)
 		})
 		close(start)
 		done := make(chan struct{})

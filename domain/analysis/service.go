@@ -56,7 +56,7 @@ type Run struct {
 	State     State
 	CreatedBy int64
 	// The creator's first name and username, for people to read; filled
-	// by Repository.Run and Runs (empty if the user is gone).
+	// by Repository.AnalysisRun and AnalysisRuns (empty if the user is gone).
 	CreatorName, CreatorUsername string
 	Filters                      Filters
 	From, To                     time.Time // the window, fixed at /run_new
@@ -127,83 +127,83 @@ type Proposal struct {
 
 // Repository is what the workflow needs from storage.
 type Repository interface {
-	SaveMessage(ctx context.Context, m Message) error
-	// EditMessage updates a stored message's text; false if unknown.
-	EditMessage(ctx context.Context, chatID, messageID int64, text string) (bool, error)
-	// TrackChat records a group the bot is in (title, whether it can read
+	SaveGroupMessage(ctx context.Context, m Message) error
+	// EditGroupMessage updates a stored message's text; false if unknown.
+	EditGroupMessage(ctx context.Context, chatID, messageID int64, text string) (bool, error)
+	// TrackGroupChat records a group the bot is in (title, whether it can read
 	// ordinary messages).
-	TrackChat(ctx context.Context, id int64, title string, canRead bool) error
-	Chats(ctx context.Context) ([]Chat, error)
+	TrackGroupChat(ctx context.Context, id int64, title string, canRead bool) error
+	GroupChats(ctx context.Context) ([]Chat, error)
 
 	// The state changes below take a Render: storage calls it inside the
 	// change's transaction with the run as the change left it and writes
 	// the messages it returns to the outbox in that transaction, so they
 	// exist exactly when the change commits. A nil Render writes nothing.
 
-	// CreateRun inserts a pending run unless an unclosed run exists, in one
+	// CreateAnalysisRun inserts a pending run unless an unclosed run exists, in one
 	// statement serialised against concurrent creates; the blocking runs'
 	// ids otherwise (and no run, and nothing rendered).
-	CreateRun(ctx context.Context, r Run, render domain.Render[Review]) (Run, []int64, error)
-	// Run returns one run; domain.ErrNotFound if none.
-	Run(ctx context.Context, id int64) (Run, error)
-	// Runs lists runs newest first, with the total count.
-	Runs(ctx context.Context, offset, limit int) ([]Run, int, error)
-	// StartRun moves pending → running, sets started_at, rag and the
+	CreateAnalysisRun(ctx context.Context, r Run, render domain.Render[Review]) (Run, []int64, error)
+	// AnalysisRun returns one run; domain.ErrNotFound if none.
+	AnalysisRun(ctx context.Context, id int64) (Run, error)
+	// AnalysisRuns lists runs newest first, with the total count.
+	AnalysisRuns(ctx context.Context, offset, limit int) ([]Run, int, error)
+	// StartAnalysisRun moves pending → running, sets started_at, rag and the
 	// executor's lease; ok false (with the run as it is) otherwise.
-	StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[Review]) (Run, bool, error)
-	// RenewLease extends a running run's lease; false if it is no longer
+	StartAnalysisRun(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[Review]) (Run, bool, error)
+	// RenewAnalysisLease extends a running run's lease; false if it is no longer
 	// running.
-	RenewLease(ctx context.Context, id int64, lease time.Duration) (bool, error)
-	// FailInterrupted fails every running run whose lease expired with
+	RenewAnalysisLease(ctx context.Context, id int64, lease time.Duration) (bool, error)
+	// FailInterruptedAnalysisRuns fails every running run whose lease expired with
 	// error_log {"step":"interrupted"}, rendering each; the runs failed.
-	FailInterrupted(ctx context.Context, render domain.Render[Review]) ([]Run, error)
-	// FailRun moves running → failed with the error log.
-	FailRun(ctx context.Context, id int64, e ErrorLog, render domain.Render[Review]) (Run, bool, error)
-	// CompleteRun moves running → completed.
-	CompleteRun(ctx context.Context, id int64, render domain.Render[Review]) (Run, bool, error)
-	// CloseRun moves completed → closed with metrics computed from the
+	FailInterruptedAnalysisRuns(ctx context.Context, render domain.Render[Review]) ([]Run, error)
+	// FailAnalysisRun moves running → failed with the error log.
+	FailAnalysisRun(ctx context.Context, id int64, e ErrorLog, render domain.Render[Review]) (Run, bool, error)
+	// CompleteAnalysisRun moves running → completed.
+	CompleteAnalysisRun(ctx context.Context, id int64, render domain.Render[Review]) (Run, bool, error)
+	// CloseAnalysisRun moves completed → closed with metrics computed from the
 	// counters, only when proposals_pending = 0; ok false (with the run as
 	// it is) otherwise.
-	CloseRun(ctx context.Context, id int64, render domain.Render[Review]) (Run, bool, error)
-	// SetProgress records the window's counts and the number of batches
+	CloseAnalysisRun(ctx context.Context, id int64, render domain.Render[Review]) (Run, bool, error)
+	// SetAnalysisProgress records the window's counts and the number of batches
 	// (with render, the progress message is posted).
-	SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[Review]) (Run, error)
+	SetAnalysisProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[Review]) (Run, error)
 
-	// WindowMessages returns the window's messages (of one chat if chatID
+	// WindowGroupMessages returns the window's messages (of one chat if chatID
 	// is not 0) oldest first, leaving out those a proposal of another run
 	// already cites.
-	WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]Message, error)
-	// SaveBatch stores a batch's proposals (numbered on from the run's
+	WindowGroupMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]Message, error)
+	// SaveProposalBatch stores a batch's proposals (numbered on from the run's
 	// last) and adds them to the run's counters (proposals_total,
 	// proposals_pending, batches_done, processed) in one transaction,
 	// which also writes what render makes of the run's board; the run
 	// after it and the proposals with their ids.
-	SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []Proposal, render domain.Render[Review]) (Run, []Proposal, error)
-	// Decide sets a pending proposal's decision and moves the run's
+	SaveProposalBatch(ctx context.Context, runID int64, batch, messages int, ps []Proposal, render domain.Render[Review]) (Run, []Proposal, error)
+	// DecideProposal sets a pending proposal's decision and moves the run's
 	// counters in the same statement, writing the board in the same
 	// transaction; ok false (with the proposal as it is) if it was decided
 	// already. domain.ErrNotFound if unknown.
-	Decide(ctx context.Context, id int64, d Decision, by int64, render domain.Render[Review]) (Proposal, Run, bool, error)
-	// TurnPage moves the run's board to page (clamped to its pages);
+	DecideProposal(ctx context.Context, id int64, d Decision, by int64, render domain.Render[Review]) (Proposal, Run, bool, error)
+	// TurnAnalysisPage moves the run's board to page (clamped to its pages);
 	// domain.ErrNotFound if there is no such run.
-	TurnPage(ctx context.Context, runID int64, page int, render domain.Render[Review]) (Run, error)
-	// AskApproveAll makes the board ask to confirm approving every pending
+	TurnAnalysisPage(ctx context.Context, runID int64, page int, render domain.Render[Review]) (Run, error)
+	// AskApproveAllProposals makes the board ask to confirm approving every pending
 	// proposal of a completed run; ok false (with the run) if it is not
 	// completed, has none pending, or asks already.
-	AskApproveAll(ctx context.Context, runID int64, render domain.Render[Review]) (Run, bool, error)
-	// CancelApproveAll withdraws the question; ok false if it was not asked.
-	CancelApproveAll(ctx context.Context, runID int64, render domain.Render[Review]) (Run, bool, error)
-	// ApproveAll approves every pending proposal of a completed run whose
+	AskApproveAllProposals(ctx context.Context, runID int64, render domain.Render[Review]) (Run, bool, error)
+	// CancelApproveAllProposals withdraws the question; ok false if it was not asked.
+	CancelApproveAllProposals(ctx context.Context, runID int64, render domain.Render[Review]) (Run, bool, error)
+	// ApproveAllProposals approves every pending proposal of a completed run whose
 	// board asks to confirm it, in one transaction with the counters and
 	// the board; the proposals approved, or ok false (with the run) if the
 	// board no longer asks.
-	ApproveAll(ctx context.Context, runID, by int64, render domain.Render[Review]) ([]Proposal, Run, bool, error)
+	ApproveAllProposals(ctx context.Context, runID, by int64, render domain.Render[Review]) ([]Proposal, Run, bool, error)
 
-	// SaveEmbedding stores an approved proposal's embedding.
-	SaveEmbedding(ctx context.Context, proposalID int64, v []float32) error
-	// Similar returns the k approved proposals of runs other than runID
+	// SaveProposalEmbedding stores an approved proposal's embedding.
+	SaveProposalEmbedding(ctx context.Context, proposalID int64, v []float32) error
+	// SimilarProposals returns the k approved proposals of runs other than runID
 	// most similar (cosine) to v.
-	Similar(ctx context.Context, runID int64, v []float32, k int) ([]Proposal, error)
+	SimilarProposals(ctx context.Context, runID int64, v []float32, k int) ([]Proposal, error)
 }
 
 // LLM is the port to the model (llm.AnalysisPort implements it).
