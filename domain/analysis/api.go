@@ -143,7 +143,9 @@ func (s *Service) Runs(ctx context.Context, page int) ([]Run, int, error) {
 }
 
 // Run returns one run.
-func (s *Service) Run(ctx context.Context, id int64) (Run, error) { return s.deps.Repo.AnalysisRun(ctx, id) }
+func (s *Service) Run(ctx context.Context, id int64) (Run, error) {
+	return s.deps.Repo.AnalysisRun(ctx, id)
+}
 
 // Decide is Approve or Reject; the board shows it. An approved proposal
 // is embedded for later runs' RAG context; failing that is logged, not
