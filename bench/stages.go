@@ -120,76 +120,76 @@ func (t timedNotifier) Card(d vacancy.Delivery) []domain.Message {
 }
 
 // timedMemoryRepo times the repository calls the memory orchestrators
-// make. Each is one round trip: one statement, or (CaptureRun with a recall,
-// StepRun with a capture) a few sent together.
-// SubmitRun is intake, made by the submitters, not the workers; the bench
+// make. Each is one round trip: one statement, or (CapturePipelineRun with a recall,
+// StepPipelineRun with a capture) a few sent together.
+// SubmitPipelineRun is intake, made by the submitters, not the workers; the bench
 // times it on its own.
 type timedMemoryRepo struct {
 	memory.Repository
 	s *stages
 }
 
-func (r timedMemoryRepo) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.Run, memory.Recall, bool, error) {
+func (r timedMemoryRepo) CapturePipelineRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.Run, memory.Recall, bool, error) {
 	name := "db CaptureRun"
 	if size != (memory.RecallSize{}) {
 		name += " + recall"
 	}
 	defer r.s.since(name, time.Now())
-	return r.Repository.CaptureRun(ctx, id, from, to, lease, size)
+	return r.Repository.CapturePipelineRun(ctx, id, from, to, lease, size)
 }
 
-func (r timedMemoryRepo) StepRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
+func (r timedMemoryRepo) StepPipelineRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
 	name := "db StepRun"
 	if st.Then != "" {
 		name += " + capture"
 	}
 	defer r.s.since(name, time.Now())
-	return r.Repository.StepRun(ctx, id, st)
+	return r.Repository.StepPipelineRun(ctx, id, st)
 }
 
-func (r timedMemoryRepo) ClaimFinished(ctx context.Context, id int64, lease time.Duration) (memory.Run, bool, error) {
+func (r timedMemoryRepo) ClaimFinishedPipelineRun(ctx context.Context, id int64, lease time.Duration) (memory.Run, bool, error) {
 	defer r.s.since("db ClaimFinished", time.Now())
-	return r.Repository.ClaimFinished(ctx, id, lease)
+	return r.Repository.ClaimFinishedPipelineRun(ctx, id, lease)
 }
 
-func (r timedMemoryRepo) MarkDelivered(ctx context.Context, id int64, tell domain.Render[memory.Run]) (bool, error) {
+func (r timedMemoryRepo) MarkPipelineRunDelivered(ctx context.Context, id int64, tell domain.Render[memory.Run]) (bool, error) {
 	defer r.s.since("db MarkDelivered", time.Now())
-	return r.Repository.MarkDelivered(ctx, id, tell)
+	return r.Repository.MarkPipelineRunDelivered(ctx, id, tell)
 }
 
-func (r timedMemoryRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
+func (r timedMemoryRepo) ArchivePipelineRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
 	defer r.s.since("db ArchiveRun", time.Now())
-	return r.Repository.ArchiveRun(ctx, id, sum)
+	return r.Repository.ArchivePipelineRun(ctx, id, sum)
 }
 
-func (r timedMemoryRepo) ReleaseRun(ctx context.Context, id int64) error {
+func (r timedMemoryRepo) ReleasePipelineRun(ctx context.Context, id int64) error {
 	defer r.s.since("db ReleaseRun", time.Now())
-	return r.Repository.ReleaseRun(ctx, id)
+	return r.Repository.ReleasePipelineRun(ctx, id)
 }
 
-func (r timedMemoryRepo) OpenRuns(ctx context.Context, limit int) ([]memory.Ref, error) {
+func (r timedMemoryRepo) OpenPipelineRuns(ctx context.Context, limit int) ([]memory.Ref, error) {
 	defer r.s.since("db OpenRuns", time.Now())
-	return r.Repository.OpenRuns(ctx, limit)
+	return r.Repository.OpenPipelineRuns(ctx, limit)
 }
 
-func (r timedMemoryRepo) NextRun(ctx context.Context, userID int64) (memory.Ref, bool, error) {
+func (r timedMemoryRepo) NextPipelineRun(ctx context.Context, userID int64) (memory.Ref, bool, error) {
 	defer r.s.since("db NextRun", time.Now())
-	return r.Repository.NextRun(ctx, userID)
+	return r.Repository.NextPipelineRun(ctx, userID)
 }
 
-func (r timedMemoryRepo) Summaries(ctx context.Context, userID int64, limit int) ([]memory.Summary, error) {
+func (r timedMemoryRepo) MemorySummaries(ctx context.Context, userID int64, limit int) ([]memory.Summary, error) {
 	defer r.s.since("db Summaries", time.Now())
-	return r.Repository.Summaries(ctx, userID, limit)
+	return r.Repository.MemorySummaries(ctx, userID, limit)
 }
 
-func (r timedMemoryRepo) ActivePrompt(ctx context.Context, role string) (memory.Prompt, error) {
+func (r timedMemoryRepo) ActiveSystemPrompt(ctx context.Context, role string) (memory.Prompt, error) {
 	defer r.s.since("db ActivePrompt", time.Now())
-	return r.Repository.ActivePrompt(ctx, role)
+	return r.Repository.ActiveSystemPrompt(ctx, role)
 }
 
-func (r timedMemoryRepo) Backlog(ctx context.Context) (int, error) {
+func (r timedMemoryRepo) PipelineBacklog(ctx context.Context) (int, error) {
 	defer r.s.since("db Backlog", time.Now())
-	return r.Repository.Backlog(ctx)
+	return r.Repository.PipelineBacklog(ctx)
 }
 
 type timedMemoryNotifier struct {
