@@ -77,14 +77,14 @@ func (r timedRepo) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vaca
 	return r.Repository.ClaimMatch(ctx, o)
 }
 
-func (r timedRepo) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
+func (r timedRepo) NextMatchLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
 	defer r.s.since("db lease expiry", time.Now())
-	return r.Repository.NextLeaseExpiry(ctx)
+	return r.Repository.NextMatchLeaseExpiry(ctx)
 }
 
-func (r timedRepo) Transition(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
+func (r timedRepo) TransitionMatch(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
 	defer r.s.since("db transition", time.Now())
-	return r.Repository.Transition(ctx, id, from, to, ch)
+	return r.Repository.TransitionMatch(ctx, id, from, to, ch)
 }
 
 type timedSource struct {

@@ -302,13 +302,13 @@ func TestPruneSearchHitsKeepsDedupe(t *testing.T) {
 	require.EqualValues(t, 3, res.Rows)
 	require.Equal(t, []string{a + " 110", a + " 200"}, b.strings(`SELECT search_key || ' ' || vacancy_id FROM search_hits ORDER BY 1`))
 
-	unseen, err := b.st.Unseen(b.ctx, a, []int64{90, 100, 115, 120, 121, 200, 201})
+	unseen, err := b.st.UnseenVacancies(b.ctx, a, []int64{90, 100, 115, 120, 121, 200, 201})
 	require.NoError(t, err)
 	require.Equal(t, map[int64]bool{121: true, 201: true}, unseen)
-	unseen, err = b.st.Unseen(b.ctx, c, []int64{100, 150, 151})
+	unseen, err = b.st.UnseenVacancies(b.ctx, c, []int64{100, 150, 151})
 	require.NoError(t, err)
 	require.Equal(t, map[int64]bool{151: true}, unseen, "a key without markers gets its row")
-	m, err := b.st.Markers(b.ctx, a)
+	m, err := b.st.DiscoveryMarkers(b.ctx, a)
 	require.NoError(t, err)
 	require.EqualValues(t, 200, m.LastSeenMaxID, "markers untouched")
 }

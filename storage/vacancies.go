@@ -48,8 +48,8 @@ func transitionSQL(from, to vacancy.Status, sql string) string {
 // workers wake at once instead of at their next sweep.
 const QueueChannel = "vacancy_queue"
 
-// Profile returns the user's profile ("" if none).
-func (s *Store) Profile(ctx context.Context, userID int64) (string, error) {
+// UserProfile returns the user's profile ("" if none).
+func (s *Store) UserProfile(ctx context.Context, userID int64) (string, error) {
 	var p string
 	err := s.pool.QueryRow(ctx, `SELECT profile FROM users WHERE id = $1`, userID).Scan(&p)
 	if err != nil {
@@ -58,8 +58,8 @@ func (s *Store) Profile(ctx context.Context, userID int64) (string, error) {
 	return p, nil
 }
 
-// SetProfile stores the user's profile.
-func (s *Store) SetProfile(ctx context.Context, userID int64, profile string) error {
+// SetUserProfile stores the user's profile.
+func (s *Store) SetUserProfile(ctx context.Context, userID int64, profile string) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE users SET profile = $2, updated_at = now() WHERE id = $1`, userID, profile)
 	if err != nil {
 		return fmt.Errorf("set profile of user %d: %w", userID, err)
@@ -222,9 +222,9 @@ func (s *Store) RemoveBanWord(ctx context.Context, userID int64, word string) (b
 	return tag.RowsAffected() == 1, nil
 }
 
-// Stats counts a user's matches by status, with the last fetch of their
+// MatchStats counts a user's matches by status, with the last fetch of their
 // searches and the queue sizes.
-func (s *Store) Stats(ctx context.Context, userID int64) (vacancy.Stats, error) {
+func (s *Store) MatchStats(ctx context.Context, userID int64) (vacancy.Stats, error) {
 	st := vacancy.Stats{Counts: map[vacancy.Status]int{}}
 	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM vacancy_matches WHERE user_id = $1 GROUP BY status`, userID)
 	if err != nil {
@@ -256,13 +256,13 @@ SELECT (SELECT max(d.updated_at) FROM discovery_state d JOIN searches s ON s.sea
 	return st, nil
 }
 
-// SearchGroups returns every distinct search_key with its parameters.
-func (s *Store) SearchGroups(ctx context.Context) ([]vacancy.Group, error) {
+// SearchKeyGroups returns every distinct search_key with its parameters.
+func (s *Store) SearchKeyGroups(ctx context.Context) ([]vacancy.Group, error) {
 	return searchGroups(ctx, s.pool, "")
 }
 
-// SearchGroup is SearchGroups for one key.
-func (s *Store) SearchGroup(ctx context.Context, key string) (vacancy.Group, error) {
+// SearchKeyGroup is SearchKeyGroups for one key.
+func (s *Store) SearchKeyGroup(ctx context.Context, key string) (vacancy.Group, error) {
 	gs, err := searchGroups(ctx, s.pool, key)
 	if err != nil {
 		return vacancy.Group{}, err
@@ -324,8 +324,8 @@ FROM searches s WHERE s.search_key = $1 ORDER BY s.id`, key)
 	return users, nil
 }
 
-// Markers returns a search_key's discovery state (zero before its first run).
-func (s *Store) Markers(ctx context.Context, key string) (vacancy.Markers, error) {
+// DiscoveryMarkers returns a search_key's discovery state (zero before its first run).
+func (s *Store) DiscoveryMarkers(ctx context.Context, key string) (vacancy.Markers, error) {
 	var m vacancy.Markers
 	err := s.pool.QueryRow(ctx, `SELECT last_seen_max_id, last_complete_sweep_before_id, updated_at
 FROM discovery_state WHERE search_key = $1`, key).Scan(&m.LastSeenMaxID, &m.LastCompleteSweepBeforeID, &m.UpdatedAt)
@@ -338,10 +338,10 @@ FROM discovery_state WHERE search_key = $1`, key).Scan(&m.LastSeenMaxID, &m.Last
 	return m, nil
 }
 
-// Unseen reports which ids the search_key has not collected yet: neither
+// UnseenVacancies reports which ids the search_key has not collected yet: neither
 // among its hits nor at or below its pruned_through_id (the highest id of
 // its hits the prune job deleted; HH's ids grow with time).
-func (s *Store) Unseen(ctx context.Context, key string, ids []int64) (map[int64]bool, error) {
+func (s *Store) UnseenVacancies(ctx context.Context, key string, ids []int64) (map[int64]bool, error) {
 	out := make(map[int64]bool, len(ids))
 	for _, id := range ids {
 		out[id] = true
@@ -610,9 +610,9 @@ FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id,
 	return c, true, nil
 }
 
-// NextLeaseExpiry is when the earliest live claim runs out, so an idle
+// NextMatchLeaseExpiry is when the earliest live claim runs out, so an idle
 // worker can wake to take over work a dead replica left.
-func (s *Store) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
+func (s *Store) NextMatchLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
 	var at *time.Time
 	err := s.pool.QueryRow(ctx, `SELECT min(claimed_until) FROM vacancy_matches
 WHERE status IN ('QUEUED', 'ANALYZED') AND claimed_until > now()`).Scan(&at)
@@ -625,9 +625,9 @@ WHERE status IN ('QUEUED', 'ANALYZED') AND claimed_until > now()`).Scan(&at)
 	return *at, true, nil
 }
 
-// ReleaseClaim moves a claim's expiry to until (a card that could not be
+// ReleaseMatchClaim moves a claim's expiry to until (a card that could not be
 // rendered yet); it does nothing if the claim is no longer token's.
-func (s *Store) ReleaseClaim(ctx context.Context, id int64, token string, until time.Time) error {
+func (s *Store) ReleaseMatchClaim(ctx context.Context, id int64, token string, until time.Time) error {
 	_, err := s.pool.Exec(ctx, `UPDATE vacancy_matches SET claimed_until = $3, updated_at = now()
 WHERE id = $1 AND claim_token = $2::uuid`, id, token, until)
 	if err != nil {
@@ -636,9 +636,9 @@ WHERE id = $1 AND claim_token = $2::uuid`, id, token, until)
 	return nil
 }
 
-// SaveDetail stores a detail fetched from HH and ends the fetch lease, so
+// SaveVacancyDetail stores a detail fetched from HH and ends the fetch lease, so
 // the vacancy's other matches are claimed with it.
-func (s *Store) SaveDetail(ctx context.Context, v vacancy.Vacancy) error {
+func (s *Store) SaveVacancyDetail(ctx context.Context, v vacancy.Vacancy) error {
 	skills := v.KeySkills
 	if skills == nil {
 		skills = []string{}
@@ -649,9 +649,9 @@ func (s *Store) SaveDetail(ctx context.Context, v vacancy.Vacancy) error {
 	return nil
 }
 
-// ReleaseDetail ends a fetch lease that fetched nothing (HH failed or
+// ReleaseVacancyDetail ends a fetch lease that fetched nothing (HH failed or
 // refused), so another worker may ask later.
-func (s *Store) ReleaseDetail(ctx context.Context, id int64) error {
+func (s *Store) ReleaseVacancyDetail(ctx context.Context, id int64) error {
 	if _, err := s.pool.Exec(ctx, `UPDATE vacancies SET detail_fetching_until = NULL WHERE id = $1`, id); err != nil {
 		return fmt.Errorf("release detail lease of vacancy %d: %w", id, err)
 	}
@@ -700,7 +700,7 @@ RETURNING o.status, m.id, m.user_id`, id)
 	if err != nil {
 		return nil, fmt.Errorf("archive vacancy %d: %w", id, err)
 	}
-	if err := s.ReleaseDetail(ctx, id); err != nil {
+	if err := s.ReleaseVacancyDetail(ctx, id); err != nil {
 		return out, err
 	}
 	return out, nil
@@ -714,7 +714,7 @@ UPDATE vacancies SET description = $2, key_skills = $3,
     raw = COALESCE($6::jsonb, raw), detail_fetched_at = now(), detail_fetching_until = NULL
 WHERE id = $1`
 
-// Transition moves a match from → to in one conditional UPDATE; ok is false
+// TransitionMatch moves a match from → to in one conditional UPDATE; ok is false
 // when the match was not in from (or, with ch.Token, no longer under that
 // claim): someone else moved it first. The caller checks the table.
 //
@@ -725,7 +725,7 @@ WHERE id = $1`
 // With ch.Announce (a match a new search's first news waits on), a move
 // that ends the last of that search's first matches without a card writes
 // its "nothing new yet" note in the same transaction.
-func (s *Store) Transition(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
+func (s *Store) TransitionMatch(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
 	if ch.Tell == nil && ch.Announce == nil {
 		return transition(ctx, s.pool, id, from, to, ch, false)
 	}
@@ -943,8 +943,8 @@ FROM vacancy_matches m JOIN vacancies v ON v.id = m.vacancy_id WHERE m.id = $1`,
 	return m, v, finishMatch(&m, analysis, sent)
 }
 
-// Skipped lists SKIPPED matches created since since, by id after afterID.
-func (s *Store) Skipped(ctx context.Context, since time.Time, afterID int64, limit int) ([]vacancy.SkippedMatch, error) {
+// SkippedMatches lists SKIPPED matches created since since, by id after afterID.
+func (s *Store) SkippedMatches(ctx context.Context, since time.Time, afterID int64, limit int) ([]vacancy.SkippedMatch, error) {
 	rows, err := s.pool.Query(ctx, `
 SELECT `+matchColumns+`, v.title, v.snippet, v.description,
        COALESCE((SELECT array_agg(word) FROM ban_words b WHERE b.user_id = m.user_id), '{}')

@@ -109,7 +109,7 @@ func (s *Service) worker(ctx context.Context, n int) {
 // idle waits for a wake-up, the next lease expiry or the sweep interval.
 func (s *Service) idle(ctx context.Context) {
 	wait := s.cfg.SweepInterval
-	if at, ok, err := s.deps.Repo.NextLeaseExpiry(ctx); err == nil && ok {
+	if at, ok, err := s.deps.Repo.NextMatchLeaseExpiry(ctx); err == nil && ok {
 		if d := at.Sub(s.deps.Clock.Now()) + 50*time.Millisecond; d < wait {
 			wait = max(d, 50*time.Millisecond)
 		}
@@ -292,7 +292,7 @@ func (s *Service) firstNews(c Claim) domain.Render[[]FirstNews] {
 func (s *Service) release(ctx context.Context, m Match, after time.Duration, what string) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	if err := s.deps.Repo.ReleaseClaim(ctx, m.ID, m.ClaimToken, s.deps.Clock.Now().Add(after)); err != nil {
+	if err := s.deps.Repo.ReleaseMatchClaim(ctx, m.ID, m.ClaimToken, s.deps.Clock.Now().Add(after)); err != nil {
 		s.log.Error(what, "match", m.ID, "err", err)
 	}
 }
@@ -346,7 +346,7 @@ func (s *Service) dropLease(ctx context.Context, c Claim) {
 	}
 	rctx, cancel := detached(ctx)
 	defer cancel()
-	if err := s.deps.Repo.ReleaseDetail(rctx, c.Match.VacancyID); err != nil {
+	if err := s.deps.Repo.ReleaseVacancyDetail(rctx, c.Match.VacancyID); err != nil {
 		s.log.Error("release vacancy detail", "vacancy", c.Match.VacancyID, "err", err)
 	}
 }
@@ -386,7 +386,7 @@ func (s *Service) fetchDetail(ctx context.Context, m Match, mine bool) (Vacancy,
 			log.Info("vacancy archived on HH", "matches", moved)
 			return Vacancy{}, "archived"
 		}
-		if rerr := s.deps.Repo.ReleaseDetail(rctx, m.VacancyID); rerr != nil {
+		if rerr := s.deps.Repo.ReleaseVacancyDetail(rctx, m.VacancyID); rerr != nil {
 			log.Error("release vacancy detail", "err", rerr)
 		}
 		switch {
@@ -412,7 +412,7 @@ func (s *Service) keepDetail(ctx context.Context, d *Vacancy) {
 	}
 	rctx, cancel := detached(ctx)
 	defer cancel()
-	if err := s.deps.Repo.SaveDetail(rctx, *d); err != nil {
+	if err := s.deps.Repo.SaveVacancyDetail(rctx, *d); err != nil {
 		// The next match of the vacancy fetches it again once the lease ends.
 		s.log.Warn("store vacancy detail", "vacancy", d.ID, "err", err)
 	}
@@ -451,7 +451,7 @@ func (s *Service) save(ctx context.Context, m Match, what string, fn func(contex
 	return err
 }
 
-// giveBack makes a claimed match claimable again at once (ReleaseClaim,
+// giveBack makes a claimed match claimable again at once (ReleaseMatchClaim,
 // conditional on its token) as soon as the database answers: tried with
 // backoff (1 s doubling to 10 s) until the claim would have lapsed anyway,
 // or once when ctx has ended.
@@ -459,7 +459,7 @@ func (s *Service) giveBack(ctx context.Context, m Match) {
 	deadline := s.deps.Clock.Now().Add(s.cfg.ClaimLease)
 	for d := time.Second; ; d = min(2*d, 10*time.Second) {
 		rctx, cancel := detached(ctx)
-		err := s.deps.Repo.ReleaseClaim(rctx, m.ID, m.ClaimToken, s.deps.Clock.Now())
+		err := s.deps.Repo.ReleaseMatchClaim(rctx, m.ID, m.ClaimToken, s.deps.Clock.Now())
 		cancel()
 		if err == nil {
 			s.log.Info("vacancy match given back after a failed save", "match", m.ID)
