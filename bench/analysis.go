@@ -1071,8 +1071,8 @@ type countingPublisher struct {
 	n atomic.Int64
 }
 
-func (p *countingPublisher) Publish(ctx context.Context, payload string) error {
-	err := p.Publisher.Publish(ctx, payload)
+func (p *countingPublisher) NotifyAnalysisRuns(ctx context.Context, payload string) error {
+	err := p.Publisher.NotifyAnalysisRuns(ctx, payload)
 	if err == nil {
 		p.n.Add(1)
 	}

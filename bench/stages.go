@@ -361,9 +361,9 @@ type timedPublisher struct {
 	s *stages
 }
 
-func (t timedPublisher) Publish(ctx context.Context, payload string) error {
+func (t timedPublisher) NotifyAnalysisRuns(ctx context.Context, payload string) error {
 	defer t.s.since("db Publish (pg_notify)", time.Now())
-	return t.Publisher.Publish(ctx, payload)
+	return t.Publisher.NotifyAnalysisRuns(ctx, payload)
 }
 
 // timedOutbox times the outbox sender's statements (-stages of the

@@ -854,8 +854,8 @@ LIMIT $3`, runID, v, k)
 	return out, nil
 }
 
-// Publish sends a run event to pg_notify('analysis_runs', payload).
-func (s *Store) Publish(ctx context.Context, payload string) error {
+// NotifyAnalysisRuns sends a run event to pg_notify('analysis_runs', payload).
+func (s *Store) NotifyAnalysisRuns(ctx context.Context, payload string) error {
 	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, AnalysisChannel, payload); err != nil {
 		return fmt.Errorf("publish analysis event: %w", err)
 	}

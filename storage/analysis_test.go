@@ -988,7 +988,7 @@ func TestAnalysisPublish(t *testing.T) {
 		t.Fatal("listener did not connect")
 	}
 	payload := `{"event":"run_created","run":1,"state":"pending"}`
-	require.NoError(t, st.Publish(ctx, payload))
+	require.NoError(t, st.NotifyAnalysisRuns(ctx, payload))
 	select {
 	case n := <-got:
 		require.Equal(t, "analysis_runs "+payload, n)
@@ -996,7 +996,7 @@ func TestAnalysisPublish(t *testing.T) {
 		t.Fatal("no notification")
 	}
 	// Too large for NOTIFY: an error, not a lost event.
-	err := st.Publish(ctx, strings.Repeat("x", 9000))
+	err := st.NotifyAnalysisRuns(ctx, strings.Repeat("x", 9000))
 	require.Error(t, err)
 	require.False(t, errors.Is(err, context.Canceled))
 	cancel()

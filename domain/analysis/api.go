@@ -291,7 +291,7 @@ func (s *Service) renderEvent(kind EventKind) domain.Render[Review] {
 func (s *Service) event(ctx context.Context, e Event) {
 	s.log.Info("analysis_event", "event", string(e.Kind), "run", e.Run.ID, "state", string(e.Run.State))
 	if s.deps.Publisher != nil {
-		if err := s.deps.Publisher.Publish(ctx, eventPayload(e)); err != nil {
+		if err := s.deps.Publisher.NotifyAnalysisRuns(ctx, eventPayload(e)); err != nil {
 			s.log.Warn("publish run event", "event", e.Kind, "err", err)
 		}
 	}

@@ -278,7 +278,7 @@ type Notifier interface {
 
 // Publisher sends events to pg_notify('analysis_runs', …) (storage).
 type Publisher interface {
-	Publish(ctx context.Context, payload string) error
+	NotifyAnalysisRuns(ctx context.Context, payload string) error
 }
 
 // Errors the bot turns into answers.
