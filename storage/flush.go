@@ -83,3 +83,16 @@ func (f *walFlusher) once() error {
 	}
 	return nil
 }
+
+// asyncCommit is joined into a statement to make its transaction's commit
+// asynchronous: set_config with is_local lasts until the transaction ends,
+// and synchronous_commit is read at commit. Every pipeline write after
+// intake commits so (memory.Step says why that is safe).
+const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`
+
+// setAsyncCommit is asyncCommit as a statement of its own, for a batch or
+// a transaction.
+const setAsyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
+
+// asyncFrom is asyncCommit as an UPDATE's FROM clause.
+const asyncFrom = `FROM ` + asyncCommit

@@ -114,19 +114,6 @@ func (s *Store) PipelineRun(ctx context.Context, id int64) (memory.Run, error) {
 	return r, nil
 }
 
-// asyncCommit is joined into a statement to make its transaction's commit
-// asynchronous: set_config with is_local lasts until the transaction ends,
-// and synchronous_commit is read at commit. Every pipeline write after
-// intake commits so (memory.Step says why that is safe).
-const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`
-
-// setAsyncCommit is asyncCommit as a statement of its own, for a batch or
-// a transaction.
-const setAsyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
-
-// asyncFrom is asyncCommit as an UPDATE's FROM clause.
-const asyncFrom = `FROM ` + asyncCommit
-
 // heldBy is the claimed_until a lease gives: NULL for none.
 func heldBy(lease time.Duration) *int64 {
 	if lease <= 0 {
@@ -523,80 +510,6 @@ RETURNING r.id, r.user_id, r.status`, maxReaps)
 		}
 	}
 	return returned, failed, nil
-}
-
-const summaryColumns = `id, time_bucket_start, time_bucket_end, tags, summary, source_run_ids, created_at`
-
-func collectSummaries(rows pgx.Rows, err error) ([]memory.Summary, error) {
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Summary, error) {
-		var m memory.Summary
-		err := row.Scan(&m.ID, &m.BucketStart, &m.BucketEnd, &m.Tags, &m.Summary, &m.SourceRunIDs, &m.CreatedAt)
-		return m, err
-	})
-}
-
-// MemorySummaries lists a user's long-term memory, newest first.
-func (s *Store) MemorySummaries(ctx context.Context, userID int64, limit int) ([]memory.Summary, error) {
-	out, err := collectSummaries(s.pool.Query(ctx, `SELECT `+summaryColumns+`
-FROM lsm_storage WHERE user_id = $1 ORDER BY id DESC LIMIT $2`, userID, limit))
-	if err != nil {
-		return nil, fmt.Errorf("summaries of user %d: %w", userID, err)
-	}
-	return out, nil
-}
-
-// ActiveSystemPrompt returns a role's active prompt or domain.ErrNotFound.
-func (s *Store) ActiveSystemPrompt(ctx context.Context, role string) (memory.Prompt, error) {
-	p := memory.Prompt{Role: role}
-	err := s.pool.QueryRow(ctx, `SELECT prompt_template, version, is_active, updated_at FROM system_prompts
-WHERE role_name = $1 AND is_active`, role).Scan(&p.Template, &p.Version, &p.Active, &p.UpdatedAt)
-	if err != nil {
-		return p, fmt.Errorf("prompt %s: %w", role, interpretError(err))
-	}
-	return p, nil
-}
-
-// ActiveSystemPrompts returns every role's active prompt template.
-func (s *Store) ActiveSystemPrompts(ctx context.Context) (map[string]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT role_name, prompt_template FROM system_prompts WHERE is_active`)
-	if err != nil {
-		return nil, fmt.Errorf("active prompts: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var role, tmpl string
-		if err := rows.Scan(&role, &tmpl); err != nil {
-			return nil, fmt.Errorf("active prompts: %w", err)
-		}
-		out[role] = tmpl
-	}
-	return out, rows.Err()
-}
-
-// SetSystemPrompt stores a new active version of a role's prompt, keeping the
-// old ones inactive.
-func (s *Store) SetSystemPrompt(ctx context.Context, role, template string) (memory.Prompt, error) {
-	p := memory.Prompt{Role: role, Template: template, Active: true}
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
-		// Serializes concurrent /prompt of one role on the version number.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('prompt:' || $1, 0))`, role); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE system_prompts SET is_active = false WHERE role_name = $1 AND is_active`, role); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx, `INSERT INTO system_prompts (role_name, prompt_template, version)
-SELECT $1, $2, COALESCE(max(version), 0) + 1 FROM system_prompts WHERE role_name = $1
-RETURNING version, updated_at`, role, template).Scan(&p.Version, &p.UpdatedAt)
-	})
-	if err != nil {
-		return p, fmt.Errorf("set prompt %s: %w", role, err)
-	}
-	return p, nil
 }
 
 // PipelineBacklog counts runs waiting in NEW.
