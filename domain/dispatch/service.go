@@ -190,10 +190,9 @@ type Changed struct {
 	Orders map[int64]Order
 }
 
-// Repository is what the workflow needs from storage. Every state change
-// is one conditional statement naming the old state, and writes the
-// messages its Render renders in the same transaction (domain.Render).
-type Repository interface {
+// MasterStore is registration and the masters' own commands (dispatch.go);
+// storage/masters.go implements it.
+type MasterStore interface {
 	// SaveMaster registers or updates a master (city, district, skills);
 	// true if the master is new. The user must exist.
 	SaveMaster(ctx context.Context, userID int64, city, district string, skills []string) (Master, bool, error)
@@ -206,7 +205,11 @@ type Repository interface {
 	// SetMasterActive sets active; false if it already was so. domain.ErrNotFound
 	// if the user is not a master.
 	SetMasterActive(ctx context.Context, userID int64, active bool) (bool, error)
+}
 
+// OrderStore is the admins' order commands (dispatch.go); storage/orders.go
+// implements it.
+type OrderStore interface {
 	CreateOrder(ctx context.Context, o NewOrder, tell domain.Render[Changed]) (Order, error)
 	// Order returns one order; domain.ErrNotFound if none.
 	Order(ctx context.Context, id int64) (Order, error)
@@ -223,6 +226,11 @@ type Repository interface {
 	// is) if the order was in neither state. Changed.Assigned is the
 	// assigned master's accepted offer, if any.
 	CancelOrder(ctx context.Context, id int64, tell domain.Render[Changed]) (o Order, withdrawn []Offer, ok bool, err error)
+}
+
+// StepStore is the assigned master's buttons (steps.go);
+// storage/order_steps.go implements it.
+type StepStore interface {
 	// MarkOrderStep records the assigned master's step on the order: one
 	// conditional statement, only while the order is ASSIGNED to masterID
 	// and the step is not done yet (Arrived also marks EnRoute if it was
@@ -239,7 +247,12 @@ type Repository interface {
 	// has fewer than max photos. The order, and false if there is none
 	// (Order.ID zero: no recent order; else it has max photos already).
 	RecordOrderPhoto(ctx context.Context, masterID int64, within time.Duration, max int, tell domain.Render[Changed]) (Order, bool, error)
+}
 
+// DistributionStore is distribution (distribute.go): SearchingOrders in
+// storage/orders.go, NextOffer in storage/offers.go, which asks policy.go
+// what each step does.
+type DistributionStore interface {
 	// SearchingOrders lists SEARCHING orders with no open offer, oldest
 	// first: all of them, or (all false) only those owed a distribution
 	// step (waiting). Every change that leaves an order without an open
@@ -261,10 +274,13 @@ type Repository interface {
 	// it, so an offer never exists unseen; tell also renders the
 	// unassignable report (Changed with no offer).
 	NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate Gate, tell domain.Render[Changed]) (Offer, Order, Outcome, error)
+}
 
+// OfferStore is the offer buttons and the expiry watchdog (dispatch.go,
+// watchdog.go); storage/offers.go implements it.
+type OfferStore interface {
 	// Offer returns one offer; domain.ErrNotFound if none.
 	Offer(ctx context.Context, id int64) (Offer, error)
-
 	// AcceptOffer is the one conditional statement: the offer moves to ACCEPTED
 	// only if it is the master's, open and not past expires_at, and its
 	// order SEARCHING → ASSIGNED in the same transaction; ok false if
@@ -281,7 +297,11 @@ type Repository interface {
 	ExpireOffers(ctx context.Context, tell domain.Render[Changed]) ([]Offer, error)
 	// NextOfferExpiry is the earliest expires_at of an open offer (false: none).
 	NextOfferExpiry(ctx context.Context) (time.Time, bool, error)
+}
 
+// CommissionStore is the commission and autoclose jobs (distribute.go,
+// dispatch.go): storage/masters.go and storage/orders.go.
+type CommissionStore interface {
 	// BlockOverdueMasters blocks every unblocked master owing commission past its
 	// deadline and returns them with what they owe.
 	BlockOverdueMasters(ctx context.Context, tell domain.Render[Changed]) ([]Debt, error)
@@ -290,6 +310,19 @@ type Repository interface {
 	SettleCommission(ctx context.Context, masterID int64, tell domain.Render[Changed]) (Debt, bool, error)
 	// AutocloseOrders moves DONE orders older than after to CLOSED.
 	AutocloseOrders(ctx context.Context, after time.Duration, tell domain.Render[Changed]) ([]int64, error)
+}
+
+// Repository is what the workflow needs from storage, the parts above
+// composed. Every state change is one conditional statement naming the old
+// state, and writes the messages its Render renders in the same transaction
+// (domain.Render).
+type Repository interface {
+	MasterStore
+	OrderStore
+	StepStore
+	DistributionStore
+	OfferStore
+	CommissionStore
 }
 
 // EventKind names a live-log event.
