@@ -125,8 +125,9 @@ type Proposal struct {
 	CreatedAt time.Time
 }
 
-// Repository is what the workflow needs from storage.
-type Repository interface {
+// ChatStore is the recorded group messages and chats (api.go, the
+// executor's window); storage/chat_messages.go implements it.
+type ChatStore interface {
 	SaveGroupMessage(ctx context.Context, m Message) error
 	// EditGroupMessage updates a stored message's text; false if unknown.
 	EditGroupMessage(ctx context.Context, chatID, messageID int64, text string) (bool, error)
@@ -134,12 +135,15 @@ type Repository interface {
 	// ordinary messages).
 	TrackGroupChat(ctx context.Context, id int64, title string, canRead bool) error
 	GroupChats(ctx context.Context) ([]Chat, error)
+	// WindowGroupMessages returns the window's messages (of one chat if chatID
+	// is not 0) oldest first, leaving out those a proposal of another run
+	// already cites.
+	WindowGroupMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]Message, error)
+}
 
-	// The state changes below take a Render: storage calls it inside the
-	// change's transaction with the run as the change left it and writes
-	// the messages it returns to the outbox in that transaction, so they
-	// exist exactly when the change commits. A nil Render writes nothing.
-
+// RunStore is the analysis runs' lifecycle and board (api.go, the
+// executor); storage/analysis_runs.go implements it.
+type RunStore interface {
 	// CreateAnalysisRun inserts a pending run unless an unclosed run exists, in one
 	// statement serialised against concurrent creates; the blocking runs'
 	// ids otherwise (and no run, and nothing rendered).
@@ -168,11 +172,14 @@ type Repository interface {
 	// SetAnalysisProgress records the window's counts and the number of batches
 	// (with render, the progress message is posted).
 	SetAnalysisProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[Review]) (Run, error)
+	// TurnAnalysisPage moves the run's board to page (clamped to its pages);
+	// domain.ErrNotFound if there is no such run.
+	TurnAnalysisPage(ctx context.Context, runID int64, page int, render domain.Render[Review]) (Run, error)
+}
 
-	// WindowGroupMessages returns the window's messages (of one chat if chatID
-	// is not 0) oldest first, leaving out those a proposal of another run
-	// already cites.
-	WindowGroupMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]Message, error)
+// ProposalStore is the proposals: a batch's, the admins' decisions and
+// the embeddings RAG reads; storage/analysis_proposals.go implements it.
+type ProposalStore interface {
 	// SaveProposalBatch stores a batch's proposals (numbered on from the run's
 	// last) and adds them to the run's counters (proposals_total,
 	// proposals_pending, batches_done, processed) in one transaction,
@@ -184,9 +191,6 @@ type Repository interface {
 	// transaction; ok false (with the proposal as it is) if it was decided
 	// already. domain.ErrNotFound if unknown.
 	DecideProposal(ctx context.Context, id int64, d Decision, by int64, render domain.Render[Review]) (Proposal, Run, bool, error)
-	// TurnAnalysisPage moves the run's board to page (clamped to its pages);
-	// domain.ErrNotFound if there is no such run.
-	TurnAnalysisPage(ctx context.Context, runID int64, page int, render domain.Render[Review]) (Run, error)
 	// AskApproveAllProposals makes the board ask to confirm approving every pending
 	// proposal of a completed run; ok false (with the run) if it is not
 	// completed, has none pending, or asks already.
@@ -198,12 +202,22 @@ type Repository interface {
 	// the board; the proposals approved, or ok false (with the run) if the
 	// board no longer asks.
 	ApproveAllProposals(ctx context.Context, runID, by int64, render domain.Render[Review]) ([]Proposal, Run, bool, error)
-
 	// SaveProposalEmbedding stores an approved proposal's embedding.
 	SaveProposalEmbedding(ctx context.Context, proposalID int64, v []float32) error
 	// SimilarProposals returns the k approved proposals of runs other than runID
 	// most similar (cosine) to v.
 	SimilarProposals(ctx context.Context, runID int64, v []float32, k int) ([]Proposal, error)
+}
+
+// Repository is what the workflow needs from storage, the parts above
+// composed. The state changes take a Render: storage calls it inside the
+// change's transaction with the run as the change left it and writes the
+// messages it returns to the outbox in that transaction, so they exist
+// exactly when the change commits. A nil Render writes nothing.
+type Repository interface {
+	ChatStore
+	RunStore
+	ProposalStore
 }
 
 // LLM is the port to the model (llm.AnalysisPort implements it).
