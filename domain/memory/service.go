@@ -172,8 +172,9 @@ type Step struct {
 	Tell domain.Render[Run]
 }
 
-// Repository is the storage the workflow needs; storage.Store implements it.
-type Repository interface {
+// PipelineStore is a run's way through the pipeline (service.go,
+// pipeline.go); storage/pipeline_runs.go implements it.
+type PipelineStore interface {
 	// SubmitPipelineRun is intake; it returns once the message is durable.
 	SubmitPipelineRun(ctx context.Context, userID, chatID int64, messageID int, query string) (Run, int, error)
 	// CapturePipelineRun starts a stage: from → to with a lease, reading the user's
@@ -200,18 +201,48 @@ type Repository interface {
 	// (the note that a message waits behind others), committed without
 	// waiting for the disk: a note lost in a crash only goes unsaid.
 	QueueOutboxMessages(ctx context.Context, msgs []domain.Message) error
-	OpenPipelineRuns(ctx context.Context, limit int) ([]Ref, error)
 	NextPipelineRun(ctx context.Context, userID int64) (Ref, bool, error)
+}
+
+// OrchestratorStore is the orchestrator's sweep (orchestrator.go);
+// storage/pipeline_runs.go implements it.
+type OrchestratorStore interface {
+	OpenPipelineRuns(ctx context.Context, limit int) ([]Ref, error)
 	ReapPipelineRuns(ctx context.Context, maxReaps int) (returned, failed []Ref, err error)
+	PipelineBacklog(ctx context.Context) (int, error)
+}
+
+// SummaryStore is the long-term memory /memory shows (service.go);
+// storage/memories.go implements it.
+type SummaryStore interface {
 	MemorySummaries(ctx context.Context, userID int64, limit int) ([]Summary, error)
+}
+
+// PromptStore is the system prompts (service.go, pipeline.go);
+// storage/prompts.go implements it.
+type PromptStore interface {
 	ActiveSystemPrompt(ctx context.Context, role string) (Prompt, error)
 	ActiveSystemPrompts(ctx context.Context) (map[string]string, error)
 	SetSystemPrompt(ctx context.Context, role, template string) (Prompt, error)
+}
+
+// UserStore is /forget and what it would erase (service.go);
+// storage/forget.go implements it.
+type UserStore interface {
 	// Forget erases the user if their users row is still the one
 	// created at known (else ErrAlreadyForgotten).
 	Forget(ctx context.Context, userID int64, known time.Time) (Forgotten, error)
 	Held(ctx context.Context, userID int64) (Held, error)
-	PipelineBacklog(ctx context.Context) (int, error)
+}
+
+// Repository is the storage the workflow needs, the parts above composed;
+// storage.Store implements it.
+type Repository interface {
+	PipelineStore
+	OrchestratorStore
+	SummaryStore
+	PromptStore
+	UserStore
 }
 
 // Call is one LLM request as the pipeline makes it.

@@ -50,4 +50,10 @@
 // SKIPPED for it. Discovery (discovery.go) pages a search newest first and
 // counts vacancies this search has not seen, so nothing is missed however
 // many arrive between runs.
+//
+// Storage: Repository (service.go) is one port per part of the workflow:
+// SettingsStore (storage/users.go, searches.go, ban_words.go), DiscoveryStore
+// (storage/searches.go, discovery.go), FirstNewsStore (storage/firstnews.go),
+// WorkerStore (storage/vacancy_matches.go, vacancies.go), DecisionStore and
+// RecoveryStore (storage/vacancy_matches.go).
 package vacancy

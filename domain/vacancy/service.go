@@ -164,8 +164,10 @@ type ClaimOptions struct {
 	DetailLease time.Duration
 }
 
-// Repository is the storage the workflow needs; storage.Store implements it.
-type Repository interface {
+// SettingsStore is the user's commands (service.go): profile, searches,
+// ban words, stats; storage/users.go, searches.go, ban_words.go and
+// vacancy_matches.go implement it.
+type SettingsStore interface {
 	UserProfile(ctx context.Context, userID int64) (string, error)
 	SetUserProfile(ctx context.Context, userID int64, profile string) error
 	// AddSearch saves a search with its backfill; for a key discovered
@@ -178,7 +180,12 @@ type Repository interface {
 	AddBanWord(ctx context.Context, userID int64, word string, max int) (bool, error)
 	RemoveBanWord(ctx context.Context, userID int64, word string) (bool, error)
 	MatchStats(ctx context.Context, userID int64) (Stats, error)
+}
 
+// DiscoveryStore is discovery (discovery.go): the search keys, what each
+// has collected, and a run's new matches; storage/searches.go and
+// storage/discovery.go implement it.
+type DiscoveryStore interface {
 	SearchKeyGroups(ctx context.Context) ([]Group, error)
 	SearchKeyGroup(ctx context.Context, key string) (Group, error)
 	DiscoveryMarkers(ctx context.Context, key string) (Markers, error)
@@ -188,6 +195,11 @@ type Repository interface {
 	// in the same transaction (each search is told once).
 	SaveDiscovery(ctx context.Context, key string, found []Vacancy, hits []int64, m Markers,
 		pick func([]Recipient) []NewMatch, announce domain.Render[[]FirstNews]) (int, error)
+}
+
+// FirstNewsStore is a new search's first news (firstnews.go, discovery.go);
+// storage/firstnews.go implements it.
+type FirstNewsStore interface {
 	// FirstFetchFailed tells the key's searches that wait for their first
 	// discovery, once, that it failed and will be retried.
 	FirstFetchFailed(ctx context.Context, key string, announce domain.Render[[]FirstNews]) error
@@ -197,7 +209,12 @@ type Repository interface {
 	// SettleFirstNews writes announce's note for every search waiting on
 	// first matches that all ended without a card.
 	SettleFirstNews(ctx context.Context, announce domain.Render[[]FirstNews]) error
+}
 
+// WorkerStore is the analysis worker (worker.go): its claims, the
+// vacancies' details and archive; storage/vacancy_matches.go and
+// storage/vacancies.go implement it. Recovery deletes matches through it too.
+type WorkerStore interface {
 	// ClaimMatch claims the next match with its vacancy and user, taste
 	// examples (up to taste of each) included: a QUEUED match. An
 	// ANALYZED match is never claimed: its card is in the outbox.
@@ -214,14 +231,34 @@ type Repository interface {
 	ArchiveVacancy(ctx context.Context, id int64, announce domain.Render[[]FirstNews]) (map[Status]int, error)
 	NextMatchLeaseExpiry(ctx context.Context) (time.Time, bool, error)
 	ReleaseMatchClaim(ctx context.Context, id int64, token string, until time.Time) error
-	TransitionMatch(ctx context.Context, id int64, from, to Status, ch Change) (Match, bool, error)
 	// DeleteMatch deletes a QUEUED or SKIPPED match (a ban word); with
 	// announce, a new search whose first matches all ended so hears its
 	// note in the same transaction.
 	DeleteMatch(ctx context.Context, id int64, token string, announce domain.Render[[]FirstNews]) (bool, error)
-	MatchWithVacancy(ctx context.Context, id int64) (Match, Vacancy, error)
+}
 
+// DecisionStore is the card's buttons (service.go); storage/vacancy_matches.go
+// implements it.
+type DecisionStore interface {
+	TransitionMatch(ctx context.Context, id int64, from, to Status, ch Change) (Match, bool, error)
+	MatchWithVacancy(ctx context.Context, id int64) (Match, Vacancy, error)
+}
+
+// RecoveryStore is recovery's scan of skipped matches (recovery.go);
+// storage/vacancy_matches.go implements it.
+type RecoveryStore interface {
 	SkippedMatches(ctx context.Context, since time.Time, afterID int64, limit int) ([]SkippedMatch, error)
+}
+
+// Repository is the storage the workflow needs, the parts above composed;
+// storage.Store implements it.
+type Repository interface {
+	SettingsStore
+	DiscoveryStore
+	FirstNewsStore
+	WorkerStore
+	DecisionStore
+	RecoveryStore
 }
 
 // LLM is the model as this workflow needs it.
