@@ -35,14 +35,20 @@ func vacancyDest(v *vacancy.Vacancy, fetched **time.Time) []any {
 // SaveVacancyDetail stores a detail fetched from HH and ends the fetch lease, so
 // the vacancy's other matches are claimed with it.
 func (s *Store) SaveVacancyDetail(ctx context.Context, v vacancy.Vacancy) error {
+	if _, err := s.pool.Exec(ctx, saveDetailSQL, detailArgs(v)...); err != nil {
+		return fmt.Errorf("save detail of vacancy %d: %w", v.ID, err)
+	}
+	return nil
+}
+
+// detailArgs are saveDetailSQL's arguments for a fetched detail (no key
+// skills are an empty array, not NULL).
+func detailArgs(v vacancy.Vacancy) []any {
 	skills := v.KeySkills
 	if skills == nil {
 		skills = []string{}
 	}
-	if _, err := s.pool.Exec(ctx, saveDetailSQL, v.ID, v.Description, skills, v.Experience, v.Schedule, rawJSON(v.Raw)); err != nil {
-		return fmt.Errorf("save detail of vacancy %d: %w", v.ID, err)
-	}
-	return nil
+	return []any{v.ID, v.Description, skills, v.Experience, v.Schedule, rawJSON(v.Raw)}
 }
 
 // ReleaseVacancyDetail ends a fetch lease that fetched nothing (HH failed or

@@ -88,23 +88,9 @@ func finishMatch(m *vacancy.Match, analysis []byte, sentAt *time.Time) error {
 	return nil
 }
 
-// ClaimMatch claims the newest-published claimable match whose lease is
-// free or expired, in one statement with FOR UPDATE SKIP LOCKED so
-// concurrent workers on any replica never take the same one. ok is false
-// when nothing is claimable.
-//
-// Claimable are QUEUED matches: an ANALYZED one has its card in the
-// outbox, written in the transaction that made it ANALYZED, and claiming
-// it would send the card twice.
-func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy.Claim, bool, error) {
-	var c vacancy.Claim
-	var analysis []byte
-	var sentAt, fetched *time.Time
-	var lang, tgLang string
-	dest := append(matchDest(&c.Match, &analysis, &sentAt), vacancyDest(&c.Vacancy, &fetched)...)
-	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &c.User.Applied, &c.User.NotInterested, &c.DetailStale, &c.DetailMine,
-		&c.User.Senior, &c.FirstNews)
-	err := s.pool.QueryRow(ctx, `
+// claimMatchSQL is ClaimMatch's one statement: $1 the lease, $2 the taste
+// examples of each kind, $3 FreshOnly, $4 DetailFresh, $5 DetailLease.
+const claimMatchSQL = `
 WITH c AS (
     SELECT q.id FROM vacancy_matches q
     WHERE q.status = 'QUEUED'
@@ -140,7 +126,7 @@ WITH c AS (
       AND (f.detail_fetching_until IS NULL OR f.detail_fetching_until < now())
     RETURNING f.id
 )
-SELECT `+matchColumns+`, `+vacancyColumns+`, u.language, u.telegram_language, u.profile,
+SELECT ` + matchColumns + `, ` + vacancyColumns + `, u.language, u.telegram_language, u.profile,
        COALESCE((SELECT array_agg(word) FROM ban_words b WHERE b.user_id = m.user_id), '{}'),
        -- The user's taste: their latest decided vacancies.
        ARRAY(SELECT t.title FROM vacancy_matches d JOIN vacancies t ON t.id = d.vacancy_id
@@ -159,7 +145,25 @@ SELECT `+matchColumns+`, `+vacancyColumns+`, u.language, u.telegram_language, u.
                AND m.id = ANY(s.first_matches))
 FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id,
      -- A claim lost in a database crash is only taken again.
-     `+asyncCommit,
+     ` + asyncCommit
+
+// ClaimMatch claims the newest-published claimable match whose lease is
+// free or expired, in one statement with FOR UPDATE SKIP LOCKED so
+// concurrent workers on any replica never take the same one. ok is false
+// when nothing is claimable.
+//
+// Claimable are QUEUED matches: an ANALYZED one has its card in the
+// outbox, written in the transaction that made it ANALYZED, and claiming
+// it would send the card twice.
+func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy.Claim, bool, error) {
+	var c vacancy.Claim
+	var analysis []byte
+	var sentAt, fetched *time.Time
+	var lang, tgLang string
+	dest := append(matchDest(&c.Match, &analysis, &sentAt), vacancyDest(&c.Vacancy, &fetched)...)
+	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &c.User.Applied, &c.User.NotInterested, &c.DetailStale, &c.DetailMine,
+		&c.User.Senior, &c.FirstNews)
+	err := s.pool.QueryRow(ctx, claimMatchSQL,
 		o.Lease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds(), o.DetailLease.Milliseconds()).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, false, nil
@@ -292,27 +296,9 @@ type batcher interface {
 // transition moves a match in one batch; begin opens a transaction with
 // it, which the caller ends.
 func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Status, ch vacancy.Change, begin bool) (vacancy.Match, bool, error) {
-	var relevant *bool
-	var score *int
-	var analysis []byte
-	if ch.Verdict != nil {
-		r := ch.Verdict.Relevant()
-		relevant, score = &r, &ch.Verdict.Score
-		var err error
-		if analysis, err = json.Marshal(ch.Verdict); err != nil {
-			return vacancy.Match{}, false, fmt.Errorf("transition match %d: %w", id, err)
-		}
-	}
-	var token, sentAt any
-	if ch.Token != "" {
-		token = ch.Token
-	}
-	if !ch.SentAt.IsZero() {
-		sentAt = ch.SentAt
-	}
-	var chat, msg any
-	if ch.MessageID != 0 {
-		chat, msg = ch.ChatID, ch.MessageID
+	args, err := transitionArgs(id, from, to, ch)
+	if err != nil {
+		return vacancy.Match{}, false, fmt.Errorf("transition match %d: %w", id, err)
 	}
 	var m vacancy.Match
 	var sent *time.Time
@@ -332,14 +318,9 @@ UPDATE vacancy_matches m SET
     chat_id = COALESCE($8, chat_id), message_id = COALESCE($9, message_id), sent_at = COALESCE($10, sent_at),
     claimed_until = NULL, claim_token = NULL
 WHERE id = $1 AND status = $2 AND ($11::uuid IS NULL OR claim_token = $11::uuid)
-RETURNING `+matchColumns,
-		id, from, to, relevant, score, analysis, ch.SkipReason, chat, msg, sentAt, token)
+RETURNING `+matchColumns, args...)
 	if v := ch.Detail; v != nil {
-		skills := v.KeySkills
-		if skills == nil {
-			skills = []string{}
-		}
-		b.Queue(saveDetailSQL, v.ID, v.Description, skills, v.Experience, v.Schedule, rawJSON(v.Raw))
+		b.Queue(saveDetailSQL, detailArgs(*v)...)
 	}
 	if ch.Token != "" {
 		// A move under a claim is the workers' own (a press has no
@@ -357,7 +338,8 @@ RETURNING `+matchColumns,
 			return vacancy.Match{}, false, fmt.Errorf("transition match %d: begin: %w", id, err)
 		}
 	}
-	err := br.QueryRow().Scan(matchDest(&m, &analysis, &sent)...)
+	var analysis []byte
+	err = br.QueryRow().Scan(matchDest(&m, &analysis, &sent)...)
 	if ch.Detail != nil && (err == nil || errors.Is(err, pgx.ErrNoRows)) {
 		// Stored even when the match had moved on: the detail is good, and
 		// storing it ends the vacancy's fetch lease.
@@ -378,6 +360,34 @@ RETURNING `+matchColumns,
 		return m, true, err
 	}
 	return m, true, nil
+}
+
+// transitionArgs are the UPDATE's arguments for a move from → to with ch:
+// the fields ch leaves unset are NULL, which keeps the row's.
+func transitionArgs(id int64, from, to vacancy.Status, ch vacancy.Change) ([]any, error) {
+	var relevant *bool
+	var score *int
+	var analysis []byte
+	if ch.Verdict != nil {
+		r := ch.Verdict.Relevant()
+		relevant, score = &r, &ch.Verdict.Score
+		var err error
+		if analysis, err = json.Marshal(ch.Verdict); err != nil {
+			return nil, err
+		}
+	}
+	var token, sentAt any
+	if ch.Token != "" {
+		token = ch.Token
+	}
+	if !ch.SentAt.IsZero() {
+		sentAt = ch.SentAt
+	}
+	var chat, msg any
+	if ch.MessageID != 0 {
+		chat, msg = ch.ChatID, ch.MessageID
+	}
+	return []any{id, from, to, relevant, score, analysis, ch.SkipReason, chat, msg, sentAt, token}, nil
 }
 
 // DeleteMatch deletes a QUEUED or SKIPPED match (a ban word hit), and its
