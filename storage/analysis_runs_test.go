@@ -20,24 +20,11 @@ import (
 )
 
 // afx is an analysis fixture over one test database.
-type afx struct {
-	t   testing.TB
-	ctx context.Context
-	st  *storage.Store
-}
+type afx struct{ *testBundle }
 
-func newAnalysis(t *testing.T) *afx {
-	return &afx{t: t, ctx: ctxT(t), st: storagetest.New(t)}
-}
+func newAnalysis(t *testing.T) *afx { return &afx{setup(t)} }
 
 var winFrom = time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
-
-func (f *afx) exec(sql string, args ...any) int64 {
-	f.t.Helper()
-	tag, err := f.st.Pool().Exec(f.ctx, sql, args...)
-	require.NoError(f.t, err)
-	return tag.RowsAffected()
-}
 
 // create requires a new pending run.
 func (f *afx) create() analysis.Run {

@@ -19,15 +19,9 @@ import (
 const sla = 2 * time.Minute
 
 // dfx is a dispatch fixture over one test database.
-type dfx struct {
-	t   testing.TB
-	ctx context.Context
-	st  *storage.Store
-}
+type dfx struct{ *testBundle }
 
-func newDispatch(t *testing.T) *dfx {
-	return &dfx{t: t, ctx: ctxT(t), st: storagetest.New(t)}
-}
+func newDispatch(t *testing.T) *dfx { return &dfx{setup(t)} }
 
 // user creates a Telegram user.
 func (f *dfx) user(id int64) {
@@ -57,13 +51,6 @@ func (f *dfx) orderPriced(city, district, skill string, price int64) dispatch.Or
 func (f *dfx) order(city, district, skill string) dispatch.Order {
 	f.t.Helper()
 	return f.orderPriced(city, district, skill, 1000)
-}
-
-func (f *dfx) exec(sql string, args ...any) int64 {
-	f.t.Helper()
-	tag, err := f.st.Pool().Exec(f.ctx, sql, args...)
-	require.NoError(f.t, err)
-	return tag.RowsAffected()
 }
 
 func (f *dfx) next(orderID int64) (dispatch.Offer, dispatch.Order, dispatch.Outcome) {

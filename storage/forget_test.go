@@ -12,8 +12,6 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/memory"
-	"switchboard/storage"
-	"switchboard/storage/storagetest"
 )
 
 // Ids no serial column reaches in these tests, so that finding one in any
@@ -31,17 +29,7 @@ const (
 	annOnlyKey      = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 )
 
-type forgetFx struct {
-	t   *testing.T
-	ctx context.Context
-	st  *storage.Store
-}
-
-func (f *forgetFx) exec(sql string, args ...any) {
-	f.t.Helper()
-	_, err := f.st.Pool().Exec(f.ctx, sql, args...)
-	require.NoError(f.t, err, sql)
-}
+type forgetFx struct{ *testBundle }
 
 // created is the creation time of a user's row, which /forget's button
 // carries.
@@ -52,20 +40,13 @@ func (f *forgetFx) created(id int64) time.Time {
 	return u.CreatedAt
 }
 
-func (f *forgetFx) count(sql string, args ...any) int {
-	f.t.Helper()
-	var n int
-	require.NoError(f.t, f.st.Pool().QueryRow(f.ctx, sql, args...).Scan(&n), sql)
-	return n
-}
-
 // setupForget seeds Ann and Bob with something in every workflow: memory,
 // profile, searches (one shared with Bob), ban words, matches, group
 // messages (one of Ann's cited by a proposal that copies it), outbox rows
 // and an unreachable mark; Max is a master with a DONE order.
 func setupForget(t *testing.T) *forgetFx {
 	t.Helper()
-	f := &forgetFx{t: t, ctx: ctxT(t), st: storagetest.New(t)}
+	f := &forgetFx{setup(t)}
 	for _, u := range []domain.User{
 		{ID: forgetAnn, Username: "ann_" + annMarker, FirstName: "Ann", TelegramLanguage: "en"},
 		{ID: forgetBob, Username: "bob", FirstName: "Bob", TelegramLanguage: "en"},

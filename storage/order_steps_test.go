@@ -40,13 +40,6 @@ func TestOrderDetailsRoundTrip(t *testing.T) {
 		AND visit_from IS NULL AND visit_to IS NULL`, o.ID))
 }
 
-func (f *dfx) count(sql string, args ...any) int {
-	f.t.Helper()
-	var n int
-	require.NoError(f.t, f.st.Pool().QueryRow(f.ctx, sql, args...).Scan(&n))
-	return n
-}
-
 // Each step is one conditional statement: only the assigned master, only
 // while ASSIGNED, only once. Changed carries the accepted offer whose
 // message the step edits, and the messages commit with the step.

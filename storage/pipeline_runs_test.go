@@ -13,22 +13,18 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/memory"
-	"switchboard/storage"
-	"switchboard/storage/storagetest"
 )
 
 // mfx is a memory-chat fixture: a database with two users and a listener
 // on pipeline_events.
 type mfx struct {
-	t      *testing.T
-	ctx    context.Context
-	st     *storage.Store
+	*testBundle
 	events chan map[string]any
 }
 
 func newMemory(t *testing.T) *mfx {
 	t.Helper()
-	f := &mfx{t: t, ctx: ctxT(t), st: storagetest.New(t), events: make(chan map[string]any, 100)}
+	f := &mfx{testBundle: setup(t), events: make(chan map[string]any, 100)}
 	for _, id := range []int64{1, 2} {
 		_, err := f.st.UpsertUser(f.ctx, domain.User{ID: id, FirstName: "U"})
 		require.NoError(t, err)
