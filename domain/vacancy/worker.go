@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -213,16 +214,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	bans := NewBans(c.User.BanWords)
 	word := bans.Match(v.Title, v.Snippet, PlainText(v.Description))
 	if word != "" || v.Experience == MoreThan6 && !c.User.Senior {
-		s.keepDetail(ctx, fresh)
-		if err := s.save(ctx, m, "delete banned match", func(ctx context.Context) error {
-			_, err := s.deps.Repo.DeleteMatch(ctx, m.ID, m.ClaimToken, s.firstNews(c))
-			return err
-		}); err != nil {
-			log.Error("delete banned match", "err", err)
-			return "error"
-		}
-		log.Info("vacancy dropped", "ban_word", word, "experience", v.Experience)
-		return "deleted"
+		return s.dropBanned(ctx, c, log, word, v, fresh)
 	}
 
 	verdict, err := s.judge(ctx, c.User, v)
@@ -241,16 +233,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		return s.skip(ctx, m, ReasonLLMError, err, fresh)
 	}
 	if !verdict.Relevant() {
-		if err := s.save(ctx, m, "mark not suitable", func(ctx context.Context) error {
-			_, _, err := s.transition(ctx, m, NotSuitable, Change{
-				Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Announce: s.firstNews(c),
-			})
-			return err
-		}); err != nil {
-			log.Error("mark not suitable", "err", err)
-			return "error"
-		}
-		return "not_suitable"
+		return s.markNotSuitable(ctx, c, log, verdict, fresh)
 	}
 	// The card goes to the outbox in the transaction that marks the match
 	// ANALYZED, which also releases the claim: the outbox delivers it, and
@@ -275,6 +258,38 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		return "lost"
 	}
 	return "queued"
+}
+
+// dropBanned deletes a claimed match whose vacancy a ban word (word) or
+// the user's seniority rules out; the outcome label.
+func (s *Service) dropBanned(ctx context.Context, c Claim, log *slog.Logger, word string, v Vacancy, fresh *Vacancy) string {
+	m := c.Match
+	s.keepDetail(ctx, fresh)
+	if err := s.save(ctx, m, "delete banned match", func(ctx context.Context) error {
+		_, err := s.deps.Repo.DeleteMatch(ctx, m.ID, m.ClaimToken, s.firstNews(c))
+		return err
+	}); err != nil {
+		log.Error("delete banned match", "err", err)
+		return "error"
+	}
+	log.Info("vacancy dropped", "ban_word", word, "experience", v.Experience)
+	return "deleted"
+}
+
+// markNotSuitable records a verdict of not relevant (and the detail
+// fetched now); the outcome label.
+func (s *Service) markNotSuitable(ctx context.Context, c Claim, log *slog.Logger, verdict Verdict, fresh *Vacancy) string {
+	m := c.Match
+	if err := s.save(ctx, m, "mark not suitable", func(ctx context.Context) error {
+		_, _, err := s.transition(ctx, m, NotSuitable, Change{
+			Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Announce: s.firstNews(c),
+		})
+		return err
+	}); err != nil {
+		log.Error("mark not suitable", "err", err)
+		return "error"
+	}
+	return "not_suitable"
 }
 
 // firstNews is the Announce for a claimed match's end: the note's renderer
