@@ -15,6 +15,36 @@ import (
 	"switchboard/domain/dispatch"
 )
 
+type masterScan struct {
+	userID                               pgtype.Int8
+	username, name, lang, city, district pgtype.Text
+	zone                                 pgtype.Text
+	skills                               []string
+	active                               pgtype.Bool
+	blocked, lastOffer, created          pgtype.Timestamptz
+}
+
+func (s *masterScan) dest() []any {
+	return []any{&s.userID, &s.username, &s.name, &s.lang, &s.zone, &s.city, &s.district, &s.skills, &s.active,
+		&s.blocked, &s.lastOffer, &s.created}
+}
+
+func (s *masterScan) master() dispatch.Master {
+	return dispatch.Master{
+		UserID: s.userID.Int64, Username: s.username.String, Name: s.name.String, Lang: s.lang.String, TimeZone: s.zone.String,
+		City: s.city.String, District: s.district.String, Skills: s.skills, Active: s.active.Bool,
+		BlockedAt: tsValue(s.blocked), LastOfferAt: tsValue(s.lastOffer), CreatedAt: tsValue(s.created),
+	}
+}
+
+func scanMaster(row pgx.Row) (dispatch.Master, error) {
+	var s masterScan
+	if err := row.Scan(s.dest()...); err != nil {
+		return dispatch.Master{}, err
+	}
+	return s.master(), nil
+}
+
 // SaveMaster registers a master or updates their city, district and
 // skills; created is true on insert. A user that does not exist is
 // domain.ErrNotFound.

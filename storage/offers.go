@@ -14,6 +14,83 @@ import (
 	"switchboard/domain/dispatch"
 )
 
+// An offer's delivery records its message, which later edits and the
+// master's buttons name.
+var _ = onDelivered(domain.KindOffer, `
+offer_sent AS (
+    UPDATE offers f SET chat_id = done.chat_id, message_id = done.message_id
+    FROM done WHERE done.kind = 'offer' AND NOT done.edit AND f.id = done.ref AND done.message_id IS NOT NULL
+)`)
+
+// offerScan reads an offer's columns; every field is nullable so that it
+// also reads the LEFT JOINed open offer of OpenOrders.
+type offerScan struct {
+	id, orderID, masterID, chatID, messageID pgtype.Int8
+	round                                    pgtype.Int4
+	state                                    pgtype.Text
+	sentAt, expiresAt, viewedAt, respondedAt pgtype.Timestamptz
+}
+
+func (s *offerScan) dest() []any {
+	return []any{&s.id, &s.orderID, &s.masterID, &s.round, &s.state, &s.sentAt, &s.expiresAt,
+		&s.viewedAt, &s.respondedAt, &s.chatID, &s.messageID}
+}
+
+func (s *offerScan) offer() dispatch.Offer {
+	return dispatch.Offer{
+		ID: s.id.Int64, OrderID: s.orderID.Int64, MasterID: s.masterID.Int64, Round: int(s.round.Int32),
+		State: dispatch.OfferState(s.state.String), SentAt: tsValue(s.sentAt), ExpiresAt: tsValue(s.expiresAt),
+		ViewedAt: tsValue(s.viewedAt), RespondedAt: tsValue(s.respondedAt),
+		ChatID: s.chatID.Int64, MessageID: int(s.messageID.Int64),
+	}
+}
+
+func scanOffer(row pgx.Row) (dispatch.Offer, error) {
+	var s offerScan
+	if err := row.Scan(s.dest()...); err != nil {
+		return dispatch.Offer{}, err
+	}
+	return s.offer(), nil
+}
+
+// offerState returns the constant for a state read from the driver's
+// buffer, so that reading an offer allocates nothing but its slot.
+func offerState(b []byte) dispatch.OfferState {
+	for _, st := range dispatch.OfferStates {
+		if string(b) == string(st) {
+			return st
+		}
+	}
+	return dispatch.OfferState(b)
+}
+
+// collectOffers reads every row of a query returning offerColumns with one
+// scan target for all rows: a watchdog sweep of 100 000 offers allocates
+// only the slice, which doubles as it grows.
+func collectOffers(rows pgx.Rows, err error) ([]dispatch.Offer, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var s offerScan
+	var state pgtype.DriverBytes // valid until the next row: copied out below
+	dest := s.dest()
+	dest[4] = &state
+	var out []dispatch.Offer
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		if len(out) == cap(out) {
+			out = slices.Grow(out, max(8, len(out)))
+		}
+		f := s.offer()
+		f.State = offerState(state)
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
 // eligibleWhere selects the masters order $4's round $5 still has to go
 // through: place ($1, $2) and skill ($3) match, active, not blocked, not
 // offered this order in this round, and never declined it (a decline is

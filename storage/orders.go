@@ -8,10 +8,79 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"switchboard/domain"
 	"switchboard/domain/dispatch"
 )
+
+type orderScan struct {
+	id, createdBy, price, masterID, commission               pgtype.Int8
+	city, district, skill, description, state                pgtype.Text
+	round, photos                                            pgtype.Int4
+	unassignable, assigned, done, closed, cancelled, created pgtype.Timestamptz
+	commissionDue, commissionPaid                            pgtype.Timestamptz
+	address, name, phone                                     pgtype.Text
+	visitDate                                                pgtype.Date
+	visitFrom, visitTo                                       pgtype.Time
+	enRoute, arrived, contactsPruned                         pgtype.Timestamptz
+}
+
+func (s *orderScan) dest() []any {
+	return []any{&s.id, &s.createdBy, &s.city, &s.district, &s.skill, &s.price, &s.description, &s.state,
+		&s.round, &s.unassignable, &s.masterID, &s.assigned, &s.done, &s.closed, &s.cancelled,
+		&s.commission, &s.commissionDue, &s.commissionPaid, &s.created,
+		&s.address, &s.name, &s.phone, &s.visitDate, &s.visitFrom, &s.visitTo, &s.enRoute, &s.arrived, &s.photos,
+		&s.contactsPruned}
+}
+
+func (s *orderScan) order() dispatch.Order {
+	o := dispatch.Order{
+		ID: s.id.Int64, CreatedBy: s.createdBy.Int64, City: s.city.String, District: s.district.String,
+		Skill: s.skill.String, Price: s.price.Int64, Description: s.description.String,
+		State: dispatch.OrderState(s.state.String), Round: int(s.round.Int32), MasterID: s.masterID.Int64,
+		Unassignable: tsValue(s.unassignable), AssignedAt: tsValue(s.assigned), DoneAt: tsValue(s.done),
+		ClosedAt: tsValue(s.closed), CancelledAt: tsValue(s.cancelled), Commission: s.commission.Int64,
+		CommissionDueAt: tsValue(s.commissionDue), CommissionPaidAt: tsValue(s.commissionPaid),
+		CreatedAt: tsValue(s.created),
+		Contact:   dispatch.Contact{Address: s.address.String, Name: s.name.String, Phone: s.phone.String},
+		EnRouteAt: tsValue(s.enRoute), ArrivedAt: tsValue(s.arrived), Photos: int(s.photos.Int32),
+		ContactsPruned: tsValue(s.contactsPruned),
+	}
+	if s.visitDate.Valid {
+		d := s.visitDate.Time
+		o.Visit.Date = time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, time.UTC)
+	}
+	if s.visitFrom.Valid && s.visitTo.Valid {
+		o.Visit.From = time.Duration(s.visitFrom.Microseconds) * time.Microsecond
+		o.Visit.To = time.Duration(s.visitTo.Microseconds) * time.Microsecond
+	}
+	return o
+}
+
+// orderValues are the arguments CreateOrder stores a new order's optional
+// fields from: NULL for what was not given.
+func orderValues(n dispatch.NewOrder) []any {
+	text := func(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
+	var day pgtype.Date
+	var from, to pgtype.Time
+	if n.Visit.Given() {
+		day = pgtype.Date{Time: n.Visit.Date, Valid: true}
+	}
+	if n.Visit.Window() {
+		from = pgtype.Time{Microseconds: n.Visit.From.Microseconds(), Valid: true}
+		to = pgtype.Time{Microseconds: n.Visit.To.Microseconds(), Valid: true}
+	}
+	return []any{text(n.Contact.Address), text(n.Contact.Name), text(n.Contact.Phone), day, from, to}
+}
+
+func scanOrder(row pgx.Row) (dispatch.Order, error) {
+	var s orderScan
+	if err := row.Scan(s.dest()...); err != nil {
+		return dispatch.Order{}, err
+	}
+	return s.order(), nil
+}
 
 // CreateOrder stores a new SEARCHING order, owed its first distribution
 // step (waiting): if the step the service takes at once is lost, the
