@@ -130,7 +130,7 @@ type timedMemoryRepo struct {
 }
 
 func (r timedMemoryRepo) CapturePipelineRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.Run, memory.Recall, bool, error) {
-	name := "db CaptureRun"
+	name := "db CapturePipelineRun"
 	if size != (memory.RecallSize{}) {
 		name += " + recall"
 	}
@@ -139,7 +139,7 @@ func (r timedMemoryRepo) CapturePipelineRun(ctx context.Context, id int64, from,
 }
 
 func (r timedMemoryRepo) StepPipelineRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
-	name := "db StepRun"
+	name := "db StepPipelineRun"
 	if st.Then != "" {
 		name += " + capture"
 	}
@@ -148,47 +148,47 @@ func (r timedMemoryRepo) StepPipelineRun(ctx context.Context, id int64, st memor
 }
 
 func (r timedMemoryRepo) ClaimFinishedPipelineRun(ctx context.Context, id int64, lease time.Duration) (memory.Run, bool, error) {
-	defer r.s.since("db ClaimFinished", time.Now())
+	defer r.s.since("db ClaimFinishedPipelineRun", time.Now())
 	return r.Repository.ClaimFinishedPipelineRun(ctx, id, lease)
 }
 
 func (r timedMemoryRepo) MarkPipelineRunDelivered(ctx context.Context, id int64, tell domain.Render[memory.Run]) (bool, error) {
-	defer r.s.since("db MarkDelivered", time.Now())
+	defer r.s.since("db MarkPipelineRunDelivered", time.Now())
 	return r.Repository.MarkPipelineRunDelivered(ctx, id, tell)
 }
 
 func (r timedMemoryRepo) ArchivePipelineRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
-	defer r.s.since("db ArchiveRun", time.Now())
+	defer r.s.since("db ArchivePipelineRun", time.Now())
 	return r.Repository.ArchivePipelineRun(ctx, id, sum)
 }
 
 func (r timedMemoryRepo) ReleasePipelineRun(ctx context.Context, id int64) error {
-	defer r.s.since("db ReleaseRun", time.Now())
+	defer r.s.since("db ReleasePipelineRun", time.Now())
 	return r.Repository.ReleasePipelineRun(ctx, id)
 }
 
 func (r timedMemoryRepo) OpenPipelineRuns(ctx context.Context, limit int) ([]memory.Ref, error) {
-	defer r.s.since("db OpenRuns", time.Now())
+	defer r.s.since("db OpenPipelineRuns", time.Now())
 	return r.Repository.OpenPipelineRuns(ctx, limit)
 }
 
 func (r timedMemoryRepo) NextPipelineRun(ctx context.Context, userID int64) (memory.Ref, bool, error) {
-	defer r.s.since("db NextRun", time.Now())
+	defer r.s.since("db NextPipelineRun", time.Now())
 	return r.Repository.NextPipelineRun(ctx, userID)
 }
 
 func (r timedMemoryRepo) MemorySummaries(ctx context.Context, userID int64, limit int) ([]memory.Summary, error) {
-	defer r.s.since("db Summaries", time.Now())
+	defer r.s.since("db MemorySummaries", time.Now())
 	return r.Repository.MemorySummaries(ctx, userID, limit)
 }
 
 func (r timedMemoryRepo) ActiveSystemPrompt(ctx context.Context, role string) (memory.Prompt, error) {
-	defer r.s.since("db ActivePrompt", time.Now())
+	defer r.s.since("db ActiveSystemPrompt", time.Now())
 	return r.Repository.ActiveSystemPrompt(ctx, role)
 }
 
 func (r timedMemoryRepo) PipelineBacklog(ctx context.Context) (int, error) {
-	defer r.s.since("db Backlog", time.Now())
+	defer r.s.since("db PipelineBacklog", time.Now())
 	return r.Repository.PipelineBacklog(ctx)
 }
 
@@ -236,7 +236,7 @@ func (r timedDispatchRepo) ExpireOffers(ctx context.Context, tell domain.Render[
 }
 
 func (r timedDispatchRepo) NextOfferExpiry(ctx context.Context) (time.Time, bool, error) {
-	defer r.s.since("db NextExpiry", time.Now())
+	defer r.s.since("db NextOfferExpiry", time.Now())
 	return r.Repository.NextOfferExpiry(ctx)
 }
 
@@ -284,39 +284,39 @@ type timedAnalysisRepo struct {
 }
 
 func (r timedAnalysisRepo) StartAnalysisRun(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
-	defer r.s.since("db StartRun", time.Now())
+	defer r.s.since("db StartAnalysisRun", time.Now())
 	return r.Repository.StartAnalysisRun(ctx, id, rag, lease, render)
 }
 
 func (r timedAnalysisRepo) WindowGroupMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.Message, error) {
-	defer r.s.since("db WindowMessages", time.Now())
+	defer r.s.since("db WindowGroupMessages", time.Now())
 	return r.Repository.WindowGroupMessages(ctx, runID, from, to, chatID)
 }
 
 // SetAnalysisProgress, SaveProposalBatch and CompleteAnalysisRun include the rendering of their
 // messages and writing them to the outbox, in the same transaction.
 func (r timedAnalysisRepo) SetAnalysisProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
-	defer r.s.since("db SetProgress", time.Now())
+	defer r.s.since("db SetAnalysisProgress", time.Now())
 	return r.Repository.SetAnalysisProgress(ctx, id, messages, filtered, batches, render)
 }
 
 func (r timedAnalysisRepo) SaveProposalBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
-	defer r.s.since("db SaveBatch", time.Now())
+	defer r.s.since("db SaveProposalBatch", time.Now())
 	return r.Repository.SaveProposalBatch(ctx, runID, batch, messages, ps, render)
 }
 
 func (r timedAnalysisRepo) CompleteAnalysisRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
-	defer r.s.since("db CompleteRun", time.Now())
+	defer r.s.since("db CompleteAnalysisRun", time.Now())
 	return r.Repository.CompleteAnalysisRun(ctx, id, render)
 }
 
 func (r timedAnalysisRepo) RenewAnalysisLease(ctx context.Context, id int64, lease time.Duration) (bool, error) {
-	defer r.s.since("db RenewLease", time.Now())
+	defer r.s.since("db RenewAnalysisLease", time.Now())
 	return r.Repository.RenewAnalysisLease(ctx, id, lease)
 }
 
 func (r timedAnalysisRepo) SimilarProposals(ctx context.Context, runID int64, v []float32, k int) ([]analysis.Proposal, error) {
-	defer r.s.since("db Similar", time.Now())
+	defer r.s.since("db SimilarProposals", time.Now())
 	return r.Repository.SimilarProposals(ctx, runID, v, k)
 }
 
@@ -362,7 +362,7 @@ type timedPublisher struct {
 }
 
 func (t timedPublisher) NotifyAnalysisRuns(ctx context.Context, payload string) error {
-	defer t.s.since("db Publish (pg_notify)", time.Now())
+	defer t.s.since("db NotifyAnalysisRuns (pg_notify)", time.Now())
 	return t.Publisher.NotifyAnalysisRuns(ctx, payload)
 }
 
