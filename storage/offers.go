@@ -109,10 +109,13 @@ const candidateWhere = eligibleWhere + `
   AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.master_id = m.user_id AND f.state IN ` + openOffer + `)`
 
 // NextOffer is one distribution step for an order; see
-// dispatch.Repository. Holding the order's row, it locks the chosen
-// master's row too (FOR NO KEY UPDATE, the lock its UPDATE takes, which
-// unlike FOR UPDATE does not conflict with the key-share locks of foreign
-// key checks), skipping rows other transactions hold. A candidate skipped
+// dispatch.Repository. What the step does is the dispatch policy's
+// (dispatch.Admit, Hold, Escalate, Decide); this reads the facts it takes
+// and runs the statements of the plan it returns. Holding the order's
+// row, it locks the chosen master's row too (FOR NO KEY UPDATE, the lock
+// its UPDATE takes, which unlike FOR UPDATE does not conflict with the
+// key-share locks of foreign key checks), skipping rows other transactions
+// hold. A candidate skipped
 // only because it is locked makes the step Busy rather than move the round
 // on or report the order unassignable.
 //
