@@ -115,9 +115,8 @@ const candidateWhere = eligibleWhere + `
 // row, it locks the chosen master's row too (FOR NO KEY UPDATE, the lock
 // its UPDATE takes, which unlike FOR UPDATE does not conflict with the
 // key-share locks of foreign key checks), skipping rows other transactions
-// hold. A candidate skipped
-// only because it is locked makes the step Busy rather than move the round
-// on or report the order unassignable.
+// hold. A candidate skipped only because it is locked makes the step Busy
+// rather than move the round on or report the order unassignable.
 //
 // Nothing here trusts another transaction to finish its work: an order
 // owed a step carries orders.waiting, written by the change that left it
