@@ -26,7 +26,7 @@
 // one conditional UPDATE naming the old state, so a change someone else
 // made first is a no-op, never a double transition. ANALYZED →
 // SENT_TO_USER happens when Telegram accepts the card: the workflow's
-// delivery hook for its outbox row (storage/vacancies.go), checked against
+// delivery hook for its outbox row (storage/vacancy_matches.go), checked against
 // the table, makes it in the statement that marks the row sent.
 //
 // Nothing here talks to Telegram. A relevant match becomes ANALYZED in
