@@ -305,7 +305,7 @@ func TestForgetMasterWithAnAssignedOrder(t *testing.T) {
 
 	u, err := f.st.User(f.ctx, 10)
 	require.NoError(t, err)
-	got, err := f.st.Forget(f.ctx, 10, u.CreatedAt)
+	got, err := f.st.ForgetUser(f.ctx, 10, u.CreatedAt)
 	require.NoError(t, err)
 	require.True(t, got.MasterKept)
 	require.Equal(t, 1, got.Orders)

@@ -229,10 +229,10 @@ type PromptStore interface {
 // UserStore is /forget and what it would erase (service.go);
 // storage/forget.go implements it.
 type UserStore interface {
-	// Forget erases the user if their users row is still the one
+	// ForgetUser erases the user if their users row is still the one
 	// created at known (else ErrAlreadyForgotten).
-	Forget(ctx context.Context, userID int64, known time.Time) (Forgotten, error)
-	Held(ctx context.Context, userID int64) (Held, error)
+	ForgetUser(ctx context.Context, userID int64, known time.Time) (Forgotten, error)
+	HeldForUser(ctx context.Context, userID int64) (Held, error)
 }
 
 // Repository is the storage the workflow needs, the parts above composed;
@@ -454,12 +454,12 @@ func (s *Service) Memory(ctx context.Context, userID int64, limit int) ([]Summar
 // confirmed for, and a row gone or created since means it was done
 // (ErrAlreadyForgotten).
 func (s *Service) Forget(ctx context.Context, userID int64, known time.Time) (Forgotten, error) {
-	return s.deps.Repo.Forget(ctx, userID, known)
+	return s.deps.Repo.ForgetUser(ctx, userID, known)
 }
 
 // Held says what Forget would erase of the user's.
 func (s *Service) Held(ctx context.Context, userID int64) (Held, error) {
-	return s.deps.Repo.Held(ctx, userID)
+	return s.deps.Repo.HeldForUser(ctx, userID)
 }
 
 // ErrUnknownRole: not one of Roles.
