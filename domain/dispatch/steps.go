@@ -63,7 +63,7 @@ func (s *Service) Step(ctx context.Context, offerID, masterID int64, step Step) 
 		return Order{}, err
 	}
 	st := s.newStory()
-	o, ok, err := s.deps.Repo.MarkStep(ctx, f.OrderID, masterID, step, st.tell(func(c Changed) {
+	o, ok, err := s.deps.Repo.MarkOrderStep(ctx, f.OrderID, masterID, step, st.tell(func(c Changed) {
 		m, _ := masterOf(c, masterID)
 		st.event(Event{Kind: kind, OrderID: c.Order.ID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
 		if c.Assigned != nil {
@@ -137,7 +137,7 @@ func (s *Service) Photo(ctx context.Context, masterID int64, fileID, caption str
 		return Order{}, err
 	}
 	st := s.newStory()
-	o, ok, err := s.deps.Repo.RecordPhoto(ctx, masterID, PhotoWindow, MaxPhotos, st.tell(func(c Changed) {
+	o, ok, err := s.deps.Repo.RecordOrderPhoto(ctx, masterID, PhotoWindow, MaxPhotos, st.tell(func(c Changed) {
 		m, _ := masterOf(c, masterID)
 		st.photo(m, c.Order, fileID, caption)
 	}))
