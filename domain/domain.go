@@ -1,6 +1,7 @@
 // Package domain holds what every workflow shares: the user, the not-found
 // error that storage maps pgx.ErrNoRows to, and the defaults every workflow
-// service fills in (Defaults). Each workflow lives
+// service fills in (Defaults), and the check of a workflow's transition table
+// (Transitions). Each workflow lives
 // in its own subpackage (vacancy, analysis, dispatch, memory) and declares the
 // small interfaces it needs; domain never imports bot, jobs, storage or telebot.
 package domain
