@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"switchboard/domain"
 	"switchboard/domain/dispatch"
 	"switchboard/locales"
 )
@@ -60,11 +61,7 @@ func NewRenderer(rc RenderConfig, cat *locales.Catalog, log *slog.Logger) *Rende
 }
 
 func (rc RenderConfig) withDefaults() RenderConfig {
-	if rc.BoardEvery <= 0 {
-		rc.BoardEvery = 3 * time.Second
-	}
-	if rc.LiveLogEvery <= 0 {
-		rc.LiveLogEvery = 3 * time.Second
-	}
+	domain.OrDefault(&rc.BoardEvery, 3*time.Second)
+	domain.OrDefault(&rc.LiveLogEvery, 3*time.Second)
 	return rc
 }
