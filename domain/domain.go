@@ -1,7 +1,8 @@
 // Package domain holds what every workflow shares: the user, the not-found
-// error that storage maps pgx.ErrNoRows to, and the defaults every workflow
-// service fills in (Defaults), and the check of a workflow's transition table
-// (Transitions). Each workflow lives
+// error that storage maps pgx.ErrNoRows to, the defaults every workflow
+// service fills in (Defaults, OrDefault), the check of a workflow's
+// transition table (Transitions) and the LISTEN a replica wakes on
+// (Listen). Each workflow lives
 // in its own subpackage (vacancy, analysis, dispatch, memory) and declares the
 // small interfaces it needs; domain never imports bot, jobs, storage or telebot.
 package domain
