@@ -279,6 +279,15 @@ var idRx = regexp.MustCompile(`\[id=(\d+) `)
 
 // oneTaskPerMessage scripts the LLM to propose one task per message that
 // mentions "task", citing it.
+// setupTasks is a world whose LLM proposes one task per "task:" message,
+// and a service over its store.
+func setupTasks(t *testing.T) (*world, *analysis.Service) {
+	t.Helper()
+	w := newWorld(t)
+	oneTaskPerMessage(w)
+	return w, w.service(t, w.store)
+}
+
 func oneTaskPerMessage(w *world) *llmtest.Rule {
 	return w.llm.On(llmtest.SystemContains("propose the tasks")).Named("proposals").ReplyFunc(func(r llmtest.Request) string {
 		var ps []string
@@ -298,9 +307,7 @@ func oneTaskPerMessage(w *world) *llmtest.Rule {
 // proposal per task, decisions move the counters, close stores the rate.
 func TestRunLifecycle(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	oneTaskPerMessage(w)
-	s := w.service(t, w.store)
+	w, s := setupTasks(t)
 	w.talk(t, s, -100, "task: deploy billing", "hello", "task: fix login", "task: write docs")
 
 	r, err := s.NewRun(w.ctx, 1, "24h")
@@ -388,9 +395,7 @@ func TestRunLifecycle(t *testing.T) {
 // earlier run.
 func TestRAGGivesSimilarApprovedProposals(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	oneTaskPerMessage(w)
-	s := w.service(t, w.store)
+	w, s := setupTasks(t)
 	w.talk(t, s, -100, "task: migrate the billing database to PostgreSQL 16", "task: order pizza for the team")
 	r, err := s.NewRun(w.ctx, 1, "")
 	require.NoError(t, err)
@@ -518,9 +523,7 @@ func TestFailureAtEachStep(t *testing.T) {
 // out, so a new run can be opened.
 func TestInterruptedRunIsFailed(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	oneTaskPerMessage(w)
-	s := w.service(t, w.store)
+	w, s := setupTasks(t)
 	r, err := s.NewRun(w.ctx, 1, "")
 	require.NoError(t, err)
 	// The run as a killed process left it: running, its lease expired.
@@ -575,9 +578,7 @@ WHERE run_id = $1 ORDER BY ordinal`, r.ID)
 // notifier's Board (an edit) and writes it with its change.
 func TestReviewBoard(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	oneTaskPerMessage(w)
-	s := w.service(t, w.store)
+	w, s := setupTasks(t)
 	r, ps := w.completedRun(t, s, 10)
 	calls := w.chat.calls()
 	require.True(t, calls[0].first, "the board is posted with the window's counts")
@@ -649,9 +650,7 @@ func TestReviewBoard(t *testing.T) {
 // them in one Embed call; a proposal decided before keeps its decision.
 func TestApproveAllEmbedsTheApproved(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	oneTaskPerMessage(w)
-	s := w.service(t, w.store)
+	w, s := setupTasks(t)
 	r, ps := w.completedRun(t, s, 5)
 	text := func(p analysis.Proposal) string { return p.Title + "\n" + p.Description }
 	embedded := func() []int64 {
@@ -728,9 +727,7 @@ JOIN analysis_proposals p ON p.id = e.proposal_id WHERE p.run_id = $1 ORDER BY p
 // The approvals stand when embedding them fails.
 func TestApproveAllEmbedFailure(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	oneTaskPerMessage(w)
-	s := w.service(t, w.store)
+	w, s := setupTasks(t)
 	r, ps := w.completedRun(t, s, 2)
 	w.llm.On(llmtest.Embed()).Fault(llmtest.ServerError())
 	_, err := s.AskApproveAll(w.ctx, r.ID)
