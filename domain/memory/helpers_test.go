@@ -133,6 +133,16 @@ func (b *bundle) submit(t *testing.T, svc *memory.Service, userID int64, text st
 	return r
 }
 
+// answered submits text from userID, the first message of the test, and
+// returns it as submitted and as it stands once archived (or failed and
+// told) within timeout.
+func (b *bundle) answered(t *testing.T, userID int64, text string, timeout time.Duration) (submitted, got memory.Run) {
+	t.Helper()
+	submitted = b.submit(t, b.svc, userID, text)
+	b.waitArchived(t, 1, timeout)
+	return submitted, b.run(t, submitted.ID)
+}
+
 func (b *bundle) waitArchived(t *testing.T, n int, timeout time.Duration) {
 	t.Helper()
 	require.Eventually(t, func() bool {
