@@ -658,10 +658,7 @@ var runStateKeys = map[analysis.State]string{
 }
 
 func runStateName(cat *locales.Catalog, lang string, s analysis.State) string {
-	if k, ok := runStateKeys[s]; ok {
-		return cat.T(lang, k)
-	}
-	return string(s)
+	return stateName(cat, lang, runStateKeys, s)
 }
 
 // --- proposal buttons ----------------------------------------------------------

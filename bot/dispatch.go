@@ -699,17 +699,11 @@ var offerStateKeys = map[dispatch.OfferState]string{
 }
 
 func orderStateName(cat *locales.Catalog, lang string, s dispatch.OrderState) string {
-	if k, ok := orderStateKeys[s]; ok {
-		return cat.T(lang, k)
-	}
-	return string(s)
+	return stateName(cat, lang, orderStateKeys, s)
 }
 
 func offerStateName(cat *locales.Catalog, lang string, s dispatch.OfferState) string {
-	if k, ok := offerStateKeys[s]; ok {
-		return cat.T(lang, k)
-	}
-	return string(s)
+	return stateName(cat, lang, offerStateKeys, s)
 }
 
 // masterRef names a master for admins, as escaped HTML: "Ann (@ann, id 42)";

@@ -65,3 +65,13 @@ func (rc RenderConfig) withDefaults() RenderConfig {
 	domain.OrDefault(&rc.LiveLogEvery, 3*time.Second)
 	return rc
 }
+
+// stateName is a workflow state in lang through keys, the workflow's map of
+// its states to their catalogue keys (spelled out there so the catalogue
+// test sees them used); a state keys lacks shows as itself.
+func stateName[S ~string](cat *locales.Catalog, lang string, keys map[S]string, s S) string {
+	if k, ok := keys[s]; ok {
+		return cat.T(lang, k)
+	}
+	return string(s)
+}

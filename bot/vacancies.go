@@ -392,10 +392,7 @@ var statusKeys = map[vacancy.Status]string{
 }
 
 func statusName(cat *locales.Catalog, lang string, s vacancy.Status) string {
-	if k, ok := statusKeys[s]; ok {
-		return cat.T(lang, k)
-	}
-	return string(s)
+	return stateName(cat, lang, statusKeys, s)
 }
 
 func (u *vacancyUI) stats(r *Request) error {
