@@ -416,50 +416,54 @@ func orderID(r *Request, command, usage string) (int64, string) {
 }
 
 func (u *dispatchUI) done(r *Request) error {
-	id, refusal := orderID(r, "done", "done.usage")
-	if refusal != "" {
-		return r.Reply(refusal, nil)
-	}
-	o, m, err := u.d.Complete(r.Ctx, id)
-	switch {
-	case errors.Is(err, domain.ErrNotFound):
-		return r.Reply(r.T("order.not_found", locales.Data{"Order": id}), nil)
-	case errors.Is(err, dispatch.ErrOrderState):
-		return r.Reply(r.T("done.error_state", locales.Data{
-			"Order": id, "State": orderStateName(u.b.cat, r.Lang, o.State),
+	var m dispatch.Master
+	return u.orderCommand(r, "done", "done.usage", "done.error_state", func(id int64) (o dispatch.Order, err error) {
+		o, m, err = u.d.Complete(r.Ctx, id)
+		return o, err
+	}, func(o dispatch.Order) error {
+		if o.Commission == 0 {
+			return r.Reply(r.T("done.ok_free", locales.Data{"Order": o.ID}), nil)
+		}
+		return r.Reply(r.T("done.ok", locales.Data{
+			"Order": o.ID, "Amount": u.b.money(r.Lang, o.Commission), "Due": r.Time(o.CommissionDueAt),
+			"Master": locales.HTML(masterRef(&m, o.MasterID, nameBudget)),
 		}), nil)
-	case err != nil:
-		return err
-	}
-	if o.Commission == 0 {
-		return r.Reply(r.T("done.ok_free", locales.Data{"Order": o.ID}), nil)
-	}
-	return r.Reply(r.T("done.ok", locales.Data{
-		"Order": o.ID, "Amount": u.b.money(r.Lang, o.Commission), "Due": r.Time(o.CommissionDueAt),
-		"Master": locales.HTML(masterRef(&m, o.MasterID, nameBudget)),
-	}), nil)
+	})
 }
 
 func (u *dispatchUI) cancel(r *Request) error {
-	id, refusal := orderID(r, "cancel", "cancel.usage")
+	return u.orderCommand(r, "cancel", "cancel.usage", "cancel.error_state", func(id int64) (dispatch.Order, error) {
+		return u.d.Cancel(r.Ctx, id)
+	}, func(o dispatch.Order) error {
+		if o.MasterID != 0 {
+			return r.Reply(r.T("cancel.ok_assigned", locales.Data{"Order": o.ID}), nil)
+		}
+		return r.Reply(r.T("cancel.ok", locales.Data{"Order": o.ID}), nil)
+	})
+}
+
+// orderCommand is /done or /cancel: change makes the command's change to
+// the order its argument names and ok answers it. The refusals are
+// replied here: the argument missing (usage) or wrong, the order unknown,
+// or in a state the command does not apply to (stateKey).
+func (u *dispatchUI) orderCommand(r *Request, command, usage, stateKey string,
+	change func(id int64) (dispatch.Order, error), ok func(dispatch.Order) error) error {
+	id, refusal := orderID(r, command, usage)
 	if refusal != "" {
 		return r.Reply(refusal, nil)
 	}
-	o, err := u.d.Cancel(r.Ctx, id)
+	o, err := change(id)
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		return r.Reply(r.T("order.not_found", locales.Data{"Order": id}), nil)
 	case errors.Is(err, dispatch.ErrOrderState):
-		return r.Reply(r.T("cancel.error_state", locales.Data{
+		return r.Reply(r.T(stateKey, locales.Data{
 			"Order": id, "State": orderStateName(u.b.cat, r.Lang, o.State),
 		}), nil)
 	case err != nil:
 		return err
 	}
-	if o.MasterID != 0 {
-		return r.Reply(r.T("cancel.ok_assigned", locales.Data{"Order": o.ID}), nil)
-	}
-	return r.Reply(r.T("cancel.ok", locales.Data{"Order": o.ID}), nil)
+	return ok(o)
 }
 
 func (u *dispatchUI) paid(r *Request) error {
