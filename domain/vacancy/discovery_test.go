@@ -14,6 +14,13 @@ import (
 	"switchboard/hh/hhtest"
 )
 
+// searchGroup saves text as userID's search and returns it with its group.
+func (b *bundle) searchGroup(t *testing.T, userID int64, text string) (vacancy.Search, vacancy.Group) {
+	t.Helper()
+	s := b.search(t, userID, text)
+	return s, b.group(t, s.Key)
+}
+
 func (b *bundle) group(t *testing.T, key string) vacancy.Group {
 	t.Helper()
 	g, err := b.store.SearchGroup(b.ctx, key)
@@ -38,8 +45,7 @@ func TestDiscoveryWorksDownABacklogInLimitSizedRuns(t *testing.T) {
 	const first = 1000
 	b.hh.Add(vacancies(350, first, 1)...)
 	b.user(t, 7, "Go developer")
-	s := b.search(t, 7, "golang")
-	g := b.group(t, s.Key)
+	s, g := b.searchGroup(t, 7, "golang")
 
 	want := []struct {
 		unseen  int
@@ -77,8 +83,7 @@ func TestDiscoveryCollectsArrivalsOnTheNextRun(t *testing.T) {
 	b := setup(t, withConfig(vacancy.Config{FetchLimit: 100}))
 	b.hh.Add(vacancies(150, 1, 2)...)
 	b.user(t, 7, "")
-	s := b.search(t, 7, "golang")
-	g := b.group(t, s.Key)
+	s, g := b.searchGroup(t, 7, "golang")
 
 	run, err := b.svc.Discover(b.ctx, g)
 	require.NoError(t, err)
@@ -118,8 +123,7 @@ func TestDiscoveryMissesNothingUnderRandomArrivals(t *testing.T) {
 			}
 			publish(r.IntN(300))
 			b.user(t, 1, "")
-			s := b.search(t, 1, "golang")
-			g := b.group(t, s.Key)
+			s, g := b.searchGroup(t, 1, "golang")
 
 			lastMax := int64(0)
 			for run := range 10 {
@@ -213,8 +217,7 @@ func TestDiscoverySavesProgressWhenAPageFails(t *testing.T) {
 	srv = b.hh
 	b.hh.Add(vacancies(60, 1, 6)...)
 	b.user(t, 1, "")
-	s := b.search(t, 1, "golang")
-	g := b.group(t, s.Key)
+	s, g := b.searchGroup(t, 1, "golang")
 	run, err := b.svc.Discover(b.ctx, g)
 	require.Error(t, err)
 	require.ErrorIs(t, err, vacancy.ErrUnavailable)
