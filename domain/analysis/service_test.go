@@ -18,6 +18,7 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/analysis"
+	"switchboard/domain/domaintest"
 	"switchboard/llm"
 	"switchboard/llm/llmtest"
 	"switchboard/storage"
@@ -56,10 +57,7 @@ func (w *world) service(t *testing.T, repo analysis.Repository) *analysis.Servic
 		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(w.ctx)
-	done := make(chan struct{})
-	go func() { s.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	domaintest.Run(t, w.ctx, s.Serve)
 	// Serve must have begun before Start is called.
 	require.Eventually(t, func() bool {
 		_, err := s.Start(w.ctx, -1, false)

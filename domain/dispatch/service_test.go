@@ -18,6 +18,7 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/dispatch"
+	"switchboard/domain/domaintest"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
@@ -58,15 +59,7 @@ func (w *world) service(t *testing.T) *dispatch.Service {
 // run starts s's timer and listener until the test ends.
 func (w *world) run(t *testing.T, s *dispatch.Service) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(w.ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Run(ctx, func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
-			w.store.Listen(ctx, []string{ch}, onConnect, func(_, p string) { onNotify(p) })
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	domaintest.Run(t, w.ctx, func(ctx context.Context) { s.Run(ctx, domaintest.Listen(w.store)) })
 }
 
 func (w *world) master(t *testing.T, s *dispatch.Service, id int64, args string) {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
+	"switchboard/domain/domaintest"
 	"switchboard/domain/memory"
 	"switchboard/llm"
 	"switchboard/llm/llmtest"
@@ -76,15 +77,7 @@ func (b *bundle) service(t *testing.T) *memory.Service {
 // start runs svc's orchestrator until the test ends.
 func (b *bundle) start(t *testing.T, svc *memory.Service) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(b.ctx)
-	done := make(chan struct{})
-	go func() {
-		svc.Run(ctx, func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
-			b.store.Listen(ctx, []string{ch}, onConnect, func(_, p string) { onNotify(p) })
-		})
-		close(done)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	domaintest.Run(t, b.ctx, func(ctx context.Context) { svc.Run(ctx, domaintest.Listen(b.store)) })
 }
 
 // Scripted answers, one rule per stage, matched by the seeded prompts.
@@ -161,17 +154,7 @@ func (b *bundle) run(t *testing.T, id int64) memory.Run {
 
 func (b *bundle) statuses(t *testing.T) map[memory.Status]int {
 	t.Helper()
-	rows, err := b.store.Pool().Query(b.ctx, `SELECT status, count(*) FROM pipeline_runs GROUP BY status`)
-	require.NoError(t, err)
-	defer rows.Close()
-	out := map[memory.Status]int{}
-	for rows.Next() {
-		var s string
-		var n int
-		require.NoError(t, rows.Scan(&s, &n))
-		out[memory.Status(s)] = n
-	}
-	return out
+	return domaintest.CountByStatus[memory.Status](t, b.ctx, b.store.Pool(), "pipeline_runs")
 }
 
 // prompts returns what the named rule received, in order.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
+	"switchboard/domain/domaintest"
 	"switchboard/domain/vacancy"
 	"switchboard/hh"
 	"switchboard/hh/hhtest"
@@ -170,17 +171,7 @@ func (b *bundle) status(t *testing.T, userID, vacancyID int64) vacancy.Status {
 
 func (b *bundle) counts(t *testing.T) map[vacancy.Status]int {
 	t.Helper()
-	rows, err := b.store.Pool().Query(b.ctx, `SELECT status, count(*) FROM vacancy_matches GROUP BY status`)
-	require.NoError(t, err)
-	defer rows.Close()
-	out := map[vacancy.Status]int{}
-	for rows.Next() {
-		var s string
-		var n int
-		require.NoError(t, rows.Scan(&s, &n))
-		out[vacancy.Status(s)] = n
-	}
-	return out
+	return domaintest.CountByStatus[vacancy.Status](t, b.ctx, b.store.Pool(), "vacancy_matches")
 }
 
 func (b *bundle) exec(t *testing.T, q string, args ...any) {
