@@ -1,6 +1,6 @@
 // Package domaintest holds what the workflows' tests share over a real
 // database: a service's loop run until the test ends, the store's LISTEN
-// adapted as main adapts it, and a table's rows counted by status.
+// adapted as main adapts it, and rows counted by a key such as status.
 package domaintest
 
 import (
@@ -43,18 +43,19 @@ type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// CountByStatus counts table's rows by their status column.
-func CountByStatus[S ~string](t testing.TB, ctx context.Context, q Querier, table string) map[S]int {
+// Counts reads a query of (key, count) rows, such as a table's rows
+// counted by status, into a map.
+func Counts[K ~string](t testing.TB, ctx context.Context, q Querier, query string, args ...any) map[K]int {
 	t.Helper()
-	rows, err := q.Query(ctx, `SELECT status, count(*) FROM `+table+` GROUP BY status`)
+	rows, err := q.Query(ctx, query, args...)
 	require.NoError(t, err)
 	defer rows.Close()
-	out := map[S]int{}
+	out := map[K]int{}
 	for rows.Next() {
-		var s string
+		var k string
 		var n int
-		require.NoError(t, rows.Scan(&s, &n))
-		out[S(s)] = n
+		require.NoError(t, rows.Scan(&k, &n))
+		out[K(k)] = n
 	}
 	require.NoError(t, rows.Err())
 	return out

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -154,7 +155,7 @@ func (b *bundle) run(t *testing.T, id int64) memory.Run {
 
 func (b *bundle) statuses(t *testing.T) map[memory.Status]int {
 	t.Helper()
-	return domaintest.CountByStatus[memory.Status](t, b.ctx, b.store.Pool(), "pipeline_runs")
+	return domaintest.Counts[memory.Status](t, b.ctx, b.store.Pool(), `SELECT status, count(*) FROM pipeline_runs GROUP BY status`)
 }
 
 // prompts returns what the named rule received, in order.
@@ -223,14 +224,8 @@ func (b *bundle) queued(t *testing.T) []outboxRow {
 	rows, err := b.store.Pool().Query(b.ctx, `SELECT id, chat_id, ref, body->>'text', COALESCE((body->>'reply_to')::int, 0)
 FROM outbox WHERE kind = 'memory_answer' ORDER BY id`)
 	require.NoError(t, err)
-	defer rows.Close()
-	var out []outboxRow
-	for rows.Next() {
-		var r outboxRow
-		require.NoError(t, rows.Scan(&r.ID, &r.Chat, &r.Ref, &r.Text, &r.ReplyTo))
-		out = append(out, r)
-	}
-	require.NoError(t, rows.Err())
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[outboxRow])
+	require.NoError(t, err)
 	return out
 }
 

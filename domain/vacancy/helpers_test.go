@@ -171,7 +171,7 @@ func (b *bundle) status(t *testing.T, userID, vacancyID int64) vacancy.Status {
 
 func (b *bundle) counts(t *testing.T) map[vacancy.Status]int {
 	t.Helper()
-	return domaintest.CountByStatus[vacancy.Status](t, b.ctx, b.store.Pool(), "vacancy_matches")
+	return domaintest.Counts[vacancy.Status](t, b.ctx, b.store.Pool(), `SELECT status, count(*) FROM vacancy_matches GROUP BY status`)
 }
 
 func (b *bundle) exec(t *testing.T, q string, args ...any) {
@@ -306,18 +306,8 @@ func (b *bundle) runSender(t *testing.T, ctx context.Context) {
 // cards counts a match's outbox rows of kind vacancy, by state.
 func (b *bundle) cards(t *testing.T, matchID int64) map[string]int {
 	t.Helper()
-	rows, err := b.store.Pool().Query(b.ctx, `SELECT state, count(*) FROM outbox WHERE kind = 'vacancy' AND ref = $1 GROUP BY state`, matchID)
-	require.NoError(t, err)
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var s string
-		var n int
-		require.NoError(t, rows.Scan(&s, &n))
-		out[s] = n
-	}
-	require.NoError(t, rows.Err())
-	return out
+	return domaintest.Counts[string](t, b.ctx, b.store.Pool(),
+		`SELECT state, count(*) FROM outbox WHERE kind = 'vacancy' AND ref = $1 GROUP BY state`, matchID)
 }
 
 func (b *bundle) matchID(t *testing.T, userID, vacancyID int64) int64 {
