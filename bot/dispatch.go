@@ -661,18 +661,12 @@ var offerClosedKeys = map[dispatch.OfferState]string{
 // offerMarkup is [[Accept, Decline], [Details]]; Details is left out once
 // the full text is shown.
 func offerMarkup(cat *locales.Catalog, lang string, offerID int64, details bool) (*tele.ReplyMarkup, error) {
-	accept, err := Encode(actionOfferAccept, offerID)
+	pair, err := buttonPair(cat.T(lang, "offer.button_accept"), actionOfferAccept,
+		cat.T(lang, "offer.button_decline"), actionOfferDecline, offerID)
 	if err != nil {
 		return nil, err
 	}
-	decline, err := Encode(actionOfferDecline, offerID)
-	if err != nil {
-		return nil, err
-	}
-	kb := &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
-		{Text: cat.T(lang, "offer.button_accept"), Data: accept},
-		{Text: cat.T(lang, "offer.button_decline"), Data: decline},
-	}}}
+	kb := &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{pair}}
 	if details {
 		view, err := Encode(actionOfferView, offerID)
 		if err != nil {

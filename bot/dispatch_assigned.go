@@ -115,18 +115,11 @@ func (u *dispatchUI) editAssigned(r *Request, offerID int64, toast string,
 
 // confirmMarkup is [[Yes …, Back]].
 func confirmMarkup(cat *locales.Catalog, lang string, offerID int64, c confirmation) (*tele.ReplyMarkup, error) {
-	yes, err := Encode(c.yes, offerID)
+	pair, err := buttonPair(cat.T(lang, c.button), c.yes, cat.T(lang, "assigned.button_back"), actionAssignedBack, offerID)
 	if err != nil {
 		return nil, err
 	}
-	back, err := Encode(actionAssignedBack, offerID)
-	if err != nil {
-		return nil, err
-	}
-	return &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
-		{Text: cat.T(lang, c.button), Data: yes},
-		{Text: cat.T(lang, "assigned.button_back"), Data: back},
-	}}}, nil
+	return &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{pair}}, nil
 }
 
 func (u *dispatchUI) finish(r *Request, cb Callback) error {

@@ -641,18 +641,12 @@ func (rd *Renderer) vacancyMarkup(lang string, matchID int64, link string, decid
 	cat := rd.cat
 	kb := &tele.ReplyMarkup{}
 	if !decided {
-		applied, err := Encode(actionApplied, matchID)
+		pair, err := buttonPair(cat.T(lang, "vacancy.button_applied"), actionApplied,
+			cat.T(lang, "vacancy.button_not_interested"), actionNotInterested, matchID)
 		if err != nil {
 			return nil, err
 		}
-		rejected, err := Encode(actionNotInterested, matchID)
-		if err != nil {
-			return nil, err
-		}
-		kb.InlineKeyboard = append(kb.InlineKeyboard, []tele.InlineButton{
-			{Text: cat.T(lang, "vacancy.button_applied"), Data: applied},
-			{Text: cat.T(lang, "vacancy.button_not_interested"), Data: rejected},
-		})
+		kb.InlineKeyboard = append(kb.InlineKeyboard, pair)
 	}
 	if webURL(link) {
 		kb.InlineKeyboard = append(kb.InlineKeyboard, []tele.InlineButton{{Text: cat.T(lang, "vacancy.button_open"), URL: link}})
