@@ -512,14 +512,8 @@ func prompts(t *testing.T, st *storage.Store, role string) []promptRow {
 	rows, err := st.Pool().Query(context.Background(),
 		`SELECT version, is_active, prompt_template FROM system_prompts WHERE role_name = $1 ORDER BY version`, role)
 	require.NoError(t, err)
-	defer rows.Close()
-	var out []promptRow
-	for rows.Next() {
-		var p promptRow
-		require.NoError(t, rows.Scan(&p.Version, &p.Active, &p.Template))
-		out = append(out, p)
-	}
-	require.NoError(t, rows.Err())
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[promptRow])
+	require.NoError(t, err)
 	return out
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
@@ -178,15 +179,10 @@ func TestProcessSkipsOnLLMErrorsAndOpenBreaker(t *testing.T) {
 	}
 	// The three judged ones had their detail fetched, and it was kept
 	// with the skip; the other two never got that far.
-	var withDetail []int64
 	rows, err := b.store.Pool().Query(b.ctx, `SELECT id FROM vacancies WHERE detail_fetched_at IS NOT NULL ORDER BY id`)
 	require.NoError(t, err)
-	for rows.Next() {
-		var id int64
-		require.NoError(t, rows.Scan(&id))
-		withDetail = append(withDetail, id)
-	}
-	require.NoError(t, rows.Err())
+	withDetail, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
 	require.Equal(t, []int64{502, 503, 504}, withDetail)
 	st, err := b.svc.Stats(b.ctx, seeker)
 	require.NoError(t, err)
