@@ -38,12 +38,7 @@ func newWorld(t *testing.T) *world {
 	t.Helper()
 	w := &world{ctx: context.Background(), store: storagetest.New(t), llm: llmtest.New(), chat: &adminChat{}}
 	t.Cleanup(w.llm.Close)
-	var err error
-	w.llmc, err = llm.New(llm.Config{Provider: llm.ProviderOllama, URL: w.llm.URL(), Model: "cheap", EmbedModel: "embed",
-		Timeout: 5 * time.Second, MaxConcurrency: 4},
-		llm.WithBreaker(1000, time.Second), llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(slog.New(slog.DiscardHandler)))
-	require.NoError(t, err)
-	t.Cleanup(w.llmc.Close)
+	w.llmc = domaintest.LLM(t, w.llm, llm.Config{EmbedModel: "embed", MaxConcurrency: 4}, llm.WithBreaker(1000, time.Second))
 	w.port = &embedLog{LLM: llm.AnalysisPort{Client: w.llmc, Invalid: analysis.ErrInvalidAnswer}}
 	return w
 }

@@ -1,6 +1,7 @@
 // Package domaintest holds what the workflows' tests share over a real
-// database: a service's loop run until the test ends, the store's LISTEN
-// adapted as main adapts it, and rows counted by a key such as status.
+// database and a scripted LLM: the LLM client, a service's loop run until
+// the test ends, the store's LISTEN adapted as main adapts it, and rows
+// counted by a key such as status.
 package domaintest
 
 import (

@@ -54,12 +54,7 @@ func setup(t *testing.T, opts ...option) *bundle {
 	for _, o := range opts {
 		o(b)
 	}
-	var err error
-	b.llmc, err = llm.New(llm.Config{Provider: llm.ProviderOllama, URL: b.llm.URL(), Model: "cheap", StrongModel: "strong",
-		Timeout: 5 * time.Second, MaxConcurrency: 32},
-		llm.WithBreaker(1000, time.Second), llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(slog.New(slog.DiscardHandler)))
-	require.NoError(t, err)
-	t.Cleanup(b.llmc.Close)
+	b.llmc = domaintest.LLM(t, b.llm, llm.Config{StrongModel: "strong", MaxConcurrency: 32}, llm.WithBreaker(1000, time.Second))
 	b.svc = b.service(t)
 	return b
 }

@@ -81,11 +81,7 @@ func setup(t *testing.T, opts ...option) *bundle {
 	}
 	t.Cleanup(b.hh.Close)
 	t.Cleanup(b.llm.Close)
-	var err error
-	b.llmc, err = llm.New(llm.Config{Provider: llm.ProviderOllama, URL: b.llm.URL(), Model: "cheap", Timeout: 5 * time.Second},
-		llm.WithBreaker(3, b.breakerOpen), llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(slog.New(slog.DiscardHandler)))
-	require.NoError(t, err)
-	t.Cleanup(b.llmc.Close)
+	b.llmc = domaintest.LLM(t, b.llm, llm.Config{}, llm.WithBreaker(3, b.breakerOpen))
 	b.svc = b.newService(t)
 	return b
 }
