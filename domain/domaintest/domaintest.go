@@ -1,7 +1,7 @@
 // Package domaintest holds what the workflows' tests share over a real
 // database and a scripted LLM: the LLM client, a service's loop run until
-// the test ends, the store's LISTEN adapted as main adapts it, and rows
-// counted by a key such as status.
+// the test ends, the store's LISTEN adapted as main adapts it, and query
+// results read into counts by a key such as status, structs or a column.
 package domaintest
 
 import (
@@ -59,5 +59,27 @@ func Counts[K ~string](t testing.TB, ctx context.Context, q Querier, query strin
 		out[K(k)] = n
 	}
 	require.NoError(t, rows.Err())
+	return out
+}
+
+// Rows reads a query's rows into T, a struct whose fields take the
+// columns in order.
+func Rows[T any](t testing.TB, ctx context.Context, q Querier, query string, args ...any) []T {
+	t.Helper()
+	return collect(t, ctx, q, pgx.RowToStructByPos[T], query, args...)
+}
+
+// Column reads a query's one column.
+func Column[T any](t testing.TB, ctx context.Context, q Querier, query string, args ...any) []T {
+	t.Helper()
+	return collect(t, ctx, q, pgx.RowTo[T], query, args...)
+}
+
+func collect[T any](t testing.TB, ctx context.Context, q Querier, row pgx.RowToFunc[T], query string, args ...any) []T {
+	t.Helper()
+	rows, err := q.Query(ctx, query, args...)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, row)
+	require.NoError(t, err)
 	return out
 }

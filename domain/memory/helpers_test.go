@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -216,12 +215,8 @@ type outboxRow struct {
 // delivered (id).
 func (b *bundle) queued(t *testing.T) []outboxRow {
 	t.Helper()
-	rows, err := b.store.Pool().Query(b.ctx, `SELECT id, chat_id, ref, body->>'text', COALESCE((body->>'reply_to')::int, 0)
+	return domaintest.Rows[outboxRow](t, b.ctx, b.store.Pool(), `SELECT id, chat_id, ref, body->>'text', COALESCE((body->>'reply_to')::int, 0)
 FROM outbox WHERE kind = 'memory_answer' ORDER BY id`)
-	require.NoError(t, err)
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[outboxRow])
-	require.NoError(t, err)
-	return out
 }
 
 // answers are the queued answers' first parts, in delivery order.
