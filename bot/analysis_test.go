@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -18,6 +17,7 @@ import (
 	"switchboard/bot/delivery"
 	"switchboard/domain"
 	"switchboard/domain/analysis"
+	"switchboard/domain/domaintest"
 	"switchboard/e2e/tgfake"
 	"switchboard/llm"
 	"switchboard/llm/llmtest"
@@ -414,11 +414,8 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 		"1. ✅ Fix <login> & deploy · high · Ann · due 2099-01-05\n\n"+
 		"2. ❌ Update the docs · low", board.Text)
 	require.Empty(t, board.ReplyMarkup.Buttons(), "all decided: no buttons left")
-	rows, err := env.st.Pool().Query(context.Background(), `SELECT decision || ' by ' || decided_by FROM analysis_proposals ORDER BY id`)
-	require.NoError(t, err)
-	decisions, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	require.Equal(t, []string{"approved by 1", "rejected by 1"}, decisions)
+	require.Equal(t, []string{"approved by 1", "rejected by 1"}, domaintest.Column[string](t, context.Background(), env.st.Pool(),
+		`SELECT decision || ' by ' || decided_by FROM analysis_proposals ORDER BY id`))
 
 	require.Equal(t, "🏁 Run #1 closed.\nProposals: 2\nApproved: 50%\nRejected: 50%", env.ask(t, env.admin, "/run_close 1").Text)
 	require.Equal(t, "Run #1 is in the “closed” state; only a completed run can be closed.", env.ask(t, env.admin, "/run_close 1").Text)
@@ -475,11 +472,7 @@ func proposalIDs(t *testing.T, st *storage.Store) []int64 {
 // column reads a query's one bigint column.
 func column(t *testing.T, st *storage.Store, query string) []int64 {
 	t.Helper()
-	rows, err := st.Pool().Query(context.Background(), query)
-	require.NoError(t, err)
-	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	require.NoError(t, err)
-	return out
+	return domaintest.Column[int64](t, context.Background(), st.Pool(), query)
 }
 
 // eventLines are the admin chat's event lines (not the board), the
