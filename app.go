@@ -40,7 +40,7 @@ type app struct {
 	beats  *storage.Heartbeats
 	redis  *redis.Client // nil without REDIS_URL
 	locker jobs.Locker   // nil without REDIS_URL: the scheduler's own
-	lease  *storage.PollingLease
+	lease  *storage.PollingLock
 	reg    *prometheus.Registry
 	llm    *llm.Client
 	sched  *jobs.Scheduler
@@ -203,7 +203,7 @@ func (a *app) buildWorkflows(context.Context) error {
 		SweepInterval:  cfg.QueueInterval,
 	}, vacancy.Deps{
 		Repo: a.store, Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg,
-		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrRefused},
+		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 	})
 	if err != nil {
 		return fmt.Errorf("vacancies: %w", err)
@@ -216,7 +216,7 @@ func (a *app) buildWorkflows(context.Context) error {
 		window = cfg.LLMNumCtx
 	}
 	a.mem, err = memory.NewService(memory.Config{
-		Workers: cfg.MemoryWorkers, Lease: cfg.MemoryLease, SweepInterval: cfg.MemoryReaperInterval,
+		Workers: cfg.MemoryWorkers, StageLease: cfg.MemoryLease, SweepInterval: cfg.MemoryReaperInterval,
 		Window: window,
 	}, memory.Deps{
 		Repo: a.store, LLM: llm.MemoryPort{Client: a.llm}, Notifier: notes, Typist: bot.Typist{Client: a.tg}, Log: log, Registerer: a.reg,
@@ -235,7 +235,7 @@ func (a *app) buildWorkflows(context.Context) error {
 		return fmt.Errorf("dispatch: %w", err)
 	}
 
-	a.anl, err = analysis.NewService(analysis.Config{BatchGap: cfg.AnalysisBatchGap, Lease: cfg.AnalysisLease}, analysis.Deps{
+	a.anl, err = analysis.NewService(analysis.Config{BatchGap: cfg.AnalysisBatchGap, RunLease: cfg.AnalysisLease}, analysis.Deps{
 		Repo: a.store, Publisher: a.store, Notifier: notes, Log: log, Registerer: a.reg,
 		LLM: llm.AnalysisPort{Client: a.llm, Invalid: analysis.ErrInvalidAnswer},
 	})
@@ -289,19 +289,19 @@ func (a *app) buildBot(context.Context) error {
 	} else {
 		a.lease = a.store.PollingLease()
 	}
-	// (A nil *PollingLease in the interface would not be nil.)
-	var lease bot.Lease
+	// (A nil *storage.PollingLock in the interface would not be nil.)
+	var lease bot.PollingLock
 	if a.lease != nil {
 		lease = a.lease
 	}
 	var err error
 	a.bot, err = bot.New(bot.Config{
-		URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, Lease: lease, Webhook: webhook,
+		URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, PollingLock: lease, Webhook: webhook,
 		InboxWorkers: cfg.InboxWorkers, InboxLease: cfg.InboxLease,
 		DrainTimeout: cfg.ShutdownTimeout / 2,
 		RenderConfig: a.render,
 	}, bot.Deps{
-		Users: a.store, Status: outage.Status{Store: a.store, Beats: a.beats, LLM: a.llm, HH: a.hh, VacancyLease: cfg.VacancyClaimLease}, Catalog: a.catalog, Log: log,
+		Users: a.store, Status: outage.Status{Store: a.store, Beats: a.beats, LLM: a.llm, HH: a.hh, VacancyClaimLease: cfg.VacancyClaimLease}, Catalog: a.catalog, Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Direct: a.out, Queue: a.store,
 		Inbox: a.store, Passing: storage.Passing,
 		Vacancies: a.vac, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl,

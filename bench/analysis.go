@@ -243,7 +243,7 @@ func benchAnalysis(ctx context.Context, cfg analysisConfig, out io.Writer, log *
 // left after its prefilter and their batches.
 type expectation struct {
 	messages int
-	filtered []analysis.Message
+	filtered []analysis.GroupMessage
 	plan     batchPlan
 }
 
@@ -567,7 +567,7 @@ WHERE chat_id = $1 AND msg_key = $2 AND NOT edit AND state = 'sent' ORDER BY id 
 // which embeds it) and closes it, so that a second run can be opened, and
 // returns what a run with filters will find: the messages no proposal of
 // the first run cites, and of those the ones the prefilter keeps.
-func (w *analysisWorld) closeRun(ctx context.Context, out io.Writer, r analysis.Run, msgs []analysis.Message, filters string) (expectation, error) {
+func (w *analysisWorld) closeRun(ctx context.Context, out io.Writer, r analysis.Run, msgs []analysis.GroupMessage, filters string) (expectation, error) {
 	start := time.Now()
 	rows, err := w.poll.Query(ctx, `SELECT id FROM analysis_proposals WHERE run_id = $1 ORDER BY id`, r.ID)
 	if err != nil {
@@ -606,7 +606,7 @@ func (w *analysisWorld) closeRun(ctx context.Context, out io.Writer, r analysis.
 	if err != nil {
 		return expectation{}, err
 	}
-	var left []analysis.Message
+	var left []analysis.GroupMessage
 	for _, m := range msgs {
 		if !cited[analysis.Ref{ChatID: m.ChatID, MessageID: m.MessageID}] && (f.ChatID == 0 || m.ChatID == f.ChatID) {
 			left = append(left, m)
@@ -771,14 +771,14 @@ type batchPlan struct {
 	singletons int // batches of one message
 }
 
-func planBatches(msgs []analysis.Message, gap time.Duration, size int) batchPlan {
-	byChat := map[int64][]analysis.Message{}
+func planBatches(msgs []analysis.GroupMessage, gap time.Duration, size int) batchPlan {
+	byChat := map[int64][]analysis.GroupMessage{}
 	for _, m := range msgs {
 		byChat[m.ChatID] = append(byChat[m.ChatID], m)
 	}
 	var p batchPlan
 	for _, list := range byChat {
-		slices.SortFunc(list, func(a, b analysis.Message) int {
+		slices.SortFunc(list, func(a, b analysis.GroupMessage) int {
 			return cmp.Or(a.Date.Compare(b.Date), cmp.Compare(a.MessageID, b.MessageID))
 		})
 		cur := 0
@@ -812,7 +812,7 @@ func planBatches(msgs []analysis.Message, gap time.Duration, size int) batchPlan
 	return p
 }
 
-func describeMessages(out io.Writer, msgs []analysis.Message, p batchPlan) {
+func describeMessages(out io.Writer, msgs []analysis.GroupMessage, p batchPlan) {
 	var mentions, long, short, multiline, chars int
 	for _, m := range msgs {
 		n := utf8.RuneCountInString(m.Text)
@@ -838,7 +838,7 @@ func describeMessages(out io.Writer, msgs []analysis.Message, p batchPlan) {
 
 // seedGroupMessages bulk-inserts the groups and their messages (COPY) and
 // analyses the table, as autovacuum would have by then.
-func seedGroupMessages(ctx context.Context, store *storage.Store, msgs []analysis.Message, chats int) error {
+func seedGroupMessages(ctx context.Context, store *storage.Store, msgs []analysis.GroupMessage, chats int) error {
 	pool := store.Pool()
 	groups := make([][]any, chats)
 	for i := range chats {
@@ -925,9 +925,9 @@ var (
 // minutes of quiet, all dated in the analysisSpan before end. Texts vary
 // from "ok" to multi-line plans (see messageText).
 // Message ids count up per group, as Telegram's do.
-func generateConversations(n, chats int, seed uint64, end time.Time) []analysis.Message {
+func generateConversations(n, chats int, seed uint64, end time.Time) []analysis.GroupMessage {
 	rng := rand.New(rand.NewPCG(seed, 0xa11a))
-	out := make([]analysis.Message, 0, n)
+	out := make([]analysis.GroupMessage, 0, n)
 	for c := range chats {
 		m := n / chats
 		if c < n%chats {
@@ -991,7 +991,7 @@ func generateConversations(n, chats int, seed uint64, end time.Time) []analysis.
 		for i, g := range gaps {
 			at = at.Add(time.Duration(float64(g) * scale))
 			author := team[rng.IntN(len(team))]
-			out = append(out, analysis.Message{
+			out = append(out, analysis.GroupMessage{
 				ChatID: chatID, MessageID: firstID + int64(i), AuthorID: author.id, Author: author.name,
 				Text: messageText(rng, team, author), Date: at.UTC().Truncate(time.Microsecond),
 			})
@@ -1056,8 +1056,8 @@ type reapSignal struct {
 	reaped chan struct{}
 }
 
-func (r reapSignal) FailInterrupted(ctx context.Context, render domain.Render[analysis.Review]) ([]analysis.Run, error) {
-	runs, err := r.Repository.FailInterrupted(ctx, render)
+func (r reapSignal) FailInterrupted(ctx context.Context, tell domain.Render[analysis.Review]) ([]analysis.Run, error) {
+	runs, err := r.Repository.FailInterrupted(ctx, tell)
 	select {
 	case r.reaped <- struct{}{}:
 	default:

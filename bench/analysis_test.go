@@ -84,7 +84,7 @@ func TestGenerateConversations(t *testing.T) {
 	end := time.Now()
 	msgs := generateConversations(10_000, 20, 1, end)
 	require.Len(t, msgs, 10_000)
-	last := map[int64]analysis.Message{}
+	last := map[int64]analysis.GroupMessage{}
 	chars, mentions, keywords := 0, 0, 0
 	for _, m := range msgs {
 		require.True(t, m.Date.After(end.Add(-24*time.Hour)) && m.Date.Before(end), "%v", m.Date)
@@ -118,10 +118,10 @@ func TestGenerateConversations(t *testing.T) {
 
 func TestPlanBatches(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-	var msgs []analysis.Message
+	var msgs []analysis.GroupMessage
 	add := func(chat int64, n int, every time.Duration, from time.Time) {
 		for i := range n {
-			msgs = append(msgs, analysis.Message{ChatID: chat, MessageID: int64(len(msgs) + 1), Date: from.Add(time.Duration(i) * every)})
+			msgs = append(msgs, analysis.GroupMessage{ChatID: chat, MessageID: int64(len(msgs) + 1), Date: from.Add(time.Duration(i) * every)})
 		}
 	}
 	add(-1, 120, time.Minute, t0)                   // 50 + 50 + 20: two cap splits

@@ -760,7 +760,7 @@ type clockedRepo struct {
 	c *runClock
 }
 
-func (r clockedRepo) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.Run, memory.Recall, bool, error) {
+func (r clockedRepo) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
 	start := time.Now()
 	run, rc, ok, err := r.Repository.CaptureRun(ctx, id, from, to, lease, size)
 	if ok && err == nil && from == memory.New {

@@ -114,7 +114,7 @@ type timedNotifier struct {
 
 // Card times rendering only: the card goes to the outbox with the
 // match's transition, and the senders deliver it.
-func (t timedNotifier) Card(d vacancy.Delivery) []domain.Message {
+func (t timedNotifier) Card(d vacancy.CardData) []domain.Message {
 	defer t.s.since("render card", time.Now())
 	return t.Notifier.Card(d)
 }
@@ -129,7 +129,7 @@ type timedMemoryRepo struct {
 	s *stages
 }
 
-func (r timedMemoryRepo) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.Run, memory.Recall, bool, error) {
+func (r timedMemoryRepo) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
 	name := "db CaptureRun"
 	if size != (memory.RecallSize{}) {
 		name += " + recall"
@@ -147,12 +147,12 @@ func (r timedMemoryRepo) StepRun(ctx context.Context, id int64, st memory.Step) 
 	return r.Repository.StepRun(ctx, id, st)
 }
 
-func (r timedMemoryRepo) ClaimFinished(ctx context.Context, id int64, lease time.Duration) (memory.Run, bool, error) {
+func (r timedMemoryRepo) ClaimFinished(ctx context.Context, id int64, lease time.Duration) (memory.PipelineRun, bool, error) {
 	defer r.s.since("db ClaimFinished", time.Now())
 	return r.Repository.ClaimFinished(ctx, id, lease)
 }
 
-func (r timedMemoryRepo) MarkDelivered(ctx context.Context, id int64, tell domain.Render[memory.Run]) (bool, error) {
+func (r timedMemoryRepo) MarkDelivered(ctx context.Context, id int64, tell domain.Render[memory.PipelineRun]) (bool, error) {
 	defer r.s.since("db MarkDelivered", time.Now())
 	return r.Repository.MarkDelivered(ctx, id, tell)
 }
@@ -207,12 +207,12 @@ func (t timedTypist) Typing(ctx context.Context, chatID int64) error {
 	return t.Typist.Typing(ctx, chatID)
 }
 
-func (t timedMemoryNotifier) Answer(r memory.Run) []domain.Message {
+func (t timedMemoryNotifier) Answer(r memory.PipelineRun) []domain.Message {
 	defer t.s.since("render answer", time.Now())
 	return t.Notifier.Answer(r)
 }
 
-func (t timedMemoryNotifier) Failed(r memory.Run) []domain.Message {
+func (t timedMemoryNotifier) Failed(r memory.PipelineRun) []domain.Message {
 	defer t.s.since("render failed", time.Now())
 	return t.Notifier.Failed(r)
 }
@@ -283,31 +283,31 @@ type timedAnalysisRepo struct {
 	s *stages
 }
 
-func (r timedAnalysisRepo) StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (r timedAnalysisRepo) StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	defer r.s.since("db StartRun", time.Now())
-	return r.Repository.StartRun(ctx, id, rag, lease, render)
+	return r.Repository.StartRun(ctx, id, rag, lease, tell)
 }
 
-func (r timedAnalysisRepo) WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.Message, error) {
+func (r timedAnalysisRepo) WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.GroupMessage, error) {
 	defer r.s.since("db WindowMessages", time.Now())
 	return r.Repository.WindowMessages(ctx, runID, from, to, chatID)
 }
 
 // SetProgress, SaveBatch and CompleteRun include the rendering of their
 // messages and writing them to the outbox, in the same transaction.
-func (r timedAnalysisRepo) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
+func (r timedAnalysisRepo) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, tell domain.Render[analysis.Review]) (analysis.Run, error) {
 	defer r.s.since("db SetProgress", time.Now())
-	return r.Repository.SetProgress(ctx, id, messages, filtered, batches, render)
+	return r.Repository.SetProgress(ctx, id, messages, filtered, batches, tell)
 }
 
-func (r timedAnalysisRepo) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
+func (r timedAnalysisRepo) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, tell domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
 	defer r.s.since("db SaveBatch", time.Now())
-	return r.Repository.SaveBatch(ctx, runID, batch, messages, ps, render)
+	return r.Repository.SaveBatch(ctx, runID, batch, messages, ps, tell)
 }
 
-func (r timedAnalysisRepo) CompleteRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (r timedAnalysisRepo) CompleteRun(ctx context.Context, id int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	defer r.s.since("db CompleteRun", time.Now())
-	return r.Repository.CompleteRun(ctx, id, render)
+	return r.Repository.CompleteRun(ctx, id, tell)
 }
 
 func (r timedAnalysisRepo) RenewLease(ctx context.Context, id int64, lease time.Duration) (bool, error) {

@@ -21,7 +21,7 @@ import (
 // Analysis is what the bot needs from the analysis workflow
 // (*analysis.Service implements it).
 type Analysis interface {
-	Record(ctx context.Context, m analysis.Message) error
+	Record(ctx context.Context, m analysis.GroupMessage) error
 	Edited(ctx context.Context, chatID, messageID int64, text string) error
 	TrackChat(ctx context.Context, id int64, title string, canRead bool) error
 	Chats(ctx context.Context) ([]analysis.Chat, error)
@@ -129,7 +129,7 @@ func (u *analysisUI) record(r *Request) error {
 		return nil
 	}
 	u.track(r.Ctx, msg.Chat)
-	m := analysis.Message{
+	m := analysis.GroupMessage{
 		ChatID: msg.Chat.ID, MessageID: int64(msg.ID), Text: msg.Text, Date: msg.Time().UTC(),
 	}
 	if s := msg.Sender; s != nil {
@@ -302,19 +302,11 @@ func (u *analysisUI) chats(r *Request) error {
 
 // --- /run_new, /run_start, /run_close ----------------------------------------
 
-// runInputError renders a refusal of /run_new's arguments followed by the
+// runInputError renders the rejection of /run_new's arguments followed by the
 // usage, unless it is the usage.
-func runInputError(r *Request, e *analysis.InputError) string {
+func runInputError(r *Request, e *domain.InputError) string {
 	const usage = "run_new.usage"
-	limits := map[string]int{
-		"run_new.error_min_len":  analysis.MaxMinLen,
-		"run_new.error_keywords": analysis.MaxKeywords,
-	}
-	msg := r.T(e.Key, locales.Data{
-		"Arg":    locales.HTML(clip(strings.ToValidUTF8(e.Arg, ""), argBudget)),
-		"Max":    limits[e.Key],
-		"MaxLen": analysis.MaxKeywordLen,
-	})
+	msg := r.InputText(e, locales.HTML(clip(strings.ToValidUTF8(e.Arg(), ""), argBudget)))
 	if e.Key != usage {
 		msg += "\n\n" + r.T(usage)
 	}
@@ -323,7 +315,7 @@ func runInputError(r *Request, e *analysis.InputError) string {
 
 func (u *analysisUI) runNew(r *Request) error {
 	run, err := u.a.NewRun(r.Ctx, r.User.ID, commandArgs(r.Message()))
-	var ie *analysis.InputError
+	var ie *domain.InputError
 	var ue *analysis.UnclosedError
 	switch {
 	case errors.As(err, &ie):
@@ -633,7 +625,7 @@ func (rd *Renderer) filtersText(lang string, r analysis.Run) string {
 }
 
 // windowText names a run's window in words: /run_new offers a day and a
-// week; any other (none is made today) reads in hours.
+// week; any other (which /run_new does not make) reads in hours.
 func (rd *Renderer) windowText(lang string, d time.Duration) string {
 	cat := rd.cat
 	switch d {

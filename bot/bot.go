@@ -45,10 +45,10 @@ type StatusSource interface {
 type Config struct {
 	URL, Token string
 	// PollTimeout is the long-poll hold; a takeover after a replica dies
-	// waits at most the lease TTL plus this.
+	// waits at most the polling lock's TTL plus this.
 	PollTimeout time.Duration
-	// Lease, when set, makes polling conditional on holding it (several replicas).
-	Lease Lease
+	// PollingLock, when set, makes polling conditional on holding it (several replicas).
+	PollingLock PollingLock
 	// InboxWorkers is how many updates this replica handles at once (with
 	// an inbox; 0: 16). InboxLease is a claim's lease, renewed while its
 	// handler runs (0: 30 s): a dead replica's updates wait this long.
@@ -233,8 +233,8 @@ func (b *Bot) poller() tele.Poller {
 		b.inbox = newInboxPoller(b, nil)
 		intake.wake = b.inbox.Wake
 	}
-	if cfg.Lease != nil && cfg.Webhook == nil {
-		poller = &leasedPoller{inner: poller, lease: cfg.Lease, log: deps.Log}
+	if cfg.PollingLock != nil && cfg.Webhook == nil {
+		poller = &lockedPoller{inner: poller, lock: cfg.PollingLock, log: deps.Log}
 	}
 	if b.inbox != nil {
 		b.inbox.intake = poller
@@ -323,7 +323,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.started = b.deps.Clock.Now()
 	done := make(chan struct{})
 	go func() { b.tb.Start(); close(done) }()
-	b.deps.Log.Info("bot started", "username", b.tb.Me.Username, "leased", b.cfg.Lease != nil)
+	b.deps.Log.Info("bot started", "username", b.tb.Me.Username, "leased", b.cfg.PollingLock != nil)
 	<-ctx.Done()
 	close(b.stopping)
 	b.tb.Stop()

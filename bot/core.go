@@ -422,7 +422,7 @@ func llmDown(r *Request, reason string) string {
 }
 
 // HHSource, when the StatusSource has it, adds HH's state to /status:
-// how HH refuses us ("" while it answers).
+// how HH blocks us ("" while it answers).
 type HHSource interface {
 	HHReason() string
 }
@@ -447,7 +447,7 @@ func (b *Bot) LLMNotice(reason string) []domain.Message {
 	return Messages(b.cfg.AdminChatID, domain.KindNote, 0, text, nil)
 }
 
-// HHNotice renders the admin chat's notice that HH refuses our requests
+// HHNotice renders the admin chat's notice that HH blocks our requests
 // (reason says how, captcha the URL HH gave, if any), or with reason ""
 // that it answers again. Nothing without an admin chat.
 func (b *Bot) HHNotice(reason, captcha string) []domain.Message {

@@ -105,23 +105,6 @@ func (b *Bot) RegisterDispatch(d Dispatch) {
 	b.tb.Handle(tele.OnPhoto, u.photo)
 }
 
-// dispatchInputError renders a refusal of the domain: what is missing or
-// wrong, with the limit it names and an example. The command's whole usage
-// is left out: it would bury the one line that matters.
-func dispatchInputError(r *Request, e *dispatch.InputError) string {
-	limits := map[string]int{
-		"dispatch.error_place_long":    dispatch.MaxPlace,
-		"dispatch.error_skill_long":    dispatch.MaxSkill,
-		"dispatch.error_skills_many":   dispatch.MaxSkills,
-		"order.error_price":            dispatch.MaxPrice,
-		"order.error_description_long": dispatch.MaxDescription,
-		"order.error_address":          dispatch.MaxAddress,
-		"order.error_name":             dispatch.MaxName,
-		"order.error_phone":            dispatch.MaxPhoneDigits,
-	}
-	return r.T(e.Key, locales.Data{"Max": limits[e.Key], "Min": dispatch.MinPhoneDigits, "Arg": shortArg(e.Arg)})
-}
-
 // --- masters ---------------------------------------------------------------
 
 func (u *dispatchUI) master(r *Request) error {
@@ -137,8 +120,9 @@ func (u *dispatchUI) master(r *Request) error {
 		return r.Reply(u.b.renderMaster(r.Lang, m, st), nil)
 	}
 	m, created, err := u.d.RegisterMaster(r.Ctx, r.User.ID, args)
-	if ie := (*dispatch.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(dispatchInputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		// The one line that matters, without the usage that would bury it.
+		return r.Reply(r.InputText(ie, shortArg(ie.Arg())), nil)
 	}
 	if err != nil {
 		return err
@@ -258,8 +242,8 @@ func (u *dispatchUI) order(r *Request) error {
 		return r.Reply(r.T("order.usage"), nil)
 	}
 	o, err := u.d.CreateOrder(r.Ctx, r.User.ID, args)
-	if ie := (*dispatch.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(dispatchInputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(r.InputText(ie, shortArg(ie.Arg())), nil)
 	}
 	if err != nil {
 		return err
@@ -448,9 +432,9 @@ func (u *dispatchUI) cancel(r *Request) error {
 // or in a state the command does not apply to (stateKey).
 func (u *dispatchUI) orderCommand(r *Request, command, usage, stateKey string,
 	change func(id int64) (dispatch.Order, error), ok func(dispatch.Order) error) error {
-	id, refusal := orderID(r, command, usage)
-	if refusal != "" {
-		return r.Reply(refusal, nil)
+	id, rejection := orderID(r, command, usage)
+	if rejection != "" {
+		return r.Reply(rejection, nil)
 	}
 	o, err := change(id)
 	switch {
@@ -469,8 +453,8 @@ func (u *dispatchUI) orderCommand(r *Request, command, usage, stateKey string,
 func (u *dispatchUI) paid(r *Request) error {
 	ref := commandArgs(r.Message())
 	m, d, wasBlocked, err := u.d.Paid(r.Ctx, ref)
-	if ie := (*dispatch.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(dispatchInputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(r.InputText(ie, shortArg(ie.Arg())), nil)
 	}
 	switch {
 	case errors.Is(err, dispatch.ErrNotMaster), errors.Is(err, domain.ErrNotFound):
@@ -491,9 +475,9 @@ func (u *dispatchUI) paid(r *Request) error {
 
 // --- offer buttons ---------------------------------------------------------
 
-// refused answers a press that changed nothing. An offer that is past its
+// stalePress answers a press that changed nothing. An offer that is past its
 // time also gets its message edited, since the watchdog may not have run yet.
-func (u *dispatchUI) refused(r *Request, f dispatch.Offer, o dispatch.Order, err error) error {
+func (u *dispatchUI) stalePress(r *Request, f dispatch.Offer, o dispatch.Order, err error) error {
 	switch {
 	case errors.Is(err, dispatch.ErrForbidden):
 		return r.Forbidden()
@@ -519,17 +503,17 @@ func (u *dispatchUI) refused(r *Request, f dispatch.Offer, o dispatch.Order, err
 			}
 			u.b.editPressed(r, u.b.renderClosed(r.Lang, o, state), nil)
 		}
-		key, ok := offerRefusalKeys[state]
+		key, ok := staleOfferKeys[state]
 		if !ok {
-			key = offerRefusalKeys[dispatch.Expired]
+			key = staleOfferKeys[dispatch.Expired]
 		}
 		return r.Alert(key)
 	}
 	return err
 }
 
-// offerRefusalKeys explain why a press on a closed offer did nothing.
-var offerRefusalKeys = map[dispatch.OfferState]string{
+// staleOfferKeys explain why a press on a closed offer did nothing.
+var staleOfferKeys = map[dispatch.OfferState]string{
 	dispatch.Expired:   "offer.refused_expired",
 	dispatch.Accepted:  "offer.refused_accepted",
 	dispatch.Declined:  "offer.refused_declined",
@@ -539,7 +523,7 @@ var offerRefusalKeys = map[dispatch.OfferState]string{
 func (u *dispatchUI) accept(r *Request, cb Callback) error {
 	f, o, err := u.d.Accept(r.Ctx, cb.IDs[0], r.User.ID)
 	if err != nil {
-		return u.refused(r, f, o, err)
+		return u.stalePress(r, f, o, err)
 	}
 	// The order's address and contact, its visit and the next steps: the
 	// master's message from now on.
@@ -562,7 +546,7 @@ func (u *dispatchUI) assignment(o dispatch.Order, f dispatch.Offer) dispatch.Ass
 func (u *dispatchUI) decline(r *Request, cb Callback) error {
 	f, o, err := u.d.Decline(r.Ctx, cb.IDs[0], r.User.ID)
 	if err != nil {
-		return u.refused(r, f, o, err)
+		return u.stalePress(r, f, o, err)
 	}
 	if o.ID == 0 {
 		o.ID = f.OrderID
@@ -574,12 +558,12 @@ func (u *dispatchUI) decline(r *Request, cb Callback) error {
 func (u *dispatchUI) view(r *Request, cb Callback) error {
 	f, o, err := u.d.View(r.Ctx, cb.IDs[0], r.User.ID)
 	if err != nil {
-		return u.refused(r, f, o, err)
+		return u.stalePress(r, f, o, err)
 	}
 	if !f.ExpiresAt.After(u.b.now()) {
 		// Past its time but not yet swept: Accept would be refused, so the
 		// details would only invite a press that cannot succeed.
-		return u.refused(r, f, o, dispatch.ErrOfferClosed)
+		return u.stalePress(r, f, o, dispatch.ErrOfferClosed)
 	}
 	kb, err := offerMarkup(u.b.cat, r.Lang, f.ID, false)
 	if err != nil {

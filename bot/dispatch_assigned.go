@@ -22,11 +22,9 @@ import (
 // Done and Can't do it cannot be undone, so they only ask: their press
 // changes nothing but the message's buttons, which become Yes and Back;
 // only Yes finishes or gives the order back, and Back brings the step
-// buttons back. Messages sent before the confirmation existed carry the
-// same ad and ax, which used to finish or give back at once; they now ask
-// too. That is the safer reading of an old button: a master who meant it
-// taps once more, while an irreversible change nobody confirmed cannot be
-// taken back.
+// buttons back. Every ad and ax press asks, an old message's too: a master
+// who meant it taps once more, while an irreversible change nobody
+// confirmed cannot be taken back.
 var (
 	actionEnRoute      = RegisterAction("ae", 1)
 	actionArrived      = RegisterAction("aa", 1)
@@ -68,7 +66,7 @@ func (u *dispatchUI) step(step dispatch.Step) CallbackHandler {
 			if step == dispatch.StepEnRoute && !o.ArrivedAt.IsZero() {
 				again = stepRefusals[dispatch.StepArrived]
 			}
-			return u.stepRefused(r, o, err, again)
+			return u.staleStep(r, o, err, again)
 		}
 		return r.Respond(&tele.CallbackResponse{Text: r.T(stepToasts[step])})
 	}
@@ -103,7 +101,7 @@ func (u *dispatchUI) editAssigned(r *Request, offerID int64, toast string,
 	markup func(offerID int64, o dispatch.Order) (*tele.ReplyMarkup, error)) error {
 	o, err := u.d.Assigned(r.Ctx, offerID, r.User.ID)
 	if err != nil {
-		return u.stepRefused(r, o, err, "")
+		return u.staleStep(r, o, err, "")
 	}
 	kb, err := markup(offerID, o)
 	if err != nil {
@@ -125,7 +123,7 @@ func confirmMarkup(cat *locales.Catalog, lang string, offerID int64, c confirmat
 func (u *dispatchUI) finish(r *Request, cb Callback) error {
 	o, err := u.d.Finish(r.Ctx, cb.IDs[0], r.User.ID)
 	if err != nil {
-		return u.stepRefused(r, o, err, "")
+		return u.staleStep(r, o, err, "")
 	}
 	return r.Respond(&tele.CallbackResponse{Text: r.T("assigned.done_toast")})
 }
@@ -133,15 +131,15 @@ func (u *dispatchUI) finish(r *Request, cb Callback) error {
 func (u *dispatchUI) giveBack(r *Request, cb Callback) error {
 	o, err := u.d.GiveBack(r.Ctx, cb.IDs[0], r.User.ID)
 	if err != nil {
-		return u.stepRefused(r, o, err, "")
+		return u.staleStep(r, o, err, "")
 	}
 	return r.Respond(&tele.CallbackResponse{Text: r.T("assigned.returned_toast")})
 }
 
-// stepRefused answers an assigned master's press that changed nothing,
+// staleStep answers an assigned master's press that changed nothing,
 // truthfully: the order is done, cancelled or no longer theirs, or the step
 // (again) was done already.
-func (u *dispatchUI) stepRefused(r *Request, o dispatch.Order, err error, again string) error {
+func (u *dispatchUI) staleStep(r *Request, o dispatch.Order, err error, again string) error {
 	switch {
 	case errors.Is(err, dispatch.ErrForbidden):
 		return r.Forbidden()

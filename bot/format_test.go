@@ -71,8 +71,8 @@ func TestSplitCountsUTF16LikeTelegram(t *testing.T) {
 }
 
 func TestSplitClosesAndReopensAcrossLines(t *testing.T) {
-	// Before the fix the first part ended inside <b> and the second began
-	// with a stray </b>; Telegram refused both.
+	// Cut blind to tags, the first part would end inside <b> and the
+	// second begin with a stray </b>, and Telegram refuses both.
 	require.Equal(t, []string{"<b>first line</b>", "<b>second line</b>"},
 		Split("<b>first line\nsecond line</b>", 20))
 }
@@ -160,9 +160,10 @@ func TestSplitPathologicalMarkup(t *testing.T) {
 	})
 }
 
-// Before the fix Split knew nothing of tags; for text without markup,
-// accents or emoji sequences it must cut exactly where it used to.
-func TestSplitPlainTextAsBefore(t *testing.T) {
+// Tracking tags must change nothing for text without markup, accents or
+// emoji sequences: Split cuts it where splitPlain, a split by length
+// alone, does.
+func TestSplitPlainTextLikeSplitPlain(t *testing.T) {
 	words := []string{"a", "go", "split", "message", "щука", "😀", strings.Repeat("x", 120), "  "}
 	for seed := range 300 {
 		rng := rand.New(rand.NewPCG(uint64(seed), 1))
@@ -176,12 +177,14 @@ func TestSplitPlainTextAsBefore(t *testing.T) {
 			}
 		}
 		limit := 20 + rng.IntN(200)
-		require.Equal(t, splitBefore(sb.String(), limit), Split(sb.String(), limit), "seed %d limit %d", seed, limit)
+		require.Equal(t, splitPlain(sb.String(), limit), Split(sb.String(), limit), "seed %d limit %d", seed, limit)
 	}
 }
 
-// splitBefore is Split as it was before it tracked tags.
-func splitBefore(text string, limit int) []string {
+// splitPlain is Split without tags: whole lines packed into parts of at
+// most limit UTF-16 units, a longer line cut at its last space in the
+// second half of the limit, else at the limit.
+func splitPlain(text string, limit int) []string {
 	var out []string
 	var cur strings.Builder
 	curLen := 0
@@ -255,7 +258,7 @@ func TestSplitProperties(t *testing.T) {
 	require.Greater(t, degraded, 700, "cases whose tags open at once outgrow half a part")
 }
 
-// Parts of random splits, and HTML the old Split produced, go to the strict
+// Parts of random splits, and HTML a split blind to tags produces, go to the strict
 // fake Telegram: it must accept exactly what parseTG accepts and see the
 // same text, so that parseTG, which the property and fuzz tests rely on,
 // follows Telegram's rules. Accepted messages are few: the fake may limit
@@ -314,7 +317,7 @@ func TestSplitPartsAcceptedByFakeTelegram(t *testing.T) {
 	}
 
 	for _, html := range []string{
-		// What the old Split made of "<b>line1\nline2</b>" and of a long <i>.
+		// What a split blind to tags makes of "<b>line1\nline2</b>" and of a long <i>.
 		"<b>line1", "line2</b>", "<i>tag, tag, ", "tag</i>\nsummary",
 		"<b>x</i>", "</b>", "<span>x</span>", "<a href=\"x\"", "&am", "a & b", "&#0;", "&#55357;", "<br>",
 		"<b>x</>", "<B>x</b>", "<a href=\"https://example.com/?a=1&amp;b=2\">x</a>",

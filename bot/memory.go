@@ -21,7 +21,7 @@ import (
 // Memory is what the bot needs from the memory chat (*memory.Service
 // implements it).
 type Memory interface {
-	Submit(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.Run, int, error)
+	Submit(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.PipelineRun, int, error)
 	QueueNote(ctx context.Context, msgs []domain.Message) error
 	Memory(ctx context.Context, userID int64, limit int) ([]memory.Summary, error)
 	Forget(ctx context.Context, userID int64, known time.Time) (memory.Forgotten, error)
@@ -336,7 +336,7 @@ func (b *Bot) Typing(ctx context.Context, chatID int64) error {
 // the user's message. The pipeline queues the messages with the run's
 // COMPLETED step; the outbox's senders deliver them (a deleted original
 // does not stop the answer; an unreachable user's rows are dropped).
-func (rd *Renderer) Answer(r memory.Run) []domain.Message {
+func (rd *Renderer) Answer(r memory.PipelineRun) []domain.Message {
 	if strings.TrimSpace(r.FinalAnswer) == "" {
 		// The pipeline never completes a run without an answer; should one
 		// slip through, an empty message would fail for ever.
@@ -347,13 +347,13 @@ func (rd *Renderer) Answer(r memory.Run) []domain.Message {
 
 // Failed renders, in the user's language, the notice that this message
 // could not be answered (memory.Notifier), a reply to it.
-func (rd *Renderer) Failed(r memory.Run) []domain.Message {
+func (rd *Renderer) Failed(r memory.PipelineRun) []domain.Message {
 	return runMessages(r, domain.KindMemoryAnswer, rd.cat.T(r.Lang, "memory.failed"))
 }
 
 // runMessages is text for a run's chat, the first part a reply to the
 // user's message (the answer, the failure notice, the queue note).
-func runMessages(r memory.Run, kind, text string) []domain.Message {
+func runMessages(r memory.PipelineRun, kind, text string) []domain.Message {
 	msgs := Messages(r.ChatID, kind, r.ID, text, nil)
 	if len(msgs) > 0 {
 		msgs[0].ReplyTo = r.MessageID

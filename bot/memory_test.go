@@ -101,7 +101,7 @@ func count(t *testing.T, st *storage.Store, query string, args ...any) int {
 	return n
 }
 
-func runOf(t *testing.T, st *storage.Store, userID int64, messageID int) memory.Run {
+func runOf(t *testing.T, st *storage.Store, userID int64, messageID int) memory.PipelineRun {
 	t.Helper()
 	var id int64
 	require.NoError(t, st.Pool().QueryRow(context.Background(),
@@ -113,7 +113,7 @@ func runOf(t *testing.T, st *storage.Store, userID int64, messageID int) memory.
 
 // asked has p write text to the bot in private and returns the message
 // and its run, once the bot shows it is typing the answer.
-func (env memEnv) asked(t *testing.T, p *tgfake.Person, text string) (tgfake.Message, memory.Run) {
+func (env memEnv) asked(t *testing.T, p *tgfake.Person, text string) (tgfake.Message, memory.PipelineRun) {
 	t.Helper()
 	q := p.SendText(p.ID(), text)
 	env.srv.WaitChatAction(t, p.ID(), "typing")
@@ -301,7 +301,7 @@ func TestMemoryAnswerToUnreachableUser(t *testing.T) {
 	}
 
 	env.srv.User(44, "Ghost", "en") // never wrote to the bot
-	queue(t, env.st, env.bot.Answer(memory.Run{ID: 1, UserID: 44, ChatID: 44, MessageID: 1, FinalAnswer: "hello", Lang: "en"}))
+	queue(t, env.st, env.bot.Answer(memory.PipelineRun{ID: 1, UserID: 44, ChatID: 44, MessageID: 1, FinalAnswer: "hello", Lang: "en"}))
 	env.srv.WaitFor(t, 5*time.Second, func() bool { return slices.Equal(state(1), []string{"dropped"}) })
 	require.Empty(t, env.srv.Messages(44))
 
@@ -309,7 +309,7 @@ func TestMemoryAnswerToUnreachableUser(t *testing.T) {
 	q := ann.SendText(ann.ID(), "hi")
 	env.srv.WaitChatAction(t, 42, "typing")
 	ann.Block()
-	queue(t, env.st, env.bot.Answer(memory.Run{ID: 2, UserID: 42, ChatID: 42, MessageID: q.MessageID, FinalAnswer: "hello", Lang: "en"}))
+	queue(t, env.st, env.bot.Answer(memory.PipelineRun{ID: 2, UserID: 42, ChatID: 42, MessageID: q.MessageID, FinalAnswer: "hello", Lang: "en"}))
 	env.srv.WaitFor(t, 5*time.Second, func() bool { return slices.Equal(state(2), []string{"dropped"}) })
 	require.Error(t, env.bot.Typing(ctx, 42), "reported, though the pipeline ignores it")
 	require.Empty(t, botMessagesAfter(env.srv.Messages(42), q.MessageID))
@@ -317,7 +317,7 @@ func TestMemoryAnswerToUnreachableUser(t *testing.T) {
 	ann.Unblock()
 	require.NoError(t, env.st.ClearUnreachable(ctx, 42)) // the bot does this when the user writes again
 	env.srv.FailNextWith("sendMessage", 1, &tgfake.APIError{Code: 500, Description: "Internal Server Error"})
-	queue(t, env.st, env.bot.Answer(memory.Run{ID: 3, UserID: 42, ChatID: 42, MessageID: q.MessageID, FinalAnswer: "hello again", Lang: "en"}))
+	queue(t, env.st, env.bot.Answer(memory.PipelineRun{ID: 3, UserID: 42, ChatID: 42, MessageID: q.MessageID, FinalAnswer: "hello again", Lang: "en"}))
 	msgs := waitBotMessages(t, env.srv, 42, q.MessageID, 1, 10*time.Second)
 	require.Equal(t, "hello again", msgs[0].Text)
 	env.srv.WaitFor(t, 5*time.Second, func() bool { return slices.Equal(state(3), []string{"sent"}) })

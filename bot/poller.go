@@ -13,37 +13,37 @@ import (
 	"switchboard/domain"
 )
 
-// Lease is a renewable, exclusive claim shared by replicas (Redis in
-// production). Only the holder polls Telegram: two pollers would steal each
+// PollingLock is an exclusive lock shared by replicas (storage.PollingLock,
+// PostgreSQL). Only the holder polls Telegram: two pollers would steal each
 // other's updates with 409 Conflict.
-type Lease interface {
-	// Acquire claims the lease if it is free; false means another holds it.
+type PollingLock interface {
+	// Acquire takes the lock if it is free; false means another holds it.
 	Acquire(ctx context.Context) (bool, error)
-	// Renew extends the lease; false means it was lost (expired and taken).
+	// Renew confirms the lock is still held; false means it was lost.
 	Renew(ctx context.Context) (bool, error)
 	// Release gives it up early so a peer can take over at once.
 	Release(ctx context.Context) error
-	// TTL is how long a claim lives unrenewed.
+	// TTL is how long a lost lock may go unnoticed by its holder.
 	TTL() time.Duration
 }
 
-// leasedPoller long-polls only while it holds the lease. A replica that dies
+// lockedPoller long-polls only while it holds the polling lock. A replica that dies
 // stops renewing; a peer takes over within TTL plus its retry interval.
-type leasedPoller struct {
+type lockedPoller struct {
 	inner tele.Poller
-	lease Lease
+	lock  PollingLock
 	log   *slog.Logger
 }
 
-func (p *leasedPoller) Poll(b *tele.Bot, dest chan tele.Update, stop chan struct{}) {
+func (p *lockedPoller) Poll(b *tele.Bot, dest chan tele.Update, stop chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-stop; cancel() }()
 
-	ttl := p.lease.TTL()
+	ttl := p.lock.TTL()
 	waiting := false
 	for {
-		ok, err := p.lease.Acquire(ctx)
+		ok, err := p.lock.Acquire(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -67,7 +67,7 @@ func (p *leasedPoller) Poll(b *tele.Bot, dest chan tele.Update, stop chan struct
 		lost := p.pollWhileHeld(ctx, b, dest, ttl)
 		if !lost {
 			rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
-			if err := p.lease.Release(rctx); err != nil {
+			if err := p.lock.Release(rctx); err != nil {
 				p.log.Warn("release polling lease", "err", err)
 			}
 			rcancel()
@@ -77,9 +77,9 @@ func (p *leasedPoller) Poll(b *tele.Bot, dest chan tele.Update, stop chan struct
 	}
 }
 
-// pollWhileHeld runs the long poller and renews the lease; it returns true
-// when the lease was lost and false when the bot is stopping.
-func (p *leasedPoller) pollWhileHeld(ctx context.Context, b *tele.Bot, dest chan tele.Update, ttl time.Duration) bool {
+// pollWhileHeld runs the long poller and checks the lock; it returns true
+// when the lock was lost and false when the bot is stopping.
+func (p *lockedPoller) pollWhileHeld(ctx context.Context, b *tele.Bot, dest chan tele.Update, ttl time.Duration) bool {
 	innerStop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { p.inner.Poll(b, dest, innerStop); close(done) }()
@@ -93,7 +93,7 @@ func (p *leasedPoller) pollWhileHeld(ctx context.Context, b *tele.Bot, dest chan
 		case <-ctx.Done():
 			return false
 		case <-tick.C:
-			ok, err := p.lease.Renew(ctx)
+			ok, err := p.lock.Renew(ctx)
 			if ctx.Err() != nil {
 				return false
 			}

@@ -36,6 +36,25 @@ func (r *Request) T(key string, data ...locales.Data) string {
 	return r.bot.deps.Catalog.T(r.Lang, key, data...)
 }
 
+// InputText renders a workflow's rejection of the user's input: its key with
+// its args, more (what only the bot knows: the language's words for a
+// filter's values, a number written the language's way) over them, and arg
+// as the part of the input at fault, which the caller cuts to the width its
+// reply allows (a word of /run_new, a field of /order).
+func (r *Request) InputText(e *domain.InputError, arg any, more ...locales.Data) string {
+	data := make(locales.Data, len(e.Args)+1)
+	for k, v := range e.Args {
+		data[k] = v
+	}
+	for _, m := range more {
+		for k, v := range m {
+			data[k] = v
+		}
+	}
+	data["Arg"] = arg
+	return r.T(e.Key, data)
+}
+
 // Reply sends HTML text to the update's chat, split at Telegram's limit; the
 // markup goes on the last chunk so buttons sit under the whole text. It goes
 // out at once, through the outbox's limiter and failure rules.

@@ -23,6 +23,7 @@ type Vacancies interface {
 	Profile(ctx context.Context, userID int64) (string, error)
 	SetProfile(ctx context.Context, userID int64, profile string) error
 	AddSearch(ctx context.Context, userID int64, p vacancy.Params) (vacancy.Search, vacancy.Added, error)
+	Begin(ctx context.Context, sr vacancy.Search, added vacancy.Added)
 	Searches(ctx context.Context, userID int64) ([]vacancy.Search, error)
 	DeleteSearch(ctx context.Context, userID, id int64) (bool, error)
 	Ban(ctx context.Context, userID int64, raw string) (string, bool, error)
@@ -101,16 +102,6 @@ func commandArgs(m *tele.Message) string {
 	return strings.TrimSpace(m.Text[i:])
 }
 
-// inputError renders a refusal of the domain, with the limit it names.
-func inputError(r *Request, e *vacancy.InputError) string {
-	limits := map[string]int{
-		"profile.error_too_long": vacancy.MaxProfile,
-		"ban.error_too_long":     vacancy.MaxBanWordLen,
-		"ban.error_too_many":     vacancy.MaxBanWords,
-	}
-	return r.T(e.Key, locales.Data{"Max": limits[e.Key]})
-}
-
 func (u *vacancyUI) profile(r *Request) error {
 	text := commandArgs(r.Message())
 	if text == "" {
@@ -124,8 +115,8 @@ func (u *vacancyUI) profile(r *Request) error {
 		return r.Reply(r.T("profile.current", locales.Data{"Profile": p}), nil)
 	}
 	err := u.v.SetProfile(r.Ctx, r.User.ID, text)
-	if ie := (*vacancy.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(inputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(r.InputText(ie, ""), nil)
 	}
 	if err != nil {
 		return err
@@ -190,19 +181,12 @@ func (u *vacancyUI) search(r *Request) error {
 	} else {
 		p, err = vacancy.ParseParams(args)
 	}
-	if pe := (*vacancy.ParamError)(nil); errors.As(err, &pe) {
-		limits := map[string]int{
-			"search.error_too_long": vacancy.MaxSearchText,
-			"search.error_too_many": vacancy.MaxValues,
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		more := u.searchData(r)
+		if ie.Key == "search.error_salary" {
+			more["Max"] = locales.Number(r.Lang, vacancy.MaxSalary)
 		}
-		data := u.searchData(r)
-		data["Arg"] = pe.Arg
-		data["Name"] = pe.Name
-		data["Max"] = limits[pe.Key]
-		if pe.Key == "search.error_salary" {
-			data["Max"] = locales.Number(r.Lang, vacancy.MaxSalary)
-		}
-		return r.Reply(r.T(pe.Key, data), nil)
+		return r.Reply(r.InputText(ie, ie.Arg(), more), nil)
 	}
 	if err != nil {
 		return err
@@ -248,7 +232,12 @@ func (u *vacancyUI) search(r *Request) error {
 	if profile == "" {
 		text += "\n\n" + r.T("search.profile_hint")
 	}
-	return r.Reply(text, nil)
+	if err := r.Reply(text, nil); err != nil {
+		return err
+	}
+	// Only now: the search's cards and notes come after this reply.
+	u.v.Begin(r.Ctx, sr, added)
+	return nil
 }
 
 func hasSearch(list []vacancy.Search, key string) bool {
@@ -331,8 +320,8 @@ func (u *vacancyUI) ban(r *Request) error {
 		return r.Reply(r.T("ban.usage"), nil)
 	}
 	word, added, err := u.v.Ban(r.Ctx, r.User.ID, raw)
-	if ie := (*vacancy.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(inputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(r.InputText(ie, ""), nil)
 	}
 	if err != nil {
 		return err
@@ -349,8 +338,8 @@ func (u *vacancyUI) unban(r *Request) error {
 		return r.Reply(r.T("unban.usage"), nil)
 	}
 	word, removed, err := u.v.Unban(r.Ctx, r.User.ID, raw)
-	if ie := (*vacancy.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(inputError(r, ie), nil)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(r.InputText(ie, ""), nil)
 	}
 	if err != nil {
 		return err
@@ -429,7 +418,7 @@ func (u *vacancyUI) stats(r *Request) error {
 	default:
 		sb.WriteString("\n" + r.T("vacancies.llm_ok"))
 	}
-	if st.HHRefused {
+	if st.HHBlocked {
 		sb.WriteString("\n" + r.T("vacancies.hh_refused", locales.Data{"Reason": st.HHReason}))
 	} else {
 		sb.WriteString("\n" + r.T("vacancies.hh_ok"))
@@ -511,7 +500,7 @@ func (b *Bot) editMarkupPressed(r *Request, kb *tele.ReplyMarkup) {
 // (vacancy.Notifier): one outbox row of kind vacancy for the match, which
 // the vacancy workflow writes with the match's move to ANALYZED. Its
 // delivery makes the match SENT_TO_USER (storage/outbox.go).
-func (rd *Renderer) Card(d vacancy.Delivery) []domain.Message {
+func (rd *Renderer) Card(d vacancy.CardData) []domain.Message {
 	text := rd.renderVacancy(d.Lang, d.Vacancy, &d.Verdict, "")
 	kb, err := rd.vacancyMarkup(d.Lang, d.MatchID, d.Vacancy.URL, false)
 	if err != nil {

@@ -65,7 +65,7 @@ func (stubSource) Vacancy(context.Context, int64) (vacancy.Vacancy, error) {
 	return vacancy.Vacancy{}, vacancy.ErrUnavailable
 }
 
-func (stubSource) Refused() (bool, string) { return false, "" }
+func (stubSource) Blocked() (bool, string) { return false, "" }
 func (stubSource) Holding() bool           { return false }
 
 type vacEnv struct {
@@ -458,8 +458,8 @@ func TestSalaryLine(t *testing.T) {
 
 func relevant() *bool { b := true; return &b }
 
-func sampleDelivery(matchID int64) vacancy.Delivery {
-	return vacancy.Delivery{
+func sampleCard(matchID int64) vacancy.CardData {
+	return vacancy.CardData{
 		MatchID: matchID, UserID: 42, Lang: "en",
 		Vacancy: vacancy.Vacancy{
 			ID: 1001, Title: "<b>Go & Rust</b>", Employer: "ACME <Ltd>", Area: "Москва",
@@ -532,7 +532,7 @@ func TestDeliverAndDecide(t *testing.T) {
 	ctx := context.Background()
 	ann, bob := env.annAndBob()
 	env.ask(t, ann, "/start")
-	d := sampleDelivery(0)
+	d := sampleCard(0)
 	d.MatchID = env.queueVacancy(t, 42, d.Vacancy, d.Verdict)
 	applied, rejected := data(t, "va", d.MatchID), data(t, "vn", d.MatchID)
 	require.Equal(t, 1, cardRows(t, env.st, d.MatchID), "the card was written with ANALYZED")
@@ -616,7 +616,7 @@ func TestNotInterestedInUsersLanguage(t *testing.T) {
 	env := setupVacancies(t)
 	ann := env.srv.User(42, "Анна", "ru")
 	env.ask(t, ann, "/start")
-	d := sampleDelivery(0)
+	d := sampleCard(0)
 	d.Vacancy.URL = "javascript:alert(1)" // not a web page: no link button
 	d.MatchID = env.queueVacancy(t, 42, d.Vacancy, d.Verdict)
 
@@ -641,7 +641,7 @@ func TestDeliverOversizedVacancyIsOneMessage(t *testing.T) {
 	before := len(env.srv.Messages(42))
 
 	huge := strings.Repeat(`<&"> `, 3000)
-	d := sampleDelivery(7)
+	d := sampleCard(7)
 	d.Vacancy.Title, d.Vacancy.Employer, d.Vacancy.Area = huge, huge, huge
 	d.Verdict.Reasons = []string{huge, huge, huge, huge, huge}
 	d.Verdict.MatchedSkills = strings.Split(huge, " ")
@@ -669,7 +669,7 @@ func TestDeliverToUnreachableUser(t *testing.T) {
 	t.Parallel()
 	env := setupVacancies(t)
 	ctx := context.Background()
-	d := sampleDelivery(0)
+	d := sampleCard(0)
 
 	env.srv.User(42, "Ghost", "en") // never wrote to the bot
 	_, err := env.st.UpsertUser(ctx, domain.User{ID: 42, FirstName: "Ghost"})

@@ -19,18 +19,18 @@ const (
 	typeForbidden = "forbidden"
 )
 
-// Breaker defaults: the first hold after a refusal, and the longest one
+// Breaker defaults: the first hold after a block, and the longest one
 // failed probes grow it to.
 const (
 	DefaultBreakerOpenFor = time.Minute
 	DefaultBreakerMaxOpen = 30 * time.Minute
 )
 
-// Refusal is HH refusing us as a client: a 403 captcha_required or
+// Block is HH blocking us as a client: a 403 captcha_required or
 // forbidden (or a 403 without HH's envelope, a firewall's page), or a 429.
 // Every request would meet it, so it opens the breaker; it matches
-// vacancy.ErrHHRefused.
-type Refusal struct {
+// vacancy.ErrHHBlocked.
+type Block struct {
 	Status int
 	// Type is HH's errors[].type, or too_many_requests for a 429 and
 	// forbidden for a 403 that was not HH's JSON.
@@ -41,7 +41,7 @@ type Refusal struct {
 	Detail string
 	// RetryAfter is a 429's Retry-After; the breaker holds at least that.
 	RetryAfter time.Duration
-	// Since is when the breaker opened for this refusal (zero on the
+	// Since is when the breaker opened for this block (zero on the
 	// error a request returns).
 	Since time.Time
 	// Cause is HH's own error where there is one (a *TokenError when HH
@@ -49,15 +49,15 @@ type Refusal struct {
 	Cause error
 }
 
-// Unwrap gives Cause, so errors.As finds a *TokenError behind a Refusal.
-func (r *Refusal) Unwrap() error { return r.Cause }
+// Unwrap gives Cause, so errors.As finds a *TokenError behind a Block.
+func (r *Block) Unwrap() error { return r.Cause }
 
-func (r *Refusal) Error() string { return "HH refuses our requests: " + r.Describe() }
+func (r *Block) Error() string { return "HH refuses our requests: " + r.Describe() }
 
-// Describe says how HH refuses us, e.g. `403 captcha_required (captcha:
+// Describe says how HH blocks us, e.g. `403 captcha_required (captcha:
 // https://hh.ru/account/captcha?state=…)`: what /status and the admin chat
 // show.
-func (r *Refusal) Describe() string {
+func (r *Block) Describe() string {
 	if r.CaptchaURL != "" {
 		return r.Short() + " (captcha: " + r.CaptchaURL + ")"
 	}
@@ -66,54 +66,54 @@ func (r *Refusal) Describe() string {
 
 // Short is Describe without the captcha's URL, for a message that shows
 // the URL on its own line.
-func (r *Refusal) Short() string {
+func (r *Block) Short() string {
 	if r.Status == 0 {
 		return r.Type + r.Detail
 	}
 	return fmt.Sprintf("%d %s%s", r.Status, r.Type, r.Detail)
 }
 
-// Is makes every Refusal match vacancy.ErrHHRefused, and ErrUnavailable
+// Is makes every Block match vacancy.ErrHHBlocked, and ErrUnavailable
 // too: to a caller that only knows the older error, HH is unavailable.
-func (r *Refusal) Is(target error) bool {
-	return target == vacancy.ErrHHRefused || target == vacancy.ErrUnavailable
+func (r *Block) Is(target error) bool {
+	return target == vacancy.ErrHHBlocked || target == vacancy.ErrUnavailable
 }
 
-// credentialsRefused is HH refusing the application's client id or secret
+// credentialsBlock is HH refusing the application's client id or secret
 // (invalid_client, say): every request would go without its token, so it
-// is a refusal of us like a captcha, told to the admin chat the same way.
-func credentialsRefused(te *TokenError) *Refusal {
-	r := &Refusal{Status: te.Status, Type: "application token refused", Cause: te}
+// blocks us like a captcha, told to the admin chat the same way.
+func credentialsBlock(te *TokenError) *Block {
+	r := &Block{Status: te.Status, Type: "application token refused", Cause: te}
 	if te.Code != "" {
 		r.Type += ": " + te.Code
 	}
 	return r
 }
 
-// refusalOf reads a 403's errors[]: captcha_required or forbidden refuse
+// blockOf reads a 403's errors[]: captcha_required or forbidden refuse
 // us; so does a 403 that is not HH's JSON (a firewall in front of it).
 // Other 403s (bad_authorization, say) are errors of the request.
-func refusalOf(items []struct{ Type, Value string }) *Refusal {
+func blockOf(items []struct{ Type, Value string }) *Block {
 	if len(items) == 0 {
-		return &Refusal{Status: 403, Type: typeForbidden}
+		return &Block{Status: 403, Type: typeForbidden}
 	}
 	for _, it := range items {
 		switch it.Type {
 		case typeCaptcha:
-			r := &Refusal{Status: 403, Type: typeCaptcha}
+			r := &Block{Status: 403, Type: typeCaptcha}
 			if it.Value != typeCaptcha {
 				r.CaptchaURL = it.Value // errorItems carries captcha_url here
 			}
 			return r
 		case typeForbidden:
-			return &Refusal{Status: 403, Type: typeForbidden, Detail: describeErrors(items)}
+			return &Block{Status: 403, Type: typeForbidden, Detail: describeErrors(items)}
 		}
 	}
 	return nil
 }
 
-// breaker holds requests back while HH refuses us. gobreaker decides the
-// states (one refusal opens it, one probe at a time decides in half-open);
+// breaker holds requests back while HH blocks us. gobreaker decides the
+// states (one block opens it, one probe at a time decides in half-open);
 // the hold decides how long it stays open, which gobreaker's fixed Timeout
 // cannot: each failed probe doubles it, up to maxOpen, and a 429 that says
 // Retry-After is held exactly that long (HH said when). gobreaker's own
@@ -128,8 +128,8 @@ type breaker struct {
 	mu        sync.Mutex
 	opens     int       // consecutive openings without a success between
 	holdUntil time.Time // no request before this
-	last      *Refusal  // the refusal that opened it; nil while closed
-	pending   *Refusal  // the refusal being reported to gobreaker
+	last      *Block    // the block that opened it; nil while closed
+	pending   *Block    // the block being reported to gobreaker
 }
 
 func newBreaker(openFor, maxOpen time.Duration, gauge prometheus.Gauge, log func(from, to gobreaker.State)) *breaker {
@@ -143,11 +143,11 @@ func newBreaker(openFor, maxOpen time.Duration, gauge prometheus.Gauge, log func
 		MaxRequests: 1,
 		Timeout:     time.Millisecond,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
-		// Only a refusal is a failure: a 5xx or a timeout is one request's
+		// Only a block is a failure: a 5xx or a timeout is one request's
 		// bad luck, which the match's own retry (SKIPPED, recovery) covers,
 		// and a 404 is HH answering.
 		IsSuccessful: func(err error) bool {
-			return err == nil || !errors.Is(err, vacancy.ErrHHRefused)
+			return err == nil || !errors.Is(err, vacancy.ErrHHBlocked)
 		},
 		IsExcluded: func(err error) bool {
 			return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
@@ -194,7 +194,7 @@ func (b *breaker) changed(to gobreaker.State) {
 	}
 }
 
-// do sends one request through the breaker: held back (a Refusal naming
+// do sends one request through the breaker: held back (a Block naming
 // the one that opened it) while open or another probe is out.
 func (b *breaker) do(send func() ([]byte, error)) ([]byte, error) {
 	if err := b.held(); err != nil {
@@ -202,7 +202,7 @@ func (b *breaker) do(send func() ([]byte, error)) ([]byte, error) {
 	}
 	body, err := b.cb.Execute(func() ([]byte, error) {
 		body, err := send()
-		var r *Refusal
+		var r *Block
 		if errors.As(err, &r) {
 			b.mu.Lock()
 			b.pending = r
@@ -230,7 +230,7 @@ func (b *breaker) held() error {
 func (b *breaker) heldError() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	r := Refusal{Status: 0, Type: "breaker_open"}
+	r := Block{Status: 0, Type: "breaker_open"}
 	if b.last != nil {
 		r = *b.last
 	}
@@ -246,8 +246,8 @@ func (b *breaker) holding() bool {
 	return b.cb.State() == gobreaker.StateHalfOpen && b.cb.Counts().Requests > 0
 }
 
-// refusal is the refusal in force (with Since), or nil while HH answers.
-func (b *breaker) refusal() *Refusal {
+// block is the block in force (with Since), or nil while HH answers.
+func (b *breaker) block() *Block {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.last == nil {
@@ -257,13 +257,13 @@ func (b *breaker) refusal() *Refusal {
 	return &cp
 }
 
-// Refusal is the refusal in force while the breaker is open or probing
+// Block is the block in force while the breaker is open or probing
 // (nil while HH answers us): what the admin chat and /status are told.
-func (c *Client) Refusal() *Refusal { return c.br.refusal() }
+func (c *Client) Block() *Block { return c.br.block() }
 
-// Refused implements vacancy.Source: whether HH refuses us, and why.
-func (c *Client) Refused() (bool, string) {
-	r := c.br.refusal()
+// Blocked implements vacancy.Source: whether HH blocks us, and why.
+func (c *Client) Blocked() (bool, string) {
+	r := c.br.block()
 	if r == nil {
 		return false, ""
 	}

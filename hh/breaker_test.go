@@ -27,22 +27,22 @@ func TestCaptchaOpensTheBreaker(t *testing.T) {
 	srv.SetCaptcha(true)
 
 	_, err := c.Search(ctx, params, 0, 10)
-	var r *hh.Refusal
+	var r *hh.Block
 	require.ErrorAs(t, err, &r)
-	require.ErrorIs(t, err, vacancy.ErrHHRefused)
+	require.ErrorIs(t, err, vacancy.ErrHHBlocked)
 	require.Equal(t, "captcha_required", r.Type)
 	require.Contains(t, r.CaptchaURL, hhtest.CaptchaURL, "HH's captcha_url is kept for the admin")
-	refused, why := c.Refused()
+	refused, why := c.Blocked()
 	require.True(t, refused)
 	require.Contains(t, why, hhtest.CaptchaURL)
 	require.True(t, c.Holding())
-	require.Equal(t, r.CaptchaURL, c.Refusal().CaptchaURL)
-	require.False(t, c.Refusal().Since.IsZero())
+	require.Equal(t, r.CaptchaURL, c.Block().CaptchaURL)
+	require.False(t, c.Block().Since.IsZero())
 
 	// Within the hold nothing reaches HH.
 	for range 20 {
 		_, err = c.Vacancy(ctx, idOf(t, srv.Vacancies()[0]))
-		require.ErrorIs(t, err, vacancy.ErrHHRefused)
+		require.ErrorIs(t, err, vacancy.ErrHHBlocked)
 	}
 	require.Len(t, srv.Requests(), 1)
 
@@ -51,11 +51,11 @@ func TestCaptchaOpensTheBreaker(t *testing.T) {
 	time.Sleep(220 * time.Millisecond)
 	require.False(t, c.Holding(), "the probe may go out")
 	_, err = c.Search(ctx, params, 0, 10)
-	require.ErrorIs(t, err, vacancy.ErrHHRefused)
+	require.ErrorIs(t, err, vacancy.ErrHHBlocked)
 	require.Len(t, srv.Requests(), 2)
 	time.Sleep(220 * time.Millisecond)
 	_, err = c.Search(ctx, params, 0, 10)
-	require.ErrorIs(t, err, vacancy.ErrHHRefused)
+	require.ErrorIs(t, err, vacancy.ErrHHBlocked)
 	require.Len(t, srv.Requests(), 2, "the second hold is twice the first")
 
 	srv.SetCaptcha(false)
@@ -63,10 +63,10 @@ func TestCaptchaOpensTheBreaker(t *testing.T) {
 		_, err := c.Search(ctx, params, 0, 10)
 		return err == nil
 	}, 2*time.Second, 20*time.Millisecond)
-	refused, why = c.Refused()
+	refused, why = c.Blocked()
 	require.False(t, refused)
 	require.Empty(t, why)
-	require.Nil(t, c.Refusal())
+	require.Nil(t, c.Block())
 	require.False(t, c.Holding())
 	require.Equal(t, 20.0, counter(t, reg, "vacancy", "refused"), "requests held back count as refused")
 	require.GreaterOrEqual(t, counter(t, reg, "search", "refused"), 3.0)
@@ -98,11 +98,11 @@ func TestWhatOpensTheBreaker(t *testing.T) {
 			_, err := c.Search(context.Background(), params, 0, 10)
 			require.Error(t, err)
 			require.Equal(t, tc.opens, c.Holding())
-			refused, _ := c.Refused()
+			refused, _ := c.Blocked()
 			require.Equal(t, tc.opens, refused)
 			_, err = c.Search(context.Background(), params, 0, 10)
 			if tc.opens {
-				require.ErrorIs(t, err, vacancy.ErrHHRefused)
+				require.ErrorIs(t, err, vacancy.ErrHHBlocked)
 				require.Len(t, srv.Requests(), 1)
 			} else {
 				require.NoError(t, err)
@@ -122,7 +122,7 @@ func TestFakeRefusesBusyAnonymousClients(t *testing.T) {
 		require.NoError(t, err)
 	}
 	_, err := c.Search(context.Background(), params, 0, 10)
-	var r *hh.Refusal
+	var r *hh.Block
 	require.ErrorAs(t, err, &r)
 	require.Equal(t, http.StatusForbidden, r.Status)
 	require.Equal(t, "captcha_required", r.Type)

@@ -389,9 +389,9 @@ func (c *Client) send(ctx context.Context, u string, notFoundArchived bool, toke
 				c.log.Warn("HH asked us to slow down", "retry_after", d)
 			}
 		}
-		return nil, &Refusal{Status: resp.StatusCode, Type: "too_many_requests", Detail: describeErrors(items), RetryAfter: d}
+		return nil, &Block{Status: resp.StatusCode, Type: "too_many_requests", Detail: describeErrors(items), RetryAfter: d}
 	case resp.StatusCode == http.StatusForbidden:
-		if r := refusalOf(items); r != nil {
+		if r := blockOf(items); r != nil {
 			return nil, r
 		}
 	case resp.StatusCode >= 500:
@@ -476,7 +476,7 @@ func outcomeOf(err error) string {
 		return outcomeOK
 	case errors.Is(err, vacancy.ErrArchived):
 		return outcomeNotFound
-	case errors.Is(err, vacancy.ErrHHRefused):
+	case errors.Is(err, vacancy.ErrHHBlocked):
 		return outcomeRefused
 	case errors.Is(err, vacancy.ErrUnavailable):
 		return outcomeUnavailable

@@ -431,7 +431,7 @@ func TestAPIError(t *testing.T) {
 	_, err = c.Vacancy(t.Context(), idOf(t, srv.Vacancies()[0]))
 	require.ErrorAs(t, err, &apiErr)
 	require.NotErrorIs(t, err, vacancy.ErrUnavailable)
-	require.NotErrorIs(t, err, vacancy.ErrHHRefused)
+	require.NotErrorIs(t, err, vacancy.ErrHHBlocked)
 	require.Equal(t, 403, apiErr.Status)
 	require.Equal(t, "oauth", apiErr.Errors[0].Type)
 

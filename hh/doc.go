@@ -48,11 +48,11 @@
 //     HTML). The message carries the status and, for JSON bodies, HH's
 //     errors[].type/value. It does not match context.DeadlineExceeded even
 //     for the timeout, which callers would take for their own deadline.
-//   - *Refusal (errors.As; matches vacancy.ErrHHRefused and, for older
-//     callers, ErrUnavailable): HH refuses us as a client — 403
+//   - *Block (errors.As; matches vacancy.ErrHHBlocked and, for callers
+//     that only wait out outages, ErrUnavailable): HH blocks us as a client — 403
 //     captcha_required (with HH's captcha_url) or forbidden, a 403 that is
 //     not HH's JSON (a firewall), or 429. It opens the Client's breaker
-//     (breaker.go): until its hold ends every request returns a Refusal
+//     (breaker.go): until its hold ends every request returns a Block
 //     without being sent, then one probe decides.
 //   - *APIError (errors.As): HH refused the request itself, any other 4xx
 //     (400 bad_argument, a 404 on search, a second oauth refusal...).

@@ -51,7 +51,7 @@ func TestPacerSpacesRequests(t *testing.T) {
 }
 
 // A 429 with Retry-After holds every request until then: the failed call
-// is a refusal (ErrHHRefused, ErrUnavailable), calls within the second are
+// is a block (ErrHHBlocked, ErrUnavailable), calls within the second are
 // refused without reaching HH, and the first after it is answered.
 func TestRetryAfterPausesRequests(t *testing.T) {
 	t.Parallel()
@@ -59,7 +59,7 @@ func TestRetryAfterPausesRequests(t *testing.T) {
 	srv.InjectFault(hhtest.Fault{Count: 1, Status: http.StatusTooManyRequests, On: hhtest.SearchEndpoint, RetryAfter: "2"})
 	c, _ := newClient(t, srv.URL(), func(cfg *hh.Config) { cfg.Pacer = hh.NewMemoryPacer(100, 10) })
 	_, err := c.Search(context.Background(), params, 0, 10)
-	require.ErrorIs(t, err, vacancy.ErrHHRefused)
+	require.ErrorIs(t, err, vacancy.ErrHHBlocked)
 	require.ErrorIs(t, err, vacancy.ErrUnavailable)
 	// Ask until answered; far past Retry-After something is broken.
 	for deadline := time.Now().Add(10 * time.Second); ; {
@@ -67,7 +67,7 @@ func TestRetryAfterPausesRequests(t *testing.T) {
 		if err == nil {
 			break
 		}
-		require.ErrorIs(t, err, vacancy.ErrHHRefused)
+		require.ErrorIs(t, err, vacancy.ErrHHBlocked)
 		require.True(t, time.Now().Before(deadline), "still refused long after Retry-After")
 		time.Sleep(20 * time.Millisecond)
 	}

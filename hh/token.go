@@ -466,7 +466,7 @@ func (c *Client) authorized(ctx context.Context, send func(token string) ([]byte
 		if errors.As(err, &te) && te.Status >= 400 && te.Status < 500 {
 			// Wrong credentials: no request can go, so the breaker
 			// holds them and the admin chat is told what to fix.
-			return nil, credentialsRefused(te)
+			return nil, credentialsBlock(te)
 		}
 		return nil, fmt.Errorf("application token: %w", err)
 	}

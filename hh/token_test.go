@@ -73,9 +73,9 @@ func TestStaticTokenRefusedIsReported(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, apiErr.Status)
 	require.Equal(t, []struct{ Type, Value string }{{"oauth", "token_revoked"}}, apiErr.Errors)
 	require.False(t, errors.Is(err, vacancy.ErrUnavailable))
-	require.False(t, errors.Is(err, vacancy.ErrHHRefused), "a refused token is not HH refusing us as a client")
+	require.False(t, errors.Is(err, vacancy.ErrHHBlocked), "a refused token is not HH refusing us as a client")
 	require.Len(t, srv.Requests(), 1)
-	require.Nil(t, c.Refusal(), "the breaker stays closed")
+	require.Nil(t, c.Block(), "the breaker stays closed")
 }
 
 func TestNewAppTokenValidates(t *testing.T) {

@@ -43,7 +43,7 @@ func classifyForMemory(err error) error {
 	case errors.Is(err, ErrRateLimited):
 		return fmt.Errorf("%w: %w", memory.ErrRateLimited, err)
 	case errors.Is(err, ErrRefused):
-		return fmt.Errorf("%w: %w", memory.ErrRefused, err)
+		return fmt.Errorf("%w: %w", memory.ErrLLMRefused, err)
 	}
 	return err
 }

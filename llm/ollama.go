@@ -19,8 +19,8 @@ import (
 // for two reasons. Measured: that client allocates and zeroes a 512 KB line
 // buffer for every call (ollamaclient.stream, maxBufferSize), whether or
 // not the answer streams; at the hundreds of calls a second the memory
-// pipeline makes, that buffer and the garbage collection it triggers took
-// about 40 % of the process's CPU (docs/BENCHMARKS.md, "Memory chat").
+// pipeline makes, that buffer and the garbage collection it triggers take
+// a large share of the process's CPU (docs/BENCHMARKS.md, "Memory chat").
 // Functional: it cannot send num_ctx, think, keep_alive or a JSON schema
 // in format, and it drops done_reason and the thinking field.
 // Embeddings still go through langchaingo's client (one request per text,

@@ -50,7 +50,7 @@ func checkModels(ctx context.Context, d Deps, c *llm.Client) {
 	}
 }
 
-// HH follows this replica's HH breaker: when HH refuses us (captcha,
+// HH follows this replica's HH breaker: when HH blocks us (captcha,
 // forbidden, 429) the admin chat is told, with the captcha's URL and how
 // to be let in for good, and once when HH answers again; then ended runs
 // (vacancy work that waited for HH goes on now, not at the next sweep).
@@ -58,7 +58,7 @@ func HH(d Deps, c *hh.Client, notice func(reason, captcha string) []domain.Messa
 	return &Watch{
 		deps: d, key: HHKey, what: "HH refuses our requests; vacancy work waits", back: "HH answers again",
 		reason: func() (string, string) {
-			if r := c.Refusal(); r != nil {
+			if r := c.Block(); r != nil {
 				return r.Short(), r.CaptchaURL
 			}
 			return "", ""

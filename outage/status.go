@@ -17,8 +17,8 @@ type Status struct {
 	Beats *storage.Heartbeats
 	LLM   *llm.Client
 	HH    *hh.Client
-	// VacancyLease tells a lapsed match claim from a put-back one (Held).
-	VacancyLease time.Duration
+	// VacancyClaimLease tells a lapsed match claim from a put-back one (Held).
+	VacancyClaimLease time.Duration
 }
 
 // Replicas lists the live replicas.
@@ -28,7 +28,7 @@ func (s Status) Replicas(ctx context.Context) ([]storage.Replica, error) {
 
 // Held feeds /status's line of work held past its lease.
 func (s Status) Held(ctx context.Context) (storage.HeldWork, error) {
-	return s.HeldPastLease(ctx, s.VacancyLease)
+	return s.HeldPastLease(ctx, s.VacancyClaimLease)
 }
 
 // Storage feeds /status's data section: the six largest tables and the
@@ -49,10 +49,10 @@ func (s Status) Storage(ctx context.Context) (bot.StorageStatus, error) {
 // or fails calls, or "" while it answers.
 func (s Status) LLMReason() string { return s.LLM.Health().Reason }
 
-// HHReason feeds /status's HH line: how HH refuses this replica's
+// HHReason feeds /status's HH line: how HH blocks this replica's
 // requests, or "" while it answers.
 func (s Status) HHReason() string {
-	if r := s.HH.Refusal(); r != nil {
+	if r := s.HH.Block(); r != nil {
 		return r.Describe()
 	}
 	return ""

@@ -197,7 +197,7 @@ func sortedRefs(refs []analysis.Ref) []analysis.Ref {
 // SaveMessage stores a group message; the same message again (an edit)
 // updates its text and edited_at. A group not tracked yet is added, so
 // that /chats lists it.
-func (s *Store) SaveMessage(ctx context.Context, m analysis.Message) error {
+func (s *Store) SaveMessage(ctx context.Context, m analysis.GroupMessage) error {
 	_, err := s.pool.Exec(ctx, `
 WITH chat AS (
     INSERT INTO group_chats (id) VALUES ($1) ON CONFLICT (id) DO NOTHING
@@ -547,7 +547,7 @@ RETURNING `+analysisRunColumns, id, messages, filtered, batches))
 // WindowMessages returns the messages dated in [from, to) (of one chat if
 // chatID is not 0) oldest first, leaving out those a proposal of another
 // run cites.
-func (s *Store) WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.Message, error) {
+func (s *Store) WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.GroupMessage, error) {
 	chat := ``
 	args := []any{runID, from, to}
 	if chatID != 0 {
@@ -564,8 +564,8 @@ ORDER BY m.date, m.chat_id, m.message_id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("window messages of run %d: %w", runID, err)
 	}
-	var m analysis.Message
-	var out []analysis.Message
+	var m analysis.GroupMessage
+	var out []analysis.GroupMessage
 	_, err = pgx.ForEachRow(rows, []any{&m.ChatID, &m.MessageID, &m.AuthorID, &m.Author, &m.Text, &m.Date}, func() error {
 		m.Date = m.Date.UTC()
 		out = append(out, m)

@@ -106,7 +106,7 @@ func (f *afx) batch(runID int64, batch, n int) []analysis.Proposal {
 
 func (f *afx) message(chat, id int64, at time.Time, text string) {
 	f.t.Helper()
-	require.NoError(f.t, f.st.SaveMessage(f.ctx, analysis.Message{ChatID: chat, MessageID: id, AuthorID: 100 + id,
+	require.NoError(f.t, f.st.SaveMessage(f.ctx, analysis.GroupMessage{ChatID: chat, MessageID: id, AuthorID: 100 + id,
 		Author: fmt.Sprintf("user%d", id), Text: text, Date: at}))
 }
 
@@ -703,7 +703,7 @@ func TestAnalysisWindowMessages(t *testing.T) {
 	f.message(2, 2, at(20), "cited by run B")
 	f.message(1, 5, at(60), "at the end: outside")
 	to := at(60)
-	refs := func(ms []analysis.Message) []analysis.Ref {
+	refs := func(ms []analysis.GroupMessage) []analysis.Ref {
 		out := []analysis.Ref{}
 		for _, m := range ms {
 			out = append(out, analysis.Ref{ChatID: m.ChatID, MessageID: m.MessageID})
@@ -715,7 +715,7 @@ func TestAnalysisWindowMessages(t *testing.T) {
 	all, err := f.st.WindowMessages(f.ctx, a.ID, winFrom, to, 0)
 	require.NoError(t, err)
 	require.Equal(t, []analysis.Ref{ref(1, 2), ref(1, 3), ref(2, 1), ref(1, 4), ref(2, 2)}, refs(all))
-	require.Equal(t, analysis.Message{ChatID: 1, MessageID: 2, AuthorID: 102, Author: "user2", Text: "first, on the boundary",
+	require.Equal(t, analysis.GroupMessage{ChatID: 1, MessageID: 2, AuthorID: 102, Author: "user2", Text: "first, on the boundary",
 		Date: at(0)}, all[0])
 
 	_, ps, err := f.st.SaveBatch(f.ctx, a.ID, 1, 2, []analysis.Proposal{proposal("a", analysis.Ref{ChatID: 1, MessageID: 4})}, nil)

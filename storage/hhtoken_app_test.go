@@ -352,8 +352,8 @@ func TestHHTokenRequestFailures(t *testing.T) {
 		var tokErr *hh.TokenError
 		require.ErrorAs(t, err, &tokErr)
 		require.Equal(t, hh.TokenError{Status: 400, Code: "invalid_client", Description: "client_id or client_secret not found"}, *tokErr)
-		require.ErrorIs(t, err, vacancy.ErrHHRefused, "wrong credentials refuse us: the breaker holds requests, the admin chat is told")
-		refused, why := c.Refused()
+		require.ErrorIs(t, err, vacancy.ErrHHBlocked, "wrong credentials refuse us: the breaker holds requests, the admin chat is told")
+		refused, why := c.Blocked()
 		require.True(t, refused)
 		require.Contains(t, why, "invalid_client")
 		require.NotContains(t, err.Error(), "wrong-secret")

@@ -23,8 +23,8 @@ COALESCE(r.error_message, ''), r.attempts, r.delivered_at, r.archived_at, r.crea
  FROM users u WHERE u.id = r.user_id)`
 
 // scanRun scans runColumns, then extra: the columns a query adds after them.
-func scanRun(row pgx.Row, extra ...any) (memory.Run, error) {
-	var r memory.Run
+func scanRun(row pgx.Row, extra ...any) (memory.PipelineRun, error) {
+	var r memory.PipelineRun
 	var analysis []byte
 	var delivered, archived *time.Time
 	var lang *string
@@ -54,13 +54,13 @@ func scanRun(row pgx.Row, extra ...any) (memory.Run, error) {
 
 // scanRunOK maps "no row" to ok=false: a conditional update that found
 // the run elsewhere.
-func scanRunOK(row pgx.Row, what string) (memory.Run, bool, error) {
+func scanRunOK(row pgx.Row, what string) (memory.PipelineRun, bool, error) {
 	r, err := scanRun(row)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return memory.Run{}, false, nil
+		return memory.PipelineRun{}, false, nil
 	}
 	if err != nil {
-		return memory.Run{}, false, fmt.Errorf("%s: %w", what, err)
+		return memory.PipelineRun{}, false, fmt.Errorf("%s: %w", what, err)
 	}
 	return r, true, nil
 }
@@ -79,7 +79,7 @@ func scanRunOK(row pgx.Row, what string) (memory.Run, bool, error) {
 // the flush. If only the flush fails, the run is in place but the caller
 // hears of an error, and the user may send the message again: answering
 // twice beats not answering.
-func (s *Store) SubmitRun(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.Run, int, error) {
+func (s *Store) SubmitRun(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.PipelineRun, int, error) {
 	row := s.pool.QueryRow(ctx, `
 WITH r AS (
     INSERT INTO pipeline_runs (user_id, chat_id, message_id, user_query)
@@ -99,14 +99,14 @@ FROM r`, userID, chatID, messageID, query)
 		err = s.flush.flush(ctx)
 	}
 	if err != nil {
-		return memory.Run{}, 0, fmt.Errorf("submit run: %w", err)
+		return memory.PipelineRun{}, 0, fmt.Errorf("submit run: %w", err)
 	}
 	return r, ahead, nil
 }
 
 // PipelineRun returns one run or domain.ErrNotFound (for tests and tools;
 // the pipeline learns a run by capturing it).
-func (s *Store) PipelineRun(ctx context.Context, id int64) (memory.Run, error) {
+func (s *Store) PipelineRun(ctx context.Context, id int64) (memory.PipelineRun, error) {
 	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM pipeline_runs r WHERE r.id = $1`, id))
 	if err != nil {
 		return r, fmt.Errorf("run %d: %w", id, interpretError(err))
@@ -119,6 +119,10 @@ func (s *Store) PipelineRun(ctx context.Context, id int64) (memory.Run, error) {
 // and synchronous_commit is read at commit. Every pipeline write after
 // intake commits so (memory.Step says why that is safe).
 const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`
+
+// setAsyncCommit is asyncCommit as a statement of its own, for a batch or
+// a transaction.
+const setAsyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
 
 // asyncFrom is asyncCommit as an UPDATE's FROM clause.
 const asyncFrom = `FROM ` + asyncCommit
@@ -138,7 +142,7 @@ func heldBy(lease time.Duration) *int64 {
 // order. The recall is read by the same statement, as JSON arrays: the
 // user's raw logs from before the run (not its own query, nor the messages
 // the user sent after it, queued behind it) and their latest summaries.
-func (s *Store) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.Run, memory.Recall, bool, error) {
+func (s *Store) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
 	var rc memory.Recall
 	var logs, sums []byte
 	row := s.pool.QueryRow(ctx, `
@@ -163,10 +167,10 @@ SELECT `+runColumns+`,
 FROM r`, id, from, to, lease.Milliseconds(), size.Logs, size.Summaries)
 	r, err := scanRun(row, &logs, &sums)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return memory.Run{}, rc, false, nil
+		return memory.PipelineRun{}, rc, false, nil
 	}
 	if err != nil {
-		return memory.Run{}, rc, false, fmt.Errorf("capture run %d: %w", id, err)
+		return memory.PipelineRun{}, rc, false, fmt.Errorf("capture run %d: %w", id, err)
 	}
 	var jl []struct {
 		Type      string    `json:"type"`
@@ -292,7 +296,7 @@ func (s *Store) StepRun(ctx context.Context, id int64, st memory.Step) (bool, er
 		}
 		// One statement: the run is known only by its id and the status
 		// it moves to; the caller rendered the rest (domain.Fixed).
-		rows, err := queueArgs(st.Tell.Of(memory.Run{ID: id, Status: st.To}))
+		rows, err := queueArgs(st.Tell.Of(memory.PipelineRun{ID: id, Status: st.To}))
 		if err != nil {
 			return false, fmt.Errorf("step run %d %s → %s: %w", id, st.From, st.To, err)
 		}
@@ -334,7 +338,7 @@ func (s *Store) StepRun(ctx context.Context, id int64, st memory.Step) (bool, er
 
 // ClaimFinished claims a COMPLETED or FAILED run that still has to be
 // delivered, or archived, so only one orchestrator does it.
-func (s *Store) ClaimFinished(ctx context.Context, id int64, lease time.Duration) (memory.Run, bool, error) {
+func (s *Store) ClaimFinished(ctx context.Context, id int64, lease time.Duration) (memory.PipelineRun, bool, error) {
 	return scanRunOK(s.pool.QueryRow(ctx, `
 UPDATE pipeline_runs r SET claimed_until = now() + $2 * interval '1 millisecond'
 WHERE r.id = $1 AND r.status IN ('COMPLETED', 'FAILED')
@@ -359,8 +363,8 @@ SELECT count(*) FROM d`
 // MarkDelivered queues what the user is told of a finished run whose step
 // did not (memory.Repository), committed asynchronously as memory.Step
 // explains; false if it was queued already.
-func (s *Store) MarkDelivered(ctx context.Context, id int64, tell domain.Render[memory.Run]) (bool, error) {
-	rows, err := queueArgs(tell.Of(memory.Run{ID: id}))
+func (s *Store) MarkDelivered(ctx context.Context, id int64, tell domain.Render[memory.PipelineRun]) (bool, error) {
+	rows, err := queueArgs(tell.Of(memory.PipelineRun{ID: id}))
 	if err != nil {
 		return false, fmt.Errorf("mark run %d delivered: %w", id, err)
 	}

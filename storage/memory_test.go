@@ -63,7 +63,7 @@ func (f *mfx) next() (string, bool) {
 	}
 }
 
-func (f *mfx) submit(user int64, text string) memory.Run {
+func (f *mfx) submit(user int64, text string) memory.PipelineRun {
 	f.t.Helper()
 	r, _, err := f.st.SubmitRun(f.ctx, user, user, 1, text)
 	require.NoError(f.t, err)
@@ -396,7 +396,7 @@ FROM outbox WHERE ref = $1 ORDER BY id`, ref)
 }
 
 // answerOf is a three-part answer as the bot renders it.
-func answerOf(r memory.Run, texts ...string) []domain.Message {
+func answerOf(r memory.PipelineRun, texts ...string) []domain.Message {
 	var out []domain.Message
 	for i, text := range texts {
 		m := domain.Message{ChatID: r.ChatID, Kind: domain.KindMemoryAnswer, Ref: r.ID, Text: text}
@@ -438,7 +438,7 @@ func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 	require.Empty(t, f.queued(r.ID), "nothing queued before")
 
 	msgs := answerOf(r, "part 1", "part 2", "part 3")
-	ok, err := f.st.MarkDelivered(f.ctx, r.ID, domain.Fixed[memory.Run](msgs...))
+	ok, err := f.st.MarkDelivered(f.ctx, r.ID, domain.Fixed[memory.PipelineRun](msgs...))
 	require.NoError(t, err)
 	require.True(t, ok)
 	delivered, closed := f.delivered(r.ID)
@@ -461,7 +461,7 @@ func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok, err := f.st.MarkDelivered(f.ctx, r.ID, domain.Fixed[memory.Run](msgs...))
+			ok, err := f.st.MarkDelivered(f.ctx, r.ID, domain.Fixed[memory.PipelineRun](msgs...))
 			assert.NoError(t, err)
 			assert.False(t, ok)
 		}()
@@ -477,7 +477,7 @@ func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok, err := f.st.MarkDelivered(f.ctx, failed.ID, domain.Fixed[memory.Run](domain.Message{ChatID: 2, Kind: domain.KindMemoryAnswer, Ref: failed.ID, Text: "sorry", ReplyTo: failed.MessageID}))
+			ok, err := f.st.MarkDelivered(f.ctx, failed.ID, domain.Fixed[memory.PipelineRun](domain.Message{ChatID: 2, Kind: domain.KindMemoryAnswer, Ref: failed.ID, Text: "sorry", ReplyTo: failed.MessageID}))
 			assert.NoError(t, err)
 			if ok {
 				won.Add(1)
@@ -495,7 +495,7 @@ func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 
 	// A run still at work is not marked.
 	busy := f.submit(1, "three")
-	ok, err = f.st.MarkDelivered(f.ctx, busy.ID, domain.Fixed[memory.Run](answerOf(busy, "too early")...))
+	ok, err = f.st.MarkDelivered(f.ctx, busy.ID, domain.Fixed[memory.PipelineRun](answerOf(busy, "too early")...))
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Empty(t, f.queued(busy.ID))
@@ -511,7 +511,7 @@ func TestMemoryFinalStepQueuesTheAnswer(t *testing.T) {
 		r := f.submit(1, "question for "+string(to))
 		_, err := f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'RESPONDING', claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 		require.NoError(t, err)
-		st := memory.Step{From: memory.Responding, To: to, Hold: time.Minute, Tell: domain.Fixed[memory.Run](answerOf(r, "first", "second")...)}
+		st := memory.Step{From: memory.Responding, To: to, Hold: time.Minute, Tell: domain.Fixed[memory.PipelineRun](answerOf(r, "first", "second")...)}
 		if to == memory.Completed {
 			st.Change.FinalAnswer = "first second"
 		} else {

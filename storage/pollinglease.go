@@ -33,7 +33,7 @@ const (
 	pollingSilence = 6 * time.Second
 )
 
-// PollingLease is the Telegram polling lease on a PostgreSQL session advisory
+// PollingLock is the Telegram polling lock: a PostgreSQL session advisory
 // lock, held on a connection of its own (outside the pool, so the lock lives
 // exactly as long as that connection). When the holder's process dies its
 // kernel closes the socket and the server drops the lock at once, so a standby
@@ -41,9 +41,9 @@ const (
 // unlocks explicitly. When the server stops hearing from a live holder (a
 // partition), keepalives and idle_session_timeout end the session within
 // pollingSilence, by which time the holder, whose checks fail, has already
-// stopped polling. It implements bot.Lease; its methods are called from one
+// stopped polling. It implements bot.PollingLock; its methods are called from one
 // goroutine, the mutex only guards Close racing them at shutdown.
-type PollingLease struct {
+type PollingLock struct {
 	cfg *pgx.ConnConfig
 	key int64
 	log *slog.Logger
@@ -53,15 +53,15 @@ type PollingLease struct {
 	held atomic.Bool
 }
 
-// PollingLease returns the lease for this store's database; no connection
+// PollingLease returns the polling lock for this store's database; no connection
 // is made until Acquire.
-func (s *Store) PollingLease() *PollingLease {
-	return NewPollingLease(s.pool.Config().ConnConfig.Copy(), s.log)
+func (s *Store) PollingLease() *PollingLock {
+	return NewPollingLock(s.pool.Config().ConnConfig.Copy(), s.log)
 }
 
-// NewPollingLease returns the lease for the database cfg names (tests point
+// NewPollingLock returns the lock for the database cfg names (tests point
 // it through a proxy to cut the network); cfg is used as is, not copied.
-func NewPollingLease(cfg *pgx.ConnConfig, log *slog.Logger) *PollingLease {
+func NewPollingLock(cfg *pgx.ConnConfig, log *slog.Logger) *PollingLock {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -77,19 +77,19 @@ func NewPollingLease(cfg *pgx.ConnConfig, log *slog.Logger) *PollingLease {
 	cfg.RuntimeParams["tcp_keepalives_interval"] = "1"
 	cfg.RuntimeParams["tcp_keepalives_count"] = "3"
 	cfg.RuntimeParams["tcp_user_timeout"] = fmt.Sprint(pollingSilence.Milliseconds())
-	return &PollingLease{cfg: cfg, key: pollingLockID, log: log}
+	return &PollingLock{cfg: cfg, key: pollingLockID, log: log}
 }
 
 // TTL is three check intervals: the poller renews (checks) every TTL/3 and a
 // standby retries as often.
-func (l *PollingLease) TTL() time.Duration { return 3 * pollingCheckEvery }
+func (l *PollingLock) TTL() time.Duration { return 3 * pollingCheckEvery }
 
-// Held reports whether this lease held the lock at its last check.
-func (l *PollingLease) Held() bool { return l.held.Load() }
+// Held reports whether this replica held the lock at its last check.
+func (l *PollingLock) Held() bool { return l.held.Load() }
 
 // Acquire takes the lock if no other session holds it, connecting first when
 // there is no live connection.
-func (l *PollingLease) Acquire(ctx context.Context) (bool, error) {
+func (l *PollingLock) Acquire(ctx context.Context) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.held.Load() {
@@ -118,7 +118,7 @@ func (l *PollingLease) Acquire(ctx context.Context) (bool, error) {
 // failure closes the connection — which releases the lock on the server, now
 // or when it notices — and reports the lease lost, so the poller stops at once
 // instead of polling on a lock it may no longer have.
-func (l *PollingLease) Renew(ctx context.Context) (bool, error) {
+func (l *PollingLock) Renew(ctx context.Context) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.held.Load() {
@@ -127,7 +127,7 @@ func (l *PollingLease) Renew(ctx context.Context) (bool, error) {
 	return l.checkLocked(ctx)
 }
 
-func (l *PollingLease) checkLocked(ctx context.Context) (bool, error) {
+func (l *PollingLock) checkLocked(ctx context.Context) (bool, error) {
 	if l.conn == nil || l.conn.IsClosed() {
 		l.held.Store(false)
 		return false, nil
@@ -158,7 +158,7 @@ func (l *PollingLease) checkLocked(ctx context.Context) (bool, error) {
 
 // Release unlocks and closes the connection so a peer takes over at once
 // (closing alone would release it too; unlocking first says so plainly).
-func (l *PollingLease) Release(ctx context.Context) error {
+func (l *PollingLock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conn == nil {
@@ -180,13 +180,13 @@ func (l *PollingLease) Release(ctx context.Context) error {
 
 // Close releases the lease if it is still open (a standby's connection, or a
 // holder whose poller did not get to release); safe to call twice.
-func (l *PollingLease) Close() {
+func (l *PollingLock) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), pollingOpTimeout)
 	defer cancel()
 	_ = l.Release(ctx)
 }
 
-func (l *PollingLease) connectLocked(ctx context.Context) error {
+func (l *PollingLock) connectLocked(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, pollingOpTimeout)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(cctx, l.cfg.Copy())
@@ -208,7 +208,7 @@ func (l *PollingLease) connectLocked(ctx context.Context) error {
 
 // dropLocked closes the connection without waiting on a server that may be
 // unreachable; the lock goes with the session.
-func (l *PollingLease) dropLocked() {
+func (l *PollingLock) dropLocked() {
 	l.held.Store(false)
 	if l.conn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

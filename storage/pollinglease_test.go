@@ -29,7 +29,7 @@ func holderPID(t *testing.T, st *storage.Store) int {
 
 // waitAcquire retries Acquire as the poller does until it succeeds; the
 // bound is only "this cannot be a healthy system".
-func waitAcquire(t *testing.T, l *storage.PollingLease) time.Duration {
+func waitAcquire(t *testing.T, l *storage.PollingLock) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for time.Since(start) < 60*time.Second {
@@ -199,7 +199,7 @@ func TestPollingLeasePartitionedHolderStopsAndIsReplaced(t *testing.T) {
 	proxied := cfg.Copy()
 	addr := f.ln.Addr().(*net.TCPAddr)
 	proxied.Host, proxied.Port, proxied.Fallbacks = addr.IP.String(), uint16(addr.Port), nil
-	a := storage.NewPollingLease(proxied, slog.New(slog.DiscardHandler))
+	a := storage.NewPollingLock(proxied, slog.New(slog.DiscardHandler))
 	b := st.PollingLease()
 	t.Cleanup(a.Close)
 	t.Cleanup(b.Close)

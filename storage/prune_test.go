@@ -267,7 +267,7 @@ created_at, updated_at) VALUES ($1, $2, $3, $4, false, $4, 1, $4, $4) RETURNING 
 
 	// The worker still gets user 7's taste.
 	b.exec(`UPDATE vacancy_matches SET updated_at = now() WHERE status = 'QUEUED'`)
-	c, ok, err := b.st.ClaimMatch(b.ctx, vacancy.ClaimOptions{Lease: time.Minute, Taste: 3})
+	c, ok, err := b.st.ClaimMatch(b.ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 3})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Len(t, c.User.Applied, 3)

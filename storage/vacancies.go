@@ -589,8 +589,10 @@ SELECT `+matchColumns+`, `+vacancyColumns+`, u.language, u.telegram_language, u.
        -- transaction that makes its search wait, so none becomes one later).
        EXISTS (SELECT 1 FROM searches s WHERE s.user_id = m.user_id AND s.first_news = 'waiting'
                AND m.id = ANY(s.first_matches))
-FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id`,
-		o.Lease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds(), o.DetailLease.Milliseconds()).Scan(dest...)
+FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id,
+     -- A claim lost in a database crash is only taken again.
+     `+asyncCommit,
+		o.ClaimLease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds(), o.FetchLease.Milliseconds()).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, false, nil
 	}
@@ -725,22 +727,22 @@ WHERE id = $1`
 // its "nothing new yet" note in the same transaction.
 func (s *Store) Transition(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
 	if ch.Tell == nil && ch.Announce == nil {
-		return transition(ctx, s.pool, id, from, to, ch)
+		return transition(ctx, s.pool, id, from, to, ch, false)
+	}
+	if ch.Announce == nil {
+		return s.transitionTelling(ctx, id, from, to, ch)
 	}
 	var m vacancy.Match
 	var ok bool
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		if m, ok, err = transition(ctx, tx, id, from, to, ch); err != nil || !ok {
+		if m, ok, err = transition(ctx, tx, id, from, to, ch, false); err != nil || !ok {
 			return err
 		}
 		if err := enqueueTx(ctx, tx, ch.Tell.Of(m)); err != nil {
 			return fmt.Errorf("transition match %d %s → %s: %w", id, from, to, err)
 		}
-		if ch.Announce != nil {
-			return settleFirstNews(ctx, tx, []int64{m.UserID}, []int64{id}, ch.Announce)
-		}
-		return nil
+		return settleFirstNews(ctx, tx, []int64{m.UserID}, []int64{id}, ch.Announce)
 	})
 	if err != nil {
 		return vacancy.Match{}, false, err
@@ -748,12 +750,58 @@ func (s *Store) Transition(ctx context.Context, id int64, from, to vacancy.Statu
 	return m, ok, nil
 }
 
+// transitionTelling is a move and the messages it tells in one
+// transaction of two round trips, the card's path: BEGIN travels with the
+// move, COMMIT with the messages, which are rendered from the match as the
+// move left it in between.
+func (s *Store) transitionTelling(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return vacancy.Match{}, false, fmt.Errorf("transition match %d: %w", id, err)
+	}
+	// A connection released inside a transaction is closed by the pool, so
+	// no error path below can hand an open transaction to the next user.
+	defer conn.Release()
+	end := func(sql string) error {
+		_, err := conn.Exec(ctx, sql)
+		return err
+	}
+	m, ok, err := transition(ctx, conn, id, from, to, ch, true)
+	if err != nil {
+		_ = end("ROLLBACK")
+		return m, false, err
+	}
+	msgs := ch.Tell.Of(m)
+	if !ok || len(msgs) == 0 {
+		// The detail, if any, is kept even when the match moved on.
+		if err := end("COMMIT"); err != nil {
+			return vacancy.Match{}, false, fmt.Errorf("transition match %d: commit: %w", id, err)
+		}
+		return m, ok, nil
+	}
+	sql, args, err := insertMessagesSQL(msgs)
+	if err != nil {
+		_ = end("ROLLBACK")
+		return vacancy.Match{}, false, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		_ = end("ROLLBACK")
+		return vacancy.Match{}, false, fmt.Errorf("transition match %d %s → %s: enqueue %d messages: %w", id, from, to, len(msgs), err)
+	}
+	return m, true, nil
+}
+
 // batcher is what a pool and a transaction have in common for a batch.
 type batcher interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
+// transition moves a match in one batch; begin opens a transaction with
+// it, which the caller ends.
+func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Status, ch vacancy.Change, begin bool) (vacancy.Match, bool, error) {
 	var relevant *bool
 	var score *int
 	var analysis []byte
@@ -783,6 +831,9 @@ func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Statu
 	// claim locks a match before its vacancy, and this must not lock them
 	// the other way round.
 	b := &pgx.Batch{}
+	if begin {
+		b.Queue("BEGIN")
+	}
 	b.Queue(`
 UPDATE vacancy_matches m SET
     status = $3, updated_at = now(),
@@ -800,8 +851,22 @@ RETURNING `+matchColumns,
 		}
 		b.Queue(saveDetailSQL, v.ID, v.Description, skills, v.Experience, v.Schedule, rawJSON(v.Raw))
 	}
+	if ch.Token != "" {
+		// A move under a claim is the workers' own (a press has no
+		// claim): its commit does not wait for the disk, as dispatch's
+		// steps and the memory chat's stages (ARCHITECTURE "Commits").
+		// Lost in a database crash, the match is QUEUED again and judged
+		// again; its card, if any, was lost with it and never sent, since
+		// a sender's claim commits synchronously and so flushes past it.
+		b.Queue(setAsyncCommit)
+	}
 	br := q.SendBatch(ctx, b)
 	defer br.Close()
+	if begin {
+		if _, err := br.Exec(); err != nil {
+			return vacancy.Match{}, false, fmt.Errorf("transition match %d: begin: %w", id, err)
+		}
+	}
 	err := br.QueryRow().Scan(matchDest(&m, &analysis, &sent)...)
 	if ch.Detail != nil && (err == nil || errors.Is(err, pgx.ErrNoRows)) {
 		// Stored even when the match had moved on: the detail is good, and

@@ -82,13 +82,13 @@ VALUES (7, 1, 'QUEUED', now(), NULL), (7, 2, 'ANALYZED', now() + interval '1 min
 	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT id FROM vacancy_matches WHERE vacancy_id = 2`).Scan(&carded))
 	require.NoError(t, st.EnqueueMessages(ctx, domain.Message{ChatID: 7, Kind: domain.KindVacancy, Ref: carded, Text: "carded"}))
 
-	c, ok, err := st.ClaimMatch(ctx, vacancy.ClaimOptions{Lease: time.Minute, Taste: 5, DetailFresh: time.Hour})
+	c, ok, err := st.ClaimMatch(ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 5, DetailFresh: time.Hour})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, queued, c.Match.ID, "the carded match waits for the outbox")
 	exec(`UPDATE vacancy_matches SET claimed_until = now() - interval '1 hour'`)
 	exec(`DELETE FROM vacancy_matches WHERE id = $1`, queued)
-	_, ok, err = st.ClaimMatch(ctx, vacancy.ClaimOptions{Lease: time.Minute, Taste: 5, DetailFresh: time.Hour})
+	_, ok, err = st.ClaimMatch(ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 5, DetailFresh: time.Hour})
 	require.NoError(t, err)
 	require.False(t, ok, "an ANALYZED match is not claimable")
 

@@ -147,7 +147,7 @@ func TestARefusedDeliveryMarkIsRetried(t *testing.T) {
 	b.user(1, "U1")
 	require.NoError(t, b.store.EnqueueMessages(b.ctx, note(1, "once")))
 	st := &refusingStore{Store: b.store}
-	s, err := delivery.NewSender(delivery.Config{Poll: 10 * time.Millisecond, Lease: 2 * time.Second}, st,
+	s, err := delivery.NewSender(delivery.Config{Poll: 10 * time.Millisecond, ClaimLease: 2 * time.Second}, st,
 		delivery.NewClient(b.srv.URL(), b.srv.Token(), nil), delivery.NewMemoryLimiter(delivery.DefaultLimits()),
 		slog.New(slog.DiscardHandler), nil)
 	require.NoError(t, err)

@@ -41,7 +41,7 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 }
 
 // Record stores a group text message.
-func (s *Service) Record(ctx context.Context, m Message) error {
+func (s *Service) Record(ctx context.Context, m GroupMessage) error {
 	return s.deps.Repo.SaveMessage(ctx, m)
 }
 
@@ -96,7 +96,7 @@ func (s *Service) Start(ctx context.Context, id int64, rag bool) (Run, error) {
 		s.mu.Unlock()
 		return Run{}, errors.New("analysis: the service is not running")
 	}
-	r, ok, err := s.deps.Repo.StartRun(ctx, id, rag, s.cfg.Lease, s.renderEvent(EventStarted))
+	r, ok, err := s.deps.Repo.StartRun(ctx, id, rag, s.cfg.RunLease, s.renderEvent(EventStarted))
 	if err == nil && ok {
 		s.exec.Add(1)
 	}
@@ -248,7 +248,7 @@ func (s *Service) Serve(ctx context.Context) {
 		s.mu.Unlock()
 		s.exec.Wait()
 	}()
-	t := s.deps.Clock.NewTicker(s.cfg.Lease / 2)
+	t := s.deps.Clock.NewTicker(s.cfg.RunLease / 2)
 	defer t.Stop()
 	for {
 		s.reap(ctx)

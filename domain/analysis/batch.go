@@ -14,8 +14,8 @@ var mentionRx = regexp.MustCompile(`(^|[^\w@])@\w{5,32}\b`)
 // Prefilter keeps the messages that pass every filter set: at least MinLen
 // characters, an @mention when Mentions, and any keyword (case-insensitive
 // substring) when Keywords.
-func Prefilter(msgs []Message, f Filters) []Message {
-	out := make([]Message, 0, len(msgs))
+func Prefilter(msgs []GroupMessage, f Filters) []GroupMessage {
+	out := make([]GroupMessage, 0, len(msgs))
 	for _, m := range msgs {
 		if f.MinLen > 0 && utf8.RuneCountInString(strings.TrimSpace(m.Text)) < f.MinLen {
 			continue
@@ -39,8 +39,8 @@ func Prefilter(msgs []Message, f Filters) []Message {
 // that already holds max messages, starts a new batch. Batches come out
 // ordered by their first message's date (then chat), so progress follows
 // the conversation.
-func Batch(msgs []Message, gap time.Duration, max int) [][]Message {
-	byChat := map[int64][]Message{}
+func Batch(msgs []GroupMessage, gap time.Duration, max int) [][]GroupMessage {
+	byChat := map[int64][]GroupMessage{}
 	var chats []int64
 	for _, m := range msgs {
 		if _, ok := byChat[m.ChatID]; !ok {
@@ -48,16 +48,16 @@ func Batch(msgs []Message, gap time.Duration, max int) [][]Message {
 		}
 		byChat[m.ChatID] = append(byChat[m.ChatID], m)
 	}
-	var out [][]Message
+	var out [][]GroupMessage
 	for _, c := range chats {
 		list := byChat[c]
-		slices.SortStableFunc(list, func(a, b Message) int {
+		slices.SortStableFunc(list, func(a, b GroupMessage) int {
 			if d := a.Date.Compare(b.Date); d != 0 {
 				return d
 			}
 			return compareInt(a.MessageID, b.MessageID)
 		})
-		var cur []Message
+		var cur []GroupMessage
 		for _, m := range list {
 			if len(cur) > 0 && (len(cur) >= max || m.Date.Sub(cur[len(cur)-1].Date) > gap) {
 				out = append(out, cur)
@@ -69,7 +69,7 @@ func Batch(msgs []Message, gap time.Duration, max int) [][]Message {
 			out = append(out, cur)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b []Message) int {
+	slices.SortStableFunc(out, func(a, b []GroupMessage) int {
 		if d := a[0].Date.Compare(b[0].Date); d != 0 {
 			return d
 		}

@@ -125,7 +125,7 @@ func (s *Service) steps(ctx context.Context, r *Run) error {
 // propose asks the LLM for a batch's proposals, with the most similar
 // approved proposals of earlier runs when the run has rag. An invalid
 // answer is retried once.
-func (s *Service) propose(ctx context.Context, r Run, batch []Message) ([]Proposal, error) {
+func (s *Service) propose(ctx context.Context, r Run, batch []GroupMessage) ([]Proposal, error) {
 	var similar []Proposal
 	if r.RAG {
 		v, err := s.deps.LLM.Embed(ctx, []string{embedText(batch)})
@@ -165,14 +165,14 @@ func (s *Service) renderBoard(first bool) domain.Render[Review] {
 // keepLease renews the run's lease until ctx ends, so other replicas do
 // not take the executor for dead.
 func (s *Service) keepLease(ctx context.Context, id int64) {
-	t := s.deps.Clock.NewTicker(s.cfg.Lease / 3)
+	t := s.deps.Clock.NewTicker(s.cfg.RunLease / 3)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.Chan():
-			if ok, err := s.deps.Repo.RenewLease(ctx, id, s.cfg.Lease); err != nil && ctx.Err() == nil {
+			if ok, err := s.deps.Repo.RenewLease(ctx, id, s.cfg.RunLease); err != nil && ctx.Err() == nil {
 				s.log.Warn("renew run lease", "run", id, "err", err)
 			} else if err == nil && !ok {
 				return

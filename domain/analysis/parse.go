@@ -32,7 +32,7 @@ func ParseRunArgs(args string) (Filters, error) {
 		switch {
 		case !hasVal && windows[key] != 0:
 			if seenWindow {
-				return Filters{}, &InputError{Key: "run_new.error_window", Arg: tok}
+				return Filters{}, inputError("run_new.error_window", tok)
 			}
 			seenWindow = true
 			f.Window = windows[key]
@@ -42,7 +42,7 @@ func ParseRunArgs(args string) (Filters, error) {
 			id, err := strconv.ParseInt(val, 10, 64)
 			// Group ids are negative in the Bot API.
 			if err != nil || id >= 0 {
-				return Filters{}, &InputError{Key: "run_new.error_chat", Arg: tok}
+				return Filters{}, inputError("run_new.error_chat", tok)
 			}
 			f.ChatID = id
 		case hasVal && key == "keywords":
@@ -52,23 +52,23 @@ func ParseRunArgs(args string) (Filters, error) {
 					continue
 				}
 				if utf8.RuneCountInString(k) > MaxKeywordLen {
-					return Filters{}, &InputError{Key: "run_new.error_keywords", Arg: tok}
+					return Filters{}, inputError("run_new.error_keywords", tok)
 				}
 				f.Keywords = append(f.Keywords, k)
 			}
 			if len(f.Keywords) == 0 || len(f.Keywords) > MaxKeywords {
-				return Filters{}, &InputError{Key: "run_new.error_keywords", Arg: tok}
+				return Filters{}, inputError("run_new.error_keywords", tok)
 			}
 		case hasVal && key == "min_len":
 			n, err := strconv.Atoi(val)
 			if err != nil || n < 0 || n > MaxMinLen {
-				return Filters{}, &InputError{Key: "run_new.error_min_len", Arg: tok}
+				return Filters{}, inputError("run_new.error_min_len", tok)
 			}
 			f.MinLen = n
 		case !hasVal && windowRx.MatchString(key):
-			return Filters{}, &InputError{Key: "run_new.error_window", Arg: tok}
+			return Filters{}, inputError("run_new.error_window", tok)
 		default:
-			return Filters{}, &InputError{Key: "run_new.error_unknown", Arg: tok}
+			return Filters{}, inputError("run_new.error_unknown", tok)
 		}
 	}
 	return f, nil

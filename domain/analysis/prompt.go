@@ -80,7 +80,7 @@ const (
 // renderBatch writes the batch for the prompt: one line per message with
 // its id, its own date (for relative deadlines) and author, each text cut
 // to its share of batchBudget; the messages it cut.
-func renderBatch(batch []Message, similar []Proposal) (string, int) {
+func renderBatch(batch []GroupMessage, similar []Proposal) (string, int) {
 	var sb strings.Builder
 	if len(similar) > 0 {
 		sb.WriteString("## Already approved in earlier runs (similar topics)\n")
@@ -108,16 +108,16 @@ func renderBatch(batch []Message, similar []Proposal) (string, int) {
 // messages back: sources from this batch (a proposal with none is
 // dropped), an assignee the cited messages mention or wrote, a deadline
 // that is a real date not before the first cited message.
-func proposalsFrom(a answer, batch []Message) []Proposal {
-	byID := make(map[int64]Message, len(batch))
+func proposalsFrom(a answer, batch []GroupMessage) []Proposal {
+	byID := make(map[int64]GroupMessage, len(batch))
 	for _, m := range batch {
 		byID[m.MessageID] = m
 	}
 	var out []Proposal
 	for _, ap := range a.Proposals {
-		var srcs []Message
+		var srcs []GroupMessage
 		for _, id := range ap.Sources {
-			if m, ok := byID[id]; ok && !slices.ContainsFunc(srcs, func(x Message) bool { return x.MessageID == id }) {
+			if m, ok := byID[id]; ok && !slices.ContainsFunc(srcs, func(x GroupMessage) bool { return x.MessageID == id }) {
 				srcs = append(srcs, m)
 			}
 		}
@@ -140,7 +140,7 @@ func proposalsFrom(a answer, batch []Message) []Proposal {
 }
 
 // stated keeps an assignee only if a cited message names them or wrote it.
-func stated(assignee string, srcs []Message) string {
+func stated(assignee string, srcs []GroupMessage) string {
 	a := strings.TrimSpace(assignee)
 	name := strings.ToLower(strings.TrimPrefix(a, "@"))
 	if name == "" {
@@ -156,7 +156,7 @@ func stated(assignee string, srcs []Message) string {
 
 // deadline keeps a YYYY-MM-DD date not before the earliest cited message's
 // day (a date in the past of the conversation is an invention).
-func deadline(d string, srcs []Message) string {
+func deadline(d string, srcs []GroupMessage) string {
 	d = strings.TrimSpace(d)
 	t, err := time.Parse("2006-01-02", d)
 	if err != nil {
@@ -185,7 +185,7 @@ func clipRunes(s string, n int) string {
 }
 
 // embedText is what a batch or a proposal is embedded as.
-func embedText(batch []Message) string {
+func embedText(batch []GroupMessage) string {
 	var sb strings.Builder
 	for _, m := range batch {
 		sb.WriteString(oneLine(m.Text))

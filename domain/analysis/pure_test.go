@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
 )
 
 func TestTransitionTable(t *testing.T) {
@@ -31,11 +33,11 @@ func TestTransitionTable(t *testing.T) {
 
 var t0 = time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
 
-func msg(chat, id int64, minute float64, text string) Message {
-	return Message{ChatID: chat, MessageID: id, Author: "A", Text: text, Date: t0.Add(time.Duration(minute * float64(time.Minute)))}
+func msg(chat, id int64, minute float64, text string) GroupMessage {
+	return GroupMessage{ChatID: chat, MessageID: id, Author: "A", Text: text, Date: t0.Add(time.Duration(minute * float64(time.Minute)))}
 }
 
-func ids(batches [][]Message) [][]int64 {
+func ids(batches [][]GroupMessage) [][]int64 {
 	var out [][]int64
 	for _, b := range batches {
 		var ids []int64
@@ -49,8 +51,8 @@ func ids(batches [][]Message) [][]int64 {
 
 func TestBatch(t *testing.T) {
 	gap := 10 * time.Minute
-	many := func(n int, chat int64) []Message {
-		var out []Message
+	many := func(n int, chat int64) []GroupMessage {
+		var out []GroupMessage
 		for i := range n {
 			out = append(out, msg(chat, int64(i+1), float64(i)/10, "x"))
 		}
@@ -65,18 +67,18 @@ func TestBatch(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		in   []Message
+		in   []GroupMessage
 		want [][]int64
 	}{
 		{"empty", nil, nil},
-		{"one", []Message{msg(-1, 1, 0, "a")}, [][]int64{{1}}},
-		{"gap of exactly 10 min stays", []Message{msg(-1, 1, 0, "a"), msg(-1, 2, 10, "b")}, [][]int64{{1, 2}}},
-		{"gap over 10 min splits", []Message{msg(-1, 1, 0, "a"), msg(-1, 2, 10.02, "b"), msg(-1, 3, 12, "c")}, [][]int64{{1}, {2, 3}}},
-		{"gap measured from the previous message", []Message{msg(-1, 1, 0, "a"), msg(-1, 2, 9, "b"), msg(-1, 3, 18, "c"), msg(-1, 4, 29, "d")}, [][]int64{{1, 2, 3}, {4}}},
-		{"unsorted input", []Message{msg(-1, 3, 2, "c"), msg(-1, 1, 0, "a"), msg(-1, 2, 1, "b")}, [][]int64{{1, 2, 3}}},
+		{"one", []GroupMessage{msg(-1, 1, 0, "a")}, [][]int64{{1}}},
+		{"gap of exactly 10 min stays", []GroupMessage{msg(-1, 1, 0, "a"), msg(-1, 2, 10, "b")}, [][]int64{{1, 2}}},
+		{"gap over 10 min splits", []GroupMessage{msg(-1, 1, 0, "a"), msg(-1, 2, 10.02, "b"), msg(-1, 3, 12, "c")}, [][]int64{{1}, {2, 3}}},
+		{"gap measured from the previous message", []GroupMessage{msg(-1, 1, 0, "a"), msg(-1, 2, 9, "b"), msg(-1, 3, 18, "c"), msg(-1, 4, 29, "d")}, [][]int64{{1, 2, 3}, {4}}},
+		{"unsorted input", []GroupMessage{msg(-1, 3, 2, "c"), msg(-1, 1, 0, "a"), msg(-1, 2, 1, "b")}, [][]int64{{1, 2, 3}}},
 		{"50-message cap", many(120, -1), [][]int64{seq(1, 50), seq(51, 100), seq(101, 120)}},
 		{"exactly 50", many(50, -1), [][]int64{seq(1, 50)}},
-		{"two chats interleaved", []Message{
+		{"two chats interleaved", []GroupMessage{
 			msg(-1, 1, 0, "a"), msg(-2, 1001, 1, "x"), msg(-1, 2, 2, "b"), msg(-2, 1002, 3, "y"),
 			msg(-1, 3, 30, "c"), msg(-2, 1003, 4, "z"),
 		}, [][]int64{{1, 2}, {1001, 1002, 1003}, {3}}},
@@ -94,7 +96,7 @@ func TestBatch(t *testing.T) {
 }
 
 func TestPrefilter(t *testing.T) {
-	in := []Message{
+	in := []GroupMessage{
 		msg(-1, 1, 0, "Deploy the BILLING service tomorrow"),
 		msg(-1, 2, 1, "ok"),
 		msg(-1, 3, 2, "@alice_dev please review billing"),
@@ -135,7 +137,7 @@ func TestParseRunArgs(t *testing.T) {
 		"keywords=" + strings.Repeat("k", 51): "run_new.error_keywords",
 	} {
 		_, err := ParseRunArgs(in)
-		var ie *InputError
+		var ie *domain.InputError
 		require.True(t, errors.As(err, &ie), "%q: %v", in, err)
 		require.Equal(t, key, ie.Key, in)
 	}
@@ -158,7 +160,7 @@ func TestAnswerValidation(t *testing.T) {
 // Only what the messages back is kept: sources from the batch, an
 // assignee they name, a deadline not before them.
 func TestProposalsFromKeepsOnlyStatedFacts(t *testing.T) {
-	batch := []Message{
+	batch := []GroupMessage{
 		{ChatID: -1, MessageID: 10, Author: "Ann", Text: "Bob, please fix the login bug by Friday", Date: t0},
 		{ChatID: -1, MessageID: 11, Author: "Bob", Text: "ok", Date: t0.Add(time.Minute)},
 	}
@@ -177,7 +179,7 @@ func TestProposalsFromKeepsOnlyStatedFacts(t *testing.T) {
 }
 
 func TestRenderBatch(t *testing.T) {
-	out, cut := renderBatch([]Message{{MessageID: 7, Author: "Ann", Text: "line1\nline2", Date: t0}},
+	out, cut := renderBatch([]GroupMessage{{MessageID: 7, Author: "Ann", Text: "line1\nline2", Date: t0}},
 		[]Proposal{{Title: "Old task", Description: "done before"}})
 	require.Zero(t, cut)
 	require.Contains(t, out, "Already approved")
@@ -190,9 +192,9 @@ func TestRenderBatch(t *testing.T) {
 // marked, none dropped; a short one is left whole.
 func TestRenderBatchFitsTheWindow(t *testing.T) {
 	long := strings.Repeat("сообщение ", 409)
-	batch := make([]Message, 50)
+	batch := make([]GroupMessage, 50)
 	for i := range batch {
-		batch[i] = Message{MessageID: int64(i + 1), Author: "Ann", Text: long, Date: t0}
+		batch[i] = GroupMessage{MessageID: int64(i + 1), Author: "Ann", Text: long, Date: t0}
 	}
 	batch[0].Text = "short"
 	out, cut := renderBatch(batch, nil)

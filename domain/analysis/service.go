@@ -14,8 +14,9 @@ import (
 	"switchboard/domain"
 )
 
-// Message is one stored group-chat message.
-type Message struct {
+// GroupMessage is one stored group-chat message, an analysis run's input
+// (domain.Message is an outgoing one).
+type GroupMessage struct {
 	ChatID    int64
 	MessageID int64
 	AuthorID  int64
@@ -127,7 +128,7 @@ type Proposal struct {
 
 // Repository is what the workflow needs from storage.
 type Repository interface {
-	SaveMessage(ctx context.Context, m Message) error
+	SaveMessage(ctx context.Context, m GroupMessage) error
 	// EditMessage updates a stored message's text; false if unknown.
 	EditMessage(ctx context.Context, chatID, messageID int64, text string) (bool, error)
 	// TrackChat records a group the bot is in (title, whether it can read
@@ -143,61 +144,61 @@ type Repository interface {
 	// CreateRun inserts a pending run unless an unclosed run exists, in one
 	// statement serialised against concurrent creates; the blocking runs'
 	// ids otherwise (and no run, and nothing rendered).
-	CreateRun(ctx context.Context, r Run, render domain.Render[Review]) (Run, []int64, error)
+	CreateRun(ctx context.Context, r Run, tell domain.Render[Review]) (Run, []int64, error)
 	// Run returns one run; domain.ErrNotFound if none.
 	Run(ctx context.Context, id int64) (Run, error)
 	// Runs lists runs newest first, with the total count.
 	Runs(ctx context.Context, offset, limit int) ([]Run, int, error)
 	// StartRun moves pending → running, sets started_at, rag and the
 	// executor's lease; ok false (with the run as it is) otherwise.
-	StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[Review]) (Run, bool, error)
+	StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, tell domain.Render[Review]) (Run, bool, error)
 	// RenewLease extends a running run's lease; false if it is no longer
 	// running.
 	RenewLease(ctx context.Context, id int64, lease time.Duration) (bool, error)
 	// FailInterrupted fails every running run whose lease expired with
 	// error_log {"step":"interrupted"}, rendering each; the runs failed.
-	FailInterrupted(ctx context.Context, render domain.Render[Review]) ([]Run, error)
+	FailInterrupted(ctx context.Context, tell domain.Render[Review]) ([]Run, error)
 	// FailRun moves running → failed with the error log.
-	FailRun(ctx context.Context, id int64, e ErrorLog, render domain.Render[Review]) (Run, bool, error)
+	FailRun(ctx context.Context, id int64, e ErrorLog, tell domain.Render[Review]) (Run, bool, error)
 	// CompleteRun moves running → completed.
-	CompleteRun(ctx context.Context, id int64, render domain.Render[Review]) (Run, bool, error)
+	CompleteRun(ctx context.Context, id int64, tell domain.Render[Review]) (Run, bool, error)
 	// CloseRun moves completed → closed with metrics computed from the
 	// counters, only when proposals_pending = 0; ok false (with the run as
 	// it is) otherwise.
-	CloseRun(ctx context.Context, id int64, render domain.Render[Review]) (Run, bool, error)
+	CloseRun(ctx context.Context, id int64, tell domain.Render[Review]) (Run, bool, error)
 	// SetProgress records the window's counts and the number of batches
-	// (with render, the progress message is posted).
-	SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[Review]) (Run, error)
+	// (with tell, the progress message is posted).
+	SetProgress(ctx context.Context, id int64, messages, filtered, batches int, tell domain.Render[Review]) (Run, error)
 
 	// WindowMessages returns the window's messages (of one chat if chatID
 	// is not 0) oldest first, leaving out those a proposal of another run
 	// already cites.
-	WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]Message, error)
+	WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]GroupMessage, error)
 	// SaveBatch stores a batch's proposals (numbered on from the run's
 	// last) and adds them to the run's counters (proposals_total,
 	// proposals_pending, batches_done, processed) in one transaction,
-	// which also writes what render makes of the run's board; the run
+	// which also writes what tell makes of the run's board; the run
 	// after it and the proposals with their ids.
-	SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []Proposal, render domain.Render[Review]) (Run, []Proposal, error)
+	SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []Proposal, tell domain.Render[Review]) (Run, []Proposal, error)
 	// Decide sets a pending proposal's decision and moves the run's
 	// counters in the same statement, writing the board in the same
 	// transaction; ok false (with the proposal as it is) if it was decided
 	// already. domain.ErrNotFound if unknown.
-	Decide(ctx context.Context, id int64, d Decision, by int64, render domain.Render[Review]) (Proposal, Run, bool, error)
+	Decide(ctx context.Context, id int64, d Decision, by int64, tell domain.Render[Review]) (Proposal, Run, bool, error)
 	// TurnPage moves the run's board to page (clamped to its pages);
 	// domain.ErrNotFound if there is no such run.
-	TurnPage(ctx context.Context, runID int64, page int, render domain.Render[Review]) (Run, error)
+	TurnPage(ctx context.Context, runID int64, page int, tell domain.Render[Review]) (Run, error)
 	// AskApproveAll makes the board ask to confirm approving every pending
 	// proposal of a completed run; ok false (with the run) if it is not
 	// completed, has none pending, or asks already.
-	AskApproveAll(ctx context.Context, runID int64, render domain.Render[Review]) (Run, bool, error)
+	AskApproveAll(ctx context.Context, runID int64, tell domain.Render[Review]) (Run, bool, error)
 	// CancelApproveAll withdraws the question; ok false if it was not asked.
-	CancelApproveAll(ctx context.Context, runID int64, render domain.Render[Review]) (Run, bool, error)
+	CancelApproveAll(ctx context.Context, runID int64, tell domain.Render[Review]) (Run, bool, error)
 	// ApproveAll approves every pending proposal of a completed run whose
 	// board asks to confirm it, in one transaction with the counters and
 	// the board; the proposals approved, or ok false (with the run) if the
 	// board no longer asks.
-	ApproveAll(ctx context.Context, runID, by int64, render domain.Render[Review]) ([]Proposal, Run, bool, error)
+	ApproveAll(ctx context.Context, runID, by int64, tell domain.Render[Review]) ([]Proposal, Run, bool, error)
 
 	// SaveEmbedding stores an approved proposal's embedding.
 	SaveEmbedding(ctx context.Context, proposalID int64, v []float32) error
@@ -299,26 +300,28 @@ type PendingError struct{ Pending int }
 
 func (e *PendingError) Error() string { return fmt.Sprintf("%d proposals pending", e.Pending) }
 
-// InputError is user input refused with a locale key explaining why.
-type InputError struct {
-	Key string
-	Arg string
+// inputError refuses the token arg of /run_new with key, naming the limit
+// the key is about.
+func inputError(key, arg string) *domain.InputError {
+	limits := map[string]int{
+		"run_new.error_min_len":  MaxMinLen,
+		"run_new.error_keywords": MaxKeywords,
+	}
+	return &domain.InputError{Key: key, Args: map[string]any{"Arg": arg, "Max": limits[key], "MaxLen": MaxKeywordLen}}
 }
-
-func (e *InputError) Error() string { return "analysis: invalid input: " + e.Key }
 
 // Config is the workflow's part of the configuration.
 type Config struct {
 	BatchGap  time.Duration // ANALYSIS_BATCH_GAP (10m)
 	BatchSize int           // 50
-	Lease     time.Duration // executor lease (1m)
+	RunLease  time.Duration // a running run's lease, renewed by its executor (1m)
 	Similar   int           // RAG context size (5)
 }
 
 func (c Config) withDefaults() Config {
 	domain.OrDefault(&c.BatchGap, 10*time.Minute)
 	domain.OrDefault(&c.BatchSize, 50)
-	domain.OrDefault(&c.Lease, time.Minute)
+	domain.OrDefault(&c.RunLease, time.Minute)
 	domain.OrDefault(&c.Similar, 5)
 	return c
 }

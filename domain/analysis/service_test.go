@@ -66,7 +66,7 @@ func (w *world) talk(t *testing.T, s *analysis.Service, chat int64, texts ...str
 	t.Helper()
 	now := time.Now().Add(-time.Duration(len(texts)) * time.Minute)
 	for i, text := range texts {
-		require.NoError(t, s.Record(w.ctx, analysis.Message{ChatID: chat, MessageID: int64(i + 1), AuthorID: 7, Author: "Ann",
+		require.NoError(t, s.Record(w.ctx, analysis.GroupMessage{ChatID: chat, MessageID: int64(i + 1), AuthorID: 7, Author: "Ann",
 			Text: text, Date: now.Add(time.Duration(i) * time.Minute)}))
 	}
 }
@@ -402,7 +402,7 @@ func TestRAGGivesSimilarApprovedProposals(t *testing.T) {
 	_, err = s.Close(w.ctx, r.ID)
 	require.NoError(t, err)
 
-	require.NoError(t, s.Record(w.ctx, analysis.Message{ChatID: -100, MessageID: 50, Author: "Bob",
+	require.NoError(t, s.Record(w.ctx, analysis.GroupMessage{ChatID: -100, MessageID: 50, Author: "Bob",
 		Text: "task: migrate the billing database to PostgreSQL 17", Date: time.Now()}))
 	r2, err := s.NewRun(w.ctx, 1, "")
 	require.NoError(t, err)
@@ -426,21 +426,21 @@ type faulty struct {
 
 var errInjected = errors.New("injected failure")
 
-func (f faulty) WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.Message, error) {
+func (f faulty) WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.GroupMessage, error) {
 	if f.fail == "fetch" {
 		return nil, errInjected
 	}
 	return f.Store.WindowMessages(ctx, runID, from, to, chatID)
 }
 
-func (f faulty) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
+func (f faulty) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, tell domain.Render[analysis.Review]) (analysis.Run, error) {
 	if f.fail == "batch" {
 		return analysis.Run{}, errInjected
 	}
-	return f.Store.SetProgress(ctx, id, messages, filtered, batches, render)
+	return f.Store.SetProgress(ctx, id, messages, filtered, batches, tell)
 }
 
-func (f faulty) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
+func (f faulty) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, tell domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
 	if f.fail == "save" && batch == 2 {
 		return analysis.Run{}, nil, errInjected
 	}
@@ -448,17 +448,17 @@ func (f faulty) SaveBatch(ctx context.Context, runID int64, batch, messages int,
 		// Writing the batch's board fails (here: a message the outbox
 		// refuses), so the transaction saves nothing of the batch.
 		return f.Store.SaveBatch(ctx, runID, batch, messages, ps, func(rv analysis.Review) []domain.Message {
-			return append(render(rv), domain.Message{Kind: domain.KindRunEvent, Text: "no chat"})
+			return append(tell(rv), domain.Message{Kind: domain.KindRunEvent, Text: "no chat"})
 		})
 	}
-	return f.Store.SaveBatch(ctx, runID, batch, messages, ps, render)
+	return f.Store.SaveBatch(ctx, runID, batch, messages, ps, tell)
 }
 
-func (f faulty) CompleteRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (f faulty) CompleteRun(ctx context.Context, id int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	if f.fail == "complete" {
 		return analysis.Run{}, false, errInjected
 	}
-	return f.Store.CompleteRun(ctx, id, render)
+	return f.Store.CompleteRun(ctx, id, tell)
 }
 
 // Any step failing fails the run with error_log naming the step (and the
@@ -475,8 +475,8 @@ func TestFailureAtEachStep(t *testing.T) {
 			}
 			s := w.service(t, faulty{Store: w.store, fail: step})
 			// Two batches: a gap of an hour splits them.
-			require.NoError(t, s.Record(w.ctx, analysis.Message{ChatID: -5, MessageID: 1, Author: "A", Text: "task one", Date: time.Now().Add(-2 * time.Hour)}))
-			require.NoError(t, s.Record(w.ctx, analysis.Message{ChatID: -5, MessageID: 2, Author: "A", Text: "task two", Date: time.Now().Add(-time.Minute)}))
+			require.NoError(t, s.Record(w.ctx, analysis.GroupMessage{ChatID: -5, MessageID: 1, Author: "A", Text: "task one", Date: time.Now().Add(-2 * time.Hour)}))
+			require.NoError(t, s.Record(w.ctx, analysis.GroupMessage{ChatID: -5, MessageID: 2, Author: "A", Text: "task two", Date: time.Now().Add(-time.Minute)}))
 			r, err := s.NewRun(w.ctx, 1, "")
 			require.NoError(t, err)
 			_, err = s.Start(w.ctx, r.ID, false)

@@ -240,10 +240,10 @@ func (s *Service) Cancel(ctx context.Context, id int64) (Order, error) {
 func (s *Service) Paid(ctx context.Context, ref string) (Master, Debt, bool, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
-		return Master{}, Debt{}, false, &InputError{Key: "paid.usage"}
+		return Master{}, Debt{}, false, inputError("paid.usage", "")
 	}
 	if strings.ContainsAny(ref, " \n\t") {
-		return Master{}, Debt{}, false, &InputError{Key: "paid.error_ref", Arg: ref}
+		return Master{}, Debt{}, false, inputError("paid.error_ref", ref)
 	}
 	var m Master
 	var err error

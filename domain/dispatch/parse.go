@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"switchboard/domain"
 )
 
 // fields splits command arguments at spaces; a double-quoted part is one
@@ -53,9 +55,9 @@ func cleanPlace(s string) (string, error) {
 	s = strings.Join(strings.Fields(s), " ")
 	switch {
 	case s == "":
-		return "", &InputError{Key: "dispatch.error_place"}
+		return "", inputError("dispatch.error_place", "")
 	case utf8.RuneCountInString(s) > MaxPlace:
-		return "", &InputError{Key: "dispatch.error_place_long", Arg: s}
+		return "", inputError("dispatch.error_place_long", s)
 	}
 	return s, nil
 }
@@ -64,9 +66,9 @@ func cleanSkill(s string) (string, error) {
 	s = strings.ToLower(strings.Join(strings.Fields(s), " "))
 	switch {
 	case s == "":
-		return "", &InputError{Key: "dispatch.error_skill"}
+		return "", inputError("dispatch.error_skill", "")
 	case utf8.RuneCountInString(s) > MaxSkill:
-		return "", &InputError{Key: "dispatch.error_skill_long", Arg: s}
+		return "", inputError("dispatch.error_skill_long", s)
 	}
 	return s, nil
 }
@@ -105,9 +107,9 @@ func ParseMaster(args string) (city, district string, skills []string, err error
 	}
 	switch {
 	case len(skills) == 0:
-		return "", "", nil, &InputError{Key: "dispatch.error_skill"}
+		return "", "", nil, inputError("dispatch.error_skill", "")
 	case len(skills) > MaxSkills:
-		return "", "", nil, &InputError{Key: "dispatch.error_skills_many"}
+		return "", "", nil, inputError("dispatch.error_skills_many", "")
 	}
 	return city, district, skills, nil
 }
@@ -117,12 +119,12 @@ var missingOrder = []string{"order.usage", "order.error_no_district", "order.err
 
 // missing is the refusal of a command that stopped after the fields f:
 // keys[len(f)], with the last field read.
-func missing(keys []string, f []string) *InputError {
-	e := &InputError{Key: keys[len(f)]}
+func missing(keys []string, f []string) *domain.InputError {
+	arg := ""
 	if len(f) > 0 {
-		e.Arg = f[len(f)-1]
+		arg = f[len(f)-1]
 	}
-	return e
+	return inputError(keys[len(f)], arg)
 }
 
 // ParseOrder reads `/order <city> <district> <skill> <price> <description>`.
@@ -149,10 +151,10 @@ func ParseOrder(args string, now time.Time) (NewOrder, error) {
 	price := strings.NewReplacer("_", "", "'", "", " ", "").Replace(f[3])
 	o.Price, err = strconv.ParseInt(price, 10, 64)
 	if err != nil || o.Price <= 0 || o.Price > MaxPrice {
-		return NewOrder{}, &InputError{Key: "order.error_price", Arg: f[3]}
+		return NewOrder{}, inputError("order.error_price", f[3])
 	}
 	if rest == "" {
-		return NewOrder{}, &InputError{Key: "order.error_description_missing", Arg: f[3]}
+		return NewOrder{}, inputError("order.error_description_missing", f[3])
 	}
 	// The description is the rest as written (line breaks matter in it),
 	// less the labeled lines.
@@ -161,9 +163,9 @@ func ParseOrder(args string, now time.Time) (NewOrder, error) {
 	}
 	switch {
 	case o.Description == "":
-		return NewOrder{}, &InputError{Key: "order.error_description_missing"}
+		return NewOrder{}, inputError("order.error_description_missing", "")
 	case utf8.RuneCountInString(o.Description) > MaxDescription:
-		return NewOrder{}, &InputError{Key: "order.error_description_long"}
+		return NewOrder{}, inputError("order.error_description_long", "")
 	}
 	return o, nil
 }
@@ -208,10 +210,10 @@ func orderFields(text string, now time.Time, o *NewOrder) (string, error) {
 		}
 		value = strings.Join(strings.Fields(value), " ")
 		if seen[field] {
-			return "", &InputError{Key: "order.error_field_twice", Arg: strings.TrimSpace(label)}
+			return "", inputError("order.error_field_twice", strings.TrimSpace(label))
 		}
 		if value == "" {
-			return "", &InputError{Key: "order.error_field_empty", Arg: strings.TrimSpace(label)}
+			return "", inputError("order.error_field_empty", strings.TrimSpace(label))
 		}
 		seen[field] = true
 		var err error
@@ -234,7 +236,7 @@ func orderFields(text string, now time.Time, o *NewOrder) (string, error) {
 
 func cleanText(s string, limit int, field orderField) (string, error) {
 	if utf8.RuneCountInString(s) > limit {
-		return "", &InputError{Key: fieldKeys[field], Arg: s}
+		return "", inputError(fieldKeys[field], s)
 	}
 	return s, nil
 }
@@ -251,11 +253,11 @@ func ParsePhone(s string) (string, error) {
 			digits++
 		case r == '+' && i == 0, r == ' ', r == '-', r == '.', r == '(', r == ')':
 		default:
-			return "", &InputError{Key: "order.error_phone", Arg: s}
+			return "", inputError("order.error_phone", s)
 		}
 	}
 	if digits < MinPhoneDigits || digits > MaxPhoneDigits || len(s) > MaxPhoneLen {
-		return "", &InputError{Key: "order.error_phone", Arg: s}
+		return "", inputError("order.error_phone", s)
 	}
 	return s, nil
 }
@@ -266,7 +268,7 @@ func ParsePhone(s string) (string, error) {
 // A date before yesterday is refused: it is a typo, not a visit.
 func ParseVisit(s string, now time.Time) (Visit, error) {
 	s = strings.TrimSpace(s)
-	bad := &InputError{Key: "order.error_when", Arg: s}
+	bad := inputError("order.error_when", s)
 	day, window, _ := strings.Cut(s, " ")
 	day = strings.TrimRight(day, ",")
 	window = strings.ReplaceAll(strings.TrimSpace(window), " ", "")
@@ -285,10 +287,10 @@ func ParseVisit(s string, now time.Time) (Visit, error) {
 	}
 	v.Date = date(y, m, d)
 	if v.Date.IsZero() {
-		return Visit{}, &InputError{Key: "order.error_when_date", Arg: day}
+		return Visit{}, inputError("order.error_when_date", day)
 	}
 	if v.Date.Before(yesterday) {
-		return Visit{}, &InputError{Key: "order.error_when_past", Arg: day}
+		return Visit{}, inputError("order.error_when_past", day)
 	}
 	if window == "" {
 		return v, nil
@@ -304,7 +306,7 @@ func ParseVisit(s string, now time.Time) (Visit, error) {
 	case !okFrom || !okTo:
 		return Visit{}, bad
 	case v.From >= v.To:
-		return Visit{}, &InputError{Key: "order.error_when_window", Arg: window}
+		return Visit{}, inputError("order.error_when_window", window)
 	}
 	return v, nil
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
 )
 
 // DESIGN.md: orders SEARCHING → ASSIGNED → DONE → CLOSED (and CANCELLED);
@@ -58,7 +60,7 @@ func TestFields(t *testing.T) {
 
 func inputKey(t *testing.T, err error) string {
 	t.Helper()
-	var ie *InputError
+	var ie *domain.InputError
 	require.True(t, errors.As(err, &ie), "want InputError, got %v", err)
 	return ie.Key
 }
@@ -165,9 +167,9 @@ func TestParseOrderFields(t *testing.T) {
 		"Tap\nwhen: 27.11 10-10":                             {"order.error_when_window", "10-10"},
 	} {
 		_, err := ParseOrder("Moscow Center plumbing 3000 "+in, now)
-		var ie *InputError
+		var ie *domain.InputError
 		require.True(t, errors.As(err, &ie), "%q: %v", in, err)
-		require.Equal(t, want, [2]string{ie.Key, ie.Arg}, "%q", in)
+		require.Equal(t, want, [2]string{ie.Key, ie.Arg()}, "%q", in)
 	}
 }
 

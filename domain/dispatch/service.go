@@ -421,14 +421,21 @@ var (
 	ErrPhotoLimit = errors.New("photo limit reached")
 )
 
-// InputError is user input refused with a locale key explaining why; Arg
-// is the part of the input it refers to, if any.
-type InputError struct {
-	Key string
-	Arg string
+// inputError refuses the input with key: arg is the part of it at fault
+// ("" for none), and the limit the key is about goes with it.
+func inputError(key, arg string) *domain.InputError {
+	limits := map[string]int{
+		"dispatch.error_place_long":    MaxPlace,
+		"dispatch.error_skill_long":    MaxSkill,
+		"dispatch.error_skills_many":   MaxSkills,
+		"order.error_price":            MaxPrice,
+		"order.error_description_long": MaxDescription,
+		"order.error_address":          MaxAddress,
+		"order.error_name":             MaxName,
+		"order.error_phone":            MaxPhoneDigits,
+	}
+	return &domain.InputError{Key: key, Args: map[string]any{"Arg": arg, "Max": limits[key], "Min": MinPhoneDigits}}
 }
-
-func (e *InputError) Error() string { return "dispatch: invalid input: " + e.Key }
 
 // Limits on input.
 const (

@@ -776,7 +776,7 @@ func TestFailedDistributionIsRetried(t *testing.T) {
 	require.Equal(t, o.ID, w.tg.sentOffers()[0].OrderID)
 }
 
-// Issue 22: every SEARCHING order left without an open offer is taken up
+// Every SEARCHING order left without an open offer is taken up
 // again from what PostgreSQL holds, whichever replica's transaction held
 // its row and whatever wake-up was lost. Each case forces its interleaving
 // rather than hoping for it under load: replica 1 runs (its timer is a
@@ -880,7 +880,7 @@ WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting
 	}
 }
 
-// Issue 22: offers go out only within the city's working hours, in its
+// Offers go out only within the city's working hours, in its
 // time zone. An order created at 22:00 Moscow time waits, is not offered
 // by any pass before 10:00, and the first recheck after 10:00 offers it;
 // a city open at that instant is served meanwhile.

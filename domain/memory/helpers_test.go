@@ -47,7 +47,7 @@ func setup(t *testing.T, opts ...option) *bundle {
 		store: storagetest.New(t),
 		llm:   llmtest.New(),
 		chat:  &chat{},
-		cfg:   memory.Config{Workers: 4, Lease: 30 * time.Second, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour},
+		cfg:   memory.Config{Workers: 4, StageLease: 30 * time.Second, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour},
 	}
 	t.Cleanup(b.llm.Close)
 	for _, o := range opts {
@@ -110,7 +110,7 @@ func (b *bundle) user(t *testing.T, id int64) {
 }
 
 // submit sends a private message as the bot would.
-func (b *bundle) submit(t *testing.T, svc *memory.Service, userID int64, text string) memory.Run {
+func (b *bundle) submit(t *testing.T, svc *memory.Service, userID int64, text string) memory.PipelineRun {
 	t.Helper()
 	b.chat.mu.Lock()
 	b.chat.msgID++
@@ -124,7 +124,7 @@ func (b *bundle) submit(t *testing.T, svc *memory.Service, userID int64, text st
 // answered submits text from userID, the first message of the test, and
 // returns it as submitted and as it stands once archived (or failed and
 // told) within timeout.
-func (b *bundle) answered(t *testing.T, userID int64, text string, timeout time.Duration) (submitted, got memory.Run) {
+func (b *bundle) answered(t *testing.T, userID int64, text string, timeout time.Duration) (submitted, got memory.PipelineRun) {
 	t.Helper()
 	submitted = b.submit(t, b.svc, userID, text)
 	b.waitArchived(t, 1, timeout)
@@ -140,7 +140,7 @@ func (b *bundle) waitArchived(t *testing.T, n int, timeout time.Duration) {
 	}, timeout, 10*time.Millisecond)
 }
 
-func (b *bundle) run(t *testing.T, id int64) memory.Run {
+func (b *bundle) run(t *testing.T, id int64) memory.PipelineRun {
 	t.Helper()
 	r, err := b.store.PipelineRun(b.ctx, id)
 	require.NoError(t, err)
@@ -167,8 +167,8 @@ func (b *bundle) prompts(rule string) []string {
 type chat struct {
 	mu       sync.Mutex
 	msgID    int
-	rendered []memory.Run
-	failed   []memory.Run
+	rendered []memory.PipelineRun
+	failed   []memory.PipelineRun
 	typing   int
 }
 
@@ -179,7 +179,7 @@ func (c *chat) Typing(context.Context, int64) error {
 	return nil
 }
 
-func (c *chat) Answer(r memory.Run) []domain.Message {
+func (c *chat) Answer(r memory.PipelineRun) []domain.Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rendered = append(c.rendered, r)
@@ -189,14 +189,14 @@ func (c *chat) Answer(r memory.Run) []domain.Message {
 	}
 }
 
-func (c *chat) Failed(r memory.Run) []domain.Message {
+func (c *chat) Failed(r memory.PipelineRun) []domain.Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.failed = append(c.failed, r)
 	return []domain.Message{{ChatID: r.ChatID, Kind: domain.KindMemoryAnswer, Ref: r.ID, Text: "failed", ReplyTo: r.MessageID}}
 }
 
-func (c *chat) failures() []memory.Run {
+func (c *chat) failures() []memory.PipelineRun {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.failed)

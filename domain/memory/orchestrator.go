@@ -192,7 +192,7 @@ func (s *Service) Run(ctx context.Context, listen domain.Listen) {
 			})
 		}()
 	}
-	s.log.Info("memory orchestrator started", "workers", s.cfg.Workers, "lease", s.cfg.Lease)
+	s.log.Info("memory orchestrator started", "workers", s.cfg.Workers, "lease", s.cfg.StageLease)
 	t := s.deps.Clock.NewTicker(s.cfg.SweepInterval)
 	defer t.Stop()
 	if listen == nil {

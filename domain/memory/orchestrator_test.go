@@ -16,7 +16,7 @@ import (
 func TestFourOrchestratorsCaptureEachStageOnce(t *testing.T) {
 	t.Parallel()
 	const runs, users = 1000, 50
-	b := setup(t, withConfig(memory.Config{Workers: 8, Lease: time.Minute, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour}))
+	b := setup(t, withConfig(memory.Config{Workers: 8, StageLease: time.Minute, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour}))
 	b.script()
 	for u := range users {
 		b.user(t, int64(u+1))

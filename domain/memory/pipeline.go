@@ -74,7 +74,7 @@ const (
 // answer and the archive.
 func (s *Service) process(ctx context.Context, ref Ref) {
 	var (
-		r   Run
+		r   PipelineRun
 		rc  Recall
 		ok  bool
 		err error
@@ -83,7 +83,7 @@ func (s *Service) process(ctx context.Context, ref Ref) {
 	case New, Analyzed, Ready:
 		r, rc, ok, err = s.capture(ctx, ref)
 	case Completed, Failed:
-		r, ok, err = s.deps.Repo.ClaimFinished(ctx, ref.ID, s.cfg.Lease)
+		r, ok, err = s.deps.Repo.ClaimFinished(ctx, ref.ID, s.cfg.StageLease)
 	default:
 		return // a stage at work, here or elsewhere, or stalled (the reaper's)
 	}
@@ -134,8 +134,8 @@ var following = map[Status][2]Status{
 // waits before it is handed back to be tried again.
 const refusedWait = 5 * time.Second
 
-func (s *Service) stage(ctx context.Context, r Run, rc Recall, name string,
-	fn func(context.Context, Run, Recall) (Change, error)) (Run, bool) {
+func (s *Service) stage(ctx context.Context, r PipelineRun, rc Recall, name string,
+	fn func(context.Context, PipelineRun, Recall) (Change, error)) (PipelineRun, bool) {
 	start := s.deps.Clock.Now()
 	ch, err := fn(ctx, r, rc)
 	s.m.stage.WithLabelValues(name).Observe(s.deps.Clock.Since(start).Seconds())
@@ -144,7 +144,7 @@ func (s *Service) stage(ctx context.Context, r Run, rc Recall, name string,
 		s.handBack(ctx, r, "return run on stop")
 		return r, false
 	}
-	if errors.Is(err, ErrRefused) {
+	if errors.Is(err, ErrLLMRefused) {
 		// The model or key is refused: nothing this run can do. Wait a
 		// little (so a refused model costs a capture every few seconds,
 		// not a loop) and hand the stage back as a stopping replica does;
@@ -166,9 +166,9 @@ func (s *Service) stage(ctx context.Context, r Run, rc Recall, name string,
 		return s.fail(ctx, r, name, err)
 	}
 	next := following[r.Status]
-	st := Step{From: r.Status, To: next[0], Change: ch, Then: next[1], Hold: s.cfg.Lease}
+	st := Step{From: r.Status, To: next[0], Change: ch, Then: next[1], Hold: s.cfg.StageLease}
 	if st.To == Completed {
-		st.Tell = domain.Fixed[Run](s.render(r.apply(st))...) // queued with the answer itself
+		st.Tell = domain.Fixed[PipelineRun](s.render(r.apply(st))...) // queued with the answer itself
 	}
 	moved, ok, err := s.step(ctx, r, st)
 	if err != nil {
@@ -230,8 +230,8 @@ func (s *Service) wait(ctx context.Context, d time.Duration) bool {
 // once more if ctx ends. The move names the stage's status, so a run the
 // reaper took meanwhile is left alone. The run is then looked at again
 // here at once; its NOTIFY tells the other replicas.
-func (s *Service) giveBack(ctx context.Context, r Run) {
-	deadline := s.deps.Clock.Now().Add(s.cfg.Lease)
+func (s *Service) giveBack(ctx context.Context, r PipelineRun) {
+	deadline := s.deps.Clock.Now().Add(s.cfg.StageLease)
 	for d := time.Second; ; d = min(2*d, 10*time.Second) {
 		rctx, cancel := detached(ctx)
 		_, err := s.deps.Repo.StepRun(rctx, r.ID, Step{From: r.Status, To: capturing[r.Status]})
@@ -255,7 +255,7 @@ func (s *Service) giveBack(ctx context.Context, r Run) {
 // handBack returns a captured run to the status before its stage, even
 // when ctx has ended, so another worker captures it again; what logs a
 // failure.
-func (s *Service) handBack(ctx context.Context, r Run, what string) {
+func (s *Service) handBack(ctx context.Context, r PipelineRun, what string) {
 	rctx, cancel := detached(ctx)
 	defer cancel()
 	if _, _, err := s.step(rctx, r, Step{From: r.Status, To: capturing[r.Status]}); err != nil {
@@ -266,15 +266,15 @@ func (s *Service) handBack(ctx context.Context, r Run, what string) {
 // fail records the error and moves the run to FAILED, queuing the notice
 // that tells the user in the same commit; the run stays claimed for
 // finish, which starts the user's next run.
-func (s *Service) fail(ctx context.Context, r Run, stage string, cause error) (Run, bool) {
+func (s *Service) fail(ctx context.Context, r PipelineRun, stage string, cause error) (PipelineRun, bool) {
 	s.m.failed.WithLabelValues(stage).Inc()
 	msg := fmt.Sprintf("%s: %v", stage, cause)
 	if utf8.RuneCountInString(msg) > 1000 {
 		msg = string([]rune(msg)[:1000])
 	}
 	s.log.Warn("pipeline run failed", "run", r.ID, "user", r.UserID, "stage", stage, "err", cause)
-	st := Step{From: r.Status, To: Failed, Change: Change{ErrorMessage: msg}, Hold: s.cfg.Lease}
-	st.Tell = domain.Fixed[Run](s.render(r.apply(st))...)
+	st := Step{From: r.Status, To: Failed, Change: Change{ErrorMessage: msg}, Hold: s.cfg.StageLease}
+	st.Tell = domain.Fixed[PipelineRun](s.render(r.apply(st))...)
 	failed, ok, err := s.step(ctx, r, st)
 	if err != nil {
 		s.log.Error("mark run failed; giving the stage back", "run", r.ID, "err", err)
@@ -288,8 +288,8 @@ func (s *Service) fail(ctx context.Context, r Run, stage string, cause error) (R
 	return failed, true
 }
 
-func (s *Service) analyze(ctx context.Context, r Run, rc Recall) (Run, bool) {
-	return s.stage(ctx, r, rc, "analyzer", func(ctx context.Context, r Run, rc Recall) (Change, error) {
+func (s *Service) analyze(ctx context.Context, r PipelineRun, rc Recall) (PipelineRun, bool) {
+	return s.stage(ctx, r, rc, "analyzer", func(ctx context.Context, r PipelineRun, rc Recall) (Change, error) {
 		sys, err := s.prompt(ctx, "analyzer")
 		if err != nil {
 			return Change{}, err
@@ -309,8 +309,8 @@ func (s *Service) analyze(ctx context.Context, r Run, rc Recall) (Run, bool) {
 	})
 }
 
-func (s *Service) assemble(ctx context.Context, r Run, rc Recall) (Run, bool) {
-	return s.stage(ctx, r, rc, "assembler", func(ctx context.Context, r Run, rc Recall) (Change, error) {
+func (s *Service) assemble(ctx context.Context, r PipelineRun, rc Recall) (PipelineRun, bool) {
+	return s.stage(ctx, r, rc, "assembler", func(ctx context.Context, r PipelineRun, rc Recall) (Change, error) {
 		asm, err := s.prompt(ctx, "assembler")
 		if err != nil {
 			return Change{}, err
@@ -341,8 +341,8 @@ func (s *Service) assemble(ctx context.Context, r Run, rc Recall) (Run, bool) {
 	})
 }
 
-func (s *Service) respond(ctx context.Context, r Run) (Run, bool) {
-	return s.stage(ctx, r, Recall{}, "responder", func(ctx context.Context, r Run, _ Recall) (Change, error) {
+func (s *Service) respond(ctx context.Context, r PipelineRun) (PipelineRun, bool) {
+	return s.stage(ctx, r, Recall{}, "responder", func(ctx context.Context, r PipelineRun, _ Recall) (Change, error) {
 		if s.deps.Typist != nil && s.deps.Clock.Since(r.CreatedAt) >= typingShown {
 			// The bot shows "typing" at intake and Telegram keeps it for
 			// five seconds; renew it for the answer only when that has run
@@ -371,7 +371,7 @@ func (s *Service) respond(ctx context.Context, r Run) (Run, bool) {
 
 // render is what a finished run tells the user: the answer, or the
 // failure notice.
-func (s *Service) render(r Run) []domain.Message {
+func (s *Service) render(r PipelineRun) []domain.Message {
 	if r.Status == Failed {
 		return s.deps.Notifier.Failed(r)
 	}
@@ -395,7 +395,7 @@ func (s *Service) render(r Run) []domain.Message {
 // it. The user's next run starts only once the run is archived (its
 // summary is part of the next run's memory) and its answer queued (so the
 // next answer is queued, and delivered, after it).
-func (s *Service) finish(ctx context.Context, r Run) {
+func (s *Service) finish(ctx context.Context, r PipelineRun) {
 	released := false
 	defer func() {
 		if !released {
@@ -404,7 +404,7 @@ func (s *Service) finish(ctx context.Context, r Run) {
 	}()
 	if r.DeliveredAt.IsZero() {
 		if err := s.retrySave(ctx, "queue the answer of run", r.ID, func(ctx context.Context) error {
-			_, err := s.deps.Repo.MarkDelivered(ctx, r.ID, domain.Fixed[Run](s.render(r)...))
+			_, err := s.deps.Repo.MarkDelivered(ctx, r.ID, domain.Fixed[PipelineRun](s.render(r)...))
 			return err
 		}); err != nil {
 			s.log.Error("queue the answer of run", "run", r.ID, "status", r.Status, "err", err)
@@ -450,7 +450,7 @@ func (s *Service) finish(ctx context.Context, r Run) {
 // claim would have lapsed anyway, so another worker delivers or archives
 // it at once rather than after the lease.
 func (s *Service) release(ctx context.Context, id int64) {
-	deadline := s.deps.Clock.Now().Add(s.cfg.Lease)
+	deadline := s.deps.Clock.Now().Add(s.cfg.StageLease)
 	for d := time.Second; ; d = min(2*d, 10*time.Second) {
 		rctx, cancel := detached(ctx)
 		err := s.deps.Repo.ReleaseRun(rctx, id)
@@ -473,7 +473,7 @@ func (s *Service) release(ctx context.Context, id int64) {
 // for lsm_storage, or nil when the archivist cannot summarise it (or ctx
 // ended); the run is then archived without a summary rather than block the
 // user's next run for ever.
-func (s *Service) summarise(ctx context.Context, r Run) *Summary {
+func (s *Service) summarise(ctx context.Context, r PipelineRun) *Summary {
 	start := s.deps.Clock.Now()
 	defer func() { s.m.stage.WithLabelValues("archivist").Observe(s.deps.Clock.Since(start).Seconds()) }()
 	sys, err := s.prompt(ctx, "archivist")

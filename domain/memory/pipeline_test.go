@@ -171,7 +171,7 @@ func TestFailuresPerStage(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, withConfig(memory.Config{Workers: 2, Lease: 30 * time.Second, Backoff: 10 * time.Millisecond,
+			b := setup(t, withConfig(memory.Config{Workers: 2, StageLease: 30 * time.Second, Backoff: 10 * time.Millisecond,
 				SweepInterval: time.Hour, ResponderTimeout: 200 * time.Millisecond}))
 			tc.setup(b)
 			b.script() // rules added first win
@@ -429,7 +429,7 @@ func TestContextTrimmedToTheModelsWindow(t *testing.T) {
 	long := func(i int) string { return fmt.Sprintf("question %d %s", i, strings.Repeat("lorem ipsum ", 120)) }
 	// history runs three long exchanges through svc and then a short one,
 	// whose run it returns.
-	history := func(b *bundle, svc *memory.Service) memory.Run {
+	history := func(b *bundle, svc *memory.Service) memory.PipelineRun {
 		b.script()
 		b.user(t, 1)
 		b.start(t, svc)
@@ -450,7 +450,7 @@ func TestContextTrimmedToTheModelsWindow(t *testing.T) {
 
 	var logs strings.Builder
 	var mu sync.Mutex
-	cfg := memory.Config{Workers: 4, Lease: 30 * time.Second, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour}
+	cfg := memory.Config{Workers: 4, StageLease: 30 * time.Second, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour}
 	b := setup(t, withConfig(cfg))
 	asm, err := b.svc.Prompt(b.ctx, "assembler")
 	require.NoError(t, err)

@@ -58,7 +58,7 @@ func TestAStageSaveTheDatabaseRefusesIsRetriedOrGivenBack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, withConfig(memory.Config{Workers: 2, Lease: time.Hour, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour}))
+			b := setup(t, withConfig(memory.Config{Workers: 2, StageLease: time.Hour, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour}))
 			b.script()
 			b.user(t, 1)
 			repo := &blinkingRepo{Store: b.store, fails: tc.fails, landed: tc.landed}

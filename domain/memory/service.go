@@ -17,8 +17,9 @@ import (
 	"switchboard/domain"
 )
 
-// Run is one pipeline run.
-type Run struct {
+// PipelineRun is one private message's way through the pipeline (a
+// pipeline_runs row); Service.Run is the orchestrator that moves them.
+type PipelineRun struct {
 	ID           int64
 	UserID       int64
 	ChatID       int64
@@ -169,27 +170,27 @@ type Step struct {
 	Hold     time.Duration
 	// Tell is what the step tells (see domain.Render): the step is one
 	// statement, so its messages are rendered before it (domain.Fixed).
-	Tell domain.Render[Run]
+	Tell domain.Render[PipelineRun]
 }
 
 // Repository is the storage the workflow needs; storage.Store implements it.
 type Repository interface {
 	// SubmitRun is intake; it returns once the message is durable.
-	SubmitRun(ctx context.Context, userID, chatID int64, messageID int, query string) (Run, int, error)
+	SubmitRun(ctx context.Context, userID, chatID int64, messageID int, query string) (PipelineRun, int, error)
 	// CaptureRun starts a stage: from → to with a lease, reading the user's
 	// memory as asked.
-	CaptureRun(ctx context.Context, id int64, from, to Status, lease time.Duration, recall RecallSize) (Run, Recall, bool, error)
+	CaptureRun(ctx context.Context, id int64, from, to Status, lease time.Duration, recall RecallSize) (PipelineRun, Recall, bool, error)
 	// StepRun applies st; false if the run was not in st.From.
 	StepRun(ctx context.Context, id int64, st Step) (bool, error)
 	// PipelineRun reads a run as it is now.
-	PipelineRun(ctx context.Context, id int64) (Run, error)
-	ClaimFinished(ctx context.Context, id int64, lease time.Duration) (Run, bool, error)
+	PipelineRun(ctx context.Context, id int64) (PipelineRun, error)
+	ClaimFinished(ctx context.Context, id int64, lease time.Duration) (PipelineRun, bool, error)
 	// MarkDelivered queues tell's messages (the answer or the failure
 	// notice, domain.Fixed: one statement) and
 	// records delivered_at, in one statement, for a finished run whose
 	// step did not (FAILED by the reaper); false, and nothing queued, if
 	// delivered_at was set already.
-	MarkDelivered(ctx context.Context, id int64, tell domain.Render[Run]) (bool, error)
+	MarkDelivered(ctx context.Context, id int64, tell domain.Render[PipelineRun]) (bool, error)
 	// ArchiveRun stores the summary (if any) and archived_at of a COMPLETED
 	// run whose answer is queued, releases the run and returns the user's
 	// next NEW run (ID 0 if none); false if it was archived already (or
@@ -226,7 +227,7 @@ type Call struct {
 }
 
 // LLM is the model as this workflow needs it. Errors wrap ErrInvalidAnswer,
-// ErrTimeout, ErrRateLimited or ErrRefused where they apply (the document's
+// ErrTimeout, ErrRateLimited or ErrLLMRefused where they apply (the document's
 // error table treats those apart).
 type LLM interface {
 	Text(ctx context.Context, c Call) (string, error)
@@ -238,10 +239,10 @@ var (
 	ErrInvalidAnswer = errors.New("invalid LLM answer")
 	ErrTimeout       = errors.New("LLM timeout")
 	ErrRateLimited   = errors.New("LLM rate limited")
-	// ErrRefused: the provider refuses the model or the key (model not
+	// ErrLLMRefused: the provider refuses the model or the key (model not
 	// found, 401/403). A misconfiguration, not the run's failure: the run
 	// waits for the fix instead of failing.
-	ErrRefused = errors.New("LLM refuses the model or key")
+	ErrLLMRefused = errors.New("LLM refuses the model or key")
 )
 
 // Notifier renders what a run tells its chat; the bot's renderer
@@ -251,10 +252,10 @@ var (
 type Notifier interface {
 	// Answer renders the final answer, the first message a reply to the
 	// user's message.
-	Answer(r Run) []domain.Message
+	Answer(r PipelineRun) []domain.Message
 	// Failed renders the notice that this message could not be answered
 	// and may be sent again.
-	Failed(r Run) []domain.Message
+	Failed(r PipelineRun) []domain.Message
 }
 
 // Typist shows "typing…" in a chat while a run works: cosmetic, sent at
@@ -267,8 +268,8 @@ type Typist interface {
 type Config struct {
 	// Workers bounds the runs this replica works on at once.
 	Workers int
-	// Lease is how long a captured stage may take before the reaper returns it.
-	Lease time.Duration
+	// StageLease is how long a captured stage may take before the reaper returns it.
+	StageLease time.Duration
 	// MaxReaps is how often a run may be returned before it FAILS.
 	MaxReaps int
 	// SweepInterval re-reads unfinished runs even without notifications.
@@ -294,7 +295,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	domain.OrDefault(&c.Workers, 8)
-	domain.OrDefault(&c.Lease, 2*time.Minute)
+	domain.OrDefault(&c.StageLease, 2*time.Minute)
 	domain.OrDefault(&c.MaxReaps, 3)
 	domain.OrDefault(&c.SweepInterval, 30*time.Second)
 	domain.OrDefault(&c.ResponderTimeout, 30*time.Second)
@@ -366,17 +367,17 @@ var (
 // Submit is intake: archivist signal 1 (the query into raw_logs) and the NEW
 // run, in one transaction. ahead counts this user's earlier runs still
 // unfinished: the new one waits for them.
-func (s *Service) Submit(ctx context.Context, userID, chatID int64, messageID int, query string) (Run, int, error) {
+func (s *Service) Submit(ctx context.Context, userID, chatID int64, messageID int, query string) (PipelineRun, int, error) {
 	query = strings.TrimSpace(query)
 	if query == "" {
-		return Run{}, 0, ErrEmptyQuery
+		return PipelineRun{}, 0, ErrEmptyQuery
 	}
 	if utf8.RuneCountInString(query) > MaxQuery {
-		return Run{}, 0, ErrQueryTooLong
+		return PipelineRun{}, 0, ErrQueryTooLong
 	}
 	r, ahead, err := s.deps.Repo.SubmitRun(ctx, userID, chatID, messageID, query)
 	if err != nil {
-		return Run{}, 0, fmt.Errorf("submit: %w", err)
+		return PipelineRun{}, 0, fmt.Errorf("submit: %w", err)
 	}
 	s.m.submitted.Inc()
 	if ahead == 0 {
@@ -450,7 +451,7 @@ func (s *Service) SetPrompt(ctx context.Context, role, template string) (Prompt,
 }
 
 // step applies st to r after checking it against the transition table.
-func (s *Service) step(ctx context.Context, r Run, st Step) (Run, bool, error) {
+func (s *Service) step(ctx context.Context, r PipelineRun, st Step) (PipelineRun, bool, error) {
 	for _, t := range [][2]Status{{st.From, st.To}, {st.To, st.Then}} {
 		if t[1] == "" {
 			continue
@@ -491,7 +492,7 @@ func (s *Service) step(ctx context.Context, r Run, st Step) (Run, bool, error) {
 }
 
 // apply is r as a step leaves it (what StepRun wrote).
-func (r Run) apply(st Step) Run {
+func (r PipelineRun) apply(st Step) PipelineRun {
 	r.Status = st.To
 	if st.Then != "" {
 		r.Status = st.Then
@@ -530,12 +531,12 @@ var captureOf = func() map[Status]Status {
 }()
 
 // capture starts the stage ref waits for, if nobody else did.
-func (s *Service) capture(ctx context.Context, ref Ref) (Run, Recall, bool, error) {
+func (s *Service) capture(ctx context.Context, ref Ref) (PipelineRun, Recall, bool, error) {
 	to := captureOf[ref.Status]
 	if err := checkTransition(ref.Status, to); err != nil {
-		return Run{}, Recall{}, false, err
+		return PipelineRun{}, Recall{}, false, err
 	}
-	r, rc, ok, err := s.deps.Repo.CaptureRun(ctx, ref.ID, ref.Status, to, s.cfg.Lease, recallFor[ref.Status])
+	r, rc, ok, err := s.deps.Repo.CaptureRun(ctx, ref.ID, ref.Status, to, s.cfg.StageLease, recallFor[ref.Status])
 	if err != nil {
 		return r, rc, false, fmt.Errorf("capture run %d %s → %s: %w", ref.ID, ref.Status, to, err)
 	}

@@ -13,8 +13,8 @@ const (
 	MaxDepth   = 2000
 )
 
-// Run is one discovery run's summary for one search_key.
-type Run struct {
+// Discovery is what one Discover call did for one search_key.
+type Discovery struct {
 	Key    string
 	Pages  int
 	Seen   int // items examined
@@ -29,7 +29,7 @@ type Run struct {
 }
 
 // DuplicateShare is the share of examined items this search had seen before.
-func (r Run) DuplicateShare() float64 {
+func (r Discovery) DuplicateShare() float64 {
 	if r.Seen == 0 {
 		return 0
 	}
@@ -40,9 +40,9 @@ func (r Run) DuplicateShare() float64 {
 // does not stop the others; the errors are joined.
 func (s *Service) Fetch(ctx context.Context) error {
 	if s.deps.Source.Holding() {
-		// HH refuses us: asking would only meet the breaker. The tick is
+		// HH blocks us: asking would only meet the breaker. The tick is
 		// skipped, not failed; the HH state is on /status.
-		_, why := s.deps.Source.Refused()
+		_, why := s.deps.Source.Blocked()
 		s.log.Warn("vacancy fetch skipped: HH refuses our requests", "reason", why)
 		return nil
 	}
@@ -59,7 +59,7 @@ func (s *Service) Fetch(ctx context.Context) error {
 		}
 		run, err := s.Discover(ctx, g)
 		queued += run.Queued
-		if errors.Is(err, ErrHHRefused) {
+		if errors.Is(err, ErrHHBlocked) {
 			// What was collected is saved; the other searches wait for
 			// the next tick after HH lets us in again.
 			s.log.Warn("vacancy fetch stopped: HH refuses our requests", "err", err)
@@ -76,10 +76,10 @@ func (s *Service) Fetch(ctx context.Context) error {
 }
 
 // FetchKey runs discovery for one search_key now (a search just saved).
-func (s *Service) FetchKey(ctx context.Context, key string) (Run, error) {
+func (s *Service) FetchKey(ctx context.Context, key string) (Discovery, error) {
 	g, err := s.deps.Repo.SearchGroup(ctx, key)
 	if err != nil {
-		return Run{}, fmt.Errorf("fetch %s: %w", key[:12], err)
+		return Discovery{}, fmt.Errorf("fetch %s: %w", key[:12], err)
 	}
 	run, err := s.Discover(ctx, g)
 	if run.Queued > 0 {
@@ -94,8 +94,8 @@ func (s *Service) FetchKey(ctx context.Context, key string) (Run, error) {
 // counts only what is unseen, a vacancy published between runs is found by
 // the next one and a backlog deeper than one run is worked down over the
 // following runs. What was collected is saved even when a later page fails.
-func (s *Service) Discover(ctx context.Context, g Group) (Run, error) {
-	run := Run{Key: g.Key}
+func (s *Service) Discover(ctx context.Context, g Group) (Discovery, error) {
+	run := Discovery{Key: g.Key}
 	old, err := s.deps.Repo.Markers(ctx, g.Key)
 	if err != nil {
 		return run, fmt.Errorf("markers: %w", err)
@@ -150,7 +150,7 @@ func (sw swept) markers(old Markers) Markers {
 // collected, the results end or HH's depth limit is reached, counting pages
 // and examined items into run and setting run.End. The error is the page
 // that failed; what was collected before it is returned with it.
-func (s *Service) sweep(ctx context.Context, g Group, run *Run) (swept, error) {
+func (s *Service) sweep(ctx context.Context, g Group, run *Discovery) (swept, error) {
 	per := s.cfg.PerPage
 	var sw swept
 	for page := 0; ; page++ {
@@ -181,7 +181,7 @@ func (s *Service) sweep(ctx context.Context, g Group, run *Run) (swept, error) {
 
 // collectPage adds a page's items unseen by the key to sw and tells whether
 // FetchLimit is reached.
-func (s *Service) collectPage(ctx context.Context, key string, items []Vacancy, sw *swept, run *Run) (bool, error) {
+func (s *Service) collectPage(ctx context.Context, key string, items []Vacancy, sw *swept, run *Discovery) (bool, error) {
 	ids := make([]int64, len(items))
 	for i, v := range items {
 		ids[i] = v.ID
@@ -212,7 +212,7 @@ func (s *Service) collectPage(ctx context.Context, key string, items []Vacancy, 
 // saveSweep saves what the run collected with its markers and returns how
 // many matches were queued. It saves after the run's context is cancelled
 // too, within a bounded time.
-func (s *Service) saveSweep(ctx context.Context, g Group, sw swept, m Markers, run *Run) (int, error) {
+func (s *Service) saveSweep(ctx context.Context, g Group, sw swept, m Markers, run *Discovery) (int, error) {
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

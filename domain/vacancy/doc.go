@@ -44,7 +44,7 @@
 // users' matches point at it: the claim takes the vacancy's fetch lease,
 // the detail is stored with the match's next transition (ending the
 // lease), and the claim passes over matches whose vacancy is being
-// fetched. While HH refuses us (captcha, forbidden, 429:
+// fetched. While HH blocks us (captcha, forbidden, 429:
 // the Source's breaker holds requests back), matches that need a detail
 // stay QUEUED, untouched, and discovery skips its ticks; nothing turns
 // SKIPPED for it. Discovery (discovery.go) pages a search newest first and

@@ -15,14 +15,14 @@ const FirstNewsGrace = 20 * time.Second
 
 // FirstNews is the first-news sweep (job vacancy-first-news, every
 // FIRST_NEWS_INTERVAL, one replica per tick): a new search's user hears
-// its outcome whichever replica saved it and however long HH refused us.
+// its outcome whichever replica saved it and however long HH blocked us.
 //
 //   - A search waiting on first matches that have all ended without a
 //     card is told "nothing new yet" (the transitions that end them do
 //     this themselves; this catches the rest).
 //   - A key with a search pending past FirstNewsGrace, or retrying, is
 //     discovered, which tells the outcome (cards, or "nothing new yet").
-//     While HH refuses us nothing is asked of it: the pending searches are
+//     While HH blocks us nothing is asked of it: the pending searches are
 //     told, once, that it will be retried, and are discovered by a later
 //     tick once HH answers again.
 //
@@ -54,7 +54,7 @@ func (s *Service) FirstNews(ctx context.Context) error {
 		run, err := s.Discover(ctx, g)
 		queued += run.Queued
 		switch {
-		case errors.Is(err, ErrHHRefused):
+		case errors.Is(err, ErrHHBlocked):
 			// Discover told this key's pending searches; the rest are
 			// told without asking HH again.
 			refused = true

@@ -265,7 +265,7 @@ func TestFirstMatchesBannedArchivedOrSkippedThenNothingNew(t *testing.T) {
 }
 
 // The replica that saved a search died before its first discovery, and
-// HH refuses us: another replica's sweep tells the user, once, that it
+// HH blocks us: another replica's sweep tells the user, once, that it
 // will be retried; once HH answers, the sweep discovers it and the user
 // hears the outcome.
 func TestFirstNewsSweepOutlivesTheReplicaAndHHRefusing(t *testing.T) {

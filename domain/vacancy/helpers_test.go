@@ -110,7 +110,7 @@ func (b *bundle) serviceWith(t *testing.T, repo vacancy.Repository) *vacancy.Ser
 	}
 	svc, err := vacancy.NewService(b.cfg, vacancy.Deps{
 		Repo: repo, Source: src, Notifier: b.sent, Registerer: reg,
-		LLM: llm.Port{Client: b.llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrRefused},
+		LLM: llm.Port{Client: b.llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 		Log: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
@@ -134,8 +134,9 @@ func (b *bundle) search(t *testing.T, userID int64, text string) vacancy.Search 
 	t.Helper()
 	p, err := vacancy.ParseParams(text)
 	require.NoError(t, err)
-	s, _, err := b.svc.AddSearch(b.ctx, userID, p)
+	s, added, err := b.svc.AddSearch(b.ctx, userID, p)
 	require.NoError(t, err)
+	b.svc.Begin(b.ctx, s, added)
 	return s
 }
 
@@ -181,9 +182,9 @@ func (b *bundle) exec(t *testing.T, q string, args ...any) {
 // sender, delivering through the real outbox statements.
 type recorder struct {
 	mu       sync.Mutex
-	rendered []vacancy.Delivery
+	rendered []vacancy.CardData
 	ids      map[int64]int // deliveries per match
-	last     []vacancy.Delivery
+	last     []vacancy.CardData
 	next     int
 	news     []vacancy.FirstNews
 	// blank makes Card render nothing, as a renderer's bug would.
@@ -206,7 +207,7 @@ func (r *recorder) told() []vacancy.FirstNews {
 	return append([]vacancy.FirstNews(nil), r.news...)
 }
 
-func (r *recorder) Card(d vacancy.Delivery) []domain.Message {
+func (r *recorder) Card(d vacancy.CardData) []domain.Message {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rendered = append(r.rendered, d)
@@ -218,10 +219,10 @@ func (r *recorder) Card(d vacancy.Delivery) []domain.Message {
 }
 
 // deliveries are the cards Telegram accepted, in order.
-func (r *recorder) deliveries() []vacancy.Delivery {
+func (r *recorder) deliveries() []vacancy.CardData {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]vacancy.Delivery(nil), r.last...)
+	return append([]vacancy.CardData(nil), r.last...)
 }
 
 func (r *recorder) duplicates() []string {

@@ -40,7 +40,7 @@ func TestCaptchaHoldsMatchesQueued(t *testing.T) {
 	require.Empty(t, b.llm.Requests(), "nothing judged without its detail")
 	st, err := b.svc.Stats(b.ctx, seeker)
 	require.NoError(t, err)
-	require.True(t, st.HHRefused)
+	require.True(t, st.HHBlocked)
 	require.Contains(t, st.HHReason, "captcha_required")
 	require.Contains(t, st.HHReason, hhtest.CaptchaURL)
 	require.NoError(t, b.svc.Fetch(b.ctx), "a fetch tick while HH refuses is skipped, not failed")
@@ -56,7 +56,7 @@ func TestCaptchaHoldsMatchesQueued(t *testing.T) {
 	}
 	st, err = b.svc.Stats(b.ctx, seeker)
 	require.NoError(t, err)
-	require.False(t, st.HHRefused)
+	require.False(t, st.HHBlocked)
 }
 
 func countOK(rs []hhtest.Request, id string) int {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"switchboard/domain"
 )
 
 // Params is one saved search: the text, the salary and the other filters
@@ -148,19 +150,15 @@ const (
 	argEcho = 40
 )
 
-// ParamError is a /search argument we cannot accept. Key is the locale key
-// of the explanation; Arg the offending argument, cut to a short prefix;
-// Name the parameter, when one is at fault.
-type ParamError struct {
-	Key  string
-	Arg  string
-	Name string
-}
-
-func (e *ParamError) Error() string { return fmt.Sprintf("search parameter %q: %s", e.Arg, e.Key) }
-
-func paramError(key, name, arg string) *ParamError {
-	return &ParamError{Key: key, Name: name, Arg: Prefix(arg, argEcho)}
+// paramError refuses a /search argument with key: arg is cut to a short
+// prefix for the reply to repeat, name is the parameter at fault ("" for
+// none), and the limit the key is about goes with them.
+func paramError(key, name, arg string) *domain.InputError {
+	limits := map[string]int{
+		"search.error_too_long": MaxSearchText,
+		"search.error_too_many": MaxValues,
+	}
+	return &domain.InputError{Key: key, Args: map[string]any{"Arg": Prefix(arg, argEcho), "Name": name, "Max": limits[key]}}
 }
 
 // Prefix is s cut to at most n characters, "…" marking a cut.

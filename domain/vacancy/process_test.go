@@ -278,12 +278,12 @@ func TestAnalyzedAndCardAreOneTransaction(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.queue(t, vacancies(1, 500, 23)...)
-	c, ok, err := b.store.ClaimMatch(b.ctx, vacancy.ClaimOptions{Lease: time.Minute, Taste: 5, DetailFresh: time.Hour})
+	c, ok, err := b.store.ClaimMatch(b.ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 5, DetailFresh: time.Hour})
 	require.NoError(t, err)
 	require.True(t, ok)
 	verdict := vacancy.Verdict{IsRelevant: new(bool), Score: 90}
 	*verdict.IsRelevant = true
-	card := b.sent.Card(vacancy.Delivery{MatchID: c.Match.ID, UserID: seeker, Vacancy: c.Vacancy, Verdict: verdict})
+	card := b.sent.Card(vacancy.CardData{MatchID: c.Match.ID, UserID: seeker, Vacancy: c.Vacancy, Verdict: verdict})
 
 	// Another worker's claim: nothing moves, nothing is queued.
 	_, ok, err = b.store.Transition(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
@@ -310,10 +310,10 @@ func TestAnalyzedAndCardAreOneTransaction(t *testing.T) {
 	require.Equal(t, map[string]int{"pending": 1}, b.cards(t, c.Match.ID))
 }
 
-// Matches left ANALYZED by the worker before the outbox (it kept its
-// claim and delivered itself; a failed send pushed the claim out) have no
-// card in the outbox. Migration 00022 puts them back in the queue once:
-// judged again, they get their cards the usual way, each once.
+// A match ANALYZED with no card in the outbox (written by a version whose
+// worker sent cards itself) would never be told. Migration 00022 puts such
+// matches back in the queue once: judged again, they get their cards the
+// usual way, each once.
 func TestAnalyzedBeforeTheOutboxGetsItsCard(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -425,7 +425,7 @@ func TestExpiredClaimIsTakenOver(t *testing.T) {
 	b := setup(t, withConfig(vacancy.Config{SweepInterval: time.Hour}))
 	b.relevant()
 	b.queue(t, vacancies(1, 500, 20)...)
-	c, ok, err := b.store.ClaimMatch(b.ctx, vacancy.ClaimOptions{Lease: 700 * time.Millisecond, Taste: 5, DetailFresh: time.Hour}) // the dead worker's claim
+	c, ok, err := b.store.ClaimMatch(b.ctx, vacancy.ClaimOptions{ClaimLease: 700 * time.Millisecond, Taste: 5, DetailFresh: time.Hour}) // the dead worker's claim
 	require.NoError(t, err)
 	require.True(t, ok)
 

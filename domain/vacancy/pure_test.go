@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"switchboard/domain"
 	"switchboard/domain/vacancy"
 )
 
@@ -69,10 +70,10 @@ func TestParseParams(t *testing.T) {
 		"go area=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21": "search.error_too_many",
 	} {
 		_, err := vacancy.ParseParams(args)
-		var pe *vacancy.ParamError
+		var pe *domain.InputError
 		require.True(t, errors.As(err, &pe), "%q: %v", args, err)
 		require.Equal(t, key, pe.Key, args)
-		require.LessOrEqual(t, len([]rune(pe.Arg)), 40, "a short prefix of what was typed")
+		require.LessOrEqual(t, len([]rune(pe.Arg())), 40, "a short prefix of what was typed")
 	}
 }
 

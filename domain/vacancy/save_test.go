@@ -70,7 +70,7 @@ func TestHeldPastLeaseCountsLapsedMatchClaims(t *testing.T) {
 	b := setup(t)
 	b.queue(t, vacancies(1, 500, 25)...)
 	const lease = time.Minute
-	c, ok, err := b.store.ClaimMatch(b.ctx, vacancy.ClaimOptions{Lease: lease, Taste: 5, DetailFresh: time.Hour})
+	c, ok, err := b.store.ClaimMatch(b.ctx, vacancy.ClaimOptions{ClaimLease: lease, Taste: 5, DetailFresh: time.Hour})
 	require.NoError(t, err)
 	require.True(t, ok)
 	held := func() int64 {

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"switchboard/domain"
 )
 
 // hhSites are HeadHunter's sites (and their regional subdomains, such as
@@ -117,7 +119,7 @@ func ParseSearchURL(raw string) (Params, []string, error) {
 	p.Text = strings.Join(strings.Fields(strings.Join(words, " ")), " ")
 	p.normalize()
 	if err := p.check(typed); err != nil {
-		if pe := err.(*ParamError); pe.Key == "search.error_no_text" {
+		if pe := err.(*domain.InputError); pe.Key == "search.error_no_text" {
 			pe.Key = "search.error_url_no_text"
 		}
 		return Params{}, nil, err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"switchboard/domain"
 	"switchboard/domain/vacancy"
 )
 
@@ -66,10 +67,10 @@ func TestParseSearchURL(t *testing.T) {
 		"https://hh.ru/search/vacancy?text=go&salary=lots":        "search.error_salary",
 	} {
 		_, _, err := vacancy.ParseSearchURL(raw)
-		var pe *vacancy.ParamError
+		var pe *domain.InputError
 		require.True(t, errors.As(err, &pe), "%s: %v", raw, err)
 		require.Equal(t, key, pe.Key, raw)
-		require.LessOrEqual(t, len([]rune(pe.Arg)), 40, raw)
+		require.LessOrEqual(t, len([]rune(pe.Arg())), 40, raw)
 	}
 }
 

@@ -136,9 +136,9 @@ type Stats struct {
 	// failures, why); empty while the LLM answers.
 	LLMRefused bool
 	LLMReason  string
-	// HHRefused: HH refuses our requests (captcha, forbidden, 429) and
+	// HHBlocked: HH blocks our requests (captcha, forbidden, 429) and
 	// its breaker holds them back; HHReason says how.
-	HHRefused bool
+	HHBlocked bool
 	HHReason  string
 }
 
@@ -153,15 +153,16 @@ type SkippedMatch struct {
 
 // ClaimOptions says which match ClaimMatch may take.
 type ClaimOptions struct {
-	Lease time.Duration // how long the claim holds
-	Taste int           // taste examples of each kind
-	// FreshOnly, while HH refuses us, passes over QUEUED matches whose
+	ClaimLease time.Duration // how long the claim holds
+	Taste      int           // taste examples of each kind
+	// FreshOnly, while HH blocks us, passes over QUEUED matches whose
 	// vacancy's detail is older than DetailFresh: only those judged
 	// without HH are taken.
 	FreshOnly   bool
 	DetailFresh time.Duration
-	// DetailLease is how long the fetch lease a claim takes holds.
-	DetailLease time.Duration
+	// FetchLease is how long the fetch lease of the vacancy's detail, which a
+	// claim may take, holds.
+	FetchLease time.Duration
 }
 
 // Repository is the storage the workflow needs; storage.Store implements it.
@@ -245,12 +246,12 @@ type LLM interface {
 // ErrInvalidAnswer marks an LLM answer that is not the JSON asked for.
 var ErrInvalidAnswer = errors.New("invalid LLM answer")
 
-// ErrRefused marks an LLM call the provider refused for its model or key
+// ErrLLMRefused marks an LLM call the provider refused for its model or key
 // (or turned away while such a refusal holds): not the match's failure.
-var ErrRefused = errors.New("LLM refuses the model or key")
+var ErrLLMRefused = errors.New("LLM refuses the model or key")
 
-// Delivery is one vacancy card to render.
-type Delivery struct {
+// CardData is what a vacancy card is rendered from.
+type CardData struct {
 	MatchID int64
 	UserID  int64
 	Lang    string
@@ -277,7 +278,7 @@ type Notifier interface {
 	// Card is the vacancy's message to the user (domain.KindVacancy, Ref
 	// the match, ChatID the user) with its Applied / Not interested / Open
 	// buttons; nil if it cannot be rendered.
-	Card(d Delivery) []domain.Message
+	Card(d CardData) []domain.Message
 	// SearchNews tells the user of a new search's first discovery that
 	// brought nothing new (or failed, n.Failed), and that the search is
 	// watched.
@@ -310,9 +311,8 @@ type Config struct {
 }
 
 // WorkersFor is the worker count for an LLM concurrency: two workers per
-// LLM slot, so that while one waits for the model the other fetches HH,
-// or writes PostgreSQL and no slot idles (the 200 ms
-// benchmark's efficiency went from 0.956 with one worker per slot to 0.98+).
+// LLM slot, so that while one waits for the model the other fetches HH or
+// writes PostgreSQL, and no slot idles while its worker does those.
 func WorkersFor(llmConcurrency int) int { return 2 * max(1, llmConcurrency) }
 
 // DefaultTasteExamples is Config.TasteExamples unless set; the prune job
@@ -387,10 +387,15 @@ var ErrForbidden = errors.New("not your vacancy")
 // second press, or a press after another final status).
 var ErrAlreadyDecided = errors.New("vacancy already decided")
 
-// InputError is user input refused with a locale key explaining why.
-type InputError struct{ Key string }
-
-func (e *InputError) Error() string { return "invalid input: " + e.Key }
+// inputError refuses the input with key, naming the limit the key is about.
+func inputError(key string) *domain.InputError {
+	limits := map[string]int{
+		"profile.error_too_long": MaxProfile,
+		"ban.error_too_long":     MaxBanWordLen,
+		"ban.error_too_many":     MaxBanWords,
+	}
+	return &domain.InputError{Key: key, Args: map[string]any{"Max": limits[key]}}
+}
 
 // Profile returns the user's profile ("" if none).
 func (s *Service) Profile(ctx context.Context, userID int64) (string, error) {
@@ -401,7 +406,7 @@ func (s *Service) Profile(ctx context.Context, userID int64) (string, error) {
 func (s *Service) SetProfile(ctx context.Context, userID int64, profile string) error {
 	profile = strings.TrimSpace(profile)
 	if utf8.RuneCountInString(profile) > MaxProfile {
-		return &InputError{Key: "profile.error_too_long"}
+		return inputError("profile.error_too_long")
 	}
 	return s.deps.Repo.SetProfile(ctx, userID, profile)
 }
@@ -415,11 +420,14 @@ type Added struct {
 	// as told, and the reply to /search must say it: a separate note would
 	// be queued in the save's transaction, ahead of that reply.
 	NothingNew bool
+	// Queued is how many recent vacancies of a followed key were queued
+	// for the user (Begin wakes the workers for them).
+	Queued int
 }
 
 // AddSearch saves a search. A search_key someone already follows brings
-// the user its recent vacancies at once; a new one is discovered right
-// away by Run.
+// the user its recent vacancies; a new one is discovered right away. Both
+// start when the caller calls Begin.
 func (s *Service) AddSearch(ctx context.Context, userID int64, p Params) (Search, Added, error) {
 	since := s.deps.Clock.Now().Add(-s.cfg.RecoveryWindow)
 	var added Added
@@ -430,11 +438,21 @@ func (s *Service) AddSearch(ctx context.Context, userID int64, p Params) (Search
 		return nil
 	}
 	sr, created, queued, err := s.deps.Repo.AddSearch(ctx, Search{UserID: userID, Params: p, Key: p.Key()}, s.cfg.FetchLimit, since, inReply)
-	added.Created = created
-	if err != nil || !created {
-		return sr, added, err
+	added.Created, added.Queued = created, queued
+	return sr, added, err
+}
+
+// Begin starts the work on a search AddSearch created: the workers wake
+// for the matches it queued, and a key nobody followed before is
+// discovered at once. It is the caller's to call after its reply is
+// queued, so that the user reads "Saved" before any card or note of the
+// search; a replica that dies in between leaves the key to the fetch and
+// first-news ticks.
+func (s *Service) Begin(ctx context.Context, sr Search, added Added) {
+	if !added.Created {
+		return
 	}
-	if queued > 0 {
+	if added.Queued > 0 {
 		s.Wake()
 	}
 	if m, err := s.deps.Repo.Markers(ctx, sr.Key); err == nil && m.UpdatedAt.IsZero() {
@@ -443,7 +461,6 @@ func (s *Service) AddSearch(ctx context.Context, userID int64, p Params) (Search
 		default: // a burst of new searches: the fetch tick catches the rest
 		}
 	}
-	return sr, added, nil
 }
 
 // announce renders the first news that needs words: a first discovery that
@@ -475,7 +492,7 @@ func (s *Service) DeleteSearch(ctx context.Context, userID, id int64) (bool, err
 func (s *Service) Ban(ctx context.Context, userID int64, raw string) (string, bool, error) {
 	norm := NormalizeBanWord(raw)
 	if key := validBanWord(raw, norm); key != "" {
-		return "", false, &InputError{Key: key}
+		return "", false, inputError(key)
 	}
 	added, err := s.deps.Repo.AddBanWord(ctx, userID, norm, MaxBanWords)
 	if err != nil {
@@ -488,7 +505,7 @@ func (s *Service) Ban(ctx context.Context, userID int64, raw string) (string, bo
 func (s *Service) Unban(ctx context.Context, userID int64, raw string) (string, bool, error) {
 	norm := NormalizeBanWord(raw)
 	if norm == "" {
-		return "", false, &InputError{Key: "ban.error_empty"}
+		return "", false, inputError("ban.error_empty")
 	}
 	ok, err := s.deps.Repo.RemoveBanWord(ctx, userID, norm)
 	return norm, ok, err
@@ -507,7 +524,7 @@ func (s *Service) Stats(ctx context.Context, userID int64) (Stats, error) {
 	}
 	st.BreakerOpen = s.deps.LLM.Open()
 	st.LLMRefused, st.LLMReason = s.deps.LLM.Health()
-	st.HHRefused, st.HHReason = s.deps.Source.Refused()
+	st.HHBlocked, st.HHReason = s.deps.Source.Blocked()
 	return st, nil
 }
 
@@ -578,4 +595,4 @@ func (s *Service) Wake() {
 }
 
 // ErrTooManyBans: the user is at MaxBanWords.
-var ErrTooManyBans = &InputError{Key: "ban.error_too_many"}
+var ErrTooManyBans = inputError("ban.error_too_many")

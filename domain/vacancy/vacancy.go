@@ -54,10 +54,10 @@ var (
 	ErrArchived = errors.New("vacancy archived or removed")
 	// ErrUnavailable: a network error, timeout or 5xx; worth retrying later.
 	ErrUnavailable = errors.New("hh unavailable")
-	// ErrHHRefused: HH refuses us as a client (a captcha, forbidden, 429),
+	// ErrHHBlocked: HH blocks us as a client (a captcha, forbidden, 429),
 	// or holds requests back after such a refusal: an outage for the whole
 	// deployment, not the match's failure, so the work waits QUEUED.
-	ErrHHRefused = errors.New("HH refuses our requests")
+	ErrHHBlocked = errors.New("HH refuses our requests")
 )
 
 // Source is HH.ru as the vacancy workflow needs it; package hh implements it.
@@ -65,11 +65,11 @@ type Source interface {
 	// Search returns one page (zero-based) of results for p, newest first.
 	Search(ctx context.Context, p Params, page, perPage int) (Page, error)
 	// Vacancy returns the full vacancy, or an error wrapping ErrArchived,
-	// ErrUnavailable or ErrHHRefused.
+	// ErrUnavailable or ErrHHBlocked.
 	Vacancy(ctx context.Context, id int64) (Vacancy, error)
-	// Refused reports whether HH refuses us (its breaker is open or
+	// Blocked reports whether HH blocks us (its breaker is open or
 	// probing) and why, for /vacancies and /status.
-	Refused() (bool, string)
+	Blocked() (bool, string)
 	// Holding reports whether a request now would be held back: then only
 	// matches whose detail is at hand are judged, and fetches wait.
 	Holding() bool

@@ -97,7 +97,7 @@ func (s *Service) worker(ctx context.Context, n int) {
 			continue
 		}
 		if s.deps.Source.Holding() {
-			// HH refuses us: what waits for a detail is not claimable
+			// HH blocks us: what waits for a detail is not claimable
 			// now; look again when the breaker may let a probe out.
 			s.sleep(ctx, refusedWait)
 			continue
@@ -160,8 +160,8 @@ func (s *Service) ProcessNext(ctx context.Context) (bool, error) {
 	// a shutdown meanwhile makes it SKIPPED like any match in flight.
 	cctx, cancel := detached(ctx)
 	c, ok, err := s.deps.Repo.ClaimMatch(cctx, ClaimOptions{
-		Lease: s.cfg.ClaimLease, Taste: s.cfg.TasteExamples,
-		FreshOnly: s.deps.Source.Holding(), DetailFresh: s.cfg.DetailFresh, DetailLease: s.cfg.ClaimLease,
+		ClaimLease: s.cfg.ClaimLease, Taste: s.cfg.TasteExamples,
+		FreshOnly: s.deps.Source.Holding(), DetailFresh: s.cfg.DetailFresh, FetchLease: s.cfg.ClaimLease,
 	})
 	cancel()
 	if err != nil {
@@ -229,7 +229,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	switch {
 	case ctx.Err() != nil:
 		return s.skip(ctx, m, ReasonShutdown, err, fresh)
-	case errors.Is(err, ErrRefused):
+	case errors.Is(err, ErrLLMRefused):
 		// The provider refuses the model or key (this call found it, or
 		// another's probe did and this call was turned away meanwhile):
 		// the match was never judged, so it waits QUEUED.
@@ -256,7 +256,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	// ANALYZED, which also releases the claim: the outbox delivers it, and
 	// its delivery makes the match SENT_TO_USER. The judgement is paid
 	// for: record it even if we are stopping.
-	card := s.deps.Notifier.Card(Delivery{MatchID: m.ID, UserID: m.UserID, Lang: c.User.Lang, Vacancy: v, Verdict: verdict})
+	card := s.deps.Notifier.Card(CardData{MatchID: m.ID, UserID: m.UserID, Lang: c.User.Lang, Vacancy: v, Verdict: verdict})
 	if len(card) == 0 {
 		return s.skip(ctx, m, ReasonNoCard, nil, fresh)
 	}
@@ -357,7 +357,7 @@ func (s *Service) dropLease(ctx context.Context, c Claim) {
 // the vacancy's other matches (any user's, any replica's) are claimed with
 // the stored detail.
 // A non-empty outcome ends the match's turn: archived (every open match of
-// the vacancy with it), waiting (another worker fetches it, or HH refuses
+// the vacancy with it), waiting (another worker fetches it, or HH blocks
 // us), or skipped.
 func (s *Service) fetchDetail(ctx context.Context, m Match, mine bool) (Vacancy, string) {
 	log := s.log.With("match", m.ID, "vacancy", m.VacancyID)
@@ -392,8 +392,8 @@ func (s *Service) fetchDetail(ctx context.Context, m Match, mine bool) (Vacancy,
 		switch {
 		case ctx.Err() != nil:
 			return Vacancy{}, s.skip(ctx, m, ReasonShutdown, err, nil)
-		case errors.Is(err, ErrHHRefused):
-			// HH refuses us, not this vacancy: the match waits QUEUED,
+		case errors.Is(err, ErrHHBlocked):
+			// HH blocks us, not this vacancy: the match waits QUEUED,
 			// unjudged, and is taken again once HH answers.
 			s.release(ctx, m, refusedWait, "put back a match HH refused")
 			log.Debug("vacancy match waits for HH", "err", err)
