@@ -249,9 +249,13 @@ func hasSearch(list []vacancy.Search, key string) bool {
 	return false
 }
 
-// searchList renders /searches; it must stay one message because a delete
-// button edits it in place.
-func (u *vacancyUI) searchList(r *Request, list []vacancy.Search) (string, *tele.ReplyMarkup, error) {
+// searchList renders the user's searches as /searches shows them; it must
+// stay one message because a delete button edits it in place.
+func (u *vacancyUI) searchList(r *Request) (string, *tele.ReplyMarkup, error) {
+	list, err := u.v.Searches(r.Ctx, r.User.ID)
+	if err != nil {
+		return "", nil, err
+	}
 	if len(list) == 0 {
 		return r.T("searches.empty"), nil, nil
 	}
@@ -281,11 +285,7 @@ func (u *vacancyUI) searchList(r *Request, list []vacancy.Search) (string, *tele
 }
 
 func (u *vacancyUI) searches(r *Request) error {
-	list, err := u.v.Searches(r.Ctx, r.User.ID)
-	if err != nil {
-		return err
-	}
-	text, kb, err := u.searchList(r, list)
+	text, kb, err := u.searchList(r)
 	if err != nil {
 		return err
 	}
@@ -302,11 +302,7 @@ func (u *vacancyUI) deleteSearch(r *Request, cb Callback) error {
 	if !ok {
 		return r.Alert("searches.gone")
 	}
-	list, err := u.v.Searches(r.Ctx, r.User.ID)
-	if err != nil {
-		return err
-	}
-	text, kb, err := u.searchList(r, list)
+	text, kb, err := u.searchList(r)
 	if err != nil {
 		return err
 	}
@@ -315,39 +311,34 @@ func (u *vacancyUI) deleteSearch(r *Request, cb Callback) error {
 }
 
 func (u *vacancyUI) ban(r *Request) error {
-	raw := commandArgs(r.Message())
-	if raw == "" {
-		return r.Reply(r.T("ban.usage"), nil)
-	}
-	word, added, err := u.v.Ban(r.Ctx, r.User.ID, raw)
-	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(r.InputText(ie, ""), nil)
-	}
-	if err != nil {
-		return err
-	}
-	if added {
-		return r.Reply(r.T("ban.added", locales.Data{"Word": word}), nil)
-	}
-	return r.Reply(r.T("ban.exists", locales.Data{"Word": word}), nil)
+	return u.changeBans(r, u.v.Ban, "ban.usage", "ban.added", "ban.exists")
 }
 
 func (u *vacancyUI) unban(r *Request) error {
+	return u.changeBans(r, u.v.Unban, "unban.usage", "unban.removed", "unban.missing")
+}
+
+// changeBans is /ban or /unban: change adds the argument to the user's ban
+// words or takes it out, and the reply names the word, saying changedKey
+// when the list changed and sameKey when it already was so.
+func (u *vacancyUI) changeBans(r *Request, change func(ctx context.Context, userID int64, raw string) (string, bool, error),
+	usageKey, changedKey, sameKey string) error {
 	raw := commandArgs(r.Message())
 	if raw == "" {
-		return r.Reply(r.T("unban.usage"), nil)
+		return r.Reply(r.T(usageKey), nil)
 	}
-	word, removed, err := u.v.Unban(r.Ctx, r.User.ID, raw)
+	word, changed, err := change(r.Ctx, r.User.ID, raw)
 	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
 		return r.Reply(r.InputText(ie, ""), nil)
 	}
 	if err != nil {
 		return err
 	}
-	if removed {
-		return r.Reply(r.T("unban.removed", locales.Data{"Word": word}), nil)
+	key := sameKey
+	if changed {
+		key = changedKey
 	}
-	return r.Reply(r.T("unban.missing", locales.Data{"Word": word}), nil)
+	return r.Reply(r.T(key, locales.Data{"Word": word}), nil)
 }
 
 func (u *vacancyUI) bans(r *Request) error {
