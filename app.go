@@ -287,7 +287,7 @@ func (a *app) buildBot(context.Context) error {
 	if cfg.WebhookURL != "" {
 		webhook = &bot.WebhookConfig{URL: cfg.WebhookURL, Secret: cfg.WebhookSecret, Listen: cfg.WebhookListen, MaxConnections: cfg.WebhookMaxConn}
 	} else {
-		a.lease = a.store.PollingLease()
+		a.lease = a.store.PollingLock()
 	}
 	// (A nil *storage.PollingLock in the interface would not be nil.)
 	var lease bot.PollingLock

@@ -1056,8 +1056,8 @@ type reapSignal struct {
 	reaped chan struct{}
 }
 
-func (r reapSignal) FailInterrupted(ctx context.Context, tell domain.Render[analysis.Review]) ([]analysis.Run, error) {
-	runs, err := r.Repository.FailInterrupted(ctx, tell)
+func (r reapSignal) FailInterruptedAnalysisRuns(ctx context.Context, render domain.Render[analysis.Review]) ([]analysis.Run, error) {
+	runs, err := r.Repository.FailInterruptedAnalysisRuns(ctx, render)
 	select {
 	case r.reaped <- struct{}{}:
 	default:
@@ -1071,8 +1071,8 @@ type countingPublisher struct {
 	n atomic.Int64
 }
 
-func (p *countingPublisher) Publish(ctx context.Context, payload string) error {
-	err := p.Publisher.Publish(ctx, payload)
+func (p *countingPublisher) NotifyAnalysisRuns(ctx context.Context, payload string) error {
+	err := p.Publisher.NotifyAnalysisRuns(ctx, payload)
 	if err == nil {
 		p.n.Add(1)
 	}

@@ -61,7 +61,7 @@ func TestAnalysisSmoke(t *testing.T) {
 	require.Equal(t, 2, strings.Count(out, "not_modified=0 refused=0"))
 	require.Contains(t, out, fmt.Sprintf("pg_notify events=%d", 4+2*rep.Batches))
 	require.Regexp(t, `\d+ batches, [1-9]\d* started by a gap, [1-9]\d* by the cap; largest 50`, out)
-	require.Contains(t, out, "db SaveBatch")
+	require.Contains(t, out, "db SaveProposalBatch")
 	require.Contains(t, out, "render Board")
 	require.Contains(t, out, "approved and embedded")
 }

@@ -303,9 +303,9 @@ func (r clockedDispatchRepo) ExpireOffers(ctx context.Context, tell domain.Rende
 	return offers, err
 }
 
-func (r clockedDispatchRepo) NextExpiry(ctx context.Context) (time.Time, bool, error) {
+func (r clockedDispatchRepo) NextOfferExpiry(ctx context.Context) (time.Time, bool, error) {
 	r.st.nextExpiry.Add(1)
-	return r.Repository.NextExpiry(ctx)
+	return r.Repository.NextOfferExpiry(ctx)
 }
 
 // benchNotifier is the bot's own renderer (bot.DispatchNotes, the

@@ -36,7 +36,7 @@ func TestDispatchSmoke(t *testing.T) {
 	require.Regexp(t, `replica 0: notifications=\d+ sweeps=\d+`, out)
 	require.Regexp(t, `replica 1: notifications=\d+ sweeps=\d+`, out)
 	require.Contains(t, out, "db ExpireOffers")
-	require.Contains(t, out, "db OfferNext (unassignable)")
+	require.Contains(t, out, "db NextOffer (unassignable)")
 	require.Equal(t, 2, strings.Count(out, "returned 1000; second call"))
 	require.Regexp(t, `returned 1000; second call [0-9.]+ms returned 0\n`, out)
 }

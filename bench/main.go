@@ -141,7 +141,7 @@
 //     most 2 s for 100 000.
 //
 // -stages times every repository call the replicas make in the lag run
-// (OfferNext by its outcome) and prints them per expired offer;
+// (NextOffer by its outcome) and prints them per expired offer;
 // -cpuprofile and -memprofile write CPU and allocation profiles. The JSON
 // line is
 //

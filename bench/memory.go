@@ -320,7 +320,7 @@ func startMemoryRig(ctx context.Context, cfg memoryConfig, db *benchDB, out io.W
 		return nil, err
 	}
 
-	// The bot only renders the answers: MarkDelivered writes them to the
+	// The bot only renders the answers: MarkPipelineRunDelivered writes them to the
 	// outbox, and an outbox sender delivers them to the fake Telegram, as
 	// in the application. It runs alongside the orchestrators; verify
 	// waits for it to drain the outbox before reading what Telegram got.
@@ -485,7 +485,7 @@ func submitRuns(ctx context.Context, svc *memory.Service, cfg memoryConfig, user
 
 // waitArchived polls every 10 ms until n runs (with an id above floor) are archived and returns the
 // time since start at the poll that saw it in the database. The database
-// count is only asked for once the orchestrators' own count of ArchiveRun
+// count is only asked for once the orchestrators' own count of ArchivePipelineRun
 // calls has reached n (and every second regardless): the count is a
 // sequential scan of pipeline_runs, some 3 ms once the table holds 2000
 // runs and their dead versions, and asked every 10 ms it took about 5 % of
@@ -584,7 +584,7 @@ type memoryResult struct {
 	// overhead, llmTime, latency (created → archived) and service
 	// (start of processing → archived) per run, each sorted.
 	overhead, llmTime, latency, service durations
-	// inWorker is the time from the capture of the NEW run to ArchiveRun's
+	// inWorker is the time from the capture of the NEW run to ArchivePipelineRun's
 	// return, less LLM time; queued is service − that span: the wait for
 	// a worker (and the NOTIFY or dispatch that leads to one).
 	inWorker, queued durations
@@ -731,8 +731,8 @@ WHERE source_run_ids[1] > $1`, floor).Scan(&sums, &sumRuns); err != nil {
 	return nil
 }
 
-// runClock records, per run, when a worker started it (the CaptureRun call
-// that took it from NEW) and when its ArchiveRun returned, and counts the
+// runClock records, per run, when a worker started it (the CapturePipelineRun call
+// that took it from NEW) and when its ArchivePipelineRun returned, and counts the
 // runs archived and failed.
 type runClock struct {
 	mu         sync.Mutex
@@ -760,9 +760,9 @@ type clockedRepo struct {
 	c *runClock
 }
 
-func (r clockedRepo) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
+func (r clockedRepo) CapturePipelineRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
 	start := time.Now()
-	run, rc, ok, err := r.Repository.CaptureRun(ctx, id, from, to, lease, size)
+	run, rc, ok, err := r.Repository.CapturePipelineRun(ctx, id, from, to, lease, size)
 	if ok && err == nil && from == memory.New {
 		r.c.mu.Lock()
 		r.c.begin[id] = start
@@ -771,8 +771,8 @@ func (r clockedRepo) CaptureRun(ctx context.Context, id int64, from, to memory.S
 	return run, rc, ok, err
 }
 
-func (r clockedRepo) StepRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
-	ok, err := r.Repository.StepRun(ctx, id, st)
+func (r clockedRepo) StepPipelineRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
+	ok, err := r.Repository.StepPipelineRun(ctx, id, st)
 	if ok && err == nil && st.To == memory.Failed {
 		r.c.mu.Lock()
 		r.c.failed++
@@ -781,8 +781,8 @@ func (r clockedRepo) StepRun(ctx context.Context, id int64, st memory.Step) (boo
 	return ok, err
 }
 
-func (r clockedRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
-	next, ok, err := r.Repository.ArchiveRun(ctx, id, sum)
+func (r clockedRepo) ArchivePipelineRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
+	next, ok, err := r.Repository.ArchivePipelineRun(ctx, id, sum)
 	if ok && err == nil {
 		now := time.Now()
 		r.c.mu.Lock()

@@ -22,7 +22,7 @@ func TestMemorySmoke(t *testing.T) {
 	// verifyMemory has checked the database and the fakes; the report says so.
 	require.Contains(t, out, "llm_calls analyzer=40 assembler=40 responder=40 archivist=40")
 	require.Contains(t, out, "telegram answers=40 (distinct messages answered 40, duplicates 0) other_messages=0")
-	require.Contains(t, out, "db CaptureRun")
+	require.Contains(t, out, "db CapturePipelineRun")
 	require.Contains(t, out, "2 orchestrator(s) × 4 workers")
 }
 

@@ -77,14 +77,14 @@ func (r timedRepo) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vaca
 	return r.Repository.ClaimMatch(ctx, o)
 }
 
-func (r timedRepo) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
+func (r timedRepo) NextMatchLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
 	defer r.s.since("db lease expiry", time.Now())
-	return r.Repository.NextLeaseExpiry(ctx)
+	return r.Repository.NextMatchLeaseExpiry(ctx)
 }
 
-func (r timedRepo) Transition(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
+func (r timedRepo) TransitionMatch(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
 	defer r.s.since("db transition", time.Now())
-	return r.Repository.Transition(ctx, id, from, to, ch)
+	return r.Repository.TransitionMatch(ctx, id, from, to, ch)
 }
 
 type timedSource struct {
@@ -120,76 +120,76 @@ func (t timedNotifier) Card(d vacancy.CardData) []domain.Message {
 }
 
 // timedMemoryRepo times the repository calls the memory orchestrators
-// make. Each is one round trip: one statement, or (CaptureRun with a recall,
-// StepRun with a capture) a few sent together.
-// SubmitRun is intake, made by the submitters, not the workers; the bench
+// make. Each is one round trip: one statement, or (CapturePipelineRun with a recall,
+// StepPipelineRun with a capture) a few sent together.
+// SubmitPipelineRun is intake, made by the submitters, not the workers; the bench
 // times it on its own.
 type timedMemoryRepo struct {
 	memory.Repository
 	s *stages
 }
 
-func (r timedMemoryRepo) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
-	name := "db CaptureRun"
+func (r timedMemoryRepo) CapturePipelineRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
+	name := "db CapturePipelineRun"
 	if size != (memory.RecallSize{}) {
 		name += " + recall"
 	}
 	defer r.s.since(name, time.Now())
-	return r.Repository.CaptureRun(ctx, id, from, to, lease, size)
+	return r.Repository.CapturePipelineRun(ctx, id, from, to, lease, size)
 }
 
-func (r timedMemoryRepo) StepRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
-	name := "db StepRun"
+func (r timedMemoryRepo) StepPipelineRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
+	name := "db StepPipelineRun"
 	if st.Then != "" {
 		name += " + capture"
 	}
 	defer r.s.since(name, time.Now())
-	return r.Repository.StepRun(ctx, id, st)
+	return r.Repository.StepPipelineRun(ctx, id, st)
 }
 
-func (r timedMemoryRepo) ClaimFinished(ctx context.Context, id int64, lease time.Duration) (memory.PipelineRun, bool, error) {
-	defer r.s.since("db ClaimFinished", time.Now())
-	return r.Repository.ClaimFinished(ctx, id, lease)
+func (r timedMemoryRepo) ClaimFinishedPipelineRun(ctx context.Context, id int64, lease time.Duration) (memory.PipelineRun, bool, error) {
+	defer r.s.since("db ClaimFinishedPipelineRun", time.Now())
+	return r.Repository.ClaimFinishedPipelineRun(ctx, id, lease)
 }
 
-func (r timedMemoryRepo) MarkDelivered(ctx context.Context, id int64, tell domain.Render[memory.PipelineRun]) (bool, error) {
-	defer r.s.since("db MarkDelivered", time.Now())
-	return r.Repository.MarkDelivered(ctx, id, tell)
+func (r timedMemoryRepo) MarkPipelineRunDelivered(ctx context.Context, id int64, tell domain.Render[memory.PipelineRun]) (bool, error) {
+	defer r.s.since("db MarkPipelineRunDelivered", time.Now())
+	return r.Repository.MarkPipelineRunDelivered(ctx, id, tell)
 }
 
-func (r timedMemoryRepo) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
-	defer r.s.since("db ArchiveRun", time.Now())
-	return r.Repository.ArchiveRun(ctx, id, sum)
+func (r timedMemoryRepo) ArchivePipelineRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
+	defer r.s.since("db ArchivePipelineRun", time.Now())
+	return r.Repository.ArchivePipelineRun(ctx, id, sum)
 }
 
-func (r timedMemoryRepo) ReleaseRun(ctx context.Context, id int64) error {
-	defer r.s.since("db ReleaseRun", time.Now())
-	return r.Repository.ReleaseRun(ctx, id)
+func (r timedMemoryRepo) ReleasePipelineRun(ctx context.Context, id int64) error {
+	defer r.s.since("db ReleasePipelineRun", time.Now())
+	return r.Repository.ReleasePipelineRun(ctx, id)
 }
 
-func (r timedMemoryRepo) OpenRuns(ctx context.Context, limit int) ([]memory.Ref, error) {
-	defer r.s.since("db OpenRuns", time.Now())
-	return r.Repository.OpenRuns(ctx, limit)
+func (r timedMemoryRepo) OpenPipelineRuns(ctx context.Context, limit int) ([]memory.Ref, error) {
+	defer r.s.since("db OpenPipelineRuns", time.Now())
+	return r.Repository.OpenPipelineRuns(ctx, limit)
 }
 
-func (r timedMemoryRepo) NextRun(ctx context.Context, userID int64) (memory.Ref, bool, error) {
-	defer r.s.since("db NextRun", time.Now())
-	return r.Repository.NextRun(ctx, userID)
+func (r timedMemoryRepo) NextPipelineRun(ctx context.Context, userID int64) (memory.Ref, bool, error) {
+	defer r.s.since("db NextPipelineRun", time.Now())
+	return r.Repository.NextPipelineRun(ctx, userID)
 }
 
-func (r timedMemoryRepo) Summaries(ctx context.Context, userID int64, limit int) ([]memory.Summary, error) {
-	defer r.s.since("db Summaries", time.Now())
-	return r.Repository.Summaries(ctx, userID, limit)
+func (r timedMemoryRepo) MemorySummaries(ctx context.Context, userID int64, limit int) ([]memory.Summary, error) {
+	defer r.s.since("db MemorySummaries", time.Now())
+	return r.Repository.MemorySummaries(ctx, userID, limit)
 }
 
-func (r timedMemoryRepo) ActivePrompt(ctx context.Context, role string) (memory.Prompt, error) {
-	defer r.s.since("db ActivePrompt", time.Now())
-	return r.Repository.ActivePrompt(ctx, role)
+func (r timedMemoryRepo) ActiveSystemPrompt(ctx context.Context, role string) (memory.Prompt, error) {
+	defer r.s.since("db ActiveSystemPrompt", time.Now())
+	return r.Repository.ActiveSystemPrompt(ctx, role)
 }
 
-func (r timedMemoryRepo) Backlog(ctx context.Context) (int, error) {
-	defer r.s.since("db Backlog", time.Now())
-	return r.Repository.Backlog(ctx)
+func (r timedMemoryRepo) PipelineBacklog(ctx context.Context) (int, error) {
+	defer r.s.since("db PipelineBacklog", time.Now())
+	return r.Repository.PipelineBacklog(ctx)
 }
 
 type timedMemoryNotifier struct {
@@ -219,7 +219,7 @@ func (t timedMemoryNotifier) Failed(r memory.PipelineRun) []domain.Message {
 
 // timedDispatchRepo times the repository calls the dispatch replicas make
 // (Run's timer loop, the follow-up workers and the distribution passes).
-// OfferNext is named by its outcome.
+// NextOffer is named by its outcome.
 type timedDispatchRepo struct {
 	dispatch.Repository
 	s *stages
@@ -235,9 +235,9 @@ func (r timedDispatchRepo) ExpireOffers(ctx context.Context, tell domain.Render[
 	return r.Repository.ExpireOffers(ctx, tell)
 }
 
-func (r timedDispatchRepo) NextExpiry(ctx context.Context) (time.Time, bool, error) {
-	defer r.s.since("db NextExpiry", time.Now())
-	return r.Repository.NextExpiry(ctx)
+func (r timedDispatchRepo) NextOfferExpiry(ctx context.Context) (time.Time, bool, error) {
+	defer r.s.since("db NextOfferExpiry", time.Now())
+	return r.Repository.NextOfferExpiry(ctx)
 }
 
 func (r timedDispatchRepo) Master(ctx context.Context, id int64) (dispatch.Master, error) {
@@ -255,14 +255,14 @@ func (r timedDispatchRepo) SearchingOrders(ctx context.Context, limit int, all b
 	return r.Repository.SearchingOrders(ctx, limit, all, gate)
 }
 
-func (r timedDispatchRepo) OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (r timedDispatchRepo) NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	start := time.Now()
-	f, o, out, err := r.Repository.OfferNext(ctx, orderID, sla, gate, tell)
+	f, o, out, err := r.Repository.NextOffer(ctx, orderID, sla, gate, tell)
 	name := outcomeNames[out]
 	if err != nil {
 		name = "error"
 	}
-	r.s.since("db OfferNext ("+name+")", start)
+	r.s.since("db NextOffer ("+name+")", start)
 	return f, o, out, err
 }
 
@@ -275,7 +275,7 @@ func (s *stages) reset() {
 }
 
 // timedAnalysisRepo times the repository calls of the analysis executor
-// (and of Start and Serve). Each is one statement except SaveBatch (a
+// (and of Start and Serve). Each is one statement except SaveProposalBatch (a
 // transaction: the run's counters, then the proposals and their sources in
 // one pipelined batch).
 type timedAnalysisRepo struct {
@@ -283,41 +283,41 @@ type timedAnalysisRepo struct {
 	s *stages
 }
 
-func (r timedAnalysisRepo) StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
-	defer r.s.since("db StartRun", time.Now())
-	return r.Repository.StartRun(ctx, id, rag, lease, tell)
+func (r timedAnalysisRepo) StartAnalysisRun(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+	defer r.s.since("db StartAnalysisRun", time.Now())
+	return r.Repository.StartAnalysisRun(ctx, id, rag, lease, render)
 }
 
-func (r timedAnalysisRepo) WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.GroupMessage, error) {
-	defer r.s.since("db WindowMessages", time.Now())
-	return r.Repository.WindowMessages(ctx, runID, from, to, chatID)
+func (r timedAnalysisRepo) WindowGroupMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.GroupMessage, error) {
+	defer r.s.since("db WindowGroupMessages", time.Now())
+	return r.Repository.WindowGroupMessages(ctx, runID, from, to, chatID)
 }
 
-// SetProgress, SaveBatch and CompleteRun include the rendering of their
+// SetAnalysisProgress, SaveProposalBatch and CompleteAnalysisRun include the rendering of their
 // messages and writing them to the outbox, in the same transaction.
-func (r timedAnalysisRepo) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, tell domain.Render[analysis.Review]) (analysis.Run, error) {
-	defer r.s.since("db SetProgress", time.Now())
-	return r.Repository.SetProgress(ctx, id, messages, filtered, batches, tell)
+func (r timedAnalysisRepo) SetAnalysisProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
+	defer r.s.since("db SetAnalysisProgress", time.Now())
+	return r.Repository.SetAnalysisProgress(ctx, id, messages, filtered, batches, render)
 }
 
-func (r timedAnalysisRepo) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, tell domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
-	defer r.s.since("db SaveBatch", time.Now())
-	return r.Repository.SaveBatch(ctx, runID, batch, messages, ps, tell)
+func (r timedAnalysisRepo) SaveProposalBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
+	defer r.s.since("db SaveProposalBatch", time.Now())
+	return r.Repository.SaveProposalBatch(ctx, runID, batch, messages, ps, render)
 }
 
-func (r timedAnalysisRepo) CompleteRun(ctx context.Context, id int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
-	defer r.s.since("db CompleteRun", time.Now())
-	return r.Repository.CompleteRun(ctx, id, tell)
+func (r timedAnalysisRepo) CompleteAnalysisRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+	defer r.s.since("db CompleteAnalysisRun", time.Now())
+	return r.Repository.CompleteAnalysisRun(ctx, id, render)
 }
 
-func (r timedAnalysisRepo) RenewLease(ctx context.Context, id int64, lease time.Duration) (bool, error) {
-	defer r.s.since("db RenewLease", time.Now())
-	return r.Repository.RenewLease(ctx, id, lease)
+func (r timedAnalysisRepo) RenewAnalysisLease(ctx context.Context, id int64, lease time.Duration) (bool, error) {
+	defer r.s.since("db RenewAnalysisLease", time.Now())
+	return r.Repository.RenewAnalysisLease(ctx, id, lease)
 }
 
-func (r timedAnalysisRepo) Similar(ctx context.Context, runID int64, v []float32, k int) ([]analysis.Proposal, error) {
-	defer r.s.since("db Similar", time.Now())
-	return r.Repository.Similar(ctx, runID, v, k)
+func (r timedAnalysisRepo) SimilarProposals(ctx context.Context, runID int64, v []float32, k int) ([]analysis.Proposal, error) {
+	defer r.s.since("db SimilarProposals", time.Now())
+	return r.Repository.SimilarProposals(ctx, runID, v, k)
 }
 
 type timedAnalysisLLM struct {
@@ -361,9 +361,9 @@ type timedPublisher struct {
 	s *stages
 }
 
-func (t timedPublisher) Publish(ctx context.Context, payload string) error {
-	defer t.s.since("db Publish (pg_notify)", time.Now())
-	return t.Publisher.Publish(ctx, payload)
+func (t timedPublisher) NotifyAnalysisRuns(ctx context.Context, payload string) error {
+	defer t.s.since("db NotifyAnalysisRuns (pg_notify)", time.Now())
+	return t.Publisher.NotifyAnalysisRuns(ctx, payload)
 }
 
 // timedOutbox times the outbox sender's statements (-stages of the

@@ -211,7 +211,7 @@ func seedUsers(ctx context.Context, store *storage.Store) (string, []int64, erro
 			FirstName: fmt.Sprintf("Bench %d", i), TelegramLanguage: langs[i%len(langs)]}); err != nil {
 			return "", nil, err
 		}
-		if err := store.SetProfile(ctx, id, benchProfile); err != nil {
+		if err := store.SetUserProfile(ctx, id, benchProfile); err != nil {
 			return "", nil, err
 		}
 		users = append(users, id)

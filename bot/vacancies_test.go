@@ -131,7 +131,7 @@ func TestProfileSetAndShow(t *testing.T) {
 
 	profile := "<b>Go</b> & Rust developer\nremote only"
 	require.Equal(t, "Profile saved. New vacancies will be judged against it.", env.ask(t, ann, "/profile "+profile).Text)
-	got, err := env.st.Profile(context.Background(), 42)
+	got, err := env.st.UserProfile(context.Background(), 42)
 	require.NoError(t, err)
 	require.Equal(t, profile, got, "every line is kept, not only the first")
 
@@ -143,13 +143,13 @@ func TestProfileSetAndShow(t *testing.T) {
 
 	// Written on the line after the command, as Telegram clients allow.
 	require.Equal(t, "Profile saved. New vacancies will be judged against it.", env.ask(t, ann, "/profile\nPython\nDjango").Text)
-	got, err = env.st.Profile(context.Background(), 42)
+	got, err = env.st.UserProfile(context.Background(), 42)
 	require.NoError(t, err)
 	require.Equal(t, "Python\nDjango", got)
 
 	require.Equal(t, "The profile is too long: at most 4000 characters, please.",
 		env.ask(t, ann, "/profile "+strings.Repeat("я", vacancy.MaxProfile+1)).Text)
-	got, err = env.st.Profile(context.Background(), 42)
+	got, err = env.st.UserProfile(context.Background(), 42)
 	require.NoError(t, err)
 	require.Equal(t, "Python\nDjango", got, "a refused profile changes nothing")
 }

@@ -17,7 +17,7 @@ import (
 // and so up to every commit before it. One flush runs at a time and serves
 // everyone who asked while the previous one ran (group commit, done here
 // rather than by PostgreSQL, for transactions that must not wait for the
-// disk themselves: see SubmitRun). So a slow disk holds at most one pool
+// disk themselves: see SubmitPipelineRun). So a slow disk holds at most one pool
 // connection, not one per waiting caller: when every caller held its own
 // connection through the wait, a stall of a few hundred milliseconds let
 // waiting intakes take the whole pool, and the pipeline's workers stopped
@@ -83,3 +83,16 @@ func (f *walFlusher) once() error {
 	}
 	return nil
 }
+
+// asyncCommit is joined into a statement to make its transaction's commit
+// asynchronous: set_config with is_local lasts until the transaction ends,
+// and synchronous_commit is read at commit. Every pipeline write after
+// intake commits so (memory.Step says why that is safe).
+const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`
+
+// setAsyncCommit is asyncCommit as a statement of its own, for a batch or
+// a transaction.
+const setAsyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
+
+// asyncFrom is asyncCommit as an UPDATE's FROM clause.
+const asyncFrom = `FROM ` + asyncCommit

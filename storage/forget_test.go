@@ -12,8 +12,6 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/memory"
-	"switchboard/storage"
-	"switchboard/storage/storagetest"
 )
 
 // Ids no serial column reaches in these tests, so that finding one in any
@@ -31,17 +29,7 @@ const (
 	annOnlyKey      = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 )
 
-type forgetFx struct {
-	t   *testing.T
-	ctx context.Context
-	st  *storage.Store
-}
-
-func (f *forgetFx) exec(sql string, args ...any) {
-	f.t.Helper()
-	_, err := f.st.Pool().Exec(f.ctx, sql, args...)
-	require.NoError(f.t, err, sql)
-}
+type forgetFx struct{ *testBundle }
 
 // created is the creation time of a user's row, which /forget's button
 // carries.
@@ -52,20 +40,13 @@ func (f *forgetFx) created(id int64) time.Time {
 	return u.CreatedAt
 }
 
-func (f *forgetFx) count(sql string, args ...any) int {
-	f.t.Helper()
-	var n int
-	require.NoError(f.t, f.st.Pool().QueryRow(f.ctx, sql, args...).Scan(&n), sql)
-	return n
-}
-
 // setupForget seeds Ann and Bob with something in every workflow: memory,
 // profile, searches (one shared with Bob), ban words, matches, group
 // messages (one of Ann's cited by a proposal that copies it), outbox rows
 // and an unreachable mark; Max is a master with a DONE order.
 func setupForget(t *testing.T) *forgetFx {
 	t.Helper()
-	f := &forgetFx{t: t, ctx: ctxT(t), st: storagetest.New(t)}
+	f := &forgetFx{setup(t)}
 	for _, u := range []domain.User{
 		{ID: forgetAnn, Username: "ann_" + annMarker, FirstName: "Ann", TelegramLanguage: "en"},
 		{ID: forgetBob, Username: "bob", FirstName: "Bob", TelegramLanguage: "en"},
@@ -165,11 +146,11 @@ func TestForgetErasesTheUserAndKeepsOthers(t *testing.T) {
 	f := setupForget(t)
 	require.NotEmpty(t, tablesHolding(t, f.ctx, f.st.Pool(), annMarker))
 
-	held, err := f.st.Held(f.ctx, forgetAnn)
+	held, err := f.st.HeldForUser(f.ctx, forgetAnn)
 	require.NoError(t, err)
 	require.Equal(t, memory.Held{Memory: true, JobSearch: true, GroupMessages: true, Master: true}, held)
 	created := f.created(forgetAnn)
-	got, err := f.st.Forget(f.ctx, forgetAnn, created)
+	got, err := f.st.ForgetUser(f.ctx, forgetAnn, created)
 	require.NoError(t, err)
 	require.Equal(t, 1, got.Runs)
 	require.Equal(t, 1, got.Logs)
@@ -228,13 +209,13 @@ func TestForgetErasesTheUserAndKeepsOthers(t *testing.T) {
 
 	// Again, as a second press of the button would: the row is gone, so
 	// it was done; and once the press made Ann's row anew, still done.
-	_, err = f.st.Forget(f.ctx, forgetAnn, created)
+	_, err = f.st.ForgetUser(f.ctx, forgetAnn, created)
 	require.ErrorIs(t, err, memory.ErrAlreadyForgotten)
 	_, err = f.st.UpsertUser(f.ctx, domain.User{ID: forgetAnn, FirstName: "Ann"})
 	require.NoError(t, err)
-	_, err = f.st.Forget(f.ctx, forgetAnn, created)
+	_, err = f.st.ForgetUser(f.ctx, forgetAnn, created)
 	require.ErrorIs(t, err, memory.ErrAlreadyForgotten)
-	held, err = f.st.Held(f.ctx, forgetAnn)
+	held, err = f.st.HeldForUser(f.ctx, forgetAnn)
 	require.NoError(t, err)
 	require.Zero(t, held)
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM users WHERE id = $1`, forgetAnn), "the second press left only the new row")
@@ -243,11 +224,11 @@ func TestForgetErasesTheUserAndKeepsOthers(t *testing.T) {
 func TestForgetDetachesAMasterOrdersName(t *testing.T) {
 	t.Parallel()
 	f := setupForget(t)
-	held, err := f.st.Held(f.ctx, forgetMax)
+	held, err := f.st.HeldForUser(f.ctx, forgetMax)
 	require.NoError(t, err)
 	require.Equal(t, memory.Held{Master: true, MasterKept: true}, held)
 	created := f.created(forgetMax)
-	got, err := f.st.Forget(f.ctx, forgetMax, created)
+	got, err := f.st.ForgetUser(f.ctx, forgetMax, created)
 	require.NoError(t, err)
 	require.True(t, got.MasterKept)
 	require.Equal(t, 1, got.Orders)
@@ -275,11 +256,11 @@ func TestForgetDetachesAMasterOrdersName(t *testing.T) {
 
 	// The kept row is a new user's now: a second press changes nothing.
 	require.NotEqual(t, created, f.created(forgetMax))
-	_, err = f.st.Forget(f.ctx, forgetMax, created)
+	_, err = f.st.ForgetUser(f.ctx, forgetMax, created)
 	require.ErrorIs(t, err, memory.ErrAlreadyForgotten)
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM orders WHERE master_id = $1`, forgetMax))
 
 	// A user with no row at all: nothing to do.
-	_, err = f.st.Forget(f.ctx, 7_100_404, created)
+	_, err = f.st.ForgetUser(f.ctx, 7_100_404, created)
 	require.ErrorIs(t, err, memory.ErrAlreadyForgotten)
 }

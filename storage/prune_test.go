@@ -96,7 +96,7 @@ VALUES ('closed', 1, $1, $2, '{}', 1, 1) RETURNING id`, pruneNow.Add(-keep-51*da
 	prop := b.id(`INSERT INTO analysis_proposals (run_id, batch, ordinal, title, priority, decision, decided_at)
 VALUES ($1, 1, 1, 'Fix the printer', 'high', 'approved', now()) RETURNING id`, closed)
 	b.exec(`INSERT INTO analysis_proposal_sources (proposal_id, run_id, chat_id, message_id) VALUES ($1, $2, -100, 5)`, prop, closed)
-	require.NoError(t, b.st.SaveEmbedding(b.ctx, prop, []float32{1, 0, 0}))
+	require.NoError(t, b.st.SaveProposalEmbedding(b.ctx, prop, []float32{1, 0, 0}))
 
 	ret := storage.Retention{GroupMessages: keep}
 	res := b.prune(storage.PruneGroupMessages, ret)
@@ -109,7 +109,7 @@ VALUES ($1, 1, 1, 'Fix the printer', 'high', 'approved', now()) RETURNING id`, c
 	require.Equal(t, []string{"4"}, b.strings(`SELECT message_id::text FROM group_messages ORDER BY message_id`))
 
 	// A later run with rag still finds the approved proposal.
-	similar, err := b.st.Similar(b.ctx, open+100, []float32{1, 0, 0}, 5)
+	similar, err := b.st.SimilarProposals(b.ctx, open+100, []float32{1, 0, 0}, 5)
 	require.NoError(t, err)
 	require.Len(t, similar, 1)
 	require.Equal(t, "Fix the printer", similar[0].Title)
@@ -302,13 +302,13 @@ func TestPruneSearchHitsKeepsDedupe(t *testing.T) {
 	require.EqualValues(t, 3, res.Rows)
 	require.Equal(t, []string{a + " 110", a + " 200"}, b.strings(`SELECT search_key || ' ' || vacancy_id FROM search_hits ORDER BY 1`))
 
-	unseen, err := b.st.Unseen(b.ctx, a, []int64{90, 100, 115, 120, 121, 200, 201})
+	unseen, err := b.st.UnseenVacancies(b.ctx, a, []int64{90, 100, 115, 120, 121, 200, 201})
 	require.NoError(t, err)
 	require.Equal(t, map[int64]bool{121: true, 201: true}, unseen)
-	unseen, err = b.st.Unseen(b.ctx, c, []int64{100, 150, 151})
+	unseen, err = b.st.UnseenVacancies(b.ctx, c, []int64{100, 150, 151})
 	require.NoError(t, err)
 	require.Equal(t, map[int64]bool{151: true}, unseen, "a key without markers gets its row")
-	m, err := b.st.Markers(b.ctx, a)
+	m, err := b.st.DiscoveryMarkers(b.ctx, a)
 	require.NoError(t, err)
 	require.EqualValues(t, 200, m.LastSeenMaxID, "markers untouched")
 }

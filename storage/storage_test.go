@@ -28,6 +28,35 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
+// testBundle is what a storage test starts from: a database of its own
+// (storagetest.New), a context that ends with the test, and the raw
+// statements a test checks rows with. Each workflow's fixture embeds it.
+type testBundle struct {
+	t   testing.TB
+	ctx context.Context
+	st  *storage.Store
+}
+
+func setup(t *testing.T) *testBundle {
+	return &testBundle{t: t, ctx: ctxT(t), st: storagetest.New(t)}
+}
+
+// exec runs a statement and returns the rows it touched.
+func (b *testBundle) exec(sql string, args ...any) int64 {
+	b.t.Helper()
+	tag, err := b.st.Pool().Exec(b.ctx, sql, args...)
+	require.NoError(b.t, err, sql)
+	return tag.RowsAffected()
+}
+
+// count runs a query of one integer.
+func (b *testBundle) count(sql string, args ...any) int {
+	b.t.Helper()
+	var n int
+	require.NoError(b.t, b.st.Pool().QueryRow(b.ctx, sql, args...).Scan(&n), sql)
+	return n
+}
+
 func TestMigrateConcurrentlyOnEmptyDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)

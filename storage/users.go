@@ -86,3 +86,25 @@ func (s *Store) SetUserTimeZone(ctx context.Context, id int64, zone string) erro
 	}
 	return nil
 }
+
+// UserProfile returns the user's profile ("" if none).
+func (s *Store) UserProfile(ctx context.Context, userID int64) (string, error) {
+	var p string
+	err := s.pool.QueryRow(ctx, `SELECT profile FROM users WHERE id = $1`, userID).Scan(&p)
+	if err != nil {
+		return "", fmt.Errorf("profile of user %d: %w", userID, interpretError(err))
+	}
+	return p, nil
+}
+
+// SetUserProfile stores the user's profile.
+func (s *Store) SetUserProfile(ctx context.Context, userID int64, profile string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE users SET profile = $2, updated_at = now() WHERE id = $1`, userID, profile)
+	if err != nil {
+		return fmt.Errorf("set profile of user %d: %w", userID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("set profile of user %d: %w", userID, domain.ErrNotFound)
+	}
+	return nil
+}

@@ -26,4 +26,8 @@
 // shows it queued; the outbox delivers them. Reviews (a decision, a page
 // turned, "approve all remaining" asked, confirmed or cancelled) are state
 // changes of the run too, each rewriting the board.
+//
+// Storage: Repository (service.go) is ChatStore (storage/chat_messages.go),
+// RunStore (storage/analysis_runs.go) and ProposalStore
+// (storage/analysis_proposals.go).
 package analysis

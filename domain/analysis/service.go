@@ -57,7 +57,7 @@ type Run struct {
 	State     State
 	CreatedBy int64
 	// The creator's first name and username, for people to read; filled
-	// by Repository.Run and Runs (empty if the user is gone).
+	// by Repository.AnalysisRun and AnalysisRuns (empty if the user is gone).
 	CreatorName, CreatorUsername string
 	Filters                      Filters
 	From, To                     time.Time // the window, fixed at /run_new
@@ -126,85 +126,99 @@ type Proposal struct {
 	CreatedAt time.Time
 }
 
-// Repository is what the workflow needs from storage.
-type Repository interface {
-	SaveMessage(ctx context.Context, m GroupMessage) error
-	// EditMessage updates a stored message's text; false if unknown.
-	EditMessage(ctx context.Context, chatID, messageID int64, text string) (bool, error)
-	// TrackChat records a group the bot is in (title, whether it can read
+// ChatStore is the recorded group messages and chats (api.go, the
+// executor's window); storage/chat_messages.go implements it.
+type ChatStore interface {
+	SaveGroupMessage(ctx context.Context, m GroupMessage) error
+	// EditGroupMessage updates a stored message's text; false if unknown.
+	EditGroupMessage(ctx context.Context, chatID, messageID int64, text string) (bool, error)
+	// TrackGroupChat records a group the bot is in (title, whether it can read
 	// ordinary messages).
-	TrackChat(ctx context.Context, id int64, title string, canRead bool) error
-	Chats(ctx context.Context) ([]Chat, error)
-
-	// The state changes below take a Render: storage calls it inside the
-	// change's transaction with the run as the change left it and writes
-	// the messages it returns to the outbox in that transaction, so they
-	// exist exactly when the change commits. A nil Render writes nothing.
-
-	// CreateRun inserts a pending run unless an unclosed run exists, in one
-	// statement serialised against concurrent creates; the blocking runs'
-	// ids otherwise (and no run, and nothing rendered).
-	CreateRun(ctx context.Context, r Run, tell domain.Render[Review]) (Run, []int64, error)
-	// Run returns one run; domain.ErrNotFound if none.
-	Run(ctx context.Context, id int64) (Run, error)
-	// Runs lists runs newest first, with the total count.
-	Runs(ctx context.Context, offset, limit int) ([]Run, int, error)
-	// StartRun moves pending → running, sets started_at, rag and the
-	// executor's lease; ok false (with the run as it is) otherwise.
-	StartRun(ctx context.Context, id int64, rag bool, lease time.Duration, tell domain.Render[Review]) (Run, bool, error)
-	// RenewLease extends a running run's lease; false if it is no longer
-	// running.
-	RenewLease(ctx context.Context, id int64, lease time.Duration) (bool, error)
-	// FailInterrupted fails every running run whose lease expired with
-	// error_log {"step":"interrupted"}, rendering each; the runs failed.
-	FailInterrupted(ctx context.Context, tell domain.Render[Review]) ([]Run, error)
-	// FailRun moves running → failed with the error log.
-	FailRun(ctx context.Context, id int64, e ErrorLog, tell domain.Render[Review]) (Run, bool, error)
-	// CompleteRun moves running → completed.
-	CompleteRun(ctx context.Context, id int64, tell domain.Render[Review]) (Run, bool, error)
-	// CloseRun moves completed → closed with metrics computed from the
-	// counters, only when proposals_pending = 0; ok false (with the run as
-	// it is) otherwise.
-	CloseRun(ctx context.Context, id int64, tell domain.Render[Review]) (Run, bool, error)
-	// SetProgress records the window's counts and the number of batches
-	// (with tell, the progress message is posted).
-	SetProgress(ctx context.Context, id int64, messages, filtered, batches int, tell domain.Render[Review]) (Run, error)
-
-	// WindowMessages returns the window's messages (of one chat if chatID
+	TrackGroupChat(ctx context.Context, id int64, title string, canRead bool) error
+	GroupChats(ctx context.Context) ([]Chat, error)
+	// WindowGroupMessages returns the window's messages (of one chat if chatID
 	// is not 0) oldest first, leaving out those a proposal of another run
 	// already cites.
-	WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]GroupMessage, error)
-	// SaveBatch stores a batch's proposals (numbered on from the run's
+	WindowGroupMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]GroupMessage, error)
+}
+
+// RunStore is the analysis runs' lifecycle and board (api.go, the
+// executor); storage/analysis_runs.go implements it.
+type RunStore interface {
+	// CreateAnalysisRun inserts a pending run unless an unclosed run exists, in one
+	// statement serialised against concurrent creates; the blocking runs'
+	// ids otherwise (and no run, and nothing rendered).
+	CreateAnalysisRun(ctx context.Context, r Run, render domain.Render[Review]) (Run, []int64, error)
+	// AnalysisRun returns one run; domain.ErrNotFound if none.
+	AnalysisRun(ctx context.Context, id int64) (Run, error)
+	// AnalysisRuns lists runs newest first, with the total count.
+	AnalysisRuns(ctx context.Context, offset, limit int) ([]Run, int, error)
+	// StartAnalysisRun moves pending → running, sets started_at, rag and the
+	// executor's lease; ok false (with the run as it is) otherwise.
+	StartAnalysisRun(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[Review]) (Run, bool, error)
+	// RenewAnalysisLease extends a running run's lease; false if it is no longer
+	// running.
+	RenewAnalysisLease(ctx context.Context, id int64, lease time.Duration) (bool, error)
+	// FailInterruptedAnalysisRuns fails every running run whose lease expired with
+	// error_log {"step":"interrupted"}, rendering each; the runs failed.
+	FailInterruptedAnalysisRuns(ctx context.Context, render domain.Render[Review]) ([]Run, error)
+	// FailAnalysisRun moves running → failed with the error log.
+	FailAnalysisRun(ctx context.Context, id int64, e ErrorLog, render domain.Render[Review]) (Run, bool, error)
+	// CompleteAnalysisRun moves running → completed.
+	CompleteAnalysisRun(ctx context.Context, id int64, render domain.Render[Review]) (Run, bool, error)
+	// CloseAnalysisRun moves completed → closed with metrics computed from the
+	// counters, only when proposals_pending = 0; ok false (with the run as
+	// it is) otherwise.
+	CloseAnalysisRun(ctx context.Context, id int64, render domain.Render[Review]) (Run, bool, error)
+	// SetAnalysisProgress records the window's counts and the number of batches
+	// (with render, the progress message is posted).
+	SetAnalysisProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[Review]) (Run, error)
+	// TurnAnalysisPage moves the run's board to page (clamped to its pages);
+	// domain.ErrNotFound if there is no such run.
+	TurnAnalysisPage(ctx context.Context, runID int64, page int, render domain.Render[Review]) (Run, error)
+}
+
+// ProposalStore is the proposals: a batch's, the admins' decisions and
+// the embeddings RAG reads; storage/analysis_proposals.go implements it.
+type ProposalStore interface {
+	// SaveProposalBatch stores a batch's proposals (numbered on from the run's
 	// last) and adds them to the run's counters (proposals_total,
 	// proposals_pending, batches_done, processed) in one transaction,
 	// which also writes what tell makes of the run's board; the run
 	// after it and the proposals with their ids.
-	SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []Proposal, tell domain.Render[Review]) (Run, []Proposal, error)
-	// Decide sets a pending proposal's decision and moves the run's
+	SaveProposalBatch(ctx context.Context, runID int64, batch, messages int, ps []Proposal, render domain.Render[Review]) (Run, []Proposal, error)
+	// DecideProposal sets a pending proposal's decision and moves the run's
 	// counters in the same statement, writing the board in the same
 	// transaction; ok false (with the proposal as it is) if it was decided
 	// already. domain.ErrNotFound if unknown.
-	Decide(ctx context.Context, id int64, d Decision, by int64, tell domain.Render[Review]) (Proposal, Run, bool, error)
-	// TurnPage moves the run's board to page (clamped to its pages);
-	// domain.ErrNotFound if there is no such run.
-	TurnPage(ctx context.Context, runID int64, page int, tell domain.Render[Review]) (Run, error)
-	// AskApproveAll makes the board ask to confirm approving every pending
+	DecideProposal(ctx context.Context, id int64, d Decision, by int64, render domain.Render[Review]) (Proposal, Run, bool, error)
+	// AskApproveAllProposals makes the board ask to confirm approving every pending
 	// proposal of a completed run; ok false (with the run) if it is not
 	// completed, has none pending, or asks already.
-	AskApproveAll(ctx context.Context, runID int64, tell domain.Render[Review]) (Run, bool, error)
-	// CancelApproveAll withdraws the question; ok false if it was not asked.
-	CancelApproveAll(ctx context.Context, runID int64, tell domain.Render[Review]) (Run, bool, error)
-	// ApproveAll approves every pending proposal of a completed run whose
+	AskApproveAllProposals(ctx context.Context, runID int64, render domain.Render[Review]) (Run, bool, error)
+	// CancelApproveAllProposals withdraws the question; ok false if it was not asked.
+	CancelApproveAllProposals(ctx context.Context, runID int64, render domain.Render[Review]) (Run, bool, error)
+	// ApproveAllProposals approves every pending proposal of a completed run whose
 	// board asks to confirm it, in one transaction with the counters and
 	// the board; the proposals approved, or ok false (with the run) if the
 	// board no longer asks.
-	ApproveAll(ctx context.Context, runID, by int64, tell domain.Render[Review]) ([]Proposal, Run, bool, error)
-
-	// SaveEmbedding stores an approved proposal's embedding.
-	SaveEmbedding(ctx context.Context, proposalID int64, v []float32) error
-	// Similar returns the k approved proposals of runs other than runID
+	ApproveAllProposals(ctx context.Context, runID, by int64, render domain.Render[Review]) ([]Proposal, Run, bool, error)
+	// SaveProposalEmbedding stores an approved proposal's embedding.
+	SaveProposalEmbedding(ctx context.Context, proposalID int64, v []float32) error
+	// SimilarProposals returns the k approved proposals of runs other than runID
 	// most similar (cosine) to v.
-	Similar(ctx context.Context, runID int64, v []float32, k int) ([]Proposal, error)
+	SimilarProposals(ctx context.Context, runID int64, v []float32, k int) ([]Proposal, error)
+}
+
+// Repository is what the workflow needs from storage, the parts above
+// composed. The state changes take a Render: storage calls it inside the
+// change's transaction with the run as the change left it and writes the
+// messages it returns to the outbox in that transaction, so they exist
+// exactly when the change commits. A nil Render writes nothing.
+type Repository interface {
+	ChatStore
+	RunStore
+	ProposalStore
 }
 
 // LLM is the port to the model (llm.AnalysisPort implements it).
@@ -279,7 +293,7 @@ type Notifier interface {
 
 // Publisher sends events to pg_notify('analysis_runs', …) (storage).
 type Publisher interface {
-	Publish(ctx context.Context, payload string) error
+	NotifyAnalysisRuns(ctx context.Context, payload string) error
 }
 
 // Errors the bot turns into answers.

@@ -426,39 +426,39 @@ type faulty struct {
 
 var errInjected = errors.New("injected failure")
 
-func (f faulty) WindowMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.GroupMessage, error) {
+func (f faulty) WindowGroupMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.GroupMessage, error) {
 	if f.fail == "fetch" {
 		return nil, errInjected
 	}
-	return f.Store.WindowMessages(ctx, runID, from, to, chatID)
+	return f.Store.WindowGroupMessages(ctx, runID, from, to, chatID)
 }
 
-func (f faulty) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, tell domain.Render[analysis.Review]) (analysis.Run, error) {
+func (f faulty) SetAnalysisProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
 	if f.fail == "batch" {
 		return analysis.Run{}, errInjected
 	}
-	return f.Store.SetProgress(ctx, id, messages, filtered, batches, tell)
+	return f.Store.SetAnalysisProgress(ctx, id, messages, filtered, batches, render)
 }
 
-func (f faulty) SaveBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, tell domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
+func (f faulty) SaveProposalBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
 	if f.fail == "save" && batch == 2 {
 		return analysis.Run{}, nil, errInjected
 	}
 	if f.fail == "outbox" && batch == 2 {
 		// Writing the batch's board fails (here: a message the outbox
 		// refuses), so the transaction saves nothing of the batch.
-		return f.Store.SaveBatch(ctx, runID, batch, messages, ps, func(rv analysis.Review) []domain.Message {
-			return append(tell(rv), domain.Message{Kind: domain.KindRunEvent, Text: "no chat"})
+		return f.Store.SaveProposalBatch(ctx, runID, batch, messages, ps, func(rv analysis.Review) []domain.Message {
+			return append(render(rv), domain.Message{Kind: domain.KindRunEvent, Text: "no chat"})
 		})
 	}
-	return f.Store.SaveBatch(ctx, runID, batch, messages, ps, tell)
+	return f.Store.SaveProposalBatch(ctx, runID, batch, messages, ps, render)
 }
 
-func (f faulty) CompleteRun(ctx context.Context, id int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (f faulty) CompleteAnalysisRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	if f.fail == "complete" {
 		return analysis.Run{}, false, errInjected
 	}
-	return f.Store.CompleteRun(ctx, id, tell)
+	return f.Store.CompleteAnalysisRun(ctx, id, render)
 }
 
 // Any step failing fails the run with error_log naming the step (and the

@@ -107,7 +107,7 @@ func (s *Service) master(ctx context.Context, userID int64) (Master, error) {
 
 // SetActive is /pause (false) and /resume (true); false if nothing changed.
 func (s *Service) SetActive(ctx context.Context, userID int64, active bool) (bool, error) {
-	changed, err := s.deps.Repo.SetActive(ctx, userID, active)
+	changed, err := s.deps.Repo.SetMasterActive(ctx, userID, active)
 	if errors.Is(err, domain.ErrNotFound) {
 		return false, ErrNotMaster
 	}
@@ -295,7 +295,7 @@ func (s *Service) Accept(ctx context.Context, offerID, masterID int64) (Offer, O
 		return Offer{}, Order{}, err
 	}
 	st := s.newStory()
-	f, o, ok, err := s.deps.Repo.Accept(ctx, offerID, masterID, st.tell(func(c Changed) {
+	f, o, ok, err := s.deps.Repo.AcceptOffer(ctx, offerID, masterID, st.tell(func(c Changed) {
 		m, _ := masterOf(c, masterID)
 		f := c.Offers[0]
 		st.event(Event{Kind: EventOfferAccepted, OrderID: c.Order.ID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
@@ -321,7 +321,7 @@ func (s *Service) Decline(ctx context.Context, offerID, masterID int64) (Offer, 
 		return Offer{}, Order{}, err
 	}
 	st := s.newStory()
-	f, ok, err := s.deps.Repo.Decline(ctx, offerID, masterID, st.tell(func(c Changed) {
+	f, ok, err := s.deps.Repo.DeclineOffer(ctx, offerID, masterID, st.tell(func(c Changed) {
 		m, _ := masterOf(c, masterID)
 		f := c.Offers[0]
 		st.event(Event{Kind: EventOfferDeclined, OrderID: f.OrderID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
@@ -350,7 +350,7 @@ func (s *Service) View(ctx context.Context, offerID, masterID int64) (Offer, Ord
 		return Offer{}, Order{}, err
 	}
 	st := s.newStory()
-	f, ok, err := s.deps.Repo.View(ctx, offerID, masterID, st.tell(func(c Changed) {
+	f, ok, err := s.deps.Repo.ViewOffer(ctx, offerID, masterID, st.tell(func(c Changed) {
 		m, _ := masterOf(c, masterID)
 		f := c.Offers[0]
 		st.event(Event{Kind: EventOfferViewed, OrderID: f.OrderID, OfferID: f.ID, MasterID: masterID, Master: known(m)})

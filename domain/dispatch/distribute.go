@@ -48,7 +48,7 @@ func (s *Service) distribute(ctx context.Context, all bool) error {
 // message and live-log line commit with the offer.
 func (s *Service) distributeOrder(ctx context.Context, orderID int64) {
 	st := s.newStory()
-	f, _, outcome, err := s.deps.Repo.OfferNext(ctx, orderID, s.cfg.OfferSLA, s.gate(), st.tell(func(c Changed) {
+	f, _, outcome, err := s.deps.Repo.NextOffer(ctx, orderID, s.cfg.OfferSLA, s.gate(), st.tell(func(c Changed) {
 		if len(c.Offers) == 0 {
 			st.event(Event{Kind: EventUnassignable, OrderID: c.Order.ID, Round: c.Order.Round})
 			return
@@ -93,11 +93,11 @@ func (s *Service) Undeliverable(ctx context.Context, offerID int64) {
 		return
 	}
 	s.log.Warn("master unreachable, pausing", "master", f.MasterID, "offer", f.ID)
-	if _, err := s.deps.Repo.SetActive(ctx, f.MasterID, false); err != nil {
+	if _, err := s.deps.Repo.SetMasterActive(ctx, f.MasterID, false); err != nil {
 		s.log.Error("pause unreachable master", "master", f.MasterID, "err", err)
 	}
 	st := s.newStory()
-	_, ok, err := s.deps.Repo.Decline(ctx, f.ID, f.MasterID, st.tell(func(c Changed) {
+	_, ok, err := s.deps.Repo.DeclineOffer(ctx, f.ID, f.MasterID, st.tell(func(c Changed) {
 		m, _ := masterOf(c, f.MasterID)
 		st.event(Event{Kind: EventOfferUndelivered, OrderID: f.OrderID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m)})
 	}))
@@ -117,7 +117,7 @@ func (s *Service) Undeliverable(ctx context.Context, offerID int64) {
 // past its deadline are blocked from distribution and told why.
 func (s *Service) Commission(ctx context.Context) (int, error) {
 	st := s.newStory()
-	debts, err := s.deps.Repo.BlockOverdue(ctx, st.tell(func(c Changed) {
+	debts, err := s.deps.Repo.BlockOverdueMasters(ctx, st.tell(func(c Changed) {
 		for _, d := range c.Debts {
 			m, ok := masterOf(c, d.MasterID)
 			if !ok {
@@ -142,7 +142,7 @@ func (s *Service) Autoclose(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	st := s.newStory()
-	ids, err := s.deps.Repo.Autoclose(ctx, s.cfg.AutocloseAfter, st.tell(func(c Changed) {
+	ids, err := s.deps.Repo.AutocloseOrders(ctx, s.cfg.AutocloseAfter, st.tell(func(c Changed) {
 		for _, id := range c.Closed {
 			st.event(Event{Kind: EventOrderClosed, OrderID: id})
 		}

@@ -145,7 +145,7 @@ type Outcome int
 
 // Distribution outcomes.
 const (
-	// Offered: an offer was created (Repository.OfferNext returns it).
+	// Offered: an offer was created (Repository.NextOffer returns it).
 	Offered Outcome = iota
 	// Busy: the order has an open offer, or another replica holds it.
 	Busy
@@ -190,10 +190,9 @@ type Changed struct {
 	Orders map[int64]Order
 }
 
-// Repository is what the workflow needs from storage. Every state change
-// is one conditional statement naming the old state, and writes the
-// messages its Render renders in the same transaction (domain.Render).
-type Repository interface {
+// MasterStore is registration and the masters' own commands (dispatch.go);
+// storage/masters.go implements it.
+type MasterStore interface {
 	// SaveMaster registers or updates a master (city, district, skills);
 	// true if the master is new. The user must exist.
 	SaveMaster(ctx context.Context, userID int64, city, district string, skills []string) (Master, bool, error)
@@ -203,10 +202,14 @@ type Repository interface {
 	// case-insensitive); domain.ErrNotFound if none.
 	MasterByUsername(ctx context.Context, username string) (Master, error)
 	MasterStats(ctx context.Context, userID int64) (MasterStats, error)
-	// SetActive sets active; false if it already was so. domain.ErrNotFound
+	// SetMasterActive sets active; false if it already was so. domain.ErrNotFound
 	// if the user is not a master.
-	SetActive(ctx context.Context, userID int64, active bool) (bool, error)
+	SetMasterActive(ctx context.Context, userID int64, active bool) (bool, error)
+}
 
+// OrderStore is the admins' order commands (dispatch.go); storage/orders.go
+// implements it.
+type OrderStore interface {
 	CreateOrder(ctx context.Context, o NewOrder, tell domain.Render[Changed]) (Order, error)
 	// Order returns one order; domain.ErrNotFound if none.
 	Order(ctx context.Context, id int64) (Order, error)
@@ -223,23 +226,33 @@ type Repository interface {
 	// is) if the order was in neither state. Changed.Assigned is the
 	// assigned master's accepted offer, if any.
 	CancelOrder(ctx context.Context, id int64, tell domain.Render[Changed]) (o Order, withdrawn []Offer, ok bool, err error)
-	// MarkStep records the assigned master's step on the order: one
+}
+
+// StepStore is the assigned master's buttons (steps.go);
+// storage/order_steps.go implements it.
+type StepStore interface {
+	// MarkOrderStep records the assigned master's step on the order: one
 	// conditional statement, only while the order is ASSIGNED to masterID
 	// and the step is not done yet (Arrived also marks EnRoute if it was
 	// skipped). ok false, with the order as it is, otherwise.
-	MarkStep(ctx context.Context, orderID, masterID int64, step Step, tell domain.Render[Changed]) (Order, bool, error)
+	MarkOrderStep(ctx context.Context, orderID, masterID int64, step Step, tell domain.Render[Changed]) (Order, bool, error)
 	// ReturnOrder is the assigned master giving the order back: ASSIGNED
 	// → SEARCHING in one conditional statement (master, steps and
 	// round reset, waiting set), only while it is assigned to masterID;
 	// ok false, with the order as it is, otherwise. Changed.Assigned is
 	// the master's accepted offer.
 	ReturnOrder(ctx context.Context, orderID, masterID int64, tell domain.Render[Changed]) (Order, bool, error)
-	// RecordPhoto counts a photo of the finished work the master sends on
+	// RecordOrderPhoto counts a photo of the finished work the master sends on
 	// to the admins: the master's order done latest within `within` that
 	// has fewer than max photos. The order, and false if there is none
 	// (Order.ID zero: no recent order; else it has max photos already).
-	RecordPhoto(ctx context.Context, masterID int64, within time.Duration, max int, tell domain.Render[Changed]) (Order, bool, error)
+	RecordOrderPhoto(ctx context.Context, masterID int64, within time.Duration, max int, tell domain.Render[Changed]) (Order, bool, error)
+}
 
+// DistributionStore is distribution (distribute.go): SearchingOrders in
+// storage/orders.go, NextOffer in storage/offers.go, which asks policy.go
+// what each step does.
+type DistributionStore interface {
 	// SearchingOrders lists SEARCHING orders with no open offer, oldest
 	// first: all of them, or (all false) only those owed a distribution
 	// step (waiting). Every change that leaves an order without an open
@@ -249,7 +262,7 @@ type Repository interface {
 	// step that settles the order (an offer, the unassignable report)
 	// clears the mark. Orders of a city gate keeps closed are left out.
 	SearchingOrders(ctx context.Context, limit int, all bool, gate Gate) ([]int64, error)
-	// OfferNext is one distribution step for an order, in one transaction
+	// NextOffer is one distribution step for an order, in one transaction
 	// holding the order's row (Busy if another transaction holds it: the
 	// order's waiting mark then says whether a step is still owed; AfterHours,
 	// still waiting, if gate keeps its city closed now): pick
@@ -260,36 +273,56 @@ type Repository interface {
 	// A new offer's messages (the offer, its live-log line) commit with
 	// it, so an offer never exists unseen; tell also renders the
 	// unassignable report (Changed with no offer).
-	OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate Gate, tell domain.Render[Changed]) (Offer, Order, Outcome, error)
+	NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate Gate, tell domain.Render[Changed]) (Offer, Order, Outcome, error)
+}
 
+// OfferStore is the offer buttons and the expiry watchdog (dispatch.go,
+// watchdog.go); storage/offers.go implements it.
+type OfferStore interface {
 	// Offer returns one offer; domain.ErrNotFound if none.
 	Offer(ctx context.Context, id int64) (Offer, error)
-
-	// Accept is the one conditional statement: the offer moves to ACCEPTED
+	// AcceptOffer is the one conditional statement: the offer moves to ACCEPTED
 	// only if it is the master's, open and not past expires_at, and its
 	// order SEARCHING → ASSIGNED in the same transaction; ok false if
 	// anything did not hold (nothing changed).
-	Accept(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, Order, bool, error)
-	// Decline moves the master's open offer to DECLINED; ok false otherwise.
-	Decline(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, bool, error)
-	// View moves the master's SENT offer not yet past expires_at to VIEWED;
+	AcceptOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, Order, bool, error)
+	// DeclineOffer moves the master's open offer to DECLINED; ok false otherwise.
+	DeclineOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, bool, error)
+	// ViewOffer moves the master's SENT offer not yet past expires_at to VIEWED;
 	// ok false otherwise (an offer already VIEWED is returned with ok false
 	// too).
-	View(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, bool, error)
+	ViewOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, bool, error)
 	// ExpireOffers is the watchdog's statement: every SENT or VIEWED offer
 	// with expires_at <= now() becomes EXPIRED, and exactly those return.
 	ExpireOffers(ctx context.Context, tell domain.Render[Changed]) ([]Offer, error)
-	// NextExpiry is the earliest expires_at of an open offer (false: none).
-	NextExpiry(ctx context.Context) (time.Time, bool, error)
+	// NextOfferExpiry is the earliest expires_at of an open offer (false: none).
+	NextOfferExpiry(ctx context.Context) (time.Time, bool, error)
+}
 
-	// BlockOverdue blocks every unblocked master owing commission past its
+// CommissionStore is the commission and autoclose jobs (distribute.go,
+// dispatch.go): storage/masters.go and storage/orders.go.
+type CommissionStore interface {
+	// BlockOverdueMasters blocks every unblocked master owing commission past its
 	// deadline and returns them with what they owe.
-	BlockOverdue(ctx context.Context, tell domain.Render[Changed]) ([]Debt, error)
+	BlockOverdueMasters(ctx context.Context, tell domain.Render[Changed]) ([]Debt, error)
 	// SettleCommission marks all the master's unpaid commission paid and
 	// unblocks them; what was settled, and whether they were blocked.
 	SettleCommission(ctx context.Context, masterID int64, tell domain.Render[Changed]) (Debt, bool, error)
-	// Autoclose moves DONE orders older than after to CLOSED.
-	Autoclose(ctx context.Context, after time.Duration, tell domain.Render[Changed]) ([]int64, error)
+	// AutocloseOrders moves DONE orders older than after to CLOSED.
+	AutocloseOrders(ctx context.Context, after time.Duration, tell domain.Render[Changed]) ([]int64, error)
+}
+
+// Repository is what the workflow needs from storage, the parts above
+// composed. Every state change is one conditional statement naming the old
+// state, and writes the messages its Render renders in the same transaction
+// (domain.Render).
+type Repository interface {
+	MasterStore
+	OrderStore
+	StepStore
+	DistributionStore
+	OfferStore
+	CommissionStore
 }
 
 // EventKind names a live-log event.

@@ -709,12 +709,12 @@ func (r flakyRepo) ExpireOffers(ctx context.Context, tell domain.Render[dispatch
 	return r.Repository.ExpireOffers(ctx, tell)
 }
 
-func (r flakyRepo) NextExpiry(ctx context.Context) (time.Time, bool, error) {
+func (r flakyRepo) NextOfferExpiry(ctx context.Context) (time.Time, bool, error) {
 	if r.down.Load() {
 		r.failures.Add(1)
 		return time.Time{}, false, errors.New("sorry, too many clients already")
 	}
-	return r.Repository.NextExpiry(ctx)
+	return r.Repository.NextOfferExpiry(ctx)
 }
 
 // A sweep that fails when its offer falls due, with the read of the next
@@ -742,18 +742,18 @@ func TestTimerRetriesAFailedSweep(t *testing.T) {
 		"the timer tried again")
 }
 
-// failOnce is the real store whose first OfferNext fails, as a deadlock
+// failOnce is the real store whose first NextOffer fails, as a deadlock
 // or a dropped connection would make it.
 type failOnce struct {
 	dispatch.Repository
 	failed atomic.Bool
 }
 
-func (r *failOnce) OfferNext(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (r *failOnce) NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	if r.failed.CompareAndSwap(false, true) {
 		return dispatch.Offer{}, dispatch.Order{}, dispatch.Busy, errors.New("injected: connection reset by peer")
 	}
-	return r.Repository.OfferNext(ctx, orderID, sla, gate, tell)
+	return r.Repository.NextOffer(ctx, orderID, sla, gate, tell)
 }
 
 // An order whose distribution failed has no open offer and is not marked
@@ -804,7 +804,7 @@ func TestOrderLeftWithoutOfferIsTakenUpAgain(t *testing.T) {
 			// the order on.
 			name: "declined on a replica that died",
 			end: func(t *testing.T, w *world, _ *dispatch.Service, f dispatch.Offer) {
-				_, ok, err := w.store.Decline(w.ctx, f.ID, f.MasterID, nil)
+				_, ok, err := w.store.DeclineOffer(w.ctx, f.ID, f.MasterID, nil)
 				require.NoError(t, err)
 				require.True(t, ok)
 			},

@@ -59,7 +59,7 @@ func (s *Service) Step(ctx context.Context, offerID, masterID int64, step Step) 
 		return Order{}, fmt.Errorf("dispatch: unknown step %q", step)
 	}
 	return s.masterChange(ctx, offerID, masterID, kind, func(orderID int64, tell domain.Render[Changed]) (Order, bool, error) {
-		return s.deps.Repo.MarkStep(ctx, orderID, masterID, step, tell)
+		return s.deps.Repo.MarkOrderStep(ctx, orderID, masterID, step, tell)
 	})
 }
 
@@ -136,7 +136,7 @@ func (s *Service) Photo(ctx context.Context, masterID int64, fileID, caption str
 		return Order{}, err
 	}
 	st := s.newStory()
-	o, ok, err := s.deps.Repo.RecordPhoto(ctx, masterID, PhotoWindow, MaxPhotos, st.tell(func(c Changed) {
+	o, ok, err := s.deps.Repo.RecordOrderPhoto(ctx, masterID, PhotoWindow, MaxPhotos, st.tell(func(c Changed) {
 		m, _ := masterOf(c, masterID)
 		st.photo(m, c.Order, fileID, caption)
 	}))

@@ -200,7 +200,7 @@ const sweepRetry = time.Second
 
 // rearm sets the timer to the database's earliest open deadline.
 func (s *Service) rearm(ctx context.Context) {
-	next, ok, err := s.deps.Repo.NextExpiry(ctx)
+	next, ok, err := s.deps.Repo.NextOfferExpiry(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("next offer expiry", "err", err)

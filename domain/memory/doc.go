@@ -35,4 +35,8 @@
 // MaxReaps times, then FAILED. A user's runs go strictly one after another:
 // the capture of NEW waits until every earlier run of that user is archived
 // or failed.
+//
+// Storage: Repository (service.go) is PipelineStore and OrchestratorStore
+// (storage/pipeline_runs.go), SummaryStore (storage/memories.go),
+// PromptStore (storage/prompts.go) and UserStore (storage/forget.go).
 package memory

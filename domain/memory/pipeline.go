@@ -83,7 +83,7 @@ func (s *Service) process(ctx context.Context, ref Ref) {
 	case New, Analyzed, Ready:
 		r, rc, ok, err = s.capture(ctx, ref)
 	case Completed, Failed:
-		r, ok, err = s.deps.Repo.ClaimFinished(ctx, ref.ID, s.cfg.StageLease)
+		r, ok, err = s.deps.Repo.ClaimFinishedPipelineRun(ctx, ref.ID, s.cfg.StageLease)
 	default:
 		return // a stage at work, here or elsewhere, or stalled (the reaper's)
 	}
@@ -234,7 +234,7 @@ func (s *Service) giveBack(ctx context.Context, r PipelineRun) {
 	deadline := s.deps.Clock.Now().Add(s.cfg.StageLease)
 	for d := time.Second; ; d = min(2*d, 10*time.Second) {
 		rctx, cancel := detached(ctx)
-		_, err := s.deps.Repo.StepRun(rctx, r.ID, Step{From: r.Status, To: capturing[r.Status]})
+		_, err := s.deps.Repo.StepPipelineRun(rctx, r.ID, Step{From: r.Status, To: capturing[r.Status]})
 		cancel()
 		if err == nil {
 			s.m.givenBack.Inc()
@@ -404,7 +404,7 @@ func (s *Service) finish(ctx context.Context, r PipelineRun) {
 	}()
 	if r.DeliveredAt.IsZero() {
 		if err := s.retrySave(ctx, "queue the answer of run", r.ID, func(ctx context.Context) error {
-			_, err := s.deps.Repo.MarkDelivered(ctx, r.ID, domain.Fixed[PipelineRun](s.render(r)...))
+			_, err := s.deps.Repo.MarkPipelineRunDelivered(ctx, r.ID, domain.Fixed[PipelineRun](s.render(r)...))
 			return err
 		}); err != nil {
 			s.log.Error("queue the answer of run", "run", r.ID, "status", r.Status, "err", err)
@@ -420,7 +420,7 @@ func (s *Service) finish(ctx context.Context, r PipelineRun) {
 		var n Ref
 		err := s.retrySave(ctx, "archive run", r.ID, func(ctx context.Context) error {
 			var err error
-			n, _, err = s.deps.Repo.ArchiveRun(ctx, r.ID, sum)
+			n, _, err = s.deps.Repo.ArchivePipelineRun(ctx, r.ID, sum)
 			return err
 		})
 		if err != nil {
@@ -431,7 +431,7 @@ func (s *Service) finish(ctx context.Context, r PipelineRun) {
 	} else {
 		s.release(ctx, r.ID)
 		released = true
-		n, ok, err := s.deps.Repo.NextRun(ctx, r.UserID)
+		n, ok, err := s.deps.Repo.NextPipelineRun(ctx, r.UserID)
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("next run", "user", r.UserID, "err", err) // the sweep finds it
 		}
@@ -453,7 +453,7 @@ func (s *Service) release(ctx context.Context, id int64) {
 	deadline := s.deps.Clock.Now().Add(s.cfg.StageLease)
 	for d := time.Second; ; d = min(2*d, 10*time.Second) {
 		rctx, cancel := detached(ctx)
-		err := s.deps.Repo.ReleaseRun(rctx, id)
+		err := s.deps.Repo.ReleasePipelineRun(rctx, id)
 		cancel()
 		if err == nil {
 			return
@@ -543,7 +543,7 @@ func (s *Service) prompt(ctx context.Context, role string) (string, error) {
 	s.promptMu.Lock()
 	defer s.promptMu.Unlock()
 	if s.prompts == nil || s.deps.Clock.Since(s.promptsAt) > promptTTL {
-		ps, err := s.deps.Repo.ActivePrompts(ctx)
+		ps, err := s.deps.Repo.ActiveSystemPrompts(ctx)
 		if err != nil {
 			return "", fmt.Errorf("%s prompt: %w", role, err)
 		}

@@ -29,16 +29,16 @@ type blinkingRepo struct {
 
 var errShuttingDown = errors.New("FATAL: the database system is shutting down (SQLSTATE 57P01)")
 
-func (r *blinkingRepo) StepRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
+func (r *blinkingRepo) StepPipelineRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
 	if st.To == memory.Analyzed && r.calls.Add(1) <= r.fails {
 		if r.landed {
-			if _, err := r.Store.StepRun(ctx, id, st); err != nil {
+			if _, err := r.Store.StepPipelineRun(ctx, id, st); err != nil {
 				return false, err
 			}
 		}
 		return false, errShuttingDown
 	}
-	return r.Store.StepRun(ctx, id, st)
+	return r.Store.StepPipelineRun(ctx, id, st)
 }
 
 // With a lease of an hour, a run whose save is refused completes only if

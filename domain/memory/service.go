@@ -173,46 +173,77 @@ type Step struct {
 	Tell domain.Render[PipelineRun]
 }
 
-// Repository is the storage the workflow needs; storage.Store implements it.
-type Repository interface {
-	// SubmitRun is intake; it returns once the message is durable.
-	SubmitRun(ctx context.Context, userID, chatID int64, messageID int, query string) (PipelineRun, int, error)
-	// CaptureRun starts a stage: from → to with a lease, reading the user's
+// PipelineStore is a run's way through the pipeline (service.go,
+// pipeline.go); storage/pipeline_runs.go implements it.
+type PipelineStore interface {
+	// SubmitPipelineRun is intake; it returns once the message is durable.
+	SubmitPipelineRun(ctx context.Context, userID, chatID int64, messageID int, query string) (PipelineRun, int, error)
+	// CapturePipelineRun starts a stage: from → to with a lease, reading the user's
 	// memory as asked.
-	CaptureRun(ctx context.Context, id int64, from, to Status, lease time.Duration, recall RecallSize) (PipelineRun, Recall, bool, error)
-	// StepRun applies st; false if the run was not in st.From.
-	StepRun(ctx context.Context, id int64, st Step) (bool, error)
+	CapturePipelineRun(ctx context.Context, id int64, from, to Status, lease time.Duration, recall RecallSize) (PipelineRun, Recall, bool, error)
+	// StepPipelineRun applies st; false if the run was not in st.From.
+	StepPipelineRun(ctx context.Context, id int64, st Step) (bool, error)
 	// PipelineRun reads a run as it is now.
 	PipelineRun(ctx context.Context, id int64) (PipelineRun, error)
-	ClaimFinished(ctx context.Context, id int64, lease time.Duration) (PipelineRun, bool, error)
-	// MarkDelivered queues tell's messages (the answer or the failure
+	ClaimFinishedPipelineRun(ctx context.Context, id int64, lease time.Duration) (PipelineRun, bool, error)
+	// MarkPipelineRunDelivered queues tell's messages (the answer or the failure
 	// notice, domain.Fixed: one statement) and
 	// records delivered_at, in one statement, for a finished run whose
 	// step did not (FAILED by the reaper); false, and nothing queued, if
 	// delivered_at was set already.
-	MarkDelivered(ctx context.Context, id int64, tell domain.Render[PipelineRun]) (bool, error)
-	// ArchiveRun stores the summary (if any) and archived_at of a COMPLETED
+	MarkPipelineRunDelivered(ctx context.Context, id int64, tell domain.Render[PipelineRun]) (bool, error)
+	// ArchivePipelineRun stores the summary (if any) and archived_at of a COMPLETED
 	// run whose answer is queued, releases the run and returns the user's
 	// next NEW run (ID 0 if none); false if it was archived already (or
 	// its answer is not queued yet).
-	ArchiveRun(ctx context.Context, id int64, s *Summary) (next Ref, archived bool, err error)
-	ReleaseRun(ctx context.Context, id int64) error
-	// QueueMessages writes messages to the outbox with no state change
+	ArchivePipelineRun(ctx context.Context, id int64, s *Summary) (next Ref, archived bool, err error)
+	ReleasePipelineRun(ctx context.Context, id int64) error
+	// QueueOutboxMessages writes messages to the outbox with no state change
 	// (the note that a message waits behind others), committed without
 	// waiting for the disk: a note lost in a crash only goes unsaid.
-	QueueMessages(ctx context.Context, msgs []domain.Message) error
-	OpenRuns(ctx context.Context, limit int) ([]Ref, error)
-	NextRun(ctx context.Context, userID int64) (Ref, bool, error)
-	ReapRuns(ctx context.Context, maxReaps int) (returned, failed []Ref, err error)
-	Summaries(ctx context.Context, userID int64, limit int) ([]Summary, error)
-	ActivePrompt(ctx context.Context, role string) (Prompt, error)
-	ActivePrompts(ctx context.Context) (map[string]string, error)
-	SetPrompt(ctx context.Context, role, template string) (Prompt, error)
-	// Forget erases the user if their users row is still the one
+	QueueOutboxMessages(ctx context.Context, msgs []domain.Message) error
+	NextPipelineRun(ctx context.Context, userID int64) (Ref, bool, error)
+}
+
+// OrchestratorStore is the orchestrator's sweep (orchestrator.go);
+// storage/pipeline_runs.go implements it.
+type OrchestratorStore interface {
+	OpenPipelineRuns(ctx context.Context, limit int) ([]Ref, error)
+	ReapPipelineRuns(ctx context.Context, maxReaps int) (returned, failed []Ref, err error)
+	PipelineBacklog(ctx context.Context) (int, error)
+}
+
+// SummaryStore is the long-term memory /memory shows (service.go);
+// storage/memories.go implements it.
+type SummaryStore interface {
+	MemorySummaries(ctx context.Context, userID int64, limit int) ([]Summary, error)
+}
+
+// PromptStore is the system prompts (service.go, pipeline.go);
+// storage/prompts.go implements it.
+type PromptStore interface {
+	ActiveSystemPrompt(ctx context.Context, role string) (Prompt, error)
+	ActiveSystemPrompts(ctx context.Context) (map[string]string, error)
+	SetSystemPrompt(ctx context.Context, role, template string) (Prompt, error)
+}
+
+// UserStore is /forget and what it would erase (service.go);
+// storage/forget.go implements it.
+type UserStore interface {
+	// ForgetUser erases the user if their users row is still the one
 	// created at known (else ErrAlreadyForgotten).
-	Forget(ctx context.Context, userID int64, known time.Time) (Forgotten, error)
-	Held(ctx context.Context, userID int64) (Held, error)
-	Backlog(ctx context.Context) (int, error)
+	ForgetUser(ctx context.Context, userID int64, known time.Time) (Forgotten, error)
+	HeldForUser(ctx context.Context, userID int64) (Held, error)
+}
+
+// Repository is the storage the workflow needs, the parts above composed;
+// storage.Store implements it.
+type Repository interface {
+	PipelineStore
+	OrchestratorStore
+	SummaryStore
+	PromptStore
+	UserStore
 }
 
 // Call is one LLM request as the pipeline makes it.
@@ -247,7 +278,7 @@ var (
 
 // Notifier renders what a run tells its chat; the bot's renderer
 // implements it. It only renders: the messages are queued with the state
-// change that causes them (Step.Tell, Repository.MarkDelivered), and
+// change that causes them (Step.Tell, Repository.MarkPipelineRunDelivered), and
 // the outbox's senders deliver them.
 type Notifier interface {
 	// Answer renders the final answer, the first message a reply to the
@@ -375,7 +406,7 @@ func (s *Service) Submit(ctx context.Context, userID, chatID int64, messageID in
 	if utf8.RuneCountInString(query) > MaxQuery {
 		return PipelineRun{}, 0, ErrQueryTooLong
 	}
-	r, ahead, err := s.deps.Repo.SubmitRun(ctx, userID, chatID, messageID, query)
+	r, ahead, err := s.deps.Repo.SubmitPipelineRun(ctx, userID, chatID, messageID, query)
 	if err != nil {
 		return PipelineRun{}, 0, fmt.Errorf("submit: %w", err)
 	}
@@ -393,12 +424,12 @@ func (s *Service) QueueNote(ctx context.Context, msgs []domain.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	return s.deps.Repo.QueueMessages(ctx, msgs)
+	return s.deps.Repo.QueueOutboxMessages(ctx, msgs)
 }
 
 // Memory returns what is remembered about the user, newest first.
 func (s *Service) Memory(ctx context.Context, userID int64, limit int) ([]Summary, error) {
-	return s.deps.Repo.Summaries(ctx, userID, limit)
+	return s.deps.Repo.MemorySummaries(ctx, userID, limit)
 }
 
 // Forget erases everything of the user's that is theirs alone (see
@@ -406,12 +437,12 @@ func (s *Service) Memory(ctx context.Context, userID int64, limit int) ([]Summar
 // confirmed for, and a row gone or created since means it was done
 // (ErrAlreadyForgotten).
 func (s *Service) Forget(ctx context.Context, userID int64, known time.Time) (Forgotten, error) {
-	return s.deps.Repo.Forget(ctx, userID, known)
+	return s.deps.Repo.ForgetUser(ctx, userID, known)
 }
 
 // Held says what Forget would erase of the user's.
 func (s *Service) Held(ctx context.Context, userID int64) (Held, error) {
-	return s.deps.Repo.Held(ctx, userID)
+	return s.deps.Repo.HeldForUser(ctx, userID)
 }
 
 // ErrUnknownRole: not one of Roles.
@@ -425,7 +456,7 @@ func (s *Service) Prompt(ctx context.Context, role string) (Prompt, error) {
 	if !slices.Contains(Roles, role) {
 		return Prompt{}, ErrUnknownRole
 	}
-	return s.deps.Repo.ActivePrompt(ctx, role)
+	return s.deps.Repo.ActiveSystemPrompt(ctx, role)
 }
 
 // SetPrompt stores a new active version of a role's prompt; the old ones
@@ -441,7 +472,7 @@ func (s *Service) SetPrompt(ctx context.Context, role, template string) (Prompt,
 	if utf8.RuneCountInString(template) > MaxPrompt {
 		return Prompt{}, ErrQueryTooLong
 	}
-	p, err := s.deps.Repo.SetPrompt(ctx, role, template)
+	p, err := s.deps.Repo.SetSystemPrompt(ctx, role, template)
 	if err == nil {
 		s.promptMu.Lock()
 		s.prompts = nil // this replica sees it at once
@@ -467,7 +498,7 @@ func (s *Service) step(ctx context.Context, r PipelineRun, st Step) (PipelineRun
 	var ok, unsure bool
 	err := s.retrySave(ctx, "step run", r.ID, func(ctx context.Context) error {
 		var err error
-		if ok, err = s.deps.Repo.StepRun(ctx, r.ID, st); err != nil {
+		if ok, err = s.deps.Repo.StepPipelineRun(ctx, r.ID, st); err != nil {
 			unsure = true
 		}
 		return err
@@ -491,7 +522,7 @@ func (s *Service) step(ctx context.Context, r PipelineRun, st Step) (PipelineRun
 	return moved, true, nil
 }
 
-// apply is r as a step leaves it (what StepRun wrote).
+// apply is r as a step leaves it (what StepPipelineRun wrote).
 func (r PipelineRun) apply(st Step) PipelineRun {
 	r.Status = st.To
 	if st.Then != "" {
@@ -536,7 +567,7 @@ func (s *Service) capture(ctx context.Context, ref Ref) (PipelineRun, Recall, bo
 	if err := checkTransition(ref.Status, to); err != nil {
 		return PipelineRun{}, Recall{}, false, err
 	}
-	r, rc, ok, err := s.deps.Repo.CaptureRun(ctx, ref.ID, ref.Status, to, s.cfg.StageLease, recallFor[ref.Status])
+	r, rc, ok, err := s.deps.Repo.CapturePipelineRun(ctx, ref.ID, ref.Status, to, s.cfg.StageLease, recallFor[ref.Status])
 	if err != nil {
 		return r, rc, false, fmt.Errorf("capture run %d %s → %s: %w", ref.ID, ref.Status, to, err)
 	}

@@ -46,7 +46,7 @@ func (s *Service) Fetch(ctx context.Context) error {
 		s.log.Warn("vacancy fetch skipped: HH refuses our requests", "reason", why)
 		return nil
 	}
-	groups, err := s.deps.Repo.SearchGroups(ctx)
+	groups, err := s.deps.Repo.SearchKeyGroups(ctx)
 	if err != nil {
 		return fmt.Errorf("fetch: list searches: %w", err)
 	}
@@ -77,7 +77,7 @@ func (s *Service) Fetch(ctx context.Context) error {
 
 // FetchKey runs discovery for one search_key now (a search just saved).
 func (s *Service) FetchKey(ctx context.Context, key string) (Discovery, error) {
-	g, err := s.deps.Repo.SearchGroup(ctx, key)
+	g, err := s.deps.Repo.SearchKeyGroup(ctx, key)
 	if err != nil {
 		return Discovery{}, fmt.Errorf("fetch %s: %w", key[:12], err)
 	}
@@ -96,7 +96,7 @@ func (s *Service) FetchKey(ctx context.Context, key string) (Discovery, error) {
 // following runs. What was collected is saved even when a later page fails.
 func (s *Service) Discover(ctx context.Context, g Group) (Discovery, error) {
 	run := Discovery{Key: g.Key}
-	old, err := s.deps.Repo.Markers(ctx, g.Key)
+	old, err := s.deps.Repo.DiscoveryMarkers(ctx, g.Key)
 	if err != nil {
 		return run, fmt.Errorf("markers: %w", err)
 	}
@@ -186,7 +186,7 @@ func (s *Service) collectPage(ctx context.Context, key string, items []Vacancy, 
 	for i, v := range items {
 		ids[i] = v.ID
 	}
-	unseen, err := s.deps.Repo.Unseen(ctx, key, ids)
+	unseen, err := s.deps.Repo.UnseenVacancies(ctx, key, ids)
 	if err != nil {
 		return false, fmt.Errorf("check seen: %w", err)
 	}

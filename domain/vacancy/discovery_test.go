@@ -25,7 +25,7 @@ func (b *bundle) searchGroup(t *testing.T, userID int64, text string) (vacancy.S
 
 func (b *bundle) group(t *testing.T, key string) vacancy.Group {
 	t.Helper()
-	g, err := b.store.SearchGroup(b.ctx, key)
+	g, err := b.store.SearchKeyGroup(b.ctx, key)
 	require.NoError(t, err)
 	return g
 }
@@ -66,7 +66,7 @@ func TestDiscoveryWorksDownABacklogInLimitSizedRuns(t *testing.T) {
 		require.Equal(t, w.unseen, run.Unseen, "run %d unseen", i+1)
 		require.Equal(t, w.end, run.End, "run %d end", i+1)
 		require.Equal(t, w.unseen, run.Queued, "run %d: one QUEUED match per collected vacancy", i+1)
-		m, err := b.store.Markers(b.ctx, s.Key)
+		m, err := b.store.DiscoveryMarkers(b.ctx, s.Key)
 		require.NoError(t, err)
 		require.Equal(t, int64(first+349), m.LastSeenMaxID, "run %d last_seen_max_id", i+1)
 		require.Equal(t, w.sweepTo, m.LastCompleteSweepBeforeID, "run %d last_complete_sweep_before_id", i+1)
@@ -97,7 +97,7 @@ func TestDiscoveryCollectsArrivalsOnTheNextRun(t *testing.T) {
 	require.Equal(t, 51, run.Unseen, "the new one plus the 50 left")
 	require.Equal(t, "end", run.End)
 	require.Equal(t, vacancy.Queued, b.status(t, 7, id(fresh)))
-	m, err := b.store.Markers(b.ctx, s.Key)
+	m, err := b.store.DiscoveryMarkers(b.ctx, s.Key)
 	require.NoError(t, err)
 	require.Equal(t, id(fresh), m.LastSeenMaxID)
 	require.Equal(t, int64(1), m.LastCompleteSweepBeforeID)
@@ -151,7 +151,7 @@ func TestDiscoveryMissesNothingUnderRandomArrivals(t *testing.T) {
 			slices.Sort(all)
 			require.Equal(t, all, b.hits(t, s.Key), "every vacancy collected")
 			require.Equal(t, len(all), b.counts(t)[vacancy.Queued], "one match each")
-			m, err := b.store.Markers(b.ctx, s.Key)
+			m, err := b.store.DiscoveryMarkers(b.ctx, s.Key)
 			require.NoError(t, err)
 			require.Equal(t, all[len(all)-1], m.LastSeenMaxID)
 			require.Equal(t, all[0], m.LastCompleteSweepBeforeID)

@@ -26,7 +26,7 @@
 // one conditional UPDATE naming the old state, so a change someone else
 // made first is a no-op, never a double transition. ANALYZED →
 // SENT_TO_USER happens when Telegram accepts the card: the workflow's
-// delivery hook for its outbox row (storage/vacancies.go), checked against
+// delivery hook for its outbox row (storage/vacancy_matches.go), checked against
 // the table, makes it in the statement that marks the row sent.
 //
 // Nothing here talks to Telegram. A relevant match becomes ANALYZED in
@@ -50,4 +50,10 @@
 // SKIPPED for it. Discovery (discovery.go) pages a search newest first and
 // counts vacancies this search has not seen, so nothing is missed however
 // many arrive between runs.
+//
+// Storage: Repository (service.go) is one port per part of the workflow:
+// SettingsStore (storage/users.go, searches.go, ban_words.go), DiscoveryStore
+// (storage/searches.go, discovery.go), FirstNewsStore (storage/firstnews.go),
+// WorkerStore (storage/vacancy_matches.go, vacancies.go), DecisionStore and
+// RecoveryStore (storage/vacancy_matches.go).
 package vacancy

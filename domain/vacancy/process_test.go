@@ -286,7 +286,7 @@ func TestAnalyzedAndCardAreOneTransaction(t *testing.T) {
 	card := b.sent.Card(vacancy.CardData{MatchID: c.Match.ID, UserID: seeker, Vacancy: c.Vacancy, Verdict: verdict})
 
 	// Another worker's claim: nothing moves, nothing is queued.
-	_, ok, err = b.store.Transition(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
+	_, ok, err = b.store.TransitionMatch(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
 		vacancy.Change{Verdict: &verdict, Token: "00000000-0000-0000-0000-000000000000", Tell: domain.Fixed[vacancy.Match](card...)})
 	require.NoError(t, err)
 	require.False(t, ok)
@@ -295,13 +295,13 @@ func TestAnalyzedAndCardAreOneTransaction(t *testing.T) {
 	// A card the outbox refuses to store rolls the transition back.
 	bad := append([]domain.Message(nil), card...)
 	bad[0].ChatID = 0
-	_, _, err = b.store.Transition(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
+	_, _, err = b.store.TransitionMatch(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
 		vacancy.Change{Verdict: &verdict, Token: c.Match.ClaimToken, Tell: domain.Fixed[vacancy.Match](bad...)})
 	require.Error(t, err)
 	require.Equal(t, vacancy.Queued, b.status(t, seeker, 500))
 	require.Empty(t, b.cards(t, c.Match.ID))
 
-	m, ok, err := b.store.Transition(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
+	m, ok, err := b.store.TransitionMatch(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
 		vacancy.Change{Verdict: &verdict, Token: c.Match.ClaimToken, Tell: domain.Fixed[vacancy.Match](card...)})
 	require.NoError(t, err)
 	require.True(t, ok)

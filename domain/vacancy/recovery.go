@@ -26,7 +26,7 @@ func (s *Service) Recover(ctx context.Context) (RecoveryResult, error) {
 	since := s.deps.Clock.Now().Add(-s.cfg.RecoveryWindow)
 	after := int64(0)
 	for {
-		batch, err := s.deps.Repo.Skipped(ctx, since, after, recoveryBatch)
+		batch, err := s.deps.Repo.SkippedMatches(ctx, since, after, recoveryBatch)
 		if err != nil {
 			return res, fmt.Errorf("recover: list skipped: %w", err)
 		}

@@ -21,11 +21,11 @@ type blinkingRepo struct {
 	calls atomic.Int32
 }
 
-func (r *blinkingRepo) Transition(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
+func (r *blinkingRepo) TransitionMatch(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
 	if to == vacancy.Analyzed && r.calls.Add(1) <= r.fails {
 		return vacancy.Match{}, false, errors.New("FATAL: the database system is shutting down (SQLSTATE 57P01)")
 	}
-	return r.Store.Transition(ctx, id, from, to, ch)
+	return r.Store.TransitionMatch(ctx, id, from, to, ch)
 }
 
 // A judged match whose save the database refuses is saved on a retry;
@@ -63,7 +63,7 @@ func TestAMatchSaveTheDatabaseRefusesIsRetriedOrGivenBack(t *testing.T) {
 }
 
 // A match claimed and abandoned counts as held past its lease once the
-// lease ran out; one put back (ReleaseClaim) does not, though it keeps its
+// lease ran out; one put back (ReleaseMatchClaim) does not, though it keeps its
 // token too.
 func TestHeldPastLeaseCountsLapsedMatchClaims(t *testing.T) {
 	t.Parallel()
@@ -83,6 +83,6 @@ func TestHeldPastLeaseCountsLapsedMatchClaims(t *testing.T) {
 updated_at = updated_at - interval '2 hours' WHERE id = $1`, c.Match.ID)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), held(), "its worker died an hour and a minute ago")
-	require.NoError(t, b.store.ReleaseClaim(b.ctx, c.Match.ID, c.Match.ClaimToken, time.Now()))
+	require.NoError(t, b.store.ReleaseMatchClaim(b.ctx, c.Match.ID, c.Match.ClaimToken, time.Now()))
 	require.Zero(t, held(), "given back")
 }

@@ -165,10 +165,12 @@ type ClaimOptions struct {
 	FetchLease time.Duration
 }
 
-// Repository is the storage the workflow needs; storage.Store implements it.
-type Repository interface {
-	Profile(ctx context.Context, userID int64) (string, error)
-	SetProfile(ctx context.Context, userID int64, profile string) error
+// SettingsStore is the user's commands (service.go): profile, searches,
+// ban words, stats; storage/users.go, searches.go, ban_words.go and
+// vacancy_matches.go implement it.
+type SettingsStore interface {
+	UserProfile(ctx context.Context, userID int64) (string, error)
+	SetUserProfile(ctx context.Context, userID int64, profile string) error
 	// AddSearch saves a search with its backfill; for a key discovered
 	// before, that is the search's first discovery, and announce's
 	// messages go to the outbox with it.
@@ -178,17 +180,27 @@ type Repository interface {
 	BanWords(ctx context.Context, userID int64) ([]string, error)
 	AddBanWord(ctx context.Context, userID int64, word string, max int) (bool, error)
 	RemoveBanWord(ctx context.Context, userID int64, word string) (bool, error)
-	Stats(ctx context.Context, userID int64) (Stats, error)
+	MatchStats(ctx context.Context, userID int64) (Stats, error)
+}
 
-	SearchGroups(ctx context.Context) ([]Group, error)
-	SearchGroup(ctx context.Context, key string) (Group, error)
-	Markers(ctx context.Context, key string) (Markers, error)
-	Unseen(ctx context.Context, key string, ids []int64) (map[int64]bool, error)
+// DiscoveryStore is discovery (discovery.go): the search keys, what each
+// has collected, and a run's new matches; storage/searches.go and
+// storage/discovery.go implement it.
+type DiscoveryStore interface {
+	SearchKeyGroups(ctx context.Context) ([]Group, error)
+	SearchKeyGroup(ctx context.Context, key string) (Group, error)
+	DiscoveryMarkers(ctx context.Context, key string) (Markers, error)
+	UnseenVacancies(ctx context.Context, key string, ids []int64) (map[int64]bool, error)
 	// SaveDiscovery saves a run and, for the key's searches not told of
 	// their first discovery yet, writes announce's messages to the outbox
 	// in the same transaction (each search is told once).
 	SaveDiscovery(ctx context.Context, key string, found []Vacancy, hits []int64, m Markers,
 		pick func([]Recipient) []NewMatch, announce domain.Render[[]FirstNews]) (int, error)
+}
+
+// FirstNewsStore is a new search's first news (firstnews.go, discovery.go);
+// storage/firstnews.go implements it.
+type FirstNewsStore interface {
 	// FirstFetchFailed tells the key's searches that wait for their first
 	// discovery, once, that it failed and will be retried.
 	FirstFetchFailed(ctx context.Context, key string, announce domain.Render[[]FirstNews]) error
@@ -198,31 +210,56 @@ type Repository interface {
 	// SettleFirstNews writes announce's note for every search waiting on
 	// first matches that all ended without a card.
 	SettleFirstNews(ctx context.Context, announce domain.Render[[]FirstNews]) error
+}
 
+// WorkerStore is the analysis worker (worker.go): its claims, the
+// vacancies' details and archive; storage/vacancy_matches.go and
+// storage/vacancies.go implement it. Recovery deletes matches through it too.
+type WorkerStore interface {
 	// ClaimMatch claims the next match with its vacancy and user, taste
 	// examples (up to taste of each) included: a QUEUED match. An
 	// ANALYZED match is never claimed: its card is in the outbox.
 	ClaimMatch(ctx context.Context, o ClaimOptions) (Claim, bool, error)
-	// SaveDetail stores a detail and ends the vacancy's fetch lease (which
+	// SaveVacancyDetail stores a detail and ends the vacancy's fetch lease (which
 	// ClaimMatch takes: one worker asks HH for a detail at a time);
-	// ReleaseDetail ends it with nothing fetched.
-	SaveDetail(ctx context.Context, v Vacancy) error
-	ReleaseDetail(ctx context.Context, id int64) error
+	// ReleaseVacancyDetail ends it with nothing fetched.
+	SaveVacancyDetail(ctx context.Context, v Vacancy) error
+	ReleaseVacancyDetail(ctx context.Context, id int64) error
 	// ArchiveVacancy moves every open match of the vacancy to IN_ARCHIVE
 	// in one statement: how many left each status. A new search whose
 	// first matches all ended so hears announce's note, in the same
 	// transaction.
 	ArchiveVacancy(ctx context.Context, id int64, announce domain.Render[[]FirstNews]) (map[Status]int, error)
-	NextLeaseExpiry(ctx context.Context) (time.Time, bool, error)
-	ReleaseClaim(ctx context.Context, id int64, token string, until time.Time) error
-	Transition(ctx context.Context, id int64, from, to Status, ch Change) (Match, bool, error)
+	NextMatchLeaseExpiry(ctx context.Context) (time.Time, bool, error)
+	ReleaseMatchClaim(ctx context.Context, id int64, token string, until time.Time) error
 	// DeleteMatch deletes a QUEUED or SKIPPED match (a ban word); with
 	// announce, a new search whose first matches all ended so hears its
 	// note in the same transaction.
 	DeleteMatch(ctx context.Context, id int64, token string, announce domain.Render[[]FirstNews]) (bool, error)
-	MatchWithVacancy(ctx context.Context, id int64) (Match, Vacancy, error)
+}
 
-	Skipped(ctx context.Context, since time.Time, afterID int64, limit int) ([]SkippedMatch, error)
+// DecisionStore is the card's buttons (service.go); storage/vacancy_matches.go
+// implements it.
+type DecisionStore interface {
+	TransitionMatch(ctx context.Context, id int64, from, to Status, ch Change) (Match, bool, error)
+	MatchWithVacancy(ctx context.Context, id int64) (Match, Vacancy, error)
+}
+
+// RecoveryStore is recovery's scan of skipped matches (recovery.go);
+// storage/vacancy_matches.go implements it.
+type RecoveryStore interface {
+	SkippedMatches(ctx context.Context, since time.Time, afterID int64, limit int) ([]SkippedMatch, error)
+}
+
+// Repository is the storage the workflow needs, the parts above composed;
+// storage.Store implements it.
+type Repository interface {
+	SettingsStore
+	DiscoveryStore
+	FirstNewsStore
+	WorkerStore
+	DecisionStore
+	RecoveryStore
 }
 
 // LLM is the model as this workflow needs it.
@@ -399,16 +436,16 @@ func inputError(key string) *domain.InputError {
 
 // Profile returns the user's profile ("" if none).
 func (s *Service) Profile(ctx context.Context, userID int64) (string, error) {
-	return s.deps.Repo.Profile(ctx, userID)
+	return s.deps.Repo.UserProfile(ctx, userID)
 }
 
-// SetProfile stores the profile the LLM judges relevance against.
+// SetUserProfile stores the profile the LLM judges relevance against.
 func (s *Service) SetProfile(ctx context.Context, userID int64, profile string) error {
 	profile = strings.TrimSpace(profile)
 	if utf8.RuneCountInString(profile) > MaxProfile {
 		return inputError("profile.error_too_long")
 	}
-	return s.deps.Repo.SetProfile(ctx, userID, profile)
+	return s.deps.Repo.SetUserProfile(ctx, userID, profile)
 }
 
 // Added is what saving a search did.
@@ -455,7 +492,7 @@ func (s *Service) Begin(ctx context.Context, sr Search, added Added) {
 	if added.Queued > 0 {
 		s.Wake()
 	}
-	if m, err := s.deps.Repo.Markers(ctx, sr.Key); err == nil && m.UpdatedAt.IsZero() {
+	if m, err := s.deps.Repo.DiscoveryMarkers(ctx, sr.Key); err == nil && m.UpdatedAt.IsZero() {
 		select {
 		case s.fresh <- sr.Key:
 		default: // a burst of new searches: the fetch tick catches the rest
@@ -518,7 +555,7 @@ func (s *Service) Bans(ctx context.Context, userID int64) ([]string, error) {
 
 // Stats is what /vacancies shows.
 func (s *Service) Stats(ctx context.Context, userID int64) (Stats, error) {
-	st, err := s.deps.Repo.Stats(ctx, userID)
+	st, err := s.deps.Repo.MatchStats(ctx, userID)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -575,7 +612,7 @@ func (s *Service) transition(ctx context.Context, m Match, to Status, ch Change)
 		s.log.Error("refused vacancy transition", "match", m.ID, "from", m.Status, "to", to)
 		return m, false, err
 	}
-	moved, ok, err := s.deps.Repo.Transition(ctx, m.ID, m.Status, to, ch)
+	moved, ok, err := s.deps.Repo.TransitionMatch(ctx, m.ID, m.Status, to, ch)
 	if err != nil {
 		return m, false, fmt.Errorf("match %d %s → %s: %w", m.ID, m.Status, to, err)
 	}

@@ -42,7 +42,7 @@ var Statuses = []Status{New, Queued, Analyzed, SentToUser, Skipped, NotSuitable,
 // one statement (storage's ArchiveVacancy), not only the one claimed. Entering QUEUED from nothing (fetch)
 // and leaving QUEUED by deletion (ban word) are not status changes and are
 // handled by their own statements. ANALYZED → SENT_TO_USER happens on the
-// card's delivery: the workflow's delivery hook (storage/vacancies.go),
+// card's delivery: the workflow's delivery hook (storage/vacancy_matches.go),
 // checked against this table, makes it in the statement that marks the
 // card's outbox row sent, with the chat, message id and sent_at.
 var transitions = domain.NewTransitions(ErrIllegalTransition, "", map[Status][]Status{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -109,7 +110,7 @@ func (s *Service) worker(ctx context.Context, n int) {
 // idle waits for a wake-up, the next lease expiry or the sweep interval.
 func (s *Service) idle(ctx context.Context) {
 	wait := s.cfg.SweepInterval
-	if at, ok, err := s.deps.Repo.NextLeaseExpiry(ctx); err == nil && ok {
+	if at, ok, err := s.deps.Repo.NextMatchLeaseExpiry(ctx); err == nil && ok {
 		if d := at.Sub(s.deps.Clock.Now()) + 50*time.Millisecond; d < wait {
 			wait = max(d, 50*time.Millisecond)
 		}
@@ -213,16 +214,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	bans := NewBans(c.User.BanWords)
 	word := bans.Match(v.Title, v.Snippet, PlainText(v.Description))
 	if word != "" || v.Experience == MoreThan6 && !c.User.Senior {
-		s.keepDetail(ctx, fresh)
-		if err := s.save(ctx, m, "delete banned match", func(ctx context.Context) error {
-			_, err := s.deps.Repo.DeleteMatch(ctx, m.ID, m.ClaimToken, s.firstNews(c))
-			return err
-		}); err != nil {
-			log.Error("delete banned match", "err", err)
-			return "error"
-		}
-		log.Info("vacancy dropped", "ban_word", word, "experience", v.Experience)
-		return "deleted"
+		return s.dropBanned(ctx, c, log, word, v, fresh)
 	}
 
 	verdict, err := s.judge(ctx, c.User, v)
@@ -241,16 +233,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		return s.skip(ctx, m, ReasonLLMError, err, fresh)
 	}
 	if !verdict.Relevant() {
-		if err := s.save(ctx, m, "mark not suitable", func(ctx context.Context) error {
-			_, _, err := s.transition(ctx, m, NotSuitable, Change{
-				Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Announce: s.firstNews(c),
-			})
-			return err
-		}); err != nil {
-			log.Error("mark not suitable", "err", err)
-			return "error"
-		}
-		return "not_suitable"
+		return s.markNotSuitable(ctx, c, log, verdict, fresh)
 	}
 	// The card goes to the outbox in the transaction that marks the match
 	// ANALYZED, which also releases the claim: the outbox delivers it, and
@@ -277,6 +260,38 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	return "queued"
 }
 
+// dropBanned deletes a claimed match whose vacancy a ban word (word) or
+// the user's seniority rules out; the outcome label.
+func (s *Service) dropBanned(ctx context.Context, c Claim, log *slog.Logger, word string, v Vacancy, fresh *Vacancy) string {
+	m := c.Match
+	s.keepDetail(ctx, fresh)
+	if err := s.save(ctx, m, "delete banned match", func(ctx context.Context) error {
+		_, err := s.deps.Repo.DeleteMatch(ctx, m.ID, m.ClaimToken, s.firstNews(c))
+		return err
+	}); err != nil {
+		log.Error("delete banned match", "err", err)
+		return "error"
+	}
+	log.Info("vacancy dropped", "ban_word", word, "experience", v.Experience)
+	return "deleted"
+}
+
+// markNotSuitable records a verdict of not relevant (and the detail
+// fetched now); the outcome label.
+func (s *Service) markNotSuitable(ctx context.Context, c Claim, log *slog.Logger, verdict Verdict, fresh *Vacancy) string {
+	m := c.Match
+	if err := s.save(ctx, m, "mark not suitable", func(ctx context.Context) error {
+		_, _, err := s.transition(ctx, m, NotSuitable, Change{
+			Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Announce: s.firstNews(c),
+		})
+		return err
+	}); err != nil {
+		log.Error("mark not suitable", "err", err)
+		return "error"
+	}
+	return "not_suitable"
+}
+
 // firstNews is the Announce for a claimed match's end: the note's renderer
 // when a new search's first news waits on the match, else nil (the move
 // then needs no check, and a NOT_SUITABLE stays one statement).
@@ -292,7 +307,7 @@ func (s *Service) firstNews(c Claim) domain.Render[[]FirstNews] {
 func (s *Service) release(ctx context.Context, m Match, after time.Duration, what string) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	if err := s.deps.Repo.ReleaseClaim(ctx, m.ID, m.ClaimToken, s.deps.Clock.Now().Add(after)); err != nil {
+	if err := s.deps.Repo.ReleaseMatchClaim(ctx, m.ID, m.ClaimToken, s.deps.Clock.Now().Add(after)); err != nil {
 		s.log.Error(what, "match", m.ID, "err", err)
 	}
 }
@@ -346,7 +361,7 @@ func (s *Service) dropLease(ctx context.Context, c Claim) {
 	}
 	rctx, cancel := detached(ctx)
 	defer cancel()
-	if err := s.deps.Repo.ReleaseDetail(rctx, c.Match.VacancyID); err != nil {
+	if err := s.deps.Repo.ReleaseVacancyDetail(rctx, c.Match.VacancyID); err != nil {
 		s.log.Error("release vacancy detail", "vacancy", c.Match.VacancyID, "err", err)
 	}
 }
@@ -386,7 +401,7 @@ func (s *Service) fetchDetail(ctx context.Context, m Match, mine bool) (Vacancy,
 			log.Info("vacancy archived on HH", "matches", moved)
 			return Vacancy{}, "archived"
 		}
-		if rerr := s.deps.Repo.ReleaseDetail(rctx, m.VacancyID); rerr != nil {
+		if rerr := s.deps.Repo.ReleaseVacancyDetail(rctx, m.VacancyID); rerr != nil {
 			log.Error("release vacancy detail", "err", rerr)
 		}
 		switch {
@@ -412,7 +427,7 @@ func (s *Service) keepDetail(ctx context.Context, d *Vacancy) {
 	}
 	rctx, cancel := detached(ctx)
 	defer cancel()
-	if err := s.deps.Repo.SaveDetail(rctx, *d); err != nil {
+	if err := s.deps.Repo.SaveVacancyDetail(rctx, *d); err != nil {
 		// The next match of the vacancy fetches it again once the lease ends.
 		s.log.Warn("store vacancy detail", "vacancy", d.ID, "err", err)
 	}
@@ -451,7 +466,7 @@ func (s *Service) save(ctx context.Context, m Match, what string, fn func(contex
 	return err
 }
 
-// giveBack makes a claimed match claimable again at once (ReleaseClaim,
+// giveBack makes a claimed match claimable again at once (ReleaseMatchClaim,
 // conditional on its token) as soon as the database answers: tried with
 // backoff (1 s doubling to 10 s) until the claim would have lapsed anyway,
 // or once when ctx has ended.
@@ -459,7 +474,7 @@ func (s *Service) giveBack(ctx context.Context, m Match) {
 	deadline := s.deps.Clock.Now().Add(s.cfg.ClaimLease)
 	for d := time.Second; ; d = min(2*d, 10*time.Second) {
 		rctx, cancel := detached(ctx)
-		err := s.deps.Repo.ReleaseClaim(rctx, m.ID, m.ClaimToken, s.deps.Clock.Now())
+		err := s.deps.Repo.ReleaseMatchClaim(rctx, m.ID, m.ClaimToken, s.deps.Clock.Now())
 		cancel()
 		if err == nil {
 			s.log.Info("vacancy match given back after a failed save", "match", m.ID)

@@ -65,7 +65,7 @@ func scanRunOK(row pgx.Row, what string) (memory.PipelineRun, bool, error) {
 	return r, true, nil
 }
 
-// SubmitRun is intake: the NEW run and archivist signal 1 (the query in
+// SubmitPipelineRun is intake: the NEW run and archivist signal 1 (the query in
 // raw_logs) in one transaction. ahead counts the user's earlier runs not
 // yet archived or failed. It returns once the message is durable.
 //
@@ -79,7 +79,7 @@ func scanRunOK(row pgx.Row, what string) (memory.PipelineRun, bool, error) {
 // the flush. If only the flush fails, the run is in place but the caller
 // hears of an error, and the user may send the message again: answering
 // twice beats not answering.
-func (s *Store) SubmitRun(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.PipelineRun, int, error) {
+func (s *Store) SubmitPipelineRun(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.PipelineRun, int, error) {
 	row := s.pool.QueryRow(ctx, `
 WITH r AS (
     INSERT INTO pipeline_runs (user_id, chat_id, message_id, user_query)
@@ -114,19 +114,6 @@ func (s *Store) PipelineRun(ctx context.Context, id int64) (memory.PipelineRun, 
 	return r, nil
 }
 
-// asyncCommit is joined into a statement to make its transaction's commit
-// asynchronous: set_config with is_local lasts until the transaction ends,
-// and synchronous_commit is read at commit. Every pipeline write after
-// intake commits so (memory.Step says why that is safe).
-const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`
-
-// setAsyncCommit is asyncCommit as a statement of its own, for a batch or
-// a transaction.
-const setAsyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
-
-// asyncFrom is asyncCommit as an UPDATE's FROM clause.
-const asyncFrom = `FROM ` + asyncCommit
-
 // heldBy is the claimed_until a lease gives: NULL for none.
 func heldBy(lease time.Duration) *int64 {
 	if lease <= 0 {
@@ -136,13 +123,13 @@ func heldBy(lease time.Duration) *int64 {
 	return &ms
 }
 
-// CaptureRun starts a stage: from → to with a lease, in one statement,
+// CapturePipelineRun starts a stage: from → to with a lease, in one statement,
 // committed asynchronously. A NEW run is captured only when every earlier
 // run of its user is closed or failed, which keeps one user's runs in
 // order. The recall is read by the same statement, as JSON arrays: the
 // user's raw logs from before the run (not its own query, nor the messages
 // the user sent after it, queued behind it) and their latest summaries.
-func (s *Store) CaptureRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
+func (s *Store) CapturePipelineRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
 	var rc memory.Recall
 	var logs, sums []byte
 	row := s.pool.QueryRow(ctx, `
@@ -203,7 +190,7 @@ FROM r`, id, from, to, lease.Milliseconds(), size.Logs, size.Summaries)
 	return r, rc, true, nil
 }
 
-// StepRun's statements. stepSet stores a stage's output ($4–$8, each
+// StepPipelineRun's statements. stepSet stores a stage's output ($4–$8, each
 // left as it is when empty) with the new status $3 and lease $9.
 const (
 	stepSet = `status = $3, updated_at = now(),
@@ -273,13 +260,13 @@ func queueArgs(msgs []domain.Message) ([]any, error) {
 	return args, err
 }
 
-// StepRun moves a run out of a stage (memory.Step). The advance and the
+// StepPipelineRun moves a run out of a stage (memory.Step). The advance and the
 // optional capture of the next stage are two UPDATEs sent together, one
 // implicit transaction and one commit; the capture only takes a row this
 // very transaction has just advanced (its xmin), so it never captures a run
 // somebody else moved in between. Nothing is read back: the worker knows
 // what it wrote.
-func (s *Store) StepRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
+func (s *Store) StepPipelineRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
 	var analysis []byte
 	if st.Change.Analysis != nil {
 		var err error
@@ -336,9 +323,9 @@ func (s *Store) StepRun(ctx context.Context, id int64, st memory.Step) (bool, er
 	return n == 1, nil
 }
 
-// ClaimFinished claims a COMPLETED or FAILED run that still has to be
+// ClaimFinishedPipelineRun claims a COMPLETED or FAILED run that still has to be
 // delivered, or archived, so only one orchestrator does it.
-func (s *Store) ClaimFinished(ctx context.Context, id int64, lease time.Duration) (memory.PipelineRun, bool, error) {
+func (s *Store) ClaimFinishedPipelineRun(ctx context.Context, id int64, lease time.Duration) (memory.PipelineRun, bool, error) {
 	return scanRunOK(s.pool.QueryRow(ctx, `
 UPDATE pipeline_runs r SET claimed_until = now() + $2 * interval '1 millisecond'
 WHERE r.id = $1 AND r.status IN ('COMPLETED', 'FAILED')
@@ -360,10 +347,10 @@ WITH d AS (
 ), ` + queueRows(2, "d") + `
 SELECT count(*) FROM d`
 
-// MarkDelivered queues what the user is told of a finished run whose step
+// MarkPipelineRunDelivered queues what the user is told of a finished run whose step
 // did not (memory.Repository), committed asynchronously as memory.Step
 // explains; false if it was queued already.
-func (s *Store) MarkDelivered(ctx context.Context, id int64, tell domain.Render[memory.PipelineRun]) (bool, error) {
+func (s *Store) MarkPipelineRunDelivered(ctx context.Context, id int64, tell domain.Render[memory.PipelineRun]) (bool, error) {
 	rows, err := queueArgs(tell.Of(memory.PipelineRun{ID: id}))
 	if err != nil {
 		return false, fmt.Errorf("mark run %d delivered: %w", id, err)
@@ -375,13 +362,13 @@ func (s *Store) MarkDelivered(ctx context.Context, id int64, tell domain.Render[
 	return n == 1, nil
 }
 
-// ArchiveRun is archivist signal 2: the summary (if any) into lsm_storage
+// ArchivePipelineRun is archivist signal 2: the summary (if any) into lsm_storage
 // and archived_at in one statement, which also releases the finishing
 // claim (archiving is the run's last write) and finds the user's next NEW
 // run, so that the worker can start it without another round trip. Only a
 // run whose answer is queued (delivered_at) is archived: the next run's
 // answer is then queued after it.
-func (s *Store) ArchiveRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
+func (s *Store) ArchivePipelineRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
 	var bucketStart, bucketEnd *time.Time
 	var text *string
 	tags, sources := []string{}, []int64{}
@@ -426,11 +413,11 @@ FROM a`, id, bucketStart, bucketEnd, tags, text, sources).Scan(&next.UserID, &ne
 // asynchronously.
 var queueMessages = `WITH ` + queueRows(1, asyncCommit) + ` SELECT 1`
 
-// QueueMessages writes messages to the outbox that no state change causes
+// QueueOutboxMessages writes messages to the outbox that no state change causes
 // (memory.Repository). Unlike EnqueueMessages, its commit does not wait for
 // the disk: it serves intake, where only the user's message itself is
-// worth a flush (SubmitRun).
-func (s *Store) QueueMessages(ctx context.Context, msgs []domain.Message) error {
+// worth a flush (SubmitPipelineRun).
+func (s *Store) QueueOutboxMessages(ctx context.Context, msgs []domain.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -444,8 +431,8 @@ func (s *Store) QueueMessages(ctx context.Context, msgs []domain.Message) error 
 	return nil
 }
 
-// ReleaseRun drops a finished run's claim.
-func (s *Store) ReleaseRun(ctx context.Context, id int64) error {
+// ReleasePipelineRun drops a finished run's claim.
+func (s *Store) ReleasePipelineRun(ctx context.Context, id int64) error {
 	if _, err := s.pool.Exec(ctx, `UPDATE pipeline_runs SET claimed_until = NULL
 WHERE id = $1 AND status IN ('COMPLETED', 'FAILED')`, id); err != nil {
 		return fmt.Errorf("release run %d: %w", id, err)
@@ -464,9 +451,9 @@ func scanRefs(rows pgx.Rows, err error) ([]memory.Ref, error) {
 	})
 }
 
-// OpenRuns lists runs with work left: not final, or final but not yet
+// OpenPipelineRuns lists runs with work left: not final, or final but not yet
 // delivered or archived; oldest first.
-func (s *Store) OpenRuns(ctx context.Context, limit int) ([]memory.Ref, error) {
+func (s *Store) OpenPipelineRuns(ctx context.Context, limit int) ([]memory.Ref, error) {
 	refs, err := scanRefs(s.pool.Query(ctx, `SELECT id, user_id, status FROM pipeline_runs
 WHERE closed_at IS NULL
 ORDER BY id LIMIT $1`, limit))
@@ -476,8 +463,8 @@ ORDER BY id LIMIT $1`, limit))
 	return refs, nil
 }
 
-// NextRun is the user's oldest NEW run.
-func (s *Store) NextRun(ctx context.Context, userID int64) (memory.Ref, bool, error) {
+// NextPipelineRun is the user's oldest NEW run.
+func (s *Store) NextPipelineRun(ctx context.Context, userID int64) (memory.Ref, bool, error) {
 	refs, err := scanRefs(s.pool.Query(ctx, `SELECT id, user_id, status FROM pipeline_runs
 WHERE user_id = $1 AND closed_at IS NULL AND status = 'NEW' ORDER BY id LIMIT 1`, userID))
 	if err != nil {
@@ -489,10 +476,10 @@ WHERE user_id = $1 AND closed_at IS NULL AND status = 'NEW' ORDER BY id LIMIT 1`
 	return refs[0], true, nil
 }
 
-// ReapRuns returns runs held in a capturing status past their lease to the
+// ReapPipelineRuns returns runs held in a capturing status past their lease to the
 // status before it, counting it in attempts; a run already returned
 // maxReaps times is FAILED instead.
-func (s *Store) ReapRuns(ctx context.Context, maxReaps int) ([]memory.Ref, []memory.Ref, error) {
+func (s *Store) ReapPipelineRuns(ctx context.Context, maxReaps int) ([]memory.Ref, []memory.Ref, error) {
 	rows, err := s.pool.Query(ctx, `
 WITH stalled AS (
     SELECT id FROM pipeline_runs
@@ -525,82 +512,8 @@ RETURNING r.id, r.user_id, r.status`, maxReaps)
 	return returned, failed, nil
 }
 
-const summaryColumns = `id, time_bucket_start, time_bucket_end, tags, summary, source_run_ids, created_at`
-
-func collectSummaries(rows pgx.Rows, err error) ([]memory.Summary, error) {
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Summary, error) {
-		var m memory.Summary
-		err := row.Scan(&m.ID, &m.BucketStart, &m.BucketEnd, &m.Tags, &m.Summary, &m.SourceRunIDs, &m.CreatedAt)
-		return m, err
-	})
-}
-
-// Summaries lists a user's long-term memory, newest first.
-func (s *Store) Summaries(ctx context.Context, userID int64, limit int) ([]memory.Summary, error) {
-	out, err := collectSummaries(s.pool.Query(ctx, `SELECT `+summaryColumns+`
-FROM lsm_storage WHERE user_id = $1 ORDER BY id DESC LIMIT $2`, userID, limit))
-	if err != nil {
-		return nil, fmt.Errorf("summaries of user %d: %w", userID, err)
-	}
-	return out, nil
-}
-
-// ActivePrompt returns a role's active prompt or domain.ErrNotFound.
-func (s *Store) ActivePrompt(ctx context.Context, role string) (memory.Prompt, error) {
-	p := memory.Prompt{Role: role}
-	err := s.pool.QueryRow(ctx, `SELECT prompt_template, version, is_active, updated_at FROM system_prompts
-WHERE role_name = $1 AND is_active`, role).Scan(&p.Template, &p.Version, &p.Active, &p.UpdatedAt)
-	if err != nil {
-		return p, fmt.Errorf("prompt %s: %w", role, interpretError(err))
-	}
-	return p, nil
-}
-
-// ActivePrompts returns every role's active prompt template.
-func (s *Store) ActivePrompts(ctx context.Context) (map[string]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT role_name, prompt_template FROM system_prompts WHERE is_active`)
-	if err != nil {
-		return nil, fmt.Errorf("active prompts: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var role, tmpl string
-		if err := rows.Scan(&role, &tmpl); err != nil {
-			return nil, fmt.Errorf("active prompts: %w", err)
-		}
-		out[role] = tmpl
-	}
-	return out, rows.Err()
-}
-
-// SetPrompt stores a new active version of a role's prompt, keeping the
-// old ones inactive.
-func (s *Store) SetPrompt(ctx context.Context, role, template string) (memory.Prompt, error) {
-	p := memory.Prompt{Role: role, Template: template, Active: true}
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
-		// Serializes concurrent /prompt of one role on the version number.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('prompt:' || $1, 0))`, role); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE system_prompts SET is_active = false WHERE role_name = $1 AND is_active`, role); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx, `INSERT INTO system_prompts (role_name, prompt_template, version)
-SELECT $1, $2, COALESCE(max(version), 0) + 1 FROM system_prompts WHERE role_name = $1
-RETURNING version, updated_at`, role, template).Scan(&p.Version, &p.UpdatedAt)
-	})
-	if err != nil {
-		return p, fmt.Errorf("set prompt %s: %w", role, err)
-	}
-	return p, nil
-}
-
-// Backlog counts runs waiting in NEW.
-func (s *Store) Backlog(ctx context.Context) (int, error) {
+// PipelineBacklog counts runs waiting in NEW.
+func (s *Store) PipelineBacklog(ctx context.Context) (int, error) {
 	var n int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pipeline_runs WHERE closed_at IS NULL AND status = 'NEW'`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("memory backlog: %w", err)

@@ -53,9 +53,9 @@ type PollingLock struct {
 	held atomic.Bool
 }
 
-// PollingLease returns the polling lock for this store's database; no connection
+// PollingLock returns the polling lock for this store's database; no connection
 // is made until Acquire.
-func (s *Store) PollingLease() *PollingLock {
+func (s *Store) PollingLock() *PollingLock {
 	return NewPollingLock(s.pool.Config().ConnConfig.Copy(), s.log)
 }
 

@@ -40,13 +40,6 @@ func TestOrderDetailsRoundTrip(t *testing.T) {
 		AND visit_from IS NULL AND visit_to IS NULL`, o.ID))
 }
 
-func (f *dfx) count(sql string, args ...any) int {
-	f.t.Helper()
-	var n int
-	require.NoError(f.t, f.st.Pool().QueryRow(f.ctx, sql, args...).Scan(&n))
-	return n
-}
-
 // Each step is one conditional statement: only the assigned master, only
 // while ASSIGNED, only once. Changed carries the accepted offer whose
 // message the step edits, and the messages commit with the step.
@@ -63,16 +56,16 @@ func TestMarkStep(t *testing.T) {
 		seen = c
 		return []domain.Message{{ChatID: 10, Kind: domain.KindAssigned, Ref: c.Assigned.ID, Key: "offer:1", Edit: true, Text: "step"}}
 	}
-	_, ok, err := f.st.MarkStep(f.ctx, o.ID, 11, dispatch.StepEnRoute, tell)
+	_, ok, err := f.st.MarkOrderStep(f.ctx, o.ID, 11, dispatch.StepEnRoute, tell)
 	require.NoError(t, err)
 	require.False(t, ok, "another master")
-	_, ok, err = f.st.MarkStep(f.ctx, 999999, 10, dispatch.StepEnRoute, tell)
+	_, ok, err = f.st.MarkOrderStep(f.ctx, 999999, 10, dispatch.StepEnRoute, tell)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 	require.False(t, ok)
 	require.Zero(t, f.count(`SELECT count(*) FROM orders WHERE en_route_at IS NOT NULL`))
 	require.Zero(t, f.count(`SELECT count(*) FROM outbox`), "a refused step writes nothing")
 
-	got, ok, err := f.st.MarkStep(f.ctx, o.ID, 10, dispatch.StepEnRoute, tell)
+	got, ok, err := f.st.MarkOrderStep(f.ctx, o.ID, 10, dispatch.StepEnRoute, tell)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.False(t, got.EnRouteAt.IsZero())
@@ -80,27 +73,27 @@ func TestMarkStep(t *testing.T) {
 	require.Equal(t, int64(10), seen.Masters[10].UserID, "the master is read for the texts")
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM outbox WHERE kind = 'assigned'`))
 
-	again, ok, err := f.st.MarkStep(f.ctx, o.ID, 10, dispatch.StepEnRoute, tell)
+	again, ok, err := f.st.MarkOrderStep(f.ctx, o.ID, 10, dispatch.StepEnRoute, tell)
 	require.NoError(t, err)
 	require.False(t, ok, "a second press changes nothing")
 	require.Equal(t, got.EnRouteAt, again.EnRouteAt)
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM outbox`))
 
-	got, ok, err = f.st.MarkStep(f.ctx, o.ID, 10, dispatch.StepArrived, tell)
+	got, ok, err = f.st.MarkOrderStep(f.ctx, o.ID, 10, dispatch.StepArrived, tell)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.False(t, got.ArrivedAt.IsZero())
 	require.Equal(t, again.EnRouteAt, got.EnRouteAt, "arriving keeps the time they set off")
-	_, ok, err = f.st.MarkStep(f.ctx, o.ID, 10, dispatch.StepArrived, tell)
+	_, ok, err = f.st.MarkOrderStep(f.ctx, o.ID, 10, dispatch.StepArrived, tell)
 	require.NoError(t, err)
 	require.False(t, ok)
-	_, ok, err = f.st.MarkStep(f.ctx, o.ID, 10, dispatch.StepEnRoute, tell)
+	_, ok, err = f.st.MarkOrderStep(f.ctx, o.ID, 10, dispatch.StepEnRoute, tell)
 	require.NoError(t, err)
 	require.False(t, ok, "on the way after arriving: nothing")
 
 	// Arriving without having pressed On my way marks both.
 	skip := f.assigned(12, 500)
-	got, ok, err = f.st.MarkStep(f.ctx, skip.ID, 12, dispatch.StepArrived, nil)
+	got, ok, err = f.st.MarkOrderStep(f.ctx, skip.ID, 12, dispatch.StepArrived, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, got.ArrivedAt, got.EnRouteAt)
@@ -110,10 +103,10 @@ func TestMarkStep(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Done, done.State)
-	_, ok, err = f.st.MarkStep(f.ctx, skip.ID, 12, dispatch.StepEnRoute, nil)
+	_, ok, err = f.st.MarkOrderStep(f.ctx, skip.ID, 12, dispatch.StepEnRoute, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
-	_, _, err = f.st.MarkStep(f.ctx, o.ID, 10, dispatch.Step("lunch"), nil)
+	_, _, err = f.st.MarkOrderStep(f.ctx, o.ID, 10, dispatch.Step("lunch"), nil)
 	require.Error(t, err)
 }
 
@@ -153,10 +146,10 @@ func TestReturnOrder(t *testing.T) {
 	f.master(11, "Lviv", "Center", "glazier")
 	o := f.order("Lviv", "Center", "glazier")
 	first := f.offered(o.ID, 10, 1)
-	_, _, ok, err := f.st.Accept(f.ctx, first.ID, 10, nil)
+	_, _, ok, err := f.st.AcceptOffer(f.ctx, first.ID, 10, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, ok, err = f.st.MarkStep(f.ctx, o.ID, 10, dispatch.StepArrived, nil)
+	_, ok, err = f.st.MarkOrderStep(f.ctx, o.ID, 10, dispatch.StepArrived, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	f.exec(`UPDATE orders SET round = 2, unassignable_at = now() WHERE id = $1`, o.ID) // as if it had been through round 2
@@ -212,7 +205,7 @@ func TestRecordPhoto(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	o := f.assigned(10, 1000)
-	_, ok, err := f.st.RecordPhoto(f.ctx, 10, time.Hour, 2, nil)
+	_, ok, err := f.st.RecordOrderPhoto(f.ctx, 10, time.Hour, 2, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "not done yet")
 	_, ok, err = f.st.CompleteOrder(f.ctx, o.ID, 10, 10, time.Hour, nil)
@@ -230,13 +223,13 @@ func TestRecordPhoto(t *testing.T) {
 		return []domain.Message{{ChatID: -1, Kind: domain.KindPhoto, Ref: c.Order.ID, Text: "photo", Photo: "file"}}
 	}
 	for want := 1; want <= 2; want++ {
-		got, ok, err := f.st.RecordPhoto(f.ctx, 10, time.Hour, 2, tell)
+		got, ok, err := f.st.RecordOrderPhoto(f.ctx, 10, time.Hour, 2, tell)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, o.ID, got.ID, "the order done latest")
 		require.Equal(t, want, got.Photos)
 	}
-	got, ok, err := f.st.RecordPhoto(f.ctx, 10, time.Hour, 2, tell)
+	got, ok, err := f.st.RecordOrderPhoto(f.ctx, 10, time.Hour, 2, tell)
 	require.NoError(t, err)
 	require.False(t, ok, "the limit")
 	require.Equal(t, o.ID, got.ID)
@@ -244,7 +237,7 @@ func TestRecordPhoto(t *testing.T) {
 	require.Equal(t, 2, f.count(`SELECT count(*) FROM outbox WHERE kind = 'photo' AND body->>'photo' = 'file'`))
 
 	f.master(11, "x", "y", "z")
-	got, ok, err = f.st.RecordPhoto(f.ctx, 11, time.Hour, 2, tell)
+	got, ok, err = f.st.RecordOrderPhoto(f.ctx, 11, time.Hour, 2, tell)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Zero(t, got.ID, "no order of theirs")
@@ -252,11 +245,11 @@ func TestRecordPhoto(t *testing.T) {
 	// The window, both sides: 59 minutes ago in, 61 out.
 	f.exec(`UPDATE orders SET done_at = now() - interval '59 minutes', photos = 0 WHERE id = $1`, o.ID)
 	f.exec(`UPDATE orders SET done_at = now() - interval '2 hours' WHERE id = $1`, older.ID)
-	_, ok, err = f.st.RecordPhoto(f.ctx, 10, time.Hour, 2, nil)
+	_, ok, err = f.st.RecordOrderPhoto(f.ctx, 10, time.Hour, 2, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	f.exec(`UPDATE orders SET done_at = now() - interval '61 minutes' WHERE id = $1`, o.ID)
-	got, ok, err = f.st.RecordPhoto(f.ctx, 10, time.Hour, 2, nil)
+	got, ok, err = f.st.RecordOrderPhoto(f.ctx, 10, time.Hour, 2, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Zero(t, got.ID)
@@ -301,10 +294,10 @@ func TestForgetMasterWithAnAssignedOrder(t *testing.T) {
 		Description: "Window", Contact: dispatch.Contact{Address: "Rynok 1", Name: "Oksana", Phone: "+380 32 000 00 00"}}, nil)
 	require.NoError(t, err)
 	of := f.offered(o.ID, 10, 1)
-	_, _, ok, err := f.st.Accept(f.ctx, of.ID, 10, nil)
+	_, _, ok, err := f.st.AcceptOffer(f.ctx, of.ID, 10, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, ok, err = f.st.MarkStep(f.ctx, o.ID, 10, dispatch.StepEnRoute, func(c dispatch.Changed) []domain.Message {
+	_, ok, err = f.st.MarkOrderStep(f.ctx, o.ID, 10, dispatch.StepEnRoute, func(c dispatch.Changed) []domain.Message {
 		return []domain.Message{{ChatID: 10, Kind: domain.KindAssigned, Ref: c.Assigned.ID, Key: "offer:1", Edit: true, Text: "🏠 Rynok 1"}}
 	})
 	require.NoError(t, err)
@@ -312,7 +305,7 @@ func TestForgetMasterWithAnAssignedOrder(t *testing.T) {
 
 	u, err := f.st.User(f.ctx, 10)
 	require.NoError(t, err)
-	got, err := f.st.Forget(f.ctx, 10, u.CreatedAt)
+	got, err := f.st.ForgetUser(f.ctx, 10, u.CreatedAt)
 	require.NoError(t, err)
 	require.True(t, got.MasterKept)
 	require.Equal(t, 1, got.Orders)

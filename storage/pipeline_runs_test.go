@@ -13,22 +13,18 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/memory"
-	"switchboard/storage"
-	"switchboard/storage/storagetest"
 )
 
 // mfx is a memory-chat fixture: a database with two users and a listener
 // on pipeline_events.
 type mfx struct {
-	t      *testing.T
-	ctx    context.Context
-	st     *storage.Store
+	*testBundle
 	events chan map[string]any
 }
 
 func newMemory(t *testing.T) *mfx {
 	t.Helper()
-	f := &mfx{t: t, ctx: ctxT(t), st: storagetest.New(t), events: make(chan map[string]any, 100)}
+	f := &mfx{testBundle: setup(t), events: make(chan map[string]any, 100)}
 	for _, id := range []int64{1, 2} {
 		_, err := f.st.UpsertUser(f.ctx, domain.User{ID: id, FirstName: "U"})
 		require.NoError(t, err)
@@ -65,7 +61,7 @@ func (f *mfx) next() (string, bool) {
 
 func (f *mfx) submit(user int64, text string) memory.PipelineRun {
 	f.t.Helper()
-	r, _, err := f.st.SubmitRun(f.ctx, user, user, 1, text)
+	r, _, err := f.st.SubmitPipelineRun(f.ctx, user, user, 1, text)
 	require.NoError(f.t, err)
 	return r
 }
@@ -90,7 +86,7 @@ func TestStepRunAdvancesAndCapturesInOneCommit(t *testing.T) {
 	require.Equal(t, "NEW", st)
 	require.False(t, held, "a new run is for anyone to capture")
 
-	_, _, ok, err := f.st.CaptureRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{})
+	_, _, ok, err := f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	st, held = f.next()
@@ -98,7 +94,7 @@ func TestStepRunAdvancesAndCapturesInOneCommit(t *testing.T) {
 	require.True(t, held)
 
 	needs := true
-	ok, err = f.st.StepRun(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed,
+	ok, err = f.st.StepPipelineRun(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed,
 		Change: memory.Change{Analysis: &memory.Analysis{NeedsContext: &needs}}, Then: memory.Assembling, Hold: time.Minute})
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -116,14 +112,14 @@ func TestStepRunAdvancesAndCapturesInOneCommit(t *testing.T) {
 	require.True(t, *run.Analysis.NeedsContext)
 
 	// Wrong "from": nothing moves, nothing is notified.
-	ok, err = f.st.StepRun(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed, Then: memory.Assembling, Hold: time.Minute})
+	ok, err = f.st.StepPipelineRun(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed, Then: memory.Assembling, Hold: time.Minute})
 	require.NoError(t, err)
 	require.False(t, ok)
 	got, _ = f.status(r.ID)
 	require.Equal(t, memory.Assembling, got)
 
 	// Handing a stage back releases the run: the notification is not held.
-	ok, err = f.st.StepRun(f.ctx, r.ID, memory.Step{From: memory.Assembling, To: memory.Analyzed})
+	ok, err = f.st.StepPipelineRun(f.ctx, r.ID, memory.Step{From: memory.Assembling, To: memory.Analyzed})
 	require.NoError(t, err)
 	require.True(t, ok)
 	st, held = f.next()
@@ -131,14 +127,14 @@ func TestStepRunAdvancesAndCapturesInOneCommit(t *testing.T) {
 	require.False(t, held)
 
 	// Completing logs the answer and keeps the finishing claim.
-	_, _, ok, err = f.st.CaptureRun(f.ctx, r.ID, memory.Analyzed, memory.Assembling, time.Minute, memory.RecallSize{})
+	_, _, ok, err = f.st.CapturePipelineRun(f.ctx, r.ID, memory.Analyzed, memory.Assembling, time.Minute, memory.RecallSize{})
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = f.st.StepRun(f.ctx, r.ID, memory.Step{From: memory.Assembling, To: memory.Ready,
+	ok, err = f.st.StepPipelineRun(f.ctx, r.ID, memory.Step{From: memory.Assembling, To: memory.Ready,
 		Change: memory.Change{FinalContext: "ctx"}, Then: memory.Responding, Hold: time.Minute})
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = f.st.StepRun(f.ctx, r.ID, memory.Step{From: memory.Responding, To: memory.Completed,
+	ok, err = f.st.StepPipelineRun(f.ctx, r.ID, memory.Step{From: memory.Responding, To: memory.Completed,
 		Change: memory.Change{FinalAnswer: "the answer"}, Hold: time.Minute})
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -149,7 +145,7 @@ func TestStepRunAdvancesAndCapturesInOneCommit(t *testing.T) {
 	require.NoError(t, f.st.Pool().QueryRow(f.ctx,
 		`SELECT count(*) FROM raw_logs WHERE log_type = 'answer' AND log_data->>'text' = 'the answer'`).Scan(&answers))
 	require.Equal(t, 1, answers)
-	_, ok, err = f.st.ClaimFinished(f.ctx, r.ID, time.Minute)
+	_, ok, err = f.st.ClaimFinishedPipelineRun(f.ctx, r.ID, time.Minute)
 	require.NoError(t, err)
 	require.False(t, ok, "nobody else claims it while the claim holds")
 }
@@ -164,7 +160,7 @@ func TestStepRunNeverCapturesWhatItDidNotAdvance(t *testing.T) {
 	// Someone else's step left it in ANALYZED, released.
 	_, err := f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'ANALYZED' WHERE id = $1`, r.ID)
 	require.NoError(t, err)
-	ok, err := f.st.StepRun(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed, Then: memory.Assembling, Hold: time.Minute})
+	ok, err := f.st.StepPipelineRun(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed, Then: memory.Assembling, Hold: time.Minute})
 	require.NoError(t, err)
 	require.False(t, ok)
 	got, held := f.status(r.ID)
@@ -183,7 +179,7 @@ func TestCaptureRecallsOnlyEarlierHistory(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.st.Pool().Exec(f.ctx, `INSERT INTO raw_logs (user_id, log_type, log_data) VALUES (1, 'answer', jsonb_build_object('text', 'first answer', 'run_id', $1::bigint))`, first.ID)
 	require.NoError(t, err)
-	_, _, err = f.st.ArchiveRun(f.ctx, first.ID, nil) // already archived: no-op
+	_, _, err = f.st.ArchivePipelineRun(f.ctx, first.ID, nil) // already archived: no-op
 	require.NoError(t, err)
 	_, err = f.st.Pool().Exec(f.ctx, `INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, summary) VALUES
 (1, now(), now() + interval '7 days', 'mine'), (2, now(), now() + interval '7 days', 'theirs')`)
@@ -192,7 +188,7 @@ func TestCaptureRecallsOnlyEarlierHistory(t *testing.T) {
 	r := f.submit(1, "second question")
 	f.submit(1, "third question, queued")
 
-	run, rc, ok, err := f.st.CaptureRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{Logs: 10, Summaries: 20})
+	run, rc, ok, err := f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{Logs: 10, Summaries: 20})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "second question", run.Query)
@@ -208,7 +204,7 @@ func TestCaptureRecallsOnlyEarlierHistory(t *testing.T) {
 	require.Equal(t, first.ID, rc.Logs[0].RunID)
 
 	// A failed capture reads nothing it returns.
-	_, rc, ok, err = f.st.CaptureRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{Logs: 10, Summaries: 20})
+	_, rc, ok, err = f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{Logs: 10, Summaries: 20})
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Empty(t, rc.Logs)
@@ -228,19 +224,19 @@ claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 	week := time.Date(2026, 11, 16, 0, 0, 0, 0, time.UTC)
 	sum := &memory.Summary{BucketStart: week, BucketEnd: week.AddDate(0, 0, 7),
 		Tags: []string{"go"}, Summary: "asked one", SourceRunIDs: []int64{r.ID}}
-	_, ok, err := f.st.ArchiveRun(f.ctx, r.ID, sum)
+	_, ok, err := f.st.ArchivePipelineRun(f.ctx, r.ID, sum)
 	require.NoError(t, err)
 	require.False(t, ok, "not archived before its answer is queued")
-	ok, err = f.st.MarkDelivered(f.ctx, r.ID, nil)
+	ok, err = f.st.MarkPipelineRunDelivered(f.ctx, r.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
-	next, ok, err := f.st.ArchiveRun(f.ctx, r.ID, sum)
+	next, ok, err := f.st.ArchivePipelineRun(f.ctx, r.ID, sum)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, memory.Ref{ID: second.ID, UserID: 1, Status: memory.New}, next)
 	_, held := f.status(r.ID)
 	require.False(t, held)
-	sums, err := f.st.Summaries(f.ctx, 1, 10)
+	sums, err := f.st.MemorySummaries(f.ctx, 1, 10)
 	require.NoError(t, err)
 	require.Len(t, sums, 1)
 	require.Equal(t, "asked one", sums[0].Summary)
@@ -248,21 +244,21 @@ claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 	require.Equal(t, []int64{r.ID}, sums[0].SourceRunIDs)
 	require.True(t, sums[0].BucketStart.Equal(week))
 
-	_, ok, err = f.st.ArchiveRun(f.ctx, r.ID, &memory.Summary{BucketStart: week, BucketEnd: week.AddDate(0, 0, 7), Summary: "again"})
+	_, ok, err = f.st.ArchivePipelineRun(f.ctx, r.ID, &memory.Summary{BucketStart: week, BucketEnd: week.AddDate(0, 0, 7), Summary: "again"})
 	require.NoError(t, err)
 	require.False(t, ok)
-	sums, err = f.st.Summaries(f.ctx, 1, 10)
+	sums, err = f.st.MemorySummaries(f.ctx, 1, 10)
 	require.NoError(t, err)
 	require.Len(t, sums, 1, "a second archive stores nothing")
 
 	// Without a summary (the archivist failed) and with no next run.
 	_, err = f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'b', delivered_at = now() WHERE id = $1`, second.ID)
 	require.NoError(t, err)
-	next, ok, err = f.st.ArchiveRun(f.ctx, second.ID, nil)
+	next, ok, err = f.st.ArchivePipelineRun(f.ctx, second.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Zero(t, next.ID)
-	sums, err = f.st.Summaries(f.ctx, 1, 10)
+	sums, err = f.st.MemorySummaries(f.ctx, 1, 10)
 	require.NoError(t, err)
 	require.Len(t, sums, 1)
 }
@@ -274,7 +270,7 @@ func TestPipelineNotifiesInsertsAndStatusChangesOnly(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
 	r := f.submit(1, "hello")
-	_, _, ok, err := f.st.CaptureRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{})
+	_, _, ok, err := f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	needs := true
@@ -284,14 +280,14 @@ func TestPipelineNotifiesInsertsAndStatusChangesOnly(t *testing.T) {
 		{From: memory.Responding, To: memory.Completed, Change: memory.Change{FinalAnswer: "the answer"}},
 	} {
 		st.Hold = time.Minute
-		ok, err := f.st.StepRun(f.ctx, r.ID, st)
+		ok, err := f.st.StepPipelineRun(f.ctx, r.ID, st)
 		require.NoError(t, err)
 		require.True(t, ok, "%s → %s", st.From, st.To)
 	}
-	ok, err = f.st.MarkDelivered(f.ctx, r.ID, nil)
+	ok, err = f.st.MarkPipelineRunDelivered(f.ctx, r.ID, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "the COMPLETED step queued the answer already")
-	_, ok, err = f.st.ArchiveRun(f.ctx, r.ID, nil)
+	_, ok, err = f.st.ArchivePipelineRun(f.ctx, r.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	next := f.submit(2, "next")
@@ -326,7 +322,7 @@ func TestPipelineNotifiesInsertsAndStatusChangesOnly(t *testing.T) {
 func TestSubmitRunFailsWhole(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
-	_, _, err := f.st.SubmitRun(f.ctx, 404, 404, 1, "from nobody") // no such user
+	_, _, err := f.st.SubmitPipelineRun(f.ctx, 404, 404, 1, "from nobody") // no such user
 	require.Error(t, err)
 	var runs, logs int
 	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT (SELECT count(*) FROM pipeline_runs), (SELECT count(*) FROM raw_logs)`).Scan(&runs, &logs))
@@ -334,7 +330,7 @@ func TestSubmitRunFailsWhole(t *testing.T) {
 	require.Zero(t, logs)
 
 	for i := range 3 {
-		r, ahead, err := f.st.SubmitRun(f.ctx, 1, 1, i+1, "question")
+		r, ahead, err := f.st.SubmitPipelineRun(f.ctx, 1, 1, i+1, "question")
 		require.NoError(t, err)
 		require.Equal(t, i, ahead)
 		require.Equal(t, memory.New, r.Status)
@@ -346,7 +342,7 @@ func TestSubmitRunFailsWhole(t *testing.T) {
 
 // Intake returns only once the message is on disk, although its
 // notifying transaction commits without waiting: the pages it wrote, the
-// run's and the raw log's, are flushed by the time SubmitRun returns. (With
+// run's and the raw log's, are flushed by the time SubmitPipelineRun returns. (With
 // the flush left out, the WAL writer flushes them some milliseconds later,
 // and this fails.)
 func TestSubmitRunReturnsDurable(t *testing.T) {
@@ -356,7 +352,7 @@ func TestSubmitRunReturnsDurable(t *testing.T) {
 		t.Skipf("pageinspect unavailable (it needs a superuser): %v", err)
 	}
 	for i := range 20 {
-		r, _, err := f.st.SubmitRun(f.ctx, 1, 1, i+1, "question")
+		r, _, err := f.st.SubmitPipelineRun(f.ctx, 1, 1, i+1, "question")
 		require.NoError(t, err)
 		var runOnDisk, logOnDisk bool
 		require.NoError(t, f.st.Pool().QueryRow(f.ctx, `
@@ -423,7 +419,7 @@ func (f *mfx) delivered(id int64) (time.Time, time.Time) {
 	return dv, cv
 }
 
-// MarkDelivered queues the answer's rows, in order, in the statement that
+// MarkPipelineRunDelivered queues the answer's rows, in order, in the statement that
 // records delivered_at (the rows' created_at is delivered_at: one
 // transaction), and only once: a second call, or any of several at once,
 // queues nothing. A FAILED run's notice closes it.
@@ -438,7 +434,7 @@ func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 	require.Empty(t, f.queued(r.ID), "nothing queued before")
 
 	msgs := answerOf(r, "part 1", "part 2", "part 3")
-	ok, err := f.st.MarkDelivered(f.ctx, r.ID, domain.Fixed[memory.PipelineRun](msgs...))
+	ok, err := f.st.MarkPipelineRunDelivered(f.ctx, r.ID, domain.Fixed[memory.PipelineRun](msgs...))
 	require.NoError(t, err)
 	require.True(t, ok)
 	delivered, closed := f.delivered(r.ID)
@@ -461,7 +457,7 @@ func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok, err := f.st.MarkDelivered(f.ctx, r.ID, domain.Fixed[memory.PipelineRun](msgs...))
+			ok, err := f.st.MarkPipelineRunDelivered(f.ctx, r.ID, domain.Fixed[memory.PipelineRun](msgs...))
 			assert.NoError(t, err)
 			assert.False(t, ok)
 		}()
@@ -477,7 +473,7 @@ func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok, err := f.st.MarkDelivered(f.ctx, failed.ID, domain.Fixed[memory.PipelineRun](domain.Message{ChatID: 2, Kind: domain.KindMemoryAnswer, Ref: failed.ID, Text: "sorry", ReplyTo: failed.MessageID}))
+			ok, err := f.st.MarkPipelineRunDelivered(f.ctx, failed.ID, domain.Fixed[memory.PipelineRun](domain.Message{ChatID: 2, Kind: domain.KindMemoryAnswer, Ref: failed.ID, Text: "sorry", ReplyTo: failed.MessageID}))
 			assert.NoError(t, err)
 			if ok {
 				won.Add(1)
@@ -495,7 +491,7 @@ func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 
 	// A run still at work is not marked.
 	busy := f.submit(1, "three")
-	ok, err = f.st.MarkDelivered(f.ctx, busy.ID, domain.Fixed[memory.PipelineRun](answerOf(busy, "too early")...))
+	ok, err = f.st.MarkPipelineRunDelivered(f.ctx, busy.ID, domain.Fixed[memory.PipelineRun](answerOf(busy, "too early")...))
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Empty(t, f.queued(busy.ID))
@@ -517,7 +513,7 @@ func TestMemoryFinalStepQueuesTheAnswer(t *testing.T) {
 		} else {
 			st.Change.ErrorMessage = "responder: boom"
 		}
-		ok, err := f.st.StepRun(f.ctx, r.ID, st)
+		ok, err := f.st.StepPipelineRun(f.ctx, r.ID, st)
 		require.NoError(t, err)
 		require.True(t, ok)
 		got := f.queued(r.ID)
@@ -531,30 +527,30 @@ func TestMemoryFinalStepQueuesTheAnswer(t *testing.T) {
 		require.Equal(t, to, status)
 		require.True(t, held, "the worker keeps it to finish it")
 
-		ok, err = f.st.StepRun(f.ctx, r.ID, st)
+		ok, err = f.st.StepPipelineRun(f.ctx, r.ID, st)
 		require.NoError(t, err)
 		require.False(t, ok)
 		require.Len(t, f.queued(r.ID), 2, "a repeated step queues nothing")
-		ok, err = f.st.MarkDelivered(f.ctx, r.ID, st.Tell)
+		ok, err = f.st.MarkPipelineRunDelivered(f.ctx, r.ID, st.Tell)
 		require.NoError(t, err)
 		require.False(t, ok, "nor does marking it delivered")
 		require.Len(t, f.queued(r.ID), 2)
 		if to == memory.Completed {
-			_, ok, err = f.st.ArchiveRun(f.ctx, r.ID, nil)
+			_, ok, err = f.st.ArchivePipelineRun(f.ctx, r.ID, nil)
 			require.NoError(t, err)
 			require.True(t, ok)
 		}
 	}
 }
 
-// QueueMessages writes rows with no state change (intake's queue note),
+// QueueOutboxMessages writes rows with no state change (intake's queue note),
 // in order, all or nothing.
 func TestMemoryQueueMessages(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
 	r := f.submit(1, "one")
-	require.NoError(t, f.st.QueueMessages(f.ctx, nil))
-	require.NoError(t, f.st.QueueMessages(f.ctx, answerOf(r, "note 1", "note 2")))
+	require.NoError(t, f.st.QueueOutboxMessages(f.ctx, nil))
+	require.NoError(t, f.st.QueueOutboxMessages(f.ctx, answerOf(r, "note 1", "note 2")))
 	got := f.queued(r.ID)
 	require.Len(t, got, 2)
 	require.Equal(t, []string{"note 1", "note 2"}, []string{got[0].Text, got[1].Text})
@@ -562,6 +558,6 @@ func TestMemoryQueueMessages(t *testing.T) {
 
 	bad := answerOf(r, "note 3", "no chat")
 	bad[1].ChatID = 0
-	require.Error(t, f.st.QueueMessages(f.ctx, bad))
+	require.Error(t, f.st.QueueOutboxMessages(f.ctx, bad))
 	require.Len(t, f.queued(r.ID), 2, "nothing of a refused batch is written")
 }

@@ -43,25 +43,33 @@ func waitAcquire(t *testing.T, l *storage.PollingLock) time.Duration {
 	return 0
 }
 
-func TestPollingLeaseOneHolderAtATime(t *testing.T) {
-	t.Parallel()
-	st := storagetest.New(t)
+// heldByA is two replicas' polling leases over st: a acquired it, and b,
+// asking after, did not.
+func heldByA(t *testing.T, st *storage.Store) (a, b *storage.PollingLock) {
+	t.Helper()
 	ctx := context.Background()
-	a, b := st.PollingLease(), st.PollingLease()
+	a, b = st.PollingLock(), st.PollingLock()
 	t.Cleanup(a.Close)
 	t.Cleanup(b.Close)
-
 	ok, err := a.Acquire(ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
 	ok, err = b.Acquire(ctx)
 	require.NoError(t, err)
 	require.False(t, ok, "a second replica does not get the lease")
+	return a, b
+}
+
+func TestPollingLeaseOneHolderAtATime(t *testing.T) {
+	t.Parallel()
+	st := storagetest.New(t)
+	ctx := context.Background()
+	a, b := heldByA(t, st)
 	require.False(t, b.Held())
 
 	// Asking again while holding neither fails nor stacks a lock level that
 	// Release would leave behind.
-	ok, err = a.Acquire(ctx)
+	ok, err := a.Acquire(ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
 	ok, err = a.Renew(ctx)
@@ -87,25 +95,16 @@ func TestPollingLeaseDeadHolderHandsOver(t *testing.T) {
 	t.Parallel()
 	st := storagetest.New(t)
 	ctx := context.Background()
-	a, b := st.PollingLease(), st.PollingLease()
-	t.Cleanup(a.Close)
-	t.Cleanup(b.Close)
-
-	ok, err := a.Acquire(ctx)
-	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = b.Acquire(ctx)
-	require.NoError(t, err)
-	require.False(t, ok)
+	a, b := heldByA(t, st)
 
 	pid := holderPID(t, st)
 	require.NotZero(t, pid)
-	_, err = st.Pool().Exec(ctx, `SELECT pg_terminate_backend($1)`, pid)
+	_, err := st.Pool().Exec(ctx, `SELECT pg_terminate_backend($1)`, pid)
 	require.NoError(t, err)
 	took := waitAcquire(t, b)
 	t.Logf("standby took the lease %s after the holder's session ended", took.Round(time.Millisecond))
 
-	ok, err = a.Renew(ctx)
+	ok, err := a.Renew(ctx)
 	require.NoError(t, err)
 	require.False(t, ok, "the holder whose connection broke has lost the lease")
 	require.False(t, a.Held())
@@ -200,7 +199,7 @@ func TestPollingLeasePartitionedHolderStopsAndIsReplaced(t *testing.T) {
 	addr := f.ln.Addr().(*net.TCPAddr)
 	proxied.Host, proxied.Port, proxied.Fallbacks = addr.IP.String(), uint16(addr.Port), nil
 	a := storage.NewPollingLock(proxied, slog.New(slog.DiscardHandler))
-	b := st.PollingLease()
+	b := st.PollingLock()
 	t.Cleanup(a.Close)
 	t.Cleanup(b.Close)
 

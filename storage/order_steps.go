@@ -45,9 +45,9 @@ WHERE id = $1 AND master_id = $2 AND state = 'ASSIGNED' AND arrived_at IS NULL
 RETURNING ` + orderColumns,
 }
 
-// MarkStep sets the assigned master's step on the order; see
+// MarkOrderStep sets the assigned master's step on the order; see
 // dispatch.Repository.
-func (s *Store) MarkStep(ctx context.Context, orderID, masterID int64, step dispatch.Step, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
+func (s *Store) MarkOrderStep(ctx context.Context, orderID, masterID int64, step dispatch.Step, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
 	q, ok := stepSQL[step]
 	if !ok {
 		return dispatch.Order{}, false, fmt.Errorf("mark step %q: unknown step", step)
@@ -93,10 +93,10 @@ func (s *Store) masterChange(ctx context.Context, what, sql string, orderID, mas
 	return o, true, nil
 }
 
-// RecordPhoto counts a photo of the finished work on the master's order
+// RecordOrderPhoto counts a photo of the finished work on the master's order
 // done latest within `within`, while it has fewer than max; see
 // dispatch.Repository.
-func (s *Store) RecordPhoto(ctx context.Context, masterID int64, within time.Duration, max int, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
+func (s *Store) RecordOrderPhoto(ctx context.Context, masterID int64, within time.Duration, max int, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
 	var o dispatch.Order
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error

@@ -1,0 +1,89 @@
+package dispatch
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestAdmit(t *testing.T) {
+	open := Gate{}
+	closed := Gate{Configured: []string{"kyiv"}, Closed: []string{"kyiv"}}
+	o := Order{ID: 1, City: "Kyiv", State: Searching, Round: 1}
+	for name, c := range map[string]struct {
+		o      Order
+		locked bool
+		gate   Gate
+		want   StepPlan
+		done   bool
+	}{
+		"held elsewhere": {o, false, open, StepPlan{Outcome: Busy, Round: 1}, true},
+		"not searching":  {Order{State: Assigned, Round: 2}, true, open, StepPlan{Outcome: NotSearching, Round: 2}, true},
+		"after hours":    {o, true, closed, StepPlan{Outcome: AfterHours, Round: 1, SetWaiting: true, Waiting: true}, true},
+		"goes on":        {o, true, open, StepPlan{}, false},
+	} {
+		plan, done := Admit(c.o, c.locked, c.gate)
+		require.Equal(t, c.done, done, name)
+		require.Equal(t, c.want, plan, name)
+	}
+}
+
+func TestHold(t *testing.T) {
+	o := Order{Round: 2}
+	plan, done := Hold(o, StepFacts{Open: true, Waiting: true})
+	require.True(t, done)
+	require.Equal(t, StepPlan{Outcome: Busy, Round: 2, SetWaiting: true}, plan, "an open offer clears the waiting mark")
+	plan, done = Hold(o, StepFacts{Open: true})
+	require.True(t, done)
+	require.Equal(t, StepPlan{Outcome: Busy, Round: 2}, plan)
+	_, done = Hold(o, StepFacts{Waiting: true})
+	require.False(t, done)
+}
+
+func TestEscalate(t *testing.T) {
+	offered := StepFacts{OfferedInRound1: true}
+	for name, c := range map[string]struct {
+		round int
+		f     StepFacts
+		p     Pick
+		next  int
+		again bool
+	}{
+		"round 1 used up":     {1, offered, Pick{}, 2, true},
+		"nobody ever offered": {1, StepFacts{}, Pick{}, 1, false},
+		"a candidate":         {1, offered, Pick{Master: 7}, 1, false},
+		"a master busy":       {1, offered, Pick{Busy: true}, 1, false},
+		"round 2 has no next": {2, offered, Pick{}, 2, false},
+	} {
+		next, again := Escalate(c.round, c.f, c.p)
+		require.Equal(t, c.next, next, name)
+		require.Equal(t, c.again, again, name)
+	}
+}
+
+func TestDecide(t *testing.T) {
+	fresh := Order{Round: 1}
+	reported := Order{Round: 2, Unassignable: time.Unix(1, 0)}
+	for name, c := range map[string]struct {
+		o       Order
+		f       StepFacts
+		round   int
+		p       Pick
+		attempt int
+		want    StepPlan
+	}{
+		"busy marks waiting":       {fresh, StepFacts{}, 1, Pick{Busy: true}, 0, StepPlan{Outcome: Busy, Round: 1, SetWaiting: true, Waiting: true}},
+		"busy already waiting":     {fresh, StepFacts{Waiting: true}, 1, Pick{Busy: true}, 0, StepPlan{Outcome: Busy, Round: 1, Waiting: true}},
+		"picks exhausted":          {fresh, StepFacts{}, 1, Pick{Master: 7}, maxPicks, StepPlan{Outcome: Busy, Round: 1, SetWaiting: true, Waiting: true}},
+		"offer in the same round":  {fresh, StepFacts{}, 1, Pick{Master: 7}, 0, StepPlan{Outcome: Offered, Round: 1, Master: 7}},
+		"offer settles waiting":    {fresh, StepFacts{Waiting: true}, 1, Pick{Master: 7}, 1, StepPlan{Outcome: Offered, Round: 1, Master: 7, Settle: true}},
+		"offer in the next round":  {fresh, StepFacts{}, 2, Pick{Master: 7}, 0, StepPlan{Outcome: Offered, Round: 2, Master: 7, Settle: true}},
+		"offer clears unassigned":  {reported, StepFacts{}, 2, Pick{Master: 7}, 0, StepPlan{Outcome: Offered, Round: 2, Master: 7, Settle: true}},
+		"nobody: reported":         {fresh, StepFacts{}, 2, Pick{}, 0, StepPlan{Outcome: Unassignable, Round: 2, MarkUnassignable: true}},
+		"nobody: already reported": {reported, StepFacts{}, 2, Pick{}, 0, StepPlan{Outcome: StillUnassignable, Round: 2}},
+		"nobody: waiting settled":  {reported, StepFacts{Waiting: true}, 2, Pick{}, 0, StepPlan{Outcome: StillUnassignable, Round: 2, MarkUnassignable: true}},
+	} {
+		require.Equal(t, c.want, Decide(c.o, c.f, c.round, c.p, c.attempt), name)
+	}
+}

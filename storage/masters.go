@@ -1,0 +1,296 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"switchboard/domain"
+	"switchboard/domain/dispatch"
+)
+
+type masterScan struct {
+	userID                               pgtype.Int8
+	username, name, lang, city, district pgtype.Text
+	zone                                 pgtype.Text
+	skills                               []string
+	active                               pgtype.Bool
+	blocked, lastOffer, created          pgtype.Timestamptz
+}
+
+func (s *masterScan) dest() []any {
+	return []any{&s.userID, &s.username, &s.name, &s.lang, &s.zone, &s.city, &s.district, &s.skills, &s.active,
+		&s.blocked, &s.lastOffer, &s.created}
+}
+
+func (s *masterScan) master() dispatch.Master {
+	return dispatch.Master{
+		UserID: s.userID.Int64, Username: s.username.String, Name: s.name.String, Lang: s.lang.String, TimeZone: s.zone.String,
+		City: s.city.String, District: s.district.String, Skills: s.skills, Active: s.active.Bool,
+		BlockedAt: tsValue(s.blocked), LastOfferAt: tsValue(s.lastOffer), CreatedAt: tsValue(s.created),
+	}
+}
+
+func scanMaster(row pgx.Row) (dispatch.Master, error) {
+	var s masterScan
+	if err := row.Scan(s.dest()...); err != nil {
+		return dispatch.Master{}, err
+	}
+	return s.master(), nil
+}
+
+// SaveMaster registers a master or updates their city, district and
+// skills; created is true on insert. A user that does not exist is
+// domain.ErrNotFound.
+func (s *Store) SaveMaster(ctx context.Context, userID int64, city, district string, skills []string) (dispatch.Master, bool, error) {
+	if skills == nil {
+		skills = []string{}
+	}
+	var created bool
+	var ms masterScan
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `
+WITH m AS (
+    INSERT INTO masters AS m (user_id, city, district, skills) VALUES ($1, $2, $3, $4)
+    ON CONFLICT (user_id) DO UPDATE SET
+        city = EXCLUDED.city, district = EXCLUDED.district, skills = EXCLUDED.skills, updated_at = now()
+    RETURNING m.*, (m.xmax = 0) AS created
+)
+SELECT `+masterColumns+`, m.created FROM m JOIN users u ON u.id = m.user_id`,
+			userID, city, district, skills).Scan(append(ms.dest(), &created)...)
+		if err != nil {
+			return err
+		}
+		return reviveOrders(ctx, tx, userID)
+	})
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation: no such user
+			err = domain.ErrNotFound
+		}
+		return dispatch.Master{}, false, fmt.Errorf("save master %d: %w", userID, err)
+	}
+	return ms.master(), created, nil
+}
+
+// reviveOrders marks the unassignable orders that master may now take as
+// owed a step (waiting), in the transaction that made them a candidate:
+// registered, moved, resumed or unblocked. The service also wakes a pass
+// at once; the mark is what a lost wake-up leaves behind.
+func reviveOrders(ctx context.Context, tx pgx.Tx, master int64) error {
+	_, err := tx.Exec(ctx, `
+UPDATE orders o SET waiting = true
+FROM masters m
+WHERE m.user_id = $1 AND m.active AND m.blocked_at IS NULL
+  AND o.state = 'SEARCHING' AND o.unassignable_at IS NOT NULL AND NOT o.waiting
+  AND lower(o.city) = lower(m.city) AND lower(o.district) = lower(m.district) AND o.skill = ANY (m.skills)
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.master_id = m.user_id AND f.state IN ('DECLINED', 'ACCEPTED'))`, master)
+	if err != nil {
+		return fmt.Errorf("orders master %d may take: %w", master, err)
+	}
+	return nil
+}
+
+// Master returns a master or domain.ErrNotFound.
+func (s *Store) Master(ctx context.Context, userID int64) (dispatch.Master, error) {
+	m, err := scanMaster(s.pool.QueryRow(ctx, `SELECT `+masterColumns+masterFrom+`WHERE m.user_id = $1`, userID))
+	if err != nil {
+		return m, fmt.Errorf("master %d: %w", userID, interpretError(err))
+	}
+	return m, nil
+}
+
+// MasterByUsername finds a master by Telegram username, case-insensitively
+// (a leading @ is ignored); domain.ErrNotFound if none.
+func (s *Store) MasterByUsername(ctx context.Context, username string) (dispatch.Master, error) {
+	username = strings.TrimPrefix(strings.TrimSpace(username), "@")
+	if username == "" { // users without a username store '': never a match
+		return dispatch.Master{}, fmt.Errorf("master @%s: %w", username, domain.ErrNotFound)
+	}
+	// A username moves between accounts only rarely; the latest holder wins.
+	m, err := scanMaster(s.pool.QueryRow(ctx, `SELECT `+masterColumns+masterFrom+`
+WHERE lower(u.username) = lower($1) ORDER BY u.updated_at DESC, u.id LIMIT 1`, username))
+	if err != nil {
+		return m, fmt.Errorf("master @%s: %w", username, interpretError(err))
+	}
+	return m, nil
+}
+
+// MasterStats counts the master's offers by state and their assigned
+// orders by state (every state present, zero if none), with the unpaid
+// commission. A user who is not a master gets zeros.
+func (s *Store) MasterStats(ctx context.Context, userID int64) (dispatch.MasterStats, error) {
+	st := dispatch.MasterStats{
+		Offers: make(map[dispatch.OfferState]int, len(dispatch.OfferStates)),
+		Orders: make(map[dispatch.OrderState]int, len(dispatch.OrderStates)),
+	}
+	for _, k := range dispatch.OfferStates {
+		st.Offers[k] = 0
+	}
+	for _, k := range dispatch.OrderStates {
+		st.Orders[k] = 0
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT state, count(*) FROM offers WHERE master_id = $1 GROUP BY state`, userID).Query(func(rows pgx.Rows) error {
+		var state string
+		var n int
+		_, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error {
+			st.Offers[dispatch.OfferState(state)] = n
+			return nil
+		})
+		return err
+	})
+	b.Queue(`SELECT state, count(*) FROM orders WHERE master_id = $1 GROUP BY state`, userID).Query(func(rows pgx.Rows) error {
+		var state string
+		var n int
+		_, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error {
+			st.Orders[dispatch.OrderState(state)] = n
+			return nil
+		})
+		return err
+	})
+	var next pgtype.Timestamptz
+	b.Queue(`SELECT COALESCE(sum(commission), 0)::bigint,
+       COALESCE(sum(commission) FILTER (WHERE commission_due_at <= now()), 0)::bigint,
+       min(commission_due_at)
+FROM orders o WHERE o.master_id = $1 AND `+unpaid("o"), userID).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&st.Owed, &st.Overdue, &next)
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return st, fmt.Errorf("stats of master %d: %w", userID, err)
+	}
+	st.NextDue = tsValue(next)
+	return st, nil
+}
+
+// SetMasterActive pauses or resumes a master; false if they already were so,
+// domain.ErrNotFound if the user is not a master.
+func (s *Store) SetMasterActive(ctx context.Context, userID int64, active bool) (bool, error) {
+	var changed bool
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `
+WITH m AS (
+    UPDATE masters SET active = $2, updated_at = now() WHERE user_id = $1 AND active <> $2 RETURNING user_id
+)
+SELECT EXISTS (SELECT 1 FROM m) FROM masters WHERE user_id = $1`, userID, active).Scan(&changed)
+		if err != nil || !changed || !active {
+			return err
+		}
+		return reviveOrders(ctx, tx, userID)
+	})
+	if err != nil {
+		return false, fmt.Errorf("set master %d active=%t: %w", userID, active, interpretError(err))
+	}
+	return changed, nil
+}
+
+// BlockOverdueMasters blocks every unblocked master owing commission past its
+// deadline and returns them, by id, with all they owe. It locks the
+// masters first and re-reads the debts in a later statement, so a
+// settlement committed meanwhile is seen and its master is not blocked;
+// a second run (here or on another replica) finds them blocked already.
+func (s *Store) BlockOverdueMasters(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Debt, error) {
+	var out []dispatch.Debt
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+SELECT m.user_id FROM masters m
+WHERE m.blocked_at IS NULL
+  AND EXISTS (SELECT 1 FROM orders o WHERE o.master_id = m.user_id AND `+unpaid("o")+` AND o.commission_due_at <= now())
+ORDER BY m.user_id
+FOR NO KEY UPDATE OF m`)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		rows, err = tx.Query(ctx, `
+WITH blocked AS (
+    UPDATE masters m SET blocked_at = now(), updated_at = now()
+    WHERE m.user_id = ANY ($1) AND m.blocked_at IS NULL
+      AND EXISTS (SELECT 1 FROM orders o WHERE o.master_id = m.user_id AND `+unpaid("o")+` AND o.commission_due_at <= now())
+    RETURNING m.user_id
+)
+SELECT b.user_id, sum(o.commission)::bigint,
+       COALESCE(sum(o.commission) FILTER (WHERE o.commission_due_at <= now()), 0)::bigint,
+       array_agg(o.id ORDER BY o.id)
+FROM blocked b JOIN orders o ON o.master_id = b.user_id AND `+unpaid("o")+`
+GROUP BY b.user_id ORDER BY b.user_id`, ids)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (dispatch.Debt, error) {
+			var d dispatch.Debt
+			err := row.Scan(&d.MasterID, &d.Amount, &d.Overdue, &d.Orders)
+			return d, err
+		})
+		if err != nil || len(out) == 0 {
+			return err
+		}
+		return tellTx(ctx, tx, tell, dispatch.Changed{Debts: out})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("block overdue masters: %w", err)
+	}
+	return out, nil
+}
+
+// SettleCommission marks all the master's unpaid commission paid and
+// unblocks them; it returns what was settled (Overdue: the part past its
+// deadline) and whether they were blocked. domain.ErrNotFound if the user
+// is not a master.
+func (s *Store) SettleCommission(ctx context.Context, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Debt, bool, error) {
+	d := dispatch.Debt{MasterID: masterID}
+	var wasBlocked bool
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		// The master's row first, as BlockOverdueMasters locks it: one of the two
+		// waits for the other.
+		var blocked pgtype.Timestamptz
+		if err := tx.QueryRow(ctx, `SELECT blocked_at FROM masters WHERE user_id = $1 FOR NO KEY UPDATE`, masterID).
+			Scan(&blocked); err != nil {
+			return interpretError(err)
+		}
+		wasBlocked = blocked.Valid
+		rows, err := tx.Query(ctx, `
+UPDATE orders SET commission_paid_at = now(), updated_at = now()
+WHERE master_id = $1 AND `+unpaid("orders")+`
+RETURNING id, commission, commission_due_at <= now()`, masterID)
+		if err != nil {
+			return err
+		}
+		var id, amount int64
+		var overdue bool
+		if _, err := pgx.ForEachRow(rows, []any{&id, &amount, &overdue}, func() error {
+			d.Orders = append(d.Orders, id)
+			d.Amount += amount
+			if overdue {
+				d.Overdue += amount
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		slices.Sort(d.Orders)
+		if wasBlocked {
+			if _, err = tx.Exec(ctx, `UPDATE masters SET blocked_at = NULL, updated_at = now()
+WHERE user_id = $1 AND blocked_at IS NOT NULL`, masterID); err != nil {
+				return err
+			}
+			if err := reviveOrders(ctx, tx, masterID); err != nil {
+				return err
+			}
+		}
+		return tellTx(ctx, tx, tell, dispatch.Changed{Debts: []dispatch.Debt{d}, WasBlocked: wasBlocked})
+	})
+	if err != nil {
+		return dispatch.Debt{MasterID: masterID}, false, fmt.Errorf("settle commission of master %d: %w", masterID, err)
+	}
+	return d, wasBlocked, nil
+}

@@ -1,0 +1,485 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"switchboard/domain"
+	"switchboard/domain/dispatch"
+)
+
+// An offer's delivery records its message, which later edits and the
+// master's buttons name.
+var _ = onDelivered(domain.KindOffer, `
+offer_sent AS (
+    UPDATE offers f SET chat_id = done.chat_id, message_id = done.message_id
+    FROM done WHERE done.kind = 'offer' AND NOT done.edit AND f.id = done.ref AND done.message_id IS NOT NULL
+)`)
+
+// offerScan reads an offer's columns; every field is nullable so that it
+// also reads the LEFT JOINed open offer of OpenOrders.
+type offerScan struct {
+	id, orderID, masterID, chatID, messageID pgtype.Int8
+	round                                    pgtype.Int4
+	state                                    pgtype.Text
+	sentAt, expiresAt, viewedAt, respondedAt pgtype.Timestamptz
+}
+
+func (s *offerScan) dest() []any {
+	return []any{&s.id, &s.orderID, &s.masterID, &s.round, &s.state, &s.sentAt, &s.expiresAt,
+		&s.viewedAt, &s.respondedAt, &s.chatID, &s.messageID}
+}
+
+func (s *offerScan) offer() dispatch.Offer {
+	return dispatch.Offer{
+		ID: s.id.Int64, OrderID: s.orderID.Int64, MasterID: s.masterID.Int64, Round: int(s.round.Int32),
+		State: dispatch.OfferState(s.state.String), SentAt: tsValue(s.sentAt), ExpiresAt: tsValue(s.expiresAt),
+		ViewedAt: tsValue(s.viewedAt), RespondedAt: tsValue(s.respondedAt),
+		ChatID: s.chatID.Int64, MessageID: int(s.messageID.Int64),
+	}
+}
+
+func scanOffer(row pgx.Row) (dispatch.Offer, error) {
+	var s offerScan
+	if err := row.Scan(s.dest()...); err != nil {
+		return dispatch.Offer{}, err
+	}
+	return s.offer(), nil
+}
+
+// offerState returns the constant for a state read from the driver's
+// buffer, so that reading an offer allocates nothing but its slot.
+func offerState(b []byte) dispatch.OfferState {
+	for _, st := range dispatch.OfferStates {
+		if string(b) == string(st) {
+			return st
+		}
+	}
+	return dispatch.OfferState(b)
+}
+
+// collectOffers reads every row of a query returning offerColumns with one
+// scan target for all rows: a watchdog sweep of 100 000 offers allocates
+// only the slice, which doubles as it grows.
+func collectOffers(rows pgx.Rows, err error) ([]dispatch.Offer, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var s offerScan
+	var state pgtype.DriverBytes // valid until the next row: copied out below
+	dest := s.dest()
+	dest[4] = &state
+	var out []dispatch.Offer
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		if len(out) == cap(out) {
+			out = slices.Grow(out, max(8, len(out)))
+		}
+		f := s.offer()
+		f.State = offerState(state)
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// eligibleWhere selects the masters order $4's round $5 still has to go
+// through: place ($1, $2) and skill ($3) match, active, not blocked, not
+// offered this order in this round, and never declined it (a decline is
+// final; an offer that expired unanswered may come again in round 2), nor
+// accepted it (a master who took it and gave it back is never offered it
+// again).
+const eligibleWhere = `
+WHERE m.active AND m.blocked_at IS NULL
+  AND lower(m.city) = lower($1) AND lower(m.district) = lower($2) AND $3 = ANY (m.skills)
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = $4 AND f.master_id = m.user_id
+                  AND (f.round = $5 OR f.state = 'DECLINED'))
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = $4 AND f.master_id = m.user_id AND f.state = 'ACCEPTED')`
+
+// candidateWhere: those of them free now (no open offer).
+const candidateWhere = eligibleWhere + `
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.master_id = m.user_id AND f.state IN ` + openOffer + `)`
+
+// NextOffer is one distribution step for an order; see
+// dispatch.Repository. What the step does is the dispatch policy's
+// (dispatch.Admit, Hold, Escalate, Decide); this reads the facts it takes
+// and runs the statements of the plan it returns. Holding the order's
+// row, it locks the chosen master's row too (FOR NO KEY UPDATE, the lock
+// its UPDATE takes, which unlike FOR UPDATE does not conflict with the
+// key-share locks of foreign key checks), skipping rows other transactions
+// hold. A candidate skipped only because it is locked makes the step Busy
+// rather than move the round on or report the order unassignable.
+//
+// Nothing here trusts another transaction to finish its work: an order
+// owed a step carries orders.waiting, written by the change that left it
+// without an offer, and only a step that settles the order (an offer, the
+// unassignable report) clears it. A step that finds the order's row held
+// by another transaction leaves the flag to that transaction: if the
+// holder settles the order it clears it, and if the holder is an expiry
+// or a decline it sets it. A step that rolls back leaves it as it was.
+// So the replicas' recheck of waiting orders finds every order a lost or
+// skipped step left behind.
+func (s *Store) NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+	var (
+		f   dispatch.Offer
+		o   dispatch.Order
+		out dispatch.Outcome
+	)
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		f, o, out, err = offerStep(ctx, tx, orderID, sla, gate, tell)
+		return err
+	})
+	if err != nil {
+		return dispatch.Offer{}, o, out, fmt.Errorf("offer order %d: %w", orderID, err)
+	}
+	if out != dispatch.Offered {
+		f = dispatch.Offer{}
+	}
+	return f, o, out, nil
+}
+
+// offerStep is NextOffer's transaction: it reads the facts, asks the
+// dispatch policy what they mean, and writes that.
+func offerStep(ctx context.Context, tx pgx.Tx, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+	o, locked, err := lockOrder(ctx, tx, orderID)
+	if err != nil {
+		return dispatch.Offer{}, o, 0, err
+	}
+	if plan, done := dispatch.Admit(o, locked, gate); done {
+		return dispatch.Offer{}, o, plan.Outcome, setWaiting(ctx, tx, o.ID, plan)
+	}
+	facts, err := stepFacts(ctx, tx, o.ID)
+	if err != nil {
+		return dispatch.Offer{}, o, 0, err
+	}
+	if plan, done := dispatch.Hold(o, facts); done {
+		return dispatch.Offer{}, o, plan.Outcome, setWaiting(ctx, tx, o.ID, plan)
+	}
+	// A pick can name a master whose open offer of another order
+	// committed while the pick ran: a row updated meanwhile is rechecked
+	// against its new version, but the NOT EXISTS on offers still reads
+	// the statement's older snapshot. The insert then finds the conflict
+	// (offers_open_master) and inserts nothing; the next pick, a new
+	// statement, sees that offer.
+	for attempt := 0; ; attempt++ {
+		round, p, err := pickRound(ctx, tx, o, facts)
+		if err != nil {
+			return dispatch.Offer{}, o, 0, fmt.Errorf("pick candidate: %w", err)
+		}
+		plan := dispatch.Decide(o, facts, round, p, attempt)
+		switch plan.Outcome {
+		case dispatch.Busy:
+			return dispatch.Offer{}, o, plan.Outcome, setWaiting(ctx, tx, o.ID, plan)
+		case dispatch.Offered:
+			f, moved, ok, err := insertOffer(ctx, tx, o, plan, sla)
+			if err != nil || !ok {
+				if err != nil {
+					return dispatch.Offer{}, o, 0, err
+				}
+				continue
+			}
+			return f, moved, plan.Outcome, tellTx(ctx, tx, tell, dispatch.Changed{Order: moved, Offers: []dispatch.Offer{f}})
+		default:
+			o, err = markUnassignable(ctx, tx, o, plan)
+			if err != nil || plan.Outcome != dispatch.Unassignable {
+				return dispatch.Offer{}, o, plan.Outcome, err
+			}
+			return dispatch.Offer{}, o, plan.Outcome, tellTx(ctx, tx, tell, dispatch.Changed{Order: o})
+		}
+	}
+}
+
+// lockOrder reads an order holding its row; locked false (with the row
+// as it is) if another transaction holds it.
+func lockOrder(ctx context.Context, tx pgx.Tx, orderID int64) (dispatch.Order, bool, error) {
+	o, err := scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1 FOR UPDATE SKIP LOCKED`, orderID))
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return o, err == nil, err
+	}
+	// Locked by another transaction, or no such order.
+	o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, orderID))
+	return o, false, interpretError(err)
+}
+
+// stepFacts reads what the policy needs of a locked order. Every write of
+// the step comes after this statement, which also makes the transaction
+// commit asynchronously (dispatchAsync).
+func stepFacts(ctx context.Context, tx pgx.Tx, orderID int64) (dispatch.StepFacts, error) {
+	var f dispatch.StepFacts
+	err := tx.QueryRow(ctx, `
+SELECT EXISTS (SELECT 1 FROM offers WHERE order_id = $1 AND state IN `+openOffer+`),
+       EXISTS (SELECT 1 FROM offers WHERE order_id = $1 AND round = 1),
+       (SELECT waiting FROM orders WHERE id = $1)
+FROM `+asyncCommit, orderID).Scan(&f.Open, &f.OfferedInRound1, &f.Waiting)
+	return f, err
+}
+
+// setWaiting writes the plan's waiting mark, if it changes one.
+func setWaiting(ctx context.Context, tx pgx.Tx, orderID int64, plan dispatch.StepPlan) error {
+	if !plan.SetWaiting {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE orders SET waiting = $2 WHERE id = $1 AND waiting <> $2`, orderID, plan.Waiting)
+	return err
+}
+
+// pickRound picks a candidate in the order's round, and in the next one
+// if the policy escalates.
+func pickRound(ctx context.Context, tx pgx.Tx, o dispatch.Order, facts dispatch.StepFacts) (int, dispatch.Pick, error) {
+	p, err := pick(ctx, tx, o, o.Round)
+	if err != nil {
+		return o.Round, p, err
+	}
+	round, again := dispatch.Escalate(o.Round, facts, p)
+	if again {
+		p, err = pick(ctx, tx, o, round)
+	}
+	return round, p, err
+}
+
+// pick returns the candidate idle longest in round, locking their row
+// (Pick.Master zero if none); Pick.Busy when a master the round has not
+// reached yet is locked or busy with another order's offer: the round is
+// not over, the order waits for them (the offer's end wakes distribution).
+func pick(ctx context.Context, tx pgx.Tx, o dispatch.Order, round int) (dispatch.Pick, error) {
+	var p dispatch.Pick
+	args := []any{o.City, o.District, o.Skill, o.ID, round}
+	err := tx.QueryRow(ctx, `SELECT m.user_id FROM masters m`+candidateWhere+`
+ORDER BY m.last_offer_at NULLS FIRST, m.user_id
+LIMIT 1
+FOR NO KEY UPDATE OF m SKIP LOCKED`, args...).Scan(&p.Master)
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return p, err
+	}
+	err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM masters m`+eligibleWhere+`)`, args...).Scan(&p.Busy)
+	return p, err
+}
+
+// insertOffer offers the order to the plan's master and settles the order
+// as the plan says; ok false if a racing transaction's open offer (of this
+// order or this master) made the insert write nothing.
+func insertOffer(ctx context.Context, tx pgx.Tx, o dispatch.Order, plan dispatch.StepPlan, sla time.Duration) (dispatch.Offer, dispatch.Order, bool, error) {
+	// ON CONFLICT without a target takes every unique index as an arbiter,
+	// the partial offers_open_order and offers_open_master included (a
+	// target names only one): a racing transaction's open offer makes
+	// this insert nothing instead of failing the transaction.
+	f, err := scanOffer(tx.QueryRow(ctx, `
+INSERT INTO offers (order_id, master_id, round, expires_at)
+VALUES ($1, $2, $3, now() + $4 * interval '1 microsecond')
+ON CONFLICT DO NOTHING
+RETURNING `+offerColumns, o.ID, plan.Master, plan.Round, micros(sla)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return f, o, false, nil
+	}
+	if err != nil {
+		return f, o, false, fmt.Errorf("insert offer: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE masters SET last_offer_at = now() WHERE user_id = $1`, plan.Master); err != nil {
+		return f, o, false, err
+	}
+	if plan.Settle {
+		o, err = scanOrder(tx.QueryRow(ctx, `UPDATE orders SET round = $2, unassignable_at = NULL, waiting = false, updated_at = now()
+WHERE id = $1 RETURNING `+orderColumns, o.ID, plan.Round))
+	}
+	return f, o, err == nil, err
+}
+
+// markUnassignable writes the plan for an order nobody is left for: its
+// round moved on, and its unassignable mark. The order as it is after.
+func markUnassignable(ctx context.Context, tx pgx.Tx, o dispatch.Order, plan dispatch.StepPlan) (dispatch.Order, error) {
+	if plan.Round != o.Round {
+		if _, err := tx.Exec(ctx, `UPDATE orders SET round = $2, updated_at = now() WHERE id = $1 AND round = $3`,
+			o.ID, plan.Round, o.Round); err != nil {
+			return o, err
+		}
+	}
+	if plan.MarkUnassignable {
+		if _, err := tx.Exec(ctx, `UPDATE orders SET unassignable_at = coalesce(unassignable_at, now()), waiting = false,
+updated_at = now() WHERE id = $1`, o.ID); err != nil {
+			return o, err
+		}
+	}
+	return scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, o.ID))
+}
+
+// Offer returns one offer or domain.ErrNotFound.
+func (s *Store) Offer(ctx context.Context, id int64) (dispatch.Offer, error) {
+	f, err := scanOffer(s.pool.QueryRow(ctx, `SELECT `+offerColumns+` FROM offers WHERE id = $1`, id))
+	if err != nil {
+		return f, fmt.Errorf("offer %d: %w", id, interpretError(err))
+	}
+	return f, nil
+}
+
+// offerAsIs is what a refused offer transition returns: the offer as it
+// is now (zero if there is none), ok false.
+func (s *Store) offerAsIs(ctx context.Context, id int64) (dispatch.Offer, bool, error) {
+	f, err := s.Offer(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		return dispatch.Offer{}, false, nil
+	}
+	return f, false, err
+}
+
+// AcceptOffer is the one conditional statement on the offer (the master's, open,
+// expires_at > now()) and, in the same transaction, the order's SEARCHING →
+// ASSIGNED; if either finds nothing, the transaction rolls back and ok is
+// false, with the offer and its order as they are (zero if no such offer).
+func (s *Store) AcceptOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, bool, error) {
+	var f dispatch.Offer
+	var o dispatch.Order
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		f, err = scanOffer(tx.QueryRow(ctx, `
+UPDATE offers SET state = 'ACCEPTED', responded_at = now()
+WHERE id = $1 AND master_id = $2 AND state IN `+openOffer+` AND expires_at > now()
+RETURNING `+offerColumns, offerID, masterID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoop
+		}
+		if err != nil {
+			return err
+		}
+		o, err = scanOrder(tx.QueryRow(ctx, `
+UPDATE orders SET state = 'ASSIGNED', master_id = $2, assigned_at = now(), updated_at = now()
+WHERE id = $1 AND state = 'SEARCHING'
+RETURNING `+orderColumns, f.OrderID, masterID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoop
+		}
+		if err != nil {
+			return err
+		}
+		return tellTx(ctx, tx, tell, dispatch.Changed{Order: o, Offers: []dispatch.Offer{f}})
+	})
+	if errors.Is(err, errNoop) {
+		f, _, err := s.offerAsIs(ctx, offerID)
+		if err != nil || f.ID == 0 {
+			return f, dispatch.Order{}, false, err
+		}
+		o, err := s.Order(ctx, f.OrderID)
+		return f, o, false, err
+	}
+	if err != nil {
+		return dispatch.Offer{}, dispatch.Order{}, false, fmt.Errorf("accept offer %d: %w", offerID, err)
+	}
+	return f, o, true, nil
+}
+
+// DeclineOffer moves the master's open offer to DECLINED and marks its order
+// owed a step (waiting), in one statement; ok false otherwise, with the
+// offer as it is.
+func (s *Store) DeclineOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
+	return s.answerOffer(ctx, "decline", `
+WITH f AS (
+    UPDATE offers SET state = 'DECLINED', responded_at = now()
+    WHERE id = $1 AND master_id = $2 AND state IN `+openOffer+`
+    RETURNING *
+), o AS (
+    -- even where it reads true already: see markWaiting
+    UPDATE orders SET waiting = true FROM f
+    WHERE orders.id = f.order_id AND orders.state = 'SEARCHING'
+)
+SELECT `+offerColumns+` FROM f`, offerID, masterID, tell)
+}
+
+// markWaiting marks the SEARCHING orders of offers that just ended as owed
+// a distribution step, in the ending transaction, after the offers (the
+// order Accept and Decline lock them in).
+//
+// It writes even where waiting reads true already: a step holding the
+// order may be clearing it, having seen the offer this transaction ends
+// as still open; an UPDATE whose snapshot skipped the row as "already
+// waiting" would never wait for that step, and the order would be left
+// with neither an offer nor the flag.
+func markWaiting(ctx context.Context, tx pgx.Tx, ended []dispatch.Offer) error {
+	ids := make([]int64, 0, len(ended))
+	for _, f := range ended {
+		ids = append(ids, f.OrderID)
+	}
+	slices.Sort(ids)
+	_, err := tx.Exec(ctx, `UPDATE orders SET waiting = true WHERE id = ANY ($1) AND state = 'SEARCHING'`, ids)
+	if err != nil {
+		return fmt.Errorf("mark orders waiting: %w", err)
+	}
+	return nil
+}
+
+// ViewOffer moves the master's SENT offer to VIEWED; ok false otherwise, with
+// the offer as it is.
+func (s *Store) ViewOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
+	return s.answerOffer(ctx, "view", `
+UPDATE offers SET state = 'VIEWED', viewed_at = now()
+WHERE id = $1 AND master_id = $2 AND state = 'SENT' AND expires_at > now()
+RETURNING `+offerColumns, offerID, masterID, tell)
+}
+
+// answerOffer runs a master's conditional statement on their offer and
+// writes what tell renders with it; ok false, with the offer as it is,
+// when the statement changed nothing.
+func (s *Store) answerOffer(ctx context.Context, what, sql string, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
+	var f dispatch.Offer
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if f, err = scanOffer(tx.QueryRow(ctx, sql, offerID, masterID)); err != nil {
+			return err
+		}
+		return tellTx(ctx, tx, tell, dispatch.Changed{Offers: []dispatch.Offer{f}})
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s.offerAsIs(ctx, offerID)
+	}
+	if err != nil {
+		return f, false, fmt.Errorf("%s offer %d: %w", what, offerID, err)
+	}
+	return f, true, nil
+}
+
+// ExpireOffers is the seed's watchdog statement (its predicate is the
+// offers_due index's); exactly the offers it moved return, and their
+// orders are marked owed a step (waiting) in the same transaction.
+//
+// It commits asynchronously (see dispatchAsync): an expiry lost in a
+// database crash leaves its offer open and past expires_at, so no Accept
+// can take it and the next sweep expires it again, writing the closing
+// edit and live-log line that were lost with it.
+func (s *Store) ExpireOffers(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
+	var offers []dispatch.Offer
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		offers, err = collectOffers(tx.Query(ctx, `
+UPDATE offers f SET state = 'EXPIRED', responded_at = now()
+`+asyncFrom+`
+WHERE f.state IN `+openOffer+` AND f.expires_at <= now()
+RETURNING `+offerColumnsF))
+		if err != nil || len(offers) == 0 {
+			return err
+		}
+		if err := markWaiting(ctx, tx, offers); err != nil {
+			return err
+		}
+		return tellTx(ctx, tx, tell, dispatch.Changed{Offers: offers})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("expire offers: %w", err)
+	}
+	return offers, nil
+}
+
+// NextOfferExpiry is the earliest expires_at of an open offer (false: none).
+func (s *Store) NextOfferExpiry(ctx context.Context) (time.Time, bool, error) {
+	var next pgtype.Timestamptz
+	if err := s.pool.QueryRow(ctx, `SELECT min(expires_at) FROM offers WHERE state IN `+openOffer).Scan(&next); err != nil {
+		return time.Time{}, false, fmt.Errorf("next offer expiry: %w", err)
+	}
+	return tsValue(next), next.Valid, nil
+}

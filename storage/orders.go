@@ -1,0 +1,321 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"switchboard/domain"
+	"switchboard/domain/dispatch"
+)
+
+type orderScan struct {
+	id, createdBy, price, masterID, commission               pgtype.Int8
+	city, district, skill, description, state                pgtype.Text
+	round, photos                                            pgtype.Int4
+	unassignable, assigned, done, closed, cancelled, created pgtype.Timestamptz
+	commissionDue, commissionPaid                            pgtype.Timestamptz
+	address, name, phone                                     pgtype.Text
+	visitDate                                                pgtype.Date
+	visitFrom, visitTo                                       pgtype.Time
+	enRoute, arrived, contactsPruned                         pgtype.Timestamptz
+}
+
+func (s *orderScan) dest() []any {
+	return []any{&s.id, &s.createdBy, &s.city, &s.district, &s.skill, &s.price, &s.description, &s.state,
+		&s.round, &s.unassignable, &s.masterID, &s.assigned, &s.done, &s.closed, &s.cancelled,
+		&s.commission, &s.commissionDue, &s.commissionPaid, &s.created,
+		&s.address, &s.name, &s.phone, &s.visitDate, &s.visitFrom, &s.visitTo, &s.enRoute, &s.arrived, &s.photos,
+		&s.contactsPruned}
+}
+
+func (s *orderScan) order() dispatch.Order {
+	o := dispatch.Order{
+		ID: s.id.Int64, CreatedBy: s.createdBy.Int64, City: s.city.String, District: s.district.String,
+		Skill: s.skill.String, Price: s.price.Int64, Description: s.description.String,
+		State: dispatch.OrderState(s.state.String), Round: int(s.round.Int32), MasterID: s.masterID.Int64,
+		Unassignable: tsValue(s.unassignable), AssignedAt: tsValue(s.assigned), DoneAt: tsValue(s.done),
+		ClosedAt: tsValue(s.closed), CancelledAt: tsValue(s.cancelled), Commission: s.commission.Int64,
+		CommissionDueAt: tsValue(s.commissionDue), CommissionPaidAt: tsValue(s.commissionPaid),
+		CreatedAt: tsValue(s.created),
+		Contact:   dispatch.Contact{Address: s.address.String, Name: s.name.String, Phone: s.phone.String},
+		EnRouteAt: tsValue(s.enRoute), ArrivedAt: tsValue(s.arrived), Photos: int(s.photos.Int32),
+		ContactsPruned: tsValue(s.contactsPruned),
+	}
+	if s.visitDate.Valid {
+		d := s.visitDate.Time
+		o.Visit.Date = time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, time.UTC)
+	}
+	if s.visitFrom.Valid && s.visitTo.Valid {
+		o.Visit.From = time.Duration(s.visitFrom.Microseconds) * time.Microsecond
+		o.Visit.To = time.Duration(s.visitTo.Microseconds) * time.Microsecond
+	}
+	return o
+}
+
+// orderValues are the arguments CreateOrder stores a new order's optional
+// fields from: NULL for what was not given.
+func orderValues(n dispatch.NewOrder) []any {
+	text := func(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
+	var day pgtype.Date
+	var from, to pgtype.Time
+	if n.Visit.Given() {
+		day = pgtype.Date{Time: n.Visit.Date, Valid: true}
+	}
+	if n.Visit.Window() {
+		from = pgtype.Time{Microseconds: n.Visit.From.Microseconds(), Valid: true}
+		to = pgtype.Time{Microseconds: n.Visit.To.Microseconds(), Valid: true}
+	}
+	return []any{text(n.Contact.Address), text(n.Contact.Name), text(n.Contact.Phone), day, from, to}
+}
+
+func scanOrder(row pgx.Row) (dispatch.Order, error) {
+	var s orderScan
+	if err := row.Scan(s.dest()...); err != nil {
+		return dispatch.Order{}, err
+	}
+	return s.order(), nil
+}
+
+// CreateOrder stores a new SEARCHING order, owed its first distribution
+// step (waiting): if the step the service takes at once is lost, the
+// replicas' recheck of waiting orders takes it.
+func (s *Store) CreateOrder(ctx context.Context, n dispatch.NewOrder, tell domain.Render[dispatch.Changed]) (dispatch.Order, error) {
+	var o dispatch.Order
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		o, err = scanOrder(tx.QueryRow(ctx, `
+INSERT INTO orders (created_by, city, district, skill, price, description, waiting,
+                    address, customer_name, customer_phone, visit_date, visit_from, visit_to)
+VALUES ($1, $2, $3, $4, $5, $6, true, $7, $8, $9, $10, $11, $12)
+RETURNING `+orderColumns, append([]any{n.CreatedBy, n.City, n.District, n.Skill, n.Price, n.Description}, orderValues(n)...)...))
+		if err != nil {
+			return err
+		}
+		return tellTx(ctx, tx, tell, dispatch.Changed{Order: o})
+	})
+	if err != nil {
+		return o, fmt.Errorf("create order: %w", err)
+	}
+	return o, nil
+}
+
+// Order returns one order or domain.ErrNotFound.
+func (s *Store) Order(ctx context.Context, id int64) (dispatch.Order, error) {
+	o, err := scanOrder(s.pool.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, id))
+	if err != nil {
+		return o, fmt.Errorf("order %d: %w", id, interpretError(err))
+	}
+	return o, nil
+}
+
+// OpenOrders lists SEARCHING, ASSIGNED and DONE orders, oldest first, each
+// with its open offer (at most one: offers_open_order) and the master of
+// that offer, else the assigned master; one query.
+func (s *Store) OpenOrders(ctx context.Context, limit int) ([]dispatch.OrderLine, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT `+orderColumnsO+`, `+offerColumnsF+`, `+masterColumns+`
+FROM orders o
+LEFT JOIN offers f ON f.order_id = o.id AND f.state IN `+openOffer+`
+LEFT JOIN masters m ON m.user_id = COALESCE(f.master_id, o.master_id)
+LEFT JOIN users u ON u.id = m.user_id
+WHERE o.state IN ('SEARCHING', 'ASSIGNED', 'DONE')
+ORDER BY o.id
+LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("open orders: %w", err)
+	}
+	defer rows.Close()
+	var (
+		orow orderScan
+		frow offerScan
+		mrow masterScan
+	)
+	dest := slices.Concat(orow.dest(), frow.dest(), mrow.dest())
+	var out []dispatch.OrderLine
+	for rows.Next() {
+		mrow.skills = nil // a fresh slice per row: Scan may reuse the last one
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("open orders: %w", err)
+		}
+		line := dispatch.OrderLine{Order: orow.order()}
+		if frow.id.Valid {
+			f := frow.offer()
+			line.Offer = &f
+		}
+		if mrow.userID.Valid {
+			m := mrow.master()
+			line.Master = &m
+		}
+		out = append(out, line)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("open orders: %w", err)
+	}
+	return out, nil
+}
+
+// CompleteOrder moves ASSIGNED → DONE with the commission
+// ceil(price × ratePercent / 100), computed in numeric, due after deadline;
+// with masterID not zero only if the order is that master's. ok false, with
+// the order as it is, if that did not hold.
+func (s *Store) CompleteOrder(ctx context.Context, id, masterID int64, ratePercent float64, deadline time.Duration, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
+	var o dispatch.Order
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		o, err = scanOrder(tx.QueryRow(ctx, `
+UPDATE orders SET state = 'DONE', done_at = now(), updated_at = now(),
+    commission = ceil(price * $2::float8::numeric / 100)::bigint,
+    commission_due_at = now() + $3 * interval '1 microsecond'
+WHERE id = $1 AND state = 'ASSIGNED' AND ($4::bigint = 0 OR master_id = $4)
+RETURNING `+orderColumns, id, ratePercent, micros(deadline), masterID))
+		if err != nil {
+			return err
+		}
+		c := dispatch.Changed{Order: o}
+		if c.Assigned, err = assignedOffer(ctx, tx, o.ID, o.MasterID); err != nil {
+			return err
+		}
+		return tellTx(ctx, tx, tell, c)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		o, err = s.Order(ctx, id)
+		return o, false, err
+	}
+	if err != nil {
+		return o, false, fmt.Errorf("complete order %d: %w", id, err)
+	}
+	return o, true, nil
+}
+
+// CancelOrder moves SEARCHING or ASSIGNED → CANCELLED and withdraws its
+// open offer in one transaction; ok false, with the order as it is, if it
+// was in neither state.
+//
+// Locks are taken in Accept's order, offer before order, so a cancel racing
+// an accept waits instead of deadlocking. The withdrawal runs again after
+// the order's update: an NextOffer holding the order may have committed a
+// new offer while the update waited for it.
+func (s *Store) CancelOrder(ctx context.Context, id int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, []dispatch.Offer, bool, error) {
+	const withdraw = `UPDATE offers SET state = 'WITHDRAWN', responded_at = now()
+WHERE order_id = $1 AND state IN ` + openOffer
+	var o dispatch.Order
+	var withdrawn []dispatch.Offer
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		early, err := collectOffers(tx.Query(ctx, withdraw+`
+  AND EXISTS (SELECT 1 FROM orders WHERE id = $1 AND state IN ('SEARCHING', 'ASSIGNED'))
+RETURNING `+offerColumns, id))
+		if err != nil {
+			return err
+		}
+		o, err = scanOrder(tx.QueryRow(ctx, `
+UPDATE orders SET state = 'CANCELLED', cancelled_at = now(), updated_at = now()
+WHERE id = $1 AND state IN ('SEARCHING', 'ASSIGNED')
+RETURNING `+orderColumns, id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoop
+		}
+		if err != nil {
+			return err
+		}
+		late, err := collectOffers(tx.Query(ctx, withdraw+` RETURNING `+offerColumns, id))
+		if err != nil {
+			return err
+		}
+		withdrawn = append(early, late...)
+		c := dispatch.Changed{Order: o, Offers: withdrawn}
+		if c.Assigned, err = assignedOffer(ctx, tx, o.ID, o.MasterID); err != nil {
+			return err
+		}
+		return tellTx(ctx, tx, tell, c)
+	})
+	if errors.Is(err, errNoop) {
+		o, err = s.Order(ctx, id)
+		return o, nil, false, err
+	}
+	if err != nil {
+		return o, nil, false, fmt.Errorf("cancel order %d: %w", id, err)
+	}
+	return o, withdrawn, true, nil
+}
+
+// searchingOrders and waitingOrders are SearchingOrders' two queries.
+// They are two texts, not one with `($2 OR o.waiting)`: a prepared
+// statement's generic plan cannot use the partial index orders_waiting
+// for that, and the pass after every expiry then read every SEARCHING
+// order (10 000 in the dispatch bench, several passes a second) to find
+// the few waiting ones.
+//
+// $2..$4 are the dispatch.Gate: an order of a city outside its working
+// hours is left out, so the recheck does not step it every second all
+// night; it is still waiting, and the first recheck after opening takes it.
+const (
+	openNow = `
+  AND CASE WHEN lower(o.city) = ANY ($2::text[]) THEN lower(o.city) <> ALL ($3::text[]) ELSE NOT $4::boolean END`
+	searchingOrders = `
+SELECT o.id FROM orders o
+WHERE o.state = 'SEARCHING'
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.state IN ` + openOffer + `)` + openNow + `
+ORDER BY o.id LIMIT $1`
+	waitingOrders = `
+SELECT o.id FROM orders o
+WHERE o.state = 'SEARCHING' AND o.waiting
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.state IN ` + openOffer + `)` + openNow + `
+ORDER BY o.id LIMIT $1`
+)
+
+// nonNil passes a nil list as an empty SQL array, not NULL (with which
+// ANY and ALL answer NULL).
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// SearchingOrders lists SEARCHING orders with no open offer, oldest first;
+// all false: only those waiting for a busy master.
+func (s *Store) SearchingOrders(ctx context.Context, limit int, all bool, gate dispatch.Gate) ([]int64, error) {
+	q := waitingOrders
+	if all {
+		q = searchingOrders
+	}
+	rows, err := s.pool.Query(ctx, q, limit, nonNil(gate.Configured), nonNil(gate.Closed), gate.DefaultClosed)
+	if err != nil {
+		return nil, fmt.Errorf("searching orders: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("searching orders: %w", err)
+	}
+	return ids, nil
+}
+
+// AutocloseOrders moves DONE orders done at least after ago to CLOSED and
+// returns their ids, ascending.
+func (s *Store) AutocloseOrders(ctx context.Context, after time.Duration, tell domain.Render[dispatch.Changed]) ([]int64, error) {
+	var ids []int64
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+UPDATE orders SET state = 'CLOSED', closed_at = now(), updated_at = now()
+WHERE state = 'DONE' AND done_at <= now() - $1 * interval '1 microsecond'
+RETURNING id`, micros(after))
+		if err != nil {
+			return err
+		}
+		if ids, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil || len(ids) == 0 {
+			return err
+		}
+		slices.Sort(ids)
+		return tellTx(ctx, tx, tell, dispatch.Changed{Closed: ids})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("autoclose orders: %w", err)
+	}
+	return ids, nil
+}

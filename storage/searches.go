@@ -1,0 +1,188 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"switchboard/domain"
+	"switchboard/domain/vacancy"
+)
+
+// AddSearch saves a search unless the user already has one with its key;
+// created reports which happened, and the stored search is returned. A new
+// search is given, in the same transaction, up to backfill of the key's
+// vacancies published since since (those other users' discovery already
+// collected), as QUEUED matches; queued counts them. When the key has been
+// discovered before, that backfill is the search's first discovery: the
+// search is marked told and announce's messages (nil is none) are written
+// to the outbox with it.
+func (s *Store) AddSearch(ctx context.Context, sr vacancy.Search, backfill int, since time.Time,
+	announce domain.Render[[]vacancy.FirstNews]) (vacancy.Search, bool, int, error) {
+	params, err := json.Marshal(sr.Params)
+	if err != nil {
+		return sr, false, 0, fmt.Errorf("add search: %w", err)
+	}
+	var out vacancy.Search
+	created, queued := false, 0
+	err = s.WithTx(ctx, func(tx pgx.Tx) error {
+		if err := lockSearchKey(ctx, tx, sr.Key); err != nil {
+			return err
+		}
+		row := tx.QueryRow(ctx, `
+INSERT INTO searches (user_id, params, search_key) VALUES ($1, $2, $3)
+ON CONFLICT (user_id, search_key) DO NOTHING
+RETURNING id, user_id, params, search_key, created_at`, sr.UserID, params, sr.Key)
+		var err error
+		out, err = scanSearch(row)
+		if errors.Is(err, pgx.ErrNoRows) {
+			out, err = scanSearch(tx.QueryRow(ctx, `SELECT id, user_id, params, search_key, created_at FROM searches
+WHERE user_id = $1 AND search_key = $2`, sr.UserID, sr.Key))
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		created = true
+		rows, err := tx.Query(ctx, `
+INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at)
+SELECT $2, v.id, 'QUEUED', v.published_at
+FROM search_hits h JOIN vacancies v ON v.id = h.vacancy_id
+WHERE h.search_key = $1 AND v.published_at >= $4 AND (v.experience <> 'moreThan6' OR $5)
+ORDER BY v.published_at DESC, v.id DESC LIMIT $3
+ON CONFLICT (user_id, vacancy_id) DO NOTHING
+RETURNING id`, sr.Key, sr.UserID, backfill, since, sr.Params.Has("experience", vacancy.MoreThan6))
+		if err != nil {
+			return fmt.Errorf("backfill: %w", err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return fmt.Errorf("backfill: %w", err)
+		}
+		if queued = len(ids); queued > 0 {
+			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, QueueChannel); err != nil {
+				return fmt.Errorf("notify queue: %w", err)
+			}
+		}
+		// A key never discovered is left pending: its first discovery,
+		// which the service starts at once, tells the user.
+		return tellFirstNews(ctx, tx, `s.id = $1 AND EXISTS (SELECT 1 FROM discovery_state d WHERE d.search_key = s.search_key)`,
+			out.ID, map[int64][]int64{sr.UserID: ids}, announce)
+	})
+	if err != nil {
+		return sr, false, 0, fmt.Errorf("add search: %w", interpretError(err))
+	}
+	return out, created, queued, nil
+}
+
+func scanSearch(row pgx.Row) (vacancy.Search, error) {
+	var sr vacancy.Search
+	var params []byte
+	if err := row.Scan(&sr.ID, &sr.UserID, &params, &sr.Key, &sr.CreatedAt); err != nil {
+		return sr, err
+	}
+	if err := json.Unmarshal(params, &sr.Params); err != nil {
+		return sr, fmt.Errorf("search %d params: %w", sr.ID, err)
+	}
+	return sr, nil
+}
+
+// UserSearches lists a user's searches, oldest first.
+func (s *Store) UserSearches(ctx context.Context, userID int64) ([]vacancy.Search, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, user_id, params, search_key, created_at FROM searches
+WHERE user_id = $1 ORDER BY id`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("searches of user %d: %w", userID, err)
+	}
+	defer rows.Close()
+	var out []vacancy.Search
+	for rows.Next() {
+		sr, err := scanSearch(rows)
+		if err != nil {
+			return nil, fmt.Errorf("searches of user %d: %w", userID, err)
+		}
+		out = append(out, sr)
+	}
+	return out, rows.Err()
+}
+
+// DeleteSearch deletes the user's search; another user's id deletes nothing.
+func (s *Store) DeleteSearch(ctx context.Context, userID, id int64) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM searches WHERE id = $1 AND user_id = $2`, id, userID)
+	if err != nil {
+		return false, fmt.Errorf("delete search %d: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// SearchKeyGroups returns every distinct search_key with its parameters.
+func (s *Store) SearchKeyGroups(ctx context.Context) ([]vacancy.Group, error) {
+	return searchGroups(ctx, s.pool, "")
+}
+
+// SearchKeyGroup is SearchKeyGroups for one key.
+func (s *Store) SearchKeyGroup(ctx context.Context, key string) (vacancy.Group, error) {
+	gs, err := searchGroups(ctx, s.pool, key)
+	if err != nil {
+		return vacancy.Group{}, err
+	}
+	if len(gs) == 0 {
+		return vacancy.Group{}, fmt.Errorf("search group: %w", domain.ErrNotFound)
+	}
+	return gs[0], nil
+}
+
+// querier is what a pool and a transaction have in common.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// searchGroups lists distinct search_keys with the parameters of each key's
+// oldest search (all searches of a key have equal parameters up to case and
+// spacing). Who follows a key is read when a discovery is saved.
+func searchGroups(ctx context.Context, q querier, key string) ([]vacancy.Group, error) {
+	rows, err := q.Query(ctx, `
+SELECT DISTINCT ON (search_key) search_key, params FROM searches
+WHERE $1 = '' OR search_key = $1
+ORDER BY search_key, id`, key)
+	if err != nil {
+		return nil, fmt.Errorf("search groups: %w", err)
+	}
+	defer rows.Close()
+	var out []vacancy.Group
+	for rows.Next() {
+		var g vacancy.Group
+		var params []byte
+		if err := rows.Scan(&g.Key, &params); err != nil {
+			return nil, fmt.Errorf("search groups: %w", err)
+		}
+		if err := json.Unmarshal(params, &g.Params); err != nil {
+			return nil, fmt.Errorf("search groups: params of %s: %w", g.Key, err)
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// followers are the users whose searches have key, with their ban words.
+func followers(ctx context.Context, q querier, key string) ([]vacancy.Recipient, error) {
+	rows, err := q.Query(ctx, `
+SELECT s.user_id, COALESCE((SELECT array_agg(word ORDER BY word) FROM ban_words b WHERE b.user_id = s.user_id), '{}')
+FROM searches s WHERE s.search_key = $1 ORDER BY s.id`, key)
+	if err != nil {
+		return nil, fmt.Errorf("followers of %s: %w", key, err)
+	}
+	users, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (vacancy.Recipient, error) {
+		var u vacancy.Recipient
+		err := row.Scan(&u.ID, &u.BanWords)
+		return u, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("followers of %s: %w", key, err)
+	}
+	return users, nil
+}

@@ -1,0 +1,487 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"switchboard/domain"
+	"switchboard/domain/vacancy"
+)
+
+// A card's delivery is its match's ANALYZED → SENT_TO_USER with the chat,
+// message id and sent_at, in the statement that marks the card's outbox
+// row sent (only from ANALYZED: a match decided meanwhile stays as it is).
+// The card of a match a new search's first news waits on is that news: the
+// search is told, and no "nothing new yet" follows (the match is locked
+// before the search, as where matches end: settleFirstNews).
+var _ = onDelivered(domain.KindVacancy, transitionSQL(vacancy.Analyzed, vacancy.SentToUser, `
+vacancy_sent AS (
+    UPDATE vacancy_matches m SET status = '%[2]s', chat_id = done.chat_id, message_id = done.message_id,
+        sent_at = now(), updated_at = now(), claimed_until = NULL, claim_token = NULL
+    FROM done WHERE done.kind = 'vacancy' AND NOT done.edit AND m.id = done.ref AND m.status = '%[1]s'
+      AND done.message_id IS NOT NULL
+    RETURNING m.id, m.user_id
+), vacancy_told AS (
+    UPDATE searches s SET first_news = 'told'
+    FROM vacancy_sent m WHERE s.user_id = m.user_id AND s.first_news = 'waiting' AND m.id = ANY(s.first_matches)
+)`))
+
+// MatchStats counts a user's matches by status, with the last fetch of their
+// searches and the queue sizes.
+func (s *Store) MatchStats(ctx context.Context, userID int64) (vacancy.Stats, error) {
+	st := vacancy.Stats{Counts: map[vacancy.Status]int{}}
+	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM vacancy_matches WHERE user_id = $1 GROUP BY status`, userID)
+	if err != nil {
+		return st, fmt.Errorf("vacancy stats: %w", err)
+	}
+	for rows.Next() {
+		var status string
+		var n int
+		if err := rows.Scan(&status, &n); err != nil {
+			rows.Close()
+			return st, fmt.Errorf("vacancy stats: %w", err)
+		}
+		st.Counts[vacancy.Status(status)] = n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("vacancy stats: %w", err)
+	}
+	var last *time.Time
+	err = s.pool.QueryRow(ctx, `
+SELECT (SELECT max(d.updated_at) FROM discovery_state d JOIN searches s ON s.search_key = d.search_key WHERE s.user_id = $1),
+       (SELECT count(*) FROM vacancy_matches WHERE status = 'QUEUED')`, userID).Scan(&last, &st.QueueTotal)
+	if err != nil {
+		return st, fmt.Errorf("vacancy stats: %w", err)
+	}
+	if last != nil {
+		st.LastFetch = *last
+	}
+	return st, nil
+}
+
+const matchColumns = `m.id, m.user_id, m.vacancy_id, m.status, m.published_at, m.is_relevant, m.analysis,
+m.skip_reason, m.attempts, COALESCE(m.chat_id, 0), COALESCE(m.message_id, 0), m.sent_at, m.created_at, m.updated_at,
+COALESCE(m.claim_token::text, '')`
+
+func matchDest(m *vacancy.Match, analysis *[]byte, sentAt **time.Time) []any {
+	return []any{&m.ID, &m.UserID, &m.VacancyID, &m.Status, &m.PublishedAt, new(*bool), analysis,
+		&m.SkipReason, &m.Attempts, &m.ChatID, &m.MessageID, sentAt, &m.CreatedAt, &m.UpdatedAt, &m.ClaimToken}
+}
+
+func finishMatch(m *vacancy.Match, analysis []byte, sentAt *time.Time) error {
+	if sentAt != nil {
+		m.SentAt = *sentAt
+	}
+	if len(analysis) > 0 {
+		var v vacancy.Verdict
+		if err := json.Unmarshal(analysis, &v); err != nil {
+			return fmt.Errorf("match %d analysis: %w", m.ID, err)
+		}
+		m.Verdict = &v
+	}
+	return nil
+}
+
+// claimMatchSQL is ClaimMatch's one statement: $1 the lease, $2 the taste
+// examples of each kind, $3 FreshOnly, $4 DetailFresh, $5 DetailLease.
+const claimMatchSQL = `
+WITH c AS (
+    SELECT q.id FROM vacancy_matches q
+    WHERE q.status = 'QUEUED'
+      AND (q.claimed_until IS NULL OR q.claimed_until < now())
+      -- A QUEUED match waits while another worker fetches its vacancy's
+      -- detail, and, while HH refuses us ($3), unless the detail is at hand.
+      -- A scalar subquery, evaluated per candidate row as the index walk
+      -- reaches it: NOT EXISTS here costs a fifth of the claim rate.
+      AND (SELECT d.detail_fetching_until > now()
+                  OR $3 AND (d.detail_fetched_at IS NULL OR d.detail_fetched_at <= now() - $4 * interval '1 millisecond')
+           FROM vacancies d WHERE d.id = q.vacancy_id) IS NOT TRUE
+    ORDER BY q.published_at DESC, q.id
+    LIMIT 1
+    FOR UPDATE OF q SKIP LOCKED
+), m AS (
+    UPDATE vacancy_matches m
+    SET claimed_until = now() + $1 * interval '1 millisecond', claim_token = gen_random_uuid(),
+        attempts = m.attempts + 1, updated_at = now()
+    FROM c WHERE m.id = c.id
+    RETURNING m.*
+), o AS (
+    -- Whether another open match waits on this vacancy: only then is a
+    -- fetch lease worth its write (most vacancies have one match).
+    SELECT EXISTS (SELECT 1 FROM m, vacancy_matches x
+                   WHERE x.vacancy_id = m.vacancy_id AND x.id <> m.id AND x.status = 'QUEUED') AS shared
+), l AS (
+    -- A QUEUED match whose vacancy's detail is stale takes its fetch lease,
+    -- unless another worker holds it: then this claim learns it waits. Two
+    -- claims racing for one vacancy serialize on its row here.
+    UPDATE vacancies f SET detail_fetching_until = now() + $5 * interval '1 millisecond'
+    FROM m, o WHERE f.id = m.vacancy_id AND m.status = 'QUEUED' AND o.shared
+      AND (f.detail_fetched_at IS NULL OR f.detail_fetched_at <= now() - $4 * interval '1 millisecond')
+      AND (f.detail_fetching_until IS NULL OR f.detail_fetching_until < now())
+    RETURNING f.id
+)
+SELECT ` + matchColumns + `, ` + vacancyColumns + `, u.language, u.telegram_language, u.profile,
+       COALESCE((SELECT array_agg(word) FROM ban_words b WHERE b.user_id = m.user_id), '{}'),
+       -- The user's taste: their latest decided vacancies.
+       ARRAY(SELECT t.title FROM vacancy_matches d JOIN vacancies t ON t.id = d.vacancy_id
+             WHERE d.user_id = m.user_id AND d.status = 'APPLIED' ORDER BY d.updated_at DESC LIMIT $2),
+       ARRAY(SELECT t.title FROM vacancy_matches d JOIN vacancies t ON t.id = d.vacancy_id
+             WHERE d.user_id = m.user_id AND d.status = 'NOT_INTERESTED' ORDER BY d.updated_at DESC LIMIT $2),
+       v.detail_fetched_at IS NULL OR v.detail_fetched_at <= now() - $4 * interval '1 millisecond',
+       EXISTS (SELECT 1 FROM l) OR NOT (SELECT shared FROM o),
+       -- A jsonb string contains itself and an array its elements, so this
+       -- reads searches stored with one experience and with several.
+       EXISTS (SELECT 1 FROM searches s WHERE s.user_id = m.user_id AND s.params->'experience' @> '"moreThan6"'),
+       -- A new search's first news waits on this match: its end without
+       -- a card is checked for the note (a match is queued in the
+       -- transaction that makes its search wait, so none becomes one later).
+       EXISTS (SELECT 1 FROM searches s WHERE s.user_id = m.user_id AND s.first_news = 'waiting'
+               AND m.id = ANY(s.first_matches))
+FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id,
+     -- A claim lost in a database crash is only taken again.
+     ` + asyncCommit
+
+// ClaimMatch claims the newest-published claimable match whose lease is
+// free or expired, in one statement with FOR UPDATE SKIP LOCKED so
+// concurrent workers on any replica never take the same one. ok is false
+// when nothing is claimable.
+//
+// Claimable are QUEUED matches: an ANALYZED one has its card in the
+// outbox, written in the transaction that made it ANALYZED, and claiming
+// it would send the card twice.
+func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy.Claim, bool, error) {
+	var c vacancy.Claim
+	var analysis []byte
+	var sentAt, fetched *time.Time
+	var lang, tgLang string
+	dest := append(matchDest(&c.Match, &analysis, &sentAt), vacancyDest(&c.Vacancy, &fetched)...)
+	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &c.User.Applied, &c.User.NotInterested, &c.DetailStale, &c.DetailMine,
+		&c.User.Senior, &c.FirstNews)
+	err := s.pool.QueryRow(ctx, claimMatchSQL,
+		o.ClaimLease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds(), o.FetchLease.Milliseconds()).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, false, nil
+	}
+	if err != nil {
+		return c, false, fmt.Errorf("claim match: %w", err)
+	}
+	if err := finishMatch(&c.Match, analysis, sentAt); err != nil {
+		return c, false, err
+	}
+	if fetched != nil {
+		c.DetailFetchedAt = *fetched
+	}
+	c.User.ID = c.Match.UserID
+	c.User.Lang = domain.User{Language: lang, TelegramLanguage: tgLang}.Lang()
+	return c, true, nil
+}
+
+// NextMatchLeaseExpiry is when the earliest live claim runs out, so an idle
+// worker can wake to take over work a dead replica left.
+func (s *Store) NextMatchLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
+	var at *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT min(claimed_until) FROM vacancy_matches
+WHERE status IN ('QUEUED', 'ANALYZED') AND claimed_until > now()`).Scan(&at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next lease expiry: %w", err)
+	}
+	if at == nil {
+		return time.Time{}, false, nil
+	}
+	return *at, true, nil
+}
+
+// ReleaseMatchClaim moves a claim's expiry to until (a card that could not be
+// rendered yet); it does nothing if the claim is no longer token's.
+func (s *Store) ReleaseMatchClaim(ctx context.Context, id int64, token string, until time.Time) error {
+	_, err := s.pool.Exec(ctx, `UPDATE vacancy_matches SET claimed_until = $3, updated_at = now()
+WHERE id = $1 AND claim_token = $2::uuid`, id, token, until)
+	if err != nil {
+		return fmt.Errorf("release claim of match %d: %w", id, err)
+	}
+	return nil
+}
+
+// TransitionMatch moves a match from → to in one conditional UPDATE; ok is false
+// when the match was not in from (or, with ch.Token, no longer under that
+// claim): someone else moved it first. The caller checks the table.
+//
+// What ch.Tell renders from the moved match is written to the outbox in the
+// same transaction, only when the match moved. Every move releases the claim: a move to ANALYZED
+// carries the vacancy's card, and the outbox owns the delivery from then on.
+//
+// With ch.Announce (a match a new search's first news waits on), a move
+// that ends the last of that search's first matches without a card writes
+// its "nothing new yet" note in the same transaction.
+func (s *Store) TransitionMatch(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
+	if ch.Tell == nil && ch.Announce == nil {
+		return transition(ctx, s.pool, id, from, to, ch, false)
+	}
+	if ch.Announce == nil {
+		return s.transitionTelling(ctx, id, from, to, ch)
+	}
+	var m vacancy.Match
+	var ok bool
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if m, ok, err = transition(ctx, tx, id, from, to, ch, false); err != nil || !ok {
+			return err
+		}
+		if err := enqueueTx(ctx, tx, ch.Tell.Of(m)); err != nil {
+			return fmt.Errorf("transition match %d %s → %s: %w", id, from, to, err)
+		}
+		return settleFirstNews(ctx, tx, []int64{m.UserID}, []int64{id}, ch.Announce)
+	})
+	if err != nil {
+		return vacancy.Match{}, false, err
+	}
+	return m, ok, nil
+}
+
+// transitionTelling is a move and the messages it tells in one
+// transaction of two round trips, the card's path: BEGIN travels with the
+// move, COMMIT with the messages, which are rendered from the match as the
+// move left it in between.
+func (s *Store) transitionTelling(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return vacancy.Match{}, false, fmt.Errorf("transition match %d: %w", id, err)
+	}
+	// A connection released inside a transaction is closed by the pool, so
+	// no error path below can hand an open transaction to the next user.
+	defer conn.Release()
+	end := func(sql string) error {
+		_, err := conn.Exec(ctx, sql)
+		return err
+	}
+	m, ok, err := transition(ctx, conn, id, from, to, ch, true)
+	if err != nil {
+		_ = end("ROLLBACK")
+		return m, false, err
+	}
+	msgs := ch.Tell.Of(m)
+	if !ok || len(msgs) == 0 {
+		// The detail, if any, is kept even when the match moved on.
+		if err := end("COMMIT"); err != nil {
+			return vacancy.Match{}, false, fmt.Errorf("transition match %d: commit: %w", id, err)
+		}
+		return m, ok, nil
+	}
+	sql, args, err := insertMessagesSQL(msgs)
+	if err != nil {
+		_ = end("ROLLBACK")
+		return vacancy.Match{}, false, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		_ = end("ROLLBACK")
+		return vacancy.Match{}, false, fmt.Errorf("transition match %d %s → %s: enqueue %d messages: %w", id, from, to, len(msgs), err)
+	}
+	return m, true, nil
+}
+
+// batcher is what a pool and a transaction have in common for a batch.
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// transition moves a match in one batch; begin opens a transaction with
+// it, which the caller ends.
+func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Status, ch vacancy.Change, begin bool) (vacancy.Match, bool, error) {
+	args, err := transitionArgs(id, from, to, ch)
+	if err != nil {
+		return vacancy.Match{}, false, fmt.Errorf("transition match %d: %w", id, err)
+	}
+	var m vacancy.Match
+	var sent *time.Time
+	// With a detail, both statements go in one batch: one round trip and
+	// one implicit transaction (or the caller's). The match goes first: a
+	// claim locks a match before its vacancy, and this must not lock them
+	// the other way round.
+	b := &pgx.Batch{}
+	if begin {
+		b.Queue("BEGIN")
+	}
+	b.Queue(`
+UPDATE vacancy_matches m SET
+    status = $3, updated_at = now(),
+    is_relevant = COALESCE($4, is_relevant), score = COALESCE($5, score), analysis = COALESCE($6::jsonb, analysis),
+    skip_reason = CASE WHEN $3 = 'SKIPPED' THEN $7 ELSE '' END,
+    chat_id = COALESCE($8, chat_id), message_id = COALESCE($9, message_id), sent_at = COALESCE($10, sent_at),
+    claimed_until = NULL, claim_token = NULL
+WHERE id = $1 AND status = $2 AND ($11::uuid IS NULL OR claim_token = $11::uuid)
+RETURNING `+matchColumns, args...)
+	if v := ch.Detail; v != nil {
+		b.Queue(saveDetailSQL, detailArgs(*v)...)
+	}
+	if ch.Token != "" {
+		// A move under a claim is the workers' own (a press has no
+		// claim): its commit does not wait for the disk, as dispatch's
+		// steps and the memory chat's stages (ARCHITECTURE "Commits").
+		// Lost in a database crash, the match is QUEUED again and judged
+		// again; its card, if any, was lost with it and never sent, since
+		// a sender's claim commits synchronously and so flushes past it.
+		b.Queue(setAsyncCommit)
+	}
+	br := q.SendBatch(ctx, b)
+	defer br.Close()
+	if begin {
+		if _, err := br.Exec(); err != nil {
+			return vacancy.Match{}, false, fmt.Errorf("transition match %d: begin: %w", id, err)
+		}
+	}
+	var analysis []byte
+	err = br.QueryRow().Scan(matchDest(&m, &analysis, &sent)...)
+	if ch.Detail != nil && (err == nil || errors.Is(err, pgx.ErrNoRows)) {
+		// Stored even when the match had moved on: the detail is good, and
+		// storing it ends the vacancy's fetch lease.
+		if _, derr := br.Exec(); derr != nil {
+			return vacancy.Match{}, false, fmt.Errorf("transition match %d: save vacancy %d detail: %w", id, ch.Detail.ID, derr)
+		}
+	}
+	if err == nil {
+		err = br.Close()
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return vacancy.Match{}, false, nil
+	}
+	if err != nil {
+		return vacancy.Match{}, false, fmt.Errorf("transition match %d %s → %s: %w", id, from, to, err)
+	}
+	if err := finishMatch(&m, analysis, sent); err != nil {
+		return m, true, err
+	}
+	return m, true, nil
+}
+
+// transitionArgs are the UPDATE's arguments for a move from → to with ch:
+// the fields ch leaves unset are NULL, which keeps the row's.
+func transitionArgs(id int64, from, to vacancy.Status, ch vacancy.Change) ([]any, error) {
+	var relevant *bool
+	var score *int
+	var analysis []byte
+	if ch.Verdict != nil {
+		r := ch.Verdict.Relevant()
+		relevant, score = &r, &ch.Verdict.Score
+		var err error
+		if analysis, err = json.Marshal(ch.Verdict); err != nil {
+			return nil, err
+		}
+	}
+	var token, sentAt any
+	if ch.Token != "" {
+		token = ch.Token
+	}
+	if !ch.SentAt.IsZero() {
+		sentAt = ch.SentAt
+	}
+	var chat, msg any
+	if ch.MessageID != 0 {
+		chat, msg = ch.ChatID, ch.MessageID
+	}
+	return []any{id, from, to, relevant, score, analysis, ch.SkipReason, chat, msg, sentAt, token}, nil
+}
+
+// DeleteMatch deletes a QUEUED or SKIPPED match (a ban word hit), and its
+// vacancy if no other match holds it. With a token, only under that claim.
+// With announce, a new search whose first matches have all ended without
+// a card once this one is gone hears "nothing new yet" in the same
+// transaction.
+func (s *Store) DeleteMatch(ctx context.Context, id int64, token string, announce domain.Render[[]vacancy.FirstNews]) (bool, error) {
+	var tok any
+	if token != "" {
+		tok = token
+	}
+	deleted := false
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var vid, uid int64
+		err := tx.QueryRow(ctx, `DELETE FROM vacancy_matches
+WHERE id = $1 AND status IN ('QUEUED', 'SKIPPED') AND ($2::uuid IS NULL OR claim_token = $2::uuid)
+RETURNING vacancy_id, user_id`, id, tok).Scan(&vid, &uid)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		deleted = true
+		if _, err = tx.Exec(ctx, `DELETE FROM vacancies v WHERE v.id = $1
+AND NOT EXISTS (SELECT 1 FROM vacancy_matches m WHERE m.vacancy_id = v.id)`, vid); err != nil {
+			return err
+		}
+		if announce == nil {
+			return nil
+		}
+		return settleFirstNews(ctx, tx, []int64{uid}, []int64{id}, announce)
+	})
+	if err != nil {
+		return false, fmt.Errorf("delete match %d: %w", id, err)
+	}
+	return deleted, nil
+}
+
+// MatchWithVacancy returns one match and its vacancy, or domain.ErrNotFound.
+func (s *Store) MatchWithVacancy(ctx context.Context, id int64) (vacancy.Match, vacancy.Vacancy, error) {
+	var m vacancy.Match
+	var v vacancy.Vacancy
+	var analysis []byte
+	var sent, fetched *time.Time
+	dest := append(matchDest(&m, &analysis, &sent), vacancyDest(&v, &fetched)...)
+	err := s.pool.QueryRow(ctx, `SELECT `+matchColumns+`, `+vacancyColumns+`
+FROM vacancy_matches m JOIN vacancies v ON v.id = m.vacancy_id WHERE m.id = $1`, id).Scan(dest...)
+	if err != nil {
+		return m, v, fmt.Errorf("match %d: %w", id, interpretError(err))
+	}
+	return m, v, finishMatch(&m, analysis, sent)
+}
+
+// SkippedMatches lists SKIPPED matches created since since, by id after afterID.
+func (s *Store) SkippedMatches(ctx context.Context, since time.Time, afterID int64, limit int) ([]vacancy.SkippedMatch, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT `+matchColumns+`, v.title, v.snippet, v.description,
+       COALESCE((SELECT array_agg(word) FROM ban_words b WHERE b.user_id = m.user_id), '{}')
+FROM vacancy_matches m JOIN vacancies v ON v.id = m.vacancy_id
+WHERE m.status = 'SKIPPED' AND m.created_at >= $1 AND m.id > $2
+ORDER BY m.id LIMIT $3`, since, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("skipped matches: %w", err)
+	}
+	defer rows.Close()
+	var out []vacancy.SkippedMatch
+	for rows.Next() {
+		var sm vacancy.SkippedMatch
+		var analysis []byte
+		var sent *time.Time
+		dest := append(matchDest(&sm.Match, &analysis, &sent), &sm.Title, &sm.Snippet, &sm.Desc, &sm.BanWords)
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("skipped matches: %w", err)
+		}
+		if err := finishMatch(&sm.Match, analysis, sent); err != nil {
+			return nil, err
+		}
+		out = append(out, sm)
+	}
+	return out, rows.Err()
+}
+
+// transitionSQL fills a statement moving matches from → to (%[1]s, %[2]s)
+// after the workflow's transition table allowed the move; a move the table
+// refuses is a programming error, caught at start-up.
+func transitionSQL(from, to vacancy.Status, sql string) string {
+	if !vacancy.CanTransition(from, to) {
+		panic(fmt.Sprintf("storage: vacancy transition %s → %s not in the table", from, to))
+	}
+	return fmt.Sprintf(sql, from, to)
+}
+
+// QueueChannel is notified when matches are queued, so every replica's
+// workers wake at once instead of at their next sweep.
+const QueueChannel = "vacancy_queue"
