@@ -458,33 +458,39 @@ func (u *vacancyUI) decide(to vacancy.Status) CallbackHandler {
 // shows is already stored, so a failed edit is logged and the press still
 // answered.
 func (b *Bot) editPressed(r *Request, text string, kb *tele.ReplyMarkup) {
-	msg := r.Callback().Message
-	if msg == nil {
-		return // too old for Telegram to say which message it was
+	chatID, msgID, ok := pressedMessage(r)
+	if !ok {
+		return
 	}
-	chatID := r.User.ID
-	if msg.Chat != nil {
-		chatID = msg.Chat.ID
-	}
-	if err := b.editDirect(r.Ctx, chatID, msg.ID, text, kb); err != nil {
-		b.deps.Log.Warn("edit pressed message", "user", r.User.ID, "message", msg.ID, "err", err)
+	if err := b.editDirect(r.Ctx, chatID, msgID, text, kb); err != nil {
+		b.deps.Log.Warn("edit pressed message", "user", r.User.ID, "message", msgID, "err", err)
 	}
 }
 
 // editMarkupPressed replaces the buttons of the pressed message, its text
 // left as it is: at once, like editPressed.
 func (b *Bot) editMarkupPressed(r *Request, kb *tele.ReplyMarkup) {
+	chatID, msgID, ok := pressedMessage(r)
+	if !ok {
+		return
+	}
+	if err := b.editMarkupDirect(r.Ctx, chatID, msgID, kb); err != nil {
+		b.deps.Log.Warn("edit pressed message's buttons", "user", r.User.ID, "message", msgID, "err", err)
+	}
+}
+
+// pressedMessage is the chat and id of the message whose button was
+// pressed; false when it is too old for Telegram to say which it was.
+func pressedMessage(r *Request) (chatID int64, msgID int, ok bool) {
 	msg := r.Callback().Message
 	if msg == nil {
-		return // too old for Telegram to say which message it was
+		return 0, 0, false
 	}
-	chatID := r.User.ID
+	chatID = r.User.ID
 	if msg.Chat != nil {
 		chatID = msg.Chat.ID
 	}
-	if err := b.editMarkupDirect(r.Ctx, chatID, msg.ID, kb); err != nil {
-		b.deps.Log.Warn("edit pressed message's buttons", "user", r.User.ID, "message", msg.ID, "err", err)
-	}
+	return chatID, msg.ID, true
 }
 
 // Card renders one vacancy for its user with the decision buttons
