@@ -650,10 +650,7 @@ var runStateKeys = map[analysis.State]string{
 }
 
 func runStateName(cat *locales.Catalog, lang string, s analysis.State) string {
-	if k, ok := runStateKeys[s]; ok {
-		return cat.T(lang, k)
-	}
-	return string(s)
+	return stateName(cat, lang, runStateKeys, s)
 }
 
 // --- proposal buttons ----------------------------------------------------------
@@ -1094,17 +1091,13 @@ func (b *Renderer) boardMarkup(lang string, rv analysis.Review) (*tele.ReplyMark
 		if _, decided := decisionMarks[p.Decision]; decided {
 			continue
 		}
-		approve, err := Encode(actionApprove, p.ID)
-		if err != nil {
-			return nil, err
-		}
-		reject, err := Encode(actionReject, p.ID)
-		if err != nil {
-			return nil, err
-		}
 		n := locales.Data{"N": p.Ordinal}
-		row = append(row, tele.InlineButton{Text: cat.T(lang, "board.button_approve", n), Data: approve},
-			tele.InlineButton{Text: cat.T(lang, "board.button_reject", n), Data: reject})
+		pair, err := buttonPair(cat.T(lang, "board.button_approve", n), actionApprove,
+			cat.T(lang, "board.button_reject", n), actionReject, p.ID)
+		if err != nil {
+			return nil, err
+		}
+		row = append(row, pair...)
 		if len(row) == 4 {
 			rows, row = append(rows, row), nil
 		}
@@ -1140,18 +1133,12 @@ func (b *Renderer) boardMarkup(lang string, rv analysis.Review) (*tele.ReplyMark
 	if r.State == analysis.Completed && r.ProposalsPending > 0 {
 		count := locales.Data{"Count": r.ProposalsPending}
 		if r.ReviewConfirm {
-			yes, err := Encode(actionAllYes, r.ID)
+			pair, err := buttonPair(cat.T(lang, "board.button_confirm", count), actionAllYes,
+				cat.T(lang, "board.button_cancel"), actionAllNo, r.ID)
 			if err != nil {
 				return nil, err
 			}
-			no, err := Encode(actionAllNo, r.ID)
-			if err != nil {
-				return nil, err
-			}
-			rows = append(rows, []tele.InlineButton{
-				{Text: cat.T(lang, "board.button_confirm", count), Data: yes},
-				{Text: cat.T(lang, "board.button_cancel"), Data: no},
-			})
+			rows = append(rows, pair)
 		} else {
 			ask, err := Encode(actionAskAll, r.ID)
 			if err != nil {

@@ -21,8 +21,7 @@ import (
 // returns the proposals' ids by ordinal.
 func (env anEnv) completedRun(t *testing.T, n int) []int64 {
 	t.Helper()
-	team := env.srv.Supergroup(teamChat, "Team", "")
-	ann := env.srv.User(42, "Ann", "en")
+	team, ann := env.teamAndAnn("Team")
 	var ps []string
 	for i := range n {
 		m := ann.SendText(team.ID, fmt.Sprintf("task %d: please do thing %d", i+1, i+1))

@@ -17,6 +17,7 @@ import (
 	"switchboard/bot/delivery"
 	"switchboard/domain"
 	"switchboard/domain/analysis"
+	"switchboard/domain/domaintest"
 	"switchboard/e2e/tgfake"
 	"switchboard/llm"
 	"switchboard/llm/llmtest"
@@ -49,6 +50,12 @@ func setupAnalysis(t *testing.T) anEnv {
 	pace := delivery.DefaultLimits()
 	pace.GroupBurst = 20
 	return setupAnalysisWith(t, pace)
+}
+
+// teamAndAnn are the group teamChat, titled title, and Ann (42, English),
+// who writes in it.
+func (env anEnv) teamAndAnn(title string) (tgfake.Chat, *tgfake.Person) {
+	return env.srv.Supergroup(teamChat, title, ""), env.srv.User(42, "Ann", "en")
 }
 
 // setupAnalysisWith is setupAnalysis with the sender pacing under pace and
@@ -154,8 +161,7 @@ func TestAnalysisCommandsInMenu(t *testing.T) {
 func TestAnalysisGroupMessagesAreRecorded(t *testing.T) {
 	t.Parallel()
 	env := setupAnalysis(t)
-	team := env.srv.Supergroup(teamChat, "Team <Dev> & Co", "")
-	ann := env.srv.User(42, "Ann", "en")
+	team, ann := env.teamAndAnn("Team <Dev> & Co")
 
 	first := ann.SendText(team.ID, "Please deploy <b>billing</b> & docs by Friday")
 	eventually(t, func() bool { _, ok := storedMessage(t, env.st, team.ID, first.MessageID); return ok }, "first message stored")
@@ -330,8 +336,7 @@ func TestAnalysisRunNewRefusals(t *testing.T) {
 func TestAnalysisRunThroughTelegram(t *testing.T) {
 	t.Parallel()
 	env := setupAnalysis(t)
-	team := env.srv.Supergroup(teamChat, "Team", "")
-	ann := env.srv.User(42, "Ann", "en")
+	team, ann := env.teamAndAnn("Team")
 	m1 := ann.SendText(team.ID, "The login page is broken, I will fix it by 2099-01-05")
 	m2 := ann.SendText(team.ID, "Users cannot log in since the release")
 	m3 := ann.SendText(team.ID, "Somebody should update the docs")
@@ -409,16 +414,8 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 		"1. ✅ Fix <login> & deploy · high · Ann · due 2099-01-05\n\n"+
 		"2. ❌ Update the docs · low", board.Text)
 	require.Empty(t, board.ReplyMarkup.Buttons(), "all decided: no buttons left")
-	var decisions []string
-	rows, err := env.st.Pool().Query(context.Background(), `SELECT decision || ' by ' || decided_by FROM analysis_proposals ORDER BY id`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var s string
-		require.NoError(t, rows.Scan(&s))
-		decisions = append(decisions, s)
-	}
-	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"approved by 1", "rejected by 1"}, decisions)
+	require.Equal(t, []string{"approved by 1", "rejected by 1"}, domaintest.Column[string](t, context.Background(), env.st.Pool(),
+		`SELECT decision || ' by ' || decided_by FROM analysis_proposals ORDER BY id`))
 
 	require.Equal(t, "🏁 Run #1 closed.\nProposals: 2\nApproved: 50%\nRejected: 50%", env.ask(t, env.admin, "/run_close 1").Text)
 	require.Equal(t, "Run #1 is in the “closed” state; only a completed run can be closed.", env.ask(t, env.admin, "/run_close 1").Text)
@@ -475,16 +472,7 @@ func proposalIDs(t *testing.T, st *storage.Store) []int64 {
 // column reads a query's one bigint column.
 func column(t *testing.T, st *storage.Store, query string) []int64 {
 	t.Helper()
-	rows, err := st.Pool().Query(context.Background(), query)
-	require.NoError(t, err)
-	var out []int64
-	for rows.Next() {
-		var v int64
-		require.NoError(t, rows.Scan(&v))
-		out = append(out, v)
-	}
-	require.NoError(t, rows.Err())
-	return out
+	return domaintest.Column[int64](t, context.Background(), st.Pool(), query)
 }
 
 // eventLines are the admin chat's event lines (not the board), the
@@ -508,8 +496,7 @@ func eventLines(lines []string) []string {
 func TestAnalysisFailedRun(t *testing.T) {
 	t.Parallel()
 	env := setupAnalysis(t)
-	team := env.srv.Supergroup(teamChat, "Team", "")
-	ann := env.srv.User(42, "Ann", "en")
+	team, ann := env.teamAndAnn("Team")
 	ann.SendText(team.ID, "Deploy on Friday")
 	eventually(t, func() bool { return count(t, env.st, `SELECT count(*) FROM group_messages`) == 1 }, "message stored")
 	env.llm.On(llmtest.Chat()).Fault(llmtest.InvalidJSON())
@@ -740,8 +727,7 @@ func TestAnalysisProposalsSurviveFloodControl(t *testing.T) {
 	pace := delivery.DefaultLimits()
 	pace.Group, pace.GroupBurst = 1000, 1000
 	env := setupAnalysisWith(t, pace, tgfake.WithLimits(limits), tgfake.WithWaitTimeout(30*time.Second))
-	team := env.srv.Supergroup(teamChat, "Team", "")
-	ann := env.srv.User(42, "Ann", "en")
+	team, ann := env.teamAndAnn("Team")
 	const n = 6
 	var ids []string
 	for i := range n {

@@ -263,30 +263,14 @@ func (b *Bot) registerWorkflows() {
 }
 
 func (c Config) withDefaults() Config {
-	if c.PollTimeout <= 0 {
-		c.PollTimeout = 10 * time.Second
-	}
-	if c.DrainTimeout <= 0 {
-		c.DrainTimeout = 10 * time.Second
-	}
-	if c.HandlerTimeout <= 0 {
-		c.HandlerTimeout = 2 * time.Minute
-	}
-	if c.InboxWorkers <= 0 {
-		c.InboxWorkers = 16
-	}
-	if c.InboxLease <= 0 {
-		c.InboxLease = 30 * time.Second
-	}
-	if c.InboxAttempts <= 0 {
-		c.InboxAttempts = 7
-	}
-	if c.InboxMaxBackoff <= 0 {
-		c.InboxMaxBackoff = 30 * time.Second
-	}
-	if c.InboxSweep <= 0 {
-		c.InboxSweep = time.Second
-	}
+	domain.OrDefault(&c.PollTimeout, 10*time.Second)
+	domain.OrDefault(&c.DrainTimeout, 10*time.Second)
+	domain.OrDefault(&c.HandlerTimeout, 2*time.Minute)
+	domain.OrDefault(&c.InboxWorkers, 16)
+	domain.OrDefault(&c.InboxLease, 30*time.Second)
+	domain.OrDefault(&c.InboxAttempts, 7)
+	domain.OrDefault(&c.InboxMaxBackoff, 30*time.Second)
+	domain.OrDefault(&c.InboxSweep, time.Second)
 	if c.RateLimit <= 0 {
 		c.RateLimit, c.RateBurst = 1, 20
 	}

@@ -123,6 +123,12 @@ func (tb bundle) settle(t *testing.T) {
 	}, 60*time.Second, 10*time.Millisecond, "the outbox drains")
 }
 
+// annAndBob are the users most tests talk as: Ann (42) and Bob (43), both
+// writing in English.
+func (tb bundle) annAndBob() (ann, bob *tgfake.Person) {
+	return tb.srv.User(42, "Ann", "en"), tb.srv.User(43, "Bob", "en")
+}
+
 // ask sends text and returns the bot's first reply to it.
 func (tb bundle) ask(t *testing.T, who *tgfake.Person, text string) tgfake.BotMessage {
 	t.Helper()

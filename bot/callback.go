@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	tele "gopkg.in/telebot.v3"
 )
 
 // Callback data travels through Telegram and comes back from any client, so
@@ -78,6 +80,20 @@ func Encode(a Action, ids ...int64) (string, error) {
 		return "", fmt.Errorf("encode callback %q: %d bytes exceeds %d", a, sb.Len(), MaxCallbackData)
 	}
 	return sb.String(), nil
+}
+
+// buttonPair is a row of two buttons, reading text1 and text2, that press
+// a1 and a2 on the same ids: yes and no, accept and decline.
+func buttonPair(text1 string, a1 Action, text2 string, a2 Action, ids ...int64) ([]tele.InlineButton, error) {
+	data1, err := Encode(a1, ids...)
+	if err != nil {
+		return nil, err
+	}
+	data2, err := Encode(a2, ids...)
+	if err != nil {
+		return nil, err
+	}
+	return []tele.InlineButton{{Text: text1, Data: data1}, {Text: text2, Data: data2}}, nil
 }
 
 // Decode parses callback data, accepting only what Encode could have made.

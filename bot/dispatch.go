@@ -400,50 +400,54 @@ func orderID(r *Request, command, usage string) (int64, string) {
 }
 
 func (u *dispatchUI) done(r *Request) error {
-	id, rejection := orderID(r, "done", "done.usage")
-	if rejection != "" {
-		return r.Reply(rejection, nil)
-	}
-	o, m, err := u.d.Complete(r.Ctx, id)
-	switch {
-	case errors.Is(err, domain.ErrNotFound):
-		return r.Reply(r.T("order.not_found", locales.Data{"Order": id}), nil)
-	case errors.Is(err, dispatch.ErrOrderState):
-		return r.Reply(r.T("done.error_state", locales.Data{
-			"Order": id, "State": orderStateName(u.b.cat, r.Lang, o.State),
+	var m dispatch.Master
+	return u.orderCommand(r, "done", "done.usage", "done.error_state", func(id int64) (o dispatch.Order, err error) {
+		o, m, err = u.d.Complete(r.Ctx, id)
+		return o, err
+	}, func(o dispatch.Order) error {
+		if o.Commission == 0 {
+			return r.Reply(r.T("done.ok_free", locales.Data{"Order": o.ID}), nil)
+		}
+		return r.Reply(r.T("done.ok", locales.Data{
+			"Order": o.ID, "Amount": u.b.money(r.Lang, o.Commission), "Due": r.Time(o.CommissionDueAt),
+			"Master": locales.HTML(masterRef(&m, o.MasterID, nameBudget)),
 		}), nil)
-	case err != nil:
-		return err
-	}
-	if o.Commission == 0 {
-		return r.Reply(r.T("done.ok_free", locales.Data{"Order": o.ID}), nil)
-	}
-	return r.Reply(r.T("done.ok", locales.Data{
-		"Order": o.ID, "Amount": u.b.money(r.Lang, o.Commission), "Due": r.Time(o.CommissionDueAt),
-		"Master": locales.HTML(masterRef(&m, o.MasterID, nameBudget)),
-	}), nil)
+	})
 }
 
 func (u *dispatchUI) cancel(r *Request) error {
-	id, rejection := orderID(r, "cancel", "cancel.usage")
+	return u.orderCommand(r, "cancel", "cancel.usage", "cancel.error_state", func(id int64) (dispatch.Order, error) {
+		return u.d.Cancel(r.Ctx, id)
+	}, func(o dispatch.Order) error {
+		if o.MasterID != 0 {
+			return r.Reply(r.T("cancel.ok_assigned", locales.Data{"Order": o.ID}), nil)
+		}
+		return r.Reply(r.T("cancel.ok", locales.Data{"Order": o.ID}), nil)
+	})
+}
+
+// orderCommand is /done or /cancel: change makes the command's change to
+// the order its argument names and ok answers it. The refusals are
+// replied here: the argument missing (usage) or wrong, the order unknown,
+// or in a state the command does not apply to (stateKey).
+func (u *dispatchUI) orderCommand(r *Request, command, usage, stateKey string,
+	change func(id int64) (dispatch.Order, error), ok func(dispatch.Order) error) error {
+	id, rejection := orderID(r, command, usage)
 	if rejection != "" {
 		return r.Reply(rejection, nil)
 	}
-	o, err := u.d.Cancel(r.Ctx, id)
+	o, err := change(id)
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		return r.Reply(r.T("order.not_found", locales.Data{"Order": id}), nil)
 	case errors.Is(err, dispatch.ErrOrderState):
-		return r.Reply(r.T("cancel.error_state", locales.Data{
+		return r.Reply(r.T(stateKey, locales.Data{
 			"Order": id, "State": orderStateName(u.b.cat, r.Lang, o.State),
 		}), nil)
 	case err != nil:
 		return err
 	}
-	if o.MasterID != 0 {
-		return r.Reply(r.T("cancel.ok_assigned", locales.Data{"Order": o.ID}), nil)
-	}
-	return r.Reply(r.T("cancel.ok", locales.Data{"Order": o.ID}), nil)
+	return ok(o)
 }
 
 func (u *dispatchUI) paid(r *Request) error {
@@ -641,18 +645,12 @@ var offerClosedKeys = map[dispatch.OfferState]string{
 // offerMarkup is [[Accept, Decline], [Details]]; Details is left out once
 // the full text is shown.
 func offerMarkup(cat *locales.Catalog, lang string, offerID int64, details bool) (*tele.ReplyMarkup, error) {
-	accept, err := Encode(actionOfferAccept, offerID)
+	pair, err := buttonPair(cat.T(lang, "offer.button_accept"), actionOfferAccept,
+		cat.T(lang, "offer.button_decline"), actionOfferDecline, offerID)
 	if err != nil {
 		return nil, err
 	}
-	decline, err := Encode(actionOfferDecline, offerID)
-	if err != nil {
-		return nil, err
-	}
-	kb := &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
-		{Text: cat.T(lang, "offer.button_accept"), Data: accept},
-		{Text: cat.T(lang, "offer.button_decline"), Data: decline},
-	}}}
+	kb := &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{pair}}
 	if details {
 		view, err := Encode(actionOfferView, offerID)
 		if err != nil {
@@ -683,17 +681,11 @@ var offerStateKeys = map[dispatch.OfferState]string{
 }
 
 func orderStateName(cat *locales.Catalog, lang string, s dispatch.OrderState) string {
-	if k, ok := orderStateKeys[s]; ok {
-		return cat.T(lang, k)
-	}
-	return string(s)
+	return stateName(cat, lang, orderStateKeys, s)
 }
 
 func offerStateName(cat *locales.Catalog, lang string, s dispatch.OfferState) string {
-	if k, ok := offerStateKeys[s]; ok {
-		return cat.T(lang, k)
-	}
-	return string(s)
+	return stateName(cat, lang, offerStateKeys, s)
 }
 
 // masterRef names a master for admins, as escaped HTML: "Ann (@ann, id 42)";

@@ -78,50 +78,46 @@ func (u *dispatchUI) step(step dispatch.Step) CallbackHandler {
 // order is no longer theirs.
 func (u *dispatchUI) confirm(c confirmation) CallbackHandler {
 	return func(r *Request, cb Callback) error {
-		offerID := cb.IDs[0]
-		o, err := u.d.Assigned(r.Ctx, offerID, r.User.ID)
-		if err != nil {
-			return u.staleStep(r, o, err, "")
-		}
-		kb, err := confirmMarkup(u.b.cat, r.Lang, offerID, c)
-		if err != nil {
-			return err
-		}
-		u.b.editMarkupPressed(r, kb)
-		return r.Respond(&tele.CallbackResponse{Text: r.T("assigned.confirm_toast")})
+		return u.editAssigned(r, cb.IDs[0], r.T("assigned.confirm_toast"), func(offerID int64, _ dispatch.Order) (*tele.ReplyMarkup, error) {
+			return confirmMarkup(u.b.cat, r.Lang, offerID, c)
+		})
 	}
 }
 
 // back is Back on a confirmation: the step buttons for the order as it is
 // (steps done are not shown again), the text left as it is.
 func (u *dispatchUI) back(r *Request, cb Callback) error {
-	offerID := cb.IDs[0]
+	return u.editAssigned(r, cb.IDs[0], "", func(offerID int64, o dispatch.Order) (*tele.ReplyMarkup, error) {
+		return assignedMarkup(u.b.cat, r.Lang, offerID, o)
+	})
+}
+
+// editAssigned gives the pressed message of the assigned master's offer the
+// buttons markup builds for the order as it is, the text left as it is, and
+// answers the press with toast (none when empty). Refused, like the steps,
+// to anyone but the order's assigned master, and when the order is no
+// longer theirs.
+func (u *dispatchUI) editAssigned(r *Request, offerID int64, toast string,
+	markup func(offerID int64, o dispatch.Order) (*tele.ReplyMarkup, error)) error {
 	o, err := u.d.Assigned(r.Ctx, offerID, r.User.ID)
 	if err != nil {
 		return u.staleStep(r, o, err, "")
 	}
-	kb, err := assignedMarkup(u.b.cat, r.Lang, offerID, o)
+	kb, err := markup(offerID, o)
 	if err != nil {
 		return err
 	}
 	u.b.editMarkupPressed(r, kb)
-	return r.Respond(&tele.CallbackResponse{})
+	return r.Respond(&tele.CallbackResponse{Text: toast})
 }
 
 // confirmMarkup is [[Yes …, Back]].
 func confirmMarkup(cat *locales.Catalog, lang string, offerID int64, c confirmation) (*tele.ReplyMarkup, error) {
-	yes, err := Encode(c.yes, offerID)
+	pair, err := buttonPair(cat.T(lang, c.button), c.yes, cat.T(lang, "assigned.button_back"), actionAssignedBack, offerID)
 	if err != nil {
 		return nil, err
 	}
-	back, err := Encode(actionAssignedBack, offerID)
-	if err != nil {
-		return nil, err
-	}
-	return &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
-		{Text: cat.T(lang, c.button), Data: yes},
-		{Text: cat.T(lang, "assigned.button_back"), Data: back},
-	}}}, nil
+	return &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{pair}}, nil
 }
 
 func (u *dispatchUI) finish(r *Request, cb Callback) error {

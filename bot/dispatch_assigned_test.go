@@ -32,10 +32,8 @@ func texts(msgs []tgfake.BotMessage) []string {
 func TestAssignedMasterButtons(t *testing.T) {
 	t.Parallel()
 	env := setupDispatch(t)
-	ann := env.srv.User(42, "Ann", "en")
-	bob := env.srv.User(43, "Bob", "en")
-	env.register(t, ann, "Moscow Center plumbing")
-	env.register(t, bob, "Moscow Center plumbing")
+	ann, bob := env.annAndBob()
+	env.register(t, "Moscow Center plumbing", ann, bob)
 
 	reply := env.ask(t, env.admin, "/order Moscow Center plumbing 3000 Kitchen tap\n"+
 		"address: Tverskaya 12, apt 5\nName: Ivan <Petrov>\nphone: +7 999 123-45-67\nwhen: 2099-11-27 10:00-12:00")
@@ -211,8 +209,7 @@ func TestGiveBackInTheChat(t *testing.T) {
 	env := setupDispatch(t)
 	ann := env.srv.User(42, "Анна", "ru")
 	bob := env.srv.User(43, "Богдан", "uk")
-	env.register(t, ann, "Москва Центр сантехника")
-	env.register(t, bob, "Москва Центр сантехника")
+	env.register(t, "Москва Центр сантехника", ann, bob)
 	env.ask(t, env.admin, "/order Москва Центр сантехника 1000 Течёт кран\nадрес: Тверская 12\nтелефон: +7 999 000-11-22\nкогда: 01.02.2099")
 	f := offers(t, env.st)[0]
 	msg := env.offerMessage(t, f)

@@ -68,11 +68,14 @@ func setupDispatch(t *testing.T) dispEnv {
 	return dispEnv{bundle: tb, st: st, svc: svc, admin: tb.srv.User(adminID, "Boss", "en")}
 }
 
-// register makes a user a master and checks they were welcomed.
-func (env dispEnv) register(t *testing.T, p *tgfake.Person, args string) {
+// register makes each of people a master with /master args and checks
+// they were welcomed.
+func (env dispEnv) register(t *testing.T, args string, people ...*tgfake.Person) {
 	t.Helper()
-	require.Contains(t, env.ask(t, p, "/master "+args).Text, "\n\n")
-	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM masters WHERE user_id = $1`, p.ID()))
+	for _, p := range people {
+		require.Contains(t, env.ask(t, p, "/master "+args).Text, "\n\n")
+		require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM masters WHERE user_id = $1`, p.ID()))
+	}
 }
 
 // logLines are the live log's lines, oldest first: lines that burst come
@@ -237,7 +240,7 @@ func TestCommissionBlockAndPaid(t *testing.T) {
 	env := setupDispatch(t)
 	ctx := context.Background()
 	ann := env.srv.User(42, "Ann", "en")
-	env.register(t, ann, "Moscow Center plumbing")
+	env.register(t, "Moscow Center plumbing", ann)
 
 	// An order Ann did yesterday whose commission is an hour overdue.
 	var orderID int64
@@ -302,12 +305,11 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	t.Parallel()
 	env := setupDispatch(t)
 	ctx := context.Background()
-	ann := env.srv.User(42, "Ann", "en")
-	bob := env.srv.User(43, "Bob", "en")
+	ann, bob := env.annAndBob()
 	carl := env.srv.User(44, "Carl", "en")
-	env.register(t, ann, "Moscow Center plumbing,electrics")
-	env.register(t, bob, "moscow CENTER plumbing")
-	env.register(t, carl, "Moscow North plumbing")
+	env.register(t, "Moscow Center plumbing,electrics", ann)
+	env.register(t, "moscow CENTER plumbing", bob)
+	env.register(t, "Moscow North plumbing", carl)
 	bobWelcome, _ := env.srv.LastMessage(43)
 	carlBefore := len(env.messages(t, 44))
 
@@ -478,8 +480,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	ctx := context.Background()
 	ann := env.srv.User(42, "Ann", "en")
 	bob := env.srv.User(43, "Борис", "ru")
-	env.register(t, ann, "Moscow Center plumbing")
-	env.register(t, bob, "Moscow Center plumbing")
+	env.register(t, "Moscow Center plumbing", ann, bob)
 
 	env.ask(t, env.admin, "/order Moscow Center plumbing 5000 Bathroom pipe")
 	var orderID int64
@@ -574,7 +575,7 @@ func TestCancelAssignedTellsMaster(t *testing.T) {
 	t.Parallel()
 	env := setupDispatch(t)
 	ann := env.srv.User(42, "Анна", "uk")
-	env.register(t, ann, "Київ Поділ сантехніка")
+	env.register(t, "Київ Поділ сантехніка", ann)
 	env.ask(t, env.admin, `/order Київ Поділ сантехніка 700 "Кран" тече`)
 	f := offers(t, env.st)[0]
 	msg := env.offerMessage(t, f)
@@ -601,8 +602,7 @@ func TestOfferToUnreachableMasterAndNoAdminChat(t *testing.T) {
 	t.Parallel()
 	env := setupDispatch(t)
 	ghost, ann := env.srv.User(41, "Ghost", "en"), env.srv.User(42, "Ann", "en")
-	env.register(t, ghost, "Moscow Center plumbing")
-	env.register(t, ann, "Moscow Center plumbing")
+	env.register(t, "Moscow Center plumbing", ghost, ann)
 	_, err := env.st.Pool().Exec(context.Background(), `UPDATE masters SET last_offer_at = now() WHERE user_id = 42`)
 	require.NoError(t, err)
 	ghost.Block()
@@ -714,7 +714,7 @@ func TestOversizedOrdersStayOneMessage(t *testing.T) {
 	place := strings.Repeat("<&", dispatch.MaxPlace/2)
 	skill := strings.Repeat("&", dispatch.MaxSkill)
 	ann := env.srv.User(42, strings.Repeat("<Ann>", 20), "en")
-	env.register(t, ann, `«`+place+`» «`+place+`» `+skill)
+	env.register(t, `«`+place+`» «`+place+`» `+skill, ann)
 	desc := strings.Repeat(`"`, dispatch.MaxDescription)
 	env.ask(t, env.admin, `/order «`+place+`» «`+place+`» `+skill+` 100000000 `+desc)
 
@@ -733,7 +733,7 @@ func TestOversizedOrdersStayOneMessage(t *testing.T) {
 	// the master's message with its step buttons is still one message, and
 	// so is each step's edit of it (through the outbox).
 	bob := env.srv.User(43, "Bob", "en")
-	env.register(t, bob, `«`+place+`» «`+place+`» `+skill)
+	env.register(t, `«`+place+`» «`+place+`» `+skill, bob)
 	env.ask(t, env.admin, `/order «`+place+`» «`+place+`» `+skill+` 100000000 `+desc[:dispatch.MaxDescription-200]+
 		"\naddress: "+strings.Repeat("<", dispatch.MaxAddress)+"\nname: "+strings.Repeat("&", dispatch.MaxName)+
 		"\nphone: "+strings.Repeat("(1)", dispatch.MaxPhoneDigits)[:dispatch.MaxPhoneLen]+"\nwhen: 2099-12-31 00:00-23:59")

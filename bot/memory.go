@@ -146,11 +146,7 @@ func (u *memoryUI) forget(r *Request) error {
 		return err
 	}
 	stamp := r.User.CreatedAt.UnixMicro()
-	yes, err := Encode(actionForget, r.User.ID, stamp)
-	if err != nil {
-		return err
-	}
-	no, err := Encode(actionForgetCancel, r.User.ID, stamp)
+	pair, err := buttonPair(r.T("memory.forget_yes"), actionForget, r.T("memory.forget_cancel"), actionForgetCancel, r.User.ID, stamp)
 	if err != nil {
 		return err
 	}
@@ -175,11 +171,7 @@ func (u *memoryUI) forget(r *Request) error {
 		lines = append(lines, r.T("memory.forget_admin_kept"))
 	}
 	lines = append(lines, r.T("memory.forget_final"))
-	kb := &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
-		{Text: r.T("memory.forget_yes"), Data: yes},
-		{Text: r.T("memory.forget_cancel"), Data: no},
-	}}}
-	return r.Reply(strings.Join(lines, "\n"), kb)
+	return r.Reply(strings.Join(lines, "\n"), &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{pair}})
 }
 
 // forgetConfirmed erases everything of the presser's (memory.Forgotten;

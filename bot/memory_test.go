@@ -111,6 +111,15 @@ func runOf(t *testing.T, st *storage.Store, userID int64, messageID int) memory.
 	return r
 }
 
+// asked has p write text to the bot in private and returns the message
+// and its run, once the bot shows it is typing the answer.
+func (env memEnv) asked(t *testing.T, p *tgfake.Person, text string) (tgfake.Message, memory.PipelineRun) {
+	t.Helper()
+	q := p.SendText(p.ID(), text)
+	env.srv.WaitChatAction(t, p.ID(), "typing")
+	return q, runOf(t, env.st, p.ID(), q.MessageID)
+}
+
 func TestMemoryCommandsInMenu(t *testing.T) {
 	t.Parallel()
 	env := setupMemory(t, false)
@@ -208,9 +217,7 @@ func TestMemoryAnswerIsAReplyRenderedFromMarkdown(t *testing.T) {
 	t.Parallel()
 	env := setupMemory(t, false)
 	ann := env.srv.User(42, "Ann", "en")
-	q := ann.SendText(ann.ID(), "question")
-	env.srv.WaitChatAction(t, ann.ID(), "typing")
-	r := runOf(t, env.st, 42, q.MessageID)
+	q, r := env.asked(t, ann, "question")
 
 	r.FinalAnswer = "Use <b>generics</b> & `iterators`: a < b"
 	rendered := env.bot.Answer(r)
@@ -261,9 +268,7 @@ func TestMemoryFailedInUsersLanguage(t *testing.T) {
 	t.Parallel()
 	env := setupMemory(t, false)
 	anna := env.srv.User(42, "Анна", "ru")
-	q := anna.SendText(anna.ID(), "Как выучить Go?")
-	env.srv.WaitChatAction(t, anna.ID(), "typing")
-	r := runOf(t, env.st, 42, q.MessageID)
+	q, r := env.asked(t, anna, "Как выучить Go?")
 	require.Equal(t, "ru", r.Lang)
 
 	rendered := env.bot.Failed(r)
@@ -398,8 +403,7 @@ VALUES ($1, $2::timestamptz, $2::timestamptz + interval '7 days', $3, $4)`, user
 func TestMemoryListAndForget(t *testing.T) {
 	t.Parallel()
 	env := setupMemory(t, false)
-	ann := env.srv.User(42, "Ann", "en")
-	bob := env.srv.User(43, "Bob", "en")
+	ann, bob := env.annAndBob()
 	require.Equal(t, "I remember nothing about you yet.", env.ask(t, ann, "/memory").Text)
 
 	q := ann.SendText(ann.ID(), "remember me")
@@ -508,14 +512,8 @@ func prompts(t *testing.T, st *storage.Store, role string) []promptRow {
 	rows, err := st.Pool().Query(context.Background(),
 		`SELECT version, is_active, prompt_template FROM system_prompts WHERE role_name = $1 ORDER BY version`, role)
 	require.NoError(t, err)
-	defer rows.Close()
-	var out []promptRow
-	for rows.Next() {
-		var p promptRow
-		require.NoError(t, rows.Scan(&p.Version, &p.Active, &p.Template))
-		out = append(out, p)
-	}
-	require.NoError(t, rows.Err())
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[promptRow])
+	require.NoError(t, err)
 	return out
 }
 

@@ -33,8 +33,7 @@ func TestUpdatesOfAChatAreHandledInOrder(t *testing.T) {
 			return r.Reply("echo "+r.Message().Payload, nil)
 		}})
 	})
-	ann := tb.srv.User(42, "Ann", "en")
-	bob := tb.srv.User(43, "Bob", "en")
+	ann, bob := tb.annAndBob()
 
 	ann.SendText(ann.ID(), "/slow")
 	for _, p := range []string{"1", "2", "3", "4", "5"} {

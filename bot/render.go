@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"switchboard/domain"
 	"switchboard/domain/dispatch"
 	"switchboard/locales"
 )
@@ -60,11 +61,17 @@ func NewRenderer(rc RenderConfig, cat *locales.Catalog, log *slog.Logger) *Rende
 }
 
 func (rc RenderConfig) withDefaults() RenderConfig {
-	if rc.BoardEvery <= 0 {
-		rc.BoardEvery = 3 * time.Second
-	}
-	if rc.LiveLogEvery <= 0 {
-		rc.LiveLogEvery = 3 * time.Second
-	}
+	domain.OrDefault(&rc.BoardEvery, 3*time.Second)
+	domain.OrDefault(&rc.LiveLogEvery, 3*time.Second)
 	return rc
+}
+
+// stateName is a workflow state in lang through keys, the workflow's map of
+// its states to their catalogue keys (spelled out there so the catalogue
+// test sees them used); a state keys lacks shows as itself.
+func stateName[S ~string](cat *locales.Catalog, lang string, keys map[S]string, s S) string {
+	if k, ok := keys[s]; ok {
+		return cat.T(lang, k)
+	}
+	return string(s)
 }

@@ -249,9 +249,13 @@ func hasSearch(list []vacancy.Search, key string) bool {
 	return false
 }
 
-// searchList renders /searches; it must stay one message because a delete
-// button edits it in place.
-func (u *vacancyUI) searchList(r *Request, list []vacancy.Search) (string, *tele.ReplyMarkup, error) {
+// searchList renders the user's searches as /searches shows them; it must
+// stay one message because a delete button edits it in place.
+func (u *vacancyUI) searchList(r *Request) (string, *tele.ReplyMarkup, error) {
+	list, err := u.v.Searches(r.Ctx, r.User.ID)
+	if err != nil {
+		return "", nil, err
+	}
 	if len(list) == 0 {
 		return r.T("searches.empty"), nil, nil
 	}
@@ -281,11 +285,7 @@ func (u *vacancyUI) searchList(r *Request, list []vacancy.Search) (string, *tele
 }
 
 func (u *vacancyUI) searches(r *Request) error {
-	list, err := u.v.Searches(r.Ctx, r.User.ID)
-	if err != nil {
-		return err
-	}
-	text, kb, err := u.searchList(r, list)
+	text, kb, err := u.searchList(r)
 	if err != nil {
 		return err
 	}
@@ -302,11 +302,7 @@ func (u *vacancyUI) deleteSearch(r *Request, cb Callback) error {
 	if !ok {
 		return r.Alert("searches.gone")
 	}
-	list, err := u.v.Searches(r.Ctx, r.User.ID)
-	if err != nil {
-		return err
-	}
-	text, kb, err := u.searchList(r, list)
+	text, kb, err := u.searchList(r)
 	if err != nil {
 		return err
 	}
@@ -315,39 +311,34 @@ func (u *vacancyUI) deleteSearch(r *Request, cb Callback) error {
 }
 
 func (u *vacancyUI) ban(r *Request) error {
-	raw := commandArgs(r.Message())
-	if raw == "" {
-		return r.Reply(r.T("ban.usage"), nil)
-	}
-	word, added, err := u.v.Ban(r.Ctx, r.User.ID, raw)
-	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(r.InputText(ie, ""), nil)
-	}
-	if err != nil {
-		return err
-	}
-	if added {
-		return r.Reply(r.T("ban.added", locales.Data{"Word": word}), nil)
-	}
-	return r.Reply(r.T("ban.exists", locales.Data{"Word": word}), nil)
+	return u.changeBans(r, u.v.Ban, "ban.usage", "ban.added", "ban.exists")
 }
 
 func (u *vacancyUI) unban(r *Request) error {
+	return u.changeBans(r, u.v.Unban, "unban.usage", "unban.removed", "unban.missing")
+}
+
+// changeBans is /ban or /unban: change adds the argument to the user's ban
+// words or takes it out, and the reply names the word, saying changedKey
+// when the list changed and sameKey when it already was so.
+func (u *vacancyUI) changeBans(r *Request, change func(ctx context.Context, userID int64, raw string) (string, bool, error),
+	usageKey, changedKey, sameKey string) error {
 	raw := commandArgs(r.Message())
 	if raw == "" {
-		return r.Reply(r.T("unban.usage"), nil)
+		return r.Reply(r.T(usageKey), nil)
 	}
-	word, removed, err := u.v.Unban(r.Ctx, r.User.ID, raw)
+	word, changed, err := change(r.Ctx, r.User.ID, raw)
 	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
 		return r.Reply(r.InputText(ie, ""), nil)
 	}
 	if err != nil {
 		return err
 	}
-	if removed {
-		return r.Reply(r.T("unban.removed", locales.Data{"Word": word}), nil)
+	key := sameKey
+	if changed {
+		key = changedKey
 	}
-	return r.Reply(r.T("unban.missing", locales.Data{"Word": word}), nil)
+	return r.Reply(r.T(key, locales.Data{"Word": word}), nil)
 }
 
 func (u *vacancyUI) bans(r *Request) error {
@@ -381,10 +372,7 @@ var statusKeys = map[vacancy.Status]string{
 }
 
 func statusName(cat *locales.Catalog, lang string, s vacancy.Status) string {
-	if k, ok := statusKeys[s]; ok {
-		return cat.T(lang, k)
-	}
-	return string(s)
+	return stateName(cat, lang, statusKeys, s)
 }
 
 func (u *vacancyUI) stats(r *Request) error {
@@ -470,33 +458,39 @@ func (u *vacancyUI) decide(to vacancy.Status) CallbackHandler {
 // shows is already stored, so a failed edit is logged and the press still
 // answered.
 func (b *Bot) editPressed(r *Request, text string, kb *tele.ReplyMarkup) {
-	msg := r.Callback().Message
-	if msg == nil {
-		return // too old for Telegram to say which message it was
+	chatID, msgID, ok := pressedMessage(r)
+	if !ok {
+		return
 	}
-	chatID := r.User.ID
-	if msg.Chat != nil {
-		chatID = msg.Chat.ID
-	}
-	if err := b.editDirect(r.Ctx, chatID, msg.ID, text, kb); err != nil {
-		b.deps.Log.Warn("edit pressed message", "user", r.User.ID, "message", msg.ID, "err", err)
+	if err := b.editDirect(r.Ctx, chatID, msgID, text, kb); err != nil {
+		b.deps.Log.Warn("edit pressed message", "user", r.User.ID, "message", msgID, "err", err)
 	}
 }
 
 // editMarkupPressed replaces the buttons of the pressed message, its text
 // left as it is: at once, like editPressed.
 func (b *Bot) editMarkupPressed(r *Request, kb *tele.ReplyMarkup) {
+	chatID, msgID, ok := pressedMessage(r)
+	if !ok {
+		return
+	}
+	if err := b.editMarkupDirect(r.Ctx, chatID, msgID, kb); err != nil {
+		b.deps.Log.Warn("edit pressed message's buttons", "user", r.User.ID, "message", msgID, "err", err)
+	}
+}
+
+// pressedMessage is the chat and id of the message whose button was
+// pressed; false when it is too old for Telegram to say which it was.
+func pressedMessage(r *Request) (chatID int64, msgID int, ok bool) {
 	msg := r.Callback().Message
 	if msg == nil {
-		return // too old for Telegram to say which message it was
+		return 0, 0, false
 	}
-	chatID := r.User.ID
+	chatID = r.User.ID
 	if msg.Chat != nil {
 		chatID = msg.Chat.ID
 	}
-	if err := b.editMarkupDirect(r.Ctx, chatID, msg.ID, kb); err != nil {
-		b.deps.Log.Warn("edit pressed message's buttons", "user", r.User.ID, "message", msg.ID, "err", err)
-	}
+	return chatID, msg.ID, true
 }
 
 // Card renders one vacancy for its user with the decision buttons
@@ -633,18 +627,12 @@ func (rd *Renderer) vacancyMarkup(lang string, matchID int64, link string, decid
 	cat := rd.cat
 	kb := &tele.ReplyMarkup{}
 	if !decided {
-		applied, err := Encode(actionApplied, matchID)
+		pair, err := buttonPair(cat.T(lang, "vacancy.button_applied"), actionApplied,
+			cat.T(lang, "vacancy.button_not_interested"), actionNotInterested, matchID)
 		if err != nil {
 			return nil, err
 		}
-		rejected, err := Encode(actionNotInterested, matchID)
-		if err != nil {
-			return nil, err
-		}
-		kb.InlineKeyboard = append(kb.InlineKeyboard, []tele.InlineButton{
-			{Text: cat.T(lang, "vacancy.button_applied"), Data: applied},
-			{Text: cat.T(lang, "vacancy.button_not_interested"), Data: rejected},
-		})
+		kb.InlineKeyboard = append(kb.InlineKeyboard, pair)
 	}
 	if webURL(link) {
 		kb.InlineKeyboard = append(kb.InlineKeyboard, []tele.InlineButton{{Text: cat.T(lang, "vacancy.button_open"), URL: link}})

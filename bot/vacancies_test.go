@@ -275,8 +275,7 @@ func TestSearchesListAndDeleteButtons(t *testing.T) {
 	t.Parallel()
 	env := setupVacancies(t)
 	ctx := context.Background()
-	ann := env.srv.User(42, "Ann", "en")
-	bob := env.srv.User(43, "Bob", "en")
+	ann, bob := env.annAndBob()
 
 	require.Equal(t, "You have no searches. Add one: /search golang developer area=1", env.ask(t, ann, "/searches").Text)
 	env.ask(t, ann, "/search go developer")
@@ -403,8 +402,7 @@ func matchStatus(t *testing.T, st *storage.Store, id int64) string {
 func TestVacanciesStats(t *testing.T) {
 	t.Parallel()
 	env := setupVacancies(t)
-	ann := env.srv.User(42, "Ann", "en")
-	bob := env.srv.User(43, "Bob", "en")
+	ann, bob := env.annAndBob()
 	env.ask(t, bob, "/start")
 
 	require.Equal(t, "Your vacancies\nNone yet.\n\nLast check of hh.ru: never\nThe AI model is answering.\nhh.ru is answering.",
@@ -532,8 +530,7 @@ func TestDeliverAndDecide(t *testing.T) {
 	t.Parallel()
 	env := setupVacancies(t)
 	ctx := context.Background()
-	ann := env.srv.User(42, "Ann", "en")
-	bob := env.srv.User(43, "Bob", "en")
+	ann, bob := env.annAndBob()
 	env.ask(t, ann, "/start")
 	d := sampleCard(0)
 	d.MatchID = env.queueVacancy(t, 42, d.Vacancy, d.Verdict)

@@ -84,3 +84,12 @@ func (r *Registrar) Histogram(name, help string, buckets []float64) prometheus.H
 func (r *Registrar) HistogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
 	return Register(r, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels))
 }
+
+// OrDefault sets *v to def where it is zero or negative: a setting the
+// operator left out. Every service's Config.withDefaults fills its numbers
+// this way.
+func OrDefault[T ~int | ~int64 | ~float64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}

@@ -1,8 +1,10 @@
 // Package domain holds what every workflow shares: the user, the not-found
 // error that storage maps pgx.ErrNoRows to, the input error every workflow
 // turns a user's input down with (InputError), the outgoing message and
-// what a state change tells (outbox.go), and the defaults every workflow
-// service fills in (Defaults). Each workflow lives
+// what a state change tells (outbox.go), the defaults every workflow
+// service fills in (Defaults, OrDefault), the check of a workflow's
+// transition table (Transitions) and the LISTEN a replica wakes on
+// (Listen). Each workflow lives
 // in its own subpackage (vacancy, analysis, dispatch, memory) and declares the
 // small interfaces it needs; domain never imports bot, jobs, storage or telebot.
 package domain

@@ -333,18 +333,10 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.BatchGap <= 0 {
-		c.BatchGap = 10 * time.Minute
-	}
-	if c.BatchSize <= 0 {
-		c.BatchSize = 50
-	}
-	if c.RunLease <= 0 {
-		c.RunLease = time.Minute
-	}
-	if c.Similar <= 0 {
-		c.Similar = 5
-	}
+	domain.OrDefault(&c.BatchGap, 10*time.Minute)
+	domain.OrDefault(&c.BatchSize, 50)
+	domain.OrDefault(&c.RunLease, time.Minute)
+	domain.OrDefault(&c.Similar, 5)
 	return c
 }
 

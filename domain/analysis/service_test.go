@@ -18,6 +18,7 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/analysis"
+	"switchboard/domain/domaintest"
 	"switchboard/llm"
 	"switchboard/llm/llmtest"
 	"switchboard/storage"
@@ -37,12 +38,7 @@ func newWorld(t *testing.T) *world {
 	t.Helper()
 	w := &world{ctx: context.Background(), store: storagetest.New(t), llm: llmtest.New(), chat: &adminChat{}}
 	t.Cleanup(w.llm.Close)
-	var err error
-	w.llmc, err = llm.New(llm.Config{Provider: llm.ProviderOllama, URL: w.llm.URL(), Model: "cheap", EmbedModel: "embed",
-		Timeout: 5 * time.Second, MaxConcurrency: 4},
-		llm.WithBreaker(1000, time.Second), llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(slog.New(slog.DiscardHandler)))
-	require.NoError(t, err)
-	t.Cleanup(w.llmc.Close)
+	w.llmc = domaintest.LLM(t, w.llm, llm.Config{EmbedModel: "embed", MaxConcurrency: 4}, llm.WithBreaker(1000, time.Second))
 	w.port = &embedLog{LLM: llm.AnalysisPort{Client: w.llmc, Invalid: analysis.ErrInvalidAnswer}}
 	return w
 }
@@ -56,10 +52,7 @@ func (w *world) service(t *testing.T, repo analysis.Repository) *analysis.Servic
 		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(w.ctx)
-	done := make(chan struct{})
-	go func() { s.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	domaintest.Run(t, w.ctx, s.Serve)
 	// Serve must have begun before Start is called.
 	require.Eventually(t, func() bool {
 		_, err := s.Start(w.ctx, -1, false)
@@ -279,6 +272,15 @@ var idRx = regexp.MustCompile(`\[id=(\d+) `)
 
 // oneTaskPerMessage scripts the LLM to propose one task per message that
 // mentions "task", citing it.
+// setupTasks is a world whose LLM proposes one task per "task:" message,
+// and a service over its store.
+func setupTasks(t *testing.T) (*world, *analysis.Service) {
+	t.Helper()
+	w := newWorld(t)
+	oneTaskPerMessage(w)
+	return w, w.service(t, w.store)
+}
+
 func oneTaskPerMessage(w *world) *llmtest.Rule {
 	return w.llm.On(llmtest.SystemContains("propose the tasks")).Named("proposals").ReplyFunc(func(r llmtest.Request) string {
 		var ps []string
@@ -298,9 +300,7 @@ func oneTaskPerMessage(w *world) *llmtest.Rule {
 // proposal per task, decisions move the counters, close stores the rate.
 func TestRunLifecycle(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	oneTaskPerMessage(w)
-	s := w.service(t, w.store)
+	w, s := setupTasks(t)
 	w.talk(t, s, -100, "task: deploy billing", "hello", "task: fix login", "task: write docs")
 
 	r, err := s.NewRun(w.ctx, 1, "24h")
@@ -388,9 +388,7 @@ func TestRunLifecycle(t *testing.T) {
 // earlier run.
 func TestRAGGivesSimilarApprovedProposals(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	oneTaskPerMessage(w)
-	s := w.service(t, w.store)
+	w, s := setupTasks(t)
 	w.talk(t, s, -100, "task: migrate the billing database to PostgreSQL 16", "task: order pizza for the team")
 	r, err := s.NewRun(w.ctx, 1, "")
 	require.NoError(t, err)
@@ -518,9 +516,7 @@ func TestFailureAtEachStep(t *testing.T) {
 // out, so a new run can be opened.
 func TestInterruptedRunIsFailed(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	oneTaskPerMessage(w)
-	s := w.service(t, w.store)
+	w, s := setupTasks(t)
 	r, err := s.NewRun(w.ctx, 1, "")
 	require.NoError(t, err)
 	// The run as a killed process left it: running, its lease expired.
@@ -575,9 +571,7 @@ WHERE run_id = $1 ORDER BY ordinal`, r.ID)
 // notifier's Board (an edit) and writes it with its change.
 func TestReviewBoard(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	oneTaskPerMessage(w)
-	s := w.service(t, w.store)
+	w, s := setupTasks(t)
 	r, ps := w.completedRun(t, s, 10)
 	calls := w.chat.calls()
 	require.True(t, calls[0].first, "the board is posted with the window's counts")
@@ -649,9 +643,7 @@ func TestReviewBoard(t *testing.T) {
 // them in one Embed call; a proposal decided before keeps its decision.
 func TestApproveAllEmbedsTheApproved(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	oneTaskPerMessage(w)
-	s := w.service(t, w.store)
+	w, s := setupTasks(t)
 	r, ps := w.completedRun(t, s, 5)
 	text := func(p analysis.Proposal) string { return p.Title + "\n" + p.Description }
 	embedded := func() []int64 {
@@ -728,9 +720,7 @@ JOIN analysis_proposals p ON p.id = e.proposal_id WHERE p.run_id = $1 ORDER BY p
 // The approvals stand when embedding them fails.
 func TestApproveAllEmbedFailure(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	oneTaskPerMessage(w)
-	s := w.service(t, w.store)
+	w, s := setupTasks(t)
 	r, ps := w.completedRun(t, s, 2)
 	w.llm.On(llmtest.Embed()).Fault(llmtest.ServerError())
 	_, err := s.AskApproveAll(w.ctx, r.ID)

@@ -2,8 +2,8 @@ package analysis
 
 import (
 	"errors"
-	"fmt"
-	"slices"
+
+	"switchboard/domain"
 )
 
 // State is where a run is.
@@ -26,24 +26,19 @@ var States = []State{Pending, Running, Completed, Reviewed, Closed, Failed, Canc
 // Unclosed are the states that block a new run.
 var Unclosed = []State{Pending, Running, Completed, Reviewed}
 
-var transitions = map[State][]State{
+var transitions = domain.NewTransitions(ErrIllegalTransition, "", map[State][]State{
 	Pending:   {Running},
 	Running:   {Completed, Failed},
 	Completed: {Closed},
-}
+})
 
 // ErrIllegalTransition is returned for a change the table does not allow.
 var ErrIllegalTransition = errors.New("illegal analysis run transition")
 
 // CanTransition reports whether the table allows from → to.
-func CanTransition(from, to State) bool { return slices.Contains(transitions[from], to) }
+func CanTransition(from, to State) bool { return transitions.Can(from, to) }
 
-func checkTransition(from, to State) error {
-	if !CanTransition(from, to) {
-		return fmt.Errorf("%w: %s → %s", ErrIllegalTransition, from, to)
-	}
-	return nil
-}
+func checkTransition(from, to State) error { return transitions.Check(from, to) }
 
 // Decision is a proposal's review state.
 type Decision string

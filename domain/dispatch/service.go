@@ -506,18 +506,10 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.OfferSLA <= 0 {
-		c.OfferSLA = 2 * time.Minute
-	}
-	if c.CommissionDeadline <= 0 {
-		c.CommissionDeadline = 3 * time.Hour
-	}
-	if c.AutocloseAfter <= 0 {
-		c.AutocloseAfter = 24 * time.Hour
-	}
-	if c.Workers <= 0 {
-		c.Workers = 8
-	}
+	domain.OrDefault(&c.OfferSLA, 2*time.Minute)
+	domain.OrDefault(&c.CommissionDeadline, 3*time.Hour)
+	domain.OrDefault(&c.AutocloseAfter, 24*time.Hour)
+	domain.OrDefault(&c.Workers, 8)
 	return c
 }
 

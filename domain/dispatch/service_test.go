@@ -18,6 +18,7 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/dispatch"
+	"switchboard/domain/domaintest"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
@@ -33,6 +34,13 @@ type world struct {
 func newWorld(t *testing.T, cfg dispatch.Config) *world {
 	t.Helper()
 	return &world{ctx: context.Background(), store: storagetest.New(t), tg: &recorder{}, cfg: cfg}
+}
+
+// setup is one test's world and one replica's service over it.
+func setup(t *testing.T, cfg dispatch.Config) (*world, *dispatch.Service) {
+	t.Helper()
+	w := newWorld(t, cfg)
+	return w, w.service(t)
 }
 
 // service builds one replica's service over the world.
@@ -51,15 +59,7 @@ func (w *world) service(t *testing.T) *dispatch.Service {
 // run starts s's timer and listener until the test ends.
 func (w *world) run(t *testing.T, s *dispatch.Service) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(w.ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Run(ctx, func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
-			w.store.Listen(ctx, []string{ch}, onConnect, func(_, p string) { onNotify(p) })
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	domaintest.Run(t, w.ctx, func(ctx context.Context) { s.Run(ctx, domaintest.Listen(w.store)) })
 }
 
 func (w *world) master(t *testing.T, s *dispatch.Service, id int64, args string) {
@@ -68,6 +68,22 @@ func (w *world) master(t *testing.T, s *dispatch.Service, id int64, args string)
 	require.NoError(t, err)
 	_, _, err = s.RegisterMaster(w.ctx, id, args)
 	require.NoError(t, err)
+}
+
+// create has the admin create an order from text through s.
+func (w *world) create(t *testing.T, s *dispatch.Service, text string) dispatch.Order {
+	t.Helper()
+	o, err := s.CreateOrder(w.ctx, admin, text)
+	require.NoError(t, err)
+	return o
+}
+
+// masters registers each of ids as a master with the same args.
+func (w *world) masters(t *testing.T, s *dispatch.Service, args string, ids ...int64) {
+	t.Helper()
+	for _, id := range ids {
+		w.master(t, s, id, args)
+	}
 }
 
 func (w *world) offer(t *testing.T, id int64) dispatch.Offer {
@@ -230,8 +246,7 @@ const admin = 1
 // order and accepts; the live log has every step in order.
 func TestExpiredOfferGoesToTheNextMaster(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, dispatch.Config{OfferSLA: 300 * time.Millisecond, CommissionRate: 10})
-	s := w.service(t)
+	w, s := setup(t, dispatch.Config{OfferSLA: 300 * time.Millisecond, CommissionRate: 10})
 	w.run(t, s)
 	w.master(t, s, 10, "Moscow Center plumber")
 	w.master(t, s, 11, "moscow center Plumber,electrician")
@@ -240,8 +255,7 @@ func TestExpiredOfferGoesToTheNextMaster(t *testing.T) {
 	w.exec(t, `UPDATE masters SET last_offer_at = now() - interval '1 hour' WHERE user_id = 10`)
 	w.exec(t, `UPDATE masters SET last_offer_at = now() WHERE user_id = 11`)
 
-	o, err := s.CreateOrder(w.ctx, admin, "MOSCOW center plumber 1500 Leaking tap")
-	require.NoError(t, err)
+	o := w.create(t, s, "MOSCOW center plumber 1500 Leaking tap")
 	require.Equal(t, []int64{10}, w.tg.sentTo(), "idle longest first, only matching masters")
 	first := w.tg.sentOffers()[0]
 	require.Equal(t, dispatch.Sent, w.offer(t, first.ID).State)
@@ -298,12 +312,9 @@ func TestExpiredOfferGoesToTheNextMaster(t *testing.T) {
 // and a new master makes it assignable again.
 func TestDeclineRoundsAndUnassignable(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
-	s := w.service(t)
-	w.master(t, s, 10, "Kyiv Podil plumber")
-	w.master(t, s, 11, "Kyiv Podil plumber")
-	o, err := s.CreateOrder(w.ctx, admin, "Kyiv Podil plumber 800 Fix the sink")
-	require.NoError(t, err)
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
+	w.masters(t, s, "Kyiv Podil plumber", 10, 11)
+	o := w.create(t, s, "Kyiv Podil plumber 800 Fix the sink")
 	last := func() dispatch.Offer { sent := w.tg.sentOffers(); return sent[len(sent)-1] }
 	decline := func() {
 		t.Helper()
@@ -354,13 +365,10 @@ func count(list []string, s string) int {
 // offer declined and the next master offered at once.
 func TestUnreachableMasterIsSkipped(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
-	s := w.service(t)
-	w.master(t, s, 10, "Lviv Center painter")
-	w.master(t, s, 11, "Lviv Center painter")
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
+	w.masters(t, s, "Lviv Center painter", 10, 11)
 	w.exec(t, `UPDATE masters SET last_offer_at = now() WHERE user_id = 11`)
-	o, err := s.CreateOrder(w.ctx, admin, "Lviv Center painter 300 Paint the door")
-	require.NoError(t, err)
+	o := w.create(t, s, "Lviv Center painter 300 Paint the door")
 	require.Equal(t, []int64{10}, w.tg.sentTo())
 	first := w.tg.sentOffers()[0]
 
@@ -381,13 +389,10 @@ func TestUnreachableMasterIsSkipped(t *testing.T) {
 // declined they are again.
 func TestMasterWithOpenOfferIsNoCandidate(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
-	s := w.service(t)
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
 	w.master(t, s, 10, "Odesa Port welder")
-	a, err := s.CreateOrder(w.ctx, admin, "Odesa Port welder 100 first")
-	require.NoError(t, err)
-	b, err := s.CreateOrder(w.ctx, admin, "Odesa Port welder 100 second")
-	require.NoError(t, err)
+	a := w.create(t, s, "Odesa Port welder 100 first")
+	b := w.create(t, s, "Odesa Port welder 100 second")
 	require.Len(t, w.tg.sentOffers(), 1, "busy with order a")
 	require.Equal(t, a.ID, w.tg.sentOffers()[0].OrderID)
 
@@ -478,8 +483,7 @@ FROM orders o WHERE o.unassignable_at IS NULL`).Scan(&state))
 // it does expires everything that fell due meanwhile.
 func TestStartExpiresWhatAccumulated(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, dispatch.Config{OfferSLA: time.Hour, CommissionRate: 10})
-	s := w.service(t)
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Hour, CommissionRate: 10})
 	for i := range 5 {
 		w.master(t, s, int64(10+i), fmt.Sprintf("City%d Center fitter", i))
 		_, err := s.CreateOrder(w.ctx, admin, fmt.Sprintf("City%d Center fitter 100 job", i))
@@ -506,11 +510,9 @@ func TestStartExpiresWhatAccumulated(t *testing.T) {
 // Details marks the offer VIEWED; a VIEWED offer expires like a SENT one.
 func TestViewThenExpire(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
-	s := w.service(t)
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
 	w.master(t, s, 10, "Kharkiv Center tiler")
-	o, err := s.CreateOrder(w.ctx, admin, "Kharkiv Center tiler 100 Tiles <b>bold</b>")
-	require.NoError(t, err)
+	o := w.create(t, s, "Kharkiv Center tiler 100 Tiles <b>bold</b>")
 	id := w.tg.sentOffers()[0].ID
 	f, got, err := s.View(w.ctx, id, 10)
 	require.NoError(t, err)
@@ -537,12 +539,10 @@ func TestViewThenExpire(t *testing.T) {
 // orders after AUTOCLOSE_AFTER.
 func TestCommissionBlocksAndPaidUnblocks(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10, CommissionDeadline: time.Hour, AutocloseAfter: 24 * time.Hour})
-	s := w.service(t)
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10, CommissionDeadline: time.Hour, AutocloseAfter: 24 * time.Hour})
 	w.master(t, s, 10, "Lutsk Center glazier")
-	o, err := s.CreateOrder(w.ctx, admin, "Lutsk Center glazier 1999 Window")
-	require.NoError(t, err)
-	_, _, err = s.Accept(w.ctx, w.tg.sentOffers()[0].ID, 10)
+	o := w.create(t, s, "Lutsk Center glazier 1999 Window")
+	_, _, err := s.Accept(w.ctx, w.tg.sentOffers()[0].ID, 10)
 	require.NoError(t, err)
 	_, _, err = s.Complete(w.ctx, 1<<40)
 	require.ErrorIs(t, err, domain.ErrNotFound)
@@ -566,8 +566,7 @@ func TestCommissionBlocksAndPaidUnblocks(t *testing.T) {
 	require.Zero(t, n, "blocked once")
 	require.Equal(t, []dispatch.NoteKind{dispatch.NoteOrderDone, dispatch.NoteBlocked}, w.tg.noteKinds(10))
 
-	next, err := s.CreateOrder(w.ctx, admin, "Lutsk Center glazier 500 Another window")
-	require.NoError(t, err)
+	next := w.create(t, s, "Lutsk Center glazier 500 Another window")
 	require.Len(t, w.tg.sentOffers(), 1, "a blocked master gets no offers")
 
 	closed, err := s.Autoclose(w.ctx)
@@ -591,11 +590,9 @@ func TestCommissionBlocksAndPaidUnblocks(t *testing.T) {
 // master of a cancelled order is told.
 func TestCancel(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
-	s := w.service(t)
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
 	w.master(t, s, 10, "Rivne Center mason")
-	o, err := s.CreateOrder(w.ctx, admin, "Rivne Center mason 100 Wall")
-	require.NoError(t, err)
+	o := w.create(t, s, "Rivne Center mason 100 Wall")
 	got, err := s.Cancel(w.ctx, o.ID)
 	require.NoError(t, err)
 	require.Equal(t, dispatch.Cancelled, got.State)
@@ -606,8 +603,7 @@ func TestCancel(t *testing.T) {
 	_, _, err = s.Accept(w.ctx, w.tg.sentOffers()[0].ID, 10)
 	require.ErrorIs(t, err, dispatch.ErrOfferClosed)
 
-	o2, err := s.CreateOrder(w.ctx, admin, "Rivne Center mason 100 Wall two")
-	require.NoError(t, err)
+	o2 := w.create(t, s, "Rivne Center mason 100 Wall two")
 	_, _, err = s.Accept(w.ctx, w.tg.sentOffers()[1].ID, 10)
 	require.NoError(t, err)
 	_, err = s.Cancel(w.ctx, o2.ID)
@@ -618,8 +614,7 @@ func TestCancel(t *testing.T) {
 // Paused masters get nothing; resuming offers what waits.
 func TestPauseResume(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
-	s := w.service(t)
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
 	_, err := s.SetActive(w.ctx, 99, false)
 	require.ErrorIs(t, err, dispatch.ErrNotMaster)
 	w.master(t, s, 10, "Poltava Center carpenter")
@@ -629,8 +624,7 @@ func TestPauseResume(t *testing.T) {
 	changed, err = s.SetActive(w.ctx, 10, false)
 	require.NoError(t, err)
 	require.False(t, changed)
-	_, err = s.CreateOrder(w.ctx, admin, "Poltava Center carpenter 100 Shelf")
-	require.NoError(t, err)
+	w.create(t, s, "Poltava Center carpenter 100 Shelf")
 	require.Empty(t, w.tg.sentTo())
 	_, err = s.SetActive(w.ctx, 10, true)
 	require.NoError(t, err)
@@ -679,11 +673,9 @@ func TestExpireSurvivesDatabaseOutage(t *testing.T) {
 // once, instead of an offer with live buttons and then its edit.
 func TestOfferExpiredBeforeDeliveryIsSentClosed(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
-	s := w.service(t)
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
 	w.master(t, s, 10, "Chernihiv Center plumber")
-	_, err := s.CreateOrder(w.ctx, admin, "Chernihiv Center plumber 100 Tap")
-	require.NoError(t, err)
+	w.create(t, s, "Chernihiv Center plumber 100 Tap")
 	f := w.tg.sentOffers()[0]
 	w.exec(t, `UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, f.ID)
 	n, err := s.Expire(w.ctx)
@@ -742,8 +734,7 @@ func TestTimerRetriesAFailedSweep(t *testing.T) {
 	w.run(t, s)
 	w.master(t, s, 10, "Poltava Center glazier")
 	down.Store(true)
-	_, err = s.CreateOrder(w.ctx, admin, "Poltava Center glazier 100 Window")
-	require.NoError(t, err)
+	w.create(t, s, "Poltava Center glazier 100 Window")
 	f := w.tg.sentOffers()[0]
 	eventually(t, func() bool { return failures.Load() >= 2 }, "the timer's sweep and its re-arm failed")
 	down.Store(false)
@@ -779,8 +770,7 @@ func TestFailedDistributionIsRetried(t *testing.T) {
 	require.NoError(t, err)
 	w.run(t, s)
 	w.master(t, s, 100, "Dnipro Center roofer")
-	o, err := s.CreateOrder(w.ctx, admin, "Dnipro Center roofer 100 job")
-	require.NoError(t, err)
+	o := w.create(t, s, "Dnipro Center roofer 100 job")
 	require.True(t, repo.failed.Load(), "the order's first distribution failed")
 	eventually(t, func() bool { return len(w.tg.sentTo()) == 1 }, "offered after the retry")
 	require.Equal(t, o.ID, w.tg.sentOffers()[0].OrderID)
@@ -860,10 +850,8 @@ WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting
 			// pending when it starts: what it does, it finds in the
 			// database.
 			s1, s2 := w.service(t), w.service(t)
-			w.master(t, s2, 10, "Lviv Center tiler")
-			w.master(t, s2, 11, "Lviv Center tiler")
-			o, err := s2.CreateOrder(w.ctx, admin, "Lviv Center tiler 500 Bathroom floor")
-			require.NoError(t, err)
+			w.masters(t, s2, "Lviv Center tiler", 10, 11)
+			o := w.create(t, s2, "Lviv Center tiler 500 Bathroom floor")
 			first := w.tg.sentOffers()
 			require.Len(t, first, 1)
 			require.Equal(t, int64(10), first[0].MasterID)
@@ -907,8 +895,7 @@ func TestOrderAfterHoursIsOfferedAtOpening(t *testing.T) {
 		Log: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	require.NoError(t, err)
 	w.master(t, s, 10, "Moscow Arbat electrician")
-	o, err := s.CreateOrder(w.ctx, admin, "Moscow Arbat electrician 900 Socket sparks")
-	require.NoError(t, err)
+	o := w.create(t, s, "Moscow Arbat electrician 900 Socket sparks")
 	require.Empty(t, w.tg.sentOffers(), "22:00 in Moscow: nobody is offered anything")
 	open, at, _ := s.Opening("moscow")
 	require.False(t, open)

@@ -2,8 +2,8 @@ package dispatch
 
 import (
 	"errors"
-	"fmt"
-	"slices"
+
+	"switchboard/domain"
 )
 
 // OrderState is where an order is.
@@ -38,39 +38,29 @@ const (
 // OfferStates lists every offer state in workflow order.
 var OfferStates = []OfferState{Sent, Viewed, Accepted, Declined, Expired, Withdrawn}
 
-var orderTransitions = map[OrderState][]OrderState{
+var orderTransitions = domain.NewTransitions(ErrIllegalTransition, "order", map[OrderState][]OrderState{
 	Searching: {Assigned, Cancelled},        // a master accepted; an admin cancelled
 	Assigned:  {Done, Cancelled, Searching}, // /done or the master's Done; /cancel; the master gave it back
 	Done:      {Closed},                     // autoclose
-}
+})
 
-var offerTransitions = map[OfferState][]OfferState{
+var offerTransitions = domain.NewTransitions(ErrIllegalTransition, "offer", map[OfferState][]OfferState{
 	Sent:   {Viewed, Accepted, Declined, Expired, Withdrawn},
 	Viewed: {Accepted, Declined, Expired, Withdrawn},
-}
+})
 
 // ErrIllegalTransition is returned for a change the tables do not allow.
 var ErrIllegalTransition = errors.New("illegal dispatch state transition")
 
 // CanOrder reports whether the order table allows from → to.
-func CanOrder(from, to OrderState) bool { return slices.Contains(orderTransitions[from], to) }
+func CanOrder(from, to OrderState) bool { return orderTransitions.Can(from, to) }
 
 // CanOffer reports whether the offer table allows from → to.
-func CanOffer(from, to OfferState) bool { return slices.Contains(offerTransitions[from], to) }
+func CanOffer(from, to OfferState) bool { return offerTransitions.Can(from, to) }
 
-func checkOrder(from, to OrderState) error {
-	if !CanOrder(from, to) {
-		return fmt.Errorf("%w: order %s → %s", ErrIllegalTransition, from, to)
-	}
-	return nil
-}
+func checkOrder(from, to OrderState) error { return orderTransitions.Check(from, to) }
 
-func checkOffer(from, to OfferState) error {
-	if !CanOffer(from, to) {
-		return fmt.Errorf("%w: offer %s → %s", ErrIllegalTransition, from, to)
-	}
-	return nil
-}
+func checkOffer(from, to OfferState) error { return offerTransitions.Check(from, to) }
 
 // Open reports whether the offer still waits for the master.
 func (s OfferState) Open() bool { return s == Sent || s == Viewed }

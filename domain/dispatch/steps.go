@@ -58,12 +58,24 @@ func (s *Service) Step(ctx context.Context, offerID, masterID int64, step Step) 
 	if kind == "" {
 		return Order{}, fmt.Errorf("dispatch: unknown step %q", step)
 	}
+	return s.masterChange(ctx, offerID, masterID, kind, func(orderID int64, tell domain.Render[Changed]) (Order, bool, error) {
+		return s.deps.Repo.MarkOrderStep(ctx, orderID, masterID, step, tell)
+	})
+}
+
+// masterChange makes a change the assigned master asks for from their
+// offer's buttons: write changes the order in one statement, the admins are
+// told kind and the master's message shows the assignment as it now is.
+// ErrOrderState, with the order as it is, when it is no longer assigned to
+// them.
+func (s *Service) masterChange(ctx context.Context, offerID, masterID int64, kind EventKind,
+	write func(orderID int64, tell domain.Render[Changed]) (Order, bool, error)) (Order, error) {
 	f, err := s.accepted(ctx, offerID, masterID)
 	if err != nil {
 		return Order{}, err
 	}
 	st := s.newStory()
-	o, ok, err := s.deps.Repo.MarkOrderStep(ctx, f.OrderID, masterID, step, st.tell(func(c Changed) {
+	o, ok, err := write(f.OrderID, st.tell(func(c Changed) {
 		m, _ := masterOf(c, masterID)
 		st.event(Event{Kind: kind, OrderID: c.Order.ID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
 		if c.Assigned != nil {
@@ -103,25 +115,12 @@ func (s *Service) GiveBack(ctx context.Context, offerID, masterID int64) (Order,
 	if err := checkOrder(Assigned, Searching); err != nil {
 		return Order{}, err
 	}
-	f, err := s.accepted(ctx, offerID, masterID)
+	o, err := s.masterChange(ctx, offerID, masterID, EventOrderReturned, func(orderID int64, tell domain.Render[Changed]) (Order, bool, error) {
+		return s.deps.Repo.ReturnOrder(ctx, orderID, masterID, tell)
+	})
 	if err != nil {
-		return Order{}, err
+		return o, err
 	}
-	st := s.newStory()
-	o, ok, err := s.deps.Repo.ReturnOrder(ctx, f.OrderID, masterID, st.tell(func(c Changed) {
-		m, _ := masterOf(c, masterID)
-		st.event(Event{Kind: EventOrderReturned, OrderID: c.Order.ID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
-		if c.Assigned != nil {
-			st.assigned(s.assignment(m, c.Order, *c.Assigned, true))
-		}
-	}))
-	if err != nil {
-		return Order{}, err
-	}
-	if !ok {
-		return o, ErrOrderState
-	}
-	st.logged()
 	s.m.orders.WithLabelValues(string(Searching)).Inc()
 	s.distributeOrder(ctx, o.ID)
 	return o, nil

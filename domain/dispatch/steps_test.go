@@ -15,18 +15,15 @@ import (
 // /done's statement and commission; a photo afterwards reaches the admins.
 func TestAssignedMasterSteps(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10, CommissionDeadline: time.Hour})
-	s := w.service(t)
-	w.master(t, s, 10, "Poltava Center roofer")
-	w.master(t, s, 11, "Poltava Center roofer")
-	o, err := s.CreateOrder(w.ctx, admin, "Poltava Center roofer 1999 Roof leaks\naddress: Sobornosti 1\nphone: +380 50 111 22 33")
-	require.NoError(t, err)
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10, CommissionDeadline: time.Hour})
+	w.masters(t, s, "Poltava Center roofer", 10, 11)
+	o := w.create(t, s, "Poltava Center roofer 1999 Roof leaks\naddress: Sobornosti 1\nphone: +380 50 111 22 33")
 	require.Equal(t, dispatch.Contact{Address: "Sobornosti 1", Phone: "+380 50 111 22 33"}, o.Contact)
 	f := w.tg.sentOffers()[0]
 	require.Equal(t, int64(10), f.MasterID)
 
 	// Not accepted yet: the steps refuse an offer that is only offered.
-	_, err = s.Step(w.ctx, f.ID, 10, dispatch.StepEnRoute)
+	_, err := s.Step(w.ctx, f.ID, 10, dispatch.StepEnRoute)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 	_, _, err = s.Accept(w.ctx, f.ID, 10)
 	require.NoError(t, err)
@@ -133,15 +130,12 @@ func TestAssignedMasterSteps(t *testing.T) {
 // old buttons are refused.
 func TestGiveBackGoesToAnotherMasterOnly(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
-	s := w.service(t)
-	w.master(t, s, 10, "Sumy Center painter")
-	w.master(t, s, 11, "Sumy Center painter")
-	o, err := s.CreateOrder(w.ctx, admin, "Sumy Center painter 800 Walls\nname: Olena\nwhen: 2099-01-02 10-12")
-	require.NoError(t, err)
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
+	w.masters(t, s, "Sumy Center painter", 10, 11)
+	o := w.create(t, s, "Sumy Center painter 800 Walls\nname: Olena\nwhen: 2099-01-02 10-12")
 	first := w.tg.sentOffers()[0]
 	require.Equal(t, int64(10), first.MasterID)
-	_, _, err = s.Accept(w.ctx, first.ID, 10)
+	_, _, err := s.Accept(w.ctx, first.ID, 10)
 	require.NoError(t, err)
 	_, err = s.Step(w.ctx, first.ID, 10, dispatch.StepEnRoute)
 	require.NoError(t, err)
@@ -195,12 +189,10 @@ func TestGiveBackGoesToAnotherMasterOnly(t *testing.T) {
 // /paid tells the master their commission is settled, blocked or not.
 func TestPaidTellsTheMaster(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10, CommissionDeadline: time.Hour})
-	s := w.service(t)
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10, CommissionDeadline: time.Hour})
 	w.master(t, s, 10, "Uzhhorod Center welder")
-	o, err := s.CreateOrder(w.ctx, admin, "Uzhhorod Center welder 1000 Gate")
-	require.NoError(t, err)
-	_, _, err = s.Accept(w.ctx, w.tg.sentOffers()[0].ID, 10)
+	o := w.create(t, s, "Uzhhorod Center welder 1000 Gate")
+	_, _, err := s.Accept(w.ctx, w.tg.sentOffers()[0].ID, 10)
 	require.NoError(t, err)
 	_, _, err = s.Complete(w.ctx, o.ID)
 	require.NoError(t, err)

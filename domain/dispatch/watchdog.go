@@ -7,16 +7,13 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"switchboard/domain"
 )
 
 // OffersChannel is where the offers trigger announces each new offer's
 // expires_at (Unix milliseconds), so every replica's timer knows of it.
 const OffersChannel = "dispatch_offers"
-
-// Listen runs a LISTEN on channel until ctx ends, calling onConnect after
-// every (re)connect and onNotify for each payload (storage.Store.Listen
-// adapted by main).
-type Listen func(ctx context.Context, channel string, onConnect func(), onNotify func(payload string))
 
 // waitingRecheck is how often a replica looks at the orders owed a
 // distribution step without being asked (a cheap query on the partial
@@ -114,7 +111,7 @@ func (s *Service) afterExpiry(ctx context.Context, f Offer) {
 // every (re)connect of the listener and after every sweep, and each new
 // offer's from NOTIFY. Distribution passes run beside the timer, so a long
 // pass never delays an expiry.
-func (s *Service) Run(ctx context.Context, listen Listen) {
+func (s *Service) Run(ctx context.Context, listen domain.Listen) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if listen != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
+	"switchboard/domain/domaintest"
 	"switchboard/domain/memory"
 	"switchboard/llm"
 	"switchboard/llm/llmtest"
@@ -52,12 +53,7 @@ func setup(t *testing.T, opts ...option) *bundle {
 	for _, o := range opts {
 		o(b)
 	}
-	var err error
-	b.llmc, err = llm.New(llm.Config{Provider: llm.ProviderOllama, URL: b.llm.URL(), Model: "cheap", StrongModel: "strong",
-		Timeout: 5 * time.Second, MaxConcurrency: 32},
-		llm.WithBreaker(1000, time.Second), llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(slog.New(slog.DiscardHandler)))
-	require.NoError(t, err)
-	t.Cleanup(b.llmc.Close)
+	b.llmc = domaintest.LLM(t, b.llm, llm.Config{StrongModel: "strong", MaxConcurrency: 32}, llm.WithBreaker(1000, time.Second))
 	b.svc = b.service(t)
 	return b
 }
@@ -76,15 +72,7 @@ func (b *bundle) service(t *testing.T) *memory.Service {
 // start runs svc's orchestrator until the test ends.
 func (b *bundle) start(t *testing.T, svc *memory.Service) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(b.ctx)
-	done := make(chan struct{})
-	go func() {
-		svc.Run(ctx, func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
-			b.store.Listen(ctx, []string{ch}, onConnect, func(_, p string) { onNotify(p) })
-		})
-		close(done)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	domaintest.Run(t, b.ctx, func(ctx context.Context) { svc.Run(ctx, domaintest.Listen(b.store)) })
 }
 
 // Scripted answers, one rule per stage, matched by the seeded prompts.
@@ -133,6 +121,16 @@ func (b *bundle) submit(t *testing.T, svc *memory.Service, userID int64, text st
 	return r
 }
 
+// answered submits text from userID, the first message of the test, and
+// returns it as submitted and as it stands once archived (or failed and
+// told) within timeout.
+func (b *bundle) answered(t *testing.T, userID int64, text string, timeout time.Duration) (submitted, got memory.PipelineRun) {
+	t.Helper()
+	submitted = b.submit(t, b.svc, userID, text)
+	b.waitArchived(t, 1, timeout)
+	return submitted, b.run(t, submitted.ID)
+}
+
 func (b *bundle) waitArchived(t *testing.T, n int, timeout time.Duration) {
 	t.Helper()
 	require.Eventually(t, func() bool {
@@ -151,17 +149,7 @@ func (b *bundle) run(t *testing.T, id int64) memory.PipelineRun {
 
 func (b *bundle) statuses(t *testing.T) map[memory.Status]int {
 	t.Helper()
-	rows, err := b.store.Pool().Query(b.ctx, `SELECT status, count(*) FROM pipeline_runs GROUP BY status`)
-	require.NoError(t, err)
-	defer rows.Close()
-	out := map[memory.Status]int{}
-	for rows.Next() {
-		var s string
-		var n int
-		require.NoError(t, rows.Scan(&s, &n))
-		out[memory.Status(s)] = n
-	}
-	return out
+	return domaintest.Counts[memory.Status](t, b.ctx, b.store.Pool(), `SELECT status, count(*) FROM pipeline_runs GROUP BY status`)
 }
 
 // prompts returns what the named rule received, in order.
@@ -227,18 +215,8 @@ type outboxRow struct {
 // delivered (id).
 func (b *bundle) queued(t *testing.T) []outboxRow {
 	t.Helper()
-	rows, err := b.store.Pool().Query(b.ctx, `SELECT id, chat_id, ref, body->>'text', COALESCE((body->>'reply_to')::int, 0)
+	return domaintest.Rows[outboxRow](t, b.ctx, b.store.Pool(), `SELECT id, chat_id, ref, body->>'text', COALESCE((body->>'reply_to')::int, 0)
 FROM outbox WHERE kind = 'memory_answer' ORDER BY id`)
-	require.NoError(t, err)
-	defer rows.Close()
-	var out []outboxRow
-	for rows.Next() {
-		var r outboxRow
-		require.NoError(t, rows.Scan(&r.ID, &r.Chat, &r.Ref, &r.Text, &r.ReplyTo))
-		out = append(out, r)
-	}
-	require.NoError(t, rows.Err())
-	return out
 }
 
 // answers are the queued answers' first parts, in delivery order.

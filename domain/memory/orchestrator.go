@@ -6,15 +6,12 @@ import (
 	"encoding/json"
 	"slices"
 	"sync"
+
+	"switchboard/domain"
 )
 
 // Channel is the NOTIFY channel the pipeline_runs trigger speaks on.
 const Channel = "pipeline_events"
-
-// Listen subscribes to a NOTIFY channel on a connection of its own,
-// calling onConnect after every (re)connect and onNotify per payload, until
-// ctx ends (storage.Store.Listen does this).
-type Listen func(ctx context.Context, channel string, onConnect func(), onNotify func(payload string))
 
 // orchestrator feeds runs to a bounded pool of workers. Runs come from
 // NOTIFY, from sweeps and from the pipeline itself; the bookkeeping here
@@ -150,7 +147,7 @@ func (o *orchestrator) done(ref Ref) {
 // listens), sweeps every SweepInterval as the guarantee, and works runs on
 // Workers goroutines until ctx ends. A stage interrupted by the stop is
 // handed back to the status before it.
-func (s *Service) Run(ctx context.Context, listen Listen) {
+func (s *Service) Run(ctx context.Context, listen domain.Listen) {
 	o := s.o
 	var wg sync.WaitGroup
 	for range s.cfg.Workers {

@@ -67,10 +67,7 @@ func TestRunGoesThroughEveryStage(t *testing.T) {
 	b.script()
 	b.user(t, 1)
 	b.start(t, b.svc)
-	r := b.submit(t, b.svc, 1, "How do I learn Go?")
-	b.waitArchived(t, 1, 10*time.Second)
-
-	got := b.run(t, r.ID)
+	r, got := b.answered(t, 1, "How do I learn Go?", 10*time.Second)
 	require.Equal(t, memory.Completed, got.Status)
 	require.NotNil(t, got.Analysis)
 	require.Equal(t, []string{"go"}, got.Analysis.SearchKeywords)
@@ -180,9 +177,7 @@ func TestFailuresPerStage(t *testing.T) {
 			b.script() // rules added first win
 			b.user(t, 1)
 			b.start(t, b.svc)
-			r := b.submit(t, b.svc, 1, "Will this work?")
-			b.waitArchived(t, 1, 15*time.Second)
-			got := b.run(t, r.ID)
+			r, got := b.answered(t, 1, "Will this work?", 15*time.Second)
 			require.Equal(t, memory.Failed, got.Status)
 			require.True(t, strings.HasPrefix(got.ErrorMessage, tc.stage+":"), got.ErrorMessage)
 			require.Len(t, b.chat.failures(), 1, "the notice is rendered once")

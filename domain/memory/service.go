@@ -325,36 +325,18 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Workers <= 0 {
-		c.Workers = 8
-	}
-	if c.StageLease <= 0 {
-		c.StageLease = 2 * time.Minute
-	}
-	if c.MaxReaps <= 0 {
-		c.MaxReaps = 3
-	}
-	if c.SweepInterval <= 0 {
-		c.SweepInterval = 30 * time.Second
-	}
-	if c.ResponderTimeout <= 0 {
-		c.ResponderTimeout = 30 * time.Second
-	}
-	if c.ResponderMaxTokens <= 0 {
-		c.ResponderMaxTokens = 2000
-	}
+	domain.OrDefault(&c.Workers, 8)
+	domain.OrDefault(&c.StageLease, 2*time.Minute)
+	domain.OrDefault(&c.MaxReaps, 3)
+	domain.OrDefault(&c.SweepInterval, 30*time.Second)
+	domain.OrDefault(&c.ResponderTimeout, 30*time.Second)
+	domain.OrDefault(&c.ResponderMaxTokens, 2000)
 	if c.ResponderTemperature == 0 {
 		c.ResponderTemperature = 0.7
 	}
-	if c.Attempts <= 0 {
-		c.Attempts = 3
-	}
-	if c.Backoff <= 0 {
-		c.Backoff = time.Second
-	}
-	if c.ContextTokens <= 0 {
-		c.ContextTokens = 8000
-	}
+	domain.OrDefault(&c.Attempts, 3)
+	domain.OrDefault(&c.Backoff, time.Second)
+	domain.OrDefault(&c.ContextTokens, 8000)
 	return c
 }
 

@@ -2,7 +2,8 @@ package memory
 
 import (
 	"errors"
-	"fmt"
+
+	"switchboard/domain"
 )
 
 // Status is where a pipeline run is.
@@ -26,14 +27,14 @@ var Statuses = []Status{New, Analyzing, Analyzed, Assembling, Ready, Responding,
 // transitions is the process document's table. FAILED is entered from a
 // stage at work (its error, or the reaper giving up); NEW, ANALYZED and
 // READY only wait for the next capture, and nothing fails there.
-var transitions = map[Status][]Status{
+var transitions = domain.NewTransitions(ErrIllegalTransition, "", map[Status][]Status{
 	New:        {Analyzing},                // analyzer captures
 	Analyzing:  {Analyzed, New, Failed},    // analysis stored; reaper returns it; error
 	Analyzed:   {Assembling},               // assembler captures
 	Assembling: {Ready, Analyzed, Failed},  // context stored; reaper returns it; error
 	Ready:      {Responding},               // responder captures
 	Responding: {Completed, Ready, Failed}, // answer stored; reaper returns it; error
-}
+})
 
 // capturing maps a stage's working status to the status it was captured
 // from, where the reaper returns it.
@@ -43,21 +44,9 @@ var capturing = map[Status]Status{Analyzing: New, Assembling: Analyzed, Respondi
 var ErrIllegalTransition = errors.New("illegal pipeline status transition")
 
 // CanTransition reports whether the table allows from → to.
-func CanTransition(from, to Status) bool {
-	for _, s := range transitions[from] {
-		if s == to {
-			return true
-		}
-	}
-	return false
-}
+func CanTransition(from, to Status) bool { return transitions.Can(from, to) }
 
-func checkTransition(from, to Status) error {
-	if !CanTransition(from, to) {
-		return fmt.Errorf("%w: %s → %s", ErrIllegalTransition, from, to)
-	}
-	return nil
-}
+func checkTransition(from, to Status) error { return transitions.Check(from, to) }
 
 // Final reports whether nothing leaves s.
-func (s Status) Final() bool { return len(transitions[s]) == 0 }
+func (s Status) Final() bool { return transitions.Final(s) }

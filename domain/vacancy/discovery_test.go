@@ -7,12 +7,21 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain/vacancy"
 	"switchboard/hh/hhtest"
+	"switchboard/storage"
 )
+
+// searchGroup saves text as userID's search and returns it with its group.
+func (b *bundle) searchGroup(t *testing.T, userID int64, text string) (vacancy.Search, vacancy.Group) {
+	t.Helper()
+	s := b.search(t, userID, text)
+	return s, b.group(t, s.Key)
+}
 
 func (b *bundle) group(t *testing.T, key string) vacancy.Group {
 	t.Helper()
@@ -38,8 +47,7 @@ func TestDiscoveryWorksDownABacklogInLimitSizedRuns(t *testing.T) {
 	const first = 1000
 	b.hh.Add(vacancies(350, first, 1)...)
 	b.user(t, 7, "Go developer")
-	s := b.search(t, 7, "golang")
-	g := b.group(t, s.Key)
+	s, g := b.searchGroup(t, 7, "golang")
 
 	want := []struct {
 		unseen  int
@@ -77,8 +85,7 @@ func TestDiscoveryCollectsArrivalsOnTheNextRun(t *testing.T) {
 	b := setup(t, withConfig(vacancy.Config{FetchLimit: 100}))
 	b.hh.Add(vacancies(150, 1, 2)...)
 	b.user(t, 7, "")
-	s := b.search(t, 7, "golang")
-	g := b.group(t, s.Key)
+	s, g := b.searchGroup(t, 7, "golang")
 
 	run, err := b.svc.Discover(b.ctx, g)
 	require.NoError(t, err)
@@ -118,8 +125,7 @@ func TestDiscoveryMissesNothingUnderRandomArrivals(t *testing.T) {
 			}
 			publish(r.IntN(300))
 			b.user(t, 1, "")
-			s := b.search(t, 1, "golang")
-			g := b.group(t, s.Key)
+			s, g := b.searchGroup(t, 1, "golang")
 
 			lastMax := int64(0)
 			for run := range 10 {
@@ -213,8 +219,7 @@ func TestDiscoverySavesProgressWhenAPageFails(t *testing.T) {
 	srv = b.hh
 	b.hh.Add(vacancies(60, 1, 6)...)
 	b.user(t, 1, "")
-	s := b.search(t, 1, "golang")
-	g := b.group(t, s.Key)
+	s, g := b.searchGroup(t, 1, "golang")
 	run, err := b.svc.Discover(b.ctx, g)
 	require.Error(t, err)
 	require.ErrorIs(t, err, vacancy.ErrUnavailable)
@@ -224,4 +229,49 @@ func TestDiscoverySavesProgressWhenAPageFails(t *testing.T) {
 	run, err = b.svc.Discover(b.ctx, g)
 	require.NoError(t, err)
 	require.Equal(t, 40, run.Unseen)
+}
+
+// Once the prune job has deleted a vacancy's matches, the vacancy and the
+// search's hit of it (everything aged past every retention), discovery
+// meeting it again on HH does not queue it, so it is not delivered twice;
+// a vacancy published afterwards is still found and delivered.
+func TestPrunedVacanciesAreNotDeliveredAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.relevant()
+	b.queue(t, vacancies(5, 1, 1)...)
+	b.drain(t)
+	require.Equal(t, 5, b.deliverOutbox(t))
+
+	later := time.Now().Add(100 * 24 * time.Hour)
+	ret := storage.Retention{VacancyMatches: 90 * 24 * time.Hour, SearchHits: 90 * 24 * time.Hour,
+		RecoveryWindow: 48 * time.Hour, TasteExamples: 5}
+	for _, r := range b.store.Prune(b.ctx, later, ret, storage.PruneOptions{Batch: 2}) {
+		require.NoError(t, r.Err, r.Kind)
+		require.Zero(t, r.Timeouts, r.Kind)
+	}
+	for _, table := range []string{"vacancy_matches", "vacancies", "search_hits"} {
+		var n int
+		require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT count(*) FROM `+table).Scan(&n))
+		require.Zero(t, n, table)
+	}
+
+	require.NoError(t, b.svc.Fetch(b.ctx))
+	require.Empty(t, b.counts(t), "nothing queued again")
+	require.Zero(t, b.drain(t))
+	require.Zero(t, b.deliverOutbox(t))
+
+	fresh := b.hh.Publish(vacancies(1, 5000, 3)...)[0]
+	require.NoError(t, b.svc.Fetch(b.ctx))
+	require.Equal(t, 1, b.drain(t))
+	require.Equal(t, 1, b.deliverOutbox(t))
+	seen := map[string]int{}
+	for _, d := range b.sent.deliveries() {
+		seen[d.Vacancy.Title]++
+	}
+	require.Len(t, seen, 6)
+	require.Equal(t, 1, seen[fresh.Name])
+	for title, n := range seen {
+		require.Equal(t, 1, n, title)
+	}
 }

@@ -37,8 +37,7 @@ func TestFirstDiscoveryWithNothingNewIsToldOnce(t *testing.T) {
 	require.Empty(t, b.sent.told(), "cards are news enough")
 	require.Zero(t, b.newsRows(t, first.ID))
 
-	second := b.search(t, 7, "golang area=113")
-	g := b.group(t, second.Key)
+	second, g := b.searchGroup(t, 7, "golang area=113")
 	other := b.newService(t)
 	var wg sync.WaitGroup
 	for _, svc := range []*vacancy.Service{b.svc, other, b.svc} {
@@ -87,8 +86,7 @@ func TestFirstDiscoveryFailureIsToldThenTheOutcome(t *testing.T) {
 	b := setup(t)
 	b.hh.Add(vacancies(3, 100, 1)...)
 	b.user(t, 7, "Go developer")
-	s := b.search(t, 7, "golang")
-	g := b.group(t, s.Key)
+	s, g := b.searchGroup(t, 7, "golang")
 	b.hh.FailNext(100, 503, hhtest.SearchEndpoint)
 	for range 2 {
 		_, err := b.svc.Discover(b.ctx, g)

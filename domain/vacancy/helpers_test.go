@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
+	"switchboard/domain/domaintest"
 	"switchboard/domain/vacancy"
 	"switchboard/hh"
 	"switchboard/hh/hhtest"
@@ -80,11 +81,7 @@ func setup(t *testing.T, opts ...option) *bundle {
 	}
 	t.Cleanup(b.hh.Close)
 	t.Cleanup(b.llm.Close)
-	var err error
-	b.llmc, err = llm.New(llm.Config{Provider: llm.ProviderOllama, URL: b.llm.URL(), Model: "cheap", Timeout: 5 * time.Second},
-		llm.WithBreaker(3, b.breakerOpen), llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(slog.New(slog.DiscardHandler)))
-	require.NoError(t, err)
-	t.Cleanup(b.llmc.Close)
+	b.llmc = domaintest.LLM(t, b.llm, llm.Config{}, llm.WithBreaker(3, b.breakerOpen))
 	b.svc = b.newService(t)
 	return b
 }
@@ -171,17 +168,7 @@ func (b *bundle) status(t *testing.T, userID, vacancyID int64) vacancy.Status {
 
 func (b *bundle) counts(t *testing.T) map[vacancy.Status]int {
 	t.Helper()
-	rows, err := b.store.Pool().Query(b.ctx, `SELECT status, count(*) FROM vacancy_matches GROUP BY status`)
-	require.NoError(t, err)
-	defer rows.Close()
-	out := map[vacancy.Status]int{}
-	for rows.Next() {
-		var s string
-		var n int
-		require.NoError(t, rows.Scan(&s, &n))
-		out[vacancy.Status(s)] = n
-	}
-	return out
+	return domaintest.Counts[vacancy.Status](t, b.ctx, b.store.Pool(), `SELECT status, count(*) FROM vacancy_matches GROUP BY status`)
 }
 
 func (b *bundle) exec(t *testing.T, q string, args ...any) {
@@ -316,18 +303,8 @@ func (b *bundle) runSender(t *testing.T, ctx context.Context) {
 // cards counts a match's outbox rows of kind vacancy, by state.
 func (b *bundle) cards(t *testing.T, matchID int64) map[string]int {
 	t.Helper()
-	rows, err := b.store.Pool().Query(b.ctx, `SELECT state, count(*) FROM outbox WHERE kind = 'vacancy' AND ref = $1 GROUP BY state`, matchID)
-	require.NoError(t, err)
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var s string
-		var n int
-		require.NoError(t, rows.Scan(&s, &n))
-		out[s] = n
-	}
-	require.NoError(t, rows.Err())
-	return out
+	return domaintest.Counts[string](t, b.ctx, b.store.Pool(),
+		`SELECT state, count(*) FROM outbox WHERE kind = 'vacancy' AND ref = $1 GROUP BY state`, matchID)
 }
 
 func (b *bundle) matchID(t *testing.T, userID, vacancyID int64) int64 {

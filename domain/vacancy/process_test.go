@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
+	"switchboard/domain/domaintest"
 	"switchboard/domain/vacancy"
 	"switchboard/hh/hhtest"
 	"switchboard/llm"
@@ -178,15 +179,7 @@ func TestProcessSkipsOnLLMErrorsAndOpenBreaker(t *testing.T) {
 	}
 	// The three judged ones had their detail fetched, and it was kept
 	// with the skip; the other two never got that far.
-	var withDetail []int64
-	rows, err := b.store.Pool().Query(b.ctx, `SELECT id FROM vacancies WHERE detail_fetched_at IS NOT NULL ORDER BY id`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var id int64
-		require.NoError(t, rows.Scan(&id))
-		withDetail = append(withDetail, id)
-	}
-	require.NoError(t, rows.Err())
+	withDetail := domaintest.Column[int64](t, b.ctx, b.store.Pool(), `SELECT id FROM vacancies WHERE detail_fetched_at IS NOT NULL ORDER BY id`)
 	require.Equal(t, []int64{502, 503, 504}, withDetail)
 	st, err := b.svc.Stats(b.ctx, seeker)
 	require.NoError(t, err)

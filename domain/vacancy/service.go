@@ -357,30 +357,16 @@ func WorkersFor(llmConcurrency int) int { return 2 * max(1, llmConcurrency) }
 const DefaultTasteExamples = 5
 
 func (c Config) withDefaults() Config {
-	if c.FetchLimit <= 0 {
-		c.FetchLimit = 100
-	}
+	domain.OrDefault(&c.FetchLimit, 100)
 	if c.PerPage <= 0 || c.PerPage > MaxPerPage {
 		c.PerPage = MaxPerPage
 	}
-	if c.RecoveryWindow <= 0 {
-		c.RecoveryWindow = 48 * time.Hour
-	}
-	if c.ClaimLease <= 0 {
-		c.ClaimLease = 2 * time.Minute
-	}
-	if c.Workers <= 0 {
-		c.Workers = 2
-	}
-	if c.TasteExamples <= 0 {
-		c.TasteExamples = DefaultTasteExamples
-	}
-	if c.DetailFresh <= 0 {
-		c.DetailFresh = time.Hour
-	}
-	if c.SweepInterval <= 0 {
-		c.SweepInterval = 10 * time.Minute
-	}
+	domain.OrDefault(&c.RecoveryWindow, 48*time.Hour)
+	domain.OrDefault(&c.ClaimLease, 2*time.Minute)
+	domain.OrDefault(&c.Workers, 2)
+	domain.OrDefault(&c.TasteExamples, DefaultTasteExamples)
+	domain.OrDefault(&c.DetailFresh, time.Hour)
+	domain.OrDefault(&c.SweepInterval, 10*time.Minute)
 	return c
 }
 

@@ -2,7 +2,9 @@ package vacancy
 
 import (
 	"errors"
-	"fmt"
+	"slices"
+
+	"switchboard/domain"
 )
 
 // Status is where a (user, vacancy) match is in the workflow.
@@ -43,45 +45,26 @@ var Statuses = []Status{New, Queued, Analyzed, SentToUser, Skipped, NotSuitable,
 // card's delivery: the workflow's delivery hook (storage/vacancy_matches.go),
 // checked against this table, makes it in the statement that marks the
 // card's outbox row sent, with the chat, message id and sent_at.
-var transitions = map[Status][]Status{
+var transitions = domain.NewTransitions(ErrIllegalTransition, "", map[Status][]Status{
 	New:        {Queued, InArchive},                         // recovered item re-enters the queue; its vacancy archived
 	Queued:     {InArchive, Analyzed, NotSuitable, Skipped}, // HH 404; LLM verdict (+ card to the outbox); technical failure
 	Analyzed:   {SentToUser},                                // the card delivered (its delivery hook)
 	SentToUser: {Applied, NotInterested},                    // the user's button
 	Skipped:    {New, InArchive},                            // recovery within the window; its vacancy archived
-}
+})
 
 // ErrIllegalTransition is returned for a change the table does not allow.
 var ErrIllegalTransition = errors.New("illegal vacancy status transition")
 
 // CanTransition reports whether the table allows from → to.
-func CanTransition(from, to Status) bool {
-	for _, s := range transitions[from] {
-		if s == to {
-			return true
-		}
-	}
-	return false
-}
+func CanTransition(from, to Status) bool { return transitions.Can(from, to) }
 
 // checkTransition returns a wrapped ErrIllegalTransition for a change the
 // table refuses.
-func checkTransition(from, to Status) error {
-	if !CanTransition(from, to) {
-		return fmt.Errorf("%w: %s → %s", ErrIllegalTransition, from, to)
-	}
-	return nil
-}
+func checkTransition(from, to Status) error { return transitions.Check(from, to) }
 
 // Final reports whether nothing leaves s.
-func (s Status) Final() bool { return len(transitions[s]) == 0 }
+func (s Status) Final() bool { return transitions.Final(s) }
 
 // Valid reports whether s is one of Statuses.
-func (s Status) Valid() bool {
-	for _, v := range Statuses {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
+func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
