@@ -115,7 +115,7 @@ func WithAdminGroup(chatID int64) Option {
 func New(t testing.TB, opts ...Option) *Env {
 	t.Helper()
 	e := &Env{t: t, TG: tgfake.New(t, tgfake.WithInsecureWebhooks()), HH: hhtest.Start(t), LLM: llmtest.Start(t), DatabaseURL: storagetest.NewURL(t)}
-	// The models the bot is configured with (config.go's defaults) are
+	// The models the bot is configured with (config/config.go's defaults) are
 	// "pulled": the bot asks at start and logs an error for a missing one.
 	e.LLM.ServeModels("qwen2.5:7b", "nomic-embed-text")
 	for _, o := range opts {
