@@ -234,11 +234,7 @@ func (s telegramStats) minus(before telegramStats) telegramStats {
 func (t *telegram) transcriptTexts() map[int64][]string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[int64][]string, len(t.texts))
-	for chat, texts := range t.texts {
-		out[chat] = slices.Clone(texts)
-	}
-	return out
+	return cloneLists(t.texts)
 }
 
 // sendTimes returns when each message was accepted, oldest first
@@ -254,9 +250,15 @@ func (t *telegram) sendTimes() []time.Time {
 func (t *telegram) proposals() map[int64][]int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[int64][]int, len(t.perProposal))
-	for id, msgs := range t.perProposal {
-		out[id] = slices.Clone(msgs)
+	return cloneLists(t.perProposal)
+}
+
+// cloneLists is a copy of m whose lists are copies too, for a caller to
+// read after the lock is released.
+func cloneLists[K comparable, V any](m map[K][]V) map[K][]V {
+	out := make(map[K][]V, len(m))
+	for k, list := range m {
+		out[k] = slices.Clone(list)
 	}
 	return out
 }

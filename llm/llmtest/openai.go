@@ -257,7 +257,6 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
 	var buf bytes.Buffer
 	send := func(c openaiChunk) bool {
 		c.ID, c.Object, c.Created, c.Model, c.SystemFingerprint = id, "chat.completion.chunk", created, req.Model, "llmtest"
@@ -269,21 +268,17 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 		if _, err := w.Write(buf.Bytes()); err != nil {
 			return false
 		}
-		if flusher != nil {
-			flusher.Flush()
-		}
+		flush(w)
 		return true
 	}
 	if !send(openaiChunk{Choices: []openaiChunkChoice{{Delta: openaiDelta{Role: "assistant"}}}}) {
 		return
 	}
-	for i, c := range Chunks(content) {
-		if i > 0 && !s.wait(ctx, p.chunkDelay) {
-			return
-		}
-		if !send(openaiChunk{Choices: []openaiChunkChoice{{Delta: openaiDelta{Content: c}}}}) {
-			return
-		}
+	sent := s.streamChunks(ctx, content, p.chunkDelay, func(c string) bool {
+		return send(openaiChunk{Choices: []openaiChunkChoice{{Delta: openaiDelta{Content: c}}}})
+	})
+	if !sent {
+		return
 	}
 	stop := p.stopReason()
 	if !send(openaiChunk{Choices: []openaiChunkChoice{{FinishReason: &stop}}}) {
@@ -295,9 +290,7 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	_, _ = w.Write([]byte("data: [DONE]\n\n"))
-	if flusher != nil {
-		flusher.Flush()
-	}
+	flush(w)
 }
 
 // openaiModels lists the models ServeModels set (none by default). Like

@@ -395,6 +395,29 @@ func (s *Server) wait(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// streamChunks sends content's chunks one by one, waiting delay between
+// two; it reports whether all went out (false: the client left, or send
+// failed).
+func (s *Server) streamChunks(ctx context.Context, content string, delay time.Duration, send func(chunk string) bool) bool {
+	for i, c := range Chunks(content) {
+		if i > 0 && !s.wait(ctx, delay) {
+			return false
+		}
+		if !send(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// flush pushes what w holds to the client, so that streamed chunks arrive
+// separately.
+func flush(w http.ResponseWriter) {
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
 func (s *Server) hang(ctx context.Context) {
 	select {
 	case <-ctx.Done():
