@@ -73,17 +73,15 @@ type vacanciesReport struct {
 
 func runVacancies(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg vacanciesConfig
-	// The default is resolved after parsing, so -h never prints a password.
 	fs := scenarioFlags("vacancies", stderr, &cfg.db, &cfg.prof)
 	fs.IntVar(&cfg.n, "n", 3000, "matches in the zero-latency run")
 	fs.IntVar(&cfg.llmConc, "llm-concurrency", 16, "LLM calls in flight in the zero-latency run (workers: vacancy.WorkersFor of it, as in the bot)")
 	fs.IntVar(&cfg.latencyN, "latency-n", 200, "matches in the 200 ms LLM latency run (LLM concurrency 4)")
 	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "give up on a run that has not delivered everything after this long")
 	fs.BoolVar(&cfg.stages, "stages", false, "also time each collaborator call (DB, HH, LLM, Telegram) and print where worker time goes")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
 		return err
 	}
-	cfg.db = serverURL(cfg.db)
 	if cfg.n <= 0 || cfg.llmConc <= 0 || cfg.latencyN <= 0 || cfg.timeout <= 0 {
 		return refuse(fs, stderr, "-n, -llm-concurrency, -latency-n and -timeout must be positive")
 	}
