@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
@@ -286,22 +287,14 @@ func (t *telegram) edited(chat int64, id int) (edits int, last string, ok bool) 
 func (t *telegram) replies() map[replyKey]int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[replyKey]int, len(t.perReply))
-	for k, n := range t.perReply {
-		out[k] = n
-	}
-	return out
+	return maps.Clone(t.perReply)
 }
 
 // delivered returns a copy of the match ids delivered.
 func (t *telegram) delivered() map[int64]int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[int64]int, len(t.perMatch))
-	for id, n := range t.perMatch {
-		out[id] = n
-	}
-	return out
+	return maps.Clone(t.perMatch)
 }
 
 type tgUser struct {

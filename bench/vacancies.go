@@ -430,27 +430,18 @@ FROM vacancy_matches`).Scan(&sent, &other, &total)
 
 // breakdown describes the queue for an error message.
 func breakdown(ctx context.Context, conn *pgx.Conn) string {
-	rows, err := conn.Query(ctx, `SELECT status, skip_reason, count(*) FROM vacancy_matches GROUP BY 1, 2 ORDER BY 1, 2`)
-	if err != nil {
-		return "(status counts unavailable: " + err.Error() + ")"
-	}
-	defer rows.Close()
-	var parts []string
-	for rows.Next() {
-		var status, reason string
-		var c int
-		if err := rows.Scan(&status, &reason, &c); err != nil {
-			return "(status counts unavailable: " + err.Error() + ")"
-		}
-		if reason != "" {
-			status += "(" + reason + ")"
-		}
-		parts = append(parts, fmt.Sprintf("%s=%d", status, c))
-	}
-	if len(parts) == 0 {
-		return "no matches"
-	}
-	return strings.Join(parts, " ")
+	return describeCounts(ctx, conn, "status", `SELECT status, skip_reason, count(*) FROM vacancy_matches GROUP BY 1, 2 ORDER BY 1, 2`, "no matches",
+		func(rows pgx.Rows) (string, error) {
+			var status, reason string
+			var c int
+			if err := rows.Scan(&status, &reason, &c); err != nil {
+				return "", err
+			}
+			if reason != "" {
+				status += "(" + reason + ")"
+			}
+			return fmt.Sprintf("%s=%d", status, c), nil
+		})
 }
 
 // verify checks that what the database says was sent is what Telegram got:
