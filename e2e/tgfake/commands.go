@@ -33,15 +33,10 @@ func (s *Server) commandKeyLocked(r *request) (commandKey, *APIError) {
 	fail := func(format string, args ...any) (commandKey, *APIError) {
 		return commandKey{}, badRequest("Can't parse BotCommandScope: "+format, args...)
 	}
-	v, err := decodeJSON(raw)
-	if err != nil {
-		return commandKey{}, badRequest("Can't parse BotCommandScope JSON object")
+	obj, apiErr := decodeObject(raw, "Can't parse BotCommandScope JSON object", "Can't parse BotCommandScope: BotCommandScope must be an Object")
+	if apiErr != nil {
+		return commandKey{}, apiErr
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return fail("BotCommandScope must be an Object")
-	}
-	obj := jsonObject(m)
 	typ, err := obj.reqString("type")
 	if err != nil {
 		return fail("%s", err.Error())
