@@ -98,16 +98,12 @@ func ollamaFormat(raw json.RawMessage) (isJSON bool, format string) {
 	return true, string(raw)
 }
 
-func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
-	s.enter()
-	defer s.leave()
-	start := time.Now()
+func ollamaBadRequest(w http.ResponseWriter, msg string) {
+	writeJSON(w, http.StatusBadRequest, ollamaError{Error: msg})
+}
 
-	var in ollamaChatRequest
-	if err := readJSON(w, r, &in); err != nil {
-		writeJSON(w, http.StatusBadRequest, ollamaError{Error: err.Error()})
-		return
-	}
+func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request, in ollamaChatRequest) {
+	start := time.Now()
 	req := Request{
 		Provider:    Ollama,
 		Kind:        KindChat,
@@ -202,16 +198,8 @@ func (s *Server) ollamaTags(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
-	s.enter()
-	defer s.leave()
+func (s *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request, in ollamaEmbedRequest) {
 	start := time.Now()
-
-	var in ollamaEmbedRequest
-	if err := readJSON(w, r, &in); err != nil {
-		writeJSON(w, http.StatusBadRequest, ollamaError{Error: err.Error()})
-		return
-	}
 	inputs, err := stringOrStrings(in.Input)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, ollamaError{Error: "llmtest: input: " + err.Error()})

@@ -185,15 +185,11 @@ func openaiContent(raw json.RawMessage) string {
 	return b.String()
 }
 
-func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
-	s.enter()
-	defer s.leave()
+func openaiBadRequest(w http.ResponseWriter, msg string) {
+	openaiFail(w, Fault{}, http.StatusBadRequest, msg)
+}
 
-	var in openaiChatRequest
-	if err := readJSON(w, r, &in); err != nil {
-		openaiFail(w, Fault{}, http.StatusBadRequest, err.Error())
-		return
-	}
+func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request, in openaiChatRequest) {
 	req := Request{
 		Provider:    OpenAI,
 		Kind:        KindChat,
@@ -307,15 +303,7 @@ func (s *Server) openaiModels(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) openaiEmbed(w http.ResponseWriter, r *http.Request) {
-	s.enter()
-	defer s.leave()
-
-	var in openaiEmbedRequest
-	if err := readJSON(w, r, &in); err != nil {
-		openaiFail(w, Fault{}, http.StatusBadRequest, err.Error())
-		return
-	}
+func (s *Server) openaiEmbed(w http.ResponseWriter, r *http.Request, in openaiEmbedRequest) {
 	inputs, err := stringOrStrings(in.Input)
 	if err != nil {
 		openaiFail(w, Fault{}, http.StatusBadRequest, "llmtest: input must be a string or a list of strings")
