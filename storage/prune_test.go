@@ -24,22 +24,14 @@ const day = 24 * time.Hour
 // smallBatches makes every kind take several batches.
 var smallBatches = storage.PruneOptions{Batch: 2, StatementTimeout: 2 * time.Second}
 
-type pruneBundle struct {
-	t   *testing.T
-	ctx context.Context
-	st  *storage.Store
-}
+// pruneBundle is the prune tests' fixture: a testBundle whose context
+// never times out.
+type pruneBundle struct{ *testBundle }
 
 func setupPrune(t *testing.T) *pruneBundle {
 	t.Helper()
 	t.Parallel()
-	return &pruneBundle{t: t, ctx: context.Background(), st: storagetest.New(t)}
-}
-
-func (b *pruneBundle) exec(q string, args ...any) {
-	b.t.Helper()
-	_, err := b.st.Pool().Exec(b.ctx, q, args...)
-	require.NoError(b.t, err)
+	return &pruneBundle{&testBundle{t: t, ctx: context.Background(), st: storagetest.New(t)}}
 }
 
 func (b *pruneBundle) id(q string, args ...any) int64 {
