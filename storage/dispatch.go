@@ -149,11 +149,7 @@ func tellTx(ctx context.Context, tx pgx.Tx, tell domain.Render[dispatch.Changed]
 // readByID reads the rows query returns for ids ($1), scanned by scan,
 // into a map by their id (key).
 func readByID[T any](ctx context.Context, tx pgx.Tx, query string, ids []int64, scan func(pgx.Row) (T, error), key func(T) int64) (map[int64]T, error) {
-	rows, err := tx.Query(ctx, query, ids)
-	if err != nil {
-		return nil, err
-	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
+	list, err := queryAll(ctx, tx, func(r pgx.CollectableRow) (T, error) { return scan(r) }, query, ids)
 	if err != nil {
 		return nil, err
 	}

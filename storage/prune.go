@@ -482,15 +482,11 @@ type TableSize struct {
 
 // TableSizes lists the n largest tables of the schema, largest first.
 func (s *Store) TableSizes(ctx context.Context, n int) ([]TableSize, error) {
-	rows, err := s.pool.Query(ctx, `
+	out, err := queryAll(ctx, s.pool, pgx.RowToStructByPos[TableSize], `
 SELECT c.relname, pg_total_relation_size(c.oid), GREATEST(c.reltuples, 0)::bigint
 FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
 WHERE c.relkind = 'r' AND ns.nspname = current_schema()
 ORDER BY 2 DESC, 1 LIMIT $1`, n)
-	if err != nil {
-		return nil, fmt.Errorf("table sizes: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[TableSize])
 	if err != nil {
 		return nil, fmt.Errorf("table sizes: %w", err)
 	}
