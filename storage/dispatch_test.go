@@ -53,6 +53,15 @@ func (f *dfx) order(city, district, skill string) dispatch.Order {
 	return f.orderPriced(city, district, skill, 1000)
 }
 
+// recordChange is a tell that keeps the change in seen and renders
+// nothing.
+func recordChange(seen *dispatch.Changed) domain.Render[dispatch.Changed] {
+	return func(c dispatch.Changed) []domain.Message {
+		*seen = c
+		return nil
+	}
+}
+
 func (f *dfx) next(orderID int64) (dispatch.Offer, dispatch.Order, dispatch.Outcome) {
 	f.t.Helper()
 	of, o, out, err := f.st.NextOffer(f.ctx, orderID, sla, dispatch.Gate{}, nil)
