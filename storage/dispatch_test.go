@@ -141,15 +141,6 @@ func (f *dfx) dbNow() time.Time {
 	return now
 }
 
-func (f *dfx) int64s(sql string, args ...any) []int64 {
-	f.t.Helper()
-	rows, err := f.st.Pool().Query(f.ctx, sql, args...)
-	require.NoError(f.t, err)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	require.NoError(f.t, err)
-	return ids
-}
-
 func offerIDs(offers []dispatch.Offer) []int64 {
 	ids := make([]int64, 0, len(offers))
 	for _, o := range offers {

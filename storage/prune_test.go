@@ -41,16 +41,6 @@ func (b *pruneBundle) id(q string, args ...any) int64 {
 	return id
 }
 
-// strings reads one text column.
-func (b *pruneBundle) strings(q string, args ...any) []string {
-	b.t.Helper()
-	rows, err := b.st.Pool().Query(b.ctx, q, args...)
-	require.NoError(b.t, err)
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(b.t, err)
-	return out
-}
-
 func (b *pruneBundle) user(id int64) {
 	b.t.Helper()
 	_, err := b.st.UpsertUser(b.ctx, domain.User{ID: id, FirstName: "u"})

@@ -57,6 +57,28 @@ func (b *testBundle) count(sql string, args ...any) int {
 	return n
 }
 
+// int64s reads one bigint column.
+func (b *testBundle) int64s(sql string, args ...any) []int64 {
+	b.t.Helper()
+	return column[int64](b, sql, args...)
+}
+
+// strings reads one text column.
+func (b *testBundle) strings(sql string, args ...any) []string {
+	b.t.Helper()
+	return column[string](b, sql, args...)
+}
+
+// column reads the one column of every row sql returns.
+func column[T any](b *testBundle, sql string, args ...any) []T {
+	b.t.Helper()
+	rows, err := b.st.Pool().Query(b.ctx, sql, args...)
+	require.NoError(b.t, err, sql)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[T])
+	require.NoError(b.t, err, sql)
+	return out
+}
+
 func TestMigrateConcurrentlyOnEmptyDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
