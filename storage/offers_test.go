@@ -148,17 +148,10 @@ func TestAcceptConcurrentPressesAssignOnce(t *testing.T) {
 		err   error
 	}
 	results := make([]result, presses)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range presses {
-		wg.Go(func() {
-			<-start
-			r := &results[i]
-			r.offer, r.order, r.ok, r.err = f.st.AcceptOffer(f.ctx, of.ID, 7, nil)
-		})
-	}
-	close(start)
-	wg.Wait()
+	atOnce(presses, func(i int) {
+		r := &results[i]
+		r.offer, r.order, r.ok, r.err = f.st.AcceptOffer(f.ctx, of.ID, 7, nil)
+	})
 	wins := 0
 	for _, r := range results {
 		require.NoError(t, r.err)
@@ -571,30 +564,23 @@ func TestNextOfferConcurrent(t *testing.T) {
 	var mu sync.Mutex
 	var made []dispatch.Offer
 	var errs []error
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			<-start
-			r := rand.New(rand.NewPCG(uint64(w), 1))
-			for range steps {
-				of, _, out, err := f.st.NextOffer(ctx, orderIDs[r.IntN(len(orderIDs))], sla, dispatch.Gate{}, nil)
-				if err == nil && out == dispatch.Offered && r.IntN(2) == 0 {
-					_, _, err = f.st.DeclineOffer(ctx, of.ID, of.MasterID, nil)
-				}
-				mu.Lock()
-				if err != nil {
-					errs = append(errs, err)
-				}
-				if out == dispatch.Offered {
-					made = append(made, of)
-				}
-				mu.Unlock()
+	atOnce(workers, func(w int) {
+		r := rand.New(rand.NewPCG(uint64(w), 1))
+		for range steps {
+			of, _, out, err := f.st.NextOffer(ctx, orderIDs[r.IntN(len(orderIDs))], sla, dispatch.Gate{}, nil)
+			if err == nil && out == dispatch.Offered && r.IntN(2) == 0 {
+				_, _, err = f.st.DeclineOffer(ctx, of.ID, of.MasterID, nil)
 			}
-		})
-	}
-	close(start)
-	wg.Wait()
+			mu.Lock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if out == dispatch.Offered {
+				made = append(made, of)
+			}
+			mu.Unlock()
+		}
+	})
 	require.Empty(t, errs)
 	require.NotEmpty(t, made)
 
