@@ -40,6 +40,15 @@ func (f *dfx) master(id int64, city, district string, skills ...string) dispatch
 	return m
 }
 
+// masters registers masters in city c, district d, with skill x: where
+// f.order("c", "d", "x") is placed.
+func (f *dfx) masters(ids ...int64) {
+	f.t.Helper()
+	for _, id := range ids {
+		f.master(id, "c", "d", "x")
+	}
+}
+
 func (f *dfx) orderPriced(city, district, skill string, price int64) dispatch.Order {
 	f.t.Helper()
 	o, err := f.st.CreateOrder(f.ctx, dispatch.NewOrder{CreatedBy: 1, City: city, District: district, Skill: skill,
