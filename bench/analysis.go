@@ -102,10 +102,9 @@ func runAnalysis(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the generated conversations")
 	fs.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "give up when a run is not completed after this long")
 	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository, LLM, Telegram and pg_notify call and print where the executor's time goes")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
 		return err
 	}
-	cfg.db = serverURL(cfg.db)
 	if cfg.n <= 0 || cfg.chats <= 0 || cfg.timeout <= 0 || cfg.latency < 0 {
 		return refuse(fs, stderr, "-n, -chats and -timeout must be positive, -llm-latency not negative")
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -259,4 +260,27 @@ func onBenchDB[R any, P interface {
 	defer db.close(&err)
 	defer func() { P(&rep).setDatabase(db.name) }()
 	return bench(db)
+}
+
+// describeCounts is the rows of query, which counts rows by what (state,
+// status), each described by describe, for an error message; none when
+// there is no row.
+func describeCounts(ctx context.Context, conn *pgx.Conn, what, query, none string, describe func(pgx.Rows) (string, error)) string {
+	rows, err := conn.Query(ctx, query)
+	if err != nil {
+		return "(" + what + " counts unavailable: " + err.Error() + ")"
+	}
+	defer rows.Close()
+	var parts []string
+	for rows.Next() {
+		part, err := describe(rows)
+		if err != nil {
+			return "(" + what + " counts unavailable: " + err.Error() + ")"
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		return none
+	}
+	return strings.Join(parts, " ")
 }

@@ -80,10 +80,9 @@ func runDispatch(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "give up when, this long after the last offers are created, offers are still open or not closed")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the random SLAs")
 	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository call the replicas make in the lag run and print where their time goes")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
 		return err
 	}
-	cfg.db = serverURL(cfg.db)
 	if cfg.n <= 0 || cfg.replicas <= 0 || cfg.spread < 0 || cfg.slaMin <= 0 || cfg.batch <= 0 || cfg.sweeps <= 0 ||
 		cfg.sweepN <= 0 || cfg.timeout <= 0 {
 		return refuse(fs, stderr, "-n, -replicas, -sla-min, -batch, -sweeps, -sweep-n and -timeout must be positive, -spread not negative")
@@ -629,55 +628,37 @@ func waitExpired(ctx context.Context, conn *pgx.Conn, c *offerClock, n int, time
 
 // offerBreakdown describes the offers for an error message.
 func offerBreakdown(ctx context.Context, conn *pgx.Conn) string {
-	rows, err := conn.Query(ctx, `SELECT state, expires_at <= now(), count(*) FROM offers GROUP BY 1, 2 ORDER BY 1, 2`)
-	if err != nil {
-		return "(state counts unavailable: " + err.Error() + ")"
-	}
-	defer rows.Close()
-	var parts []string
-	for rows.Next() {
-		var state string
-		var due bool
-		var c int
-		if err := rows.Scan(&state, &due, &c); err != nil {
-			return "(state counts unavailable: " + err.Error() + ")"
-		}
-		if due && state != string(dispatch.Expired) {
-			state += "(due)"
-		}
-		parts = append(parts, fmt.Sprintf("%s=%d", state, c))
-	}
-	if len(parts) == 0 {
-		return "no offers"
-	}
-	return strings.Join(parts, " ")
+	return describeCounts(ctx, conn, "state", `SELECT state, expires_at <= now(), count(*) FROM offers GROUP BY 1, 2 ORDER BY 1, 2`, "no offers",
+		func(rows pgx.Rows) (string, error) {
+			var state string
+			var due bool
+			var c int
+			if err := rows.Scan(&state, &due, &c); err != nil {
+				return "", err
+			}
+			if due && state != string(dispatch.Expired) {
+				state += "(due)"
+			}
+			return fmt.Sprintf("%s=%d", state, c), nil
+		})
 }
 
 // orderBreakdown describes the orders for an error message.
 func orderBreakdown(ctx context.Context, conn *pgx.Conn) string {
-	rows, err := conn.Query(ctx, `SELECT state, round, unassignable_at IS NOT NULL, count(*) FROM orders GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`)
-	if err != nil {
-		return "(state counts unavailable: " + err.Error() + ")"
-	}
-	defer rows.Close()
-	var parts []string
-	for rows.Next() {
-		var state string
-		var round, c int
-		var unassignable bool
-		if err := rows.Scan(&state, &round, &unassignable, &c); err != nil {
-			return "(state counts unavailable: " + err.Error() + ")"
-		}
-		mark := ""
-		if unassignable {
-			mark = ",unassignable"
-		}
-		parts = append(parts, fmt.Sprintf("%s(round %d%s)=%d", state, round, mark, c))
-	}
-	if len(parts) == 0 {
-		return "no orders"
-	}
-	return strings.Join(parts, " ")
+	return describeCounts(ctx, conn, "state", `SELECT state, round, unassignable_at IS NOT NULL, count(*) FROM orders GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`, "no orders",
+		func(rows pgx.Rows) (string, error) {
+			var state string
+			var round, c int
+			var unassignable bool
+			if err := rows.Scan(&state, &round, &unassignable, &c); err != nil {
+				return "", err
+			}
+			mark := ""
+			if unassignable {
+				mark = ",unassignable"
+			}
+			return fmt.Sprintf("%s(round %d%s)=%d", state, round, mark, c), nil
+		})
 }
 
 // verifyLag checks that the run did what it should, exactly once: n offers,

@@ -72,10 +72,9 @@ func runIntake(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&cfg.conc, "push-concurrency", 40, "webhook requests in flight at most (setWebhook's max_connections)")
 	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "the first updates offered in this long are not in the overhead figures")
 	fs.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "give up on a run not handled this long after the last update was offered")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
 		return err
 	}
-	cfg.db = serverURL(cfg.db)
 	if cfg.rate <= 0 || cfg.dur <= 0 || cfg.users <= 0 || cfg.replicas <= 0 || cfg.workers <= 0 || cfg.conc <= 0 || cfg.warmup < 0 || cfg.timeout <= 0 {
 		return refuse(fs, stderr, "-rate, -d, -users, -replicas, -workers, -push-concurrency and -timeout must be positive")
 	}

@@ -410,8 +410,10 @@ func newLogger(stderr io.Writer) *slog.Logger {
 }
 
 // parseFlags parses a scenario's flags: -h is returned as flag.ErrHelp,
-// anything else wrong (including stray arguments) as a usageError.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+// anything else wrong (including stray arguments) as a usageError. It then
+// resolves -db (db) to the server URL, after parsing so that -h never
+// prints a password from the environment.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, db *string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -421,6 +423,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return refuse(fs, stderr, fmt.Sprintf("unexpected arguments: %q", fs.Args()))
 	}
+	*db = serverURL(*db)
 	return nil
 }
 

@@ -98,10 +98,9 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "give up when the runs are not all archived after this long")
 	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository, LLM and Telegram call and print where worker time goes")
 	fs.Float64Var(&cfg.rate, "rate", 300, "runs/s of the second pass, which measures the overhead at a steady load (0: no second pass)")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
 		return err
 	}
-	cfg.db = serverURL(cfg.db)
 	if cfg.runs <= 0 || cfg.users <= 0 || cfg.workers <= 0 || cfg.orchestrators <= 0 || cfg.submitters < 0 || cfg.timeout <= 0 || cfg.rate < 0 {
 		return refuse(fs, stderr, "-runs, -users, -workers, -orchestrators and -timeout must be positive, -submitters and -rate not negative")
 	}

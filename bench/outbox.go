@@ -59,10 +59,9 @@ func runOutbox(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&cfg.workers, "workers", 64, "delivery.Config.Workers of the unlimited run (the limited run uses the default, 16)")
 	fs.StringVar(&cfg.order, "order", "chat", "the order the messages are enqueued in: chat (each chat's messages one after another)\nor round (the first message of every chat, then the second of every chat, …)")
 	fs.DurationVar(&cfg.timeout, "timeout", 0, "give up on a run whose outbox is not drained after this long (0: 60 s + 3 × n/30 s)")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
 		return err
 	}
-	cfg.db = serverURL(cfg.db)
 	if cfg.n < 2 || cfg.chats <= 0 || cfg.workers <= 0 || cfg.timeout < 0 {
 		return refuse(fs, stderr, "-n must be at least 2, -chats and -workers must be positive, -timeout not negative")
 	}

@@ -99,10 +99,9 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&cfg.opts.Pause, "pause", pruneDefaults.Pause, "pause between two prune batches (the job's)")
 	fs.DurationVar(&cfg.maxPrune, "max-prune", 20*time.Minute, "give up when the prune takes longer")
 	fs.DurationVar(&cfg.memory.timeout, "timeout", 5*time.Minute, "give up when the memory chat's runs are not all archived this long after the last submission")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
 		return err
 	}
-	cfg.db = serverURL(cfg.db)
 	if cfg.messages <= 0 || cfg.runs <= 0 || cfg.memory.rate <= 0 || cfg.baseline <= 0 || cfg.memory.users <= 0 ||
 		cfg.memory.workers <= 0 || cfg.memory.orchestrators <= 0 || cfg.opts.Batch <= 0 || cfg.opts.StatementTimeout <= 0 ||
 		cfg.opts.Pause < 0 || cfg.maxPrune <= 0 || cfg.memory.timeout <= 0 {

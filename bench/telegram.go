@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
@@ -234,11 +235,7 @@ func (s telegramStats) minus(before telegramStats) telegramStats {
 func (t *telegram) transcriptTexts() map[int64][]string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[int64][]string, len(t.texts))
-	for chat, texts := range t.texts {
-		out[chat] = slices.Clone(texts)
-	}
-	return out
+	return cloneLists(t.texts)
 }
 
 // sendTimes returns when each message was accepted, oldest first
@@ -254,9 +251,15 @@ func (t *telegram) sendTimes() []time.Time {
 func (t *telegram) proposals() map[int64][]int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[int64][]int, len(t.perProposal))
-	for id, msgs := range t.perProposal {
-		out[id] = slices.Clone(msgs)
+	return cloneLists(t.perProposal)
+}
+
+// cloneLists is a copy of m whose lists are copies too, for a caller to
+// read after the lock is released.
+func cloneLists[K comparable, V any](m map[K][]V) map[K][]V {
+	out := make(map[K][]V, len(m))
+	for k, list := range m {
+		out[k] = slices.Clone(list)
 	}
 	return out
 }
@@ -284,22 +287,14 @@ func (t *telegram) edited(chat int64, id int) (edits int, last string, ok bool) 
 func (t *telegram) replies() map[replyKey]int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[replyKey]int, len(t.perReply))
-	for k, n := range t.perReply {
-		out[k] = n
-	}
-	return out
+	return maps.Clone(t.perReply)
 }
 
 // delivered returns a copy of the match ids delivered.
 func (t *telegram) delivered() map[int64]int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[int64]int, len(t.perMatch))
-	for id, n := range t.perMatch {
-		out[id] = n
-	}
-	return out
+	return maps.Clone(t.perMatch)
 }
 
 type tgUser struct {

@@ -73,17 +73,15 @@ type vacanciesReport struct {
 
 func runVacancies(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg vacanciesConfig
-	// The default is resolved after parsing, so -h never prints a password.
 	fs := scenarioFlags("vacancies", stderr, &cfg.db, &cfg.prof)
 	fs.IntVar(&cfg.n, "n", 3000, "matches in the zero-latency run")
 	fs.IntVar(&cfg.llmConc, "llm-concurrency", 16, "LLM calls in flight in the zero-latency run (workers: vacancy.WorkersFor of it, as in the bot)")
 	fs.IntVar(&cfg.latencyN, "latency-n", 200, "matches in the 200 ms LLM latency run (LLM concurrency 4)")
 	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "give up on a run that has not delivered everything after this long")
 	fs.BoolVar(&cfg.stages, "stages", false, "also time each collaborator call (DB, HH, LLM, Telegram) and print where worker time goes")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
 		return err
 	}
-	cfg.db = serverURL(cfg.db)
 	if cfg.n <= 0 || cfg.llmConc <= 0 || cfg.latencyN <= 0 || cfg.timeout <= 0 {
 		return refuse(fs, stderr, "-n, -llm-concurrency, -latency-n and -timeout must be positive")
 	}
@@ -432,27 +430,18 @@ FROM vacancy_matches`).Scan(&sent, &other, &total)
 
 // breakdown describes the queue for an error message.
 func breakdown(ctx context.Context, conn *pgx.Conn) string {
-	rows, err := conn.Query(ctx, `SELECT status, skip_reason, count(*) FROM vacancy_matches GROUP BY 1, 2 ORDER BY 1, 2`)
-	if err != nil {
-		return "(status counts unavailable: " + err.Error() + ")"
-	}
-	defer rows.Close()
-	var parts []string
-	for rows.Next() {
-		var status, reason string
-		var c int
-		if err := rows.Scan(&status, &reason, &c); err != nil {
-			return "(status counts unavailable: " + err.Error() + ")"
-		}
-		if reason != "" {
-			status += "(" + reason + ")"
-		}
-		parts = append(parts, fmt.Sprintf("%s=%d", status, c))
-	}
-	if len(parts) == 0 {
-		return "no matches"
-	}
-	return strings.Join(parts, " ")
+	return describeCounts(ctx, conn, "status", `SELECT status, skip_reason, count(*) FROM vacancy_matches GROUP BY 1, 2 ORDER BY 1, 2`, "no matches",
+		func(rows pgx.Rows) (string, error) {
+			var status, reason string
+			var c int
+			if err := rows.Scan(&status, &reason, &c); err != nil {
+				return "", err
+			}
+			if reason != "" {
+				status += "(" + reason + ")"
+			}
+			return fmt.Sprintf("%s=%d", status, c), nil
+		})
 }
 
 // verify checks that what the database says was sent is what Telegram got:

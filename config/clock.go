@@ -19,7 +19,14 @@ func (c Config) Clock() clockwork.Clock {
 	if start == "" || err != nil {
 		return real
 	}
-	return shiftedClock{Clock: real, shift: at.Sub(real.Now())}
+	return ShiftedClock(real, at.Sub(real.Now()))
+}
+
+// ShiftedClock is c with its wall time moved by shift (Now, Since and
+// Until; timers and tickers run as c's): the CLOCK_START clock, and in
+// tests a replica whose clock disagrees with its peers'.
+func ShiftedClock(c clockwork.Clock, shift time.Duration) clockwork.Clock {
+	return shiftedClock{Clock: c, shift: shift}
 }
 
 type shiftedClock struct {

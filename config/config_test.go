@@ -16,9 +16,16 @@ func lookupMap(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
-func TestConfigDefaults(t *testing.T) {
-	cfg, err := Load(lookupMap(map[string]string{"TELEGRAM_TOKEN": "123:abc"}), "1.2.3")
+// mustLoad is the configuration env gives, which must be valid.
+func mustLoad(t *testing.T, env map[string]string, version string) Config {
+	t.Helper()
+	cfg, err := Load(lookupMap(env), version)
 	require.NoError(t, err)
+	return cfg
+}
+
+func TestConfigDefaults(t *testing.T) {
+	cfg := mustLoad(t, map[string]string{"TELEGRAM_TOKEN": "123:abc"}, "1.2.3")
 	require.Equal(t, "https://api.telegram.org", cfg.TelegramAPIURL)
 	require.Equal(t, "postgres://postgres@127.0.0.1:5432/switchboard?sslmode=disable", cfg.DatabaseURL)
 	require.Equal(t, "ollama", cfg.LLMProvider)
@@ -37,13 +44,11 @@ func TestConfigDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "UTC", zone.String(), "the admin chat's zone follows DISPATCH_TIMEZONE")
 
-	cfg, err = Load(lookupMap(map[string]string{"TELEGRAM_TOKEN": "1:a", "DISPATCH_TIMEZONE": "Europe/Kyiv"}), "1.2.3")
-	require.NoError(t, err)
+	cfg = mustLoad(t, map[string]string{"TELEGRAM_TOKEN": "1:a", "DISPATCH_TIMEZONE": "Europe/Kyiv"}, "1.2.3")
 	zone, err = cfg.AdminLocation()
 	require.NoError(t, err)
 	require.Equal(t, "Europe/Kyiv", zone.String())
-	cfg, err = Load(lookupMap(map[string]string{"TELEGRAM_TOKEN": "1:a", "ADMIN_CHAT_TIMEZONE": "+3"}), "1.2.3")
-	require.NoError(t, err)
+	cfg = mustLoad(t, map[string]string{"TELEGRAM_TOKEN": "1:a", "ADMIN_CHAT_TIMEZONE": "+3"}, "1.2.3")
 	zone, err = cfg.AdminLocation()
 	require.NoError(t, err)
 	require.Equal(t, "UTC+03:00", zone.String())
@@ -84,23 +89,21 @@ func TestConfigSecretsFromFiles(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "token")
 	require.NoError(t, os.WriteFile(p, []byte("42:secret\n"), 0o600))
-	cfg, err := Load(lookupMap(map[string]string{"TELEGRAM_TOKEN_FILE": p, "ADMIN_IDS": "1, 2"}), "dev")
-	require.NoError(t, err)
+	cfg := mustLoad(t, map[string]string{"TELEGRAM_TOKEN_FILE": p, "ADMIN_IDS": "1, 2"}, "dev")
 	require.Equal(t, "42:secret", cfg.TelegramToken)
 	require.Equal(t, []int64{1, 2}, cfg.AdminIDs)
 
-	_, err = Load(lookupMap(map[string]string{"TELEGRAM_TOKEN_FILE": filepath.Join(dir, "missing")}), "dev")
+	_, err := Load(lookupMap(map[string]string{"TELEGRAM_TOKEN_FILE": filepath.Join(dir, "missing")}), "dev")
 	require.ErrorContains(t, err, "TELEGRAM_TOKEN_FILE:")
 }
 
 func TestConfigNeverLogsSecrets(t *testing.T) {
-	cfg, err := Load(lookupMap(map[string]string{
+	cfg := mustLoad(t, map[string]string{
 		"TELEGRAM_TOKEN": "123:supersecret",
 		"DATABASE_URL":   "postgres://app:hunter2@db:5432/sb",
 		"LLM_API_KEY":    "sk-verysecret",
 		"REDIS_URL":      "redis://:redispass@cache:6379/0",
-	}), "dev")
-	require.NoError(t, err)
+	}, "dev")
 	var buf bytes.Buffer
 	slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", "config", cfg)
 	out := buf.String()

@@ -33,8 +33,7 @@ func TestHHTokenConfig(t *testing.T) {
 		})
 	}
 
-	cfg, err := Load(lookupMap(map[string]string{"TELEGRAM_TOKEN": "1:x"}), "dev")
-	require.NoError(t, err)
+	cfg := mustLoad(t, map[string]string{"TELEGRAM_TOKEN": "1:x"}, "dev")
 	require.Equal(t, "https://hh.ru", cfg.HHOAuthURL)
 	require.Empty(t, cfg.HHClientID+cfg.HHClientSecret+cfg.HHAppToken)
 
@@ -45,10 +44,9 @@ func TestHHTokenConfig(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(v+"\n"), 0o600))
 		return p
 	}
-	cfg, err = Load(lookupMap(map[string]string{
+	cfg = mustLoad(t, map[string]string{
 		"TELEGRAM_TOKEN": "1:x", "HH_CLIENT_ID_FILE": write("id", "CLIENTIDVALUE"), "HH_CLIENT_SECRET_FILE": write("secret", "CLIENTSECRETVALUE"),
-	}), "dev")
-	require.NoError(t, err)
+	}, "dev")
 	require.Equal(t, "CLIENTIDVALUE", cfg.HHClientID)
 	require.Equal(t, "CLIENTSECRETVALUE", cfg.HHClientSecret)
 	var buf bytes.Buffer
@@ -56,8 +54,7 @@ func TestHHTokenConfig(t *testing.T) {
 	require.NotContains(t, buf.String(), "CLIENTSECRETVALUE")
 	require.NotContains(t, buf.String(), "CLIENTIDVALUE")
 
-	cfg, err = Load(lookupMap(map[string]string{"TELEGRAM_TOKEN": "1:x", "HH_APP_TOKEN_FILE": write("token", "APPTOKENVALUE")}), "dev")
-	require.NoError(t, err)
+	cfg = mustLoad(t, map[string]string{"TELEGRAM_TOKEN": "1:x", "HH_APP_TOKEN_FILE": write("token", "APPTOKENVALUE")}, "dev")
 	require.Equal(t, "APPTOKENVALUE", cfg.HHAppToken)
 	buf.Reset()
 	NewLogger("info", &buf, &cfg).Info("config", "config", cfg, "oops", "APPTOKENVALUE")

@@ -11,12 +11,11 @@ import (
 )
 
 func TestLoggerRedactsSecretsEverywhere(t *testing.T) {
-	cfg, err := Load(lookupMap(map[string]string{
+	cfg := mustLoad(t, map[string]string{
 		"TELEGRAM_TOKEN": "123456:AAH-secret-token",
 		"LLM_API_KEY":    "sk-live-key",
 		"DATABASE_URL":   "postgres://app:p%40ss-word@db:5432/sb",
-	}), "dev")
-	require.NoError(t, err)
+	}, "dev")
 	var buf bytes.Buffer
 	log := NewLogger("debug", &buf, &cfg)
 

@@ -236,20 +236,30 @@ func (c *Client) Search(ctx context.Context, p vacancy.Params, page, perPage int
 
 	u := c.base.JoinPath("vacancies")
 	u.RawQuery = q.Encode()
-	start := time.Now()
-	out, err := c.search(ctx, u.String())
-	c.finish(endpointSearch, start, err, slog.Int("page", page))
+	out, err := request(ctx, c, endpointSearch, slog.Int("page", page), u.String(), false, c.decodePage)
 	if err != nil {
 		return vacancy.Page{}, fmt.Errorf("hh search page %d: %w", page, err)
 	}
 	return out, nil
 }
 
-func (c *Client) search(ctx context.Context, u string) (vacancy.Page, error) {
-	body, err := c.call(ctx, u, false)
-	if err != nil {
-		return vacancy.Page{}, err
+// request GETs u (notFoundArchived: a 404 is vacancy.ErrArchived), reads
+// the answer with decode and records the request, as endpoint with attr,
+// in the metrics and the log, whatever its outcome.
+func request[T any](ctx context.Context, c *Client, endpoint string, attr slog.Attr, u string, notFoundArchived bool, decode func(body []byte) (T, error)) (T, error) {
+	start := time.Now()
+	var out T
+	body, err := c.call(ctx, u, notFoundArchived)
+	if err == nil {
+		out, err = decode(body)
 	}
+	c.finish(endpoint, start, err, attr)
+	return out, err
+}
+
+// decodePage reads a search page; an item it cannot read is logged and
+// left out.
+func (c *Client) decodePage(body []byte) (vacancy.Page, error) {
 	var root struct {
 		Items []json.RawMessage `json:"items"`
 		Found int               `json:"found"`
@@ -287,20 +297,16 @@ func (c *Client) Vacancy(ctx context.Context, id int64) (vacancy.Vacancy, error)
 		return vacancy.Vacancy{}, fmt.Errorf("hh vacancy %d: invalid id", id)
 	}
 	u := c.base.JoinPath("vacancies", strconv.FormatInt(id, 10))
-	start := time.Now()
-	v, err := c.vacancy(ctx, u.String())
-	c.finish(endpointVacancy, start, err, slog.Int64("id", id))
+	v, err := request(ctx, c, endpointVacancy, slog.Int64("id", id), u.String(), true, decodeVacancy)
 	if err != nil {
 		return vacancy.Vacancy{}, fmt.Errorf("hh vacancy %d: %w", id, err)
 	}
 	return v, nil
 }
 
-func (c *Client) vacancy(ctx context.Context, u string) (vacancy.Vacancy, error) {
-	body, err := c.call(ctx, u, true)
-	if err != nil {
-		return vacancy.Vacancy{}, err
-	}
+// decodeVacancy reads a full vacancy; an archived one is
+// vacancy.ErrArchived.
+func decodeVacancy(body []byte) (vacancy.Vacancy, error) {
 	var it wireVacancy
 	if err := json.Unmarshal(body, &it); err != nil {
 		return vacancy.Vacancy{}, fmt.Errorf("decode vacancy: %w", err)

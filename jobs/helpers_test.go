@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -104,17 +103,6 @@ func newLog(w io.Writer) *slog.Logger {
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
-// skewedClock is a real clock whose wall time runs ahead by skew: a replica
-// whose clock disagrees with its peers'.
-type skewedClock struct {
-	clockwork.Clock
-	skew time.Duration
-}
-
-func (c skewedClock) Now() time.Time                  { return c.Clock.Now().Add(c.skew) }
-func (c skewedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-func (c skewedClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 
 // proxy is a TCP proxy to Redis that the test can take down and bring back,
 // standing in for a Redis outage without touching the machine's Redis.

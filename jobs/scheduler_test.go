@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"switchboard/config"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
@@ -105,7 +106,7 @@ func testOncePerTick(t *testing.T, backend string, skew time.Duration) {
 	}
 
 	real := clockwork.NewRealClock()
-	clocks := map[string]clockwork.Clock{"a": real, "b": skewedClock{real, skew}}
+	clocks := map[string]clockwork.Clock{"a": real, "b": config.ShiftedClock(real, skew)}
 	replicas := map[string]*Scheduler{}
 	var logs logBuffer
 	for _, name := range []string{"a", "b"} {

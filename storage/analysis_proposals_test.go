@@ -28,21 +28,14 @@ func TestAnalysisDecideConcurrent(t *testing.T) {
 		err error
 	}
 	results := make([]result, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			d := analysis.Approved
-			if i%2 == 1 {
-				d = analysis.Rejected
-			}
-			p, r, ok, err := f.st.DecideProposal(f.ctx, ps[0].ID, d, int64(1000+i), b.render)
-			results[i] = result{p, r, ok, err}
-		})
-	}
-	close(start)
-	wg.Wait()
+	atOnce(n, func(i int) {
+		d := analysis.Approved
+		if i%2 == 1 {
+			d = analysis.Rejected
+		}
+		p, r, ok, err := f.st.DecideProposal(f.ctx, ps[0].ID, d, int64(1000+i), b.render)
+		results[i] = result{p, r, ok, err}
+	})
 	var winner *result
 	for i := range results {
 		res := &results[i]

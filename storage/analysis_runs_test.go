@@ -506,17 +506,10 @@ func TestAnalysisCreateRunConcurrent(t *testing.T) {
 		err     error
 	}
 	results := make([]result, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			r, blocked, err := f.st.CreateAnalysisRun(f.ctx, analysis.Run{CreatedBy: int64(i), From: winFrom, To: winFrom.Add(time.Hour)}, nil)
-			results[i] = result{r, blocked, err}
-		})
-	}
-	close(start)
-	wg.Wait()
+	atOnce(n, func(i int) {
+		r, blocked, err := f.st.CreateAnalysisRun(f.ctx, analysis.Run{CreatedBy: int64(i), From: winFrom, To: winFrom.Add(time.Hour)}, nil)
+		results[i] = result{r, blocked, err}
+	})
 	var created []analysis.Run
 	for _, r := range results {
 		require.NoError(t, r.err)

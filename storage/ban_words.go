@@ -11,11 +11,7 @@ import (
 
 // BanWords lists a user's ban words alphabetically.
 func (s *Store) BanWords(ctx context.Context, userID int64) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT word FROM ban_words WHERE user_id = $1 ORDER BY word`, userID)
-	if err != nil {
-		return nil, fmt.Errorf("ban words of user %d: %w", userID, err)
-	}
-	words, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	words, err := queryAll(ctx, s.pool, pgx.RowTo[string], `SELECT word FROM ban_words WHERE user_id = $1 ORDER BY word`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("ban words of user %d: %w", userID, err)
 	}

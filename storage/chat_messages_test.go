@@ -110,15 +110,7 @@ func TestAnalysisMessagesAndChats(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, edited)
 	f.message(-1, 1, winFrom, "one") // unchanged: not an edit
-	var texts []string
-	rows, err := f.st.Pool().Query(f.ctx, `SELECT text || ' ' || (edited_at IS NOT NULL) FROM group_messages WHERE chat_id = -1 ORDER BY message_id`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var s string
-		require.NoError(t, rows.Scan(&s))
-		texts = append(texts, s)
-	}
-	require.NoError(t, rows.Err())
+	texts := f.strings(`SELECT text || ' ' || (edited_at IS NOT NULL) FROM group_messages WHERE chat_id = -1 ORDER BY message_id`)
 	require.Equal(t, []string{"one false", "two, edited true", "three, edited true"}, texts)
 
 	chats, err := f.st.GroupChats(f.ctx)

@@ -33,13 +33,9 @@ func (s *Store) UnseenVacancies(ctx context.Context, key string, ids []int64) (m
 	for _, id := range ids {
 		out[id] = true
 	}
-	rows, err := s.pool.Query(ctx, `SELECT vacancy_id FROM search_hits WHERE search_key = $1 AND vacancy_id = ANY($2)
+	seen, err := queryAll(ctx, s.pool, pgx.RowTo[int64], `SELECT vacancy_id FROM search_hits WHERE search_key = $1 AND vacancy_id = ANY($2)
 UNION ALL
 SELECT i FROM unnest($2::bigint[]) i, discovery_state d WHERE d.search_key = $1 AND i <= d.pruned_through_id`, key, ids)
-	if err != nil {
-		return nil, fmt.Errorf("unseen vacancies: %w", err)
-	}
-	seen, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
 		return nil, fmt.Errorf("unseen vacancies: %w", err)
 	}

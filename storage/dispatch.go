@@ -125,35 +125,37 @@ func tellTx(ctx context.Context, tx pgx.Tx, tell domain.Render[dispatch.Changed]
 		}
 	}
 	if len(orders) > 0 {
-		rows, err := tx.Query(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = ANY ($1)`, orders)
+		var err error
+		c.Orders, err = readByID(ctx, tx, `SELECT `+orderColumns+` FROM orders WHERE id = ANY ($1)`, orders,
+			scanOrder, func(o dispatch.Order) int64 { return o.ID })
 		if err != nil {
 			return fmt.Errorf("orders of the change: %w", err)
-		}
-		os, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dispatch.Order, error) { return scanOrder(r) })
-		if err != nil {
-			return fmt.Errorf("orders of the change: %w", err)
-		}
-		c.Orders = make(map[int64]dispatch.Order, len(os))
-		for _, o := range os {
-			c.Orders[o.ID] = o
 		}
 	}
 	if c.Assigned != nil {
 		ids = append(ids, c.Assigned.MasterID)
 	}
 	if len(ids) > 0 {
-		rows, err := tx.Query(ctx, `SELECT `+masterColumns+masterFrom+`WHERE m.user_id = ANY ($1)`, ids)
+		var err error
+		c.Masters, err = readByID(ctx, tx, `SELECT `+masterColumns+masterFrom+`WHERE m.user_id = ANY ($1)`, ids,
+			scanMaster, func(m dispatch.Master) int64 { return m.UserID })
 		if err != nil {
 			return fmt.Errorf("masters of the change: %w", err)
-		}
-		ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dispatch.Master, error) { return scanMaster(r) })
-		if err != nil {
-			return fmt.Errorf("masters of the change: %w", err)
-		}
-		c.Masters = make(map[int64]dispatch.Master, len(ms))
-		for _, m := range ms {
-			c.Masters[m.UserID] = m
 		}
 	}
 	return enqueueTx(ctx, tx, tell(c))
+}
+
+// readByID reads the rows query returns for ids ($1), scanned by scan,
+// into a map by their id (key).
+func readByID[T any](ctx context.Context, tx pgx.Tx, query string, ids []int64, scan func(pgx.Row) (T, error), key func(T) int64) (map[int64]T, error) {
+	list, err := queryAll(ctx, tx, func(r pgx.CollectableRow) (T, error) { return scan(r) }, query, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]T, len(list))
+	for _, v := range list {
+		out[key(v)] = v
+	}
+	return out, nil
 }

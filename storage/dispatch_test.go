@@ -40,6 +40,15 @@ func (f *dfx) master(id int64, city, district string, skills ...string) dispatch
 	return m
 }
 
+// masters registers masters in city c, district d, with skill x: where
+// f.order("c", "d", "x") is placed.
+func (f *dfx) masters(ids ...int64) {
+	f.t.Helper()
+	for _, id := range ids {
+		f.master(id, "c", "d", "x")
+	}
+}
+
 func (f *dfx) orderPriced(city, district, skill string, price int64) dispatch.Order {
 	f.t.Helper()
 	o, err := f.st.CreateOrder(f.ctx, dispatch.NewOrder{CreatedBy: 1, City: city, District: district, Skill: skill,
@@ -51,6 +60,15 @@ func (f *dfx) orderPriced(city, district, skill string, price int64) dispatch.Or
 func (f *dfx) order(city, district, skill string) dispatch.Order {
 	f.t.Helper()
 	return f.orderPriced(city, district, skill, 1000)
+}
+
+// recordChange is a tell that keeps the change in seen and renders
+// nothing.
+func recordChange(seen *dispatch.Changed) domain.Render[dispatch.Changed] {
+	return func(c dispatch.Changed) []domain.Message {
+		*seen = c
+		return nil
+	}
 }
 
 func (f *dfx) next(orderID int64) (dispatch.Offer, dispatch.Order, dispatch.Outcome) {
@@ -130,15 +148,6 @@ func (f *dfx) dbNow() time.Time {
 	var now time.Time
 	require.NoError(f.t, f.st.Pool().QueryRow(f.ctx, `SELECT now()`).Scan(&now))
 	return now
-}
-
-func (f *dfx) int64s(sql string, args ...any) []int64 {
-	f.t.Helper()
-	rows, err := f.st.Pool().Query(f.ctx, sql, args...)
-	require.NoError(f.t, err)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	require.NoError(f.t, err)
-	return ids
 }
 
 func offerIDs(offers []dispatch.Offer) []int64 {

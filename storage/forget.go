@@ -208,12 +208,8 @@ type copies struct {
 // each as written and HTML-escaped.
 func copiesOf(ctx context.Context, tx pgx.Tx, userID int64) (copies, error) {
 	var c copies
-	rows, err := tx.Query(ctx, `SELECT DISTINCT btrim(text) FROM group_messages
+	texts, err := queryAll(ctx, tx, pgx.RowTo[string], `SELECT DISTINCT btrim(text) FROM group_messages
 WHERE author_id = $1 AND char_length(btrim(text)) >= $2`, userID, minCopy)
-	if err != nil {
-		return c, fmt.Errorf("texts of group messages: %w", err)
-	}
-	texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return c, fmt.Errorf("texts of group messages: %w", err)
 	}

@@ -7,16 +7,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"switchboard/storage/storagetest"
 )
 
 // A replica beats at start and every interval until stopped; the live
 // replicas are those seen within three beats.
 func TestHeartbeatsRunAndLiveWithinThreeBeats(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t)
-	st := storagetest.New(t)
+	f := setup(t)
+	ctx, st := f.ctx, f.st
 	beats := st.Heartbeats("a", "v1", time.Minute, slog.New(slog.DiscardHandler))
 
 	runCtx, stop := context.WithCancel(ctx)
@@ -32,9 +30,8 @@ func TestHeartbeatsRunAndLiveWithinThreeBeats(t *testing.T) {
 	// b missed two beats and is still live; c missed three and is gone.
 	require.NoError(t, st.Heartbeat(ctx, "b", "v1", time.Now()))
 	require.NoError(t, st.Heartbeat(ctx, "c", "v1", time.Now()))
-	_, err := st.Pool().Exec(ctx, `UPDATE replicas SET seen_at = now() - CASE instance
+	f.exec(`UPDATE replicas SET seen_at = now() - CASE instance
     WHEN 'b' THEN interval '2 minutes 50 seconds' ELSE interval '3 minutes 10 seconds' END WHERE instance IN ('b', 'c')`)
-	require.NoError(t, err)
 	live, err := beats.Live(ctx)
 	require.NoError(t, err)
 	var names []string

@@ -1,7 +1,6 @@
 package storage_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"switchboard/domain/vacancy"
 	"switchboard/hh"
 	"switchboard/hh/hhtest"
+	"switchboard/internal/testkit"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
@@ -35,14 +35,14 @@ type tokenBundle struct {
 	t     *testing.T
 	srv   *hhtest.Server
 	dbURL string
-	logs  *syncBuffer
+	logs  *testkit.SyncBuffer
 }
 
 func newTokenBundle(t *testing.T, opts ...hhtest.Option) *tokenBundle {
 	t.Helper()
 	srv := hhtest.New(append([]hhtest.Option{hhtest.WithVacancies(hhtest.Generate(30, hhtest.GenOptions{Seed: 1})...)}, opts...)...)
 	t.Cleanup(srv.Close)
-	return &tokenBundle{t: t, srv: srv, dbURL: storagetest.NewURL(t), logs: &syncBuffer{}}
+	return &tokenBundle{t: t, srv: srv, dbURL: storagetest.NewURL(t), logs: &testkit.SyncBuffer{}}
 }
 
 // env is the configuration of a replica talking to the fake.
@@ -141,23 +141,6 @@ func (b *tokenBundle) requireNoSecretLogged(tokens ...string) {
 		require.NotEmpty(b.t, tok)
 		require.NotContains(b.t, out, tok)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func bearer(tok string) string { return "Bearer " + tok }

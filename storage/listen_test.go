@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"switchboard/storage/storagetest"
 )
 
 // A notification reaches the listener; after its connection is killed the
@@ -15,7 +13,8 @@ import (
 // receiving.
 func TestListenReconnectsAndResweeps(t *testing.T) {
 	t.Parallel()
-	st := storagetest.New(t)
+	f := setup(t)
+	st := f.st
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	connects := make(chan struct{}, 10)
@@ -26,20 +25,17 @@ func TestListenReconnectsAndResweeps(t *testing.T) {
 		close(done)
 	}()
 	<-connects
-	_, err := st.Pool().Exec(ctx, `SELECT pg_notify('test_events', 'one')`)
-	require.NoError(t, err)
+	f.exec(`SELECT pg_notify('test_events', 'one')`)
 	require.Equal(t, "test_events:one", <-got)
 
-	_, err = st.Pool().Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	f.exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`)
-	require.NoError(t, err)
 	select {
 	case <-connects:
 	case <-time.After(10 * time.Second):
 		t.Fatal("listener did not reconnect")
 	}
-	_, err = st.Pool().Exec(ctx, `SELECT pg_notify('test_events', 'two')`)
-	require.NoError(t, err)
+	f.exec(`SELECT pg_notify('test_events', 'two')`)
 	require.Equal(t, "test_events:two", <-got)
 	cancel()
 	<-done

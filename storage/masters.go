@@ -122,39 +122,35 @@ WHERE lower(u.username) = lower($1) ORDER BY u.updated_at DESC, u.id LIMIT 1`, u
 	return m, nil
 }
 
+// queueStateCounts queues query, which returns (state, count) rows, in b
+// and returns the map the rows fill when b is sent: every state in states,
+// zero unless a row counts it.
+func queueStateCounts[S ~string](b *pgx.Batch, query string, userID int64, states []S) map[S]int {
+	counts := make(map[S]int, len(states))
+	for _, k := range states {
+		counts[k] = 0
+	}
+	b.Queue(query, userID).Query(func(rows pgx.Rows) error {
+		var state string
+		var n int
+		_, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error {
+			counts[S(state)] = n
+			return nil
+		})
+		return err
+	})
+	return counts
+}
+
 // MasterStats counts the master's offers by state and their assigned
 // orders by state (every state present, zero if none), with the unpaid
 // commission. A user who is not a master gets zeros.
 func (s *Store) MasterStats(ctx context.Context, userID int64) (dispatch.MasterStats, error) {
-	st := dispatch.MasterStats{
-		Offers: make(map[dispatch.OfferState]int, len(dispatch.OfferStates)),
-		Orders: make(map[dispatch.OrderState]int, len(dispatch.OrderStates)),
-	}
-	for _, k := range dispatch.OfferStates {
-		st.Offers[k] = 0
-	}
-	for _, k := range dispatch.OrderStates {
-		st.Orders[k] = 0
-	}
 	b := &pgx.Batch{}
-	b.Queue(`SELECT state, count(*) FROM offers WHERE master_id = $1 GROUP BY state`, userID).Query(func(rows pgx.Rows) error {
-		var state string
-		var n int
-		_, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error {
-			st.Offers[dispatch.OfferState(state)] = n
-			return nil
-		})
-		return err
-	})
-	b.Queue(`SELECT state, count(*) FROM orders WHERE master_id = $1 GROUP BY state`, userID).Query(func(rows pgx.Rows) error {
-		var state string
-		var n int
-		_, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error {
-			st.Orders[dispatch.OrderState(state)] = n
-			return nil
-		})
-		return err
-	})
+	st := dispatch.MasterStats{
+		Offers: queueStateCounts(b, `SELECT state, count(*) FROM offers WHERE master_id = $1 GROUP BY state`, userID, dispatch.OfferStates),
+		Orders: queueStateCounts(b, `SELECT state, count(*) FROM orders WHERE master_id = $1 GROUP BY state`, userID, dispatch.OrderStates),
+	}
 	var next pgtype.Timestamptz
 	b.Queue(`SELECT COALESCE(sum(commission), 0)::bigint,
        COALESCE(sum(commission) FILTER (WHERE commission_due_at <= now()), 0)::bigint,

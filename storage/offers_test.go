@@ -148,17 +148,10 @@ func TestAcceptConcurrentPressesAssignOnce(t *testing.T) {
 		err   error
 	}
 	results := make([]result, presses)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range presses {
-		wg.Go(func() {
-			<-start
-			r := &results[i]
-			r.offer, r.order, r.ok, r.err = f.st.AcceptOffer(f.ctx, of.ID, 7, nil)
-		})
-	}
-	close(start)
-	wg.Wait()
+	atOnce(presses, func(i int) {
+		r := &results[i]
+		r.offer, r.order, r.ok, r.err = f.st.AcceptOffer(f.ctx, of.ID, 7, nil)
+	})
 	wins := 0
 	for _, r := range results {
 		require.NoError(t, r.err)
@@ -363,9 +356,7 @@ func TestNextOfferCandidates(t *testing.T) {
 func TestNextOfferIdleLongestFirst(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
-	for _, id := range []int64{401, 402, 403, 404} {
-		f.master(id, "c", "d", "x")
-	}
+	f.masters(401, 402, 403, 404)
 	f.exec(`UPDATE masters SET last_offer_at = now() - interval '1 hour' WHERE user_id = 401`)
 	f.exec(`UPDATE masters SET last_offer_at = now() - interval '2 hours' WHERE user_id = 403`)
 	before := f.dbNow()
@@ -385,8 +376,7 @@ func TestNextOfferRounds(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	ctx := f.ctx
-	f.master(501, "c", "d", "x")
-	f.master(502, "c", "d", "x")
+	f.masters(501, 502)
 	o := f.order("c", "d", "x")
 
 	f.expire(f.offered(o.ID, 501, 1))
@@ -424,8 +414,7 @@ func TestNextOfferOutcomes(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	ctx := f.ctx
-	f.master(1, "c", "d", "x")
-	f.master(2, "c", "d", "x")
+	f.masters(1, 2)
 
 	_, _, _, err := f.st.NextOffer(ctx, 424242, sla, dispatch.Gate{}, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
@@ -469,8 +458,7 @@ func TestNextOfferLockedCandidateIsBusy(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	ctx := f.ctx
-	f.master(1, "c", "d", "x")
-	f.master(2, "c", "d", "x")
+	f.masters(1, 2)
 	o := f.order("c", "d", "x")
 	f.decline(f.offered(o.ID, 1, 1))
 
@@ -571,30 +559,23 @@ func TestNextOfferConcurrent(t *testing.T) {
 	var mu sync.Mutex
 	var made []dispatch.Offer
 	var errs []error
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			<-start
-			r := rand.New(rand.NewPCG(uint64(w), 1))
-			for range steps {
-				of, _, out, err := f.st.NextOffer(ctx, orderIDs[r.IntN(len(orderIDs))], sla, dispatch.Gate{}, nil)
-				if err == nil && out == dispatch.Offered && r.IntN(2) == 0 {
-					_, _, err = f.st.DeclineOffer(ctx, of.ID, of.MasterID, nil)
-				}
-				mu.Lock()
-				if err != nil {
-					errs = append(errs, err)
-				}
-				if out == dispatch.Offered {
-					made = append(made, of)
-				}
-				mu.Unlock()
+	atOnce(workers, func(w int) {
+		r := rand.New(rand.NewPCG(uint64(w), 1))
+		for range steps {
+			of, _, out, err := f.st.NextOffer(ctx, orderIDs[r.IntN(len(orderIDs))], sla, dispatch.Gate{}, nil)
+			if err == nil && out == dispatch.Offered && r.IntN(2) == 0 {
+				_, _, err = f.st.DeclineOffer(ctx, of.ID, of.MasterID, nil)
 			}
-		})
-	}
-	close(start)
-	wg.Wait()
+			mu.Lock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if out == dispatch.Offered {
+				made = append(made, of)
+			}
+			mu.Unlock()
+		}
+	})
 	require.Empty(t, errs)
 	require.NotEmpty(t, made)
 
@@ -663,8 +644,7 @@ func TestExpireManyAndNextExpiry(t *testing.T) {
 func TestNextOfferWaitsForBusyMaster(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
-	f.master(10, "c", "d", "x")
-	f.master(11, "c", "d", "x")
+	f.masters(10, 11)
 	y := f.order("c", "d", "x")
 	busy := f.offered(y.ID, 10, 1) // master 10 is busy with order y
 	x := f.order("c", "d", "x")
@@ -710,9 +690,7 @@ func TestNextOfferWaitsForBusyMaster(t *testing.T) {
 func TestNextOfferPicksAgainWhenItsMasterWasTaken(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
-	for _, id := range []int64{10, 11, 20, 21, 22, 23} {
-		f.master(id, "c", "d", "x")
-	}
+	f.masters(10, 11, 20, 21, 22, 23)
 	f.exec(`UPDATE masters SET city = 'c2' WHERE user_id >= 20`)
 	o := f.order("c", "d", "x")
 	o2 := f.order("c2", "d", "x")

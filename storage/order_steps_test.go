@@ -121,10 +121,7 @@ func TestCompleteOrderByMaster(t *testing.T) {
 	require.False(t, ok, "not their order")
 	require.Equal(t, dispatch.Assigned, got.State)
 	var seen dispatch.Changed
-	got, ok, err = f.st.CompleteOrder(f.ctx, o.ID, 10, 10, time.Hour, func(c dispatch.Changed) []domain.Message {
-		seen = c
-		return nil
-	})
+	got, ok, err = f.st.CompleteOrder(f.ctx, o.ID, 10, 10, time.Hour, recordChange(&seen))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, int64(100), got.Commission)
@@ -160,10 +157,7 @@ func TestReturnOrder(t *testing.T) {
 	require.Equal(t, dispatch.Assigned, got.State)
 
 	var seen dispatch.Changed
-	got, ok, err = f.st.ReturnOrder(f.ctx, o.ID, 10, func(c dispatch.Changed) []domain.Message {
-		seen = c
-		return nil
-	})
+	got, ok, err = f.st.ReturnOrder(f.ctx, o.ID, 10, recordChange(&seen))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Searching, got.State)
@@ -262,10 +256,7 @@ func TestCancelAssignedNamesTheAcceptedOffer(t *testing.T) {
 	f := newDispatch(t)
 	o := f.assigned(10, 1000)
 	var seen dispatch.Changed
-	_, _, ok, err := f.st.CancelOrder(f.ctx, o.ID, func(c dispatch.Changed) []domain.Message {
-		seen = c
-		return nil
-	})
+	_, _, ok, err := f.st.CancelOrder(f.ctx, o.ID, recordChange(&seen))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NotNil(t, seen.Assigned)
@@ -273,10 +264,7 @@ func TestCancelAssignedNamesTheAcceptedOffer(t *testing.T) {
 	require.Equal(t, int64(10), seen.Masters[10].UserID)
 
 	s := f.order("c", "d", "x")
-	_, _, ok, err = f.st.CancelOrder(f.ctx, s.ID, func(c dispatch.Changed) []domain.Message {
-		seen = c
-		return nil
-	})
+	_, _, ok, err = f.st.CancelOrder(f.ctx, s.ID, recordChange(&seen))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Nil(t, seen.Assigned)

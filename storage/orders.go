@@ -285,11 +285,7 @@ func (s *Store) SearchingOrders(ctx context.Context, limit int, all bool, gate d
 	if all {
 		q = searchingOrders
 	}
-	rows, err := s.pool.Query(ctx, q, limit, nonNil(gate.Configured), nonNil(gate.Closed), gate.DefaultClosed)
-	if err != nil {
-		return nil, fmt.Errorf("searching orders: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	ids, err := queryAll(ctx, s.pool, pgx.RowTo[int64], q, limit, nonNil(gate.Configured), nonNil(gate.Closed), gate.DefaultClosed)
 	if err != nil {
 		return nil, fmt.Errorf("searching orders: %w", err)
 	}

@@ -158,8 +158,7 @@ func TestStepRunNeverCapturesWhatItDidNotAdvance(t *testing.T) {
 	f := newMemory(t)
 	r := f.submit(1, "hello")
 	// Someone else's step left it in ANALYZED, released.
-	_, err := f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'ANALYZED' WHERE id = $1`, r.ID)
-	require.NoError(t, err)
+	f.exec(`UPDATE pipeline_runs SET status = 'ANALYZED' WHERE id = $1`, r.ID)
 	ok, err := f.st.StepPipelineRun(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed, Then: memory.Assembling, Hold: time.Minute})
 	require.NoError(t, err)
 	require.False(t, ok)
@@ -175,15 +174,12 @@ func TestCaptureRecallsOnlyEarlierHistory(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
 	first := f.submit(1, "first question")
-	_, err := f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'first answer', archived_at = now(), closed_at = now() WHERE id = $1`, first.ID)
+	f.exec(`UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'first answer', archived_at = now(), closed_at = now() WHERE id = $1`, first.ID)
+	f.exec(`INSERT INTO raw_logs (user_id, log_type, log_data) VALUES (1, 'answer', jsonb_build_object('text', 'first answer', 'run_id', $1::bigint))`, first.ID)
+	_, _, err := f.st.ArchivePipelineRun(f.ctx, first.ID, nil) // already archived: no-op
 	require.NoError(t, err)
-	_, err = f.st.Pool().Exec(f.ctx, `INSERT INTO raw_logs (user_id, log_type, log_data) VALUES (1, 'answer', jsonb_build_object('text', 'first answer', 'run_id', $1::bigint))`, first.ID)
-	require.NoError(t, err)
-	_, _, err = f.st.ArchivePipelineRun(f.ctx, first.ID, nil) // already archived: no-op
-	require.NoError(t, err)
-	_, err = f.st.Pool().Exec(f.ctx, `INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, summary) VALUES
+	f.exec(`INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, summary) VALUES
 (1, now(), now() + interval '7 days', 'mine'), (2, now(), now() + interval '7 days', 'theirs')`)
-	require.NoError(t, err)
 	f.submit(2, "other user's question")
 	r := f.submit(1, "second question")
 	f.submit(1, "third question, queued")
@@ -218,9 +214,8 @@ func TestArchiveRunNamesTheNextRun(t *testing.T) {
 	r := f.submit(1, "one")
 	second := f.submit(1, "two")
 	f.submit(2, "someone else")
-	_, err := f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'a',
+	f.exec(`UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'a',
 claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
-	require.NoError(t, err)
 	week := time.Date(2026, 11, 16, 0, 0, 0, 0, time.UTC)
 	sum := &memory.Summary{BucketStart: week, BucketEnd: week.AddDate(0, 0, 7),
 		Tags: []string{"go"}, Summary: "asked one", SourceRunIDs: []int64{r.ID}}
@@ -252,8 +247,7 @@ claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 	require.Len(t, sums, 1, "a second archive stores nothing")
 
 	// Without a summary (the archivist failed) and with no next run.
-	_, err = f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'b', delivered_at = now() WHERE id = $1`, second.ID)
-	require.NoError(t, err)
+	f.exec(`UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'b', delivered_at = now() WHERE id = $1`, second.ID)
 	next, ok, err = f.st.ArchivePipelineRun(f.ctx, second.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -427,10 +421,8 @@ func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
 	r, failed := f.submit(1, "one"), f.submit(2, "two")
-	_, err := f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'x' WHERE id = $1`, r.ID)
-	require.NoError(t, err)
-	_, err = f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'FAILED', error_message = 'reaper' WHERE id = $1`, failed.ID)
-	require.NoError(t, err)
+	f.exec(`UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'x' WHERE id = $1`, r.ID)
+	f.exec(`UPDATE pipeline_runs SET status = 'FAILED', error_message = 'reaper' WHERE id = $1`, failed.ID)
 	require.Empty(t, f.queued(r.ID), "nothing queued before")
 
 	msgs := answerOf(r, "part 1", "part 2", "part 3")
@@ -505,8 +497,7 @@ func TestMemoryFinalStepQueuesTheAnswer(t *testing.T) {
 	f := newMemory(t)
 	for _, to := range []memory.Status{memory.Completed, memory.Failed} {
 		r := f.submit(1, "question for "+string(to))
-		_, err := f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'RESPONDING', claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
-		require.NoError(t, err)
+		f.exec(`UPDATE pipeline_runs SET status = 'RESPONDING', claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 		st := memory.Step{From: memory.Responding, To: to, Hold: time.Minute, Tell: domain.Fixed[memory.PipelineRun](answerOf(r, "first", "second")...)}
 		if to == memory.Completed {
 			st.Change.FinalAnswer = "first second"

@@ -43,6 +43,15 @@ func waitAcquire(t *testing.T, l *storage.PollingLock) time.Duration {
 	return 0
 }
 
+// requireLease requires call (a lease's Acquire or Renew) to succeed and
+// to say want.
+func requireLease(t *testing.T, ctx context.Context, call func(context.Context) (bool, error), want bool, msgAndArgs ...any) {
+	t.Helper()
+	ok, err := call(ctx)
+	require.NoError(t, err, msgAndArgs...)
+	require.Equal(t, want, ok, msgAndArgs...)
+}
+
 // heldByA is two replicas' polling leases over st: a acquired it, and b,
 // asking after, did not.
 func heldByA(t *testing.T, st *storage.Store) (a, b *storage.PollingLock) {
@@ -51,12 +60,8 @@ func heldByA(t *testing.T, st *storage.Store) (a, b *storage.PollingLock) {
 	a, b = st.PollingLock(), st.PollingLock()
 	t.Cleanup(a.Close)
 	t.Cleanup(b.Close)
-	ok, err := a.Acquire(ctx)
-	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = b.Acquire(ctx)
-	require.NoError(t, err)
-	require.False(t, ok, "a second replica does not get the lease")
+	requireLease(t, ctx, a.Acquire, true)
+	requireLease(t, ctx, b.Acquire, false, "a second replica does not get the lease")
 	return a, b
 }
 
@@ -69,21 +74,13 @@ func TestPollingLeaseOneHolderAtATime(t *testing.T) {
 
 	// Asking again while holding neither fails nor stacks a lock level that
 	// Release would leave behind.
-	ok, err := a.Acquire(ctx)
-	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = a.Renew(ctx)
-	require.NoError(t, err)
-	require.True(t, ok)
+	requireLease(t, ctx, a.Acquire, true)
+	requireLease(t, ctx, a.Renew, true)
 	require.True(t, a.Held())
-	ok, err = b.Renew(ctx)
-	require.NoError(t, err)
-	require.False(t, ok, "a standby has nothing to renew")
+	requireLease(t, ctx, b.Renew, false, "a standby has nothing to renew")
 
 	require.NoError(t, a.Release(ctx))
-	ok, err = b.Acquire(ctx)
-	require.NoError(t, err)
-	require.True(t, ok, "an explicit release hands over at once")
+	requireLease(t, ctx, b.Acquire, true, "an explicit release hands over at once")
 	require.False(t, a.Held())
 }
 
@@ -104,11 +101,9 @@ func TestPollingLeaseDeadHolderHandsOver(t *testing.T) {
 	took := waitAcquire(t, b)
 	t.Logf("standby took the lease %s after the holder's session ended", took.Round(time.Millisecond))
 
-	ok, err := a.Renew(ctx)
-	require.NoError(t, err)
-	require.False(t, ok, "the holder whose connection broke has lost the lease")
+	requireLease(t, ctx, a.Renew, false, "the holder whose connection broke has lost the lease")
 	require.False(t, a.Held())
-	ok, err = a.Acquire(ctx)
+	ok, err := a.Acquire(ctx)
 	require.NoError(t, err, "the old holder reconnects")
 	require.False(t, ok, "and stands by behind the new one")
 }
@@ -203,17 +198,11 @@ func TestPollingLeasePartitionedHolderStopsAndIsReplaced(t *testing.T) {
 	t.Cleanup(a.Close)
 	t.Cleanup(b.Close)
 
-	ok, err := a.Acquire(ctx)
-	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = a.Renew(ctx)
-	require.NoError(t, err)
-	require.True(t, ok)
+	requireLease(t, ctx, a.Acquire, true)
+	requireLease(t, ctx, a.Renew, true)
 
 	f.freeze()
-	ok, err = a.Renew(ctx)
-	require.NoError(t, err)
-	require.False(t, ok, "a holder that cannot hear the server gives the lease up")
+	requireLease(t, ctx, a.Renew, false, "a holder that cannot hear the server gives the lease up")
 	require.False(t, a.Held())
 	took := waitAcquire(t, b)
 	t.Logf("standby took the lease %s after the partitioned holder's check failed", took.Round(time.Millisecond))

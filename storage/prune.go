@@ -217,36 +217,24 @@ func (s *Store) prune(ctx context.Context, k pruneKind, now time.Time, r Retenti
 // (at most one such run exists). Proposals do not need the messages they
 // cite: analysis_proposal_sources keeps chat and message ids without a
 // foreign key, and RAG reads proposals and their embeddings only.
-func pruneGroupMessages(ctx context.Context, tx pgx.Tx, b *pruneBatch) (int64, bool, error) {
-	tag, err := tx.Exec(ctx, `
+var pruneGroupMessages = pruneStatement(`
 DELETE FROM group_messages g USING (
     SELECT m.chat_id, m.message_id FROM group_messages m
     WHERE m.date < LEAST($1::timestamptz,
-                         (SELECT min(r.window_from) FROM analysis_runs r WHERE r.state IN `+unclosedRuns+`))
+                         (SELECT min(r.window_from) FROM analysis_runs r WHERE r.state IN ` + unclosedRuns + `))
     ORDER BY m.date LIMIT $2
     FOR UPDATE SKIP LOCKED) d
-WHERE g.chat_id = d.chat_id AND g.message_id = d.message_id`, b.horizon, b.limit)
-	if err != nil {
-		return 0, false, err
-	}
-	return tag.RowsAffected(), tag.RowsAffected() == int64(b.limit), nil
-}
+WHERE g.chat_id = d.chat_id AND g.message_id = d.message_id`)
 
 // pruneRunContext clears the draft and the assembled context of runs
 // closed (archived, or FAILED and told) before the horizon.
-func pruneRunContext(ctx context.Context, tx pgx.Tx, b *pruneBatch) (int64, bool, error) {
-	tag, err := tx.Exec(ctx, `
+var pruneRunContext = pruneStatement(`
 UPDATE pipeline_runs SET draft_context = NULL, final_context_payload = NULL, context_pruned_at = now()
 WHERE id = ANY (ARRAY(
     SELECT id FROM pipeline_runs
     WHERE closed_at IS NOT NULL AND context_pruned_at IS NULL AND closed_at < $1
     ORDER BY closed_at LIMIT $2
-    FOR UPDATE SKIP LOCKED))`, b.horizon, b.limit)
-	if err != nil {
-		return 0, false, err
-	}
-	return tag.RowsAffected(), tag.RowsAffected() == int64(b.limit), nil
-}
+    FOR UPDATE SKIP LOCKED))`)
 
 // pruneByID deletes a table's rows created before the horizon, walking its
 // primary key from the oldest: ids grow with created_at, so a chunk holding
@@ -256,6 +244,12 @@ func pruneByID(table string) func(ctx context.Context, tx pgx.Tx, b *pruneBatch)
 	q := `
 DELETE FROM ` + table + ` WHERE id = ANY (ARRAY(
     SELECT c.id FROM (SELECT id, created_at FROM ` + table + ` ORDER BY id LIMIT $2) c WHERE c.created_at < $1))`
+	return pruneStatement(q)
+}
+
+// pruneStatement is a batch that is one statement of q, which takes the
+// horizon as $1 and the batch's limit as $2: a full batch may leave more.
+func pruneStatement(q string) func(ctx context.Context, tx pgx.Tx, b *pruneBatch) (int64, bool, error) {
 	return func(ctx context.Context, tx pgx.Tx, b *pruneBatch) (int64, bool, error) {
 		tag, err := tx.Exec(ctx, q, b.horizon, b.limit)
 		if err != nil {
@@ -389,58 +383,34 @@ SELECT count(*) FROM gone`, b.horizon, b.limit).Scan(&n)
 // the order stays, contacts_pruned_at marks it. Both states are final, so
 // nothing else writes these rows (SKIP LOCKED leaves one a transaction
 // holds, say a /cancel's that has not committed, to the next run).
-func pruneOrderContacts(ctx context.Context, tx pgx.Tx, b *pruneBatch) (int64, bool, error) {
-	tag, err := tx.Exec(ctx, `
+var pruneOrderContacts = pruneStatement(`
 UPDATE orders SET address = NULL, customer_name = NULL, customer_phone = NULL, contacts_pruned_at = now(), updated_at = now()
 WHERE id = ANY (ARRAY(
     SELECT id FROM orders
     WHERE state IN ('CLOSED', 'CANCELLED') AND contacts_pruned_at IS NULL AND COALESCE(closed_at, cancelled_at) < $1
     ORDER BY COALESCE(closed_at, cancelled_at) LIMIT $2
-    FOR UPDATE SKIP LOCKED))`, b.horizon, b.limit)
-	if err != nil {
-		return 0, false, err
-	}
-	return tag.RowsAffected(), tag.RowsAffected() == int64(b.limit), nil
-}
+    FOR UPDATE SKIP LOCKED))`)
 
 // pruneOutbox deletes rows delivered, dropped or failed before the horizon
 // (never a pending one), except a delivered send whose key a pending edit
 // still needs.
-func pruneOutbox(ctx context.Context, tx pgx.Tx, b *pruneBatch) (int64, bool, error) {
-	tag, err := tx.Exec(ctx, `
+var pruneOutbox = pruneStatement(`
 DELETE FROM outbox WHERE id = ANY (ARRAY(
     SELECT o.id FROM outbox o
     WHERE o.state <> 'pending' AND o.done_at < $1
       AND NOT (o.msg_key <> '' AND EXISTS (SELECT 1 FROM outbox e
                WHERE e.state = 'pending' AND e.edit AND e.chat_id = o.chat_id AND e.msg_key = o.msg_key))
-    ORDER BY o.done_at LIMIT $2))`, b.horizon, b.limit)
-	if err != nil {
-		return 0, false, err
-	}
-	return tag.RowsAffected(), tag.RowsAffected() == int64(b.limit), nil
-}
+    ORDER BY o.done_at LIMIT $2))`)
 
-func pruneOutboxThrottles(ctx context.Context, tx pgx.Tx, b *pruneBatch) (int64, bool, error) {
-	tag, err := tx.Exec(ctx, `
+var pruneOutboxThrottles = pruneStatement(`
 DELETE FROM outbox_throttles WHERE ctid = ANY (ARRAY(
-    SELECT ctid FROM outbox_throttles WHERE at < $1 ORDER BY at LIMIT $2))`, b.horizon, b.limit)
-	if err != nil {
-		return 0, false, err
-	}
-	return tag.RowsAffected(), tag.RowsAffected() == int64(b.limit), nil
-}
+    SELECT ctid FROM outbox_throttles WHERE at < $1 ORDER BY at LIMIT $2))`)
 
 // pruneInbox deletes updates handled or failed before the horizon, oldest
 // first (inbox_ended); a pending update, claimed or waiting, stays.
-func pruneInbox(ctx context.Context, tx pgx.Tx, b *pruneBatch) (int64, bool, error) {
-	tag, err := tx.Exec(ctx, `
+var pruneInbox = pruneStatement(`
 DELETE FROM inbox WHERE update_id = ANY (ARRAY(
-    SELECT update_id FROM inbox WHERE state <> 'pending' AND done_at < $1 ORDER BY done_at LIMIT $2))`, b.horizon, b.limit)
-	if err != nil {
-		return 0, false, err
-	}
-	return tag.RowsAffected(), tag.RowsAffected() == int64(b.limit), nil
-}
+    SELECT update_id FROM inbox WHERE state <> 'pending' AND done_at < $1 ORDER BY done_at LIMIT $2))`)
 
 // PruneRun is a kind's row in prune_runs: its last run and its total.
 type PruneRun struct {
@@ -512,15 +482,11 @@ type TableSize struct {
 
 // TableSizes lists the n largest tables of the schema, largest first.
 func (s *Store) TableSizes(ctx context.Context, n int) ([]TableSize, error) {
-	rows, err := s.pool.Query(ctx, `
+	out, err := queryAll(ctx, s.pool, pgx.RowToStructByPos[TableSize], `
 SELECT c.relname, pg_total_relation_size(c.oid), GREATEST(c.reltuples, 0)::bigint
 FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
 WHERE c.relkind = 'r' AND ns.nspname = current_schema()
 ORDER BY 2 DESC, 1 LIMIT $1`, n)
-	if err != nil {
-		return nil, fmt.Errorf("table sizes: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[TableSize])
 	if err != nil {
 		return nil, fmt.Errorf("table sizes: %w", err)
 	}

@@ -24,22 +24,14 @@ const day = 24 * time.Hour
 // smallBatches makes every kind take several batches.
 var smallBatches = storage.PruneOptions{Batch: 2, StatementTimeout: 2 * time.Second}
 
-type pruneBundle struct {
-	t   *testing.T
-	ctx context.Context
-	st  *storage.Store
-}
+// pruneBundle is the prune tests' fixture: a testBundle whose context
+// never times out.
+type pruneBundle struct{ *testBundle }
 
 func setupPrune(t *testing.T) *pruneBundle {
 	t.Helper()
 	t.Parallel()
-	return &pruneBundle{t: t, ctx: context.Background(), st: storagetest.New(t)}
-}
-
-func (b *pruneBundle) exec(q string, args ...any) {
-	b.t.Helper()
-	_, err := b.st.Pool().Exec(b.ctx, q, args...)
-	require.NoError(b.t, err)
+	return &pruneBundle{&testBundle{t: t, ctx: context.Background(), st: storagetest.New(t)}}
 }
 
 func (b *pruneBundle) id(q string, args ...any) int64 {
@@ -47,16 +39,6 @@ func (b *pruneBundle) id(q string, args ...any) int64 {
 	var id int64
 	require.NoError(b.t, b.st.Pool().QueryRow(b.ctx, q, args...).Scan(&id))
 	return id
-}
-
-// strings reads one text column.
-func (b *pruneBundle) strings(q string, args ...any) []string {
-	b.t.Helper()
-	rows, err := b.st.Pool().Query(b.ctx, q, args...)
-	require.NoError(b.t, err)
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(b.t, err)
-	return out
 }
 
 func (b *pruneBundle) user(id int64) {

@@ -5,14 +5,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"switchboard/storage/storagetest"
 )
 
 func TestHeartbeatAndReplicas(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t)
-	st := storagetest.New(t)
+	f := setup(t)
+	ctx, st := f.ctx, f.st
 
 	list, err := st.Replicas(ctx, time.Minute)
 	require.NoError(t, err)
@@ -23,10 +21,8 @@ func TestHeartbeatAndReplicas(t *testing.T) {
 	require.NoError(t, st.Heartbeat(ctx, "a", "v1", startA))
 	require.NoError(t, st.Heartbeat(ctx, "b", "v1", startB))
 	// b was last seen ten minutes ago; a beats again, restarted on v2.
-	_, err = st.Pool().Exec(ctx, `UPDATE replicas SET seen_at = now() - interval '10 minutes' WHERE instance = 'b'`)
-	require.NoError(t, err)
-	_, err = st.Pool().Exec(ctx, `UPDATE replicas SET seen_at = now() - interval '1 minute' WHERE instance = 'a'`)
-	require.NoError(t, err)
+	f.exec(`UPDATE replicas SET seen_at = now() - interval '10 minutes' WHERE instance = 'b'`)
+	f.exec(`UPDATE replicas SET seen_at = now() - interval '1 minute' WHERE instance = 'a'`)
 	restarted := startA.Add(2 * time.Hour)
 	var before time.Time
 	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT now()`).Scan(&before))

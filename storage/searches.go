@@ -141,6 +141,15 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
+// queryAll runs sql on q and reads every row with to.
+func queryAll[T any](ctx context.Context, q querier, to pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, to)
+}
+
 // searchGroups lists distinct search_keys with the parameters of each key's
 // oldest search (all searches of a key have equal parameters up to case and
 // spacing). Who follows a key is read when a discovery is saved.

@@ -57,6 +57,43 @@ func (b *testBundle) count(sql string, args ...any) int {
 	return n
 }
 
+// atOnce runs f(0) … f(n-1) on goroutines released together, to race
+// them, and waits for them all.
+func atOnce(n int, f func(i int)) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			f(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+}
+
+// int64s reads one bigint column.
+func (b *testBundle) int64s(sql string, args ...any) []int64 {
+	b.t.Helper()
+	return column[int64](b, sql, args...)
+}
+
+// strings reads one text column.
+func (b *testBundle) strings(sql string, args ...any) []string {
+	b.t.Helper()
+	return column[string](b, sql, args...)
+}
+
+// column reads the one column of every row sql returns.
+func column[T any](b *testBundle, sql string, args ...any) []T {
+	b.t.Helper()
+	rows, err := b.st.Pool().Query(b.ctx, sql, args...)
+	require.NoError(b.t, err, sql)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[T])
+	require.NoError(b.t, err, sql)
+	return out
+}
+
 func TestMigrateConcurrentlyOnEmptyDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
@@ -156,23 +193,14 @@ func TestOpenConcurrentlyCreatesMissingDatabaseOnce(t *testing.T) {
 		storagetest.Drop(t, name)
 		t.Cleanup(func() { storagetest.Drop(t, name) })
 		const replicas = 6
-		var wg sync.WaitGroup
-		start := make(chan struct{})
 		errs := make([]error, replicas)
-		for i := range replicas {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				st, err := storage.Open(ctx, storagetest.URLFor(name), quiet)
-				if err == nil {
-					st.Close()
-				}
-				errs[i] = err
-			}()
-		}
-		close(start)
-		wg.Wait()
+		atOnce(replicas, func(i int) {
+			st, err := storage.Open(ctx, storagetest.URLFor(name), quiet)
+			if err == nil {
+				st.Close()
+			}
+			errs[i] = err
+		})
 		for i, err := range errs {
 			require.NoError(t, err, "round %d, replica %d", round, i)
 		}

@@ -60,12 +60,18 @@ func (s *Store) User(ctx context.Context, id int64) (domain.User, error) {
 
 // SetUserLanguage stores the language chosen with /lang.
 func (s *Store) SetUserLanguage(ctx context.Context, id int64, lang string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE users SET language = $2, updated_at = now() WHERE id = $1`, id, lang)
+	return s.updateUser(ctx, "language", `UPDATE users SET language = $2, updated_at = now() WHERE id = $1`, id, lang)
+}
+
+// updateUser runs update, which sets one field (what, for the error) of
+// user id to $2; domain.ErrNotFound when there is no such user.
+func (s *Store) updateUser(ctx context.Context, what, update string, id int64, value string) error {
+	tag, err := s.pool.Exec(ctx, update, id, value)
 	if err != nil {
-		return fmt.Errorf("set language of user %d: %w", id, err)
+		return fmt.Errorf("set %s of user %d: %w", what, id, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("set language of user %d: %w", id, domain.ErrNotFound)
+		return fmt.Errorf("set %s of user %d: %w", what, id, domain.ErrNotFound)
 	}
 	return nil
 }
@@ -77,14 +83,7 @@ func userDest(u *domain.User) []any {
 // SetUserTimeZone stores the zone chosen with /timezone (a name
 // locales.ParseZone returned); "" forgets the choice.
 func (s *Store) SetUserTimeZone(ctx context.Context, id int64, zone string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE users SET time_zone = NULLIF($2, ''), updated_at = now() WHERE id = $1`, id, zone)
-	if err != nil {
-		return fmt.Errorf("set time zone of user %d: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("set time zone of user %d: %w", id, domain.ErrNotFound)
-	}
-	return nil
+	return s.updateUser(ctx, "time zone", `UPDATE users SET time_zone = NULLIF($2, ''), updated_at = now() WHERE id = $1`, id, zone)
 }
 
 // UserProfile returns the user's profile ("" if none).
@@ -99,12 +98,5 @@ func (s *Store) UserProfile(ctx context.Context, userID int64) (string, error) {
 
 // SetUserProfile stores the user's profile.
 func (s *Store) SetUserProfile(ctx context.Context, userID int64, profile string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE users SET profile = $2, updated_at = now() WHERE id = $1`, userID, profile)
-	if err != nil {
-		return fmt.Errorf("set profile of user %d: %w", userID, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("set profile of user %d: %w", userID, domain.ErrNotFound)
-	}
-	return nil
+	return s.updateUser(ctx, "profile", `UPDATE users SET profile = $2, updated_at = now() WHERE id = $1`, userID, profile)
 }

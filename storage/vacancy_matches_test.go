@@ -1,7 +1,6 @@
 package storage_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -9,22 +8,16 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/vacancy"
-	"switchboard/storage/storagetest"
 )
 
 // An ANALYZED match is never claimed: its card is in the outbox, and its
 // delivery makes it SENT_TO_USER. A QUEUED match older than it is claimed.
 func TestAnalyzedMatchIsNeverClaimed(t *testing.T) {
 	t.Parallel()
-	st := storagetest.New(t)
-	ctx := context.Background()
+	f := setup(t)
+	ctx, st, exec := f.ctx, f.st, f.exec
 	_, err := st.UpsertUser(ctx, domain.User{ID: 7})
 	require.NoError(t, err)
-	exec := func(q string, args ...any) {
-		t.Helper()
-		_, err := st.Pool().Exec(ctx, q, args...)
-		require.NoError(t, err)
-	}
 	exec(`INSERT INTO vacancies (id, title, published_at) VALUES (1, 'queued', now()), (2, 'carded', now() + interval '1 minute')`)
 	// 2 is newer, so a claim would take it first if it were claimable.
 	exec(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, is_relevant)

@@ -33,15 +33,10 @@ func (s *Server) commandKeyLocked(r *request) (commandKey, *APIError) {
 	fail := func(format string, args ...any) (commandKey, *APIError) {
 		return commandKey{}, badRequest("Can't parse BotCommandScope: "+format, args...)
 	}
-	v, err := decodeJSON(raw)
-	if err != nil {
-		return commandKey{}, badRequest("Can't parse BotCommandScope JSON object")
+	obj, apiErr := decodeObject(raw, "Can't parse BotCommandScope JSON object", "Can't parse BotCommandScope: BotCommandScope must be an Object")
+	if apiErr != nil {
+		return commandKey{}, apiErr
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return fail("BotCommandScope must be an Object")
-	}
-	obj := jsonObject(m)
 	typ, err := obj.reqString("type")
 	if err != nil {
 		return fail("%s", err.Error())
@@ -140,44 +135,44 @@ func parseCommands(raw string) ([]BotCommand, *APIError) {
 	return out, nil
 }
 
+// withCommandKey answers a command-list method with f of the list's key
+// (the request's scope and language), under the server's lock.
+func (s *Server) withCommandKey(r *request, f func(key commandKey) any) (any, *APIError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key, apiErr := s.commandKeyLocked(r)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return f(key), nil
+}
+
 func setMyCommands(s *Server, r *request) (any, *APIError) {
 	cmds, apiErr := parseCommands(r.str("commands"))
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	key, apiErr := s.commandKeyLocked(r)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	if len(cmds) == 0 {
-		delete(s.commands, key)
-	} else {
-		s.commands[key] = cmds
-	}
-	s.notifyLocked()
-	return true, nil
+	return s.withCommandKey(r, func(key commandKey) any {
+		if len(cmds) == 0 {
+			delete(s.commands, key)
+		} else {
+			s.commands[key] = cmds
+		}
+		s.notifyLocked()
+		return true
+	})
 }
 
 func getMyCommands(s *Server, r *request) (any, *APIError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	key, apiErr := s.commandKeyLocked(r)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	return append([]BotCommand{}, s.commands[key]...), nil
+	return s.withCommandKey(r, func(key commandKey) any {
+		return append([]BotCommand{}, s.commands[key]...)
+	})
 }
 
 func deleteMyCommands(s *Server, r *request) (any, *APIError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	key, apiErr := s.commandKeyLocked(r)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	delete(s.commands, key)
-	s.notifyLocked()
-	return true, nil
+	return s.withCommandKey(r, func(key commandKey) any {
+		delete(s.commands, key)
+		s.notifyLocked()
+		return true
+	})
 }

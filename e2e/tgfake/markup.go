@@ -41,74 +41,32 @@ func parseReplyMarkup(raw string) (replyMarkup, *APIError) {
 	if raw == "" {
 		return replyMarkup{}, nil
 	}
-	v, err := decodeJSON(raw)
-	if err != nil {
-		return replyMarkup{}, badRequest("Can't parse reply keyboard markup JSON object")
+	obj, apiErr := decodeObject(raw, "Can't parse reply keyboard markup JSON object", "Object expected as reply markup")
+	if apiErr != nil {
+		return replyMarkup{}, apiErr
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return replyMarkup{}, badRequest("Object expected as reply markup")
-	}
-	obj := jsonObject(m)
 
 	var rows [][]string
 	if kb, present := obj["keyboard"]; present {
-		arr, ok := kb.([]any)
-		if !ok {
-			return replyMarkup{}, badRequest("Field \"keyboard\" must be of type Array")
-		}
-		total := 0
-		for _, rowV := range arr {
-			row, ok := rowV.([]any)
-			if !ok {
-				return replyMarkup{}, badRequest("Field \"keyboard\" must be an Array of Arrays")
-			}
-			var texts []string
-			for _, b := range row {
+		rows, apiErr = keyboardRows(kb, "keyboard", "Field \"keyboard\" must be an Array of Arrays",
+			func(b any) (string, *APIError) {
 				text, err := keyboardButtonText(b)
 				if err != nil {
-					return replyMarkup{}, badRequest("Can't parse keyboard button: %s", err.Error())
+					return "", badRequest("Can't parse keyboard button: %s", err.Error())
 				}
-				if text == "" || len(texts) >= maxButtonsPerRow || total >= maxButtonsTotal {
-					continue
-				}
-				texts = append(texts, text)
-				total++
-			}
-			if len(texts) > 0 {
-				rows = append(rows, texts)
-			}
+				return text, nil
+			}, func(text string) string { return text })
+		if apiErr != nil {
+			return replyMarkup{}, apiErr
 		}
 	}
 
 	var inline [][]InlineKeyboardButton
 	if ik, present := obj["inline_keyboard"]; present {
-		arr, ok := ik.([]any)
-		if !ok {
-			return replyMarkup{}, badRequest("Field \"inline_keyboard\" must be of type Array")
-		}
-		total := 0
-		for _, rowV := range arr {
-			row, ok := rowV.([]any)
-			if !ok {
-				return replyMarkup{}, badRequest("Field \"inline_keyboard\" of the InlineKeyboardMarkup must be an Array of Arrays")
-			}
-			var buttons []InlineKeyboardButton
-			for _, bv := range row {
-				b, err := parseInlineButton(bv)
-				if err != nil {
-					return replyMarkup{}, err
-				}
-				// Telegram drops buttons without text instead of failing.
-				if b.Text == "" || len(buttons) >= maxButtonsPerRow || total >= maxButtonsTotal {
-					continue
-				}
-				buttons = append(buttons, b)
-				total++
-			}
-			if len(buttons) > 0 {
-				inline = append(inline, buttons)
-			}
+		inline, apiErr = keyboardRows(ik, "inline_keyboard", "Field \"inline_keyboard\" of the InlineKeyboardMarkup must be an Array of Arrays",
+			parseInlineButton, func(b InlineKeyboardButton) string { return b.Text })
+		if apiErr != nil {
+			return replyMarkup{}, apiErr
 		}
 	}
 
@@ -124,6 +82,7 @@ func parseReplyMarkup(raw string) (replyMarkup, *APIError) {
 		}
 		*dst = *dst || b
 	}
+	var err error
 	if rk.Placeholder, _, err = obj.optString("input_field_placeholder"); err != nil {
 		return replyMarkup{}, badRequest("%s", err.Error())
 	}
@@ -150,6 +109,42 @@ func keyboardButtonText(v any) (string, error) {
 		return jsonObject(b).reqString("text")
 	}
 	return "", fmt.Errorf("KeyboardButton must be a String or an Object")
+}
+
+// keyboardRows reads a keyboard's field (v, an Array of Arrays of
+// buttons, each read by parse) as Telegram does: a button without text
+// (text says a button's) is dropped instead of failing, and so is one
+// beyond maxButtonsPerRow in its row or maxButtonsTotal in all; an empty
+// row is left out.
+func keyboardRows[B any](v any, field, notArrays string, parse func(any) (B, *APIError), text func(B) string) ([][]B, *APIError) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, badRequest("Field %q must be of type Array", field)
+	}
+	var rows [][]B
+	total := 0
+	for _, rowV := range arr {
+		row, ok := rowV.([]any)
+		if !ok {
+			return nil, badRequest("%s", notArrays)
+		}
+		var buttons []B
+		for _, bv := range row {
+			b, err := parse(bv)
+			if err != nil {
+				return nil, err
+			}
+			if text(b) == "" || len(buttons) >= maxButtonsPerRow || total >= maxButtonsTotal {
+				continue
+			}
+			buttons = append(buttons, b)
+			total++
+		}
+		if len(buttons) > 0 {
+			rows = append(rows, buttons)
+		}
+	}
+	return rows, nil
 }
 
 func parseInlineButton(v any) (InlineKeyboardButton, *APIError) {

@@ -162,18 +162,13 @@ func parseReplyParams(r *request) (replyRef, *APIError) {
 	if raw == "" {
 		return replyRef{}, nil
 	}
-	v, err := decodeJSON(raw)
-	if err != nil {
-		return replyRef{}, badRequest("Can't parse reply parameters JSON object")
+	obj, apiErr := decodeObject(raw, "Can't parse reply parameters JSON object", "Object expected as reply parameters")
+	if apiErr != nil {
+		return replyRef{}, apiErr
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return replyRef{}, badRequest("Object expected as reply parameters")
-	}
-	if len(m) == 0 {
+	if len(obj) == 0 {
 		return replyRef{}, nil
 	}
-	obj := jsonObject(m)
 	id, err := obj.reqInt("message_id")
 	if err != nil {
 		return replyRef{}, badRequest("%s", err.Error())
@@ -192,15 +187,10 @@ func checkLinkPreview(r *request) *APIError {
 	if raw == "" {
 		return nil
 	}
-	v, err := decodeJSON(raw)
-	if err != nil {
-		return badRequest("Can't parse link preview options JSON object")
+	obj, apiErr := decodeObject(raw, "Can't parse link preview options JSON object", "Object expected as link preview options")
+	if apiErr != nil {
+		return apiErr
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return badRequest("Object expected as link preview options")
-	}
-	obj := jsonObject(m)
 	for _, f := range []string{"is_disabled", "prefer_small_media", "prefer_large_media", "show_above_text"} {
 		if _, err := obj.optBool(f); err != nil {
 			return badRequest("%s", err.Error())

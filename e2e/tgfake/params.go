@@ -193,6 +193,20 @@ func parseJSONArgs(data []byte, set func(k, v string)) {
 // boolean fields accept only booleans.
 type jsonObject map[string]any
 
+// decodeObject reads raw as one JSON object; unparsable and notObject are
+// what Telegram answers to malformed JSON and to another JSON value.
+func decodeObject(raw, unparsable, notObject string) (jsonObject, *APIError) {
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return nil, badRequest("%s", unparsable)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, badRequest("%s", notObject)
+	}
+	return jsonObject(m), nil
+}
+
 func decodeJSON(s string) (any, error) {
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()

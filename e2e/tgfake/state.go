@@ -168,13 +168,12 @@ func (s *Server) botMessagesLocked(chatID int64, afterID int) []BotMessage {
 	if ch == nil {
 		return nil
 	}
-	var out []BotMessage
-	for _, m := range ch.msgs {
+	return kept(ch.msgs, func(m *msgState) (BotMessage, bool) {
 		if m.fromBot && m.msg.MessageID > afterID {
-			out = append(out, m.snapshot())
+			return m.snapshot(), true
 		}
-	}
-	return out
+		return BotMessage{}, false
+	})
 }
 
 // LastMessage returns the bot's most recent message in a chat.
@@ -231,17 +230,23 @@ func mapped[S, T any](in []S, f func(S) T) []T {
 	return out
 }
 
+// kept is f of each element of in for which f says true, in order (nil
+// when there is none).
+func kept[S, T any](in []S, f func(S) (T, bool)) []T {
+	var out []T
+	for _, v := range in {
+		if t, ok := f(v); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // History returns every message of a chat that was not deleted, users' and
 // the bot's, in order: the chat as a user would see it.
 func (s *Server) History(chatID int64) []Message {
 	return readChat(s, chatID, func(ch *chatState) []Message {
-		var out []Message
-		for _, m := range ch.msgs {
-			if !m.deleted {
-				out = append(out, m.msg)
-			}
-		}
-		return out
+		return kept(ch.msgs, func(m *msgState) (Message, bool) { return m.msg, !m.deleted })
 	})
 }
 
@@ -262,11 +267,7 @@ func (s *Server) UnansweredCallbacks() []CallbackQuery {
 	defer s.mu.Unlock()
 	var out []CallbackQuery
 	for _, ch := range s.chats {
-		for _, q := range ch.queries {
-			if !q.answered {
-				out = append(out, q.query)
-			}
-		}
+		out = append(out, kept(ch.queries, func(q *callbackState) (CallbackQuery, bool) { return q.query, !q.answered })...)
 	}
 	return out
 }

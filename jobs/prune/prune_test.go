@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
@@ -82,15 +83,10 @@ INSERT INTO group_messages (chat_id, message_id, text, date) VALUES (1, 1, 'old'
 		require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM ticks`).Scan(&ticks))
 	}
 
-	var left []int64
 	rows, err := st.Pool().Query(ctx, `SELECT message_id FROM group_messages ORDER BY message_id`)
 	require.NoError(t, err)
-	for rows.Next() {
-		var id int64
-		require.NoError(t, rows.Scan(&id))
-		left = append(left, id)
-	}
-	require.NoError(t, rows.Err())
+	left, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
 	require.Equal(t, []int64{2}, left, "the old message pruned, the new one kept")
 	deleted := 0.0
 	for _, p := range pruners {

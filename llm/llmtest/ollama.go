@@ -98,16 +98,12 @@ func ollamaFormat(raw json.RawMessage) (isJSON bool, format string) {
 	return true, string(raw)
 }
 
-func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
-	s.enter()
-	defer s.leave()
-	start := time.Now()
+func ollamaBadRequest(w http.ResponseWriter, msg string) {
+	writeJSON(w, http.StatusBadRequest, ollamaError{Error: msg})
+}
 
-	var in ollamaChatRequest
-	if err := readJSON(w, r, &in); err != nil {
-		writeJSON(w, http.StatusBadRequest, ollamaError{Error: err.Error()})
-		return
-	}
+func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request, in ollamaChatRequest) {
+	start := time.Now()
 	req := Request{
 		Provider:    Ollama,
 		Kind:        KindChat,
@@ -152,10 +148,7 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		EvalCount:       countWords(content),
 	}
 	if !req.Stream {
-		elapsed := int64(time.Since(start))
-		final.TotalDuration = elapsed
-		final.PromptEvalDuration = elapsed / 4
-		final.EvalDuration = elapsed / 2
+		final.timed(start)
 		writeJSON(w, http.StatusOK, final)
 		return
 	}
@@ -164,30 +157,31 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 	// arrive separately; the final line carries no content, only stats.
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
 	enc := json.NewEncoder(w)
-	for i, c := range Chunks(content) {
-		if i > 0 && !s.wait(ctx, p.chunkDelay) {
-			return
-		}
-		chunk := ollamaChatResponse{
+	sent := s.streamChunks(ctx, content, p.chunkDelay, func(c string) bool {
+		err := enc.Encode(ollamaChatResponse{
 			Model:     req.Model,
 			CreatedAt: created,
 			Message:   &ollamaMessage{Role: "assistant", Content: c},
-		}
-		if enc.Encode(chunk) != nil {
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
+		})
+		flush(w)
+		return err == nil
+	})
+	if !sent {
+		return
 	}
-	elapsed := int64(time.Since(start))
 	final.Message = &ollamaMessage{Role: "assistant", Content: ""}
-	final.TotalDuration = elapsed
-	final.PromptEvalDuration = elapsed / 4
-	final.EvalDuration = elapsed / 2
+	final.timed(start)
 	_ = enc.Encode(final)
+}
+
+// timed fills in the durations of a chat that began at start, split
+// between prompt evaluation and generation as Ollama reports them.
+func (r *ollamaChatResponse) timed(start time.Time) {
+	elapsed := int64(time.Since(start))
+	r.TotalDuration = elapsed
+	r.PromptEvalDuration = elapsed / 4
+	r.EvalDuration = elapsed / 2
 }
 
 // ollamaTags lists the models ServeModels set (none by default).
@@ -204,16 +198,8 @@ func (s *Server) ollamaTags(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
-	s.enter()
-	defer s.leave()
+func (s *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request, in ollamaEmbedRequest) {
 	start := time.Now()
-
-	var in ollamaEmbedRequest
-	if err := readJSON(w, r, &in); err != nil {
-		writeJSON(w, http.StatusBadRequest, ollamaError{Error: err.Error()})
-		return
-	}
 	inputs, err := stringOrStrings(in.Input)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, ollamaError{Error: "llmtest: input: " + err.Error()})

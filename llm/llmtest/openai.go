@@ -185,15 +185,11 @@ func openaiContent(raw json.RawMessage) string {
 	return b.String()
 }
 
-func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
-	s.enter()
-	defer s.leave()
+func openaiBadRequest(w http.ResponseWriter, msg string) {
+	openaiFail(w, Fault{}, http.StatusBadRequest, msg)
+}
 
-	var in openaiChatRequest
-	if err := readJSON(w, r, &in); err != nil {
-		openaiFail(w, Fault{}, http.StatusBadRequest, err.Error())
-		return
-	}
+func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request, in openaiChatRequest) {
 	req := Request{
 		Provider:    OpenAI,
 		Kind:        KindChat,
@@ -257,7 +253,6 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
 	var buf bytes.Buffer
 	send := func(c openaiChunk) bool {
 		c.ID, c.Object, c.Created, c.Model, c.SystemFingerprint = id, "chat.completion.chunk", created, req.Model, "llmtest"
@@ -269,21 +264,17 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 		if _, err := w.Write(buf.Bytes()); err != nil {
 			return false
 		}
-		if flusher != nil {
-			flusher.Flush()
-		}
+		flush(w)
 		return true
 	}
 	if !send(openaiChunk{Choices: []openaiChunkChoice{{Delta: openaiDelta{Role: "assistant"}}}}) {
 		return
 	}
-	for i, c := range Chunks(content) {
-		if i > 0 && !s.wait(ctx, p.chunkDelay) {
-			return
-		}
-		if !send(openaiChunk{Choices: []openaiChunkChoice{{Delta: openaiDelta{Content: c}}}}) {
-			return
-		}
+	sent := s.streamChunks(ctx, content, p.chunkDelay, func(c string) bool {
+		return send(openaiChunk{Choices: []openaiChunkChoice{{Delta: openaiDelta{Content: c}}}})
+	})
+	if !sent {
+		return
 	}
 	stop := p.stopReason()
 	if !send(openaiChunk{Choices: []openaiChunkChoice{{FinishReason: &stop}}}) {
@@ -295,9 +286,7 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	_, _ = w.Write([]byte("data: [DONE]\n\n"))
-	if flusher != nil {
-		flusher.Flush()
-	}
+	flush(w)
 }
 
 // openaiModels lists the models ServeModels set (none by default). Like
@@ -314,15 +303,7 @@ func (s *Server) openaiModels(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) openaiEmbed(w http.ResponseWriter, r *http.Request) {
-	s.enter()
-	defer s.leave()
-
-	var in openaiEmbedRequest
-	if err := readJSON(w, r, &in); err != nil {
-		openaiFail(w, Fault{}, http.StatusBadRequest, err.Error())
-		return
-	}
+func (s *Server) openaiEmbed(w http.ResponseWriter, r *http.Request, in openaiEmbedRequest) {
 	inputs, err := stringOrStrings(in.Input)
 	if err != nil {
 		openaiFail(w, Fault{}, http.StatusBadRequest, "llmtest: input must be a string or a list of strings")

@@ -110,10 +110,10 @@ func New(opts ...Option) *Server {
 	s.rules.Store(&empty)
 
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /api/chat", s.ollamaChat)
-	mux.HandleFunc("POST /api/embed", s.ollamaEmbed)
-	mux.HandleFunc("POST /v1/chat/completions", s.openaiChat)
-	mux.HandleFunc("POST /v1/embeddings", s.openaiEmbed)
+	mux.HandleFunc("POST /api/chat", serveJSON(s, ollamaBadRequest, s.ollamaChat))
+	mux.HandleFunc("POST /api/embed", serveJSON(s, ollamaBadRequest, s.ollamaEmbed))
+	mux.HandleFunc("POST /v1/chat/completions", serveJSON(s, openaiBadRequest, s.openaiChat))
+	mux.HandleFunc("POST /v1/embeddings", serveJSON(s, openaiBadRequest, s.openaiEmbed))
 	mux.HandleFunc("GET /api/tags", s.ollamaTags)
 	mux.HandleFunc("GET /v1/models", s.openaiModels)
 	s.hs = httptest.NewServer(mux)
@@ -392,6 +392,45 @@ func (s *Server) wait(ctx context.Context, d time.Duration) bool {
 	case <-s.closing:
 		abort()
 		return false
+	}
+}
+
+// serveJSON is a POST endpoint: the request counts as in flight while
+// serve answers the JSON body decoded into a T; a body that is not one is
+// answered by bad, in the provider's error shape.
+func serveJSON[T any](s *Server, bad func(w http.ResponseWriter, msg string), serve func(http.ResponseWriter, *http.Request, T)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.enter()
+		defer s.leave()
+		var in T
+		if err := readJSON(w, r, &in); err != nil {
+			bad(w, err.Error())
+			return
+		}
+		serve(w, r, in)
+	}
+}
+
+// streamChunks sends content's chunks one by one, waiting delay between
+// two; it reports whether all went out (false: the client left, or send
+// failed).
+func (s *Server) streamChunks(ctx context.Context, content string, delay time.Duration, send func(chunk string) bool) bool {
+	for i, c := range Chunks(content) {
+		if i > 0 && !s.wait(ctx, delay) {
+			return false
+		}
+		if !send(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// flush pushes what w holds to the client, so that streamed chunks arrive
+// separately.
+func flush(w http.ResponseWriter) {
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
 	}
 }
 
