@@ -59,10 +59,10 @@ func sortedRefs(refs []analysis.Ref) []analysis.Ref {
 // (WHERE state = 'running'), so a run failed or completed meanwhile gets
 // nothing: analysis.ErrState (domain.ErrNotFound if there is no such run).
 // The proposals return with their ids, their sources sorted and without
-// duplicates, as stored. What render makes of the run and the proposals
+// duplicates, as stored. What tell makes of the run and the proposals
 // (their messages, whose buttons carry the ids) is written in the same
 // transaction, so a proposal is never saved without its message queued.
-func (s *Store) SaveProposalBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
+func (s *Store) SaveProposalBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, tell domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
 	var run analysis.Run
 	out := make([]analysis.Proposal, len(ps))
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
@@ -81,7 +81,7 @@ RETURNING `+analysisRunColumns, runID, len(ps), messages))
 		if err := insertProposals(ctx, tx, runID, batch, run.ProposalsTotal-len(ps), ps, out); err != nil {
 			return err
 		}
-		return enqueueRun(ctx, tx, render, run)
+		return enqueueRun(ctx, tx, tell, run)
 	})
 	if err != nil {
 		return analysis.Run{}, nil, fmt.Errorf("save batch %d of run %d: %w", batch, runID, err)
@@ -142,11 +142,11 @@ func (s *Store) proposal(ctx context.Context, id int64) (analysis.Proposal, erro
 }
 
 // DecideProposal is one statement: the proposal's pending → d and the run's
-// counters (pending − 1, approved or rejected + 1); the board render makes
+// counters (pending − 1, approved or rejected + 1); the board tell makes
 // of it is written in the same transaction. A second press finds the
 // proposal decided (its row lock makes it wait for the first and then
 // re-check) and gets ok false with the proposal and its run as they are.
-func (s *Store) DecideProposal(ctx context.Context, id int64, d analysis.Decision, by int64, render domain.Render[analysis.Review]) (analysis.Proposal, analysis.Run, bool, error) {
+func (s *Store) DecideProposal(ctx context.Context, id int64, d analysis.Decision, by int64, tell domain.Render[analysis.Review]) (analysis.Proposal, analysis.Run, bool, error) {
 	if d != analysis.Approved && d != analysis.Rejected {
 		return analysis.Proposal{}, analysis.Run{}, false, fmt.Errorf("decide proposal %d: decision %q is neither approved nor rejected", id, d)
 	}
@@ -182,7 +182,7 @@ SELECT `+proposalSelect+`, `+analysisRunColumnsR+` FROM p JOIN r ON r.id = p.run
 		if r, err = rs.run(); err != nil {
 			return err
 		}
-		return enqueueRun(ctx, tx, render, r)
+		return enqueueRun(ctx, tx, tell, r)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		p, err := s.proposal(ctx, id)
@@ -203,16 +203,16 @@ SELECT `+proposalSelect+`, `+analysisRunColumnsR+` FROM p JOIN r ON r.id = p.run
 
 // AskApproveAllProposals sets review_confirm on a completed run with proposals
 // pending that does not ask already, and writes the board.
-func (s *Store) AskApproveAllProposals(ctx context.Context, runID int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
-	return s.moveRun(ctx, runID, "ask to approve all of", render, `
+func (s *Store) AskApproveAllProposals(ctx context.Context, runID int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+	return s.moveRun(ctx, runID, "ask to approve all of", tell, `
 UPDATE analysis_runs SET review_confirm = true, updated_at = now()
 WHERE id = $1 AND state = 'completed' AND proposals_pending > 0 AND NOT review_confirm
 RETURNING `+analysisRunColumns, runID)
 }
 
 // CancelApproveAllProposals clears review_confirm and writes the board.
-func (s *Store) CancelApproveAllProposals(ctx context.Context, runID int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
-	return s.moveRun(ctx, runID, "cancel approving all of", render, `
+func (s *Store) CancelApproveAllProposals(ctx context.Context, runID int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+	return s.moveRun(ctx, runID, "cancel approving all of", tell, `
 UPDATE analysis_runs SET review_confirm = false, updated_at = now()
 WHERE id = $1 AND review_confirm
 RETURNING `+analysisRunColumns, runID)
@@ -224,7 +224,7 @@ RETURNING `+analysisRunColumns, runID)
 // transaction. Proposals are locked before the run, as Decide locks them:
 // a press racing it waits instead of deadlocking, and the proposal it
 // decided is left as it decided.
-func (s *Store) ApproveAllProposals(ctx context.Context, runID, by int64, render domain.Render[analysis.Review]) ([]analysis.Proposal, analysis.Run, bool, error) {
+func (s *Store) ApproveAllProposals(ctx context.Context, runID, by int64, tell domain.Render[analysis.Review]) ([]analysis.Proposal, analysis.Run, bool, error) {
 	var out []analysis.Proposal
 	var r analysis.Run
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
@@ -253,7 +253,7 @@ WHERE id = $1 AND state = 'completed' AND review_confirm
 RETURNING `+analysisRunColumns, runID, len(out))); err != nil {
 			return err
 		}
-		return enqueueRun(ctx, tx, render, r)
+		return enqueueRun(ctx, tx, tell, r)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		r, err = s.AnalysisRun(ctx, runID)

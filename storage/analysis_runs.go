@@ -155,19 +155,19 @@ func (s *proposalScan) dest() []any {
 		&s.decision, &s.decidedBy, &s.decidedAt, &s.messageID, &s.created}
 }
 
-// enqueueRun writes what render makes of run's board in tx (nothing for
-// a nil render). It runs after the statement that changed the run, whose
+// enqueueRun writes what tell makes of run's board in tx (nothing for
+// a nil tell). It runs after the statement that changed the run, whose
 // row lock orders every change of one run: the board read here has every
 // change committed before it, so the last edit written shows them all.
-func enqueueRun(ctx context.Context, tx pgx.Tx, render domain.Render[analysis.Review], run analysis.Run) error {
-	if render == nil {
+func enqueueRun(ctx context.Context, tx pgx.Tx, tell domain.Render[analysis.Review], run analysis.Run) error {
+	if tell == nil {
 		return nil
 	}
 	rv, err := reviewOf(ctx, tx, run)
 	if err != nil {
 		return err
 	}
-	return enqueueTx(ctx, tx, render(rv))
+	return enqueueTx(ctx, tx, tell(rv))
 }
 
 // reviewOf reads the page of run's proposals its board is on.
@@ -206,9 +206,9 @@ const createRunLock = 0x616e616c79736973 // "analysis"
 // next run gets the next number. (Runs leave the unclosed states without
 // the lock, which can only let a create through, never block one wrongly.)
 // The unique partial index analysis_runs_one_unclosed still guards the
-// rule. What render makes of the new run is written in the insert's
+// rule. What tell makes of the new run is written in the insert's
 // transaction.
-func (s *Store) CreateAnalysisRun(ctx context.Context, r analysis.Run, render domain.Render[analysis.Review]) (analysis.Run, []int64, error) {
+func (s *Store) CreateAnalysisRun(ctx context.Context, r analysis.Run, tell domain.Render[analysis.Review]) (analysis.Run, []int64, error) {
 	filters, err := json.Marshal(r.Filters)
 	if err != nil {
 		return analysis.Run{}, nil, fmt.Errorf("create run: %w", err)
@@ -232,7 +232,7 @@ RETURNING `+analysisRunColumns, r.CreatedBy, filters, r.From, r.To, r.RAG))
 		if err != nil {
 			return err
 		}
-		return enqueueRun(ctx, tx, render, created)
+		return enqueueRun(ctx, tx, tell, created)
 	})
 	if err != nil {
 		return analysis.Run{}, nil, fmt.Errorf("create run: %w", err)
@@ -293,17 +293,17 @@ func (s *Store) AnalysisRuns(ctx context.Context, offset, limit int) ([]analysis
 }
 
 // moveRun runs a conditional UPDATE of run id returning its columns and,
-// in its transaction, writes what render makes of the run it left: ok
+// in its transaction, writes what tell makes of the run it left: ok
 // false, with the run as it is and nothing written, when it updated
 // nothing (domain.ErrNotFound if there is no such run).
-func (s *Store) moveRun(ctx context.Context, id int64, what string, render domain.Render[analysis.Review], sql string, args ...any) (analysis.Run, bool, error) {
+func (s *Store) moveRun(ctx context.Context, id int64, what string, tell domain.Render[analysis.Review], sql string, args ...any) (analysis.Run, bool, error) {
 	var r analysis.Run
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		if r, err = scanAnalysisRun(tx.QueryRow(ctx, sql, args...)); err != nil {
 			return err
 		}
-		return enqueueRun(ctx, tx, render, r)
+		return enqueueRun(ctx, tx, tell, r)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		r, err = s.AnalysisRun(ctx, id)
@@ -320,8 +320,8 @@ func (s *Store) moveRun(ctx context.Context, id int64, what string, render domai
 
 // StartAnalysisRun moves pending → running with started_at, rag and the
 // executor's lease.
-func (s *Store) StartAnalysisRun(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
-	return s.moveRun(ctx, id, "start", render, `
+func (s *Store) StartAnalysisRun(ctx context.Context, id int64, rag bool, lease time.Duration, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+	return s.moveRun(ctx, id, "start", tell, `
 UPDATE analysis_runs SET state = 'running', started_at = now(), rag = $2,
     claimed_until = now() + $3 * interval '1 microsecond', updated_at = now()
 WHERE id = $1 AND state = 'pending'
@@ -339,9 +339,9 @@ WHERE id = $1 AND state = 'running'`, id, micros(lease))
 }
 
 // FailInterruptedAnalysisRuns fails every running run whose executor's lease expired
-// (its process was killed or restarted), writing what render makes of
+// (its process was killed or restarted), writing what tell makes of
 // each in the same transaction; the runs it failed.
-func (s *Store) FailInterruptedAnalysisRuns(ctx context.Context, render domain.Render[analysis.Review]) ([]analysis.Run, error) {
+func (s *Store) FailInterruptedAnalysisRuns(ctx context.Context, tell domain.Render[analysis.Review]) ([]analysis.Run, error) {
 	var runs []analysis.Run
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -350,12 +350,12 @@ UPDATE analysis_runs SET state = 'failed', failed_at = now(), claimed_until = NU
     error_log = '{"step": "interrupted", "error": "the executor stopped (process killed or restarted)"}'
 WHERE state = 'running' AND (claimed_until IS NULL OR claimed_until < now())
 RETURNING `+analysisRunColumns))
-		if err != nil || render == nil {
+		if err != nil || tell == nil {
 			return err
 		}
 		slices.SortFunc(runs, func(a, b analysis.Run) int { return cmp.Compare(a.ID, b.ID) })
 		for _, r := range runs {
-			if err := enqueueRun(ctx, tx, render, r); err != nil {
+			if err := enqueueRun(ctx, tx, tell, r); err != nil {
 				return err
 			}
 		}
@@ -368,20 +368,20 @@ RETURNING `+analysisRunColumns))
 }
 
 // FailAnalysisRun moves running → failed with the error log.
-func (s *Store) FailAnalysisRun(ctx context.Context, id int64, e analysis.ErrorLog, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (s *Store) FailAnalysisRun(ctx context.Context, id int64, e analysis.ErrorLog, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	log, err := json.Marshal(e)
 	if err != nil {
 		return analysis.Run{}, false, fmt.Errorf("fail run %d: %w", id, err)
 	}
-	return s.moveRun(ctx, id, "fail", render, `
+	return s.moveRun(ctx, id, "fail", tell, `
 UPDATE analysis_runs SET state = 'failed', failed_at = now(), error_log = $2, claimed_until = NULL, updated_at = now()
 WHERE id = $1 AND state = 'running'
 RETURNING `+analysisRunColumns, id, log)
 }
 
 // CompleteAnalysisRun moves running → completed.
-func (s *Store) CompleteAnalysisRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
-	return s.moveRun(ctx, id, "complete", render, `
+func (s *Store) CompleteAnalysisRun(ctx context.Context, id int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+	return s.moveRun(ctx, id, "complete", tell, `
 UPDATE analysis_runs SET state = 'completed', completed_at = now(), claimed_until = NULL, updated_at = now()
 WHERE id = $1 AND state = 'running'
 RETURNING `+analysisRunColumns, id)
@@ -389,8 +389,8 @@ RETURNING `+analysisRunColumns, id)
 
 // CloseAnalysisRun moves completed → closed when no proposal is pending, storing
 // accuracy_metrics computed from the counters in the same statement.
-func (s *Store) CloseAnalysisRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
-	return s.moveRun(ctx, id, "close", render, `
+func (s *Store) CloseAnalysisRun(ctx context.Context, id int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+	return s.moveRun(ctx, id, "close", tell, `
 UPDATE analysis_runs SET state = 'closed', closed_at = now(), updated_at = now(), review_confirm = false,
     accuracy_metrics = jsonb_build_object(
         'proposals_total', proposals_total,
@@ -414,9 +414,9 @@ func runStateError(row pgx.Row, id int64) error {
 }
 
 // SetAnalysisProgress records the window's counts and the number of batches of a
-// running run, writing what render makes of it (the progress message) in
+// running run, writing what tell makes of it (the progress message) in
 // the same transaction; analysis.ErrState if it is not running.
-func (s *Store) SetAnalysisProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
+func (s *Store) SetAnalysisProgress(ctx context.Context, id int64, messages, filtered, batches int, tell domain.Render[analysis.Review]) (analysis.Run, error) {
 	var r analysis.Run
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -427,7 +427,7 @@ RETURNING `+analysisRunColumns, id, messages, filtered, batches))
 		if err != nil {
 			return err
 		}
-		return enqueueRun(ctx, tx, render, r)
+		return enqueueRun(ctx, tx, tell, r)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = runStateError(s.pool.QueryRow(ctx, `SELECT state FROM analysis_runs WHERE id = $1`, id), id)
@@ -440,8 +440,8 @@ RETURNING `+analysisRunColumns, id, messages, filtered, batches))
 
 // TurnAnalysisPage moves run's board to page, clamped to the pages its proposals
 // fill, and writes the board.
-func (s *Store) TurnAnalysisPage(ctx context.Context, runID int64, page int, render domain.Render[analysis.Review]) (analysis.Run, error) {
-	r, ok, err := s.moveRun(ctx, runID, "turn the board page of", render, `
+func (s *Store) TurnAnalysisPage(ctx context.Context, runID int64, page int, tell domain.Render[analysis.Review]) (analysis.Run, error) {
+	r, ok, err := s.moveRun(ctx, runID, "turn the board page of", tell, `
 UPDATE analysis_runs SET review_page = least(greatest($2, 0), greatest((proposals_total - 1) / $3, 0)), updated_at = now()
 WHERE id = $1
 RETURNING `+analysisRunColumns, runID, page, analysis.ReviewPageSize)

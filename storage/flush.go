@@ -18,10 +18,10 @@ import (
 // everyone who asked while the previous one ran (group commit, done here
 // rather than by PostgreSQL, for transactions that must not wait for the
 // disk themselves: see SubmitPipelineRun). So a slow disk holds at most one pool
-// connection, not one per waiting caller: when every caller held its own
-// connection through the wait, a stall of a few hundred milliseconds let
-// waiting intakes take the whole pool, and the pipeline's workers stopped
-// for want of a connection (docs/BENCHMARKS.md, "Memory chat").
+// connection, not one per waiting caller: were every caller to hold its own
+// connection through the wait, a stall of a few hundred milliseconds would
+// let waiting intakes take the whole pool, and the pipeline's workers would
+// stop for want of a connection.
 type walFlusher struct {
 	pool *pgxpool.Pool
 

@@ -682,9 +682,9 @@ func TestNextOfferWaitsForBusyMaster(t *testing.T) {
 
 // A pick can name a master whose open offer of another order committed
 // while the pick ran (the NOT EXISTS on offers reads the pick's snapshot);
-// the insert then conflicts on offers_open_master and inserts nothing. The
-// step used to roll back as Busy, leaving the order with no offer and no
-// mark, found again only by the DISTRIBUTION_INTERVAL pass. Forced here: a
+// the insert then conflicts on offers_open_master and inserts nothing. Rolled
+// back as Busy, the step would leave the order with no offer and no mark,
+// found again only by the DISTRIBUTION_INTERVAL pass. Forced here: a
 // trigger gives the chosen master another order's open offer right
 // before the step's insert, as the racing commit would.
 func TestNextOfferPicksAgainWhenItsMasterWasTaken(t *testing.T) {

@@ -142,9 +142,9 @@ WITH RECURSIVE heads AS (
     -- The oldest pending row of each lane, by a skip scan of outbox_pending
     -- (chat_id, lane, id): one index descent per lane with pending rows,
     -- however many rows wait behind the heads, and no plan that depends
-    -- on the table's statistics. (DISTINCT ON read every pending row per
-    -- claim, and a table filled faster than autovacuum analyzes it got a
-    -- nested loop over them: 80-700 ms a claim for 3000 rows in 50 chats.)
+    -- on the table's statistics (DISTINCT ON would read every pending row
+    -- per claim, and a table filled faster than autovacuum analyzes it
+    -- could get a nested loop over them).
     (SELECT chat_id, lane, id FROM outbox WHERE state = 'pending' ORDER BY chat_id, lane, id LIMIT 1)
     UNION ALL
     SELECT n.chat_id, n.lane, n.id FROM heads h, LATERAL (

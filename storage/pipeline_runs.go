@@ -74,8 +74,7 @@ func scanRunOK(row pgx.Row, what string) (memory.PipelineRun, bool, error) {
 // serialises the commits of all transactions that NOTIFY with one
 // database-wide lock, held until the commit is flushed to disk, so a
 // notifying commit that waited for the disk made every other notifying
-// commit wait too: that was the pipeline's bottleneck (docs/BENCHMARKS.md,
-// "Memory chat"). The run is on its way (the notification is out) before
+// commit wait too, and would be the pipeline's bottleneck. The run is on its way (the notification is out) before
 // the flush. If only the flush fails, the run is in place but the caller
 // hears of an error, and the user may send the message again: answering
 // twice beats not answering.

@@ -96,7 +96,7 @@ WITH c AS (
     WHERE q.status = 'QUEUED'
       AND (q.claimed_until IS NULL OR q.claimed_until < now())
       -- A QUEUED match waits while another worker fetches its vacancy's
-      -- detail, and, while HH refuses us ($3), unless the detail is at hand.
+      -- detail, and, while HH blocks us ($3), unless the detail is at hand.
       -- A scalar subquery, evaluated per candidate row as the index walk
       -- reaches it: NOT EXISTS here costs a fifth of the claim rate.
       AND (SELECT d.detail_fetching_until > now()
