@@ -187,7 +187,7 @@ func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy
 func (s *Store) NextMatchLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
 	var at *time.Time
 	err := s.pool.QueryRow(ctx, `SELECT min(claimed_until) FROM vacancy_matches
-WHERE status IN ('QUEUED', 'ANALYZED') AND claimed_until > now()`).Scan(&at)
+WHERE status = 'QUEUED' AND claimed_until > now()`).Scan(&at)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next lease expiry: %w", err)
 	}
