@@ -221,22 +221,22 @@ WHERE id = $1 AND claim_token = $2::uuid`, id, token, until)
 // its "nothing new yet" note in the same transaction.
 func (s *Store) TransitionMatch(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
 	if ch.Tell == nil && ch.Announce == nil {
-		return transition(ctx, s.pool, id, from, to, ch, false)
-	}
-	if ch.Announce == nil {
-		return s.transitionTelling(ctx, id, from, to, ch)
+		return transition(ctx, s.pool, id, from, to, ch)
 	}
 	var m vacancy.Match
 	var ok bool
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		if m, ok, err = transition(ctx, tx, id, from, to, ch, false); err != nil || !ok {
+		if m, ok, err = transition(ctx, tx, id, from, to, ch); err != nil || !ok {
 			return err
 		}
 		if err := enqueueTx(ctx, tx, ch.Tell.Of(m)); err != nil {
 			return fmt.Errorf("transition match %d %s → %s: %w", id, from, to, err)
 		}
-		return settleFirstNews(ctx, tx, []int64{m.UserID}, []int64{id}, ch.Announce)
+		if ch.Announce != nil {
+			return settleFirstNews(ctx, tx, []int64{m.UserID}, []int64{id}, ch.Announce)
+		}
+		return nil
 	})
 	if err != nil {
 		return vacancy.Match{}, false, err
@@ -244,58 +244,12 @@ func (s *Store) TransitionMatch(ctx context.Context, id int64, from, to vacancy.
 	return m, ok, nil
 }
 
-// transitionTelling is a move and the messages it tells in one
-// transaction of two round trips, the card's path: BEGIN travels with the
-// move, COMMIT with the messages, which are rendered from the match as the
-// move left it in between.
-func (s *Store) transitionTelling(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return vacancy.Match{}, false, fmt.Errorf("transition match %d: %w", id, err)
-	}
-	// A connection released inside a transaction is closed by the pool, so
-	// no error path below can hand an open transaction to the next user.
-	defer conn.Release()
-	end := func(sql string) error {
-		_, err := conn.Exec(ctx, sql)
-		return err
-	}
-	m, ok, err := transition(ctx, conn, id, from, to, ch, true)
-	if err != nil {
-		_ = end("ROLLBACK")
-		return m, false, err
-	}
-	msgs := ch.Tell.Of(m)
-	if !ok || len(msgs) == 0 {
-		// The detail, if any, is kept even when the match moved on.
-		if err := end("COMMIT"); err != nil {
-			return vacancy.Match{}, false, fmt.Errorf("transition match %d: commit: %w", id, err)
-		}
-		return m, ok, nil
-	}
-	sql, args, err := insertMessagesSQL(msgs)
-	if err != nil {
-		_ = end("ROLLBACK")
-		return vacancy.Match{}, false, err
-	}
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
-	b.Queue("COMMIT")
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		_ = end("ROLLBACK")
-		return vacancy.Match{}, false, fmt.Errorf("transition match %d %s → %s: enqueue %d messages: %w", id, from, to, len(msgs), err)
-	}
-	return m, true, nil
-}
-
 // batcher is what a pool and a transaction have in common for a batch.
 type batcher interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// transition moves a match in one batch; begin opens a transaction with
-// it, which the caller ends.
-func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Status, ch vacancy.Change, begin bool) (vacancy.Match, bool, error) {
+func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
 	args, err := transitionArgs(id, from, to, ch)
 	if err != nil {
 		return vacancy.Match{}, false, fmt.Errorf("transition match %d: %w", id, err)
@@ -307,9 +261,6 @@ func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Statu
 	// claim locks a match before its vacancy, and this must not lock them
 	// the other way round.
 	b := &pgx.Batch{}
-	if begin {
-		b.Queue("BEGIN")
-	}
 	b.Queue(`
 UPDATE vacancy_matches m SET
     status = $3, updated_at = now(),
@@ -333,11 +284,6 @@ RETURNING `+matchColumns, args...)
 	}
 	br := q.SendBatch(ctx, b)
 	defer br.Close()
-	if begin {
-		if _, err := br.Exec(); err != nil {
-			return vacancy.Match{}, false, fmt.Errorf("transition match %d: begin: %w", id, err)
-		}
-	}
 	var analysis []byte
 	err = br.QueryRow().Scan(matchDest(&m, &analysis, &sent)...)
 	if ch.Detail != nil && (err == nil || errors.Is(err, pgx.ErrNoRows)) {
