@@ -261,7 +261,7 @@ func pruneStatement(q string) func(ctx context.Context, tx pgx.Tx, b *pruneBatch
 
 // prunableMatches is the SQL list of the statuses pruning may delete: the
 // final ones, SENT_TO_USER never answered, and SKIPPED past recovery. The
-// partial index vacancy_matches_prune has the same predicate.
+// walk reads vacancy_matches_prune, which holds every match, in order.
 const prunableMatches = `('NOT_SUITABLE', 'IN_ARCHIVE', 'APPLIED', 'NOT_INTERESTED', 'SENT_TO_USER', 'SKIPPED')`
 
 // pruneVacancyMatches deletes matches in a prunable status created and last
