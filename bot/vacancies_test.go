@@ -118,7 +118,7 @@ func TestVacancyCommandsInMenu(t *testing.T) {
 	require.Equal(t, 1, strings.Count(help, "Admin"), help)
 	require.True(t, strings.HasSuffix(help, "Admin · system\n/status — replicas, jobs and queues"), help)
 	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "")
-	require.Equal(t, []string{"start", "help", "lang", "timezone", "profile", "search", "searches", "ban", "unban", "bans", "vacancies", "status"},
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "profile", "search", "searches", "ban", "unban", "bans", "vacancies", "skills", "status"},
 		commandNames(adm))
 }
 
