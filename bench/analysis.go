@@ -57,7 +57,7 @@ const (
 var _ analysis.Notifier = (*bot.Bot)(nil)
 
 type analysisConfig struct {
-	db      string
+	commonFlags
 	n       int
 	chats   int
 	filters string
@@ -89,36 +89,6 @@ type analysisReport struct {
 	FilteredBatches  int     `json:"filtered_batches,omitempty"`
 	FilteredTotalS   float64 `json:"filtered_total_s,omitempty"`
 	tail
-}
-
-func runAnalysis(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg analysisConfig
-	fs := scenarioFlags("analysis", stderr, &cfg.db, &cfg.prof)
-	fs.IntVar(&cfg.n, "n", 10_000, "group messages in the last 24 hours, all analysed by the timed run")
-	fs.IntVar(&cfg.chats, "chats", 20, "groups the messages are spread over")
-	fs.StringVar(&cfg.filters, "filters", "", "also time a second run with these /run_new filters (e.g. \"keywords=deploy,bug min_len=20\"),\n"+
-		"after the first run's proposals are decided and the run closed")
-	fs.DurationVar(&cfg.latency, "llm-latency", 0, "delay every LLM answer by this long (the goal is for 0: the pipeline's own cost)")
-	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the generated conversations")
-	fs.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "give up when a run is not completed after this long")
-	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository, LLM, Telegram and pg_notify call and print where the executor's time goes")
-	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
-		return err
-	}
-	if cfg.n <= 0 || cfg.chats <= 0 || cfg.timeout <= 0 || cfg.latency < 0 {
-		return refuse(fs, stderr, "-n, -chats and -timeout must be positive, -llm-latency not negative")
-	}
-	if cfg.chats > 1000 {
-		return refuse(fs, stderr, "-chats must be at most 1000")
-	}
-	if strings.TrimSpace(cfg.filters) != "" {
-		if _, err := analysis.ParseRunArgs(cfg.filters); err != nil {
-			return refuse(fs, stderr, fmt.Sprintf("-filters %q: not what /run_new takes (%v)", cfg.filters, err))
-		}
-	}
-	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (analysisReport, error) {
-		return benchAnalysis(ctx, cfg, stdout, newLogger(stderr))
-	})
 }
 
 // analysisWorld is what the runs share.

@@ -17,21 +17,23 @@ import (
 	"switchboard/storage/storagetest"
 )
 
-// smoke runs a scenario end to end on the test server (args follow -db)
+// smoke runs the named scenario end to end on the test server (args follow -db)
 // and checks what every scenario promises: it succeeds, the last line of
 // its output is the JSON summary, which decodes into R with no unknown
 // field, and the bench database the output names is dropped. It returns
 // the output, its last line and the decoded report.
-func smoke[R any](t *testing.T, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error, args ...string) (out, last string, rep R) {
+func smoke[R any](t *testing.T, scenario string, args ...string) (out, last string, rep R) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs PostgreSQL and a few seconds")
 	}
+	sc, ok := lookup(scenario)
+	require.True(t, ok, scenario)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	server := storagetest.ServerURL()
-	err := run(ctx, append([]string{"-db", server}, args...), &stdout, &stderr)
+	err := sc.run(ctx, append([]string{"-db", server}, args...), &stdout, &stderr)
 	require.NoError(t, err, "stderr:\n%s\nstdout:\n%s", stderr.String(), stdout.String())
 
 	out = stdout.String()

@@ -35,7 +35,7 @@ const (
 )
 
 type dispatchConfig struct {
-	db       string
+	commonFlags
 	n        int
 	replicas int
 	spread   time.Duration
@@ -47,7 +47,6 @@ type dispatchConfig struct {
 	timeout  time.Duration
 	seed     uint64
 	stages   bool
-	prof     profiles
 }
 
 // dispatchReport is the scenario's JSON line.
@@ -64,35 +63,6 @@ type dispatchReport struct {
 	// unless -sweep-n says otherwise; sweep_100k_ms is then for that many).
 	SweepN int `json:"sweep_n"`
 	tail
-}
-
-func runDispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg dispatchConfig
-	fs := scenarioFlags("dispatch", stderr, &cfg.db, &cfg.prof)
-	fs.IntVar(&cfg.n, "n", 10_000, "offers in the lag run, each with its own order and master")
-	fs.IntVar(&cfg.replicas, "replicas", 2, "dispatch services (replicas: a service, store and listener each) running their expiry timers")
-	fs.DurationVar(&cfg.spread, "spread", 10*time.Second, "the lag run's offers are created at a steady rate over this long")
-	fs.DurationVar(&cfg.slaMin, "sla-min", time.Second, "shortest SLA (expires_at − sent_at) of a lag-run offer; SLAs are uniform in [-sla-min, -sla-max]")
-	fs.DurationVar(&cfg.slaMax, "sla-max", 10*time.Second, "longest SLA of a lag-run offer")
-	fs.IntVar(&cfg.batch, "batch", 10, "orders with their offers per statement in the lag run")
-	fs.IntVar(&cfg.sweeps, "sweeps", 3, "sweep runs, each on fresh data; sweep_100k_ms is their median")
-	fs.IntVar(&cfg.sweepN, "sweep-n", 100_000, "due offers expired by each sweep's one ExpireOffers call")
-	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "give up when, this long after the last offers are created, offers are still open or not closed")
-	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the random SLAs")
-	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository call the replicas make in the lag run and print where their time goes")
-	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
-		return err
-	}
-	if cfg.n <= 0 || cfg.replicas <= 0 || cfg.spread < 0 || cfg.slaMin <= 0 || cfg.batch <= 0 || cfg.sweeps <= 0 ||
-		cfg.sweepN <= 0 || cfg.timeout <= 0 {
-		return refuse(fs, stderr, "-n, -replicas, -sla-min, -batch, -sweeps, -sweep-n and -timeout must be positive, -spread not negative")
-	}
-	if cfg.slaMax < cfg.slaMin {
-		return refuse(fs, stderr, "-sla-max must not be less than -sla-min")
-	}
-	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (dispatchReport, error) {
-		return benchDispatch(ctx, cfg, stdout, newLogger(stderr))
-	})
 }
 
 // benchDispatch runs the lag run and then the sweeps on a database of its

@@ -60,7 +60,7 @@ var (
 )
 
 type memoryConfig struct {
-	db            string
+	commonFlags
 	runs          int
 	users         int
 	workers       int
@@ -68,7 +68,6 @@ type memoryConfig struct {
 	submitters    int
 	timeout       time.Duration
 	stages        bool
-	prof          profiles
 	// rate paces the submissions at this many runs a second (run i at
 	// i/rate); zero submits them all at once.
 	rate float64
@@ -87,58 +86,38 @@ type memoryReport struct {
 	tail
 }
 
-func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg memoryConfig
-	fs := scenarioFlags("memory", stderr, &cfg.db, &cfg.prof)
-	fs.IntVar(&cfg.runs, "runs", 2000, "pipeline runs (private messages) to submit")
-	fs.IntVar(&cfg.users, "users", 100, "users the runs are spread over, round robin (a user's runs go one after another)")
-	fs.IntVar(&cfg.workers, "workers", 16, "memory.Config.Workers of each orchestrator (MEMORY_WORKERS; the application's default, 8,\nis sized for LLM_MAX_CONCURRENCY=2; an instant LLM keeps more workers busy)")
-	fs.IntVar(&cfg.orchestrators, "orchestrators", 1, "orchestrators (replicas: a service, store, LLM client and bot each) on the database")
-	fs.IntVar(&cfg.submitters, "submitters", 0, "goroutines calling Submit (0: one per user, as the bot serves each chat on a goroutine of its own)")
-	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "give up when the runs are not all archived after this long")
-	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository, LLM and Telegram call and print where worker time goes")
-	fs.Float64Var(&cfg.rate, "rate", 300, "runs/s of the second pass, which measures the overhead at a steady load (0: no second pass)")
-	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
-		return err
+// benchMemoryPasses runs the scenario's two passes, each on a database of
+// its own: the capacity, then the overhead at -rate (none when it is 0).
+func benchMemoryPasses(ctx context.Context, cfg memoryConfig, stdout io.Writer, log *slog.Logger) (memoryReport, error) {
+	// Pass 1, capacity: every run submitted at once, so the machine
+	// is saturated and runs/s is what it can do.
+	burst := cfg
+	burst.rate = 0
+	fmt.Fprintln(stdout, "pass 1, capacity: all runs submitted at once")
+	rep, err := benchMemory(ctx, burst, stdout, log)
+	if err != nil || cfg.rate == 0 {
+		return rep, err
 	}
-	if cfg.runs <= 0 || cfg.users <= 0 || cfg.workers <= 0 || cfg.orchestrators <= 0 || cfg.submitters < 0 || cfg.timeout <= 0 || cfg.rate < 0 {
-		return refuse(fs, stderr, "-runs, -users, -workers, -orchestrators and -timeout must be positive, -submitters and -rate not negative")
+	// Pass 2, overhead: the same runs arriving at a steady rate. Under
+	// pass 1's flood a run mostly waits for a worker (about users ÷
+	// throughput, Little's law), which says nothing about what the
+	// orchestration adds to a run; at a load the machine sustains, the
+	// overhead is that addition.
+	// The first second's runs warm the replicas up (pool connections
+	// opened, statements prepared, HTTP connections to the fakes) and
+	// are not counted: the measured runs arrive at a steady state.
+	paced := cfg
+	paced.warmup = int(math.Ceil(cfg.rate))
+	paced.runs += paced.warmup
+	fmt.Fprintf(stdout, "pass 2, overhead: runs submitted at %.0f runs/s, the first %d (one second) not counted\n",
+		cfg.rate, paced.warmup)
+	second, err := benchMemory(ctx, paced, stdout, log)
+	if err != nil {
+		return rep, err
 	}
-	if cfg.submitters == 0 {
-		cfg.submitters = cfg.users
-	}
-	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (memoryReport, error) {
-		log := newLogger(stderr)
-		// Pass 1, capacity: every run submitted at once, so the machine
-		// is saturated and runs/s is what it can do.
-		burst := cfg
-		burst.rate = 0
-		fmt.Fprintln(stdout, "pass 1, capacity: all runs submitted at once")
-		rep, err := benchMemory(ctx, burst, stdout, log)
-		if err != nil || cfg.rate == 0 {
-			return rep, err
-		}
-		// Pass 2, overhead: the same runs arriving at a steady rate. Under
-		// pass 1's flood a run mostly waits for a worker (about users ÷
-		// throughput, Little's law), which says nothing about what the
-		// orchestration adds to a run; at a load the machine sustains, the
-		// overhead is that addition.
-		// The first second's runs warm the replicas up (pool connections
-		// opened, statements prepared, HTTP connections to the fakes) and
-		// are not counted: the measured runs arrive at a steady state.
-		paced := cfg
-		paced.warmup = int(math.Ceil(cfg.rate))
-		paced.runs += paced.warmup
-		fmt.Fprintf(stdout, "pass 2, overhead: runs submitted at %.0f runs/s, the first %d (one second) not counted\n",
-			cfg.rate, paced.warmup)
-		second, err := benchMemory(ctx, paced, stdout, log)
-		if err != nil {
-			return rep, err
-		}
-		rep.OverheadP50MS, rep.OverheadP99MS = second.OverheadP50MS, second.OverheadP99MS
-		rep.PeakRSSMB = max(rep.PeakRSSMB, second.PeakRSSMB)
-		return rep, nil
-	})
+	rep.OverheadP50MS, rep.OverheadP99MS = second.OverheadP50MS, second.OverheadP99MS
+	rep.PeakRSSMB = max(rep.PeakRSSMB, second.PeakRSSMB)
+	return rep, nil
 }
 
 // replica is one orchestrator with its own pool, LLM client and bot, as a

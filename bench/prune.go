@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -45,7 +44,7 @@ const (
 )
 
 type pruneConfig struct {
-	db       string
+	commonFlags
 	messages int // group messages past retention
 	runs     int // closed runs past retention
 	// keepMessages and keepRuns are the rows inside retention seeded next
@@ -55,7 +54,6 @@ type pruneConfig struct {
 	maxPrune               time.Duration
 	opts                   storage.PruneOptions
 	memory                 memoryConfig
-	prof                   profiles
 }
 
 // pruneReport is the scenario's JSON line.
@@ -81,43 +79,6 @@ type pruneReport struct {
 	PRAfter       float64 `json:"pipeline_runs_mb_after"`
 	PRAfterFull   float64 `json:"pipeline_runs_mb_after_full"`
 	tail
-}
-
-func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg pruneConfig
-	fs := scenarioFlags("prune", stderr, &cfg.db, &cfg.prof)
-	fs.IntVar(&cfg.messages, "messages", 1_000_000, "group messages past RETAIN_GROUP_MESSAGES to seed (and prune)")
-	fs.IntVar(&cfg.runs, "runs", 200_000, "closed pipeline runs past RETAIN_RUN_CONTEXT to seed (and clear)")
-	fs.Float64Var(&cfg.memory.rate, "rate", 150, "runs/s of the memory chat running beside the prune")
-	fs.DurationVar(&cfg.baseline, "baseline", 20*time.Second, "how long the memory chat runs alone (after a second's warm-up) before the prune starts")
-	fs.IntVar(&cfg.memory.users, "users", 100, "users of the memory chat's runs, round robin")
-	fs.IntVar(&cfg.memory.workers, "workers", 16, "memory.Config.Workers of each orchestrator (see the memory scenario)")
-	fs.IntVar(&cfg.memory.orchestrators, "orchestrators", 1, "orchestrators on the database (see the memory scenario)")
-	fs.BoolVar(&cfg.memory.stages, "stages", false, "also time each repository, LLM and Telegram call of the memory chat")
-	fs.IntVar(&cfg.opts.Batch, "batch", pruneDefaults.Batch, "PRUNE_BATCH: rows per prune batch")
-	fs.DurationVar(&cfg.opts.StatementTimeout, "statement-timeout", pruneDefaults.StatementTimeout, "PRUNE_STATEMENT_TIMEOUT")
-	fs.DurationVar(&cfg.opts.Pause, "pause", pruneDefaults.Pause, "pause between two prune batches (the job's)")
-	fs.DurationVar(&cfg.maxPrune, "max-prune", 20*time.Minute, "give up when the prune takes longer")
-	fs.DurationVar(&cfg.memory.timeout, "timeout", 5*time.Minute, "give up when the memory chat's runs are not all archived this long after the last submission")
-	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
-		return err
-	}
-	if cfg.messages <= 0 || cfg.runs <= 0 || cfg.memory.rate <= 0 || cfg.baseline <= 0 || cfg.memory.users <= 0 ||
-		cfg.memory.workers <= 0 || cfg.memory.orchestrators <= 0 || cfg.opts.Batch <= 0 || cfg.opts.StatementTimeout <= 0 ||
-		cfg.opts.Pause < 0 || cfg.maxPrune <= 0 || cfg.memory.timeout <= 0 {
-		return refuse(fs, stderr, "-messages, -runs, -rate, -baseline, -users, -workers, -orchestrators, -batch, -statement-timeout, "+
-			"-max-prune and -timeout must be positive, -pause not negative")
-	}
-	cfg.keepMessages = max(1, cfg.messages/100)
-	cfg.keepRuns = max(1, cfg.runs/50)
-	cfg.memory.db = cfg.db
-	cfg.memory.submitters = cfg.memory.users
-	// Room for every run the stream may submit: the warm-up, the baseline
-	// and the longest prune allowed.
-	cfg.memory.runs = int(math.Ceil(cfg.memory.rate * (time.Second + cfg.baseline + cfg.maxPrune).Seconds()))
-	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (pruneReport, error) {
-		return benchPrune(ctx, cfg, stdout, newLogger(stderr))
-	})
 }
 
 // batchLog records every prune batch (storage.PruneOptions.OnBatch).

@@ -53,13 +53,12 @@ const (
 var verdict = map[string]any{"is_relevant": true, "score": 80, "reasons": []string{"fits"}, "matched_skills": []string{"Go"}}
 
 type vacanciesConfig struct {
-	db       string
+	commonFlags
 	n        int
 	llmConc  int
 	latencyN int
 	timeout  time.Duration
 	stages   bool
-	prof     profiles
 }
 
 // vacanciesReport is the scenario's JSON line.
@@ -69,25 +68,6 @@ type vacanciesReport struct {
 	Latency200msPerS float64 `json:"latency_200ms_per_s"`
 	Efficiency       float64 `json:"efficiency"`
 	tail
-}
-
-func runVacancies(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg vacanciesConfig
-	fs := scenarioFlags("vacancies", stderr, &cfg.db, &cfg.prof)
-	fs.IntVar(&cfg.n, "n", 3000, "matches in the zero-latency run")
-	fs.IntVar(&cfg.llmConc, "llm-concurrency", 16, "LLM calls in flight in the zero-latency run (workers: vacancy.WorkersFor of it, as in the bot)")
-	fs.IntVar(&cfg.latencyN, "latency-n", 200, "matches in the 200 ms LLM latency run (LLM concurrency 4)")
-	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "give up on a run that has not delivered everything after this long")
-	fs.BoolVar(&cfg.stages, "stages", false, "also time each collaborator call (DB, HH, LLM, Telegram) and print where worker time goes")
-	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
-		return err
-	}
-	if cfg.n <= 0 || cfg.llmConc <= 0 || cfg.latencyN <= 0 || cfg.timeout <= 0 {
-		return refuse(fs, stderr, "-n, -llm-concurrency, -latency-n and -timeout must be positive")
-	}
-	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (vacanciesReport, error) {
-		return benchVacancies(ctx, cfg, stdout, newLogger(stderr))
-	})
 }
 
 // benchVacancies runs both runs on a database of its own, dropped before it

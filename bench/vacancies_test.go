@@ -14,7 +14,7 @@ import (
 // The scenario end to end with tiny runs: the last line is the JSON
 // summary, the rates are positive and the bench database is gone.
 func TestVacanciesSmoke(t *testing.T) {
-	out, _, rep := smoke[vacanciesReport](t, runVacancies, "-n", "30", "-llm-concurrency", "4", "-latency-n", "8", "-stages")
+	out, _, rep := smoke[vacanciesReport](t, "vacancies", "-n", "30", "-llm-concurrency", "4", "-latency-n", "8", "-stages")
 	require.Equal(t, "vacancies", rep.Scenario)
 	require.Positive(t, rep.ZeroLatencyPerS)
 	require.Positive(t, rep.Latency200msPerS)
@@ -31,7 +31,7 @@ func TestVacanciesSmoke(t *testing.T) {
 // have travelled HH, the LLM and Telegram.
 func TestVacanciesDropsDatabaseOnError(t *testing.T) {
 	server := postgresServer(t)
-	rep, err := benchVacancies(context.Background(), vacanciesConfig{db: server, n: 5, llmConc: 1, latencyN: 1, timeout: time.Nanosecond},
+	rep, err := benchVacancies(context.Background(), vacanciesConfig{commonFlags: commonFlags{db: server}, n: 5, llmConc: 1, latencyN: 1, timeout: time.Nanosecond},
 		io.Discard, newLogger(io.Discard))
 	requireDroppedOnError(t, server, rep.database, err, "SENT_TO_USER after")
 }
