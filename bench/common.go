@@ -327,3 +327,38 @@ func describeCounts(ctx context.Context, conn *pgx.Conn, what, query, none strin
 	}
 	return strings.Join(parts, " ")
 }
+
+// findings are what a verification found wrong, a sentence each.
+type findings []string
+
+func (f *findings) addf(format string, args ...any) { *f = append(*f, fmt.Sprintf(format, args...)) }
+
+// err is nil when nothing was found, else one error that says it all.
+func (f findings) err() error {
+	if len(f) == 0 {
+		return nil
+	}
+	return errors.New("verify: " + strings.Join(f, "; "))
+}
+
+// poll calls check every interval until it reports done or an error, and
+// returns that error; after timeout it gives up with late's. Cancelling ctx
+// ends it with ctx's error.
+func poll(ctx context.Context, every, timeout time.Duration, check func() (done bool, err error), late func() error) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		if done, err := check(); done || err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return late()
+		case <-tick.C:
+		}
+	}
+}

@@ -470,43 +470,38 @@ func submitRuns(ctx context.Context, svc *memory.Service, cfg memoryConfig, user
 // the throughput from the code under test. It fails fast when a run FAILED or
 // Telegram refused a message: the runs could never all finish.
 func waitArchived(ctx context.Context, conn *pgx.Conn, tg *telegram, c *runClock, floor int64, n int, start time.Time,
-	timeout time.Duration) (time.Duration, error) {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(memoryPollEvery)
-	defer tick.Stop()
+	timeout time.Duration) (elapsed time.Duration, err error) {
 	var asked time.Time
-	for {
-		archived, failed := c.counts()
+	var archived int
+	err = poll(ctx, memoryPollEvery, timeout, func() (bool, error) {
+		var failed int
+		archived, failed = c.counts()
 		if archived >= n || failed > 0 || time.Since(asked) >= time.Second {
 			asked = time.Now()
 			err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE archived_at IS NOT NULL), count(*) FILTER (WHERE status = 'FAILED')
 FROM pipeline_runs WHERE id > $1`, floor).Scan(&archived, &failed)
 			if err != nil {
-				return 0, fmt.Errorf("poll: %w", err)
+				return false, fmt.Errorf("poll: %w", err)
 			}
 			if archived >= n {
 				// Finishing late is a timeout too, however the polls fell.
-				if el := time.Since(start); el <= timeout {
-					return el, nil
+				if elapsed = time.Since(start); elapsed <= timeout {
+					return true, nil
 				}
-				return 0, fmt.Errorf("%d of %d runs archived after %s: %s", archived, n, timeout, runBreakdown(ctx, conn, floor))
+				return false, fmt.Errorf("%d of %d runs archived after %s: %s", archived, n, timeout, runBreakdown(ctx, conn, floor))
 			}
 			if failed > 0 {
-				return 0, fmt.Errorf("%d runs FAILED: %s", failed, runBreakdown(ctx, conn, floor))
+				return false, fmt.Errorf("%d runs FAILED: %s", failed, runBreakdown(ctx, conn, floor))
 			}
 		}
-		if st := tg.stats(); st.Rejected > 0 {
-			return 0, fmt.Errorf("fake Telegram refused %d calls (last: %s)", st.Rejected, st.LastReject)
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-deadline.C:
-			return 0, fmt.Errorf("%d of %d runs archived after %s: %s", archived, n, timeout, runBreakdown(ctx, conn, floor))
-		case <-tick.C:
-		}
+		return false, tg.refused()
+	}, func() error {
+		return fmt.Errorf("%d of %d runs archived after %s: %s", archived, n, timeout, runBreakdown(ctx, conn, floor))
+	})
+	if err != nil {
+		return 0, err
 	}
+	return elapsed, nil
 }
 
 // runBreakdown describes the runs with an id above floor for an error message.
@@ -661,15 +656,15 @@ func (r memoryResult) print(out io.Writer) {
 // COMPLETED, delivered and archived; four LLM calls, one per stage; one
 // summary in lsm_storage; one answer in Telegram, replying to its message.
 func verifyMemory(ctx context.Context, conn *pgx.Conn, tg *telegram, t *llmTimer, res memoryResult, users []int64, floor int64, n int) error {
-	var problems []string
+	var wrong findings
 	var total, done int
 	if err := conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'COMPLETED'
   AND delivered_at IS NOT NULL AND archived_at IS NOT NULL) FROM pipeline_runs WHERE id > $1`, floor).Scan(&total, &done); err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
 	if total != n || done != n {
-		problems = append(problems, fmt.Sprintf("%d runs, %d COMPLETED, delivered and archived, want %d: %s",
-			total, done, n, runBreakdown(ctx, conn, floor)))
+		wrong.addf("%d runs, %d COMPLETED, delivered and archived, want %d: %s",
+			total, done, n, runBreakdown(ctx, conn, floor))
 	}
 	var sums, sumRuns int
 	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT source_run_ids[1]) FROM lsm_storage
@@ -677,20 +672,20 @@ WHERE source_run_ids[1] > $1`, floor).Scan(&sums, &sumRuns); err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
 	if sums != n || sumRuns != n {
-		problems = append(problems, fmt.Sprintf("lsm_storage has %d rows for %d runs, want %d", sums, sumRuns, n))
+		wrong.addf("lsm_storage has %d rows for %d runs, want %d", sums, sumRuns, n)
 	}
 	for name, c := range res.calls {
 		if c != n {
-			problems = append(problems, fmt.Sprintf("%d %s calls, want %d", c, name, n))
+			wrong.addf("%d %s calls, want %d", c, name, n)
 		}
 	}
 	if bad := t.notOncePerStage(n); bad != "" {
-		problems = append(problems, bad)
+		wrong = append(wrong, bad)
 	}
 	st := tg.stats()
 	if st.Replies != n || st.ReplyDistinct != n || st.ReplyDuplicates != 0 || st.Messages != n || st.Rejected != 0 {
-		problems = append(problems, fmt.Sprintf("Telegram got %d messages, %d of them answers to %d distinct messages (%d duplicates, %d refused), want %d",
-			st.Messages, st.Replies, st.ReplyDistinct, st.ReplyDuplicates, st.Rejected, n))
+		wrong.addf("Telegram got %d messages, %d of them answers to %d distinct messages (%d duplicates, %d refused), want %d",
+			st.Messages, st.Replies, st.ReplyDistinct, st.ReplyDuplicates, st.Rejected, n)
 	}
 	got := tg.replies()
 	missing := 0
@@ -701,12 +696,9 @@ WHERE source_run_ids[1] > $1`, floor).Scan(&sums, &sumRuns); err != nil {
 		}
 	}
 	if missing > 0 {
-		problems = append(problems, fmt.Sprintf("%d messages were not answered exactly once", missing))
+		wrong.addf("%d messages were not answered exactly once", missing)
 	}
-	if len(problems) > 0 {
-		return errors.New("verify: " + strings.Join(problems, "; "))
-	}
-	return nil
+	return wrong.err()
 }
 
 // runClock records, per run, when a worker started it (the CapturePipelineRun call

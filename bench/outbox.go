@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -311,19 +310,19 @@ func acceptedPerSecond(times []time.Time) (most int, perSec []int) {
 // chat's in the order written, that Telegram refused nothing but for its
 // flood limits, and that the outbox holds every row as sent.
 func verifyOutbox(ctx context.Context, conn *pgx.Conn, tg *telegram, st telegramStats, want map[int64][]string, n int) error {
-	var problems []string
+	var wrong findings
 	if st.Messages != n {
-		problems = append(problems, fmt.Sprintf("Telegram accepted %d messages, want %d", st.Messages, n))
+		wrong.addf("Telegram accepted %d messages, want %d", st.Messages, n)
 	}
 	if st.Rejected > 0 {
-		problems = append(problems, fmt.Sprintf("Telegram refused %d requests (last: %s)", st.Rejected, st.LastReject))
+		wrong.addf("Telegram refused %d requests (last: %s)", st.Rejected, st.LastReject)
 	}
 	if st.SendRequests != st.Messages+st.Throttled+st.Rejected {
-		problems = append(problems, fmt.Sprintf("%d sendMessage requests, but %d accepted + %d answered 429 + %d refused",
-			st.SendRequests, st.Messages, st.Throttled, st.Rejected))
+		wrong.addf("%d sendMessage requests, but %d accepted + %d answered 429 + %d refused",
+			st.SendRequests, st.Messages, st.Throttled, st.Rejected)
 	}
 	if p := checkTranscript(tg.transcriptTexts(), want); p != "" {
-		problems = append(problems, p)
+		wrong = append(wrong, p)
 	}
 	rows, err := conn.Query(ctx, `SELECT state, count(*) FROM outbox GROUP BY state ORDER BY state`)
 	if err != nil {
@@ -336,12 +335,9 @@ func verifyOutbox(ctx context.Context, conn *pgx.Conn, tg *telegram, st telegram
 		return fmt.Errorf("verify: %w", err)
 	}
 	if states["sent"] != n || len(states) != 1 {
-		problems = append(problems, fmt.Sprintf("outbox rows by state %v, want sent=%d only", states, n))
+		wrong.addf("outbox rows by state %v, want sent=%d only", states, n)
 	}
-	if len(problems) > 0 {
-		return errors.New("verify: " + strings.Join(problems, "; "))
-	}
-	return nil
+	return wrong.err()
 }
 
 // checkTranscript compares what each chat got with what it should have,
