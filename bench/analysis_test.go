@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -70,10 +68,7 @@ func TestAnalysisSmoke(t *testing.T) {
 // timeout of 1ns ends the wait at the first poll, long before 2000
 // messages are analysed.
 func TestAnalysisDropsDatabaseOnError(t *testing.T) {
-	server := postgresServer(t)
-	rep, err := benchAnalysis(context.Background(), analysisConfig{commonFlags: commonFlags{db: server}, n: 2000, chats: 2, seed: 1, timeout: time.Nanosecond},
-		io.Discard, newLogger(io.Discard))
-	requireDroppedOnError(t, server, rep.database, err, "is running after 1ns")
+	requireDropsOnError(t, benchAnalysis, analysisConfig{n: 2000, chats: 2, seed: 1, timeout: time.Nanosecond}, "is running after 1ns")
 }
 
 // The conversations are what the issue asks for: n messages in the last

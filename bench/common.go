@@ -276,6 +276,8 @@ type tail struct {
 
 func (t *tail) setDatabase(name string) { t.database = name }
 
+func (t tail) databaseName() string { return t.database }
+
 // notePeakRSS prints the process's peak RSS and records it in the report
 // (left 0 when it cannot be read).
 func (t *tail) notePeakRSS(out io.Writer) {

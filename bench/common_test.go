@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
@@ -60,15 +61,20 @@ func postgresServer(t *testing.T) string {
 	return storagetest.ServerURL()
 }
 
-// requireDroppedOnError checks a bench that failed after it had created its
-// database: err says each of want, and the database is gone all the same.
-func requireDroppedOnError(t *testing.T, server, database string, err error, want ...string) {
+// requireDropsOnError runs bench with cfg on the test server: it must fail
+// after it has created its database, with an error that says each of want,
+// and the database is gone all the same.
+func requireDropsOnError[C any, R interface{ databaseName() string }, PC options[C]](t *testing.T,
+	bench func(context.Context, C, io.Writer, *slog.Logger) (R, error), cfg C, want ...string) {
 	t.Helper()
+	server := postgresServer(t)
+	PC(&cfg).common().db = server
+	rep, err := bench(context.Background(), cfg, io.Discard, newLogger(io.Discard))
 	for _, w := range want {
 		require.ErrorContains(t, err, w)
 	}
-	require.NotEmpty(t, database)
-	requireDropped(t, context.Background(), server, database)
+	require.NotEmpty(t, rep.databaseName())
+	requireDropped(t, context.Background(), server, rep.databaseName())
 }
 
 func requireDropped(t *testing.T, ctx context.Context, server, name string) {

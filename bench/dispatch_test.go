@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -45,8 +43,6 @@ func TestDispatchSmoke(t *testing.T) {
 // timeout of 1ns ends the wait at its first poll, long before an offer
 // with a 1 s SLA expires.
 func TestDispatchDropsDatabaseOnError(t *testing.T) {
-	server := postgresServer(t)
-	rep, err := benchDispatch(context.Background(), dispatchConfig{commonFlags: commonFlags{db: server}, n: 5, replicas: 1, slaMin: time.Second, slaMax: time.Second,
-		batch: 5, sweeps: 1, sweepN: 10, timeout: time.Nanosecond, seed: 1}, io.Discard, newLogger(io.Discard))
-	requireDroppedOnError(t, server, rep.database, err, "of 5 offers closed", "SENT=5")
+	requireDropsOnError(t, benchDispatch, dispatchConfig{n: 5, replicas: 1, slaMin: time.Second, slaMax: time.Second,
+		batch: 5, sweeps: 1, sweepN: 10, timeout: time.Nanosecond, seed: 1}, "of 5 offers closed", "SENT=5")
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"testing"
 	"time"
 
@@ -30,10 +29,7 @@ func TestVacanciesSmoke(t *testing.T) {
 // timeout of 1ns ends run A at its first poll, long before a match can
 // have travelled HH, the LLM and Telegram.
 func TestVacanciesDropsDatabaseOnError(t *testing.T) {
-	server := postgresServer(t)
-	rep, err := benchVacancies(context.Background(), vacanciesConfig{commonFlags: commonFlags{db: server}, n: 5, llmConc: 1, latencyN: 1, timeout: time.Nanosecond},
-		io.Discard, newLogger(io.Discard))
-	requireDroppedOnError(t, server, rep.database, err, "SENT_TO_USER after")
+	requireDropsOnError(t, benchVacancies, vacanciesConfig{n: 5, llmConc: 1, latencyN: 1, timeout: time.Nanosecond}, "SENT_TO_USER after")
 }
 
 func TestUsage(t *testing.T) {
