@@ -14,8 +14,8 @@ import (
 
 	"github.com/ledongthuc/pdf"
 	"golang.org/x/text/encoding/charmap"
-	"golang.org/x/text/encoding/unicode/utf32"
 	xunicode "golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/encoding/unicode/utf32"
 )
 
 // Format is what kind of file a résumé came in.
