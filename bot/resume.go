@@ -76,7 +76,7 @@ func (u *resumeUI) document(c tele.Context) error {
 	}
 	doc := msg.Document
 	ack := func(d resume.Draft) []domain.Message {
-		out := Messages(d.ChatID, domain.KindReply, 0, r.T("resume.reading"), nil)
+		out := Messages(d.ChatID, domain.KindReply, 0, r.T("cv.reading"), nil)
 		out[0].ReplyTo = d.MessageID
 		return out
 	}
@@ -127,10 +127,10 @@ func (u *resumeUI) use(r *Request, cb Callback) error {
 		return err
 	}
 	if !ok {
-		return r.Alert("resume.stale")
+		return r.Alert("cv.stale")
 	}
-	u.b.editPressed(r, r.T("resume.used"), nil)
-	return r.Respond(&tele.CallbackResponse{Text: r.T("resume.used_toast")})
+	u.b.editPressed(r, r.T("cv.used"), nil)
+	return r.Respond(&tele.CallbackResponse{Text: r.T("cv.used_toast")})
 }
 
 func (u *resumeUI) edit(r *Request, cb Callback) error {
@@ -143,7 +143,7 @@ func (u *resumeUI) edit(r *Request, cb Callback) error {
 		return err
 	}
 	if !ok {
-		return r.Alert("resume.stale")
+		return r.Alert("cv.stale")
 	}
 	if chatID, msgID, ok := pressedMessage(r); ok {
 		if err := u.b.editMarkupDirect(r.Ctx, chatID, msgID, nil); err != nil {
@@ -154,7 +154,7 @@ func (u *resumeUI) edit(r *Request, cb Callback) error {
 	if err != nil {
 		return err
 	}
-	text := r.T("resume.edit_prompt", locales.Data{"Draft": locales.HTML("<pre>" + html.EscapeString(d.Text) + "</pre>")})
+	text := r.T("cv.edit_prompt", locales.Data{"Draft": locales.HTML("<pre>" + html.EscapeString(d.Text) + "</pre>")})
 	if err := r.Reply(text, kb); err != nil {
 		return err
 	}
@@ -171,9 +171,9 @@ func (u *resumeUI) cancel(r *Request, cb Callback) error {
 		return err
 	}
 	if !ok {
-		return r.Alert("resume.stale")
+		return r.Alert("cv.stale")
 	}
-	u.b.editPressed(r, r.T("resume.cancelled"), nil)
+	u.b.editPressed(r, r.T("cv.cancelled"), nil)
 	return r.Respond()
 }
 
@@ -187,7 +187,7 @@ func (rd *Renderer) resumeMarkup(lang string, d resume.Draft, withEdit bool) (*t
 	keys := []struct {
 		a   Action
 		key string
-	}{{actionResumeUse, "resume.button_use"}, {actionResumeEdit, "resume.button_edit"}, {actionResumeCancel, "resume.button_cancel"}}
+	}{{actionResumeUse, "cv.button_use"}, {actionResumeEdit, "cv.button_edit"}, {actionResumeCancel, "cv.button_cancel"}}
 	var row []tele.InlineButton
 	for _, k := range keys {
 		if k.a == actionResumeEdit && !withEdit {
@@ -210,26 +210,26 @@ func (rd *Renderer) ResumeDraft(d resume.Draft) []domain.Message {
 		rd.log.Error("resume: draft's buttons", "draft", d.ID, "err", err)
 		return nil
 	}
-	text := rd.cat.T(d.Lang, "resume.draft", locales.Data{"Draft": locales.HTML(markdown.HTML(d.Text))})
+	text := rd.cat.T(d.Lang, "cv.draft", locales.Data{"Draft": locales.HTML(markdown.HTML(d.Text))})
 	return Messages(d.ChatID, domain.KindReply, 0, text, kb)
 }
 
 // ResumeFailed says why no draft was made from the file, and what to send
 // instead.
 func (rd *Renderer) ResumeFailed(d resume.Draft, why error) []domain.Message {
-	key, data := "resume.error_unreadable", locales.Data{}
+	key, data := "cv.error_unreadable", locales.Data{}
 	var pages *resume.TooManyPagesError
 	switch {
 	case errors.Is(why, resume.ErrNoText) && d.Format == resume.PDF:
-		key = "resume.error_scanned"
+		key = "cv.error_scanned"
 	case errors.Is(why, resume.ErrNoText):
-		key = "resume.error_empty"
+		key = "cv.error_empty"
 	case errors.As(why, &pages):
-		key, data = "resume.error_pages", locales.Data{"Pages": pages.Pages, "Max": pages.Max}
+		key, data = "cv.error_pages", locales.Data{"Pages": pages.Pages, "Max": pages.Max}
 	case errors.Is(why, resume.ErrFileTooBig):
-		key = "resume.error_download_too_big"
+		key = "cv.error_download_too_big"
 	case errors.Is(why, resume.ErrGaveUp):
-		key = "resume.error_gave_up"
+		key = "cv.error_gave_up"
 	}
 	out := Messages(d.ChatID, domain.KindReply, 0, rd.cat.T(d.Lang, key, data), nil)
 	out[0].ReplyTo = d.MessageID

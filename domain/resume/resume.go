@@ -223,10 +223,10 @@ func (s *Service) MaxPages() int { return s.cfg.MaxPages }
 func (s *Service) Accept(ctx context.Context, doc Document, lang string, ack domain.Render[Draft]) (Draft, bool, error) {
 	f, ok := FormatOf(doc.FileName, doc.MIMEType)
 	if !ok {
-		return Draft{}, false, &domain.InputError{Key: "resume.error_type"}
+		return Draft{}, false, &domain.InputError{Key: "cv.error_type"}
 	}
 	if doc.Size > s.cfg.MaxBytes {
-		return Draft{}, false, &domain.InputError{Key: "resume.error_too_big", Args: map[string]any{"MaxMB": s.cfg.MaxBytes >> 20}}
+		return Draft{}, false, &domain.InputError{Key: "cv.error_too_big", Args: map[string]any{"MaxMB": s.cfg.MaxBytes >> 20}}
 	}
 	d, created, err := s.deps.Repo.CreateProfileDraft(ctx, Draft{
 		UserID: doc.UserID, ChatID: doc.ChatID, MessageID: doc.MessageID, Lang: lang,
