@@ -19,6 +19,7 @@ import (
 	"switchboard/domain/analysis"
 	"switchboard/domain/dispatch"
 	"switchboard/domain/memory"
+	"switchboard/domain/resume"
 	"switchboard/domain/vacancy"
 	"switchboard/health"
 	"switchboard/hh"
@@ -57,6 +58,7 @@ type app struct {
 	mem     *memory.Service
 	disp    *dispatch.Service
 	anl     *analysis.Service
+	res     *resume.Service
 	prune   *prune.Job
 }
 
@@ -252,6 +254,17 @@ func (a *app) buildWorkflows(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("analysis runs: %w", err)
 	}
+
+	a.res, err = resume.NewService(resume.Config{
+		MaxBytes: int64(cfg.ResumeMaxFileMB) << 20, MaxPages: cfg.ResumeMaxPages, MaxProfile: vacancy.MaxProfile,
+	}, resume.Deps{
+		Repo: a.store, Notifier: notes, Log: log,
+		Files: bot.TelegramFiles{URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, Client: &http.Client{Timeout: time.Minute}},
+		LLM:   llm.Port{Client: a.llm, Label: "resume_profile", Invalid: resume.ErrInvalidAnswer, Refusal: resume.ErrLLMRefused},
+	})
+	if err != nil {
+		return fmt.Errorf("résumé drafts: %w", err)
+	}
 	return nil
 }
 
@@ -314,7 +327,7 @@ func (a *app) buildBot(context.Context) error {
 		Users: a.store, Status: outage.Status{Store: a.store, Beats: a.beats, LLM: a.llm, HH: a.hh, VacancyClaimLease: cfg.VacancyClaimLease}, Catalog: a.catalog, Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Direct: a.out, Queue: a.store,
 		Inbox: a.store, Passing: storage.Passing,
-		Vacancies: a.vac, Letters: a.letters, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl,
+		Vacancies: a.vac, Letters: a.letters, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl, Resume: a.res,
 	})
 	if err != nil {
 		return err
@@ -451,6 +464,9 @@ func (a *app) services() []service.Service {
 		// Fails runs whose executor died, and hosts the executors /run_start
 		// launches; on stop they fail their runs as interrupted.
 		service.Func(a.anl.Serve),
+		// Reads the résumés users sent; drafts are rows, so another
+		// replica finishes what a dead one claimed.
+		service.Func(a.res.Run),
 	}
 }
 

@@ -57,7 +57,7 @@ const (
 var _ analysis.Notifier = (*bot.Bot)(nil)
 
 type analysisConfig struct {
-	db      string
+	commonFlags
 	n       int
 	chats   int
 	filters string
@@ -89,36 +89,6 @@ type analysisReport struct {
 	FilteredBatches  int     `json:"filtered_batches,omitempty"`
 	FilteredTotalS   float64 `json:"filtered_total_s,omitempty"`
 	tail
-}
-
-func runAnalysis(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg analysisConfig
-	fs := scenarioFlags("analysis", stderr, &cfg.db, &cfg.prof)
-	fs.IntVar(&cfg.n, "n", 10_000, "group messages in the last 24 hours, all analysed by the timed run")
-	fs.IntVar(&cfg.chats, "chats", 20, "groups the messages are spread over")
-	fs.StringVar(&cfg.filters, "filters", "", "also time a second run with these /run_new filters (e.g. \"keywords=deploy,bug min_len=20\"),\n"+
-		"after the first run's proposals are decided and the run closed")
-	fs.DurationVar(&cfg.latency, "llm-latency", 0, "delay every LLM answer by this long (the goal is for 0: the pipeline's own cost)")
-	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the generated conversations")
-	fs.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "give up when a run is not completed after this long")
-	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository, LLM, Telegram and pg_notify call and print where the executor's time goes")
-	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
-		return err
-	}
-	if cfg.n <= 0 || cfg.chats <= 0 || cfg.timeout <= 0 || cfg.latency < 0 {
-		return refuse(fs, stderr, "-n, -chats and -timeout must be positive, -llm-latency not negative")
-	}
-	if cfg.chats > 1000 {
-		return refuse(fs, stderr, "-chats must be at most 1000")
-	}
-	if strings.TrimSpace(cfg.filters) != "" {
-		if _, err := analysis.ParseRunArgs(cfg.filters); err != nil {
-			return refuse(fs, stderr, fmt.Sprintf("-filters %q: not what /run_new takes (%v)", cfg.filters, err))
-		}
-	}
-	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (analysisReport, error) {
-		return benchAnalysis(ctx, cfg, stdout, newLogger(stderr))
-	})
 }
 
 // analysisWorld is what the runs share.
@@ -411,35 +381,24 @@ func (w *analysisWorld) serve(ctx context.Context) (stop func(), err error) {
 // it is completed; a failed run, a refusal by the fake Telegram or the
 // timeout end the wait with an error.
 func waitCompleted(ctx context.Context, conn *pgx.Conn, tg *telegram, id int64, timeout time.Duration) error {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(analysisPollEvery)
-	defer tick.Stop()
 	var state, errLog string
 	var done, batches int
-	for {
+	return poll(ctx, analysisPollEvery, timeout, func() (bool, error) {
 		err := conn.QueryRow(ctx, `SELECT state, COALESCE(error_log::text, ''), batches_done, batches FROM analysis_runs WHERE id = $1`, id).
 			Scan(&state, &errLog, &done, &batches)
 		if err != nil {
-			return fmt.Errorf("poll: %w", err)
+			return false, fmt.Errorf("poll: %w", err)
 		}
 		switch analysis.State(state) {
 		case analysis.Completed:
-			return nil
+			return true, nil
 		case analysis.Failed:
-			return fmt.Errorf("run %d failed: %s", id, errLog)
+			return false, fmt.Errorf("run %d failed: %s", id, errLog)
 		}
-		if st := tg.stats(); st.Rejected > 0 {
-			return fmt.Errorf("fake Telegram refused %d calls (last: %s)", st.Rejected, st.LastReject)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return fmt.Errorf("run %d is %s after %s: %d of %d batches done", id, state, timeout, done, batches)
-		case <-tick.C:
-		}
-	}
+		return false, tg.refused()
+	}, func() error {
+		return fmt.Errorf("run %d is %s after %s: %d of %d batches done", id, state, timeout, done, batches)
+	})
 }
 
 // verify checks that the run analysed what it should, exactly once: its
@@ -450,24 +409,23 @@ func waitCompleted(ctx context.Context, conn *pgx.Conn, tg *telegram, id int64, 
 // proposal count, and the events published.
 func (w *analysisWorld) verify(ctx context.Context, res analysisResult, exp expectation) error {
 	r := res.run
-	var problems []string
-	fail := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	var wrong findings
 	nf := len(exp.filtered)
 	if r.State != analysis.Completed {
-		fail("run is %s, want completed", r.State)
+		wrong.addf("run is %s, want completed", r.State)
 	}
 	if r.Messages != exp.messages || r.Filtered != nf || r.Processed != nf {
-		fail("messages=%d filtered=%d processed=%d, want %d, %d, %d", r.Messages, r.Filtered, r.Processed, exp.messages, nf, nf)
+		wrong.addf("messages=%d filtered=%d processed=%d, want %d, %d, %d", r.Messages, r.Filtered, r.Processed, exp.messages, nf, nf)
 	}
 	if r.Batches != exp.plan.batches || r.BatchesDone != r.Batches {
-		fail("batches=%d batches_done=%d, want %d (the bench's own batching)", r.Batches, r.BatchesDone, exp.plan.batches)
+		wrong.addf("batches=%d batches_done=%d, want %d (the bench's own batching)", r.Batches, r.BatchesDone, exp.plan.batches)
 	}
 	if res.llmCalls != int64(r.Batches) || res.promptLines != int64(nf) {
-		fail("%d LLM calls with %d message lines, want one per batch (%d) and every message once (%d)",
+		wrong.addf("%d LLM calls with %d message lines, want one per batch (%d) and every message once (%d)",
 			res.llmCalls, res.promptLines, r.Batches, nf)
 	}
 	if int64(r.ProposalsTotal) != res.proposed || r.ProposalsPending != r.ProposalsTotal {
-		fail("proposals_total=%d pending=%d, the model proposed %d", r.ProposalsTotal, r.ProposalsPending, res.proposed)
+		wrong.addf("proposals_total=%d pending=%d, the model proposed %d", r.ProposalsTotal, r.ProposalsPending, res.proposed)
 	}
 
 	// Every proposal stored once, numbered 1…N for the board's pages.
@@ -479,13 +437,13 @@ FROM analysis_proposals WHERE run_id = $1`, r.ID).Scan(&stored, &ordinals, &firs
 		return fmt.Errorf("verify: %w", err)
 	}
 	if stored != int64(r.ProposalsTotal) || sources != res.cited {
-		fail("%d proposals with %d sources in the database, want %d with %d", stored, sources, r.ProposalsTotal, res.cited)
+		wrong.addf("%d proposals with %d sources in the database, want %d with %d", stored, sources, r.ProposalsTotal, res.cited)
 	}
 	if stored > 0 && (ordinals != stored || firstOrdinal != 1 || lastOrdinal != stored) {
-		fail("the %d proposals are numbered %d to %d (%d distinct), want 1 to %d", stored, firstOrdinal, lastOrdinal, ordinals, stored)
+		wrong.addf("the %d proposals are numbered %d to %d (%d distinct), want 1 to %d", stored, firstOrdinal, lastOrdinal, ordinals, stored)
 	}
 	if withMessage != 0 || res.proposalMessages != 0 {
-		fail("%d proposals have a message of their own and %d messages carry a proposal's buttons besides the board, want none",
+		wrong.addf("%d proposals have a message of their own and %d messages carry a proposal's buttons besides the board, want none",
 			withMessage, res.proposalMessages)
 	}
 
@@ -494,14 +452,14 @@ FROM analysis_proposals WHERE run_id = $1`, r.ID).Scan(&stored, &ordinals, &firs
 	// proposals, and progress_updated at the start and after every batch.
 	const wantMsgs = 4
 	if res.tg.Messages != wantMsgs || res.adminMessages != wantMsgs || res.tg.Rejected != 0 || res.tg.NotModified != 0 {
-		fail("Telegram got %d messages (%d to the admin chat, %d refused, %d edits not modifying), want %d to the admin chat",
+		wrong.addf("Telegram got %d messages (%d to the admin chat, %d refused, %d edits not modifying), want %d to the admin chat",
 			res.tg.Messages, res.adminMessages, res.tg.Rejected, res.tg.NotModified, wantMsgs)
 	}
 	if wantPub := int64(4 + r.Batches + int(res.withProposals)); res.published != wantPub {
-		fail("%d events published on pg_notify, want %d", res.published, wantPub)
+		wrong.addf("%d events published on pg_notify, want %d", res.published, wantPub)
 	}
 	if r.ProgressMessageID == 0 {
-		fail("no board recorded")
+		wrong.addf("no board recorded")
 	} else {
 		edits, last, ok := w.tg.edited(analysisAdminChat, r.ProgressMessageID)
 		if ok && edits == 0 {
@@ -511,24 +469,21 @@ FROM analysis_proposals WHERE run_id = $1`, r.ID).Scan(&stored, &ordinals, &firs
 		}
 		switch {
 		case !ok:
-			fail("board %d was not sent to the admin chat", r.ProgressMessageID)
+			wrong.addf("board %d was not sent to the admin chat", r.ProgressMessageID)
 		case edits > r.Batches+1 || res.tg.Edits != edits:
 			// The board's edits are paced; one written while another
 			// waits replaces it (the latest state wins), so at most one
 			// per batch plus the last reach Telegram, and usually far
 			// fewer.
-			fail("board edited %d times (%d edits in all), want at most %d (each of %d batches and the end)",
+			wrong.addf("board edited %d times (%d edits in all), want at most %d (each of %d batches and the end)",
 				edits, res.tg.Edits, r.Batches+1, r.Batches)
 		default:
 			if missing := boardShowsCompleted(last, r); len(missing) > 0 {
-				fail("the board does not end completed with its proposals (no %s): %q", strings.Join(missing, ", "), clipText(last, 300))
+				wrong.addf("the board does not end completed with its proposals (no %s): %q", strings.Join(missing, ", "), clipText(last, 300))
 			}
 		}
 	}
-	if len(problems) > 0 {
-		return errors.New("verify: " + strings.Join(problems, "; "))
-	}
-	return nil
+	return wrong.err()
 }
 
 // boardShowsCompleted lists what the board's final text (Telegram HTML)

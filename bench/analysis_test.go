@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,7 +19,7 @@ import (
 // last line is the JSON summary with the counts the report printed, verify
 // found everything once, and the database is gone.
 func TestAnalysisSmoke(t *testing.T) {
-	out, last, rep := smoke[analysisReport](t, runAnalysis, "-n", "600", "-chats", "3", "-filters", "keywords=deploy,bug min_len=20",
+	out, last, rep := smoke[analysisReport](t, "analysis", "-n", "600", "-chats", "3", "-filters", "keywords=deploy,bug min_len=20",
 		"-timeout", "1m", "-stages")
 	require.True(t, strings.HasPrefix(last, `{"scenario":"analysis","messages":600,"total_s":`), "the headline keys come first: %s", last)
 	require.Equal(t, "analysis", rep.Scenario)
@@ -70,10 +68,7 @@ func TestAnalysisSmoke(t *testing.T) {
 // timeout of 1ns ends the wait at the first poll, long before 2000
 // messages are analysed.
 func TestAnalysisDropsDatabaseOnError(t *testing.T) {
-	server := postgresServer(t)
-	rep, err := benchAnalysis(context.Background(), analysisConfig{db: server, n: 2000, chats: 2, seed: 1, timeout: time.Nanosecond},
-		io.Discard, newLogger(io.Discard))
-	requireDroppedOnError(t, server, rep.database, err, "is running after 1ns")
+	requireDropsOnError(t, benchAnalysis, analysisConfig{n: 2000, chats: 2, seed: 1, timeout: time.Nanosecond}, "is running after 1ns")
 }
 
 // The conversations are what the issue asks for: n messages in the last

@@ -23,14 +23,57 @@ import (
 // profiles are the files a scenario profiles itself into ("": none).
 type profiles struct{ cpu, mem string }
 
-// scenarioFlags starts a scenario's flag set with what every scenario
-// has: -db, -cpuprofile, -memprofile and the usage line.
-func scenarioFlags(name string, stderr io.Writer, db *string, prof *profiles) *flag.FlagSet {
+// commonFlags are the flags every scenario has besides its own: -db,
+// -cpuprofile and -memprofile. Each scenario's config embeds them.
+type commonFlags struct {
+	db   string
+	prof profiles
+}
+
+func (c *commonFlags) common() *commonFlags { return c }
+
+// options is a scenario's config as its command line sets it.
+type options[C any] interface {
+	*C
+	common() *commonFlags
+	// define adds the scenario's own flags to fs, bound to the config.
+	define(fs *flag.FlagSet)
+	// resolve checks the parsed values and derives the fields that follow
+	// from them; it returns why the values cannot run, "" when they can.
+	resolve() string
+}
+
+// newScenario is the scenario name: its run parses the common flags and
+// C's own, refuses what C's resolve refuses and runs bench through
+// runScenario.
+func newScenario[C any, R any, PC options[C], PR scored[R]](name, summary string,
+	bench func(ctx context.Context, cfg C, out io.Writer, log *slog.Logger) (R, error)) scenario {
+	run := func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		var cfg C
+		common := PC(&cfg).common()
+		fs := scenarioFlags(name, stderr, common)
+		PC(&cfg).define(fs)
+		if err := parseFlags(fs, args, stderr, &common.db); err != nil {
+			return err
+		}
+		if why := PC(&cfg).resolve(); why != "" {
+			return refuse(fs, stderr, why)
+		}
+		return runScenario[R, PR](ctx, stdout, common.db, common.prof, func() (R, error) {
+			return bench(ctx, cfg, stdout, newLogger(stderr))
+		})
+	}
+	return scenario{name: name, summary: summary, run: run}
+}
+
+// scenarioFlags starts a scenario's flag set with the common flags and
+// the usage line.
+func scenarioFlags(name string, stderr io.Writer, common *commonFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(db, "db", "", "PostgreSQL server URL; the bench creates and drops its own database there\n(default $DATABASE_URL, else "+defaultDB+")")
-	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the whole scenario (in-process fakes included) to this file")
-	fs.StringVar(&prof.mem, "memprofile", "", "write an allocation profile of the whole scenario (in-process fakes included) to this file")
+	fs.StringVar(&common.db, "db", "", "PostgreSQL server URL; the bench creates and drops its own database there\n(default $DATABASE_URL, else "+defaultDB+")")
+	fs.StringVar(&common.prof.cpu, "cpuprofile", "", "write a CPU profile of the whole scenario (in-process fakes included) to this file")
+	fs.StringVar(&common.prof.mem, "memprofile", "", "write an allocation profile of the whole scenario (in-process fakes included) to this file")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run ./bench %s [flags]\n", name)
 		fs.PrintDefaults()
@@ -233,6 +276,8 @@ type tail struct {
 
 func (t *tail) setDatabase(name string) { t.database = name }
 
+func (t tail) databaseName() string { return t.database }
+
 // notePeakRSS prints the process's peak RSS and records it in the report
 // (left 0 when it cannot be read).
 func (t *tail) notePeakRSS(out io.Writer) {
@@ -283,4 +328,39 @@ func describeCounts(ctx context.Context, conn *pgx.Conn, what, query, none strin
 		return none
 	}
 	return strings.Join(parts, " ")
+}
+
+// findings are what a verification found wrong, a sentence each.
+type findings []string
+
+func (f *findings) addf(format string, args ...any) { *f = append(*f, fmt.Sprintf(format, args...)) }
+
+// err is nil when nothing was found, else one error that says it all.
+func (f findings) err() error {
+	if len(f) == 0 {
+		return nil
+	}
+	return errors.New("verify: " + strings.Join(f, "; "))
+}
+
+// poll calls check every interval until it reports done or an error, and
+// returns that error; after timeout it gives up with late's. Cancelling ctx
+// ends it with ctx's error.
+func poll(ctx context.Context, every, timeout time.Duration, check func() (done bool, err error), late func() error) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		if done, err := check(); done || err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return late()
+		case <-tick.C:
+		}
+	}
 }

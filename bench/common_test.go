@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
@@ -17,21 +18,23 @@ import (
 	"switchboard/storage/storagetest"
 )
 
-// smoke runs a scenario end to end on the test server (args follow -db)
+// smoke runs the named scenario end to end on the test server (args follow -db)
 // and checks what every scenario promises: it succeeds, the last line of
 // its output is the JSON summary, which decodes into R with no unknown
 // field, and the bench database the output names is dropped. It returns
 // the output, its last line and the decoded report.
-func smoke[R any](t *testing.T, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error, args ...string) (out, last string, rep R) {
+func smoke[R any](t *testing.T, scenario string, args ...string) (out, last string, rep R) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs PostgreSQL and a few seconds")
 	}
+	sc, ok := lookup(scenario)
+	require.True(t, ok, scenario)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	server := storagetest.ServerURL()
-	err := run(ctx, append([]string{"-db", server}, args...), &stdout, &stderr)
+	err := sc.run(ctx, append([]string{"-db", server}, args...), &stdout, &stderr)
 	require.NoError(t, err, "stderr:\n%s\nstdout:\n%s", stderr.String(), stdout.String())
 
 	out = stdout.String()
@@ -58,15 +61,20 @@ func postgresServer(t *testing.T) string {
 	return storagetest.ServerURL()
 }
 
-// requireDroppedOnError checks a bench that failed after it had created its
-// database: err says each of want, and the database is gone all the same.
-func requireDroppedOnError(t *testing.T, server, database string, err error, want ...string) {
+// requireDropsOnError runs bench with cfg on the test server: it must fail
+// after it has created its database, with an error that says each of want,
+// and the database is gone all the same.
+func requireDropsOnError[C any, R interface{ databaseName() string }, PC options[C]](t *testing.T,
+	bench func(context.Context, C, io.Writer, *slog.Logger) (R, error), cfg C, want ...string) {
 	t.Helper()
+	server := postgresServer(t)
+	PC(&cfg).common().db = server
+	rep, err := bench(context.Background(), cfg, io.Discard, newLogger(io.Discard))
 	for _, w := range want {
 		require.ErrorContains(t, err, w)
 	}
-	require.NotEmpty(t, database)
-	requireDropped(t, context.Background(), server, database)
+	require.NotEmpty(t, rep.databaseName())
+	requireDropped(t, context.Background(), server, rep.databaseName())
 }
 
 func requireDropped(t *testing.T, ctx context.Context, server, name string) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,7 +34,7 @@ const (
 )
 
 type dispatchConfig struct {
-	db       string
+	commonFlags
 	n        int
 	replicas int
 	spread   time.Duration
@@ -47,7 +46,6 @@ type dispatchConfig struct {
 	timeout  time.Duration
 	seed     uint64
 	stages   bool
-	prof     profiles
 }
 
 // dispatchReport is the scenario's JSON line.
@@ -64,35 +62,6 @@ type dispatchReport struct {
 	// unless -sweep-n says otherwise; sweep_100k_ms is then for that many).
 	SweepN int `json:"sweep_n"`
 	tail
-}
-
-func runDispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg dispatchConfig
-	fs := scenarioFlags("dispatch", stderr, &cfg.db, &cfg.prof)
-	fs.IntVar(&cfg.n, "n", 10_000, "offers in the lag run, each with its own order and master")
-	fs.IntVar(&cfg.replicas, "replicas", 2, "dispatch services (replicas: a service, store and listener each) running their expiry timers")
-	fs.DurationVar(&cfg.spread, "spread", 10*time.Second, "the lag run's offers are created at a steady rate over this long")
-	fs.DurationVar(&cfg.slaMin, "sla-min", time.Second, "shortest SLA (expires_at − sent_at) of a lag-run offer; SLAs are uniform in [-sla-min, -sla-max]")
-	fs.DurationVar(&cfg.slaMax, "sla-max", 10*time.Second, "longest SLA of a lag-run offer")
-	fs.IntVar(&cfg.batch, "batch", 10, "orders with their offers per statement in the lag run")
-	fs.IntVar(&cfg.sweeps, "sweeps", 3, "sweep runs, each on fresh data; sweep_100k_ms is their median")
-	fs.IntVar(&cfg.sweepN, "sweep-n", 100_000, "due offers expired by each sweep's one ExpireOffers call")
-	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "give up when, this long after the last offers are created, offers are still open or not closed")
-	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the random SLAs")
-	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository call the replicas make in the lag run and print where their time goes")
-	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
-		return err
-	}
-	if cfg.n <= 0 || cfg.replicas <= 0 || cfg.spread < 0 || cfg.slaMin <= 0 || cfg.batch <= 0 || cfg.sweeps <= 0 ||
-		cfg.sweepN <= 0 || cfg.timeout <= 0 {
-		return refuse(fs, stderr, "-n, -replicas, -sla-min, -batch, -sweeps, -sweep-n and -timeout must be positive, -spread not negative")
-	}
-	if cfg.slaMax < cfg.slaMin {
-		return refuse(fs, stderr, "-sla-max must not be less than -sla-min")
-	}
-	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (dispatchReport, error) {
-		return benchDispatch(ctx, cfg, stdout, newLogger(stderr))
-	})
 }
 
 // benchDispatch runs the lag run and then the sweeps on a database of its
@@ -594,36 +563,27 @@ func createOffers(ctx context.Context, conn *pgx.Conn, cfg dispatchConfig, order
 // that the database has them all EXPIRED and the orders marked. It gives up timeout after its
 // start with the offers' states.
 func waitExpired(ctx context.Context, conn *pgx.Conn, c *offerClock, n int, timeout time.Duration) error {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(dispatchPollEvery)
-	defer tick.Stop()
 	var asked time.Time
-	for {
-		closed, unassignable := c.done()
-		if closed >= n && unassignable >= n || time.Since(asked) >= time.Second {
-			asked = time.Now()
-			// The notifier counts what was rendered, inside transactions
-			// that may not have committed yet: the database says when
-			// they have (stopping the replicas earlier would cancel them).
-			var expired, marked int
-			if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM offers WHERE state = 'EXPIRED'),
+	var closed, unassignable int
+	return poll(ctx, dispatchPollEvery, timeout, func() (bool, error) {
+		closed, unassignable = c.done()
+		if (closed < n || unassignable < n) && time.Since(asked) < time.Second {
+			return false, nil
+		}
+		asked = time.Now()
+		// The notifier counts what was rendered, inside transactions
+		// that may not have committed yet: the database says when
+		// they have (stopping the replicas earlier would cancel them).
+		var expired, marked int
+		if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM offers WHERE state = 'EXPIRED'),
        (SELECT count(*) FROM orders WHERE unassignable_at IS NOT NULL)`).Scan(&expired, &marked); err != nil {
-				return fmt.Errorf("poll: %w", err)
-			}
-			if closed >= n && unassignable >= n && expired >= n && marked >= n {
-				return nil
-			}
+			return false, fmt.Errorf("poll: %w", err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return fmt.Errorf("after %s: %d of %d offers closed, %d orders followed up (unassignable); offers: %s",
-				timeout, closed, n, unassignable, offerBreakdown(ctx, conn))
-		case <-tick.C:
-		}
-	}
+		return closed >= n && unassignable >= n && expired >= n && marked >= n, nil
+	}, func() error {
+		return fmt.Errorf("after %s: %d of %d offers closed, %d orders followed up (unassignable); offers: %s",
+			timeout, closed, n, unassignable, offerBreakdown(ctx, conn))
+	})
 }
 
 // offerBreakdown describes the offers for an error message.
@@ -667,7 +627,7 @@ func orderBreakdown(ctx context.Context, conn *pgx.Conn) string {
 // reported unassignable once and marked so in round 2; nothing sent.
 // The caller holds c.mu.
 func verifyLag(ctx context.Context, conn *pgx.Conn, c *offerClock, res lagResult, n int) error {
-	var problems []string
+	var wrong findings
 	var total, expired, unassignable int
 	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM offers), (SELECT count(*) FROM offers WHERE state = 'EXPIRED'),
        (SELECT count(*) FROM orders WHERE state = 'SEARCHING' AND round = 2 AND unassignable_at IS NOT NULL)`).
@@ -675,11 +635,11 @@ func verifyLag(ctx context.Context, conn *pgx.Conn, c *offerClock, res lagResult
 		return fmt.Errorf("verify: %w", err)
 	}
 	if total != n || expired != n {
-		problems = append(problems, fmt.Sprintf("%d offers, %d EXPIRED, want %d: %s", total, expired, n, offerBreakdown(ctx, conn)))
+		wrong.addf("%d offers, %d EXPIRED, want %d: %s", total, expired, n, offerBreakdown(ctx, conn))
 	}
 	if unassignable != n {
-		problems = append(problems, fmt.Sprintf("%d orders SEARCHING in round 2 and marked unassignable, want %d: %s",
-			unassignable, n, orderBreakdown(ctx, conn)))
+		wrong.addf("%d orders SEARCHING in round 2 and marked unassignable, want %d: %s",
+			unassignable, n, orderBreakdown(ctx, conn))
 	}
 	// What the bot writes for each expiry: one closing edit of the offer's
 	// message (keyed offer:ID, rendered as offer.expired) and two live-log
@@ -696,8 +656,8 @@ FROM outbox`, benchAdminChat).Scan(&edits, &editsExpired, &logs, &logsExpired, &
 		return fmt.Errorf("verify outbox: %w", err)
 	}
 	if edits != n || editsExpired != n || logs != 2*n || logsExpired != n || logsUnassignable != n || other != 0 {
-		problems = append(problems, fmt.Sprintf("outbox: %d closing edits (%d rendered as expired), %d live-log lines (%d offer_expired, %d order_unassignable), "+
-			"%d other rows; want %d, %d, %d (%d, %d), 0", edits, editsExpired, logs, logsExpired, logsUnassignable, other, n, n, 2*n, n, n))
+		wrong.addf("outbox: %d closing edits (%d rendered as expired), %d live-log lines (%d offer_expired, %d order_unassignable), "+
+			"%d other rows; want %d, %d, %d (%d, %d), 0", edits, editsExpired, logs, logsExpired, logsUnassignable, other, n, n, 2*n, n, n)
 	}
 	var sweptTwice, closedTwice, notSwept, notClosed, wrongReplica, wrongState int
 	for id := range c.expiresAt {
@@ -734,25 +694,22 @@ FROM outbox`, benchAdminChat).Scan(&edits, &editsExpired, &logs, &logsExpired, &
 		}
 	}
 	if notSwept+sweptTwice+notClosed+closedTwice+wrongReplica+wrongState+strangers > 0 || c.closes != n {
-		problems = append(problems, fmt.Sprintf("of %d offers %d never and %d more than once returned by ExpireOffers, %d never and %d more than once closed "+
+		wrong.addf("of %d offers %d never and %d more than once returned by ExpireOffers, %d never and %d more than once closed "+
 			"(%d closing edits in all, %d by another replica than the one that expired the offer, %d not as EXPIRED; %d unknown offers swept or closed)",
-			n, notSwept, sweptTwice, notClosed, closedTwice, c.closes, wrongReplica, wrongState, strangers))
+			n, notSwept, sweptTwice, notClosed, closedTwice, c.closes, wrongReplica, wrongState, strangers)
 	}
 	var returned int64
 	for _, st := range res.stats {
 		returned += st.expired.Load()
 	}
 	if returned != int64(n) {
-		problems = append(problems, fmt.Sprintf("the replicas' ExpireOffers calls returned %d offers in all, want %d", returned, n))
+		wrong.addf("the replicas' ExpireOffers calls returned %d offers in all, want %d", returned, n)
 	}
 	if c.events[dispatch.EventOfferExpired] != n || c.events[dispatch.EventUnassignable] != n || c.sendOffer != 0 {
-		problems = append(problems, fmt.Sprintf("%d offer_expired and %d order_unassignable events, %d offers sent, want %d, %d and 0",
-			c.events[dispatch.EventOfferExpired], c.events[dispatch.EventUnassignable], c.sendOffer, n, n))
+		wrong.addf("%d offer_expired and %d order_unassignable events, %d offers sent, want %d, %d and 0",
+			c.events[dispatch.EventOfferExpired], c.events[dispatch.EventUnassignable], c.sendOffer, n, n)
 	}
-	if len(problems) > 0 {
-		return errors.New("verify: " + strings.Join(problems, "; "))
-	}
-	return nil
+	return wrong.err()
 }
 
 // sweepRun replaces the dispatch tables' contents with n due offers (each

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +12,7 @@ import (
 // summary, every offer was expired and closed once, both sweeps expired
 // every due offer, and the database is gone.
 func TestDispatchSmoke(t *testing.T) {
-	out, last, rep := smoke[dispatchReport](t, runDispatch, "-n", "200", "-spread", "500ms", "-sla-min", "200ms", "-sla-max", "700ms",
+	out, last, rep := smoke[dispatchReport](t, "dispatch", "-n", "200", "-spread", "500ms", "-sla-min", "200ms", "-sla-max", "700ms",
 		"-batch", "7", "-sweeps", "2", "-sweep-n", "1000", "-timeout", "30s", "-stages")
 	require.True(t, strings.HasPrefix(last, `{"scenario":"dispatch","lag_p50_ms":`), "the headline keys come first: %s", last)
 	require.Equal(t, "dispatch", rep.Scenario)
@@ -45,8 +43,6 @@ func TestDispatchSmoke(t *testing.T) {
 // timeout of 1ns ends the wait at its first poll, long before an offer
 // with a 1 s SLA expires.
 func TestDispatchDropsDatabaseOnError(t *testing.T) {
-	server := postgresServer(t)
-	rep, err := benchDispatch(context.Background(), dispatchConfig{db: server, n: 5, replicas: 1, slaMin: time.Second, slaMax: time.Second,
-		batch: 5, sweeps: 1, sweepN: 10, timeout: time.Nanosecond, seed: 1}, io.Discard, newLogger(io.Discard))
-	requireDroppedOnError(t, server, rep.database, err, "of 5 offers closed", "SENT=5")
+	requireDropsOnError(t, benchDispatch, dispatchConfig{n: 5, replicas: 1, slaMin: time.Second, slaMax: time.Second,
+		batch: 5, sweeps: 1, sweepN: 10, timeout: time.Nanosecond, seed: 1}, "of 5 offers closed", "SENT=5")
 }

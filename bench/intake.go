@@ -27,8 +27,7 @@ import (
 
 // intakeConfig is the intake scenario's flags.
 type intakeConfig struct {
-	db       string
-	prof     profiles
+	commonFlags
 	rate     float64
 	dur      time.Duration
 	users    int
@@ -60,31 +59,6 @@ type intakeReport struct {
 }
 
 const intakeCommand = "bench"
-
-func runIntake(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg intakeConfig
-	fs := scenarioFlags("intake", stderr, &cfg.db, &cfg.prof)
-	fs.Float64Var(&cfg.rate, "rate", 300, "updates offered per second")
-	fs.DurationVar(&cfg.dur, "d", 20*time.Second, "how long each run offers updates")
-	fs.IntVar(&cfg.users, "users", 100, "users (private chats) sending, round robin")
-	fs.IntVar(&cfg.replicas, "replicas", 3, "bots in the webhook run")
-	fs.IntVar(&cfg.workers, "workers", 16, "inbox workers per bot (INBOX_WORKERS)")
-	fs.IntVar(&cfg.conc, "push-concurrency", 40, "webhook requests in flight at most (setWebhook's max_connections)")
-	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "the first updates offered in this long are not in the overhead figures")
-	fs.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "give up on a run not handled this long after the last update was offered")
-	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
-		return err
-	}
-	if cfg.rate <= 0 || cfg.dur <= 0 || cfg.users <= 0 || cfg.replicas <= 0 || cfg.workers <= 0 || cfg.conc <= 0 || cfg.warmup < 0 || cfg.timeout <= 0 {
-		return refuse(fs, stderr, "-rate, -d, -users, -replicas, -workers, -push-concurrency and -timeout must be positive")
-	}
-	if int(cfg.rate*cfg.dur.Seconds()) < 1 {
-		return refuse(fs, stderr, "-rate × -d offers no update")
-	}
-	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (intakeReport, error) {
-		return benchIntake(ctx, cfg, stdout, newLogger(stderr))
-	})
-}
 
 // benchIntake runs the polling run and the webhook run on one database
 // (the inbox emptied in between), dropped before it returns.

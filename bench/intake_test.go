@@ -11,7 +11,7 @@ import (
 // webhooks, every update handled once and in its chat's order, the JSON
 // summary last and the bench database gone.
 func TestIntakeSmoke(t *testing.T) {
-	out, last, rep := smoke[intakeReport](t, runIntake, "-rate", "100", "-d", "1s", "-users", "10", "-replicas", "2",
+	out, last, rep := smoke[intakeReport](t, "intake", "-rate", "100", "-d", "1s", "-users", "10", "-replicas", "2",
 		"-warmup", "0s")
 	require.True(t, strings.HasPrefix(last, `{"scenario":"intake","rate":100,"updates":100,`), last)
 	require.Equal(t, 100, rep.Updates)

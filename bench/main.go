@@ -321,13 +321,13 @@ type scenario struct {
 }
 
 var scenarios = []scenario{
-	{name: "vacancies", summary: "vacancy queue throughput: zero-latency fakes, then a 200 ms LLM at concurrency 4", run: runVacancies},
-	{name: "memory", summary: "memory chat: pipeline runs through the LISTEN/NOTIFY orchestrator with a zero-latency LLM", run: runMemory},
-	{name: "dispatch", summary: "expired offers: expiry lag of the per-replica timers, and one watchdog sweep of 100 000 due offers", run: runDispatch},
-	{name: "analysis", summary: "analysis runs: 10 000 group messages through prefilter, batching and proposals with a zero-latency LLM", run: runAnalysis},
-	{name: "outbox", summary: "delivery outbox: 3000 messages to 300 chats through one sender under Telegram's 30 msg/s, then unlimited", run: runOutbox},
-	{name: "intake", summary: "Telegram intake through the inbox: one bot polling, then three on webhooks, at 300 updates/s", run: runIntake},
-	{name: "prune", summary: "retention: 1 000 000 group messages and 200 000 runs' contexts pruned beside the memory chat at 150 runs/s", run: runPrune},
+	newScenario("vacancies", "vacancy queue throughput: zero-latency fakes, then a 200 ms LLM at concurrency 4", benchVacancies),
+	newScenario("memory", "memory chat: pipeline runs through the LISTEN/NOTIFY orchestrator with a zero-latency LLM", benchMemoryPasses),
+	newScenario("dispatch", "expired offers: expiry lag of the per-replica timers, and one watchdog sweep of 100 000 due offers", benchDispatch),
+	newScenario("analysis", "analysis runs: 10 000 group messages through prefilter, batching and proposals with a zero-latency LLM", benchAnalysis),
+	newScenario("outbox", "delivery outbox: 3000 messages to 300 chats through one sender under Telegram's 30 msg/s, then unlimited", benchOutbox),
+	newScenario("intake", "Telegram intake through the inbox: one bot polling, then three on webhooks, at 300 updates/s", benchIntake),
+	newScenario("prune", "retention: 1 000 000 group messages and 200 000 runs' contexts pruned beside the memory chat at 150 runs/s", benchPrune),
 }
 
 // usageError is a command-line mistake: exit status 2.

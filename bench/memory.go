@@ -60,7 +60,7 @@ var (
 )
 
 type memoryConfig struct {
-	db            string
+	commonFlags
 	runs          int
 	users         int
 	workers       int
@@ -68,7 +68,6 @@ type memoryConfig struct {
 	submitters    int
 	timeout       time.Duration
 	stages        bool
-	prof          profiles
 	// rate paces the submissions at this many runs a second (run i at
 	// i/rate); zero submits them all at once.
 	rate float64
@@ -87,58 +86,38 @@ type memoryReport struct {
 	tail
 }
 
-func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg memoryConfig
-	fs := scenarioFlags("memory", stderr, &cfg.db, &cfg.prof)
-	fs.IntVar(&cfg.runs, "runs", 2000, "pipeline runs (private messages) to submit")
-	fs.IntVar(&cfg.users, "users", 100, "users the runs are spread over, round robin (a user's runs go one after another)")
-	fs.IntVar(&cfg.workers, "workers", 16, "memory.Config.Workers of each orchestrator (MEMORY_WORKERS; the application's default, 8,\nis sized for LLM_MAX_CONCURRENCY=2; an instant LLM keeps more workers busy)")
-	fs.IntVar(&cfg.orchestrators, "orchestrators", 1, "orchestrators (replicas: a service, store, LLM client and bot each) on the database")
-	fs.IntVar(&cfg.submitters, "submitters", 0, "goroutines calling Submit (0: one per user, as the bot serves each chat on a goroutine of its own)")
-	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "give up when the runs are not all archived after this long")
-	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository, LLM and Telegram call and print where worker time goes")
-	fs.Float64Var(&cfg.rate, "rate", 300, "runs/s of the second pass, which measures the overhead at a steady load (0: no second pass)")
-	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
-		return err
+// benchMemoryPasses runs the scenario's two passes, each on a database of
+// its own: the capacity, then the overhead at -rate (none when it is 0).
+func benchMemoryPasses(ctx context.Context, cfg memoryConfig, stdout io.Writer, log *slog.Logger) (memoryReport, error) {
+	// Pass 1, capacity: every run submitted at once, so the machine
+	// is saturated and runs/s is what it can do.
+	burst := cfg
+	burst.rate = 0
+	fmt.Fprintln(stdout, "pass 1, capacity: all runs submitted at once")
+	rep, err := benchMemory(ctx, burst, stdout, log)
+	if err != nil || cfg.rate == 0 {
+		return rep, err
 	}
-	if cfg.runs <= 0 || cfg.users <= 0 || cfg.workers <= 0 || cfg.orchestrators <= 0 || cfg.submitters < 0 || cfg.timeout <= 0 || cfg.rate < 0 {
-		return refuse(fs, stderr, "-runs, -users, -workers, -orchestrators and -timeout must be positive, -submitters and -rate not negative")
+	// Pass 2, overhead: the same runs arriving at a steady rate. Under
+	// pass 1's flood a run mostly waits for a worker (about users ÷
+	// throughput, Little's law), which says nothing about what the
+	// orchestration adds to a run; at a load the machine sustains, the
+	// overhead is that addition.
+	// The first second's runs warm the replicas up (pool connections
+	// opened, statements prepared, HTTP connections to the fakes) and
+	// are not counted: the measured runs arrive at a steady state.
+	paced := cfg
+	paced.warmup = int(math.Ceil(cfg.rate))
+	paced.runs += paced.warmup
+	fmt.Fprintf(stdout, "pass 2, overhead: runs submitted at %.0f runs/s, the first %d (one second) not counted\n",
+		cfg.rate, paced.warmup)
+	second, err := benchMemory(ctx, paced, stdout, log)
+	if err != nil {
+		return rep, err
 	}
-	if cfg.submitters == 0 {
-		cfg.submitters = cfg.users
-	}
-	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (memoryReport, error) {
-		log := newLogger(stderr)
-		// Pass 1, capacity: every run submitted at once, so the machine
-		// is saturated and runs/s is what it can do.
-		burst := cfg
-		burst.rate = 0
-		fmt.Fprintln(stdout, "pass 1, capacity: all runs submitted at once")
-		rep, err := benchMemory(ctx, burst, stdout, log)
-		if err != nil || cfg.rate == 0 {
-			return rep, err
-		}
-		// Pass 2, overhead: the same runs arriving at a steady rate. Under
-		// pass 1's flood a run mostly waits for a worker (about users ÷
-		// throughput, Little's law), which says nothing about what the
-		// orchestration adds to a run; at a load the machine sustains, the
-		// overhead is that addition.
-		// The first second's runs warm the replicas up (pool connections
-		// opened, statements prepared, HTTP connections to the fakes) and
-		// are not counted: the measured runs arrive at a steady state.
-		paced := cfg
-		paced.warmup = int(math.Ceil(cfg.rate))
-		paced.runs += paced.warmup
-		fmt.Fprintf(stdout, "pass 2, overhead: runs submitted at %.0f runs/s, the first %d (one second) not counted\n",
-			cfg.rate, paced.warmup)
-		second, err := benchMemory(ctx, paced, stdout, log)
-		if err != nil {
-			return rep, err
-		}
-		rep.OverheadP50MS, rep.OverheadP99MS = second.OverheadP50MS, second.OverheadP99MS
-		rep.PeakRSSMB = max(rep.PeakRSSMB, second.PeakRSSMB)
-		return rep, nil
-	})
+	rep.OverheadP50MS, rep.OverheadP99MS = second.OverheadP50MS, second.OverheadP99MS
+	rep.PeakRSSMB = max(rep.PeakRSSMB, second.PeakRSSMB)
+	return rep, nil
 }
 
 // replica is one orchestrator with its own pool, LLM client and bot, as a
@@ -491,43 +470,38 @@ func submitRuns(ctx context.Context, svc *memory.Service, cfg memoryConfig, user
 // the throughput from the code under test. It fails fast when a run FAILED or
 // Telegram refused a message: the runs could never all finish.
 func waitArchived(ctx context.Context, conn *pgx.Conn, tg *telegram, c *runClock, floor int64, n int, start time.Time,
-	timeout time.Duration) (time.Duration, error) {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(memoryPollEvery)
-	defer tick.Stop()
+	timeout time.Duration) (elapsed time.Duration, err error) {
 	var asked time.Time
-	for {
-		archived, failed := c.counts()
+	var archived int
+	err = poll(ctx, memoryPollEvery, timeout, func() (bool, error) {
+		var failed int
+		archived, failed = c.counts()
 		if archived >= n || failed > 0 || time.Since(asked) >= time.Second {
 			asked = time.Now()
 			err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE archived_at IS NOT NULL), count(*) FILTER (WHERE status = 'FAILED')
 FROM pipeline_runs WHERE id > $1`, floor).Scan(&archived, &failed)
 			if err != nil {
-				return 0, fmt.Errorf("poll: %w", err)
+				return false, fmt.Errorf("poll: %w", err)
 			}
 			if archived >= n {
 				// Finishing late is a timeout too, however the polls fell.
-				if el := time.Since(start); el <= timeout {
-					return el, nil
+				if elapsed = time.Since(start); elapsed <= timeout {
+					return true, nil
 				}
-				return 0, fmt.Errorf("%d of %d runs archived after %s: %s", archived, n, timeout, runBreakdown(ctx, conn, floor))
+				return false, fmt.Errorf("%d of %d runs archived after %s: %s", archived, n, timeout, runBreakdown(ctx, conn, floor))
 			}
 			if failed > 0 {
-				return 0, fmt.Errorf("%d runs FAILED: %s", failed, runBreakdown(ctx, conn, floor))
+				return false, fmt.Errorf("%d runs FAILED: %s", failed, runBreakdown(ctx, conn, floor))
 			}
 		}
-		if st := tg.stats(); st.Rejected > 0 {
-			return 0, fmt.Errorf("fake Telegram refused %d calls (last: %s)", st.Rejected, st.LastReject)
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-deadline.C:
-			return 0, fmt.Errorf("%d of %d runs archived after %s: %s", archived, n, timeout, runBreakdown(ctx, conn, floor))
-		case <-tick.C:
-		}
+		return false, tg.refused()
+	}, func() error {
+		return fmt.Errorf("%d of %d runs archived after %s: %s", archived, n, timeout, runBreakdown(ctx, conn, floor))
+	})
+	if err != nil {
+		return 0, err
 	}
+	return elapsed, nil
 }
 
 // runBreakdown describes the runs with an id above floor for an error message.
@@ -682,15 +656,15 @@ func (r memoryResult) print(out io.Writer) {
 // COMPLETED, delivered and archived; four LLM calls, one per stage; one
 // summary in lsm_storage; one answer in Telegram, replying to its message.
 func verifyMemory(ctx context.Context, conn *pgx.Conn, tg *telegram, t *llmTimer, res memoryResult, users []int64, floor int64, n int) error {
-	var problems []string
+	var wrong findings
 	var total, done int
 	if err := conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'COMPLETED'
   AND delivered_at IS NOT NULL AND archived_at IS NOT NULL) FROM pipeline_runs WHERE id > $1`, floor).Scan(&total, &done); err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
 	if total != n || done != n {
-		problems = append(problems, fmt.Sprintf("%d runs, %d COMPLETED, delivered and archived, want %d: %s",
-			total, done, n, runBreakdown(ctx, conn, floor)))
+		wrong.addf("%d runs, %d COMPLETED, delivered and archived, want %d: %s",
+			total, done, n, runBreakdown(ctx, conn, floor))
 	}
 	var sums, sumRuns int
 	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT source_run_ids[1]) FROM lsm_storage
@@ -698,20 +672,20 @@ WHERE source_run_ids[1] > $1`, floor).Scan(&sums, &sumRuns); err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
 	if sums != n || sumRuns != n {
-		problems = append(problems, fmt.Sprintf("lsm_storage has %d rows for %d runs, want %d", sums, sumRuns, n))
+		wrong.addf("lsm_storage has %d rows for %d runs, want %d", sums, sumRuns, n)
 	}
 	for name, c := range res.calls {
 		if c != n {
-			problems = append(problems, fmt.Sprintf("%d %s calls, want %d", c, name, n))
+			wrong.addf("%d %s calls, want %d", c, name, n)
 		}
 	}
 	if bad := t.notOncePerStage(n); bad != "" {
-		problems = append(problems, bad)
+		wrong = append(wrong, bad)
 	}
 	st := tg.stats()
 	if st.Replies != n || st.ReplyDistinct != n || st.ReplyDuplicates != 0 || st.Messages != n || st.Rejected != 0 {
-		problems = append(problems, fmt.Sprintf("Telegram got %d messages, %d of them answers to %d distinct messages (%d duplicates, %d refused), want %d",
-			st.Messages, st.Replies, st.ReplyDistinct, st.ReplyDuplicates, st.Rejected, n))
+		wrong.addf("Telegram got %d messages, %d of them answers to %d distinct messages (%d duplicates, %d refused), want %d",
+			st.Messages, st.Replies, st.ReplyDistinct, st.ReplyDuplicates, st.Rejected, n)
 	}
 	got := tg.replies()
 	missing := 0
@@ -722,12 +696,9 @@ WHERE source_run_ids[1] > $1`, floor).Scan(&sums, &sumRuns); err != nil {
 		}
 	}
 	if missing > 0 {
-		problems = append(problems, fmt.Sprintf("%d messages were not answered exactly once", missing))
+		wrong.addf("%d messages were not answered exactly once", missing)
 	}
-	if len(problems) > 0 {
-		return errors.New("verify: " + strings.Join(problems, "; "))
-	}
-	return nil
+	return wrong.err()
 }
 
 // runClock records, per run, when a worker started it (the CapturePipelineRun call

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
 	"testing"
 	"time"
 
@@ -12,7 +10,7 @@ import (
 // The scenario end to end with a tiny run: the last line is the JSON
 // summary, every run went the whole way once, and the database is gone.
 func TestMemorySmoke(t *testing.T) {
-	out, _, rep := smoke[memoryReport](t, runMemory, "-runs", "40", "-users", "5", "-workers", "4", "-orchestrators", "2", "-stages")
+	out, _, rep := smoke[memoryReport](t, "memory", "-runs", "40", "-users", "5", "-workers", "4", "-orchestrators", "2", "-stages")
 	require.Equal(t, "memory", rep.Scenario)
 	require.Equal(t, 40, rep.Runs)
 	require.Positive(t, rep.RunsPerS)
@@ -29,10 +27,8 @@ func TestMemorySmoke(t *testing.T) {
 // A run that fails after its database was created still drops it: a
 // timeout of 1ns ends the wait at its first poll.
 func TestMemoryDropsDatabaseOnError(t *testing.T) {
-	server := postgresServer(t)
-	rep, err := benchMemory(context.Background(), memoryConfig{db: server, runs: 5, users: 2, workers: 1, orchestrators: 1, submitters: 1,
-		timeout: time.Nanosecond}, io.Discard, newLogger(io.Discard))
-	requireDroppedOnError(t, server, rep.database, err, "runs archived after")
+	requireDropsOnError(t, benchMemory, memoryConfig{runs: 5, users: 2, workers: 1, orchestrators: 1, submitters: 1,
+		timeout: time.Nanosecond}, "runs archived after")
 }
 
 func TestMarkerOf(t *testing.T) {

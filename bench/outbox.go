@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,8 +18,7 @@ import (
 )
 
 type outboxConfig struct {
-	db      string
-	prof    profiles
+	commonFlags
 	n       int
 	chats   int
 	workers int // of the unlimited run
@@ -50,34 +48,6 @@ const (
 
 // outboxFirstChat is the first chat's id; the chats are private (> 0).
 const outboxFirstChat int64 = 900_000_001
-
-func runOutbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg outboxConfig
-	fs := scenarioFlags("outbox", stderr, &cfg.db, &cfg.prof)
-	fs.IntVar(&cfg.n, "n", 3000, "messages to enqueue")
-	fs.IntVar(&cfg.chats, "chats", 300, "private chats the messages go to (as evenly as they divide)")
-	fs.IntVar(&cfg.workers, "workers", 64, "delivery.Config.Workers of the unlimited run (the limited run uses the default, 16)")
-	fs.StringVar(&cfg.order, "order", "chat", "the order the messages are enqueued in: chat (each chat's messages one after another)\nor round (the first message of every chat, then the second of every chat, …)")
-	fs.DurationVar(&cfg.timeout, "timeout", 0, "give up on a run whose outbox is not drained after this long (0: 60 s + 3 × n/30 s)")
-	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
-		return err
-	}
-	if cfg.n < 2 || cfg.chats <= 0 || cfg.workers <= 0 || cfg.timeout < 0 {
-		return refuse(fs, stderr, "-n must be at least 2, -chats and -workers must be positive, -timeout not negative")
-	}
-	if cfg.chats > cfg.n {
-		return refuse(fs, stderr, "-chats must not exceed -n: every chat gets a message")
-	}
-	if cfg.order != "chat" && cfg.order != "round" {
-		return refuse(fs, stderr, fmt.Sprintf("-order %q: want chat or round", cfg.order))
-	}
-	if cfg.timeout == 0 {
-		cfg.timeout = time.Minute + time.Duration(3*float64(cfg.n)/outboxTelegramRate*float64(time.Second))
-	}
-	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (outboxReport, error) {
-		return benchOutbox(ctx, cfg, stdout, newLogger(stderr))
-	})
-}
 
 // outboxPass is one of the scenario's two runs.
 type outboxPass struct {
@@ -340,19 +310,19 @@ func acceptedPerSecond(times []time.Time) (most int, perSec []int) {
 // chat's in the order written, that Telegram refused nothing but for its
 // flood limits, and that the outbox holds every row as sent.
 func verifyOutbox(ctx context.Context, conn *pgx.Conn, tg *telegram, st telegramStats, want map[int64][]string, n int) error {
-	var problems []string
+	var wrong findings
 	if st.Messages != n {
-		problems = append(problems, fmt.Sprintf("Telegram accepted %d messages, want %d", st.Messages, n))
+		wrong.addf("Telegram accepted %d messages, want %d", st.Messages, n)
 	}
 	if st.Rejected > 0 {
-		problems = append(problems, fmt.Sprintf("Telegram refused %d requests (last: %s)", st.Rejected, st.LastReject))
+		wrong.addf("Telegram refused %d requests (last: %s)", st.Rejected, st.LastReject)
 	}
 	if st.SendRequests != st.Messages+st.Throttled+st.Rejected {
-		problems = append(problems, fmt.Sprintf("%d sendMessage requests, but %d accepted + %d answered 429 + %d refused",
-			st.SendRequests, st.Messages, st.Throttled, st.Rejected))
+		wrong.addf("%d sendMessage requests, but %d accepted + %d answered 429 + %d refused",
+			st.SendRequests, st.Messages, st.Throttled, st.Rejected)
 	}
 	if p := checkTranscript(tg.transcriptTexts(), want); p != "" {
-		problems = append(problems, p)
+		wrong = append(wrong, p)
 	}
 	rows, err := conn.Query(ctx, `SELECT state, count(*) FROM outbox GROUP BY state ORDER BY state`)
 	if err != nil {
@@ -365,12 +335,9 @@ func verifyOutbox(ctx context.Context, conn *pgx.Conn, tg *telegram, st telegram
 		return fmt.Errorf("verify: %w", err)
 	}
 	if states["sent"] != n || len(states) != 1 {
-		problems = append(problems, fmt.Sprintf("outbox rows by state %v, want sent=%d only", states, n))
+		wrong.addf("outbox rows by state %v, want sent=%d only", states, n)
 	}
-	if len(problems) > 0 {
-		return errors.New("verify: " + strings.Join(problems, "; "))
-	}
-	return nil
+	return wrong.err()
 }
 
 // checkTranscript compares what each chat got with what it should have,

@@ -14,7 +14,7 @@ import (
 // bench databases are gone. 20 chats of 3 keep the limited run near 2 s:
 // a chat's 10 would take 8 s at one message a second.
 func TestOutboxSmoke(t *testing.T) {
-	out, last, rep := smoke[outboxReport](t, runOutbox, "-n", "60", "-chats", "20", "-workers", "8")
+	out, last, rep := smoke[outboxReport](t, "outbox", "-n", "60", "-chats", "20", "-workers", "8")
 	require.True(t, strings.HasPrefix(last, `{"scenario":"outbox","messages":60,"per_s":`), "the headline keys come first: %s", last)
 	require.Equal(t, "outbox", rep.Scenario)
 	require.Equal(t, 60, rep.Messages)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -45,7 +44,7 @@ const (
 )
 
 type pruneConfig struct {
-	db       string
+	commonFlags
 	messages int // group messages past retention
 	runs     int // closed runs past retention
 	// keepMessages and keepRuns are the rows inside retention seeded next
@@ -55,7 +54,6 @@ type pruneConfig struct {
 	maxPrune               time.Duration
 	opts                   storage.PruneOptions
 	memory                 memoryConfig
-	prof                   profiles
 }
 
 // pruneReport is the scenario's JSON line.
@@ -81,43 +79,6 @@ type pruneReport struct {
 	PRAfter       float64 `json:"pipeline_runs_mb_after"`
 	PRAfterFull   float64 `json:"pipeline_runs_mb_after_full"`
 	tail
-}
-
-func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg pruneConfig
-	fs := scenarioFlags("prune", stderr, &cfg.db, &cfg.prof)
-	fs.IntVar(&cfg.messages, "messages", 1_000_000, "group messages past RETAIN_GROUP_MESSAGES to seed (and prune)")
-	fs.IntVar(&cfg.runs, "runs", 200_000, "closed pipeline runs past RETAIN_RUN_CONTEXT to seed (and clear)")
-	fs.Float64Var(&cfg.memory.rate, "rate", 150, "runs/s of the memory chat running beside the prune")
-	fs.DurationVar(&cfg.baseline, "baseline", 20*time.Second, "how long the memory chat runs alone (after a second's warm-up) before the prune starts")
-	fs.IntVar(&cfg.memory.users, "users", 100, "users of the memory chat's runs, round robin")
-	fs.IntVar(&cfg.memory.workers, "workers", 16, "memory.Config.Workers of each orchestrator (see the memory scenario)")
-	fs.IntVar(&cfg.memory.orchestrators, "orchestrators", 1, "orchestrators on the database (see the memory scenario)")
-	fs.BoolVar(&cfg.memory.stages, "stages", false, "also time each repository, LLM and Telegram call of the memory chat")
-	fs.IntVar(&cfg.opts.Batch, "batch", pruneDefaults.Batch, "PRUNE_BATCH: rows per prune batch")
-	fs.DurationVar(&cfg.opts.StatementTimeout, "statement-timeout", pruneDefaults.StatementTimeout, "PRUNE_STATEMENT_TIMEOUT")
-	fs.DurationVar(&cfg.opts.Pause, "pause", pruneDefaults.Pause, "pause between two prune batches (the job's)")
-	fs.DurationVar(&cfg.maxPrune, "max-prune", 20*time.Minute, "give up when the prune takes longer")
-	fs.DurationVar(&cfg.memory.timeout, "timeout", 5*time.Minute, "give up when the memory chat's runs are not all archived this long after the last submission")
-	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
-		return err
-	}
-	if cfg.messages <= 0 || cfg.runs <= 0 || cfg.memory.rate <= 0 || cfg.baseline <= 0 || cfg.memory.users <= 0 ||
-		cfg.memory.workers <= 0 || cfg.memory.orchestrators <= 0 || cfg.opts.Batch <= 0 || cfg.opts.StatementTimeout <= 0 ||
-		cfg.opts.Pause < 0 || cfg.maxPrune <= 0 || cfg.memory.timeout <= 0 {
-		return refuse(fs, stderr, "-messages, -runs, -rate, -baseline, -users, -workers, -orchestrators, -batch, -statement-timeout, "+
-			"-max-prune and -timeout must be positive, -pause not negative")
-	}
-	cfg.keepMessages = max(1, cfg.messages/100)
-	cfg.keepRuns = max(1, cfg.runs/50)
-	cfg.memory.db = cfg.db
-	cfg.memory.submitters = cfg.memory.users
-	// Room for every run the stream may submit: the warm-up, the baseline
-	// and the longest prune allowed.
-	cfg.memory.runs = int(math.Ceil(cfg.memory.rate * (time.Second + cfg.baseline + cfg.maxPrune).Seconds()))
-	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (pruneReport, error) {
-		return benchPrune(ctx, cfg, stdout, newLogger(stderr))
-	})
 }
 
 // batchLog records every prune batch (storage.PruneOptions.OnBatch).
@@ -277,18 +238,18 @@ func benchPrune(ctx context.Context, cfg pruneConfig, out io.Writer, log *slog.L
 		fmt.Fprintf(out, "  every batch: %d, max %.1fms against the statement timeout of %s; %d cancelled by it\n",
 			len(all), ms(all.p(1)), cfg.opts.StatementTimeout, timeouts)
 
-		problems, err := checkPruned(ctx, pool, cfg, pruneStart)
+		wrong, err := checkPruned(ctx, pool, cfg, pruneStart)
 		if err != nil {
 			return rep, err
 		}
 		if timeouts > 0 {
-			problems = append(problems, fmt.Sprintf("%d prune batches hit the statement timeout", timeouts))
+			wrong.addf("%d prune batches hit the statement timeout", timeouts)
 		}
 		if over := len(all) - sortedIndexAbove(all, cfg.opts.StatementTimeout); over > 0 {
-			problems = append(problems, fmt.Sprintf("%d prune batches took longer than the statement timeout (%s)", over, cfg.opts.StatementTimeout))
+			wrong.addf("%d prune batches took longer than the statement timeout (%s)", over, cfg.opts.StatementTimeout)
 		}
 		if log2.errs > 0 {
-			problems = append(problems, fmt.Sprintf("%d prune batches failed", log2.errs))
+			wrong.addf("%d prune batches failed", log2.errs)
 		}
 
 		// The sizes: after VACUUM, which makes the space reusable, and after
@@ -323,12 +284,12 @@ func benchPrune(ctx context.Context, cfg pruneConfig, out io.Writer, log *slog.L
 		// its in-use space after VACUUM counts the soak's runs, and its file
 		// is compared once they are gone, holding only the seeded runs again.
 		if full["group_messages"] >= before["group_messages"] {
-			problems = append(problems, fmt.Sprintf("group_messages did not shrink: %.1f MB before, %.1f MB after VACUUM FULL",
-				mb(before["group_messages"]), mb(full["group_messages"])))
+			wrong.addf("group_messages did not shrink: %.1f MB before, %.1f MB after VACUUM FULL",
+				mb(before["group_messages"]), mb(full["group_messages"]))
 		}
 		if used := after["group_messages"] - free["group_messages"]; used >= before["group_messages"] {
-			problems = append(problems, fmt.Sprintf("group_messages: %.1f MB after VACUUM of which %.1f MB free, no less in use than the %.1f MB before",
-				mb(after["group_messages"]), mb(free["group_messages"]), mb(before["group_messages"])))
+			wrong.addf("group_messages: %.1f MB after VACUUM of which %.1f MB free, no less in use than the %.1f MB before",
+				mb(after["group_messages"]), mb(free["group_messages"]), mb(before["group_messages"]))
 		}
 		if _, err := pool.Exec(ctx, `DELETE FROM pipeline_runs WHERE id > $1`, seededMax); err != nil {
 			return rep, fmt.Errorf("drop the soak's runs: %w", err)
@@ -342,11 +303,11 @@ func benchPrune(ctx context.Context, cfg pruneConfig, out io.Writer, log *slog.L
 		}
 		fmt.Fprintf(out, "pipeline_runs holding the seeded runs alone, after VACUUM FULL: %.1f MB\n", mb(seeded["pipeline_runs"]))
 		if seeded["pipeline_runs"] >= before["pipeline_runs"] {
-			problems = append(problems, fmt.Sprintf("pipeline_runs did not shrink: %.1f MB of seeded runs before, %.1f MB after the prune and VACUUM FULL",
-				mb(before["pipeline_runs"]), mb(seeded["pipeline_runs"])))
+			wrong.addf("pipeline_runs did not shrink: %.1f MB of seeded runs before, %.1f MB after the prune and VACUUM FULL",
+				mb(before["pipeline_runs"]), mb(seeded["pipeline_runs"]))
 		}
-		if len(problems) > 0 {
-			return rep, errors.New("verify: " + strings.Join(problems, "; "))
+		if err := wrong.err(); err != nil {
+			return rep, err
 		}
 
 		rep.notePeakRSS(out)
@@ -419,18 +380,18 @@ func sortedIndexAbove(d durations, x time.Duration) int {
 // untouched.
 func checkPruned(ctx context.Context, pool interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
-}, cfg pruneConfig, pruneAt time.Time) ([]string, error) {
-	var problems []string
+}, cfg pruneConfig, pruneAt time.Time) (findings, error) {
+	var wrong findings
 	var oldMsgs, keptMsgs int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE date < $1), count(*) FILTER (WHERE date >= $1)
 FROM group_messages`, pruneAt.Add(-pruneRetain.GroupMessages)).Scan(&oldMsgs, &keptMsgs); err != nil {
 		return nil, fmt.Errorf("check messages: %w", err)
 	}
 	if oldMsgs != 0 {
-		problems = append(problems, fmt.Sprintf("%d group messages past retention left", oldMsgs))
+		wrong.addf("%d group messages past retention left", oldMsgs)
 	}
 	if keptMsgs != cfg.keepMessages {
-		problems = append(problems, fmt.Sprintf("%d group messages inside retention, want the %d seeded", keptMsgs, cfg.keepMessages))
+		wrong.addf("%d group messages inside retention, want the %d seeded", keptMsgs, cfg.keepMessages)
 	}
 	var oldLeft, oldCleared, keptWhole, keptTouched, chatTouched int
 	if err := pool.QueryRow(ctx, `SELECT
@@ -444,15 +405,15 @@ FROM pipeline_runs`, pruneAt.Add(-pruneRetain.RunContext), pruneFirstUser).Scan(
 		return nil, fmt.Errorf("check runs: %w", err)
 	}
 	if oldLeft != 0 || oldCleared != cfg.runs {
-		problems = append(problems, fmt.Sprintf("%d runs past retention cleared and %d not, want %d and 0", oldCleared, oldLeft, cfg.runs))
+		wrong.addf("%d runs past retention cleared and %d not, want %d and 0", oldCleared, oldLeft, cfg.runs)
 	}
 	if keptWhole != cfg.keepRuns || keptTouched != 0 {
-		problems = append(problems, fmt.Sprintf("%d runs inside retention kept whole and %d cleared, want %d and 0", keptWhole, keptTouched, cfg.keepRuns))
+		wrong.addf("%d runs inside retention kept whole and %d cleared, want %d and 0", keptWhole, keptTouched, cfg.keepRuns)
 	}
 	if chatTouched != 0 {
-		problems = append(problems, fmt.Sprintf("%d of the memory chat's runs lost their context", chatTouched))
+		wrong.addf("%d of the memory chat's runs lost their context", chatTouched)
 	}
-	return problems, nil
+	return wrong, nil
 }
 
 // sizes are tables' pg_total_relation_size in bytes.

@@ -12,7 +12,7 @@ import (
 // gone, young ones kept, no batch over its timeout, sizes fallen) pass,
 // and the database is gone.
 func TestPruneSmoke(t *testing.T) {
-	out, _, rep := smoke[pruneReport](t, runPrune, "-messages", "3000", "-runs", "600", "-batch", "100",
+	out, _, rep := smoke[pruneReport](t, "prune", "-messages", "3000", "-runs", "600", "-batch", "100",
 		"-baseline", "500ms", "-rate", "100", "-users", "5", "-workers", "4")
 	require.Equal(t, "prune", rep.Scenario)
 	require.EqualValues(t, 3000, rep.Messages)

@@ -177,6 +177,15 @@ type telegramStats struct {
 	FirstSent, LastSent time.Time
 }
 
+// refused is an error when the fake has refused a call: a run that sent
+// it could never finish.
+func (t *telegram) refused() error {
+	if st := t.stats(); st.Rejected > 0 {
+		return fmt.Errorf("fake Telegram refused %d calls (last: %s)", st.Rejected, st.LastReject)
+	}
+	return nil
+}
+
 func (t *telegram) stats() telegramStats {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -53,13 +53,12 @@ const (
 var verdict = map[string]any{"is_relevant": true, "score": 80, "reasons": []string{"fits"}, "matched_skills": []string{"Go"}}
 
 type vacanciesConfig struct {
-	db       string
+	commonFlags
 	n        int
 	llmConc  int
 	latencyN int
 	timeout  time.Duration
 	stages   bool
-	prof     profiles
 }
 
 // vacanciesReport is the scenario's JSON line.
@@ -69,25 +68,6 @@ type vacanciesReport struct {
 	Latency200msPerS float64 `json:"latency_200ms_per_s"`
 	Efficiency       float64 `json:"efficiency"`
 	tail
-}
-
-func runVacancies(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg vacanciesConfig
-	fs := scenarioFlags("vacancies", stderr, &cfg.db, &cfg.prof)
-	fs.IntVar(&cfg.n, "n", 3000, "matches in the zero-latency run")
-	fs.IntVar(&cfg.llmConc, "llm-concurrency", 16, "LLM calls in flight in the zero-latency run (workers: vacancy.WorkersFor of it, as in the bot)")
-	fs.IntVar(&cfg.latencyN, "latency-n", 200, "matches in the 200 ms LLM latency run (LLM concurrency 4)")
-	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "give up on a run that has not delivered everything after this long")
-	fs.BoolVar(&cfg.stages, "stages", false, "also time each collaborator call (DB, HH, LLM, Telegram) and print where worker time goes")
-	if err := parseFlags(fs, args, stderr, &cfg.db); err != nil {
-		return err
-	}
-	if cfg.n <= 0 || cfg.llmConc <= 0 || cfg.latencyN <= 0 || cfg.timeout <= 0 {
-		return refuse(fs, stderr, "-n, -llm-concurrency, -latency-n and -timeout must be positive")
-	}
-	return runScenario(ctx, stdout, cfg.db, cfg.prof, func() (vacanciesReport, error) {
-		return benchVacancies(ctx, cfg, stdout, newLogger(stderr))
-	})
 }
 
 // benchVacancies runs both runs on a database of its own, dropped before it
@@ -390,42 +370,36 @@ func toVacancy(g hhtest.Vacancy) (vacancy.Vacancy, error) {
 // waitSent polls until n matches are SENT_TO_USER and returns the time
 // since start at that poll. It fails fast when a match ends anywhere else,
 // disappears, or Telegram refused a message: the run could never finish.
-func waitSent(ctx context.Context, conn *pgx.Conn, tg *telegram, n int, start time.Time, timeout time.Duration) (time.Duration, error) {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
-	for {
-		var sent, other, total int
+func waitSent(ctx context.Context, conn *pgx.Conn, tg *telegram, n int, start time.Time, timeout time.Duration) (elapsed time.Duration, err error) {
+	var sent int
+	err = poll(ctx, pollEvery, timeout, func() (bool, error) {
+		var other, total int
 		err := conn.QueryRow(ctx, `
 SELECT count(*) FILTER (WHERE status = 'SENT_TO_USER'),
        count(*) FILTER (WHERE status NOT IN ('QUEUED', 'ANALYZED', 'SENT_TO_USER')),
        count(*)
 FROM vacancy_matches`).Scan(&sent, &other, &total)
 		if err != nil {
-			return 0, fmt.Errorf("poll: %w", err)
+			return false, fmt.Errorf("poll: %w", err)
 		}
 		if sent >= n {
 			// Finishing late is a timeout too, however the polls fell.
-			if el := time.Since(start); el <= timeout {
-				return el, nil
+			if elapsed = time.Since(start); elapsed <= timeout {
+				return true, nil
 			}
-			return 0, fmt.Errorf("%d of %d matches SENT_TO_USER after %s: %s", sent, n, timeout, breakdown(ctx, conn))
+			return false, fmt.Errorf("%d of %d matches SENT_TO_USER after %s: %s", sent, n, timeout, breakdown(ctx, conn))
 		}
 		if other > 0 || total < n {
-			return 0, fmt.Errorf("matches left the path to SENT_TO_USER (%d of %d exist): %s", total, n, breakdown(ctx, conn))
+			return false, fmt.Errorf("matches left the path to SENT_TO_USER (%d of %d exist): %s", total, n, breakdown(ctx, conn))
 		}
-		if st := tg.stats(); st.Rejected > 0 {
-			return 0, fmt.Errorf("fake Telegram refused %d messages (last: %s)", st.Rejected, st.LastReject)
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-deadline.C:
-			return 0, fmt.Errorf("%d of %d matches SENT_TO_USER after %s: %s", sent, n, timeout, breakdown(ctx, conn))
-		case <-tick.C:
-		}
+		return false, tg.refused()
+	}, func() error {
+		return fmt.Errorf("%d of %d matches SENT_TO_USER after %s: %s", sent, n, timeout, breakdown(ctx, conn))
+	})
+	if err != nil {
+		return 0, err
 	}
+	return elapsed, nil
 }
 
 // breakdown describes the queue for an error message.
@@ -453,13 +427,13 @@ func verify(ctx context.Context, conn *pgx.Conn, tg *telegram, n int) error {
 		return fmt.Errorf("verify: %w", err)
 	}
 	st := tg.stats()
-	var problems []string
+	var wrong findings
 	if sent != n || msgIDs != n {
-		problems = append(problems, fmt.Sprintf("%d matches SENT_TO_USER with %d distinct message ids, want %d", sent, msgIDs, n))
+		wrong.addf("%d matches SENT_TO_USER with %d distinct message ids, want %d", sent, msgIDs, n)
 	}
 	if st.Messages != n || st.Distinct != n || st.Duplicates != 0 || st.Unmatched != 0 || st.Rejected != 0 {
-		problems = append(problems, fmt.Sprintf("Telegram got %d messages for %d distinct matches (%d duplicates, %d without buttons, %d refused), want %d",
-			st.Messages, st.Distinct, st.Duplicates, st.Unmatched, st.Rejected, n))
+		wrong.addf("Telegram got %d messages for %d distinct matches (%d duplicates, %d without buttons, %d refused), want %d",
+			st.Messages, st.Distinct, st.Duplicates, st.Unmatched, st.Rejected, n)
 	}
 	rows, err := conn.Query(ctx, `SELECT id FROM vacancy_matches WHERE status = 'SENT_TO_USER'`)
 	if err != nil {
@@ -477,12 +451,9 @@ func verify(ctx context.Context, conn *pgx.Conn, tg *telegram, n int) error {
 		}
 	}
 	if missing > 0 {
-		problems = append(problems, fmt.Sprintf("%d matches marked sent were not delivered exactly once", missing))
+		wrong.addf("%d matches marked sent were not delivered exactly once", missing)
 	}
-	if len(problems) > 0 {
-		return errors.New("verify: " + strings.Join(problems, "; "))
-	}
-	return nil
+	return wrong.err()
 }
 
 // benchDatabaseURL names a fresh database on the server of serverURL.

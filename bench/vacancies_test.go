@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"testing"
 	"time"
 
@@ -14,7 +13,7 @@ import (
 // The scenario end to end with tiny runs: the last line is the JSON
 // summary, the rates are positive and the bench database is gone.
 func TestVacanciesSmoke(t *testing.T) {
-	out, _, rep := smoke[vacanciesReport](t, runVacancies, "-n", "30", "-llm-concurrency", "4", "-latency-n", "8", "-stages")
+	out, _, rep := smoke[vacanciesReport](t, "vacancies", "-n", "30", "-llm-concurrency", "4", "-latency-n", "8", "-stages")
 	require.Equal(t, "vacancies", rep.Scenario)
 	require.Positive(t, rep.ZeroLatencyPerS)
 	require.Positive(t, rep.Latency200msPerS)
@@ -30,10 +29,7 @@ func TestVacanciesSmoke(t *testing.T) {
 // timeout of 1ns ends run A at its first poll, long before a match can
 // have travelled HH, the LLM and Telegram.
 func TestVacanciesDropsDatabaseOnError(t *testing.T) {
-	server := postgresServer(t)
-	rep, err := benchVacancies(context.Background(), vacanciesConfig{db: server, n: 5, llmConc: 1, latencyN: 1, timeout: time.Nanosecond},
-		io.Discard, newLogger(io.Discard))
-	requireDroppedOnError(t, server, rep.database, err, "SENT_TO_USER after")
+	requireDropsOnError(t, benchVacancies, vacanciesConfig{n: 5, llmConc: 1, latencyN: 1, timeout: time.Nanosecond}, "SENT_TO_USER after")
 }
 
 func TestUsage(t *testing.T) {

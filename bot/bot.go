@@ -110,6 +110,7 @@ type Deps struct {
 	Memory    Memory
 	Dispatch  Dispatch
 	Analysis  Analysis
+	Resume    Resumes
 }
 
 // Bot serves Telegram updates.
@@ -128,6 +129,9 @@ type Bot struct {
 	// groupText takes plain text written in groups (the analysis workflow
 	// sets it); nil leaves group text alone.
 	groupText func(r *Request) error
+	// privateFirst sees plain private text before the private route (the
+	// résumé workflow's corrected draft); handled false passes it on.
+	privateFirst func(r *Request) (handled bool, err error)
 	// masters knows who is a registered master (RegisterDispatch sets
 	// it); nil: nobody is.
 	masters Masters
@@ -263,6 +267,9 @@ func (b *Bot) registerWorkflows() {
 	}
 	if b.deps.Analysis != nil {
 		b.RegisterAnalysis(b.deps.Analysis)
+	}
+	if b.deps.Resume != nil {
+		b.RegisterResume(b.deps.Resume)
 	}
 }
 

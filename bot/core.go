@@ -185,6 +185,11 @@ func (b *Bot) textRoute(private func(r *Request) error) tele.HandlerFunc {
 			cmd, _, _ = strings.Cut(cmd, "@")
 			return r.Reply(r.T("error.unknown_command", locales.Data{"Command": clipRunes(cmd, maxEcho)}), nil)
 		}
+		if b.privateFirst != nil {
+			if handled, err := b.privateFirst(r); handled || err != nil {
+				return err
+			}
+		}
 		return private(r)
 	}
 }

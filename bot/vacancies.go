@@ -30,6 +30,7 @@ type Vacancies interface {
 	Unban(ctx context.Context, userID int64, raw string) (string, bool, error)
 	Bans(ctx context.Context, userID int64) ([]string, error)
 	Stats(ctx context.Context, userID int64) (vacancy.Stats, error)
+	Skills(ctx context.Context, userID int64) (vacancy.SkillsReport, error)
 	Decide(ctx context.Context, userID, matchID int64, to vacancy.Status) (vacancy.Match, vacancy.Vacancy, error)
 }
 
@@ -83,6 +84,7 @@ func (b *Bot) RegisterVacancies(v Vacancies) {
 	b.Handle(Command{Name: "unban", Desc: "cmd.unban", Section: SectionJobs, Handle: u.unban})
 	b.Handle(Command{Name: "bans", Desc: "cmd.bans", Section: SectionJobs, Handle: u.bans})
 	b.Handle(Command{Name: "vacancies", Desc: "cmd.vacancies", Section: SectionJobs, Handle: u.stats})
+	b.Handle(Command{Name: "skills", Desc: "cmd.skills", Section: SectionJobs, Handle: u.skills})
 	b.HandleButton(actionApplied, u.decide(vacancy.Applied))
 	b.HandleButton(actionNotInterested, u.decide(vacancy.NotInterested))
 	b.HandleButton(actionDeleteSearch, u.deleteSearch)

@@ -108,7 +108,7 @@ func TestVacancyCommandsInMenu(t *testing.T) {
 	help := env.ask(t, ann, "/help").Text
 	require.Contains(t, help, "/search — save a vacancy search on hh.ru")
 	def := env.srv.Commands(tgfake.BotCommandScope{Type: "all_private_chats"}, "")
-	require.Equal(t, []string{"start", "help", "lang", "timezone", "profile", "search", "searches", "ban", "unban", "bans", "vacancies"},
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "profile", "search", "searches", "ban", "unban", "bans", "vacancies", "skills"},
 		commandNames(def))
 
 	// Registered after the admin's /status, the workflow's commands still
@@ -118,7 +118,7 @@ func TestVacancyCommandsInMenu(t *testing.T) {
 	require.Equal(t, 1, strings.Count(help, "Admin"), help)
 	require.True(t, strings.HasSuffix(help, "Admin · system\n/status — replicas, jobs and queues"), help)
 	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "")
-	require.Equal(t, []string{"start", "help", "lang", "timezone", "profile", "search", "searches", "ban", "unban", "bans", "vacancies", "status"},
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "profile", "search", "searches", "ban", "unban", "bans", "vacancies", "skills", "status"},
 		commandNames(adm))
 }
 

@@ -85,6 +85,9 @@ type Config struct {
 	VacancyRecoveryWindow time.Duration `env:"VACANCY_RECOVERY_WINDOW" envDefault:"48h" help:"how far back SKIPPED vacancies are retried"`
 	VacancyClaimLease     time.Duration `env:"VACANCY_CLAIM_LEASE" envDefault:"2m" help:"how long a worker holds a vacancy before another replica may take it over"`
 
+	ResumeMaxFileMB int `env:"RESUME_MAX_FILE_MB" envDefault:"5" help:"largest résumé file (PDF, DOCX, text) a user may send for a profile draft, in MB (1-20: Telegram lets bots download at most 20 MB)"`
+	ResumeMaxPages  int `env:"RESUME_MAX_PAGES" envDefault:"20" help:"longest résumé PDF read for a profile draft, in pages (1-200)"`
+
 	MemoryWorkers        int           `env:"MEMORY_WORKERS" envDefault:"8" help:"memory-chat runs one replica works on at once"`
 	MemoryLease          time.Duration `env:"MEMORY_LEASE" envDefault:"2m" help:"how long a memory-chat stage may take before the reaper returns it"`
 	MemoryReaperInterval time.Duration `env:"MEMORY_REAPER_INTERVAL" envDefault:"30s" help:"memory-chat reaper of stalled runs"`

@@ -139,6 +139,12 @@ func (c Config) checkWorkflows(p *problems) {
 	if c.MemoryWorkers < 1 {
 		bad("MEMORY_WORKERS", "%d: want at least 1", c.MemoryWorkers)
 	}
+	if c.ResumeMaxFileMB < 1 || c.ResumeMaxFileMB > 20 {
+		bad("RESUME_MAX_FILE_MB", "%d: want 1 to 20 (Telegram lets bots download at most 20 MB)", c.ResumeMaxFileMB)
+	}
+	if c.ResumeMaxPages < 1 || c.ResumeMaxPages > 200 {
+		bad("RESUME_MAX_PAGES", "%d: want 1 to 200", c.ResumeMaxPages)
+	}
 	if _, err := c.Calendar(); err != nil {
 		bad("DISPATCH_CITIES", "%v (DISPATCH_TIMEZONE, DISPATCH_HOURS and DISPATCH_CITIES together)", err)
 	}

@@ -22,7 +22,8 @@ import (
 //     is kept (below): then the row stays as its anchor, with username,
 //     first name, both languages and the profile erased and created_at
 //     renewed (the person is new if they come back; see Forget).
-//   - searches, ban_words, vacancy_matches (every state), cover_letters: deleted.
+//   - searches, ban_words, vacancy_matches (every state), cover_letters,
+//     profile_drafts: deleted.
 //     discovery_state and search_hits belong to a search key, which users
 //     with equal searches share: deleted only when no other user's search
 //     has the key. vacancies are HH's public data and stay.
@@ -109,6 +110,7 @@ WHERE m.author_id = $1 AND EXISTS (SELECT 1 FROM analysis_proposal_sources s
 		{"cover letters", `DELETE FROM cover_letters WHERE user_id = $1`, nil},
 		{"matches", `DELETE FROM vacancy_matches WHERE user_id = $1`, &f.Matches},
 		{"ban words", `DELETE FROM ban_words WHERE user_id = $1`, &f.BanWords},
+		{"profile draft", `DELETE FROM profile_drafts WHERE user_id = $1`, nil},
 		// The statement's snapshot still shows the deleted searches,
 		// hence user_id <> $1: a key stays while another user has it.
 		{"searches", `WITH gone AS (
@@ -172,7 +174,8 @@ func (s *Store) HeldForUser(ctx context.Context, userID int64) (memory.Held, err
 	err := s.pool.QueryRow(ctx, `SELECT
     EXISTS (SELECT 1 FROM pipeline_runs WHERE user_id = $1) OR EXISTS (SELECT 1 FROM raw_logs WHERE user_id = $1)
         OR EXISTS (SELECT 1 FROM lsm_storage WHERE user_id = $1),
-    EXISTS (SELECT 1 FROM users WHERE id = $1 AND profile <> '') OR EXISTS (SELECT 1 FROM searches WHERE user_id = $1)
+    EXISTS (SELECT 1 FROM users WHERE id = $1 AND profile <> '') OR EXISTS (SELECT 1 FROM profile_drafts WHERE user_id = $1)
+        OR EXISTS (SELECT 1 FROM searches WHERE user_id = $1)
         OR EXISTS (SELECT 1 FROM ban_words WHERE user_id = $1) OR EXISTS (SELECT 1 FROM vacancy_matches WHERE user_id = $1),
     EXISTS (SELECT 1 FROM group_messages WHERE author_id = $1),
     EXISTS (SELECT 1 FROM masters WHERE user_id = $1),

@@ -151,19 +151,34 @@ WITH RECURSIVE heads AS (
         SELECT x.chat_id, x.lane, x.id FROM outbox x
         WHERE x.state = 'pending' AND (x.chat_id, x.lane) > (h.chat_id, h.lane)
         ORDER BY x.chat_id, x.lane, x.id LIMIT 1) n
-), due AS (
-    SELECT o.id FROM outbox o
-    WHERE o.id = ANY (ARRAY(SELECT id FROM heads))
-      AND o.state = 'pending' AND o.not_before <= now()
-      AND (o.claimed_until IS NULL OR o.claimed_until < now())
-      AND (o.lane = '' OR NOT o.edit OR NOT EXISTS (
-          SELECT 1 FROM outbox s WHERE s.chat_id = o.chat_id AND s.state = 'pending' AND NOT s.edit AND s.msg_key = o.msg_key))
-      AND (o.spacing_ms = 0 OR NOT EXISTS (
-          SELECT 1 FROM outbox t WHERE t.chat_id = o.chat_id AND t.lane = o.lane AND t.state = 'sent' AND t.spacing_ms > 0
-            AND t.done_at > now() - o.spacing_ms * interval '1 millisecond'))
-    ORDER BY o.not_before, o.id
+), cand AS (
+    -- Each head read by its whole outbox_pending key, one index descent
+    -- whichever index the planner picks: by id alone (id = ANY(heads)) a
+    -- planner whose statistics describe a smaller outbox read all of
+    -- outbox_pending, and each claim walked the whole backlog. OFFSET 0
+    -- keeps the subquery a probe per head rather than a join it may plan
+    -- as a scan.
+    SELECT c.chat_id, c.lane, c.id, c.not_before FROM heads h, LATERAL (
+        SELECT o.chat_id, o.lane, o.id, o.not_before FROM outbox o
+        WHERE o.chat_id = h.chat_id AND o.lane = h.lane AND o.id = h.id
+          AND o.state = 'pending' AND o.not_before <= now()
+          AND (o.claimed_until IS NULL OR o.claimed_until < now())
+          AND (o.lane = '' OR NOT o.edit OR NOT EXISTS (
+              SELECT 1 FROM outbox s WHERE s.chat_id = o.chat_id AND s.state = 'pending' AND NOT s.edit AND s.msg_key = o.msg_key))
+          AND (o.spacing_ms = 0 OR NOT EXISTS (
+              SELECT 1 FROM outbox t WHERE t.chat_id = o.chat_id AND t.lane = o.lane AND t.state = 'sent' AND t.spacing_ms > 0
+                AND t.done_at > now() - o.spacing_ms * interval '1 millisecond'))
+        OFFSET 0) c
+    ORDER BY c.not_before, c.id
     LIMIT $1
-    FOR UPDATE OF o SKIP LOCKED
+), due AS (
+    -- Locked one by one, skipping a head another sender holds, and checked
+    -- again once locked: it may have been claimed or settled since.
+    SELECT l.id FROM cand, LATERAL (
+        SELECT o.id FROM outbox o
+        WHERE o.chat_id = cand.chat_id AND o.lane = cand.lane AND o.id = cand.id AND o.state = 'pending'
+          AND (o.claimed_until IS NULL OR o.claimed_until < now())
+        FOR UPDATE SKIP LOCKED) l
 )
 UPDATE outbox o SET claimed_until = now() + $2 * interval '1 microsecond',
     claim_token = gen_random_uuid(), attempts = o.attempts + 1

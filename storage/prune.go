@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"switchboard/domain/resume"
 )
 
 // Kinds of data the prune job deletes, each with its own retention
@@ -25,6 +27,7 @@ const (
 	PruneOutboxRows      = "outbox"           // OUTBOX_RETENTION
 	PruneOutboxThrottles = "outbox_throttles" // a day: /status counts the last hour's
 	PruneInbox           = "inbox"            // handled and failed updates, Retention.Inbox; pending ones stay
+	PruneProfileDrafts   = "profile_drafts"   // drafts from a résumé nobody finished, resume.DraftTTL
 )
 
 // Retention is how long each kind is kept; 0 keeps it for ever.
@@ -121,6 +124,7 @@ var pruneKinds = []pruneKind{
 	{PruneOutboxRows, func(r Retention) time.Duration { return r.Outbox }, pruneOutbox},
 	{PruneOutboxThrottles, func(Retention) time.Duration { return 24 * time.Hour }, pruneOutboxThrottles},
 	{PruneInbox, func(r Retention) time.Duration { return r.Inbox }, pruneInbox},
+	{PruneProfileDrafts, func(Retention) time.Duration { return resume.DraftTTL }, pruneProfileDrafts},
 }
 
 // PruneKinds lists every kind in the order Prune runs them.
@@ -261,7 +265,7 @@ func pruneStatement(q string) func(ctx context.Context, tx pgx.Tx, b *pruneBatch
 
 // prunableMatches is the SQL list of the statuses pruning may delete: the
 // final ones, SENT_TO_USER never answered, and SKIPPED past recovery. The
-// partial index vacancy_matches_prune has the same predicate.
+// walk reads vacancy_matches_prune, which holds every match, in order.
 const prunableMatches = `('NOT_SUITABLE', 'IN_ARCHIVE', 'APPLIED', 'NOT_INTERESTED', 'SENT_TO_USER', 'SKIPPED')`
 
 // pruneVacancyMatches deletes matches in a prunable status created and last

@@ -416,7 +416,7 @@ func TestPruneStatementTimeout(t *testing.T) {
 			batches = append(batches, batch{kind, rows, took, err})
 		}})
 	// OnBatch hears of every batch, the cancelled one with its error.
-	require.Len(t, batches, 3, "%+v", batches)
+	require.Len(t, batches, 4, "%+v", batches)
 	require.Equal(t, storage.PruneGroupMessages, batches[0].kind)
 	var pe *pgconn.PgError
 	require.ErrorAs(t, batches[0].err, &pe)
@@ -445,7 +445,7 @@ func TestPruneStatementTimeout(t *testing.T) {
 	for _, r := range runs {
 		kinds = append(kinds, r.Kind)
 	}
-	require.Equal(t, []string{storage.PruneGroupMessages, storage.PruneOutboxRows, storage.PruneOutboxThrottles}, kinds,
+	require.Equal(t, []string{storage.PruneGroupMessages, storage.PruneOutboxRows, storage.PruneOutboxThrottles, storage.PruneProfileDrafts}, kinds,
 		"every kind that is on, in order")
 	require.Equal(t, 1, runs[0].Timeouts)
 	require.True(t, runs[0].At.Equal(pruneNow))

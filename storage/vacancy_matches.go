@@ -431,3 +431,41 @@ func transitionSQL(from, to vacancy.Status, sql string) string {
 // QueueChannel is notified when matches are queued, so every replica's
 // workers wake at once instead of at their next sweep.
 const QueueChannel = "vacancy_queue"
+
+// MatchedSkills counts the skills HH lists on the vacancies of the user's
+// relevant matches created since: per skill, case folded, the number of
+// vacancies listing it, under the spelling most of them used.
+func (s *Store) MatchedSkills(ctx context.Context, userID int64, since time.Time, top int) (int, int, []vacancy.SkillCount, error) {
+	var matched, with int
+	err := s.pool.QueryRow(ctx, `
+SELECT count(*), count(*) FILTER (WHERE cardinality(v.key_skills) > 0)
+FROM vacancy_matches m JOIN vacancies v ON v.id = m.vacancy_id
+WHERE m.user_id = $1 AND m.is_relevant AND m.created_at >= $2`, userID, since).Scan(&matched, &with)
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("matched skills of user %d: %w", userID, err)
+	}
+	rows, err := s.pool.Query(ctx, `
+WITH listed AS (
+    -- One row per vacancy and skill, however often HH repeats it.
+    SELECT DISTINCT v.id, lower(btrim(k)) AS skill, btrim(k) AS spelling
+    FROM vacancy_matches m JOIN vacancies v ON v.id = m.vacancy_id, unnest(v.key_skills) AS k
+    WHERE m.user_id = $1 AND m.is_relevant AND m.created_at >= $2 AND btrim(k) <> ''
+)
+SELECT (SELECT l.spelling FROM listed l WHERE l.skill = c.skill
+        GROUP BY l.spelling ORDER BY count(*) DESC, l.spelling LIMIT 1),
+       c.n
+FROM (SELECT skill, count(DISTINCT id) AS n FROM listed GROUP BY skill) c
+ORDER BY c.n DESC, c.skill
+LIMIT $3`, userID, since, top)
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("matched skills of user %d: %w", userID, err)
+	}
+	skills, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (vacancy.SkillCount, error) {
+		var c vacancy.SkillCount
+		return c, row.Scan(&c.Name, &c.Vacancies)
+	})
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("matched skills of user %d: %w", userID, err)
+	}
+	return matched, with, skills, nil
+}

@@ -259,6 +259,7 @@ type Repository interface {
 	FirstNewsStore
 	WorkerStore
 	DecisionStore
+	SkillsStore
 	RecoveryStore
 }
 

@@ -24,6 +24,7 @@ var methods = func() map[string]methodSpec {
 		{"sendMessage", sendMessage},
 		{"sendPhoto", sendPhoto},
 		{"sendDocument", sendDocument},
+		{"getFile", getFile},
 		{"editMessageText", editMessageText},
 		{"editMessageCaption", editMessageCaption},
 		{"editMessageReplyMarkup", editMessageReplyMarkup},

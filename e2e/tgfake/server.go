@@ -231,6 +231,10 @@ func (s *Server) takeFailure(method string) *APIError {
 
 // ServeHTTP implements the Bot API's routing: /bot<token>/<method>.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/file/bot") {
+		s.serveFile(w, r)
+		return
+	}
 	call := Call{Start: s.now()}
 	result, apiErr := s.serve(r, &call)
 	call.End = s.now()

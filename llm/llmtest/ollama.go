@@ -205,14 +205,7 @@ func (s *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request, in ollamaEm
 		writeJSON(w, http.StatusBadRequest, ollamaError{Error: "llmtest: input: " + err.Error()})
 		return
 	}
-	req := Request{
-		Provider: Ollama,
-		Kind:     KindEmbed,
-		Endpoint: r.URL.Path,
-		Model:    in.Model,
-		Input:    inputs,
-		Prompt:   strings.Join(inputs, "\n"),
-	}
+	req := embedRequest(Ollama, r, in.Model, inputs)
 	p := s.decide(&req)
 	answer, fill := s.scriptedEmbedding(r.Context(), w, p, &req, ollamaFail, "application/json; charset=utf-8", `{"embeddings": [[0.1, 0.2`)
 	if !answer {
@@ -228,6 +221,19 @@ func (s *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request, in ollamaEm
 	}
 	out.TotalDuration = int64(time.Since(start))
 	writeJSON(w, http.StatusOK, out)
+}
+
+// embedRequest is what an embedding call of provider's API for model
+// asks, its inputs joined as the prompt the rules match.
+func embedRequest(provider Provider, r *http.Request, model string, inputs []string) Request {
+	return Request{
+		Provider: provider,
+		Kind:     KindEmbed,
+		Endpoint: r.URL.Path,
+		Model:    model,
+		Input:    inputs,
+		Prompt:   strings.Join(inputs, "\n"),
+	}
 }
 
 // stringOrStrings decodes an "input" that may be one string or a list.

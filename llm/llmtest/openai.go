@@ -309,14 +309,7 @@ func (s *Server) openaiEmbed(w http.ResponseWriter, r *http.Request, in openaiEm
 		openaiFail(w, Fault{}, http.StatusBadRequest, "llmtest: input must be a string or a list of strings")
 		return
 	}
-	req := Request{
-		Provider: OpenAI,
-		Kind:     KindEmbed,
-		Endpoint: r.URL.Path,
-		Model:    in.Model,
-		Input:    inputs,
-		Prompt:   strings.Join(inputs, "\n"),
-	}
+	req := embedRequest(OpenAI, r, in.Model, inputs)
 	if !s.authorized(w, r, &req) {
 		return
 	}

@@ -1,0 +1,313 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	tele "gopkg.in/telebot.v3"
+
+	"switchboard/bot/markdown"
+	"switchboard/domain"
+	"switchboard/domain/resume"
+	"switchboard/locales"
+)
+
+// Resumes is what the bot needs from the résumé workflow (*resume.Service
+// implements it).
+type Resumes interface {
+	Accept(ctx context.Context, doc resume.Document, lang string, ack domain.Render[resume.Draft]) (resume.Draft, bool, error)
+	Edit(ctx context.Context, userID, id int64, revision int) (resume.Draft, bool, error)
+	Revise(ctx context.Context, userID int64, text string, tell domain.Render[resume.Draft]) (bool, error)
+	Confirm(ctx context.Context, userID, id int64, revision int) (resume.Draft, bool, error)
+	Cancel(ctx context.Context, userID, id int64, revision int) (bool, error)
+	MaxPages() int
+}
+
+var (
+	_ Resumes         = (*resume.Service)(nil)
+	_ resume.Notifier = (*Renderer)(nil)
+	_ resume.Files    = TelegramFiles{}
+)
+
+// Button actions of a profile draft; each carries the user it was made
+// for (nobody else may press it), the draft and its revision (a button of
+// an earlier message of the draft is stale).
+var (
+	actionResumeUse    = RegisterAction("ru", 3)
+	actionResumeEdit   = RegisterAction("re", 3)
+	actionResumeCancel = RegisterAction("rc", 3)
+)
+
+type resumeUI struct {
+	b *Bot
+	r Resumes
+}
+
+// RegisterResume makes a document sent in private chat a profile draft,
+// with its buttons, and the user's next text after Edit its corrected
+// text; call it before Run (New does, for Deps.Resume).
+func (b *Bot) RegisterResume(rs Resumes) {
+	u := &resumeUI{b: b, r: rs}
+	b.tb.Handle(tele.OnDocument, u.document)
+	b.HandleButton(actionResumeUse, u.use)
+	b.HandleButton(actionResumeEdit, u.edit)
+	b.HandleButton(actionResumeCancel, u.cancel)
+	b.privateFirst = u.revise
+}
+
+// document takes a file sent in private chat. In a group a document is
+// the group's business: nothing is read, nothing is said, and no profile
+// is ever shown there.
+func (u *resumeUI) document(c tele.Context) error {
+	r := requestOf(c)
+	if r == nil {
+		return nil
+	}
+	msg := r.Message()
+	if msg == nil || !msg.Private() || msg.Document == nil {
+		return nil
+	}
+	doc := msg.Document
+	ack := func(d resume.Draft) []domain.Message {
+		out := Messages(d.ChatID, domain.KindReply, 0, r.T("cv.reading"), nil)
+		out[0].ReplyTo = d.MessageID
+		return out
+	}
+	_, created, err := u.r.Accept(r.Ctx, resume.Document{
+		UserID: r.User.ID, ChatID: msg.Chat.ID, MessageID: msg.ID,
+		FileID: doc.FileID, FileName: doc.FileName, MIMEType: doc.MIME, Size: doc.FileSize,
+	}, r.Lang, ack)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return u.b.sendDirect(r.Ctx, msg.Chat.ID, msg.ID, r.InputText(ie, ""), nil)
+	}
+	if err != nil {
+		return err
+	}
+	if created {
+		u.b.deps.Direct.Wake()
+	}
+	return nil
+}
+
+// revise takes the corrected text of a draft waiting for it; handled is
+// false for any other text, which goes on to the memory chat.
+func (u *resumeUI) revise(r *Request) (bool, error) {
+	handled, err := u.r.Revise(r.Ctx, r.User.ID, r.Message().Text, func(d resume.Draft) []domain.Message {
+		return u.b.ResumeDraft(d)
+	})
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return true, r.Reply(r.InputText(ie, ""), nil)
+	}
+	if err != nil || !handled {
+		return handled, err
+	}
+	u.b.deps.Direct.Wake()
+	return true, nil
+}
+
+// pressed checks a draft button's presser and reads its draft and revision.
+func pressed(r *Request, cb Callback) (id int64, revision int, mine bool) {
+	return cb.IDs[1], int(cb.IDs[2]), cb.IDs[0] == r.User.ID
+}
+
+func (u *resumeUI) use(r *Request, cb Callback) error {
+	id, rev, mine := pressed(r, cb)
+	if !mine {
+		return r.Forbidden()
+	}
+	_, ok, err := u.r.Confirm(r.Ctx, r.User.ID, id, rev)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return r.Alert("cv.stale")
+	}
+	u.b.editPressed(r, r.T("cv.used"), nil)
+	return r.Respond(&tele.CallbackResponse{Text: r.T("cv.used_toast")})
+}
+
+func (u *resumeUI) edit(r *Request, cb Callback) error {
+	id, rev, mine := pressed(r, cb)
+	if !mine {
+		return r.Forbidden()
+	}
+	d, ok, err := u.r.Edit(r.Ctx, r.User.ID, id, rev)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return r.Alert("cv.stale")
+	}
+	if chatID, msgID, ok := pressedMessage(r); ok {
+		if err := u.b.editMarkupDirect(r.Ctx, chatID, msgID, nil); err != nil {
+			u.b.deps.Log.Warn("resume: draft's buttons not removed", "user", r.User.ID, "err", err)
+		}
+	}
+	kb, err := u.b.resumeMarkup(r.Lang, d, false)
+	if err != nil {
+		return err
+	}
+	text := r.T("cv.edit_prompt", locales.Data{"Draft": locales.HTML("<pre>" + html.EscapeString(d.Text) + "</pre>")})
+	if err := r.Reply(text, kb); err != nil {
+		return err
+	}
+	return r.Respond()
+}
+
+func (u *resumeUI) cancel(r *Request, cb Callback) error {
+	id, rev, mine := pressed(r, cb)
+	if !mine {
+		return r.Forbidden()
+	}
+	ok, err := u.r.Cancel(r.Ctx, r.User.ID, id, rev)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return r.Alert("cv.stale")
+	}
+	u.b.editPressed(r, r.T("cv.cancelled"), nil)
+	return r.Respond()
+}
+
+// resumeMarkup is a draft's buttons: Use this profile, Edit (unless the
+// draft already waits for its text) and Cancel.
+func (rd *Renderer) resumeMarkup(lang string, d resume.Draft, withEdit bool) (*tele.ReplyMarkup, error) {
+	button := func(a Action, key string) (tele.InlineButton, error) {
+		data, err := Encode(a, d.UserID, d.ID, int64(d.Revision))
+		return tele.InlineButton{Text: rd.cat.T(lang, key), Data: data}, err
+	}
+	keys := []struct {
+		a   Action
+		key string
+	}{{actionResumeUse, "cv.button_use"}, {actionResumeEdit, "cv.button_edit"}, {actionResumeCancel, "cv.button_cancel"}}
+	var row []tele.InlineButton
+	for _, k := range keys {
+		if k.a == actionResumeEdit && !withEdit {
+			continue
+		}
+		b, err := button(k.a, k.key)
+		if err != nil {
+			return nil, err
+		}
+		row = append(row, b)
+	}
+	return &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{row}}, nil
+}
+
+// ResumeDraft is the draft as the user checks it, with its buttons: the
+// model's text through the Markdown path, as all model text is shown.
+func (rd *Renderer) ResumeDraft(d resume.Draft) []domain.Message {
+	kb, err := rd.resumeMarkup(d.Lang, d, true)
+	if err != nil {
+		rd.log.Error("resume: draft's buttons", "draft", d.ID, "err", err)
+		return nil
+	}
+	text := rd.cat.T(d.Lang, "cv.draft", locales.Data{"Draft": locales.HTML(markdown.HTML(d.Text))})
+	return Messages(d.ChatID, domain.KindReply, 0, text, kb)
+}
+
+// ResumeFailed says why no draft was made from the file, and what to send
+// instead.
+func (rd *Renderer) ResumeFailed(d resume.Draft, why error) []domain.Message {
+	key, data := "cv.error_unreadable", locales.Data{}
+	var pages *resume.TooManyPagesError
+	switch {
+	case errors.Is(why, resume.ErrNoText) && d.Format == resume.PDF:
+		key = "cv.error_scanned"
+	case errors.Is(why, resume.ErrNoText):
+		key = "cv.error_empty"
+	case errors.As(why, &pages):
+		key, data = "cv.error_pages", locales.Data{"Pages": pages.Pages, "Max": pages.Max}
+	case errors.Is(why, resume.ErrFileTooBig):
+		key = "cv.error_download_too_big"
+	case errors.Is(why, resume.ErrGaveUp):
+		key = "cv.error_gave_up"
+	}
+	out := Messages(d.ChatID, domain.KindReply, 0, rd.cat.T(d.Lang, key, data), nil)
+	out[0].ReplyTo = d.MessageID
+	return out
+}
+
+// TelegramFiles downloads documents users sent, through the Bot API:
+// getFile, then the file's path under /file/bot<token>/.
+type TelegramFiles struct {
+	URL, Token string
+	Client     *http.Client
+}
+
+// Download implements resume.Files. Errors never carry the request's URL,
+// which holds the token.
+func (f TelegramFiles) Download(ctx context.Context, fileID string, max int64) ([]byte, error) {
+	client := f.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	base := strings.TrimRight(f.URL, "/")
+	form := url.Values{"file_id": {fileID}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/bot"+f.Token+"/getFile", strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, errors.New("getFile: bad request")
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("getFile: %w", withoutURL(err))
+	}
+	var answer struct {
+		OK          bool   `json:"ok"`
+		Description string `json:"description"`
+		Result      struct {
+			FilePath string `json:"file_path"`
+			FileSize int64  `json:"file_size"`
+		} `json:"result"`
+	}
+	err = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&answer)
+	resp.Body.Close()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("getFile: HTTP %d: %w", resp.StatusCode, err)
+	case !answer.OK && strings.Contains(answer.Description, "file is too big"):
+		return nil, fmt.Errorf("getFile: %w: %s", resume.ErrFileTooBig, answer.Description)
+	case !answer.OK || answer.Result.FilePath == "":
+		return nil, fmt.Errorf("getFile: HTTP %d: %s", resp.StatusCode, answer.Description)
+	case answer.Result.FileSize > max:
+		return nil, fmt.Errorf("%w: %d bytes", resume.ErrFileTooBig, answer.Result.FileSize)
+	}
+	req, err = http.NewRequestWithContext(ctx, http.MethodGet, base+"/file/bot"+f.Token+"/"+answer.Result.FilePath, nil)
+	if err != nil {
+		return nil, errors.New("download: bad file path")
+	}
+	resp, err = client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("download: %w", withoutURL(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("download: HTTP %d", resp.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("download: %w", withoutURL(err))
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%w: over %d bytes", resume.ErrFileTooBig, max)
+	}
+	return data, nil
+}
+
+// withoutURL drops the URL a client error names: it holds the bot's token.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

@@ -1,0 +1,414 @@
+package resume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jonboulle/clockwork"
+
+	"switchboard/domain"
+)
+
+// State is where a profile draft is (profile_drafts.state).
+type State string
+
+// The states of a draft; confirmed, cancelled, failed and expired drafts
+// are deleted.
+const (
+	Reading State = "reading" // the file waits for a worker, or one reads it
+	Ready   State = "ready"   // the draft is shown with its buttons
+	Editing State = "editing" // the user was asked for the corrected text
+)
+
+// Draft is a profile_drafts row.
+type Draft struct {
+	ID        int64
+	UserID    int64
+	ChatID    int64
+	MessageID int // the document's message
+	// Lang is the language the user is written to in.
+	Lang  string
+	State State
+	// Revision grows with every change shown to the user: buttons carry
+	// it, so an older message's buttons are stale.
+	Revision int
+	// FileID is Telegram's handle of the file, while it is being read.
+	FileID   string
+	FileName string
+	Format   Format
+	// Text is the condensed profile (empty while Reading).
+	Text string
+	// Attempts counts the claims of a Reading draft; Token is the current
+	// claim's, which the worker's writes name.
+	Attempts int
+	Token    string
+}
+
+// Document is a file a user sent in private chat, as Telegram describes it.
+type Document struct {
+	UserID, ChatID int64
+	MessageID      int
+	FileID         string
+	FileName       string
+	MIMEType       string
+	Size           int64 // 0: Telegram did not say
+}
+
+// Repository is what the workflow needs from storage
+// (storage/profile_drafts.go). Every method that changes a draft is one
+// conditional statement or transaction naming its state; ok false means
+// the draft was not in it (gone, changed, or someone else's).
+type Repository interface {
+	// CreateProfileDraft stores a new Reading draft for the document's
+	// message, replacing the user's earlier draft, with tell's messages;
+	// created is false when this message's draft exists already (the
+	// update was delivered twice) and then nothing is written.
+	CreateProfileDraft(ctx context.Context, d Draft, tell domain.Render[Draft]) (Draft, bool, error)
+	// ClaimProfileDraft claims the oldest Reading draft whose claim is
+	// free or lapsed for lease, counting the attempt.
+	ClaimProfileDraft(ctx context.Context, lease time.Duration) (Draft, bool, error)
+	// ReleaseProfileDraft gives a claim back, to be claimed again after
+	// after; an attempt not counted is taken back off.
+	ReleaseProfileDraft(ctx context.Context, id int64, token string, after time.Duration, counted bool) error
+	// FinishProfileDraft makes a claimed draft Ready with its text and
+	// forgets the file id.
+	FinishProfileDraft(ctx context.Context, id int64, token, text string, tell domain.Render[Draft]) (bool, error)
+	// FailProfileDraft deletes a claimed draft with tell's messages.
+	FailProfileDraft(ctx context.Context, id int64, token string, tell domain.Render[Draft]) (bool, error)
+	// EditProfileDraft moves the user's Ready draft of this id and
+	// revision, younger than ttl, to Editing under a new revision.
+	EditProfileDraft(ctx context.Context, userID, id int64, revision int, ttl time.Duration) (Draft, bool, error)
+	// ReviseProfileDraft sets the text of the user's Editing draft,
+	// younger than ttl, making it Ready under a new revision, with tell's
+	// messages.
+	ReviseProfileDraft(ctx context.Context, userID int64, text string, ttl time.Duration, tell domain.Render[Draft]) (Draft, bool, error)
+	// ConfirmProfileDraft makes the text of the user's Ready or Editing
+	// draft of this id and revision, younger than ttl, their profile and
+	// deletes the draft, in one statement.
+	ConfirmProfileDraft(ctx context.Context, userID, id int64, revision int, ttl time.Duration) (Draft, bool, error)
+	// CancelProfileDraft deletes the user's draft of this id and revision.
+	CancelProfileDraft(ctx context.Context, userID, id int64, revision int) (bool, error)
+	// EditingProfileDraft reports whether the user has a draft waiting for
+	// corrected text, younger than ttl.
+	EditingProfileDraft(ctx context.Context, userID int64, ttl time.Duration) (bool, error)
+}
+
+// Files downloads a document from Telegram (the bot implements it).
+type Files interface {
+	// Download reads the file; a file over max bytes is ErrFileTooBig,
+	// whether Telegram or the reader finds it so.
+	Download(ctx context.Context, fileID string, max int64) ([]byte, error)
+}
+
+// LLM is the model's JSON call (llm.Port implements it).
+type LLM interface {
+	JSON(ctx context.Context, system, prompt string, out any) error
+}
+
+// Notifier renders what the workers tell the user (bot.Renderer).
+type Notifier interface {
+	// ResumeDraft is the draft with its buttons.
+	ResumeDraft(d Draft) []domain.Message
+	// ResumeFailed tells why no draft was made from the file (one of the
+	// errors of Extract, ErrFileTooBig or ErrGaveUp).
+	ResumeFailed(d Draft, why error) []domain.Message
+}
+
+// Errors the user is told about beside Extract's.
+var (
+	// ErrFileTooBig: the file is over the size limit (Config.MaxBytes),
+	// or over what Telegram lets bots download.
+	ErrFileTooBig = errors.New("file too big")
+	// ErrGaveUp: the file could not be read in Config.Attempts attempts
+	// (Telegram or the LLM failing); the user is asked to send it again.
+	ErrGaveUp = errors.New("gave up reading the file")
+	// ErrInvalidAnswer: the LLM's answer failed to decode or validate.
+	ErrInvalidAnswer = errors.New("invalid profile answer")
+	// ErrLLMRefused: the provider refuses the model or key.
+	ErrLLMRefused = errors.New("llm refused")
+)
+
+// DraftTTL is how long a draft waits for the user: past it the buttons are
+// stale and the prune job deletes it.
+const DraftTTL = 24 * time.Hour
+
+// Config bounds the workflow.
+type Config struct {
+	// MaxBytes is the largest file read (0: 5 MiB); Telegram lets bots
+	// download at most 20 MB.
+	MaxBytes int64
+	// MaxPages is the longest PDF read (0: 20).
+	MaxPages int
+	// MaxProfile is the longest profile, in characters (vacancy.MaxProfile).
+	MaxProfile int
+	// DraftTTL is how long a draft's buttons work (0: the package's
+	// DraftTTL, which the prune job keeps to).
+	DraftTTL time.Duration
+	// Lease is a worker's claim on a draft being read (0: 3 min): past it
+	// another worker takes the draft over.
+	Lease time.Duration
+	// Attempts is how many claims a draft gets before the user is asked to
+	// send the file again (0: 3); Backoff is the wait after a failed one,
+	// times the attempt (0: 20 s).
+	Attempts int
+	Backoff  time.Duration
+	// Workers read drafts at once on this replica (0: 2); Sweep is how
+	// often they look for drafts nobody woke them for (0: 2 s).
+	Workers int
+	Sweep   time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	domain.OrDefault(&c.MaxBytes, 5<<20)
+	domain.OrDefault(&c.MaxPages, 20)
+	domain.OrDefault(&c.MaxProfile, 4000)
+	domain.OrDefault(&c.DraftTTL, DraftTTL)
+	domain.OrDefault(&c.Lease, 3*time.Minute)
+	domain.OrDefault(&c.Attempts, 3)
+	domain.OrDefault(&c.Backoff, 20*time.Second)
+	domain.OrDefault(&c.Workers, 2)
+	domain.OrDefault(&c.Sweep, 2*time.Second)
+	return c
+}
+
+// Deps are the service's collaborators; Repo, Files, LLM and Notifier are
+// required.
+type Deps struct {
+	Repo     Repository
+	Files    Files
+	LLM      LLM
+	Notifier Notifier
+	Log      *slog.Logger
+	Clock    clockwork.Clock
+}
+
+// Service is the workflow.
+type Service struct {
+	cfg  Config
+	deps Deps
+	wake chan struct{}
+}
+
+// NewService builds the workflow.
+func NewService(cfg Config, deps Deps) (*Service, error) {
+	if deps.Repo == nil || deps.Files == nil || deps.LLM == nil || deps.Notifier == nil {
+		return nil, errors.New("resume: Repo, Files, LLM and Notifier are required")
+	}
+	if deps.Log == nil {
+		deps.Log = slog.Default()
+	}
+	if deps.Clock == nil {
+		deps.Clock = clockwork.NewRealClock()
+	}
+	return &Service{cfg: cfg.withDefaults(), deps: deps, wake: make(chan struct{}, 1)}, nil
+}
+
+// MaxBytes is the largest file the service reads.
+func (s *Service) MaxBytes() int64 { return s.cfg.MaxBytes }
+
+// MaxPages is the longest PDF the service reads.
+func (s *Service) MaxPages() int { return s.cfg.MaxPages }
+
+// Accept takes a document: an unsupported type or a file over the size
+// limit is refused at once (a *domain.InputError); else a Reading draft is
+// stored with ack's messages, replacing the user's earlier draft, and a
+// worker is woken. created is false for a document already accepted (its
+// update delivered twice): nothing is written again.
+func (s *Service) Accept(ctx context.Context, doc Document, lang string, ack domain.Render[Draft]) (Draft, bool, error) {
+	f, ok := FormatOf(doc.FileName, doc.MIMEType)
+	if !ok {
+		return Draft{}, false, &domain.InputError{Key: "cv.error_type"}
+	}
+	if doc.Size > s.cfg.MaxBytes {
+		return Draft{}, false, &domain.InputError{Key: "cv.error_too_big", Args: map[string]any{"MaxMB": s.cfg.MaxBytes >> 20}}
+	}
+	d, created, err := s.deps.Repo.CreateProfileDraft(ctx, Draft{
+		UserID: doc.UserID, ChatID: doc.ChatID, MessageID: doc.MessageID, Lang: lang,
+		FileID: doc.FileID, FileName: doc.FileName, Format: f,
+	}, ack)
+	if err != nil {
+		return Draft{}, false, fmt.Errorf("accept résumé: %w", err)
+	}
+	if created {
+		s.Wake()
+	}
+	return d, created, nil
+}
+
+// Edit asks for the corrected text: the draft moves to Editing under a new
+// revision, returned for the message that asks. ok is false for a stale
+// press.
+func (s *Service) Edit(ctx context.Context, userID, id int64, revision int) (Draft, bool, error) {
+	return s.deps.Repo.EditProfileDraft(ctx, userID, id, revision, s.cfg.DraftTTL)
+}
+
+// Revise takes the user's corrected text for their draft waiting for it:
+// handled is false when there is none (the text is someone else's to
+// handle, the memory chat's). Too long a text is a *domain.InputError and
+// the draft keeps waiting.
+func (s *Service) Revise(ctx context.Context, userID int64, text string, tell domain.Render[Draft]) (handled bool, err error) {
+	waiting, err := s.deps.Repo.EditingProfileDraft(ctx, userID, s.cfg.DraftTTL)
+	if err != nil || !waiting {
+		return false, err
+	}
+	text = strings.TrimSpace(text)
+	if n := utf8.RuneCountInString(text); n > s.cfg.MaxProfile {
+		return true, &domain.InputError{Key: "profile.error_too_long", Args: map[string]any{"Max": s.cfg.MaxProfile}}
+	}
+	_, ok, err := s.deps.Repo.ReviseProfileDraft(ctx, userID, text, s.cfg.DraftTTL, tell)
+	if err != nil {
+		return true, fmt.Errorf("revise profile draft: %w", err)
+	}
+	// Not ok: the draft was confirmed, cancelled or replaced since the
+	// look; the text is then the memory chat's after all.
+	return ok, nil
+}
+
+// Confirm makes the draft the user's profile. ok is false for a stale press.
+func (s *Service) Confirm(ctx context.Context, userID, id int64, revision int) (Draft, bool, error) {
+	return s.deps.Repo.ConfirmProfileDraft(ctx, userID, id, revision, s.cfg.DraftTTL)
+}
+
+// Cancel drops the draft; the profile stays. ok is false for a stale press.
+func (s *Service) Cancel(ctx context.Context, userID, id int64, revision int) (bool, error) {
+	return s.deps.Repo.CancelProfileDraft(ctx, userID, id, revision)
+}
+
+// Wake tells this replica's workers a draft waits.
+func (s *Service) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run reads drafts until ctx ends: Workers loops, each claiming the next
+// draft whenever woken and every Sweep, so drafts accepted on another
+// replica, or left by a dead one, are read too.
+func (s *Service) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range s.cfg.Workers {
+		wg.Go(func() { s.loop(ctx) })
+	}
+	wg.Wait()
+}
+
+func (s *Service) loop(ctx context.Context) {
+	for {
+		for ctx.Err() == nil {
+			worked, err := s.ProcessNext(ctx)
+			if err != nil {
+				s.deps.Log.Warn("resume: claim failed", "err", err)
+			}
+			if !worked {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		case <-s.deps.Clock.After(s.cfg.Sweep):
+		}
+	}
+}
+
+// ProcessNext claims one draft and reads it; worked is false when none waits.
+func (s *Service) ProcessNext(ctx context.Context) (worked bool, err error) {
+	d, ok, err := s.deps.Repo.ClaimProfileDraft(ctx, s.cfg.Lease)
+	if err != nil || !ok {
+		return false, err
+	}
+	s.process(ctx, d)
+	return true, nil
+}
+
+// process reads one claimed draft: a file refused for what it is ends the
+// draft with the reason told; a passing failure gives the claim back for a
+// later attempt, and the last attempt's asks the user to send it again.
+func (s *Service) process(ctx context.Context, d Draft) {
+	log := s.deps.Log.With("draft", d.ID, "user", d.UserID, "attempt", d.Attempts)
+	if d.Attempts > s.cfg.Attempts {
+		s.fail(ctx, d, ErrGaveUp, log)
+		return
+	}
+	profile, err := s.read(ctx, d)
+	switch {
+	case err == nil:
+		// The claim's writes outlive a stop that comes after the work.
+		ok, err := s.deps.Repo.FinishProfileDraft(context.WithoutCancel(ctx), d.ID, d.Token, profile, func(d Draft) []domain.Message {
+			return s.deps.Notifier.ResumeDraft(d)
+		})
+		if err != nil {
+			log.Warn("resume: draft not saved", "err", err)
+			return
+		}
+		if !ok {
+			log.Info("resume: draft replaced or claim lost before it was saved")
+			return
+		}
+		log.Info("resume: draft made", "chars", utf8.RuneCountInString(profile))
+	case ctx.Err() != nil:
+		// Stopping: another replica takes it at once, the attempt not counted.
+		if err := s.deps.Repo.ReleaseProfileDraft(context.WithoutCancel(ctx), d.ID, d.Token, 0, false); err != nil {
+			log.Warn("resume: claim not released on stop", "err", err)
+		}
+	case refused(err):
+		log.Info("resume: file refused", "why", err)
+		s.fail(ctx, d, err, log)
+	default:
+		log.Warn("resume: attempt failed", "err", err)
+		after := s.cfg.Backoff * time.Duration(d.Attempts)
+		if err := s.deps.Repo.ReleaseProfileDraft(ctx, d.ID, d.Token, after, true); err != nil {
+			log.Warn("resume: claim not released", "err", err)
+		}
+	}
+}
+
+// refused says whether err is the file's fault, so trying again is useless.
+func refused(err error) bool {
+	return errors.Is(err, ErrNoText) || errors.Is(err, ErrUnreadable) || errors.Is(err, ErrTooManyPages) || errors.Is(err, ErrFileTooBig)
+}
+
+func (s *Service) fail(ctx context.Context, d Draft, why error, log *slog.Logger) {
+	ok, err := s.deps.Repo.FailProfileDraft(context.WithoutCancel(ctx), d.ID, d.Token, func(d Draft) []domain.Message {
+		return s.deps.Notifier.ResumeFailed(d, why)
+	})
+	if err != nil {
+		log.Warn("resume: failure not recorded", "err", err)
+	} else if !ok {
+		log.Info("resume: draft replaced or claim lost before its failure was told")
+	}
+}
+
+// read downloads, extracts and condenses the file. The text stays in this
+// call; nothing of it is logged.
+func (s *Service) read(ctx context.Context, d Draft) (string, error) {
+	data, err := s.deps.Files.Download(ctx, d.FileID, s.cfg.MaxBytes)
+	if err != nil {
+		return "", fmt.Errorf("download: %w", err)
+	}
+	text, err := Extract(data, d.Format, s.cfg.MaxPages)
+	if err != nil {
+		return "", fmt.Errorf("extract: %w", err)
+	}
+	prompt := buildPrompt(text)
+	var a answer
+	for try := 0; ; try++ {
+		a = answer{max: s.cfg.MaxProfile}
+		err = s.deps.LLM.JSON(ctx, systemPrompt, prompt, &a)
+		if err == nil || !errors.Is(err, ErrInvalidAnswer) || try == 1 {
+			break
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("condense: %w", err)
+	}
+	return a.Profile, nil
+}

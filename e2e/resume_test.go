@@ -1,0 +1,192 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/e2e"
+	"switchboard/e2e/tgfake"
+	"switchboard/llm/llmtest"
+)
+
+// The phrases the committed résumés hold and nothing else does
+// (domain/resume/testdata_test.go made them).
+const (
+	pdfPhrase  = "quokka ledger reconciler"
+	docxPhrase = "heron telemetry pipeline"
+)
+
+// condensed is the scripted model's profile drafted from any résumé.
+const condensed = "Senior Go developer, 7 years.\nSkills: Go, PostgreSQL, Kafka, Redis."
+
+// resumeRule answers the résumé prompt, named "resume".
+func resumeRule(env *e2e.Env) *llmtest.Rule {
+	return env.LLM.On(llmtest.SystemContains("turn a job seeker's résumé")).Named("resume")
+}
+
+func resumeFile(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "domain", "resume", "testdata", name))
+	require.NoError(t, err)
+	return b
+}
+
+// draftFor waits for the draft message after the document sent.
+func draftFor(t *testing.T, env *e2e.Env, who *tgfake.Person, after int) tgfake.BotMessage {
+	t.Helper()
+	return env.TG.WaitMessageAfter(t, who.ID(), after, func(m tgfake.BotMessage) bool {
+		return strings.Contains(m.Text, "Your profile, drafted from your résumé")
+	})
+}
+
+func profileOf(t *testing.T, pool *pgxpool.Pool, user int64) string {
+	t.Helper()
+	var p string
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT profile FROM users WHERE id = $1`, user).Scan(&p))
+	return p
+}
+
+// tablesHolding names the tables of the schema with a row holding phrase.
+func tablesHolding(t *testing.T, pool *pgxpool.Pool, phrase string) []string {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := pool.Query(ctx, `SELECT quote_ident(table_name) FROM information_schema.tables
+WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`)
+	require.NoError(t, err)
+	var tables []string
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name))
+		tables = append(tables, name)
+	}
+	require.NoError(t, rows.Err())
+	require.Contains(t, tables, "profile_drafts")
+	var holding []string
+	for _, table := range tables {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM `+table+` t WHERE t::text ILIKE '%' || $1 || '%'`, phrase).Scan(&n))
+		if n > 0 {
+			holding = append(holding, table)
+		}
+	}
+	return holding
+}
+
+// A PDF becomes a draft, confirmed; a DOCX becomes a draft, edited and
+// confirmed. The model read each file's text; nothing of it is stored;
+// only the sender's press acts, and once.
+func TestResumePDFAndDOCXBecomeConfirmedProfile(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	resumeRule(env).ReplyJSON(map[string]any{"profile": condensed})
+	env.Start(nil)
+	pool := db(t, env)
+	ann := env.TG.User(801, "Ann", "en")
+
+	sent := ann.SendDocument(ann.ID(), "Alex CV.pdf", "application/pdf", resumeFile(t, "resume.pdf"))
+	ack := env.TG.WaitMessageAfter(t, ann.ID(), sent.MessageID, nil)
+	require.Contains(t, ack.Text, "Reading your résumé")
+	draft := draftFor(t, env, ann, ack.MessageID)
+	require.Contains(t, draft.Text, "Senior Go developer, 7 years.\nSkills: Go, PostgreSQL", "the model's draft, line breaks kept")
+	require.Contains(t, describe(draft), "✅ Use this profile")
+	require.Contains(t, describe(draft), "✏️ Edit")
+	require.Contains(t, describe(draft), "✖️ Cancel")
+	reqs := env.LLM.RequestsFor("resume")
+	require.Len(t, reqs, 1)
+	require.Contains(t, reqs[0].Prompt, pdfPhrase, "the model read the PDF's text")
+	require.Contains(t, reqs[0].Prompt, "Образование: МГУ", "Cyrillic included")
+	require.Empty(t, profileOf(t, pool, ann.ID()), "nothing replaced before the user confirms")
+
+	// Bob presses Ann's button in his own chat.
+	bob := env.TG.User(802, "Bob", "en")
+	hello := ask(t, env, bob, bob.ID(), "/start")
+	use := draft.ReplyMarkup.Buttons()[0].CallbackData
+	forged := bob.PressRaw(hello, use)
+	require.Equal(t, "This button is not for you.", env.TG.WaitCallbackAnswer(t, forged.ID).Text)
+
+	q, err := ann.PressButton(draft, "✅ Use this profile")
+	require.NoError(t, err)
+	require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+	used, _ := env.TG.MessageByID(ann.ID(), draft.MessageID)
+	require.Contains(t, used.Text, "This is your profile now")
+	require.Empty(t, used.ReplyMarkup.Buttons())
+	require.Equal(t, condensed, profileOf(t, pool, ann.ID()))
+	again := ann.PressRaw(draft, use)
+	stale := env.TG.WaitCallbackAnswer(t, again.ID)
+	require.True(t, stale.ShowAlert)
+	require.Contains(t, stale.Text, "no longer current")
+
+	// A DOCX, edited before it is used.
+	sent = ann.SendDocument(ann.ID(), "cv.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document", resumeFile(t, "resume.docx"))
+	draft = draftFor(t, env, ann, sent.MessageID)
+	require.Contains(t, env.LLM.RequestsFor("resume")[1].Prompt, docxPhrase, "the model read the DOCX's text")
+	q, err = ann.PressButton(draft, "✏️ Edit")
+	require.NoError(t, err)
+	env.TG.WaitCallbackAnswer(t, q.ID)
+	prompt := env.TG.WaitMessageAfter(t, ann.ID(), draft.MessageID, func(m tgfake.BotMessage) bool {
+		return strings.Contains(m.Text, "Send me the corrected profile")
+	})
+	require.Contains(t, prompt.Text, "Senior Go developer, 7 years.", "the draft to copy")
+	oldEdit := ann.PressRaw(draft, draft.ReplyMarkup.Buttons()[0].CallbackData)
+	require.Contains(t, env.TG.WaitCallbackAnswer(t, oldEdit.ID).Text, "no longer current", "the first message's buttons are stale")
+
+	corrected := "Go developer, 8 years; PostgreSQL, Kafka. Remote only."
+	fix := ann.SendText(ann.ID(), corrected)
+	revised := draftFor(t, env, ann, fix.MessageID)
+	require.Contains(t, revised.Text, corrected)
+	var runs int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM pipeline_runs`).Scan(&runs))
+	require.Zero(t, runs, "the corrected text is the draft's, not the memory chat's")
+	q, err = ann.PressButton(revised, "✅ Use this profile")
+	require.NoError(t, err)
+	env.TG.WaitCallbackAnswer(t, q.ID)
+	eventually(t, 10*time.Second, func() bool { return profileOf(t, pool, ann.ID()) == corrected })
+
+	var drafts int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM profile_drafts`).Scan(&drafts))
+	require.Zero(t, drafts)
+	require.Empty(t, tablesHolding(t, pool, pdfPhrase), "the PDF's text is stored nowhere")
+	require.Empty(t, tablesHolding(t, pool, docxPhrase), "the DOCX's text is stored nowhere")
+	require.Empty(t, tablesHolding(t, pool, "Образование"), "nor the Cyrillic of either")
+	require.ElementsMatch(t, []string{"users", "outbox"}, tablesHolding(t, pool, "Kafka. Remote only"),
+		"the search finds what is stored: the profile and the draft shown")
+}
+
+// What cannot be read is refused with the reason: a scan, a file over the
+// size limit, an image.
+func TestResumeRefusals(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	resumeRule(env).ReplyJSON(map[string]any{"profile": condensed})
+	env.Start(map[string]string{"RESUME_MAX_FILE_MB": "1"})
+	pool := db(t, env)
+	ann := env.TG.User(811, "Ann", "en")
+
+	sent := ann.SendDocument(ann.ID(), "scan.pdf", "application/pdf", resumeFile(t, "scanned.pdf"))
+	scanned := env.TG.WaitMessageAfter(t, ann.ID(), sent.MessageID, func(m tgfake.BotMessage) bool {
+		return !strings.Contains(m.Text, "Reading your résumé")
+	})
+	require.Equal(t, "This PDF has no text layer — it looks scanned. Please send a DOCX or a text version.", scanned.Text)
+
+	big := append([]byte("%PDF-1.4\n"), bytes.Repeat([]byte("x"), 1<<20)...)
+	sent = ann.SendDocument(ann.ID(), "huge.pdf", "application/pdf", big)
+	tooBig := env.TG.WaitMessageAfter(t, ann.ID(), sent.MessageID, nil)
+	require.Contains(t, tooBig.Text, "This file is too large: I read résumés of up to 1 MB.")
+
+	sent = ann.SendDocument(ann.ID(), "me.jpg", "image/jpeg", []byte("\xff\xd8\xff\xe0 a photo"))
+	image := env.TG.WaitMessageAfter(t, ann.ID(), sent.MessageID, nil)
+	require.Contains(t, image.Text, "a PDF, a Word file (.docx) or a plain text file (.txt)")
+
+	require.Zero(t, env.LLM.Calls("resume"), "no file read")
+	var drafts int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM profile_drafts`).Scan(&drafts))
+	require.Zero(t, drafts)
+}

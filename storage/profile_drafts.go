@@ -1,0 +1,248 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"switchboard/domain"
+	"switchboard/domain/resume"
+)
+
+// This file implements resume.Repository over profile_drafts
+// (migrations/00026_profile_drafts.sql). Each change names the state it
+// leaves and, for a button, the draft's id and revision; a button's
+// statement also names the user, so a press on someone else's draft finds
+// nothing.
+
+var _ resume.Repository = (*Store)(nil)
+
+// draftColumns are what scanProfileDraft reads, of the table aliased a
+// ("" for none).
+func draftColumns(a string) string {
+	if a != "" {
+		a += "."
+	}
+	return strings.NewReplacer("@", a).Replace(`@id, @user_id, @chat_id, @message_id, @lang, @state, @revision,
+COALESCE(@file_id, ''), @file_name, @format, COALESCE(@draft, ''), @attempts, COALESCE(@claim_token::text, '')`)
+}
+
+var profileDraftColumns = draftColumns("")
+
+func scanProfileDraft(row pgx.Row) (resume.Draft, error) {
+	var d resume.Draft
+	err := row.Scan(&d.ID, &d.UserID, &d.ChatID, &d.MessageID, &d.Lang, &d.State, &d.Revision, &d.FileID,
+		&d.FileName, &d.Format, &d.Text, &d.Attempts, &d.Token)
+	return d, err
+}
+
+// rowQuerier is a pool or a transaction.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// profileDraft runs a statement returning one draft: ok is false when it
+// returned none.
+func profileDraft(ctx context.Context, q rowQuerier, sql string, args ...any) (resume.Draft, bool, error) {
+	d, err := scanProfileDraft(q.QueryRow(ctx, sql, args...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return resume.Draft{}, false, nil
+	}
+	if err != nil {
+		return resume.Draft{}, false, err
+	}
+	return d, true, nil
+}
+
+// CreateProfileDraft stores a Reading draft for the document's message,
+// replacing the user's draft of another message, and tell's messages, in
+// one transaction. The user's row lock orders two documents of one user;
+// created is false when this message's draft is there already.
+func (s *Store) CreateProfileDraft(ctx context.Context, d resume.Draft, tell domain.Render[resume.Draft]) (resume.Draft, bool, error) {
+	var out resume.Draft
+	var created bool
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM profile_drafts WHERE user_id = $1 AND NOT (chat_id = $2 AND message_id = $3)`,
+			d.UserID, d.ChatID, d.MessageID); err != nil {
+			return fmt.Errorf("replace draft: %w", err)
+		}
+		var err error
+		out, created, err = profileDraft(ctx, tx, `INSERT INTO profile_drafts (user_id, chat_id, message_id, lang, file_id, file_name, format)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (user_id) DO NOTHING
+RETURNING `+profileDraftColumns, d.UserID, d.ChatID, d.MessageID, d.Lang, d.FileID, d.FileName, d.Format)
+		if err != nil || !created {
+			return err
+		}
+		return enqueueTx(ctx, tx, tell.Of(out))
+	})
+	if err != nil {
+		return resume.Draft{}, false, fmt.Errorf("create profile draft of user %d: %w", d.UserID, err)
+	}
+	return out, created, nil
+}
+
+// ClaimProfileDraft claims the oldest Reading draft whose claim is free or
+// lapsed (a release's backoff is a claim nobody holds), counting the attempt.
+func (s *Store) ClaimProfileDraft(ctx context.Context, lease time.Duration) (resume.Draft, bool, error) {
+	d, ok, err := profileDraft(ctx, s.pool, `WITH next AS (
+    SELECT id FROM profile_drafts
+    WHERE state = 'reading' AND (claimed_until IS NULL OR claimed_until < now())
+    ORDER BY claimed_until NULLS FIRST, id
+    LIMIT 1 FOR UPDATE SKIP LOCKED
+)
+UPDATE profile_drafts d SET claim_token = gen_random_uuid(), claimed_until = now() + $1 * interval '1 millisecond',
+    attempts = attempts + 1
+FROM next WHERE d.id = next.id
+RETURNING `+draftColumns("d"), lease.Milliseconds())
+	if err != nil {
+		return resume.Draft{}, false, fmt.Errorf("claim profile draft: %w", err)
+	}
+	return d, ok, nil
+}
+
+// ReleaseProfileDraft gives a claim back, claimable again after after.
+func (s *Store) ReleaseProfileDraft(ctx context.Context, id int64, token string, after time.Duration, counted bool) error {
+	back := 0
+	if !counted {
+		back = 1
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE profile_drafts SET claim_token = NULL,
+    claimed_until = now() + $3 * interval '1 millisecond', attempts = greatest(attempts - $4, 0)
+WHERE id = $1 AND claim_token = $2::uuid AND state = 'reading'`, id, token, after.Milliseconds(), back)
+	if err != nil {
+		return fmt.Errorf("release profile draft %d: %w", id, err)
+	}
+	return nil
+}
+
+// FinishProfileDraft makes a claimed draft Ready with its text, forgetting
+// the file, and writes tell's messages, in one transaction.
+func (s *Store) FinishProfileDraft(ctx context.Context, id int64, token, text string, tell domain.Render[resume.Draft]) (bool, error) {
+	var ok bool
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		d, found, err := profileDraft(ctx, tx, `UPDATE profile_drafts SET state = 'ready', draft = $3, file_id = NULL,
+    claim_token = NULL, claimed_until = NULL, revision = revision + 1, updated_at = now()
+WHERE id = $1 AND claim_token = $2::uuid AND state = 'reading'
+RETURNING `+profileDraftColumns, id, token, text)
+		if err != nil || !found {
+			return err
+		}
+		ok = true
+		return enqueueTx(ctx, tx, tell.Of(d))
+	})
+	if err != nil {
+		return false, fmt.Errorf("finish profile draft %d: %w", id, err)
+	}
+	return ok, nil
+}
+
+// FailProfileDraft deletes a claimed draft and writes tell's messages, in
+// one transaction.
+func (s *Store) FailProfileDraft(ctx context.Context, id int64, token string, tell domain.Render[resume.Draft]) (bool, error) {
+	var ok bool
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		d, found, err := profileDraft(ctx, tx, `DELETE FROM profile_drafts
+WHERE id = $1 AND claim_token = $2::uuid AND state = 'reading'
+RETURNING `+profileDraftColumns, id, token)
+		if err != nil || !found {
+			return err
+		}
+		ok = true
+		return enqueueTx(ctx, tx, tell.Of(d))
+	})
+	if err != nil {
+		return false, fmt.Errorf("fail profile draft %d: %w", id, err)
+	}
+	return ok, nil
+}
+
+// EditProfileDraft moves the user's Ready draft to Editing under a new revision.
+func (s *Store) EditProfileDraft(ctx context.Context, userID, id int64, revision int, ttl time.Duration) (resume.Draft, bool, error) {
+	d, ok, err := profileDraft(ctx, s.pool, `UPDATE profile_drafts SET state = 'editing', revision = revision + 1, updated_at = now()
+WHERE id = $1 AND user_id = $2 AND revision = $3 AND state = 'ready'
+  AND updated_at > now() - $4 * interval '1 millisecond'
+RETURNING `+profileDraftColumns, id, userID, revision, ttl.Milliseconds())
+	if err != nil {
+		return resume.Draft{}, false, fmt.Errorf("edit profile draft %d: %w", id, err)
+	}
+	return d, ok, nil
+}
+
+// ReviseProfileDraft sets the text of the user's Editing draft, making it
+// Ready under a new revision, and writes tell's messages, in one transaction.
+func (s *Store) ReviseProfileDraft(ctx context.Context, userID int64, text string, ttl time.Duration, tell domain.Render[resume.Draft]) (resume.Draft, bool, error) {
+	var (
+		d  resume.Draft
+		ok bool
+	)
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		d, ok, err = profileDraft(ctx, tx, `UPDATE profile_drafts SET state = 'ready', draft = $2, revision = revision + 1, updated_at = now()
+WHERE user_id = $1 AND state = 'editing' AND updated_at > now() - $3 * interval '1 millisecond'
+RETURNING `+profileDraftColumns, userID, text, ttl.Milliseconds())
+		if err != nil || !ok {
+			return err
+		}
+		return enqueueTx(ctx, tx, tell.Of(d))
+	})
+	if err != nil {
+		return resume.Draft{}, false, fmt.Errorf("revise profile draft of user %d: %w", userID, err)
+	}
+	return d, ok, nil
+}
+
+// ConfirmProfileDraft makes the draft the user's profile and deletes it,
+// in one statement.
+func (s *Store) ConfirmProfileDraft(ctx context.Context, userID, id int64, revision int, ttl time.Duration) (resume.Draft, bool, error) {
+	d, ok, err := profileDraft(ctx, s.pool, `WITH d AS (
+    DELETE FROM profile_drafts
+    WHERE id = $1 AND user_id = $2 AND revision = $3 AND state IN ('ready', 'editing')
+      AND updated_at > now() - $4 * interval '1 millisecond'
+    RETURNING *
+), u AS (
+    UPDATE users SET profile = d.draft, updated_at = now() FROM d WHERE users.id = d.user_id
+)
+SELECT `+draftColumns("d")+` FROM d`, id, userID, revision, ttl.Milliseconds())
+	if err != nil {
+		return resume.Draft{}, false, fmt.Errorf("confirm profile draft %d: %w", id, err)
+	}
+	return d, ok, nil
+}
+
+// CancelProfileDraft deletes the user's draft of this id and revision.
+func (s *Store) CancelProfileDraft(ctx context.Context, userID, id int64, revision int) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM profile_drafts WHERE id = $1 AND user_id = $2 AND revision = $3`, id, userID, revision)
+	if err != nil {
+		return false, fmt.Errorf("cancel profile draft %d: %w", id, err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// EditingProfileDraft reports whether the user has a draft waiting for
+// corrected text.
+func (s *Store) EditingProfileDraft(ctx context.Context, userID int64, ttl time.Duration) (bool, error) {
+	var waiting bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM profile_drafts
+WHERE user_id = $1 AND state = 'editing' AND updated_at > now() - $2 * interval '1 millisecond')`, userID, ttl.Milliseconds()).Scan(&waiting)
+	if err != nil {
+		return false, fmt.Errorf("editing profile draft of user %d: %w", userID, err)
+	}
+	return waiting, nil
+}
+
+// pruneProfileDrafts deletes drafts untouched since the horizon: the user
+// never answered, or (a draft still being read) every reader died.
+func pruneProfileDrafts(ctx context.Context, tx pgx.Tx, b *pruneBatch) (int64, bool, error) {
+	tag, err := tx.Exec(ctx, `DELETE FROM profile_drafts WHERE id IN (
+    SELECT id FROM profile_drafts WHERE updated_at < $1 ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+		b.horizon, b.limit)
+	if err != nil {
+		return 0, false, err
+	}
+	return tag.RowsAffected(), tag.RowsAffected() == int64(b.limit), nil
+}
