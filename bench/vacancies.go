@@ -200,7 +200,7 @@ func seedUsers(ctx context.Context, store *storage.Store) (string, []int64, erro
 // reset empties the queue, the vacancies and the outbox between runs;
 // users stay.
 func (w *world) reset(ctx context.Context) error {
-	_, err := w.store.Pool().Exec(ctx, `TRUNCATE vacancy_matches, vacancies, search_hits, discovery_state, outbox`)
+	_, err := w.store.Pool().Exec(ctx, `TRUNCATE vacancy_matches, vacancies, search_hits, discovery_state, outbox, cover_letters`)
 	if err != nil {
 		return fmt.Errorf("reset: %w", err)
 	}
