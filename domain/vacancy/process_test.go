@@ -215,7 +215,7 @@ func TestProcessPromptCarriesTaste(t *testing.T) {
 	b.queue(t, vacancies(3, 500, 17)...)
 	b.exec(t, `UPDATE vacancies SET title = 'Senior Rust engineer' WHERE id = 500`)
 	b.exec(t, `UPDATE vacancies SET title = '1C programmer' WHERE id = 501`)
-	b.exec(t, `UPDATE vacancy_matches SET status = 'APPLIED', is_relevant = true, sent_at = now(), message_id = 1 WHERE vacancy_id = 500`)
+	b.exec(t, `UPDATE vacancy_matches SET status = 'APPLIED', is_relevant = true, sent_at = now(), message_id = 1, applied_at = now(), reported_at = now() WHERE vacancy_id = 500`)
 	b.exec(t, `UPDATE vacancy_matches SET status = 'NOT_INTERESTED', is_relevant = true, sent_at = now(), message_id = 2 WHERE vacancy_id = 501`)
 	b.drain(t)
 	prompt := b.llm.RequestsFor("relevance")[0].Prompt
