@@ -441,7 +441,7 @@ const MaxProfile = 4000
 var ErrForbidden = errors.New("not your vacancy")
 
 // ErrAlreadyDecided: the match is not awaiting the user's decision (a
-// second press, or a press after another final status).
+// second press, or a press after another status was reported).
 var ErrAlreadyDecided = errors.New("vacancy already decided")
 
 // inputError refuses the input with key, naming the limit the key is about.
