@@ -54,6 +54,7 @@ type app struct {
 	tg      *delivery.Client
 	hh      *hh.Client
 	vac     *vacancy.Service
+	letters *vacancy.Letters
 	mem     *memory.Service
 	disp    *dispatch.Service
 	anl     *analysis.Service
@@ -211,6 +212,15 @@ func (a *app) buildWorkflows(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("vacancies: %w", err)
 	}
+	a.letters, err = vacancy.NewLetters(vacancy.LetterConfig{
+		PerDay: cfg.CoverLettersPerDay, Lease: cfg.VacancyClaimLease, Workers: cfg.LLMMaxConcurrency,
+		SweepInterval: cfg.QueueInterval,
+	}, vacancy.LetterDeps{
+		Repo: a.store, LLM: llm.LetterPort{Client: a.llm}, Notifier: notes, Log: log, Registerer: a.reg,
+	})
+	if err != nil {
+		return fmt.Errorf("cover letters: %w", err)
+	}
 
 	// Ollama's window is LLM_NUM_CTX, which every request carries; an
 	// OpenAI-compatible server's is its model's own, which we do not know.
@@ -318,7 +328,7 @@ func (a *app) buildBot(context.Context) error {
 		Users: a.store, Status: outage.Status{Store: a.store, Beats: a.beats, LLM: a.llm, HH: a.hh, VacancyClaimLease: cfg.VacancyClaimLease}, Catalog: a.catalog, Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Direct: a.out, Queue: a.store,
 		Inbox: a.store, Passing: storage.Passing,
-		Vacancies: a.vac, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl, Resume: a.res,
+		Vacancies: a.vac, Letters: a.letters, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl, Resume: a.res,
 	})
 	if err != nil {
 		return err
@@ -448,6 +458,8 @@ func (a *app) services() []service.Service {
 		a.out,
 		service.Func(func(ctx context.Context) { a.mem.Run(ctx, listen) }),
 		wakeOn(storage.QueueChannel, a.vac.Wake),
+		a.letters,
+		wakeOn(storage.LetterChannel, a.letters.Wake),
 		service.Func(func(ctx context.Context) { a.disp.Run(ctx, listen) }),
 		a.beats,
 		// Every replica handles updates from the inbox; the NOTIFY of stored

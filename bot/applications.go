@@ -23,7 +23,7 @@ import (
 var (
 	actionCardStep     = RegisterAction("vs", 3) // on a vacancy card
 	actionFollowUpStep = RegisterAction("vf", 3) // on a follow-up reminder
-	actionListStep     = RegisterAction("vl", 3) // on /applications
+	actionListStep     = RegisterAction("vw", 3) // on /applications
 )
 
 // stepCodes number the pipeline's statuses in callback data; the numbers
@@ -177,7 +177,7 @@ func (u *vacancyUI) step(action Action) CallbackHandler {
 		switch action {
 		case actionCardStep:
 			text = u.b.renderVacancy(r.Lang, a.Vacancy, a.Match.Verdict, a.Match.Status)
-			if kb, err = u.b.vacancyMarkup(r.Lang, a.Match.ID, a.Vacancy.URL, true); err == nil {
+			if kb, err = u.b.vacancyMarkup(r.Lang, a.Match.ID, a.Vacancy, true); err == nil {
 				kb, err = u.b.withSteps(r.Lang, actionCardStep, a.Match, kb)
 			}
 		case actionListStep:

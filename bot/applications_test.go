@@ -120,7 +120,7 @@ func TestApplicationsReport(t *testing.T) {
 		"Waiting for an answer: 2\n1. two — ACME\nNo answer · days without news: 11\n2. three — ACME\nApplied · days without news: 3\n\n"+
 		"Mark what happened with the buttons: each carries the number of its application.", msg.Text)
 	require.Equal(t, []string{"1 · 🎉 Invited", "1 · ❌ Rejected", "2 · 🎉 Invited", "2 · ❌ Rejected", "2 · 🔇 No answer"}, buttonTexts(msg))
-	require.Equal(t, stepData(t, "vl", second, 2, 3), msg.ReplyMarkup.Buttons()[0].CallbackData)
+	require.Equal(t, stepData(t, "vw", second, 2, 3), msg.ReplyMarkup.Buttons()[0].CallbackData)
 
 	q, err := ann.PressButton(msg, "1 · 🎉 Invited")
 	require.NoError(t, err)
@@ -132,7 +132,7 @@ func TestApplicationsReport(t *testing.T) {
 	require.Equal(t, []string{"1 · 🎉 Invited", "1 · ❌ Rejected", "1 · 🔇 No answer", "2 · 🏆 Offer", "2 · ❌ Rejected"}, buttonTexts(redrawn))
 
 	// The old message's button, pressed again on a stale client.
-	a := answer(t, env.srv, ann.PressRaw(redrawn, stepData(t, "vl", second, 2, 3)))
+	a := answer(t, env.srv, ann.PressRaw(redrawn, stepData(t, "vw", second, 2, 3)))
 	require.Equal(t, "This application is already marked: Invited. Nothing changed.", a.Text)
 }
 

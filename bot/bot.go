@@ -106,6 +106,7 @@ type Deps struct {
 	// The workflows whose commands and buttons the bot serves (each
 	// optional: a bot without one has none of its commands).
 	Vacancies Vacancies
+	Letters   Letters
 	Memory    Memory
 	Dispatch  Dispatch
 	Analysis  Analysis
@@ -254,6 +255,9 @@ func (b *Bot) poller() tele.Poller {
 func (b *Bot) registerWorkflows() {
 	if b.deps.Vacancies != nil {
 		b.RegisterVacancies(b.deps.Vacancies)
+	}
+	if b.deps.Letters != nil {
+		b.RegisterLetters(b.deps.Letters)
 	}
 	if b.deps.Memory != nil {
 		b.RegisterMemory(b.deps.Memory)

@@ -56,9 +56,9 @@ type resumeUI struct {
 func (b *Bot) RegisterResume(rs Resumes) {
 	u := &resumeUI{b: b, r: rs}
 	b.tb.Handle(tele.OnDocument, u.document)
-	b.HandleButton(actionResumeUse, u.use)
-	b.HandleButton(actionResumeEdit, u.edit)
-	b.HandleButton(actionResumeCancel, u.cancel)
+	b.HandleButton(actionResumeUse, draftButton(u.use))
+	b.HandleButton(actionResumeEdit, draftButton(u.edit))
+	b.HandleButton(actionResumeCancel, draftButton(u.cancel))
 	b.privateFirst = u.revise
 }
 
@@ -112,38 +112,35 @@ func (u *resumeUI) revise(r *Request) (bool, error) {
 	return true, nil
 }
 
-// pressed checks a draft button's presser and reads its draft and revision.
-func pressed(r *Request, cb Callback) (id int64, revision int, mine bool) {
-	return cb.IDs[1], int(cb.IDs[2]), cb.IDs[0] == r.User.ID
+// draftButton checks a draft button's presser and runs press with the
+// draft and revision the button names; a draft no longer at that revision
+// (used, cancelled, replaced, expired) is answered with the stale alert.
+func draftButton(press func(r *Request, id int64, revision int) (bool, error)) CallbackHandler {
+	return func(r *Request, cb Callback) error {
+		if cb.IDs[0] != r.User.ID {
+			return r.Forbidden()
+		}
+		ok, err := press(r, cb.IDs[1], int(cb.IDs[2]))
+		if err != nil || ok {
+			return err
+		}
+		return r.Alert("cv.stale")
+	}
 }
 
-func (u *resumeUI) use(r *Request, cb Callback) error {
-	id, rev, mine := pressed(r, cb)
-	if !mine {
-		return r.Forbidden()
-	}
+func (u *resumeUI) use(r *Request, id int64, rev int) (bool, error) {
 	_, ok, err := u.r.Confirm(r.Ctx, r.User.ID, id, rev)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return r.Alert("cv.stale")
+	if err != nil || !ok {
+		return ok, err
 	}
 	u.b.editPressed(r, r.T("cv.used"), nil)
-	return r.Respond(&tele.CallbackResponse{Text: r.T("cv.used_toast")})
+	return true, r.Respond(&tele.CallbackResponse{Text: r.T("cv.used_toast")})
 }
 
-func (u *resumeUI) edit(r *Request, cb Callback) error {
-	id, rev, mine := pressed(r, cb)
-	if !mine {
-		return r.Forbidden()
-	}
+func (u *resumeUI) edit(r *Request, id int64, rev int) (bool, error) {
 	d, ok, err := u.r.Edit(r.Ctx, r.User.ID, id, rev)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return r.Alert("cv.stale")
+	if err != nil || !ok {
+		return ok, err
 	}
 	if chatID, msgID, ok := pressedMessage(r); ok {
 		if err := u.b.editMarkupDirect(r.Ctx, chatID, msgID, nil); err != nil {
@@ -152,29 +149,22 @@ func (u *resumeUI) edit(r *Request, cb Callback) error {
 	}
 	kb, err := u.b.resumeMarkup(r.Lang, d, false)
 	if err != nil {
-		return err
+		return true, err
 	}
 	text := r.T("cv.edit_prompt", locales.Data{"Draft": locales.HTML("<pre>" + html.EscapeString(d.Text) + "</pre>")})
 	if err := r.Reply(text, kb); err != nil {
-		return err
+		return true, err
 	}
-	return r.Respond()
+	return true, r.Respond()
 }
 
-func (u *resumeUI) cancel(r *Request, cb Callback) error {
-	id, rev, mine := pressed(r, cb)
-	if !mine {
-		return r.Forbidden()
-	}
+func (u *resumeUI) cancel(r *Request, id int64, rev int) (bool, error) {
 	ok, err := u.r.Cancel(r.Ctx, r.User.ID, id, rev)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return r.Alert("cv.stale")
+	if err != nil || !ok {
+		return ok, err
 	}
 	u.b.editPressed(r, r.T("cv.cancelled"), nil)
-	return r.Respond()
+	return true, r.Respond()
 }
 
 // resumeMarkup is a draft's buttons: Use this profile, Edit (unless the

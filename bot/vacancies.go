@@ -452,7 +452,7 @@ func (u *vacancyUI) decide(to vacancy.Status) CallbackHandler {
 			return err
 		}
 		text := u.b.renderVacancy(r.Lang, v, m.Verdict, m.Status)
-		kb, err := u.b.vacancyMarkup(r.Lang, m.ID, v.URL, true)
+		kb, err := u.b.vacancyMarkup(r.Lang, m.ID, v, true)
 		if err == nil {
 			kb, err = u.b.withSteps(r.Lang, actionCardStep, m, kb)
 		}
@@ -514,7 +514,7 @@ func pressedMessage(r *Request) (chatID int64, msgID int, ok bool) {
 // delivery makes the match SENT_TO_USER (storage/outbox.go).
 func (rd *Renderer) Card(d vacancy.CardData) []domain.Message {
 	text := rd.renderVacancy(d.Lang, d.Vacancy, &d.Verdict, "")
-	kb, err := rd.vacancyMarkup(d.Lang, d.MatchID, d.Vacancy.URL, false)
+	kb, err := rd.vacancyMarkup(d.Lang, d.MatchID, d.Vacancy, false)
 	if err != nil {
 		rd.log.Error("render vacancy buttons", "match", d.MatchID, "err", err)
 		return nil
@@ -559,6 +559,9 @@ func (rd *Renderer) renderVacancy(lang string, v vacancy.Vacancy, verdict *vacan
 		lines = append(lines, strings.Join(where, " · "))
 	}
 	if s := clip(salaryLine(cat, lang, v.Salary), salaryBudget); s != "" {
+		lines = append(lines, s)
+	}
+	if s := requirementsLine(cat, lang, v); s != "" {
 		lines = append(lines, s)
 	}
 	if verdict != nil {
@@ -632,11 +635,10 @@ func salaryLine(cat *locales.Catalog, lang string, s vacancy.Salary) string {
 	return html.UnescapeString(line)
 }
 
-// vacancyMarkup is [[Applied, Not interested], [Open on hh.ru]] before a
-// decision and only the link after it (an application's steps go above:
-// withSteps); the link is left out unless it is a
-// web address, since Telegram refuses the whole message for a bad one.
-func (rd *Renderer) vacancyMarkup(lang string, matchID int64, link string, decided bool) (*tele.ReplyMarkup, error) {
+// vacancyMarkup is [[Applied, Not interested], [Cover letter], [Open on
+// hh.ru, Apply]] before a decision and only the links after it (an
+// application's steps go above them: withSteps).
+func (rd *Renderer) vacancyMarkup(lang string, matchID int64, v vacancy.Vacancy, decided bool) (*tele.ReplyMarkup, error) {
 	cat := rd.cat
 	kb := &tele.ReplyMarkup{}
 	if !decided {
@@ -645,10 +647,14 @@ func (rd *Renderer) vacancyMarkup(lang string, matchID int64, link string, decid
 		if err != nil {
 			return nil, err
 		}
-		kb.InlineKeyboard = append(kb.InlineKeyboard, pair)
+		letter, err := Encode(actionLetter, matchID)
+		if err != nil {
+			return nil, err
+		}
+		kb.InlineKeyboard = append(kb.InlineKeyboard, pair, []tele.InlineButton{{Text: cat.T(lang, "vacancy.button_letter"), Data: letter}})
 	}
-	if webURL(link) {
-		kb.InlineKeyboard = append(kb.InlineKeyboard, []tele.InlineButton{{Text: cat.T(lang, "vacancy.button_open"), URL: link}})
+	if row := applyRow(cat, lang, v); row != nil {
+		kb.InlineKeyboard = append(kb.InlineKeyboard, row)
 	}
 	if len(kb.InlineKeyboard) == 0 {
 		return nil, nil

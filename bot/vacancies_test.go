@@ -548,15 +548,17 @@ func TestDeliverAndDecide(t *testing.T) {
 	require.Equal(t, "<b>Go & Rust</b>", utf16Slice(msg.Text, msg.Entities[0].Offset, msg.Entities[0].Length))
 	require.Equal(t, "HTML", msg.ParseMode)
 	kb := msg.ReplyMarkup.InlineKeyboard
-	require.Len(t, kb, 2)
+	require.Len(t, kb, 3)
 	require.Len(t, kb[0], 2)
 	require.Equal(t, "✅ Applied", kb[0][0].Text)
 	require.Equal(t, applied, kb[0][0].CallbackData)
 	require.Equal(t, "🚫 Not interested", kb[0][1].Text)
 	require.Equal(t, rejected, kb[0][1].CallbackData)
-	require.Len(t, kb[1], 1)
-	require.Equal(t, "Open on hh.ru", kb[1][0].Text)
-	require.Equal(t, "https://hh.ru/vacancy/1001", kb[1][0].URL)
+	require.Equal(t, "✍️ Cover letter", kb[1][0].Text)
+	require.Equal(t, data(t, "vl", d.MatchID), kb[1][0].CallbackData)
+	require.Len(t, kb[2], 1, "HH gave no apply page: only the link")
+	require.Equal(t, "Open on hh.ru", kb[2][0].Text)
+	require.Equal(t, "https://hh.ru/vacancy/1001", kb[2][0].URL)
 
 	// A second worker pass sends nothing more.
 	n, err := env.svc.Drain(ctx)
@@ -626,7 +628,7 @@ func TestNotInterestedInUsersLanguage(t *testing.T) {
 
 	msg := env.waitCard(t, 42, d.MatchID)
 	require.Contains(t, msg.Text, "Оценка: 87/100", "the card follows the user's language")
-	require.Len(t, msg.ReplyMarkup.InlineKeyboard, 1)
+	require.Len(t, msg.ReplyMarkup.InlineKeyboard, 2)
 	require.Equal(t, "🚫 Не интересно", msg.ReplyMarkup.InlineKeyboard[0][1].Text)
 
 	a := answer(t, env.srv, mustPress(t, ann, msg, data(t, "vn", d.MatchID)))
@@ -662,7 +664,7 @@ func TestDeliverOversizedVacancyIsOneMessage(t *testing.T) {
 	require.LessOrEqual(t, len([]rune(msg.Text)), bot.MaxMessageLen)
 	require.True(t, strings.HasPrefix(msg.Text, `<&"> <&">`), "escaped, then cut")
 	require.Equal(t, 7, strings.Count(msg.Text, "…"), "title, employer, area, three reasons and the skills are marked as cut")
-	require.Len(t, msg.ReplyMarkup.Buttons(), 3)
+	require.Len(t, msg.ReplyMarkup.Buttons(), 4)
 }
 
 // Delivery failures are the outbox's: a card to a user Telegram refuses

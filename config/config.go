@@ -79,6 +79,8 @@ type Config struct {
 	RecoveryInterval  time.Duration `env:"RECOVERY_INTERVAL" envDefault:"5m" help:"SKIPPED vacancy recovery"`
 	FirstNewsInterval time.Duration `env:"FIRST_NEWS_INTERVAL" envDefault:"30s" help:"new searches whose user has not heard what their first discovery brought: discovered if another replica did not, or told when their vacancies all ended without a card"`
 
+	CoverLettersPerDay int `env:"COVER_LETTERS_PER_DAY" envDefault:"10" help:"cover letters the LLM writes for one user within 24 hours (1-1000)"`
+
 	VacancyFetchLimit     int           `env:"VACANCY_FETCH_LIMIT" envDefault:"100" help:"unseen vacancies one fetch collects per search"`
 	VacancyRecoveryWindow time.Duration `env:"VACANCY_RECOVERY_WINDOW" envDefault:"48h" help:"how far back SKIPPED vacancies are retried"`
 	VacancyClaimLease     time.Duration `env:"VACANCY_CLAIM_LEASE" envDefault:"2m" help:"how long a worker holds a vacancy before another replica may take it over"`

@@ -173,6 +173,9 @@ func (c Config) checkWorkflows(p *problems) {
 	if c.VacancyFetchLimit < 1 || c.VacancyFetchLimit > 2000 {
 		bad("VACANCY_FETCH_LIMIT", "%d: want 1..2000 (HH serves at most 2000 results)", c.VacancyFetchLimit)
 	}
+	if c.CoverLettersPerDay < 1 || c.CoverLettersPerDay > 1000 {
+		bad("COVER_LETTERS_PER_DAY", "%d: want 1..1000 (each letter is an LLM call)", c.CoverLettersPerDay)
+	}
 }
 
 // checkOperations: the HTTP address, the log level, pruning and retention,

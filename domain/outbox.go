@@ -98,6 +98,7 @@ type Button struct {
 // that wrote it, by the hook that workflow registers for its kind.
 const (
 	KindVacancy      = "vacancy"       // Ref: match; delivery makes it SENT_TO_USER
+	KindCoverLetter  = "cover_letter"  // Ref: cover letter; the letter, or why it could not be drafted
 	KindOffer        = "offer"         // Ref: offer; delivery records its message
 	KindOfferClose   = "offer_close"   // Ref: offer; the edit when it ended
 	KindAssigned     = "assigned"      // Ref: offer; the edit of an accepted offer's message as its order moves

@@ -148,7 +148,7 @@ SELECT 'runs of analysis', count(*) FROM analysis_runs WHERE state = 'completed'
 	// The confirmation lists what goes: Ann has something of every kind,
 	// but is neither a master nor an admin.
 	confirm := ask(t, env, ann, ann.ID(), "/forget")
-	for _, listed := range []string{"your messages to me, my answers and the summaries", "profile, saved searches, ban words and vacancy matches",
+	for _, listed := range []string{"your messages to me, my answers and the summaries", "profile (and its draft from a résumé), saved searches, ban words, vacancy matches and cover letters",
 		"your messages in the groups I read", "language and settings"} {
 		require.Contains(t, confirm.Text, listed)
 	}
@@ -216,7 +216,7 @@ func TestForgetSecondTapKeepsTheCounts(t *testing.T) {
 
 	confirm := ask(t, env, ann, ann.ID(), "/forget")
 	require.Equal(t, "Forget you? I will delete what I keep that is yours alone:\n"+
-		"• your profile, saved searches, ban words and vacancy matches;\n"+
+		"• your profile (and its draft from a résumé), saved searches, ban words, vacancy matches and cover letters;\n"+
 		"• your language and settings, and my messages to you.\n"+
 		"This cannot be undone.", confirm.Text)
 

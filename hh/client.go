@@ -522,6 +522,12 @@ type wireVacancy struct {
 	KeySkills   []struct {
 		Name string `json:"name"`
 	} `json:"key_skills"`
+	// Applying: HH's apply page, the employer's own for a direct vacancy
+	// (null otherwise), and what the employer asks of applicants.
+	ApplyAlternateURL      string  `json:"apply_alternate_url"`
+	ResponseURL            *string `json:"response_url"`
+	ResponseLetterRequired bool    `json:"response_letter_required"`
+	HasTest                bool    `json:"has_test"`
 }
 
 type idName struct {
@@ -543,6 +549,13 @@ func (w *wireVacancy) toVacancy(raw json.RawMessage) (vacancy.Vacancy, error) {
 		URL:         w.AlternateURL,
 		PublishedAt: published,
 		Raw:         raw,
+
+		ApplyURL:       w.ApplyAlternateURL,
+		LetterRequired: w.ResponseLetterRequired,
+		HasTest:        w.HasTest,
+	}
+	if w.ResponseURL != nil {
+		v.ResponseURL = strings.TrimSpace(*w.ResponseURL)
 	}
 	if w.Employer != nil {
 		v.Employer = w.Employer.Name

@@ -217,15 +217,26 @@ func (c *Client) BreakerState() BreakerState {
 // reasoning is ErrEmpty; an answer cut off at the length limit is
 // returned as it is, since a shortened reply is still a reply.
 func (c *Client) Text(ctx context.Context, req Request) (string, error) {
+	text, _, err := c.TextUsage(ctx, req)
+	return text, err
+}
+
+// Usage is what the provider counted for one call (zero when it did not say).
+type Usage struct{ Prompt, Completion int }
+
+// TextUsage is Text with the tokens the provider counted, for callers that
+// record them per answer.
+func (c *Client) TextUsage(ctx context.Context, req Request) (string, Usage, error) {
 	cl := c.callFor("text", req)
 	a, err := c.generate(ctx, cl, req, nil)
 	if err != nil {
-		return "", c.finish(cl, err)
+		return "", Usage{}, c.finish(cl, err)
 	}
+	use := Usage{Prompt: a.promptTokens, Completion: a.completionTokens}
 	var rep repairs
 	text, ok := stripReasoning(a.content, &rep)
 	if !ok {
-		return "", c.finish(cl, &callError{outcomeEmpty, false, fmt.Errorf(
+		return "", use, c.finish(cl, &callError{outcomeEmpty, false, fmt.Errorf(
 			"%w: the answer holds only the model's reasoning (set LLM_THINK=false, or raise %s)",
 			ErrEmpty, c.limitHint(req, false))})
 	}
@@ -234,7 +245,7 @@ func (c *Client) Text(ctx context.Context, req Request) (string, error) {
 	}
 	c.m.addRepairs(cl.model, rep)
 	c.finish(cl, nil)
-	return text, nil
+	return text, use, nil
 }
 
 // JSON asks for a JSON answer and decodes it into out, which must be a

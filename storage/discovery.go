@@ -65,11 +65,11 @@ func (s *Store) SaveDiscovery(ctx context.Context, key string, found []vacancy.V
 			for _, v := range found {
 				b.Queue(`
 INSERT INTO vacancies (id, title, employer, url, area, salary_from, salary_to, salary_currency, salary_gross,
-                       experience, schedule, published_at, snippet, raw)
-VALUES ($1, $2, $3, $4, $5, NULLIF($6, 0), NULLIF($7, 0), $8, $9, $10, $11, $12, $13, $14)
+                       experience, schedule, published_at, snippet, raw, apply_url, response_url, letter_required, has_test)
+VALUES ($1, $2, $3, $4, $5, NULLIF($6, 0), NULLIF($7, 0), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 ON CONFLICT (id) DO NOTHING`,
 					v.ID, v.Title, v.Employer, v.URL, v.Area, v.Salary.From, v.Salary.To, v.Salary.Currency, v.Salary.Gross,
-					v.Experience, v.Schedule, v.PublishedAt, v.Snippet, rawJSON(v.Raw))
+					v.Experience, v.Schedule, v.PublishedAt, v.Snippet, rawJSON(v.Raw), v.ApplyURL, v.ResponseURL, v.LetterRequired, v.HasTest)
 			}
 			if err := tx.SendBatch(ctx, b).Close(); err != nil {
 				return fmt.Errorf("insert vacancies: %w", err)

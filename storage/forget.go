@@ -22,8 +22,8 @@ import (
 //     is kept (below): then the row stays as its anchor, with username,
 //     first name, both languages and the profile erased and created_at
 //     renewed (the person is new if they come back; see Forget).
-//   - searches, ban_words, vacancy_matches (every state), profile_drafts:
-//     deleted.
+//   - searches, ban_words, vacancy_matches (every state), cover_letters,
+//     profile_drafts: deleted.
 //     discovery_state and search_hits belong to a search key, which users
 //     with equal searches share: deleted only when no other user's search
 //     has the key. vacancies are HH's public data and stay.
@@ -107,6 +107,7 @@ WHERE m.author_id = $1 AND EXISTS (SELECT 1 FROM analysis_proposal_sources s
 		{"runs", `DELETE FROM pipeline_runs WHERE user_id = $1`, &f.Runs},
 		{"raw logs", `DELETE FROM raw_logs WHERE user_id = $1`, &f.Logs},
 		{"summaries", `DELETE FROM lsm_storage WHERE user_id = $1`, &f.Summaries},
+		{"cover letters", `DELETE FROM cover_letters WHERE user_id = $1`, nil},
 		{"matches", `DELETE FROM vacancy_matches WHERE user_id = $1`, &f.Matches},
 		{"ban words", `DELETE FROM ban_words WHERE user_id = $1`, &f.BanWords},
 		{"profile draft", `DELETE FROM profile_drafts WHERE user_id = $1`, nil},

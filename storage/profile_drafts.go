@@ -123,18 +123,10 @@ WHERE id = $1 AND claim_token = $2::uuid AND state = 'reading'`, id, token, afte
 // FinishProfileDraft makes a claimed draft Ready with its text, forgetting
 // the file, and writes tell's messages, in one transaction.
 func (s *Store) FinishProfileDraft(ctx context.Context, id int64, token, text string, tell domain.Render[resume.Draft]) (bool, error) {
-	var ok bool
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
-		d, found, err := profileDraft(ctx, tx, `UPDATE profile_drafts SET state = 'ready', draft = $3, file_id = NULL,
+	ok, err := s.changeProfileDraft(ctx, tell, `UPDATE profile_drafts SET state = 'ready', draft = $3, file_id = NULL,
     claim_token = NULL, claimed_until = NULL, revision = revision + 1, updated_at = now()
 WHERE id = $1 AND claim_token = $2::uuid AND state = 'reading'
 RETURNING `+profileDraftColumns, id, token, text)
-		if err != nil || !found {
-			return err
-		}
-		ok = true
-		return enqueueTx(ctx, tx, tell.Of(d))
-	})
 	if err != nil {
 		return false, fmt.Errorf("finish profile draft %d: %w", id, err)
 	}
@@ -144,21 +136,28 @@ RETURNING `+profileDraftColumns, id, token, text)
 // FailProfileDraft deletes a claimed draft and writes tell's messages, in
 // one transaction.
 func (s *Store) FailProfileDraft(ctx context.Context, id int64, token string, tell domain.Render[resume.Draft]) (bool, error) {
-	var ok bool
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
-		d, found, err := profileDraft(ctx, tx, `DELETE FROM profile_drafts
+	ok, err := s.changeProfileDraft(ctx, tell, `DELETE FROM profile_drafts
 WHERE id = $1 AND claim_token = $2::uuid AND state = 'reading'
 RETURNING `+profileDraftColumns, id, token)
+	if err != nil {
+		return false, fmt.Errorf("fail profile draft %d: %w", id, err)
+	}
+	return ok, nil
+}
+
+// changeProfileDraft runs one statement that returns the draft it changed
+// and, if it changed one, writes tell's messages in its transaction.
+func (s *Store) changeProfileDraft(ctx context.Context, tell domain.Render[resume.Draft], sql string, args ...any) (bool, error) {
+	var ok bool
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		d, found, err := profileDraft(ctx, tx, sql, args...)
 		if err != nil || !found {
 			return err
 		}
 		ok = true
 		return enqueueTx(ctx, tx, tell.Of(d))
 	})
-	if err != nil {
-		return false, fmt.Errorf("fail profile draft %d: %w", id, err)
-	}
-	return ok, nil
+	return ok, err
 }
 
 // EditProfileDraft moves the user's Ready draft to Editing under a new revision.

@@ -24,12 +24,12 @@ func rawJSON(b []byte) any {
 
 const vacancyColumns = `v.id, v.title, v.employer, v.url, v.area, COALESCE(v.salary_from, 0), COALESCE(v.salary_to, 0),
 v.salary_currency, v.salary_gross, v.experience, v.schedule, v.published_at, v.snippet, v.description, v.key_skills,
-v.detail_fetched_at`
+v.detail_fetched_at, v.apply_url, v.response_url, v.letter_required, v.has_test`
 
 func vacancyDest(v *vacancy.Vacancy, fetched **time.Time) []any {
 	return []any{&v.ID, &v.Title, &v.Employer, &v.URL, &v.Area, &v.Salary.From, &v.Salary.To,
 		&v.Salary.Currency, &v.Salary.Gross, &v.Experience, &v.Schedule, &v.PublishedAt, &v.Snippet, &v.Description,
-		&v.KeySkills, fetched}
+		&v.KeySkills, fetched, &v.ApplyURL, &v.ResponseURL, &v.LetterRequired, &v.HasTest}
 }
 
 // SaveVacancyDetail stores a detail fetched from HH and ends the fetch lease, so
@@ -48,7 +48,8 @@ func detailArgs(v vacancy.Vacancy) []any {
 	if skills == nil {
 		skills = []string{}
 	}
-	return []any{v.ID, v.Description, skills, v.Experience, v.Schedule, rawJSON(v.Raw)}
+	return []any{v.ID, v.Description, skills, v.Experience, v.Schedule, rawJSON(v.Raw),
+		v.ApplyURL, v.ResponseURL, v.LetterRequired, v.HasTest}
 }
 
 // ReleaseVacancyDetail ends a fetch lease that fetched nothing (HH failed or
@@ -113,5 +114,6 @@ RETURNING o.status, m.id, m.user_id`, id)
 const saveDetailSQL = `
 UPDATE vacancies SET description = $2, key_skills = $3,
     experience = COALESCE(NULLIF($4, ''), experience), schedule = COALESCE(NULLIF($5, ''), schedule),
-    raw = COALESCE($6::jsonb, raw), detail_fetched_at = now(), detail_fetching_until = NULL
+    raw = COALESCE($6::jsonb, raw), detail_fetched_at = now(), detail_fetching_until = NULL,
+    apply_url = COALESCE(NULLIF($7, ''), apply_url), response_url = $8, letter_required = $9, has_test = $10
 WHERE id = $1`

@@ -61,4 +61,9 @@
 // WorkerStore (storage/vacancy_matches.go, vacancies.go), DecisionStore and
 // RecoveryStore (storage/vacancy_matches.go), PipelineStore
 // (storage/applications.go).
+//
+// Cover letters (letter.go, its prompt in letter_prompt.go) are a service
+// of their own, Letters, over LetterRepository (storage/cover_letters.go):
+// a press writes a pending letter, letter workers on any replica draft it
+// and write it to the outbox with its end.
 package vacancy

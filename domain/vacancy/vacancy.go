@@ -28,8 +28,24 @@ type Vacancy struct {
 	// Description is HTML as HH sends it; only the detail request fills it.
 	Description string
 	KeySkills   []string
+	// ApplyURL is HH's apply page (apply_alternate_url); ResponseURL the
+	// employer's own, set for "direct" vacancies, where applying happens
+	// there instead.
+	ApplyURL, ResponseURL string
+	// LetterRequired and HasTest: the employer requires a cover letter,
+	// or asks applicants to pass a test.
+	LetterRequired, HasTest bool
 	// Raw is the JSON object HH sent, kept for later needs.
 	Raw []byte
+}
+
+// ApplyLink is where the user applies: the employer's site for a direct
+// vacancy, else HH's apply page ("" when HH gave neither).
+func (v Vacancy) ApplyLink() string {
+	if v.ResponseURL != "" {
+		return v.ResponseURL
+	}
+	return v.ApplyURL
 }
 
 // Salary is HH's salary; a zero bound was not published.

@@ -167,6 +167,7 @@ type searchPage struct {
 
 var (
 	openType    = idName{ID: "open", Name: "Открытая"}
+	directType  = idName{ID: "direct", Name: "Рекламная"}
 	billingType = idName{ID: "standard", Name: "Стандарт"}
 )
 
@@ -206,9 +207,20 @@ func (r renderer) common(v *Vacancy) (wireArea, *wireSalary, wireEmployer, *wire
 	return area, sal, emp, addr
 }
 
+// apply is a vacancy's type and response_url: a direct vacancy is answered
+// on the employer's site, every other one on hh.ru (response_url null).
+func apply(v *Vacancy) (idName, *string) {
+	if v.ResponseURL == "" {
+		return openType, nil
+	}
+	u := v.ResponseURL
+	return directType, &u
+}
+
 func (r renderer) short(e *entry, highlight []string, withCounters bool) shortVacancy {
 	v := &e.v
 	area, sal, emp, addr := r.common(v)
+	typ, responseURL := apply(v)
 	out := shortVacancy{
 		ID:                     v.ID,
 		Name:                   v.Name,
@@ -216,8 +228,9 @@ func (r renderer) short(e *entry, highlight []string, withCounters bool) shortVa
 		ResponseLetterRequired: v.ResponseLetterRequired,
 		Area:                   area,
 		Salary:                 sal,
-		Type:                   openType,
+		Type:                   typ,
 		Address:                addr,
+		ResponseURL:            responseURL,
 		PublishedAt:            v.PublishedAt.Format(TimeLayout),
 		CreatedAt:              v.CreatedAt.Format(TimeLayout),
 		Archived:               v.Archived,
@@ -246,6 +259,7 @@ func (r renderer) full(v *Vacancy) fullVacancy {
 	for _, s := range v.KeySkills {
 		skills = append(skills, keySkill{Name: s})
 	}
+	typ, responseURL := apply(v)
 	var test *vacancyTest
 	if v.HasTest {
 		test = &vacancyTest{Required: false}
@@ -271,8 +285,9 @@ func (r renderer) full(v *Vacancy) fullVacancy {
 		PublishedAt:            v.PublishedAt.Format(TimeLayout),
 		Employer:               wireEmployerFull{wireEmployer: emp},
 		ResponseLetterRequired: v.ResponseLetterRequired,
-		Type:                   openType,
+		Type:                   typ,
 		HasTest:                v.HasTest,
+		ResponseURL:            responseURL,
 		Test:                   test,
 		BillingType:            billingType,
 		AllowMessages:          true,

@@ -128,6 +128,9 @@ type Vacancy struct {
 	Address                *Address
 	ResponseLetterRequired bool
 	HasTest                bool
+	// ResponseURL makes the vacancy "direct" (type direct, its
+	// response_url this address): applicants answer on the employer's site.
+	ResponseURL string
 	// Responses feeds counters.responses, rendered only when the search
 	// asks for responses_count_enabled=true.
 	Responses int
