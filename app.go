@@ -204,8 +204,9 @@ func (a *app) buildWorkflows(context.Context) error {
 		ClaimLease:     cfg.VacancyClaimLease,
 		Workers:        vacancy.WorkersFor(cfg.LLMMaxConcurrency),
 		SweepInterval:  cfg.QueueInterval,
+		FollowUp:       cfg.ApplicationFollowUp,
 	}, vacancy.Deps{
-		Repo: a.store, Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg,
+		Repo: a.store, Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg, PipelineClock: cfg.Clock(),
 		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 	})
 	if err != nil {
@@ -354,6 +355,9 @@ func (a *app) scheduleJobs() error {
 		// it; this tick tells its user the outcome if that replica died,
 		// or once HH answers again after refusing us.
 		{"vacancy-first-news", a.cfg.FirstNewsInterval, a.vac.FirstNews},
+		// Reminders of applications without news, each sent once: the
+		// statement that marks it reminded queues it.
+		{"vacancy-follow-up", a.cfg.ApplicationFollowUpInterval, a.vac.FollowUps},
 		{"vacancy-recovery", a.cfg.RecoveryInterval, func(ctx context.Context) error {
 			_, err := a.vac.Recover(ctx)
 			return err

@@ -32,6 +32,8 @@ type Vacancies interface {
 	Stats(ctx context.Context, userID int64) (vacancy.Stats, error)
 	Skills(ctx context.Context, userID int64) (vacancy.SkillsReport, error)
 	Decide(ctx context.Context, userID, matchID int64, to vacancy.Status) (vacancy.Match, vacancy.Vacancy, error)
+	Report(ctx context.Context, userID, matchID int64, from, to vacancy.Status) (vacancy.Application, error)
+	Applications(ctx context.Context, userID int64) (vacancy.ApplicationsReport, error)
 }
 
 var (
@@ -85,9 +87,13 @@ func (b *Bot) RegisterVacancies(v Vacancies) {
 	b.Handle(Command{Name: "bans", Desc: "cmd.bans", Section: SectionJobs, Handle: u.bans})
 	b.Handle(Command{Name: "vacancies", Desc: "cmd.vacancies", Section: SectionJobs, Handle: u.stats})
 	b.Handle(Command{Name: "skills", Desc: "cmd.skills", Section: SectionJobs, Handle: u.skills})
+	b.Handle(Command{Name: "applications", Desc: "cmd.applications", Section: SectionJobs, Handle: u.applications})
 	b.HandleButton(actionApplied, u.decide(vacancy.Applied))
 	b.HandleButton(actionNotInterested, u.decide(vacancy.NotInterested))
 	b.HandleButton(actionDeleteSearch, u.deleteSearch)
+	for _, a := range []Action{actionCardStep, actionFollowUpStep, actionListStep} {
+		b.HandleButton(a, u.step(a))
+	}
 }
 
 // commandArgs is the text after the command word with its line breaks:
@@ -371,6 +377,10 @@ var statusKeys = map[vacancy.Status]string{
 	vacancy.InArchive:     "vacancy.status.IN_ARCHIVE",
 	vacancy.Applied:       "vacancy.status.APPLIED",
 	vacancy.NotInterested: "vacancy.status.NOT_INTERESTED",
+	vacancy.NoAnswer:      "vacancy.status.NO_ANSWER",
+	vacancy.Invited:       "vacancy.status.INVITED",
+	vacancy.Offer:         "vacancy.status.OFFER",
+	vacancy.Rejected:      "vacancy.status.REJECTED",
 }
 
 func statusName(cat *locales.Catalog, lang string, s vacancy.Status) string {
@@ -428,7 +438,7 @@ func (u *vacancyUI) decide(to vacancy.Status) CallbackHandler {
 		case errors.Is(err, vacancy.ErrForbidden):
 			return r.Forbidden()
 		case errors.Is(err, vacancy.ErrAlreadyDecided):
-			if m.Status == vacancy.Applied || m.Status == vacancy.NotInterested {
+			if m.Status.Reported() {
 				return r.Alert("vacancy.already_decided", locales.Data{
 					"Status": statusName(u.b.deps.Catalog, r.Lang, m.Status),
 				})
@@ -443,6 +453,9 @@ func (u *vacancyUI) decide(to vacancy.Status) CallbackHandler {
 		}
 		text := u.b.renderVacancy(r.Lang, v, m.Verdict, m.Status)
 		kb, err := u.b.vacancyMarkup(r.Lang, m.ID, v, true)
+		if err == nil {
+			kb, err = u.b.withSteps(r.Lang, actionCardStep, m, kb)
+		}
 		if err != nil {
 			return err
 		}
@@ -575,11 +588,8 @@ func (rd *Renderer) renderVacancy(lang string, v vacancy.Vacancy, verdict *vacan
 			}))
 		}
 	}
-	switch status {
-	case vacancy.Applied:
-		lines = append(lines, "", cat.T(lang, "vacancy.decided_applied"))
-	case vacancy.NotInterested:
-		lines = append(lines, "", cat.T(lang, "vacancy.decided_not_interested"))
+	if key, ok := decidedKeys[status]; ok {
+		lines = append(lines, "", cat.T(lang, key))
 	}
 	text := strings.Join(lines, "\n")
 	if utf16Len(text) > MaxMessageLen {
@@ -626,7 +636,8 @@ func salaryLine(cat *locales.Catalog, lang string, s vacancy.Salary) string {
 }
 
 // vacancyMarkup is [[Applied, Not interested], [Cover letter], [Open on
-// hh.ru, Apply]] before a decision and only the links after it.
+// hh.ru, Apply]] before a decision and only the links after it (an
+// application's steps go above them: withSteps).
 func (rd *Renderer) vacancyMarkup(lang string, matchID int64, v vacancy.Vacancy, decided bool) (*tele.ReplyMarkup, error) {
 	cat := rd.cat
 	kb := &tele.ReplyMarkup{}

@@ -108,7 +108,7 @@ func TestVacancyCommandsInMenu(t *testing.T) {
 	help := env.ask(t, ann, "/help").Text
 	require.Contains(t, help, "/search — save a vacancy search on hh.ru")
 	def := env.srv.Commands(tgfake.BotCommandScope{Type: "all_private_chats"}, "")
-	require.Equal(t, []string{"start", "help", "lang", "timezone", "profile", "search", "searches", "ban", "unban", "bans", "vacancies", "skills"},
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "profile", "search", "searches", "ban", "unban", "bans", "vacancies", "skills", "applications"},
 		commandNames(def))
 
 	// Registered after the admin's /status, the workflow's commands still
@@ -118,7 +118,7 @@ func TestVacancyCommandsInMenu(t *testing.T) {
 	require.Equal(t, 1, strings.Count(help, "Admin"), help)
 	require.True(t, strings.HasSuffix(help, "Admin · system\n/status — replicas, jobs and queues"), help)
 	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "")
-	require.Equal(t, []string{"start", "help", "lang", "timezone", "profile", "search", "searches", "ban", "unban", "bans", "vacancies", "skills", "status"},
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "profile", "search", "searches", "ban", "unban", "bans", "vacancies", "skills", "applications", "status"},
 		commandNames(adm))
 }
 
@@ -385,8 +385,12 @@ func insertMatch(t *testing.T, st *storage.Store, userID, vacancyID int64, statu
 	}
 	var id int64
 	err := st.Pool().QueryRow(context.Background(), `
-INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, is_relevant, analysis, sent_at, message_id)
-VALUES ($1, $2, $3, now(), $4, $5, CASE WHEN $3 = 'SENT_TO_USER' THEN now() END, CASE WHEN $3 = 'SENT_TO_USER' THEN 1 END)
+INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, is_relevant, analysis, sent_at, message_id,
+    applied_at, reported_at, invited_at)
+VALUES ($1, $2, $3, now(), $4, $5, CASE WHEN $3 = 'SENT_TO_USER' THEN now() END, CASE WHEN $3 = 'SENT_TO_USER' THEN 1 END,
+    CASE WHEN $3 IN ('APPLIED', 'NO_ANSWER', 'INVITED', 'OFFER', 'REJECTED') THEN now() END,
+    CASE WHEN $3 IN ('APPLIED', 'NO_ANSWER', 'INVITED', 'OFFER', 'REJECTED') THEN now() END,
+    CASE WHEN $3 IN ('INVITED', 'OFFER') THEN now() END)
 RETURNING id`, userID, vacancyID, string(status), relevant, analysis).Scan(&id)
 	require.NoError(t, err)
 	return id
@@ -588,8 +592,8 @@ func TestDeliverAndDecide(t *testing.T) {
 	edited, _ := env.srv.MessageByID(42, msg.MessageID)
 	require.Equal(t, sampleText+"\n\n✅ Applied", edited.Text, "edited in place")
 	require.Len(t, edited.Edits, 1)
-	require.Len(t, edited.ReplyMarkup.Buttons(), 1, "the decision buttons are gone")
-	require.Equal(t, "https://hh.ru/vacancy/1001", edited.ReplyMarkup.Buttons()[0].URL, "the link stays")
+	require.Len(t, edited.ReplyMarkup.Buttons(), 4, "the decision buttons gave way to the application's steps")
+	require.Equal(t, "https://hh.ru/vacancy/1001", edited.ReplyMarkup.Buttons()[3].URL, "the link stays")
 
 	for _, again := range []string{applied, rejected} {
 		a = answer(t, env.srv, ann.PressRaw(msg, again))

@@ -9,9 +9,11 @@ import (
 // Clock is the real clock, or (CLOCK_START, for tests and demos)
 // one that reads start when the process starts and runs at real speed
 // from there: an end-to-end test can create an order at 22:00 city time
-// and, restarting the binary at 09:59, see it offered at 10:00. Only the
-// dispatch calendar reads it (dispatch.Deps.CalendarClock); durations,
-// timers, expiries and the database's now() stay real.
+// and, restarting the binary at 09:59, see it offered at 10:00, or apply
+// for a vacancy and, restarted a week later, be asked how it went. The
+// dispatch calendar (dispatch.Deps.CalendarClock) and the vacancy workflow
+// (vacancy.Deps.PipelineClock) read it; timers run at real speed, and leases and
+// expiries that replicas compare in SQL stay on the database's now().
 func (c Config) Clock() clockwork.Clock {
 	start := c.ClockStart
 	real := clockwork.NewRealClock()

@@ -85,6 +85,9 @@ type Config struct {
 	VacancyRecoveryWindow time.Duration `env:"VACANCY_RECOVERY_WINDOW" envDefault:"48h" help:"how far back SKIPPED vacancies are retried"`
 	VacancyClaimLease     time.Duration `env:"VACANCY_CLAIM_LEASE" envDefault:"2m" help:"how long a worker holds a vacancy before another replica may take it over"`
 
+	ApplicationFollowUp         time.Duration `env:"APPLICATION_FOLLOW_UP" envDefault:"168h" help:"how long an application (Applied, or Invited) waits without news before a reminder asks how it went, once per step (168h: 7 days; 1h to 2160h, and less than RETAIN_VACANCY_MATCHES)"`
+	ApplicationFollowUpInterval time.Duration `env:"APPLICATION_FOLLOW_UP_INTERVAL" envDefault:"15m" help:"how often due follow-up reminders are looked for"`
+
 	ResumeMaxFileMB int `env:"RESUME_MAX_FILE_MB" envDefault:"5" help:"largest résumé file (PDF, DOCX, text) a user may send for a profile draft, in MB (1-20: Telegram lets bots download at most 20 MB)"`
 	ResumeMaxPages  int `env:"RESUME_MAX_PAGES" envDefault:"20" help:"longest résumé PDF read for a profile draft, in pages (1-200)"`
 
@@ -102,7 +105,7 @@ type Config struct {
 	DispatchTimezone     string        `env:"DISPATCH_TIMEZONE" envDefault:"UTC" help:"time zone (IANA name, e.g. Europe/Moscow) of every city not in DISPATCH_CITIES: their working hours and every time shown about them"`
 	DispatchHours        string        `env:"DISPATCH_HOURS" envDefault:"10:00-20:00" help:"local working hours in which offers go out (HH:MM-HH:MM; 24h: always); an order created outside them is offered at opening"`
 	DispatchCities       string        `env:"DISPATCH_CITIES" help:"per-city time zone and, optionally, hours: Moscow=Europe/Moscow; Kyiv=Europe/Kyiv 09:00-19:00 (matched case-insensitively with the orders' city)"`
-	ClockStart           string        `env:"CLOCK_START" help:"for tests and demos only: dispatch and the bot see a clock that starts at this RFC 3339 instant and runs at real speed"`
+	ClockStart           string        `env:"CLOCK_START" help:"for tests and demos only: dispatch's calendar and the dates of job applications (their follow-ups) see a clock that starts at this RFC 3339 instant and runs at real speed"`
 
 	CommissionRate     float64       `env:"COMMISSION_RATE" envDefault:"10" help:"commission a master owes on a DONE order, percent of its price"`
 	CommissionDeadline time.Duration `env:"COMMISSION_DEADLINE" envDefault:"3h" help:"time after DONE to pay the commission before the master is blocked"`

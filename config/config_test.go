@@ -31,6 +31,7 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, "ollama", cfg.LLMProvider)
 	require.Equal(t, "qwen2.5:7b", cfg.LLMStrongModel, "strong model defaults to LLM_MODEL")
 	require.Equal(t, 30*time.Second, cfg.LLMTimeout)
+	require.Equal(t, 7*24*time.Hour, cfg.ApplicationFollowUp)
 	require.Equal(t, 2, cfg.LLMMaxConcurrency)
 	require.Equal(t, "switchboard/1.2.3", cfg.HHUserAgent)
 	require.Equal(t, 15*time.Minute, cfg.FetchInterval)
@@ -72,6 +73,9 @@ func TestConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
 		{"bad level", map[string]string{"TELEGRAM_TOKEN": "x", "LOG_LEVEL": "loud"}, []string{"LOG_LEVEL:"}},
 		{"customer data kept for ever", map[string]string{"TELEGRAM_TOKEN": "x", "RETAIN_ORDER_CONTACTS": "0"}, []string{"RETAIN_ORDER_CONTACTS: 0s: want a positive duration"}},
 		{"bad admin chat zone", map[string]string{"TELEGRAM_TOKEN": "x", "ADMIN_CHAT_TIMEZONE": "Mars/Olympus"}, []string{"ADMIN_CHAT_TIMEZONE:", `"Mars/Olympus"`}},
+		{"follow-up too soon", map[string]string{"TELEGRAM_TOKEN": "x", "APPLICATION_FOLLOW_UP": "10m"}, []string{"APPLICATION_FOLLOW_UP: 10m0s: want 1h to 2160h"}},
+		{"follow-up after the prune", map[string]string{"TELEGRAM_TOKEN": "x", "APPLICATION_FOLLOW_UP": "720h", "RETAIN_VACANCY_MATCHES": "480h"},
+			[]string{"APPLICATION_FOLLOW_UP: 720h0m0s: want less than RETAIN_VACANCY_MATCHES"}},
 		{"several at once", map[string]string{"WATCHDOG_INTERVAL": "1x", "HTTP_ADDR": "nowhere"}, []string{"TELEGRAM_TOKEN:", "WATCHDOG_INTERVAL:", "HTTP_ADDR:"}},
 	}
 	for _, tc := range cases {

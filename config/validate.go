@@ -165,6 +165,11 @@ func (c Config) checkWorkflows(p *problems) {
 	if !locales.Supported(c.AdminLang) {
 		bad("ADMIN_CHAT_LANGUAGE", "%q: want en, ru or uk", c.AdminLang)
 	}
+	if c.ApplicationFollowUp < time.Hour || c.ApplicationFollowUp > 90*24*time.Hour {
+		bad("APPLICATION_FOLLOW_UP", "%s: want 1h to 2160h (90 days)", c.ApplicationFollowUp)
+	} else if c.RetainVacancyMatches > 0 && c.ApplicationFollowUp >= c.RetainVacancyMatches {
+		bad("APPLICATION_FOLLOW_UP", "%s: want less than RETAIN_VACANCY_MATCHES (%s), or the application is pruned before its reminder", c.ApplicationFollowUp, c.RetainVacancyMatches)
+	}
 	if c.VacancyFetchLimit < 1 || c.VacancyFetchLimit > 2000 {
 		bad("VACANCY_FETCH_LIMIT", "%d: want 1..2000 (HH serves at most 2000 results)", c.VacancyFetchLimit)
 	}

@@ -77,13 +77,19 @@ VALUES ($1, '2026-01-05', '2026-01-12', $2)`, id, who+" summary")
 	f.exec(`INSERT INTO searches (user_id, params, search_key) VALUES ($1, jsonb_build_object('text', $2::text), $3)`,
 		forgetAnn, annMarker, annOnlyKey)
 	f.exec(`INSERT INTO discovery_state (search_key, last_seen_max_id) VALUES ($1, 10), ($2, 10)`, sharedKey, annOnlyKey)
-	f.exec(`INSERT INTO vacancies (id, title, published_at) VALUES (10, 'Go developer', now()), (11, 'Rust developer', now())`)
+	f.exec(`INSERT INTO vacancies (id, title, published_at) VALUES (10, 'Go developer', now()), (11, 'Rust developer', now()),
+(12, 'Zig developer', now()), (13, 'C developer', now())`)
 	f.exec(`INSERT INTO search_hits (search_key, vacancy_id) VALUES ($1, 10), ($2, 11)`, sharedKey, annOnlyKey)
 	for _, id := range []int64{forgetAnn, forgetBob} {
 		for _, v := range []int64{10, 11} {
 			f.exec(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, is_relevant, analysis, chat_id)
 VALUES ($1, $2, 'ANALYZED', now(), true, '{"reasons": ["fits"]}', $1)`, id, v)
 		}
+		// Applications along the pipeline, one reminded of.
+		f.exec(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, is_relevant, chat_id, message_id, sent_at,
+applied_at, invited_at, reported_at, followed_up_at) VALUES
+($1, 12, 'OFFER', now(), true, $1, 5, now(), now() - interval '9 days', now() - interval '5 days', now(), NULL),
+($1, 13, 'INVITED', now(), true, $1, 6, now(), now() - interval '20 days', now() - interval '10 days', now() - interval '10 days', now())`, id)
 	}
 	f.exec(`INSERT INTO unreachable_chats (chat_id, reason) VALUES ($1, 'blocked')`, forgetAnn)
 	f.exec(`INSERT INTO outbox_throttles (chat_id, retry_after_ms) VALUES ($1, 1000), ($2, 1000)`, forgetAnn, forgetBob)
@@ -157,7 +163,7 @@ func TestForgetErasesTheUserAndKeepsOthers(t *testing.T) {
 	require.Equal(t, 1, got.Summaries)
 	require.Equal(t, 2, got.Searches)
 	require.Equal(t, 1, got.BanWords)
-	require.Equal(t, 2, got.Matches)
+	require.Equal(t, 4, got.Matches, "pipeline states too")
 	require.Equal(t, 2, got.GroupMessages)
 	require.Equal(t, 2, got.Messages)
 	require.False(t, got.MasterKept, "no order or offer names Ann")
@@ -175,8 +181,8 @@ func TestForgetErasesTheUserAndKeepsOthers(t *testing.T) {
 			require.Positive(t, f.count(q, forgetBob), table)
 		}
 	}
-	require.Equal(t, 2, f.count(`SELECT count(*) FROM vacancy_matches WHERE user_id = $1`, forgetBob))
-	require.Equal(t, 2, f.count(`SELECT count(*) FROM vacancies`), "HH's data stays")
+	require.Equal(t, 4, f.count(`SELECT count(*) FROM vacancy_matches WHERE user_id = $1`, forgetBob))
+	require.Equal(t, 4, f.count(`SELECT count(*) FROM vacancies`), "HH's data stays")
 	// The shared key's state stays for Bob; Ann's own key's goes.
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM discovery_state WHERE search_key = $1`, sharedKey))
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM search_hits WHERE search_key = $1`, sharedKey))

@@ -264,15 +264,20 @@ func pruneStatement(q string) func(ctx context.Context, tx pgx.Tx, b *pruneBatch
 }
 
 // prunableMatches is the SQL list of the statuses pruning may delete: the
-// final ones, SENT_TO_USER never answered, and SKIPPED past recovery. The
+// final ones, SENT_TO_USER never answered, SKIPPED past recovery, and
+// applications whatever their step: one nobody reported on for the whole
+// retention is over, and /applications would only list it for ever. The
 // walk reads vacancy_matches_prune, which holds every match, in order.
-const prunableMatches = `('NOT_SUITABLE', 'IN_ARCHIVE', 'APPLIED', 'NOT_INTERESTED', 'SENT_TO_USER', 'SKIPPED')`
+const prunableMatches = `('NOT_SUITABLE', 'IN_ARCHIVE', 'APPLIED', 'NOT_INTERESTED', 'SENT_TO_USER', 'SKIPPED',
+    'NO_ANSWER', 'INVITED', 'OFFER', 'REJECTED')`
 
 // pruneVacancyMatches deletes matches in a prunable status created and last
 // changed before the horizon; SKIPPED ones also only past the recovery
-// window; never a user's latest TasteExamples APPLIED or NOT_INTERESTED
-// ones. It walks the candidates by (created_at, id) with a cursor, so the
-// kept taste examples are read once a run, not once a batch.
+// window; never a user's taste examples, the ones the claim reads: their
+// first TasteExamples applications in the claim's order (applications.go)
+// and their latest TasteExamples NOT_INTERESTED. It walks the candidates
+// by (created_at, id) with a cursor, so the kept taste examples are read
+// once a run, not once a batch.
 func pruneVacancyMatches(ctx context.Context, tx pgx.Tx, b *pruneBatch) (int64, bool, error) {
 	skipped := b.now.Add(-b.r.RecoveryWindow)
 	if skipped.After(b.horizon) {
@@ -290,8 +295,11 @@ WITH chunk AS (
     SELECT m.id FROM vacancy_matches m JOIN chunk ON chunk.id = m.id
     WHERE m.status IN `+prunableMatches+` AND m.updated_at < $1
       AND (m.status <> 'SKIPPED' OR m.created_at < $5)
-      AND (m.status NOT IN ('APPLIED', 'NOT_INTERESTED') OR m.id NOT IN (
-           SELECT t.id FROM vacancy_matches t WHERE t.user_id = m.user_id AND t.status = m.status
+      AND (m.status NOT IN `+tasteLiked+` OR m.id NOT IN (
+           SELECT t.id FROM vacancy_matches t WHERE t.user_id = m.user_id AND t.status IN `+tasteLiked+`
+           ORDER BY `+tasteOrder("t")+` LIMIT $6))
+      AND (m.status <> 'NOT_INTERESTED' OR m.id NOT IN (
+           SELECT t.id FROM vacancy_matches t WHERE t.user_id = m.user_id AND t.status = 'NOT_INTERESTED'
            ORDER BY t.updated_at DESC, t.id DESC LIMIT $6))
     FOR UPDATE OF m SKIP LOCKED
 ), gone AS (

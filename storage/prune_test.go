@@ -169,6 +169,7 @@ func TestPruneVacancyMatches(t *testing.T) {
 	b := setupPrune(t)
 	b.user(7)
 	b.user(8)
+	b.user(9)
 	keep := 24 * time.Hour
 	ret := storage.Retention{VacancyMatches: keep, RecoveryWindow: 48 * time.Hour, TasteExamples: 3}
 	var vid int64 = 1000
@@ -178,40 +179,55 @@ func TestPruneVacancyMatches(t *testing.T) {
 		return vid
 	}
 	type seeded struct {
-		user   int64
-		status string
-		age    time.Duration
-		stays  bool
+		user    int64
+		status  string
+		age     time.Duration
+		stays   bool
+		invited bool
 	}
 	cases := []seeded{
-		{7, "NOT_SUITABLE", keep + time.Minute, false},
-		{7, "NOT_SUITABLE", keep - time.Minute, true},
-		{7, "IN_ARCHIVE", keep + time.Minute, false},
-		{7, "SENT_TO_USER", keep + time.Minute, false},
-		{7, "SENT_TO_USER", keep - time.Minute, true},
-		{7, "SKIPPED", 48*time.Hour - time.Minute, true}, // recovery may still return it
-		{7, "SKIPPED", 48*time.Hour + time.Minute, false},
-		{7, "QUEUED", 10 * day, true},
-		{7, "ANALYZED", 10 * day, true},
+		{7, "NOT_SUITABLE", keep + time.Minute, false, false},
+		{7, "NOT_SUITABLE", keep - time.Minute, true, false},
+		{7, "IN_ARCHIVE", keep + time.Minute, false, false},
+		{7, "SENT_TO_USER", keep + time.Minute, false, false},
+		{7, "SENT_TO_USER", keep - time.Minute, true, false},
+		{7, "SKIPPED", 48*time.Hour - time.Minute, true, false}, // recovery may still return it
+		{7, "SKIPPED", 48*time.Hour + time.Minute, false, false},
+		{7, "QUEUED", 10 * day, true, false},
+		{7, "ANALYZED", 10 * day, true, false},
 		// taste: the three latest APPLIED stay whatever their age
-		{7, "APPLIED", 5 * day, true},
-		{7, "APPLIED", 6 * day, true},
-		{7, "APPLIED", 7 * day, true},
-		{7, "APPLIED", 8 * day, false},
-		{7, "APPLIED", 9 * day, false},
-		{7, "NOT_INTERESTED", 9 * day, true},
-		{8, "NOT_INTERESTED", 2 * day, true},
-		{8, "NOT_INTERESTED", 3 * day, true},
-		{8, "NOT_INTERESTED", 4 * day, true},
-		{8, "NOT_INTERESTED", 5 * day, false},
+		{7, "APPLIED", 5 * day, true, false},
+		{7, "APPLIED", 6 * day, true, false},
+		{7, "APPLIED", 7 * day, true, false},
+		{7, "APPLIED", 8 * day, false, false},
+		{7, "APPLIED", 9 * day, false, false},
+		{7, "NOT_INTERESTED", 9 * day, true, false},
+		{8, "NOT_INTERESTED", 2 * day, true, false},
+		{8, "NOT_INTERESTED", 3 * day, true, false},
+		{8, "NOT_INTERESTED", 4 * day, true, false},
+		{8, "NOT_INTERESTED", 5 * day, false, false},
+		// An application weighs by how far it got: an offer, then an
+		// invitation (one rejected after it too), then the latest others;
+		// every step of the pipeline is prunable otherwise.
+		{9, "OFFER", 20 * day, true, true},
+		{9, "INVITED", 8 * day, true, true},
+		{9, "REJECTED", 30 * day, true, true},
+		{9, "APPLIED", 5 * day, false, false},
+		{9, "NO_ANSWER", 6 * day, false, false},
+		{9, "REJECTED", 7 * day, false, false},
 	}
 	want := map[int64]bool{}
 	var stayingVacancy int64
 	for _, c := range cases {
 		at := pruneNow.Add(-c.age)
 		v := vac(at)
+		var invitedAt *time.Time
+		if c.invited {
+			invitedAt = &at
+		}
 		id := b.id(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, is_relevant, sent_at, message_id,
-created_at, updated_at) VALUES ($1, $2, $3, $4, false, $4, 1, $4, $4) RETURNING id`, c.user, v, c.status, at)
+created_at, updated_at, applied_at, reported_at, invited_at) VALUES ($1, $2, $3, $4, false, $4, 1, $4, $4, $4, $4, $5) RETURNING id`,
+			c.user, v, c.status, at, invitedAt)
 		want[id] = c.stays
 		if c.stays && c.age > keep {
 			stayingVacancy = v
@@ -252,7 +268,7 @@ created_at, updated_at) VALUES ($1, $2, $3, $4, false, $4, 1, $4, $4) RETURNING 
 	c, ok, err := b.st.ClaimMatch(b.ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 3})
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Len(t, c.User.Applied, 3)
+	require.Len(t, c.User.Liked, 3)
 	require.Len(t, c.User.NotInterested, 1)
 }
 

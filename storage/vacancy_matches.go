@@ -90,7 +90,7 @@ func finishMatch(m *vacancy.Match, analysis []byte, sentAt *time.Time) error {
 
 // claimMatchSQL is ClaimMatch's one statement: $1 the lease, $2 the taste
 // examples of each kind, $3 FreshOnly, $4 DetailFresh, $5 DetailLease.
-const claimMatchSQL = `
+var claimMatchSQL = `
 WITH c AS (
     SELECT q.id FROM vacancy_matches q
     WHERE q.status = 'QUEUED'
@@ -128,11 +128,11 @@ WITH c AS (
 )
 SELECT ` + matchColumns + `, ` + vacancyColumns + `, u.language, u.telegram_language, u.profile,
        COALESCE((SELECT array_agg(word) FROM ban_words b WHERE b.user_id = m.user_id), '{}'),
-       -- The user's taste: their latest decided vacancies.
+       -- The user's taste: the applications that got furthest and their
+       -- latest ones (storage/applications.go), their latest turned down.
+       ` + tasteLikedSQL + `,
        ARRAY(SELECT t.title FROM vacancy_matches d JOIN vacancies t ON t.id = d.vacancy_id
-             WHERE d.user_id = m.user_id AND d.status = 'APPLIED' ORDER BY d.updated_at DESC LIMIT $2),
-       ARRAY(SELECT t.title FROM vacancy_matches d JOIN vacancies t ON t.id = d.vacancy_id
-             WHERE d.user_id = m.user_id AND d.status = 'NOT_INTERESTED' ORDER BY d.updated_at DESC LIMIT $2),
+             WHERE d.user_id = m.user_id AND d.status = 'NOT_INTERESTED' ORDER BY d.updated_at DESC, d.id DESC LIMIT $2),
        v.detail_fetched_at IS NULL OR v.detail_fetched_at <= now() - $4 * interval '1 millisecond',
        EXISTS (SELECT 1 FROM l) OR NOT (SELECT shared FROM o),
        -- A jsonb string contains itself and an array its elements, so this
@@ -160,8 +160,9 @@ func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy
 	var analysis []byte
 	var sentAt, fetched *time.Time
 	var lang, tgLang string
+	var liked []byte
 	dest := append(matchDest(&c.Match, &analysis, &sentAt), vacancyDest(&c.Vacancy, &fetched)...)
-	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &c.User.Applied, &c.User.NotInterested, &c.DetailStale, &c.DetailMine,
+	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &liked, &c.User.NotInterested, &c.DetailStale, &c.DetailMine,
 		&c.User.Senior, &c.FirstNews)
 	err := s.pool.QueryRow(ctx, claimMatchSQL,
 		o.ClaimLease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds(), o.FetchLease.Milliseconds()).Scan(dest...)
@@ -172,6 +173,9 @@ func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy
 		return c, false, fmt.Errorf("claim match: %w", err)
 	}
 	if err := finishMatch(&c.Match, analysis, sentAt); err != nil {
+		return c, false, err
+	}
+	if c.User.Liked, err = likedExamples(liked); err != nil {
 		return c, false, err
 	}
 	if fetched != nil {

@@ -72,12 +72,13 @@ func TestMatchedSkills(t *testing.T) {
  (7, 'someone else''s', now(), '{Python}')`)
 	exec(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, is_relevant, created_at, sent_at, message_id) VALUES
  (7, 1, 'SENT_TO_USER', now(), true, now(), now(), 1),
- (7, 2, 'APPLIED', now(), true, now() - interval '10 days', now(), 2),
+ (7, 2, 'SENT_TO_USER', now(), true, now() - interval '10 days', now(), 2),
  (7, 3, 'ANALYZED', now(), true, now(), NULL, NULL),
  (7, 4, 'NOT_INTERESTED', now(), true, now(), now(), 4),
  (7, 5, 'NOT_SUITABLE', now(), false, now(), NULL, NULL),
  (7, 6, 'SENT_TO_USER', now(), true, now() - interval '40 days', now(), 6),
  (8, 7, 'SENT_TO_USER', now(), true, now(), now(), 7)`)
+	exec(`UPDATE vacancy_matches SET status = 'APPLIED', applied_at = now(), reported_at = now() WHERE vacancy_id = 2`)
 
 	matched, with, skills, err := st.MatchedSkills(ctx, 7, time.Now().Add(-30*24*time.Hour), 10)
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
 // Package vacancy is the vacancy workflow: discover every new HH.ru vacancy
 // of each saved search, judge it with the LLM against the user's profile,
-// and deliver the relevant ones with Applied / Not interested buttons.
+// and deliver the relevant ones with Applied / Not interested buttons; then
+// follow the person's applications (pipeline.go).
 //
 // The state machine is per (user, vacancy) match, because relevance depends
 // on the user:
@@ -20,6 +21,9 @@
 //	 │         │      │                  │
 //	 │         ▼      ▼                  │
 //	 │     APPLIED  NOT_INTERESTED       │
+//	 │         │ (the job seeker's pipeline: pipeline.go)
+//	 │         ▼                         │
+//	 │  INVITED · NO_ANSWER · OFFER · REJECTED
 //	 └───────────────────────────────────┘ recovery within the window
 //
 // Every change goes through Transition (the table in status.go) and is
@@ -55,7 +59,8 @@
 // SettingsStore (storage/users.go, searches.go, ban_words.go), DiscoveryStore
 // (storage/searches.go, discovery.go), FirstNewsStore (storage/firstnews.go),
 // WorkerStore (storage/vacancy_matches.go, vacancies.go), DecisionStore and
-// RecoveryStore (storage/vacancy_matches.go).
+// RecoveryStore (storage/vacancy_matches.go), PipelineStore
+// (storage/applications.go).
 //
 // Cover letters (letter.go, its prompt in letter_prompt.go) are a service
 // of their own, Letters, over LetterRepository (storage/cover_letters.go):

@@ -187,6 +187,8 @@ type recorder struct {
 	last     []vacancy.CardData
 	next     int
 	news     []vacancy.FirstNews
+	// followUps are the reminders rendered, in order.
+	followUps []vacancy.FollowUp
 	// blank makes Card render nothing, as a renderer's bug would.
 	blank bool
 }
@@ -205,6 +207,15 @@ func (r *recorder) told() []vacancy.FirstNews {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]vacancy.FirstNews(nil), r.news...)
+}
+
+// FollowUp records the reminder and writes a note for it.
+func (r *recorder) FollowUp(f vacancy.FollowUp) []domain.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.followUps = append(r.followUps, f)
+	return []domain.Message{{ChatID: f.Application.Match.UserID, Kind: domain.KindReply, Ref: f.Application.Match.ID,
+		Text: fmt.Sprintf("how did %q go? %s, %d days", f.Application.Vacancy.Title, f.Application.Match.Status, f.Days)}}
 }
 
 func (r *recorder) Card(d vacancy.CardData) []domain.Message {

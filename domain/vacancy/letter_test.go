@@ -73,8 +73,10 @@ WITH v AS (
            'https://hh.ru/applicant/vacancy_response?vacancyId=1'
     FROM vacancies RETURNING id
 )
-INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, is_relevant, chat_id, message_id, sent_at)
-SELECT $1, v.id, $2, now(), CASE WHEN $2 = 'QUEUED' THEN NULL ELSE true END, $1, 1, now() FROM v RETURNING id`,
+INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, is_relevant, chat_id, message_id, sent_at,
+    applied_at, reported_at)
+SELECT $1, v.id, $2, now(), CASE WHEN $2 = 'QUEUED' THEN NULL ELSE true END, $1, 1, now(),
+       CASE WHEN $2 = 'APPLIED' THEN now() END, CASE WHEN $2 = 'APPLIED' THEN now() END FROM v RETURNING id`,
 		user, status).Scan(&id))
 	return id
 }

@@ -207,19 +207,24 @@ func TestProcessRetriesInvalidJSONOnce(t *testing.T) {
 	require.Equal(t, 2, b2.llm.Calls("relevance"))
 }
 
-// The user's latest decisions go into the prompt as examples of their taste.
+// The user's latest decisions go into the prompt as examples of their
+// taste, an application that got an offer first and marked so.
 func TestProcessPromptCarriesTaste(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.relevant()
-	b.queue(t, vacancies(3, 500, 17)...)
+	b.queue(t, vacancies(4, 500, 17)...)
+	b.exec(t, `UPDATE vacancies SET title = 'Staff Go engineer' WHERE id = 502`)
+	b.exec(t, `UPDATE vacancy_matches SET status = 'OFFER', is_relevant = true, sent_at = now(), message_id = 3,
+applied_at = now() - interval '9 days', invited_at = now() - interval '8 days', reported_at = now() - interval '7 days',
+updated_at = now() - interval '7 days' WHERE vacancy_id = 502`)
 	b.exec(t, `UPDATE vacancies SET title = 'Senior Rust engineer' WHERE id = 500`)
 	b.exec(t, `UPDATE vacancies SET title = '1C programmer' WHERE id = 501`)
-	b.exec(t, `UPDATE vacancy_matches SET status = 'APPLIED', is_relevant = true, sent_at = now(), message_id = 1 WHERE vacancy_id = 500`)
+	b.exec(t, `UPDATE vacancy_matches SET status = 'APPLIED', is_relevant = true, sent_at = now(), message_id = 1, applied_at = now(), reported_at = now() WHERE vacancy_id = 500`)
 	b.exec(t, `UPDATE vacancy_matches SET status = 'NOT_INTERESTED', is_relevant = true, sent_at = now(), message_id = 2 WHERE vacancy_id = 501`)
 	b.drain(t)
 	prompt := b.llm.RequestsFor("relevance")[0].Prompt
-	require.Contains(t, prompt, "applied to\n- Senior Rust engineer")
+	require.Contains(t, prompt, "applied to, strongest signals first\n- Staff Go engineer (got an offer)\n- Senior Rust engineer\n")
 	require.Contains(t, prompt, "not interesting\n- 1C programmer")
 }
 

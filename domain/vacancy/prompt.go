@@ -50,11 +50,23 @@ func clean(items []string, n, runes int) []string {
 // systemPrompt asks for the JSON shape Verdict validates.
 const systemPrompt = `You screen job vacancies for one job seeker.
 Judge whether the vacancy fits the seeker's profile: skills, seniority, wishes (location, schedule, salary).
-Use the seeker's past decisions, when given, as examples of their taste.
+Use the seeker's past decisions, when given, as examples of their taste; an application that led to an
+invitation or an offer says more about what suits them than one that did not.
 Answer with one JSON object and nothing else:
 {"is_relevant": true|false, "score": 0-100, "reasons": ["short reason", ...], "matched_skills": ["skill", ...]}
 score is how well the vacancy fits (100 = perfect). Give at most three reasons, each under 20 words,
 in the language of the profile. matched_skills lists the profile's skills the vacancy asks for.`
+
+// Liked is a vacancy the person applied to, as an example of their taste:
+// Stage says how far the application got (Offer, Invited, else Applied),
+// and the further, the more it weighs (ClaimMatch reads those first).
+type Liked struct {
+	Title string
+	Stage Status
+}
+
+// likedMarks mark the examples that weigh more in the prompt.
+var likedMarks = map[Status]string{Offer: " (got an offer)", Invited: " (invited to an interview)"}
 
 // maxDescription bounds the vacancy text the model sees.
 const maxDescription = 6000
@@ -62,7 +74,7 @@ const maxDescription = 6000
 // buildPrompt is the user prompt: profile, taste examples, and the
 // vacancy reduced to plain text. Everything HH or the user wrote is data,
 // fenced so the model does not read it as instructions.
-func buildPrompt(profile string, applied, rejected []string, v Vacancy) string {
+func buildPrompt(profile string, applied []Liked, rejected []string, v Vacancy) string {
 	var sb strings.Builder
 	sb.WriteString("## Seeker profile\n")
 	if strings.TrimSpace(profile) == "" {
@@ -71,9 +83,9 @@ func buildPrompt(profile string, applied, rejected []string, v Vacancy) string {
 		sb.WriteString(profile + "\n")
 	}
 	if len(applied) > 0 {
-		sb.WriteString("\n## Vacancies the seeker applied to\n")
-		for _, t := range applied {
-			sb.WriteString("- " + t + "\n")
+		sb.WriteString("\n## Vacancies the seeker applied to, strongest signals first\n")
+		for _, l := range applied {
+			sb.WriteString("- " + l.Title + likedMarks[l.Stage] + "\n")
 		}
 	}
 	if len(rejected) > 0 {

@@ -30,14 +30,25 @@ func TestTransitionTableIsDesigns(t *testing.T) {
 		{vacancy.Skipped, vacancy.New}:              true,
 		{vacancy.New, vacancy.InArchive}:            true,
 		{vacancy.Skipped, vacancy.InArchive}:        true,
+		// The job seeker's pipeline, as issue 26 lays it out.
+		{vacancy.Applied, vacancy.Invited}:   true,
+		{vacancy.Applied, vacancy.Rejected}:  true,
+		{vacancy.Applied, vacancy.NoAnswer}:  true,
+		{vacancy.NoAnswer, vacancy.Invited}:  true,
+		{vacancy.NoAnswer, vacancy.Rejected}: true,
+		{vacancy.Invited, vacancy.Offer}:     true,
+		{vacancy.Invited, vacancy.Rejected}:  true,
 	}
 	for _, from := range vacancy.Statuses {
 		for _, to := range vacancy.Statuses {
 			require.Equal(t, allowed[[2]vacancy.Status{from, to}], vacancy.CanTransition(from, to), "%s → %s", from, to)
 		}
 	}
-	for _, s := range []vacancy.Status{vacancy.NotSuitable, vacancy.InArchive, vacancy.Applied, vacancy.NotInterested} {
+	for _, s := range []vacancy.Status{vacancy.NotSuitable, vacancy.InArchive, vacancy.NotInterested, vacancy.Offer, vacancy.Rejected} {
 		require.True(t, s.Final(), s)
+	}
+	for _, s := range []vacancy.Status{vacancy.Applied, vacancy.NoAnswer, vacancy.Invited} {
+		require.False(t, s.Final(), "%s waits for the employer", s)
 	}
 	require.False(t, vacancy.Status("DONE").Valid())
 }

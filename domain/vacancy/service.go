@@ -93,10 +93,12 @@ type Recipient struct {
 	Lang     string
 	Profile  string
 	BanWords []string
-	// Applied and NotInterested are the titles of the user's latest
-	// decided vacancies (Config.TasteExamples of each, newest first): their
-	// taste, for the relevance prompt.
-	Applied, NotInterested []string
+	// Liked are the user's applications and NotInterested the titles of
+	// the vacancies they turned down (Config.TasteExamples of each): their
+	// taste, for the relevance prompt. Liked come those that got an offer
+	// first, then those that got an invitation, each kind newest first.
+	Liked         []Liked
+	NotInterested []string
 	// Senior: one of the user's searches asks for more than six years of
 	// experience, so such vacancies are not dropped for them.
 	Senior bool
@@ -261,6 +263,7 @@ type Repository interface {
 	DecisionStore
 	SkillsStore
 	RecoveryStore
+	PipelineStore
 }
 
 // LLM is the model as this workflow needs it.
@@ -321,6 +324,10 @@ type Notifier interface {
 	// brought nothing new (or failed, n.Failed), and that the search is
 	// watched.
 	SearchNews(n FirstNews) []domain.Message
+	// FollowUp asks the user how an application went, with the buttons of
+	// its next steps; written to the outbox with the record that it was
+	// sent (pipeline.go).
+	FollowUp(f FollowUp) []domain.Message
 }
 
 // Config tunes the workflow; zero values take the defaults.
@@ -346,6 +353,9 @@ type Config struct {
 	DetailFresh time.Duration
 	// SweepInterval wakes idle workers even without a signal (QUEUE_INTERVAL).
 	SweepInterval time.Duration
+	// FollowUp is APPLICATION_FOLLOW_UP: how long an application waits
+	// without news before a reminder asks how it went.
+	FollowUp time.Duration
 }
 
 // WorkersFor is the worker count for an LLM concurrency: two workers per
@@ -368,18 +378,24 @@ func (c Config) withDefaults() Config {
 	domain.OrDefault(&c.TasteExamples, DefaultTasteExamples)
 	domain.OrDefault(&c.DetailFresh, time.Hour)
 	domain.OrDefault(&c.SweepInterval, 10*time.Minute)
+	domain.OrDefault(&c.FollowUp, DefaultFollowUp)
 	return c
 }
 
 // Deps are the workflow's collaborators.
 type Deps struct {
-	Repo       Repository
-	Source     Source
-	LLM        LLM
-	Notifier   Notifier
-	Clock      clockwork.Clock
-	Log        *slog.Logger
-	Registerer prometheus.Registerer
+	Repo     Repository
+	Source   Source
+	LLM      LLM
+	Notifier Notifier
+	Clock    clockwork.Clock
+	// PipelineClock dates what the person reports of an application and
+	// decides when a follow-up is due (pipeline.go): CLOCK_START's clock,
+	// so a test can restart the binary a week later. Clock, which the
+	// workers' leases and timers use, stays real. Nil: Clock.
+	PipelineClock clockwork.Clock
+	Log           *slog.Logger
+	Registerer    prometheus.Registerer
 }
 
 // Service runs the vacancy workflow: the user-facing operations the bot
@@ -401,6 +417,9 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 		return nil, errors.New("vacancy: Repo, Source, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
+	if deps.PipelineClock == nil {
+		deps.PipelineClock = deps.Clock
+	}
 	m, err := newMetrics(deps.Registerer)
 	if err != nil {
 		return nil, err
@@ -422,7 +441,7 @@ const MaxProfile = 4000
 var ErrForbidden = errors.New("not your vacancy")
 
 // ErrAlreadyDecided: the match is not awaiting the user's decision (a
-// second press, or a press after another final status).
+// second press, or a press after another status was reported).
 var ErrAlreadyDecided = errors.New("vacancy already decided")
 
 // inputError refuses the input with key, naming the limit the key is about.
@@ -595,7 +614,16 @@ func (s *Service) Decide(ctx context.Context, userID, matchID int64, to Status) 
 	if m.Status != SentToUser {
 		return m, v, ErrAlreadyDecided
 	}
-	moved, ok, err := s.transition(ctx, m, to, Change{})
+	var moved Match
+	var ok bool
+	if to == Applied {
+		// Applying starts the pipeline: its times come with the move.
+		var a Application
+		a, ok, err = s.move(ctx, m, to)
+		moved = a.Match
+	} else {
+		moved, ok, err = s.transition(ctx, m, to, Change{})
+	}
 	if err != nil {
 		return m, v, fmt.Errorf("decide: %w", err)
 	}

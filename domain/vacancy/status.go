@@ -28,14 +28,25 @@ const (
 	NotSuitable Status = "NOT_SUITABLE"
 	// InArchive: HH no longer serves the vacancy (final).
 	InArchive Status = "IN_ARCHIVE"
-	// Applied: the user pressed Applied (final).
+	// Applied: the user pressed Applied; the application waits for the
+	// employer's answer, which the person reports (pipeline.go).
 	Applied Status = "APPLIED"
 	// NotInterested: the user pressed Not interested (final).
 	NotInterested Status = "NOT_INTERESTED"
+	// Invited: the employer invited the person to an interview or a test.
+	Invited Status = "INVITED"
+	// Offer: the employer made an offer (final).
+	Offer Status = "OFFER"
+	// Rejected: the employer turned the person down (final).
+	Rejected Status = "REJECTED"
+	// NoAnswer: the person reports the employer has not answered; an
+	// answer may still come.
+	NoAnswer Status = "NO_ANSWER"
 )
 
 // Statuses lists every status in workflow order (for counts and CHECKs).
-var Statuses = []Status{New, Queued, Analyzed, SentToUser, Skipped, NotSuitable, InArchive, Applied, NotInterested}
+var Statuses = []Status{New, Queued, Analyzed, SentToUser, Skipped, NotSuitable, InArchive, Applied, NotInterested,
+	NoAnswer, Invited, Offer, Rejected}
 
 // transitions is DESIGN.md's table, plus NEW and SKIPPED → IN_ARCHIVE:
 // a vacancy HH reports archived takes every open match of it along, in
@@ -51,6 +62,13 @@ var transitions = domain.NewTransitions(ErrIllegalTransition, "", map[Status][]S
 	Analyzed:   {SentToUser},                                // the card delivered (its delivery hook)
 	SentToUser: {Applied, NotInterested},                    // the user's button
 	Skipped:    {New, InArchive},                            // recovery within the window; its vacancy archived
+	// The job seeker's pipeline (pipeline.go): what the person reports
+	// after applying, by the buttons of the card, of a follow-up reminder
+	// or of /applications. There is no way back: a press meant for an
+	// earlier state is refused as stale.
+	Applied:  {Invited, Rejected, NoAnswer}, // the employer answered, or has not so far
+	NoAnswer: {Invited, Rejected},           // a late answer
+	Invited:  {Offer, Rejected},             // the interview's outcome
 })
 
 // ErrIllegalTransition is returned for a change the table does not allow.

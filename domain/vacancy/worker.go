@@ -323,7 +323,7 @@ func (s *Service) wait(ctx context.Context, m Match, cause error) string {
 
 // judge asks the LLM, retrying an invalid answer once.
 func (s *Service) judge(ctx context.Context, u Recipient, v Vacancy) (Verdict, error) {
-	prompt := buildPrompt(u.Profile, u.Applied, u.NotInterested, v)
+	prompt := buildPrompt(u.Profile, u.Liked, u.NotInterested, v)
 	var verdict Verdict
 	var err error
 	for attempt := 1; ; attempt++ {
