@@ -176,10 +176,7 @@ func (u *vacancyUI) step(action Action) CallbackHandler {
 		var kb *tele.ReplyMarkup
 		switch action {
 		case actionCardStep:
-			text = u.b.renderVacancy(r.Lang, a.Vacancy, a.Match.Verdict, a.Match.Status)
-			if kb, err = u.b.vacancyMarkup(r.Lang, a.Match.ID, a.Vacancy, true); err == nil {
-				kb, err = u.b.withSteps(r.Lang, actionCardStep, a.Match, kb)
-			}
+			text, kb, err = u.b.cardAt(r.Lang, a)
 		case actionListStep:
 			text, kb, err = u.applicationsList(r)
 		default:
@@ -189,9 +186,42 @@ func (u *vacancyUI) step(action Action) CallbackHandler {
 			return err
 		}
 		u.b.editPressed(r, text, kb)
+		if action != actionCardStep {
+			u.editCard(r, a)
+		}
 		return r.Respond(&tele.CallbackResponse{Text: r.T("application.marked", locales.Data{
 			"Status": statusName(u.b.deps.Catalog, r.Lang, a.Match.Status),
 		})})
+	}
+}
+
+// cardAt is an application's card showing where it is, with its next
+// steps.
+func (rd *Renderer) cardAt(lang string, a vacancy.Application) (string, *tele.ReplyMarkup, error) {
+	text := rd.renderVacancy(lang, a.Vacancy, a.Match.Verdict, a.Match.Status)
+	kb, err := rd.vacancyMarkup(lang, a.Match.ID, a.Vacancy, true)
+	if err != nil {
+		return "", nil, err
+	}
+	kb, err = rd.withSteps(lang, actionCardStep, a.Match, kb)
+	return text, kb, err
+}
+
+// editCard shows a step recorded from a reminder or /applications on the
+// application's card too, so the card scrolled back to never tells an
+// older story or offers a step that is no longer the next. Like
+// editPressed it is best effort: the step is stored, and a card Telegram
+// no longer has is left as it is.
+func (u *vacancyUI) editCard(r *Request, a vacancy.Application) {
+	if a.Match.MessageID == 0 || a.Match.ChatID == 0 {
+		return
+	}
+	text, kb, err := u.b.cardAt(r.Lang, a)
+	if err == nil {
+		err = u.b.editDirect(r.Ctx, a.Match.ChatID, a.Match.MessageID, text, kb)
+	}
+	if err != nil {
+		u.b.deps.Log.Warn("card not updated after a step", "match", a.Match.ID, "err", err)
 	}
 }
 

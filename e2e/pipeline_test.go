@@ -85,6 +85,12 @@ func TestPipelineButtonsAndApplications(t *testing.T) {
 	require.NotContains(t, report.Text, "Waiting for an answer")
 	require.Empty(t, report.ReplyMarkup.Buttons())
 	require.Equal(t, map[string]int{"OFFER": 1, "REJECTED": 1}, statuses(t, pool))
+	// The card tells the same story as the report.
+	env.TG.WaitFor(t, 30*time.Second, func() bool {
+		other, _ = env.TG.MessageByID(ann.ID(), other.MessageID)
+		return strings.Contains(other.Text, "❌ Rejected")
+	})
+	require.NotContains(t, describe(other), "No answer", "a rejection is final")
 }
 
 // A week after Applied, by the binary's injected clock (CLOCK_START,
@@ -144,6 +150,11 @@ func TestFollowUpReminderOnInjectedClock(t *testing.T) {
 	require.Contains(t, describe(second), "🏆 Offer")
 	require.Equal(t, "Marked: Offer.", pressFor(t, env, ann, second, "🏆 Offer").Text)
 	require.Equal(t, map[string]int{"OFFER": 1}, statuses(t, pool))
+	env.TG.WaitFor(t, 30*time.Second, func() bool {
+		card, _ = env.TG.MessageByID(ann.ID(), card.MessageID)
+		return strings.Contains(card.Text, "🏆 Offer received")
+	})
+	require.NotContains(t, describe(card), "Rejected", "the card offers no step after an offer")
 	require.Equal(t, 2, reminders(t, pool, ann.ID()))
 }
 
