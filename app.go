@@ -198,6 +198,7 @@ func (a *app) buildWorkflows(context.Context) error {
 	notes := bot.NewRenderer(a.render, a.catalog, log)
 	a.tg = delivery.NewClient(cfg.TelegramAPIURL, cfg.TelegramToken, nil)
 
+	clock := cfg.Clock()
 	a.vac, err = vacancy.NewService(vacancy.Config{
 		FetchLimit:     cfg.VacancyFetchLimit,
 		RecoveryWindow: cfg.VacancyRecoveryWindow,
@@ -205,7 +206,7 @@ func (a *app) buildWorkflows(context.Context) error {
 		Workers:        vacancy.WorkersFor(cfg.LLMMaxConcurrency),
 		SweepInterval:  cfg.QueueInterval,
 	}, vacancy.Deps{
-		Repo: a.store, Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg,
+		Repo: a.store, Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg, RhythmClock: clock,
 		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 	})
 	if err != nil {
@@ -237,7 +238,6 @@ func (a *app) buildWorkflows(context.Context) error {
 		return fmt.Errorf("memory chat: %w", err)
 	}
 
-	clock := cfg.Clock()
 	a.disp, err = dispatch.NewService(dispatch.Config{
 		OfferSLA: cfg.OfferSLA, CommissionRate: cfg.CommissionRate,
 		CommissionDeadline: cfg.CommissionDeadline, AutocloseAfter: cfg.AutocloseAfter,
@@ -327,7 +327,7 @@ func (a *app) buildBot(context.Context) error {
 		Users: a.store, Status: outage.Status{Store: a.store, Beats: a.beats, LLM: a.llm, HH: a.hh, VacancyClaimLease: cfg.VacancyClaimLease}, Catalog: a.catalog, Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Direct: a.out, Queue: a.store,
 		Inbox: a.store, Passing: storage.Passing,
-		Vacancies: a.vac, Letters: a.letters, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl, Resume: a.res,
+		Vacancies: a.vac, Letters: a.letters, Rhythm: a.vac, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl, Resume: a.res,
 	})
 	if err != nil {
 		return err
@@ -354,6 +354,9 @@ func (a *app) scheduleJobs() error {
 		// it; this tick tells its user the outcome if that replica died,
 		// or once HH answers again after refusing us.
 		{"vacancy-first-news", a.cfg.FirstNewsInterval, a.vac.FirstNews},
+		// Digests at each user's digest times, and what a user back in
+		// instant mode left waiting (domain/vacancy/rhythm.go).
+		{"vacancy-digest", a.cfg.DigestInterval, a.vac.Digests},
 		{"vacancy-recovery", a.cfg.RecoveryInterval, func(ctx context.Context) error {
 			_, err := a.vac.Recover(ctx)
 			return err

@@ -67,6 +67,11 @@ type Change struct {
 	// the last such match without a card, the note is written to the
 	// outbox in the transition's transaction.
 	Announce domain.Render[[]FirstNews]
+	// Pace, on QUEUED → ANALYZED instead of Tell, decides inside the
+	// transition's transaction, from the user's rhythm read there, whether
+	// the card goes now, held (quiet hours, the daily cap) or not at all
+	// (the match waits for a digest); rhythm.go.
+	Pace *Pace
 }
 
 // Claim is a claimed match with what processing it needs.
@@ -261,6 +266,7 @@ type Repository interface {
 	DecisionStore
 	SkillsStore
 	RecoveryStore
+	RhythmStore
 }
 
 // LLM is the model as this workflow needs it.
@@ -321,6 +327,12 @@ type Notifier interface {
 	// brought nothing new (or failed, n.Failed), and that the search is
 	// watched.
 	SearchNews(n FirstNews) []domain.Message
+	// Digest is a digest's message (domain.KindDigest, Ref the digest):
+	// a page of its vacancies with a button each for the card.
+	Digest(d Digest) []domain.Message
+	// Zone is the time zone the user reads times in, which their quiet
+	// hours and digest times are in.
+	Zone(u domain.User) *time.Location
 }
 
 // Config tunes the workflow; zero values take the defaults.
@@ -380,6 +392,11 @@ type Deps struct {
 	Clock      clockwork.Clock
 	Log        *slog.Logger
 	Registerer prometheus.Registerer
+
+	// RhythmClock is the wall clock quiet hours, the daily cap and digest
+	// times are read on (CLOCK_START in tests; Clock when nil). Leases and
+	// waits stay on Clock and the database's now().
+	RhythmClock clockwork.Clock
 }
 
 // Service runs the vacancy workflow: the user-facing operations the bot
@@ -401,6 +418,9 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 		return nil, errors.New("vacancy: Repo, Source, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
+	if deps.RhythmClock == nil {
+		deps.RhythmClock = deps.Clock
+	}
 	m, err := newMetrics(deps.Registerer)
 	if err != nil {
 		return nil, err
