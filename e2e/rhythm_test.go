@@ -115,7 +115,7 @@ func TestRhythmDigestAtItsTimeWithQuietHours(t *testing.T) {
 		"the digest went at 08:00 by the bot's clock, not before")
 	digest := digestMessages(env, ann.ID())[0]
 	require.Contains(t, digest.Text, "New vacancies for you: 3")
-	require.Contains(t, digest.Text, "1. <b>Golang developer", "one line per vacancy")
+	require.Contains(t, digest.Text, "1. Golang developer", "one line per vacancy")
 	require.Contains(t, digest.Text, "⭐ 87")
 	var buttons []string
 	for _, b := range digest.ReplyMarkup.Buttons() {
