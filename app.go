@@ -198,6 +198,7 @@ func (a *app) buildWorkflows(context.Context) error {
 	notes := bot.NewRenderer(a.render, a.catalog, log)
 	a.tg = delivery.NewClient(cfg.TelegramAPIURL, cfg.TelegramToken, nil)
 
+	clock := cfg.Clock()
 	a.vac, err = vacancy.NewService(vacancy.Config{
 		FetchLimit:     cfg.VacancyFetchLimit,
 		RecoveryWindow: cfg.VacancyRecoveryWindow,
@@ -206,7 +207,7 @@ func (a *app) buildWorkflows(context.Context) error {
 		SweepInterval:  cfg.QueueInterval,
 		FollowUp:       cfg.ApplicationFollowUp,
 	}, vacancy.Deps{
-		Repo: a.store, Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg, PipelineClock: cfg.Clock(),
+		Repo: a.store, Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg, CalendarClock: clock,
 		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 	})
 	if err != nil {
@@ -238,7 +239,6 @@ func (a *app) buildWorkflows(context.Context) error {
 		return fmt.Errorf("memory chat: %w", err)
 	}
 
-	clock := cfg.Clock()
 	a.disp, err = dispatch.NewService(dispatch.Config{
 		OfferSLA: cfg.OfferSLA, CommissionRate: cfg.CommissionRate,
 		CommissionDeadline: cfg.CommissionDeadline, AutocloseAfter: cfg.AutocloseAfter,
@@ -328,7 +328,7 @@ func (a *app) buildBot(context.Context) error {
 		Users: a.store, Status: outage.Status{Store: a.store, Beats: a.beats, LLM: a.llm, HH: a.hh, VacancyClaimLease: cfg.VacancyClaimLease}, Catalog: a.catalog, Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Direct: a.out, Queue: a.store,
 		Inbox: a.store, Passing: storage.Passing,
-		Vacancies: a.vac, Letters: a.letters, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl, Resume: a.res,
+		Vacancies: a.vac, Letters: a.letters, Rhythm: a.vac, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl, Resume: a.res,
 	})
 	if err != nil {
 		return err
@@ -358,6 +358,9 @@ func (a *app) scheduleJobs() error {
 		// Reminders of applications without news, each sent once: the
 		// statement that marks it reminded queues it.
 		{"vacancy-follow-up", a.cfg.ApplicationFollowUpInterval, a.vac.FollowUps},
+		// Digests at each user's digest times, and what a user back in
+		// instant mode left waiting (domain/vacancy/rhythm.go).
+		{"vacancy-digest", a.cfg.DigestInterval, a.vac.Digests},
 		{"vacancy-recovery", a.cfg.RecoveryInterval, func(ctx context.Context) error {
 			_, err := a.vac.Recover(ctx)
 			return err

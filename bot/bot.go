@@ -107,6 +107,7 @@ type Deps struct {
 	// optional: a bot without one has none of its commands).
 	Vacancies Vacancies
 	Letters   Letters
+	Rhythm    Rhythms
 	Memory    Memory
 	Dispatch  Dispatch
 	Analysis  Analysis
@@ -258,6 +259,9 @@ func (b *Bot) registerWorkflows() {
 	}
 	if b.deps.Letters != nil {
 		b.RegisterLetters(b.deps.Letters)
+	}
+	if b.deps.Rhythm != nil {
+		b.RegisterRhythm(b.deps.Rhythm)
 	}
 	if b.deps.Memory != nil {
 		b.RegisterMemory(b.deps.Memory)

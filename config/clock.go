@@ -12,7 +12,7 @@ import (
 // and, restarting the binary at 09:59, see it offered at 10:00, or apply
 // for a vacancy and, restarted a week later, be asked how it went. The
 // dispatch calendar (dispatch.Deps.CalendarClock) and the vacancy workflow
-// (vacancy.Deps.PipelineClock) read it; timers run at real speed, and leases and
+// (vacancy.Deps.CalendarClock) read it; timers run at real speed, and leases and
 // expiries that replicas compare in SQL stay on the database's now().
 func (c Config) Clock() clockwork.Clock {
 	start := c.ClockStart

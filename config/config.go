@@ -78,6 +78,7 @@ type Config struct {
 	QueueInterval     time.Duration `env:"QUEUE_INTERVAL" envDefault:"10m" help:"vacancy queue sweep"`
 	RecoveryInterval  time.Duration `env:"RECOVERY_INTERVAL" envDefault:"5m" help:"SKIPPED vacancy recovery"`
 	FirstNewsInterval time.Duration `env:"FIRST_NEWS_INTERVAL" envDefault:"30s" help:"new searches whose user has not heard what their first discovery brought: discovered if another replica did not, or told when their vacancies all ended without a card"`
+	DigestInterval    time.Duration `env:"DIGEST_INTERVAL" envDefault:"1m" help:"how often users' vacancy digests are checked for being due: a digest goes at most this late"`
 
 	CoverLettersPerDay int `env:"COVER_LETTERS_PER_DAY" envDefault:"10" help:"cover letters the LLM writes for one user within 24 hours (1-1000)"`
 

@@ -52,6 +52,11 @@ type Message struct {
 	// Merge: consecutive pending rows of the lane with Merge set go out as
 	// one message, one line each, within one message's length.
 	Merge bool
+	// Delay holds the row back this long from its write (not_before on
+	// the database's clock, as the senders' claim reads it, so a process
+	// whose wall clock is shifted still holds it for the right length).
+	// A held row heads its lane until then: it goes in a lane of its own.
+	Delay time.Duration
 }
 
 // Render is how a workflow hands the messages a state change causes to
@@ -98,6 +103,7 @@ type Button struct {
 // that wrote it, by the hook that workflow registers for its kind.
 const (
 	KindVacancy      = "vacancy"       // Ref: match; delivery makes it SENT_TO_USER
+	KindDigest       = "digest"        // Ref: vacancy digest; delivery records its message
 	KindCoverLetter  = "cover_letter"  // Ref: cover letter; the letter, or why it could not be drafted
 	KindOffer        = "offer"         // Ref: offer; delivery records its message
 	KindOfferClose   = "offer_close"   // Ref: offer; the edit when it ended

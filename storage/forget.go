@@ -23,7 +23,7 @@ import (
 //     first name, both languages and the profile erased and created_at
 //     renewed (the person is new if they come back; see Forget).
 //   - searches, ban_words, vacancy_matches (every state), cover_letters,
-//     profile_drafts: deleted.
+//     profile_drafts, vacancy_settings (the rhythm), vacancy_digests: deleted.
 //     discovery_state and search_hits belong to a search key, which users
 //     with equal searches share: deleted only when no other user's search
 //     has the key. vacancies are HH's public data and stay.
@@ -109,6 +109,8 @@ WHERE m.author_id = $1 AND EXISTS (SELECT 1 FROM analysis_proposal_sources s
 		{"summaries", `DELETE FROM lsm_storage WHERE user_id = $1`, &f.Summaries},
 		{"cover letters", `DELETE FROM cover_letters WHERE user_id = $1`, nil},
 		{"matches", `DELETE FROM vacancy_matches WHERE user_id = $1`, &f.Matches},
+		{"digests", `DELETE FROM vacancy_digests WHERE user_id = $1`, nil},
+		{"vacancy settings", `DELETE FROM vacancy_settings WHERE user_id = $1`, nil},
 		{"ban words", `DELETE FROM ban_words WHERE user_id = $1`, &f.BanWords},
 		{"profile draft", `DELETE FROM profile_drafts WHERE user_id = $1`, nil},
 		// The statement's snapshot still shows the deleted searches,
@@ -176,7 +178,8 @@ func (s *Store) HeldForUser(ctx context.Context, userID int64) (memory.Held, err
         OR EXISTS (SELECT 1 FROM lsm_storage WHERE user_id = $1),
     EXISTS (SELECT 1 FROM users WHERE id = $1 AND profile <> '') OR EXISTS (SELECT 1 FROM profile_drafts WHERE user_id = $1)
         OR EXISTS (SELECT 1 FROM searches WHERE user_id = $1)
-        OR EXISTS (SELECT 1 FROM ban_words WHERE user_id = $1) OR EXISTS (SELECT 1 FROM vacancy_matches WHERE user_id = $1),
+        OR EXISTS (SELECT 1 FROM ban_words WHERE user_id = $1) OR EXISTS (SELECT 1 FROM vacancy_matches WHERE user_id = $1)
+        OR EXISTS (SELECT 1 FROM vacancy_settings WHERE user_id = $1),
     EXISTS (SELECT 1 FROM group_messages WHERE author_id = $1),
     EXISTS (SELECT 1 FROM masters WHERE user_id = $1),
     EXISTS (SELECT 1 FROM orders WHERE master_id = $1) OR EXISTS (SELECT 1 FROM offers WHERE master_id = $1)`, userID).

@@ -12,6 +12,7 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/memory"
+	"switchboard/domain/vacancy"
 )
 
 // Ids no serial column reaches in these tests, so that finding one in any
@@ -151,6 +152,13 @@ func TestForgetErasesTheUserAndKeepsOthers(t *testing.T) {
 	t.Parallel()
 	f := setupForget(t)
 	require.NotEmpty(t, tablesHolding(t, f.ctx, f.st.Pool(), annMarker))
+	// Both have a rhythm and a digest.
+	for _, id := range []int64{forgetAnn, forgetBob} {
+		_, err := f.st.TuneRhythm(f.ctx, id, func(r vacancy.Rhythm) (vacancy.Rhythm, error) { return r.Tuned(vacancy.KnobMode, 1) })
+		require.NoError(t, err)
+		_, err = f.st.Pool().Exec(f.ctx, `INSERT INTO vacancy_digests (user_id, slot, matches, page_size) VALUES ($1, now(), 1, 5)`, id)
+		require.NoError(t, err)
+	}
 
 	held, err := f.st.HeldForUser(f.ctx, forgetAnn)
 	require.NoError(t, err)
@@ -174,7 +182,8 @@ func TestForgetErasesTheUserAndKeepsOthers(t *testing.T) {
 	// Per table: Ann's rows gone, Bob's intact.
 	for table, col := range map[string]string{"users": "id", "pipeline_runs": "user_id", "raw_logs": "user_id",
 		"lsm_storage": "user_id", "searches": "user_id", "ban_words": "user_id", "vacancy_matches": "user_id",
-		"masters": "user_id", "outbox": "chat_id", "outbox_throttles": "chat_id", "unreachable_chats": "chat_id"} {
+		"masters": "user_id", "outbox": "chat_id", "outbox_throttles": "chat_id", "unreachable_chats": "chat_id",
+		"vacancy_settings": "user_id", "vacancy_digests": "user_id"} {
 		q := fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s = $1`, table, col)
 		require.Zero(t, f.count(q, forgetAnn), table)
 		if table != "unreachable_chats" {

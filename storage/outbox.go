@@ -69,8 +69,8 @@ func enqueueTx(ctx context.Context, tx pgx.Tx, msgs []domain.Message) error {
 const insertOutboxSQL = `
 WITH m AS (
     SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bool[], $6::jsonb[],
-                         $7::text[], $8::int[], $9::bool[])
-         WITH ORDINALITY AS m(chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge, n)
+                         $7::text[], $8::int[], $9::bool[], $10::bigint[])
+         WITH ORDINALITY AS m(chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge, delay_us, n)
 ), latest AS (
     SELECT DISTINCT ON (chat_id, msg_key) chat_id, msg_key, body, n FROM m WHERE edit AND msg_key <> '' ORDER BY chat_id, msg_key, n DESC
 ), waiting AS (
@@ -96,8 +96,9 @@ WITH m AS (
     WHERE o.id = w.id AND NOT w.edit
     RETURNING w.n
 )
-INSERT INTO outbox (chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge)
-SELECT m.chat_id, m.kind, m.ref, m.msg_key, m.edit, m.body, m.lane, m.spacing_ms, m.merge
+INSERT INTO outbox (chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge, not_before)
+SELECT m.chat_id, m.kind, m.ref, m.msg_key, m.edit, m.body, m.lane, m.spacing_ms, m.merge,
+       now() + m.delay_us * interval '1 microsecond'
 FROM m
 WHERE m.n NOT IN (SELECT n FROM folded)
   AND (NOT m.edit OR m.n = (SELECT l.n FROM latest l WHERE l.chat_id = m.chat_id AND l.msg_key = m.msg_key))
@@ -113,6 +114,7 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 	lanes := make([]string, len(msgs))
 	spacing := make([]int32, len(msgs))
 	merges := make([]bool, len(msgs))
+	delays := make([]int64, len(msgs))
 	for i, m := range msgs {
 		if m.ChatID == 0 || m.Kind == "" || (m.Edit && m.Key == "") {
 			return "", nil, fmt.Errorf("enqueue message %d: chat, kind and (for an edit) key are required", i)
@@ -123,6 +125,9 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 		if m.Photo != "" && m.Edit {
 			return "", nil, fmt.Errorf("enqueue message %d: a photo is never an edit", i)
 		}
+		if m.Delay < 0 || m.Delay > 0 && (m.Lane == "" || m.Edit || m.Merge) {
+			return "", nil, fmt.Errorf("enqueue message %d: only a send in a lane of its own is held", i)
+		}
 		if m.MarkupOnly {
 			return "", nil, fmt.Errorf("enqueue message %d: an edit of the buttons alone goes at once, never through the outbox", i)
 		}
@@ -132,8 +137,9 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 		}
 		chats[i], kinds[i], refs[i], keys[i], edits[i], bodies[i] = m.ChatID, m.Kind, m.Ref, m.Key, m.Edit, string(b)
 		lanes[i], spacing[i], merges[i] = m.Lane, int32(min(m.Every.Milliseconds(), math.MaxInt32)), m.Merge
+		delays[i] = m.Delay.Microseconds()
 	}
-	return insertOutboxSQL, []any{chats, kinds, refs, keys, edits, bodies, lanes, spacing, merges}, nil
+	return insertOutboxSQL, []any{chats, kinds, refs, keys, edits, bodies, lanes, spacing, merges, delays}, nil
 }
 
 // claimOutboxSQL claims the due heads of the outbox's lanes (ClaimOutbox).

@@ -220,10 +220,16 @@ WHERE id = $1 AND claim_token = $2::uuid`, id, token, until)
 // same transaction, only when the match moved. Every move releases the claim: a move to ANALYZED
 // carries the vacancy's card, and the outbox owns the delivery from then on.
 //
+// With ch.Pace (a relevant match), the user's rhythm decides the card's
+// way in the same transaction (storage/vacancy_settings.go).
+//
 // With ch.Announce (a match a new search's first news waits on), a move
 // that ends the last of that search's first matches without a card writes
 // its "nothing new yet" note in the same transaction.
 func (s *Store) TransitionMatch(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
+	if ch.Pace != nil {
+		return s.transitionPaced(ctx, id, from, to, ch)
+	}
 	if ch.Tell == nil && ch.Announce == nil {
 		return transition(ctx, s.pool, id, from, to, ch)
 	}

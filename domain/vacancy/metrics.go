@@ -16,6 +16,8 @@ type metrics struct {
 	retries     prometheus.Counter
 	discovered  prometheus.Counter
 	queued      prometheus.Counter
+	held        prometheus.Counter
+	digests     prometheus.Counter
 
 	recoveryAttempts, recoveryRecovered, recoveryDeleted, recoverySkipped prometheus.Counter
 }
@@ -37,6 +39,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		retries:    r.Counter("vacancy_llm_retries_total", "Relevance answers retried after invalid JSON."),
 		discovered: r.Counter("vacancies_discovered_total", "Vacancies new to a search_key."),
 		queued:     r.Counter("vacancy_matches_queued_total", "Matches created in QUEUED by discovery."),
+		held:       r.Counter("vacancy_cards_held_total", "Cards held for quiet hours or the daily cap."),
+		digests:    r.Counter("vacancy_digests_total", "Digests written to the outbox."),
 
 		recoveryAttempts:  r.Counter("vacancies_recovery_attempts_total", "SKIPPED matches examined by recovery."),
 		recoveryRecovered: r.Counter("vacancies_recovery_recovered_total", "SKIPPED matches returned to the queue."),

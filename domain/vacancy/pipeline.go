@@ -18,7 +18,7 @@ package vacancy
 // message showed (storage/applications.go), so a press on a message that
 // shows an older state, a second press, or a press racing another changes
 // nothing and is answered as stale. The report's time comes from
-// Deps.PipelineClock (CLOCK_START in end-to-end tests), as does the
+// Deps.CalendarClock (CLOCK_START in end-to-end tests), as does the
 // follow-up's "now", and goes to SQL as a parameter.
 //
 // A follow-up reminder asks how it went once the application has waited
@@ -192,7 +192,7 @@ func (s *Service) move(ctx context.Context, m Match, to Status) (Application, bo
 		s.log.Error("refused vacancy transition", "match", m.ID, "from", m.Status, "to", to)
 		return Application{}, false, err
 	}
-	a, ok, err := s.deps.Repo.MoveApplication(ctx, m.ID, m.Status, to, s.deps.PipelineClock.Now())
+	a, ok, err := s.deps.Repo.MoveApplication(ctx, m.ID, m.Status, to, s.deps.CalendarClock.Now())
 	if err != nil {
 		return a, false, fmt.Errorf("match %d %s → %s: %w", m.ID, m.Status, to, err)
 	}
@@ -206,7 +206,7 @@ func (s *Service) move(ctx context.Context, m Match, to Status) (Application, bo
 // vacancy-follow-up job): each written to the outbox in the transaction
 // that records it was sent, so any number of replicas send each once.
 func (s *Service) FollowUps(ctx context.Context) error {
-	now := s.deps.PipelineClock.Now()
+	now := s.deps.CalendarClock.Now()
 	remind := func(f FollowUp) []domain.Message {
 		f.Days = int(now.Sub(f.Application.ReportedAt) / (24 * time.Hour))
 		return s.deps.Notifier.FollowUp(f)
@@ -229,7 +229,7 @@ func (s *Service) FollowUps(ctx context.Context) error {
 func (s *Service) Applications(ctx context.Context, userID int64) (ApplicationsReport, error) {
 	var rep ApplicationsReport
 	var err error
-	rep.Now = s.deps.PipelineClock.Now()
+	rep.Now = s.deps.CalendarClock.Now()
 	since := rep.Now.Add(-ApplicationsWindow)
 	if rep.Overall, rep.PerSearch, err = s.deps.Repo.ApplicationFunnel(ctx, userID, since); err != nil {
 		return rep, fmt.Errorf("applications of user %d: %w", userID, err)

@@ -67,6 +67,11 @@ type Change struct {
 	// the last such match without a card, the note is written to the
 	// outbox in the transition's transaction.
 	Announce domain.Render[[]FirstNews]
+	// Pace, on QUEUED → ANALYZED instead of Tell, decides inside the
+	// transition's transaction, from the user's rhythm read there, whether
+	// the card goes now, held (quiet hours, the daily cap) or not at all
+	// (the match waits for a digest); rhythm.go.
+	Pace *Pace
 }
 
 // Claim is a claimed match with what processing it needs.
@@ -264,6 +269,7 @@ type Repository interface {
 	SkillsStore
 	RecoveryStore
 	PipelineStore
+	RhythmStore
 }
 
 // LLM is the model as this workflow needs it.
@@ -328,6 +334,12 @@ type Notifier interface {
 	// its next steps; written to the outbox with the record that it was
 	// sent (pipeline.go).
 	FollowUp(f FollowUp) []domain.Message
+	// Digest is a digest's message (domain.KindDigest, Ref the digest):
+	// a page of its vacancies with a button each for the card.
+	Digest(d Digest) []domain.Message
+	// Zone is the time zone the user reads times in, which their quiet
+	// hours and digest times are in.
+	Zone(u domain.User) *time.Location
 }
 
 // Config tunes the workflow; zero values take the defaults.
@@ -384,18 +396,21 @@ func (c Config) withDefaults() Config {
 
 // Deps are the workflow's collaborators.
 type Deps struct {
-	Repo     Repository
-	Source   Source
-	LLM      LLM
-	Notifier Notifier
-	Clock    clockwork.Clock
-	// PipelineClock dates what the person reports of an application and
-	// decides when a follow-up is due (pipeline.go): CLOCK_START's clock,
-	// so a test can restart the binary a week later. Clock, which the
-	// workers' leases and timers use, stays real. Nil: Clock.
-	PipelineClock clockwork.Clock
-	Log           *slog.Logger
-	Registerer    prometheus.Registerer
+	Repo       Repository
+	Source     Source
+	LLM        LLM
+	Notifier   Notifier
+	Clock      clockwork.Clock
+	Log        *slog.Logger
+	Registerer prometheus.Registerer
+
+	// CalendarClock is the clock of the people's calendar: when an
+	// application was reported and a follow-up is due (pipeline.go), quiet
+	// hours, the daily cap and digest times (rhythm.go). CLOCK_START's
+	// clock, so a test can restart the binary a week later or just before
+	// a digest; the workers' leases and waits stay on Clock and the
+	// database's now(). Nil: Clock.
+	CalendarClock clockwork.Clock
 }
 
 // Service runs the vacancy workflow: the user-facing operations the bot
@@ -417,8 +432,8 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 		return nil, errors.New("vacancy: Repo, Source, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
-	if deps.PipelineClock == nil {
-		deps.PipelineClock = deps.Clock
+	if deps.CalendarClock == nil {
+		deps.CalendarClock = deps.Clock
 	}
 	m, err := newMetrics(deps.Registerer)
 	if err != nil {

@@ -237,7 +237,8 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	}
 	// The card goes to the outbox in the transaction that marks the match
 	// ANALYZED, which also releases the claim: the outbox delivers it, and
-	// its delivery makes the match SENT_TO_USER. The judgement is paid
+	// its delivery makes the match SENT_TO_USER. The user's rhythm, read
+	// in that transaction, may hold it or keep it for a digest (Pace). The judgement is paid
 	// for: record it even if we are stopping.
 	card := s.deps.Notifier.Card(CardData{MatchID: m.ID, UserID: m.UserID, Lang: c.User.Lang, Vacancy: v, Verdict: verdict})
 	if len(card) == 0 {
@@ -247,7 +248,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	if err := s.save(ctx, m, "mark analyzed", func(ctx context.Context) error {
 		var err error
 		_, ok, err = s.transition(ctx, m, Analyzed, Change{
-			Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Tell: domain.Fixed[Match](card...),
+			Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Pace: s.pace(card),
 		})
 		return err
 	}); err != nil || !ok {

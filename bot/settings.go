@@ -1,0 +1,323 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	tele "gopkg.in/telebot.v3"
+
+	"switchboard/domain"
+	"switchboard/domain/vacancy"
+	"switchboard/locales"
+)
+
+// Rhythms is what the bot needs of the job seeker's rhythm and digests
+// (*vacancy.Service implements it).
+type Rhythms interface {
+	Rhythm(ctx context.Context, userID int64) (vacancy.Rhythm, error)
+	Tune(ctx context.Context, userID int64, k vacancy.Knob, v int) (vacancy.Rhythm, error)
+	NextDigest(u domain.User, r vacancy.Rhythm) time.Time
+	DigestPage(ctx context.Context, userID, digestID int64, page int) (vacancy.Digest, error)
+	OpenCard(ctx context.Context, u domain.User, matchID int64) error
+}
+
+var _ Rhythms = (*vacancy.Service)(nil)
+
+// Button actions of /settings (one id: the knob's value, see vacancy.Knob)
+// and of a digest.
+var (
+	actionRhythmMode  = RegisterAction("ym", 1)
+	actionRhythmTime  = RegisterAction("yt", 1)
+	actionRhythmSize  = RegisterAction("ys", 1)
+	actionRhythmQuiet = RegisterAction("yq", 1)
+	actionRhythmCap   = RegisterAction("yc", 1)
+	actionDigestOpen  = RegisterAction("vo", 1) // match id
+	actionDigestPage  = RegisterAction("vg", 2) // digest id, page (from 0)
+)
+
+// digestTitleBudget and digestEmployerBudget keep a digest page of the
+// largest size well inside one message.
+const (
+	digestTitleBudget    = 120
+	digestEmployerBudget = 60
+)
+
+type rhythmUI struct {
+	b *Bot
+	r Rhythms
+}
+
+// RegisterRhythm adds /settings and the digests' buttons; call it before Run.
+func (b *Bot) RegisterRhythm(r Rhythms) {
+	u := &rhythmUI{b: b, r: r}
+	b.Handle(Command{Name: "settings", Desc: "cmd.settings", Section: SectionJobs, Handle: u.settings})
+	for a, k := range map[Action]vacancy.Knob{
+		actionRhythmMode: vacancy.KnobMode, actionRhythmTime: vacancy.KnobTime, actionRhythmSize: vacancy.KnobSize,
+		actionRhythmQuiet: vacancy.KnobQuiet, actionRhythmCap: vacancy.KnobCap,
+	} {
+		b.HandleButton(a, u.tune(k))
+	}
+	b.HandleButton(actionDigestOpen, u.open)
+	b.HandleButton(actionDigestPage, u.page)
+}
+
+// settings is /settings (private only, as every job seeker's command):
+// the rhythm with its buttons.
+func (u *rhythmUI) settings(r *Request) error {
+	rh, err := u.r.Rhythm(r.Ctx, r.User.ID)
+	if err != nil {
+		return err
+	}
+	text, kb, err := u.render(r, rh)
+	if err != nil {
+		return err
+	}
+	return r.Reply(text, kb)
+}
+
+// tune takes a /settings press: only on the presser's own /settings
+// message (their private chat), and only a value the buttons offer; the
+// message is edited in place to the rhythm stored.
+func (u *rhythmUI) tune(k vacancy.Knob) CallbackHandler {
+	return func(r *Request, cb Callback) error {
+		if chatID, _, ok := pressedMessage(r); !ok || chatID != r.User.ID {
+			return r.Forbidden()
+		}
+		rh, err := u.r.Tune(r.Ctx, r.User.ID, k, int(cb.IDs[0]))
+		var ie *domain.InputError
+		switch {
+		case errors.Is(err, vacancy.ErrBadKnob):
+			return r.Alert("error.callback_invalid")
+		case errors.As(err, &ie):
+			return r.Respond(&tele.CallbackResponse{Text: r.InputText(ie, ""), ShowAlert: true})
+		case err != nil:
+			return err
+		}
+		text, kb, err := u.render(r, rh)
+		if err != nil {
+			return err
+		}
+		u.b.editPressed(r, text, kb)
+		return r.Respond(&tele.CallbackResponse{Text: r.T("rhythm.saved")})
+	}
+}
+
+// clockTime writes a minute of the day as 24-hour time, as all three
+// languages' readers write a schedule.
+func clockTime(m int) string { return fmt.Sprintf("%02d:%02d", m/60, m%60) }
+
+func spanText(q vacancy.Span) string { return clockTime(q.From) + "–" + clockTime(q.To) }
+
+// checked marks the button of the current choice.
+func checked(on bool, label string) string {
+	if on {
+		return "✓ " + label
+	}
+	return label
+}
+
+// render is the /settings message for rh.
+func (u *rhythmUI) render(r *Request, rh vacancy.Rhythm) (string, *tele.ReplyMarkup, error) {
+	digest := rh.Mode == vacancy.ModeDigest
+	lines := []string{r.T("rhythm.header"), ""}
+	if digest {
+		times := make([]string, len(rh.DigestTimes))
+		for i, m := range rh.DigestTimes {
+			times[i] = clockTime(m)
+		}
+		lines = append(lines, r.T("rhythm.mode_digest"),
+			r.T("rhythm.times", locales.Data{"Times": strings.Join(times, ", ")}),
+			r.T("rhythm.size", locales.Data{"Size": rh.DigestSize}))
+		if next := u.r.NextDigest(r.User, rh); !next.IsZero() {
+			lines = append(lines, r.T("rhythm.next", locales.Data{"When": r.Time(next)}))
+		}
+	} else {
+		lines = append(lines, r.T("rhythm.mode_instant"))
+	}
+	if rh.Quiet.On() {
+		lines = append(lines, r.T("rhythm.quiet_on", locales.Data{"Hours": spanText(rh.Quiet)}))
+	} else {
+		lines = append(lines, r.T("rhythm.quiet_off"))
+	}
+	switch {
+	case rh.DailyCap > 0 && digest:
+		lines = append(lines, r.T("rhythm.cap_digest", locales.Data{"Cap": rh.DailyCap}))
+	case rh.DailyCap > 0:
+		lines = append(lines, r.T("rhythm.cap_on", locales.Data{"Cap": rh.DailyCap}))
+	default:
+		lines = append(lines, r.T("rhythm.cap_off"))
+	}
+	lines = append(lines, "", r.T("rhythm.zone", locales.Data{
+		"Zone": locales.ZoneLabel(r.Lang, r.Zone), "Offset": locales.ZoneOffset(u.b.now(), r.Zone),
+	}))
+
+	kb := &tele.ReplyMarkup{}
+	var rowErr error
+	row := func(a Action, buttons ...struct {
+		label string
+		v     int
+	}) {
+		var out []tele.InlineButton
+		for _, bt := range buttons {
+			data, err := Encode(a, int64(bt.v))
+			if err != nil {
+				rowErr = err
+				return
+			}
+			out = append(out, tele.InlineButton{Text: bt.label, Data: data})
+		}
+		kb.InlineKeyboard = append(kb.InlineKeyboard, out)
+	}
+	type bt = struct {
+		label string
+		v     int
+	}
+	row(actionRhythmMode, bt{checked(!digest, r.T("rhythm.button_instant")), 0}, bt{checked(digest, r.T("rhythm.button_digest")), 1})
+	if digest {
+		var times []bt
+		for _, m := range vacancy.DigestTimePresets {
+			on := false
+			for _, t := range rh.DigestTimes {
+				on = on || t == m
+			}
+			times = append(times, bt{checked(on, clockTime(m)), m})
+		}
+		row(actionRhythmTime, times...)
+		var sizes []bt
+		for _, n := range vacancy.DigestSizePresets {
+			sizes = append(sizes, bt{checked(rh.DigestSize == n, r.T("rhythm.button_size", locales.Data{"Size": n})), n})
+		}
+		row(actionRhythmSize, sizes...)
+	}
+	var quiet []bt
+	for i, q := range vacancy.QuietPresets {
+		quiet = append(quiet, bt{checked(rh.Quiet == q, spanText(q)), i + 1})
+	}
+	quiet = append(quiet, bt{checked(!rh.Quiet.On(), r.T("rhythm.button_quiet_off")), 0})
+	row(actionRhythmQuiet, quiet...)
+	if !digest {
+		var caps []bt
+		for _, n := range vacancy.CapPresets {
+			caps = append(caps, bt{checked(rh.DailyCap == n, r.T("rhythm.button_cap", locales.Data{"Cap": n})), n})
+		}
+		caps = append(caps, bt{checked(rh.DailyCap == 0, r.T("rhythm.button_cap_off")), 0})
+		row(actionRhythmCap, caps...)
+	}
+	return strings.Join(lines, "\n"), kb, rowErr
+}
+
+// Zone is the zone the user reads times in (vacancy.Notifier): the one
+// /timezone shows them.
+func (rd *Renderer) Zone(u domain.User) *time.Location {
+	loc, _ := rd.readerZone(u.TimeZone, u.MasterCity, u.Lang())
+	return loc
+}
+
+// Digest renders a page of a digest (vacancy.Notifier): a line per
+// vacancy, best score first, a numbered button per vacancy for its card
+// and ◀ ▶ for the other pages.
+func (rd *Renderer) Digest(d vacancy.Digest) []domain.Message {
+	text, kb, err := rd.digestPage(d.Lang, d)
+	if err != nil {
+		rd.log.Error("render digest", "digest", d.ID, "err", err)
+		return nil
+	}
+	return Messages(d.UserID, domain.KindDigest, d.ID, text, kb)
+}
+
+// statusMarks mark a digest's vacancies the user has already seen or decided.
+var statusMarks = map[vacancy.Status]string{
+	vacancy.SentToUser: "📨 ", vacancy.Applied: "✅ ", vacancy.NotInterested: "✖️ ",
+}
+
+func (rd *Renderer) digestPage(lang string, d vacancy.Digest) (string, *tele.ReplyMarkup, error) {
+	cat := rd.cat
+	lines := []string{cat.T(lang, "rhythm.digest_header", locales.Data{"Total": d.Total})}
+	if d.Pages() > 1 {
+		lines = append(lines, cat.T(lang, "rhythm.digest_page", locales.Data{"Page": d.Page + 1, "Pages": d.Pages()}))
+	}
+	lines = append(lines, "")
+	kb := &tele.ReplyMarkup{}
+	var numbers []tele.InlineButton
+	for i, it := range d.Items {
+		rank := d.Page*d.Size + i + 1
+		parts := []string{"<b>" + clip(oneLine(it.Vacancy.Title), digestTitleBudget) + "</b>"}
+		if e := clip(oneLine(it.Vacancy.Employer), digestEmployerBudget); e != "" {
+			parts = append(parts, e)
+		}
+		if s := clip(salaryLine(cat, lang, it.Vacancy.Salary), salaryBudget); s != "" {
+			parts = append(parts, s)
+		}
+		parts = append(parts, "⭐ "+strconv.Itoa(min(max(it.Score, 0), 100)))
+		lines = append(lines, strconv.Itoa(rank)+". "+statusMarks[it.Status]+strings.Join(parts, " · "))
+		data, err := Encode(actionDigestOpen, it.MatchID)
+		if err != nil {
+			return "", nil, err
+		}
+		numbers = append(numbers, tele.InlineButton{Text: strconv.Itoa(rank), Data: data})
+	}
+	for len(numbers) > 0 {
+		n := min(len(numbers), 5)
+		kb.InlineKeyboard = append(kb.InlineKeyboard, numbers[:n])
+		numbers = numbers[n:]
+	}
+	if d.Pages() > 1 {
+		var nav []tele.InlineButton
+		if d.Page > 0 {
+			data, err := Encode(actionDigestPage, d.ID, int64(d.Page-1))
+			if err != nil {
+				return "", nil, err
+			}
+			nav = append(nav, tele.InlineButton{Text: "◀", Data: data})
+		}
+		if d.Page+1 < d.Pages() {
+			data, err := Encode(actionDigestPage, d.ID, int64(d.Page+1))
+			if err != nil {
+				return "", nil, err
+			}
+			nav = append(nav, tele.InlineButton{Text: cat.T(lang, "rhythm.button_more", locales.Data{"Left": d.Total - (d.Page+1)*d.Size}), Data: data})
+		}
+		kb.InlineKeyboard = append(kb.InlineKeyboard, nav)
+	}
+	lines = append(lines, "", cat.T(lang, "rhythm.digest_hint"))
+	return strings.Join(lines, "\n"), kb, nil
+}
+
+// page turns a digest's page, editing it in place; only its user's press.
+func (u *rhythmUI) page(r *Request, cb Callback) error {
+	d, err := u.r.DigestPage(r.Ctx, r.User.ID, cb.IDs[0], int(min(cb.IDs[1], 1<<20)))
+	switch {
+	case errors.Is(err, vacancy.ErrForbidden):
+		return r.Forbidden()
+	case errors.Is(err, domain.ErrNotFound):
+		return r.Alert("error.callback_invalid")
+	case err != nil:
+		return err
+	}
+	text, kb, err := u.b.digestPage(r.Lang, d)
+	if err != nil {
+		return err
+	}
+	u.b.editPressed(r, text, kb)
+	return r.Respond(&tele.CallbackResponse{})
+}
+
+// open sends the full card of a digest's vacancy, once; only its user's press.
+func (u *rhythmUI) open(r *Request, cb Callback) error {
+	err := u.r.OpenCard(r.Ctx, r.User, cb.IDs[0])
+	switch {
+	case errors.Is(err, vacancy.ErrForbidden):
+		return r.Forbidden()
+	case errors.Is(err, domain.ErrNotFound):
+		return r.Alert("error.callback_invalid")
+	case errors.Is(err, vacancy.ErrCardSent):
+		return r.Alert("rhythm.card_sent")
+	case err != nil:
+		return err
+	}
+	return r.Respond(&tele.CallbackResponse{Text: r.T("rhythm.card_coming")})
+}

@@ -1,0 +1,218 @@
+package e2e_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/e2e"
+	"switchboard/e2e/tgfake"
+)
+
+// moscowAt is today's date in Moscow at hh:mm:ss, as CLOCK_START takes it,
+// and the instant.
+func moscowAt(t *testing.T, days, hh, mm, ss int) (string, time.Time) {
+	t.Helper()
+	msk, err := time.LoadLocation("Europe/Moscow")
+	require.NoError(t, err)
+	y, m, d := time.Now().In(msk).Date()
+	at := time.Date(y, m, d+days, hh, mm, ss, 0, msk)
+	return at.Format(time.RFC3339), at
+}
+
+// startRhythm starts the bot with its wall clock at clockStart and digests
+// checked every second; it returns the real time just before the start, so
+// that a moment of the bot's clock is no earlier than since + (moment − start).
+func startRhythm(t *testing.T, env *e2e.Env, clockStart string) time.Time {
+	t.Helper()
+	since := time.Now()
+	env.Start(map[string]string{"FETCH_INTERVAL": "1h", "DIGEST_INTERVAL": "1s", "CLOCK_START": clockStart})
+	return since
+}
+
+// press presses a button by its text and waits for the answer.
+func press(t *testing.T, env *e2e.Env, who *tgfake.Person, msg tgfake.MessageRef, text string) tgfake.CallbackAnswer {
+	t.Helper()
+	q, err := who.PressButton(msg, text)
+	require.NoError(t, err)
+	return env.TG.WaitCallbackAnswer(t, q.ID)
+}
+
+// openSettings sets Moscow as the user's zone and opens /settings.
+func openSettings(t *testing.T, env *e2e.Env, who *tgfake.Person) tgfake.BotMessage {
+	t.Helper()
+	sent := who.SendText(who.ID(), "/timezone Europe/Moscow")
+	env.TG.WaitMessageAfter(t, who.ID(), sent.MessageID, nil)
+	sent = who.SendText(who.ID(), "/settings")
+	return env.TG.WaitMessageAfter(t, who.ID(), sent.MessageID, func(m tgfake.BotMessage) bool {
+		return strings.Contains(m.Text, "How vacancies reach you")
+	})
+}
+
+// current is a message as it is now, after edits.
+func current(t *testing.T, env *e2e.Env, chatID int64, id int) tgfake.BotMessage {
+	t.Helper()
+	for _, m := range env.TG.Messages(chatID) {
+		if m.MessageID == id {
+			return m
+		}
+	}
+	t.Fatalf("message %d not in chat %d", id, chatID)
+	return tgfake.BotMessage{}
+}
+
+func digestMessages(env *e2e.Env, chatID int64) []tgfake.BotMessage {
+	var out []tgfake.BotMessage
+	for _, m := range env.TG.Messages(chatID) {
+		if strings.Contains(m.Text, "New vacancies for you") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// A digest set to 22:00 with quiet hours 22:00–08:00 goes at 08:00, once,
+// listing every vacancy judged by then, best first; no card goes before it;
+// a number sends that vacancy's card, once, whose buttons work as ever.
+func TestRhythmDigestAtItsTimeWithQuietHours(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	relevantVacancies(env, 3, 9100)
+	clock, start := moscowAt(t, 0, 7, 59, 25)
+	since := startRhythm(t, env, clock)
+	pool := db(t, env)
+	ann := env.TG.User(9101, "Ann", "en")
+
+	settings := openSettings(t, env, ann)
+	require.Contains(t, settings.Text, "Mode: a card for each vacancy")
+	require.Contains(t, press(t, env, ann, settings, "Digest").Text, "Saved")
+	press(t, env, ann, settings, "22:00")
+	press(t, env, ann, settings, "✓ 09:00")
+	press(t, env, ann, settings, "✓ 18:00")
+	ans := press(t, env, ann, settings, "✓ 22:00")
+	require.True(t, ans.ShowAlert, "the last time stays")
+	require.Contains(t, ans.Text, "at least one time")
+	press(t, env, ann, settings, "22:00–08:00")
+	settings = current(t, env, ann.ID(), settings.MessageID)
+	require.Contains(t, settings.Text, "Digest times: 22:00")
+	require.Contains(t, settings.Text, "Quiet hours: 22:00–08:00")
+	require.Contains(t, settings.Text, "Next digest: ")
+	require.Contains(t, settings.Text, "08:00 (Moscow)", "22:00 is inside quiet hours: the digest moves to their end")
+
+	subscribe(t, env, ann, "golang")
+	eventually(t, 20*time.Second, func() bool {
+		return countBy(t, pool, `SELECT card, count(*) FROM vacancy_matches WHERE status = 'ANALYZED' GROUP BY card`)["digest"] == 3
+	})
+	require.Empty(t, digestMessages(env, ann.ID()), "nothing before 08:00")
+	require.Empty(t, vacancyMessages(env, ann.ID()), "no card in digest mode")
+
+	env.TG.WaitFor(t, 45*time.Second, func() bool { return len(digestMessages(env, ann.ID())) > 0 })
+	require.GreaterOrEqual(t, time.Since(since), time.Date(start.Year(), start.Month(), start.Day(), 8, 0, 0, 0, start.Location()).Sub(start),
+		"the digest went at 08:00 by the bot's clock, not before")
+	digest := digestMessages(env, ann.ID())[0]
+	require.Contains(t, digest.Text, "New vacancies for you: 3")
+	require.Contains(t, digest.Text, "1. Golang developer", "one line per vacancy")
+	require.Contains(t, digest.Text, "⭐ 87")
+	var buttons []string
+	for _, b := range digest.ReplyMarkup.Buttons() {
+		buttons = append(buttons, b.Text)
+	}
+	require.Equal(t, []string{"1", "2", "3"}, buttons, "a button per vacancy, no page button for three")
+
+	// Later ticks of the job write no second digest.
+	seen := time.Now()
+	eventually(t, 10*time.Second, func() bool {
+		var at time.Time
+		require.NoError(t, pool.QueryRow(context.Background(), `SELECT started_at FROM job_runs WHERE name = 'vacancy-digest'`).Scan(&at))
+		return at.After(seen.Add(1500 * time.Millisecond))
+	})
+	require.Len(t, digestMessages(env, ann.ID()), 1)
+	require.Equal(t, map[string]int{"listed": 3}, countBy(t, pool, `SELECT card, count(*) FROM vacancy_matches GROUP BY card`))
+
+	press(t, env, ann, digest, "1")
+	card := env.TG.WaitMessageAfter(t, ann.ID(), digest.MessageID, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Score: 87") })
+	require.Contains(t, card.Text, "Golang developer")
+	eventually(t, 10*time.Second, func() bool { return statuses(t, pool)["SENT_TO_USER"] == 1 })
+	again := press(t, env, ann, digest, "1")
+	require.True(t, again.ShowAlert)
+	require.Contains(t, again.Text, "already been sent")
+	require.False(t, press(t, env, ann, card, "✅ Applied").ShowAlert)
+	require.Equal(t, 1, statuses(t, pool)["APPLIED"])
+	require.Len(t, vacancyMessages(env, ann.ID()), 1, "one card for one press")
+
+	// Another user may not open Ann's vacancies.
+	bob := env.TG.User(9102, "Bob", "en")
+	hello := bob.SendText(bob.ID(), "/settings")
+	bobs := env.TG.WaitMessageAfter(t, bob.ID(), hello.MessageID, nil)
+	var matchID int64
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT min(id) FROM vacancy_matches WHERE status = 'ANALYZED'`).Scan(&matchID))
+	forged := bob.PressRaw(bobs, "vo:"+strconv.FormatInt(matchID, 36))
+	require.True(t, env.TG.WaitCallbackAnswer(t, forged.ID).ShowAlert)
+	require.Len(t, vacancyMessages(env, bob.ID()), 0)
+	require.Len(t, vacancyMessages(env, ann.ID()), 1)
+}
+
+// In instant mode a card judged in quiet hours waits for their end; the
+// reply to the user's command does not wait behind it.
+func TestRhythmQuietHoursHoldACard(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	relevantVacancies(env, 1, 9200)
+	clock, start := moscowAt(t, 0, 7, 59, 35)
+	since := startRhythm(t, env, clock)
+	pool := db(t, env)
+	ann := env.TG.User(9201, "Ann", "en")
+
+	settings := openSettings(t, env, ann)
+	press(t, env, ann, settings, "22:00–08:00")
+	require.Contains(t, current(t, env, ann.ID(), settings.MessageID).Text, "Quiet hours: 22:00–08:00")
+
+	subscribe(t, env, ann, "golang")
+	eventually(t, 20*time.Second, func() bool { return statuses(t, pool)["ANALYZED"] == 1 })
+	held := countBy(t, pool, `SELECT lane, count(*) FROM outbox WHERE kind = 'vacancy' AND state = 'pending' GROUP BY lane`)
+	require.Len(t, held, 1)
+	for lane := range held {
+		require.True(t, strings.HasPrefix(lane, "held:"), "a held card has a lane of its own: %q", lane)
+	}
+	sent := ann.SendText(ann.ID(), "/vacancies")
+	env.TG.WaitMessageAfter(t, ann.ID(), sent.MessageID, nil)
+	require.Empty(t, vacancyMessages(env, ann.ID()), "held until 08:00")
+
+	env.TG.WaitFor(t, 45*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 1 })
+	eight := time.Date(start.Year(), start.Month(), start.Day(), 8, 0, 0, 0, start.Location())
+	require.GreaterOrEqual(t, time.Since(since), eight.Sub(start), "the card went at 08:00 by the bot's clock")
+	eventually(t, 10*time.Second, func() bool { return statuses(t, pool)["SENT_TO_USER"] == 1 })
+}
+
+// With a daily cap of 10, the day's first ten cards go and the rest wait
+// for the next local day; nothing is lost.
+func TestRhythmDailyCapHoldsTheRestUntilTomorrow(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	relevantVacancies(env, 12, 9300)
+	clock, start := moscowAt(t, 0, 23, 59, 30)
+	since := startRhythm(t, env, clock)
+	pool := db(t, env)
+	ann := env.TG.User(9301, "Ann", "en")
+
+	settings := openSettings(t, env, ann)
+	press(t, env, ann, settings, "10 a day")
+	require.Contains(t, current(t, env, ann.ID(), settings.MessageID).Text, "Daily limit: 10 cards")
+
+	subscribe(t, env, ann, "golang")
+	env.TG.WaitFor(t, 20*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 10 })
+	midnight := start.Add(30 * time.Second)
+	require.Less(t, time.Since(since), midnight.Sub(start), "the ten went before midnight")
+	eventually(t, 10*time.Second, func() bool {
+		return countBy(t, pool, `SELECT state, count(*) FROM outbox WHERE kind = 'vacancy' AND lane LIKE 'held:%' GROUP BY state`)["pending"] == 2
+	})
+	require.Len(t, vacancyMessages(env, ann.ID()), 10)
+
+	env.TG.WaitFor(t, 45*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 12 })
+	require.GreaterOrEqual(t, time.Since(since), midnight.Sub(start), "the other two went at midnight by the bot's clock")
+	eventually(t, 10*time.Second, func() bool { return statuses(t, pool)["SENT_TO_USER"] == 12 })
+}
