@@ -231,13 +231,13 @@ func (s *Store) TransitionMatch(ctx context.Context, id int64, from, to vacancy.
 		return s.transitionPaced(ctx, id, from, to, ch)
 	}
 	if ch.Tell == nil && ch.Announce == nil {
-		return transition(ctx, s.pool, id, from, to, ch)
+		return transition(ctx, s.pool, id, from, to, ch, nil)
 	}
 	var m vacancy.Match
 	var ok bool
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		if m, ok, err = transition(ctx, tx, id, from, to, ch); err != nil || !ok {
+		if m, ok, err = transition(ctx, tx, id, from, to, ch, nil); err != nil || !ok {
 			return err
 		}
 		if err := enqueueTx(ctx, tx, ch.Tell.Of(m)); err != nil {
@@ -259,8 +259,15 @@ type batcher interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
-	args, err := transitionArgs(id, from, to, ch)
+// cardMark is where a relevant match's card is (vacancy_matches.card and
+// card_at, written by the move itself; see transitionPaced).
+type cardMark struct {
+	card string
+	at   time.Time
+}
+
+func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Status, ch vacancy.Change, mark *cardMark) (vacancy.Match, bool, error) {
+	args, err := transitionArgs(id, from, to, ch, mark)
 	if err != nil {
 		return vacancy.Match{}, false, fmt.Errorf("transition match %d: %w", id, err)
 	}
@@ -277,7 +284,8 @@ UPDATE vacancy_matches m SET
     is_relevant = COALESCE($4, is_relevant), score = COALESCE($5, score), analysis = COALESCE($6::jsonb, analysis),
     skip_reason = CASE WHEN $3 = 'SKIPPED' THEN $7 ELSE '' END,
     chat_id = COALESCE($8, chat_id), message_id = COALESCE($9, message_id), sent_at = COALESCE($10, sent_at),
-    claimed_until = NULL, claim_token = NULL
+    claimed_until = NULL, claim_token = NULL,
+    card = COALESCE($12, card), card_at = COALESCE($13, card_at)
 WHERE id = $1 AND status = $2 AND ($11::uuid IS NULL OR claim_token = $11::uuid)
 RETURNING `+matchColumns, args...)
 	if v := ch.Detail; v != nil {
@@ -320,7 +328,7 @@ RETURNING `+matchColumns, args...)
 
 // transitionArgs are the UPDATE's arguments for a move from → to with ch:
 // the fields ch leaves unset are NULL, which keeps the row's.
-func transitionArgs(id int64, from, to vacancy.Status, ch vacancy.Change) ([]any, error) {
+func transitionArgs(id int64, from, to vacancy.Status, ch vacancy.Change, mark *cardMark) ([]any, error) {
 	var relevant *bool
 	var score *int
 	var analysis []byte
@@ -343,7 +351,14 @@ func transitionArgs(id int64, from, to vacancy.Status, ch vacancy.Change) ([]any
 	if ch.MessageID != 0 {
 		chat, msg = ch.ChatID, ch.MessageID
 	}
-	return []any{id, from, to, relevant, score, analysis, ch.SkipReason, chat, msg, sentAt, token}, nil
+	var card, cardAt any
+	if mark != nil {
+		card = mark.card
+		if !mark.at.IsZero() {
+			cardAt = mark.at
+		}
+	}
+	return []any{id, from, to, relevant, score, analysis, ch.SkipReason, chat, msg, sentAt, token, card, cardAt}, nil
 }
 
 // DeleteMatch deletes a QUEUED or SKIPPED match (a ban word hit), and its

@@ -146,24 +146,18 @@ WHERE user_id = $1 AND card = 'outbox' AND card_at >= $2`, p.User.ID, ch.Pace.Si
 				return fmt.Errorf("count cards: %w", err)
 			}
 		}
-		if m, ok, err = transition(ctx, tx, id, from, to, ch); err != nil || !ok {
+		// Decided before the move, so the move writes where the card is
+		// in its own UPDATE: a second one would be another version of the
+		// row with an entry in each index.
+		paced := ch.Pace.Decide(p)
+		mark := &cardMark{card: "outbox", at: paced.At}
+		if paced.Digest {
+			mark.card = "digest"
+		}
+		if m, ok, err = transition(ctx, tx, id, from, to, ch, mark); err != nil || !ok {
 			return err
 		}
-		paced := ch.Pace.Decide(p)
-		card := "outbox"
-		if paced.Digest {
-			card = "digest"
-		}
-		b := &pgx.Batch{}
-		b.Queue(`UPDATE vacancy_matches SET card = $2, card_at = $3 WHERE id = $1`, id, card, paced.At)
-		if msgs := append(paced.Card, ch.Tell.Of(m)...); len(msgs) > 0 {
-			sql, args, err := insertMessagesSQL(msgs)
-			if err != nil {
-				return err
-			}
-			b.Queue(sql, args...)
-		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		if err := enqueueTx(ctx, tx, append(paced.Card, ch.Tell.Of(m)...)); err != nil {
 			return fmt.Errorf("pace card: %w", err)
 		}
 		if ch.Announce != nil {
