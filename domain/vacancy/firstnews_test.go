@@ -270,7 +270,10 @@ func TestFirstMatchesBannedArchivedOrSkippedThenNothingNew(t *testing.T) {
 // hears the outcome.
 func TestFirstNewsSweepOutlivesTheReplicaAndHHRefusing(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withHHBreaker(200*time.Millisecond, 200*time.Millisecond))
+	// Open long enough that the sweeps below end before the breaker
+	// half-opens on a busy machine: a half-open breaker lets the next
+	// sweep probe HH, a request this test would count.
+	b := setup(t, withHHBreaker(2*time.Second, 2*time.Second))
 	b.notRelevant()
 	b.hh.Add(vacancies(3, 100, 44)...)
 	b.user(t, 7, "Go developer")

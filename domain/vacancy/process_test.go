@@ -547,7 +547,10 @@ func (b *bundle) counter(t *testing.T, name string, labels ...string) float64 {
 // and once the model is pulled they are judged and their cards queued.
 func TestMatchesWaitWhileTheModelIsMissing(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withBreakerOpenFor(300*time.Millisecond))
+	// Open long enough that draining five matches on a busy machine ends
+	// before the breaker half-opens: a half-open breaker makes the next
+	// match the probe, a second call this test would count.
+	b := setup(t, withBreakerOpenFor(2*time.Second))
 	b.relevant()
 	b.llm.ServeModels("something-else")
 	b.queue(t, vacancies(5, 500, 17)...)

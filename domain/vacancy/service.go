@@ -107,6 +107,11 @@ type Recipient struct {
 	// Senior: one of the user's searches asks for more than six years of
 	// experience, so such vacancies are not dropped for them.
 	Senior bool
+	// Paced: the user has set a rhythm of their own (/settings), which the
+	// move to ANALYZED reads under its lock. Without one the card goes at
+	// once, as DefaultRhythm says, with no read and no lock: a rhythm set
+	// while the match was being judged applies from the next card.
+	Paced bool
 }
 
 // Group is every search sharing one search_key: one discovery serves all

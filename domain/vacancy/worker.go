@@ -244,12 +244,14 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	if len(card) == 0 {
 		return s.skip(ctx, m, ReasonNoCard, nil, fresh)
 	}
+	ch := Change{Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Tell: domain.Fixed[Match](card...)}
+	if c.User.Paced {
+		ch.Tell, ch.Pace = nil, s.pace(card)
+	}
 	var ok bool
 	if err := s.save(ctx, m, "mark analyzed", func(ctx context.Context) error {
 		var err error
-		_, ok, err = s.transition(ctx, m, Analyzed, Change{
-			Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Pace: s.pace(card),
-		})
+		_, ok, err = s.transition(ctx, m, Analyzed, ch)
 		return err
 	}); err != nil || !ok {
 		// Not ok: our lease ran out and another worker owns it now.
