@@ -139,8 +139,25 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 		lanes[i], spacing[i], merges[i] = m.Lane, int32(min(m.Every.Milliseconds(), math.MaxInt32)), m.Merge
 		delays[i] = m.Delay.Microseconds()
 	}
-	return insertOutboxSQL, []any{chats, kinds, refs, keys, edits, bodies, lanes, spacing, merges, delays}, nil
+	sql := insertOutboxSQL
+	if !slices.Contains(edits, true) {
+		sql = insertSendsSQL
+	}
+	return sql, []any{chats, kinds, refs, keys, edits, bodies, lanes, spacing, merges, delays}, nil
 }
+
+// insertSendsSQL is insertOutboxSQL for messages none of which is an edit,
+// which fold with nothing: most of what workflows write (every card).
+// PostgreSQL plans insertOutboxSQL anew at each call, and its planning
+// cost more than its execution; this one it plans once a connection.
+const insertSendsSQL = `
+INSERT INTO outbox (chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge, not_before)
+SELECT m.chat_id, m.kind, m.ref, m.msg_key, m.edit, m.body, m.lane, m.spacing_ms, m.merge,
+       now() + m.delay_us * interval '1 microsecond'
+FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bool[], $6::jsonb[],
+            $7::text[], $8::int[], $9::bool[], $10::bigint[])
+     WITH ORDINALITY AS m(chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge, delay_us, n)
+ORDER BY m.n`
 
 // claimOutboxSQL claims the due heads of the outbox's lanes (ClaimOutbox).
 const claimOutboxSQL = `
