@@ -188,14 +188,6 @@ WHERE id = $1 AND state = 'pending' AND claim_token = $2::uuid`, id, token)
 // NextCoverLetterLeaseExpiry is when the earliest live claim of a letter
 // runs out.
 func (s *Store) NextCoverLetterLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
-	var at *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT min(claimed_until) FROM cover_letters
-WHERE state = 'pending' AND claimed_until > now()`).Scan(&at)
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("next cover letter lease expiry: %w", err)
-	}
-	if at == nil {
-		return time.Time{}, false, nil
-	}
-	return *at, true, nil
+	return s.nextLeaseExpiry(ctx, "cover letter", `SELECT min(claimed_until) FROM cover_letters
+WHERE state = 'pending' AND claimed_until > now()`)
 }

@@ -191,11 +191,16 @@ func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy
 // NextMatchLeaseExpiry is when the earliest live claim runs out, so an idle
 // worker can wake to take over work a dead replica left.
 func (s *Store) NextMatchLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
+	return s.nextLeaseExpiry(ctx, "match", `SELECT min(claimed_until) FROM vacancy_matches
+WHERE status = 'QUEUED' AND claimed_until > now()`)
+}
+
+// nextLeaseExpiry runs a query of the earliest live claim of some work
+// (one timestamp, NULL for none).
+func (s *Store) nextLeaseExpiry(ctx context.Context, what, sql string) (time.Time, bool, error) {
 	var at *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT min(claimed_until) FROM vacancy_matches
-WHERE status = 'QUEUED' AND claimed_until > now()`).Scan(&at)
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("next lease expiry: %w", err)
+	if err := s.pool.QueryRow(ctx, sql).Scan(&at); err != nil {
+		return time.Time{}, false, fmt.Errorf("next %s lease expiry: %w", what, err)
 	}
 	if at == nil {
 		return time.Time{}, false, nil

@@ -46,22 +46,7 @@ var letterTasks = map[LetterStyle]string{
 func letterPrompt(c LetterClaim) string {
 	var sb strings.Builder
 	sb.WriteString("## Seeker profile\n" + strings.TrimSpace(c.Profile) + "\n")
-	v := c.Vacancy
-	sb.WriteString("\n## Vacancy\nTitle: " + v.Title + "\n")
-	if v.Employer != "" {
-		sb.WriteString("Employer: " + v.Employer + "\n")
-	}
-	if v.Area != "" {
-		sb.WriteString("Area: " + v.Area + "\n")
-	}
-	if len(v.KeySkills) > 0 {
-		sb.WriteString("Key skills: " + strings.Join(v.KeySkills, ", ") + "\n")
-	}
-	text := PlainText(v.Description)
-	if text == "" {
-		text = v.Snippet
-	}
-	sb.WriteString("Description:\n" + truncate(text, maxDescription) + "\n")
+	writeVacancy(&sb, c.Vacancy, false)
 	if task, ok := letterTasks[c.Letter.Style]; ok && strings.TrimSpace(c.Base) != "" {
 		sb.WriteString("\n## Letter\n" + truncate(strings.TrimSpace(c.Base), maxBase) + "\n")
 		sb.WriteString("\n## Task\n" + task + "\n")

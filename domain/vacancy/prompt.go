@@ -94,22 +94,31 @@ func buildPrompt(profile string, applied []Liked, rejected []string, v Vacancy) 
 			sb.WriteString("- " + t + "\n")
 		}
 	}
-	sb.WriteString("\n## Vacancy\n")
-	sb.WriteString("Title: " + v.Title + "\n")
+	writeVacancy(&sb, v, true)
+	return sb.String()
+}
+
+// writeVacancy writes the "## Vacancy" section both prompts share: the
+// vacancy reduced to plain text, its terms (salary, experience, schedule)
+// only with terms, since a letter has no use for them.
+func writeVacancy(sb *strings.Builder, v Vacancy, terms bool) {
+	sb.WriteString("\n## Vacancy\nTitle: " + v.Title + "\n")
 	if v.Employer != "" {
 		sb.WriteString("Employer: " + v.Employer + "\n")
 	}
 	if v.Area != "" {
 		sb.WriteString("Area: " + v.Area + "\n")
 	}
-	if s := v.Salary.String(); s != "" {
-		sb.WriteString("Salary: " + s + "\n")
-	}
-	if v.Experience != "" {
-		sb.WriteString("Experience: " + v.Experience + "\n")
-	}
-	if v.Schedule != "" {
-		sb.WriteString("Schedule: " + v.Schedule + "\n")
+	if terms {
+		if s := v.Salary.String(); s != "" {
+			sb.WriteString("Salary: " + s + "\n")
+		}
+		if v.Experience != "" {
+			sb.WriteString("Experience: " + v.Experience + "\n")
+		}
+		if v.Schedule != "" {
+			sb.WriteString("Schedule: " + v.Schedule + "\n")
+		}
 	}
 	if len(v.KeySkills) > 0 {
 		sb.WriteString("Key skills: " + strings.Join(v.KeySkills, ", ") + "\n")
@@ -119,7 +128,6 @@ func buildPrompt(profile string, applied []Liked, rejected []string, v Vacancy) 
 		text = v.Snippet
 	}
 	sb.WriteString("Description:\n" + truncate(text, maxDescription) + "\n")
-	return sb.String()
 }
 
 // String renders a salary as "100000–150000 RUR", "from 100000 RUR" style
