@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +20,17 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// An e2e test spends its time waiting on the binary it drives (timers,
+	// Telegram's pacing in the fake), not on this process's CPU, so more of
+	// them run at once than GOMAXPROCS, the default, unless -parallel says.
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		if err := flag.Set("test.parallel", "4"); err != nil {
+			panic(err)
+		}
+	}
 	code := m.Run()
 	e2e.Cleanup()
 	if code == 0 {

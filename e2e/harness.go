@@ -114,7 +114,11 @@ func WithAdminGroup(chatID int64) Option {
 // New starts the fakes and creates the database.
 func New(t testing.TB, opts ...Option) *Env {
 	t.Helper()
-	e := &Env{t: t, TG: tgfake.New(t, tgfake.WithInsecureWebhooks()), HH: hhtest.Start(t), LLM: llmtest.Start(t), DatabaseURL: storagetest.NewURL(t)}
+	// A reply waited for is bounded by what no healthy bot takes, not by
+	// what it takes on an idle machine: a built binary under -race beside
+	// other tests' binaries on two CPUs can take seconds for one message.
+	tg := tgfake.New(t, tgfake.WithInsecureWebhooks(), tgfake.WithWaitTimeout(30*time.Second))
+	e := &Env{t: t, TG: tg, HH: hhtest.Start(t), LLM: llmtest.Start(t), DatabaseURL: storagetest.NewURL(t)}
 	// The models the bot is configured with (config/config.go's defaults) are
 	// "pulled": the bot asks at start and logs an error for a missing one.
 	e.LLM.ServeModels("qwen2.5:7b", "nomic-embed-text")
