@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -192,7 +191,8 @@ type Deps struct {
 type Service struct {
 	cfg  Config
 	deps Deps
-	wake chan struct{}
+	// queue is the drafts' worker loops (ProcessNext).
+	queue *domain.Workers
 }
 
 // NewService builds the workflow.
@@ -206,7 +206,9 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	if deps.Clock == nil {
 		deps.Clock = clockwork.NewRealClock()
 	}
-	return &Service{cfg: cfg.withDefaults(), deps: deps, wake: make(chan struct{}, 1)}, nil
+	s := &Service{cfg: cfg.withDefaults(), deps: deps}
+	s.queue = &domain.Workers{Name: "résumé drafts", Next: s.ProcessNext, Sweep: s.cfg.Sweep, Clock: deps.Clock, Log: deps.Log}
+	return s, nil
 }
 
 // MaxBytes is the largest file the service reads.
@@ -281,43 +283,12 @@ func (s *Service) Cancel(ctx context.Context, userID, id int64, revision int) (b
 }
 
 // Wake tells this replica's workers a draft waits.
-func (s *Service) Wake() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+func (s *Service) Wake() { s.queue.Wake() }
 
 // Run reads drafts until ctx ends: Workers loops, each claiming the next
 // draft whenever woken and every Sweep, so drafts accepted on another
 // replica, or left by a dead one, are read too.
-func (s *Service) Run(ctx context.Context) {
-	var wg sync.WaitGroup
-	for range s.cfg.Workers {
-		wg.Go(func() { s.loop(ctx) })
-	}
-	wg.Wait()
-}
-
-func (s *Service) loop(ctx context.Context) {
-	for {
-		for ctx.Err() == nil {
-			worked, err := s.ProcessNext(ctx)
-			if err != nil {
-				s.deps.Log.Warn("resume: claim failed", "err", err)
-			}
-			if !worked {
-				break
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.wake:
-		case <-s.deps.Clock.After(s.cfg.Sweep):
-		}
-	}
-}
+func (s *Service) Run(ctx context.Context) { s.queue.Run(ctx, s.cfg.Workers) }
 
 // ProcessNext claims one draft and reads it; worked is false when none waits.
 func (s *Service) ProcessNext(ctx context.Context) (worked bool, err error) {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -259,7 +258,8 @@ type Letters struct {
 	cfg  LetterConfig
 	deps LetterDeps
 	log  *slog.Logger
-	wake chan struct{}
+	// queue is the letters' worker loops (DraftNext).
+	queue *domain.Workers
 
 	drafted *prometheus.CounterVec
 	tokens  *prometheus.CounterVec
@@ -274,12 +274,15 @@ func NewLetters(cfg LetterConfig, deps LetterDeps) (*Letters, error) {
 	r := domain.NewRegistrar(deps.Registerer)
 	l := &Letters{
 		cfg: cfg.withDefaults(), deps: deps, log: deps.Log.With("component", "cover_letters"),
-		wake:    make(chan struct{}, 1),
 		drafted: r.CounterVec("cover_letters_total", "Cover letters settled, by outcome (ready or a failure reason).", "outcome"),
 		tokens:  r.CounterVec("cover_letter_tokens_total", "Tokens of ready cover letters, by kind (prompt, completion).", "kind"),
 	}
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("cover letter metrics: %w", err)
+	}
+	l.queue = &domain.Workers{
+		Name: "cover letter queue", Next: l.DraftNext, Expiry: deps.Repo.NextCoverLetterLeaseExpiry,
+		Sweep: l.cfg.SweepInterval, Clock: deps.Clock, Log: l.log,
 	}
 	return l, nil
 }
@@ -374,85 +377,17 @@ func (l *Letters) resolve(ctx context.Context, a LetterAsk) (NewLetter, error) {
 
 // Wake tells an idle worker there is a letter to draft (after a press on
 // this replica, or a notification from another).
-func (l *Letters) Wake() {
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
+func (l *Letters) Wake() { l.queue.Wake() }
 
 // Run starts LetterConfig.Workers letter workers and blocks until ctx
 // ends. Idle workers wake on Wake, at the earliest lease expiry, and every
 // SweepInterval. A letter in flight when ctx ends is given back, so another
 // replica drafts it at once.
-func (l *Letters) Run(ctx context.Context) {
-	var wg sync.WaitGroup
-	for i := range l.cfg.Workers {
-		wg.Go(func() { l.worker(ctx, i) })
-	}
-	wg.Wait()
-}
-
-func (l *Letters) worker(ctx context.Context, n int) {
-	backoff := time.Second
-	for ctx.Err() == nil {
-		worked, err := l.DraftNext(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			l.log.Error("cover letter queue", "worker", n, "err", err, "retry_in", backoff)
-			l.sleep(ctx, backoff)
-			backoff = min(backoff*2, 30*time.Second)
-			continue
-		}
-		backoff = time.Second
-		if worked {
-			l.Wake()
-			continue
-		}
-		l.idle(ctx)
-	}
-}
-
-func (l *Letters) idle(ctx context.Context) {
-	wait := l.cfg.SweepInterval
-	if at, ok, err := l.deps.Repo.NextCoverLetterLeaseExpiry(ctx); err == nil && ok {
-		if d := at.Sub(l.deps.Clock.Now()) + 50*time.Millisecond; d < wait {
-			wait = max(d, 50*time.Millisecond)
-		}
-	}
-	t := l.deps.Clock.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-l.wake:
-	case <-t.Chan():
-	}
-}
-
-func (l *Letters) sleep(ctx context.Context, d time.Duration) {
-	t := l.deps.Clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.Chan():
-	}
-}
+func (l *Letters) Run(ctx context.Context) { l.queue.Run(ctx, l.cfg.Workers) }
 
 // Drain drafts pending letters on the caller's goroutine until none is
 // claimable: a synchronous Run for tests and tools.
-func (l *Letters) Drain(ctx context.Context) (int, error) {
-	n := 0
-	for ctx.Err() == nil {
-		worked, err := l.DraftNext(ctx)
-		if err != nil || !worked {
-			return n, err
-		}
-		n++
-	}
-	return n, ctx.Err()
-}
+func (l *Letters) Drain(ctx context.Context) (int, error) { return l.queue.Drain(ctx) }
 
 // DraftNext claims one pending letter and settles it. It reports whether
 // there was one; errors are the database's (a letter's own failure ends

@@ -425,7 +425,8 @@ type Service struct {
 	deps Deps
 	log  *slog.Logger
 	m    *metrics
-	wake chan struct{}
+	// queue is the match queue's worker loops (worker.go: ProcessNext).
+	queue *domain.Workers
 	// fresh carries search_keys saved for the first time, so Run discovers
 	// them at once rather than at the next fetch tick.
 	fresh chan string
@@ -444,14 +445,31 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{
+	s := &Service{
 		cfg:   cfg.withDefaults(),
 		deps:  deps,
 		log:   deps.Log.With("component", "vacancy"),
 		m:     m,
-		wake:  make(chan struct{}, 1),
 		fresh: make(chan string, 64),
-	}, nil
+	}
+	s.queue = &domain.Workers{
+		Name: "vacancy queue", Next: s.ProcessNext, Expiry: deps.Repo.NextMatchLeaseExpiry,
+		Sweep: s.cfg.SweepInterval, Clock: deps.Clock, Log: s.log,
+		Hold: func(idle bool) time.Duration {
+			switch {
+			case !idle && deps.LLM.Refused():
+				// Nothing to judge with: leave the matches QUEUED (claiming
+				// them would only put them back) until the model is there.
+				return refusedWait
+			case idle && deps.Source.Holding():
+				// HH blocks us: what waits for a detail is not claimable
+				// now; look again when the breaker may let a probe out.
+				return refusedWait
+			}
+			return 0
+		},
+	}
+	return s, nil
 }
 
 // Limits on user input.
@@ -673,12 +691,7 @@ func (s *Service) transition(ctx context.Context, m Match, to Status, ch Change)
 
 // Wake tells idle workers there is queued work (after a fetch, a
 // recovery, or a notification from another replica).
-func (s *Service) Wake() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+func (s *Service) Wake() { s.queue.Wake() }
 
 // ErrTooManyBans: the user is at MaxBanWords.
 var ErrTooManyBans = inputError("ban.error_too_many")

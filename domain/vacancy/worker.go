@@ -39,18 +39,8 @@ const detailWait = time.Second
 // before Run returns (recovery retries it).
 func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s.discoverFresh(ctx)
-	}()
-	for i := range s.cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.worker(ctx, i)
-		}()
-	}
+	wg.Go(func() { s.discoverFresh(ctx) })
+	wg.Go(func() { s.queue.Run(ctx, s.cfg.Workers) })
 	s.log.Info("vacancy workers started", "workers", s.cfg.Workers, "lease", s.cfg.ClaimLease)
 	wg.Wait()
 }
@@ -70,60 +60,6 @@ func (s *Service) discoverFresh(ctx context.Context) {
 	}
 }
 
-func (s *Service) worker(ctx context.Context, n int) {
-	backoff := time.Second
-	for ctx.Err() == nil {
-		if s.deps.LLM.Refused() {
-			// Nothing to judge with: leave the matches QUEUED (claiming
-			// them would only put them back) until the model is there.
-			s.sleep(ctx, refusedWait)
-			continue
-		}
-		worked, err := s.ProcessNext(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			// The database is down, say: wait and retry; nothing is lost
-			// because nothing was claimed.
-			s.log.Error("vacancy queue", "worker", n, "err", err, "retry_in", backoff)
-			s.sleep(ctx, backoff)
-			backoff = min(backoff*2, 30*time.Second)
-			continue
-		}
-		backoff = time.Second
-		if worked {
-			// Pass the wake-up on so idle siblings join in on a backlog.
-			s.Wake()
-			continue
-		}
-		if s.deps.Source.Holding() {
-			// HH blocks us: what waits for a detail is not claimable
-			// now; look again when the breaker may let a probe out.
-			s.sleep(ctx, refusedWait)
-			continue
-		}
-		s.idle(ctx)
-	}
-}
-
-// idle waits for a wake-up, the next lease expiry or the sweep interval.
-func (s *Service) idle(ctx context.Context) {
-	wait := s.cfg.SweepInterval
-	if at, ok, err := s.deps.Repo.NextMatchLeaseExpiry(ctx); err == nil && ok {
-		if d := at.Sub(s.deps.Clock.Now()) + 50*time.Millisecond; d < wait {
-			wait = max(d, 50*time.Millisecond)
-		}
-	}
-	t := s.deps.Clock.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-s.wake:
-	case <-t.Chan():
-	}
-}
-
 func (s *Service) sleep(ctx context.Context, d time.Duration) {
 	t := s.deps.Clock.NewTimer(d)
 	defer t.Stop()
@@ -135,17 +71,7 @@ func (s *Service) sleep(ctx context.Context, d time.Duration) {
 
 // Drain processes queued matches on the caller's goroutine until none is
 // claimable: a synchronous Run for tests and tools.
-func (s *Service) Drain(ctx context.Context) (int, error) {
-	n := 0
-	for ctx.Err() == nil {
-		worked, err := s.ProcessNext(ctx)
-		if err != nil || !worked {
-			return n, err
-		}
-		n++
-	}
-	return n, ctx.Err()
-}
+func (s *Service) Drain(ctx context.Context) (int, error) { return s.queue.Drain(ctx) }
 
 // ProcessNext claims one match and takes it as far as it goes. It reports
 // whether there was one. Errors are infrastructure errors (the claim
