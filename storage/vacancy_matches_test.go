@@ -1,9 +1,12 @@
 package storage_test
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
@@ -100,4 +103,60 @@ func TestMatchedSkills(t *testing.T) {
 	require.Zero(t, matched)
 	require.Zero(t, with)
 	require.Empty(t, skills)
+}
+
+// A digest slot is handled once, however many replicas and runs reach it
+// at once: one digest, one message, every waiting match listed in it; a
+// slot with nothing judged by then is handled all the same, and an
+// earlier slot than the last handled does nothing.
+func TestWriteDigestOncePerSlot(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx, st, exec := f.ctx, f.st, f.exec
+	_, err := st.UpsertUser(ctx, domain.User{ID: 7})
+	require.NoError(t, err)
+	_, err = st.TuneRhythm(ctx, 7, func(r vacancy.Rhythm) (vacancy.Rhythm, error) {
+		r.Mode, r.DigestSize = vacancy.ModeDigest, 2
+		return r, nil
+	})
+	require.NoError(t, err)
+	slot := time.Now().Truncate(time.Second)
+	exec(`INSERT INTO vacancies (id, title, published_at) SELECT g, 'v' || g, now() FROM generate_series(1, 3) g`)
+	exec(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, is_relevant, score, card, card_at)
+SELECT 7, g, 'ANALYZED', now(), true, 50 + g, 'digest', $1::timestamptz - interval '1 minute' FROM generate_series(1, 3) g`, slot)
+	// Judged after the slot: waits for the next one.
+	exec(`INSERT INTO vacancies (id, title, published_at) VALUES (4, 'later', now())`)
+	exec(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, is_relevant, score, card, card_at)
+VALUES (7, 4, 'ANALYZED', now(), true, 99, 'digest', $1::timestamptz + interval '1 minute')`, slot)
+
+	tell := func(d vacancy.Digest) []domain.Message {
+		return []domain.Message{{ChatID: d.UserID, Kind: domain.KindDigest, Ref: d.ID, Text: "digest"}}
+	}
+	var wg sync.WaitGroup
+	var written atomic.Int32
+	for range 4 {
+		wg.Go(func() {
+			d, ok, err := st.WriteDigest(ctx, 7, slot, tell)
+			assert.NoError(t, err)
+			if ok {
+				written.Add(1)
+				assert.Equal(t, 3, d.Total)
+				assert.Len(t, d.Items, 2, "the first page")
+			}
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, 1, written.Load(), "one caller handles the slot")
+	require.Equal(t, 1, f.count(`SELECT count(*) FROM vacancy_digests WHERE user_id = 7`))
+	require.Equal(t, 1, f.count(`SELECT count(*) FROM outbox WHERE kind = 'digest' AND chat_id = 7`))
+	require.Equal(t, 3, f.count(`SELECT count(*) FROM vacancy_matches WHERE card = 'listed' AND digest_id IS NOT NULL`))
+	require.Equal(t, 1, f.count(`SELECT count(*) FROM vacancy_matches WHERE card = 'digest'`), "the later one waits")
+
+	_, ok, err := st.WriteDigest(ctx, 7, slot.Add(-time.Hour), tell)
+	require.NoError(t, err)
+	require.False(t, ok, "an earlier slot than the last handled")
+	_, ok, err = st.WriteDigest(ctx, 7, slot.Add(30*time.Second), tell)
+	require.NoError(t, err)
+	require.True(t, ok, "a later slot with nothing judged by then is handled")
+	require.Equal(t, 1, f.count(`SELECT count(*) FROM vacancy_digests WHERE user_id = 7`), "and writes no digest")
 }
