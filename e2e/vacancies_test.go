@@ -49,7 +49,13 @@ func golangVacancies(n int, first int64) []hhtest.Vacancy {
 
 func db(t *testing.T, env *e2e.Env) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), env.DatabaseURL)
+	// A test's own reads are one at a time; the connections are the
+	// binaries'. Tests run three at once beside other packages' on one
+	// PostgreSQL (max_connections 100 by default).
+	cfg, err := pgxpool.ParseConfig(env.DatabaseURL)
+	require.NoError(t, err)
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	return pool
