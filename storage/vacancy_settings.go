@@ -120,6 +120,7 @@ func (s *Store) TuneRhythm(ctx context.Context, userID int64, tune func(vacancy.
 func (s *Store) transitionPaced(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
 	var m vacancy.Match
 	var ok bool
+	var paced vacancy.Paced
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		p := vacancy.Pacing{Rhythm: vacancy.DefaultRhythm()}
 		var row rhythmRow
@@ -149,7 +150,7 @@ WHERE user_id = $1 AND card = 'outbox' AND card_at >= $2`, p.User.ID, ch.Pace.Si
 		// Decided before the move, so the move writes where the card is
 		// in its own UPDATE: a second one would be another version of the
 		// row with an entry in each index.
-		paced := ch.Pace.Decide(p)
+		paced = ch.Pace.Decide(p)
 		mark := &cardMark{card: "outbox", at: paced.At}
 		if paced.Digest {
 			mark.card = "digest"
@@ -157,6 +158,7 @@ WHERE user_id = $1 AND card = 'outbox' AND card_at >= $2`, p.User.ID, ch.Pace.Si
 		if m, ok, err = transition(ctx, tx, id, from, to, ch, mark); err != nil || !ok {
 			return err
 		}
+
 		if err := enqueueTx(ctx, tx, append(paced.Card, ch.Tell.Of(m)...)); err != nil {
 			return fmt.Errorf("pace card: %w", err)
 		}
@@ -167,6 +169,9 @@ WHERE user_id = $1 AND card = 'outbox' AND card_at >= $2`, p.User.ID, ch.Pace.Si
 	})
 	if err != nil {
 		return vacancy.Match{}, false, fmt.Errorf("transition match %d %s → %s: %w", id, from, to, err)
+	}
+	if ok && ch.Pace.Moved != nil {
+		ch.Pace.Moved(paced)
 	}
 	return m, ok, nil
 }

@@ -238,14 +238,20 @@ type Paced struct {
 	Digest bool
 	At     time.Time
 	Card   []domain.Message
+	// held: the card waits (quiet hours, the cap), for the metric.
+	held bool
 }
 
 // Pace is a relevant match's move to ANALYZED as the worker hands it over:
 // Decide runs inside the transition's transaction with the user's Pacing.
 type Pace struct {
 	// Since bounds Pacing.Cards: the earliest start of the user's day.
-	Since  time.Time
+	Since time.Time
+	// Decide is pure: the repository calls it before the move, so that
+	// the move writes where the card is in its own UPDATE.
 	Decide func(Pacing) Paced
+	// Moved is called once the move went through with what Decide said.
+	Moved func(Paced)
 }
 
 // heldLane is the outbox lane of cards held until at: out of the chat's
@@ -273,8 +279,11 @@ func (s *Service) pace(card []domain.Message) *Pace {
 			m.Delay, m.Lane = wait, heldLane(when)
 			held[i] = m
 		}
-		s.m.held.Inc()
-		return Paced{At: when, Card: held}
+		return Paced{At: when, Card: held, held: true}
+	}, Moved: func(p Paced) {
+		if p.held {
+			s.m.held.Inc()
+		}
 	}}
 }
 
