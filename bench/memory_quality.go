@@ -224,7 +224,8 @@ func benchMemoryQuality(ctx context.Context, cfg memoryQualityConfig, out io.Wri
 		return rep, err
 	}
 
-	fmt.Fprintf(out, "memory-quality: %d conversations, model %s (%s), judge %s\n", len(set.Conversations), rep.Model, lc.Provider, cfg.judge)
+	fmt.Fprintf(out, "memory-quality: database %s, %d conversations, model %s (%s), judge %s\n",
+		db.name, len(set.Conversations), rep.Model, lc.Provider, cfg.judge)
 	type tally struct{ n, ok int }
 	kinds := map[string]*tally{}
 	var answerTimes, firstTimes durations
