@@ -93,7 +93,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (a *app, e
 		return nil, err
 	}
 	a.beats = a.store.Heartbeats(cfg.Replica, version, cfg.HeartbeatInterval, log)
-	for _, step := range []func(context.Context) error{a.connectRedis, a.connectOutside, a.buildWorkflows, a.buildJobs, a.buildDelivery, a.buildBot} {
+	for _, step := range []func(context.Context) error{a.connectRedis, a.connectOutside, a.buildDelivery, a.buildWorkflows, a.buildJobs, a.buildBot} {
 		if err = step(ctx); err != nil {
 			return nil, err
 		}
@@ -196,7 +196,6 @@ func (a *app) buildWorkflows(context.Context) error {
 	}
 	a.catalog = locales.MustLoad()
 	notes := bot.NewRenderer(a.render, a.catalog, log)
-	a.tg = delivery.NewClient(cfg.TelegramAPIURL, cfg.TelegramToken, nil)
 
 	clock := cfg.Clock()
 	a.vac, err = vacancy.NewService(vacancy.Config{
@@ -231,9 +230,10 @@ func (a *app) buildWorkflows(context.Context) error {
 	}
 	a.mem, err = memory.NewService(memory.Config{
 		Workers: cfg.MemoryWorkers, StageLease: cfg.MemoryLease, SweepInterval: cfg.MemoryReaperInterval,
-		Window: window,
+		Window: window, StreamEvery: cfg.MemoryStreamEvery,
 	}, memory.Deps{
-		Repo: a.store, LLM: llm.MemoryPort{Client: a.llm}, Notifier: notes, Typist: bot.Typist{Client: a.tg}, Log: log, Registerer: a.reg,
+		Repo: a.store, LLM: llm.MemoryPort{Client: a.llm}, Notifier: notes, Typist: bot.Typist{Client: a.tg},
+		Drafts: bot.Drafts{Sender: a.out}, Log: log, Registerer: a.reg,
 	})
 	if err != nil {
 		return fmt.Errorf("memory chat: %w", err)
@@ -283,9 +283,11 @@ func (a *app) buildJobs(context.Context) error {
 	return a.scheduleJobs()
 }
 
-// buildDelivery builds the outbox sender, paced at Telegram's limits.
+// buildDelivery builds the outbox sender, paced at Telegram's limits,
+// before the workflows: the memory chat shows its drafts through it.
 func (a *app) buildDelivery(context.Context) error {
 	cfg, log := a.cfg, a.log
+	a.tg = delivery.NewClient(cfg.TelegramAPIURL, cfg.TelegramToken, nil)
 	limits := delivery.DefaultLimits()
 	limits.Global, limits.Private, limits.Group = cfg.TelegramRate, cfg.TelegramChatRate, cfg.TelegramGroupRate/60
 	var limiter delivery.Limiter = delivery.NewMemoryLimiter(limits)

@@ -43,11 +43,13 @@ func (cfg *memoryConfig) defineOrchestrators(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.workers, "workers", 16, "memory.Config.Workers of each orchestrator (MEMORY_WORKERS; the application's default, 8,\nis sized for LLM_MAX_CONCURRENCY=2; an instant LLM keeps more workers busy)")
 	fs.IntVar(&cfg.orchestrators, "orchestrators", 1, "orchestrators (replicas: a service, store, LLM client and bot each) on the database")
 	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository, LLM and Telegram call and print where worker time goes")
+	fs.DurationVar(&cfg.streamEvery, "stream-every", time.Second, "MEMORY_STREAM_EVERY: the answer is streamed from the model and shown this often (0: asked whole)")
 }
 
 func (cfg *memoryConfig) resolve() string {
-	if cfg.runs <= 0 || cfg.users <= 0 || cfg.workers <= 0 || cfg.orchestrators <= 0 || cfg.submitters < 0 || cfg.timeout <= 0 || cfg.rate < 0 {
-		return "-runs, -users, -workers, -orchestrators and -timeout must be positive, -submitters and -rate not negative"
+	if cfg.runs <= 0 || cfg.users <= 0 || cfg.workers <= 0 || cfg.orchestrators <= 0 || cfg.submitters < 0 || cfg.timeout <= 0 || cfg.rate < 0 ||
+		cfg.streamEvery < 0 {
+		return "-runs, -users, -workers, -orchestrators and -timeout must be positive, -submitters, -rate and -stream-every not negative"
 	}
 	if cfg.submitters == 0 {
 		cfg.submitters = cfg.users

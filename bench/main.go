@@ -323,6 +323,7 @@ type scenario struct {
 var scenarios = []scenario{
 	newScenario("vacancies", "vacancy queue throughput: zero-latency fakes, then a 200 ms LLM at concurrency 4", benchVacancies),
 	newScenario("memory", "memory chat: pipeline runs through the LISTEN/NOTIFY orchestrator with a zero-latency LLM", benchMemoryPasses),
+	newScenario("memory-quality", "memory chat: accuracy per question kind and answer latency on the evaluation set, scripted or a real model", benchMemoryQuality),
 	newScenario("dispatch", "expired offers: expiry lag of the per-replica timers, and one watchdog sweep of 100 000 due offers", benchDispatch),
 	newScenario("analysis", "analysis runs: 10 000 group messages through prefilter, batching and proposals with a zero-latency LLM", benchAnalysis),
 	newScenario("outbox", "delivery outbox: 3000 messages to 300 chats through one sender under Telegram's 30 msg/s, then unlimited", benchOutbox),

@@ -74,6 +74,10 @@ type memoryConfig struct {
 	// warmup is how many of the runs (the first submitted) are left out of
 	// the figures.
 	warmup int
+	// streamEvery is memory.Config.StreamEvery: answers are asked of the
+	// model as a stream and shown as drafts (none with an instant model,
+	// which answers within it).
+	streamEvery time.Duration
 }
 
 // memoryReport is the scenario's JSON line.
@@ -263,7 +267,16 @@ func startMemoryRig(ctx context.Context, cfg memoryConfig, db *benchDB, out io.W
 			deps.Notifier = timedMemoryNotifier{deps.Notifier, rig.st}
 			deps.Typist = timedTypist{deps.Typist, rig.st}
 		}
-		if rp.svc, err = memory.NewService(memory.Config{Workers: cfg.workers}, deps); err != nil {
+		// The application's streaming: drafts through a sender paced at
+		// Telegram's limits, as app.go builds it.
+		tgClient := delivery.NewClient(rig.tg.URL(), tgToken, nil)
+		sender, err := delivery.NewSender(delivery.Config{}, rp.store, tgClient, delivery.NewMemoryLimiter(delivery.DefaultLimits()),
+			log, prometheus.NewRegistry())
+		if err != nil {
+			return nil, err
+		}
+		deps.Drafts = bot.Drafts{Sender: sender}
+		if rp.svc, err = memory.NewService(memory.Config{Workers: cfg.workers, StreamEvery: cfg.streamEvery}, deps); err != nil {
 			return nil, err
 		}
 		rig.replicas[i] = rp

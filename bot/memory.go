@@ -34,6 +34,7 @@ var (
 	_ Memory          = (*memory.Service)(nil)
 	_ memory.Notifier = (*Renderer)(nil)
 	_ memory.Typist   = Typist{}
+	_ memory.Drafts   = Drafts{}
 )
 
 // MemoryShown is how many summaries /memory lists, newest first.
@@ -342,13 +343,51 @@ func (rd *Renderer) Answer(r memory.PipelineRun) []domain.Message {
 		// slip through, an empty message would fail for ever.
 		return rd.Failed(r)
 	}
-	return runMessages(r, domain.KindMemoryAnswer, markdown.HTML(r.FinalAnswer))
+	return replacePlaceholder(r, runMessages(r, domain.KindMemoryAnswer, markdown.HTML(r.FinalAnswer)))
 }
 
 // Failed renders, in the user's language, the notice that this message
 // could not be answered (memory.Notifier), a reply to it.
 func (rd *Renderer) Failed(r memory.PipelineRun) []domain.Message {
-	return runMessages(r, domain.KindMemoryAnswer, rd.cat.T(r.Lang, "memory.failed"))
+	return replacePlaceholder(r, runMessages(r, domain.KindMemoryAnswer, rd.cat.T(r.Lang, "memory.failed")))
+}
+
+// Partial renders the answer so far where drafts are refused
+// (memory.Notifier): the placeholder message, a reply to the user's
+// message, when first, else its edit. It shows what fits one message, and
+// an ellipsis that says more is coming.
+func (rd *Renderer) Partial(r memory.PipelineRun, text string, first bool) []domain.Message {
+	if first {
+		m := Keyed(r.ChatID, domain.KindMemoryDraft, r.ID, answerKey(r.ID), PartialHTML(text), nil)
+		m.ReplyTo = r.MessageID
+		return []domain.Message{m}
+	}
+	return []domain.Message{EditOf(r.ChatID, domain.KindMemoryDraft, r.ID, answerKey(r.ID), PartialHTML(text), nil, domain.IfGoneDrop)}
+}
+
+// PartialHTML is an answer being written as one message's HTML: the
+// model's Markdown so far (an unclosed ** shows as typed until it closes),
+// cut to what fits one message, and "…" to say more is coming.
+func PartialHTML(text string) string {
+	parts := Split(markdown.HTML(text), MaxMessageLen-2)
+	if len(parts) == 0 {
+		return "…"
+	}
+	return parts[0] + " …"
+}
+
+// answerKey names the placeholder of a run's streamed answer.
+func answerKey(runID int64) string { return MessageKey("answer", runID) }
+
+// replacePlaceholder makes a finished run's first message the edit of its
+// placeholder, where its answer streamed into one: the chat is left with
+// the answer, not the answer under a half-written copy. A placeholder
+// that is gone (deleted, never delivered) gets the message anew.
+func replacePlaceholder(r memory.PipelineRun, msgs []domain.Message) []domain.Message {
+	if r.Placeholder && len(msgs) > 0 {
+		msgs[0].Key, msgs[0].Edit, msgs[0].IfGone = answerKey(r.ID), true, domain.IfGoneSend
+	}
+	return msgs
 }
 
 // runMessages is text for a run's chat, the first part a reply to the
@@ -359,4 +398,18 @@ func runMessages(r memory.PipelineRun, kind, text string) []domain.Message {
 		msgs[0].ReplyTo = r.MessageID
 	}
 	return msgs
+}
+
+// Drafts shows a streamed answer as Telegram message drafts
+// (memory.Drafts) through the delivery path's pacing.
+type Drafts struct{ Sender *delivery.Sender }
+
+// Draft shows the answer so far in the run's private chat; the run's id is
+// the draft's, so every showing of one answer animates one draft.
+func (d Drafts) Draft(ctx context.Context, r memory.PipelineRun, text string) error {
+	err := d.Sender.Draft(ctx, r.ChatID, r.ID, PartialHTML(text))
+	if errors.Is(err, delivery.ErrDraftsRefused) {
+		return fmt.Errorf("%w: %w", memory.ErrDraftsRefused, err)
+	}
+	return err
 }

@@ -95,6 +95,7 @@ type Config struct {
 	MemoryWorkers        int           `env:"MEMORY_WORKERS" envDefault:"8" help:"memory-chat runs one replica works on at once"`
 	MemoryLease          time.Duration `env:"MEMORY_LEASE" envDefault:"2m" help:"how long a memory-chat stage may take before the reaper returns it"`
 	MemoryReaperInterval time.Duration `env:"MEMORY_REAPER_INTERVAL" envDefault:"30s" help:"memory-chat reaper of stalled runs"`
+	MemoryStreamEvery    time.Duration `env:"MEMORY_STREAM_EVERY" envDefault:"1s" help:"how often an answer being written is shown (a draft; a placeholder's edit at most once a second); 0: answers are sent whole"`
 
 	AnalysisBatchGap time.Duration `env:"ANALYSIS_BATCH_GAP" envDefault:"10m" help:"analysis runs: a pause longer than this in a chat starts a new batch"`
 	AnalysisLease    time.Duration `env:"ANALYSIS_LEASE" envDefault:"1m" help:"analysis runs: a running run whose executor has not renewed its lease for this long is failed as interrupted"`

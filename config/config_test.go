@@ -73,6 +73,8 @@ func TestConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
 		{"bad level", map[string]string{"TELEGRAM_TOKEN": "x", "LOG_LEVEL": "loud"}, []string{"LOG_LEVEL:"}},
 		{"customer data kept for ever", map[string]string{"TELEGRAM_TOKEN": "x", "RETAIN_ORDER_CONTACTS": "0"}, []string{"RETAIN_ORDER_CONTACTS: 0s: want a positive duration"}},
 		{"bad admin chat zone", map[string]string{"TELEGRAM_TOKEN": "x", "ADMIN_CHAT_TIMEZONE": "Mars/Olympus"}, []string{"ADMIN_CHAT_TIMEZONE:", `"Mars/Olympus"`}},
+		{"stream too fast", map[string]string{"TELEGRAM_TOKEN": "x", "MEMORY_STREAM_EVERY": "50ms"}, []string{"MEMORY_STREAM_EVERY: 50ms: want 250ms to 20s, or 0"}},
+		{"stream slower than a draft lives", map[string]string{"TELEGRAM_TOKEN": "x", "MEMORY_STREAM_EVERY": "45s"}, []string{"MEMORY_STREAM_EVERY: 45s: want 250ms to 20s"}},
 		{"follow-up too soon", map[string]string{"TELEGRAM_TOKEN": "x", "APPLICATION_FOLLOW_UP": "10m"}, []string{"APPLICATION_FOLLOW_UP: 10m0s: want 1h to 2160h"}},
 		{"follow-up after the prune", map[string]string{"TELEGRAM_TOKEN": "x", "APPLICATION_FOLLOW_UP": "720h", "RETAIN_VACANCY_MATCHES": "480h"},
 			[]string{"APPLICATION_FOLLOW_UP: 720h0m0s: want less than RETAIN_VACANCY_MATCHES"}},

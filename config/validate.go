@@ -139,6 +139,11 @@ func (c Config) checkWorkflows(p *problems) {
 	if c.MemoryWorkers < 1 {
 		bad("MEMORY_WORKERS", "%d: want at least 1", c.MemoryWorkers)
 	}
+	// A draft lives 30 s in the user's chat: shown less often, the answer
+	// being written would blink out between showings.
+	if c.MemoryStreamEvery != 0 && (c.MemoryStreamEvery < 250*time.Millisecond || c.MemoryStreamEvery > 20*time.Second) {
+		bad("MEMORY_STREAM_EVERY", "%s: want 250ms to 20s, or 0 to send answers whole", c.MemoryStreamEvery)
+	}
 	if c.ResumeMaxFileMB < 1 || c.ResumeMaxFileMB > 20 {
 		bad("RESUME_MAX_FILE_MB", "%d: want 1 to 20 (Telegram lets bots download at most 20 MB)", c.ResumeMaxFileMB)
 	}

@@ -1,12 +1,13 @@
 package llm
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 )
 
 // chatModel is one provider's chat endpoint, called by Client.generate.
@@ -32,6 +33,11 @@ type chatRequest struct {
 	// mode); schemaName names it where the API wants a name.
 	schema     map[string]any
 	schemaName string
+	// onDelta, when set, makes the call stream: it is called with the
+	// content received so far each time more arrives (never with the
+	// reasoning the server sends apart). It runs on the reading goroutine,
+	// so it must return at once.
+	onDelta func(content string)
 }
 
 // chatAnswer is a provider's answer before extraction.
@@ -70,24 +76,53 @@ func readBody(resp *http.Response, what string) ([]byte, error) {
 
 // postJSON sends body as JSON and returns the status and the bounded body.
 func postJSON(ctx context.Context, hc *http.Client, url string, body any, header http.Header, what string) (int, []byte, error) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return 0, nil, fmt.Errorf("%s request: %w", what, err)
-	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(b)))
-	if err != nil {
-		return 0, nil, fmt.Errorf("%s request: %w", what, err)
-	}
-	for k, v := range header {
-		hreq.Header[k] = v
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
-	resp, err := hc.Do(hreq)
+	resp, err := post(ctx, hc, url, body, header, "application/json", what)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := readBody(resp, what)
 	return resp.StatusCode, raw, err
+}
+
+// post sends body as JSON and returns the response, whose body the caller
+// reads (a stream) and closes.
+func post(ctx context.Context, hc *http.Client, url string, body any, header http.Header, accept, what string) (*http.Response, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("%s request: %w", what, err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("%s request: %w", what, err)
+	}
+	for k, v := range header {
+		hreq.Header[k] = v
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", accept)
+	return hc.Do(hreq)
+}
+
+// streamLines calls line with each line of a streamed answer body (NDJSON
+// or server-sent events), the whole answer bounded by maxAnswer like a
+// non-streamed one. A line returning false ends the reading.
+func streamLines(body io.Reader, what string, line func([]byte) (bool, error)) error {
+	sc := bufio.NewScanner(io.LimitReader(body, maxAnswer+1))
+	sc.Buffer(make([]byte, 0, 4096), maxAnswer)
+	read := 0
+	for sc.Scan() {
+		read += len(sc.Bytes()) + 1
+		if read > maxAnswer {
+			return fmt.Errorf("%s answer over %d bytes", what, maxAnswer)
+		}
+		more, err := line(sc.Bytes())
+		if err != nil || !more {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s answer: %w", what, err)
+	}
+	return nil
 }

@@ -39,6 +39,12 @@ type Request struct {
 	// Label names the call site in metrics and errors, e.g.
 	// "vacancy_relevance". Keep it low-cardinality.
 	Label string
+	// Partial, on a Text call, streams the answer: it is called with the
+	// answer so far, reasoning removed, each time it grows (not at all
+	// while the model is still reasoning). It runs on the goroutine reading
+	// the stream, so it must return at once. The call's result is the same
+	// as without it.
+	Partial func(text string)
 }
 
 // BreakerState is the circuit breaker's state as reported by BreakerState.
@@ -374,6 +380,14 @@ func (c *Client) generate(ctx context.Context, cl call, req Request, out any) (c
 		cr.json = true
 		cr.schema = SchemaFor(out)
 		cr.schemaName = schemaName(out)
+	} else if req.Partial != nil {
+		shown := ""
+		cr.onDelta = func(content string) {
+			if t := visibleSoFar(content); t != shown {
+				shown = t
+				req.Partial(t)
+			}
+		}
 	}
 	var a chatAnswer
 	err := c.run(ctx, cl, func(ctx context.Context) error {
@@ -482,6 +496,33 @@ func (c *Client) finish(cl call, err error) error {
 		slog.String("op", cl.op), slog.String("label", cl.label), slog.String("model", cl.model),
 		slog.String("outcome", outcome), slog.Any("error", err))
 	return err
+}
+
+// visibleSoFar is the part of a growing answer a reader may see: nothing
+// while a leading reasoning block is open, what follows it once it closed
+// (as stripReasoning does for the whole answer), and "" until the first
+// visible character. A "<" that may be the start of a reasoning tag waits
+// for the next piece.
+func visibleSoFar(content string) string {
+	t := strings.TrimLeft(content, " \t\r\n\uFEFF")
+	for _, tag := range [][2]string{{"<think>", "</think>"}, {"<thinking>", "</thinking>"}} {
+		if strings.HasPrefix(tag[0], t) {
+			return "" // "<thi…": maybe a reasoning tag, not known yet
+		}
+		if strings.HasPrefix(t, tag[0]) {
+			end := strings.Index(t, tag[1])
+			if end < 0 {
+				return ""
+			}
+			return visibleSoFar(t[end+len(tag[1]):])
+		}
+	}
+	for _, closeTag := range []string{"</think>", "</thinking>"} {
+		if i := strings.Index(t, closeTag); i >= 0 {
+			t = strings.TrimLeft(t[i+len(closeTag):], " \t\r\n")
+		}
+	}
+	return strings.TrimRight(t, " \t\r\n")
 }
 
 // snippet bounds model output quoted in errors.

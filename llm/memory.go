@@ -18,7 +18,7 @@ var _ memory.LLM = MemoryPort{}
 
 func (p MemoryPort) request(c memory.Call) Request {
 	return Request{System: c.System, Prompt: c.Prompt, Strong: c.Strong, Temperature: c.Temperature,
-		MaxTokens: c.MaxTokens, Timeout: c.Timeout, Label: c.Label}
+		MaxTokens: c.MaxTokens, Timeout: c.Timeout, Label: c.Label, Partial: c.Partial}
 }
 
 // Text returns the model's answer.

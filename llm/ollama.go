@@ -1,10 +1,12 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -89,6 +91,7 @@ type ollamaResponse struct {
 		Content  string `json:"content"`
 		Thinking string `json:"thinking"`
 	} `json:"message"`
+	Done            bool   `json:"done"`
 	DoneReason      string `json:"done_reason"`
 	PromptEvalCount int    `json:"prompt_eval_count"`
 	EvalCount       int    `json:"eval_count"`
@@ -120,10 +123,18 @@ func (o *ollamaChat) chat(ctx context.Context, r chatRequest) (chatAnswer, error
 	}
 	req.Messages = append(req.Messages, ollamaMessage{Role: "user", Content: r.prompt})
 
+	if r.onDelta != nil {
+		return o.stream(ctx, req, r.onDelta)
+	}
 	status, raw, err := postJSON(ctx, o.hc, o.endpoint, req, nil, "ollama")
 	if err != nil {
 		return chatAnswer{}, err
 	}
+	return ollamaAnswer(status, raw)
+}
+
+// ollamaAnswer reads a whole (non-streamed) answer, or a refusal.
+func ollamaAnswer(status int, raw []byte) (chatAnswer, error) {
 	var out ollamaResponse
 	decodeErr := json.Unmarshal(raw, &out)
 	if status >= http.StatusBadRequest {
@@ -151,6 +162,64 @@ func (o *ollamaChat) chat(ctx context.Context, r chatRequest) (chatAnswer, error
 		promptTokens:     out.PromptEvalCount,
 		completionTokens: out.EvalCount,
 	}, nil
+}
+
+// stream asks for the answer as NDJSON, one line per piece: content and
+// thinking arrive in pieces, the last line (done) carries the stop reason
+// and the counts. A refusal is a plain JSON body, as without streaming; an
+// error can also arrive as a line of its own mid-stream (the model
+// unloaded, the runner crashed), and a stream that ends before its done
+// line is cut off, not finished.
+func (o *ollamaChat) stream(ctx context.Context, req ollamaRequest, onDelta func(string)) (chatAnswer, error) {
+	req.Stream = true
+	resp, err := post(ctx, o.hc, o.endpoint, req, nil, "application/x-ndjson", "ollama")
+	if err != nil {
+		return chatAnswer{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= http.StatusBadRequest {
+		raw, err := readBody(resp, "ollama")
+		if err != nil {
+			return chatAnswer{}, err
+		}
+		return ollamaAnswer(resp.StatusCode, raw)
+	}
+	var content, thinking strings.Builder
+	var a chatAnswer
+	done := false
+	err = streamLines(resp.Body, "ollama", func(line []byte) (bool, error) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			return true, nil
+		}
+		var part ollamaResponse
+		if err := json.Unmarshal(line, &part); err != nil {
+			return false, fmt.Errorf("ollama stream: %w", err)
+		}
+		if part.Error != "" {
+			return false, errors.New("ollama: " + truncate(part.Error, 300))
+		}
+		if part.Message != nil {
+			thinking.WriteString(part.Message.Thinking)
+			if part.Message.Content != "" {
+				content.WriteString(part.Message.Content)
+				onDelta(content.String())
+			}
+		}
+		if part.Done {
+			done = true
+			a.stopReason, a.promptTokens, a.completionTokens = part.DoneReason, part.PromptEvalCount, part.EvalCount
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return chatAnswer{}, err
+	}
+	if !done {
+		return chatAnswer{}, fmt.Errorf("ollama stream ended before its last line: %w", io.ErrUnexpectedEOF)
+	}
+	a.content, a.reasoning = content.String(), thinking.String()
+	return a, nil
 }
 
 // truncate cuts s to at most n bytes on a rune boundary.

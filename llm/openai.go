@@ -1,9 +1,11 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -58,6 +60,33 @@ type openaiRequest struct {
 	MaxTokens      int                   `json:"max_tokens,omitempty"`
 	ResponseFormat *openaiResponseFormat `json:"response_format,omitempty"`
 	Stream         bool                  `json:"stream"`
+	StreamOptions  *openaiStreamOptions  `json:"stream_options,omitempty"`
+}
+
+// openaiStreamOptions asks a streamed answer to end with the token counts
+// (a chunk with usage and no choices), which OpenAI, vLLM, llama.cpp and
+// Ollama's /v1 send only when asked.
+type openaiStreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// openaiChunk is one server-sent event of a streamed answer.
+type openaiChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        string `json:"reasoning"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
 }
 
 type openaiResponse struct {
@@ -92,6 +121,9 @@ func (o *openaiChat) chat(ctx context.Context, r chatRequest) (chatAnswer, error
 			req.ResponseFormat = &openaiResponseFormat{Type: "json_schema", JSONSchema: &openaiJSONSchema{
 				Name: r.schemaName, Strict: strictable(r.schema), Schema: r.schema}}
 		}
+	}
+	if r.onDelta != nil {
+		return o.stream(ctx, req, r.onDelta)
 	}
 	status, raw, err := postJSON(ctx, o.hc, o.endpoint, req, o.header, "openai")
 	if err == nil && status == http.StatusBadRequest && withSchema {
@@ -140,6 +172,72 @@ func (o *openaiChat) chat(ctx context.Context, r chatRequest) (chatAnswer, error
 	if ch.Message.Content != nil {
 		a.content = *ch.Message.Content
 	}
+	return a, nil
+}
+
+// stream asks for the answer as server-sent events: "data: <chunk>" lines,
+// each chunk a piece of content (or reasoning), one carrying the
+// finish_reason, then the usage chunk, then "data: [DONE]". A refusal is a
+// plain JSON body as without streaming; an error can also arrive as a
+// chunk of its own mid-stream. A stream that ends before [DONE] and
+// without a finish_reason was cut off, not finished.
+func (o *openaiChat) stream(ctx context.Context, req openaiRequest, onDelta func(string)) (chatAnswer, error) {
+	req.Stream, req.StreamOptions = true, &openaiStreamOptions{IncludeUsage: true}
+	resp, err := post(ctx, o.hc, o.endpoint, req, o.header, "text/event-stream", "openai")
+	if err != nil {
+		return chatAnswer{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= http.StatusBadRequest {
+		raw, err := readBody(resp, "openai")
+		if err != nil {
+			return chatAnswer{}, err
+		}
+		return chatAnswer{}, fmt.Errorf("openai HTTP %d: %s", resp.StatusCode, truncate(openaiErrorText(raw), 300))
+	}
+	var content, reasoning strings.Builder
+	var a chatAnswer
+	finished, done := false, false
+	err = streamLines(resp.Body, "openai", func(line []byte) (bool, error) {
+		data, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			return true, nil // blank separators, ": keep-alive" comments, event: lines
+		}
+		data = bytes.TrimSpace(data)
+		if string(data) == "[DONE]" {
+			done = true
+			return false, nil
+		}
+		var c openaiChunk
+		if err := json.Unmarshal(data, &c); err != nil {
+			return false, fmt.Errorf("openai stream: %w", err)
+		}
+		if c.Error != nil {
+			return false, fmt.Errorf("openai: %s", truncate(c.Error.Message, 300))
+		}
+		if c.Usage != nil {
+			a.promptTokens, a.completionTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
+		}
+		for _, ch := range c.Choices[:min(len(c.Choices), 1)] {
+			reasoning.WriteString(ch.Delta.ReasoningContent)
+			reasoning.WriteString(ch.Delta.Reasoning)
+			if ch.Delta.Content != "" {
+				content.WriteString(ch.Delta.Content)
+				onDelta(content.String())
+			}
+			if ch.FinishReason != nil && *ch.FinishReason != "" {
+				a.stopReason, finished = *ch.FinishReason, true
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return chatAnswer{}, err
+	}
+	if !done && !finished {
+		return chatAnswer{}, fmt.Errorf("openai stream ended before its finish: %w", io.ErrUnexpectedEOF)
+	}
+	a.content, a.reasoning = content.String(), reasoning.String()
 	return a, nil
 }
 

@@ -18,7 +18,7 @@ var _ memory.Repository = (*Store)(nil)
 
 const runColumns = `r.id, r.user_id, r.chat_id, r.message_id, r.user_query, r.status, r.analysis_result,
 COALESCE(r.draft_context, ''), COALESCE(r.final_context_payload, ''), COALESCE(r.final_answer, ''),
-COALESCE(r.error_message, ''), r.attempts, r.delivered_at, r.archived_at, r.created_at,
+COALESCE(r.error_message, ''), r.placeholder, r.attempts, r.delivered_at, r.archived_at, r.created_at,
 (SELECT CASE WHEN u.language <> '' THEN u.language WHEN u.telegram_language <> '' THEN u.telegram_language ELSE 'en' END
  FROM users u WHERE u.id = r.user_id)`
 
@@ -29,7 +29,7 @@ func scanRun(row pgx.Row, extra ...any) (memory.PipelineRun, error) {
 	var delivered, archived *time.Time
 	var lang *string
 	if err := row.Scan(append([]any{&r.ID, &r.UserID, &r.ChatID, &r.MessageID, &r.Query, &r.Status, &analysis,
-		&r.DraftContext, &r.FinalContext, &r.FinalAnswer, &r.ErrorMessage, &r.Attempts, &delivered, &archived,
+		&r.DraftContext, &r.FinalContext, &r.FinalAnswer, &r.ErrorMessage, &r.Placeholder, &r.Attempts, &delivered, &archived,
 		&r.CreatedAt, &lang}, extra...)...); err != nil {
 		return r, err
 	}
@@ -416,6 +416,34 @@ FROM a`, id, bucketStart, bucketEnd, tags, text, sources).Scan(&next.UserID, &ne
 // queueMessages writes outbox rows ($1–$6) on their own, committed
 // asynchronously.
 var queueMessages = `WITH ` + queueRows(1, asyncCommit) + ` SELECT 1`
+
+// queuePlaceholder marks a RESPONDING run as having its placeholder and
+// queues it, in one statement; committed without waiting for the disk like
+// the rest of the stage's writes: a placeholder lost in a crash takes its
+// mark with it, so the answer is then sent anew rather than as an edit of
+// nothing.
+var queuePlaceholder = `
+WITH p AS (
+    UPDATE pipeline_runs SET placeholder = true, updated_at = now()
+    ` + asyncFrom + `
+    WHERE id = $1 AND status = 'RESPONDING' AND NOT placeholder
+    RETURNING pipeline_runs.id
+), ` + queueRows(2, "p") + `
+SELECT count(*) FROM p`
+
+// QueuePipelineRunPlaceholder queues the placeholder of a streamed answer
+// (memory.Repository); false if the run has one already or left RESPONDING.
+func (s *Store) QueuePipelineRunPlaceholder(ctx context.Context, id int64, msgs []domain.Message) (bool, error) {
+	rows, err := queueArgs(msgs)
+	if err != nil {
+		return false, fmt.Errorf("queue the placeholder of run %d: %w", id, err)
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, queuePlaceholder, append([]any{id}, rows...)...).Scan(&n); err != nil {
+		return false, fmt.Errorf("queue the placeholder of run %d: %w", id, err)
+	}
+	return n == 1, nil
+}
 
 // QueueOutboxMessages writes messages to the outbox that no state change causes
 // (memory.Repository). Unlike EnqueueMessages, its commit does not wait for

@@ -147,7 +147,10 @@ func TestARefusedDeliveryMarkIsRetried(t *testing.T) {
 	b.user(1, "U1")
 	require.NoError(t, b.store.EnqueueMessages(b.ctx, note(1, "once")))
 	st := &refusingStore{Store: b.store}
-	s, err := delivery.NewSender(delivery.Config{Poll: 10 * time.Millisecond, ClaimLease: 2 * time.Second}, st,
+	// The lease is far longer than the first retry (1 s): on a machine busy
+	// enough to delay that retry past a short lease, the row would be claimed
+	// again and sent twice, which is the lease's doing, not the retry's.
+	s, err := delivery.NewSender(delivery.Config{Poll: 10 * time.Millisecond, ClaimLease: 15 * time.Second}, st,
 		delivery.NewClient(b.srv.URL(), b.srv.Token(), nil), delivery.NewMemoryLimiter(delivery.DefaultLimits()),
 		slog.New(slog.DiscardHandler), nil)
 	require.NoError(t, err)

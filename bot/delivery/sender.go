@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -84,6 +85,9 @@ type Sender struct {
 	m       *metrics
 	hooks   map[string]DropHook
 	wake    chan struct{}
+	// noDraftsUntil (unix ns) is when a server that answered 404 to
+	// sendMessageDraft is asked again (draft.go).
+	noDraftsUntil atomic.Int64
 }
 
 // NewSender builds a sender; Run starts it.

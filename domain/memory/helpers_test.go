@@ -25,13 +25,14 @@ import (
 // bundle is one test's world: a real database, the scripted LLM behind the
 // real client, and a recorder in Telegram's place.
 type bundle struct {
-	ctx   context.Context
-	store *storage.Store
-	llm   *llmtest.Server
-	llmc  *llm.Client
-	chat  *chat
-	cfg   memory.Config
-	svc   *memory.Service
+	ctx    context.Context
+	store  *storage.Store
+	llm    *llmtest.Server
+	llmc   *llm.Client
+	chat   *chat
+	drafts memory.Drafts
+	cfg    memory.Config
+	svc    *memory.Service
 	// archivist is script's archivist rule.
 	archivist *llmtest.Rule
 }
@@ -39,6 +40,8 @@ type bundle struct {
 type option func(*bundle)
 
 func withConfig(c memory.Config) option { return func(b *bundle) { b.cfg = c } }
+
+func withDrafts(d memory.Drafts) option { return func(b *bundle) { b.drafts = d } }
 
 func setup(t *testing.T, opts ...option) *bundle {
 	t.Helper()
@@ -62,7 +65,7 @@ func setup(t *testing.T, opts ...option) *bundle {
 func (b *bundle) service(t *testing.T) *memory.Service {
 	t.Helper()
 	svc, err := memory.NewService(b.cfg, memory.Deps{
-		Repo: b.store, LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat,
+		Repo: b.store, LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat, Drafts: b.drafts,
 		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)
@@ -183,17 +186,36 @@ func (c *chat) Answer(r memory.PipelineRun) []domain.Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rendered = append(c.rendered, r)
-	return []domain.Message{
+	return replacing(r, []domain.Message{
 		{ChatID: r.ChatID, Kind: domain.KindMemoryAnswer, Ref: r.ID, Text: "answer: " + r.FinalAnswer, ReplyTo: r.MessageID},
 		{ChatID: r.ChatID, Kind: domain.KindMemoryAnswer, Ref: r.ID, Text: "(end)"},
+	})
+}
+
+// replacing makes the first message the placeholder's edit, as the bot's
+// renderer does for a run whose answer streamed into one.
+func replacing(r memory.PipelineRun, msgs []domain.Message) []domain.Message {
+	if r.Placeholder {
+		msgs[0].Key, msgs[0].Edit, msgs[0].IfGone = fmt.Sprint("answer:", r.ID), true, domain.IfGoneSend
 	}
+	return msgs
 }
 
 func (c *chat) Failed(r memory.PipelineRun) []domain.Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.failed = append(c.failed, r)
-	return []domain.Message{{ChatID: r.ChatID, Kind: domain.KindMemoryAnswer, Ref: r.ID, Text: "failed", ReplyTo: r.MessageID}}
+	return replacing(r, []domain.Message{{ChatID: r.ChatID, Kind: domain.KindMemoryAnswer, Ref: r.ID, Text: "failed", ReplyTo: r.MessageID}})
+}
+
+func (c *chat) Partial(r memory.PipelineRun, text string, first bool) []domain.Message {
+	m := domain.Message{ChatID: r.ChatID, Kind: domain.KindMemoryDraft, Ref: r.ID, Key: fmt.Sprint("answer:", r.ID), Text: "so far: " + text}
+	if first {
+		m.ReplyTo = r.MessageID
+	} else {
+		m.Edit = true
+	}
+	return []domain.Message{m}
 }
 
 func (c *chat) failures() []memory.PipelineRun {

@@ -19,6 +19,7 @@ type metrics struct {
 	reaped    prometheus.Counter
 	givenBack prometheus.Counter
 	backlog   prometheus.Gauge
+	streamed  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -36,6 +37,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		givenBack: r.Counter("memory_runs_given_back_total",
 			"Stages given back because their result could not be saved."),
 		backlog: r.Gauge("memory_runs_backlog", "Runs in NEW at the last sweep."),
+		streamed: r.CounterVec("memory_answer_showings_total",
+			"Answers-so-far shown while the model wrote, by how (draft, placeholder).", "via"),
 	}
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("memory metrics: %w", err)

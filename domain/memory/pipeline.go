@@ -163,6 +163,7 @@ func (s *Service) stage(ctx context.Context, r PipelineRun, rc Recall, name stri
 		return r, false
 	}
 	if err != nil {
+		r.Placeholder = r.Placeholder || ch.Placeholder // the notice replaces it
 		return s.fail(ctx, r, name, err)
 	}
 	next := following[r.Status]
@@ -354,18 +355,29 @@ func (s *Service) respond(ctx context.Context, r PipelineRun) (PipelineRun, bool
 			return Change{}, err
 		}
 		prompt := r.FinalContext + "\n## The user's message\n" + r.Query + "\n"
-		answer, err := s.call(ctx, Call{
+		c := Call{
 			Label: "memory_responder", System: mentor, Prompt: prompt, Strong: true,
 			Temperature: s.cfg.ResponderTemperature, MaxTokens: s.cfg.ResponderMaxTokens, Timeout: s.cfg.ResponderTimeout,
-		}, nil)
+		}
+		st := s.startStream(ctx, r)
+		if st != nil {
+			c.Partial = st.show
+		}
+		answer, err := s.call(ctx, c, nil)
+		// Whatever the outcome, a placeholder in the chat is replaced by
+		// what the run ends with: the answer or the failure notice.
+		placeholder := st.end()
 		if err != nil {
+			if placeholder {
+				return Change{Placeholder: true}, err
+			}
 			return Change{}, err
 		}
 		answer = strings.TrimSpace(answer)
 		if answer == "" {
-			return Change{}, errors.New("empty answer")
+			return Change{Placeholder: placeholder}, errors.New("empty answer")
 		}
-		return Change{FinalAnswer: answer}, nil
+		return Change{FinalAnswer: answer, Placeholder: placeholder}, nil
 	})
 }
 

@@ -31,10 +31,13 @@ type PipelineRun struct {
 	FinalContext string
 	FinalAnswer  string
 	ErrorMessage string
-	Attempts     int
-	DeliveredAt  time.Time
-	ArchivedAt   time.Time
-	CreatedAt    time.Time
+	// Placeholder: a message showing the answer as it was written is in
+	// the chat (drafts refused); the final answer replaces it.
+	Placeholder bool
+	Attempts    int
+	DeliveredAt time.Time
+	ArchivedAt  time.Time
+	CreatedAt   time.Time
 	// Lang is the user's language, for what the bot writes.
 	Lang string
 }
@@ -46,6 +49,10 @@ type Change struct {
 	FinalContext string
 	FinalAnswer  string
 	ErrorMessage string
+	// Placeholder reports that the answer was streamed into a placeholder
+	// message (QueuePipelineRunPlaceholder stored it already); the step
+	// renders the final answer as its edit.
+	Placeholder bool
 }
 
 // Summary is one lsm_storage record.
@@ -198,6 +205,11 @@ type PipelineStore interface {
 	// its answer is not queued yet).
 	ArchivePipelineRun(ctx context.Context, id int64, s *Summary) (next Ref, archived bool, err error)
 	ReleasePipelineRun(ctx context.Context, id int64) error
+	// QueuePipelineRunPlaceholder queues the placeholder message of a
+	// RESPONDING run's answer and marks the run as having one, in one
+	// statement; false, and nothing queued, if the run has left RESPONDING
+	// or has its placeholder already.
+	QueuePipelineRunPlaceholder(ctx context.Context, id int64, msgs []domain.Message) (bool, error)
 	// QueueOutboxMessages writes messages to the outbox with no state change
 	// (the note that a message waits behind others), committed without
 	// waiting for the disk: a note lost in a crash only goes unsaid.
@@ -255,6 +267,9 @@ type Call struct {
 	Temperature float64
 	MaxTokens   int
 	Timeout     time.Duration
+	// Partial, on a Text call, streams the answer: called with the answer
+	// so far each time it grows; it must return at once.
+	Partial func(text string)
 }
 
 // LLM is the model as this workflow needs it. Errors wrap ErrInvalidAnswer,
@@ -287,6 +302,10 @@ type Notifier interface {
 	// Failed renders the notice that this message could not be answered
 	// and may be sent again.
 	Failed(r PipelineRun) []domain.Message
+	// Partial renders the answer so far (the model's Markdown) where
+	// drafts are refused: the placeholder message when first, else its
+	// edit. Answer and Failed replace it when r.Placeholder.
+	Partial(r PipelineRun, text string, first bool) []domain.Message
 }
 
 // Typist shows "typing…" in a chat while a run works: cosmetic, sent at
@@ -322,6 +341,10 @@ type Config struct {
 	// prompt and an answer of ResponderMaxTokens, rather than leaving the
 	// server to cut the front of the prompt off silently.
 	Window int
+	// StreamEvery is how often the answer being written is shown (a draft,
+	// or a placeholder's edit at most once a second); 0: not streamed, the
+	// answer is sent whole.
+	StreamEvery time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -346,7 +369,10 @@ type Deps struct {
 	LLM      LLM
 	Notifier Notifier
 	// Typist, when set, renews "typing…" for an answer that takes long.
-	Typist     Typist
+	Typist Typist
+	// Drafts, when set, shows a streamed answer as message drafts;
+	// without it (or where they are refused) it streams into a placeholder.
+	Drafts     Drafts
 	Clock      clockwork.Clock
 	Log        *slog.Logger
 	Registerer prometheus.Registerer
@@ -532,6 +558,7 @@ func (r PipelineRun) apply(st Step) PipelineRun {
 	if ch.Analysis != nil {
 		r.Analysis = ch.Analysis
 	}
+	r.Placeholder = r.Placeholder || ch.Placeholder
 	for _, f := range []struct {
 		dst *string
 		v   string

@@ -60,6 +60,12 @@
 // (TDLib's utf8_length), after entity parsing and trimming; entity offsets
 // are in UTF-16 code units, as in the Bot API.
 //
+// sendMessageDraft (drafts.go) shows a message being written in a private
+// chat, as Bot API 9.5 opened it to every bot: Drafts lists every update,
+// ShownDraft what the user sees now (a draft lives DraftLife after its last
+// update, or until the bot's next message). SetDraftsUnsupported answers it
+// as an older server does, 404 Not Found.
+//
 // Every bot API call is logged (Calls, CallLog); the log is printed when the
 // test fails. FailNext injects single 429 flood-control errors, FailNextWith
 // any other error; these injections are independent of the rate limiter
@@ -70,9 +76,11 @@
 //
 // Like Telegram, the fake limits how fast the bot may produce messages.
 // The limited ("message-producing") methods are sendMessage, sendPhoto,
-// sendDocument, editMessageText, editMessageCaption and
-// editMessageReplyMarkup: every call that creates or changes a message in
-// a chat. (copyMessage and forwardMessage are not implemented.) Not limited
+// sendDocument, editMessageText, editMessageCaption,
+// editMessageReplyMarkup and sendMessageDraft: every call that creates or
+// changes a message in a chat, or shows one being written (a draft is
+// counted like a message, the strict reading of a limit Telegram does not
+// document for drafts). (copyMessage and forwardMessage are not implemented.) Not limited
 // by the fake: getUpdates, getMe, getChat, getChatMember,
 // answerCallbackQuery, sendChatAction, deleteMessage and the command
 // methods, none of which produces a message.

@@ -66,6 +66,7 @@ const AllChats int64 = 0
 // canonical name.
 var limitedMethods = map[string]string{
 	"sendmessage":            "sendMessage",
+	"sendmessagedraft":       "sendMessageDraft",
 	"sendphoto":              "sendPhoto",
 	"senddocument":           "sendDocument",
 	"editmessagetext":        "editMessageText",

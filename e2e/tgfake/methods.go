@@ -31,6 +31,7 @@ var methods = func() map[string]methodSpec {
 		{"deleteMessage", deleteMessage},
 		{"answerCallbackQuery", answerCallbackQuery},
 		{"sendChatAction", sendChatAction},
+		{"sendMessageDraft", sendMessageDraft},
 		{"setMyCommands", setMyCommands},
 		{"getMyCommands", getMyCommands},
 		{"deleteMyCommands", deleteMyCommands},
@@ -277,6 +278,9 @@ func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
 	}
 	st := ch.addMessage(m, true)
 	st.parseMode, st.reply, st.file = out.parseMode, markup.reply, file
+	if ch.draft != nil {
+		ch.draft.ended = true // the bot's message takes the draft's place
+	}
 	s.notifyLocked()
 	return st.msg, nil
 }

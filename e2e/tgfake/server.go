@@ -59,6 +59,7 @@ type Server struct {
 	limiter   *limiter
 	failUntil time.Time // FailFor: message-producing calls fail until then
 	failCode  int
+	noDrafts  bool // SetDraftsUnsupported
 }
 
 // Option configures a Server.

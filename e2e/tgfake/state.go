@@ -20,6 +20,8 @@ type chatState struct {
 	queries  []*callbackState
 	members  map[int64]string // explicit statuses; absent means the default
 	instance string           // chat_instance of callback queries from this chat
+	drafts   []Draft          // every sendMessageDraft, in order
+	draft    *draftState      // the latest one
 }
 
 type msgState struct {

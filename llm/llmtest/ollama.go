@@ -158,7 +158,15 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request, in ollamaCha
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
-	sent := s.streamChunks(ctx, content, p.chunkDelay, func(c string) bool {
+	if p.thinking != "" {
+		// Reasoning streams first, in its own field, before any content.
+		if enc.Encode(ollamaChatResponse{Model: req.Model, CreatedAt: created,
+			Message: &ollamaMessage{Role: "assistant", Thinking: p.thinking}}) != nil {
+			return
+		}
+		flush(w)
+	}
+	sent := s.streamChunks(ctx, content, p, func(c string) bool {
 		err := enc.Encode(ollamaChatResponse{
 			Model:     req.Model,
 			CreatedAt: created,

@@ -72,8 +72,9 @@ type openaiChatResponse struct {
 }
 
 type openaiDelta struct {
-	Role    string `json:"role,omitempty"`
-	Content string `json:"content,omitempty"`
+	Role             string `json:"role,omitempty"`
+	Content          string `json:"content,omitempty"`
+	ReasoningContent string `json:"reasoning_content,omitempty"`
 }
 
 type openaiChunkChoice struct {
@@ -270,7 +271,10 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request, in openaiCha
 	if !send(openaiChunk{Choices: []openaiChunkChoice{{Delta: openaiDelta{Role: "assistant"}}}}) {
 		return
 	}
-	sent := s.streamChunks(ctx, content, p.chunkDelay, func(c string) bool {
+	if p.thinking != "" && !send(openaiChunk{Choices: []openaiChunkChoice{{Delta: openaiDelta{ReasoningContent: p.thinking}}}}) {
+		return
+	}
+	sent := s.streamChunks(ctx, content, p, func(c string) bool {
 		return send(openaiChunk{Choices: []openaiChunkChoice{{Delta: openaiDelta{Content: c}}}})
 	})
 	if !sent {

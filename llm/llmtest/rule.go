@@ -106,6 +106,7 @@ const (
 	faultInvalidJSON
 	faultHang
 	faultRateLimit
+	faultStreamCut
 	// Refusals the server makes on its own, recorded like faults so a test
 	// can see why a request got no answer.
 	faultNoRule
@@ -147,6 +148,12 @@ func InvalidJSON() Fault { return Fault{kind: faultInvalidJSON} }
 // server is closed.
 func Hang() Fault { return Fault{kind: faultHang} }
 
+// StreamCut answers a streamed request with the first half of its chunks
+// and then ends the body without the final line (Ollama's done, OpenAI's
+// finish_reason and [DONE]): a runner that crashed mid-answer. A request
+// that does not stream gets an empty body.
+func StreamCut() Fault { return Fault{kind: faultStreamCut} }
+
 // RateLimit answers 429 with a Retry-After header of retryAfter (rounded up
 // to whole seconds, as the header carries seconds).
 func RateLimit(retryAfter time.Duration) Fault {
@@ -173,6 +180,8 @@ func (f Fault) String() string {
 		return "hang"
 	case faultRateLimit:
 		return "rate_limit"
+	case faultStreamCut:
+		return "stream_cut"
 	case faultNoRule:
 		return "no_rule"
 	case faultNoReply:

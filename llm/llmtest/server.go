@@ -414,9 +414,13 @@ func serveJSON[T any](s *Server, bad func(w http.ResponseWriter, msg string), se
 // streamChunks sends content's chunks one by one, waiting delay between
 // two; it reports whether all went out (false: the client left, or send
 // failed).
-func (s *Server) streamChunks(ctx context.Context, content string, delay time.Duration, send func(chunk string) bool) bool {
-	for i, c := range Chunks(content) {
-		if i > 0 && !s.wait(ctx, delay) {
+func (s *Server) streamChunks(ctx context.Context, content string, p plan, send func(chunk string) bool) bool {
+	chunks := Chunks(content)
+	for i, c := range chunks {
+		if p.fault.kind == faultStreamCut && i >= (len(chunks)+1)/2 {
+			return false
+		}
+		if i > 0 && !s.wait(ctx, p.chunkDelay) {
 			return false
 		}
 		if !send(c) {
@@ -544,6 +548,11 @@ func (s *Server) answered(ctx context.Context, w http.ResponseWriter, p plan, re
 	case faultEmptyBody:
 		w.WriteHeader(http.StatusOK)
 		return true
+	case faultStreamCut:
+		if !req.Stream {
+			w.WriteHeader(http.StatusOK)
+			return true
+		}
 	}
 	return false
 }

@@ -1,0 +1,66 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// ErrDraftsRefused: the Bot API server takes no message drafts, at all (a
+// server older than Bot API 9.5, where sendMessageDraft opened to every
+// bot, answers 404) or for this chat (a 400 about the chat or the draft).
+var ErrDraftsRefused = errors.New("telegram refuses message drafts")
+
+// ErrPaced: the chat's or the bot's budget has no room for a draft now. A
+// draft is never worth waiting for: the next one carries the text further.
+var ErrPaced = errors.New("no room for a draft now")
+
+// draftsRefusedFor is how long a server's 404 to sendMessageDraft is
+// believed: long enough not to ask on every answer, short enough that an
+// upgraded local Bot API server is used again within the hour.
+const draftsRefusedFor = time.Hour
+
+// Draft shows text (HTML within one message) as draft draftID in a private
+// chat: sendMessageDraft, which streams a message being written and which
+// the chat's next message replaces. It goes through the same limiter as
+// every message, but never waits: with no budget free it is ErrPaced. A
+// 429 pauses the chat as for any message. A draft is cosmetic, so it is
+// never retried and never marks a chat unreachable.
+func (s *Sender) Draft(ctx context.Context, chatID, draftID int64, text string) error {
+	if until := s.noDraftsUntil.Load(); until != 0 && time.Now().UnixNano() < until {
+		return ErrDraftsRefused
+	}
+	wait, err := s.limiter.Take(ctx, chatID, 0)
+	if err != nil {
+		return fmt.Errorf("draft in chat %d: %w", chatID, err)
+	}
+	if wait > 0 {
+		return ErrPaced
+	}
+	_, err = s.client.Call(ctx, "sendMessageDraft", map[string]any{
+		"chat_id": chatID, "draft_id": draftID, "text": text, "parse_mode": "HTML",
+	})
+	var ae *APIError
+	switch {
+	case err == nil:
+		s.m.sent.WithLabelValues("draft").Inc()
+		return nil
+	case !errors.As(err, &ae):
+		return fmt.Errorf("draft in chat %d: %w", chatID, err)
+	case ae.Code == http.StatusNotFound:
+		s.noDraftsUntil.Store(time.Now().Add(draftsRefusedFor).UnixNano())
+		s.log.Warn("the Bot API server does not know sendMessageDraft (Bot API 9.5); answers stream into an edited message",
+			"retry_in", draftsRefusedFor, "err", err)
+		return fmt.Errorf("%w: %w", ErrDraftsRefused, err)
+	case ae.Code == http.StatusTooManyRequests:
+		s.flood(ctx, chatID, err)
+		return fmt.Errorf("draft in chat %d: %w", chatID, err)
+	case ae.Code == http.StatusBadRequest && !strings.Contains(strings.ToLower(ae.Description), "can't parse entities"):
+		return fmt.Errorf("%w: %w", ErrDraftsRefused, err)
+	}
+	s.m.failed.WithLabelValues("draft").Inc()
+	return fmt.Errorf("draft in chat %d: %w", chatID, err)
+}

@@ -1,0 +1,100 @@
+package tgfake
+
+import (
+	"time"
+	"unicode/utf8"
+)
+
+// DraftLife is how long Telegram shows a message draft after its last
+// update: a temporary preview, gone unless updated again or replaced by a
+// message.
+const DraftLife = 30 * time.Second
+
+// Draft is one sendMessageDraft the server accepted.
+type Draft struct {
+	ChatID  int64
+	DraftID int64
+	// Text is as the user sees it, entities parsed out, as in Message.Text.
+	Text     string
+	Entities []MessageEntity
+	Time     time.Time
+}
+
+// draftState is a private chat's current draft.
+type draftState struct {
+	draft Draft
+	// ended: a message from the bot came after it, which takes its place.
+	ended bool
+}
+
+// SetDraftsUnsupported makes the server answer sendMessageDraft as a Bot
+// API server older than 9.5 (a local telegram-bot-api build) does: an
+// unknown method, 404 Not Found. false restores the method.
+func (s *Server) SetDraftsUnsupported(unsupported bool) {
+	s.mu.Lock()
+	s.noDrafts = unsupported
+	s.mu.Unlock()
+}
+
+// sendMessageDraft shows a message being written in a private chat
+// (Bot API 9.5, open to every bot): chat_id must be a private chat with a
+// user who started the bot, draft_id non-zero, text 1-4096 characters after
+// entity parsing. Updates of one draft_id animate one draft; it lives
+// DraftLife after its last update, or until the bot's next message in the
+// chat. Drafts count against the flood limits like messages.
+func sendMessageDraft(s *Server, r *request) (any, *APIError) {
+	s.mu.Lock()
+	unsupported := s.noDrafts
+	s.mu.Unlock()
+	if unsupported {
+		return nil, errDesc(404, DescNotFound)
+	}
+	if r.int64Arg("draft_id") == 0 {
+		return nil, badRequest("DRAFT_ID_INVALID")
+	}
+	text := r.str("text")
+	if text == "" {
+		return nil, errDesc(400, DescTextEmpty)
+	}
+	body, apiErr := s.formatText(text, r.str("parse_mode"), r.str("entities"), false)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	if utf8.RuneCountInString(body.Text) > maxMessageText {
+		return nil, errDesc(400, DescMessageTooLong)
+	}
+	return s.inChat(r, func(ch *chatState) (any, *APIError) {
+		if ch.chat.Type != ChatPrivate {
+			return nil, badRequest("TEXTDRAFT_PEER_INVALID")
+		}
+		if apiErr := s.writableLocked(ch); apiErr != nil {
+			return nil, apiErr
+		}
+		if apiErr := s.admitLocked(r, ch.chat.ID); apiErr != nil {
+			return nil, apiErr
+		}
+		d := Draft{ChatID: ch.chat.ID, DraftID: r.int64Arg("draft_id"), Text: body.Text, Entities: body.Entities, Time: s.now()}
+		ch.drafts = append(ch.drafts, d)
+		ch.draft = &draftState{draft: d}
+		s.notifyLocked()
+		return true, nil
+	})
+}
+
+// Drafts returns every draft update the bot sent to a chat, in order.
+func (s *Server) Drafts(chatID int64) []Draft {
+	return readChat(s, chatID, func(ch *chatState) []Draft { return append([]Draft(nil), ch.drafts...) })
+}
+
+// ShownDraft is the draft the user sees in a chat now, if any: the last
+// update, unless DraftLife has passed since it or a message from the bot
+// has replaced it.
+func (s *Server) ShownDraft(chatID int64) (Draft, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := s.chats[chatID]
+	if ch == nil || ch.draft == nil || ch.draft.ended || s.now().Sub(ch.draft.draft.Time) >= DraftLife {
+		return Draft{}, false
+	}
+	return ch.draft.draft, true
+}
