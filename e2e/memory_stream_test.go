@@ -97,3 +97,45 @@ func entityTypes(es []tgfake.MessageEntity) []string {
 	}
 	return out
 }
+
+// A second message while the first answer streams waits its turn, as
+// before streaming: the first answer is sent whole before the second one's
+// drafts begin, each answer replies to its own question, and every draft is
+// its own run's.
+func TestMemoryMessageWhileAnAnswerStreamsKeepsItsTurn(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	streamingMemory(env)
+	env.Start(nil)
+	ann := env.TG.User(713, "Ann", "en")
+
+	q1 := ann.SendText(ann.ID(), "What should I see in Lviv?")
+	eventually(t, 30*time.Second, func() bool { return len(env.TG.Drafts(ann.ID())) > 0 })
+	q2 := ann.SendText(ann.ID(), "And where should I eat?")
+
+	want := strings.ReplaceAll(streamedAnswer, "**", "")
+	a2 := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return m.ReplyToID() == q2.MessageID && m.Text == want })
+	var a1 tgfake.BotMessage
+	for _, m := range env.TG.Messages(ann.ID()) {
+		if m.ReplyToID() == q1.MessageID && m.Text == want {
+			a1 = m
+		}
+	}
+	require.NotZero(t, a1.MessageID, "the first question is answered too")
+	assert.Less(t, a1.MessageID, a2.MessageID, "in the order they were asked")
+
+	var firstRun, secondRun []tgfake.Draft
+	for _, d := range env.TG.Drafts(ann.ID()) {
+		if d.DraftID == env.TG.Drafts(ann.ID())[0].DraftID {
+			firstRun = append(firstRun, d)
+		} else {
+			secondRun = append(secondRun, d)
+		}
+	}
+	require.NotEmpty(t, firstRun)
+	require.NotEmpty(t, secondRun, "the second answer streamed too, as a draft of its own")
+	assert.True(t, firstRun[len(firstRun)-1].Time.Before(secondRun[0].Time), "one answer streams at a time")
+	for _, d := range secondRun {
+		assert.True(t, strings.HasPrefix(want, strings.TrimSuffix(d.Text, " …")), "the second run's drafts are its own answer: %q", d.Text)
+	}
+}
