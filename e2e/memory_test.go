@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/e2e"
@@ -161,4 +162,130 @@ func TestMemoryChatAnswerRendersMarkdown(t *testing.T) {
 func utf16Slice(s string, off, n int) string {
 	u := utf16.Encode([]rune(s))
 	return string(utf16.Decode(u[off : off+n]))
+}
+
+// streamedAnswer is a Markdown answer the scripted responder writes a word
+// every 100 ms: about three seconds, long enough to be shown as it grows
+// at the default MEMORY_STREAM_EVERY of one second. streamedText is how
+// the user reads it.
+const streamedAnswer = "Lviv is **lovely** in spring. Walk the old town early, before the tour groups, " +
+	"then take the tram to Stryiskyi park and finish with coffee on Rynok square."
+
+var streamedText = strings.ReplaceAll(streamedAnswer, "**", "")
+
+// streamingChat is a bot whose responder writes streamedAnswer slowly, on
+// a Bot API server with message drafts or (draftsRefused) without, and a
+// user of it.
+func streamingChat(t *testing.T, id int64, name, lang string, draftsRefused bool) (*e2e.Env, *tgfake.Person) {
+	t.Helper()
+	env := e2e.New(t)
+	env.LLM.On(llmtest.SystemContains("patient, practical mentor")).Named("responder").
+		Reply(streamedAnswer).ChunkDelay(100 * time.Millisecond)
+	scriptMemory(env)
+	env.TG.SetDraftsUnsupported(draftsRefused)
+	env.Start(nil)
+	return env, env.TG.User(id, name, lang)
+}
+
+// streamedAnswerTo waits for the whole answer to q and checks that every
+// earlier showing (a draft, or a version of the placeholder) was the answer
+// so far, saying more is coming.
+func streamedAnswerTo(t *testing.T, env *e2e.Env, who *tgfake.Person, q tgfake.Message, shown []string) tgfake.BotMessage {
+	t.Helper()
+	answer := env.TG.WaitMessage(t, who.ID(), func(m tgfake.BotMessage) bool {
+		return m.ReplyToID() == q.MessageID && m.Text == streamedText
+	})
+	assert.Contains(t, entityTypes(answer.Entities), "bold", "rendered from the model's Markdown")
+	for i, s := range shown {
+		text, more := strings.CutSuffix(s, " …")
+		assert.True(t, more && strings.HasPrefix(streamedText, text), "showing %d is the answer so far: %q", i, s)
+	}
+	return answer
+}
+
+func draftTexts(ds []tgfake.Draft) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Text
+	}
+	return out
+}
+
+// The answer grows in the chat as message drafts while the model writes,
+// then arrives once as a message, formatted from the model's Markdown.
+func TestMemoryAnswerStreamsAsDraftsThenIsSentOnce(t *testing.T) {
+	t.Parallel()
+	env, ann := streamingChat(t, 711, "Ann", "en", false)
+	q := ann.SendText(ann.ID(), "What should I see in Lviv?")
+	env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return m.ReplyToID() == q.MessageID })
+
+	drafts := env.TG.Drafts(ann.ID())
+	require.GreaterOrEqual(t, len(drafts), 2, "a three-second answer shown every second: %+v", drafts)
+	answer := streamedAnswerTo(t, env, ann, q, draftTexts(drafts))
+	assert.Empty(t, answer.Edits, "sent once, never edited")
+	assert.Len(t, env.TG.Messages(ann.ID()), 1, "one message from the bot")
+	for i, d := range drafts[1:] {
+		assert.Equal(t, drafts[0].DraftID, d.DraftID, "one draft, animated")
+		assert.Greater(t, len(d.Text), len(drafts[i].Text), "drafts grow")
+		assert.GreaterOrEqual(t, d.Time.Sub(drafts[i].Time), 900*time.Millisecond, "within the chat's pace")
+	}
+	_, shown := env.TG.ShownDraft(ann.ID())
+	assert.False(t, shown, "the answer took the draft's place")
+	assert.Zero(t, env.TG.RateLimitedIn(ann.ID()), "drafts and answer within Telegram's limits")
+}
+
+// A Bot API server without sendMessageDraft: the answer grows in one
+// placeholder message, edited at most once a second, which becomes the
+// answer.
+func TestMemoryAnswerStreamsIntoAnEditedMessageWhereDraftsAreRefused(t *testing.T) {
+	t.Parallel()
+	env, ivan := streamingChat(t, 712, "Иван", "ru", true)
+	q := ivan.SendText(ivan.ID(), "Что посмотреть во Львове?")
+	answer := env.TG.WaitMessage(t, ivan.ID(), func(m tgfake.BotMessage) bool {
+		return m.ReplyToID() == q.MessageID && m.Text == streamedText
+	})
+	require.NotEmpty(t, answer.Edits, "the placeholder showed the answer as it grew")
+	var versions []string
+	for _, e := range answer.Edits {
+		versions = append(versions, e.Text)
+	}
+	streamedAnswerTo(t, env, ivan, q, versions)
+	assert.Len(t, env.TG.Messages(ivan.ID()), 1, "one message: the placeholder became the answer")
+	assert.Empty(t, env.TG.Drafts(ivan.ID()))
+	assert.Zero(t, env.TG.RateLimitedIn(ivan.ID()), "edits within the chat's pace")
+}
+
+// A second message while the first answer streams waits its turn, as
+// before streaming: the first answer is sent whole before the second one's
+// drafts begin, each answer replies to its own question, and every draft is
+// its own run's.
+func TestMemoryMessageWhileAnAnswerStreamsKeepsItsTurn(t *testing.T) {
+	t.Parallel()
+	env, ann := streamingChat(t, 713, "Ann", "en", false)
+	q1 := ann.SendText(ann.ID(), "What should I see in Lviv?")
+	eventually(t, 30*time.Second, func() bool { return len(env.TG.Drafts(ann.ID())) > 0 })
+	q2 := ann.SendText(ann.ID(), "And where should I eat?")
+
+	var first, second []tgfake.Draft
+	a2 := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return m.ReplyToID() == q2.MessageID && m.Text == streamedText })
+	for _, d := range env.TG.Drafts(ann.ID()) {
+		if d.DraftID == env.TG.Drafts(ann.ID())[0].DraftID {
+			first = append(first, d)
+		} else {
+			second = append(second, d)
+		}
+	}
+	a1 := streamedAnswerTo(t, env, ann, q1, draftTexts(first))
+	streamedAnswerTo(t, env, ann, q2, draftTexts(second))
+	assert.Less(t, a1.MessageID, a2.MessageID, "answered in the order asked")
+	require.NotEmpty(t, second, "the second answer streamed too, as a draft of its own")
+	assert.True(t, first[len(first)-1].Time.Before(second[0].Time), "one answer streams at a time")
+}
+
+func entityTypes(es []tgfake.MessageEntity) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Type)
+	}
+	return out
 }

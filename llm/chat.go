@@ -104,25 +104,37 @@ func post(ctx context.Context, hc *http.Client, url string, body any, header htt
 	return hc.Do(hreq)
 }
 
-// streamLines calls line with each line of a streamed answer body (NDJSON
-// or server-sent events), the whole answer bounded by maxAnswer like a
-// non-streamed one. A line returning false ends the reading.
-func streamLines(body io.Reader, what string, line func([]byte) (bool, error)) error {
-	sc := bufio.NewScanner(io.LimitReader(body, maxAnswer+1))
+// postStream sends body as JSON and reads the streamed answer, a line at a
+// time (NDJSON or server-sent events), bounded by maxAnswer like a whole
+// one; a line returning false ends the reading. A refusal (a status of 400
+// or more) is not a stream: its status and bounded body are returned for
+// the caller to read as without streaming.
+func postStream(ctx context.Context, hc *http.Client, url string, body any, header http.Header, accept, what string,
+	line func([]byte) (bool, error)) (int, []byte, error) {
+	resp, err := post(ctx, hc, url, body, header, accept, what)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= http.StatusBadRequest {
+		raw, err := readBody(resp, what)
+		return resp.StatusCode, raw, err
+	}
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, maxAnswer+1))
 	sc.Buffer(make([]byte, 0, 4096), maxAnswer)
 	read := 0
 	for sc.Scan() {
 		read += len(sc.Bytes()) + 1
 		if read > maxAnswer {
-			return fmt.Errorf("%s answer over %d bytes", what, maxAnswer)
+			return resp.StatusCode, nil, fmt.Errorf("%s answer over %d bytes", what, maxAnswer)
 		}
 		more, err := line(sc.Bytes())
 		if err != nil || !more {
-			return err
+			return resp.StatusCode, nil, err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s answer: %w", what, err)
+		return resp.StatusCode, nil, fmt.Errorf("%s answer: %w", what, err)
 	}
-	return nil
+	return resp.StatusCode, nil, nil
 }

@@ -172,22 +172,10 @@ func ollamaAnswer(status int, raw []byte) (chatAnswer, error) {
 // line is cut off, not finished.
 func (o *ollamaChat) stream(ctx context.Context, req ollamaRequest, onDelta func(string)) (chatAnswer, error) {
 	req.Stream = true
-	resp, err := post(ctx, o.hc, o.endpoint, req, nil, "application/x-ndjson", "ollama")
-	if err != nil {
-		return chatAnswer{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= http.StatusBadRequest {
-		raw, err := readBody(resp, "ollama")
-		if err != nil {
-			return chatAnswer{}, err
-		}
-		return ollamaAnswer(resp.StatusCode, raw)
-	}
 	var content, thinking strings.Builder
 	var a chatAnswer
 	done := false
-	err = streamLines(resp.Body, "ollama", func(line []byte) (bool, error) {
+	status, raw, err := postStream(ctx, o.hc, o.endpoint, req, nil, "application/x-ndjson", "ollama", func(line []byte) (bool, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			return true, nil
 		}
@@ -212,10 +200,12 @@ func (o *ollamaChat) stream(ctx context.Context, req ollamaRequest, onDelta func
 		}
 		return true, nil
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return chatAnswer{}, err
-	}
-	if !done {
+	case status >= http.StatusBadRequest:
+		return ollamaAnswer(status, raw)
+	case !done:
 		return chatAnswer{}, fmt.Errorf("ollama stream ended before its last line: %w", io.ErrUnexpectedEOF)
 	}
 	a.content, a.reasoning = content.String(), thinking.String()

@@ -80,13 +80,19 @@ type openaiChunk struct {
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
-	Error *struct {
-		Message string `json:"message"`
-	} `json:"error"`
+	Usage *openaiUsage       `json:"usage"`
+	Error *openaiErrorDetail `json:"error"`
+}
+
+// openaiUsage is the token counts of an answer, whole or streamed.
+type openaiUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+// openaiErrorDetail is an error object in an answer, whole or streamed.
+type openaiErrorDetail struct {
+	Message string `json:"message"`
 }
 
 type openaiResponse struct {
@@ -98,13 +104,8 @@ type openaiResponse struct {
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
-	Error *struct {
-		Message string `json:"message"`
-	} `json:"error"`
+	Usage openaiUsage        `json:"usage"`
+	Error *openaiErrorDetail `json:"error"`
 }
 
 func (o *openaiChat) chat(ctx context.Context, r chatRequest) (chatAnswer, error) {
@@ -183,22 +184,10 @@ func (o *openaiChat) chat(ctx context.Context, r chatRequest) (chatAnswer, error
 // without a finish_reason was cut off, not finished.
 func (o *openaiChat) stream(ctx context.Context, req openaiRequest, onDelta func(string)) (chatAnswer, error) {
 	req.Stream, req.StreamOptions = true, &openaiStreamOptions{IncludeUsage: true}
-	resp, err := post(ctx, o.hc, o.endpoint, req, o.header, "text/event-stream", "openai")
-	if err != nil {
-		return chatAnswer{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= http.StatusBadRequest {
-		raw, err := readBody(resp, "openai")
-		if err != nil {
-			return chatAnswer{}, err
-		}
-		return chatAnswer{}, fmt.Errorf("openai HTTP %d: %s", resp.StatusCode, truncate(openaiErrorText(raw), 300))
-	}
 	var content, reasoning strings.Builder
 	var a chatAnswer
 	finished, done := false, false
-	err = streamLines(resp.Body, "openai", func(line []byte) (bool, error) {
+	status, raw, err := postStream(ctx, o.hc, o.endpoint, req, o.header, "text/event-stream", "openai", func(line []byte) (bool, error) {
 		data, ok := bytes.CutPrefix(line, []byte("data:"))
 		if !ok {
 			return true, nil // blank separators, ": keep-alive" comments, event: lines
@@ -231,10 +220,12 @@ func (o *openaiChat) stream(ctx context.Context, req openaiRequest, onDelta func
 		}
 		return true, nil
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return chatAnswer{}, err
-	}
-	if !done && !finished {
+	case status >= http.StatusBadRequest:
+		return chatAnswer{}, fmt.Errorf("openai HTTP %d: %s", status, truncate(openaiErrorText(raw), 300))
+	case !done && !finished:
 		return chatAnswer{}, fmt.Errorf("openai stream ended before its finish: %w", io.ErrUnexpectedEOF)
 	}
 	a.content, a.reasoning = content.String(), reasoning.String()

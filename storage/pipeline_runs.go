@@ -355,13 +355,20 @@ SELECT count(*) FROM d`
 // did not (memory.Repository), committed asynchronously as memory.Step
 // explains; false if it was queued already.
 func (s *Store) MarkPipelineRunDelivered(ctx context.Context, id int64, tell domain.Render[memory.PipelineRun]) (bool, error) {
-	rows, err := queueArgs(tell.Of(memory.PipelineRun{ID: id}))
+	return s.changeRunAndQueue(ctx, markDelivered, id, tell.Of(memory.PipelineRun{ID: id}), "mark run %d delivered")
+}
+
+// changeRunAndQueue runs q, a statement that changes run id ($1) and, only
+// if it did, queues msgs (queueRows' arrays from $2); true if it changed
+// the run. what names it in errors, with the run's id.
+func (s *Store) changeRunAndQueue(ctx context.Context, q string, id int64, msgs []domain.Message, what string) (bool, error) {
+	rows, err := queueArgs(msgs)
 	if err != nil {
-		return false, fmt.Errorf("mark run %d delivered: %w", id, err)
+		return false, fmt.Errorf(what+": %w", id, err)
 	}
 	var n int
-	if err := s.pool.QueryRow(ctx, markDelivered, append([]any{id}, rows...)...).Scan(&n); err != nil {
-		return false, fmt.Errorf("mark run %d delivered: %w", id, err)
+	if err := s.pool.QueryRow(ctx, q, append([]any{id}, rows...)...).Scan(&n); err != nil {
+		return false, fmt.Errorf(what+": %w", id, err)
 	}
 	return n == 1, nil
 }
@@ -434,15 +441,7 @@ SELECT count(*) FROM p`
 // QueuePipelineRunPlaceholder queues the placeholder of a streamed answer
 // (memory.Repository); false if the run has one already or left RESPONDING.
 func (s *Store) QueuePipelineRunPlaceholder(ctx context.Context, id int64, msgs []domain.Message) (bool, error) {
-	rows, err := queueArgs(msgs)
-	if err != nil {
-		return false, fmt.Errorf("queue the placeholder of run %d: %w", id, err)
-	}
-	var n int
-	if err := s.pool.QueryRow(ctx, queuePlaceholder, append([]any{id}, rows...)...).Scan(&n); err != nil {
-		return false, fmt.Errorf("queue the placeholder of run %d: %w", id, err)
-	}
-	return n == 1, nil
+	return s.changeRunAndQueue(ctx, queuePlaceholder, id, msgs, "queue the placeholder of run %d")
 }
 
 // QueueOutboxMessages writes messages to the outbox that no state change causes
