@@ -126,8 +126,8 @@ func (s *Store) DeleteMemories(ctx context.Context, userID int64, ids []int64) (
 	return e, nil
 }
 
-// deleteMemoryChains erases memories for good. What goes (memory.Erased
-// and README "Memories" say the same to users):
+// deleteMemoryChains erases memories for good. What goes (memory.Erased,
+// and the bot's confirmation to the user, say the same):
 //
 //   - lsm_storage: every version of each memory's chain.
 //   - pipeline_runs: the runs the versions were summarised from (their
