@@ -112,15 +112,15 @@ func TestArchivistWithoutSupersedes(t *testing.T) {
 func TestForgetTopicIsStrict(t *testing.T) {
 	t.Parallel()
 	for text, want := range map[string]string{
-		"forget what I told you about Kyiv":                  "kyiv",
+		"forget what I told you about Kyiv":                    "kyiv",
 		"Please forget everything I've told you about my job.": "my job",
-		"Forget all that I said about the marathon!":          "the marathon",
-		"can you forget what I told you about Kyiv?":          "kyiv",
-		"забудь, что я говорил про Киев":                      "киев",
-		"Забудь всё, что я тебе рассказывала о работе":        "работе",
-		"забудьте, пожалуйста, что я говорила про мою собаку": "мою собаку",
-		"забудь, що я казав про Київ":                         "київ",
-		"Забудь, що я казала про роботу, будь ласка":          "роботу",
+		"Forget all that I said about the marathon!":           "the marathon",
+		"can you forget what I told you about Kyiv?":           "kyiv",
+		"забудь, что я говорил про Киев":                       "киев",
+		"Забудь всё, что я тебе рассказывала о работе":         "работе",
+		"забудьте, пожалуйста, что я говорила про мою собаку":  "мою собаку",
+		"забудь, що я казав про Київ":                          "київ",
+		"Забудь, що я казала про роботу, будь ласка":           "роботу",
 	} {
 		got, ok := memory.ForgetTopic(text)
 		require.True(t, ok, text)
