@@ -1,14 +1,19 @@
 package storage_test
 
 import (
+	"database/sql"
 	"html"
 	"testing"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql's driver, for goose
+	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
 	"switchboard/domain/memory"
+	"switchboard/migrations"
+	"switchboard/storage/storagetest"
 )
 
 const (
@@ -332,4 +337,35 @@ func TestForgetUserErasesMemoryVersionsAndRequests(t *testing.T) {
 	require.Empty(t, tablesHolding(t, f.ctx, f.st.Pool(), kyivMarker))
 	require.Zero(t, f.count(`SELECT count(*) FROM memory_requests`))
 	require.Zero(t, f.count(`SELECT count(*) FROM lsm_storage`))
+}
+
+// The migration that lets the archivist supersede changes its prompt
+// only where it is still the one shipped: an admin's own stays active;
+// down and up again leave the shipped one, then the new one, active.
+func TestMemoryVersionsMigrationKeepsAnAdminsArchivistPrompt(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	db, err := sql.Open("pgx", storagetest.NewDatabase(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true))
+	require.NoError(t, err)
+	active := func() string {
+		var s string
+		require.NoError(t, db.QueryRowContext(ctx, `SELECT version || ': ' || left(prompt_template, 26) || CASE WHEN strpos(prompt_template, '"supersedes"') > 0 THEN ' +supersedes' ELSE '' END
+FROM system_prompts WHERE role_name = 'archivist' AND is_active`).Scan(&s))
+		return s
+	}
+	_, err = p.Up(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "2: You summarise one exchange +supersedes", active())
+	_, err = p.Down(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "1: You summarise one exchange", active())
+	_, err = db.ExecContext(ctx, `UPDATE system_prompts SET is_active = false WHERE role_name = 'archivist';
+INSERT INTO system_prompts (role_name, prompt_template, version) VALUES ('archivist', 'An admin''s own archivist', 2)`)
+	require.NoError(t, err)
+	_, err = p.Up(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "2: An admin's own archivist", active())
 }
