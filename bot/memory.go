@@ -70,7 +70,10 @@ func (b *Bot) RegisterMemory(m Memory) {
 	u.registerMemories()
 }
 
-// text is intake: the message becomes a pipeline run. Once Submit succeeded
+// text is intake: the message becomes a pipeline run, unless a correction
+// of a memory waits for it or it asks to forget what the user told about
+// something (memories.go): those are answered here and never stored as a
+// chat message. Once Submit succeeded
 // the message is stored and will be answered, so a failure to show "typing"
 // or to queue the note is only logged: an error reply would invite a resend.
 // The note goes through the outbox, like the answers: a direct reply would

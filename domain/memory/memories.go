@@ -263,7 +263,7 @@ const maxTopicWords = 6
 func ForgetTopic(text string) (string, bool) {
 	t := strings.ToLower(strings.Join(strings.Fields(text), " "))
 	t = strings.ReplaceAll(t, "’", "'")
-	if t == "" || utf8.RuneCountInString(t) > 200 || strings.ContainsAny(text, "\n") {
+	if t == "" || utf8.RuneCountInString(t) > 200 || strings.Contains(text, "\n") {
 		return "", false
 	}
 	for _, p := range forgetPatterns {
@@ -307,7 +307,7 @@ func topicWords(topic string) []string {
 // stopWords are three-letter words too common to say what a memory is
 // about.
 var stopWords = map[string]bool{"the": true, "and": true, "моя": true, "мой": true, "мои": true, "мою": true, "моё": true, "мое": true,
-	"мій": true, "моє": true, "мої": true, "про": true, "our": true, "его": true, "её": true, "він": true, "она": true, "они": true}
+	"мій": true, "моє": true, "мої": true, "our": true, "его": true, "він": true, "она": true, "они": true}
 
 // stem drops the last two letters of a word longer than five, one of a
 // word of five: enough for the usual noun endings, not enough to make a

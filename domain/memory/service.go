@@ -477,7 +477,7 @@ func (s *Service) QueueNote(ctx context.Context, msgs []domain.Message) error {
 	return s.deps.Repo.QueueOutboxMessages(ctx, msgs)
 }
 
-// Memory returns what is remembered about the user, newest first.
+// Memory returns the user's current memories, newest first.
 func (s *Service) Memory(ctx context.Context, userID int64, limit int) ([]Summary, error) {
 	return s.deps.Repo.MemorySummaries(ctx, userID, limit)
 }
