@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -23,7 +22,15 @@ import (
 type Memory interface {
 	Submit(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.PipelineRun, int, error)
 	QueueNote(ctx context.Context, msgs []domain.Message) error
-	Memory(ctx context.Context, userID int64, limit int) ([]memory.Summary, error)
+	Memories(ctx context.Context, userID int64, page int) (memory.MemoryPage, error)
+	MemoryHistory(ctx context.Context, userID, id int64) ([]memory.Summary, error)
+	DeleteMemory(ctx context.Context, userID, id int64) (memory.Erased, bool, error)
+	AskCorrection(ctx context.Context, userID, id int64) (memory.Summary, bool, error)
+	CancelCorrection(ctx context.Context, userID, id int64) (bool, error)
+	TakeCorrection(ctx context.Context, userID int64, text string) (memory.Correction, error)
+	ForgetAbout(ctx context.Context, userID int64, topic string) (int64, []memory.Summary, error)
+	ConfirmForget(ctx context.Context, userID, requestID int64) (memory.Erased, bool, error)
+	KeepMemories(ctx context.Context, userID, requestID int64) (bool, error)
 	Forget(ctx context.Context, userID int64, known time.Time) (memory.Forgotten, error)
 	Held(ctx context.Context, userID int64) (memory.Held, error)
 	Prompt(ctx context.Context, role string) (memory.Prompt, error)
@@ -36,9 +43,6 @@ var (
 	_ memory.Typist   = Typist{}
 	_ memory.Drafts   = Drafts{}
 )
-
-// MemoryShown is how many summaries /memory lists, newest first.
-const MemoryShown = 20
 
 // Button actions of /forget; each carries the id of the user who asked, so
 // nobody else can press them, and the creation time of their users row in
@@ -64,9 +68,13 @@ func (b *Bot) RegisterMemory(m Memory) {
 	b.Handle(Command{Name: "prompt", Desc: "cmd.prompt", Section: SectionAdminSystem, Role: RoleAdmin, Handle: u.prompt})
 	b.HandleButton(actionForget, u.forgetConfirmed)
 	b.HandleButton(actionForgetCancel, u.forgetCancelled)
+	u.registerMemories()
 }
 
-// text is intake: the message becomes a pipeline run. Once Submit succeeded
+// text is intake: the message becomes a pipeline run, unless a correction
+// of a memory waits for it or it asks to forget what the user told about
+// something (memories.go): those are answered here and never stored as a
+// chat message. Once Submit succeeded
 // the message is stored and will be answered, so a failure to show "typing"
 // or to queue the note is only logged: an error reply would invite a resend.
 // The note goes through the outbox, like the answers: a direct reply would
@@ -74,6 +82,12 @@ func (b *Bot) RegisterMemory(m Memory) {
 // the chat (one message a second).
 func (u *memoryUI) text(r *Request) error {
 	msg := r.Message()
+	if handled, err := u.correction(r); handled || err != nil {
+		return err
+	}
+	if topic, ok := memory.ForgetTopic(msg.Text); ok {
+		return u.forgetAbout(r, topic)
+	}
 	run, ahead, err := u.m.Submit(r.Ctx, r.User.ID, msg.Chat.ID, msg.ID, msg.Text)
 	switch {
 	case errors.Is(err, memory.ErrEmptyQuery):
@@ -93,49 +107,6 @@ func (u *memoryUI) text(r *Request) error {
 		u.b.deps.Log.Debug("memory: typing not shown", "user", r.User.ID, "err", err)
 	}
 	return nil
-}
-
-// list is /memory.
-func (u *memoryUI) list(r *Request) error {
-	sums, err := u.m.Memory(r.Ctx, r.User.ID, MemoryShown)
-	if err != nil {
-		return err
-	}
-	if len(sums) == 0 {
-		return r.Reply(r.T("memory.empty"), nil)
-	}
-	var sb strings.Builder
-	sb.WriteString(r.T("memory.header"))
-	// One heading per week: a week's summaries come together, newest
-	// first, each with when it was remembered in the reader's zone.
-	slices.SortStableFunc(sums, func(a, b memory.Summary) int { return b.BucketStart.Compare(a.BucketStart) })
-	var week time.Time
-	for _, s := range sums {
-		sep := "\n\n"
-		if start := s.BucketStart.UTC(); !start.Equal(week) {
-			week = start
-			sb.WriteString("\n\n" + r.T("memory.week", locales.Data{"Week": locales.Date(r.Lang, start)}))
-			sep = "\n"
-		}
-		var tags []string
-		for _, t := range s.Tags {
-			if t = oneLine(t); t != "" {
-				tags = append(tags, t)
-			}
-		}
-		data := locales.Data{
-			"Time":    r.Time(s.CreatedAt),
-			"Tags":    strings.Join(tags, ", "),
-			"Summary": strings.TrimSpace(s.Summary),
-		}
-		key := "memory.item"
-		if len(tags) > 0 {
-			key = "memory.item_tagged"
-		}
-		sb.WriteString(sep + r.T(key, data))
-	}
-	sb.WriteString("\n\n" + r.T("memory.footer"))
-	return r.Reply(sb.String(), nil)
 }
 
 // forget asks to confirm, listing only what applies to the user: what

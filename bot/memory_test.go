@@ -410,21 +410,19 @@ func TestMemoryListAndForget(t *testing.T) {
 	env.srv.WaitChatAction(t, 42, "typing")
 	insertSummary(t, env.st, 42, "2025-03-03T00:00:00Z", []string{"go", "career"}, "Wants to move from <PHP> & Perl to Go.")
 	insertSummary(t, env.st, 42, "2025-03-10T00:00:00Z", []string{}, "Asked about\ngenerics.")
-	// A third summary of the first week: one heading per week, and each
-	// summary says when it was remembered, in the reader's zone.
+	// Each summary says when it was remembered, in the reader's zone.
 	insertSummary(t, env.st, 42, "2025-03-10T00:00:00Z", []string{"go"}, "Likes channels.")
 	_, err := env.st.Pool().Exec(context.Background(), `UPDATE lsm_storage SET created_at = '2025-03-12T09:30:00Z'`)
 	require.NoError(t, err)
 	list := env.ask(t, ann, "/memory")
-	require.Equal(t, "What I remember about you, newest first:\n\n"+
-		"Week of 10 Mar 2025\n12 Mar 2025, 09:30 (UTC) · go\nLikes channels.\n\n12 Mar 2025, 09:30 (UTC)\nAsked about\ngenerics.\n\n"+
-		"Week of 3 Mar 2025\n12 Mar 2025, 09:30 (UTC) · go, career\nWants to move from <PHP> & Perl to Go.\n\n"+
-		"To delete all of it, together with your messages and my answers, send /forget.", list.Text)
+	require.Equal(t, "What I remember about you, newest first (1–3 of 3):\n\n"+
+		"1. 12 Mar 2025, 09:30 (UTC) · go\nLikes channels.\n\n2. 12 Mar 2025, 09:30 (UTC)\nAsked about\ngenerics.\n\n"+
+		"3. 12 Mar 2025, 09:30 (UTC) · go, career\nWants to move from <PHP> & Perl to Go.\n\n"+
+		"Delete or correct a memory with the buttons of its number. You can also write “forget what I told you about …”; /forget deletes everything.", list.Text)
 	// In Russian, on Moscow time until another zone is chosen.
 	require.NoError(t, env.st.SetUserLanguage(context.Background(), 42, "ru"))
 	list = env.ask(t, ann, "/memory")
-	require.Contains(t, list.Text, "Неделя с 10 мар. 2025\n12 мар. 2025, 12:30 (Москва) · go\nLikes channels.", list.Text)
-	require.Equal(t, 2, strings.Count(list.Text, "Неделя с"), "one heading per week")
+	require.Contains(t, list.Text, "1. 12 мар. 2025, 12:30 (Москва) · go\nLikes channels.", list.Text)
 	require.NoError(t, env.st.SetUserLanguage(context.Background(), 42, "en"))
 	_, err = env.st.Pool().Exec(context.Background(), `DELETE FROM lsm_storage WHERE summary = 'Likes channels.'`)
 	require.NoError(t, err)
@@ -568,7 +566,7 @@ func TestPromptShowAndSet(t *testing.T) {
 	env.srv.WaitFor(t, 5*time.Second, func() bool { return lines() == 600 })
 	msgs := botMessagesAfter(env.srv.Messages(admin.ID()), sent.MessageID)
 	require.Greater(t, len(msgs), 1)
-	require.True(t, strings.HasPrefix(msgs[0].Text, "archivist, version 2, updated "))
+	require.True(t, strings.HasPrefix(msgs[0].Text, "archivist, version 3, updated "), "version 2 is the one that supersedes")
 	for _, m := range msgs {
 		require.LessOrEqual(t, len([]rune(m.Text)), bot.MaxMessageLen)
 		last := m.Entities[len(m.Entities)-1]
@@ -594,7 +592,7 @@ func TestMemoryListWithLongItalicArrivesWhole(t *testing.T) {
 	insertSummary(t, env.st, 42, "2025-03-03T00:00:00Z", tags, "Wants <b>all</b> of it.")
 
 	sent := ann.SendText(ann.ID(), "/memory")
-	const footer = "To delete all of it, together with your messages and my answers, send /forget."
+	const footer = "Delete or correct a memory with the buttons of its number. You can also write “forget what I told you about …”; /forget deletes everything."
 	var parts []tgfake.BotMessage
 	// The parts go out in order and the first refused one ends the reply
 	// with an error message, so the footer arriving means all were accepted.
@@ -610,12 +608,13 @@ func TestMemoryListWithLongItalicArrivesWhole(t *testing.T) {
 		texts = append(texts, m.Text)
 	}
 	require.Len(t, texts, 3, "the header alone, then the line with the <i> cut in two")
-	require.Equal(t, "What I remember about you, newest first:\n\nWeek of 3 Mar 2025", texts[0])
-	when := regexp.MustCompile(`^\d+ \w+( \d{4})?, \d\d:\d\d \(UTC\) · `).FindString(texts[1])
+	require.Equal(t, "What I remember about you, newest first (1–1 of 1):", texts[0])
+	when := regexp.MustCompile(`^1\. \d+ \w+( \d{4})?, \d\d:\d\d \(UTC\) · `).FindString(texts[1])
 	require.NotEmpty(t, when, texts[1])
 	require.True(t, strings.HasPrefix(texts[1], when+"r&d-000, r&d-001, "), texts[1])
-	requireInOrder(t, "What I remember about you, newest first:\n\nWeek of 3 Mar 2025\n"+when+joined+
+	requireInOrder(t, "What I remember about you, newest first (1–1 of 1):\n\n"+when+joined+
 		"\nWants <b>all</b> of it.\n\n"+footer, texts)
+	require.Len(t, parts[2].ReplyMarkup.Buttons(), 2, "the buttons under the last part: Delete and Correct")
 
 	// Both halves of the tags are in italics: the <i> was closed at the
 	// end of the second part and reopened at the start of the third.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,7 +18,9 @@ import (
 // What /forget does to each table (README "Forgetting a user" says the same
 // to users):
 //
-//   - pipeline_runs, raw_logs, lsm_storage: the user's rows deleted.
+//   - pipeline_runs, raw_logs, lsm_storage (current and superseded
+//     memories), memory_requests (a correction or a confirmation waiting):
+//     the user's rows deleted.
 //   - users: deleted (the user may /start again), unless their master record
 //     is kept (below): then the row stays as its anchor, with username,
 //     first name, both languages and the profile erased and created_at
@@ -106,6 +109,7 @@ WHERE m.author_id = $1 AND EXISTS (SELECT 1 FROM analysis_proposal_sources s
 		{"group messages", `DELETE FROM group_messages WHERE author_id = $1`, &f.GroupMessages},
 		{"runs", `DELETE FROM pipeline_runs WHERE user_id = $1`, &f.Runs},
 		{"raw logs", `DELETE FROM raw_logs WHERE user_id = $1`, &f.Logs},
+		{"memory requests", `DELETE FROM memory_requests WHERE user_id = $1`, nil},
 		{"summaries", `DELETE FROM lsm_storage WHERE user_id = $1`, &f.Summaries},
 		{"cover letters", `DELETE FROM cover_letters WHERE user_id = $1`, nil},
 		{"matches", `DELETE FROM vacancy_matches WHERE user_id = $1`, &f.Matches},
@@ -202,7 +206,7 @@ func scrubCopies(ctx context.Context, tx pgx.Tx, userID int64) error {
 	if err := scrubProposals(ctx, tx, userID, c); err != nil {
 		return err
 	}
-	return scrubOutbox(ctx, tx, userID, c)
+	return scrubOutbox(ctx, tx, `chat_id <> $1`, userID, c)
 }
 
 // copies are the texts looked for, the longest first so that a text that
@@ -211,24 +215,31 @@ type copies struct {
 	texts, patterns []string
 }
 
-// copiesOf reads the user's group messages long enough to count as a copy,
-// each as written and HTML-escaped.
+// copiesOf reads the user's group messages long enough to count as a copy.
 func copiesOf(ctx context.Context, tx pgx.Tx, userID int64) (copies, error) {
-	var c copies
 	texts, err := queryAll(ctx, tx, pgx.RowTo[string], `SELECT DISTINCT btrim(text) FROM group_messages
 WHERE author_id = $1 AND char_length(btrim(text)) >= $2`, userID, minCopy)
 	if err != nil {
-		return c, fmt.Errorf("texts of group messages: %w", err)
+		return copies{}, fmt.Errorf("texts of group messages: %w", err)
 	}
+	return newCopies(texts), nil
+}
+
+// newCopies are the texts (trimmed, at least minCopy characters) to look
+// for, each as written and HTML-escaped.
+func newCopies(texts []string) copies {
+	var c copies
 	for _, t := range texts {
-		c.texts = append(c.texts, t, html.EscapeString(t))
+		if t = strings.TrimSpace(t); utf8.RuneCountInString(t) >= minCopy {
+			c.texts = append(c.texts, t, html.EscapeString(t))
+		}
 	}
 	slices.SortFunc(c.texts, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
 	c.texts = slices.Compact(c.texts)
 	for _, t := range c.texts {
 		c.patterns = append(c.patterns, "%"+likeEscaper.Replace(t)+"%")
 	}
-	return c, nil
+	return c
 }
 
 // scrub replaces every copy in s with deletedCopy.
@@ -272,15 +283,16 @@ FOR UPDATE OF p`, userID, c.patterns)
 	return nil
 }
 
-// scrubOutbox scrubs the copies out of other chats' outbox rows, text and
-// last error.
-func scrubOutbox(ctx context.Context, tx pgx.Tx, userID int64, c copies) error {
+// scrubOutbox scrubs the copies out of the outbox rows that chats (a
+// condition on chat_id = $1: other chats' rows, or the user's own) picks,
+// text and last error.
+func scrubOutbox(ctx context.Context, tx pgx.Tx, chats string, userID int64, c copies) error {
 	type row struct {
 		id              int64
 		text, lastError string
 	}
 	rows, err := tx.Query(ctx, `SELECT id, COALESCE(body->>'text', ''), last_error FROM outbox
-WHERE chat_id <> $1 AND (body->>'text' LIKE ANY ($2) OR last_error LIKE ANY ($2))
+WHERE `+chats+` AND (body->>'text' LIKE ANY ($2) OR last_error LIKE ANY ($2))
 FOR UPDATE`, userID, c.patterns)
 	if err != nil {
 		return fmt.Errorf("outbox copies: %w", err)

@@ -127,7 +127,8 @@ func heldBy(lease time.Duration) *int64 {
 // run of its user is closed or failed, which keeps one user's runs in
 // order. The recall is read by the same statement, as JSON arrays: the
 // user's raw logs from before the run (not its own query, nor the messages
-// the user sent after it, queued behind it) and their latest summaries.
+// the user sent after it, queued behind it) and their latest current
+// summaries (none a later one superseded).
 func (s *Store) CapturePipelineRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
 	var rc memory.Recall
 	var logs, sums []byte
@@ -149,7 +150,8 @@ SELECT `+runColumns+`,
         WHERE user_id = r.user_id AND COALESCE((log_data->>'run_id')::bigint, 0) < r.id
         ORDER BY id DESC LIMIT $5) l),
     (SELECT COALESCE(json_agg(m ORDER BY m.id DESC), '[]') FROM (
-        SELECT `+summaryColumns+` FROM lsm_storage WHERE user_id = r.user_id ORDER BY id DESC LIMIT $6) m)
+        SELECT `+summaryColumns+` FROM lsm_storage WHERE user_id = r.user_id AND invalid_at IS NULL
+        ORDER BY id DESC LIMIT $6) m)
 FROM r`, id, from, to, lease.Milliseconds(), size.Logs, size.Summaries)
 	r, err := scanRun(row, &logs, &sums)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -378,11 +380,13 @@ func (s *Store) changeRunAndQueue(ctx context.Context, q string, id int64, msgs 
 // claim (archiving is the run's last write) and finds the user's next NEW
 // run, so that the worker can start it without another round trip. Only a
 // run whose answer is queued (delivered_at) is archived: the next run's
-// answer is then queued after it.
+// answer is then queued after it. The same statement supersedes the
+// memories the summary replaces (sum.Supersedes), only those of the run's
+// user that are still current.
 func (s *Store) ArchivePipelineRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
 	var bucketStart, bucketEnd *time.Time
 	var text *string
-	tags, sources := []string{}, []int64{}
+	tags, sources, replaced := []string{}, []int64{}, []int64{}
 	if sum != nil {
 		bucketStart, bucketEnd, text = &sum.BucketStart, &sum.BucketEnd, &sum.Summary
 		if sum.Tags != nil {
@@ -390,6 +394,9 @@ func (s *Store) ArchivePipelineRun(ctx context.Context, id int64, sum *memory.Su
 		}
 		if sum.SourceRunIDs != nil {
 			sources = sum.SourceRunIDs
+		}
+		if sum.Supersedes != nil {
+			replaced = sum.Supersedes
 		}
 	}
 	var next memory.Ref
@@ -403,10 +410,15 @@ WITH a AS (
 ), summary AS (
     INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, tags, summary, source_run_ids)
     SELECT a.user_id, $2, $3, $4, $5, $6 FROM a WHERE $5::text IS NOT NULL
+    RETURNING id, user_id
+), superseded AS (
+    UPDATE lsm_storage m SET invalid_at = now(), superseded_by = summary.id
+    FROM summary
+    WHERE m.user_id = summary.user_id AND m.id = ANY ($7::bigint[]) AND m.invalid_at IS NULL AND m.id <> summary.id
 )
 SELECT a.user_id, (SELECT p.id FROM pipeline_runs p
     WHERE p.user_id = a.user_id AND p.closed_at IS NULL AND p.status = 'NEW' ORDER BY p.id LIMIT 1)
-FROM a`, id, bucketStart, bucketEnd, tags, text, sources).Scan(&next.UserID, &nextID)
+FROM a`, id, bucketStart, bucketEnd, tags, text, sources, replaced).Scan(&next.UserID, &nextID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.Ref{}, false, nil
 	}

@@ -36,6 +36,11 @@
 // the capture of NEW waits until every earlier run of that user is archived
 // or failed.
 //
+// Memories (memories.go): a summary is current until a later one
+// supersedes it (the archivist's, when an exchange contradicts it, or the
+// user's correction); superseded ones are history, never read for
+// answers. The user pages, deletes, corrects and forgets them.
+//
 // Storage: Repository (service.go) is PipelineStore and OrchestratorStore
 // (storage/pipeline_runs.go), SummaryStore (storage/memories.go),
 // PromptStore (storage/prompts.go) and UserStore (storage/forget.go).

@@ -40,10 +40,13 @@ func words(list []string, max int) []string {
 	return out
 }
 
-// archiveNote is the archivist's validated JSON.
+// archiveNote is the archivist's validated JSON. Supersedes names the
+// remembered memories the exchange contradicts; an archivist prompt of
+// before it (an admin's own) leaves it out.
 type archiveNote struct {
-	Summary string   `json:"summary"`
-	Tags    []string `json:"tags"`
+	Summary    string   `json:"summary"`
+	Tags       []string `json:"tags"`
+	Supersedes []int64  `json:"supersedes,omitempty"`
 }
 
 func (n *archiveNote) Validate() error {
@@ -295,7 +298,7 @@ func (s *Service) analyze(ctx context.Context, r PipelineRun, rc Recall) (Pipeli
 		if err != nil {
 			return Change{}, err
 		}
-		sums := rc.Summaries
+		sums := current(rc.Summaries)
 		var sb strings.Builder
 		sb.WriteString("## New message\n" + r.Query + "\n\n## Summaries of earlier conversations\n")
 		if len(sums) == 0 {
@@ -485,13 +488,28 @@ func (s *Service) release(ctx context.Context, id int64) {
 // for lsm_storage, or nil when the archivist cannot summarise it (or ctx
 // ended); the run is then archived without a summary rather than block the
 // user's next run for ever.
+//
+// The archivist is shown the user's current memories the run recalled
+// (the analyzer's, read again now: a user's runs go one after another, so
+// nothing was archived since, and a memory deleted meanwhile is not
+// offered) with their ids, and may name those the exchange contradicts;
+// only ids it was shown are kept. Archiving supersedes them.
 func (s *Service) summarise(ctx context.Context, r PipelineRun) *Summary {
 	start := s.deps.Clock.Now()
 	defer func() { s.m.stage.WithLabelValues("archivist").Observe(s.deps.Clock.Since(start).Seconds()) }()
 	sys, err := s.prompt(ctx, "archivist")
 	var note archiveNote
+	var known []Summary
 	if err == nil {
-		prompt := "## The user wrote\n" + r.Query + "\n\n## The mentor answered\n" + r.FinalAnswer + "\n"
+		if known, err = s.deps.Repo.MemorySummaries(ctx, r.UserID, analyzerSummaries); err != nil && ctx.Err() == nil {
+			// Summarise without offering any: the memory is kept, only a
+			// contradiction goes unnoticed this time.
+			s.log.Warn("archivist: current memories not read; none offered", "run", r.ID, "err", err)
+			known, err = nil, nil
+		}
+	}
+	if err == nil {
+		prompt := "## The user wrote\n" + r.Query + "\n\n## The mentor answered\n" + r.FinalAnswer + "\n" + rememberedNow(current(known))
 		_, err = s.call(ctx, Call{Label: "memory_archivist", System: sys, Prompt: prompt}, &note)
 	}
 	switch {
@@ -503,7 +521,31 @@ func (s *Service) summarise(ctx context.Context, r PipelineRun) *Summary {
 		return nil
 	}
 	bs, be := isoWeek(r.CreatedAt)
-	return &Summary{BucketStart: bs, BucketEnd: be, Tags: note.Tags, Summary: note.Summary, SourceRunIDs: []int64{r.ID}}
+	sup := offered(note.Supersedes, known)
+	if len(sup) < len(note.Supersedes) {
+		s.log.Warn("archivist named memories it was not shown; ignored", "run", r.ID,
+			"named", note.Supersedes, "kept", sup)
+	}
+	return &Summary{BucketStart: bs, BucketEnd: be, Tags: note.Tags, Summary: note.Summary, SourceRunIDs: []int64{r.ID},
+		Supersedes: sup}
+}
+
+// rememberedNow is the archivist's list of the user's current memories,
+// each with the id it may name in supersedes.
+func rememberedNow(known []Summary) string {
+	var sb strings.Builder
+	sb.WriteString("\n## Remembered about the user now (id: memory)\n")
+	if len(known) == 0 {
+		sb.WriteString("(nothing yet)\n")
+	}
+	for _, m := range known {
+		fmt.Fprintf(&sb, "- %d: ", m.ID)
+		if len(m.Tags) > 0 {
+			sb.WriteString("[" + strings.Join(m.Tags, ", ") + "] ")
+		}
+		sb.WriteString(m.Summary + "\n")
+	}
+	return sb.String()
 }
 
 // call makes an LLM call under the document's error table: invalid JSON is
@@ -581,6 +623,7 @@ func writeSummaries(sb *strings.Builder, sums []Summary) {
 // focus picks the summaries the analysis points at: those matching a search
 // keyword, else (when context is needed) the most recent few.
 func focus(sums []Summary, a *Analysis) []Summary {
+	sums = current(sums)
 	if a == nil || a.NeedsContext == nil || !*a.NeedsContext || len(sums) == 0 {
 		return nil
 	}

@@ -55,7 +55,7 @@ type Change struct {
 	Placeholder bool
 }
 
-// Summary is one lsm_storage record.
+// Summary is one lsm_storage record: a memory.
 type Summary struct {
 	ID           int64
 	BucketStart  time.Time
@@ -64,7 +64,18 @@ type Summary struct {
 	Summary      string
 	SourceRunIDs []int64
 	CreatedAt    time.Time
+	// InvalidAt is when a later memory (SupersededBy) replaced this one;
+	// zero while it is current, the only state answers read.
+	InvalidAt    time.Time
+	SupersededBy int64
+	// Supersedes are the memories this one replaced: read from storage
+	// for a page of /memory; given to ArchivePipelineRun, the user's
+	// current ones the archivist said the exchange contradicts.
+	Supersedes []int64
 }
+
+// Current says whether the memory is still true (not superseded).
+func (m Summary) Current() bool { return m.InvalidAt.IsZero() }
 
 // LogEntry is one raw_logs record: a query or an answer.
 type LogEntry struct {
@@ -225,10 +236,49 @@ type OrchestratorStore interface {
 	PipelineBacklog(ctx context.Context) (int, error)
 }
 
-// SummaryStore is the long-term memory /memory shows (service.go);
-// storage/memories.go implements it.
+// SummaryStore is the long-term memory: what the archivist is offered,
+// and what the user sees, corrects and deletes (memories.go);
+// storage/memories.go implements it. Every method acts on the user's own
+// memories only: an id of anyone else's is as good as absent.
 type SummaryStore interface {
+	// MemorySummaries lists the user's current memories, newest first.
 	MemorySummaries(ctx context.Context, userID int64, limit int) ([]Summary, error)
+	// MemoryPage is a page of the user's current memories, newest first,
+	// each with the ids it superseded, and how many current ones there are.
+	MemoryPage(ctx context.Context, userID int64, offset, limit int) ([]Summary, int, error)
+	// MemoryVersions lists the user's memories, current and superseded,
+	// newest first.
+	MemoryVersions(ctx context.Context, userID int64, limit int) ([]Summary, error)
+	// MemoryHistory is the version chain of one of the user's memories:
+	// the current version and every one it replaced, newest first; empty
+	// if there is no such memory of theirs.
+	MemoryHistory(ctx context.Context, userID, id int64) ([]Summary, error)
+	// DeleteMemories deletes the whole version chain of each of the
+	// user's memories named and every copy of their text (see Erased).
+	DeleteMemories(ctx context.Context, userID int64, ids []int64) (Erased, error)
+	// AskMemoryCorrection records that the user's next text corrects the
+	// memory (replacing any correction waiting), until ttl passes; false
+	// if it is not one of their current memories.
+	AskMemoryCorrection(ctx context.Context, userID, id int64, ttl time.Duration) (Summary, bool, error)
+	// CancelMemoryCorrection drops the correction of that memory waiting;
+	// false if none was.
+	CancelMemoryCorrection(ctx context.Context, userID, id int64) (bool, error)
+	// MemoryCorrectionWaiting says whether a correction waits for the
+	// user's text (expired ones do not).
+	MemoryCorrectionWaiting(ctx context.Context, userID int64) (bool, error)
+	// TakeMemoryCorrection consumes the correction waiting, if any, and
+	// saves fix as the new current version of its memory, the old one
+	// superseded, in one transaction.
+	TakeMemoryCorrection(ctx context.Context, userID int64, fix Summary) (Correction, error)
+	// AskForgetMemories records the memories a "forget what I told you
+	// about X" found, for the confirmation's button, until ttl passes.
+	AskForgetMemories(ctx context.Context, userID int64, ids []int64, ttl time.Duration) (int64, error)
+	// ForgetMemories consumes that request and deletes its memories as
+	// DeleteMemories does, in one transaction; false if it is gone or
+	// expired.
+	ForgetMemories(ctx context.Context, userID, requestID int64) (Erased, bool, error)
+	// DropForgetRequest drops the request unanswered; false if it is gone.
+	DropForgetRequest(ctx context.Context, userID, requestID int64) (bool, error)
 }
 
 // PromptStore is the system prompts (service.go, pipeline.go);
@@ -453,7 +503,7 @@ func (s *Service) QueueNote(ctx context.Context, msgs []domain.Message) error {
 	return s.deps.Repo.QueueOutboxMessages(ctx, msgs)
 }
 
-// Memory returns what is remembered about the user, newest first.
+// Memory returns the user's current memories, newest first.
 func (s *Service) Memory(ctx context.Context, userID int64, limit int) ([]Summary, error) {
 	return s.deps.Repo.MemorySummaries(ctx, userID, limit)
 }

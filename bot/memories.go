@@ -1,0 +1,349 @@
+package bot
+
+import (
+	"errors"
+	"strings"
+
+	tele "gopkg.in/telebot.v3"
+
+	"switchboard/domain"
+	"switchboard/domain/memory"
+	"switchboard/locales"
+)
+
+// The memories a user sees and corrects: /memory's pages, a button row
+// per memory (Delete, Correct, History), the correction's text, and
+// "forget what I told you about X" (domain/memory/memories.go).
+//
+// Every button carries the id of the user who may press it; the memory or
+// request it names is looked up as that user's, so a forged id finds
+// nothing, and a press on a memory gone or changed since gets the stale
+// alert.
+var (
+	actionMemoryPage          = RegisterAction("mp", 2)  // user, page
+	actionMemoryDelete        = RegisterAction("md", 3)  // user, memory, page: asks
+	actionMemoryDeleteYes     = RegisterAction("my", 3)  // user, memory, page: deletes
+	actionMemoryCorrect       = RegisterAction("mr", 2)  // user, memory
+	actionMemoryCorrectCancel = RegisterAction("mx", 2)  // user, memory
+	actionMemoryHistory       = RegisterAction("mh", 3)  // user, memory, page
+	actionMemoryForgetYes     = RegisterAction("mfy", 2) // user, request
+	actionMemoryForgetKeep    = RegisterAction("mfk", 2) // user, request
+)
+
+func (u *memoryUI) registerMemories() {
+	own := func(h func(r *Request, cb Callback) error) CallbackHandler {
+		return func(r *Request, cb Callback) error {
+			if cb.IDs[0] != r.User.ID {
+				return r.Forbidden()
+			}
+			return h(r, cb)
+		}
+	}
+	u.b.HandleButton(actionMemoryPage, own(u.pagePressed))
+	u.b.HandleButton(actionMemoryDelete, own(u.deleteAsked))
+	u.b.HandleButton(actionMemoryDeleteYes, own(u.deleteConfirmed))
+	u.b.HandleButton(actionMemoryCorrect, own(u.correctPressed))
+	u.b.HandleButton(actionMemoryCorrectCancel, own(u.correctCancelled))
+	u.b.HandleButton(actionMemoryHistory, own(u.historyPressed))
+	u.b.HandleButton(actionMemoryForgetYes, own(u.forgetAboutConfirmed))
+	u.b.HandleButton(actionMemoryForgetKeep, own(u.forgetAboutKept))
+}
+
+// list is /memory: the first page.
+func (u *memoryUI) list(r *Request) error {
+	text, kb, err := u.page(r, 0)
+	if err != nil {
+		return err
+	}
+	return r.Reply(text, kb)
+}
+
+// page renders page p of the reader's current memories: a numbered item
+// each (numbers count across pages), a row of buttons each, and ‹ › to
+// turn pages; no buttons when there is nothing.
+func (u *memoryUI) page(r *Request, p int) (string, *tele.ReplyMarkup, error) {
+	pg, err := u.m.Memories(r.Ctx, r.User.ID, p)
+	if err != nil {
+		return "", nil, err
+	}
+	if pg.Total == 0 {
+		return r.T("memory.empty"), nil, nil
+	}
+	first := pg.Page*memory.MemoriesPerPage + 1
+	lines := []string{r.T("memories.header", locales.Data{
+		"From": first, "To": first + len(pg.Items) - 1, "Total": pg.Total,
+	})}
+	var rows [][]tele.InlineButton
+	for i, m := range pg.Items {
+		n := first + i
+		lines = append(lines, memoryItem(r, n, m))
+		row := make([]tele.InlineButton, 0, 3)
+		for _, b := range []struct {
+			key string
+			a   Action
+			ids []int64
+			on  bool
+		}{
+			{"memories.button_delete", actionMemoryDelete, []int64{r.User.ID, m.ID, int64(pg.Page)}, true},
+			{"memories.button_correct", actionMemoryCorrect, []int64{r.User.ID, m.ID}, true},
+			{"memories.button_history", actionMemoryHistory, []int64{r.User.ID, m.ID, int64(pg.Page)}, len(m.Supersedes) > 0},
+		} {
+			if !b.on {
+				continue
+			}
+			data, err := Encode(b.a, b.ids...)
+			if err != nil {
+				return "", nil, err
+			}
+			row = append(row, tele.InlineButton{Text: r.T(b.key, locales.Data{"N": n}), Data: data})
+		}
+		rows = append(rows, row)
+	}
+	var nav []tele.InlineButton
+	for _, to := range []struct {
+		label string
+		page  int
+		on    bool
+	}{{"‹", pg.Page - 1, pg.Page > 0}, {"›", pg.Page + 1, pg.Page < pg.Pages-1}} {
+		if !to.on {
+			continue
+		}
+		data, err := Encode(actionMemoryPage, r.User.ID, int64(to.page))
+		if err != nil {
+			return "", nil, err
+		}
+		nav = append(nav, tele.InlineButton{Text: to.label, Data: data})
+	}
+	if len(nav) > 0 {
+		rows = append(rows, nav)
+	}
+	lines = append(lines, r.T("memories.footer"))
+	return strings.Join(lines, "\n\n"), &tele.ReplyMarkup{InlineKeyboard: rows}, nil
+}
+
+// memoryItem is one memory in a list: its number, when it was remembered
+// (in the reader's zone), its tags and its text.
+func memoryItem(r *Request, n int, m memory.Summary) string {
+	var tags []string
+	for _, t := range m.Tags {
+		if t = oneLine(t); t != "" {
+			tags = append(tags, t)
+		}
+	}
+	data := locales.Data{"N": n, "Time": r.Time(m.CreatedAt), "Tags": strings.Join(tags, ", "), "Summary": strings.TrimSpace(m.Summary)}
+	if len(tags) > 0 {
+		return r.T("memories.item_tagged", data)
+	}
+	return r.T("memories.item", data)
+}
+
+// pageIn is the page a button carries, within what a page number can be.
+func pageIn(cb Callback, i int) int { return int(min(cb.IDs[i], 1<<20)) }
+
+func (u *memoryUI) pagePressed(r *Request, cb Callback) error {
+	text, kb, err := u.page(r, pageIn(cb, 1))
+	if err != nil {
+		return err
+	}
+	u.b.editPressed(r, text, kb)
+	return r.Respond()
+}
+
+// deleteAsked turns the page into the confirmation, which says what goes.
+func (u *memoryUI) deleteAsked(r *Request, cb Callback) error {
+	chain, err := u.m.MemoryHistory(r.Ctx, r.User.ID, cb.IDs[1])
+	if errors.Is(err, domain.ErrNotFound) {
+		return r.Alert("memories.stale")
+	}
+	if err != nil {
+		return err
+	}
+	var m memory.Summary
+	for _, v := range chain {
+		if v.ID == cb.IDs[1] {
+			m = v
+		}
+	}
+	if !m.Current() {
+		return r.Alert("memories.stale") // superseded since the page was shown
+	}
+	yes, err := Encode(actionMemoryDeleteYes, cb.IDs...)
+	if err != nil {
+		return err
+	}
+	back, err := Encode(actionMemoryPage, r.User.ID, cb.IDs[2])
+	if err != nil {
+		return err
+	}
+	text := r.T("memories.delete_confirm", locales.Data{"Summary": strings.TrimSpace(m.Summary)})
+	if len(chain) > 1 {
+		text += "\n\n" + r.T("memories.delete_versions", locales.Data{"N": len(chain) - 1})
+	}
+	text += "\n\n" + r.T("memories.delete_what")
+	u.b.editPressed(r, text, &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
+		{Text: r.T("memories.delete_yes"), Data: yes}, {Text: r.T("memories.delete_no"), Data: back},
+	}}})
+	return r.Respond()
+}
+
+// deleteConfirmed deletes the memory and shows the page again, what was
+// deleted said above it.
+func (u *memoryUI) deleteConfirmed(r *Request, cb Callback) error {
+	e, ok, err := u.m.DeleteMemory(r.Ctx, r.User.ID, cb.IDs[1])
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return r.Alert("memories.stale")
+	}
+	u.b.deps.Log.Info("memory deleted", "user", r.User.ID, "versions", e.Memories, "runs", e.Runs, "logs", e.Logs, "messages", e.Messages)
+	text, kb, err := u.page(r, pageIn(cb, 2))
+	if err != nil {
+		return err
+	}
+	u.b.editPressed(r, r.T("memories.deleted", locales.Data{"Versions": e.Memories, "Runs": e.Runs})+"\n\n"+text, kb)
+	return r.Respond()
+}
+
+// correctPressed asks for the corrected text in a message of its own,
+// with Cancel; the user's next private text is taken as it (correction).
+func (u *memoryUI) correctPressed(r *Request, cb Callback) error {
+	m, ok, err := u.m.AskCorrection(r.Ctx, r.User.ID, cb.IDs[1])
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return r.Alert("memories.stale")
+	}
+	cancel, err := Encode(actionMemoryCorrectCancel, r.User.ID, m.ID)
+	if err != nil {
+		return err
+	}
+	if err := r.Reply(r.T("memories.correct_ask", locales.Data{"Summary": strings.TrimSpace(m.Summary), "Max": memory.MaxMemory}),
+		&tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{{Text: r.T("memories.correct_cancel"), Data: cancel}}}}); err != nil {
+		return err
+	}
+	return r.Respond()
+}
+
+func (u *memoryUI) correctCancelled(r *Request, cb Callback) error {
+	ok, err := u.m.CancelCorrection(r.Ctx, r.User.ID, cb.IDs[1])
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return r.Alert("memories.correct_stale")
+	}
+	u.b.editPressed(r, r.T("memories.correct_cancelled"), nil)
+	return r.Respond()
+}
+
+// correction takes a private text as the correction waiting for it, if
+// one does; handled is false for a text that goes on to the chat.
+func (u *memoryUI) correction(r *Request) (bool, error) {
+	c, err := u.m.TakeCorrection(r.Ctx, r.User.ID, r.Message().Text)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return true, r.Reply(r.InputText(ie, ""), nil)
+	}
+	if err != nil {
+		return false, err
+	}
+	switch c.Outcome {
+	case memory.CorrectionSaved:
+		u.b.deps.Log.Info("memory corrected", "user", r.User.ID, "memory", c.New.ID)
+		return true, r.Reply(r.T("memories.corrected", locales.Data{"Summary": c.New.Summary}), nil)
+	case memory.CorrectionGone:
+		return true, r.Reply(r.T("memories.correct_gone"), nil)
+	}
+	return false, nil
+}
+
+// historyPressed shows the memory's versions, newest first, with the time
+// each was true, and a button back to the page.
+func (u *memoryUI) historyPressed(r *Request, cb Callback) error {
+	chain, err := u.m.MemoryHistory(r.Ctx, r.User.ID, cb.IDs[1])
+	if errors.Is(err, domain.ErrNotFound) {
+		return r.Alert("memories.stale")
+	}
+	if err != nil {
+		return err
+	}
+	lines := []string{r.T("memories.history_header")}
+	for _, v := range chain {
+		if v.Current() {
+			lines = append(lines, r.T("memories.version_current", locales.Data{"Since": r.Time(v.CreatedAt), "Summary": v.Summary}))
+			continue
+		}
+		lines = append(lines, r.T("memories.version_old", locales.Data{
+			"From": r.Time(v.CreatedAt), "Until": r.Time(v.InvalidAt), "Summary": v.Summary,
+		}))
+	}
+	back, err := Encode(actionMemoryPage, r.User.ID, cb.IDs[2])
+	if err != nil {
+		return err
+	}
+	u.b.editPressed(r, strings.Join(lines, "\n\n"), &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
+		{Text: r.T("memories.back"), Data: back},
+	}}})
+	return r.Respond()
+}
+
+// forgetAbout answers "forget what I told you about X": the memories that
+// match, current and superseded, and what deleting them erases, with
+// Delete N and Keep; or that none matched. X itself is not repeated: the
+// message would keep a copy of what the user wants forgotten.
+func (u *memoryUI) forgetAbout(r *Request, topic string) error {
+	req, found, err := u.m.ForgetAbout(r.Ctx, r.User.ID, topic)
+	if err != nil {
+		return err
+	}
+	if len(found) == 0 {
+		return r.Reply(r.T("memories.about_none"), nil)
+	}
+	yes, err := Encode(actionMemoryForgetYes, r.User.ID, req)
+	if err != nil {
+		return err
+	}
+	keep, err := Encode(actionMemoryForgetKeep, r.User.ID, req)
+	if err != nil {
+		return err
+	}
+	lines := []string{r.T("memories.about_found", locales.Data{"N": len(found)})}
+	for i, m := range found {
+		item := memoryItem(r, i+1, m)
+		if !m.Current() {
+			item += "\n" + r.T("memories.about_superseded", locales.Data{"Until": r.Time(m.InvalidAt)})
+		}
+		lines = append(lines, item)
+	}
+	lines = append(lines, r.T("memories.about_what"))
+	return r.Reply(strings.Join(lines, "\n\n"), &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
+		{Text: r.T("memories.about_yes", locales.Data{"N": len(found)}), Data: yes},
+		{Text: r.T("memories.about_keep"), Data: keep},
+	}}})
+}
+
+func (u *memoryUI) forgetAboutConfirmed(r *Request, cb Callback) error {
+	e, ok, err := u.m.ConfirmForget(r.Ctx, r.User.ID, cb.IDs[1])
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return r.Alert("memories.request_stale")
+	}
+	u.b.deps.Log.Info("memories forgotten", "user", r.User.ID, "versions", e.Memories, "runs", e.Runs, "logs", e.Logs, "messages", e.Messages)
+	u.b.editPressed(r, r.T("memories.about_deleted", locales.Data{"Versions": e.Memories, "Runs": e.Runs}), nil)
+	return r.Respond()
+}
+
+func (u *memoryUI) forgetAboutKept(r *Request, cb Callback) error {
+	ok, err := u.m.KeepMemories(r.Ctx, r.User.ID, cb.IDs[1])
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return r.Alert("memories.request_stale")
+	}
+	u.b.editPressed(r, r.T("memories.about_kept"), nil)
+	return r.Respond()
+}
