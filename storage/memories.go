@@ -198,8 +198,9 @@ RETURNING COALESCE(log_data->>'text', '')`, userID, runs)
 	}); err != nil {
 		return e, fmt.Errorf("raw logs of source runs: %w", err)
 	}
-	// A private chat's id is its user's.
-	tag, err := tx.Exec(ctx, `DELETE FROM outbox WHERE chat_id = $1 AND kind IN ('memory_answer', 'memory_note')
+	// A private chat's id is its user's; an answer that streamed into a
+	// placeholder left its versions as memory_draft rows.
+	tag, err := tx.Exec(ctx, `DELETE FROM outbox WHERE chat_id = $1 AND kind IN ('memory_answer', 'memory_note', 'memory_draft')
   AND ref = ANY ($2::bigint[])`, userID, runs)
 	if err != nil {
 		return e, fmt.Errorf("answers of source runs: %w", err)

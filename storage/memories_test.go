@@ -48,6 +48,11 @@ final_answer, delivered_at) VALUES ($1, $1, 1, $2, 'COMPLETED', $3, now()) RETUR
 ($1, 'answer', jsonb_build_object('text', $3::text, 'run_id', $4::bigint))`, userID, query, answer, id)
 	f.exec(`INSERT INTO outbox (chat_id, kind, ref, body, state, done_at) VALUES ($1, 'memory_answer', $2, jsonb_build_object('text', $3::text), 'sent', now())`,
 		userID, id, "<b>"+html.EscapeString(answer)+"</b>")
+	// The answer streamed into a placeholder: its last version, as the
+	// outbox keeps it.
+	f.exec(`INSERT INTO outbox (chat_id, kind, ref, msg_key, edit, body, state, done_at)
+VALUES ($1, 'memory_draft', $2::bigint, 'answer:' || $2::bigint, true, jsonb_build_object('text', $3::text), 'sent', now())`,
+		userID, id, html.EscapeString(answer)+" …")
 	var memID int64
 	if sum != nil {
 		sum.SourceRunIDs = []int64{id}
@@ -193,7 +198,7 @@ VALUES ($1, $1, 5, 'Where should I run?', 'COMPLETED', $2, $3, 'Along the river'
 	// Deleting the old version takes the chain.
 	e, err = f.st.DeleteMemories(f.ctx, memAnn, []int64{old})
 	require.NoError(t, err)
-	require.Equal(t, memory.Erased{Memories: 2, Runs: 1, Logs: 2, Messages: 1}, e)
+	require.Equal(t, memory.Erased{Memories: 2, Runs: 1, Logs: 2, Messages: 2}, e)
 	require.Equal(t, map[string]int{"lsm_storage": 1}, tablesHolding(t, f.ctx, f.st.Pool(), kyivMarker), "only Bob's memory")
 	require.Empty(t, tablesHolding(t, f.ctx, f.st.Pool(), html.EscapeString(kyivMarker)))
 	require.Equal(t, []int64{bobs}, f.int64s(`SELECT id FROM lsm_storage WHERE strpos(summary, $1) > 0`, kyivMarker))
@@ -296,7 +301,7 @@ func TestForgetMemoriesRequest(t *testing.T) {
 	e, ok, err := f.st.ForgetMemories(f.ctx, memAnn, req)
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Equal(t, memory.Erased{Memories: 2, Runs: 2, Logs: 4, Messages: 2}, e)
+	require.Equal(t, memory.Erased{Memories: 2, Runs: 2, Logs: 4, Messages: 4}, e)
 	require.Equal(t, []int64{c}, memIDs(must(f.st.MemorySummaries(f.ctx, memAnn, 10))))
 	_, ok, err = f.st.ForgetMemories(f.ctx, memAnn, req)
 	require.NoError(t, err)
@@ -359,7 +364,7 @@ FROM system_prompts WHERE role_name = 'archivist' AND is_active`).Scan(&s))
 	_, err = p.Up(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "2: You summarise one exchange +supersedes", active())
-	_, err = p.Down(ctx)
+	_, err = p.DownTo(ctx, 28) // to just before the memory versions, whatever came after them
 	require.NoError(t, err)
 	require.Equal(t, "1: You summarise one exchange", active())
 	_, err = db.ExecContext(ctx, `UPDATE system_prompts SET is_active = false WHERE role_name = 'archivist';
