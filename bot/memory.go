@@ -28,6 +28,7 @@ type Memory interface {
 	Held(ctx context.Context, userID int64) (memory.Held, error)
 	Prompt(ctx context.Context, role string) (memory.Prompt, error)
 	SetPrompt(ctx context.Context, role, text string) (memory.Prompt, error)
+	MemoryPrivacy
 }
 
 var (
@@ -63,6 +64,7 @@ func (b *Bot) RegisterMemory(m Memory) {
 	b.Handle(Command{Name: "prompt", Desc: "cmd.prompt", Section: SectionAdminSystem, Role: RoleAdmin, Handle: u.prompt})
 	b.HandleButton(actionForget, u.forgetConfirmed)
 	b.HandleButton(actionForgetCancel, u.forgetCancelled)
+	u.registerPrivacy()
 }
 
 // text is intake: the message becomes a pipeline run. Once Submit succeeded
@@ -342,13 +344,13 @@ func (rd *Renderer) Answer(r memory.PipelineRun) []domain.Message {
 		// slip through, an empty message would fail for ever.
 		return rd.Failed(r)
 	}
-	return runMessages(r, domain.KindMemoryAnswer, markdown.HTML(r.FinalAnswer))
+	return runMessages(r, domain.KindMemoryAnswer, rd.incognitoLine(r, markdown.HTML(r.FinalAnswer)))
 }
 
 // Failed renders, in the user's language, the notice that this message
 // could not be answered (memory.Notifier), a reply to it.
 func (rd *Renderer) Failed(r memory.PipelineRun) []domain.Message {
-	return runMessages(r, domain.KindMemoryAnswer, rd.cat.T(r.Lang, "memory.failed"))
+	return runMessages(r, domain.KindMemoryAnswer, rd.incognitoLine(r, rd.cat.T(r.Lang, "memory.failed")))
 }
 
 // runMessages is text for a run's chat, the first part a reply to the
@@ -357,6 +359,9 @@ func runMessages(r memory.PipelineRun, kind, text string) []domain.Message {
 	msgs := Messages(r.ChatID, kind, r.ID, text, nil)
 	if len(msgs) > 0 {
 		msgs[0].ReplyTo = r.MessageID
+	}
+	for i := range msgs {
+		msgs[i].Ephemeral = r.Incognito // nothing of an incognito exchange outlives its delivery
 	}
 	return msgs
 }

@@ -17,7 +17,10 @@ import (
 // What /forget does to each table (README "Forgetting a user" says the same
 // to users):
 //
-//   - pipeline_runs, raw_logs, lsm_storage: the user's rows deleted.
+//   - pipeline_runs, raw_logs, lsm_storage, memory_settings (incognito and
+//     the last export's request): the user's rows deleted. An export waiting
+//     to be sent is outbox rows of their private chat (below); its files
+//     are built from these tables when sent, so nothing else holds them.
 //   - users: deleted (the user may /start again), unless their master record
 //     is kept (below): then the row stays as its anchor, with username,
 //     first name, both languages and the profile erased and created_at
@@ -107,6 +110,7 @@ WHERE m.author_id = $1 AND EXISTS (SELECT 1 FROM analysis_proposal_sources s
 		{"runs", `DELETE FROM pipeline_runs WHERE user_id = $1`, &f.Runs},
 		{"raw logs", `DELETE FROM raw_logs WHERE user_id = $1`, &f.Logs},
 		{"summaries", `DELETE FROM lsm_storage WHERE user_id = $1`, &f.Summaries},
+		{"memory settings", `DELETE FROM memory_settings WHERE user_id = $1`, nil},
 		{"cover letters", `DELETE FROM cover_letters WHERE user_id = $1`, nil},
 		{"matches", `DELETE FROM vacancy_matches WHERE user_id = $1`, &f.Matches},
 		{"digests", `DELETE FROM vacancy_digests WHERE user_id = $1`, nil},

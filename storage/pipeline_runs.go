@@ -20,7 +20,7 @@ const runColumns = `r.id, r.user_id, r.chat_id, r.message_id, r.user_query, r.st
 COALESCE(r.draft_context, ''), COALESCE(r.final_context_payload, ''), COALESCE(r.final_answer, ''),
 COALESCE(r.error_message, ''), r.attempts, r.delivered_at, r.archived_at, r.created_at,
 (SELECT CASE WHEN u.language <> '' THEN u.language WHEN u.telegram_language <> '' THEN u.telegram_language ELSE 'en' END
- FROM users u WHERE u.id = r.user_id)`
+ FROM users u WHERE u.id = r.user_id), r.incognito`
 
 // scanRun scans runColumns, then extra: the columns a query adds after them.
 func scanRun(row pgx.Row, extra ...any) (memory.PipelineRun, error) {
@@ -30,7 +30,7 @@ func scanRun(row pgx.Row, extra ...any) (memory.PipelineRun, error) {
 	var lang *string
 	if err := row.Scan(append([]any{&r.ID, &r.UserID, &r.ChatID, &r.MessageID, &r.Query, &r.Status, &analysis,
 		&r.DraftContext, &r.FinalContext, &r.FinalAnswer, &r.ErrorMessage, &r.Attempts, &delivered, &archived,
-		&r.CreatedAt, &lang}, extra...)...); err != nil {
+		&r.CreatedAt, &lang, &r.Incognito}, extra...)...); err != nil {
 		return r, err
 	}
 	if len(analysis) > 0 {
@@ -78,15 +78,20 @@ func scanRunOK(row pgx.Row, what string) (memory.PipelineRun, bool, error) {
 // the flush. If only the flush fails, the run is in place but the caller
 // hears of an error, and the user may send the message again: answering
 // twice beats not answering.
+//
+// The run is incognito if the user's incognito is on now, and an
+// incognito query is not logged: it must not reach later runs' memory.
 func (s *Store) SubmitPipelineRun(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.PipelineRun, int, error) {
 	row := s.pool.QueryRow(ctx, `
 WITH r AS (
-    INSERT INTO pipeline_runs (user_id, chat_id, message_id, user_query)
-    SELECT $1, $2, $3, $4 FROM `+asyncCommit+`
+    INSERT INTO pipeline_runs (user_id, chat_id, message_id, user_query, incognito)
+    SELECT $1, $2, $3, $4,
+           COALESCE((SELECT m.incognito FROM memory_settings m WHERE m.user_id = $1), false)
+    FROM `+asyncCommit+`
     RETURNING *
 ), logged AS (
     INSERT INTO raw_logs (user_id, log_type, log_data)
-    SELECT $1, 'query', jsonb_build_object('text', $4::text, 'run_id', r.id) FROM r
+    SELECT $1, 'query', jsonb_build_object('text', $4::text, 'run_id', r.id) FROM r WHERE NOT r.incognito
 )
 SELECT `+runColumns+`,
        (SELECT count(*) FROM pipeline_runs p
