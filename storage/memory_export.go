@@ -32,17 +32,17 @@ const notIncognitoLog = `NOT EXISTS (SELECT 1 FROM pipeline_runs p
 var requestExportSQL = `
 WITH has AS (
     SELECT EXISTS (SELECT 1 FROM lsm_storage WHERE user_id = $1)
-        OR EXISTS (SELECT 1 FROM raw_logs l WHERE l.user_id = $1 AND ` + notIncognitoLog + `) AS any
+        OR EXISTS (SELECT 1 FROM raw_logs l WHERE l.user_id = $1 AND ` + notIncognitoLog + `) AS found
 ), s AS (
     INSERT INTO memory_settings (user_id, exported_at, export_message_id)
-    SELECT $1, now(), $2 FROM has WHERE has.any
+    SELECT $1, now(), $2 FROM has WHERE has.found
     ON CONFLICT (user_id) DO UPDATE SET exported_at = now(), export_message_id = $2, updated_at = now()
     WHERE memory_settings.export_message_id IS DISTINCT FROM $2
       AND (memory_settings.exported_at IS NULL
            OR memory_settings.exported_at <= now() - $3 * interval '1 microsecond')
     RETURNING user_id
 ), ` + queueRows(4, "s") + `
-SELECT (SELECT any FROM has), (SELECT count(*) FROM s),
+SELECT (SELECT found FROM has), (SELECT count(*) FROM s),
        (SELECT m.export_message_id FROM memory_settings m WHERE m.user_id = $1),
        COALESCE((SELECT extract(epoch FROM m.exported_at + $3 * interval '1 microsecond' - now())
                  FROM memory_settings m WHERE m.user_id = $1), 0)`
