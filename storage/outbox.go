@@ -392,7 +392,7 @@ var deliveredSQL = sync.OnceValue(func() string {
 	b.WriteString(`
 WITH done AS (
     UPDATE outbox SET state = 'sent', done_at = now(), message_id = NULLIF($3, 0),
-        claimed_until = NULL, last_error = '', body = `+keptBody+`
+        claimed_until = NULL, last_error = '', body = ` + keptBody + `
     WHERE claim_token = $2::uuid AND state = 'pending' AND id >= $1
     RETURNING kind, ref, chat_id, message_id, edit
 )`)
@@ -471,7 +471,7 @@ func (s *Store) MarkUnreachable(ctx context.Context, chatID int64, reason string
 	const q = `
 WITH dropped AS (
     UPDATE outbox SET state = 'dropped', done_at = now(), claimed_until = NULL, last_error = left($2, 500),
-        body = `+keptBody+`
+        body = ` + keptBody + `
     WHERE chat_id = $1 AND state = 'pending'
     RETURNING id, kind, ref
 ), mark AS (
