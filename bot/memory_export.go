@@ -67,9 +67,7 @@ func (u *memoryUI) export(r *Request) error {
 	case req.Empty:
 		return r.Reply(r.T("export.empty"), nil)
 	}
-	return r.Reply(r.T("export.too_soon", locales.Data{
-		"Every": locales.Duration(r.Lang, memory.ExportEvery), "Wait": locales.Duration(r.Lang, req.RetryIn),
-	}), nil)
+	return r.Reply(r.T("export.too_soon", locales.Data{"Wait": locales.Duration(r.Lang, req.RetryIn)}), nil)
 }
 
 // incognitoWords are what /incognito takes: on or off, in each language.

@@ -9,7 +9,8 @@ import (
 )
 
 // ExportEvery is how often a user may ask for an export: building it reads
-// everything they have, and each sends two files.
+// everything they have, and each sends two files. (The bot's texts say
+// "once a minute".)
 const ExportEvery = time.Minute
 
 // Export is what /export sends a user: their memories, current and
