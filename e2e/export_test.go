@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/bot"
@@ -61,6 +62,29 @@ func exportFiles(t *testing.T, env *e2e.Env, who *tgfake.Person, after int) (md,
 	return got[0], got[1]
 }
 
+// memoryEnv is a started binary whose memory chat answers with the
+// scripted model (scriptMemory), and a pool on its database.
+func memoryEnv(t *testing.T) (*e2e.Env, *pgxpool.Pool) {
+	t.Helper()
+	env := e2e.New(t)
+	scriptMemory(env)
+	env.Start(nil)
+	return env, db(t, env)
+}
+
+// chatRemembered writes text to the memory chat as who and waits until it is
+// answered and the exchange summarised.
+func chatRemembered(t *testing.T, env *e2e.Env, pool *pgxpool.Pool, who *tgfake.Person, text string) {
+	t.Helper()
+	const sums = `SELECT count(*) FROM lsm_storage WHERE user_id = $1`
+	before := scalar[int](t, pool, sums, who.ID())
+	q := who.SendText(who.ID(), text)
+	env.TG.WaitMessage(t, who.ID(), func(m tgfake.BotMessage) bool {
+		return m.ReplyToID() == q.MessageID && strings.HasPrefix(m.Text, "Mentor says")
+	})
+	eventually(t, 20*time.Second, func() bool { return scalar[int](t, pool, sums, who.ID()) == before+1 })
+}
+
 // mustRFC3339UTC parses a JSON export's time, which is RFC 3339 in UTC.
 func mustRFC3339UTC(t *testing.T, s string) time.Time {
 	t.Helper()
@@ -78,10 +102,7 @@ func mustRFC3339UTC(t *testing.T, s string) time.Time {
 func TestExportSendsMemoriesAndConversation(t *testing.T) {
 	t.Parallel()
 	const annID = 7_300_001
-	env := e2e.New(t)
-	scriptMemory(env)
-	env.Start(nil)
-	pool := db(t, env)
+	env, pool := memoryEnv(t)
 	ann := env.TG.User(annID, "Ann", "en")
 	ivan := env.TG.User(7_300_002, "Иван", "ru")
 
@@ -91,13 +112,7 @@ func TestExportSendsMemoriesAndConversation(t *testing.T) {
 	require.Nil(t, empty.File)
 
 	require.Contains(t, ask(t, env, ann, ann.ID(), "/timezone Asia/Tokyo").Text, "Time zone set")
-	q := ann.SendText(ann.ID(), "I run a marathon in <April> & swim")
-	env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool {
-		return m.ReplyToID() == q.MessageID && strings.HasPrefix(m.Text, "Mentor says")
-	})
-	eventually(t, 20*time.Second, func() bool {
-		return scalar[int](t, pool, `SELECT count(*) FROM lsm_storage WHERE user_id = $1`, int64(annID)) == 1
-	})
+	chatRemembered(t, env, pool, ann, "I run a marathon in <April> & swim")
 
 	cmd := ann.SendText(ann.ID(), "/export")
 	md, js := exportFiles(t, env, ann, cmd.MessageID)
@@ -156,8 +171,7 @@ func TestExportSendsMemoriesAndConversation(t *testing.T) {
 	require.Len(t, env.TG.SentFiles(ann.ID()), 2, "nothing more was sent")
 
 	// Ivan, once he has talked, gets his export in Russian.
-	iq := ivan.SendText(ivan.ID(), "Я учу испанский")
-	env.TG.WaitMessage(t, ivan.ID(), func(m tgfake.BotMessage) bool { return m.ReplyToID() == iq.MessageID })
+	chatRemembered(t, env, pool, ivan, "Я учу испанский")
 	icmd := ivan.SendText(ivan.ID(), "/export")
 	imd, ijs := exportFiles(t, env, ivan, icmd.MessageID)
 	t.Logf("ru captions: %q, %q\nru Markdown:\n%s", imd.Caption, ijs.Caption, imd.File.Data)
@@ -187,16 +201,11 @@ func TestIncognitoLeavesNoMemory(t *testing.T) {
 		ivanID = 7_300_011
 		secret = "kumquat-7300"
 	)
-	env := e2e.New(t)
-	scriptMemory(env)
-	env.Start(nil)
-	pool := db(t, env)
+	env, pool := memoryEnv(t)
 	ivan := env.TG.User(ivanID, "Иван", "ru")
 	ann := env.TG.User(7_300_012, "Ann", "en")
 
-	first := ivan.SendText(ivan.ID(), "Я бегаю марафоны")
-	env.TG.WaitMessage(t, ivan.ID(), func(m tgfake.BotMessage) bool { return m.ReplyToID() == first.MessageID })
-	eventually(t, 20*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM lsm_storage`) == 1 })
+	chatRemembered(t, env, pool, ivan, "Я бегаю марафоны")
 
 	on := ask(t, env, ivan, ivan.ID(), "/incognito")
 	t.Logf("ru, on: %s", on.Text)
@@ -270,14 +279,9 @@ func TestForgetAfterExportLeavesNothing(t *testing.T) {
 		annID  = 7_300_021
 		marker = "quokka-7300"
 	)
-	env := e2e.New(t)
-	scriptMemory(env)
-	env.Start(nil)
-	pool := db(t, env)
+	env, pool := memoryEnv(t)
 	ann := env.TG.User(annID, "Ann", "en")
-	q := ann.SendText(ann.ID(), "Remember "+marker)
-	env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return m.ReplyToID() == q.MessageID })
-	eventually(t, 20*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM lsm_storage`) == 1 })
+	chatRemembered(t, env, pool, ann, "Remember "+marker)
 	require.Contains(t, ask(t, env, ann, ann.ID(), "/incognito").Text, "Incognito is on")
 	cmd := ann.SendText(ann.ID(), "/export")
 	_, js := exportFiles(t, env, ann, cmd.MessageID)

@@ -110,32 +110,15 @@ func (s *Store) MemoryExport(ctx context.Context, userID int64, asOf time.Time) 
 	if err := s.pool.QueryRow(ctx, memoryExportSQL, userID, asOf).Scan(&mems, &logs); err != nil {
 		return out, fmt.Errorf("export of user %d: %w", userID, err)
 	}
-	var jm []struct {
-		ID           int64      `json:"id"`
-		BucketStart  time.Time  `json:"time_bucket_start"`
-		BucketEnd    time.Time  `json:"time_bucket_end"`
-		Tags         []string   `json:"tags"`
-		Summary      string     `json:"summary"`
-		SourceRunIDs []int64    `json:"source_run_ids"`
-		CreatedAt    time.Time  `json:"created_at"`
-		InvalidAt    *time.Time `json:"invalid_at"`
-		SupersededBy *int64     `json:"superseded_by"`
+	jm, err := decodeSummaries(mems)
+	if err != nil {
+		return out, fmt.Errorf("export of user %d: %w", userID, err)
 	}
-	var jl []struct {
-		Type      string    `json:"type"`
-		Text      string    `json:"text"`
-		RunID     int64     `json:"run_id"`
-		CreatedAt time.Time `json:"created_at"`
-	}
-	if err := json.Unmarshal(mems, &jm); err != nil {
-		return out, fmt.Errorf("export of user %d: memories: %w", userID, err)
-	}
-	if err := json.Unmarshal(logs, &jl); err != nil {
-		return out, fmt.Errorf("export of user %d: conversation: %w", userID, err)
+	if out.Conversation, err = decodeLogs(logs); err != nil {
+		return out, fmt.Errorf("export of user %d: %w", userID, err)
 	}
 	for _, m := range jm {
-		e := memory.ExportedMemory{Memory: memory.Summary{ID: m.ID, BucketStart: m.BucketStart, BucketEnd: m.BucketEnd,
-			Tags: m.Tags, Summary: m.Summary, SourceRunIDs: m.SourceRunIDs, CreatedAt: m.CreatedAt}}
+		e := memory.ExportedMemory{Memory: m.summary()}
 		if m.InvalidAt != nil {
 			e.SupersededAt = *m.InvalidAt
 		}
@@ -144,8 +127,53 @@ func (s *Store) MemoryExport(ctx context.Context, userID int64, asOf time.Time) 
 		}
 		out.Memories = append(out.Memories, e)
 	}
-	for _, l := range jl {
-		out.Conversation = append(out.Conversation, memory.LogEntry{Type: l.Type, Text: l.Text, RunID: l.RunID, CreatedAt: l.CreatedAt})
+	return out, nil
+}
+
+// summaryJSON is an lsm_storage row as json_agg writes it
+// (summaryColumns), with the time it stopped being true and what replaced
+// it where a statement reads them.
+type summaryJSON struct {
+	ID           int64      `json:"id"`
+	BucketStart  time.Time  `json:"time_bucket_start"`
+	BucketEnd    time.Time  `json:"time_bucket_end"`
+	Tags         []string   `json:"tags"`
+	Summary      string     `json:"summary"`
+	SourceRunIDs []int64    `json:"source_run_ids"`
+	CreatedAt    time.Time  `json:"created_at"`
+	InvalidAt    *time.Time `json:"invalid_at"`
+	SupersededBy *int64     `json:"superseded_by"`
+}
+
+func (m summaryJSON) summary() memory.Summary {
+	return memory.Summary{ID: m.ID, BucketStart: m.BucketStart, BucketEnd: m.BucketEnd,
+		Tags: m.Tags, Summary: m.Summary, SourceRunIDs: m.SourceRunIDs, CreatedAt: m.CreatedAt}
+}
+
+// decodeSummaries reads a json_agg of summaryJSON rows.
+func decodeSummaries(data []byte) ([]summaryJSON, error) {
+	var out []summaryJSON
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("summaries: %w", err)
+	}
+	return out, nil
+}
+
+// decodeLogs reads a json_agg of raw_logs rows as type, text, run_id and
+// created_at.
+func decodeLogs(data []byte) ([]memory.LogEntry, error) {
+	var rows []struct {
+		Type      string    `json:"type"`
+		Text      string    `json:"text"`
+		RunID     int64     `json:"run_id"`
+		CreatedAt time.Time `json:"created_at"`
+	}
+	if err := json.Unmarshal(data, &rows); err != nil {
+		return nil, fmt.Errorf("raw logs: %w", err)
+	}
+	var out []memory.LogEntry
+	for _, l := range rows {
+		out = append(out, memory.LogEntry{Type: l.Type, Text: l.Text, RunID: l.RunID, CreatedAt: l.CreatedAt})
 	}
 	return out, nil
 }
@@ -184,9 +212,7 @@ SELECT COALESCE((SELECT incognito FROM s), (SELECT m.incognito FROM memory_setti
 // It commits synchronously: an erasure a crash lost would not be retried
 // for a FAILED run, which is closed already.
 func (s *Store) ArchiveIncognitoPipelineRun(ctx context.Context, id int64) (memory.Ref, bool, error) {
-	var next memory.Ref
-	var nextID *int64
-	err := s.pool.QueryRow(ctx, `
+	return scanNextRun(s.pool.QueryRow(ctx, `
 WITH e AS (
     UPDATE pipeline_runs SET user_query = '', analysis_result = NULL, draft_context = NULL,
         final_context_payload = NULL, final_answer = CASE WHEN final_answer IS NULL THEN NULL ELSE '' END,
@@ -199,14 +225,29 @@ WITH e AS (
 ), logs AS (
     DELETE FROM raw_logs l USING e WHERE l.user_id = e.user_id AND l.log_data->>'run_id' = e.id::text
 )
-SELECT e.user_id, (SELECT p.id FROM pipeline_runs p
-    WHERE p.user_id = e.user_id AND p.closed_at IS NULL AND p.status = 'NEW' ORDER BY p.id LIMIT 1)
-FROM e`, id).Scan(&next.UserID, &nextID)
+`+nextRunSQL("e"), id), fmt.Sprintf("close incognito run %d", id))
+}
+
+// nextRunSQL ends a statement that closes a run: from the CTE named from
+// (the closed run's one row, with its user_id) it selects the user and
+// their oldest NEW run, which the worker that closed the run starts next.
+func nextRunSQL(from string) string {
+	return `SELECT ` + from + `.user_id, (SELECT p.id FROM pipeline_runs p
+    WHERE p.user_id = ` + from + `.user_id AND p.closed_at IS NULL AND p.status = 'NEW' ORDER BY p.id LIMIT 1)
+FROM ` + from
+}
+
+// scanNextRun reads nextRunSQL's row: the next run (ID 0 if none), and
+// false when the statement closed nothing.
+func scanNextRun(row pgx.Row, what string) (memory.Ref, bool, error) {
+	var next memory.Ref
+	var nextID *int64
+	err := row.Scan(&next.UserID, &nextID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.Ref{}, false, nil
 	}
 	if err != nil {
-		return memory.Ref{}, false, fmt.Errorf("close incognito run %d: %w", id, err)
+		return memory.Ref{}, false, fmt.Errorf("%s: %w", what, err)
 	}
 	if nextID == nil {
 		return memory.Ref{}, true, nil

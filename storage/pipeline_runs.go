@@ -163,33 +163,15 @@ FROM r`, id, from, to, lease.Milliseconds(), size.Logs, size.Summaries)
 	if err != nil {
 		return memory.PipelineRun{}, rc, false, fmt.Errorf("capture run %d: %w", id, err)
 	}
-	var jl []struct {
-		Type      string    `json:"type"`
-		Text      string    `json:"text"`
-		RunID     int64     `json:"run_id"`
-		CreatedAt time.Time `json:"created_at"`
+	if rc.Logs, err = decodeLogs(logs); err != nil {
+		return r, memory.Recall{}, false, fmt.Errorf("capture run %d: %w", id, err)
 	}
-	var js []struct {
-		ID           int64     `json:"id"`
-		BucketStart  time.Time `json:"time_bucket_start"`
-		BucketEnd    time.Time `json:"time_bucket_end"`
-		Tags         []string  `json:"tags"`
-		Summary      string    `json:"summary"`
-		SourceRunIDs []int64   `json:"source_run_ids"`
-		CreatedAt    time.Time `json:"created_at"`
-	}
-	if err := json.Unmarshal(logs, &jl); err != nil {
-		return r, rc, false, fmt.Errorf("capture run %d: raw logs: %w", id, err)
-	}
-	if err := json.Unmarshal(sums, &js); err != nil {
-		return r, rc, false, fmt.Errorf("capture run %d: summaries: %w", id, err)
-	}
-	for _, l := range jl {
-		rc.Logs = append(rc.Logs, memory.LogEntry{Type: l.Type, Text: l.Text, RunID: l.RunID, CreatedAt: l.CreatedAt})
+	js, err := decodeSummaries(sums)
+	if err != nil {
+		return r, memory.Recall{}, false, fmt.Errorf("capture run %d: %w", id, err)
 	}
 	for _, m := range js {
-		rc.Summaries = append(rc.Summaries, memory.Summary{ID: m.ID, BucketStart: m.BucketStart, BucketEnd: m.BucketEnd,
-			Tags: m.Tags, Summary: m.Summary, SourceRunIDs: m.SourceRunIDs, CreatedAt: m.CreatedAt})
+		rc.Summaries = append(rc.Summaries, m.summary())
 	}
 	return r, rc, true, nil
 }
@@ -390,9 +372,7 @@ func (s *Store) ArchivePipelineRun(ctx context.Context, id int64, sum *memory.Su
 			sources = sum.SourceRunIDs
 		}
 	}
-	var next memory.Ref
-	var nextID *int64
-	err := s.pool.QueryRow(ctx, `
+	return scanNextRun(s.pool.QueryRow(ctx, `
 WITH a AS (
     UPDATE pipeline_runs SET archived_at = now(), closed_at = now(), updated_at = now(), claimed_until = NULL
     `+asyncFrom+`
@@ -402,20 +382,7 @@ WITH a AS (
     INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, tags, summary, source_run_ids)
     SELECT a.user_id, $2, $3, $4, $5, $6 FROM a WHERE $5::text IS NOT NULL
 )
-SELECT a.user_id, (SELECT p.id FROM pipeline_runs p
-    WHERE p.user_id = a.user_id AND p.closed_at IS NULL AND p.status = 'NEW' ORDER BY p.id LIMIT 1)
-FROM a`, id, bucketStart, bucketEnd, tags, text, sources).Scan(&next.UserID, &nextID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return memory.Ref{}, false, nil
-	}
-	if err != nil {
-		return memory.Ref{}, false, fmt.Errorf("archive run %d: %w", id, err)
-	}
-	if nextID == nil {
-		return memory.Ref{}, true, nil
-	}
-	next.ID, next.Status = *nextID, memory.New
-	return next, true, nil
+`+nextRunSQL("a"), id, bucketStart, bucketEnd, tags, text, sources), fmt.Sprintf("archive run %d", id))
 }
 
 // queueMessages writes outbox rows ($1–$6) on their own, committed
