@@ -114,6 +114,9 @@ func TestExportSendsMemoriesAndConversation(t *testing.T) {
 	require.Contains(t, ask(t, env, ann, ann.ID(), "/timezone Asia/Tokyo").Text, "Time zone set")
 	chatRemembered(t, env, pool, ann, "I run a marathon in <April> & swim")
 
+	// Telegram's 429 and a 500 on the way cost a retry each, never a file.
+	env.TG.FailNext("sendDocument", 1, 1)
+	env.TG.FailNextWith("sendDocument", 1, &tgfake.APIError{Code: 500, Description: "Internal Server Error"})
 	cmd := ann.SendText(ann.ID(), "/export")
 	md, js := exportFiles(t, env, ann, cmd.MessageID)
 	t.Logf("en captions: %q, %q", md.Caption, js.Caption)
@@ -164,6 +167,15 @@ func TestExportSendsMemoriesAndConversation(t *testing.T) {
 	quiet(t, pool)
 	require.Equal(t, 2, scalar[int](t, pool, `SELECT count(*) FROM outbox WHERE kind = 'memory_export' AND state = 'sent'`))
 	require.Zero(t, scalar[int](t, pool, `SELECT count(*) FROM outbox WHERE kind = 'memory_export' AND body::text LIKE '%marathon%'`))
+
+	require.Len(t, env.TG.SentFiles(ann.ID()), 2, "each file once")
+	var refused int
+	for _, c := range env.TG.CallsTo("sendDocument") {
+		if c.Err != nil {
+			refused++
+		}
+	}
+	require.Equal(t, 2, refused, "the 429 and the 500 were met, and retried")
 
 	again := ask(t, env, ann, ann.ID(), "/export")
 	t.Logf("en, too soon: %s", again.Text)
@@ -297,6 +309,15 @@ func TestForgetAfterExportLeavesNothing(t *testing.T) {
 	require.Empty(t, holding(t, pool, marker, annID), "no table holds Ann's text or id")
 
 	// A new export finds nothing; incognito is off for the user made anew.
+	require.Len(t, env.TG.SentFiles(ann.ID()), 2, "each file once")
+	var refused int
+	for _, c := range env.TG.CallsTo("sendDocument") {
+		if c.Err != nil {
+			refused++
+		}
+	}
+	require.Equal(t, 2, refused, "the 429 and the 500 were met, and retried")
+
 	again := ask(t, env, ann, ann.ID(), "/export")
 	require.Equal(t, "There is nothing to export yet: I have no memories of you and no conversation with you.", again.Text)
 }
