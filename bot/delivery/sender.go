@@ -516,7 +516,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		retried: r.CounterVec("outbox_retried_total",
 			"Deliveries put back for later, by kind and reason (paced, flood, transient).", "kind", "reason"),
 		dropped: r.CounterVec("outbox_dropped_total",
-			"Messages dropped, by kind and reason (unreachable, edit_gone, superseded).", "kind", "reason"),
+			"Messages dropped, by kind and reason (unreachable, edit_gone, superseded, no_document).", "kind", "reason"),
 		throttled: r.Counter("telegram_rate_limited_total", "429 answers from Telegram."),
 		age: r.Histogram("outbox_queue_age_seconds",
 			"Time from a message's row being written to Telegram accepting it.",
