@@ -338,6 +338,8 @@ func (a *app) buildBot(context.Context) error {
 	// An offer whose master Telegram refuses for good is declined at once
 	// and the order moves on.
 	a.out.OnDrop(domain.KindOffer, a.disp.Undeliverable)
+	// An export's files are built from the tables as they are sent.
+	a.out.OnDocument(domain.KindMemoryExport, a.bot.ExportDocuments(a.mem))
 	return nil
 }
 

@@ -35,6 +35,7 @@ type Memory interface {
 	Held(ctx context.Context, userID int64) (memory.Held, error)
 	Prompt(ctx context.Context, role string) (memory.Prompt, error)
 	SetPrompt(ctx context.Context, role, text string) (memory.Prompt, error)
+	MemoryPrivacy
 }
 
 var (
@@ -69,6 +70,7 @@ func (b *Bot) RegisterMemory(m Memory) {
 	b.HandleButton(actionForget, u.forgetConfirmed)
 	b.HandleButton(actionForgetCancel, u.forgetCancelled)
 	u.registerMemories()
+	u.registerPrivacy()
 }
 
 // text is intake: the message becomes a pipeline run, unless a correction
@@ -314,13 +316,13 @@ func (rd *Renderer) Answer(r memory.PipelineRun) []domain.Message {
 		// slip through, an empty message would fail for ever.
 		return rd.Failed(r)
 	}
-	return replacePlaceholder(r, runMessages(r, domain.KindMemoryAnswer, markdown.HTML(r.FinalAnswer)))
+	return replacePlaceholder(r, runMessages(r, domain.KindMemoryAnswer, rd.incognitoLine(r, markdown.HTML(r.FinalAnswer))))
 }
 
 // Failed renders, in the user's language, the notice that this message
 // could not be answered (memory.Notifier), a reply to it.
 func (rd *Renderer) Failed(r memory.PipelineRun) []domain.Message {
-	return replacePlaceholder(r, runMessages(r, domain.KindMemoryAnswer, rd.cat.T(r.Lang, "memory.failed")))
+	return replacePlaceholder(r, runMessages(r, domain.KindMemoryAnswer, rd.incognitoLine(r, rd.cat.T(r.Lang, "memory.failed"))))
 }
 
 // Partial renders the answer so far where drafts are refused
@@ -328,12 +330,13 @@ func (rd *Renderer) Failed(r memory.PipelineRun) []domain.Message {
 // message, when first, else its edit. It shows what fits one message, and
 // an ellipsis that says more is coming.
 func (rd *Renderer) Partial(r memory.PipelineRun, text string, first bool) []domain.Message {
+	m := EditOf(r.ChatID, domain.KindMemoryDraft, r.ID, answerKey(r.ID), PartialHTML(text), nil, domain.IfGoneDrop)
 	if first {
-		m := Keyed(r.ChatID, domain.KindMemoryDraft, r.ID, answerKey(r.ID), PartialHTML(text), nil)
+		m = Keyed(r.ChatID, domain.KindMemoryDraft, r.ID, answerKey(r.ID), PartialHTML(text), nil)
 		m.ReplyTo = r.MessageID
-		return []domain.Message{m}
 	}
-	return []domain.Message{EditOf(r.ChatID, domain.KindMemoryDraft, r.ID, answerKey(r.ID), PartialHTML(text), nil, domain.IfGoneDrop)}
+	m.Ephemeral = r.Incognito // as the answer it becomes
+	return []domain.Message{m}
 }
 
 // PartialHTML is an answer being written as one message's HTML: the
@@ -367,6 +370,9 @@ func runMessages(r memory.PipelineRun, kind, text string) []domain.Message {
 	msgs := Messages(r.ChatID, kind, r.ID, text, nil)
 	if len(msgs) > 0 {
 		msgs[0].ReplyTo = r.MessageID
+	}
+	for i := range msgs {
+		msgs[i].Ephemeral = r.Incognito // nothing of an incognito exchange outlives its delivery
 	}
 	return msgs
 }

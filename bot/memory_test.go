@@ -125,14 +125,14 @@ func TestMemoryCommandsInMenu(t *testing.T) {
 	env := setupMemory(t, false)
 	ann := env.srv.User(42, "Ann", "en")
 	require.Contains(t, env.ask(t, ann, "/help").Text, "/memory — what I remember about you")
-	require.Equal(t, []string{"start", "help", "lang", "timezone", "memory", "forget"},
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "memory", "forget", "export", "incognito"},
 		commandNames(env.srv.Commands(tgfake.BotCommandScope{Type: "all_private_chats"}, "")))
 
 	admin := env.srv.User(adminID, "Boss", "en")
 	help := env.ask(t, admin, "/help").Text
 	require.True(t, strings.HasSuffix(help, "Admin · system\n/status — replicas, jobs and queues\n/prompt — show or replace a system prompt of the memory chat"), help)
 	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "ru")
-	require.Equal(t, []string{"start", "help", "lang", "timezone", "memory", "forget", "status", "prompt"}, commandNames(adm))
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "memory", "forget", "export", "incognito", "status", "prompt"}, commandNames(adm))
 	require.Equal(t, "удалить всё ваше, что я храню", adm[5].Description)
 }
 

@@ -34,6 +34,14 @@ type Message struct {
 	// Photo, a Telegram file id, makes the message that photo with Text
 	// as its caption (at most 1024 characters); never an edit.
 	Photo string
+	// Document names a file the kind's document hook builds when the row
+	// is sent (bot/delivery's Sender.OnDocument), uploaded with
+	// sendDocument, Text its caption; never an edit. The file's content is
+	// read at sending time, so it waits in no table.
+	Document string
+	// Ephemeral: the row keeps no text once it is delivered, dropped or
+	// failed (an incognito answer must not outlive its delivery).
+	Ephemeral bool
 	// ReplyTo answers a message of the chat (0: none); a deleted original
 	// does not stop the answer.
 	ReplyTo int
@@ -118,6 +126,7 @@ const (
 	KindMemoryDraft  = "memory_draft"  // Ref: pipeline run; the placeholder of an answer being written, and its edits
 	KindReply        = "reply"         // the answer to a user's command
 	KindPhoto        = "photo"         // Ref: order; a master's photo of the finished work, for the admins
+	KindMemoryExport = "memory_export" // Ref: user; one file of their /export, built when sent
 )
 
 // Edits whose message is gone.

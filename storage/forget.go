@@ -19,8 +19,11 @@ import (
 // to users):
 //
 //   - pipeline_runs, raw_logs, lsm_storage (current and superseded
-//     memories), memory_requests (a correction or a confirmation waiting):
-//     the user's rows deleted.
+//     memories), memory_requests (a correction or a confirmation waiting),
+//     memory_settings (incognito and the last export's request): the
+//     user's rows deleted. An export waiting to be sent is outbox rows of
+//     their private chat (below); its files are built from these tables
+//     when sent, so nothing else holds them.
 //   - users: deleted (the user may /start again), unless their master record
 //     is kept (below): then the row stays as its anchor, with username,
 //     first name, both languages and the profile erased and created_at
@@ -111,6 +114,7 @@ WHERE m.author_id = $1 AND EXISTS (SELECT 1 FROM analysis_proposal_sources s
 		{"raw logs", `DELETE FROM raw_logs WHERE user_id = $1`, &f.Logs},
 		{"memory requests", `DELETE FROM memory_requests WHERE user_id = $1`, nil},
 		{"summaries", `DELETE FROM lsm_storage WHERE user_id = $1`, &f.Summaries},
+		{"memory settings", `DELETE FROM memory_settings WHERE user_id = $1`, nil},
 		{"cover letters", `DELETE FROM cover_letters WHERE user_id = $1`, nil},
 		{"matches", `DELETE FROM vacancy_matches WHERE user_id = $1`, &f.Matches},
 		{"digests", `DELETE FROM vacancy_digests WHERE user_id = $1`, nil},

@@ -23,7 +23,14 @@ type outboxBody struct {
 	ReplyTo int               `json:"reply_to,omitempty"`
 	IfGone  string            `json:"if_gone,omitempty"`
 	Photo   string            `json:"photo,omitempty"`
+	// Document and Ephemeral: see domain.Message.
+	Document  string `json:"document,omitempty"`
+	Ephemeral bool   `json:"ephemeral,omitempty"`
 }
+
+// keptBody is what a row's body keeps once it has ended: an ephemeral
+// row's text and buttons go, so nothing of what it said outlives it.
+const keptBody = `CASE WHEN (body->>'ephemeral')::boolean THEN jsonb_build_object('text', '', 'ephemeral', true) ELSE body END`
 
 // EnqueueMessages writes messages to the outbox on their own (a state
 // change with nothing to write alongside, or a test).
@@ -122,8 +129,11 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 		if m.Merge && (m.Edit || len(m.Buttons) > 0 || m.Lane == "" || m.Photo != "") {
 			return "", nil, fmt.Errorf("enqueue message %d: only a text send without buttons in its own lane merges", i)
 		}
-		if m.Photo != "" && m.Edit {
-			return "", nil, fmt.Errorf("enqueue message %d: a photo is never an edit", i)
+		if (m.Photo != "" || m.Document != "") && m.Edit {
+			return "", nil, fmt.Errorf("enqueue message %d: a photo or document is never an edit", i)
+		}
+		if m.Document != "" && (m.Photo != "" || m.Merge) {
+			return "", nil, fmt.Errorf("enqueue message %d: a document is sent alone", i)
 		}
 		if m.Delay < 0 || m.Delay > 0 && (m.Lane == "" || m.Edit || m.Merge) {
 			return "", nil, fmt.Errorf("enqueue message %d: only a send in a lane of its own is held", i)
@@ -131,7 +141,8 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 		if m.MarkupOnly {
 			return "", nil, fmt.Errorf("enqueue message %d: an edit of the buttons alone goes at once, never through the outbox", i)
 		}
-		b, err := json.Marshal(outboxBody{Text: m.Text, Buttons: m.Buttons, ReplyTo: m.ReplyTo, IfGone: m.IfGone, Photo: m.Photo})
+		b, err := json.Marshal(outboxBody{Text: m.Text, Buttons: m.Buttons, ReplyTo: m.ReplyTo, IfGone: m.IfGone, Photo: m.Photo,
+			Document: m.Document, Ephemeral: m.Ephemeral})
 		if err != nil {
 			return "", nil, fmt.Errorf("enqueue message %d: %w", i, err)
 		}
@@ -234,6 +245,7 @@ func scanClaimed(rows pgx.Rows) (domain.Queued, time.Time, error) {
 		return r, until, fmt.Errorf("claim outbox: row %d body: %w", r.ID, err)
 	}
 	r.Text, r.Buttons, r.ReplyTo, r.IfGone, r.Photo = b.Text, b.Buttons, b.ReplyTo, b.IfGone, b.Photo
+	r.Document, r.Ephemeral = b.Document, b.Ephemeral
 	r.Target = int(target)
 	return r, until, nil
 }
@@ -380,7 +392,7 @@ var deliveredSQL = sync.OnceValue(func() string {
 	b.WriteString(`
 WITH done AS (
     UPDATE outbox SET state = 'sent', done_at = now(), message_id = NULLIF($3, 0),
-        claimed_until = NULL, last_error = ''
+        claimed_until = NULL, last_error = '', body = ` + keptBody + `
     WHERE claim_token = $2::uuid AND state = 'pending' AND id >= $1
     RETURNING kind, ref, chat_id, message_id, edit
 )`)
@@ -404,6 +416,19 @@ func (s *Store) OutboxDelivered(ctx context.Context, id int64, token string, mes
 		return false, fmt.Errorf("mark outbox row %d delivered: %w", id, err)
 	}
 	return n >= 1, nil
+}
+
+// ExtendOutboxClaim lengthens a claim still held by token to lease from
+// now, for a delivery that takes longer than a message (a document's
+// upload); false if the claim was lost.
+func (s *Store) ExtendOutboxClaim(ctx context.Context, id int64, token string, lease time.Duration) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `
+UPDATE outbox SET claimed_until = now() + $3 * interval '1 microsecond'
+WHERE id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, micros(lease))
+	if err != nil {
+		return false, fmt.Errorf("extend claim of outbox row %d: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // OutboxRetry returns a claimed row to the queue, due again after after;
@@ -430,7 +455,8 @@ func (s *Store) OutboxEnd(ctx context.Context, id int64, token, state, why strin
 		return false, fmt.Errorf("end outbox row %d: bad state %q", id, state)
 	}
 	tag, err := s.pool.Exec(ctx, `
-UPDATE outbox SET state = $3, done_at = now(), claimed_until = NULL, last_error = left($4, 500)
+UPDATE outbox SET state = $3, done_at = now(), claimed_until = NULL, last_error = left($4, 500),
+    body = `+keptBody+`
 WHERE claim_token = $2::uuid AND state = 'pending' AND id >= $1`, id, token, state, why)
 	if err != nil {
 		return false, fmt.Errorf("end outbox row %d: %w", id, err)
@@ -444,7 +470,8 @@ WHERE claim_token = $2::uuid AND state = 'pending' AND id >= $1`, id, token, sta
 func (s *Store) MarkUnreachable(ctx context.Context, chatID int64, reason string) ([]domain.Dropped, error) {
 	const q = `
 WITH dropped AS (
-    UPDATE outbox SET state = 'dropped', done_at = now(), claimed_until = NULL, last_error = left($2, 500)
+    UPDATE outbox SET state = 'dropped', done_at = now(), claimed_until = NULL, last_error = left($2, 500),
+        body = ` + keptBody + `
     WHERE chat_id = $1 AND state = 'pending'
     RETURNING id, kind, ref
 ), mark AS (

@@ -20,7 +20,7 @@ const runColumns = `r.id, r.user_id, r.chat_id, r.message_id, r.user_query, r.st
 COALESCE(r.draft_context, ''), COALESCE(r.final_context_payload, ''), COALESCE(r.final_answer, ''),
 COALESCE(r.error_message, ''), r.placeholder, r.attempts, r.delivered_at, r.archived_at, r.created_at,
 (SELECT CASE WHEN u.language <> '' THEN u.language WHEN u.telegram_language <> '' THEN u.telegram_language ELSE 'en' END
- FROM users u WHERE u.id = r.user_id)`
+ FROM users u WHERE u.id = r.user_id), r.incognito`
 
 // scanRun scans runColumns, then extra: the columns a query adds after them.
 func scanRun(row pgx.Row, extra ...any) (memory.PipelineRun, error) {
@@ -30,7 +30,7 @@ func scanRun(row pgx.Row, extra ...any) (memory.PipelineRun, error) {
 	var lang *string
 	if err := row.Scan(append([]any{&r.ID, &r.UserID, &r.ChatID, &r.MessageID, &r.Query, &r.Status, &analysis,
 		&r.DraftContext, &r.FinalContext, &r.FinalAnswer, &r.ErrorMessage, &r.Placeholder, &r.Attempts, &delivered, &archived,
-		&r.CreatedAt, &lang}, extra...)...); err != nil {
+		&r.CreatedAt, &lang, &r.Incognito}, extra...)...); err != nil {
 		return r, err
 	}
 	if len(analysis) > 0 {
@@ -78,15 +78,20 @@ func scanRunOK(row pgx.Row, what string) (memory.PipelineRun, bool, error) {
 // the flush. If only the flush fails, the run is in place but the caller
 // hears of an error, and the user may send the message again: answering
 // twice beats not answering.
+//
+// The run is incognito if the user's incognito is on now, and an
+// incognito query is not logged: it must not reach later runs' memory.
 func (s *Store) SubmitPipelineRun(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.PipelineRun, int, error) {
 	row := s.pool.QueryRow(ctx, `
 WITH r AS (
-    INSERT INTO pipeline_runs (user_id, chat_id, message_id, user_query)
-    SELECT $1, $2, $3, $4 FROM `+asyncCommit+`
+    INSERT INTO pipeline_runs (user_id, chat_id, message_id, user_query, incognito)
+    SELECT $1, $2, $3, $4,
+           COALESCE((SELECT m.incognito FROM memory_settings m WHERE m.user_id = $1), false)
+    FROM `+asyncCommit+`
     RETURNING *
 ), logged AS (
     INSERT INTO raw_logs (user_id, log_type, log_data)
-    SELECT $1, 'query', jsonb_build_object('text', $4::text, 'run_id', r.id) FROM r
+    SELECT $1, 'query', jsonb_build_object('text', $4::text, 'run_id', r.id) FROM r WHERE NOT r.incognito
 )
 SELECT `+runColumns+`,
        (SELECT count(*) FROM pipeline_runs p
@@ -160,33 +165,15 @@ FROM r`, id, from, to, lease.Milliseconds(), size.Logs, size.Summaries)
 	if err != nil {
 		return memory.PipelineRun{}, rc, false, fmt.Errorf("capture run %d: %w", id, err)
 	}
-	var jl []struct {
-		Type      string    `json:"type"`
-		Text      string    `json:"text"`
-		RunID     int64     `json:"run_id"`
-		CreatedAt time.Time `json:"created_at"`
+	if rc.Logs, err = decodeLogs(logs); err != nil {
+		return r, memory.Recall{}, false, fmt.Errorf("capture run %d: %w", id, err)
 	}
-	var js []struct {
-		ID           int64     `json:"id"`
-		BucketStart  time.Time `json:"time_bucket_start"`
-		BucketEnd    time.Time `json:"time_bucket_end"`
-		Tags         []string  `json:"tags"`
-		Summary      string    `json:"summary"`
-		SourceRunIDs []int64   `json:"source_run_ids"`
-		CreatedAt    time.Time `json:"created_at"`
-	}
-	if err := json.Unmarshal(logs, &jl); err != nil {
-		return r, rc, false, fmt.Errorf("capture run %d: raw logs: %w", id, err)
-	}
-	if err := json.Unmarshal(sums, &js); err != nil {
-		return r, rc, false, fmt.Errorf("capture run %d: summaries: %w", id, err)
-	}
-	for _, l := range jl {
-		rc.Logs = append(rc.Logs, memory.LogEntry{Type: l.Type, Text: l.Text, RunID: l.RunID, CreatedAt: l.CreatedAt})
+	js, err := decodeSummaries(sums)
+	if err != nil {
+		return r, memory.Recall{}, false, fmt.Errorf("capture run %d: %w", id, err)
 	}
 	for _, m := range js {
-		rc.Summaries = append(rc.Summaries, memory.Summary{ID: m.ID, BucketStart: m.BucketStart, BucketEnd: m.BucketEnd,
-			Tags: m.Tags, Summary: m.Summary, SourceRunIDs: m.SourceRunIDs, CreatedAt: m.CreatedAt})
+		rc.Summaries = append(rc.Summaries, m.summary())
 	}
 	return r, rc, true, nil
 }
@@ -399,9 +386,7 @@ func (s *Store) ArchivePipelineRun(ctx context.Context, id int64, sum *memory.Su
 			replaced = sum.Supersedes
 		}
 	}
-	var next memory.Ref
-	var nextID *int64
-	err := s.pool.QueryRow(ctx, `
+	return scanNextRun(s.pool.QueryRow(ctx, `
 WITH a AS (
     UPDATE pipeline_runs SET archived_at = now(), closed_at = now(), updated_at = now(), claimed_until = NULL
     `+asyncFrom+`
@@ -416,20 +401,7 @@ WITH a AS (
     FROM summary
     WHERE m.user_id = summary.user_id AND m.id = ANY ($7::bigint[]) AND m.invalid_at IS NULL AND m.id <> summary.id
 )
-SELECT a.user_id, (SELECT p.id FROM pipeline_runs p
-    WHERE p.user_id = a.user_id AND p.closed_at IS NULL AND p.status = 'NEW' ORDER BY p.id LIMIT 1)
-FROM a`, id, bucketStart, bucketEnd, tags, text, sources, replaced).Scan(&next.UserID, &nextID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return memory.Ref{}, false, nil
-	}
-	if err != nil {
-		return memory.Ref{}, false, fmt.Errorf("archive run %d: %w", id, err)
-	}
-	if nextID == nil {
-		return memory.Ref{}, true, nil
-	}
-	next.ID, next.Status = *nextID, memory.New
-	return next, true, nil
+`+nextRunSQL("a"), id, bucketStart, bucketEnd, tags, text, sources, replaced), fmt.Sprintf("archive run %d", id))
 }
 
 // queueMessages writes outbox rows ($1–$6) on their own, committed

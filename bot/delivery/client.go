@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"strings"
 	"time"
@@ -67,11 +68,56 @@ func (c *Client) Call(ctx context.Context, method string, params map[string]any)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode: %w", method, err)
 	}
+	return c.post(ctx, method, "application/json", body)
+}
+
+// Document is a file to upload: its name as the reader sees it, and its
+// content.
+type Document struct {
+	Name string
+	Data []byte
+}
+
+// Upload posts params and a file as multipart/form-data to method, the
+// file in the part field (sendDocument's "document"), and returns the
+// result. A parameter that is not a string goes as its JSON text, as the
+// Bot API reads form fields.
+func (c *Client) Upload(ctx context.Context, method string, params map[string]any, field string, doc Document) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	for k, v := range params {
+		s, ok := v.(string)
+		if !ok {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s: encode %s: %w", method, k, err)
+			}
+			s = string(b)
+		}
+		if err := w.WriteField(k, s); err != nil {
+			return nil, fmt.Errorf("%s: %w", method, err)
+		}
+	}
+	part, err := w.CreateFormFile(field, doc.Name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	if _, err := part.Write(doc.Data); err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	return c.post(ctx, method, w.FormDataContentType(), buf.Bytes())
+}
+
+// post sends one request to method and reads the Bot API's answer.
+func (c *Client) post(ctx context.Context, method, contentType string, body []byte) (json.RawMessage, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+method, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		// The token is part of the URL: never let it into an error.
@@ -184,7 +230,15 @@ func sendParams(chatID int64, b body) map[string]any {
 // photoParams are sendPhoto's parameters for a photo by its file id, the
 // text its caption.
 func photoParams(chatID int64, b body) map[string]any {
-	p := map[string]any{"chat_id": chatID, "photo": b.Photo, "caption": b.Text, "parse_mode": "HTML"}
+	p := captionParams(chatID, b)
+	p["photo"] = b.Photo
+	return p
+}
+
+// captionParams are the parameters of a message whose text is a caption
+// (a photo, a document), beside the file.
+func captionParams(chatID int64, b body) map[string]any {
+	p := map[string]any{"chat_id": chatID, "caption": b.Text, "parse_mode": "HTML"}
 	if kb := markup(b.Buttons); kb != nil {
 		p["reply_markup"] = kb
 	}

@@ -23,6 +23,7 @@ type Store interface {
 	OutboxDelivered(ctx context.Context, id int64, token string, messageID int) (bool, error)
 	OutboxRetry(ctx context.Context, id int64, token string, after time.Duration, why string, tried bool) error
 	OutboxEnd(ctx context.Context, id int64, token, state, why string) (bool, error)
+	ExtendOutboxClaim(ctx context.Context, id int64, token string, lease time.Duration) (bool, error)
 	MarkUnreachable(ctx context.Context, chatID int64, reason string) ([]domain.Dropped, error)
 	RecordThrottle(ctx context.Context, chatID int64, retryAfter time.Duration) error
 }
@@ -48,6 +49,9 @@ type Config struct {
 	// the oldest chats served first the workers would stick to as many
 	// chats as there are workers, well under Telegram's overall rate.
 	MaxWait time.Duration
+	// DocumentLease is the claim a document's delivery holds instead of
+	// ClaimLease: its file is built and uploaded within half of it (2 min).
+	DocumentLease time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -67,6 +71,10 @@ func (c Config) withDefaults() Config {
 		c.MaxWait = 100 * time.Millisecond
 	}
 	c.MaxWait = min(c.MaxWait, c.ClaimLease/4)
+	if c.DocumentLease <= 0 {
+		c.DocumentLease = 2 * time.Minute
+	}
+	c.DocumentLease = max(c.DocumentLease, c.ClaimLease)
 	return c
 }
 
@@ -74,6 +82,19 @@ func (c Config) withDefaults() Config {
 // recipient is unreachable, so whatever waits on it moves on (an offer is
 // declined and the order goes to the next master).
 type DropHook func(ctx context.Context, ref int64)
+
+// DocumentHook builds the file a row of its kind sends (domain.Message's
+// Document), from what the row names, when the row is sent. It returns
+// ErrNoDocument when there is nothing to send any more (the row is then
+// dropped); any other error is retried as a passing failure.
+type DocumentHook func(ctx context.Context, r domain.Queued) (Document, error)
+
+// ErrNoDocument: a document hook found nothing to send.
+var ErrNoDocument = errors.New("nothing to send")
+
+// MaxDocumentBytes is the largest file a bot may upload (Telegram's 50 MB);
+// document hooks keep their files within it.
+const MaxDocumentBytes = 50 << 20
 
 // Sender delivers the outbox.
 type Sender struct {
@@ -84,6 +105,7 @@ type Sender struct {
 	log     *slog.Logger
 	m       *metrics
 	hooks   map[string]DropHook
+	docs    map[string]DocumentHook
 	wake    chan struct{}
 	// noDraftsUntil (unix ns) is when a server that answered 404 to
 	// sendMessageDraft is asked again (draft.go).
@@ -101,13 +123,17 @@ func NewSender(cfg Config, store Store, client *Client, limiter Limiter, log *sl
 	}
 	return &Sender{
 		cfg: cfg.withDefaults(), store: store, client: client, limiter: limiter,
-		log: log.With("component", "delivery"), m: m, hooks: map[string]DropHook{}, wake: make(chan struct{}, 1),
+		log: log.With("component", "delivery"), m: m, hooks: map[string]DropHook{}, docs: map[string]DocumentHook{}, wake: make(chan struct{}, 1),
 	}, nil
 }
 
 // OnDrop registers what happens when a row of kind is dropped for an
 // unreachable recipient. Call before Run.
 func (s *Sender) OnDrop(kind string, h DropHook) { s.hooks[kind] = h }
+
+// OnDocument registers what builds the files of kind's document rows.
+// Call before Run.
+func (s *Sender) OnDocument(kind string, h DocumentHook) { s.docs[kind] = h }
 
 // Wake asks for a claim now: rows were just written. It never blocks.
 func (s *Sender) Wake() {
@@ -179,14 +205,23 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 		s.retry(ctx, r, wait, "", "paced")
 		return
 	}
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ClaimLease/2)
+	timeout := s.cfg.ClaimLease / 2
+	var doc Document
+	if r.Document != "" {
+		var ok bool
+		if doc, ok = s.document(ctx, r, log); !ok {
+			return
+		}
+		timeout = s.cfg.DocumentLease / 2
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	msgID, err := s.call(dctx, r)
+	msgID, err := s.call(dctx, r, doc)
 	class := Classify(err)
 	if class == EditGone && r.IfGone == domain.IfGoneSend {
 		log.Info("message to edit is gone, posting it anew")
 		r.Edit, r.Target = false, 0
-		msgID, err = s.call(dctx, r)
+		msgID, err = s.call(dctx, r, doc)
 		class = Classify(err)
 	}
 	switch class {
@@ -214,12 +249,58 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 			s.m.dropped.WithLabelValues(r.Kind, "edit_gone").Inc()
 		}
 	case Bad:
-		why := fmt.Sprintf("%s; text: %q", err.Error(), head(r.Text, 80))
+		text := head(r.Text, 80)
+		if r.Ephemeral {
+			text = "(ephemeral)" // its text must not outlive it, here or in the logs
+		}
+		why := fmt.Sprintf("%s; text: %q", err.Error(), text)
 		if ok, _ := s.store.OutboxEnd(dctx, r.ID, r.Token, "failed", why); ok {
 			s.m.failed.WithLabelValues(r.Kind).Inc()
 		}
-		log.Error("telegram refused a message: a bug", "err", err, "text", head(r.Text, 80))
+		log.Error("telegram refused a message: a bug", "err", err, "text", text)
 	}
+}
+
+// document builds a document row's file through its kind's hook and
+// extends the row's claim to DocumentLease for the upload; false when the
+// row was settled instead (nothing to send, a hook that failed, a lost
+// claim).
+func (s *Sender) document(ctx context.Context, r domain.Queued, log *slog.Logger) (Document, bool) {
+	h := s.docs[r.Kind]
+	if h == nil {
+		if ok, _ := s.store.OutboxEnd(ctx, r.ID, r.Token, "failed", "no document hook for kind "+r.Kind); ok {
+			s.m.failed.WithLabelValues(r.Kind).Inc()
+		}
+		log.Error("document row of a kind with no hook: a bug")
+		return Document{}, false
+	}
+	ok, err := s.store.ExtendOutboxClaim(ctx, r.ID, r.Token, s.cfg.DocumentLease)
+	if err != nil || !ok {
+		if err != nil {
+			s.retry(ctx, r, s.backoff(r.Attempts), "extend claim: "+err.Error(), "transient")
+		}
+		return Document{}, false
+	}
+	bctx, cancel := context.WithTimeout(ctx, s.cfg.DocumentLease/4)
+	doc, err := h(bctx, r)
+	cancel()
+	switch {
+	case errors.Is(err, ErrNoDocument):
+		if ok, _ := s.store.OutboxEnd(ctx, r.ID, r.Token, "dropped", err.Error()); ok {
+			s.m.dropped.WithLabelValues(r.Kind, "no_document").Inc()
+		}
+		return Document{}, false
+	case err != nil:
+		s.retry(ctx, r, s.backoff(r.Attempts), "build document: "+err.Error(), "transient")
+		return Document{}, false
+	case len(doc.Data) == 0 || len(doc.Data) > MaxDocumentBytes:
+		if ok, _ := s.store.OutboxEnd(ctx, r.ID, r.Token, "failed", fmt.Sprintf("document of %d bytes", len(doc.Data))); ok {
+			s.m.failed.WithLabelValues(r.Kind).Inc()
+		}
+		log.Error("document hook built a file Telegram refuses: a bug", "bytes", len(doc.Data))
+		return Document{}, false
+	}
+	return doc, true
 }
 
 // delivered records that a row is out. A mark the database refuses is
@@ -266,9 +347,17 @@ func (s *Sender) flood(ctx context.Context, chatID int64, err error) time.Durati
 	return after
 }
 
-// call makes the row's Bot API call; the message id of a send.
-func (s *Sender) call(ctx context.Context, r domain.Queued) (int, error) {
+// call makes the row's Bot API call (doc: a document row's file); the
+// message id of a send.
+func (s *Sender) call(ctx context.Context, r domain.Queued, doc Document) (int, error) {
 	b := body{Text: r.Text, Buttons: r.Buttons, ReplyTo: r.ReplyTo, Photo: r.Photo}
+	if r.Document != "" && !r.Edit {
+		res, err := s.client.Upload(ctx, "sendDocument", captionParams(r.ChatID, b), "document", doc)
+		if err != nil {
+			return 0, err
+		}
+		return messageID(res), nil
+	}
 	if r.Photo != "" && !r.Edit {
 		res, err := s.client.Call(ctx, "sendPhoto", photoParams(r.ChatID, b))
 		if err != nil {
@@ -386,7 +475,7 @@ func (s *Sender) SendNow(ctx context.Context, m domain.Message) (int, error) {
 		if _, err := s.limiter.Take(ctx, m.ChatID, time.Hour); err != nil {
 			return 0, fmt.Errorf("send to chat %d: %w", m.ChatID, err)
 		}
-		id, err := s.call(ctx, r)
+		id, err := s.call(ctx, r, Document{})
 		switch Classify(err) {
 		case OK, NotModified:
 			s.m.sent.WithLabelValues(m.Kind).Inc()
@@ -431,7 +520,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		retried: r.CounterVec("outbox_retried_total",
 			"Deliveries put back for later, by kind and reason (paced, flood, transient).", "kind", "reason"),
 		dropped: r.CounterVec("outbox_dropped_total",
-			"Messages dropped, by kind and reason (unreachable, edit_gone, superseded).", "kind", "reason"),
+			"Messages dropped, by kind and reason (unreachable, edit_gone, superseded, no_document).", "kind", "reason"),
 		throttled: r.Counter("telegram_rate_limited_total", "429 answers from Telegram."),
 		age: r.Histogram("outbox_queue_age_seconds",
 			"Time from a message's row being written to Telegram accepting it.",

@@ -13,6 +13,7 @@
 //	COMPLETED ◄──────────────────────────────────────────────── RESPONDING ─┘ (reaper → READY)
 //	    │ (the answer queued in the outbox by the same commit: delivered_at)
 //	    │ archivist signal 2 → lsm_storage, archived_at
+//	    │ (an incognito run: no summary; its texts and logged answer erased)
 //	    ▼
 //	(archived: the user's next run may start)
 //
@@ -40,8 +41,14 @@
 // supersedes it (the archivist's, when an exchange contradicts it, or the
 // user's correction); superseded ones are history, never read for
 // answers. The user pages, deletes, corrects and forgets them.
+// A run taken in while the user's incognito is on (export.go) is
+// incognito for good: its query is not logged, and instead of being
+// summarised it is closed with its texts erased, so the exchange reaches no
+// later run. /export's files are built from the summaries and raw logs
+// when they are sent.
 //
 // Storage: Repository (service.go) is PipelineStore and OrchestratorStore
 // (storage/pipeline_runs.go), SummaryStore (storage/memories.go),
-// PromptStore (storage/prompts.go) and UserStore (storage/forget.go).
+// PromptStore (storage/prompts.go), UserStore (storage/forget.go) and
+// PrivacyStore (storage/memory_export.go).
 package memory

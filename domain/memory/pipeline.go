@@ -409,7 +409,8 @@ func (s *Service) render(r PipelineRun) []domain.Message {
 // Then the archivist summarises the exchange and one statement archives
 // it. The user's next run starts only once the run is archived (its
 // summary is part of the next run's memory) and its answer queued (so the
-// next answer is queued, and delivered, after it).
+// next answer is queued, and delivered, after it). An incognito run is
+// summarised by nobody: it is closed with its texts and raw logs erased.
 func (s *Service) finish(ctx context.Context, r PipelineRun) {
 	released := false
 	defer func() {
@@ -427,7 +428,23 @@ func (s *Service) finish(ctx context.Context, r PipelineRun) {
 		}
 	}
 	var next Ref
-	if r.Status == Completed && r.ArchivedAt.IsZero() {
+	if r.Incognito {
+		// An incognito run leaves no memory: no summary, and one statement
+		// erases its texts and raw logs and closes it, so the user's next
+		// run (which waits for this one) never sees the exchange.
+		var n Ref
+		var ok bool
+		err := s.retrySave(ctx, "close incognito run", r.ID, func(ctx context.Context) error {
+			var err error
+			n, ok, err = s.deps.Repo.ArchiveIncognitoPipelineRun(ctx, r.ID)
+			return err
+		})
+		if err != nil {
+			s.log.Error("close incognito run", "run", r.ID, "err", err)
+			return
+		}
+		released, next = ok, n
+	} else if r.Status == Completed && r.ArchivedAt.IsZero() {
 		sum := s.summarise(ctx, r)
 		if ctx.Err() != nil {
 			return

@@ -40,6 +40,9 @@ type PipelineRun struct {
 	CreatedAt   time.Time
 	// Lang is the user's language, for what the bot writes.
 	Lang string
+	// Incognito: taken in while the user's incognito was on; it is
+	// answered but leaves no memory (PrivacyStore.ArchiveIncognitoPipelineRun).
+	Incognito bool
 }
 
 // Change is what a transition writes besides the status.
@@ -306,6 +309,7 @@ type Repository interface {
 	SummaryStore
 	PromptStore
 	UserStore
+	PrivacyStore
 }
 
 // Call is one LLM request as the pipeline makes it.

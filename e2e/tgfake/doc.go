@@ -144,6 +144,17 @@
 // deletions too, as the Bot API server checks them itself; Block applies
 // to sends and chat actions only.
 //
+// # Files
+//
+// sendPhoto and sendDocument take a multipart upload (the file in its part,
+// or attach://name), a file id the fake issued or an http(s) URL. As
+// Telegram, the fake refuses a request without the file, an empty file, a
+// file over the bots' 50 MB upload limit (413 "Request Entity Too Large"),
+// a caption over 1024 characters, and, in a group whose permissions
+// (SetChatPermissions) withhold photos or documents, the bot's file unless
+// it is an administrator. getFile and the file URL serve what was uploaded,
+// up to the bots' 20 MB download limit.
+//
 // # Deliberate differences from Telegram
 //
 //   - In HTML, a '&' that does not start &lt; &gt; &amp; &quot; or a numeric

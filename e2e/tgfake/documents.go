@@ -92,3 +92,49 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	_, _ = w.Write(data)
 }
+
+// maxUploadBytes is the largest file a bot may upload (sendDocument,
+// sendPhoto's own 10 MB aside): Telegram's 50 MB. A larger file is
+// refused as the Bot API refuses it, 413 "Request Entity Too Large".
+const maxUploadBytes = 50 << 20
+
+// ChatPermissions are a group's default permissions for its members, as
+// setChatPermissions sets them: the bot, unless it is an administrator or
+// the creator, may send only what they allow.
+type ChatPermissions struct {
+	CanSendPhotos    bool
+	CanSendDocuments bool
+}
+
+// SetChatPermissions restricts what a group's members, the bot among them
+// unless it is an administrator, may send. Private chats have no
+// permissions.
+func (s *Server) SetChatPermissions(chatID int64, p ChatPermissions) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := s.chats[chatID]
+	if ch == nil || ch.chat.Type == ChatPrivate {
+		s.t.Fatalf("tgfake: SetChatPermissions: no group %d", chatID)
+		return
+	}
+	ch.perms = &p
+	s.notifyLocked()
+}
+
+// mayPostMediaLocked applies a group's permissions to a file of kind the
+// bot sends there, with Telegram's wording when they withhold it.
+func (s *Server) mayPostMediaLocked(ch *chatState, kind string) *APIError {
+	if kind == "" || ch.perms == nil || ch.chat.Type == ChatPrivate {
+		return nil
+	}
+	switch ch.memberStatus(s.bot.ID) {
+	case StatusAdministrator, StatusCreator:
+		return nil
+	}
+	allowed := map[string]bool{"photo": ch.perms.CanSendPhotos, "document": ch.perms.CanSendDocuments}
+	if !allowed[kind] {
+		return badRequest("not enough rights to send %ss to the chat", kind)
+	}
+	return nil
+}

@@ -32,6 +32,8 @@ const (
 	DescDeactivated        = "Forbidden: user is deactivated"
 	DescCantInitiate       = "Forbidden: bot can't initiate conversation with a user"
 	DescConflict           = "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"
+	DescTooLarge           = "Request Entity Too Large"
+	DescFileEmpty          = "Bad Request: file must be non-empty"
 )
 
 func badRequest(format string, args ...any) *APIError {

@@ -55,6 +55,7 @@ func (s *Server) sendMedia(r *request, kind string) (any, *APIError) {
 			}
 			return s.resolveFileRefLocked(kind, ref)
 		},
+		mediaKind: kind,
 	})
 }
 
@@ -65,7 +66,10 @@ func (s *Server) newFileIDLocked(kind string) (id, unique string) {
 
 func (s *Server) storeUploadLocked(kind string, up *upload) (*SentFile, *APIError) {
 	if len(up.Data) == 0 {
-		return nil, badRequest("File must be non-empty")
+		return nil, errDesc(400, DescFileEmpty)
+	}
+	if len(up.Data) > maxUploadBytes {
+		return nil, errDesc(413, DescTooLarge)
 	}
 	f := &SentFile{Kind: kind, FileName: up.Name, Size: int64(len(up.Data)), Data: up.Data, Source: "upload"}
 	if kind == "photo" {

@@ -213,6 +213,9 @@ type outgoing struct {
 	// writable (Telegram checks file ids after the chat). It runs with s.mu
 	// held.
 	media func() (*SentFile, *APIError)
+	// mediaKind is the file's kind ("photo", "document"), whose right to
+	// send the chat's permissions may withhold from the bot.
+	mediaKind string
 }
 
 // deliver runs the checks shared by all send methods and stores the message.
@@ -233,6 +236,9 @@ func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
 		return nil, apiErr
 	}
 	if apiErr := s.writableLocked(ch); apiErr != nil {
+		return nil, apiErr
+	}
+	if apiErr := s.mayPostMediaLocked(ch, out.mediaKind); apiErr != nil {
 		return nil, apiErr
 	}
 	var replyTo *Message

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -13,9 +14,13 @@ import (
 	"strings"
 )
 
-// maxRequestBody bounds what the fake reads from one request. Telegram's own
-// upload limit for bots is 50 MB; tests never need more.
-const maxRequestBody = 50 << 20
+// maxRequestBody bounds what the fake reads from one request: a file at
+// Telegram's upload limit for bots (maxUploadBytes) and the other
+// parameters. A longer body is refused as too large (413).
+const maxRequestBody = maxUploadBytes + 1<<20
+
+// errTooLarge: the request body is over maxRequestBody.
+var errTooLarge = errors.New("request body too large")
 
 // upload is a file part of a multipart request.
 type upload struct {
@@ -135,6 +140,10 @@ func parseRequest(hr *http.Request, method string) (*request, error) {
 		}
 		hr.Body = body
 		if err := hr.ParseMultipartForm(maxRequestBody); err != nil {
+			var over *http.MaxBytesError
+			if errors.As(err, &over) {
+				return nil, errTooLarge
+			}
 			return nil, fmt.Errorf("parse multipart body: %w", err)
 		}
 		for k, vs := range hr.MultipartForm.Value {

@@ -2,6 +2,7 @@ package tgfake
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -287,6 +288,9 @@ func (s *Server) serve(r *http.Request, call *Call) (any, *APIError) {
 		if apiErr := s.proxyFailure(); apiErr != nil {
 			return nil, apiErr
 		}
+	}
+	if errors.Is(err, errTooLarge) {
+		return nil, errDesc(413, DescTooLarge)
 	}
 	if err != nil {
 		return nil, badRequest("%s", err.Error())

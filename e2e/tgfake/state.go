@@ -19,6 +19,7 @@ type chatState struct {
 	actions  []ChatAction
 	queries  []*callbackState
 	members  map[int64]string // explicit statuses; absent means the default
+	perms    *ChatPermissions // a group's permissions for members; nil: everything allowed
 	instance string           // chat_instance of callback queries from this chat
 	drafts   []Draft          // every sendMessageDraft, in order
 	draft    *draftState      // the latest one

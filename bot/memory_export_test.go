@@ -1,0 +1,90 @@
+package bot_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/bot"
+	"switchboard/bot/delivery"
+	"switchboard/domain"
+	"switchboard/domain/memory"
+)
+
+// exportsFunc is a bot.MemoryExports of a test's own.
+type exportsFunc func(ctx context.Context, userID int64, asOf time.Time) (memory.Export, error)
+
+func (f exportsFunc) Export(ctx context.Context, userID int64, asOf time.Time) (memory.Export, error) {
+	return f(ctx, userID, asOf)
+}
+
+// The export's document hook reads the export as of the row's creation
+// and writes a superseded memory as such in both files: its state and end
+// in the JSON (UTC), "replaced" with the time in the reader's zone in the
+// Markdown. An export with nothing left sends nothing.
+func TestExportDocumentsWriteSupersededMemories(t *testing.T) {
+	t.Parallel()
+	asOf := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	week := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	ex := memory.Export{
+		User: domain.User{ID: 5, Language: "uk", TimeZone: "Europe/Kyiv"}, AsOf: asOf,
+		Memories: []memory.ExportedMemory{
+			{Memory: memory.Summary{ID: 1, Summary: "lives in Kyiv", CreatedAt: asOf.Add(-48 * time.Hour), BucketStart: week, BucketEnd: week.AddDate(0, 0, 7)},
+				SupersededAt: asOf.Add(-time.Hour), SupersededBy: 2},
+			{Memory: memory.Summary{ID: 2, Summary: "moved to Lviv\n# not a heading", Tags: []string{"home"}, CreatedAt: asOf.Add(-time.Hour),
+				BucketStart: week, BucketEnd: week.AddDate(0, 0, 7)}},
+		},
+	}
+	var asked time.Time
+	hook := testRenderer(bot.RenderConfig{}).ExportDocuments(exportsFunc(func(_ context.Context, userID int64, at time.Time) (memory.Export, error) {
+		require.EqualValues(t, 5, userID)
+		asked = at
+		return ex, nil
+	}))
+	row := domain.Queued{Message: domain.Message{ChatID: 5, Kind: domain.KindMemoryExport, Ref: 5, Document: "json"}, CreatedAt: asOf}
+
+	doc, err := hook(t.Context(), row)
+	require.NoError(t, err)
+	require.True(t, asked.Equal(asOf), "as the tables stood when the user asked")
+	require.Equal(t, "memory-export-2026-11-26.json", doc.Name)
+	var f struct {
+		Memories []struct {
+			State        string  `json:"state"`
+			SupersededAt *string `json:"superseded_at"`
+			SupersededBy *int64  `json:"superseded_by"`
+			Tags         []string
+		} `json:"memories"`
+		Conversation []any `json:"conversation"`
+	}
+	require.NoError(t, json.Unmarshal(doc.Data, &f))
+	require.Len(t, f.Memories, 2)
+	require.Equal(t, "superseded", f.Memories[0].State)
+	require.Equal(t, "2026-11-26T09:00:00Z", *f.Memories[0].SupersededAt)
+	require.EqualValues(t, 2, *f.Memories[0].SupersededBy)
+	require.Equal(t, []string{}, f.Memories[0].Tags, "an empty list, never null")
+	require.Equal(t, "current", f.Memories[1].State)
+	require.Nil(t, f.Memories[1].SupersededAt)
+	require.NotNil(t, f.Conversation, "an empty list, never null")
+
+	row.Document = "markdown"
+	doc, err = hook(t.Context(), row)
+	require.NoError(t, err)
+	require.Equal(t, "memory-export-2026-11-26.md", doc.Name)
+	md := string(doc.Data)
+	require.Contains(t, md, "### 1. 2026-11-24 12:00 · замінено 2026-11-26 11:00\n\n> lives in Kyiv\n")
+	require.Contains(t, md, "### 2. 2026-11-26 11:00 · актуально\n\nТеги: home\n\n> moved to Lviv\n> # not a heading\n")
+	require.Contains(t, md, "Повідомлень поки немає.")
+	require.False(t, strings.Contains(md, "\n# not"), "what was written cannot make a heading")
+
+	row.Document = "pdf"
+	_, err = hook(t.Context(), row)
+	require.Error(t, err)
+
+	ex = memory.Export{AsOf: asOf}
+	_, err = hook(t.Context(), row)
+	require.ErrorIs(t, err, delivery.ErrNoDocument)
+}

@@ -1,0 +1,102 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"switchboard/domain"
+)
+
+// ExportEvery is how often a user may ask for an export: building it reads
+// everything they have, and each sends two files. (The bot's texts say
+// "once a minute".)
+const ExportEvery = time.Minute
+
+// Export is what /export sends a user: their memories, current and
+// superseded, and their conversation, as the tables held them when the
+// export was asked for (AsOf). Incognito exchanges are never in it.
+type Export struct {
+	User domain.User
+	AsOf time.Time
+	// Memories, oldest first.
+	Memories []ExportedMemory
+	// Conversation is every query and answer, oldest first.
+	Conversation []LogEntry
+}
+
+// Empty reports whether there is nothing to send.
+func (e Export) Empty() bool { return len(e.Memories) == 0 && len(e.Conversation) == 0 }
+
+// ExportedMemory is one summary with the time it stopped being true, if it
+// was superseded (zero SupersededAt: current).
+type ExportedMemory struct {
+	Memory       Summary
+	SupersededAt time.Time
+	SupersededBy int64
+}
+
+// ExportRequest is what asking for an export did: queued its files, or
+// found nothing to export, or found the user's last export too recent
+// (RetryIn), or found this very command handled already (Repeated).
+type ExportRequest struct {
+	Queued, Empty, Repeated bool
+	RetryIn                 time.Duration
+}
+
+// Incognito is a user's incognito state after a command: On, and whether
+// the command changed it.
+type Incognito struct {
+	On, Changed bool
+}
+
+// PrivacyStore is /export and /incognito (export.go, pipeline.go's
+// finish); storage/memory_export.go implements it.
+type PrivacyStore interface {
+	// RequestMemoryExport queues tell's messages (the export's files, built
+	// when they are sent) if the user has anything to export and their last
+	// export is at least every old, recording the request in the same
+	// statement. messageID is the command's, so a command handled twice
+	// queues once.
+	RequestMemoryExport(ctx context.Context, userID int64, messageID int, every time.Duration, tell []domain.Message) (ExportRequest, error)
+	// MemoryExport reads what an export asked for at asOf holds.
+	MemoryExport(ctx context.Context, userID int64, asOf time.Time) (Export, error)
+	// SetMemoryIncognito turns incognito on or off (set), or toggles it
+	// (nil), once per command message.
+	SetMemoryIncognito(ctx context.Context, userID int64, messageID int, set *bool) (Incognito, error)
+	// ArchiveIncognitoPipelineRun closes a finished incognito run whose
+	// answer (or failure notice) is queued, erasing its texts and its raw
+	// logs, and returns the user's next NEW run (ID 0 if none); false if
+	// it was closed and erased already.
+	ArchiveIncognitoPipelineRun(ctx context.Context, id int64) (next Ref, ok bool, err error)
+}
+
+// RequestExport queues the user's export (tell: its files, rendered
+// before; their content is built from the tables when they are sent, so
+// no copy of the user's data waits in the outbox).
+func (s *Service) RequestExport(ctx context.Context, userID int64, messageID int, tell []domain.Message) (ExportRequest, error) {
+	req, err := s.deps.Repo.RequestMemoryExport(ctx, userID, messageID, ExportEvery, tell)
+	if err != nil {
+		return ExportRequest{}, fmt.Errorf("request export: %w", err)
+	}
+	return req, nil
+}
+
+// Export reads the export asked for at asOf.
+func (s *Service) Export(ctx context.Context, userID int64, asOf time.Time) (Export, error) {
+	e, err := s.deps.Repo.MemoryExport(ctx, userID, asOf)
+	if err != nil {
+		return Export{}, fmt.Errorf("export: %w", err)
+	}
+	return e, nil
+}
+
+// SetIncognito turns the user's incognito on or off, or toggles it (set
+// nil). Runs taken in while it is on answer without leaving memory.
+func (s *Service) SetIncognito(ctx context.Context, userID int64, messageID int, set *bool) (Incognito, error) {
+	st, err := s.deps.Repo.SetMemoryIncognito(ctx, userID, messageID, set)
+	if err != nil {
+		return Incognito{}, fmt.Errorf("set incognito: %w", err)
+	}
+	return st, nil
+}
