@@ -437,7 +437,8 @@ func scriptReader(srv *llmtest.Server) {
 		if strings.HasSuffix(said, "?") {
 			prefix = "The user asked: "
 		}
-		b, _ := json.Marshal(map[string]any{"summary": prefix + said, "tags": []string{}})
+		b, _ := json.Marshal(map[string]any{"summary": prefix + said, "tags": []string{},
+			"supersedes": contradicted(said, section(r.Prompt, "## Remembered about the user now (id: memory)\n"))})
 		return string(b)
 	})
 	srv.On(llmtest.SystemContains("patient, practical mentor")).ReplyFunc(func(r llmtest.Request) string {
@@ -472,6 +473,39 @@ func scriptReader(srv *llmtest.Server) {
 		}
 		return b.String()
 	})
+}
+
+// changeWords say that what the user now says replaces something they said.
+var changeWords = []string{"moved", "left", "now", "переех", "теперь", "переїх", "тепер"}
+
+// contradicted is the scripted archivist's judgement: when the user says
+// something changed, the remembered memories (lines "- id: text") that
+// share two or more words with it are no longer true.
+func contradicted(said, remembered string) []int64 {
+	low := strings.ToLower(said)
+	if !slices.ContainsFunc(changeWords, func(w string) bool { return strings.Contains(low, w) }) {
+		return []int64{}
+	}
+	words := stems(said)
+	out := []int64{}
+	for _, l := range strings.Split(remembered, "\n") {
+		var id int64
+		var text string
+		if n, _ := fmt.Sscanf(l, "- %d:", &id); n != 1 {
+			continue
+		}
+		_, text, _ = strings.Cut(l, ":")
+		shared := 0
+		for _, w := range stems(text) {
+			if slices.Contains(words, w) {
+				shared++
+			}
+		}
+		if shared >= 2 {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // section is what follows heading in a prompt, up to the next "## ".
