@@ -26,6 +26,8 @@ func TestMemoryQualitySmoke(t *testing.T) {
 	require.Equal(t, 1.0, rep.ByKind["single-hop"], out)
 	require.Equal(t, 1.0, rep.ByKind["multi-hop"], out)
 	require.Equal(t, 1.0, rep.ByKind["temporal"], out)
+	require.Equal(t, 1.0, rep.ByKind["contradiction"], "the replaced fact never reaches the responder:\n%s", out)
+	require.True(t, rep.GoalsMet)
 }
 
 func TestKeywordsJudge(t *testing.T) {
