@@ -120,7 +120,7 @@ func TestExportSendsMemoriesAndConversation(t *testing.T) {
 	cmd := ann.SendText(ann.ID(), "/export")
 	md, js := exportFiles(t, env, ann, cmd.MessageID)
 	t.Logf("en captions: %q, %q", md.Caption, js.Caption)
-	require.Equal(t, "📄 Your memories and our conversation, to read.", md.Caption)
+	require.Equal(t, "📄 What I remember about you and our conversation, to read.", md.Caption)
 	require.Equal(t, "🗂 The same as JSON, for other apps.", js.Caption)
 	require.Equal(t, cmd.MessageID, md.ReplyToID(), "the first file answers the command")
 	today := time.Now().In(tokyo(t)).Format("2006-01-02")
@@ -155,7 +155,7 @@ func TestExportSendsMemoriesAndConversation(t *testing.T) {
 
 	text := string(md.File.Data)
 	t.Logf("en Markdown:\n%s", text)
-	require.True(t, strings.HasPrefix(text, "# Your memories and our conversation\n\n"), text)
+	require.True(t, strings.HasPrefix(text, "# What I remember about you and our conversation\n\n"), text)
 	require.Contains(t, text, ". Time zone: JST (UTC+09:00).\n")
 	require.Contains(t, text, "## Memories: 1\n\n### 1. "+remembered.In(tokyo(t)).Format("2006-01-02 15:04")+" · current\n\nTags: sport\n\n"+
 		"> The user said: I run a marathon in <April> & swim\n")
@@ -187,8 +187,8 @@ func TestExportSendsMemoriesAndConversation(t *testing.T) {
 	icmd := ivan.SendText(ivan.ID(), "/export")
 	imd, ijs := exportFiles(t, env, ivan, icmd.MessageID)
 	t.Logf("ru captions: %q, %q\nru Markdown:\n%s", imd.Caption, ijs.Caption, imd.File.Data)
-	require.Equal(t, "📄 Ваши воспоминания и наша переписка — для чтения.", imd.Caption)
-	require.Contains(t, string(imd.File.Data), "# Ваши воспоминания и наша переписка\n")
+	require.Equal(t, "📄 Что я о вас помню и наша переписка — для чтения.", imd.Caption)
+	require.Contains(t, string(imd.File.Data), "# Что я о вас помню и наша переписка\n")
 	require.Contains(t, string(imd.File.Data), "**Вы** · ")
 	require.Contains(t, string(imd.File.Data), "> Я учу испанский\n")
 }
