@@ -75,8 +75,8 @@ func TestExportDocumentsWriteSupersededMemories(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "memory-export-2026-11-26.md", doc.Name)
 	md := string(doc.Data)
-	require.Contains(t, md, "### 1. 2026-11-24 12:00 · замінено 2026-11-26 11:00\n\n> lives in Kyiv\n")
-	require.Contains(t, md, "### 2. 2026-11-26 11:00 · актуально\n\nТеги: home\n\n> moved to Lviv\n> # not a heading\n")
+	require.Contains(t, md, "### 1. 2026-11-24 12:00 · замінений 2026-11-26 11:00\n\n> lives in Kyiv\n")
+	require.Contains(t, md, "### 2. 2026-11-26 11:00 · актуальний\n\nТеги: home\n\n> moved to Lviv\n> # not a heading\n")
 	require.Contains(t, md, "Повідомлень поки немає.")
 	require.False(t, strings.Contains(md, "\n# not"), "what was written cannot make a heading")
 
