@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 
+	"switchboard/domain"
 	"switchboard/redisgate"
 )
 
@@ -40,7 +41,7 @@ func (p *memoryPacer) Wait(ctx context.Context) error {
 	p.mu.Lock()
 	until := p.until
 	p.mu.Unlock()
-	if err := sleepUntil(ctx, until); err != nil {
+	if err := domain.Sleep(ctx, time.Until(until)); err != nil {
 		return err
 	}
 	return p.lim.Wait(ctx)
@@ -81,7 +82,7 @@ func (p *redisPacer) Wait(ctx context.Context) error {
 			return fmt.Errorf("hh pacer: %w", err)
 		}
 		if ms > 0 {
-			if err := sleepUntil(ctx, time.Now().Add(ms)); err != nil {
+			if err := domain.Sleep(ctx, ms); err != nil {
 				return err
 			}
 			continue
@@ -93,7 +94,7 @@ func (p *redisPacer) Wait(ctx context.Context) error {
 		if res.Allowed > 0 {
 			return nil
 		}
-		if err := sleepUntil(ctx, time.Now().Add(res.RetryAfter)); err != nil {
+		if err := domain.Sleep(ctx, res.RetryAfter); err != nil {
 			return err
 		}
 	}
@@ -135,21 +136,6 @@ func (p *fallbackPacer) Pause(ctx context.Context, d time.Duration) error {
 	_ = p.fallback.Local(ctx).Pause(ctx, d)
 	_, _ = p.fallback.Shared(ctx, func() error { return p.shared.Pause(ctx, d) })
 	return nil
-}
-
-func sleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
 }
 
 // maxRetryAfter bounds a Retry-After we obey: a pause longer than this is

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 
+	"switchboard/domain"
 	"switchboard/redisgate"
 )
 
@@ -108,7 +109,7 @@ func (m *MemoryLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dur
 			if p > maxWait {
 				return p, nil
 			}
-			if err := sleep(ctx, p); err != nil {
+			if err := domain.Sleep(ctx, p); err != nil {
 				return 0, err
 			}
 			continue
@@ -119,7 +120,7 @@ func (m *MemoryLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dur
 		} else if need > 0 {
 			// Wait for the chat first: a bot-wide token taken now and
 			// spent after this wait would crowd the next second.
-			if err := sleep(ctx, need); err != nil {
+			if err := domain.Sleep(ctx, need); err != nil {
 				return 0, err
 			}
 			continue
@@ -134,7 +135,7 @@ func (m *MemoryLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dur
 				r.Cancel()
 				return d, nil
 			}
-			if err := sleep(ctx, d); err != nil {
+			if err := domain.Sleep(ctx, d); err != nil {
 				return 0, err
 			}
 		}
@@ -203,7 +204,7 @@ func (r *RedisLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dura
 			if p > maxWait {
 				return p, nil
 			}
-			if err := sleep(ctx, p); err != nil {
+			if err := domain.Sleep(ctx, p); err != nil {
 				return 0, err
 			}
 			continue
@@ -224,7 +225,7 @@ func (r *RedisLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dura
 			}
 			if need > 0 {
 				// The chat first, as in MemoryLimiter.Take.
-				if err := sleep(ctx, need); err != nil {
+				if err := domain.Sleep(ctx, need); err != nil {
 					return 0, err
 				}
 				continue
@@ -238,7 +239,7 @@ func (r *RedisLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dura
 			if res.Allowed > 0 {
 				break
 			}
-			if err := sleep(ctx, res.RetryAfter); err != nil {
+			if err := domain.Sleep(ctx, res.RetryAfter); err != nil {
 				return 0, err
 			}
 		}
@@ -253,7 +254,7 @@ func (r *RedisLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dura
 			if res.RetryAfter > maxWait {
 				return res.RetryAfter, nil
 			}
-			if err := sleep(ctx, res.RetryAfter); err != nil {
+			if err := domain.Sleep(ctx, res.RetryAfter); err != nil {
 				return 0, err
 			}
 		}
@@ -293,17 +294,6 @@ func (r *RedisLimiter) Pause(ctx context.Context, chatID int64, d time.Duration,
 		}
 	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // jitter spreads d by ±20 %, so rows retried together do not return together.

@@ -50,3 +50,17 @@ func TestRenewLease(t *testing.T) {
 	cancel()
 	require.False(t, <-lost, "ended by its context")
 }
+
+// Sleep sleeps its time unless the context ends first, and says which.
+func TestSleep(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	require.NoError(t, domain.Sleep(t.Context(), 20*time.Millisecond))
+	require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+	require.NoError(t, domain.Sleep(t.Context(), 0))
+
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.ErrorIs(t, domain.Sleep(ended, time.Hour), context.Canceled)
+	require.ErrorIs(t, domain.Sleep(ended, 0), context.Canceled)
+}

@@ -33,3 +33,19 @@ func RenewLease(ctx context.Context, clock clockwork.Clock, lease time.Duration,
 		}
 	}
 }
+
+// Sleep waits d, or less when ctx ends first; it returns ctx's error then
+// (and at once, for d not positive, when ctx has ended already).
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
