@@ -16,8 +16,8 @@ import (
 )
 
 // The dispatch workflow's repository (dispatch.Repository): masters.go,
-// orders.go, order_steps.go and offers.go, with what they share here (the
-// columns, tellTx, why the system's own transitions commit asynchronously).
+// orders.go and offers.go, with what they share here (the columns, tellTx,
+// why the system's own transitions commit asynchronously).
 var _ dispatch.Repository = (*Store)(nil)
 
 // Columns of each entity in the order its scanner reads them. The masters
