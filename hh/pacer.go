@@ -77,7 +77,7 @@ type redisPacer struct {
 
 func (p *redisPacer) Wait(ctx context.Context) error {
 	for {
-		ms, err := p.rdb.PTTL(ctx, p.key+":pause").Result()
+		ms, err := redisgate.Paused(ctx, p.rdb, p.key+":pause")
 		if err != nil {
 			return fmt.Errorf("hh pacer: %w", err)
 		}
@@ -101,11 +101,7 @@ func (p *redisPacer) Wait(ctx context.Context) error {
 }
 
 func (p *redisPacer) Pause(ctx context.Context, d time.Duration) error {
-	// Keep the longer of a pause already set and this one.
-	const script = `local t = redis.call('PTTL', KEYS[1])
-if t < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], '1', 'PX', ARGV[1]) end
-return 1`
-	if err := p.rdb.Eval(ctx, script, []string{p.key + ":pause"}, d.Milliseconds()).Err(); err != nil {
+	if err := redisgate.Pause(ctx, p.rdb, p.key+":pause", d); err != nil {
 		return fmt.Errorf("hh pacer pause: %w", err)
 	}
 	return nil

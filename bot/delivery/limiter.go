@@ -262,20 +262,15 @@ func (r *RedisLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dura
 }
 
 func (r *RedisLimiter) pausedFor(ctx context.Context, chatID int64) (time.Duration, error) {
-	ttls, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.PTTL(ctx, r.prefix+"pause:0")
-		p.PTTL(ctx, r.prefix+"pause:"+strconv.FormatInt(chatID, 10))
-		return nil
-	})
+	p, err := redisgate.Paused(ctx, r.rdb, r.pauseKey(0), r.pauseKey(chatID))
 	if err != nil {
 		return 0, fmt.Errorf("read pauses: %w", err)
 	}
-	var out time.Duration
-	for _, c := range ttls {
-		// PTTL answers -2 (no key) or -1 (no expiry) as negative durations.
-		out = max(out, c.(*redis.DurationCmd).Val())
-	}
-	return out, nil
+	return p, nil
+}
+
+func (r *RedisLimiter) pauseKey(chatID int64) string {
+	return r.prefix + "pause:" + strconv.FormatInt(chatID, 10)
 }
 
 // Pause implements Limiter.
@@ -283,15 +278,8 @@ func (r *RedisLimiter) Pause(ctx context.Context, chatID int64, d time.Duration,
 	if global {
 		chatID = 0
 	}
-	key := r.prefix + "pause:" + strconv.FormatInt(chatID, 10)
-	// Keep the longer of two pauses set at once.
-	if err := r.rdb.SetArgs(ctx, key, 1, redis.SetArgs{TTL: d, Mode: "NX"}).Err(); err != nil && err != redis.Nil {
+	if err := redisgate.Pause(ctx, r.rdb, r.pauseKey(chatID), d); err != nil {
 		return fmt.Errorf("pause chat %d: %w", chatID, err)
-	}
-	if ttl, err := r.rdb.PTTL(ctx, key).Result(); err == nil && ttl < d {
-		if err := r.rdb.PExpire(ctx, key, d).Err(); err != nil {
-			return fmt.Errorf("pause chat %d: %w", chatID, err)
-		}
 	}
 	return nil
 }

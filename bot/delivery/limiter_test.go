@@ -31,8 +31,7 @@ func fallbackLimiter(t *testing.T, rdb *redis.Client, prefix string, l delivery.
 func TestFallbackLimiterRidesOutRedis(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := srv.Client()
 	ctx := context.Background()
 	l := delivery.Limits{Global: 100, GlobalBurst: 10, Private: 100, PrivateBurst: 10, Group: 100, GroupBurst: 10}
 	lim, gate := fallbackLimiter(t, rdb, "t:", l, 2)
@@ -89,8 +88,7 @@ func TestTwoSendersDeliverWhileRedisIsDown(t *testing.T) {
 		Private: tgfake.Bucket{Burst: 3, Every: time.Second},
 	}))
 	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := srv.Client()
 	limits := delivery.Limits{Global: 10, GlobalBurst: 2, Private: 1, PrivateBurst: 2, Group: 1.0 / 3, GroupBurst: 1}
 	l1, g1 := fallbackLimiter(t, rdb, "s:", limits, 2)
 	l2, g2 := fallbackLimiter(t, rdb, "s:", limits, 2)
