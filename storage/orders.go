@@ -165,32 +165,14 @@ LIMIT $1`, limit)
 // with masterID not zero only if the order is that master's. ok false, with
 // the order as it is, if that did not hold.
 func (s *Store) CompleteOrder(ctx context.Context, id, masterID int64, ratePercent float64, deadline time.Duration, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
-	var o dispatch.Order
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		o, err = scanOrder(tx.QueryRow(ctx, `
+	return s.orderChange(ctx, "complete", id, masterID, tell, func(tx pgx.Tx) (dispatch.Order, error) {
+		return scanOrder(tx.QueryRow(ctx, `
 UPDATE orders SET state = 'DONE', done_at = now(), updated_at = now(),
     commission = ceil(price * $2::float8::numeric / 100)::bigint,
     commission_due_at = now() + $3 * interval '1 microsecond'
 WHERE id = $1 AND state = 'ASSIGNED' AND ($4::bigint = 0 OR master_id = $4)
 RETURNING `+orderColumns, id, ratePercent, micros(deadline), masterID))
-		if err != nil {
-			return err
-		}
-		c := dispatch.Changed{Order: o}
-		if c.Assigned, err = assignedOffer(ctx, tx, o.ID, o.MasterID); err != nil {
-			return err
-		}
-		return tellTx(ctx, tx, tell, c)
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		o, err = s.Order(ctx, id)
-		return o, false, err
-	}
-	if err != nil {
-		return o, false, fmt.Errorf("complete order %d: %w", id, err)
-	}
-	return o, true, nil
 }
 
 // CancelOrder moves SEARCHING or ASSIGNED → CANCELLED and withdraws its
@@ -375,57 +357,50 @@ RETURNING `+orderColumns, orderID, masterID, tell)
 // master's accepted offer as Changed.Assigned; ok false, with the order
 // as it is, when the statement changed nothing.
 func (s *Store) masterChange(ctx context.Context, what, sql string, orderID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
-	var o dispatch.Order
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		if o, err = scanOrder(tx.QueryRow(ctx, sql, orderID, masterID)); err != nil {
-			return err
+	return s.orderChange(ctx, what, orderID, masterID, tell, func(tx pgx.Tx) (dispatch.Order, error) {
+		return scanOrder(tx.QueryRow(ctx, sql, orderID, masterID))
+	})
+}
+
+// orderChange is dispatchChange for a statement that moves an order
+// (update): what changed is the order and the accepted offer of master (0:
+// of the order's master), and a refused change returns the order as it is.
+func (s *Store) orderChange(ctx context.Context, what string, id, master int64, tell domain.Render[dispatch.Changed],
+	update func(pgx.Tx) (dispatch.Order, error)) (dispatch.Order, bool, error) {
+	return dispatchChange(ctx, s, what+" order", id, func(tx pgx.Tx) (dispatch.Order, dispatch.Changed, error) {
+		o, err := update(tx)
+		if err != nil {
+			return o, dispatch.Changed{}, err
+		}
+		m := master
+		if m == 0 {
+			m = o.MasterID
 		}
 		c := dispatch.Changed{Order: o}
-		if c.Assigned, err = assignedOffer(ctx, tx, orderID, masterID); err != nil {
-			return err
-		}
-		return tellTx(ctx, tx, tell, c)
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		o, err = s.Order(ctx, orderID)
-		return o, false, err
-	}
-	if err != nil {
-		return o, false, fmt.Errorf("%s order %d: %w", what, orderID, err)
-	}
-	return o, true, nil
+		c.Assigned, err = assignedOffer(ctx, tx, o.ID, m)
+		return o, c, err
+	}, func(ctx context.Context) (dispatch.Order, error) { return s.Order(ctx, id) }, tell)
 }
 
 // RecordOrderPhoto counts a photo of the finished work on the master's order
 // done latest within `within`, while it has fewer than max; see
 // dispatch.Repository.
 func (s *Store) RecordOrderPhoto(ctx context.Context, masterID int64, within time.Duration, max int, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
-	var o dispatch.Order
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		o, err = scanOrder(tx.QueryRow(ctx, `
+	return dispatchChange(ctx, s, "record photo of master", masterID, func(tx pgx.Tx) (dispatch.Order, dispatch.Changed, error) {
+		o, err := scanOrder(tx.QueryRow(ctx, `
 UPDATE orders SET photos = photos + 1, updated_at = now()
 WHERE id = (SELECT id FROM orders WHERE master_id = $1 AND state IN ('DONE', 'CLOSED')
             AND done_at > now() - $2 * interval '1 microsecond' ORDER BY done_at DESC, id DESC LIMIT 1)
   AND photos < $3
 RETURNING `+orderColumns, masterID, micros(within), max))
-		if err != nil {
-			return err
-		}
-		return tellTx(ctx, tx, tell, dispatch.Changed{Order: o})
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
+		return o, dispatch.Changed{Order: o}, err
+	}, func(ctx context.Context) (dispatch.Order, error) {
 		o, err := scanOrder(s.pool.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders
 WHERE master_id = $1 AND state IN ('DONE', 'CLOSED') AND done_at > now() - $2 * interval '1 microsecond'
 ORDER BY done_at DESC, id DESC LIMIT 1`, masterID, micros(within)))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return dispatch.Order{}, false, nil
+			return dispatch.Order{}, nil
 		}
-		return o, false, err
-	}
-	if err != nil {
-		return o, false, fmt.Errorf("record photo of master %d: %w", masterID, err)
-	}
-	return o, true, nil
+		return o, err
+	}, tell)
 }
