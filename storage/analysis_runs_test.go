@@ -38,28 +38,28 @@ func (f *afx) create() analysis.Run {
 	return r
 }
 
-// running requires a new run started with a one-hour lease.
-func (f *afx) running() analysis.Run {
+// took requires a run's transition that took, and returns the run.
+func (f *afx) took(r analysis.Run, ok bool, err error) analysis.Run {
 	f.t.Helper()
-	r, ok, err := f.st.StartAnalysisRun(f.ctx, f.create().ID, false, time.Hour, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	return r
+}
+
+// running requires a new run started with a one-hour lease.
+func (f *afx) running() analysis.Run {
+	f.t.Helper()
+	return f.took(f.st.StartAnalysisRun(f.ctx, f.create().ID, false, time.Hour, nil))
 }
 
 func (f *afx) complete(id int64) analysis.Run {
 	f.t.Helper()
-	r, ok, err := f.st.CompleteAnalysisRun(f.ctx, id, nil)
-	require.NoError(f.t, err)
-	require.True(f.t, ok)
-	return r
+	return f.took(f.st.CompleteAnalysisRun(f.ctx, id, nil))
 }
 
 func (f *afx) closeRun(id int64) analysis.Run {
 	f.t.Helper()
-	r, ok, err := f.st.CloseAnalysisRun(f.ctx, id, nil)
-	require.NoError(f.t, err)
-	require.True(f.t, ok)
+	r := f.took(f.st.CloseAnalysisRun(f.ctx, id, nil))
 	require.Equal(f.t, analysis.Closed, r.State)
 	return r
 }
