@@ -45,6 +45,9 @@ func setupRhythm(t *testing.T, n int, first int64, hh, mm, ss int) *rhythmBundle
 	env := e2e.New(t)
 	relevantVacancies(env, n, first)
 	clock, start := moscowAt(t, 0, hh, mm, ss)
+	// Built first: the build (once per test process) is none of the bot's
+	// time, and since must be just before its start.
+	e2e.Binary(t)
 	since := time.Now()
 	env.Start(map[string]string{"FETCH_INTERVAL": "1h", "DIGEST_INTERVAL": "1s", "CLOCK_START": clock})
 	ann := env.TG.User(first+1, "Ann", "en")
