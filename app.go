@@ -365,31 +365,16 @@ func (a *app) scheduleJobs() error {
 		// Digests at each user's digest times, and what a user back in
 		// instant mode left waiting (domain/vacancy/rhythm.go).
 		{"vacancy-digest", a.cfg.DigestInterval, a.vac.Digests},
-		{"vacancy-recovery", a.cfg.RecoveryInterval, func(ctx context.Context) error {
-			_, err := a.vac.Recover(ctx)
-			return err
-		}},
-		{"memory-reaper", a.cfg.MemoryReaperInterval, func(ctx context.Context) error {
-			_, err := a.mem.Reap(ctx)
-			return err
-		}},
+		{"vacancy-recovery", a.cfg.RecoveryInterval, uncounted(a.vac.Recover)},
+		{"memory-reaper", a.cfg.MemoryReaperInterval, uncounted(a.mem.Reap)},
 		{"dispatch-distribution", a.cfg.DistributionInterval, a.disp.Distribute},
 		// Each replica's timer expires offers as they fall due; this tick
 		// is the seed's watchdog, the guarantee behind the timers.
-		{"dispatch-watchdog", a.cfg.WatchdogInterval, func(ctx context.Context) error {
-			_, err := a.disp.Expire(ctx)
-			return err
-		}},
-		{"dispatch-commission", a.cfg.CommissionInterval, func(ctx context.Context) error {
-			_, err := a.disp.Commission(ctx)
-			return err
-		}},
+		{"dispatch-watchdog", a.cfg.WatchdogInterval, uncounted(a.disp.Expire)},
+		{"dispatch-commission", a.cfg.CommissionInterval, uncounted(a.disp.Commission)},
 		// Everything past its retention, the outbox's included (jobs/prune).
 		{"prune", a.cfg.PruneInterval, a.prune.Run},
-		{"dispatch-autoclose", a.cfg.AutocloseInterval, func(ctx context.Context) error {
-			_, err := a.disp.Autoclose(ctx)
-			return err
-		}},
+		{"dispatch-autoclose", a.cfg.AutocloseInterval, uncounted(a.disp.Autoclose)},
 	}
 	for _, j := range jobs {
 		if err := a.sched.Every(j.name, j.every, j.fn); err != nil {
@@ -397,6 +382,15 @@ func (a *app) scheduleJobs() error {
 		}
 	}
 	return nil
+}
+
+// uncounted adapts a job that also returns what it did to the scheduler,
+// which takes only the error.
+func uncounted[T any](job func(context.Context) (T, error)) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := job(ctx)
+		return err
+	}
 }
 
 // run serves until ctx ends, then stops everything in reverse order within

@@ -598,20 +598,6 @@ type promptLine struct {
 
 var benchMentionRx = regexp.MustCompile(`@\w{5,32}`)
 
-// answerJSON is the answer's shape (domain/analysis/prompt.go).
-type answerJSON struct {
-	Proposals []proposalJSON `json:"proposals"`
-}
-
-type proposalJSON struct {
-	Title       string  `json:"title"`
-	Description string  `json:"description"`
-	Priority    string  `json:"priority"`
-	Assignee    string  `json:"assignee"`
-	Deadline    string  `json:"deadline"`
-	Sources     []int64 `json:"source_message_ids"`
-}
-
 func (p *proposer) reply(req llmtest.Request) string {
 	p.calls.Add(1)
 	lines := readPrompt(req.Prompt)
@@ -620,7 +606,7 @@ func (p *proposer) reply(req llmtest.Request) string {
 		p.unreadable.Add(1)
 		return `{"proposals": []}`
 	}
-	a := answerJSON{Proposals: []proposalJSON{}}
+	a := analysis.Answer{Proposals: []analysis.AnswerProposal{}}
 	first := lines[0]
 	k := 1
 	if len(lines) > 1 && first.id%2 == 1 {
@@ -645,7 +631,7 @@ func (p *proposer) reply(req llmtest.Request) string {
 // proposalFrom writes a proposal from the messages it cites: a title from
 // the first one's words, the messages as the description, an assignee the
 // messages @mention, sometimes a deadline two days after the first.
-func proposalFrom(src []promptLine, j int) proposalJSON {
+func proposalFrom(src []promptLine, j int) analysis.AnswerProposal {
 	first := src[0]
 	words := strings.Fields(first.text)
 	title := "Follow up: " + strings.Join(words[:min(len(words), 8)], " ")
@@ -658,7 +644,7 @@ func proposalFrom(src []promptLine, j int) proposalJSON {
 		ids[i] = m.id
 		fmt.Fprintf(&desc, "Message %d: %s\n", m.id, clipText(m.text, 200))
 	}
-	pr := proposalJSON{
+	pr := analysis.AnswerProposal{
 		Title: title, Description: desc.String(), Priority: []string{"low", "medium", "high"}[(first.id+int64(j))%3],
 		Sources: ids,
 	}

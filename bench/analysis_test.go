@@ -135,7 +135,7 @@ func TestProposerReadsPrompt(t *testing.T) {
 		"[id=42 2026-03-02 09:16 Mon] Boris: @olga_qa please check\n    it has a second line\n" +
 		"[id=43 2026-03-02 09:20 Mon] Olga: ok\n"
 	p := &proposer{}
-	var a answerJSON
+	var a analysis.Answer
 	require.NoError(t, json.Unmarshal([]byte(p.reply(llmtest.Request{Prompt: prompt})), &a))
 	require.Len(t, a.Proposals, 2, "an odd first id gets two proposals")
 	require.Equal(t, []int64{41, 42, 43}, a.Proposals[0].Sources)

@@ -254,26 +254,21 @@ func (b *Bot) poller() tele.Poller {
 
 // registerWorkflows adds the commands and buttons of the workflows in Deps.
 func (b *Bot) registerWorkflows() {
-	if b.deps.Vacancies != nil {
-		b.RegisterVacancies(b.deps.Vacancies)
-	}
-	if b.deps.Letters != nil {
-		b.RegisterLetters(b.deps.Letters)
-	}
-	if b.deps.Rhythm != nil {
-		b.RegisterRhythm(b.deps.Rhythm)
-	}
-	if b.deps.Memory != nil {
-		b.RegisterMemory(b.deps.Memory)
-	}
-	if b.deps.Dispatch != nil {
-		b.RegisterDispatch(b.deps.Dispatch)
-	}
-	if b.deps.Analysis != nil {
-		b.RegisterAnalysis(b.deps.Analysis)
-	}
-	if b.deps.Resume != nil {
-		b.RegisterResume(b.deps.Resume)
+	d := b.deps
+	registerIf(d.Vacancies, b.RegisterVacancies)
+	registerIf(d.Letters, b.RegisterLetters)
+	registerIf(d.Rhythm, b.RegisterRhythm)
+	registerIf(d.Memory, b.RegisterMemory)
+	registerIf(d.Dispatch, b.RegisterDispatch)
+	registerIf(d.Analysis, b.RegisterAnalysis)
+	registerIf(d.Resume, b.RegisterResume)
+}
+
+// registerIf registers workflow w unless Deps leaves it out (nil).
+func registerIf[W comparable](w W, register func(W)) {
+	var none W
+	if w != none {
+		register(w)
 	}
 }
 

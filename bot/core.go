@@ -235,52 +235,53 @@ func (b *Bot) status(r *Request) error {
 	return r.Reply(sb.String(), nil)
 }
 
-// statusReplicas writes /status's live replicas.
-func (b *Bot) statusReplicas(r *Request, sb *strings.Builder, now time.Time) error {
-	replicas, err := b.deps.Status.Replicas(r.Ctx)
+// statusList writes a /status section of the rows list reads: its header,
+// then each row's lines, or the line saying there are none.
+func statusList[T any](r *Request, sb *strings.Builder, header, none string,
+	list func(context.Context) ([]T, error), lines func(T) string) error {
+	rows, err := list(r.Ctx)
 	if err != nil {
 		return err
 	}
-	sb.WriteString("\n\n" + r.T("status.replicas_header"))
-	if len(replicas) == 0 {
-		sb.WriteString("\n" + r.T("status.no_replicas"))
+	sb.WriteString("\n\n" + r.T(header))
+	if len(rows) == 0 {
+		sb.WriteString("\n" + r.T(none))
 	}
-	for _, rp := range replicas {
-		version := rp.Version
-		if version == "" {
-			version = "?"
-		}
-		sb.WriteString("\n" + r.T("status.replica", locales.Data{
-			"Instance": rp.Instance, "Version": version,
-			"Uptime": locales.Duration(r.Lang, max(now.Sub(rp.StartedAt), 0)),
-			"Seen":   locales.Duration(r.Lang, max(now.Sub(rp.SeenAt), 0)),
-		}))
+	for _, row := range rows {
+		sb.WriteString("\n" + lines(row))
 	}
 	return nil
 }
 
+// statusReplicas writes /status's live replicas.
+func (b *Bot) statusReplicas(r *Request, sb *strings.Builder, now time.Time) error {
+	return statusList(r, sb, "status.replicas_header", "status.no_replicas", b.deps.Status.Replicas, func(rp storage.Replica) string {
+		version := rp.Version
+		if version == "" {
+			version = "?"
+		}
+		return r.T("status.replica", locales.Data{
+			"Instance": rp.Instance, "Version": version,
+			"Uptime": locales.Duration(r.Lang, max(now.Sub(rp.StartedAt), 0)),
+			"Seen":   locales.Duration(r.Lang, max(now.Sub(rp.SeenAt), 0)),
+		})
+	})
+}
+
 // statusJobs writes /status's jobs, each one's last run on any replica.
 func (b *Bot) statusJobs(r *Request, sb *strings.Builder, _ time.Time) error {
-	runs, err := b.deps.Status.JobRuns(r.Ctx)
-	if err != nil {
-		return err
-	}
-	sb.WriteString("\n\n" + r.T("status.jobs_header"))
-	if len(runs) == 0 {
-		sb.WriteString("\n" + r.T("status.no_jobs"))
-	}
-	for _, j := range runs {
-		sb.WriteString("\n" + r.T("status.job", locales.Data{
+	return statusList(r, sb, "status.jobs_header", "status.no_jobs", b.deps.Status.JobRuns, func(j storage.JobRunSummary) string {
+		line := r.T("status.job", locales.Data{
 			"Name": j.Name, "Replica": j.Replica,
 			"Runs": locales.Number(r.Lang, j.Runs), "Failures": locales.Number(r.Lang, j.Failures),
 			"Started":  r.Time(j.StartedAt),
 			"Duration": locales.Duration(r.Lang, j.Duration),
-		}))
+		})
 		if j.Err != "" {
-			sb.WriteString("\n" + r.T("status.job_error", locales.Data{"Name": j.Name, "Error": j.Err}))
+			line += "\n" + r.T("status.job_error", locales.Data{"Name": j.Name, "Error": j.Err})
 		}
-	}
-	return nil
+		return line
+	})
 }
 
 // statusHealth writes the LLM's and HH's lines, when the source has them.

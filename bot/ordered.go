@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	tele "gopkg.in/telebot.v3"
 
 	"switchboard/domain"
@@ -319,34 +320,24 @@ type claim struct {
 func (c *claim) renew() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	lease, log := c.p.b.cfg.InboxLease, c.p.b.deps.Log
+	renew := func(ctx context.Context) (bool, error) {
+		at := time.Now()
+		rctx, rcancel := context.WithTimeout(ctx, lease/3)
+		defer rcancel()
+		ok, err := c.p.b.deps.Inbox.RenewUpdate(rctx, c.it.ID, c.it.Token, lease)
+		if err == nil && ok {
+			c.mu.Lock()
+			c.until = at.Add(lease)
+			c.mu.Unlock()
+		}
+		return ok, err
+	}
+	failed := func(err error) { log.Warn("renew inbox claim", "update", c.it.ID, "err", err) }
 	go func() {
 		defer close(done)
-		lease := c.p.b.cfg.InboxLease
-		t := time.NewTicker(lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			at := time.Now()
-			rctx, rcancel := context.WithTimeout(ctx, lease/3)
-			ok, err := c.p.b.deps.Inbox.RenewUpdate(rctx, c.it.ID, c.it.Token, lease)
-			rcancel()
-			switch {
-			case err != nil:
-				if ctx.Err() == nil {
-					c.p.b.deps.Log.Warn("renew inbox claim", "update", c.it.ID, "err", err)
-				}
-			case !ok:
-				c.p.b.deps.Log.Warn("inbox claim lost while its handler runs", "update", c.it.ID)
-				return
-			default:
-				c.mu.Lock()
-				c.until = at.Add(lease)
-				c.mu.Unlock()
-			}
+		if domain.RenewLease(ctx, clockwork.NewRealClock(), lease, renew, failed) {
+			log.Warn("inbox claim lost while its handler runs", "update", c.it.ID)
 		}
 	}()
 	return func() { cancel(); <-done }

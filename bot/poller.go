@@ -170,7 +170,7 @@ func (p *intakePoller) Poll(b *tele.Bot, _ chan tele.Update, stop chan struct{})
 				return
 			}
 			p.log.Warn("getUpdates failed", "err", err, "in", fetchBackoff)
-			if !sleepCtx(ctx, fetchBackoff) {
+			if domain.Sleep(ctx, fetchBackoff) != nil {
 				return
 			}
 			fetchBackoff = min(2*fetchBackoff, 5*time.Second)
@@ -205,7 +205,7 @@ func (p *intakePoller) store(ctx context.Context, us []domain.InboxUpdate) bool 
 		}
 		p.log.Warn("updates not stored in the inbox: Telegram is not told they arrived; retrying",
 			"updates", len(us), "first", us[0].ID, "err", err, "in", backoff)
-		if !sleepCtx(ctx, backoff) {
+		if domain.Sleep(ctx, backoff) != nil {
 			return false
 		}
 		backoff = min(2*backoff, 10*time.Second)
@@ -257,15 +257,4 @@ func InboxUpdateOf(raw json.RawMessage) (domain.InboxUpdate, error) {
 		in.Chat, in.HasChat = orderKey(u)
 	}
 	return in, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -1,12 +1,22 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -189,5 +199,174 @@ func allAnswered(env *e2e.Env, users []*tgfake.Person, sent map[int64][]tgfake.M
 			}
 		}
 		return true
+	}
+}
+
+const tooFast = "You are sending messages too fast"
+
+func countBot(env *e2e.Env, chatID int64, substr string) int {
+	n := 0
+	for _, m := range env.TG.Messages(chatID) {
+		if strings.Contains(m.Text, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+// The flood limiter (defaults: 1 a second, a burst of 20) judges when a user
+// wrote, not when the bot got round to it. Both users write while no
+// replica polls (as during an outage or a failover), and the bot then
+// fetches everything at once: Ann's forty messages, dated over forty
+// seconds, are all answered; Bob's forty, dated within one second, are a
+// flood and are cut after the burst, with one warning.
+func TestFloodControlJudgesTheUserNotTheBacklog(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	ann := env.TG.User(701, "Ann", "en")
+	bob := env.TG.User(702, "Bob", "en")
+
+	now := time.Now()
+	wrote := now.Add(-50 * time.Second)
+	for i := range 40 {
+		ann.SendTextAt(ann.ID(), "/help", wrote.Add(time.Duration(i)*time.Second))
+	}
+	burst := now.Add(-5 * time.Second)
+	for range 40 {
+		bob.SendTextAt(bob.ID(), "/help", burst)
+	}
+
+	p := env.Start(nil)
+	// Every update handled, answered or cut, is logged once: after eighty,
+	// no more answers are coming and the counts are final.
+	require.Eventually(t, func() bool {
+		return strings.Count(p.Logs(), `"msg":"update handled"`) >= 80
+	}, 2*time.Minute, 100*time.Millisecond, "the bot handles all eighty updates")
+	// Answers go out through the outbox: once no row is pending, every
+	// answer the handlers committed has been delivered.
+	conn, err := pgx.Connect(context.Background(), env.DatabaseURL)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	require.Eventually(t, func() bool {
+		var pending int
+		err := conn.QueryRow(context.Background(), `SELECT count(*) FROM outbox WHERE state = 'pending'`).Scan(&pending)
+		return err == nil && pending == 0
+	}, 2*time.Minute, 100*time.Millisecond, "the outbox delivers every answer")
+	const help = "What I can do"
+	require.Equal(t, 40, countBot(env, ann.ID(), help), "every message of the backlog answered")
+	require.Zero(t, countBot(env, ann.ID(), tooFast), "no flood warning for a backlog")
+	require.Equal(t, 20, countBot(env, bob.ID(), help), "a real flood is cut after the burst")
+	require.Equal(t, 1, countBot(env, bob.ID(), tooFast), "and told once")
+}
+
+// The issue's scenario: the polling replica stops answering (frozen, then
+// killed) while a user writes forty messages over forty seconds; the
+// survivor takes the lease and fetches the whole backlog at once, and every
+// message is answered: the flood limit reads when each was written.
+func TestBacklogAfterAFailoverIsAnsweredInFull(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t, e2e.WithRedis())
+	first := env.Start(nil)
+	first.WaitLog("polling lease acquired", 30*time.Second)
+	second := env.Start(nil)
+	second.WaitLog("standing by", 30*time.Second)
+
+	// Frozen, the holder keeps its lock but reads nothing: updates pile up
+	// at Telegram.
+	first.Signal(syscall.SIGSTOP)
+	ann := env.TG.User(703, "Ann", "en")
+	wrote := time.Now().Add(-45 * time.Second)
+	for i := range 40 {
+		ann.SendTextAt(ann.ID(), "/help", wrote.Add(time.Duration(i)*time.Second))
+	}
+	first.Kill()
+
+	env.TG.WaitFor(t, 2*time.Minute, func() bool { return countBot(env, ann.ID(), "What I can do") == 40 })
+	require.Zero(t, countBot(env, ann.ID(), tooFast), "a backlog is not a flood")
+}
+
+// Webhook mode, as behind a load balancer: three replicas, Telegram pushing
+// to one URL that hands requests to them in turn. 10 chats × 50 messages:
+// each chat's answers come in its order, none lost, none doubled, and every
+// replica took its share of the intake.
+func TestWebhookReplicasAnswerEachChatInOrder(t *testing.T) {
+	t.Parallel()
+	const chats, perChat = 10, 50
+	env := e2e.New(t, e2e.WithRedis())
+	const secret = "e2e-webhook_secret"
+	listen := []string{e2e.FreeAddr(t), e2e.FreeAddr(t), e2e.FreeAddr(t)}
+	var turn atomic.Int64
+	hits := make([]atomic.Int64, len(listen))
+	backends := make([]*httputil.ReverseProxy, len(listen))
+	for i, addr := range listen {
+		backends[i] = httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: addr})
+	}
+	lb := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := int(turn.Add(1)-1) % len(backends)
+		hits[i].Add(1)
+		backends[i].ServeHTTP(w, r)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	lbAddr := ln.Addr().String()
+	go func() { _ = lb.Serve(ln) }()
+	t.Cleanup(func() { _ = lb.Close() })
+
+	var replicas []*e2e.Process
+	for i, addr := range listen {
+		replicas = append(replicas, env.Spawn(fmt.Sprintf("replica-%d", i+1), map[string]string{
+			"TELEGRAM_WEBHOOK_URL": "http://" + lbAddr + "/telegram", "TELEGRAM_WEBHOOK_SECRET": secret,
+			"TELEGRAM_WEBHOOK_LISTEN": addr,
+		}))
+	}
+	for _, p := range replicas {
+		p.WaitLog("webhook set", 60*time.Second)
+	}
+	hook, _ := env.TG.Webhook()
+	require.Equal(t, "http://"+lbAddr+"/telegram", hook)
+
+	// Each user wrote their 50 messages a second apart over the last
+	// minute (so the per-user flood limit, which reads Telegram's dates,
+	// lets them all through); Telegram delivers them now.
+	people := make([]*tgfake.Person, chats)
+	start := time.Now().Add(-time.Duration(perChat+5) * time.Second)
+	for c := range people {
+		people[c] = env.TG.User(int64(7900+c), fmt.Sprintf("User%d", c), "en")
+	}
+	for m := 0; m < perChat; m++ {
+		for _, p := range people {
+			p.SendTextAt(p.ID(), "/lang m"+strconv.Itoa(m), start.Add(time.Duration(m)*time.Second))
+		}
+	}
+	echo := regexp.MustCompile(`“m(\d+)”`)
+	env.TG.WaitFor(t, 5*time.Minute, func() bool {
+		for _, p := range people {
+			if len(env.TG.Messages(p.ID())) < perChat {
+				return false
+			}
+		}
+		return true
+	})
+	env.TG.WaitUpdatesConsumed(t)
+	for _, p := range people {
+		var got []int
+		for _, msg := range env.TG.Messages(p.ID()) {
+			require.NotContains(t, msg.Text, "too fast", "chat %d", p.ID())
+			m := echo.FindStringSubmatch(msg.Text)
+			require.NotNil(t, m, "chat %d: %q", p.ID(), msg.Text)
+			n, _ := strconv.Atoi(m[1])
+			got = append(got, n)
+		}
+		want := make([]int, perChat)
+		for i := range want {
+			want[i] = i
+		}
+		require.Equal(t, want, got, "chat %d: every message answered once, in order", p.ID())
+	}
+	for i := range hits {
+		require.Positive(t, hits[i].Load(), "replica %d took no update: intake did not scale out", i+1)
+	}
+	for _, p := range replicas {
+		require.False(t, strings.Contains(p.Logs(), "polling lease"), "no replica polls in webhook mode")
 	}
 }

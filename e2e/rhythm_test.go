@@ -24,14 +24,43 @@ func moscowAt(t *testing.T, days, hh, mm, ss int) (string, time.Time) {
 	return at.Format(time.RFC3339), at
 }
 
-// startRhythm starts the bot with its wall clock at clockStart and digests
-// checked every second; it returns the real time just before the start, so
-// that a moment of the bot's clock is no earlier than since + (moment − start).
-func startRhythm(t *testing.T, env *e2e.Env, clockStart string) time.Time {
+// rhythmBundle is a rhythm test's scene: the bot started with its wall
+// clock at a Moscow time and digests checked every second, and Ann with her
+// settings open in Moscow's zone.
+type rhythmBundle struct {
+	env      *e2e.Env
+	ann      *tgfake.Person
+	settings tgfake.BotMessage
+	// start is the bot's clock when it started; since is the real time
+	// just before, so that a moment of the bot's clock is no earlier than
+	// since + (moment − start).
+	start, since time.Time
+}
+
+// setupRhythm starts the bot with n relevant vacancies (ids from first) and
+// its clock at hh:mm:ss in Moscow today, and opens the settings of Ann
+// (user first+1).
+func setupRhythm(t *testing.T, n int, first int64, hh, mm, ss int) *rhythmBundle {
 	t.Helper()
+	env := e2e.New(t)
+	relevantVacancies(env, n, first)
+	clock, start := moscowAt(t, 0, hh, mm, ss)
+	// Built first: the build (once per test process) is none of the bot's
+	// time, and since must be just before its start.
+	e2e.Binary(t)
 	since := time.Now()
-	env.Start(map[string]string{"FETCH_INTERVAL": "1h", "DIGEST_INTERVAL": "1s", "CLOCK_START": clockStart})
-	return since
+	env.Start(map[string]string{"FETCH_INTERVAL": "1h", "DIGEST_INTERVAL": "1s", "CLOCK_START": clock})
+	ann := env.TG.User(first+1, "Ann", "en")
+	return &rhythmBundle{env: env, ann: ann, settings: openSettings(t, env, ann), start: start, since: since}
+}
+
+// choose presses a settings button, checks the settings now say want, and
+// subscribes Ann to golang.
+func (b *rhythmBundle) choose(t *testing.T, button, want string) {
+	t.Helper()
+	press(t, b.env, b.ann, b.settings, button)
+	require.Contains(t, current(t, b.env, b.ann.ID(), b.settings.MessageID).Text, want)
+	subscribe(t, b.env, b.ann, "golang")
 }
 
 // press presses a button by its text and waits for the answer.
@@ -80,14 +109,10 @@ func digestMessages(env *e2e.Env, chatID int64) []tgfake.BotMessage {
 // a number sends that vacancy's card, once, whose buttons work as ever.
 func TestRhythmDigestAtItsTimeWithQuietHours(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	relevantVacancies(env, 3, 9100)
-	clock, start := moscowAt(t, 0, 7, 59, 25)
-	since := startRhythm(t, env, clock)
+	b := setupRhythm(t, 3, 9100, 7, 59, 25)
+	env, ann, settings, start, since := b.env, b.ann, b.settings, b.start, b.since
 	pool := db(t, env)
-	ann := env.TG.User(9101, "Ann", "en")
 
-	settings := openSettings(t, env, ann)
 	require.Contains(t, settings.Text, "Mode: a card for each vacancy")
 	require.Contains(t, press(t, env, ann, settings, "Digest").Text, "Saved")
 	press(t, env, ann, settings, "22:00")
@@ -160,18 +185,10 @@ func TestRhythmDigestAtItsTimeWithQuietHours(t *testing.T) {
 // reply to the user's command does not wait behind it.
 func TestRhythmQuietHoursHoldACard(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	relevantVacancies(env, 1, 9200)
-	clock, start := moscowAt(t, 0, 7, 59, 35)
-	since := startRhythm(t, env, clock)
-	pool := db(t, env)
-	ann := env.TG.User(9201, "Ann", "en")
+	b := setupRhythm(t, 1, 9200, 7, 59, 35)
+	env, ann, pool := b.env, b.ann, db(t, b.env)
+	b.choose(t, "22:00–08:00", "Quiet hours: 22:00–08:00")
 
-	settings := openSettings(t, env, ann)
-	press(t, env, ann, settings, "22:00–08:00")
-	require.Contains(t, current(t, env, ann.ID(), settings.MessageID).Text, "Quiet hours: 22:00–08:00")
-
-	subscribe(t, env, ann, "golang")
 	eventually(t, 20*time.Second, func() bool { return statuses(t, pool)["ANALYZED"] == 1 })
 	held := countBy(t, pool, `SELECT lane, count(*) FROM outbox WHERE kind = 'vacancy' AND state = 'pending' GROUP BY lane`)
 	require.Len(t, held, 1)
@@ -183,8 +200,8 @@ func TestRhythmQuietHoursHoldACard(t *testing.T) {
 	require.Empty(t, vacancyMessages(env, ann.ID()), "held until 08:00")
 
 	env.TG.WaitFor(t, 45*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 1 })
-	eight := time.Date(start.Year(), start.Month(), start.Day(), 8, 0, 0, 0, start.Location())
-	require.GreaterOrEqual(t, time.Since(since), eight.Sub(start), "the card went at 08:00 by the bot's clock")
+	eight := time.Date(b.start.Year(), b.start.Month(), b.start.Day(), 8, 0, 0, 0, b.start.Location())
+	require.GreaterOrEqual(t, time.Since(b.since), eight.Sub(b.start), "the card went at 08:00 by the bot's clock")
 	eventually(t, 10*time.Second, func() bool { return statuses(t, pool)["SENT_TO_USER"] == 1 })
 }
 
@@ -192,27 +209,19 @@ func TestRhythmQuietHoursHoldACard(t *testing.T) {
 // for the next local day; nothing is lost.
 func TestRhythmDailyCapHoldsTheRestUntilTomorrow(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	relevantVacancies(env, 12, 9300)
-	clock, start := moscowAt(t, 0, 23, 59, 30)
-	since := startRhythm(t, env, clock)
-	pool := db(t, env)
-	ann := env.TG.User(9301, "Ann", "en")
+	b := setupRhythm(t, 12, 9300, 23, 59, 30)
+	env, ann, pool := b.env, b.ann, db(t, b.env)
+	b.choose(t, "10 a day", "Daily limit: 10 cards")
 
-	settings := openSettings(t, env, ann)
-	press(t, env, ann, settings, "10 a day")
-	require.Contains(t, current(t, env, ann.ID(), settings.MessageID).Text, "Daily limit: 10 cards")
-
-	subscribe(t, env, ann, "golang")
 	env.TG.WaitFor(t, 20*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 10 })
-	midnight := start.Add(30 * time.Second)
-	require.Less(t, time.Since(since), midnight.Sub(start), "the ten went before midnight")
+	midnight := b.start.Add(30 * time.Second)
+	require.Less(t, time.Since(b.since), midnight.Sub(b.start), "the ten went before midnight")
 	eventually(t, 10*time.Second, func() bool {
 		return countBy(t, pool, `SELECT state, count(*) FROM outbox WHERE kind = 'vacancy' AND lane LIKE 'held:%' GROUP BY state`)["pending"] == 2
 	})
 	require.Len(t, vacancyMessages(env, ann.ID()), 10)
 
 	env.TG.WaitFor(t, 45*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 12 })
-	require.GreaterOrEqual(t, time.Since(since), midnight.Sub(start), "the other two went at midnight by the bot's clock")
+	require.GreaterOrEqual(t, time.Since(b.since), midnight.Sub(b.start), "the other two went at midnight by the bot's clock")
 	eventually(t, 10*time.Second, func() bool { return statuses(t, pool)["SENT_TO_USER"] == 12 })
 }

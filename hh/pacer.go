@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 
+	"switchboard/domain"
 	"switchboard/redisgate"
 )
 
@@ -40,7 +41,7 @@ func (p *memoryPacer) Wait(ctx context.Context) error {
 	p.mu.Lock()
 	until := p.until
 	p.mu.Unlock()
-	if err := sleepUntil(ctx, until); err != nil {
+	if err := domain.Sleep(ctx, time.Until(until)); err != nil {
 		return err
 	}
 	return p.lim.Wait(ctx)
@@ -76,12 +77,12 @@ type redisPacer struct {
 
 func (p *redisPacer) Wait(ctx context.Context) error {
 	for {
-		ms, err := p.rdb.PTTL(ctx, p.key+":pause").Result()
+		ms, err := redisgate.Paused(ctx, p.rdb, p.key+":pause")
 		if err != nil {
 			return fmt.Errorf("hh pacer: %w", err)
 		}
 		if ms > 0 {
-			if err := sleepUntil(ctx, time.Now().Add(ms)); err != nil {
+			if err := domain.Sleep(ctx, ms); err != nil {
 				return err
 			}
 			continue
@@ -93,18 +94,14 @@ func (p *redisPacer) Wait(ctx context.Context) error {
 		if res.Allowed > 0 {
 			return nil
 		}
-		if err := sleepUntil(ctx, time.Now().Add(res.RetryAfter)); err != nil {
+		if err := domain.Sleep(ctx, res.RetryAfter); err != nil {
 			return err
 		}
 	}
 }
 
 func (p *redisPacer) Pause(ctx context.Context, d time.Duration) error {
-	// Keep the longer of a pause already set and this one.
-	const script = `local t = redis.call('PTTL', KEYS[1])
-if t < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], '1', 'PX', ARGV[1]) end
-return 1`
-	if err := p.rdb.Eval(ctx, script, []string{p.key + ":pause"}, d.Milliseconds()).Err(); err != nil {
+	if err := redisgate.Pause(ctx, p.rdb, p.key+":pause", d); err != nil {
 		return fmt.Errorf("hh pacer pause: %w", err)
 	}
 	return nil
@@ -135,21 +132,6 @@ func (p *fallbackPacer) Pause(ctx context.Context, d time.Duration) error {
 	_ = p.fallback.Local(ctx).Pause(ctx, d)
 	_, _ = p.fallback.Shared(ctx, func() error { return p.shared.Pause(ctx, d) })
 	return nil
-}
-
-func sleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
 }
 
 // maxRetryAfter bounds a Retry-After we obey: a pause longer than this is

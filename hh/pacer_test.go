@@ -110,8 +110,7 @@ func TestRedisPacerSharesThePause(t *testing.T) {
 func TestFallbackPacerRidesOutRedis(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := srv.Client()
 	gate := redisgate.New("hh pacer", func(ctx context.Context) error { return rdb.Ping(ctx).Err() }, nil)
 	gate.First, gate.Max = 20*time.Millisecond, 50*time.Millisecond
 	p := hh.NewFallbackPacer(hh.NewRedisPacer(rdb, "pace", 100, 5), gate, 100,

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"switchboard/domain"
 )
 
 // Locker decides which replica runs a tick of a job (see the package doc).
@@ -116,24 +118,10 @@ type heldLease struct {
 // an overlapping run, which the SQL tolerates.
 func (h *heldLease) refresh(ctx context.Context) {
 	defer close(h.done)
-	t := h.clock.NewTicker(h.lease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.Chan():
-		}
-		ok, err := h.store.extend(ctx, h.job, h.token, h.lease)
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			h.log.Warn("job lease not extended", "job", h.job, "err", err)
-		case !ok:
-			h.log.Warn("job lease lost while running; another replica may start it", "job", h.job)
-			return
-		}
+	extend := func(ctx context.Context) (bool, error) { return h.store.extend(ctx, h.job, h.token, h.lease) }
+	failed := func(err error) { h.log.Warn("job lease not extended", "job", h.job, "err", err) }
+	if domain.RenewLease(ctx, h.clock, h.lease, extend, failed) {
+		h.log.Warn("job lease lost while running; another replica may start it", "job", h.job)
 	}
 }
 

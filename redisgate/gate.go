@@ -4,7 +4,8 @@
 // an in-process equivalent; the gate says when to, probes Redis with backoff
 // while it is down, and logs each switch once — not once per message.
 // Fallback holds the in-process budget the Telegram limiter and HH's pacer
-// fall back to, at this replica's share.
+// fall back to, at this replica's share; Pause and Paused keep the pause
+// (a Retry-After) they share through Redis.
 package redisgate
 
 import (

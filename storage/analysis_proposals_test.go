@@ -10,6 +10,7 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/analysis"
+	"switchboard/domain/domaintest"
 )
 
 // Twenty presses on one proposal's buttons at once: one decision, exact
@@ -387,13 +388,13 @@ func TestAnalysisBoardPages(t *testing.T) {
 	_, _, ok, err = f.st.DecideProposal(f.ctx, all[18].ID, analysis.Rejected, 7, b.render)
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Equal(t, "3/3 p3/3 [#17 task 17, #18 task 18, #19- task 19, #20 task 20] 18/1/1", boardText(b.last(t)))
+	require.Equal(t, "3/3 p3/3 [#17 task 17, #18 task 18, #19- task 19, #20 task 20] 18/1/1", domaintest.BoardText(b.last(t)))
 
 	// Every write above is in the outbox, in order.
 	rows := f.outbox()
 	require.Len(t, rows, b.calls())
 	for i, rv := range b.reviews {
-		require.Equal(t, boardText(rv), rows[i].Text)
+		require.Equal(t, domaintest.BoardText(rv), rows[i].Text)
 	}
 
 	// An unknown run: ErrNotFound, nothing written.

@@ -15,6 +15,7 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/analysis"
+	"switchboard/domain/domaintest"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
@@ -37,28 +38,28 @@ func (f *afx) create() analysis.Run {
 	return r
 }
 
-// running requires a new run started with a one-hour lease.
-func (f *afx) running() analysis.Run {
+// took requires a run's transition that took, and returns the run.
+func (f *afx) took(r analysis.Run, ok bool, err error) analysis.Run {
 	f.t.Helper()
-	r, ok, err := f.st.StartAnalysisRun(f.ctx, f.create().ID, false, time.Hour, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	return r
+}
+
+// running requires a new run started with a one-hour lease.
+func (f *afx) running() analysis.Run {
+	f.t.Helper()
+	return f.took(f.st.StartAnalysisRun(f.ctx, f.create().ID, false, time.Hour, nil))
 }
 
 func (f *afx) complete(id int64) analysis.Run {
 	f.t.Helper()
-	r, ok, err := f.st.CompleteAnalysisRun(f.ctx, id, nil)
-	require.NoError(f.t, err)
-	require.True(f.t, ok)
-	return r
+	return f.took(f.st.CompleteAnalysisRun(f.ctx, id, nil))
 }
 
 func (f *afx) closeRun(id int64) analysis.Run {
 	f.t.Helper()
-	r, ok, err := f.st.CloseAnalysisRun(f.ctx, id, nil)
-	require.NoError(f.t, err)
-	require.True(f.t, ok)
+	r := f.took(f.st.CloseAnalysisRun(f.ctx, id, nil))
 	require.Equal(f.t, analysis.Closed, r.State)
 	return r
 }
@@ -131,47 +132,12 @@ func progressMessage(first bool) domain.Render[analysis.Review] {
 	}
 }
 
-// boardText spells the board a render is given: progress, the page, the
-// page's proposals by ordinal (+ approved, - rejected) and title, the
-// counters (pending/approved/rejected) and "?" while it asks to approve
-// all.
-func boardText(rv analysis.Review) string {
-	r := rv.Run
-	var ps []string
-	for _, p := range rv.Proposals {
-		mark := ""
-		switch p.Decision {
-		case analysis.Approved:
-			mark = "+"
-		case analysis.Rejected:
-			mark = "-"
-		}
-		ps = append(ps, fmt.Sprintf("#%d%s %s", p.Ordinal, mark, p.Title))
-	}
-	confirm := ""
-	if r.ReviewConfirm {
-		confirm = " ?"
-	}
-	return fmt.Sprintf("%d/%d p%d/%d [%s] %d/%d/%d%s", r.BatchesDone, r.Batches, rv.Page+1, rv.Pages(),
-		strings.Join(ps, ", "), r.ProposalsPending, r.ProposalsApproved, r.ProposalsRejected, confirm)
-}
-
-// boardButtons are a page's decision buttons, one row per proposal,
-// whose data name the proposal.
-func boardButtons(rv analysis.Review) [][]domain.Button {
-	var out [][]domain.Button
-	for _, p := range rv.Proposals {
-		out = append(out, []domain.Button{{Text: fmt.Sprintf("✅ %d", p.Ordinal), Data: fmt.Sprintf("pa:%d", p.ID)}})
-	}
-	return out
-}
-
 // boardMessage renders the run's board as the bot does: the message
 // itself (first) or its edit.
 func boardMessage(first bool) domain.Render[analysis.Review] {
 	return func(rv analysis.Review) []domain.Message {
 		m := domain.Message{ChatID: adminChat, Kind: domain.KindProgress, Ref: rv.Run.ID, Key: progressKey(rv.Run.ID),
-			Text: boardText(rv), Buttons: boardButtons(rv)}
+			Text: domaintest.BoardText(rv), Buttons: domaintest.BoardButtons(rv)}
 		if !first {
 			m.Edit, m.IfGone = true, domain.IfGoneSend
 		}
@@ -191,8 +157,8 @@ func (b *boards) render(rv analysis.Review) []domain.Message {
 	b.mu.Lock()
 	b.reviews = append(b.reviews, rv)
 	b.mu.Unlock()
-	return []domain.Message{{ChatID: adminChat, Kind: domain.KindProgress, Ref: rv.Run.ID, Text: boardText(rv),
-		Buttons: boardButtons(rv)}}
+	return []domain.Message{{ChatID: adminChat, Kind: domain.KindProgress, Ref: rv.Run.ID, Text: domaintest.BoardText(rv),
+		Buttons: domaintest.BoardButtons(rv)}}
 }
 
 // calls is how many boards were rendered.

@@ -43,12 +43,7 @@ func TestSearchSavedDuringDiscoveryGetsItsVacancies(t *testing.T) {
 				added <- q
 			}()
 			// Wait until user 2's save is blocked on the key's lock.
-			require.Eventually(t, func() bool {
-				var waiting int
-				_ = st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&waiting)
-				return waiting == 1
-			}, 5*time.Second, 5*time.Millisecond)
+			require.Eventually(t, func() bool { return advisoryWaiters(ctx, st) == 1 }, 5*time.Second, 5*time.Millisecond)
 			require.Len(t, users, 1, "user 2's search is not visible yet")
 			return []vacancy.NewMatch{{UserID: users[0].ID, VacancyID: 42}}
 		}, nil)

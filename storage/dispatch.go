@@ -16,8 +16,8 @@ import (
 )
 
 // The dispatch workflow's repository (dispatch.Repository): masters.go,
-// orders.go, order_steps.go and offers.go, with what they share here (the
-// columns, tellTx, why the system's own transitions commit asynchronously).
+// orders.go and offers.go, with what they share here (the columns, tellTx,
+// why the system's own transitions commit asynchronously).
 var _ dispatch.Repository = (*Store)(nil)
 
 // Columns of each entity in the order its scanner reads them. The masters
@@ -144,6 +144,33 @@ func tellTx(ctx context.Context, tx pgx.Tx, tell domain.Render[dispatch.Changed]
 		}
 	}
 	return enqueueTx(ctx, tx, tell(c))
+}
+
+// dispatchChange runs one of a master's or an admin's conditional
+// statements on the dispatch tables (step: the statement, returning the
+// row it moved and what changed) in a transaction with what tell renders
+// of it. A statement that matched nothing (pgx.ErrNoRows) changed nothing:
+// asIs reads the row as it is, and ok is false. what and id name the
+// change in an error.
+func dispatchChange[T any](ctx context.Context, s *Store, what string, id int64, step func(pgx.Tx) (T, dispatch.Changed, error),
+	asIs func(context.Context) (T, error), tell domain.Render[dispatch.Changed]) (T, bool, error) {
+	var v T
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var c dispatch.Changed
+		var err error
+		if v, c, err = step(tx); err != nil {
+			return err
+		}
+		return tellTx(ctx, tx, tell, c)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		v, err = asIs(ctx)
+		return v, false, err
+	}
+	if err != nil {
+		return v, false, fmt.Errorf("%s %d: %w", what, id, err)
+	}
+	return v, true, nil
 }
 
 // readByID reads the rows query returns for ids ($1), scanned by scan,

@@ -185,10 +185,7 @@ func TestHHReplicasStartingTogetherShareOneToken(t *testing.T) {
 		// Hold the token request until the other replica waits on the lock.
 		waited := false
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			var waiting int
-			_ = st.Load().Pool().QueryRow(r.Context(), `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&waiting)
-			if waited = waiting == 1; waited {
+			if waited = advisoryWaiters(r.Context(), st.Load()) == 1; waited {
 				break
 			}
 		}

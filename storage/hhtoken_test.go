@@ -91,12 +91,7 @@ func TestHHAppTokenIsSingleFlightAcrossReplicas(t *testing.T) {
 			second <- result{tok, err}
 		}()
 		// Wait until b is blocked on the lock a holds.
-		require.Eventually(t, func() bool {
-			var waiting int
-			_ = a.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&waiting)
-			return waiting == 1
-		}, 5*time.Second, 5*time.Millisecond)
+		require.Eventually(t, func() bool { return advisoryWaiters(ctx, a) == 1 }, 5*time.Second, 5*time.Millisecond)
 		return &hh.NewToken{Token: "tok-a"}, nil
 	})
 	require.NoError(t, err)

@@ -321,13 +321,13 @@ func (s *Store) Offer(ctx context.Context, id int64) (dispatch.Offer, error) {
 }
 
 // offerAsIs is what a refused offer transition returns: the offer as it
-// is now (zero if there is none), ok false.
-func (s *Store) offerAsIs(ctx context.Context, id int64) (dispatch.Offer, bool, error) {
+// is now (zero if there is none).
+func (s *Store) offerAsIs(ctx context.Context, id int64) (dispatch.Offer, error) {
 	f, err := s.Offer(ctx, id)
 	if errors.Is(err, domain.ErrNotFound) {
-		return dispatch.Offer{}, false, nil
+		return dispatch.Offer{}, nil
 	}
-	return f, false, err
+	return f, err
 }
 
 // AcceptOffer is the one conditional statement on the offer (the master's, open,
@@ -362,7 +362,7 @@ RETURNING `+orderColumns, f.OrderID, masterID))
 		return tellTx(ctx, tx, tell, dispatch.Changed{Order: o, Offers: []dispatch.Offer{f}})
 	})
 	if errors.Is(err, errNoop) {
-		f, _, err := s.offerAsIs(ctx, offerID)
+		f, err := s.offerAsIs(ctx, offerID)
 		if err != nil || f.ID == 0 {
 			return f, dispatch.Order{}, false, err
 		}
@@ -427,21 +427,10 @@ RETURNING `+offerColumns, offerID, masterID, tell)
 // writes what tell renders with it; ok false, with the offer as it is,
 // when the statement changed nothing.
 func (s *Store) answerOffer(ctx context.Context, what, sql string, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
-	var f dispatch.Offer
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		if f, err = scanOffer(tx.QueryRow(ctx, sql, offerID, masterID)); err != nil {
-			return err
-		}
-		return tellTx(ctx, tx, tell, dispatch.Changed{Offers: []dispatch.Offer{f}})
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return s.offerAsIs(ctx, offerID)
-	}
-	if err != nil {
-		return f, false, fmt.Errorf("%s offer %d: %w", what, offerID, err)
-	}
-	return f, true, nil
+	return dispatchChange(ctx, s, what+" offer", offerID, func(tx pgx.Tx) (dispatch.Offer, dispatch.Changed, error) {
+		f, err := scanOffer(tx.QueryRow(ctx, sql, offerID, masterID))
+		return f, dispatch.Changed{Offers: []dispatch.Offer{f}}, err
+	}, func(ctx context.Context) (dispatch.Offer, error) { return s.offerAsIs(ctx, offerID) }, tell)
 }
 
 // ExpireOffers is the seed's watchdog statement (its predicate is the

@@ -57,6 +57,16 @@ func (b *testBundle) count(sql string, args ...any) int {
 	return n
 }
 
+// advisoryWaiters counts the sessions of st's database waiting for an
+// advisory lock: how a test knows another caller is blocked on a lock it
+// holds.
+func advisoryWaiters(ctx context.Context, st *storage.Store) int {
+	var waiting int
+	_ = st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&waiting)
+	return waiting
+}
+
 // atOnce runs f(0) … f(n-1) on goroutines released together, to race
 // them, and waits for them all.
 func atOnce(n int, f func(i int)) {

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 
+	"switchboard/domain"
 	"switchboard/redisgate"
 )
 
@@ -108,7 +109,7 @@ func (m *MemoryLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dur
 			if p > maxWait {
 				return p, nil
 			}
-			if err := sleep(ctx, p); err != nil {
+			if err := domain.Sleep(ctx, p); err != nil {
 				return 0, err
 			}
 			continue
@@ -119,7 +120,7 @@ func (m *MemoryLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dur
 		} else if need > 0 {
 			// Wait for the chat first: a bot-wide token taken now and
 			// spent after this wait would crowd the next second.
-			if err := sleep(ctx, need); err != nil {
+			if err := domain.Sleep(ctx, need); err != nil {
 				return 0, err
 			}
 			continue
@@ -134,7 +135,7 @@ func (m *MemoryLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dur
 				r.Cancel()
 				return d, nil
 			}
-			if err := sleep(ctx, d); err != nil {
+			if err := domain.Sleep(ctx, d); err != nil {
 				return 0, err
 			}
 		}
@@ -203,7 +204,7 @@ func (r *RedisLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dura
 			if p > maxWait {
 				return p, nil
 			}
-			if err := sleep(ctx, p); err != nil {
+			if err := domain.Sleep(ctx, p); err != nil {
 				return 0, err
 			}
 			continue
@@ -224,7 +225,7 @@ func (r *RedisLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dura
 			}
 			if need > 0 {
 				// The chat first, as in MemoryLimiter.Take.
-				if err := sleep(ctx, need); err != nil {
+				if err := domain.Sleep(ctx, need); err != nil {
 					return 0, err
 				}
 				continue
@@ -238,7 +239,7 @@ func (r *RedisLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dura
 			if res.Allowed > 0 {
 				break
 			}
-			if err := sleep(ctx, res.RetryAfter); err != nil {
+			if err := domain.Sleep(ctx, res.RetryAfter); err != nil {
 				return 0, err
 			}
 		}
@@ -253,7 +254,7 @@ func (r *RedisLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dura
 			if res.RetryAfter > maxWait {
 				return res.RetryAfter, nil
 			}
-			if err := sleep(ctx, res.RetryAfter); err != nil {
+			if err := domain.Sleep(ctx, res.RetryAfter); err != nil {
 				return 0, err
 			}
 		}
@@ -261,20 +262,15 @@ func (r *RedisLimiter) Take(ctx context.Context, chatID int64, maxWait time.Dura
 }
 
 func (r *RedisLimiter) pausedFor(ctx context.Context, chatID int64) (time.Duration, error) {
-	ttls, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.PTTL(ctx, r.prefix+"pause:0")
-		p.PTTL(ctx, r.prefix+"pause:"+strconv.FormatInt(chatID, 10))
-		return nil
-	})
+	p, err := redisgate.Paused(ctx, r.rdb, r.pauseKey(0), r.pauseKey(chatID))
 	if err != nil {
 		return 0, fmt.Errorf("read pauses: %w", err)
 	}
-	var out time.Duration
-	for _, c := range ttls {
-		// PTTL answers -2 (no key) or -1 (no expiry) as negative durations.
-		out = max(out, c.(*redis.DurationCmd).Val())
-	}
-	return out, nil
+	return p, nil
+}
+
+func (r *RedisLimiter) pauseKey(chatID int64) string {
+	return r.prefix + "pause:" + strconv.FormatInt(chatID, 10)
 }
 
 // Pause implements Limiter.
@@ -282,28 +278,10 @@ func (r *RedisLimiter) Pause(ctx context.Context, chatID int64, d time.Duration,
 	if global {
 		chatID = 0
 	}
-	key := r.prefix + "pause:" + strconv.FormatInt(chatID, 10)
-	// Keep the longer of two pauses set at once.
-	if err := r.rdb.SetArgs(ctx, key, 1, redis.SetArgs{TTL: d, Mode: "NX"}).Err(); err != nil && err != redis.Nil {
+	if err := redisgate.Pause(ctx, r.rdb, r.pauseKey(chatID), d); err != nil {
 		return fmt.Errorf("pause chat %d: %w", chatID, err)
 	}
-	if ttl, err := r.rdb.PTTL(ctx, key).Result(); err == nil && ttl < d {
-		if err := r.rdb.PExpire(ctx, key, d).Err(); err != nil {
-			return fmt.Errorf("pause chat %d: %w", chatID, err)
-		}
-	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // jitter spreads d by ±20 %, so rows retried together do not return together.

@@ -2,10 +2,8 @@ package delivery_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +15,6 @@ import (
 	"switchboard/e2e/tgfake"
 	"switchboard/redisgate"
 	"switchboard/redisgate/redistest"
-	"switchboard/storage"
 )
 
 func fallbackLimiter(t *testing.T, rdb *redis.Client, prefix string, l delivery.Limits, replicas int) (*delivery.FallbackLimiter, *redisgate.Gate) {
@@ -34,8 +31,7 @@ func fallbackLimiter(t *testing.T, rdb *redis.Client, prefix string, l delivery.
 func TestFallbackLimiterRidesOutRedis(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := srv.Client()
 	ctx := context.Background()
 	l := delivery.Limits{Global: 100, GlobalBurst: 10, Private: 100, PrivateBurst: 10, Group: 100, GroupBurst: 10}
 	lim, gate := fallbackLimiter(t, rdb, "t:", l, 2)
@@ -92,8 +88,7 @@ func TestTwoSendersDeliverWhileRedisIsDown(t *testing.T) {
 		Private: tgfake.Bucket{Burst: 3, Every: time.Second},
 	}))
 	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := srv.Client()
 	limits := delivery.Limits{Global: 10, GlobalBurst: 2, Private: 1, PrivateBurst: 2, Group: 1.0 / 3, GroupBurst: 1}
 	l1, g1 := fallbackLimiter(t, rdb, "s:", limits, 2)
 	l2, g2 := fallbackLimiter(t, rdb, "s:", limits, 2)
@@ -121,44 +116,5 @@ func TestTwoSendersDeliverWhileRedisIsDown(t *testing.T) {
 	for u := int64(1); u <= 6; u++ {
 		require.Equal(t, fmt.Sprintf("u%d #3", u), b.waitTexts(t, u, 4)[3])
 	}
-	require.Zero(t, b.srv.RateLimited(), "the two replicas together stayed under the limits")
-	require.Zero(t, b.srv.EarlySends())
-}
-
-// refusingStore refuses the first delivery mark, as a database shutting
-// down would, after the message went out.
-type refusingStore struct {
-	*storage.Store
-	refused atomic.Bool
-}
-
-func (s *refusingStore) OutboxDelivered(ctx context.Context, id int64, token string, messageID int) (bool, error) {
-	if s.refused.CompareAndSwap(false, true) {
-		return false, errors.New("FATAL: the database system is shutting down (SQLSTATE 57P01)")
-	}
-	return s.Store.OutboxDelivered(ctx, id, token, messageID)
-}
-
-// A delivery mark the database refuses is retried: the row ends sent, its
-// message out once — not claimed again after its lease and sent twice.
-func TestARefusedDeliveryMarkIsRetried(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	b.user(1, "U1")
-	require.NoError(t, b.store.EnqueueMessages(b.ctx, note(1, "once")))
-	st := &refusingStore{Store: b.store}
-	// The lease is far longer than the first retry (1 s): on a machine busy
-	// enough to delay that retry past a short lease, the row would be claimed
-	// again and sent twice, which is the lease's doing, not the retry's.
-	s, err := delivery.NewSender(delivery.Config{Poll: 10 * time.Millisecond, ClaimLease: 15 * time.Second}, st,
-		delivery.NewClient(b.srv.URL(), b.srv.Token(), nil), delivery.NewMemoryLimiter(delivery.DefaultLimits()),
-		slog.New(slog.DiscardHandler), nil)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	require.Eventually(t, func() bool { return b.state(t, "once") == "sent" }, 30*time.Second, 20*time.Millisecond)
-	require.True(t, st.refused.Load())
-	require.Equal(t, []string{"once"}, b.texts(1), "sent once")
+	b.requirePaced(t, "the two replicas together stayed under the limits")
 }

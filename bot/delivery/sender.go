@@ -418,7 +418,7 @@ func (s *Sender) save(ctx context.Context, what string, id int64, fn func(contex
 			return nil
 		}
 		s.log.Warn(what+": database refused; retrying", "row", id, "err", err, "retry_in", d)
-		if sleep(context.WithoutCancel(ctx), d) != nil {
+		if domain.Sleep(context.WithoutCancel(ctx), d) != nil {
 			return err
 		}
 		err = attempt()
@@ -486,7 +486,7 @@ func (s *Sender) SendNow(ctx context.Context, m domain.Message) (int, error) {
 			if attempt >= 3 {
 				return 0, fmt.Errorf("send to chat %d: %w", m.ChatID, err)
 			}
-			if serr := sleep(ctx, s.backoff(attempt)); serr != nil {
+			if serr := domain.Sleep(ctx, s.backoff(attempt)); serr != nil {
 				return 0, fmt.Errorf("send to chat %d: %w", m.ChatID, err)
 			}
 		case Gone:

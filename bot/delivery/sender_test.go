@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -35,17 +36,37 @@ func setup(t *testing.T, opts ...tgfake.Option) bundle {
 // run starts a sender with limiter; it stops when the test ends.
 func (b bundle) run(t *testing.T, limiter delivery.Limiter, cfg delivery.Config) *delivery.Sender {
 	t.Helper()
+	return start(t, b.sender(t, b.store, limiter, cfg))
+}
+
+// sender builds a sender of store's rows to the fake, polling every 10 ms
+// unless cfg says otherwise.
+func (b bundle) sender(t *testing.T, store delivery.Store, limiter delivery.Limiter, cfg delivery.Config) *delivery.Sender {
+	t.Helper()
 	if cfg.Poll == 0 {
 		cfg.Poll = 10 * time.Millisecond
 	}
-	s, err := delivery.NewSender(cfg, b.store, delivery.NewClient(b.srv.URL(), b.srv.Token(), nil), limiter,
+	s, err := delivery.NewSender(cfg, store, delivery.NewClient(b.srv.URL(), b.srv.Token(), nil), limiter,
 		slog.New(slog.DiscardHandler), nil)
 	require.NoError(t, err)
+	return s
+}
+
+// start runs s until the test ends.
+func start(t *testing.T, s *delivery.Sender) *delivery.Sender {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return s
+}
+
+// requirePaced checks that the fake refused no send for going too fast,
+// and saw none before a retry_after it had answered had passed.
+func (b bundle) requirePaced(t *testing.T, why string) {
+	t.Helper()
+	require.Zero(t, b.srv.RateLimited(), why)
+	require.Zero(t, b.srv.EarlySends())
 }
 
 // user registers a user who has started the bot (Telegram lets a bot
@@ -108,8 +129,7 @@ func TestSenderDeliversInOrderUnderTheLimits(t *testing.T) {
 	}
 	g := b.waitTexts(t, -100, 8)
 	require.Equal(t, "g #7", g[7])
-	require.Zero(t, b.srv.RateLimited(), "paced under every limit")
-	require.Zero(t, b.srv.EarlySends())
+	b.requirePaced(t, "paced under every limit")
 }
 
 // A user who blocked the bot: the chat is marked, every pending row of it
@@ -123,14 +143,9 @@ func TestSenderUnreachableRecipient(t *testing.T) {
 	var hooked atomic.Int64
 	require.NoError(t, b.store.EnqueueMessages(b.ctx,
 		domain.Message{ChatID: 1, Kind: domain.KindOffer, Ref: 42, Text: "offer"}, note(1, "after"), note(2, "bob")))
-	s, err := delivery.NewSender(delivery.Config{Poll: 10 * time.Millisecond}, b.store,
-		delivery.NewClient(b.srv.URL(), b.srv.Token(), nil), delivery.NewMemoryLimiter(delivery.DefaultLimits()), slog.New(slog.DiscardHandler), nil)
-	require.NoError(t, err)
+	s := b.sender(t, b.store, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
 	s.OnDrop(domain.KindOffer, func(_ context.Context, ref int64) { hooked.Store(ref) })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	start(t, s)
 
 	b.waitTexts(t, 2, 1)
 	require.Eventually(t, func() bool { return hooked.Load() == 42 }, 10*time.Second, 10*time.Millisecond)
@@ -285,8 +300,7 @@ func TestTwoSendersShareTheBudgetThroughRedis(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("u%d #3", u), got[3])
 	}
 	// Each pacing alone at 10/s would have run the fake's 10/s over.
-	require.Zero(t, b.srv.RateLimited(), "the two replicas together stayed under the limits")
-	require.Zero(t, b.srv.EarlySends())
+	b.requirePaced(t, "the two replicas together stayed under the limits")
 }
 
 // A photo row goes out as sendPhoto by its file id, its text the caption,
@@ -329,9 +343,7 @@ func TestSendNowEditsTheButtonsAlone(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.user(1, "Ann")
-	s, err := delivery.NewSender(delivery.Config{}, nil, delivery.NewClient(b.srv.URL(), b.srv.Token(), nil),
-		delivery.NewMemoryLimiter(delivery.DefaultLimits()), slog.New(slog.DiscardHandler), nil)
-	require.NoError(t, err)
+	s := b.sender(t, nil, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
 	id, err := s.SendNow(b.ctx, domain.Message{ChatID: 1, Kind: domain.KindReply, Text: "<b>order</b> #7",
 		Buttons: [][]domain.Button{{{Text: "Done", Data: "ad:1"}, {Text: "Back out", Data: "ax:1"}}}})
 	require.NoError(t, err)
@@ -356,4 +368,35 @@ func TestSendNowEditsTheButtonsAlone(t *testing.T) {
 	require.Empty(t, msg.ReplyMarkup.Buttons())
 
 	require.Error(t, b.store.EnqueueMessages(b.ctx, domain.Message{ChatID: 1, Kind: domain.KindAssigned, Key: "offer:1", Edit: true, MarkupOnly: true}))
+}
+
+// refusingStore refuses the first delivery mark, as a database shutting
+// down would, after the message went out.
+type refusingStore struct {
+	*storage.Store
+	refused atomic.Bool
+}
+
+func (s *refusingStore) OutboxDelivered(ctx context.Context, id int64, token string, messageID int) (bool, error) {
+	if s.refused.CompareAndSwap(false, true) {
+		return false, errors.New("FATAL: the database system is shutting down (SQLSTATE 57P01)")
+	}
+	return s.Store.OutboxDelivered(ctx, id, token, messageID)
+}
+
+// A delivery mark the database refuses is retried: the row ends sent, its
+// message out once — not claimed again after its lease and sent twice.
+func TestARefusedDeliveryMarkIsRetried(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(1, "U1")
+	require.NoError(t, b.store.EnqueueMessages(b.ctx, note(1, "once")))
+	st := &refusingStore{Store: b.store}
+	// The lease is far longer than the first retry (1 s): on a machine busy
+	// enough to delay that retry past a short lease, the row would be claimed
+	// again and sent twice, which is the lease's doing, not the retry's.
+	start(t, b.sender(t, st, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{ClaimLease: 15 * time.Second}))
+	require.Eventually(t, func() bool { return b.state(t, "once") == "sent" }, 30*time.Second, 20*time.Millisecond)
+	require.True(t, st.refused.Load())
+	require.Equal(t, []string{"once"}, b.texts(1), "sent once")
 }

@@ -142,10 +142,10 @@ func (s *Service) propose(ctx context.Context, r Run, batch []GroupMessage) ([]P
 	if cut > 0 {
 		s.log.Info("long messages cut to fit the model's window", "run", r.ID, "messages", len(batch), "cut", cut)
 	}
-	var a answer
+	var a Answer
 	err := s.deps.LLM.JSON(ctx, systemPrompt, prompt, &a)
 	if errors.Is(err, ErrInvalidAnswer) {
-		a = answer{}
+		a = Answer{}
 		err = s.deps.LLM.JSON(ctx, systemPrompt, prompt, &a)
 	}
 	if err != nil {
@@ -165,18 +165,8 @@ func (s *Service) renderBoard(first bool) domain.Render[Review] {
 // keepLease renews the run's lease until ctx ends, so other replicas do
 // not take the executor for dead.
 func (s *Service) keepLease(ctx context.Context, id int64) {
-	t := s.deps.Clock.NewTicker(s.cfg.RunLease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.Chan():
-			if ok, err := s.deps.Repo.RenewAnalysisLease(ctx, id, s.cfg.RunLease); err != nil && ctx.Err() == nil {
-				s.log.Warn("renew run lease", "run", id, "err", err)
-			} else if err == nil && !ok {
-				return
-			}
-		}
+	renew := func(ctx context.Context) (bool, error) {
+		return s.deps.Repo.RenewAnalysisLease(ctx, id, s.cfg.RunLease)
 	}
+	domain.RenewLease(ctx, s.deps.Clock, s.cfg.RunLease, renew, func(err error) { s.log.Warn("renew run lease", "run", id, "err", err) })
 }

@@ -23,13 +23,15 @@ Rules:
 - source_message_ids: the ids of the messages the task comes from (at least one, from this batch).
 - Do not repeat a task listed under "Already approved" unless the messages add something new.`
 
-// answer is the LLM's JSON; Validate makes a wrong shape an invalid answer
-// (retried once).
-type answer struct {
-	Proposals []answerProposal `json:"proposals"`
+// Answer is the JSON the LLM answers a batch with (and what a scripted LLM
+// writes); Validate makes a wrong shape an invalid answer (retried once).
+type Answer struct {
+	Proposals []AnswerProposal `json:"proposals"`
 }
 
-type answerProposal struct {
+// AnswerProposal is one task of an Answer; Sources are the ids of the
+// group messages it comes from.
+type AnswerProposal struct {
 	Title       string  `json:"title"`
 	Description string  `json:"description"`
 	Priority    string  `json:"priority"`
@@ -46,7 +48,7 @@ const (
 )
 
 // Validate implements the llm package's validation hook.
-func (a *answer) Validate() error {
+func (a *Answer) Validate() error {
 	if a.Proposals == nil {
 		return errors.New(`missing "proposals" array`)
 	}
@@ -108,7 +110,7 @@ func renderBatch(batch []GroupMessage, similar []Proposal) (string, int) {
 // messages back: sources from this batch (a proposal with none is
 // dropped), an assignee the cited messages mention or wrote, a deadline
 // that is a real date not before the first cited message.
-func proposalsFrom(a answer, batch []GroupMessage) []Proposal {
+func proposalsFrom(a Answer, batch []GroupMessage) []Proposal {
 	byID := make(map[int64]GroupMessage, len(batch))
 	for _, m := range batch {
 		byID[m.MessageID] = m

@@ -144,16 +144,16 @@ func TestParseRunArgs(t *testing.T) {
 }
 
 func TestAnswerValidation(t *testing.T) {
-	require.Error(t, (&answer{}).Validate(), "missing array")
-	require.NoError(t, (&answer{Proposals: []answerProposal{}}).Validate())
-	ok := answerProposal{Title: "Fix", Priority: "High", Sources: []int64{1}}
-	require.NoError(t, (&answer{Proposals: []answerProposal{ok}}).Validate())
-	for _, bad := range []answerProposal{
+	require.Error(t, (&Answer{}).Validate(), "missing array")
+	require.NoError(t, (&Answer{Proposals: []AnswerProposal{}}).Validate())
+	ok := AnswerProposal{Title: "Fix", Priority: "High", Sources: []int64{1}}
+	require.NoError(t, (&Answer{Proposals: []AnswerProposal{ok}}).Validate())
+	for _, bad := range []AnswerProposal{
 		{Title: " ", Priority: "high", Sources: []int64{1}},
 		{Title: "x", Priority: "urgent", Sources: []int64{1}},
 		{Title: "x", Priority: "low"},
 	} {
-		require.Error(t, (&answer{Proposals: []answerProposal{bad}}).Validate(), "%+v", bad)
+		require.Error(t, (&Answer{Proposals: []AnswerProposal{bad}}).Validate(), "%+v", bad)
 	}
 }
 
@@ -164,7 +164,7 @@ func TestProposalsFromKeepsOnlyStatedFacts(t *testing.T) {
 		{ChatID: -1, MessageID: 10, Author: "Ann", Text: "Bob, please fix the login bug by Friday", Date: t0},
 		{ChatID: -1, MessageID: 11, Author: "Bob", Text: "ok", Date: t0.Add(time.Minute)},
 	}
-	got := proposalsFrom(answer{Proposals: []answerProposal{
+	got := proposalsFrom(Answer{Proposals: []AnswerProposal{
 		{Title: " Fix  login\nbug ", Description: "d", Priority: "HIGH", Assignee: "@Bob", Deadline: "2026-11-20", Sources: []int64{10, 10, 99}},
 		{Title: "Invented", Priority: "low", Assignee: "Carol", Deadline: "2026-11-19", Sources: []int64{11}},
 		{Title: "Bad date", Priority: "low", Deadline: "Friday", Sources: []int64{10}},

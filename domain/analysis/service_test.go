@@ -89,7 +89,7 @@ const adminChatID = -900
 // adminChat renders the workflow's messages as plain rows and records the
 // boards it rendered. An event's text names it. The board is one row per
 // write, a send without a key, so that the outbox folds no write into
-// another and each shows: its text is boardText's, after "posted " for the
+// another and each shows: its text is domaintest.BoardText's, after "posted " for the
 // first.
 type adminChat struct {
 	mu     sync.Mutex
@@ -113,44 +113,11 @@ func (a *adminChat) Board(rv analysis.Review, first bool) []domain.Message {
 	a.mu.Lock()
 	a.boards = append(a.boards, boardCall{rv, first})
 	a.mu.Unlock()
-	text := boardText(rv)
+	text := domaintest.BoardText(rv)
 	if first {
 		text = "posted " + text
 	}
-	var buttons [][]domain.Button
-	for _, p := range rv.Proposals {
-		buttons = append(buttons, []domain.Button{{Text: fmt.Sprintf("✅ %d", p.Ordinal), Data: fmt.Sprintf("pa:%d", p.ID)}})
-	}
-	return []domain.Message{{ChatID: adminChatID, Kind: domain.KindProgress, Ref: rv.Run.ID, Text: text, Buttons: buttons}}
-}
-
-// boardText spells a board: progress, the page, the page's proposals by
-// ordinal (+ approved, - rejected) and title, the counters
-// (pending/approved/rejected) and "?" while it asks to approve all.
-func boardText(rv analysis.Review) string {
-	r := rv.Run
-	confirm := ""
-	if r.ReviewConfirm {
-		confirm = " ?"
-	}
-	return fmt.Sprintf("%d/%d p%d/%d [%s] %d/%d/%d%s", r.BatchesDone, r.Batches, rv.Page+1, rv.Pages(),
-		proposalList(rv.Proposals), r.ProposalsPending, r.ProposalsApproved, r.ProposalsRejected, confirm)
-}
-
-// proposalList spells proposals as a board lists them.
-func proposalList(ps []analysis.Proposal) string {
-	var out []string
-	for _, p := range ps {
-		mark := ""
-		switch p.Decision {
-		case analysis.Approved:
-			mark = "+"
-		case analysis.Rejected:
-			mark = "-"
-		}
-		out = append(out, fmt.Sprintf("#%d%s %s", p.Ordinal, mark, p.Title))
-	}
-	return strings.Join(out, ", ")
+	return []domain.Message{{ChatID: adminChatID, Kind: domain.KindProgress, Ref: rv.Run.ID, Text: text, Buttons: domaintest.BoardButtons(rv)}}
 }
 
 // calls are the Board calls so far.
@@ -255,7 +222,7 @@ WHERE run_id = $1 AND ordinal <= $2 ORDER BY ordinal`, runID, analysis.ReviewPag
 		return p, r.Scan(&p.Ordinal, &p.Title, &p.Decision)
 	})
 	require.NoError(t, err)
-	return proposalList(ps)
+	return domaintest.ProposalList(ps)
 }
 
 // listed is the list part of a board's text.
@@ -600,7 +567,7 @@ func TestReviewBoard(t *testing.T) {
 		require.Equal(t, ords, have)
 		rows++
 		require.Len(t, w.outbox(t), rows)
-		require.Equal(t, boardText(c.rv), w.board(t, r.ID), "written")
+		require.Equal(t, domaintest.BoardText(c.rv), w.board(t, r.ID), "written")
 		return c.rv
 	}
 

@@ -39,7 +39,7 @@
 // Storage: Repository (service.go) is composed of one port per part of the
 // workflow, each implemented by the storage file of its table: MasterStore
 // by storage/masters.go, OrderStore by storage/orders.go, StepStore by
-// storage/order_steps.go, OfferStore by storage/offers.go, DistributionStore
+// storage/orders.go, OfferStore by storage/offers.go, DistributionStore
 // by storage/orders.go and storage/offers.go, CommissionStore by
 // storage/masters.go and storage/orders.go. A distribution step's rules
 // live in policy.go: storage reads the facts and writes what it decides.

@@ -229,7 +229,7 @@ type OrderStore interface {
 }
 
 // StepStore is the assigned master's buttons (steps.go);
-// storage/order_steps.go implements it.
+// storage/orders.go implements it.
 type StepStore interface {
 	// MarkOrderStep records the assigned master's step on the order: one
 	// conditional statement, only while the order is ASSIGNED to masterID

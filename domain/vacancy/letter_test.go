@@ -93,6 +93,16 @@ func (w *letterWorld) drain(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// written asks for a letter and lets the workers write it (or fail to);
+// it returns the letter as it ended.
+func (w *letterWorld) written(t *testing.T, a vacancy.LetterAsk) vacancy.Letter {
+	t.Helper()
+	asked, err := w.ask(a)
+	require.NoError(t, err)
+	w.drain(t)
+	return w.letter(t, asked.Letter.ID)
+}
+
 func (w *letterWorld) letter(t *testing.T, id int64) vacancy.Letter {
 	t.Helper()
 	l, err := w.store.CoverLetter(w.ctx, id)
@@ -151,10 +161,7 @@ func TestLetterDraftedAndRewritten(t *testing.T) {
 	w.user(t, 1, "Go developer, 5 years, PostgreSQL")
 	m := w.match(t, 1, vacancy.SentToUser)
 
-	asked, err := w.ask(vacancy.LetterAsk{UserID: 1, MatchID: m, Style: vacancy.StyleDraft})
-	require.NoError(t, err)
-	w.drain(t)
-	first := w.letter(t, asked.Letter.ID)
+	first := w.written(t, vacancy.LetterAsk{UserID: 1, MatchID: m, Style: vacancy.StyleDraft})
 	require.Equal(t, vacancy.LetterReady, first.State)
 	require.Equal(t, goodLetter, first.Text)
 	require.Positive(t, first.TokensIn)
@@ -170,20 +177,15 @@ func TestLetterDraftedAndRewritten(t *testing.T) {
 	require.Equal(t, 1, countRows(t, w, `SELECT count(*) FROM outbox WHERE kind = 'cover_letter' AND ref = $1`, first.ID))
 
 	// In English, then shorter: the language stays.
-	en, err := w.ask(vacancy.LetterAsk{UserID: 1, FromID: first.ID, Style: vacancy.StyleAnother, Language: "en"})
-	require.NoError(t, err)
-	w.drain(t)
+	en := w.written(t, vacancy.LetterAsk{UserID: 1, FromID: first.ID, Style: vacancy.StyleAnother, Language: "en"})
 	require.Contains(t, w.llm.RequestsFor("letter")[1].System, "Write in English")
-	short, err := w.ask(vacancy.LetterAsk{UserID: 1, FromID: en.Letter.ID, Style: vacancy.StyleShorter})
-	require.NoError(t, err)
-	w.drain(t)
+	got := w.written(t, vacancy.LetterAsk{UserID: 1, FromID: en.ID, Style: vacancy.StyleShorter})
 	req = w.llm.RequestsFor("letter")[2]
 	require.Contains(t, req.System, "Write in English")
 	require.Contains(t, req.Prompt, "## Letter\n"+goodLetter)
 	require.Contains(t, req.Prompt, "half its length")
-	got := w.letter(t, short.Letter.ID)
 	require.Equal(t, 3, got.Version)
-	require.Equal(t, en.Letter.ID, got.BaseID)
+	require.Equal(t, en.ID, got.BaseID)
 	require.Equal(t, "en", got.Language)
 }
 
@@ -197,10 +199,7 @@ func TestLetterFailuresAreToldAndRetried(t *testing.T) {
 	w.user(t, 1, "Go developer")
 	m := w.match(t, 1, vacancy.Applied)
 
-	asked, err := w.ask(vacancy.LetterAsk{UserID: 1, MatchID: m, Style: vacancy.StyleDraft})
-	require.NoError(t, err)
-	w.drain(t)
-	failed := w.letter(t, asked.Letter.ID)
+	failed := w.written(t, vacancy.LetterAsk{UserID: 1, MatchID: m, Style: vacancy.StyleDraft})
 	require.Equal(t, vacancy.LetterFailed, failed.State)
 	require.Equal(t, vacancy.LetterFailedLLM, failed.Failure)
 	require.Len(t, w.notes.failed, 1)
@@ -232,11 +231,9 @@ func TestLetterFailuresAreToldAndRetried(t *testing.T) {
 	require.Len(t, w.notes.failed, 3)
 
 	rule.Reply(goodLetter)
-	fourth, err := w.ask(vacancy.LetterAsk{UserID: 1, FromID: third.Letter.ID, Style: vacancy.StyleRetry})
-	require.NoError(t, err)
-	w.drain(t)
-	require.Equal(t, vacancy.LetterReady, w.letter(t, fourth.Letter.ID).State)
-	over, err := w.ask(vacancy.LetterAsk{UserID: 1, FromID: fourth.Letter.ID, Style: vacancy.StyleShorter})
+	fourth := w.written(t, vacancy.LetterAsk{UserID: 1, FromID: third.Letter.ID, Style: vacancy.StyleRetry})
+	require.Equal(t, vacancy.LetterReady, fourth.State)
+	over, err := w.ask(vacancy.LetterAsk{UserID: 1, FromID: fourth.ID, Style: vacancy.StyleShorter})
 	require.NoError(t, err)
 	require.True(t, over.Limited, "one ready letter is the limit of one")
 }

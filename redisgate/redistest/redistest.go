@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Server is a redis-server child process on a free port.
@@ -37,6 +39,15 @@ func Start(t testing.TB) *Server {
 	s.Resume()
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// Client is a client of the server as the tests that stop it want one: no
+// retries and a short dial, so that a call to a stopped server fails at
+// once. It is closed when the test ends.
+func (s *Server) Client() *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	s.t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
 }
 
 // Addr is host:port.
