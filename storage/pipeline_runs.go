@@ -175,6 +175,7 @@ FROM r`, id, from, to, lease.Milliseconds(), size.Logs, size.Summaries)
 	for _, m := range js {
 		rc.Summaries = append(rc.Summaries, m.summary())
 	}
+	rc.Read = size.Summaries > 0
 	return r, rc, true, nil
 }
 

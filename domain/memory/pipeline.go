@@ -111,7 +111,7 @@ func (s *Service) process(ctx context.Context, ref Ref) {
 		case Responding:
 			r, ok = s.respond(ctx, r)
 		case Completed, Failed:
-			s.finish(ctx, r)
+			s.finish(ctx, r, rc)
 			return
 		default:
 			return
@@ -411,7 +411,7 @@ func (s *Service) render(r PipelineRun) []domain.Message {
 // summary is part of the next run's memory) and its answer queued (so the
 // next answer is queued, and delivered, after it). An incognito run is
 // summarised by nobody: it is closed with its texts and raw logs erased.
-func (s *Service) finish(ctx context.Context, r PipelineRun) {
+func (s *Service) finish(ctx context.Context, r PipelineRun, rc Recall) {
 	released := false
 	defer func() {
 		if !released {
@@ -445,7 +445,7 @@ func (s *Service) finish(ctx context.Context, r PipelineRun) {
 		}
 		released, next = ok, n
 	} else if r.Status == Completed && r.ArchivedAt.IsZero() {
-		sum := s.summarise(ctx, r)
+		sum := s.summarise(ctx, r, rc)
 		if ctx.Err() != nil {
 			return
 		}
@@ -507,17 +507,19 @@ func (s *Service) release(ctx context.Context, id int64) {
 // user's next run for ever.
 //
 // The archivist is shown the user's current memories the run recalled
-// (the analyzer's, read again now: a user's runs go one after another, so
-// nothing was archived since, and a memory deleted meanwhile is not
-// offered) with their ids, and may name those the exchange contradicts;
-// only ids it was shown are kept. Archiving supersedes them.
-func (s *Service) summarise(ctx context.Context, r PipelineRun) *Summary {
+// with their ids, and may name those the exchange contradicts; only ids it
+// was shown are kept, and archiving supersedes only those still current.
+// The recall is the one this worker captured the run with (a user's runs
+// go one after another, so nothing was archived for the user since); a run
+// taken up again after its stages (the reaper's, another replica's) has
+// none, and reads them now.
+func (s *Service) summarise(ctx context.Context, r PipelineRun, rc Recall) *Summary {
 	start := s.deps.Clock.Now()
 	defer func() { s.m.stage.WithLabelValues("archivist").Observe(s.deps.Clock.Since(start).Seconds()) }()
 	sys, err := s.prompt(ctx, "archivist")
 	var note archiveNote
-	var known []Summary
-	if err == nil {
+	known := rc.Summaries
+	if err == nil && !rc.Read {
 		if known, err = s.deps.Repo.MemorySummaries(ctx, r.UserID, analyzerSummaries); err != nil && ctx.Err() == nil {
 			// Summarise without offering any: the memory is kept, only a
 			// contradiction goes unnoticed this time.

@@ -152,6 +152,9 @@ type Ref struct {
 type Recall struct {
 	Logs      []LogEntry
 	Summaries []Summary
+	// Read says the summaries were read (there may be none); the archivist
+	// then offers these rather than reading them again.
+	Read bool
 }
 
 // RecallSize asks a capture to read the user's memory in the same round
