@@ -33,7 +33,8 @@ func (cfg *memoryConfig) define(fs *flag.FlagSet) {
 	cfg.defineOrchestrators(fs)
 	fs.IntVar(&cfg.submitters, "submitters", 0, "goroutines calling Submit (0: one per user, as the bot serves each chat on a goroutine of its own)")
 	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "give up when the runs are not all archived after this long")
-	fs.Float64Var(&cfg.rate, "rate", 300, "runs/s of the second pass, which measures the overhead at a steady load (0: no second pass)")
+	fs.Float64Var(&cfg.rate, "rate", 0, "runs/s of the second pass, which measures the overhead at a steady load (0: -load of pass 1's runs/s)")
+	fs.Float64Var(&cfg.load, "load", 0.6, "with -rate 0, the second pass's rate as a share of pass 1's runs/s, the same load on any host\n(0 with -rate 0: no second pass)")
 }
 
 // defineOrchestrators adds the flags that shape the orchestrators and
@@ -47,9 +48,9 @@ func (cfg *memoryConfig) defineOrchestrators(fs *flag.FlagSet) {
 }
 
 func (cfg *memoryConfig) resolve() string {
-	if cfg.runs <= 0 || cfg.users <= 0 || cfg.workers <= 0 || cfg.orchestrators <= 0 || cfg.submitters < 0 || cfg.timeout <= 0 || cfg.rate < 0 ||
+	if cfg.runs <= 0 || cfg.users <= 0 || cfg.workers <= 0 || cfg.orchestrators <= 0 || cfg.submitters < 0 || cfg.timeout <= 0 || cfg.rate < 0 || cfg.load < 0 || cfg.load >= 1 ||
 		cfg.streamEvery < 0 {
-		return "-runs, -users, -workers, -orchestrators and -timeout must be positive, -submitters, -rate and -stream-every not negative"
+		return "-runs, -users, -workers, -orchestrators and -timeout must be positive, -submitters, -rate and -stream-every not negative, -load in [0, 1)"
 	}
 	if cfg.submitters == 0 {
 		cfg.submitters = cfg.users

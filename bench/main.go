@@ -75,10 +75,11 @@
 // It makes two passes, each on a fresh database. Pass 1 (capacity)
 // submits every run at once; its wall time runs from the first Submit to
 // the first poll (every 10 ms) that sees every run archived, and gives
-// runs_per_s. Pass 2 (overhead) submits the runs at a steady -rate runs/s
-// (default 300, the throughput goal; run i at i/rate), after one
+// runs_per_s. Pass 2 (overhead) submits the runs at a steady rate (run i
+// at i/rate): -rate runs/s, or by default -load (0.6) of pass 1's runs/s,
+// the same load on any host (overhead_rate in the JSON), after one
 // second's worth of warm-up runs that are not counted, and gives the
-// overhead figures; -rate 0 skips it and reports pass 1's. Under pass 1's
+// overhead figures; -rate 0 -load 0 skips it and reports pass 1's. Under pass 1's
 // flood a run mostly waits for a free worker, about users ÷ throughput
 // (Little's law), whatever the orchestration does; pass 2 shows what the
 // orchestration adds to a run at a load the machine sustains. A run's
@@ -95,7 +96,7 @@
 // -cpuprofile and -memprofile write CPU and allocation profiles. The JSON
 // line (runs_per_s from pass 1, the overhead from pass 2) is
 //
-//	{"scenario":"memory","runs":…,"runs_per_s":…,"overhead_p50_ms":…,"overhead_p99_ms":…,"peak_rss_mb":…}
+//	{"scenario":"memory","runs":…,"runs_per_s":…,"overhead_p50_ms":…,"overhead_p99_ms":…,"overhead_rate":…,"peak_rss_mb":…}
 //
 // Goals: at least 50 runs/s per 1000 reference commits/s, overhead p50 at
 // most 10 ms and p99 at most 50 ms.

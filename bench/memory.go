@@ -71,6 +71,9 @@ type memoryConfig struct {
 	// rate paces the submissions at this many runs a second (run i at
 	// i/rate); zero submits them all at once.
 	rate float64
+	// load sets the second pass's rate as a share of the first pass's
+	// runs/s when rate is zero (0: no second pass).
+	load float64
 	// warmup is how many of the runs (the first submitted) are left out of
 	// the figures.
 	warmup int
@@ -87,6 +90,8 @@ type memoryReport struct {
 	RunsPerS      float64 `json:"runs_per_s"`
 	OverheadP50MS float64 `json:"overhead_p50_ms"`
 	OverheadP99MS float64 `json:"overhead_p99_ms"`
+	// OverheadRate is pass 2's runs/s.
+	OverheadRate float64 `json:"overhead_rate"`
 	tail
 }
 
@@ -99,9 +104,18 @@ func benchMemoryPasses(ctx context.Context, cfg memoryConfig, stdout io.Writer, 
 	burst.rate = 0
 	fmt.Fprintln(stdout, "pass 1, capacity: all runs submitted at once")
 	rep, err := benchMemory(ctx, burst, stdout, log)
-	if err != nil || cfg.rate == 0 {
+	rate := cfg.rate
+	if rate == 0 {
+		// A fixed rate would say how fast the host is: 300 runs/s is 0.57 of
+		// one host's capacity and beyond another's. A share of this run's own
+		// capacity puts every host under the same load.
+		rate = round(cfg.load*rep.RunsPerS, 1)
+	}
+	if err != nil || rate == 0 {
 		return rep, err
 	}
+	cfg.rate = rate
+	rep.OverheadRate = rate
 	// Pass 2, overhead: the same runs arriving at a steady rate. Under
 	// pass 1's flood a run mostly waits for a worker (about users ÷
 	// throughput, Little's law), which says nothing about what the

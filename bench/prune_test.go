@@ -25,10 +25,10 @@ func TestPruneSmoke(t *testing.T) {
 	require.GreaterOrEqual(t, rep.OverheadP99MS, rep.OverheadP50MS)
 	require.Positive(t, rep.BaselineP50MS)
 	require.Less(t, rep.GMAfterFull, rep.GMBefore)
-	// The run itself failed unless both tables shrank, byte for byte (its
-	// verify); at this scale the report's 0.1 MB rounding can hide how
-	// much, when a busy machine's autovacuum kept old row versions.
-	require.LessOrEqual(t, rep.PRAfterFull, rep.PRBefore)
+	// The run itself failed unless the seeded runs' rows shrank (its
+	// verify); the files' sizes depend on every database's transactions
+	// on the server, and are reported only.
+	require.Contains(t, out, "the seeded runs' rows: ")
 	require.Contains(t, out, "group_messages   rows     3000  batches    32")
 	require.Contains(t, out, "run_context      rows      600  batches     8")
 	require.Contains(t, out, "llm_calls analyzer=")
