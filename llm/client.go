@@ -498,31 +498,21 @@ func (c *Client) finish(cl call, err error) error {
 	return err
 }
 
-// visibleSoFar is the part of a growing answer a reader may see: nothing
-// while a leading reasoning block is open, what follows it once it closed
-// (as stripReasoning does for the whole answer), and "" until the first
-// visible character. A "<" that may be the start of a reasoning tag waits
-// for the next piece.
+// visibleSoFar is the part of a growing answer a reader may see: what
+// stripReasoning leaves of it (nothing while a leading reasoning block is
+// still open), and nothing while its start may yet become a reasoning
+// tag ("<thi…").
 func visibleSoFar(content string) string {
 	t := strings.TrimLeft(content, " \t\r\n\uFEFF")
-	for _, tag := range [][2]string{{"<think>", "</think>"}, {"<thinking>", "</thinking>"}} {
-		if strings.HasPrefix(tag[0], t) {
-			return "" // "<thi…": maybe a reasoning tag, not known yet
-		}
-		if strings.HasPrefix(t, tag[0]) {
-			end := strings.Index(t, tag[1])
-			if end < 0 {
-				return ""
-			}
-			return visibleSoFar(t[end+len(tag[1]):])
-		}
+	if strings.HasPrefix("<think>", t) || strings.HasPrefix("<thinking>", t) {
+		return ""
 	}
-	for _, closeTag := range []string{"</think>", "</thinking>"} {
-		if i := strings.Index(t, closeTag); i >= 0 {
-			t = strings.TrimLeft(t[i+len(closeTag):], " \t\r\n")
-		}
+	var rep repairs
+	shown, ok := stripReasoning(content, &rep)
+	if !ok {
+		return ""
 	}
-	return strings.TrimRight(t, " \t\r\n")
+	return strings.TrimSpace(shown)
 }
 
 // snippet bounds model output quoted in errors.

@@ -77,15 +77,14 @@ func (s *Store) RequestMemoryExport(ctx context.Context, userID int64, messageID
 }
 
 // memoryExportSQL reads a user's memories and conversation up to $2, each
-// as a JSON array, oldest first. A memory's end (invalid_at, superseded_by)
-// is read through the row's JSON, so a row without those columns reads as
-// current.
+// as a JSON array, oldest first. A memory superseded after $2 was current
+// when the export was asked for, and reads so.
 const memoryExportSQL = `
 SELECT
     (SELECT COALESCE(json_agg(m ORDER BY m.id), '[]') FROM (
         SELECT l.id, l.time_bucket_start, l.time_bucket_end, l.tags, l.summary, l.source_run_ids, l.created_at,
-               (to_jsonb(l)->>'invalid_at')::timestamptz AS invalid_at,
-               (to_jsonb(l)->>'superseded_by')::bigint AS superseded_by
+               CASE WHEN l.invalid_at <= $2 THEN l.invalid_at END AS invalid_at,
+               CASE WHEN l.invalid_at <= $2 THEN l.superseded_by END AS superseded_by
         FROM lsm_storage l WHERE l.user_id = $1 AND l.created_at <= $2) m),
     (SELECT COALESCE(json_agg(c ORDER BY c.id), '[]') FROM (
         SELECT l.id, l.log_type AS type, COALESCE(l.log_data->>'text', '') AS text,

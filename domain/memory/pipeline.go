@@ -371,10 +371,7 @@ func (s *Service) respond(ctx context.Context, r PipelineRun) (PipelineRun, bool
 		// what the run ends with: the answer or the failure notice.
 		placeholder := st.end()
 		if err != nil {
-			if placeholder {
-				return Change{Placeholder: true}, err
-			}
-			return Change{}, err
+			return Change{Placeholder: placeholder}, err
 		}
 		answer = strings.TrimSpace(answer)
 		if answer == "" {
