@@ -28,6 +28,7 @@ const (
 	PruneOutboxThrottles = "outbox_throttles" // a day: /status counts the last hour's
 	PruneInbox           = "inbox"            // handled and failed updates, Retention.Inbox; pending ones stay
 	PruneProfileDrafts   = "profile_drafts"   // drafts from a résumé nobody finished, resume.DraftTTL
+	PruneMemoryRequests  = "memory_requests"  // corrections and forget confirmations past expires_at
 )
 
 // Retention is how long each kind is kept; 0 keeps it for ever.
@@ -125,6 +126,7 @@ var pruneKinds = []pruneKind{
 	{PruneOutboxThrottles, func(Retention) time.Duration { return 24 * time.Hour }, pruneOutboxThrottles},
 	{PruneInbox, func(r Retention) time.Duration { return r.Inbox }, pruneInbox},
 	{PruneProfileDrafts, func(Retention) time.Duration { return resume.DraftTTL }, pruneProfileDrafts},
+	{PruneMemoryRequests, func(Retention) time.Duration { return expiredRequestGrace }, pruneMemoryRequests},
 }
 
 // PruneKinds lists every kind in the order Prune runs them.
@@ -423,6 +425,19 @@ DELETE FROM outbox_throttles WHERE ctid = ANY (ARRAY(
 var pruneInbox = pruneStatement(`
 DELETE FROM inbox WHERE update_id = ANY (ARRAY(
     SELECT update_id FROM inbox WHERE state <> 'pending' AND done_at < $1 ORDER BY done_at LIMIT $2))`)
+
+// expiredRequestGrace is how long past its expires_at a memory request is
+// deleted: the requests' statements compare with the database's now(), the
+// prune with the replica's clock, which may run a little ahead.
+const expiredRequestGrace = time.Minute
+
+// pruneMemoryRequests deletes memory requests that expired before the
+// horizon: they are void, and the statements that drop them on the way run
+// only when their user comes back.
+var pruneMemoryRequests = pruneStatement(`
+DELETE FROM memory_requests WHERE id = ANY (ARRAY(
+    SELECT id FROM memory_requests WHERE expires_at < $1 ORDER BY expires_at LIMIT $2
+    FOR UPDATE SKIP LOCKED))`)
 
 // PruneRun is a kind's row in prune_runs: its last run and its total.
 type PruneRun struct {

@@ -161,6 +161,38 @@ VALUES (7, $1, $2, $3, $1)`, pruneNow.Add(d), pruneNow.Add(d+time.Hour), string(
 	require.Equal(t, []string{"c", "d"}, b.strings(`SELECT summary FROM lsm_storage ORDER BY id`))
 }
 
+// Memory requests (a correction, a forget confirmation) whose user never
+// came back go once a minute past their expiry, in batches, whatever the
+// retention settings; those within that minute and live ones stay, and a
+// live correction still waits for its text.
+func TestPruneMemoryRequests(t *testing.T) {
+	b := setupPrune(t)
+	for _, u := range []int64{7, 8, 9} {
+		b.user(u)
+	}
+	row := func(user int64, kind string, expires time.Duration) {
+		b.exec(`INSERT INTO memory_requests (user_id, kind, memory_ids, expires_at, created_at) VALUES ($1, $2, '{1}', $3, $4)`,
+			user, kind, pruneNow.Add(expires), pruneNow.Add(expires-time.Hour))
+	}
+	row(7, "correct", -30*day)
+	row(7, "forget", -2*time.Minute)
+	row(8, "forget", -time.Hour)
+	row(8, "forget", -time.Minute+time.Second) // expired, within the grace
+	row(9, "correct", time.Hour)
+	row(9, "forget", time.Hour)
+
+	res := b.prune(storage.PruneMemoryRequests, storage.Retention{})
+	require.False(t, res.Off, "always on: an expired request is void")
+	require.EqualValues(t, 3, res.Rows)
+	require.Equal(t, 2, res.Batches, "two rows a batch: a full one, then the rest")
+	require.Equal(t, []string{"8 forget", "9 correct", "9 forget"},
+		b.strings(`SELECT user_id || ' ' || kind FROM memory_requests ORDER BY user_id, kind`))
+	waiting, err := b.st.MemoryCorrectionWaiting(b.ctx, 9)
+	require.NoError(t, err)
+	require.True(t, waiting)
+	require.Zero(t, b.prune(storage.PruneMemoryRequests, storage.Retention{}).Rows, "nothing more to do")
+}
+
 // Matches in a prunable state, created and last changed before the
 // horizon, go; SKIPPED ones only past the recovery window; each user's
 // latest taste examples stay, and ClaimMatch still reads them; open work
@@ -432,7 +464,7 @@ func TestPruneStatementTimeout(t *testing.T) {
 			batches = append(batches, batch{kind, rows, took, err})
 		}})
 	// OnBatch hears of every batch, the cancelled one with its error.
-	require.Len(t, batches, 4, "%+v", batches)
+	require.Len(t, batches, 5, "%+v", batches)
 	require.Equal(t, storage.PruneGroupMessages, batches[0].kind)
 	var pe *pgconn.PgError
 	require.ErrorAs(t, batches[0].err, &pe)
@@ -461,7 +493,8 @@ func TestPruneStatementTimeout(t *testing.T) {
 	for _, r := range runs {
 		kinds = append(kinds, r.Kind)
 	}
-	require.Equal(t, []string{storage.PruneGroupMessages, storage.PruneOutboxRows, storage.PruneOutboxThrottles, storage.PruneProfileDrafts}, kinds,
+	require.Equal(t, []string{storage.PruneGroupMessages, storage.PruneOutboxRows, storage.PruneOutboxThrottles, storage.PruneProfileDrafts,
+		storage.PruneMemoryRequests}, kinds,
 		"every kind that is on, in order")
 	require.Equal(t, 1, runs[0].Timeouts)
 	require.True(t, runs[0].At.Equal(pruneNow))
