@@ -275,8 +275,14 @@ func (rd *Renderer) exportMarkdown(e memory.Export, lang string, loc *time.Locat
 			state = t("export.md_superseded", locales.Data{"Time": at(m.SupersededAt)})
 		}
 		sb.WriteString(fmt.Sprintf("### %d. %s · %s\n\n", i+1, at(m.Memory.CreatedAt), state))
-		if len(m.Memory.Tags) > 0 {
-			sb.WriteString(t("export.md_tags", locales.Data{"Tags": locales.HTML(strings.Join(m.Memory.Tags, ", "))}) + "\n\n")
+		var tags []string
+		for _, tag := range m.Memory.Tags {
+			if tag = oneLine(tag); tag != "" {
+				tags = append(tags, markdownLiteral(tag))
+			}
+		}
+		if len(tags) > 0 {
+			sb.WriteString(t("export.md_tags", locales.Data{"Tags": locales.HTML(strings.Join(tags, ", "))}) + "\n\n")
 		}
 		sb.WriteString(quote(m.Memory.Summary) + "\n\n")
 	}
@@ -297,11 +303,58 @@ func (rd *Renderer) exportMarkdown(e memory.Export, lang string, loc *time.Locat
 	return []byte(sb.String())
 }
 
-// quote is text as a Markdown block quote, every line of it.
+// quote is text as a Markdown block quote, every line of it. The text
+// stays Markdown (a model's answer is), but never HTML: most viewers
+// would run a <script> or hide an <!-- in it, so outside fenced code
+// every line is markdownLiteral. A fence counts only where no viewer can
+// read it otherwise (codeFence), so a misread fence costs a visible
+// backslash, never raw HTML.
 func quote(text string) string {
 	lines := strings.Split(strings.TrimSpace(text), "\n")
+	fence := ""
 	for i, l := range lines {
+		switch {
+		case fence != "":
+			if closesFence(l, fence) {
+				fence = ""
+			}
+		default:
+			fence = codeFence(l)
+			if fence == "" {
+				l = markdownLiteral(l)
+			}
+		}
 		lines[i] = strings.TrimRight("> "+l, " ")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// markdownLiteral escapes what a Markdown viewer would take for HTML (a
+// tag, a comment, an autolink, an entity) with CommonMark's backslash, and
+// the backslash itself, so that none of the user's own escapes undoes it.
+var markdownLiteral = strings.NewReplacer(`\`, `\\`, `<`, `\<`, `&`, `\&`).Replace
+
+// codeFence is the fence (its run of ` or ~) that line opens, or "": only
+// one at the line's very start, where no list or quote in the text can
+// hold it, and a backtick fence without a backtick after it (CommonMark).
+func codeFence(line string) string {
+	for _, c := range []string{"`", "~"} {
+		n := len(line) - len(strings.TrimLeft(line, c))
+		if n < 3 {
+			continue
+		}
+		if c == "`" && strings.Contains(line[n:], "`") {
+			return ""
+		}
+		return line[:n]
+	}
+	return ""
+}
+
+// closesFence says whether line may end the fence: a run of its character
+// at least as long, alone on the line. Indentation is ignored, so this
+// closes at least wherever a viewer would, and escaping resumes no later.
+func closesFence(line, fence string) bool {
+	l := strings.TrimSpace(line)
+	return len(l) >= len(fence) && strings.Trim(l, fence[:1]) == ""
 }

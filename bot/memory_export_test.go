@@ -1,6 +1,7 @@
 package bot_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/renderer/html"
 
 	"switchboard/bot"
 	"switchboard/bot/delivery"
@@ -87,4 +90,53 @@ func TestExportDocumentsWriteSupersededMemories(t *testing.T) {
 	ex = memory.Export{AsOf: asOf}
 	_, err = hook(t.Context(), row)
 	require.ErrorIs(t, err, delivery.ErrNoDocument)
+}
+
+// What the user and the model wrote reads in a Markdown viewer as they
+// wrote it, and never as HTML: tags, comments, entities and autolinks in
+// quoted text and in tags show as text, a backslash of their own does not
+// undo the escape, a tag cannot start a line of its own, and code in a
+// fence keeps its < and & without a backslash. A fence a list holds is
+// not taken for one: the lines after it are escaped all the same.
+func TestExportMarkdownShowsHTMLAsText(t *testing.T) {
+	t.Parallel()
+	asOf := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	ex := memory.Export{
+		User: domain.User{ID: 5, Language: "en"}, AsOf: asOf,
+		Memories: []memory.ExportedMemory{{Memory: memory.Summary{ID: 1, CreatedAt: asOf,
+			Summary: "Likes <b>bold</b> & <script>x</script>\n<!-- hidden\n\\<i>escaped</i> &amp; <https://example.com>",
+			Tags:    []string{"<b>tag</b>", "a\n<script>y</script>", " "}}}},
+		Conversation: []memory.LogEntry{
+			{Type: "query", Text: "What is <div>?", CreatedAt: asOf},
+			{Type: "answer", Text: "Like this:\n\n```go\nfmt.Println(a < b && c)\n```\n\n- a list\n  ```\n<script>z</script>\n```", CreatedAt: asOf},
+		},
+	}
+	hook := testRenderer(bot.RenderConfig{}).ExportDocuments(exportsFunc(func(context.Context, int64, time.Time) (memory.Export, error) {
+		return ex, nil
+	}))
+	doc, err := hook(t.Context(), domain.Queued{Message: domain.Message{ChatID: 5, Kind: domain.KindMemoryExport, Ref: 5, Document: "markdown"}, CreatedAt: asOf})
+	require.NoError(t, err)
+	md := string(doc.Data)
+	t.Logf("Markdown:\n%s", md)
+	require.Contains(t, md, "Tags: \\<b>tag\\</b>, a \\<script>y\\</script>\n")
+	require.Contains(t, md, "> Likes \\<b>bold\\</b> \\& \\<script>x\\</script>\n> \\<!-- hidden\n> \\\\\\<i>escaped\\</i> \\&amp; \\<https://example.com>\n")
+	require.Contains(t, md, "> ```go\n> fmt.Println(a < b && c)\n> ```\n", "code in a fence as written")
+
+	// As a viewer that passes raw HTML through renders it.
+	var page bytes.Buffer
+	require.NoError(t, goldmark.New(goldmark.WithRendererOptions(html.WithUnsafe())).Convert(doc.Data, &page))
+	out := page.String()
+	t.Logf("HTML:\n%s", out)
+	for _, raw := range []string{"<b>", "<script>", "<!--", "<i>", "<div>", "<a href"} {
+		require.NotContains(t, out, raw, "raw HTML from the text")
+	}
+	for _, text := range []string{
+		"Tags: &lt;b&gt;tag&lt;/b&gt;, a &lt;script&gt;y&lt;/script&gt;</p>",
+		"Likes &lt;b&gt;bold&lt;/b&gt; &amp; &lt;script&gt;x&lt;/script&gt;\n&lt;!-- hidden\n\\&lt;i&gt;escaped&lt;/i&gt; &amp;amp; &lt;https://example.com&gt;</p>",
+		"What is &lt;div&gt;?",
+		"<code class=\"language-go\">fmt.Println(a &lt; b &amp;&amp; c)\n</code>",
+		"&lt;script&gt;z&lt;/script&gt;",
+	} {
+		require.Contains(t, out, text)
+	}
 }

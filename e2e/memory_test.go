@@ -657,10 +657,10 @@ func TestExportSendsMemoriesAndConversation(t *testing.T) {
 	require.True(t, strings.HasPrefix(text, "# What I remember about you and our conversation\n\n"), text)
 	require.Contains(t, text, ". Time zone: JST (UTC+09:00).\n")
 	require.Contains(t, text, "## Memories: 1\n\n### 1. "+remembered.In(tokyo(t)).Format("2006-01-02 15:04")+" · current\n\nTags: sport\n\n"+
-		"> The user said: I run a marathon in <April> & swim\n")
-	require.Contains(t, text, "## Conversation: 2 messages\n\n**You** · "+asked.In(tokyo(t)).Format("2006-01-02 15:04")+
-		"\n\n> I run a marathon in <April> & swim\n\n**Bot** · ")
-	require.NotContains(t, text, "&lt;", "a file, not HTML: nothing escaped")
+		"> The user said: I run a marathon in \\<April> \\& swim\n")
+	require.Contains(t, text, "## Conversation (messages: 2)\n\n**You** · "+asked.In(tokyo(t)).Format("2006-01-02 15:04")+
+		"\n\n> I run a marathon in \\<April> \\& swim\n\n**Bot** · ")
+	require.NotContains(t, text, "&lt;", "Markdown's own escapes, not HTML entities")
 
 	// The rows named what to send; once sent they hold nothing of Ann's.
 	quiet(t, pool)
