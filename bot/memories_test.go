@@ -106,18 +106,18 @@ func TestMemoryCorrectionHistoryAndForgetAbout(t *testing.T) {
 	require.Equal(t, 1, runs())
 
 	page := env.ask(t, olena, "/memory")
-	require.Equal(t, "Що я про вас пам’ятаю, спочатку нове (1–1 з 1):\n\n1. 4 бер. 2025, 11:30 (Київ) · чай\nЛюбить зелений <чай> & мед.\n\n"+
+	require.Equal(t, "Що я про вас пам'ятаю, спочатку нове (1–1 з 1):\n\n1. 4 бер. 2025, 11:30 (Київ) · чай\nЛюбить зелений <чай> & мед.\n\n"+
 		"Видалити чи виправити запис можна кнопками з його номером. Ще можна написати «забудь, що я казав про …»; /forget видаляє все.", page.Text)
 	q, err := olena.PressButton(page, "✏️ Виправити 1")
 	require.NoError(t, err)
 	answer(t, env.srv, q)
 	askFix := env.srv.WaitMessageAfter(t, 44, page.MessageID, nil)
 	require.Equal(t, "Надішліть виправлений текст цього запису наступним повідомленням (не більше 1000 символів):\n\n"+
-		"Любить зелений <чай> & мед.\n\nСтарий текст залишиться в історії запису. Чекаю пів години.", askFix.Text)
+		"Любить зелений <чай> & мед.\n\nСтарий текст залишиться в історії запису. Чекаю півгодини.", askFix.Text)
 	require.Equal(t, []string{"Скасувати"}, labels(askFix))
 
 	fixed := env.ask(t, olena, "Любить чорний чай без цукру")
-	require.Equal(t, "Виправлено. Тепер я пам’ятаю:\n\nЛюбить чорний чай без цукру\n\nСтарий текст — в історії запису (/memory).", fixed.Text)
+	require.Equal(t, "Виправлено. Тепер я пам'ятаю:\n\nЛюбить чорний чай без цукру\n\nСтарий текст — в історії запису (/memory).", fixed.Text)
 	require.Equal(t, 1, runs(), "the correction is no chat message")
 
 	page = env.ask(t, olena, "/memory")

@@ -320,9 +320,14 @@ func (rd *Renderer) Answer(r memory.PipelineRun) []domain.Message {
 }
 
 // Failed renders, in the user's language, the notice that this message
-// could not be answered (memory.Notifier), a reply to it.
+// could not be answered (memory.Notifier), a reply to it. An incognito
+// run's text is erased with it, so its notice does not say it was saved.
 func (rd *Renderer) Failed(r memory.PipelineRun) []domain.Message {
-	return replacePlaceholder(r, runMessages(r, domain.KindMemoryAnswer, rd.incognitoLine(r, rd.cat.T(r.Lang, "memory.failed"))))
+	key := "memory.failed"
+	if r.Incognito {
+		key = "memory.failed_incognito"
+	}
+	return replacePlaceholder(r, runMessages(r, domain.KindMemoryAnswer, rd.incognitoLine(r, rd.cat.T(r.Lang, key))))
 }
 
 // Partial renders the answer so far where drafts are refused

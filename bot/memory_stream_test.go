@@ -55,6 +55,6 @@ func TestAnswerReplacesItsPlaceholder(t *testing.T) {
 	failed := rd.Failed(r)
 	require.Len(t, failed, 1)
 	assert.True(t, failed[0].Edit, "the failure notice takes the half answer's place too")
-	assert.Equal(t, "Извините, не получилось ответить на это сообщение. Написанное вами сохранено; отправьте его ещё раз, чтобы повторить.",
+	assert.Equal(t, "Извините, не получилось ответить на это сообщение. Написанное вами сохранено; отправьте его ещё раз, и я попробую снова.",
 		failed[0].Text, "the Russian notice, in the placeholder's place")
 }

@@ -278,11 +278,20 @@ func TestMemoryFailedInUsersLanguage(t *testing.T) {
 	queue(t, env.st, rendered)
 	msgs := waitBotMessages(t, env.srv, 42, q.MessageID, 1, 5*time.Second)
 	require.Len(t, msgs, 1)
-	require.Equal(t, "Извините, не получилось ответить на это сообщение. Написанное вами сохранено; отправьте его ещё раз, чтобы повторить.", msgs[0].Text)
+	require.Equal(t, "Извините, не получилось ответить на это сообщение. Написанное вами сохранено; отправьте его ещё раз, и я попробую снова.", msgs[0].Text)
 	require.Equal(t, q.MessageID, msgs[0].ReplyToID())
 
 	r.FinalAnswer = "  "
 	require.Equal(t, rendered, env.bot.Answer(r), "an empty answer would fail for ever: the user is told instead")
+
+	// An incognito run's text is erased with it: its notice promises no
+	// saved text, and ends with the incognito line.
+	r.Incognito = true
+	incognito := env.bot.Failed(r)
+	require.Len(t, incognito, 1)
+	require.Equal(t, "Извините, не получилось ответить на это сообщение. Отправьте его ещё раз, и я попробую снова.\n\n"+
+		"<i>🕶 Инкогнито: этот обмен сообщениями я не запомню.</i>", incognito[0].Text)
+	require.True(t, incognito[0].Ephemeral)
 }
 
 // The answers of a user who blocked the bot, or never wrote to it, are
@@ -437,7 +446,7 @@ func TestMemoryListAndForget(t *testing.T) {
 	// search, the groups or a master's.
 	ask := env.ask(t, ann, "/forget")
 	require.Equal(t, "Forget you? I will delete what I keep that is yours alone:\n"+
-		"• your messages to me, my answers and the summaries I remember;\n"+
+		"• your messages to me, my answers and everything I remember about you;\n"+
 		"• your language and settings, and my messages to you.\n"+
 		"This cannot be undone.", ask.Text)
 	buttons := ask.ReplyMarkup.Buttons()
@@ -479,7 +488,7 @@ func TestMemoryListAndForget(t *testing.T) {
 	ask = env.ask(t, ann, "/forget")
 	answer(t, env.srv, mustPress(t, ann, ask, yes))
 	done, _ := env.srv.MessageByID(42, ask.MessageID)
-	require.True(t, strings.HasPrefix(done.Text, "Done, I forgot you. Deleted: requests: 1, messages and answers: 1, summaries: 2, my messages to you: "), done.Text)
+	require.True(t, strings.HasPrefix(done.Text, "Done, I forgot you. Deleted: conversations: 1, messages and answers: 1, memory versions: 2, my messages to you: "), done.Text)
 	require.NotContains(t, done.Text, "master record", "Ann was no master")
 	require.Empty(t, done.ReplyMarkup.Buttons())
 	require.Zero(t, remembered())

@@ -148,7 +148,7 @@ SELECT 'runs of analysis', count(*) FROM analysis_runs WHERE state = 'completed'
 	// The confirmation lists what goes: Ann has something of every kind,
 	// but is neither a master nor an admin.
 	confirm := ask(t, env, ann, ann.ID(), "/forget")
-	for _, listed := range []string{"your messages to me, my answers and the summaries", "profile (and its draft from a résumé), saved searches, ban words, vacancy matches and cover letters",
+	for _, listed := range []string{"your messages to me, my answers and everything I remember about you", "profile (and its draft from a résumé), saved searches, ban words, vacancy matches and cover letters",
 		"your messages in the groups I read", "language and settings"} {
 		require.Contains(t, confirm.Text, listed)
 	}
@@ -169,7 +169,7 @@ SELECT 'runs of analysis', count(*) FROM analysis_runs WHERE state = 'completed'
 	require.NoError(t, err)
 	require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
 	done, _ := env.TG.MessageByID(ann.ID(), confirm.MessageID)
-	require.True(t, strings.HasPrefix(done.Text, "Done, I forgot you. Deleted: requests: 1, messages and answers: 2, summaries: 1, "+
+	require.True(t, strings.HasPrefix(done.Text, "Done, I forgot you. Deleted: conversations: 1, messages and answers: 2, memory versions: 1, "+
 		"searches: 1, ban words: 1, vacancy matches: 2, group messages: 2,"), done.Text)
 	require.NotContains(t, done.Text, "master record")
 

@@ -509,7 +509,7 @@ AND summary = 'The user said: I live in Kyiv' AND superseded_by = (SELECT id FRO
 	require.Equal(t, 4, scalar[int](t, pool, `SELECT count(*) FROM lsm_storage`), "Kyiv and the first Lviv kept as history")
 	// Its Cancel, pressed late, changes nothing.
 	late := ann.PressRaw(askFix, askFix.ReplyMarkup.Buttons()[0].CallbackData)
-	require.Equal(t, "This correction is no longer waiting: it was made, cancelled or timed out.", env.TG.WaitCallbackAnswer(t, late.ID).Text)
+	require.Equal(t, "I am no longer waiting for this correction: it was made, cancelled or timed out.", env.TG.WaitCallbackAnswer(t, late.ID).Text)
 }
 
 // Export and incognito.
