@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -245,12 +246,17 @@ func exportJSONFile(e memory.Export, omitted int) []byte {
 	for _, l := range e.Conversation {
 		f.Conversation = append(f.Conversation, exportMessage{Role: role(l), Text: l.Text, At: rfc3339(l.CreatedAt), RunID: l.RunID})
 	}
-	data, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
+	// Written for people to open too: "<" and "&" stay themselves, not
+	// \u003c and \u0026 (the file is never embedded in HTML).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(f); err != nil {
 		// Strings, numbers and slices of them always encode.
 		panic(fmt.Sprintf("export: encode JSON: %v", err))
 	}
-	return append(data, '\n')
+	return buf.Bytes()
 }
 
 // exportMarkdown is the export to read: the memories, then the
@@ -262,9 +268,13 @@ func (rd *Renderer) exportMarkdown(e memory.Export, lang string, loc *time.Locat
 	at := func(ts time.Time) string { return ts.In(loc).Format("2006-01-02 15:04") }
 	var sb strings.Builder
 	sb.WriteString("# " + t("export.md_title") + "\n\n")
-	sb.WriteString(t("export.md_as_of", locales.Data{
-		"Time": at(e.AsOf), "Zone": locales.HTML(locales.ZoneLabel(lang, loc)), "Offset": locales.ZoneOffset(e.AsOf, loc),
-	}) + "\n\n")
+	// A zone named by its offset ("UTC", "UTC+03:00") is not followed by
+	// that offset again.
+	zone := locales.ZoneLabel(lang, loc)
+	if off := locales.ZoneOffset(e.AsOf, loc); off != zone {
+		zone += " (" + off + ")"
+	}
+	sb.WriteString(t("export.md_as_of", locales.Data{"Time": at(e.AsOf), "Zone": locales.HTML(zone)}) + "\n\n")
 	sb.WriteString("## " + t("export.md_memories", locales.Data{"N": len(e.Memories)}) + "\n\n")
 	if len(e.Memories) == 0 {
 		sb.WriteString(t("export.md_no_memories") + "\n\n")

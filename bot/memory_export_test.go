@@ -81,6 +81,7 @@ func TestExportDocumentsWriteSupersededMemories(t *testing.T) {
 	require.Contains(t, md, "### 1. 2026-11-24 12:00 · замінений 2026-11-26 11:00\n\n> lives in Kyiv\n")
 	require.Contains(t, md, "### 2. 2026-11-26 11:00 · актуальний\n\nТеги: home\n\n> moved to Lviv\n> # not a heading\n")
 	require.Contains(t, md, "Повідомлень поки немає.")
+	require.Regexp(t, `Часовий пояс: \S.* \(UTC\+02:00\)\.\n`, md, "a named zone with its offset")
 	require.False(t, strings.Contains(md, "\n# not"), "what was written cannot make a heading")
 
 	row.Document = "pdf"
@@ -121,6 +122,13 @@ func TestExportMarkdownShowsHTMLAsText(t *testing.T) {
 	require.Contains(t, md, "Tags: \\<b>tag\\</b>, a \\<script>y\\</script>\n")
 	require.Contains(t, md, "> Likes \\<b>bold\\</b> \\& \\<script>x\\</script>\n> \\<!-- hidden\n> \\\\\\<i>escaped\\</i> \\&amp; \\<https://example.com>\n")
 	require.Contains(t, md, "> ```go\n> fmt.Println(a < b && c)\n> ```\n", "code in a fence as written")
+	require.Contains(t, md, "Time zone: UTC.\n", "a zone named by its offset, once")
+
+	// The JSON file is for programs and people alike: the characters as written.
+	js, err := hook(t.Context(), domain.Queued{Message: domain.Message{ChatID: 5, Kind: domain.KindMemoryExport, Ref: 5, Document: "json"}, CreatedAt: asOf})
+	require.NoError(t, err)
+	require.Contains(t, string(js.Data), `"text": "What is <div>?"`)
+	require.NotContains(t, string(js.Data), `\u003c`)
 
 	// As a viewer that passes raw HTML through renders it.
 	var page bytes.Buffer
