@@ -771,7 +771,7 @@ func TestIncognitoLeavesNoMemory(t *testing.T) {
 
 	// In English: the replies of each state.
 	for _, c := range []struct{ cmd, want string }{
-		{"/incognito on", "🕶 Incognito is on. I will answer, but remember nothing of what we say: no summaries, nothing in /memory or /export, and it will not shape my later answers. Send /incognito again to turn it off."},
+		{"/incognito on", "🕶 Incognito is on. I will answer, but remember nothing of what we say: it will not be in /memory or /export, nor shape my later answers. Send /incognito again to turn it off."},
 		{"/incognito on", "Incognito is already on. /incognito off turns it off."},
 		{"/incognito maybe", "/incognito switches incognito on or off; /incognito on and /incognito off set it."},
 		{"/incognito", "Incognito is off. I remember our conversation again; what we said while it was on is gone."},
