@@ -361,7 +361,7 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 	require.Equal(t, [][]string{{"1 ✅", "1 ❌", "2 ✅", "2 ❌"}, {"✅ Approve all remaining (2)"}}, rowTexts(board))
 	ids := proposalIDs(t, env.st)
 	require.Equal(t, []string{data(t, "pa", ids[0]), data(t, "pj", ids[0]), data(t, "pa", ids[1]), data(t, "pj", ids[1]),
-		data(t, "ba", 1)}, buttonData(board))
+		data(t, "ba", 1)}, board.ReplyMarkup.Data())
 	// The board's first state may already be its last: a send still
 	// queued when an edit is written takes the edit's text. Whatever was
 	// shown before the end was the run in progress.
@@ -538,7 +538,7 @@ FROM generate_series(1, 11)`)
 		[]string{runHead(t, line, lines[1]), runHead(t, line, lines[2]), runHead(t, line, lines[10])})
 	require.Equal(t, "24 hours", line.FindStringSubmatch(lines[1])[3])
 	require.Equal(t, "7 days", line.FindStringSubmatch(lines[2])[3])
-	require.Equal(t, []string{"Older ▶"}, buttonTexts(list))
+	require.Equal(t, []string{"Older ▶"}, list.ReplyMarkup.Labels())
 
 	a := press(t, env.srv, env.admin, list, data(t, "rp", 1))
 	require.Empty(t, a.Text)
@@ -547,7 +547,7 @@ FROM generate_series(1, 11)`)
 	require.Equal(t, "Analysis runs — page 2 of 2, 12 in all", lines[0])
 	require.Equal(t, []string{"#2 · closed", "#1 · closed"}, []string{runHead(t, line, lines[1]), runHead(t, line, lines[2])})
 	require.Len(t, lines, 3)
-	require.Equal(t, []string{"◀ Newer"}, buttonTexts(page2))
+	require.Equal(t, []string{"◀ Newer"}, page2.ReplyMarkup.Labels())
 
 	// A page past the end (a forged or stale press) shows the last one.
 	pressRaw(t, env.srv, env.admin, page2, data(t, "rp", 40))
@@ -611,7 +611,7 @@ func TestAnalysisNotifierClipsAndEscapes(t *testing.T) {
 		require.Contains(t, []string{"bold", "italic"}, e.Type, "no markup was injected")
 	}
 	require.Len(t, msg.ReplyMarkup.InlineKeyboard, 4, "two proposals a row; no paging, no approve-all while running")
-	require.Equal(t, []string{data(t, "pa", 91), data(t, "pj", 91), data(t, "pa", 92), data(t, "pj", 92)}, buttonData(msg)[:4])
+	require.Equal(t, []string{data(t, "pa", 91), data(t, "pj", 91), data(t, "pa", 92), data(t, "pj", 92)}, msg.ReplyMarkup.Data()[:4])
 
 	run := analysis.Run{ID: 7, State: analysis.Running, Batches: 4, BatchesDone: 1, Messages: 90, Filtered: 40, Processed: 12}
 	first := env.bot.Board(analysis.Review{Run: run}, true)
@@ -679,14 +679,6 @@ func TestAnalysisNotifierClipsAndEscapes(t *testing.T) {
 	require.Len(t, bare, 2)
 	require.NotContains(t, bare[1].Text, "Proposals 1–8")
 	require.Contains(t, bare[1].Text, "✅ <b>Run #9</b> completed")
-}
-
-func buttonData(m tgfake.BotMessage) []string {
-	var out []string
-	for _, b := range m.ReplyMarkup.Buttons() {
-		out = append(out, b.CallbackData)
-	}
-	return out
 }
 
 func mustMessage(t *testing.T, srv *tgfake.Server, id int) tgfake.BotMessage {
@@ -757,7 +749,7 @@ AND NOT (kind = 'progress' AND last_error = 'superseded by a newer edit')`),
 	for _, id := range pids {
 		want = append(want, data(t, "pa", id), data(t, "pj", id))
 	}
-	require.Equal(t, append(want, data(t, "ba", 1)), buttonData(board))
+	require.Equal(t, append(want, data(t, "ba", 1)), board.ReplyMarkup.Data())
 	for _, m := range env.srv.Messages(adminChat) {
 		require.False(t, strings.HasPrefix(m.Text, "💡 Proposal"), "no proposal has a message of its own")
 	}
