@@ -16,7 +16,7 @@ import (
 )
 
 // completedRun makes run #1 with n proposals, "Task 1" … "Task n" (the
-// priorities low, medium, high in turn), one message of the team's group
+// priorities taskPriority's), one message of the team's group
 // each, and waits until it is completed and its board delivered. It
 // returns the proposals' ids by ordinal.
 func (env anEnv) completedRun(t *testing.T, n int) []int64 {
@@ -26,7 +26,7 @@ func (env anEnv) completedRun(t *testing.T, n int) []int64 {
 	for i := range n {
 		m := ann.SendText(team.ID, fmt.Sprintf("task %d: please do thing %d", i+1, i+1))
 		ps = append(ps, fmt.Sprintf(`{"title":"Task %d","description":"Do thing %d.","priority":%q,"assignee":"","deadline":"","source_message_ids":[%d]}`,
-			i+1, i+1, []string{"low", "medium", "high"}[i%3], m.MessageID))
+			i+1, i+1, taskPriority(i), m.MessageID))
 	}
 	eventually(t, func() bool { return count(t, env.st, `SELECT count(*) FROM group_messages`) == n }, "messages stored")
 	env.llm.On(llmtest.Chat()).Named("proposals").Reply(`{"proposals":[` + strings.Join(ps, ",") + `]}`)
@@ -38,6 +38,10 @@ func (env anEnv) completedRun(t *testing.T, n int) []int64 {
 	require.Len(t, ids, n)
 	return ids
 }
+
+// taskPriority is the priority of completedRun's proposal i (from 0):
+// low, medium, high in turn.
+func taskPriority(i int) string { return []string{"low", "medium", "high"}[i%3] }
 
 // pressBoard presses a button the board shows now (as a client with the
 // board up to date would) and returns the answer, once the board's edit

@@ -719,31 +719,16 @@ func TestAnalysisProposalsSurviveFloodControl(t *testing.T) {
 	pace := delivery.DefaultLimits()
 	pace.Group, pace.GroupBurst = 1000, 1000
 	env := setupAnalysisWith(t, pace, tgfake.WithLimits(limits), tgfake.WithWaitTimeout(30*time.Second))
-	team, ann := env.teamAndAnn("Team")
 	const n = 6
-	var ids []string
-	for i := range n {
-		m := ann.SendText(team.ID, fmt.Sprintf("task %d: please do thing %d", i+1, i+1))
-		ids = append(ids, fmt.Sprintf(`{"title":"Task %d","description":"","priority":"low","assignee":"","deadline":"","source_message_ids":[%d]}`, i+1, m.MessageID))
-	}
-	eventually(t, func() bool { return count(t, env.st, `SELECT count(*) FROM group_messages`) == n }, "messages stored")
-	env.llm.On(llmtest.Chat()).Named("proposals").Reply(`{"proposals":[` + strings.Join(ids, ",") + `]}`)
-
-	require.Regexp(t, `^🆕 Run #1 created`, env.ask(t, env.admin, "/run_new 24h").Text)
-	require.Regexp(t, `^▶️ Run #1 started`, env.ask(t, env.admin, "/run_start 1").Text)
-
-	env.waitAdminLine(t, "✅ Run #1 completed:")
-	env.settle(t)
+	pids := env.completedRun(t, n)
 	require.Positive(t, env.srv.RateLimitedIn(adminChat), "the admin chat's posts met Telegram's flood control")
 	require.Zero(t, count(t, env.st, `SELECT count(*) FROM outbox WHERE state <> 'sent'
 AND NOT (kind = 'progress' AND last_error = 'superseded by a newer edit')`),
 		"nothing dropped or failed but board edits a newer one superseded")
 
-	pids := proposalIDs(t, env.st)
-	require.Len(t, pids, n)
 	board := env.board(t, 1)
 	for i := range n {
-		require.Contains(t, board.Text, fmt.Sprintf("\n\n%d. ⏳ Task %d · low", i+1, i+1), "every proposal reached the admin chat")
+		require.Contains(t, board.Text, fmt.Sprintf("\n\n%d. ⏳ Task %d · %s", i+1, i+1, taskPriority(i)), "every proposal reached the admin chat")
 	}
 	var want []string
 	for _, id := range pids {
@@ -762,7 +747,7 @@ AND NOT (kind = 'progress' AND last_error = 'superseded by a newer edit')`),
 			action, toast, mark = "pj", fmt.Sprintf("❌ #%d rejected.", i+1), "❌"
 		}
 		require.Equal(t, toast, press(t, env.srv, env.admin, board, data(t, action, id)).Text)
-		line := fmt.Sprintf("\n\n%d. %s Task %d · low", i+1, mark, i+1)
+		line := fmt.Sprintf("\n\n%d. %s Task %d · %s", i+1, mark, i+1, taskPriority(i))
 		env.srv.WaitFor(t, 30*time.Second, func() bool {
 			board = env.board(t, 1)
 			return strings.Contains(board.Text, line)
