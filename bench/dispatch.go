@@ -358,10 +358,7 @@ func (r lagResult) print(out io.Writer) {
 		"SLA uniform in [%s, %s], %d replica(s) × %d follow-up workers\n",
 		r.n, r.spread, r.batch, r.insertTook.Seconds(), ms(r.behind), r.slaMin, r.slaMax, r.replicas, r.workers)
 	fmt.Fprintln(out, "  the WATCHDOG_INTERVAL job is not run: every expiry below is the per-replica timers' (NOTIFY-armed); the 60 s tick is only the safety net")
-	line := func(name string, d durations) {
-		fmt.Fprintf(out, "  %-44s p50 %8.2fms  p90 %8.2fms  p99 %8.2fms  max %8.2fms\n",
-			name, ms(d.p(0.5)), ms(d.p(0.9)), ms(d.p(0.99)), ms(d.p(1)))
-	}
+	line := func(name string, d durations) { d.printRow(out, 44, name) }
 	line("lag (closing edit committed − expires_at)", r.lag)
 	line("  timer (sweep start − expires_at)", r.timer)
 	line("  statement (the ExpireOffers call)", r.statement)

@@ -573,6 +573,13 @@ func (d durations) p(q float64) time.Duration {
 	return d[min(max(i, 0), len(d)-1)]
 }
 
+// printRow writes the sample's line of a percentile table: name in a
+// column width wide, then p50, p90, p99 and max in milliseconds.
+func (d durations) printRow(out io.Writer, width int, name string) {
+	fmt.Fprintf(out, "  %-*s p50 %8.2fms  p90 %8.2fms  p99 %8.2fms  max %8.2fms\n",
+		width, name, ms(d.p(0.5)), ms(d.p(0.9)), ms(d.p(0.99)), ms(d.p(1)))
+}
+
 type memoryResult struct {
 	runs, workers int
 	counted       int   // runs in the figures: runs less the warm-up
@@ -658,10 +665,7 @@ func (r memoryResult) print(out io.Writer) {
 	if r.counted != r.runs {
 		fmt.Fprintf(out, "  the figures below are over %d runs (%d left out: the warm-up, or outside the window measured)\n", r.counted, r.runs-r.counted)
 	}
-	line := func(name string, d durations) {
-		fmt.Fprintf(out, "  %-38s p50 %8.2fms  p90 %8.2fms  p99 %8.2fms  max %8.2fms\n",
-			name, ms(d.p(0.5)), ms(d.p(0.9)), ms(d.p(0.99)), ms(d.p(1)))
-	}
+	line := func(name string, d durations) { d.printRow(out, 38, name) }
 	line("overhead (processing − LLM)", r.overhead)
 	line("processing (start → archived_at)", r.service)
 	line("  waiting for a worker", r.queued)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -48,6 +49,12 @@ func TestPercentile(t *testing.T) {
 	require.Equal(t, time.Duration(10), d.p(1))
 	require.Equal(t, time.Duration(1), d.p(0.01))
 	require.Zero(t, durations(nil).p(0.5))
+}
+
+func TestPercentileRow(t *testing.T) {
+	var out strings.Builder
+	durations{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond, 4 * time.Millisecond}.printRow(&out, 6, "lag")
+	require.Equal(t, "  lag    p50     2.00ms  p90     4.00ms  p99     4.00ms  max     4.00ms\n", out.String())
 }
 
 // Replies are counted per replied-to message, in both of the ways the Bot

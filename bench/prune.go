@@ -257,13 +257,7 @@ func benchPrune(ctx context.Context, cfg pruneConfig, out io.Writer, log *slog.L
 		// is closed first: none of its connections may hold a snapshot that
 		// keeps the rows VACUUM is to remove.
 		rig.close()
-		if err := waitNoSnapshots(ctx, pool); err != nil {
-			return rep, err
-		}
-		if _, err := pool.Exec(ctx, `VACUUM ANALYZE group_messages, pipeline_runs`); err != nil {
-			return rep, fmt.Errorf("vacuum: %w", err)
-		}
-		after, err := tableSizes(ctx, pool)
+		after, err := vacuumed(ctx, pool, `VACUUM ANALYZE group_messages, pipeline_runs`)
 		if err != nil {
 			return rep, err
 		}
@@ -272,13 +266,7 @@ func benchPrune(ctx context.Context, cfg pruneConfig, out io.Writer, log *slog.L
 			return rep, err
 		}
 		fmt.Fprintf(out, "after VACUUM: %s; reusable inside them (pgstattuple free_space, heap and TOAST): %s\n", after, free)
-		if err := waitNoSnapshots(ctx, pool); err != nil {
-			return rep, err
-		}
-		if _, err := pool.Exec(ctx, `VACUUM FULL group_messages, pipeline_runs`); err != nil {
-			return rep, fmt.Errorf("vacuum full: %w", err)
-		}
-		full, err := tableSizes(ctx, pool)
+		full, err := vacuumed(ctx, pool, `VACUUM FULL group_messages, pipeline_runs`)
 		if err != nil {
 			return rep, err
 		}
@@ -299,13 +287,7 @@ func benchPrune(ctx context.Context, cfg pruneConfig, out io.Writer, log *slog.L
 		}
 		// The delete wakes autovacuum, whose ANALYZE of any table here holds
 		// a snapshot that would keep the deleted runs through VACUUM FULL.
-		if err := waitNoSnapshots(ctx, pool); err != nil {
-			return rep, err
-		}
-		if _, err := pool.Exec(ctx, `VACUUM FULL pipeline_runs`); err != nil {
-			return rep, fmt.Errorf("vacuum full: %w", err)
-		}
-		seeded, err := tableSizes(ctx, pool)
+		seeded, err := vacuumed(ctx, pool, `VACUUM FULL pipeline_runs`)
 		if err != nil {
 			return rep, err
 		}
@@ -469,6 +451,21 @@ WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_xmin 
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// vacuumed runs stmt, a VACUUM, once no snapshot keeps what it is to
+// remove (waitNoSnapshots), and reads the table sizes after it.
+func vacuumed(ctx context.Context, pool interface {
+	queryer
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, stmt string) (sizes, error) {
+	if err := waitNoSnapshots(ctx, pool); err != nil {
+		return nil, err
+	}
+	if _, err := pool.Exec(ctx, stmt); err != nil {
+		return nil, fmt.Errorf("%s: %w", stmt, err)
+	}
+	return tableSizes(ctx, pool)
 }
 
 type queryer interface {

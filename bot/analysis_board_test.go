@@ -16,7 +16,7 @@ import (
 )
 
 // completedRun makes run #1 with n proposals, "Task 1" … "Task n" (the
-// priorities low, medium, high in turn), one message of the team's group
+// priorities taskPriority's), one message of the team's group
 // each, and waits until it is completed and its board delivered. It
 // returns the proposals' ids by ordinal.
 func (env anEnv) completedRun(t *testing.T, n int) []int64 {
@@ -26,7 +26,7 @@ func (env anEnv) completedRun(t *testing.T, n int) []int64 {
 	for i := range n {
 		m := ann.SendText(team.ID, fmt.Sprintf("task %d: please do thing %d", i+1, i+1))
 		ps = append(ps, fmt.Sprintf(`{"title":"Task %d","description":"Do thing %d.","priority":%q,"assignee":"","deadline":"","source_message_ids":[%d]}`,
-			i+1, i+1, []string{"low", "medium", "high"}[i%3], m.MessageID))
+			i+1, i+1, taskPriority(i), m.MessageID))
 	}
 	eventually(t, func() bool { return count(t, env.st, `SELECT count(*) FROM group_messages`) == n }, "messages stored")
 	env.llm.On(llmtest.Chat()).Named("proposals").Reply(`{"proposals":[` + strings.Join(ps, ",") + `]}`)
@@ -38,6 +38,10 @@ func (env anEnv) completedRun(t *testing.T, n int) []int64 {
 	require.Len(t, ids, n)
 	return ids
 }
+
+// taskPriority is the priority of completedRun's proposal i (from 0):
+// low, medium, high in turn.
+func taskPriority(i int) string { return []string{"low", "medium", "high"}[i%3] }
 
 // pressBoard presses a button the board shows now (as a client with the
 // board up to date would) and returns the answer, once the board's edit
@@ -68,7 +72,7 @@ SELECT (SELECT string_agg(ordinal || ':' || decision, ',' ORDER BY ordinal) FROM
     || ' ✅' || proposals_approved || ' ❌' || proposals_rejected || ' ⏳' || proposals_pending
 FROM analysis_runs WHERE id = 1`).Scan(&s))
 	b := env.board(t, 1)
-	return s + "\n" + b.Text + "\n" + strings.Join(buttonData(b), " ")
+	return s + "\n" + b.Text + "\n" + strings.Join(b.ReplyMarkup.Data(), " ")
 }
 
 func cbData(t *testing.T, action string, ids ...int64) string {
@@ -159,7 +163,7 @@ func TestAnalysisBoardRendering(t *testing.T) {
 	for _, e := range shown.Entities {
 		require.Contains(t, []string{"bold", "italic"}, e.Type)
 	}
-	require.Equal(t, buttonData(shown)[:4], []string{data(t, "pa", 111), data(t, "pj", 111), data(t, "pa", 112), data(t, "pj", 112)})
+	require.Equal(t, shown.ReplyMarkup.Data()[:4], []string{data(t, "pa", 111), data(t, "pj", 111), data(t, "pa", 112), data(t, "pj", 112)})
 
 	// Asked to approve all: the question under the header, the
 	// confirmation instead of the button.
@@ -256,7 +260,7 @@ func TestAnalysisBoardPaging(t *testing.T) {
 	require.Contains(t, board.Text, "\n\nProposals 9–16 of 20 · ✅ 0 · ❌ 0 · ⏳ 20\n\n9. ⏳ Task 9 · high\nDo thing 9.\n\n10. ⏳ Task 10 · low\n")
 	require.True(t, strings.HasSuffix(board.Text, "\n\n16. ⏳ Task 16 · low\nDo thing 16."), board.Text)
 	require.Equal(t, []string{"9 ✅", "9 ❌", "10 ✅", "10 ❌"}, rowTexts(board)[0])
-	require.Equal(t, data(t, "pa", ids[8]), buttonData(board)[0])
+	require.Equal(t, data(t, "pa", ids[8]), board.ReplyMarkup.Data()[0])
 	require.Equal(t, [][]string{{"◀ 1", "3 ▶"}, {"✅ Approve all remaining (20)"}}, rowTexts(board)[4:])
 	require.Equal(t, []int64{1}, column(t, env.st, `SELECT review_page FROM analysis_runs`))
 
@@ -312,7 +316,7 @@ func TestAnalysisBoardApproveAll(t *testing.T) {
 	board = env.board(t, 1)
 	require.Contains(t, board.Text, "\n\nProposals 1–8 of 10 · ✅ 1 · ❌ 1 · ⏳ 8\n\n⚠️ Approve all 8 remaining proposals? Confirm below.\n\n1. ⏳ Task 1")
 	require.Equal(t, [][]string{{"2 ▶"}, {"✅ Yes, approve 8", "↩️ Cancel"}}, rowTexts(board)[len(rowTexts(board))-2:])
-	require.Equal(t, []string{data(t, "by", 1), data(t, "bn", 1)}, buttonData(board)[len(buttonData(board))-2:])
+	require.Equal(t, []string{data(t, "by", 1), data(t, "bn", 1)}, board.ReplyMarkup.Data()[len(board.ReplyMarkup.Data())-2:])
 	require.Equal(t, []int64{1}, column(t, env.st, `SELECT review_confirm::int FROM analysis_runs`))
 	a = env.pressBoardRaw(t, env.admin, data(t, "ba", 1))
 	require.Equal(t, "Nothing to approve: the run is not completed, nothing is pending, or the board already asks.", a.Text)

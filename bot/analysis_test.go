@@ -361,7 +361,7 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 	require.Equal(t, [][]string{{"1 ✅", "1 ❌", "2 ✅", "2 ❌"}, {"✅ Approve all remaining (2)"}}, rowTexts(board))
 	ids := proposalIDs(t, env.st)
 	require.Equal(t, []string{data(t, "pa", ids[0]), data(t, "pj", ids[0]), data(t, "pa", ids[1]), data(t, "pj", ids[1]),
-		data(t, "ba", 1)}, buttonData(board))
+		data(t, "ba", 1)}, board.ReplyMarkup.Data())
 	// The board's first state may already be its last: a send still
 	// queued when an edit is written takes the edit's text. Whatever was
 	// shown before the end was the run in progress.
@@ -538,7 +538,7 @@ FROM generate_series(1, 11)`)
 		[]string{runHead(t, line, lines[1]), runHead(t, line, lines[2]), runHead(t, line, lines[10])})
 	require.Equal(t, "24 hours", line.FindStringSubmatch(lines[1])[3])
 	require.Equal(t, "7 days", line.FindStringSubmatch(lines[2])[3])
-	require.Equal(t, []string{"Older ▶"}, buttonTexts(list))
+	require.Equal(t, []string{"Older ▶"}, list.ReplyMarkup.Labels())
 
 	a := press(t, env.srv, env.admin, list, data(t, "rp", 1))
 	require.Empty(t, a.Text)
@@ -547,7 +547,7 @@ FROM generate_series(1, 11)`)
 	require.Equal(t, "Analysis runs — page 2 of 2, 12 in all", lines[0])
 	require.Equal(t, []string{"#2 · closed", "#1 · closed"}, []string{runHead(t, line, lines[1]), runHead(t, line, lines[2])})
 	require.Len(t, lines, 3)
-	require.Equal(t, []string{"◀ Newer"}, buttonTexts(page2))
+	require.Equal(t, []string{"◀ Newer"}, page2.ReplyMarkup.Labels())
 
 	// A page past the end (a forged or stale press) shows the last one.
 	pressRaw(t, env.srv, env.admin, page2, data(t, "rp", 40))
@@ -611,7 +611,7 @@ func TestAnalysisNotifierClipsAndEscapes(t *testing.T) {
 		require.Contains(t, []string{"bold", "italic"}, e.Type, "no markup was injected")
 	}
 	require.Len(t, msg.ReplyMarkup.InlineKeyboard, 4, "two proposals a row; no paging, no approve-all while running")
-	require.Equal(t, []string{data(t, "pa", 91), data(t, "pj", 91), data(t, "pa", 92), data(t, "pj", 92)}, buttonData(msg)[:4])
+	require.Equal(t, []string{data(t, "pa", 91), data(t, "pj", 91), data(t, "pa", 92), data(t, "pj", 92)}, msg.ReplyMarkup.Data()[:4])
 
 	run := analysis.Run{ID: 7, State: analysis.Running, Batches: 4, BatchesDone: 1, Messages: 90, Filtered: 40, Processed: 12}
 	first := env.bot.Board(analysis.Review{Run: run}, true)
@@ -681,14 +681,6 @@ func TestAnalysisNotifierClipsAndEscapes(t *testing.T) {
 	require.Contains(t, bare[1].Text, "✅ <b>Run #9</b> completed")
 }
 
-func buttonData(m tgfake.BotMessage) []string {
-	var out []string
-	for _, b := range m.ReplyMarkup.Buttons() {
-		out = append(out, b.CallbackData)
-	}
-	return out
-}
-
 func mustMessage(t *testing.T, srv *tgfake.Server, id int) tgfake.BotMessage {
 	t.Helper()
 	m, ok := srv.MessageByID(adminChat, id)
@@ -727,37 +719,22 @@ func TestAnalysisProposalsSurviveFloodControl(t *testing.T) {
 	pace := delivery.DefaultLimits()
 	pace.Group, pace.GroupBurst = 1000, 1000
 	env := setupAnalysisWith(t, pace, tgfake.WithLimits(limits), tgfake.WithWaitTimeout(30*time.Second))
-	team, ann := env.teamAndAnn("Team")
 	const n = 6
-	var ids []string
-	for i := range n {
-		m := ann.SendText(team.ID, fmt.Sprintf("task %d: please do thing %d", i+1, i+1))
-		ids = append(ids, fmt.Sprintf(`{"title":"Task %d","description":"","priority":"low","assignee":"","deadline":"","source_message_ids":[%d]}`, i+1, m.MessageID))
-	}
-	eventually(t, func() bool { return count(t, env.st, `SELECT count(*) FROM group_messages`) == n }, "messages stored")
-	env.llm.On(llmtest.Chat()).Named("proposals").Reply(`{"proposals":[` + strings.Join(ids, ",") + `]}`)
-
-	require.Regexp(t, `^🆕 Run #1 created`, env.ask(t, env.admin, "/run_new 24h").Text)
-	require.Regexp(t, `^▶️ Run #1 started`, env.ask(t, env.admin, "/run_start 1").Text)
-
-	env.waitAdminLine(t, "✅ Run #1 completed:")
-	env.settle(t)
+	pids := env.completedRun(t, n)
 	require.Positive(t, env.srv.RateLimitedIn(adminChat), "the admin chat's posts met Telegram's flood control")
 	require.Zero(t, count(t, env.st, `SELECT count(*) FROM outbox WHERE state <> 'sent'
 AND NOT (kind = 'progress' AND last_error = 'superseded by a newer edit')`),
 		"nothing dropped or failed but board edits a newer one superseded")
 
-	pids := proposalIDs(t, env.st)
-	require.Len(t, pids, n)
 	board := env.board(t, 1)
 	for i := range n {
-		require.Contains(t, board.Text, fmt.Sprintf("\n\n%d. ⏳ Task %d · low", i+1, i+1), "every proposal reached the admin chat")
+		require.Contains(t, board.Text, fmt.Sprintf("\n\n%d. ⏳ Task %d · %s", i+1, i+1, taskPriority(i)), "every proposal reached the admin chat")
 	}
 	var want []string
 	for _, id := range pids {
 		want = append(want, data(t, "pa", id), data(t, "pj", id))
 	}
-	require.Equal(t, append(want, data(t, "ba", 1)), buttonData(board))
+	require.Equal(t, append(want, data(t, "ba", 1)), board.ReplyMarkup.Data())
 	for _, m := range env.srv.Messages(adminChat) {
 		require.False(t, strings.HasPrefix(m.Text, "💡 Proposal"), "no proposal has a message of its own")
 	}
@@ -770,7 +747,7 @@ AND NOT (kind = 'progress' AND last_error = 'superseded by a newer edit')`),
 			action, toast, mark = "pj", fmt.Sprintf("❌ #%d rejected.", i+1), "❌"
 		}
 		require.Equal(t, toast, press(t, env.srv, env.admin, board, data(t, action, id)).Text)
-		line := fmt.Sprintf("\n\n%d. %s Task %d · low", i+1, mark, i+1)
+		line := fmt.Sprintf("\n\n%d. %s Task %d · %s", i+1, mark, i+1, taskPriority(i))
 		env.srv.WaitFor(t, 30*time.Second, func() bool {
 			board = env.board(t, 1)
 			return strings.Contains(board.Text, line)

@@ -37,7 +37,7 @@ func TestApplicationStepsOnTheCard(t *testing.T) {
 	answer(t, env.srv, mustPress(t, ann, msg, data(t, "va", id)))
 
 	card, _ := env.srv.MessageByID(42, msg.MessageID)
-	require.Equal(t, []string{"🎉 Invited", "❌ Rejected", "🔇 No answer", "Open on hh.ru"}, buttonTexts(card))
+	require.Equal(t, []string{"🎉 Invited", "❌ Rejected", "🔇 No answer", "Open on hh.ru"}, card.ReplyMarkup.Labels())
 	rejectFromApplied := stepData(t, "vs", id, 1, 5)
 	require.Equal(t, rejectFromApplied, card.ReplyMarkup.Buttons()[1].CallbackData)
 
@@ -59,7 +59,7 @@ func TestApplicationStepsOnTheCard(t *testing.T) {
 	require.Equal(t, "INVITED", matchStatus(t, env.st, id))
 	card, _ = env.srv.MessageByID(42, msg.MessageID)
 	require.Equal(t, sampleText+"\n\n🎉 Invited", card.Text)
-	require.Equal(t, []string{"🏆 Offer", "❌ Rejected", "Open on hh.ru"}, buttonTexts(card))
+	require.Equal(t, []string{"🏆 Offer", "❌ Rejected", "Open on hh.ru"}, card.ReplyMarkup.Labels())
 	edits := len(card.Edits)
 
 	// The Rejected of the Applied card, pressed on a stale client: INVITED →
@@ -77,7 +77,7 @@ func TestApplicationStepsOnTheCard(t *testing.T) {
 	require.Equal(t, "Marked: Offer.", answer(t, env.srv, q).Text)
 	card, _ = env.srv.MessageByID(42, msg.MessageID)
 	require.Equal(t, sampleText+"\n\n🏆 Offer received", card.Text)
-	require.Equal(t, []string{"Open on hh.ru"}, buttonTexts(card), "an offer is final")
+	require.Equal(t, []string{"Open on hh.ru"}, card.ReplyMarkup.Labels(), "an offer is final")
 	require.Equal(t, "OFFER", matchStatus(t, env.st, id))
 	require.Zero(t, cardRows(t, env.st, id)-1, "presses queue nothing")
 }
@@ -119,7 +119,7 @@ func TestApplicationsReport(t *testing.T) {
 		"By search\ngolang\napplied: 2 · answered: 1 · invited: 1 · offers: 1\n\n"+
 		"Waiting for an answer: 2\n1. two — ACME\nNo answer · days without news: 11\n2. three — ACME\nApplied · days without news: 3\n\n"+
 		"Mark what happened with the buttons: each carries the number of its application.", msg.Text)
-	require.Equal(t, []string{"1 · 🎉 Invited", "1 · ❌ Rejected", "2 · 🎉 Invited", "2 · ❌ Rejected", "2 · 🔇 No answer"}, buttonTexts(msg))
+	require.Equal(t, []string{"1 · 🎉 Invited", "1 · ❌ Rejected", "2 · 🎉 Invited", "2 · ❌ Rejected", "2 · 🔇 No answer"}, msg.ReplyMarkup.Labels())
 	require.Equal(t, stepData(t, "vw", second, 2, 3), msg.ReplyMarkup.Buttons()[0].CallbackData)
 
 	q, err := ann.PressButton(msg, "1 · 🎉 Invited")
@@ -129,7 +129,7 @@ func TestApplicationsReport(t *testing.T) {
 	redrawn, _ := env.srv.MessageByID(42, msg.MessageID)
 	require.Contains(t, redrawn.Text, "Applied: 3\nAnswered: 2\nInvited: 2\nOffers: 1")
 	require.Contains(t, redrawn.Text, "1. three — ACME\nApplied · days without news: 3\n2. two — ACME\nInvited · days without news: 0")
-	require.Equal(t, []string{"1 · 🎉 Invited", "1 · ❌ Rejected", "1 · 🔇 No answer", "2 · 🏆 Offer", "2 · ❌ Rejected"}, buttonTexts(redrawn))
+	require.Equal(t, []string{"1 · 🎉 Invited", "1 · ❌ Rejected", "1 · 🔇 No answer", "2 · 🏆 Offer", "2 · ❌ Rejected"}, redrawn.ReplyMarkup.Labels())
 
 	// The old message's button, pressed again on a stale client.
 	a := answer(t, env.srv, ann.PressRaw(redrawn, stepData(t, "vw", second, 2, 3)))

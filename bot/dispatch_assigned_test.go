@@ -67,7 +67,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 		"Commission: 10% of the price, due within 3 h after the order is done.\n\n"+
 		"Next: press 🚗 On my way when you set off, 📍 Arrived at the customer's and ✅ Done when the job is finished. "+
 		"If you cannot do it, 🙅 Can't do it gives the order back.", msg.Text)
-	require.Equal(t, []string{"🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, buttonTexts(msg))
+	require.Equal(t, []string{"🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
 	enRoute, arrived, done, giveBack := data(t, "ae", f.ID), data(t, "aa", f.ID), data(t, "ad", f.ID), data(t, "ax", f.ID)
 	doneYes, giveBackYes, back := data(t, "adc", f.ID), data(t, "axc", f.ID), data(t, "ab", f.ID)
 
@@ -86,7 +86,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 	msg = env.offerMessage(t, f)
 	require.True(t, strings.HasSuffix(msg.Text, "\n\n🚗 You are on your way. Press 📍 Arrived at the customer's and ✅ Done when the job is finished."), msg.Text)
 	require.Contains(t, msg.Text, "🏠 Tverskaya 12, apt 5")
-	require.Equal(t, []string{"📍 Arrived", "✅ Done", "🙅 Can't do it"}, buttonTexts(msg))
+	require.Equal(t, []string{"📍 Arrived", "✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
 	a = pressRaw(t, env.srv, ann, msg, enRoute)
 	require.Equal(t, "You have already marked that you are on your way.", a.Text)
 	require.True(t, a.ShowAlert)
@@ -95,7 +95,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 	require.Equal(t, "Noted: you have arrived.", a.Text)
 	msg = env.offerMessage(t, f)
 	require.True(t, strings.HasSuffix(msg.Text, "\n\n📍 You are at the customer's. Press ✅ Done when the job is finished."), msg.Text)
-	require.Equal(t, []string{"✅ Done", "🙅 Can't do it"}, buttonTexts(msg))
+	require.Equal(t, []string{"✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
 
 	// Done only asks: the text stays, the buttons become Yes and Back, and
 	// the order is as it was.
@@ -106,8 +106,8 @@ func TestAssignedMasterButtons(t *testing.T) {
 	msg = env.offerMessage(t, f)
 	require.Equal(t, before.Text, msg.Text)
 	require.Equal(t, before.Entities, msg.Entities)
-	require.Equal(t, []string{"✅ Yes, the work is done", "↩️ Back"}, buttonTexts(msg))
-	require.Equal(t, []string{doneYes, back}, buttonData(msg))
+	require.Equal(t, []string{"✅ Yes, the work is done", "↩️ Back"}, msg.ReplyMarkup.Labels())
+	require.Equal(t, []string{doneYes, back}, msg.ReplyMarkup.Data())
 	assigned := orderByID(t, env.st, orderID)
 	require.Equal(t, "ASSIGNED", assigned.State)
 	require.Nil(t, assigned.Commission)
@@ -120,7 +120,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 		require.Equal(t, "This button is not for you.", a.Text)
 	}
 	require.Equal(t, "ASSIGNED", orderByID(t, env.st, orderID).State)
-	require.Equal(t, []string{"✅ Yes, the work is done", "↩️ Back"}, buttonTexts(env.offerMessage(t, f)))
+	require.Equal(t, []string{"✅ Yes, the work is done", "↩️ Back"}, env.offerMessage(t, f).ReplyMarkup.Labels())
 
 	// Back: the step buttons again, without the steps done; Can't do it
 	// asks the same way.
@@ -128,12 +128,12 @@ func TestAssignedMasterButtons(t *testing.T) {
 	require.Empty(t, a.Text)
 	msg = env.offerMessage(t, f)
 	require.Equal(t, before.Text, msg.Text)
-	require.Equal(t, []string{"✅ Done", "🙅 Can't do it"}, buttonTexts(msg))
-	require.Equal(t, []string{done, giveBack}, buttonData(msg))
+	require.Equal(t, []string{"✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
+	require.Equal(t, []string{done, giveBack}, msg.ReplyMarkup.Data())
 	press(t, env.srv, ann, msg, giveBack)
 	msg = env.offerMessage(t, f)
-	require.Equal(t, []string{"🙅 Yes, give the order back", "↩️ Back"}, buttonTexts(msg))
-	require.Equal(t, []string{giveBackYes, back}, buttonData(msg))
+	require.Equal(t, []string{"🙅 Yes, give the order back", "↩️ Back"}, msg.ReplyMarkup.Labels())
+	require.Equal(t, []string{giveBackYes, back}, msg.ReplyMarkup.Data())
 	press(t, env.srv, ann, msg, back)
 	msg = env.offerMessage(t, f)
 	require.Equal(t, "ASSIGNED", orderByID(t, env.st, orderID).State)
@@ -217,7 +217,7 @@ func TestGiveBackInTheChat(t *testing.T) {
 	press(t, env.srv, ann, msg, data(t, "oa", f.ID))
 	msg = env.offerMessage(t, f)
 	require.Contains(t, msg.Text, "🏠 Тверская 12\n📞 +7 999 000-11-22\n🗓 01.02.2099\n")
-	require.Equal(t, []string{"🚗 Выезжаю", "📍 На месте", "✅ Готово", "🙅 Не могу"}, buttonTexts(msg))
+	require.Equal(t, []string{"🚗 Выезжаю", "📍 На месте", "✅ Готово", "🙅 Не могу"}, msg.ReplyMarkup.Labels())
 
 	// Can't do it asks first: nothing changes until Yes; Back shows the
 	// step buttons again.
@@ -226,13 +226,13 @@ func TestGiveBackInTheChat(t *testing.T) {
 	require.Equal(t, "Нажмите «Да», чтобы подтвердить, или «Назад», если нажали по ошибке.", a.Text)
 	msg = env.offerMessage(t, f)
 	require.Equal(t, text, msg.Text)
-	require.Equal(t, []string{"🙅 Да, вернуть заказ", "↩️ Назад"}, buttonTexts(msg))
+	require.Equal(t, []string{"🙅 Да, вернуть заказ", "↩️ Назад"}, msg.ReplyMarkup.Labels())
 	require.Equal(t, orderRow{ID: f.OrderID, State: "ASSIGNED", MasterID: int64p(42), Round: 1}, orderByID(t, env.st, f.OrderID))
 	require.Len(t, offers(t, env.st), 1, "offered to nobody else")
 	press(t, env.srv, ann, msg, data(t, "ab", f.ID))
 	msg = env.offerMessage(t, f)
 	require.Equal(t, text, msg.Text)
-	require.Equal(t, []string{"🚗 Выезжаю", "📍 На месте", "✅ Готово", "🙅 Не могу"}, buttonTexts(msg))
+	require.Equal(t, []string{"🚗 Выезжаю", "📍 На месте", "✅ Готово", "🙅 Не могу"}, msg.ReplyMarkup.Labels())
 	press(t, env.srv, ann, msg, data(t, "ax", f.ID))
 	msg = env.offerMessage(t, f)
 	a = press(t, env.srv, ann, msg, data(t, "axc", f.ID))
@@ -255,11 +255,11 @@ func TestGiveBackInTheChat(t *testing.T) {
 	press(t, env.srv, bob, second, data(t, "oa", fs[1].ID))
 	second = env.offerMessage(t, fs[1])
 	require.Contains(t, second.Text, "🏠 Тверская 12")
-	require.Equal(t, []string{"🚗 Виїжджаю", "📍 На місці", "✅ Готово", "🙅 Не можу"}, buttonTexts(second))
+	require.Equal(t, []string{"🚗 Виїжджаю", "📍 На місці", "✅ Готово", "🙅 Не можу"}, second.ReplyMarkup.Labels())
 	a = press(t, env.srv, bob, second, data(t, "ad", fs[1].ID))
 	require.Equal(t, "Натисніть «Так», щоб підтвердити, або «Назад», якщо натиснули помилково.", a.Text)
 	second = env.offerMessage(t, fs[1])
-	require.Equal(t, []string{"✅ Так, роботу виконано", "↩️ Назад"}, buttonTexts(second))
+	require.Equal(t, []string{"✅ Так, роботу виконано", "↩️ Назад"}, second.ReplyMarkup.Labels())
 	// Ann's old offer cannot reach Bob's order.
 	a = pressRaw(t, env.srv, ann, msg, data(t, "ab", f.ID))
 	require.Equal(t, "Заказ #"+itoa(f.OrderID)+" больше не ваш: вы его вернули.", a.Text)

@@ -384,7 +384,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 		"💸 Commission if you take it: 300 (10% of the price), due within 3 h after the order is done.\n"+
 		"🔒 The exact address and the customer's contact are shown once you accept.\n\n⏳ Answer within "), msg.Text)
 	require.Len(t, msg.Edits, 1)
-	require.Equal(t, []string{"✅ Accept", "❌ Decline"}, buttonTexts(msg))
+	require.Equal(t, []string{"✅ Accept", "❌ Decline"}, msg.ReplyMarkup.Labels())
 
 	// Bob's client forges Ann's offer on a message of his own chat.
 	a = pressRaw(t, env.srv, bob, bobWelcome, accept)
@@ -409,7 +409,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 		"Commission: 10% of the price, due within 3 h after the order is done.\n\n"+
 		"Next: press 🚗 On my way when you set off, 📍 Arrived at the customer's and ✅ Done when the job is finished. "+
 		"If you cannot do it, 🙅 Can't do it gives the order back.", msg.Text)
-	require.Equal(t, []string{"🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, buttonTexts(msg))
+	require.Equal(t, []string{"🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
 
 	// A stale client presses again: nothing changes; the message shows the
 	// order as it is (unchanged here, so not edited).
@@ -464,14 +464,6 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	}, env.logLines(t))
 }
 
-func buttonTexts(m tgfake.BotMessage) []string {
-	var out []string
-	for _, b := range m.ReplyMarkup.Buttons() {
-		out = append(out, b.Text)
-	}
-	return out
-}
-
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func TestDeclineExpireAndCancel(t *testing.T) {
@@ -505,7 +497,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	msg2 := env.offerMessage(t, f2)
 	require.True(t, strings.HasPrefix(msg2.Text, "🔔 Новый заказ #"+itoa(orderID)+"\n📍 Moscow, Center\n🛠 plumbing\n💰 5\u00a0000\n📝 Bathroom pipe\n\n⏳ Ответьте в течение "),
 		"in the master's language: %s", msg2.Text)
-	require.Equal(t, []string{"✅ Принять", "❌ Отказаться", "📄 Подробнее"}, buttonTexts(msg2))
+	require.Equal(t, []string{"✅ Принять", "❌ Отказаться", "📄 Подробнее"}, msg2.ReplyMarkup.Labels())
 
 	// Bob answers after expires_at, before the watchdog ran: refused, and
 	// his message shows the expiry; nothing in the database moves.

@@ -28,14 +28,6 @@ func (env memEnv) pressed(t *testing.T, who *tgfake.Person, msg tgfake.BotMessag
 	return now
 }
 
-func labels(m tgfake.BotMessage) []string {
-	var out []string
-	for _, b := range m.ReplyMarkup.Buttons() {
-		out = append(out, b.Text)
-	}
-	return out
-}
-
 // /memory pages: five memories a page, numbered across pages, a row of
 // buttons each and ‹ › to turn; Delete asks in place, then deletes and
 // shows the page again; a press by someone else, or on a memory gone,
@@ -54,7 +46,7 @@ func TestMemoryPagesDeleteAndStalePresses(t *testing.T) {
 	require.Contains(t, page.Text, "Memory number 7.")
 	require.NotContains(t, page.Text, "Memory number 2.")
 	require.Equal(t, []string{"🗑 Delete 1", "✏️ Correct 1", "🗑 Delete 2", "✏️ Correct 2", "🗑 Delete 3", "✏️ Correct 3",
-		"🗑 Delete 4", "✏️ Correct 4", "🗑 Delete 5", "✏️ Correct 5", "›"}, labels(page))
+		"🗑 Delete 4", "✏️ Correct 4", "🗑 Delete 5", "✏️ Correct 5", "›"}, page.ReplyMarkup.Labels())
 	for _, b := range page.ReplyMarkup.Buttons() {
 		require.LessOrEqual(t, len(b.CallbackData), 64)
 	}
@@ -62,7 +54,7 @@ func TestMemoryPagesDeleteAndStalePresses(t *testing.T) {
 	next := env.pressed(t, ann, page, "›", "What I remember about you, newest first (6–7 of 7):")
 	require.Contains(t, next.Text, "6. ")
 	require.Contains(t, next.Text, "Memory number 1.")
-	require.Equal(t, []string{"🗑 Delete 6", "✏️ Correct 6", "🗑 Delete 7", "✏️ Correct 7", "‹"}, labels(next))
+	require.Equal(t, []string{"🗑 Delete 6", "✏️ Correct 6", "🗑 Delete 7", "✏️ Correct 7", "‹"}, next.ReplyMarkup.Labels())
 
 	// Bob presses Ann's buttons on his own message: refused.
 	bobMsg := env.ask(t, bob, "/memory")
@@ -75,7 +67,7 @@ func TestMemoryPagesDeleteAndStalePresses(t *testing.T) {
 	require.Equal(t, "Delete this memory?\n\nMemory number 1.\n\nI will also delete the conversations it was made from "+
 		"(your message and my answer) and every copy of its text that I keep. The messages in this chat stay as they are. "+
 		"This cannot be undone.", confirm.Text)
-	require.Equal(t, []string{"Delete", "Cancel"}, labels(confirm))
+	require.Equal(t, []string{"Delete", "Cancel"}, confirm.ReplyMarkup.Labels())
 	back := env.pressed(t, ann, confirm, "Cancel", "What I remember about you, newest first (6–7 of 7):")
 	confirm = env.pressed(t, ann, back, "🗑 Delete 7", "Delete this memory?")
 	yes := confirm.ReplyMarkup.Buttons()[0].CallbackData
@@ -114,14 +106,14 @@ func TestMemoryCorrectionHistoryAndForgetAbout(t *testing.T) {
 	askFix := env.srv.WaitMessageAfter(t, 44, page.MessageID, nil)
 	require.Equal(t, "Надішліть виправлений текст цього запису наступним повідомленням (не більше 1000 символів):\n\n"+
 		"Любить зелений <чай> & мед.\n\nСтарий текст залишиться в історії запису. Чекаю півгодини.", askFix.Text)
-	require.Equal(t, []string{"Скасувати"}, labels(askFix))
+	require.Equal(t, []string{"Скасувати"}, askFix.ReplyMarkup.Labels())
 
 	fixed := env.ask(t, olena, "Любить чорний чай без цукру")
 	require.Equal(t, "Виправлено. Тепер я пам'ятаю:\n\nЛюбить чорний чай без цукру\n\nСтарий текст — в історії запису (/memory).", fixed.Text)
 	require.Equal(t, 1, runs(), "the correction is no chat message")
 
 	page = env.ask(t, olena, "/memory")
-	require.Equal(t, []string{"🗑 Видалити 1", "✏️ Виправити 1", "🕘 Історія 1"}, labels(page))
+	require.Equal(t, []string{"🗑 Видалити 1", "✏️ Виправити 1", "🕘 Історія 1"}, page.ReplyMarkup.Labels())
 	history := env.pressed(t, olena, page, "🕘 Історія 1", "Історія запису")
 	require.Regexp(t, `^Історія запису, спочатку нове:\n\nЗараз, з .+ \(Київ\):\nЛюбить чорний чай без цукру\n\n`+
 		`З 4 бер\. 2025, 11:30 \(Київ\) до .+ \(Київ\):\nЛюбить зелений <чай> & мед\.$`, history.Text)
@@ -129,7 +121,7 @@ func TestMemoryCorrectionHistoryAndForgetAbout(t *testing.T) {
 	found := env.ask(t, olena, "Забудь, що я казала про чай, будь ласка")
 	require.True(t, strings.HasPrefix(found.Text, "Знайшов відповідні записи: 2.\n\n1. "), found.Text)
 	require.Contains(t, found.Text, "(неактуальний з ")
-	require.Equal(t, []string{"Видалити (2)", "Залишити"}, labels(found))
+	require.Equal(t, []string{"Видалити (2)", "Залишити"}, found.ReplyMarkup.Labels())
 	require.Equal(t, 1, runs(), "the request is no chat message")
 	kept := env.pressed(t, olena, found, "Залишити", "Залишив")
 	require.Empty(t, kept.ReplyMarkup.Buttons())

@@ -358,7 +358,7 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 	require.Equal(t, "Accepted. The order is yours!", pressAndWait(t, env, bob, bobOffer, "✅ Accept").Text)
 	assigned, _ := env.TG.MessageByID(bob.ID(), bobOffer.MessageID)
 	require.Contains(t, assigned.Text, "📍 Odesa, Center\n🏠 "+markAddress+"\n👤 "+markName+"\n📞 "+markPhone+"\n🗓 2099-05-06, 09:00–11:00\n")
-	require.Equal(t, []string{"🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, buttonLabels(assigned))
+	require.Equal(t, []string{"🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, assigned.ReplyMarkup.Labels())
 
 	// Each step moves the order once and edits Bob's message.
 	require.Equal(t, "Noted: you are on your way.", pressAndWait(t, env, bob, assigned, "🚗 On my way").Text)
@@ -385,7 +385,7 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 		return len(m.ReplyMarkup.Buttons()) == 2 && m.ReplyMarkup.Buttons()[1].Text == "↩️ Back"
 	})
 	require.Equal(t, text, assigned.Text, "the text stays")
-	require.Equal(t, []string{"🙅 Yes, give the order back", "↩️ Back"}, buttonLabels(assigned))
+	require.Equal(t, []string{"🙅 Yes, give the order back", "↩️ Back"}, assigned.ReplyMarkup.Labels())
 	require.Equal(t, "ASSIGNED", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
 	require.Equal(t, "The order is given back.", pressAndWait(t, env, bob, assigned, "🙅 Yes, give the order back").Text)
 	require.Equal(t, "SEARCHING", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
@@ -430,7 +430,7 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 	require.Equal(t, "ASSIGNED", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order), "Done only asks")
 	doraConfirm := waitEdited(t, env, doraAssigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 2 })
 	require.Equal(t, doraAssigned.Text, doraConfirm.Text, "the text stays")
-	require.Equal(t, []string{"✅ Yes, the work is done", "↩️ Back"}, buttonLabels(doraConfirm))
+	require.Equal(t, []string{"✅ Yes, the work is done", "↩️ Back"}, doraConfirm.ReplyMarkup.Labels())
 	require.Equal(t, "Done. Thank you!", pressAndWait(t, env, dora, doraConfirm, "✅ Yes, the work is done").Text)
 	require.Equal(t, "DONE", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
 	require.Equal(t, int64(200), scalar[int64](t, pool, `SELECT commission FROM orders WHERE id = $1`, order))
@@ -480,14 +480,6 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 	requireNoCustomer(t, env, ann.ID(), "Ann")
 	requireNoCustomer(t, env, carl.ID(), "Carl")
 	requireNoCustomer(t, env, adminChat, "the admin chat")
-}
-
-func buttonLabels(m tgfake.BotMessage) []string {
-	var out []string
-	for _, b := range m.ReplyMarkup.Buttons() {
-		out = append(out, b.Text)
-	}
-	return out
 }
 
 // Retention: once an order is closed (here autoclosed a second after Done)

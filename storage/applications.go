@@ -219,13 +219,12 @@ ORDER BY s.id`, userID, since)
 	var per []vacancy.SearchFunnel
 	for rows.Next() {
 		var sf vacancy.SearchFunnel
-		var params []byte
-		dest := append([]any{&sf.Search.ID, &sf.Search.UserID, &params, &sf.Search.Key, &sf.Search.CreatedAt}, funnelDest(&sf.Funnel)...)
-		if err := rows.Scan(dest...); err != nil {
+		var sr searchRow
+		if err := rows.Scan(append(sr.dest(), funnelDest(&sf.Funnel)...)...); err != nil {
 			return all, nil, fmt.Errorf("application funnel of user %d: %w", userID, err)
 		}
-		if err := json.Unmarshal(params, &sf.Search.Params); err != nil {
-			return all, nil, fmt.Errorf("search %d params: %w", sf.Search.ID, err)
+		if sf.Search, err = sr.search(); err != nil {
+			return all, nil, err
 		}
 		per = append(per, sf)
 	}

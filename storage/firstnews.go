@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -36,17 +35,18 @@ func scanNews(rows pgx.Rows, failed bool, withQueued bool) ([]vacancy.FirstNews,
 	var news []vacancy.FirstNews
 	for rows.Next() {
 		var n vacancy.FirstNews
-		var params []byte
+		var sr searchRow
 		var lang, tgLang string
-		dest := []any{&n.Search.ID, &n.Search.UserID, &params, &n.Search.Key, &n.Search.CreatedAt, &lang, &tgLang}
+		dest := append(sr.dest(), &lang, &tgLang)
 		if withQueued {
 			dest = append(dest, &n.Queued)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal(params, &n.Search.Params); err != nil {
-			return nil, fmt.Errorf("search %d params: %w", n.Search.ID, err)
+		var err error
+		if n.Search, err = sr.search(); err != nil {
+			return nil, err
 		}
 		n.Lang = domain.User{Language: lang, TelegramLanguage: tgLang}.Lang()
 		n.Failed = failed
@@ -191,26 +191,12 @@ func (s *Store) SettleFirstNews(ctx context.Context, announce domain.Render[[]va
 // keys with a search pending for longer than grace (the replica that
 // saved it runs it at once; past grace it did not, or died) or retrying.
 func (s *Store) FirstNewsGroups(ctx context.Context, grace time.Duration) ([]vacancy.Group, error) {
-	rows, err := s.pool.Query(ctx, `
+	out, err := groupsOf(ctx, s.pool, `
 SELECT DISTINCT ON (search_key) search_key, params FROM searches
 WHERE search_key IN (SELECT search_key FROM searches
                      WHERE first_news <> 'told' AND (first_news = 'retrying'
                         OR first_news = 'pending' AND created_at < now() - $1 * interval '1 millisecond'))
 ORDER BY search_key, id`, grace.Milliseconds())
-	if err != nil {
-		return nil, fmt.Errorf("first news groups: %w", err)
-	}
-	var out []vacancy.Group
-	var key string
-	var params []byte
-	_, err = pgx.ForEachRow(rows, []any{&key, &params}, func() error {
-		g := vacancy.Group{Key: key}
-		if err := json.Unmarshal(params, &g.Params); err != nil {
-			return fmt.Errorf("params of %s: %w", key, err)
-		}
-		out = append(out, g)
-		return nil
-	})
 	if err != nil {
 		return nil, fmt.Errorf("first news groups: %w", err)
 	}

@@ -257,63 +257,56 @@ func (c copies) scrub(s string) string {
 // scrubProposals scrubs the copies out of the proposals citing the user's
 // messages.
 func scrubProposals(ctx context.Context, tx pgx.Tx, userID int64, c copies) error {
-	type proposal struct {
-		id                           int64
-		title, description, assignee string
-	}
-	rows, err := tx.Query(ctx, `SELECT p.id, p.title, p.description, p.assignee FROM analysis_proposals p
+	return c.scrubRows(ctx, tx, userID, "proposals citing group messages", "proposal",
+		`SELECT p.id, p.title, p.description, p.assignee FROM analysis_proposals p
 WHERE EXISTS (SELECT 1 FROM analysis_proposal_sources s
               JOIN group_messages m ON m.chat_id = s.chat_id AND m.message_id = s.message_id
               WHERE s.proposal_id = p.id AND m.author_id = $1)
   AND (p.title LIKE ANY ($2) OR p.description LIKE ANY ($2) OR p.assignee LIKE ANY ($2))
-FOR UPDATE OF p`, userID, c.patterns)
-	if err != nil {
-		return fmt.Errorf("proposals citing group messages: %w", err)
-	}
-	var ps []proposal
-	var p proposal
-	if _, err := pgx.ForEachRow(rows, []any{&p.id, &p.title, &p.description, &p.assignee}, func() error {
-		ps = append(ps, p)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("proposals citing group messages: %w", err)
-	}
-	for _, p := range ps {
-		if _, err := tx.Exec(ctx, `UPDATE analysis_proposals SET title = $2, description = $3, assignee = $4 WHERE id = $1`,
-			p.id, c.scrub(p.title), c.scrub(p.description), c.scrub(p.assignee)); err != nil {
-			return fmt.Errorf("scrub proposal %d: %w", p.id, err)
-		}
-	}
-	return nil
+FOR UPDATE OF p`,
+		`UPDATE analysis_proposals SET title = $2, description = $3, assignee = $4 WHERE id = $1`)
 }
 
 // scrubOutbox scrubs the copies out of the outbox rows that chats (a
 // condition on chat_id = $1: other chats' rows, or the user's own) picks,
 // text and last error.
 func scrubOutbox(ctx context.Context, tx pgx.Tx, chats string, userID int64, c copies) error {
-	type row struct {
-		id              int64
-		text, lastError string
-	}
-	rows, err := tx.Query(ctx, `SELECT id, COALESCE(body->>'text', ''), last_error FROM outbox
+	return c.scrubRows(ctx, tx, userID, "outbox copies", "outbox row",
+		`SELECT id, COALESCE(body->>'text', ''), last_error FROM outbox
 WHERE `+chats+` AND (body->>'text' LIKE ANY ($2) OR last_error LIKE ANY ($2))
-FOR UPDATE`, userID, c.patterns)
-	if err != nil {
-		return fmt.Errorf("outbox copies: %w", err)
+FOR UPDATE`,
+		`UPDATE outbox SET last_error = $3,
+    body = CASE WHEN body ? 'text' THEN jsonb_set(body, '{text}', to_jsonb($2::text)) ELSE body END
+WHERE id = $1`)
+}
+
+// scrubRows replaces the copies in the rows that sel picks and locks ($1
+// the user, $2 the patterns; it reads the id, then the texts) and writes
+// each back with upd ($1 the id, then the scrubbed texts in sel's order).
+// what and one name the rows and a row in errors.
+func (c copies) scrubRows(ctx context.Context, tx pgx.Tx, userID int64, what, one, sel, upd string) error {
+	type row struct {
+		id    int64
+		texts []string
 	}
-	var rs []row
-	var r row
-	if _, err := pgx.ForEachRow(rows, []any{&r.id, &r.text, &r.lastError}, func() error {
-		rs = append(rs, r)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("outbox copies: %w", err)
+	rs, err := queryAll(ctx, tx, func(r pgx.CollectableRow) (row, error) {
+		x := row{texts: make([]string, len(r.FieldDescriptions())-1)}
+		dest := []any{&x.id}
+		for i := range x.texts {
+			dest = append(dest, &x.texts[i])
+		}
+		return x, r.Scan(dest...)
+	}, sel, userID, c.patterns)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	for _, r := range rs {
-		if _, err := tx.Exec(ctx, `UPDATE outbox SET last_error = $3,
-    body = CASE WHEN body ? 'text' THEN jsonb_set(body, '{text}', to_jsonb($2::text)) ELSE body END
-WHERE id = $1`, r.id, c.scrub(r.text), c.scrub(r.lastError)); err != nil {
-			return fmt.Errorf("scrub outbox row %d: %w", r.id, err)
+		args := []any{r.id}
+		for _, t := range r.texts {
+			args = append(args, c.scrub(t))
+		}
+		if _, err := tx.Exec(ctx, upd, args...); err != nil {
+			return fmt.Errorf("scrub %s %d: %w", one, r.id, err)
 		}
 	}
 	return nil

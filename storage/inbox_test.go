@@ -12,7 +12,6 @@ import (
 
 	"switchboard/domain"
 	"switchboard/storage"
-	"switchboard/storage/storagetest"
 )
 
 func upd(id, chat int64) domain.InboxUpdate {
@@ -34,8 +33,8 @@ func ids(us []domain.InboxUpdate) []int64 {
 // Updates without a chat are kept in order with nothing.
 func TestInboxClaimsEachChatsOldestAcrossClaimers(t *testing.T) {
 	t.Parallel()
-	st := storagetest.New(t)
-	ctx := context.Background()
+	f := setup(t)
+	st, ctx := f.st, f.ctx
 	require.NoError(t, st.TakeUpdates(ctx, []domain.InboxUpdate{upd(10, 1), upd(11, 2), upd(12, 1), upd(13, 0), upd(14, 0), upd(15, 2)}))
 
 	a, err := st.ClaimUpdates(ctx, "a", 1, time.Minute)
@@ -72,8 +71,8 @@ func TestInboxClaimsEachChatsOldestAcrossClaimers(t *testing.T) {
 // one row, left as it was.
 func TestInboxDedupesByUpdateID(t *testing.T) {
 	t.Parallel()
-	st := storagetest.New(t)
-	ctx := context.Background()
+	f := setup(t)
+	st, ctx := f.st, f.ctx
 	require.NoError(t, st.TakeUpdates(ctx, []domain.InboxUpdate{upd(1, 5)}))
 	c, err := st.ClaimUpdates(ctx, "a", 10, time.Minute)
 	require.NoError(t, err)
@@ -95,8 +94,8 @@ func TestInboxDedupesByUpdateID(t *testing.T) {
 // claim counts an attempt.
 func TestInboxRetryBacksOffAndKeepsTheChatsOrder(t *testing.T) {
 	t.Parallel()
-	st := storagetest.New(t)
-	ctx := context.Background()
+	f := setup(t)
+	st, ctx := f.st, f.ctx
 	require.NoError(t, st.TakeUpdates(ctx, []domain.InboxUpdate{upd(1, 7), upd(2, 7)}))
 	c, err := st.ClaimUpdates(ctx, "a", 10, time.Minute)
 	require.NoError(t, err)
@@ -130,8 +129,8 @@ func TestInboxRetryBacksOffAndKeepsTheChatsOrder(t *testing.T) {
 // holder's token settles nothing; a renewed claim is not taken.
 func TestInboxLeaseTakeover(t *testing.T) {
 	t.Parallel()
-	st := storagetest.New(t)
-	ctx := context.Background()
+	f := setup(t)
+	st, ctx := f.st, f.ctx
 	require.NoError(t, st.TakeUpdates(ctx, []domain.InboxUpdate{upd(1, 9), upd(2, 10)}))
 	dead, err := st.ClaimUpdates(ctx, "dead", 10, 300*time.Millisecond)
 	require.NoError(t, err)

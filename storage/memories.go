@@ -219,31 +219,12 @@ RETURNING COALESCE(log_data->>'text', '')`, userID, runs)
 // scrubRunContexts replaces the copies in the user's runs' draft and final
 // contexts.
 func scrubRunContexts(ctx context.Context, tx pgx.Tx, userID int64, c copies) error {
-	type run struct {
-		id           int64
-		draft, final string
-	}
-	rows, err := tx.Query(ctx, `SELECT id, COALESCE(draft_context, ''), COALESCE(final_context_payload, '') FROM pipeline_runs
+	return c.scrubRows(ctx, tx, userID, "run contexts quoting memories", "run",
+		`SELECT id, COALESCE(draft_context, ''), COALESCE(final_context_payload, '') FROM pipeline_runs
 WHERE user_id = $1 AND (draft_context LIKE ANY ($2) OR final_context_payload LIKE ANY ($2))
-FOR UPDATE`, userID, c.patterns)
-	if err != nil {
-		return fmt.Errorf("run contexts quoting memories: %w", err)
-	}
-	var rs []run
-	var r run
-	if _, err := pgx.ForEachRow(rows, []any{&r.id, &r.draft, &r.final}, func() error {
-		rs = append(rs, r)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("run contexts quoting memories: %w", err)
-	}
-	for _, r := range rs {
-		if _, err := tx.Exec(ctx, `UPDATE pipeline_runs SET draft_context = NULLIF($2, ''), final_context_payload = NULLIF($3, '')
-WHERE id = $1`, r.id, c.scrub(r.draft), c.scrub(r.final)); err != nil {
-			return fmt.Errorf("scrub run %d: %w", r.id, err)
-		}
-	}
-	return nil
+FOR UPDATE`,
+		`UPDATE pipeline_runs SET draft_context = NULLIF($2, ''), final_context_payload = NULLIF($3, '')
+WHERE id = $1`)
 }
 
 // AskMemoryCorrection records that the user's next text corrects their

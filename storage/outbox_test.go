@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
-	"switchboard/storage/storagetest"
 )
 
 func msg(chat int64, text string) domain.Message {
@@ -31,8 +30,8 @@ func texts(rows []domain.Queued) []string {
 // out in the order they were written, whoever claims them.
 func TestOutboxClaimsOneHeadPerChat(t *testing.T) {
 	t.Parallel()
-	st := storagetest.New(t)
-	ctx := context.Background()
+	f := setup(t)
+	st, ctx := f.st, f.ctx
 	require.NoError(t, st.EnqueueMessages(ctx, msg(1, "a1"), msg(1, "a2"), msg(2, "b1"), msg(1, "a3")))
 
 	rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
@@ -59,16 +58,14 @@ func TestOutboxClaimsOneHeadPerChat(t *testing.T) {
 	rows, err = st.ClaimOutbox(ctx, 10, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, rows, "a row put back for an hour holds its chat back, a3 included")
-	var attempts int
-	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT attempts FROM outbox WHERE body->>'text' = 'a2'`).Scan(&attempts))
-	require.Zero(t, attempts, "put back for pacing: not an attempt")
+	require.Zero(t, f.count(`SELECT attempts FROM outbox WHERE body->>'text' = 'a2'`), "put back for pacing: not an attempt")
 }
 
 // A claim that runs out (its sender died) is claimed again.
 func TestOutboxExpiredClaimIsTakenAgain(t *testing.T) {
 	t.Parallel()
-	st := storagetest.New(t)
-	ctx := context.Background()
+	f := setup(t)
+	st, ctx := f.st, f.ctx
 	require.NoError(t, st.EnqueueMessages(ctx, msg(1, "x")))
 	first, err := st.ClaimOutbox(ctx, 10, 50*time.Millisecond)
 	require.NoError(t, err)
@@ -90,8 +87,8 @@ func TestOutboxExpiredClaimIsTakenAgain(t *testing.T) {
 // An edit finds the message its key names when it is claimed.
 func TestOutboxEditFindsItsMessage(t *testing.T) {
 	t.Parallel()
-	st := storagetest.New(t)
-	ctx := context.Background()
+	f := setup(t)
+	st, ctx := f.st, f.ctx
 	send := domain.Message{ChatID: 7, Kind: domain.KindOffer, Key: "offer:1", Text: "offer"}
 	edit := domain.Message{ChatID: 7, Kind: domain.KindOfferClose, Key: "offer:1", Edit: true, Text: "expired"}
 	lost := domain.Message{ChatID: 7, Kind: domain.KindOfferClose, Key: "offer:2", Edit: true, Text: "never sent"}
@@ -120,8 +117,8 @@ func TestOutboxEditFindsItsMessage(t *testing.T) {
 // flagged, and the mark goes when the user writes again.
 func TestOutboxUnreachableChat(t *testing.T) {
 	t.Parallel()
-	st := storagetest.New(t)
-	ctx := context.Background()
+	f := setup(t)
+	st, ctx := f.st, f.ctx
 	offer := domain.Message{ChatID: 5, Kind: domain.KindOffer, Ref: 77, Text: "offer"}
 	require.NoError(t, st.EnqueueMessages(ctx, offer, msg(5, "note"), msg(6, "other")))
 	dropped, err := st.MarkUnreachable(ctx, 5, "Forbidden: bot was blocked by the user")
@@ -167,8 +164,8 @@ func claimOne(t *testing.T, st interface {
 // its way to Telegram) is left alone.
 func TestOutboxEditCoalesces(t *testing.T) {
 	t.Parallel()
-	st := storagetest.New(t)
-	ctx := context.Background()
+	f := setup(t)
+	st, ctx := f.st, f.ctx
 	send := domain.Message{ChatID: 7, Kind: domain.KindProgress, Key: "progress:1", Text: "0%",
 		Buttons: [][]domain.Button{{{Text: "x", Data: "x"}}}}
 	edit := func(text string) domain.Message {
@@ -177,9 +174,7 @@ func TestOutboxEditCoalesces(t *testing.T) {
 	require.NoError(t, st.EnqueueMessages(ctx, send))
 	require.NoError(t, st.EnqueueMessages(ctx, edit("10%")))
 	require.NoError(t, st.EnqueueMessages(ctx, edit("20%"), edit("30%")))
-	var n int
-	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM outbox`).Scan(&n))
-	require.Equal(t, 1, n, "the queued send took the edits' text")
+	require.Equal(t, 1, f.count(`SELECT count(*) FROM outbox`), "the queued send took the edits' text")
 	r := claimOne(t, st)
 	require.False(t, r.Edit)
 	require.Equal(t, "30%", r.Text)
@@ -198,8 +193,7 @@ func TestOutboxEditCoalesces(t *testing.T) {
 	// A claimed edit is not touched by a newer one, which is flagged
 	// superseding it at its own claim instead.
 	require.NoError(t, st.EnqueueMessages(ctx, edit("60%")))
-	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM outbox WHERE state = 'pending'`).Scan(&n))
-	require.Equal(t, 2, n)
+	require.Equal(t, 2, f.count(`SELECT count(*) FROM outbox WHERE state = 'pending'`))
 }
 
 // A lane goes its own way: a paced lane waiting does not hold the chat's
@@ -207,8 +201,8 @@ func TestOutboxEditCoalesces(t *testing.T) {
 // most once per Every.
 func TestOutboxLanes(t *testing.T) {
 	t.Parallel()
-	st := storagetest.New(t)
-	ctx := context.Background()
+	f := setup(t)
+	st, ctx := f.st, f.ctx
 	const every = 400 * time.Millisecond
 	send := domain.Message{ChatID: 7, Kind: domain.KindProgress, Key: "p:1", Text: "0%"}
 	edit := func(text string) domain.Message {
@@ -253,8 +247,8 @@ func TestOutboxLanes(t *testing.T) {
 // group ids), and only the heads; the oldest due heads first.
 func TestOutboxClaimsEveryLaneHead(t *testing.T) {
 	t.Parallel()
-	st := storagetest.New(t)
-	ctx := context.Background()
+	f := setup(t)
+	st, ctx := f.st, f.ctx
 	lane := func(chat int64, l, text string) domain.Message {
 		m := msg(chat, text)
 		m.Lane = l
@@ -292,8 +286,8 @@ func TestOutboxClaimsEveryLaneHead(t *testing.T) {
 // they fit one message; they are settled together.
 func TestOutboxMerge(t *testing.T) {
 	t.Parallel()
-	st := storagetest.New(t)
-	ctx := context.Background()
+	f := setup(t)
+	st, ctx := f.st, f.ctx
 	line := func(text string) domain.Message {
 		return domain.Message{ChatID: -100, Kind: domain.KindLiveLog, Text: text, Lane: "live_log", Merge: true}
 	}
@@ -313,17 +307,15 @@ func TestOutboxMerge(t *testing.T) {
 	require.Equal(t, "1\n2\n3", head.Text, "the 4093-character line does not fit behind them")
 	require.Equal(t, 3, head.Merged)
 	require.NoError(t, st.OutboxRetry(ctx, head.ID, head.Token, 0, "flood", true))
-	var pending int
-	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM outbox WHERE lane = 'live_log' AND claim_token IS NULL AND state = 'pending'`).Scan(&pending))
-	require.Equal(t, 5, pending, "putting the head back puts back its followers")
+	require.Equal(t, 5, f.count(`SELECT count(*) FROM outbox WHERE lane = 'live_log' AND claim_token IS NULL AND state = 'pending'`),
+		"putting the head back puts back its followers")
 
 	head = claimOne(t, st)
 	require.Equal(t, 3, head.Merged)
 	ok, err := st.OutboxDelivered(ctx, head.ID, head.Token, 77)
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM outbox WHERE lane = 'live_log' AND state = 'sent' AND message_id = 77`).Scan(&pending))
-	require.Equal(t, 3, pending)
+	require.Equal(t, 3, f.count(`SELECT count(*) FROM outbox WHERE lane = 'live_log' AND state = 'sent' AND message_id = 77`))
 	head = claimOne(t, st)
 	require.Equal(t, long+"\n5", head.Text)
 }
@@ -331,8 +323,8 @@ func TestOutboxMerge(t *testing.T) {
 // A notice is told once however many replicas notice it, and so is its end.
 func TestNoticeOnce(t *testing.T) {
 	t.Parallel()
-	st := storagetest.New(t)
-	ctx := context.Background()
+	f := setup(t)
+	st, ctx := f.st, f.ctx
 	told := 0
 	for range 3 {
 		ok, err := st.NoticeOnce(ctx, "llm_refused", "model missing", domain.Fixed[string](msg(-5, "LLM refused")))

@@ -79,16 +79,30 @@ RETURNING id`, sr.Key, sr.UserID, backfill, since, sr.Params.Has("experience", v
 	return out, created, queued, nil
 }
 
+// searchRow reads a searches row's id, user_id, params, search_key and
+// created_at (dest, in that order); search decodes the params.
+type searchRow struct {
+	s      vacancy.Search
+	params []byte
+}
+
+func (r *searchRow) dest() []any {
+	return []any{&r.s.ID, &r.s.UserID, &r.params, &r.s.Key, &r.s.CreatedAt}
+}
+
+func (r *searchRow) search() (vacancy.Search, error) {
+	if err := json.Unmarshal(r.params, &r.s.Params); err != nil {
+		return r.s, fmt.Errorf("search %d params: %w", r.s.ID, err)
+	}
+	return r.s, nil
+}
+
 func scanSearch(row pgx.Row) (vacancy.Search, error) {
-	var sr vacancy.Search
-	var params []byte
-	if err := row.Scan(&sr.ID, &sr.UserID, &params, &sr.Key, &sr.CreatedAt); err != nil {
-		return sr, err
+	var r searchRow
+	if err := row.Scan(r.dest()...); err != nil {
+		return r.s, err
 	}
-	if err := json.Unmarshal(params, &sr.Params); err != nil {
-		return sr, fmt.Errorf("search %d params: %w", sr.ID, err)
-	}
-	return sr, nil
+	return r.search()
 }
 
 // UserSearches lists a user's searches, oldest first.
@@ -154,27 +168,29 @@ func queryAll[T any](ctx context.Context, q querier, to pgx.RowToFunc[T], sql st
 // oldest search (all searches of a key have equal parameters up to case and
 // spacing). Who follows a key is read when a discovery is saved.
 func searchGroups(ctx context.Context, q querier, key string) ([]vacancy.Group, error) {
-	rows, err := q.Query(ctx, `
+	out, err := groupsOf(ctx, q, `
 SELECT DISTINCT ON (search_key) search_key, params FROM searches
 WHERE $1 = '' OR search_key = $1
 ORDER BY search_key, id`, key)
 	if err != nil {
 		return nil, fmt.Errorf("search groups: %w", err)
 	}
-	defer rows.Close()
-	var out []vacancy.Group
-	for rows.Next() {
+	return out, nil
+}
+
+// groupsOf reads the search groups sql picks: rows of search_key, params.
+func groupsOf(ctx context.Context, q querier, sql string, args ...any) ([]vacancy.Group, error) {
+	return queryAll(ctx, q, func(row pgx.CollectableRow) (vacancy.Group, error) {
 		var g vacancy.Group
 		var params []byte
-		if err := rows.Scan(&g.Key, &params); err != nil {
-			return nil, fmt.Errorf("search groups: %w", err)
+		if err := row.Scan(&g.Key, &params); err != nil {
+			return g, err
 		}
 		if err := json.Unmarshal(params, &g.Params); err != nil {
-			return nil, fmt.Errorf("search groups: params of %s: %w", g.Key, err)
+			return g, fmt.Errorf("params of %s: %w", g.Key, err)
 		}
-		out = append(out, g)
-	}
-	return out, rows.Err()
+		return g, nil
+	}, sql, args...)
 }
 
 // followers are the users whose searches have key, with their ban words.

@@ -50,12 +50,61 @@ type Limiter interface {
 	Pause(ctx context.Context, chatID int64, d time.Duration, global bool) error
 }
 
-// The order inside Take: the pauses first, then the chat's budget, waited
-// for without taking it, then the global budget (waiting for it), and the
-// chat's budget taken last, right before the send. So waiting for the
-// global budget never squeezes two messages to one chat closer than the
-// chat's rate, and a global token is never held through a chat's wait
+// buckets are what a Limiter keeps: the pauses and the token buckets,
+// in process or in Redis.
+type buckets interface {
+	// pausedFor is how long a pause of the chat or of the bot still holds.
+	pausedFor(ctx context.Context, chatID int64) (time.Duration, error)
+	// chatNeeds is how long until the chat's bucket holds a token; it
+	// takes nothing.
+	chatNeeds(ctx context.Context, chatID int64) (time.Duration, error)
+	// takeGlobal waits for a token of the bot's bucket and takes it.
+	takeGlobal(ctx context.Context) error
+	// takeChat takes a token of the chat's bucket, waiting for it up to
+	// maxWait; a longer wait takes nothing and is reported.
+	takeChat(ctx context.Context, chatID int64, maxWait time.Duration) (time.Duration, error)
+}
+
+// take is every Limiter's Take. The pauses first, then the chat's budget,
+// waited for without taking it, then the global budget (waiting for it),
+// and the chat's budget taken last, right before the send. So waiting for
+// the global budget never squeezes two messages to one chat closer than
+// the chat's rate, and a global token is never held through a chat's wait
 // (which would let more than the global rate out in the next second).
+func take(ctx context.Context, b buckets, chatID int64, maxWait time.Duration) (time.Duration, error) {
+	for {
+		p, err := b.pausedFor(ctx, chatID)
+		if err != nil {
+			return 0, err
+		}
+		if p > 0 {
+			if p > maxWait {
+				return p, nil
+			}
+			if err := domain.Sleep(ctx, p); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		need, err := b.chatNeeds(ctx, chatID)
+		if err != nil {
+			return 0, err
+		}
+		if need > maxWait {
+			return need, nil
+		}
+		if need > 0 {
+			if err := domain.Sleep(ctx, need); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err := b.takeGlobal(ctx); err != nil {
+			return 0, err
+		}
+		return b.takeChat(ctx, chatID, maxWait)
+	}
+}
 
 // MemoryLimiter paces one replica in process (no REDIS_URL).
 type MemoryLimiter struct {
@@ -95,52 +144,43 @@ func (m *MemoryLimiter) chat(id int64) *rate.Limiter {
 	return l
 }
 
-func (m *MemoryLimiter) pausedFor(chatID int64) time.Duration {
+func (m *MemoryLimiter) pausedFor(_ context.Context, chatID int64) (time.Duration, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	return max(m.paused[0].Sub(now), m.paused[chatID].Sub(now), 0)
+	return max(m.paused[0].Sub(now), m.paused[chatID].Sub(now), 0), nil
+}
+
+func (m *MemoryLimiter) chatNeeds(_ context.Context, chatID int64) (time.Duration, error) {
+	cl := m.chat(chatID)
+	return untilToken(cl.TokensAt(m.now()), float64(cl.Limit())), nil
+}
+
+func (m *MemoryLimiter) takeGlobal(ctx context.Context) error {
+	if err := m.global.Wait(ctx); err != nil {
+		return fmt.Errorf("global budget: %w", err)
+	}
+	return nil
+}
+
+func (m *MemoryLimiter) takeChat(ctx context.Context, chatID int64, maxWait time.Duration) (time.Duration, error) {
+	r := m.chat(chatID).Reserve()
+	if d := r.Delay(); d > 0 {
+		// Another sender took the chat's token meanwhile.
+		if d > maxWait {
+			r.Cancel()
+			return d, nil
+		}
+		if err := domain.Sleep(ctx, d); err != nil {
+			return 0, err
+		}
+	}
+	return 0, nil
 }
 
 // Take implements Limiter.
 func (m *MemoryLimiter) Take(ctx context.Context, chatID int64, maxWait time.Duration) (time.Duration, error) {
-	for {
-		if p := m.pausedFor(chatID); p > 0 {
-			if p > maxWait {
-				return p, nil
-			}
-			if err := domain.Sleep(ctx, p); err != nil {
-				return 0, err
-			}
-			continue
-		}
-		cl := m.chat(chatID)
-		if need := untilToken(cl.TokensAt(m.now()), float64(cl.Limit())); need > maxWait {
-			return need, nil
-		} else if need > 0 {
-			// Wait for the chat first: a bot-wide token taken now and
-			// spent after this wait would crowd the next second.
-			if err := domain.Sleep(ctx, need); err != nil {
-				return 0, err
-			}
-			continue
-		}
-		if err := m.global.Wait(ctx); err != nil {
-			return 0, fmt.Errorf("global budget: %w", err)
-		}
-		r := cl.Reserve()
-		if d := r.Delay(); d > 0 {
-			// Another sender took the chat's token meanwhile.
-			if d > maxWait {
-				r.Cancel()
-				return d, nil
-			}
-			if err := domain.Sleep(ctx, d); err != nil {
-				return 0, err
-			}
-		}
-		return 0, nil
-	}
+	return take(ctx, m, chatID, maxWait)
 }
 
 // Pause implements Limiter.
@@ -190,75 +230,63 @@ func (r *RedisLimiter) chatKey(id int64) string {
 	return r.prefix + "chat:" + strconv.FormatInt(id, 10)
 }
 
-// Take implements Limiter.
-func (r *RedisLimiter) Take(ctx context.Context, chatID int64, maxWait time.Duration) (time.Duration, error) {
-	cr, cb := r.limits.forChat(chatID)
-	chatLimit := gcra(cr, cb)
-	globalLimit := gcra(r.limits.Global, r.limits.GlobalBurst)
+func (r *RedisLimiter) chatLimit(chatID int64) redis_rate.Limit {
+	return gcra(r.limits.forChat(chatID))
+}
+
+func (r *RedisLimiter) chatNeeds(ctx context.Context, chatID int64) (time.Duration, error) {
+	// A cost of 0 reads the bucket without taking from it.
+	l := r.chatLimit(chatID)
+	peek, err := r.rl.AllowN(ctx, r.chatKey(chatID), l, 0)
+	if err != nil {
+		return 0, fmt.Errorf("chat budget: %w", err)
+	}
+	if peek.Remaining >= 1 {
+		return 0, nil
+	}
+	// One token is there once the bucket's theoretical arrival time (now +
+	// ResetAfter) less the burst allowance, plus one emission interval, has
+	// passed.
+	e := time.Minute / time.Duration(l.Rate)
+	return peek.ResetAfter + e - time.Duration(l.Burst)*e, nil
+}
+
+func (r *RedisLimiter) takeGlobal(ctx context.Context) error {
 	for {
-		p, err := r.pausedFor(ctx, chatID)
+		res, err := r.rl.Allow(ctx, r.prefix+"global", gcra(r.limits.Global, r.limits.GlobalBurst))
 		if err != nil {
-			return 0, err
+			return fmt.Errorf("global budget: %w", err)
 		}
-		if p > 0 {
-			if p > maxWait {
-				return p, nil
-			}
-			if err := domain.Sleep(ctx, p); err != nil {
-				return 0, err
-			}
-			continue
+		if res.Allowed > 0 {
+			return nil
 		}
-		// A cost of 0 reads the bucket without taking from it.
-		peek, err := r.rl.AllowN(ctx, r.chatKey(chatID), chatLimit, 0)
+		if err := domain.Sleep(ctx, res.RetryAfter); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *RedisLimiter) takeChat(ctx context.Context, chatID int64, maxWait time.Duration) (time.Duration, error) {
+	for {
+		res, err := r.rl.Allow(ctx, r.chatKey(chatID), r.chatLimit(chatID))
 		if err != nil {
 			return 0, fmt.Errorf("chat budget: %w", err)
 		}
-		if peek.Remaining < 1 {
-			// One token is there once the bucket's theoretical arrival time
-			// (now + ResetAfter) less the burst allowance, plus one
-			// emission interval, has passed.
-			e := time.Minute / time.Duration(chatLimit.Rate)
-			need := peek.ResetAfter + e - time.Duration(chatLimit.Burst)*e
-			if need > maxWait {
-				return need, nil
-			}
-			if need > 0 {
-				// The chat first, as in MemoryLimiter.Take.
-				if err := domain.Sleep(ctx, need); err != nil {
-					return 0, err
-				}
-				continue
-			}
+		if res.Allowed > 0 {
+			return 0, nil
 		}
-		for {
-			res, err := r.rl.Allow(ctx, r.prefix+"global", globalLimit)
-			if err != nil {
-				return 0, fmt.Errorf("global budget: %w", err)
-			}
-			if res.Allowed > 0 {
-				break
-			}
-			if err := domain.Sleep(ctx, res.RetryAfter); err != nil {
-				return 0, err
-			}
+		if res.RetryAfter > maxWait {
+			return res.RetryAfter, nil
 		}
-		for {
-			res, err := r.rl.Allow(ctx, r.chatKey(chatID), chatLimit)
-			if err != nil {
-				return 0, fmt.Errorf("chat budget: %w", err)
-			}
-			if res.Allowed > 0 {
-				return 0, nil
-			}
-			if res.RetryAfter > maxWait {
-				return res.RetryAfter, nil
-			}
-			if err := domain.Sleep(ctx, res.RetryAfter); err != nil {
-				return 0, err
-			}
+		if err := domain.Sleep(ctx, res.RetryAfter); err != nil {
+			return 0, err
 		}
 	}
+}
+
+// Take implements Limiter.
+func (r *RedisLimiter) Take(ctx context.Context, chatID int64, maxWait time.Duration) (time.Duration, error) {
+	return take(ctx, r, chatID, maxWait)
 }
 
 func (r *RedisLimiter) pausedFor(ctx context.Context, chatID int64) (time.Duration, error) {

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/bot/delivery"
-	"switchboard/domain"
 	"switchboard/e2e/tgfake"
 	"switchboard/redisgate"
 	"switchboard/redisgate/redistest"
@@ -93,14 +92,7 @@ func TestTwoSendersDeliverWhileRedisIsDown(t *testing.T) {
 	l1, g1 := fallbackLimiter(t, rdb, "s:", limits, 2)
 	l2, g2 := fallbackLimiter(t, rdb, "s:", limits, 2)
 	srv.Stop()
-	var msgs []domain.Message
-	for u := int64(1); u <= 6; u++ {
-		b.user(u, fmt.Sprint("U", u))
-		for i := range 3 {
-			msgs = append(msgs, note(u, fmt.Sprintf("u%d #%d", u, i)))
-		}
-	}
-	require.NoError(t, b.store.EnqueueMessages(b.ctx, msgs...))
+	b.notes(t, 6, 3)
 	b.run(t, l1, delivery.Config{})
 	b.run(t, l2, delivery.Config{})
 	for u := int64(1); u <= 6; u++ {

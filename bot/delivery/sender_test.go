@@ -103,6 +103,20 @@ func note(chat int64, text string) domain.Message {
 	return domain.Message{ChatID: chat, Kind: domain.KindNote, Text: text}
 }
 
+// notes registers users 1…users and writes each of them each notes, "u1 #0"
+// on, to the outbox.
+func (b bundle) notes(t *testing.T, users, each int) {
+	t.Helper()
+	var msgs []domain.Message
+	for u := int64(1); u <= int64(users); u++ {
+		b.user(u, fmt.Sprint("U", u))
+		for i := range each {
+			msgs = append(msgs, note(u, fmt.Sprintf("u%d #%d", u, i)))
+		}
+	}
+	require.NoError(t, b.store.EnqueueMessages(b.ctx, msgs...))
+}
+
 // Every row arrives, each chat's in the order written, under the fake's
 // limits, with no 429 and no send before a retry_after.
 func TestSenderDeliversInOrderUnderTheLimits(t *testing.T) {
@@ -285,14 +299,7 @@ func TestTwoSendersShareTheBudgetThroughRedis(t *testing.T) {
 	rdb := redisClient(t)
 	prefix := fmt.Sprintf("test:%d:", time.Now().UnixNano())
 	limits := delivery.Limits{Global: 10, GlobalBurst: 2, Private: 1, PrivateBurst: 2, Group: 1.0 / 3, GroupBurst: 1}
-	var msgs []domain.Message
-	for u := int64(1); u <= 10; u++ {
-		b.user(u, fmt.Sprint("U", u))
-		for i := range 4 {
-			msgs = append(msgs, note(u, fmt.Sprintf("u%d #%d", u, i)))
-		}
-	}
-	require.NoError(t, b.store.EnqueueMessages(b.ctx, msgs...))
+	b.notes(t, 10, 4)
 	b.run(t, delivery.NewRedisLimiter(rdb, prefix, limits), delivery.Config{})
 	b.run(t, delivery.NewRedisLimiter(rdb, prefix, limits), delivery.Config{})
 	for u := int64(1); u <= 10; u++ {

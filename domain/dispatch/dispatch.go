@@ -295,12 +295,7 @@ func (s *Service) Accept(ctx context.Context, offerID, masterID int64) (Offer, O
 		return Offer{}, Order{}, err
 	}
 	st := s.newStory()
-	f, o, ok, err := s.deps.Repo.AcceptOffer(ctx, offerID, masterID, st.tell(func(c Changed) {
-		m, _ := masterOf(c, masterID)
-		f := c.Offers[0]
-		st.event(Event{Kind: EventOfferAccepted, OrderID: c.Order.ID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
-		st.event(Event{Kind: EventOrderAssigned, OrderID: c.Order.ID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
-	}))
+	f, o, ok, err := s.deps.Repo.AcceptOffer(ctx, offerID, masterID, st.offerEvents(masterID, EventOfferAccepted, EventOrderAssigned))
 	if err != nil {
 		return Offer{}, Order{}, err
 	}
@@ -321,11 +316,7 @@ func (s *Service) Decline(ctx context.Context, offerID, masterID int64) (Offer, 
 		return Offer{}, Order{}, err
 	}
 	st := s.newStory()
-	f, ok, err := s.deps.Repo.DeclineOffer(ctx, offerID, masterID, st.tell(func(c Changed) {
-		m, _ := masterOf(c, masterID)
-		f := c.Offers[0]
-		st.event(Event{Kind: EventOfferDeclined, OrderID: f.OrderID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
-	}))
+	f, ok, err := s.deps.Repo.DeclineOffer(ctx, offerID, masterID, st.offerEvents(masterID, EventOfferDeclined))
 	if err != nil {
 		return Offer{}, Order{}, err
 	}
@@ -350,11 +341,7 @@ func (s *Service) View(ctx context.Context, offerID, masterID int64) (Offer, Ord
 		return Offer{}, Order{}, err
 	}
 	st := s.newStory()
-	f, ok, err := s.deps.Repo.ViewOffer(ctx, offerID, masterID, st.tell(func(c Changed) {
-		m, _ := masterOf(c, masterID)
-		f := c.Offers[0]
-		st.event(Event{Kind: EventOfferViewed, OrderID: f.OrderID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
-	}))
+	f, ok, err := s.deps.Repo.ViewOffer(ctx, offerID, masterID, st.offerEvents(masterID, EventOfferViewed))
 	if err != nil {
 		return Offer{}, Order{}, err
 	}

@@ -97,10 +97,7 @@ func (s *Service) Undeliverable(ctx context.Context, offerID int64) {
 		s.log.Error("pause unreachable master", "master", f.MasterID, "err", err)
 	}
 	st := s.newStory()
-	_, ok, err := s.deps.Repo.DeclineOffer(ctx, f.ID, f.MasterID, st.tell(func(c Changed) {
-		m, _ := masterOf(c, f.MasterID)
-		st.event(Event{Kind: EventOfferUndelivered, OrderID: f.OrderID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m)})
-	}))
+	_, ok, err := s.deps.Repo.DeclineOffer(ctx, f.ID, f.MasterID, st.offerEvents(f.MasterID, EventOfferUndelivered))
 	if err != nil || !ok {
 		if err != nil {
 			s.log.Error("decline undelivered offer", "offer", f.ID, "err", err)

@@ -52,23 +52,22 @@ func fieldsN(s string, n int) (fields []string, rest string) {
 
 // cleanPlace trims and collapses a city or district; "" if unusable.
 func cleanPlace(s string) (string, error) {
-	s = strings.Join(strings.Fields(s), " ")
-	switch {
-	case s == "":
-		return "", inputError("dispatch.error_place", "")
-	case utf8.RuneCountInString(s) > MaxPlace:
-		return "", inputError("dispatch.error_place_long", s)
-	}
-	return s, nil
+	return cleanField(s, MaxPlace, "dispatch.error_place", "dispatch.error_place_long")
 }
 
 func cleanSkill(s string) (string, error) {
-	s = strings.ToLower(strings.Join(strings.Fields(s), " "))
+	return cleanField(strings.ToLower(s), MaxSkill, "dispatch.error_skill", "dispatch.error_skill_long")
+}
+
+// cleanField collapses s's white space and refuses it, with the key empty
+// or long, when nothing or more than limit characters are left.
+func cleanField(s string, limit int, empty, long string) (string, error) {
+	s = strings.Join(strings.Fields(s), " ")
 	switch {
 	case s == "":
-		return "", inputError("dispatch.error_skill", "")
-	case utf8.RuneCountInString(s) > MaxSkill:
-		return "", inputError("dispatch.error_skill_long", s)
+		return "", inputError(empty, "")
+	case utf8.RuneCountInString(s) > limit:
+		return "", inputError(long, s)
 	}
 	return s, nil
 }

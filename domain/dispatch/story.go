@@ -66,6 +66,19 @@ func (st *story) tell(fill func(Changed)) domain.Render[Changed] {
 	}
 }
 
+// offerEvents is the Render of a master's offer changing (pressed, or
+// taken back undelivered): the events kinds, each naming the offer, its
+// order and the master.
+func (st *story) offerEvents(masterID int64, kinds ...EventKind) domain.Render[Changed] {
+	return st.tell(func(c Changed) {
+		m, _ := masterOf(c, masterID)
+		f := c.Offers[0]
+		for _, k := range kinds {
+			st.event(Event{Kind: k, OrderID: f.OrderID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
+		}
+	})
+}
+
 // logged writes the story's events to the JSON log: call it once the
 // change committed.
 func (st *story) logged() {

@@ -113,9 +113,8 @@ func (s *Server) SetChatPermissions(chatID int64, p ChatPermissions) {
 	s.t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch := s.chats[chatID]
-	if ch == nil || ch.chat.Type == ChatPrivate {
-		s.t.Fatalf("tgfake: SetChatPermissions: no group %d", chatID)
+	ch := s.groupLocked("SetChatPermissions", chatID)
+	if ch == nil {
 		return
 	}
 	ch.perms = &p

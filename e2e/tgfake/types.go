@@ -81,6 +81,24 @@ func (m *InlineKeyboardMarkup) Buttons() []InlineKeyboardButton {
 	return out
 }
 
+// Labels returns every button's text, row by row.
+func (m *InlineKeyboardMarkup) Labels() []string {
+	var out []string
+	for _, b := range m.Buttons() {
+		out = append(out, b.Text)
+	}
+	return out
+}
+
+// Data returns every button's callback data, row by row.
+func (m *InlineKeyboardMarkup) Data() []string {
+	var out []string
+	for _, b := range m.Buttons() {
+		out = append(out, b.CallbackData)
+	}
+	return out
+}
+
 // InlineKeyboardButton is the Bot API InlineKeyboardButton object. String
 // pointers distinguish "absent" from "empty", which matters for the
 // switch_inline_query fields where an empty query is meaningful.

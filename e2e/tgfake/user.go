@@ -133,6 +133,18 @@ func (p *Person) setBlocked(b bool) {
 	p.srv.notifyLocked()
 }
 
+// groupLocked is the registered group chatID; any other chat fails the
+// test, in caller's name, as a misuse of the fake.
+func (s *Server) groupLocked(caller string, chatID int64) *chatState {
+	s.t.Helper()
+	ch := s.chats[chatID]
+	if ch == nil || ch.chat.Type == ChatPrivate {
+		s.t.Fatalf("tgfake: %s: %d is not a registered group", caller, chatID)
+		return nil
+	}
+	return ch
+}
+
 // chatForLocked finds a chat the person can write in. Misuse is a bug in the
 // test, so it fails the test rather than returning an error.
 func (p *Person) chatForLocked(chatID int64) *chatState {
@@ -286,9 +298,8 @@ func (p *Person) SetBotStatus(chatID int64, status string) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch := s.chats[chatID]
-	if ch == nil || ch.chat.Type == ChatPrivate {
-		s.t.Fatalf("tgfake: SetBotStatus: %d is not a registered group", chatID)
+	ch := s.groupLocked("SetBotStatus", chatID)
+	if ch == nil {
 		return
 	}
 	old := ch.memberStatus(s.bot.ID)
