@@ -522,3 +522,33 @@ func TestOptionsRepliesAndTimeouts(t *testing.T) {
 	require.Contains(t, rec.fatal, "no matching bot message in chat 1001")
 	require.Contains(t, rec.fatal, `"Your name?"`, "the failure lists what the bot did send")
 }
+
+// A message a test has seen has its call in the log: the call is logged
+// after the message is stored, so Calls waits for the calls in flight.
+func TestCallOfASeenMessageIsLogged(t *testing.T) {
+	srv := New(t, WithoutLimits())
+	alice := startedUser(t, srv, 1001)
+	const n = 200
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for i := range n {
+			callJSON(t, srv, "sendMessage", map[string]any{"chat_id": alice.ID(), "text": fmt.Sprint("m", i)})
+		}
+	}()
+	defer func() { <-sent }() // the sends end before the server closes, even when the check fails
+	checked := 0
+	for done := false; !done; {
+		select {
+		case <-sent:
+			done = true
+		default:
+		}
+		seen := len(srv.Messages(alice.ID()))
+		logged := len(srv.CallsTo("sendMessage"))
+		require.GreaterOrEqual(t, logged, seen, "a message seen before its call was logged")
+		checked++
+	}
+	require.Len(t, srv.Messages(alice.ID()), n)
+	t.Logf("checked %d times", checked)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,6 +57,11 @@ type Server struct {
 	nextFileID     int
 
 	calls []Call
+	// inflight is held (read) by every call but a long poll from its
+	// start until it is in calls, so that Calls, taking it whole for a
+	// moment, never misses a call whose effect (a message) a test has
+	// already seen.
+	inflight sync.RWMutex
 
 	limiter   *limiter
 	failUntil time.Time // FailFor: message-producing calls fail until then
@@ -237,6 +243,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveFile(w, r)
 		return
 	}
+	if !strings.EqualFold(path.Base(r.URL.Path), "getUpdates") {
+		s.inflight.RLock()
+		defer s.inflight.RUnlock()
+	}
 	call := Call{Start: s.now()}
 	result, apiErr := s.serve(r, &call)
 	call.End = s.now()
@@ -364,8 +374,12 @@ func (c Call) String() string {
 	return b.String()
 }
 
-// Calls returns every bot API call so far, oldest first.
+// Calls returns every bot API call so far, oldest first. It waits for the
+// calls in flight (but a held long poll) to be logged: a test that has seen
+// a call's message finds the call here.
 func (s *Server) Calls() []Call {
+	s.inflight.Lock()
+	s.inflight.Unlock() // a barrier, not a critical section
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Call(nil), s.calls...)
