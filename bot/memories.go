@@ -232,6 +232,8 @@ func (u *memoryUI) correctCancelled(r *Request, cb Callback) error {
 		return err
 	}
 	if !ok {
+		// Made, cancelled or timed out: its Cancel button goes too.
+		u.b.editMarkupPressed(r, nil)
 		return r.Alert("memories.correct_stale")
 	}
 	u.b.editPressed(r, r.T("memories.correct_cancelled"), nil)

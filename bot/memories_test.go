@@ -111,6 +111,13 @@ func TestMemoryCorrectionHistoryAndForgetAbout(t *testing.T) {
 	fixed := env.ask(t, olena, "Любить чорний чай без цукру")
 	require.Equal(t, "Виправлено. Тепер я пам'ятаю:\n\nЛюбить чорний чай без цукру\n\nСтарий текст — в історії запису (/memory).", fixed.Text)
 	require.Equal(t, 1, runs(), "the correction is no chat message")
+	// The request's Cancel, pressed after the correction was made, says so
+	// and goes.
+	stale := answer(t, env.srv, olena.PressRaw(askFix, askFix.ReplyMarkup.Buttons()[0].CallbackData))
+	require.Equal(t, "Я більше не чекаю на це виправлення: його вже внесено, скасовано або час минув.", stale.Text)
+	env.srv.WaitMessage(t, 44, func(m tgfake.BotMessage) bool {
+		return m.MessageID == askFix.MessageID && len(m.ReplyMarkup.Buttons()) == 0
+	})
 
 	page = env.ask(t, olena, "/memory")
 	require.Equal(t, []string{"🗑 Видалити 1", "✏️ Виправити 1", "🕘 Історія 1"}, page.ReplyMarkup.Labels())

@@ -158,11 +158,11 @@ WHERE user_id = 42 AND log_type = 'query' AND log_data->>'text' = $1 AND (log_da
 	// the next ones wait for it.
 	second := ann.SendText(ann.ID(), "And what about generics?")
 	note := env.srv.WaitMessageAfter(t, ann.ID(), second.MessageID, nil)
-	require.Equal(t, "Got it. Earlier messages of yours still waiting for an answer: 1. I will answer this one after them, in order.", note.Text)
+	require.Equal(t, "Got it. Messages of yours ahead of this one in the queue: 1. I answer in the order you sent them.", note.Text)
 	require.Equal(t, second.MessageID, note.ReplyToID())
 	third := ann.SendText(ann.ID(), "Thanks!")
 	note = env.srv.WaitMessageAfter(t, ann.ID(), third.MessageID, nil)
-	require.Contains(t, note.Text, "waiting for an answer: 2.")
+	require.Contains(t, note.Text, "ahead of this one in the queue: 2.")
 	require.Equal(t, third.MessageID, note.ReplyToID())
 	require.Equal(t, 3, count(t, env.st, `SELECT count(*) FROM pipeline_runs WHERE user_id = 42 AND status = 'NEW'`))
 
