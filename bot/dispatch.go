@@ -150,7 +150,12 @@ func (b *Bot) renderMaster(lang string, m dispatch.Master, st dispatch.MasterSta
 		skills = append(skills, clip(oneLine(s), skillBudget))
 	}
 	status := cat.T(lang, "master.paused")
-	if m.Active {
+	switch {
+	case m.Active && !m.BlockedAt.IsZero():
+		// Not paused, yet distribution passes over a blocked master:
+		// "you receive offers" would be untrue.
+		status = cat.T(lang, "master.active_blocked")
+	case m.Active:
 		status = cat.T(lang, "master.active")
 	}
 	lines := []string{cat.T(lang, "master.profile", locales.Data{
@@ -161,7 +166,7 @@ func (b *Bot) renderMaster(lang string, m dispatch.Master, st dispatch.MasterSta
 	})}
 	if !m.BlockedAt.IsZero() {
 		lines = append(lines, cat.T(lang, "master.blocked", locales.Data{
-			"Since": locales.Time(lang, m.BlockedAt, zone), "Overdue": st.Overdue,
+			"Since": locales.Time(lang, m.BlockedAt, zone), "Overdue": b.money(lang, st.Overdue),
 		}))
 	}
 	if st.Owed > 0 {
@@ -169,7 +174,7 @@ func (b *Bot) renderMaster(lang string, m dispatch.Master, st dispatch.MasterSta
 		if !st.NextDue.IsZero() {
 			due = locales.Time(lang, st.NextDue, zone)
 		}
-		lines = append(lines, cat.T(lang, "master.owed", locales.Data{"Owed": st.Owed, "Due": due}))
+		lines = append(lines, cat.T(lang, "master.owed", locales.Data{"Owed": b.money(lang, st.Owed), "Due": due}))
 	} else {
 		lines = append(lines, cat.T(lang, "master.owed_none"))
 	}
@@ -727,8 +732,12 @@ func (rd *Renderer) duration(lang string, d time.Duration) string {
 	days, hours := int64(d/(24*time.Hour)), int64(d/time.Hour)%24
 	mins, secs := int64(d/time.Minute)%60, int64(d/time.Second)%60
 	switch {
-	case days > 0:
+	case days > 0 && hours > 0:
 		return cat.T(lang, "time.dh", locales.Data{"D": days, "H": hours})
+	case days > 0:
+		// "7 d", not "7 d 0 h": a whole number of days is how a deadline
+		// is usually set.
+		return cat.T(lang, "time.d", locales.Data{"D": days})
 	case hours > 0 && mins > 0:
 		return cat.T(lang, "time.hm", locales.Data{"H": hours, "M": mins})
 	case hours > 0:

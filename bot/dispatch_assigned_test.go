@@ -106,7 +106,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 	msg = env.offerMessage(t, f)
 	require.Equal(t, before.Text, msg.Text)
 	require.Equal(t, before.Entities, msg.Entities)
-	require.Equal(t, []string{"✅ Yes, the work is done", "↩️ Back"}, msg.ReplyMarkup.Labels())
+	require.Equal(t, []string{"✅ Yes, it's done", "↩️ Back"}, msg.ReplyMarkup.Labels())
 	require.Equal(t, []string{doneYes, back}, msg.ReplyMarkup.Data())
 	assigned := orderByID(t, env.st, orderID)
 	require.Equal(t, "ASSIGNED", assigned.State)
@@ -120,7 +120,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 		require.Equal(t, "This button is not for you.", a.Text)
 	}
 	require.Equal(t, "ASSIGNED", orderByID(t, env.st, orderID).State)
-	require.Equal(t, []string{"✅ Yes, the work is done", "↩️ Back"}, env.offerMessage(t, f).ReplyMarkup.Labels())
+	require.Equal(t, []string{"✅ Yes, it's done", "↩️ Back"}, env.offerMessage(t, f).ReplyMarkup.Labels())
 
 	// Back: the step buttons again, without the steps done; Can't do it
 	// asks the same way.
@@ -132,7 +132,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 	require.Equal(t, []string{done, giveBack}, msg.ReplyMarkup.Data())
 	press(t, env.srv, ann, msg, giveBack)
 	msg = env.offerMessage(t, f)
-	require.Equal(t, []string{"🙅 Yes, give the order back", "↩️ Back"}, msg.ReplyMarkup.Labels())
+	require.Equal(t, []string{"🙅 Yes, give it back", "↩️ Back"}, msg.ReplyMarkup.Labels())
 	require.Equal(t, []string{giveBackYes, back}, msg.ReplyMarkup.Data())
 	press(t, env.srv, ann, msg, back)
 	msg = env.offerMessage(t, f)
@@ -259,7 +259,7 @@ func TestGiveBackInTheChat(t *testing.T) {
 	a = press(t, env.srv, bob, second, data(t, "ad", fs[1].ID))
 	require.Equal(t, "Натисніть «Так», щоб підтвердити, або «Назад», якщо натиснули помилково.", a.Text)
 	second = env.offerMessage(t, fs[1])
-	require.Equal(t, []string{"✅ Так, роботу виконано", "↩️ Назад"}, second.ReplyMarkup.Labels())
+	require.Equal(t, []string{"✅ Так, виконано", "↩️ Назад"}, second.ReplyMarkup.Labels())
 	// Ann's old offer cannot reach Bob's order.
 	a = pressRaw(t, env.srv, ann, msg, data(t, "ab", f.ID))
 	require.Equal(t, "Заказ #"+itoa(f.OrderID)+" больше не ваш: вы его вернули.", a.Text)

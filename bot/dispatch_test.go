@@ -257,12 +257,12 @@ RETURNING id`).Scan(&orderID))
 	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM masters WHERE user_id = 42 AND blocked_at IS NOT NULL`))
 	msgs := env.messages(t, 42)
 	require.Len(t, msgs, before+1)
-	require.Equal(t, "⛔ Commission of 300 is overdue. No new offers come until it is paid; /paid is recorded by an admin once you have paid.",
+	require.Equal(t, "⛔ Commission of 300 is overdue. No new offers come until it is paid; once you have paid, an admin records it with /paid.",
 		msgs[len(msgs)-1].Text)
 	require.Equal(t, []string{"⛔ Ann (id 42) blocked: commission 300 overdue"}, env.logLines(t))
 
 	profile := env.ask(t, ann, "/master").Text
-	require.Regexp(t, `\nStatus: ✅ active — you receive offers \(/pause to stop\)\n`+
+	require.Regexp(t, `\nStatus: ✅ not paused, but offers are blocked until your commission is paid \(below\)\n`+
 		`⛔ Blocked since \d+ \w{3}( \d{4})?, \d\d:\d\d \(UTC\): commission of 300 is overdue\. No offers come until an admin records your payment with /paid\.\n`+
 		`Commission owed: 300, next due \d+ \w{3}( \d{4})?, \d\d:\d\d \(UTC\)\nOffers: none yet\nOrders: done 1$`, profile)
 	require.Equal(t, "You are already active and receive offers.\n⛔ Your commission is overdue, though: no offers come until an admin records your payment.",

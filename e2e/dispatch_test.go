@@ -385,9 +385,9 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 		return len(m.ReplyMarkup.Buttons()) == 2 && m.ReplyMarkup.Buttons()[1].Text == "↩️ Back"
 	})
 	require.Equal(t, text, assigned.Text, "the text stays")
-	require.Equal(t, []string{"🙅 Yes, give the order back", "↩️ Back"}, assigned.ReplyMarkup.Labels())
+	require.Equal(t, []string{"🙅 Yes, give it back", "↩️ Back"}, assigned.ReplyMarkup.Labels())
 	require.Equal(t, "ASSIGNED", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
-	require.Equal(t, "The order is given back.", pressAndWait(t, env, bob, assigned, "🙅 Yes, give the order back").Text)
+	require.Equal(t, "The order is given back.", pressAndWait(t, env, bob, assigned, "🙅 Yes, give it back").Text)
 	require.Equal(t, "SEARCHING", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
 	require.Zero(t, scalar[int](t, pool, `SELECT count(*) FROM orders WHERE master_id IS NOT NULL OR en_route_at IS NOT NULL`))
 	gaveBack := waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🙅 You gave order #") })
@@ -430,8 +430,8 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 	require.Equal(t, "ASSIGNED", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order), "Done only asks")
 	doraConfirm := waitEdited(t, env, doraAssigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 2 })
 	require.Equal(t, doraAssigned.Text, doraConfirm.Text, "the text stays")
-	require.Equal(t, []string{"✅ Yes, the work is done", "↩️ Back"}, doraConfirm.ReplyMarkup.Labels())
-	require.Equal(t, "Done. Thank you!", pressAndWait(t, env, dora, doraConfirm, "✅ Yes, the work is done").Text)
+	require.Equal(t, []string{"✅ Yes, it's done", "↩️ Back"}, doraConfirm.ReplyMarkup.Labels())
+	require.Equal(t, "Done. Thank you!", pressAndWait(t, env, dora, doraConfirm, "✅ Yes, it's done").Text)
 	require.Equal(t, "DONE", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
 	require.Equal(t, int64(200), scalar[int64](t, pool, `SELECT commission FROM orders WHERE id = $1`, order))
 	doraDone := waitEdited(t, env, doraAssigned, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🏁 Order #") })
@@ -510,7 +510,7 @@ func TestDispatchCustomerDataGoesWithRetention(t *testing.T) {
 	require.Positive(t, scalar[int](t, pool, `SELECT count(*) FROM outbox WHERE kind = 'assigned' AND strpos(body::text, $1) > 0`, markName))
 	pressAndWait(t, env, dan, assigned, "✅ Done")
 	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 2 })
-	require.Equal(t, "Done. Thank you!", pressAndWait(t, env, dan, assigned, "✅ Yes, the work is done").Text)
+	require.Equal(t, "Done. Thank you!", pressAndWait(t, env, dan, assigned, "✅ Yes, it's done").Text)
 
 	// noID matches no id column: only the markers are looked for.
 	const noID = 987_654_321_987

@@ -81,6 +81,7 @@ func TestMasterReadsDeadlinesInTheirZone(t *testing.T) {
 	require.NoError(t, err)
 	profile := ask(t, env, ivan, ivan.ID(), "/master").Text
 	require.Contains(t, profile, "ближайший срок "+locales.Time("ru", due, berlin), profile)
+	require.Contains(t, profile, "\nПредложения: принято — 1\nЗаказы: выполнен — 1", profile, "one colon a line")
 	require.Contains(t, ask(t, env, ivan, ivan.ID(), "/timezone").Text, "в выбранном вами часовом поясе")
 	require.Equal(t, "Europe/Berlin", scalar[string](t, pool, `SELECT time_zone FROM users WHERE id = $1`, ivan.ID()))
 }
