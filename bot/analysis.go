@@ -581,7 +581,7 @@ func (b *Bot) renderRun(lang string, r analysis.Run) string {
 	}
 	if e := r.ErrorLog; e != nil {
 		data := locales.Data{
-			"Step": e.Step, "Batch": e.Batch,
+			"Step": stepName(b.cat, lang, e.Step), "Batch": e.Batch,
 			"Error": locales.HTML(clip(oneLine(e.Error), runErrorBudget)),
 		}
 		if e.Batch > 0 {
@@ -787,6 +787,24 @@ func adminName(u domain.User) string {
 }
 
 // priorityKeys name the priorities the domain keeps.
+// stepKeys name an executor's step in the admins' language; spelled out so
+// the catalogue test sees them used. A step not listed shows as stored.
+var stepKeys = map[string]string{
+	analysis.StepFetch:       "analysis.step.fetch",
+	analysis.StepBatch:       "analysis.step.batch",
+	analysis.StepProposals:   "analysis.step.proposals",
+	analysis.StepSave:        "analysis.step.save",
+	analysis.StepComplete:    "analysis.step.complete",
+	analysis.StepInterrupted: "analysis.step.interrupted",
+}
+
+func stepName(cat *locales.Catalog, lang, step string) string {
+	if k, ok := stepKeys[step]; ok {
+		return cat.T(lang, k)
+	}
+	return step
+}
+
 var priorityKeys = map[string]string{
 	"low":    "analysis.priority.low",
 	"medium": "analysis.priority.medium",
@@ -886,10 +904,16 @@ func (rd *Renderer) renderRunEvent(lang string, e analysis.Event) string {
 		if r.ErrorLog != nil {
 			step, batch, msg = r.ErrorLog.Step, r.ErrorLog.Batch, r.ErrorLog.Error
 		}
-		data["Step"], data["Batch"] = step, batch
+		data["Step"], data["Batch"] = stepName(rd.cat, lang, step), batch
 		data["Error"] = locales.HTML(clip(oneLine(msg), runErrorBudget))
 		if batch > 0 {
 			key = "analysis.event.run_failed_batch"
+		}
+	case analysis.EventCompleted:
+		if r.ProposalsTotal == 0 {
+			// "Decide them on the board" would send admins to a board
+			// with nothing on it.
+			key = "analysis.event.run_completed_none"
 		}
 	case analysis.EventClosed:
 		m := metricsOf(r)
@@ -1010,6 +1034,11 @@ func (rd *Renderer) Board(rv analysis.Review, first bool) []domain.Message {
 	text := rd.renderProgress(lang, rv.Run)
 	if page := rd.renderPage(lang, rv); page != "" {
 		text += "\n\n" + page
+	}
+	if r := rv.Run; r.State == analysis.Completed && r.ProposalsPending == 0 {
+		// Every proposal decided (or none made): the board's buttons are
+		// gone, so it says what is left to do.
+		text += "\n\n" + rd.cat.T(lang, "board.close_hint", locales.Data{"Run": r.ID})
 	}
 	kb, err := rd.boardMarkup(lang, rv)
 	if err != nil {

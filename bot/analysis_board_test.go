@@ -147,12 +147,12 @@ func TestAnalysisBoardRendering(t *testing.T) {
 		{"13 ✅", "13 ❌", "14 ✅", "14 ❌"},
 		{"15 ✅", "15 ❌", "16 ✅", "16 ❌"},
 		{"◀ 1", "3 ▶"},
-		{"✅ Approve all remaining (15)"},
+		{"✅ Approve the rest (15)"},
 	}, rows(m[0]), "a pair per pending proposal, none for the decided")
 	require.Equal(t, []domain.Button{{Text: "11 ✅", Data: data(t, "pa", 111)}, {Text: "11 ❌", Data: data(t, "pj", 111)},
 		{Text: "12 ✅", Data: data(t, "pa", 112)}, {Text: "12 ❌", Data: data(t, "pj", 112)}}, m[0].Buttons[0])
 	require.Equal(t, []domain.Button{{Text: "◀ 1", Data: cbData(t, "bp", 7, 0)}, {Text: "3 ▶", Data: cbData(t, "bp", 7, 2)}}, m[0].Buttons[3])
-	require.Equal(t, []domain.Button{{Text: "✅ Approve all remaining (15)", Data: data(t, "ba", 7)}}, m[0].Buttons[4])
+	require.Equal(t, []domain.Button{{Text: "✅ Approve the rest (15)", Data: data(t, "ba", 7)}}, m[0].Buttons[4])
 
 	// Delivered, Telegram shows the LLM's text literally.
 	first := env.bot.Board(rv, true)
@@ -170,21 +170,21 @@ func TestAnalysisBoardRendering(t *testing.T) {
 	run.ReviewConfirm = true
 	rv.Run = run
 	m = env.bot.Board(rv, false)
-	require.Contains(t, m[0].Text, "<b>Proposals 9–16 of 20</b> · ✅ 3 · ❌ 2 · ⏳ 15\n\n⚠️ Approve all 15 remaining proposals? Confirm below.\n\n9. ✅")
+	require.Contains(t, m[0].Text, "<b>Proposals 9–16 of 20</b> · ✅ 3 · ❌ 2 · ⏳ 15\n\n⚠️ Approve every proposal still pending (15)? Confirm below.\n\n9. ✅")
 	require.Equal(t, []domain.Button{{Text: "✅ Yes, approve 15", Data: data(t, "by", 7)}, {Text: "↩️ Cancel", Data: data(t, "bn", 7)}},
 		m[0].Buttons[len(m[0].Buttons)-1])
-	require.NotContains(t, strings.Join(flat(rows(m[0])), "|"), "Approve all remaining")
+	require.NotContains(t, strings.Join(flat(rows(m[0])), "|"), "Approve the rest")
 
 	// The first page leads on only (▶, and ⏭ to the last page when that
 	// is more than a step away); the last one back only.
 	run.ReviewConfirm = false
 	m = env.bot.Board(page(run, 0, nil), false)
 	require.Contains(t, m[0].Text, "<b>Proposals 1–8 of 20</b>")
-	require.Equal(t, [][]string{{"2 ▶", "3 ⏭"}, {"✅ Approve all remaining (15)"}}, rows(m[0])[4:])
+	require.Equal(t, [][]string{{"2 ▶", "3 ⏭"}, {"✅ Approve the rest (15)"}}, rows(m[0])[4:])
 	require.Equal(t, []domain.Button{{Text: "2 ▶", Data: cbData(t, "bp", 7, 1)}, {Text: "3 ⏭", Data: cbData(t, "bp", 7, 2)}}, m[0].Buttons[4])
 	m = env.bot.Board(page(run, 2, nil), false)
 	require.Contains(t, m[0].Text, "<b>Proposals 17–20 of 20</b>")
-	require.Equal(t, [][]string{{"17 ✅", "17 ❌", "18 ✅", "18 ❌"}, {"19 ✅", "19 ❌", "20 ✅", "20 ❌"}, {"⏮ 1", "◀ 2"}, {"✅ Approve all remaining (15)"}},
+	require.Equal(t, [][]string{{"17 ✅", "17 ❌", "18 ✅", "18 ❌"}, {"19 ✅", "19 ❌", "20 ✅", "20 ❌"}, {"⏮ 1", "◀ 2"}, {"✅ Approve the rest (15)"}},
 		rows(m[0]))
 	require.Equal(t, []domain.Button{{Text: "⏮ 1", Data: cbData(t, "bp", 7, 0)}, {Text: "◀ 2", Data: cbData(t, "bp", 7, 1)}}, m[0].Buttons[2])
 	// In the middle of five pages, all four; next to an end, no jump to it.
@@ -201,7 +201,7 @@ func TestAnalysisBoardRendering(t *testing.T) {
 	one := analysis.Run{ID: 7, State: analysis.Completed, Batches: 1, BatchesDone: 1, ProposalsTotal: 8, ProposalsPending: 8}
 	m = env.bot.Board(page(one, 0, nil), false)
 	require.Len(t, m[0].Buttons, 5, "four rows of pairs and approve-all")
-	require.Equal(t, []string{"✅ Approve all remaining (8)"}, rows(m[0])[4])
+	require.Equal(t, []string{"✅ Approve the rest (8)"}, rows(m[0])[4])
 
 	// Approve-all only on a completed run with proposals pending.
 	for _, r := range []analysis.Run{
@@ -211,7 +211,7 @@ func TestAnalysisBoardRendering(t *testing.T) {
 	} {
 		m = env.bot.Board(page(r, 0, nil), false)
 		require.Len(t, m[0].Buttons, 4, "%s: the pairs alone", r.State)
-		require.NotContains(t, strings.Join(flat(rows(m[0])), "|"), "Approve all", r.State)
+		require.NotContains(t, strings.Join(flat(rows(m[0])), "|"), "Approve the rest", r.State)
 	}
 	decided := map[int]analysis.Decision{}
 	for o := 1; o <= 8; o++ {
@@ -222,6 +222,13 @@ func TestAnalysisBoardRendering(t *testing.T) {
 		m = env.bot.Board(page(r, 0, decided), false)
 		require.Empty(t, m[0].Buttons, "%s, nothing pending: no buttons", st)
 		require.Contains(t, m[0].Text, "<b>Proposals 1–8 of 8</b> · ✅ 0 · ❌ 8 · ⏳ 0\n\n1. ❌ <b>Task 1</b> · low\n\n2. ❌")
+		// With its buttons gone, a completed board says what is left to do.
+		hint := "\n\nNothing left to decide: close the run with /run_close 7."
+		if st == analysis.Completed {
+			require.True(t, strings.HasSuffix(m[0].Text, hint), m[0].Text)
+		} else {
+			require.NotContains(t, m[0].Text, "Nothing left to decide", "closed: nothing left to do")
+		}
 	}
 	m = env.bot.Board(analysis.Review{Run: analysis.Run{ID: 7, State: analysis.Closed, Batches: 1, BatchesDone: 1}}, false)
 	require.Equal(t, "🏁 <b>Run #7</b> closed\n▓▓▓▓▓▓▓▓▓▓ 100%\nMessages processed: 0 of 0 (0 in the window)\n"+
@@ -250,7 +257,7 @@ func TestAnalysisBoardPaging(t *testing.T) {
 	require.Equal(t, "Proposals 1–8 of 20 · ✅ 0 · ❌ 0 · ⏳ 20", lines[6])
 	require.Equal(t, "1. ⏳ Task 1 · low", lines[8])
 	require.Equal(t, "Do thing 1.", lines[9])
-	require.Equal(t, [][]string{{"2 ▶", "3 ⏭"}, {"✅ Approve all remaining (20)"}}, rowTexts(board)[4:])
+	require.Equal(t, [][]string{{"2 ▶", "3 ⏭"}, {"✅ Approve the rest (20)"}}, rowTexts(board)[4:])
 	page1 := board.Text
 
 	a := env.pressBoard(t, env.admin, cbData(t, "bp", 1, 1))
@@ -261,21 +268,21 @@ func TestAnalysisBoardPaging(t *testing.T) {
 	require.True(t, strings.HasSuffix(board.Text, "\n\n16. ⏳ Task 16 · low\nDo thing 16."), board.Text)
 	require.Equal(t, []string{"9 ✅", "9 ❌", "10 ✅", "10 ❌"}, rowTexts(board)[0])
 	require.Equal(t, data(t, "pa", ids[8]), board.ReplyMarkup.Data()[0])
-	require.Equal(t, [][]string{{"◀ 1", "3 ▶"}, {"✅ Approve all remaining (20)"}}, rowTexts(board)[4:])
+	require.Equal(t, [][]string{{"◀ 1", "3 ▶"}, {"✅ Approve the rest (20)"}}, rowTexts(board)[4:])
 	require.Equal(t, []int64{1}, column(t, env.st, `SELECT review_page FROM analysis_runs`))
 
 	a = env.pressBoard(t, env.admin, cbData(t, "bp", 1, 2))
 	require.Equal(t, "Page 3 of 3.", a.Text)
 	board = env.board(t, 1)
 	require.Contains(t, board.Text, "\n\nProposals 17–20 of 20 · ✅ 0 · ❌ 0 · ⏳ 20\n\n17. ⏳ Task 17 · medium\n")
-	require.Equal(t, [][]string{{"17 ✅", "17 ❌", "18 ✅", "18 ❌"}, {"19 ✅", "19 ❌", "20 ✅", "20 ❌"}, {"⏮ 1", "◀ 2"}, {"✅ Approve all remaining (20)"}},
+	require.Equal(t, [][]string{{"17 ✅", "17 ❌", "18 ✅", "18 ❌"}, {"19 ✅", "19 ❌", "20 ✅", "20 ❌"}, {"⏮ 1", "◀ 2"}, {"✅ Approve the rest (20)"}},
 		rowTexts(board))
 
 	// A decision on the last page: the board stays there.
 	require.Equal(t, "✅ #18 approved.", env.pressBoard(t, env.admin, data(t, "pa", ids[17])).Text)
 	board = env.board(t, 1)
 	require.Contains(t, board.Text, "\n\nProposals 17–20 of 20 · ✅ 1 · ❌ 0 · ⏳ 19\n\n17. ⏳ Task 17 · medium\nDo thing 17.\n\n18. ✅ Task 18 · high\n\n19. ⏳")
-	require.Equal(t, [][]string{{"17 ✅", "17 ❌", "19 ✅", "19 ❌"}, {"20 ✅", "20 ❌"}, {"⏮ 1", "◀ 2"}, {"✅ Approve all remaining (19)"}},
+	require.Equal(t, [][]string{{"17 ✅", "17 ❌", "19 ✅", "19 ❌"}, {"20 ✅", "20 ❌"}, {"⏮ 1", "◀ 2"}, {"✅ Approve the rest (19)"}},
 		rowTexts(board))
 	last := board.Text
 
@@ -289,7 +296,7 @@ func TestAnalysisBoardPaging(t *testing.T) {
 	require.Equal(t, "Page 1 of 3.", env.pressBoard(t, env.admin, cbData(t, "bp", 1, 0)).Text)
 	board = env.board(t, 1)
 	require.Equal(t, strings.Replace(page1, "✅ 0 · ❌ 0 · ⏳ 20", "✅ 1 · ❌ 0 · ⏳ 19", 1), board.Text, "back to the first page")
-	require.Equal(t, [][]string{{"2 ▶", "3 ⏭"}, {"✅ Approve all remaining (19)"}}, rowTexts(board)[4:])
+	require.Equal(t, [][]string{{"2 ▶", "3 ⏭"}, {"✅ Approve the rest (19)"}}, rowTexts(board)[4:])
 	require.Equal(t, "Page 3 of 3.", env.pressBoard(t, env.admin, cbData(t, "bp", 1, 2)).Text)
 	require.Equal(t, last, env.board(t, 1).Text)
 	require.Equal(t, "Page 2 of 3.", env.pressBoard(t, env.admin, cbData(t, "bp", 1, 1)).Text)
@@ -298,7 +305,7 @@ func TestAnalysisBoardPaging(t *testing.T) {
 	require.Len(t, env.srv.Messages(adminChat), 4, "one board, edited: three lines and the board")
 }
 
-// "Approve all remaining" asks first; cancel withdraws the question; yes
+// "Approve the rest" asks first; cancel withdraws the question; yes
 // approves every proposal still pending (on every page) and leaves the
 // decided ones as they were; a confirmation answered already is stale.
 func TestAnalysisBoardApproveAll(t *testing.T) {
@@ -308,13 +315,13 @@ func TestAnalysisBoardApproveAll(t *testing.T) {
 	require.Equal(t, "❌ #3 rejected.", env.pressBoard(t, env.admin, data(t, "pj", ids[2])).Text)
 	require.Equal(t, "✅ #4 approved.", env.pressBoard(t, env.admin, data(t, "pa", ids[3])).Text)
 	board := env.board(t, 1)
-	require.Equal(t, []string{"✅ Approve all remaining (8)"}, rowTexts(board)[len(rowTexts(board))-1])
+	require.Equal(t, []string{"✅ Approve the rest (8)"}, rowTexts(board)[len(rowTexts(board))-1])
 
 	a := env.pressBoard(t, env.admin, data(t, "ba", 1))
 	require.Equal(t, "Confirm on the board.", a.Text)
 	require.False(t, a.ShowAlert)
 	board = env.board(t, 1)
-	require.Contains(t, board.Text, "\n\nProposals 1–8 of 10 · ✅ 1 · ❌ 1 · ⏳ 8\n\n⚠️ Approve all 8 remaining proposals? Confirm below.\n\n1. ⏳ Task 1")
+	require.Contains(t, board.Text, "\n\nProposals 1–8 of 10 · ✅ 1 · ❌ 1 · ⏳ 8\n\n⚠️ Approve every proposal still pending (8)? Confirm below.\n\n1. ⏳ Task 1")
 	require.Equal(t, [][]string{{"2 ▶"}, {"✅ Yes, approve 8", "↩️ Cancel"}}, rowTexts(board)[len(rowTexts(board))-2:])
 	require.Equal(t, []string{data(t, "by", 1), data(t, "bn", 1)}, board.ReplyMarkup.Data()[len(board.ReplyMarkup.Data())-2:])
 	require.Equal(t, []int64{1}, column(t, env.st, `SELECT review_confirm::int FROM analysis_runs`))
@@ -326,7 +333,7 @@ func TestAnalysisBoardApproveAll(t *testing.T) {
 	require.Equal(t, "Cancelled.", a.Text)
 	board = env.board(t, 1)
 	require.NotContains(t, board.Text, "⚠️")
-	require.Equal(t, [][]string{{"2 ▶"}, {"✅ Approve all remaining (8)"}}, rowTexts(board)[len(rowTexts(board))-2:])
+	require.Equal(t, [][]string{{"2 ▶"}, {"✅ Approve the rest (8)"}}, rowTexts(board)[len(rowTexts(board))-2:])
 	require.Equal(t, 8, count(t, env.st, `SELECT count(*) FROM analysis_proposals WHERE decision = 'pending'`), "cancelled: nothing approved")
 	const stale = "This confirmation is no longer current: it was answered or withdrawn."
 	for _, d := range []string{data(t, "bn", 1), data(t, "by", 1)} {
@@ -454,5 +461,5 @@ func TestAnalysisLegacyProposalMessage(t *testing.T) {
 	env.settle(t)
 	board := env.board(t, 1)
 	require.Contains(t, board.Text, "\n\n1. ✅ Task 1 · low\n\n2. ⏳ Task 2 · medium\nDo thing 2.")
-	require.Equal(t, [][]string{{"2 ✅", "2 ❌"}, {"✅ Approve all remaining (1)"}}, rowTexts(board))
+	require.Equal(t, [][]string{{"2 ✅", "2 ❌"}, {"✅ Approve the rest (1)"}}, rowTexts(board))
 }

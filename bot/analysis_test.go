@@ -358,7 +358,7 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 	require.Equal(t, head+"Proposals 1–2 of 2 · ✅ 0 · ❌ 0 · ⏳ 2\n\n"+
 		"1. ⏳ Fix <login> & deploy · high · Ann · due 2099-01-05\nUsers cannot log in. See the thread.\n\n"+
 		"2. ⏳ Update the docs · low", board.Text)
-	require.Equal(t, [][]string{{"1 ✅", "1 ❌", "2 ✅", "2 ❌"}, {"✅ Approve all remaining (2)"}}, rowTexts(board))
+	require.Equal(t, [][]string{{"1 ✅", "1 ❌", "2 ✅", "2 ❌"}, {"✅ Approve the rest (2)"}}, rowTexts(board))
 	ids := proposalIDs(t, env.st)
 	require.Equal(t, []string{data(t, "pa", ids[0]), data(t, "pj", ids[0]), data(t, "pa", ids[1]), data(t, "pj", ids[1]),
 		data(t, "ba", 1)}, board.ReplyMarkup.Data())
@@ -397,7 +397,7 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 	require.Equal(t, head+"Proposals 1–2 of 2 · ✅ 1 · ❌ 0 · ⏳ 1\n\n"+
 		"1. ✅ Fix <login> & deploy · high · Ann · due 2099-01-05\n\n"+
 		"2. ⏳ Update the docs · low", board.Text, "decided: marked, its description folded away")
-	require.Equal(t, [][]string{{"2 ✅", "2 ❌"}, {"✅ Approve all remaining (1)"}}, rowTexts(board), "decided: no buttons of its own")
+	require.Equal(t, [][]string{{"2 ✅", "2 ❌"}, {"✅ Approve the rest (1)"}}, rowTexts(board), "decided: no buttons of its own")
 	// A stale press (another admin's client had the old buttons).
 	a = pressRaw(t, env.srv, env.admin, board, data(t, "pj", ids[0]))
 	require.Equal(t, "This proposal has already been approved.", a.Text)
@@ -412,7 +412,8 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 	board = env.board(t, 1)
 	require.Equal(t, head+"Proposals 1–2 of 2 · ✅ 1 · ❌ 1 · ⏳ 0\n\n"+
 		"1. ✅ Fix <login> & deploy · high · Ann · due 2099-01-05\n\n"+
-		"2. ❌ Update the docs · low", board.Text)
+		"2. ❌ Update the docs · low\n\n"+
+		"Nothing left to decide: close the run with /run_close 1.", board.Text)
 	require.Empty(t, board.ReplyMarkup.Buttons(), "all decided: no buttons left")
 	require.Equal(t, []string{"approved by 1", "rejected by 1"}, domaintest.Column[string](t, context.Background(), env.st.Pool(),
 		`SELECT decision || ' by ' || decided_by FROM analysis_proposals ORDER BY id`))
@@ -421,7 +422,7 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 	require.Equal(t, "Run #1 is in the “closed” state; only a completed run can be closed.", env.ask(t, env.admin, "/run_close 1").Text)
 	env.settle(t)
 	closed := env.board(t, 1)
-	_, review, _ := strings.Cut(board.Text, "\n\n")
+	_, review, _ := strings.Cut(strings.TrimSuffix(board.Text, "\n\nNothing left to decide: close the run with /run_close 1."), "\n\n")
 	require.Equal(t, "🏁 Run #1 closed\n▓▓▓▓▓▓▓▓▓▓ 100%\nMessages processed: 3 of 3 (3 in the window)\n"+
 		"Proposals: 2 — ✅ 1 approved (50%), ❌ 1 rejected (50%)\n\n"+review, closed.Text,
 		"the board ends showing the run closed with its decisions, its review as it was")
@@ -674,11 +675,19 @@ func TestAnalysisNotifierClipsAndEscapes(t *testing.T) {
 	done := env.bot.Event(analysis.Event{Kind: analysis.EventCompleted, Run: big, Board: rv})
 	require.Len(t, done, 2)
 	require.Contains(t, done[1].Text, "<b>Proposals 1–8 of 8</b>")
-	require.Equal(t, "✅ Approve all remaining (8)", done[1].Buttons[len(done[1].Buttons)-1][0].Text)
+	require.Equal(t, "✅ Approve the rest (8)", done[1].Buttons[len(done[1].Buttons)-1][0].Text)
 	bare := env.bot.Event(analysis.Event{Kind: analysis.EventCompleted, Run: big, Board: analysis.Review{Run: run}})
 	require.Len(t, bare, 2)
 	require.NotContains(t, bare[1].Text, "Proposals 1–8")
 	require.Contains(t, bare[1].Text, "✅ <b>Run #9</b> completed")
+
+	// A run that found nothing: no board to decide on, only the run to close.
+	empty := analysis.Run{ID: 10, State: analysis.Completed, Batches: 1, BatchesDone: 1, Messages: 5, Filtered: 5, Processed: 5}
+	none := env.bot.Event(analysis.Event{Kind: analysis.EventCompleted, Run: empty, Board: analysis.Review{Run: empty}})
+	require.Len(t, none, 2)
+	require.Equal(t, "✅ Run #10 completed with no proposals: nothing to decide. Close it with /run_close 10", none[0].Text)
+	require.True(t, strings.HasSuffix(none[1].Text, "\nProposals: 0\n\nNothing left to decide: close the run with /run_close 10."), none[1].Text)
+	require.Empty(t, none[1].Buttons)
 }
 
 func mustMessage(t *testing.T, srv *tgfake.Server, id int) tgfake.BotMessage {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"switchboard/domain/analysis"
 	"switchboard/locales"
 )
 
@@ -26,4 +27,18 @@ func TestDurationOfWholeDays(t *testing.T) {
 	} {
 		require.Equal(t, c.want, rd.duration(c.lang, c.d), "%s %s", c.lang, c.d)
 	}
+}
+
+// A failed run names its step in the admins' language, not by its
+// identifier in the code.
+func TestRunFailureNamesTheStep(t *testing.T) {
+	rd := NewRenderer(RenderConfig{}, locales.MustLoad(), nil)
+	failed := func(step string, batch int) analysis.Event {
+		return analysis.Event{Kind: analysis.EventFailed, Run: analysis.Run{ID: 3, State: analysis.Failed,
+			ErrorLog: &analysis.ErrorLog{Step: step, Batch: batch, Error: "lease expired"}}}
+	}
+	require.Equal(t, "❌ Прогон #3: сбой на шаге «работа прервана»: lease expired", rd.renderRunEvent("ru", failed(analysis.StepInterrupted, 0)))
+	require.Equal(t, "❌ Прогін #3: збій на кроці «пропозиції моделі», пакет 2: lease expired", rd.renderRunEvent("uk", failed(analysis.StepProposals, 2)))
+	require.Equal(t, "❌ Run #3 failed at step proposals, batch 2: lease expired", rd.renderRunEvent("en", failed(analysis.StepProposals, 2)))
+	require.Equal(t, "❌ Прогон #3: сбой на шаге «someday»: lease expired", rd.renderRunEvent("ru", failed("someday", 0)), "an unknown step as stored")
 }

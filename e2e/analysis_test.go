@@ -108,7 +108,7 @@ func TestAnalysisRunEndToEnd(t *testing.T) {
 	})
 	require.Equal(t, "completed", scalar[string](t, pool, `SELECT state FROM analysis_runs WHERE id = 1`))
 	require.Contains(t, b.Text, "review my <b>PR</b> & merge", "the LLM's and users' text arrives literally")
-	require.Contains(t, describe(b), "Approve all remaining (3)")
+	require.Contains(t, describe(b), "Approve the rest (3)")
 	for _, m := range adminLines(env) {
 		require.NotContains(t, originalText(m), "💡", "no message per proposal")
 	}

@@ -1093,7 +1093,7 @@ VALUES ($1, $2, 801, 'Ann', $3, $4)`, teamChat, id, fmt.Sprintf("please do task 
 	b = waitBoard(t, env, 1, 30*time.Second, func(m tgfake.BotMessage) bool {
 		return strings.Contains(m.Text, fmt.Sprintf("Proposals %d–%d%s", 8*(pages-1)+1, proposals, total))
 	})
-	q, err := boss.PressButton(b, fmt.Sprintf("✅ Approve all remaining (%d)", left))
+	q, err := boss.PressButton(b, fmt.Sprintf("✅ Approve the rest (%d)", left))
 	require.NoError(t, err)
 	require.Equal(t, "Confirm on the board.", env.TG.WaitCallbackAnswer(t, q.ID).Text)
 	b = waitBoard(t, env, 1, 30*time.Second, func(m tgfake.BotMessage) bool {
