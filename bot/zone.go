@@ -21,8 +21,9 @@ const (
 
 // readerZone is the zone to write times in for a user: the one they chose
 // with /timezone; else, for a master, their city's (its DISPATCH_CITIES
-// entry, or DISPATCH_TIMEZONE once an operator set it to a real place);
-// else the one their language suggests.
+// entry, the zone of a city /timezone knows by name, or DISPATCH_TIMEZONE
+// once an operator set it to a real place); else the one their language
+// suggests.
 func (rd *Renderer) readerZone(chosen, city, lang string) (*time.Location, int) {
 	if chosen != "" {
 		if loc, err := locales.LoadZone(chosen); err == nil {
@@ -32,6 +33,11 @@ func (rd *Renderer) readerZone(chosen, city, lang string) (*time.Location, int) 
 	if city != "" {
 		if rd.rc.Calendar.Has(city) {
 			return rd.rc.Calendar.Zone(city), zoneCity
+		}
+		// A city the dispatch calendar does not list but the world knows:
+		// its own zone, not the calendar's default or the language's guess.
+		if loc, ok := locales.CityZone(city); ok {
+			return loc, zoneCity
 		}
 		if loc := rd.rc.Calendar.Default.Zone; loc != nil && loc != time.UTC && loc.String() != "UTC" {
 			return loc, zoneCity

@@ -59,10 +59,11 @@ func TestMasterReadsDeadlinesInTheirZone(t *testing.T) {
 		require.NotRegexp(t, goDuration, m.Text)
 	}
 
-	// /timezone: the zone is a guess from the language until one is chosen.
+	// /timezone: the zone is the master's city's (one DISPATCH_CITIES does
+	// not list, but a known city) until one is chosen.
 	cur := ask(t, env, ivan, ivan.ID(), "/timezone").Text
 	require.Contains(t, cur, "Москва (UTC+03:00)", cur)
-	require.Contains(t, cur, "предположение по вашему языку", cur)
+	require.Contains(t, cur, "в часовом поясе вашего города (Москва)", cur)
 	require.Contains(t, cur, "/timezone +3", cur, "how to change it")
 
 	// Refusals name what was wrong and show an example.
@@ -122,6 +123,8 @@ VALUES ($1, '2026-11-23T00:00:00Z', '2026-11-30T00:00:00Z', '{}', $2, '2026-11-2
 	require.Contains(t, first, "04:07 (Москва)")
 	require.Contains(t, list, first+"\nБегает по утрам.", list)
 
+	guess := ask(t, env, olga, olga.ID(), "/timezone").Text
+	require.Contains(t, guess, "Москва (UTC+03:00) — это предположение по вашему языку", guess)
 	ask(t, env, olga, olga.ID(), "/timezone Europe/Kyiv")
 	kyiv, _ := locales.LoadZone("Europe/Kyiv")
 	list = ask(t, env, olga, olga.ID(), "/memory").Text

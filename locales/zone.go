@@ -135,6 +135,17 @@ func normName(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// CityZone is the zone of a city /timezone knows by name ("Odesa",
+// "Одеса", "odessa"), for a reader who named a city but no zone.
+func CityZone(name string) (*time.Location, bool) {
+	zone, ok := cityByName[normName(name)]
+	if !ok {
+		return nil, false
+	}
+	loc, err := loadLocation(zone)
+	return loc, err == nil
+}
+
 // Zone errors say what was wrong with what the user wrote.
 var (
 	// ErrZoneUnknown: neither an IANA name, an offset nor a known city.

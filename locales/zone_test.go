@@ -52,3 +52,15 @@ func TestTimeNamesTheZoneInTheReadersWords(t *testing.T) {
 	require.Equal(t, time.UTC, LangZone("en"))
 	require.Equal(t, "UTC+03:00", ZoneOffset(at, msk))
 }
+
+// A master's city as typed finds its zone in any of the three languages;
+// a place it does not know finds none.
+func TestCityZone(t *testing.T) {
+	for _, name := range []string{"Odesa", "одесса", "Одеса", "odessa"} {
+		loc, ok := CityZone(name)
+		require.True(t, ok, name)
+		require.Equal(t, "Europe/Kyiv", loc.String(), name)
+	}
+	_, ok := CityZone("Atlantis")
+	require.False(t, ok)
+}
