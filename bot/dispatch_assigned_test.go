@@ -3,7 +3,6 @@ package bot_test
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -146,7 +145,9 @@ func TestAssignedMasterButtons(t *testing.T) {
 	row := orderByID(t, env.st, orderID)
 	require.Equal(t, "DONE", row.State)
 	require.Equal(t, int64p(300), row.Commission)
-	due := locales.Time("en", *row.DueAt, time.UTC)
+	msk, err := locales.LoadZone("Europe/Moscow")
+	require.NoError(t, err)
+	due := locales.Time("en", *row.DueAt, msk) // Ann's city's zone
 	msg = env.offerMessage(t, f)
 	require.Equal(t, "🏁 Order #"+o+" is done — plumbing, Moscow, Center.\nCommission of 300 is due by "+due+".\n"+
 		"📷 To show the admins the finished work, send photos of it here within 1 h.", msg.Text)

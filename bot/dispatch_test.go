@@ -263,8 +263,8 @@ RETURNING id`).Scan(&orderID))
 
 	profile := env.ask(t, ann, "/master").Text
 	require.Regexp(t, `\nStatus: ✅ not paused, but offers are blocked until your commission is paid \(below\)\n`+
-		`⛔ Blocked since \d+ \w{3}( \d{4})?, \d\d:\d\d \(UTC\): commission of 300 is overdue\. No offers come until an admin records your payment with /paid\.\n`+
-		`Commission owed: 300, next due \d+ \w{3}( \d{4})?, \d\d:\d\d \(UTC\)\nOffers: none yet\nOrders: done 1$`, profile)
+		`⛔ Blocked since \d+ \w{3}( \d{4})?, \d\d:\d\d \(Moscow\): commission of 300 is overdue\. No offers come until an admin records your payment with /paid\.\n`+
+		`Commission owed: 300, next due \d+ \w{3}( \d{4})?, \d\d:\d\d \(Moscow\)\nOffers: none yet\nOrders: done 1$`, profile)
 	require.Equal(t, "You are already active and receive offers.\n⛔ Your commission is overdue, though: no offers come until an admin records your payment.",
 		env.ask(t, ann, "/resume").Text)
 
@@ -435,8 +435,12 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.Equal(t, "DONE", o.State)
 	require.Equal(t, int64p(300), o.Commission)
 	require.NotNil(t, o.DueAt)
-	due := locales.Time("en", *o.DueAt, time.UTC)
-	require.Equal(t, "🏁 Order #"+itoa(orderID)+" is done. Commission of 300 is due from Ann (id 42) by "+due+".", reply.Text)
+	// The admin reads the admin chat's zone (UTC here); Ann, a master in
+	// Moscow, reads Moscow's.
+	require.Equal(t, "🏁 Order #"+itoa(orderID)+" is done. Commission of 300 is due from Ann (id 42) by "+locales.Time("en", *o.DueAt, time.UTC)+".", reply.Text)
+	msk, err := locales.LoadZone("Europe/Moscow")
+	require.NoError(t, err)
+	due := locales.Time("en", *o.DueAt, msk)
 	annMsgs := env.messages(t, 42)
 	require.Len(t, annMsgs, annBefore+1)
 	require.Equal(t, "🏁 Order #"+itoa(orderID)+" is done. Commission of 300 is due by "+due+"; after that no new offers come until it is paid.",
