@@ -786,7 +786,6 @@ func adminName(u domain.User) string {
 	return "id " + strconv.FormatInt(u.ID, 10)
 }
 
-// priorityKeys name the priorities the domain keeps.
 // stepKeys name an executor's step in the admins' language; spelled out so
 // the catalogue test sees them used. A step not listed shows as stored.
 var stepKeys = map[string]string{
@@ -805,6 +804,7 @@ func stepName(cat *locales.Catalog, lang, step string) string {
 	return step
 }
 
+// priorityKeys name the priorities the domain keeps.
 var priorityKeys = map[string]string{
 	"low":    "analysis.priority.low",
 	"medium": "analysis.priority.medium",

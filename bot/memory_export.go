@@ -268,13 +268,9 @@ func (rd *Renderer) exportMarkdown(e memory.Export, lang string, loc *time.Locat
 	at := func(ts time.Time) string { return ts.In(loc).Format("2006-01-02 15:04") }
 	var sb strings.Builder
 	sb.WriteString("# " + t("export.md_title") + "\n\n")
-	// A zone named by its offset ("UTC", "UTC+03:00") is not followed by
-	// that offset again.
-	zone := locales.ZoneLabel(lang, loc)
-	if off := locales.ZoneOffset(e.AsOf, loc); off != zone {
-		zone += " (" + off + ")"
-	}
-	sb.WriteString(t("export.md_as_of", locales.Data{"Time": at(e.AsOf), "Zone": locales.HTML(zone)}) + "\n\n")
+	sb.WriteString(t("export.md_as_of", locales.Data{
+		"Time": at(e.AsOf), "Zone": locales.ZoneLabel(lang, loc), "Offset": locales.ZoneOffset(e.AsOf, loc),
+	}) + "\n\n")
 	sb.WriteString("## " + t("export.md_memories", locales.Data{"N": len(e.Memories)}) + "\n\n")
 	if len(e.Memories) == 0 {
 		sb.WriteString(t("export.md_no_memories") + "\n\n")
