@@ -41,7 +41,7 @@ type app struct {
 	beats  *storage.Heartbeats
 	redis  *redis.Client // nil without REDIS_URL
 	locker jobs.Locker   // nil without REDIS_URL: the scheduler's own
-	lease  *storage.PollingLock
+	lease  *storage.SessionLock
 	reg    *prometheus.Registry
 	llm    *llm.Client
 	sched  *jobs.Scheduler
@@ -298,7 +298,7 @@ func (a *app) buildDelivery(context.Context) error {
 			a.redisGate("telegram limiter"), limits, a.beats.LiveCount)
 	}
 	var err error
-	a.out, err = delivery.NewSender(delivery.Config{Workers: cfg.OutboxWorkers, MaxBackoff: cfg.OutboxMaxBackoff}, a.store,
+	a.out, err = delivery.NewSender(delivery.Config{Workers: cfg.OutboxWorkers, MaxBackoff: cfg.OutboxMaxBackoff, Claimer: a.beats.Claimer()}, a.store,
 		a.tg, limiter, log, a.reg)
 	return err
 }
@@ -315,7 +315,7 @@ func (a *app) buildBot(context.Context) error {
 	} else {
 		a.lease = a.store.PollingLock()
 	}
-	// (A nil *storage.PollingLock in the interface would not be nil.)
+	// (A nil *storage.SessionLock in the interface would not be nil.)
 	var lease bot.PollingLock
 	if a.lease != nil {
 		lease = a.lease
@@ -328,7 +328,7 @@ func (a *app) buildBot(context.Context) error {
 		RenderConfig: a.render,
 	}, bot.Deps{
 		Users: a.store, Status: outage.Status{Store: a.store, Beats: a.beats, LLM: a.llm, HH: a.hh, VacancyClaimLease: cfg.VacancyClaimLease}, Catalog: a.catalog, Log: log,
-		Admins: cfg.AdminIDs, Replica: cfg.Replica, Direct: a.out, Queue: a.store,
+		Admins: cfg.AdminIDs, Replica: cfg.Replica, Claimer: a.beats.Claimer(), Direct: a.out, Queue: a.store,
 		Inbox: a.store, Passing: storage.Passing,
 		Vacancies: a.vac, Letters: a.letters, Rhythm: a.vac, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl, Resume: a.res,
 	})
@@ -431,7 +431,7 @@ func (a *app) run(ctx context.Context) error {
 		a.log.Error("stop jobs", "err", err)
 	}
 	if !services.Wait(sctx) {
-		a.log.Error("vacancy workers did not stop in time")
+		a.log.Error("services did not stop in time")
 	}
 	if err := stopHTTP(sctx); err != nil {
 		a.log.Error("stop http", "err", err)
@@ -515,9 +515,8 @@ func (a *app) close() {
 	if a.redis != nil {
 		_ = a.redis.Close()
 	}
-	if a.lease != nil {
-		a.lease.Close()
-	}
+	a.lease.Close() // both nil-safe: no lease in webhook mode, no beats before the store
+	a.beats.Close()
 	if a.store != nil {
 		a.store.Close()
 	}

@@ -374,9 +374,9 @@ type timedOutbox struct {
 	s *stages
 }
 
-func (o timedOutbox) ClaimOutbox(ctx context.Context, n int, lease time.Duration) ([]domain.Queued, error) {
+func (o timedOutbox) ClaimOutbox(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.Queued, error) {
 	defer o.s.since("outbox claim", time.Now())
-	return o.Store.ClaimOutbox(ctx, n, lease)
+	return o.Store.ClaimOutbox(ctx, claimer, n, lease)
 }
 
 func (o timedOutbox) OutboxDelivered(ctx context.Context, id int64, token string, messageID int) (bool, error) {

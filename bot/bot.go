@@ -87,6 +87,9 @@ type Deps struct {
 	Clock   clockwork.Clock
 	Admins  []int64
 	Replica string
+	// Claimer names this replica in its inbox claims (storage.Liveness);
+	// empty: Replica, whose claims end only with their lease.
+	Claimer string
 	// Direct sends replies to commands at once under the outbox's limiter
 	// and rules (the app's delivery.Sender). Nil: a sender of its own
 	// with an in-process limiter and no outbox (tests).

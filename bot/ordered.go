@@ -200,7 +200,7 @@ func (p *inboxPoller) claimLoop(stop chan struct{}) {
 	for {
 		if free := cfg.InboxWorkers - int(p.running.Load()); free > 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			items, err := p.b.deps.Inbox.ClaimUpdates(ctx, p.b.deps.Replica, free, cfg.InboxLease)
+			items, err := p.b.deps.Inbox.ClaimUpdates(ctx, p.b.claimer(), free, cfg.InboxLease)
 			cancel()
 			switch {
 			case err != nil && !failing:
@@ -224,6 +224,14 @@ func (p *inboxPoller) claimLoop(stop chan struct{}) {
 		case <-sweep.C:
 		}
 	}
+}
+
+// claimer is the name this replica's inbox claims carry.
+func (b *Bot) claimer() string {
+	if b.deps.Claimer != "" {
+		return b.deps.Claimer
+	}
+	return b.deps.Replica
 }
 
 // inboxOutcome is how an inbox-run update's handler ended, as the recover

@@ -120,7 +120,7 @@ type Config struct {
 	TelegramChatRate  float64       `env:"TELEGRAM_CHAT_RATE" envDefault:"1" help:"messages per second to one private chat (Telegram's limit is about 1)"`
 	TelegramGroupRate float64       `env:"TELEGRAM_GROUP_RATE" envDefault:"20" help:"messages per minute to one group (Telegram's limit is 20)"`
 	InboxWorkers      int           `env:"INBOX_WORKERS" envDefault:"16" help:"incoming updates one replica handles at once (each chat's one at a time)"`
-	InboxLease        time.Duration `env:"INBOX_LEASE" envDefault:"30s" help:"lease of an update being handled, renewed while it runs: a dead replica's updates are taken over after it"`
+	InboxLease        time.Duration `env:"INBOX_LEASE" envDefault:"30s" help:"lease of an update being handled, renewed while it runs: the longest a dead replica's updates wait when its death cannot be seen sooner"`
 	OutboxWorkers     int           `env:"OUTBOX_WORKERS" envDefault:"16" help:"outgoing messages one replica delivers at once"`
 	OutboxRetention   time.Duration `env:"OUTBOX_RETENTION" envDefault:"168h" help:"how long delivered, dropped and failed outbox rows are kept (0: for ever)"`
 	OutboxMaxBackoff  time.Duration `env:"OUTBOX_MAX_BACKOFF" envDefault:"1m" help:"longest wait between retries of a message Telegram failed to take (5xx, network)"`

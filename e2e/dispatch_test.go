@@ -7,7 +7,9 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -646,23 +648,27 @@ func offerOfMessage(m tgfake.BotMessage) int64 {
 }
 
 // heldTelegram stands between one replica and the fake Telegram: it
-// forwards every call at once, but holds the answer to a sendMessage or
-// editMessageText back for hold. While it holds one, Telegram has the
-// message and the replica does not know yet: a kill then leaves a row the
-// README's duplicate window covers (sent, not marked sent).
+// forwards every call at once, but holds the answer to a call of the held
+// methods (sendMessage and editMessageText unless named) back for hold.
+// While it holds one, Telegram has the message and the replica does not
+// know yet: a kill then leaves a row the README's duplicate window covers
+// (sent, not marked sent).
 type heldTelegram struct {
 	srv  *httptest.Server
 	held atomic.Int64 // answers being held now
 }
 
-func newHeldTelegram(t *testing.T, target string, hold time.Duration) *heldTelegram {
+func newHeldTelegram(t *testing.T, target string, hold time.Duration, methods ...string) *heldTelegram {
 	t.Helper()
 	u, err := url.Parse(target)
 	require.NoError(t, err)
+	if len(methods) == 0 {
+		methods = []string{"sendMessage", "editMessageText"}
+	}
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	h := &heldTelegram{}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "/sendMessage") && !strings.HasSuffix(r.URL.Path, "/editMessageText") {
+		if !slices.Contains(methods, path.Base(r.URL.Path)) {
 			proxy.ServeHTTP(w, r)
 			return
 		}
@@ -718,9 +724,13 @@ func loggedExpiries(logs ...string) map[int64]int {
 //     row of that chat was in flight (claimed, not yet marked sent) at the
 //     kill.
 //
-// A kill can delay an offer's message by the outbox lease (10 s) past its
-// SLA (8 s); the offer then expires and the order comes back to the master
-// in round 2, which the rules allow, and ends the same.
+// The killed replica's claims (an Accept being handled, an offer's message
+// being sent) go on within seconds, once its liveness lock is seen gone:
+// INBOX_LEASE is ten minutes here, so a press stranded on the dead replica
+// would otherwise outlive its offer and the B order would end unassignable.
+// A kill can still delay an offer's message past its SLA (8 s) under load;
+// the offer then expires and the order comes back to the master in round 2,
+// which the rules allow, and ends the same.
 func TestDispatchKilledReplicaLosesNoOffer(t *testing.T) {
 	t.Parallel()
 	const perGroup = 4
@@ -732,6 +742,7 @@ func TestDispatchKilledReplicaLosesNoOffer(t *testing.T) {
 		// production but sooner: a distribution step the kill rolled back
 		// is redone by the next pass, an expiry by the next sweep.
 		"DISTRIBUTION_INTERVAL": "2s", "WATCHDOG_INTERVAL": "5s",
+		"INBOX_LEASE": "10m",
 	}
 	poller := env.Start(over)
 	poller.WaitLog("polling lease acquired", 60*time.Second)
@@ -840,11 +851,13 @@ func TestDispatchKilledReplicaLosesNoOffer(t *testing.T) {
 	// sender may then send them again. Read them before that.
 	inflight := countBy(t, pool, `SELECT chat_id::text, count(*) FROM outbox
 WHERE state = 'pending' AND claim_token IS NOT NULL AND claimed_until > now() GROUP BY chat_id`)
-	var open, expired int
+	var open, expired, handling int
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE state IN ('SENT', 'VIEWED')),
-    count(*) FILTER (WHERE state = 'EXPIRED') FROM offers`).Scan(&open, &expired))
-	t.Logf("killed %s with %d offers open, %d expired, %d of its sends answered by Telegram but not to it; outbox rows in flight per chat: %v",
-		worker.Name, open, expired, heldAtKill, inflight)
+    count(*) FILTER (WHERE state = 'EXPIRED'),
+    (SELECT count(*) FROM inbox WHERE state = 'pending' AND claimed_until > now() AND claimed_by LIKE $1 || '#%')
+    FROM offers`, worker.Name).Scan(&open, &expired, &handling))
+	t.Logf("killed %s with %d offers open, %d expired, %d updates being handled, %d of its sends answered by Telegram but not to it; outbox rows in flight per chat: %v",
+		worker.Name, open, expired, handling, heldAtKill, inflight)
 
 	final := func() bool {
 		press()

@@ -370,3 +370,70 @@ func TestWebhookReplicasAnswerEachChatInOrder(t *testing.T) {
 		require.False(t, strings.Contains(p.Logs(), "polling lease"), "no replica polls in webhook mode")
 	}
 }
+
+// A replica killed while it handles users' button presses: each of those
+// chats' next message is answered within seconds, once the survivor sees the
+// dead replica's liveness lock gone, not after the claims' lease
+// (INBOX_LEASE, ten minutes here, past this test's bound). The worker is
+// held inside its handlers: Telegram's replies to its answerCallbackQuery
+// calls are held back, so a press it claimed stays claimed until the kill.
+func TestInboxKilledReplicasChatsGoOnWithinSeconds(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t, e2e.WithRedis())
+	poller := env.Start(map[string]string{"INBOX_LEASE": "10m"})
+	poller.WaitLog("polling lease acquired", 60*time.Second)
+	held := newHeldTelegram(t, env.TG.URL(), 10*time.Minute, "answerCallbackQuery")
+	worker := env.Start(map[string]string{"INBOX_LEASE": "10m", "TELEGRAM_API_URL": held.srv.URL})
+	worker.WaitLog("standing by", 60*time.Second)
+
+	users := make([]*tgfake.Person, 6)
+	settings := make([]tgfake.BotMessage, len(users))
+	for i := range users {
+		users[i] = env.TG.User(int64(7800+i), fmt.Sprintf("User%d", i), "en")
+		settings[i] = openSettings(t, env, users[i])
+	}
+	// Everyone presses a settings button, a round every half second, until
+	// the worker has claimed a press (either replica may claim each).
+	var last time.Time
+	eventually(t, 60*time.Second, func() bool {
+		if time.Since(last) > 500*time.Millisecond {
+			for i, u := range users {
+				_, err := u.PressButton(settings[i], "Digest")
+				require.NoError(t, err)
+			}
+			last = time.Now()
+		}
+		return held.held.Load() > 0
+	})
+	stuck := held.held.Load()
+	worker.Kill()
+
+	killed := time.Now()
+	asked := make([]tgfake.Message, len(users))
+	for i, u := range users {
+		asked[i] = u.SendText(u.ID(), "/help")
+	}
+	env.TG.WaitFor(t, 2*time.Minute, func() bool {
+		for i, u := range users {
+			if countAfter(env, u.ID(), asked[i].MessageID, "What I can do") == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("killed %s inside %d handlers; every chat answered %s after the kill", worker.Name, stuck,
+		time.Since(killed).Round(100*time.Millisecond))
+	require.True(t, poller.HasLog(`"msg":"gave back the claims of replicas that are gone"`),
+		"the survivor gave the dead replica's claims back")
+}
+
+// countAfter counts the bot's messages in a chat after afterID that contain substr.
+func countAfter(env *e2e.Env, chatID int64, afterID int, substr string) int {
+	n := 0
+	for _, m := range env.TG.Messages(chatID) {
+		if m.MessageID > afterID && strings.Contains(m.Text, substr) {
+			n++
+		}
+	}
+	return n
+}

@@ -218,7 +218,7 @@ func (f *afx) deliver(first int) int {
 	f.t.Helper()
 	n := 0
 	for {
-		rows, err := f.st.ClaimOutbox(f.ctx, 100, time.Minute)
+		rows, err := f.st.ClaimOutbox(f.ctx, "", 100, time.Minute)
 		require.NoError(f.t, err)
 		if len(rows) == 0 {
 			return n

@@ -292,7 +292,7 @@ func TestDispatchAsyncChangeIsDurableOnceItsMessageIsClaimed(t *testing.T) {
 	// flushed past the change behind it, and marks the row delivered.
 	claim := func(offerID int64, kind, change string) {
 		t.Helper()
-		rows, err := f.st.ClaimOutbox(f.ctx, 10, time.Minute)
+		rows, err := f.st.ClaimOutbox(f.ctx, "", 10, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, rows, 1)
 		require.Equal(t, kind, rows[0].Kind)

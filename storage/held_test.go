@@ -38,7 +38,7 @@ func TestHeldPastLease(t *testing.T) {
 	require.Equal(t, storage.HeldWork{}, held(), "given back")
 
 	require.NoError(t, st.EnqueueMessages(ctx, domain.Message{ChatID: 1, Kind: domain.KindNote, Text: "hi"}))
-	rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
+	rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	require.Equal(t, storage.HeldWork{}, held(), "a live claim")

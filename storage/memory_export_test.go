@@ -95,7 +95,7 @@ AND archived_at IS NOT NULL AND closed_at IS NOT NULL`, r.ID))
 	require.False(t, ok, "closed once")
 
 	// Its answer's row keeps no text once delivered.
-	rows, err := f.st.ClaimOutbox(f.ctx, 10, time.Minute)
+	rows, err := f.st.ClaimOutbox(f.ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	require.True(t, rows[0].Ephemeral)

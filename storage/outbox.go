@@ -215,7 +215,7 @@ WITH RECURSIVE heads AS (
         FOR UPDATE SKIP LOCKED) l
 )
 UPDATE outbox o SET claimed_until = now() + $2 * interval '1 microsecond',
-    claim_token = gen_random_uuid(), attempts = o.attempts + 1
+    claim_token = gen_random_uuid(), claimed_by = NULLIF($3, ''), attempts = o.attempts + 1
 FROM due WHERE o.id = due.id
 RETURNING o.id, o.chat_id, o.kind, o.ref, o.msg_key, o.edit, o.body, o.attempts, o.claim_token::text, o.created_at,
     o.lane, o.spacing_ms, o.merge, o.claimed_until,
@@ -257,9 +257,10 @@ func scanClaimed(rows pgx.Rows) (domain.Queued, time.Time, error) {
 // waits for its message's send, and a paced lane (Every) for its interval
 // since its last delivery. A merging row claims the merging rows behind it
 // that fit one message with it (under its claim token). A claim lasts
-// lease; a sender that dies leaves its rows to be claimed again after it.
-func (s *Store) ClaimOutbox(ctx context.Context, n int, lease time.Duration) ([]domain.Queued, error) {
-	rows, err := s.pool.Query(ctx, claimOutboxSQL, n, micros(lease))
+// lease; a sender that dies leaves its rows to be claimed again after it,
+// or, once its claimer's liveness lock is gone, sooner (Liveness).
+func (s *Store) ClaimOutbox(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.Queued, error) {
+	rows, err := s.pool.Query(ctx, claimOutboxSQL, n, micros(lease), claimer)
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox: %w", err)
 	}
@@ -280,7 +281,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, n int, lease time.Duration) ([]
 	rows.Close()
 	for i := range out {
 		if out[i].Merge && !out[i].Unreachable {
-			if err := s.claimFollowers(ctx, &out[i], untils[i]); err != nil {
+			if err := s.claimFollowers(ctx, &out[i], claimer, untils[i]); err != nil {
 				// The head alone is still a valid delivery.
 				return out, fmt.Errorf("claim outbox: %w", err)
 			}
@@ -298,7 +299,7 @@ const mergeLimit = 4096
 // head's token so they are settled with it; each keeps its own line. The
 // head is its lane's only claimable row, so nobody else claims these
 // while the head's claim lasts.
-func (s *Store) claimFollowers(ctx context.Context, head *domain.Queued, until time.Time) error {
+func (s *Store) claimFollowers(ctx context.Context, head *domain.Queued, claimer string, until time.Time) error {
 	rows, err := s.pool.Query(ctx, `
 SELECT id, merge AND NOT edit, body->>'text' FROM outbox
 WHERE chat_id = $1 AND lane = $2 AND state = 'pending' AND id > $3
@@ -332,8 +333,8 @@ ORDER BY id LIMIT 200`, head.ChatID, head.Lane, head.ID)
 		return nil
 	}
 	tag, err := s.pool.Exec(ctx, `
-UPDATE outbox SET claimed_until = $3, claim_token = $2::uuid
-WHERE id = ANY($1) AND state = 'pending' AND (claimed_until IS NULL OR claimed_until < now())`, ids, head.Token, until)
+UPDATE outbox SET claimed_until = $3, claim_token = $2::uuid, claimed_by = NULLIF($4, '')
+WHERE id = ANY($1) AND state = 'pending' AND (claimed_until IS NULL OR claimed_until < now())`, ids, head.Token, until, claimer)
 	if err != nil {
 		return fmt.Errorf("claim followers of row %d: %w", head.ID, err)
 	}

@@ -34,10 +34,10 @@ func TestOutboxClaimsOneHeadPerChat(t *testing.T) {
 	st, ctx := f.st, f.ctx
 	require.NoError(t, st.EnqueueMessages(ctx, msg(1, "a1"), msg(1, "a2"), msg(2, "b1"), msg(1, "a3")))
 
-	rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
+	rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a1", "b1"}, texts(rows))
-	again, err := st.ClaimOutbox(ctx, 10, time.Minute)
+	again, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, again, "a claimed head holds its chat back")
 
@@ -50,12 +50,12 @@ func TestOutboxClaimsOneHeadPerChat(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok, "a second delivery record changes nothing")
 
-	rows, err = st.ClaimOutbox(ctx, 10, time.Minute)
+	rows, err = st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a2"}, texts(rows))
 	require.Equal(t, 1, rows[0].Attempts)
 	require.NoError(t, st.OutboxRetry(ctx, rows[0].ID, rows[0].Token, time.Hour, "", false))
-	rows, err = st.ClaimOutbox(ctx, 10, time.Minute)
+	rows, err = st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, rows, "a row put back for an hour holds its chat back, a3 included")
 	require.Zero(t, f.count(`SELECT attempts FROM outbox WHERE body->>'text' = 'a2'`), "put back for pacing: not an attempt")
@@ -67,11 +67,11 @@ func TestOutboxExpiredClaimIsTakenAgain(t *testing.T) {
 	f := setup(t)
 	st, ctx := f.st, f.ctx
 	require.NoError(t, st.EnqueueMessages(ctx, msg(1, "x")))
-	first, err := st.ClaimOutbox(ctx, 10, 50*time.Millisecond)
+	first, err := st.ClaimOutbox(ctx, "", 10, 50*time.Millisecond)
 	require.NoError(t, err)
 	require.Len(t, first, 1)
 	require.Eventually(t, func() bool {
-		rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
+		rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
 		require.NoError(t, err)
 		if len(rows) == 0 {
 			return false
@@ -95,19 +95,19 @@ func TestOutboxEditFindsItsMessage(t *testing.T) {
 	require.NoError(t, st.EnqueueMessages(ctx, send, edit, lost))
 	require.Error(t, st.EnqueueMessages(ctx, domain.Message{ChatID: 7, Kind: "x", Edit: true}), "an edit needs a key")
 
-	rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
+	rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	_, err = st.OutboxDelivered(ctx, rows[0].ID, rows[0].Token, 4242)
 	require.NoError(t, err)
-	rows, err = st.ClaimOutbox(ctx, 10, time.Minute)
+	rows, err = st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	require.True(t, rows[0].Edit)
 	require.Equal(t, 4242, rows[0].Target)
 	_, err = st.OutboxDelivered(ctx, rows[0].ID, rows[0].Token, 0)
 	require.NoError(t, err)
-	rows, err = st.ClaimOutbox(ctx, 10, time.Minute)
+	rows, err = st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	require.Zero(t, rows[0].Target, "no message was ever sent under offer:2")
@@ -129,7 +129,7 @@ func TestOutboxUnreachableChat(t *testing.T) {
 	require.True(t, gone)
 
 	require.NoError(t, st.EnqueueMessages(ctx, msg(5, "later")))
-	rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
+	rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 2)
 	for _, r := range rows {
@@ -150,10 +150,10 @@ func TestOutboxUnreachableChat(t *testing.T) {
 
 // claimOne claims and returns the only claimable row, failing otherwise.
 func claimOne(t *testing.T, st interface {
-	ClaimOutbox(context.Context, int, time.Duration) ([]domain.Queued, error)
+	ClaimOutbox(context.Context, string, int, time.Duration) ([]domain.Queued, error)
 }) domain.Queued {
 	t.Helper()
-	rows, err := st.ClaimOutbox(context.Background(), 10, time.Minute)
+	rows, err := st.ClaimOutbox(context.Background(), "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	return rows[0]
@@ -211,13 +211,13 @@ func TestOutboxLanes(t *testing.T) {
 	require.NoError(t, st.EnqueueMessages(ctx, send))
 	first := claimOne(t, st) // the send, in flight
 	require.NoError(t, st.EnqueueMessages(ctx, edit("10%"), msg(7, "line")))
-	rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
+	rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, rows, "the main lane's head is claimed, and the edit waits for its send")
 	_, err = st.OutboxDelivered(ctx, first.ID, first.Token, 5)
 	require.NoError(t, err)
 
-	rows, err = st.ClaimOutbox(ctx, 10, time.Minute)
+	rows, err = st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []string{"10%", "line"}, texts(rows), "two lanes of one chat at once")
 	for _, r := range rows {
@@ -230,7 +230,7 @@ func TestOutboxLanes(t *testing.T) {
 	require.Equal(t, "line 2", claimOne(t, st).Text, "the paced lane waits; the main lane does not wait for it")
 	var claimed domain.Queued
 	require.Eventually(t, func() bool {
-		rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
+		rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
 		require.NoError(t, err)
 		if len(rows) == 0 {
 			return false
@@ -263,10 +263,10 @@ func TestOutboxClaimsEveryLaneHead(t *testing.T) {
 	}
 	require.NoError(t, st.EnqueueMessages(ctx, msgs...))
 
-	first, err := st.ClaimOutbox(ctx, 4, time.Minute)
+	first, err := st.ClaimOutbox(ctx, "", 4, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []string{"-5 b 0", "-5 main 0", "30 b 0", "30 main 0"}, texts(first), "the oldest heads first")
-	rest, err := st.ClaimOutbox(ctx, 100, time.Minute)
+	rest, err := st.ClaimOutbox(ctx, "", 100, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []string{"10 a 0", "10 b 0", "10 main 0", "20 b 0", "20 main 0"}, texts(rest))
 	for _, r := range append(first, rest...) {
@@ -274,7 +274,7 @@ func TestOutboxClaimsEveryLaneHead(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
-	next, err := st.ClaimOutbox(ctx, 100, time.Minute)
+	next, err := st.ClaimOutbox(ctx, "", 100, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, next, 9)
 	for _, r := range next {
@@ -295,7 +295,7 @@ func TestOutboxMerge(t *testing.T) {
 	require.NoError(t, st.EnqueueMessages(ctx, line("1"), line("2"), line("3"), msg(-100, "main"), line(long), line("5")))
 	require.Error(t, st.EnqueueMessages(ctx, domain.Message{ChatID: 1, Kind: "x", Text: "x", Merge: true}), "a merging row needs a lane")
 
-	rows, err := st.ClaimOutbox(ctx, 10, time.Minute)
+	rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 2, "the main lane and the live log")
 	var head domain.Queued

@@ -29,7 +29,7 @@ func holderPID(t *testing.T, st *storage.Store) int {
 
 // waitAcquire retries Acquire as the poller does until it succeeds; the
 // bound is only "this cannot be a healthy system".
-func waitAcquire(t *testing.T, l *storage.PollingLock) time.Duration {
+func waitAcquire(t *testing.T, l *storage.SessionLock) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for time.Since(start) < 60*time.Second {
@@ -54,7 +54,7 @@ func requireLease(t *testing.T, ctx context.Context, call func(context.Context) 
 
 // heldByA is two replicas' polling leases over st: a acquired it, and b,
 // asking after, did not.
-func heldByA(t *testing.T, st *storage.Store) (a, b *storage.PollingLock) {
+func heldByA(t *testing.T, st *storage.Store) (a, b *storage.SessionLock) {
 	t.Helper()
 	ctx := context.Background()
 	a, b = st.PollingLock(), st.PollingLock()

@@ -54,22 +54,42 @@ ORDER BY seen_at DESC, instance`, micros(since))
 // Heartbeats is this replica's row in the replicas table, refreshed every
 // beat, and the replicas that count as live: those seen within three
 // beats (one missed beat is a hiccup, three a replica gone).
+// It also runs the replica's Liveness, the lock whose loss gives its
+// claims to its peers within seconds.
 type Heartbeats struct {
 	store             *Store
 	instance, version string
 	every             time.Duration
 	log               *slog.Logger
+	live              *Liveness
 }
 
 // Heartbeats returns instance's heartbeat every HEARTBEAT_INTERVAL.
 func (s *Store) Heartbeats(instance, version string, every time.Duration, log *slog.Logger) *Heartbeats {
-	return &Heartbeats{store: s, instance: instance, version: version, every: every, log: log}
+	return &Heartbeats{store: s, instance: instance, version: version, every: every, log: log, live: s.Liveness(instance)}
+}
+
+// Claimer is the name this replica's inbox and outbox claims carry.
+func (h *Heartbeats) Claimer() string { return h.live.Claimer() }
+
+// Close gives up the liveness lock, once nothing of the replica's holds a
+// claim any more; safe on nil.
+func (h *Heartbeats) Close() {
+	if h != nil {
+		h.live.Close()
+	}
 }
 
 // Run records the replica at start and every beat until ctx ends, on
 // every replica (not a locked job: each must report itself), so /status
-// can tell live replicas from gone ones.
+// can tell live replicas from gone ones; beside it, the liveness lock.
 func (h *Heartbeats) Run(ctx context.Context) {
+	live := make(chan struct{})
+	go func() {
+		defer close(live)
+		h.live.Run(ctx)
+	}()
+	defer func() { <-live }()
 	started := time.Now()
 	t := time.NewTicker(h.every)
 	defer t.Stop()

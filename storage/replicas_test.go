@@ -60,6 +60,7 @@ func TestHeartbeatsRunAndLiveWithinThreeBeats(t *testing.T) {
 	f := setup(t)
 	ctx, st := f.ctx, f.st
 	beats := st.Heartbeats("a", "v1", time.Minute, slog.New(slog.DiscardHandler))
+	t.Cleanup(beats.Close)
 
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})

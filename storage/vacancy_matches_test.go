@@ -40,7 +40,7 @@ VALUES (7, 1, 'QUEUED', now(), NULL), (7, 2, 'ANALYZED', now() + interval '1 min
 	require.NoError(t, err)
 	require.False(t, ok, "an ANALYZED match is not claimable")
 
-	q, err := st.ClaimOutbox(ctx, 10, time.Minute)
+	q, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, q, 1)
 	ok, err = st.OutboxDelivered(ctx, q[0].ID, q[0].Token, 555)

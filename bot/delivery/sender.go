@@ -19,7 +19,7 @@ import (
 
 // Store is what the sender needs from the outbox (storage implements it).
 type Store interface {
-	ClaimOutbox(ctx context.Context, n int, lease time.Duration) ([]domain.Queued, error)
+	ClaimOutbox(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.Queued, error)
 	OutboxDelivered(ctx context.Context, id int64, token string, messageID int) (bool, error)
 	OutboxRetry(ctx context.Context, id int64, token string, after time.Duration, why string, tried bool) error
 	OutboxEnd(ctx context.Context, id int64, token, state, why string) (bool, error)
@@ -37,6 +37,10 @@ type Config struct {
 	// at most MaxWait for the limiter and ClaimLease/2 for Telegram, so it ends
 	// within its lease and no live sender's row is taken over.
 	ClaimLease time.Duration
+	// Claimer names this replica in its claims (storage.Liveness): its
+	// peers give its rows back as soon as it is gone rather than after
+	// ClaimLease. Empty: only the lease ends its claims.
+	Claimer string
 	// Poll is how often an idle sender looks for rows nobody woke it for,
 	// rows of other replicas' workflows among them (100 ms).
 	Poll time.Duration
@@ -155,7 +159,7 @@ func (s *Sender) Run(ctx context.Context) {
 		var rows []domain.Queued
 		if free > 0 {
 			var err error
-			rows, err = s.store.ClaimOutbox(ctx, free, s.cfg.ClaimLease)
+			rows, err = s.store.ClaimOutbox(ctx, s.cfg.Claimer, free, s.cfg.ClaimLease)
 			if err != nil && ctx.Err() == nil {
 				s.log.Warn("claim outbox", "err", err)
 			}

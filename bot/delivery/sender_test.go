@@ -268,7 +268,7 @@ func TestSenderTakesOverADeadSendersRows(t *testing.T) {
 	b.user(1, "Ann")
 	b.user(2, "Bob")
 	require.NoError(t, b.store.EnqueueMessages(b.ctx, note(1, "a"), note(1, "b"), note(2, "c")))
-	dead, err := b.store.ClaimOutbox(b.ctx, 10, 300*time.Millisecond) // claimed, then the process died
+	dead, err := b.store.ClaimOutbox(b.ctx, "", 10, 300*time.Millisecond) // claimed, then the process died
 	require.NoError(t, err)
 	require.Len(t, dead, 2)
 	b.run(t, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})

@@ -19,34 +19,37 @@ import (
 const pollingLockID int64 = 0x5377_6974_6368_506f // "SwitchPo"
 
 const (
-	// pollingCheckEvery is how often the holder proves its session alive and
+	// lockCheckEvery is how often a holder proves its session alive and
 	// a standby retries the lock: a dead holder is replaced within about this.
-	pollingCheckEvery = time.Second
-	// pollingOpTimeout bounds one connect or query: a holder that cannot
+	lockCheckEvery = time.Second
+	// lockOpTimeout bounds one connect or query: a holder that cannot
 	// hear from the server this long gives up the lock (closes its
-	// connection) rather than poll without knowing it still holds it.
-	pollingOpTimeout = 2 * time.Second
-	// pollingSilence is how long the server keeps the session of a client it
+	// connection) rather than act without knowing it still holds it.
+	lockOpTimeout = 2 * time.Second
+	// lockSilence is how long the server keeps the session of a client it
 	// no longer hears from (a network partition, a frozen host): after it, the
 	// session ends and the lock passes. It must exceed check + op timeout, by
 	// which the holder has already stopped on its own.
-	pollingSilence = 6 * time.Second
+	lockSilence = 6 * time.Second
 )
 
-// PollingLock is the Telegram polling lock: a PostgreSQL session advisory
-// lock, held on a connection of its own (outside the pool, so the lock lives
-// exactly as long as that connection). When the holder's process dies its
-// kernel closes the socket and the server drops the lock at once, so a standby
-// retrying every second takes over within about a second; a stopping replica
-// unlocks explicitly. When the server stops hearing from a live holder (a
-// partition), keepalives and idle_session_timeout end the session within
-// pollingSilence, by which time the holder, whose checks fail, has already
-// stopped polling. It implements bot.PollingLock; its methods are called from one
-// goroutine, the mutex only guards Close racing them at shutdown.
-type PollingLock struct {
-	cfg *pgx.ConnConfig
-	key int64
-	log *slog.Logger
+// SessionLock is a PostgreSQL session advisory lock held on a connection of
+// its own (outside the pool, so the lock lives exactly as long as that
+// connection). When the holder's process dies its kernel closes the socket
+// and the server drops the lock at once, so whoever watches for it (a standby
+// retrying every second, a peer reading pg_locks) sees it gone within about a
+// second; a stopping replica unlocks explicitly. When the server stops
+// hearing from a live holder (a partition), keepalives and
+// idle_session_timeout end the session within lockSilence, by which time the
+// holder, whose checks fail, has already stopped on its own. Two locks use
+// it: the Telegram polling lock (it implements bot.PollingLock) and each
+// replica's liveness lock (Liveness). Its methods are called from one
+// goroutine; the mutex only guards Close racing them at shutdown.
+type SessionLock struct {
+	cfg  *pgx.ConnConfig
+	key  int64
+	name string
+	log  *slog.Logger
 
 	mu   sync.Mutex
 	conn *pgx.Conn
@@ -55,20 +58,26 @@ type PollingLock struct {
 
 // PollingLock returns the polling lock for this store's database; no connection
 // is made until Acquire.
-func (s *Store) PollingLock() *PollingLock {
+func (s *Store) PollingLock() *SessionLock {
 	return NewPollingLock(s.pool.Config().ConnConfig.Copy(), s.log)
 }
 
-// NewPollingLock returns the lock for the database cfg names (tests point
-// it through a proxy to cut the network); cfg is used as is, not copied.
-func NewPollingLock(cfg *pgx.ConnConfig, log *slog.Logger) *PollingLock {
+// NewPollingLock returns the polling lock for the database cfg names (tests
+// point it through a proxy to cut the network); cfg is used as is, not copied.
+func NewPollingLock(cfg *pgx.ConnConfig, log *slog.Logger) *SessionLock {
+	return newSessionLock(cfg, pollingLockID, "polling lease", log)
+}
+
+// newSessionLock returns the lock key names, which its connection and
+// errors call name.
+func newSessionLock(cfg *pgx.ConnConfig, key int64, name string, log *slog.Logger) *SessionLock {
 	if log == nil {
 		log = slog.Default()
 	}
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
 	}
-	cfg.RuntimeParams["application_name"] = "switchboard polling lease"
+	cfg.RuntimeParams["application_name"] = "switchboard " + name
 	// The server's keepalives notice a vanished client in 2+3×1 s even where
 	// idle_session_timeout (PostgreSQL 14+) is missing; tcp_user_timeout does
 	// the same for data the server sent and never saw acknowledged. All are
@@ -76,20 +85,20 @@ func NewPollingLock(cfg *pgx.ConnConfig, log *slog.Logger) *PollingLock {
 	cfg.RuntimeParams["tcp_keepalives_idle"] = "2"
 	cfg.RuntimeParams["tcp_keepalives_interval"] = "1"
 	cfg.RuntimeParams["tcp_keepalives_count"] = "3"
-	cfg.RuntimeParams["tcp_user_timeout"] = fmt.Sprint(pollingSilence.Milliseconds())
-	return &PollingLock{cfg: cfg, key: pollingLockID, log: log}
+	cfg.RuntimeParams["tcp_user_timeout"] = fmt.Sprint(lockSilence.Milliseconds())
+	return &SessionLock{cfg: cfg, key: key, name: name, log: log}
 }
 
-// TTL is three check intervals: the poller renews (checks) every TTL/3 and a
+// TTL is three check intervals: the holder renews (checks) every TTL/3 and a
 // standby retries as often.
-func (l *PollingLock) TTL() time.Duration { return 3 * pollingCheckEvery }
+func (l *SessionLock) TTL() time.Duration { return 3 * lockCheckEvery }
 
 // Held reports whether this replica held the lock at its last check.
-func (l *PollingLock) Held() bool { return l.held.Load() }
+func (l *SessionLock) Held() bool { return l.held.Load() }
 
 // Acquire takes the lock if no other session holds it, connecting first when
 // there is no live connection.
-func (l *PollingLock) Acquire(ctx context.Context) (bool, error) {
+func (l *SessionLock) Acquire(ctx context.Context) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.held.Load() {
@@ -101,14 +110,14 @@ func (l *PollingLock) Acquire(ctx context.Context) (bool, error) {
 			return false, err
 		}
 	}
-	qctx, cancel := context.WithTimeout(ctx, pollingOpTimeout)
+	qctx, cancel := context.WithTimeout(ctx, lockOpTimeout)
 	defer cancel()
 	var ok bool
 	if err := l.conn.QueryRow(qctx, `SELECT pg_try_advisory_lock($1)`, l.key).Scan(&ok); err != nil {
 		// The lock may have been granted with the answer lost: dropping the
 		// connection gives it back.
 		l.dropLocked()
-		return false, fmt.Errorf("polling lease: try lock: %w", err)
+		return false, fmt.Errorf("%s: try lock: %w", l.name, err)
 	}
 	l.held.Store(ok)
 	return ok, nil
@@ -117,8 +126,8 @@ func (l *PollingLock) Acquire(ctx context.Context) (bool, error) {
 // Renew checks that this session is alive and still holds the lock. Any
 // failure closes the connection — which releases the lock on the server, now
 // or when it notices — and reports the lease lost, so the poller stops at once
-// instead of polling on a lock it may no longer have.
-func (l *PollingLock) Renew(ctx context.Context) (bool, error) {
+// instead of acting on a lock it may no longer have.
+func (l *SessionLock) Renew(ctx context.Context) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.held.Load() {
@@ -127,12 +136,12 @@ func (l *PollingLock) Renew(ctx context.Context) (bool, error) {
 	return l.checkLocked(ctx)
 }
 
-func (l *PollingLock) checkLocked(ctx context.Context) (bool, error) {
+func (l *SessionLock) checkLocked(ctx context.Context) (bool, error) {
 	if l.conn == nil || l.conn.IsClosed() {
 		l.held.Store(false)
 		return false, nil
 	}
-	qctx, cancel := context.WithTimeout(ctx, pollingOpTimeout)
+	qctx, cancel := context.WithTimeout(ctx, lockOpTimeout)
 	defer cancel()
 	// A bigint key shows in pg_locks as classid (high half), objid (low
 	// half) and objsubid 1.
@@ -146,11 +155,11 @@ func (l *PollingLock) checkLocked(ctx context.Context) (bool, error) {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
-		l.log.Warn("polling lease connection failed: the lock went with it", "err", err)
+		l.log.Warn(l.name+" connection failed: the lock went with it", "err", err)
 		return false, nil
 	}
 	if !still {
-		l.log.Warn("polling lease: the lock is no longer held by this session")
+		l.log.Warn(l.name + ": the lock is no longer held by this session")
 		l.held.Store(false)
 	}
 	return still, nil
@@ -158,7 +167,7 @@ func (l *PollingLock) checkLocked(ctx context.Context) (bool, error) {
 
 // Release unlocks and closes the connection so a peer takes over at once
 // (closing alone would release it too; unlocking first says so plainly).
-func (l *PollingLock) Release(ctx context.Context) error {
+func (l *SessionLock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conn == nil {
@@ -167,40 +176,43 @@ func (l *PollingLock) Release(ctx context.Context) error {
 	var err error
 	if l.held.Load() && !l.conn.IsClosed() {
 		if _, uerr := l.conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, l.key); uerr != nil {
-			err = fmt.Errorf("polling lease: unlock: %w", uerr)
+			err = fmt.Errorf("%s: unlock: %w", l.name, uerr)
 		}
 	}
 	l.held.Store(false)
 	if cerr := l.conn.Close(ctx); cerr != nil && err == nil {
-		err = fmt.Errorf("polling lease: close: %w", cerr)
+		err = fmt.Errorf("%s: close: %w", l.name, cerr)
 	}
 	l.conn = nil
 	return err
 }
 
-// Close releases the lease if it is still open (a standby's connection, or a
-// holder whose poller did not get to release); safe to call twice.
-func (l *PollingLock) Close() {
-	ctx, cancel := context.WithTimeout(context.Background(), pollingOpTimeout)
+// Close releases the lock if it is still open (a standby's connection, or a
+// holder that did not get to release); safe to call twice, and on nil.
+func (l *SessionLock) Close() {
+	if l == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lockOpTimeout)
 	defer cancel()
 	_ = l.Release(ctx)
 }
 
-func (l *PollingLock) connectLocked(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, pollingOpTimeout)
+func (l *SessionLock) connectLocked(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, lockOpTimeout)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(cctx, l.cfg.Copy())
 	if err != nil {
-		return fmt.Errorf("polling lease: connect: %w", err)
+		return fmt.Errorf("%s: connect: %w", l.name, err)
 	}
-	// The server ends a session it has not heard from in pollingSilence
+	// The server ends a session it has not heard from in lockSilence
 	// (the holder checks every second), whatever TCP thinks. PostgreSQL 13
 	// lacks the setting and relies on the keepalives alone.
-	_, err = conn.Exec(cctx, fmt.Sprintf(`SET idle_session_timeout = %d`, pollingSilence.Milliseconds()))
+	_, err = conn.Exec(cctx, fmt.Sprintf(`SET idle_session_timeout = %d`, lockSilence.Milliseconds()))
 	var pgErr *pgconn.PgError
 	if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "42704") { // undefined_object
 		_ = conn.Close(context.WithoutCancel(cctx))
-		return fmt.Errorf("polling lease: set idle_session_timeout: %w", err)
+		return fmt.Errorf("%s: set idle_session_timeout: %w", l.name, err)
 	}
 	l.conn = conn
 	return nil
@@ -208,7 +220,7 @@ func (l *PollingLock) connectLocked(ctx context.Context) error {
 
 // dropLocked closes the connection without waiting on a server that may be
 // unreachable; the lock goes with the session.
-func (l *PollingLock) dropLocked() {
+func (l *SessionLock) dropLocked() {
 	l.held.Store(false)
 	if l.conn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

@@ -1,0 +1,212 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// livenessClass is the high half of every replica's liveness lock key
+// ("SwLv"); the low half is the replica's own random number, which its
+// claimer name carries after a '#'.
+const livenessClass int64 = 0x5377_4c76
+
+// liveGrace is how long a claimer's liveness lock must stay gone before its
+// claims are given back. A replica whose lock connection broke (a server
+// restart, a network blink) takes the lock again within a check or two, and
+// its claims must not change hands meanwhile; a dead one's never come back.
+const liveGrace = 3 * time.Second
+
+// liveLocks is the keys' low halves of the liveness locks held now in this
+// database (advisory locks are per database, so another deployment's
+// replicas, or another test's, are not seen). A bigint key shows in pg_locks
+// as classid (high half), objid (low half) and objsubid 1.
+const liveLocks = `live AS MATERIALIZED (
+    SELECT l.objid::bigint AS n FROM pg_locks l
+    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.classid = $1::oid
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))`
+
+// lockOf is the liveness key a claimer name ends in (NULL for a name
+// without one: such claims end only with their lease).
+const lockOf = `substring(claimed_by FROM '#([0-9]{1,10})$')::bigint`
+
+// Liveness is this replica's proof of life to its peers, and its watch over
+// theirs. Claims of inbox updates and outbox rows carry the claimer's name
+// (REPLICA_NAME#n), and the claimer holds the session advisory lock keyed n
+// for as long as its process lives. When a replica dies its kernel closes
+// the lock's connection and the server drops the lock at once; every replica
+// looks every second for claims whose claimer's lock is gone and, after
+// liveGrace, gives them back, so the dead replica's updates and messages go
+// on within seconds instead of after their leases (30 s and 10 s), which
+// a master's Accept pressed in the meantime would outlive. A claim whose
+// claimer cannot be told (no key in its name, or two replicas that drew the
+// same number) still ends with its lease, as before.
+type Liveness struct {
+	store   *Store
+	lock    *SessionLock
+	claimer string
+	log     *slog.Logger
+	// gone is when each claimer was first seen holding claims without its
+	// lock; only this replica's patience, so losing it costs liveGrace.
+	gone map[string]time.Time
+}
+
+// Liveness returns the liveness of the replica named replica, with a number
+// of its own drawn at random: a restarted replica is a new claimer, so the
+// claims its previous process left are seen as the dead's. Nothing connects
+// until Run.
+func (s *Store) Liveness(replica string) *Liveness {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
+	n := binary.BigEndian.Uint32(b[:])
+	return &Liveness{
+		store:   s,
+		lock:    newSessionLock(s.pool.Config().ConnConfig.Copy(), livenessClass<<32|int64(n), "liveness lock", s.log),
+		claimer: fmt.Sprintf("%s#%d", replica, n),
+		log:     s.log,
+		gone:    map[string]time.Time{},
+	}
+}
+
+// Claimer is the name this replica's claims carry.
+func (l *Liveness) Claimer() string { return l.claimer }
+
+// Run holds the lock, taking it again whenever its connection is lost, and
+// every second gives back the claims of replicas whose lock has been gone
+// for liveGrace, until ctx ends. The lock outlives Run: the replica's other
+// services may still be settling their claims as they stop, and Close (or
+// the process's end) gives it up once they have.
+func (l *Liveness) Run(ctx context.Context) {
+	t := time.NewTicker(lockCheckEvery)
+	defer t.Stop()
+	lost := false
+	for {
+		held, err := l.hold(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case !held && !lost:
+			l.log.Warn("liveness lock not held: peers may take this replica's claims after a grace", "err", err)
+			lost = true
+		case held && lost:
+			l.log.Info("liveness lock held again")
+			lost = false
+		}
+		if err := l.reclaim(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			l.log.Warn("give back dead replicas' claims", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Close gives up the lock; peers then take the claims still open after
+// liveGrace.
+func (l *Liveness) Close() { l.lock.Close() }
+
+func (l *Liveness) hold(ctx context.Context) (bool, error) {
+	if l.lock.Held() {
+		if ok, err := l.lock.Renew(ctx); ok || err != nil {
+			return ok, err
+		}
+	}
+	return l.lock.Acquire(ctx)
+}
+
+// reclaim gives back the claims of claimers that have been without their
+// lock since liveGrace before now. This replica's own claims are never
+// given back here: while its lock is lost it is alive all the same.
+func (l *Liveness) reclaim(ctx context.Context, now time.Time) error {
+	dead, err := l.store.claimersWithoutLock(ctx)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	var due []string
+	for _, c := range dead {
+		if c == l.claimer {
+			continue
+		}
+		seen[c] = true
+		if since, ok := l.gone[c]; !ok {
+			l.gone[c] = now
+		} else if now.Sub(since) >= liveGrace {
+			due = append(due, c)
+		}
+	}
+	for c := range l.gone {
+		if !seen[c] {
+			delete(l.gone, c)
+		}
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	freed, err := l.store.releaseClaims(ctx, due)
+	if err != nil {
+		return err
+	}
+	if freed.Inbox+freed.Outbox > 0 {
+		l.log.Warn("gave back the claims of replicas that are gone", "claimers", due,
+			"inbox_updates", freed.Inbox, "outbox_rows", freed.Outbox)
+	}
+	return nil
+}
+
+// claimersWithoutLock lists the claimers of live claims (inbox updates and
+// outbox rows within their lease) whose liveness lock nobody holds.
+func (s *Store) claimersWithoutLock(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `
+WITH `+liveLocks+`, claims AS (
+    SELECT claimed_by FROM inbox WHERE state = 'pending' AND claimed_until > now()
+    UNION
+    SELECT claimed_by FROM outbox WHERE state = 'pending' AND claim_token IS NOT NULL AND claimed_until > now()
+)
+SELECT claimed_by FROM claims WHERE `+lockOf+` NOT IN (SELECT n FROM live)`, livenessClass)
+	if err != nil {
+		return nil, fmt.Errorf("claimers without their liveness lock: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("claimers without their liveness lock: %w", err)
+	}
+	return out, nil
+}
+
+// released counts the claims releaseClaims gave back.
+type released struct{ Inbox, Outbox int64 }
+
+// releaseClaims gives back the live claims of claimers whose liveness lock
+// is still gone (checked again in the statement: one that came back keeps
+// its claims), waking every replica's inbox workers if updates were freed;
+// outbox senders find freed rows on their next poll.
+func (s *Store) releaseClaims(ctx context.Context, claimers []string) (released, error) {
+	var r released
+	err := s.pool.QueryRow(ctx, `
+WITH `+liveLocks+`, inbox_freed AS (
+    UPDATE inbox SET claimed_by = NULL, claim_token = NULL, claimed_until = NULL
+    WHERE state = 'pending' AND claimed_by = ANY($2) AND claimed_until > now() AND `+lockOf+` NOT IN (SELECT n FROM live)
+    RETURNING 1
+), outbox_freed AS (
+    UPDATE outbox SET claimed_by = NULL, claim_token = NULL, claimed_until = NULL
+    WHERE state = 'pending' AND claim_token IS NOT NULL AND claimed_by = ANY($2) AND claimed_until > now()
+      AND `+lockOf+` NOT IN (SELECT n FROM live)
+    RETURNING 1
+), counts AS (
+    SELECT (SELECT count(*) FROM inbox_freed) AS inbox, (SELECT count(*) FROM outbox_freed) AS outbox
+)
+SELECT inbox, outbox, (SELECT count(pg_notify('`+InboxChannel+`', '')) FROM counts WHERE inbox > 0) FROM counts`,
+		livenessClass, claimers).Scan(&r.Inbox, &r.Outbox, new(int64))
+	if err != nil {
+		return r, fmt.Errorf("give back claims of %v: %w", claimers, err)
+	}
+	return r, nil
+}
