@@ -230,7 +230,7 @@ func (a *app) buildWorkflows(context.Context) error {
 	}
 	a.mem, err = memory.NewService(memory.Config{
 		Workers: cfg.MemoryWorkers, StageLease: cfg.MemoryLease, SweepInterval: cfg.MemoryReaperInterval,
-		Window: window, StreamEvery: cfg.MemoryStreamEvery,
+		Window: window, StreamEvery: cfg.MemoryStreamEvery, Claimer: a.beats.Claimer(),
 	}, memory.Deps{
 		Repo: a.store, LLM: llm.MemoryPort{Client: a.llm}, Notifier: notes, Typist: bot.Typist{Client: a.tg},
 		Drafts: bot.Drafts{Sender: a.out}, Log: log, Registerer: a.reg,

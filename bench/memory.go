@@ -761,9 +761,9 @@ type clockedRepo struct {
 	c *runClock
 }
 
-func (r clockedRepo) CapturePipelineRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
+func (r clockedRepo) CapturePipelineRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, claimer string, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
 	start := time.Now()
-	run, rc, ok, err := r.Repository.CapturePipelineRun(ctx, id, from, to, lease, size)
+	run, rc, ok, err := r.Repository.CapturePipelineRun(ctx, id, from, to, lease, claimer, size)
 	if ok && err == nil && from == memory.New {
 		r.c.mu.Lock()
 		r.c.begin[id] = start

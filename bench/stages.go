@@ -129,13 +129,13 @@ type timedMemoryRepo struct {
 	s *stages
 }
 
-func (r timedMemoryRepo) CapturePipelineRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
+func (r timedMemoryRepo) CapturePipelineRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, claimer string, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
 	name := "db CapturePipelineRun"
 	if size != (memory.RecallSize{}) {
 		name += " + recall"
 	}
 	defer r.s.since(name, time.Now())
-	return r.Repository.CapturePipelineRun(ctx, id, from, to, lease, size)
+	return r.Repository.CapturePipelineRun(ctx, id, from, to, lease, claimer, size)
 }
 
 func (r timedMemoryRepo) StepPipelineRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
@@ -147,9 +147,9 @@ func (r timedMemoryRepo) StepPipelineRun(ctx context.Context, id int64, st memor
 	return r.Repository.StepPipelineRun(ctx, id, st)
 }
 
-func (r timedMemoryRepo) ClaimFinishedPipelineRun(ctx context.Context, id int64, lease time.Duration) (memory.PipelineRun, bool, error) {
+func (r timedMemoryRepo) ClaimFinishedPipelineRun(ctx context.Context, id int64, lease time.Duration, claimer string) (memory.PipelineRun, bool, error) {
 	defer r.s.since("db ClaimFinishedPipelineRun", time.Now())
-	return r.Repository.ClaimFinishedPipelineRun(ctx, id, lease)
+	return r.Repository.ClaimFinishedPipelineRun(ctx, id, lease, claimer)
 }
 
 func (r timedMemoryRepo) MarkPipelineRunDelivered(ctx context.Context, id int64, tell domain.Render[memory.PipelineRun]) (bool, error) {

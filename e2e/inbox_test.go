@@ -8,6 +8,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -392,13 +393,17 @@ func TestInboxKilledReplicasChatsGoOnWithinSeconds(t *testing.T) {
 		users[i] = env.TG.User(int64(7800+i), fmt.Sprintf("User%d", i), "en")
 		settings[i] = openSettings(t, env, users[i])
 	}
-	// Everyone presses a settings button, a round every half second, until
-	// the worker has claimed a press (either replica may claim each).
+	// Everyone presses the digest button (marked ✓ once chosen), a round
+	// every half second, until the worker has claimed a press (either
+	// replica may claim each).
 	var last time.Time
 	eventually(t, 60*time.Second, func() bool {
 		if time.Since(last) > 500*time.Millisecond {
 			for i, u := range users {
-				_, err := u.PressButton(settings[i], "Digest")
+				m := current(t, env, u.ID(), settings[i].MessageID)
+				k := slices.IndexFunc(m.ReplyMarkup.Labels(), func(l string) bool { return strings.HasSuffix(l, "Digest") })
+				require.GreaterOrEqual(t, k, 0, "the settings offer a digest: %v", m.ReplyMarkup.Labels())
+				_, err := u.PressButton(m, m.ReplyMarkup.Labels()[k])
 				require.NoError(t, err)
 			}
 			last = time.Now()

@@ -95,13 +95,16 @@ func TestMemoryChatFailureIsReported(t *testing.T) {
 }
 
 // A replica killed with kill -9 while its responder call hangs: another
-// replica's reaper returns the run once the lease runs out and finishes it.
+// replica sees its liveness lock gone, ends the stage's lease and wakes its
+// reaper, which returns the run, and the run is finished. MEMORY_LEASE and
+// the reaper's interval are ten minutes here, past the wait's bound: only
+// the dead replica's lock can have told.
 func TestMemoryChatKilledReplicaIsReaped(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
 	responder := scriptMemory(env)
 	responder.FaultNext(1, llmtest.Hang())
-	over := map[string]string{"MEMORY_LEASE": "3s", "MEMORY_REAPER_INTERVAL": "1s", "LLM_TIMEOUT": "1m"}
+	over := map[string]string{"MEMORY_LEASE": "10m", "MEMORY_REAPER_INTERVAL": "10m", "LLM_TIMEOUT": "1m"}
 	first := env.Start(over)
 	ann := env.TG.User(703, "Ann", "en")
 	msg := ann.SendText(ann.ID(), "Finish me, whoever you are")

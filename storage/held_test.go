@@ -26,7 +26,7 @@ func TestHeldPastLease(t *testing.T) {
 	require.Equal(t, storage.HeldWork{}, held())
 
 	r := f.submit(1, "hello")
-	_, _, ok, err := st.CapturePipelineRun(ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{})
+	_, _, ok, err := st.CapturePipelineRun(ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, storage.HeldWork{}, held(), "a live claim")

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"switchboard/domain/memory"
 )
 
 // livenessClass is the high half of every replica's liveness lock key
@@ -36,16 +38,19 @@ const liveLocks = `live AS MATERIALIZED (
 const lockOf = `substring(claimed_by FROM '#([0-9]{1,10})$')::bigint`
 
 // Liveness is this replica's proof of life to its peers, and its watch over
-// theirs. Claims of inbox updates and outbox rows carry the claimer's name
-// (REPLICA_NAME#n), and the claimer holds the session advisory lock keyed n
-// for as long as its process lives. When a replica dies its kernel closes
-// the lock's connection and the server drops the lock at once; every replica
-// looks every second for claims whose claimer's lock is gone and, after
-// liveGrace, gives them back, so the dead replica's updates and messages go
-// on within seconds instead of after their leases (30 s and 10 s), which
-// a master's Accept pressed in the meantime would outlive. A claim whose
-// claimer cannot be told (no key in its name, or two replicas that drew the
-// same number) still ends with its lease, as before.
+// theirs. Claims of inbox updates, outbox rows and memory-chat stages carry
+// the claimer's name (REPLICA_NAME#n), and the claimer holds the session
+// advisory lock keyed n for as long as its process lives. When a replica
+// dies its kernel closes the lock's connection and the server drops the lock
+// at once; every replica looks every second for claims whose claimer's lock
+// is gone and, after liveGrace, gives them back, so the dead replica's
+// updates, messages and users' runs go on within seconds instead of after
+// their leases (30 s, 10 s, 2 min), which a master's Accept pressed in the
+// meantime would outlive. A stage's lease is ended rather than the stage
+// returned: the memory reaper, woken for it, returns it and counts the
+// return, so a run that kills every replica that takes it still fails after
+// its returns. A claim whose claimer cannot be told (no key in its name, or
+// two replicas that drew the same number) still ends with its lease.
 type Liveness struct {
 	store   *Store
 	lock    *SessionLock
@@ -154,21 +159,24 @@ func (l *Liveness) reclaim(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if freed.Inbox+freed.Outbox > 0 {
+	if freed.Inbox+freed.Outbox+freed.Runs > 0 {
 		l.log.Warn("gave back the claims of replicas that are gone", "claimers", due,
-			"inbox_updates", freed.Inbox, "outbox_rows", freed.Outbox)
+			"inbox_updates", freed.Inbox, "outbox_rows", freed.Outbox, "memory_runs", freed.Runs)
 	}
 	return nil
 }
 
-// claimersWithoutLock lists the claimers of live claims (inbox updates and
-// outbox rows within their lease) whose liveness lock nobody holds.
+// claimersWithoutLock lists the claimers of live claims (inbox updates,
+// outbox rows and open pipeline runs within their lease) whose liveness lock
+// nobody holds.
 func (s *Store) claimersWithoutLock(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `
 WITH `+liveLocks+`, claims AS (
     SELECT claimed_by FROM inbox WHERE state = 'pending' AND claimed_until > now()
     UNION
     SELECT claimed_by FROM outbox WHERE state = 'pending' AND claim_token IS NOT NULL AND claimed_until > now()
+    UNION
+    SELECT claimed_by FROM pipeline_runs WHERE closed_at IS NULL AND claimed_until > now()
 )
 SELECT claimed_by FROM claims WHERE `+lockOf+` NOT IN (SELECT n FROM live)`, livenessClass)
 	if err != nil {
@@ -182,12 +190,16 @@ SELECT claimed_by FROM claims WHERE `+lockOf+` NOT IN (SELECT n FROM live)`, liv
 }
 
 // released counts the claims releaseClaims gave back.
-type released struct{ Inbox, Outbox int64 }
+type released struct{ Inbox, Outbox, Runs int64 }
+
+// reapPayload on memory.Channel wakes every replica's memory reaper.
+const reapPayload = `{"reap":true}`
 
 // releaseClaims gives back the live claims of claimers whose liveness lock
 // is still gone (checked again in the statement: one that came back keeps
-// its claims), waking every replica's inbox workers if updates were freed;
-// outbox senders find freed rows on their next poll.
+// its claims), waking every replica's inbox workers if updates were freed
+// and memory reapers if stages' leases were ended; outbox senders find
+// freed rows on their next poll.
 func (s *Store) releaseClaims(ctx context.Context, claimers []string) (released, error) {
 	var r released
 	err := s.pool.QueryRow(ctx, `
@@ -200,11 +212,19 @@ WITH `+liveLocks+`, inbox_freed AS (
     WHERE state = 'pending' AND claim_token IS NOT NULL AND claimed_by = ANY($2) AND claimed_until > now()
       AND `+lockOf+` NOT IN (SELECT n FROM live)
     RETURNING 1
+), runs_ended AS (
+    UPDATE pipeline_runs SET claimed_until = now()
+    WHERE closed_at IS NULL AND claimed_by = ANY($2) AND claimed_until > now() AND `+lockOf+` NOT IN (SELECT n FROM live)
+    RETURNING 1
 ), counts AS (
-    SELECT (SELECT count(*) FROM inbox_freed) AS inbox, (SELECT count(*) FROM outbox_freed) AS outbox
+    SELECT (SELECT count(*) FROM inbox_freed) AS inbox, (SELECT count(*) FROM outbox_freed) AS outbox,
+           (SELECT count(*) FROM runs_ended) AS runs
 )
-SELECT inbox, outbox, (SELECT count(pg_notify('`+InboxChannel+`', '')) FROM counts WHERE inbox > 0) FROM counts`,
-		livenessClass, claimers).Scan(&r.Inbox, &r.Outbox, new(int64))
+SELECT inbox, outbox, runs,
+    (SELECT count(pg_notify('`+InboxChannel+`', '')) FROM counts WHERE inbox > 0),
+    (SELECT count(pg_notify('`+memory.Channel+`', '`+reapPayload+`')) FROM counts WHERE runs > 0)
+FROM counts`,
+		livenessClass, claimers).Scan(&r.Inbox, &r.Outbox, &r.Runs, new(int64), new(int64))
 	if err != nil {
 		return r, fmt.Errorf("give back claims of %v: %w", claimers, err)
 	}

@@ -1,22 +1,26 @@
 package storage_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
+	"switchboard/domain/memory"
 	"switchboard/storage"
 )
 
 // liveFixture is two replicas holding their liveness locks, each with an
-// inbox update and an outbox row claimed for ten minutes, beside an update
-// claimed under a name without a liveness key (a claimer that cannot be
-// told dead: its claim ends only with its lease).
+// inbox update, an outbox row and a memory-chat stage (users 1 and 2's runs)
+// claimed for ten minutes, beside an update claimed under a name without a
+// liveness key (a claimer that cannot be told dead: its claim ends only with
+// its lease).
 type liveFixture struct {
 	*testBundle
-	a, b *storage.Liveness
+	a, b       *storage.Liveness
+	runA, runB int64
 }
 
 func setupLiveness(t *testing.T) liveFixture {
@@ -44,14 +48,37 @@ func setupLiveness(t *testing.T) liveFixture {
 		require.NoError(t, err)
 		require.Len(t, got, 1, c)
 	}
-	f.requireFree(t, nil, nil, "all claimed")
+	var runs []int64
+	for i, c := range []string{f.a.Claimer(), f.b.Claimer()} {
+		user := int64(i + 1)
+		_, err := f.st.UpsertUser(f.ctx, domain.User{ID: user, FirstName: "U"})
+		require.NoError(t, err)
+		r, _, err := f.st.SubmitPipelineRun(f.ctx, user, user, 1, "hello")
+		require.NoError(t, err)
+		_, _, ok, err := f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, 10*time.Minute, c, memory.RecallSize{})
+		require.NoError(t, err)
+		require.True(t, ok, c)
+		runs = append(runs, r.ID)
+	}
+	f.runA, f.runB = runs[0], runs[1]
+	f.requireFree(t, nil, nil, nil, "all claimed")
 	return f
 }
 
-// requireFree requires the claimable updates and outbox chats to be these
-// (claiming them, for ten minutes, as "observer").
-func (f liveFixture) requireFree(t *testing.T, updates, chats []int64, msg string) {
+// requireFree requires the claimable updates and outbox chats, and the runs
+// the memory reaper returns, to be these (claiming them, for ten minutes,
+// as "observer").
+func (f liveFixture) requireFree(t *testing.T, updates, chats, runs []int64, msg string) {
 	t.Helper()
+	returned, failed, err := f.st.ReapPipelineRuns(f.ctx, 5)
+	require.NoError(t, err)
+	require.Empty(t, failed)
+	var reaped []int64
+	for _, r := range returned {
+		require.Equal(t, memory.New, r.Status, "back to the status before its stage")
+		reaped = append(reaped, r.ID)
+	}
+	require.Equal(t, runs, reaped, "memory runs: "+msg)
 	us, err := f.st.ClaimUpdates(f.ctx, "observer", 10, 10*time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, updates, ids(us), "inbox: "+msg)
@@ -78,10 +105,23 @@ func TestLivenessGivesBackADeadReplicasClaims(t *testing.T) {
 	require.NoError(t, f.a.ReclaimAt(f.ctx, t0.Add(time.Hour)))
 	require.NoError(t, f.b.ReclaimAt(f.ctx, t0))
 	require.NoError(t, f.b.ReclaimAt(f.ctx, t0.Add(storage.LiveGrace-time.Millisecond)))
-	f.requireFree(t, nil, nil, "within the grace, and never by the dead one's own sweeps")
+	f.requireFree(t, nil, nil, nil, "within the grace, and never by the dead one's own sweeps")
 
+	// The memory reapers hear that a dead replica's stages are theirs now.
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	connected, reap := make(chan struct{}, 1), make(chan string, 10)
+	go f.st.Listen(ctx, []string{memory.Channel}, func() { connected <- struct{}{} }, func(_, p string) { reap <- p })
+	<-connected
 	require.NoError(t, f.b.ReclaimAt(f.ctx, t0.Add(storage.LiveGrace)))
-	f.requireFree(t, []int64{1}, []int64{201}, "the dead replica's claims are given back after the grace, no one else's")
+	f.requireFree(t, []int64{1}, []int64{201}, []int64{f.runA},
+		"the dead replica's claims are given back after the grace, no one else's")
+	select {
+	case p := <-reap:
+		require.JSONEq(t, `{"reap":true}`, p)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reapers were not woken")
+	}
 }
 
 // A replica whose lock connection broke and came back within the grace (a
@@ -99,13 +139,13 @@ func TestLivenessKeepsTheClaimsOfAReplicaThatCameBack(t *testing.T) {
 	require.True(t, held, "the lock is taken again on a new connection")
 	require.NoError(t, f.b.ReclaimAt(f.ctx, t0.Add(storage.LiveGrace)))
 	require.NoError(t, f.b.ReclaimAt(f.ctx, t0.Add(2*storage.LiveGrace)))
-	f.requireFree(t, nil, nil, "a replica that is back keeps its claims")
+	f.requireFree(t, nil, nil, nil, "a replica that is back keeps its claims")
 
 	// Gone for good this time: the grace counts from the new sighting.
 	f.a.Die()
 	t1 := t0.Add(3 * storage.LiveGrace)
 	require.NoError(t, f.b.ReclaimAt(f.ctx, t1))
-	f.requireFree(t, nil, nil, "seen gone once")
+	f.requireFree(t, nil, nil, nil, "seen gone once")
 	require.NoError(t, f.b.ReclaimAt(f.ctx, t1.Add(storage.LiveGrace)))
-	f.requireFree(t, []int64{1}, []int64{201}, "given back a grace after it went again")
+	f.requireFree(t, []int64{1}, []int64{201}, []int64{f.runA}, "given back a grace after it went again")
 }

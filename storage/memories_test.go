@@ -108,7 +108,7 @@ func TestArchiveSupersedesOnlyTheUsersCurrentMemories(t *testing.T) {
 
 	// The next run's recall has the current memories only.
 	next := must1(f.st.SubmitPipelineRun(f.ctx, memAnn, memAnn, 9, "Where do I live?"))
-	_, rc, ok, err := f.st.CapturePipelineRun(f.ctx, next.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{Logs: 10, Summaries: 20})
+	_, rc, ok, err := f.st.CapturePipelineRun(f.ctx, next.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{Logs: 10, Summaries: 20})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, []int64{later, lviv, job}, memIDs(rc.Summaries))

@@ -134,12 +134,13 @@ func heldBy(lease time.Duration) *int64 {
 // user's raw logs from before the run (not its own query, nor the messages
 // the user sent after it, queued behind it) and their latest current
 // summaries (none a later one superseded).
-func (s *Store) CapturePipelineRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
+func (s *Store) CapturePipelineRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, claimer string, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
 	var rc memory.Recall
 	var logs, sums []byte
 	row := s.pool.QueryRow(ctx, `
 WITH r AS (
-    UPDATE pipeline_runs r SET status = $3, claimed_until = now() + $4 * interval '1 millisecond', updated_at = now()
+    UPDATE pipeline_runs r SET status = $3, claimed_until = now() + $4 * interval '1 millisecond', updated_at = now(),
+        claimed_by = NULLIF($7, '')
     `+asyncFrom+`
     WHERE r.id = $1 AND r.status = $2
       AND ($2 <> 'NEW' OR NOT EXISTS (
@@ -157,7 +158,7 @@ SELECT `+runColumns+`,
     (SELECT COALESCE(json_agg(m ORDER BY m.id DESC), '[]') FROM (
         SELECT `+summaryColumns+` FROM lsm_storage WHERE user_id = r.user_id AND invalid_at IS NULL
         ORDER BY id DESC LIMIT $6) m)
-FROM r`, id, from, to, lease.Milliseconds(), size.Logs, size.Summaries)
+FROM r`, id, from, to, lease.Milliseconds(), size.Logs, size.Summaries, claimer)
 	r, err := scanRun(row, &logs, &sums)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.PipelineRun{}, rc, false, nil
@@ -319,13 +320,13 @@ func (s *Store) StepPipelineRun(ctx context.Context, id int64, st memory.Step) (
 
 // ClaimFinishedPipelineRun claims a COMPLETED or FAILED run that still has to be
 // delivered, or archived, so only one orchestrator does it.
-func (s *Store) ClaimFinishedPipelineRun(ctx context.Context, id int64, lease time.Duration) (memory.PipelineRun, bool, error) {
+func (s *Store) ClaimFinishedPipelineRun(ctx context.Context, id int64, lease time.Duration, claimer string) (memory.PipelineRun, bool, error) {
 	return scanRunOK(s.pool.QueryRow(ctx, `
-UPDATE pipeline_runs r SET claimed_until = now() + $2 * interval '1 millisecond'
+UPDATE pipeline_runs r SET claimed_until = now() + $2 * interval '1 millisecond', claimed_by = NULLIF($3, '')
 WHERE r.id = $1 AND r.status IN ('COMPLETED', 'FAILED')
   AND (r.delivered_at IS NULL OR (r.status = 'COMPLETED' AND r.archived_at IS NULL))
   AND (r.claimed_until IS NULL OR r.claimed_until < now())
-RETURNING `+runColumns, id, lease.Milliseconds()), "claim finished run")
+RETURNING `+runColumns, id, lease.Milliseconds(), claimer), "claim finished run")
 }
 
 // markDelivered queues a finished run's messages ($2–$7) and records

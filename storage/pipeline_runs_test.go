@@ -86,7 +86,7 @@ func TestStepRunAdvancesAndCapturesInOneCommit(t *testing.T) {
 	require.Equal(t, "NEW", st)
 	require.False(t, held, "a new run is for anyone to capture")
 
-	_, _, ok, err := f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{})
+	_, _, ok, err := f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	st, held = f.next()
@@ -127,7 +127,7 @@ func TestStepRunAdvancesAndCapturesInOneCommit(t *testing.T) {
 	require.False(t, held)
 
 	// Completing logs the answer and keeps the finishing claim.
-	_, _, ok, err = f.st.CapturePipelineRun(f.ctx, r.ID, memory.Analyzed, memory.Assembling, time.Minute, memory.RecallSize{})
+	_, _, ok, err = f.st.CapturePipelineRun(f.ctx, r.ID, memory.Analyzed, memory.Assembling, time.Minute, "", memory.RecallSize{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	ok, err = f.st.StepPipelineRun(f.ctx, r.ID, memory.Step{From: memory.Assembling, To: memory.Ready,
@@ -145,7 +145,7 @@ func TestStepRunAdvancesAndCapturesInOneCommit(t *testing.T) {
 	require.NoError(t, f.st.Pool().QueryRow(f.ctx,
 		`SELECT count(*) FROM raw_logs WHERE log_type = 'answer' AND log_data->>'text' = 'the answer'`).Scan(&answers))
 	require.Equal(t, 1, answers)
-	_, ok, err = f.st.ClaimFinishedPipelineRun(f.ctx, r.ID, time.Minute)
+	_, ok, err = f.st.ClaimFinishedPipelineRun(f.ctx, r.ID, time.Minute, "")
 	require.NoError(t, err)
 	require.False(t, ok, "nobody else claims it while the claim holds")
 }
@@ -184,7 +184,7 @@ func TestCaptureRecallsOnlyEarlierHistory(t *testing.T) {
 	r := f.submit(1, "second question")
 	f.submit(1, "third question, queued")
 
-	run, rc, ok, err := f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{Logs: 10, Summaries: 20})
+	run, rc, ok, err := f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{Logs: 10, Summaries: 20})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "second question", run.Query)
@@ -200,7 +200,7 @@ func TestCaptureRecallsOnlyEarlierHistory(t *testing.T) {
 	require.Equal(t, first.ID, rc.Logs[0].RunID)
 
 	// A failed capture reads nothing it returns.
-	_, rc, ok, err = f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{Logs: 10, Summaries: 20})
+	_, rc, ok, err = f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{Logs: 10, Summaries: 20})
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Empty(t, rc.Logs)
@@ -264,7 +264,7 @@ func TestPipelineNotifiesInsertsAndStatusChangesOnly(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
 	r := f.submit(1, "hello")
-	_, _, ok, err := f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, memory.RecallSize{})
+	_, _, ok, err := f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	needs := true

@@ -178,8 +178,19 @@ func (s *Service) Run(ctx context.Context, listen domain.Listen) {
 					UserID int64  `json:"user_id"`
 					Status Status `json:"status"`
 					Held   bool   `json:"held"`
+					// Reap: a dead replica's stages had their leases
+					// ended (storage.Liveness); return them now rather
+					// than at the reaper's next tick.
+					Reap bool `json:"reap"`
 				}
-				if json.Unmarshal([]byte(payload), &ev) != nil || ev.ID <= 0 {
+				if json.Unmarshal([]byte(payload), &ev) != nil {
+					return
+				}
+				if ev.Reap {
+					go s.reapNow(ctx)
+					return
+				}
+				if ev.ID <= 0 {
 					return
 				}
 				ref := Ref{ID: ev.ID, UserID: ev.UserID, Status: ev.Status}
@@ -226,6 +237,13 @@ func (s *Service) Sweep(ctx context.Context) {
 	}
 	if n, err := s.deps.Repo.PipelineBacklog(ctx); err == nil {
 		s.m.backlog.Set(float64(n))
+	}
+}
+
+// reapNow is Reap on a wake, its failure logged: the reaper's tick retries.
+func (s *Service) reapNow(ctx context.Context) {
+	if _, err := s.Reap(ctx); err != nil && ctx.Err() == nil {
+		s.log.Warn("reap pipeline runs", "err", err)
 	}
 }
 

@@ -86,7 +86,7 @@ func (s *Service) process(ctx context.Context, ref Ref) {
 	case New, Analyzed, Ready:
 		r, rc, ok, err = s.capture(ctx, ref)
 	case Completed, Failed:
-		r, ok, err = s.deps.Repo.ClaimFinishedPipelineRun(ctx, ref.ID, s.cfg.StageLease)
+		r, ok, err = s.deps.Repo.ClaimFinishedPipelineRun(ctx, ref.ID, s.cfg.StageLease, s.cfg.Claimer)
 	default:
 		return // a stage at work, here or elsewhere, or stalled (the reaper's)
 	}

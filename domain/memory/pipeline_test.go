@@ -243,7 +243,7 @@ func TestReaperFinishesADeadOrchestratorsRun(t *testing.T) {
 	b.script()
 	b.user(t, 1)
 	r := b.submit(t, b.svc, 1, "Who finishes me?")
-	_, _, ok, err := b.store.CapturePipelineRun(b.ctx, r.ID, memory.New, memory.Analyzing, 300*time.Millisecond, memory.RecallSize{})
+	_, _, ok, err := b.store.CapturePipelineRun(b.ctx, r.ID, memory.New, memory.Analyzing, 300*time.Millisecond, "", memory.RecallSize{})
 	require.NoError(t, err)
 	require.True(t, ok)
 

@@ -204,12 +204,12 @@ type PipelineStore interface {
 	SubmitPipelineRun(ctx context.Context, userID, chatID int64, messageID int, query string) (PipelineRun, int, error)
 	// CapturePipelineRun starts a stage: from → to with a lease, reading the user's
 	// memory as asked.
-	CapturePipelineRun(ctx context.Context, id int64, from, to Status, lease time.Duration, recall RecallSize) (PipelineRun, Recall, bool, error)
+	CapturePipelineRun(ctx context.Context, id int64, from, to Status, lease time.Duration, claimer string, recall RecallSize) (PipelineRun, Recall, bool, error)
 	// StepPipelineRun applies st; false if the run was not in st.From.
 	StepPipelineRun(ctx context.Context, id int64, st Step) (bool, error)
 	// PipelineRun reads a run as it is now.
 	PipelineRun(ctx context.Context, id int64) (PipelineRun, error)
-	ClaimFinishedPipelineRun(ctx context.Context, id int64, lease time.Duration) (PipelineRun, bool, error)
+	ClaimFinishedPipelineRun(ctx context.Context, id int64, lease time.Duration, claimer string) (PipelineRun, bool, error)
 	// MarkPipelineRunDelivered queues tell's messages (the answer or the failure
 	// notice, domain.Fixed: one statement) and
 	// records delivered_at, in one statement, for a finished run whose
@@ -377,6 +377,10 @@ type Config struct {
 	Workers int
 	// StageLease is how long a captured stage may take before the reaper returns it.
 	StageLease time.Duration
+	// Claimer names this replica in its captures (storage.Liveness): once
+	// it is seen dead, its stages' leases end at once and the reaper is
+	// woken. Empty: only StageLease ends them.
+	Claimer string
 	// MaxReaps is how often a run may be returned before it FAILS.
 	MaxReaps int
 	// SweepInterval re-reads unfinished runs even without notifications.
@@ -651,7 +655,7 @@ func (s *Service) capture(ctx context.Context, ref Ref) (PipelineRun, Recall, bo
 	if err := checkTransition(ref.Status, to); err != nil {
 		return PipelineRun{}, Recall{}, false, err
 	}
-	r, rc, ok, err := s.deps.Repo.CapturePipelineRun(ctx, ref.ID, ref.Status, to, s.cfg.StageLease, recallFor[ref.Status])
+	r, rc, ok, err := s.deps.Repo.CapturePipelineRun(ctx, ref.ID, ref.Status, to, s.cfg.StageLease, s.cfg.Claimer, recallFor[ref.Status])
 	if err != nil {
 		return r, rc, false, fmt.Errorf("capture run %d %s → %s: %w", ref.ID, ref.Status, to, err)
 	}
