@@ -202,6 +202,7 @@ func (a *app) buildWorkflows(context.Context) error {
 		FetchLimit:     cfg.VacancyFetchLimit,
 		RecoveryWindow: cfg.VacancyRecoveryWindow,
 		ClaimLease:     cfg.VacancyClaimLease,
+		Claimer:        a.beats.Claimer(),
 		Workers:        vacancy.WorkersFor(cfg.LLMMaxConcurrency),
 		SweepInterval:  cfg.QueueInterval,
 		FollowUp:       cfg.ApplicationFollowUp,
@@ -214,7 +215,7 @@ func (a *app) buildWorkflows(context.Context) error {
 	}
 	a.letters, err = vacancy.NewLetters(vacancy.LetterConfig{
 		PerDay: cfg.CoverLettersPerDay, Lease: cfg.VacancyClaimLease, Workers: cfg.LLMMaxConcurrency,
-		SweepInterval: cfg.QueueInterval,
+		SweepInterval: cfg.QueueInterval, Claimer: a.beats.Claimer(),
 	}, vacancy.LetterDeps{
 		Repo: a.store, LLM: llm.LetterPort{Client: a.llm}, Notifier: notes, Log: log, Registerer: a.reg,
 	})
@@ -257,7 +258,7 @@ func (a *app) buildWorkflows(context.Context) error {
 	}
 
 	a.res, err = resume.NewService(resume.Config{
-		MaxBytes: int64(cfg.ResumeMaxFileMB) << 20, MaxPages: cfg.ResumeMaxPages, MaxProfile: vacancy.MaxProfile,
+		MaxBytes: int64(cfg.ResumeMaxFileMB) << 20, MaxPages: cfg.ResumeMaxPages, MaxProfile: vacancy.MaxProfile, Claimer: a.beats.Claimer(),
 	}, resume.Deps{
 		Repo: a.store, Notifier: notes, Log: log,
 		Files: bot.TelegramFiles{URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, Client: &http.Client{Timeout: time.Minute}},

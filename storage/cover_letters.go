@@ -109,7 +109,8 @@ RETURNING `+letterColumns, nl.MatchID, nl.UserID, nl.Style, base, nl.Language, n
 	return a, nil
 }
 
-// claimLetterSQL is ClaimCoverLetter's one statement: $1 the lease.
+// claimLetterSQL is ClaimCoverLetter's one statement: $1 the lease, $2 the
+// claimer.
 const claimLetterSQL = `
 WITH c AS (
     SELECT id FROM cover_letters
@@ -118,7 +119,7 @@ WITH c AS (
     FOR UPDATE SKIP LOCKED
 ), l AS (
     UPDATE cover_letters l SET claimed_until = now() + $1 * interval '1 millisecond',
-        claim_token = gen_random_uuid(), attempts = l.attempts + 1
+        claim_token = gen_random_uuid(), claimed_by = NULLIF($2, ''), attempts = l.attempts + 1
     FROM c WHERE l.id = c.id
     RETURNING l.*
 )
@@ -129,13 +130,13 @@ FROM l JOIN vacancy_matches m ON m.id = l.match_id JOIN vacancies v ON v.id = m.
 // ClaimCoverLetter claims the oldest pending letter whose lease is free or
 // ran out, in one statement with FOR UPDATE SKIP LOCKED, with the vacancy,
 // the profile and a rewrite's base text; ok is false when none is claimable.
-func (s *Store) ClaimCoverLetter(ctx context.Context, lease time.Duration) (vacancy.LetterClaim, bool, error) {
+func (s *Store) ClaimCoverLetter(ctx context.Context, lease time.Duration, claimer string) (vacancy.LetterClaim, bool, error) {
 	var c vacancy.LetterClaim
 	var fetched *time.Time
 	var lang, tgLang string
 	dest := append(letterDest(&c.Letter), vacancyDest(&c.Vacancy, &fetched)...)
 	dest = append(dest, &lang, &tgLang, &c.Profile, &c.Base)
-	err := s.pool.QueryRow(ctx, claimLetterSQL, lease.Milliseconds()).Scan(dest...)
+	err := s.pool.QueryRow(ctx, claimLetterSQL, lease.Milliseconds(), claimer).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, false, nil
 	}

@@ -55,7 +55,7 @@ func (f *letterFixture) ask(user, match int64, press string, limit int) vacancy.
 // reason), its message written with it.
 func (f *letterFixture) settle(reason string) vacancy.Letter {
 	f.t.Helper()
-	c, ok, err := f.st.ClaimCoverLetter(f.ctx, time.Minute)
+	c, ok, err := f.st.ClaimCoverLetter(f.ctx, time.Minute, "")
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	l := c.Letter
@@ -165,7 +165,7 @@ func TestCoverLetterClaimAndFinish(t *testing.T) {
 	f.exec(`UPDATE users SET profile = 'Go, 5 years', language = 'ru' WHERE id = 7`)
 	asked := f.ask(7, f.matches[0], "p1", 10)
 
-	c, ok, err := f.st.ClaimCoverLetter(f.ctx, time.Minute)
+	c, ok, err := f.st.ClaimCoverLetter(f.ctx, time.Minute, "")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, asked.Letter.ID, c.Letter.ID)
@@ -174,14 +174,14 @@ func TestCoverLetterClaimAndFinish(t *testing.T) {
 	require.Equal(t, "Go developer", c.Vacancy.Title)
 	require.Equal(t, "https://hh.ru/applicant/vacancy_response?vacancyId=1", c.Vacancy.ApplyURL)
 	require.Equal(t, 1, c.Letter.Attempts)
-	_, ok, err = f.st.ClaimCoverLetter(f.ctx, time.Minute)
+	_, ok, err = f.st.ClaimCoverLetter(f.ctx, time.Minute, "")
 	require.NoError(t, err)
 	require.False(t, ok, "claimed")
 
 	// The lease runs out; another worker takes it over, and the first
 	// worker's finish is refused.
 	f.exec(`UPDATE cover_letters SET claimed_until = now() - interval '1 second'`)
-	c2, ok, err := f.st.ClaimCoverLetter(f.ctx, time.Minute)
+	c2, ok, err := f.st.ClaimCoverLetter(f.ctx, time.Minute, "")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, 2, c2.Letter.Attempts)
@@ -213,7 +213,7 @@ func TestCoverLetterClaimAndFinish(t *testing.T) {
 		Style: vacancy.StyleShorter, PressID: "p2"}, 10, vacancy.LetterWindow)
 	require.NoError(t, err)
 	require.Equal(t, 2, rewrite.Letter.Version)
-	c3, ok, err := f.st.ClaimCoverLetter(f.ctx, time.Minute)
+	c3, ok, err := f.st.ClaimCoverLetter(f.ctx, time.Minute, "")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, vacancy.StyleShorter, c3.Letter.Style)

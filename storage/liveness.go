@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,19 +39,18 @@ const liveLocks = `live AS MATERIALIZED (
 const lockOf = `substring(claimed_by FROM '#([0-9]{1,10})$')::bigint`
 
 // Liveness is this replica's proof of life to its peers, and its watch over
-// theirs. Claims of inbox updates, outbox rows and memory-chat stages carry
-// the claimer's name (REPLICA_NAME#n), and the claimer holds the session
+// theirs. Every claim (claimTables: inbox updates, outbox rows, memory-chat
+// stages, vacancy matches, cover letters, résumé drafts) carries the
+// claimer's name (REPLICA_NAME#n), and the claimer holds the session
 // advisory lock keyed n for as long as its process lives. When a replica
 // dies its kernel closes the lock's connection and the server drops the lock
 // at once; every replica looks every second for claims whose claimer's lock
-// is gone and, after liveGrace, gives them back, so the dead replica's
-// updates, messages and users' runs go on within seconds instead of after
-// their leases (30 s, 10 s, 2 min), which a master's Accept pressed in the
-// meantime would outlive. A stage's lease is ended rather than the stage
-// returned: the memory reaper, woken for it, returns it and counts the
-// return, so a run that kills every replica that takes it still fails after
-// its returns. A claim whose claimer cannot be told (no key in its name, or
-// two replicas that drew the same number) still ends with its lease.
+// is gone and, after liveGrace, gives them back, so the dead replica's work
+// goes on within seconds instead of after its leases (30 s for an update,
+// 2 min for a stage or a match), which a master's Accept pressed in the
+// meantime would outlive. A claim whose claimer cannot be told (no key in
+// its name, or two replicas that drew the same number) still ends with its
+// lease.
 type Liveness struct {
 	store   *Store
 	lock    *SessionLock
@@ -159,24 +159,67 @@ func (l *Liveness) reclaim(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if freed.Inbox+freed.Outbox+freed.Runs > 0 {
-		l.log.Warn("gave back the claims of replicas that are gone", "claimers", due,
-			"inbox_updates", freed.Inbox, "outbox_rows", freed.Outbox, "memory_runs", freed.Runs)
+	if len(freed) > 0 {
+		l.log.Warn("gave back the claims of replicas that are gone", "claimers", due, "claims", freed)
 	}
 	return nil
 }
 
-// claimersWithoutLock lists the claimers of live claims (inbox updates,
-// outbox rows and open pipeline runs within their lease) whose liveness lock
+// claimTable is a table whose claims name their claimer: which of its rows
+// hold a live claim, how one is given back, and whom that wakes.
+type claimTable struct {
+	name string
+	// live selects the rows claimed within their lease.
+	live string
+	// giveBack is the SET of a given-back claim: cleared, so the row is
+	// claimable at once; or, where a reaper decides what a return means,
+	// only its lease ended.
+	giveBack string
+	// wake and payload: the NOTIFY that tells the workers (none: they poll).
+	wake, payload string
+	// also is a further statement on the given-back rows (given), as a CTE.
+	also string
+}
+
+// claimTables are the claims Liveness watches, the order it logs them in.
+var claimTables = []claimTable{
+	{name: "inbox", live: "state = 'pending' AND claimed_until > now()",
+		giveBack: "claimed_by = NULL, claim_token = NULL, claimed_until = NULL", wake: InboxChannel},
+	// The sender polls every 100 ms.
+	{name: "outbox", live: "state = 'pending' AND claim_token IS NOT NULL AND claimed_until > now()",
+		giveBack: "claimed_by = NULL, claim_token = NULL, claimed_until = NULL"},
+	// The reaper returns the stage and counts the return (a run that kills
+	// every replica that takes it still fails after MaxReaps).
+	{name: "pipeline_runs", live: "closed_at IS NULL AND claimed_until > now()",
+		giveBack: "claimed_until = now()", wake: memory.Channel, payload: reapPayload},
+	// The claim token stays: the dead worker's writes name it, nobody
+	// else's do, and the next claim draws its own. The fetch lease the claim
+	// may have taken on its vacancy's detail ends too, or the vacancy's
+	// other matches would wait it out (at worst a live fetch is repeated).
+	{name: "vacancy_matches", live: "status = 'QUEUED' AND claimed_until > now()",
+		giveBack: "claimed_until = now()", wake: QueueChannel,
+		also: `UPDATE vacancies v SET detail_fetching_until = now() FROM given g
+    WHERE v.id = g.vacancy_id AND v.detail_fetching_until > now()`},
+	{name: "cover_letters", live: "state = 'pending' AND claimed_until > now()",
+		giveBack: "claimed_until = now()", wake: LetterChannel},
+	// The résumé workers sweep every 2 s.
+	{name: "profile_drafts", live: "state = 'reading' AND claimed_until > now()",
+		giveBack: "claimed_until = now()"},
+}
+
+// reapPayload on memory.Channel wakes every replica's memory reaper.
+const reapPayload = `{"reap":true}`
+
+// claimersWithoutLock lists the claimers of live claims whose liveness lock
 // nobody holds.
 func (s *Store) claimersWithoutLock(ctx context.Context) ([]string, error) {
+	var claims []string
+	for _, t := range claimTables {
+		claims = append(claims, "SELECT claimed_by FROM "+t.name+" WHERE "+t.live)
+	}
 	rows, err := s.pool.Query(ctx, `
 WITH `+liveLocks+`, claims AS (
-    SELECT claimed_by FROM inbox WHERE state = 'pending' AND claimed_until > now()
-    UNION
-    SELECT claimed_by FROM outbox WHERE state = 'pending' AND claim_token IS NOT NULL AND claimed_until > now()
-    UNION
-    SELECT claimed_by FROM pipeline_runs WHERE closed_at IS NULL AND claimed_until > now()
+    `+strings.Join(claims, "\n    UNION\n    ")+`
 )
 SELECT claimed_by FROM claims WHERE `+lockOf+` NOT IN (SELECT n FROM live)`, livenessClass)
 	if err != nil {
@@ -189,44 +232,35 @@ SELECT claimed_by FROM claims WHERE `+lockOf+` NOT IN (SELECT n FROM live)`, liv
 	return out, nil
 }
 
-// released counts the claims releaseClaims gave back.
-type released struct{ Inbox, Outbox, Runs int64 }
-
-// reapPayload on memory.Channel wakes every replica's memory reaper.
-const reapPayload = `{"reap":true}`
+func also(t claimTable) string {
+	if t.also == "" {
+		return ""
+	}
+	return ", also AS (\n    " + t.also + ")"
+}
 
 // releaseClaims gives back the live claims of claimers whose liveness lock
-// is still gone (checked again in the statement: one that came back keeps
-// its claims), waking every replica's inbox workers if updates were freed
-// and memory reapers if stages' leases were ended; outbox senders find
-// freed rows on their next poll.
-func (s *Store) releaseClaims(ctx context.Context, claimers []string) (released, error) {
-	var r released
-	err := s.pool.QueryRow(ctx, `
-WITH `+liveLocks+`, inbox_freed AS (
-    UPDATE inbox SET claimed_by = NULL, claim_token = NULL, claimed_until = NULL
-    WHERE state = 'pending' AND claimed_by = ANY($2) AND claimed_until > now() AND `+lockOf+` NOT IN (SELECT n FROM live)
-    RETURNING 1
-), outbox_freed AS (
-    UPDATE outbox SET claimed_by = NULL, claim_token = NULL, claimed_until = NULL
-    WHERE state = 'pending' AND claim_token IS NOT NULL AND claimed_by = ANY($2) AND claimed_until > now()
-      AND `+lockOf+` NOT IN (SELECT n FROM live)
-    RETURNING 1
-), runs_ended AS (
-    UPDATE pipeline_runs SET claimed_until = now()
-    WHERE closed_at IS NULL AND claimed_by = ANY($2) AND claimed_until > now() AND `+lockOf+` NOT IN (SELECT n FROM live)
-    RETURNING 1
-), counts AS (
-    SELECT (SELECT count(*) FROM inbox_freed) AS inbox, (SELECT count(*) FROM outbox_freed) AS outbox,
-           (SELECT count(*) FROM runs_ended) AS runs
-)
-SELECT inbox, outbox, runs,
-    (SELECT count(pg_notify('`+InboxChannel+`', '')) FROM counts WHERE inbox > 0),
-    (SELECT count(pg_notify('`+memory.Channel+`', '`+reapPayload+`')) FROM counts WHERE runs > 0)
-FROM counts`,
-		livenessClass, claimers).Scan(&r.Inbox, &r.Outbox, &r.Runs, new(int64), new(int64))
-	if err != nil {
-		return r, fmt.Errorf("give back claims of %v: %w", claimers, err)
+// is still gone (checked again in each statement: one that came back keeps
+// its claims), table by table, waking each table's workers if it gave any
+// back; it returns how many per table.
+func (s *Store) releaseClaims(ctx context.Context, claimers []string) (map[string]int64, error) {
+	freed := map[string]int64{}
+	for _, t := range claimTables {
+		var n int64
+		err := s.pool.QueryRow(ctx, `
+WITH `+liveLocks+`, given AS (
+    UPDATE `+t.name+` SET `+t.giveBack+`
+    WHERE `+t.live+` AND claimed_by = ANY($2) AND `+lockOf+` NOT IN (SELECT n FROM live)
+    RETURNING *
+)`+also(t)+`
+SELECT count(*), (SELECT count(pg_notify($3, $4)) WHERE $3 <> '' AND EXISTS (SELECT 1 FROM given)) FROM given`,
+			livenessClass, claimers, t.wake, t.payload).Scan(&n, new(int64))
+		if err != nil {
+			return freed, fmt.Errorf("give back %s claims of %v: %w", t.name, claimers, err)
+		}
+		if n > 0 {
+			freed[t.name] = n
+		}
 	}
-	return r, nil
+	return freed, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/memory"
+	"switchboard/domain/vacancy"
 	"switchboard/storage"
 )
 
@@ -19,8 +20,8 @@ import (
 // its lease).
 type liveFixture struct {
 	*testBundle
-	a, b       *storage.Liveness
-	runA, runB int64
+	a, b         *storage.Liveness
+	runA, matchA int64
 }
 
 func setupLiveness(t *testing.T) liveFixture {
@@ -60,16 +61,36 @@ func setupLiveness(t *testing.T) liveFixture {
 		require.True(t, ok, c)
 		runs = append(runs, r.ID)
 	}
-	f.runA, f.runB = runs[0], runs[1]
-	f.requireFree(t, nil, nil, nil, "all claimed")
+	f.runA = runs[0]
+	// A's vacancy match (B's would be claimed by A's claim's order, so one).
+	f.exec(`INSERT INTO vacancies (id, title, published_at) VALUES (1, 'Go developer', now())`)
+	f.exec(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at) VALUES (1, 1, 'QUEUED', now())`)
+	c, ok, err := f.st.ClaimMatch(f.ctx, vacancy.ClaimOptions{ClaimLease: 10 * time.Minute, DetailFresh: time.Hour, Claimer: f.a.Claimer()})
+	require.NoError(t, err)
+	require.True(t, ok)
+	f.matchA = c.Match.ID
+	// As a claim takes it when the vacancy's other matches wait on its
+	// detail: while it holds, nobody claims a match of the vacancy.
+	f.exec(`UPDATE vacancies SET detail_fetching_until = now() + interval '10 minutes' WHERE id = 1`)
+	f.requireFree(t, free{}, "all claimed")
 	return f
 }
 
-// requireFree requires the claimable updates and outbox chats, and the runs
-// the memory reaper returns, to be these (claiming them, for ten minutes,
-// as "observer").
-func (f liveFixture) requireFree(t *testing.T, updates, chats, runs []int64, msg string) {
+// free is what requireFree expects to find claimable.
+type free struct{ updates, chats, runs, matches []int64 }
+
+// requireFree requires the claimable updates, outbox chats and matches, and
+// the runs the memory reaper returns, to be these (claiming them, for ten
+// minutes, as "observer").
+func (f liveFixture) requireFree(t *testing.T, want free, msg string) {
 	t.Helper()
+	var matches []int64
+	if c, ok, err := f.st.ClaimMatch(f.ctx, vacancy.ClaimOptions{ClaimLease: 10 * time.Minute, DetailFresh: time.Hour, Claimer: "observer"}); ok {
+		matches = append(matches, c.Match.ID)
+	} else {
+		require.NoError(t, err)
+	}
+	require.Equal(t, want.matches, matches, "vacancy matches: "+msg)
 	returned, failed, err := f.st.ReapPipelineRuns(f.ctx, 5)
 	require.NoError(t, err)
 	require.Empty(t, failed)
@@ -78,17 +99,22 @@ func (f liveFixture) requireFree(t *testing.T, updates, chats, runs []int64, msg
 		require.Equal(t, memory.New, r.Status, "back to the status before its stage")
 		reaped = append(reaped, r.ID)
 	}
-	require.Equal(t, runs, reaped, "memory runs: "+msg)
+	require.Equal(t, want.runs, reaped, "memory runs: "+msg)
 	us, err := f.st.ClaimUpdates(f.ctx, "observer", 10, 10*time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, updates, ids(us), "inbox: "+msg)
+	require.Equal(t, want.updates, ids(us), "inbox: "+msg)
 	rows, err := f.st.ClaimOutbox(f.ctx, "observer", 10, 10*time.Minute)
 	require.NoError(t, err)
 	var got []int64
 	for _, r := range rows {
 		got = append(got, r.ChatID)
 	}
-	require.Equal(t, chats, got, "outbox: "+msg)
+	require.Equal(t, want.chats, got, "outbox: "+msg)
+}
+
+// deadOnes is what A claimed.
+func (f liveFixture) deadOnes() free {
+	return free{updates: []int64{1}, chats: []int64{201}, runs: []int64{f.runA}, matches: []int64{f.matchA}}
 }
 
 // A replica killed with claims open: its peer sees its lock gone and, once
@@ -105,7 +131,7 @@ func TestLivenessGivesBackADeadReplicasClaims(t *testing.T) {
 	require.NoError(t, f.a.ReclaimAt(f.ctx, t0.Add(time.Hour)))
 	require.NoError(t, f.b.ReclaimAt(f.ctx, t0))
 	require.NoError(t, f.b.ReclaimAt(f.ctx, t0.Add(storage.LiveGrace-time.Millisecond)))
-	f.requireFree(t, nil, nil, nil, "within the grace, and never by the dead one's own sweeps")
+	f.requireFree(t, free{}, "within the grace, and never by the dead one's own sweeps")
 
 	// The memory reapers hear that a dead replica's stages are theirs now.
 	ctx, cancel := context.WithCancel(f.ctx)
@@ -114,8 +140,7 @@ func TestLivenessGivesBackADeadReplicasClaims(t *testing.T) {
 	go f.st.Listen(ctx, []string{memory.Channel}, func() { connected <- struct{}{} }, func(_, p string) { reap <- p })
 	<-connected
 	require.NoError(t, f.b.ReclaimAt(f.ctx, t0.Add(storage.LiveGrace)))
-	f.requireFree(t, []int64{1}, []int64{201}, []int64{f.runA},
-		"the dead replica's claims are given back after the grace, no one else's")
+	f.requireFree(t, f.deadOnes(), "the dead replica's claims are given back after the grace, no one else's")
 	select {
 	case p := <-reap:
 		require.JSONEq(t, `{"reap":true}`, p)
@@ -139,13 +164,13 @@ func TestLivenessKeepsTheClaimsOfAReplicaThatCameBack(t *testing.T) {
 	require.True(t, held, "the lock is taken again on a new connection")
 	require.NoError(t, f.b.ReclaimAt(f.ctx, t0.Add(storage.LiveGrace)))
 	require.NoError(t, f.b.ReclaimAt(f.ctx, t0.Add(2*storage.LiveGrace)))
-	f.requireFree(t, nil, nil, nil, "a replica that is back keeps its claims")
+	f.requireFree(t, free{}, "a replica that is back keeps its claims")
 
 	// Gone for good this time: the grace counts from the new sighting.
 	f.a.Die()
 	t1 := t0.Add(3 * storage.LiveGrace)
 	require.NoError(t, f.b.ReclaimAt(f.ctx, t1))
-	f.requireFree(t, nil, nil, nil, "seen gone once")
+	f.requireFree(t, free{}, "seen gone once")
 	require.NoError(t, f.b.ReclaimAt(f.ctx, t1.Add(storage.LiveGrace)))
-	f.requireFree(t, []int64{1}, []int64{201}, []int64{f.runA}, "given back a grace after it went again")
+	f.requireFree(t, f.deadOnes(), "given back a grace after it went again")
 }

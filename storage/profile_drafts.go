@@ -88,7 +88,7 @@ RETURNING `+profileDraftColumns, d.UserID, d.ChatID, d.MessageID, d.Lang, d.File
 
 // ClaimProfileDraft claims the oldest Reading draft whose claim is free or
 // lapsed (a release's backoff is a claim nobody holds), counting the attempt.
-func (s *Store) ClaimProfileDraft(ctx context.Context, lease time.Duration) (resume.Draft, bool, error) {
+func (s *Store) ClaimProfileDraft(ctx context.Context, lease time.Duration, claimer string) (resume.Draft, bool, error) {
 	d, ok, err := profileDraft(ctx, s.pool, `WITH next AS (
     SELECT id FROM profile_drafts
     WHERE state = 'reading' AND (claimed_until IS NULL OR claimed_until < now())
@@ -96,9 +96,9 @@ func (s *Store) ClaimProfileDraft(ctx context.Context, lease time.Duration) (res
     LIMIT 1 FOR UPDATE SKIP LOCKED
 )
 UPDATE profile_drafts d SET claim_token = gen_random_uuid(), claimed_until = now() + $1 * interval '1 millisecond',
-    attempts = attempts + 1
+    claimed_by = NULLIF($2, ''), attempts = attempts + 1
 FROM next WHERE d.id = next.id
-RETURNING `+draftColumns("d"), lease.Milliseconds())
+RETURNING `+draftColumns("d"), lease.Milliseconds(), claimer)
 	if err != nil {
 		return resume.Draft{}, false, fmt.Errorf("claim profile draft: %w", err)
 	}

@@ -89,7 +89,8 @@ func finishMatch(m *vacancy.Match, analysis []byte, sentAt *time.Time) error {
 }
 
 // claimMatchSQL is ClaimMatch's one statement: $1 the lease, $2 the taste
-// examples of each kind, $3 FreshOnly, $4 DetailFresh, $5 DetailLease.
+// examples of each kind, $3 FreshOnly, $4 DetailFresh, $5 DetailLease, $6
+// the claimer.
 var claimMatchSQL = `
 WITH c AS (
     SELECT q.id FROM vacancy_matches q
@@ -108,7 +109,7 @@ WITH c AS (
 ), m AS (
     UPDATE vacancy_matches m
     SET claimed_until = now() + $1 * interval '1 millisecond', claim_token = gen_random_uuid(),
-        attempts = m.attempts + 1, updated_at = now()
+        claimed_by = NULLIF($6, ''), attempts = m.attempts + 1, updated_at = now()
     FROM c WHERE m.id = c.id
     RETURNING m.*
 ), o AS (
@@ -167,7 +168,7 @@ func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy
 	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &liked, &c.User.NotInterested, &c.DetailStale, &c.DetailMine,
 		&c.User.Senior, &c.FirstNews, &c.User.Paced)
 	err := s.pool.QueryRow(ctx, claimMatchSQL,
-		o.ClaimLease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds(), o.FetchLease.Milliseconds()).Scan(dest...)
+		o.ClaimLease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds(), o.FetchLease.Milliseconds(), o.Claimer).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, false, nil
 	}

@@ -71,7 +71,7 @@ type Repository interface {
 	CreateProfileDraft(ctx context.Context, d Draft, tell domain.Render[Draft]) (Draft, bool, error)
 	// ClaimProfileDraft claims the oldest Reading draft whose claim is
 	// free or lapsed for lease, counting the attempt.
-	ClaimProfileDraft(ctx context.Context, lease time.Duration) (Draft, bool, error)
+	ClaimProfileDraft(ctx context.Context, lease time.Duration, claimer string) (Draft, bool, error)
 	// ReleaseProfileDraft gives a claim back, to be claimed again after
 	// after; an attempt not counted is taken back off.
 	ReleaseProfileDraft(ctx context.Context, id int64, token string, after time.Duration, counted bool) error
@@ -150,8 +150,10 @@ type Config struct {
 	// DraftTTL, which the prune job keeps to).
 	DraftTTL time.Duration
 	// Lease is a worker's claim on a draft being read (0: 3 min): past it
-	// another worker takes the draft over.
-	Lease time.Duration
+	// another worker takes the draft over, or at once once the claimer,
+	// which Claimer names (storage.Liveness), is seen dead.
+	Lease   time.Duration
+	Claimer string
 	// Attempts is how many claims a draft gets before the user is asked to
 	// send the file again (0: 3); Backoff is the wait after a failed one,
 	// times the attempt (0: 20 s).
@@ -292,7 +294,7 @@ func (s *Service) Run(ctx context.Context) { s.queue.Run(ctx, s.cfg.Workers) }
 
 // ProcessNext claims one draft and reads it; worked is false when none waits.
 func (s *Service) ProcessNext(ctx context.Context) (worked bool, err error) {
-	d, ok, err := s.deps.Repo.ClaimProfileDraft(ctx, s.cfg.Lease)
+	d, ok, err := s.deps.Repo.ClaimProfileDraft(ctx, s.cfg.Lease, s.cfg.Claimer)
 	if err != nil || !ok {
 		return false, err
 	}

@@ -165,7 +165,7 @@ type LetterStore interface {
 	AskCoverLetter(ctx context.Context, l NewLetter, limit int, window time.Duration) (Asked, error)
 	// ClaimCoverLetter claims the oldest pending letter whose lease is free
 	// or ran out (FOR UPDATE SKIP LOCKED), counting the attempt.
-	ClaimCoverLetter(ctx context.Context, lease time.Duration) (LetterClaim, bool, error)
+	ClaimCoverLetter(ctx context.Context, lease time.Duration, claimer string) (LetterClaim, bool, error)
 	// FinishCoverLetter moves the claimed letter from pending to l.State
 	// with its text or failure and tokens, and writes tell's messages to
 	// the outbox in the same transaction; false when the claim is no
@@ -215,8 +215,10 @@ type LetterConfig struct {
 	// within LetterWindow.
 	PerDay int
 	// Lease is how long a worker holds a letter; it must outlast one
-	// LLM call.
-	Lease time.Duration
+	// LLM call. Claimer names this replica in its claims (storage.Liveness):
+	// once it is seen dead they are claimable again at once.
+	Lease   time.Duration
+	Claimer string
 	// Workers is how many letters one replica drafts at once.
 	Workers int
 	// MaxAttempts ends a letter claimed this often without an end.
@@ -398,7 +400,7 @@ func (l *Letters) DraftNext(ctx context.Context) (bool, error) {
 	}
 	// As a match's claim: not cut short by ctx (ProcessNext says why).
 	cctx, cancel := detached(ctx)
-	c, ok, err := l.deps.Repo.ClaimCoverLetter(cctx, l.cfg.Lease)
+	c, ok, err := l.deps.Repo.ClaimCoverLetter(cctx, l.cfg.Lease, l.cfg.Claimer)
 	cancel()
 	if err != nil {
 		return false, fmt.Errorf("claim cover letter: %w", err)

@@ -219,7 +219,7 @@ func TestLetterFailuresAreToldAndRetried(t *testing.T) {
 	require.NoError(t, err)
 	calls := w.llm.Calls("letter")
 	for range 2 {
-		_, ok, err := w.store.ClaimCoverLetter(w.ctx, time.Minute)
+		_, ok, err := w.store.ClaimCoverLetter(w.ctx, time.Minute, "")
 		require.NoError(t, err)
 		require.True(t, ok)
 		_, err = w.store.Pool().Exec(w.ctx, `UPDATE cover_letters SET claimed_until = now() - interval '1 second'`)

@@ -175,6 +175,8 @@ type ClaimOptions struct {
 	// FetchLease is how long the fetch lease of the vacancy's detail, which a
 	// claim may take, holds.
 	FetchLease time.Duration
+	// Claimer names the replica in its claim (storage.Liveness).
+	Claimer string
 }
 
 // SettingsStore is the user's commands (service.go): profile, searches,
@@ -359,6 +361,9 @@ type Config struct {
 	// ClaimLease is how long a worker holds a match; it must outlast one
 	// processing (HH detail, two LLM attempts, writing the card).
 	ClaimLease time.Duration
+	// Claimer names this replica in its claims (storage.Liveness): once it
+	// is seen dead they are claimable again at once, not after ClaimLease.
+	Claimer string
 	// Workers is how many matches one replica processes at once; see
 	// WorkersFor. The LLM client bounds calls in flight itself.
 	Workers int

@@ -88,7 +88,7 @@ func (s *Service) ProcessNext(ctx context.Context) (bool, error) {
 	cctx, cancel := detached(ctx)
 	c, ok, err := s.deps.Repo.ClaimMatch(cctx, ClaimOptions{
 		ClaimLease: s.cfg.ClaimLease, Taste: s.cfg.TasteExamples,
-		FreshOnly: s.deps.Source.Holding(), DetailFresh: s.cfg.DetailFresh, FetchLease: s.cfg.ClaimLease,
+		FreshOnly: s.deps.Source.Holding(), DetailFresh: s.cfg.DetailFresh, FetchLease: s.cfg.ClaimLease, Claimer: s.cfg.Claimer,
 	})
 	cancel()
 	if err != nil {
