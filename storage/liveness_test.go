@@ -118,9 +118,11 @@ func (f liveFixture) deadOnes() free {
 }
 
 // A replica killed with claims open: its peer sees its lock gone and, once
-// the grace has passed, gives its update and its row back, long before
-// their ten-minute leases; the live peer's claims and the keyless one stay.
-// The dead replica's own sweeps never give back its own claims.
+// the grace has passed, gives its claims back (the update, the outbox row,
+// the match and its vacancy's fetch lease; the stage's lease ended, the
+// reapers woken), long before their ten-minute leases; the live peer's
+// claims and the keyless one stay. The dead replica's own sweeps never give
+// back its own claims.
 func TestLivenessGivesBackADeadReplicasClaims(t *testing.T) {
 	t.Parallel()
 	f := setupLiveness(t)
