@@ -656,12 +656,20 @@ func TestNextOfferWaitsForBusyMaster(t *testing.T) {
 	require.True(t, got.Unassignable.IsZero())
 	ids, err := f.st.SearchingOrders(f.ctx, 10, false, dispatch.Gate{})
 	require.NoError(t, err)
+	require.Empty(t, ids, "x's offer ended within the second: the replica that ended it steps x")
+	f.exec(`UPDATE offers SET responded_at = now() - interval '2 seconds' WHERE order_id = $1`, x.ID)
+	ids, err = f.st.SearchingOrders(f.ctx, 10, false, dispatch.Gate{})
+	require.NoError(t, err)
 	require.Equal(t, []int64{x.ID}, ids, "x waits for a busy master")
 
 	f.expire(busy)
 	ids, err = f.st.SearchingOrders(f.ctx, 10, false, dispatch.Gate{})
 	require.NoError(t, err)
-	require.Equal(t, []int64{y.ID, x.ID}, ids, "y's expiry leaves it owed a step; x still waits")
+	require.Equal(t, []int64{x.ID}, ids, "y's step is its expirer's for a second; x still waits")
+	f.exec(`UPDATE offers SET responded_at = now() - interval '2 seconds' WHERE id = $1`, busy.ID)
+	ids, err = f.st.SearchingOrders(f.ctx, 10, false, dispatch.Gate{})
+	require.NoError(t, err)
+	require.Equal(t, []int64{y.ID, x.ID}, ids, "then y's expiry leaves it owed a step; x still waits")
 	f.offered(x.ID, 10, 1)
 
 	// An order reported unassignable is left to the full passes.

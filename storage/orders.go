@@ -236,6 +236,15 @@ RETURNING `+orderColumns, id))
 // $2..$4 are the dispatch.Gate: an order of a city outside its working
 // hours is left out, so the recheck does not step it every second all
 // night; it is still waiting, and the first recheck after opening takes it.
+//
+// waitingOrders leaves out an order whose offer ended (was answered or
+// expired: responded_at) within the last second, dispatch's
+// waitingRecheck: the replica that ended it is taking its step now. Taken
+// as well, every expiry's order was stepped two or three times at once by
+// the passes after other offers ended and by the recheck (the step finding
+// the order held, or reporting it unassignable again), which doubled the
+// dispatch bench's steps and its expiry lag. If that step failed, the next
+// recheck after the second takes the order.
 const (
 	openNow = `
   AND CASE WHEN lower(o.city) = ANY ($2::text[]) THEN lower(o.city) <> ALL ($3::text[]) ELSE NOT $4::boolean END`
@@ -247,7 +256,8 @@ ORDER BY o.id LIMIT $1`
 	waitingOrders = `
 SELECT o.id FROM orders o
 WHERE o.state = 'SEARCHING' AND o.waiting
-  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.state IN ` + openOffer + `)` + openNow + `
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id
+                  AND (f.state IN ` + openOffer + ` OR f.responded_at > now() - interval '1 second'))` + openNow + `
 ORDER BY o.id LIMIT $1`
 )
 
