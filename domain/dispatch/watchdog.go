@@ -20,7 +20,9 @@ const OffersChannel = "dispatch_offers"
 // index orders_waiting). It is the guarantee behind every wake-up: each
 // change that leaves an order without an offer marks it in its own
 // transaction, so whatever step was skipped, lost or rolled back, some
-// replica takes it within this interval.
+// replica takes it within this interval (two for an order whose offer
+// ended within the last one: storage's waitingOrders leaves it to the
+// replica that ended it meanwhile).
 const waitingRecheck = time.Second
 
 // minSweepGap keeps the timer from spinning when the database's clock is a
