@@ -117,6 +117,17 @@ func (f liveFixture) deadOnes() free {
 	return free{updates: []int64{1}, chats: []int64{201}, runs: []int64{f.runA}, matches: []int64{f.matchA}}
 }
 
+// killA sets the scene and kills A; B's sweep has seen its lock gone once,
+// at t0.
+func killA(t *testing.T) (f liveFixture, t0 time.Time) {
+	t.Helper()
+	f = setupLiveness(t)
+	f.a.Die()
+	t0 = time.Now()
+	require.NoError(t, f.b.ReclaimAt(f.ctx, t0))
+	return f, t0
+}
+
 // A replica killed with claims open: its peer sees its lock gone and, once
 // the grace has passed, gives its claims back (the update, the outbox row,
 // the match and its vacancy's fetch lease; the stage's lease ended, the
@@ -125,13 +136,9 @@ func (f liveFixture) deadOnes() free {
 // back its own claims.
 func TestLivenessGivesBackADeadReplicasClaims(t *testing.T) {
 	t.Parallel()
-	f := setupLiveness(t)
-	f.a.Die()
-	t0 := time.Now()
-
+	f, t0 := killA(t)
 	require.NoError(t, f.a.ReclaimAt(f.ctx, t0))
 	require.NoError(t, f.a.ReclaimAt(f.ctx, t0.Add(time.Hour)))
-	require.NoError(t, f.b.ReclaimAt(f.ctx, t0))
 	require.NoError(t, f.b.ReclaimAt(f.ctx, t0.Add(storage.LiveGrace-time.Millisecond)))
 	f.requireFree(t, free{}, "within the grace, and never by the dead one's own sweeps")
 
@@ -156,10 +163,7 @@ func TestLivenessGivesBackADeadReplicasClaims(t *testing.T) {
 // starts over.
 func TestLivenessKeepsTheClaimsOfAReplicaThatCameBack(t *testing.T) {
 	t.Parallel()
-	f := setupLiveness(t)
-	f.a.Die()
-	t0 := time.Now()
-	require.NoError(t, f.b.ReclaimAt(f.ctx, t0))
+	f, t0 := killA(t)
 
 	held, err := f.a.Hold(f.ctx)
 	require.NoError(t, err)
