@@ -232,8 +232,7 @@ func TestAnalysisBoardRendering(t *testing.T) {
 	}
 	m = env.bot.Board(analysis.Review{Run: analysis.Run{ID: 7, State: analysis.Closed, Batches: 1, BatchesDone: 1}}, false)
 	require.Equal(t, "🏁 <b>Run #7</b> closed\n▓▓▓▓▓▓▓▓▓▓ 100%\nMessages processed: 0 of 0 (0 in the window)\n"+
-		"Proposals: 0 — ✅ 0 approved (0%), ❌ 0 rejected (0%)", m[0].Text,
-		"no proposals: the progress alone")
+		"No proposals.", m[0].Text, "no proposals: the progress alone, without rates of nothing")
 	require.Empty(t, m[0].Buttons)
 }
 
@@ -462,4 +461,29 @@ func TestAnalysisLegacyProposalMessage(t *testing.T) {
 	board := env.board(t, 1)
 	require.Contains(t, board.Text, "\n\n1. ✅ Task 1 · low\n\n2. ⏳ Task 2 · medium\nDo thing 2.")
 	require.Equal(t, [][]string{{"2 ✅", "2 ❌"}, {"✅ Approve the rest (1)"}}, rowTexts(board))
+}
+
+// A run that found nothing to propose closes saying so wherever its figures
+// show (the reply to /run_close, the board, /run), not "approved 0%,
+// rejected 0%".
+func TestAnalysisRunClosedWithoutProposals(t *testing.T) {
+	t.Parallel()
+	env := setupAnalysis(t)
+	team, ann := env.teamAndAnn("Team")
+	ann.SendText(team.ID, "task: please check whether the printer on the second floor works again")
+	eventually(t, func() bool { return count(t, env.st, `SELECT count(*) FROM group_messages`) == 1 }, "message stored")
+	env.llm.On(llmtest.Chat()).Named("proposals").Reply(`{"proposals":[]}`)
+	require.Regexp(t, `^🆕 Run #1 created`, env.ask(t, env.admin, "/run_new 24h").Text)
+	require.Regexp(t, `^▶️ Run #1 started`, env.ask(t, env.admin, "/run_start 1").Text)
+	env.waitAdminLine(t, "✅ Run #1 completed with no proposals")
+	env.settle(t)
+
+	require.Equal(t, "🏁 Run #1 closed.\nNo proposals.", env.ask(t, env.admin, "/run_close 1").Text)
+	env.settle(t)
+	board := env.board(t, 1).Text
+	require.Contains(t, board, "\nNo proposals.")
+	require.NotContains(t, board, "approved")
+	run := env.ask(t, env.admin, "/run 1").Text
+	require.Contains(t, run, "Metrics: no proposals")
+	require.NotContains(t, run, "approved 0%")
 }
