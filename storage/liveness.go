@@ -181,6 +181,14 @@ type claimTable struct {
 	also string
 }
 
+// alsoCTE is t.also as the statement's next CTE, if any.
+func (t claimTable) alsoCTE() string {
+	if t.also == "" {
+		return ""
+	}
+	return ", also AS (\n    " + t.also + ")"
+}
+
 // claimTables are the claims Liveness watches, the order it logs them in.
 var claimTables = []claimTable{
 	{name: "inbox", live: "state = 'pending' AND claimed_until > now()",
@@ -210,18 +218,24 @@ var claimTables = []claimTable{
 // reapPayload on memory.Channel wakes every replica's memory reaper.
 const reapPayload = `{"reap":true}`
 
-// claimersWithoutLock lists the claimers of live claims whose liveness lock
-// nobody holds.
-func (s *Store) claimersWithoutLock(ctx context.Context) ([]string, error) {
+// claimersWithoutLockSQL is claimersWithoutLock's statement, over every
+// table in claimTables.
+var claimersWithoutLockSQL = func() string {
 	var claims []string
 	for _, t := range claimTables {
 		claims = append(claims, "SELECT claimed_by FROM "+t.name+" WHERE "+t.live)
 	}
-	rows, err := s.pool.Query(ctx, `
-WITH `+liveLocks+`, claims AS (
-    `+strings.Join(claims, "\n    UNION\n    ")+`
+	return `
+WITH ` + liveLocks + `, claims AS (
+    ` + strings.Join(claims, "\n    UNION\n    ") + `
 )
-SELECT claimed_by FROM claims WHERE `+lockOf+` NOT IN (SELECT n FROM live)`, livenessClass)
+SELECT claimed_by FROM claims WHERE ` + lockOf + ` NOT IN (SELECT n FROM live)`
+}()
+
+// claimersWithoutLock lists the claimers of live claims whose liveness lock
+// nobody holds.
+func (s *Store) claimersWithoutLock(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, claimersWithoutLockSQL, livenessClass)
 	if err != nil {
 		return nil, fmt.Errorf("claimers without their liveness lock: %w", err)
 	}
@@ -230,13 +244,6 @@ SELECT claimed_by FROM claims WHERE `+lockOf+` NOT IN (SELECT n FROM live)`, liv
 		return nil, fmt.Errorf("claimers without their liveness lock: %w", err)
 	}
 	return out, nil
-}
-
-func also(t claimTable) string {
-	if t.also == "" {
-		return ""
-	}
-	return ", also AS (\n    " + t.also + ")"
 }
 
 // releaseClaims gives back the live claims of claimers whose liveness lock
@@ -252,7 +259,7 @@ WITH `+liveLocks+`, given AS (
     UPDATE `+t.name+` SET `+t.giveBack+`
     WHERE `+t.live+` AND claimed_by = ANY($2) AND `+lockOf+` NOT IN (SELECT n FROM live)
     RETURNING *
-)`+also(t)+`
+)`+t.alsoCTE()+`
 SELECT count(*), (SELECT count(pg_notify($3, $4)) WHERE $3 <> '' AND EXISTS (SELECT 1 FROM given)) FROM given`,
 			livenessClass, claimers, t.wake, t.payload).Scan(&n, new(int64))
 		if err != nil {

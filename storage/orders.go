@@ -237,9 +237,9 @@ RETURNING `+orderColumns, id))
 // hours is left out, so the recheck does not step it every second all
 // night; it is still waiting, and the first recheck after opening takes it.
 //
-// waitingOrders leaves out an order whose offer ended (was answered or
-// expired: responded_at) within the last second, dispatch's
-// waitingRecheck: the replica that ended it is taking its step now. Taken
+// waitingOrders ($5: dispatch.WaitingRecheck) leaves out an order whose
+// offer ended (was answered or expired: responded_at) within the last
+// recheck period: the replica that ended it is taking its step now. Taken
 // as well, every expiry's order was stepped two or three times at once by
 // the passes after other offers ended and by the recheck (the step finding
 // the order held, or reporting it unassignable again), which doubled the
@@ -257,7 +257,7 @@ ORDER BY o.id LIMIT $1`
 SELECT o.id FROM orders o
 WHERE o.state = 'SEARCHING' AND o.waiting
   AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id
-                  AND (f.state IN ` + openOffer + ` OR f.responded_at > now() - interval '1 second'))` + openNow + `
+                  AND (f.state IN ` + openOffer + ` OR f.responded_at > now() - $5 * interval '1 microsecond'))` + openNow + `
 ORDER BY o.id LIMIT $1`
 )
 
@@ -271,13 +271,15 @@ func nonNil(s []string) []string {
 }
 
 // SearchingOrders lists SEARCHING orders with no open offer, oldest first;
-// all false: only those waiting for a busy master.
+// all false: only those owed a step, less those whose offer ended within
+// the last dispatch.WaitingRecheck (waitingOrders).
 func (s *Store) SearchingOrders(ctx context.Context, limit int, all bool, gate dispatch.Gate) ([]int64, error) {
-	q := waitingOrders
-	if all {
-		q = searchingOrders
+	args := []any{limit, nonNil(gate.Configured), nonNil(gate.Closed), gate.DefaultClosed}
+	q := searchingOrders
+	if !all {
+		q, args = waitingOrders, append(args, micros(dispatch.WaitingRecheck))
 	}
-	ids, err := queryAll(ctx, s.pool, pgx.RowTo[int64], q, limit, nonNil(gate.Configured), nonNil(gate.Closed), gate.DefaultClosed)
+	ids, err := queryAll(ctx, s.pool, pgx.RowTo[int64], q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("searching orders: %w", err)
 	}

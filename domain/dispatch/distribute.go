@@ -63,7 +63,7 @@ func (s *Service) distributeOrder(ctx context.Context, orderID int64) {
 			// The step rolled back and left the order marked waiting, as
 			// the change that made it owe a step wrote it: the next
 			// recheck of waiting orders, on any replica, takes it again.
-			s.log.Error("distribute order", "order", orderID, "err", err, "retry_in", waitingRecheck)
+			s.log.Error("distribute order", "order", orderID, "err", err, "retry_in", WaitingRecheck)
 		}
 		return
 	}

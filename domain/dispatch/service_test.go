@@ -919,11 +919,8 @@ func TestOrderAfterHoursIsOfferedAtOpening(t *testing.T) {
 		var n int
 		require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT count(*) FROM offers WHERE order_id = $1 AND master_id = 10`, o.ID).Scan(&n))
 		if n == 0 {
-			clock.Advance(waitingRecheck) // the distributor may not have been waiting on its ticker yet
+			clock.Advance(dispatch.WaitingRecheck) // the distributor may not have been waiting on its ticker yet
 		}
 		return n == 1
 	}, 10*time.Second, 20*time.Millisecond, "offered once Moscow opens")
 }
-
-// waitingRecheck mirrors dispatch's recheck period.
-const waitingRecheck = time.Second

@@ -15,7 +15,7 @@ import (
 // expires_at (Unix milliseconds), so every replica's timer knows of it.
 const OffersChannel = "dispatch_offers"
 
-// waitingRecheck is how often a replica looks at the orders owed a
+// WaitingRecheck is how often a replica looks at the orders owed a
 // distribution step without being asked (a cheap query on the partial
 // index orders_waiting). It is the guarantee behind every wake-up: each
 // change that leaves an order without an offer marks it in its own
@@ -23,7 +23,7 @@ const OffersChannel = "dispatch_offers"
 // replica takes it within this interval (two for an order whose offer
 // ended within the last one: storage's waitingOrders leaves it to the
 // replica that ended it meanwhile).
-const waitingRecheck = time.Second
+const WaitingRecheck = time.Second
 
 // minSweepGap keeps the timer from spinning when the database's clock is a
 // little behind ours and an offer we think due is not yet due there.
@@ -169,11 +169,11 @@ func (s *Service) Run(ctx context.Context, listen domain.Listen) {
 
 // distributor runs the passes Wake and freed ask for, one at a time;
 // requests made during a pass coalesce into one more. Every
-// waitingRecheck it also looks at the waiting orders on its own: that is
+// WaitingRecheck it also looks at the waiting orders on its own: that is
 // what makes a lost wake-up, a skipped or a failed step cost at most a
 // second.
 func (s *Service) distributor(ctx context.Context) {
-	t := s.deps.Clock.NewTicker(waitingRecheck)
+	t := s.deps.Clock.NewTicker(WaitingRecheck)
 	defer t.Stop()
 	for {
 		all := false
