@@ -43,9 +43,11 @@ type dispatchConfig struct {
 	batch    int
 	sweeps   int
 	sweepN   int
-	timeout  time.Duration
-	seed     uint64
-	stages   bool
+	// sweepMessages is the size of the sweep with messages (0: none).
+	sweepMessages int
+	timeout       time.Duration
+	seed          uint64
+	stages        bool
 }
 
 // dispatchReport is the scenario's JSON line.
@@ -61,6 +63,10 @@ type dispatchReport struct {
 	// SweepN is the number of due offers each sweep expires (100 000
 	// unless -sweep-n says otherwise; sweep_100k_ms is then for that many).
 	SweepN int `json:"sweep_n"`
+	// SweepMessagesMS is the sweep of SweepMessagesN due offers that also
+	// writes their closing edits and live-log lines (0, 0: not run).
+	SweepMessagesMS float64 `json:"sweep_messages_ms"`
+	SweepMessagesN  int     `json:"sweep_messages_n"`
 	tail
 }
 
@@ -80,7 +86,7 @@ func benchDispatch(ctx context.Context, cfg dispatchConfig, out io.Writer, log *
 
 		sweeps := make(durations, 0, cfg.sweeps)
 		for i := range cfg.sweeps {
-			d, err := sweepRun(ctx, store, cfg.sweepN, i+1, out)
+			d, err := sweepRun(ctx, store, cfg.sweepN, i+1, nil, out)
 			if err != nil {
 				return rep, fmt.Errorf("sweep %d: %w", i+1, err)
 			}
@@ -93,6 +99,18 @@ func benchDispatch(ctx context.Context, cfg dispatchConfig, out io.Writer, log *
 		slices.Sort(sweeps)
 		fmt.Fprintf(out, "sweep of %d due offers (one ExpireOffers call): median %.1fms (each: %s)\n",
 			cfg.sweepN, ms(sweeps.p(0.5)), strings.Join(each, ", "))
+
+		if cfg.sweepMessages > 0 {
+			render, err := newBenchRenderer(store, log)
+			if err != nil {
+				return rep, err
+			}
+			d, err := sweepRun(ctx, store, cfg.sweepMessages, cfg.sweeps+1, render, out)
+			if err != nil {
+				return rep, fmt.Errorf("sweep with messages: %w", err)
+			}
+			rep.SweepMessagesMS, rep.SweepMessagesN = round(ms(d), 1), cfg.sweepMessages
+		}
 
 		rep.notePeakRSS(out)
 		rep.Scenario = "dispatch"
@@ -711,8 +729,10 @@ FROM outbox`, benchAdminChat).Scan(&edits, &editsExpired, &logs, &logsExpired, &
 
 // sweepRun replaces the dispatch tables' contents with n due offers (each
 // with its user, master and order: seedDue) and times one ExpireOffers call, which
-// must return all of them; a second call must return none.
-func sweepRun(ctx context.Context, store *storage.Store, n, k int, out io.Writer) (time.Duration, error) {
+// must return all of them; a second call must return none. With a
+// renderer the call also writes what the watchdog's does: each offer's
+// closing edit and offer_expired live-log line, 2n outbox rows.
+func sweepRun(ctx context.Context, store *storage.Store, n, k int, render dispatch.Notifier, out io.Writer) (time.Duration, error) {
 	pool := store.Pool()
 	if _, err := pool.Exec(ctx, `TRUNCATE offers, orders, masters, users, outbox CASCADE`); err != nil {
 		return 0, fmt.Errorf("reset: %w", err)
@@ -728,14 +748,27 @@ func sweepRun(ctx context.Context, store *storage.Store, n, k int, out io.Writer
 	}
 	seeded := time.Since(seedStart)
 
+	var tell domain.Render[dispatch.Changed]
+	if render != nil {
+		tell = func(c dispatch.Changed) []domain.Message {
+			msgs := make([]domain.Message, 0, 2*len(c.Offers))
+			for _, f := range c.Offers {
+				m := c.Masters[f.MasterID]
+				msgs = append(msgs, render.Closed(m, c.Orders[f.OrderID], f)...)
+				msgs = append(msgs, render.Event(dispatch.Event{Kind: dispatch.EventOfferExpired, OrderID: f.OrderID, OfferID: f.ID,
+					MasterID: f.MasterID, Master: &m, Round: f.Round})...)
+			}
+			return msgs
+		}
+	}
 	start := time.Now()
-	offers, err := store.ExpireOffers(ctx, nil)
+	offers, err := store.ExpireOffers(ctx, tell)
 	took := time.Since(start)
 	if err != nil {
 		return 0, err
 	}
 	start2 := time.Now()
-	again, err := store.ExpireOffers(ctx, nil)
+	again, err := store.ExpireOffers(ctx, tell)
 	took2 := time.Since(start2)
 	if err != nil {
 		return 0, err
@@ -752,11 +785,21 @@ func sweepRun(ctx context.Context, store *storage.Store, n, k int, out io.Writer
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM offers WHERE state = 'EXPIRED'`).Scan(&expired); err != nil {
 		return 0, err
 	}
-	fmt.Fprintf(out, "sweep %d: %d due offers (seeded and vacuumed in %.1fs), ExpireOffers %.1fms returned %d; second call %.1fms returned %d\n",
-		k, n, seeded.Seconds(), ms(took), len(offers), ms(took2), len(again))
-	if len(offers) != n || len(distinct) != n || bad > 0 || len(again) != 0 || expired != n {
+	var written, wantWritten int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox`).Scan(&written); err != nil {
+		return 0, err
+	}
+	with := ""
+	if render != nil {
+		wantWritten = 2 * n
+		with = fmt.Sprintf(" with %d messages", written)
+	}
+	fmt.Fprintf(out, "sweep %d: %d due offers (seeded and vacuumed in %.1fs), ExpireOffers%s %.1fms returned %d; second call %.1fms returned %d\n",
+		k, n, seeded.Seconds(), with, ms(took), len(offers), ms(took2), len(again))
+	if len(offers) != n || len(distinct) != n || bad > 0 || len(again) != 0 || expired != n || written != wantWritten {
 		return 0, fmt.Errorf("verify: ExpireOffers returned %d offers (%d distinct, %d not EXPIRED with their message and responded_at), "+
-			"the second call %d, %d EXPIRED in the table; want %d, %d, 0, 0, %d", len(offers), len(distinct), bad, len(again), expired, n, n, n)
+			"the second call %d, %d EXPIRED in the table, %d outbox rows; want %d, %d, 0, 0, %d, %d",
+			len(offers), len(distinct), bad, len(again), expired, written, n, n, n, wantWritten)
 	}
 	return took, nil
 }

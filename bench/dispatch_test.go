@@ -13,7 +13,7 @@ import (
 // every due offer, and the database is gone.
 func TestDispatchSmoke(t *testing.T) {
 	out, last, rep := smoke[dispatchReport](t, "dispatch", "-n", "200", "-spread", "500ms", "-sla-min", "200ms", "-sla-max", "700ms",
-		"-batch", "7", "-sweeps", "2", "-sweep-n", "1000", "-timeout", "30s", "-stages")
+		"-batch", "7", "-sweeps", "2", "-sweep-n", "1000", "-sweep-messages", "300", "-timeout", "30s", "-stages")
 	require.True(t, strings.HasPrefix(last, `{"scenario":"dispatch","lag_p50_ms":`), "the headline keys come first: %s", last)
 	require.Equal(t, "dispatch", rep.Scenario)
 	require.Equal(t, 200, rep.N)
@@ -36,6 +36,9 @@ func TestDispatchSmoke(t *testing.T) {
 	require.Contains(t, out, "db ExpireOffers")
 	require.Contains(t, out, "db NextOffer (unassignable)")
 	require.Equal(t, 2, strings.Count(out, "returned 1000; second call"))
+	require.Regexp(t, `sweep 3: 300 due offers .*, ExpireOffers with 600 messages [0-9.]+ms returned 300; second call [0-9.]+ms returned 0\n`, out)
+	require.Equal(t, 300, rep.SweepMessagesN)
+	require.Positive(t, rep.SweepMessagesMS)
 	require.Regexp(t, `returned 1000; second call [0-9.]+ms returned 0\n`, out)
 }
 

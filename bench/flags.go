@@ -67,6 +67,8 @@ func (cfg *dispatchConfig) define(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.batch, "batch", 10, "orders with their offers per statement in the lag run")
 	fs.IntVar(&cfg.sweeps, "sweeps", 3, "sweep runs, each on fresh data; sweep_100k_ms is their median")
 	fs.IntVar(&cfg.sweepN, "sweep-n", 100_000, "due offers expired by each sweep's one ExpireOffers call")
+	fs.IntVar(&cfg.sweepMessages, "sweep-messages", 10_000, "due offers of one more sweep that also writes each expiry's closing edit and\n"+
+		"live-log line to the outbox, as the watchdog does (0: none)")
 	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "give up when, this long after the last offers are created, offers are still open or not closed")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the random SLAs")
 	fs.BoolVar(&cfg.stages, "stages", false, "also time each repository call the replicas make in the lag run and print where their time goes")
@@ -74,8 +76,8 @@ func (cfg *dispatchConfig) define(fs *flag.FlagSet) {
 
 func (cfg *dispatchConfig) resolve() string {
 	if cfg.n <= 0 || cfg.replicas <= 0 || cfg.spread < 0 || cfg.slaMin <= 0 || cfg.batch <= 0 || cfg.sweeps <= 0 ||
-		cfg.sweepN <= 0 || cfg.timeout <= 0 {
-		return "-n, -replicas, -sla-min, -batch, -sweeps, -sweep-n and -timeout must be positive, -spread not negative"
+		cfg.sweepN <= 0 || cfg.timeout <= 0 || cfg.sweepMessages < 0 {
+		return "-n, -replicas, -sla-min, -batch, -sweeps, -sweep-n and -timeout must be positive, -spread and -sweep-messages not negative"
 	}
 	if cfg.slaMax < cfg.slaMin {
 		return "-sla-max must not be less than -sla-min"

@@ -139,14 +139,18 @@
 //     one call of the storage's ExpireOffers, the watchdog's one statement,
 //     is timed; it must return every offer, and a second call none. -sweeps
 //     times (default 3), each on fresh data; the median counts. Goal: at
-//     most 2 s for 100 000.
+//     most 2 s for 100 000. Then one more sweep of -sweep-messages due
+//     offers (default 10 000; 0: none) that also writes what the watchdog
+//     writes with them, each offer's closing edit and live-log line,
+//     rendered by the bot's renderer: 2 per offer in the outbox (no goal;
+//     it shows what a large backlog costs the watchdog's transaction).
 //
 // -stages times every repository call the replicas make in the lag run
 // (NextOffer by its outcome) and prints them per expired offer;
 // -cpuprofile and -memprofile write CPU and allocation profiles. The JSON
 // line is
 //
-//	{"scenario":"dispatch","lag_p50_ms":…,"lag_p99_ms":…,"sweep_100k_ms":…,"lag_p90_ms":…,"lag_max_ms":…,"n":…,"replicas":…,"sweep_n":…,"peak_rss_mb":…}
+//	{"scenario":"dispatch","lag_p50_ms":…,"lag_p99_ms":…,"sweep_100k_ms":…,"lag_p90_ms":…,"lag_max_ms":…,"n":…,"replicas":…,"sweep_n":…,"sweep_messages_ms":…,"sweep_messages_n":…,"peak_rss_mb":…}
 //
 // where sweep_100k_ms is the median sweep of sweep_n offers.
 //

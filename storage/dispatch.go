@@ -118,12 +118,14 @@ func tellTx(ctx context.Context, tx pgx.Tx, tell domain.Render[dispatch.Changed]
 	for _, d := range c.Debts {
 		ids = append(ids, d.MasterID)
 	}
-	var orders []int64
+	orders := make([]int64, 0, len(c.Offers))
 	for _, f := range c.Offers {
-		if f.OrderID != c.Order.ID && !slices.Contains(orders, f.OrderID) {
+		if f.OrderID != c.Order.ID {
 			orders = append(orders, f.OrderID)
 		}
 	}
+	slices.Sort(orders)
+	orders = slices.Compact(orders)
 	if len(orders) > 0 {
 		var err error
 		c.Orders, err = readByID(ctx, tx, `SELECT `+orderColumns+` FROM orders WHERE id = ANY ($1)`, orders,

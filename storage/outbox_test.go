@@ -196,6 +196,33 @@ func TestOutboxEditCoalesces(t *testing.T) {
 	require.Equal(t, 2, f.count(`SELECT count(*) FROM outbox WHERE state = 'pending'`))
 }
 
+// One batch mixing everything the insert decides per row: a send and two
+// edits of a new key (the send and the last edit are written), an edit
+// folded into a send already queued (no row of its own), an edit of a key
+// nothing waits for and a plain message, all in the batch's order.
+func TestOutboxBatchFoldsPerRow(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	st, ctx := f.st, f.ctx
+	m := func(key, text string, edit bool) domain.Message {
+		return domain.Message{ChatID: 7, Kind: domain.KindProgress, Key: key, Edit: edit, Text: text}
+	}
+	require.NoError(t, st.EnqueueMessages(ctx, m("b", "b0", false)))
+	require.NoError(t, st.EnqueueMessages(ctx, m("a", "a0", false), m("a", "a1", true), m("b", "b1", true),
+		m("c", "c1", true), m("a", "a2", true), msg(7, "plain")))
+	rows, err := f.st.Pool().Query(ctx, `SELECT msg_key, edit, body->>'text' FROM outbox ORDER BY id`)
+	require.NoError(t, err)
+	var got []string
+	for rows.Next() {
+		var key, text string
+		var edit bool
+		require.NoError(t, rows.Scan(&key, &edit, &text))
+		got = append(got, fmt.Sprintf("%s %v %s", key, edit, text))
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"b false b1", "a false a0", "c true c1", "a true a2", " false plain"}, got)
+}
+
 // A lane goes its own way: a paced lane waiting does not hold the chat's
 // main lane, its edit waits for its message's send, and it delivers at
 // most once per Every.
