@@ -170,11 +170,14 @@ func (b *Bot) renderMaster(lang string, m dispatch.Master, st dispatch.MasterSta
 		}))
 	}
 	if st.Owed > 0 {
-		due := "—"
+		key, due := "master.owed", "—"
 		if !st.NextDue.IsZero() {
 			due = locales.Time(lang, st.NextDue, zone)
+			if !st.NextDue.After(b.now()) {
+				key = "master.owed_overdue"
+			}
 		}
-		lines = append(lines, cat.T(lang, "master.owed", locales.Data{"Owed": b.money(lang, st.Owed), "Due": due}))
+		lines = append(lines, cat.T(lang, key, locales.Data{"Owed": b.money(lang, st.Owed), "Due": due}))
 	} else {
 		lines = append(lines, cat.T(lang, "master.owed_none"))
 	}
@@ -220,16 +223,17 @@ func (u *dispatchUI) setActive(active bool) func(r *Request) error {
 			}
 			return r.Reply(r.T("pause.already"), nil)
 		}
-		text := r.T("resume.already")
-		if changed {
-			text = r.T("resume.done")
-		}
 		// Resuming does not lift a commission block; say so rather than
-		// leave the master waiting for offers that cannot come.
+		// promise offers that cannot come.
+		blocked := false
 		if m, _, err := u.d.Master(r.Ctx, r.User.ID); err == nil && !m.BlockedAt.IsZero() {
-			text += "\n" + r.T("resume.blocked")
+			blocked = true
 		}
-		return r.Reply(text, nil)
+		key := map[[2]bool]string{
+			{true, false}: "resume.done", {false, false}: "resume.already",
+			{true, true}: "resume.done_blocked", {false, true}: "resume.already_blocked",
+		}[[2]bool{changed, blocked}]
+		return r.Reply(r.T(key), nil)
 	}
 }
 
@@ -472,7 +476,10 @@ func (u *dispatchUI) paid(r *Request) error {
 		return r.Reply(r.T("paid.nothing", locales.Data{"Master": who}), nil)
 	}
 	text := r.T("paid.ok", locales.Data{"Master": who, "Amount": u.b.money(r.Lang, d.Amount), "Orders": len(d.Orders)})
-	if wasBlocked {
+	switch {
+	case wasBlocked && !m.Active:
+		text += "\n" + r.T("paid.unblocked_paused")
+	case wasBlocked:
 		text += "\n" + r.T("paid.unblocked")
 	}
 	return r.Reply(text, nil)
@@ -813,7 +820,12 @@ func (d dispatchNotes) Note(n dispatch.Note) []domain.Message {
 	case dispatch.NoteBlocked:
 		text = cat.T(lang, "note.blocked", locales.Data{"Amount": b.money(lang, n.Amount)})
 	case dispatch.NoteUnblocked:
-		text = cat.T(lang, "note.unblocked", locales.Data{"Amount": b.money(lang, n.Amount)})
+		key := "note.unblocked"
+		if !n.Master.Active {
+			// Paying lifts the block, not the master's own pause.
+			key = "note.unblocked_paused"
+		}
+		text = cat.T(lang, key, locales.Data{"Amount": b.money(lang, n.Amount)})
 	case dispatch.NotePaid:
 		text = cat.T(lang, "note.paid", locales.Data{"Amount": b.money(lang, n.Amount), "Orders": n.Orders})
 	default:

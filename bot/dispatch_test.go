@@ -264,8 +264,11 @@ RETURNING id`).Scan(&orderID))
 	profile := env.ask(t, ann, "/master").Text
 	require.Regexp(t, `\nStatus: ✅ not paused, but offers are blocked until your commission is paid \(below\)\n`+
 		`⛔ Blocked since \d+ \w{3}( \d{4})?, \d\d:\d\d \(Moscow\): commission of 300 is overdue\. No offers come until an admin records your payment with /paid\.\n`+
-		`Commission owed: 300, next due \d+ \w{3}( \d{4})?, \d\d:\d\d \(Moscow\)\nOffers: none yet\nOrders: done 1$`, profile)
-	require.Equal(t, "You are already active and receive offers.\n⛔ Your commission is overdue, though: no offers come until an admin records your payment.",
+		`Commission owed: 300, overdue since \d+ \w{3}( \d{4})?, \d\d:\d\d \(Moscow\)\nOffers: none yet\nOrders: done 1$`, profile)
+	require.Equal(t, "You are not paused, but ⛔ your commission is overdue: no offers come until an admin records your payment.",
+		env.ask(t, ann, "/resume").Text)
+	require.Equal(t, "⏸ Paused. No new offers come until you send /resume.", env.ask(t, ann, "/pause").Text)
+	require.Equal(t, "▶️ Pause ended, but ⛔ your commission is overdue: no offers come until an admin records your payment.",
 		env.ask(t, ann, "/resume").Text)
 
 	// Only an admin records payment.
@@ -297,6 +300,28 @@ RETURNING id`).Scan(&orderID))
 		"💵 Ann (@ann_fix, id 42) paid commission 300",
 	}, env.logLines(t))
 	require.Equal(t, "Ann (@ann_fix, id 42) owes no commission; nothing to record.", env.ask(t, env.admin, "/paid 42").Text)
+
+	// Blocked again while paused: paying lifts the block, not her pause,
+	// and neither she nor the admin is told offers come again.
+	_, err = env.st.Pool().Exec(ctx, `
+INSERT INTO orders (created_by, city, district, skill, price, description, state, master_id,
+                    assigned_at, done_at, commission, commission_due_at)
+VALUES (1, 'Moscow', 'Center', 'plumbing', 2000, 'sink', 'DONE', 42,
+        now() - interval '1 day', now() - interval '4 hours', 200, now() - interval '1 hour')`)
+	require.NoError(t, err)
+	before = len(env.messages(t, 42))
+	n, err = env.svc.Commission(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Len(t, env.messages(t, 42), before+1, "the block's notice")
+	require.Equal(t, "⏸ Paused. No new offers come until you send /resume.", env.ask(t, ann, "/pause").Text)
+	before = len(env.messages(t, 42))
+	require.Equal(t, "💵 Recorded: Ann (id 42) paid 200 of commission (orders: 1).\nThe block is lifted; they are paused, so offers come again once they send /resume.",
+		env.ask(t, env.admin, "/paid 42").Text)
+	msgs = env.messages(t, 42)
+	require.Len(t, msgs, before+1)
+	require.Equal(t, "✅ Commission of 200 is settled. You are still paused: send /resume to receive offers again.", msgs[len(msgs)-1].Text)
+	require.Contains(t, env.ask(t, ann, "/master").Text, "Status: ⏸ paused — no offers until /resume")
 }
 
 var answerWithin = regexp.MustCompile(`\n\n⏳ Answer within (10 min|9 min \d{1,2} s)\.$`)
