@@ -396,6 +396,11 @@ func (u *analysisUI) runStart(r *Request) error {
 	case err != nil:
 		return err
 	}
+	if u.b.inAdminChat(r.Message().Chat) {
+		// The admin chat has just read "run started" as an event and gets
+		// the board next; a reply there would say it twice.
+		return nil
+	}
 	key := "run_start.ok"
 	if run.RAG {
 		key = "run_start.ok_rag"

@@ -39,6 +39,31 @@ func (env anEnv) completedRun(t *testing.T, n int) []int64 {
 	return ids
 }
 
+// Typed in the admin chat, /run_new answers with the next step only and
+// /run_start not at all: the chat reads both as events, and then the board.
+func TestAnalysisCommandsInTheAdminChatSayNothingTwice(t *testing.T) {
+	t.Parallel()
+	env := setupAnalysis(t)
+	team, ann := env.teamAndAnn("Team")
+	m := ann.SendText(team.ID, "task: please fix the login page")
+	eventually(t, func() bool { return count(t, env.st, `SELECT count(*) FROM group_messages`) == 1 }, "message stored")
+	env.llm.On(llmtest.Chat()).Named("proposals").Reply(fmt.Sprintf(
+		`{"proposals":[{"title":"Fix login","description":"Fix it.","priority":"high","assignee":"","deadline":"","source_message_ids":[%d]}]}`, m.MessageID))
+	env.srv.Supergroup(adminChat, "Admins", "")
+	env.admin.SendText(adminChat, "/run_new 24h")
+	env.srv.WaitMessage(t, adminChat, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "Start run #1 with /run_start 1") })
+	env.admin.SendText(adminChat, "/run_start 1")
+	env.waitAdminLine(t, "✅ Run #1 completed")
+	env.settle(t)
+	var started []string
+	for _, m := range env.srv.Messages(adminChat) {
+		if strings.Contains(m.Text, "Run #1 started") {
+			started = append(started, m.Text)
+		}
+	}
+	require.Equal(t, []string{"▶️ Run #1 started"}, started, "the event, and no reply repeating it")
+}
+
 // taskPriority is the priority of completedRun's proposal i (from 0):
 // low, medium, high in turn.
 func taskPriority(i int) string { return []string{"low", "medium", "high"}[i%3] }
