@@ -170,7 +170,11 @@ func (b *Bot) elsewhere(r *Request, cmd Command) error {
 	if m := r.Message(); m != nil {
 		replyTo = m.ID
 	}
-	return b.sendDirect(r.Ctx, r.Chat().ID, replyTo, r.T("chat.private_only", locales.Data{"Command": "/" + cmd.Name}), kb)
+	key := "chat.private_only"
+	if cmd.where()&InAdminChat != 0 && b.cfg.AdminChatID != 0 {
+		key = "chat.private_or_admin"
+	}
+	return b.sendDirect(r.Ctx, r.Chat().ID, replyTo, r.T(key, locales.Data{"Command": "/" + cmd.Name}), kb)
 }
 
 // deepLink opens the private chat with the bot; a payload arrives as

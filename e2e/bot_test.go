@@ -262,6 +262,9 @@ func TestGroupsGetNoPrivateData(t *testing.T) {
 	require.NotContains(t, runs.Text, "only in our private chat")
 	require.Empty(t, runs.ReplyMarkup.Buttons())
 	require.Contains(t, ask(t, env, boss, adminGroup, "/profile").Text, "I answer /profile only in our private chat")
+	// An admin command in another group points to both places it runs.
+	require.Equal(t, "I answer /orders in our private chat or in the admin chat, so that nothing private shows up here. Tap below to continue in private.",
+		ask(t, env, boss, team.ID, "/orders").Text)
 
 	// Menus: private commands in private chats only; nothing in groups,
 	// nor in the default list groups fall back to; the admin chat has the
