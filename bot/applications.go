@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	tele "gopkg.in/telebot.v3"
 
@@ -189,8 +191,10 @@ func (u *vacancyUI) step(action Action) CallbackHandler {
 		if action != actionCardStep {
 			u.editCard(r, a)
 		}
+		// The status names are headings ("Invited"); after "Marked:" they
+		// continue the sentence.
 		return r.Respond(&tele.CallbackResponse{Text: r.T("application.marked", locales.Data{
-			"Status": statusName(u.b.deps.Catalog, r.Lang, a.Match.Status),
+			"Status": lowerFirst(statusName(u.b.deps.Catalog, r.Lang, a.Match.Status)),
 		})})
 	}
 }
@@ -322,4 +326,13 @@ func (rd *Renderer) renderApplications(lang string, rep vacancy.ApplicationsRepo
 		text = Split(text, MaxMessageLen)[0]
 	}
 	return text, kb, nil
+}
+
+// lowerFirst lower-cases the first letter of s.
+func lowerFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if r == utf8.RuneError {
+		return s
+	}
+	return string(unicode.ToLower(r)) + s[n:]
 }

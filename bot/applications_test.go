@@ -54,7 +54,7 @@ func TestApplicationStepsOnTheCard(t *testing.T) {
 	q, err := ann.PressButton(card, "🎉 Invited")
 	require.NoError(t, err)
 	a = answer(t, env.srv, q)
-	require.Equal(t, "Marked: Invited.", a.Text)
+	require.Equal(t, "Marked: invited.", a.Text)
 	require.False(t, a.ShowAlert)
 	require.Equal(t, "INVITED", matchStatus(t, env.st, id))
 	card, _ = env.srv.MessageByID(42, msg.MessageID)
@@ -74,7 +74,7 @@ func TestApplicationStepsOnTheCard(t *testing.T) {
 
 	q, err = ann.PressButton(card, "🏆 Offer")
 	require.NoError(t, err)
-	require.Equal(t, "Marked: Offer.", answer(t, env.srv, q).Text)
+	require.Equal(t, "Marked: offer.", answer(t, env.srv, q).Text)
 	card, _ = env.srv.MessageByID(42, msg.MessageID)
 	require.Equal(t, sampleText+"\n\n🏆 Offer received", card.Text)
 	require.Equal(t, []string{"Open on hh.ru"}, card.ReplyMarkup.Labels(), "an offer is final")
@@ -124,7 +124,7 @@ func TestApplicationsReport(t *testing.T) {
 
 	q, err := ann.PressButton(msg, "1 · 🎉 Invited")
 	require.NoError(t, err)
-	require.Equal(t, "Marked: Invited.", answer(t, env.srv, q).Text)
+	require.Equal(t, "Marked: invited.", answer(t, env.srv, q).Text)
 	require.Equal(t, "INVITED", matchStatus(t, env.st, second))
 	redrawn, _ := env.srv.MessageByID(42, msg.MessageID)
 	require.Contains(t, redrawn.Text, "Applied: 3\nAnswered: 2\nInvited: 2\nOffers: 1")

@@ -99,7 +99,7 @@ func TestMemoryCorrectionHistoryAndForgetAbout(t *testing.T) {
 
 	page := env.ask(t, olena, "/memory")
 	require.Equal(t, "Що я про вас пам'ятаю, спочатку нове (1–1 з 1):\n\n1. 4 бер. 2025, 11:30 (Київ) · чай\nЛюбить зелений <чай> & мед.\n\n"+
-		"Видалити чи виправити запис можна кнопками з його номером. Ще можна написати «забудь, що я казав про …»; /forget видаляє все.", page.Text)
+		"Видалити чи виправити запис можна кнопками з його номером. Ще можна написати «забудь, що я казав(-ла) про …»; /forget видаляє все.", page.Text)
 	q, err := olena.PressButton(page, "✏️ Виправити 1")
 	require.NoError(t, err)
 	answer(t, env.srv, q)

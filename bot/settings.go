@@ -151,7 +151,11 @@ func (u *rhythmUI) render(r *Request, rh vacancy.Rhythm) (string, *tele.ReplyMar
 	default:
 		lines = append(lines, r.T("rhythm.cap_off"))
 	}
-	lines = append(lines, "", r.T("rhythm.zone", locales.Data{
+	zoneKey := "rhythm.zone"
+	if _, from := u.b.readerZone(r.User.TimeZone, r.User.MasterCity, r.Lang); from == zoneLang {
+		zoneKey = "rhythm.zone_guessed"
+	}
+	lines = append(lines, "", r.T(zoneKey, locales.Data{
 		"Zone": locales.ZoneLabel(r.Lang, r.Zone), "Offset": locales.ZoneOffset(u.b.now(), r.Zone),
 	}))
 

@@ -426,7 +426,7 @@ func TestVacanciesStats(t *testing.T) {
 	env.llm.open.Store(true)
 
 	require.Equal(t, "Your vacancies\n"+
-		"Waiting for analysis: 2\nSent, awaiting your answer: 1\nNot suitable: 1\nApplied: 1\n\n"+
+		"Waiting for analysis: 2\nSent to you, awaiting your decision: 1\nNot suitable: 1\nApplied: 1\n\n"+
 		"Last check of hh.ru: 4 Mar 2025, 02:06 (UTC)\n"+
 		"The AI model is not answering; your vacancies will be checked when it is back.\nhh.ru is answering.", env.ask(t, ann, "/vacancies").Text)
 }

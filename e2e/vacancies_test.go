@@ -726,7 +726,7 @@ func TestPipelineButtonsAndApplications(t *testing.T) {
 	require.Contains(t, describe(card), "🔇 No answer")
 	rejected := buttonData(t, card, "❌ Rejected")
 
-	require.Equal(t, "Marked: Invited.", pressFor(t, env, ann, card, "🎉 Invited").Text)
+	require.Equal(t, "Marked: invited.", pressFor(t, env, ann, card, "🎉 Invited").Text)
 	card, _ = env.TG.MessageByID(ann.ID(), card.MessageID)
 	require.Contains(t, card.Text, "🎉 Invited")
 	require.NotContains(t, describe(card), "No answer")
@@ -743,7 +743,7 @@ func TestPipelineButtonsAndApplications(t *testing.T) {
 	require.Equal(t, "This button is not for you.", forged.Text)
 	require.Equal(t, map[string]int{"INVITED": 1, "SENT_TO_USER": 1}, statuses(t, pool))
 
-	require.Equal(t, "Marked: Offer.", pressFor(t, env, ann, card, "🏆 Offer").Text)
+	require.Equal(t, "Marked: offer.", pressFor(t, env, ann, card, "🏆 Offer").Text)
 	card, _ = env.TG.MessageByID(ann.ID(), card.MessageID)
 	require.Contains(t, card.Text, "🏆 Offer received")
 	require.NotContains(t, describe(card), "Rejected", "an offer is final")
@@ -757,7 +757,7 @@ func TestPipelineButtonsAndApplications(t *testing.T) {
 	require.Equal(t, "1 · 🎉 Invited", report.ReplyMarkup.Buttons()[0].Text)
 
 	// A step pressed in the report redraws it with the new counts.
-	require.Equal(t, "Marked: Rejected.", pressFor(t, env, ann, report, "1 · ❌ Rejected").Text)
+	require.Equal(t, "Marked: rejected.", pressFor(t, env, ann, report, "1 · ❌ Rejected").Text)
 	report, _ = env.TG.MessageByID(ann.ID(), report.MessageID)
 	require.Contains(t, report.Text, "Applied: 2\nAnswered: 2\nInvited: 1\nOffers: 1")
 	require.NotContains(t, report.Text, "Waiting for an answer")
@@ -808,7 +808,7 @@ func TestFollowUpReminderOnInjectedClock(t *testing.T) {
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT followed_up_at IS NOT NULL FROM vacancy_matches`).Scan(&reminded))
 	require.True(t, reminded)
 
-	require.Equal(t, "Marked: Invited.", pressFor(t, env, ann, reminder, "🎉 Invited").Text)
+	require.Equal(t, "Marked: invited.", pressFor(t, env, ann, reminder, "🎉 Invited").Text)
 	reminder, _ = env.TG.MessageByID(ann.ID(), reminder.MessageID)
 	require.Contains(t, reminder.Text, "Status: Invited")
 	require.NotContains(t, reminder.Text, "🔔", "the question is answered")
@@ -826,7 +826,7 @@ func TestFollowUpReminderOnInjectedClock(t *testing.T) {
 	env.Start(over)
 	second := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🔔 How did the interview go?") })
 	require.Contains(t, describe(second), "🏆 Offer")
-	require.Equal(t, "Marked: Offer.", pressFor(t, env, ann, second, "🏆 Offer").Text)
+	require.Equal(t, "Marked: offer.", pressFor(t, env, ann, second, "🏆 Offer").Text)
 	require.Equal(t, map[string]int{"OFFER": 1}, statuses(t, pool))
 	env.TG.WaitFor(t, 30*time.Second, func() bool {
 		card, _ = env.TG.MessageByID(ann.ID(), card.MessageID)
