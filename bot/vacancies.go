@@ -7,6 +7,7 @@ import (
 	"html"
 	"net/url"
 	"strings"
+	"time"
 	"unicode"
 
 	tele "gopkg.in/telebot.v3"
@@ -170,6 +171,22 @@ func (u *vacancyUI) searchUsage(r *Request) string {
 	return r.T("search.usage", u.searchData(r))
 }
 
+// nextDigest is when the user's next digest is due (zero in instant mode,
+// without rhythms, or when the rhythm cannot be read: the instant promise
+// is then the likelier truth).
+func (u *vacancyUI) nextDigest(r *Request) time.Time {
+	rs := u.b.deps.Rhythm
+	if rs == nil {
+		return time.Time{}
+	}
+	rh, err := rs.Rhythm(r.Ctx, r.User.ID)
+	if err != nil {
+		u.b.deps.Log.Warn("read rhythm for a saved search", "user", r.User.ID, "err", err)
+		return time.Time{}
+	}
+	return rs.NextDigest(r.User, rh)
+}
+
 // maxDropped bounds the parameter names a reply lists as left out.
 const maxDropped = 8
 
@@ -220,6 +237,12 @@ func (u *vacancyUI) search(r *Request) error {
 		text = r.T("search.saved_nothing_new", locales.Data{"Search": shown})
 	case added.Created:
 		text = r.T("search.saved", locales.Data{"Search": shown})
+		// In digest mode the first vacancies wait for the next digest
+		// (settleFirstNews counts that as told): promise that, not a
+		// word within a minute.
+		if next := u.nextDigest(r); !next.IsZero() {
+			text = r.T("search.saved_digest", locales.Data{"Search": shown, "When": r.Time(next)})
+		}
 	default:
 		text = r.T("search.exists", locales.Data{"Search": shown})
 	}

@@ -129,6 +129,15 @@ func TestRhythmDigestAtItsTimeWithQuietHours(t *testing.T) {
 	require.Contains(t, settings.Text, "08:00 (Moscow)", "22:00 is inside quiet hours: the digest moves to their end")
 
 	subscribe(t, env, ann, "golang")
+	// The search's reply promises the digest, not a word within a minute.
+	var saved []string
+	for _, m := range env.TG.Messages(ann.ID()) {
+		if strings.HasPrefix(m.Text, "Saved: golang") {
+			saved = append(saved, m.Text)
+		}
+	}
+	require.Len(t, saved, 1)
+	require.Regexp(t, `^Saved: golang\nI'm checking hh\.ru now\. You get vacancies as digests, so what I find comes in the next one, \d+ \w{3}( \d{4})?, 08:00 \(Moscow\)\.$`, saved[0])
 	eventually(t, 20*time.Second, func() bool {
 		return countBy(t, pool, `SELECT card, count(*) FROM vacancy_matches WHERE status = 'ANALYZED' GROUP BY card`)["digest"] == 3
 	})
