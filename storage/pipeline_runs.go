@@ -95,7 +95,8 @@ WITH r AS (
 )
 SELECT `+runColumns+`,
        (SELECT count(*) FROM pipeline_runs p
-        WHERE p.user_id = $1 AND p.closed_at IS NULL AND p.status <> 'FAILED' AND p.id < r.id)
+        WHERE p.user_id = $1 AND p.closed_at IS NULL AND p.status <> 'FAILED' AND p.delivered_at IS NULL
+          AND p.id < r.id)
 FROM r`, userID, chatID, messageID, query)
 	var ahead int
 	r, err := scanRun(row, &ahead)

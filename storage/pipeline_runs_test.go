@@ -332,6 +332,16 @@ func TestSubmitRunFailsWhole(t *testing.T) {
 	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT (SELECT count(*) FROM pipeline_runs), (SELECT count(*) FROM raw_logs)`).Scan(&runs, &logs))
 	require.Equal(t, 3, runs)
 	require.Equal(t, 3, logs)
+
+	// A run whose answer is on its way (delivered_at; the archivist has not
+	// closed it yet) is no longer ahead of anything: the user has, or is
+	// about to have, its answer.
+	_, err = f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'a', delivered_at = now()
+WHERE id = (SELECT min(id) FROM pipeline_runs)`)
+	require.NoError(t, err)
+	_, ahead, err := f.st.SubmitPipelineRun(f.ctx, 1, 1, 4, "question")
+	require.NoError(t, err)
+	require.Equal(t, 2, ahead, "the two runs not yet answered")
 }
 
 // Intake returns only once the message is on disk, although its
