@@ -418,12 +418,17 @@ func (u *vacancyUI) stats(r *Request) error {
 	var sb strings.Builder
 	sb.WriteString(r.T("vacancies.header"))
 	counted := false
-	for _, s := range vacancy.Statuses {
-		if n := st.Counts[s]; n > 0 {
+	line := func(name string, n int) {
+		if n > 0 {
 			counted = true
-			sb.WriteString("\n" + r.T("vacancies.count", locales.Data{
-				"Status": statusName(u.b.deps.Catalog, r.Lang, s), "Count": n,
-			}))
+			sb.WriteString("\n" + r.T("vacancies.count", locales.Data{"Status": name, "Count": n}))
+		}
+	}
+	for _, s := range vacancy.Statuses {
+		line(statusName(u.b.deps.Catalog, r.Lang, s), st.Counts[s])
+		if s == vacancy.Analyzed {
+			line(r.T("vacancies.for_digest"), st.ForDigest)
+			line(r.T("vacancies.in_digest"), st.InDigest)
 		}
 	}
 	if !counted {

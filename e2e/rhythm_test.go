@@ -142,6 +142,9 @@ func TestRhythmDigestAtItsTimeWithQuietHours(t *testing.T) {
 		return countBy(t, pool, `SELECT card, count(*) FROM vacancy_matches WHERE status = 'ANALYZED' GROUP BY card`)["digest"] == 3
 	})
 	require.Empty(t, digestMessages(env, ann.ID()), "nothing before 08:00")
+	stats := ask(t, env, ann, ann.ID(), "/vacancies").Text
+	require.Contains(t, stats, "\nRelevant, waiting for your next digest: 3\n")
+	require.NotContains(t, stats, "being sent", "nothing is on its way before the digest")
 	require.Empty(t, vacancyMessages(env, ann.ID()), "no card in digest mode")
 
 	env.TG.WaitFor(t, 45*time.Second, func() bool { return len(digestMessages(env, ann.ID())) > 0 })
@@ -149,6 +152,7 @@ func TestRhythmDigestAtItsTimeWithQuietHours(t *testing.T) {
 		"the digest went at 08:00 by the bot's clock, not before")
 	digest := digestMessages(env, ann.ID())[0]
 	require.Contains(t, digest.Text, "New vacancies for you: 3")
+	require.Contains(t, ask(t, env, ann, ann.ID(), "/vacancies").Text, "\nIn a digest, not opened: 3\n")
 	require.Contains(t, digest.Text, "1. Golang developer", "one line per vacancy")
 	require.Contains(t, digest.Text, "⭐ 87")
 	var buttons []string

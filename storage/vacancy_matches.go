@@ -35,18 +35,30 @@ vacancy_sent AS (
 // searches and the queue sizes.
 func (s *Store) MatchStats(ctx context.Context, userID int64) (vacancy.Stats, error) {
 	st := vacancy.Stats{Counts: map[vacancy.Status]int{}}
-	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM vacancy_matches WHERE user_id = $1 GROUP BY status`, userID)
+	// A relevant match routed to the digests is not being sent: it waits
+	// for the next digest, or sits in one the user has not opened it from.
+	rows, err := s.pool.Query(ctx, `
+SELECT status, CASE WHEN status = 'ANALYZED' AND card IN ('digest', 'listed') THEN card = 'listed' END, count(*)
+FROM vacancy_matches WHERE user_id = $1 GROUP BY 1, 2`, userID)
 	if err != nil {
 		return st, fmt.Errorf("vacancy stats: %w", err)
 	}
 	for rows.Next() {
 		var status string
+		var inDigest *bool
 		var n int
-		if err := rows.Scan(&status, &n); err != nil {
+		if err := rows.Scan(&status, &inDigest, &n); err != nil {
 			rows.Close()
 			return st, fmt.Errorf("vacancy stats: %w", err)
 		}
-		st.Counts[vacancy.Status(status)] = n
+		switch {
+		case inDigest == nil:
+			st.Counts[vacancy.Status(status)] += n
+		case *inDigest:
+			st.InDigest += n
+		default:
+			st.ForDigest += n
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

@@ -139,10 +139,14 @@ type NewMatch struct {
 
 // Stats is what /vacancies shows a user.
 type Stats struct {
-	Counts      map[Status]int
-	LastFetch   time.Time // zero: never
-	QueueTotal  int       // everyone's
-	BreakerOpen bool
+	// Counts are the matches by status, but for the relevant ones routed
+	// to the digests: ForDigest wait for the next digest, InDigest are
+	// listed in one and not opened.
+	Counts              map[Status]int
+	ForDigest, InDigest int
+	LastFetch           time.Time // zero: never
+	QueueTotal          int       // everyone's
+	BreakerOpen         bool
 	// LLMRefused: the provider refuses the model or key, so matches wait
 	// QUEUED; LLMReason says what to fix (or, with the breaker open for
 	// failures, why); empty while the LLM answers.
