@@ -353,7 +353,11 @@ func storageLines(r *Request, st StorageStatus) string {
 	var sb strings.Builder
 	sb.WriteString(r.T("status.data_header"))
 	for _, t := range st.Tables {
-		sb.WriteString("\n" + r.T("status.table", locales.Data{"Name": t.Name, "Size": sizeText(r.Lang, t.Bytes), "Rows": locales.Number(r.Lang, t.Rows)}))
+		key := "status.table"
+		if t.Rows < 0 {
+			key = "status.table_uncounted"
+		}
+		sb.WriteString("\n" + r.T(key, locales.Data{"Name": t.Name, "Size": sizeText(r.Lang, t.Bytes), "Rows": locales.Number(r.Lang, t.Rows)}))
 	}
 	if len(st.Prune) == 0 {
 		sb.WriteString("\n" + r.T("status.prune_never"))

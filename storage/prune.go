@@ -500,7 +500,8 @@ ORDER BY array_position($1::text[], kind), kind`, PruneKinds())
 }
 
 // TableSize is one table's footprint: with its indexes and TOAST, and the
-// planner's row estimate (no count(*) over a big table for a status page).
+// planner's row estimate (no count(*) over a big table for a status page);
+// Rows is -1 while the table has never been analysed, which is not "none".
 type TableSize struct {
 	Name  string
 	Bytes int64
@@ -510,7 +511,7 @@ type TableSize struct {
 // TableSizes lists the n largest tables of the schema, largest first.
 func (s *Store) TableSizes(ctx context.Context, n int) ([]TableSize, error) {
 	out, err := queryAll(ctx, s.pool, pgx.RowToStructByPos[TableSize], `
-SELECT c.relname, pg_total_relation_size(c.oid), GREATEST(c.reltuples, 0)::bigint
+SELECT c.relname, pg_total_relation_size(c.oid), GREATEST(c.reltuples, -1)::bigint
 FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
 WHERE c.relkind = 'r' AND ns.nspname = current_schema()
 ORDER BY 2 DESC, 1 LIMIT $1`, n)
