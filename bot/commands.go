@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	tele "gopkg.in/telebot.v3"
@@ -240,13 +241,24 @@ func (b *Bot) helpText(r *Request) string {
 		sections[c.Section] = append(sections[c.Section], c)
 	}
 	master := b.isMaster(r)
+	order := make([]Section, 0, sectionCount)
+	for s := range sectionCount {
+		order = append(order, s)
+	}
+	if master {
+		// A master opens /help for their own few commands: they come
+		// right after the general ones, not below the job seeker's ten.
+		order = slices.DeleteFunc(order, func(s Section) bool { return s == SectionMaster })
+		order = slices.Insert(order, int(SectionGeneral)+1, SectionMaster)
+	}
 	var sb strings.Builder
 	sb.WriteString(r.T("help.header"))
-	for s, cmds := range sections {
+	for _, s := range order {
+		cmds := sections[s]
 		if len(cmds) == 0 {
 			continue
 		}
-		if Section(s) == SectionMaster && !master {
+		if s == SectionMaster && !master {
 			sb.WriteString("\n\n" + r.T("help.master_join"))
 			continue
 		}

@@ -96,6 +96,11 @@ func TestDispatchExpiryThenAccept(t *testing.T) {
 	bob := env.TG.User(702, "Bob", "en")
 	register(t, env, ann, `"Saint Petersburg" Center plumbing`)
 	register(t, env, bob, `"saint petersburg" center plumbing,electrics`)
+	// A master's /help has their own commands right after the general ones.
+	help := ask(t, env, ann, ann.ID(), "/help").Text
+	master, jobs := strings.Index(help, "\n\nMaster\n"), strings.Index(help, "\n\nJob search\n")
+	require.True(t, master > 0 && jobs > master, "Master before Job search:\n%s", help)
+	require.Less(t, strings.Index(help, "\n\nGeneral\n"), master)
 	// A non-admin cannot create orders.
 	require.NotContains(t, ask(t, env, ann, ann.ID(), "/order X Y z 100 nope").Text, "created")
 
