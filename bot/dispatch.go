@@ -869,6 +869,8 @@ func (rd *Renderer) renderEvent(lang string, e dispatch.Event) string {
 		key = "dispatch.event.order_cancelled_assigned"
 	case e.Kind == dispatch.EventOrderDone && e.ByMaster:
 		key = "dispatch.event.order_done_master"
+	case e.Kind == dispatch.EventCommissionPaid && e.Unblocked:
+		key = "dispatch.event.commission_paid_unblocked"
 	}
 	return rd.cat.T(lang, key, locales.Data{
 		"Kind":   string(e.Kind),

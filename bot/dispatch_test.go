@@ -297,7 +297,7 @@ RETURNING id`).Scan(&orderID))
 
 	require.Equal(t, []string{
 		"⛔ Ann (id 42) blocked: commission 300 overdue",
-		"💵 Ann (@ann_fix, id 42) paid commission 300",
+		"💵 Ann (@ann_fix, id 42) paid commission 300; block lifted",
 	}, env.logLines(t))
 	require.Equal(t, "Ann (@ann_fix, id 42) owes no commission; nothing to record.", env.ask(t, env.admin, "/paid 42").Text)
 
@@ -322,6 +322,21 @@ VALUES (1, 'Moscow', 'Center', 'plumbing', 2000, 'sink', 'DONE', 42,
 	require.Len(t, msgs, before+1)
 	require.Equal(t, "✅ Commission of 200 is settled. You are still paused: send /resume to receive offers again.", msgs[len(msgs)-1].Text)
 	require.Contains(t, env.ask(t, ann, "/master").Text, "Status: ⏸ paused — no offers until /resume")
+
+	// Paid before its deadline: a thank-you, and no block to lift.
+	_, err = env.st.Pool().Exec(ctx, `
+INSERT INTO orders (created_by, city, district, skill, price, description, state, master_id,
+                    assigned_at, done_at, commission, commission_due_at)
+VALUES (1, 'Moscow', 'Center', 'plumbing', 1000, 'tap', 'DONE', 42,
+        now() - interval '2 hours', now() - interval '1 hour', 100, now() + interval '2 hours')`)
+	require.NoError(t, err)
+	before = len(env.messages(t, 42))
+	require.Equal(t, "💵 Recorded: Ann (id 42) paid 100 of commission (orders: 1).", env.ask(t, env.admin, "/paid 42").Text)
+	msgs = env.messages(t, 42)
+	require.Len(t, msgs, before+1)
+	require.Equal(t, "💵 An admin recorded your commission payment: 100 (orders: 1). Thank you!", msgs[len(msgs)-1].Text)
+	lines := env.logLines(t)
+	require.Equal(t, []string{"💵 Ann (id 42) paid commission 200; block lifted", "💵 Ann (id 42) paid commission 100"}, lines[len(lines)-2:])
 }
 
 var answerWithin = regexp.MustCompile(`\n\n⏳ Answer within (10 min|9 min \d{1,2} s)\.$`)

@@ -265,7 +265,7 @@ func (s *Service) Paid(ctx context.Context, ref string) (Master, Debt, bool, err
 			d = c.Debts[0]
 		}
 		if d.Amount > 0 || c.WasBlocked {
-			st.event(Event{Kind: EventCommissionPaid, MasterID: m.UserID, Master: &m, Amount: d.Amount})
+			st.event(Event{Kind: EventCommissionPaid, MasterID: m.UserID, Master: &m, Amount: d.Amount, Unblocked: c.WasBlocked})
 		}
 		switch {
 		case c.WasBlocked:

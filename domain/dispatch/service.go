@@ -361,7 +361,9 @@ type Event struct {
 	Amount   int64 // commission events
 	// ByMaster: the master reported it (order_done by the Done button).
 	ByMaster bool
-	At       time.Time
+	// Unblocked: the payment (commission_paid) lifted the master's block.
+	Unblocked bool
+	At        time.Time
 }
 
 // NoteKind names a message to a master that is not an offer.
