@@ -317,9 +317,9 @@ func (rd *Renderer) visitText(lang string, v dispatch.Visit) string {
 		return ""
 	}
 	cat := rd.cat
-	day := cat.T(lang, "order.date", locales.Data{
-		"Year": fmt.Sprintf("%04d", v.Date.Year()), "Month": fmt.Sprintf("%02d", int(v.Date.Month())), "Day": fmt.Sprintf("%02d", v.Date.Day()),
-	})
+	// Written as every other date the bot writes ("27 Nov"), with the
+	// year only when it is not this one.
+	day := locales.Date(lang, v.Date)
 	if !v.Window() {
 		return cat.T(lang, "order.visit_day", locales.Data{"Date": day})
 	}

@@ -39,7 +39,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 	orderID := int64(count(t, env.st, `SELECT max(id) FROM orders`))
 	o := itoa(orderID)
 	require.Equal(t, "🆕 Order #"+o+" created: plumbing, Moscow, Center, price 3,000.\nKitchen tap\n"+
-		"🗓 2099-11-27, 10:00–12:00\n🏠 Tverskaya 12, apt 5\n👤 Ivan <Petrov>\n📞 +7 999 123-45-67\n"+
+		"🗓 27 Nov 2099, 10:00–12:00\n🏠 Tverskaya 12, apt 5\n👤 Ivan <Petrov>\n📞 +7 999 123-45-67\n"+
 		"🔒 Only the master who accepts the order sees the address, name and phone.\n\n"+
 		"It is being offered to matching masters; follow it in /orders.", reply.Text)
 	require.Equal(t, "call me is not a phone number (phone:): digits, a leading +, spaces, dashes and parentheses, 5 to 20 digits, e.g. phone: +7 999 123-45-67.",
@@ -50,10 +50,10 @@ func TestAssignedMasterButtons(t *testing.T) {
 	f := offers(t, env.st)[0]
 	require.Equal(t, int64(42), f.MasterID)
 	msg := env.offerMessage(t, f)
-	require.True(t, strings.HasPrefix(msg.Text, "🔔 New order #"+o+"\n📍 Moscow, Center\n🗓 2099-11-27, 10:00–12:00\n🛠 plumbing\n💰 3,000\n📝 Kitchen tap\n"), msg.Text)
+	require.True(t, strings.HasPrefix(msg.Text, "🔔 New order #"+o+"\n📍 Moscow, Center\n🗓 27 Nov 2099, 10:00–12:00\n🛠 plumbing\n💰 3,000\n📝 Kitchen tap\n"), msg.Text)
 	press(t, env.srv, ann, msg, data(t, "ov", f.ID))
 	msg = env.offerMessage(t, f)
-	require.Contains(t, msg.Text, "🗓 2099-11-27, 10:00–12:00")
+	require.Contains(t, msg.Text, "🗓 27 Nov 2099, 10:00–12:00")
 	for _, secret := range []string{"Tverskaya", "Ivan", "999"} {
 		require.NotContains(t, msg.Text, secret, "not before Accept")
 	}
@@ -62,7 +62,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 	require.Equal(t, "Accepted. The order is yours!", a.Text)
 	msg = env.offerMessage(t, f)
 	require.Equal(t, "✅ Accepted: order #"+o+" is yours\n📍 Moscow, Center\n🏠 Tverskaya 12, apt 5\n👤 Ivan <Petrov>\n📞 +7 999 123-45-67\n"+
-		"🗓 2099-11-27, 10:00–12:00\n🛠 plumbing\n💰 3,000\n📝 Kitchen tap\n\n"+
+		"🗓 27 Nov 2099, 10:00–12:00\n🛠 plumbing\n💰 3,000\n📝 Kitchen tap\n\n"+
 		"Commission: 10% of the price, due within 3 h after the order is done.\n\n"+
 		"Next: press 🚗 On my way when you set off, 📍 Arrived at the customer's and ✅ Done when the job is finished. "+
 		"If you cannot do it, 🙅 Can't do it gives the order back.", msg.Text)
@@ -214,10 +214,10 @@ func TestGiveBackInTheChat(t *testing.T) {
 	env.ask(t, env.admin, "/order Москва Центр сантехника 1000 Течёт кран\nадрес: Тверская 12\nтелефон: +7 999 000-11-22\nкогда: 01.02.2099")
 	f := offers(t, env.st)[0]
 	msg := env.offerMessage(t, f)
-	require.Contains(t, msg.Text, "🗓 01.02.2099")
+	require.Contains(t, msg.Text, "🗓 1 февр. 2099")
 	press(t, env.srv, ann, msg, data(t, "oa", f.ID))
 	msg = env.offerMessage(t, f)
-	require.Contains(t, msg.Text, "🏠 Тверская 12\n📞 +7 999 000-11-22\n🗓 01.02.2099\n")
+	require.Contains(t, msg.Text, "🏠 Тверская 12\n📞 +7 999 000-11-22\n🗓 1 февр. 2099\n")
 	require.Equal(t, []string{"🚗 Выезжаю", "📍 На месте", "✅ Готово", "🙅 Не могу"}, msg.ReplyMarkup.Labels())
 
 	// Can't do it asks first: nothing changes until Yes; Back shows the

@@ -350,7 +350,7 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 
 	// Ann is offered it: the district and the visit, nothing of the customer.
 	offer := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
-	require.Contains(t, offer.Text, "📍 Odesa, Center\n🗓 2099-05-06, 09:00–11:00\n")
+	require.Contains(t, offer.Text, "📍 Odesa, Center\n🗓 6 May 2099, 09:00–11:00\n")
 	details := pressAndWait(t, env, ann, offer, "📄 Details")
 	require.Equal(t, "The whole order is shown above. The address and contact come once you accept.", details.Text)
 	offer = waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "🔒") })
@@ -364,7 +364,7 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 	}
 	require.Equal(t, "Accepted. The order is yours!", pressAndWait(t, env, bob, bobOffer, "✅ Accept").Text)
 	assigned, _ := env.TG.MessageByID(bob.ID(), bobOffer.MessageID)
-	require.Contains(t, assigned.Text, "📍 Odesa, Center\n🏠 "+markAddress+"\n👤 "+markName+"\n📞 "+markPhone+"\n🗓 2099-05-06, 09:00–11:00\n")
+	require.Contains(t, assigned.Text, "📍 Odesa, Center\n🏠 "+markAddress+"\n👤 "+markName+"\n📞 "+markPhone+"\n🗓 6 May 2099, 09:00–11:00\n")
 	require.Equal(t, []string{"🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, assigned.ReplyMarkup.Labels())
 
 	// Each step moves the order once and edits Bob's message.
