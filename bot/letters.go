@@ -104,6 +104,10 @@ func (rd *Renderer) Letter(d vacancy.LetterData) []domain.Message {
 	cat, lang, l := rd.cat, d.Lang, d.Letter
 	head := rd.letterHeader(d)
 	hint := cat.T(lang, "letter.copy_hint")
+	if l.Language == "" {
+		// Nothing else says why a Russian vacancy got a Russian letter.
+		hint += "\n" + cat.T(lang, "letter.language_auto")
+	}
 	plain := strings.TrimSpace(markdown.Text(l.Text))
 	fixed := utf16Len(head) + utf16Len(hint) + len("\n\n<pre></pre>\n\n")
 	text := head + "\n\n<pre>" + clip(plain, MaxMessageLen-fixed) + "</pre>\n\n" + hint
@@ -134,7 +138,11 @@ func (rd *Renderer) Letter(d vacancy.LetterData) []domain.Message {
 			rd.log.Error("render letter buttons", "letter", l.ID, "err", err)
 			return nil
 		}
-		languages = append(languages, tele.InlineButton{Text: letterLanguageNames[code], Data: data})
+		label := letterLanguageNames[code]
+		if code == l.Language {
+			label = "✓ " + label
+		}
+		languages = append(languages, tele.InlineButton{Text: label, Data: data})
 	}
 	kb.InlineKeyboard = append(kb.InlineKeyboard, styles, languages)
 	return []domain.Message{{ChatID: l.UserID, Kind: domain.KindCoverLetter, Ref: l.ID, Text: text, Buttons: Buttons(kb)}}

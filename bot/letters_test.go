@@ -61,6 +61,17 @@ func TestLetterMessage(t *testing.T) {
 	m = rd.Letter(d)[0]
 	require.True(t, strings.HasPrefix(m.Text, "✍️ <b>Сопроводительное письмо</b>, вариант 3: "), m.Text)
 	require.Contains(t, letterButtons(m), "📨 Откликнуться на сайте компании→https://jobs.example.com/1001")
+
+	// Without a language chosen the letter says it took the vacancy's;
+	// with one, its button is ticked and nothing needs saying.
+	require.True(t, strings.HasSuffix(rd.Letter(letterData("Hi."))[0].Text,
+		"\nWritten in the vacancy's language; the buttons below write it in another."))
+	d = letterData("Привет.")
+	d.Letter.Language = "ru"
+	m = rd.Letter(d)[0]
+	require.NotContains(t, m.Text, "vacancy's language")
+	require.Contains(t, letterButtons(m), "✓ Русский→"+encoded(t, "ll", 31, 2))
+	require.Contains(t, letterButtons(m), "English→"+encoded(t, "ll", 31, 1))
 }
 
 // However long the model's letter, the message stays within Telegram's
