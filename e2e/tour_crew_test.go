@@ -30,6 +30,7 @@ import (
 // With TOUR_OUT set the whole transcript, with the buttons and what each
 // press answered, is written there for a person to read.
 func TestCrewsWeekReadsRight(t *testing.T) {
+	weekTour(t)
 	t.Parallel()
 	const (
 		petrID, olenaID, annID = 7_400_001, 7_400_002, 7_400_003
