@@ -27,6 +27,16 @@ type Rhythms interface {
 
 var _ Rhythms = (*vacancy.Service)(nil)
 
+// zoneLine says which zone /settings' times are in, and that it is a
+// guess when the user never chose one.
+func (u *rhythmUI) zoneLine(r *Request) string {
+	key := "rhythm.zone"
+	if _, from := u.b.readerZone(r.User.TimeZone, r.User.MasterCity, r.Lang); from == zoneLang {
+		key = "rhythm.zone_guessed"
+	}
+	return r.T(key, locales.Data{"Zone": locales.ZoneLabel(r.Lang, r.Zone), "Offset": locales.ZoneOffset(u.b.now(), r.Zone)})
+}
+
 // Button actions of /settings (one id: the knob's value, see vacancy.Knob)
 // and of a digest.
 var (
@@ -151,13 +161,7 @@ func (u *rhythmUI) render(r *Request, rh vacancy.Rhythm) (string, *tele.ReplyMar
 	default:
 		lines = append(lines, r.T("rhythm.cap_off"))
 	}
-	zoneKey := "rhythm.zone"
-	if _, from := u.b.readerZone(r.User.TimeZone, r.User.MasterCity, r.Lang); from == zoneLang {
-		zoneKey = "rhythm.zone_guessed"
-	}
-	lines = append(lines, "", r.T(zoneKey, locales.Data{
-		"Zone": locales.ZoneLabel(r.Lang, r.Zone), "Offset": locales.ZoneOffset(u.b.now(), r.Zone),
-	}))
+	lines = append(lines, "", u.zoneLine(r))
 
 	kb := &tele.ReplyMarkup{}
 	var rowErr error

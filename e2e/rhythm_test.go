@@ -114,6 +114,11 @@ func TestRhythmDigestAtItsTimeWithQuietHours(t *testing.T) {
 	pool := db(t, env)
 
 	require.Contains(t, settings.Text, "Mode: a card for each vacancy")
+	require.Contains(t, settings.Text, "Times are in your zone: Moscow (UTC+03:00). /timezone changes it.")
+	// Someone who never chose a zone is told it is a guess.
+	boris := env.TG.User(ann.ID()+100, "Борис", "ru")
+	require.Contains(t, ask(t, env, boris, boris.ID(), "/settings").Text,
+		"Время указано в поясе Москва (UTC+03:00), угаданном по языку: свой пояс можно задать командой /timezone.")
 	require.Contains(t, press(t, env, ann, settings, "Digest").Text, "Saved")
 	press(t, env, ann, settings, "22:00")
 	press(t, env, ann, settings, "✓ 09:00")
