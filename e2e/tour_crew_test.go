@@ -2,8 +2,10 @@ package e2e_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -496,12 +498,7 @@ func crewBoard(t *testing.T, env *e2e.Env, within time.Duration, ok func(string)
 // would: the first tour's checks, and no raw HTML, template or locale key.
 func crewReadChecks(t *testing.T, env *e2e.Env, readers map[int64]crewReader) {
 	t.Helper()
-	var ids []int64
-	for id := range readers {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(readers)) {
 		r := readers[id]
 		for _, text := range everyText(env, id) {
 			readsRight(t, fmt.Sprintf("chat %d (%s)", id, r.role), r.lang, text)

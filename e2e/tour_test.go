@@ -2,9 +2,10 @@ package e2e_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -127,12 +128,7 @@ func TestFirstHourReadsRightForEveryone(t *testing.T) {
 	})
 
 	chats := map[int64]string{ruID: "ru", enID: "en", ukID: "uk", masterID: "ru", e2e.AdminID: "en", adminGroup: "ru", teamChat: "group"}
-	var ids []int64
-	for id := range chats {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(chats)) {
 		lang := chats[id]
 		for _, m := range env.TG.Messages(id) {
 			text := m.Text
