@@ -225,14 +225,17 @@ func (u *dispatchUI) setActive(active bool) func(r *Request) error {
 		}
 		// Resuming does not lift a commission block; say so rather than
 		// promise offers that cannot come.
-		blocked := false
-		if m, _, err := u.d.Master(r.Ctx, r.User.ID); err == nil && !m.BlockedAt.IsZero() {
-			blocked = true
+		m, _, err := u.d.Master(r.Ctx, r.User.ID)
+		blocked := err == nil && !m.BlockedAt.IsZero()
+		key := "resume.already"
+		switch {
+		case changed && blocked:
+			key = "resume.done_blocked"
+		case changed:
+			key = "resume.done"
+		case blocked:
+			key = "resume.already_blocked"
 		}
-		key := map[[2]bool]string{
-			{true, false}: "resume.done", {false, false}: "resume.already",
-			{true, true}: "resume.done_blocked", {false, true}: "resume.already_blocked",
-		}[[2]bool{changed, blocked}]
 		return r.Reply(r.T(key), nil)
 	}
 }

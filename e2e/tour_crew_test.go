@@ -182,15 +182,9 @@ func TestCrewsWeekReadsRight(t *testing.T) {
 
 	// Ann works order #1 through: on her way, there, Done (with a Back in
 	// between), a photo of the work; her card; then a pause.
-	crewPress(t, env, ann, annOffer, "ae")
-	crewWait(t, env, annOffer, 30*time.Second, func(m tgfake.BotMessage) bool { return !crewHas(m, "ae") })
-	crewPress(t, env, ann, annOffer, "aa")
-	crewWait(t, env, annOffer, 30*time.Second, func(m tgfake.BotMessage) bool { return !crewHas(m, "aa") })
-	crewPress(t, env, ann, annOffer, "ad")
-	crewPress(t, env, ann, annOffer, "ab")
-	crewPress(t, env, ann, annOffer, "ad")
-	crewPress(t, env, ann, annOffer, "adc")
-	crewWait(t, env, annOffer, 30*time.Second, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🏁") })
+	crewAdvance(t, env, ann, annOffer, "ae")
+	crewAdvance(t, env, ann, annOffer, "aa")
+	crewConfirmAfterBack(t, env, ann, annOffer, "ad", "adc", "🏁")
 	photo := ann.SendPhoto(ann.ID(), "Tap replaced, no more leaks")
 	env.TG.WaitMessageAfter(t, ann.ID(), photo.MessageID, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "📷") })
 	env.TG.WaitFor(t, 30*time.Second, func() bool {
@@ -213,13 +207,8 @@ func TestCrewsWeekReadsRight(t *testing.T) {
 	third := crewOrder(t, sayWant(boss, adminGroup, "/order Москва Центр сантехника 2500 Засор в ванной", `создан: `))
 	olenaThird := crewOffer(t, env, olena.ID(), third, 30*time.Second)
 	crewPress(t, env, olena, olenaThird, "oa")
-	crewPress(t, env, olena, olenaThird, "ae")
-	crewWait(t, env, olenaThird, 30*time.Second, func(m tgfake.BotMessage) bool { return !crewHas(m, "ae") })
-	crewPress(t, env, olena, olenaThird, "ax")
-	crewPress(t, env, olena, olenaThird, "ab")
-	crewPress(t, env, olena, olenaThird, "ax")
-	crewPress(t, env, olena, olenaThird, "axc")
-	crewWait(t, env, olenaThird, 30*time.Second, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🙅") })
+	crewAdvance(t, env, olena, olenaThird, "ae")
+	crewConfirmAfterBack(t, env, olena, olenaThird, "ax", "axc", "🙅")
 	petrThird := crewOffer(t, env, petr.ID(), third, 30*time.Second)
 	crewPress(t, env, petr, petrThird, "oa")
 	sayWant(boss, adminGroup, fmt.Sprintf("/done %d", third), `к оплате|не взимается`)
@@ -475,6 +464,25 @@ func crewPress(t *testing.T, env *e2e.Env, who *tgfake.Person, msg tgfake.Messag
 		}
 	}
 	panic("unreachable: crewWait saw the button")
+}
+
+// crewAdvance presses action on msg and waits until the message no longer
+// offers it: the step it stands for has been taken.
+func crewAdvance(t *testing.T, env *e2e.Env, who *tgfake.Person, msg tgfake.MessageRef, action string) {
+	t.Helper()
+	crewPress(t, env, who, msg, action)
+	crewWait(t, env, msg, 30*time.Second, func(m tgfake.BotMessage) bool { return !crewHas(m, action) })
+}
+
+// crewConfirmAfterBack asks for a step that wants confirming (ask), goes
+// Back once, asks again, confirms (confirm) and waits for the message to
+// read as the step done (its text starting with done).
+func crewConfirmAfterBack(t *testing.T, env *e2e.Env, who *tgfake.Person, msg tgfake.MessageRef, ask, confirm, done string) {
+	t.Helper()
+	for _, action := range []string{ask, "ab", ask, confirm} {
+		crewPress(t, env, who, msg, action)
+	}
+	crewWait(t, env, msg, 30*time.Second, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, done) })
 }
 
 // crewBoard waits for the Russian admin chat's board of run #1 to read as

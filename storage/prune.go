@@ -511,7 +511,7 @@ type TableSize struct {
 // TableSizes lists the n largest tables of the schema, largest first.
 func (s *Store) TableSizes(ctx context.Context, n int) ([]TableSize, error) {
 	out, err := queryAll(ctx, s.pool, pgx.RowToStructByPos[TableSize], `
-SELECT c.relname, pg_total_relation_size(c.oid), GREATEST(c.reltuples, -1)::bigint
+SELECT c.relname, pg_total_relation_size(c.oid), c.reltuples::bigint
 FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
 WHERE c.relkind = 'r' AND ns.nspname = current_schema()
 ORDER BY 2 DESC, 1 LIMIT $1`, n)
