@@ -106,6 +106,11 @@ type Deps struct {
 	// database away, a deadline): such an update is retried from the
 	// inbox. Nil: only a deadline is.
 	Passing func(error) bool
+	// AboutData says whether a storage error is about what was written
+	// (a character or size the database refuses): intake then keeps the
+	// update in a form it can store instead of retrying it for ever. Nil:
+	// no error is.
+	AboutData func(error) bool
 	// The workflows whose commands and buttons the bot serves (each
 	// optional: a bot without one has none of its commands).
 	Vacancies Vacancies
@@ -235,9 +240,9 @@ func (b *Bot) poller() tele.Poller {
 		// Webhook mode: every replica takes pushed updates into the inbox;
 		// no lease, no replica is special.
 		b.inbox = newInboxPoller(b, nil)
-		poller = &webhookIntake{cfg: *cfg.Webhook, inbox: deps.Inbox, wake: b.inbox.Wake, log: deps.Log}
+		poller = &webhookIntake{cfg: *cfg.Webhook, inbox: deps.Inbox, aboutData: b.aboutData, wake: b.inbox.Wake, log: deps.Log}
 	case deps.Inbox != nil:
-		intake := &intakePoller{inbox: deps.Inbox, timeout: cfg.PollTimeout, log: deps.Log}
+		intake := &intakePoller{inbox: deps.Inbox, aboutData: b.aboutData, timeout: cfg.PollTimeout, log: deps.Log}
 		poller = intake
 		b.inbox = newInboxPoller(b, nil)
 		intake.wake = b.inbox.Wake
@@ -396,6 +401,11 @@ func (b *Bot) passing(err error) bool {
 		return b.deps.Passing(err)
 	}
 	return errors.Is(err, context.DeadlineExceeded)
+}
+
+// aboutData classifies a storage error for intake (Deps.AboutData).
+func (b *Bot) aboutData(err error) bool {
+	return b.deps.AboutData != nil && b.deps.AboutData(err)
 }
 
 // pollCanceller aborts a held getUpdates once the bot is stopping:

@@ -63,20 +63,21 @@ func (b *Bot) recover(next tele.HandlerFunc) tele.HandlerFunc {
 }
 
 // tellNotDone tells the sender of an update the inbox gave up on that it
-// was not carried out: every handler is one transaction or refuses, so a
-// failed update changed nothing and sending it again is safe.
-func (b *Bot) tellNotDone(u tele.Update) {
+// was not carried out (key: why, "error.not_done" or "error.unreadable"):
+// every handler is one transaction or refuses, so a failed update changed
+// nothing and sending it again is safe.
+func (b *Bot) tellNotDone(u tele.Update, key string) {
 	c := b.tb.NewContext(u)
 	m := c.Message()
-	if m == nil || c.Callback() != nil || silent(c) {
-		b.replyError(c, "error.not_done")
+	if m == nil || m.Chat == nil || c.Callback() != nil || silent(c) {
+		b.replyError(c, key)
 		return
 	}
 	// A reply to the message itself, so the user sees which one to send again.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	lang := b.senderLang(ctx, c)
-	if err := b.sendDirect(ctx, m.Chat.ID, m.ID, b.deps.Catalog.T(lang, "error.not_done"), nil); err != nil {
+	if err := b.sendDirect(ctx, m.Chat.ID, m.ID, b.deps.Catalog.T(lang, key), nil); err != nil {
 		b.deps.Log.Warn("could not tell the user their message was not carried out", "err", err)
 	}
 }

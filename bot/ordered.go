@@ -264,6 +264,17 @@ func (p *inboxPoller) run(it domain.InboxUpdate) {
 		})
 		return
 	}
+	if it.Refused != "" {
+		// Kept as a skeleton: nothing of what the sender wrote is here to
+		// handle. Told only by the replica whose failed-mark took, so once.
+		log.Error("update refused by the inbox: the sender is told", "update", it.ID, "why", it.Refused)
+		if cl.settle("fail", func(ctx context.Context) (bool, error) {
+			return b.deps.Inbox.UpdateFailed(ctx, it.ID, it.Token, "refused: "+it.Refused)
+		}) {
+			b.tellNotDone(u, "error.unreadable")
+		}
+		return
+	}
 	stopRenew := cl.renew()
 	out := p.handle(u)
 	stopRenew()
@@ -293,7 +304,7 @@ func (p *inboxPoller) run(it domain.InboxUpdate) {
 		log.Error("update failed: the user is told it was not carried out", "update", it.ID, "attempt", it.Attempts, "err", why)
 		// Told only by the replica whose failed-mark took, so once.
 		if cl.settle("fail", func(ctx context.Context) (bool, error) { return inbox.UpdateFailed(ctx, it.ID, it.Token, why) }) {
-			b.tellNotDone(u)
+			b.tellNotDone(u, "error.not_done")
 		}
 	}
 }

@@ -141,9 +141,11 @@ type Inbox interface {
 // sends it again), and a poller that stops before storing leaves the updates
 // to the next one.
 type intakePoller struct {
-	inbox   Inbox
-	timeout time.Duration
-	log     *slog.Logger
+	inbox Inbox
+	// aboutData tells a refusal of what was written from a passing error.
+	aboutData AboutData
+	timeout   time.Duration
+	log       *slog.Logger
 	// wake tells this replica's inbox workers updates were stored (the
 	// NOTIFY tells the other replicas').
 	wake func()
@@ -190,12 +192,14 @@ func (p *intakePoller) Poll(b *tele.Bot, _ chan tele.Update, stop chan struct{})
 	}
 }
 
-// store inserts us until the inbox takes them or ctx ends.
+// store inserts us until the inbox takes them or ctx ends. An update the
+// database refuses for what it holds is kept as a skeleton or given up
+// (storeUpdates): only a passing error is retried.
 func (p *intakePoller) store(ctx context.Context, us []domain.InboxUpdate) bool {
 	backoff := 250 * time.Millisecond
 	for {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := p.inbox.TakeUpdates(sctx, us)
+		err := storeUpdates(sctx, p.inbox, p.aboutData, p.log, us)
 		cancel()
 		if err == nil {
 			return true
@@ -233,28 +237,15 @@ func (p *intakePoller) fetch(b *tele.Bot) ([]domain.InboxUpdate, error) {
 	for _, raw := range resp.Result {
 		u, err := InboxUpdateOf(raw)
 		if err != nil {
-			return nil, err
+			// Not Telegram's doing; skipped, or the whole batch would be
+			// fetched again for ever.
+			p.log.Error("getUpdates returned an update that cannot be read: skipped", "err", err)
+			continue
+		}
+		if u.Cleaned {
+			p.log.Warn("update held characters the inbox cannot store: replaced with U+FFFD", "update", u.ID)
 		}
 		out = append(out, u)
 	}
 	return out, nil
-}
-
-// InboxUpdateOf is a raw update as the inbox keeps it: its id and the chat
-// it stays in order with. A webhook takes updates through it too.
-func InboxUpdateOf(raw json.RawMessage) (domain.InboxUpdate, error) {
-	var id struct {
-		ID *int64 `json:"update_id"`
-	}
-	if err := json.Unmarshal(raw, &id); err != nil || id.ID == nil {
-		return domain.InboxUpdate{}, fmt.Errorf("an update without update_id: %.200s", raw)
-	}
-	in := domain.InboxUpdate{ID: *id.ID, Body: raw}
-	var u tele.Update
-	// An update telebot cannot read is still stored (and fails there, once,
-	// logged) rather than stalling the poller on it for ever.
-	if json.Unmarshal(raw, &u) == nil {
-		in.Chat, in.HasChat = orderKey(u)
-	}
-	return in, nil
 }

@@ -35,8 +35,14 @@ type Intake interface {
 // checks the secret token in constant time, so nobody else can feed the
 // bot updates. Every replica behind the load balancer runs one, and the
 // inbox de-duplicates an update Telegram sent twice. wake tells this
-// replica's inbox workers (the NOTIFY tells the others').
-func WebhookHandler(secret string, in Intake, wake func(), log *slog.Logger) http.Handler {
+// replica's inbox workers (the NOTIFY tells the others'). An update the
+// database refuses for what it holds (aboutData; nil: none) is kept as a
+// skeleton and answered 200 like any other: an error status would have
+// Telegram send it again and again, and it would be refused each time.
+func WebhookHandler(secret string, in Intake, aboutData AboutData, wake func(), log *slog.Logger) http.Handler {
+	if aboutData == nil {
+		aboutData = func(error) bool { return false }
+	}
 	want := []byte(secret)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -66,9 +72,12 @@ func WebhookHandler(secret string, in Intake, wake func(), log *slog.Logger) htt
 			http.Error(w, "not an update", http.StatusBadRequest)
 			return
 		}
+		if u.Cleaned {
+			log.Warn("update held characters the inbox cannot store: replaced with U+FFFD", "update", u.ID)
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
-		if err := in.TakeUpdates(ctx, []domain.InboxUpdate{u}); err != nil {
+		if err := storeUpdates(ctx, in, aboutData, log, []domain.InboxUpdate{u}); err != nil {
 			// Telegram retries a failed delivery: the update waits there.
 			log.Warn("webhook update not stored; Telegram will send it again", "update_id", u.ID, "err", err)
 			http.Error(w, "try again", http.StatusServiceUnavailable)
@@ -94,16 +103,17 @@ type WebhookConfig struct {
 // webhookIntake is the inbox's intake in webhook mode: it sets the webhook
 // and serves it until stop. Every replica runs one; none is special.
 type webhookIntake struct {
-	cfg   WebhookConfig
-	inbox Intake
-	wake  func()
-	log   *slog.Logger
+	cfg       WebhookConfig
+	inbox     Intake
+	aboutData AboutData
+	wake      func()
+	log       *slog.Logger
 }
 
 func (w *webhookIntake) Poll(tb *tele.Bot, _ chan tele.Update, stop chan struct{}) {
 	srv := &http.Server{
 		Addr:              w.cfg.Listen,
-		Handler:           WebhookHandler(w.cfg.Secret, w.inbox, w.wake, w.log),
+		Handler:           WebhookHandler(w.cfg.Secret, w.inbox, w.aboutData, w.wake, w.log),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 	}

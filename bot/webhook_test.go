@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/bot"
+	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestWebhookHandlerStoresBeforeItAnswers(t *testing.T) {
 	st := storagetest.New(t)
 	woken := 0
-	h := bot.WebhookHandler("s3cret", st, func() { woken++ }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h := bot.WebhookHandler("s3cret", st, storage.AboutData, func() { woken++ }, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	post := func(secret, body string) int {
 		r := httptest.NewRequest(http.MethodPost, "/telegram", strings.NewReader(body))
 		if secret != "" {

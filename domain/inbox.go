@@ -13,8 +13,14 @@ type InboxUpdate struct {
 	// means nothing to keep it in order with (an inline query, say).
 	Chat    int64
 	HasChat bool
-	// Body is the update as Telegram sent it.
-	Body json.RawMessage
+	// Body is the update as Telegram sent it, but for characters the
+	// database cannot hold, replaced with U+FFFD (Cleaned says so).
+	Body    json.RawMessage
+	Cleaned bool
+	// Refused, when set, says why the inbox could not keep the body: Body
+	// is then a skeleton (ids only), which its worker fails at once,
+	// telling the sender.
+	Refused string
 	// Attempts counts the claims so far, this one included; Token names
 	// this claim to the statements that settle it.
 	Attempts int

@@ -30,21 +30,25 @@ func (s *Store) TakeUpdates(ctx context.Context, us []domain.InboxUpdate) error 
 	ids := make([]int64, len(us))
 	chats := make([]*int64, len(us))
 	bodies := make([]string, len(us))
+	refused := make([]*string, len(us))
 	for i, u := range us {
 		ids[i], bodies[i] = u.ID, string(u.Body)
 		if u.HasChat {
 			chats[i] = &us[i].Chat
+		}
+		if u.Refused != "" {
+			refused[i] = &us[i].Refused
 		}
 	}
 	// The data-modifying CTE runs whether or not the outer SELECT reads it,
 	// and the NOTIFY is delivered at the statement's commit.
 	_, err := s.pool.Exec(ctx, `
 WITH ins AS (
-    INSERT INTO inbox (update_id, chat_id, body)
-    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[])
+    INSERT INTO inbox (update_id, chat_id, body, refused)
+    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[], $4::text[])
     ON CONFLICT (update_id) DO NOTHING
     RETURNING 1)
-SELECT pg_notify('`+InboxChannel+`', '') WHERE EXISTS (SELECT 1 FROM ins)`, ids, chats, bodies)
+SELECT pg_notify('`+InboxChannel+`', '') WHERE EXISTS (SELECT 1 FROM ins)`, ids, chats, bodies, refused)
 	if err != nil {
 		return fmt.Errorf("store %d updates in the inbox: %w", len(us), err)
 	}
@@ -71,7 +75,7 @@ WITH c AS (
 UPDATE inbox i SET claimed_by = $1, claim_token = gen_random_uuid(),
     claimed_until = now() + $3 * interval '1 millisecond', attempts = i.attempts + 1
 FROM c WHERE i.update_id = c.update_id
-RETURNING i.update_id, i.chat_id, i.body, i.attempts, i.claim_token::text, i.received_at`,
+RETURNING i.update_id, i.chat_id, i.body, i.attempts, i.claim_token::text, i.received_at, COALESCE(i.refused, '')`,
 		claimer, n, lease.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim inbox updates: %w", err)
@@ -79,7 +83,7 @@ RETURNING i.update_id, i.chat_id, i.body, i.attempts, i.claim_token::text, i.rec
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.InboxUpdate, error) {
 		var u domain.InboxUpdate
 		var chat *int64
-		if err := r.Scan(&u.ID, &chat, &u.Body, &u.Attempts, &u.Token, &u.ReceivedAt); err != nil {
+		if err := r.Scan(&u.ID, &chat, &u.Body, &u.Attempts, &u.Token, &u.ReceivedAt, &u.Refused); err != nil {
 			return u, err
 		}
 		if chat != nil {
@@ -153,6 +157,24 @@ SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state =
 		return st, fmt.Errorf("inbox stats: %w", err)
 	}
 	return st, nil
+}
+
+// AboutData reports whether err is PostgreSQL refusing what was written
+// rather than failing to write it: a data exception (class 22: a character
+// text or jsonb cannot hold, bytes that are not UTF-8, a malformed value), an
+// integrity violation (class 23) or a program limit (class 54: a value too
+// large, too deeply nested). The same write is refused however often it is
+// tried, so a caller sets it aside instead of retrying it.
+func AboutData(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || len(pgErr.Code) != 5 {
+		return false
+	}
+	switch pgErr.Code[:2] {
+	case "22", "23", "54":
+		return true
+	}
+	return false
 }
 
 // Passing reports whether err is one that may go away by itself: the
