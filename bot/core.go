@@ -320,6 +320,14 @@ func (b *Bot) statusData(r *Request, sb *strings.Builder) {
 			}))
 		}
 	}
+	if is, ok := b.deps.Status.(InboxSource); ok {
+		if st, err := is.InboxStats(r.Ctx); err == nil {
+			sb.WriteString("\n" + r.T("status.inbox", locales.Data{
+				"Pending": locales.Number(r.Lang, st.Pending), "Oldest": locales.Duration(r.Lang, st.OldestAge),
+				"Failed": locales.Number(r.Lang, st.FailedDay),
+			}))
+		}
+	}
 	if hs, ok := b.deps.Status.(HeldSource); ok {
 		// Only when there is some: held work means users wait for a reaper.
 		if h, err := hs.Held(r.Ctx); err == nil && h.PipelineRuns+h.VacancyMatches+h.OutboxRows+h.InboxUpdates > 0 {
@@ -472,6 +480,12 @@ func (b *Bot) HHNotice(reason, captcha string) []domain.Message {
 		}
 	}
 	return Messages(b.cfg.AdminChatID, domain.KindNote, 0, text, nil)
+}
+
+// InboxSource, when the StatusSource has it, adds the incoming updates to
+// /status.
+type InboxSource interface {
+	InboxStats(ctx context.Context) (storage.InboxStats, error)
 }
 
 // OutboxSource, when the StatusSource has it, adds the delivery to /status.

@@ -20,7 +20,7 @@ type Dispatch interface {
 	RegisterMaster(ctx context.Context, userID int64, args string) (dispatch.Master, bool, error)
 	Master(ctx context.Context, userID int64) (dispatch.Master, dispatch.MasterStats, error)
 	SetActive(ctx context.Context, userID int64, active bool) (bool, error)
-	CreateOrder(ctx context.Context, adminID int64, args string) (dispatch.Order, error)
+	CreateOrder(ctx context.Context, adminID int64, src domain.MessageRef, args string) (dispatch.Order, error)
 	Orders(ctx context.Context) ([]dispatch.OrderLine, error)
 	Complete(ctx context.Context, id int64) (dispatch.Order, dispatch.Master, error)
 	Cancel(ctx context.Context, id int64) (dispatch.Order, error)
@@ -253,7 +253,7 @@ func (u *dispatchUI) order(r *Request) error {
 	if args == "" {
 		return r.Reply(r.T("order.usage"), nil)
 	}
-	o, err := u.d.CreateOrder(r.Ctx, r.User.ID, args)
+	o, err := u.d.CreateOrder(r.Ctx, r.User.ID, domain.MessageRef{Chat: r.Chat().ID, ID: r.Message().ID}, args)
 	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
 		return r.Reply(r.InputText(ie, shortArg(ie.Arg())), nil)
 	}

@@ -711,9 +711,15 @@ UPDATE replicas SET seen_at = now() - interval '1 hour' WHERE instance = 'replic
 	require.NoError(t, env.st.RecordThrottle(ctx, 42, time.Second))
 	_, err = env.st.MarkUnreachable(ctx, 4242, "Forbidden: bot was blocked by the user")
 	require.NoError(t, err)
+	// The inbox: an update failed an hour ago counts, one failed two days
+	// ago does not; the /status being answered is the one pending.
+	_, err = env.st.Pool().Exec(ctx, `INSERT INTO inbox (update_id, body, state, done_at) VALUES
+    (900000001, '{}', 'failed', now() - interval '1 hour'), (900000002, '{}', 'failed', now() - interval '2 days')`)
+	require.NoError(t, err)
 	env.settle(t) // the first /status reply's row is recorded sent
 	text = env.ask(t, env.admin, "/status").Text
-	require.Regexp(t, `\n\nDelivery\nBacklog 0, oldest waiting under a second; 429s in the last hour: 1; unreachable recipients: 1; dropped 0, failed 0$`, text)
+	require.Regexp(t, `\n\nDelivery\nBacklog 0, oldest waiting under a second; 429s in the last hour: 1; unreachable recipients: 1; dropped 0, failed 0\n`+
+		`Incoming updates waiting: 1, oldest waiting (under a second|\d+\x{a0}s); failed in the last day: 1$`, text)
 	require.Contains(t, text, "The prune job has not run yet.")
 	// A table PostgreSQL has not analysed yet has no row estimate, which is
 	// not zero rows.

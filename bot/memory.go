@@ -96,6 +96,11 @@ func (u *memoryUI) text(r *Request) error {
 		return r.Reply(r.T("memory.empty_query"), nil)
 	case errors.Is(err, memory.ErrQueryTooLong):
 		return r.Reply(r.T("memory.too_long", locales.Data{"Max": memory.MaxQuery}), nil)
+	case errors.Is(err, memory.ErrSubmitted):
+		// This update ran before and its capture committed: the run is on
+		// its way, and its note and "typing" were the first run's to send.
+		u.b.deps.Log.Info("memory: message captured before, not again", "user", r.User.ID, "run", run.ID)
+		return nil
 	case err != nil:
 		return err
 	}

@@ -138,6 +138,9 @@ func (b *Bot) identify(next tele.HandlerFunc) tele.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(b.handlerCtx, b.cfg.HandlerTimeout)
 		defer cancel()
+		if _, fromInbox := b.outcomes.Load(c.Update().ID); fromInbox {
+			ctx = withReplies(ctx, int64(c.Update().ID))
+		}
 		u, err := b.deps.Users.UpsertUser(ctx, domain.User{
 			ID: s.ID, Username: s.Username, FirstName: s.FirstName, TelegramLanguage: locales.Match(s.LanguageCode),
 		})

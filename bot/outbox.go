@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	tele "gopkg.in/telebot.v3"
 
@@ -85,6 +86,11 @@ func (b *Bot) sendDirect(ctx context.Context, chatID int64, replyTo int, text st
 	if len(msgs) > 0 {
 		msgs[0].ReplyTo = replyTo
 	}
+	if rs := repliesOf(ctx); rs != nil {
+		for i := range msgs {
+			msgs[i].Origin = rs.next()
+		}
+	}
 	if b.deps.Queue != nil {
 		err := b.deps.Queue.EnqueueMessages(context.WithoutCancel(ctx), msgs...)
 		if err == nil {
@@ -99,6 +105,34 @@ func (b *Bot) sendDirect(ctx context.Context, chatID int64, replyTo int, text st
 		}
 	}
 	return nil
+}
+
+// replies numbers the replies an inbox update's handler writes, so that a
+// second run of the update (its replica died between the handler's commit
+// and the done-mark) writes none the first run wrote: the n-th reply of
+// update u is the outbox's origin "u.n", written once (storage's onOrigin).
+// A second run reads the state the first left and may word its reply
+// otherwise ("already exists" for "created"); its n-th reply still stands
+// for the first's n-th and is not written, while a reply the first run
+// did not get to write is.
+type replies struct {
+	update int64
+	n      atomic.Int64
+}
+
+type repliesKey struct{}
+
+func withReplies(ctx context.Context, update int64) context.Context {
+	return context.WithValue(ctx, repliesKey{}, &replies{update: update})
+}
+
+func repliesOf(ctx context.Context) *replies {
+	r, _ := ctx.Value(repliesKey{}).(*replies)
+	return r
+}
+
+func (r *replies) next() string {
+	return strconv.FormatInt(r.update, 10) + "." + strconv.FormatInt(r.n.Add(1), 10)
 }
 
 // editDirect edits a message at once, through the same path.

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	tele "gopkg.in/telebot.v3"
@@ -76,4 +77,18 @@ func (r *Request) Alert(key string, data ...locales.Data) error {
 func (r *Request) Forbidden() error {
 	r.bot.deps.Log.Warn("button press refused", "user", r.User.ID, "data_len", len(r.Callback().Data))
 	return r.Alert("error.callback_forbidden")
+}
+
+// Respond answers the button press. Telegram refuses an answer to a press
+// it no longer waits for ("query is too old": some seconds on); that is an
+// update run again after its replica died, whose first run answered it, or
+// one that waited out an outage in the inbox. Nothing is left to answer, so
+// the handler's work stands instead of failing over the toast.
+func (r *Request) Respond(resp ...*tele.CallbackResponse) error {
+	err := r.Context.Respond(resp...)
+	if errors.Is(err, tele.ErrQueryTooOld) {
+		r.bot.deps.Log.Info("button press answered too late for Telegram: no toast", "user", r.User.ID)
+		return nil
+	}
+	return err
 }

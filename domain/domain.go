@@ -14,6 +14,14 @@ import (
 	"time"
 )
 
+// MessageRef names a Telegram message: the chat and the message's id in it.
+// A write keyed by the message that asked for it (an /order) happens once,
+// however often that message's update is run.
+type MessageRef struct {
+	Chat int64
+	ID   int
+}
+
 // ErrNotFound is returned by repositories when the row asked for does not exist.
 var ErrNotFound = errors.New("not found")
 

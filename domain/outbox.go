@@ -42,6 +42,11 @@ type Message struct {
 	// Ephemeral: the row keeps no text once it is delivered, dropped or
 	// failed (an incognito answer must not outlive its delivery).
 	Ephemeral bool
+	// Origin, when set, names what wrote the message so that it is written
+	// once: a handler's replies are "<update_id>.<n>", the n-th reply of
+	// that update, and a second run of the update (its replica died before
+	// the done-mark) writes none of those the first run wrote.
+	Origin string
 	// ReplyTo answers a message of the chat (0: none); a deleted original
 	// does not stop the answer.
 	ReplyTo int

@@ -251,6 +251,9 @@ func request[T any](ctx context.Context, c *Client, endpoint string, attr slog.A
 	var out T
 	body, err := c.call(ctx, u, notFoundArchived)
 	if err == nil {
+		// HH's texts are stored (the raw item in jsonb, the description in
+		// text): what PostgreSQL cannot hold becomes U+FFFD first.
+		body, _ = domain.CleanJSON(body)
 		out, err = decode(body)
 	}
 	c.finish(endpoint, start, err, attr)

@@ -18,6 +18,8 @@ import (
 	"github.com/tmc/langchaingo/llms/ollama"
 	"github.com/tmc/langchaingo/llms/openai"
 	"golang.org/x/sync/semaphore"
+
+	"switchboard/domain"
 )
 
 // Request is one prompt to the model.
@@ -383,7 +385,7 @@ func (c *Client) generate(ctx context.Context, cl call, req Request, out any) (c
 	} else if req.Partial != nil {
 		shown := ""
 		cr.onDelta = func(content string) {
-			if t := visibleSoFar(content); t != shown {
+			if t := domain.CleanText(visibleSoFar(content)); t != shown {
 				shown = t
 				req.Partial(t)
 			}
@@ -399,6 +401,14 @@ func (c *Client) generate(ctx context.Context, cl call, req Request, out any) (c
 		if strings.TrimSpace(ans.content) == "" && strings.TrimSpace(ans.reasoning) == "" && ans.stopReason != "length" {
 			return ErrEmpty
 		}
+		// Whatever the model wrote is stored somewhere (an answer, a
+		// proposal, a letter): what PostgreSQL cannot hold becomes U+FFFD,
+		// escaped in a JSON answer as well as written out.
+		if out != nil {
+			b, _ := domain.CleanJSON([]byte(ans.content))
+			ans.content = string(b)
+		}
+		ans.content, ans.reasoning = domain.CleanText(ans.content), domain.CleanText(ans.reasoning)
 		a = ans
 		return nil
 	})

@@ -145,17 +145,27 @@ func (s *Store) settleUpdate(ctx context.Context, what, sql string, args ...any)
 // InboxStats is the inbox as /status and the tests see it.
 type InboxStats struct {
 	Pending, Done, Failed int64
+	// OldestAge is how long the oldest pending update has waited (0: none).
+	OldestAge time.Duration
+	// FailedDay counts the updates failed in the last 24 hours.
+	FailedDay int64
 }
 
-// InboxStats counts the inbox's rows by state.
+// InboxStats counts the inbox's rows by state (the ended ones are kept a
+// day: the prune job's kind inbox).
 func (s *Store) InboxStats(ctx context.Context) (InboxStats, error) {
 	var st InboxStats
+	var oldest float64
 	err := s.pool.QueryRow(ctx, `
 SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'done'),
-       count(*) FILTER (WHERE state = 'failed') FROM inbox`).Scan(&st.Pending, &st.Done, &st.Failed)
+       count(*) FILTER (WHERE state = 'failed'),
+       COALESCE(extract(epoch FROM now() - min(received_at) FILTER (WHERE state = 'pending')), 0),
+       count(*) FILTER (WHERE state = 'failed' AND done_at > now() - interval '1 day')
+FROM inbox`).Scan(&st.Pending, &st.Done, &st.Failed, &oldest, &st.FailedDay)
 	if err != nil {
 		return st, fmt.Errorf("inbox stats: %w", err)
 	}
+	st.OldestAge = time.Duration(oldest * float64(time.Second))
 	return st, nil
 }
 

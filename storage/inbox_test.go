@@ -87,7 +87,9 @@ func TestInboxDedupesByUpdateID(t *testing.T) {
 	require.Equal(t, []int64{2}, ids(c), "the handled update is not handled again")
 	stats, err := st.InboxStats(ctx)
 	require.NoError(t, err)
-	require.Equal(t, storage.InboxStats{Pending: 1, Done: 1}, stats)
+	require.Equal(t, [3]int64{1, 1, 0}, [3]int64{stats.Pending, stats.Done, stats.Failed})
+	require.Positive(t, stats.OldestAge, "the pending one has waited")
+	require.Zero(t, stats.FailedDay)
 }
 
 // A retried update waits out its backoff at the head of its chat, and each

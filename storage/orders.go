@@ -85,15 +85,31 @@ func scanOrder(row pgx.Row) (dispatch.Order, error) {
 // CreateOrder stores a new SEARCHING order, owed its first distribution
 // step (waiting): if the step the service takes at once is lost, the
 // replicas' recheck of waiting orders takes it.
+//
+// An order is created once per source message: the same message again
+// (its update run a second time after a replica died before the update's
+// done-mark) returns the order it created, untold.
 func (s *Store) CreateOrder(ctx context.Context, n dispatch.NewOrder, tell domain.Render[dispatch.Changed]) (dispatch.Order, error) {
 	var o dispatch.Order
+	var srcChat *int64
+	var srcID *int
+	if n.Source != (domain.MessageRef{}) {
+		srcChat, srcID = &n.Source.Chat, &n.Source.ID
+	}
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		o, err = scanOrder(tx.QueryRow(ctx, `
 INSERT INTO orders (created_by, city, district, skill, price, description, waiting,
-                    address, customer_name, customer_phone, visit_date, visit_from, visit_to)
-VALUES ($1, $2, $3, $4, $5, $6, true, $7, $8, $9, $10, $11, $12)
-RETURNING `+orderColumns, append([]any{n.CreatedBy, n.City, n.District, n.Skill, n.Price, n.Description}, orderValues(n)...)...))
+                    address, customer_name, customer_phone, visit_date, visit_from, visit_to,
+                    source_chat_id, source_message_id)
+VALUES ($1, $2, $3, $4, $5, $6, true, $7, $8, $9, $10, $11, $12, $13, $14)
+ON CONFLICT (source_chat_id, source_message_id) WHERE source_chat_id IS NOT NULL DO NOTHING
+RETURNING `+orderColumns, append(append([]any{n.CreatedBy, n.City, n.District, n.Skill, n.Price, n.Description}, orderValues(n)...), srcChat, srcID)...))
+		if errors.Is(err, pgx.ErrNoRows) {
+			o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE source_chat_id = $1 AND source_message_id = $2`,
+				srcChat, srcID))
+			return err
+		}
 		if err != nil {
 			return err
 		}

@@ -534,3 +534,39 @@ func TestForgetMasterWithAnAssignedOrder(t *testing.T) {
 	require.True(t, ok, "an admin can still finish it")
 	require.Equal(t, dispatch.Done, done.State)
 }
+
+// An /order message run twice (its replica died before the update's
+// done-mark) creates one order, told once; another message creates
+// another, and an order without a source message is never keyed.
+func TestCreateOrderOncePerSourceMessage(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	told := 0
+	tell := func(c dispatch.Changed) []domain.Message {
+		told++
+		return []domain.Message{{ChatID: 1, Kind: domain.KindLiveLog, Text: "created"}}
+	}
+	src := domain.MessageRef{Chat: 1, ID: 55}
+	n := dispatch.NewOrder{CreatedBy: 1, City: "Lviv", District: "Center", Skill: "glazier", Price: 700, Description: "Window", Source: src}
+	first, err := f.st.CreateOrder(f.ctx, n, tell)
+	require.NoError(t, err)
+	again, err := f.st.CreateOrder(f.ctx, n, tell)
+	require.NoError(t, err)
+	require.Equal(t, first.ID, again.ID)
+	require.Equal(t, 1, told, "the second run renders nothing")
+
+	n.Source.ID = 56
+	other, err := f.st.CreateOrder(f.ctx, n, tell)
+	require.NoError(t, err)
+	require.NotEqual(t, first.ID, other.ID)
+	n.Source = domain.MessageRef{}
+	for range 2 {
+		_, err = f.st.CreateOrder(f.ctx, n, nil)
+		require.NoError(t, err)
+	}
+	var orders, logged int
+	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT (SELECT count(*) FROM orders),
+       (SELECT count(*) FROM outbox WHERE body->>'text' = 'created')`).Scan(&orders, &logged))
+	require.Equal(t, 4, orders)
+	require.Equal(t, 2, logged)
+}

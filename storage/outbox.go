@@ -78,8 +78,8 @@ func enqueueTx(ctx context.Context, tx pgx.Tx, msgs []domain.Message) error {
 const insertOutboxSQL = `
 WITH m AS (
     SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bool[], $6::jsonb[],
-                         $7::text[], $8::int[], $9::bool[], $10::bigint[])
-         WITH ORDINALITY AS m(chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge, delay_us, n)
+                         $7::text[], $8::int[], $9::bool[], $10::bigint[], $11::text[])
+         WITH ORDINALITY AS m(chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge, delay_us, origin, n)
 ), latest AS (
     SELECT DISTINCT ON (chat_id, msg_key) chat_id, msg_key, body, n FROM m WHERE edit AND msg_key <> '' ORDER BY chat_id, msg_key, n DESC
 ), waiting AS (
@@ -105,13 +105,14 @@ WITH m AS (
     WHERE o.id = w.id AND NOT w.edit
     RETURNING w.n
 )
-INSERT INTO outbox (chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge, not_before)
+INSERT INTO outbox (chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge, not_before, origin)
 SELECT m.chat_id, m.kind, m.ref, m.msg_key, m.edit, m.body, m.lane, m.spacing_ms, m.merge,
-       now() + m.delay_us * interval '1 microsecond'
+       now() + m.delay_us * interval '1 microsecond', m.origin
 FROM m LEFT JOIN latest l ON l.chat_id = m.chat_id AND l.msg_key = m.msg_key
 WHERE (NOT m.edit OR m.n = l.n)
   AND NOT EXISTS (SELECT 1 FROM folded f WHERE f.n = m.n)
-ORDER BY m.n`
+ORDER BY m.n
+` + onOrigin
 
 func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 	chats := make([]int64, len(msgs))
@@ -124,6 +125,7 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 	spacing := make([]int32, len(msgs))
 	merges := make([]bool, len(msgs))
 	delays := make([]int64, len(msgs))
+	origins := make([]*string, len(msgs))
 	for i, m := range msgs {
 		if m.ChatID == 0 || m.Kind == "" || (m.Edit && m.Key == "") {
 			return "", nil, fmt.Errorf("enqueue message %d: chat, kind and (for an edit) key are required", i)
@@ -151,12 +153,15 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 		chats[i], kinds[i], refs[i], keys[i], edits[i], bodies[i] = m.ChatID, m.Kind, m.Ref, m.Key, m.Edit, string(b)
 		lanes[i], spacing[i], merges[i] = m.Lane, int32(min(m.Every.Milliseconds(), math.MaxInt32)), m.Merge
 		delays[i] = m.Delay.Microseconds()
+		if m.Origin != "" {
+			origins[i] = &msgs[i].Origin
+		}
 	}
 	sql := insertOutboxSQL
 	if !slices.Contains(edits, true) {
 		sql = insertSendsSQL
 	}
-	return sql, []any{chats, kinds, refs, keys, edits, bodies, lanes, spacing, merges, delays}, nil
+	return sql, []any{chats, kinds, refs, keys, edits, bodies, lanes, spacing, merges, delays, origins}, nil
 }
 
 // insertSendsSQL is insertOutboxSQL for messages none of which is an edit,
@@ -164,13 +169,18 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 // PostgreSQL plans insertOutboxSQL anew at each call, and its planning
 // cost more than its execution; this one it plans once a connection.
 const insertSendsSQL = `
-INSERT INTO outbox (chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge, not_before)
+INSERT INTO outbox (chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge, not_before, origin)
 SELECT m.chat_id, m.kind, m.ref, m.msg_key, m.edit, m.body, m.lane, m.spacing_ms, m.merge,
-       now() + m.delay_us * interval '1 microsecond'
+       now() + m.delay_us * interval '1 microsecond', m.origin
 FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bool[], $6::jsonb[],
-            $7::text[], $8::int[], $9::bool[], $10::bigint[])
-     WITH ORDINALITY AS m(chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge, delay_us, n)
-ORDER BY m.n`
+            $7::text[], $8::int[], $9::bool[], $10::bigint[], $11::text[])
+     WITH ORDINALITY AS m(chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge, delay_us, origin, n)
+ORDER BY m.n
+` + onOrigin
+
+// onOrigin skips a message whose origin was written before: a reply the
+// same update's first run wrote (domain.Message.Origin).
+const onOrigin = `ON CONFLICT (origin) WHERE origin IS NOT NULL DO NOTHING`
 
 // claimOutboxSQL claims the due heads of the outbox's lanes (ClaimOutbox).
 const claimOutboxSQL = `

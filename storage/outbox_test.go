@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
@@ -377,4 +378,28 @@ func TestNoticeOnce(t *testing.T) {
 	var texts []string
 	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT array_agg(body->>'text' ORDER BY id) FROM outbox`).Scan(&texts))
 	require.Equal(t, []string{"LLM refused", "LLM back"}, texts)
+}
+
+// A message with an origin is written once: a handler's replies run again
+// (the same update after its replica died) add nothing, whether the
+// batch holds edits or not, while messages without one are all written.
+func TestOutboxWritesAnOriginOnce(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	st, ctx := f.st, f.ctx
+	reply := func(text, origin string) domain.Message {
+		m := msg(1, text)
+		m.Origin = origin
+		return m
+	}
+	edit := domain.Message{ChatID: 1, Kind: domain.KindReply, Key: "k:1", Edit: true, Text: "edit"}
+	require.NoError(t, st.EnqueueMessages(ctx, reply("first", "7.1"), reply("second", "7.2")))
+	require.NoError(t, st.EnqueueMessages(ctx, reply("first again", "7.1"), reply("second again", "7.2"), reply("third", "7.3")))
+	require.NoError(t, st.EnqueueMessages(ctx, edit, reply("third again", "7.3"), reply("fourth", "7.4")))
+	require.NoError(t, st.EnqueueMessages(ctx, msg(1, "plain"), msg(1, "plain")))
+	rows, err := st.Pool().Query(ctx, `SELECT body->>'text' FROM outbox WHERE NOT edit ORDER BY id`)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"first", "second", "third", "fourth", "plain", "plain"}, got)
 }

@@ -82,29 +82,46 @@ func scanRunOK(row pgx.Row, what string) (memory.PipelineRun, bool, error) {
 // The run is incognito if the user's incognito is on now, and an
 // incognito query is not logged: it must not reach later runs' memory.
 func (s *Store) SubmitPipelineRun(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.PipelineRun, int, error) {
+	// ON CONFLICT names no index: pipeline_runs_message may be partial
+	// (migrations/00034). A conflict is the message captured before; the
+	// run is then read back (it committed before this statement began:
+	// one update runs on one replica at a time).
 	row := s.pool.QueryRow(ctx, `
-WITH r AS (
+WITH ins AS (
     INSERT INTO pipeline_runs (user_id, chat_id, message_id, user_query, incognito)
     SELECT $1, $2, $3, $4,
            COALESCE((SELECT m.incognito FROM memory_settings m WHERE m.user_id = $1), false)
     FROM `+asyncCommit+`
+    ON CONFLICT DO NOTHING
     RETURNING *
 ), logged AS (
     INSERT INTO raw_logs (user_id, log_type, log_data)
-    SELECT $1, 'query', jsonb_build_object('text', $4::text, 'run_id', r.id) FROM r WHERE NOT r.incognito
+    SELECT $1, 'query', jsonb_build_object('text', $4::text, 'run_id', ins.id) FROM ins WHERE NOT ins.incognito
+), r AS (
+    SELECT * FROM ins
+    UNION ALL
+    (SELECT p.* FROM pipeline_runs p WHERE p.chat_id = $2 AND p.message_id = $3 AND NOT EXISTS (SELECT 1 FROM ins)
+     ORDER BY p.id LIMIT 1)
 )
 SELECT `+runColumns+`,
        (SELECT count(*) FROM pipeline_runs p
         WHERE p.user_id = $1 AND p.closed_at IS NULL AND p.status <> 'FAILED' AND p.delivered_at IS NULL
-          AND p.id < r.id)
+          AND p.id < r.id),
+       EXISTS (SELECT 1 FROM ins)
 FROM r`, userID, chatID, messageID, query)
 	var ahead int
-	r, err := scanRun(row, &ahead)
+	var created bool
+	r, err := scanRun(row, &ahead, &created)
 	if err == nil {
+		// Also for a run captured before: the first capture may have
+		// died between its asynchronous commit and its flush.
 		err = s.flush.flush(ctx)
 	}
 	if err != nil {
 		return memory.PipelineRun{}, 0, fmt.Errorf("submit run: %w", err)
+	}
+	if !created {
+		return r, ahead, fmt.Errorf("submit run: message %d of chat %d: %w", messageID, chatID, memory.ErrSubmitted)
 	}
 	return r, ahead, nil
 }

@@ -562,3 +562,26 @@ func TestMemoryQueueMessages(t *testing.T) {
 	require.Error(t, f.st.QueueOutboxMessages(f.ctx, bad))
 	require.Len(t, f.queued(r.ID), 2, "nothing of a refused batch is written")
 }
+
+// The same message submitted again (its update run a second time after a
+// replica died before the done-mark) captures nothing new: the first run is
+// returned with ErrSubmitted, and the query is logged once.
+func TestSubmitIsKeyedByTheMessage(t *testing.T) {
+	t.Parallel()
+	f := newMemory(t)
+	first, ahead, err := f.st.SubmitPipelineRun(f.ctx, 1, 1, 7, "hello")
+	require.NoError(t, err)
+	require.Zero(t, ahead)
+	again, _, err := f.st.SubmitPipelineRun(f.ctx, 1, 1, 7, "hello")
+	require.ErrorIs(t, err, memory.ErrSubmitted)
+	require.Equal(t, first.ID, again.ID)
+	other, ahead, err := f.st.SubmitPipelineRun(f.ctx, 1, 1, 8, "hello")
+	require.NoError(t, err, "another message of the chat is a run of its own")
+	require.NotEqual(t, first.ID, other.ID)
+	require.Equal(t, 1, ahead)
+	var runs, logs int
+	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT (SELECT count(*) FROM pipeline_runs WHERE message_id = 7),
+       (SELECT count(*) FROM raw_logs WHERE (log_data->>'run_id')::bigint = $1)`, first.ID).Scan(&runs, &logs))
+	require.Equal(t, 1, runs)
+	require.Equal(t, 1, logs)
+}

@@ -120,16 +120,17 @@ func (s *Service) SetActive(ctx context.Context, userID int64, active bool) (boo
 	return changed, nil
 }
 
-// CreateOrder is `/order <city> <district> <skill> <price> <description>`;
-// the order is offered at once.
-func (s *Service) CreateOrder(ctx context.Context, adminID int64, args string) (Order, error) {
+// CreateOrder is `/order <city> <district> <skill> <price> <description>`,
+// sent as message src; the order is offered at once. The same message
+// again (its update run a second time) returns the order it created.
+func (s *Service) CreateOrder(ctx context.Context, adminID int64, src domain.MessageRef, args string) (Order, error) {
 	// The calendar's day in UTC: a visit's date is checked against it
 	// with a day's leeway, which covers every city's zone.
 	no, err := ParseOrder(args, s.deps.CalendarClock.Now().UTC())
 	if err != nil {
 		return Order{}, err
 	}
-	no.CreatedBy = adminID
+	no.CreatedBy, no.Source = adminID, src
 	st := s.newStory()
 	o, err := s.deps.Repo.CreateOrder(ctx, no, st.tell(func(c Changed) {
 		st.event(Event{Kind: EventOrderCreated, OrderID: c.Order.ID})

@@ -130,7 +130,10 @@ type OrderLine struct {
 
 // NewOrder is what /order asks for.
 type NewOrder struct {
-	CreatedBy   int64
+	CreatedBy int64
+	// Source is the admin's /order message: an order is created once per
+	// message, however often its update runs (zero: no key, as in tests).
+	Source      domain.MessageRef
 	City        string
 	District    string
 	Skill       string

@@ -73,7 +73,7 @@ func (w *world) master(t *testing.T, s *dispatch.Service, id int64, args string)
 // create has the admin create an order from text through s.
 func (w *world) create(t *testing.T, s *dispatch.Service, text string) dispatch.Order {
 	t.Helper()
-	o, err := s.CreateOrder(w.ctx, admin, text)
+	o, err := s.CreateOrder(w.ctx, admin, domain.MessageRef{}, text)
 	require.NoError(t, err)
 	return o
 }
@@ -431,7 +431,7 @@ func TestTwoReplicasExpireEachOfferOnce(t *testing.T) {
 		if i%2 == 1 {
 			svc = s2
 		}
-		_, err := svc.CreateOrder(w.ctx, admin, fmt.Sprintf("Dnipro Center roofer 100 job %d", i))
+		_, err := svc.CreateOrder(w.ctx, admin, domain.MessageRef{}, fmt.Sprintf("Dnipro Center roofer 100 job %d", i))
 		require.NoError(t, err)
 	}
 	// Nobody answers: every order goes round both rounds and ends unassignable.
@@ -486,7 +486,7 @@ func TestStartExpiresWhatAccumulated(t *testing.T) {
 	w, s := setup(t, dispatch.Config{OfferSLA: time.Hour, CommissionRate: 10})
 	for i := range 5 {
 		w.master(t, s, int64(10+i), fmt.Sprintf("City%d Center fitter", i))
-		_, err := s.CreateOrder(w.ctx, admin, fmt.Sprintf("City%d Center fitter 100 job", i))
+		_, err := s.CreateOrder(w.ctx, admin, domain.MessageRef{}, fmt.Sprintf("City%d Center fitter 100 job", i))
 		require.NoError(t, err)
 	}
 	w.exec(t, `UPDATE offers SET sent_at = now() - interval '5 minutes', expires_at = now() - interval '3 minutes'`)
@@ -648,7 +648,7 @@ func TestExpireSurvivesDatabaseOutage(t *testing.T) {
 	w := &world{ctx: ctx, store: st, tg: &recorder{}, cfg: dispatch.Config{OfferSLA: time.Hour}}
 	s := w.service(t)
 	w.master(t, s, 10, "Sumy Center smith")
-	_, err = s.CreateOrder(ctx, admin, "Sumy Center smith 100 Gate")
+	_, err = s.CreateOrder(ctx, admin, domain.MessageRef{}, "Sumy Center smith 100 Gate")
 	require.NoError(t, err)
 	w.exec(t, `UPDATE offers SET expires_at = now() - interval '1 second'`)
 

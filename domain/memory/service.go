@@ -482,9 +482,15 @@ var (
 	ErrQueryTooLong = errors.New("query too long")
 )
 
+// ErrSubmitted is a message captured before (its chat and message id):
+// the same update run again after a replica died between the capture and
+// the update's done-mark. Its run goes on; nothing is to be done again.
+var ErrSubmitted = errors.New("message already submitted")
+
 // Submit is intake: archivist signal 1 (the query into raw_logs) and the NEW
 // run, in one transaction. ahead counts this user's earlier runs still
-// unfinished: the new one waits for them.
+// unfinished: the new one waits for them. A message captured before is
+// ErrSubmitted, with its run.
 func (s *Service) Submit(ctx context.Context, userID, chatID int64, messageID int, query string) (PipelineRun, int, error) {
 	query = strings.TrimSpace(query)
 	if query == "" {
@@ -494,6 +500,9 @@ func (s *Service) Submit(ctx context.Context, userID, chatID int64, messageID in
 		return PipelineRun{}, 0, ErrQueryTooLong
 	}
 	r, ahead, err := s.deps.Repo.SubmitPipelineRun(ctx, userID, chatID, messageID, query)
+	if errors.Is(err, ErrSubmitted) {
+		return r, ahead, ErrSubmitted
+	}
 	if err != nil {
 		return PipelineRun{}, 0, fmt.Errorf("submit: %w", err)
 	}
