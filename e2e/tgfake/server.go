@@ -54,6 +54,7 @@ type Server struct {
 
 	callbacks      map[string]*callbackState
 	nextCallbackID uint64
+	nextRaw        int // SendRawText's stand-in texts
 	nextFileID     int
 
 	calls []Call

@@ -1,6 +1,7 @@
 package tgfake
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -149,6 +150,9 @@ type Message struct {
 	Photo           []PhotoSize           `json:"photo,omitempty"`
 	Document        *Document             `json:"document,omitempty"`
 	ReplyMarkup     *InlineKeyboardMarkup `json:"reply_markup,omitempty"`
+	// rawText, when set, is the text as a JSON string's inside, written
+	// to the bot as it is in place of Text (a stand-in): SendRawText.
+	rawText string
 }
 
 // MessageRef identifies a message in a chat. Message implements it, and so
@@ -185,6 +189,18 @@ type Update struct {
 	EditedMessage *Message           `json:"edited_message,omitempty"`
 	CallbackQuery *CallbackQuery     `json:"callback_query,omitempty"`
 	MyChatMember  *ChatMemberUpdated `json:"my_chat_member,omitempty"`
+}
+
+// MarshalJSON writes the update as Telegram does, with a message's raw
+// text (SendRawText) spliced in where encoding/json could not write it.
+func (u Update) MarshalJSON() ([]byte, error) {
+	type plain Update
+	b, err := json.Marshal(plain(u))
+	if err != nil || u.Message == nil || u.Message.rawText == "" {
+		return b, err
+	}
+	stand, _ := json.Marshal(u.Message.Text)
+	return bytes.Replace(b, stand, []byte(`"`+u.Message.rawText+`"`), 1), nil
 }
 
 // ChatMemberUpdated is the Bot API ChatMemberUpdated object: here always

@@ -1,6 +1,7 @@
 package tgfake
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -230,6 +231,25 @@ func (p *Person) sendAt(chatID int64, text string, replyTo int, at time.Time) Me
 		}
 		m.ReplyToMessage = target.quoted()
 	}
+	return s.postLocked(ch, m)
+}
+
+// SendRawText sends a text message whose text the bot receives as raw, the
+// inside of a JSON string exactly as given: escapes encoding/json never
+// writes, such as a lone UTF-16 surrogate ("\\ud83d"), as a client or a
+// proxy could send them. The fake keeps a stand-in text of its own.
+func (p *Person) SendRawText(chatID int64, raw string) Message {
+	s := p.srv
+	s.t.Helper()
+	if !json.Valid([]byte(`"` + raw + `"`)) {
+		s.t.Fatalf("tgfake: SendRawText: %q is not the inside of a JSON string", raw)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := p.chatForLocked(chatID)
+	s.nextRaw++
+	from := p.user
+	m := Message{From: &from, Date: s.now().Unix(), Text: fmt.Sprintf("tgfake raw text %d", s.nextRaw), rawText: raw}
 	return s.postLocked(ch, m)
 }
 
