@@ -585,3 +585,25 @@ func TestSubmitIsKeyedByTheMessage(t *testing.T) {
 	require.Equal(t, 1, runs)
 	require.Equal(t, 1, logs)
 }
+
+// /prompt with the active version's own text (the same command run again)
+// makes no new version; another text does, and the first text again after
+// it is a new version too.
+func TestSetSystemPromptKeepsTheActiveText(t *testing.T) {
+	t.Parallel()
+	f := newMemory(t)
+	first, err := f.st.SetSystemPrompt(f.ctx, "mentor", "Be brief.")
+	require.NoError(t, err)
+	again, err := f.st.SetSystemPrompt(f.ctx, "mentor", "Be brief.")
+	require.NoError(t, err)
+	require.Equal(t, first.Version, again.Version)
+	other, err := f.st.SetSystemPrompt(f.ctx, "mentor", "Be kind.")
+	require.NoError(t, err)
+	require.Equal(t, first.Version+1, other.Version)
+	back, err := f.st.SetSystemPrompt(f.ctx, "mentor", "Be brief.")
+	require.NoError(t, err)
+	require.Equal(t, first.Version+2, back.Version)
+	var active int
+	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT count(*) FROM system_prompts WHERE role_name = 'mentor' AND is_active`).Scan(&active))
+	require.Equal(t, 1, active)
+}

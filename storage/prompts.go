@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -39,13 +40,20 @@ func (s *Store) ActiveSystemPrompts(ctx context.Context) (map[string]string, err
 }
 
 // SetSystemPrompt stores a new active version of a role's prompt, keeping the
-// old ones inactive.
+// old ones inactive. The active version's own text is no new version: it
+// is returned as it is (the same /prompt run again, its update's replica
+// having died before the done-mark, or sent twice).
 func (s *Store) SetSystemPrompt(ctx context.Context, role, template string) (memory.Prompt, error) {
 	p := memory.Prompt{Role: role, Template: template, Active: true}
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		// Serializes concurrent /prompt of one role on the version number.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('prompt:' || $1, 0))`, role); err != nil {
 			return err
+		}
+		err := tx.QueryRow(ctx, `SELECT version, updated_at FROM system_prompts
+WHERE role_name = $1 AND is_active AND prompt_template = $2`, role, template).Scan(&p.Version, &p.UpdatedAt)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err // nil: the active version already says this
 		}
 		if _, err := tx.Exec(ctx, `UPDATE system_prompts SET is_active = false WHERE role_name = $1 AND is_active`, role); err != nil {
 			return err
