@@ -62,7 +62,7 @@ func setupForget(t *testing.T) *forgetFx {
 		f.exec(`UPDATE users SET language = 'uk', profile = $2 WHERE id = $1`, id, who+" profile")
 		// Memory chat.
 		f.exec(`INSERT INTO pipeline_runs (user_id, chat_id, message_id, user_query, status, final_answer)
-VALUES ($1, $1, 1, $2, 'COMPLETED', 'answer to ' || $2)`, id, who+" asks")
+VALUES ($1, $1, (SELECT count(*) + 1000 FROM pipeline_runs), $2, 'COMPLETED', 'answer to ' || $2)`, id, who+" asks")
 		f.exec(`INSERT INTO raw_logs (user_id, log_type, log_data) VALUES ($1, 'query', jsonb_build_object('text', $2::text))`, id, who+" asks")
 		f.exec(`INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, summary)
 VALUES ($1, '2026-01-05', '2026-01-12', $2)`, id, who+" summary")

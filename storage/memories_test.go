@@ -42,7 +42,7 @@ func (f *memFx) archivedRun(userID int64, query, answer string, sum *memory.Summ
 	f.t.Helper()
 	var id int64
 	require.NoError(f.t, f.st.Pool().QueryRow(f.ctx, `INSERT INTO pipeline_runs (user_id, chat_id, message_id, user_query, status,
-final_answer, delivered_at) VALUES ($1, $1, 1, $2, 'COMPLETED', $3, now()) RETURNING id`, userID, query, answer).Scan(&id))
+final_answer, delivered_at) VALUES ($1, $1, (SELECT count(*) + 1000 FROM pipeline_runs), $2, 'COMPLETED', $3, now()) RETURNING id`, userID, query, answer).Scan(&id))
 	f.exec(`INSERT INTO raw_logs (user_id, log_type, log_data) VALUES
 ($1, 'query', jsonb_build_object('text', $2::text, 'run_id', $4::bigint)),
 ($1, 'answer', jsonb_build_object('text', $3::text, 'run_id', $4::bigint))`, userID, query, answer, id)

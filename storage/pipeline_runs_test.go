@@ -20,6 +20,9 @@ import (
 type mfx struct {
 	*testBundle
 	events chan map[string]any
+	// msgs numbers the messages submit sends: each is a run of its own
+	// (a message is captured once).
+	msgs int
 }
 
 func newMemory(t *testing.T) *mfx {
@@ -61,7 +64,8 @@ func (f *mfx) next() (string, bool) {
 
 func (f *mfx) submit(user int64, text string) memory.PipelineRun {
 	f.t.Helper()
-	r, _, err := f.st.SubmitPipelineRun(f.ctx, user, user, 1, text)
+	f.msgs++
+	r, _, err := f.st.SubmitPipelineRun(f.ctx, user, user, f.msgs, text)
 	require.NoError(f.t, err)
 	return r
 }

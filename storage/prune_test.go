@@ -112,7 +112,7 @@ func TestPruneRunContext(t *testing.T) {
 		answer := "the answer"
 		return b.id(`INSERT INTO pipeline_runs (user_id, chat_id, message_id, user_query, status, draft_context,
 final_context_payload, final_answer, error_message, closed_at, created_at)
-VALUES (7, 7, 1, 'q', $1, 'draft', 'payload', $2, 'e', $3, $4) RETURNING id`, status, answer, closed, pruneNow.Add(-10*day))
+VALUES (7, 7, (SELECT count(*) + 1000 FROM pipeline_runs), 'q', $1, 'draft', 'payload', $2, 'e', $3, $4) RETURNING id`, status, answer, closed, pruneNow.Add(-10*day))
 	}
 	at := func(d time.Duration) *time.Time { t := pruneNow.Add(d); return &t }
 	old := run("COMPLETED", at(-keep-time.Minute))
