@@ -228,6 +228,7 @@ type timedDispatchRepo struct {
 var outcomeNames = map[dispatch.Outcome]string{
 	dispatch.Offered: "offered", dispatch.Busy: "busy", dispatch.NotSearching: "not searching",
 	dispatch.Unassignable: "unassignable", dispatch.StillUnassignable: "still unassignable",
+	dispatch.AfterHours: "after hours", dispatch.Taken: "taken",
 }
 
 func (r timedDispatchRepo) ExpireOffers(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
@@ -258,12 +259,23 @@ func (r timedDispatchRepo) SearchingOrders(ctx context.Context, limit int, all b
 func (r timedDispatchRepo) NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	start := time.Now()
 	f, o, out, err := r.Repository.NextOffer(ctx, orderID, sla, gate, tell)
-	name := outcomeNames[out]
-	if err != nil {
-		name = "error"
-	}
-	r.s.since("db NextOffer ("+name+")", start)
+	r.s.since("db NextOffer ("+r.outcome(out, err)+")", start)
 	return f, o, out, err
+}
+
+func (r timedDispatchRepo) NextOwedOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+	start := time.Now()
+	f, o, out, err := r.Repository.NextOwedOffer(ctx, orderID, sla, gate, tell)
+	r.s.since("db NextOwedOffer ("+r.outcome(out, err)+")", start)
+	return f, o, out, err
+}
+
+// outcome names a step's outcome for its stage.
+func (timedDispatchRepo) outcome(out dispatch.Outcome, err error) string {
+	if err != nil {
+		return "error"
+	}
+	return outcomeNames[out]
 }
 
 // reset forgets what was timed so far, so that a second run is timed alone.

@@ -128,6 +128,19 @@ const candidateWhere = eligibleWhere + `
 // So the replicas' recheck of waiting orders finds every order a lost or
 // skipped step left behind.
 func (s *Store) NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+	return s.nextOffer(ctx, orderID, sla, gate, tell, false)
+}
+
+// NextOwedOffer is NextOffer that ends with dispatch.Taken, having written
+// nothing, when the order it holds is neither waiting nor has an open
+// offer: every change that leaves an order owed a step marks it in its
+// own transaction, and only a step that settled it clears the mark, so
+// such an order was settled after the mark that sent this step.
+func (s *Store) NextOwedOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+	return s.nextOffer(ctx, orderID, sla, gate, tell, true)
+}
+
+func (s *Store) nextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed], owed bool) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	var (
 		f   dispatch.Offer
 		o   dispatch.Order
@@ -135,7 +148,7 @@ func (s *Store) NextOffer(ctx context.Context, orderID int64, sla time.Duration,
 	)
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		f, o, out, err = offerStep(ctx, tx, orderID, sla, gate, tell)
+		f, o, out, err = offerStep(ctx, tx, orderID, sla, gate, tell, owed)
 		return err
 	})
 	if err != nil {
@@ -148,8 +161,8 @@ func (s *Store) NextOffer(ctx context.Context, orderID int64, sla time.Duration,
 }
 
 // offerStep is NextOffer's transaction: it reads the facts, asks the
-// dispatch policy what they mean, and writes that.
-func offerStep(ctx context.Context, tx pgx.Tx, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+// dispatch policy what they mean, and writes that; owed: NextOwedOffer's.
+func offerStep(ctx context.Context, tx pgx.Tx, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed], owed bool) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	o, locked, err := lockOrder(ctx, tx, orderID)
 	if err != nil {
 		return dispatch.Offer{}, o, 0, err
@@ -160,6 +173,9 @@ func offerStep(ctx context.Context, tx pgx.Tx, orderID int64, sla time.Duration,
 	facts, err := stepFacts(ctx, tx, o.ID)
 	if err != nil {
 		return dispatch.Offer{}, o, 0, err
+	}
+	if owed && !facts.Waiting && !facts.Open {
+		return dispatch.Offer{}, o, dispatch.Taken, nil
 	}
 	if plan, done := dispatch.Hold(o, facts); done {
 		return dispatch.Offer{}, o, plan.Outcome, setWaiting(ctx, tx, o.ID, plan)
@@ -294,21 +310,20 @@ WHERE id = $1 RETURNING `+orderColumns, o.ID, plan.Round))
 }
 
 // markUnassignable writes the plan for an order nobody is left for: its
-// round moved on, and its unassignable mark. The order as it is after.
+// round moved on (only from the round the step read), and its unassignable
+// mark. The order as it is after. One statement, so a step that reports
+// the order writes one version of its row, not two.
 func markUnassignable(ctx context.Context, tx pgx.Tx, o dispatch.Order, plan dispatch.StepPlan) (dispatch.Order, error) {
-	if plan.Round != o.Round {
-		if _, err := tx.Exec(ctx, `UPDATE orders SET round = $2, updated_at = now() WHERE id = $1 AND round = $3`,
-			o.ID, plan.Round, o.Round); err != nil {
-			return o, err
-		}
+	if plan.Round == o.Round && !plan.MarkUnassignable {
+		return scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, o.ID))
 	}
-	if plan.MarkUnassignable {
-		if _, err := tx.Exec(ctx, `UPDATE orders SET unassignable_at = coalesce(unassignable_at, now()), waiting = false,
-updated_at = now() WHERE id = $1`, o.ID); err != nil {
-			return o, err
-		}
-	}
-	return scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, o.ID))
+	return scanOrder(tx.QueryRow(ctx, `
+UPDATE orders SET round = CASE WHEN round = $3 THEN $2 ELSE round END,
+       unassignable_at = CASE WHEN $4 THEN coalesce(unassignable_at, now()) ELSE unassignable_at END,
+       waiting = CASE WHEN $4 THEN false ELSE waiting END,
+       updated_at = CASE WHEN round = $3 AND $2 <> $3 OR $4 THEN now() ELSE updated_at END
+WHERE id = $1
+RETURNING `+orderColumns, o.ID, plan.Round, o.Round, plan.MarkUnassignable))
 }
 
 // Offer returns one offer or domain.ErrNotFound.
@@ -401,17 +416,21 @@ SELECT `+offerColumns+` FROM f`, offerID, masterID, tell)
 // as still open; an UPDATE whose snapshot skipped the row as "already
 // waiting" would never wait for that step, and the order would be left
 // with neither an offer nor the flag.
-func markWaiting(ctx context.Context, tx pgx.Tx, ended []dispatch.Offer) error {
+//
+// It returns the orders it marked as they are now, so the change's
+// messages are rendered without reading them again.
+func markWaiting(ctx context.Context, tx pgx.Tx, ended []dispatch.Offer) (map[int64]dispatch.Order, error) {
 	ids := make([]int64, 0, len(ended))
 	for _, f := range ended {
 		ids = append(ids, f.OrderID)
 	}
 	slices.Sort(ids)
-	_, err := tx.Exec(ctx, `UPDATE orders SET waiting = true WHERE id = ANY ($1) AND state = 'SEARCHING'`, ids)
+	marked, err := readByID(ctx, tx, `UPDATE orders SET waiting = true WHERE id = ANY ($1) AND state = 'SEARCHING'
+RETURNING `+orderColumns, ids, scanOrder, func(o dispatch.Order) int64 { return o.ID })
 	if err != nil {
-		return fmt.Errorf("mark orders waiting: %w", err)
+		return nil, fmt.Errorf("mark orders waiting: %w", err)
 	}
-	return nil
+	return marked, nil
 }
 
 // ViewOffer moves the master's SENT offer to VIEWED; ok false otherwise, with
@@ -453,10 +472,11 @@ RETURNING `+offerColumnsF))
 		if err != nil || len(offers) == 0 {
 			return err
 		}
-		if err := markWaiting(ctx, tx, offers); err != nil {
+		marked, err := markWaiting(ctx, tx, offers)
+		if err != nil {
 			return err
 		}
-		return tellTx(ctx, tx, tell, dispatch.Changed{Offers: offers})
+		return tellTx(ctx, tx, tell, dispatch.Changed{Offers: offers, Orders: marked})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("expire offers: %w", err)

@@ -27,6 +27,9 @@ type Service struct {
 	timer expiryTimer
 	// slots bound the expiry follow-ups in flight on this replica.
 	slots chan struct{}
+	// pending counts this replica's steps queued or running per order
+	// (see stepping).
+	pending pendingSteps
 }
 
 // NewService builds the workflow. It starts nothing; see Run.
@@ -51,6 +54,7 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 		wakeFree: make(chan struct{}, 1),
 	}
 	s.slots = make(chan struct{}, s.cfg.Workers)
+	s.pending.n = map[int64]int{}
 	s.timer.init(deps.Clock)
 	return s, nil
 }

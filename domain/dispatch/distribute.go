@@ -2,7 +2,11 @@ package dispatch
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"time"
+
+	"switchboard/domain"
 )
 
 // MaxDistribute bounds the orders one distribution pass looks at; the rest
@@ -40,15 +44,80 @@ func (s *Service) distribute(ctx context.Context, all bool) error {
 	if err != nil {
 		return err
 	}
-	workers(s.cfg.Workers, ids, func(id int64) { s.distributeOrder(ctx, id) })
+	if !all {
+		// A waiting order whose step this replica has queued or is taking
+		// (an expiry's follow-up behind a backlog longer than the recheck
+		// window) is left to that step: it locks the order after this
+		// query read it, so it sees at least what a step taken here would,
+		// and if it fails the order is still marked waiting for the next
+		// recheck. Stepped here as well, the order's second step found it
+		// held (busy) or settled (still unassignable), work that added to
+		// the backlog it came from.
+		ids = s.pending.without(ids)
+	}
+	workers(s.cfg.Workers, ids, func(id int64) {
+		done := s.pending.add(id)
+		defer done()
+		if all {
+			s.distributeOrder(ctx, id)
+		} else {
+			s.distributeOwed(ctx, id)
+		}
+	})
 	return ctx.Err()
+}
+
+// pendingSteps counts the distribution steps this replica has queued or
+// is taking, per order.
+type pendingSteps struct {
+	mu sync.Mutex
+	n  map[int64]int
+}
+
+// add counts a step of the order until the returned func is called.
+func (p *pendingSteps) add(ids ...int64) (done func()) {
+	p.mu.Lock()
+	for _, id := range ids {
+		p.n[id]++
+	}
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, id := range ids {
+			if p.n[id]--; p.n[id] <= 0 {
+				delete(p.n, id)
+			}
+		}
+	}
+}
+
+// without is ids less the orders with a step counted.
+func (p *pendingSteps) without(ids []int64) []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.DeleteFunc(ids, func(id int64) bool { return p.n[id] > 0 })
 }
 
 // distributeOrder offers one order to its next candidate; the offer's
 // message and live-log line commit with the offer.
 func (s *Service) distributeOrder(ctx context.Context, orderID int64) {
+	s.step(ctx, orderID, s.deps.Repo.NextOffer)
+}
+
+// distributeOwed is distributeOrder for an order taken up because it was
+// marked owed a step: a step that finds another has settled it since
+// writes nothing (Repository.NextOwedOffer).
+func (s *Service) distributeOwed(ctx context.Context, orderID int64) {
+	s.step(ctx, orderID, s.deps.Repo.NextOwedOffer)
+}
+
+// step runs one distribution step through next (NextOffer or
+// NextOwedOffer).
+func (s *Service) step(ctx context.Context, orderID int64,
+	next func(context.Context, int64, time.Duration, Gate, domain.Render[Changed]) (Offer, Order, Outcome, error)) {
 	st := s.newStory()
-	f, _, outcome, err := s.deps.Repo.NextOffer(ctx, orderID, s.cfg.OfferSLA, s.gate(), st.tell(func(c Changed) {
+	f, _, outcome, err := next(ctx, orderID, s.cfg.OfferSLA, s.gate(), st.tell(func(c Changed) {
 		if len(c.Offers) == 0 {
 			st.event(Event{Kind: EventUnassignable, OrderID: c.Order.ID, Round: c.Order.Round})
 			return

@@ -161,6 +161,10 @@ const (
 	// AfterHours: the order's city is outside its working hours; the
 	// order stays owed a step and is offered when the city opens.
 	AfterHours
+	// Taken: NextOwedOffer found the order no longer owed a step (not
+	// waiting, no open offer): another step settled it after it was
+	// marked, and this one wrote nothing.
+	Taken
 )
 
 // Debt is a master's unpaid commission.
@@ -277,6 +281,13 @@ type DistributionStore interface {
 	// it, so an offer never exists unseen; tell also renders the
 	// unassignable report (Changed with no offer).
 	NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate Gate, tell domain.Render[Changed]) (Offer, Order, Outcome, error)
+	// NextOwedOffer is NextOffer for an order taken up because it was
+	// marked owed a step (its offer's expiry, the waiting-orders recheck):
+	// an order that, once held, is neither waiting nor has an open offer
+	// was settled by another step since, and the step ends there (Taken)
+	// instead of searching again for the candidate that step found or the
+	// absence it reported.
+	NextOwedOffer(ctx context.Context, orderID int64, sla time.Duration, gate Gate, tell domain.Render[Changed]) (Offer, Order, Outcome, error)
 }
 
 // OfferStore is the offer buttons and the expiry watchdog (dispatch.go,

@@ -85,16 +85,25 @@ func (s *Service) followUp(ctx context.Context, expired []Offer) {
 	if len(expired) == 0 {
 		return
 	}
+	// Each order counts as pending from now, while it waits for a slot,
+	// so the waiting-orders recheck leaves it to this follow-up.
+	dones := make([]func(), len(expired))
+	for i, f := range expired {
+		dones[i] = s.pending.add(f.OrderID)
+	}
 	var wg sync.WaitGroup
-	for _, f := range expired {
+	for i, f := range expired {
 		select {
 		case s.slots <- struct{}{}:
 		case <-ctx.Done():
+			for _, done := range dones[i:] {
+				done()
+			}
 			return
 		}
 		wg.Add(1)
 		go func() {
-			defer func() { <-s.slots; wg.Done() }()
+			defer func() { <-s.slots; dones[i](); wg.Done() }()
 			s.afterExpiry(ctx, f)
 		}()
 	}
@@ -103,9 +112,10 @@ func (s *Service) followUp(ctx context.Context, expired []Offer) {
 }
 
 // afterExpiry offers the order to the next candidate (its closing edit and
-// live-log line were written with the expiry).
+// live-log line were written with the expiry, which marked the order owed
+// a step).
 func (s *Service) afterExpiry(ctx context.Context, f Offer) {
-	s.distributeOrder(ctx, f.OrderID)
+	s.distributeOwed(ctx, f.OrderID)
 }
 
 // Run keeps this replica's expiry timer and serves Wake until ctx ends. The
