@@ -190,32 +190,27 @@ WITH RECURSIVE heads AS (
     -- however many rows wait behind the heads, and no plan that depends
     -- on the table's statistics (DISTINCT ON would read every pending row
     -- per claim, and a table filled faster than autovacuum analyzes it
-    -- could get a nested loop over them).
-    (SELECT chat_id, lane, id FROM outbox WHERE state = 'pending' ORDER BY chat_id, lane, id LIMIT 1)
+    -- could get a nested loop over them). Each descent reads the head's
+    -- row, so the columns cand filters on come with it: probing each head
+    -- again by its key read every lane twice.
+    (SELECT chat_id, lane, id, not_before, claimed_until, edit, msg_key, spacing_ms FROM outbox
+     WHERE state = 'pending' ORDER BY chat_id, lane, id LIMIT 1)
     UNION ALL
-    SELECT n.chat_id, n.lane, n.id FROM heads h, LATERAL (
-        SELECT x.chat_id, x.lane, x.id FROM outbox x
+    SELECT n.chat_id, n.lane, n.id, n.not_before, n.claimed_until, n.edit, n.msg_key, n.spacing_ms FROM heads h, LATERAL (
+        SELECT x.chat_id, x.lane, x.id, x.not_before, x.claimed_until, x.edit, x.msg_key, x.spacing_ms FROM outbox x
         WHERE x.state = 'pending' AND (x.chat_id, x.lane) > (h.chat_id, h.lane)
         ORDER BY x.chat_id, x.lane, x.id LIMIT 1) n
 ), cand AS (
-    -- Each head read by its whole outbox_pending key, one index descent
-    -- whichever index the planner picks: by id alone (id = ANY(heads)) a
-    -- planner whose statistics describe a smaller outbox read all of
-    -- outbox_pending, and each claim walked the whole backlog. OFFSET 0
-    -- keeps the subquery a probe per head rather than a join it may plan
-    -- as a scan.
-    SELECT c.chat_id, c.lane, c.id, c.not_before FROM heads h, LATERAL (
-        SELECT o.chat_id, o.lane, o.id, o.not_before FROM outbox o
-        WHERE o.chat_id = h.chat_id AND o.lane = h.lane AND o.id = h.id
-          AND o.state = 'pending' AND o.not_before <= now()
-          AND (o.claimed_until IS NULL OR o.claimed_until < now())
-          AND (o.lane = '' OR NOT o.edit OR NOT EXISTS (
-              SELECT 1 FROM outbox s WHERE s.chat_id = o.chat_id AND s.state = 'pending' AND NOT s.edit AND s.msg_key = o.msg_key))
-          AND (o.spacing_ms = 0 OR NOT EXISTS (
-              SELECT 1 FROM outbox t WHERE t.chat_id = o.chat_id AND t.lane = o.lane AND t.state = 'sent' AND t.spacing_ms > 0
-                AND t.done_at > now() - o.spacing_ms * interval '1 millisecond'))
-        OFFSET 0) c
-    ORDER BY c.not_before, c.id
+    -- The due heads, the oldest first.
+    SELECT h.chat_id, h.lane, h.id, h.not_before FROM heads h
+    WHERE h.not_before <= now()
+      AND (h.claimed_until IS NULL OR h.claimed_until < now())
+      AND (h.lane = '' OR NOT h.edit OR NOT EXISTS (
+          SELECT 1 FROM outbox s WHERE s.chat_id = h.chat_id AND s.state = 'pending' AND NOT s.edit AND s.msg_key = h.msg_key))
+      AND (h.spacing_ms = 0 OR NOT EXISTS (
+          SELECT 1 FROM outbox t WHERE t.chat_id = h.chat_id AND t.lane = h.lane AND t.state = 'sent' AND t.spacing_ms > 0
+            AND t.done_at > now() - h.spacing_ms * interval '1 millisecond'))
+    ORDER BY h.not_before, h.id
     LIMIT $1
 ), due AS (
     -- Locked one by one, skipping a head another sender holds, and checked
