@@ -243,11 +243,12 @@ RETURNING `+orderColumns, id))
 }
 
 // searchingOrders and waitingOrders are SearchingOrders' two queries.
-// They are two texts, not one with `($2 OR o.waiting)`: a prepared
-// statement's generic plan cannot use the partial index orders_waiting
-// for that, and the pass after every expiry then read every SEARCHING
-// order (10 000 in the dispatch bench, several passes a second) to find
-// the few waiting ones.
+// Both walk orders_searching; waitingOrders checks the waiting mark on
+// each row. No index names waiting (migration 00034), so that every mark
+// and clear of it is a HOT update: with the partial index orders_waiting
+// each one wrote a new entry into every index of orders (two per expiry),
+// while the recheck read as much through that index as it reads now
+// whenever expiries outran their follow-ups.
 //
 // $2..$4 are the dispatch.Gate: an order of a city outside its working
 // hours is left out, so the recheck does not step it every second all

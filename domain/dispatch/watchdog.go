@@ -16,8 +16,8 @@ import (
 const OffersChannel = "dispatch_offers"
 
 // WaitingRecheck is how often a replica looks at the orders owed a
-// distribution step without being asked (a cheap query on the partial
-// index orders_waiting). It is the guarantee behind every wake-up: each
+// distribution step without being asked (a read of the SEARCHING orders'
+// waiting marks). It is the guarantee behind every wake-up: each
 // change that leaves an order without an offer marks it in its own
 // transaction, so whatever step was skipped, lost or rolled back, some
 // replica takes it within this interval (two for an order whose offer
