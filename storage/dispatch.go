@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -103,9 +102,8 @@ var errNoop = errors.New("storage: nothing to do")
 // outside the outbox, and a change they confirmed must not be lost.
 
 // tellTx renders a dispatch change's messages inside its transaction,
-// with the masters and orders it names read there too (the orders of its
-// offers that c.Orders does not hold already), and writes them to the
-// outbox.
+// with the masters and orders it names read there too, and writes them to
+// the outbox.
 func tellTx(ctx context.Context, tx pgx.Tx, tell domain.Render[dispatch.Changed], c dispatch.Changed) error {
 	if tell == nil {
 		return nil
@@ -122,22 +120,18 @@ func tellTx(ctx context.Context, tx pgx.Tx, tell domain.Render[dispatch.Changed]
 	}
 	orders := make([]int64, 0, len(c.Offers))
 	for _, f := range c.Offers {
-		if _, known := c.Orders[f.OrderID]; f.OrderID != c.Order.ID && !known {
+		if f.OrderID != c.Order.ID {
 			orders = append(orders, f.OrderID)
 		}
 	}
 	slices.Sort(orders)
 	orders = slices.Compact(orders)
 	if len(orders) > 0 {
-		read, err := readByID(ctx, tx, `SELECT `+orderColumns+` FROM orders WHERE id = ANY ($1)`, orders,
+		var err error
+		c.Orders, err = readByID(ctx, tx, `SELECT `+orderColumns+` FROM orders WHERE id = ANY ($1)`, orders,
 			scanOrder, func(o dispatch.Order) int64 { return o.ID })
 		if err != nil {
 			return fmt.Errorf("orders of the change: %w", err)
-		}
-		if c.Orders == nil {
-			c.Orders = read
-		} else {
-			maps.Copy(c.Orders, read)
 		}
 	}
 	if c.Assigned != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"switchboard/domain"
 	"switchboard/domain/dispatch"
@@ -400,38 +401,23 @@ WITH f AS (
     WHERE id = $1 AND master_id = $2 AND state IN `+openOffer+`
     RETURNING *
 ), o AS (
-    -- even where it reads true already: see markWaiting
+    -- even where it reads true already: see markWaitingSQL
     UPDATE orders SET waiting = true FROM f
     WHERE orders.id = f.order_id AND orders.state = 'SEARCHING'
 )
 SELECT `+offerColumns+` FROM f`, offerID, masterID, tell)
 }
 
-// markWaiting marks the SEARCHING orders of offers that just ended as owed
-// a distribution step, in the ending transaction, after the offers (the
-// order Accept and Decline lock them in).
+// markWaitingSQL marks the SEARCHING orders of offers that just ended
+// ($1, ascending) as owed a distribution step, in the ending transaction,
+// after the offers (the order Accept and Decline lock them in).
 //
 // It writes even where waiting reads true already: a step holding the
 // order may be clearing it, having seen the offer this transaction ends
 // as still open; an UPDATE whose snapshot skipped the row as "already
 // waiting" would never wait for that step, and the order would be left
 // with neither an offer nor the flag.
-//
-// It returns the orders it marked as they are now, so the change's
-// messages are rendered without reading them again.
-func markWaiting(ctx context.Context, tx pgx.Tx, ended []dispatch.Offer) (map[int64]dispatch.Order, error) {
-	ids := make([]int64, 0, len(ended))
-	for _, f := range ended {
-		ids = append(ids, f.OrderID)
-	}
-	slices.Sort(ids)
-	marked, err := readByID(ctx, tx, `UPDATE orders SET waiting = true WHERE id = ANY ($1) AND state = 'SEARCHING'
-RETURNING `+orderColumns, ids, scanOrder, func(o dispatch.Order) int64 { return o.ID })
-	if err != nil {
-		return nil, fmt.Errorf("mark orders waiting: %w", err)
-	}
-	return marked, nil
-}
+const markWaitingSQL = `UPDATE orders SET waiting = true WHERE id = ANY ($1) AND state = 'SEARCHING'`
 
 // ViewOffer moves the master's SENT offer to VIEWED; ok false otherwise, with
 // the offer as it is.
@@ -460,28 +446,135 @@ func (s *Store) answerOffer(ctx context.Context, what, sql string, offerID, mast
 // database crash leaves its offer open and past expires_at, so no Accept
 // can take it and the next sweep expires it again, writing the closing
 // edit and live-log line that were lost with it.
+//
+// The transaction is three round trips: BEGIN travels with the statement,
+// the orders' marks with the reads of the orders and masters its messages
+// are rendered from (what tellTx reads), and COMMIT with the messages. The
+// expired offers stay locked from the first to the last, and another
+// replica's sweep of the same deadline waits that long on them.
 func (s *Store) ExpireOffers(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
-	var offers []dispatch.Offer
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		offers, err = collectOffers(tx.Query(ctx, `
-UPDATE offers f SET state = 'EXPIRED', responded_at = now()
-`+asyncFrom+`
-WHERE f.state IN `+openOffer+` AND f.expires_at <= now()
-RETURNING `+offerColumnsF))
-		if err != nil || len(offers) == 0 {
-			return err
-		}
-		marked, err := markWaiting(ctx, tx, offers)
-		if err != nil {
-			return err
-		}
-		return tellTx(ctx, tx, tell, dispatch.Changed{Offers: offers, Orders: marked})
-	})
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("expire offers: %w", err)
 	}
+	// A connection released inside a transaction is closed by the pool,
+	// so no error path below hands an open transaction to the next user.
+	defer conn.Release()
+	offers, err := expireOffers(ctx, conn, tell)
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_, _ = conn.Exec(rctx, "ROLLBACK")
+		return nil, fmt.Errorf("expire offers: %w", err)
+	}
 	return offers, nil
+}
+
+// expireOffers is ExpireOffers' transaction on conn.
+func expireOffers(ctx context.Context, conn *pgxpool.Conn, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(`
+UPDATE offers f SET state = 'EXPIRED', responded_at = now()
+` + asyncFrom + `
+WHERE f.state IN ` + openOffer + ` AND f.expires_at <= now()
+RETURNING ` + offerColumnsF)
+	br := conn.SendBatch(ctx, b)
+	_, err := br.Exec()
+	var offers []dispatch.Offer
+	if err == nil {
+		offers, err = collectOffers(br.Query())
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(offers) == 0 {
+		_, err := conn.Exec(ctx, "COMMIT")
+		return nil, err
+	}
+	c := dispatch.Changed{Offers: offers}
+	if err := markAndRead(ctx, conn, &c, tell != nil); err != nil {
+		return nil, err
+	}
+	var msgs []domain.Message
+	if tell != nil {
+		msgs = tell(c)
+	}
+	b = &pgx.Batch{}
+	if len(msgs) > 0 {
+		sql, args, err := insertMessagesSQL(msgs)
+		if err != nil {
+			return nil, err
+		}
+		b.Queue(sql, args...)
+	}
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("enqueue %d messages and commit: %w", len(msgs), err)
+	}
+	return offers, nil
+}
+
+// markAndRead marks the orders of an expiry's offers waiting and, with
+// read, reads them and the offers' masters into c in the same batch:
+// what tellTx reads for a change, after the marks.
+func markAndRead(ctx context.Context, conn *pgxpool.Conn, c *dispatch.Changed, read bool) error {
+	orderIDs := make([]int64, 0, len(c.Offers))
+	masterIDs := make([]int64, 0, len(c.Offers))
+	for _, f := range c.Offers {
+		orderIDs = append(orderIDs, f.OrderID)
+		masterIDs = append(masterIDs, f.MasterID)
+	}
+	slices.Sort(orderIDs)
+	orderIDs = slices.Compact(orderIDs)
+	b := &pgx.Batch{}
+	b.Queue(markWaitingSQL, orderIDs)
+	if read {
+		b.Queue(`SELECT `+orderColumns+` FROM orders WHERE id = ANY ($1)`, orderIDs)
+		b.Queue(`SELECT `+masterColumns+masterFrom+`WHERE m.user_id = ANY ($1)`, masterIDs)
+	}
+	br := conn.SendBatch(ctx, b)
+	err := readMarked(br, c, read)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func readMarked(br pgx.BatchResults, c *dispatch.Changed, read bool) error {
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("mark orders waiting: %w", err)
+	}
+	if !read {
+		return nil
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return fmt.Errorf("orders of the change: %w", err)
+	}
+	orders, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dispatch.Order, error) { return scanOrder(r) })
+	if err != nil {
+		return fmt.Errorf("orders of the change: %w", err)
+	}
+	if rows, err = br.Query(); err != nil {
+		return fmt.Errorf("masters of the change: %w", err)
+	}
+	masters, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dispatch.Master, error) { return scanMaster(r) })
+	if err != nil {
+		return fmt.Errorf("masters of the change: %w", err)
+	}
+	c.Orders = make(map[int64]dispatch.Order, len(orders))
+	for _, o := range orders {
+		c.Orders[o.ID] = o
+	}
+	c.Masters = make(map[int64]dispatch.Master, len(masters))
+	for _, m := range masters {
+		c.Masters[m.UserID] = m
+	}
+	return nil
 }
 
 // NextOfferExpiry is the earliest expires_at of an open offer (false: none).
