@@ -244,7 +244,7 @@ RETURNING `+orderColumns, id))
 
 // searchingOrders and waitingOrders are SearchingOrders' two queries.
 // Both walk orders_searching; waitingOrders checks the waiting mark on
-// each row. No index names waiting (migration 00034), so that every mark
+// each row. No index names waiting (migration 00036), so that every mark
 // and clear of it is a HOT update: with the partial index orders_waiting
 // each one wrote a new entry into every index of orders (two per expiry),
 // while the recheck read as much through that index as it reads now
