@@ -23,10 +23,10 @@ import (
 // that is refused, it is logged and given up, since retrying a refusal
 // would hold every later update behind it.
 
-// Skeleton is what the inbox keeps of an update whose body it cannot hold:
+// skeleton is what the inbox keeps of an update whose body it cannot hold:
 // enough to keep the chat's order and to tell the sender, nothing they
 // wrote. raw must have been read by InboxUpdateOf.
-func Skeleton(u domain.InboxUpdate, why string) domain.InboxUpdate {
+func skeleton(u domain.InboxUpdate, why string) domain.InboxUpdate {
 	var t tele.Update
 	_ = json.Unmarshal(u.Body, &t)
 	who := func(s *tele.User) map[string]any {
@@ -67,6 +67,11 @@ type AboutData func(error) bool
 // (the database away, a bug) is returned for the caller to retry, with
 // Telegram's offset unmoved or its webhook call refused.
 func storeUpdates(ctx context.Context, in Intake, aboutData AboutData, log *slog.Logger, us []domain.InboxUpdate) error {
+	for _, u := range us {
+		if u.Cleaned {
+			log.Warn("update held characters the inbox cannot store: replaced with U+FFFD", "update", u.ID)
+		}
+	}
 	err := in.TakeUpdates(ctx, us)
 	if err == nil || !aboutData(err) {
 		return err
@@ -81,7 +86,7 @@ func storeUpdates(ctx context.Context, in Intake, aboutData AboutData, log *slog
 			return err
 		}
 		log.Warn("update refused by the inbox: kept as a skeleton, its sender is told", "update", u.ID, "err", err)
-		err = in.TakeUpdates(ctx, []domain.InboxUpdate{Skeleton(u, err.Error())})
+		err = in.TakeUpdates(ctx, []domain.InboxUpdate{skeleton(u, err.Error())})
 		if err == nil {
 			continue
 		}

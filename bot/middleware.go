@@ -63,9 +63,10 @@ func (b *Bot) recover(next tele.HandlerFunc) tele.HandlerFunc {
 }
 
 // tellNotDone tells the sender of an update the inbox gave up on that it
-// was not carried out (key: why, "error.not_done" or "error.unreadable"):
-// every handler is one transaction or refuses, so a failed update changed
-// nothing and sending it again is safe.
+// was not carried out (key: why, "error.not_done" or "error.unreadable").
+// What a failed handler did commit is mostly keyed by the update or its
+// message, so a resend finds it done rather than doing it twice
+// (ARCHITECTURE "Answered once" lists what is not yet).
 func (b *Bot) tellNotDone(u tele.Update, key string) {
 	c := b.tb.NewContext(u)
 	m := c.Message()

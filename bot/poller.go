@@ -242,9 +242,6 @@ func (p *intakePoller) fetch(b *tele.Bot) ([]domain.InboxUpdate, error) {
 			p.log.Error("getUpdates returned an update that cannot be read: skipped", "err", err)
 			continue
 		}
-		if u.Cleaned {
-			p.log.Warn("update held characters the inbox cannot store: replaced with U+FFFD", "update", u.ID)
-		}
 		out = append(out, u)
 	}
 	return out, nil

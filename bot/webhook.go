@@ -72,9 +72,6 @@ func WebhookHandler(secret string, in Intake, aboutData AboutData, wake func(), 
 			http.Error(w, "not an update", http.StatusBadRequest)
 			return
 		}
-		if u.Cleaned {
-			log.Warn("update held characters the inbox cannot store: replaced with U+FFFD", "update", u.ID)
-		}
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
 		if err := storeUpdates(ctx, in, aboutData, log, []domain.InboxUpdate{u}); err != nil {

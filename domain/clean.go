@@ -15,7 +15,7 @@ import (
 // is ever meaningful text, so each becomes U+FFFD, the replacement
 // character — what Go's own JSON decoder makes of a lone surrogate or a
 // bad byte — at the edge where the text comes in: intake, the HH client,
-// the LLM client, résumé extraction.
+// the LLM client (résumé extraction's tidying drops them already).
 
 // Replacement is what an unstorable character becomes.
 const Replacement = "\uFFFD"

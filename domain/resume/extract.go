@@ -16,8 +16,6 @@ import (
 	"golang.org/x/text/encoding/charmap"
 	xunicode "golang.org/x/text/encoding/unicode"
 	"golang.org/x/text/encoding/unicode/utf32"
-
-	"switchboard/domain"
 )
 
 // Format is what kind of file a résumé came in.
@@ -103,7 +101,7 @@ func Extract(data []byte, f Format, maxPages int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	text = tidy(domain.CleanText(text)) // a PDF's text layer may hold NUL
+	text = tidy(text) // also drops NUL, U+FFFD and bad bytes, which PostgreSQL would refuse
 	if letters(text) < minText {
 		return "", ErrNoText
 	}
