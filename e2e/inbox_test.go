@@ -504,23 +504,33 @@ func TestKilledTenTimesAnswersEveryUpdateOnce(t *testing.T) {
 	}
 
 	env.TG.WaitFor(t, 4*time.Minute, allAnswered(env, users, sent))
-	quiet(t, db(t, env))
-	for _, u := range users {
-		got := mentorReplies(env, u.ID())
-		for _, m := range sent[u.ID()] {
-			require.Equal(t, 1, got[m.MessageID], "user %d's %q answered exactly once", u.ID(), m.Text)
+	pool := db(t, env)
+	quiet(t, pool)
+	// Counted where the handlers write them, the outbox: a kill between
+	// Telegram's answer to a send and its delivery mark still delivers
+	// that one message twice (the sender's own window, README "Delivery"),
+	// which no key of the handler's can close.
+	written := func(chat int64, like string) int {
+		return scalar[int](t, pool, `SELECT count(*) FROM outbox WHERE chat_id = $1 AND NOT edit AND body->>'text' LIKE $2`, chat, like)
+	}
+	for i, u := range users {
+		for r := range kills {
+			require.Equal(t, 1, written(u.ID(), fmt.Sprintf("%%Mentor says: user %d, round %d%%", i, r)),
+				"user %d's message of round %d answered exactly once", u.ID(), r)
 		}
 		for _, tok := range tokens[u.ID()] {
-			require.Equal(t, 1, countBot(env, u.ID(), "“"+tok+"”"), "user %d's /lang %s answered exactly once", u.ID(), tok)
+			require.Equal(t, 1, written(u.ID(), "%“"+tok+"”%"), "user %d's /lang %s answered exactly once", u.ID(), tok)
+			require.Positive(t, countBot(env, u.ID(), "“"+tok+"”"), "and delivered")
 		}
 		requireNoErrorReplies(t, env, u.ID())
 	}
-	require.Equal(t, kills, countBot(env, boss.ID(), "created: plumbing, Riga"), "each order confirmed once")
-	rerun := scalar[int64](t, db(t, env), `SELECT count(*) FROM inbox WHERE attempts > 1`)
+	require.Equal(t, kills, written(boss.ID(), "%created: plumbing, Riga%"), "each order confirmed once")
+	require.GreaterOrEqual(t, countBot(env, boss.ID(), "created: plumbing, Riga"), kills, "and delivered")
+	rerun := scalar[int64](t, pool, `SELECT count(*) FROM inbox WHERE attempts > 1`)
 	require.Positive(t, rerun, "the kills cut updates mid-way, or this test shows nothing")
 	t.Logf("updates run more than once after the kills: %d; memory messages among them captured before: %d",
 		rerun, capturedBefore(append(live, poller, standby)))
-	require.EqualValues(t, kills, scalar[int64](t, db(t, env), `SELECT count(*) FROM orders WHERE city = 'Riga'`), "each order created once")
+	require.EqualValues(t, kills, scalar[int64](t, pool, `SELECT count(*) FROM orders WHERE city = 'Riga'`), "each order created once")
 	requireNoErrorReplies(t, env, boss.ID())
 }
 
