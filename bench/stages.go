@@ -251,9 +251,9 @@ func (r timedDispatchRepo) Order(ctx context.Context, id int64) (dispatch.Order,
 	return r.Repository.Order(ctx, id)
 }
 
-func (r timedDispatchRepo) SearchingOrders(ctx context.Context, limit int, all bool, gate dispatch.Gate) ([]int64, error) {
+func (r timedDispatchRepo) SearchingOrders(ctx context.Context, limit int, pass dispatch.Pass, gate dispatch.Gate) ([]int64, error) {
 	defer r.s.since("db SearchingOrders", time.Now())
-	return r.Repository.SearchingOrders(ctx, limit, all, gate)
+	return r.Repository.SearchingOrders(ctx, limit, pass, gate)
 }
 
 func (r timedDispatchRepo) NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {

@@ -73,7 +73,7 @@ var errNoop = errors.New("storage: nothing to do")
 
 // dispatchAsync: the transitions the system makes on its own, an offer's
 // expiry (ExpireOffers) and a distribution step (NextOffer: an offer
-// created, a round moved on, an order marked waiting or unassignable),
+// created, a round moved on, an order parked or reported unassignable),
 // commit asynchronously: they do not wait for the disk, so a sweep's lag
 // is not a WAL flush queued behind every other commit's, and an offer's
 // insert, whose trigger NOTIFYs, does not hold PostgreSQL's database-wide

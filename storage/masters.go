@@ -80,15 +80,15 @@ SELECT `+masterColumns+`, m.created FROM m JOIN users u ON u.id = m.user_id`,
 }
 
 // reviveOrders marks the unassignable orders that master may now take as
-// owed a step (waiting), in the transaction that made them a candidate:
+// owed a step (parked), in the transaction that made them a candidate:
 // registered, moved, resumed or unblocked. The service also wakes a pass
 // at once; the mark is what a lost wake-up leaves behind.
 func reviveOrders(ctx context.Context, tx pgx.Tx, master int64) error {
 	_, err := tx.Exec(ctx, `
-UPDATE orders o SET waiting = true
+UPDATE orders o SET parked = true
 FROM masters m
 WHERE m.user_id = $1 AND m.active AND m.blocked_at IS NULL
-  AND o.state = 'SEARCHING' AND o.unassignable_at IS NOT NULL AND NOT o.waiting
+  AND o.state = 'SEARCHING' AND o.unassignable_at IS NOT NULL AND NOT o.parked
   AND lower(o.city) = lower(m.city) AND lower(o.district) = lower(m.district) AND o.skill = ANY (m.skills)
   AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.master_id = m.user_id AND f.state IN ('DECLINED', 'ACCEPTED'))`, master)
 	if err != nil {

@@ -119,24 +119,22 @@ const candidateWhere = eligibleWhere + `
 // hold. A candidate skipped only because it is locked makes the step Busy
 // rather than move the round on or report the order unassignable.
 //
-// Nothing here trusts another transaction to finish its work: an order
-// owed a step carries orders.waiting, written by the change that left it
-// without an offer, and only a step that settles the order (an offer, the
-// unassignable report) clears it. A step that finds the order's row held
-// by another transaction leaves the flag to that transaction: if the
-// holder settles the order it clears it, and if the holder is an expiry
-// or a decline it sets it. A step that rolls back leaves it as it was.
-// So the replicas' recheck of waiting orders finds every order a lost or
-// skipped step left behind.
+// Nothing here trusts another transaction to finish its work: whether an
+// order is owed a step is read from its offers (dispatch.StepFacts.Owed):
+// a SEARCHING order with no open offer is owed one unless it was reported
+// unassignable since its last offer ended or is parked (orders.parked: a
+// step found a master busy, or after the report a master who may take it
+// came or a step found the city closed). So an expiry or a decline writes
+// nothing on orders, and the replicas' recheck of owed orders finds every
+// order a lost or skipped step left behind.
 func (s *Store) NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	return s.nextOffer(ctx, orderID, sla, gate, tell, false)
 }
 
 // NextOwedOffer is NextOffer that ends with dispatch.Taken, having written
-// nothing, when the order it holds is neither waiting nor has an open
-// offer: every change that leaves an order owed a step marks it in its
-// own transaction, and only a step that settled it clears the mark, so
-// such an order was settled after the mark that sent this step.
+// nothing, when the order it holds has no open offer and is not owed a
+// step: only a step's unassignable report settles such an order, and it
+// came after whatever sent this step.
 func (s *Store) NextOwedOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	return s.nextOffer(ctx, orderID, sla, gate, tell, true)
 }
@@ -169,17 +167,17 @@ func offerStep(ctx context.Context, tx pgx.Tx, orderID int64, sla time.Duration,
 		return dispatch.Offer{}, o, 0, err
 	}
 	if plan, done := dispatch.Admit(o, locked, gate); done {
-		return dispatch.Offer{}, o, plan.Outcome, setWaiting(ctx, tx, o.ID, plan)
+		return dispatch.Offer{}, o, plan.Outcome, park(ctx, tx, o.ID, plan)
 	}
 	facts, err := stepFacts(ctx, tx, o.ID)
 	if err != nil {
 		return dispatch.Offer{}, o, 0, err
 	}
-	if owed && !facts.Waiting && !facts.Open {
+	if owed && !facts.Open && !facts.Owed(o) {
 		return dispatch.Offer{}, o, dispatch.Taken, nil
 	}
 	if plan, done := dispatch.Hold(o, facts); done {
-		return dispatch.Offer{}, o, plan.Outcome, setWaiting(ctx, tx, o.ID, plan)
+		return dispatch.Offer{}, o, plan.Outcome, nil
 	}
 	// A pick can name a master whose open offer of another order
 	// committed while the pick ran: a row updated meanwhile is rechecked
@@ -195,7 +193,7 @@ func offerStep(ctx context.Context, tx pgx.Tx, orderID int64, sla time.Duration,
 		plan := dispatch.Decide(o, facts, round, p, attempt)
 		switch plan.Outcome {
 		case dispatch.Busy:
-			return dispatch.Offer{}, o, plan.Outcome, setWaiting(ctx, tx, o.ID, plan)
+			return dispatch.Offer{}, o, plan.Outcome, park(ctx, tx, o.ID, plan)
 		case dispatch.Offered:
 			f, moved, ok, err := insertOffer(ctx, tx, o, plan, sla)
 			if err != nil || !ok {
@@ -235,17 +233,17 @@ func stepFacts(ctx context.Context, tx pgx.Tx, orderID int64) (dispatch.StepFact
 	err := tx.QueryRow(ctx, `
 SELECT EXISTS (SELECT 1 FROM offers WHERE order_id = $1 AND state IN `+openOffer+`),
        EXISTS (SELECT 1 FROM offers WHERE order_id = $1 AND round = 1),
-       (SELECT waiting FROM orders WHERE id = $1)
-FROM `+asyncCommit, orderID).Scan(&f.Open, &f.OfferedInRound1, &f.Waiting)
+       (SELECT parked FROM orders WHERE id = $1)
+FROM `+asyncCommit, orderID).Scan(&f.Open, &f.OfferedInRound1, &f.Parked)
 	return f, err
 }
 
-// setWaiting writes the plan's waiting mark, if it changes one.
-func setWaiting(ctx context.Context, tx pgx.Tx, orderID int64, plan dispatch.StepPlan) error {
-	if !plan.SetWaiting {
+// park marks the order parked, if the plan says so.
+func park(ctx context.Context, tx pgx.Tx, orderID int64, plan dispatch.StepPlan) error {
+	if !plan.Park {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `UPDATE orders SET waiting = $2 WHERE id = $1 AND waiting <> $2`, orderID, plan.Waiting)
+	_, err := tx.Exec(ctx, `UPDATE orders SET parked = true WHERE id = $1 AND NOT parked`, orderID)
 	return err
 }
 
@@ -304,7 +302,7 @@ RETURNING `+offerColumns, o.ID, plan.Master, plan.Round, micros(sla)))
 		return f, o, false, err
 	}
 	if plan.Settle {
-		o, err = scanOrder(tx.QueryRow(ctx, `UPDATE orders SET round = $2, unassignable_at = NULL, waiting = false, updated_at = now()
+		o, err = scanOrder(tx.QueryRow(ctx, `UPDATE orders SET round = $2, unassignable_at = NULL, parked = false, updated_at = now()
 WHERE id = $1 RETURNING `+orderColumns, o.ID, plan.Round))
 	}
 	return f, o, err == nil, err
@@ -321,7 +319,7 @@ func markUnassignable(ctx context.Context, tx pgx.Tx, o dispatch.Order, plan dis
 	return scanOrder(tx.QueryRow(ctx, `
 UPDATE orders SET round = CASE WHEN round = $3 THEN $2 ELSE round END,
        unassignable_at = CASE WHEN $4 THEN coalesce(unassignable_at, now()) ELSE unassignable_at END,
-       waiting = CASE WHEN $4 THEN false ELSE waiting END,
+       parked = CASE WHEN $4 THEN false ELSE parked END,
        updated_at = CASE WHEN round = $3 AND $2 <> $3 OR $4 THEN now() ELSE updated_at END
 WHERE id = $1
 RETURNING `+orderColumns, o.ID, plan.Round, o.Round, plan.MarkUnassignable))
@@ -391,33 +389,15 @@ RETURNING `+orderColumns, f.OrderID, masterID))
 	return f, o, true, nil
 }
 
-// DeclineOffer moves the master's open offer to DECLINED and marks its order
-// owed a step (waiting), in one statement; ok false otherwise, with the
-// offer as it is.
+// DeclineOffer moves the master's open offer to DECLINED; ok false
+// otherwise, with the offer as it is. Its order, with no open offer now,
+// is owed a step (dispatch.StepFacts.Owed) without a write of its own.
 func (s *Store) DeclineOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
 	return s.answerOffer(ctx, "decline", `
-WITH f AS (
-    UPDATE offers SET state = 'DECLINED', responded_at = now()
-    WHERE id = $1 AND master_id = $2 AND state IN `+openOffer+`
-    RETURNING *
-), o AS (
-    -- even where it reads true already: see markWaitingSQL
-    UPDATE orders SET waiting = true FROM f
-    WHERE orders.id = f.order_id AND orders.state = 'SEARCHING'
-)
-SELECT `+offerColumns+` FROM f`, offerID, masterID, tell)
+UPDATE offers SET state = 'DECLINED', responded_at = now()
+WHERE id = $1 AND master_id = $2 AND state IN `+openOffer+`
+RETURNING `+offerColumns, offerID, masterID, tell)
 }
-
-// markWaitingSQL marks the SEARCHING orders of offers that just ended
-// ($1, ascending) as owed a distribution step, in the ending transaction,
-// after the offers (the order Accept and Decline lock them in).
-//
-// It writes even where waiting reads true already: a step holding the
-// order may be clearing it, having seen the offer this transaction ends
-// as still open; an UPDATE whose snapshot skipped the row as "already
-// waiting" would never wait for that step, and the order would be left
-// with neither an offer nor the flag.
-const markWaitingSQL = `UPDATE orders SET waiting = true WHERE id = ANY ($1) AND state = 'SEARCHING'`
 
 // ViewOffer moves the master's SENT offer to VIEWED; ok false otherwise, with
 // the offer as it is.
@@ -439,8 +419,9 @@ func (s *Store) answerOffer(ctx context.Context, what, sql string, offerID, mast
 }
 
 // ExpireOffers is the seed's watchdog statement (its predicate is the
-// offers_due index's); exactly the offers it moved return, and their
-// orders are marked owed a step (waiting) in the same transaction.
+// offers_due index's); exactly the offers it moved return. Their orders
+// are owed a step from then on (dispatch.StepFacts.Owed) with no write on
+// orders: an expiry touches only the offers' rows and the outbox.
 //
 // It commits asynchronously (see dispatchAsync): an expiry lost in a
 // database crash leaves its offer open and past expires_at, so no Accept
@@ -448,8 +429,8 @@ func (s *Store) answerOffer(ctx context.Context, what, sql string, offerID, mast
 // edit and live-log line that were lost with it.
 //
 // The transaction is three round trips: BEGIN travels with the statement,
-// the orders' marks with the reads of the orders and masters its messages
-// are rendered from (what tellTx reads), and COMMIT with the messages. The
+// then the reads of the orders and masters its messages are rendered from
+// (what tellTx reads), and COMMIT with the messages (two without tell). The
 // expired offers stay locked from the first to the last, and another
 // replica's sweep of the same deadline waits that long on them.
 func (s *Store) ExpireOffers(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
@@ -491,18 +472,15 @@ RETURNING ` + offerColumnsF)
 	if err != nil {
 		return nil, err
 	}
-	if len(offers) == 0 {
+	if len(offers) == 0 || tell == nil {
 		_, err := conn.Exec(ctx, "COMMIT")
-		return nil, err
+		return offers, err
 	}
 	c := dispatch.Changed{Offers: offers}
-	if err := markAndRead(ctx, conn, &c, tell != nil); err != nil {
+	if err := readChange(ctx, conn, &c); err != nil {
 		return nil, err
 	}
-	var msgs []domain.Message
-	if tell != nil {
-		msgs = tell(c)
-	}
+	msgs := tell(c)
 	b = &pgx.Batch{}
 	if len(msgs) > 0 {
 		sql, args, err := insertMessagesSQL(msgs)
@@ -518,39 +496,27 @@ RETURNING ` + offerColumnsF)
 	return offers, nil
 }
 
-// markAndRead marks the orders of an expiry's offers waiting and, with
-// read, reads them and the offers' masters into c in the same batch:
-// what tellTx reads for a change, after the marks.
-func markAndRead(ctx context.Context, conn *pgxpool.Conn, c *dispatch.Changed, read bool) error {
+// readChange reads the orders of an expiry's offers and the offers'
+// masters into c, in one batch: what tellTx reads for a change.
+func readChange(ctx context.Context, conn *pgxpool.Conn, c *dispatch.Changed) error {
 	orderIDs := make([]int64, 0, len(c.Offers))
 	masterIDs := make([]int64, 0, len(c.Offers))
 	for _, f := range c.Offers {
 		orderIDs = append(orderIDs, f.OrderID)
 		masterIDs = append(masterIDs, f.MasterID)
 	}
-	slices.Sort(orderIDs)
-	orderIDs = slices.Compact(orderIDs)
 	b := &pgx.Batch{}
-	b.Queue(markWaitingSQL, orderIDs)
-	if read {
-		b.Queue(`SELECT `+orderColumns+` FROM orders WHERE id = ANY ($1)`, orderIDs)
-		b.Queue(`SELECT `+masterColumns+masterFrom+`WHERE m.user_id = ANY ($1)`, masterIDs)
-	}
+	b.Queue(`SELECT `+orderColumns+` FROM orders WHERE id = ANY ($1)`, orderIDs)
+	b.Queue(`SELECT `+masterColumns+masterFrom+`WHERE m.user_id = ANY ($1)`, masterIDs)
 	br := conn.SendBatch(ctx, b)
-	err := readMarked(br, c, read)
+	err := readChanged(br, c)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
-func readMarked(br pgx.BatchResults, c *dispatch.Changed, read bool) error {
-	if _, err := br.Exec(); err != nil {
-		return fmt.Errorf("mark orders waiting: %w", err)
-	}
-	if !read {
-		return nil
-	}
+func readChanged(br pgx.BatchResults, c *dispatch.Changed) error {
 	rows, err := br.Query()
 	if err != nil {
 		return fmt.Errorf("orders of the change: %w", err)

@@ -3,10 +3,8 @@ package storage_test
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -115,16 +113,10 @@ func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, ret, cur, "the stored row is what was returned")
 	}
-	// The expired offers' orders, still SEARCHING, are marked owed a
-	// distribution step; nothing else of any order changes.
-	wantOrders := maps.Clone(ordersBefore)
-	for _, fx := range all {
-		if slices.Contains(wantIDs, fx.offer.ID) {
-			wantOrders[fx.offer.OrderID] = strings.Replace(wantOrders[fx.offer.OrderID], ",SEARCHING,1,,f,", ",SEARCHING,1,,t,", 1)
-			require.NotEqual(t, ordersBefore[fx.offer.OrderID], wantOrders[fx.offer.OrderID], "the fixture's order is SEARCHING, not waiting")
-		}
-	}
-	require.Equal(t, wantOrders, f.rows("orders", "id"), "only the expired offers' orders are marked waiting")
+	// The expired offers' orders are owed a distribution step by what
+	// their offers are now (dispatch.StepFacts.Owed): no row of orders is
+	// written.
+	require.Equal(t, ordersBefore, f.rows("orders", "id"), "orders untouched")
 	require.Equal(t, mastersBefore, f.rows("masters", "user_id"), "masters untouched")
 
 	again, err := f.st.ExpireOffers(ctx, nil)
@@ -424,13 +416,13 @@ func TestNextOfferOutcomes(t *testing.T) {
 	_, got, out := f.next(o.ID)
 	require.Equal(t, dispatch.Busy, out, "an open offer")
 	require.Equal(t, o.ID, got.ID)
-	ids, err := f.st.SearchingOrders(ctx, 10, true, dispatch.Gate{})
+	ids, err := f.st.SearchingOrders(ctx, 10, dispatch.PassAll, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Empty(t, ids, "the order has an open offer")
 
 	// Another replica holds the order's row.
 	o2 := f.order("c", "d", "x")
-	ids, err = f.st.SearchingOrders(ctx, 10, true, dispatch.Gate{})
+	ids, err = f.st.SearchingOrders(ctx, 10, dispatch.PassAll, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{o2.ID}, ids)
 	tx, err := f.st.Pool().Begin(ctx)
@@ -654,36 +646,45 @@ func TestNextOfferWaitsForBusyMaster(t *testing.T) {
 	require.Equal(t, dispatch.Busy, out, "master 10 has not had order x in round 1")
 	require.Equal(t, 1, got.Round)
 	require.True(t, got.Unassignable.IsZero())
-	ids, err := f.st.SearchingOrders(f.ctx, 10, false, dispatch.Gate{})
+	ids, err := f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Empty(t, ids, "x's offer ended within the second: the replica that ended it steps x")
+	parked, err := f.st.SearchingOrders(f.ctx, 10, dispatch.PassParked, dispatch.Gate{})
+	require.NoError(t, err)
+	require.Equal(t, []int64{x.ID}, parked, "x is parked: the end of another order's offer (master 10's) may unblock it")
 	f.exec(`UPDATE offers SET responded_at = now() - interval '2 seconds' WHERE order_id = $1`, x.ID)
-	ids, err = f.st.SearchingOrders(f.ctx, 10, false, dispatch.Gate{})
+	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{x.ID}, ids, "x waits for a busy master")
 
 	f.expire(busy)
-	ids, err = f.st.SearchingOrders(f.ctx, 10, false, dispatch.Gate{})
+	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{x.ID}, ids, "y's step is its expirer's for a second; x still waits")
 	f.exec(`UPDATE offers SET responded_at = now() - interval '2 seconds' WHERE id = $1`, busy.ID)
-	ids, err = f.st.SearchingOrders(f.ctx, 10, false, dispatch.Gate{})
+	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{y.ID, x.ID}, ids, "then y's expiry leaves it owed a step; x still waits")
+	parked, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassParked, dispatch.Gate{})
+	require.NoError(t, err)
+	require.Equal(t, []int64{x.ID}, parked, "y is owed, not parked: its expiry wrote nothing on it")
 	f.offered(x.ID, 10, 1)
+	parked, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassParked, dispatch.Gate{})
+	require.NoError(t, err)
+	require.Empty(t, parked, "the offer settled x")
 
 	// An order reported unassignable is left to the full passes.
 	z := f.order("nowhere", "d", "x")
-	ids, err = f.st.SearchingOrders(f.ctx, 10, false, dispatch.Gate{})
+	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{y.ID, z.ID}, ids, "a new order is owed its first step")
 	_, _, out = f.next(z.ID)
 	require.Equal(t, dispatch.Unassignable, out)
 	f.offered(y.ID, 11, 1)
-	ids, err = f.st.SearchingOrders(f.ctx, 10, false, dispatch.Gate{})
+	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Empty(t, ids, "x and y were offered; z is reported unassignable")
-	ids, err = f.st.SearchingOrders(f.ctx, 10, true, dispatch.Gate{})
+	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassAll, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{z.ID}, ids)
 }
@@ -727,7 +728,7 @@ WHERE f.master_id = 10 AND f.state = 'SENT' AND o.description = 'race'`), "the r
 	// step, for the recheck, instead of rolling back to nothing.
 	_, _, out := f.next(o2.ID)
 	require.Equal(t, dispatch.Busy, out)
-	ids, err := f.st.SearchingOrders(f.ctx, 10, false, dispatch.Gate{})
+	ids, err := f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Contains(t, ids, o2.ID)
 	require.Equal(t, int64(0), f.exec(`SELECT 1 FROM offers WHERE order_id = $1`, o2.ID))

@@ -83,8 +83,8 @@ func scanOrder(row pgx.Row) (dispatch.Order, error) {
 }
 
 // CreateOrder stores a new SEARCHING order, owed its first distribution
-// step (waiting): if the step the service takes at once is lost, the
-// replicas' recheck of waiting orders takes it.
+// step (it has no offer): if the step the service takes at once is lost,
+// the replicas' recheck of owed orders takes it.
 //
 // An order is created once per source message: the same message again
 // (its update run a second time after a replica died before the update's
@@ -99,10 +99,10 @@ func (s *Store) CreateOrder(ctx context.Context, n dispatch.NewOrder, tell domai
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		o, err = scanOrder(tx.QueryRow(ctx, `
-INSERT INTO orders (created_by, city, district, skill, price, description, waiting,
+INSERT INTO orders (created_by, city, district, skill, price, description,
                     address, customer_name, customer_phone, visit_date, visit_from, visit_to,
                     source_chat_id, source_message_id)
-VALUES ($1, $2, $3, $4, $5, $6, true, $7, $8, $9, $10, $11, $12, $13, $14)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 ON CONFLICT (source_chat_id, source_message_id) WHERE source_chat_id IS NOT NULL DO NOTHING
 RETURNING `+orderColumns, append(append([]any{n.CreatedBy, n.City, n.District, n.Skill, n.Price, n.Description}, orderValues(n)...), srcChat, srcID)...))
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -242,22 +242,22 @@ RETURNING `+orderColumns, id))
 	return o, withdrawn, true, nil
 }
 
-// searchingOrders and waitingOrders are SearchingOrders' two queries.
-// Both walk orders_searching; waitingOrders checks the waiting mark on
-// each row. No index names waiting (migration 00036), so that every mark
-// and clear of it is a HOT update: with the partial index orders_waiting
-// each one wrote a new entry into every index of orders (two per expiry),
-// while the recheck read as much through that index as it reads now
-// whenever expiries outran their follow-ups.
+// searchingOrders, owedOrders and parkedOrders are SearchingOrders'
+// queries, one per dispatch.Pass. The first two walk orders_searching;
+// owedOrders reads on each row what dispatch.StepFacts.Owed reads: no
+// open offer, and no unassignable report unless parked. Nothing marks an
+// order when its offer ends, so an expiry or a decline writes no row of
+// orders; the price is this walk, once a second. parkedOrders, the pass
+// after every sweep, reads the few parked orders through orders_parked.
 //
 // $2..$4 are the dispatch.Gate: an order of a city outside its working
 // hours is left out, so the recheck does not step it every second all
-// night; it is still waiting, and the first recheck after opening takes it.
+// night; it is still owed, and the first recheck after opening takes it.
 //
-// waitingOrders ($5: dispatch.WaitingRecheck) leaves out an order whose
-// offer ended (was answered or expired: responded_at) within the last
-// recheck period: the replica that ended it is taking its step now. Taken
-// as well, every expiry's order was stepped two or three times at once by
+// owedOrders ($5: dispatch.OwedRecheck) leaves out an order whose offer
+// ended (was answered or expired: responded_at) within the last recheck
+// period: the replica that ended it is taking its step now. Taken as
+// well, every expiry's order was stepped two or three times at once by
 // the passes after other offers ended and by the recheck (the step finding
 // the order held, or reporting it unassignable again), which doubled the
 // dispatch bench's steps and its expiry lag. If that step failed, the next
@@ -270,11 +270,16 @@ SELECT o.id FROM orders o
 WHERE o.state = 'SEARCHING'
   AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.state IN ` + openOffer + `)` + openNow + `
 ORDER BY o.id LIMIT $1`
-	waitingOrders = `
+	owedOrders = `
 SELECT o.id FROM orders o
-WHERE o.state = 'SEARCHING' AND o.waiting
+WHERE o.state = 'SEARCHING' AND (o.unassignable_at IS NULL OR o.parked)
   AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id
                   AND (f.state IN ` + openOffer + ` OR f.responded_at > now() - $5 * interval '1 microsecond'))` + openNow + `
+ORDER BY o.id LIMIT $1`
+	parkedOrders = `
+SELECT o.id FROM orders o
+WHERE o.state = 'SEARCHING' AND o.parked
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.state IN ` + openOffer + `)` + openNow + `
 ORDER BY o.id LIMIT $1`
 )
 
@@ -287,14 +292,18 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// SearchingOrders lists SEARCHING orders with no open offer, oldest first;
-// all false: only those owed a step, less those whose offer ended within
-// the last dispatch.WaitingRecheck (waitingOrders).
-func (s *Store) SearchingOrders(ctx context.Context, limit int, all bool, gate dispatch.Gate) ([]int64, error) {
+// SearchingOrders lists SEARCHING orders with no open offer, oldest
+// first, those pass reads; see dispatch.Pass.
+func (s *Store) SearchingOrders(ctx context.Context, limit int, pass dispatch.Pass, gate dispatch.Gate) ([]int64, error) {
 	args := []any{limit, nonNil(gate.Configured), nonNil(gate.Closed), gate.DefaultClosed}
-	q := searchingOrders
-	if !all {
-		q, args = waitingOrders, append(args, micros(dispatch.WaitingRecheck))
+	var q string
+	switch pass {
+	case dispatch.PassAll:
+		q = searchingOrders
+	case dispatch.PassParked:
+		q = parkedOrders
+	default:
+		q, args = owedOrders, append(args, micros(dispatch.OwedRecheck))
 	}
 	ids, err := queryAll(ctx, s.pool, pgx.RowTo[int64], q, args...)
 	if err != nil {
@@ -376,7 +385,7 @@ func (s *Store) MarkOrderStep(ctx context.Context, orderID, masterID int64, step
 func (s *Store) ReturnOrder(ctx context.Context, orderID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
 	return s.masterChange(ctx, "return", `
 UPDATE orders SET state = 'SEARCHING', master_id = NULL, assigned_at = NULL, round = 1, unassignable_at = NULL,
-    waiting = true, en_route_at = NULL, arrived_at = NULL, updated_at = now()
+    parked = false, en_route_at = NULL, arrived_at = NULL, updated_at = now()
 WHERE id = $1 AND master_id = $2 AND state = 'ASSIGNED'
 RETURNING `+orderColumns, orderID, masterID, tell)
 }

@@ -82,7 +82,7 @@ func (s *Service) RegisterMaster(ctx context.Context, userID int64, args string)
 	if err != nil {
 		return Master{}, false, err
 	}
-	// A new or moved master may be the candidate a waiting order lacks.
+	// A new or moved master may be the candidate an order owed a step lacks.
 	s.Wake()
 	return m, created, nil
 }

@@ -13,14 +13,14 @@ import (
 // wait for the next pass.
 const MaxDistribute = 1000
 
-// Wake asks Run for a distribution pass over every waiting order,
+// Wake asks Run for a distribution pass over every searching order,
 // unassignable ones included: a master registered, resumed or was
 // unblocked, and may be the candidate they lack. It never blocks.
 func (s *Service) Wake() { signal(s.wakeAll) }
 
-// freed asks Run for a pass over the waiting orders (those owed a step,
-// orders.waiting): a master's offer ended, and they may be the master a
-// waiting round lacks.
+// freed asks Run for a pass over the parked orders (StepFacts.Parked): a
+// master's offer ended, and they may be the master a parked order's round
+// waits for.
 func (s *Service) freed() { signal(s.wakeFree) }
 
 func signal(ch chan struct{}) {
@@ -36,23 +36,24 @@ func (s *Service) gate() Gate { return s.cfg.Calendar.At(s.deps.CalendarClock.No
 // Distribute is the DISTRIBUTION_INTERVAL job: every SEARCHING order with
 // no open offer gets its next candidate, if any.
 func (s *Service) Distribute(ctx context.Context) error {
-	return s.distribute(ctx, true)
+	return s.distribute(ctx, PassAll)
 }
 
-func (s *Service) distribute(ctx context.Context, all bool) error {
-	ids, err := s.deps.Repo.SearchingOrders(ctx, MaxDistribute, all, s.gate())
+func (s *Service) distribute(ctx context.Context, pass Pass) error {
+	ids, err := s.deps.Repo.SearchingOrders(ctx, MaxDistribute, pass, s.gate())
 	if err != nil {
 		return err
 	}
+	all := pass == PassAll
 	if !all {
-		// A waiting order whose step this replica has queued or is taking
+		// An owed order whose step this replica has queued or is taking
 		// (an expiry's follow-up behind a backlog longer than the recheck
 		// window) is left to that step: it locks the order after this
 		// query read it, so it sees at least what a step taken here would,
-		// and if it fails the order is still marked waiting for the next
-		// recheck. Stepped here as well, the order's second step found it
-		// held (busy) or settled (still unassignable), work that added to
-		// the backlog it came from.
+		// and if it fails the order is still owed at the next recheck.
+		// Stepped here as well, the order's second step found it held
+		// (busy) or settled (still unassignable), work that added to the
+		// backlog it came from.
 		ids = s.pending.without(ids)
 	}
 	workers(s.cfg.Workers, ids, func(id int64) {
@@ -129,10 +130,10 @@ func (s *Service) step(ctx context.Context, orderID int64,
 	}))
 	if err != nil {
 		if ctx.Err() == nil {
-			// The step rolled back and left the order marked waiting, as
-			// the change that made it owe a step wrote it: the next
-			// recheck of waiting orders, on any replica, takes it again.
-			s.log.Error("distribute order", "order", orderID, "err", err, "retry_in", WaitingRecheck)
+			// The step rolled back and left the order owed a step, as
+			// the change that made it owe one left it: the next recheck
+			// of owed orders, on any replica, takes it again.
+			s.log.Error("distribute order", "order", orderID, "err", err, "retry_in", OwedRecheck)
 		}
 		return
 	}

@@ -4,7 +4,7 @@ package dispatch
 // one transaction holding the order's row; storage reads the facts below
 // and writes what these functions decide, each write a conditional
 // statement naming the old state. Kept pure so that every branch (round
-// escalation, busy and waiting masters, the unassignable report) is tested
+// escalation, busy masters, owed orders, the unassignable report) is tested
 // without a database.
 
 // maxPicks bounds the picks one step retries after its insert found the
@@ -17,8 +17,22 @@ type StepFacts struct {
 	Open bool
 	// OfferedInRound1: some master was offered the order in round 1.
 	OfferedInRound1 bool
-	// Waiting is orders.waiting: the order is owed a step.
-	Waiting bool
+	// Parked: the order is owed a step that the end of its own offers
+	// will not bring (orders.parked): a step found a master busy with
+	// another order's offer (the end of some offer brings it), or, after
+	// the unassignable report, a master who may take it came or a step
+	// found the city closed.
+	Parked bool
+}
+
+// Owed is whether the order is owed a distribution step: it has no open
+// offer, and it was not reported unassignable since its last offer ended,
+// or it is parked. An offer clears the report, and no offer of the
+// order ends while it has none open, so a report stands for every offer
+// before it; nothing has to mark an order when its offer expires or is
+// declined, and those writes, one per offer, touch no row of orders.
+func (f StepFacts) Owed(o Order) bool {
+	return !f.Open && (o.Unassignable.IsZero() || f.Parked)
 }
 
 // Pick is one search for a candidate in a round.
@@ -38,19 +52,20 @@ type StepPlan struct {
 	Round int
 	// Master is whom to offer the order (Outcome Offered).
 	Master int64
-	// SetWaiting: orders.waiting becomes Waiting.
-	SetWaiting, Waiting bool
-	// MarkUnassignable: unassignable_at is set (if not yet) and waiting
-	// cleared, the order reported or re-settled as unassignable.
+	// Park: the order is marked parked (StepFacts.Parked).
+	Park bool
+	// MarkUnassignable: unassignable_at is set (if not yet) and the
+	// parked mark cleared, the order reported or re-settled as
+	// unassignable.
 	MarkUnassignable bool
 	// Settle: the new offer settles the order: its round becomes Round,
-	// the unassignable and waiting marks are cleared.
+	// the unassignable and parked marks are cleared.
 	Settle bool
 }
 
 // Admit decides whether a step goes on once storage has tried to lock the
-// order (locked false: another transaction holds it, and its waiting mark
-// is left to that transaction). done true ends the step with plan.
+// order (locked false: another transaction holds it, and the order is
+// left to that transaction). done true ends the step with plan.
 func Admit(o Order, locked bool, gate Gate) (plan StepPlan, done bool) {
 	switch {
 	case !locked:
@@ -59,19 +74,20 @@ func Admit(o Order, locked bool, gate Gate) (plan StepPlan, done bool) {
 		return StepPlan{Outcome: NotSearching, Round: o.Round}, true
 	case !gate.Allows(o.City):
 		// Outside the city's working hours: still owed a step, which the
-		// first recheck after opening takes.
-		return StepPlan{Outcome: AfterHours, Round: o.Round, SetWaiting: true, Waiting: true}, true
+		// first recheck after opening takes; one reported unassignable is
+		// parked for it.
+		return StepPlan{Outcome: AfterHours, Round: o.Round, Park: !o.Unassignable.IsZero()}, true
 	}
 	return StepPlan{}, false
 }
 
 // Hold decides whether an admitted order with these facts is left alone:
-// with an open offer it is Busy, and the offer's end marks it again.
+// with an open offer it is Busy, and the offer's end leaves it owed again.
 func Hold(o Order, f StepFacts) (plan StepPlan, done bool) {
 	if !f.Open {
 		return StepPlan{}, false
 	}
-	return StepPlan{Outcome: Busy, Round: o.Round, SetWaiting: f.Waiting, Waiting: false}, true
+	return StepPlan{Outcome: Busy, Round: o.Round}, true
 }
 
 // Escalate decides whether a pick that found nobody in round moves the
@@ -85,22 +101,23 @@ func Escalate(round int, f StepFacts, p Pick) (next int, again bool) {
 }
 
 // Decide turns the pick of attempt (0 first) in round into the step's
-// writes: an offer to the candidate, Busy (the order marked waiting so
-// that the end of some master's offer, or the recheck, looks at it), or,
-// with nobody left, the unassignable report (once; a step on an order
-// already reported settles it again only if it was marked waiting).
+// writes: an offer to the candidate, Busy (the order parked, so that the
+// end of some master's offer, or the recheck, looks at it), or, with
+// nobody left, the unassignable report (once; a step on an order already
+// reported settles it again only if it was parked).
 func Decide(o Order, f StepFacts, round int, p Pick, attempt int) StepPlan {
+	reported := !o.Unassignable.IsZero()
 	switch {
 	case p.Busy || attempt == maxPicks:
-		return StepPlan{Outcome: Busy, Round: o.Round, SetWaiting: !f.Waiting, Waiting: true}
+		return StepPlan{Outcome: Busy, Round: o.Round, Park: !f.Parked}
 	case p.Master != 0:
 		return StepPlan{Outcome: Offered, Round: round, Master: p.Master,
-			Settle: round != o.Round || !o.Unassignable.IsZero() || f.Waiting}
+			Settle: round != o.Round || reported || f.Parked}
 	}
 	plan := StepPlan{Outcome: StillUnassignable, Round: round}
-	if o.Unassignable.IsZero() {
+	if !reported {
 		plan.Outcome = Unassignable
 	}
-	plan.MarkUnassignable = o.Unassignable.IsZero() || f.Waiting
+	plan.MarkUnassignable = !reported || f.Parked
 	return plan
 }

@@ -20,8 +20,10 @@ func TestAdmit(t *testing.T) {
 	}{
 		"held elsewhere": {o, false, open, StepPlan{Outcome: Busy, Round: 1}, true},
 		"not searching":  {Order{State: Assigned, Round: 2}, true, open, StepPlan{Outcome: NotSearching, Round: 2}, true},
-		"after hours":    {o, true, closed, StepPlan{Outcome: AfterHours, Round: 1, SetWaiting: true, Waiting: true}, true},
-		"goes on":        {o, true, open, StepPlan{}, false},
+		"after hours":    {o, true, closed, StepPlan{Outcome: AfterHours, Round: 1}, true},
+		"after hours, reported": {Order{City: "Kyiv", State: Searching, Round: 2, Unassignable: time.Unix(1, 0)}, true, closed,
+			StepPlan{Outcome: AfterHours, Round: 2, Park: true}, true},
+		"goes on": {o, true, open, StepPlan{}, false},
 	} {
 		plan, done := Admit(c.o, c.locked, c.gate)
 		require.Equal(t, c.done, done, name)
@@ -31,14 +33,21 @@ func TestAdmit(t *testing.T) {
 
 func TestHold(t *testing.T) {
 	o := Order{Round: 2}
-	plan, done := Hold(o, StepFacts{Open: true, Waiting: true})
+	plan, done := Hold(o, StepFacts{Open: true})
 	require.True(t, done)
-	require.Equal(t, StepPlan{Outcome: Busy, Round: 2, SetWaiting: true}, plan, "an open offer clears the waiting mark")
-	plan, done = Hold(o, StepFacts{Open: true})
-	require.True(t, done)
-	require.Equal(t, StepPlan{Outcome: Busy, Round: 2}, plan)
-	_, done = Hold(o, StepFacts{Waiting: true})
+	require.Equal(t, StepPlan{Outcome: Busy, Round: 2}, plan, "an open offer: the step writes nothing")
+	_, done = Hold(o, StepFacts{})
 	require.False(t, done)
+}
+
+func TestOwed(t *testing.T) {
+	fresh := Order{Round: 1}
+	reported := Order{Round: 2, Unassignable: time.Unix(1, 0)}
+	require.True(t, StepFacts{}.Owed(fresh), "no offer open and never reported: owed")
+	require.False(t, StepFacts{Open: true}.Owed(fresh), "an open offer: not owed")
+	require.False(t, StepFacts{}.Owed(reported), "reported after its last offer ended: not owed")
+	require.True(t, StepFacts{Parked: true}.Owed(reported), "reported, then parked: owed")
+	require.False(t, StepFacts{Open: true, Parked: true}.Owed(reported), "an open offer wins over a mark")
 }
 
 func TestEscalate(t *testing.T) {
@@ -73,16 +82,17 @@ func TestDecide(t *testing.T) {
 		attempt int
 		want    StepPlan
 	}{
-		"busy marks waiting":       {fresh, StepFacts{}, 1, Pick{Busy: true}, 0, StepPlan{Outcome: Busy, Round: 1, SetWaiting: true, Waiting: true}},
-		"busy already waiting":     {fresh, StepFacts{Waiting: true}, 1, Pick{Busy: true}, 0, StepPlan{Outcome: Busy, Round: 1, Waiting: true}},
-		"picks exhausted":          {fresh, StepFacts{}, 1, Pick{Master: 7}, maxPicks, StepPlan{Outcome: Busy, Round: 1, SetWaiting: true, Waiting: true}},
+		"busy parks":               {fresh, StepFacts{}, 1, Pick{Busy: true}, 0, StepPlan{Outcome: Busy, Round: 1, Park: true}},
+		"busy parks reported":      {reported, StepFacts{}, 2, Pick{Busy: true}, 0, StepPlan{Outcome: Busy, Round: 2, Park: true}},
+		"busy already parked":      {fresh, StepFacts{Parked: true}, 1, Pick{Busy: true}, 0, StepPlan{Outcome: Busy, Round: 1}},
+		"picks exhausted":          {fresh, StepFacts{}, 1, Pick{Master: 7}, maxPicks, StepPlan{Outcome: Busy, Round: 1, Park: true}},
 		"offer in the same round":  {fresh, StepFacts{}, 1, Pick{Master: 7}, 0, StepPlan{Outcome: Offered, Round: 1, Master: 7}},
-		"offer settles waiting":    {fresh, StepFacts{Waiting: true}, 1, Pick{Master: 7}, 1, StepPlan{Outcome: Offered, Round: 1, Master: 7, Settle: true}},
+		"offer settles parked":     {fresh, StepFacts{Parked: true}, 1, Pick{Master: 7}, 1, StepPlan{Outcome: Offered, Round: 1, Master: 7, Settle: true}},
 		"offer in the next round":  {fresh, StepFacts{}, 2, Pick{Master: 7}, 0, StepPlan{Outcome: Offered, Round: 2, Master: 7, Settle: true}},
 		"offer clears unassigned":  {reported, StepFacts{}, 2, Pick{Master: 7}, 0, StepPlan{Outcome: Offered, Round: 2, Master: 7, Settle: true}},
 		"nobody: reported":         {fresh, StepFacts{}, 2, Pick{}, 0, StepPlan{Outcome: Unassignable, Round: 2, MarkUnassignable: true}},
 		"nobody: already reported": {reported, StepFacts{}, 2, Pick{}, 0, StepPlan{Outcome: StillUnassignable, Round: 2}},
-		"nobody: waiting settled":  {reported, StepFacts{Waiting: true}, 2, Pick{}, 0, StepPlan{Outcome: StillUnassignable, Round: 2, MarkUnassignable: true}},
+		"nobody: parked settled":   {reported, StepFacts{Parked: true}, 2, Pick{}, 0, StepPlan{Outcome: StillUnassignable, Round: 2, MarkUnassignable: true}},
 	} {
 		require.Equal(t, c.want, Decide(c.o, c.f, c.round, c.p, c.attempt), name)
 	}

@@ -161,9 +161,10 @@ const (
 	// AfterHours: the order's city is outside its working hours; the
 	// order stays owed a step and is offered when the city opens.
 	AfterHours
-	// Taken: NextOwedOffer found the order no longer owed a step (not
-	// waiting, no open offer): another step settled it after it was
-	// marked, and this one wrote nothing.
+	// Taken: NextOwedOffer found the order no longer owed a step (no open
+	// offer, reported unassignable and not parked since: StepFacts.Owed):
+	// another step settled it after this one was sent, and this one wrote
+	// nothing.
 	Taken
 )
 
@@ -245,7 +246,7 @@ type StepStore interface {
 	MarkOrderStep(ctx context.Context, orderID, masterID int64, step Step, tell domain.Render[Changed]) (Order, bool, error)
 	// ReturnOrder is the assigned master giving the order back: ASSIGNED
 	// → SEARCHING in one conditional statement (master, steps and
-	// round reset, waiting set), only while it is assigned to masterID;
+	// round and unassignable report reset: owed a step), only while it is assigned to masterID;
 	// ok false, with the order as it is, otherwise. Changed.Assigned is
 	// the master's accepted offer.
 	ReturnOrder(ctx context.Context, orderID, masterID int64, tell domain.Render[Changed]) (Order, bool, error)
@@ -256,23 +257,38 @@ type StepStore interface {
 	RecordOrderPhoto(ctx context.Context, masterID int64, within time.Duration, max int, tell domain.Render[Changed]) (Order, bool, error)
 }
 
+// Pass is which searching orders a distribution pass reads.
+type Pass int
+
+const (
+	// PassOwed: those owed a step (StepFacts.Owed), less those whose offer
+	// ended within the last OwedRecheck (the replica that ended it is
+	// taking their step).
+	PassOwed Pass = iota
+	// PassParked: those of them parked (StepFacts.Parked): what the end of
+	// some master's offer may unblock.
+	PassParked
+	// PassAll: every one, unassignable ones included.
+	PassAll
+)
+
 // DistributionStore is distribution (distribute.go): SearchingOrders in
 // storage/orders.go, NextOffer in storage/offers.go, which asks policy.go
 // what each step does.
 type DistributionStore interface {
 	// SearchingOrders lists SEARCHING orders with no open offer, oldest
-	// first: all of them, or (all false) only those owed a distribution
-	// step (waiting). Every change that leaves an order without an open
-	// offer (creation, an expiry, a decline) marks it owed in its own
-	// transaction, and so does one that may give an unassignable order a
-	// candidate (a master registered, moved, resumed or unblocked); only a
-	// step that settles the order (an offer, the unassignable report)
-	// clears the mark. Orders of a city gate keeps closed are left out.
-	SearchingOrders(ctx context.Context, limit int, all bool, gate Gate) ([]int64, error)
+	// first, those pass reads. Every change that leaves an order without
+	// an open offer (creation, an expiry, a decline) leaves it owed
+	// (StepFacts.Owed) with no mark to write; one that may give an
+	// unassignable order a candidate (a master registered, moved, resumed
+	// or unblocked) parks it in its own transaction; only a step that
+	// settles the order (an offer, the unassignable report) makes it not
+	// owed. Orders of a city gate keeps closed are left out.
+	SearchingOrders(ctx context.Context, limit int, pass Pass, gate Gate) ([]int64, error)
 	// NextOffer is one distribution step for an order, in one transaction
 	// holding the order's row (Busy if another transaction holds it: the
-	// order's waiting mark then says whether a step is still owed; AfterHours,
-	// still waiting, if gate keeps its city closed now): pick
+	// order's offers then say whether a step is still owed; AfterHours,
+	// still owed, if gate keeps its city closed now): pick
 	// the candidate idle longest in the order's round and create the offer
 	// expiring after sla; with nobody left in round 1 move to round 2 and
 	// pick again; with nobody left in round 2 mark the order unassignable.
@@ -282,8 +298,8 @@ type DistributionStore interface {
 	// unassignable report (Changed with no offer).
 	NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate Gate, tell domain.Render[Changed]) (Offer, Order, Outcome, error)
 	// NextOwedOffer is NextOffer for an order taken up because it was
-	// marked owed a step (its offer's expiry, the waiting-orders recheck):
-	// an order that, once held, is neither waiting nor has an open offer
+	// owed a step (its offer's expiry, the owed-orders recheck): an order
+	// that, once held, has no open offer and is not owed (StepFacts.Owed)
 	// was settled by another step since, and the step ends there (Taken)
 	// instead of searching again for the candidate that step found or the
 	// absence it reported.

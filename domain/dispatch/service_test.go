@@ -449,7 +449,7 @@ func TestTwoReplicasExpireEachOfferOnce(t *testing.T) {
 			// Where each order stands, for a stall CI once saw and nobody
 			// reproduced since.
 			var state string
-			require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT string_agg(format('order %s: %s round %s waiting %s; offers %s', o.id, o.state, o.round, o.waiting,
+			require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT string_agg(format('order %s: %s round %s unassignable %s parked %s; offers %s', o.id, o.state, o.round, o.unassignable_at, o.parked,
     (SELECT string_agg(format('%s/%s/%s', f.master_id, f.round, f.state), ' ' ORDER BY f.id) FROM offers f WHERE f.order_id = o.id)), E'\n')
 FROM orders o WHERE o.unassignable_at IS NULL`).Scan(&state))
 			t.Fatalf("every order unassignable: %d open after 30 s:\n%s", open, state)
@@ -780,7 +780,7 @@ func TestFailedDistributionIsRetried(t *testing.T) {
 // again from what PostgreSQL holds, whichever replica's transaction held
 // its row and whatever wake-up was lost. Each case forces its interleaving
 // rather than hoping for it under load: replica 1 runs (its timer is a
-// minute away, so only its recheck of waiting orders can act), and the
+// minute away, so only its recheck of owed orders can act), and the
 // order's offer ends in a way that leaves replica 1 no wake-up.
 func TestOrderLeftWithoutOfferIsTakenUpAgain(t *testing.T) {
 	t.Parallel()
@@ -878,7 +878,7 @@ WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting
 				"order %d has no open offer and nobody takes it up: %v", o.ID, w.tg.log(o.ID))
 			require.Equal(t, int64(11), open())
 			require.Len(t, w.tg.sentOffers(), 2)
-			ids, err := w.store.SearchingOrders(w.ctx, 10, false, dispatch.Gate{})
+			ids, err := w.store.SearchingOrders(w.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
 			require.NoError(t, err)
 			require.Empty(t, ids, "the step that offered it cleared the mark")
 		})
@@ -909,7 +909,7 @@ func TestOrderAfterHoursIsOfferedAtOpening(t *testing.T) {
 	clock.Advance(11*time.Hour + 59*time.Minute + 30*time.Second) // 09:59:30
 	require.NoError(t, s.Distribute(w.ctx))
 	require.Empty(t, w.tg.sentOffers(), "09:59:30: still closed")
-	ids, err := w.store.SearchingOrders(w.ctx, 10, false, dispatch.Gate{})
+	ids, err := w.store.SearchingOrders(w.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{o.ID}, ids, "still owed its first step")
 
@@ -919,7 +919,7 @@ func TestOrderAfterHoursIsOfferedAtOpening(t *testing.T) {
 		var n int
 		require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT count(*) FROM offers WHERE order_id = $1 AND master_id = 10`, o.ID).Scan(&n))
 		if n == 0 {
-			clock.Advance(dispatch.WaitingRecheck) // the distributor may not have been waiting on its ticker yet
+			clock.Advance(dispatch.OwedRecheck) // the distributor may not have been waiting on its ticker yet
 		}
 		return n == 1
 	}, 10*time.Second, 20*time.Millisecond, "offered once Moscow opens")

@@ -15,15 +15,15 @@ import (
 // expires_at (Unix milliseconds), so every replica's timer knows of it.
 const OffersChannel = "dispatch_offers"
 
-// WaitingRecheck is how often a replica looks at the orders owed a
-// distribution step without being asked (a read of the SEARCHING orders'
-// waiting marks). It is the guarantee behind every wake-up: each
-// change that leaves an order without an offer marks it in its own
-// transaction, so whatever step was skipped, lost or rolled back, some
-// replica takes it within this interval (two for an order whose offer
-// ended within the last one: storage's waitingOrders leaves it to the
-// replica that ended it meanwhile).
-const WaitingRecheck = time.Second
+// OwedRecheck is how often a replica looks at the orders owed a
+// distribution step without being asked (a read of the SEARCHING orders
+// and their open offers: StepFacts.Owed). It is the guarantee behind every
+// wake-up: an order is owed a step from the moment it is left without an
+// offer, as part of the change that left it so, so whatever step was
+// skipped, lost or rolled back, some replica takes it within this interval
+// (two for an order whose offer ended within the last one: storage's
+// owedOrders leaves it to the replica that ended it meanwhile).
+const OwedRecheck = time.Second
 
 // minSweepGap keeps the timer from spinning when the database's clock is a
 // little behind ours and an offer we think due is not yet due there.
@@ -86,7 +86,7 @@ func (s *Service) followUp(ctx context.Context, expired []Offer) {
 		return
 	}
 	// Each order counts as pending from now, while it waits for a slot,
-	// so the waiting-orders recheck leaves it to this follow-up.
+	// so the owed-orders recheck leaves it to this follow-up.
 	dones := make([]func(), len(expired))
 	for i, f := range expired {
 		dones[i] = s.pending.add(f.OrderID)
@@ -178,28 +178,33 @@ func (s *Service) Run(ctx context.Context, listen domain.Listen) {
 }
 
 // distributor runs the passes Wake and freed ask for, one at a time;
-// requests made during a pass coalesce into one more. Every
-// WaitingRecheck it also looks at the waiting orders on its own: that is
-// what makes a lost wake-up, a skipped or a failed step cost at most a
-// second.
+// requests made during a pass coalesce into one more. Every OwedRecheck
+// it also looks at every owed order on its own: that is what makes a lost
+// wake-up, a skipped or a failed step cost at most a second. The pass
+// after an offer ends reads only the parked orders, through an index:
+// it comes after every sweep, and reading every owed order (each
+// searching order and its open offer) that often took the database's
+// time from the sweeps it follows.
 func (s *Service) distributor(ctx context.Context) {
-	t := s.deps.Clock.NewTicker(WaitingRecheck)
+	t := s.deps.Clock.NewTicker(OwedRecheck)
 	defer t.Stop()
 	for {
-		all := false
+		var pass Pass
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.wakeAll:
-			all = true
+			pass = PassAll
 		case <-s.wakeFree:
+			pass = PassParked
 		case <-t.Chan():
+			pass = PassOwed
 		}
-		if err := s.distribute(ctx, all); err != nil && ctx.Err() == nil {
+		if err := s.distribute(ctx, pass); err != nil && ctx.Err() == nil {
 			s.log.Error("distribute", "err", err, "retry_in", sweepRetry)
-			if all {
+			if pass == PassAll {
 				// A pass over every searching order that failed is not
-				// redone by the waiting-orders recheck: ask for it again.
+				// redone by the owed-orders recheck: ask for it again.
 				s.deps.Clock.AfterFunc(sweepRetry, s.Wake)
 			}
 		}
