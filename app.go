@@ -243,7 +243,7 @@ func (a *app) buildWorkflows(context.Context) error {
 	a.disp, err = dispatch.NewService(dispatch.Config{
 		OfferSLA: cfg.OfferSLA, CommissionRate: cfg.CommissionRate,
 		CommissionDeadline: cfg.CommissionDeadline, AutocloseAfter: cfg.AutocloseAfter,
-		Calendar: calendar,
+		Calendar: calendar, Claimer: a.beats.Claimer(),
 	}, dispatch.Deps{Repo: a.store, Notifier: notes.DispatchNotes(), Log: log, Registerer: a.reg, CalendarClock: clock})
 	if err != nil {
 		return fmt.Errorf("dispatch: %w", err)

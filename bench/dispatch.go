@@ -261,9 +261,9 @@ type clockedDispatchRepo struct {
 	replica int
 }
 
-func (r clockedDispatchRepo) ExpireOffers(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
+func (r clockedDispatchRepo) ExpireOffers(ctx context.Context, by string, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
 	start := time.Now()
-	offers, err := r.Repository.ExpireOffers(ctx, tell)
+	offers, err := r.Repository.ExpireOffers(ctx, by, tell)
 	end := time.Now()
 	r.st.sweeps.Add(1)
 	if len(offers) > 0 {
@@ -423,6 +423,7 @@ func lagRun(ctx context.Context, cfg dispatchConfig, store *storage.Store, dbURL
 		store *storage.Store
 		svc   *dispatch.Service
 		st    *replicaStats
+		live  *storage.Liveness
 	}
 	reps := make([]disp, cfg.replicas)
 	for i := range reps {
@@ -437,7 +438,11 @@ func lagRun(ctx context.Context, cfg dispatchConfig, store *storage.Store, dbURL
 		if res.stages != nil {
 			repo = timedDispatchRepo{repo, res.stages}
 		}
-		rp.svc, err = dispatch.NewService(dispatch.Config{}, dispatch.Deps{
+		// Each replica claims its expiries' follow-ups in the name its
+		// liveness lock proves alive, as main wires it.
+		rp.live = rp.store.Liveness(fmt.Sprintf("bench-%d", i))
+		defer rp.live.Close()
+		rp.svc, err = dispatch.NewService(dispatch.Config{Claimer: rp.live.Claimer()}, dispatch.Deps{
 			Repo:     clockedDispatchRepo{Repository: repo, c: clock, st: rp.st, replica: i},
 			Notifier: benchNotifier{Notifier: render, c: clock, replica: i}, Log: log.With("replica", i), Registerer: prometheus.NewRegistry(),
 		})
@@ -471,7 +476,11 @@ func lagRun(ctx context.Context, cfg dispatchConfig, store *storage.Store, dbURL
 	listening := make(chan struct{}, len(reps))
 	for _, rp := range reps {
 		listen := countedListen(rp.store, &rp.st.notified, listening)
-		wg.Add(1)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			rp.live.Run(runCtx)
+		}()
 		go func() {
 			defer wg.Done()
 			rp.svc.Run(runCtx, listen)
@@ -762,13 +771,13 @@ func sweepRun(ctx context.Context, store *storage.Store, n, k int, render dispat
 		}
 	}
 	start := time.Now()
-	offers, err := store.ExpireOffers(ctx, tell)
+	offers, err := store.ExpireOffers(ctx, "", tell)
 	took := time.Since(start)
 	if err != nil {
 		return 0, err
 	}
 	start2 := time.Now()
-	again, err := store.ExpireOffers(ctx, tell)
+	again, err := store.ExpireOffers(ctx, "", tell)
 	took2 := time.Since(start2)
 	if err != nil {
 		return 0, err

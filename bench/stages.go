@@ -231,9 +231,9 @@ var outcomeNames = map[dispatch.Outcome]string{
 	dispatch.AfterHours: "after hours", dispatch.Taken: "taken",
 }
 
-func (r timedDispatchRepo) ExpireOffers(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
+func (r timedDispatchRepo) ExpireOffers(ctx context.Context, by string, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
 	defer r.s.since("db ExpireOffers", time.Now())
-	return r.Repository.ExpireOffers(ctx, tell)
+	return r.Repository.ExpireOffers(ctx, by, tell)
 }
 
 func (r timedDispatchRepo) NextOfferExpiry(ctx context.Context) (time.Time, bool, error) {
@@ -251,9 +251,9 @@ func (r timedDispatchRepo) Order(ctx context.Context, id int64) (dispatch.Order,
 	return r.Repository.Order(ctx, id)
 }
 
-func (r timedDispatchRepo) SearchingOrders(ctx context.Context, limit int, pass dispatch.Pass, gate dispatch.Gate) ([]int64, error) {
+func (r timedDispatchRepo) SearchingOrders(ctx context.Context, limit int, pass dispatch.Pass, by string, gate dispatch.Gate) ([]int64, error) {
 	defer r.s.since("db SearchingOrders", time.Now())
-	return r.Repository.SearchingOrders(ctx, limit, pass, gate)
+	return r.Repository.SearchingOrders(ctx, limit, pass, by, gate)
 }
 
 func (r timedDispatchRepo) NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {

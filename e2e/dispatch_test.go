@@ -578,7 +578,8 @@ func TestDispatchOrderAfterHoursIsOfferedAtOpening(t *testing.T) {
 	// step offered it, the offer would be in the database by now.
 	order := scalar[int64](t, pool, `SELECT id FROM orders WHERE city = 'Moscow'`)
 	require.Zero(t, scalar[int64](t, pool, `SELECT count(*) FROM offers WHERE order_id = $1`, order), "22:00 in Moscow: no offer")
-	require.True(t, scalar[bool](t, pool, `SELECT waiting FROM orders WHERE id = $1`, order), "still owed its first step")
+	require.True(t, scalar[bool](t, pool, `SELECT unassignable_at IS NULL AND NOT EXISTS (SELECT 1 FROM offers WHERE order_id = $1) FROM orders WHERE id = $1`, order),
+		"still owed its first step: no offer, no unassignable report")
 
 	// Almaty is open: its order is offered at once, on the same replica.
 	ask(t, env, boss, boss.ID(), "/order Almaty Medeu electrician 700 Lamp")

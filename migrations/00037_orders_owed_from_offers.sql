@@ -14,8 +14,13 @@ ALTER TABLE orders RENAME COLUMN waiting TO parked;
 UPDATE orders SET parked = false WHERE parked AND unassignable_at IS NULL;
 COMMENT ON COLUMN orders.parked IS 'owed a distribution step that the end of its own offers will not bring: a master it waits for was busy, or after the unassignable report a master came or its city was closed; cleared by the step that offers the order or reports it unassignable';
 CREATE INDEX orders_parked ON orders (id) WHERE state = 'SEARCHING' AND parked;
+-- The claimer (REPLICA_NAME#n) that expired an offer and is taking its
+-- order's follow-up step: other replicas' rechecks leave the order to it
+-- while its liveness lock is held. Written by the expiry's own UPDATE.
+ALTER TABLE offers ADD COLUMN ended_by text;
 
 -- +goose Down
+ALTER TABLE offers DROP COLUMN ended_by;
 DROP INDEX orders_parked;
 COMMENT ON COLUMN orders.parked IS NULL;
 ALTER TABLE orders RENAME COLUMN parked TO waiting;

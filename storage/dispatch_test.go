@@ -106,7 +106,7 @@ func (f *dfx) decline(of dispatch.Offer) {
 func (f *dfx) expire(of dispatch.Offer) {
 	f.t.Helper()
 	f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, of.ID)
-	got, err := f.st.ExpireOffers(f.ctx, nil)
+	got, err := f.st.ExpireOffers(f.ctx, "", nil)
 	require.NoError(f.t, err)
 	require.Equal(f.t, []int64{of.ID}, offerIDs(got))
 }
@@ -194,7 +194,7 @@ func BenchmarkExpireOffers100k(b *testing.B) {
 		_, err := st.Pool().Exec(ctx, `ANALYZE offers`)
 		require.NoError(b, err)
 		b.StartTimer()
-		got, err := st.ExpireOffers(ctx, nil)
+		got, err := st.ExpireOffers(ctx, "", nil)
 		require.NoError(b, err)
 		require.Len(b, got, n)
 	}
@@ -310,7 +310,7 @@ func TestDispatchAsyncChangeIsDurableOnceItsMessageIsClaimed(t *testing.T) {
 		require.Equal(t, dispatch.Offered, out)
 		claim(of.ID, domain.KindOffer, written())
 		f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, of.ID)
-		expired, err := f.st.ExpireOffers(f.ctx, tell)
+		expired, err := f.st.ExpireOffers(f.ctx, "", tell)
 		require.NoError(t, err)
 		require.Equal(t, []int64{of.ID}, offerIDs(expired))
 		claim(of.ID, domain.KindOfferClose, written())

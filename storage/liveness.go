@@ -34,6 +34,10 @@ const liveLocks = `live AS MATERIALIZED (
     WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.classid = $1::oid
       AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))`
 
+// liveFollowers is liveLocks with the class in the text, for a statement
+// whose $1 is another value (owedOrders).
+var liveFollowers = strings.Replace(liveLocks, "$1::oid", fmt.Sprint(livenessClass), 1)
+
 // lockOf is the liveness key a claimer name ends in (NULL for a name
 // without one: such claims end only with their lease).
 const lockOf = `substring(claimed_by FROM '#([0-9]{1,10})$')::bigint`

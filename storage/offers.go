@@ -433,7 +433,9 @@ func (s *Store) answerOffer(ctx context.Context, what, sql string, offerID, mast
 // (what tellTx reads), and COMMIT with the messages (two without tell). The
 // expired offers stay locked from the first to the last, and another
 // replica's sweep of the same deadline waits that long on them.
-func (s *Store) ExpireOffers(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
+//
+// by (ended_by) claims the offers' follow-up steps; see owedOrders.
+func (s *Store) ExpireOffers(ctx context.Context, by string, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("expire offers: %w", err)
@@ -441,7 +443,7 @@ func (s *Store) ExpireOffers(ctx context.Context, tell domain.Render[dispatch.Ch
 	// A connection released inside a transaction is closed by the pool,
 	// so no error path below hands an open transaction to the next user.
 	defer conn.Release()
-	offers, err := expireOffers(ctx, conn, tell)
+	offers, err := expireOffers(ctx, conn, by, tell)
 	if err != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -452,14 +454,14 @@ func (s *Store) ExpireOffers(ctx context.Context, tell domain.Render[dispatch.Ch
 }
 
 // expireOffers is ExpireOffers' transaction on conn.
-func expireOffers(ctx context.Context, conn *pgxpool.Conn, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
+func expireOffers(ctx context.Context, conn *pgxpool.Conn, by string, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(`
-UPDATE offers f SET state = 'EXPIRED', responded_at = now()
-` + asyncFrom + `
-WHERE f.state IN ` + openOffer + ` AND f.expires_at <= now()
-RETURNING ` + offerColumnsF)
+UPDATE offers f SET state = 'EXPIRED', responded_at = now(), ended_by = NULLIF($1, '')
+`+asyncFrom+`
+WHERE f.state IN `+openOffer+` AND f.expires_at <= now()
+RETURNING `+offerColumnsF, by)
 	br := conn.SendBatch(ctx, b)
 	_, err := br.Exec()
 	var offers []dispatch.Offer

@@ -14,6 +14,7 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/dispatch"
+	"switchboard/storage"
 )
 
 // The watchdog, as River's job rescuer is tested: one offer in every state
@@ -62,7 +63,7 @@ func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
 		require.True(t, ok, fx.state)
 	}
 	f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = ANY ($1)`, toExpire)
-	expired, err := f.st.ExpireOffers(ctx, nil)
+	expired, err := f.st.ExpireOffers(ctx, "", nil)
 	require.NoError(t, err)
 	require.Equal(t, toExpire, offerIDs(expired))
 
@@ -85,7 +86,7 @@ func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
 	offersBefore, ordersBefore, mastersBefore := f.rows("offers", "id"), f.rows("orders", "id"), f.rows("masters", "user_id")
 	start := f.dbNow()
 
-	got, err := f.st.ExpireOffers(ctx, nil)
+	got, err := f.st.ExpireOffers(ctx, "", nil)
 	require.NoError(t, err)
 	require.Equal(t, wantIDs, offerIDs(got))
 
@@ -119,7 +120,7 @@ func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
 	require.Equal(t, ordersBefore, f.rows("orders", "id"), "orders untouched")
 	require.Equal(t, mastersBefore, f.rows("masters", "user_id"), "masters untouched")
 
-	again, err := f.st.ExpireOffers(ctx, nil)
+	again, err := f.st.ExpireOffers(ctx, "", nil)
 	require.NoError(t, err)
 	require.Empty(t, again)
 	require.Equal(t, offersAfter, f.rows("offers", "id"))
@@ -194,7 +195,7 @@ func TestAcceptRefusals(t *testing.T) {
 	cur, err := f.st.Offer(ctx, late.ID)
 	require.NoError(t, err)
 	require.Equal(t, dispatch.Sent, cur.State)
-	expired, err := f.st.ExpireOffers(ctx, nil)
+	expired, err := f.st.ExpireOffers(ctx, "", nil)
 	require.NoError(t, err)
 	require.Equal(t, []int64{late.ID}, offerIDs(expired))
 	refused(late.ID, 1, "expired")
@@ -315,7 +316,7 @@ func TestNextOfferCandidates(t *testing.T) {
 
 	// 307's offer expires: 307 is a candidate again.
 	f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, busy.ID)
-	expired, err := f.st.ExpireOffers(ctx, nil)
+	expired, err := f.st.ExpireOffers(ctx, "", nil)
 	require.NoError(t, err)
 	require.Equal(t, []int64{busy.ID}, offerIDs(expired))
 	f.offered(o2.ID, 307, 1)
@@ -416,13 +417,13 @@ func TestNextOfferOutcomes(t *testing.T) {
 	_, got, out := f.next(o.ID)
 	require.Equal(t, dispatch.Busy, out, "an open offer")
 	require.Equal(t, o.ID, got.ID)
-	ids, err := f.st.SearchingOrders(ctx, 10, dispatch.PassAll, dispatch.Gate{})
+	ids, err := f.st.SearchingOrders(ctx, 10, dispatch.PassAll, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Empty(t, ids, "the order has an open offer")
 
 	// Another replica holds the order's row.
 	o2 := f.order("c", "d", "x")
-	ids, err = f.st.SearchingOrders(ctx, 10, dispatch.PassAll, dispatch.Gate{})
+	ids, err = f.st.SearchingOrders(ctx, 10, dispatch.PassAll, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{o2.ID}, ids)
 	tx, err := f.st.Pool().Begin(ctx)
@@ -611,7 +612,7 @@ func TestExpireManyAndNextExpiry(t *testing.T) {
 	require.True(t, ok)
 	require.True(t, oldest.Equal(next))
 
-	expired, err := f.st.ExpireOffers(ctx, nil)
+	expired, err := f.st.ExpireOffers(ctx, "", nil)
 	require.NoError(t, err)
 	require.Len(t, expired, n)
 	ids := offerIDs(expired)
@@ -620,7 +621,7 @@ func TestExpireManyAndNextExpiry(t *testing.T) {
 		require.Equal(t, dispatch.Expired, of.State)
 		require.NotEqual(t, later.ID, of.ID)
 	}
-	again, err := f.st.ExpireOffers(ctx, nil)
+	again, err := f.st.ExpireOffers(ctx, "", nil)
 	require.NoError(t, err)
 	require.Empty(t, again)
 
@@ -646,45 +647,45 @@ func TestNextOfferWaitsForBusyMaster(t *testing.T) {
 	require.Equal(t, dispatch.Busy, out, "master 10 has not had order x in round 1")
 	require.Equal(t, 1, got.Round)
 	require.True(t, got.Unassignable.IsZero())
-	ids, err := f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
+	ids, err := f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Empty(t, ids, "x's offer ended within the second: the replica that ended it steps x")
-	parked, err := f.st.SearchingOrders(f.ctx, 10, dispatch.PassParked, dispatch.Gate{})
+	parked, err := f.st.SearchingOrders(f.ctx, 10, dispatch.PassParked, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{x.ID}, parked, "x is parked: the end of another order's offer (master 10's) may unblock it")
 	f.exec(`UPDATE offers SET responded_at = now() - interval '2 seconds' WHERE order_id = $1`, x.ID)
-	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
+	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{x.ID}, ids, "x waits for a busy master")
 
 	f.expire(busy)
-	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
+	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{x.ID}, ids, "y's step is its expirer's for a second; x still waits")
 	f.exec(`UPDATE offers SET responded_at = now() - interval '2 seconds' WHERE id = $1`, busy.ID)
-	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
+	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{y.ID, x.ID}, ids, "then y's expiry leaves it owed a step; x still waits")
-	parked, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassParked, dispatch.Gate{})
+	parked, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassParked, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{x.ID}, parked, "y is owed, not parked: its expiry wrote nothing on it")
 	f.offered(x.ID, 10, 1)
-	parked, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassParked, dispatch.Gate{})
+	parked, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassParked, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Empty(t, parked, "the offer settled x")
 
 	// An order reported unassignable is left to the full passes.
 	z := f.order("nowhere", "d", "x")
-	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
+	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{y.ID, z.ID}, ids, "a new order is owed its first step")
 	_, _, out = f.next(z.ID)
 	require.Equal(t, dispatch.Unassignable, out)
 	f.offered(y.ID, 11, 1)
-	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
+	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Empty(t, ids, "x and y were offered; z is reported unassignable")
-	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassAll, dispatch.Gate{})
+	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassAll, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{z.ID}, ids)
 }
@@ -728,8 +729,53 @@ WHERE f.master_id = 10 AND f.state = 'SENT' AND o.description = 'race'`), "the r
 	// step, for the recheck, instead of rolling back to nothing.
 	_, _, out := f.next(o2.ID)
 	require.Equal(t, dispatch.Busy, out)
-	ids, err := f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
+	ids, err := f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Contains(t, ids, o2.ID)
 	require.Equal(t, int64(0), f.exec(`SELECT 1 FROM offers WHERE order_id = $1`, o2.ID))
+}
+
+// An expired offer's follow-up is its expirer's: the owed-orders recheck
+// of another replica leaves the order alone while the expirer's liveness
+// lock is held (up to dispatch.FollowUpHeld), the expirer's own recheck
+// still sees it (to retry its own failed step), and once the expirer's
+// lock is gone, so is its claim. A decline claims nothing.
+func TestOwedRecheckLeavesAFollowUpToItsLiveExpirer(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	a, b := f.st.Liveness("replica-a"), f.st.Liveness("replica-b")
+	for _, l := range []*storage.Liveness{a, b} {
+		held, err := l.Hold(f.ctx)
+		require.NoError(t, err)
+		require.True(t, held, l.Claimer())
+		t.Cleanup(l.Die)
+	}
+	f.masters(10, 11)
+	x, y := f.order("c", "d", "x"), f.order("c", "d", "x")
+	ox, oy := f.offered(x.ID, 10, 1), f.offered(y.ID, 11, 1)
+	f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, ox.ID)
+	got, err := f.st.ExpireOffers(f.ctx, a.Claimer(), nil)
+	require.NoError(t, err)
+	require.Equal(t, []int64{ox.ID}, offerIDs(got))
+	f.decline(oy)
+	// Out of the one-second window every recheck has.
+	f.exec(`UPDATE offers SET responded_at = now() - interval '2 seconds'`)
+
+	owed := func(by string) []int64 {
+		t.Helper()
+		ids, err := f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, by, dispatch.Gate{})
+		require.NoError(t, err)
+		return ids
+	}
+	require.Equal(t, []int64{y.ID}, owed(b.Claimer()), "x's follow-up is a's while a lives; y's decline claimed nothing")
+	require.Equal(t, []int64{x.ID, y.ID}, owed(a.Claimer()), "a's own recheck sees x")
+	require.Equal(t, []int64{y.ID}, owed(""), "a replica without a claimer name leaves it to a too")
+
+	f.exec(`UPDATE offers SET responded_at = now() - $1 * interval '1 microsecond' - interval '1 second' WHERE id = $2`,
+		dispatch.FollowUpHeld.Microseconds(), ox.ID)
+	require.Equal(t, []int64{x.ID, y.ID}, owed(b.Claimer()), "past FollowUpHeld the claim is over")
+	f.exec(`UPDATE offers SET responded_at = now() - interval '2 seconds' WHERE id = $1`, ox.ID)
+	require.Equal(t, []int64{y.ID}, owed(b.Claimer()))
+	a.Die()
+	require.Equal(t, []int64{x.ID, y.ID}, owed(b.Claimer()), "a's lock is gone: b takes x's step at once")
 }

@@ -261,7 +261,10 @@ RETURNING `+orderColumns, id))
 // the passes after other offers ended and by the recheck (the step finding
 // the order held, or reporting it unassignable again), which doubled the
 // dispatch bench's steps and its expiry lag. If that step failed, the next
-// recheck after the second takes the order.
+// recheck after the second takes the order. It also leaves out, for
+// dispatch.FollowUpHeld ($7), an order whose offer another replica ($6 is
+// the asker) expired while that replica's liveness lock is held: its
+// follow-up is queued there, and a dead replica's is taken at once.
 const (
 	openNow = `
   AND CASE WHEN lower(o.city) = ANY ($2::text[]) THEN lower(o.city) <> ALL ($3::text[]) ELSE NOT $4::boolean END`
@@ -270,18 +273,23 @@ SELECT o.id FROM orders o
 WHERE o.state = 'SEARCHING'
   AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.state IN ` + openOffer + `)` + openNow + `
 ORDER BY o.id LIMIT $1`
-	owedOrders = `
-SELECT o.id FROM orders o
-WHERE o.state = 'SEARCHING' AND (o.unassignable_at IS NULL OR o.parked)
-  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id
-                  AND (f.state IN ` + openOffer + ` OR f.responded_at > now() - $5 * interval '1 microsecond'))` + openNow + `
-ORDER BY o.id LIMIT $1`
 	parkedOrders = `
 SELECT o.id FROM orders o
 WHERE o.state = 'SEARCHING' AND o.parked
   AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id AND f.state IN ` + openOffer + `)` + openNow + `
 ORDER BY o.id LIMIT $1`
 )
+
+// owedOrders: see searchingOrders (a var: liveFollowers is built).
+var owedOrders = `
+WITH ` + liveFollowers + `
+SELECT o.id FROM orders o
+WHERE o.state = 'SEARCHING' AND (o.unassignable_at IS NULL OR o.parked)
+  AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.order_id = o.id
+                  AND (f.state IN ` + openOffer + ` OR f.responded_at > now() - $5 * interval '1 microsecond'
+                       OR f.ended_by IS DISTINCT FROM $6 AND f.responded_at > now() - $7 * interval '1 microsecond'
+                          AND substring(f.ended_by FROM '#([0-9]{1,10})$')::bigint IN (SELECT n FROM live)))` + openNow + `
+ORDER BY o.id LIMIT $1`
 
 // nonNil passes a nil list as an empty SQL array, not NULL (with which
 // ANY and ALL answer NULL).
@@ -294,7 +302,7 @@ func nonNil(s []string) []string {
 
 // SearchingOrders lists SEARCHING orders with no open offer, oldest
 // first, those pass reads; see dispatch.Pass.
-func (s *Store) SearchingOrders(ctx context.Context, limit int, pass dispatch.Pass, gate dispatch.Gate) ([]int64, error) {
+func (s *Store) SearchingOrders(ctx context.Context, limit int, pass dispatch.Pass, by string, gate dispatch.Gate) ([]int64, error) {
 	args := []any{limit, nonNil(gate.Configured), nonNil(gate.Closed), gate.DefaultClosed}
 	var q string
 	switch pass {
@@ -303,7 +311,7 @@ func (s *Store) SearchingOrders(ctx context.Context, limit int, pass dispatch.Pa
 	case dispatch.PassParked:
 		q = parkedOrders
 	default:
-		q, args = owedOrders, append(args, micros(dispatch.OwedRecheck))
+		q, args = owedOrders, append(args, micros(dispatch.OwedRecheck), by, micros(dispatch.FollowUpHeld))
 	}
 	ids, err := queryAll(ctx, s.pool, pgx.RowTo[int64], q, args...)
 	if err != nil {

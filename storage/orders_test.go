@@ -395,7 +395,7 @@ func TestReturnOrder(t *testing.T) {
 	require.True(t, got.Unassignable.IsZero())
 	require.Equal(t, 1, got.Round)
 	f.exec(`UPDATE offers SET responded_at = responded_at - interval '1 minute' WHERE order_id = $1`, o.ID) // out of the recheck's window
-	owed, err := f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
+	owed, err := f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Contains(t, owed, o.ID, "the order given back is owed a step though it had been reported unassignable")
 	require.Equal(t, first.ID, seen.Assigned.ID)

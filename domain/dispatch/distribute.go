@@ -40,7 +40,7 @@ func (s *Service) Distribute(ctx context.Context) error {
 }
 
 func (s *Service) distribute(ctx context.Context, pass Pass) error {
-	ids, err := s.deps.Repo.SearchingOrders(ctx, MaxDistribute, pass, s.gate())
+	ids, err := s.deps.Repo.SearchingOrders(ctx, MaxDistribute, pass, s.cfg.Claimer, s.gate())
 	if err != nil {
 		return err
 	}

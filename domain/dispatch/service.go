@@ -263,7 +263,8 @@ type Pass int
 const (
 	// PassOwed: those owed a step (StepFacts.Owed), less those whose offer
 	// ended within the last OwedRecheck (the replica that ended it is
-	// taking their step).
+	// taking their step) and those whose offer another live replica
+	// expired within FollowUpHeld (its follow-up is that replica's).
 	PassOwed Pass = iota
 	// PassParked: those of them parked (StepFacts.Parked): what the end of
 	// some master's offer may unblock.
@@ -284,7 +285,8 @@ type DistributionStore interface {
 	// or unblocked) parks it in its own transaction; only a step that
 	// settles the order (an offer, the unassignable report) makes it not
 	// owed. Orders of a city gate keeps closed are left out.
-	SearchingOrders(ctx context.Context, limit int, pass Pass, gate Gate) ([]int64, error)
+	// by is the claimer asking (Config.Claimer), for PassOwed.
+	SearchingOrders(ctx context.Context, limit int, pass Pass, by string, gate Gate) ([]int64, error)
 	// NextOffer is one distribution step for an order, in one transaction
 	// holding the order's row (Busy if another transaction holds it: the
 	// order's offers then say whether a step is still owed; AfterHours,
@@ -324,7 +326,10 @@ type OfferStore interface {
 	ViewOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, bool, error)
 	// ExpireOffers is the watchdog's statement: every SENT or VIEWED offer
 	// with expires_at <= now() becomes EXPIRED, and exactly those return.
-	ExpireOffers(ctx context.Context, tell domain.Render[Changed]) ([]Offer, error)
+	// by is the claimer taking their follow-up steps (Config.Claimer): the
+	// owed-orders recheck of other replicas leaves those orders to it
+	// while it lives, for up to FollowUpHeld.
+	ExpireOffers(ctx context.Context, by string, tell domain.Render[Changed]) ([]Offer, error)
 	// NextOfferExpiry is the earliest expires_at of an open offer (false: none).
 	NextOfferExpiry(ctx context.Context) (time.Time, bool, error)
 }
@@ -530,6 +535,11 @@ type Config struct {
 	// Workers bound the follow-up of one sweep (message edits and
 	// redistribution) done at once (8).
 	Workers int
+	// Claimer is the name this replica's claims carry (REPLICA_NAME#n,
+	// its liveness lock's key after the '#'); an expiry's follow-up is
+	// claimed in its name. Empty: no claim, the follow-up is left to this
+	// replica for OwedRecheck only.
+	Claimer string
 	// Calendar holds each city's time zone and working hours
 	// (DISPATCH_TIMEZONE, DISPATCH_HOURS, DISPATCH_CITIES): offers go out
 	// only while the order's city is open, and every time shown about a

@@ -701,12 +701,12 @@ type flakyRepo struct {
 	failures *atomic.Int64
 }
 
-func (r flakyRepo) ExpireOffers(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
+func (r flakyRepo) ExpireOffers(ctx context.Context, by string, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
 	if r.down.Load() {
 		r.failures.Add(1)
 		return nil, errors.New("sorry, too many clients already")
 	}
-	return r.Repository.ExpireOffers(ctx, tell)
+	return r.Repository.ExpireOffers(ctx, by, tell)
 }
 
 func (r flakyRepo) NextOfferExpiry(ctx context.Context) (time.Time, bool, error) {
@@ -794,7 +794,7 @@ func TestOrderLeftWithoutOfferIsTakenUpAgain(t *testing.T) {
 			name: "expired by a replica that died",
 			end: func(t *testing.T, w *world, _ *dispatch.Service, f dispatch.Offer) {
 				w.exec(t, `UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, f.ID)
-				_, err := w.store.ExpireOffers(w.ctx, nil)
+				_, err := w.store.ExpireOffers(w.ctx, "", nil)
 				require.NoError(t, err)
 				// This expiry, or replica 1's own sweep of due offers a
 				// moment before it: either way the offer ended with no
@@ -878,7 +878,7 @@ WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting
 				"order %d has no open offer and nobody takes it up: %v", o.ID, w.tg.log(o.ID))
 			require.Equal(t, int64(11), open())
 			require.Len(t, w.tg.sentOffers(), 2)
-			ids, err := w.store.SearchingOrders(w.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
+			ids, err := w.store.SearchingOrders(w.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 			require.NoError(t, err)
 			require.Empty(t, ids, "the step that offered it cleared the mark")
 		})
@@ -909,7 +909,7 @@ func TestOrderAfterHoursIsOfferedAtOpening(t *testing.T) {
 	clock.Advance(11*time.Hour + 59*time.Minute + 30*time.Second) // 09:59:30
 	require.NoError(t, s.Distribute(w.ctx))
 	require.Empty(t, w.tg.sentOffers(), "09:59:30: still closed")
-	ids, err := w.store.SearchingOrders(w.ctx, 10, dispatch.PassOwed, dispatch.Gate{})
+	ids, err := w.store.SearchingOrders(w.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{o.ID}, ids, "still owed its first step")
 

@@ -25,6 +25,16 @@ const OffersChannel = "dispatch_offers"
 // owedOrders leaves it to the replica that ended it meanwhile).
 const OwedRecheck = time.Second
 
+// FollowUpHeld bounds how long the owed-orders recheck of other replicas
+// leaves an expired offer's order to the live replica that expired it. A
+// sweep's follow-ups can queue for seconds behind each other (the dispatch
+// bench expires 1 000 offers a second); rechecked by every replica after
+// OwedRecheck, most of them were stepped twice, the second step finding
+// the order settled, work that slowed the sweeps they follow. The replica
+// retries its own failed steps at its next recheck; a dead replica's are
+// taken at once (its liveness lock is gone).
+const FollowUpHeld = 30 * time.Second
+
 // minSweepGap keeps the timer from spinning when the database's clock is a
 // little behind ours and an offer we think due is not yet due there.
 const minSweepGap = 10 * time.Millisecond
@@ -51,7 +61,7 @@ func (s *Service) sweep(ctx context.Context) ([]Offer, error) {
 	start := s.deps.Clock.Now()
 	// Each expiry's closing edit and live-log line commit with it.
 	st := s.newStory()
-	expired, err := s.deps.Repo.ExpireOffers(ctx, st.tell(func(c Changed) {
+	expired, err := s.deps.Repo.ExpireOffers(ctx, s.cfg.Claimer, st.tell(func(c Changed) {
 		for _, f := range c.Offers {
 			m, _ := masterOf(c, f.MasterID)
 			st.closed(m, orderOf(c, f.OrderID), f)
