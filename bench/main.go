@@ -154,7 +154,7 @@
 //
 // where sweep_100k_ms is the median sweep of sweep_n offers.
 //
-// analysis measures an analysis run (DESIGN.md "Analysis runs"): -n group
+// analysis measures an analysis run (docs/ARCHITECTURE.md "Analysis runs"): -n group
 // messages (default 10 000) in -chats groups (default 20) go through the
 // executor's fetch, prefilter, batching and per-batch proposals with a
 // zero-latency LLM. The database is created and dropped as for vacancies.

@@ -25,7 +25,7 @@ import (
 )
 
 // Config is every setting Switchboard reads. The environment is the only
-// source; the variable names are a public contract (DESIGN.md "Running it").
+// source; the variable names are a public contract (README.md "Configuration").
 // The help tag feeds `switchboard -help`; secret marks values never logged.
 type Config struct {
 	TelegramToken  string `env:"TELEGRAM_TOKEN" secret:"true" help:"bot token from @BotFather (required; or TELEGRAM_TOKEN_FILE)"`

@@ -24,7 +24,7 @@ import (
 	"switchboard/domain/vacancy"
 )
 
-// HH's paging limits (docs/general.md#pagination): checked locally so that a
+// HH's paging limits (hhru/api:docs/general.md#pagination): checked locally so that a
 // caller's bug costs no request and reads as ours, not as HH's bad_argument.
 const (
 	maxPerPage = 100

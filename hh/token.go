@@ -18,7 +18,7 @@ import (
 	"switchboard/domain/vacancy"
 )
 
-// Application authorization (hhru/api docs/authorization_for_application.md):
+// Application authorization (hhru/api:docs/authorization_for_application.md):
 // an application registered at dev.hh.ru gets a token with the
 // client_credentials grant, POST https://hh.ru/oauth/token, and sends it as
 // "Authorization: Bearer …" to the API. The token does not expire; asking
@@ -26,7 +26,7 @@ import (
 // five minutes. So one token serves every replica (TokenStore keeps it in
 // PostgreSQL) and a new one is asked for only when HH refuses the current
 // one (403 oauth bad_authorization, token_expired or token_revoked,
-// docs/errors.md#oauth).
+// hhru/api:docs/errors.md#oauth).
 
 // TokenSource gives the application token every request to the API
 // carries. It is safe for concurrent use.
@@ -330,7 +330,7 @@ func (e *tooEarlyError) Error() string {
 }
 
 // TokenError is HH refusing to issue an application token: a 4xx with
-// RFC 6749's {"error","error_description"} (docs/errors.md
+// RFC 6749's {"error","error_description"} (hhru/api:docs/errors.md
 // #oauth-get-errors), e.g. 400 invalid_client for a wrong client id or
 // secret, 403 forbidden when asked again within five minutes.
 type TokenError struct {
@@ -428,7 +428,7 @@ func (a *AppToken) unavailable(ctx, reqCtx context.Context, err error) error {
 }
 
 // refusesToken reports whether err is HH refusing the request's token
-// (docs/errors.md#oauth: 403 with type oauth and one of these values; the
+// (hhru/api:docs/errors.md#oauth: 403 with type oauth and one of these values; the
 // values are also recognised as types). application_not_found and
 // user_auth_expected are not: another token would not help.
 func refusesToken(err error) bool {

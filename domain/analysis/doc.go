@@ -1,5 +1,5 @@
 // Package analysis turns group-chat messages into task proposals that
-// admins review (DESIGN.md "Analysis runs").
+// admins review (docs/ARCHITECTURE.md "Analysis runs").
 //
 //	pending ──/run_start──► running ──all batches──► completed ──/run_close──► closed
 //	                          │                       (only when proposals_pending = 0)

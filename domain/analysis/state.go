@@ -9,7 +9,7 @@ import (
 // State is where a run is.
 type State string
 
-// Run states (DESIGN.md "Analysis runs").
+// Run states (docs/ARCHITECTURE.md "Analysis runs").
 const (
 	Pending   State = "pending"
 	Running   State = "running"

@@ -13,7 +13,7 @@ import (
 	"switchboard/domain"
 )
 
-// DESIGN.md: orders SEARCHING → ASSIGNED → DONE → CLOSED (and CANCELLED);
+// docs/ARCHITECTURE.md "Dispatch": orders SEARCHING → ASSIGNED → DONE → CLOSED (and CANCELLED);
 // offers SENT → VIEWED → ACCEPTED / DECLINED / EXPIRED, plus our WITHDRAWN.
 func TestTransitionTablesAreDesigns(t *testing.T) {
 	orders := map[[2]OrderState]bool{

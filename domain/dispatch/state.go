@@ -9,7 +9,7 @@ import (
 // OrderState is where an order is.
 type OrderState string
 
-// Order states (DESIGN.md "Dispatch").
+// Order states (docs/ARCHITECTURE.md "Dispatch").
 const (
 	Searching OrderState = "SEARCHING"
 	Assigned  OrderState = "ASSIGNED"

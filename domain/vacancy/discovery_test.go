@@ -38,7 +38,7 @@ func (b *bundle) hits(t *testing.T, key string) []int64 {
 	return ids
 }
 
-// DESIGN.md's example: 350 vacancies and a limit of 100 take four runs,
+// The design's example: 350 vacancies and a limit of 100 take four runs,
 // 100/100/100/50, each newest-unseen first, with markers recording the
 // largest id seen and how deep the sweep has gone.
 func TestDiscoveryWorksDownABacklogInLimitSizedRuns(t *testing.T) {

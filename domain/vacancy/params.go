@@ -25,7 +25,7 @@ type Params struct {
 	Filters map[string][]string
 }
 
-// Experience and schedule ids (HH's /dictionaries).
+// Experience and schedule ids (HH's https://api.hh.ru/dictionaries).
 const (
 	NoExperience = "noExperience"
 	Between1And3 = "between1And3"
@@ -33,7 +33,7 @@ const (
 	MoreThan6    = "moreThan6"
 )
 
-// Accepted values of the dictionary filters (HH's /dictionaries ids).
+// Accepted values of the dictionary filters (HH's https://api.hh.ru/dictionaries ids).
 var (
 	ExperienceIDs = []string{NoExperience, Between1And3, Between3And6, MoreThan6}
 	ScheduleIDs   = []string{"remote", "fullDay", "shift", "flexible", "flyInFlyOut"}

@@ -14,7 +14,7 @@ import (
 	"switchboard/domain/vacancy"
 )
 
-// DESIGN.md's table, written out independently of the code's, plus the
+// docs/ARCHITECTURE.md's table ("Vacancies"), written out independently of the code's, plus the
 // archive of every open match of a vacancy HH no longer serves.
 func TestTransitionTableIsDesigns(t *testing.T) {
 	t.Parallel()

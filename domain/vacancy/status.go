@@ -10,7 +10,7 @@ import (
 // Status is where a (user, vacancy) match is in the workflow.
 type Status string
 
-// The statuses of DESIGN.md's vacancy table.
+// The statuses of the vacancy table in docs/ARCHITECTURE.md ("Vacancies").
 const (
 	// New is a recovered match about to re-enter the queue.
 	New Status = "NEW"
@@ -48,7 +48,7 @@ const (
 var Statuses = []Status{New, Queued, Analyzed, SentToUser, Skipped, NotSuitable, InArchive, Applied, NotInterested,
 	NoAnswer, Invited, Offer, Rejected}
 
-// transitions is DESIGN.md's table, plus NEW and SKIPPED → IN_ARCHIVE:
+// transitions is docs/ARCHITECTURE.md's table, plus NEW and SKIPPED → IN_ARCHIVE:
 // a vacancy HH reports archived takes every open match of it along, in
 // one statement (storage's ArchiveVacancy), not only the one claimed. Entering QUEUED from nothing (fetch)
 // and leaving QUEUED by deletion (ban word) are not status changes and are

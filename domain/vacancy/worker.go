@@ -104,7 +104,7 @@ func (s *Service) ProcessNext(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// process runs DESIGN.md's order: breaker, HH detail, ban words, LLM,
+// process runs the design's order: breaker, HH detail, ban words, LLM,
 // and for a relevant vacancy ANALYZED with its card written to the outbox.
 // It returns the outcome label (see metrics.go).
 func (s *Service) process(ctx context.Context, c Claim) string {

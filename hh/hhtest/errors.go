@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// HH's error envelope (docs/errors.md): {"errors":[{"type":..,"value":..}]}.
+// HH's error envelope (hhru/api:docs/errors.md): {"errors":[{"type":..,"value":..}]}.
 // Clients are told to read only errors[].type/value, so the fake keeps the
 // envelope minimal except where the published examples show more.
 

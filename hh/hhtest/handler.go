@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// HH's paging limits (docs/general.md#pagination, docs/vacancies.md).
+// HH's paging limits (hhru/api:docs/general.md#pagination, hhru/api:docs/vacancies.md).
 const (
 	DefaultPerPage = 20
 	MaxPerPage     = 100

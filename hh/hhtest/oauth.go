@@ -11,8 +11,8 @@ import (
 )
 
 // OAuth configures the fake's application authorization (WithOAuth), as
-// HH documents it (hhru/api docs/authorization_for_application.md,
-// docs/errors.md#oauth).
+// HH documents it (hhru/api:docs/authorization_for_application.md,
+// hhru/api:docs/errors.md#oauth).
 type OAuth struct {
 	// ClientID and ClientSecret are the application's; POST /oauth/token
 	// issues a token for exactly these.
@@ -169,13 +169,13 @@ func (o *oauth) refusal(r *http.Request, now time.Time) string {
 }
 
 // oauthErrorBody is HH's refusal of a request's authorization
-// (docs/errors.md#oauth).
+// (hhru/api:docs/errors.md#oauth).
 func oauthErrorBody(value string) []byte {
 	return mustJSON(errorBody{Errors: []errorItem{{Type: "oauth", Value: value}}})
 }
 
 // tokenErrorBody is RFC 6749's error answer, which HH's /oauth/token uses
-// (docs/errors.md#oauth-get-errors).
+// (hhru/api:docs/errors.md#oauth-get-errors).
 func tokenErrorBody(code, description string) []byte {
 	return mustJSON(struct {
 		Error       string `json:"error"`

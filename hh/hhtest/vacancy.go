@@ -11,7 +11,7 @@ import (
 // ("2013-07-08T16:17:21+0400"). time.RFC3339 does not parse it.
 const TimeLayout = "2006-01-02T15:04:05-0700"
 
-// Experience ids of HH's /dictionaries key "experience".
+// Experience ids of HH's https://api.hh.ru/dictionaries key "experience".
 const (
 	NoExperience = "noExperience"
 	Between1And3 = "between1And3"
@@ -19,7 +19,7 @@ const (
 	MoreThan6    = "moreThan6"
 )
 
-// Schedule ids of HH's /dictionaries key "schedule".
+// Schedule ids of HH's https://api.hh.ru/dictionaries key "schedule".
 const (
 	FullDay     = "fullDay"
 	Shift       = "shift"
@@ -28,7 +28,7 @@ const (
 	FlyInFlyOut = "flyInFlyOut"
 )
 
-// Employment ids of HH's /dictionaries key "employment".
+// Employment ids of HH's https://api.hh.ru/dictionaries key "employment".
 const (
 	FullEmployment    = "full"
 	PartEmployment    = "part"
@@ -37,14 +37,14 @@ const (
 	Probation         = "probation"
 )
 
-// Area ids used by the generator (HH's /areas ids).
+// Area ids used by the generator (HH's https://api.hh.ru/areas ids).
 const (
 	AreaRussia = "113"
 	AreaMoscow = "1"
 	AreaSPb    = "2"
 )
 
-// The names are served by HH's live /dictionaries; the fake needs them so
+// The names are served by HH's live https://api.hh.ru/dictionaries; the fake needs them so
 // that hand-made vacancies only have to carry ids.
 var (
 	experienceNames = map[string]string{
@@ -69,7 +69,7 @@ var (
 	}
 )
 
-// areaInfo is a small slice of HH's /areas tree. Every city hangs directly
+// areaInfo is a small slice of HH's https://api.hh.ru/areas tree. Every city hangs directly
 // under Russia (113) here; HH has regions in between, which does not matter
 // for area filtering as long as area=113 still covers the cities.
 type areaInfo struct {
