@@ -36,7 +36,7 @@ type Users interface {
 
 // StatusSource feeds /status with the rows storage reads.
 type StatusSource interface {
-	JobRuns(ctx context.Context) ([]storage.JobRunSummary, error)
+	JobRuns(ctx context.Context) ([]domain.JobRunSummary, error)
 	// Replicas lists the live replicas (recent heartbeats).
 	Replicas(ctx context.Context) ([]storage.Replica, error)
 }

@@ -270,7 +270,7 @@ func (b *Bot) statusReplicas(r *Request, sb *strings.Builder, now time.Time) err
 
 // statusJobs writes /status's jobs, each one's last run on any replica.
 func (b *Bot) statusJobs(r *Request, sb *strings.Builder, _ time.Time) error {
-	return statusList(r, sb, "status.jobs_header", "status.no_jobs", b.deps.Status.JobRuns, func(j storage.JobRunSummary) string {
+	return statusList(r, sb, "status.jobs_header", "status.no_jobs", b.deps.Status.JobRuns, func(j domain.JobRunSummary) string {
 		line := r.T("status.job", locales.Data{
 			"Name": j.Name, "Replica": j.Replica,
 			"Runs": locales.Number(r.Lang, j.Runs), "Failures": locales.Number(r.Lang, j.Failures),

@@ -18,7 +18,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"switchboard/storage"
+	"switchboard/domain"
 )
 
 // Config is the scheduler's part of the configuration.
@@ -43,7 +43,7 @@ type Deps struct {
 // Recorder keeps the last run of every job where /status can read it on
 // any replica (storage's job_runs table).
 type Recorder interface {
-	RecordJobRun(ctx context.Context, r storage.JobRun) error
+	RecordJobRun(ctx context.Context, r domain.JobRun) error
 }
 
 // JobStatus is this replica's in-memory view of a job, for /status when the
@@ -51,8 +51,8 @@ type Recorder interface {
 type JobStatus struct {
 	Name     string
 	Interval time.Duration
-	NextRun  time.Time      // zero before Start
-	LastRun  storage.JobRun // last run on this replica; zero StartedAt if none
+	NextRun  time.Time     // zero before Start
+	LastRun  domain.JobRun // last run on this replica; zero StartedAt if none
 	Running  bool
 }
 
@@ -98,7 +98,7 @@ type job struct {
 	mu      sync.Mutex
 	handle  gocron.Job // nil until NewJob returns
 	claim   *Tick      // what the lock just claimed, handed to the run
-	last    storage.JobRun
+	last    domain.JobRun
 	running bool
 }
 
@@ -310,7 +310,7 @@ func (s *Scheduler) run(ctx context.Context, j *job) {
 	err := call(ctx, j.fn)
 	d := s.clock.Since(start)
 
-	r := storage.JobRun{Name: j.name, Replica: s.replica, StartedAt: start.UTC(), Duration: d}
+	r := domain.JobRun{Name: j.name, Replica: s.replica, StartedAt: start.UTC(), Duration: d}
 	outcome := OutcomeOK
 	var pe *panicError
 	switch {

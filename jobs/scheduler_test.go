@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/config"
-	"switchboard/storage"
+	"switchboard/domain"
 	"switchboard/storage/storagetest"
 )
 
@@ -242,10 +242,10 @@ func TestFailuresKeepTicking(t *testing.T) {
 	}))
 	s.Start()
 
-	summaries := func() map[string]storage.JobRunSummary {
+	summaries := func() map[string]domain.JobRunSummary {
 		list, err := st.JobRuns(ctx)
 		require.NoError(t, err)
-		out := map[string]storage.JobRunSummary{}
+		out := map[string]domain.JobRunSummary{}
 		for _, r := range list {
 			out[r.Name] = r
 		}

@@ -4,30 +4,14 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"switchboard/domain"
 )
-
-// JobRun is one run of a periodic job as the scheduler (jobs) reports it;
-// the Store is the scheduler's Recorder.
-type JobRun struct {
-	Name      string
-	Replica   string
-	StartedAt time.Time
-	Duration  time.Duration
-	Err       string // empty when the run succeeded
-}
-
-// JobRunSummary is a job's row in job_runs: its latest run on any replica
-// and counters over all replicas.
-type JobRunSummary struct {
-	JobRun
-	Runs     int64
-	Failures int64
-}
 
 // RecordJobRun (jobs.Recorder) counts a run and makes it the job's latest unless a later one
 // is already stored: replicas report concurrently, and a slow report of an
 // old run must not hide a newer one.
-func (s *Store) RecordJobRun(ctx context.Context, r JobRun) error {
+func (s *Store) RecordJobRun(ctx context.Context, r domain.JobRun) error {
 	const q = `
 INSERT INTO job_runs AS j (name, replica, started_at, duration_ms, error, runs, failures)
 VALUES ($1, $2, $3, $4, $5::text, 1, CASE WHEN $5::text = '' THEN 0 ELSE 1 END)
@@ -46,7 +30,7 @@ ON CONFLICT (name) DO UPDATE SET
 }
 
 // JobRuns lists every job that has run, by name, for /status.
-func (s *Store) JobRuns(ctx context.Context) ([]JobRunSummary, error) {
+func (s *Store) JobRuns(ctx context.Context) ([]domain.JobRunSummary, error) {
 	rows, err := s.pool.Query(ctx, `
 SELECT name, replica, started_at, duration_ms, error, runs, failures
 FROM job_runs ORDER BY name`)
@@ -54,9 +38,9 @@ FROM job_runs ORDER BY name`)
 		return nil, fmt.Errorf("job runs: %w", err)
 	}
 	defer rows.Close()
-	var out []JobRunSummary
+	var out []domain.JobRunSummary
 	for rows.Next() {
-		var r JobRunSummary
+		var r domain.JobRunSummary
 		var ms int64
 		if err := rows.Scan(&r.Name, &r.Replica, &r.StartedAt, &ms, &r.Err, &r.Runs, &r.Failures); err != nil {
 			return nil, fmt.Errorf("job runs: %w", err)

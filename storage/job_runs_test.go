@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"switchboard/storage"
+	"switchboard/domain"
 	"switchboard/storage/storagetest"
 )
 
@@ -21,29 +21,29 @@ func TestJobRuns(t *testing.T) {
 	require.Empty(t, runs)
 
 	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	record := func(r storage.JobRun) {
+	record := func(r domain.JobRun) {
 		t.Helper()
 		require.NoError(t, st.RecordJobRun(ctx, r))
 	}
-	record(storage.JobRun{Name: "fetch", Replica: "a", StartedAt: t0, Duration: 1500 * time.Millisecond})
-	record(storage.JobRun{Name: "fetch", Replica: "b", StartedAt: t0.Add(time.Minute), Duration: 20 * time.Millisecond, Err: "hh: 503"})
+	record(domain.JobRun{Name: "fetch", Replica: "a", StartedAt: t0, Duration: 1500 * time.Millisecond})
+	record(domain.JobRun{Name: "fetch", Replica: "b", StartedAt: t0.Add(time.Minute), Duration: 20 * time.Millisecond, Err: "hh: 503"})
 	// A slow report of an older run: counted, but the latest run stays.
-	record(storage.JobRun{Name: "fetch", Replica: "a", StartedAt: t0.Add(-time.Minute), Duration: time.Second})
-	record(storage.JobRun{Name: "autoclose", Replica: "a", StartedAt: t0, Duration: 0})
+	record(domain.JobRun{Name: "fetch", Replica: "a", StartedAt: t0.Add(-time.Minute), Duration: time.Second})
+	record(domain.JobRun{Name: "autoclose", Replica: "a", StartedAt: t0, Duration: 0})
 
 	runs, err = st.JobRuns(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []storage.JobRunSummary{
-		{JobRun: storage.JobRun{Name: "autoclose", Replica: "a", StartedAt: t0}, Runs: 1},
-		{JobRun: storage.JobRun{Name: "fetch", Replica: "b", StartedAt: t0.Add(time.Minute), Duration: 20 * time.Millisecond, Err: "hh: 503"}, Runs: 3, Failures: 1},
+	require.Equal(t, []domain.JobRunSummary{
+		{JobRun: domain.JobRun{Name: "autoclose", Replica: "a", StartedAt: t0}, Runs: 1},
+		{JobRun: domain.JobRun{Name: "fetch", Replica: "b", StartedAt: t0.Add(time.Minute), Duration: 20 * time.Millisecond, Err: "hh: 503"}, Runs: 3, Failures: 1},
 	}, runs)
 
 	// A success after a failure clears the shown error but not the count.
-	record(storage.JobRun{Name: "fetch", Replica: "a", StartedAt: t0.Add(2 * time.Minute), Duration: 5 * time.Millisecond})
+	record(domain.JobRun{Name: "fetch", Replica: "a", StartedAt: t0.Add(2 * time.Minute), Duration: 5 * time.Millisecond})
 	runs, err = st.JobRuns(ctx)
 	require.NoError(t, err)
-	require.Equal(t, storage.JobRunSummary{
-		JobRun: storage.JobRun{Name: "fetch", Replica: "a", StartedAt: t0.Add(2 * time.Minute), Duration: 5 * time.Millisecond},
+	require.Equal(t, domain.JobRunSummary{
+		JobRun: domain.JobRun{Name: "fetch", Replica: "a", StartedAt: t0.Add(2 * time.Minute), Duration: 5 * time.Millisecond},
 		Runs:   4, Failures: 1,
 	}, runs[1])
 }
@@ -53,6 +53,6 @@ func TestJobRunsCanceledContext(t *testing.T) {
 	st := storagetest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := st.RecordJobRun(ctx, storage.JobRun{Name: "x", Replica: "a", StartedAt: time.Now()})
+	err := st.RecordJobRun(ctx, domain.JobRun{Name: "x", Replica: "a", StartedAt: time.Now()})
 	require.ErrorIs(t, err, context.Canceled)
 }
