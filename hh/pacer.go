@@ -60,12 +60,7 @@ func (p *memoryPacer) Pause(_ context.Context, d time.Duration) error {
 // the Telegram delivery uses (redis_rate), and a pause kept in Redis so a
 // Retry-After one replica hears holds them all.
 func NewRedisPacer(rdb *redis.Client, key string, perSecond float64, burst int) Pacer {
-	burst = max(burst, 1)
-	// redis_rate counts whole requests per period: a period of one
-	// request's share keeps fractional rates exact.
-	period := time.Duration(float64(time.Second) / perSecond)
-	return &redisPacer{rdb: rdb, lim: redis_rate.NewLimiter(rdb), key: key,
-		limit: redis_rate.Limit{Rate: 1, Burst: burst, Period: period}}
+	return &redisPacer{rdb: rdb, lim: redis_rate.NewLimiter(rdb), key: key, limit: redisgate.Limit(perSecond, burst)}
 }
 
 type redisPacer struct {
@@ -87,16 +82,10 @@ func (p *redisPacer) Wait(ctx context.Context) error {
 			}
 			continue
 		}
-		res, err := p.lim.Allow(ctx, p.key, p.limit)
-		if err != nil {
+		if _, err := redisgate.Take(ctx, p.lim, p.key, p.limit, -1); err != nil {
 			return fmt.Errorf("hh pacer: %w", err)
 		}
-		if res.Allowed > 0 {
-			return nil
-		}
-		if err := domain.Sleep(ctx, res.RetryAfter); err != nil {
-			return err
-		}
+		return nil
 	}
 }
 

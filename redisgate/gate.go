@@ -5,7 +5,8 @@
 // while it is down, and logs each switch once — not once per message.
 // Fallback holds the in-process budget the Telegram limiter and HH's pacer
 // fall back to, at this replica's share; Pause and Paused keep the pause
-// (a Retry-After) they share through Redis.
+// (a Retry-After) they share through Redis; Limit and Take are the one
+// token-bucket step (GCRA, redis_rate) both pace with.
 package redisgate
 
 import (

@@ -220,18 +220,12 @@ func NewRedisLimiter(rdb *redis.Client, prefix string, l Limits) *RedisLimiter {
 	return &RedisLimiter{rdb: rdb, rl: redis_rate.NewLimiter(rdb), prefix: prefix + "tg:", limits: l}
 }
 
-// gcra turns a rate per second into redis_rate's integer rate per period.
-func gcra(perSecond float64, burst int) redis_rate.Limit {
-	// Rate per minute keeps one message per 3 s exact (20/min).
-	return redis_rate.Limit{Rate: max(1, int(perSecond*60+0.5)), Period: time.Minute, Burst: max(1, burst)}
-}
-
 func (r *RedisLimiter) chatKey(id int64) string {
 	return r.prefix + "chat:" + strconv.FormatInt(id, 10)
 }
 
 func (r *RedisLimiter) chatLimit(chatID int64) redis_rate.Limit {
-	return gcra(r.limits.forChat(chatID))
+	return redisgate.Limit(r.limits.forChat(chatID))
 }
 
 func (r *RedisLimiter) chatNeeds(ctx context.Context, chatID int64) (time.Duration, error) {
@@ -247,41 +241,23 @@ func (r *RedisLimiter) chatNeeds(ctx context.Context, chatID int64) (time.Durati
 	// One token is there once the bucket's theoretical arrival time (now +
 	// ResetAfter) less the burst allowance, plus one emission interval, has
 	// passed.
-	e := time.Minute / time.Duration(l.Rate)
+	e := redisgate.Emission(l)
 	return peek.ResetAfter + e - time.Duration(l.Burst)*e, nil
 }
 
 func (r *RedisLimiter) takeGlobal(ctx context.Context) error {
-	for {
-		res, err := r.rl.Allow(ctx, r.prefix+"global", gcra(r.limits.Global, r.limits.GlobalBurst))
-		if err != nil {
-			return fmt.Errorf("global budget: %w", err)
-		}
-		if res.Allowed > 0 {
-			return nil
-		}
-		if err := domain.Sleep(ctx, res.RetryAfter); err != nil {
-			return err
-		}
+	if _, err := redisgate.Take(ctx, r.rl, r.prefix+"global", redisgate.Limit(r.limits.Global, r.limits.GlobalBurst), -1); err != nil {
+		return fmt.Errorf("global budget: %w", err)
 	}
+	return nil
 }
 
 func (r *RedisLimiter) takeChat(ctx context.Context, chatID int64, maxWait time.Duration) (time.Duration, error) {
-	for {
-		res, err := r.rl.Allow(ctx, r.chatKey(chatID), r.chatLimit(chatID))
-		if err != nil {
-			return 0, fmt.Errorf("chat budget: %w", err)
-		}
-		if res.Allowed > 0 {
-			return 0, nil
-		}
-		if res.RetryAfter > maxWait {
-			return res.RetryAfter, nil
-		}
-		if err := domain.Sleep(ctx, res.RetryAfter); err != nil {
-			return 0, err
-		}
+	wait, err := redisgate.Take(ctx, r.rl, r.chatKey(chatID), r.chatLimit(chatID), max(maxWait, 0))
+	if err != nil {
+		return 0, fmt.Errorf("chat budget: %w", err)
 	}
+	return wait, nil
 }
 
 // Take implements Limiter.
