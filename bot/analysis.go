@@ -386,30 +386,40 @@ func (u *analysisUI) runStart(r *Request) error {
 		return r.Reply(runArgsError(r, "run_start.usage", "rag"), nil)
 	}
 	run, err := u.a.Start(r.Ctx, id, rag)
+	return u.runAnswer(r, id, run, err, "run_start.error_state", func(run analysis.Run) string {
+		key := "run_start.ok"
+		if run.RAG {
+			key = "run_start.ok_rag"
+		}
+		text := r.T(key, locales.Data{"Run": run.ID})
+		if u.b.cfg.AdminChatID == 0 {
+			text += "\n" + r.T("run_start.no_admin_chat")
+		}
+		return text
+	})
+}
+
+// runAnswer answers a command on run id that returned run and err: no
+// such run, or the run in a state the command does not take (stateKey);
+// in the admin chat nothing, since the run's own messages answer there
+// (the "run started" event and the board next, or the board edited to
+// its final state in the close's transaction) and a reply would say it
+// twice; elsewhere ok's text.
+func (u *analysisUI) runAnswer(r *Request, id int64, run analysis.Run, err error, stateKey string, ok func(analysis.Run) string) error {
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		return r.Reply(r.T("run.not_found", locales.Data{"Run": id}), nil)
 	case errors.Is(err, analysis.ErrState):
-		return r.Reply(r.T("run_start.error_state", locales.Data{
+		return r.Reply(r.T(stateKey, locales.Data{
 			"Run": id, "State": runStateName(u.b.deps.Catalog, r.Lang, run.State),
 		}), nil)
 	case err != nil:
 		return err
 	}
 	if u.b.inAdminChat(r.Message().Chat) {
-		// The admin chat has just read "run started" as an event and gets
-		// the board next; a reply there would say it twice.
 		return nil
 	}
-	key := "run_start.ok"
-	if run.RAG {
-		key = "run_start.ok_rag"
-	}
-	text := r.T(key, locales.Data{"Run": run.ID})
-	if u.b.cfg.AdminChatID == 0 {
-		text += "\n" + r.T("run_start.no_admin_chat")
-	}
-	return r.Reply(text, nil)
+	return r.Reply(ok(run), nil)
 }
 
 func (u *analysisUI) runClose(r *Request) error {
@@ -418,29 +428,15 @@ func (u *analysisUI) runClose(r *Request) error {
 		return r.Reply(runArgsError(r, "run_close.usage", ""), nil)
 	}
 	run, err := u.a.Close(r.Ctx, id)
-	var pe *analysis.PendingError
-	switch {
-	case errors.As(err, &pe):
+	if pe := (*analysis.PendingError)(nil); errors.As(err, &pe) {
 		return r.Reply(r.T("run_close.error_pending", locales.Data{"Run": id, "Pending": pe.Pending}), nil)
-	case errors.Is(err, domain.ErrNotFound):
-		return r.Reply(r.T("run.not_found", locales.Data{"Run": id}), nil)
-	case errors.Is(err, analysis.ErrState):
-		return r.Reply(r.T("run_close.error_state", locales.Data{
-			"Run": id, "State": runStateName(u.b.deps.Catalog, r.Lang, run.State),
-		}), nil)
-	case err != nil:
-		return err
 	}
-	if u.b.inAdminChat(r.Message().Chat) {
-		// In the admin chat the run's board, edited to its final state in
-		// the same transaction as the close, is the answer: a reply would
-		// say the same thing twice.
-		return nil
-	}
-	m := metricsOf(run)
-	return r.Reply(r.T("run_close.ok", locales.Data{
-		"Run": run.ID, "Total": m.ProposalsTotal, "Approval": percent(m.ApprovalRate), "Rejection": percent(m.RejectionRate),
-	}), nil)
+	return u.runAnswer(r, id, run, err, "run_close.error_state", func(run analysis.Run) string {
+		m := metricsOf(run)
+		return r.T("run_close.ok", locales.Data{
+			"Run": run.ID, "Total": m.ProposalsTotal, "Approval": percent(m.ApprovalRate), "Rejection": percent(m.RejectionRate),
+		})
+	})
 }
 
 // metricsOf is a run's stored metrics, or the same figures from its
