@@ -38,15 +38,18 @@ func (u *rhythmUI) zoneLine(r *Request) string {
 }
 
 // Button actions of /settings (one id: the knob's value, see vacancy.Knob)
-// and of a digest.
+// and of a digest. A digest time's button sets it on or off (yn, yf);
+// yt, a toggle, is what /settings messages sent before them carry.
 var (
-	actionRhythmMode  = RegisterAction("ym", 1)
-	actionRhythmTime  = RegisterAction("yt", 1)
-	actionRhythmSize  = RegisterAction("ys", 1)
-	actionRhythmQuiet = RegisterAction("yq", 1)
-	actionRhythmCap   = RegisterAction("yc", 1)
-	actionDigestOpen  = RegisterAction("vo", 1) // match id
-	actionDigestPage  = RegisterAction("vg", 2) // digest id, page (from 0)
+	actionRhythmMode    = RegisterAction("ym", 1)
+	actionRhythmTime    = RegisterAction("yt", 1)
+	actionRhythmTimeOn  = RegisterAction("yn", 1)
+	actionRhythmTimeOff = RegisterAction("yf", 1)
+	actionRhythmSize    = RegisterAction("ys", 1)
+	actionRhythmQuiet   = RegisterAction("yq", 1)
+	actionRhythmCap     = RegisterAction("yc", 1)
+	actionDigestOpen    = RegisterAction("vo", 1) // match id
+	actionDigestPage    = RegisterAction("vg", 2) // digest id, page (from 0)
 )
 
 // digestTitleBudget and digestEmployerBudget keep a digest page of the
@@ -67,6 +70,7 @@ func (b *Bot) RegisterRhythm(r Rhythms) {
 	b.Handle(Command{Name: "settings", Desc: "cmd.settings", Section: SectionJobs, Handle: u.settings})
 	for a, k := range map[Action]vacancy.Knob{
 		actionRhythmMode: vacancy.KnobMode, actionRhythmTime: vacancy.KnobTime, actionRhythmSize: vacancy.KnobSize,
+		actionRhythmTimeOn: vacancy.KnobTimeOn, actionRhythmTimeOff: vacancy.KnobTimeOff,
 		actionRhythmQuiet: vacancy.KnobQuiet, actionRhythmCap: vacancy.KnobCap,
 	} {
 		b.HandleButton(a, u.tune(k))
@@ -165,13 +169,19 @@ func (u *rhythmUI) render(r *Request, rh vacancy.Rhythm) (string, *tele.ReplyMar
 
 	kb := &tele.ReplyMarkup{}
 	var rowErr error
+	// A button's own action, where it has one, is its row's otherwise.
 	row := func(a Action, buttons ...struct {
 		label string
 		v     int
+		a     Action
 	}) {
 		var out []tele.InlineButton
 		for _, bt := range buttons {
-			data, err := Encode(a, int64(bt.v))
+			act := a
+			if bt.a != ("") {
+				act = bt.a
+			}
+			data, err := Encode(act, int64(bt.v))
 			if err != nil {
 				rowErr = err
 				return
@@ -183,8 +193,9 @@ func (u *rhythmUI) render(r *Request, rh vacancy.Rhythm) (string, *tele.ReplyMar
 	type bt = struct {
 		label string
 		v     int
+		a     Action
 	}
-	row(actionRhythmMode, bt{checked(!digest, r.T("rhythm.button_instant")), 0}, bt{checked(digest, r.T("rhythm.button_digest")), 1})
+	row(actionRhythmMode, bt{checked(!digest, r.T("rhythm.button_instant")), 0, ""}, bt{checked(digest, r.T("rhythm.button_digest")), 1, ""})
 	if digest {
 		var times []bt
 		for _, m := range vacancy.DigestTimePresets {
@@ -192,27 +203,33 @@ func (u *rhythmUI) render(r *Request, rh vacancy.Rhythm) (string, *tele.ReplyMar
 			for _, t := range rh.DigestTimes {
 				on = on || t == m
 			}
-			times = append(times, bt{checked(on, clockTime(m)), m})
+			// The button sets what pressing it means now: a press run
+			// twice sets it twice, never back.
+			set := actionRhythmTimeOn
+			if on {
+				set = actionRhythmTimeOff
+			}
+			times = append(times, bt{checked(on, clockTime(m)), m, set})
 		}
 		row(actionRhythmTime, times...)
 		var sizes []bt
 		for _, n := range vacancy.DigestSizePresets {
-			sizes = append(sizes, bt{checked(rh.DigestSize == n, r.T("rhythm.button_size", locales.Data{"Size": n})), n})
+			sizes = append(sizes, bt{checked(rh.DigestSize == n, r.T("rhythm.button_size", locales.Data{"Size": n})), n, ""})
 		}
 		row(actionRhythmSize, sizes...)
 	}
 	var quiet []bt
 	for i, q := range vacancy.QuietPresets {
-		quiet = append(quiet, bt{checked(rh.Quiet == q, spanText(q)), i + 1})
+		quiet = append(quiet, bt{checked(rh.Quiet == q, spanText(q)), i + 1, ""})
 	}
-	quiet = append(quiet, bt{checked(!rh.Quiet.On(), r.T("rhythm.button_quiet_off")), 0})
+	quiet = append(quiet, bt{checked(!rh.Quiet.On(), r.T("rhythm.button_quiet_off")), 0, ""})
 	row(actionRhythmQuiet, quiet...)
 	if !digest {
 		var caps []bt
 		for _, n := range vacancy.CapPresets {
-			caps = append(caps, bt{checked(rh.DailyCap == n, r.T("rhythm.button_cap", locales.Data{"Cap": n})), n})
+			caps = append(caps, bt{checked(rh.DailyCap == n, r.T("rhythm.button_cap", locales.Data{"Cap": n})), n, ""})
 		}
-		caps = append(caps, bt{checked(rh.DailyCap == 0, r.T("rhythm.button_cap_off")), 0})
+		caps = append(caps, bt{checked(rh.DailyCap == 0, r.T("rhythm.button_cap_off")), 0, ""})
 		row(actionRhythmCap, caps...)
 	}
 	return strings.Join(lines, "\n"), kb, rowErr

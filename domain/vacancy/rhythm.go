@@ -79,6 +79,13 @@ const (
 	KnobSize                  // value: a DigestSizePresets entry
 	KnobQuiet                 // value: 0 off, else 1 + an index of QuietPresets
 	KnobCap                   // value: 0 off, else a CapPresets entry
+	// KnobTimeOn and KnobTimeOff (value: a DigestTimePresets entry) set
+	// a digest time on or off, and a second press of the same changes
+	// nothing: a press handled again after a crash, or pressed twice on a
+	// message not yet edited, leaves what the first one set. KnobTime is
+	// the toggle that /settings messages sent before them still carry.
+	KnobTimeOn
+	KnobTimeOff
 )
 
 // ErrBadKnob: a press naming a value /settings never offers (forged data).
@@ -94,16 +101,18 @@ func (r Rhythm) Tuned(k Knob, v int) (Rhythm, error) {
 			return r, ErrBadKnob
 		}
 		r.Mode = map[int]Mode{0: ModeInstant, 1: ModeDigest}[v]
-	case KnobTime:
+	case KnobTime, KnobTimeOn, KnobTimeOff:
 		if !slices.Contains(DigestTimePresets, v) {
 			return r, ErrBadKnob
 		}
-		if i := slices.Index(r.DigestTimes, v); i >= 0 {
+		i := slices.Index(r.DigestTimes, v)
+		switch {
+		case i >= 0 && k != KnobTimeOn:
 			if len(r.DigestTimes) == 1 {
 				return r, &domain.InputError{Key: "rhythm.error_last_time"}
 			}
 			r.DigestTimes = slices.Delete(r.DigestTimes, i, i+1)
-		} else {
+		case i < 0 && k != KnobTimeOff:
 			r.DigestTimes = append(r.DigestTimes, v)
 			slices.Sort(r.DigestTimes)
 		}

@@ -125,6 +125,24 @@ func TestTunedTakesOnlyWhatSettingsOffer(t *testing.T) {
 	require.Equal(t, []int{7 * 60}, r.DigestTimes)
 	_, err = r.Tuned(vacancy.KnobTime, 7*60)
 	require.Error(t, err, "the last time stays")
+	// Set, not toggled: the same press twice leaves what the first set.
+	for range 2 {
+		r, err = r.Tuned(vacancy.KnobTimeOn, 18*60)
+		require.NoError(t, err)
+		require.Equal(t, []int{7 * 60, 18 * 60}, r.DigestTimes)
+	}
+	for range 2 {
+		r, err = r.Tuned(vacancy.KnobTimeOff, 7*60)
+		require.NoError(t, err)
+		require.Equal(t, []int{18 * 60}, r.DigestTimes)
+	}
+	_, err = r.Tuned(vacancy.KnobTimeOff, 18*60)
+	require.Error(t, err, "the last time stays")
+	r, err = r.Tuned(vacancy.KnobTimeOn, 7*60)
+	require.NoError(t, err)
+	r, err = r.Tuned(vacancy.KnobTimeOff, 18*60)
+	require.NoError(t, err)
+	require.Equal(t, []int{7 * 60}, r.DigestTimes)
 	r, err = r.Tuned(vacancy.KnobQuiet, 2)
 	require.NoError(t, err)
 	require.Equal(t, vacancy.Span{From: 23 * 60, To: 7 * 60}, r.Quiet)
@@ -134,7 +152,7 @@ func TestTunedTakesOnlyWhatSettingsOffer(t *testing.T) {
 	for _, bad := range []struct {
 		k vacancy.Knob
 		v int
-	}{{vacancy.KnobMode, 2}, {vacancy.KnobTime, 8 * 60}, {vacancy.KnobSize, 7}, {vacancy.KnobQuiet, 3}, {vacancy.KnobCap, 15}, {99, 0}} {
+	}{{vacancy.KnobMode, 2}, {vacancy.KnobTime, 8 * 60}, {vacancy.KnobTimeOn, 8 * 60}, {vacancy.KnobTimeOff, 8 * 60}, {vacancy.KnobSize, 7}, {vacancy.KnobQuiet, 3}, {vacancy.KnobCap, 15}, {99, 0}} {
 		_, err := r.Tuned(bad.k, bad.v)
 		require.ErrorIs(t, err, vacancy.ErrBadKnob, "%v", bad)
 	}
