@@ -243,7 +243,7 @@ func (u *memoryUI) correctCancelled(r *Request, cb Callback) error {
 // correction takes a private text as the correction waiting for it, if
 // one does; handled is false for a text that goes on to the chat.
 func (u *memoryUI) correction(r *Request) (bool, error) {
-	c, err := u.m.TakeCorrection(r.Ctx, r.User.ID, r.Message().Text)
+	c, err := u.m.TakeCorrection(r.Ctx, r.User.ID, r.Message().ID, r.Message().Text)
 	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
 		return true, r.Reply(r.InputText(ie, ""), nil)
 	}

@@ -27,7 +27,7 @@ type Memory interface {
 	DeleteMemory(ctx context.Context, userID, id int64) (memory.Erased, bool, error)
 	AskCorrection(ctx context.Context, userID, id int64) (memory.Summary, bool, error)
 	CancelCorrection(ctx context.Context, userID, id int64) (bool, error)
-	TakeCorrection(ctx context.Context, userID int64, text string) (memory.Correction, error)
+	TakeCorrection(ctx context.Context, userID int64, messageID int, text string) (memory.Correction, error)
 	ForgetAbout(ctx context.Context, userID int64, topic string) (int64, []memory.Summary, error)
 	ConfirmForget(ctx context.Context, userID, requestID int64) (memory.Erased, bool, error)
 	KeepMemories(ctx context.Context, userID, requestID int64) (bool, error)

@@ -277,30 +277,41 @@ WHERE user_id = $1 AND kind = 'correct' AND expires_at > now())`, userID).Scan(&
 // memory, with that memory's tags, superseding it: one statement. The
 // memory is locked and checked current, so a correction racing the
 // archivist (or a deletion) supersedes nothing twice.
-func (s *Store) TakeMemoryCorrection(ctx context.Context, userID int64, fix memory.Summary) (memory.Correction, error) {
+//
+// The new version names messageID, the private message it came from
+// (0: none): the same message again finds the version it saved, returned
+// as saved, and consumes nothing.
+func (s *Store) TakeMemoryCorrection(ctx context.Context, userID int64, messageID int, fix memory.Summary) (memory.Correction, error) {
 	var taken, live bool
 	var saved *int64
 	var created *time.Time
 	var tags []string
+	var summary *string
 	err := s.pool.QueryRow(ctx, `
-WITH req AS (
-    DELETE FROM memory_requests WHERE user_id = $1 AND kind = 'correct'
+WITH done AS (
+    SELECT id, tags, created_at, summary FROM lsm_storage
+    WHERE user_id = $1 AND source_message_id = NULLIF($5, 0)
+), req AS (
+    DELETE FROM memory_requests WHERE user_id = $1 AND kind = 'correct' AND NOT EXISTS (SELECT 1 FROM done)
     RETURNING memory_ids[1] AS memory_id, expires_at > now() AS live
 ), old AS (
     SELECT m.id, m.tags FROM lsm_storage m JOIN req ON m.id = req.memory_id AND req.live
     WHERE m.user_id = $1 AND m.invalid_at IS NULL
     FOR UPDATE OF m
 ), fixed AS (
-    INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, tags, summary)
-    SELECT $1, $2, $3, old.tags, $4 FROM old
-    RETURNING id, tags, created_at
+    INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, tags, summary, source_message_id)
+    SELECT $1, $2, $3, old.tags, $4, NULLIF($5, 0) FROM old
+    RETURNING id, tags, created_at, summary
 ), superseded AS (
     UPDATE lsm_storage m SET invalid_at = now(), superseded_by = fixed.id
     FROM fixed, old WHERE m.id = old.id
+), out AS (
+    SELECT * FROM fixed UNION ALL SELECT * FROM done
 )
-SELECT EXISTS (SELECT 1 FROM req), COALESCE((SELECT live FROM req), false),
-       (SELECT id FROM fixed), (SELECT tags FROM fixed), (SELECT created_at FROM fixed)`,
-		userID, fix.BucketStart, fix.BucketEnd, fix.Summary).Scan(&taken, &live, &saved, &tags, &created)
+SELECT EXISTS (SELECT 1 FROM req) OR EXISTS (SELECT 1 FROM done),
+       COALESCE((SELECT live FROM req), EXISTS (SELECT 1 FROM done)),
+       (SELECT id FROM out), (SELECT tags FROM out), (SELECT created_at FROM out), (SELECT summary FROM out)`,
+		userID, fix.BucketStart, fix.BucketEnd, fix.Summary, messageID).Scan(&taken, &live, &saved, &tags, &created, &summary)
 	if err != nil {
 		return memory.Correction{}, fmt.Errorf("take correction of user %d: %w", userID, err)
 	}
@@ -312,7 +323,7 @@ SELECT EXISTS (SELECT 1 FROM req), COALESCE((SELECT live FROM req), false),
 	case saved == nil:
 		return memory.Correction{Outcome: memory.CorrectionGone}, nil
 	}
-	fix.ID, fix.Tags, fix.CreatedAt = *saved, tags, *created
+	fix.ID, fix.Tags, fix.CreatedAt, fix.Summary = *saved, tags, *created, *summary
 	return memory.Correction{Outcome: memory.CorrectionSaved, New: fix}, nil
 }
 

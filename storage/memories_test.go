@@ -172,7 +172,7 @@ func TestDeleteMemoryErasesItsChainAndEveryCopy(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "Ann "+kyivMarker, m.Summary)
 	bs, be := week()
-	c, err := f.st.TakeMemoryCorrection(f.ctx, memAnn, memory.Summary{BucketStart: bs, BucketEnd: be, Summary: "Ann " + kyivMarker + " since May"})
+	c, err := f.st.TakeMemoryCorrection(f.ctx, memAnn, 0, memory.Summary{BucketStart: bs, BucketEnd: be, Summary: "Ann " + kyivMarker + " since May"})
 	require.NoError(t, err)
 	require.Equal(t, memory.CorrectionSaved, c.Outcome)
 	head := c.New.ID
@@ -227,7 +227,7 @@ func TestMemoryCorrection(t *testing.T) {
 	_, bobs := f.archivedRun(memBob, "I like coffee", "ok", summary("Bob likes coffee"))
 	bs, be := week()
 	fix := func(user int64, text string) memory.Correction {
-		c, err := f.st.TakeMemoryCorrection(f.ctx, user, memory.Summary{BucketStart: bs, BucketEnd: be, Summary: text})
+		c, err := f.st.TakeMemoryCorrection(f.ctx, user, 0, memory.Summary{BucketStart: bs, BucketEnd: be, Summary: text})
 		require.NoError(t, err)
 		return c
 	}
@@ -279,6 +279,43 @@ func TestMemoryCorrection(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, memory.CorrectionGone, fix(memAnn, "Ann likes green tea").Outcome)
 	require.Zero(t, f.count(`SELECT count(*) FROM lsm_storage WHERE summary = 'Ann likes green tea'`))
+}
+
+// A correction's message handled again (its replica died before the
+// update's done-mark) finds the version it saved: the same answer, and a
+// correction asked for meanwhile still waits.
+func TestMemoryCorrectionTakenOncePerMessage(t *testing.T) {
+	t.Parallel()
+	f := setupMemories(t)
+	_, a := f.archivedRun(memAnn, "I like tea", "ok", summary("Ann likes tea"))
+	_, b := f.archivedRun(memAnn, "I own a cat", "ok", summary("Ann owns a cat"))
+	bs, be := week()
+	take := func(msg int, text string) memory.Correction {
+		t.Helper()
+		c, err := f.st.TakeMemoryCorrection(f.ctx, memAnn, msg, memory.Summary{BucketStart: bs, BucketEnd: be, Summary: text})
+		require.NoError(t, err)
+		return c
+	}
+	_, ok, err := f.st.AskMemoryCorrection(f.ctx, memAnn, a, time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	first := take(41, "Ann likes green tea")
+	require.Equal(t, memory.CorrectionSaved, first.Outcome)
+
+	_, ok, err = f.st.AskMemoryCorrection(f.ctx, memAnn, b, time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	again := take(41, "Ann likes green tea")
+	require.Equal(t, first, again, "the same message: the version it saved")
+	waiting, err := f.st.MemoryCorrectionWaiting(f.ctx, memAnn)
+	require.NoError(t, err)
+	require.True(t, waiting, "the correction of b, asked for since, still waits")
+	require.Equal(t, 1, f.count(`SELECT count(*) FROM lsm_storage WHERE summary = 'Ann likes green tea'`))
+
+	next := take(42, "Ann owns two cats")
+	require.Equal(t, memory.CorrectionSaved, next.Outcome)
+	require.NotEqual(t, first.New.ID, next.New.ID)
+	require.Equal(t, memory.CorrectionNone, take(43, "hello").Outcome, "nothing waits now")
 }
 
 // A "forget what I told you" request is answered once, by its user.

@@ -142,11 +142,13 @@ func (s *Service) CancelCorrection(ctx context.Context, userID, id int64) (bool,
 	return ok, nil
 }
 
-// TakeCorrection offers a private text to the correction waiting, if one
-// does: saved, it supersedes the memory (kept as its history). A text
-// too long for a memory, with a correction waiting, is refused with an
-// input error and the correction keeps waiting.
-func (s *Service) TakeCorrection(ctx context.Context, userID int64, text string) (Correction, error) {
+// TakeCorrection offers a private text, message messageID, to the
+// correction waiting, if one does: saved, it supersedes the memory (kept
+// as its history). A text too long for a memory, with a correction
+// waiting, is refused with an input error and the correction keeps
+// waiting. The same message handled again (a replica died before its
+// update's done-mark) is saved already: it returns what it saved.
+func (s *Service) TakeCorrection(ctx context.Context, userID int64, messageID int, text string) (Correction, error) {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return Correction{Outcome: CorrectionNone}, nil
@@ -162,7 +164,7 @@ func (s *Service) TakeCorrection(ctx context.Context, userID int64, text string)
 		return Correction{}, &domain.InputError{Key: "memories.correct_too_long", Args: map[string]any{"Max": MaxMemory, "Len": n}}
 	}
 	bs, be := isoWeek(s.deps.Clock.Now())
-	c, err := s.deps.Repo.TakeMemoryCorrection(ctx, userID, Summary{BucketStart: bs, BucketEnd: be, Summary: text})
+	c, err := s.deps.Repo.TakeMemoryCorrection(ctx, userID, messageID, Summary{BucketStart: bs, BucketEnd: be, Summary: text})
 	if err != nil {
 		return Correction{}, fmt.Errorf("correction of user %d: %w", userID, err)
 	}

@@ -194,17 +194,17 @@ VALUES ($1, '2026-11-23', '2026-11-30', $2, $3) RETURNING id`, user, append([]st
 	// Correction: a text too long is refused while one waits, and goes
 	// to the chat when none does.
 	tea := insert(1, "Любит зелёный чай")
-	c, err := b.svc.TakeCorrection(b.ctx, 1, strings.Repeat("я", memory.MaxMemory+1))
+	c, err := b.svc.TakeCorrection(b.ctx, 1, 0, strings.Repeat("я", memory.MaxMemory+1))
 	require.NoError(t, err)
 	require.Equal(t, memory.CorrectionNone, c.Outcome)
 	_, ok, err = b.svc.AskCorrection(b.ctx, 1, tea)
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, err = b.svc.TakeCorrection(b.ctx, 1, strings.Repeat("я", memory.MaxMemory+1))
+	_, err = b.svc.TakeCorrection(b.ctx, 1, 0, strings.Repeat("я", memory.MaxMemory+1))
 	var ie *domain.InputError
 	require.ErrorAs(t, err, &ie)
 	require.Equal(t, "memories.correct_too_long", ie.Key)
-	c, err = b.svc.TakeCorrection(b.ctx, 1, "  Любит чёрный чай  ")
+	c, err = b.svc.TakeCorrection(b.ctx, 1, 0, "  Любит чёрный чай  ")
 	require.NoError(t, err)
 	require.Equal(t, memory.CorrectionSaved, c.Outcome)
 	require.Equal(t, "Любит чёрный чай", c.New.Summary)

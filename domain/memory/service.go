@@ -274,8 +274,10 @@ type SummaryStore interface {
 	MemoryCorrectionWaiting(ctx context.Context, userID int64) (bool, error)
 	// TakeMemoryCorrection consumes the correction waiting, if any, and
 	// saves fix as the new current version of its memory, the old one
-	// superseded, in one transaction.
-	TakeMemoryCorrection(ctx context.Context, userID int64, fix Summary) (Correction, error)
+	// superseded, in one transaction. The version names messageID, the
+	// private message it came from: that message again returns the
+	// version it saved and changes nothing.
+	TakeMemoryCorrection(ctx context.Context, userID int64, messageID int, fix Summary) (Correction, error)
 	// AskForgetMemories records the memories a "forget what I told you
 	// about X" found, for the confirmation's button, until ttl passes.
 	AskForgetMemories(ctx context.Context, userID int64, ids []int64, ttl time.Duration) (int64, error)
