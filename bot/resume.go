@@ -24,7 +24,7 @@ import (
 type Resumes interface {
 	Accept(ctx context.Context, doc resume.Document, lang string, ack domain.Render[resume.Draft]) (resume.Draft, bool, error)
 	Edit(ctx context.Context, userID, id int64, revision int) (resume.Draft, bool, error)
-	Revise(ctx context.Context, userID int64, text string, tell domain.Render[resume.Draft]) (bool, error)
+	Revise(ctx context.Context, userID int64, messageID int, text string, tell domain.Render[resume.Draft]) (bool, error)
 	Confirm(ctx context.Context, userID, id int64, revision int) (resume.Draft, bool, error)
 	Cancel(ctx context.Context, userID, id int64, revision int) (bool, error)
 	MaxPages() int
@@ -99,7 +99,7 @@ func (u *resumeUI) document(c tele.Context) error {
 // revise takes the corrected text of a draft waiting for it; handled is
 // false for any other text, which goes on to the memory chat.
 func (u *resumeUI) revise(r *Request) (bool, error) {
-	handled, err := u.r.Revise(r.Ctx, r.User.ID, r.Message().Text, func(d resume.Draft) []domain.Message {
+	handled, err := u.r.Revise(r.Ctx, r.User.ID, r.Message().ID, r.Message().Text, func(d resume.Draft) []domain.Message {
 		return u.b.ResumeDraft(d)
 	})
 	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {

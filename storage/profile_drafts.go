@@ -174,16 +174,17 @@ RETURNING `+profileDraftColumns, id, userID, revision, ttl.Milliseconds())
 
 // ReviseProfileDraft sets the text of the user's Editing draft, making it
 // Ready under a new revision, and writes tell's messages, in one transaction.
-func (s *Store) ReviseProfileDraft(ctx context.Context, userID int64, text string, ttl time.Duration, tell domain.Render[resume.Draft]) (resume.Draft, bool, error) {
+func (s *Store) ReviseProfileDraft(ctx context.Context, userID int64, messageID int, text string, ttl time.Duration, tell domain.Render[resume.Draft]) (resume.Draft, bool, error) {
 	var (
 		d  resume.Draft
 		ok bool
 	)
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		d, ok, err = profileDraft(ctx, tx, `UPDATE profile_drafts SET state = 'ready', draft = $2, revision = revision + 1, updated_at = now()
+		d, ok, err = profileDraft(ctx, tx, `UPDATE profile_drafts SET state = 'ready', draft = $2, revision = revision + 1,
+    revised_by = NULLIF($4, 0), updated_at = now()
 WHERE user_id = $1 AND state = 'editing' AND updated_at > now() - $3 * interval '1 millisecond'
-RETURNING `+profileDraftColumns, userID, text, ttl.Milliseconds())
+RETURNING `+profileDraftColumns, userID, text, ttl.Milliseconds(), messageID)
 		if err != nil || !ok {
 			return err
 		}
@@ -224,14 +225,18 @@ func (s *Store) CancelProfileDraft(ctx context.Context, userID, id int64, revisi
 
 // EditingProfileDraft reports whether the user has a draft waiting for
 // corrected text.
-func (s *Store) EditingProfileDraft(ctx context.Context, userID int64, ttl time.Duration) (bool, error) {
-	var waiting bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM profile_drafts
-WHERE user_id = $1 AND state = 'editing' AND updated_at > now() - $2 * interval '1 millisecond')`, userID, ttl.Milliseconds()).Scan(&waiting)
+//
+// revised: the draft was revised by messageID already (that message
+// handled again after a crash).
+func (s *Store) EditingProfileDraft(ctx context.Context, userID int64, messageID int, ttl time.Duration) (waiting, revised bool, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM profile_drafts
+WHERE user_id = $1 AND state = 'editing' AND updated_at > now() - $2 * interval '1 millisecond'),
+       EXISTS (SELECT 1 FROM profile_drafts WHERE user_id = $1 AND revised_by = NULLIF($3, 0))`,
+		userID, ttl.Milliseconds(), messageID).Scan(&waiting, &revised)
 	if err != nil {
-		return false, fmt.Errorf("editing profile draft of user %d: %w", userID, err)
+		return false, false, fmt.Errorf("editing profile draft of user %d: %w", userID, err)
 	}
-	return waiting, nil
+	return waiting, revised, nil
 }
 
 // pruneProfileDrafts deletes drafts untouched since the horizon: the user

@@ -86,7 +86,8 @@ type Repository interface {
 	// ReviseProfileDraft sets the text of the user's Editing draft,
 	// younger than ttl, making it Ready under a new revision, with tell's
 	// messages.
-	ReviseProfileDraft(ctx context.Context, userID int64, text string, ttl time.Duration, tell domain.Render[Draft]) (Draft, bool, error)
+	// It names messageID, the text's message.
+	ReviseProfileDraft(ctx context.Context, userID int64, messageID int, text string, ttl time.Duration, tell domain.Render[Draft]) (Draft, bool, error)
 	// ConfirmProfileDraft makes the text of the user's Ready or Editing
 	// draft of this id and revision, younger than ttl, their profile and
 	// deletes the draft, in one statement.
@@ -94,8 +95,9 @@ type Repository interface {
 	// CancelProfileDraft deletes the user's draft of this id and revision.
 	CancelProfileDraft(ctx context.Context, userID, id int64, revision int) (bool, error)
 	// EditingProfileDraft reports whether the user has a draft waiting for
-	// corrected text, younger than ttl.
-	EditingProfileDraft(ctx context.Context, userID int64, ttl time.Duration) (bool, error)
+	// corrected text, younger than ttl, and whether messageID revised
+	// their draft already.
+	EditingProfileDraft(ctx context.Context, userID int64, messageID int, ttl time.Duration) (waiting, revised bool, err error)
 }
 
 // Files downloads a document from Telegram (the bot implements it).
@@ -256,16 +258,21 @@ func (s *Service) Edit(ctx context.Context, userID, id int64, revision int) (Dra
 // handled is false when there is none (the text is someone else's to
 // handle, the memory chat's). Too long a text is a *domain.InputError and
 // the draft keeps waiting.
-func (s *Service) Revise(ctx context.Context, userID int64, text string, tell domain.Render[Draft]) (handled bool, err error) {
-	waiting, err := s.deps.Repo.EditingProfileDraft(ctx, userID, s.cfg.DraftTTL)
-	if err != nil || !waiting {
-		return false, err
+func (s *Service) Revise(ctx context.Context, userID int64, messageID int, text string, tell domain.Render[Draft]) (handled bool, err error) {
+	waiting, revised, err := s.deps.Repo.EditingProfileDraft(ctx, userID, messageID, s.cfg.DraftTTL)
+	if err != nil || revised {
+		// Revised by this message already: handled, and its draft was
+		// sent then.
+		return revised, err
+	}
+	if !waiting {
+		return false, nil
 	}
 	text = strings.TrimSpace(text)
 	if n := utf8.RuneCountInString(text); n > s.cfg.MaxProfile {
 		return true, &domain.InputError{Key: "profile.error_too_long", Args: map[string]any{"Max": s.cfg.MaxProfile}}
 	}
-	_, ok, err := s.deps.Repo.ReviseProfileDraft(ctx, userID, text, s.cfg.DraftTTL, tell)
+	_, ok, err := s.deps.Repo.ReviseProfileDraft(ctx, userID, messageID, text, s.cfg.DraftTTL, tell)
 	if err != nil {
 		return true, fmt.Errorf("revise profile draft: %w", err)
 	}
