@@ -32,7 +32,7 @@ type Dispatch interface {
 	Assigned(ctx context.Context, offerID, masterID int64) (dispatch.Order, error)
 	Finish(ctx context.Context, offerID, masterID int64) (dispatch.Order, error)
 	GiveBack(ctx context.Context, offerID, masterID int64) (dispatch.Order, error)
-	Photo(ctx context.Context, masterID int64, fileID, caption string) (dispatch.Order, error)
+	Photo(ctx context.Context, masterID int64, messageID int, fileID, caption string) (dispatch.Order, error)
 	Config() dispatch.Config
 	Opening(city string) (open bool, at time.Time, h dispatch.Hours)
 }

@@ -180,7 +180,7 @@ func (u *dispatchUI) photo(c tele.Context) error {
 		}
 		return r.Reply(r.T("photo.no_admin_chat"), nil)
 	}
-	o, err := u.d.Photo(r.Ctx, r.User.ID, msg.Photo.FileID, msg.Caption)
+	o, err := u.d.Photo(r.Ctx, r.User.ID, msg.ID, msg.Photo.FileID, msg.Caption)
 	switch {
 	case errors.Is(err, dispatch.ErrNotMaster):
 		return nil

@@ -431,22 +431,47 @@ func (s *Store) orderChange(ctx context.Context, what string, id, master int64, 
 // RecordOrderPhoto counts a photo of the finished work on the master's order
 // done latest within `within`, while it has fewer than max; see
 // dispatch.Repository.
-func (s *Store) RecordOrderPhoto(ctx context.Context, masterID int64, within time.Duration, max int, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
-	return dispatchChange(ctx, s, "record photo of master", masterID, func(tx pgx.Tx) (dispatch.Order, dispatch.Changed, error) {
-		o, err := scanOrder(tx.QueryRow(ctx, `
-UPDATE orders SET photos = photos + 1, updated_at = now()
-WHERE id = (SELECT id FROM orders WHERE master_id = $1 AND state IN ('DONE', 'CLOSED')
-            AND done_at > now() - $2 * interval '1 microsecond' ORDER BY done_at DESC, id DESC LIMIT 1)
-  AND photos < $3
-RETURNING `+orderColumns, masterID, micros(within), max))
-		return o, dispatch.Changed{Order: o}, err
-	}, func(ctx context.Context) (dispatch.Order, error) {
-		o, err := scanOrder(s.pool.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders
+func (s *Store) RecordOrderPhoto(ctx context.Context, masterID int64, messageID int, within time.Duration, max int, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
+	var o dispatch.Order
+	var ok bool
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var counted bool
+		var err error
+		o, err = scanOrder(tx.QueryRow(ctx, `
+SELECT `+orderColumns+` FROM orders
 WHERE master_id = $1 AND state IN ('DONE', 'CLOSED') AND done_at > now() - $2 * interval '1 microsecond'
-ORDER BY done_at DESC, id DESC LIMIT 1`, masterID, micros(within)))
+ORDER BY done_at DESC, id DESC LIMIT 1
+FOR NO KEY UPDATE`, masterID, micros(within)))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return dispatch.Order{}, nil
+			o = dispatch.Order{}
+			return nil
 		}
-		return o, err
-	}, tell)
+		if err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT NULLIF($2, 0) = ANY (photo_messages) IS TRUE FROM orders WHERE id = $1`, o.ID, messageID).Scan(&counted); err != nil {
+			return err
+		}
+		if counted {
+			// Counted and forwarded when this message was first handled.
+			ok = true
+			return nil
+		}
+		if o.Photos >= max {
+			return nil
+		}
+		if o, err = scanOrder(tx.QueryRow(ctx, `
+UPDATE orders SET photos = photos + 1, updated_at = now(),
+    photo_messages = CASE WHEN $2 = 0 THEN photo_messages ELSE photo_messages || $2::bigint END
+WHERE id = $1
+RETURNING `+orderColumns, o.ID, messageID)); err != nil {
+			return err
+		}
+		ok = true
+		return tellTx(ctx, tx, tell, dispatch.Changed{Order: o})
+	})
+	if err != nil {
+		return dispatch.Order{}, false, fmt.Errorf("record photo of master %d: %w", masterID, err)
+	}
+	return o, ok, nil
 }

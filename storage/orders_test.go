@@ -429,7 +429,7 @@ func TestRecordPhoto(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	o := f.assigned(10, 1000)
-	_, ok, err := f.st.RecordOrderPhoto(f.ctx, 10, time.Hour, 2, nil)
+	_, ok, err := f.st.RecordOrderPhoto(f.ctx, 10, 0, time.Hour, 2, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "not done yet")
 	_, ok, err = f.st.CompleteOrder(f.ctx, o.ID, 10, 10, time.Hour, nil)
@@ -447,13 +447,19 @@ func TestRecordPhoto(t *testing.T) {
 		return []domain.Message{{ChatID: -1, Kind: domain.KindPhoto, Ref: c.Order.ID, Text: "photo", Photo: "file"}}
 	}
 	for want := 1; want <= 2; want++ {
-		got, ok, err := f.st.RecordOrderPhoto(f.ctx, 10, time.Hour, 2, tell)
+		got, ok, err := f.st.RecordOrderPhoto(f.ctx, 10, 70+want, time.Hour, 2, tell)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, o.ID, got.ID, "the order done latest")
 		require.Equal(t, want, got.Photos)
+		// The same message again (handled again after a crash): recorded
+		// already, neither counted nor forwarded twice.
+		again, ok, err := f.st.RecordOrderPhoto(f.ctx, 10, 70+want, time.Hour, 2, tell)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, want, again.Photos)
 	}
-	got, ok, err := f.st.RecordOrderPhoto(f.ctx, 10, time.Hour, 2, tell)
+	got, ok, err := f.st.RecordOrderPhoto(f.ctx, 10, 80, time.Hour, 2, tell)
 	require.NoError(t, err)
 	require.False(t, ok, "the limit")
 	require.Equal(t, o.ID, got.ID)
@@ -461,7 +467,7 @@ func TestRecordPhoto(t *testing.T) {
 	require.Equal(t, 2, f.count(`SELECT count(*) FROM outbox WHERE kind = 'photo' AND body->>'photo' = 'file'`))
 
 	f.master(11, "x", "y", "z")
-	got, ok, err = f.st.RecordOrderPhoto(f.ctx, 11, time.Hour, 2, tell)
+	got, ok, err = f.st.RecordOrderPhoto(f.ctx, 11, 0, time.Hour, 2, tell)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Zero(t, got.ID, "no order of theirs")
@@ -469,11 +475,11 @@ func TestRecordPhoto(t *testing.T) {
 	// The window, both sides: 59 minutes ago in, 61 out.
 	f.exec(`UPDATE orders SET done_at = now() - interval '59 minutes', photos = 0 WHERE id = $1`, o.ID)
 	f.exec(`UPDATE orders SET done_at = now() - interval '2 hours' WHERE id = $1`, older.ID)
-	_, ok, err = f.st.RecordOrderPhoto(f.ctx, 10, time.Hour, 2, nil)
+	_, ok, err = f.st.RecordOrderPhoto(f.ctx, 10, 0, time.Hour, 2, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	f.exec(`UPDATE orders SET done_at = now() - interval '61 minutes' WHERE id = $1`, o.ID)
-	got, ok, err = f.st.RecordOrderPhoto(f.ctx, 10, time.Hour, 2, nil)
+	got, ok, err = f.st.RecordOrderPhoto(f.ctx, 10, 0, time.Hour, 2, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Zero(t, got.ID)

@@ -254,7 +254,9 @@ type StepStore interface {
 	// to the admins: the master's order done latest within `within` that
 	// has fewer than max photos. The order, and false if there is none
 	// (Order.ID zero: no recent order; else it has max photos already).
-	RecordOrderPhoto(ctx context.Context, masterID int64, within time.Duration, max int, tell domain.Render[Changed]) (Order, bool, error)
+	// messageID is the photo's message: a message counted already is
+	// reported recorded again, neither counted nor forwarded twice.
+	RecordOrderPhoto(ctx context.Context, masterID int64, messageID int, within time.Duration, max int, tell domain.Render[Changed]) (Order, bool, error)
 }
 
 // Pass is which searching orders a distribution pass reads.

@@ -130,13 +130,14 @@ func (s *Service) GiveBack(ctx context.Context, offerID, masterID int64) (Order,
 // master's caption) to the admins: it belongs to the master's order done
 // latest within PhotoWindow. ErrNotMaster for a user who is none;
 // ErrNoDoneOrder when no order was done within the window; ErrPhotoLimit
-// (with the order) when it has MaxPhotos already.
-func (s *Service) Photo(ctx context.Context, masterID int64, fileID, caption string) (Order, error) {
+// (with the order) when it has MaxPhotos already. The photo's message
+// (messageID) handled again after a crash is counted and forwarded once.
+func (s *Service) Photo(ctx context.Context, masterID int64, messageID int, fileID, caption string) (Order, error) {
 	if _, err := s.master(ctx, masterID); err != nil {
 		return Order{}, err
 	}
 	st := s.newStory()
-	o, ok, err := s.deps.Repo.RecordOrderPhoto(ctx, masterID, PhotoWindow, MaxPhotos, st.tell(func(c Changed) {
+	o, ok, err := s.deps.Repo.RecordOrderPhoto(ctx, masterID, messageID, PhotoWindow, MaxPhotos, st.tell(func(c Changed) {
 		m, _ := masterOf(c, masterID)
 		st.photo(m, c.Order, fileID, caption)
 	}))

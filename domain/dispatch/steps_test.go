@@ -103,17 +103,17 @@ func TestAssignedMasterSteps(t *testing.T) {
 	w.tg.mu.Unlock()
 
 	// Photos of the work go to the admins, at most MaxPhotos of them.
-	_, err = s.Photo(w.ctx, 99, "file-x", "")
+	_, err = s.Photo(w.ctx, 99, 1, "file-x", "")
 	require.ErrorIs(t, err, dispatch.ErrNotMaster)
-	_, err = s.Photo(w.ctx, 11, "file-x", "")
+	_, err = s.Photo(w.ctx, 11, 2, "file-x", "")
 	require.ErrorIs(t, err, dispatch.ErrNoDoneOrder, "master 11 finished nothing")
 	for i := range dispatch.MaxPhotos {
-		p, err := s.Photo(w.ctx, 10, "file-"+string(rune('a'+i)), "roof")
+		p, err := s.Photo(w.ctx, 10, 10+i, "file-"+string(rune('a'+i)), "roof")
 		require.NoError(t, err)
 		require.Equal(t, o.ID, p.ID)
 		require.Equal(t, i+1, p.Photos)
 	}
-	full, err := s.Photo(w.ctx, 10, "file-z", "")
+	full, err := s.Photo(w.ctx, 10, 30, "file-z", "")
 	require.ErrorIs(t, err, dispatch.ErrPhotoLimit)
 	require.Equal(t, o.ID, full.ID)
 	require.Len(t, w.tg.photos, dispatch.MaxPhotos)
@@ -121,7 +121,7 @@ func TestAssignedMasterSteps(t *testing.T) {
 
 	// Past the window the photo belongs to no order.
 	w.exec(t, `UPDATE orders SET done_at = now() - interval '61 minutes' WHERE id = $1`, o.ID)
-	_, err = s.Photo(w.ctx, 10, "file-late", "")
+	_, err = s.Photo(w.ctx, 10, 31, "file-late", "")
 	require.ErrorIs(t, err, dispatch.ErrNoDoneOrder)
 }
 
