@@ -435,23 +435,21 @@ func (s *Store) RecordOrderPhoto(ctx context.Context, masterID int64, messageID 
 	var o dispatch.Order
 	var ok bool
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		// The order, and whether this message's photo was counted on it.
+		var row orderScan
 		var counted bool
-		var err error
-		o, err = scanOrder(tx.QueryRow(ctx, `
-SELECT `+orderColumns+` FROM orders
+		err := tx.QueryRow(ctx, `
+SELECT `+orderColumns+`, NULLIF($3, 0) = ANY (photo_messages) IS TRUE FROM orders
 WHERE master_id = $1 AND state IN ('DONE', 'CLOSED') AND done_at > now() - $2 * interval '1 microsecond'
 ORDER BY done_at DESC, id DESC LIMIT 1
-FOR NO KEY UPDATE`, masterID, micros(within)))
+FOR NO KEY UPDATE`, masterID, micros(within), messageID).Scan(append(row.dest(), &counted)...)
 		if errors.Is(err, pgx.ErrNoRows) {
-			o = dispatch.Order{}
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if err := tx.QueryRow(ctx, `SELECT NULLIF($2, 0) = ANY (photo_messages) IS TRUE FROM orders WHERE id = $1`, o.ID, messageID).Scan(&counted); err != nil {
-			return err
-		}
+		o = row.order()
 		if counted {
 			// Counted and forwarded when this message was first handled.
 			ok = true
