@@ -393,9 +393,9 @@ func (o timedOutbox) ClaimOutbox(ctx context.Context, claimer string, n int, lea
 	return o.Store.ClaimOutbox(ctx, claimer, n, lease)
 }
 
-func (o timedOutbox) OutboxDelivered(ctx context.Context, id int64, token string, messageID int) (bool, error) {
+func (o timedOutbox) OutboxDelivered(ctx context.Context, r domain.Queued, messageID int) (bool, error) {
 	defer o.s.since("outbox delivered", time.Now())
-	return o.Store.OutboxDelivered(ctx, id, token, messageID)
+	return o.Store.OutboxDelivered(ctx, r, messageID)
 }
 
 func (o timedOutbox) OutboxRetry(ctx context.Context, id int64, token string, after time.Duration, why string, tried bool) error {

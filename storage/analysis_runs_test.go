@@ -228,7 +228,7 @@ func (f *afx) deliver(first int) int {
 			if !r.Edit {
 				id, first = first, first+1
 			}
-			ok, err := f.st.OutboxDelivered(f.ctx, r.ID, r.Token, id)
+			ok, err := f.st.OutboxDelivered(f.ctx, r, id)
 			require.NoError(f.t, err)
 			require.True(f.t, ok)
 			n++

@@ -299,7 +299,7 @@ func TestDispatchAsyncChangeIsDurableOnceItsMessageIsClaimed(t *testing.T) {
 		var onDisk bool
 		require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn`, change).Scan(&onDisk))
 		require.True(t, onDisk, "offer %d: its %s row was claimed before the change that wrote it was flushed", offerID, kind)
-		ok, err := f.st.OutboxDelivered(f.ctx, rows[0].ID, rows[0].Token, 100+int(offerID))
+		ok, err := f.st.OutboxDelivered(f.ctx, rows[0], 100+int(offerID))
 		require.NoError(t, err)
 		require.True(t, ok)
 	}

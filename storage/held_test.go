@@ -44,7 +44,7 @@ func TestHeldPastLease(t *testing.T) {
 	require.Equal(t, storage.HeldWork{}, held(), "a live claim")
 	f.exec(`UPDATE outbox SET claimed_until = now() - interval '1 second'`)
 	require.Equal(t, storage.HeldWork{OutboxRows: 1}, held(), "the row's lease ran out")
-	_, err = st.OutboxDelivered(ctx, rows[0].ID, rows[0].Token, 7)
+	_, err = st.OutboxDelivered(ctx, rows[0], 7)
 	require.NoError(t, err)
 	require.Equal(t, storage.HeldWork{}, held(), "delivered")
 

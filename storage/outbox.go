@@ -388,14 +388,35 @@ func onDelivered(kind, ctes string) string {
 	return kind
 }
 
-// deliveredSQL marks a row sent and runs its kind's delivery hook in the
-// same statement. Built once, after every file has registered its hooks.
-var deliveredSQL = sync.OnceValue(func() string {
+// deliveredSQL marks a row sent and runs its delivery hook in the same
+// statement; built once, after every file has registered its hooks: one
+// statement per kind with only that kind's hook, and under "" one with every
+// hook, for a merged delivery (whose rows may be of several kinds). Each
+// UPDATE in a statement opens its table and every index of it at each
+// execution, whether or not a row of its kind comes by: carrying every
+// workflow's hooks in every mark made a card's mark open offers,
+// proposals, runs and digests too.
+var deliveredSQL = sync.OnceValue(func() map[string]string {
+	out := make(map[string]string, len(deliveryHooks)+1)
 	kinds := make([]string, 0, len(deliveryHooks))
-	for k := range deliveryHooks {
+	for k, hook := range deliveryHooks {
+		out[k] = markSentSQL([]string{hook})
 		kinds = append(kinds, k)
 	}
 	slices.Sort(kinds)
+	all := make([]string, len(kinds))
+	for i, k := range kinds {
+		all[i] = deliveryHooks[k]
+	}
+	out[""] = markSentSQL(all)
+	return out
+})
+
+// plainMarkSQL marks a row of a kind without a hook.
+var plainMarkSQL = sync.OnceValue(func() string { return markSentSQL(nil) })
+
+// markSentSQL is a mark followed by hooks.
+func markSentSQL(hooks []string) string {
 	var b strings.Builder
 	b.WriteString(`
 WITH done AS (
@@ -404,24 +425,33 @@ WITH done AS (
     WHERE claim_token = $2::uuid AND state = 'pending' AND id >= $1
     RETURNING kind, ref, chat_id, message_id, edit
 )`)
-	for _, k := range kinds {
+	for _, h := range hooks {
 		b.WriteString(", ")
-		b.WriteString(deliveryHooks[k])
+		b.WriteString(h)
 	}
 	// The mark does not wait for the disk: lost in a database crash, the
 	// row is sent again once its claim lapses (a duplicate, never a loss),
 	// as the memory chat's delivery mark always was.
 	b.WriteString("\nSELECT count(*) FROM done, " + asyncCommit)
 	return b.String()
-})
+}
 
-// OutboxDelivered marks a claimed row sent with the message id Telegram
-// returned (0 for an edit) and runs its kind's delivery hook; false if the
-// claim was lost meanwhile.
-func (s *Store) OutboxDelivered(ctx context.Context, id int64, token string, messageID int) (bool, error) {
+// OutboxDelivered marks a claimed row (and the rows merged into its
+// message) sent with the message id Telegram returned (0 for an edit) and
+// runs their kind's delivery hook; false if the claim was lost meanwhile.
+func (s *Store) OutboxDelivered(ctx context.Context, r domain.Queued, messageID int) (bool, error) {
+	sql, ok := deliveredSQL()[r.Kind]
+	if !ok || r.Merged > 1 {
+		// A kind without a hook just settles; a merged delivery takes
+		// every hook.
+		sql = deliveredSQL()[""]
+		if !ok && r.Merged <= 1 {
+			sql = plainMarkSQL()
+		}
+	}
 	var n int
-	if err := s.pool.QueryRow(ctx, deliveredSQL(), id, token, messageID).Scan(&n); err != nil {
-		return false, fmt.Errorf("mark outbox row %d delivered: %w", id, err)
+	if err := s.pool.QueryRow(ctx, sql, r.ID, r.Token, messageID).Scan(&n); err != nil {
+		return false, fmt.Errorf("mark outbox row %d delivered: %w", r.ID, err)
 	}
 	return n >= 1, nil
 }

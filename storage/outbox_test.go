@@ -43,11 +43,11 @@ func TestOutboxClaimsOneHeadPerChat(t *testing.T) {
 	require.Empty(t, again, "a claimed head holds its chat back")
 
 	for _, r := range rows {
-		ok, err := st.OutboxDelivered(ctx, r.ID, r.Token, 100+int(r.ID))
+		ok, err := st.OutboxDelivered(ctx, r, 100+int(r.ID))
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
-	ok, err := st.OutboxDelivered(ctx, rows[0].ID, rows[0].Token, 1)
+	ok, err := st.OutboxDelivered(ctx, rows[0], 1)
 	require.NoError(t, err)
 	require.False(t, ok, "a second delivery record changes nothing")
 
@@ -78,7 +78,7 @@ func TestOutboxExpiredClaimIsTakenAgain(t *testing.T) {
 			return false
 		}
 		require.Equal(t, 2, rows[0].Attempts)
-		ok, err := st.OutboxDelivered(ctx, first[0].ID, first[0].Token, 5)
+		ok, err := st.OutboxDelivered(ctx, first[0], 5)
 		require.NoError(t, err)
 		require.False(t, ok, "the dead sender's late record is refused")
 		return true
@@ -99,14 +99,14 @@ func TestOutboxEditFindsItsMessage(t *testing.T) {
 	rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
-	_, err = st.OutboxDelivered(ctx, rows[0].ID, rows[0].Token, 4242)
+	_, err = st.OutboxDelivered(ctx, rows[0], 4242)
 	require.NoError(t, err)
 	rows, err = st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	require.True(t, rows[0].Edit)
 	require.Equal(t, 4242, rows[0].Target)
-	_, err = st.OutboxDelivered(ctx, rows[0].ID, rows[0].Token, 0)
+	_, err = st.OutboxDelivered(ctx, rows[0], 0)
 	require.NoError(t, err)
 	rows, err = st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
@@ -184,7 +184,7 @@ func TestOutboxEditCoalesces(t *testing.T) {
 	// The send is claimed: edits queue behind it, and only the latest stays.
 	require.NoError(t, st.EnqueueMessages(ctx, edit("40%")))
 	require.NoError(t, st.EnqueueMessages(ctx, edit("50%")))
-	_, err := st.OutboxDelivered(ctx, r.ID, r.Token, 99)
+	_, err := st.OutboxDelivered(ctx, r, 99)
 	require.NoError(t, err)
 	r = claimOne(t, st)
 	require.True(t, r.Edit)
@@ -242,14 +242,14 @@ func TestOutboxLanes(t *testing.T) {
 	rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, rows, "the main lane's head is claimed, and the edit waits for its send")
-	_, err = st.OutboxDelivered(ctx, first.ID, first.Token, 5)
+	_, err = st.OutboxDelivered(ctx, first, 5)
 	require.NoError(t, err)
 
 	rows, err = st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []string{"10%", "line"}, texts(rows), "two lanes of one chat at once")
 	for _, r := range rows {
-		_, err := st.OutboxDelivered(ctx, r.ID, r.Token, 0)
+		_, err := st.OutboxDelivered(ctx, r, 0)
 		require.NoError(t, err)
 	}
 	sentAt := time.Now()
@@ -298,7 +298,7 @@ func TestOutboxClaimsEveryLaneHead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"10 a 0", "10 b 0", "10 main 0", "20 b 0", "20 main 0"}, texts(rest))
 	for _, r := range append(first, rest...) {
-		ok, err := st.OutboxDelivered(ctx, r.ID, r.Token, int(r.ID))
+		ok, err := st.OutboxDelivered(ctx, r, int(r.ID))
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -340,7 +340,7 @@ func TestOutboxMerge(t *testing.T) {
 
 	head = claimOne(t, st)
 	require.Equal(t, 3, head.Merged)
-	ok, err := st.OutboxDelivered(ctx, head.ID, head.Token, 77)
+	ok, err := st.OutboxDelivered(ctx, head, 77)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, 3, f.count(`SELECT count(*) FROM outbox WHERE lane = 'live_log' AND state = 'sent' AND message_id = 77`))

@@ -262,14 +262,19 @@ func queueRows(first int, from string) string {
 }
 
 // queueArgs are queueRows' nine arrays, validated as the outbox's own
-// inserts validate them.
+// inserts validate them. A held message (Message.Delay) or one with an
+// origin does not ride in a state change's statement: queueRows writes
+// neither, and such a message goes through the outbox's own insert.
 func queueArgs(msgs []domain.Message) ([]any, error) {
+	for i, m := range msgs {
+		if m.Delay != 0 || m.Origin != "" {
+			return nil, fmt.Errorf("message %d is held or has an origin: not written with a state change", i)
+		}
+	}
 	_, args, err := insertMessagesSQL(msgs)
 	if err != nil {
 		return nil, err
 	}
-	// The memory chat's messages are never held (Message.Delay): the
-	// delays, the last array, stay out.
 	return args[:9], nil
 }
 

@@ -236,8 +236,8 @@ WHERE id = $1 AND claim_token = $2::uuid`, id, token, until)
 // when the match was not in from (or, with ch.Token, no longer under that
 // claim): someone else moved it first. The caller checks the table.
 //
-// What ch.Tell renders from the moved match is written to the outbox in the
-// same transaction, only when the match moved. Every move releases the claim: a move to ANALYZED
+// ch.Card is written to the outbox by the move's own statement, only when
+// the match moved. Every move releases the claim: a move to ANALYZED
 // carries the vacancy's card, and the outbox owns the delivery from then on.
 //
 // With ch.Pace (a relevant match), the user's rhythm decides the card's
@@ -250,7 +250,7 @@ func (s *Store) TransitionMatch(ctx context.Context, id int64, from, to vacancy.
 	if ch.Pace != nil {
 		return s.transitionPaced(ctx, id, from, to, ch)
 	}
-	if ch.Tell == nil && ch.Announce == nil {
+	if ch.Announce == nil {
 		return transition(ctx, s.pool, id, from, to, ch, nil)
 	}
 	var m vacancy.Match
@@ -260,13 +260,7 @@ func (s *Store) TransitionMatch(ctx context.Context, id int64, from, to vacancy.
 		if m, ok, err = transition(ctx, tx, id, from, to, ch, nil); err != nil || !ok {
 			return err
 		}
-		if err := enqueueTx(ctx, tx, ch.Tell.Of(m)); err != nil {
-			return fmt.Errorf("transition match %d %s → %s: %w", id, from, to, err)
-		}
-		if ch.Announce != nil {
-			return settleFirstNews(ctx, tx, []int64{m.UserID}, []int64{id}, ch.Announce)
-		}
-		return nil
+		return settleFirstNews(ctx, tx, []int64{m.UserID}, []int64{id}, ch.Announce)
 	})
 	if err != nil {
 		return vacancy.Match{}, false, err
@@ -286,6 +280,26 @@ type cardMark struct {
 	at   time.Time
 }
 
+// moveMatchSQL is a match's move ($1 the match, $2 from, $3 to; the
+// fields a Change leaves unset are NULL and keep the row's), without its
+// RETURNING.
+const moveMatchSQL = `
+UPDATE vacancy_matches m SET
+    status = $3, updated_at = now(),
+    is_relevant = COALESCE($4, is_relevant), score = COALESCE($5, score), analysis = COALESCE($6::jsonb, analysis),
+    skip_reason = CASE WHEN $3 = 'SKIPPED' THEN $7 ELSE '' END,
+    chat_id = COALESCE($8, chat_id), message_id = COALESCE($9, message_id), sent_at = COALESCE($10, sent_at),
+    claimed_until = NULL, claim_token = NULL,
+    card = COALESCE($12, card), card_at = COALESCE($13, card_at)
+WHERE id = $1 AND status = $2 AND ($11::uuid IS NULL OR claim_token = $11::uuid)`
+
+// moveMatchWithCardSQL is the move writing its card ($14 on, queueRows).
+var moveMatchWithCardSQL = `
+WITH m AS (` + moveMatchSQL + `
+    RETURNING m.*
+), ` + queueRows(14, "m") + `
+SELECT ` + matchColumns + ` FROM m`
+
 func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Status, ch vacancy.Change, mark *cardMark) (vacancy.Match, bool, error) {
 	args, err := transitionArgs(id, from, to, ch, mark)
 	if err != nil {
@@ -298,16 +312,17 @@ func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Statu
 	// claim locks a match before its vacancy, and this must not lock them
 	// the other way round.
 	b := &pgx.Batch{}
-	b.Queue(`
-UPDATE vacancy_matches m SET
-    status = $3, updated_at = now(),
-    is_relevant = COALESCE($4, is_relevant), score = COALESCE($5, score), analysis = COALESCE($6::jsonb, analysis),
-    skip_reason = CASE WHEN $3 = 'SKIPPED' THEN $7 ELSE '' END,
-    chat_id = COALESCE($8, chat_id), message_id = COALESCE($9, message_id), sent_at = COALESCE($10, sent_at),
-    claimed_until = NULL, claim_token = NULL,
-    card = COALESCE($12, card), card_at = COALESCE($13, card_at)
-WHERE id = $1 AND status = $2 AND ($11::uuid IS NULL OR claim_token = $11::uuid)
-RETURNING `+matchColumns, args...)
+	stmt := moveMatchSQL + "\nRETURNING " + matchColumns
+	if len(ch.Card) > 0 {
+		// The card rides in the move's statement (queueRows): no
+		// transaction of its own, and written only if the move happens.
+		rows, err := queueArgs(ch.Card)
+		if err != nil {
+			return vacancy.Match{}, false, fmt.Errorf("transition match %d: %w", id, err)
+		}
+		stmt, args = moveMatchWithCardSQL, append(args, rows...)
+	}
+	b.Queue(stmt, args...)
 	if v := ch.Detail; v != nil {
 		b.Queue(saveDetailSQL, detailArgs(*v)...)
 	}

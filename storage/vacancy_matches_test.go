@@ -43,7 +43,7 @@ VALUES (7, 1, 'QUEUED', now(), NULL), (7, 2, 'ANALYZED', now() + interval '1 min
 	q, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, q, 1)
-	ok, err = st.OutboxDelivered(ctx, q[0].ID, q[0].Token, 555)
+	ok, err = st.OutboxDelivered(ctx, q[0], 555)
 	require.NoError(t, err)
 	require.True(t, ok)
 	m, _, err := st.MatchWithVacancy(ctx, carded)

@@ -159,7 +159,7 @@ WHERE user_id = $1 AND card = 'outbox' AND card_at >= $2`, p.User.ID, ch.Pace.Si
 			return err
 		}
 
-		if err := enqueueTx(ctx, tx, append(paced.Card, ch.Tell.Of(m)...)); err != nil {
+		if err := enqueueTx(ctx, tx, paced.Card); err != nil {
 			return fmt.Errorf("pace card: %w", err)
 		}
 		if ch.Announce != nil {

@@ -20,7 +20,7 @@ import (
 // Store is what the sender needs from the outbox (storage implements it).
 type Store interface {
 	ClaimOutbox(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.Queued, error)
-	OutboxDelivered(ctx context.Context, id int64, token string, messageID int) (bool, error)
+	OutboxDelivered(ctx context.Context, r domain.Queued, messageID int) (bool, error)
 	OutboxRetry(ctx context.Context, id int64, token string, after time.Duration, why string, tried bool) error
 	OutboxEnd(ctx context.Context, id int64, token, state, why string) (bool, error)
 	ExtendOutboxClaim(ctx context.Context, id int64, token string, lease time.Duration) (bool, error)
@@ -313,7 +313,7 @@ func (s *Sender) delivered(ctx context.Context, r domain.Queued, msgID int, log 
 	var ok bool
 	err := s.save(ctx, "record delivery", r.ID, func(ctx context.Context) error {
 		var err error
-		ok, err = s.store.OutboxDelivered(ctx, r.ID, r.Token, msgID)
+		ok, err = s.store.OutboxDelivered(ctx, r, msgID)
 		return err
 	})
 	if err != nil {

@@ -384,11 +384,11 @@ type refusingStore struct {
 	refused atomic.Bool
 }
 
-func (s *refusingStore) OutboxDelivered(ctx context.Context, id int64, token string, messageID int) (bool, error) {
+func (s *refusingStore) OutboxDelivered(ctx context.Context, r domain.Queued, messageID int) (bool, error) {
 	if s.refused.CompareAndSwap(false, true) {
 		return false, errors.New("FATAL: the database system is shutting down (SQLSTATE 57P01)")
 	}
-	return s.Store.OutboxDelivered(ctx, id, token, messageID)
+	return s.Store.OutboxDelivered(ctx, r, messageID)
 }
 
 // A delivery mark the database refuses is retried: the row ends sent, its

@@ -281,7 +281,7 @@ func (b *bundle) deliverOnce(ctx context.Context) (int, error) {
 				}
 			}
 			r.mu.Unlock()
-			ok, err := b.store.OutboxDelivered(ctx, row.ID, row.Token, msgID)
+			ok, err := b.store.OutboxDelivered(ctx, row, msgID)
 			if err != nil {
 				return n, err
 			}

@@ -292,7 +292,7 @@ func TestAnalyzedAndCardAreOneTransaction(t *testing.T) {
 
 	// Another worker's claim: nothing moves, nothing is queued.
 	_, ok, err = b.store.TransitionMatch(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
-		vacancy.Change{Verdict: &verdict, Token: "00000000-0000-0000-0000-000000000000", Tell: domain.Fixed[vacancy.Match](card...)})
+		vacancy.Change{Verdict: &verdict, Token: "00000000-0000-0000-0000-000000000000", Card: card})
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Empty(t, b.cards(t, c.Match.ID))
@@ -301,13 +301,13 @@ func TestAnalyzedAndCardAreOneTransaction(t *testing.T) {
 	bad := append([]domain.Message(nil), card...)
 	bad[0].ChatID = 0
 	_, _, err = b.store.TransitionMatch(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
-		vacancy.Change{Verdict: &verdict, Token: c.Match.ClaimToken, Tell: domain.Fixed[vacancy.Match](bad...)})
+		vacancy.Change{Verdict: &verdict, Token: c.Match.ClaimToken, Card: bad})
 	require.Error(t, err)
 	require.Equal(t, vacancy.Queued, b.status(t, seeker, 500))
 	require.Empty(t, b.cards(t, c.Match.ID))
 
 	m, ok, err := b.store.TransitionMatch(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
-		vacancy.Change{Verdict: &verdict, Token: c.Match.ClaimToken, Tell: domain.Fixed[vacancy.Match](card...)})
+		vacancy.Change{Verdict: &verdict, Token: c.Match.ClaimToken, Card: card})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, vacancy.Analyzed, m.Status)

@@ -56,18 +56,18 @@ type Change struct {
 	// Detail, when set, is the vacancy's detail just fetched from HH,
 	// stored with the transition (one round trip for both).
 	Detail *Vacancy
-	// Tell is what the transition tells (domain.Render of the match as it
-	// left it), written to the outbox in the same transaction, and only if
-	// it happens. QUEUED → ANALYZED carries the vacancy's card: the transition then also releases the claim, since
-	// the outbox owns the delivery from there (the card's delivery hook
-	// moves the match ANALYZED → SENT_TO_USER when Telegram accepts it).
-	Tell domain.Render[Match]
+	// Card is the vacancy's card, rendered before the move and written to
+	// the outbox with it, only if it happens. QUEUED → ANALYZED carries
+	// it: the transition then also releases the claim, since the outbox
+	// owns the delivery from there (the card's delivery hook moves the
+	// match ANALYZED → SENT_TO_USER when Telegram accepts it).
+	Card []domain.Message
 	// Announce, set when the match is one a new search's first news waits
 	// on (Claim.FirstNews), renders "nothing new yet": if the move ends
 	// the last such match without a card, the note is written to the
 	// outbox in the transition's transaction.
 	Announce domain.Render[[]FirstNews]
-	// Pace, on QUEUED → ANALYZED instead of Tell, decides inside the
+	// Pace, on QUEUED → ANALYZED instead of Card, decides inside the
 	// transition's transaction, from the user's rhythm read there, whether
 	// the card goes now, held (quiet hours, the daily cap) or not at all
 	// (the match waits for a digest); rhythm.go.

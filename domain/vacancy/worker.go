@@ -170,9 +170,9 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	if len(card) == 0 {
 		return s.skip(ctx, m, ReasonNoCard, nil, fresh)
 	}
-	ch := Change{Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Tell: domain.Fixed[Match](card...)}
+	ch := Change{Verdict: &verdict, Token: m.ClaimToken, Detail: fresh, Card: card}
 	if c.User.Paced {
-		ch.Tell, ch.Pace = nil, s.pace(card)
+		ch.Card, ch.Pace = nil, s.pace(card)
 	}
 	var ok bool
 	if err := s.save(ctx, m, "mark analyzed", func(ctx context.Context) error {
