@@ -64,6 +64,40 @@ func enqueueTx(ctx context.Context, tx pgx.Tx, msgs []domain.Message) error {
 	return nil
 }
 
+// queueRows is a CTE that writes outbox rows (the columns and the order
+// of insertOutboxSQL, from the parallel arrays queueArgs makes, numbered
+// from $first) once for the row the CTE named from returns, and none when
+// it returns nothing: the rows ride in the statement of the state change
+// that causes them, so they are written exactly when it happens.
+func queueRows(first int, from string) string {
+	p := func(i int) string { return fmt.Sprintf("$%d", first+i) }
+	return `queued AS (
+    INSERT INTO outbox (chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge)
+    SELECT q.chat_id, q.kind, q.ref, q.msg_key, q.edit, q.body, q.lane, q.spacing_ms, q.merge
+    FROM ` + from + `, unnest(` + p(0) + `::bigint[], ` + p(1) + `::text[], ` + p(2) + `::bigint[], ` + p(3) + `::text[], ` +
+		p(4) + `::bool[], ` + p(5) + `::jsonb[], ` + p(6) + `::text[], ` + p(7) + `::int[], ` + p(8) + `::bool[])
+        WITH ORDINALITY AS q(chat_id, kind, ref, msg_key, edit, body, lane, spacing_ms, merge, n)
+    ORDER BY q.n
+)`
+}
+
+// queueArgs are queueRows' nine arrays, validated as the outbox's own
+// inserts validate them. A held message (Message.Delay) or one with an
+// origin does not ride in a state change's statement: queueRows writes
+// neither, and such a message goes through the outbox's own insert.
+func queueArgs(msgs []domain.Message) ([]any, error) {
+	for i, m := range msgs {
+		if m.Delay != 0 || m.Origin != "" {
+			return nil, fmt.Errorf("message %d is held or has an origin: not written with a state change", i)
+		}
+	}
+	_, args, err := insertMessagesSQL(msgs)
+	if err != nil {
+		return nil, err
+	}
+	return args[:9], nil
+}
+
 // insertOutboxSQL inserts rows from parallel arrays; WITH ORDINALITY keeps
 // the caller's order in the ids, which is the order of delivery. An edit
 // coalesces with what waits for its message (the latest state wins, and a
