@@ -18,18 +18,18 @@ import (
 
 // A proposal's delivery records its message (its buttons are edited when
 // it is decided); a run's progress message, the board edited in place.
-var (
-	_ = onDelivered(domain.KindProposal, `
+const (
+	proposalSentHook = `
 proposal_sent AS (
     UPDATE analysis_proposals p SET message_id = done.message_id
     FROM done WHERE done.kind = 'proposal' AND NOT done.edit AND p.id = done.ref AND done.message_id IS NOT NULL
-)`)
-	_ = onDelivered(domain.KindProgress, `
+)`
+	progressSentHook = `
 progress_sent AS (
     UPDATE analysis_runs r SET progress_message_id = done.message_id
     FROM done WHERE done.kind = 'progress' AND r.id = done.ref AND done.message_id IS NOT NULL
       AND r.progress_message_id IS DISTINCT FROM done.message_id
-)`)
+)`
 )
 
 // The analysis workflow's repository and event publisher.

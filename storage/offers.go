@@ -17,11 +17,11 @@ import (
 
 // An offer's delivery records its message, which later edits and the
 // master's buttons name.
-var _ = onDelivered(domain.KindOffer, `
+const offerSentHook = `
 offer_sent AS (
     UPDATE offers f SET chat_id = done.chat_id, message_id = done.message_id
     FROM done WHERE done.kind = 'offer' AND NOT done.edit AND f.id = done.ref AND done.message_id IS NOT NULL
-)`)
+)`
 
 // offerScan reads an offer's columns; every field is nullable so that it
 // also reads the LEFT JOINed open offer of OpenOrders.

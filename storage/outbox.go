@@ -400,31 +400,26 @@ func utf16Len(s string) int {
 	return n
 }
 
-// deliveryHooks holds, per message kind, what the delivery of a row of that
+// deliveryHooks lists, per message kind, what the delivery of a row of that
 // kind does to the workflow that wrote it (a card makes its match
-// SENT_TO_USER, an offer records its message id). Each workflow's storage
-// file registers its own with onDelivered, so the delivery knows no
-// workflow's table. A hook is one or more named CTEs (named after their
-// kind, so they never clash) that read the row just marked sent from "done"
-// (kind, ref, chat_id, message_id, edit) and keep to rows of their kind:
-// they become part of the one statement that marks the row sent, so a
-// delivery and its consequence commit together in one round trip. Rows of
-// a kind with no hook just settle.
-var deliveryHooks = map[string]string{}
-
-// onDelivered registers kind's delivery hook (see deliveryHooks); it
-// returns kind so a file can register from a package-level declaration.
-func onDelivered(kind, ctes string) string {
-	if _, dup := deliveryHooks[kind]; dup {
-		panic("storage: two delivery hooks for kind " + kind)
-	}
-	deliveryHooks[kind] = strings.TrimSpace(ctes)
-	return kind
+// SENT_TO_USER, an offer records its message id). Each hook is written beside
+// its workflow's table; this is the one place that lists them, so the
+// delivery code itself names no workflow's table. A hook is one or more
+// named CTEs (named after their kind, so they never clash) that read the row
+// just marked sent from "done" (kind, ref, chat_id, message_id, edit) and
+// keep to rows of their kind: they become part of the one statement that
+// marks the row sent, so a delivery and its consequence commit together in
+// one round trip. Rows of a kind with no hook just settle.
+var deliveryHooks = map[string]string{
+	domain.KindVacancy:  vacancySentHook,
+	domain.KindDigest:   digestSentHook,
+	domain.KindOffer:    offerSentHook,
+	domain.KindProposal: proposalSentHook,
+	domain.KindProgress: progressSentHook,
 }
 
 // deliveredSQL marks a row sent and runs its delivery hook in the same
-// statement; built once, after every file has registered its hooks: one
-// statement per kind with only that kind's hook, and under "" one with every
+// statement; built once: one statement per kind with only that kind's hook, and under "" one with every
 // hook, for a merged delivery (whose rows may be of several kinds). Each
 // UPDATE in a statement opens its table and every index of it at each
 // execution, whether or not a row of its kind comes by: carrying every
@@ -434,13 +429,13 @@ var deliveredSQL = sync.OnceValue(func() map[string]string {
 	out := make(map[string]string, len(deliveryHooks)+1)
 	kinds := make([]string, 0, len(deliveryHooks))
 	for k, hook := range deliveryHooks {
-		out[k] = markSentSQL([]string{hook})
+		out[k] = markSentSQL([]string{strings.TrimSpace(hook)})
 		kinds = append(kinds, k)
 	}
 	slices.Sort(kinds)
 	all := make([]string, len(kinds))
 	for i, k := range kinds {
-		all[i] = deliveryHooks[k]
+		all[i] = strings.TrimSpace(deliveryHooks[k])
 	}
 	out[""] = markSentSQL(all)
 	return out

@@ -19,7 +19,7 @@ import (
 // The card of a match a new search's first news waits on is that news: the
 // search is told, and no "nothing new yet" follows (the match is locked
 // before the search, as where matches end: settleFirstNews).
-var _ = onDelivered(domain.KindVacancy, transitionSQL(vacancy.Analyzed, vacancy.SentToUser, `
+var vacancySentHook = transitionSQL(vacancy.Analyzed, vacancy.SentToUser, `
 vacancy_sent AS (
     UPDATE vacancy_matches m SET status = '%[2]s', chat_id = done.chat_id, message_id = done.message_id,
         sent_at = now(), updated_at = now(), claimed_until = NULL, claim_token = NULL
@@ -29,7 +29,7 @@ vacancy_sent AS (
 ), vacancy_told AS (
     UPDATE searches s SET first_news = 'told'
     FROM vacancy_sent m WHERE s.user_id = m.user_id AND s.first_news = 'waiting' AND m.id = ANY(s.first_matches)
-)`))
+)`)
 
 // MatchStats counts a user's matches by status, with the last fetch of their
 // searches and the queue sizes.

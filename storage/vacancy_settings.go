@@ -14,7 +14,7 @@ import (
 
 // A digest's delivery records its message and, like a card's, tells a new
 // search's first news that waits on one of the matches it lists.
-var _ = onDelivered(domain.KindDigest, `
+const digestSentHook = `
 digest_sent AS (
     UPDATE vacancy_digests g SET sent_at = now(), message_id = done.message_id
     FROM done WHERE done.kind = 'digest' AND NOT done.edit AND g.id = done.ref AND g.sent_at IS NULL
@@ -23,7 +23,7 @@ digest_sent AS (
     UPDATE searches s SET first_news = 'told'
     FROM digest_sent g WHERE s.user_id = g.user_id AND s.first_news = 'waiting'
       AND EXISTS (SELECT 1 FROM vacancy_matches m WHERE m.digest_id = g.id AND m.id = ANY(s.first_matches))
-)`)
+)`
 
 // rhythmColumns read vacancy_settings (as s).
 const rhythmColumns = `s.mode, s.digest_times, s.digest_size, s.quiet_from, s.quiet_to, s.daily_cap`
