@@ -105,12 +105,14 @@ type tgSent struct {
 const maxMessageLen = 4096 // UTF-16 code units, as Telegram counts
 
 // appliedAction is the callback action of a vacancy's "Applied" button
-// (bot/vacancies.go); its one id is the match id.
-const appliedAction bot.Action = "va"
-
-// approveAction is the callback action of an analysis proposal's
-// "Approve" button (bot/analysis.go); its one id is the proposal id.
-const approveAction bot.Action = "pa"
+// (bot/vacancies.go); its one id is the match id. approveAction is an
+// analysis proposal's "Approve" button (bot/analysis.go); its one id is the
+// proposal id. pressed is what the fake reads buttons against.
+var (
+	appliedAction = bot.NewAction("va", 1)
+	approveAction = bot.NewAction("pa", 1)
+	pressed       = bot.Actions{appliedAction.Name: appliedAction, approveAction.Name: approveAction}
+)
 
 func newTelegram(token string, opts ...tgOption) *telegram {
 	t := &telegram{token: token, perMatch: map[int64]int{}, perReply: map[replyKey]int{},
@@ -463,7 +465,7 @@ func readButtons(p map[string]string) (map[bot.Action]int64, error) {
 			if len(b.CallbackData) > bot.MaxCallbackData {
 				return nil, errors.New("BUTTON_DATA_INVALID")
 			}
-			if cb, err := bot.Decode(b.CallbackData); err == nil && len(cb.IDs) > 0 {
+			if cb, err := pressed.Decode(b.CallbackData); err == nil && len(cb.IDs) > 0 {
 				if _, seen := out[cb.Action]; !seen {
 					out[cb.Action] = cb.IDs[0]
 				}

@@ -45,13 +45,13 @@ var (
 // Button actions of the analysis workflow. Only admins may press them; the
 // handlers check before anything changes.
 var (
-	actionApprove  = RegisterAction("pa", 1) // proposal id
-	actionReject   = RegisterAction("pj", 1) // proposal id
-	actionRunsPage = RegisterAction("rp", 1) // page of /runs, from 0
-	actionBoard    = RegisterAction("bp", 2) // run id, board page from 0
-	actionAskAll   = RegisterAction("ba", 1) // run id: approve all remaining?
-	actionAllYes   = RegisterAction("by", 1) // run id: yes, approve them
-	actionAllNo    = RegisterAction("bn", 1) // run id: no
+	actionApprove  = NewAction("pa", 1) // proposal id
+	actionReject   = NewAction("pj", 1) // proposal id
+	actionRunsPage = NewAction("rp", 1) // page of /runs, from 0
+	actionBoard    = NewAction("bp", 2) // run id, board page from 0
+	actionAskAll   = NewAction("ba", 1) // run id: approve all remaining?
+	actionAllYes   = NewAction("by", 1) // run id: yes, approve them
+	actionAllNo    = NewAction("bn", 1) // run id: no
 )
 
 // Budgets, in UTF-16 units of escaped HTML, for what group members and the

@@ -102,7 +102,7 @@ FROM analysis_runs WHERE id = 1`).Scan(&s))
 
 func cbData(t *testing.T, action string, ids ...int64) string {
 	t.Helper()
-	d, err := bot.Encode(bot.Action(action), ids...)
+	d, err := bot.Encode(bot.Action{Name: action, IDs: len(ids)}, ids...)
 	require.NoError(t, err)
 	return d
 }

@@ -23,9 +23,9 @@ import (
 // per kind of message, because each press edits its own message its own
 // way.
 var (
-	actionCardStep     = RegisterAction("vs", 3) // on a vacancy card
-	actionFollowUpStep = RegisterAction("vf", 3) // on a follow-up reminder
-	actionListStep     = RegisterAction("vw", 3) // on /applications
+	actionCardStep     = NewAction("vs", 3) // on a vacancy card
+	actionFollowUpStep = NewAction("vf", 3) // on a follow-up reminder
+	actionListStep     = NewAction("vw", 3) // on /applications
 )
 
 // stepCodes number the pipeline's statuses in callback data; the numbers

@@ -16,7 +16,7 @@ import (
 // stepData is a step button's callback data as the bot encodes it.
 func stepData(t *testing.T, action string, matchID, from, to int64) string {
 	t.Helper()
-	d, err := bot.Encode(bot.Action(action), matchID, from, to)
+	d, err := bot.Encode(bot.Action{Name: action, IDs: 3}, matchID, from, to)
 	require.NoError(t, err)
 	return d
 }

@@ -131,6 +131,7 @@ type Bot struct {
 	admins   map[int64]bool
 	commands []Command
 	buttons  map[Action]CallbackHandler
+	actions  Actions
 	limiter  *rateLimiter
 	started  time.Time
 	// adminMenus remembers which admins' chats have their command menu.
@@ -199,6 +200,7 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 		deps:     deps,
 		admins:   map[int64]bool{},
 		buttons:  map[Action]CallbackHandler{},
+		actions:  Actions{},
 		limiter:  newRateLimiter(cfg.RateLimit, cfg.RateBurst, deps.Clock),
 
 		stopping: stopping,
@@ -315,9 +317,7 @@ func (b *Bot) Handle(cmd Command) {
 
 // HandleButton routes a callback action to h.
 func (b *Bot) HandleButton(a Action, h CallbackHandler) {
-	if _, ok := arity[a]; !ok {
-		panic(fmt.Sprintf("bot: button handler for unregistered action %q", a))
-	}
+	b.actions.Add(a)
 	b.buttons[a] = h
 }
 

@@ -290,7 +290,7 @@ func TestInboxGivesUpAfterItsAttemptsAndTellsOnce(t *testing.T) {
 	require.Equal(t, "Це повідомлення не вдалося виконати, тож нічого не зроблено. Будь ласка, надішліть його ще раз.", told.Text)
 }
 
-var echoAction = bot.RegisterAction("t_echo", 1)
+var echoAction = bot.NewAction("t_echo", 1)
 
 func TestEscapingSplittingAndButtons(t *testing.T) {
 	t.Parallel()
@@ -311,7 +311,7 @@ func TestEscapingSplittingAndButtons(t *testing.T) {
 			if cb.IDs[0] != r.User.ID {
 				return r.Forbidden()
 			}
-			return r.Respond(&tele.CallbackResponse{Text: "pressed " + bot.Escape(string(cb.Action))})
+			return r.Respond(&tele.CallbackResponse{Text: "pressed " + bot.Escape(cb.Action.Name)})
 		})
 	})
 	ann := tb.srv.User(42, "Ann", "en")

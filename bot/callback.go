@@ -23,9 +23,15 @@ import (
 // MaxCallbackData is Telegram's limit on callback_data, in bytes.
 const MaxCallbackData = 64
 
-// Action names what a button does. Workflows declare theirs with
-// RegisterAction at init, each with the number of ids it carries.
-type Action string
+// Action is what a button does: a short name and how many ids its data
+// carries. A workflow declares its actions as values (NewAction) and hands
+// each to the bot with its handler (Bot.HandleButton): the bot's own table is
+// what a press is decoded against, so there is no global registry, and data
+// naming an action nobody handles never decodes.
+type Action struct {
+	Name string
+	IDs  int
+}
 
 // Callback is decoded callback data.
 type Callback struct {
@@ -33,51 +39,63 @@ type Callback struct {
 	IDs    []int64
 }
 
-// ErrBadCallback is returned for data that is not a registered action in
+// ErrBadCallback is returned for data that is not a known action in
 // canonical form; the presser gets an alert and nothing changes.
 var ErrBadCallback = errors.New("bad callback data")
 
-var (
-	actionRx = regexp.MustCompile(`^[a-z][a-z0-9_]{0,15}$`)
-	arity    = map[Action]int{}
-)
+var actionRx = regexp.MustCompile(`^[a-z][a-z0-9_]{0,15}$`)
 
-// RegisterAction declares an action and how many ids it carries. It panics on
-// a malformed or duplicate name: that is a programming error caught at start.
-func RegisterAction(a Action, ids int) Action {
-	if !actionRx.MatchString(string(a)) {
-		panic(fmt.Sprintf("bot: malformed callback action %q", a))
+// NewAction declares an action and how many ids it carries. It panics on a
+// malformed name or more ids than fit in 64 bytes: a programming error,
+// caught at start.
+func NewAction(name string, ids int) Action {
+	if err := (Action{Name: name, IDs: ids}).valid(); err != nil {
+		panic("bot: " + err.Error())
 	}
-	if _, dup := arity[a]; dup {
-		panic(fmt.Sprintf("bot: callback action %q registered twice", a))
-	}
-	if ids < 0 || ids > 4 {
-		panic(fmt.Sprintf("bot: callback action %q: %d ids (0–4 fit in 64 bytes)", a, ids))
-	}
-	arity[a] = ids
-	return a
+	return Action{Name: name, IDs: ids}
 }
 
-// Encode builds callback data for a registered action.
-func Encode(a Action, ids ...int64) (string, error) {
-	n, ok := arity[a]
-	if !ok {
-		return "", fmt.Errorf("encode callback: unknown action %q", a)
+func (a Action) valid() error {
+	if !actionRx.MatchString(a.Name) {
+		return fmt.Errorf("malformed callback action %q", a.Name)
 	}
-	if len(ids) != n {
-		return "", fmt.Errorf("encode callback %q: %d ids, want %d", a, len(ids), n)
+	if a.IDs < 0 || a.IDs > 4 {
+		return fmt.Errorf("callback action %q: %d ids (0–4 fit in 64 bytes)", a.Name, a.IDs)
+	}
+	return nil
+}
+
+// Actions is a table of actions by name: what a press's data is decoded
+// against.
+type Actions map[string]Action
+
+// Add puts a into the table; it panics on a name taken by another action.
+func (as Actions) Add(a Action) {
+	if _, dup := as[a.Name]; dup {
+		panic(fmt.Sprintf("bot: callback action %q declared twice", a.Name))
+	}
+	as[a.Name] = a
+}
+
+// Encode builds callback data for an action.
+func Encode(a Action, ids ...int64) (string, error) {
+	if err := a.valid(); err != nil {
+		return "", fmt.Errorf("encode callback: %w", err)
+	}
+	if len(ids) != a.IDs {
+		return "", fmt.Errorf("encode callback %q: %d ids, want %d", a.Name, len(ids), a.IDs)
 	}
 	var sb strings.Builder
-	sb.WriteString(string(a))
+	sb.WriteString(a.Name)
 	for _, id := range ids {
 		if id < 0 {
-			return "", fmt.Errorf("encode callback %q: negative id %d", a, id)
+			return "", fmt.Errorf("encode callback %q: negative id %d", a.Name, id)
 		}
 		sb.WriteByte(':')
 		sb.WriteString(strconv.FormatInt(id, 36))
 	}
 	if sb.Len() > MaxCallbackData {
-		return "", fmt.Errorf("encode callback %q: %d bytes exceeds %d", a, sb.Len(), MaxCallbackData)
+		return "", fmt.Errorf("encode callback %q: %d bytes exceeds %d", a.Name, sb.Len(), MaxCallbackData)
 	}
 	return sb.String(), nil
 }
@@ -96,24 +114,39 @@ func buttonPair(text1 string, a1 Action, text2 string, a2 Action, ids ...int64) 
 	return []tele.InlineButton{{Text: text1, Data: data1}, {Text: text2, Data: data2}}, nil
 }
 
-// Decode parses callback data, accepting only what Encode could have made.
-func Decode(data string) (Callback, error) {
-	if data == "" || len(data) > MaxCallbackData {
+// Decode parses callback data against the table, accepting only what
+// Encode could have made of one of its actions.
+func (as Actions) Decode(data string) (Callback, error) {
+	name, ids, err := ReadData(data)
+	if err != nil {
+		return Callback{}, err
+	}
+	a, ok := as[name]
+	if !ok || len(ids) != a.IDs {
 		return Callback{}, ErrBadCallback
+	}
+	return Callback{Action: a, IDs: ids}, nil
+}
+
+// ReadData splits callback data in its one canonical form into the name of
+// its action and its ids, without knowing the action: how a button is read
+// from outside the bot (its tests, the end-to-end suite). A press is decoded
+// against the bot's table (Actions.Decode).
+func ReadData(data string) (string, []int64, error) {
+	if data == "" || len(data) > MaxCallbackData {
+		return "", nil, ErrBadCallback
 	}
 	parts := strings.Split(data, ":")
-	a := Action(parts[0])
-	n, ok := arity[a]
-	if !ok || len(parts)-1 != n {
-		return Callback{}, ErrBadCallback
+	if !actionRx.MatchString(parts[0]) || len(parts) > 5 {
+		return "", nil, ErrBadCallback
 	}
-	cb := Callback{Action: a, IDs: make([]int64, 0, n)}
+	ids := make([]int64, 0, len(parts)-1)
 	for _, p := range parts[1:] {
 		id, err := strconv.ParseInt(p, 36, 64)
 		if err != nil || id < 0 || strconv.FormatInt(id, 36) != p {
-			return Callback{}, ErrBadCallback
+			return "", nil, ErrBadCallback
 		}
-		cb.IDs = append(cb.IDs, id)
+		ids = append(ids, id)
 	}
-	return cb, nil
+	return parts[0], ids, nil
 }

@@ -9,10 +9,13 @@ import (
 )
 
 var (
-	testPair = RegisterAction("t_pair", 2)
-	testOne  = RegisterAction("t_one", 1)
-	testNone = RegisterAction("t_none", 0)
-	testQuad = RegisterAction("t_quad", 4)
+	testPair = NewAction("t_pair", 2)
+	testOne  = NewAction("t_one", 1)
+	testNone = NewAction("t_none", 0)
+	testQuad = NewAction("t_quad", 4)
+	// testActions is the table presses are decoded against here, as a
+	// bot's is built from its HandleButton calls.
+	testActions = Actions{testPair.Name: testPair, testOne.Name: testOne, testNone.Name: testNone, testQuad.Name: testQuad}
 )
 
 func TestCallbackRoundTrip(t *testing.T) {
@@ -30,7 +33,7 @@ func TestCallbackRoundTrip(t *testing.T) {
 		data, err := Encode(tc.a, tc.ids...)
 		require.NoError(t, err)
 		require.LessOrEqual(t, len(data), MaxCallbackData)
-		cb, err := Decode(data)
+		cb, err := testActions.Decode(data)
 		require.NoError(t, err, data)
 		require.Equal(t, tc.a, cb.Action)
 		if len(tc.ids) == 0 {
@@ -42,14 +45,17 @@ func TestCallbackRoundTrip(t *testing.T) {
 }
 
 func TestCallbackEncodeRefusesMisuse(t *testing.T) {
-	_, err := Encode("nope", 1)
-	require.Error(t, err)
+	_, err := Encode(Action{Name: "Bad-Name", IDs: 1}, 1)
+	require.Error(t, err, "malformed name")
+	_, err = Encode(Action{}, 1)
+	require.Error(t, err, "no action")
 	_, err = Encode(testPair, 1)
 	require.Error(t, err, "wrong arity")
 	_, err = Encode(testOne, -1)
 	require.Error(t, err, "negative id")
-	require.Panics(t, func() { RegisterAction(testOne, 1) }, "duplicate")
-	require.Panics(t, func() { RegisterAction("Bad-Name", 1) })
+	require.Panics(t, func() { Actions{testOne.Name: testOne}.Add(NewAction(testOne.Name, 2)) }, "duplicate")
+	require.Panics(t, func() { NewAction("Bad-Name", 1) })
+	require.Panics(t, func() { NewAction("t_five", 5) })
 }
 
 func TestCallbackDecodeRefusesForgeries(t *testing.T) {
@@ -58,7 +64,7 @@ func TestCallbackDecodeRefusesForgeries(t *testing.T) {
 		"t_one:A", "t_one:1 ", " t_one:1", "unknown:1", "t_one:" + strings.Repeat("z", 20),
 		"\ft_one|1", strings.Repeat("a", 65), "t_one::1",
 	} {
-		_, err := Decode(data)
+		_, err := testActions.Decode(data)
 		require.ErrorIs(t, err, ErrBadCallback, "%q", data)
 	}
 }
@@ -70,7 +76,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data string) {
-		cb, err := Decode(data)
+		cb, err := testActions.Decode(data)
 		if err != nil {
 			return
 		}

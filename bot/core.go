@@ -30,7 +30,7 @@ func (b *Bot) registerCore() {
 
 // actionStartStep is a button under /start's greeting; its id is a first
 // step (startSteps), which shows the usage of the command it names.
-var actionStartStep = RegisterAction("ss", 1)
+var actionStartStep = NewAction("ss", 1)
 
 // startSteps are the commands /start's buttons run without arguments:
 // each answers with its usage (or, once set, the user's current value).
@@ -203,7 +203,7 @@ func (b *Bot) callback(c tele.Context) error {
 	if r == nil {
 		return c.Respond()
 	}
-	cb, err := Decode(c.Callback().Data)
+	cb, err := b.actions.Decode(c.Callback().Data)
 	h, ok := b.buttons[cb.Action]
 	if err != nil || !ok {
 		b.deps.Log.Warn("bad callback data", "user", r.User.ID, "data_len", len(c.Callback().Data))

@@ -45,9 +45,9 @@ var (
 // Button actions on an offer message; each carries the offer id. Who may
 // press them is decided by the domain, against the presser's id.
 var (
-	actionOfferAccept  = RegisterAction("oa", 1)
-	actionOfferDecline = RegisterAction("od", 1)
-	actionOfferView    = RegisterAction("ov", 1)
+	actionOfferAccept  = NewAction("oa", 1)
+	actionOfferDecline = NewAction("od", 1)
+	actionOfferView    = NewAction("ov", 1)
 )
 
 // Budgets, in UTF-16 units of escaped HTML, for what admins and masters

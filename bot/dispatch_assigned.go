@@ -26,13 +26,13 @@ import (
 // who meant it taps once more, while an irreversible change nobody
 // confirmed cannot be taken back.
 var (
-	actionEnRoute      = RegisterAction("ae", 1)
-	actionArrived      = RegisterAction("aa", 1)
-	actionFinish       = RegisterAction("ad", 1)  // asks: Yes, the work is done / Back
-	actionGiveBack     = RegisterAction("ax", 1)  // asks: Yes, give the order back / Back
-	actionFinishYes    = RegisterAction("adc", 1) // Finish
-	actionGiveBackYes  = RegisterAction("axc", 1) // GiveBack
-	actionAssignedBack = RegisterAction("ab", 1)  // the step buttons again
+	actionEnRoute      = NewAction("ae", 1)
+	actionArrived      = NewAction("aa", 1)
+	actionFinish       = NewAction("ad", 1)  // asks: Yes, the work is done / Back
+	actionGiveBack     = NewAction("ax", 1)  // asks: Yes, give the order back / Back
+	actionFinishYes    = NewAction("adc", 1) // Finish
+	actionGiveBackYes  = NewAction("axc", 1) // GiveBack
+	actionAssignedBack = NewAction("ab", 1)  // the step buttons again
 )
 
 // confirmation is what a confirmation keyboard asks for.

@@ -400,10 +400,11 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.Len(t, kb[0], 2)
 	require.Len(t, kb[1], 1)
 	require.Equal(t, []string{"✅ Accept", "❌ Decline", "📄 Details"}, []string{kb[0][0].Text, kb[0][1].Text, kb[1][0].Text})
-	for i, want := range []bot.Action{"oa", "od", "ov"} {
-		cb, err := bot.Decode(msg.ReplyMarkup.Buttons()[i].CallbackData)
+	for i, want := range []string{"oa", "od", "ov"} {
+		name, ids, err := bot.ReadData(msg.ReplyMarkup.Buttons()[i].CallbackData)
 		require.NoError(t, err)
-		require.Equal(t, bot.Callback{Action: want, IDs: []int64{f.ID}}, cb)
+		require.Equal(t, want, name)
+		require.Equal(t, []int64{f.ID}, ids)
 	}
 	accept, decline, details := data(t, "oa", f.ID), data(t, "od", f.ID), data(t, "ov", f.ID)
 	last, _ := env.srv.LastMessage(43)

@@ -26,12 +26,12 @@ var (
 
 // Button actions of the cover letters.
 var (
-	actionLetter         = RegisterAction("vl", 1) // match id: the card's first draft
-	actionLetterAnother  = RegisterAction("la", 1) // letter id
-	actionLetterShorter  = RegisterAction("ls", 1) // letter id
-	actionLetterFormal   = RegisterAction("lf", 1) // letter id
-	actionLetterRetry    = RegisterAction("lr", 1) // failed letter id
-	actionLetterLanguage = RegisterAction("ll", 2) // letter id, 1 + index in vacancy.LetterLanguages
+	actionLetter         = NewAction("vl", 1) // match id: the card's first draft
+	actionLetterAnother  = NewAction("la", 1) // letter id
+	actionLetterShorter  = NewAction("ls", 1) // letter id
+	actionLetterFormal   = NewAction("lf", 1) // letter id
+	actionLetterRetry    = NewAction("lr", 1) // failed letter id
+	actionLetterLanguage = NewAction("ll", 2) // letter id, 1 + index in vacancy.LetterLanguages
 )
 
 // letterLanguageNames label the language buttons, each in its own language.

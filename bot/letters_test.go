@@ -125,7 +125,7 @@ func TestCardSaysWhatTheEmployerRequires(t *testing.T) {
 
 func encoded(t *testing.T, action string, ids ...int64) string {
 	t.Helper()
-	d, err := bot.Encode(bot.Action(action), ids...)
+	d, err := bot.Encode(bot.Action{Name: action, IDs: len(ids)}, ids...)
 	require.NoError(t, err)
 	return d
 }

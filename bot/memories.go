@@ -20,14 +20,14 @@ import (
 // nothing, and a press on a memory gone or changed since gets the stale
 // alert.
 var (
-	actionMemoryPage          = RegisterAction("mp", 2)  // user, page
-	actionMemoryDelete        = RegisterAction("md", 3)  // user, memory, page: asks
-	actionMemoryDeleteYes     = RegisterAction("my", 3)  // user, memory, page: deletes
-	actionMemoryCorrect       = RegisterAction("mr", 2)  // user, memory
-	actionMemoryCorrectCancel = RegisterAction("mx", 2)  // user, memory
-	actionMemoryHistory       = RegisterAction("mh", 3)  // user, memory, page
-	actionMemoryForgetYes     = RegisterAction("mfy", 2) // user, request
-	actionMemoryForgetKeep    = RegisterAction("mfk", 2) // user, request
+	actionMemoryPage          = NewAction("mp", 2)  // user, page
+	actionMemoryDelete        = NewAction("md", 3)  // user, memory, page: asks
+	actionMemoryDeleteYes     = NewAction("my", 3)  // user, memory, page: deletes
+	actionMemoryCorrect       = NewAction("mr", 2)  // user, memory
+	actionMemoryCorrectCancel = NewAction("mx", 2)  // user, memory
+	actionMemoryHistory       = NewAction("mh", 3)  // user, memory, page
+	actionMemoryForgetYes     = NewAction("mfy", 2) // user, request
+	actionMemoryForgetKeep    = NewAction("mfk", 2) // user, request
 )
 
 func (u *memoryUI) registerMemories() {

@@ -50,8 +50,8 @@ var (
 // microseconds, so a press after the forgetting (a second tap, which
 // makes the row anew) changes nothing.
 var (
-	actionForget       = RegisterAction("mf", 2) // user id, users.created_at
-	actionForgetCancel = RegisterAction("mc", 2) // user id, users.created_at
+	actionForget       = NewAction("mf", 2) // user id, users.created_at
+	actionForgetCancel = NewAction("mc", 2) // user id, users.created_at
 )
 
 type memoryUI struct {

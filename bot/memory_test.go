@@ -453,9 +453,9 @@ func TestMemoryListAndForget(t *testing.T) {
 	require.Len(t, buttons, 2)
 	var created time.Time
 	require.NoError(t, env.st.Pool().QueryRow(context.Background(), `SELECT created_at FROM users WHERE id = 42`).Scan(&created))
-	yes, err := bot.Encode("mf", 42, created.UnixMicro())
+	yes, err := bot.Encode(bot.Action{Name: "mf", IDs: 2}, 42, created.UnixMicro())
 	require.NoError(t, err)
-	no, err := bot.Encode("mc", 42, created.UnixMicro())
+	no, err := bot.Encode(bot.Action{Name: "mc", IDs: 2}, 42, created.UnixMicro())
 	require.NoError(t, err)
 	require.Equal(t, "Forget everything", buttons[0].Text)
 	require.Equal(t, yes, buttons[0].CallbackData)

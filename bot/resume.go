@@ -40,9 +40,9 @@ var (
 // for (nobody else may press it), the draft and its revision (a button of
 // an earlier message of the draft is stale).
 var (
-	actionResumeUse    = RegisterAction("ru", 3)
-	actionResumeEdit   = RegisterAction("re", 3)
-	actionResumeCancel = RegisterAction("rc", 3)
+	actionResumeUse    = NewAction("ru", 3)
+	actionResumeEdit   = NewAction("re", 3)
+	actionResumeCancel = NewAction("rc", 3)
 )
 
 type resumeUI struct {

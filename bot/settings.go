@@ -41,15 +41,15 @@ func (u *rhythmUI) zoneLine(r *Request) string {
 // and of a digest. A digest time's button sets it on or off (yn, yf);
 // yt, a toggle, is what /settings messages sent before them carry.
 var (
-	actionRhythmMode    = RegisterAction("ym", 1)
-	actionRhythmTime    = RegisterAction("yt", 1)
-	actionRhythmTimeOn  = RegisterAction("yn", 1)
-	actionRhythmTimeOff = RegisterAction("yf", 1)
-	actionRhythmSize    = RegisterAction("ys", 1)
-	actionRhythmQuiet   = RegisterAction("yq", 1)
-	actionRhythmCap     = RegisterAction("yc", 1)
-	actionDigestOpen    = RegisterAction("vo", 1) // match id
-	actionDigestPage    = RegisterAction("vg", 2) // digest id, page (from 0)
+	actionRhythmMode    = NewAction("ym", 1)
+	actionRhythmTime    = NewAction("yt", 1)
+	actionRhythmTimeOn  = NewAction("yn", 1)
+	actionRhythmTimeOff = NewAction("yf", 1)
+	actionRhythmSize    = NewAction("ys", 1)
+	actionRhythmQuiet   = NewAction("yq", 1)
+	actionRhythmCap     = NewAction("yc", 1)
+	actionDigestOpen    = NewAction("vo", 1) // match id
+	actionDigestPage    = NewAction("vg", 2) // digest id, page (from 0)
 )
 
 // digestTitleBudget and digestEmployerBudget keep a digest page of the
@@ -178,7 +178,7 @@ func (u *rhythmUI) render(r *Request, rh vacancy.Rhythm) (string, *tele.ReplyMar
 		var out []tele.InlineButton
 		for _, bt := range buttons {
 			act := a
-			if bt.a != ("") {
+			if bt.a != (Action{}) {
 				act = bt.a
 			}
 			data, err := Encode(act, int64(bt.v))
@@ -195,7 +195,7 @@ func (u *rhythmUI) render(r *Request, rh vacancy.Rhythm) (string, *tele.ReplyMar
 		v     int
 		a     Action
 	}
-	row(actionRhythmMode, bt{checked(!digest, r.T("rhythm.button_instant")), 0, ""}, bt{checked(digest, r.T("rhythm.button_digest")), 1, ""})
+	row(actionRhythmMode, bt{checked(!digest, r.T("rhythm.button_instant")), 0, Action{}}, bt{checked(digest, r.T("rhythm.button_digest")), 1, Action{}})
 	if digest {
 		var times []bt
 		for _, m := range vacancy.DigestTimePresets {
@@ -214,22 +214,22 @@ func (u *rhythmUI) render(r *Request, rh vacancy.Rhythm) (string, *tele.ReplyMar
 		row(actionRhythmTime, times...)
 		var sizes []bt
 		for _, n := range vacancy.DigestSizePresets {
-			sizes = append(sizes, bt{checked(rh.DigestSize == n, r.T("rhythm.button_size", locales.Data{"Size": n})), n, ""})
+			sizes = append(sizes, bt{checked(rh.DigestSize == n, r.T("rhythm.button_size", locales.Data{"Size": n})), n, Action{}})
 		}
 		row(actionRhythmSize, sizes...)
 	}
 	var quiet []bt
 	for i, q := range vacancy.QuietPresets {
-		quiet = append(quiet, bt{checked(rh.Quiet == q, spanText(q)), i + 1, ""})
+		quiet = append(quiet, bt{checked(rh.Quiet == q, spanText(q)), i + 1, Action{}})
 	}
-	quiet = append(quiet, bt{checked(!rh.Quiet.On(), r.T("rhythm.button_quiet_off")), 0, ""})
+	quiet = append(quiet, bt{checked(!rh.Quiet.On(), r.T("rhythm.button_quiet_off")), 0, Action{}})
 	row(actionRhythmQuiet, quiet...)
 	if !digest {
 		var caps []bt
 		for _, n := range vacancy.CapPresets {
-			caps = append(caps, bt{checked(rh.DailyCap == n, r.T("rhythm.button_cap", locales.Data{"Cap": n})), n, ""})
+			caps = append(caps, bt{checked(rh.DailyCap == n, r.T("rhythm.button_cap", locales.Data{"Cap": n})), n, Action{}})
 		}
-		caps = append(caps, bt{checked(rh.DailyCap == 0, r.T("rhythm.button_cap_off")), 0, ""})
+		caps = append(caps, bt{checked(rh.DailyCap == 0, r.T("rhythm.button_cap_off")), 0, Action{}})
 		row(actionRhythmCap, caps...)
 	}
 	return strings.Join(lines, "\n"), kb, rowErr

@@ -48,9 +48,9 @@ const MaxSearches = 20
 
 // Button actions of the vacancy workflow; each carries one id.
 var (
-	actionApplied       = RegisterAction("va", 1) // match id
-	actionNotInterested = RegisterAction("vn", 1) // match id
-	actionDeleteSearch  = RegisterAction("sd", 1) // search id
+	actionApplied       = NewAction("va", 1) // match id
+	actionNotInterested = NewAction("vn", 1) // match id
+	actionDeleteSearch  = NewAction("sd", 1) // search id
 )
 
 // Budgets, in UTF-16 units of escaped HTML, for the parts of a vacancy

@@ -91,7 +91,7 @@ func setupVacancies(t *testing.T) vacEnv {
 
 func data(t *testing.T, action string, id int64) string {
 	t.Helper()
-	d, err := bot.Encode(bot.Action(action), id)
+	d, err := bot.Encode(bot.Action{Name: action, IDs: 1}, id)
 	require.NoError(t, err)
 	return d
 }

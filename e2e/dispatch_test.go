@@ -646,8 +646,8 @@ func offerOfMessage(m tgfake.BotMessage) int64 {
 		first = m.Edits[0]
 	}
 	for _, b := range first.ReplyMarkup.Buttons() {
-		if cb, err := bot.Decode(b.CallbackData); err == nil && len(cb.IDs) == 1 {
-			return cb.IDs[0]
+		if _, ids, err := bot.ReadData(b.CallbackData); err == nil && len(ids) == 1 {
+			return ids[0]
 		}
 	}
 	return 0

@@ -368,11 +368,11 @@ func crewLastID(env *e2e.Env, chat int64) int {
 
 // crewAction is the action a button's callback data names ("" if none).
 func crewAction(b tgfake.InlineKeyboardButton) string {
-	cb, err := bot.Decode(b.CallbackData)
+	name, _, err := bot.ReadData(b.CallbackData)
 	if err != nil {
 		return ""
 	}
-	return string(cb.Action)
+	return name
 }
 
 // crewHas reports whether m, as it is, has a button doing action.
