@@ -98,9 +98,12 @@ const testBoardEvery = 100 * time.Millisecond
 
 // eventually polls a database condition: the bot's handlers run
 // concurrently, so nothing in the fake Telegram says when they are done.
+// eventually waits for cond up to a bound no healthy system reaches, even
+// on a loaded CI machine (5 s was reached there: ten group messages through
+// the inbox while other suites ran beside).
 func eventually(t *testing.T, cond func() bool, msg string) {
 	t.Helper()
-	require.Eventually(t, cond, 5*time.Second, 5*time.Millisecond, msg)
+	require.Eventually(t, cond, 30*time.Second, 5*time.Millisecond, msg)
 }
 
 // adminLines are the texts of the bot's messages in the admin chat.

@@ -30,6 +30,9 @@ type Vacancies interface {
 	Ban(ctx context.Context, userID int64, raw string) (string, bool, error)
 	Unban(ctx context.Context, userID int64, raw string) (string, bool, error)
 	Bans(ctx context.Context, userID int64) ([]string, error)
+	HideEmployer(ctx context.Context, userID, matchID int64) (vacancy.Match, vacancy.Vacancy, bool, error)
+	ShowEmployer(ctx context.Context, userID, id int64) (string, bool, error)
+	HiddenEmployers(ctx context.Context, userID int64) ([]vacancy.HiddenEmployer, error)
 	Stats(ctx context.Context, userID int64) (vacancy.Stats, error)
 	Skills(ctx context.Context, userID int64) (vacancy.SkillsReport, error)
 	Decide(ctx context.Context, userID, matchID int64, to vacancy.Status) (vacancy.Match, vacancy.Vacancy, error)
@@ -51,6 +54,8 @@ var (
 	actionApplied       = NewAction("va", 1) // match id
 	actionNotInterested = NewAction("vn", 1) // match id
 	actionDeleteSearch  = NewAction("sd", 1) // search id
+	actionHideEmployer  = NewAction("vh", 1) // match id: its vacancy's employer
+	actionShowEmployer  = NewAction("ve", 1) // hidden_employers id
 )
 
 // Budgets, in UTF-16 units of escaped HTML, for the parts of a vacancy
@@ -60,6 +65,8 @@ var (
 const (
 	titleBudget    = 300
 	employerBudget = 150
+	// buttonEmployerBudget keeps an employer's name in a button readable.
+	buttonEmployerBudget = 40
 	areaBudget     = 100
 	salaryBudget   = 100
 	reasonBudget   = 500
@@ -92,6 +99,8 @@ func (b *Bot) RegisterVacancies(v Vacancies) {
 	b.HandleButton(actionApplied, u.decide(vacancy.Applied))
 	b.HandleButton(actionNotInterested, u.decide(vacancy.NotInterested))
 	b.HandleButton(actionDeleteSearch, u.deleteSearch)
+	b.HandleButton(actionHideEmployer, u.hideEmployer)
+	b.HandleButton(actionShowEmployer, u.showEmployer)
 	for _, a := range []Action{actionCardStep, actionFollowUpStep, actionListStep} {
 		b.HandleButton(a, u.step(a))
 	}
@@ -373,19 +382,110 @@ func (u *vacancyUI) changeBans(r *Request, change func(ctx context.Context, user
 }
 
 func (u *vacancyUI) bans(r *Request) error {
-	words, err := u.v.Bans(r.Ctx, r.User.ID)
+	text, kb, err := u.banList(r)
 	if err != nil {
 		return err
 	}
-	if len(words) == 0 {
-		return r.Reply(r.T("bans.empty"), nil)
+	return r.Reply(text, kb)
+}
+
+// banList is /bans: the ban words, then the hidden employers, each with a
+// button that shows it again.
+func (u *vacancyUI) banList(r *Request) (string, *tele.ReplyMarkup, error) {
+	words, err := u.v.Bans(r.Ctx, r.User.ID)
+	if err != nil {
+		return "", nil, err
+	}
+	hidden, err := u.v.HiddenEmployers(r.Ctx, r.User.ID)
+	if err != nil {
+		return "", nil, err
 	}
 	var sb strings.Builder
-	sb.WriteString(r.T("bans.header", locales.Data{"Count": len(words)}))
-	for _, w := range words {
-		sb.WriteString("\n• " + Escape(w))
+	if len(words) == 0 {
+		sb.WriteString(r.T("bans.empty"))
+	} else {
+		sb.WriteString(r.T("bans.header", locales.Data{"Count": len(words)}))
+		for _, w := range words {
+			sb.WriteString("\n• " + Escape(w))
+		}
 	}
-	return r.Reply(sb.String(), nil)
+	if len(hidden) == 0 {
+		return sb.String(), nil, nil
+	}
+	sb.WriteString("\n\n" + r.T("bans.employers_header", locales.Data{"Count": len(hidden)}))
+	kb := &tele.ReplyMarkup{}
+	for _, e := range hidden {
+		sb.WriteString("\n• " + clip(e.Name, employerBudget))
+		data, err := Encode(actionShowEmployer, e.ID)
+		if err != nil {
+			return "", nil, err
+		}
+		label := r.T("bans.button_show", locales.Data{"Employer": plainName(e.Name)})
+		kb.InlineKeyboard = append(kb.InlineKeyboard, []tele.InlineButton{{Text: label, Data: data}})
+	}
+	return sb.String(), kb, nil
+}
+
+// plainName is an employer's name for a button or a pop-up, which Telegram
+// shows as plain text: cut to buttonEmployerBudget and not escaped (the
+// catalogue escapes a string for HTML; this goes in as written). A pop-up's
+// text must stay within Telegram's 200 characters.
+func plainName(s string) locales.HTML {
+	return locales.HTML(html.UnescapeString(clip(oneLine(s), buttonEmployerBudget)))
+}
+
+// hideEmployer is a card's *Hide this employer*: its employer's vacancies
+// reach the user no more, and the card, if still awaiting an answer, is
+// marked Not interested.
+func (u *vacancyUI) hideEmployer(r *Request, cb Callback) error {
+	m, v, hidden, err := u.v.HideEmployer(r.Ctx, r.User.ID, cb.IDs[0])
+	var ie *domain.InputError
+	switch {
+	case errors.Is(err, vacancy.ErrForbidden):
+		return r.Forbidden()
+	case errors.Is(err, domain.ErrNotFound):
+		return r.Alert("error.callback_invalid")
+	case errors.Is(err, vacancy.ErrNoEmployer):
+		return r.Alert("vacancy.no_employer")
+	case errors.As(err, &ie):
+		return r.Respond(&tele.CallbackResponse{Text: r.InputText(ie, ""), ShowAlert: true})
+	case err != nil:
+		return err
+	}
+	if m.Status.Reported() || m.Status == vacancy.NotInterested {
+		text := u.b.renderVacancy(r.Lang, v, m.Verdict, m.Status)
+		kb, err := u.b.vacancyMarkup(r.Lang, m.ID, v, true)
+		if err == nil {
+			kb, err = u.b.withSteps(r.Lang, actionCardStep, m, kb)
+		}
+		if err != nil {
+			return err
+		}
+		u.b.editPressed(r, text, kb)
+	}
+	toast := "vacancy.employer_hidden"
+	if !hidden {
+		toast = "vacancy.employer_hidden_already"
+	}
+	return r.Alert(toast, locales.Data{"Employer": plainName(v.Employer)})
+}
+
+// showEmployer is /bans' *Show … again*: the hiding undone, the list
+// edited to what is left.
+func (u *vacancyUI) showEmployer(r *Request, cb Callback) error {
+	name, ok, err := u.v.ShowEmployer(r.Ctx, r.User.ID, cb.IDs[0])
+	if err != nil {
+		return err
+	}
+	text, kb, err := u.banList(r)
+	if err != nil {
+		return err
+	}
+	u.b.editPressed(r, text, kb)
+	if !ok {
+		return r.Alert("bans.employer_gone")
+	}
+	return r.Respond(&tele.CallbackResponse{Text: r.T("bans.employer_shown", locales.Data{"Employer": plainName(name)})})
 }
 
 // statusKeys names every status; the keys are spelled out so the catalogue
@@ -663,8 +763,9 @@ func salaryLine(cat *locales.Catalog, lang string, s vacancy.Salary) string {
 	return html.UnescapeString(line)
 }
 
-// vacancyMarkup is [[Applied, Not interested], [Cover letter], [Open on
-// hh.ru, Apply]] before a decision and only the links after it (an
+// vacancyMarkup is [[Applied, Not interested], [Cover letter, Hide this
+// employer], [Open on hh.ru, Apply]] before a decision (no Hide when HH
+// names no employer) and only the links after it (an
 // application's steps go above them: withSteps).
 func (rd *Renderer) vacancyMarkup(lang string, matchID int64, v vacancy.Vacancy, decided bool) (*tele.ReplyMarkup, error) {
 	cat := rd.cat
@@ -679,7 +780,15 @@ func (rd *Renderer) vacancyMarkup(lang string, matchID int64, v vacancy.Vacancy,
 		if err != nil {
 			return nil, err
 		}
-		kb.InlineKeyboard = append(kb.InlineKeyboard, pair, []tele.InlineButton{{Text: cat.T(lang, "vacancy.button_letter"), Data: letter}})
+		row := []tele.InlineButton{{Text: cat.T(lang, "vacancy.button_letter"), Data: letter}}
+		if strings.TrimSpace(v.Employer) != "" {
+			hide, err := Encode(actionHideEmployer, matchID)
+			if err != nil {
+				return nil, err
+			}
+			row = append(row, tele.InlineButton{Text: cat.T(lang, "vacancy.button_hide_employer"), Data: hide})
+		}
+		kb.InlineKeyboard = append(kb.InlineKeyboard, pair, row)
 	}
 	if row := applyRow(cat, lang, v); row != nil {
 		kb.InlineKeyboard = append(kb.InlineKeyboard, row)

@@ -664,7 +664,7 @@ func TestDeliverOversizedVacancyIsOneMessage(t *testing.T) {
 	require.LessOrEqual(t, len([]rune(msg.Text)), bot.MaxMessageLen)
 	require.True(t, strings.HasPrefix(msg.Text, `<&"> <&">`), "escaped, then cut")
 	require.Equal(t, 7, strings.Count(msg.Text, "…"), "title, employer, area, three reasons and the skills are marked as cut")
-	require.Len(t, msg.ReplyMarkup.Buttons(), 4)
+	require.Len(t, msg.ReplyMarkup.Buttons(), 5, "Applied, Not interested, Cover letter, Hide this employer, Open on hh.ru")
 }
 
 // Delivery failures are the outbox's: a card to a user Telegram refuses

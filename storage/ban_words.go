@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -49,4 +50,53 @@ func (s *Store) RemoveBanWord(ctx context.Context, userID int64, word string) (b
 		return false, fmt.Errorf("remove ban word: %w", err)
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// HideEmployer keeps an employer's vacancies from the user; false if they
+// were hidden already. A user at max hidden gets vacancy.ErrTooManyHidden.
+func (s *Store) HideEmployer(ctx context.Context, userID int64, employer string, max int) (bool, error) {
+	var added, exists bool
+	err := s.pool.QueryRow(ctx, `
+WITH ins AS (
+    INSERT INTO hidden_employers (user_id, employer)
+    SELECT $1, $2 WHERE (SELECT count(*) FROM hidden_employers WHERE user_id = $1) < $3
+    ON CONFLICT DO NOTHING
+    RETURNING id
+)
+SELECT EXISTS (SELECT 1 FROM ins), EXISTS (SELECT 1 FROM hidden_employers WHERE user_id = $1 AND employer = $2)`,
+		userID, employer, max).Scan(&added, &exists)
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("hide employer: %w", err)
+	case added:
+		return true, nil
+	case !exists:
+		return false, vacancy.ErrTooManyHidden
+	}
+	return false, nil
+}
+
+// ShowEmployer undoes a user's hiding of an employer by its id; the name,
+// and false if the user had no such hiding.
+func (s *Store) ShowEmployer(ctx context.Context, userID, id int64) (string, bool, error) {
+	var name string
+	err := s.pool.QueryRow(ctx, `DELETE FROM hidden_employers WHERE id = $1 AND user_id = $2 RETURNING employer`,
+		id, userID).Scan(&name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("show employer %d: %w", id, err)
+	}
+	return name, true, nil
+}
+
+// HiddenEmployers lists the employers a user hid, by name.
+func (s *Store) HiddenEmployers(ctx context.Context, userID int64) ([]vacancy.HiddenEmployer, error) {
+	out, err := queryAll(ctx, s.pool, pgx.RowToStructByPos[vacancy.HiddenEmployer],
+		`SELECT id, employer FROM hidden_employers WHERE user_id = $1 ORDER BY lower(employer), id`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("hidden employers of user %d: %w", userID, err)
+	}
+	return out, nil
 }

@@ -28,7 +28,7 @@ import (
 //     is kept (below): then the row stays as its anchor, with username,
 //     first name, both languages and the profile erased and created_at
 //     renewed (the person is new if they come back; see Forget).
-//   - searches, ban_words, vacancy_matches (every state), cover_letters,
+//   - searches, ban_words, hidden_employers, vacancy_matches (every state), cover_letters,
 //     profile_drafts, vacancy_settings (the rhythm), vacancy_digests: deleted.
 //     discovery_state and search_hits belong to a search key, which users
 //     with equal searches share: deleted only when no other user's search
@@ -120,6 +120,7 @@ WHERE m.author_id = $1 AND EXISTS (SELECT 1 FROM analysis_proposal_sources s
 		{"digests", `DELETE FROM vacancy_digests WHERE user_id = $1`, nil},
 		{"vacancy settings", `DELETE FROM vacancy_settings WHERE user_id = $1`, nil},
 		{"ban words", `DELETE FROM ban_words WHERE user_id = $1`, &f.BanWords},
+		{"hidden employers", `DELETE FROM hidden_employers WHERE user_id = $1`, nil},
 		{"profile draft", `DELETE FROM profile_drafts WHERE user_id = $1`, nil},
 		// The statement's snapshot still shows the deleted searches,
 		// hence user_id <> $1: a key stays while another user has it.
@@ -186,7 +187,8 @@ func (s *Store) HeldForUser(ctx context.Context, userID int64) (memory.Held, err
         OR EXISTS (SELECT 1 FROM lsm_storage WHERE user_id = $1),
     EXISTS (SELECT 1 FROM users WHERE id = $1 AND profile <> '') OR EXISTS (SELECT 1 FROM profile_drafts WHERE user_id = $1)
         OR EXISTS (SELECT 1 FROM searches WHERE user_id = $1)
-        OR EXISTS (SELECT 1 FROM ban_words WHERE user_id = $1) OR EXISTS (SELECT 1 FROM vacancy_matches WHERE user_id = $1)
+        OR EXISTS (SELECT 1 FROM ban_words WHERE user_id = $1) OR EXISTS (SELECT 1 FROM hidden_employers WHERE user_id = $1)
+        OR EXISTS (SELECT 1 FROM vacancy_matches WHERE user_id = $1)
         OR EXISTS (SELECT 1 FROM vacancy_settings WHERE user_id = $1),
     EXISTS (SELECT 1 FROM group_messages WHERE author_id = $1),
     EXISTS (SELECT 1 FROM masters WHERE user_id = $1),

@@ -157,7 +157,9 @@ SELECT ` + matchColumns + `, ` + vacancyColumns + `, u.language, u.telegram_lang
        EXISTS (SELECT 1 FROM searches s WHERE s.user_id = m.user_id AND s.first_news = 'waiting'
                AND m.id = ANY(s.first_matches)),
        -- A rhythm of their own: the move to ANALYZED reads it under its lock.
-       EXISTS (SELECT 1 FROM vacancy_settings r WHERE r.user_id = m.user_id)
+       EXISTS (SELECT 1 FROM vacancy_settings r WHERE r.user_id = m.user_id),
+       -- The employer hidden since the match was queued.
+       EXISTS (SELECT 1 FROM hidden_employers h WHERE h.user_id = m.user_id AND h.employer = v.employer)
 FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id,
      -- A claim lost in a database crash is only taken again.
      ` + asyncCommit
@@ -178,7 +180,7 @@ func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy
 	var liked []byte
 	dest := append(matchDest(&c.Match, &analysis, &sentAt), vacancyDest(&c.Vacancy, &fetched)...)
 	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &liked, &c.User.NotInterested, &c.DetailStale, &c.DetailMine,
-		&c.User.Senior, &c.FirstNews, &c.User.Paced)
+		&c.User.Senior, &c.FirstNews, &c.User.Paced, &c.EmployerHidden)
 	err := s.pool.QueryRow(ctx, claimMatchSQL,
 		o.ClaimLease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds(), o.FetchLease.Milliseconds(), o.Claimer).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {

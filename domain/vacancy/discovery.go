@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -229,7 +230,7 @@ func (s *Service) saveSweep(ctx context.Context, g Group, sw swept, m Markers, r
 }
 
 // pickMatches gives each vacancy to the users whose ban words it passes and
-// counts the vacancies nobody got.
+// who have not hidden its employer, and counts the vacancies nobody got.
 func pickMatches(g Group, found []Vacancy, users []Recipient) (matches []NewMatch, dropped int) {
 	for _, v := range found {
 		// Unless the search asks for it: every follower of a key
@@ -240,7 +241,7 @@ func pickMatches(g Group, found []Vacancy, users []Recipient) (matches []NewMatc
 		}
 		got := false
 		for _, u := range users {
-			if NewBans(u.BanWords).Match(v.Title, v.Snippet) != "" {
+			if NewBans(u.BanWords).Match(v.Title, v.Snippet) != "" || slices.Contains(u.HiddenEmployers, v.Employer) {
 				continue
 			}
 			matches = append(matches, NewMatch{UserID: u.ID, VacancyID: v.ID})

@@ -90,6 +90,9 @@ type Claim struct {
 	// whose user has not heard its outcome yet, so ending it without a
 	// card may be what tells them there is nothing new (Change.Announce).
 	FirstNews bool
+	// EmployerHidden: the user hid the vacancy's employer after the match
+	// was queued (HideEmployer); the match is dropped unjudged.
+	EmployerHidden bool
 }
 
 // Recipient is the match's user as processing sees them.
@@ -98,6 +101,9 @@ type Recipient struct {
 	Lang     string
 	Profile  string
 	BanWords []string
+	// HiddenEmployers are the employers whose vacancies the user hid
+	// (HideEmployer): discovery gives them none of theirs.
+	HiddenEmployers []string
 	// Liked are the user's applications and NotInterested the titles of
 	// the vacancies they turned down (Config.TasteExamples of each): their
 	// taste, for the relevance prompt. Liked come those that got an offer
@@ -198,6 +204,13 @@ type SettingsStore interface {
 	BanWords(ctx context.Context, userID int64) ([]string, error)
 	AddBanWord(ctx context.Context, userID int64, word string, max int) (bool, error)
 	RemoveBanWord(ctx context.Context, userID int64, word string) (bool, error)
+	// HideEmployer keeps the employer's vacancies from the user (false if
+	// they were hidden already); at max hidden it adds nothing and says so
+	// with ErrTooManyHidden. ShowEmployer undoes one by its id and names
+	// it (false if it was not hidden); HiddenEmployers lists them by name.
+	HideEmployer(ctx context.Context, userID int64, employer string, max int) (bool, error)
+	ShowEmployer(ctx context.Context, userID, id int64) (string, bool, error)
+	HiddenEmployers(ctx context.Context, userID int64) ([]HiddenEmployer, error)
 	MatchStats(ctx context.Context, userID int64) (Stats, error)
 }
 
@@ -497,6 +510,7 @@ func inputError(key string) *domain.InputError {
 		"profile.error_too_long": MaxProfile,
 		"ban.error_too_long":     MaxBanWordLen,
 		"ban.error_too_many":     MaxBanWords,
+		"hide.error_too_many":    MaxHiddenEmployers,
 	}
 	return &domain.InputError{Key: key, Args: map[string]any{"Max": limits[key]}}
 }
@@ -620,6 +634,62 @@ func (s *Service) Bans(ctx context.Context, userID int64) ([]string, error) {
 	return s.deps.Repo.BanWords(ctx, userID)
 }
 
+// HiddenEmployer is an employer a user hid, with the id its button names.
+type HiddenEmployer struct {
+	ID   int64
+	Name string
+}
+
+// MaxHiddenEmployers bounds one user's hidden employers: /bans lists each
+// with a button that shows it again.
+const MaxHiddenEmployers = 50
+
+// HideEmployer hides the employer of a vacancy the user was shown: none of
+// its vacancies, found later or still queued, reaches them again. The card
+// pressed is the first of them: one still awaiting the user's answer is
+// marked Not interested. hidden is false when the employer was hidden
+// already. Only the match's owner may; a vacancy with no employer named
+// gives ErrNoEmployer.
+func (s *Service) HideEmployer(ctx context.Context, userID, matchID int64) (m Match, v Vacancy, hidden bool, err error) {
+	m, v, err = s.deps.Repo.MatchWithVacancy(ctx, matchID)
+	if err != nil {
+		return m, v, false, fmt.Errorf("hide employer: %w", err)
+	}
+	if m.UserID != userID {
+		return m, v, false, ErrForbidden
+	}
+	if strings.TrimSpace(v.Employer) == "" {
+		return m, v, false, ErrNoEmployer
+	}
+	if hidden, err = s.deps.Repo.HideEmployer(ctx, userID, v.Employer, MaxHiddenEmployers); err != nil {
+		return m, v, false, err
+	}
+	if m.Status != SentToUser && m.Status != Analyzed {
+		return m, v, hidden, nil
+	}
+	dm, dv, err := s.Decide(ctx, userID, matchID, NotInterested)
+	switch {
+	case err == nil:
+		return dm, dv, hidden, nil
+	case errors.Is(err, ErrAlreadyDecided):
+		// Another press decided it a moment ago: the hiding stands.
+		return dm, v, hidden, nil
+	default:
+		return m, v, hidden, err
+	}
+}
+
+// ShowEmployer undoes a hiding by its id (only the user's own); the name,
+// and false if it was not hidden (any more).
+func (s *Service) ShowEmployer(ctx context.Context, userID, id int64) (string, bool, error) {
+	return s.deps.Repo.ShowEmployer(ctx, userID, id)
+}
+
+// HiddenEmployers lists the employers the user hid, by name.
+func (s *Service) HiddenEmployers(ctx context.Context, userID int64) ([]HiddenEmployer, error) {
+	return s.deps.Repo.HiddenEmployers(ctx, userID)
+}
+
 // Stats is what /vacancies shows.
 func (s *Service) Stats(ctx context.Context, userID int64) (Stats, error) {
 	st, err := s.deps.Repo.MatchStats(ctx, userID)
@@ -704,3 +774,10 @@ func (s *Service) Wake() { s.queue.Wake() }
 
 // ErrTooManyBans: the user is at MaxBanWords.
 var ErrTooManyBans = inputError("ban.error_too_many")
+
+// ErrTooManyHidden: the user hides MaxHiddenEmployers employers already.
+var ErrTooManyHidden = inputError("hide.error_too_many")
+
+// ErrNoEmployer: the vacancy names no employer (HH hides some), so there is
+// nobody to hide.
+var ErrNoEmployer = errors.New("vacancy names no employer")

@@ -114,6 +114,10 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		log.Error("claimed a match in an unexpected status", "status", m.Status)
 		return "error"
 	}
+	if c.EmployerHidden {
+		s.dropLease(ctx, c)
+		return s.dropBanned(ctx, c, log, "hidden employer", c.Vacancy, nil)
+	}
 	if s.deps.LLM.Refused() {
 		s.dropLease(ctx, c)
 		return s.wait(ctx, m, nil)
@@ -189,8 +193,8 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	return "queued"
 }
 
-// dropBanned deletes a claimed match whose vacancy a ban word (word) or
-// the user's seniority rules out; the outcome label.
+// dropBanned deletes a claimed match whose vacancy a ban word (word), a
+// hidden employer or the user's seniority rules out; the outcome label.
 func (s *Service) dropBanned(ctx context.Context, c Claim, log *slog.Logger, word string, v Vacancy, fresh *Vacancy) string {
 	m := c.Match
 	s.keepDetail(ctx, fresh)
@@ -201,7 +205,7 @@ func (s *Service) dropBanned(ctx context.Context, c Claim, log *slog.Logger, wor
 		log.Error("delete banned match", "err", err)
 		return "error"
 	}
-	log.Info("vacancy dropped", "ban_word", word, "experience", v.Experience)
+	log.Info("vacancy dropped", "because", word, "experience", v.Experience)
 	return "deleted"
 }
 

@@ -1,0 +1,67 @@
+package bot_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A card's *Hide this employer*: only its owner may press it; the press
+// marks the card Not interested and says, in a pop-up with the name as
+// written, how to undo it; /bans lists the employer with a button that
+// shows it again and edits the list to what is left.
+func TestHideEmployerFromTheCardAndShowItAgain(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	ann := env.srv.User(42, "Ann", "en")
+	bob := env.srv.User(43, "Bob", "en")
+	env.ask(t, ann, "/start")
+	// Bob's own message, whose buttons he replaces with data naming Ann's
+	// rows: a forged press.
+	bobs := env.ask(t, bob, "/start")
+	d := sampleCard(0)
+	d.MatchID = env.queueVacancy(t, 42, d.Vacancy, d.Verdict)
+	msg := env.waitCard(t, 42, d.MatchID)
+	require.Equal(t, []string{"✍️ Cover letter", "🙈 Hide this employer"},
+		[]string{msg.ReplyMarkup.InlineKeyboard[1][0].Text, msg.ReplyMarkup.InlineKeyboard[1][1].Text})
+	hide := data(t, "vh", d.MatchID)
+	require.Equal(t, hide, msg.ReplyMarkup.InlineKeyboard[1][1].CallbackData)
+
+	a := answer(t, env.srv, bob.PressRaw(bobs, hide))
+	require.Equal(t, "This button is not for you.", a.Text)
+	require.Equal(t, "SENT_TO_USER", matchStatus(t, env.st, d.MatchID))
+
+	a = answer(t, env.srv, mustPress(t, ann, msg, hide))
+	require.True(t, a.ShowAlert)
+	require.Equal(t, "Vacancies from ACME <Ltd> will not be sent to you any more. /bans lists hidden employers and shows them again.", a.Text)
+	require.LessOrEqual(t, len([]rune(a.Text)), 200, "Telegram's limit for a pop-up")
+	require.Equal(t, "NOT_INTERESTED", matchStatus(t, env.st, d.MatchID))
+	edited, _ := env.srv.MessageByID(42, msg.MessageID)
+	require.True(t, strings.HasSuffix(edited.Text, "\n\n🚫 Not interested"), edited.Text)
+
+	// A press from a client still showing the old buttons.
+	a = answer(t, env.srv, ann.PressRaw(msg, hide))
+	require.Equal(t, "ACME <Ltd> is hidden already; /bans shows it again.", a.Text)
+
+	list := env.ask(t, ann, "/bans")
+	require.Equal(t, "You have no ban words. Add one: /ban 1C\n\nHidden employers (1):\n• ACME <Ltd>", list.Text)
+	buttons := list.ReplyMarkup.Buttons()
+	require.Len(t, buttons, 1)
+	require.Equal(t, "👁 Show ACME <Ltd> again", buttons[0].Text)
+
+	a = answer(t, env.srv, bob.PressRaw(bobs, buttons[0].CallbackData))
+	require.Equal(t, "This employer is not hidden any more.", a.Text, "Bob has no such hiding: nothing of Ann's changes")
+	var n int
+	require.NoError(t, env.st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM hidden_employers WHERE user_id = 42`).Scan(&n))
+	require.Equal(t, 1, n)
+
+	a = answer(t, env.srv, mustPress(t, ann, list, buttons[0].CallbackData))
+	require.Equal(t, "Vacancies from ACME <Ltd> will be sent to you again.", a.Text)
+	edited, _ = env.srv.MessageByID(42, list.MessageID)
+	require.Equal(t, "You have no ban words. Add one: /ban 1C", edited.Text)
+	require.Empty(t, edited.ReplyMarkup.Buttons())
+	a = answer(t, env.srv, ann.PressRaw(list, buttons[0].CallbackData))
+	require.Equal(t, "This employer is not hidden any more.", a.Text)
+}
