@@ -67,11 +67,11 @@ const (
 	employerBudget = 150
 	// buttonEmployerBudget keeps an employer's name in a button readable.
 	buttonEmployerBudget = 40
-	areaBudget     = 100
-	salaryBudget   = 100
-	reasonBudget   = 500
-	maxReasons     = 3
-	skillsBudget   = 600
+	areaBudget           = 100
+	salaryBudget         = 100
+	reasonBudget         = 500
+	maxReasons           = 3
+	skillsBudget         = 600
 	// searchBudget keeps MaxSearches lines of /searches within one message.
 	searchBudget = 160
 	// argBudget bounds the echo of a refused argument.
