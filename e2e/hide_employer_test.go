@@ -73,4 +73,3 @@ func TestHideEmployerThroughTheBinary(t *testing.T) {
 	env.TG.WaitFor(t, 60*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 4 })
 	card(t, env, ann.ID(), "7604")
 }
-
