@@ -64,3 +64,32 @@ func (s *Sender) Draft(ctx context.Context, chatID, draftID int64, text string) 
 	s.m.failed.WithLabelValues("draft").Inc()
 	return fmt.Errorf("draft in chat %d: %w", chatID, err)
 }
+
+// ChatAction shows action ("typing") in a chat: sendChatAction, which
+// Telegram shows for five seconds or until the chat's next message. It is
+// the only way the bot sends one. Like a draft it is cosmetic, so it takes
+// the chat's budget without waiting (ErrPaced when there is none) rather
+// than hold up the message it announces, and a 429 pauses the chat as for
+// any message.
+func (s *Sender) ChatAction(ctx context.Context, chatID int64, action string) error {
+	wait, err := s.limiter.Take(ctx, chatID, 0)
+	if err != nil {
+		return fmt.Errorf("%s in chat %d: %w", action, chatID, err)
+	}
+	if wait > 0 {
+		return fmt.Errorf("%s in chat %d: %w", action, chatID, ErrPaced)
+	}
+	_, err = s.client.Call(ctx, "sendChatAction", map[string]any{"chat_id": chatID, "action": action})
+	if Classify(err) == Flood {
+		s.flood(ctx, chatID, err)
+	}
+	if err != nil {
+		return fmt.Errorf("%s in chat %d: %w", action, chatID, err)
+	}
+	return nil
+}
+
+// Client is the Bot API client the sender calls through, for the calls
+// that are not paced (callback answers, command menus, webhooks, files):
+// one client for every call the bot makes.
+func (s *Sender) Client() *Client { return s.client }
