@@ -338,7 +338,7 @@ func (u *vacancyUI) deleteSearch(r *Request, cb Callback) error {
 		return err
 	}
 	u.b.editPressed(r, text, kb)
-	return r.Respond(&tele.CallbackResponse{Text: r.T("searches.deleted")})
+	return r.Toast(r.T("searches.deleted"))
 }
 
 func (u *vacancyUI) ban(r *Request) error {
@@ -492,7 +492,7 @@ func (u *vacancyUI) decide(to vacancy.Status) CallbackHandler {
 		if to == vacancy.NotInterested {
 			toast = "vacancy.marked_not_interested"
 		}
-		return r.Respond(&tele.CallbackResponse{Text: r.T(toast)})
+		return r.Toast(r.T(toast))
 	}
 }
 
