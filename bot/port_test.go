@@ -64,20 +64,20 @@ func TestCallbackAnswersGoThroughThePort(t *testing.T) {
 	}
 }
 
-// "typing" goes through the sender's limiter: with the chat's budget spent
-// it is not sent at all, rather than sent past the limits or waited for.
-func TestTypingIsPaced(t *testing.T) {
+// "typing" goes through the sender's limiter: while Telegram has the chat
+// wait (a 429's retry_after) it is not sent at all.
+func TestTypingObeysTheLimiter(t *testing.T) {
 	t.Parallel()
 	st := storagetest.New(t)
-	// One token per group, refilled once an hour: the second action finds
-	// it spent however fast the machine is.
-	pace := delivery.Limits{Global: 1000, GlobalBurst: 100, Private: 1, PrivateBurst: 1, Group: 1.0 / 3600, GroupBurst: 1}
-	tb := setupWith(t, bot.Config{}, bot.Deps{Users: st}, nil, pace)
+	tb := setupWith(t, bot.Config{}, bot.Deps{Users: st}, nil, delivery.DefaultLimits())
 	tb.srv.Group(-100, "Team")
 	ctx := context.Background()
 	require.NoError(t, tb.bot.Typing(ctx, -100))
+	tb.srv.FailNext("sendChatAction", 1, 3600)
+	require.Error(t, tb.bot.Typing(ctx, -100), "the 429 is reported")
 	require.ErrorIs(t, tb.bot.Typing(ctx, -100), delivery.ErrPaced)
-	require.Equal(t, []string{"typing"}, tb.srv.ChatActions(-100), "the paced one never reached Telegram")
+	require.Len(t, tb.srv.CallsTo("sendChatAction"), 2, "the paused one never reached Telegram")
+	require.Equal(t, []string{"typing"}, tb.srv.ChatActions(-100))
 }
 
 // A webhook a former deployment left is deleted through the port when the

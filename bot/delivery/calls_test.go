@@ -50,26 +50,38 @@ func TestAnswerCallback(t *testing.T) {
 	require.Empty(t, b.srv.UnansweredCallbacks())
 }
 
-// A chat action goes through the limiter: with the chat's budget spent it
-// is not sent (ErrPaced) rather than waited for; one to a user who blocked
-// the bot is refused as Gone.
-func TestChatActionIsPaced(t *testing.T) {
+// A chat action goes through the limiter: it takes none of the chat's
+// message budget (actions follow each other and the message they announce
+// freely) but obeys a pause, and a 429 to one pauses the chat; one to a
+// user who blocked the bot is refused as Gone.
+func TestChatActionObeysPauses(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.user(1, "Ann")
-	bob := b.user(2, "Bob")
-	// A private chat's budget of one, refilled once an hour: the second
-	// action finds it spent whatever the machine's speed.
+	b.user(2, "Cat")
+	bob := b.user(3, "Bob")
+	// A private chat's budget of one, refilled once an hour.
 	lim := delivery.NewMemoryLimiter(delivery.Limits{Global: 1000, GlobalBurst: 100, Private: 1.0 / 3600, PrivateBurst: 1, Group: 1, GroupBurst: 1})
 	s := b.sender(t, nil, lim, delivery.Config{})
-	require.NoError(t, s.ChatAction(b.ctx, 1, "typing"))
-	require.ErrorIs(t, s.ChatAction(b.ctx, 1, "typing"), delivery.ErrPaced)
-	require.Equal(t, []string{"typing"}, b.srv.ChatActions(1), "the paced one never reached Telegram")
-	require.Len(t, b.srv.CallsTo("sendChatAction"), 1)
+	for range 3 {
+		require.NoError(t, s.ChatAction(b.ctx, 1, "typing"))
+	}
+	require.Len(t, b.srv.CallsTo("sendChatAction"), 3, "none held back for the chat's budget")
+	require.Equal(t, []string{"typing", "typing", "typing"}, b.srv.ChatActions(1))
+	_, err := s.SendNow(b.ctx, domain.Message{ChatID: 1, Kind: domain.KindReply, Text: "the answer"})
+	require.NoError(t, err, "the chat's one token is still there for the message")
 
 	bob.Block()
-	err := s.ChatAction(b.ctx, 2, "typing")
+	err = s.ChatAction(b.ctx, 3, "typing")
 	require.Equal(t, delivery.Gone, delivery.Classify(err))
+	require.Empty(t, b.srv.ChatActions(3))
+
+	// A private chat's 429 is the bot's (see Sender.flood): every chat waits.
+	b.srv.FailNext("sendChatAction", 1, 3600)
+	require.Error(t, s.ChatAction(b.ctx, 2, "typing"))
+	require.ErrorIs(t, s.ChatAction(b.ctx, 2, "typing"), delivery.ErrPaced, "the 429 paused the bot")
+	require.ErrorIs(t, s.ChatAction(b.ctx, 1, "typing"), delivery.ErrPaced)
+	require.Len(t, b.srv.CallsTo("sendChatAction"), 5, "the paused ones never reached Telegram")
 	require.Empty(t, b.srv.ChatActions(2))
 }
 

@@ -67,16 +67,17 @@ func (s *Sender) Draft(ctx context.Context, chatID, draftID int64, text string) 
 
 // ChatAction shows action ("typing") in a chat: sendChatAction, which
 // Telegram shows for five seconds or until the chat's next message. It is
-// the only way the bot sends one. Like a draft it is cosmetic, so it takes
-// the chat's budget without waiting (ErrPaced when there is none) rather
-// than hold up the message it announces, and a 429 pauses the chat as for
-// any message.
+// the only way the bot sends one. It goes through the limiter but takes no
+// budget: Telegram does not count an action as a message, and one that
+// took the chat's budget would hold up the answer it announces. It obeys
+// the limiter's pauses (no action to a chat or a bot Telegram told to wait:
+// ErrPaced), and a 429 pauses the chat as for any message.
 func (s *Sender) ChatAction(ctx context.Context, chatID int64, action string) error {
-	wait, err := s.limiter.Take(ctx, chatID, 0)
+	paused, err := s.limiter.Paused(ctx, chatID)
 	if err != nil {
 		return fmt.Errorf("%s in chat %d: %w", action, chatID, err)
 	}
-	if wait > 0 {
+	if paused > 0 {
 		return fmt.Errorf("%s in chat %d: %w", action, chatID, ErrPaced)
 	}
 	_, err = s.client.Call(ctx, "sendChatAction", map[string]any{"chat_id": chatID, "action": action})
