@@ -233,7 +233,7 @@ func (a *app) buildWorkflows(context.Context) error {
 		Workers: cfg.MemoryWorkers, StageLease: cfg.MemoryLease, SweepInterval: cfg.MemoryReaperInterval,
 		Window: window, StreamEvery: cfg.MemoryStreamEvery, Claimer: a.beats.Claimer(),
 	}, memory.Deps{
-		Repo: a.store, LLM: llm.MemoryPort{Client: a.llm}, Notifier: notes, Typist: bot.Typist{Client: a.tg},
+		Repo: a.store, LLM: llm.MemoryPort{Client: a.llm}, Notifier: notes, Typist: bot.Typist{Sender: a.out},
 		Drafts: bot.Drafts{Sender: a.out}, Log: log, Registerer: a.reg,
 	})
 	if err != nil {
@@ -261,7 +261,7 @@ func (a *app) buildWorkflows(context.Context) error {
 		MaxBytes: int64(cfg.ResumeMaxFileMB) << 20, MaxPages: cfg.ResumeMaxPages, MaxProfile: vacancy.MaxProfile, Claimer: a.beats.Claimer(),
 	}, resume.Deps{
 		Repo: a.store, Notifier: notes, Log: log,
-		Files: bot.TelegramFiles{URL: cfg.TelegramAPIURL, Token: cfg.TelegramToken, Client: &http.Client{Timeout: time.Minute}},
+		Files: bot.TelegramFiles{Client: a.tg},
 		LLM:   llm.Port{Client: a.llm, Label: "resume_profile", Invalid: resume.ErrInvalidAnswer, Refusal: resume.ErrLLMRefused},
 	})
 	if err != nil {

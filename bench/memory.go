@@ -272,22 +272,22 @@ func startMemoryRig(ctx context.Context, cfg memoryConfig, db *benchDB, out io.W
 			return nil, err
 		}
 		rig.closers = append(rig.closers, rp.llmc.Close)
-		// The app's renderer, and "typing" over HTTP to the fake Telegram.
-		deps := memory.Deps{Repo: clockedRepo{rp.store, rig.clock}, LLM: rig.timer.wrap(llm.MemoryPort{Client: rp.llmc}, rig.st),
-			Notifier: bot.NewRenderer(bot.RenderConfig{}, catalog, log), Typist: bot.Typist{Client: delivery.NewClient(rig.tg.URL(), tgToken, nil)},
-			Log: log, Registerer: prometheus.NewRegistry()}
-		if rig.st != nil {
-			deps.Repo = timedMemoryRepo{deps.Repo, rig.st}
-			deps.Notifier = timedMemoryNotifier{deps.Notifier, rig.st}
-			deps.Typist = timedTypist{deps.Typist, rig.st}
-		}
-		// The application's streaming: drafts through a sender paced at
-		// Telegram's limits, as app.go builds it.
+		// The application's streaming: drafts and "typing" through a sender
+		// paced at Telegram's limits, as app.go builds it.
 		tgClient := delivery.NewClient(rig.tg.URL(), tgToken, nil)
 		sender, err := delivery.NewSender(delivery.Config{}, rp.store, tgClient, delivery.NewMemoryLimiter(delivery.DefaultLimits()),
 			log, prometheus.NewRegistry())
 		if err != nil {
 			return nil, err
+		}
+		// The app's renderer, and "typing" over HTTP to the fake Telegram.
+		deps := memory.Deps{Repo: clockedRepo{rp.store, rig.clock}, LLM: rig.timer.wrap(llm.MemoryPort{Client: rp.llmc}, rig.st),
+			Notifier: bot.NewRenderer(bot.RenderConfig{}, catalog, log), Typist: bot.Typist{Sender: sender},
+			Log: log, Registerer: prometheus.NewRegistry()}
+		if rig.st != nil {
+			deps.Repo = timedMemoryRepo{deps.Repo, rig.st}
+			deps.Notifier = timedMemoryNotifier{deps.Notifier, rig.st}
+			deps.Typist = timedTypist{deps.Typist, rig.st}
 		}
 		deps.Drafts = bot.Drafts{Sender: sender}
 		if rp.svc, err = memory.NewService(memory.Config{Workers: cfg.workers, StreamEvery: cfg.streamEvery}, deps); err != nil {

@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -203,7 +202,7 @@ func (u *analysisUI) membership(c tele.Context) error {
 		log.Info("analysis: the bot left a group")
 		return nil
 	}
-	canRead, err := u.canRead(now)
+	canRead, err := u.canRead(r.Ctx, now)
 	if err != nil {
 		return fmt.Errorf("privacy check in chat %d: %w", chat.ID, err)
 	}
@@ -237,7 +236,7 @@ func (u *analysisUI) membership(c tele.Context) error {
 		"Chat":  chat.ID,
 		"Bot":   u.b.tb.Me.Username,
 	})
-	if err := u.b.sendDirect(r.Ctx, u.b.cfg.AdminChatID, 0, text, nil); err != nil {
+	if err := u.b.queueReply(r.Ctx, u.b.cfg.AdminChatID, 0, text, nil); err != nil {
 		return fmt.Errorf("tell the admin chat about chat %d: %w", chat.ID, err)
 	}
 	return nil
@@ -246,21 +245,15 @@ func (u *analysisUI) membership(c tele.Context) error {
 // canRead reports whether the bot sees a group's ordinary messages: as an
 // admin it always does; otherwise only with privacy mode disabled, which
 // getMe reports (asked now, since it can change while the bot runs).
-func (u *analysisUI) canRead(status tele.MemberStatus) (bool, error) {
+func (u *analysisUI) canRead(ctx context.Context, status tele.MemberStatus) (bool, error) {
 	if status == tele.Administrator || status == tele.Creator {
 		return true, nil
 	}
-	data, err := u.b.tb.Raw("getMe", nil)
+	me, err := u.b.tg.GetMe(ctx)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("getMe: %w", err)
 	}
-	var resp struct {
-		Result *tele.User `json:"result"`
-	}
-	if err := json.Unmarshal(data, &resp); err != nil || resp.Result == nil {
-		return false, fmt.Errorf("getMe: unexpected answer: %w", err)
-	}
-	return resp.Result.CanReadMessages, nil
+	return me.CanReadAllGroupMessages, nil
 }
 
 // --- /chats ------------------------------------------------------------------
@@ -480,7 +473,7 @@ func (u *analysisUI) runsPage(r *Request, cb Callback) error {
 		return err
 	}
 	u.editPressed(r, text, kb)
-	return r.Respond()
+	return r.Ack()
 }
 
 // runsList is one page of /runs with ◀ ▶ buttons; it must stay one message
@@ -706,7 +699,7 @@ func (u *analysisUI) decide(approve bool) CallbackHandler {
 		if approve {
 			toast = "board.approved_toast"
 		}
-		return r.Respond(&tele.CallbackResponse{Text: r.T(toast, locales.Data{"N": p.Ordinal})})
+		return r.Toast(r.T(toast, locales.Data{"N": p.Ordinal}))
 	}
 }
 
@@ -723,8 +716,8 @@ func (u *analysisUI) turnPage(r *Request, cb Callback) error {
 		return err
 	}
 	page := min(int(cb.IDs[1]), analysis.PagesOf(run.ProposalsTotal)-1)
-	return r.Respond(&tele.CallbackResponse{Text: r.T("board.page_toast", locales.Data{
-		"Page": page + 1, "Pages": analysis.PagesOf(run.ProposalsTotal)})})
+	return r.Toast(r.T("board.page_toast", locales.Data{
+		"Page": page + 1, "Pages": analysis.PagesOf(run.ProposalsTotal)}))
 }
 
 // boardPress is a board button that changes the run: admins only; a run
@@ -744,7 +737,7 @@ func (u *analysisUI) boardPress(stale string, change func(r *Request, runID int6
 		case err != nil:
 			return err
 		}
-		return r.Respond(&tele.CallbackResponse{Text: r.T(toast, data)})
+		return r.Toast(r.T(toast, data))
 	}
 }
 

@@ -193,9 +193,9 @@ func (u *vacancyUI) step(action Action) CallbackHandler {
 		}
 		// The status names are headings ("Invited"); after "Marked:" they
 		// continue the sentence.
-		return r.Respond(&tele.CallbackResponse{Text: r.T("application.marked", locales.Data{
+		return r.Toast(r.T("application.marked", locales.Data{
 			"Status": lowerFirst(statusName(u.b.deps.Catalog, r.Lang, a.Match.Status)),
-		})})
+		}))
 	}
 }
 

@@ -7,7 +7,6 @@ package bot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -90,9 +89,9 @@ type Deps struct {
 	// Claimer names this replica in its inbox claims (storage.Liveness);
 	// empty: Replica, whose claims end only with their lease.
 	Claimer string
-	// Direct sends replies to commands at once under the outbox's limiter
-	// and rules (the app's delivery.Sender). Nil: a sender of its own
-	// with an in-process limiter and no outbox (tests).
+	// Direct is the bot's port to Telegram (the app's delivery.Sender):
+	// every call the bot makes goes through it or its client. Nil: a
+	// sender of its own with an in-process limiter and no outbox (tests).
 	Direct Direct
 	// Queue is the outbox replies to commands are written to. Nil: they
 	// are sent at once (tests without a database).
@@ -127,7 +126,8 @@ type Bot struct {
 	*Renderer
 	cfg      Config
 	deps     Deps
-	tb       *tele.Bot
+	tb       *tele.Bot // the router of what arrives; nothing is sent through it
+	tg       *delivery.Client
 	admins   map[int64]bool
 	commands []Command
 	buttons  map[Action]CallbackHandler
@@ -202,6 +202,7 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 		buttons:  map[Action]CallbackHandler{},
 		actions:  Actions{},
 		limiter:  newRateLimiter(cfg.RateLimit, cfg.RateBurst, deps.Clock),
+		tg:       deps.Direct.Client(),
 
 		stopping: stopping,
 	}
@@ -242,7 +243,7 @@ func (b *Bot) poller() tele.Poller {
 		// Webhook mode: every replica takes pushed updates into the inbox;
 		// no lease, no replica is special.
 		b.inbox = newInboxPoller(b, nil)
-		poller = &webhookIntake{cfg: *cfg.Webhook, inbox: deps.Inbox, aboutData: b.aboutData, wake: b.inbox.Wake, log: deps.Log}
+		poller = &webhookIntake{cfg: *cfg.Webhook, inbox: deps.Inbox, aboutData: b.aboutData, wake: b.inbox.Wake, log: deps.Log, tg: b.tg}
 	case deps.Inbox != nil:
 		intake := &intakePoller{inbox: deps.Inbox, aboutData: b.aboutData, timeout: cfg.PollTimeout, log: deps.Log}
 		poller = intake
@@ -298,10 +299,6 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Telegram exposes the underlying telebot bot for sending outside a handler
-// (notifications from jobs).
-func (b *Bot) Telegram() *tele.Bot { return b.tb }
-
 // Handle adds a command; workflows call it from their own files. A command
 // goes after the others of its role but before those of a higher one, so
 // /help and the menus keep the admin section last whatever the order of
@@ -331,12 +328,12 @@ func (b *Bot) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	if err := b.publishCommands(); err != nil {
+	if err := b.publishCommands(ctx); err != nil {
 		// A missing menu is cosmetic; the commands still work.
 		b.deps.Log.Warn("set command menus", "err", err)
 	}
 	if b.cfg.Webhook == nil {
-		dropWebhook(b.tb, b.deps.Log)
+		dropWebhook(ctx, b.tg, b.deps.Log)
 	}
 	b.started = b.deps.Clock.Now()
 	done := make(chan struct{})
@@ -361,18 +358,16 @@ func (b *Bot) Run(ctx context.Context) error {
 func (b *Bot) connect(ctx context.Context) error {
 	backoff := 500 * time.Millisecond
 	for {
-		data, err := b.tb.Raw("getMe", nil)
+		me, err := b.tg.GetMe(ctx)
 		if err == nil {
-			var resp struct {
-				Result *tele.User `json:"result"`
+			b.tb.Me = &tele.User{
+				ID: me.ID, IsBot: me.IsBot, FirstName: me.FirstName, Username: me.Username,
+				CanJoinGroups: me.CanJoinGroups, CanReadMessages: me.CanReadAllGroupMessages, SupportsInline: me.SupportsInlineQueries,
 			}
-			if err = json.Unmarshal(data, &resp); err == nil && resp.Result != nil {
-				b.tb.Me = resp.Result
-				return nil
-			}
+			return nil
 		}
-		var tgErr *tele.Error
-		if errors.As(err, &tgErr) && tgErr.Code == http.StatusUnauthorized {
+		var apiErr *delivery.APIError
+		if errors.As(err, &apiErr) && apiErr.Code == http.StatusUnauthorized {
 			return fmt.Errorf("bot: Telegram refused TELEGRAM_TOKEN: %w", err)
 		}
 		b.deps.Log.Warn("bot: Telegram not reachable, retrying", "err", err, "in", backoff)

@@ -311,7 +311,7 @@ func TestEscapingSplittingAndButtons(t *testing.T) {
 			if cb.IDs[0] != r.User.ID {
 				return r.Forbidden()
 			}
-			return r.Respond(&tele.CallbackResponse{Text: "pressed " + bot.Escape(cb.Action.Name)})
+			return r.Toast("pressed " + bot.Escape(cb.Action.Name))
 		})
 	})
 	ann := tb.srv.User(42, "Ann", "en")

@@ -10,6 +10,7 @@ import (
 
 	tele "gopkg.in/telebot.v3"
 
+	"switchboard/bot/delivery"
 	"switchboard/domain/dispatch"
 	"switchboard/locales"
 )
@@ -175,7 +176,7 @@ func (b *Bot) elsewhere(r *Request, cmd Command) error {
 	if cmd.where()&InAdminChat != 0 && b.cfg.AdminChatID != 0 {
 		key = "chat.private_or_admin"
 	}
-	return b.sendDirect(r.Ctx, r.Chat().ID, replyTo, r.T(key, locales.Data{"Command": "/" + cmd.Name}), kb)
+	return b.queueReply(r.Ctx, r.Chat().ID, replyTo, r.T(key, locales.Data{"Command": "/" + cmd.Name}), kb)
 }
 
 // deepLink opens the private chat with the bot; a payload arrives as
@@ -272,13 +273,13 @@ func (b *Bot) helpText(r *Request) string {
 
 // menu is the command menu of one scope: the commands that run in place
 // and that the scope's users may use.
-func (b *Bot) menu(lang string, admin bool, place Place) []tele.Command {
-	var out []tele.Command
+func (b *Bot) menu(lang string, admin bool, place Place) []delivery.Command {
+	var out []delivery.Command
 	for _, c := range b.commands {
 		if c.where()&place == 0 || (c.Role == RoleAdmin && !admin) {
 			continue
 		}
-		out = append(out, tele.Command{Text: c.Name, Description: b.deps.Catalog.T(lang, c.Desc)})
+		out = append(out, delivery.Command{Name: c.Name, Description: b.deps.Catalog.T(lang, c.Desc)})
 	}
 	return out
 }
@@ -294,11 +295,11 @@ func menuLanguage(i int, lang string) string {
 
 // setMenu publishes one scope's menu in one language; an empty menu is
 // deleted, since Telegram refuses an empty list.
-func (b *Bot) setMenu(cmds []tele.Command, scope tele.CommandScope, lang string) error {
+func (b *Bot) setMenu(ctx context.Context, cmds []delivery.Command, scope delivery.CommandScope, lang string) error {
 	if len(cmds) == 0 {
-		return b.tb.DeleteCommands(scope, lang)
+		return b.tg.DeleteCommands(ctx, scope, lang)
 	}
-	return b.tb.SetCommands(cmds, scope, lang)
+	return b.tg.SetCommands(ctx, cmds, scope, lang)
 }
 
 // publishCommands sets Telegram's command menus in every language: the
@@ -306,27 +307,27 @@ func (b *Bot) setMenu(cmds []tele.Command, scope tele.CommandScope, lang string)
 // default scope that groups fall back to (earlier versions published the
 // private commands there); the admin chat's commands in the admin chat;
 // and the admin menu in each admin's private chat that already exists.
-func (b *Bot) publishCommands() error {
+func (b *Bot) publishCommands(ctx context.Context) error {
 	for i, lang := range locales.Languages {
 		code := menuLanguage(i, lang)
-		for _, scope := range []tele.CommandScope{{Type: tele.CommandScopeDefault}, {Type: tele.CommandScopeAllGroupChats}} {
-			if err := b.tb.DeleteCommands(scope, code); err != nil {
+		for _, scope := range []delivery.CommandScope{{Type: "default"}, {Type: "all_group_chats"}} {
+			if err := b.tg.DeleteCommands(ctx, scope, code); err != nil {
 				return fmt.Errorf("delete %s commands (%s): %w", scope.Type, lang, err)
 			}
 		}
-		if err := b.setMenu(b.menu(lang, false, InPrivate), tele.CommandScope{Type: tele.CommandScopeAllPrivateChats}, code); err != nil {
+		if err := b.setMenu(ctx, b.menu(lang, false, InPrivate), delivery.CommandScope{Type: "all_private_chats"}, code); err != nil {
 			return fmt.Errorf("set private chat commands (%s): %w", lang, err)
 		}
 	}
 	if b.cfg.AdminChatID != 0 {
-		if err := b.publishAdminChatMenu(); err != nil {
+		if err := b.publishAdminChatMenu(ctx); err != nil {
 			// The bot may not be in the admin chat yet; the commands work
 			// once it is, and the next start publishes the menu.
 			b.deps.Log.Warn("admin chat menu not set", "chat", b.cfg.AdminChatID, "err", err)
 		}
 	}
 	for id := range b.admins {
-		if err := b.publishAdminMenu(id); err != nil {
+		if err := b.publishAdminMenu(ctx, id); err != nil {
 			// An admin who never opened the bot has no chat yet; their first
 			// update publishes it (see identify).
 			b.deps.Log.Debug("admin menu deferred", "admin", id, "err", err)
@@ -336,10 +337,10 @@ func (b *Bot) publishCommands() error {
 }
 
 // publishAdminChatMenu sets the commands that run in the admin chat there.
-func (b *Bot) publishAdminChatMenu() error {
-	scope := tele.CommandScope{Type: tele.CommandScopeChat, ChatID: b.cfg.AdminChatID}
+func (b *Bot) publishAdminChatMenu(ctx context.Context) error {
+	scope := delivery.CommandScope{Type: "chat", ChatID: b.cfg.AdminChatID}
 	for i, lang := range locales.Languages {
-		if err := b.setMenu(b.menu(lang, true, InAdminChat), scope, menuLanguage(i, lang)); err != nil {
+		if err := b.setMenu(ctx, b.menu(lang, true, InAdminChat), scope, menuLanguage(i, lang)); err != nil {
 			return fmt.Errorf("set admin chat commands (%s): %w", lang, err)
 		}
 	}
@@ -347,10 +348,10 @@ func (b *Bot) publishAdminChatMenu() error {
 }
 
 // publishAdminMenu sets the admin command list in one admin's private chat.
-func (b *Bot) publishAdminMenu(id int64) error {
+func (b *Bot) publishAdminMenu(ctx context.Context, id int64) error {
 	for i, lang := range locales.Languages {
-		scope := tele.CommandScope{Type: tele.CommandScopeChat, ChatID: id}
-		if err := b.setMenu(b.menu(lang, true, InPrivate), scope, menuLanguage(i, lang)); err != nil {
+		scope := delivery.CommandScope{Type: "chat", ChatID: id}
+		if err := b.setMenu(ctx, b.menu(lang, true, InPrivate), scope, menuLanguage(i, lang)); err != nil {
 			return fmt.Errorf("set admin commands for %d (%s): %w", id, lang, err)
 		}
 	}

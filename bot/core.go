@@ -103,14 +103,14 @@ func (b *Bot) startStep(r *Request, cb Callback) error {
 	if err := b.runBare(r, cmd); err != nil {
 		return err
 	}
-	return r.Respond()
+	return r.Ack()
 }
 
 // bareContext is an update seen as the bare command msg: a command run
 // from a button or a deep link reads its arguments from msg, not from the
 // message that carried the button or the payload.
 type bareContext struct {
-	tele.Context
+	Inbound
 	msg *tele.Message
 }
 
@@ -124,7 +124,7 @@ func (b *Bot) runBare(r *Request, cmd Command) error {
 		msg.ID = m.ID
 	}
 	bare := *r
-	bare.Context = bareContext{Context: r.Context, msg: msg}
+	bare.Inbound = bareContext{Inbound: r.Inbound, msg: msg}
 	return b.run(&bare, cmd)
 }
 
@@ -201,7 +201,7 @@ func (b *Bot) hint(r *Request) error { return r.Reply(r.T("text.hint"), nil) }
 func (b *Bot) callback(c tele.Context) error {
 	r := requestOf(c)
 	if r == nil {
-		return c.Respond()
+		return b.answerCallback(context.Background(), c, "", false)
 	}
 	cb, err := b.actions.Decode(c.Callback().Data)
 	h, ok := b.buttons[cb.Action]

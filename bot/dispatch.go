@@ -547,7 +547,7 @@ func (u *dispatchUI) accept(r *Request, cb Callback) error {
 		return err
 	}
 	u.b.editPressed(r, text, kb)
-	return r.Respond(&tele.CallbackResponse{Text: r.T("offer.accepted_toast")})
+	return r.Toast(r.T("offer.accepted_toast"))
 }
 
 // assignment is the presser's message about their order as the bot renders
@@ -567,7 +567,7 @@ func (u *dispatchUI) decline(r *Request, cb Callback) error {
 		o.ID = f.OrderID
 	}
 	u.b.editPressed(r, u.b.renderClosed(r.Lang, o, dispatch.Declined), nil)
-	return r.Respond(&tele.CallbackResponse{Text: r.T("offer.declined_toast")})
+	return r.Toast(r.T("offer.declined_toast"))
 }
 
 func (u *dispatchUI) view(r *Request, cb Callback) error {
@@ -586,7 +586,7 @@ func (u *dispatchUI) view(r *Request, cb Callback) error {
 	}
 	cfg := u.d.Config()
 	u.b.editPressed(r, u.b.renderDetails(r.Lang, o, f, cfg.CommissionRate, cfg.CommissionDeadline), kb)
-	return r.Respond(&tele.CallbackResponse{Text: r.T("offer.details_toast")})
+	return r.Toast(r.T("offer.details_toast"))
 }
 
 // --- rendering -------------------------------------------------------------

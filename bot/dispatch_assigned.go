@@ -68,7 +68,7 @@ func (u *dispatchUI) step(step dispatch.Step) CallbackHandler {
 			}
 			return u.staleStep(r, o, err, again)
 		}
-		return r.Respond(&tele.CallbackResponse{Text: r.T(stepToasts[step])})
+		return r.Toast(r.T(stepToasts[step]))
 	}
 }
 
@@ -108,7 +108,7 @@ func (u *dispatchUI) editAssigned(r *Request, offerID int64, toast string,
 		return err
 	}
 	u.b.editMarkupPressed(r, kb)
-	return r.Respond(&tele.CallbackResponse{Text: toast})
+	return r.Toast(toast)
 }
 
 // confirmMarkup is [[Yes …, Back]].
@@ -125,7 +125,7 @@ func (u *dispatchUI) finish(r *Request, cb Callback) error {
 	if err != nil {
 		return u.staleStep(r, o, err, "")
 	}
-	return r.Respond(&tele.CallbackResponse{Text: r.T("assigned.done_toast")})
+	return r.Toast(r.T("assigned.done_toast"))
 }
 
 func (u *dispatchUI) giveBack(r *Request, cb Callback) error {
@@ -133,7 +133,7 @@ func (u *dispatchUI) giveBack(r *Request, cb Callback) error {
 	if err != nil {
 		return u.staleStep(r, o, err, "")
 	}
-	return r.Respond(&tele.CallbackResponse{Text: r.T("assigned.returned_toast")})
+	return r.Toast(r.T("assigned.returned_toast"))
 }
 
 // staleStep answers an assigned master's press that changed nothing,

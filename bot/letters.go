@@ -82,15 +82,15 @@ func (u *letterUI) ask(style vacancy.LetterStyle) CallbackHandler {
 		case errors.Is(err, domain.ErrNotFound), errors.Is(err, vacancy.ErrNotLetterable):
 			return r.Alert("error.callback_invalid")
 		case errors.As(err, &ie):
-			return r.Respond(&tele.CallbackResponse{Text: r.InputText(ie, ""), ShowAlert: true})
+			return r.AlertText(r.InputText(ie, ""))
 		case err != nil:
 			return err
 		case asked.Limited:
 			return r.Alert("letter.limit", locales.Data{"Max": asked.Limit, "Time": r.Time(asked.Resets)})
 		case asked.Busy:
-			return r.Respond(&tele.CallbackResponse{Text: r.T("letter.busy")})
+			return r.Toast(r.T("letter.busy"))
 		}
-		return r.Respond(&tele.CallbackResponse{Text: r.T("letter.drafting")})
+		return r.Toast(r.T("letter.drafting"))
 	}
 }
 

@@ -146,7 +146,7 @@ func (u *memoryUI) pagePressed(r *Request, cb Callback) error {
 		return err
 	}
 	u.b.editPressed(r, text, kb)
-	return r.Respond()
+	return r.Ack()
 }
 
 // deleteAsked turns the page into the confirmation, which says what goes.
@@ -183,7 +183,7 @@ func (u *memoryUI) deleteAsked(r *Request, cb Callback) error {
 	u.b.editPressed(r, text, &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
 		{Text: r.T("memories.delete_yes"), Data: yes}, {Text: r.T("memories.delete_no"), Data: back},
 	}}})
-	return r.Respond()
+	return r.Ack()
 }
 
 // deleteConfirmed deletes the memory and shows the page again, what was
@@ -202,7 +202,7 @@ func (u *memoryUI) deleteConfirmed(r *Request, cb Callback) error {
 		return err
 	}
 	u.b.editPressed(r, r.T("memories.deleted", locales.Data{"Versions": e.Memories, "Runs": e.Runs})+"\n\n"+text, kb)
-	return r.Respond()
+	return r.Ack()
 }
 
 // correctPressed asks for the corrected text in a message of its own,
@@ -223,7 +223,7 @@ func (u *memoryUI) correctPressed(r *Request, cb Callback) error {
 		&tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{{Text: r.T("memories.correct_cancel"), Data: cancel}}}}); err != nil {
 		return err
 	}
-	return r.Respond()
+	return r.Ack()
 }
 
 func (u *memoryUI) correctCancelled(r *Request, cb Callback) error {
@@ -237,7 +237,7 @@ func (u *memoryUI) correctCancelled(r *Request, cb Callback) error {
 		return r.Alert("memories.correct_stale")
 	}
 	u.b.editPressed(r, r.T("memories.correct_cancelled"), nil)
-	return r.Respond()
+	return r.Ack()
 }
 
 // correction takes a private text as the correction waiting for it, if
@@ -287,7 +287,7 @@ func (u *memoryUI) historyPressed(r *Request, cb Callback) error {
 	u.b.editPressed(r, strings.Join(lines, "\n\n"), &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
 		{Text: r.T("memories.back"), Data: back},
 	}}})
-	return r.Respond()
+	return r.Ack()
 }
 
 // forgetAbout answers "forget what I told you about X": the memories that
@@ -335,7 +335,7 @@ func (u *memoryUI) forgetAboutConfirmed(r *Request, cb Callback) error {
 	}
 	u.b.deps.Log.Info("memories forgotten", "user", r.User.ID, "versions", e.Memories, "runs", e.Runs, "logs", e.Logs, "messages", e.Messages)
 	u.b.editPressed(r, r.T("memories.about_deleted", locales.Data{"Versions": e.Memories, "Runs": e.Runs}), nil)
-	return r.Respond()
+	return r.Ack()
 }
 
 func (u *memoryUI) forgetAboutKept(r *Request, cb Callback) error {
@@ -347,5 +347,5 @@ func (u *memoryUI) forgetAboutKept(r *Request, cb Callback) error {
 		return r.Alert("memories.request_stale")
 	}
 	u.b.editPressed(r, r.T("memories.about_kept"), nil)
-	return r.Respond()
+	return r.Ack()
 }

@@ -200,7 +200,7 @@ func (u *memoryUI) forgetConfirmed(r *Request, cb Callback) error {
 		text += "\n" + r.T("memory.forgotten_master", locales.Data{"Orders": f.Orders})
 	}
 	u.b.editPressed(r, text, nil)
-	return r.Respond()
+	return r.Ack()
 }
 
 // forgetCancelled keeps everything; after a forgetting it leaves the
@@ -213,7 +213,7 @@ func (u *memoryUI) forgetCancelled(r *Request, cb Callback) error {
 		return r.Alert("memory.forget_already")
 	}
 	u.b.editPressed(r, r.T("memory.forget_cancelled"), nil)
-	return r.Respond()
+	return r.Ack()
 }
 
 // prompt shows (/prompt ROLE) or replaces (/prompt ROLE text…) a role's
@@ -284,29 +284,20 @@ func (u *memoryUI) showPrompt(r *Request, p memory.Prompt) error {
 	return nil
 }
 
-// Typist shows "typing…" in a chat through the delivery client, which
-// exists before the bot (memory.Typist). It is cosmetic: the pipeline
-// ignores the error.
-type Typist struct{ Client *delivery.Client }
+// Typist shows "typing…" in a chat (memory.Typist) through the sender's
+// ChatAction, the one way the bot sends it, so it is paced with the chat's
+// messages. It is cosmetic: the pipeline ignores the error.
+type Typist struct{ Sender Direct }
 
 // Typing sends the chat action.
 func (t Typist) Typing(ctx context.Context, chatID int64) error {
-	if _, err := t.Client.Call(ctx, "sendChatAction", map[string]any{"chat_id": chatID, "action": "typing"}); err != nil {
-		return fmt.Errorf("typing in chat %d: %w", chatID, err)
-	}
-	return nil
+	return t.Sender.ChatAction(ctx, chatID, "typing")
 }
 
-// Typing shows "typing…" in a chat as a message comes in. It is cosmetic:
-// intake ignores the error.
+// Typing shows "typing…" in a chat as a message comes in, the same way as
+// the pipeline's Typist. It is cosmetic: intake ignores the error.
 func (b *Bot) Typing(ctx context.Context, chatID int64) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := b.tb.Notify(tele.ChatID(chatID), tele.Typing); err != nil {
-		return fmt.Errorf("typing in chat %d: %w", chatID, err)
-	}
-	return nil
+	return Typist{Sender: b.deps.Direct}.Typing(ctx, chatID)
 }
 
 // Answer renders a run's final answer (memory.Notifier): the model's

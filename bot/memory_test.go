@@ -13,9 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-	tele "gopkg.in/telebot.v3"
 
 	"switchboard/bot"
+	"switchboard/bot/delivery"
 	"switchboard/domain"
 	"switchboard/domain/memory"
 	"switchboard/e2e/tgfake"
@@ -254,7 +254,9 @@ func TestMemoryAnswerIsAReplyRenderedFromMarkdown(t *testing.T) {
 	require.Equal(t, 2000, words, "the answer arrives whole, in order")
 
 	// The user deleted their message: the answer still arrives.
-	require.NoError(t, env.bot.Telegram().Delete(&tele.Message{ID: q.MessageID, Chat: &tele.Chat{ID: 42}}))
+	_, err := delivery.NewClient(env.srv.URL(), env.srv.Token(), nil).Call(context.Background(), "deleteMessage",
+		map[string]any{"chat_id": 42, "message_id": q.MessageID})
+	require.NoError(t, err)
 	last = msgs[len(msgs)-1].MessageID
 	r.FinalAnswer = "still here"
 	queue(t, env.st, env.bot.Answer(r))

@@ -78,7 +78,7 @@ func (b *Bot) tellNotDone(u tele.Update, key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	lang := b.senderLang(ctx, c)
-	if err := b.sendDirect(ctx, m.Chat.ID, m.ID, b.deps.Catalog.T(lang, key), nil); err != nil {
+	if err := b.queueReply(ctx, m.Chat.ID, m.ID, b.deps.Catalog.T(lang, key), nil); err != nil {
 		b.deps.Log.Warn("could not tell the user their message was not carried out", "err", err)
 	}
 }
@@ -119,7 +119,7 @@ func (b *Bot) replyError(c tele.Context, key string) {
 	text := b.deps.Catalog.T(lang, key)
 	var err error
 	if c.Callback() != nil {
-		err = c.Respond(&tele.CallbackResponse{Text: text, ShowAlert: true})
+		err = b.answerCallback(context.Background(), c, text, true)
 	} else if c.Chat() != nil {
 		err = b.SendHTML(c.Chat(), text, nil)
 	}
@@ -151,12 +151,12 @@ func (b *Bot) identify(next tele.HandlerFunc) tele.HandlerFunc {
 		lang := b.chatLang(c.Chat(), u.Lang())
 		if b.isAdmin(s.ID) {
 			if _, done := b.adminMenus.Load(s.ID); !done {
-				if err := b.publishAdminMenu(s.ID); err != nil {
+				if err := b.publishAdminMenu(ctx, s.ID); err != nil {
 					b.deps.Log.Warn("publish admin menu", "admin", s.ID, "err", err)
 				}
 			}
 		}
-		c.Set(requestKey, &Request{Context: c, Ctx: ctx, User: u, Lang: lang, Zone: b.chatZone(c.Chat(), u), Admin: b.isAdmin(s.ID), bot: b})
+		c.Set(requestKey, &Request{Inbound: c, Ctx: ctx, User: u, Lang: lang, Zone: b.chatZone(c.Chat(), u), Admin: b.isAdmin(s.ID), bot: b})
 		return next(c)
 	}
 }
@@ -186,12 +186,12 @@ func (b *Bot) rateLimit(next tele.HandlerFunc) tele.HandlerFunc {
 		if warn {
 			text := b.deps.Catalog.T(locales.Match(s.LanguageCode), "error.rate_limited")
 			if c.Callback() != nil {
-				return c.Respond(&tele.CallbackResponse{Text: text})
+				return b.answerCallback(b.handlerCtx, c, text, false)
 			}
 			return b.SendHTML(c.Chat(), text, nil)
 		}
 		if c.Callback() != nil {
-			return c.Respond()
+			return b.answerCallback(b.handlerCtx, c, "", false)
 		}
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 
 	tele "gopkg.in/telebot.v3"
 
+	"switchboard/bot/delivery"
 	"switchboard/domain"
 )
 
@@ -58,13 +59,16 @@ func Buttons(kb *tele.ReplyMarkup) [][]domain.Button {
 	return out
 }
 
-// Direct is the path of messages that answer what a user just did: the
-// outbox's limiter, client and failure rules, without waiting in the queue
-// (bot/delivery's Sender implements it).
+// Direct is the bot's port to Telegram (bot/delivery's Sender implements
+// it): messages at once under the outbox's limiter and failure rules, chat
+// actions under the same limiter, and the client through which every other
+// call goes, so no request to the Bot API bypasses its error rules.
 type Direct interface {
 	SendNow(ctx context.Context, m domain.Message) (int, error)
 	// Wake tells the sender rows were just queued.
 	Wake()
+	ChatAction(ctx context.Context, chatID int64, action string) error
+	Client() *delivery.Client
 }
 
 // Queue writes messages to the outbox (storage implements it).
@@ -72,16 +76,17 @@ type Queue interface {
 	EnqueueMessages(ctx context.Context, msgs ...domain.Message) error
 }
 
-// sendDirect answers a user's command: text to a chat, split, the markup
+// queueReply answers a user's command: text to a chat, split, the markup
 // under the last part, the first part a reply to replyTo when it is set.
-// It goes through the outbox like everything else, so the handler returns
+// It writes outbox rows and wakes the sender; it does not send. It goes
+// through the outbox like everything else, so the handler returns
 // at once instead of waiting for the chat's pacing (an admin's forty quick
 // /order commands are all created within a second, their confirmations
 // follow at Telegram's pace), and a Telegram outage delays the answer
 // rather than losing it or failing the handler, which would tell the user
 // to try again a command whose change already committed. Only when the
 // outbox cannot take it (the database is down) is it sent at once.
-func (b *Bot) sendDirect(ctx context.Context, chatID int64, replyTo int, text string, kb *tele.ReplyMarkup) error {
+func (b *Bot) queueReply(ctx context.Context, chatID int64, replyTo int, text string, kb *tele.ReplyMarkup) error {
 	msgs := Messages(chatID, domain.KindReply, 0, text, kb)
 	if len(msgs) > 0 {
 		msgs[0].ReplyTo = replyTo
@@ -155,8 +160,8 @@ func (b *Bot) editMarkupDirect(ctx context.Context, chatID int64, messageID int,
 	return nil
 }
 
-// SendHTML sends text to a chat at once, split, through the direct path
-// (an answer to something the user just did: an error, a rate limit).
+// SendHTML answers something the user just did (an error, a rate limit)
+// with text to a chat, split, queued as a reply (queueReply).
 func (b *Bot) SendHTML(chat *tele.Chat, text string, markup *tele.ReplyMarkup) error {
-	return b.sendDirect(context.Background(), chat.ID, 0, text, markup)
+	return b.queueReply(context.Background(), chat.ID, 0, text, markup)
 }

@@ -3,10 +3,12 @@ package bot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	tele "gopkg.in/telebot.v3"
 
+	"switchboard/bot/delivery"
 	"switchboard/domain"
 	"switchboard/locales"
 )
@@ -14,7 +16,7 @@ import (
 // Request is one update as handlers see it: who sent it, in which language,
 // with what rights, and a context that ends with the handler's budget.
 type Request struct {
-	tele.Context
+	Inbound
 	Ctx  context.Context
 	User domain.User
 	Lang string
@@ -23,6 +25,23 @@ type Request struct {
 	Zone  *time.Location
 	Admin bool
 	bot   *Bot
+}
+
+// Inbound is what a handler reads of the update it serves: telebot's
+// Context without its sending methods (Send, Reply, Edit, Respond, Notify
+// and the rest), so a handler cannot reach Telegram except through the
+// port (Request.Reply, Ack, Toast, Alert; the Bot's direct edits).
+type Inbound interface {
+	Update() tele.Update
+	Message() *tele.Message
+	Callback() *tele.Callback
+	Sender() *tele.User
+	Chat() *tele.Chat
+	Text() string
+	Data() string
+	Args() []string
+	Get(key string) interface{}
+	Set(key string, val interface{})
 }
 
 const requestKey = "sb.request"
@@ -56,20 +75,38 @@ func (r *Request) InputText(e *domain.InputError, arg any, more ...locales.Data)
 	return r.T(e.Key, data)
 }
 
-// Reply sends HTML text to the update's chat, split at Telegram's limit; the
-// markup goes on the last chunk so buttons sit under the whole text. It goes
-// out at once, through the outbox's limiter and failure rules.
+// Reply queues HTML text for the update's chat as outbox rows, split at
+// Telegram's limit, the markup on the last chunk so buttons sit under the
+// whole text; the sender delivers them at the chat's pace. Only when the
+// database cannot take them are they sent before Reply returns (queueReply).
+// It is the bot's own: Request carries no telebot Reply to fall back on.
 func (r *Request) Reply(text string, markup *tele.ReplyMarkup) error {
 	ctx := r.Ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return r.bot.sendDirect(ctx, r.Chat().ID, 0, text, markup)
+	return r.bot.queueReply(ctx, r.Chat().ID, 0, text, markup)
 }
 
-// Alert answers a button press with a pop-up.
+// Alert answers a button press with a pop-up of the text key renders.
 func (r *Request) Alert(key string, data ...locales.Data) error {
-	return r.Respond(&tele.CallbackResponse{Text: r.T(key, data...), ShowAlert: true})
+	return r.AlertText(r.T(key, data...))
+}
+
+// AlertText answers a button press with a pop-up of text.
+func (r *Request) AlertText(text string) error {
+	return r.bot.answerCallback(r.Ctx, r.Inbound, text, true)
+}
+
+// Toast answers a button press with text that fades by itself.
+func (r *Request) Toast(text string) error {
+	return r.bot.answerCallback(r.Ctx, r.Inbound, text, false)
+}
+
+// Ack answers a button press with nothing to say: the client stops its
+// spinner.
+func (r *Request) Ack() error {
+	return r.bot.answerCallback(r.Ctx, r.Inbound, "", false)
 }
 
 // Forbidden refuses a button press by someone who may not act on it (not the
@@ -79,16 +116,27 @@ func (r *Request) Forbidden() error {
 	return r.Alert("error.callback_forbidden")
 }
 
-// Respond answers the button press. Telegram refuses an answer to a press
-// it no longer waits for ("query is too old": some seconds on); that is an
-// update run again after its replica died, whose first run answered it, or
-// one that waited out an outage in the inbox. Nothing is left to answer, so
-// the handler's work stands instead of failing over the toast.
-func (r *Request) Respond(resp ...*tele.CallbackResponse) error {
-	err := r.Context.Respond(resp...)
-	if errors.Is(err, tele.ErrQueryTooOld) {
-		r.bot.deps.Log.Info("button press answered too late for Telegram: no toast", "user", r.User.ID)
+// answerCallback answers the button press c carries through the port.
+// Telegram refuses an answer to a press it no longer waits for ("query is
+// too old": some seconds on); that is an update run again after its
+// replica died, whose first run answered it, or one that waited out an
+// outage in the inbox. Nothing is left to answer, so the handler's work
+// stands instead of failing over the toast.
+func (b *Bot) answerCallback(ctx context.Context, c Inbound, text string, alert bool) error {
+	cb := c.Callback()
+	if cb == nil {
+		return errors.New("answer a button press: the update is not one")
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	err := b.tg.AnswerCallback(ctx, delivery.CallbackAnswer{QueryID: cb.ID, Text: text, Alert: alert})
+	if errors.Is(err, delivery.ErrQueryTooOld) {
+		b.deps.Log.Info("button press answered too late for Telegram: no toast", "query", cb.ID)
 		return nil
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("answer button press: %w", err)
+	}
+	return nil
 }

@@ -2,17 +2,14 @@ package bot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
-	"io"
-	"net/http"
-	"net/url"
 	"strings"
 
 	tele "gopkg.in/telebot.v3"
 
+	"switchboard/bot/delivery"
 	"switchboard/bot/markdown"
 	"switchboard/domain"
 	"switchboard/domain/resume"
@@ -85,7 +82,7 @@ func (u *resumeUI) document(c tele.Context) error {
 		FileID: doc.FileID, FileName: doc.FileName, MIMEType: doc.MIME, Size: doc.FileSize,
 	}, r.Lang, ack)
 	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
-		return u.b.sendDirect(r.Ctx, msg.Chat.ID, msg.ID, r.InputText(ie, ""), nil)
+		return u.b.queueReply(r.Ctx, msg.Chat.ID, msg.ID, r.InputText(ie, ""), nil)
 	}
 	if err != nil {
 		return err
@@ -134,7 +131,7 @@ func (u *resumeUI) use(r *Request, id int64, rev int) (bool, error) {
 		return ok, err
 	}
 	u.b.editPressed(r, r.T("cv.used"), nil)
-	return true, r.Respond(&tele.CallbackResponse{Text: r.T("cv.used_toast")})
+	return true, r.Toast(r.T("cv.used_toast"))
 }
 
 func (u *resumeUI) edit(r *Request, id int64, rev int) (bool, error) {
@@ -155,7 +152,7 @@ func (u *resumeUI) edit(r *Request, id int64, rev int) (bool, error) {
 	if err := r.Reply(text, kb); err != nil {
 		return true, err
 	}
-	return true, r.Respond()
+	return true, r.Ack()
 }
 
 func (u *resumeUI) cancel(r *Request, id int64, rev int) (bool, error) {
@@ -164,7 +161,7 @@ func (u *resumeUI) cancel(r *Request, id int64, rev int) (bool, error) {
 		return ok, err
 	}
 	u.b.editPressed(r, r.T("cv.cancelled"), nil)
-	return true, r.Respond()
+	return true, r.Ack()
 }
 
 // resumeMarkup is a draft's buttons: Use this profile, Edit (unless the
@@ -226,78 +223,26 @@ func (rd *Renderer) ResumeFailed(d resume.Draft, why error) []domain.Message {
 	return out
 }
 
-// TelegramFiles downloads documents users sent, through the Bot API:
-// getFile, then the file's path under /file/bot<token>/.
-type TelegramFiles struct {
-	URL, Token string
-	Client     *http.Client
-}
+// TelegramFiles downloads documents users sent through the port's
+// client: getFile, then the file's path. Errors never carry a URL, which
+// would hold the token.
+type TelegramFiles struct{ Client *delivery.Client }
 
-// Download implements resume.Files. Errors never carry the request's URL,
-// which holds the token.
+// Download implements resume.Files.
 func (f TelegramFiles) Download(ctx context.Context, fileID string, max int64) ([]byte, error) {
-	client := f.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	base := strings.TrimRight(f.URL, "/")
-	form := url.Values{"file_id": {fileID}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/bot"+f.Token+"/getFile", strings.NewReader(form.Encode()))
-	if err != nil {
-		return nil, errors.New("getFile: bad request")
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("getFile: %w", withoutURL(err))
-	}
-	var answer struct {
-		OK          bool   `json:"ok"`
-		Description string `json:"description"`
-		Result      struct {
-			FilePath string `json:"file_path"`
-			FileSize int64  `json:"file_size"`
-		} `json:"result"`
-	}
-	err = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&answer)
-	resp.Body.Close()
+	file, err := f.Client.GetFile(ctx, fileID)
+	var apiErr *delivery.APIError
 	switch {
+	case errors.As(err, &apiErr) && strings.Contains(apiErr.Description, "file is too big"):
+		return nil, fmt.Errorf("getFile: %w: %s", resume.ErrFileTooBig, apiErr.Description)
 	case err != nil:
-		return nil, fmt.Errorf("getFile: HTTP %d: %w", resp.StatusCode, err)
-	case !answer.OK && strings.Contains(answer.Description, "file is too big"):
-		return nil, fmt.Errorf("getFile: %w: %s", resume.ErrFileTooBig, answer.Description)
-	case !answer.OK || answer.Result.FilePath == "":
-		return nil, fmt.Errorf("getFile: HTTP %d: %s", resp.StatusCode, answer.Description)
-	case answer.Result.FileSize > max:
-		return nil, fmt.Errorf("%w: %d bytes", resume.ErrFileTooBig, answer.Result.FileSize)
+		return nil, fmt.Errorf("getFile: %w", err)
+	case file.Size > max:
+		return nil, fmt.Errorf("%w: %d bytes", resume.ErrFileTooBig, file.Size)
 	}
-	req, err = http.NewRequestWithContext(ctx, http.MethodGet, base+"/file/bot"+f.Token+"/"+answer.Result.FilePath, nil)
-	if err != nil {
-		return nil, errors.New("download: bad file path")
+	data, err := f.Client.DownloadFile(ctx, file.Path, max)
+	if errors.Is(err, delivery.ErrFileTooBig) {
+		return nil, fmt.Errorf("%w: %w", resume.ErrFileTooBig, err)
 	}
-	resp, err = client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("download: %w", withoutURL(err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("download: HTTP %d", resp.StatusCode)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("download: %w", withoutURL(err))
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%w: over %d bytes", resume.ErrFileTooBig, max)
-	}
-	return data, nil
-}
-
-// withoutURL drops the URL a client error names: it holds the bot's token.
-func withoutURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
+	return data, err
 }

@@ -107,7 +107,7 @@ func (u *rhythmUI) tune(k vacancy.Knob) CallbackHandler {
 		case errors.Is(err, vacancy.ErrBadKnob):
 			return r.Alert("error.callback_invalid")
 		case errors.As(err, &ie):
-			return r.Respond(&tele.CallbackResponse{Text: r.InputText(ie, ""), ShowAlert: true})
+			return r.AlertText(r.InputText(ie, ""))
 		case err != nil:
 			return err
 		}
@@ -116,7 +116,7 @@ func (u *rhythmUI) tune(k vacancy.Knob) CallbackHandler {
 			return err
 		}
 		u.b.editPressed(r, text, kb)
-		return r.Respond(&tele.CallbackResponse{Text: r.T("rhythm.saved")})
+		return r.Toast(r.T("rhythm.saved"))
 	}
 }
 
@@ -328,7 +328,7 @@ func (u *rhythmUI) page(r *Request, cb Callback) error {
 		return err
 	}
 	u.b.editPressed(r, text, kb)
-	return r.Respond(&tele.CallbackResponse{})
+	return r.Ack()
 }
 
 // open sends the full card of a digest's vacancy, once; only its user's press.
@@ -344,5 +344,5 @@ func (u *rhythmUI) open(r *Request, cb Callback) error {
 	case err != nil:
 		return err
 	}
-	return r.Respond(&tele.CallbackResponse{Text: r.T("rhythm.card_coming")})
+	return r.Toast(r.T("rhythm.card_coming"))
 }

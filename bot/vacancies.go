@@ -347,7 +347,7 @@ func (u *vacancyUI) deleteSearch(r *Request, cb Callback) error {
 		return err
 	}
 	u.b.editPressed(r, text, kb)
-	return r.Respond(&tele.CallbackResponse{Text: r.T("searches.deleted")})
+	return r.Toast(r.T("searches.deleted"))
 }
 
 func (u *vacancyUI) ban(r *Request) error {
@@ -448,7 +448,7 @@ func (u *vacancyUI) hideEmployer(r *Request, cb Callback) error {
 	case errors.Is(err, vacancy.ErrNoEmployer):
 		return r.Alert("vacancy.no_employer")
 	case errors.As(err, &ie):
-		return r.Respond(&tele.CallbackResponse{Text: r.InputText(ie, ""), ShowAlert: true})
+		return r.AlertText(r.InputText(ie, ""))
 	case err != nil:
 		return err
 	}
@@ -485,7 +485,7 @@ func (u *vacancyUI) showEmployer(r *Request, cb Callback) error {
 	if !ok {
 		return r.Alert("bans.employer_gone")
 	}
-	return r.Respond(&tele.CallbackResponse{Text: r.T("bans.employer_shown", locales.Data{"Employer": plainName(name)})})
+	return r.Toast(r.T("bans.employer_shown", locales.Data{"Employer": plainName(name)}))
 }
 
 // statusKeys names every status; the keys are spelled out so the catalogue
@@ -592,7 +592,7 @@ func (u *vacancyUI) decide(to vacancy.Status) CallbackHandler {
 		if to == vacancy.NotInterested {
 			toast = "vacancy.marked_not_interested"
 		}
-		return r.Respond(&tele.CallbackResponse{Text: r.T(toast)})
+		return r.Toast(r.T(toast))
 	}
 }
 

@@ -8,11 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	tele "gopkg.in/telebot.v3"
 
+	"switchboard/bot/delivery"
 	"switchboard/domain"
 )
 
@@ -105,6 +105,7 @@ type webhookIntake struct {
 	aboutData AboutData
 	wake      func()
 	log       *slog.Logger
+	tg        *delivery.Client
 }
 
 func (w *webhookIntake) Poll(tb *tele.Bot, _ chan tele.Update, stop chan struct{}) {
@@ -118,7 +119,7 @@ func (w *webhookIntake) Poll(tb *tele.Bot, _ chan tele.Update, stop chan struct{
 	go func() { served <- srv.ListenAndServe() }()
 	// Listening before the webhook is set: Telegram's first request finds
 	// this replica ready.
-	w.setWebhook(tb, stop)
+	w.setWebhook(stop)
 	select {
 	case err := <-served:
 		if !errors.Is(err, http.ErrServerClosed) {
@@ -135,27 +136,28 @@ func (w *webhookIntake) Poll(tb *tele.Bot, _ chan tele.Update, stop chan struct{
 
 // setWebhook tells Telegram where to push, retrying until it agrees or the
 // bot stops. Every replica sets the same webhook: the call is idempotent.
-func (w *webhookIntake) setWebhook(tb *tele.Bot, stop chan struct{}) {
-	allowed, _ := json.Marshal(tele.AllowedUpdates)
-	params := map[string]string{
-		"url":             w.cfg.URL,
-		"secret_token":    w.cfg.Secret,
-		"max_connections": strconv.Itoa(w.cfg.MaxConnections),
-		"allowed_updates": string(allowed),
-	}
+func (w *webhookIntake) setWebhook(stop chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	hook := delivery.Webhook{URL: w.cfg.URL, Secret: w.cfg.Secret, MaxConnections: w.cfg.MaxConnections, AllowedUpdates: tele.AllowedUpdates}
 	backoff := 500 * time.Millisecond
 	for {
-		_, err := tb.Raw("setWebhook", params)
+		err := w.tg.SetWebhook(ctx, hook)
 		if err == nil {
 			w.log.Info("webhook set: Telegram pushes updates", "listen", w.cfg.Listen)
 			return
 		}
 		// The URL is logged without its path, which may hold a secret.
 		w.log.Warn("setWebhook failed, retrying", "err", err, "in", backoff)
-		select {
-		case <-stop:
+		if domain.Sleep(ctx, backoff) != nil {
 			return
-		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
@@ -163,21 +165,16 @@ func (w *webhookIntake) setWebhook(tb *tele.Bot, stop chan struct{}) {
 
 // dropWebhook removes a webhook a former webhook-mode deployment left, so
 // polling is not refused with 409; pending updates are kept.
-func dropWebhook(tb *tele.Bot, log *slog.Logger) {
-	data, err := tb.Raw("getWebhookInfo", nil)
+func dropWebhook(ctx context.Context, tg *delivery.Client, log *slog.Logger) {
+	info, err := tg.GetWebhookInfo(ctx)
 	if err != nil {
 		log.Warn("getWebhookInfo failed", "err", err)
 		return
 	}
-	var info struct {
-		Result struct {
-			URL string `json:"url"`
-		} `json:"result"`
-	}
-	if json.Unmarshal(data, &info) != nil || info.Result.URL == "" {
+	if info.URL == "" {
 		return
 	}
-	if _, err := tb.Raw("deleteWebhook", map[string]string{"drop_pending_updates": "false"}); err != nil {
+	if err := tg.DeleteWebhook(ctx, false); err != nil {
 		log.Warn("deleteWebhook failed: polling is refused while a webhook is set", "err", err)
 		return
 	}

@@ -29,10 +29,15 @@ import (
 	"switchboard/domain"
 )
 
-// Client calls the Bot API.
+// Client calls the Bot API: the one place the bot's requests to Telegram
+// are made, so every one of them is read and classified the same way.
 type Client struct {
-	base string // https://api.telegram.org/bot<token>/
-	http *http.Client
+	base  string // https://api.telegram.org/bot<token>/
+	files string // https://api.telegram.org/file/bot<token>/
+	http  *http.Client
+	// download is http for file downloads, whose bodies take longer than
+	// an API answer.
+	download *http.Client
 }
 
 // NewClient builds a client for the Bot API at url with token.
@@ -44,7 +49,10 @@ func NewClient(url, token string, hc *http.Client) *Client {
 		tr.MaxIdleConnsPerHost = 64
 		hc = &http.Client{Timeout: 30 * time.Second, Transport: tr}
 	}
-	return &Client{base: strings.TrimRight(url, "/") + "/bot" + token + "/", http: hc}
+	dl := *hc
+	dl.Timeout = max(hc.Timeout, time.Minute)
+	root := strings.TrimRight(url, "/")
+	return &Client{base: root + "/bot" + token + "/", files: root + "/file/bot" + token + "/", http: hc, download: &dl}
 }
 
 // APIError is a refusal by the Bot API (or a proxy in front of it).
@@ -120,12 +128,7 @@ func (c *Client) post(ctx context.Context, method, contentType string, body []by
 	req.Header.Set("Content-Type", contentType)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		// The token is part of the URL: never let it into an error.
-		var uerr interface{ Unwrap() error }
-		if errors.As(err, &uerr) && uerr.Unwrap() != nil {
-			err = uerr.Unwrap()
-		}
-		return nil, fmt.Errorf("%s: %w", method, err)
+		return nil, fmt.Errorf("%s: %w", method, withoutURL(err))
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -162,6 +165,16 @@ func (c *Client) post(ctx context.Context, method, contentType string, body []by
 			RetryAfter: time.Duration(out.Parameters.RetryAfter) * time.Second}
 	}
 	return out.Result, nil
+}
+
+// withoutURL drops the URL an HTTP client's error names: it holds the
+// bot's token, which must never reach an error or a log.
+func withoutURL(err error) error {
+	var uerr interface{ Unwrap() error }
+	if errors.As(err, &uerr) && uerr.Unwrap() != nil {
+		return uerr.Unwrap()
+	}
+	return err
 }
 
 // Class is what a delivery outcome means for the row.

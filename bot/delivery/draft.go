@@ -64,3 +64,33 @@ func (s *Sender) Draft(ctx context.Context, chatID, draftID int64, text string) 
 	s.m.failed.WithLabelValues("draft").Inc()
 	return fmt.Errorf("draft in chat %d: %w", chatID, err)
 }
+
+// ChatAction shows action ("typing") in a chat: sendChatAction, which
+// Telegram shows for five seconds or until the chat's next message. It is
+// the only way the bot sends one. It goes through the limiter but takes no
+// budget: Telegram does not count an action as a message, and one that
+// took the chat's budget would hold up the answer it announces. It obeys
+// the limiter's pauses (no action to a chat or a bot Telegram told to wait:
+// ErrPaced), and a 429 pauses the chat as for any message.
+func (s *Sender) ChatAction(ctx context.Context, chatID int64, action string) error {
+	paused, err := s.limiter.Paused(ctx, chatID)
+	if err != nil {
+		return fmt.Errorf("%s in chat %d: %w", action, chatID, err)
+	}
+	if paused > 0 {
+		return fmt.Errorf("%s in chat %d: %w", action, chatID, ErrPaced)
+	}
+	_, err = s.client.Call(ctx, "sendChatAction", map[string]any{"chat_id": chatID, "action": action})
+	if Classify(err) == Flood {
+		s.flood(ctx, chatID, err)
+	}
+	if err != nil {
+		return fmt.Errorf("%s in chat %d: %w", action, chatID, err)
+	}
+	return nil
+}
+
+// Client is the Bot API client the sender calls through, for the calls
+// that are not paced (callback answers, command menus, webhooks, files):
+// one client for every call the bot makes.
+func (s *Sender) Client() *Client { return s.client }

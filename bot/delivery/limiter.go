@@ -45,9 +45,12 @@ func (l Limits) forChat(chatID int64) (float64, int) {
 // (taking the global and the chat's budget) or, when that would take longer
 // than max, takes nothing and reports the wait. Pause stops a chat, or with
 // global every chat, for d: Telegram's retry_after.
+// Paused is how long a pause of the chat or of the bot still holds; it
+// takes nothing (a chat action, which is no message, only obeys pauses).
 type Limiter interface {
 	Take(ctx context.Context, chatID int64, max time.Duration) (wait time.Duration, err error)
 	Pause(ctx context.Context, chatID int64, d time.Duration, global bool) error
+	Paused(ctx context.Context, chatID int64) (time.Duration, error)
 }
 
 // buckets are what a Limiter keeps: the pauses and the token buckets,
@@ -178,6 +181,11 @@ func (m *MemoryLimiter) takeChat(ctx context.Context, chatID int64, maxWait time
 	return 0, nil
 }
 
+// Paused implements Limiter.
+func (m *MemoryLimiter) Paused(ctx context.Context, chatID int64) (time.Duration, error) {
+	return m.pausedFor(ctx, chatID)
+}
+
 // Take implements Limiter.
 func (m *MemoryLimiter) Take(ctx context.Context, chatID int64, maxWait time.Duration) (time.Duration, error) {
 	return take(ctx, m, chatID, maxWait)
@@ -260,6 +268,11 @@ func (r *RedisLimiter) takeChat(ctx context.Context, chatID int64, maxWait time.
 	return wait, nil
 }
 
+// Paused implements Limiter.
+func (r *RedisLimiter) Paused(ctx context.Context, chatID int64) (time.Duration, error) {
+	return r.pausedFor(ctx, chatID)
+}
+
 // Take implements Limiter.
 func (r *RedisLimiter) Take(ctx context.Context, chatID int64, maxWait time.Duration) (time.Duration, error) {
 	return take(ctx, r, chatID, maxWait)
@@ -330,6 +343,18 @@ func (f *FallbackLimiter) Take(ctx context.Context, chatID int64, maxWait time.D
 		return wait, err
 	}
 	return f.fallback.Local(ctx).Take(ctx, chatID, maxWait)
+}
+
+// Paused implements Limiter.
+func (f *FallbackLimiter) Paused(ctx context.Context, chatID int64) (time.Duration, error) {
+	var p time.Duration
+	if done, err := f.fallback.Shared(ctx, func() (err error) {
+		p, err = f.shared.Paused(ctx, chatID)
+		return err
+	}); done {
+		return p, err
+	}
+	return f.fallback.Local(ctx).Paused(ctx, chatID)
 }
 
 // Pause implements Limiter: the pause is kept in process too, so it holds
