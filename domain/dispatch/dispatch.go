@@ -317,19 +317,13 @@ func (s *Service) Accept(ctx context.Context, offerID, masterID int64) (Offer, O
 
 // Decline is the master's Decline button; the order is offered on at once.
 func (s *Service) Decline(ctx context.Context, offerID, masterID int64) (Offer, Order, error) {
-	if err := checkOffer(Sent, Declined); err != nil {
-		return Offer{}, Order{}, err
-	}
-	st := s.newStory()
-	f, ok, err := s.deps.Repo.DeclineOffer(ctx, offerID, masterID, st.offerEvents(masterID, EventOfferDeclined))
+	f, ok, err := s.press(ctx, offerID, masterID, Declined, EventOfferDeclined, s.deps.Repo.DeclineOffer)
 	if err != nil {
 		return Offer{}, Order{}, err
 	}
 	if !ok {
 		return s.refusal(ctx, offerID, masterID)
 	}
-	st.logged()
-	s.m.offers.WithLabelValues(string(Declined)).Inc()
 	o, err := s.deps.Repo.Order(ctx, f.OrderID)
 	if err != nil {
 		return f, Order{}, err
@@ -342,11 +336,7 @@ func (s *Service) Decline(ctx context.Context, offerID, masterID int64) (Offer, 
 // View is the Details button: SENT → VIEWED, and the order's full text.
 // Pressing it again on a VIEWED offer shows the text again.
 func (s *Service) View(ctx context.Context, offerID, masterID int64) (Offer, Order, error) {
-	if err := checkOffer(Sent, Viewed); err != nil {
-		return Offer{}, Order{}, err
-	}
-	st := s.newStory()
-	f, ok, err := s.deps.Repo.ViewOffer(ctx, offerID, masterID, st.offerEvents(masterID, EventOfferViewed))
+	f, ok, err := s.press(ctx, offerID, masterID, Viewed, EventOfferViewed, s.deps.Repo.ViewOffer)
 	if err != nil {
 		return Offer{}, Order{}, err
 	}
@@ -356,12 +346,28 @@ func (s *Service) View(ctx context.Context, offerID, masterID int64) (Offer, Ord
 		if !errors.Is(err, ErrOfferClosed) || f.State != Viewed || !s.deps.Clock.Now().Before(f.ExpiresAt) {
 			return f, o, err
 		}
-	} else {
-		st.logged()
-		s.m.offers.WithLabelValues(string(Viewed)).Inc()
 	}
 	o, err := s.deps.Repo.Order(ctx, f.OrderID)
 	return f, o, err
+}
+
+// press moves the master's SENT offer to `to` with move, telling ev, and
+// counts the move; ok false (nothing moved) leaves the why to the caller,
+// which answers each button's refusal its own way.
+func (s *Service) press(ctx context.Context, offerID, masterID int64, to OfferState, ev EventKind,
+	move func(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, bool, error),
+) (Offer, bool, error) {
+	if err := checkOffer(Sent, to); err != nil {
+		return Offer{}, false, err
+	}
+	st := s.newStory()
+	f, ok, err := move(ctx, offerID, masterID, st.offerEvents(masterID, ev))
+	if err != nil || !ok {
+		return Offer{}, false, err
+	}
+	st.logged()
+	s.m.offers.WithLabelValues(string(to)).Inc()
+	return f, true, nil
 }
 
 // refusal explains why a press changed nothing.
