@@ -2,6 +2,7 @@ package domain
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/jonboulle/clockwork"
@@ -24,9 +25,9 @@ func Defaults(clock *clockwork.Clock, log **slog.Logger, reg *prometheus.Registe
 	}
 }
 
-// Registrar builds and registers a package's metrics:
-// m := &metrics{runs: r.CounterVec("x_runs_total", "Runs.", "state")}, then
-// r.Err(). With a nil Registerer it registers nothing.
+// Registrar builds and registers a package's metrics (see NewMetrics):
+// &metrics{runs: r.CounterVec("x_runs_total", "Runs.", "state")}. With a nil
+// Registerer it registers nothing.
 type Registrar struct {
 	reg prometheus.Registerer
 	err error
@@ -37,6 +38,19 @@ func NewRegistrar(reg prometheus.Registerer) *Registrar { return &Registrar{reg:
 
 // Err is every registration's failure, joined.
 func (r *Registrar) Err() error { return r.err }
+
+// NewMetrics builds a package's metrics with build on a Registrar for reg.
+// Its error names the package, for a service that several packages' metrics
+// share a registry with.
+func NewMetrics[M any](reg prometheus.Registerer, pkg string, build func(r *Registrar) M) (M, error) {
+	r := NewRegistrar(reg)
+	m := build(r)
+	if err := r.Err(); err != nil {
+		var zero M
+		return zero, fmt.Errorf("%s metrics: %w", pkg, err)
+	}
+	return m, nil
+}
 
 // Register registers c on r's registry and returns it. Where an identical
 // collector is registered there already (a second service, client or

@@ -31,3 +31,18 @@ func TestRegistrarSharesAndReportsClashes(t *testing.T) {
 	require.NoError(t, none.Err())
 	require.NotSame(t, a, c)
 }
+
+// NewMetrics hands back what build made on the registry, or an error naming
+// the package whose metrics clash.
+func TestNewMetricsNamesTheClash(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	build := func(r *Registrar) prometheus.Counter { return r.Counter("things_total", "Things.") }
+	c, err := NewMetrics(reg, "things", build)
+	require.NoError(t, err)
+	again, err := NewMetrics(reg, "things", build)
+	require.NoError(t, err)
+	require.Same(t, c, again)
+
+	_, err = NewMetrics(reg, "other", func(r *Registrar) prometheus.Gauge { return r.Gauge("things_total", "Other.") })
+	require.ErrorContains(t, err, "other metrics: ")
+}

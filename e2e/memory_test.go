@@ -17,6 +17,7 @@ import (
 	"switchboard/bot"
 	"switchboard/e2e"
 	"switchboard/e2e/tgfake"
+	"switchboard/internal/testkit"
 	"switchboard/llm/llmtest"
 )
 
@@ -209,11 +210,7 @@ func streamedAnswerTo(t *testing.T, env *e2e.Env, who *tgfake.Person, q tgfake.M
 }
 
 func draftTexts(ds []tgfake.Draft) []string {
-	out := make([]string, len(ds))
-	for i, d := range ds {
-		out[i] = d.Text
-	}
-	return out
+	return testkit.Map(ds, func(d tgfake.Draft) string { return d.Text })
 }
 
 // The answer grows in the chat as message drafts while the model writes,
@@ -288,11 +285,7 @@ func TestMemoryMessageWhileAnAnswerStreamsKeepsItsTurn(t *testing.T) {
 }
 
 func entityTypes(es []tgfake.MessageEntity) []string {
-	var out []string
-	for _, e := range es {
-		out = append(out, e.Type)
-	}
-	return out
+	return testkit.Map(es, func(e tgfake.MessageEntity) string { return e.Type })
 }
 
 // Memories the user sees, corrects and deletes.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -61,13 +62,8 @@ func tablesHolding(t *testing.T, pool *pgxpool.Pool, phrase string) []string {
 	rows, err := pool.Query(ctx, `SELECT quote_ident(table_name) FROM information_schema.tables
 WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`)
 	require.NoError(t, err)
-	var tables []string
-	for rows.Next() {
-		var name string
-		require.NoError(t, rows.Scan(&name))
-		tables = append(tables, name)
-	}
-	require.NoError(t, rows.Err())
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
 	require.Contains(t, tables, "profile_drafts")
 	var holding []string
 	for _, table := range tables {

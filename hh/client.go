@@ -622,19 +622,20 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	r := domain.NewRegistrar(reg)
-	m := &metrics{
-		requests: r.CounterVec("hh_requests_total",
-			"Requests to the HH.ru API by endpoint (search, vacancy) and outcome (ok, not_found, unavailable, refused, error); refused includes those the breaker held back.", "endpoint", "outcome"),
-		// From a warm keep-alive answer to the default 15s timeout.
-		duration: r.HistogramVec("hh_request_duration_seconds",
-			"Duration of HH.ru API requests, body included, by endpoint.",
-			[]float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30}, "endpoint"),
-		breaker: r.Gauge("hh_breaker_state",
-			"The HH circuit breaker: 0 closed, 1 probing, 2 open (HH refuses us: captcha, forbidden, 429)."),
-	}
-	if err := r.Err(); err != nil {
-		return nil, fmt.Errorf("hh metrics: %w", err)
+	m, err := domain.NewMetrics(reg, "hh", func(r *domain.Registrar) *metrics {
+		return &metrics{
+			requests: r.CounterVec("hh_requests_total",
+				"Requests to the HH.ru API by endpoint (search, vacancy) and outcome (ok, not_found, unavailable, refused, error); refused includes those the breaker held back.", "endpoint", "outcome"),
+			// From a warm keep-alive answer to the default 15s timeout.
+			duration: r.HistogramVec("hh_request_duration_seconds",
+				"Duration of HH.ru API requests, body included, by endpoint.",
+				[]float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30}, "endpoint"),
+			breaker: r.Gauge("hh_breaker_state",
+				"The HH circuit breaker: 0 closed, 1 probing, 2 open (HH refuses us: captcha, forbidden, 429)."),
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	// Series exist at zero from the start, so that a rate over
 	// "unavailable" is defined before the first outage.

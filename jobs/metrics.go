@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -32,19 +31,16 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, log *slog.Logger) (*metrics, error) {
-	r := domain.NewRegistrar(reg)
-	m := &metrics{
-		runs: r.CounterVec("jobs_runs_total",
-			"Ticks of periodic jobs on this replica by outcome (ok, error, panic, skipped).", "job", "outcome"),
-		duration: r.HistogramVec("jobs_run_duration_seconds",
-			"Duration of periodic job runs on this replica (skipped ticks excluded).",
-			prometheus.ExponentialBuckets(0.005, 4, 9), "job"), // 5ms … ~5.5min
-		log: log,
-	}
-	if err := r.Err(); err != nil {
-		return nil, fmt.Errorf("register job metrics: %w", err)
-	}
-	return m, nil
+	return domain.NewMetrics(reg, "jobs", func(r *domain.Registrar) *metrics {
+		return &metrics{
+			runs: r.CounterVec("jobs_runs_total",
+				"Ticks of periodic jobs on this replica by outcome (ok, error, panic, skipped).", "job", "outcome"),
+			duration: r.HistogramVec("jobs_run_duration_seconds",
+				"Duration of periodic job runs on this replica (skipped ticks excluded).",
+				prometheus.ExponentialBuckets(0.005, 4, 9), "job"), // 5ms … ~5.5min
+			log: log,
+		}
+	})
 }
 
 // declare creates a job's series at zero, so a rate over them exists before

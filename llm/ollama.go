@@ -11,7 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"switchboard/internal/clip"
 )
 
 // ollamaChat is the chat model for Ollama: one non-streaming POST
@@ -144,13 +145,13 @@ func ollamaAnswer(status int, raw []byte) (chatAnswer, error) {
 		if decodeErr != nil || msg == "" {
 			msg = strings.TrimSpace(string(raw))
 		}
-		return chatAnswer{}, fmt.Errorf("ollama HTTP %d: %s", status, truncate(msg, 300))
+		return chatAnswer{}, fmt.Errorf("ollama HTTP %d: %s", status, clip.Clip(msg, 300))
 	}
 	if decodeErr != nil {
 		return chatAnswer{}, fmt.Errorf("ollama answer: %w", decodeErr)
 	}
 	if out.Error != "" {
-		return chatAnswer{}, errors.New("ollama: " + truncate(out.Error, 300))
+		return chatAnswer{}, errors.New("ollama: " + clip.Clip(out.Error, 300))
 	}
 	if out.Message == nil {
 		return chatAnswer{}, ErrEmpty
@@ -184,7 +185,7 @@ func (o *ollamaChat) stream(ctx context.Context, req ollamaRequest, onDelta func
 			return false, fmt.Errorf("ollama stream: %w", err)
 		}
 		if part.Error != "" {
-			return false, errors.New("ollama: " + truncate(part.Error, 300))
+			return false, errors.New("ollama: " + clip.Clip(part.Error, 300))
 		}
 		if part.Message != nil {
 			thinking.WriteString(part.Message.Thinking)
@@ -210,15 +211,4 @@ func (o *ollamaChat) stream(ctx context.Context, req ollamaRequest, onDelta func
 	}
 	a.content, a.reasoning = content.String(), thinking.String()
 	return a, nil
-}
-
-// truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

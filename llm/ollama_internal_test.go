@@ -75,8 +75,3 @@ func TestOllamaKeepAliveEncoding(t *testing.T) {
 	assert.JSONEq(t, `3600`, string(ollamaKeepAlive("3600")))
 	assert.JSONEq(t, `"30m"`, string(ollamaKeepAlive("30m")))
 }
-
-func TestTruncateKeepsRunes(t *testing.T) {
-	assert.Equal(t, "ab", truncate("ab", 5))
-	assert.Equal(t, "ж…", truncate("жж", 3), "a cut inside a rune backs off to its start")
-}

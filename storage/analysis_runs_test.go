@@ -16,6 +16,7 @@ import (
 	"switchboard/domain"
 	"switchboard/domain/analysis"
 	"switchboard/domain/domaintest"
+	"switchboard/internal/testkit"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
@@ -179,11 +180,7 @@ func (b *boards) last(t testing.TB) analysis.Review {
 
 // ordinals are the proposals' ordinals, in order.
 func ordinals(ps []analysis.Proposal) []int {
-	out := []int{}
-	for _, p := range ps {
-		out = append(out, p.Ordinal)
-	}
-	return out
+	return testkit.Map(ps, func(p analysis.Proposal) int { return p.Ordinal })
 }
 
 // outboxRow is an outbox row as the tests compare it.

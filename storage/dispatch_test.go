@@ -12,6 +12,7 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/dispatch"
+	"switchboard/internal/testkit"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
@@ -151,10 +152,7 @@ func (f *dfx) dbNow() time.Time {
 }
 
 func offerIDs(offers []dispatch.Offer) []int64 {
-	ids := make([]int64, 0, len(offers))
-	for _, o := range offers {
-		ids = append(ids, o.ID)
-	}
+	ids := testkit.Map(offers, func(o dispatch.Offer) int64 { return o.ID })
 	slices.Sort(ids)
 	return ids
 }

@@ -24,14 +24,21 @@ func TestHeldPastLease(t *testing.T) {
 		return h
 	}
 	require.Equal(t, storage.HeldWork{}, held())
+	// lapse checks a live claim does not count, runs the claim's lease out
+	// (the test's database holds the one claimed row of table) and wants it
+	// counted then.
+	lapse := func(table string, want storage.HeldWork, why string) {
+		t.Helper()
+		require.Equal(t, storage.HeldWork{}, held(), "a live claim")
+		f.exec(`UPDATE ` + table + ` SET claimed_until = now() - interval '1 second'`)
+		require.Equal(t, want, held(), why)
+	}
 
 	r := f.submit(1, "hello")
 	_, _, ok, err := st.CapturePipelineRun(ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Equal(t, storage.HeldWork{}, held(), "a live claim")
-	f.exec(`UPDATE pipeline_runs SET claimed_until = now() - interval '1 second' WHERE id = $1`, r.ID)
-	require.Equal(t, storage.HeldWork{PipelineRuns: 1}, held(), "the stage's lease ran out")
+	lapse("pipeline_runs", storage.HeldWork{PipelineRuns: 1}, "the stage's lease ran out")
 	ok, err = st.StepPipelineRun(ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.New})
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -41,9 +48,7 @@ func TestHeldPastLease(t *testing.T) {
 	rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
-	require.Equal(t, storage.HeldWork{}, held(), "a live claim")
-	f.exec(`UPDATE outbox SET claimed_until = now() - interval '1 second'`)
-	require.Equal(t, storage.HeldWork{OutboxRows: 1}, held(), "the row's lease ran out")
+	lapse("outbox", storage.HeldWork{OutboxRows: 1}, "the row's lease ran out")
 	_, err = st.OutboxDelivered(ctx, rows[0], 7)
 	require.NoError(t, err)
 	require.Equal(t, storage.HeldWork{}, held(), "delivered")
@@ -52,9 +57,7 @@ func TestHeldPastLease(t *testing.T) {
 	ups, err := st.ClaimUpdates(ctx, "r1", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, ups, 1)
-	require.Equal(t, storage.HeldWork{}, held(), "a live claim")
-	f.exec(`UPDATE inbox SET claimed_until = now() - interval '1 second'`)
-	require.Equal(t, storage.HeldWork{InboxUpdates: 1}, held(), "the update's lease ran out: its chat waits")
+	lapse("inbox", storage.HeldWork{InboxUpdates: 1}, "the update's lease ran out: its chat waits")
 	_, err = st.UpdateDone(ctx, ups[0].ID, ups[0].Token)
 	require.NoError(t, err)
 	require.Equal(t, storage.HeldWork{}, held(), "handled")

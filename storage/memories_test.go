@@ -12,6 +12,7 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/memory"
+	"switchboard/internal/testkit"
 	"switchboard/migrations"
 	"switchboard/storage/storagetest"
 )
@@ -75,11 +76,7 @@ func summary(text string, supersedes ...int64) *memory.Summary {
 }
 
 func memIDs(sums []memory.Summary) []int64 {
-	var out []int64
-	for _, m := range sums {
-		out = append(out, m.ID)
-	}
-	return out
+	return testkit.Map(sums, func(m memory.Summary) int64 { return m.ID })
 }
 
 // The archivist's supersedes touch only the run's user's current

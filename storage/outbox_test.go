@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
+	"switchboard/internal/testkit"
 )
 
 func msg(chat int64, text string) domain.Message {
@@ -19,10 +20,7 @@ func msg(chat int64, text string) domain.Message {
 }
 
 func texts(rows []domain.Queued) []string {
-	var out []string
-	for _, r := range rows {
-		out = append(out, r.Text)
-	}
+	out := testkit.Map(rows, func(r domain.Queued) string { return r.Text })
 	sort.Strings(out)
 	return out
 }

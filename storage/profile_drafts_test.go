@@ -1,7 +1,6 @@
 package storage_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -10,17 +9,13 @@ import (
 	"switchboard/domain"
 	"switchboard/domain/resume"
 	"switchboard/storage"
-	"switchboard/storage/storagetest"
 )
 
-type draftBundle struct {
-	st  *storage.Store
-	ctx context.Context
-}
+type draftBundle struct{ *testBundle }
 
 func setupDrafts(t *testing.T, users ...int64) draftBundle {
 	t.Helper()
-	b := draftBundle{st: storagetest.New(t), ctx: context.Background()}
+	b := draftBundle{setup(t)}
 	for _, id := range users {
 		_, err := b.st.UpsertUser(b.ctx, domain.User{ID: id, FirstName: "U"})
 		require.NoError(t, err)
@@ -39,16 +34,7 @@ func itoa(n int) string { return time.Duration(n).String() }
 
 func (b draftBundle) outboxTexts(t *testing.T, chat int64) []string {
 	t.Helper()
-	rows, err := b.st.Pool().Query(b.ctx, `SELECT body->>'text' FROM outbox WHERE chat_id = $1 ORDER BY id`, chat)
-	require.NoError(t, err)
-	var out []string
-	for rows.Next() {
-		var s string
-		require.NoError(t, rows.Scan(&s))
-		out = append(out, s)
-	}
-	require.NoError(t, rows.Err())
-	return out
+	return b.strings(`SELECT body->>'text' FROM outbox WHERE chat_id = $1 ORDER BY id`, chat)
 }
 
 func (b draftBundle) create(t *testing.T, user int64, msg int) (resume.Draft, bool) {
@@ -244,15 +230,7 @@ func TestProfileDraftExpiresAndIsForgotten(t *testing.T) {
 			require.EqualValues(t, 1, r.Rows)
 		}
 	}
-	var left []int64
-	rows, err := b.st.Pool().Query(b.ctx, `SELECT id FROM profile_drafts`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var id int64
-		require.NoError(t, rows.Scan(&id))
-		left = append(left, id)
-	}
-	require.Equal(t, []int64{young.ID}, left)
+	require.Equal(t, []int64{young.ID}, b.int64s(`SELECT id FROM profile_drafts`))
 
 	held, err := b.st.HeldForUser(b.ctx, 2)
 	require.NoError(t, err)

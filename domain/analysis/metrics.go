@@ -1,8 +1,6 @@
 package analysis
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"switchboard/domain"
@@ -15,16 +13,13 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	r := domain.NewRegistrar(reg)
-	m := &metrics{
-		runs:      r.CounterVec("analysis_runs_total", "Analysis runs entering each state.", "state"),
-		decisions: r.CounterVec("analysis_proposal_decisions_total", "Proposals approved or rejected.", "decision"),
-		batch: r.Histogram("analysis_batch_seconds",
-			"Time to turn one batch into saved proposals.",
-			prometheus.DefBuckets),
-	}
-	if err := r.Err(); err != nil {
-		return nil, fmt.Errorf("analysis metrics: %w", err)
-	}
-	return m, nil
+	return domain.NewMetrics(reg, "analysis", func(r *domain.Registrar) *metrics {
+		return &metrics{
+			runs:      r.CounterVec("analysis_runs_total", "Analysis runs entering each state.", "state"),
+			decisions: r.CounterVec("analysis_proposal_decisions_total", "Proposals approved or rejected.", "decision"),
+			batch: r.Histogram("analysis_batch_seconds",
+				"Time to turn one batch into saved proposals.",
+				prometheus.DefBuckets),
+		}
+	})
 }

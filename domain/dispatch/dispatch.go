@@ -317,20 +317,11 @@ func (s *Service) Accept(ctx context.Context, offerID, masterID int64) (Offer, O
 
 // Decline is the master's Decline button; the order is offered on at once.
 func (s *Service) Decline(ctx context.Context, offerID, masterID int64) (Offer, Order, error) {
-	if err := checkOffer(Sent, Declined); err != nil {
-		return Offer{}, Order{}, err
-	}
-	st := s.newStory()
-	f, ok, err := s.deps.Repo.DeclineOffer(ctx, offerID, masterID, st.offerEvents(masterID, EventOfferDeclined))
-	if err != nil {
-		return Offer{}, Order{}, err
-	}
+	f, o, ok, err := s.press(ctx, offerID, masterID, Declined, EventOfferDeclined, s.deps.Repo.DeclineOffer)
 	if !ok {
-		return s.refusal(ctx, offerID, masterID)
+		return f, o, err
 	}
-	st.logged()
-	s.m.offers.WithLabelValues(string(Declined)).Inc()
-	o, err := s.deps.Repo.Order(ctx, f.OrderID)
+	o, err = s.deps.Repo.Order(ctx, f.OrderID)
 	if err != nil {
 		return f, Order{}, err
 	}
@@ -342,26 +333,35 @@ func (s *Service) Decline(ctx context.Context, offerID, masterID int64) (Offer, 
 // View is the Details button: SENT → VIEWED, and the order's full text.
 // Pressing it again on a VIEWED offer shows the text again.
 func (s *Service) View(ctx context.Context, offerID, masterID int64) (Offer, Order, error) {
-	if err := checkOffer(Sent, Viewed); err != nil {
-		return Offer{}, Order{}, err
+	f, o, ok, err := s.press(ctx, offerID, masterID, Viewed, EventOfferViewed, s.deps.Repo.ViewOffer)
+	if !ok && (!errors.Is(err, ErrOfferClosed) || f.State != Viewed || !s.deps.Clock.Now().Before(f.ExpiresAt)) {
+		return f, o, err
+	}
+	o, err = s.deps.Repo.Order(ctx, f.OrderID)
+	return f, o, err
+}
+
+// press moves the master's SENT offer to `to` with move, telling ev, and
+// counts the move. ok false is a press that changed nothing: with the
+// refusal's offer, order and error (see refusal), or move's error.
+func (s *Service) press(ctx context.Context, offerID, masterID int64, to OfferState, ev EventKind,
+	move func(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, bool, error),
+) (f Offer, o Order, ok bool, err error) {
+	if err := checkOffer(Sent, to); err != nil {
+		return Offer{}, Order{}, false, err
 	}
 	st := s.newStory()
-	f, ok, err := s.deps.Repo.ViewOffer(ctx, offerID, masterID, st.offerEvents(masterID, EventOfferViewed))
+	f, ok, err = move(ctx, offerID, masterID, st.offerEvents(masterID, ev))
 	if err != nil {
-		return Offer{}, Order{}, err
+		return Offer{}, Order{}, false, err
 	}
 	if !ok {
-		var o Order
 		f, o, err = s.refusal(ctx, offerID, masterID)
-		if !errors.Is(err, ErrOfferClosed) || f.State != Viewed || !s.deps.Clock.Now().Before(f.ExpiresAt) {
-			return f, o, err
-		}
-	} else {
-		st.logged()
-		s.m.offers.WithLabelValues(string(Viewed)).Inc()
+		return f, o, false, err
 	}
-	o, err := s.deps.Repo.Order(ctx, f.OrderID)
-	return f, o, err
+	st.logged()
+	s.m.offers.WithLabelValues(string(to)).Inc()
+	return f, Order{}, true, nil
 }
 
 // refusal explains why a press changed nothing.

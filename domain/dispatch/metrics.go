@@ -1,8 +1,6 @@
 package dispatch
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"switchboard/domain"
@@ -17,20 +15,17 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	r := domain.NewRegistrar(reg)
-	m := &metrics{
-		offers: r.CounterVec("dispatch_offers_total", "Offers entering each state.", "state"),
-		orders: r.CounterVec("dispatch_orders_total", "Orders entering each state.", "state"),
-		lag: r.Histogram("dispatch_offer_expiry_lag_seconds",
-			"How long after expires_at an offer was expired.",
-			[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}),
-		sweep: r.Histogram("dispatch_watchdog_sweep_seconds",
-			"Duration of the expired-offers statement.",
-			prometheus.DefBuckets),
-		blocked: r.Counter("dispatch_masters_blocked_total", "Masters blocked for overdue commission."),
-	}
-	if err := r.Err(); err != nil {
-		return nil, fmt.Errorf("dispatch metrics: %w", err)
-	}
-	return m, nil
+	return domain.NewMetrics(reg, "dispatch", func(r *domain.Registrar) *metrics {
+		return &metrics{
+			offers: r.CounterVec("dispatch_offers_total", "Offers entering each state.", "state"),
+			orders: r.CounterVec("dispatch_orders_total", "Orders entering each state.", "state"),
+			lag: r.Histogram("dispatch_offer_expiry_lag_seconds",
+				"How long after expires_at an offer was expired.",
+				[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}),
+			sweep: r.Histogram("dispatch_watchdog_sweep_seconds",
+				"Duration of the expired-offers statement.",
+				prometheus.DefBuckets),
+			blocked: r.Counter("dispatch_masters_blocked_total", "Masters blocked for overdue commission."),
+		}
+	})
 }

@@ -273,14 +273,15 @@ func NewLetters(cfg LetterConfig, deps LetterDeps) (*Letters, error) {
 		return nil, errors.New("cover letters: Repo, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
-	r := domain.NewRegistrar(deps.Registerer)
-	l := &Letters{
-		cfg: cfg.withDefaults(), deps: deps, log: deps.Log.With("component", "cover_letters"),
-		drafted: r.CounterVec("cover_letters_total", "Cover letters settled, by outcome (ready or a failure reason).", "outcome"),
-		tokens:  r.CounterVec("cover_letter_tokens_total", "Tokens of ready cover letters, by kind (prompt, completion).", "kind"),
-	}
-	if err := r.Err(); err != nil {
-		return nil, fmt.Errorf("cover letter metrics: %w", err)
+	l, err := domain.NewMetrics(deps.Registerer, "cover letter", func(r *domain.Registrar) *Letters {
+		return &Letters{
+			cfg: cfg.withDefaults(), deps: deps, log: deps.Log.With("component", "cover_letters"),
+			drafted: r.CounterVec("cover_letters_total", "Cover letters settled, by outcome (ready or a failure reason).", "outcome"),
+			tokens:  r.CounterVec("cover_letter_tokens_total", "Tokens of ready cover letters, by kind (prompt, completion).", "kind"),
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	l.queue = &domain.Workers{
 		Name: "cover letter queue", Next: l.DraftNext, Expiry: deps.Repo.NextCoverLetterLeaseExpiry,

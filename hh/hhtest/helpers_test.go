@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/hh/hhtest"
+	"switchboard/internal/testkit"
 )
 
 const testUA = "switchboard-test/1.0 (dev@example.com)"
@@ -106,11 +107,7 @@ func search(t *testing.T, srv *hhtest.Server, q url.Values) page {
 }
 
 func ids(items []item) []string {
-	out := make([]string, len(items))
-	for i, it := range items {
-		out[i] = it.ID
-	}
-	return out
+	return testkit.Map(items, func(it item) string { return it.ID })
 }
 
 // hhError is the parsed HH error envelope, ignoring the legacy keys.

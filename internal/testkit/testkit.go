@@ -1,7 +1,7 @@
 // Package testkit holds the few helpers the tests and the fakes share: a
-// fake closed with its test, a buffer a logger may write into from several
-// goroutines while the test reads it, and a reader for one Prometheus
-// series. The fakes of the outside
+// fake closed with its test, a slice mapped field by field, a buffer a
+// logger may write into from several goroutines while the test reads it,
+// and a reader for one Prometheus series. The fakes of the outside
 // services live beside their clients (hh/hhtest, llm/llmtest, e2e/tgfake).
 package testkit
 
@@ -19,6 +19,16 @@ import (
 func Closing[T interface{ Close() }](t testing.TB, v T) T {
 	t.Cleanup(v.Close)
 	return v
+}
+
+// Map is f of each of xs, in order: the field a test compares, pulled out
+// of what a call returned. An empty xs gives an empty, not nil, slice.
+func Map[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
 }
 
 // SyncBuffer is a bytes.Buffer safe for concurrent Write and String.

@@ -57,15 +57,16 @@ func Settings(cfg config.Config) (storage.Retention, storage.PruneOptions) {
 // settings and registers its metrics on reg.
 func New(cfg config.Config, store *storage.Store, log *slog.Logger, reg prometheus.Registerer) (*Job, error) {
 	ret, opts := Settings(cfg)
-	p := &Job{
-		store: store, log: log, now: time.Now, ret: ret, opts: opts,
-	}
-	r := domain.NewRegistrar(reg)
-	p.rows = r.CounterVec("prune_rows_total", "Rows the prune job deleted (run_context, order_contacts: cleared) on this replica, by kind.", "kind")
-	p.timeouts = r.CounterVec("prune_timeouts_total", "Prune batches cancelled by PRUNE_STATEMENT_TIMEOUT, by kind.", "kind")
-	p.errors = r.CounterVec("prune_errors_total", "Prune runs of a kind that failed, by kind.", "kind")
-	p.duration = r.Gauge("prune_last_run_duration_seconds", "How long this replica's last prune run took.")
-	if err := r.Err(); err != nil {
+	p, err := domain.NewMetrics(reg, "prune", func(r *domain.Registrar) *Job {
+		return &Job{
+			store: store, log: log, now: time.Now, ret: ret, opts: opts,
+			rows:     r.CounterVec("prune_rows_total", "Rows the prune job deleted (run_context, order_contacts: cleared) on this replica, by kind.", "kind"),
+			timeouts: r.CounterVec("prune_timeouts_total", "Prune batches cancelled by PRUNE_STATEMENT_TIMEOUT, by kind.", "kind"),
+			errors:   r.CounterVec("prune_errors_total", "Prune runs of a kind that failed, by kind.", "kind"),
+			duration: r.Gauge("prune_last_run_duration_seconds", "How long this replica's last prune run took."),
+		}
+	})
+	if err != nil {
 		return nil, err
 	}
 	for _, k := range storage.PruneKinds() {

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 )
 
 // Provider identifies which API a request arrived on.
@@ -213,15 +212,4 @@ func Chunks(s string) []string {
 		out = append(out, s[start:])
 	}
 	return out
-}
-
-// truncate shortens s for error messages, on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/internal/clip"
 	"switchboard/internal/testkit"
 )
 
@@ -482,7 +483,7 @@ const invalidJSONContent = `{"answer": "unterminated`
 
 func noRuleMessage(req *Request) string {
 	return fmt.Sprintf("llmtest: no rule matches %s request (model=%q system=%q prompt=%q)",
-		req.Provider, req.Model, truncate(req.System, 80), truncate(req.Prompt, 120))
+		req.Provider, req.Model, clip.Clip(req.System, 80), clip.Clip(req.Prompt, 120))
 }
 
 func noReplyMessage(req *Request) string {
