@@ -456,11 +456,7 @@ func percent(rate float64) string {
 // --- /runs and /run ------------------------------------------------------------
 
 func (u *analysisUI) runs(r *Request) error {
-	text, kb, err := u.runsList(r, 0)
-	if err != nil {
-		return err
-	}
-	return r.Reply(text, kb)
+	return r.ReplyRendered(u.runsList(r, 0))
 }
 
 // runsPage turns /runs' page in place.

@@ -231,11 +231,7 @@ func (u *vacancyUI) editCard(r *Request, a vacancy.Application) {
 
 // applications answers /applications.
 func (u *vacancyUI) applications(r *Request) error {
-	text, kb, err := u.applicationsList(r)
-	if err != nil {
-		return err
-	}
-	return r.Reply(text, kb)
+	return r.ReplyRendered(u.applicationsList(r))
 }
 
 // applicationsList renders /applications: the funnel of the last 30 days,

@@ -51,11 +51,7 @@ func (u *memoryUI) registerMemories() {
 
 // list is /memory: the first page.
 func (u *memoryUI) list(r *Request) error {
-	text, kb, err := u.page(r, 0)
-	if err != nil {
-		return err
-	}
-	return r.Reply(text, kb)
+	return r.ReplyRendered(u.page(r, 0))
 }
 
 // page renders page p of the reader's current memories: a numbered item

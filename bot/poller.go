@@ -154,9 +154,9 @@ type intakePoller struct {
 	offset int64
 }
 
-func (p *intakePoller) Poll(b *tele.Bot, _ chan tele.Update, stop chan struct{}) {
+// untilStop is a context that ends when telebot closes stop, or at cancel.
+func untilStop(stop chan struct{}) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	go func() {
 		select {
 		case <-stop:
@@ -164,6 +164,12 @@ func (p *intakePoller) Poll(b *tele.Bot, _ chan tele.Update, stop chan struct{})
 		case <-ctx.Done():
 		}
 	}()
+	return ctx, cancel
+}
+
+func (p *intakePoller) Poll(b *tele.Bot, _ chan tele.Update, stop chan struct{}) {
+	ctx, cancel := untilStop(stop)
+	defer cancel()
 	fetchBackoff := 250 * time.Millisecond
 	for ctx.Err() == nil {
 		us, err := p.fetch(b)

@@ -88,6 +88,15 @@ func (r *Request) Reply(text string, markup *tele.ReplyMarkup) error {
 	return r.bot.queueReply(ctx, r.Chat().ID, 0, text, markup)
 }
 
+// ReplyRendered sends what a renderer made for the request (a list and its
+// buttons), or returns the renderer's error: r.ReplyRendered(u.banList(r)).
+func (r *Request) ReplyRendered(text string, markup *tele.ReplyMarkup, err error) error {
+	if err != nil {
+		return err
+	}
+	return r.Reply(text, markup)
+}
+
 // Alert answers a button press with a pop-up of the text key renders.
 func (r *Request) Alert(key string, data ...locales.Data) error {
 	return r.AlertText(r.T(key, data...))

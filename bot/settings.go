@@ -86,11 +86,7 @@ func (u *rhythmUI) settings(r *Request) error {
 	if err != nil {
 		return err
 	}
-	text, kb, err := u.render(r, rh)
-	if err != nil {
-		return err
-	}
-	return r.Reply(text, kb)
+	return r.ReplyRendered(u.render(r, rh))
 }
 
 // tune takes a /settings press: only on the presser's own /settings

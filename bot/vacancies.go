@@ -325,11 +325,7 @@ func (u *vacancyUI) searchList(r *Request) (string, *tele.ReplyMarkup, error) {
 }
 
 func (u *vacancyUI) searches(r *Request) error {
-	text, kb, err := u.searchList(r)
-	if err != nil {
-		return err
-	}
-	return r.Reply(text, kb)
+	return r.ReplyRendered(u.searchList(r))
 }
 
 // deleteSearch needs no ownership check of its own: DeleteSearch is scoped
@@ -382,11 +378,7 @@ func (u *vacancyUI) changeBans(r *Request, change func(ctx context.Context, user
 }
 
 func (u *vacancyUI) bans(r *Request) error {
-	text, kb, err := u.banList(r)
-	if err != nil {
-		return err
-	}
-	return r.Reply(text, kb)
+	return r.ReplyRendered(u.banList(r))
 }
 
 // banList is /bans: the ban words, then the hidden employers, each with a
@@ -453,15 +445,9 @@ func (u *vacancyUI) hideEmployer(r *Request, cb Callback) error {
 		return err
 	}
 	if m.Status.Reported() || m.Status == vacancy.NotInterested {
-		text := u.b.renderVacancy(r.Lang, v, m.Verdict, m.Status)
-		kb, err := u.b.vacancyMarkup(r.Lang, m.ID, v, true)
-		if err == nil {
-			kb, err = u.b.withSteps(r.Lang, actionCardStep, m, kb)
-		}
-		if err != nil {
+		if err := u.showDecided(r, m, v); err != nil {
 			return err
 		}
-		u.b.editPressed(r, text, kb)
 	}
 	toast := "vacancy.employer_hidden"
 	if !hidden {
@@ -579,21 +565,30 @@ func (u *vacancyUI) decide(to vacancy.Status) CallbackHandler {
 		case err != nil:
 			return err
 		}
-		text := u.b.renderVacancy(r.Lang, v, m.Verdict, m.Status)
-		kb, err := u.b.vacancyMarkup(r.Lang, m.ID, v, true)
-		if err == nil {
-			kb, err = u.b.withSteps(r.Lang, actionCardStep, m, kb)
-		}
-		if err != nil {
+		if err := u.showDecided(r, m, v); err != nil {
 			return err
 		}
-		u.b.editPressed(r, text, kb)
 		toast := "vacancy.marked_applied"
 		if to == vacancy.NotInterested {
 			toast = "vacancy.marked_not_interested"
 		}
 		return r.Toast(r.T(toast))
 	}
+}
+
+// showDecided edits the pressed card to its match as it is now: the
+// decision, the links, and an application's steps above them.
+func (u *vacancyUI) showDecided(r *Request, m vacancy.Match, v vacancy.Vacancy) error {
+	text := u.b.renderVacancy(r.Lang, v, m.Verdict, m.Status)
+	kb, err := u.b.vacancyMarkup(r.Lang, m.ID, v, true)
+	if err == nil {
+		kb, err = u.b.withSteps(r.Lang, actionCardStep, m, kb)
+	}
+	if err != nil {
+		return err
+	}
+	u.b.editPressed(r, text, kb)
+	return nil
 }
 
 // editPressed replaces the pressed message: a direct answer to the user's

@@ -137,15 +137,8 @@ func (w *webhookIntake) Poll(tb *tele.Bot, _ chan tele.Update, stop chan struct{
 // setWebhook tells Telegram where to push, retrying until it agrees or the
 // bot stops. Every replica sets the same webhook: the call is idempotent.
 func (w *webhookIntake) setWebhook(stop chan struct{}) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := untilStop(stop)
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	hook := delivery.Webhook{URL: w.cfg.URL, Secret: w.cfg.Secret, MaxConnections: w.cfg.MaxConnections, AllowedUpdates: tele.AllowedUpdates}
 	backoff := 500 * time.Millisecond
 	for {

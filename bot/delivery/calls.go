@@ -100,15 +100,25 @@ type Me struct {
 // GetMe reads the bot's account. Privacy mode (CanReadAllGroupMessages) can
 // change while the bot runs, so callers ask when they need to know.
 func (c *Client) GetMe(ctx context.Context) (Me, error) {
-	res, err := c.Call(ctx, "getMe", map[string]any{})
+	me, err := callFor[Me](ctx, c, "getMe", map[string]any{})
+	if err == nil && me.ID == 0 {
+		return Me{}, errors.New("getMe: unexpected answer: no bot id")
+	}
+	return me, err
+}
+
+// callFor calls method and decodes its result as a T.
+func callFor[T any](ctx context.Context, c *Client, method string, params map[string]any) (T, error) {
+	var out T
+	res, err := c.Call(ctx, method, params)
 	if err != nil {
-		return Me{}, err
+		return out, err
 	}
-	var me Me
-	if err := json.Unmarshal(res, &me); err != nil || me.ID == 0 {
-		return Me{}, fmt.Errorf("getMe: unexpected answer: %w", errors.Join(err, errors.New("no bot id")))
+	if err := json.Unmarshal(res, &out); err != nil {
+		var zero T
+		return zero, fmt.Errorf("%s: unexpected answer: %w", method, err)
 	}
-	return me, nil
+	return out, nil
 }
 
 // Webhook is where Telegram pushes updates.
@@ -146,15 +156,7 @@ type WebhookInfo struct {
 
 // GetWebhookInfo reads the webhook Telegram pushes to, if any.
 func (c *Client) GetWebhookInfo(ctx context.Context) (WebhookInfo, error) {
-	res, err := c.Call(ctx, "getWebhookInfo", map[string]any{})
-	if err != nil {
-		return WebhookInfo{}, err
-	}
-	var info WebhookInfo
-	if err := json.Unmarshal(res, &info); err != nil {
-		return WebhookInfo{}, fmt.Errorf("getWebhookInfo: unexpected answer: %w", err)
-	}
-	return info, nil
+	return callFor[WebhookInfo](ctx, c, "getWebhookInfo", map[string]any{})
 }
 
 // DeleteWebhook removes the webhook, so getUpdates is no longer refused;
@@ -174,13 +176,9 @@ type File struct {
 
 // GetFile asks where a file a user sent can be downloaded.
 func (c *Client) GetFile(ctx context.Context, fileID string) (File, error) {
-	res, err := c.Call(ctx, "getFile", map[string]any{"file_id": fileID})
+	f, err := callFor[File](ctx, c, "getFile", map[string]any{"file_id": fileID})
 	if err != nil {
 		return File{}, err
-	}
-	var f File
-	if err := json.Unmarshal(res, &f); err != nil {
-		return File{}, fmt.Errorf("getFile: unexpected answer: %w", err)
 	}
 	if f.Path == "" {
 		return File{}, errors.New("getFile: no file_path in the answer")
