@@ -65,3 +65,30 @@ func TestHideEmployerFromTheCardAndShowItAgain(t *testing.T) {
 	a = answer(t, env.srv, ann.PressRaw(list, buttons[0].CallbackData))
 	require.Equal(t, "This employer is not hidden any more.", a.Text)
 }
+
+// The button, the pop-up and /bans read in the user's language.
+func TestHideEmployerInRussianAndUkrainian(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	for _, tc := range []struct {
+		id                          int64
+		lang, button, popup, header string
+	}{
+		{51, "ru", "🙈 Скрыть работодателя", "Вакансии ACME <Ltd> больше не будут приходить. /bans покажет скрытых работодателей и вернёт их.",
+			"Скрытые работодатели (1):\n• ACME <Ltd>"},
+		{52, "uk", "🙈 Сховати роботодавця", "Вакансії ACME <Ltd> більше не надходитимуть. /bans покаже прихованих роботодавців і поверне їх.",
+			"Приховані роботодавці (1):\n• ACME <Ltd>"},
+	} {
+		who := env.srv.User(tc.id, "Олена", tc.lang)
+		env.ask(t, who, "/start")
+		d := sampleCard(0)
+		d.UserID, d.Lang = tc.id, tc.lang
+		d.Vacancy.ID = 2000 + tc.id
+		d.MatchID = env.queueVacancy(t, tc.id, d.Vacancy, d.Verdict)
+		msg := env.waitCard(t, tc.id, d.MatchID)
+		require.Equal(t, tc.button, msg.ReplyMarkup.InlineKeyboard[1][1].Text)
+		a := answer(t, env.srv, mustPress(t, who, msg, data(t, "vh", d.MatchID)))
+		require.Equal(t, tc.popup, a.Text)
+		require.True(t, strings.HasSuffix(env.ask(t, who, "/bans").Text, tc.header), tc.lang)
+	}
+}
