@@ -330,7 +330,7 @@ func (a *app) buildBot(context.Context) error {
 	}, bot.Deps{
 		Users: a.store, Status: outage.Status{Store: a.store, Beats: a.beats, LLM: a.llm, HH: a.hh, VacancyClaimLease: cfg.VacancyClaimLease}, Catalog: a.catalog, Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Claimer: a.beats.Claimer(), Direct: a.out, Queue: a.store,
-		Inbox: a.store, Passing: storage.Passing, AboutData: storage.AboutData,
+		Inbox: a.store.Inbox(), Passing: storage.Passing, AboutData: storage.AboutData,
 		Vacancies: a.vac, Letters: a.letters, Rhythm: a.vac, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl, Resume: a.res,
 	})
 	if err != nil {

@@ -203,7 +203,7 @@ func intakeRun(ctx context.Context, cfg intakeConfig, db *benchDB, catalog *loca
 			bc.Webhook = &bot.WebhookConfig{URL: "https://bench.invalid/webhook", Secret: secret, Listen: addrs[i], MaxConnections: cfg.conc}
 		}
 		b, err := bot.New(bc, bot.Deps{Users: intakeUsers{store, tr}, Catalog: catalog, Log: log, Replica: fmt.Sprintf("bench-%d", i),
-			Direct: direct, Inbox: store, Passing: storage.Passing, AboutData: storage.AboutData})
+			Direct: direct, Inbox: store.Inbox(), Passing: storage.Passing, AboutData: storage.AboutData})
 		if err != nil {
 			return res, err
 		}

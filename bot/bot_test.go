@@ -86,7 +86,7 @@ func setupWith(t *testing.T, cfg bot.Config, deps bot.Deps, extra func(*bot.Bot)
 	}
 	if st != nil && deps.Inbox == nil {
 		// Updates go through the inbox, as in the app.
-		deps.Inbox, deps.Passing = st, storage.Passing
+		deps.Inbox, deps.Passing = st.Inbox(), storage.Passing
 	}
 	b, err := bot.New(cfg, deps)
 	require.NoError(t, err)

@@ -37,6 +37,10 @@ type dispEnv struct {
 // store itself, with the windows main gives it.
 type storeStatus struct{ *storage.Store }
 
+func (s storeStatus) InboxStats(ctx context.Context) (storage.InboxStats, error) {
+	return s.Store.Inbox().Stats(ctx)
+}
+
 func (s storeStatus) Replicas(ctx context.Context) ([]storage.Replica, error) {
 	return s.Store.Replicas(ctx, 15*time.Minute)
 }

@@ -72,13 +72,13 @@ func storeUpdates(ctx context.Context, in Intake, aboutData AboutData, log *slog
 			log.Warn("update held characters the inbox cannot store: replaced with U+FFFD", "update", u.ID)
 		}
 	}
-	err := in.TakeUpdates(ctx, us)
+	err := in.Take(ctx, us)
 	if err == nil || !aboutData(err) {
 		return err
 	}
 	// One at a time, to find the update at fault and keep the rest.
 	for _, u := range us {
-		err := in.TakeUpdates(ctx, []domain.InboxUpdate{u})
+		err := in.Take(ctx, []domain.InboxUpdate{u})
 		if err == nil {
 			continue
 		}
@@ -86,7 +86,7 @@ func storeUpdates(ctx context.Context, in Intake, aboutData AboutData, log *slog
 			return err
 		}
 		log.Warn("update refused by the inbox: kept as a skeleton, its sender is told", "update", u.ID, "err", err)
-		err = in.TakeUpdates(ctx, []domain.InboxUpdate{skeleton(u, err.Error())})
+		err = in.Take(ctx, []domain.InboxUpdate{skeleton(u, err.Error())})
 		if err == nil {
 			continue
 		}

@@ -32,10 +32,10 @@ func TestStoreUpdatesSetsARefusedBodyAside(t *testing.T) {
 	}
 	poison := ok(2, 20)
 	poison.Body = json.RawMessage(`{"update_id":2,"message":{"message_id":3,"date":1,"chat":{"id":20,"type":"private"},"from":{"id":20,"is_bot":false,"first_name":"A","language_code":"uk"},"text":"secret\u0000"}}`)
-	require.Error(t, st.TakeUpdates(ctx, []domain.InboxUpdate{poison}), "the database refuses it as it is")
+	require.Error(t, st.Inbox().Take(ctx, []domain.InboxUpdate{poison}), "the database refuses it as it is")
 
-	require.NoError(t, storeUpdates(ctx, st, storage.AboutData, log, []domain.InboxUpdate{ok(1, 10), poison, ok(3, 30)}))
-	claimed, err := st.ClaimUpdates(ctx, "t", 10, 1e9)
+	require.NoError(t, storeUpdates(ctx, st.Inbox(), storage.AboutData, log, []domain.InboxUpdate{ok(1, 10), poison, ok(3, 30)}))
+	claimed, err := st.Inbox().Claim(ctx, "t", 10, 1e9)
 	require.NoError(t, err)
 	require.Len(t, claimed, 3)
 	for _, u := range claimed {
@@ -71,7 +71,7 @@ func TestStoreUpdatesSetsARefusedBodyAside(t *testing.T) {
 
 type failingIntake struct{ err error }
 
-func (f failingIntake) TakeUpdates(context.Context, []domain.InboxUpdate) error { return f.err }
+func (f failingIntake) Take(context.Context, []domain.InboxUpdate) error { return f.err }
 
 func idStr(n int64) string {
 	b, _ := json.Marshal(n)

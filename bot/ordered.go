@@ -200,7 +200,7 @@ func (p *inboxPoller) claimLoop(stop chan struct{}) {
 	for {
 		if free := cfg.InboxWorkers - int(p.running.Load()); free > 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			items, err := p.b.deps.Inbox.ClaimUpdates(ctx, p.b.claimer(), free, cfg.InboxLease)
+			items, err := p.b.deps.Inbox.Claim(ctx, p.b.claimer(), free, cfg.InboxLease)
 			cancel()
 			switch {
 			case err != nil && !failing:
@@ -260,7 +260,7 @@ func (p *inboxPoller) run(it domain.InboxUpdate) {
 	if err := json.Unmarshal(it.Body, &u); err != nil {
 		log.Error("inbox update unreadable", "update", it.ID, "err", err)
 		cl.settle("fail", func(ctx context.Context) (bool, error) {
-			return b.deps.Inbox.UpdateFailed(ctx, it.ID, it.Token, err.Error())
+			return b.deps.Inbox.Failed(ctx, it.ID, it.Token, err.Error())
 		})
 		return
 	}
@@ -269,7 +269,7 @@ func (p *inboxPoller) run(it domain.InboxUpdate) {
 		// handle. Told only by the replica whose failed-mark took, so once.
 		log.Error("update refused by the inbox: the sender is told", "update", it.ID, "why", it.Refused)
 		if cl.settle("fail", func(ctx context.Context) (bool, error) {
-			return b.deps.Inbox.UpdateFailed(ctx, it.ID, it.Token, "refused: "+it.Refused)
+			return b.deps.Inbox.Failed(ctx, it.ID, it.Token, "refused: "+it.Refused)
 		}) {
 			b.tellNotDone(u, "error.unreadable")
 		}
@@ -282,19 +282,19 @@ func (p *inboxPoller) run(it domain.InboxUpdate) {
 	inbox := b.deps.Inbox
 	switch {
 	case out.err == nil && !out.panicked:
-		cl.settle("done", func(ctx context.Context) (bool, error) { return inbox.UpdateDone(ctx, it.ID, it.Token) })
+		cl.settle("done", func(ctx context.Context) (bool, error) { return inbox.Done(ctx, it.ID, it.Token) })
 	case !out.panicked && b.handlerCtx.Err() != nil:
 		// Cut by the end of the drain: not the update's fault, back to
 		// the inbox for the next replica, no backoff.
 		cl.settle("retry", func(ctx context.Context) (bool, error) {
-			return inbox.UpdateRetry(ctx, it.ID, it.Token, 0, "stopped: "+out.err.Error())
+			return inbox.Retry(ctx, it.ID, it.Token, 0, "stopped: "+out.err.Error())
 		})
 	case !out.panicked && b.passing(out.err) && it.Attempts < cfg.InboxAttempts:
 		after := min(time.Second<<min(it.Attempts-1, 20), cfg.InboxMaxBackoff)
 		log.Warn("update failed for a passing reason: retrying from the inbox",
 			"update", it.ID, "attempt", it.Attempts, "in", after, "err", out.err)
 		cl.settle("retry", func(ctx context.Context) (bool, error) {
-			return inbox.UpdateRetry(ctx, it.ID, it.Token, after, out.err.Error())
+			return inbox.Retry(ctx, it.ID, it.Token, after, out.err.Error())
 		})
 	default:
 		why := "panic"
@@ -303,7 +303,7 @@ func (p *inboxPoller) run(it domain.InboxUpdate) {
 		}
 		log.Error("update failed: the user is told it was not carried out", "update", it.ID, "attempt", it.Attempts, "err", why)
 		// Told only by the replica whose failed-mark took, so once.
-		if cl.settle("fail", func(ctx context.Context) (bool, error) { return inbox.UpdateFailed(ctx, it.ID, it.Token, why) }) {
+		if cl.settle("fail", func(ctx context.Context) (bool, error) { return inbox.Failed(ctx, it.ID, it.Token, why) }) {
 			b.tellNotDone(u, "error.not_done")
 		}
 	}
@@ -344,7 +344,7 @@ func (c *claim) renew() (stop func()) {
 		at := time.Now()
 		rctx, rcancel := context.WithTimeout(ctx, lease/3)
 		defer rcancel()
-		ok, err := c.p.b.deps.Inbox.RenewUpdate(rctx, c.it.ID, c.it.Token, lease)
+		ok, err := c.p.b.deps.Inbox.Renew(rctx, c.it.ID, c.it.Token, lease)
 		if err == nil && ok {
 			c.mu.Lock()
 			c.until = at.Add(lease)

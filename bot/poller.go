@@ -119,17 +119,17 @@ func (p *lockedPoller) pollWhileHeld(ctx context.Context, b *tele.Bot, dest chan
 // update is stored before Telegram is told it arrived, and handled from
 // there, in its chat's order, by any replica.
 type Inbox interface {
-	// TakeUpdates stores updates, each once whatever how often it comes.
-	TakeUpdates(ctx context.Context, us []domain.InboxUpdate) error
-	// ClaimUpdates claims up to n updates, each the oldest pending one of
+	// Take stores updates, each once whatever how often it comes.
+	Take(ctx context.Context, us []domain.InboxUpdate) error
+	// Claim claims up to n updates, each the oldest pending one of
 	// its chat, for lease.
-	ClaimUpdates(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.InboxUpdate, error)
+	Claim(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.InboxUpdate, error)
 	// The settling statements name the claim's token; false: the claim was
 	// lost (taken over after its lease) and the row is its new holder's.
-	RenewUpdate(ctx context.Context, id int64, token string, lease time.Duration) (bool, error)
-	UpdateDone(ctx context.Context, id int64, token string) (bool, error)
-	UpdateRetry(ctx context.Context, id int64, token string, after time.Duration, why string) (bool, error)
-	UpdateFailed(ctx context.Context, id int64, token, why string) (bool, error)
+	Renew(ctx context.Context, id int64, token string, lease time.Duration) (bool, error)
+	Done(ctx context.Context, id int64, token string) (bool, error)
+	Retry(ctx context.Context, id int64, token string, after time.Duration, why string) (bool, error)
+	Failed(ctx context.Context, id int64, token, why string) (bool, error)
 }
 
 // intakePoller reads Telegram into the inbox. telebot's LongPoller

@@ -26,7 +26,7 @@ const maxUpdateBytes = 1 << 20
 
 // Intake is where a webhook puts what Telegram sends: the inbox.
 type Intake interface {
-	TakeUpdates(ctx context.Context, us []domain.InboxUpdate) error
+	Take(ctx context.Context, us []domain.InboxUpdate) error
 }
 
 // WebhookHandler takes Telegram's webhook requests into the inbox. It

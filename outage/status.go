@@ -21,6 +21,11 @@ type Status struct {
 	VacancyClaimLease time.Duration
 }
 
+// InboxStats is the inbox for /status (bot.InboxSource).
+func (s Status) InboxStats(ctx context.Context) (storage.InboxStats, error) {
+	return s.Store.Inbox().Stats(ctx)
+}
+
 // Replicas lists the live replicas.
 func (s Status) Replicas(ctx context.Context) ([]storage.Replica, error) {
 	return s.Beats.Live(ctx)

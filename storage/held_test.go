@@ -53,12 +53,12 @@ func TestHeldPastLease(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, storage.HeldWork{}, held(), "delivered")
 
-	require.NoError(t, st.TakeUpdates(ctx, []domain.InboxUpdate{{ID: 5, Chat: 1, HasChat: true, Body: []byte(`{"update_id":5}`)}}))
-	ups, err := st.ClaimUpdates(ctx, "r1", 10, time.Minute)
+	require.NoError(t, st.Inbox().Take(ctx, []domain.InboxUpdate{{ID: 5, Chat: 1, HasChat: true, Body: []byte(`{"update_id":5}`)}}))
+	ups, err := st.Inbox().Claim(ctx, "r1", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, ups, 1)
 	lapse("inbox", storage.HeldWork{InboxUpdates: 1}, "the update's lease ran out: its chat waits")
-	_, err = st.UpdateDone(ctx, ups[0].ID, ups[0].Token)
+	_, err = st.Inbox().Done(ctx, ups[0].ID, ups[0].Token)
 	require.NoError(t, err)
 	require.Equal(t, storage.HeldWork{}, held(), "handled")
 }

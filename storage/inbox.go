@@ -18,12 +18,20 @@ import (
 // workers wake on it (a hint; they also sweep on a timer).
 const InboxChannel = "inbox"
 
-// TakeUpdates stores updates in the inbox in one statement (so in one
+// Inbox is the inbox aggregate: the updates Telegram gave us, each stored
+// once, claimed by one worker at a time per chat and settled done, retried
+// or failed (bot/intake.go and bot/ordered.go use it).
+type Inbox struct{ s *Store }
+
+// Inbox is the store of the inbox's updates.
+func (s *Store) Inbox() *Inbox { return &Inbox{s: s} }
+
+// Take stores updates in the inbox in one statement (so in one
 // transaction) and notifies InboxChannel if any was new. An update already
 // stored (the same update_id fetched again, or sent to two webhook
 // replicas) is left as it is. The poller advances Telegram's offset, and a
 // webhook answers, only after this returns nil.
-func (s *Store) TakeUpdates(ctx context.Context, us []domain.InboxUpdate) error {
+func (in *Inbox) Take(ctx context.Context, us []domain.InboxUpdate) error {
 	if len(us) == 0 {
 		return nil
 	}
@@ -42,7 +50,7 @@ func (s *Store) TakeUpdates(ctx context.Context, us []domain.InboxUpdate) error 
 	}
 	// The data-modifying CTE runs whether or not the outer SELECT reads it,
 	// and the NOTIFY is delivered at the statement's commit.
-	_, err := s.pool.Exec(ctx, `
+	_, err := in.s.pool.Exec(ctx, `
 WITH ins AS (
     INSERT INTO inbox (update_id, chat_id, body, refused)
     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[], $4::text[])
@@ -55,14 +63,14 @@ SELECT pg_notify('`+InboxChannel+`', '') WHERE EXISTS (SELECT 1 FROM ins)`, ids,
 	return nil
 }
 
-// ClaimUpdates claims up to n updates for claimer, each the oldest pending
+// Claim claims up to n updates for claimer, each the oldest pending
 // update of its chat (nothing earlier of the chat is pending: a chat's
 // updates are handled one at a time, in update_id order, across replicas),
 // due (next_attempt_at) and not claimed by a live lease. A claim held past
 // its lease (a dead or stalled replica) is taken over. Each claim counts as
 // an attempt and gets a token the settling statements name.
-func (s *Store) ClaimUpdates(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.InboxUpdate, error) {
-	rows, err := s.pool.Query(ctx, `
+func (in *Inbox) Claim(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.InboxUpdate, error) {
+	rows, err := in.s.pool.Query(ctx, `
 WITH c AS (
     SELECT i.update_id FROM inbox i
     WHERE i.state = 'pending' AND i.next_attempt_at <= now()
@@ -97,9 +105,9 @@ RETURNING i.update_id, i.chat_id, i.body, i.attempts, i.claim_token::text, i.rec
 	return out, nil
 }
 
-// RenewUpdate extends a claim still held by token; false: it was lost.
-func (s *Store) RenewUpdate(ctx context.Context, id int64, token string, lease time.Duration) (bool, error) {
-	return s.settleUpdate(ctx, "renew", `
+// Renew extends a claim still held by token; false: it was lost.
+func (in *Inbox) Renew(ctx context.Context, id int64, token string, lease time.Duration) (bool, error) {
+	return in.settle(ctx, "renew", `
 UPDATE inbox SET claimed_until = now() + $3 * interval '1 millisecond'
 WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, lease.Milliseconds())
 }
@@ -109,33 +117,33 @@ WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, toke
 // and /forget, and an inbox row kept a day for its update_id must not
 // outlive either.
 
-// UpdateDone marks a claimed update handled; false: the claim was lost
+// Done marks a claimed update handled; false: the claim was lost
 // (taken over after its lease) and the row is left to its new holder.
-func (s *Store) UpdateDone(ctx context.Context, id int64, token string) (bool, error) {
-	return s.settleUpdate(ctx, "done", `
+func (in *Inbox) Done(ctx context.Context, id int64, token string) (bool, error) {
+	return in.settle(ctx, "done", `
 UPDATE inbox SET state = 'done', done_at = now(), claimed_until = NULL, body = '{}', chat_id = NULL
 WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token)
 }
 
-// UpdateRetry gives a claimed update back, due again after the backoff,
+// Retry gives a claimed update back, due again after the backoff,
 // keeping its place at the head of its chat.
-func (s *Store) UpdateRetry(ctx context.Context, id int64, token string, after time.Duration, why string) (bool, error) {
-	return s.settleUpdate(ctx, "retry", `
+func (in *Inbox) Retry(ctx context.Context, id int64, token string, after time.Duration, why string) (bool, error) {
+	return in.settle(ctx, "retry", `
 UPDATE inbox SET claimed_by = NULL, claim_token = NULL, claimed_until = NULL,
     next_attempt_at = now() + $3 * interval '1 millisecond', last_error = $4
 WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, after.Milliseconds(), why)
 }
 
-// UpdateFailed ends a claimed update for good; its chat's next update
+// Failed ends a claimed update for good; its chat's next update
 // becomes claimable.
-func (s *Store) UpdateFailed(ctx context.Context, id int64, token, why string) (bool, error) {
-	return s.settleUpdate(ctx, "fail", `
+func (in *Inbox) Failed(ctx context.Context, id int64, token, why string) (bool, error) {
+	return in.settle(ctx, "fail", `
 UPDATE inbox SET state = 'failed', done_at = now(), claimed_until = NULL, last_error = $3, body = '{}', chat_id = NULL
 WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, why)
 }
 
-func (s *Store) settleUpdate(ctx context.Context, what, sql string, args ...any) (bool, error) {
-	tag, err := s.pool.Exec(ctx, sql, args...)
+func (in *Inbox) settle(ctx context.Context, what, sql string, args ...any) (bool, error) {
+	tag, err := in.s.pool.Exec(ctx, sql, args...)
 	if err != nil {
 		return false, fmt.Errorf("inbox %s update %v: %w", what, args[0], err)
 	}
@@ -151,12 +159,12 @@ type InboxStats struct {
 	FailedDay int64
 }
 
-// InboxStats counts the inbox's rows by state (the ended ones are kept a
+// Stats counts the inbox's rows by state (the ended ones are kept a
 // day: the prune job's kind inbox).
-func (s *Store) InboxStats(ctx context.Context) (InboxStats, error) {
+func (in *Inbox) Stats(ctx context.Context) (InboxStats, error) {
 	var st InboxStats
 	var oldest float64
-	err := s.pool.QueryRow(ctx, `
+	err := in.s.pool.QueryRow(ctx, `
 SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'done'),
        count(*) FILTER (WHERE state = 'failed'),
        COALESCE(extract(epoch FROM now() - min(received_at) FILTER (WHERE state = 'pending')), 0),

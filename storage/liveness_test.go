@@ -35,12 +35,12 @@ func setupLiveness(t *testing.T) liveFixture {
 		require.True(t, held, l.Claimer())
 		t.Cleanup(l.Die)
 	}
-	require.NoError(t, f.st.TakeUpdates(f.ctx, []domain.InboxUpdate{upd(1, 101), upd(2, 102), upd(3, 103)}))
+	require.NoError(t, f.st.Inbox().Take(f.ctx, []domain.InboxUpdate{upd(1, 101), upd(2, 102), upd(3, 103)}))
 	require.NoError(t, f.st.EnqueueMessages(f.ctx,
 		domain.Message{ChatID: 201, Kind: domain.KindReply, Text: "to a's chat"},
 		domain.Message{ChatID: 202, Kind: domain.KindReply, Text: "to b's chat"}))
 	for _, c := range []string{f.a.Claimer(), f.b.Claimer(), "legacy"} {
-		got, err := f.st.ClaimUpdates(f.ctx, c, 1, 10*time.Minute)
+		got, err := f.st.Inbox().Claim(f.ctx, c, 1, 10*time.Minute)
 		require.NoError(t, err)
 		require.Len(t, got, 1, c)
 	}
@@ -100,7 +100,7 @@ func (f liveFixture) requireFree(t *testing.T, want free, msg string) {
 		reaped = append(reaped, r.ID)
 	}
 	require.Equal(t, want.runs, reaped, "memory runs: "+msg)
-	us, err := f.st.ClaimUpdates(f.ctx, "observer", 10, 10*time.Minute)
+	us, err := f.st.Inbox().Claim(f.ctx, "observer", 10, 10*time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, want.updates, ids(us), "inbox: "+msg)
 	rows, err := f.st.ClaimOutbox(f.ctx, "observer", 10, 10*time.Minute)
