@@ -469,14 +469,15 @@ WITH done AS (
 // message) sent with the message id Telegram returned (0 for an edit) and
 // runs their kind's delivery hook; false if the claim was lost meanwhile.
 func (s *Store) OutboxDelivered(ctx context.Context, r domain.Queued, messageID int) (bool, error) {
-	sql, ok := deliveredSQL()[r.Kind]
-	if !ok || r.Merged > 1 {
-		// A kind without a hook just settles; a merged delivery takes
-		// every hook.
+	// A merged delivery takes every hook (its rows may be of several
+	// kinds); a kind without a hook just settles.
+	hook, ok := deliveredSQL()[r.Kind]
+	sql := plainMarkSQL()
+	switch {
+	case r.Merged > 1:
 		sql = deliveredSQL()[""]
-		if !ok && r.Merged <= 1 {
-			sql = plainMarkSQL()
-		}
+	case ok:
+		sql = hook
 	}
 	var n int
 	if err := s.pool.QueryRow(ctx, sql, r.ID, r.Token, messageID).Scan(&n); err != nil {
