@@ -233,7 +233,7 @@ func (a *app) buildWorkflows(context.Context) error {
 		Workers: cfg.MemoryWorkers, StageLease: cfg.MemoryLease, SweepInterval: cfg.MemoryReaperInterval,
 		Window: window, StreamEvery: cfg.MemoryStreamEvery, Claimer: a.beats.Claimer(),
 	}, memory.Deps{
-		Repo: a.store, LLM: llm.MemoryPort{Client: a.llm}, Notifier: notes, Typist: bot.Typist{Sender: a.out},
+		Repo: a.store, Outbox: a.store.Outbox(), LLM: llm.MemoryPort{Client: a.llm}, Notifier: notes, Typist: bot.Typist{Sender: a.out},
 		Drafts: bot.Drafts{Sender: a.out}, Log: log, Registerer: a.reg,
 	})
 	if err != nil {
@@ -299,7 +299,7 @@ func (a *app) buildDelivery(context.Context) error {
 			a.redisGate("telegram limiter"), limits, a.beats.LiveCount)
 	}
 	var err error
-	a.out, err = delivery.NewSender(delivery.Config{Workers: cfg.OutboxWorkers, MaxBackoff: cfg.OutboxMaxBackoff, Claimer: a.beats.Claimer()}, a.store,
+	a.out, err = delivery.NewSender(delivery.Config{Workers: cfg.OutboxWorkers, MaxBackoff: cfg.OutboxMaxBackoff, Claimer: a.beats.Claimer()}, a.store.Outbox(),
 		a.tg, limiter, log, a.reg)
 	return err
 }
@@ -329,7 +329,7 @@ func (a *app) buildBot(context.Context) error {
 		RenderConfig: a.render,
 	}, bot.Deps{
 		Users: a.store, Status: outage.Status{Store: a.store, Beats: a.beats, LLM: a.llm, HH: a.hh, VacancyClaimLease: cfg.VacancyClaimLease}, Catalog: a.catalog, Log: log,
-		Admins: cfg.AdminIDs, Replica: cfg.Replica, Claimer: a.beats.Claimer(), Direct: a.out, Queue: a.store,
+		Admins: cfg.AdminIDs, Replica: cfg.Replica, Claimer: a.beats.Claimer(), Direct: a.out, Queue: a.store.Outbox(),
 		Inbox: a.store.Inbox(), Passing: storage.Passing, AboutData: storage.AboutData,
 		Vacancies: a.vac, Letters: a.letters, Rhythm: a.vac, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl, Resume: a.res,
 	})

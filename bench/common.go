@@ -221,7 +221,7 @@ var benchLimits = delivery.Limits{Global: 1e6, GlobalBurst: 1000, Private: 1e6, 
 // does next to the workflows, delivering to the fake Telegram at tgURL
 // until the returned stop, which waits for deliveries in flight.
 func startSender(ctx context.Context, store *storage.Store, tgURL string, log *slog.Logger) (stop func(), err error) {
-	return startSenderWith(ctx, store, tgURL, delivery.Config{}, delivery.NewMemoryLimiter(benchLimits), log, prometheus.NewRegistry())
+	return startSenderWith(ctx, store.Outbox(), tgURL, delivery.Config{}, delivery.NewMemoryLimiter(benchLimits), log, prometheus.NewRegistry())
 }
 
 // startSenderWith is startSender with the sender's configuration, limiter

@@ -202,7 +202,7 @@
 // outbox measures the delivery outbox (bot/delivery) against Telegram's
 // flood limits. -n messages (default 3000) to -chats private chats
 // (default 300, 10 each) are written at once with storage's
-// EnqueueMessages into a fresh database (created and dropped as for
+// Enqueue into a fresh database (created and dropped as for
 // vacancies), each chat's one after another (-order round interleaves the
 // chats instead), and ONE delivery.Sender as the application builds it
 // (delivery.Config{}: 16 workers; NewMemoryLimiter(DefaultLimits()): 30

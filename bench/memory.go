@@ -275,13 +275,13 @@ func startMemoryRig(ctx context.Context, cfg memoryConfig, db *benchDB, out io.W
 		// The application's streaming: drafts and "typing" through a sender
 		// paced at Telegram's limits, as app.go builds it.
 		tgClient := delivery.NewClient(rig.tg.URL(), tgToken, nil)
-		sender, err := delivery.NewSender(delivery.Config{}, rp.store, tgClient, delivery.NewMemoryLimiter(delivery.DefaultLimits()),
+		sender, err := delivery.NewSender(delivery.Config{}, rp.store.Outbox(), tgClient, delivery.NewMemoryLimiter(delivery.DefaultLimits()),
 			log, prometheus.NewRegistry())
 		if err != nil {
 			return nil, err
 		}
 		// The app's renderer, and "typing" over HTTP to the fake Telegram.
-		deps := memory.Deps{Repo: clockedRepo{rp.store, rig.clock}, LLM: rig.timer.wrap(llm.MemoryPort{Client: rp.llmc}, rig.st),
+		deps := memory.Deps{Repo: clockedRepo{rp.store, rig.clock}, Outbox: rp.store.Outbox(), LLM: rig.timer.wrap(llm.MemoryPort{Client: rp.llmc}, rig.st),
 			Notifier: bot.NewRenderer(bot.RenderConfig{}, catalog, log), Typist: bot.Typist{Sender: sender},
 			Log: log, Registerer: prometheus.NewRegistry()}
 		if rig.st != nil {

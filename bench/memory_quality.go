@@ -200,7 +200,7 @@ func benchMemoryQuality(ctx context.Context, cfg memoryQualityConfig, out io.Wri
 
 	firsts := &firstTexts{at: map[string]time.Time{}}
 	svc, err := memory.NewService(memory.Config{Workers: 4, StreamEvery: cfg.stream},
-		memory.Deps{Repo: db.store, LLM: firsts.wrap(llm.MemoryPort{Client: client}),
+		memory.Deps{Repo: db.store, Outbox: db.store.Outbox(), LLM: firsts.wrap(llm.MemoryPort{Client: client}),
 			Notifier: bot.NewRenderer(bot.RenderConfig{}, locales.MustLoad(), log), Drafts: quietDrafts{},
 			Log: log, Registerer: prometheus.NewRegistry()})
 	if err != nil {

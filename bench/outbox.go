@@ -183,7 +183,7 @@ func outboxRun(ctx context.Context, cfg outboxConfig, p outboxPass, msgs []domai
 
 	// Setup, not timed: every message in one statement, as a workflow
 	// writes its messages.
-	if err := db.store.EnqueueMessages(ctx, msgs...); err != nil {
+	if err := db.store.Outbox().Enqueue(ctx, msgs...); err != nil {
 		return res, err
 	}
 	poll, err := connect(ctx, db.url)
@@ -204,7 +204,7 @@ func outboxRun(ctx context.Context, cfg outboxConfig, p outboxPass, msgs []domai
 
 	reg := prometheus.NewRegistry()
 	res.start = time.Now()
-	stop, err := startSenderWith(ctx, db.store, tg.URL(), p.sender, delivery.NewMemoryLimiter(p.limits), log, reg)
+	stop, err := startSenderWith(ctx, db.store.Outbox(), tg.URL(), p.sender, delivery.NewMemoryLimiter(p.limits), log, reg)
 	if err != nil {
 		return res, err
 	}

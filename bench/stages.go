@@ -388,17 +388,17 @@ type timedOutbox struct {
 	s *stages
 }
 
-func (o timedOutbox) ClaimOutbox(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.Queued, error) {
+func (o timedOutbox) Claim(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.Queued, error) {
 	defer o.s.since("outbox claim", time.Now())
-	return o.Store.ClaimOutbox(ctx, claimer, n, lease)
+	return o.Store.Claim(ctx, claimer, n, lease)
 }
 
-func (o timedOutbox) OutboxDelivered(ctx context.Context, r domain.Queued, messageID int) (bool, error) {
+func (o timedOutbox) Delivered(ctx context.Context, r domain.Queued, messageID int) (bool, error) {
 	defer o.s.since("outbox delivered", time.Now())
-	return o.Store.OutboxDelivered(ctx, r, messageID)
+	return o.Store.Delivered(ctx, r, messageID)
 }
 
-func (o timedOutbox) OutboxRetry(ctx context.Context, id int64, token string, after time.Duration, why string, tried bool) error {
+func (o timedOutbox) Retry(ctx context.Context, id int64, token string, after time.Duration, why string, tried bool) error {
 	defer o.s.since("outbox retry", time.Now())
-	return o.Store.OutboxRetry(ctx, id, token, after, why, tried)
+	return o.Store.Retry(ctx, id, token, after, why, tried)
 }

@@ -274,9 +274,9 @@ func (w *world) run(ctx context.Context, spec runSpec) (runResult, error) {
 	// with QUEUED → ANALYZED, and a match becomes SENT_TO_USER when the
 	// outbox sender has delivered its card, so one runs next to the
 	// service, as in the application (limits lifted: see benchLimits).
-	var outbox delivery.Store = w.store
+	var outbox delivery.Store = w.store.Outbox()
 	if res.stages != nil {
-		outbox = timedOutbox{w.store, res.stages}
+		outbox = timedOutbox{w.store.Outbox(), res.stages}
 	}
 	stopSender, err := startSenderWith(runCtx, outbox, tg.URL(), delivery.Config{}, delivery.NewMemoryLimiter(benchLimits),
 		w.log, prometheus.NewRegistry())

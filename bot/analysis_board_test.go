@@ -181,7 +181,7 @@ func TestAnalysisBoardRendering(t *testing.T) {
 
 	// Delivered, Telegram shows the LLM's text literally.
 	first := env.bot.Board(rv, true)
-	require.NoError(t, env.st.EnqueueMessages(ctx, first...))
+	require.NoError(t, env.st.Outbox().Enqueue(ctx, first...))
 	shown := env.waitAdminLine(t, "✅ Run #7 completed")
 	require.Contains(t, shown.Text, "\n\nProposals 9–16 of 20 · ✅ 3 · ❌ 2 · ⏳ 15\n\n9. ✅ Task 9 · low\n\n")
 	require.Contains(t, shown.Text, "\n\n11. ⏳ <b>Fix</b> & <script>x</script> · high · <i>Ann</i> · due 2099-01-05\na < b && c > d second line\n\n")
@@ -470,7 +470,7 @@ func TestAnalysisLegacyProposalMessage(t *testing.T) {
 	env := setupAnalysis(t)
 	ids := env.completedRun(t, 2)
 	kb := [][]domain.Button{{{Text: "✅ Approve", Data: data(t, "pa", ids[0])}, {Text: "❌ Reject", Data: data(t, "pj", ids[0])}}}
-	require.NoError(t, env.st.EnqueueMessages(context.Background(),
+	require.NoError(t, env.st.Outbox().Enqueue(context.Background(),
 		domain.Message{ChatID: adminChat, Kind: domain.KindProposal, Ref: ids[0], Text: "💡 Proposal #1 · run #1\nTask 1", Buttons: kb}))
 	legacy := env.waitAdminLine(t, "💡 Proposal #1")
 	env.settle(t)

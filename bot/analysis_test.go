@@ -596,7 +596,7 @@ func TestAnalysisNotifierClipsAndEscapes(t *testing.T) {
 	rendered := env.bot.Board(rv, true)
 	require.Len(t, rendered, 1, "one message, edited in place")
 	require.Equal(t, domain.KindProgress, rendered[0].Kind)
-	require.NoError(t, env.st.EnqueueMessages(ctx, rendered...))
+	require.NoError(t, env.st.Outbox().Enqueue(ctx, rendered...))
 	msg := env.waitAdminLine(t, "⏳ Run #9 in progress")
 	require.LessOrEqual(t, utf8.RuneCountInString(msg.Text), bot.MaxMessageLen)
 	lines := strings.Split(msg.Text, "\n")
@@ -622,7 +622,7 @@ func TestAnalysisNotifierClipsAndEscapes(t *testing.T) {
 	require.Len(t, first, 1)
 	require.Equal(t, domain.Message{ChatID: adminChat, Kind: domain.KindProgress, Ref: 7, Key: "progress:7", Text: first[0].Text}, first[0],
 		"a message later edits name by its key; its delivery records it on run 7")
-	require.NoError(t, env.st.EnqueueMessages(ctx, first...))
+	require.NoError(t, env.st.Outbox().Enqueue(ctx, first...))
 	shown := env.waitAdminLine(t, "⏳ Run #7 in progress")
 	require.Equal(t, "⏳ Run #7 in progress\n▓▓░░░░░░░░ 25%\nBatches: 1 of 4\nMessages processed: 12 of 40 (90 in the window)\nProposals so far: 0", shown.Text)
 	require.Empty(t, shown.ReplyMarkup.Buttons(), "no proposals yet: no buttons")
@@ -633,7 +633,7 @@ func TestAnalysisNotifierClipsAndEscapes(t *testing.T) {
 	require.Equal(t, domain.IfGoneSend, edit[0].IfGone)
 	require.Equal(t, "progress:7", edit[0].Lane, "the board's edits have a lane of their own")
 	require.Equal(t, testBoardEvery, edit[0].Every, "paced by Config.BoardEvery")
-	require.NoError(t, env.st.EnqueueMessages(ctx, edit...))
+	require.NoError(t, env.st.Outbox().Enqueue(ctx, edit...))
 	env.settle(t)
 	require.Zero(t, count(t, env.st, `SELECT count(*) FROM outbox WHERE state <> 'sent'`), "an edit that changes nothing is no error")
 	require.Len(t, env.srv.Messages(adminChat), 2, "edited, not posted again")
@@ -643,7 +643,7 @@ func TestAnalysisNotifierClipsAndEscapes(t *testing.T) {
 		map[string]any{"chat_id": adminChat, "message_id": shown.MessageID})
 	require.NoError(t, err)
 	run.BatchesDone, run.Processed = 2, 20
-	require.NoError(t, env.st.EnqueueMessages(ctx, env.bot.Board(analysis.Review{Run: run}, false)...))
+	require.NoError(t, env.st.Outbox().Enqueue(ctx, env.bot.Board(analysis.Review{Run: run}, false)...))
 	again := env.srv.WaitMessageAfter(t, adminChat, shown.MessageID, func(m tgfake.BotMessage) bool {
 		return strings.HasPrefix(m.Text, "⏳ Run #7 in progress\n▓▓▓▓▓░░░░░ 50%")
 	})
@@ -659,8 +659,8 @@ func TestAnalysisNotifierClipsAndEscapes(t *testing.T) {
 	require.Empty(t, failed[0].Lane, "the line keeps the admin chat's order")
 	require.True(t, failed[1].Edit)
 	require.Equal(t, "progress:7", failed[1].Lane)
-	require.NoError(t, env.st.EnqueueMessages(ctx, failed...))
-	require.NoError(t, env.st.EnqueueMessages(ctx, env.bot.Event(analysis.Event{Kind: "run_reviewed", Run: run})...))
+	require.NoError(t, env.st.Outbox().Enqueue(ctx, failed...))
+	require.NoError(t, env.st.Outbox().Enqueue(ctx, env.bot.Event(analysis.Event{Kind: "run_reviewed", Run: run})...))
 	env.settle(t)
 	lines = env.adminLines()
 	require.Equal(t, []string{"❌ Run #7 failed at step save: db <down> & out", "❌ Run #7 failed\n▓▓▓▓▓░░░░░ 50%\nBatches: 2 of 4\nMessages processed: 20 of 40 (90 in the window)\nProposals: 0", "run_reviewed: run #7"},

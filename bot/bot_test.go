@@ -76,13 +76,13 @@ func setupWith(t *testing.T, cfg bot.Config, deps bot.Deps, extra func(*bot.Bot)
 	if st != nil && deps.Direct == nil {
 		// The outbox's senders deliver what the workflows write, as in the app.
 		var err error
-		sender, err = delivery.NewSender(delivery.Config{Poll: 20 * time.Millisecond}, st,
+		sender, err = delivery.NewSender(delivery.Config{Poll: 20 * time.Millisecond}, st.Outbox(),
 			delivery.NewClient(srv.URL(), srv.Token(), nil), delivery.NewMemoryLimiter(pace), deps.Log, nil)
 		require.NoError(t, err)
 		deps.Direct = sender
 	}
 	if st != nil && deps.Queue == nil {
-		deps.Queue = st
+		deps.Queue = st.Outbox()
 	}
 	if st != nil && deps.Inbox == nil {
 		// Updates go through the inbox, as in the app.

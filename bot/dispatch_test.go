@@ -41,6 +41,10 @@ func (s storeStatus) InboxStats(ctx context.Context) (storage.InboxStats, error)
 	return s.Store.Inbox().Stats(ctx)
 }
 
+func (s storeStatus) OutboxStats(ctx context.Context) (storage.OutboxStats, error) {
+	return s.Store.Outbox().Stats(ctx)
+}
+
 func (s storeStatus) Replicas(ctx context.Context) ([]storage.Replica, error) {
 	return s.Store.Replicas(ctx, 15*time.Minute)
 }
@@ -713,8 +717,8 @@ UPDATE replicas SET seen_at = now() - interval '1 hour' WHERE instance = 'replic
 	require.NotContains(t, text, "replica-gone", "a replica not seen lately is not live")
 
 	// The delivery: a 429 and an unreachable user are counted.
-	require.NoError(t, env.st.RecordThrottle(ctx, 42, time.Second))
-	_, err = env.st.MarkUnreachable(ctx, 4242, "Forbidden: bot was blocked by the user")
+	require.NoError(t, env.st.Outbox().RecordThrottle(ctx, 42, time.Second))
+	_, err = env.st.Outbox().MarkUnreachable(ctx, 4242, "Forbidden: bot was blocked by the user")
 	require.NoError(t, err)
 	// The inbox: an update failed an hour ago counts, one failed two days
 	// ago does not; the /status being answered is the one pending.

@@ -80,7 +80,7 @@ func setupMemoryLLM(t *testing.T, run bool, model memory.LLM) memEnv {
 	// fake Telegram the bot talks to exists only once setup made it.
 	var tb bundle
 	svc, err := memory.NewService(memory.Config{}, memory.Deps{
-		Repo: st, LLM: model, Notifier: testRenderer(bot.RenderConfig{}), Log: slog.New(slog.DiscardHandler),
+		Repo: st, Outbox: st.Outbox(), LLM: model, Notifier: testRenderer(bot.RenderConfig{}), Log: slog.New(slog.DiscardHandler),
 		Typist: typistFunc(func(ctx context.Context, chatID int64) error { return tb.bot.Typing(ctx, chatID) }),
 	})
 	require.NoError(t, err)
@@ -202,7 +202,7 @@ func TestMemoryQuickMessagesAreStoredInOrder(t *testing.T) {
 // does; the test's sender delivers them.
 func queue(t *testing.T, st *storage.Store, msgs []domain.Message) {
 	t.Helper()
-	require.NoError(t, st.EnqueueMessages(context.Background(), msgs...))
+	require.NoError(t, st.Outbox().Enqueue(context.Background(), msgs...))
 }
 
 // waitBotMessages waits until n bot messages follow afterID in chat, and
@@ -326,7 +326,7 @@ func TestMemoryAnswerToUnreachableUser(t *testing.T) {
 	require.Empty(t, botMessagesAfter(env.srv.Messages(42), q.MessageID))
 
 	ann.Unblock()
-	require.NoError(t, env.st.ClearUnreachable(ctx, 42)) // the bot does this when the user writes again
+	require.NoError(t, env.st.Outbox().ClearUnreachable(ctx, 42)) // the bot does this when the user writes again
 	env.srv.FailNextWith("sendMessage", 1, &tgfake.APIError{Code: 500, Description: "Internal Server Error"})
 	queue(t, env.st, env.bot.Answer(memory.PipelineRun{ID: 3, UserID: 42, ChatID: 42, MessageID: q.MessageID, FinalAnswer: "hello again", Lang: "en"}))
 	msgs := waitBotMessages(t, env.srv, 42, q.MessageID, 1, 10*time.Second)

@@ -73,7 +73,7 @@ type Direct interface {
 
 // Queue writes messages to the outbox (storage implements it).
 type Queue interface {
-	EnqueueMessages(ctx context.Context, msgs ...domain.Message) error
+	Enqueue(ctx context.Context, msgs ...domain.Message) error
 }
 
 // queueReply answers a user's command: text to a chat, split, the markup
@@ -97,7 +97,7 @@ func (b *Bot) queueReply(ctx context.Context, chatID int64, replyTo int, text st
 		}
 	}
 	if b.deps.Queue != nil {
-		err := b.deps.Queue.EnqueueMessages(context.WithoutCancel(ctx), msgs...)
+		err := b.deps.Queue.Enqueue(context.WithoutCancel(ctx), msgs...)
 		if err == nil {
 			b.deps.Direct.Wake()
 			return nil

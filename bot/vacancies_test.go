@@ -658,7 +658,7 @@ func TestDeliverOversizedVacancyIsOneMessage(t *testing.T) {
 	require.EqualValues(t, 42, card[0].ChatID)
 
 	// Telegram accepts it as it is.
-	require.NoError(t, env.st.EnqueueMessages(context.Background(), card...))
+	require.NoError(t, env.st.Outbox().Enqueue(context.Background(), card...))
 	env.srv.WaitFor(t, 5*time.Second, func() bool { return len(env.srv.Messages(42)) == before+1 })
 	msg := env.srv.Messages(42)[before]
 	require.LessOrEqual(t, len([]rune(msg.Text)), bot.MaxMessageLen)
@@ -687,7 +687,7 @@ func TestDeliverToUnreachableUser(t *testing.T) {
 		return state == "dropped"
 	}
 	require.Eventually(t, func() bool { return dropped(ghost) }, 5*time.Second, 10*time.Millisecond)
-	unreachable, err := env.st.Unreachable(ctx, 42)
+	unreachable, err := env.st.Outbox().Unreachable(ctx, 42)
 	require.NoError(t, err)
 	require.True(t, unreachable)
 	require.Equal(t, "ANALYZED", matchStatus(t, env.st, ghost))
@@ -698,7 +698,7 @@ func TestDeliverToUnreachableUser(t *testing.T) {
 	d.Vacancy.ID = 1002
 	blocked := env.queueVacancy(t, 43, d.Vacancy, d.Verdict)
 	require.Eventually(t, func() bool { return dropped(blocked) }, 5*time.Second, 10*time.Millisecond)
-	unreachable, err = env.st.Unreachable(ctx, 43)
+	unreachable, err = env.st.Outbox().Unreachable(ctx, 43)
 	require.NoError(t, err)
 	require.True(t, unreachable)
 	require.Equal(t, "ANALYZED", matchStatus(t, env.st, blocked))

@@ -26,6 +26,11 @@ func (s Status) InboxStats(ctx context.Context) (storage.InboxStats, error) {
 	return s.Store.Inbox().Stats(ctx)
 }
 
+// OutboxStats is the outbox for /status (bot.OutboxSource).
+func (s Status) OutboxStats(ctx context.Context) (storage.OutboxStats, error) {
+	return s.Store.Outbox().Stats(ctx)
+}
+
 // Replicas lists the live replicas.
 func (s Status) Replicas(ctx context.Context) ([]storage.Replica, error) {
 	return s.Beats.Live(ctx)

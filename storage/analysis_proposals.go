@@ -65,7 +65,7 @@ func sortedRefs(refs []analysis.Ref) []analysis.Ref {
 func (s *Store) SaveProposalBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, tell domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
 	var run analysis.Run
 	out := make([]analysis.Proposal, len(ps))
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		run, err = scanAnalysisRun(tx.QueryRow(ctx, `
 UPDATE analysis_runs SET proposals_total = proposals_total + $2, proposals_pending = proposals_pending + $2,
@@ -152,7 +152,7 @@ func (s *Store) DecideProposal(ctx context.Context, id int64, d analysis.Decisio
 	}
 	var p analysis.Proposal
 	var r analysis.Run
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var ps proposalScan
 		var rs analysisRunScan
 		var sources []byte
@@ -227,7 +227,7 @@ RETURNING `+analysisRunColumns, runID)
 func (s *Store) ApproveAllProposals(ctx context.Context, runID, by int64, tell domain.Render[analysis.Review]) ([]analysis.Proposal, analysis.Run, bool, error) {
 	var out []analysis.Proposal
 	var r analysis.Run
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 UPDATE analysis_proposals p SET decision = 'approved', decided_by = $2, decided_at = now()
 WHERE p.run_id = $1 AND p.decision = 'pending'

@@ -129,7 +129,7 @@ func TestAnalysisSaveBatch(t *testing.T) {
 
 	// The stored proposal, as a refused Decide returns it, with the message
 	// its delivery recorded.
-	require.NoError(t, f.st.EnqueueMessages(f.ctx, domain.Message{ChatID: adminChat, Kind: domain.KindProposal, Ref: out[0].ID, Text: "p"}))
+	require.NoError(t, f.st.Outbox().Enqueue(f.ctx, domain.Message{ChatID: adminChat, Kind: domain.KindProposal, Ref: out[0].ID, Text: "p"}))
 	require.Equal(t, 1, f.deliver(321))
 	f.decide(out[0].ID, analysis.Approved)
 	p, _, ok, err := f.st.DecideProposal(f.ctx, out[0].ID, analysis.Rejected, 8, nil)

@@ -215,7 +215,7 @@ func (s *Store) CreateAnalysisRun(ctx context.Context, r analysis.Run, tell doma
 	}
 	var created analysis.Run
 	var blocking []int64
-	err = s.WithTx(ctx, func(tx pgx.Tx) error {
+	err = s.withTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(createRunLock)); err != nil {
 			return fmt.Errorf("lock: %w", err)
 		}
@@ -298,7 +298,7 @@ func (s *Store) AnalysisRuns(ctx context.Context, offset, limit int) ([]analysis
 // nothing (domain.ErrNotFound if there is no such run).
 func (s *Store) moveRun(ctx context.Context, id int64, what string, tell domain.Render[analysis.Review], sql string, args ...any) (analysis.Run, bool, error) {
 	var r analysis.Run
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		if r, err = scanAnalysisRun(tx.QueryRow(ctx, sql, args...)); err != nil {
 			return err
@@ -343,7 +343,7 @@ WHERE id = $1 AND state = 'running'`, id, micros(lease))
 // each in the same transaction; the runs it failed.
 func (s *Store) FailInterruptedAnalysisRuns(ctx context.Context, tell domain.Render[analysis.Review]) ([]analysis.Run, error) {
 	var runs []analysis.Run
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		runs, err = collectAnalysisRuns(tx.Query(ctx, `
 UPDATE analysis_runs SET state = 'failed', failed_at = now(), claimed_until = NULL, updated_at = now(),
@@ -418,7 +418,7 @@ func runStateError(row pgx.Row, id int64) error {
 // the same transaction; analysis.ErrState if it is not running.
 func (s *Store) SetAnalysisProgress(ctx context.Context, id int64, messages, filtered, batches int, tell domain.Render[analysis.Review]) (analysis.Run, error) {
 	var r analysis.Run
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		r, err = scanAnalysisRun(tx.QueryRow(ctx, `
 UPDATE analysis_runs SET messages = $2, filtered = $3, batches = $4, updated_at = now()

@@ -215,7 +215,7 @@ func (f *afx) deliver(first int) int {
 	f.t.Helper()
 	n := 0
 	for {
-		rows, err := f.st.ClaimOutbox(f.ctx, "", 100, time.Minute)
+		rows, err := f.st.Outbox().Claim(f.ctx, "", 100, time.Minute)
 		require.NoError(f.t, err)
 		if len(rows) == 0 {
 			return n
@@ -225,7 +225,7 @@ func (f *afx) deliver(first int) int {
 			if !r.Edit {
 				id, first = first, first+1
 			}
-			ok, err := f.st.OutboxDelivered(f.ctx, r, id)
+			ok, err := f.st.Outbox().Delivered(f.ctx, r, id)
 			require.NoError(f.t, err)
 			require.True(f.t, ok)
 			n++

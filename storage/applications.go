@@ -134,7 +134,7 @@ SELECT `+applicationColumns+` FROM m JOIN vacancies v ON v.id = m.vacancy_id`, i
 // LOCKED), and a second run finds them marked.
 func (s *Store) RemindApplications(ctx context.Context, due time.Time, limit int, remind domain.Render[vacancy.FollowUp]) (int, error) {
 	n := 0
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		n = 0
 		rows, err := tx.Query(ctx, `
 WITH due AS (

@@ -46,7 +46,7 @@ func (s *Store) CoverLetter(ctx context.Context, id int64) (vacancy.Letter, erro
 // letters do not count.
 func (s *Store) AskCoverLetter(ctx context.Context, nl vacancy.NewLetter, limit int, window time.Duration) (vacancy.Asked, error) {
 	var a vacancy.Asked
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		a = vacancy.Asked{Limit: limit}
 		tag, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, nl.UserID)
 		if err != nil {
@@ -153,7 +153,7 @@ func (s *Store) ClaimCoverLetter(ctx context.Context, lease time.Duration, claim
 // l.ClaimToken's (another worker took the letter over).
 func (s *Store) FinishCoverLetter(ctx context.Context, l vacancy.Letter, tell domain.Render[vacancy.Letter]) (bool, error) {
 	ok := false
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var done vacancy.Letter
 		err := tx.QueryRow(ctx, `
 UPDATE cover_letters l SET state = $3, text = $4, failure = $5, tokens_in = $6, tokens_out = $7,

@@ -56,7 +56,7 @@ SELECT i FROM unnest($2::bigint[]) i, discovery_state d WHERE d.search_key = $1 
 func (s *Store) SaveDiscovery(ctx context.Context, key string, found []vacancy.Vacancy, hits []int64,
 	m vacancy.Markers, pick func(users []vacancy.Recipient) []vacancy.NewMatch, announce domain.Render[[]vacancy.FirstNews]) (int, error) {
 	queued := 0
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		if err := lockSearchKey(ctx, tx, key); err != nil {
 			return err
 		}

@@ -157,7 +157,7 @@ func tellTx(ctx context.Context, tx pgx.Tx, tell domain.Render[dispatch.Changed]
 func dispatchChange[T any](ctx context.Context, s *Store, what string, id int64, step func(pgx.Tx) (T, dispatch.Changed, error),
 	asIs func(context.Context) (T, error), tell domain.Render[dispatch.Changed]) (T, bool, error) {
 	var v T
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var c dispatch.Changed
 		var err error
 		if v, c, err = step(tx); err != nil {

@@ -257,7 +257,7 @@ func TestDispatchMessagesCommitWithTheirChange(t *testing.T) {
 // An expiry and a distribution step commit asynchronously; what makes that
 // safe is that their messages go out only after a sender claimed them, in
 // a transaction that commits synchronously after theirs: so when
-// ClaimOutbox hands out a dispatch row, the WAL is on disk past the commit
+// Claim hands out a dispatch row, the WAL is on disk past the commit
 // of the change that wrote it, and a database crash cannot lose a change
 // whose message Telegram already has. If the claim ever commits
 // asynchronously, this fails, and the README's Dispatch section must
@@ -290,14 +290,14 @@ func TestDispatchAsyncChangeIsDurableOnceItsMessageIsClaimed(t *testing.T) {
 	// flushed past the change behind it, and marks the row delivered.
 	claim := func(offerID int64, kind, change string) {
 		t.Helper()
-		rows, err := f.st.ClaimOutbox(f.ctx, "", 10, time.Minute)
+		rows, err := f.st.Outbox().Claim(f.ctx, "", 10, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, rows, 1)
 		require.Equal(t, kind, rows[0].Kind)
 		var onDisk bool
 		require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn`, change).Scan(&onDisk))
 		require.True(t, onDisk, "offer %d: its %s row was claimed before the change that wrote it was flushed", offerID, kind)
-		ok, err := f.st.OutboxDelivered(f.ctx, rows[0], 100+int(offerID))
+		ok, err := f.st.Outbox().Delivered(f.ctx, rows[0], 100+int(offerID))
 		require.NoError(t, err)
 		require.True(t, ok)
 	}

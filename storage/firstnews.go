@@ -108,7 +108,7 @@ func announceTx(ctx context.Context, tx pgx.Tx, news []vacancy.FirstNews, announ
 // for their first discovery (pending) that it failed and will be retried:
 // they become retrying, so each hears it once.
 func (s *Store) FirstFetchFailed(ctx context.Context, key string, announce domain.Render[[]vacancy.FirstNews]) error {
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 UPDATE searches s SET first_news = 'retrying' FROM users u
 WHERE u.id = s.user_id AND s.first_news = 'pending' AND s.search_key = $1
@@ -181,7 +181,7 @@ RETURNING `+newsColumns, ids)
 // that end a match do so themselves; this sweep catches what ended them
 // otherwise (a SKIPPED match pruned past recovery, say).
 func (s *Store) SettleFirstNews(ctx context.Context, announce domain.Render[[]vacancy.FirstNews]) error {
-	if err := s.WithTx(ctx, func(tx pgx.Tx) error { return settleFirstNews(ctx, tx, nil, nil, announce) }); err != nil {
+	if err := s.withTx(ctx, func(tx pgx.Tx) error { return settleFirstNews(ctx, tx, nil, nil, announce) }); err != nil {
 		return fmt.Errorf("settle first news: %w", interpretError(err))
 	}
 	return nil

@@ -73,7 +73,7 @@ const detachedPlace = "-"
 // attempt rolls back, so pressing again finishes it. See the table above.
 func (s *Store) ForgetUser(ctx context.Context, userID int64, known time.Time) (memory.Forgotten, error) {
 	var f memory.Forgotten
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		f = memory.Forgotten{} // a retried transaction counts afresh
 		// Two presses of the confirm button take turns, on one replica or
 		// two; rows written for the user meanwhile (a discovery, an

@@ -44,12 +44,12 @@ func TestHeldPastLease(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, storage.HeldWork{}, held(), "given back")
 
-	require.NoError(t, st.EnqueueMessages(ctx, domain.Message{ChatID: 1, Kind: domain.KindNote, Text: "hi"}))
-	rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
+	require.NoError(t, st.Outbox().Enqueue(ctx, domain.Message{ChatID: 1, Kind: domain.KindNote, Text: "hi"}))
+	rows, err := st.Outbox().Claim(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	lapse("outbox", storage.HeldWork{OutboxRows: 1}, "the row's lease ran out")
-	_, err = st.OutboxDelivered(ctx, rows[0], 7)
+	_, err = st.Outbox().Delivered(ctx, rows[0], 7)
 	require.NoError(t, err)
 	require.Equal(t, storage.HeldWork{}, held(), "delivered")
 

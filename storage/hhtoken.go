@@ -21,7 +21,7 @@ import (
 // error from renew is returned as is, and nothing changes.
 func (s *Store) HHAppToken(ctx context.Context, clientID string, renew func(ctx context.Context, stored *hh.StoredToken) (*hh.NewToken, error)) (hh.StoredToken, error) {
 	var out hh.StoredToken
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('hh_app_token:' || $1, 0))`, clientID); err != nil {
 			return fmt.Errorf("hh app token of %q: lock: %w", clientID, err)
 		}

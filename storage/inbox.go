@@ -21,10 +21,10 @@ const InboxChannel = "inbox"
 // Inbox is the inbox aggregate: the updates Telegram gave us, each stored
 // once, claimed by one worker at a time per chat and settled done, retried
 // or failed (bot/intake.go and bot/ordered.go use it).
-type Inbox struct{ s *Store }
+type Inbox struct{ *db }
 
 // Inbox is the store of the inbox's updates.
-func (s *Store) Inbox() *Inbox { return &Inbox{s: s} }
+func (s *Store) Inbox() *Inbox { return &Inbox{s.db} }
 
 // Take stores updates in the inbox in one statement (so in one
 // transaction) and notifies InboxChannel if any was new. An update already
@@ -50,7 +50,7 @@ func (in *Inbox) Take(ctx context.Context, us []domain.InboxUpdate) error {
 	}
 	// The data-modifying CTE runs whether or not the outer SELECT reads it,
 	// and the NOTIFY is delivered at the statement's commit.
-	_, err := in.s.pool.Exec(ctx, `
+	_, err := in.pool.Exec(ctx, `
 WITH ins AS (
     INSERT INTO inbox (update_id, chat_id, body, refused)
     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[], $4::text[])
@@ -70,7 +70,7 @@ SELECT pg_notify('`+InboxChannel+`', '') WHERE EXISTS (SELECT 1 FROM ins)`, ids,
 // its lease (a dead or stalled replica) is taken over. Each claim counts as
 // an attempt and gets a token the settling statements name.
 func (in *Inbox) Claim(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.InboxUpdate, error) {
-	rows, err := in.s.pool.Query(ctx, `
+	rows, err := in.pool.Query(ctx, `
 WITH c AS (
     SELECT i.update_id FROM inbox i
     WHERE i.state = 'pending' AND i.next_attempt_at <= now()
@@ -143,7 +143,7 @@ WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, toke
 }
 
 func (in *Inbox) settle(ctx context.Context, what, sql string, args ...any) (bool, error) {
-	tag, err := in.s.pool.Exec(ctx, sql, args...)
+	tag, err := in.pool.Exec(ctx, sql, args...)
 	if err != nil {
 		return false, fmt.Errorf("inbox %s update %v: %w", what, args[0], err)
 	}
@@ -164,7 +164,7 @@ type InboxStats struct {
 func (in *Inbox) Stats(ctx context.Context) (InboxStats, error) {
 	var st InboxStats
 	var oldest float64
-	err := in.s.pool.QueryRow(ctx, `
+	err := in.pool.QueryRow(ctx, `
 SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'done'),
        count(*) FILTER (WHERE state = 'failed'),
        COALESCE(extract(epoch FROM now() - min(received_at) FILTER (WHERE state = 'pending')), 0),

@@ -36,7 +36,7 @@ func setupLiveness(t *testing.T) liveFixture {
 		t.Cleanup(l.Die)
 	}
 	require.NoError(t, f.st.Inbox().Take(f.ctx, []domain.InboxUpdate{upd(1, 101), upd(2, 102), upd(3, 103)}))
-	require.NoError(t, f.st.EnqueueMessages(f.ctx,
+	require.NoError(t, f.st.Outbox().Enqueue(f.ctx,
 		domain.Message{ChatID: 201, Kind: domain.KindReply, Text: "to a's chat"},
 		domain.Message{ChatID: 202, Kind: domain.KindReply, Text: "to b's chat"}))
 	for _, c := range []string{f.a.Claimer(), f.b.Claimer(), "legacy"} {
@@ -45,7 +45,7 @@ func setupLiveness(t *testing.T) liveFixture {
 		require.Len(t, got, 1, c)
 	}
 	for _, c := range []string{f.a.Claimer(), f.b.Claimer()} {
-		got, err := f.st.ClaimOutbox(f.ctx, c, 1, 10*time.Minute)
+		got, err := f.st.Outbox().Claim(f.ctx, c, 1, 10*time.Minute)
 		require.NoError(t, err)
 		require.Len(t, got, 1, c)
 	}
@@ -103,7 +103,7 @@ func (f liveFixture) requireFree(t *testing.T, want free, msg string) {
 	us, err := f.st.Inbox().Claim(f.ctx, "observer", 10, 10*time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, want.updates, ids(us), "inbox: "+msg)
-	rows, err := f.st.ClaimOutbox(f.ctx, "observer", 10, 10*time.Minute)
+	rows, err := f.st.Outbox().Claim(f.ctx, "observer", 10, 10*time.Minute)
 	require.NoError(t, err)
 	var got []int64
 	for _, r := range rows {

@@ -54,7 +54,7 @@ func (s *Store) SaveMaster(ctx context.Context, userID int64, city, district str
 	}
 	var created bool
 	var ms masterScan
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `
 WITH m AS (
     INSERT INTO masters AS m (user_id, city, district, skills) VALUES ($1, $2, $3, $4)
@@ -169,7 +169,7 @@ FROM orders o WHERE o.master_id = $1 AND `+unpaid("o"), userID).QueryRow(func(ro
 // domain.ErrNotFound if the user is not a master.
 func (s *Store) SetMasterActive(ctx context.Context, userID int64, active bool) (bool, error) {
 	var changed bool
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `
 WITH m AS (
     UPDATE masters SET active = $2, updated_at = now() WHERE user_id = $1 AND active <> $2 RETURNING user_id
@@ -193,7 +193,7 @@ SELECT EXISTS (SELECT 1 FROM m) FROM masters WHERE user_id = $1`, userID, active
 // a second run (here or on another replica) finds them blocked already.
 func (s *Store) BlockOverdueMasters(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Debt, error) {
 	var out []dispatch.Debt
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 SELECT m.user_id FROM masters m
 WHERE m.blocked_at IS NULL
@@ -245,7 +245,7 @@ GROUP BY b.user_id ORDER BY b.user_id`, ids)
 func (s *Store) SettleCommission(ctx context.Context, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Debt, bool, error) {
 	d := dispatch.Debt{MasterID: masterID}
 	var wasBlocked bool
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		// The master's row first, as BlockOverdueMasters locks it: one of the two
 		// waits for the other.
 		var blocked pgtype.Timestamptz

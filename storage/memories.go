@@ -115,7 +115,7 @@ ORDER BY created_at DESC, id DESC`, userID, []int64{id}))
 // and every copy of their text, in one transaction (deleteMemoryChains).
 func (s *Store) DeleteMemories(ctx context.Context, userID int64, ids []int64) (memory.Erased, error) {
 	var e memory.Erased
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		e, err = deleteMemoryChains(ctx, tx, userID, ids)
 		return err
@@ -349,7 +349,7 @@ VALUES ($1, 'forget', $2, now() + $3 * interval '1 millisecond') RETURNING id`, 
 func (s *Store) ForgetMemories(ctx context.Context, userID, requestID int64) (memory.Erased, bool, error) {
 	var e memory.Erased
 	var ok bool
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		e, ok = memory.Erased{}, false
 		var ids []int64
 		var live bool

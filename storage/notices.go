@@ -29,7 +29,7 @@ func (s *Store) EndNotice(ctx context.Context, key string, tell domain.Render[st
 // key with it: whether it did.
 func (s *Store) noticeTx(ctx context.Context, what, key string, tell domain.Render[string], sql string, args ...any) (bool, error) {
 	told := false
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, sql, args...)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err

@@ -145,7 +145,7 @@ func (s *Store) nextOffer(ctx context.Context, orderID int64, sla time.Duration,
 		o   dispatch.Order
 		out dispatch.Outcome
 	)
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		f, o, out, err = offerStep(ctx, tx, orderID, sla, gate, tell, owed)
 		return err
@@ -351,7 +351,7 @@ func (s *Store) offerAsIs(ctx context.Context, id int64) (dispatch.Offer, error)
 func (s *Store) AcceptOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, bool, error) {
 	var f dispatch.Offer
 	var o dispatch.Order
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		f, err = scanOffer(tx.QueryRow(ctx, `
 UPDATE offers SET state = 'ACCEPTED', responded_at = now()

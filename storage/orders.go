@@ -96,7 +96,7 @@ func (s *Store) CreateOrder(ctx context.Context, n dispatch.NewOrder, tell domai
 	if n.Source != (domain.MessageRef{}) {
 		srcChat, srcID = &n.Source.Chat, &n.Source.ID
 	}
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		o, err = scanOrder(tx.QueryRow(ctx, `
 INSERT INTO orders (created_by, city, district, skill, price, description,
@@ -204,7 +204,7 @@ func (s *Store) CancelOrder(ctx context.Context, id int64, tell domain.Render[di
 WHERE order_id = $1 AND state IN ` + openOffer
 	var o dispatch.Order
 	var withdrawn []dispatch.Offer
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		early, err := collectOffers(tx.Query(ctx, withdraw+`
   AND EXISTS (SELECT 1 FROM orders WHERE id = $1 AND state IN ('SEARCHING', 'ASSIGNED'))
 RETURNING `+offerColumns, id))
@@ -324,7 +324,7 @@ func (s *Store) SearchingOrders(ctx context.Context, limit int, pass dispatch.Pa
 // returns their ids, ascending.
 func (s *Store) AutocloseOrders(ctx context.Context, after time.Duration, tell domain.Render[dispatch.Changed]) ([]int64, error) {
 	var ids []int64
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 UPDATE orders SET state = 'CLOSED', closed_at = now(), updated_at = now()
 WHERE state = 'DONE' AND done_at <= now() - $1 * interval '1 microsecond'
@@ -434,7 +434,7 @@ func (s *Store) orderChange(ctx context.Context, what string, id, master int64, 
 func (s *Store) RecordOrderPhoto(ctx context.Context, masterID int64, messageID int, within time.Duration, max int, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
 	var o dispatch.Order
 	var ok bool
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		// The order, and whether this message's photo was counted on it.
 		var row orderScan
 		var counted bool

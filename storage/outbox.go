@@ -16,6 +16,15 @@ import (
 	"switchboard/domain"
 )
 
+// Outbox is the outbox aggregate: every message the bot will send, written
+// with the state change that causes it (or on its own through Enqueue),
+// claimed by the sender (bot/delivery), and settled delivered, retried or
+// ended; the chats Telegram refuses are kept here too.
+type Outbox struct{ *db }
+
+// Outbox is the store of the outbox's messages.
+func (s *Store) Outbox() *Outbox { return &Outbox{s.db} }
+
 // outboxBody is a row's body column: what a Bot API call needs beyond the chat.
 type outboxBody struct {
 	Text    string            `json:"text"`
@@ -32,9 +41,9 @@ type outboxBody struct {
 // row's text and buttons go, so nothing of what it said outlives it.
 const keptBody = `CASE WHEN (body->>'ephemeral')::boolean THEN jsonb_build_object('text', '', 'ephemeral', true) ELSE body END`
 
-// EnqueueMessages writes messages to the outbox on their own (a state
+// Enqueue writes messages to the outbox on their own (a state
 // change with nothing to write alongside, or a test).
-func (s *Store) EnqueueMessages(ctx context.Context, msgs ...domain.Message) error {
+func (s *Outbox) Enqueue(ctx context.Context, msgs ...domain.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -44,6 +53,24 @@ func (s *Store) EnqueueMessages(ctx context.Context, msgs ...domain.Message) err
 	}
 	if _, err := s.pool.Exec(ctx, sql, args...); err != nil {
 		return fmt.Errorf("enqueue %d messages: %w", len(msgs), err)
+	}
+	return nil
+}
+
+// EnqueueAsync writes messages to the outbox that no state change causes
+// (the memory chat). Unlike Enqueue, its commit does not wait for
+// the disk: it serves intake, where only the user's message itself is
+// worth a flush (SubmitPipelineRun).
+func (s *Outbox) EnqueueAsync(ctx context.Context, msgs []domain.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	rows, err := queueArgs(msgs)
+	if err != nil {
+		return fmt.Errorf("queue %d messages: %w", len(msgs), err)
+	}
+	if _, err := s.pool.Exec(ctx, queueMessages, rows...); err != nil {
+		return fmt.Errorf("queue %d messages: %w", len(msgs), err)
 	}
 	return nil
 }
@@ -291,7 +318,7 @@ func scanClaimed(rows pgx.Rows) (domain.Queued, time.Time, error) {
 	return r, until, nil
 }
 
-// ClaimOutbox claims up to n rows that are due, at most one per lane of a
+// Claim claims up to n rows that are due, at most one per lane of a
 // chat and only the oldest pending row of that lane, so rows of one lane go
 // out in the order they were written even across replicas: the next row
 // becomes claimable only once the one before it is done. A lane's edit
@@ -300,7 +327,7 @@ func scanClaimed(rows pgx.Rows) (domain.Queued, time.Time, error) {
 // that fit one message with it (under its claim token). A claim lasts
 // lease; a sender that dies leaves its rows to be claimed again after it,
 // or, once its claimer's liveness lock is gone, sooner (Liveness).
-func (s *Store) ClaimOutbox(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.Queued, error) {
+func (s *Outbox) Claim(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.Queued, error) {
 	rows, err := s.pool.Query(ctx, claimOutboxSQL, n, micros(lease), claimer)
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox: %w", err)
@@ -340,7 +367,7 @@ const mergeLimit = 4096
 // head's token so they are settled with it; each keeps its own line. The
 // head is its lane's only claimable row, so nobody else claims these
 // while the head's claim lasts.
-func (s *Store) claimFollowers(ctx context.Context, head *domain.Queued, claimer string, until time.Time) error {
+func (s *Outbox) claimFollowers(ctx context.Context, head *domain.Queued, claimer string, until time.Time) error {
 	rows, err := s.pool.Query(ctx, `
 SELECT id, merge AND NOT edit, body->>'text' FROM outbox
 WHERE chat_id = $1 AND lane = $2 AND state = 'pending' AND id > $3
@@ -465,10 +492,10 @@ WITH done AS (
 	return b.String()
 }
 
-// OutboxDelivered marks a claimed row (and the rows merged into its
+// Delivered marks a claimed row (and the rows merged into its
 // message) sent with the message id Telegram returned (0 for an edit) and
 // runs their kind's delivery hook; false if the claim was lost meanwhile.
-func (s *Store) OutboxDelivered(ctx context.Context, r domain.Queued, messageID int) (bool, error) {
+func (s *Outbox) Delivered(ctx context.Context, r domain.Queued, messageID int) (bool, error) {
 	// A merged delivery takes every hook (its rows may be of several
 	// kinds); a kind without a hook just settles.
 	hook, ok := deliveredSQL()[r.Kind]
@@ -486,10 +513,10 @@ func (s *Store) OutboxDelivered(ctx context.Context, r domain.Queued, messageID 
 	return n >= 1, nil
 }
 
-// ExtendOutboxClaim lengthens a claim still held by token to lease from
+// Extend lengthens a claim still held by token to lease from
 // now, for a delivery that takes longer than a message (a document's
 // upload); false if the claim was lost.
-func (s *Store) ExtendOutboxClaim(ctx context.Context, id int64, token string, lease time.Duration) (bool, error) {
+func (s *Outbox) Extend(ctx context.Context, id int64, token string, lease time.Duration) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `
 UPDATE outbox SET claimed_until = now() + $3 * interval '1 microsecond'
 WHERE id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, micros(lease))
@@ -499,10 +526,10 @@ WHERE id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, micr
 	return tag.RowsAffected() == 1, nil
 }
 
-// OutboxRetry returns a claimed row to the queue, due again after after;
+// Retry returns a claimed row to the queue, due again after after;
 // why is kept for /status and the logs. tried false (the row was only
 // paced) takes back the attempt its claim counted.
-func (s *Store) OutboxRetry(ctx context.Context, id int64, token string, after time.Duration, why string, tried bool) error {
+func (s *Outbox) Retry(ctx context.Context, id int64, token string, after time.Duration, why string, tried bool) error {
 	_, err := s.pool.Exec(ctx, `
 UPDATE outbox SET claimed_until = NULL, claim_token = NULL,
     not_before = now() + $3 * interval '1 microsecond',
@@ -515,10 +542,10 @@ WHERE claim_token = $2::uuid AND state = 'pending' AND id >= $1`, id, token, mic
 	return nil
 }
 
-// OutboxEnd ends a claimed row without delivery: state is "dropped" (the
+// End ends a claimed row without delivery: state is "dropped" (the
 // recipient is unreachable, an edit lost its message) or "failed" (Telegram
 // refused the request itself: a bug). False if the claim was lost.
-func (s *Store) OutboxEnd(ctx context.Context, id int64, token, state, why string) (bool, error) {
+func (s *Outbox) End(ctx context.Context, id int64, token, state, why string) (bool, error) {
 	if state != "dropped" && state != "failed" {
 		return false, fmt.Errorf("end outbox row %d: bad state %q", id, state)
 	}
@@ -535,7 +562,7 @@ WHERE claim_token = $2::uuid AND state = 'pending' AND id >= $1`, id, token, sta
 // MarkUnreachable records that Telegram refuses chatID for good and drops
 // every pending row of it (the caller's claimed one included), returning
 // them so whatever waits on them can move on.
-func (s *Store) MarkUnreachable(ctx context.Context, chatID int64, reason string) ([]domain.Dropped, error) {
+func (s *Outbox) MarkUnreachable(ctx context.Context, chatID int64, reason string) ([]domain.Dropped, error) {
 	const q = `
 WITH dropped AS (
     UPDATE outbox SET state = 'dropped', done_at = now(), claimed_until = NULL, last_error = left($2, 500),
@@ -563,7 +590,7 @@ SELECT id, kind, ref FROM dropped ORDER BY id`
 }
 
 // ClearUnreachable forgets the mark of chats that wrote to the bot again.
-func (s *Store) ClearUnreachable(ctx context.Context, chatIDs ...int64) error {
+func (s *Outbox) ClearUnreachable(ctx context.Context, chatIDs ...int64) error {
 	if _, err := s.pool.Exec(ctx, `DELETE FROM unreachable_chats WHERE chat_id = ANY($1)`, chatIDs); err != nil {
 		return fmt.Errorf("clear unreachable chats: %w", err)
 	}
@@ -571,7 +598,7 @@ func (s *Store) ClearUnreachable(ctx context.Context, chatIDs ...int64) error {
 }
 
 // Unreachable reports whether a chat is marked unreachable.
-func (s *Store) Unreachable(ctx context.Context, chatID int64) (bool, error) {
+func (s *Outbox) Unreachable(ctx context.Context, chatID int64) (bool, error) {
 	var ok bool
 	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM unreachable_chats WHERE chat_id = $1)`, chatID).Scan(&ok)
 	if err != nil {
@@ -582,7 +609,7 @@ func (s *Store) Unreachable(ctx context.Context, chatID int64) (bool, error) {
 
 // RecordThrottle notes a 429 Telegram answered, for /status's count over
 // the last hour across replicas.
-func (s *Store) RecordThrottle(ctx context.Context, chatID int64, retryAfter time.Duration) error {
+func (s *Outbox) RecordThrottle(ctx context.Context, chatID int64, retryAfter time.Duration) error {
 	_, err := s.pool.Exec(ctx, `INSERT INTO outbox_throttles (chat_id, retry_after_ms) VALUES ($1, $2)`,
 		chatID, retryAfter.Milliseconds())
 	if err != nil {
@@ -591,7 +618,7 @@ func (s *Store) RecordThrottle(ctx context.Context, chatID int64, retryAfter tim
 	return nil
 }
 
-// OutboxStats is the delivery's state as /status shows it.
+// Stats is the delivery's state as /status shows it.
 type OutboxStats struct {
 	Pending     int64
 	OldestAge   time.Duration // of the oldest pending row; 0 when none
@@ -601,8 +628,8 @@ type OutboxStats struct {
 	Unreachable int64         // chats marked unreachable
 }
 
-// OutboxStats reads the backlog and the counters /status shows.
-func (s *Store) OutboxStats(ctx context.Context) (OutboxStats, error) {
+// Stats reads the backlog and the counters /status shows.
+func (s *Outbox) Stats(ctx context.Context) (OutboxStats, error) {
 	var st OutboxStats
 	var oldest float64
 	err := s.pool.QueryRow(ctx, `

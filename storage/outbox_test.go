@@ -31,30 +31,30 @@ func TestOutboxClaimsOneHeadPerChat(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	st, ctx := f.st, f.ctx
-	require.NoError(t, st.EnqueueMessages(ctx, msg(1, "a1"), msg(1, "a2"), msg(2, "b1"), msg(1, "a3")))
+	require.NoError(t, st.Outbox().Enqueue(ctx, msg(1, "a1"), msg(1, "a2"), msg(2, "b1"), msg(1, "a3")))
 
-	rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
+	rows, err := st.Outbox().Claim(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a1", "b1"}, texts(rows))
-	again, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
+	again, err := st.Outbox().Claim(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, again, "a claimed head holds its chat back")
 
 	for _, r := range rows {
-		ok, err := st.OutboxDelivered(ctx, r, 100+int(r.ID))
+		ok, err := st.Outbox().Delivered(ctx, r, 100+int(r.ID))
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
-	ok, err := st.OutboxDelivered(ctx, rows[0], 1)
+	ok, err := st.Outbox().Delivered(ctx, rows[0], 1)
 	require.NoError(t, err)
 	require.False(t, ok, "a second delivery record changes nothing")
 
-	rows, err = st.ClaimOutbox(ctx, "", 10, time.Minute)
+	rows, err = st.Outbox().Claim(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a2"}, texts(rows))
 	require.Equal(t, 1, rows[0].Attempts)
-	require.NoError(t, st.OutboxRetry(ctx, rows[0].ID, rows[0].Token, time.Hour, "", false))
-	rows, err = st.ClaimOutbox(ctx, "", 10, time.Minute)
+	require.NoError(t, st.Outbox().Retry(ctx, rows[0].ID, rows[0].Token, time.Hour, "", false))
+	rows, err = st.Outbox().Claim(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, rows, "a row put back for an hour holds its chat back, a3 included")
 	require.Zero(t, f.count(`SELECT attempts FROM outbox WHERE body->>'text' = 'a2'`), "put back for pacing: not an attempt")
@@ -65,18 +65,18 @@ func TestOutboxExpiredClaimIsTakenAgain(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	st, ctx := f.st, f.ctx
-	require.NoError(t, st.EnqueueMessages(ctx, msg(1, "x")))
-	first, err := st.ClaimOutbox(ctx, "", 10, 50*time.Millisecond)
+	require.NoError(t, st.Outbox().Enqueue(ctx, msg(1, "x")))
+	first, err := st.Outbox().Claim(ctx, "", 10, 50*time.Millisecond)
 	require.NoError(t, err)
 	require.Len(t, first, 1)
 	require.Eventually(t, func() bool {
-		rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
+		rows, err := st.Outbox().Claim(ctx, "", 10, time.Minute)
 		require.NoError(t, err)
 		if len(rows) == 0 {
 			return false
 		}
 		require.Equal(t, 2, rows[0].Attempts)
-		ok, err := st.OutboxDelivered(ctx, first[0], 5)
+		ok, err := st.Outbox().Delivered(ctx, first[0], 5)
 		require.NoError(t, err)
 		require.False(t, ok, "the dead sender's late record is refused")
 		return true
@@ -91,22 +91,22 @@ func TestOutboxEditFindsItsMessage(t *testing.T) {
 	send := domain.Message{ChatID: 7, Kind: domain.KindOffer, Key: "offer:1", Text: "offer"}
 	edit := domain.Message{ChatID: 7, Kind: domain.KindOfferClose, Key: "offer:1", Edit: true, Text: "expired"}
 	lost := domain.Message{ChatID: 7, Kind: domain.KindOfferClose, Key: "offer:2", Edit: true, Text: "never sent"}
-	require.NoError(t, st.EnqueueMessages(ctx, send, edit, lost))
-	require.Error(t, st.EnqueueMessages(ctx, domain.Message{ChatID: 7, Kind: "x", Edit: true}), "an edit needs a key")
+	require.NoError(t, st.Outbox().Enqueue(ctx, send, edit, lost))
+	require.Error(t, st.Outbox().Enqueue(ctx, domain.Message{ChatID: 7, Kind: "x", Edit: true}), "an edit needs a key")
 
-	rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
+	rows, err := st.Outbox().Claim(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
-	_, err = st.OutboxDelivered(ctx, rows[0], 4242)
+	_, err = st.Outbox().Delivered(ctx, rows[0], 4242)
 	require.NoError(t, err)
-	rows, err = st.ClaimOutbox(ctx, "", 10, time.Minute)
+	rows, err = st.Outbox().Claim(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	require.True(t, rows[0].Edit)
 	require.Equal(t, 4242, rows[0].Target)
-	_, err = st.OutboxDelivered(ctx, rows[0], 0)
+	_, err = st.Outbox().Delivered(ctx, rows[0], 0)
 	require.NoError(t, err)
-	rows, err = st.ClaimOutbox(ctx, "", 10, time.Minute)
+	rows, err = st.Outbox().Claim(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	require.Zero(t, rows[0].Target, "no message was ever sent under offer:2")
@@ -119,22 +119,22 @@ func TestOutboxUnreachableChat(t *testing.T) {
 	f := setup(t)
 	st, ctx := f.st, f.ctx
 	offer := domain.Message{ChatID: 5, Kind: domain.KindOffer, Ref: 77, Text: "offer"}
-	require.NoError(t, st.EnqueueMessages(ctx, offer, msg(5, "note"), msg(6, "other")))
-	dropped, err := st.MarkUnreachable(ctx, 5, "Forbidden: bot was blocked by the user")
+	require.NoError(t, st.Outbox().Enqueue(ctx, offer, msg(5, "note"), msg(6, "other")))
+	dropped, err := st.Outbox().MarkUnreachable(ctx, 5, "Forbidden: bot was blocked by the user")
 	require.NoError(t, err)
 	require.Equal(t, []domain.Dropped{{ID: dropped[0].ID, Kind: domain.KindOffer, Ref: 77}, {ID: dropped[1].ID, Kind: domain.KindNote}}, dropped)
-	gone, err := st.Unreachable(ctx, 5)
+	gone, err := st.Outbox().Unreachable(ctx, 5)
 	require.NoError(t, err)
 	require.True(t, gone)
 
-	require.NoError(t, st.EnqueueMessages(ctx, msg(5, "later")))
-	rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
+	require.NoError(t, st.Outbox().Enqueue(ctx, msg(5, "later")))
+	rows, err := st.Outbox().Claim(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 2)
 	for _, r := range rows {
 		require.Equal(t, r.ChatID == 5, r.Unreachable, "row %q", r.Text)
 	}
-	stats, err := st.OutboxStats(ctx)
+	stats, err := st.Outbox().Stats(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, stats.Unreachable)
 	require.EqualValues(t, 2, stats.Dropped)
@@ -142,17 +142,17 @@ func TestOutboxUnreachableChat(t *testing.T) {
 
 	_, err = st.UpsertUser(ctx, domain.User{ID: 5, FirstName: "Back"})
 	require.NoError(t, err)
-	gone, err = st.Unreachable(ctx, 5)
+	gone, err = st.Outbox().Unreachable(ctx, 5)
 	require.NoError(t, err)
 	require.False(t, gone, "writing to the bot clears the mark")
 }
 
 // claimOne claims and returns the only claimable row, failing otherwise.
 func claimOne(t *testing.T, st interface {
-	ClaimOutbox(context.Context, string, int, time.Duration) ([]domain.Queued, error)
+	Claim(context.Context, string, int, time.Duration) ([]domain.Queued, error)
 }) domain.Queued {
 	t.Helper()
-	rows, err := st.ClaimOutbox(context.Background(), "", 10, time.Minute)
+	rows, err := st.Claim(context.Background(), "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	return rows[0]
@@ -170,28 +170,28 @@ func TestOutboxEditCoalesces(t *testing.T) {
 	edit := func(text string) domain.Message {
 		return domain.Message{ChatID: 7, Kind: domain.KindProgress, Key: "progress:1", Edit: true, Text: text, IfGone: domain.IfGoneSend}
 	}
-	require.NoError(t, st.EnqueueMessages(ctx, send))
-	require.NoError(t, st.EnqueueMessages(ctx, edit("10%")))
-	require.NoError(t, st.EnqueueMessages(ctx, edit("20%"), edit("30%")))
+	require.NoError(t, st.Outbox().Enqueue(ctx, send))
+	require.NoError(t, st.Outbox().Enqueue(ctx, edit("10%")))
+	require.NoError(t, st.Outbox().Enqueue(ctx, edit("20%"), edit("30%")))
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM outbox`), "the queued send took the edits' text")
-	r := claimOne(t, st)
+	r := claimOne(t, st.Outbox())
 	require.False(t, r.Edit)
 	require.Equal(t, "30%", r.Text)
 	require.Empty(t, r.Buttons, "the latest state's buttons (none) replace the send's")
 
 	// The send is claimed: edits queue behind it, and only the latest stays.
-	require.NoError(t, st.EnqueueMessages(ctx, edit("40%")))
-	require.NoError(t, st.EnqueueMessages(ctx, edit("50%")))
-	_, err := st.OutboxDelivered(ctx, r, 99)
+	require.NoError(t, st.Outbox().Enqueue(ctx, edit("40%")))
+	require.NoError(t, st.Outbox().Enqueue(ctx, edit("50%")))
+	_, err := st.Outbox().Delivered(ctx, r, 99)
 	require.NoError(t, err)
-	r = claimOne(t, st)
+	r = claimOne(t, st.Outbox())
 	require.True(t, r.Edit)
 	require.Equal(t, "50%", r.Text)
 	require.Equal(t, 99, r.Target)
 	require.False(t, r.Superseded)
 	// A claimed edit is not touched by a newer one, which is flagged
 	// superseding it at its own claim instead.
-	require.NoError(t, st.EnqueueMessages(ctx, edit("60%")))
+	require.NoError(t, st.Outbox().Enqueue(ctx, edit("60%")))
 	require.Equal(t, 2, f.count(`SELECT count(*) FROM outbox WHERE state = 'pending'`))
 }
 
@@ -206,8 +206,8 @@ func TestOutboxBatchFoldsPerRow(t *testing.T) {
 	m := func(key, text string, edit bool) domain.Message {
 		return domain.Message{ChatID: 7, Kind: domain.KindProgress, Key: key, Edit: edit, Text: text}
 	}
-	require.NoError(t, st.EnqueueMessages(ctx, m("b", "b0", false)))
-	require.NoError(t, st.EnqueueMessages(ctx, m("a", "a0", false), m("a", "a1", true), m("b", "b1", true),
+	require.NoError(t, st.Outbox().Enqueue(ctx, m("b", "b0", false)))
+	require.NoError(t, st.Outbox().Enqueue(ctx, m("a", "a0", false), m("a", "a1", true), m("b", "b1", true),
 		m("c", "c1", true), m("a", "a2", true), msg(7, "plain")))
 	rows, err := f.st.Pool().Query(ctx, `SELECT msg_key, edit, body->>'text' FROM outbox ORDER BY id`)
 	require.NoError(t, err)
@@ -234,29 +234,29 @@ func TestOutboxLanes(t *testing.T) {
 	edit := func(text string) domain.Message {
 		return domain.Message{ChatID: 7, Kind: domain.KindProgress, Key: "p:1", Edit: true, Text: text, Lane: "p:1", Every: every}
 	}
-	require.NoError(t, st.EnqueueMessages(ctx, send))
-	first := claimOne(t, st) // the send, in flight
-	require.NoError(t, st.EnqueueMessages(ctx, edit("10%"), msg(7, "line")))
-	rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
+	require.NoError(t, st.Outbox().Enqueue(ctx, send))
+	first := claimOne(t, st.Outbox()) // the send, in flight
+	require.NoError(t, st.Outbox().Enqueue(ctx, edit("10%"), msg(7, "line")))
+	rows, err := st.Outbox().Claim(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, rows, "the main lane's head is claimed, and the edit waits for its send")
-	_, err = st.OutboxDelivered(ctx, first, 5)
+	_, err = st.Outbox().Delivered(ctx, first, 5)
 	require.NoError(t, err)
 
-	rows, err = st.ClaimOutbox(ctx, "", 10, time.Minute)
+	rows, err = st.Outbox().Claim(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []string{"10%", "line"}, texts(rows), "two lanes of one chat at once")
 	for _, r := range rows {
-		_, err := st.OutboxDelivered(ctx, r, 0)
+		_, err := st.Outbox().Delivered(ctx, r, 0)
 		require.NoError(t, err)
 	}
 	sentAt := time.Now()
-	require.NoError(t, st.EnqueueMessages(ctx, edit("20%")))
-	require.NoError(t, st.EnqueueMessages(ctx, msg(7, "line 2")))
-	require.Equal(t, "line 2", claimOne(t, st).Text, "the paced lane waits; the main lane does not wait for it")
+	require.NoError(t, st.Outbox().Enqueue(ctx, edit("20%")))
+	require.NoError(t, st.Outbox().Enqueue(ctx, msg(7, "line 2")))
+	require.Equal(t, "line 2", claimOne(t, st.Outbox()).Text, "the paced lane waits; the main lane does not wait for it")
 	var claimed domain.Queued
 	require.Eventually(t, func() bool {
-		rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
+		rows, err := st.Outbox().Claim(ctx, "", 10, time.Minute)
 		require.NoError(t, err)
 		if len(rows) == 0 {
 			return false
@@ -287,20 +287,20 @@ func TestOutboxClaimsEveryLaneHead(t *testing.T) {
 		}
 		msgs = append(msgs, lane(10, "a", fmt.Sprintf("10 a %d", i)))
 	}
-	require.NoError(t, st.EnqueueMessages(ctx, msgs...))
+	require.NoError(t, st.Outbox().Enqueue(ctx, msgs...))
 
-	first, err := st.ClaimOutbox(ctx, "", 4, time.Minute)
+	first, err := st.Outbox().Claim(ctx, "", 4, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []string{"-5 b 0", "-5 main 0", "30 b 0", "30 main 0"}, texts(first), "the oldest heads first")
-	rest, err := st.ClaimOutbox(ctx, "", 100, time.Minute)
+	rest, err := st.Outbox().Claim(ctx, "", 100, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []string{"10 a 0", "10 b 0", "10 main 0", "20 b 0", "20 main 0"}, texts(rest))
 	for _, r := range append(first, rest...) {
-		ok, err := st.OutboxDelivered(ctx, r, int(r.ID))
+		ok, err := st.Outbox().Delivered(ctx, r, int(r.ID))
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
-	next, err := st.ClaimOutbox(ctx, "", 100, time.Minute)
+	next, err := st.Outbox().Claim(ctx, "", 100, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, next, 9)
 	for _, r := range next {
@@ -318,10 +318,10 @@ func TestOutboxMerge(t *testing.T) {
 		return domain.Message{ChatID: -100, Kind: domain.KindLiveLog, Text: text, Lane: "live_log", Merge: true}
 	}
 	long := strings.Repeat("я", 4093)
-	require.NoError(t, st.EnqueueMessages(ctx, line("1"), line("2"), line("3"), msg(-100, "main"), line(long), line("5")))
-	require.Error(t, st.EnqueueMessages(ctx, domain.Message{ChatID: 1, Kind: "x", Text: "x", Merge: true}), "a merging row needs a lane")
+	require.NoError(t, st.Outbox().Enqueue(ctx, line("1"), line("2"), line("3"), msg(-100, "main"), line(long), line("5")))
+	require.Error(t, st.Outbox().Enqueue(ctx, domain.Message{ChatID: 1, Kind: "x", Text: "x", Merge: true}), "a merging row needs a lane")
 
-	rows, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
+	rows, err := st.Outbox().Claim(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 2, "the main lane and the live log")
 	var head domain.Queued
@@ -332,17 +332,17 @@ func TestOutboxMerge(t *testing.T) {
 	}
 	require.Equal(t, "1\n2\n3", head.Text, "the 4093-character line does not fit behind them")
 	require.Equal(t, 3, head.Merged)
-	require.NoError(t, st.OutboxRetry(ctx, head.ID, head.Token, 0, "flood", true))
+	require.NoError(t, st.Outbox().Retry(ctx, head.ID, head.Token, 0, "flood", true))
 	require.Equal(t, 5, f.count(`SELECT count(*) FROM outbox WHERE lane = 'live_log' AND claim_token IS NULL AND state = 'pending'`),
 		"putting the head back puts back its followers")
 
-	head = claimOne(t, st)
+	head = claimOne(t, st.Outbox())
 	require.Equal(t, 3, head.Merged)
-	ok, err := st.OutboxDelivered(ctx, head, 77)
+	ok, err := st.Outbox().Delivered(ctx, head, 77)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, 3, f.count(`SELECT count(*) FROM outbox WHERE lane = 'live_log' AND state = 'sent' AND message_id = 77`))
-	head = claimOne(t, st)
+	head = claimOne(t, st.Outbox())
 	require.Equal(t, long+"\n5", head.Text)
 }
 
@@ -391,10 +391,10 @@ func TestOutboxWritesAnOriginOnce(t *testing.T) {
 		return m
 	}
 	edit := domain.Message{ChatID: 1, Kind: domain.KindReply, Key: "k:1", Edit: true, Text: "edit"}
-	require.NoError(t, st.EnqueueMessages(ctx, reply("first", "7.1"), reply("second", "7.2")))
-	require.NoError(t, st.EnqueueMessages(ctx, reply("first again", "7.1"), reply("second again", "7.2"), reply("third", "7.3")))
-	require.NoError(t, st.EnqueueMessages(ctx, edit, reply("third again", "7.3"), reply("fourth", "7.4")))
-	require.NoError(t, st.EnqueueMessages(ctx, msg(1, "plain"), msg(1, "plain")))
+	require.NoError(t, st.Outbox().Enqueue(ctx, reply("first", "7.1"), reply("second", "7.2")))
+	require.NoError(t, st.Outbox().Enqueue(ctx, reply("first again", "7.1"), reply("second again", "7.2"), reply("third", "7.3")))
+	require.NoError(t, st.Outbox().Enqueue(ctx, edit, reply("third again", "7.3"), reply("fourth", "7.4")))
+	require.NoError(t, st.Outbox().Enqueue(ctx, msg(1, "plain"), msg(1, "plain")))
 	rows, err := st.Pool().Query(ctx, `SELECT body->>'text' FROM outbox WHERE NOT edit ORDER BY id`)
 	require.NoError(t, err)
 	got, err := pgx.CollectRows(rows, pgx.RowTo[string])

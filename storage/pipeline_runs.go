@@ -419,24 +419,6 @@ func (s *Store) QueuePipelineRunPlaceholder(ctx context.Context, id int64, msgs 
 	return s.changeRunAndQueue(ctx, queuePlaceholder, id, msgs, "queue the placeholder of run %d")
 }
 
-// QueueOutboxMessages writes messages to the outbox that no state change causes
-// (memory.Repository). Unlike EnqueueMessages, its commit does not wait for
-// the disk: it serves intake, where only the user's message itself is
-// worth a flush (SubmitPipelineRun).
-func (s *Store) QueueOutboxMessages(ctx context.Context, msgs []domain.Message) error {
-	if len(msgs) == 0 {
-		return nil
-	}
-	rows, err := queueArgs(msgs)
-	if err != nil {
-		return fmt.Errorf("queue %d messages: %w", len(msgs), err)
-	}
-	if _, err := s.pool.Exec(ctx, queueMessages, rows...); err != nil {
-		return fmt.Errorf("queue %d messages: %w", len(msgs), err)
-	}
-	return nil
-}
-
 // ReleasePipelineRun drops a finished run's claim.
 func (s *Store) ReleasePipelineRun(ctx context.Context, id int64) error {
 	if _, err := s.pool.Exec(ctx, `UPDATE pipeline_runs SET claimed_until = NULL

@@ -548,14 +548,14 @@ func TestMemoryFinalStepQueuesTheAnswer(t *testing.T) {
 	}
 }
 
-// QueueOutboxMessages writes rows with no state change (intake's queue note),
+// EnqueueAsync writes rows with no state change (intake's queue note),
 // in order, all or nothing.
 func TestMemoryQueueMessages(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
 	r := f.submit(1, "one")
-	require.NoError(t, f.st.QueueOutboxMessages(f.ctx, nil))
-	require.NoError(t, f.st.QueueOutboxMessages(f.ctx, answerOf(r, "note 1", "note 2")))
+	require.NoError(t, f.st.Outbox().EnqueueAsync(f.ctx, nil))
+	require.NoError(t, f.st.Outbox().EnqueueAsync(f.ctx, answerOf(r, "note 1", "note 2")))
 	got := f.queued(r.ID)
 	require.Len(t, got, 2)
 	require.Equal(t, []string{"note 1", "note 2"}, []string{got[0].Text, got[1].Text})
@@ -563,7 +563,7 @@ func TestMemoryQueueMessages(t *testing.T) {
 
 	bad := answerOf(r, "note 3", "no chat")
 	bad[1].ChatID = 0
-	require.Error(t, f.st.QueueOutboxMessages(f.ctx, bad))
+	require.Error(t, f.st.Outbox().EnqueueAsync(f.ctx, bad))
 	require.Len(t, f.queued(r.ID), 2, "nothing of a refused batch is written")
 }
 

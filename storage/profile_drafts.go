@@ -65,7 +65,7 @@ func profileDraft(ctx context.Context, q rowQuerier, sql string, args ...any) (r
 func (s *Store) CreateProfileDraft(ctx context.Context, d resume.Draft, tell domain.Render[resume.Draft]) (resume.Draft, bool, error) {
 	var out resume.Draft
 	var created bool
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM profile_drafts WHERE user_id = $1 AND NOT (chat_id = $2 AND message_id = $3)`,
 			d.UserID, d.ChatID, d.MessageID); err != nil {
 			return fmt.Errorf("replace draft: %w", err)
@@ -149,7 +149,7 @@ RETURNING `+profileDraftColumns, id, token)
 // and, if it changed one, writes tell's messages in its transaction.
 func (s *Store) changeProfileDraft(ctx context.Context, tell domain.Render[resume.Draft], sql string, args ...any) (bool, error) {
 	var ok bool
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		d, found, err := profileDraft(ctx, tx, sql, args...)
 		if err != nil || !found {
 			return err
@@ -179,7 +179,7 @@ func (s *Store) ReviseProfileDraft(ctx context.Context, userID int64, messageID 
 		d  resume.Draft
 		ok bool
 	)
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		d, ok, err = profileDraft(ctx, tx, `UPDATE profile_drafts SET state = 'ready', draft = $2, revision = revision + 1,
     revised_by = NULLIF($4, 0), updated_at = now()

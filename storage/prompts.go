@@ -45,7 +45,7 @@ func (s *Store) ActiveSystemPrompts(ctx context.Context) (map[string]string, err
 // having died before the done-mark, or sent twice).
 func (s *Store) SetSystemPrompt(ctx context.Context, role, template string) (memory.Prompt, error) {
 	p := memory.Prompt{Role: role, Template: template, Active: true}
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		// Serializes concurrent /prompt of one role on the version number.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('prompt:' || $1, 0))`, role); err != nil {
 			return err

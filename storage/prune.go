@@ -179,7 +179,7 @@ func (s *Store) prune(ctx context.Context, k pruneKind, now time.Time, r Retenti
 		var n int64
 		var more bool
 		began := time.Now()
-		err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		err := s.withTx(ctx, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, setTimeout); err != nil {
 				return err
 			}

@@ -29,7 +29,7 @@ func (s *Store) AddSearch(ctx context.Context, sr vacancy.Search, backfill int, 
 	}
 	var out vacancy.Search
 	created, queued := false, 0
-	err = s.WithTx(ctx, func(tx pgx.Tx) error {
+	err = s.withTx(ctx, func(tx pgx.Tx) error {
 		if err := lockSearchKey(ctx, tx, sr.Key); err != nil {
 			return err
 		}

@@ -25,8 +25,14 @@ import (
 	"switchboard/migrations"
 )
 
-// Store is the repository over one PostgreSQL database.
-type Store struct {
+// Store is one PostgreSQL database: its pool, migrations and
+// transactions, and the way to each aggregate's store (Inbox, Outbox, …),
+// which share its pool.
+type Store struct{ *db }
+
+// db is what every aggregate's store shares. It has no exported methods, so
+// embedding it adds none to a store: each store's method set is its own.
+type db struct {
 	pool  *pgxpool.Pool
 	log   *slog.Logger
 	flush *walFlusher
@@ -62,7 +68,7 @@ func Open(ctx context.Context, databaseURL string, log *slog.Logger) (*Store, er
 		pool.Close()
 		return nil, fmt.Errorf("ping database: %w", err)
 	}
-	return &Store{pool: pool, log: log, flush: &walFlusher{pool: pool}}, nil
+	return &Store{&db{pool: pool, log: log, flush: &walFlusher{pool: pool}}}, nil
 }
 
 // Pool exposes the pool to the few places that need raw access
@@ -207,6 +213,10 @@ func (s *Store) MigrationsPending(ctx context.Context) (bool, error) {
 // rollback uses a context that outlives cancellation, so a cancelled request
 // never leaves a transaction open on a pooled connection.
 func (s *Store) WithTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return s.withTx(ctx, fn)
+}
+
+func (s *db) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

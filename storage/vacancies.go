@@ -72,7 +72,7 @@ func (s *Store) ReleaseVacancyDetail(ctx context.Context, id int64) error {
 // searches, as everywhere).
 func (s *Store) ArchiveVacancy(ctx context.Context, id int64, announce domain.Render[[]vacancy.FirstNews]) (map[vacancy.Status]int, error) {
 	out := map[vacancy.Status]int{}
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 WITH o AS (
     SELECT id, status FROM vacancy_matches

@@ -257,7 +257,7 @@ func (s *Store) TransitionMatch(ctx context.Context, id int64, from, to vacancy.
 	}
 	var m vacancy.Match
 	var ok bool
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		if m, ok, err = transition(ctx, tx, id, from, to, ch, nil); err != nil || !ok {
 			return err
@@ -409,7 +409,7 @@ func (s *Store) DeleteMatch(ctx context.Context, id int64, token string, announc
 		tok = token
 	}
 	deleted := false
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var vid, uid int64
 		err := tx.QueryRow(ctx, `DELETE FROM vacancy_matches
 WHERE id = $1 AND status IN ('QUEUED', 'SKIPPED') AND ($2::uuid IS NULL OR claim_token = $2::uuid)

@@ -28,7 +28,7 @@ VALUES (7, 1, 'QUEUED', now(), NULL), (7, 2, 'ANALYZED', now() + interval '1 min
 	var queued, carded int64
 	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT id FROM vacancy_matches WHERE vacancy_id = 1`).Scan(&queued))
 	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT id FROM vacancy_matches WHERE vacancy_id = 2`).Scan(&carded))
-	require.NoError(t, st.EnqueueMessages(ctx, domain.Message{ChatID: 7, Kind: domain.KindVacancy, Ref: carded, Text: "carded"}))
+	require.NoError(t, st.Outbox().Enqueue(ctx, domain.Message{ChatID: 7, Kind: domain.KindVacancy, Ref: carded, Text: "carded"}))
 
 	c, ok, err := st.ClaimMatch(ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 5, DetailFresh: time.Hour})
 	require.NoError(t, err)
@@ -40,10 +40,10 @@ VALUES (7, 1, 'QUEUED', now(), NULL), (7, 2, 'ANALYZED', now() + interval '1 min
 	require.NoError(t, err)
 	require.False(t, ok, "an ANALYZED match is not claimable")
 
-	q, err := st.ClaimOutbox(ctx, "", 10, time.Minute)
+	q, err := st.Outbox().Claim(ctx, "", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, q, 1)
-	ok, err = st.OutboxDelivered(ctx, q[0], 555)
+	ok, err = st.Outbox().Delivered(ctx, q[0], 555)
 	require.NoError(t, err)
 	require.True(t, ok)
 	m, _, err := st.MatchWithVacancy(ctx, carded)

@@ -87,7 +87,7 @@ func (s *Store) Rhythm(ctx context.Context, userID int64) (vacancy.Rhythm, error
 // is created with the defaults first.
 func (s *Store) TuneRhythm(ctx context.Context, userID int64, tune func(vacancy.Rhythm) (vacancy.Rhythm, error)) (vacancy.Rhythm, error) {
 	var out vacancy.Rhythm
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO vacancy_settings (user_id) VALUES ($1) ON CONFLICT (user_id) DO NOTHING`, userID); err != nil {
 			return err
 		}
@@ -121,7 +121,7 @@ func (s *Store) transitionPaced(ctx context.Context, id int64, from, to vacancy.
 	var m vacancy.Match
 	var ok bool
 	var paced vacancy.Paced
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		p := vacancy.Pacing{Rhythm: vacancy.DefaultRhythm()}
 		var row rhythmRow
 		err := tx.QueryRow(ctx, `SELECT `+rhythmColumns+`, `+userColumns+`
@@ -229,7 +229,7 @@ SELECT id FROM digest`
 func (s *Store) WriteDigest(ctx context.Context, userID int64, slot time.Time, tell domain.Render[vacancy.Digest]) (vacancy.Digest, bool, error) {
 	var d vacancy.Digest
 	var ok bool
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		d, ok = vacancy.Digest{}, false
 		var size int
 		err := tx.QueryRow(ctx, `UPDATE vacancy_settings SET digest_slot = $2
@@ -307,7 +307,7 @@ LIMIT $2 OFFSET $3`, id, d.Size, d.Page*d.Size)
 // not the user's, not listed by a digest, or its card was written already.
 func (s *Store) OpenDigestCard(ctx context.Context, userID, matchID int64, card []domain.Message) (bool, error) {
 	opened := false
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE vacancy_matches SET card = 'opened', updated_at = now()
 WHERE id = $1 AND user_id = $2 AND status = 'ANALYZED' AND card = 'listed'`, matchID, userID)
 		if err != nil || tag.RowsAffected() == 0 {

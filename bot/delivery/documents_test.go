@@ -25,7 +25,7 @@ func TestSenderBuildsDocumentsWhenSent(t *testing.T) {
 	var content atomic.Value
 	content.Store("written")
 	var calls atomic.Int32
-	s, err := delivery.NewSender(delivery.Config{Poll: 10 * time.Millisecond}, b.store,
+	s, err := delivery.NewSender(delivery.Config{Poll: 10 * time.Millisecond}, b.store.Outbox(),
 		delivery.NewClient(b.srv.URL(), b.srv.Token(), nil), delivery.NewMemoryLimiter(delivery.DefaultLimits()), nil, nil)
 	require.NoError(t, err)
 	s.OnDocument("export", func(_ context.Context, q domain.Queued) (delivery.Document, error) {
@@ -37,7 +37,7 @@ func TestSenderBuildsDocumentsWhenSent(t *testing.T) {
 		}
 		return delivery.Document{Name: q.Document + ".txt", Data: []byte(content.Load().(string))}, nil
 	})
-	require.NoError(t, b.store.EnqueueMessages(b.ctx,
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx,
 		domain.Message{ChatID: ann.ID(), Kind: "export", Ref: ann.ID(), Text: "<b>first</b>", Document: "first", ReplyTo: 1},
 		domain.Message{ChatID: ann.ID(), Kind: "export", Ref: ann.ID(), Text: "never", Document: "gone"},
 		domain.Message{ChatID: ann.ID(), Kind: "export", Ref: ann.ID(), Text: "second", Document: "second"},

@@ -103,7 +103,7 @@ func TestTwoSendersDeliverWhileRedisIsDown(t *testing.T) {
 
 	srv.Resume()
 	for u := int64(1); u <= 6; u++ {
-		require.NoError(t, b.store.EnqueueMessages(b.ctx, note(u, fmt.Sprintf("u%d #3", u))))
+		require.NoError(t, b.store.Outbox().Enqueue(b.ctx, note(u, fmt.Sprintf("u%d #3", u))))
 	}
 	for u := int64(1); u <= 6; u++ {
 		require.Equal(t, fmt.Sprintf("u%d #3", u), b.waitTexts(t, u, 4)[3])

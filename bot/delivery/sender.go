@@ -19,11 +19,11 @@ import (
 
 // Store is what the sender needs from the outbox (storage implements it).
 type Store interface {
-	ClaimOutbox(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.Queued, error)
-	OutboxDelivered(ctx context.Context, r domain.Queued, messageID int) (bool, error)
-	OutboxRetry(ctx context.Context, id int64, token string, after time.Duration, why string, tried bool) error
-	OutboxEnd(ctx context.Context, id int64, token, state, why string) (bool, error)
-	ExtendOutboxClaim(ctx context.Context, id int64, token string, lease time.Duration) (bool, error)
+	Claim(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.Queued, error)
+	Delivered(ctx context.Context, r domain.Queued, messageID int) (bool, error)
+	Retry(ctx context.Context, id int64, token string, after time.Duration, why string, tried bool) error
+	End(ctx context.Context, id int64, token, state, why string) (bool, error)
+	Extend(ctx context.Context, id int64, token string, lease time.Duration) (bool, error)
 	MarkUnreachable(ctx context.Context, chatID int64, reason string) ([]domain.Dropped, error)
 	RecordThrottle(ctx context.Context, chatID int64, retryAfter time.Duration) error
 }
@@ -159,7 +159,7 @@ func (s *Sender) Run(ctx context.Context) {
 		var rows []domain.Queued
 		if free > 0 {
 			var err error
-			rows, err = s.store.ClaimOutbox(ctx, s.cfg.Claimer, free, s.cfg.ClaimLease)
+			rows, err = s.store.Claim(ctx, s.cfg.Claimer, free, s.cfg.ClaimLease)
 			if err != nil && ctx.Err() == nil {
 				s.log.Warn("claim outbox", "err", err)
 			}
@@ -193,7 +193,7 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 		return
 	}
 	if r.Superseded {
-		if ok, err := s.store.OutboxEnd(ctx, r.ID, r.Token, "dropped", "superseded by a newer edit"); err != nil {
+		if ok, err := s.store.End(ctx, r.ID, r.Token, "dropped", "superseded by a newer edit"); err != nil {
 			log.Error("drop superseded edit", "err", err)
 		} else if ok {
 			s.m.dropped.WithLabelValues(r.Kind, "superseded").Inc()
@@ -249,7 +249,7 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 			s.afterDrop(dctx, d.Kind, d.Ref)
 		}
 	case EditGone:
-		if ok, _ := s.store.OutboxEnd(dctx, r.ID, r.Token, "dropped", err.Error()); ok {
+		if ok, _ := s.store.End(dctx, r.ID, r.Token, "dropped", err.Error()); ok {
 			s.m.dropped.WithLabelValues(r.Kind, "edit_gone").Inc()
 		}
 	case Bad:
@@ -258,7 +258,7 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 			text = "(ephemeral)" // its text must not outlive it, here or in the logs
 		}
 		why := fmt.Sprintf("%s; text: %q", err.Error(), text)
-		if ok, _ := s.store.OutboxEnd(dctx, r.ID, r.Token, "failed", why); ok {
+		if ok, _ := s.store.End(dctx, r.ID, r.Token, "failed", why); ok {
 			s.m.failed.WithLabelValues(r.Kind).Inc()
 		}
 		log.Error("telegram refused a message: a bug", "err", err, "text", text)
@@ -272,13 +272,13 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 func (s *Sender) document(ctx context.Context, r domain.Queued, log *slog.Logger) (Document, bool) {
 	h := s.docs[r.Kind]
 	if h == nil {
-		if ok, _ := s.store.OutboxEnd(ctx, r.ID, r.Token, "failed", "no document hook for kind "+r.Kind); ok {
+		if ok, _ := s.store.End(ctx, r.ID, r.Token, "failed", "no document hook for kind "+r.Kind); ok {
 			s.m.failed.WithLabelValues(r.Kind).Inc()
 		}
 		log.Error("document row of a kind with no hook: a bug")
 		return Document{}, false
 	}
-	ok, err := s.store.ExtendOutboxClaim(ctx, r.ID, r.Token, s.cfg.DocumentLease)
+	ok, err := s.store.Extend(ctx, r.ID, r.Token, s.cfg.DocumentLease)
 	if err != nil || !ok {
 		if err != nil {
 			s.retry(ctx, r, s.backoff(r.Attempts), "extend claim: "+err.Error(), "transient")
@@ -290,7 +290,7 @@ func (s *Sender) document(ctx context.Context, r domain.Queued, log *slog.Logger
 	cancel()
 	switch {
 	case errors.Is(err, ErrNoDocument):
-		if ok, _ := s.store.OutboxEnd(ctx, r.ID, r.Token, "dropped", err.Error()); ok {
+		if ok, _ := s.store.End(ctx, r.ID, r.Token, "dropped", err.Error()); ok {
 			s.m.dropped.WithLabelValues(r.Kind, "no_document").Inc()
 		}
 		return Document{}, false
@@ -298,7 +298,7 @@ func (s *Sender) document(ctx context.Context, r domain.Queued, log *slog.Logger
 		s.retry(ctx, r, s.backoff(r.Attempts), "build document: "+err.Error(), "transient")
 		return Document{}, false
 	case len(doc.Data) == 0 || len(doc.Data) > MaxDocumentBytes:
-		if ok, _ := s.store.OutboxEnd(ctx, r.ID, r.Token, "failed", fmt.Sprintf("document of %d bytes", len(doc.Data))); ok {
+		if ok, _ := s.store.End(ctx, r.ID, r.Token, "failed", fmt.Sprintf("document of %d bytes", len(doc.Data))); ok {
 			s.m.failed.WithLabelValues(r.Kind).Inc()
 		}
 		log.Error("document hook built a file Telegram refuses: a bug", "bytes", len(doc.Data))
@@ -313,7 +313,7 @@ func (s *Sender) delivered(ctx context.Context, r domain.Queued, msgID int, log 
 	var ok bool
 	err := s.save(ctx, "record delivery", r.ID, func(ctx context.Context) error {
 		var err error
-		ok, err = s.store.OutboxDelivered(ctx, r, msgID)
+		ok, err = s.store.Delivered(ctx, r, msgID)
 		return err
 	})
 	if err != nil {
@@ -393,7 +393,7 @@ func (s *Sender) retry(ctx context.Context, r domain.Queued, after time.Duration
 	// backoff after a failure, count only calls to Telegram.
 	tried := reason != "paced" && reason != "limiter"
 	if err := s.save(ctx, "return outbox row", r.ID, func(ctx context.Context) error {
-		return s.store.OutboxRetry(ctx, r.ID, r.Token, after, why, tried)
+		return s.store.Retry(ctx, r.ID, r.Token, after, why, tried)
 	}); err != nil {
 		s.log.Error("return outbox row", "row", r.ID, "err", err)
 		return
@@ -431,7 +431,7 @@ func (s *Sender) save(ctx context.Context, what string, id int64, fn func(contex
 }
 
 func (s *Sender) drop(ctx context.Context, r domain.Queued, why string) {
-	ok, err := s.store.OutboxEnd(ctx, r.ID, r.Token, "dropped", why)
+	ok, err := s.store.End(ctx, r.ID, r.Token, "dropped", why)
 	if err != nil {
 		s.log.Error("drop outbox row", "row", r.ID, "err", err)
 		return

@@ -36,7 +36,7 @@ func setup(t *testing.T, opts ...tgfake.Option) bundle {
 // run starts a sender with limiter; it stops when the test ends.
 func (b bundle) run(t *testing.T, limiter delivery.Limiter, cfg delivery.Config) *delivery.Sender {
 	t.Helper()
-	return start(t, b.sender(t, b.store, limiter, cfg))
+	return start(t, b.sender(t, b.store.Outbox(), limiter, cfg))
 }
 
 // sender builds a sender of store's rows to the fake, polling every 10 ms
@@ -114,7 +114,7 @@ func (b bundle) notes(t *testing.T, users, each int) {
 			msgs = append(msgs, note(u, fmt.Sprintf("u%d #%d", u, i)))
 		}
 	}
-	require.NoError(t, b.store.EnqueueMessages(b.ctx, msgs...))
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, msgs...))
 }
 
 // Every row arrives, each chat's in the order written, under the fake's
@@ -133,7 +133,7 @@ func TestSenderDeliversInOrderUnderTheLimits(t *testing.T) {
 		}
 		msgs = append(msgs, note(-100, fmt.Sprintf("g #%d", i)))
 	}
-	require.NoError(t, b.store.EnqueueMessages(b.ctx, msgs...))
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, msgs...))
 	b.run(t, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
 	for u := int64(1); u <= 4; u++ {
 		got := b.waitTexts(t, u, 8)
@@ -155,9 +155,9 @@ func TestSenderUnreachableRecipient(t *testing.T) {
 	b.user(2, "Bob")
 	ann.Block()
 	var hooked atomic.Int64
-	require.NoError(t, b.store.EnqueueMessages(b.ctx,
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx,
 		domain.Message{ChatID: 1, Kind: domain.KindOffer, Ref: 42, Text: "offer"}, note(1, "after"), note(2, "bob")))
-	s := b.sender(t, b.store, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
+	s := b.sender(t, b.store.Outbox(), delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
 	s.OnDrop(domain.KindOffer, func(_ context.Context, ref int64) { hooked.Store(ref) })
 	start(t, s)
 
@@ -165,12 +165,12 @@ func TestSenderUnreachableRecipient(t *testing.T) {
 	require.Eventually(t, func() bool { return hooked.Load() == 42 }, 10*time.Second, 10*time.Millisecond)
 	require.Equal(t, "dropped", b.state(t, "offer"))
 	require.Equal(t, "dropped", b.state(t, "after"))
-	gone, err := b.store.Unreachable(b.ctx, 1)
+	gone, err := b.store.Outbox().Unreachable(b.ctx, 1)
 	require.NoError(t, err)
 	require.True(t, gone)
 	require.Len(t, b.srv.CallsTo("sendMessage"), 2, "one refused attempt to Ann, one message to Bob")
 
-	require.NoError(t, b.store.EnqueueMessages(b.ctx, note(1, "while gone")))
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, note(1, "while gone")))
 	require.Eventually(t, func() bool { return b.state(t, "while gone") == "dropped" }, 10*time.Second, 10*time.Millisecond)
 	require.Len(t, b.srv.CallsTo("sendMessage"), 2, "no attempt while the mark stands")
 }
@@ -182,7 +182,7 @@ func TestSenderRidesOutABadGateway(t *testing.T) {
 	b := setup(t)
 	b.user(1, "Ann")
 	b.srv.FailFor(2*time.Second, http.StatusBadGateway)
-	require.NoError(t, b.store.EnqueueMessages(b.ctx, note(1, "one"), note(1, "two")))
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, note(1, "one"), note(1, "two")))
 	b.run(t, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{MaxBackoff: time.Second})
 	require.Equal(t, []string{"one", "two"}, b.waitTexts(t, 1, 2))
 	var attempts int
@@ -197,14 +197,14 @@ func TestSenderObeysRetryAfter(t *testing.T) {
 	b := setup(t)
 	b.user(1, "Ann")
 	b.srv.FailNext("sendMessage", 1, 1)
-	require.NoError(t, b.store.EnqueueMessages(b.ctx, note(1, "one"), note(1, "two")))
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, note(1, "one"), note(1, "two")))
 	b.run(t, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
 	require.Equal(t, []string{"one", "two"}, b.waitTexts(t, 1, 2))
 	require.Zero(t, b.srv.EarlySends())
 	calls := b.srv.CallsTo("sendMessage")
 	require.Len(t, calls, 3)
 	require.GreaterOrEqual(t, calls[1].Start.Sub(calls[0].End), time.Second, "retry_after 1 waited out")
-	stats, err := b.store.OutboxStats(b.ctx)
+	stats, err := b.store.Outbox().Stats(b.ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, stats.Throttled)
 }
@@ -215,7 +215,7 @@ func TestSenderBadRequestFails(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.user(1, "Ann")
-	require.NoError(t, b.store.EnqueueMessages(b.ctx, note(1, "<b>unclosed"), note(1, "fine")))
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, note(1, "<b>unclosed"), note(1, "fine")))
 	b.run(t, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
 	require.Equal(t, []string{"fine"}, b.waitTexts(t, 1, 1))
 	require.Equal(t, "failed", b.state(t, "<b>unclosed"))
@@ -234,7 +234,7 @@ func TestSenderEdits(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.user(1, "Ann")
-	require.NoError(t, b.store.EnqueueMessages(b.ctx,
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx,
 		domain.Message{ChatID: 1, Kind: domain.KindProgress, Key: "p", Text: "10%"},
 		domain.Message{ChatID: 1, Kind: domain.KindProgress, Key: "p", Edit: true, Text: "30%"},
 		domain.Message{ChatID: 1, Kind: domain.KindProgress, Key: "p", Edit: true, Text: "50%"},
@@ -250,7 +250,7 @@ func TestSenderEdits(t *testing.T) {
 	progress := b.srv.Messages(1)[0]
 	require.Len(t, progress.Edits, 1, "one edit reached Telegram: the latest")
 
-	require.NoError(t, b.store.EnqueueMessages(b.ctx,
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx,
 		domain.Message{ChatID: 1, Kind: domain.KindProgress, Key: "p", Edit: true, Text: "50%"}))
 	require.Eventually(t, func() bool {
 		var sent int
@@ -267,8 +267,8 @@ func TestSenderTakesOverADeadSendersRows(t *testing.T) {
 	b := setup(t)
 	b.user(1, "Ann")
 	b.user(2, "Bob")
-	require.NoError(t, b.store.EnqueueMessages(b.ctx, note(1, "a"), note(1, "b"), note(2, "c")))
-	dead, err := b.store.ClaimOutbox(b.ctx, "", 10, 300*time.Millisecond) // claimed, then the process died
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, note(1, "a"), note(1, "b"), note(2, "c")))
+	dead, err := b.store.Outbox().Claim(b.ctx, "", 10, 300*time.Millisecond) // claimed, then the process died
 	require.NoError(t, err)
 	require.Len(t, dead, 2)
 	b.run(t, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
@@ -319,7 +319,7 @@ func TestPhotoBySendPhoto(t *testing.T) {
 	ann := b.user(42, "Ann")
 	sent := ann.SendPhoto(42, "look")
 	fileID := sent.Photo[0].FileID
-	require.NoError(t, b.store.EnqueueMessages(b.ctx,
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx,
 		domain.Message{ChatID: 42, Kind: domain.KindReply, Text: "before"},
 		domain.Message{ChatID: 42, Kind: domain.KindPhoto, Ref: 7, Text: "📷 <b>order #7</b> &amp; more", Photo: fileID},
 		domain.Message{ChatID: 42, Kind: domain.KindReply, Text: "after"},
@@ -338,8 +338,8 @@ func TestPhotoBySendPhoto(t *testing.T) {
 	require.Equal(t, "sent", state)
 	require.Equal(t, int64(msgs[1].MessageID), messageID)
 
-	require.Error(t, b.store.EnqueueMessages(b.ctx, domain.Message{ChatID: 42, Kind: domain.KindPhoto, Key: "k", Edit: true, Photo: fileID}))
-	require.Error(t, b.store.EnqueueMessages(b.ctx, domain.Message{ChatID: 42, Kind: domain.KindPhoto, Lane: "l", Merge: true, Photo: fileID}))
+	require.Error(t, b.store.Outbox().Enqueue(b.ctx, domain.Message{ChatID: 42, Kind: domain.KindPhoto, Key: "k", Edit: true, Photo: fileID}))
+	require.Error(t, b.store.Outbox().Enqueue(b.ctx, domain.Message{ChatID: 42, Kind: domain.KindPhoto, Lane: "l", Merge: true, Photo: fileID}))
 }
 
 // An edit of the buttons alone, at once: editMessageReplyMarkup leaves the
@@ -374,21 +374,21 @@ func TestSendNowEditsTheButtonsAlone(t *testing.T) {
 	require.Equal(t, "order #7", msg.Text)
 	require.Empty(t, msg.ReplyMarkup.Buttons())
 
-	require.Error(t, b.store.EnqueueMessages(b.ctx, domain.Message{ChatID: 1, Kind: domain.KindAssigned, Key: "offer:1", Edit: true, MarkupOnly: true}))
+	require.Error(t, b.store.Outbox().Enqueue(b.ctx, domain.Message{ChatID: 1, Kind: domain.KindAssigned, Key: "offer:1", Edit: true, MarkupOnly: true}))
 }
 
 // refusingStore refuses the first delivery mark, as a database shutting
 // down would, after the message went out.
 type refusingStore struct {
-	*storage.Store
+	*storage.Outbox
 	refused atomic.Bool
 }
 
-func (s *refusingStore) OutboxDelivered(ctx context.Context, r domain.Queued, messageID int) (bool, error) {
+func (s *refusingStore) Delivered(ctx context.Context, r domain.Queued, messageID int) (bool, error) {
 	if s.refused.CompareAndSwap(false, true) {
 		return false, errors.New("FATAL: the database system is shutting down (SQLSTATE 57P01)")
 	}
-	return s.Store.OutboxDelivered(ctx, r, messageID)
+	return s.Outbox.Delivered(ctx, r, messageID)
 }
 
 // A delivery mark the database refuses is retried: the row ends sent, its
@@ -397,8 +397,8 @@ func TestARefusedDeliveryMarkIsRetried(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.user(1, "U1")
-	require.NoError(t, b.store.EnqueueMessages(b.ctx, note(1, "once")))
-	st := &refusingStore{Store: b.store}
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, note(1, "once")))
+	st := &refusingStore{Outbox: b.store.Outbox()}
 	// The lease is far longer than the first retry (1 s): on a machine busy
 	// enough to delay that retry past a short lease, the row would be claimed
 	// again and sent twice, which is the lease's doing, not the retry's.

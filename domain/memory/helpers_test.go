@@ -65,7 +65,7 @@ func setup(t *testing.T, opts ...option) *bundle {
 func (b *bundle) service(t *testing.T) *memory.Service {
 	t.Helper()
 	svc, err := memory.NewService(b.cfg, memory.Deps{
-		Repo: b.store, LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat, Drafts: b.drafts,
+		Repo: b.store, Outbox: b.store.Outbox(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat, Drafts: b.drafts,
 		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)

@@ -227,10 +227,6 @@ type PipelineStore interface {
 	// statement; false, and nothing queued, if the run has left RESPONDING
 	// or has its placeholder already.
 	QueuePipelineRunPlaceholder(ctx context.Context, id int64, msgs []domain.Message) (bool, error)
-	// QueueOutboxMessages writes messages to the outbox with no state change
-	// (the note that a message waits behind others), committed without
-	// waiting for the disk: a note lost in a crash only goes unsaid.
-	QueueOutboxMessages(ctx context.Context, msgs []domain.Message) error
 	NextPipelineRun(ctx context.Context, userID int64) (Ref, bool, error)
 }
 
@@ -304,6 +300,15 @@ type UserStore interface {
 	// created at known (else ErrAlreadyForgotten).
 	ForgetUser(ctx context.Context, userID int64, known time.Time) (Forgotten, error)
 	HeldForUser(ctx context.Context, userID int64) (Held, error)
+}
+
+// Outbox is the outbox as the chat uses it beside a run's own statements;
+// storage.Outbox implements it.
+type Outbox interface {
+	// EnqueueAsync writes messages to the outbox with no state change
+	// (the note that a message waits behind others), committed without
+	// waiting for the disk: a note lost in a crash only goes unsaid.
+	EnqueueAsync(ctx context.Context, msgs []domain.Message) error
 }
 
 // Repository is the storage the workflow needs, the parts above composed;
@@ -429,6 +434,7 @@ func (c Config) withDefaults() Config {
 // Deps are the workflow's collaborators.
 type Deps struct {
 	Repo     Repository
+	Outbox   Outbox
 	LLM      LLM
 	Notifier Notifier
 	// Typist, when set, renews "typing…" for an answer that takes long.
@@ -462,8 +468,8 @@ const promptTTL = 5 * time.Second
 
 // NewService builds the workflow; Run starts the orchestrator.
 func NewService(cfg Config, deps Deps) (*Service, error) {
-	if deps.Repo == nil || deps.LLM == nil || deps.Notifier == nil {
-		return nil, errors.New("memory: Repo, LLM and Notifier are required")
+	if deps.Repo == nil || deps.Outbox == nil || deps.LLM == nil || deps.Notifier == nil {
+		return nil, errors.New("memory: Repo, Outbox, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	m, err := newMetrics(deps.Registerer)
@@ -522,7 +528,7 @@ func (s *Service) QueueNote(ctx context.Context, msgs []domain.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	return s.deps.Repo.QueueOutboxMessages(ctx, msgs)
+	return s.deps.Outbox.EnqueueAsync(ctx, msgs)
 }
 
 // Memory returns the user's current memories, newest first.

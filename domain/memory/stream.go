@@ -161,7 +161,7 @@ func (st *stream) send(ctx context.Context, text string) bool {
 			return false
 		}
 		st.placeholder = true
-	} else if err := s.deps.Repo.QueueOutboxMessages(ctx, msgs); err != nil {
+	} else if err := s.deps.Outbox.EnqueueAsync(ctx, msgs); err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("queue the placeholder's edit", "run", r.ID, "err", err)
 		}

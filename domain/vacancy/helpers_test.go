@@ -262,7 +262,7 @@ func (b *bundle) deliverOutbox(t *testing.T) int {
 func (b *bundle) deliverOnce(ctx context.Context) (int, error) {
 	n := 0
 	for {
-		rows, err := b.store.ClaimOutbox(ctx, "", 100, 30*time.Second)
+		rows, err := b.store.Outbox().Claim(ctx, "", 100, 30*time.Second)
 		if err != nil || len(rows) == 0 {
 			return n, err
 		}
@@ -281,7 +281,7 @@ func (b *bundle) deliverOnce(ctx context.Context) (int, error) {
 				}
 			}
 			r.mu.Unlock()
-			ok, err := b.store.OutboxDelivered(ctx, row, msgID)
+			ok, err := b.store.Outbox().Delivered(ctx, row, msgID)
 			if err != nil {
 				return n, err
 			}
