@@ -207,7 +207,7 @@ func (a *app) buildWorkflows(context.Context) error {
 		SweepInterval:  cfg.QueueInterval,
 		FollowUp:       cfg.ApplicationFollowUp,
 	}, vacancy.Deps{
-		Repo: a.store, Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg, CalendarClock: clock,
+		Repo: a.store, Profiles: a.store.Users(), Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg, CalendarClock: clock,
 		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 	})
 	if err != nil {
@@ -217,7 +217,7 @@ func (a *app) buildWorkflows(context.Context) error {
 		PerDay: cfg.CoverLettersPerDay, Lease: cfg.VacancyClaimLease, Workers: cfg.LLMMaxConcurrency,
 		SweepInterval: cfg.QueueInterval, Claimer: a.beats.Claimer(),
 	}, vacancy.LetterDeps{
-		Repo: a.store, LLM: llm.LetterPort{Client: a.llm}, Notifier: notes, Log: log, Registerer: a.reg,
+		Repo: a.store, Profiles: a.store.Users(), LLM: llm.LetterPort{Client: a.llm}, Notifier: notes, Log: log, Registerer: a.reg,
 	})
 	if err != nil {
 		return fmt.Errorf("cover letters: %w", err)
@@ -233,7 +233,7 @@ func (a *app) buildWorkflows(context.Context) error {
 		Workers: cfg.MemoryWorkers, StageLease: cfg.MemoryLease, SweepInterval: cfg.MemoryReaperInterval,
 		Window: window, StreamEvery: cfg.MemoryStreamEvery, Claimer: a.beats.Claimer(),
 	}, memory.Deps{
-		Repo: a.store, Outbox: a.store.Outbox(), LLM: llm.MemoryPort{Client: a.llm}, Notifier: notes, Typist: bot.Typist{Sender: a.out},
+		Repo: a.store, Outbox: a.store.Outbox(), Users: a.store.Users(), LLM: llm.MemoryPort{Client: a.llm}, Notifier: notes, Typist: bot.Typist{Sender: a.out},
 		Drafts: bot.Drafts{Sender: a.out}, Log: log, Registerer: a.reg,
 	})
 	if err != nil {
@@ -328,7 +328,7 @@ func (a *app) buildBot(context.Context) error {
 		DrainTimeout: cfg.ShutdownTimeout / 2,
 		RenderConfig: a.render,
 	}, bot.Deps{
-		Users: a.store, Status: outage.Status{Store: a.store, Beats: a.beats, LLM: a.llm, HH: a.hh, VacancyClaimLease: cfg.VacancyClaimLease}, Catalog: a.catalog, Log: log,
+		Users: a.store.Users(), Status: outage.Status{Store: a.store, Beats: a.beats, LLM: a.llm, HH: a.hh, VacancyClaimLease: cfg.VacancyClaimLease}, Catalog: a.catalog, Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Claimer: a.beats.Claimer(), Direct: a.out, Queue: a.store.Outbox(),
 		Inbox: a.store.Inbox(), Passing: storage.Passing, AboutData: storage.AboutData,
 		Vacancies: a.vac, Letters: a.letters, Rhythm: a.vac, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl, Resume: a.res,
@@ -445,7 +445,7 @@ func (a *app) run(ctx context.Context) error {
 // services are the replica's long-lived loops, started together after the
 // jobs and stopped together after the bot.
 func (a *app) services() []service.Service {
-	notices := outage.Deps{Notices: a.store, Wake: a.out.Wake, Log: a.log}
+	notices := outage.Deps{Notices: a.store.Notices(), Wake: a.out.Wake, Log: a.log}
 	listen := func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
 		a.store.Listen(ctx, []string{ch}, onConnect, func(_, payload string) { onNotify(payload) })
 	}

@@ -202,7 +202,7 @@ func intakeRun(ctx context.Context, cfg intakeConfig, db *benchDB, catalog *loca
 			}
 			bc.Webhook = &bot.WebhookConfig{URL: "https://bench.invalid/webhook", Secret: secret, Listen: addrs[i], MaxConnections: cfg.conc}
 		}
-		b, err := bot.New(bc, bot.Deps{Users: intakeUsers{store, tr}, Catalog: catalog, Log: log, Replica: fmt.Sprintf("bench-%d", i),
+		b, err := bot.New(bc, bot.Deps{Users: intakeUsers{store.Users(), tr}, Catalog: catalog, Log: log, Replica: fmt.Sprintf("bench-%d", i),
 			Direct: direct, Inbox: store.Inbox(), Passing: storage.Passing, AboutData: storage.AboutData})
 		if err != nil {
 			return res, err
@@ -323,7 +323,7 @@ func (u intakeUsers) UpsertUser(ctx context.Context, user domain.User) (domain.U
 	u.tr.mu.Lock()
 	u.tr.upserts[user.ID] = now
 	u.tr.mu.Unlock()
-	return u.Users.UpsertUser(ctx, user)
+	return u.Users.Upsert(ctx, user)
 }
 
 // handler is the /bench command: it records when it began, checks its

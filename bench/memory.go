@@ -226,7 +226,7 @@ func startMemoryRig(ctx context.Context, cfg memoryConfig, db *benchDB, out io.W
 	langs := []string{"en", "ru", "uk"}
 	for i := range rig.users {
 		rig.users[i] = int64(memoryFirstUser + i)
-		if _, err := store.UpsertUser(ctx, domain.User{ID: rig.users[i], Username: fmt.Sprintf("mem%03d", i),
+		if _, err := store.Users().Upsert(ctx, domain.User{ID: rig.users[i], Username: fmt.Sprintf("mem%03d", i),
 			FirstName: fmt.Sprintf("Memory %d", i), TelegramLanguage: langs[i%len(langs)]}); err != nil {
 			return nil, err
 		}
@@ -281,7 +281,7 @@ func startMemoryRig(ctx context.Context, cfg memoryConfig, db *benchDB, out io.W
 			return nil, err
 		}
 		// The app's renderer, and "typing" over HTTP to the fake Telegram.
-		deps := memory.Deps{Repo: clockedRepo{rp.store, rig.clock}, Outbox: rp.store.Outbox(), LLM: rig.timer.wrap(llm.MemoryPort{Client: rp.llmc}, rig.st),
+		deps := memory.Deps{Repo: clockedRepo{rp.store, rig.clock}, Outbox: rp.store.Outbox(), Users: rp.store.Users(), LLM: rig.timer.wrap(llm.MemoryPort{Client: rp.llmc}, rig.st),
 			Notifier: bot.NewRenderer(bot.RenderConfig{}, catalog, log), Typist: bot.Typist{Sender: sender},
 			Log: log, Registerer: prometheus.NewRegistry()}
 		if rig.st != nil {

@@ -200,7 +200,7 @@ func benchMemoryQuality(ctx context.Context, cfg memoryQualityConfig, out io.Wri
 
 	firsts := &firstTexts{at: map[string]time.Time{}}
 	svc, err := memory.NewService(memory.Config{Workers: 4, StreamEvery: cfg.stream},
-		memory.Deps{Repo: db.store, Outbox: db.store.Outbox(), LLM: firsts.wrap(llm.MemoryPort{Client: client}),
+		memory.Deps{Repo: db.store, Outbox: db.store.Outbox(), Users: db.store.Users(), LLM: firsts.wrap(llm.MemoryPort{Client: client}),
 			Notifier: bot.NewRenderer(bot.RenderConfig{}, locales.MustLoad(), log), Drafts: quietDrafts{},
 			Log: log, Registerer: prometheus.NewRegistry()})
 	if err != nil {
@@ -233,7 +233,7 @@ func benchMemoryQuality(ctx context.Context, cfg memoryQualityConfig, out io.Wri
 	msgID := 0
 	for i, conv := range set.Conversations {
 		user := int64(qualityUserBase + i)
-		if _, err := db.store.UpsertUser(ctx, domain.User{ID: user, FirstName: conv.ID, Language: conv.Language}); err != nil {
+		if _, err := db.store.Users().Upsert(ctx, domain.User{ID: user, FirstName: conv.ID, Language: conv.Language}); err != nil {
 			return rep, err
 		}
 		say := func(text string) (memory.PipelineRun, time.Duration, error) {

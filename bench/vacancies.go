@@ -185,11 +185,11 @@ func seedUsers(ctx context.Context, store *storage.Store) (string, []int64, erro
 	users := make([]int64, 0, benchUsers)
 	for i := range benchUsers {
 		id := int64(500_000_001 + i)
-		if _, err := store.UpsertUser(ctx, domain.User{ID: id, Username: fmt.Sprintf("bench%02d", i),
+		if _, err := store.Users().Upsert(ctx, domain.User{ID: id, Username: fmt.Sprintf("bench%02d", i),
 			FirstName: fmt.Sprintf("Bench %d", i), TelegramLanguage: langs[i%len(langs)]}); err != nil {
 			return "", nil, err
 		}
-		if err := store.SetUserProfile(ctx, id, benchProfile); err != nil {
+		if err := store.Users().SetProfile(ctx, id, benchProfile); err != nil {
 			return "", nil, err
 		}
 		users = append(users, id)
@@ -244,7 +244,7 @@ func (w *world) run(ctx context.Context, spec runSpec) (runResult, error) {
 	}
 	defer src.Close()
 	deps := vacancy.Deps{
-		Repo: w.store, Source: src, Notifier: bot.NewRenderer(bot.RenderConfig{}, w.catalog, w.log), Log: w.log,
+		Repo: w.store, Profiles: w.store.Users(), Source: src, Notifier: bot.NewRenderer(bot.RenderConfig{}, w.catalog, w.log), Log: w.log,
 		LLM: llm.Port{Client: llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 	}
 	if w.stages {

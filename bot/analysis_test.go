@@ -77,7 +77,7 @@ func setupAnalysisWith(t *testing.T, pace delivery.Limits, opts ...tgfake.Option
 	})
 	require.NoError(t, err)
 	tb := setupWith(t, bot.Config{RateLimit: 1000, RateBurst: 1000, RenderConfig: rc},
-		bot.Deps{Users: st, Analysis: svc}, nil, pace, opts...)
+		st, bot.Deps{Analysis: svc}, nil, pace, opts...)
 	tb.srv.Supergroup(adminChat, "Admins", "")
 
 	ctx, cancel := context.WithCancel(context.Background())

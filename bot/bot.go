@@ -26,11 +26,14 @@ import (
 	"switchboard/storage"
 )
 
-// Users is what the bot needs from storage.
+// Users is the users as the bot keeps them: each one seen on an update,
+// their language and time zone (storage.Users).
 type Users interface {
-	UpsertUser(ctx context.Context, u domain.User) (domain.User, error)
-	SetUserLanguage(ctx context.Context, id int64, lang string) error
-	SetUserTimeZone(ctx context.Context, id int64, zone string) error
+	Upsert(ctx context.Context, u domain.User) (domain.User, error)
+	// Get reads a user: a failed update is told in the language they chose.
+	Get(ctx context.Context, id int64) (domain.User, error)
+	SetLanguage(ctx context.Context, id int64, lang string) error
+	SetTimeZone(ctx context.Context, id int64, zone string) error
 }
 
 // StatusSource feeds /status with the rows storage reads.

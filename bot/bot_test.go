@@ -39,19 +39,20 @@ func setup(t *testing.T, cfg bot.Config, extra func(*bot.Bot)) bundle {
 // setupStore is setup over a database the test also uses itself.
 func setupStore(t *testing.T, cfg bot.Config, st *storage.Store, extra func(*bot.Bot)) bundle {
 	t.Helper()
-	return setupDeps(t, cfg, bot.Deps{Users: st}, extra)
+	return setupDeps(t, cfg, st, bot.Deps{}, extra)
 }
 
 // setupDeps is setupStore with more of the bot's collaborators; users,
-// catalogue, admins, replica name and log are filled in when unset.
-func setupDeps(t *testing.T, cfg bot.Config, deps bot.Deps, extra func(*bot.Bot)) bundle {
+// outbox, inbox, catalogue, admins, replica name and log are filled in
+// when unset (st's, when st is not nil).
+func setupDeps(t *testing.T, cfg bot.Config, st *storage.Store, deps bot.Deps, extra func(*bot.Bot)) bundle {
 	t.Helper()
-	return setupWith(t, cfg, deps, extra, delivery.DefaultLimits())
+	return setupWith(t, cfg, st, deps, extra, delivery.DefaultLimits())
 }
 
 // setupWith is setupDeps with the outbox's sender pacing under pace and the
 // fake Telegram built with opts.
-func setupWith(t *testing.T, cfg bot.Config, deps bot.Deps, extra func(*bot.Bot), pace delivery.Limits, opts ...tgfake.Option) bundle {
+func setupWith(t *testing.T, cfg bot.Config, st *storage.Store, deps bot.Deps, extra func(*bot.Bot), pace delivery.Limits, opts ...tgfake.Option) bundle {
 	t.Helper()
 	srv := tgfake.New(t, opts...)
 	cfg.URL, cfg.Token = srv.URL(), srv.Token()
@@ -72,7 +73,9 @@ func setupWith(t *testing.T, cfg bot.Config, deps bot.Deps, extra func(*bot.Bot)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var sender *delivery.Sender
-	st, _ := deps.Users.(*storage.Store)
+	if st != nil && deps.Users == nil {
+		deps.Users = st.Users()
+	}
 	if st != nil && deps.Direct == nil {
 		// The outbox's senders deliver what the workflows write, as in the app.
 		var err error

@@ -145,7 +145,7 @@ func (b *Bot) lang(r *Request) error {
 			"Lang": clipRunes(oneLine(want), maxEcho), "Supported": strings.Join(locales.Languages, ", "),
 		}), nil)
 	}
-	if err := b.deps.Users.SetUserLanguage(r.Ctx, r.User.ID, want); err != nil {
+	if err := b.deps.Users.SetLanguage(r.Ctx, r.User.ID, want); err != nil {
 		return err
 	}
 	r.Lang = want

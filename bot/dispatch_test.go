@@ -70,7 +70,7 @@ func setupDispatch(t *testing.T) dispEnv {
 	})
 	require.NoError(t, err)
 	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000, RenderConfig: rc},
-		bot.Deps{Users: st, Status: storeStatus{st}, Dispatch: svc}, nil)
+		st, bot.Deps{Status: storeStatus{st}, Dispatch: svc}, nil)
 	tb.sender.OnDrop(domain.KindOffer, svc.Undeliverable)
 	tb.srv.Supergroup(adminChat, "Dispatch log", "")
 	return dispEnv{bundle: tb, st: st, svc: svc, admin: tb.srv.User(adminID, "Boss", "en")}
@@ -752,7 +752,7 @@ UPDATE replicas SET seen_at = now() - interval '1 hour' WHERE instance = 'replic
 
 	// A Russian reader gets the same in their units, on Moscow time, and
 	// never a Go duration like 1h30m0s or 1ms.
-	require.NoError(t, env.st.SetUserLanguage(ctx, adminID, "ru"))
+	require.NoError(t, env.st.Users().SetLanguage(ctx, adminID, "ru"))
 	text = env.ask(t, env.admin, "/status").Text
 	require.NotRegexp(t, `\b\d+(ms|s|m|h)\b|\d+m\d+s`, text)
 	require.Regexp(t, `replica-a \(v1\.2\.3\): работает 1\x{a0}ч 30\x{a0}мин, на связи \d+\x{a0}с назад\n`, text)

@@ -24,7 +24,7 @@ func TestStatusShowsWorkHeldPastItsLease(t *testing.T) {
 	ctx := context.Background()
 	require.NotContains(t, env.ask(t, env.admin, "/status").Text, "Held past their lease")
 
-	_, err := env.st.UpsertUser(ctx, domain.User{ID: 77, FirstName: "U"})
+	_, err := env.st.Users().Upsert(ctx, domain.User{ID: 77, FirstName: "U"})
 	require.NoError(t, err)
 	r, _, err := env.st.SubmitPipelineRun(ctx, 77, 77, 1, "hello")
 	require.NoError(t, err)

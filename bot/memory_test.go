@@ -80,11 +80,11 @@ func setupMemoryLLM(t *testing.T, run bool, model memory.LLM) memEnv {
 	// fake Telegram the bot talks to exists only once setup made it.
 	var tb bundle
 	svc, err := memory.NewService(memory.Config{}, memory.Deps{
-		Repo: st, Outbox: st.Outbox(), LLM: model, Notifier: testRenderer(bot.RenderConfig{}), Log: slog.New(slog.DiscardHandler),
+		Repo: st, Outbox: st.Outbox(), Users: st.Users(), LLM: model, Notifier: testRenderer(bot.RenderConfig{}), Log: slog.New(slog.DiscardHandler),
 		Typist: typistFunc(func(ctx context.Context, chatID int64) error { return tb.bot.Typing(ctx, chatID) }),
 	})
 	require.NoError(t, err)
-	tb = setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000}, bot.Deps{Users: st, Memory: svc}, nil)
+	tb = setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000}, st, bot.Deps{Memory: svc}, nil)
 	if run {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -431,10 +431,10 @@ func TestMemoryListAndForget(t *testing.T) {
 		"3. 12 Mar 2025, 09:30 (UTC) · go, career\nWants to move from <PHP> & Perl to Go.\n\n"+
 		"Delete or correct a memory with the buttons of its number. You can also write “forget what I told you about …”; /forget deletes everything.", list.Text)
 	// In Russian, on Moscow time until another zone is chosen.
-	require.NoError(t, env.st.SetUserLanguage(context.Background(), 42, "ru"))
+	require.NoError(t, env.st.Users().SetLanguage(context.Background(), 42, "ru"))
 	list = env.ask(t, ann, "/memory")
 	require.Contains(t, list.Text, "1. 12 мар. 2025, 12:30 (Москва) · go\nLikes channels.", list.Text)
-	require.NoError(t, env.st.SetUserLanguage(context.Background(), 42, "en"))
+	require.NoError(t, env.st.Users().SetLanguage(context.Background(), 42, "en"))
 	_, err = env.st.Pool().Exec(context.Background(), `DELETE FROM lsm_storage WHERE summary = 'Likes channels.'`)
 	require.NoError(t, err)
 	require.Equal(t, "I remember nothing about you yet.", env.ask(t, bob, "/memory").Text, "each user sees their own")

@@ -94,14 +94,10 @@ func (b *Bot) senderLang(ctx context.Context, c tele.Context) string {
 	if lang := b.chatLang(c.Chat(), ""); lang != "" {
 		return lang // the admin chat's, no question for the database
 	}
-	if users, ok := b.deps.Users.(interface {
-		User(ctx context.Context, id int64) (domain.User, error)
-	}); ok {
-		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		if u, err := users.User(qctx, s.ID); err == nil {
-			return u.Lang()
-		}
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if u, err := b.deps.Users.Get(qctx, s.ID); err == nil {
+		return u.Lang()
 	}
 	return locales.Match(s.LanguageCode)
 }
@@ -142,7 +138,7 @@ func (b *Bot) identify(next tele.HandlerFunc) tele.HandlerFunc {
 		if _, fromInbox := b.outcomes.Load(c.Update().ID); fromInbox {
 			ctx = withReplies(ctx, int64(c.Update().ID))
 		}
-		u, err := b.deps.Users.UpsertUser(ctx, domain.User{
+		u, err := b.deps.Users.Upsert(ctx, domain.User{
 			ID: s.ID, Username: s.Username, FirstName: s.FirstName, TelegramLanguage: locales.Match(s.LanguageCode),
 		})
 		if err != nil {

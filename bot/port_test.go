@@ -69,7 +69,7 @@ func TestCallbackAnswersGoThroughThePort(t *testing.T) {
 func TestTypingObeysTheLimiter(t *testing.T) {
 	t.Parallel()
 	st := storagetest.New(t)
-	tb := setupWith(t, bot.Config{}, bot.Deps{Users: st}, nil, delivery.DefaultLimits())
+	tb := setupWith(t, bot.Config{}, st, bot.Deps{}, nil, delivery.DefaultLimits())
 	tb.srv.Group(-100, "Team")
 	ctx := context.Background()
 	require.NoError(t, tb.bot.Typing(ctx, -100))
@@ -94,7 +94,7 @@ func TestPollingDropsALeftoverWebhook(t *testing.T) {
 		slog.New(slog.DiscardHandler), nil)
 	require.NoError(t, err)
 	b, err := bot.New(bot.Config{URL: srv.URL(), Token: srv.Token(), PollTimeout: time.Second},
-		bot.Deps{Users: storagetest.New(t), Catalog: locales.MustLoad(), Log: slog.New(slog.DiscardHandler), Replica: "test", Direct: sender})
+		bot.Deps{Users: storagetest.New(t).Users(), Catalog: locales.MustLoad(), Log: slog.New(slog.DiscardHandler), Replica: "test", Direct: sender})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

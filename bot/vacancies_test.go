@@ -82,10 +82,10 @@ func setupVacancies(t *testing.T) vacEnv {
 	st := storagetest.New(t)
 	llm := &stubLLM{}
 	svc, err := vacancy.NewService(vacancy.Config{}, vacancy.Deps{
-		Repo: st, Source: stubSource{}, LLM: llm, Notifier: testRenderer(bot.RenderConfig{}), Log: slog.New(slog.DiscardHandler),
+		Repo: st, Profiles: st.Users(), Source: stubSource{}, LLM: llm, Notifier: testRenderer(bot.RenderConfig{}), Log: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
-	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000}, bot.Deps{Users: st, Vacancies: svc}, nil)
+	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000}, st, bot.Deps{Vacancies: svc}, nil)
 	return vacEnv{bundle: tb, st: st, svc: svc, llm: llm}
 }
 
@@ -131,7 +131,7 @@ func TestProfileSetAndShow(t *testing.T) {
 
 	profile := "<b>Go</b> & Rust developer\nremote only"
 	require.Equal(t, "Profile saved. New vacancies will be judged against it.", env.ask(t, ann, "/profile "+profile).Text)
-	got, err := env.st.UserProfile(context.Background(), 42)
+	got, err := env.st.Users().Profile(context.Background(), 42)
 	require.NoError(t, err)
 	require.Equal(t, profile, got, "every line is kept, not only the first")
 
@@ -143,13 +143,13 @@ func TestProfileSetAndShow(t *testing.T) {
 
 	// Written on the line after the command, as Telegram clients allow.
 	require.Equal(t, "Profile saved. New vacancies will be judged against it.", env.ask(t, ann, "/profile\nPython\nDjango").Text)
-	got, err = env.st.UserProfile(context.Background(), 42)
+	got, err = env.st.Users().Profile(context.Background(), 42)
 	require.NoError(t, err)
 	require.Equal(t, "Python\nDjango", got)
 
 	require.Equal(t, "The profile is too long: at most 4000 characters, please.",
 		env.ask(t, ann, "/profile "+strings.Repeat("я", vacancy.MaxProfile+1)).Text)
-	got, err = env.st.UserProfile(context.Background(), 42)
+	got, err = env.st.Users().Profile(context.Background(), 42)
 	require.NoError(t, err)
 	require.Equal(t, "Python\nDjango", got, "a refused profile changes nothing")
 }
@@ -678,7 +678,7 @@ func TestDeliverToUnreachableUser(t *testing.T) {
 	d := sampleCard(0)
 
 	env.srv.User(42, "Ghost", "en") // never wrote to the bot
-	_, err := env.st.UpsertUser(ctx, domain.User{ID: 42, FirstName: "Ghost"})
+	_, err := env.st.Users().Upsert(ctx, domain.User{ID: 42, FirstName: "Ghost"})
 	require.NoError(t, err)
 	ghost := env.queueVacancy(t, 42, d.Vacancy, d.Verdict)
 	dropped := func(matchID int64) bool {

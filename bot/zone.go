@@ -95,7 +95,7 @@ func (b *Bot) timezone(r *Request) error {
 		})+"\n\n"+r.T("time.zone_usage"), nil)
 	}
 	if zoneResets[strings.ToLower(arg)] {
-		if err := b.deps.Users.SetUserTimeZone(r.Ctx, r.User.ID, ""); err != nil {
+		if err := b.deps.Users.SetTimeZone(r.Ctx, r.User.ID, ""); err != nil {
 			return err
 		}
 		loc, _ := b.readerZone("", r.User.MasterCity, r.Lang)
@@ -110,7 +110,7 @@ func (b *Bot) timezone(r *Request) error {
 	case err != nil:
 		return r.Reply(r.T("time.zone_error_unknown", locales.Data{"Arg": shortArg(arg)}), nil)
 	}
-	if err := b.deps.Users.SetUserTimeZone(r.Ctx, r.User.ID, name); err != nil {
+	if err := b.deps.Users.SetTimeZone(r.Ctx, r.User.ID, name); err != nil {
 		return err
 	}
 	r.Zone = loc

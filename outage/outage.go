@@ -16,8 +16,8 @@ import (
 // Notices records a condition once across replicas and writes its notice
 // to the outbox in the same transaction (storage's admin_notices).
 type Notices interface {
-	NoticeOnce(ctx context.Context, key, text string, tell domain.Render[string]) (bool, error)
-	EndNotice(ctx context.Context, key string, tell domain.Render[string]) (bool, error)
+	Once(ctx context.Context, key, text string, tell domain.Render[string]) (bool, error)
+	End(ctx context.Context, key string, tell domain.Render[string]) (bool, error)
 }
 
 // Deps is what every watch needs.
@@ -85,7 +85,7 @@ func (w *Watch) Run(ctx context.Context) {
 
 // tell records the outage, telling the admin chat if no replica has yet.
 func (w *Watch) tell(ctx context.Context, reason, extra string) {
-	if _, err := w.deps.Notices.NoticeOnce(ctx, w.key, reason, domain.Fixed[string](w.notice(reason, extra)...)); err != nil && ctx.Err() == nil {
+	if _, err := w.deps.Notices.Once(ctx, w.key, reason, domain.Fixed[string](w.notice(reason, extra)...)); err != nil && ctx.Err() == nil {
 		w.deps.Log.Warn("tell the admin chat", "notice", w.key, "err", err)
 	} else {
 		w.deps.Wake()
@@ -95,7 +95,7 @@ func (w *Watch) tell(ctx context.Context, reason, extra string) {
 // tellEnd tells the admin chat the outage is over, once across replicas;
 // whether that is recorded.
 func (w *Watch) tellEnd(ctx context.Context) bool {
-	if _, err := w.deps.Notices.EndNotice(ctx, w.key, domain.Fixed[string](w.notice("", "")...)); err != nil {
+	if _, err := w.deps.Notices.End(ctx, w.key, domain.Fixed[string](w.notice("", "")...)); err != nil {
 		if ctx.Err() == nil {
 			w.deps.Log.Warn("tell the admin chat it is over", "notice", w.key, "err", err)
 		}

@@ -21,7 +21,7 @@ type notices struct {
 	fail bool
 }
 
-func (n *notices) NoticeOnce(_ context.Context, key, text string, _ domain.Render[string]) (bool, error) {
+func (n *notices) Once(_ context.Context, key, text string, _ domain.Render[string]) (bool, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.fail {
@@ -35,7 +35,7 @@ func (n *notices) NoticeOnce(_ context.Context, key, text string, _ domain.Rende
 	return true, nil
 }
 
-func (n *notices) EndNotice(_ context.Context, key string, _ domain.Render[string]) (bool, error) {
+func (n *notices) End(_ context.Context, key string, _ domain.Render[string]) (bool, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.fail {

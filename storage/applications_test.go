@@ -22,7 +22,7 @@ func setupPipeline(t *testing.T, vacancies int) pipelineFixture {
 	t.Helper()
 	f := pipelineFixture{setup(t)}
 	for _, id := range []int64{7, 8} {
-		_, err := f.st.UpsertUser(f.ctx, domain.User{ID: id, Language: "en"})
+		_, err := f.st.Users().Upsert(f.ctx, domain.User{ID: id, Language: "en"})
 		require.NoError(t, err)
 	}
 	for i := 1; i <= vacancies; i++ {

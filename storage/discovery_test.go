@@ -21,7 +21,7 @@ func TestSearchSavedDuringDiscoveryGetsItsVacancies(t *testing.T) {
 	st := storagetest.New(t)
 	ctx := context.Background()
 	for _, id := range []int64{1, 2} {
-		_, err := st.UpsertUser(ctx, domain.User{ID: id})
+		_, err := st.Users().Upsert(ctx, domain.User{ID: id})
 		require.NoError(t, err)
 	}
 	p := vacancy.Params{Text: "golang"}

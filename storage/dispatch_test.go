@@ -27,7 +27,7 @@ func newDispatch(t *testing.T) *dfx { return &dfx{setup(t)} }
 // user creates a Telegram user.
 func (f *dfx) user(id int64) {
 	f.t.Helper()
-	_, err := f.st.UpsertUser(f.ctx, domain.User{ID: id, Username: fmt.Sprintf("User%d", id), FirstName: fmt.Sprintf("Name%d", id)})
+	_, err := f.st.Users().Upsert(f.ctx, domain.User{ID: id, Username: fmt.Sprintf("User%d", id), FirstName: fmt.Sprintf("Name%d", id)})
 	require.NoError(f.t, err)
 }
 

@@ -65,13 +65,13 @@ const minCopy = 8
 // columns refuse an empty string) and, as the only skill, for their skills.
 const detachedPlace = "-"
 
-// ForgetUser erases everything of the user's that is theirs alone, in one
+// Forget erases everything of the user's that is theirs alone, in one
 // transaction, if their users row is the one created at known: the row the
 // confirmation was asked for. A second press of the confirm button finds it
 // deleted, or made anew by the press itself, or (a kept master's) renewed,
 // and gets memory.ErrAlreadyForgotten with nothing touched; a failed
 // attempt rolls back, so pressing again finishes it. See the table above.
-func (s *Store) ForgetUser(ctx context.Context, userID int64, known time.Time) (memory.Forgotten, error) {
+func (s *Users) Forget(ctx context.Context, userID int64, known time.Time) (memory.Forgotten, error) {
 	var f memory.Forgotten
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		f = memory.Forgotten{} // a retried transaction counts afresh
@@ -179,8 +179,8 @@ SELECT EXISTS (SELECT 1 FROM orders WHERE master_id = $1) OR EXISTS (SELECT 1 FR
 	return nil
 }
 
-// HeldForUser says what ForgetUser would erase of the user's, for the confirmation.
-func (s *Store) HeldForUser(ctx context.Context, userID int64) (memory.Held, error) {
+// Held says what ForgetUser would erase of the user's, for the confirmation.
+func (s *Users) Held(ctx context.Context, userID int64) (memory.Held, error) {
 	var h memory.Held
 	err := s.pool.QueryRow(ctx, `SELECT
     EXISTS (SELECT 1 FROM pipeline_runs WHERE user_id = $1) OR EXISTS (SELECT 1 FROM raw_logs WHERE user_id = $1)

@@ -36,7 +36,7 @@ type forgetFx struct{ *testBundle }
 // carries.
 func (f *forgetFx) created(id int64) time.Time {
 	f.t.Helper()
-	u, err := f.st.User(f.ctx, id)
+	u, err := f.st.Users().Get(f.ctx, id)
 	require.NoError(f.t, err)
 	return u.CreatedAt
 }
@@ -54,7 +54,7 @@ func setupForget(t *testing.T) *forgetFx {
 		{ID: forgetMax, Username: "max_" + maxMarker, FirstName: "Max", TelegramLanguage: "ru"},
 		{ID: forgetAdmin, Username: "boss", FirstName: "Boss"},
 	} {
-		_, err := f.st.UpsertUser(f.ctx, u)
+		_, err := f.st.Users().Upsert(f.ctx, u)
 		require.NoError(t, err)
 	}
 	for _, id := range []int64{forgetAnn, forgetBob} {
@@ -160,11 +160,11 @@ func TestForgetErasesTheUserAndKeepsOthers(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	held, err := f.st.HeldForUser(f.ctx, forgetAnn)
+	held, err := f.st.Users().Held(f.ctx, forgetAnn)
 	require.NoError(t, err)
 	require.Equal(t, memory.Held{Memory: true, JobSearch: true, GroupMessages: true, Master: true}, held)
 	created := f.created(forgetAnn)
-	got, err := f.st.ForgetUser(f.ctx, forgetAnn, created)
+	got, err := f.st.Users().Forget(f.ctx, forgetAnn, created)
 	require.NoError(t, err)
 	require.Equal(t, 1, got.Runs)
 	require.Equal(t, 1, got.Logs)
@@ -224,13 +224,13 @@ func TestForgetErasesTheUserAndKeepsOthers(t *testing.T) {
 
 	// Again, as a second press of the button would: the row is gone, so
 	// it was done; and once the press made Ann's row anew, still done.
-	_, err = f.st.ForgetUser(f.ctx, forgetAnn, created)
+	_, err = f.st.Users().Forget(f.ctx, forgetAnn, created)
 	require.ErrorIs(t, err, memory.ErrAlreadyForgotten)
-	_, err = f.st.UpsertUser(f.ctx, domain.User{ID: forgetAnn, FirstName: "Ann"})
+	_, err = f.st.Users().Upsert(f.ctx, domain.User{ID: forgetAnn, FirstName: "Ann"})
 	require.NoError(t, err)
-	_, err = f.st.ForgetUser(f.ctx, forgetAnn, created)
+	_, err = f.st.Users().Forget(f.ctx, forgetAnn, created)
 	require.ErrorIs(t, err, memory.ErrAlreadyForgotten)
-	held, err = f.st.HeldForUser(f.ctx, forgetAnn)
+	held, err = f.st.Users().Held(f.ctx, forgetAnn)
 	require.NoError(t, err)
 	require.Zero(t, held)
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM users WHERE id = $1`, forgetAnn), "the second press left only the new row")
@@ -239,11 +239,11 @@ func TestForgetErasesTheUserAndKeepsOthers(t *testing.T) {
 func TestForgetDetachesAMasterOrdersName(t *testing.T) {
 	t.Parallel()
 	f := setupForget(t)
-	held, err := f.st.HeldForUser(f.ctx, forgetMax)
+	held, err := f.st.Users().Held(f.ctx, forgetMax)
 	require.NoError(t, err)
 	require.Equal(t, memory.Held{Master: true, MasterKept: true}, held)
 	created := f.created(forgetMax)
-	got, err := f.st.ForgetUser(f.ctx, forgetMax, created)
+	got, err := f.st.Users().Forget(f.ctx, forgetMax, created)
 	require.NoError(t, err)
 	require.True(t, got.MasterKept)
 	require.Equal(t, 1, got.Orders)
@@ -271,11 +271,11 @@ func TestForgetDetachesAMasterOrdersName(t *testing.T) {
 
 	// The kept row is a new user's now: a second press changes nothing.
 	require.NotEqual(t, created, f.created(forgetMax))
-	_, err = f.st.ForgetUser(f.ctx, forgetMax, created)
+	_, err = f.st.Users().Forget(f.ctx, forgetMax, created)
 	require.ErrorIs(t, err, memory.ErrAlreadyForgotten)
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM orders WHERE master_id = $1`, forgetMax))
 
 	// A user with no row at all: nothing to do.
-	_, err = f.st.ForgetUser(f.ctx, 7_100_404, created)
+	_, err = f.st.Users().Forget(f.ctx, 7_100_404, created)
 	require.ErrorIs(t, err, memory.ErrAlreadyForgotten)
 }

@@ -52,7 +52,7 @@ func setupLiveness(t *testing.T) liveFixture {
 	var runs []int64
 	for i, c := range []string{f.a.Claimer(), f.b.Claimer()} {
 		user := int64(i + 1)
-		_, err := f.st.UpsertUser(f.ctx, domain.User{ID: user, FirstName: "U"})
+		_, err := f.st.Users().Upsert(f.ctx, domain.User{ID: user, FirstName: "U"})
 		require.NoError(t, err)
 		r, _, err := f.st.SubmitPipelineRun(f.ctx, user, user, 1, "hello")
 		require.NoError(t, err)

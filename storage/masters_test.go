@@ -132,7 +132,7 @@ func TestMasters(t *testing.T) {
 	_, err = f.st.Master(ctx, 1)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
-	_, err = f.st.UpsertUser(ctx, domain.User{ID: 1, Username: "Olena_K", FirstName: "Olena", TelegramLanguage: "uk"})
+	_, err = f.st.Users().Upsert(ctx, domain.User{ID: 1, Username: "Olena_K", FirstName: "Olena", TelegramLanguage: "uk"})
 	require.NoError(t, err)
 	m, created, err := f.st.SaveMaster(ctx, 1, "Kyiv", "Podil", []string{"plumbing", "tiles"})
 	require.NoError(t, err)
@@ -149,7 +149,7 @@ func TestMasters(t *testing.T) {
 
 	_, err = f.st.SetMasterActive(ctx, 1, false)
 	require.NoError(t, err)
-	require.NoError(t, f.st.SetUserLanguage(ctx, 1, "ru"))
+	require.NoError(t, f.st.Users().SetLanguage(ctx, 1, "ru"))
 	m2, created, err := f.st.SaveMaster(ctx, 1, "Lviv", "Center", []string{"electric"})
 	require.NoError(t, err)
 	require.False(t, created)
@@ -170,7 +170,7 @@ func TestMasters(t *testing.T) {
 	}
 	_, err = f.st.MasterByUsername(ctx, "nobody")
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, err = f.st.UpsertUser(ctx, domain.User{ID: 2})
+	_, err = f.st.Users().Upsert(ctx, domain.User{ID: 2})
 	require.NoError(t, err)
 	_, _, err = f.st.SaveMaster(ctx, 2, "c", "d", []string{"x"})
 	require.NoError(t, err)

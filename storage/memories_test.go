@@ -31,7 +31,7 @@ func setupMemories(t *testing.T) *memFx {
 	t.Helper()
 	f := &memFx{setup(t)}
 	for _, id := range []int64{memAnn, memBob} {
-		_, err := f.st.UpsertUser(f.ctx, domain.User{ID: id, FirstName: "U", TelegramLanguage: "en"})
+		_, err := f.st.Users().Upsert(f.ctx, domain.User{ID: id, FirstName: "U", TelegramLanguage: "en"})
 		require.NoError(t, err)
 	}
 	return f
@@ -368,9 +368,9 @@ func TestForgetUserErasesMemoryVersionsAndRequests(t *testing.T) {
 	require.True(t, ok)
 	_, err = f.st.AskForgetMemories(f.ctx, memAnn, []int64{a}, time.Hour)
 	require.NoError(t, err)
-	u, err := f.st.User(f.ctx, memAnn)
+	u, err := f.st.Users().Get(f.ctx, memAnn)
 	require.NoError(t, err)
-	got, err := f.st.ForgetUser(f.ctx, memAnn, u.CreatedAt)
+	got, err := f.st.Users().Forget(f.ctx, memAnn, u.CreatedAt)
 	require.NoError(t, err)
 	require.Equal(t, 2, got.Summaries)
 	require.Empty(t, tablesHolding(t, f.ctx, f.st.Pool(), kyivMarker))

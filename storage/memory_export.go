@@ -97,7 +97,7 @@ SELECT
 // empty export.
 func (s *Store) MemoryExport(ctx context.Context, userID int64, asOf time.Time) (memory.Export, error) {
 	out := memory.Export{AsOf: asOf}
-	u, err := s.User(ctx, userID)
+	u, err := s.Users().Get(ctx, userID)
 	if errors.Is(err, domain.ErrNotFound) {
 		return out, nil
 	}

@@ -242,9 +242,9 @@ func TestForgetErasesExportsAndIncognito(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, req.Queued)
 	}
-	u, err := f.st.User(f.ctx, 1)
+	u, err := f.st.Users().Get(f.ctx, 1)
 	require.NoError(t, err)
-	_, err = f.st.ForgetUser(f.ctx, 1, u.CreatedAt)
+	_, err = f.st.Users().Forget(f.ctx, 1, u.CreatedAt)
 	require.NoError(t, err)
 	require.Equal(t, 0, f.count(`SELECT count(*) FROM memory_settings WHERE user_id = 1`))
 	require.Equal(t, 0, f.count(`SELECT count(*) FROM outbox WHERE chat_id = 1`))

@@ -9,25 +9,32 @@ import (
 	"switchboard/domain"
 )
 
-// NoticeOnce records that the admin chat is told about key and writes what
+// Notices are the conditions the admin chat has been told of (an outage,
+// a refusing model), each told once when it starts and once when it ends.
+type Notices struct{ *db }
+
+// Notices is the store of the admin chat's notices.
+func (s *Store) Notices() *Notices { return &Notices{s.db} }
+
+// Once records that the admin chat is told about key and writes what
 // tell renders for key to the outbox in the same transaction, unless key
 // is recorded already:
 // every replica may notice the same condition, the chat hears it once.
 // Whether this call told it.
-func (s *Store) NoticeOnce(ctx context.Context, key, text string, tell domain.Render[string]) (bool, error) {
+func (s *Notices) Once(ctx context.Context, key, text string, tell domain.Render[string]) (bool, error) {
 	return s.noticeTx(ctx, "notice", key, tell,
 		`INSERT INTO admin_notices (key, text) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, text)
 }
 
-// EndNotice forgets key and writes tell's messages (the condition's end) in the same
+// End forgets key and writes tell's messages (the condition's end) in the same
 // transaction, only if key was recorded: the end is told once too.
-func (s *Store) EndNotice(ctx context.Context, key string, tell domain.Render[string]) (bool, error) {
+func (s *Notices) End(ctx context.Context, key string, tell domain.Render[string]) (bool, error) {
 	return s.noticeTx(ctx, "end notice", key, tell, `DELETE FROM admin_notices WHERE key = $1`, key)
 }
 
 // noticeTx runs sql and, if it changed a row, writes what tell renders for
 // key with it: whether it did.
-func (s *Store) noticeTx(ctx context.Context, what, key string, tell domain.Render[string], sql string, args ...any) (bool, error) {
+func (s *Notices) noticeTx(ctx context.Context, what, key string, tell domain.Render[string], sql string, args ...any) (bool, error) {
 	told := false
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, sql, args...)
@@ -43,8 +50,8 @@ func (s *Store) noticeTx(ctx context.Context, what, key string, tell domain.Rend
 	return told, nil
 }
 
-// Notice returns what key was told, if it is recorded.
-func (s *Store) Notice(ctx context.Context, key string) (string, bool, error) {
+// Text returns what key was told, if it is recorded.
+func (s *Notices) Text(ctx context.Context, key string) (string, bool, error) {
 	var text string
 	err := s.pool.QueryRow(ctx, `SELECT text FROM admin_notices WHERE key = $1`, key).Scan(&text)
 	if err == pgx.ErrNoRows {

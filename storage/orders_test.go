@@ -527,9 +527,9 @@ func TestForgetMasterWithAnAssignedOrder(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 
-	u, err := f.st.User(f.ctx, 10)
+	u, err := f.st.Users().Get(f.ctx, 10)
 	require.NoError(t, err)
-	got, err := f.st.ForgetUser(f.ctx, 10, u.CreatedAt)
+	got, err := f.st.Users().Forget(f.ctx, 10, u.CreatedAt)
 	require.NoError(t, err)
 	require.True(t, got.MasterKept)
 	require.Equal(t, 1, got.Orders)

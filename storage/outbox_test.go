@@ -140,7 +140,7 @@ func TestOutboxUnreachableChat(t *testing.T) {
 	require.EqualValues(t, 2, stats.Dropped)
 	require.EqualValues(t, 2, stats.Pending)
 
-	_, err = st.UpsertUser(ctx, domain.User{ID: 5, FirstName: "Back"})
+	_, err = st.Users().Upsert(ctx, domain.User{ID: 5, FirstName: "Back"})
 	require.NoError(t, err)
 	gone, err = st.Outbox().Unreachable(ctx, 5)
 	require.NoError(t, err)
@@ -353,20 +353,20 @@ func TestNoticeOnce(t *testing.T) {
 	st, ctx := f.st, f.ctx
 	told := 0
 	for range 3 {
-		ok, err := st.NoticeOnce(ctx, "llm_refused", "model missing", domain.Fixed[string](msg(-5, "LLM refused")))
+		ok, err := st.Notices().Once(ctx, "llm_refused", "model missing", domain.Fixed[string](msg(-5, "LLM refused")))
 		require.NoError(t, err)
 		if ok {
 			told++
 		}
 	}
 	require.Equal(t, 1, told)
-	text, ok, err := st.Notice(ctx, "llm_refused")
+	text, ok, err := st.Notices().Text(ctx, "llm_refused")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "model missing", text)
 	ended := 0
 	for range 2 {
-		ok, err := st.EndNotice(ctx, "llm_refused", domain.Fixed[string](msg(-5, "LLM back")))
+		ok, err := st.Notices().End(ctx, "llm_refused", domain.Fixed[string](msg(-5, "LLM back")))
 		require.NoError(t, err)
 		if ok {
 			ended++

@@ -29,7 +29,7 @@ func newMemory(t *testing.T) *mfx {
 	t.Helper()
 	f := &mfx{testBundle: setup(t), events: make(chan map[string]any, 100)}
 	for _, id := range []int64{1, 2} {
-		_, err := f.st.UpsertUser(f.ctx, domain.User{ID: id, FirstName: "U"})
+		_, err := f.st.Users().Upsert(f.ctx, domain.User{ID: id, FirstName: "U"})
 		require.NoError(t, err)
 	}
 	ctx, cancel := context.WithCancel(f.ctx)

@@ -17,7 +17,7 @@ func setupDrafts(t *testing.T, users ...int64) draftBundle {
 	t.Helper()
 	b := draftBundle{setup(t)}
 	for _, id := range users {
-		_, err := b.st.UpsertUser(b.ctx, domain.User{ID: id, FirstName: "U"})
+		_, err := b.st.Users().Upsert(b.ctx, domain.User{ID: id, FirstName: "U"})
 		require.NoError(t, err)
 	}
 	return b
@@ -191,7 +191,7 @@ func TestProfileDraftButtons(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "Go developer, 8 years", confirmed.Text)
-	profile, err := b.st.UserProfile(b.ctx, 1)
+	profile, err := b.st.Users().Profile(b.ctx, 1)
 	require.NoError(t, err)
 	require.Equal(t, "Go developer, 8 years", profile)
 	_, ok, err = b.st.ConfirmProfileDraft(b.ctx, 1, d.ID, revised.Revision, time.Hour)
@@ -232,12 +232,12 @@ func TestProfileDraftExpiresAndIsForgotten(t *testing.T) {
 	}
 	require.Equal(t, []int64{young.ID}, b.int64s(`SELECT id FROM profile_drafts`))
 
-	held, err := b.st.HeldForUser(b.ctx, 2)
+	held, err := b.st.Users().Held(b.ctx, 2)
 	require.NoError(t, err)
 	require.True(t, held.JobSearch, "a draft is the user's job-search data")
 	var created time.Time
 	require.NoError(t, b.st.Pool().QueryRow(b.ctx, `SELECT created_at FROM users WHERE id = 2`).Scan(&created))
-	_, err = b.st.ForgetUser(b.ctx, 2, created)
+	_, err = b.st.Users().Forget(b.ctx, 2, created)
 	require.NoError(t, err)
 	var n int
 	require.NoError(t, b.st.Pool().QueryRow(b.ctx, `SELECT count(*) FROM profile_drafts`).Scan(&n))

@@ -43,7 +43,7 @@ func (b *pruneBundle) id(q string, args ...any) int64 {
 
 func (b *pruneBundle) user(id int64) {
 	b.t.Helper()
-	_, err := b.st.UpsertUser(b.ctx, domain.User{ID: id, FirstName: "u"})
+	_, err := b.st.Users().Upsert(b.ctx, domain.User{ID: id, FirstName: "u"})
 	require.NoError(b.t, err)
 }
 

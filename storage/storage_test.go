@@ -245,47 +245,47 @@ func TestUsers(t *testing.T) {
 	ctx := ctxT(t)
 	st := storagetest.New(t)
 
-	_, err := st.User(ctx, 7)
+	_, err := st.Users().Get(ctx, 7)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
-	u, err := st.UpsertUser(ctx, domain.User{ID: 7, Username: "ann", FirstName: "Ann"})
+	u, err := st.Users().Upsert(ctx, domain.User{ID: 7, Username: "ann", FirstName: "Ann"})
 	require.NoError(t, err)
 	require.Equal(t, "ann", u.Username)
 	require.Empty(t, u.Language)
 
-	require.NoError(t, st.SetUserLanguage(ctx, 7, "uk"))
-	u, err = st.UpsertUser(ctx, domain.User{ID: 7, Username: "ann", FirstName: "Ann"})
+	require.NoError(t, st.Users().SetLanguage(ctx, 7, "uk"))
+	u, err = st.Users().Upsert(ctx, domain.User{ID: 7, Username: "ann", FirstName: "Ann"})
 	require.NoError(t, err, "an unchanged upsert still returns the row")
 	require.Equal(t, "uk", u.Language, "upsert keeps the chosen language")
 
-	u, err = st.UpsertUser(ctx, domain.User{ID: 7, Username: "ann2", FirstName: "Ann"})
+	u, err = st.Users().Upsert(ctx, domain.User{ID: 7, Username: "ann2", FirstName: "Ann"})
 	require.NoError(t, err)
 	require.Equal(t, "ann2", u.Username)
 	require.Equal(t, "uk", u.Language)
 
-	require.ErrorIs(t, st.SetUserLanguage(ctx, 8, "en"), domain.ErrNotFound)
-	require.Error(t, st.SetUserLanguage(ctx, 7, "de"), "the CHECK constraint refuses unknown languages")
+	require.ErrorIs(t, st.Users().SetLanguage(ctx, 8, "en"), domain.ErrNotFound)
+	require.Error(t, st.Users().SetLanguage(ctx, 7, "de"), "the CHECK constraint refuses unknown languages")
 
 	// The time zone: none until chosen, kept by upserts, forgotten with "".
 	require.Empty(t, u.TimeZone)
-	require.NoError(t, st.SetUserTimeZone(ctx, 7, "Europe/Moscow"))
-	u, err = st.UpsertUser(ctx, domain.User{ID: 7, Username: "ann3", FirstName: "Ann"})
+	require.NoError(t, st.Users().SetTimeZone(ctx, 7, "Europe/Moscow"))
+	u, err = st.Users().Upsert(ctx, domain.User{ID: 7, Username: "ann3", FirstName: "Ann"})
 	require.NoError(t, err)
 	require.Equal(t, "Europe/Moscow", u.TimeZone)
-	require.NoError(t, st.SetUserTimeZone(ctx, 7, ""))
-	u, err = st.User(ctx, 7)
+	require.NoError(t, st.Users().SetTimeZone(ctx, 7, ""))
+	u, err = st.Users().Get(ctx, 7)
 	require.NoError(t, err)
 	require.Empty(t, u.TimeZone)
-	require.ErrorIs(t, st.SetUserTimeZone(ctx, 8, "UTC"), domain.ErrNotFound)
+	require.ErrorIs(t, st.Users().SetTimeZone(ctx, 8, "UTC"), domain.ErrNotFound)
 
 	// A master's user carries their city, on the upsert's both paths.
 	require.Empty(t, u.MasterCity)
 	_, err = st.Pool().Exec(ctx, `INSERT INTO masters (user_id, city, district, skills) VALUES (7, 'Moscow', 'Center', '{plumbing}')`)
 	require.NoError(t, err)
-	u, err = st.UpsertUser(ctx, domain.User{ID: 7, Username: "ann3", FirstName: "Ann"})
+	u, err = st.Users().Upsert(ctx, domain.User{ID: 7, Username: "ann3", FirstName: "Ann"})
 	require.NoError(t, err)
 	require.Equal(t, "Moscow", u.MasterCity, "unchanged: read back")
-	u, err = st.UpsertUser(ctx, domain.User{ID: 7, Username: "ann4", FirstName: "Ann"})
+	u, err = st.Users().Upsert(ctx, domain.User{ID: 7, Username: "ann4", FirstName: "Ann"})
 	require.NoError(t, err)
 	require.Equal(t, "Moscow", u.MasterCity, "changed: returned by the upsert")
 }
@@ -302,7 +302,7 @@ func TestWithTxRollsBackOnErrorAndCancel(t *testing.T) {
 		return boom
 	})
 	require.ErrorIs(t, err, boom)
-	_, err = st.User(ctx, 1)
+	_, err = st.Users().Get(ctx, 1)
 	require.ErrorIs(t, err, domain.ErrNotFound, "rolled back")
 
 	cctx, cancel := context.WithCancel(ctx)
@@ -313,13 +313,13 @@ func TestWithTxRollsBackOnErrorAndCancel(t *testing.T) {
 		return cctx.Err()
 	})
 	require.ErrorIs(t, err, context.Canceled)
-	_, err = st.User(ctx, 2)
+	_, err = st.Users().Get(ctx, 2)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 	// The pool is healthy afterwards: no connection was left mid-transaction.
 	require.NoError(t, st.WithTx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO users (id) VALUES (3)`)
 		return err
 	}))
-	_, err = st.User(ctx, 3)
+	_, err = st.Users().Get(ctx, 3)
 	require.NoError(t, err)
 }

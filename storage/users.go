@@ -8,15 +8,22 @@ import (
 	"switchboard/domain"
 )
 
+// Users is the users aggregate: who has written to the bot, their
+// language, time zone and profile, and /forget, which erases them.
+type Users struct{ *db }
+
+// Users is the store of the bot's users.
+func (s *Store) Users() *Users { return &Users{s.db} }
+
 // userColumns read users (unaliased) with the city of the user's master
 // record, if any: the bot's default zone for a master is their city's.
 const userColumns = `id, username, first_name, language, telegram_language, COALESCE(time_zone, ''),
     COALESCE((SELECT m.city FROM masters m WHERE m.user_id = users.id), ''), created_at`
 
-// UpsertUser records a user seen on an update, refreshing the names Telegram
+// Upsert records a user seen on an update, refreshing the names Telegram
 // reports, and clears the unreachable mark of their private chat; the
 // chosen language is left alone.
-func (s *Store) UpsertUser(ctx context.Context, u domain.User) (domain.User, error) {
+func (s *Users) Upsert(ctx context.Context, u domain.User) (domain.User, error) {
 	// A user who writes to the bot can be written to again: their private
 	// chat (id = user id) loses its unreachable mark in the same statement.
 	const q = `
@@ -41,13 +48,13 @@ RETURNING ` + userColumns
 	// The WHERE above skips the write when nothing changed (most updates),
 	// which returns no row: read the stored one instead.
 	if errors.Is(interpretError(err), domain.ErrNotFound) {
-		return s.User(ctx, u.ID)
+		return s.Get(ctx, u.ID)
 	}
 	return domain.User{}, fmt.Errorf("upsert user %d: %w", u.ID, err)
 }
 
-// User returns one user or domain.ErrNotFound.
-func (s *Store) User(ctx context.Context, id int64) (domain.User, error) {
+// Get returns one user or domain.ErrNotFound.
+func (s *Users) Get(ctx context.Context, id int64) (domain.User, error) {
 	var out domain.User
 	err := s.pool.QueryRow(ctx,
 		`SELECT `+userColumns+` FROM users WHERE id = $1`, id).
@@ -58,14 +65,14 @@ func (s *Store) User(ctx context.Context, id int64) (domain.User, error) {
 	return out, nil
 }
 
-// SetUserLanguage stores the language chosen with /lang.
-func (s *Store) SetUserLanguage(ctx context.Context, id int64, lang string) error {
-	return s.updateUser(ctx, "language", `UPDATE users SET language = $2, updated_at = now() WHERE id = $1`, id, lang)
+// SetLanguage stores the language chosen with /lang.
+func (s *Users) SetLanguage(ctx context.Context, id int64, lang string) error {
+	return s.update(ctx, "language", `UPDATE users SET language = $2, updated_at = now() WHERE id = $1`, id, lang)
 }
 
-// updateUser runs update, which sets one field (what, for the error) of
+// update runs update, which sets one field (what, for the error) of
 // user id to $2; domain.ErrNotFound when there is no such user.
-func (s *Store) updateUser(ctx context.Context, what, update string, id int64, value string) error {
+func (s *Users) update(ctx context.Context, what, update string, id int64, value string) error {
 	tag, err := s.pool.Exec(ctx, update, id, value)
 	if err != nil {
 		return fmt.Errorf("set %s of user %d: %w", what, id, err)
@@ -80,14 +87,14 @@ func userDest(u *domain.User) []any {
 	return []any{&u.ID, &u.Username, &u.FirstName, &u.Language, &u.TelegramLanguage, &u.TimeZone, &u.MasterCity, &u.CreatedAt}
 }
 
-// SetUserTimeZone stores the zone chosen with /timezone (a name
+// SetTimeZone stores the zone chosen with /timezone (a name
 // locales.ParseZone returned); "" forgets the choice.
-func (s *Store) SetUserTimeZone(ctx context.Context, id int64, zone string) error {
-	return s.updateUser(ctx, "time zone", `UPDATE users SET time_zone = NULLIF($2, ''), updated_at = now() WHERE id = $1`, id, zone)
+func (s *Users) SetTimeZone(ctx context.Context, id int64, zone string) error {
+	return s.update(ctx, "time zone", `UPDATE users SET time_zone = NULLIF($2, ''), updated_at = now() WHERE id = $1`, id, zone)
 }
 
-// UserProfile returns the user's profile ("" if none).
-func (s *Store) UserProfile(ctx context.Context, userID int64) (string, error) {
+// Profile returns the user's profile ("" if none).
+func (s *Users) Profile(ctx context.Context, userID int64) (string, error) {
 	var p string
 	err := s.pool.QueryRow(ctx, `SELECT profile FROM users WHERE id = $1`, userID).Scan(&p)
 	if err != nil {
@@ -96,7 +103,7 @@ func (s *Store) UserProfile(ctx context.Context, userID int64) (string, error) {
 	return p, nil
 }
 
-// SetUserProfile stores the user's profile.
-func (s *Store) SetUserProfile(ctx context.Context, userID int64, profile string) error {
-	return s.updateUser(ctx, "profile", `UPDATE users SET profile = $2, updated_at = now() WHERE id = $1`, userID, profile)
+// SetProfile stores the user's profile.
+func (s *Users) SetProfile(ctx context.Context, userID int64, profile string) error {
+	return s.update(ctx, "profile", `UPDATE users SET profile = $2, updated_at = now() WHERE id = $1`, userID, profile)
 }

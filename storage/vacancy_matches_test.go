@@ -19,7 +19,7 @@ func TestAnalyzedMatchIsNeverClaimed(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx, st, exec := f.ctx, f.st, f.exec
-	_, err := st.UpsertUser(ctx, domain.User{ID: 7})
+	_, err := st.Users().Upsert(ctx, domain.User{ID: 7})
 	require.NoError(t, err)
 	exec(`INSERT INTO vacancies (id, title, published_at) VALUES (1, 'queued', now()), (2, 'carded', now() + interval '1 minute')`)
 	// 2 is newer, so a claim would take it first if it were claimable.
@@ -62,7 +62,7 @@ func TestMatchedSkills(t *testing.T) {
 	f := setup(t)
 	ctx, st, exec := f.ctx, f.st, f.exec
 	for _, id := range []int64{7, 8} {
-		_, err := st.UpsertUser(ctx, domain.User{ID: id})
+		_, err := st.Users().Upsert(ctx, domain.User{ID: id})
 		require.NoError(t, err)
 	}
 	exec(`INSERT INTO vacancies (id, title, published_at, key_skills) VALUES
@@ -113,7 +113,7 @@ func TestWriteDigestOncePerSlot(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx, st, exec := f.ctx, f.st, f.exec
-	_, err := st.UpsertUser(ctx, domain.User{ID: 7})
+	_, err := st.Users().Upsert(ctx, domain.User{ID: 7})
 	require.NoError(t, err)
 	_, err = st.TuneRhythm(ctx, 7, func(r vacancy.Rhythm) (vacancy.Rhythm, error) {
 		r.Mode, r.DigestSize = vacancy.ModeDigest, 2

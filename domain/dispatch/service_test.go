@@ -64,7 +64,7 @@ func (w *world) run(t *testing.T, s *dispatch.Service) {
 
 func (w *world) master(t *testing.T, s *dispatch.Service, id int64, args string) {
 	t.Helper()
-	_, err := w.store.UpsertUser(w.ctx, domain.User{ID: id, FirstName: fmt.Sprint("M", id), Username: fmt.Sprint("m", id)})
+	_, err := w.store.Users().Upsert(w.ctx, domain.User{ID: id, FirstName: fmt.Sprint("M", id), Username: fmt.Sprint("m", id)})
 	require.NoError(t, err)
 	_, _, err = s.RegisterMaster(w.ctx, id, args)
 	require.NoError(t, err)

@@ -49,6 +49,7 @@
 //
 // Storage: Repository (service.go) is PipelineStore and OrchestratorStore
 // (storage/pipeline_runs.go), SummaryStore (storage/memories.go),
-// PromptStore (storage/prompts.go), UserStore (storage/forget.go) and
-// PrivacyStore (storage/memory_export.go).
+// PromptStore (storage/prompts.go) and PrivacyStore
+// (storage/memory_export.go); Outbox and UserStore, beside it, are
+// storage.Outbox and storage.Users.
 package memory

@@ -65,7 +65,7 @@ func setup(t *testing.T, opts ...option) *bundle {
 func (b *bundle) service(t *testing.T) *memory.Service {
 	t.Helper()
 	svc, err := memory.NewService(b.cfg, memory.Deps{
-		Repo: b.store, Outbox: b.store.Outbox(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat, Drafts: b.drafts,
+		Repo: b.store, Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat, Drafts: b.drafts,
 		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)
@@ -108,7 +108,7 @@ func between(s, from, to string) string {
 
 func (b *bundle) user(t *testing.T, id int64) {
 	t.Helper()
-	_, err := b.store.UpsertUser(b.ctx, domain.User{ID: id, FirstName: fmt.Sprint("U", id)})
+	_, err := b.store.Users().Upsert(b.ctx, domain.User{ID: id, FirstName: fmt.Sprint("U", id)})
 	require.NoError(t, err)
 }
 

@@ -463,7 +463,7 @@ func TestContextTrimmedToTheModelsWindow(t *testing.T) {
 	budget := memory.Tokens(r.DraftContext) - 2*memory.Tokens(long(0))
 	cfg.Window = budget + 2000 + memory.Tokens(asm.Template) + 64
 	svc, err := memory.NewService(cfg, memory.Deps{
-		Repo: b.store, Outbox: b.store.Outbox(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat,
+		Repo: b.store, Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat,
 		Log:        slog.New(slog.NewJSONHandler(lockedWriter{&mu, &logs}, nil)),
 		Registerer: prometheus.NewRegistry(),
 	})

@@ -63,7 +63,7 @@ func TestAStageSaveTheDatabaseRefusesIsRetriedOrGivenBack(t *testing.T) {
 			b.user(t, 1)
 			repo := &blinkingRepo{Store: b.store, fails: tc.fails, landed: tc.landed}
 			svc, err := memory.NewService(b.cfg, memory.Deps{
-				Repo: repo, Outbox: b.store.Outbox(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat,
+				Repo: repo, Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat,
 				Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 			})
 			require.NoError(t, err)

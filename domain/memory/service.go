@@ -294,12 +294,12 @@ type PromptStore interface {
 }
 
 // UserStore is /forget and what it would erase (service.go);
-// storage/forget.go implements it.
+// storage.Users implements it.
 type UserStore interface {
-	// ForgetUser erases the user if their users row is still the one
+	// Forget erases the user if their users row is still the one
 	// created at known (else ErrAlreadyForgotten).
-	ForgetUser(ctx context.Context, userID int64, known time.Time) (Forgotten, error)
-	HeldForUser(ctx context.Context, userID int64) (Held, error)
+	Forget(ctx context.Context, userID int64, known time.Time) (Forgotten, error)
+	Held(ctx context.Context, userID int64) (Held, error)
 }
 
 // Outbox is the outbox as the chat uses it beside a run's own statements;
@@ -318,7 +318,6 @@ type Repository interface {
 	OrchestratorStore
 	SummaryStore
 	PromptStore
-	UserStore
 	PrivacyStore
 }
 
@@ -435,6 +434,7 @@ func (c Config) withDefaults() Config {
 type Deps struct {
 	Repo     Repository
 	Outbox   Outbox
+	Users    UserStore
 	LLM      LLM
 	Notifier Notifier
 	// Typist, when set, renews "typing…" for an answer that takes long.
@@ -468,8 +468,8 @@ const promptTTL = 5 * time.Second
 
 // NewService builds the workflow; Run starts the orchestrator.
 func NewService(cfg Config, deps Deps) (*Service, error) {
-	if deps.Repo == nil || deps.Outbox == nil || deps.LLM == nil || deps.Notifier == nil {
-		return nil, errors.New("memory: Repo, Outbox, LLM and Notifier are required")
+	if deps.Repo == nil || deps.Outbox == nil || deps.Users == nil || deps.LLM == nil || deps.Notifier == nil {
+		return nil, errors.New("memory: Repo, Outbox, Users, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	m, err := newMetrics(deps.Registerer)
@@ -541,12 +541,12 @@ func (s *Service) Memory(ctx context.Context, userID int64, limit int) ([]Summar
 // confirmed for, and a row gone or created since means it was done
 // (ErrAlreadyForgotten).
 func (s *Service) Forget(ctx context.Context, userID int64, known time.Time) (Forgotten, error) {
-	return s.deps.Repo.ForgetUser(ctx, userID, known)
+	return s.deps.Users.Forget(ctx, userID, known)
 }
 
 // Held says what Forget would erase of the user's.
 func (s *Service) Held(ctx context.Context, userID int64) (Held, error) {
-	return s.deps.Repo.HeldForUser(ctx, userID)
+	return s.deps.Users.Held(ctx, userID)
 }
 
 // ErrUnknownRole: not one of Roles.

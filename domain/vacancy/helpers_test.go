@@ -109,7 +109,7 @@ func (b *bundle) serviceWith(t *testing.T, repo vacancy.Repository) *vacancy.Ser
 		reg = prometheus.NewRegistry()
 	}
 	svc, err := vacancy.NewService(b.cfg, vacancy.Deps{
-		Repo: repo, Source: src, Notifier: b.sent, Registerer: reg,
+		Repo: repo, Profiles: b.store.Users(), Source: src, Notifier: b.sent, Registerer: reg,
 		LLM: llm.Port{Client: b.llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 		Log: slog.New(slog.DiscardHandler),
 	})
@@ -125,7 +125,7 @@ func (b *bundle) relevant() *llmtest.Rule {
 
 func (b *bundle) user(t *testing.T, id int64, profile string) {
 	t.Helper()
-	_, err := b.store.UpsertUser(b.ctx, domain.User{ID: id, FirstName: "U" + strconv.FormatInt(id, 10)})
+	_, err := b.store.Users().Upsert(b.ctx, domain.User{ID: id, FirstName: "U" + strconv.FormatInt(id, 10)})
 	require.NoError(t, err)
 	require.NoError(t, b.svc.SetProfile(b.ctx, id, profile))
 }

@@ -182,7 +182,6 @@ type LetterStore interface {
 type LetterRepository interface {
 	LetterStore
 	MatchWithVacancy(ctx context.Context, id int64) (Match, Vacancy, error)
-	UserProfile(ctx context.Context, userID int64) (string, error)
 }
 
 // Written is the model's letter with the tokens the provider counted.
@@ -247,6 +246,7 @@ func (c LetterConfig) withDefaults() LetterConfig {
 // LetterDeps are the letters' collaborators.
 type LetterDeps struct {
 	Repo       LetterRepository
+	Profiles   Profiles
 	LLM        LetterLLM
 	Notifier   LetterNotifier
 	Clock      clockwork.Clock
@@ -269,8 +269,8 @@ type Letters struct {
 
 // NewLetters builds the letters' service. It starts nothing; see Run.
 func NewLetters(cfg LetterConfig, deps LetterDeps) (*Letters, error) {
-	if deps.Repo == nil || deps.LLM == nil || deps.Notifier == nil {
-		return nil, errors.New("cover letters: Repo, LLM and Notifier are required")
+	if deps.Repo == nil || deps.Profiles == nil || deps.LLM == nil || deps.Notifier == nil {
+		return nil, errors.New("cover letters: Repo, Profiles, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	l, err := domain.NewMetrics(deps.Registerer, "cover letter", func(r *domain.Registrar) *Letters {
@@ -312,7 +312,7 @@ func (l *Letters) Ask(ctx context.Context, a LetterAsk) (Asked, error) {
 	if err != nil {
 		return Asked{}, err
 	}
-	profile, err := l.deps.Repo.UserProfile(ctx, a.UserID)
+	profile, err := l.deps.Profiles.Profile(ctx, a.UserID)
 	if err != nil {
 		return Asked{}, fmt.Errorf("ask cover letter: %w", err)
 	}

@@ -193,8 +193,6 @@ type ClaimOptions struct {
 // ban words, stats; storage/users.go, searches.go, ban_words.go and
 // vacancy_matches.go implement it.
 type SettingsStore interface {
-	UserProfile(ctx context.Context, userID int64) (string, error)
-	SetUserProfile(ctx context.Context, userID int64, profile string) error
 	// AddSearch saves a search with its backfill; for a key discovered
 	// before, that is the search's first discovery, and announce's
 	// messages go to the outbox with it.
@@ -212,6 +210,13 @@ type SettingsStore interface {
 	ShowEmployer(ctx context.Context, userID, id int64) (string, bool, error)
 	HiddenEmployers(ctx context.Context, userID int64) ([]HiddenEmployer, error)
 	MatchStats(ctx context.Context, userID int64) (Stats, error)
+}
+
+// Profiles is the users' profiles, which every judgement and letter reads
+// (service.go, skills.go, letter.go); storage.Users implements it.
+type Profiles interface {
+	Profile(ctx context.Context, userID int64) (string, error)
+	SetProfile(ctx context.Context, userID int64, profile string) error
 }
 
 // DiscoveryStore is discovery (discovery.go): the search keys, what each
@@ -424,6 +429,7 @@ func (c Config) withDefaults() Config {
 // Deps are the workflow's collaborators.
 type Deps struct {
 	Repo       Repository
+	Profiles   Profiles
 	Source     Source
 	LLM        LLM
 	Notifier   Notifier
@@ -456,8 +462,8 @@ type Service struct {
 
 // NewService builds the workflow. It starts nothing; see Run.
 func NewService(cfg Config, deps Deps) (*Service, error) {
-	if deps.Repo == nil || deps.Source == nil || deps.LLM == nil || deps.Notifier == nil {
-		return nil, errors.New("vacancy: Repo, Source, LLM and Notifier are required")
+	if deps.Repo == nil || deps.Profiles == nil || deps.Source == nil || deps.LLM == nil || deps.Notifier == nil {
+		return nil, errors.New("vacancy: Repo, Profiles, Source, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	if deps.CalendarClock == nil {
@@ -517,7 +523,7 @@ func inputError(key string) *domain.InputError {
 
 // Profile returns the user's profile ("" if none).
 func (s *Service) Profile(ctx context.Context, userID int64) (string, error) {
-	return s.deps.Repo.UserProfile(ctx, userID)
+	return s.deps.Profiles.Profile(ctx, userID)
 }
 
 // SetUserProfile stores the profile the LLM judges relevance against.
@@ -526,7 +532,7 @@ func (s *Service) SetProfile(ctx context.Context, userID int64, profile string) 
 	if utf8.RuneCountInString(profile) > MaxProfile {
 		return inputError("profile.error_too_long")
 	}
-	return s.deps.Repo.SetUserProfile(ctx, userID, profile)
+	return s.deps.Profiles.SetProfile(ctx, userID, profile)
 }
 
 // Added is what saving a search did.

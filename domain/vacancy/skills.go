@@ -47,7 +47,7 @@ type SkillsStore interface {
 // Skills is the user's /skills report, each skill marked present or
 // missing from their profile.
 func (s *Service) Skills(ctx context.Context, userID int64) (SkillsReport, error) {
-	profile, err := s.deps.Repo.UserProfile(ctx, userID)
+	profile, err := s.deps.Profiles.Profile(ctx, userID)
 	if err != nil {
 		return SkillsReport{}, err
 	}
