@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -273,11 +272,11 @@ func (a *app) buildWorkflows(context.Context) error {
 // buildJobs builds the scheduler and registers every periodic job.
 func (a *app) buildJobs(context.Context) error {
 	var err error
-	if a.prune, err = prune.New(a.cfg, a.store, a.log, a.reg); err != nil {
+	if a.prune, err = prune.New(a.cfg, a.store.Jobs(), a.log, a.reg); err != nil {
 		return fmt.Errorf("prune: %w", err)
 	}
 	a.sched, err = jobs.New(jobs.Config{Replica: a.cfg.Replica, StopTimeout: a.cfg.ShutdownTimeout / 2, Locker: a.locker},
-		jobs.Deps{Log: a.log, Registerer: a.reg, Recorder: a.store})
+		jobs.Deps{Log: a.log, Registerer: a.reg, Recorder: a.store.Jobs()})
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
@@ -336,62 +335,52 @@ func (a *app) buildBot(context.Context) error {
 	if err != nil {
 		return err
 	}
-	// An offer whose master Telegram refuses for good is declined at once
-	// and the order moves on.
-	a.out.OnDrop(domain.KindOffer, a.disp.Undeliverable)
+	for _, m := range a.modules() {
+		for kind, drop := range m.Drops {
+			a.out.OnDrop(kind, drop)
+		}
+	}
 	// An export's files are built from the tables as they are sent.
 	a.out.OnDocument(domain.KindMemoryExport, a.bot.ExportDocuments(a.mem))
 	return nil
 }
 
-// scheduleJobs registers every periodic job. Each is locked per tick across
-// replicas; correctness comes from the conditional SQL inside.
+// modules are the workflows as the house runs them: each lists its jobs,
+// loops and drop hooks (domain.Module); the bot registers their commands
+// (bot/bot.go). A new workflow is one more entry here.
+func (a *app) modules() []domain.Module {
+	cfg := a.cfg
+	return []domain.Module{
+		a.vac.Module(vacancy.Schedule{
+			Fetch: cfg.FetchInterval, Queue: cfg.QueueInterval, FirstNews: cfg.FirstNewsInterval,
+			FollowUp: cfg.ApplicationFollowUpInterval, Digest: cfg.DigestInterval, Recovery: cfg.RecoveryInterval,
+		}),
+		a.letters.Module(),
+		a.mem.Module(cfg.MemoryReaperInterval),
+		a.disp.Module(dispatch.Schedule{
+			Distribution: cfg.DistributionInterval, Watchdog: cfg.WatchdogInterval,
+			Commission: cfg.CommissionInterval, Autoclose: cfg.AutocloseInterval,
+		}),
+		a.anl.Module(),
+		a.res.Module(),
+	}
+}
+
+// scheduleJobs registers every periodic job: the workflows' and the prune
+// job. Each is locked per tick across replicas; correctness comes from the
+// conditional SQL inside.
 func (a *app) scheduleJobs() error {
-	jobs := []struct {
-		name  string
-		every time.Duration
-		fn    func(context.Context) error
-	}{
-		{"vacancy-fetch", a.cfg.FetchInterval, a.vac.Fetch},
-		// Workers run on every replica and wake on NOTIFY; this tick is the
-		// guarantee behind the notifications.
-		{"vacancy-queue", a.cfg.QueueInterval, func(context.Context) error { a.vac.Wake(); return nil }},
-		// A new search is discovered at once by the replica that saved
-		// it; this tick tells its user the outcome if that replica died,
-		// or once HH answers again after refusing us.
-		{"vacancy-first-news", a.cfg.FirstNewsInterval, a.vac.FirstNews},
-		// Reminders of applications without news, each sent once: the
-		// statement that marks it reminded queues it.
-		{"vacancy-follow-up", a.cfg.ApplicationFollowUpInterval, a.vac.FollowUps},
-		// Digests at each user's digest times, and what a user back in
-		// instant mode left waiting (domain/vacancy/rhythm.go).
-		{"vacancy-digest", a.cfg.DigestInterval, a.vac.Digests},
-		{"vacancy-recovery", a.cfg.RecoveryInterval, uncounted(a.vac.Recover)},
-		{"memory-reaper", a.cfg.MemoryReaperInterval, uncounted(a.mem.Reap)},
-		{"dispatch-distribution", a.cfg.DistributionInterval, a.disp.Distribute},
-		// Each replica's timer expires offers as they fall due; this tick
-		// is the seed's watchdog, the guarantee behind the timers.
-		{"dispatch-watchdog", a.cfg.WatchdogInterval, uncounted(a.disp.Expire)},
-		{"dispatch-commission", a.cfg.CommissionInterval, uncounted(a.disp.Commission)},
-		// Everything past its retention, the outbox's included (jobs/prune).
-		{"prune", a.cfg.PruneInterval, a.prune.Run},
-		{"dispatch-autoclose", a.cfg.AutocloseInterval, uncounted(a.disp.Autoclose)},
+	// Everything past its retention, the outbox's included (jobs/prune).
+	jobs := []domain.Job{{Name: "prune", Every: a.cfg.PruneInterval, Run: a.prune.Run}}
+	for _, m := range a.modules() {
+		jobs = append(jobs, m.Jobs...)
 	}
 	for _, j := range jobs {
-		if err := a.sched.Every(j.name, j.every, j.fn); err != nil {
-			return fmt.Errorf("schedule %s: %w", j.name, err)
+		if err := a.sched.Every(j.Name, j.Every, j.Run); err != nil {
+			return fmt.Errorf("schedule %s: %w", j.Name, err)
 		}
 	}
 	return nil
-}
-
-// uncounted adapts a job that also returns what it did to the scheduler,
-// which takes only the error.
-func uncounted[T any](job func(context.Context) (T, error)) func(context.Context) error {
-	return func(ctx context.Context) error {
-		_, err := job(ctx)
-		return err
-	}
 }
 
 // run serves until ctx ends, then stops everything in reverse order within
@@ -449,31 +438,22 @@ func (a *app) services() []service.Service {
 	listen := func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
 		a.store.Listen(ctx, []string{ch}, onConnect, func(_, payload string) { onNotify(payload) })
 	}
-	wakeOn := func(ch string, wake func()) service.Func {
-		return func(ctx context.Context) { a.store.Listen(ctx, []string{ch}, wake, func(string, string) { wake() }) }
-	}
-	return []service.Service{
+	loops := []service.Service{
 		outage.LLM(notices, a.llm, a.bot.LLMNotice),
 		outage.HH(notices, a.hh, a.bot.HHNotice, a.vac.Wake),
-		a.vac,
 		// Delivery runs on every replica; rows of one chat still go out in order.
 		a.out,
-		service.Func(func(ctx context.Context) { a.mem.Run(ctx, listen) }),
-		wakeOn(storage.QueueChannel, a.vac.Wake),
-		a.letters,
-		wakeOn(storage.LetterChannel, a.letters.Wake),
-		service.Func(func(ctx context.Context) { a.disp.Run(ctx, listen) }),
 		a.beats,
 		// Every replica handles updates from the inbox; the NOTIFY of stored
 		// updates wakes its workers (which also sweep every second).
-		wakeOn(storage.InboxChannel, a.bot.WakeInbox),
-		// Fails runs whose executor died, and hosts the executors /run_start
-		// launches; on stop they fail their runs as interrupted.
-		service.Func(a.anl.Serve),
-		// Reads the résumés users sent; drafts are rows, so another
-		// replica finishes what a dead one claimed.
-		service.Func(a.res.Run),
+		service.Func(func(ctx context.Context) { domain.WakeOn(storage.InboxChannel, a.bot.WakeInbox)(ctx, listen) }),
 	}
+	for _, m := range a.modules() {
+		for _, loop := range m.Loops {
+			loops = append(loops, service.Func(func(ctx context.Context) { loop(ctx, listen) }))
+		}
+	}
+	return loops
 }
 
 // httpHandler is /healthz, /metrics and /readyz with its checks and reports.

@@ -343,7 +343,7 @@ func pruneAll(ctx context.Context, store *storage.Store, ret storage.Retention, 
 	deadline := time.Now().Add(limit)
 	for round := 1; ; round++ {
 		var rows int64
-		for _, r := range store.Prune(ctx, time.Now(), ret, opts) {
+		for _, r := range store.Jobs().Prune(ctx, time.Now(), ret, opts) {
 			if r.Err != nil {
 				return totals, round, r.Err
 			}

@@ -45,16 +45,20 @@ func (s storeStatus) OutboxStats(ctx context.Context) (storage.OutboxStats, erro
 	return s.Store.Outbox().Stats(ctx)
 }
 
+func (s storeStatus) JobRuns(ctx context.Context) ([]domain.JobRunSummary, error) {
+	return s.Store.Jobs().Runs(ctx)
+}
+
 func (s storeStatus) Replicas(ctx context.Context) ([]storage.Replica, error) {
 	return s.Store.Replicas(ctx, 15*time.Minute)
 }
 
 func (s storeStatus) Storage(ctx context.Context) (bot.StorageStatus, error) {
-	tables, err := s.TableSizes(ctx, 3)
+	tables, err := s.Store.Jobs().TableSizes(ctx, 3)
 	if err != nil {
 		return bot.StorageStatus{}, err
 	}
-	runs, err := s.PruneRuns(ctx)
+	runs, err := s.Store.Jobs().PruneRuns(ctx)
 	return bot.StorageStatus{Tables: tables, Prune: runs}, err
 }
 
@@ -71,7 +75,10 @@ func setupDispatch(t *testing.T) dispEnv {
 	require.NoError(t, err)
 	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000, RenderConfig: rc},
 		st, bot.Deps{Status: storeStatus{st}, Dispatch: svc}, nil)
-	tb.sender.OnDrop(domain.KindOffer, svc.Undeliverable)
+	// The module's drop hooks, as app.go wires them.
+	for kind, drop := range svc.Module(dispatch.Schedule{}).Drops {
+		tb.sender.OnDrop(kind, drop)
+	}
 	tb.srv.Supergroup(adminChat, "Dispatch log", "")
 	return dispEnv{bundle: tb, st: st, svc: svc, admin: tb.srv.User(adminID, "Boss", "en")}
 }
@@ -741,7 +748,7 @@ UPDATE replicas SET seen_at = now() - interval '1 hour' WHERE instance = 'replic
 
 	// The prune job's last run, per kind, with its trouble.
 	at := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
-	require.NoError(t, env.st.RecordPrune(ctx, at, []storage.PruneResult{
+	require.NoError(t, env.st.Jobs().RecordPrune(ctx, at, []storage.PruneResult{
 		{Kind: storage.PruneGroupMessages, Rows: 1200},
 		{Kind: storage.PruneOutboxRows, Rows: 30, Timeouts: 1},
 	}))

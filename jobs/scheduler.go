@@ -43,7 +43,7 @@ type Deps struct {
 // Recorder keeps the last run of every job where /status can read it on
 // any replica (storage's job_runs table).
 type Recorder interface {
-	RecordJobRun(ctx context.Context, r domain.JobRun) error
+	RecordRun(ctx context.Context, r domain.JobRun) error
 }
 
 // JobStatus is this replica's in-memory view of a job, for /status when the
@@ -337,7 +337,7 @@ func (s *Scheduler) run(ctx context.Context, j *job) {
 		// The job's ctx may be cancelled by shutdown; its last run still counts.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		defer cancel()
-		if err := s.recorder.RecordJobRun(rctx, r); err != nil {
+		if err := s.recorder.RecordRun(rctx, r); err != nil {
 			s.log.Warn("job run not recorded", "job", j.name, "err", err)
 		}
 	}

@@ -229,7 +229,7 @@ func TestFailuresKeepTicking(t *testing.T) {
 	s := newScheduler(t, Config{Replica: "r1"}, Deps{
 		Log: newLog(&logs),
 		// What main does: the store is the recorder.
-		Recorder: st,
+		Recorder: st.Jobs(),
 	})
 	require.NoError(t, s.Every("ok", 100*time.Millisecond, func(context.Context) error { return nil }))
 	require.NoError(t, s.Every("fails", 100*time.Millisecond, func(context.Context) error {
@@ -243,7 +243,7 @@ func TestFailuresKeepTicking(t *testing.T) {
 	s.Start()
 
 	summaries := func() map[string]domain.JobRunSummary {
-		list, err := st.JobRuns(ctx)
+		list, err := st.Jobs().Runs(ctx)
 		require.NoError(t, err)
 		out := map[string]domain.JobRunSummary{}
 		for _, r := range list {
@@ -286,7 +286,7 @@ func TestShutdownWaitsForRunningJob(t *testing.T) {
 	t.Parallel()
 	st := storagetest.New(t)
 	s := newScheduler(t, Config{Replica: "r1", StopTimeout: 5 * time.Second}, Deps{
-		Recorder: st,
+		Recorder: st.Jobs(),
 	})
 	started := make(chan struct{})
 	var finished atomic.Bool
@@ -305,7 +305,7 @@ func TestShutdownWaitsForRunningJob(t *testing.T) {
 	require.True(t, finished.Load(), "Shutdown returned before the job finished")
 	require.GreaterOrEqual(t, time.Since(begin), 300*time.Millisecond)
 
-	runs, err := st.JobRuns(context.Background())
+	runs, err := st.Jobs().Runs(context.Background())
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
 	require.Equal(t, "context canceled", runs[0].Err, "the run interrupted by shutdown is still recorded")

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"switchboard/bot"
+	"switchboard/domain"
 	"switchboard/hh"
 	"switchboard/llm"
 	"switchboard/storage"
@@ -13,7 +14,7 @@ import (
 // Status feeds /status: the store's rows, read with this
 // configuration's windows, and this replica's LLM and HH clients.
 type Status struct {
-	*storage.Store
+	Store *storage.Store
 	Beats *storage.Heartbeats
 	LLM   *llm.Client
 	HH    *hh.Client
@@ -31,6 +32,11 @@ func (s Status) OutboxStats(ctx context.Context) (storage.OutboxStats, error) {
 	return s.Store.Outbox().Stats(ctx)
 }
 
+// JobRuns is every job's latest run, for /status.
+func (s Status) JobRuns(ctx context.Context) ([]domain.JobRunSummary, error) {
+	return s.Store.Jobs().Runs(ctx)
+}
+
 // Replicas lists the live replicas.
 func (s Status) Replicas(ctx context.Context) ([]storage.Replica, error) {
 	return s.Beats.Live(ctx)
@@ -38,17 +44,17 @@ func (s Status) Replicas(ctx context.Context) ([]storage.Replica, error) {
 
 // Held feeds /status's line of work held past its lease.
 func (s Status) Held(ctx context.Context) (storage.HeldWork, error) {
-	return s.HeldPastLease(ctx, s.VacancyClaimLease)
+	return s.Store.HeldPastLease(ctx, s.VacancyClaimLease)
 }
 
 // Storage feeds /status's data section: the six largest tables and the
 // prune job's last run per kind.
 func (s Status) Storage(ctx context.Context) (bot.StorageStatus, error) {
-	tables, err := s.TableSizes(ctx, 6)
+	tables, err := s.Store.Jobs().TableSizes(ctx, 6)
 	if err != nil {
 		return bot.StorageStatus{}, err
 	}
-	runs, err := s.PruneRuns(ctx)
+	runs, err := s.Store.Jobs().PruneRuns(ctx)
 	if err != nil {
 		return bot.StorageStatus{}, err
 	}

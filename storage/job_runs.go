@@ -8,10 +8,17 @@ import (
 	"switchboard/domain"
 )
 
-// RecordJobRun (jobs.Recorder) counts a run and makes it the job's latest unless a later one
+// Jobs is the periodic jobs' records: each job's runs (job_runs), the
+// prune job's work and its runs (prune.go), and the tables it keeps small.
+type Jobs struct{ *db }
+
+// Jobs is the store of the jobs' records.
+func (s *Store) Jobs() *Jobs { return &Jobs{s.db} }
+
+// RecordRun (jobs.Recorder) counts a run and makes it the job's latest unless a later one
 // is already stored: replicas report concurrently, and a slow report of an
 // old run must not hide a newer one.
-func (s *Store) RecordJobRun(ctx context.Context, r domain.JobRun) error {
+func (s *Jobs) RecordRun(ctx context.Context, r domain.JobRun) error {
 	const q = `
 INSERT INTO job_runs AS j (name, replica, started_at, duration_ms, error, runs, failures)
 VALUES ($1, $2, $3, $4, $5::text, 1, CASE WHEN $5::text = '' THEN 0 ELSE 1 END)
@@ -29,8 +36,8 @@ ON CONFLICT (name) DO UPDATE SET
 	return nil
 }
 
-// JobRuns lists every job that has run, by name, for /status.
-func (s *Store) JobRuns(ctx context.Context) ([]domain.JobRunSummary, error) {
+// Runs lists every job that has run, by name, for /status.
+func (s *Jobs) Runs(ctx context.Context) ([]domain.JobRunSummary, error) {
 	rows, err := s.pool.Query(ctx, `
 SELECT name, replica, started_at, duration_ms, error, runs, failures
 FROM job_runs ORDER BY name`)

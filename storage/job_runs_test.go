@@ -16,14 +16,14 @@ func TestJobRuns(t *testing.T) {
 	ctx := context.Background()
 	st := storagetest.New(t)
 
-	runs, err := st.JobRuns(ctx)
+	runs, err := st.Jobs().Runs(ctx)
 	require.NoError(t, err)
 	require.Empty(t, runs)
 
 	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	record := func(r domain.JobRun) {
 		t.Helper()
-		require.NoError(t, st.RecordJobRun(ctx, r))
+		require.NoError(t, st.Jobs().RecordRun(ctx, r))
 	}
 	record(domain.JobRun{Name: "fetch", Replica: "a", StartedAt: t0, Duration: 1500 * time.Millisecond})
 	record(domain.JobRun{Name: "fetch", Replica: "b", StartedAt: t0.Add(time.Minute), Duration: 20 * time.Millisecond, Err: "hh: 503"})
@@ -31,7 +31,7 @@ func TestJobRuns(t *testing.T) {
 	record(domain.JobRun{Name: "fetch", Replica: "a", StartedAt: t0.Add(-time.Minute), Duration: time.Second})
 	record(domain.JobRun{Name: "autoclose", Replica: "a", StartedAt: t0, Duration: 0})
 
-	runs, err = st.JobRuns(ctx)
+	runs, err = st.Jobs().Runs(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []domain.JobRunSummary{
 		{JobRun: domain.JobRun{Name: "autoclose", Replica: "a", StartedAt: t0}, Runs: 1},
@@ -40,7 +40,7 @@ func TestJobRuns(t *testing.T) {
 
 	// A success after a failure clears the shown error but not the count.
 	record(domain.JobRun{Name: "fetch", Replica: "a", StartedAt: t0.Add(2 * time.Minute), Duration: 5 * time.Millisecond})
-	runs, err = st.JobRuns(ctx)
+	runs, err = st.Jobs().Runs(ctx)
 	require.NoError(t, err)
 	require.Equal(t, domain.JobRunSummary{
 		JobRun: domain.JobRun{Name: "fetch", Replica: "a", StartedAt: t0.Add(2 * time.Minute), Duration: 5 * time.Millisecond},
@@ -53,6 +53,6 @@ func TestJobRunsCanceledContext(t *testing.T) {
 	st := storagetest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := st.RecordJobRun(ctx, domain.JobRun{Name: "x", Replica: "a", StartedAt: time.Now()})
+	err := st.Jobs().RecordRun(ctx, domain.JobRun{Name: "x", Replica: "a", StartedAt: time.Now()})
 	require.ErrorIs(t, err, context.Canceled)
 }

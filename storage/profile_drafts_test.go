@@ -223,7 +223,7 @@ func TestProfileDraftExpiresAndIsForgotten(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok, "expired")
 
-	results := b.st.Prune(b.ctx, time.Now(), storage.Retention{}, storage.PruneOptions{})
+	results := b.st.Jobs().Prune(b.ctx, time.Now(), storage.Retention{}, storage.PruneOptions{})
 	for _, r := range results {
 		if r.Kind == storage.PruneProfileDrafts {
 			require.NoError(t, r.Err)

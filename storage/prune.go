@@ -142,7 +142,7 @@ func PruneKinds() []string {
 // tests place rows on both sides of each boundary). A kind that fails or
 // times out stops there and the next one runs; each result says what
 // happened. It stops early when ctx ends.
-func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, o PruneOptions) []PruneResult {
+func (s *Jobs) Prune(ctx context.Context, now time.Time, r Retention, o PruneOptions) []PruneResult {
 	out := make([]PruneResult, 0, len(pruneKinds))
 	for _, k := range pruneKinds {
 		if ctx.Err() != nil {
@@ -154,7 +154,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, o PruneOp
 }
 
 // PruneKind runs one kind's retention as of now (see Prune).
-func (s *Store) PruneKind(ctx context.Context, kind string, now time.Time, r Retention, o PruneOptions) PruneResult {
+func (s *Jobs) PruneKind(ctx context.Context, kind string, now time.Time, r Retention, o PruneOptions) PruneResult {
 	for _, k := range pruneKinds {
 		if k.name == kind {
 			return s.prune(ctx, k, now, r, o)
@@ -163,7 +163,7 @@ func (s *Store) PruneKind(ctx context.Context, kind string, now time.Time, r Ret
 	return PruneResult{Kind: kind, Err: fmt.Errorf("prune: unknown kind %q", kind)}
 }
 
-func (s *Store) prune(ctx context.Context, k pruneKind, now time.Time, r Retention, o PruneOptions) (res PruneResult) {
+func (s *Jobs) prune(ctx context.Context, k pruneKind, now time.Time, r Retention, o PruneOptions) (res PruneResult) {
 	o = o.withDefaults()
 	res = PruneResult{Kind: k.name}
 	keep := k.keep(r)
@@ -452,7 +452,7 @@ type PruneRun struct {
 
 // RecordPrune stores each result (but kinds that are off) as its kind's
 // last run, at at.
-func (s *Store) RecordPrune(ctx context.Context, at time.Time, results []PruneResult) error {
+func (s *Jobs) RecordPrune(ctx context.Context, at time.Time, results []PruneResult) error {
 	b := &pgx.Batch{}
 	for _, r := range results {
 		if r.Off {
@@ -479,7 +479,7 @@ ON CONFLICT (kind) DO UPDATE SET at = EXCLUDED.at, rows = EXCLUDED.rows, timeout
 
 // PruneRuns lists each kind's last prune run, in PruneKinds' order; a kind
 // never pruned (off, or before the first run) is absent.
-func (s *Store) PruneRuns(ctx context.Context) ([]PruneRun, error) {
+func (s *Jobs) PruneRuns(ctx context.Context) ([]PruneRun, error) {
 	rows, err := s.pool.Query(ctx, `SELECT kind, at, rows, timeouts, duration_ms, error, total FROM prune_runs
 ORDER BY array_position($1::text[], kind), kind`, PruneKinds())
 	if err != nil {
@@ -509,7 +509,7 @@ type TableSize struct {
 }
 
 // TableSizes lists the n largest tables of the schema, largest first.
-func (s *Store) TableSizes(ctx context.Context, n int) ([]TableSize, error) {
+func (s *Jobs) TableSizes(ctx context.Context, n int) ([]TableSize, error) {
 	out, err := queryAll(ctx, s.pool, pgx.RowToStructByPos[TableSize], `
 SELECT c.relname, pg_total_relation_size(c.oid), c.reltuples::bigint
 FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace

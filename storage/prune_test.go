@@ -50,7 +50,7 @@ func (b *pruneBundle) user(id int64) {
 // prune runs one kind as of pruneNow and requires it to succeed.
 func (b *pruneBundle) prune(kind string, r storage.Retention) storage.PruneResult {
 	b.t.Helper()
-	res := b.st.PruneKind(b.ctx, kind, pruneNow, r, smallBatches)
+	res := b.st.Jobs().PruneKind(b.ctx, kind, pruneNow, r, smallBatches)
 	require.NoError(b.t, res.Err)
 	require.Zero(b.t, res.Timeouts)
 	return res
@@ -97,7 +97,7 @@ VALUES ($1, 1, 1, 'Fix the printer', 'high', 'approved', now()) RETURNING id`, c
 	require.Equal(t, "Fix the printer", similar[0].Title)
 	require.EqualValues(t, 1, b.id(`SELECT count(*) FROM analysis_proposal_sources WHERE proposal_id = $1`, prop), "the citation stays")
 
-	res = b.st.PruneKind(b.ctx, storage.PruneGroupMessages, pruneNow, storage.Retention{}, smallBatches)
+	res = b.st.Jobs().PruneKind(b.ctx, storage.PruneGroupMessages, pruneNow, storage.Retention{}, smallBatches)
 	require.True(t, res.Off, "0 keeps them for ever")
 }
 
@@ -150,7 +150,7 @@ func TestPruneMemory(t *testing.T) {
 VALUES (7, $1, $2, $3, $1)`, pruneNow.Add(d), pruneNow.Add(d+time.Hour), string(rune('a'+i)))
 	}
 	for _, kind := range []string{storage.PruneRawLogs, storage.PruneSummaries} {
-		require.True(t, b.st.PruneKind(b.ctx, kind, pruneNow, storage.Retention{}, smallBatches).Off)
+		require.True(t, b.st.Jobs().PruneKind(b.ctx, kind, pruneNow, storage.Retention{}, smallBatches).Off)
 	}
 	require.Len(t, b.strings(`SELECT log_data::text FROM raw_logs`), 4)
 
@@ -436,7 +436,7 @@ WHERE address = 'Main St 1' AND customer_name = 'Ivan' AND customer_phone = '+7 
 AND contacts_pruned_at IS NOT NULL`), "the visit is no one's personal data: it stays")
 	require.Zero(t, b.prune(storage.PruneOrderContacts, ret).Rows, "a second run finds nothing")
 
-	res := b.st.PruneKind(b.ctx, storage.PruneOrderContacts, pruneNow, storage.Retention{}, smallBatches)
+	res := b.st.Jobs().PruneKind(b.ctx, storage.PruneOrderContacts, pruneNow, storage.Retention{}, smallBatches)
 	require.True(t, res.Off)
 }
 
@@ -459,7 +459,7 @@ func TestPruneStatementTimeout(t *testing.T) {
 		err  error
 	}
 	var batches []batch
-	results := b.st.Prune(b.ctx, pruneNow, storage.Retention{GroupMessages: 30 * day, Outbox: day},
+	results := b.st.Jobs().Prune(b.ctx, pruneNow, storage.Retention{GroupMessages: 30 * day, Outbox: day},
 		storage.PruneOptions{Batch: 10, StatementTimeout: 100 * time.Millisecond, OnBatch: func(kind string, rows int64, took time.Duration, err error) {
 			batches = append(batches, batch{kind, rows, took, err})
 		}})
@@ -486,8 +486,8 @@ func TestPruneStatementTimeout(t *testing.T) {
 	require.True(t, byKind[storage.PruneRawLogs].Off)
 	require.NoError(t, tx.Rollback(b.ctx))
 
-	require.NoError(t, b.st.RecordPrune(b.ctx, pruneNow, results))
-	runs, err := b.st.PruneRuns(b.ctx)
+	require.NoError(t, b.st.Jobs().RecordPrune(b.ctx, pruneNow, results))
+	runs, err := b.st.Jobs().PruneRuns(b.ctx)
 	require.NoError(t, err)
 	var kinds []string
 	for _, r := range runs {
@@ -500,9 +500,9 @@ func TestPruneStatementTimeout(t *testing.T) {
 	require.True(t, runs[0].At.Equal(pruneNow))
 
 	// The next run finishes the job; the totals add up.
-	results = b.st.Prune(b.ctx, pruneNow, storage.Retention{GroupMessages: 30 * day, Outbox: day}, smallBatches)
-	require.NoError(t, b.st.RecordPrune(b.ctx, pruneNow.Add(time.Hour), results))
-	runs, err = b.st.PruneRuns(b.ctx)
+	results = b.st.Jobs().Prune(b.ctx, pruneNow, storage.Retention{GroupMessages: 30 * day, Outbox: day}, smallBatches)
+	require.NoError(t, b.st.Jobs().RecordPrune(b.ctx, pruneNow.Add(time.Hour), results))
+	runs, err = b.st.Jobs().PruneRuns(b.ctx)
 	require.NoError(t, err)
 	require.Equal(t, storage.PruneGroupMessages, runs[0].Kind)
 	require.EqualValues(t, 1, runs[0].Rows)

@@ -246,7 +246,7 @@ func TestPrunedVacanciesAreNotDeliveredAgain(t *testing.T) {
 	later := time.Now().Add(100 * 24 * time.Hour)
 	ret := storage.Retention{VacancyMatches: 90 * 24 * time.Hour, SearchHits: 90 * 24 * time.Hour,
 		RecoveryWindow: 48 * time.Hour, TasteExamples: 5}
-	for _, r := range b.store.Prune(b.ctx, later, ret, storage.PruneOptions{Batch: 2}) {
+	for _, r := range b.store.Jobs().Prune(b.ctx, later, ret, storage.PruneOptions{Batch: 2}) {
 		require.NoError(t, r.Err, r.Kind)
 		require.Zero(t, r.Timeouts, r.Kind)
 	}

@@ -20,7 +20,7 @@ import (
 
 // Job is the prune job; Run is one tick of it.
 type Job struct {
-	store *storage.Store
+	store *storage.Jobs
 	ret   storage.Retention
 	opts  storage.PruneOptions
 	log   *slog.Logger
@@ -55,7 +55,7 @@ func Settings(cfg config.Config) (storage.Retention, storage.PruneOptions) {
 
 // New builds the job from the RETAIN_*, OUTBOX_RETENTION and PRUNE_*
 // settings and registers its metrics on reg.
-func New(cfg config.Config, store *storage.Store, log *slog.Logger, reg prometheus.Registerer) (*Job, error) {
+func New(cfg config.Config, store *storage.Jobs, log *slog.Logger, reg prometheus.Registerer) (*Job, error) {
 	ret, opts := Settings(cfg)
 	p, err := domain.NewMetrics(reg, "prune", func(r *domain.Registrar) *Job {
 		return &Job{

@@ -55,7 +55,7 @@ INSERT INTO group_messages (chat_id, message_id, text, date) VALUES (1, 1, 'old'
 	var pruners []*Job
 	for _, name := range []string{"a", "b"} {
 		reg := prometheus.NewRegistry()
-		p, err := New(cfg, st, log, reg)
+		p, err := New(cfg, st.Jobs(), log, reg)
 		require.NoError(t, err)
 		pruners = append(pruners, p)
 		s, err := jobs.New(jobs.Config{Replica: name, Locker: locker}, jobs.Deps{Log: log, Registerer: reg})
@@ -93,7 +93,7 @@ INSERT INTO group_messages (chat_id, message_id, text, date) VALUES (1, 1, 'old'
 		deleted += testutil.ToFloat64(p.rows.WithLabelValues("group_messages"))
 	}
 	require.EqualValues(t, 1, deleted, "counted once, by whichever replica ran it")
-	runs, err := st.PruneRuns(ctx)
+	runs, err := st.Jobs().PruneRuns(ctx)
 	require.NoError(t, err)
 	require.NotEmpty(t, runs)
 	require.Equal(t, "group_messages", runs[0].Kind)
