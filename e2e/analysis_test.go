@@ -114,9 +114,7 @@ func TestAnalysisRunEndToEnd(t *testing.T) {
 	}
 
 	// A non-admin's press changes nothing.
-	q, err := ann.PressButton(b, "1 ✅")
-	require.NoError(t, err)
-	require.Equal(t, "This button is not for you.", env.TG.WaitCallbackAnswer(t, q.ID).Text)
+	require.Equal(t, "This button is not for you.", ann.PressAndWait(t, b, "1 ✅").Text)
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/run_close 1").Text, "3", "three still pending")
 
 	for _, label := range []string{"1 ✅", "2 ✅", "3 ❌"} {
@@ -217,9 +215,7 @@ func TestAnalysisAdminChatCloseIsTheBoard(t *testing.T) {
 	}
 	b := boardOf(func(s string) bool { return strings.Contains(s, "завершён") && strings.Contains(s, "⏳ 2") })
 	for _, label := range []string{"1 ✅", "2 ❌"} {
-		q, err := boss.PressButton(b, label)
-		require.NoError(t, err)
-		require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+		require.False(t, boss.PressAndWait(t, b, label).ShowAlert)
 	}
 	boardOf(func(s string) bool { return strings.Contains(s, "⏳ 0") })
 	settled(t, pool)

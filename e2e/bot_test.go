@@ -321,9 +321,7 @@ func TestStartAndHelpByRole(t *testing.T) {
 		"🛠 Become a master": "You are not registered as a master yet.",
 	} {
 		before := len(env.TG.Messages(ann.ID()))
-		q, err := ann.PressButton(start, label)
-		require.NoError(t, err)
-		require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert, label)
+		require.False(t, ann.PressAndWait(t, start, label).ShowAlert, label)
 		env.TG.WaitFor(t, 10*time.Second, func() bool { return len(env.TG.Messages(ann.ID())) > before })
 		require.Contains(t, env.TG.Messages(ann.ID())[before].Text, want, label)
 	}
@@ -370,9 +368,7 @@ func TestStartAndHelpByRole(t *testing.T) {
 		require.Contains(t, help, s)
 	}
 	before := len(env.TG.Messages(boss.ID()))
-	q, err := boss.PressButton(start, "🗂 Admin commands")
-	require.NoError(t, err)
-	env.TG.WaitCallbackAnswer(t, q.ID)
+	boss.PressAndWait(t, start, "🗂 Admin commands")
 	env.TG.WaitFor(t, 10*time.Second, func() bool { return len(env.TG.Messages(boss.ID())) > before })
 	require.Equal(t, help, env.TG.Messages(boss.ID())[before].Text)
 }

@@ -1035,9 +1035,7 @@ VALUES ($1, $2, 801, 'Ann', $3, $4)`, teamChat, id, fmt.Sprintf("please do task 
 		if pages == 2 {
 			label = "2 ▶"
 		}
-		q, err := boss.PressButton(b, label)
-		require.NoError(t, err)
-		require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+		require.False(t, boss.PressAndWait(t, b, label).ShowAlert)
 	}
 	last := fmt.Sprintf("%d.", proposals)
 	b = waitBoard(t, env, 1, 30*time.Second, func(m tgfake.BotMessage) bool {
@@ -1055,9 +1053,7 @@ VALUES ($1, $2, 801, 'Ann', $3, $4)`, teamChat, id, fmt.Sprintf("please do task 
 		if pages == 2 {
 			label = "◀ 1"
 		}
-		q, err := boss.PressButton(b, label)
-		require.NoError(t, err)
-		require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+		require.False(t, boss.PressAndWait(t, b, label).ShowAlert)
 	}
 	approved, rejected := 0, 0
 	for page := 1; page < pages; page++ {
@@ -1085,23 +1081,17 @@ VALUES ($1, $2, 801, 'Ann', $3, $4)`, teamChat, id, fmt.Sprintf("please do task 
 		b = waitBoard(t, env, 1, 30*time.Second, func(m tgfake.BotMessage) bool {
 			return strings.Contains(m.Text, fmt.Sprintf("Proposals %d–%d%s", from, to, total)) && len(boardPairs(m)) == 0
 		})
-		q, err := boss.PressButton(b, fmt.Sprintf("%d ▶", page+1))
-		require.NoError(t, err)
-		require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+		require.False(t, boss.PressAndWait(t, b, fmt.Sprintf("%d ▶", page+1)).ShowAlert)
 	}
 	left := proposals - 8*(pages-1)
 	b = waitBoard(t, env, 1, 30*time.Second, func(m tgfake.BotMessage) bool {
 		return strings.Contains(m.Text, fmt.Sprintf("Proposals %d–%d%s", 8*(pages-1)+1, proposals, total))
 	})
-	q, err := boss.PressButton(b, fmt.Sprintf("✅ Approve the rest (%d)", left))
-	require.NoError(t, err)
-	require.Equal(t, "Confirm on the board.", env.TG.WaitCallbackAnswer(t, q.ID).Text)
+	require.Equal(t, "Confirm on the board.", boss.PressAndWait(t, b, fmt.Sprintf("✅ Approve the rest (%d)", left)).Text)
 	b = waitBoard(t, env, 1, 30*time.Second, func(m tgfake.BotMessage) bool {
 		return strings.Contains(describe(m), fmt.Sprintf("✅ Yes, approve %d", left))
 	})
-	q, err = boss.PressButton(b, fmt.Sprintf("✅ Yes, approve %d", left))
-	require.NoError(t, err)
-	require.Equal(t, fmt.Sprintf("Approved %d.", left), env.TG.WaitCallbackAnswer(t, q.ID).Text)
+	require.Equal(t, fmt.Sprintf("Approved %d.", left), boss.PressAndWait(t, b, fmt.Sprintf("✅ Yes, approve %d", left)).Text)
 	stale := env.TG.WaitCallbackAnswer(t, boss.PressRaw(b, buttonData(t, b, fmt.Sprintf("✅ Yes, approve %d", left))).ID)
 	require.True(t, stale.ShowAlert, "a second confirmation is stale")
 	approved += left

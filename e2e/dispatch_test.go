@@ -296,14 +296,6 @@ func requireNoCustomer(t *testing.T, env *e2e.Env, chatID int64, who string) {
 	}
 }
 
-// pressAndWait presses a button by its label and waits for the answer.
-func pressAndWait(t *testing.T, env *e2e.Env, who *tgfake.Person, msg tgfake.BotMessage, label string) tgfake.CallbackAnswer {
-	t.Helper()
-	q, err := who.PressButton(msg, label)
-	require.NoError(t, err)
-	return env.TG.WaitCallbackAnswer(t, q.ID)
-}
-
 // waitEdited waits until a message of the bot's reads as want says.
 func waitEdited(t *testing.T, env *e2e.Env, msg tgfake.BotMessage, want func(tgfake.BotMessage) bool) tgfake.BotMessage {
 	t.Helper()
@@ -351,30 +343,30 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 	// Ann is offered it: the district and the visit, nothing of the customer.
 	offer := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
 	require.Contains(t, offer.Text, "📍 Odesa, Center\n🗓 6 May 2099, 09:00–11:00\n")
-	details := pressAndWait(t, env, ann, offer, "📄 Details")
+	details := ann.PressAndWait(t, offer, "📄 Details")
 	require.Equal(t, "The whole order is shown above. The address and contact come once you accept.", details.Text)
 	offer = waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "🔒") })
 	require.Contains(t, offer.Text, "💸 Commission if you take it: 200 (10% of the price)")
-	pressAndWait(t, env, ann, offer, "❌ Decline")
+	ann.PressAndWait(t, offer, "❌ Decline")
 
 	// Bob accepts: the address, the customer, the visit and the steps.
 	bobOffer := env.TG.WaitMessage(t, bob.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
 	for _, mark := range customer {
 		require.NotContains(t, bobOffer.Text, mark)
 	}
-	require.Equal(t, "Accepted. The order is yours!", pressAndWait(t, env, bob, bobOffer, "✅ Accept").Text)
+	require.Equal(t, "Accepted. The order is yours!", bob.PressAndWait(t, bobOffer, "✅ Accept").Text)
 	assigned, _ := env.TG.MessageByID(bob.ID(), bobOffer.MessageID)
 	require.Contains(t, assigned.Text, "📍 Odesa, Center\n🏠 "+markAddress+"\n👤 "+markName+"\n📞 "+markPhone+"\n🗓 6 May 2099, 09:00–11:00\n")
 	require.Equal(t, []string{"🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, assigned.ReplyMarkup.Labels())
 
 	// Each step moves the order once and edits Bob's message.
-	require.Equal(t, "Noted: you are on your way.", pressAndWait(t, env, bob, assigned, "🚗 On my way").Text)
+	require.Equal(t, "Noted: you are on your way.", bob.PressAndWait(t, assigned, "🚗 On my way").Text)
 	require.Equal(t, 1, scalar[int](t, pool, `SELECT count(*) FROM orders WHERE id = $1 AND en_route_at IS NOT NULL AND arrived_at IS NULL`, order))
 	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 3 })
 	require.Contains(t, assigned.Text, "🚗 You are on your way.")
 	stale := bob.PressRaw(assigned, bobOffer.ReplyMarkup.Buttons()[0].CallbackData) // Accept, from before
 	require.Equal(t, "You have already accepted this offer.", env.TG.WaitCallbackAnswer(t, stale.ID).Text)
-	require.Equal(t, "Noted: you have arrived.", pressAndWait(t, env, bob, assigned, "📍 Arrived").Text)
+	require.Equal(t, "Noted: you have arrived.", bob.PressAndWait(t, assigned, "📍 Arrived").Text)
 	require.Equal(t, 1, scalar[int](t, pool, `SELECT count(*) FROM orders WHERE id = $1 AND arrived_at IS NOT NULL`, order))
 	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 2 })
 	doneData := buttonData(t, assigned, "✅ Done")
@@ -387,14 +379,14 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 	// Bob cannot do it after all: Can't do it asks, and only Yes gives the
 	// order back to dispatch, at once to Carl.
 	text := assigned.Text
-	require.Equal(t, "Tap “Yes” to confirm, or “Back” if you pressed by mistake.", pressAndWait(t, env, bob, assigned, "🙅 Can't do it").Text)
+	require.Equal(t, "Tap “Yes” to confirm, or “Back” if you pressed by mistake.", bob.PressAndWait(t, assigned, "🙅 Can't do it").Text)
 	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool {
 		return len(m.ReplyMarkup.Buttons()) == 2 && m.ReplyMarkup.Buttons()[1].Text == "↩️ Back"
 	})
 	require.Equal(t, text, assigned.Text, "the text stays")
 	require.Equal(t, []string{"🙅 Yes, give it back", "↩️ Back"}, assigned.ReplyMarkup.Labels())
 	require.Equal(t, "ASSIGNED", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
-	require.Equal(t, "The order is given back.", pressAndWait(t, env, bob, assigned, "🙅 Yes, give it back").Text)
+	require.Equal(t, "The order is given back.", bob.PressAndWait(t, assigned, "🙅 Yes, give it back").Text)
 	require.Equal(t, "SEARCHING", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
 	require.Zero(t, scalar[int](t, pool, `SELECT count(*) FROM orders WHERE master_id IS NOT NULL OR en_route_at IS NOT NULL`))
 	gaveBack := waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🙅 You gave order #") })
@@ -409,7 +401,7 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 	// round 2 either, and the admins are told. Bob is never offered it
 	// again. Then Dora registers and takes it.
 	carlOffer := env.TG.WaitMessage(t, carl.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
-	pressAndWait(t, env, carl, carlOffer, "❌ Decline")
+	carl.PressAndWait(t, carlOffer, "❌ Decline")
 	eventually(t, 20*time.Second, func() bool {
 		return scalar[int](t, pool, `SELECT count(*) FROM orders WHERE id = $1 AND unassignable_at IS NOT NULL AND round = 2`, order) == 1
 	})
@@ -424,7 +416,7 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 	for _, mark := range customer {
 		require.NotContains(t, doraOffer.Text, mark)
 	}
-	pressAndWait(t, env, dora, doraOffer, "✅ Accept")
+	dora.PressAndWait(t, doraOffer, "✅ Accept")
 	require.Equal(t, int64(744), scalar[int64](t, pool, `SELECT master_id FROM orders WHERE id = $1`, order))
 	require.Equal(t, 1, scalar[int](t, pool, `SELECT count(*) FROM offers WHERE order_id = $1 AND master_id = 742`, order), "still once")
 	require.Len(t, offerMessages(env, bob.ID()), 1)
@@ -433,12 +425,12 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 
 	// Dora finishes: DONE with /done's commission; her message drops the
 	// customer; her photo reaches the admins.
-	require.Equal(t, "Tap “Yes” to confirm, or “Back” if you pressed by mistake.", pressAndWait(t, env, dora, doraAssigned, "✅ Done").Text)
+	require.Equal(t, "Tap “Yes” to confirm, or “Back” if you pressed by mistake.", dora.PressAndWait(t, doraAssigned, "✅ Done").Text)
 	require.Equal(t, "ASSIGNED", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order), "Done only asks")
 	doraConfirm := waitEdited(t, env, doraAssigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 2 })
 	require.Equal(t, doraAssigned.Text, doraConfirm.Text, "the text stays")
 	require.Equal(t, []string{"✅ Yes, it's done", "↩️ Back"}, doraConfirm.ReplyMarkup.Labels())
-	require.Equal(t, "Done. Thank you!", pressAndWait(t, env, dora, doraConfirm, "✅ Yes, it's done").Text)
+	require.Equal(t, "Done. Thank you!", dora.PressAndWait(t, doraConfirm, "✅ Yes, it's done").Text)
 	require.Equal(t, "DONE", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
 	require.Equal(t, int64(200), scalar[int64](t, pool, `SELECT commission FROM orders WHERE id = $1`, order))
 	doraDone := waitEdited(t, env, doraAssigned, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🏁 Order #") })
@@ -509,15 +501,15 @@ func TestDispatchCustomerDataGoesWithRetention(t *testing.T) {
 	register(t, env, dan, "Kherson Center plumbing")
 	order := createOrder(t, env, boss, orderWithCustomer("Kherson Center", 500))
 	offer := env.TG.WaitMessage(t, dan.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
-	pressAndWait(t, env, dan, offer, "✅ Accept")
+	dan.PressAndWait(t, offer, "✅ Accept")
 	assigned, _ := env.TG.MessageByID(dan.ID(), offer.MessageID)
-	pressAndWait(t, env, dan, assigned, "🚗 On my way")
+	dan.PressAndWait(t, assigned, "🚗 On my way")
 	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 3 })
 	require.Contains(t, assigned.Text, markAddress, "the step's edit, an outbox row, carried the address")
 	require.Positive(t, scalar[int](t, pool, `SELECT count(*) FROM outbox WHERE kind = 'assigned' AND strpos(body::text, $1) > 0`, markName))
-	pressAndWait(t, env, dan, assigned, "✅ Done")
+	dan.PressAndWait(t, assigned, "✅ Done")
 	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 2 })
-	require.Equal(t, "Done. Thank you!", pressAndWait(t, env, dan, assigned, "✅ Yes, it's done").Text)
+	require.Equal(t, "Done. Thank you!", dan.PressAndWait(t, assigned, "✅ Yes, it's done").Text)
 
 	// noID matches no id column: only the markers are looked for.
 	const noID = 987_654_321_987

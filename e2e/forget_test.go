@@ -165,9 +165,7 @@ SELECT 'runs of analysis', count(*) FROM analysis_runs WHERE state = 'completed'
 	require.Equal(t, "This button is not for you.", env.TG.WaitCallbackAnswer(t, forged.ID).Text)
 	require.Equal(t, before, holding(t, pool, marker, annID))
 
-	q, err := ann.PressButton(confirm, "Forget everything")
-	require.NoError(t, err)
-	require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+	require.False(t, ann.PressAndWait(t, confirm, "Forget everything").ShowAlert)
 	done, _ := env.TG.MessageByID(ann.ID(), confirm.MessageID)
 	require.True(t, strings.HasPrefix(done.Text, "Done, I forgot you. Deleted: conversations: 1, messages and answers: 2, memory versions: 1, "+
 		"searches: 1, ban words: 1, vacancy matches: 2, group messages: 2,"), done.Text)
@@ -188,9 +186,7 @@ SELECT 'runs of analysis', count(*) FROM analysis_runs WHERE state = 'completed'
 	b, ok := board(env, 1)
 	require.True(t, ok)
 	for _, label := range []string{"1 ✅", "2 ✅"} {
-		q, err := boss.PressButton(b, label)
-		require.NoError(t, err)
-		require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+		require.False(t, boss.PressAndWait(t, b, label).ShowAlert)
 	}
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/run_close 1").Text, "100")
 	require.Equal(t, "closed", scalar[string](t, pool, `SELECT state FROM analysis_runs WHERE id = 1`))

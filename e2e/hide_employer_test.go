@@ -36,9 +36,7 @@ func TestHideEmployerThroughTheBinary(t *testing.T) {
 	hidden := card(t, env, ann.ID(), "7600")
 	require.Contains(t, describe(hidden), "🙈 Hide this employer")
 
-	q, err := ann.PressButton(hidden, "🙈 Hide this employer")
-	require.NoError(t, err)
-	ans := env.TG.WaitCallbackAnswer(t, q.ID)
+	ans := ann.PressAndWait(t, hidden, "🙈 Hide this employer")
 	require.True(t, ans.ShowAlert)
 	require.Equal(t, "Vacancies from ООО «Рога & Копыта» will not be sent to you any more. /bans lists hidden employers and shows them again.", ans.Text)
 	edited, _ := env.TG.MessageByID(ann.ID(), hidden.MessageID)
@@ -65,9 +63,7 @@ func TestHideEmployerThroughTheBinary(t *testing.T) {
 		`SELECT count(*) FROM vacancy_matches WHERE vacancy_id = 7602`).Scan(&n))
 	require.Zero(t, n, "discovery passed the hidden employer's vacancy by")
 
-	q, err = ann.PressButton(list, "👁 Show ООО «Рога & Копыта» again")
-	require.NoError(t, err)
-	require.Equal(t, "Vacancies from ООО «Рога & Копыта» will be sent to you again.", env.TG.WaitCallbackAnswer(t, q.ID).Text)
+	require.Equal(t, "Vacancies from ООО «Рога & Копыта» will be sent to you again.", ann.PressAndWait(t, list, "👁 Show ООО «Рога & Копыта» again").Text)
 	vs[4].Employer.Name = vs[0].Employer.Name
 	env.HH.Add(vs[4])
 	env.TG.WaitFor(t, 60*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 4 })

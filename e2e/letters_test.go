@@ -77,9 +77,7 @@ func TestCoverLetterDraftedRegeneratedAndShortened(t *testing.T) {
 	require.Contains(t, describe(card), "📨 Apply on hh.ru→https://hh.ru/applicant/vacancy_response?vacancyId=7800")
 	require.Contains(t, describe(direct), "📨 Apply on employer's site→https://jobs.example.com/apply/7801")
 
-	q, err := ann.PressButton(card, "✍️ Cover letter")
-	require.NoError(t, err)
-	ans := env.TG.WaitCallbackAnswer(t, q.ID)
+	ans := ann.PressAndWait(t, card, "✍️ Cover letter")
 	require.False(t, ans.ShowAlert)
 	require.Equal(t, "✍️ Writing your cover letter… It will arrive in this chat shortly.", ans.Text)
 	first := letterMessage(t, env, ann.ID(), direct.MessageID, "five years, mostly services")
@@ -87,23 +85,17 @@ func TestCoverLetterDraftedRegeneratedAndShortened(t *testing.T) {
 	require.True(t, strings.HasPrefix(first.Text, "✍️ Cover letter: Golang developer 7800"), first.Text)
 	require.Contains(t, describe(first), "📨 Apply on hh.ru→https://hh.ru/applicant/vacancy_response?vacancyId=7800")
 
-	q, err = ann.PressButton(first, "🔄 Another version")
-	require.NoError(t, err)
-	require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+	require.False(t, ann.PressAndWait(t, first, "🔄 Another version").ShowAlert)
 	second := letterMessage(t, env, ann.ID(), first.MessageID, "version 2")
 	require.True(t, hasPre(second, "have been my work for five years"))
 	req := env.LLM.RequestsFor("letter")[1]
 	require.Contains(t, req.Prompt, "I have written **Go** for five years", "another version starts from the first")
 
-	q, err = ann.PressButton(second, "✂️ Shorter")
-	require.NoError(t, err)
-	require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+	require.False(t, ann.PressAndWait(t, second, "✂️ Shorter").ShowAlert)
 	third := letterMessage(t, env, ann.ID(), second.MessageID, "version 3")
 	require.True(t, hasPre(third, "Five years of Go and PostgreSQL, as your vacancy asks."))
 
-	q, err = ann.PressButton(direct, "✍️ Cover letter")
-	require.NoError(t, err)
-	env.TG.WaitCallbackAnswer(t, q.ID)
+	ann.PressAndWait(t, direct, "✍️ Cover letter")
 	fourth := letterMessage(t, env, ann.ID(), third.MessageID, "developer 7801")
 	require.Contains(t, describe(fourth), "📨 Apply on employer's site→https://jobs.example.com/apply/7801")
 
@@ -148,21 +140,15 @@ func TestCoverLetterLimitForgeryAndFailure(t *testing.T) {
 	last := max(one.MessageID, two.MessageID)
 
 	// The model fails: the user is told, and the failure is not charged.
-	q, err := ann.PressButton(one, "✍️ Cover letter")
-	require.NoError(t, err)
-	env.TG.WaitCallbackAnswer(t, q.ID)
+	ann.PressAndWait(t, one, "✍️ Cover letter")
 	failed := env.TG.WaitMessageAfter(t, ann.ID(), last, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "could not write") })
 	require.Contains(t, failed.Text, "the AI model is not answering right now")
 	rule.Fault(llmtest.Fault{})
-	q, err = ann.PressButton(failed, "🔁 Try again")
-	require.NoError(t, err)
-	require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+	require.False(t, ann.PressAndWait(t, failed, "🔁 Try again").ShowAlert)
 	letterMessage(t, env, ann.ID(), failed.MessageID, "five years, mostly services")
 
 	// The one letter of the day is used.
-	q, err = ann.PressButton(two, "✍️ Cover letter")
-	require.NoError(t, err)
-	ans := env.TG.WaitCallbackAnswer(t, q.ID)
+	ans := ann.PressAndWait(t, two, "✍️ Cover letter")
 	require.True(t, ans.ShowAlert)
 	require.Contains(t, ans.Text, "You have reached the daily limit of cover letters: 1 in 24 hours. The next one can be written from ")
 	require.Equal(t, 2, letters(), "the failed letter and the ready one; the refused press wrote nothing")

@@ -484,9 +484,7 @@ AND summary = 'The user said: I live in Kyiv' AND superseded_by = (SELECT id FRO
 	history := edited(t, env, ann.ID(), page.MessageID, func(s string) bool { return strings.HasPrefix(s, "History of this memory") })
 	t.Logf("history: %q", history.Text)
 	require.Regexp(t, `Now, since \d+ \w+, \d\d:\d\d \(UTC\):\nThe user now lives in Lviv\n\nFrom \d+ \w+, \d\d:\d\d \(UTC\) until \d+ \w+, \d\d:\d\d \(UTC\):\nThe user said: I live in Kyiv`, history.Text)
-	q, err = ann.PressButton(history, "‹ Back")
-	require.NoError(t, err)
-	env.TG.WaitCallbackAnswer(t, q.ID)
+	ann.PressAndWait(t, history, "‹ Back")
 	page = edited(t, env, ann.ID(), page.MessageID, func(s string) bool { return strings.HasPrefix(s, "What I remember") })
 
 	q, err = ann.PressButton(page, "✏️ Correct 2")

@@ -108,9 +108,7 @@ func TestResumePDFAndDOCXBecomeConfirmedProfile(t *testing.T) {
 	forged := bob.PressRaw(hello, use)
 	require.Equal(t, "This button is not for you.", env.TG.WaitCallbackAnswer(t, forged.ID).Text)
 
-	q, err := ann.PressButton(draft, "✅ Use this profile")
-	require.NoError(t, err)
-	require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+	require.False(t, ann.PressAndWait(t, draft, "✅ Use this profile").ShowAlert)
 	used, _ := env.TG.MessageByID(ann.ID(), draft.MessageID)
 	require.Contains(t, used.Text, "This is your profile now")
 	require.Empty(t, used.ReplyMarkup.Buttons())
@@ -124,9 +122,7 @@ func TestResumePDFAndDOCXBecomeConfirmedProfile(t *testing.T) {
 	sent = ann.SendDocument(ann.ID(), "cv.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document", resumeFile(t, "resume.docx"))
 	draft = draftFor(t, env, ann, sent.MessageID)
 	require.Contains(t, env.LLM.RequestsFor("resume")[1].Prompt, docxPhrase, "the model read the DOCX's text")
-	q, err = ann.PressButton(draft, "✏️ Edit")
-	require.NoError(t, err)
-	env.TG.WaitCallbackAnswer(t, q.ID)
+	ann.PressAndWait(t, draft, "✏️ Edit")
 	prompt := env.TG.WaitMessageAfter(t, ann.ID(), draft.MessageID, func(m tgfake.BotMessage) bool {
 		return strings.Contains(m.Text, "Send me the corrected profile")
 	})
@@ -141,9 +137,7 @@ func TestResumePDFAndDOCXBecomeConfirmedProfile(t *testing.T) {
 	var runs int
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM pipeline_runs`).Scan(&runs))
 	require.Zero(t, runs, "the corrected text is the draft's, not the memory chat's")
-	q, err = ann.PressButton(revised, "✅ Use this profile")
-	require.NoError(t, err)
-	env.TG.WaitCallbackAnswer(t, q.ID)
+	ann.PressAndWait(t, revised, "✅ Use this profile")
 	eventually(t, 10*time.Second, func() bool { return profileOf(t, pool, ann.ID()) == corrected })
 
 	var drafts int

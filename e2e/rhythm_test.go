@@ -58,17 +58,9 @@ func setupRhythm(t *testing.T, n int, first int64, hh, mm, ss int) *rhythmBundle
 // subscribes Ann to golang.
 func (b *rhythmBundle) choose(t *testing.T, button, want string) {
 	t.Helper()
-	press(t, b.env, b.ann, b.settings, button)
+	b.ann.PressAndWait(t, b.settings, button)
 	require.Contains(t, current(t, b.env, b.ann.ID(), b.settings.MessageID).Text, want)
 	subscribe(t, b.env, b.ann, "golang")
-}
-
-// press presses a button by its text and waits for the answer.
-func press(t *testing.T, env *e2e.Env, who *tgfake.Person, msg tgfake.MessageRef, text string) tgfake.CallbackAnswer {
-	t.Helper()
-	q, err := who.PressButton(msg, text)
-	require.NoError(t, err)
-	return env.TG.WaitCallbackAnswer(t, q.ID)
 }
 
 // openSettings sets Moscow as the user's zone and opens /settings.
@@ -119,14 +111,14 @@ func TestRhythmDigestAtItsTimeWithQuietHours(t *testing.T) {
 	boris := env.TG.User(ann.ID()+100, "Борис", "ru")
 	require.Contains(t, ask(t, env, boris, boris.ID(), "/settings").Text,
 		"Время указано в поясе Москва (UTC+03:00), угаданном по языку: свой пояс можно задать командой /timezone.")
-	require.Contains(t, press(t, env, ann, settings, "Digest").Text, "Saved")
-	press(t, env, ann, settings, "22:00")
-	press(t, env, ann, settings, "✓ 09:00")
-	press(t, env, ann, settings, "✓ 18:00")
-	ans := press(t, env, ann, settings, "✓ 22:00")
+	require.Contains(t, ann.PressAndWait(t, settings, "Digest").Text, "Saved")
+	ann.PressAndWait(t, settings, "22:00")
+	ann.PressAndWait(t, settings, "✓ 09:00")
+	ann.PressAndWait(t, settings, "✓ 18:00")
+	ans := ann.PressAndWait(t, settings, "✓ 22:00")
 	require.True(t, ans.ShowAlert, "the last time stays")
 	require.Contains(t, ans.Text, "at least one time")
-	press(t, env, ann, settings, "22:00–08:00")
+	ann.PressAndWait(t, settings, "22:00–08:00")
 	settings = current(t, env, ann.ID(), settings.MessageID)
 	require.Contains(t, settings.Text, "Digest times: 22:00")
 	require.Contains(t, settings.Text, "Quiet hours: 22:00–08:00")
@@ -176,14 +168,14 @@ func TestRhythmDigestAtItsTimeWithQuietHours(t *testing.T) {
 	require.Len(t, digestMessages(env, ann.ID()), 1)
 	require.Equal(t, map[string]int{"listed": 3}, countBy(t, pool, `SELECT card, count(*) FROM vacancy_matches GROUP BY card`))
 
-	press(t, env, ann, digest, "1")
+	ann.PressAndWait(t, digest, "1")
 	card := env.TG.WaitMessageAfter(t, ann.ID(), digest.MessageID, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Score: 87") })
 	require.Contains(t, card.Text, "Golang developer")
 	eventually(t, 10*time.Second, func() bool { return statuses(t, pool)["SENT_TO_USER"] == 1 })
-	again := press(t, env, ann, digest, "1")
+	again := ann.PressAndWait(t, digest, "1")
 	require.True(t, again.ShowAlert)
 	require.Contains(t, again.Text, "already been sent")
-	require.False(t, press(t, env, ann, card, "✅ Applied").ShowAlert)
+	require.False(t, ann.PressAndWait(t, card, "✅ Applied").ShowAlert)
 	require.Equal(t, 1, statuses(t, pool)["APPLIED"])
 	require.Len(t, vacancyMessages(env, ann.ID()), 1, "one card for one press")
 

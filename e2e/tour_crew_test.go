@@ -245,9 +245,7 @@ func TestCrewsWeekReadsRight(t *testing.T) {
 	sayWant(boss, adminGroup, "/run_start 1", `запущен`)
 	b := crewBoard(t, env, 60*time.Second, func(s string) bool { return strings.Contains(s, "завершён") && strings.Contains(s, "⏳ 4") })
 	for _, label := range []string{"1 ✅", "2 ❌"} {
-		q, err := boss.PressButton(b, label)
-		require.NoError(t, err)
-		require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+		require.False(t, boss.PressAndWait(t, b, label).ShowAlert)
 	}
 	crewPress(t, env, boss, b, "ba")
 	crewPress(t, env, boss, b, "bn")

@@ -381,7 +381,7 @@ func shown(t *testing.T, env *e2e.Env, chat int64, id int, label string) tgfake.
 func tap(t *testing.T, env *e2e.Env, who *tgfake.Person, id int, label string) tgfake.CallbackAnswer {
 	t.Helper()
 	m := shown(t, env, who.ID(), id, label)
-	ans := pressFor(t, env, who, m, label)
+	ans := who.PressAndWait(t, m, label)
 	require.False(t, ans.ShowAlert, "%q on %q was refused: %q", label, m.Text, ans.Text)
 	return ans
 }

@@ -147,9 +147,7 @@ func TestVacancyDeliveredAndApplied(t *testing.T) {
 	require.Contains(t, describe(msg), "✅ Applied")
 	require.Contains(t, describe(msg), "https://hh.ru/vacancy/7000")
 
-	q, err := ann.PressButton(msg, "✅ Applied")
-	require.NoError(t, err)
-	ans := env.TG.WaitCallbackAnswer(t, q.ID)
+	ans := ann.PressAndWait(t, msg, "✅ Applied")
 	require.False(t, ans.ShowAlert, ans.Text)
 	edited, _ := env.TG.MessageByID(ann.ID(), msg.MessageID)
 	require.Contains(t, edited.Text, "Applied")
@@ -692,15 +690,6 @@ func TestSkillsCountsMatchedVacancies(t *testing.T) {
 	}), "no skill is shown in the group")
 }
 
-// pressFor presses the button reading text on msg as who and returns the
-// answer to the press.
-func pressFor(t *testing.T, env *e2e.Env, who *tgfake.Person, msg tgfake.BotMessage, text string) tgfake.CallbackAnswer {
-	t.Helper()
-	q, err := who.PressButton(msg, text)
-	require.NoError(t, err, describe(msg))
-	return env.TG.WaitCallbackAnswer(t, q.ID)
-}
-
 // The card's buttons move an application Applied → Invited → Offer, each
 // press editing the card; a stale press and a forged one change nothing;
 // /applications counts it, overall and for the search that found it, and
@@ -719,14 +708,14 @@ func TestPipelineButtonsAndApplications(t *testing.T) {
 	cards := vacancyMessages(env, ann.ID())
 	card, other := cards[0], cards[1]
 
-	require.False(t, pressFor(t, env, ann, card, "✅ Applied").ShowAlert)
+	require.False(t, ann.PressAndWait(t, card, "✅ Applied").ShowAlert)
 	card, _ = env.TG.MessageByID(ann.ID(), card.MessageID)
 	require.Contains(t, card.Text, "Applied")
 	require.Contains(t, describe(card), "🎉 Invited")
 	require.Contains(t, describe(card), "🔇 No answer")
 	rejected := buttonData(t, card, "❌ Rejected")
 
-	require.Equal(t, "Marked: invited.", pressFor(t, env, ann, card, "🎉 Invited").Text)
+	require.Equal(t, "Marked: invited.", ann.PressAndWait(t, card, "🎉 Invited").Text)
 	card, _ = env.TG.MessageByID(ann.ID(), card.MessageID)
 	require.Contains(t, card.Text, "🎉 Invited")
 	require.NotContains(t, describe(card), "No answer")
@@ -743,11 +732,11 @@ func TestPipelineButtonsAndApplications(t *testing.T) {
 	require.Equal(t, "This button is not for you.", forged.Text)
 	require.Equal(t, map[string]int{"INVITED": 1, "SENT_TO_USER": 1}, statuses(t, pool))
 
-	require.Equal(t, "Marked: offer.", pressFor(t, env, ann, card, "🏆 Offer").Text)
+	require.Equal(t, "Marked: offer.", ann.PressAndWait(t, card, "🏆 Offer").Text)
 	card, _ = env.TG.MessageByID(ann.ID(), card.MessageID)
 	require.Contains(t, card.Text, "🏆 Offer received")
 	require.NotContains(t, describe(card), "Rejected", "an offer is final")
-	require.False(t, pressFor(t, env, ann, other, "✅ Applied").ShowAlert)
+	require.False(t, ann.PressAndWait(t, other, "✅ Applied").ShowAlert)
 	require.Equal(t, map[string]int{"OFFER": 1, "APPLIED": 1}, statuses(t, pool))
 
 	report := ask(t, env, ann, ann.ID(), "/applications")
@@ -757,7 +746,7 @@ func TestPipelineButtonsAndApplications(t *testing.T) {
 	require.Equal(t, "1 · 🎉 Invited", report.ReplyMarkup.Buttons()[0].Text)
 
 	// A step pressed in the report redraws it with the new counts.
-	require.Equal(t, "Marked: rejected.", pressFor(t, env, ann, report, "1 · ❌ Rejected").Text)
+	require.Equal(t, "Marked: rejected.", ann.PressAndWait(t, report, "1 · ❌ Rejected").Text)
 	report, _ = env.TG.MessageByID(ann.ID(), report.MessageID)
 	require.Contains(t, report.Text, "Applied: 2\nAnswered: 2\nInvited: 1\nOffers: 1")
 	require.NotContains(t, report.Text, "Waiting for an answer")
@@ -790,7 +779,7 @@ func TestFollowUpReminderOnInjectedClock(t *testing.T) {
 	ann := env.TG.User(651, "Ann", "en")
 	subscribe(t, env, ann, "golang")
 	card := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Score: 87/100") })
-	require.False(t, pressFor(t, env, ann, card, "✅ Applied").ShowAlert)
+	require.False(t, ann.PressAndWait(t, card, "✅ Applied").ShowAlert)
 	require.Equal(t, map[string]int{"APPLIED": 1}, statuses(t, pool))
 	p.Signal(syscall.SIGTERM)
 	require.Zero(t, p.Wait(30*time.Second))
@@ -808,7 +797,7 @@ func TestFollowUpReminderOnInjectedClock(t *testing.T) {
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT followed_up_at IS NOT NULL FROM vacancy_matches`).Scan(&reminded))
 	require.True(t, reminded)
 
-	require.Equal(t, "Marked: invited.", pressFor(t, env, ann, reminder, "🎉 Invited").Text)
+	require.Equal(t, "Marked: invited.", ann.PressAndWait(t, reminder, "🎉 Invited").Text)
 	reminder, _ = env.TG.MessageByID(ann.ID(), reminder.MessageID)
 	require.Contains(t, reminder.Text, "Status: Invited")
 	require.NotContains(t, reminder.Text, "🔔", "the question is answered")
@@ -826,7 +815,7 @@ func TestFollowUpReminderOnInjectedClock(t *testing.T) {
 	env.Start(over)
 	second := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🔔 How did the interview go?") })
 	require.Contains(t, describe(second), "🏆 Offer")
-	require.Equal(t, "Marked: offer.", pressFor(t, env, ann, second, "🏆 Offer").Text)
+	require.Equal(t, "Marked: offer.", ann.PressAndWait(t, second, "🏆 Offer").Text)
 	require.Equal(t, map[string]int{"OFFER": 1}, statuses(t, pool))
 	env.TG.WaitFor(t, 30*time.Second, func() bool {
 		card, _ = env.TG.MessageByID(ann.ID(), card.MessageID)

@@ -1,6 +1,8 @@
 package tgfake
 
 import (
+	"testing"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -349,6 +351,17 @@ func (p *Person) Press(msg MessageRef, data string) (CallbackQuery, error) {
 		return "", fmt.Errorf("%w: message %d in chat %d has no button with callback_data %q; buttons: %s",
 			ErrNoSuchButton, m.MessageID, m.Chat.ID, data, describeButtons(m.ReplyMarkup))
 	})
+}
+
+// PressAndWait presses the button labelled text on msg and waits for the
+// bot's answer to the press; a button that is not there fails the test.
+func (p *Person) PressAndWait(t testing.TB, msg MessageRef, text string) CallbackAnswer {
+	t.Helper()
+	q, err := p.PressButton(msg, text)
+	if err != nil {
+		t.Fatalf("press %q: %v", text, err)
+	}
+	return p.srv.WaitCallbackAnswer(t, q.ID)
 }
 
 // PressButton presses the callback button with the given visible text.
