@@ -232,7 +232,7 @@ func (a *app) buildWorkflows(context.Context) error {
 		Workers: cfg.MemoryWorkers, StageLease: cfg.MemoryLease, SweepInterval: cfg.MemoryReaperInterval,
 		Window: window, StreamEvery: cfg.MemoryStreamEvery, Claimer: a.beats.Claimer(),
 	}, memory.Deps{
-		Repo: a.store, Outbox: a.store.Outbox(), Users: a.store.Users(), LLM: llm.MemoryPort{Client: a.llm}, Notifier: notes, Typist: bot.Typist{Sender: a.out},
+		Runs: a.store.PipelineRuns(), Memories: a.store.Memories(), Prompts: a.store.Prompts(), Outbox: a.store.Outbox(), Users: a.store.Users(), LLM: llm.MemoryPort{Client: a.llm}, Notifier: notes, Typist: bot.Typist{Sender: a.out},
 		Drafts: bot.Drafts{Sender: a.out}, Log: log, Registerer: a.reg,
 	})
 	if err != nil {

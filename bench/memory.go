@@ -281,11 +281,13 @@ func startMemoryRig(ctx context.Context, cfg memoryConfig, db *benchDB, out io.W
 			return nil, err
 		}
 		// The app's renderer, and "typing" over HTTP to the fake Telegram.
-		deps := memory.Deps{Repo: clockedRepo{rp.store, rig.clock}, Outbox: rp.store.Outbox(), Users: rp.store.Users(), LLM: rig.timer.wrap(llm.MemoryPort{Client: rp.llmc}, rig.st),
+		deps := memory.Deps{Runs: clockedRuns{rp.store.PipelineRuns(), rig.clock}, Memories: rp.store.Memories(), Prompts: rp.store.Prompts(), Outbox: rp.store.Outbox(), Users: rp.store.Users(), LLM: rig.timer.wrap(llm.MemoryPort{Client: rp.llmc}, rig.st),
 			Notifier: bot.NewRenderer(bot.RenderConfig{}, catalog, log), Typist: bot.Typist{Sender: sender},
 			Log: log, Registerer: prometheus.NewRegistry()}
 		if rig.st != nil {
-			deps.Repo = timedMemoryRepo{deps.Repo, rig.st}
+			deps.Runs = timedMemoryRuns{deps.Runs, rig.st}
+			deps.Memories = timedMemories{deps.Memories, rig.st}
+			deps.Prompts = timedPrompts{deps.Prompts, rig.st}
 			deps.Notifier = timedMemoryNotifier{deps.Notifier, rig.st}
 			deps.Typist = timedTypist{deps.Typist, rig.st}
 		}
@@ -325,7 +327,7 @@ func startMemoryRig(ctx context.Context, cfg memoryConfig, db *benchDB, out io.W
 		return nil, err
 	}
 
-	// The bot only renders the answers: MarkPipelineRunDelivered writes them to the
+	// The bot only renders the answers: Runs.MarkDelivered writes them to the
 	// outbox, and an outbox sender delivers them to the fake Telegram, as
 	// in the application. It runs alongside the orchestrators; verify
 	// waits for it to drain the outbox before reading what Telegram got.
@@ -490,7 +492,7 @@ func submitRuns(ctx context.Context, svc *memory.Service, cfg memoryConfig, user
 
 // waitArchived polls every 10 ms until n runs (with an id above floor) are archived and returns the
 // time since start at the poll that saw it in the database. The database
-// count is only asked for once the orchestrators' own count of ArchivePipelineRun
+// count is only asked for once the orchestrators' own count of Runs.Archive
 // calls has reached n (and every second regardless): the count is a
 // sequential scan of pipeline_runs, some 3 ms once the table holds 2000
 // runs and their dead versions, and asked every 10 ms it took about 5 % of
@@ -591,7 +593,7 @@ type memoryResult struct {
 	// overhead, llmTime, latency (created → archived) and service
 	// (start of processing → archived) per run, each sorted.
 	overhead, llmTime, latency, service durations
-	// inWorker is the time from the capture of the NEW run to ArchivePipelineRun's
+	// inWorker is the time from the capture of the NEW run to Runs.Archive's
 	// return, less LLM time; queued is service − that span: the wait for
 	// a worker (and the NOTIFY or dispatch that leads to one).
 	inWorker, queued durations
@@ -732,8 +734,8 @@ WHERE source_run_ids[1] > $1`, floor).Scan(&sums, &sumRuns); err != nil {
 	return wrong.err()
 }
 
-// runClock records, per run, when a worker started it (the CapturePipelineRun call
-// that took it from NEW) and when its ArchivePipelineRun returned, and counts the
+// runClock records, per run, when a worker started it (the Runs.Capture call
+// that took it from NEW) and when its Runs.Archive returned, and counts the
 // runs archived and failed.
 type runClock struct {
 	mu         sync.Mutex
@@ -756,14 +758,14 @@ func (c *runClock) span(id int64) (time.Duration, bool) {
 	return e.Sub(b), ok1 && ok2
 }
 
-type clockedRepo struct {
-	memory.Repository
+type clockedRuns struct {
+	memory.Runs
 	c *runClock
 }
 
-func (r clockedRepo) CapturePipelineRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, claimer string, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
+func (r clockedRuns) Capture(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, claimer string, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
 	start := time.Now()
-	run, rc, ok, err := r.Repository.CapturePipelineRun(ctx, id, from, to, lease, claimer, size)
+	run, rc, ok, err := r.Runs.Capture(ctx, id, from, to, lease, claimer, size)
 	if ok && err == nil && from == memory.New {
 		r.c.mu.Lock()
 		r.c.begin[id] = start
@@ -772,8 +774,8 @@ func (r clockedRepo) CapturePipelineRun(ctx context.Context, id int64, from, to 
 	return run, rc, ok, err
 }
 
-func (r clockedRepo) StepPipelineRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
-	ok, err := r.Repository.StepPipelineRun(ctx, id, st)
+func (r clockedRuns) Step(ctx context.Context, id int64, st memory.Step) (bool, error) {
+	ok, err := r.Runs.Step(ctx, id, st)
 	if ok && err == nil && st.To == memory.Failed {
 		r.c.mu.Lock()
 		r.c.failed++
@@ -782,8 +784,8 @@ func (r clockedRepo) StepPipelineRun(ctx context.Context, id int64, st memory.St
 	return ok, err
 }
 
-func (r clockedRepo) ArchivePipelineRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
-	next, ok, err := r.Repository.ArchivePipelineRun(ctx, id, sum)
+func (r clockedRuns) Archive(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
+	next, ok, err := r.Runs.Archive(ctx, id, sum)
 	if ok && err == nil {
 		now := time.Now()
 		r.c.mu.Lock()

@@ -200,7 +200,7 @@ func benchMemoryQuality(ctx context.Context, cfg memoryQualityConfig, out io.Wri
 
 	firsts := &firstTexts{at: map[string]time.Time{}}
 	svc, err := memory.NewService(memory.Config{Workers: 4, StreamEvery: cfg.stream},
-		memory.Deps{Repo: db.store, Outbox: db.store.Outbox(), Users: db.store.Users(), LLM: firsts.wrap(llm.MemoryPort{Client: client}),
+		memory.Deps{Runs: db.store.PipelineRuns(), Memories: db.store.Memories(), Prompts: db.store.Prompts(), Outbox: db.store.Outbox(), Users: db.store.Users(), LLM: firsts.wrap(llm.MemoryPort{Client: client}),
 			Notifier: bot.NewRenderer(bot.RenderConfig{}, locales.MustLoad(), log), Drafts: quietDrafts{},
 			Log: log, Registerer: prometheus.NewRegistry()})
 	if err != nil {
@@ -323,7 +323,7 @@ func waitRunArchived(ctx context.Context, db *benchDB, id int64, timeout time.Du
 	var r memory.PipelineRun
 	err := poll(ctx, 20*time.Millisecond, timeout, func() (bool, error) {
 		var err error
-		if r, err = db.store.PipelineRun(ctx, id); err != nil {
+		if r, err = db.store.PipelineRuns().Get(ctx, id); err != nil {
 			return false, err
 		}
 		return !r.ArchivedAt.IsZero() || (r.Status == memory.Failed && !r.DeliveredAt.IsZero()), nil

@@ -119,77 +119,87 @@ func (t timedNotifier) Card(d vacancy.CardData) []domain.Message {
 	return t.Notifier.Card(d)
 }
 
-// timedMemoryRepo times the repository calls the memory orchestrators
-// make. Each is one round trip: one statement, or (CapturePipelineRun with a recall,
-// StepPipelineRun with a capture) a few sent together.
-// SubmitPipelineRun is intake, made by the submitters, not the workers; the bench
-// times it on its own.
-type timedMemoryRepo struct {
-	memory.Repository
+// timedMemoryRuns, timedMemories and timedPrompts time the storage calls
+// the memory orchestrators make. Each is one round trip: one statement, or
+// (Capture with a recall, Step with a capture) a few sent together. The
+// stages keep the names the calls had on storage.Store. Submit is intake,
+// made by the submitters, not the workers; the bench times it on its own.
+type timedMemoryRuns struct {
+	memory.Runs
 	s *stages
 }
 
-func (r timedMemoryRepo) CapturePipelineRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, claimer string, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
+type timedMemories struct {
+	memory.Memories
+	s *stages
+}
+
+type timedPrompts struct {
+	memory.Prompts
+	s *stages
+}
+
+func (r timedMemoryRuns) Capture(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, claimer string, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
 	name := "db CapturePipelineRun"
 	if size != (memory.RecallSize{}) {
 		name += " + recall"
 	}
 	defer r.s.since(name, time.Now())
-	return r.Repository.CapturePipelineRun(ctx, id, from, to, lease, claimer, size)
+	return r.Runs.Capture(ctx, id, from, to, lease, claimer, size)
 }
 
-func (r timedMemoryRepo) StepPipelineRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
+func (r timedMemoryRuns) Step(ctx context.Context, id int64, st memory.Step) (bool, error) {
 	name := "db StepPipelineRun"
 	if st.Then != "" {
 		name += " + capture"
 	}
 	defer r.s.since(name, time.Now())
-	return r.Repository.StepPipelineRun(ctx, id, st)
+	return r.Runs.Step(ctx, id, st)
 }
 
-func (r timedMemoryRepo) ClaimFinishedPipelineRun(ctx context.Context, id int64, lease time.Duration, claimer string) (memory.PipelineRun, bool, error) {
+func (r timedMemoryRuns) ClaimFinished(ctx context.Context, id int64, lease time.Duration, claimer string) (memory.PipelineRun, bool, error) {
 	defer r.s.since("db ClaimFinishedPipelineRun", time.Now())
-	return r.Repository.ClaimFinishedPipelineRun(ctx, id, lease, claimer)
+	return r.Runs.ClaimFinished(ctx, id, lease, claimer)
 }
 
-func (r timedMemoryRepo) MarkPipelineRunDelivered(ctx context.Context, id int64, tell domain.Render[memory.PipelineRun]) (bool, error) {
+func (r timedMemoryRuns) MarkDelivered(ctx context.Context, id int64, tell domain.Render[memory.PipelineRun]) (bool, error) {
 	defer r.s.since("db MarkPipelineRunDelivered", time.Now())
-	return r.Repository.MarkPipelineRunDelivered(ctx, id, tell)
+	return r.Runs.MarkDelivered(ctx, id, tell)
 }
 
-func (r timedMemoryRepo) ArchivePipelineRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
+func (r timedMemoryRuns) Archive(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
 	defer r.s.since("db ArchivePipelineRun", time.Now())
-	return r.Repository.ArchivePipelineRun(ctx, id, sum)
+	return r.Runs.Archive(ctx, id, sum)
 }
 
-func (r timedMemoryRepo) ReleasePipelineRun(ctx context.Context, id int64) error {
+func (r timedMemoryRuns) Release(ctx context.Context, id int64) error {
 	defer r.s.since("db ReleasePipelineRun", time.Now())
-	return r.Repository.ReleasePipelineRun(ctx, id)
+	return r.Runs.Release(ctx, id)
 }
 
-func (r timedMemoryRepo) OpenPipelineRuns(ctx context.Context, limit int) ([]memory.Ref, error) {
+func (r timedMemoryRuns) Open(ctx context.Context, limit int) ([]memory.Ref, error) {
 	defer r.s.since("db OpenPipelineRuns", time.Now())
-	return r.Repository.OpenPipelineRuns(ctx, limit)
+	return r.Runs.Open(ctx, limit)
 }
 
-func (r timedMemoryRepo) NextPipelineRun(ctx context.Context, userID int64) (memory.Ref, bool, error) {
+func (r timedMemoryRuns) Next(ctx context.Context, userID int64) (memory.Ref, bool, error) {
 	defer r.s.since("db NextPipelineRun", time.Now())
-	return r.Repository.NextPipelineRun(ctx, userID)
+	return r.Runs.Next(ctx, userID)
 }
 
-func (r timedMemoryRepo) MemorySummaries(ctx context.Context, userID int64, limit int) ([]memory.Summary, error) {
+func (r timedMemories) Summaries(ctx context.Context, userID int64, limit int) ([]memory.Summary, error) {
 	defer r.s.since("db MemorySummaries", time.Now())
-	return r.Repository.MemorySummaries(ctx, userID, limit)
+	return r.Memories.Summaries(ctx, userID, limit)
 }
 
-func (r timedMemoryRepo) ActiveSystemPrompt(ctx context.Context, role string) (memory.Prompt, error) {
+func (r timedPrompts) Active(ctx context.Context, role string) (memory.Prompt, error) {
 	defer r.s.since("db ActiveSystemPrompt", time.Now())
-	return r.Repository.ActiveSystemPrompt(ctx, role)
+	return r.Prompts.Active(ctx, role)
 }
 
-func (r timedMemoryRepo) PipelineBacklog(ctx context.Context) (int, error) {
+func (r timedMemoryRuns) Backlog(ctx context.Context) (int, error) {
 	defer r.s.since("db PipelineBacklog", time.Now())
-	return r.Repository.PipelineBacklog(ctx)
+	return r.Runs.Backlog(ctx)
 }
 
 type timedMemoryNotifier struct {

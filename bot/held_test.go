@@ -26,9 +26,9 @@ func TestStatusShowsWorkHeldPastItsLease(t *testing.T) {
 
 	_, err := env.st.Users().Upsert(ctx, domain.User{ID: 77, FirstName: "U"})
 	require.NoError(t, err)
-	r, _, err := env.st.SubmitPipelineRun(ctx, 77, 77, 1, "hello")
+	r, _, err := env.st.PipelineRuns().Submit(ctx, 77, 77, 1, "hello")
 	require.NoError(t, err)
-	_, _, ok, err := env.st.CapturePipelineRun(ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
+	_, _, ok, err := env.st.PipelineRuns().Capture(ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	_, err = env.st.Pool().Exec(ctx, `UPDATE pipeline_runs SET claimed_until = now() - interval '1 second' WHERE id = $1`, r.ID)

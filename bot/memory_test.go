@@ -80,7 +80,7 @@ func setupMemoryLLM(t *testing.T, run bool, model memory.LLM) memEnv {
 	// fake Telegram the bot talks to exists only once setup made it.
 	var tb bundle
 	svc, err := memory.NewService(memory.Config{}, memory.Deps{
-		Repo: st, Outbox: st.Outbox(), Users: st.Users(), LLM: model, Notifier: testRenderer(bot.RenderConfig{}), Log: slog.New(slog.DiscardHandler),
+		Runs: st.PipelineRuns(), Memories: st.Memories(), Prompts: st.Prompts(), Outbox: st.Outbox(), Users: st.Users(), LLM: model, Notifier: testRenderer(bot.RenderConfig{}), Log: slog.New(slog.DiscardHandler),
 		Typist: typistFunc(func(ctx context.Context, chatID int64) error { return tb.bot.Typing(ctx, chatID) }),
 	})
 	require.NoError(t, err)
@@ -106,7 +106,7 @@ func runOf(t *testing.T, st *storage.Store, userID int64, messageID int) memory.
 	var id int64
 	require.NoError(t, st.Pool().QueryRow(context.Background(),
 		`SELECT id FROM pipeline_runs WHERE user_id = $1 AND message_id = $2`, userID, messageID).Scan(&id))
-	r, err := st.PipelineRun(context.Background(), id)
+	r, err := st.PipelineRuns().Get(context.Background(), id)
 	require.NoError(t, err)
 	return r
 }

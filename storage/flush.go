@@ -17,7 +17,7 @@ import (
 // and so up to every commit before it. One flush runs at a time and serves
 // everyone who asked while the previous one ran (group commit, done here
 // rather than by PostgreSQL, for transactions that must not wait for the
-// disk themselves: see SubmitPipelineRun). So a slow disk holds at most one pool
+// disk themselves: see PipelineRuns.Submit). So a slow disk holds at most one pool
 // connection, not one per waiting caller: were every caller to hold its own
 // connection through the wait, a stall of a few hundred milliseconds would
 // let waiting intakes take the whole pool, and the pipeline's workers would

@@ -35,11 +35,11 @@ func TestHeldPastLease(t *testing.T) {
 	}
 
 	r := f.submit(1, "hello")
-	_, _, ok, err := st.CapturePipelineRun(ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
+	_, _, ok, err := st.PipelineRuns().Capture(ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	lapse("pipeline_runs", storage.HeldWork{PipelineRuns: 1}, "the stage's lease ran out")
-	ok, err = st.StepPipelineRun(ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.New})
+	ok, err = st.PipelineRuns().Step(ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.New})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, storage.HeldWork{}, held(), "given back")

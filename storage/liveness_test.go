@@ -54,9 +54,9 @@ func setupLiveness(t *testing.T) liveFixture {
 		user := int64(i + 1)
 		_, err := f.st.Users().Upsert(f.ctx, domain.User{ID: user, FirstName: "U"})
 		require.NoError(t, err)
-		r, _, err := f.st.SubmitPipelineRun(f.ctx, user, user, 1, "hello")
+		r, _, err := f.st.PipelineRuns().Submit(f.ctx, user, user, 1, "hello")
 		require.NoError(t, err)
-		_, _, ok, err := f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, 10*time.Minute, c, memory.RecallSize{})
+		_, _, ok, err := f.st.PipelineRuns().Capture(f.ctx, r.ID, memory.New, memory.Analyzing, 10*time.Minute, c, memory.RecallSize{})
 		require.NoError(t, err)
 		require.True(t, ok, c)
 		runs = append(runs, r.ID)
@@ -91,7 +91,7 @@ func (f liveFixture) requireFree(t *testing.T, want free, msg string) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, want.matches, matches, "vacancy matches: "+msg)
-	returned, failed, err := f.st.ReapPipelineRuns(f.ctx, 5)
+	returned, failed, err := f.st.PipelineRuns().Reap(f.ctx, 5)
 	require.NoError(t, err)
 	require.Empty(t, failed)
 	var reaped []int64

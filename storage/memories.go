@@ -11,9 +11,17 @@ import (
 	"switchboard/domain/memory"
 )
 
-// Memories (lsm_storage) and the questions the bot asks about them
-// (memory_requests): memory.SummaryStore. Every statement names the user,
-// so an id of another user's memory, or of none, touches nothing.
+// Memories is the long-term memory aggregate: the summaries (lsm_storage)
+// and the questions the bot asks about them (memory_requests), and the
+// user's privacy settings (memory_settings: /export and /incognito,
+// memory_export.go). Every statement names the user, so an id of another
+// user's memory, or of none, touches nothing.
+type Memories struct{ *db }
+
+// Memories is the store of the users' long-term memories.
+func (s *Store) Memories() *Memories { return &Memories{s.db} }
+
+var _ memory.Memories = (*Memories)(nil)
 
 const summaryColumns = `id, time_bucket_start, time_bucket_end, tags, summary, source_run_ids, created_at`
 
@@ -49,8 +57,8 @@ func collectVersions(rows pgx.Rows, err error) ([]memory.Summary, error) {
 	})
 }
 
-// MemorySummaries lists a user's current memories, newest first.
-func (s *Store) MemorySummaries(ctx context.Context, userID int64, limit int) ([]memory.Summary, error) {
+// Summaries lists a user's current memories, newest first.
+func (s *Memories) Summaries(ctx context.Context, userID int64, limit int) ([]memory.Summary, error) {
 	out, err := collectSummaries(s.pool.Query(ctx, `SELECT `+summaryColumns+`
 FROM lsm_storage WHERE user_id = $1 AND invalid_at IS NULL ORDER BY id DESC LIMIT $2`, userID, limit))
 	if err != nil {
@@ -59,9 +67,9 @@ FROM lsm_storage WHERE user_id = $1 AND invalid_at IS NULL ORDER BY id DESC LIMI
 	return out, nil
 }
 
-// MemoryPage is a page of the user's current memories, newest first, and
+// Page is a page of the user's current memories, newest first, and
 // how many current ones they have.
-func (s *Store) MemoryPage(ctx context.Context, userID int64, offset, limit int) ([]memory.Summary, int, error) {
+func (s *Memories) Page(ctx context.Context, userID int64, offset, limit int) ([]memory.Summary, int, error) {
 	var total int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM lsm_storage WHERE user_id = $1 AND invalid_at IS NULL`,
 		userID).Scan(&total); err != nil {
@@ -75,9 +83,9 @@ FROM lsm_storage WHERE user_id = $1 AND invalid_at IS NULL ORDER BY id DESC OFFS
 	return out, total, nil
 }
 
-// MemoryVersions lists the user's memories, current and superseded, newest
+// Versions lists the user's memories, current and superseded, newest
 // first.
-func (s *Store) MemoryVersions(ctx context.Context, userID int64, limit int) ([]memory.Summary, error) {
+func (s *Memories) Versions(ctx context.Context, userID int64, limit int) ([]memory.Summary, error) {
 	out, err := collectVersions(s.pool.Query(ctx, `SELECT `+versionColumns+`
 FROM lsm_storage WHERE user_id = $1 ORDER BY id DESC LIMIT $2`, userID, limit))
 	if err != nil {
@@ -99,9 +107,9 @@ const chainOf = `WITH RECURSIVE up AS (
     SELECT m.id FROM lsm_storage m JOIN chain ON m.superseded_by = chain.id
 )`
 
-// MemoryHistory is the version chain of one of the user's memories, newest
+// History is the version chain of one of the user's memories, newest
 // first; empty if there is no such memory of theirs.
-func (s *Store) MemoryHistory(ctx context.Context, userID, id int64) ([]memory.Summary, error) {
+func (s *Memories) History(ctx context.Context, userID, id int64) ([]memory.Summary, error) {
 	out, err := collectVersions(s.pool.Query(ctx, chainOf+`
 SELECT `+versionColumns+` FROM lsm_storage WHERE user_id = $1 AND id IN (SELECT id FROM chain)
 ORDER BY created_at DESC, id DESC`, userID, []int64{id}))
@@ -111,9 +119,9 @@ ORDER BY created_at DESC, id DESC`, userID, []int64{id}))
 	return out, nil
 }
 
-// DeleteMemories deletes the version chains of the user's memories ids
+// Delete deletes the version chains of the user's memories ids
 // and every copy of their text, in one transaction (deleteMemoryChains).
-func (s *Store) DeleteMemories(ctx context.Context, userID int64, ids []int64) (memory.Erased, error) {
+func (s *Memories) Delete(ctx context.Context, userID int64, ids []int64) (memory.Erased, error) {
 	var e memory.Erased
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -227,10 +235,10 @@ FOR UPDATE`,
 WHERE id = $1`)
 }
 
-// AskMemoryCorrection records that the user's next text corrects their
+// AskCorrection records that the user's next text corrects their
 // current memory id, replacing a correction waiting; expired requests of
 // theirs go on the way.
-func (s *Store) AskMemoryCorrection(ctx context.Context, userID, id int64, ttl time.Duration) (memory.Summary, bool, error) {
+func (s *Memories) AskCorrection(ctx context.Context, userID, id int64, ttl time.Duration) (memory.Summary, bool, error) {
 	out, err := collectSummaries(s.pool.Query(ctx, `
 WITH m AS (
     SELECT `+summaryColumns+` FROM lsm_storage WHERE id = $2 AND user_id = $1 AND invalid_at IS NULL
@@ -252,8 +260,8 @@ SELECT `+summaryColumns+` FROM m`, userID, id, ttl.Milliseconds()))
 	return out[0], true, nil
 }
 
-// CancelMemoryCorrection drops the user's correction of memory id.
-func (s *Store) CancelMemoryCorrection(ctx context.Context, userID, id int64) (bool, error) {
+// CancelCorrection drops the user's correction of memory id.
+func (s *Memories) CancelCorrection(ctx context.Context, userID, id int64) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM memory_requests
 WHERE user_id = $1 AND kind = 'correct' AND memory_ids[1] = $2 AND expires_at > now()`, userID, id)
 	if err != nil {
@@ -262,8 +270,8 @@ WHERE user_id = $1 AND kind = 'correct' AND memory_ids[1] = $2 AND expires_at > 
 	return tag.RowsAffected() == 1, nil
 }
 
-// MemoryCorrectionWaiting says whether the user has a correction waiting.
-func (s *Store) MemoryCorrectionWaiting(ctx context.Context, userID int64) (bool, error) {
+// CorrectionWaiting says whether the user has a correction waiting.
+func (s *Memories) CorrectionWaiting(ctx context.Context, userID int64) (bool, error) {
 	var waiting bool
 	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM memory_requests
 WHERE user_id = $1 AND kind = 'correct' AND expires_at > now())`, userID).Scan(&waiting); err != nil {
@@ -272,7 +280,7 @@ WHERE user_id = $1 AND kind = 'correct' AND expires_at > now())`, userID).Scan(&
 	return waiting, nil
 }
 
-// TakeMemoryCorrection consumes the user's correction, if one is waiting,
+// TakeCorrection consumes the user's correction, if one is waiting,
 // and saves fix (its text and bucket) as the new current version of the
 // memory, with that memory's tags, superseding it: one statement. The
 // memory is locked and checked current, so a correction racing the
@@ -281,7 +289,7 @@ WHERE user_id = $1 AND kind = 'correct' AND expires_at > now())`, userID).Scan(&
 // The new version names messageID, the private message it came from
 // (0: none): the same message again finds the version it saved, returned
 // as saved, and consumes nothing.
-func (s *Store) TakeMemoryCorrection(ctx context.Context, userID int64, messageID int, fix memory.Summary) (memory.Correction, error) {
+func (s *Memories) TakeCorrection(ctx context.Context, userID int64, messageID int, fix memory.Summary) (memory.Correction, error) {
 	var taken, live bool
 	var saved *int64
 	var created *time.Time
@@ -327,9 +335,9 @@ SELECT EXISTS (SELECT 1 FROM req) OR EXISTS (SELECT 1 FROM done),
 	return memory.Correction{Outcome: memory.CorrectionSaved, New: fix}, nil
 }
 
-// AskForgetMemories records the memories a "forget what I told you" found;
+// AskForget records the memories a "forget what I told you" found;
 // expired requests of the user's go on the way.
-func (s *Store) AskForgetMemories(ctx context.Context, userID int64, ids []int64, ttl time.Duration) (int64, error) {
+func (s *Memories) AskForget(ctx context.Context, userID int64, ids []int64, ttl time.Duration) (int64, error) {
 	var id int64
 	err := s.pool.QueryRow(ctx, `
 WITH expired AS (
@@ -343,10 +351,10 @@ VALUES ($1, 'forget', $2, now() + $3 * interval '1 millisecond') RETURNING id`, 
 	return id, nil
 }
 
-// ForgetMemories consumes the user's request and deletes its memories
+// Forget consumes the user's request and deletes its memories
 // (deleteMemoryChains), in one transaction; false if the request is gone,
 // expired or not theirs.
-func (s *Store) ForgetMemories(ctx context.Context, userID, requestID int64) (memory.Erased, bool, error) {
+func (s *Memories) Forget(ctx context.Context, userID, requestID int64) (memory.Erased, bool, error) {
 	var e memory.Erased
 	var ok bool
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
@@ -372,7 +380,7 @@ RETURNING memory_ids, expires_at > now()`, userID, requestID).Scan(&ids, &live)
 }
 
 // DropForgetRequest drops the user's request unanswered, expired or not.
-func (s *Store) DropForgetRequest(ctx context.Context, userID, requestID int64) (bool, error) {
+func (s *Memories) DropForgetRequest(ctx context.Context, userID, requestID int64) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM memory_requests
 WHERE id = $2 AND user_id = $1 AND kind = 'forget'`, userID, requestID)
 	if err != nil {

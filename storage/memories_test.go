@@ -57,7 +57,7 @@ VALUES ($1, 'memory_draft', $2::bigint, 'answer:' || $2::bigint, true, jsonb_bui
 	var memID int64
 	if sum != nil {
 		sum.SourceRunIDs = []int64{id}
-		_, ok, err := f.st.ArchivePipelineRun(f.ctx, id, sum)
+		_, ok, err := f.st.PipelineRuns().Archive(f.ctx, id, sum)
 		require.NoError(f.t, err)
 		require.True(f.t, ok)
 		require.NoError(f.t, f.st.Pool().QueryRow(f.ctx, `SELECT id FROM lsm_storage WHERE $1 = ANY (source_run_ids)`, id).Scan(&memID))
@@ -90,8 +90,8 @@ func TestArchiveSupersedesOnlyTheUsersCurrentMemories(t *testing.T) {
 	_, bobs := f.archivedRun(memBob, "I live in Kyiv too", "Nice", summary("Bob lives in Kyiv"))
 
 	_, lviv := f.archivedRun(memAnn, "I moved from Kyiv to Lviv", "Congratulations", summary("Ann moved to Lviv", kyiv, bobs, 99_999_999))
-	require.Equal(t, []int64{lviv, job}, memIDs(must(f.st.MemorySummaries(f.ctx, memAnn, 10))))
-	require.Equal(t, []int64{bobs}, memIDs(must(f.st.MemorySummaries(f.ctx, memBob, 10))), "Bob's memory is not Ann's to supersede")
+	require.Equal(t, []int64{lviv, job}, memIDs(must(f.st.Memories().Summaries(f.ctx, memAnn, 10))))
+	require.Equal(t, []int64{bobs}, memIDs(must(f.st.Memories().Summaries(f.ctx, memBob, 10))), "Bob's memory is not Ann's to supersede")
 	var invalid bool
 	var by int64
 	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT invalid_at IS NOT NULL, superseded_by FROM lsm_storage WHERE id = $1`, kyiv).Scan(&invalid, &by))
@@ -101,38 +101,38 @@ func TestArchiveSupersedesOnlyTheUsersCurrentMemories(t *testing.T) {
 	// A later summary naming the superseded memory again changes nothing.
 	_, later := f.archivedRun(memAnn, "Still in Lviv", "Good", summary("Ann is settled in Lviv", kyiv))
 	require.Equal(t, lviv, f.int64s(`SELECT superseded_by FROM lsm_storage WHERE id = $1`, kyiv)[0])
-	require.Equal(t, []int64{later, lviv, job}, memIDs(must(f.st.MemorySummaries(f.ctx, memAnn, 10))))
+	require.Equal(t, []int64{later, lviv, job}, memIDs(must(f.st.Memories().Summaries(f.ctx, memAnn, 10))))
 
 	// The next run's recall has the current memories only.
-	next := must1(f.st.SubmitPipelineRun(f.ctx, memAnn, memAnn, 9, "Where do I live?"))
-	_, rc, ok, err := f.st.CapturePipelineRun(f.ctx, next.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{Logs: 10, Summaries: 20})
+	next := must1(f.st.PipelineRuns().Submit(f.ctx, memAnn, memAnn, 9, "Where do I live?"))
+	_, rc, ok, err := f.st.PipelineRuns().Capture(f.ctx, next.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{Logs: 10, Summaries: 20})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, []int64{later, lviv, job}, memIDs(rc.Summaries))
 
 	// /memory's page marks what has history; the history is the chain,
 	// newest first, with when each version stopped being true.
-	page, total, err := f.st.MemoryPage(f.ctx, memAnn, 0, 2)
+	page, total, err := f.st.Memories().Page(f.ctx, memAnn, 0, 2)
 	require.NoError(t, err)
 	require.Equal(t, 3, total)
 	require.Equal(t, []int64{later, lviv}, memIDs(page))
 	require.Empty(t, page[0].Supersedes)
 	require.Equal(t, []int64{kyiv}, page[1].Supersedes)
-	page, _, err = f.st.MemoryPage(f.ctx, memAnn, 2, 2)
+	page, _, err = f.st.Memories().Page(f.ctx, memAnn, 2, 2)
 	require.NoError(t, err)
 	require.Equal(t, []int64{job}, memIDs(page))
 
-	h, err := f.st.MemoryHistory(f.ctx, memAnn, kyiv)
+	h, err := f.st.Memories().History(f.ctx, memAnn, kyiv)
 	require.NoError(t, err)
 	require.Equal(t, []int64{lviv, kyiv}, memIDs(h), "from an old version, the whole chain")
 	require.True(t, h[0].Current())
 	require.False(t, h[1].Current())
 	require.Equal(t, lviv, h[1].SupersededBy)
-	h, err = f.st.MemoryHistory(f.ctx, memBob, kyiv)
+	h, err = f.st.Memories().History(f.ctx, memBob, kyiv)
 	require.NoError(t, err)
 	require.Empty(t, h, "not Bob's")
 
-	versions, err := f.st.MemoryVersions(f.ctx, memAnn, 10)
+	versions, err := f.st.Memories().Versions(f.ctx, memAnn, 10)
 	require.NoError(t, err)
 	require.Equal(t, []int64{later, lviv, job, kyiv}, memIDs(versions))
 }
@@ -164,12 +164,12 @@ func TestDeleteMemoryErasesItsChainAndEveryCopy(t *testing.T) {
 	_, bobs := f.archivedRun(memBob, "Bob's own words", "Fine", summary("Ann "+kyivMarker))
 
 	// Ann corrects it: the correction supersedes it.
-	m, ok, err := f.st.AskMemoryCorrection(f.ctx, memAnn, old, time.Hour)
+	m, ok, err := f.st.Memories().AskCorrection(f.ctx, memAnn, old, time.Hour)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "Ann "+kyivMarker, m.Summary)
 	bs, be := week()
-	c, err := f.st.TakeMemoryCorrection(f.ctx, memAnn, 0, memory.Summary{BucketStart: bs, BucketEnd: be, Summary: "Ann " + kyivMarker + " since May"})
+	c, err := f.st.Memories().TakeCorrection(f.ctx, memAnn, 0, memory.Summary{BucketStart: bs, BucketEnd: be, Summary: "Ann " + kyivMarker + " since May"})
 	require.NoError(t, err)
 	require.Equal(t, memory.CorrectionSaved, c.Outcome)
 	head := c.New.ID
@@ -187,20 +187,20 @@ VALUES ($1, $1, 5, 'Where should I run?', 'COMPLETED', $2, $3, 'Along the river'
 	require.Len(t, tablesHolding(t, f.ctx, f.st.Pool(), html.EscapeString(kyivMarker)), 1, "the outbox, escaped")
 
 	// Bob's forged delete of Ann's memory: nothing.
-	e, err := f.st.DeleteMemories(f.ctx, memBob, []int64{head, old})
+	e, err := f.st.Memories().Delete(f.ctx, memBob, []int64{head, old})
 	require.NoError(t, err)
 	require.Zero(t, e)
 	require.Equal(t, before, tablesHolding(t, f.ctx, f.st.Pool(), kyivMarker))
 
 	// Deleting the old version takes the chain.
-	e, err = f.st.DeleteMemories(f.ctx, memAnn, []int64{old})
+	e, err = f.st.Memories().Delete(f.ctx, memAnn, []int64{old})
 	require.NoError(t, err)
 	require.Equal(t, memory.Erased{Memories: 2, Runs: 1, Logs: 2, Messages: 2}, e)
 	require.Equal(t, map[string]int{"lsm_storage": 1}, tablesHolding(t, f.ctx, f.st.Pool(), kyivMarker), "only Bob's memory")
 	require.Empty(t, tablesHolding(t, f.ctx, f.st.Pool(), html.EscapeString(kyivMarker)))
 	require.Equal(t, []int64{bobs}, f.int64s(`SELECT id FROM lsm_storage WHERE strpos(summary, $1) > 0`, kyivMarker))
 	require.Zero(t, f.count(`SELECT count(*) FROM pipeline_runs WHERE id = $1`, run))
-	require.Equal(t, []int64{keep}, memIDs(must(f.st.MemorySummaries(f.ctx, memAnn, 10))))
+	require.Equal(t, []int64{keep}, memIDs(must(f.st.Memories().Summaries(f.ctx, memAnn, 10))))
 	require.Equal(t, []string{"## Recent messages\nUser: [deleted]\nMentor: [deleted]\n- [home] 2026-11-23: [deleted]\n"},
 		f.strings(`SELECT draft_context FROM pipeline_runs WHERE message_id = 5`))
 	require.Equal(t, []string{"1. 23 Nov\n[deleted]\n2. Ann writes Go daily"},
@@ -208,7 +208,7 @@ VALUES ($1, $1, 5, 'Where should I run?', 'COMPLETED', $2, $3, 'Along the river'
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM pipeline_runs WHERE message_id = 5 AND final_answer = 'Along the river'`))
 
 	// Again: nothing left.
-	e, err = f.st.DeleteMemories(f.ctx, memAnn, []int64{old, head})
+	e, err = f.st.Memories().Delete(f.ctx, memAnn, []int64{old, head})
 	require.NoError(t, err)
 	require.Zero(t, e)
 }
@@ -224,55 +224,55 @@ func TestMemoryCorrection(t *testing.T) {
 	_, bobs := f.archivedRun(memBob, "I like coffee", "ok", summary("Bob likes coffee"))
 	bs, be := week()
 	fix := func(user int64, text string) memory.Correction {
-		c, err := f.st.TakeMemoryCorrection(f.ctx, user, 0, memory.Summary{BucketStart: bs, BucketEnd: be, Summary: text})
+		c, err := f.st.Memories().TakeCorrection(f.ctx, user, 0, memory.Summary{BucketStart: bs, BucketEnd: be, Summary: text})
 		require.NoError(t, err)
 		return c
 	}
 	require.Equal(t, memory.CorrectionNone, fix(memAnn, "hello").Outcome)
 
-	_, ok, err := f.st.AskMemoryCorrection(f.ctx, memAnn, bobs, time.Hour)
+	_, ok, err := f.st.Memories().AskCorrection(f.ctx, memAnn, bobs, time.Hour)
 	require.NoError(t, err)
 	require.False(t, ok, "Bob's memory")
-	waiting, err := f.st.MemoryCorrectionWaiting(f.ctx, memAnn)
+	waiting, err := f.st.Memories().CorrectionWaiting(f.ctx, memAnn)
 	require.NoError(t, err)
 	require.False(t, waiting)
 
 	// Asking for b replaces asking for a: one correction waits.
 	for _, id := range []int64{a, b} {
-		_, ok, err = f.st.AskMemoryCorrection(f.ctx, memAnn, id, time.Hour)
+		_, ok, err = f.st.Memories().AskCorrection(f.ctx, memAnn, id, time.Hour)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM memory_requests WHERE user_id = $1`, memAnn))
-	ok, err = f.st.CancelMemoryCorrection(f.ctx, memAnn, a)
+	ok, err = f.st.Memories().CancelCorrection(f.ctx, memAnn, a)
 	require.NoError(t, err)
 	require.False(t, ok, "a's was replaced")
 	c := fix(memAnn, "Ann owns two cats")
 	require.Equal(t, memory.CorrectionSaved, c.Outcome)
 	require.Equal(t, []string{"home"}, c.New.Tags, "the tags of the memory corrected")
-	require.Equal(t, []int64{c.New.ID, a}, memIDs(must(f.st.MemorySummaries(f.ctx, memAnn, 10))))
+	require.Equal(t, []int64{c.New.ID, a}, memIDs(must(f.st.Memories().Summaries(f.ctx, memAnn, 10))))
 	require.Equal(t, memory.CorrectionNone, fix(memAnn, "Ann owns three cats").Outcome, "taken once")
-	require.Equal(t, []int64{bobs}, memIDs(must(f.st.MemorySummaries(f.ctx, memBob, 10))))
+	require.Equal(t, []int64{bobs}, memIDs(must(f.st.Memories().Summaries(f.ctx, memBob, 10))))
 
 	// A superseded memory cannot be corrected; an expired request is
 	// dropped by the next text, which goes to the chat.
-	_, ok, err = f.st.AskMemoryCorrection(f.ctx, memAnn, b, time.Hour)
+	_, ok, err = f.st.Memories().AskCorrection(f.ctx, memAnn, b, time.Hour)
 	require.NoError(t, err)
 	require.False(t, ok)
-	_, ok, err = f.st.AskMemoryCorrection(f.ctx, memAnn, a, -time.Second)
+	_, ok, err = f.st.Memories().AskCorrection(f.ctx, memAnn, a, -time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
-	waiting, err = f.st.MemoryCorrectionWaiting(f.ctx, memAnn)
+	waiting, err = f.st.Memories().CorrectionWaiting(f.ctx, memAnn)
 	require.NoError(t, err)
 	require.False(t, waiting)
 	require.Equal(t, memory.CorrectionExpired, fix(memAnn, "late").Outcome)
 	require.Zero(t, f.count(`SELECT count(*) FROM memory_requests`))
 
 	// Deleted meanwhile: nothing saved.
-	_, ok, err = f.st.AskMemoryCorrection(f.ctx, memAnn, a, time.Hour)
+	_, ok, err = f.st.Memories().AskCorrection(f.ctx, memAnn, a, time.Hour)
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, err = f.st.DeleteMemories(f.ctx, memAnn, []int64{a})
+	_, err = f.st.Memories().Delete(f.ctx, memAnn, []int64{a})
 	require.NoError(t, err)
 	require.Equal(t, memory.CorrectionGone, fix(memAnn, "Ann likes green tea").Outcome)
 	require.Zero(t, f.count(`SELECT count(*) FROM lsm_storage WHERE summary = 'Ann likes green tea'`))
@@ -289,22 +289,22 @@ func TestMemoryCorrectionTakenOncePerMessage(t *testing.T) {
 	bs, be := week()
 	take := func(msg int, text string) memory.Correction {
 		t.Helper()
-		c, err := f.st.TakeMemoryCorrection(f.ctx, memAnn, msg, memory.Summary{BucketStart: bs, BucketEnd: be, Summary: text})
+		c, err := f.st.Memories().TakeCorrection(f.ctx, memAnn, msg, memory.Summary{BucketStart: bs, BucketEnd: be, Summary: text})
 		require.NoError(t, err)
 		return c
 	}
-	_, ok, err := f.st.AskMemoryCorrection(f.ctx, memAnn, a, time.Hour)
+	_, ok, err := f.st.Memories().AskCorrection(f.ctx, memAnn, a, time.Hour)
 	require.NoError(t, err)
 	require.True(t, ok)
 	first := take(41, "Ann likes green tea")
 	require.Equal(t, memory.CorrectionSaved, first.Outcome)
 
-	_, ok, err = f.st.AskMemoryCorrection(f.ctx, memAnn, b, time.Hour)
+	_, ok, err = f.st.Memories().AskCorrection(f.ctx, memAnn, b, time.Hour)
 	require.NoError(t, err)
 	require.True(t, ok)
 	again := take(41, "Ann likes green tea")
 	require.Equal(t, first, again, "the same message: the version it saved")
-	waiting, err := f.st.MemoryCorrectionWaiting(f.ctx, memAnn)
+	waiting, err := f.st.Memories().CorrectionWaiting(f.ctx, memAnn)
 	require.NoError(t, err)
 	require.True(t, waiting, "the correction of b, asked for since, still waits")
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM lsm_storage WHERE summary = 'Ann likes green tea'`))
@@ -322,38 +322,38 @@ func TestForgetMemoriesRequest(t *testing.T) {
 	_, a := f.archivedRun(memAnn, "I like tea", "ok", summary("Ann likes tea"))
 	_, b := f.archivedRun(memAnn, "I like green tea", "ok", summary("Ann likes green tea"))
 	_, c := f.archivedRun(memAnn, "I own a cat", "ok", summary("Ann owns a cat"))
-	req, err := f.st.AskForgetMemories(f.ctx, memAnn, []int64{a, b}, time.Hour)
+	req, err := f.st.Memories().AskForget(f.ctx, memAnn, []int64{a, b}, time.Hour)
 	require.NoError(t, err)
 
-	_, ok, err := f.st.ForgetMemories(f.ctx, memBob, req)
+	_, ok, err := f.st.Memories().Forget(f.ctx, memBob, req)
 	require.NoError(t, err)
 	require.False(t, ok, "Bob's press of Ann's request")
-	ok, err = f.st.DropForgetRequest(f.ctx, memBob, req)
+	ok, err = f.st.Memories().DropForgetRequest(f.ctx, memBob, req)
 	require.NoError(t, err)
 	require.False(t, ok)
 
-	e, ok, err := f.st.ForgetMemories(f.ctx, memAnn, req)
+	e, ok, err := f.st.Memories().Forget(f.ctx, memAnn, req)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, memory.Erased{Memories: 2, Runs: 2, Logs: 4, Messages: 4}, e)
-	require.Equal(t, []int64{c}, memIDs(must(f.st.MemorySummaries(f.ctx, memAnn, 10))))
-	_, ok, err = f.st.ForgetMemories(f.ctx, memAnn, req)
+	require.Equal(t, []int64{c}, memIDs(must(f.st.Memories().Summaries(f.ctx, memAnn, 10))))
+	_, ok, err = f.st.Memories().Forget(f.ctx, memAnn, req)
 	require.NoError(t, err)
 	require.False(t, ok, "answered already")
 
 	// Kept: the request goes, the memory stays; an expired one deletes
 	// nothing.
-	req, err = f.st.AskForgetMemories(f.ctx, memAnn, []int64{c}, time.Hour)
+	req, err = f.st.Memories().AskForget(f.ctx, memAnn, []int64{c}, time.Hour)
 	require.NoError(t, err)
-	ok, err = f.st.DropForgetRequest(f.ctx, memAnn, req)
+	ok, err = f.st.Memories().DropForgetRequest(f.ctx, memAnn, req)
 	require.NoError(t, err)
 	require.True(t, ok)
-	req, err = f.st.AskForgetMemories(f.ctx, memAnn, []int64{c}, -time.Second)
+	req, err = f.st.Memories().AskForget(f.ctx, memAnn, []int64{c}, -time.Second)
 	require.NoError(t, err)
-	_, ok, err = f.st.ForgetMemories(f.ctx, memAnn, req)
+	_, ok, err = f.st.Memories().Forget(f.ctx, memAnn, req)
 	require.NoError(t, err)
 	require.False(t, ok)
-	require.Equal(t, []int64{c}, memIDs(must(f.st.MemorySummaries(f.ctx, memAnn, 10))))
+	require.Equal(t, []int64{c}, memIDs(must(f.st.Memories().Summaries(f.ctx, memAnn, 10))))
 	require.Zero(t, f.count(`SELECT count(*) FROM memory_requests`))
 }
 
@@ -363,10 +363,10 @@ func TestForgetUserErasesMemoryVersionsAndRequests(t *testing.T) {
 	f := setupMemories(t)
 	_, a := f.archivedRun(memAnn, "I live in Kyiv", "ok", summary("Ann "+kyivMarker))
 	_, b := f.archivedRun(memAnn, "I moved to Lviv", "ok", summary("Ann lives in Lviv", a))
-	_, ok, err := f.st.AskMemoryCorrection(f.ctx, memAnn, b, time.Hour)
+	_, ok, err := f.st.Memories().AskCorrection(f.ctx, memAnn, b, time.Hour)
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, err = f.st.AskForgetMemories(f.ctx, memAnn, []int64{a}, time.Hour)
+	_, err = f.st.Memories().AskForget(f.ctx, memAnn, []int64{a}, time.Hour)
 	require.NoError(t, err)
 	u, err := f.st.Users().Get(f.ctx, memAnn)
 	require.NoError(t, err)

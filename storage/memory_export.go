@@ -14,8 +14,8 @@ import (
 	"switchboard/domain/memory"
 )
 
-// The memory chat's privacy (memory.PrivacyStore): /export, /incognito,
-// and the closing of incognito runs. memory_settings holds a user's
+// The memory chat's privacy: /export and /incognito (Memories), and the
+// closing of incognito runs (PipelineRuns). memory_settings holds a user's
 // incognito and their last export's request, and /forget deletes it.
 
 // notIncognitoLog keeps a raw_logs row (aliased l) only if no incognito
@@ -47,9 +47,9 @@ SELECT (SELECT found FROM has), (SELECT count(*) FROM s),
        COALESCE((SELECT extract(epoch FROM m.exported_at + $3 * interval '1 microsecond' - now())
                  FROM memory_settings m WHERE m.user_id = $1), 0)`
 
-// RequestMemoryExport queues an export's rows (tell) with the record of its
-// request, or says why not (memory.PrivacyStore).
-func (s *Store) RequestMemoryExport(ctx context.Context, userID int64, messageID int, every time.Duration, tell []domain.Message) (memory.ExportRequest, error) {
+// RequestExport queues an export's rows (tell) with the record of its
+// request, or says why not (memory.Memories).
+func (s *Memories) RequestExport(ctx context.Context, userID int64, messageID int, every time.Duration, tell []domain.Message) (memory.ExportRequest, error) {
 	rows, err := queueArgs(tell)
 	if err != nil {
 		return memory.ExportRequest{}, fmt.Errorf("request export of user %d: %w", userID, err)
@@ -91,13 +91,13 @@ SELECT
                COALESCE((l.log_data->>'run_id')::bigint, 0) AS run_id, l.created_at
         FROM raw_logs l WHERE l.user_id = $1 AND l.created_at <= $2 AND ` + notIncognitoLog + `) c)`
 
-// MemoryExport reads what an export asked for at asOf holds: the user, and
+// Export reads what an export asked for at asOf holds: the user, and
 // their memories and conversation written by then, in one statement so the
-// two agree (memory.PrivacyStore). A user gone since (/forget) has an
+// two agree (memory.Memories). A user gone since (/forget) has an
 // empty export.
-func (s *Store) MemoryExport(ctx context.Context, userID int64, asOf time.Time) (memory.Export, error) {
+func (s *Memories) Export(ctx context.Context, userID int64, asOf time.Time) (memory.Export, error) {
 	out := memory.Export{AsOf: asOf}
-	u, err := s.Users().Get(ctx, userID)
+	u, err := (&Users{s.db}).Get(ctx, userID)
 	if errors.Is(err, domain.ErrNotFound) {
 		return out, nil
 	}
@@ -177,10 +177,10 @@ func decodeLogs(data []byte) ([]memory.LogEntry, error) {
 	return out, nil
 }
 
-// SetMemoryIncognito sets a user's incognito ($3; NULL toggles it) once
+// SetIncognito sets a user's incognito ($3; NULL toggles it) once
 // per command message ($2): the same command handled again changes
-// nothing and reads the state the first handling left (memory.PrivacyStore).
-func (s *Store) SetMemoryIncognito(ctx context.Context, userID int64, messageID int, set *bool) (memory.Incognito, error) {
+// nothing and reads the state the first handling left (memory.Memories).
+func (s *Memories) SetIncognito(ctx context.Context, userID int64, messageID int, set *bool) (memory.Incognito, error) {
 	var st memory.Incognito
 	var before bool
 	err := s.pool.QueryRow(ctx, `
@@ -202,15 +202,15 @@ SELECT COALESCE((SELECT incognito FROM s), (SELECT m.incognito FROM memory_setti
 	return st, nil
 }
 
-// ArchiveIncognitoPipelineRun closes a finished incognito run whose answer
+// ArchiveIncognito closes a finished incognito run whose answer
 // (or failure notice) is queued: its texts erased (the failure keeps its
 // stage's name), its raw logs deleted, archived if COMPLETED, the
 // finishing claim released; and finds the user's next NEW run
-// (memory.PrivacyStore). The outbox rows already hold what the user is
+// (memory.Runs). The outbox rows already hold what the user is
 // told, and they keep no text once delivered (domain.Message.Ephemeral).
 // It commits synchronously: an erasure a crash lost would not be retried
 // for a FAILED run, which is closed already.
-func (s *Store) ArchiveIncognitoPipelineRun(ctx context.Context, id int64) (memory.Ref, bool, error) {
+func (s *PipelineRuns) ArchiveIncognito(ctx context.Context, id int64) (memory.Ref, bool, error) {
 	return scanNextRun(s.pool.QueryRow(ctx, `
 WITH e AS (
     UPDATE pipeline_runs SET user_query = '', analysis_result = NULL, draft_context = NULL,

@@ -21,7 +21,7 @@ func TestSetMemoryIncognitoOncePerCommand(t *testing.T) {
 	f := newMemory(t)
 	set := func(msg int, to *bool) memory.Incognito {
 		t.Helper()
-		st, err := f.st.SetMemoryIncognito(f.ctx, 1, msg, to)
+		st, err := f.st.Memories().SetIncognito(f.ctx, 1, msg, to)
 		require.NoError(t, err)
 		return st
 	}
@@ -42,19 +42,19 @@ func TestIncognitoRunLeavesNoTrace(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
 	before := f.submit(1, "remembered before")
-	_, err := f.st.SetMemoryIncognito(f.ctx, 1, 10, ptr(true))
+	_, err := f.st.Memories().SetIncognito(f.ctx, 1, 10, ptr(true))
 	require.NoError(t, err)
 	r := f.submit(1, "secret-incognito-query")
 	failing := f.submit(1, "secret-incognito-failing")
 	require.False(t, before.Incognito)
 	require.True(t, r.Incognito)
-	got, err := f.st.PipelineRun(f.ctx, r.ID)
+	got, err := f.st.PipelineRuns().Get(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.True(t, got.Incognito)
 	require.Equal(t, 0, f.count(`SELECT count(*) FROM raw_logs WHERE log_data->>'text' LIKE 'secret%'`), "no query logged")
-	_, err = f.st.SetMemoryIncognito(f.ctx, 1, 11, ptr(false))
+	_, err = f.st.Memories().SetIncognito(f.ctx, 1, 11, ptr(false))
 	require.NoError(t, err)
-	got, err = f.st.PipelineRun(f.ctx, r.ID)
+	got, err = f.st.PipelineRuns().Get(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.True(t, got.Incognito, "turning it off does not change a run taken in")
 	after := f.submit(1, "remembered after")
@@ -68,17 +68,17 @@ WHERE id = $1`, before.ID)
 draft_context = 'secret draft', final_context_payload = 'secret context', claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 	answer := answerOf(r, "secret-incognito-answer")
 	answer[0].Ephemeral = true
-	ok, err := f.st.StepPipelineRun(f.ctx, r.ID, memory.Step{From: memory.Responding, To: memory.Completed, Hold: time.Minute,
+	ok, err := f.st.PipelineRuns().Step(f.ctx, r.ID, memory.Step{From: memory.Responding, To: memory.Completed, Hold: time.Minute,
 		Change: memory.Change{FinalAnswer: "secret-incognito-answer"}, Tell: domain.Fixed[memory.PipelineRun](answer...)})
 	require.NoError(t, err)
 	require.True(t, ok)
-	e, err := f.st.MemoryExport(f.ctx, 1, time.Now().Add(time.Hour))
+	e, err := f.st.Memories().Export(f.ctx, 1, time.Now().Add(time.Hour))
 	require.NoError(t, err)
 	for _, l := range e.Conversation {
 		require.NotContains(t, l.Text, "secret", "an export never shows an incognito exchange")
 	}
 
-	next, ok, err := f.st.ArchiveIncognitoPipelineRun(f.ctx, r.ID)
+	next, ok, err := f.st.PipelineRuns().ArchiveIncognito(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, memory.Ref{ID: failing.ID, UserID: 1, Status: memory.New}, next)
@@ -90,7 +90,7 @@ AND archived_at IS NOT NULL AND closed_at IS NOT NULL`, r.ID))
 	require.Equal(t, 0, f.count(`SELECT count(*) FROM raw_logs WHERE (log_data->>'run_id')::bigint = $1`, r.ID))
 	require.Equal(t, 0, f.count(`SELECT count(*) FROM lsm_storage`))
 	require.Equal(t, 2, f.count(`SELECT count(*) FROM raw_logs WHERE user_id = 1`), "the other runs' queries stay")
-	_, ok, err = f.st.ArchiveIncognitoPipelineRun(f.ctx, r.ID)
+	_, ok, err = f.st.PipelineRuns().ArchiveIncognito(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.False(t, ok, "closed once")
 
@@ -108,11 +108,11 @@ AND archived_at IS NOT NULL AND closed_at IS NOT NULL`, r.ID))
 
 	// A failed incognito run keeps its stage's name, not the model's words.
 	f.exec(`UPDATE pipeline_runs SET status = 'ANALYZING', claimed_until = now() + interval '1 minute' WHERE id = $1`, failing.ID)
-	ok, err = f.st.StepPipelineRun(f.ctx, failing.ID, memory.Step{From: memory.Analyzing, To: memory.Failed, Hold: time.Minute,
+	ok, err = f.st.PipelineRuns().Step(f.ctx, failing.ID, memory.Step{From: memory.Analyzing, To: memory.Failed, Hold: time.Minute,
 		Change: memory.Change{ErrorMessage: "analyzer: invalid answer: secret-incognito-failing"}})
 	require.NoError(t, err)
 	require.True(t, ok)
-	next, ok, err = f.st.ArchiveIncognitoPipelineRun(f.ctx, failing.ID)
+	next, ok, err = f.st.PipelineRuns().ArchiveIncognito(f.ctx, failing.ID)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, memory.Ref{ID: after.ID, UserID: 1, Status: memory.New}, next)
@@ -122,7 +122,7 @@ AND archived_at IS NULL AND status = 'FAILED'`, failing.ID))
 
 	// A run that is not incognito is not closed this way.
 	f.exec(`UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'b', delivered_at = now() WHERE id = $1`, after.ID)
-	_, ok, err = f.st.ArchiveIncognitoPipelineRun(f.ctx, after.ID)
+	_, ok, err = f.st.PipelineRuns().ArchiveIncognito(f.ctx, after.ID)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, "remembered after", f.queryText(`SELECT user_query FROM pipeline_runs WHERE id = $1`, after.ID))
@@ -152,7 +152,7 @@ func TestRequestMemoryExport(t *testing.T) {
 	f := newMemory(t)
 	request := func(msg int) memory.ExportRequest {
 		t.Helper()
-		req, err := f.st.RequestMemoryExport(f.ctx, 1, msg, time.Minute, exportRows(1, msg))
+		req, err := f.st.Memories().RequestExport(f.ctx, 1, msg, time.Minute, exportRows(1, msg))
 		require.NoError(t, err)
 		return req
 	}
@@ -161,14 +161,14 @@ func TestRequestMemoryExport(t *testing.T) {
 	require.Equal(t, memory.ExportRequest{Empty: true}, request(1))
 	// An incognito run's answer, logged by its step until the run is
 	// closed, is not something to export.
-	_, err := f.st.SetMemoryIncognito(f.ctx, 1, 2, ptr(true))
+	_, err := f.st.Memories().SetIncognito(f.ctx, 1, 2, ptr(true))
 	require.NoError(t, err)
 	secret := f.submit(1, "incognito question")
 	f.exec(`INSERT INTO raw_logs (user_id, log_type, log_data) VALUES (1, 'answer', jsonb_build_object('text', 'x', 'run_id', $1::bigint))`, secret.ID)
 	require.Equal(t, memory.ExportRequest{Empty: true}, request(3))
 	require.Zero(t, exports())
 
-	_, err = f.st.SetMemoryIncognito(f.ctx, 1, 4, ptr(false))
+	_, err = f.st.Memories().SetIncognito(f.ctx, 1, 4, ptr(false))
 	require.NoError(t, err)
 	f.submit(1, "a question to remember")
 	require.Equal(t, memory.ExportRequest{Queued: true}, request(5))
@@ -206,7 +206,7 @@ VALUES (1, $1, $2, '{sport}', 'runs marathons', '{7}', now() - interval '2 hours
 	f.exec(`UPDATE raw_logs SET created_at = $1::timestamptz - interval '1 minute'`, asOf)
 	f.exec(`INSERT INTO raw_logs (user_id, log_type, log_data, created_at) VALUES (1, 'query', '{"text": "later"}', $1::timestamptz + interval '1 second')`, asOf)
 
-	e, err := f.st.MemoryExport(f.ctx, 1, asOf)
+	e, err := f.st.Memories().Export(f.ctx, 1, asOf)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, e.User.ID)
 	require.True(t, e.AsOf.Equal(asOf))
@@ -224,7 +224,7 @@ VALUES (1, $1, $2, '{sport}', 'runs marathons', '{7}', now() - interval '2 hours
 	require.False(t, e.Empty())
 
 	f.exec(`DELETE FROM users WHERE id = 1`)
-	e, err = f.st.MemoryExport(f.ctx, 1, asOf)
+	e, err = f.st.Memories().Export(f.ctx, 1, asOf)
 	require.NoError(t, err)
 	require.True(t, e.Empty())
 }
@@ -236,9 +236,9 @@ func TestForgetErasesExportsAndIncognito(t *testing.T) {
 	f := newMemory(t)
 	for _, user := range []int64{1, 2} {
 		f.submit(user, "a question")
-		_, err := f.st.SetMemoryIncognito(f.ctx, user, 1, ptr(true))
+		_, err := f.st.Memories().SetIncognito(f.ctx, user, 1, ptr(true))
 		require.NoError(t, err)
-		req, err := f.st.RequestMemoryExport(f.ctx, user, 2, time.Minute, exportRows(user, 2))
+		req, err := f.st.Memories().RequestExport(f.ctx, user, 2, time.Minute, exportRows(user, 2))
 		require.NoError(t, err)
 		require.True(t, req.Queued)
 	}
@@ -250,7 +250,7 @@ func TestForgetErasesExportsAndIncognito(t *testing.T) {
 	require.Equal(t, 0, f.count(`SELECT count(*) FROM outbox WHERE chat_id = 1`))
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM memory_settings WHERE user_id = 2 AND incognito AND exported_at IS NOT NULL`))
 	require.Equal(t, 2, f.count(`SELECT count(*) FROM outbox WHERE chat_id = 2 AND kind = 'memory_export'`))
-	e, err := f.st.MemoryExport(f.ctx, 1, time.Now())
+	e, err := f.st.Memories().Export(f.ctx, 1, time.Now())
 	require.NoError(t, err)
 	require.True(t, e.Empty(), "an export row sent after all finds nothing to send")
 }

@@ -60,7 +60,7 @@ func (s *Outbox) Enqueue(ctx context.Context, msgs ...domain.Message) error {
 // EnqueueAsync writes messages to the outbox that no state change causes
 // (the memory chat). Unlike Enqueue, its commit does not wait for
 // the disk: it serves intake, where only the user's message itself is
-// worth a flush (SubmitPipelineRun).
+// worth a flush (PipelineRuns.Submit).
 func (s *Outbox) EnqueueAsync(ctx context.Context, msgs []domain.Message) error {
 	if len(msgs) == 0 {
 		return nil

@@ -13,8 +13,16 @@ import (
 	"switchboard/domain/memory"
 )
 
-// The memory chat's repository (memory.Repository).
-var _ memory.Repository = (*Store)(nil)
+// PipelineRuns is the memory chat's runs aggregate (pipeline_runs): a
+// message's way from intake through the pipeline's stages to its answer
+// and its archive, the reaper's sweep, and the closing of incognito runs
+// (memory_export.go).
+type PipelineRuns struct{ *db }
+
+// PipelineRuns is the store of the memory chat's runs.
+func (s *Store) PipelineRuns() *PipelineRuns { return &PipelineRuns{s.db} }
+
+var _ memory.Runs = (*PipelineRuns)(nil)
 
 const runColumns = `r.id, r.user_id, r.chat_id, r.message_id, r.user_query, r.status, r.analysis_result,
 COALESCE(r.draft_context, ''), COALESCE(r.final_context_payload, ''), COALESCE(r.final_answer, ''),
@@ -65,7 +73,7 @@ func scanRunOK(row pgx.Row, what string) (memory.PipelineRun, bool, error) {
 	return r, true, nil
 }
 
-// SubmitPipelineRun is intake: the NEW run and archivist signal 1 (the query in
+// Submit is intake: the NEW run and archivist signal 1 (the query in
 // raw_logs) in one transaction. ahead counts the user's earlier runs not
 // yet archived or failed. It returns once the message is durable.
 //
@@ -81,7 +89,7 @@ func scanRunOK(row pgx.Row, what string) (memory.PipelineRun, bool, error) {
 //
 // The run is incognito if the user's incognito is on now, and an
 // incognito query is not logged: it must not reach later runs' memory.
-func (s *Store) SubmitPipelineRun(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.PipelineRun, int, error) {
+func (s *PipelineRuns) Submit(ctx context.Context, userID, chatID int64, messageID int, query string) (memory.PipelineRun, int, error) {
 	// ON CONFLICT names no index: pipeline_runs_message may be partial
 	// (migrations/00034). A conflict is the message captured before; the
 	// run is then read back (it committed before this statement began:
@@ -126,9 +134,9 @@ FROM r`, userID, chatID, messageID, query)
 	return r, ahead, nil
 }
 
-// PipelineRun returns one run or domain.ErrNotFound (for tests and tools;
+// Get returns one run or domain.ErrNotFound (for tests and tools;
 // the pipeline learns a run by capturing it).
-func (s *Store) PipelineRun(ctx context.Context, id int64) (memory.PipelineRun, error) {
+func (s *PipelineRuns) Get(ctx context.Context, id int64) (memory.PipelineRun, error) {
 	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM pipeline_runs r WHERE r.id = $1`, id))
 	if err != nil {
 		return r, fmt.Errorf("run %d: %w", id, interpretError(err))
@@ -145,14 +153,14 @@ func heldBy(lease time.Duration) *int64 {
 	return &ms
 }
 
-// CapturePipelineRun starts a stage: from → to with a lease, in one statement,
+// Capture starts a stage: from → to with a lease, in one statement,
 // committed asynchronously. A NEW run is captured only when every earlier
 // run of its user is closed or failed, which keeps one user's runs in
 // order. The recall is read by the same statement, as JSON arrays: the
 // user's raw logs from before the run (not its own query, nor the messages
 // the user sent after it, queued behind it) and their latest current
 // summaries (none a later one superseded).
-func (s *Store) CapturePipelineRun(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, claimer string, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
+func (s *PipelineRuns) Capture(ctx context.Context, id int64, from, to memory.Status, lease time.Duration, claimer string, size memory.RecallSize) (memory.PipelineRun, memory.Recall, bool, error) {
 	var rc memory.Recall
 	var logs, sums []byte
 	row := s.pool.QueryRow(ctx, `
@@ -198,7 +206,7 @@ FROM r`, id, from, to, lease.Milliseconds(), size.Logs, size.Summaries, claimer)
 	return r, rc, true, nil
 }
 
-// StepPipelineRun's statements. stepSet stores a stage's output ($4–$8, each
+// PipelineRuns.Step's statements. stepSet stores a stage's output ($4–$8, each
 // left as it is when empty) with the new status $3 and lease $9.
 const (
 	stepSet = `status = $3, updated_at = now(),
@@ -244,13 +252,13 @@ WITH r AS (
 SELECT count(*) FROM r`
 )
 
-// StepPipelineRun moves a run out of a stage (memory.Step). The advance and the
+// Step moves a run out of a stage (memory.Step). The advance and the
 // optional capture of the next stage are two UPDATEs sent together, one
 // implicit transaction and one commit; the capture only takes a row this
 // very transaction has just advanced (its xmin), so it never captures a run
 // somebody else moved in between. Nothing is read back: the worker knows
 // what it wrote.
-func (s *Store) StepPipelineRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
+func (s *PipelineRuns) Step(ctx context.Context, id int64, st memory.Step) (bool, error) {
 	var analysis []byte
 	if st.Change.Analysis != nil {
 		var err error
@@ -307,9 +315,9 @@ func (s *Store) StepPipelineRun(ctx context.Context, id int64, st memory.Step) (
 	return n == 1, nil
 }
 
-// ClaimFinishedPipelineRun claims a COMPLETED or FAILED run that still has to be
+// ClaimFinished claims a COMPLETED or FAILED run that still has to be
 // delivered, or archived, so only one orchestrator does it.
-func (s *Store) ClaimFinishedPipelineRun(ctx context.Context, id int64, lease time.Duration, claimer string) (memory.PipelineRun, bool, error) {
+func (s *PipelineRuns) ClaimFinished(ctx context.Context, id int64, lease time.Duration, claimer string) (memory.PipelineRun, bool, error) {
 	return scanRunOK(s.pool.QueryRow(ctx, `
 UPDATE pipeline_runs r SET claimed_until = now() + $2 * interval '1 millisecond', claimed_by = NULLIF($3, '')
 WHERE r.id = $1 AND r.status IN ('COMPLETED', 'FAILED')
@@ -331,17 +339,17 @@ WITH d AS (
 ), ` + queueRows(2, "d") + `
 SELECT count(*) FROM d`
 
-// MarkPipelineRunDelivered queues what the user is told of a finished run whose step
-// did not (memory.Repository), committed asynchronously as memory.Step
+// MarkDelivered queues what the user is told of a finished run whose step
+// did not (memory.Runs), committed asynchronously as memory.Step
 // explains; false if it was queued already.
-func (s *Store) MarkPipelineRunDelivered(ctx context.Context, id int64, tell domain.Render[memory.PipelineRun]) (bool, error) {
+func (s *PipelineRuns) MarkDelivered(ctx context.Context, id int64, tell domain.Render[memory.PipelineRun]) (bool, error) {
 	return s.changeRunAndQueue(ctx, markDelivered, id, tell.Of(memory.PipelineRun{ID: id}), "mark run %d delivered")
 }
 
 // changeRunAndQueue runs q, a statement that changes run id ($1) and, only
 // if it did, queues msgs (queueRows' arrays from $2); true if it changed
 // the run. what names it in errors, with the run's id.
-func (s *Store) changeRunAndQueue(ctx context.Context, q string, id int64, msgs []domain.Message, what string) (bool, error) {
+func (s *PipelineRuns) changeRunAndQueue(ctx context.Context, q string, id int64, msgs []domain.Message, what string) (bool, error) {
 	rows, err := queueArgs(msgs)
 	if err != nil {
 		return false, fmt.Errorf(what+": %w", id, err)
@@ -353,7 +361,7 @@ func (s *Store) changeRunAndQueue(ctx context.Context, q string, id int64, msgs 
 	return n == 1, nil
 }
 
-// ArchivePipelineRun is archivist signal 2: the summary (if any) into lsm_storage
+// Archive is archivist signal 2: the summary (if any) into lsm_storage
 // and archived_at in one statement, which also releases the finishing
 // claim (archiving is the run's last write) and finds the user's next NEW
 // run, so that the worker can start it without another round trip. Only a
@@ -361,7 +369,7 @@ func (s *Store) changeRunAndQueue(ctx context.Context, q string, id int64, msgs 
 // answer is then queued after it. The same statement supersedes the
 // memories the summary replaces (sum.Supersedes), only those of the run's
 // user that are still current.
-func (s *Store) ArchivePipelineRun(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
+func (s *PipelineRuns) Archive(ctx context.Context, id int64, sum *memory.Summary) (memory.Ref, bool, error) {
 	var bucketStart, bucketEnd *time.Time
 	var text *string
 	tags, sources, replaced := []string{}, []int64{}, []int64{}
@@ -413,14 +421,14 @@ WITH p AS (
 ), ` + queueRows(2, "p") + `
 SELECT count(*) FROM p`
 
-// QueuePipelineRunPlaceholder queues the placeholder of a streamed answer
-// (memory.Repository); false if the run has one already or left RESPONDING.
-func (s *Store) QueuePipelineRunPlaceholder(ctx context.Context, id int64, msgs []domain.Message) (bool, error) {
+// QueuePlaceholder queues the placeholder of a streamed answer
+// (memory.Runs); false if the run has one already or left RESPONDING.
+func (s *PipelineRuns) QueuePlaceholder(ctx context.Context, id int64, msgs []domain.Message) (bool, error) {
 	return s.changeRunAndQueue(ctx, queuePlaceholder, id, msgs, "queue the placeholder of run %d")
 }
 
-// ReleasePipelineRun drops a finished run's claim.
-func (s *Store) ReleasePipelineRun(ctx context.Context, id int64) error {
+// Release drops a finished run's claim.
+func (s *PipelineRuns) Release(ctx context.Context, id int64) error {
 	if _, err := s.pool.Exec(ctx, `UPDATE pipeline_runs SET claimed_until = NULL
 WHERE id = $1 AND status IN ('COMPLETED', 'FAILED')`, id); err != nil {
 		return fmt.Errorf("release run %d: %w", id, err)
@@ -439,9 +447,9 @@ func scanRefs(rows pgx.Rows, err error) ([]memory.Ref, error) {
 	})
 }
 
-// OpenPipelineRuns lists runs with work left: not final, or final but not yet
+// Open lists runs with work left: not final, or final but not yet
 // delivered or archived; oldest first.
-func (s *Store) OpenPipelineRuns(ctx context.Context, limit int) ([]memory.Ref, error) {
+func (s *PipelineRuns) Open(ctx context.Context, limit int) ([]memory.Ref, error) {
 	refs, err := scanRefs(s.pool.Query(ctx, `SELECT id, user_id, status FROM pipeline_runs
 WHERE closed_at IS NULL
 ORDER BY id LIMIT $1`, limit))
@@ -451,8 +459,8 @@ ORDER BY id LIMIT $1`, limit))
 	return refs, nil
 }
 
-// NextPipelineRun is the user's oldest NEW run.
-func (s *Store) NextPipelineRun(ctx context.Context, userID int64) (memory.Ref, bool, error) {
+// Next is the user's oldest NEW run.
+func (s *PipelineRuns) Next(ctx context.Context, userID int64) (memory.Ref, bool, error) {
 	refs, err := scanRefs(s.pool.Query(ctx, `SELECT id, user_id, status FROM pipeline_runs
 WHERE user_id = $1 AND closed_at IS NULL AND status = 'NEW' ORDER BY id LIMIT 1`, userID))
 	if err != nil {
@@ -464,10 +472,10 @@ WHERE user_id = $1 AND closed_at IS NULL AND status = 'NEW' ORDER BY id LIMIT 1`
 	return refs[0], true, nil
 }
 
-// ReapPipelineRuns returns runs held in a capturing status past their lease to the
+// Reap returns runs held in a capturing status past their lease to the
 // status before it, counting it in attempts; a run already returned
 // maxReaps times is FAILED instead.
-func (s *Store) ReapPipelineRuns(ctx context.Context, maxReaps int) ([]memory.Ref, []memory.Ref, error) {
+func (s *PipelineRuns) Reap(ctx context.Context, maxReaps int) ([]memory.Ref, []memory.Ref, error) {
 	rows, err := s.pool.Query(ctx, `
 WITH stalled AS (
     SELECT id FROM pipeline_runs
@@ -500,8 +508,8 @@ RETURNING r.id, r.user_id, r.status`, maxReaps)
 	return returned, failed, nil
 }
 
-// PipelineBacklog counts runs waiting in NEW.
-func (s *Store) PipelineBacklog(ctx context.Context) (int, error) {
+// Backlog counts runs waiting in NEW.
+func (s *PipelineRuns) Backlog(ctx context.Context) (int, error) {
 	var n int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pipeline_runs WHERE closed_at IS NULL AND status = 'NEW'`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("memory backlog: %w", err)

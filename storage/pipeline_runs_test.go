@@ -65,7 +65,7 @@ func (f *mfx) next() (string, bool) {
 func (f *mfx) submit(user int64, text string) memory.PipelineRun {
 	f.t.Helper()
 	f.msgs++
-	r, _, err := f.st.SubmitPipelineRun(f.ctx, user, user, f.msgs, text)
+	r, _, err := f.st.PipelineRuns().Submit(f.ctx, user, user, f.msgs, text)
 	require.NoError(f.t, err)
 	return r
 }
@@ -90,7 +90,7 @@ func TestStepRunAdvancesAndCapturesInOneCommit(t *testing.T) {
 	require.Equal(t, "NEW", st)
 	require.False(t, held, "a new run is for anyone to capture")
 
-	_, _, ok, err := f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
+	_, _, ok, err := f.st.PipelineRuns().Capture(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	st, held = f.next()
@@ -98,7 +98,7 @@ func TestStepRunAdvancesAndCapturesInOneCommit(t *testing.T) {
 	require.True(t, held)
 
 	needs := true
-	ok, err = f.st.StepPipelineRun(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed,
+	ok, err = f.st.PipelineRuns().Step(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed,
 		Change: memory.Change{Analysis: &memory.Analysis{NeedsContext: &needs}}, Then: memory.Assembling, Hold: time.Minute})
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -110,20 +110,20 @@ func TestStepRunAdvancesAndCapturesInOneCommit(t *testing.T) {
 	got, held := f.status(r.ID)
 	require.Equal(t, memory.Assembling, got)
 	require.True(t, held)
-	run, err := f.st.PipelineRun(f.ctx, r.ID)
+	run, err := f.st.PipelineRuns().Get(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.NotNil(t, run.Analysis)
 	require.True(t, *run.Analysis.NeedsContext)
 
 	// Wrong "from": nothing moves, nothing is notified.
-	ok, err = f.st.StepPipelineRun(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed, Then: memory.Assembling, Hold: time.Minute})
+	ok, err = f.st.PipelineRuns().Step(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed, Then: memory.Assembling, Hold: time.Minute})
 	require.NoError(t, err)
 	require.False(t, ok)
 	got, _ = f.status(r.ID)
 	require.Equal(t, memory.Assembling, got)
 
 	// Handing a stage back releases the run: the notification is not held.
-	ok, err = f.st.StepPipelineRun(f.ctx, r.ID, memory.Step{From: memory.Assembling, To: memory.Analyzed})
+	ok, err = f.st.PipelineRuns().Step(f.ctx, r.ID, memory.Step{From: memory.Assembling, To: memory.Analyzed})
 	require.NoError(t, err)
 	require.True(t, ok)
 	st, held = f.next()
@@ -131,14 +131,14 @@ func TestStepRunAdvancesAndCapturesInOneCommit(t *testing.T) {
 	require.False(t, held)
 
 	// Completing logs the answer and keeps the finishing claim.
-	_, _, ok, err = f.st.CapturePipelineRun(f.ctx, r.ID, memory.Analyzed, memory.Assembling, time.Minute, "", memory.RecallSize{})
+	_, _, ok, err = f.st.PipelineRuns().Capture(f.ctx, r.ID, memory.Analyzed, memory.Assembling, time.Minute, "", memory.RecallSize{})
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = f.st.StepPipelineRun(f.ctx, r.ID, memory.Step{From: memory.Assembling, To: memory.Ready,
+	ok, err = f.st.PipelineRuns().Step(f.ctx, r.ID, memory.Step{From: memory.Assembling, To: memory.Ready,
 		Change: memory.Change{FinalContext: "ctx"}, Then: memory.Responding, Hold: time.Minute})
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = f.st.StepPipelineRun(f.ctx, r.ID, memory.Step{From: memory.Responding, To: memory.Completed,
+	ok, err = f.st.PipelineRuns().Step(f.ctx, r.ID, memory.Step{From: memory.Responding, To: memory.Completed,
 		Change: memory.Change{FinalAnswer: "the answer"}, Hold: time.Minute})
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -149,7 +149,7 @@ func TestStepRunAdvancesAndCapturesInOneCommit(t *testing.T) {
 	require.NoError(t, f.st.Pool().QueryRow(f.ctx,
 		`SELECT count(*) FROM raw_logs WHERE log_type = 'answer' AND log_data->>'text' = 'the answer'`).Scan(&answers))
 	require.Equal(t, 1, answers)
-	_, ok, err = f.st.ClaimFinishedPipelineRun(f.ctx, r.ID, time.Minute, "")
+	_, ok, err = f.st.PipelineRuns().ClaimFinished(f.ctx, r.ID, time.Minute, "")
 	require.NoError(t, err)
 	require.False(t, ok, "nobody else claims it while the claim holds")
 }
@@ -163,7 +163,7 @@ func TestStepRunNeverCapturesWhatItDidNotAdvance(t *testing.T) {
 	r := f.submit(1, "hello")
 	// Someone else's step left it in ANALYZED, released.
 	f.exec(`UPDATE pipeline_runs SET status = 'ANALYZED' WHERE id = $1`, r.ID)
-	ok, err := f.st.StepPipelineRun(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed, Then: memory.Assembling, Hold: time.Minute})
+	ok, err := f.st.PipelineRuns().Step(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed, Then: memory.Assembling, Hold: time.Minute})
 	require.NoError(t, err)
 	require.False(t, ok)
 	got, held := f.status(r.ID)
@@ -180,7 +180,7 @@ func TestCaptureRecallsOnlyEarlierHistory(t *testing.T) {
 	first := f.submit(1, "first question")
 	f.exec(`UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'first answer', archived_at = now(), closed_at = now() WHERE id = $1`, first.ID)
 	f.exec(`INSERT INTO raw_logs (user_id, log_type, log_data) VALUES (1, 'answer', jsonb_build_object('text', 'first answer', 'run_id', $1::bigint))`, first.ID)
-	_, _, err := f.st.ArchivePipelineRun(f.ctx, first.ID, nil) // already archived: no-op
+	_, _, err := f.st.PipelineRuns().Archive(f.ctx, first.ID, nil) // already archived: no-op
 	require.NoError(t, err)
 	f.exec(`INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, summary) VALUES
 (1, now(), now() + interval '7 days', 'mine'), (2, now(), now() + interval '7 days', 'theirs')`)
@@ -188,7 +188,7 @@ func TestCaptureRecallsOnlyEarlierHistory(t *testing.T) {
 	r := f.submit(1, "second question")
 	f.submit(1, "third question, queued")
 
-	run, rc, ok, err := f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{Logs: 10, Summaries: 20})
+	run, rc, ok, err := f.st.PipelineRuns().Capture(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{Logs: 10, Summaries: 20})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "second question", run.Query)
@@ -204,7 +204,7 @@ func TestCaptureRecallsOnlyEarlierHistory(t *testing.T) {
 	require.Equal(t, first.ID, rc.Logs[0].RunID)
 
 	// A failed capture reads nothing it returns.
-	_, rc, ok, err = f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{Logs: 10, Summaries: 20})
+	_, rc, ok, err = f.st.PipelineRuns().Capture(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{Logs: 10, Summaries: 20})
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Empty(t, rc.Logs)
@@ -223,19 +223,19 @@ claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 	week := time.Date(2026, 11, 16, 0, 0, 0, 0, time.UTC)
 	sum := &memory.Summary{BucketStart: week, BucketEnd: week.AddDate(0, 0, 7),
 		Tags: []string{"go"}, Summary: "asked one", SourceRunIDs: []int64{r.ID}}
-	_, ok, err := f.st.ArchivePipelineRun(f.ctx, r.ID, sum)
+	_, ok, err := f.st.PipelineRuns().Archive(f.ctx, r.ID, sum)
 	require.NoError(t, err)
 	require.False(t, ok, "not archived before its answer is queued")
-	ok, err = f.st.MarkPipelineRunDelivered(f.ctx, r.ID, nil)
+	ok, err = f.st.PipelineRuns().MarkDelivered(f.ctx, r.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
-	next, ok, err := f.st.ArchivePipelineRun(f.ctx, r.ID, sum)
+	next, ok, err := f.st.PipelineRuns().Archive(f.ctx, r.ID, sum)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, memory.Ref{ID: second.ID, UserID: 1, Status: memory.New}, next)
 	_, held := f.status(r.ID)
 	require.False(t, held)
-	sums, err := f.st.MemorySummaries(f.ctx, 1, 10)
+	sums, err := f.st.Memories().Summaries(f.ctx, 1, 10)
 	require.NoError(t, err)
 	require.Len(t, sums, 1)
 	require.Equal(t, "asked one", sums[0].Summary)
@@ -243,20 +243,20 @@ claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
 	require.Equal(t, []int64{r.ID}, sums[0].SourceRunIDs)
 	require.True(t, sums[0].BucketStart.Equal(week))
 
-	_, ok, err = f.st.ArchivePipelineRun(f.ctx, r.ID, &memory.Summary{BucketStart: week, BucketEnd: week.AddDate(0, 0, 7), Summary: "again"})
+	_, ok, err = f.st.PipelineRuns().Archive(f.ctx, r.ID, &memory.Summary{BucketStart: week, BucketEnd: week.AddDate(0, 0, 7), Summary: "again"})
 	require.NoError(t, err)
 	require.False(t, ok)
-	sums, err = f.st.MemorySummaries(f.ctx, 1, 10)
+	sums, err = f.st.Memories().Summaries(f.ctx, 1, 10)
 	require.NoError(t, err)
 	require.Len(t, sums, 1, "a second archive stores nothing")
 
 	// Without a summary (the archivist failed) and with no next run.
 	f.exec(`UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'b', delivered_at = now() WHERE id = $1`, second.ID)
-	next, ok, err = f.st.ArchivePipelineRun(f.ctx, second.ID, nil)
+	next, ok, err = f.st.PipelineRuns().Archive(f.ctx, second.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Zero(t, next.ID)
-	sums, err = f.st.MemorySummaries(f.ctx, 1, 10)
+	sums, err = f.st.Memories().Summaries(f.ctx, 1, 10)
 	require.NoError(t, err)
 	require.Len(t, sums, 1)
 }
@@ -268,7 +268,7 @@ func TestPipelineNotifiesInsertsAndStatusChangesOnly(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
 	r := f.submit(1, "hello")
-	_, _, ok, err := f.st.CapturePipelineRun(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
+	_, _, ok, err := f.st.PipelineRuns().Capture(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	needs := true
@@ -278,14 +278,14 @@ func TestPipelineNotifiesInsertsAndStatusChangesOnly(t *testing.T) {
 		{From: memory.Responding, To: memory.Completed, Change: memory.Change{FinalAnswer: "the answer"}},
 	} {
 		st.Hold = time.Minute
-		ok, err := f.st.StepPipelineRun(f.ctx, r.ID, st)
+		ok, err := f.st.PipelineRuns().Step(f.ctx, r.ID, st)
 		require.NoError(t, err)
 		require.True(t, ok, "%s → %s", st.From, st.To)
 	}
-	ok, err = f.st.MarkPipelineRunDelivered(f.ctx, r.ID, nil)
+	ok, err = f.st.PipelineRuns().MarkDelivered(f.ctx, r.ID, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "the COMPLETED step queued the answer already")
-	_, ok, err = f.st.ArchivePipelineRun(f.ctx, r.ID, nil)
+	_, ok, err = f.st.PipelineRuns().Archive(f.ctx, r.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	next := f.submit(2, "next")
@@ -320,7 +320,7 @@ func TestPipelineNotifiesInsertsAndStatusChangesOnly(t *testing.T) {
 func TestSubmitRunFailsWhole(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
-	_, _, err := f.st.SubmitPipelineRun(f.ctx, 404, 404, 1, "from nobody") // no such user
+	_, _, err := f.st.PipelineRuns().Submit(f.ctx, 404, 404, 1, "from nobody") // no such user
 	require.Error(t, err)
 	var runs, logs int
 	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT (SELECT count(*) FROM pipeline_runs), (SELECT count(*) FROM raw_logs)`).Scan(&runs, &logs))
@@ -328,7 +328,7 @@ func TestSubmitRunFailsWhole(t *testing.T) {
 	require.Zero(t, logs)
 
 	for i := range 3 {
-		r, ahead, err := f.st.SubmitPipelineRun(f.ctx, 1, 1, i+1, "question")
+		r, ahead, err := f.st.PipelineRuns().Submit(f.ctx, 1, 1, i+1, "question")
 		require.NoError(t, err)
 		require.Equal(t, i, ahead)
 		require.Equal(t, memory.New, r.Status)
@@ -343,14 +343,14 @@ func TestSubmitRunFailsWhole(t *testing.T) {
 	_, err = f.st.Pool().Exec(f.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'a', delivered_at = now()
 WHERE id = (SELECT min(id) FROM pipeline_runs)`)
 	require.NoError(t, err)
-	_, ahead, err := f.st.SubmitPipelineRun(f.ctx, 1, 1, 4, "question")
+	_, ahead, err := f.st.PipelineRuns().Submit(f.ctx, 1, 1, 4, "question")
 	require.NoError(t, err)
 	require.Equal(t, 2, ahead, "the two runs not yet answered")
 }
 
 // Intake returns only once the message is on disk, although its
 // notifying transaction commits without waiting: the pages it wrote, the
-// run's and the raw log's, are flushed by the time SubmitPipelineRun returns. (With
+// run's and the raw log's, are flushed by the time PipelineRuns.Submit returns. (With
 // the flush left out, the WAL writer flushes them some milliseconds later,
 // and this fails.)
 func TestSubmitRunReturnsDurable(t *testing.T) {
@@ -360,7 +360,7 @@ func TestSubmitRunReturnsDurable(t *testing.T) {
 		t.Skipf("pageinspect unavailable (it needs a superuser): %v", err)
 	}
 	for i := range 20 {
-		r, _, err := f.st.SubmitPipelineRun(f.ctx, 1, 1, i+1, "question")
+		r, _, err := f.st.PipelineRuns().Submit(f.ctx, 1, 1, i+1, "question")
 		require.NoError(t, err)
 		var runOnDisk, logOnDisk bool
 		require.NoError(t, f.st.Pool().QueryRow(f.ctx, `
@@ -427,7 +427,7 @@ func (f *mfx) delivered(id int64) (time.Time, time.Time) {
 	return dv, cv
 }
 
-// MarkPipelineRunDelivered queues the answer's rows, in order, in the statement that
+// PipelineRuns.MarkDelivered queues the answer's rows, in order, in the statement that
 // records delivered_at (the rows' created_at is delivered_at: one
 // transaction), and only once: a second call, or any of several at once,
 // queues nothing. A FAILED run's notice closes it.
@@ -440,7 +440,7 @@ func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 	require.Empty(t, f.queued(r.ID), "nothing queued before")
 
 	msgs := answerOf(r, "part 1", "part 2", "part 3")
-	ok, err := f.st.MarkPipelineRunDelivered(f.ctx, r.ID, domain.Fixed[memory.PipelineRun](msgs...))
+	ok, err := f.st.PipelineRuns().MarkDelivered(f.ctx, r.ID, domain.Fixed[memory.PipelineRun](msgs...))
 	require.NoError(t, err)
 	require.True(t, ok)
 	delivered, closed := f.delivered(r.ID)
@@ -463,7 +463,7 @@ func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok, err := f.st.MarkPipelineRunDelivered(f.ctx, r.ID, domain.Fixed[memory.PipelineRun](msgs...))
+			ok, err := f.st.PipelineRuns().MarkDelivered(f.ctx, r.ID, domain.Fixed[memory.PipelineRun](msgs...))
 			assert.NoError(t, err)
 			assert.False(t, ok)
 		}()
@@ -479,7 +479,7 @@ func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok, err := f.st.MarkPipelineRunDelivered(f.ctx, failed.ID, domain.Fixed[memory.PipelineRun](domain.Message{ChatID: 2, Kind: domain.KindMemoryAnswer, Ref: failed.ID, Text: "sorry", ReplyTo: failed.MessageID}))
+			ok, err := f.st.PipelineRuns().MarkDelivered(f.ctx, failed.ID, domain.Fixed[memory.PipelineRun](domain.Message{ChatID: 2, Kind: domain.KindMemoryAnswer, Ref: failed.ID, Text: "sorry", ReplyTo: failed.MessageID}))
 			assert.NoError(t, err)
 			if ok {
 				won.Add(1)
@@ -497,7 +497,7 @@ func TestMemoryMarkDeliveredQueuesTheAnswerOnce(t *testing.T) {
 
 	// A run still at work is not marked.
 	busy := f.submit(1, "three")
-	ok, err = f.st.MarkPipelineRunDelivered(f.ctx, busy.ID, domain.Fixed[memory.PipelineRun](answerOf(busy, "too early")...))
+	ok, err = f.st.PipelineRuns().MarkDelivered(f.ctx, busy.ID, domain.Fixed[memory.PipelineRun](answerOf(busy, "too early")...))
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Empty(t, f.queued(busy.ID))
@@ -518,7 +518,7 @@ func TestMemoryFinalStepQueuesTheAnswer(t *testing.T) {
 		} else {
 			st.Change.ErrorMessage = "responder: boom"
 		}
-		ok, err := f.st.StepPipelineRun(f.ctx, r.ID, st)
+		ok, err := f.st.PipelineRuns().Step(f.ctx, r.ID, st)
 		require.NoError(t, err)
 		require.True(t, ok)
 		got := f.queued(r.ID)
@@ -532,16 +532,16 @@ func TestMemoryFinalStepQueuesTheAnswer(t *testing.T) {
 		require.Equal(t, to, status)
 		require.True(t, held, "the worker keeps it to finish it")
 
-		ok, err = f.st.StepPipelineRun(f.ctx, r.ID, st)
+		ok, err = f.st.PipelineRuns().Step(f.ctx, r.ID, st)
 		require.NoError(t, err)
 		require.False(t, ok)
 		require.Len(t, f.queued(r.ID), 2, "a repeated step queues nothing")
-		ok, err = f.st.MarkPipelineRunDelivered(f.ctx, r.ID, st.Tell)
+		ok, err = f.st.PipelineRuns().MarkDelivered(f.ctx, r.ID, st.Tell)
 		require.NoError(t, err)
 		require.False(t, ok, "nor does marking it delivered")
 		require.Len(t, f.queued(r.ID), 2)
 		if to == memory.Completed {
-			_, ok, err = f.st.ArchivePipelineRun(f.ctx, r.ID, nil)
+			_, ok, err = f.st.PipelineRuns().Archive(f.ctx, r.ID, nil)
 			require.NoError(t, err)
 			require.True(t, ok)
 		}
@@ -573,13 +573,13 @@ func TestMemoryQueueMessages(t *testing.T) {
 func TestSubmitIsKeyedByTheMessage(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
-	first, ahead, err := f.st.SubmitPipelineRun(f.ctx, 1, 1, 7, "hello")
+	first, ahead, err := f.st.PipelineRuns().Submit(f.ctx, 1, 1, 7, "hello")
 	require.NoError(t, err)
 	require.Zero(t, ahead)
-	again, _, err := f.st.SubmitPipelineRun(f.ctx, 1, 1, 7, "hello")
+	again, _, err := f.st.PipelineRuns().Submit(f.ctx, 1, 1, 7, "hello")
 	require.ErrorIs(t, err, memory.ErrSubmitted)
 	require.Equal(t, first.ID, again.ID)
-	other, ahead, err := f.st.SubmitPipelineRun(f.ctx, 1, 1, 8, "hello")
+	other, ahead, err := f.st.PipelineRuns().Submit(f.ctx, 1, 1, 8, "hello")
 	require.NoError(t, err, "another message of the chat is a run of its own")
 	require.NotEqual(t, first.ID, other.ID)
 	require.Equal(t, 1, ahead)
@@ -596,15 +596,15 @@ func TestSubmitIsKeyedByTheMessage(t *testing.T) {
 func TestSetSystemPromptKeepsTheActiveText(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
-	first, err := f.st.SetSystemPrompt(f.ctx, "mentor", "Be brief.")
+	first, err := f.st.Prompts().Set(f.ctx, "mentor", "Be brief.")
 	require.NoError(t, err)
-	again, err := f.st.SetSystemPrompt(f.ctx, "mentor", "Be brief.")
+	again, err := f.st.Prompts().Set(f.ctx, "mentor", "Be brief.")
 	require.NoError(t, err)
 	require.Equal(t, first.Version, again.Version)
-	other, err := f.st.SetSystemPrompt(f.ctx, "mentor", "Be kind.")
+	other, err := f.st.Prompts().Set(f.ctx, "mentor", "Be kind.")
 	require.NoError(t, err)
 	require.Equal(t, first.Version+1, other.Version)
-	back, err := f.st.SetSystemPrompt(f.ctx, "mentor", "Be brief.")
+	back, err := f.st.Prompts().Set(f.ctx, "mentor", "Be brief.")
 	require.NoError(t, err)
 	require.Equal(t, first.Version+2, back.Version)
 	var active int

@@ -10,8 +10,17 @@ import (
 	"switchboard/domain/memory"
 )
 
-// ActiveSystemPrompt returns a role's active prompt or domain.ErrNotFound.
-func (s *Store) ActiveSystemPrompt(ctx context.Context, role string) (memory.Prompt, error) {
+// Prompts is the system prompts aggregate: each role's versions of its
+// template, one of them active.
+type Prompts struct{ *db }
+
+// Prompts is the store of the system prompts.
+func (s *Store) Prompts() *Prompts { return &Prompts{s.db} }
+
+var _ memory.Prompts = (*Prompts)(nil)
+
+// Active returns a role's active prompt or domain.ErrNotFound.
+func (s *Prompts) Active(ctx context.Context, role string) (memory.Prompt, error) {
 	p := memory.Prompt{Role: role}
 	err := s.pool.QueryRow(ctx, `SELECT prompt_template, version, is_active, updated_at FROM system_prompts
 WHERE role_name = $1 AND is_active`, role).Scan(&p.Template, &p.Version, &p.Active, &p.UpdatedAt)
@@ -21,8 +30,8 @@ WHERE role_name = $1 AND is_active`, role).Scan(&p.Template, &p.Version, &p.Acti
 	return p, nil
 }
 
-// ActiveSystemPrompts returns every role's active prompt template.
-func (s *Store) ActiveSystemPrompts(ctx context.Context) (map[string]string, error) {
+// ActiveAll returns every role's active prompt template.
+func (s *Prompts) ActiveAll(ctx context.Context) (map[string]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT role_name, prompt_template FROM system_prompts WHERE is_active`)
 	if err != nil {
 		return nil, fmt.Errorf("active prompts: %w", err)
@@ -39,11 +48,11 @@ func (s *Store) ActiveSystemPrompts(ctx context.Context) (map[string]string, err
 	return out, rows.Err()
 }
 
-// SetSystemPrompt stores a new active version of a role's prompt, keeping the
+// Set stores a new active version of a role's prompt, keeping the
 // old ones inactive. The active version's own text is no new version: it
 // is returned as it is (the same /prompt run again, its update's replica
 // having died before the done-mark, or sent twice).
-func (s *Store) SetSystemPrompt(ctx context.Context, role, template string) (memory.Prompt, error) {
+func (s *Prompts) Set(ctx context.Context, role, template string) (memory.Prompt, error) {
 	p := memory.Prompt{Role: role, Template: template, Active: true}
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		// Serializes concurrent /prompt of one role on the version number.

@@ -187,7 +187,7 @@ func TestPruneMemoryRequests(t *testing.T) {
 	require.Equal(t, 2, res.Batches, "two rows a batch: a full one, then the rest")
 	require.Equal(t, []string{"8 forget", "9 correct", "9 forget"},
 		b.strings(`SELECT user_id || ' ' || kind FROM memory_requests ORDER BY user_id, kind`))
-	waiting, err := b.st.MemoryCorrectionWaiting(b.ctx, 9)
+	waiting, err := b.st.Memories().CorrectionWaiting(b.ctx, 9)
 	require.NoError(t, err)
 	require.True(t, waiting)
 	require.Zero(t, b.prune(storage.PruneMemoryRequests, storage.Retention{}).Rows, "nothing more to do")

@@ -47,9 +47,11 @@
 // later run. /export's files are built from the summaries and raw logs
 // when they are sent.
 //
-// Storage: Repository (service.go) is PipelineStore and OrchestratorStore
-// (storage/pipeline_runs.go), SummaryStore (storage/memories.go),
-// PromptStore (storage/prompts.go) and PrivacyStore
-// (storage/memory_export.go); Outbox and UserStore, beside it, are
-// storage.Outbox and storage.Users.
+// Storage (service.go): one port per store. Runs is storage.PipelineRuns
+// (storage/pipeline_runs.go, and the closing of incognito runs in
+// storage/memory_export.go), Memories is storage.Memories
+// (storage/memories.go, and /export and /incognito in
+// storage/memory_export.go), Prompts is storage.Prompts
+// (storage/prompts.go); Outbox and UserStore are storage.Outbox and
+// storage.Users.
 package memory

@@ -50,32 +50,11 @@ type Incognito struct {
 	On, Changed bool
 }
 
-// PrivacyStore is /export and /incognito (export.go, pipeline.go's
-// finish); storage/memory_export.go implements it.
-type PrivacyStore interface {
-	// RequestMemoryExport queues tell's messages (the export's files, built
-	// when they are sent) if the user has anything to export and their last
-	// export is at least every old, recording the request in the same
-	// statement. messageID is the command's, so a command handled twice
-	// queues once.
-	RequestMemoryExport(ctx context.Context, userID int64, messageID int, every time.Duration, tell []domain.Message) (ExportRequest, error)
-	// MemoryExport reads what an export asked for at asOf holds.
-	MemoryExport(ctx context.Context, userID int64, asOf time.Time) (Export, error)
-	// SetMemoryIncognito turns incognito on or off (set), or toggles it
-	// (nil), once per command message.
-	SetMemoryIncognito(ctx context.Context, userID int64, messageID int, set *bool) (Incognito, error)
-	// ArchiveIncognitoPipelineRun closes a finished incognito run whose
-	// answer (or failure notice) is queued, erasing its texts and its raw
-	// logs, and returns the user's next NEW run (ID 0 if none); false if
-	// it was closed and erased already.
-	ArchiveIncognitoPipelineRun(ctx context.Context, id int64) (next Ref, ok bool, err error)
-}
-
 // RequestExport queues the user's export (tell: its files, rendered
 // before; their content is built from the tables when they are sent, so
 // no copy of the user's data waits in the outbox).
 func (s *Service) RequestExport(ctx context.Context, userID int64, messageID int, tell []domain.Message) (ExportRequest, error) {
-	req, err := s.deps.Repo.RequestMemoryExport(ctx, userID, messageID, ExportEvery, tell)
+	req, err := s.deps.Memories.RequestExport(ctx, userID, messageID, ExportEvery, tell)
 	if err != nil {
 		return ExportRequest{}, fmt.Errorf("request export: %w", err)
 	}
@@ -84,7 +63,7 @@ func (s *Service) RequestExport(ctx context.Context, userID int64, messageID int
 
 // Export reads the export asked for at asOf.
 func (s *Service) Export(ctx context.Context, userID int64, asOf time.Time) (Export, error) {
-	e, err := s.deps.Repo.MemoryExport(ctx, userID, asOf)
+	e, err := s.deps.Memories.Export(ctx, userID, asOf)
 	if err != nil {
 		return Export{}, fmt.Errorf("export: %w", err)
 	}
@@ -94,7 +73,7 @@ func (s *Service) Export(ctx context.Context, userID int64, asOf time.Time) (Exp
 // SetIncognito turns the user's incognito on or off, or toggles it (set
 // nil). Runs taken in while it is on answer without leaving memory.
 func (s *Service) SetIncognito(ctx context.Context, userID int64, messageID int, set *bool) (Incognito, error) {
-	st, err := s.deps.Repo.SetMemoryIncognito(ctx, userID, messageID, set)
+	st, err := s.deps.Memories.SetIncognito(ctx, userID, messageID, set)
 	if err != nil {
 		return Incognito{}, fmt.Errorf("set incognito: %w", err)
 	}

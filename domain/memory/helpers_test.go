@@ -65,7 +65,7 @@ func setup(t *testing.T, opts ...option) *bundle {
 func (b *bundle) service(t *testing.T) *memory.Service {
 	t.Helper()
 	svc, err := memory.NewService(b.cfg, memory.Deps{
-		Repo: b.store, Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat, Drafts: b.drafts,
+		Runs: b.store.PipelineRuns(), Memories: b.store.Memories(), Prompts: b.store.Prompts(), Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat, Drafts: b.drafts,
 		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)
@@ -145,7 +145,7 @@ func (b *bundle) waitArchived(t *testing.T, n int, timeout time.Duration) {
 
 func (b *bundle) run(t *testing.T, id int64) memory.PipelineRun {
 	t.Helper()
-	r, err := b.store.PipelineRun(b.ctx, id)
+	r, err := b.store.PipelineRuns().Get(b.ctx, id)
 	require.NoError(t, err)
 	return r
 }

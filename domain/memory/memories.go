@@ -20,7 +20,7 @@ import (
 // supersedes it (the archivist's, when an exchange contradicts it, or the
 // user's correction); it is then kept as history, with the time it stopped
 // being true, and no answer reads it. Deleting any version deletes the
-// whole chain it belongs to, and every copy of its text storage.DeleteMemories
+// whole chain it belongs to, and every copy of its text storage.Memories.Delete
 // knows of (Erased).
 
 // MemoriesPerPage is how many memories one page of /memory shows.
@@ -74,7 +74,7 @@ const (
 	CorrectionSaved CorrectionOutcome = "saved"
 )
 
-// Correction is TakeMemoryCorrection's result: New is the saved version.
+// Correction is Memories.TakeCorrection's result: New is the saved version.
 type Correction struct {
 	Outcome CorrectionOutcome
 	New     Summary
@@ -84,14 +84,14 @@ type Correction struct {
 // page past the end shows the last one (after a deletion emptied it).
 func (s *Service) Memories(ctx context.Context, userID int64, page int) (MemoryPage, error) {
 	page = max(page, 0)
-	items, total, err := s.deps.Repo.MemoryPage(ctx, userID, page*MemoriesPerPage, MemoriesPerPage)
+	items, total, err := s.deps.Memories.Page(ctx, userID, page*MemoriesPerPage, MemoriesPerPage)
 	if err != nil {
 		return MemoryPage{}, fmt.Errorf("memories of user %d: %w", userID, err)
 	}
 	pages := (total + MemoriesPerPage - 1) / MemoriesPerPage
 	if len(items) == 0 && total > 0 {
 		page = pages - 1
-		if items, total, err = s.deps.Repo.MemoryPage(ctx, userID, page*MemoriesPerPage, MemoriesPerPage); err != nil {
+		if items, total, err = s.deps.Memories.Page(ctx, userID, page*MemoriesPerPage, MemoriesPerPage); err != nil {
 			return MemoryPage{}, fmt.Errorf("memories of user %d: %w", userID, err)
 		}
 		pages = (total + MemoriesPerPage - 1) / MemoriesPerPage
@@ -102,7 +102,7 @@ func (s *Service) Memories(ctx context.Context, userID int64, page int) (MemoryP
 // MemoryHistory is the version chain of one of the user's memories,
 // newest first; domain.ErrNotFound if they have no such memory.
 func (s *Service) MemoryHistory(ctx context.Context, userID, id int64) ([]Summary, error) {
-	h, err := s.deps.Repo.MemoryHistory(ctx, userID, id)
+	h, err := s.deps.Memories.History(ctx, userID, id)
 	if err != nil {
 		return nil, fmt.Errorf("history of memory %d: %w", id, err)
 	}
@@ -115,7 +115,7 @@ func (s *Service) MemoryHistory(ctx context.Context, userID, id int64) ([]Summar
 // DeleteMemory deletes one of the user's memories with its whole chain
 // (Erased); false if there was no such memory of theirs.
 func (s *Service) DeleteMemory(ctx context.Context, userID, id int64) (Erased, bool, error) {
-	e, err := s.deps.Repo.DeleteMemories(ctx, userID, []int64{id})
+	e, err := s.deps.Memories.Delete(ctx, userID, []int64{id})
 	if err != nil {
 		return Erased{}, false, fmt.Errorf("delete memory %d: %w", id, err)
 	}
@@ -126,7 +126,7 @@ func (s *Service) DeleteMemory(ctx context.Context, userID, id int64) (Erased, b
 // of one of their current memories, for CorrectionWait; false if it is
 // not one (deleted, superseded, someone else's).
 func (s *Service) AskCorrection(ctx context.Context, userID, id int64) (Summary, bool, error) {
-	m, ok, err := s.deps.Repo.AskMemoryCorrection(ctx, userID, id, CorrectionWait)
+	m, ok, err := s.deps.Memories.AskCorrection(ctx, userID, id, CorrectionWait)
 	if err != nil {
 		return Summary{}, false, fmt.Errorf("ask correction of memory %d: %w", id, err)
 	}
@@ -135,7 +135,7 @@ func (s *Service) AskCorrection(ctx context.Context, userID, id int64) (Summary,
 
 // CancelCorrection drops the correction of that memory if it still waits.
 func (s *Service) CancelCorrection(ctx context.Context, userID, id int64) (bool, error) {
-	ok, err := s.deps.Repo.CancelMemoryCorrection(ctx, userID, id)
+	ok, err := s.deps.Memories.CancelCorrection(ctx, userID, id)
 	if err != nil {
 		return false, fmt.Errorf("cancel correction of memory %d: %w", id, err)
 	}
@@ -154,7 +154,7 @@ func (s *Service) TakeCorrection(ctx context.Context, userID int64, messageID in
 		return Correction{Outcome: CorrectionNone}, nil
 	}
 	if n := utf8.RuneCountInString(text); n > MaxMemory {
-		waiting, err := s.deps.Repo.MemoryCorrectionWaiting(ctx, userID)
+		waiting, err := s.deps.Memories.CorrectionWaiting(ctx, userID)
 		if err != nil {
 			return Correction{}, fmt.Errorf("correction of user %d: %w", userID, err)
 		}
@@ -164,7 +164,7 @@ func (s *Service) TakeCorrection(ctx context.Context, userID int64, messageID in
 		return Correction{}, &domain.InputError{Key: "memories.correct_too_long", Args: map[string]any{"Max": MaxMemory, "Len": n}}
 	}
 	bs, be := isoWeek(s.deps.Clock.Now())
-	c, err := s.deps.Repo.TakeMemoryCorrection(ctx, userID, messageID, Summary{BucketStart: bs, BucketEnd: be, Summary: text})
+	c, err := s.deps.Memories.TakeCorrection(ctx, userID, messageID, Summary{BucketStart: bs, BucketEnd: be, Summary: text})
 	if err != nil {
 		return Correction{}, fmt.Errorf("correction of user %d: %w", userID, err)
 	}
@@ -175,7 +175,7 @@ func (s *Service) TakeCorrection(ctx context.Context, userID int64, messageID in
 // match topic (ForgetTopic's), and records them for the confirmation's
 // button: request 0 when none matched.
 func (s *Service) ForgetAbout(ctx context.Context, userID int64, topic string) (int64, []Summary, error) {
-	all, err := s.deps.Repo.MemoryVersions(ctx, userID, maxVersionsSearched)
+	all, err := s.deps.Memories.Versions(ctx, userID, maxVersionsSearched)
 	if err != nil {
 		return 0, nil, fmt.Errorf("memories of user %d: %w", userID, err)
 	}
@@ -187,7 +187,7 @@ func (s *Service) ForgetAbout(ctx context.Context, userID int64, topic string) (
 	for i, m := range found {
 		ids[i] = m.ID
 	}
-	req, err := s.deps.Repo.AskForgetMemories(ctx, userID, ids, ForgetWait)
+	req, err := s.deps.Memories.AskForget(ctx, userID, ids, ForgetWait)
 	if err != nil {
 		return 0, nil, fmt.Errorf("ask to forget %d memories: %w", len(ids), err)
 	}
@@ -201,7 +201,7 @@ const maxVersionsSearched = 2000
 // ConfirmForget deletes the memories of a ForgetAbout request (Erased);
 // false if the request is gone (answered, expired, someone else's).
 func (s *Service) ConfirmForget(ctx context.Context, userID, requestID int64) (Erased, bool, error) {
-	e, ok, err := s.deps.Repo.ForgetMemories(ctx, userID, requestID)
+	e, ok, err := s.deps.Memories.Forget(ctx, userID, requestID)
 	if err != nil {
 		return Erased{}, false, fmt.Errorf("forget memories of request %d: %w", requestID, err)
 	}
@@ -210,7 +210,7 @@ func (s *Service) ConfirmForget(ctx context.Context, userID, requestID int64) (E
 
 // KeepMemories drops a ForgetAbout request unanswered; false if it is gone.
 func (s *Service) KeepMemories(ctx context.Context, userID, requestID int64) (bool, error) {
-	ok, err := s.deps.Repo.DropForgetRequest(ctx, userID, requestID)
+	ok, err := s.deps.Memories.DropForgetRequest(ctx, userID, requestID)
 	if err != nil {
 		return false, fmt.Errorf("drop request %d: %w", requestID, err)
 	}

@@ -63,16 +63,16 @@ func TestArchivistSupersedesOnlyWhatItWasShown(t *testing.T) {
 	for _, line := range shown {
 		require.Contains(t, line, "Summary of I live in Kyiv")
 	}
-	cur, err := b.store.MemorySummaries(b.ctx, 1, 10)
+	cur, err := b.store.Memories().Summaries(b.ctx, 1, 10)
 	require.NoError(t, err)
 	require.Len(t, cur, 1)
 	require.Equal(t, "The user moved to Lviv", cur[0].Summary)
-	h, err := b.store.MemoryHistory(b.ctx, 1, cur[0].ID)
+	h, err := b.store.Memories().History(b.ctx, 1, cur[0].ID)
 	require.NoError(t, err)
 	require.Len(t, h, 2)
 	require.Equal(t, "Summary of I live in Kyiv", h[1].Summary)
 	require.Equal(t, cur[0].ID, h[1].SupersededBy)
-	bob, err := b.store.MemorySummaries(b.ctx, 2, 10)
+	bob, err := b.store.Memories().Summaries(b.ctx, 2, 10)
 	require.NoError(t, err)
 	require.Len(t, bob, 1, "Bob's memory is current still")
 
@@ -103,7 +103,7 @@ func TestArchivistWithoutSupersedes(t *testing.T) {
 	b.submit(t, b.svc, 1, "garbled")
 	b.waitArchived(t, 3, 10*time.Second)
 	require.Len(t, b.llm.RequestsFor("garbled"), 2, "retried once")
-	cur, err := b.store.MemorySummaries(b.ctx, 1, 10)
+	cur, err := b.store.Memories().Summaries(b.ctx, 1, 10)
 	require.NoError(t, err)
 	require.Len(t, cur, 2)
 	require.Contains(t, b.prompts("archivist")[1], "Summary of I live in Kyiv", "offered")

@@ -225,7 +225,7 @@ const sweepLimit = 10000
 
 // Sweep dispatches every unfinished run and updates the backlog gauge.
 func (s *Service) Sweep(ctx context.Context) {
-	refs, err := s.deps.Repo.OpenPipelineRuns(ctx, sweepLimit)
+	refs, err := s.deps.Runs.Open(ctx, sweepLimit)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("sweep pipeline runs", "err", err)
@@ -235,7 +235,7 @@ func (s *Service) Sweep(ctx context.Context) {
 	for _, r := range refs {
 		s.o.dispatch(r)
 	}
-	if n, err := s.deps.Repo.PipelineBacklog(ctx); err == nil {
+	if n, err := s.deps.Runs.Backlog(ctx); err == nil {
 		s.m.backlog.Set(float64(n))
 	}
 }
@@ -252,7 +252,7 @@ func (s *Service) reapNow(ctx context.Context) {
 // MaxReaps times already. Safe on several replicas: each move names the old
 // status and the expired lease.
 func (s *Service) Reap(ctx context.Context) (int, error) {
-	returned, failed, err := s.deps.Repo.ReapPipelineRuns(ctx, s.cfg.MaxReaps)
+	returned, failed, err := s.deps.Runs.Reap(ctx, s.cfg.MaxReaps)
 	if err != nil {
 		return 0, err
 	}

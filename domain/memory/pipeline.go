@@ -86,7 +86,7 @@ func (s *Service) process(ctx context.Context, ref Ref) {
 	case New, Analyzed, Ready:
 		r, rc, ok, err = s.capture(ctx, ref)
 	case Completed, Failed:
-		r, ok, err = s.deps.Repo.ClaimFinishedPipelineRun(ctx, ref.ID, s.cfg.StageLease, s.cfg.Claimer)
+		r, ok, err = s.deps.Runs.ClaimFinished(ctx, ref.ID, s.cfg.StageLease, s.cfg.Claimer)
 	default:
 		return // a stage at work, here or elsewhere, or stalled (the reaper's)
 	}
@@ -238,7 +238,7 @@ func (s *Service) giveBack(ctx context.Context, r PipelineRun) {
 	deadline := s.deps.Clock.Now().Add(s.cfg.StageLease)
 	for d := time.Second; ; d = min(2*d, 10*time.Second) {
 		rctx, cancel := detached(ctx)
-		_, err := s.deps.Repo.StepPipelineRun(rctx, r.ID, Step{From: r.Status, To: capturing[r.Status]})
+		_, err := s.deps.Runs.Step(rctx, r.ID, Step{From: r.Status, To: capturing[r.Status]})
 		cancel()
 		if err == nil {
 			s.m.givenBack.Inc()
@@ -417,7 +417,7 @@ func (s *Service) finish(ctx context.Context, r PipelineRun, rc Recall) {
 	}()
 	if r.DeliveredAt.IsZero() {
 		if err := s.retrySave(ctx, "queue the answer of run", r.ID, func(ctx context.Context) error {
-			_, err := s.deps.Repo.MarkPipelineRunDelivered(ctx, r.ID, domain.Fixed[PipelineRun](s.render(r)...))
+			_, err := s.deps.Runs.MarkDelivered(ctx, r.ID, domain.Fixed[PipelineRun](s.render(r)...))
 			return err
 		}); err != nil {
 			s.log.Error("queue the answer of run", "run", r.ID, "status", r.Status, "err", err)
@@ -433,7 +433,7 @@ func (s *Service) finish(ctx context.Context, r PipelineRun, rc Recall) {
 		var ok bool
 		err := s.retrySave(ctx, "close incognito run", r.ID, func(ctx context.Context) error {
 			var err error
-			n, ok, err = s.deps.Repo.ArchiveIncognitoPipelineRun(ctx, r.ID)
+			n, ok, err = s.deps.Runs.ArchiveIncognito(ctx, r.ID)
 			return err
 		})
 		if err != nil {
@@ -449,7 +449,7 @@ func (s *Service) finish(ctx context.Context, r PipelineRun, rc Recall) {
 		var n Ref
 		err := s.retrySave(ctx, "archive run", r.ID, func(ctx context.Context) error {
 			var err error
-			n, _, err = s.deps.Repo.ArchivePipelineRun(ctx, r.ID, sum)
+			n, _, err = s.deps.Runs.Archive(ctx, r.ID, sum)
 			return err
 		})
 		if err != nil {
@@ -460,7 +460,7 @@ func (s *Service) finish(ctx context.Context, r PipelineRun, rc Recall) {
 	} else {
 		s.release(ctx, r.ID)
 		released = true
-		n, ok, err := s.deps.Repo.NextPipelineRun(ctx, r.UserID)
+		n, ok, err := s.deps.Runs.Next(ctx, r.UserID)
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("next run", "user", r.UserID, "err", err) // the sweep finds it
 		}
@@ -482,7 +482,7 @@ func (s *Service) release(ctx context.Context, id int64) {
 	deadline := s.deps.Clock.Now().Add(s.cfg.StageLease)
 	for d := time.Second; ; d = min(2*d, 10*time.Second) {
 		rctx, cancel := detached(ctx)
-		err := s.deps.Repo.ReleasePipelineRun(rctx, id)
+		err := s.deps.Runs.Release(rctx, id)
 		cancel()
 		if err == nil {
 			return
@@ -517,7 +517,7 @@ func (s *Service) summarise(ctx context.Context, r PipelineRun, rc Recall) *Summ
 	var note archiveNote
 	known := rc.Summaries
 	if err == nil && !rc.Read {
-		if known, err = s.deps.Repo.MemorySummaries(ctx, r.UserID, analyzerSummaries); err != nil && ctx.Err() == nil {
+		if known, err = s.deps.Memories.Summaries(ctx, r.UserID, analyzerSummaries); err != nil && ctx.Err() == nil {
 			// Summarise without offering any: the memory is kept, only a
 			// contradiction goes unnoticed this time.
 			s.log.Warn("archivist: current memories not read; none offered", "run", r.ID, "err", err)
@@ -613,7 +613,7 @@ func (s *Service) prompt(ctx context.Context, role string) (string, error) {
 	s.promptMu.Lock()
 	defer s.promptMu.Unlock()
 	if s.prompts == nil || s.deps.Clock.Since(s.promptsAt) > promptTTL {
-		ps, err := s.deps.Repo.ActiveSystemPrompts(ctx)
+		ps, err := s.deps.Prompts.ActiveAll(ctx)
 		if err != nil {
 			return "", fmt.Errorf("%s prompt: %w", role, err)
 		}

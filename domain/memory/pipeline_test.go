@@ -243,7 +243,7 @@ func TestReaperFinishesADeadOrchestratorsRun(t *testing.T) {
 	b.script()
 	b.user(t, 1)
 	r := b.submit(t, b.svc, 1, "Who finishes me?")
-	_, _, ok, err := b.store.CapturePipelineRun(b.ctx, r.ID, memory.New, memory.Analyzing, 300*time.Millisecond, "", memory.RecallSize{})
+	_, _, ok, err := b.store.PipelineRuns().Capture(b.ctx, r.ID, memory.New, memory.Analyzing, 300*time.Millisecond, "", memory.RecallSize{})
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -463,7 +463,7 @@ func TestContextTrimmedToTheModelsWindow(t *testing.T) {
 	budget := memory.Tokens(r.DraftContext) - 2*memory.Tokens(long(0))
 	cfg.Window = budget + 2000 + memory.Tokens(asm.Template) + 64
 	svc, err := memory.NewService(cfg, memory.Deps{
-		Repo: b.store, Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat,
+		Runs: b.store.PipelineRuns(), Memories: b.store.Memories(), Prompts: b.store.Prompts(), Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat,
 		Log:        slog.New(slog.NewJSONHandler(lockedWriter{&mu, &logs}, nil)),
 		Registerer: prometheus.NewRegistry(),
 	})

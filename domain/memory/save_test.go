@@ -16,12 +16,12 @@ import (
 	"switchboard/storage"
 )
 
-// blinkingRepo is the store with a database that refuses the save of the
-// analyzer's result: fails times, then answers. With landed, each refused
+// blinkingRuns is the runs' store with a database that refuses the save of
+// the analyzer's result: fails times, then answers. With landed, each refused
 // save is committed first and only its answer lost (the connection dropped
 // after the commit).
-type blinkingRepo struct {
-	*storage.Store
+type blinkingRuns struct {
+	*storage.PipelineRuns
 	fails  int32
 	landed bool
 	calls  atomic.Int32
@@ -29,16 +29,16 @@ type blinkingRepo struct {
 
 var errShuttingDown = errors.New("FATAL: the database system is shutting down (SQLSTATE 57P01)")
 
-func (r *blinkingRepo) StepPipelineRun(ctx context.Context, id int64, st memory.Step) (bool, error) {
+func (r *blinkingRuns) Step(ctx context.Context, id int64, st memory.Step) (bool, error) {
 	if st.To == memory.Analyzed && r.calls.Add(1) <= r.fails {
 		if r.landed {
-			if _, err := r.Store.StepPipelineRun(ctx, id, st); err != nil {
+			if _, err := r.PipelineRuns.Step(ctx, id, st); err != nil {
 				return false, err
 			}
 		}
 		return false, errShuttingDown
 	}
-	return r.Store.StepPipelineRun(ctx, id, st)
+	return r.PipelineRuns.Step(ctx, id, st)
 }
 
 // With a lease of an hour, a run whose save is refused completes only if
@@ -61,9 +61,9 @@ func TestAStageSaveTheDatabaseRefusesIsRetriedOrGivenBack(t *testing.T) {
 			b := setup(t, withConfig(memory.Config{Workers: 2, StageLease: time.Hour, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour}))
 			b.script()
 			b.user(t, 1)
-			repo := &blinkingRepo{Store: b.store, fails: tc.fails, landed: tc.landed}
+			runs := &blinkingRuns{PipelineRuns: b.store.PipelineRuns(), fails: tc.fails, landed: tc.landed}
 			svc, err := memory.NewService(b.cfg, memory.Deps{
-				Repo: repo, Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat,
+				Runs: runs, Memories: b.store.Memories(), Prompts: b.store.Prompts(), Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat,
 				Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 			})
 			require.NoError(t, err)

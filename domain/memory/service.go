@@ -41,7 +41,7 @@ type PipelineRun struct {
 	// Lang is the user's language, for what the bot writes.
 	Lang string
 	// Incognito: taken in while the user's incognito was on; it is
-	// answered but leaves no memory (PrivacyStore.ArchiveIncognitoPipelineRun).
+	// answered but leaves no memory (Runs.ArchiveIncognito).
 	Incognito bool
 }
 
@@ -53,7 +53,7 @@ type Change struct {
 	FinalAnswer  string
 	ErrorMessage string
 	// Placeholder reports that the answer was streamed into a placeholder
-	// message (QueuePipelineRunPlaceholder stored it already); the step
+	// message (Runs.QueuePlaceholder stored it already); the step
 	// renders the final answer as its edit.
 	Placeholder bool
 }
@@ -72,7 +72,7 @@ type Summary struct {
 	InvalidAt    time.Time
 	SupersededBy int64
 	// Supersedes are the memories this one replaced: read from storage
-	// for a page of /memory; given to ArchivePipelineRun, the user's
+	// for a page of /memory; given to Runs.Archive, the user's
 	// current ones the archivist said the exchange contradicts.
 	Supersedes []int64
 }
@@ -197,100 +197,114 @@ type Step struct {
 	Tell domain.Render[PipelineRun]
 }
 
-// PipelineStore is a run's way through the pipeline (service.go,
-// pipeline.go); storage/pipeline_runs.go implements it.
-type PipelineStore interface {
-	// SubmitPipelineRun is intake; it returns once the message is durable.
-	SubmitPipelineRun(ctx context.Context, userID, chatID int64, messageID int, query string) (PipelineRun, int, error)
-	// CapturePipelineRun starts a stage: from → to with a lease, reading the user's
+// Runs is the memory chat's runs: a run's way through the pipeline
+// (service.go, pipeline.go), the orchestrator's sweep (orchestrator.go)
+// and the closing of incognito runs; storage.PipelineRuns implements it.
+type Runs interface {
+	// Submit is intake; it returns once the message is durable.
+	Submit(ctx context.Context, userID, chatID int64, messageID int, query string) (PipelineRun, int, error)
+	// Capture starts a stage: from → to with a lease, reading the user's
 	// memory as asked.
-	CapturePipelineRun(ctx context.Context, id int64, from, to Status, lease time.Duration, claimer string, recall RecallSize) (PipelineRun, Recall, bool, error)
-	// StepPipelineRun applies st; false if the run was not in st.From.
-	StepPipelineRun(ctx context.Context, id int64, st Step) (bool, error)
-	// PipelineRun reads a run as it is now.
-	PipelineRun(ctx context.Context, id int64) (PipelineRun, error)
-	ClaimFinishedPipelineRun(ctx context.Context, id int64, lease time.Duration, claimer string) (PipelineRun, bool, error)
-	// MarkPipelineRunDelivered queues tell's messages (the answer or the failure
+	Capture(ctx context.Context, id int64, from, to Status, lease time.Duration, claimer string, recall RecallSize) (PipelineRun, Recall, bool, error)
+	// Step applies st; false if the run was not in st.From.
+	Step(ctx context.Context, id int64, st Step) (bool, error)
+	// Get reads a run as it is now.
+	Get(ctx context.Context, id int64) (PipelineRun, error)
+	ClaimFinished(ctx context.Context, id int64, lease time.Duration, claimer string) (PipelineRun, bool, error)
+	// MarkDelivered queues tell's messages (the answer or the failure
 	// notice, domain.Fixed: one statement) and
 	// records delivered_at, in one statement, for a finished run whose
 	// step did not (FAILED by the reaper); false, and nothing queued, if
 	// delivered_at was set already.
-	MarkPipelineRunDelivered(ctx context.Context, id int64, tell domain.Render[PipelineRun]) (bool, error)
-	// ArchivePipelineRun stores the summary (if any) and archived_at of a COMPLETED
+	MarkDelivered(ctx context.Context, id int64, tell domain.Render[PipelineRun]) (bool, error)
+	// Archive stores the summary (if any) and archived_at of a COMPLETED
 	// run whose answer is queued, releases the run and returns the user's
 	// next NEW run (ID 0 if none); false if it was archived already (or
 	// its answer is not queued yet).
-	ArchivePipelineRun(ctx context.Context, id int64, s *Summary) (next Ref, archived bool, err error)
-	ReleasePipelineRun(ctx context.Context, id int64) error
-	// QueuePipelineRunPlaceholder queues the placeholder message of a
-	// RESPONDING run's answer and marks the run as having one, in one
-	// statement; false, and nothing queued, if the run has left RESPONDING
-	// or has its placeholder already.
-	QueuePipelineRunPlaceholder(ctx context.Context, id int64, msgs []domain.Message) (bool, error)
-	NextPipelineRun(ctx context.Context, userID int64) (Ref, bool, error)
+	Archive(ctx context.Context, id int64, s *Summary) (next Ref, archived bool, err error)
+	// ArchiveIncognito closes a finished incognito run whose answer (or
+	// failure notice) is queued, erasing its texts and its raw logs, and
+	// returns the user's next NEW run (ID 0 if none); false if it was
+	// closed and erased already.
+	ArchiveIncognito(ctx context.Context, id int64) (next Ref, ok bool, err error)
+	Release(ctx context.Context, id int64) error
+	// QueuePlaceholder queues the placeholder message of a RESPONDING
+	// run's answer and marks the run as having one, in one statement;
+	// false, and nothing queued, if the run has left RESPONDING or has its
+	// placeholder already.
+	QueuePlaceholder(ctx context.Context, id int64, msgs []domain.Message) (bool, error)
+	Next(ctx context.Context, userID int64) (Ref, bool, error)
+	// Open, Reap and Backlog are the orchestrator's sweep.
+	Open(ctx context.Context, limit int) ([]Ref, error)
+	Reap(ctx context.Context, maxReaps int) (returned, failed []Ref, err error)
+	Backlog(ctx context.Context) (int, error)
 }
 
-// OrchestratorStore is the orchestrator's sweep (orchestrator.go);
-// storage/pipeline_runs.go implements it.
-type OrchestratorStore interface {
-	OpenPipelineRuns(ctx context.Context, limit int) ([]Ref, error)
-	ReapPipelineRuns(ctx context.Context, maxReaps int) (returned, failed []Ref, err error)
-	PipelineBacklog(ctx context.Context) (int, error)
-}
-
-// SummaryStore is the long-term memory: what the archivist is offered,
-// and what the user sees, corrects and deletes (memories.go);
-// storage/memories.go implements it. Every method acts on the user's own
-// memories only: an id of anyone else's is as good as absent.
-type SummaryStore interface {
-	// MemorySummaries lists the user's current memories, newest first.
-	MemorySummaries(ctx context.Context, userID int64, limit int) ([]Summary, error)
-	// MemoryPage is a page of the user's current memories, newest first,
+// Memories is the long-term memory: what the archivist is offered, and
+// what the user sees, corrects and deletes (memories.go), exports and
+// keeps out of it (/export and /incognito, export.go); storage.Memories
+// implements it. Every method acts on the user's own memories only: an
+// id of anyone else's is as good as absent.
+type Memories interface {
+	// Summaries lists the user's current memories, newest first.
+	Summaries(ctx context.Context, userID int64, limit int) ([]Summary, error)
+	// Page is a page of the user's current memories, newest first,
 	// each with the ids it superseded, and how many current ones there are.
-	MemoryPage(ctx context.Context, userID int64, offset, limit int) ([]Summary, int, error)
-	// MemoryVersions lists the user's memories, current and superseded,
+	Page(ctx context.Context, userID int64, offset, limit int) ([]Summary, int, error)
+	// Versions lists the user's memories, current and superseded,
 	// newest first.
-	MemoryVersions(ctx context.Context, userID int64, limit int) ([]Summary, error)
-	// MemoryHistory is the version chain of one of the user's memories:
+	Versions(ctx context.Context, userID int64, limit int) ([]Summary, error)
+	// History is the version chain of one of the user's memories:
 	// the current version and every one it replaced, newest first; empty
 	// if there is no such memory of theirs.
-	MemoryHistory(ctx context.Context, userID, id int64) ([]Summary, error)
-	// DeleteMemories deletes the whole version chain of each of the
+	History(ctx context.Context, userID, id int64) ([]Summary, error)
+	// Delete deletes the whole version chain of each of the
 	// user's memories named and every copy of their text (see Erased).
-	DeleteMemories(ctx context.Context, userID int64, ids []int64) (Erased, error)
-	// AskMemoryCorrection records that the user's next text corrects the
+	Delete(ctx context.Context, userID int64, ids []int64) (Erased, error)
+	// AskCorrection records that the user's next text corrects the
 	// memory (replacing any correction waiting), until ttl passes; false
 	// if it is not one of their current memories.
-	AskMemoryCorrection(ctx context.Context, userID, id int64, ttl time.Duration) (Summary, bool, error)
-	// CancelMemoryCorrection drops the correction of that memory waiting;
+	AskCorrection(ctx context.Context, userID, id int64, ttl time.Duration) (Summary, bool, error)
+	// CancelCorrection drops the correction of that memory waiting;
 	// false if none was.
-	CancelMemoryCorrection(ctx context.Context, userID, id int64) (bool, error)
-	// MemoryCorrectionWaiting says whether a correction waits for the
+	CancelCorrection(ctx context.Context, userID, id int64) (bool, error)
+	// CorrectionWaiting says whether a correction waits for the
 	// user's text (expired ones do not).
-	MemoryCorrectionWaiting(ctx context.Context, userID int64) (bool, error)
-	// TakeMemoryCorrection consumes the correction waiting, if any, and
+	CorrectionWaiting(ctx context.Context, userID int64) (bool, error)
+	// TakeCorrection consumes the correction waiting, if any, and
 	// saves fix as the new current version of its memory, the old one
 	// superseded, in one transaction. The version names messageID, the
 	// private message it came from: that message again returns the
 	// version it saved and changes nothing.
-	TakeMemoryCorrection(ctx context.Context, userID int64, messageID int, fix Summary) (Correction, error)
-	// AskForgetMemories records the memories a "forget what I told you
+	TakeCorrection(ctx context.Context, userID int64, messageID int, fix Summary) (Correction, error)
+	// AskForget records the memories a "forget what I told you
 	// about X" found, for the confirmation's button, until ttl passes.
-	AskForgetMemories(ctx context.Context, userID int64, ids []int64, ttl time.Duration) (int64, error)
-	// ForgetMemories consumes that request and deletes its memories as
-	// DeleteMemories does, in one transaction; false if it is gone or
+	AskForget(ctx context.Context, userID int64, ids []int64, ttl time.Duration) (int64, error)
+	// Forget consumes that request and deletes its memories as
+	// Delete does, in one transaction; false if it is gone or
 	// expired.
-	ForgetMemories(ctx context.Context, userID, requestID int64) (Erased, bool, error)
+	Forget(ctx context.Context, userID, requestID int64) (Erased, bool, error)
 	// DropForgetRequest drops the request unanswered; false if it is gone.
 	DropForgetRequest(ctx context.Context, userID, requestID int64) (bool, error)
+	// RequestExport queues tell's messages (the export's files, built
+	// when they are sent) if the user has anything to export and their last
+	// export is at least every old, recording the request in the same
+	// statement. messageID is the command's, so a command handled twice
+	// queues once.
+	RequestExport(ctx context.Context, userID int64, messageID int, every time.Duration, tell []domain.Message) (ExportRequest, error)
+	// Export reads what an export asked for at asOf holds.
+	Export(ctx context.Context, userID int64, asOf time.Time) (Export, error)
+	// SetIncognito turns incognito on or off (set), or toggles it
+	// (nil), once per command message.
+	SetIncognito(ctx context.Context, userID int64, messageID int, set *bool) (Incognito, error)
 }
 
-// PromptStore is the system prompts (service.go, pipeline.go);
-// storage/prompts.go implements it.
-type PromptStore interface {
-	ActiveSystemPrompt(ctx context.Context, role string) (Prompt, error)
-	ActiveSystemPrompts(ctx context.Context) (map[string]string, error)
-	SetSystemPrompt(ctx context.Context, role, template string) (Prompt, error)
+// Prompts is the system prompts (service.go, pipeline.go);
+// storage.Prompts implements it.
+type Prompts interface {
+	Active(ctx context.Context, role string) (Prompt, error)
+	ActiveAll(ctx context.Context) (map[string]string, error)
+	Set(ctx context.Context, role, template string) (Prompt, error)
 }
 
 // UserStore is /forget and what it would erase (service.go);
@@ -309,16 +323,6 @@ type Outbox interface {
 	// (the note that a message waits behind others), committed without
 	// waiting for the disk: a note lost in a crash only goes unsaid.
 	EnqueueAsync(ctx context.Context, msgs []domain.Message) error
-}
-
-// Repository is the storage the workflow needs, the parts above composed;
-// storage.Store implements it.
-type Repository interface {
-	PipelineStore
-	OrchestratorStore
-	SummaryStore
-	PromptStore
-	PrivacyStore
 }
 
 // Call is one LLM request as the pipeline makes it.
@@ -356,7 +360,7 @@ var (
 
 // Notifier renders what a run tells its chat; the bot's renderer
 // implements it. It only renders: the messages are queued with the state
-// change that causes them (Step.Tell, Repository.MarkPipelineRunDelivered), and
+// change that causes them (Step.Tell, Runs.MarkDelivered), and
 // the outbox's senders deliver them.
 type Notifier interface {
 	// Answer renders the final answer, the first message a reply to the
@@ -432,7 +436,9 @@ func (c Config) withDefaults() Config {
 
 // Deps are the workflow's collaborators.
 type Deps struct {
-	Repo     Repository
+	Runs     Runs
+	Memories Memories
+	Prompts  Prompts
 	Outbox   Outbox
 	Users    UserStore
 	LLM      LLM
@@ -468,8 +474,8 @@ const promptTTL = 5 * time.Second
 
 // NewService builds the workflow; Run starts the orchestrator.
 func NewService(cfg Config, deps Deps) (*Service, error) {
-	if deps.Repo == nil || deps.Outbox == nil || deps.Users == nil || deps.LLM == nil || deps.Notifier == nil {
-		return nil, errors.New("memory: Repo, Outbox, Users, LLM and Notifier are required")
+	if deps.Runs == nil || deps.Memories == nil || deps.Prompts == nil || deps.Outbox == nil || deps.Users == nil || deps.LLM == nil || deps.Notifier == nil {
+		return nil, errors.New("memory: Runs, Memories, Prompts, Outbox, Users, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	m, err := newMetrics(deps.Registerer)
@@ -507,7 +513,7 @@ func (s *Service) Submit(ctx context.Context, userID, chatID int64, messageID in
 	if utf8.RuneCountInString(query) > MaxQuery {
 		return PipelineRun{}, 0, ErrQueryTooLong
 	}
-	r, ahead, err := s.deps.Repo.SubmitPipelineRun(ctx, userID, chatID, messageID, query)
+	r, ahead, err := s.deps.Runs.Submit(ctx, userID, chatID, messageID, query)
 	if errors.Is(err, ErrSubmitted) {
 		return r, ahead, ErrSubmitted
 	}
@@ -533,7 +539,7 @@ func (s *Service) QueueNote(ctx context.Context, msgs []domain.Message) error {
 
 // Memory returns the user's current memories, newest first.
 func (s *Service) Memory(ctx context.Context, userID int64, limit int) ([]Summary, error) {
-	return s.deps.Repo.MemorySummaries(ctx, userID, limit)
+	return s.deps.Memories.Summaries(ctx, userID, limit)
 }
 
 // Forget erases everything of the user's that is theirs alone (see
@@ -560,7 +566,7 @@ func (s *Service) Prompt(ctx context.Context, role string) (Prompt, error) {
 	if !slices.Contains(Roles, role) {
 		return Prompt{}, ErrUnknownRole
 	}
-	return s.deps.Repo.ActiveSystemPrompt(ctx, role)
+	return s.deps.Prompts.Active(ctx, role)
 }
 
 // SetPrompt stores a new active version of a role's prompt; the old ones
@@ -576,7 +582,7 @@ func (s *Service) SetPrompt(ctx context.Context, role, template string) (Prompt,
 	if utf8.RuneCountInString(template) > MaxPrompt {
 		return Prompt{}, ErrQueryTooLong
 	}
-	p, err := s.deps.Repo.SetSystemPrompt(ctx, role, template)
+	p, err := s.deps.Prompts.Set(ctx, role, template)
 	if err == nil {
 		s.promptMu.Lock()
 		s.prompts = nil // this replica sees it at once
@@ -602,7 +608,7 @@ func (s *Service) step(ctx context.Context, r PipelineRun, st Step) (PipelineRun
 	var ok, unsure bool
 	err := s.retrySave(ctx, "step run", r.ID, func(ctx context.Context) error {
 		var err error
-		if ok, err = s.deps.Repo.StepPipelineRun(ctx, r.ID, st); err != nil {
+		if ok, err = s.deps.Runs.Step(ctx, r.ID, st); err != nil {
 			unsure = true
 		}
 		return err
@@ -612,7 +618,7 @@ func (s *Service) step(ctx context.Context, r PipelineRun, st Step) (PipelineRun
 		// the commit) may have landed: the run is then where this step
 		// leaves it, held by us — nobody else could have moved it there
 		// within the lease we hold — so carry on rather than wait it out.
-		if cur, rerr := s.deps.Repo.PipelineRun(ctx, r.ID); rerr == nil && cur.Status == r.apply(st).Status {
+		if cur, rerr := s.deps.Runs.Get(ctx, r.ID); rerr == nil && cur.Status == r.apply(st).Status {
 			ok = true
 		}
 	}
@@ -626,7 +632,7 @@ func (s *Service) step(ctx context.Context, r PipelineRun, st Step) (PipelineRun
 	return moved, true, nil
 }
 
-// apply is r as a step leaves it (what StepPipelineRun wrote).
+// apply is r as a step leaves it (what Runs.Step wrote).
 func (r PipelineRun) apply(st Step) PipelineRun {
 	r.Status = st.To
 	if st.Then != "" {
@@ -672,7 +678,7 @@ func (s *Service) capture(ctx context.Context, ref Ref) (PipelineRun, Recall, bo
 	if err := checkTransition(ref.Status, to); err != nil {
 		return PipelineRun{}, Recall{}, false, err
 	}
-	r, rc, ok, err := s.deps.Repo.CapturePipelineRun(ctx, ref.ID, ref.Status, to, s.cfg.StageLease, s.cfg.Claimer, recallFor[ref.Status])
+	r, rc, ok, err := s.deps.Runs.Capture(ctx, ref.ID, ref.Status, to, s.cfg.StageLease, s.cfg.Claimer, recallFor[ref.Status])
 	if err != nil {
 		return r, rc, false, fmt.Errorf("capture run %d %s → %s: %w", ref.ID, ref.Status, to, err)
 	}

@@ -153,7 +153,7 @@ func (st *stream) send(ctx context.Context, text string) bool {
 	}
 	msgs := s.deps.Notifier.Partial(r, text, !st.placeholder)
 	if !st.placeholder {
-		ok, err := s.deps.Repo.QueuePipelineRunPlaceholder(ctx, r.ID, msgs)
+		ok, err := s.deps.Runs.QueuePlaceholder(ctx, r.ID, msgs)
 		if err != nil || !ok {
 			if err != nil && ctx.Err() == nil {
 				s.log.Warn("queue the answer's placeholder", "run", r.ID, "err", err)
