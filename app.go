@@ -259,7 +259,7 @@ func (a *app) buildWorkflows(context.Context) error {
 	a.res, err = resume.NewService(resume.Config{
 		MaxBytes: int64(cfg.ResumeMaxFileMB) << 20, MaxPages: cfg.ResumeMaxPages, MaxProfile: vacancy.MaxProfile, Claimer: a.beats.Claimer(),
 	}, resume.Deps{
-		Repo: a.store, Notifier: notes, Log: log,
+		Drafts: a.store.ProfileDrafts(), Notifier: notes, Log: log,
 		Files: bot.TelegramFiles{Client: a.tg},
 		LLM:   llm.Port{Client: a.llm, Label: "resume_profile", Invalid: resume.ErrInvalidAnswer, Refusal: resume.ErrLLMRefused},
 	})

@@ -13,13 +13,18 @@ import (
 	"switchboard/domain/resume"
 )
 
-// This file implements resume.Repository over profile_drafts
-// (migrations/00026_profile_drafts.sql). Each change names the state it
-// leaves and, for a button, the draft's id and revision; a button's
-// statement also names the user, so a press on someone else's draft finds
-// nothing.
+// ProfileDrafts is the résumé drafts aggregate (profile_drafts,
+// migrations/00026_profile_drafts.sql): a document read into a profile
+// draft, edited, and confirmed as the user's profile or dropped. Each
+// change names the state it leaves and, for a button, the draft's id and
+// revision; a button's statement also names the user, so a press on
+// someone else's draft finds nothing.
+type ProfileDrafts struct{ *db }
 
-var _ resume.Repository = (*Store)(nil)
+// ProfileDrafts is the store of the résumé drafts.
+func (s *Store) ProfileDrafts() *ProfileDrafts { return &ProfileDrafts{s.db} }
+
+var _ resume.Drafts = (*ProfileDrafts)(nil)
 
 // draftColumns are what scanProfileDraft reads, of the table aliased a
 // ("" for none).
@@ -58,11 +63,11 @@ func profileDraft(ctx context.Context, q rowQuerier, sql string, args ...any) (r
 	return d, true, nil
 }
 
-// CreateProfileDraft stores a Reading draft for the document's message,
+// Create stores a Reading draft for the document's message,
 // replacing the user's draft of another message, and tell's messages, in
 // one transaction. The user's row lock orders two documents of one user;
 // created is false when this message's draft is there already.
-func (s *Store) CreateProfileDraft(ctx context.Context, d resume.Draft, tell domain.Render[resume.Draft]) (resume.Draft, bool, error) {
+func (s *ProfileDrafts) Create(ctx context.Context, d resume.Draft, tell domain.Render[resume.Draft]) (resume.Draft, bool, error) {
 	var out resume.Draft
 	var created bool
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
@@ -86,9 +91,9 @@ RETURNING `+profileDraftColumns, d.UserID, d.ChatID, d.MessageID, d.Lang, d.File
 	return out, created, nil
 }
 
-// ClaimProfileDraft claims the oldest Reading draft whose claim is free or
+// Claim claims the oldest Reading draft whose claim is free or
 // lapsed (a release's backoff is a claim nobody holds), counting the attempt.
-func (s *Store) ClaimProfileDraft(ctx context.Context, lease time.Duration, claimer string) (resume.Draft, bool, error) {
+func (s *ProfileDrafts) Claim(ctx context.Context, lease time.Duration, claimer string) (resume.Draft, bool, error) {
 	d, ok, err := profileDraft(ctx, s.pool, `WITH next AS (
     SELECT id FROM profile_drafts
     WHERE state = 'reading' AND (claimed_until IS NULL OR claimed_until < now())
@@ -105,8 +110,8 @@ RETURNING `+draftColumns("d"), lease.Milliseconds(), claimer)
 	return d, ok, nil
 }
 
-// ReleaseProfileDraft gives a claim back, claimable again after after.
-func (s *Store) ReleaseProfileDraft(ctx context.Context, id int64, token string, after time.Duration, counted bool) error {
+// Release gives a claim back, claimable again after after.
+func (s *ProfileDrafts) Release(ctx context.Context, id int64, token string, after time.Duration, counted bool) error {
 	back := 0
 	if !counted {
 		back = 1
@@ -120,9 +125,9 @@ WHERE id = $1 AND claim_token = $2::uuid AND state = 'reading'`, id, token, afte
 	return nil
 }
 
-// FinishProfileDraft makes a claimed draft Ready with its text, forgetting
+// Finish makes a claimed draft Ready with its text, forgetting
 // the file, and writes tell's messages, in one transaction.
-func (s *Store) FinishProfileDraft(ctx context.Context, id int64, token, text string, tell domain.Render[resume.Draft]) (bool, error) {
+func (s *ProfileDrafts) Finish(ctx context.Context, id int64, token, text string, tell domain.Render[resume.Draft]) (bool, error) {
 	ok, err := s.changeProfileDraft(ctx, tell, `UPDATE profile_drafts SET state = 'ready', draft = $3, file_id = NULL,
     claim_token = NULL, claimed_until = NULL, revision = revision + 1, updated_at = now()
 WHERE id = $1 AND claim_token = $2::uuid AND state = 'reading'
@@ -133,9 +138,9 @@ RETURNING `+profileDraftColumns, id, token, text)
 	return ok, nil
 }
 
-// FailProfileDraft deletes a claimed draft and writes tell's messages, in
+// Fail deletes a claimed draft and writes tell's messages, in
 // one transaction.
-func (s *Store) FailProfileDraft(ctx context.Context, id int64, token string, tell domain.Render[resume.Draft]) (bool, error) {
+func (s *ProfileDrafts) Fail(ctx context.Context, id int64, token string, tell domain.Render[resume.Draft]) (bool, error) {
 	ok, err := s.changeProfileDraft(ctx, tell, `DELETE FROM profile_drafts
 WHERE id = $1 AND claim_token = $2::uuid AND state = 'reading'
 RETURNING `+profileDraftColumns, id, token)
@@ -147,7 +152,7 @@ RETURNING `+profileDraftColumns, id, token)
 
 // changeProfileDraft runs one statement that returns the draft it changed
 // and, if it changed one, writes tell's messages in its transaction.
-func (s *Store) changeProfileDraft(ctx context.Context, tell domain.Render[resume.Draft], sql string, args ...any) (bool, error) {
+func (s *ProfileDrafts) changeProfileDraft(ctx context.Context, tell domain.Render[resume.Draft], sql string, args ...any) (bool, error) {
 	var ok bool
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		d, found, err := profileDraft(ctx, tx, sql, args...)
@@ -160,8 +165,8 @@ func (s *Store) changeProfileDraft(ctx context.Context, tell domain.Render[resum
 	return ok, err
 }
 
-// EditProfileDraft moves the user's Ready draft to Editing under a new revision.
-func (s *Store) EditProfileDraft(ctx context.Context, userID, id int64, revision int, ttl time.Duration) (resume.Draft, bool, error) {
+// Edit moves the user's Ready draft to Editing under a new revision.
+func (s *ProfileDrafts) Edit(ctx context.Context, userID, id int64, revision int, ttl time.Duration) (resume.Draft, bool, error) {
 	d, ok, err := profileDraft(ctx, s.pool, `UPDATE profile_drafts SET state = 'editing', revision = revision + 1, updated_at = now()
 WHERE id = $1 AND user_id = $2 AND revision = $3 AND state = 'ready'
   AND updated_at > now() - $4 * interval '1 millisecond'
@@ -172,9 +177,9 @@ RETURNING `+profileDraftColumns, id, userID, revision, ttl.Milliseconds())
 	return d, ok, nil
 }
 
-// ReviseProfileDraft sets the text of the user's Editing draft, making it
+// Revise sets the text of the user's Editing draft, making it
 // Ready under a new revision, and writes tell's messages, in one transaction.
-func (s *Store) ReviseProfileDraft(ctx context.Context, userID int64, messageID int, text string, ttl time.Duration, tell domain.Render[resume.Draft]) (resume.Draft, bool, error) {
+func (s *ProfileDrafts) Revise(ctx context.Context, userID int64, messageID int, text string, ttl time.Duration, tell domain.Render[resume.Draft]) (resume.Draft, bool, error) {
 	var (
 		d  resume.Draft
 		ok bool
@@ -196,9 +201,9 @@ RETURNING `+profileDraftColumns, userID, text, ttl.Milliseconds(), messageID)
 	return d, ok, nil
 }
 
-// ConfirmProfileDraft makes the draft the user's profile and deletes it,
+// Confirm makes the draft the user's profile and deletes it,
 // in one statement.
-func (s *Store) ConfirmProfileDraft(ctx context.Context, userID, id int64, revision int, ttl time.Duration) (resume.Draft, bool, error) {
+func (s *ProfileDrafts) Confirm(ctx context.Context, userID, id int64, revision int, ttl time.Duration) (resume.Draft, bool, error) {
 	d, ok, err := profileDraft(ctx, s.pool, `WITH d AS (
     DELETE FROM profile_drafts
     WHERE id = $1 AND user_id = $2 AND revision = $3 AND state IN ('ready', 'editing')
@@ -214,8 +219,8 @@ SELECT `+draftColumns("d")+` FROM d`, id, userID, revision, ttl.Milliseconds())
 	return d, ok, nil
 }
 
-// CancelProfileDraft deletes the user's draft of this id and revision.
-func (s *Store) CancelProfileDraft(ctx context.Context, userID, id int64, revision int) (bool, error) {
+// Cancel deletes the user's draft of this id and revision.
+func (s *ProfileDrafts) Cancel(ctx context.Context, userID, id int64, revision int) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM profile_drafts WHERE id = $1 AND user_id = $2 AND revision = $3`, id, userID, revision)
 	if err != nil {
 		return false, fmt.Errorf("cancel profile draft %d: %w", id, err)
@@ -223,12 +228,12 @@ func (s *Store) CancelProfileDraft(ctx context.Context, userID, id int64, revisi
 	return tag.RowsAffected() > 0, nil
 }
 
-// EditingProfileDraft reports whether the user has a draft waiting for
+// Editing reports whether the user has a draft waiting for
 // corrected text.
 //
 // revised: the draft was revised by messageID already (that message
 // handled again after a crash).
-func (s *Store) EditingProfileDraft(ctx context.Context, userID int64, messageID int, ttl time.Duration) (waiting, revised bool, err error) {
+func (s *ProfileDrafts) Editing(ctx context.Context, userID int64, messageID int, ttl time.Duration) (waiting, revised bool, err error) {
 	err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM profile_drafts
 WHERE user_id = $1 AND state = 'editing' AND updated_at > now() - $2 * interval '1 millisecond'),
        EXISTS (SELECT 1 FROM profile_drafts WHERE user_id = $1 AND revised_by = NULLIF($3, 0))`,

@@ -59,45 +59,45 @@ type Document struct {
 	Size           int64 // 0: Telegram did not say
 }
 
-// Repository is what the workflow needs from storage
-// (storage/profile_drafts.go). Every method that changes a draft is one
-// conditional statement or transaction naming its state; ok false means
-// the draft was not in it (gone, changed, or someone else's).
-type Repository interface {
-	// CreateProfileDraft stores a new Reading draft for the document's
+// Drafts is the résumé drafts as the workflow keeps them;
+// storage.ProfileDrafts implements it. Every method that changes a draft
+// is one conditional statement or transaction naming its state; ok false
+// means the draft was not in it (gone, changed, or someone else's).
+type Drafts interface {
+	// Create stores a new Reading draft for the document's
 	// message, replacing the user's earlier draft, with tell's messages;
 	// created is false when this message's draft exists already (the
 	// update was delivered twice) and then nothing is written.
-	CreateProfileDraft(ctx context.Context, d Draft, tell domain.Render[Draft]) (Draft, bool, error)
-	// ClaimProfileDraft claims the oldest Reading draft whose claim is
+	Create(ctx context.Context, d Draft, tell domain.Render[Draft]) (Draft, bool, error)
+	// Claim claims the oldest Reading draft whose claim is
 	// free or lapsed for lease, counting the attempt.
-	ClaimProfileDraft(ctx context.Context, lease time.Duration, claimer string) (Draft, bool, error)
-	// ReleaseProfileDraft gives a claim back, to be claimed again after
+	Claim(ctx context.Context, lease time.Duration, claimer string) (Draft, bool, error)
+	// Release gives a claim back, to be claimed again after
 	// after; an attempt not counted is taken back off.
-	ReleaseProfileDraft(ctx context.Context, id int64, token string, after time.Duration, counted bool) error
-	// FinishProfileDraft makes a claimed draft Ready with its text and
+	Release(ctx context.Context, id int64, token string, after time.Duration, counted bool) error
+	// Finish makes a claimed draft Ready with its text and
 	// forgets the file id.
-	FinishProfileDraft(ctx context.Context, id int64, token, text string, tell domain.Render[Draft]) (bool, error)
-	// FailProfileDraft deletes a claimed draft with tell's messages.
-	FailProfileDraft(ctx context.Context, id int64, token string, tell domain.Render[Draft]) (bool, error)
-	// EditProfileDraft moves the user's Ready draft of this id and
+	Finish(ctx context.Context, id int64, token, text string, tell domain.Render[Draft]) (bool, error)
+	// Fail deletes a claimed draft with tell's messages.
+	Fail(ctx context.Context, id int64, token string, tell domain.Render[Draft]) (bool, error)
+	// Edit moves the user's Ready draft of this id and
 	// revision, younger than ttl, to Editing under a new revision.
-	EditProfileDraft(ctx context.Context, userID, id int64, revision int, ttl time.Duration) (Draft, bool, error)
-	// ReviseProfileDraft sets the text of the user's Editing draft,
+	Edit(ctx context.Context, userID, id int64, revision int, ttl time.Duration) (Draft, bool, error)
+	// Revise sets the text of the user's Editing draft,
 	// younger than ttl, making it Ready under a new revision, with tell's
 	// messages.
 	// It names messageID, the text's message.
-	ReviseProfileDraft(ctx context.Context, userID int64, messageID int, text string, ttl time.Duration, tell domain.Render[Draft]) (Draft, bool, error)
-	// ConfirmProfileDraft makes the text of the user's Ready or Editing
+	Revise(ctx context.Context, userID int64, messageID int, text string, ttl time.Duration, tell domain.Render[Draft]) (Draft, bool, error)
+	// Confirm makes the text of the user's Ready or Editing
 	// draft of this id and revision, younger than ttl, their profile and
 	// deletes the draft, in one statement.
-	ConfirmProfileDraft(ctx context.Context, userID, id int64, revision int, ttl time.Duration) (Draft, bool, error)
-	// CancelProfileDraft deletes the user's draft of this id and revision.
-	CancelProfileDraft(ctx context.Context, userID, id int64, revision int) (bool, error)
-	// EditingProfileDraft reports whether the user has a draft waiting for
+	Confirm(ctx context.Context, userID, id int64, revision int, ttl time.Duration) (Draft, bool, error)
+	// Cancel deletes the user's draft of this id and revision.
+	Cancel(ctx context.Context, userID, id int64, revision int) (bool, error)
+	// Editing reports whether the user has a draft waiting for
 	// corrected text, younger than ttl, and whether messageID revised
 	// their draft already.
-	EditingProfileDraft(ctx context.Context, userID int64, messageID int, ttl time.Duration) (waiting, revised bool, err error)
+	Editing(ctx context.Context, userID int64, messageID int, ttl time.Duration) (waiting, revised bool, err error)
 }
 
 // Files downloads a document from Telegram (the bot implements it).
@@ -180,10 +180,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Deps are the service's collaborators; Repo, Files, LLM and Notifier are
-// required.
+// Deps are the service's collaborators; Drafts, Files, LLM and Notifier
+// are required.
 type Deps struct {
-	Repo     Repository
+	Drafts   Drafts
 	Files    Files
 	LLM      LLM
 	Notifier Notifier
@@ -201,8 +201,8 @@ type Service struct {
 
 // NewService builds the workflow.
 func NewService(cfg Config, deps Deps) (*Service, error) {
-	if deps.Repo == nil || deps.Files == nil || deps.LLM == nil || deps.Notifier == nil {
-		return nil, errors.New("resume: Repo, Files, LLM and Notifier are required")
+	if deps.Drafts == nil || deps.Files == nil || deps.LLM == nil || deps.Notifier == nil {
+		return nil, errors.New("resume: Drafts, Files, LLM and Notifier are required")
 	}
 	if deps.Log == nil {
 		deps.Log = slog.Default()
@@ -234,7 +234,7 @@ func (s *Service) Accept(ctx context.Context, doc Document, lang string, ack dom
 	if doc.Size > s.cfg.MaxBytes {
 		return Draft{}, false, &domain.InputError{Key: "cv.error_too_big", Args: map[string]any{"MaxMB": s.cfg.MaxBytes >> 20}}
 	}
-	d, created, err := s.deps.Repo.CreateProfileDraft(ctx, Draft{
+	d, created, err := s.deps.Drafts.Create(ctx, Draft{
 		UserID: doc.UserID, ChatID: doc.ChatID, MessageID: doc.MessageID, Lang: lang,
 		FileID: doc.FileID, FileName: doc.FileName, Format: f,
 	}, ack)
@@ -251,7 +251,7 @@ func (s *Service) Accept(ctx context.Context, doc Document, lang string, ack dom
 // revision, returned for the message that asks. ok is false for a stale
 // press.
 func (s *Service) Edit(ctx context.Context, userID, id int64, revision int) (Draft, bool, error) {
-	return s.deps.Repo.EditProfileDraft(ctx, userID, id, revision, s.cfg.DraftTTL)
+	return s.deps.Drafts.Edit(ctx, userID, id, revision, s.cfg.DraftTTL)
 }
 
 // Revise takes the user's corrected text for their draft waiting for it:
@@ -259,7 +259,7 @@ func (s *Service) Edit(ctx context.Context, userID, id int64, revision int) (Dra
 // handle, the memory chat's). Too long a text is a *domain.InputError and
 // the draft keeps waiting.
 func (s *Service) Revise(ctx context.Context, userID int64, messageID int, text string, tell domain.Render[Draft]) (handled bool, err error) {
-	waiting, revised, err := s.deps.Repo.EditingProfileDraft(ctx, userID, messageID, s.cfg.DraftTTL)
+	waiting, revised, err := s.deps.Drafts.Editing(ctx, userID, messageID, s.cfg.DraftTTL)
 	if err != nil || revised {
 		// Revised by this message already: handled, and its draft was
 		// sent then.
@@ -272,7 +272,7 @@ func (s *Service) Revise(ctx context.Context, userID int64, messageID int, text 
 	if n := utf8.RuneCountInString(text); n > s.cfg.MaxProfile {
 		return true, &domain.InputError{Key: "profile.error_too_long", Args: map[string]any{"Max": s.cfg.MaxProfile}}
 	}
-	_, ok, err := s.deps.Repo.ReviseProfileDraft(ctx, userID, messageID, text, s.cfg.DraftTTL, tell)
+	_, ok, err := s.deps.Drafts.Revise(ctx, userID, messageID, text, s.cfg.DraftTTL, tell)
 	if err != nil {
 		return true, fmt.Errorf("revise profile draft: %w", err)
 	}
@@ -283,12 +283,12 @@ func (s *Service) Revise(ctx context.Context, userID int64, messageID int, text 
 
 // Confirm makes the draft the user's profile. ok is false for a stale press.
 func (s *Service) Confirm(ctx context.Context, userID, id int64, revision int) (Draft, bool, error) {
-	return s.deps.Repo.ConfirmProfileDraft(ctx, userID, id, revision, s.cfg.DraftTTL)
+	return s.deps.Drafts.Confirm(ctx, userID, id, revision, s.cfg.DraftTTL)
 }
 
 // Cancel drops the draft; the profile stays. ok is false for a stale press.
 func (s *Service) Cancel(ctx context.Context, userID, id int64, revision int) (bool, error) {
-	return s.deps.Repo.CancelProfileDraft(ctx, userID, id, revision)
+	return s.deps.Drafts.Cancel(ctx, userID, id, revision)
 }
 
 // Wake tells this replica's workers a draft waits.
@@ -301,7 +301,7 @@ func (s *Service) Run(ctx context.Context) { s.queue.Run(ctx, s.cfg.Workers) }
 
 // ProcessNext claims one draft and reads it; worked is false when none waits.
 func (s *Service) ProcessNext(ctx context.Context) (worked bool, err error) {
-	d, ok, err := s.deps.Repo.ClaimProfileDraft(ctx, s.cfg.Lease, s.cfg.Claimer)
+	d, ok, err := s.deps.Drafts.Claim(ctx, s.cfg.Lease, s.cfg.Claimer)
 	if err != nil || !ok {
 		return false, err
 	}
@@ -322,7 +322,7 @@ func (s *Service) process(ctx context.Context, d Draft) {
 	switch {
 	case err == nil:
 		// The claim's writes outlive a stop that comes after the work.
-		ok, err := s.deps.Repo.FinishProfileDraft(context.WithoutCancel(ctx), d.ID, d.Token, profile, func(d Draft) []domain.Message {
+		ok, err := s.deps.Drafts.Finish(context.WithoutCancel(ctx), d.ID, d.Token, profile, func(d Draft) []domain.Message {
 			return s.deps.Notifier.ResumeDraft(d)
 		})
 		if err != nil {
@@ -336,7 +336,7 @@ func (s *Service) process(ctx context.Context, d Draft) {
 		log.Info("resume: draft made", "chars", utf8.RuneCountInString(profile))
 	case ctx.Err() != nil:
 		// Stopping: another replica takes it at once, the attempt not counted.
-		if err := s.deps.Repo.ReleaseProfileDraft(context.WithoutCancel(ctx), d.ID, d.Token, 0, false); err != nil {
+		if err := s.deps.Drafts.Release(context.WithoutCancel(ctx), d.ID, d.Token, 0, false); err != nil {
 			log.Warn("resume: claim not released on stop", "err", err)
 		}
 	case refused(err):
@@ -345,7 +345,7 @@ func (s *Service) process(ctx context.Context, d Draft) {
 	default:
 		log.Warn("resume: attempt failed", "err", err)
 		after := s.cfg.Backoff * time.Duration(d.Attempts)
-		if err := s.deps.Repo.ReleaseProfileDraft(ctx, d.ID, d.Token, after, true); err != nil {
+		if err := s.deps.Drafts.Release(ctx, d.ID, d.Token, after, true); err != nil {
 			log.Warn("resume: claim not released", "err", err)
 		}
 	}
@@ -357,7 +357,7 @@ func refused(err error) bool {
 }
 
 func (s *Service) fail(ctx context.Context, d Draft, why error, log *slog.Logger) {
-	ok, err := s.deps.Repo.FailProfileDraft(context.WithoutCancel(ctx), d.ID, d.Token, func(d Draft) []domain.Message {
+	ok, err := s.deps.Drafts.Fail(context.WithoutCancel(ctx), d.ID, d.Token, func(d Draft) []domain.Message {
 		return s.deps.Notifier.ResumeFailed(d, why)
 	})
 	if err != nil {
