@@ -71,7 +71,7 @@ type NewToken struct {
 }
 
 // TokenStore keeps the application token where every replica finds it
-// (storage implements it on PostgreSQL).
+// (storage.HHTokens implements it on PostgreSQL).
 type TokenStore interface {
 	// AppToken calls renew with the token stored for clientID (nil if
 	// none) while holding a lock that makes every other caller for

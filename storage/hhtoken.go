@@ -11,7 +11,17 @@ import (
 	"switchboard/hh"
 )
 
-// HHAppToken returns the application token (its times measured by the
+// HHTokens is the hh.ru application token aggregate (hh_app_tokens):
+// one token per client id for every replica, obtained once however many
+// ask, and refused when hh.ru stops taking it. It is hh.TokenStore.
+type HHTokens struct{ *db }
+
+// HHTokens is the store of the hh.ru application tokens.
+func (s *Store) HHTokens() *HHTokens { return &HHTokens{s.db} }
+
+var _ hh.TokenStore = (*HHTokens)(nil)
+
+// AppToken returns the application token (its times measured by the
 // database's clock, which every replica shares) stored for clientID after
 // calling renew with it (nil when none is stored), all in one transaction
 // holding an advisory lock of clientID: replicas asking at once run renew
@@ -19,7 +29,7 @@ import (
 // one token is obtained however many ask. A token renew returns replaces
 // the stored one (and is no longer refused); nil keeps the stored one. An
 // error from renew is returned as is, and nothing changes.
-func (s *Store) HHAppToken(ctx context.Context, clientID string, renew func(ctx context.Context, stored *hh.StoredToken) (*hh.NewToken, error)) (hh.StoredToken, error) {
+func (s *HHTokens) AppToken(ctx context.Context, clientID string, renew func(ctx context.Context, stored *hh.StoredToken) (*hh.NewToken, error)) (hh.StoredToken, error) {
 	var out hh.StoredToken
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('hh_app_token:' || $1, 0))`, clientID); err != nil {
@@ -87,11 +97,11 @@ ON CONFLICT (client_id) DO UPDATE SET
 	return out, nil
 }
 
-// RefuseHHAppToken marks token refused if it is still the one stored for
-// clientID and not refused yet, so that the next HHAppToken replaces it;
+// RefuseAppToken marks token refused if it is still the one stored for
+// clientID and not refused yet, so that the next AppToken replaces it;
 // whether it did. A replica refused a token another has already replaced
 // changes nothing.
-func (s *Store) RefuseHHAppToken(ctx context.Context, clientID, token string) (bool, error) {
+func (s *HHTokens) RefuseAppToken(ctx context.Context, clientID, token string) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `
 UPDATE hh_app_tokens SET refused_at = clock_timestamp()
 WHERE client_id = $1 AND token = $2 AND refused_at IS NULL`, clientID, token)
@@ -99,19 +109,4 @@ WHERE client_id = $1 AND token = $2 AND refused_at IS NULL`, clientID, token)
 		return false, fmt.Errorf("refuse hh app token of %q: %w", clientID, err)
 	}
 	return tag.RowsAffected() == 1, nil
-}
-
-// HHTokens is the hh_app_tokens table as hh.TokenStore: one application
-// token for every replica.
-func (s *Store) HHTokens() hh.TokenStore { return hhTokenStore{s} }
-
-// hhTokenStore gives the table's methods the names hh asks for.
-type hhTokenStore struct{ *Store }
-
-func (s hhTokenStore) AppToken(ctx context.Context, clientID string, renew func(context.Context, *hh.StoredToken) (*hh.NewToken, error)) (hh.StoredToken, error) {
-	return s.HHAppToken(ctx, clientID, renew)
-}
-
-func (s hhTokenStore) RefuseAppToken(ctx context.Context, clientID, token string) (bool, error) {
-	return s.RefuseHHAppToken(ctx, clientID, token)
 }

@@ -37,11 +37,11 @@ func TestHHAppTokenObtainedOnceThenKept(t *testing.T) {
 		seen = append(seen, stored)
 		return obtainOnce("tok-1", &calls)(ctx, stored)
 	}
-	got, err := st.HHAppToken(ctx, "app", renew)
+	got, err := st.HHTokens().AppToken(ctx, "app", renew)
 	require.NoError(t, err)
 	require.Equal(t, hh.StoredToken{Token: "tok-1"}, got)
 
-	got, err = st.HHAppToken(ctx, "app", renew)
+	got, err = st.HHTokens().AppToken(ctx, "app", renew)
 	require.NoError(t, err)
 	require.Equal(t, "tok-1", got.Token)
 	require.False(t, got.Refused)
@@ -55,7 +55,7 @@ func TestHHAppTokenObtainedOnceThenKept(t *testing.T) {
 	require.Less(t, seen[1].Age, time.Minute)
 
 	// Another application's token is its own.
-	other, err := st.HHAppToken(ctx, "other-app", obtainOnce("tok-other", &calls))
+	other, err := st.HHTokens().AppToken(ctx, "other-app", obtainOnce("tok-other", &calls))
 	require.NoError(t, err)
 	require.Equal(t, "tok-other", other.Token)
 	var rows int
@@ -83,11 +83,11 @@ func TestHHAppTokenIsSingleFlightAcrossReplicas(t *testing.T) {
 		err error
 	}
 	second := make(chan result, 1)
-	got, err := a.HHAppToken(ctx, "app", func(ctx context.Context, stored *hh.StoredToken) (*hh.NewToken, error) {
+	got, err := a.HHTokens().AppToken(ctx, "app", func(ctx context.Context, stored *hh.StoredToken) (*hh.NewToken, error) {
 		require.Nil(t, stored)
 		calls.Add(1)
 		go func() {
-			tok, err := b.HHAppToken(ctx, "app", obtainOnce("tok-b", &calls))
+			tok, err := b.HHTokens().AppToken(ctx, "app", obtainOnce("tok-b", &calls))
 			second <- result{tok, err}
 		}()
 		// Wait until b is blocked on the lock a holds.
@@ -107,14 +107,14 @@ func TestRefuseHHAppTokenOnlyTheStoredOne(t *testing.T) {
 	ctx := ctxT(t)
 	st := storagetest.New(t)
 	var calls atomic.Int32
-	_, err := st.HHAppToken(ctx, "app", obtainOnce("tok-1", &calls))
+	_, err := st.HHTokens().AppToken(ctx, "app", obtainOnce("tok-1", &calls))
 	require.NoError(t, err)
-	_, err = st.HHAppToken(ctx, "other-app", obtainOnce("tok-1", &calls))
+	_, err = st.HHTokens().AppToken(ctx, "other-app", obtainOnce("tok-1", &calls))
 	require.NoError(t, err)
 
 	refuse := func(token string) bool {
 		t.Helper()
-		ok, err := st.RefuseHHAppToken(ctx, "app", token)
+		ok, err := st.HHTokens().RefuseAppToken(ctx, "app", token)
 		require.NoError(t, err)
 		return ok
 	}
@@ -124,7 +124,7 @@ func TestRefuseHHAppTokenOnlyTheStoredOne(t *testing.T) {
 
 	// The next caller sees the refusal and replaces the token.
 	var seen hh.StoredToken
-	got, err := st.HHAppToken(ctx, "app", func(ctx context.Context, stored *hh.StoredToken) (*hh.NewToken, error) {
+	got, err := st.HHTokens().AppToken(ctx, "app", func(ctx context.Context, stored *hh.StoredToken) (*hh.NewToken, error) {
 		seen = *stored
 		return obtainOnce("tok-2", &calls)(ctx, stored)
 	})
@@ -135,13 +135,13 @@ func TestRefuseHHAppTokenOnlyTheStoredOne(t *testing.T) {
 
 	// A replica that still sent tok-1 refuses it late: tok-2 stays.
 	require.False(t, refuse("tok-1"))
-	got, err = st.HHAppToken(ctx, "app", obtainOnce("tok-3", &calls))
+	got, err = st.HHTokens().AppToken(ctx, "app", obtainOnce("tok-3", &calls))
 	require.NoError(t, err)
 	require.Equal(t, "tok-2", got.Token)
 	require.False(t, got.Refused)
 
 	// The other application's token was never touched.
-	other, err := st.HHAppToken(ctx, "other-app", obtainOnce("tok-x", &calls))
+	other, err := st.HHTokens().AppToken(ctx, "other-app", obtainOnce("tok-x", &calls))
 	require.NoError(t, err)
 	require.Equal(t, "tok-1", other.Token)
 	require.False(t, other.Refused)
@@ -152,7 +152,7 @@ func TestHHAppTokenLifetimeAndAge(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
 	st := storagetest.New(t)
-	got, err := st.HHAppToken(ctx, "app", func(context.Context, *hh.StoredToken) (*hh.NewToken, error) {
+	got, err := st.HHTokens().AppToken(ctx, "app", func(context.Context, *hh.StoredToken) (*hh.NewToken, error) {
 		return &hh.NewToken{Token: "tok-1", Lifetime: time.Hour}, nil
 	})
 	require.NoError(t, err)
@@ -161,7 +161,7 @@ func TestHHAppTokenLifetimeAndAge(t *testing.T) {
 	read := func() hh.StoredToken {
 		t.Helper()
 		var out hh.StoredToken
-		_, err := st.HHAppToken(ctx, "app", func(_ context.Context, stored *hh.StoredToken) (*hh.NewToken, error) {
+		_, err := st.HHTokens().AppToken(ctx, "app", func(_ context.Context, stored *hh.StoredToken) (*hh.NewToken, error) {
 			out = *stored
 			return nil, nil
 		})
@@ -185,11 +185,11 @@ func TestHHAppTokenRenewErrorChangesNothing(t *testing.T) {
 	ctx := ctxT(t)
 	st := storagetest.New(t)
 	boom := errors.New("HH said no")
-	_, err := st.HHAppToken(ctx, "app", func(context.Context, *hh.StoredToken) (*hh.NewToken, error) {
+	_, err := st.HHTokens().AppToken(ctx, "app", func(context.Context, *hh.StoredToken) (*hh.NewToken, error) {
 		return nil, boom
 	})
 	require.ErrorIs(t, err, boom)
-	_, err = st.HHAppToken(ctx, "app", func(context.Context, *hh.StoredToken) (*hh.NewToken, error) {
+	_, err = st.HHTokens().AppToken(ctx, "app", func(context.Context, *hh.StoredToken) (*hh.NewToken, error) {
 		return nil, nil
 	})
 	require.ErrorContains(t, err, "none stored and none obtained")
