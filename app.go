@@ -206,7 +206,7 @@ func (a *app) buildWorkflows(context.Context) error {
 		SweepInterval:  cfg.QueueInterval,
 		FollowUp:       cfg.ApplicationFollowUp,
 	}, vacancy.Deps{
-		Repo: a.store, Profiles: a.store.Users(), Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg, CalendarClock: clock,
+		Repo: a.store, Profiles: a.store.Users(), Searches: a.store.Searches(), Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg, CalendarClock: clock,
 		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 	})
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 )
 
 // BanWords lists a user's ban words alphabetically.
-func (s *Store) BanWords(ctx context.Context, userID int64) ([]string, error) {
+func (s *Searches) BanWords(ctx context.Context, userID int64) ([]string, error) {
 	words, err := queryAll(ctx, s.pool, pgx.RowTo[string], `SELECT word FROM ban_words WHERE user_id = $1 ORDER BY word`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("ban words of user %d: %w", userID, err)
@@ -21,7 +21,7 @@ func (s *Store) BanWords(ctx context.Context, userID int64) ([]string, error) {
 
 // AddBanWord stores a normalized ban word; false if the user had it. A
 // user at max words gets vacancy.ErrTooManyBans.
-func (s *Store) AddBanWord(ctx context.Context, userID int64, word string, max int) (bool, error) {
+func (s *Searches) AddBanWord(ctx context.Context, userID int64, word string, max int) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `
 INSERT INTO ban_words (user_id, word)
 SELECT $1, $2 WHERE (SELECT count(*) FROM ban_words WHERE user_id = $1) < $3
@@ -44,7 +44,7 @@ ON CONFLICT DO NOTHING`, userID, word, max)
 }
 
 // RemoveBanWord deletes a ban word; false if the user had no such word.
-func (s *Store) RemoveBanWord(ctx context.Context, userID int64, word string) (bool, error) {
+func (s *Searches) RemoveBanWord(ctx context.Context, userID int64, word string) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM ban_words WHERE user_id = $1 AND word = $2`, userID, word)
 	if err != nil {
 		return false, fmt.Errorf("remove ban word: %w", err)
@@ -54,7 +54,7 @@ func (s *Store) RemoveBanWord(ctx context.Context, userID int64, word string) (b
 
 // HideEmployer keeps an employer's vacancies from the user; false if they
 // were hidden already. A user at max hidden gets vacancy.ErrTooManyHidden.
-func (s *Store) HideEmployer(ctx context.Context, userID int64, employer string, max int) (bool, error) {
+func (s *Searches) HideEmployer(ctx context.Context, userID int64, employer string, max int) (bool, error) {
 	var added, exists bool
 	err := s.pool.QueryRow(ctx, `
 WITH ins AS (
@@ -78,7 +78,7 @@ SELECT EXISTS (SELECT 1 FROM ins), EXISTS (SELECT 1 FROM hidden_employers WHERE 
 
 // ShowEmployer undoes a user's hiding of an employer by its id; the name,
 // and false if the user had no such hiding.
-func (s *Store) ShowEmployer(ctx context.Context, userID, id int64) (string, bool, error) {
+func (s *Searches) ShowEmployer(ctx context.Context, userID, id int64) (string, bool, error) {
 	var name string
 	err := s.pool.QueryRow(ctx, `DELETE FROM hidden_employers WHERE id = $1 AND user_id = $2 RETURNING employer`,
 		id, userID).Scan(&name)
@@ -92,7 +92,7 @@ func (s *Store) ShowEmployer(ctx context.Context, userID, id int64) (string, boo
 }
 
 // HiddenEmployers lists the employers a user hid, by name.
-func (s *Store) HiddenEmployers(ctx context.Context, userID int64) ([]vacancy.HiddenEmployer, error) {
+func (s *Searches) HiddenEmployers(ctx context.Context, userID int64) ([]vacancy.HiddenEmployer, error) {
 	out, err := queryAll(ctx, s.pool, pgx.RowToStructByPos[vacancy.HiddenEmployer],
 		`SELECT id, employer FROM hidden_employers WHERE user_id = $1 ORDER BY lower(employer), id`, userID)
 	if err != nil {

@@ -49,7 +49,7 @@ SELECT i FROM unnest($2::bigint[]) i, discovery_state d WHERE d.search_key = $1 
 // (kept if already known), the search's hits, the markers (last_seen_max_id
 // never decreases, the sweep marker only deepens) and the QUEUED matches
 // pick chooses for the users who follow the key at that moment. A
-// per-key advisory lock orders it with AddSearch, so a user who saves the
+// per-key advisory lock orders it with Searches.Add, so a user who saves the
 // same search meanwhile gets these vacancies either here or from the
 // backfill, never from neither. It returns how many matches were created
 // and notifies QueueChannel.

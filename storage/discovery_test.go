@@ -27,7 +27,7 @@ func TestSearchSavedDuringDiscoveryGetsItsVacancies(t *testing.T) {
 	p := vacancy.Params{Text: "golang"}
 	key := p.Key()
 	since := time.Now().Add(-48 * time.Hour)
-	_, created, _, err := st.AddSearch(ctx, vacancy.Search{UserID: 1, Params: p, Key: key}, 100, since, nil)
+	_, created, _, err := st.Searches().Add(ctx, vacancy.Search{UserID: 1, Params: p, Key: key}, 100, since, nil)
 	require.NoError(t, err)
 	require.True(t, created)
 
@@ -36,7 +36,7 @@ func TestSearchSavedDuringDiscoveryGetsItsVacancies(t *testing.T) {
 	n, err := st.SaveDiscovery(ctx, key, []vacancy.Vacancy{v}, []int64{42}, vacancy.Markers{LastSeenMaxID: 42, LastCompleteSweepBeforeID: 42},
 		func(users []vacancy.Recipient) []vacancy.NewMatch {
 			go func() {
-				_, _, q, err := st.AddSearch(ctx, vacancy.Search{UserID: 2, Params: p, Key: key}, 100, since, nil)
+				_, _, q, err := st.Searches().Add(ctx, vacancy.Search{UserID: 2, Params: p, Key: key}, 100, since, nil)
 				if err != nil {
 					q = -1
 				}

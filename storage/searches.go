@@ -13,7 +13,18 @@ import (
 	"switchboard/domain/vacancy"
 )
 
-// AddSearch saves a search unless the user already has one with its key;
+// Searches is the searches aggregate: a user's saved searches, the
+// search keys they share (one discovery serves every search of a key),
+// and what the user filters out of them: ban words and hidden employers.
+type Searches struct{ *db }
+
+// Searches is the store of the users' saved searches and their filters.
+func (s *Store) Searches() *Searches { return &Searches{s.db} }
+
+// The searches' store (vacancy.Searches).
+var _ vacancy.Searches = (*Searches)(nil)
+
+// Add saves a search unless the user already has one with its key;
 // created reports which happened, and the stored search is returned. A new
 // search is given, in the same transaction, up to backfill of the key's
 // vacancies published since since (those other users' discovery already
@@ -21,7 +32,7 @@ import (
 // discovered before, that backfill is the search's first discovery: the
 // search is marked told and announce's messages (nil is none) are written
 // to the outbox with it.
-func (s *Store) AddSearch(ctx context.Context, sr vacancy.Search, backfill int, since time.Time,
+func (s *Searches) Add(ctx context.Context, sr vacancy.Search, backfill int, since time.Time,
 	announce domain.Render[[]vacancy.FirstNews]) (vacancy.Search, bool, int, error) {
 	params, err := json.Marshal(sr.Params)
 	if err != nil {
@@ -105,8 +116,8 @@ func scanSearch(row pgx.Row) (vacancy.Search, error) {
 	return r.search()
 }
 
-// UserSearches lists a user's searches, oldest first.
-func (s *Store) UserSearches(ctx context.Context, userID int64) ([]vacancy.Search, error) {
+// OfUser lists a user's searches, oldest first.
+func (s *Searches) OfUser(ctx context.Context, userID int64) ([]vacancy.Search, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, user_id, params, search_key, created_at FROM searches
 WHERE user_id = $1 ORDER BY id`, userID)
 	if err != nil {
@@ -124,8 +135,8 @@ WHERE user_id = $1 ORDER BY id`, userID)
 	return out, rows.Err()
 }
 
-// DeleteSearch deletes the user's search; another user's id deletes nothing.
-func (s *Store) DeleteSearch(ctx context.Context, userID, id int64) (bool, error) {
+// Delete deletes the user's search; another user's id deletes nothing.
+func (s *Searches) Delete(ctx context.Context, userID, id int64) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM searches WHERE id = $1 AND user_id = $2`, id, userID)
 	if err != nil {
 		return false, fmt.Errorf("delete search %d: %w", id, err)
@@ -133,13 +144,13 @@ func (s *Store) DeleteSearch(ctx context.Context, userID, id int64) (bool, error
 	return tag.RowsAffected() == 1, nil
 }
 
-// SearchKeyGroups returns every distinct search_key with its parameters.
-func (s *Store) SearchKeyGroups(ctx context.Context) ([]vacancy.Group, error) {
+// KeyGroups returns every distinct search_key with its parameters.
+func (s *Searches) KeyGroups(ctx context.Context) ([]vacancy.Group, error) {
 	return searchGroups(ctx, s.pool, "")
 }
 
-// SearchKeyGroup is SearchKeyGroups for one key.
-func (s *Store) SearchKeyGroup(ctx context.Context, key string) (vacancy.Group, error) {
+// KeyGroup is KeyGroups for one key.
+func (s *Searches) KeyGroup(ctx context.Context, key string) (vacancy.Group, error) {
 	gs, err := searchGroups(ctx, s.pool, key)
 	if err != nil {
 		return vacancy.Group{}, err

@@ -47,7 +47,7 @@ func (s *Service) Fetch(ctx context.Context) error {
 		s.log.Warn("vacancy fetch skipped: HH refuses our requests", "reason", why)
 		return nil
 	}
-	groups, err := s.deps.Repo.SearchKeyGroups(ctx)
+	groups, err := s.deps.Searches.KeyGroups(ctx)
 	if err != nil {
 		return fmt.Errorf("fetch: list searches: %w", err)
 	}
@@ -78,7 +78,7 @@ func (s *Service) Fetch(ctx context.Context) error {
 
 // FetchKey runs discovery for one search_key now (a search just saved).
 func (s *Service) FetchKey(ctx context.Context, key string) (Discovery, error) {
-	g, err := s.deps.Repo.SearchKeyGroup(ctx, key)
+	g, err := s.deps.Searches.KeyGroup(ctx, key)
 	if err != nil {
 		return Discovery{}, fmt.Errorf("fetch %s: %w", key[:12], err)
 	}

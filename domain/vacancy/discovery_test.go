@@ -25,7 +25,7 @@ func (b *bundle) searchGroup(t *testing.T, userID int64, text string) (vacancy.S
 
 func (b *bundle) group(t *testing.T, key string) vacancy.Group {
 	t.Helper()
-	g, err := b.store.SearchKeyGroup(b.ctx, key)
+	g, err := b.store.Searches().KeyGroup(b.ctx, key)
 	require.NoError(t, err)
 	return g
 }

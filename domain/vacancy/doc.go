@@ -55,9 +55,10 @@
 // counts vacancies this search has not seen, so nothing is missed however
 // many arrive between runs.
 //
-// Storage: Repository (service.go) is one port per part of the workflow:
-// SettingsStore (storage/users.go, searches.go, ban_words.go), DiscoveryStore
-// (storage/searches.go, discovery.go), FirstNewsStore (storage/firstnews.go),
+// Storage: Searches (service.go) is the saved searches and the users'
+// filters (storage.Searches); Repository (service.go) is one port per part
+// of the rest of the workflow: SettingsStore (storage/vacancy_matches.go),
+// DiscoveryStore (storage/discovery.go), FirstNewsStore (storage/firstnews.go),
 // WorkerStore (storage/vacancy_matches.go, vacancies.go), DecisionStore and
 // RecoveryStore (storage/vacancy_matches.go), PipelineStore
 // (storage/applications.go).

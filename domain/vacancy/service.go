@@ -189,16 +189,18 @@ type ClaimOptions struct {
 	Claimer string
 }
 
-// SettingsStore is the user's commands (service.go): profile, searches,
-// ban words, stats; storage/users.go, searches.go, ban_words.go and
-// vacancy_matches.go implement it.
-type SettingsStore interface {
-	// AddSearch saves a search with its backfill; for a key discovered
-	// before, that is the search's first discovery, and announce's
-	// messages go to the outbox with it.
-	AddSearch(ctx context.Context, s Search, backfill int, since time.Time, announce domain.Render[[]FirstNews]) (Search, bool, int, error)
-	UserSearches(ctx context.Context, userID int64) ([]Search, error)
-	DeleteSearch(ctx context.Context, userID, id int64) (bool, error)
+// Searches is the users' saved searches, the search keys discovery
+// serves (discovery.go), and what each user filters out of them: ban words
+// and hidden employers (service.go); storage.Searches implements it.
+type Searches interface {
+	// Add saves a search with its backfill; for a key discovered before,
+	// that is the search's first discovery, and announce's messages go to
+	// the outbox with it.
+	Add(ctx context.Context, s Search, backfill int, since time.Time, announce domain.Render[[]FirstNews]) (Search, bool, int, error)
+	OfUser(ctx context.Context, userID int64) ([]Search, error)
+	Delete(ctx context.Context, userID, id int64) (bool, error)
+	KeyGroups(ctx context.Context) ([]Group, error)
+	KeyGroup(ctx context.Context, key string) (Group, error)
 	BanWords(ctx context.Context, userID int64) ([]string, error)
 	AddBanWord(ctx context.Context, userID int64, word string, max int) (bool, error)
 	RemoveBanWord(ctx context.Context, userID int64, word string) (bool, error)
@@ -209,6 +211,11 @@ type SettingsStore interface {
 	HideEmployer(ctx context.Context, userID int64, employer string, max int) (bool, error)
 	ShowEmployer(ctx context.Context, userID, id int64) (string, bool, error)
 	HiddenEmployers(ctx context.Context, userID int64) ([]HiddenEmployer, error)
+}
+
+// SettingsStore is /vacancies' stats (service.go);
+// storage/vacancy_matches.go implements it.
+type SettingsStore interface {
 	MatchStats(ctx context.Context, userID int64) (Stats, error)
 }
 
@@ -220,11 +227,9 @@ type Profiles interface {
 }
 
 // DiscoveryStore is discovery (discovery.go): the search keys, what each
-// has collected, and a run's new matches; storage/searches.go and
-// storage/discovery.go implement it.
+// has collected, and a run's new matches; storage/discovery.go
+// implements it.
 type DiscoveryStore interface {
-	SearchKeyGroups(ctx context.Context) ([]Group, error)
-	SearchKeyGroup(ctx context.Context, key string) (Group, error)
 	DiscoveryMarkers(ctx context.Context, key string) (Markers, error)
 	UnseenVacancies(ctx context.Context, key string, ids []int64) (map[int64]bool, error)
 	// SaveDiscovery saves a run and, for the key's searches not told of
@@ -430,6 +435,7 @@ func (c Config) withDefaults() Config {
 type Deps struct {
 	Repo       Repository
 	Profiles   Profiles
+	Searches   Searches
 	Source     Source
 	LLM        LLM
 	Notifier   Notifier
@@ -462,8 +468,8 @@ type Service struct {
 
 // NewService builds the workflow. It starts nothing; see Run.
 func NewService(cfg Config, deps Deps) (*Service, error) {
-	if deps.Repo == nil || deps.Profiles == nil || deps.Source == nil || deps.LLM == nil || deps.Notifier == nil {
-		return nil, errors.New("vacancy: Repo, Profiles, Source, LLM and Notifier are required")
+	if deps.Repo == nil || deps.Profiles == nil || deps.Searches == nil || deps.Source == nil || deps.LLM == nil || deps.Notifier == nil {
+		return nil, errors.New("vacancy: Repo, Profiles, Searches, Source, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	if deps.CalendarClock == nil {
@@ -561,7 +567,7 @@ func (s *Service) AddSearch(ctx context.Context, userID int64, p Params) (Search
 		}
 		return nil
 	}
-	sr, created, queued, err := s.deps.Repo.AddSearch(ctx, Search{UserID: userID, Params: p, Key: p.Key()}, s.cfg.FetchLimit, since, inReply)
+	sr, created, queued, err := s.deps.Searches.Add(ctx, Search{UserID: userID, Params: p, Key: p.Key()}, s.cfg.FetchLimit, since, inReply)
 	added.Created, added.Queued = created, queued
 	return sr, added, err
 }
@@ -602,13 +608,13 @@ func (s *Service) announce(news []FirstNews) []domain.Message {
 
 // Searches lists the user's searches.
 func (s *Service) Searches(ctx context.Context, userID int64) ([]Search, error) {
-	return s.deps.Repo.UserSearches(ctx, userID)
+	return s.deps.Searches.OfUser(ctx, userID)
 }
 
 // DeleteSearch removes one of the user's searches; another user's id is
 // reported as not found.
 func (s *Service) DeleteSearch(ctx context.Context, userID, id int64) (bool, error) {
-	return s.deps.Repo.DeleteSearch(ctx, userID, id)
+	return s.deps.Searches.Delete(ctx, userID, id)
 }
 
 // Ban adds an exclusion word or phrase; it returns the normalized form and
@@ -618,7 +624,7 @@ func (s *Service) Ban(ctx context.Context, userID int64, raw string) (string, bo
 	if key := validBanWord(raw, norm); key != "" {
 		return "", false, inputError(key)
 	}
-	added, err := s.deps.Repo.AddBanWord(ctx, userID, norm, MaxBanWords)
+	added, err := s.deps.Searches.AddBanWord(ctx, userID, norm, MaxBanWords)
 	if err != nil {
 		return "", false, err
 	}
@@ -631,13 +637,13 @@ func (s *Service) Unban(ctx context.Context, userID int64, raw string) (string, 
 	if norm == "" {
 		return "", false, inputError("ban.error_empty")
 	}
-	ok, err := s.deps.Repo.RemoveBanWord(ctx, userID, norm)
+	ok, err := s.deps.Searches.RemoveBanWord(ctx, userID, norm)
 	return norm, ok, err
 }
 
 // Bans lists the user's exclusion words.
 func (s *Service) Bans(ctx context.Context, userID int64) ([]string, error) {
-	return s.deps.Repo.BanWords(ctx, userID)
+	return s.deps.Searches.BanWords(ctx, userID)
 }
 
 // HiddenEmployer is an employer a user hid, with the id its button names.
@@ -667,7 +673,7 @@ func (s *Service) HideEmployer(ctx context.Context, userID, matchID int64) (m Ma
 	if strings.TrimSpace(v.Employer) == "" {
 		return m, v, false, ErrNoEmployer
 	}
-	if hidden, err = s.deps.Repo.HideEmployer(ctx, userID, v.Employer, MaxHiddenEmployers); err != nil {
+	if hidden, err = s.deps.Searches.HideEmployer(ctx, userID, v.Employer, MaxHiddenEmployers); err != nil {
 		return m, v, false, err
 	}
 	if m.Status != SentToUser && m.Status != Analyzed {
@@ -688,12 +694,12 @@ func (s *Service) HideEmployer(ctx context.Context, userID, matchID int64) (m Ma
 // ShowEmployer undoes a hiding by its id (only the user's own); the name,
 // and false if it was not hidden (any more).
 func (s *Service) ShowEmployer(ctx context.Context, userID, id int64) (string, bool, error) {
-	return s.deps.Repo.ShowEmployer(ctx, userID, id)
+	return s.deps.Searches.ShowEmployer(ctx, userID, id)
 }
 
 // HiddenEmployers lists the employers the user hid, by name.
 func (s *Service) HiddenEmployers(ctx context.Context, userID int64) ([]HiddenEmployer, error) {
-	return s.deps.Repo.HiddenEmployers(ctx, userID)
+	return s.deps.Searches.HiddenEmployers(ctx, userID)
 }
 
 // Stats is what /vacancies shows.
