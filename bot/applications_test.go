@@ -101,7 +101,7 @@ func TestApplicationsReport(t *testing.T) {
 		id := insertMatch(t, env.st, 42, v, vacancy.SentToUser, &vacancy.Verdict{IsRelevant: relevant(), Score: 80})
 		from := vacancy.SentToUser
 		for i, to := range steps {
-			_, ok, err := env.st.MoveApplication(ctx, id, from, to, start.Add(time.Duration(i)*24*time.Hour))
+			_, ok, err := env.st.Applications().Move(ctx, id, from, to, start.Add(time.Duration(i)*24*time.Hour))
 			require.NoError(t, err)
 			require.True(t, ok)
 			from = to

@@ -13,6 +13,17 @@ import (
 	"switchboard/domain/vacancy"
 )
 
+// Applications is the applications aggregate: a user's matches from
+// APPLIED on (the pipeline), the follow-up reminders, and the cover
+// letters drafted for them (cover_letters.go).
+type Applications struct{ *db }
+
+// Applications is the store of the job seeker's applications and cover letters.
+func (s *Store) Applications() *Applications { return &Applications{s.db} }
+
+// The applications' store (vacancy.Applications).
+var _ vacancy.Applications = (*Applications)(nil)
+
 // The job seeker's pipeline (domain/vacancy/pipeline.go): matches from
 // APPLIED on, their report times (migration 00027), the follow-up
 // reminders, /applications.
@@ -88,9 +99,9 @@ func (r *applicationRow) finish() (vacancy.Application, error) {
 	return r.a, finishMatch(&r.a.Match, r.analysis, r.sent)
 }
 
-// Application returns a match with its vacancy and pipeline times, or
+// Get returns a match with its vacancy and pipeline times, or
 // domain.ErrNotFound.
-func (s *Store) Application(ctx context.Context, id int64) (vacancy.Application, error) {
+func (s *Applications) Get(ctx context.Context, id int64) (vacancy.Application, error) {
 	var r applicationRow
 	err := s.pool.QueryRow(ctx, `SELECT `+applicationColumns+`
 FROM vacancy_matches m JOIN vacancies v ON v.id = m.vacancy_id WHERE m.id = $1`, id).Scan(r.dest()...)
@@ -100,12 +111,12 @@ FROM vacancy_matches m JOIN vacancies v ON v.id = m.vacancy_id WHERE m.id = $1`,
 	return r.finish()
 }
 
-// MoveApplication moves a match from → to in one conditional UPDATE naming
+// Move moves a match from → to in one conditional UPDATE naming
 // from; false when it was not in from (someone moved it first). at, the
 // service's clock, is the report's time: reported_at always, applied_at
 // or invited_at for those steps; followed_up_at is cleared, so a new
 // waiting period starts. The caller checks the table.
-func (s *Store) MoveApplication(ctx context.Context, id int64, from, to vacancy.Status, at time.Time) (vacancy.Application, bool, error) {
+func (s *Applications) Move(ctx context.Context, id int64, from, to vacancy.Status, at time.Time) (vacancy.Application, bool, error) {
 	var r applicationRow
 	err := s.pool.QueryRow(ctx, `
 WITH m AS (
@@ -126,13 +137,13 @@ SELECT `+applicationColumns+` FROM m JOIN vacancies v ON v.id = m.vacancy_id`, i
 	return a, err == nil, err
 }
 
-// RemindApplications takes up to limit applications waiting in APPLIED or
+// Remind takes up to limit applications waiting in APPLIED or
 // INVITED since before due with no reminder in this waiting period, the
 // longest waiting first, marks them reminded and writes remind's messages
 // to the outbox, all in one transaction: a reminder is queued exactly when
 // its mark commits. Rows another replica is marking are skipped (SKIP
 // LOCKED), and a second run finds them marked.
-func (s *Store) RemindApplications(ctx context.Context, due time.Time, limit int, remind domain.Render[vacancy.FollowUp]) (int, error) {
+func (s *Applications) Remind(ctx context.Context, due time.Time, limit int, remind domain.Render[vacancy.FollowUp]) (int, error) {
 	n := 0
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		n = 0
@@ -188,11 +199,11 @@ const funnelCounts = `count(*) AS applied,
 
 func funnelDest(f *vacancy.Funnel) []any { return []any{&f.Applied, &f.Answered, &f.Invited, &f.Offer} }
 
-// ApplicationFunnel counts the user's applications made since (applied_at),
+// Funnel counts the user's applications made since (applied_at),
 // overall and for each of their saved searches that found the vacancy
 // (search_hits), in the searches' order; searches with none are left out.
 // An application counts in every search that found its vacancy.
-func (s *Store) ApplicationFunnel(ctx context.Context, userID int64, since time.Time) (vacancy.Funnel, []vacancy.SearchFunnel, error) {
+func (s *Applications) Funnel(ctx context.Context, userID int64, since time.Time) (vacancy.Funnel, []vacancy.SearchFunnel, error) {
 	var all vacancy.Funnel
 	err := s.pool.QueryRow(ctx, `SELECT `+funnelCounts+`
 FROM vacancy_matches m WHERE m.user_id = $1 AND m.applied_at >= $2`, userID, since).Scan(funnelDest(&all)...)
@@ -234,10 +245,10 @@ ORDER BY s.id`, userID, since)
 	return all, per, nil
 }
 
-// WaitingApplications lists up to limit of the user's applications still
+// Waiting lists up to limit of the user's applications still
 // waiting for the employer (APPLIED, NO_ANSWER, INVITED), those reported
 // longest ago first, and counts them all.
-func (s *Store) WaitingApplications(ctx context.Context, userID int64, limit int) ([]vacancy.Application, int, error) {
+func (s *Applications) Waiting(ctx context.Context, userID int64, limit int) ([]vacancy.Application, int, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+applicationColumns+`, count(*) OVER ()
 FROM vacancy_matches m JOIN vacancies v ON v.id = m.vacancy_id
 WHERE m.user_id = $1 AND m.status IN ('APPLIED', 'NO_ANSWER', 'INVITED')

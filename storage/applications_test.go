@@ -46,7 +46,7 @@ func (f pipelineFixture) walk(id int64, start time.Time, steps ...vacancy.Status
 	f.t.Helper()
 	from := vacancy.SentToUser
 	for i, to := range steps {
-		_, ok, err := f.st.MoveApplication(f.ctx, id, from, to, start.Add(time.Duration(i)*pipelineDay))
+		_, ok, err := f.st.Applications().Move(f.ctx, id, from, to, start.Add(time.Duration(i)*pipelineDay))
 		require.NoError(f.t, err)
 		require.True(f.t, ok, "%s → %s", from, to)
 		from = to
@@ -62,7 +62,7 @@ func TestMoveApplicationIsConditional(t *testing.T) {
 	id := f.sent(7, 1)
 	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 
-	a, ok, err := f.st.MoveApplication(f.ctx, id, vacancy.SentToUser, vacancy.Applied, t0)
+	a, ok, err := f.st.Applications().Move(f.ctx, id, vacancy.SentToUser, vacancy.Applied, t0)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, vacancy.Applied, a.Match.Status)
@@ -72,16 +72,16 @@ func TestMoveApplicationIsConditional(t *testing.T) {
 	require.Equal(t, "Vacancy 1", a.Vacancy.Title)
 
 	// A second press of Applied, and a step from a status it is not in.
-	_, ok, err = f.st.MoveApplication(f.ctx, id, vacancy.SentToUser, vacancy.Applied, t0.Add(time.Hour))
+	_, ok, err = f.st.Applications().Move(f.ctx, id, vacancy.SentToUser, vacancy.Applied, t0.Add(time.Hour))
 	require.NoError(t, err)
 	require.False(t, ok)
-	_, ok, err = f.st.MoveApplication(f.ctx, id, vacancy.Invited, vacancy.Offer, t0.Add(time.Hour))
+	_, ok, err = f.st.Applications().Move(f.ctx, id, vacancy.Invited, vacancy.Offer, t0.Add(time.Hour))
 	require.NoError(t, err)
 	require.False(t, ok)
 
 	f.exec(`UPDATE vacancy_matches SET followed_up_at = now() WHERE id = $1`, id)
 	t1 := t0.Add(8 * pipelineDay)
-	a, ok, err = f.st.MoveApplication(f.ctx, id, vacancy.Applied, vacancy.Invited, t1)
+	a, ok, err = f.st.Applications().Move(f.ctx, id, vacancy.Applied, vacancy.Invited, t1)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.True(t, a.AppliedAt.Equal(t0), "applied_at stays")
@@ -90,10 +90,10 @@ func TestMoveApplicationIsConditional(t *testing.T) {
 	require.Zero(t, f.count(`SELECT count(*) FROM vacancy_matches WHERE id = $1 AND followed_up_at IS NOT NULL`, id),
 		"a report starts a new waiting period")
 
-	a, err = f.st.Application(f.ctx, id)
+	a, err = f.st.Applications().Get(f.ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, vacancy.Invited, a.Match.Status)
-	_, err = f.st.Application(f.ctx, id+100)
+	_, err = f.st.Applications().Get(f.ctx, id+100)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
 	// The database refuses an application without its times.
@@ -130,7 +130,7 @@ func TestRemindApplications(t *testing.T) {
 		got = append(got, fu)
 		return []domain.Message{{ChatID: fu.Application.Match.UserID, Kind: domain.KindReply, Ref: fu.Application.Match.ID, Text: "how did it go?"}}
 	}
-	n, err := f.st.RemindApplications(f.ctx, due, 100, remind)
+	n, err := f.st.Applications().Remind(f.ctx, due, 100, remind)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	require.Len(t, got, 2)
@@ -140,19 +140,19 @@ func TestRemindApplications(t *testing.T) {
 	require.Equal(t, 2, f.count(`SELECT count(*) FROM outbox WHERE body->>'text' = 'how did it go?'`))
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM outbox WHERE chat_id = 8 AND ref = $1`, m["invited due"]))
 
-	n, err = f.st.RemindApplications(f.ctx, due, 100, remind)
+	n, err = f.st.Applications().Remind(f.ctx, due, 100, remind)
 	require.NoError(t, err)
 	require.Zero(t, n, "once per waiting period")
 
 	// Invited after the reminder: a new period, due a week after it.
 	invitedAt := due.Add(time.Hour)
-	_, ok, err := f.st.MoveApplication(f.ctx, m["applied due"], vacancy.Applied, vacancy.Invited, invitedAt)
+	_, ok, err := f.st.Applications().Move(f.ctx, m["applied due"], vacancy.Applied, vacancy.Invited, invitedAt)
 	require.NoError(t, err)
 	require.True(t, ok)
-	n, err = f.st.RemindApplications(f.ctx, due, 100, remind)
+	n, err = f.st.Applications().Remind(f.ctx, due, 100, remind)
 	require.NoError(t, err)
 	require.Zero(t, n)
-	n, err = f.st.RemindApplications(f.ctx, invitedAt.Add(time.Minute), 100, remind)
+	n, err = f.st.Applications().Remind(f.ctx, invitedAt.Add(time.Minute), 100, remind)
 	require.NoError(t, err)
 	require.Equal(t, 2, n, "the invitation, and the application that was not due before")
 	require.Equal(t, m["applied not yet"], got[2].Application.Match.ID)
@@ -160,7 +160,7 @@ func TestRemindApplications(t *testing.T) {
 
 	// The limit bounds one transaction.
 	f.exec(`UPDATE vacancy_matches SET followed_up_at = NULL WHERE status IN ('APPLIED', 'INVITED')`)
-	n, err = f.st.RemindApplications(f.ctx, now, 1, remind)
+	n, err = f.st.Applications().Remind(f.ctx, now, 1, remind)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 }
@@ -187,7 +187,7 @@ func TestApplicationFunnel(t *testing.T) {
 	f.walk(f.sent(8, 1), now.Add(-pipelineDay), vacancy.Applied, vacancy.Invited) // someone else's
 	f.sent(7, 7)                                                                  // not applied
 
-	all, per, err := f.st.ApplicationFunnel(f.ctx, 7, since)
+	all, per, err := f.st.Applications().Funnel(f.ctx, 7, since)
 	require.NoError(t, err)
 	require.Equal(t, vacancy.Funnel{Applied: 5, Answered: 3, Invited: 2, Offer: 1}, all)
 	require.Len(t, per, 2)
@@ -197,7 +197,7 @@ func TestApplicationFunnel(t *testing.T) {
 	require.Equal(t, keyB, per[1].Search.Key)
 	require.Equal(t, vacancy.Funnel{Applied: 2, Answered: 1}, per[1].Funnel)
 
-	all, per, err = f.st.ApplicationFunnel(f.ctx, 7, now)
+	all, per, err = f.st.Applications().Funnel(f.ctx, 7, now)
 	require.NoError(t, err)
 	require.Zero(t, all)
 	require.Empty(t, per)
@@ -219,7 +219,7 @@ func TestWaitingApplications(t *testing.T) {
 	f.walk(f.sent(7, 5), now.Add(-20*pipelineDay), vacancy.Applied, vacancy.Invited, vacancy.Offer)
 	f.walk(f.sent(8, 6), now.Add(-30*pipelineDay), vacancy.Applied)
 
-	list, total, err := f.st.WaitingApplications(f.ctx, 7, 2)
+	list, total, err := f.st.Applications().Waiting(f.ctx, 7, 2)
 	require.NoError(t, err)
 	require.Equal(t, 3, total)
 	require.Len(t, list, 2)
@@ -227,7 +227,7 @@ func TestWaitingApplications(t *testing.T) {
 	require.Equal(t, vacancy.NoAnswer, list[0].Match.Status)
 	require.Equal(t, c, list[1].Match.ID)
 
-	list, total, err = f.st.WaitingApplications(f.ctx, 7, 5)
+	list, total, err = f.st.Applications().Waiting(f.ctx, 7, 5)
 	require.NoError(t, err)
 	require.Equal(t, 3, total)
 	require.Len(t, list, 3)

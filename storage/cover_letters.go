@@ -12,9 +12,6 @@ import (
 	"switchboard/domain/vacancy"
 )
 
-// The cover letters' repository (vacancy.LetterRepository).
-var _ vacancy.LetterRepository = (*Store)(nil)
-
 // LetterChannel is notified when a letter is asked for, so an idle letter
 // worker on any replica drafts it at once.
 const LetterChannel = "cover_letters"
@@ -28,7 +25,7 @@ func letterDest(l *vacancy.Letter) []any {
 }
 
 // CoverLetter reads one letter, or domain.ErrNotFound.
-func (s *Store) CoverLetter(ctx context.Context, id int64) (vacancy.Letter, error) {
+func (s *Applications) CoverLetter(ctx context.Context, id int64) (vacancy.Letter, error) {
 	var l vacancy.Letter
 	err := s.pool.QueryRow(ctx, `SELECT `+letterColumns+` FROM cover_letters l WHERE l.id = $1`, id).Scan(letterDest(&l)...)
 	if err != nil {
@@ -44,7 +41,7 @@ func (s *Store) CoverLetter(ctx context.Context, id int64) (vacancy.Letter, erro
 // a match whose letter is pending (busy), and one past the limit, which
 // also says when the oldest counted letter leaves the window. Failed
 // letters do not count.
-func (s *Store) AskCoverLetter(ctx context.Context, nl vacancy.NewLetter, limit int, window time.Duration) (vacancy.Asked, error) {
+func (s *Applications) AskCoverLetter(ctx context.Context, nl vacancy.NewLetter, limit int, window time.Duration) (vacancy.Asked, error) {
 	var a vacancy.Asked
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		a = vacancy.Asked{Limit: limit}
@@ -130,7 +127,7 @@ FROM l JOIN vacancy_matches m ON m.id = l.match_id JOIN vacancies v ON v.id = m.
 // ClaimCoverLetter claims the oldest pending letter whose lease is free or
 // ran out, in one statement with FOR UPDATE SKIP LOCKED, with the vacancy,
 // the profile and a rewrite's base text; ok is false when none is claimable.
-func (s *Store) ClaimCoverLetter(ctx context.Context, lease time.Duration, claimer string) (vacancy.LetterClaim, bool, error) {
+func (s *Applications) ClaimCoverLetter(ctx context.Context, lease time.Duration, claimer string) (vacancy.LetterClaim, bool, error) {
 	var c vacancy.LetterClaim
 	var fetched *time.Time
 	var lang, tgLang string
@@ -151,7 +148,7 @@ func (s *Store) ClaimCoverLetter(ctx context.Context, lease time.Duration, claim
 // failure and tokens, and writes what tell renders from it to the outbox
 // in the same transaction; ok is false when the claim is no longer
 // l.ClaimToken's (another worker took the letter over).
-func (s *Store) FinishCoverLetter(ctx context.Context, l vacancy.Letter, tell domain.Render[vacancy.Letter]) (bool, error) {
+func (s *Applications) FinishCoverLetter(ctx context.Context, l vacancy.Letter, tell domain.Render[vacancy.Letter]) (bool, error) {
 	ok := false
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var done vacancy.Letter
@@ -177,7 +174,7 @@ RETURNING `+letterColumns, l.ID, l.ClaimToken, l.State, l.Text, l.Failure, l.Tok
 
 // ReleaseCoverLetter gives a claimed letter back, the attempt uncounted,
 // so another worker drafts it at once.
-func (s *Store) ReleaseCoverLetter(ctx context.Context, id int64, token string) error {
+func (s *Applications) ReleaseCoverLetter(ctx context.Context, id int64, token string) error {
 	_, err := s.pool.Exec(ctx, `UPDATE cover_letters SET claimed_until = NULL, claim_token = NULL, attempts = attempts - 1
 WHERE id = $1 AND state = 'pending' AND claim_token = $2::uuid`, id, token)
 	if err != nil {
@@ -188,7 +185,7 @@ WHERE id = $1 AND state = 'pending' AND claim_token = $2::uuid`, id, token)
 
 // NextCoverLetterLeaseExpiry is when the earliest live claim of a letter
 // runs out.
-func (s *Store) NextCoverLetterLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
+func (s *Applications) NextCoverLetterLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
 	return s.nextLeaseExpiry(ctx, "cover letter", `SELECT min(claimed_until) FROM cover_letters
 WHERE state = 'pending' AND claimed_until > now()`)
 }

@@ -45,7 +45,7 @@ VALUES ($1, $2, 'SENT_TO_USER', now(), true, $1, 1, now()) RETURNING id`, user, 
 
 func (f *letterFixture) ask(user, match int64, press string, limit int) vacancy.Asked {
 	f.t.Helper()
-	a, err := f.st.AskCoverLetter(f.ctx, vacancy.NewLetter{MatchID: match, UserID: user, Style: vacancy.StyleDraft, PressID: press},
+	a, err := f.st.Applications().AskCoverLetter(f.ctx, vacancy.NewLetter{MatchID: match, UserID: user, Style: vacancy.StyleDraft, PressID: press},
 		limit, vacancy.LetterWindow)
 	require.NoError(f.t, err)
 	return a
@@ -55,7 +55,7 @@ func (f *letterFixture) ask(user, match int64, press string, limit int) vacancy.
 // reason), its message written with it.
 func (f *letterFixture) settle(reason string) vacancy.Letter {
 	f.t.Helper()
-	c, ok, err := f.st.ClaimCoverLetter(f.ctx, time.Minute, "")
+	c, ok, err := f.st.Applications().ClaimCoverLetter(f.ctx, time.Minute, "")
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	l := c.Letter
@@ -63,7 +63,7 @@ func (f *letterFixture) settle(reason string) vacancy.Letter {
 	if reason != "" {
 		l.State, l.Text, l.Failure, l.TokensIn, l.TokensOut = vacancy.LetterFailed, "", reason, 0, 0
 	}
-	ok, err = f.st.FinishCoverLetter(f.ctx, l, func(done vacancy.Letter) []domain.Message {
+	ok, err = f.st.Applications().FinishCoverLetter(f.ctx, l, func(done vacancy.Letter) []domain.Message {
 		return []domain.Message{{ChatID: done.UserID, Kind: domain.KindCoverLetter, Ref: done.ID, Text: string(done.State)}}
 	})
 	require.NoError(f.t, err)
@@ -140,7 +140,7 @@ func TestCoverLetterLimitHoldsUnderConcurrentPresses(t *testing.T) {
 	f := setupLetters(t, 7, 8)
 	results := make([]vacancy.Asked, 8)
 	atOnce(8, func(i int) {
-		a, err := f.st.AskCoverLetter(f.ctx, vacancy.NewLetter{MatchID: f.matches[i], UserID: 7, Style: vacancy.StyleDraft,
+		a, err := f.st.Applications().AskCoverLetter(f.ctx, vacancy.NewLetter{MatchID: f.matches[i], UserID: 7, Style: vacancy.StyleDraft,
 			PressID: fmt.Sprint("press-", i)}, 3, vacancy.LetterWindow)
 		require.NoError(t, err)
 		results[i] = a
@@ -165,7 +165,7 @@ func TestCoverLetterClaimAndFinish(t *testing.T) {
 	f.exec(`UPDATE users SET profile = 'Go, 5 years', language = 'ru' WHERE id = 7`)
 	asked := f.ask(7, f.matches[0], "p1", 10)
 
-	c, ok, err := f.st.ClaimCoverLetter(f.ctx, time.Minute, "")
+	c, ok, err := f.st.Applications().ClaimCoverLetter(f.ctx, time.Minute, "")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, asked.Letter.ID, c.Letter.ID)
@@ -174,26 +174,26 @@ func TestCoverLetterClaimAndFinish(t *testing.T) {
 	require.Equal(t, "Go developer", c.Vacancy.Title)
 	require.Equal(t, "https://hh.ru/applicant/vacancy_response?vacancyId=1", c.Vacancy.ApplyURL)
 	require.Equal(t, 1, c.Letter.Attempts)
-	_, ok, err = f.st.ClaimCoverLetter(f.ctx, time.Minute, "")
+	_, ok, err = f.st.Applications().ClaimCoverLetter(f.ctx, time.Minute, "")
 	require.NoError(t, err)
 	require.False(t, ok, "claimed")
 
 	// The lease runs out; another worker takes it over, and the first
 	// worker's finish is refused.
 	f.exec(`UPDATE cover_letters SET claimed_until = now() - interval '1 second'`)
-	c2, ok, err := f.st.ClaimCoverLetter(f.ctx, time.Minute, "")
+	c2, ok, err := f.st.Applications().ClaimCoverLetter(f.ctx, time.Minute, "")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, 2, c2.Letter.Attempts)
 	stale := c.Letter
 	stale.State, stale.Text = vacancy.LetterReady, "stale"
-	ok, err = f.st.FinishCoverLetter(f.ctx, stale, domain.Fixed[vacancy.Letter](domain.Message{ChatID: 7, Kind: domain.KindCoverLetter, Text: "stale"}))
+	ok, err = f.st.Applications().FinishCoverLetter(f.ctx, stale, domain.Fixed[vacancy.Letter](domain.Message{ChatID: 7, Kind: domain.KindCoverLetter, Text: "stale"}))
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Zero(t, f.count(`SELECT count(*) FROM outbox`), "nothing told for a lost claim")
 
 	// Given back (shutdown): claimable at once, the attempt uncounted.
-	require.NoError(t, f.st.ReleaseCoverLetter(f.ctx, c2.Letter.ID, c2.Letter.ClaimToken))
+	require.NoError(t, f.st.Applications().ReleaseCoverLetter(f.ctx, c2.Letter.ID, c2.Letter.ClaimToken))
 	l := f.settle("")
 	require.Equal(t, 2, l.Attempts)
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM outbox WHERE kind = 'cover_letter' AND ref = $1`, l.ID))
@@ -202,24 +202,24 @@ func TestCoverLetterClaimAndFinish(t *testing.T) {
 	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT state, text, tokens_in, tokens_out FROM cover_letters WHERE id = $1`, l.ID).
 		Scan(&state, &text, &in, &out))
 	require.Equal(t, []any{"ready", "Dear hiring team, …", 812, 164}, []any{state, text, in, out})
-	got, err := f.st.CoverLetter(f.ctx, l.ID)
+	got, err := f.st.Applications().CoverLetter(f.ctx, l.ID)
 	require.NoError(t, err)
 	require.Equal(t, vacancy.LetterReady, got.State)
-	_, err = f.st.CoverLetter(f.ctx, l.ID+100)
+	_, err = f.st.Applications().CoverLetter(f.ctx, l.ID+100)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
 	// A rewrite claims its base's text.
-	rewrite, err := f.st.AskCoverLetter(f.ctx, vacancy.NewLetter{MatchID: f.matches[0], UserID: 7, BaseID: l.ID,
+	rewrite, err := f.st.Applications().AskCoverLetter(f.ctx, vacancy.NewLetter{MatchID: f.matches[0], UserID: 7, BaseID: l.ID,
 		Style: vacancy.StyleShorter, PressID: "p2"}, 10, vacancy.LetterWindow)
 	require.NoError(t, err)
 	require.Equal(t, 2, rewrite.Letter.Version)
-	c3, ok, err := f.st.ClaimCoverLetter(f.ctx, time.Minute, "")
+	c3, ok, err := f.st.Applications().ClaimCoverLetter(f.ctx, time.Minute, "")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, vacancy.StyleShorter, c3.Letter.Style)
 	require.Equal(t, l.ID, c3.Letter.BaseID)
 	require.Equal(t, "Dear hiring team, …", c3.Base)
-	at, ok, err := f.st.NextCoverLetterLeaseExpiry(f.ctx)
+	at, ok, err := f.st.Applications().NextCoverLetterLeaseExpiry(f.ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.WithinDuration(t, time.Now().Add(time.Minute), at, 10*time.Second)

@@ -211,8 +211,9 @@ WHERE status = 'QUEUED' AND claimed_until > now()`)
 }
 
 // nextLeaseExpiry runs a query of the earliest live claim of some work
-// (one timestamp, NULL for none).
-func (s *Store) nextLeaseExpiry(ctx context.Context, what, sql string) (time.Time, bool, error) {
+// (one timestamp, NULL for none); the matches' and the cover letters'
+// stores share it.
+func (s *db) nextLeaseExpiry(ctx context.Context, what, sql string) (time.Time, bool, error) {
 	var at *time.Time
 	if err := s.pool.QueryRow(ctx, sql).Scan(&at); err != nil {
 		return time.Time{}, false, fmt.Errorf("next %s lease expiry: %w", what, err)

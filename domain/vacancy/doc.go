@@ -56,15 +56,16 @@
 // many arrive between runs.
 //
 // Storage: Searches (service.go) is the saved searches and the users'
-// filters (storage.Searches); Repository (service.go) is one port per part
-// of the rest of the workflow: SettingsStore (storage/vacancy_matches.go),
-// DiscoveryStore (storage/discovery.go), FirstNewsStore (storage/firstnews.go),
-// WorkerStore (storage/vacancy_matches.go, vacancies.go), DecisionStore and
-// RecoveryStore (storage/vacancy_matches.go), PipelineStore
-// (storage/applications.go).
+// filters (storage.Searches); Applications (pipeline.go) the applications
+// and their cover letters (storage.Applications); Repository (service.go)
+// is one port per part of the rest of the workflow: SettingsStore
+// (storage/vacancy_matches.go), DiscoveryStore (storage/discovery.go),
+// FirstNewsStore (storage/firstnews.go), WorkerStore
+// (storage/vacancy_matches.go, vacancies.go), DecisionStore and
+// RecoveryStore (storage/vacancy_matches.go).
 //
 // Cover letters (letter.go, its prompt in letter_prompt.go) are a service
-// of their own, Letters, over LetterRepository (storage/cover_letters.go):
+// of their own, Letters, over Applications (storage/cover_letters.go):
 // a press writes a pending letter, letter workers on any replica draft it
 // and write it to the outbox with its end.
 package vacancy

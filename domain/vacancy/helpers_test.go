@@ -109,7 +109,7 @@ func (b *bundle) serviceWith(t *testing.T, repo vacancy.Repository) *vacancy.Ser
 		reg = prometheus.NewRegistry()
 	}
 	svc, err := vacancy.NewService(b.cfg, vacancy.Deps{
-		Repo: repo, Profiles: b.store.Users(), Searches: b.store.Searches(), Source: src, Notifier: b.sent, Registerer: reg,
+		Repo: repo, Profiles: b.store.Users(), Searches: b.store.Searches(), Applications: b.store.Applications(), Source: src, Notifier: b.sent, Registerer: reg,
 		LLM: llm.Port{Client: b.llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 		Log: slog.New(slog.DiscardHandler),
 	})

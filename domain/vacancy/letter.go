@@ -154,33 +154,9 @@ type LetterData struct {
 	Lang    string
 }
 
-// LetterStore is the letters' storage; storage/cover_letters.go implements it.
-type LetterStore interface {
-	// CoverLetter reads one letter, or domain.ErrNotFound.
-	CoverLetter(ctx context.Context, id int64) (Letter, error)
-	// AskCoverLetter writes l pending unless its press was taken before,
-	// the match has a pending letter, or the user's letters created within
-	// window (pending and ready) number limit: all decided under a lock of
-	// the user's row, so two presses at once cannot pass the limit together.
-	AskCoverLetter(ctx context.Context, l NewLetter, limit int, window time.Duration) (Asked, error)
-	// ClaimCoverLetter claims the oldest pending letter whose lease is free
-	// or ran out (FOR UPDATE SKIP LOCKED), counting the attempt.
-	ClaimCoverLetter(ctx context.Context, lease time.Duration, claimer string) (LetterClaim, bool, error)
-	// FinishCoverLetter moves the claimed letter from pending to l.State
-	// with its text or failure and tokens, and writes tell's messages to
-	// the outbox in the same transaction; false when the claim is no
-	// longer token's.
-	FinishCoverLetter(ctx context.Context, l Letter, tell domain.Render[Letter]) (bool, error)
-	// ReleaseCoverLetter gives a claimed letter back at once (shutdown).
-	ReleaseCoverLetter(ctx context.Context, id int64, token string) error
-	// NextCoverLetterLeaseExpiry is when the earliest claim runs out.
-	NextCoverLetterLeaseExpiry(ctx context.Context) (time.Time, bool, error)
-}
-
-// LetterRepository is what the letters need of storage: their own table,
-// and the match and the profile a press is checked against.
+// LetterRepository is what the letters need of storage besides their own
+// table (Applications): the match a press is checked against.
 type LetterRepository interface {
-	LetterStore
 	MatchWithVacancy(ctx context.Context, id int64) (Match, Vacancy, error)
 }
 
@@ -245,13 +221,14 @@ func (c LetterConfig) withDefaults() LetterConfig {
 
 // LetterDeps are the letters' collaborators.
 type LetterDeps struct {
-	Repo       LetterRepository
-	Profiles   Profiles
-	LLM        LetterLLM
-	Notifier   LetterNotifier
-	Clock      clockwork.Clock
-	Log        *slog.Logger
-	Registerer prometheus.Registerer
+	Repo         LetterRepository
+	Applications Applications
+	Profiles     Profiles
+	LLM          LetterLLM
+	Notifier     LetterNotifier
+	Clock        clockwork.Clock
+	Log          *slog.Logger
+	Registerer   prometheus.Registerer
 }
 
 // Letters drafts cover letters: the press the bot hands over (Ask) and
@@ -269,8 +246,8 @@ type Letters struct {
 
 // NewLetters builds the letters' service. It starts nothing; see Run.
 func NewLetters(cfg LetterConfig, deps LetterDeps) (*Letters, error) {
-	if deps.Repo == nil || deps.Profiles == nil || deps.LLM == nil || deps.Notifier == nil {
-		return nil, errors.New("cover letters: Repo, Profiles, LLM and Notifier are required")
+	if deps.Repo == nil || deps.Applications == nil || deps.Profiles == nil || deps.LLM == nil || deps.Notifier == nil {
+		return nil, errors.New("cover letters: Repo, Applications, Profiles, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	l, err := domain.NewMetrics(deps.Registerer, "cover letter", func(r *domain.Registrar) *Letters {
@@ -284,7 +261,7 @@ func NewLetters(cfg LetterConfig, deps LetterDeps) (*Letters, error) {
 		return nil, err
 	}
 	l.queue = &domain.Workers{
-		Name: "cover letter queue", Next: l.DraftNext, Expiry: deps.Repo.NextCoverLetterLeaseExpiry,
+		Name: "cover letter queue", Next: l.DraftNext, Expiry: deps.Applications.NextCoverLetterLeaseExpiry,
 		Sweep: l.cfg.SweepInterval, Clock: deps.Clock, Log: l.log,
 	}
 	return l, nil
@@ -319,7 +296,7 @@ func (l *Letters) Ask(ctx context.Context, a LetterAsk) (Asked, error) {
 	if strings.TrimSpace(profile) == "" {
 		return Asked{}, ErrNoProfile
 	}
-	asked, err := l.deps.Repo.AskCoverLetter(ctx, nl, l.cfg.PerDay, LetterWindow)
+	asked, err := l.deps.Applications.AskCoverLetter(ctx, nl, l.cfg.PerDay, LetterWindow)
 	if err != nil {
 		return Asked{}, fmt.Errorf("ask cover letter: %w", err)
 	}
@@ -343,7 +320,7 @@ func (l *Letters) resolve(ctx context.Context, a LetterAsk) (NewLetter, error) {
 	switch a.Style {
 	case StyleDraft:
 	case StyleAnother, StyleShorter, StyleFormal, StyleRetry:
-		from, err := l.deps.Repo.CoverLetter(ctx, a.FromID)
+		from, err := l.deps.Applications.CoverLetter(ctx, a.FromID)
 		if err != nil {
 			return nl, fmt.Errorf("ask cover letter: %w", err)
 		}
@@ -401,7 +378,7 @@ func (l *Letters) DraftNext(ctx context.Context) (bool, error) {
 	}
 	// As a match's claim: not cut short by ctx (ProcessNext says why).
 	cctx, cancel := detached(ctx)
-	c, ok, err := l.deps.Repo.ClaimCoverLetter(cctx, l.cfg.Lease, l.cfg.Claimer)
+	c, ok, err := l.deps.Applications.ClaimCoverLetter(cctx, l.cfg.Lease, l.cfg.Claimer)
 	cancel()
 	if err != nil {
 		return false, fmt.Errorf("claim cover letter: %w", err)
@@ -432,7 +409,7 @@ func (l *Letters) draft(ctx context.Context, c LetterClaim) {
 		// Shutting down: the letter goes back for another replica, untouched.
 		rctx, cancel := detached(ctx)
 		defer cancel()
-		if rerr := l.deps.Repo.ReleaseCoverLetter(rctx, lt.ID, lt.ClaimToken); rerr != nil {
+		if rerr := l.deps.Applications.ReleaseCoverLetter(rctx, lt.ID, lt.ClaimToken); rerr != nil {
 			log.Warn("give back a cover letter", "err", rerr)
 		}
 		return
@@ -473,7 +450,7 @@ func (l *Letters) finish(ctx context.Context, log *slog.Logger, c LetterClaim, w
 	}
 	fctx, cancel := detached(ctx)
 	defer cancel()
-	ok, err := l.deps.Repo.FinishCoverLetter(fctx, lt, render)
+	ok, err := l.deps.Applications.FinishCoverLetter(fctx, lt, render)
 	switch {
 	case err != nil:
 		// The claim runs out and another worker drafts it again.

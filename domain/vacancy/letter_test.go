@@ -55,7 +55,7 @@ func setupLetters(t *testing.T, cfg vacancy.LetterConfig) *letterWorld {
 	w := &letterWorld{bundle: setup(t), notes: &letterNotes{}}
 	var err error
 	w.letters, err = vacancy.NewLetters(cfg, vacancy.LetterDeps{
-		Repo: w.store, Profiles: w.store.Users(), LLM: llm.LetterPort{Client: w.llmc}, Notifier: w.notes,
+		Repo: w.store, Applications: w.store.Applications(), Profiles: w.store.Users(), LLM: llm.LetterPort{Client: w.llmc}, Notifier: w.notes,
 		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)
@@ -105,7 +105,7 @@ func (w *letterWorld) written(t *testing.T, a vacancy.LetterAsk) vacancy.Letter 
 
 func (w *letterWorld) letter(t *testing.T, id int64) vacancy.Letter {
 	t.Helper()
-	l, err := w.store.CoverLetter(w.ctx, id)
+	l, err := w.store.Applications().CoverLetter(w.ctx, id)
 	require.NoError(t, err)
 	return l
 }
@@ -219,7 +219,7 @@ func TestLetterFailuresAreToldAndRetried(t *testing.T) {
 	require.NoError(t, err)
 	calls := w.llm.Calls("letter")
 	for range 2 {
-		_, ok, err := w.store.ClaimCoverLetter(w.ctx, time.Minute, "")
+		_, ok, err := w.store.Applications().ClaimCoverLetter(w.ctx, time.Minute, "")
 		require.NoError(t, err)
 		require.True(t, ok)
 		_, err = w.store.Pool().Exec(w.ctx, `UPDATE cover_letters SET claimed_until = now() - interval '1 second'`)

@@ -130,28 +130,48 @@ type ApplicationsReport struct {
 	Now time.Time
 }
 
-// PipelineStore is the pipeline's storage; storage/applications.go
-// implements it.
-type PipelineStore interface {
-	// Application returns a match with its vacancy and pipeline times, or
+// Applications is the applications' storage: the pipeline's (this file)
+// and the cover letters' (letter.go); storage.Applications implements it.
+type Applications interface {
+	// Get returns a match with its vacancy and pipeline times, or
 	// domain.ErrNotFound.
-	Application(ctx context.Context, id int64) (Application, error)
-	// MoveApplication moves a match from → to at in one conditional UPDATE
-	// (false: it was not in from), recording at as the report's time
-	// (and as applied_at or invited_at for those) and starting a new
-	// follow-up period.
-	MoveApplication(ctx context.Context, id int64, from, to Status, at time.Time) (Application, bool, error)
-	// RemindApplications records, for up to limit applications waiting in
-	// APPLIED or INVITED since before due and not reminded in this
-	// period, that they were, and writes remind's messages to the outbox
-	// in the same transaction; it returns how many.
-	RemindApplications(ctx context.Context, due time.Time, limit int, remind domain.Render[FollowUp]) (int, error)
-	// ApplicationFunnel counts the user's applications made since, overall
-	// and per saved search that found their vacancy.
-	ApplicationFunnel(ctx context.Context, userID int64, since time.Time) (Funnel, []SearchFunnel, error)
-	// WaitingApplications lists up to limit of the user's applications in a
-	// waiting status, the longest without news first, and counts them all.
-	WaitingApplications(ctx context.Context, userID int64, limit int) ([]Application, int, error)
+	Get(ctx context.Context, id int64) (Application, error)
+	// Move moves a match from → to at in one conditional UPDATE (false:
+	// it was not in from), recording at as the report's time (and as
+	// applied_at or invited_at for those) and starting a new follow-up
+	// period.
+	Move(ctx context.Context, id int64, from, to Status, at time.Time) (Application, bool, error)
+	// Remind records, for up to limit applications waiting in APPLIED or
+	// INVITED since before due and not reminded in this period, that they
+	// were, and writes remind's messages to the outbox in the same
+	// transaction; it returns how many.
+	Remind(ctx context.Context, due time.Time, limit int, remind domain.Render[FollowUp]) (int, error)
+	// Funnel counts the user's applications made since, overall and per
+	// saved search that found their vacancy.
+	Funnel(ctx context.Context, userID int64, since time.Time) (Funnel, []SearchFunnel, error)
+	// Waiting lists up to limit of the user's applications in a waiting
+	// status, the longest without news first, and counts them all.
+	Waiting(ctx context.Context, userID int64, limit int) ([]Application, int, error)
+
+	// CoverLetter reads one letter, or domain.ErrNotFound.
+	CoverLetter(ctx context.Context, id int64) (Letter, error)
+	// AskCoverLetter writes l pending unless its press was taken before,
+	// the match has a pending letter, or the user's letters created within
+	// window (pending and ready) number limit: all decided under a lock of
+	// the user's row, so two presses at once cannot pass the limit together.
+	AskCoverLetter(ctx context.Context, l NewLetter, limit int, window time.Duration) (Asked, error)
+	// ClaimCoverLetter claims the oldest pending letter whose lease is free
+	// or ran out (FOR UPDATE SKIP LOCKED), counting the attempt.
+	ClaimCoverLetter(ctx context.Context, lease time.Duration, claimer string) (LetterClaim, bool, error)
+	// FinishCoverLetter moves the claimed letter from pending to l.State
+	// with its text or failure and tokens, and writes tell's messages to
+	// the outbox in the same transaction; false when the claim is no
+	// longer token's.
+	FinishCoverLetter(ctx context.Context, l Letter, tell domain.Render[Letter]) (bool, error)
+	// ReleaseCoverLetter gives a claimed letter back at once (shutdown).
+	ReleaseCoverLetter(ctx context.Context, id int64, token string) error
+	// NextCoverLetterLeaseExpiry is when the earliest claim runs out.
+	NextCoverLetterLeaseExpiry(ctx context.Context) (time.Time, bool, error)
 }
 
 // Report records a step the person reports with a button: the pressed
@@ -160,7 +180,7 @@ type PipelineStore interface {
 // status the match is in; anything else is ErrForbidden or ErrStaleStep
 // (with the application as it stands) and changes nothing.
 func (s *Service) Report(ctx context.Context, userID, matchID int64, from, to Status) (Application, error) {
-	a, err := s.deps.Repo.Application(ctx, matchID)
+	a, err := s.deps.Applications.Get(ctx, matchID)
 	if err != nil {
 		return a, fmt.Errorf("report: %w", err)
 	}
@@ -176,7 +196,7 @@ func (s *Service) Report(ctx context.Context, userID, matchID int64, from, to St
 	}
 	if !ok {
 		// A second press racing this one moved it first.
-		if a, err = s.deps.Repo.Application(ctx, matchID); err != nil {
+		if a, err = s.deps.Applications.Get(ctx, matchID); err != nil {
 			return a, fmt.Errorf("report: %w", err)
 		}
 		return a, ErrStaleStep
@@ -192,7 +212,7 @@ func (s *Service) move(ctx context.Context, m Match, to Status) (Application, bo
 		s.log.Error("refused vacancy transition", "match", m.ID, "from", m.Status, "to", to)
 		return Application{}, false, err
 	}
-	a, ok, err := s.deps.Repo.MoveApplication(ctx, m.ID, m.Status, to, s.deps.CalendarClock.Now())
+	a, ok, err := s.deps.Applications.Move(ctx, m.ID, m.Status, to, s.deps.CalendarClock.Now())
 	if err != nil {
 		return a, false, fmt.Errorf("match %d %s → %s: %w", m.ID, m.Status, to, err)
 	}
@@ -212,7 +232,7 @@ func (s *Service) FollowUps(ctx context.Context) error {
 		return s.deps.Notifier.FollowUp(f)
 	}
 	for {
-		n, err := s.deps.Repo.RemindApplications(ctx, now.Add(-s.cfg.FollowUp), followUpBatch, remind)
+		n, err := s.deps.Applications.Remind(ctx, now.Add(-s.cfg.FollowUp), followUpBatch, remind)
 		if err != nil {
 			return fmt.Errorf("follow-ups: %w", err)
 		}
@@ -231,10 +251,10 @@ func (s *Service) Applications(ctx context.Context, userID int64) (ApplicationsR
 	var err error
 	rep.Now = s.deps.CalendarClock.Now()
 	since := rep.Now.Add(-ApplicationsWindow)
-	if rep.Overall, rep.PerSearch, err = s.deps.Repo.ApplicationFunnel(ctx, userID, since); err != nil {
+	if rep.Overall, rep.PerSearch, err = s.deps.Applications.Funnel(ctx, userID, since); err != nil {
 		return rep, fmt.Errorf("applications of user %d: %w", userID, err)
 	}
-	if rep.Waiting, rep.WaitingTotal, err = s.deps.Repo.WaitingApplications(ctx, userID, MaxWaiting); err != nil {
+	if rep.Waiting, rep.WaitingTotal, err = s.deps.Applications.Waiting(ctx, userID, MaxWaiting); err != nil {
 		return rep, fmt.Errorf("applications of user %d: %w", userID, err)
 	}
 	return rep, nil

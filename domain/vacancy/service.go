@@ -302,7 +302,6 @@ type Repository interface {
 	DecisionStore
 	SkillsStore
 	RecoveryStore
-	PipelineStore
 	RhythmStore
 }
 
@@ -433,15 +432,16 @@ func (c Config) withDefaults() Config {
 
 // Deps are the workflow's collaborators.
 type Deps struct {
-	Repo       Repository
-	Profiles   Profiles
-	Searches   Searches
-	Source     Source
-	LLM        LLM
-	Notifier   Notifier
-	Clock      clockwork.Clock
-	Log        *slog.Logger
-	Registerer prometheus.Registerer
+	Repo         Repository
+	Profiles     Profiles
+	Searches     Searches
+	Applications Applications
+	Source       Source
+	LLM          LLM
+	Notifier     Notifier
+	Clock        clockwork.Clock
+	Log          *slog.Logger
+	Registerer   prometheus.Registerer
 
 	// CalendarClock is the clock of the people's calendar: when an
 	// application was reported and a follow-up is due (pipeline.go), quiet
@@ -468,8 +468,9 @@ type Service struct {
 
 // NewService builds the workflow. It starts nothing; see Run.
 func NewService(cfg Config, deps Deps) (*Service, error) {
-	if deps.Repo == nil || deps.Profiles == nil || deps.Searches == nil || deps.Source == nil || deps.LLM == nil || deps.Notifier == nil {
-		return nil, errors.New("vacancy: Repo, Profiles, Searches, Source, LLM and Notifier are required")
+	if deps.Repo == nil || deps.Profiles == nil || deps.Searches == nil || deps.Applications == nil ||
+		deps.Source == nil || deps.LLM == nil || deps.Notifier == nil {
+		return nil, errors.New("vacancy: Repo, Profiles, Searches, Applications, Source, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	if deps.CalendarClock == nil {
