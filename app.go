@@ -206,7 +206,8 @@ func (a *app) buildWorkflows(context.Context) error {
 		SweepInterval:  cfg.QueueInterval,
 		FollowUp:       cfg.ApplicationFollowUp,
 	}, vacancy.Deps{
-		Repo: a.store, Profiles: a.store.Users(), Searches: a.store.Searches(), Applications: a.store.Applications(), Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg, CalendarClock: clock,
+		Matches: a.store.Matches(), Profiles: a.store.Users(), Searches: a.store.Searches(), Applications: a.store.Applications(),
+		Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg, CalendarClock: clock,
 		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 	})
 	if err != nil {
@@ -216,7 +217,8 @@ func (a *app) buildWorkflows(context.Context) error {
 		PerDay: cfg.CoverLettersPerDay, Lease: cfg.VacancyClaimLease, Workers: cfg.LLMMaxConcurrency,
 		SweepInterval: cfg.QueueInterval, Claimer: a.beats.Claimer(),
 	}, vacancy.LetterDeps{
-		Repo: a.store, Applications: a.store.Applications(), Profiles: a.store.Users(), LLM: llm.LetterPort{Client: a.llm}, Notifier: notes, Log: log, Registerer: a.reg,
+		Applications: a.store.Applications(), Matches: a.store.Matches(), Profiles: a.store.Users(),
+		LLM: llm.LetterPort{Client: a.llm}, Notifier: notes, Log: log, Registerer: a.reg,
 	})
 	if err != nil {
 		return fmt.Errorf("cover letters: %w", err)

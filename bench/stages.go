@@ -66,25 +66,25 @@ func (s *stages) printPer(out io.Writer, unit string, items, workers int, elapse
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// timedRepo times the queries a worker makes per match.
-type timedRepo struct {
-	vacancy.Repository
+// timedMatches times the queries a worker makes per match.
+type timedMatches struct {
+	vacancy.Matches
 	s *stages
 }
 
-func (r timedRepo) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy.Claim, bool, error) {
+func (r timedMatches) Claim(ctx context.Context, o vacancy.ClaimOptions) (vacancy.Claim, bool, error) {
 	defer r.s.since("db claim", time.Now())
-	return r.Repository.ClaimMatch(ctx, o)
+	return r.Matches.Claim(ctx, o)
 }
 
-func (r timedRepo) NextMatchLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
+func (r timedMatches) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
 	defer r.s.since("db lease expiry", time.Now())
-	return r.Repository.NextMatchLeaseExpiry(ctx)
+	return r.Matches.NextLeaseExpiry(ctx)
 }
 
-func (r timedRepo) TransitionMatch(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
+func (r timedMatches) Transition(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
 	defer r.s.since("db transition", time.Now())
-	return r.Repository.TransitionMatch(ctx, id, from, to, ch)
+	return r.Matches.Transition(ctx, id, from, to, ch)
 }
 
 type timedSource struct {

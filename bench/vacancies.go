@@ -244,12 +244,13 @@ func (w *world) run(ctx context.Context, spec runSpec) (runResult, error) {
 	}
 	defer src.Close()
 	deps := vacancy.Deps{
-		Repo: w.store, Profiles: w.store.Users(), Searches: w.store.Searches(), Applications: w.store.Applications(), Source: src, Notifier: bot.NewRenderer(bot.RenderConfig{}, w.catalog, w.log), Log: w.log,
+		Matches: w.store.Matches(), Profiles: w.store.Users(), Searches: w.store.Searches(), Applications: w.store.Applications(),
+		Source: src, Notifier: bot.NewRenderer(bot.RenderConfig{}, w.catalog, w.log), Log: w.log,
 		LLM: llm.Port{Client: llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 	}
 	if w.stages {
 		res.stages = newStages()
-		deps.Repo = timedRepo{deps.Repo, res.stages}
+		deps.Matches = timedMatches{deps.Matches, res.stages}
 		deps.Source = timedSource{deps.Source, res.stages}
 		deps.LLM = timedLLM{deps.LLM, res.stages}
 		deps.Notifier = timedNotifier{deps.Notifier, res.stages}
@@ -327,7 +328,7 @@ func (w *world) seed(ctx context.Context, gen []hhtest.Vacancy) error {
 		}
 		// The bench, not the key's followers, decides who gets what.
 		pick := func([]vacancy.Recipient) []vacancy.NewMatch { return matches }
-		n, err := w.store.SaveDiscovery(ctx, w.key, chunk, hits, m, pick, nil)
+		n, err := w.store.Matches().SaveDiscovery(ctx, w.key, chunk, hits, m, pick, nil)
 		if err != nil {
 			return fmt.Errorf("seed: %w", err)
 		}

@@ -82,7 +82,8 @@ func setupVacancies(t *testing.T) vacEnv {
 	st := storagetest.New(t)
 	llm := &stubLLM{}
 	svc, err := vacancy.NewService(vacancy.Config{}, vacancy.Deps{
-		Repo: st, Profiles: st.Users(), Searches: st.Searches(), Applications: st.Applications(), Source: stubSource{}, LLM: llm, Notifier: testRenderer(bot.RenderConfig{}), Log: slog.New(slog.DiscardHandler),
+		Matches: st.Matches(), Profiles: st.Users(), Searches: st.Searches(), Applications: st.Applications(),
+		Source: stubSource{}, LLM: llm, Notifier: testRenderer(bot.RenderConfig{}), Log: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
 	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000}, st, bot.Deps{Vacancies: svc}, nil)

@@ -249,7 +249,7 @@ func TestClaimReadsTasteByHowFarApplicationsGot(t *testing.T) {
 	f.exec(`UPDATE vacancy_matches SET updated_at = now() - (vacancy_id || ' days')::interval`)
 	f.exec(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at) VALUES (7, 7, 'QUEUED', now())`)
 
-	c, ok, err := f.st.ClaimMatch(f.ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 3, DetailFresh: time.Hour})
+	c, ok, err := f.st.Matches().Claim(f.ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 3, DetailFresh: time.Hour})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, []vacancy.Liked{

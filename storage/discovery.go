@@ -12,7 +12,7 @@ import (
 )
 
 // DiscoveryMarkers returns a search_key's discovery state (zero before its first run).
-func (s *Store) DiscoveryMarkers(ctx context.Context, key string) (vacancy.Markers, error) {
+func (s *Matches) DiscoveryMarkers(ctx context.Context, key string) (vacancy.Markers, error) {
 	var m vacancy.Markers
 	err := s.pool.QueryRow(ctx, `SELECT last_seen_max_id, last_complete_sweep_before_id, updated_at
 FROM discovery_state WHERE search_key = $1`, key).Scan(&m.LastSeenMaxID, &m.LastCompleteSweepBeforeID, &m.UpdatedAt)
@@ -28,7 +28,7 @@ FROM discovery_state WHERE search_key = $1`, key).Scan(&m.LastSeenMaxID, &m.Last
 // UnseenVacancies reports which ids the search_key has not collected yet: neither
 // among its hits nor at or below its pruned_through_id (the highest id of
 // its hits the prune job deleted; HH's ids grow with time).
-func (s *Store) UnseenVacancies(ctx context.Context, key string, ids []int64) (map[int64]bool, error) {
+func (s *Matches) UnseenVacancies(ctx context.Context, key string, ids []int64) (map[int64]bool, error) {
 	out := make(map[int64]bool, len(ids))
 	for _, id := range ids {
 		out[id] = true
@@ -53,7 +53,7 @@ SELECT i FROM unnest($2::bigint[]) i, discovery_state d WHERE d.search_key = $1 
 // same search meanwhile gets these vacancies either here or from the
 // backfill, never from neither. It returns how many matches were created
 // and notifies QueueChannel.
-func (s *Store) SaveDiscovery(ctx context.Context, key string, found []vacancy.Vacancy, hits []int64,
+func (s *Matches) SaveDiscovery(ctx context.Context, key string, found []vacancy.Vacancy, hits []int64,
 	m vacancy.Markers, pick func(users []vacancy.Recipient) []vacancy.NewMatch, announce domain.Render[[]vacancy.FirstNews]) (int, error) {
 	queued := 0
 	err := s.withTx(ctx, func(tx pgx.Tx) error {

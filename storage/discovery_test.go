@@ -33,7 +33,7 @@ func TestSearchSavedDuringDiscoveryGetsItsVacancies(t *testing.T) {
 
 	v := vacancy.Vacancy{ID: 42, Title: "Go developer", PublishedAt: time.Now().Add(-time.Hour)}
 	added := make(chan int, 1)
-	n, err := st.SaveDiscovery(ctx, key, []vacancy.Vacancy{v}, []int64{42}, vacancy.Markers{LastSeenMaxID: 42, LastCompleteSweepBeforeID: 42},
+	n, err := st.Matches().SaveDiscovery(ctx, key, []vacancy.Vacancy{v}, []int64{42}, vacancy.Markers{LastSeenMaxID: 42, LastCompleteSweepBeforeID: 42},
 		func(users []vacancy.Recipient) []vacancy.NewMatch {
 			go func() {
 				_, _, q, err := st.Searches().Add(ctx, vacancy.Search{UserID: 2, Params: p, Key: key}, 100, since, nil)

@@ -107,7 +107,7 @@ func announceTx(ctx context.Context, tx pgx.Tx, news []vacancy.FirstNews, announ
 // FirstFetchFailed tells the users of the key's searches still waiting
 // for their first discovery (pending) that it failed and will be retried:
 // they become retrying, so each hears it once.
-func (s *Store) FirstFetchFailed(ctx context.Context, key string, announce domain.Render[[]vacancy.FirstNews]) error {
+func (s *Matches) FirstFetchFailed(ctx context.Context, key string, announce domain.Render[[]vacancy.FirstNews]) error {
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 UPDATE searches s SET first_news = 'retrying' FROM users u
@@ -180,7 +180,7 @@ RETURNING `+newsColumns, ids)
 // ended without a card that there is nothing new yet. The transitions
 // that end a match do so themselves; this sweep catches what ended them
 // otherwise (a SKIPPED match pruned past recovery, say).
-func (s *Store) SettleFirstNews(ctx context.Context, announce domain.Render[[]vacancy.FirstNews]) error {
+func (s *Matches) SettleFirstNews(ctx context.Context, announce domain.Render[[]vacancy.FirstNews]) error {
 	if err := s.withTx(ctx, func(tx pgx.Tx) error { return settleFirstNews(ctx, tx, nil, nil, announce) }); err != nil {
 		return fmt.Errorf("settle first news: %w", interpretError(err))
 	}
@@ -190,7 +190,7 @@ func (s *Store) SettleFirstNews(ctx context.Context, announce domain.Render[[]va
 // FirstNewsGroups lists the search keys whose first discovery is owed:
 // keys with a search pending for longer than grace (the replica that
 // saved it runs it at once; past grace it did not, or died) or retrying.
-func (s *Store) FirstNewsGroups(ctx context.Context, grace time.Duration) ([]vacancy.Group, error) {
+func (s *Matches) FirstNewsGroups(ctx context.Context, grace time.Duration) ([]vacancy.Group, error) {
 	out, err := groupsOf(ctx, s.pool, `
 SELECT DISTINCT ON (search_key) search_key, params FROM searches
 WHERE search_key IN (SELECT search_key FROM searches

@@ -154,7 +154,7 @@ func TestForgetErasesTheUserAndKeepsOthers(t *testing.T) {
 	require.NotEmpty(t, tablesHolding(t, f.ctx, f.st.Pool(), annMarker))
 	// Both have a rhythm and a digest.
 	for _, id := range []int64{forgetAnn, forgetBob} {
-		_, err := f.st.TuneRhythm(f.ctx, id, func(r vacancy.Rhythm) (vacancy.Rhythm, error) { return r.Tuned(vacancy.KnobMode, 1) })
+		_, err := f.st.Matches().TuneRhythm(f.ctx, id, func(r vacancy.Rhythm) (vacancy.Rhythm, error) { return r.Tuned(vacancy.KnobMode, 1) })
 		require.NoError(t, err)
 		_, err = f.st.Pool().Exec(f.ctx, `INSERT INTO vacancy_digests (user_id, slot, matches, page_size) VALUES ($1, now(), 1, 5)`, id)
 		require.NoError(t, err)

@@ -20,7 +20,7 @@ type HeldWork struct {
 // HeldPastLease counts HeldWork. vacancyLease is VACANCY_CLAIM_LEASE: a
 // match's claim sets claimed_until to updated_at plus it in one statement,
 // which tells a lapsed claim from a match put back until a later time
-// (ReleaseMatchClaim), which keeps its token too.
+// (Matches.ReleaseClaim), which keeps its token too.
 func (s *Store) HeldPastLease(ctx context.Context, vacancyLease time.Duration) (HeldWork, error) {
 	var h HeldWork
 	err := s.pool.QueryRow(ctx, `

@@ -65,7 +65,7 @@ func setupLiveness(t *testing.T) liveFixture {
 	// A's vacancy match (B's would be claimed by A's claim's order, so one).
 	f.exec(`INSERT INTO vacancies (id, title, published_at) VALUES (1, 'Go developer', now())`)
 	f.exec(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at) VALUES (1, 1, 'QUEUED', now())`)
-	c, ok, err := f.st.ClaimMatch(f.ctx, vacancy.ClaimOptions{ClaimLease: 10 * time.Minute, DetailFresh: time.Hour, Claimer: f.a.Claimer()})
+	c, ok, err := f.st.Matches().Claim(f.ctx, vacancy.ClaimOptions{ClaimLease: 10 * time.Minute, DetailFresh: time.Hour, Claimer: f.a.Claimer()})
 	require.NoError(t, err)
 	require.True(t, ok)
 	f.matchA = c.Match.ID
@@ -85,7 +85,7 @@ type free struct{ updates, chats, runs, matches []int64 }
 func (f liveFixture) requireFree(t *testing.T, want free, msg string) {
 	t.Helper()
 	var matches []int64
-	if c, ok, err := f.st.ClaimMatch(f.ctx, vacancy.ClaimOptions{ClaimLease: 10 * time.Minute, DetailFresh: time.Hour, Claimer: "observer"}); ok {
+	if c, ok, err := f.st.Matches().Claim(f.ctx, vacancy.ClaimOptions{ClaimLease: 10 * time.Minute, DetailFresh: time.Hour, Claimer: "observer"}); ok {
 		matches = append(matches, c.Match.ID)
 	} else {
 		require.NoError(t, err)

@@ -51,7 +51,7 @@ type Retention struct {
 	RecoveryWindow time.Duration
 	// TasteExamples is how many of each user's latest APPLIED and of their
 	// latest NOT_INTERESTED matches are kept whatever their age: the
-	// relevance prompt's examples (ClaimMatch).
+	// relevance prompt's examples (Matches.Claim).
 	TasteExamples int
 }
 

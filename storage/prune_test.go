@@ -297,7 +297,7 @@ created_at, updated_at, applied_at, reported_at, invited_at) VALUES ($1, $2, $3,
 
 	// The worker still gets user 7's taste.
 	b.exec(`UPDATE vacancy_matches SET updated_at = now() WHERE status = 'QUEUED'`)
-	c, ok, err := b.st.ClaimMatch(b.ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 3})
+	c, ok, err := b.st.Matches().Claim(b.ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 3})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Len(t, c.User.Liked, 3)
@@ -332,13 +332,13 @@ func TestPruneSearchHitsKeepsDedupe(t *testing.T) {
 	require.EqualValues(t, 3, res.Rows)
 	require.Equal(t, []string{a + " 110", a + " 200"}, b.strings(`SELECT search_key || ' ' || vacancy_id FROM search_hits ORDER BY 1`))
 
-	unseen, err := b.st.UnseenVacancies(b.ctx, a, []int64{90, 100, 115, 120, 121, 200, 201})
+	unseen, err := b.st.Matches().UnseenVacancies(b.ctx, a, []int64{90, 100, 115, 120, 121, 200, 201})
 	require.NoError(t, err)
 	require.Equal(t, map[int64]bool{121: true, 201: true}, unseen)
-	unseen, err = b.st.UnseenVacancies(b.ctx, c, []int64{100, 150, 151})
+	unseen, err = b.st.Matches().UnseenVacancies(b.ctx, c, []int64{100, 150, 151})
 	require.NoError(t, err)
 	require.Equal(t, map[int64]bool{151: true}, unseen, "a key without markers gets its row")
-	m, err := b.st.DiscoveryMarkers(b.ctx, a)
+	m, err := b.st.Matches().DiscoveryMarkers(b.ctx, a)
 	require.NoError(t, err)
 	require.EqualValues(t, 200, m.LastSeenMaxID, "markers untouched")
 }

@@ -12,9 +12,6 @@ import (
 	"switchboard/domain/vacancy"
 )
 
-// The vacancy workflow's repository (vacancy.Repository).
-var _ vacancy.Repository = (*Store)(nil)
-
 func rawJSON(b []byte) any {
 	if len(b) == 0 || !json.Valid(b) {
 		return nil
@@ -34,7 +31,7 @@ func vacancyDest(v *vacancy.Vacancy, fetched **time.Time) []any {
 
 // SaveVacancyDetail stores a detail fetched from HH and ends the fetch lease, so
 // the vacancy's other matches are claimed with it.
-func (s *Store) SaveVacancyDetail(ctx context.Context, v vacancy.Vacancy) error {
+func (s *Matches) SaveVacancyDetail(ctx context.Context, v vacancy.Vacancy) error {
 	if _, err := s.pool.Exec(ctx, saveDetailSQL, detailArgs(v)...); err != nil {
 		return fmt.Errorf("save detail of vacancy %d: %w", v.ID, err)
 	}
@@ -54,7 +51,7 @@ func detailArgs(v vacancy.Vacancy) []any {
 
 // ReleaseVacancyDetail ends a fetch lease that fetched nothing (HH failed or
 // refused), so another worker may ask later.
-func (s *Store) ReleaseVacancyDetail(ctx context.Context, id int64) error {
+func (s *Matches) ReleaseVacancyDetail(ctx context.Context, id int64) error {
 	if _, err := s.pool.Exec(ctx, `UPDATE vacancies SET detail_fetching_until = NULL WHERE id = $1`, id); err != nil {
 		return fmt.Errorf("release detail lease of vacancy %d: %w", id, err)
 	}
@@ -70,7 +67,7 @@ func (s *Store) ReleaseVacancyDetail(ctx context.Context, id int64) error {
 // have all ended without a card with these hears announce's note (nil:
 // none) in the same transaction (the matches are locked before the
 // searches, as everywhere).
-func (s *Store) ArchiveVacancy(ctx context.Context, id int64, announce domain.Render[[]vacancy.FirstNews]) (map[vacancy.Status]int, error) {
+func (s *Matches) ArchiveVacancy(ctx context.Context, id int64, announce domain.Render[[]vacancy.FirstNews]) (map[vacancy.Status]int, error) {
 	out := map[vacancy.Status]int{}
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `

@@ -13,6 +13,20 @@ import (
 	"switchboard/domain/vacancy"
 )
 
+// Matches is the matches aggregate: a user's match of a vacancy on its way
+// through the status table (the worker's claims, the card's buttons,
+// recovery), with what the matches are made of and from: the vacancies'
+// details and archive (vacancies.go), discovery's runs (discovery.go), a
+// new search's first news (firstnews.go), and the users' rhythms and
+// digests, which pace the cards (vacancy_settings.go).
+type Matches struct{ *db }
+
+// Matches is the store of the vacancy matches and what feeds them.
+func (s *Store) Matches() *Matches { return &Matches{s.db} }
+
+// The matches' store (vacancy.Matches).
+var _ vacancy.Matches = (*Matches)(nil)
+
 // A card's delivery is its match's ANALYZED → SENT_TO_USER with the chat,
 // message id and sent_at, in the statement that marks the card's outbox
 // row sent (only from ANALYZED: a match decided meanwhile stays as it is).
@@ -31,9 +45,9 @@ vacancy_sent AS (
     FROM vacancy_sent m WHERE s.user_id = m.user_id AND s.first_news = 'waiting' AND m.id = ANY(s.first_matches)
 )`)
 
-// MatchStats counts a user's matches by status, with the last fetch of their
+// Stats counts a user's matches by status, with the last fetch of their
 // searches and the queue sizes.
-func (s *Store) MatchStats(ctx context.Context, userID int64) (vacancy.Stats, error) {
+func (s *Matches) Stats(ctx context.Context, userID int64) (vacancy.Stats, error) {
 	st := vacancy.Stats{Counts: map[vacancy.Status]int{}}
 	// A relevant match routed to the digests is not being sent: it waits
 	// for the next digest, or sits in one the user has not opened it from.
@@ -100,7 +114,7 @@ func finishMatch(m *vacancy.Match, analysis []byte, sentAt *time.Time) error {
 	return nil
 }
 
-// claimMatchSQL is ClaimMatch's one statement: $1 the lease, $2 the taste
+// claimMatchSQL is Matches.Claim's one statement: $1 the lease, $2 the taste
 // examples of each kind, $3 FreshOnly, $4 DetailFresh, $5 DetailLease, $6
 // the claimer.
 var claimMatchSQL = `
@@ -164,7 +178,7 @@ FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id,
      -- A claim lost in a database crash is only taken again.
      ` + asyncCommit
 
-// ClaimMatch claims the newest-published claimable match whose lease is
+// Claim claims the newest-published claimable match whose lease is
 // free or expired, in one statement with FOR UPDATE SKIP LOCKED so
 // concurrent workers on any replica never take the same one. ok is false
 // when nothing is claimable.
@@ -172,7 +186,7 @@ FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id,
 // Claimable are QUEUED matches: an ANALYZED one has its card in the
 // outbox, written in the transaction that made it ANALYZED, and claiming
 // it would send the card twice.
-func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy.Claim, bool, error) {
+func (s *Matches) Claim(ctx context.Context, o vacancy.ClaimOptions) (vacancy.Claim, bool, error) {
 	var c vacancy.Claim
 	var analysis []byte
 	var sentAt, fetched *time.Time
@@ -203,9 +217,9 @@ func (s *Store) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy
 	return c, true, nil
 }
 
-// NextMatchLeaseExpiry is when the earliest live claim runs out, so an idle
+// NextLeaseExpiry is when the earliest live claim runs out, so an idle
 // worker can wake to take over work a dead replica left.
-func (s *Store) NextMatchLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
+func (s *Matches) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
 	return s.nextLeaseExpiry(ctx, "match", `SELECT min(claimed_until) FROM vacancy_matches
 WHERE status = 'QUEUED' AND claimed_until > now()`)
 }
@@ -224,9 +238,9 @@ func (s *db) nextLeaseExpiry(ctx context.Context, what, sql string) (time.Time, 
 	return *at, true, nil
 }
 
-// ReleaseMatchClaim moves a claim's expiry to until (a card that could not be
+// ReleaseClaim moves a claim's expiry to until (a card that could not be
 // rendered yet); it does nothing if the claim is no longer token's.
-func (s *Store) ReleaseMatchClaim(ctx context.Context, id int64, token string, until time.Time) error {
+func (s *Matches) ReleaseClaim(ctx context.Context, id int64, token string, until time.Time) error {
 	_, err := s.pool.Exec(ctx, `UPDATE vacancy_matches SET claimed_until = $3, updated_at = now()
 WHERE id = $1 AND claim_token = $2::uuid`, id, token, until)
 	if err != nil {
@@ -235,7 +249,7 @@ WHERE id = $1 AND claim_token = $2::uuid`, id, token, until)
 	return nil
 }
 
-// TransitionMatch moves a match from → to in one conditional UPDATE; ok is false
+// Transition moves a match from → to in one conditional UPDATE; ok is false
 // when the match was not in from (or, with ch.Token, no longer under that
 // claim): someone else moved it first. The caller checks the table.
 //
@@ -249,7 +263,7 @@ WHERE id = $1 AND claim_token = $2::uuid`, id, token, until)
 // With ch.Announce (a match a new search's first news waits on), a move
 // that ends the last of that search's first matches without a card writes
 // its "nothing new yet" note in the same transaction.
-func (s *Store) TransitionMatch(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
+func (s *Matches) Transition(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
 	if ch.Pace != nil {
 		return s.transitionPaced(ctx, id, from, to, ch)
 	}
@@ -399,12 +413,12 @@ func transitionArgs(id int64, from, to vacancy.Status, ch vacancy.Change, mark *
 	return []any{id, from, to, relevant, score, analysis, ch.SkipReason, chat, msg, sentAt, token, card, cardAt}, nil
 }
 
-// DeleteMatch deletes a QUEUED or SKIPPED match (a ban word hit), and its
+// Delete deletes a QUEUED or SKIPPED match (a ban word hit), and its
 // vacancy if no other match holds it. With a token, only under that claim.
 // With announce, a new search whose first matches have all ended without
 // a card once this one is gone hears "nothing new yet" in the same
 // transaction.
-func (s *Store) DeleteMatch(ctx context.Context, id int64, token string, announce domain.Render[[]vacancy.FirstNews]) (bool, error) {
+func (s *Matches) Delete(ctx context.Context, id int64, token string, announce domain.Render[[]vacancy.FirstNews]) (bool, error) {
 	var tok any
 	if token != "" {
 		tok = token
@@ -437,8 +451,8 @@ AND NOT EXISTS (SELECT 1 FROM vacancy_matches m WHERE m.vacancy_id = v.id)`, vid
 	return deleted, nil
 }
 
-// MatchWithVacancy returns one match and its vacancy, or domain.ErrNotFound.
-func (s *Store) MatchWithVacancy(ctx context.Context, id int64) (vacancy.Match, vacancy.Vacancy, error) {
+// WithVacancy returns one match and its vacancy, or domain.ErrNotFound.
+func (s *Matches) WithVacancy(ctx context.Context, id int64) (vacancy.Match, vacancy.Vacancy, error) {
 	var m vacancy.Match
 	var v vacancy.Vacancy
 	var analysis []byte
@@ -452,8 +466,8 @@ FROM vacancy_matches m JOIN vacancies v ON v.id = m.vacancy_id WHERE m.id = $1`,
 	return m, v, finishMatch(&m, analysis, sent)
 }
 
-// SkippedMatches lists SKIPPED matches created since since, by id after afterID.
-func (s *Store) SkippedMatches(ctx context.Context, since time.Time, afterID int64, limit int) ([]vacancy.SkippedMatch, error) {
+// Skipped lists SKIPPED matches created since since, by id after afterID.
+func (s *Matches) Skipped(ctx context.Context, since time.Time, afterID int64, limit int) ([]vacancy.SkippedMatch, error) {
 	rows, err := s.pool.Query(ctx, `
 SELECT `+matchColumns+`, v.title, v.snippet, v.description,
        COALESCE((SELECT array_agg(word) FROM ban_words b WHERE b.user_id = m.user_id), '{}')
@@ -495,10 +509,10 @@ func transitionSQL(from, to vacancy.Status, sql string) string {
 // workers wake at once instead of at their next sweep.
 const QueueChannel = "vacancy_queue"
 
-// MatchedSkills counts the skills HH lists on the vacancies of the user's
+// Skills counts the skills HH lists on the vacancies of the user's
 // relevant matches created since: per skill, case folded, the number of
 // vacancies listing it, under the spelling most of them used.
-func (s *Store) MatchedSkills(ctx context.Context, userID int64, since time.Time, top int) (int, int, []vacancy.SkillCount, error) {
+func (s *Matches) Skills(ctx context.Context, userID int64, since time.Time, top int) (int, int, []vacancy.SkillCount, error) {
 	var matched, with int
 	err := s.pool.QueryRow(ctx, `
 SELECT count(*), count(*) FILTER (WHERE cardinality(v.key_skills) > 0)

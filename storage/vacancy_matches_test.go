@@ -30,13 +30,13 @@ VALUES (7, 1, 'QUEUED', now(), NULL), (7, 2, 'ANALYZED', now() + interval '1 min
 	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT id FROM vacancy_matches WHERE vacancy_id = 2`).Scan(&carded))
 	require.NoError(t, st.Outbox().Enqueue(ctx, domain.Message{ChatID: 7, Kind: domain.KindVacancy, Ref: carded, Text: "carded"}))
 
-	c, ok, err := st.ClaimMatch(ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 5, DetailFresh: time.Hour})
+	c, ok, err := st.Matches().Claim(ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 5, DetailFresh: time.Hour})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, queued, c.Match.ID, "the carded match waits for the outbox")
 	exec(`UPDATE vacancy_matches SET claimed_until = now() - interval '1 hour'`)
 	exec(`DELETE FROM vacancy_matches WHERE id = $1`, queued)
-	_, ok, err = st.ClaimMatch(ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 5, DetailFresh: time.Hour})
+	_, ok, err = st.Matches().Claim(ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 5, DetailFresh: time.Hour})
 	require.NoError(t, err)
 	require.False(t, ok, "an ANALYZED match is not claimable")
 
@@ -46,7 +46,7 @@ VALUES (7, 1, 'QUEUED', now(), NULL), (7, 2, 'ANALYZED', now() + interval '1 min
 	ok, err = st.Outbox().Delivered(ctx, q[0], 555)
 	require.NoError(t, err)
 	require.True(t, ok)
-	m, _, err := st.MatchWithVacancy(ctx, carded)
+	m, _, err := st.Matches().WithVacancy(ctx, carded)
 	require.NoError(t, err)
 	require.Equal(t, vacancy.SentToUser, m.Status)
 	require.Equal(t, 555, m.MessageID)
@@ -83,7 +83,7 @@ func TestMatchedSkills(t *testing.T) {
  (8, 7, 'SENT_TO_USER', now(), true, now(), now(), 7)`)
 	exec(`UPDATE vacancy_matches SET status = 'APPLIED', applied_at = now(), reported_at = now() WHERE vacancy_id = 2`)
 
-	matched, with, skills, err := st.MatchedSkills(ctx, 7, time.Now().Add(-30*24*time.Hour), 10)
+	matched, with, skills, err := st.Matches().Skills(ctx, 7, time.Now().Add(-30*24*time.Hour), 10)
 	require.NoError(t, err)
 	require.Equal(t, 4, matched, "relevant matches of the window: 1, 2, 3, 4")
 	require.Equal(t, 3, with, "4 lists no skills")
@@ -94,11 +94,11 @@ func TestMatchedSkills(t *testing.T) {
 		{Name: "Kubernetes", Vacancies: 1},
 	}, skills)
 
-	_, _, top, err := st.MatchedSkills(ctx, 7, time.Now().Add(-30*24*time.Hour), 2)
+	_, _, top, err := st.Matches().Skills(ctx, 7, time.Now().Add(-30*24*time.Hour), 2)
 	require.NoError(t, err)
 	require.Len(t, top, 2)
 
-	matched, with, skills, err = st.MatchedSkills(ctx, 9, time.Now().Add(-30*24*time.Hour), 10)
+	matched, with, skills, err = st.Matches().Skills(ctx, 9, time.Now().Add(-30*24*time.Hour), 10)
 	require.NoError(t, err)
 	require.Zero(t, matched)
 	require.Zero(t, with)
@@ -115,7 +115,7 @@ func TestWriteDigestOncePerSlot(t *testing.T) {
 	ctx, st, exec := f.ctx, f.st, f.exec
 	_, err := st.Users().Upsert(ctx, domain.User{ID: 7})
 	require.NoError(t, err)
-	_, err = st.TuneRhythm(ctx, 7, func(r vacancy.Rhythm) (vacancy.Rhythm, error) {
+	_, err = st.Matches().TuneRhythm(ctx, 7, func(r vacancy.Rhythm) (vacancy.Rhythm, error) {
 		r.Mode, r.DigestSize = vacancy.ModeDigest, 2
 		return r, nil
 	})
@@ -136,7 +136,7 @@ VALUES (7, 4, 'ANALYZED', now(), true, 99, 'digest', $1::timestamptz + interval 
 	var written atomic.Int32
 	for range 4 {
 		wg.Go(func() {
-			d, ok, err := st.WriteDigest(ctx, 7, slot, tell)
+			d, ok, err := st.Matches().WriteDigest(ctx, 7, slot, tell)
 			assert.NoError(t, err)
 			if ok {
 				written.Add(1)
@@ -152,10 +152,10 @@ VALUES (7, 4, 'ANALYZED', now(), true, 99, 'digest', $1::timestamptz + interval 
 	require.Equal(t, 3, f.count(`SELECT count(*) FROM vacancy_matches WHERE card = 'listed' AND digest_id IS NOT NULL`))
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM vacancy_matches WHERE card = 'digest'`), "the later one waits")
 
-	_, ok, err := st.WriteDigest(ctx, 7, slot.Add(-time.Hour), tell)
+	_, ok, err := st.Matches().WriteDigest(ctx, 7, slot.Add(-time.Hour), tell)
 	require.NoError(t, err)
 	require.False(t, ok, "an earlier slot than the last handled")
-	_, ok, err = st.WriteDigest(ctx, 7, slot.Add(30*time.Second), tell)
+	_, ok, err = st.Matches().WriteDigest(ctx, 7, slot.Add(30*time.Second), tell)
 	require.NoError(t, err)
 	require.True(t, ok, "a later slot with nothing judged by then is handled")
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM vacancy_digests WHERE user_id = 7`), "and writes no digest")

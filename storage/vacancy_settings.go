@@ -69,7 +69,7 @@ func rhythmArgs(r vacancy.Rhythm) []any {
 }
 
 // Rhythm is the user's rhythm: vacancy.DefaultRhythm when they never set one.
-func (s *Store) Rhythm(ctx context.Context, userID int64) (vacancy.Rhythm, error) {
+func (s *Matches) Rhythm(ctx context.Context, userID int64) (vacancy.Rhythm, error) {
 	var row rhythmRow
 	err := s.pool.QueryRow(ctx, `SELECT `+rhythmColumns+` FROM vacancy_settings s WHERE s.user_id = $1`, userID).
 		Scan(row.dest()...)
@@ -85,7 +85,7 @@ func (s *Store) Rhythm(ctx context.Context, userID int64) (vacancy.Rhythm, error
 // TuneRhythm changes the user's rhythm with tune, holding the row's lock
 // from the read to the write, so two presses at once both count; the row
 // is created with the defaults first.
-func (s *Store) TuneRhythm(ctx context.Context, userID int64, tune func(vacancy.Rhythm) (vacancy.Rhythm, error)) (vacancy.Rhythm, error) {
+func (s *Matches) TuneRhythm(ctx context.Context, userID int64, tune func(vacancy.Rhythm) (vacancy.Rhythm, error)) (vacancy.Rhythm, error) {
 	var out vacancy.Rhythm
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO vacancy_settings (user_id) VALUES ($1) ON CONFLICT (user_id) DO NOTHING`, userID); err != nil {
@@ -111,13 +111,13 @@ func (s *Store) TuneRhythm(ctx context.Context, userID int64, tune func(vacancy.
 	return out, nil
 }
 
-// transitionPaced is TransitionMatch for a relevant match's move with
+// transitionPaced is Transition for a relevant match's move with
 // ch.Pace, in one transaction: the user's rhythm read under its row's lock
 // (so matches of one user judged at once are paced one after another, and
 // the cap counts each), their cards of the period when a cap is set, the
 // move, then the match's card column and the card's rows as Pace decides.
 // A user without a rhythm row has the default one and takes no lock.
-func (s *Store) transitionPaced(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
+func (s *Matches) transitionPaced(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
 	var m vacancy.Match
 	var ok bool
 	var paced vacancy.Paced
@@ -178,7 +178,7 @@ WHERE user_id = $1 AND card = 'outbox' AND card_at >= $2`, p.User.ID, ch.Pace.Si
 
 // DigestsWaiting lists the users with matches waiting for a digest, with
 // their rhythm and the latest slot handled.
-func (s *Store) DigestsWaiting(ctx context.Context) ([]vacancy.DigestWaiting, error) {
+func (s *Matches) DigestsWaiting(ctx context.Context) ([]vacancy.DigestWaiting, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+rhythmColumns+`, s.digest_slot, `+userColumns+`
 FROM vacancy_settings s JOIN users ON users.id = s.user_id
 WHERE EXISTS (SELECT 1 FROM vacancy_matches m WHERE m.user_id = s.user_id AND m.status = 'ANALYZED' AND m.card = 'digest')
@@ -226,7 +226,7 @@ SELECT id FROM digest`
 // replica, finds it recorded and does nothing) and, when matches judged
 // by then wait, a digest listing them and its first page's message in the
 // outbox, in one transaction. ok is false when the slot was handled.
-func (s *Store) WriteDigest(ctx context.Context, userID int64, slot time.Time, tell domain.Render[vacancy.Digest]) (vacancy.Digest, bool, error) {
+func (s *Matches) WriteDigest(ctx context.Context, userID int64, slot time.Time, tell domain.Render[vacancy.Digest]) (vacancy.Digest, bool, error) {
 	var d vacancy.Digest
 	var ok bool
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
@@ -262,7 +262,7 @@ WHERE user_id = $1 AND (digest_slot IS NULL OR digest_slot < $2) RETURNING diges
 
 // DigestPage reads page (from 0; past the last, the last) of a digest:
 // the matches it lists that are still there, best score first.
-func (s *Store) DigestPage(ctx context.Context, id int64, page int) (vacancy.Digest, error) {
+func (s *Matches) DigestPage(ctx context.Context, id int64, page int) (vacancy.Digest, error) {
 	d, err := digestPage(ctx, s.pool, id, page)
 	if err != nil {
 		return vacancy.Digest{}, fmt.Errorf("digest %d: %w", id, interpretError(err))
@@ -305,7 +305,7 @@ LIMIT $2 OFFSET $3`, id, d.Size, d.Page*d.Size)
 // OpenDigestCard writes the card of a match one of the user's digests
 // lists, with the mark that it was written, once: false when the match is
 // not the user's, not listed by a digest, or its card was written already.
-func (s *Store) OpenDigestCard(ctx context.Context, userID, matchID int64, card []domain.Message) (bool, error) {
+func (s *Matches) OpenDigestCard(ctx context.Context, userID, matchID int64, card []domain.Message) (bool, error) {
 	opened := false
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE vacancy_matches SET card = 'opened', updated_at = now()

@@ -97,7 +97,7 @@ func (s *Service) FetchKey(ctx context.Context, key string) (Discovery, error) {
 // following runs. What was collected is saved even when a later page fails.
 func (s *Service) Discover(ctx context.Context, g Group) (Discovery, error) {
 	run := Discovery{Key: g.Key}
-	old, err := s.deps.Repo.DiscoveryMarkers(ctx, g.Key)
+	old, err := s.deps.Matches.DiscoveryMarkers(ctx, g.Key)
 	if err != nil {
 		return run, fmt.Errorf("markers: %w", err)
 	}
@@ -115,7 +115,7 @@ func (s *Service) Discover(ctx context.Context, g Group) (Discovery, error) {
 	if run.Pages == 0 && pageErr != nil && ctx.Err() == nil {
 		// Nothing to save: a user waiting for the search's first
 		// discovery hears it will be retried, not silence.
-		if err := s.deps.Repo.FirstFetchFailed(ctx, g.Key, s.announce); err != nil {
+		if err := s.deps.Matches.FirstFetchFailed(ctx, g.Key, s.announce); err != nil {
 			s.log.Error("tell a failed first fetch", "search_key", g.Key, "err", err)
 		}
 	}
@@ -187,7 +187,7 @@ func (s *Service) collectPage(ctx context.Context, key string, items []Vacancy, 
 	for i, v := range items {
 		ids[i] = v.ID
 	}
-	unseen, err := s.deps.Repo.UnseenVacancies(ctx, key, ids)
+	unseen, err := s.deps.Matches.UnseenVacancies(ctx, key, ids)
 	if err != nil {
 		return false, fmt.Errorf("check seen: %w", err)
 	}
@@ -220,13 +220,13 @@ func (s *Service) saveSweep(ctx context.Context, g Group, sw swept, m Markers, r
 		defer cancel()
 	}
 	// Who gets what is decided inside the save, against the users who
-	// follow the key at that moment (see Repository.SaveDiscovery).
+	// follow the key at that moment (see Matches.SaveDiscovery).
 	pick := func(users []Recipient) []NewMatch {
 		matches, dropped := pickMatches(g, sw.found, users)
 		run.Dropped = dropped
 		return matches
 	}
-	return s.deps.Repo.SaveDiscovery(ctx, g.Key, sw.found, sw.hits, m, pick, s.announce)
+	return s.deps.Matches.SaveDiscovery(ctx, g.Key, sw.found, sw.hits, m, pick, s.announce)
 }
 
 // pickMatches gives each vacancy to the users whose ban words it passes and

@@ -55,17 +55,19 @@
 // counts vacancies this search has not seen, so nothing is missed however
 // many arrive between runs.
 //
-// Storage: Searches (service.go) is the saved searches and the users'
-// filters (storage.Searches); Applications (pipeline.go) the applications
-// and their cover letters (storage.Applications); Repository (service.go)
-// is one port per part of the rest of the workflow: SettingsStore
-// (storage/vacancy_matches.go), DiscoveryStore (storage/discovery.go),
-// FirstNewsStore (storage/firstnews.go), WorkerStore
-// (storage/vacancy_matches.go, vacancies.go), DecisionStore and
-// RecoveryStore (storage/vacancy_matches.go).
+// Storage: one port per store, each implemented by one storage type.
+// Matches (service.go) is the matches through the status table and what
+// feeds them: the vacancies' details, discovery's runs, first news, the
+// rhythms and digests (storage.Matches: storage/vacancy_matches.go,
+// vacancies.go, discovery.go, firstnews.go, vacancy_settings.go); Searches
+// (service.go) the saved searches and the users' filters (storage.Searches:
+// storage/searches.go, ban_words.go); Applications (pipeline.go) the
+// applications and their cover letters (storage.Applications:
+// storage/applications.go, cover_letters.go); Profiles (service.go) the
+// users' profiles (storage.Users).
 //
 // Cover letters (letter.go, its prompt in letter_prompt.go) are a service
-// of their own, Letters, over Applications (storage/cover_letters.go):
+// of their own, Letters, over Applications and Matches:
 // a press writes a pending letter, letter workers on any replica draft it
 // and write it to the outbox with its end.
 package vacancy

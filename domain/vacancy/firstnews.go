@@ -31,10 +31,10 @@ const FirstNewsGrace = 20 * time.Second
 // search each thing once.
 func (s *Service) FirstNews(ctx context.Context) error {
 	var errs []error
-	if err := s.deps.Repo.SettleFirstNews(ctx, s.announce); err != nil {
+	if err := s.deps.Matches.SettleFirstNews(ctx, s.announce); err != nil {
 		errs = append(errs, err)
 	}
-	groups, err := s.deps.Repo.FirstNewsGroups(ctx, FirstNewsGrace)
+	groups, err := s.deps.Matches.FirstNewsGroups(ctx, FirstNewsGrace)
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("first news: %w", err))...)
 	}
@@ -46,7 +46,7 @@ func (s *Service) FirstNews(ctx context.Context) error {
 			break
 		}
 		if refused {
-			if err := s.deps.Repo.FirstFetchFailed(ctx, g.Key, s.announce); err != nil {
+			if err := s.deps.Matches.FirstFetchFailed(ctx, g.Key, s.announce); err != nil {
 				errs = append(errs, fmt.Errorf("first news of %s: %w", g.Key[:12], err))
 			}
 			continue

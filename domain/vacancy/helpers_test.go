@@ -90,12 +90,12 @@ func setup(t *testing.T, opts ...option) *bundle {
 // replica would.
 func (b *bundle) newService(t *testing.T) *vacancy.Service {
 	t.Helper()
-	return b.serviceWith(t, b.store)
+	return b.serviceWith(t, b.store.Matches())
 }
 
-// serviceWith is newService over repo, a wrapper of the store that plays
-// some fault.
-func (b *bundle) serviceWith(t *testing.T, repo vacancy.Repository) *vacancy.Service {
+// serviceWith is newService over matches, a wrapper of the matches' store
+// that plays some fault.
+func (b *bundle) serviceWith(t *testing.T, matches vacancy.Matches) *vacancy.Service {
 	t.Helper()
 	cfg := hh.Config{URL: b.hh.URL(), UserAgent: "switchboard-test/1.0 (dev@example.com)", Log: slog.New(slog.DiscardHandler)}
 	if b.hhCfg != nil {
@@ -109,7 +109,8 @@ func (b *bundle) serviceWith(t *testing.T, repo vacancy.Repository) *vacancy.Ser
 		reg = prometheus.NewRegistry()
 	}
 	svc, err := vacancy.NewService(b.cfg, vacancy.Deps{
-		Repo: repo, Profiles: b.store.Users(), Searches: b.store.Searches(), Applications: b.store.Applications(), Source: src, Notifier: b.sent, Registerer: reg,
+		Matches: matches, Profiles: b.store.Users(), Searches: b.store.Searches(), Applications: b.store.Applications(),
+		Source: src, Notifier: b.sent, Registerer: reg,
 		LLM: llm.Port{Client: b.llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 		Log: slog.New(slog.DiscardHandler),
 	})

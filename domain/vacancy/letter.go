@@ -154,12 +154,6 @@ type LetterData struct {
 	Lang    string
 }
 
-// LetterRepository is what the letters need of storage besides their own
-// table (Applications): the match a press is checked against.
-type LetterRepository interface {
-	MatchWithVacancy(ctx context.Context, id int64) (Match, Vacancy, error)
-}
-
 // Written is the model's letter with the tokens the provider counted.
 type Written struct {
 	Text                string
@@ -221,8 +215,8 @@ func (c LetterConfig) withDefaults() LetterConfig {
 
 // LetterDeps are the letters' collaborators.
 type LetterDeps struct {
-	Repo         LetterRepository
 	Applications Applications
+	Matches      Matches
 	Profiles     Profiles
 	LLM          LetterLLM
 	Notifier     LetterNotifier
@@ -246,8 +240,8 @@ type Letters struct {
 
 // NewLetters builds the letters' service. It starts nothing; see Run.
 func NewLetters(cfg LetterConfig, deps LetterDeps) (*Letters, error) {
-	if deps.Repo == nil || deps.Applications == nil || deps.Profiles == nil || deps.LLM == nil || deps.Notifier == nil {
-		return nil, errors.New("cover letters: Repo, Applications, Profiles, LLM and Notifier are required")
+	if deps.Applications == nil || deps.Matches == nil || deps.Profiles == nil || deps.LLM == nil || deps.Notifier == nil {
+		return nil, errors.New("cover letters: Applications, Matches, Profiles, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	l, err := domain.NewMetrics(deps.Registerer, "cover letter", func(r *domain.Registrar) *Letters {
@@ -342,7 +336,7 @@ func (l *Letters) resolve(ctx context.Context, a LetterAsk) (NewLetter, error) {
 	default:
 		return nl, fmt.Errorf("ask cover letter: %w: style %q", domain.ErrNotFound, a.Style)
 	}
-	m, _, err := l.deps.Repo.MatchWithVacancy(ctx, nl.MatchID)
+	m, _, err := l.deps.Matches.WithVacancy(ctx, nl.MatchID)
 	if err != nil {
 		return nl, fmt.Errorf("ask cover letter: %w", err)
 	}

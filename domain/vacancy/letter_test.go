@@ -55,7 +55,7 @@ func setupLetters(t *testing.T, cfg vacancy.LetterConfig) *letterWorld {
 	w := &letterWorld{bundle: setup(t), notes: &letterNotes{}}
 	var err error
 	w.letters, err = vacancy.NewLetters(cfg, vacancy.LetterDeps{
-		Repo: w.store, Applications: w.store.Applications(), Profiles: w.store.Users(), LLM: llm.LetterPort{Client: w.llmc}, Notifier: w.notes,
+		Applications: w.store.Applications(), Matches: w.store.Matches(), Profiles: w.store.Users(), LLM: llm.LetterPort{Client: w.llmc}, Notifier: w.notes,
 		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)

@@ -283,7 +283,7 @@ func TestAnalyzedAndCardAreOneTransaction(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.queue(t, vacancies(1, 500, 23)...)
-	c, ok, err := b.store.ClaimMatch(b.ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 5, DetailFresh: time.Hour})
+	c, ok, err := b.store.Matches().Claim(b.ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 5, DetailFresh: time.Hour})
 	require.NoError(t, err)
 	require.True(t, ok)
 	verdict := vacancy.Verdict{IsRelevant: new(bool), Score: 90}
@@ -291,7 +291,7 @@ func TestAnalyzedAndCardAreOneTransaction(t *testing.T) {
 	card := b.sent.Card(vacancy.CardData{MatchID: c.Match.ID, UserID: seeker, Vacancy: c.Vacancy, Verdict: verdict})
 
 	// Another worker's claim: nothing moves, nothing is queued.
-	_, ok, err = b.store.TransitionMatch(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
+	_, ok, err = b.store.Matches().Transition(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
 		vacancy.Change{Verdict: &verdict, Token: "00000000-0000-0000-0000-000000000000", Card: card})
 	require.NoError(t, err)
 	require.False(t, ok)
@@ -300,13 +300,13 @@ func TestAnalyzedAndCardAreOneTransaction(t *testing.T) {
 	// A card the outbox refuses to store rolls the transition back.
 	bad := append([]domain.Message(nil), card...)
 	bad[0].ChatID = 0
-	_, _, err = b.store.TransitionMatch(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
+	_, _, err = b.store.Matches().Transition(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
 		vacancy.Change{Verdict: &verdict, Token: c.Match.ClaimToken, Card: bad})
 	require.Error(t, err)
 	require.Equal(t, vacancy.Queued, b.status(t, seeker, 500))
 	require.Empty(t, b.cards(t, c.Match.ID))
 
-	m, ok, err := b.store.TransitionMatch(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
+	m, ok, err := b.store.Matches().Transition(b.ctx, c.Match.ID, vacancy.Queued, vacancy.Analyzed,
 		vacancy.Change{Verdict: &verdict, Token: c.Match.ClaimToken, Card: card})
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -391,12 +391,12 @@ func TestShutdownSkipsMatchesInFlight(t *testing.T) {
 // only if its context is still live, as pgx answers a query whose context
 // ended with the cancellation whether or not the server had finished it.
 type shutdownMidClaim struct {
-	*storage.Store
+	*storage.Matches
 	stop context.CancelFunc
 }
 
-func (r shutdownMidClaim) ClaimMatch(ctx context.Context, o vacancy.ClaimOptions) (vacancy.Claim, bool, error) {
-	c, ok, err := r.Store.ClaimMatch(context.WithoutCancel(ctx), o)
+func (r shutdownMidClaim) Claim(ctx context.Context, o vacancy.ClaimOptions) (vacancy.Claim, bool, error) {
+	c, ok, err := r.Matches.Claim(context.WithoutCancel(ctx), o)
 	r.stop()
 	if ctx.Err() != nil {
 		return vacancy.Claim{}, false, ctx.Err()
@@ -413,7 +413,7 @@ func TestShutdownDuringAClaimLeavesNoClaim(t *testing.T) {
 	b.queue(t, vacancies(1, 500, 21)...)
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
-	svc := b.serviceWith(t, shutdownMidClaim{Store: b.store, stop: cancel})
+	svc := b.serviceWith(t, shutdownMidClaim{Matches: b.store.Matches(), stop: cancel})
 	_, _ = svc.ProcessNext(ctx)
 	require.Equal(t, map[vacancy.Status]int{vacancy.Skipped: 1}, b.counts(t))
 	require.Equal(t, vacancy.ReasonShutdown, b.skipReason(t, 500))
@@ -430,7 +430,7 @@ func TestExpiredClaimIsTakenOver(t *testing.T) {
 	b := setup(t, withConfig(vacancy.Config{SweepInterval: time.Hour}))
 	b.relevant()
 	b.queue(t, vacancies(1, 500, 20)...)
-	c, ok, err := b.store.ClaimMatch(b.ctx, vacancy.ClaimOptions{ClaimLease: 700 * time.Millisecond, Taste: 5, DetailFresh: time.Hour}) // the dead worker's claim
+	c, ok, err := b.store.Matches().Claim(b.ctx, vacancy.ClaimOptions{ClaimLease: 700 * time.Millisecond, Taste: 5, DetailFresh: time.Hour}) // the dead worker's claim
 	require.NoError(t, err)
 	require.True(t, ok)
 

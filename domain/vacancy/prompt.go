@@ -59,7 +59,7 @@ in the language of the profile. matched_skills lists the profile's skills the va
 
 // Liked is a vacancy the person applied to, as an example of their taste:
 // Stage says how far the application got (Offer, Invited, else Applied),
-// and the further, the more it weighs (ClaimMatch reads those first).
+// and the further, the more it weighs (Matches.Claim reads those first).
 type Liked struct {
 	Title string
 	Stage Status

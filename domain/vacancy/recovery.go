@@ -26,7 +26,7 @@ func (s *Service) Recover(ctx context.Context) (RecoveryResult, error) {
 	since := s.deps.Clock.Now().Add(-s.cfg.RecoveryWindow)
 	after := int64(0)
 	for {
-		batch, err := s.deps.Repo.SkippedMatches(ctx, since, after, recoveryBatch)
+		batch, err := s.deps.Matches.Skipped(ctx, since, after, recoveryBatch)
 		if err != nil {
 			return res, fmt.Errorf("recover: list skipped: %w", err)
 		}
@@ -42,7 +42,7 @@ func (s *Service) Recover(ctx context.Context) (RecoveryResult, error) {
 			case NewBans(sm.BanWords).Match(sm.Title, sm.Snippet, PlainText(sm.Desc)) != "":
 				// It may be the last match a new search's first news
 				// waits on: the delete checks.
-				ok, err := s.deps.Repo.DeleteMatch(ctx, m.ID, "", s.announce)
+				ok, err := s.deps.Matches.Delete(ctx, m.ID, "", s.announce)
 				if err != nil {
 					return res, fmt.Errorf("recover: delete match %d: %w", m.ID, err)
 				}

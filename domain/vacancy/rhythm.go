@@ -296,28 +296,6 @@ func (s *Service) pace(card []domain.Message) *Pace {
 	}}
 }
 
-// RhythmStore is the users' rhythms and digests; storage/vacancy_settings.go
-// implements it.
-type RhythmStore interface {
-	// Rhythm is the user's rhythm, DefaultRhythm if they never set one.
-	Rhythm(ctx context.Context, userID int64) (Rhythm, error)
-	// TuneRhythm changes the user's rhythm with tune under a lock on it,
-	// returning what was stored.
-	TuneRhythm(ctx context.Context, userID int64, tune func(Rhythm) (Rhythm, error)) (Rhythm, error)
-	// DigestsWaiting lists the users with matches waiting for a digest.
-	DigestsWaiting(ctx context.Context) ([]DigestWaiting, error)
-	// WriteDigest records slot as handled for the user (only if later than
-	// the last one) and, with matches judged by then waiting, lists them
-	// in a new digest whose first page tell renders into the outbox, all
-	// in one transaction. ok is false when the slot was handled already.
-	WriteDigest(ctx context.Context, userID int64, slot time.Time, tell domain.Render[Digest]) (Digest, bool, error)
-	// DigestPage reads one page of a digest (domain.ErrNotFound if none).
-	DigestPage(ctx context.Context, id int64, page int) (Digest, error)
-	// OpenDigestCard writes the card of a match a digest lists, once:
-	// false when the match is not a listed one of the user's.
-	OpenDigestCard(ctx context.Context, userID, matchID int64, card []domain.Message) (bool, error)
-}
-
 // DigestWaiting is a user whose matches wait for a digest.
 type DigestWaiting struct {
 	User   domain.User
@@ -351,12 +329,12 @@ type DigestItem struct {
 
 // Rhythm is the user's rhythm (/settings).
 func (s *Service) Rhythm(ctx context.Context, userID int64) (Rhythm, error) {
-	return s.deps.Repo.Rhythm(ctx, userID)
+	return s.deps.Matches.Rhythm(ctx, userID)
 }
 
 // Tune changes one knob of the user's rhythm (a /settings press).
 func (s *Service) Tune(ctx context.Context, userID int64, k Knob, v int) (Rhythm, error) {
-	return s.deps.Repo.TuneRhythm(ctx, userID, func(r Rhythm) (Rhythm, error) {
+	return s.deps.Matches.TuneRhythm(ctx, userID, func(r Rhythm) (Rhythm, error) {
 		return r.Tuned(k, v)
 	})
 }
@@ -376,7 +354,7 @@ func (s *Service) NextDigest(u domain.User, r Rhythm) time.Time {
 // outside quiet hours. Safe on several replicas and twice: a slot is
 // recorded once (WriteDigest).
 func (s *Service) Digests(ctx context.Context) error {
-	due, err := s.deps.Repo.DigestsWaiting(ctx)
+	due, err := s.deps.Matches.DigestsWaiting(ctx)
 	if err != nil {
 		return fmt.Errorf("digests: %w", err)
 	}
@@ -394,7 +372,7 @@ func (s *Service) Digests(ctx context.Context) error {
 			continue
 		}
 		lang := w.User.Lang()
-		d, ok, err := s.deps.Repo.WriteDigest(ctx, w.User.ID, slot.Truncate(time.Second), func(d Digest) []domain.Message {
+		d, ok, err := s.deps.Matches.WriteDigest(ctx, w.User.ID, slot.Truncate(time.Second), func(d Digest) []domain.Message {
 			d.Lang = lang
 			return s.deps.Notifier.Digest(d)
 		})
@@ -412,7 +390,7 @@ func (s *Service) Digests(ctx context.Context) error {
 
 // DigestPage is one page of one of the user's digests.
 func (s *Service) DigestPage(ctx context.Context, userID, digestID int64, page int) (Digest, error) {
-	d, err := s.deps.Repo.DigestPage(ctx, digestID, max(page, 0))
+	d, err := s.deps.Matches.DigestPage(ctx, digestID, max(page, 0))
 	if err != nil {
 		return Digest{}, fmt.Errorf("digest %d: %w", digestID, err)
 	}
@@ -429,7 +407,7 @@ var ErrCardSent = errors.New("the vacancy's card was sent already")
 // lists (the digest's button), once. Its delivery makes the match
 // SENT_TO_USER as any card's does.
 func (s *Service) OpenCard(ctx context.Context, u domain.User, matchID int64) error {
-	m, v, err := s.deps.Repo.MatchWithVacancy(ctx, matchID)
+	m, v, err := s.deps.Matches.WithVacancy(ctx, matchID)
 	if err != nil {
 		return fmt.Errorf("open card: %w", err)
 	}
@@ -443,7 +421,7 @@ func (s *Service) OpenCard(ctx context.Context, u domain.User, matchID int64) er
 	if len(card) == 0 {
 		return fmt.Errorf("open card: match %d: no card rendered", m.ID)
 	}
-	ok, err := s.deps.Repo.OpenDigestCard(ctx, u.ID, m.ID, card)
+	ok, err := s.deps.Matches.OpenDigestCard(ctx, u.ID, m.ID, card)
 	if err != nil {
 		return fmt.Errorf("open card: %w", err)
 	}

@@ -16,16 +16,16 @@ import (
 // blinkingRepo refuses the first fails moves to ANALYZED as a database
 // shutting down would.
 type blinkingRepo struct {
-	*storage.Store
+	*storage.Matches
 	fails int32
 	calls atomic.Int32
 }
 
-func (r *blinkingRepo) TransitionMatch(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
+func (r *blinkingRepo) Transition(ctx context.Context, id int64, from, to vacancy.Status, ch vacancy.Change) (vacancy.Match, bool, error) {
 	if to == vacancy.Analyzed && r.calls.Add(1) <= r.fails {
 		return vacancy.Match{}, false, errors.New("FATAL: the database system is shutting down (SQLSTATE 57P01)")
 	}
-	return r.Store.TransitionMatch(ctx, id, from, to, ch)
+	return r.Matches.Transition(ctx, id, from, to, ch)
 }
 
 // A judged match whose save the database refuses is saved on a retry;
@@ -47,7 +47,7 @@ func TestAMatchSaveTheDatabaseRefusesIsRetriedOrGivenBack(t *testing.T) {
 			b := setup(t, withConfig(vacancy.Config{ClaimLease: time.Hour}))
 			b.relevant()
 			b.queue(t, vacancies(1, 500, 24)...)
-			svc := b.serviceWith(t, &blinkingRepo{Store: b.store, fails: tc.fails})
+			svc := b.serviceWith(t, &blinkingRepo{Matches: b.store.Matches(), fails: tc.fails})
 			for i := range tc.processes {
 				ok, err := svc.ProcessNext(b.ctx)
 				require.NoError(t, err)
@@ -70,7 +70,7 @@ func TestHeldPastLeaseCountsLapsedMatchClaims(t *testing.T) {
 	b := setup(t)
 	b.queue(t, vacancies(1, 500, 25)...)
 	const lease = time.Minute
-	c, ok, err := b.store.ClaimMatch(b.ctx, vacancy.ClaimOptions{ClaimLease: lease, Taste: 5, DetailFresh: time.Hour})
+	c, ok, err := b.store.Matches().Claim(b.ctx, vacancy.ClaimOptions{ClaimLease: lease, Taste: 5, DetailFresh: time.Hour})
 	require.NoError(t, err)
 	require.True(t, ok)
 	held := func() int64 {
@@ -83,6 +83,6 @@ func TestHeldPastLeaseCountsLapsedMatchClaims(t *testing.T) {
 updated_at = updated_at - interval '2 hours' WHERE id = $1`, c.Match.ID)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), held(), "its worker died an hour and a minute ago")
-	require.NoError(t, b.store.ReleaseMatchClaim(b.ctx, c.Match.ID, c.Match.ClaimToken, time.Now()))
+	require.NoError(t, b.store.Matches().ReleaseClaim(b.ctx, c.Match.ID, c.Match.ClaimToken, time.Now()))
 	require.Zero(t, held(), "given back")
 }

@@ -173,7 +173,7 @@ type SkippedMatch struct {
 	BanWords []string
 }
 
-// ClaimOptions says which match ClaimMatch may take.
+// ClaimOptions says which match Matches.Claim may take.
 type ClaimOptions struct {
 	ClaimLease time.Duration // how long the claim holds
 	Taste      int           // taste examples of each kind
@@ -213,12 +213,6 @@ type Searches interface {
 	HiddenEmployers(ctx context.Context, userID int64) ([]HiddenEmployer, error)
 }
 
-// SettingsStore is /vacancies' stats (service.go);
-// storage/vacancy_matches.go implements it.
-type SettingsStore interface {
-	MatchStats(ctx context.Context, userID int64) (Stats, error)
-}
-
 // Profiles is the users' profiles, which every judgement and letter reads
 // (service.go, skills.go, letter.go); storage.Users implements it.
 type Profiles interface {
@@ -226,10 +220,51 @@ type Profiles interface {
 	SetProfile(ctx context.Context, userID int64, profile string) error
 }
 
-// DiscoveryStore is discovery (discovery.go): the search keys, what each
-// has collected, and a run's new matches; storage/discovery.go
-// implements it.
-type DiscoveryStore interface {
+// Matches is the matches' storage: a user's match of a vacancy through the
+// status table, and what the matches are made of and from: the vacancies'
+// details, discovery's runs, a new search's first news, the users' rhythms
+// and digests; storage.Matches implements it.
+type Matches interface {
+	// Stats is /vacancies' counts (service.go).
+	Stats(ctx context.Context, userID int64) (Stats, error)
+
+	// The worker (worker.go). Claim claims the next match with its
+	// vacancy and user, taste examples (up to taste of each) included: a
+	// QUEUED match. An ANALYZED match is never claimed: its card is in the
+	// outbox.
+	Claim(ctx context.Context, o ClaimOptions) (Claim, bool, error)
+	NextLeaseExpiry(ctx context.Context) (time.Time, bool, error)
+	ReleaseClaim(ctx context.Context, id int64, token string, until time.Time) error
+	// Delete deletes a QUEUED or SKIPPED match (a ban word; recovery too);
+	// with announce, a new search whose first matches all ended so hears
+	// its note in the same transaction.
+	Delete(ctx context.Context, id int64, token string, announce domain.Render[[]FirstNews]) (bool, error)
+	// SaveVacancyDetail stores a detail and ends the vacancy's fetch lease
+	// (which Claim takes: one worker asks HH for a detail at a time);
+	// ReleaseVacancyDetail ends it with nothing fetched.
+	SaveVacancyDetail(ctx context.Context, v Vacancy) error
+	ReleaseVacancyDetail(ctx context.Context, id int64) error
+	// ArchiveVacancy moves every open match of the vacancy to IN_ARCHIVE
+	// in one statement: how many left each status. A new search whose
+	// first matches all ended so hears announce's note, in the same
+	// transaction.
+	ArchiveVacancy(ctx context.Context, id int64, announce domain.Render[[]FirstNews]) (map[Status]int, error)
+
+	// The card's buttons (service.go), a digest's cards (rhythm.go) and a
+	// letter's press (letter.go).
+	Transition(ctx context.Context, id int64, from, to Status, ch Change) (Match, bool, error)
+	WithVacancy(ctx context.Context, id int64) (Match, Vacancy, error)
+
+	// Skipped is recovery's scan of skipped matches (recovery.go).
+	Skipped(ctx context.Context, since time.Time, afterID int64, limit int) ([]SkippedMatch, error)
+	// Skills counts, over the user's matches judged relevant and created
+	// since, the vacancies and those listing key skills, and the top
+	// skills by the number of vacancies listing them (case folded), each
+	// under the spelling most of them used (skills.go).
+	Skills(ctx context.Context, userID int64, since time.Time, top int) (matched, withSkills int, skills []SkillCount, err error)
+
+	// Discovery (discovery.go): what a search key has collected, and a
+	// run's new matches.
 	DiscoveryMarkers(ctx context.Context, key string) (Markers, error)
 	UnseenVacancies(ctx context.Context, key string, ids []int64) (map[int64]bool, error)
 	// SaveDiscovery saves a run and, for the key's searches not told of
@@ -237,11 +272,8 @@ type DiscoveryStore interface {
 	// in the same transaction (each search is told once).
 	SaveDiscovery(ctx context.Context, key string, found []Vacancy, hits []int64, m Markers,
 		pick func([]Recipient) []NewMatch, announce domain.Render[[]FirstNews]) (int, error)
-}
 
-// FirstNewsStore is a new search's first news (firstnews.go, discovery.go);
-// storage/firstnews.go implements it.
-type FirstNewsStore interface {
+	// A new search's first news (firstnews.go, discovery.go).
 	// FirstFetchFailed tells the key's searches that wait for their first
 	// discovery, once, that it failed and will be retried.
 	FirstFetchFailed(ctx context.Context, key string, announce domain.Render[[]FirstNews]) error
@@ -251,58 +283,25 @@ type FirstNewsStore interface {
 	// SettleFirstNews writes announce's note for every search waiting on
 	// first matches that all ended without a card.
 	SettleFirstNews(ctx context.Context, announce domain.Render[[]FirstNews]) error
-}
 
-// WorkerStore is the analysis worker (worker.go): its claims, the
-// vacancies' details and archive; storage/vacancy_matches.go and
-// storage/vacancies.go implement it. Recovery deletes matches through it too.
-type WorkerStore interface {
-	// ClaimMatch claims the next match with its vacancy and user, taste
-	// examples (up to taste of each) included: a QUEUED match. An
-	// ANALYZED match is never claimed: its card is in the outbox.
-	ClaimMatch(ctx context.Context, o ClaimOptions) (Claim, bool, error)
-	// SaveVacancyDetail stores a detail and ends the vacancy's fetch lease (which
-	// ClaimMatch takes: one worker asks HH for a detail at a time);
-	// ReleaseVacancyDetail ends it with nothing fetched.
-	SaveVacancyDetail(ctx context.Context, v Vacancy) error
-	ReleaseVacancyDetail(ctx context.Context, id int64) error
-	// ArchiveVacancy moves every open match of the vacancy to IN_ARCHIVE
-	// in one statement: how many left each status. A new search whose
-	// first matches all ended so hears announce's note, in the same
-	// transaction.
-	ArchiveVacancy(ctx context.Context, id int64, announce domain.Render[[]FirstNews]) (map[Status]int, error)
-	NextMatchLeaseExpiry(ctx context.Context) (time.Time, bool, error)
-	ReleaseMatchClaim(ctx context.Context, id int64, token string, until time.Time) error
-	// DeleteMatch deletes a QUEUED or SKIPPED match (a ban word); with
-	// announce, a new search whose first matches all ended so hears its
-	// note in the same transaction.
-	DeleteMatch(ctx context.Context, id int64, token string, announce domain.Render[[]FirstNews]) (bool, error)
-}
-
-// DecisionStore is the card's buttons (service.go); storage/vacancy_matches.go
-// implements it.
-type DecisionStore interface {
-	TransitionMatch(ctx context.Context, id int64, from, to Status, ch Change) (Match, bool, error)
-	MatchWithVacancy(ctx context.Context, id int64) (Match, Vacancy, error)
-}
-
-// RecoveryStore is recovery's scan of skipped matches (recovery.go);
-// storage/vacancy_matches.go implements it.
-type RecoveryStore interface {
-	SkippedMatches(ctx context.Context, since time.Time, afterID int64, limit int) ([]SkippedMatch, error)
-}
-
-// Repository is the storage the workflow needs, the parts above composed;
-// storage.Store implements it.
-type Repository interface {
-	SettingsStore
-	DiscoveryStore
-	FirstNewsStore
-	WorkerStore
-	DecisionStore
-	SkillsStore
-	RecoveryStore
-	RhythmStore
+	// The users' rhythms and digests (rhythm.go).
+	// Rhythm is the user's rhythm, DefaultRhythm if they never set one.
+	Rhythm(ctx context.Context, userID int64) (Rhythm, error)
+	// TuneRhythm changes the user's rhythm with tune under a lock on it,
+	// returning what was stored.
+	TuneRhythm(ctx context.Context, userID int64, tune func(Rhythm) (Rhythm, error)) (Rhythm, error)
+	// DigestsWaiting lists the users with matches waiting for a digest.
+	DigestsWaiting(ctx context.Context) ([]DigestWaiting, error)
+	// WriteDigest records slot as handled for the user (only if later than
+	// the last one) and, with matches judged by then waiting, lists them
+	// in a new digest whose first page tell renders into the outbox, all
+	// in one transaction. ok is false when the slot was handled already.
+	WriteDigest(ctx context.Context, userID int64, slot time.Time, tell domain.Render[Digest]) (Digest, bool, error)
+	// DigestPage reads one page of a digest (domain.ErrNotFound if none).
+	DigestPage(ctx context.Context, id int64, page int) (Digest, error)
+	// OpenDigestCard writes the card of a match a digest lists, once:
+	// false when the match is not a listed one of the user's.
+	OpenDigestCard(ctx context.Context, userID, matchID int64, card []domain.Message) (bool, error)
 }
 
 // LLM is the model as this workflow needs it.
@@ -432,7 +431,7 @@ func (c Config) withDefaults() Config {
 
 // Deps are the workflow's collaborators.
 type Deps struct {
-	Repo         Repository
+	Matches      Matches
 	Profiles     Profiles
 	Searches     Searches
 	Applications Applications
@@ -468,9 +467,9 @@ type Service struct {
 
 // NewService builds the workflow. It starts nothing; see Run.
 func NewService(cfg Config, deps Deps) (*Service, error) {
-	if deps.Repo == nil || deps.Profiles == nil || deps.Searches == nil || deps.Applications == nil ||
+	if deps.Matches == nil || deps.Profiles == nil || deps.Searches == nil || deps.Applications == nil ||
 		deps.Source == nil || deps.LLM == nil || deps.Notifier == nil {
-		return nil, errors.New("vacancy: Repo, Profiles, Searches, Applications, Source, LLM and Notifier are required")
+		return nil, errors.New("vacancy: Matches, Profiles, Searches, Applications, Source, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	if deps.CalendarClock == nil {
@@ -488,7 +487,7 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 		fresh: make(chan string, 64),
 	}
 	s.queue = &domain.Workers{
-		Name: "vacancy queue", Next: s.ProcessNext, Expiry: deps.Repo.NextMatchLeaseExpiry,
+		Name: "vacancy queue", Next: s.ProcessNext, Expiry: deps.Matches.NextLeaseExpiry,
 		Sweep: s.cfg.SweepInterval, Clock: deps.Clock, Log: s.log,
 		Hold: func(idle bool) time.Duration {
 			switch {
@@ -586,7 +585,7 @@ func (s *Service) Begin(ctx context.Context, sr Search, added Added) {
 	if added.Queued > 0 {
 		s.Wake()
 	}
-	if m, err := s.deps.Repo.DiscoveryMarkers(ctx, sr.Key); err == nil && m.UpdatedAt.IsZero() {
+	if m, err := s.deps.Matches.DiscoveryMarkers(ctx, sr.Key); err == nil && m.UpdatedAt.IsZero() {
 		select {
 		case s.fresh <- sr.Key:
 		default: // a burst of new searches: the fetch tick catches the rest
@@ -664,7 +663,7 @@ const MaxHiddenEmployers = 50
 // already. Only the match's owner may; a vacancy with no employer named
 // gives ErrNoEmployer.
 func (s *Service) HideEmployer(ctx context.Context, userID, matchID int64) (m Match, v Vacancy, hidden bool, err error) {
-	m, v, err = s.deps.Repo.MatchWithVacancy(ctx, matchID)
+	m, v, err = s.deps.Matches.WithVacancy(ctx, matchID)
 	if err != nil {
 		return m, v, false, fmt.Errorf("hide employer: %w", err)
 	}
@@ -705,7 +704,7 @@ func (s *Service) HiddenEmployers(ctx context.Context, userID int64) ([]HiddenEm
 
 // Stats is what /vacancies shows.
 func (s *Service) Stats(ctx context.Context, userID int64) (Stats, error) {
-	st, err := s.deps.Repo.MatchStats(ctx, userID)
+	st, err := s.deps.Matches.Stats(ctx, userID)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -721,7 +720,7 @@ func (s *Service) Decide(ctx context.Context, userID, matchID int64, to Status) 
 	if to != Applied && to != NotInterested {
 		return Match{}, Vacancy{}, fmt.Errorf("decide: %w: %s", ErrIllegalTransition, to)
 	}
-	m, v, err := s.deps.Repo.MatchWithVacancy(ctx, matchID)
+	m, v, err := s.deps.Matches.WithVacancy(ctx, matchID)
 	// The card reaches the user a moment before the outbox's sender
 	// records the delivery (ANALYZED → SENT_TO_USER); a quick press waits
 	// for that instead of bouncing.
@@ -733,7 +732,7 @@ func (s *Service) Decide(ctx context.Context, userID, matchID int64, to Status) 
 			return m, v, ctx.Err()
 		case <-t.Chan():
 		}
-		m, v, err = s.deps.Repo.MatchWithVacancy(ctx, matchID)
+		m, v, err = s.deps.Matches.WithVacancy(ctx, matchID)
 	}
 	if err != nil {
 		return Match{}, Vacancy{}, fmt.Errorf("decide: %w", err)
@@ -771,7 +770,7 @@ func (s *Service) transition(ctx context.Context, m Match, to Status, ch Change)
 		s.log.Error("refused vacancy transition", "match", m.ID, "from", m.Status, "to", to)
 		return m, false, err
 	}
-	moved, ok, err := s.deps.Repo.TransitionMatch(ctx, m.ID, m.Status, to, ch)
+	moved, ok, err := s.deps.Matches.Transition(ctx, m.ID, m.Status, to, ch)
 	if err != nil {
 		return m, false, fmt.Errorf("match %d %s → %s: %w", m.ID, m.Status, to, err)
 	}

@@ -34,16 +34,6 @@ type SkillsReport struct {
 	NoProfile bool
 }
 
-// SkillsStore reads the skills of a user's relevant matches;
-// storage/vacancy_matches.go implements it.
-type SkillsStore interface {
-	// MatchedSkills counts, over the user's matches judged relevant and
-	// created since, the vacancies and those listing key skills, and the
-	// top skills by the number of vacancies listing them (case folded),
-	// each under the spelling most of them used.
-	MatchedSkills(ctx context.Context, userID int64, since time.Time, top int) (matched, withSkills int, skills []SkillCount, err error)
-}
-
 // Skills is the user's /skills report, each skill marked present or
 // missing from their profile.
 func (s *Service) Skills(ctx context.Context, userID int64) (SkillsReport, error) {
@@ -52,7 +42,7 @@ func (s *Service) Skills(ctx context.Context, userID int64) (SkillsReport, error
 		return SkillsReport{}, err
 	}
 	since := s.deps.Clock.Now().Add(-SkillsWindow)
-	matched, with, skills, err := s.deps.Repo.MatchedSkills(ctx, userID, since, TopSkills)
+	matched, with, skills, err := s.deps.Matches.Skills(ctx, userID, since, TopSkills)
 	if err != nil {
 		return SkillsReport{}, err
 	}

@@ -86,7 +86,7 @@ func (s *Service) ProcessNext(ctx context.Context) (bool, error) {
 	// process is gone. A claim that went through is processed with ctx, so
 	// a shutdown meanwhile makes it SKIPPED like any match in flight.
 	cctx, cancel := detached(ctx)
-	c, ok, err := s.deps.Repo.ClaimMatch(cctx, ClaimOptions{
+	c, ok, err := s.deps.Matches.Claim(cctx, ClaimOptions{
 		ClaimLease: s.cfg.ClaimLease, Taste: s.cfg.TasteExamples,
 		FreshOnly: s.deps.Source.Holding(), DetailFresh: s.cfg.DetailFresh, FetchLease: s.cfg.ClaimLease, Claimer: s.cfg.Claimer,
 	})
@@ -199,7 +199,7 @@ func (s *Service) dropBanned(ctx context.Context, c Claim, log *slog.Logger, wor
 	m := c.Match
 	s.keepDetail(ctx, fresh)
 	if err := s.save(ctx, m, "delete banned match", func(ctx context.Context) error {
-		_, err := s.deps.Repo.DeleteMatch(ctx, m.ID, m.ClaimToken, s.firstNews(c))
+		_, err := s.deps.Matches.Delete(ctx, m.ID, m.ClaimToken, s.firstNews(c))
 		return err
 	}); err != nil {
 		log.Error("delete banned match", "err", err)
@@ -240,7 +240,7 @@ func (s *Service) firstNews(c Claim) domain.Render[[]FirstNews] {
 func (s *Service) release(ctx context.Context, m Match, after time.Duration, what string) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	if err := s.deps.Repo.ReleaseMatchClaim(ctx, m.ID, m.ClaimToken, s.deps.Clock.Now().Add(after)); err != nil {
+	if err := s.deps.Matches.ReleaseClaim(ctx, m.ID, m.ClaimToken, s.deps.Clock.Now().Add(after)); err != nil {
 		s.log.Error(what, "match", m.ID, "err", err)
 	}
 }
@@ -294,7 +294,7 @@ func (s *Service) dropLease(ctx context.Context, c Claim) {
 	}
 	rctx, cancel := detached(ctx)
 	defer cancel()
-	if err := s.deps.Repo.ReleaseVacancyDetail(rctx, c.Match.VacancyID); err != nil {
+	if err := s.deps.Matches.ReleaseVacancyDetail(rctx, c.Match.VacancyID); err != nil {
 		s.log.Error("release vacancy detail", "vacancy", c.Match.VacancyID, "err", err)
 	}
 }
@@ -323,7 +323,7 @@ func (s *Service) fetchDetail(ctx context.Context, m Match, mine bool) (Vacancy,
 		if errors.Is(err, ErrArchived) {
 			// Every open match of the vacancy goes, any user's: any may be
 			// one a new search's first news waits on.
-			moved, aerr := s.deps.Repo.ArchiveVacancy(rctx, m.VacancyID, s.announce)
+			moved, aerr := s.deps.Matches.ArchiveVacancy(rctx, m.VacancyID, s.announce)
 			if aerr != nil {
 				log.Error("archive vacancy", "err", aerr)
 				return Vacancy{}, "error"
@@ -334,7 +334,7 @@ func (s *Service) fetchDetail(ctx context.Context, m Match, mine bool) (Vacancy,
 			log.Info("vacancy archived on HH", "matches", moved)
 			return Vacancy{}, "archived"
 		}
-		if rerr := s.deps.Repo.ReleaseVacancyDetail(rctx, m.VacancyID); rerr != nil {
+		if rerr := s.deps.Matches.ReleaseVacancyDetail(rctx, m.VacancyID); rerr != nil {
 			log.Error("release vacancy detail", "err", rerr)
 		}
 		switch {
@@ -360,7 +360,7 @@ func (s *Service) keepDetail(ctx context.Context, d *Vacancy) {
 	}
 	rctx, cancel := detached(ctx)
 	defer cancel()
-	if err := s.deps.Repo.SaveVacancyDetail(rctx, *d); err != nil {
+	if err := s.deps.Matches.SaveVacancyDetail(rctx, *d); err != nil {
 		// The next match of the vacancy fetches it again once the lease ends.
 		s.log.Warn("store vacancy detail", "vacancy", d.ID, "err", err)
 	}
@@ -399,7 +399,7 @@ func (s *Service) save(ctx context.Context, m Match, what string, fn func(contex
 	return err
 }
 
-// giveBack makes a claimed match claimable again at once (ReleaseMatchClaim,
+// giveBack makes a claimed match claimable again at once (Matches.ReleaseClaim,
 // conditional on its token) as soon as the database answers: tried with
 // backoff (1 s doubling to 10 s) until the claim would have lapsed anyway,
 // or once when ctx has ended.
@@ -407,7 +407,7 @@ func (s *Service) giveBack(ctx context.Context, m Match) {
 	deadline := s.deps.Clock.Now().Add(s.cfg.ClaimLease)
 	for d := time.Second; ; d = min(2*d, 10*time.Second) {
 		rctx, cancel := detached(ctx)
-		err := s.deps.Repo.ReleaseMatchClaim(rctx, m.ID, m.ClaimToken, s.deps.Clock.Now())
+		err := s.deps.Matches.ReleaseClaim(rctx, m.ID, m.ClaimToken, s.deps.Clock.Now())
 		cancel()
 		if err == nil {
 			s.log.Info("vacancy match given back after a failed save", "match", m.ID)
