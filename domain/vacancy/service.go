@@ -250,8 +250,8 @@ type Matches interface {
 	// transaction.
 	ArchiveVacancy(ctx context.Context, id int64, announce domain.Render[[]FirstNews]) (map[Status]int, error)
 
-	// The card's buttons (service.go), a digest's cards (rhythm.go) and a
-	// letter's press (letter.go).
+	// The card's buttons (service.go) move a match; they, a digest's cards
+	// (rhythm.go) and a letter's press (letter.go) read it.
 	Transition(ctx context.Context, id int64, from, to Status, ch Change) (Match, bool, error)
 	WithVacancy(ctx context.Context, id int64) (Match, Vacancy, error)
 
