@@ -12,9 +12,9 @@ import (
 	"switchboard/domain/vacancy"
 )
 
-// LetterChannel is notified when a letter is asked for, so an idle letter
-// worker on any replica drafts it at once.
-const LetterChannel = "cover_letters"
+// LetterChannel is the workflow's: the statement that asks for a letter
+// notifies it.
+const LetterChannel = vacancy.LetterChannel
 
 const letterColumns = `l.id, l.match_id, l.user_id, l.version, l.style, COALESCE(l.base_id, 0), l.language, l.state,
 l.text, l.failure, l.tokens_in, l.tokens_out, l.attempts, l.created_at, COALESCE(l.claim_token::text, '')`

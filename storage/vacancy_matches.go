@@ -505,9 +505,9 @@ func transitionSQL(from, to vacancy.Status, sql string) string {
 	return fmt.Sprintf(sql, from, to)
 }
 
-// QueueChannel is notified when matches are queued, so every replica's
-// workers wake at once instead of at their next sweep.
-const QueueChannel = "vacancy_queue"
+// QueueChannel is the workflow's: the statements that queue matches
+// notify it.
+const QueueChannel = vacancy.QueueChannel
 
 // Skills counts the skills HH lists on the vacancies of the user's
 // relevant matches created since: per skill, case folded, the number of
