@@ -245,7 +245,7 @@ func (a *app) buildWorkflows(context.Context) error {
 		OfferSLA: cfg.OfferSLA, CommissionRate: cfg.CommissionRate,
 		CommissionDeadline: cfg.CommissionDeadline, AutocloseAfter: cfg.AutocloseAfter,
 		Calendar: calendar, Claimer: a.beats.Claimer(),
-	}, dispatch.Deps{Repo: a.store, Notifier: notes.DispatchNotes(), Log: log, Registerer: a.reg, CalendarClock: clock})
+	}, dispatch.Deps{Orders: a.store.Orders(), Masters: a.store.Masters(), Notifier: notes.DispatchNotes(), Log: log, Registerer: a.reg, CalendarClock: clock})
 	if err != nil {
 		return fmt.Errorf("dispatch: %w", err)
 	}

@@ -253,17 +253,17 @@ type replicaStats struct {
 	nextExpiry atomic.Int64 // NextExpiry calls (re-arming)
 }
 
-// clockedDispatchRepo times the watchdog statement for the offer clock.
-type clockedDispatchRepo struct {
-	dispatch.Repository
+// clockedDispatchOrders times the watchdog statement for the offer clock.
+type clockedDispatchOrders struct {
+	dispatch.Orders
 	c       *offerClock
 	st      *replicaStats
 	replica int
 }
 
-func (r clockedDispatchRepo) ExpireOffers(ctx context.Context, by string, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
+func (r clockedDispatchOrders) ExpireOffers(ctx context.Context, by string, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
 	start := time.Now()
-	offers, err := r.Repository.ExpireOffers(ctx, by, tell)
+	offers, err := r.Orders.ExpireOffers(ctx, by, tell)
 	end := time.Now()
 	r.st.sweeps.Add(1)
 	if len(offers) > 0 {
@@ -289,9 +289,9 @@ func (r clockedDispatchRepo) ExpireOffers(ctx context.Context, by string, tell d
 	return offers, err
 }
 
-func (r clockedDispatchRepo) NextOfferExpiry(ctx context.Context) (time.Time, bool, error) {
+func (r clockedDispatchOrders) NextOfferExpiry(ctx context.Context) (time.Time, bool, error) {
 	r.st.nextExpiry.Add(1)
-	return r.Repository.NextOfferExpiry(ctx)
+	return r.Orders.NextOfferExpiry(ctx)
 }
 
 // benchNotifier is the bot's own renderer (bot.DispatchNotes, the
@@ -434,16 +434,19 @@ func lagRun(ctx context.Context, cfg dispatchConfig, store *storage.Store, dbURL
 			}
 			defer rp.store.Close()
 		}
-		var repo dispatch.Repository = rp.store
+		var orders dispatch.Orders = rp.store.Orders()
+		var masters dispatch.Masters = rp.store.Masters()
 		if res.stages != nil {
-			repo = timedDispatchRepo{repo, res.stages}
+			orders = timedDispatchOrders{orders, res.stages}
+			masters = timedDispatchMasters{masters, res.stages}
 		}
 		// Each replica claims its expiries' follow-ups in the name its
 		// liveness lock proves alive, as main wires it.
 		rp.live = rp.store.Liveness(fmt.Sprintf("bench-%d", i))
 		defer rp.live.Close()
 		rp.svc, err = dispatch.NewService(dispatch.Config{Claimer: rp.live.Claimer()}, dispatch.Deps{
-			Repo:     clockedDispatchRepo{Repository: repo, c: clock, st: rp.st, replica: i},
+			Orders:   clockedDispatchOrders{Orders: orders, c: clock, st: rp.st, replica: i},
+			Masters:  masters,
 			Notifier: benchNotifier{Notifier: render, c: clock, replica: i}, Log: log.With("replica", i), Registerer: prometheus.NewRegistry(),
 		})
 		if err != nil {
@@ -771,13 +774,13 @@ func sweepRun(ctx context.Context, store *storage.Store, n, k int, render dispat
 		}
 	}
 	start := time.Now()
-	offers, err := store.ExpireOffers(ctx, "", tell)
+	offers, err := store.Orders().ExpireOffers(ctx, "", tell)
 	took := time.Since(start)
 	if err != nil {
 		return 0, err
 	}
 	start2 := time.Now()
-	again, err := store.ExpireOffers(ctx, "", tell)
+	again, err := store.Orders().ExpireOffers(ctx, "", tell)
 	took2 := time.Since(start2)
 	if err != nil {
 		return 0, err

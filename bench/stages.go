@@ -227,11 +227,17 @@ func (t timedMemoryNotifier) Failed(r memory.PipelineRun) []domain.Message {
 	return t.Notifier.Failed(r)
 }
 
-// timedDispatchRepo times the repository calls the dispatch replicas make
-// (Run's timer loop, the follow-up workers and the distribution passes).
-// NextOffer is named by its outcome.
-type timedDispatchRepo struct {
-	dispatch.Repository
+// timedDispatchOrders times the calls on the orders store the dispatch
+// replicas make (Run's timer loop, the follow-up workers and the
+// distribution passes). NextOffer is named by its outcome.
+type timedDispatchOrders struct {
+	dispatch.Orders
+	s *stages
+}
+
+// timedDispatchMasters times the masters store's reads of the same.
+type timedDispatchMasters struct {
+	dispatch.Masters
 	s *stages
 }
 
@@ -241,41 +247,41 @@ var outcomeNames = map[dispatch.Outcome]string{
 	dispatch.AfterHours: "after hours", dispatch.Taken: "taken",
 }
 
-func (r timedDispatchRepo) ExpireOffers(ctx context.Context, by string, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
+func (r timedDispatchOrders) ExpireOffers(ctx context.Context, by string, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
 	defer r.s.since("db ExpireOffers", time.Now())
-	return r.Repository.ExpireOffers(ctx, by, tell)
+	return r.Orders.ExpireOffers(ctx, by, tell)
 }
 
-func (r timedDispatchRepo) NextOfferExpiry(ctx context.Context) (time.Time, bool, error) {
+func (r timedDispatchOrders) NextOfferExpiry(ctx context.Context) (time.Time, bool, error) {
 	defer r.s.since("db NextOfferExpiry", time.Now())
-	return r.Repository.NextOfferExpiry(ctx)
+	return r.Orders.NextOfferExpiry(ctx)
 }
 
-func (r timedDispatchRepo) Master(ctx context.Context, id int64) (dispatch.Master, error) {
+func (r timedDispatchMasters) Get(ctx context.Context, id int64) (dispatch.Master, error) {
 	defer r.s.since("db Master", time.Now())
-	return r.Repository.Master(ctx, id)
+	return r.Masters.Get(ctx, id)
 }
 
-func (r timedDispatchRepo) Order(ctx context.Context, id int64) (dispatch.Order, error) {
+func (r timedDispatchOrders) Get(ctx context.Context, id int64) (dispatch.Order, error) {
 	defer r.s.since("db Order", time.Now())
-	return r.Repository.Order(ctx, id)
+	return r.Orders.Get(ctx, id)
 }
 
-func (r timedDispatchRepo) SearchingOrders(ctx context.Context, limit int, pass dispatch.Pass, by string, gate dispatch.Gate) ([]int64, error) {
+func (r timedDispatchOrders) Searching(ctx context.Context, limit int, pass dispatch.Pass, by string, gate dispatch.Gate) ([]int64, error) {
 	defer r.s.since("db SearchingOrders", time.Now())
-	return r.Repository.SearchingOrders(ctx, limit, pass, by, gate)
+	return r.Orders.Searching(ctx, limit, pass, by, gate)
 }
 
-func (r timedDispatchRepo) NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (r timedDispatchOrders) NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	start := time.Now()
-	f, o, out, err := r.Repository.NextOffer(ctx, orderID, sla, gate, tell)
+	f, o, out, err := r.Orders.NextOffer(ctx, orderID, sla, gate, tell)
 	r.s.since("db NextOffer ("+r.outcome(out, err)+")", start)
 	return f, o, out, err
 }
 
-func (r timedDispatchRepo) NextOwedOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (r timedDispatchOrders) NextOwedOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	start := time.Now()
-	f, o, out, err := r.Repository.NextOwedOffer(ctx, orderID, sla, gate, tell)
+	f, o, out, err := r.Orders.NextOwedOffer(ctx, orderID, sla, gate, tell)
 	// The same step as NextOffer, timed under its name; "taken" tells the
 	// owed steps that found their order settled by another.
 	r.s.since("db NextOffer ("+r.outcome(out, err)+")", start)
@@ -283,7 +289,7 @@ func (r timedDispatchRepo) NextOwedOffer(ctx context.Context, orderID int64, sla
 }
 
 // outcome names a step's outcome for its stage.
-func (timedDispatchRepo) outcome(out dispatch.Outcome, err error) string {
+func (timedDispatchOrders) outcome(out dispatch.Outcome, err error) string {
 	if err != nil {
 		return "error"
 	}

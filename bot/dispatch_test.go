@@ -70,7 +70,7 @@ func setupDispatch(t *testing.T) dispEnv {
 	st := storagetest.New(t)
 	rc := bot.RenderConfig{AdminChatID: adminChat, AdminLang: "en"}
 	svc, err := dispatch.NewService(dispatch.Config{OfferSLA: 10 * time.Minute, CommissionRate: 10}, dispatch.Deps{
-		Repo: st, Notifier: testRenderer(rc).DispatchNotes(), Log: slog.New(slog.DiscardHandler),
+		Orders: st.Orders(), Masters: st.Masters(), Notifier: testRenderer(rc).DispatchNotes(), Log: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
 	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000, RenderConfig: rc},

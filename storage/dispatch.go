@@ -15,10 +15,14 @@ import (
 	"switchboard/domain/dispatch"
 )
 
-// The dispatch workflow's repository (dispatch.Repository): masters.go,
-// orders.go and offers.go, with what they share here (the columns, tellTx,
-// why the system's own transitions commit asynchronously).
-var _ dispatch.Repository = (*Store)(nil)
+// The dispatch workflow's stores: Orders (orders.go and offers.go,
+// dispatch.Orders) and Masters (masters.go, dispatch.Masters), with what
+// they share here (the columns, tellTx, why the system's own transitions
+// commit asynchronously).
+var (
+	_ dispatch.Orders  = (*Orders)(nil)
+	_ dispatch.Masters = (*Masters)(nil)
+)
 
 // Columns of each entity in the order its scanner reads them. The masters
 // read joins users (m, u) for the names and the language.
@@ -154,7 +158,7 @@ func tellTx(ctx context.Context, tx pgx.Tx, tell domain.Render[dispatch.Changed]
 // of it. A statement that matched nothing (pgx.ErrNoRows) changed nothing:
 // asIs reads the row as it is, and ok is false. what and id name the
 // change in an error.
-func dispatchChange[T any](ctx context.Context, s *Store, what string, id int64, step func(pgx.Tx) (T, dispatch.Changed, error),
+func dispatchChange[T any](ctx context.Context, s *db, what string, id int64, step func(pgx.Tx) (T, dispatch.Changed, error),
 	asIs func(context.Context) (T, error), tell domain.Render[dispatch.Changed]) (T, bool, error) {
 	var v T
 	err := s.withTx(ctx, func(tx pgx.Tx) error {

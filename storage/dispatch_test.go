@@ -35,7 +35,7 @@ func (f *dfx) user(id int64) {
 func (f *dfx) master(id int64, city, district string, skills ...string) dispatch.Master {
 	f.t.Helper()
 	f.user(id)
-	m, created, err := f.st.SaveMaster(f.ctx, id, city, district, skills)
+	m, created, err := f.st.Masters().Save(f.ctx, id, city, district, skills)
 	require.NoError(f.t, err)
 	require.True(f.t, created)
 	return m
@@ -52,7 +52,7 @@ func (f *dfx) masters(ids ...int64) {
 
 func (f *dfx) orderPriced(city, district, skill string, price int64) dispatch.Order {
 	f.t.Helper()
-	o, err := f.st.CreateOrder(f.ctx, dispatch.NewOrder{CreatedBy: 1, City: city, District: district, Skill: skill,
+	o, err := f.st.Orders().Create(f.ctx, dispatch.NewOrder{CreatedBy: 1, City: city, District: district, Skill: skill,
 		Price: price, Description: "fix it"}, nil)
 	require.NoError(f.t, err)
 	return o
@@ -74,7 +74,7 @@ func recordChange(seen *dispatch.Changed) domain.Render[dispatch.Changed] {
 
 func (f *dfx) next(orderID int64) (dispatch.Offer, dispatch.Order, dispatch.Outcome) {
 	f.t.Helper()
-	of, o, out, err := f.st.NextOffer(f.ctx, orderID, sla, dispatch.Gate{}, nil)
+	of, o, out, err := f.st.Orders().NextOffer(f.ctx, orderID, sla, dispatch.Gate{}, nil)
 	require.NoError(f.t, err)
 	return of, o, out
 }
@@ -82,7 +82,7 @@ func (f *dfx) next(orderID int64) (dispatch.Offer, dispatch.Order, dispatch.Outc
 // offered runs NextOffer and requires an offer to master.
 func (f *dfx) offered(orderID, master int64, round int) dispatch.Offer {
 	f.t.Helper()
-	of, o, out, err := f.st.NextOffer(f.ctx, orderID, sla, dispatch.Gate{}, nil)
+	of, o, out, err := f.st.Orders().NextOffer(f.ctx, orderID, sla, dispatch.Gate{}, nil)
 	require.NoError(f.t, err)
 	require.Equal(f.t, dispatch.Offered, out)
 	require.Equal(f.t, master, of.MasterID, "offered to")
@@ -97,7 +97,7 @@ func (f *dfx) offered(orderID, master int64, round int) dispatch.Offer {
 
 func (f *dfx) decline(of dispatch.Offer) {
 	f.t.Helper()
-	got, ok, err := f.st.DeclineOffer(f.ctx, of.ID, of.MasterID, nil)
+	got, ok, err := f.st.Orders().DeclineOffer(f.ctx, of.ID, of.MasterID, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	require.Equal(f.t, dispatch.Declined, got.State)
@@ -107,7 +107,7 @@ func (f *dfx) decline(of dispatch.Offer) {
 func (f *dfx) expire(of dispatch.Offer) {
 	f.t.Helper()
 	f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, of.ID)
-	got, err := f.st.ExpireOffers(f.ctx, "", nil)
+	got, err := f.st.Orders().ExpireOffers(f.ctx, "", nil)
 	require.NoError(f.t, err)
 	require.Equal(f.t, []int64{of.ID}, offerIDs(got))
 }
@@ -117,12 +117,12 @@ func (f *dfx) expire(of dispatch.Offer) {
 func (f *dfx) assigned(masterID, price int64) dispatch.Order {
 	f.t.Helper()
 	city := fmt.Sprintf("city%d", masterID)
-	if _, err := f.st.Master(f.ctx, masterID); err != nil {
+	if _, err := f.st.Masters().Get(f.ctx, masterID); err != nil {
 		f.master(masterID, city, "d", "x")
 	}
 	o := f.orderPriced(city, "d", "x", price)
 	of := f.offered(o.ID, masterID, 1)
-	_, o, ok, err := f.st.AcceptOffer(f.ctx, of.ID, masterID, nil)
+	_, o, ok, err := f.st.Orders().AcceptOffer(f.ctx, of.ID, masterID, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	return o
@@ -192,7 +192,7 @@ func BenchmarkExpireOffers100k(b *testing.B) {
 		_, err := st.Pool().Exec(ctx, `ANALYZE offers`)
 		require.NoError(b, err)
 		b.StartTimer()
-		got, err := st.ExpireOffers(ctx, "", nil)
+		got, err := st.Orders().ExpireOffers(ctx, "", nil)
 		require.NoError(b, err)
 		require.Len(b, got, n)
 	}
@@ -226,30 +226,30 @@ func TestDispatchMessagesCommitWithTheirChange(t *testing.T) {
 		return texts
 	}
 
-	o, err := f.st.CreateOrder(ctx, dispatch.NewOrder{CreatedBy: 1, City: "c", District: "d", Skill: "x", Price: 5, Description: "y"}, tell)
+	o, err := f.st.Orders().Create(ctx, dispatch.NewOrder{CreatedBy: 1, City: "c", District: "d", Skill: "x", Price: 5, Description: "y"}, tell)
 	require.NoError(t, err)
-	of, _, out, err := f.st.NextOffer(ctx, o.ID, sla, dispatch.Gate{}, tell)
+	of, _, out, err := f.st.Orders().NextOffer(ctx, o.ID, sla, dispatch.Gate{}, tell)
 	require.NoError(t, err)
 	require.Equal(t, dispatch.Offered, out)
 	require.Equal(t, []string{"order", "SENT Name1"}, outbox())
 
-	_, ok, err := f.st.DeclineOffer(ctx, of.ID, 2, tell) // not the offer's master
+	_, ok, err := f.st.Orders().DeclineOffer(ctx, of.ID, 2, tell) // not the offer's master
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Len(t, outbox(), 2, "a refused change writes nothing")
 	require.Len(t, seen, 2, "nor renders anything")
 
-	_, _, ok, err = f.st.AcceptOffer(ctx, of.ID, 1, tell)
+	_, _, ok, err = f.st.Orders().AcceptOffer(ctx, of.ID, 1, tell)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, []string{"order", "SENT Name1", "ACCEPTED Name1"}, outbox())
 
 	// A message the outbox refuses rolls the change back.
-	_, _, err = f.st.CompleteOrder(ctx, o.ID, 0, 10, time.Hour, func(dispatch.Changed) []domain.Message {
+	_, _, err = f.st.Orders().Complete(ctx, o.ID, 0, 10, time.Hour, func(dispatch.Changed) []domain.Message {
 		return []domain.Message{{ChatID: 1, Kind: domain.KindNote, Edit: true}} // an edit with no key
 	})
 	require.Error(t, err)
-	got, err := f.st.Order(ctx, o.ID)
+	got, err := f.st.Orders().Get(ctx, o.ID)
 	require.NoError(t, err)
 	require.Equal(t, dispatch.Assigned, got.State, "still ASSIGNED: the change rolled back with its message")
 }
@@ -303,12 +303,12 @@ func TestDispatchAsyncChangeIsDurableOnceItsMessageIsClaimed(t *testing.T) {
 	}
 	for range 10 {
 		o := f.order("Lviv", "Center", "plumbing")
-		of, _, out, err := f.st.NextOffer(f.ctx, o.ID, sla, dispatch.Gate{}, tell)
+		of, _, out, err := f.st.Orders().NextOffer(f.ctx, o.ID, sla, dispatch.Gate{}, tell)
 		require.NoError(t, err)
 		require.Equal(t, dispatch.Offered, out)
 		claim(of.ID, domain.KindOffer, written())
 		f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, of.ID)
-		expired, err := f.st.ExpireOffers(f.ctx, "", tell)
+		expired, err := f.st.Orders().ExpireOffers(f.ctx, "", tell)
 		require.NoError(t, err)
 		require.Equal(t, []int64{of.ID}, offerIDs(expired))
 		claim(of.ID, domain.KindOfferClose, written())

@@ -15,6 +15,14 @@ import (
 	"switchboard/domain/dispatch"
 )
 
+// Masters is the masters aggregate: registration, a master's profile,
+// stats and pause, and their commission: the overdue block and /paid,
+// which settles it. It implements dispatch.Masters.
+type Masters struct{ *db }
+
+// Masters is the store of the dispatch masters.
+func (s *Store) Masters() *Masters { return &Masters{s.db} }
+
 type masterScan struct {
 	userID                               pgtype.Int8
 	username, name, lang, city, district pgtype.Text
@@ -45,10 +53,10 @@ func scanMaster(row pgx.Row) (dispatch.Master, error) {
 	return s.master(), nil
 }
 
-// SaveMaster registers a master or updates their city, district and
+// Save registers a master or updates their city, district and
 // skills; created is true on insert. A user that does not exist is
 // domain.ErrNotFound.
-func (s *Store) SaveMaster(ctx context.Context, userID int64, city, district string, skills []string) (dispatch.Master, bool, error) {
+func (s *Masters) Save(ctx context.Context, userID int64, city, district string, skills []string) (dispatch.Master, bool, error) {
 	if skills == nil {
 		skills = []string{}
 	}
@@ -97,8 +105,8 @@ WHERE m.user_id = $1 AND m.active AND m.blocked_at IS NULL
 	return nil
 }
 
-// Master returns a master or domain.ErrNotFound.
-func (s *Store) Master(ctx context.Context, userID int64) (dispatch.Master, error) {
+// Get returns a master or domain.ErrNotFound.
+func (s *Masters) Get(ctx context.Context, userID int64) (dispatch.Master, error) {
 	m, err := scanMaster(s.pool.QueryRow(ctx, `SELECT `+masterColumns+masterFrom+`WHERE m.user_id = $1`, userID))
 	if err != nil {
 		return m, fmt.Errorf("master %d: %w", userID, interpretError(err))
@@ -106,9 +114,9 @@ func (s *Store) Master(ctx context.Context, userID int64) (dispatch.Master, erro
 	return m, nil
 }
 
-// MasterByUsername finds a master by Telegram username, case-insensitively
+// ByUsername finds a master by Telegram username, case-insensitively
 // (a leading @ is ignored); domain.ErrNotFound if none.
-func (s *Store) MasterByUsername(ctx context.Context, username string) (dispatch.Master, error) {
+func (s *Masters) ByUsername(ctx context.Context, username string) (dispatch.Master, error) {
 	username = strings.TrimPrefix(strings.TrimSpace(username), "@")
 	if username == "" { // users without a username store '': never a match
 		return dispatch.Master{}, fmt.Errorf("master @%s: %w", username, domain.ErrNotFound)
@@ -142,10 +150,10 @@ func queueStateCounts[S ~string](b *pgx.Batch, query string, userID int64, state
 	return counts
 }
 
-// MasterStats counts the master's offers by state and their assigned
+// Stats counts the master's offers by state and their assigned
 // orders by state (every state present, zero if none), with the unpaid
 // commission. A user who is not a master gets zeros.
-func (s *Store) MasterStats(ctx context.Context, userID int64) (dispatch.MasterStats, error) {
+func (s *Masters) Stats(ctx context.Context, userID int64) (dispatch.MasterStats, error) {
 	b := &pgx.Batch{}
 	st := dispatch.MasterStats{
 		Offers: queueStateCounts(b, `SELECT state, count(*) FROM offers WHERE master_id = $1 GROUP BY state`, userID, dispatch.OfferStates),
@@ -165,9 +173,9 @@ FROM orders o WHERE o.master_id = $1 AND `+unpaid("o"), userID).QueryRow(func(ro
 	return st, nil
 }
 
-// SetMasterActive pauses or resumes a master; false if they already were so,
+// SetActive pauses or resumes a master; false if they already were so,
 // domain.ErrNotFound if the user is not a master.
-func (s *Store) SetMasterActive(ctx context.Context, userID int64, active bool) (bool, error) {
+func (s *Masters) SetActive(ctx context.Context, userID int64, active bool) (bool, error) {
 	var changed bool
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `
@@ -186,12 +194,12 @@ SELECT EXISTS (SELECT 1 FROM m) FROM masters WHERE user_id = $1`, userID, active
 	return changed, nil
 }
 
-// BlockOverdueMasters blocks every unblocked master owing commission past its
+// BlockOverdue blocks every unblocked master owing commission past its
 // deadline and returns them, by id, with all they owe. It locks the
 // masters first and re-reads the debts in a later statement, so a
 // settlement committed meanwhile is seen and its master is not blocked;
 // a second run (here or on another replica) finds them blocked already.
-func (s *Store) BlockOverdueMasters(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Debt, error) {
+func (s *Masters) BlockOverdue(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Debt, error) {
 	var out []dispatch.Debt
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
@@ -242,11 +250,11 @@ GROUP BY b.user_id ORDER BY b.user_id`, ids)
 // unblocks them; it returns what was settled (Overdue: the part past its
 // deadline) and whether they were blocked. domain.ErrNotFound if the user
 // is not a master.
-func (s *Store) SettleCommission(ctx context.Context, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Debt, bool, error) {
+func (s *Masters) SettleCommission(ctx context.Context, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Debt, bool, error) {
 	d := dispatch.Debt{MasterID: masterID}
 	var wasBlocked bool
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		// The master's row first, as BlockOverdueMasters locks it: one of the two
+		// The master's row first, as BlockOverdue locks it: one of the two
 		// waits for the other.
 		var blocked pgtype.Timestamptz
 		if err := tx.QueryRow(ctx, `SELECT blocked_at FROM masters WHERE user_id = $1 FOR NO KEY UPDATE`, masterID).

@@ -18,7 +18,7 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 	done := func(master, price int64) dispatch.Order {
 		t.Helper()
 		o := f.assigned(master, price)
-		o, ok, err := f.st.CompleteOrder(ctx, o.ID, 0, 10, 3*time.Hour, nil)
+		o, ok, err := f.st.Orders().Complete(ctx, o.ID, 0, 10, 3*time.Hour, nil)
 		require.NoError(t, err)
 		require.True(t, ok)
 		return o
@@ -39,15 +39,15 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 	f.exec(`UPDATE masters SET blocked_at = now() - interval '1 day' WHERE user_id = 603`)
 	cBefore := f.rows("masters", "user_id")[603]
 
-	// AutocloseOrders: only a1 is old enough; CLOSED still owes.
-	closed, err := f.st.AutocloseOrders(ctx, 24*time.Hour, nil)
+	// Autoclose: only a1 is old enough; CLOSED still owes.
+	closed, err := f.st.Orders().Autoclose(ctx, 24*time.Hour, nil)
 	require.NoError(t, err)
 	require.Equal(t, []int64{a1.ID}, closed)
-	cur, err := f.st.Order(ctx, a1.ID)
+	cur, err := f.st.Orders().Get(ctx, a1.ID)
 	require.NoError(t, err)
 	require.Equal(t, dispatch.Closed, cur.State)
 	require.False(t, cur.ClosedAt.IsZero())
-	closed, err = f.st.AutocloseOrders(ctx, 24*time.Hour, nil)
+	closed, err = f.st.Orders().Autoclose(ctx, 24*time.Hour, nil)
 	require.NoError(t, err)
 	require.Empty(t, closed)
 
@@ -56,14 +56,14 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 	debts := make([][]dispatch.Debt, 2)
 	errs := make([]error, 2)
 	for i := range debts {
-		wg.Go(func() { debts[i], errs[i] = f.st.BlockOverdueMasters(ctx, nil) })
+		wg.Go(func() { debts[i], errs[i] = f.st.Masters().BlockOverdue(ctx, nil) })
 	}
 	wg.Wait()
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
 	all := append(debts[0], debts[1]...)
 	require.Equal(t, []dispatch.Debt{{MasterID: 601, Amount: 100 + 200, Overdue: 100, Orders: []int64{a1.ID, a2.ID}}}, all)
-	again, err := f.st.BlockOverdueMasters(ctx, nil)
+	again, err := f.st.Masters().BlockOverdue(ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, again)
 	blocked := f.int64s(`SELECT user_id FROM masters WHERE blocked_at IS NOT NULL ORDER BY 1`)
@@ -75,11 +75,11 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 	_, _, out := f.next(o.ID)
 	require.Equal(t, dispatch.Unassignable, out)
 
-	stats, err := f.st.MasterStats(ctx, 601)
+	stats, err := f.st.Masters().Stats(ctx, 601)
 	require.NoError(t, err)
 	require.Equal(t, int64(300), stats.Owed)
 	require.Equal(t, int64(100), stats.Overdue)
-	a1now, err := f.st.Order(ctx, a1.ID)
+	a1now, err := f.st.Orders().Get(ctx, a1.ID)
 	require.NoError(t, err)
 	require.Equal(t, a1now.CommissionDueAt, stats.NextDue)
 	require.Equal(t, map[dispatch.OfferState]int{dispatch.Sent: 0, dispatch.Viewed: 0, dispatch.Accepted: 2,
@@ -87,35 +87,35 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 	require.Equal(t, map[dispatch.OrderState]int{dispatch.Searching: 0, dispatch.Assigned: 0, dispatch.Done: 1,
 		dispatch.Closed: 1, dispatch.Cancelled: 0}, stats.Orders)
 
-	d, wasBlocked, err := f.st.SettleCommission(ctx, 601, nil)
+	d, wasBlocked, err := f.st.Masters().SettleCommission(ctx, 601, nil)
 	require.NoError(t, err)
 	require.True(t, wasBlocked)
 	require.Equal(t, dispatch.Debt{MasterID: 601, Amount: 300, Overdue: 100, Orders: []int64{a1.ID, a2.ID}}, d)
-	m, err := f.st.Master(ctx, 601)
+	m, err := f.st.Masters().Get(ctx, 601)
 	require.NoError(t, err)
 	require.True(t, m.BlockedAt.IsZero())
 	var unpaid int
 	require.NoError(t, f.st.Pool().QueryRow(ctx, `SELECT count(*) FROM orders WHERE master_id = 601 AND commission_paid_at IS NULL`).Scan(&unpaid))
 	require.Zero(t, unpaid)
-	stats, err = f.st.MasterStats(ctx, 601)
+	stats, err = f.st.Masters().Stats(ctx, 601)
 	require.NoError(t, err)
 	require.Zero(t, stats.Owed)
 	require.Zero(t, stats.Overdue)
 	require.True(t, stats.NextDue.IsZero())
 
-	d, wasBlocked, err = f.st.SettleCommission(ctx, 601, nil)
+	d, wasBlocked, err = f.st.Masters().SettleCommission(ctx, 601, nil)
 	require.NoError(t, err)
 	require.False(t, wasBlocked)
 	require.Equal(t, dispatch.Debt{MasterID: 601}, d, "nothing left")
-	d, wasBlocked, err = f.st.SettleCommission(ctx, 602, nil)
+	d, wasBlocked, err = f.st.Masters().SettleCommission(ctx, 602, nil)
 	require.NoError(t, err)
 	require.False(t, wasBlocked)
 	require.Equal(t, dispatch.Debt{MasterID: 602}, d, "B's order was paid")
 
 	f.user(604)
-	_, _, err = f.st.SettleCommission(ctx, 604, nil)
+	_, _, err = f.st.Masters().SettleCommission(ctx, 604, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.SettleCommission(ctx, 605, nil)
+	_, _, err = f.st.Masters().SettleCommission(ctx, 605, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
 	// A unblocked is offered again.
@@ -127,14 +127,14 @@ func TestMasters(t *testing.T) {
 	f := newDispatch(t)
 	ctx := f.ctx
 
-	_, _, err := f.st.SaveMaster(ctx, 1, "c", "d", []string{"x"})
+	_, _, err := f.st.Masters().Save(ctx, 1, "c", "d", []string{"x"})
 	require.ErrorIs(t, err, domain.ErrNotFound, "no such user")
-	_, err = f.st.Master(ctx, 1)
+	_, err = f.st.Masters().Get(ctx, 1)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
 	_, err = f.st.Users().Upsert(ctx, domain.User{ID: 1, Username: "Olena_K", FirstName: "Olena", TelegramLanguage: "uk"})
 	require.NoError(t, err)
-	m, created, err := f.st.SaveMaster(ctx, 1, "Kyiv", "Podil", []string{"plumbing", "tiles"})
+	m, created, err := f.st.Masters().Save(ctx, 1, "Kyiv", "Podil", []string{"plumbing", "tiles"})
 	require.NoError(t, err)
 	require.True(t, created)
 	require.Equal(t, int64(1), m.UserID)
@@ -147,10 +147,10 @@ func TestMasters(t *testing.T) {
 	require.True(t, m.LastOfferAt.IsZero())
 	require.False(t, m.CreatedAt.IsZero())
 
-	_, err = f.st.SetMasterActive(ctx, 1, false)
+	_, err = f.st.Masters().SetActive(ctx, 1, false)
 	require.NoError(t, err)
 	require.NoError(t, f.st.Users().SetLanguage(ctx, 1, "ru"))
-	m2, created, err := f.st.SaveMaster(ctx, 1, "Lviv", "Center", []string{"electric"})
+	m2, created, err := f.st.Masters().Save(ctx, 1, "Lviv", "Center", []string{"electric"})
 	require.NoError(t, err)
 	require.False(t, created)
 	require.Equal(t, "Lviv", m2.City)
@@ -160,30 +160,30 @@ func TestMasters(t *testing.T) {
 	require.Equal(t, "ru", m2.Lang, "the /lang choice wins")
 	require.Equal(t, m.CreatedAt, m2.CreatedAt)
 
-	got, err := f.st.Master(ctx, 1)
+	got, err := f.st.Masters().Get(ctx, 1)
 	require.NoError(t, err)
 	require.Equal(t, m2, got)
 	for _, name := range []string{"olena_k", "OLENA_K", "@Olena_K"} {
-		got, err = f.st.MasterByUsername(ctx, name)
+		got, err = f.st.Masters().ByUsername(ctx, name)
 		require.NoError(t, err, name)
 		require.Equal(t, m2, got)
 	}
-	_, err = f.st.MasterByUsername(ctx, "nobody")
+	_, err = f.st.Masters().ByUsername(ctx, "nobody")
 	require.ErrorIs(t, err, domain.ErrNotFound)
 	_, err = f.st.Users().Upsert(ctx, domain.User{ID: 2})
 	require.NoError(t, err)
-	_, _, err = f.st.SaveMaster(ctx, 2, "c", "d", []string{"x"})
+	_, _, err = f.st.Masters().Save(ctx, 2, "c", "d", []string{"x"})
 	require.NoError(t, err)
-	_, err = f.st.MasterByUsername(ctx, "")
+	_, err = f.st.Masters().ByUsername(ctx, "")
 	require.ErrorIs(t, err, domain.ErrNotFound, "an empty username matches no one")
-	m3, err := f.st.Master(ctx, 2)
+	m3, err := f.st.Masters().Get(ctx, 2)
 	require.NoError(t, err)
 	require.Equal(t, "en", m3.Lang, "no language: English")
 
 	f.user(3)
-	_, err = f.st.MasterByUsername(ctx, "User3")
+	_, err = f.st.Masters().ByUsername(ctx, "User3")
 	require.ErrorIs(t, err, domain.ErrNotFound, "a user who is not a master")
 
-	_, _, err = f.st.SaveMaster(ctx, 2, "", "d", []string{"x"})
+	_, _, err = f.st.Masters().Save(ctx, 2, "", "d", []string{"x"})
 	require.Error(t, err, "the schema refuses an empty city")
 }

@@ -24,7 +24,7 @@ offer_sent AS (
 )`
 
 // offerScan reads an offer's columns; every field is nullable so that it
-// also reads the LEFT JOINed open offer of OpenOrders.
+// also reads the LEFT JOINed open offer of Open.
 type offerScan struct {
 	id, orderID, masterID, chatID, messageID pgtype.Int8
 	round                                    pgtype.Int4
@@ -110,7 +110,7 @@ const candidateWhere = eligibleWhere + `
   AND NOT EXISTS (SELECT 1 FROM offers f WHERE f.master_id = m.user_id AND f.state IN ` + openOffer + `)`
 
 // NextOffer is one distribution step for an order; see
-// dispatch.Repository. What the step does is the dispatch policy's
+// dispatch.Orders. What the step does is the dispatch policy's
 // (dispatch.Admit, Hold, Escalate, Decide); this reads the facts it takes
 // and runs the statements of the plan it returns. Holding the order's
 // row, it locks the chosen master's row too (FOR NO KEY UPDATE, the lock
@@ -127,7 +127,7 @@ const candidateWhere = eligibleWhere + `
 // came or a step found the city closed). So an expiry or a decline writes
 // nothing on orders, and the replicas' recheck of owed orders finds every
 // order a lost or skipped step left behind.
-func (s *Store) NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (s *Orders) NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	return s.nextOffer(ctx, orderID, sla, gate, tell, false)
 }
 
@@ -135,11 +135,11 @@ func (s *Store) NextOffer(ctx context.Context, orderID int64, sla time.Duration,
 // nothing, when the order it holds has no open offer and is not owed a
 // step: only a step's unassignable report settles such an order, and it
 // came after whatever sent this step.
-func (s *Store) NextOwedOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (s *Orders) NextOwedOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	return s.nextOffer(ctx, orderID, sla, gate, tell, true)
 }
 
-func (s *Store) nextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed], owed bool) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+func (s *Orders) nextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed], owed bool) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	var (
 		f   dispatch.Offer
 		o   dispatch.Order
@@ -326,7 +326,7 @@ RETURNING `+orderColumns, o.ID, plan.Round, o.Round, plan.MarkUnassignable))
 }
 
 // Offer returns one offer or domain.ErrNotFound.
-func (s *Store) Offer(ctx context.Context, id int64) (dispatch.Offer, error) {
+func (s *Orders) Offer(ctx context.Context, id int64) (dispatch.Offer, error) {
 	f, err := scanOffer(s.pool.QueryRow(ctx, `SELECT `+offerColumns+` FROM offers WHERE id = $1`, id))
 	if err != nil {
 		return f, fmt.Errorf("offer %d: %w", id, interpretError(err))
@@ -336,7 +336,7 @@ func (s *Store) Offer(ctx context.Context, id int64) (dispatch.Offer, error) {
 
 // offerAsIs is what a refused offer transition returns: the offer as it
 // is now (zero if there is none).
-func (s *Store) offerAsIs(ctx context.Context, id int64) (dispatch.Offer, error) {
+func (s *Orders) offerAsIs(ctx context.Context, id int64) (dispatch.Offer, error) {
 	f, err := s.Offer(ctx, id)
 	if errors.Is(err, domain.ErrNotFound) {
 		return dispatch.Offer{}, nil
@@ -348,7 +348,7 @@ func (s *Store) offerAsIs(ctx context.Context, id int64) (dispatch.Offer, error)
 // expires_at > now()) and, in the same transaction, the order's SEARCHING →
 // ASSIGNED; if either finds nothing, the transaction rolls back and ok is
 // false, with the offer and its order as they are (zero if no such offer).
-func (s *Store) AcceptOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, bool, error) {
+func (s *Orders) AcceptOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, bool, error) {
 	var f dispatch.Offer
 	var o dispatch.Order
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
@@ -380,7 +380,7 @@ RETURNING `+orderColumns, f.OrderID, masterID))
 		if err != nil || f.ID == 0 {
 			return f, dispatch.Order{}, false, err
 		}
-		o, err := s.Order(ctx, f.OrderID)
+		o, err := s.Get(ctx, f.OrderID)
 		return f, o, false, err
 	}
 	if err != nil {
@@ -392,7 +392,7 @@ RETURNING `+orderColumns, f.OrderID, masterID))
 // DeclineOffer moves the master's open offer to DECLINED; ok false
 // otherwise, with the offer as it is. Its order, with no open offer now,
 // is owed a step (dispatch.StepFacts.Owed) without a write of its own.
-func (s *Store) DeclineOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
+func (s *Orders) DeclineOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
 	return s.answerOffer(ctx, "decline", `
 UPDATE offers SET state = 'DECLINED', responded_at = now()
 WHERE id = $1 AND master_id = $2 AND state IN `+openOffer+`
@@ -401,7 +401,7 @@ RETURNING `+offerColumns, offerID, masterID, tell)
 
 // ViewOffer moves the master's SENT offer to VIEWED; ok false otherwise, with
 // the offer as it is.
-func (s *Store) ViewOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
+func (s *Orders) ViewOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
 	return s.answerOffer(ctx, "view", `
 UPDATE offers SET state = 'VIEWED', viewed_at = now()
 WHERE id = $1 AND master_id = $2 AND state = 'SENT' AND expires_at > now()
@@ -411,8 +411,8 @@ RETURNING `+offerColumns, offerID, masterID, tell)
 // answerOffer runs a master's conditional statement on their offer and
 // writes what tell renders with it; ok false, with the offer as it is,
 // when the statement changed nothing.
-func (s *Store) answerOffer(ctx context.Context, what, sql string, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
-	return dispatchChange(ctx, s, what+" offer", offerID, func(tx pgx.Tx) (dispatch.Offer, dispatch.Changed, error) {
+func (s *Orders) answerOffer(ctx context.Context, what, sql string, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, bool, error) {
+	return dispatchChange(ctx, s.db, what+" offer", offerID, func(tx pgx.Tx) (dispatch.Offer, dispatch.Changed, error) {
 		f, err := scanOffer(tx.QueryRow(ctx, sql, offerID, masterID))
 		return f, dispatch.Changed{Offers: []dispatch.Offer{f}}, err
 	}, func(ctx context.Context) (dispatch.Offer, error) { return s.offerAsIs(ctx, offerID) }, tell)
@@ -435,7 +435,7 @@ func (s *Store) answerOffer(ctx context.Context, what, sql string, offerID, mast
 // replica's sweep of the same deadline waits that long on them.
 //
 // by (ended_by) claims the offers' follow-up steps; see owedOrders.
-func (s *Store) ExpireOffers(ctx context.Context, by string, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
+func (s *Orders) ExpireOffers(ctx context.Context, by string, tell domain.Render[dispatch.Changed]) ([]dispatch.Offer, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("expire offers: %w", err)
@@ -546,7 +546,7 @@ func readChanged(br pgx.BatchResults, c *dispatch.Changed) error {
 }
 
 // NextOfferExpiry is the earliest expires_at of an open offer (false: none).
-func (s *Store) NextOfferExpiry(ctx context.Context) (time.Time, bool, error) {
+func (s *Orders) NextOfferExpiry(ctx context.Context) (time.Time, bool, error) {
 	var next pgtype.Timestamptz
 	if err := s.pool.QueryRow(ctx, `SELECT min(expires_at) FROM offers WHERE state IN `+openOffer).Scan(&next); err != nil {
 		return time.Time{}, false, fmt.Errorf("next offer expiry: %w", err)

@@ -48,13 +48,13 @@ func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
 		case dispatch.Sent:
 			ok = true
 		case dispatch.Viewed:
-			_, ok, err = f.st.ViewOffer(ctx, fx.offer.ID, fx.offer.MasterID, nil)
+			_, ok, err = f.st.Orders().ViewOffer(ctx, fx.offer.ID, fx.offer.MasterID, nil)
 		case dispatch.Accepted:
-			_, _, ok, err = f.st.AcceptOffer(ctx, fx.offer.ID, fx.offer.MasterID, nil)
+			_, _, ok, err = f.st.Orders().AcceptOffer(ctx, fx.offer.ID, fx.offer.MasterID, nil)
 		case dispatch.Declined:
-			_, ok, err = f.st.DeclineOffer(ctx, fx.offer.ID, fx.offer.MasterID, nil)
+			_, ok, err = f.st.Orders().DeclineOffer(ctx, fx.offer.ID, fx.offer.MasterID, nil)
 		case dispatch.Withdrawn:
-			_, _, ok, err = f.st.CancelOrder(ctx, fx.offer.OrderID, nil)
+			_, _, ok, err = f.st.Orders().Cancel(ctx, fx.offer.OrderID, nil)
 		case dispatch.Expired:
 			ok = true
 			toExpire = append(toExpire, fx.offer.ID)
@@ -63,7 +63,7 @@ func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
 		require.True(t, ok, fx.state)
 	}
 	f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = ANY ($1)`, toExpire)
-	expired, err := f.st.ExpireOffers(ctx, "", nil)
+	expired, err := f.st.Orders().ExpireOffers(ctx, "", nil)
 	require.NoError(t, err)
 	require.Equal(t, toExpire, offerIDs(expired))
 
@@ -74,7 +74,7 @@ func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
 			shift = "-"
 		}
 		require.EqualValues(t, 1, f.exec(`UPDATE offers SET expires_at = now() `+shift+` interval '1 minute' WHERE id = $1`, fx.offer.ID))
-		cur, err := f.st.Offer(ctx, fx.offer.ID)
+		cur, err := f.st.Orders().Offer(ctx, fx.offer.ID)
 		require.NoError(t, err)
 		require.Equal(t, fx.state, cur.State, "fixture in its state")
 		fx.offer = cur
@@ -86,7 +86,7 @@ func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
 	offersBefore, ordersBefore, mastersBefore := f.rows("offers", "id"), f.rows("orders", "id"), f.rows("masters", "user_id")
 	start := f.dbNow()
 
-	got, err := f.st.ExpireOffers(ctx, "", nil)
+	got, err := f.st.Orders().ExpireOffers(ctx, "", nil)
 	require.NoError(t, err)
 	require.Equal(t, wantIDs, offerIDs(got))
 
@@ -110,7 +110,7 @@ func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
 		want := fx.offer
 		want.State, want.RespondedAt = dispatch.Expired, ret.RespondedAt
 		require.Equal(t, want, ret)
-		cur, err := f.st.Offer(ctx, id)
+		cur, err := f.st.Orders().Offer(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, ret, cur, "the stored row is what was returned")
 	}
@@ -120,7 +120,7 @@ func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
 	require.Equal(t, ordersBefore, f.rows("orders", "id"), "orders untouched")
 	require.Equal(t, mastersBefore, f.rows("masters", "user_id"), "masters untouched")
 
-	again, err := f.st.ExpireOffers(ctx, "", nil)
+	again, err := f.st.Orders().ExpireOffers(ctx, "", nil)
 	require.NoError(t, err)
 	require.Empty(t, again)
 	require.Equal(t, offersAfter, f.rows("offers", "id"))
@@ -143,7 +143,7 @@ func TestAcceptConcurrentPressesAssignOnce(t *testing.T) {
 	results := make([]result, presses)
 	atOnce(presses, func(i int) {
 		r := &results[i]
-		r.offer, r.order, r.ok, r.err = f.st.AcceptOffer(f.ctx, of.ID, 7, nil)
+		r.offer, r.order, r.ok, r.err = f.st.Orders().AcceptOffer(f.ctx, of.ID, 7, nil)
 	})
 	wins := 0
 	for _, r := range results {
@@ -180,7 +180,7 @@ func TestAcceptRefusals(t *testing.T) {
 		t.Helper()
 		before := f.rows("offers", "id")
 		ordersBefore := f.rows("orders", "id")
-		_, _, ok, err := f.st.AcceptOffer(ctx, offerID, masterID, nil)
+		_, _, ok, err := f.st.Orders().AcceptOffer(ctx, offerID, masterID, nil)
 		require.NoError(t, err)
 		require.False(t, ok, why)
 		require.Equal(t, before, f.rows("offers", "id"), "%s: offers unchanged", why)
@@ -192,10 +192,10 @@ func TestAcceptRefusals(t *testing.T) {
 	late := f.offered(o1.ID, 1, 1)
 	f.exec(`UPDATE offers SET expires_at = now() - interval '1 millisecond' WHERE id = $1`, late.ID)
 	refused(late.ID, 1, "late")
-	cur, err := f.st.Offer(ctx, late.ID)
+	cur, err := f.st.Orders().Offer(ctx, late.ID)
 	require.NoError(t, err)
 	require.Equal(t, dispatch.Sent, cur.State)
-	expired, err := f.st.ExpireOffers(ctx, "", nil)
+	expired, err := f.st.Orders().ExpireOffers(ctx, "", nil)
 	require.NoError(t, err)
 	require.Equal(t, []int64{late.ID}, offerIDs(expired))
 	refused(late.ID, 1, "expired")
@@ -204,7 +204,7 @@ func TestAcceptRefusals(t *testing.T) {
 	o2 := f.order("a", "d", "x")
 	of := f.offered(o2.ID, 1, 1)
 	refused(of.ID, 2, "foreign")
-	got, o, ok, err := f.st.AcceptOffer(ctx, of.ID, 1, nil)
+	got, o, ok, err := f.st.Orders().AcceptOffer(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Accepted, got.State)
@@ -215,14 +215,14 @@ func TestAcceptRefusals(t *testing.T) {
 	// A withdrawn offer.
 	o3 := f.order("a", "d", "x")
 	w := f.offered(o3.ID, 1, 1)
-	_, withdrawn, ok, err := f.st.CancelOrder(ctx, o3.ID, nil)
+	_, withdrawn, ok, err := f.st.Orders().Cancel(ctx, o3.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, []int64{w.ID}, offerIDs(withdrawn))
 	refused(w.ID, 1, "withdrawn")
 
 	// No such offer.
-	got, o, ok, err = f.st.AcceptOffer(ctx, 999999, 1, nil)
+	got, o, ok, err = f.st.Orders().AcceptOffer(ctx, 999999, 1, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Zero(t, got)
@@ -238,40 +238,40 @@ func TestViewAndDecline(t *testing.T) {
 	o := f.order("a", "d", "x")
 	of := f.offered(o.ID, 1, 1)
 
-	_, ok, err := f.st.ViewOffer(ctx, of.ID, 2, nil)
+	_, ok, err := f.st.Orders().ViewOffer(ctx, of.ID, 2, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "another master's offer")
-	v, ok, err := f.st.ViewOffer(ctx, of.ID, 1, nil)
+	v, ok, err := f.st.Orders().ViewOffer(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Viewed, v.State)
 	require.False(t, v.ViewedAt.IsZero())
-	again, ok, err := f.st.ViewOffer(ctx, of.ID, 1, nil)
+	again, ok, err := f.st.Orders().ViewOffer(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "already VIEWED")
 	require.Equal(t, v, again, "returned as it is")
 
-	_, ok, err = f.st.DeclineOffer(ctx, of.ID, 2, nil)
+	_, ok, err = f.st.Orders().DeclineOffer(ctx, of.ID, 2, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "another master's offer")
-	d, ok, err := f.st.DeclineOffer(ctx, of.ID, 1, nil)
+	d, ok, err := f.st.Orders().DeclineOffer(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Declined, d.State)
 	require.Equal(t, v.ViewedAt, d.ViewedAt)
 	require.False(t, d.RespondedAt.IsZero())
-	d2, ok, err := f.st.DeclineOffer(ctx, of.ID, 1, nil)
+	d2, ok, err := f.st.Orders().DeclineOffer(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, d, d2)
-	_, ok, err = f.st.ViewOffer(ctx, of.ID, 1, nil)
+	_, ok, err = f.st.Orders().ViewOffer(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "a closed offer is not viewed")
 
-	_, ok, err = f.st.DeclineOffer(ctx, 12345, 1, nil)
+	_, ok, err = f.st.Orders().DeclineOffer(ctx, 12345, 1, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
-	_, err = f.st.Offer(ctx, 12345)
+	_, err = f.st.Orders().Offer(ctx, 12345)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
 }
@@ -295,10 +295,10 @@ func TestNextOfferCandidates(t *testing.T) {
 	f.master(304, "Kyiv", "Podil", "electric")
 	f.master(305, "kyiv", "PODIL", "plumbing")
 	f.master(306, "Kyiv", "Podil", "plumbing")
-	changed, err := f.st.SetMasterActive(ctx, 305, false)
+	changed, err := f.st.Masters().SetActive(ctx, 305, false)
 	require.NoError(t, err)
 	require.True(t, changed)
-	changed, err = f.st.SetMasterActive(ctx, 305, false)
+	changed, err = f.st.Masters().SetActive(ctx, 305, false)
 	require.NoError(t, err)
 	require.False(t, changed, "already paused")
 	f.exec(`UPDATE masters SET blocked_at = now() WHERE user_id = 306`)
@@ -316,7 +316,7 @@ func TestNextOfferCandidates(t *testing.T) {
 
 	// 307's offer expires: 307 is a candidate again.
 	f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, busy.ID)
-	expired, err := f.st.ExpireOffers(ctx, "", nil)
+	expired, err := f.st.Orders().ExpireOffers(ctx, "", nil)
 	require.NoError(t, err)
 	require.Equal(t, []int64{busy.ID}, offerIDs(expired))
 	f.offered(o2.ID, 307, 1)
@@ -330,7 +330,7 @@ func TestNextOfferCandidates(t *testing.T) {
 	f.offered(o3.ID, 301, 1)
 
 	// Resumed, 305 is a candidate (never offered: first in line).
-	changed, err = f.st.SetMasterActive(ctx, 305, true)
+	changed, err = f.st.Masters().SetActive(ctx, 305, true)
 	require.NoError(t, err)
 	require.True(t, changed)
 	o4 := f.order("Kyiv", "Podil", "plumbing")
@@ -339,10 +339,10 @@ func TestNextOfferCandidates(t *testing.T) {
 	require.Equal(t, []int64{301, 305, 307}, f.int64s(`SELECT DISTINCT master_id FROM offers ORDER BY 1`),
 		"wrong place, wrong skill and blocked masters were never offered anything")
 
-	_, err = f.st.SetMasterActive(ctx, 999, true)
+	_, err = f.st.Masters().SetActive(ctx, 999, true)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 	f.user(998)
-	_, err = f.st.SetMasterActive(ctx, 998, true)
+	_, err = f.st.Masters().SetActive(ctx, 998, true)
 	require.ErrorIs(t, err, domain.ErrNotFound, "a user who is not a master")
 }
 
@@ -356,7 +356,7 @@ func TestNextOfferIdleLongestFirst(t *testing.T) {
 	for _, want := range []int64{402, 404, 403, 401} {
 		o := f.order("c", "d", "x")
 		f.offered(o.ID, want, 1)
-		m, err := f.st.Master(f.ctx, want)
+		m, err := f.st.Masters().Get(f.ctx, want)
 		require.NoError(t, err)
 		require.False(t, m.LastOfferAt.Before(before), "last_offer_at moves to the offer's time")
 	}
@@ -388,7 +388,7 @@ func TestNextOfferRounds(t *testing.T) {
 
 	f.master(503, "C", "D", "x")
 	f.offered(o.ID, 503, 2)
-	cur, err := f.st.Order(ctx, o.ID)
+	cur, err := f.st.Orders().Get(ctx, o.ID)
 	require.NoError(t, err)
 	require.True(t, cur.Unassignable.IsZero())
 
@@ -409,7 +409,7 @@ func TestNextOfferOutcomes(t *testing.T) {
 	ctx := f.ctx
 	f.masters(1, 2)
 
-	_, _, _, err := f.st.NextOffer(ctx, 424242, sla, dispatch.Gate{}, nil)
+	_, _, _, err := f.st.Orders().NextOffer(ctx, 424242, sla, dispatch.Gate{}, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
 	o := f.order("c", "d", "x")
@@ -417,13 +417,13 @@ func TestNextOfferOutcomes(t *testing.T) {
 	_, got, out := f.next(o.ID)
 	require.Equal(t, dispatch.Busy, out, "an open offer")
 	require.Equal(t, o.ID, got.ID)
-	ids, err := f.st.SearchingOrders(ctx, 10, dispatch.PassAll, "", dispatch.Gate{})
+	ids, err := f.st.Orders().Searching(ctx, 10, dispatch.PassAll, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Empty(t, ids, "the order has an open offer")
 
 	// Another replica holds the order's row.
 	o2 := f.order("c", "d", "x")
-	ids, err = f.st.SearchingOrders(ctx, 10, dispatch.PassAll, "", dispatch.Gate{})
+	ids, err = f.st.Orders().Searching(ctx, 10, dispatch.PassAll, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{o2.ID}, ids)
 	tx, err := f.st.Pool().Begin(ctx)
@@ -436,7 +436,7 @@ func TestNextOfferOutcomes(t *testing.T) {
 	require.Equal(t, o2.ID, got.ID)
 	require.NoError(t, tx.Rollback(ctx))
 
-	_, _, ok, err := f.st.AcceptOffer(ctx, of.ID, 1, nil)
+	_, _, ok, err := f.st.Orders().AcceptOffer(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	_, got, out = f.next(o.ID)
@@ -465,7 +465,7 @@ func TestNextOfferLockedCandidateIsBusy(t *testing.T) {
 	require.Zero(t, of)
 	require.Equal(t, 1, got.Round)
 	require.True(t, got.Unassignable.IsZero())
-	cur, err := f.st.Order(ctx, o.ID)
+	cur, err := f.st.Orders().Get(ctx, o.ID)
 	require.NoError(t, err)
 	require.Equal(t, 1, cur.Round)
 	require.True(t, cur.Unassignable.IsZero())
@@ -502,7 +502,7 @@ func TestNextOfferRacingInsertIsBusy(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				of, _, out, err := f.st.NextOffer(ctx, o.ID, sla, dispatch.Gate{}, nil)
+				of, _, out, err := f.st.Orders().NextOffer(ctx, o.ID, sla, dispatch.Gate{}, nil)
 				done <- result{of, out, err}
 			}()
 			require.Eventually(t, func() bool {
@@ -555,9 +555,9 @@ func TestNextOfferConcurrent(t *testing.T) {
 	atOnce(workers, func(w int) {
 		r := rand.New(rand.NewPCG(uint64(w), 1))
 		for range steps {
-			of, _, out, err := f.st.NextOffer(ctx, orderIDs[r.IntN(len(orderIDs))], sla, dispatch.Gate{}, nil)
+			of, _, out, err := f.st.Orders().NextOffer(ctx, orderIDs[r.IntN(len(orderIDs))], sla, dispatch.Gate{}, nil)
 			if err == nil && out == dispatch.Offered && r.IntN(2) == 0 {
-				_, _, err = f.st.DeclineOffer(ctx, of.ID, of.MasterID, nil)
+				_, _, err = f.st.Orders().DeclineOffer(ctx, of.ID, of.MasterID, nil)
 			}
 			mu.Lock()
 			if err != nil {
@@ -583,7 +583,7 @@ func TestNextOfferConcurrent(t *testing.T) {
 	require.Zero(t, dupRound)
 	require.Equal(t, len(made), total, "every offer made was returned once")
 	for _, of := range made {
-		cur, err := f.st.Offer(ctx, of.ID)
+		cur, err := f.st.Orders().Offer(ctx, of.ID)
 		require.NoError(t, err)
 		require.Equal(t, of.OrderID, cur.OrderID)
 		require.Equal(t, of.MasterID, cur.MasterID)
@@ -595,7 +595,7 @@ func TestExpireManyAndNextExpiry(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	ctx := f.ctx
-	_, ok, err := f.st.NextOfferExpiry(ctx)
+	_, ok, err := f.st.Orders().NextOfferExpiry(ctx)
 	require.NoError(t, err)
 	require.False(t, ok)
 
@@ -607,12 +607,12 @@ func TestExpireManyAndNextExpiry(t *testing.T) {
 
 	var oldest time.Time
 	require.NoError(t, f.st.Pool().QueryRow(ctx, `SELECT min(expires_at) FROM offers`).Scan(&oldest))
-	next, ok, err := f.st.NextOfferExpiry(ctx)
+	next, ok, err := f.st.Orders().NextOfferExpiry(ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.True(t, oldest.Equal(next))
 
-	expired, err := f.st.ExpireOffers(ctx, "", nil)
+	expired, err := f.st.Orders().ExpireOffers(ctx, "", nil)
 	require.NoError(t, err)
 	require.Len(t, expired, n)
 	ids := offerIDs(expired)
@@ -621,11 +621,11 @@ func TestExpireManyAndNextExpiry(t *testing.T) {
 		require.Equal(t, dispatch.Expired, of.State)
 		require.NotEqual(t, later.ID, of.ID)
 	}
-	again, err := f.st.ExpireOffers(ctx, "", nil)
+	again, err := f.st.Orders().ExpireOffers(ctx, "", nil)
 	require.NoError(t, err)
 	require.Empty(t, again)
 
-	next, ok, err = f.st.NextOfferExpiry(ctx)
+	next, ok, err = f.st.Orders().NextOfferExpiry(ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.True(t, later.ExpiresAt.Equal(next))
@@ -647,45 +647,45 @@ func TestNextOfferWaitsForBusyMaster(t *testing.T) {
 	require.Equal(t, dispatch.Busy, out, "master 10 has not had order x in round 1")
 	require.Equal(t, 1, got.Round)
 	require.True(t, got.Unassignable.IsZero())
-	ids, err := f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
+	ids, err := f.st.Orders().Searching(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Empty(t, ids, "x's offer ended within the second: the replica that ended it steps x")
-	parked, err := f.st.SearchingOrders(f.ctx, 10, dispatch.PassParked, "", dispatch.Gate{})
+	parked, err := f.st.Orders().Searching(f.ctx, 10, dispatch.PassParked, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{x.ID}, parked, "x is parked: the end of another order's offer (master 10's) may unblock it")
 	f.exec(`UPDATE offers SET responded_at = now() - interval '2 seconds' WHERE order_id = $1`, x.ID)
-	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
+	ids, err = f.st.Orders().Searching(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{x.ID}, ids, "x waits for a busy master")
 
 	f.expire(busy)
-	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
+	ids, err = f.st.Orders().Searching(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{x.ID}, ids, "y's step is its expirer's for a second; x still waits")
 	f.exec(`UPDATE offers SET responded_at = now() - interval '2 seconds' WHERE id = $1`, busy.ID)
-	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
+	ids, err = f.st.Orders().Searching(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{y.ID, x.ID}, ids, "then y's expiry leaves it owed a step; x still waits")
-	parked, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassParked, "", dispatch.Gate{})
+	parked, err = f.st.Orders().Searching(f.ctx, 10, dispatch.PassParked, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{x.ID}, parked, "y is owed, not parked: its expiry wrote nothing on it")
 	f.offered(x.ID, 10, 1)
-	parked, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassParked, "", dispatch.Gate{})
+	parked, err = f.st.Orders().Searching(f.ctx, 10, dispatch.PassParked, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Empty(t, parked, "the offer settled x")
 
 	// An order reported unassignable is left to the full passes.
 	z := f.order("nowhere", "d", "x")
-	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
+	ids, err = f.st.Orders().Searching(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{y.ID, z.ID}, ids, "a new order is owed its first step")
 	_, _, out = f.next(z.ID)
 	require.Equal(t, dispatch.Unassignable, out)
 	f.offered(y.ID, 11, 1)
-	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
+	ids, err = f.st.Orders().Searching(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Empty(t, ids, "x and y were offered; z is reported unassignable")
-	ids, err = f.st.SearchingOrders(f.ctx, 10, dispatch.PassAll, "", dispatch.Gate{})
+	ids, err = f.st.Orders().Searching(f.ctx, 10, dispatch.PassAll, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{z.ID}, ids)
 }
@@ -729,7 +729,7 @@ WHERE f.master_id = 10 AND f.state = 'SENT' AND o.description = 'race'`), "the r
 	// step, for the recheck, instead of rolling back to nothing.
 	_, _, out := f.next(o2.ID)
 	require.Equal(t, dispatch.Busy, out)
-	ids, err := f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
+	ids, err := f.st.Orders().Searching(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Contains(t, ids, o2.ID)
 	require.Equal(t, int64(0), f.exec(`SELECT 1 FROM offers WHERE order_id = $1`, o2.ID))
@@ -754,7 +754,7 @@ func TestOwedRecheckLeavesAFollowUpToItsLiveExpirer(t *testing.T) {
 	x, y := f.order("c", "d", "x"), f.order("c", "d", "x")
 	ox, oy := f.offered(x.ID, 10, 1), f.offered(y.ID, 11, 1)
 	f.exec(`UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, ox.ID)
-	got, err := f.st.ExpireOffers(f.ctx, a.Claimer(), nil)
+	got, err := f.st.Orders().ExpireOffers(f.ctx, a.Claimer(), nil)
 	require.NoError(t, err)
 	require.Equal(t, []int64{ox.ID}, offerIDs(got))
 	f.decline(oy)
@@ -763,7 +763,7 @@ func TestOwedRecheckLeavesAFollowUpToItsLiveExpirer(t *testing.T) {
 
 	owed := func(by string) []int64 {
 		t.Helper()
-		ids, err := f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, by, dispatch.Gate{})
+		ids, err := f.st.Orders().Searching(f.ctx, 10, dispatch.PassOwed, by, dispatch.Gate{})
 		require.NoError(t, err)
 		return ids
 	}

@@ -14,6 +14,15 @@ import (
 	"switchboard/domain/dispatch"
 )
 
+// Orders is the orders aggregate: the admins' orders and the offers that
+// distribution makes of each to one master at a time (offers.go), the
+// masters' answers and steps, the expiry watchdog's statement and the
+// autoclose job's. It implements dispatch.Orders.
+type Orders struct{ *db }
+
+// Orders is the store of the dispatch orders and their offers.
+func (s *Store) Orders() *Orders { return &Orders{s.db} }
+
 type orderScan struct {
 	id, createdBy, price, masterID, commission               pgtype.Int8
 	city, district, skill, description, state                pgtype.Text
@@ -58,7 +67,7 @@ func (s *orderScan) order() dispatch.Order {
 	return o
 }
 
-// orderValues are the arguments CreateOrder stores a new order's optional
+// orderValues are the arguments Create stores a new order's optional
 // fields from: NULL for what was not given.
 func orderValues(n dispatch.NewOrder) []any {
 	text := func(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
@@ -82,14 +91,14 @@ func scanOrder(row pgx.Row) (dispatch.Order, error) {
 	return s.order(), nil
 }
 
-// CreateOrder stores a new SEARCHING order, owed its first distribution
+// Create stores a new SEARCHING order, owed its first distribution
 // step (it has no offer): if the step the service takes at once is lost,
 // the replicas' recheck of owed orders takes it.
 //
 // An order is created once per source message: the same message again
 // (its update run a second time after a replica died before the update's
 // done-mark) returns the order it created, untold.
-func (s *Store) CreateOrder(ctx context.Context, n dispatch.NewOrder, tell domain.Render[dispatch.Changed]) (dispatch.Order, error) {
+func (s *Orders) Create(ctx context.Context, n dispatch.NewOrder, tell domain.Render[dispatch.Changed]) (dispatch.Order, error) {
 	var o dispatch.Order
 	var srcChat *int64
 	var srcID *int
@@ -121,8 +130,8 @@ RETURNING `+orderColumns, append(append([]any{n.CreatedBy, n.City, n.District, n
 	return o, nil
 }
 
-// Order returns one order or domain.ErrNotFound.
-func (s *Store) Order(ctx context.Context, id int64) (dispatch.Order, error) {
+// Get returns one order or domain.ErrNotFound.
+func (s *Orders) Get(ctx context.Context, id int64) (dispatch.Order, error) {
 	o, err := scanOrder(s.pool.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, id))
 	if err != nil {
 		return o, fmt.Errorf("order %d: %w", id, interpretError(err))
@@ -130,10 +139,10 @@ func (s *Store) Order(ctx context.Context, id int64) (dispatch.Order, error) {
 	return o, nil
 }
 
-// OpenOrders lists SEARCHING, ASSIGNED and DONE orders, oldest first, each
+// Open lists SEARCHING, ASSIGNED and DONE orders, oldest first, each
 // with its open offer (at most one: offers_open_order) and the master of
 // that offer, else the assigned master; one query.
-func (s *Store) OpenOrders(ctx context.Context, limit int) ([]dispatch.OrderLine, error) {
+func (s *Orders) Open(ctx context.Context, limit int) ([]dispatch.OrderLine, error) {
 	rows, err := s.pool.Query(ctx, `
 SELECT `+orderColumnsO+`, `+offerColumnsF+`, `+masterColumns+`
 FROM orders o
@@ -176,11 +185,11 @@ LIMIT $1`, limit)
 	return out, nil
 }
 
-// CompleteOrder moves ASSIGNED → DONE with the commission
+// Complete moves ASSIGNED → DONE with the commission
 // ceil(price × ratePercent / 100), computed in numeric, due after deadline;
 // with masterID not zero only if the order is that master's. ok false, with
 // the order as it is, if that did not hold.
-func (s *Store) CompleteOrder(ctx context.Context, id, masterID int64, ratePercent float64, deadline time.Duration, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
+func (s *Orders) Complete(ctx context.Context, id, masterID int64, ratePercent float64, deadline time.Duration, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
 	return s.orderChange(ctx, "complete", id, masterID, tell, func(tx pgx.Tx) (dispatch.Order, error) {
 		return scanOrder(tx.QueryRow(ctx, `
 UPDATE orders SET state = 'DONE', done_at = now(), updated_at = now(),
@@ -191,7 +200,7 @@ RETURNING `+orderColumns, id, ratePercent, micros(deadline), masterID))
 	})
 }
 
-// CancelOrder moves SEARCHING or ASSIGNED → CANCELLED and withdraws its
+// Cancel moves SEARCHING or ASSIGNED → CANCELLED and withdraws its
 // open offer in one transaction; ok false, with the order as it is, if it
 // was in neither state.
 //
@@ -199,7 +208,7 @@ RETURNING `+orderColumns, id, ratePercent, micros(deadline), masterID))
 // an accept waits instead of deadlocking. The withdrawal runs again after
 // the order's update: an NextOffer holding the order may have committed a
 // new offer while the update waited for it.
-func (s *Store) CancelOrder(ctx context.Context, id int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, []dispatch.Offer, bool, error) {
+func (s *Orders) Cancel(ctx context.Context, id int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, []dispatch.Offer, bool, error) {
 	const withdraw = `UPDATE offers SET state = 'WITHDRAWN', responded_at = now()
 WHERE order_id = $1 AND state IN ` + openOffer
 	var o dispatch.Order
@@ -233,7 +242,7 @@ RETURNING `+orderColumns, id))
 		return tellTx(ctx, tx, tell, c)
 	})
 	if errors.Is(err, errNoop) {
-		o, err = s.Order(ctx, id)
+		o, err = s.Get(ctx, id)
 		return o, nil, false, err
 	}
 	if err != nil {
@@ -242,7 +251,7 @@ RETURNING `+orderColumns, id))
 	return o, withdrawn, true, nil
 }
 
-// searchingOrders, owedOrders and parkedOrders are SearchingOrders'
+// searchingOrders, owedOrders and parkedOrders are Searching's
 // queries, one per dispatch.Pass. The first two walk orders_searching;
 // owedOrders reads on each row what dispatch.StepFacts.Owed reads: no
 // open offer, and no unassignable report unless parked. Nothing marks an
@@ -300,9 +309,9 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// SearchingOrders lists SEARCHING orders with no open offer, oldest
+// Searching lists SEARCHING orders with no open offer, oldest
 // first, those pass reads; see dispatch.Pass.
-func (s *Store) SearchingOrders(ctx context.Context, limit int, pass dispatch.Pass, by string, gate dispatch.Gate) ([]int64, error) {
+func (s *Orders) Searching(ctx context.Context, limit int, pass dispatch.Pass, by string, gate dispatch.Gate) ([]int64, error) {
 	args := []any{limit, nonNil(gate.Configured), nonNil(gate.Closed), gate.DefaultClosed}
 	var q string
 	switch pass {
@@ -320,9 +329,9 @@ func (s *Store) SearchingOrders(ctx context.Context, limit int, pass dispatch.Pa
 	return ids, nil
 }
 
-// AutocloseOrders moves DONE orders done at least after ago to CLOSED and
+// Autoclose moves DONE orders done at least after ago to CLOSED and
 // returns their ids, ascending.
-func (s *Store) AutocloseOrders(ctx context.Context, after time.Duration, tell domain.Render[dispatch.Changed]) ([]int64, error) {
+func (s *Orders) Autoclose(ctx context.Context, after time.Duration, tell domain.Render[dispatch.Changed]) ([]int64, error) {
 	var ids []int64
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
@@ -377,9 +386,9 @@ WHERE id = $1 AND master_id = $2 AND state = 'ASSIGNED' AND arrived_at IS NULL
 RETURNING ` + orderColumns,
 }
 
-// MarkOrderStep sets the assigned master's step on the order; see
-// dispatch.Repository.
-func (s *Store) MarkOrderStep(ctx context.Context, orderID, masterID int64, step dispatch.Step, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
+// MarkStep sets the assigned master's step on the order; see
+// dispatch.Orders.
+func (s *Orders) MarkStep(ctx context.Context, orderID, masterID int64, step dispatch.Step, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
 	q, ok := stepSQL[step]
 	if !ok {
 		return dispatch.Order{}, false, fmt.Errorf("mark step %q: unknown step", step)
@@ -387,10 +396,10 @@ func (s *Store) MarkOrderStep(ctx context.Context, orderID, masterID int64, step
 	return s.masterChange(ctx, "mark "+string(step), q, orderID, masterID, tell)
 }
 
-// ReturnOrder is the assigned master giving the order back, ASSIGNED →
-// SEARCHING; see dispatch.Repository. The master's accepted offer stays
+// Return is the assigned master giving the order back, ASSIGNED →
+// SEARCHING; see dispatch.Orders. The master's accepted offer stays
 // ACCEPTED: distribution passes over masters holding one for the order.
-func (s *Store) ReturnOrder(ctx context.Context, orderID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
+func (s *Orders) Return(ctx context.Context, orderID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
 	return s.masterChange(ctx, "return", `
 UPDATE orders SET state = 'SEARCHING', master_id = NULL, assigned_at = NULL, round = 1, unassignable_at = NULL,
     parked = false, en_route_at = NULL, arrived_at = NULL, updated_at = now()
@@ -402,7 +411,7 @@ RETURNING `+orderColumns, orderID, masterID, tell)
 // the order, $2 the master) and writes what tell renders with it, the
 // master's accepted offer as Changed.Assigned; ok false, with the order
 // as it is, when the statement changed nothing.
-func (s *Store) masterChange(ctx context.Context, what, sql string, orderID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
+func (s *Orders) masterChange(ctx context.Context, what, sql string, orderID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
 	return s.orderChange(ctx, what, orderID, masterID, tell, func(tx pgx.Tx) (dispatch.Order, error) {
 		return scanOrder(tx.QueryRow(ctx, sql, orderID, masterID))
 	})
@@ -411,9 +420,9 @@ func (s *Store) masterChange(ctx context.Context, what, sql string, orderID, mas
 // orderChange is dispatchChange for a statement that moves an order
 // (update): what changed is the order and the accepted offer of master (0:
 // of the order's master), and a refused change returns the order as it is.
-func (s *Store) orderChange(ctx context.Context, what string, id, master int64, tell domain.Render[dispatch.Changed],
+func (s *Orders) orderChange(ctx context.Context, what string, id, master int64, tell domain.Render[dispatch.Changed],
 	update func(pgx.Tx) (dispatch.Order, error)) (dispatch.Order, bool, error) {
-	return dispatchChange(ctx, s, what+" order", id, func(tx pgx.Tx) (dispatch.Order, dispatch.Changed, error) {
+	return dispatchChange(ctx, s.db, what+" order", id, func(tx pgx.Tx) (dispatch.Order, dispatch.Changed, error) {
 		o, err := update(tx)
 		if err != nil {
 			return o, dispatch.Changed{}, err
@@ -425,13 +434,13 @@ func (s *Store) orderChange(ctx context.Context, what string, id, master int64, 
 		c := dispatch.Changed{Order: o}
 		c.Assigned, err = assignedOffer(ctx, tx, o.ID, m)
 		return o, c, err
-	}, func(ctx context.Context) (dispatch.Order, error) { return s.Order(ctx, id) }, tell)
+	}, func(ctx context.Context) (dispatch.Order, error) { return s.Get(ctx, id) }, tell)
 }
 
-// RecordOrderPhoto counts a photo of the finished work on the master's order
+// RecordPhoto counts a photo of the finished work on the master's order
 // done latest within `within`, while it has fewer than max; see
-// dispatch.Repository.
-func (s *Store) RecordOrderPhoto(ctx context.Context, masterID int64, messageID int, within time.Duration, max int, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
+// dispatch.Orders.
+func (s *Orders) RecordPhoto(ctx context.Context, masterID int64, messageID int, within time.Duration, max int, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
 	var o dispatch.Order
 	var ok bool
 	err := s.withTx(ctx, func(tx pgx.Tx) error {

@@ -22,7 +22,7 @@ func TestCancelOrder(t *testing.T) {
 	of := f.offered(o.ID, 1, 1)
 	_, err := f.st.Pool().Exec(ctx, `UPDATE offers SET chat_id = 1, message_id = 42 WHERE id = $1`, of.ID)
 	require.NoError(t, err)
-	got, withdrawn, ok, err := f.st.CancelOrder(ctx, o.ID, nil)
+	got, withdrawn, ok, err := f.st.Orders().Cancel(ctx, o.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Cancelled, got.State)
@@ -35,7 +35,7 @@ func TestCancelOrder(t *testing.T) {
 	require.Equal(t, 42, w.MessageID)
 	require.Equal(t, got.CancelledAt, w.RespondedAt, "one transaction")
 
-	again, withdrawn, ok, err := f.st.CancelOrder(ctx, o.ID, nil)
+	again, withdrawn, ok, err := f.st.Orders().Cancel(ctx, o.ID, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Empty(t, withdrawn)
@@ -43,21 +43,21 @@ func TestCancelOrder(t *testing.T) {
 
 	// ASSIGNED → CANCELLED keeps the master; DONE cannot be cancelled.
 	a := f.assigned(2, 500)
-	got, withdrawn, ok, err = f.st.CancelOrder(ctx, a.ID, nil)
+	got, withdrawn, ok, err = f.st.Orders().Cancel(ctx, a.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Empty(t, withdrawn)
 	require.Equal(t, int64(2), got.MasterID)
 	d := f.assigned(3, 500)
-	_, done, err := f.st.CompleteOrder(ctx, d.ID, 0, 10, time.Hour, nil)
+	_, done, err := f.st.Orders().Complete(ctx, d.ID, 0, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.True(t, done)
-	got, _, ok, err = f.st.CancelOrder(ctx, d.ID, nil)
+	got, _, ok, err = f.st.Orders().Cancel(ctx, d.ID, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, dispatch.Done, got.State)
 
-	_, _, _, err = f.st.CancelOrder(ctx, 777777, nil)
+	_, _, _, err = f.st.Orders().Cancel(ctx, 777777, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 }
 
@@ -87,7 +87,7 @@ VALUES ($1, 1, 1, now() + interval '1 minute') RETURNING id`, o.ID).Scan(&offerI
 	}
 	done := make(chan result, 1)
 	go func() {
-		_, w, ok, err := f.st.CancelOrder(ctx, o.ID, nil)
+		_, w, ok, err := f.st.Orders().Cancel(ctx, o.ID, nil)
 		done <- result{w, ok, err}
 	}()
 	require.Eventually(t, func() bool {
@@ -101,7 +101,7 @@ WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
 	require.NoError(t, r.err)
 	require.True(t, r.ok)
 	require.Equal(t, []int64{offerID}, offerIDs(r.withdrawn))
-	cur, err := f.st.Offer(ctx, offerID)
+	cur, err := f.st.Orders().Offer(ctx, offerID)
 	require.NoError(t, err)
 	require.Equal(t, dispatch.Withdrawn, cur.State)
 }
@@ -122,15 +122,15 @@ func TestAcceptRacingCancel(t *testing.T) {
 		var acceptOK, cancelOK bool
 		var acceptErr, cancelErr error
 		var w []dispatch.Offer
-		wg.Go(func() { _, _, acceptOK, acceptErr = f.st.AcceptOffer(ctx, of.ID, 1, nil) })
-		wg.Go(func() { _, w, cancelOK, cancelErr = f.st.CancelOrder(ctx, o.ID, nil) })
+		wg.Go(func() { _, _, acceptOK, acceptErr = f.st.Orders().AcceptOffer(ctx, of.ID, 1, nil) })
+		wg.Go(func() { _, w, cancelOK, cancelErr = f.st.Orders().Cancel(ctx, o.ID, nil) })
 		wg.Wait()
 		require.NoError(t, acceptErr)
 		require.NoError(t, cancelErr)
 		require.True(t, cancelOK, "SEARCHING or ASSIGNED: cancellable either way")
-		cur, err := f.st.Offer(ctx, of.ID)
+		cur, err := f.st.Orders().Offer(ctx, of.ID)
 		require.NoError(t, err)
-		ord, err := f.st.Order(ctx, o.ID)
+		ord, err := f.st.Orders().Get(ctx, o.ID)
 		require.NoError(t, err)
 		require.Equal(t, dispatch.Cancelled, ord.State)
 		if acceptOK {
@@ -166,7 +166,7 @@ func TestCompleteOrderCommission(t *testing.T) {
 		{100_000_000, 10, 10_000_000},
 	} {
 		o := f.assigned(int64(10+i), c.price)
-		got, ok, err := f.st.CompleteOrder(ctx, o.ID, 0, c.rate, 3*time.Hour, nil)
+		got, ok, err := f.st.Orders().Complete(ctx, o.ID, 0, c.rate, 3*time.Hour, nil)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, c.want, got.Commission, "price %d rate %v", c.price, c.rate)
@@ -174,17 +174,17 @@ func TestCompleteOrderCommission(t *testing.T) {
 		require.Equal(t, 3*time.Hour, got.CommissionDueAt.Sub(got.DoneAt))
 		require.True(t, got.CommissionPaidAt.IsZero())
 
-		again, ok, err := f.st.CompleteOrder(ctx, o.ID, 0, c.rate, 3*time.Hour, nil)
+		again, ok, err := f.st.Orders().Complete(ctx, o.ID, 0, c.rate, 3*time.Hour, nil)
 		require.NoError(t, err)
 		require.False(t, ok, "not ASSIGNED any more")
 		require.Equal(t, got, again)
 	}
 	s := f.order("c", "d", "x")
-	got, ok, err := f.st.CompleteOrder(ctx, s.ID, 0, 10, time.Hour, nil)
+	got, ok, err := f.st.Orders().Complete(ctx, s.ID, 0, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, dispatch.Searching, got.State)
-	_, _, err = f.st.CompleteOrder(ctx, 999999, 0, 10, time.Hour, nil)
+	_, _, err = f.st.Orders().Complete(ctx, 999999, 0, 10, time.Hour, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 }
 
@@ -195,34 +195,34 @@ func TestOpenOrders(t *testing.T) {
 	m1 := f.master(1, "c", "d", "x")
 	s1 := f.order("c", "d", "x")
 	of := f.offered(s1.ID, 1, 1)
-	of, ok, err := f.st.ViewOffer(ctx, of.ID, 1, nil)
+	of, ok, err := f.st.Orders().ViewOffer(ctx, of.ID, 1, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	s2 := f.order("elsewhere", "d", "x")
 	a1 := f.assigned(2, 100)
 	d1 := f.assigned(2, 100)
-	d1, ok, err = f.st.CompleteOrder(ctx, d1.ID, 0, 10, time.Hour, nil)
+	d1, ok, err = f.st.Orders().Complete(ctx, d1.ID, 0, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	c1 := f.order("c", "d", "y")
-	_, _, ok, err = f.st.CancelOrder(ctx, c1.ID, nil)
+	_, _, ok, err = f.st.Orders().Cancel(ctx, c1.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	x1 := f.assigned(3, 100)
-	_, ok, err = f.st.CompleteOrder(ctx, x1.ID, 0, 10, time.Hour, nil)
+	_, ok, err = f.st.Orders().Complete(ctx, x1.ID, 0, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	f.exec(`UPDATE orders SET done_at = now() - interval '2 days' WHERE id = $1`, x1.ID)
-	_, err = f.st.AutocloseOrders(ctx, 24*time.Hour, nil)
+	_, err = f.st.Orders().Autoclose(ctx, 24*time.Hour, nil)
 	require.NoError(t, err)
 
-	m1, err = f.st.Master(ctx, 1) // last_offer_at moved
+	m1, err = f.st.Masters().Get(ctx, 1) // last_offer_at moved
 	require.NoError(t, err)
-	m2, err := f.st.Master(ctx, 2)
+	m2, err := f.st.Masters().Get(ctx, 2)
 	require.NoError(t, err)
-	s1, err = f.st.Order(ctx, s1.ID)
+	s1, err = f.st.Orders().Get(ctx, s1.ID)
 	require.NoError(t, err)
-	lines, err := f.st.OpenOrders(ctx, 10)
+	lines, err := f.st.Orders().Open(ctx, 10)
 	require.NoError(t, err)
 	require.Equal(t, []dispatch.OrderLine{
 		{Order: s1, Offer: &of, Master: &m1},
@@ -231,7 +231,7 @@ func TestOpenOrders(t *testing.T) {
 		{Order: d1, Master: &m2},
 	}, lines)
 
-	lines, err = f.st.OpenOrders(ctx, 2)
+	lines, err = f.st.Orders().Open(ctx, 2)
 	require.NoError(t, err)
 	require.Len(t, lines, 2)
 	require.Equal(t, s2.ID, lines[1].Order.ID)
@@ -245,11 +245,11 @@ func TestOrderDetailsRoundTrip(t *testing.T) {
 	want := dispatch.NewOrder{CreatedBy: 1, City: "Kyiv", District: "Podil", Skill: "tiling", Price: 900, Description: "Bathroom",
 		Contact: dispatch.Contact{Address: "Khreshchatyk 1, apt 2", Name: "Olena", Phone: "+380 67 123-45-67"},
 		Visit:   dispatch.Visit{Date: time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC), From: 9*time.Hour + 30*time.Minute, To: 23*time.Hour + 59*time.Minute}}
-	o, err := f.st.CreateOrder(f.ctx, want, nil)
+	o, err := f.st.Orders().Create(f.ctx, want, nil)
 	require.NoError(t, err)
 	require.Equal(t, want.Contact, o.Contact)
 	require.Equal(t, want.Visit, o.Visit)
-	read, err := f.st.Order(f.ctx, o.ID)
+	read, err := f.st.Orders().Get(f.ctx, o.ID)
 	require.NoError(t, err)
 	require.Equal(t, o, read)
 	var day, from, to string
@@ -259,7 +259,7 @@ func TestOrderDetailsRoundTrip(t *testing.T) {
 
 	dayOnly := want
 	dayOnly.Contact, dayOnly.Visit = dispatch.Contact{Phone: "12345"}, dispatch.Visit{Date: want.Visit.Date}
-	o, err = f.st.CreateOrder(f.ctx, dayOnly, nil)
+	o, err = f.st.Orders().Create(f.ctx, dayOnly, nil)
 	require.NoError(t, err)
 	require.Equal(t, dayOnly.Contact, o.Contact)
 	require.Equal(t, dayOnly.Visit, o.Visit)
@@ -283,16 +283,16 @@ func TestMarkStep(t *testing.T) {
 		seen = c
 		return []domain.Message{{ChatID: 10, Kind: domain.KindAssigned, Ref: c.Assigned.ID, Key: "offer:1", Edit: true, Text: "step"}}
 	}
-	_, ok, err := f.st.MarkOrderStep(f.ctx, o.ID, 11, dispatch.StepEnRoute, tell)
+	_, ok, err := f.st.Orders().MarkStep(f.ctx, o.ID, 11, dispatch.StepEnRoute, tell)
 	require.NoError(t, err)
 	require.False(t, ok, "another master")
-	_, ok, err = f.st.MarkOrderStep(f.ctx, 999999, 10, dispatch.StepEnRoute, tell)
+	_, ok, err = f.st.Orders().MarkStep(f.ctx, 999999, 10, dispatch.StepEnRoute, tell)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 	require.False(t, ok)
 	require.Zero(t, f.count(`SELECT count(*) FROM orders WHERE en_route_at IS NOT NULL`))
 	require.Zero(t, f.count(`SELECT count(*) FROM outbox`), "a refused step writes nothing")
 
-	got, ok, err := f.st.MarkOrderStep(f.ctx, o.ID, 10, dispatch.StepEnRoute, tell)
+	got, ok, err := f.st.Orders().MarkStep(f.ctx, o.ID, 10, dispatch.StepEnRoute, tell)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.False(t, got.EnRouteAt.IsZero())
@@ -300,40 +300,40 @@ func TestMarkStep(t *testing.T) {
 	require.Equal(t, int64(10), seen.Masters[10].UserID, "the master is read for the texts")
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM outbox WHERE kind = 'assigned'`))
 
-	again, ok, err := f.st.MarkOrderStep(f.ctx, o.ID, 10, dispatch.StepEnRoute, tell)
+	again, ok, err := f.st.Orders().MarkStep(f.ctx, o.ID, 10, dispatch.StepEnRoute, tell)
 	require.NoError(t, err)
 	require.False(t, ok, "a second press changes nothing")
 	require.Equal(t, got.EnRouteAt, again.EnRouteAt)
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM outbox`))
 
-	got, ok, err = f.st.MarkOrderStep(f.ctx, o.ID, 10, dispatch.StepArrived, tell)
+	got, ok, err = f.st.Orders().MarkStep(f.ctx, o.ID, 10, dispatch.StepArrived, tell)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.False(t, got.ArrivedAt.IsZero())
 	require.Equal(t, again.EnRouteAt, got.EnRouteAt, "arriving keeps the time they set off")
-	_, ok, err = f.st.MarkOrderStep(f.ctx, o.ID, 10, dispatch.StepArrived, tell)
+	_, ok, err = f.st.Orders().MarkStep(f.ctx, o.ID, 10, dispatch.StepArrived, tell)
 	require.NoError(t, err)
 	require.False(t, ok)
-	_, ok, err = f.st.MarkOrderStep(f.ctx, o.ID, 10, dispatch.StepEnRoute, tell)
+	_, ok, err = f.st.Orders().MarkStep(f.ctx, o.ID, 10, dispatch.StepEnRoute, tell)
 	require.NoError(t, err)
 	require.False(t, ok, "on the way after arriving: nothing")
 
 	// Arriving without having pressed On my way marks both.
 	skip := f.assigned(12, 500)
-	got, ok, err = f.st.MarkOrderStep(f.ctx, skip.ID, 12, dispatch.StepArrived, nil)
+	got, ok, err = f.st.Orders().MarkStep(f.ctx, skip.ID, 12, dispatch.StepArrived, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, got.ArrivedAt, got.EnRouteAt)
 
 	// No step on an order that is not ASSIGNED.
-	done, ok, err := f.st.CompleteOrder(f.ctx, skip.ID, 12, 10, time.Hour, nil)
+	done, ok, err := f.st.Orders().Complete(f.ctx, skip.ID, 12, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Done, done.State)
-	_, ok, err = f.st.MarkOrderStep(f.ctx, skip.ID, 12, dispatch.StepEnRoute, nil)
+	_, ok, err = f.st.Orders().MarkStep(f.ctx, skip.ID, 12, dispatch.StepEnRoute, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
-	_, _, err = f.st.MarkOrderStep(f.ctx, o.ID, 10, dispatch.Step("lunch"), nil)
+	_, _, err = f.st.Orders().MarkStep(f.ctx, o.ID, 10, dispatch.Step("lunch"), nil)
 	require.Error(t, err)
 }
 
@@ -343,18 +343,18 @@ func TestCompleteOrderByMaster(t *testing.T) {
 	f := newDispatch(t)
 	o := f.assigned(10, 1000)
 	f.master(11, "elsewhere", "d", "x")
-	got, ok, err := f.st.CompleteOrder(f.ctx, o.ID, 11, 10, time.Hour, nil)
+	got, ok, err := f.st.Orders().Complete(f.ctx, o.ID, 11, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "not their order")
 	require.Equal(t, dispatch.Assigned, got.State)
 	var seen dispatch.Changed
-	got, ok, err = f.st.CompleteOrder(f.ctx, o.ID, 10, 10, time.Hour, recordChange(&seen))
+	got, ok, err = f.st.Orders().Complete(f.ctx, o.ID, 10, 10, time.Hour, recordChange(&seen))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, int64(100), got.Commission)
 	require.NotNil(t, seen.Assigned, "the message to edit")
 	require.Equal(t, int64(10), seen.Assigned.MasterID)
-	_, ok, err = f.st.CompleteOrder(f.ctx, o.ID, 10, 10, time.Hour, nil)
+	_, ok, err = f.st.Orders().Complete(f.ctx, o.ID, 10, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 }
@@ -370,21 +370,21 @@ func TestReturnOrder(t *testing.T) {
 	f.master(11, "Lviv", "Center", "glazier")
 	o := f.order("Lviv", "Center", "glazier")
 	first := f.offered(o.ID, 10, 1)
-	_, _, ok, err := f.st.AcceptOffer(f.ctx, first.ID, 10, nil)
+	_, _, ok, err := f.st.Orders().AcceptOffer(f.ctx, first.ID, 10, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, ok, err = f.st.MarkOrderStep(f.ctx, o.ID, 10, dispatch.StepArrived, nil)
+	_, ok, err = f.st.Orders().MarkStep(f.ctx, o.ID, 10, dispatch.StepArrived, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	f.exec(`UPDATE orders SET round = 2, unassignable_at = now() WHERE id = $1`, o.ID) // as if it had been through round 2
 
-	got, ok, err := f.st.ReturnOrder(f.ctx, o.ID, 11, nil)
+	got, ok, err := f.st.Orders().Return(f.ctx, o.ID, 11, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "another master cannot give it back")
 	require.Equal(t, dispatch.Assigned, got.State)
 
 	var seen dispatch.Changed
-	got, ok, err = f.st.ReturnOrder(f.ctx, o.ID, 10, recordChange(&seen))
+	got, ok, err = f.st.Orders().Return(f.ctx, o.ID, 10, recordChange(&seen))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Searching, got.State)
@@ -395,14 +395,14 @@ func TestReturnOrder(t *testing.T) {
 	require.True(t, got.Unassignable.IsZero())
 	require.Equal(t, 1, got.Round)
 	f.exec(`UPDATE offers SET responded_at = responded_at - interval '1 minute' WHERE order_id = $1`, o.ID) // out of the recheck's window
-	owed, err := f.st.SearchingOrders(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
+	owed, err := f.st.Orders().Searching(f.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Contains(t, owed, o.ID, "the order given back is owed a step though it had been reported unassignable")
 	require.Equal(t, first.ID, seen.Assigned.ID)
 	require.Equal(t, int64(10), seen.Masters[10].UserID)
 	require.Equal(t, dispatch.Accepted, f.offerState(first.ID), "the accepted offer stays")
 
-	_, ok, err = f.st.ReturnOrder(f.ctx, o.ID, 10, nil)
+	_, ok, err = f.st.Orders().Return(f.ctx, o.ID, 10, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "twice: nothing")
 
@@ -418,7 +418,7 @@ func TestReturnOrder(t *testing.T) {
 
 func (f *dfx) offerState(id int64) dispatch.OfferState {
 	f.t.Helper()
-	of, err := f.st.Offer(f.ctx, id)
+	of, err := f.st.Orders().Offer(f.ctx, id)
 	require.NoError(f.t, err)
 	return of.State
 }
@@ -429,14 +429,14 @@ func TestRecordPhoto(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	o := f.assigned(10, 1000)
-	_, ok, err := f.st.RecordOrderPhoto(f.ctx, 10, 0, time.Hour, 2, nil)
+	_, ok, err := f.st.Orders().RecordPhoto(f.ctx, 10, 0, time.Hour, 2, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "not done yet")
-	_, ok, err = f.st.CompleteOrder(f.ctx, o.ID, 10, 10, time.Hour, nil)
+	_, ok, err = f.st.Orders().Complete(f.ctx, o.ID, 10, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	older := f.assigned(10, 500)
-	_, ok, err = f.st.CompleteOrder(f.ctx, older.ID, 0, 10, time.Hour, nil)
+	_, ok, err = f.st.Orders().Complete(f.ctx, older.ID, 0, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	f.exec(`UPDATE orders SET done_at = now() - interval '10 minutes' WHERE id = $1`, older.ID)
@@ -447,19 +447,19 @@ func TestRecordPhoto(t *testing.T) {
 		return []domain.Message{{ChatID: -1, Kind: domain.KindPhoto, Ref: c.Order.ID, Text: "photo", Photo: "file"}}
 	}
 	for want := 1; want <= 2; want++ {
-		got, ok, err := f.st.RecordOrderPhoto(f.ctx, 10, 70+want, time.Hour, 2, tell)
+		got, ok, err := f.st.Orders().RecordPhoto(f.ctx, 10, 70+want, time.Hour, 2, tell)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, o.ID, got.ID, "the order done latest")
 		require.Equal(t, want, got.Photos)
 		// The same message again (handled again after a crash): recorded
 		// already, neither counted nor forwarded twice.
-		again, ok, err := f.st.RecordOrderPhoto(f.ctx, 10, 70+want, time.Hour, 2, tell)
+		again, ok, err := f.st.Orders().RecordPhoto(f.ctx, 10, 70+want, time.Hour, 2, tell)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, want, again.Photos)
 	}
-	got, ok, err := f.st.RecordOrderPhoto(f.ctx, 10, 80, time.Hour, 2, tell)
+	got, ok, err := f.st.Orders().RecordPhoto(f.ctx, 10, 80, time.Hour, 2, tell)
 	require.NoError(t, err)
 	require.False(t, ok, "the limit")
 	require.Equal(t, o.ID, got.ID)
@@ -467,7 +467,7 @@ func TestRecordPhoto(t *testing.T) {
 	require.Equal(t, 2, f.count(`SELECT count(*) FROM outbox WHERE kind = 'photo' AND body->>'photo' = 'file'`))
 
 	f.master(11, "x", "y", "z")
-	got, ok, err = f.st.RecordOrderPhoto(f.ctx, 11, 0, time.Hour, 2, tell)
+	got, ok, err = f.st.Orders().RecordPhoto(f.ctx, 11, 0, time.Hour, 2, tell)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Zero(t, got.ID, "no order of theirs")
@@ -475,11 +475,11 @@ func TestRecordPhoto(t *testing.T) {
 	// The window, both sides: 59 minutes ago in, 61 out.
 	f.exec(`UPDATE orders SET done_at = now() - interval '59 minutes', photos = 0 WHERE id = $1`, o.ID)
 	f.exec(`UPDATE orders SET done_at = now() - interval '2 hours' WHERE id = $1`, older.ID)
-	_, ok, err = f.st.RecordOrderPhoto(f.ctx, 10, 0, time.Hour, 2, nil)
+	_, ok, err = f.st.Orders().RecordPhoto(f.ctx, 10, 0, time.Hour, 2, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	f.exec(`UPDATE orders SET done_at = now() - interval '61 minutes' WHERE id = $1`, o.ID)
-	got, ok, err = f.st.RecordOrderPhoto(f.ctx, 10, 0, time.Hour, 2, nil)
+	got, ok, err = f.st.Orders().RecordPhoto(f.ctx, 10, 0, time.Hour, 2, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Zero(t, got.ID)
@@ -492,7 +492,7 @@ func TestCancelAssignedNamesTheAcceptedOffer(t *testing.T) {
 	f := newDispatch(t)
 	o := f.assigned(10, 1000)
 	var seen dispatch.Changed
-	_, _, ok, err := f.st.CancelOrder(f.ctx, o.ID, recordChange(&seen))
+	_, _, ok, err := f.st.Orders().Cancel(f.ctx, o.ID, recordChange(&seen))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NotNil(t, seen.Assigned)
@@ -500,7 +500,7 @@ func TestCancelAssignedNamesTheAcceptedOffer(t *testing.T) {
 	require.Equal(t, int64(10), seen.Masters[10].UserID)
 
 	s := f.order("c", "d", "x")
-	_, _, ok, err = f.st.CancelOrder(f.ctx, s.ID, recordChange(&seen))
+	_, _, ok, err = f.st.Orders().Cancel(f.ctx, s.ID, recordChange(&seen))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Nil(t, seen.Assigned)
@@ -514,14 +514,14 @@ func TestForgetMasterWithAnAssignedOrder(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	f.master(10, "Lviv", "Center", "glazier")
-	o, err := f.st.CreateOrder(f.ctx, dispatch.NewOrder{CreatedBy: 1, City: "Lviv", District: "Center", Skill: "glazier", Price: 700,
+	o, err := f.st.Orders().Create(f.ctx, dispatch.NewOrder{CreatedBy: 1, City: "Lviv", District: "Center", Skill: "glazier", Price: 700,
 		Description: "Window", Contact: dispatch.Contact{Address: "Rynok 1", Name: "Oksana", Phone: "+380 32 000 00 00"}}, nil)
 	require.NoError(t, err)
 	of := f.offered(o.ID, 10, 1)
-	_, _, ok, err := f.st.AcceptOffer(f.ctx, of.ID, 10, nil)
+	_, _, ok, err := f.st.Orders().AcceptOffer(f.ctx, of.ID, 10, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, ok, err = f.st.MarkOrderStep(f.ctx, o.ID, 10, dispatch.StepEnRoute, func(c dispatch.Changed) []domain.Message {
+	_, ok, err = f.st.Orders().MarkStep(f.ctx, o.ID, 10, dispatch.StepEnRoute, func(c dispatch.Changed) []domain.Message {
 		return []domain.Message{{ChatID: 10, Kind: domain.KindAssigned, Ref: c.Assigned.ID, Key: "offer:1", Edit: true, Text: "🏠 Rynok 1"}}
 	})
 	require.NoError(t, err)
@@ -534,11 +534,11 @@ func TestForgetMasterWithAnAssignedOrder(t *testing.T) {
 	require.True(t, got.MasterKept)
 	require.Equal(t, 1, got.Orders)
 	require.Zero(t, f.count(`SELECT count(*) FROM outbox WHERE chat_id = 10`), "the messages that showed the customer to them")
-	read, err := f.st.Order(f.ctx, o.ID)
+	read, err := f.st.Orders().Get(f.ctx, o.ID)
 	require.NoError(t, err)
 	require.Equal(t, dispatch.Contact{Address: "Rynok 1", Name: "Oksana", Phone: "+380 32 000 00 00"}, read.Contact)
 	require.Equal(t, dispatch.Assigned, read.State)
-	done, ok, err := f.st.CompleteOrder(f.ctx, o.ID, 0, 10, time.Hour, nil)
+	done, ok, err := f.st.Orders().Complete(f.ctx, o.ID, 0, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.True(t, ok, "an admin can still finish it")
 	require.Equal(t, dispatch.Done, done.State)
@@ -557,20 +557,20 @@ func TestCreateOrderOncePerSourceMessage(t *testing.T) {
 	}
 	src := domain.MessageRef{Chat: 1, ID: 55}
 	n := dispatch.NewOrder{CreatedBy: 1, City: "Lviv", District: "Center", Skill: "glazier", Price: 700, Description: "Window", Source: src}
-	first, err := f.st.CreateOrder(f.ctx, n, tell)
+	first, err := f.st.Orders().Create(f.ctx, n, tell)
 	require.NoError(t, err)
-	again, err := f.st.CreateOrder(f.ctx, n, tell)
+	again, err := f.st.Orders().Create(f.ctx, n, tell)
 	require.NoError(t, err)
 	require.Equal(t, first.ID, again.ID)
 	require.Equal(t, 1, told, "the second run renders nothing")
 
 	n.Source.ID = 56
-	other, err := f.st.CreateOrder(f.ctx, n, tell)
+	other, err := f.st.Orders().Create(f.ctx, n, tell)
 	require.NoError(t, err)
 	require.NotEqual(t, first.ID, other.ID)
 	n.Source = domain.MessageRef{}
 	for range 2 {
-		_, err = f.st.CreateOrder(f.ctx, n, nil)
+		_, err = f.st.Orders().Create(f.ctx, n, nil)
 		require.NoError(t, err)
 	}
 	var orders, logged int

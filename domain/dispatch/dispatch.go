@@ -34,8 +34,8 @@ type Service struct {
 
 // NewService builds the workflow. It starts nothing; see Run.
 func NewService(cfg Config, deps Deps) (*Service, error) {
-	if deps.Repo == nil || deps.Notifier == nil {
-		return nil, errors.New("dispatch: Repo and Notifier are required")
+	if deps.Orders == nil || deps.Masters == nil || deps.Notifier == nil {
+		return nil, errors.New("dispatch: Orders, Masters and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	if deps.CalendarClock == nil {
@@ -78,7 +78,7 @@ func (s *Service) RegisterMaster(ctx context.Context, userID int64, args string)
 	if err != nil {
 		return Master{}, false, err
 	}
-	m, created, err := s.deps.Repo.SaveMaster(ctx, userID, city, district, skills)
+	m, created, err := s.deps.Masters.Save(ctx, userID, city, district, skills)
 	if err != nil {
 		return Master{}, false, err
 	}
@@ -94,7 +94,7 @@ func (s *Service) Master(ctx context.Context, userID int64) (Master, MasterStats
 	if err != nil {
 		return Master{}, MasterStats{}, err
 	}
-	st, err := s.deps.Repo.MasterStats(ctx, userID)
+	st, err := s.deps.Masters.Stats(ctx, userID)
 	if err != nil {
 		return Master{}, MasterStats{}, err
 	}
@@ -102,7 +102,7 @@ func (s *Service) Master(ctx context.Context, userID int64) (Master, MasterStats
 }
 
 func (s *Service) master(ctx context.Context, userID int64) (Master, error) {
-	m, err := s.deps.Repo.Master(ctx, userID)
+	m, err := s.deps.Masters.Get(ctx, userID)
 	if errors.Is(err, domain.ErrNotFound) {
 		return Master{}, ErrNotMaster
 	}
@@ -111,7 +111,7 @@ func (s *Service) master(ctx context.Context, userID int64) (Master, error) {
 
 // SetActive is /pause (false) and /resume (true); false if nothing changed.
 func (s *Service) SetActive(ctx context.Context, userID int64, active bool) (bool, error) {
-	changed, err := s.deps.Repo.SetMasterActive(ctx, userID, active)
+	changed, err := s.deps.Masters.SetActive(ctx, userID, active)
 	if errors.Is(err, domain.ErrNotFound) {
 		return false, ErrNotMaster
 	}
@@ -136,7 +136,7 @@ func (s *Service) CreateOrder(ctx context.Context, adminID int64, src domain.Mes
 	}
 	no.CreatedBy, no.Source = adminID, src
 	st := s.newStory()
-	o, err := s.deps.Repo.CreateOrder(ctx, no, st.tell(func(c Changed) {
+	o, err := s.deps.Orders.Create(ctx, no, st.tell(func(c Changed) {
 		st.event(Event{Kind: EventOrderCreated, OrderID: c.Order.ID})
 	}))
 	if err != nil {
@@ -150,7 +150,7 @@ func (s *Service) CreateOrder(ctx context.Context, adminID int64, src domain.Mes
 
 // Orders lists open orders for /orders.
 func (s *Service) Orders(ctx context.Context) ([]OrderLine, error) {
-	return s.deps.Repo.OpenOrders(ctx, MaxListedOrders)
+	return s.deps.Orders.Open(ctx, MaxListedOrders)
 }
 
 // MaxListedOrders bounds /orders to what fits one message.
@@ -173,7 +173,7 @@ func (s *Service) complete(ctx context.Context, id, masterID int64) (Order, Mast
 	st := s.newStory()
 	var master Master
 	byMaster := masterID != 0
-	o, ok, err := s.deps.Repo.CompleteOrder(ctx, id, masterID, s.cfg.CommissionRate, s.cfg.CommissionDeadline, st.tell(func(c Changed) {
+	o, ok, err := s.deps.Orders.Complete(ctx, id, masterID, s.cfg.CommissionRate, s.cfg.CommissionDeadline, st.tell(func(c Changed) {
 		o := c.Order
 		m, found := masterOf(c, o.MasterID)
 		master = m
@@ -209,7 +209,7 @@ func (s *Service) Cancel(ctx context.Context, id int64) (Order, error) {
 		return Order{}, err
 	}
 	st := s.newStory()
-	o, withdrawn, ok, err := s.deps.Repo.CancelOrder(ctx, id, st.tell(func(c Changed) {
+	o, withdrawn, ok, err := s.deps.Orders.Cancel(ctx, id, st.tell(func(c Changed) {
 		o := c.Order
 		for _, f := range c.Offers {
 			m, _ := masterOf(c, f.MasterID)
@@ -255,7 +255,7 @@ func (s *Service) Paid(ctx context.Context, ref string) (Master, Debt, bool, err
 	if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil && id > 0 {
 		m, err = s.master(ctx, id)
 	} else {
-		m, err = s.deps.Repo.MasterByUsername(ctx, strings.TrimPrefix(ref, "@"))
+		m, err = s.deps.Masters.ByUsername(ctx, strings.TrimPrefix(ref, "@"))
 		if errors.Is(err, domain.ErrNotFound) {
 			err = ErrNotMaster
 		}
@@ -264,7 +264,7 @@ func (s *Service) Paid(ctx context.Context, ref string) (Master, Debt, bool, err
 		return Master{}, Debt{}, false, err
 	}
 	st := s.newStory()
-	d, wasBlocked, err := s.deps.Repo.SettleCommission(ctx, m.UserID, st.tell(func(c Changed) {
+	d, wasBlocked, err := s.deps.Masters.SettleCommission(ctx, m.UserID, st.tell(func(c Changed) {
 		var d Debt
 		if len(c.Debts) > 0 {
 			d = c.Debts[0]
@@ -300,7 +300,7 @@ func (s *Service) Accept(ctx context.Context, offerID, masterID int64) (Offer, O
 		return Offer{}, Order{}, err
 	}
 	st := s.newStory()
-	f, o, ok, err := s.deps.Repo.AcceptOffer(ctx, offerID, masterID, st.offerEvents(masterID, EventOfferAccepted, EventOrderAssigned))
+	f, o, ok, err := s.deps.Orders.AcceptOffer(ctx, offerID, masterID, st.offerEvents(masterID, EventOfferAccepted, EventOrderAssigned))
 	if err != nil {
 		return Offer{}, Order{}, err
 	}
@@ -317,11 +317,11 @@ func (s *Service) Accept(ctx context.Context, offerID, masterID int64) (Offer, O
 
 // Decline is the master's Decline button; the order is offered on at once.
 func (s *Service) Decline(ctx context.Context, offerID, masterID int64) (Offer, Order, error) {
-	f, o, ok, err := s.press(ctx, offerID, masterID, Declined, EventOfferDeclined, s.deps.Repo.DeclineOffer)
+	f, o, ok, err := s.press(ctx, offerID, masterID, Declined, EventOfferDeclined, s.deps.Orders.DeclineOffer)
 	if !ok {
 		return f, o, err
 	}
-	o, err = s.deps.Repo.Order(ctx, f.OrderID)
+	o, err = s.deps.Orders.Get(ctx, f.OrderID)
 	if err != nil {
 		return f, Order{}, err
 	}
@@ -333,11 +333,11 @@ func (s *Service) Decline(ctx context.Context, offerID, masterID int64) (Offer, 
 // View is the Details button: SENT → VIEWED, and the order's full text.
 // Pressing it again on a VIEWED offer shows the text again.
 func (s *Service) View(ctx context.Context, offerID, masterID int64) (Offer, Order, error) {
-	f, o, ok, err := s.press(ctx, offerID, masterID, Viewed, EventOfferViewed, s.deps.Repo.ViewOffer)
+	f, o, ok, err := s.press(ctx, offerID, masterID, Viewed, EventOfferViewed, s.deps.Orders.ViewOffer)
 	if !ok && (!errors.Is(err, ErrOfferClosed) || f.State != Viewed || !s.deps.Clock.Now().Before(f.ExpiresAt)) {
 		return f, o, err
 	}
-	o, err = s.deps.Repo.Order(ctx, f.OrderID)
+	o, err = s.deps.Orders.Get(ctx, f.OrderID)
 	return f, o, err
 }
 
@@ -368,14 +368,14 @@ func (s *Service) press(ctx context.Context, offerID, masterID int64, to OfferSt
 // The offer's order comes with it, so the master's message can say which
 // order it was about (zero if it could not be read).
 func (s *Service) refusal(ctx context.Context, offerID, masterID int64) (Offer, Order, error) {
-	f, err := s.deps.Repo.Offer(ctx, offerID)
+	f, err := s.deps.Orders.Offer(ctx, offerID)
 	if err != nil {
 		return Offer{}, Order{}, err // domain.ErrNotFound included
 	}
 	if f.MasterID != masterID {
 		return Offer{}, Order{}, ErrForbidden
 	}
-	o, err := s.deps.Repo.Order(ctx, f.OrderID)
+	o, err := s.deps.Orders.Get(ctx, f.OrderID)
 	if err != nil {
 		s.log.Warn("order of a refused press", "offer", f.ID, "order", f.OrderID, "err", err)
 		o = Order{ID: f.OrderID}

@@ -40,7 +40,7 @@ func (s *Service) Distribute(ctx context.Context) error {
 }
 
 func (s *Service) distribute(ctx context.Context, pass Pass) error {
-	ids, err := s.deps.Repo.SearchingOrders(ctx, MaxDistribute, pass, s.cfg.Claimer, s.gate())
+	ids, err := s.deps.Orders.Searching(ctx, MaxDistribute, pass, s.cfg.Claimer, s.gate())
 	if err != nil {
 		return err
 	}
@@ -103,14 +103,14 @@ func (p *pendingSteps) without(ids []int64) []int64 {
 // distributeOrder offers one order to its next candidate; the offer's
 // message and live-log line commit with the offer.
 func (s *Service) distributeOrder(ctx context.Context, orderID int64) {
-	s.step(ctx, orderID, s.deps.Repo.NextOffer)
+	s.step(ctx, orderID, s.deps.Orders.NextOffer)
 }
 
 // distributeOwed is distributeOrder for an order taken up because it was
 // marked owed a step: a step that finds another has settled it since
-// writes nothing (Repository.NextOwedOffer).
+// writes nothing (Orders.NextOwedOffer).
 func (s *Service) distributeOwed(ctx context.Context, orderID int64) {
-	s.step(ctx, orderID, s.deps.Repo.NextOwedOffer)
+	s.step(ctx, orderID, s.deps.Orders.NextOwedOffer)
 }
 
 // step runs one distribution step through next (NextOffer or
@@ -154,7 +154,7 @@ func (s *Service) step(ctx context.Context, orderID int64,
 // the account): the master is paused, the offer declined at once, and the
 // order goes to the next candidate rather than waiting out the SLA.
 func (s *Service) Undeliverable(ctx context.Context, offerID int64) {
-	f, err := s.deps.Repo.Offer(ctx, offerID)
+	f, err := s.deps.Orders.Offer(ctx, offerID)
 	if err != nil {
 		s.log.Error("load undeliverable offer", "offer", offerID, "err", err)
 		return
@@ -163,11 +163,11 @@ func (s *Service) Undeliverable(ctx context.Context, offerID int64) {
 		return
 	}
 	s.log.Warn("master unreachable, pausing", "master", f.MasterID, "offer", f.ID)
-	if _, err := s.deps.Repo.SetMasterActive(ctx, f.MasterID, false); err != nil {
+	if _, err := s.deps.Masters.SetActive(ctx, f.MasterID, false); err != nil {
 		s.log.Error("pause unreachable master", "master", f.MasterID, "err", err)
 	}
 	st := s.newStory()
-	_, ok, err := s.deps.Repo.DeclineOffer(ctx, f.ID, f.MasterID, st.offerEvents(f.MasterID, EventOfferUndelivered))
+	_, ok, err := s.deps.Orders.DeclineOffer(ctx, f.ID, f.MasterID, st.offerEvents(f.MasterID, EventOfferUndelivered))
 	if err != nil || !ok {
 		if err != nil {
 			s.log.Error("decline undelivered offer", "offer", f.ID, "err", err)
@@ -184,7 +184,7 @@ func (s *Service) Undeliverable(ctx context.Context, offerID int64) {
 // past its deadline are blocked from distribution and told why.
 func (s *Service) Commission(ctx context.Context) (int, error) {
 	st := s.newStory()
-	debts, err := s.deps.Repo.BlockOverdueMasters(ctx, st.tell(func(c Changed) {
+	debts, err := s.deps.Masters.BlockOverdue(ctx, st.tell(func(c Changed) {
 		for _, d := range c.Debts {
 			m, ok := masterOf(c, d.MasterID)
 			if !ok {
@@ -209,7 +209,7 @@ func (s *Service) Autoclose(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	st := s.newStory()
-	ids, err := s.deps.Repo.AutocloseOrders(ctx, s.cfg.AutocloseAfter, st.tell(func(c Changed) {
+	ids, err := s.deps.Orders.Autoclose(ctx, s.cfg.AutocloseAfter, st.tell(func(c Changed) {
 		for _, id := range c.Closed {
 			st.event(Event{Kind: EventOrderClosed, OrderID: id})
 		}

@@ -36,11 +36,10 @@
 // repeated or foreign press cannot assign anything. The database enforces one
 // open offer per order and per master with partial unique indexes.
 //
-// Storage: Repository (service.go) is composed of one port per part of the
-// workflow, each implemented by the storage file of its table: MasterStore
-// by storage/masters.go, OrderStore by storage/orders.go, StepStore by
-// storage/orders.go, OfferStore by storage/offers.go, DistributionStore
-// by storage/orders.go and storage/offers.go, CommissionStore by
-// storage/masters.go and storage/orders.go. A distribution step's rules
-// live in policy.go: storage reads the facts and writes what it decides.
+// Storage: two ports (service.go), one per aggregate: Orders, the orders
+// and their offers, implemented by storage.Orders (storage/orders.go and
+// storage/offers.go), and Masters, registration and commission,
+// implemented by storage.Masters (storage/masters.go). A distribution
+// step's rules live in policy.go: storage reads the facts and writes what
+// it decides.
 package dispatch

@@ -345,7 +345,7 @@ func clock(s string) (time.Duration, bool) {
 	return time.Duration(hours)*time.Hour + time.Duration(mins)*time.Minute, true
 }
 
-// CommissionOf is ceil(price × ratePercent / 100), as CompleteOrder computes
+// CommissionOf is ceil(price × ratePercent / 100), as Orders.Complete computes
 // it in SQL (the rate's decimal digits, PostgreSQL's float8 → numeric),
 // for texts that quote what the commission would be.
 func CommissionOf(price int64, ratePercent float64) int64 {

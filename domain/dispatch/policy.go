@@ -1,6 +1,6 @@
 package dispatch
 
-// The distribution step's rules. A step (Repository.NextOffer) runs in
+// The distribution step's rules. A step (Orders.NextOffer) runs in
 // one transaction holding the order's row; storage reads the facts below
 // and writes what these functions decide, each write a conditional
 // statement naming the old state. Kept pure so that every branch (round

@@ -148,7 +148,7 @@ type Outcome int
 
 // Distribution outcomes.
 const (
-	// Offered: an offer was created (Repository.NextOffer returns it).
+	// Offered: an offer was created (Orders.NextOffer returns it).
 	Offered Outcome = iota
 	// Busy: the order has an open offer, or another replica holds it.
 	Busy
@@ -198,67 +198,6 @@ type Changed struct {
 	Orders map[int64]Order
 }
 
-// MasterStore is registration and the masters' own commands (dispatch.go);
-// storage/masters.go implements it.
-type MasterStore interface {
-	// SaveMaster registers or updates a master (city, district, skills);
-	// true if the master is new. The user must exist.
-	SaveMaster(ctx context.Context, userID int64, city, district string, skills []string) (Master, bool, error)
-	// Master returns a master; domain.ErrNotFound if the user is none.
-	Master(ctx context.Context, userID int64) (Master, error)
-	// MasterByUsername finds a master by Telegram username (without @,
-	// case-insensitive); domain.ErrNotFound if none.
-	MasterByUsername(ctx context.Context, username string) (Master, error)
-	MasterStats(ctx context.Context, userID int64) (MasterStats, error)
-	// SetMasterActive sets active; false if it already was so. domain.ErrNotFound
-	// if the user is not a master.
-	SetMasterActive(ctx context.Context, userID int64, active bool) (bool, error)
-}
-
-// OrderStore is the admins' order commands (dispatch.go); storage/orders.go
-// implements it.
-type OrderStore interface {
-	CreateOrder(ctx context.Context, o NewOrder, tell domain.Render[Changed]) (Order, error)
-	// Order returns one order; domain.ErrNotFound if none.
-	Order(ctx context.Context, id int64) (Order, error)
-	// OpenOrders lists SEARCHING, ASSIGNED and DONE orders, oldest first.
-	OpenOrders(ctx context.Context, limit int) ([]OrderLine, error)
-	// CompleteOrder moves ASSIGNED → DONE and sets the commission
-	// (ceil(price × ratePercent / 100)) due after deadline; with masterID
-	// not zero only if the order is assigned to that master. ok false
-	// (with the order as it is) if that did not hold. Changed.Assigned is
-	// the assigned master's accepted offer.
-	CompleteOrder(ctx context.Context, id, masterID int64, ratePercent float64, deadline time.Duration, tell domain.Render[Changed]) (Order, bool, error)
-	// CancelOrder moves SEARCHING or ASSIGNED → CANCELLED and withdraws its
-	// open offer in the same transaction; ok false (with the order as it
-	// is) if the order was in neither state. Changed.Assigned is the
-	// assigned master's accepted offer, if any.
-	CancelOrder(ctx context.Context, id int64, tell domain.Render[Changed]) (o Order, withdrawn []Offer, ok bool, err error)
-}
-
-// StepStore is the assigned master's buttons (steps.go);
-// storage/orders.go implements it.
-type StepStore interface {
-	// MarkOrderStep records the assigned master's step on the order: one
-	// conditional statement, only while the order is ASSIGNED to masterID
-	// and the step is not done yet (Arrived also marks EnRoute if it was
-	// skipped). ok false, with the order as it is, otherwise.
-	MarkOrderStep(ctx context.Context, orderID, masterID int64, step Step, tell domain.Render[Changed]) (Order, bool, error)
-	// ReturnOrder is the assigned master giving the order back: ASSIGNED
-	// → SEARCHING in one conditional statement (master, steps and
-	// round and unassignable report reset: owed a step), only while it is assigned to masterID;
-	// ok false, with the order as it is, otherwise. Changed.Assigned is
-	// the master's accepted offer.
-	ReturnOrder(ctx context.Context, orderID, masterID int64, tell domain.Render[Changed]) (Order, bool, error)
-	// RecordOrderPhoto counts a photo of the finished work the master sends on
-	// to the admins: the master's order done latest within `within` that
-	// has fewer than max photos. The order, and false if there is none
-	// (Order.ID zero: no recent order; else it has max photos already).
-	// messageID is the photo's message: a message counted already is
-	// reported recorded again, neither counted nor forwarded twice.
-	RecordOrderPhoto(ctx context.Context, masterID int64, messageID int, within time.Duration, max int, tell domain.Render[Changed]) (Order, bool, error)
-}
-
 // Pass is which searching orders a distribution pass reads.
 type Pass int
 
@@ -275,11 +214,86 @@ const (
 	PassAll
 )
 
-// DistributionStore is distribution (distribute.go): SearchingOrders in
-// storage/orders.go, NextOffer in storage/offers.go, which asks policy.go
-// what each step does.
-type DistributionStore interface {
-	// SearchingOrders lists SEARCHING orders with no open offer, oldest
+// The ports below are what the workflow needs from storage. Every state
+// change is one conditional statement naming the old state, and writes the
+// messages its Render renders in the same transaction (domain.Render).
+
+// Masters is the masters: registration and the masters' own commands
+// (dispatch.go), the commission job and /paid (distribute.go, dispatch.go);
+// storage.Masters implements it.
+type Masters interface {
+	// Save registers or updates a master (city, district, skills);
+	// true if the master is new. The user must exist.
+	Save(ctx context.Context, userID int64, city, district string, skills []string) (Master, bool, error)
+	// Get returns a master; domain.ErrNotFound if the user is none.
+	Get(ctx context.Context, userID int64) (Master, error)
+	// ByUsername finds a master by Telegram username (without @,
+	// case-insensitive); domain.ErrNotFound if none.
+	ByUsername(ctx context.Context, username string) (Master, error)
+	Stats(ctx context.Context, userID int64) (MasterStats, error)
+	// SetActive sets active; false if it already was so. domain.ErrNotFound
+	// if the user is not a master.
+	SetActive(ctx context.Context, userID int64, active bool) (bool, error)
+
+	// Commission: the overdue job (distribute.go) and /paid (dispatch.go).
+
+	// BlockOverdue blocks every unblocked master owing commission past its
+	// deadline and returns them with what they owe.
+	BlockOverdue(ctx context.Context, tell domain.Render[Changed]) ([]Debt, error)
+	// SettleCommission marks all the master's unpaid commission paid and
+	// unblocks them; what was settled, and whether they were blocked.
+	SettleCommission(ctx context.Context, masterID int64, tell domain.Render[Changed]) (Debt, bool, error)
+}
+
+// Orders is the orders and their offers: the admins' order commands, the
+// assigned master's buttons, distribution, the offer buttons, the expiry
+// watchdog and autoclose; storage.Orders implements it.
+type Orders interface {
+	// The admins' order commands (dispatch.go).
+
+	Create(ctx context.Context, o NewOrder, tell domain.Render[Changed]) (Order, error)
+	// Get returns one order; domain.ErrNotFound if none.
+	Get(ctx context.Context, id int64) (Order, error)
+	// Open lists SEARCHING, ASSIGNED and DONE orders, oldest first.
+	Open(ctx context.Context, limit int) ([]OrderLine, error)
+	// Complete moves ASSIGNED → DONE and sets the commission
+	// (ceil(price × ratePercent / 100)) due after deadline; with masterID
+	// not zero only if the order is assigned to that master. ok false
+	// (with the order as it is) if that did not hold. Changed.Assigned is
+	// the assigned master's accepted offer.
+	Complete(ctx context.Context, id, masterID int64, ratePercent float64, deadline time.Duration, tell domain.Render[Changed]) (Order, bool, error)
+	// Cancel moves SEARCHING or ASSIGNED → CANCELLED and withdraws its
+	// open offer in the same transaction; ok false (with the order as it
+	// is) if the order was in neither state. Changed.Assigned is the
+	// assigned master's accepted offer, if any.
+	Cancel(ctx context.Context, id int64, tell domain.Render[Changed]) (o Order, withdrawn []Offer, ok bool, err error)
+
+	// The assigned master's buttons (steps.go).
+
+	// MarkStep records the assigned master's step on the order: one
+	// conditional statement, only while the order is ASSIGNED to masterID
+	// and the step is not done yet (Arrived also marks EnRoute if it was
+	// skipped). ok false, with the order as it is, otherwise.
+	MarkStep(ctx context.Context, orderID, masterID int64, step Step, tell domain.Render[Changed]) (Order, bool, error)
+	// Return is the assigned master giving the order back: ASSIGNED
+	// → SEARCHING in one conditional statement (master, steps and
+	// round and unassignable report reset: owed a step), only while it is assigned to masterID;
+	// ok false, with the order as it is, otherwise. Changed.Assigned is
+	// the master's accepted offer.
+	Return(ctx context.Context, orderID, masterID int64, tell domain.Render[Changed]) (Order, bool, error)
+	// RecordPhoto counts a photo of the finished work the master sends on
+	// to the admins: the master's order done latest within `within` that
+	// has fewer than max photos. The order, and false if there is none
+	// (Order.ID zero: no recent order; else it has max photos already).
+	// messageID is the photo's message: a message counted already is
+	// reported recorded again, neither counted nor forwarded twice.
+	RecordPhoto(ctx context.Context, masterID int64, messageID int, within time.Duration, max int, tell domain.Render[Changed]) (Order, bool, error)
+
+	// Distribution (distribute.go): Searching in storage/orders.go,
+	// NextOffer in storage/offers.go, which asks policy.go what each step
+	// does.
+
+	// Searching lists SEARCHING orders with no open offer, oldest
 	// first, those pass reads. Every change that leaves an order without
 	// an open offer (creation, an expiry, a decline) leaves it owed
 	// (StepFacts.Owed) with no mark to write; one that may give an
@@ -288,7 +302,7 @@ type DistributionStore interface {
 	// settles the order (an offer, the unassignable report) makes it not
 	// owed. Orders of a city gate keeps closed are left out.
 	// by is the claimer asking (Config.Claimer), for PassOwed.
-	SearchingOrders(ctx context.Context, limit int, pass Pass, by string, gate Gate) ([]int64, error)
+	Searching(ctx context.Context, limit int, pass Pass, by string, gate Gate) ([]int64, error)
 	// NextOffer is one distribution step for an order, in one transaction
 	// holding the order's row (Busy if another transaction holds it: the
 	// order's offers then say whether a step is still owed; AfterHours,
@@ -308,11 +322,9 @@ type DistributionStore interface {
 	// instead of searching again for the candidate that step found or the
 	// absence it reported.
 	NextOwedOffer(ctx context.Context, orderID int64, sla time.Duration, gate Gate, tell domain.Render[Changed]) (Offer, Order, Outcome, error)
-}
 
-// OfferStore is the offer buttons and the expiry watchdog (dispatch.go,
-// watchdog.go); storage/offers.go implements it.
-type OfferStore interface {
+	// The offer buttons and the expiry watchdog (dispatch.go, watchdog.go).
+
 	// Offer returns one offer; domain.ErrNotFound if none.
 	Offer(ctx context.Context, id int64) (Offer, error)
 	// AcceptOffer is the one conditional statement: the offer moves to ACCEPTED
@@ -334,32 +346,11 @@ type OfferStore interface {
 	ExpireOffers(ctx context.Context, by string, tell domain.Render[Changed]) ([]Offer, error)
 	// NextOfferExpiry is the earliest expires_at of an open offer (false: none).
 	NextOfferExpiry(ctx context.Context) (time.Time, bool, error)
-}
 
-// CommissionStore is the commission and autoclose jobs (distribute.go,
-// dispatch.go): storage/masters.go and storage/orders.go.
-type CommissionStore interface {
-	// BlockOverdueMasters blocks every unblocked master owing commission past its
-	// deadline and returns them with what they owe.
-	BlockOverdueMasters(ctx context.Context, tell domain.Render[Changed]) ([]Debt, error)
-	// SettleCommission marks all the master's unpaid commission paid and
-	// unblocks them; what was settled, and whether they were blocked.
-	SettleCommission(ctx context.Context, masterID int64, tell domain.Render[Changed]) (Debt, bool, error)
-	// AutocloseOrders moves DONE orders older than after to CLOSED.
-	AutocloseOrders(ctx context.Context, after time.Duration, tell domain.Render[Changed]) ([]int64, error)
-}
+	// The autoclose job (distribute.go).
 
-// Repository is what the workflow needs from storage, the parts above
-// composed. Every state change is one conditional statement naming the old
-// state, and writes the messages its Render renders in the same transaction
-// (domain.Render).
-type Repository interface {
-	MasterStore
-	OrderStore
-	StepStore
-	DistributionStore
-	OfferStore
-	CommissionStore
+	// Autoclose moves DONE orders older than after to CLOSED.
+	Autoclose(ctx context.Context, after time.Duration, tell domain.Render[Changed]) ([]int64, error)
 }
 
 // EventKind names a live-log event.
@@ -559,7 +550,8 @@ func (c Config) withDefaults() Config {
 
 // Deps are the workflow's collaborators.
 type Deps struct {
-	Repo     Repository
+	Orders   Orders
+	Masters  Masters
 	Notifier Notifier
 	Clock    clockwork.Clock
 	// CalendarClock is what working hours are read on (Clock if nil). A

@@ -50,7 +50,7 @@ func (w *world) service(t *testing.T) *dispatch.Service {
 	// a stalled order then says why (CI saw one once, not reproduced).
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	s, err := dispatch.NewService(w.cfg, dispatch.Deps{
-		Repo: w.store, Notifier: w.tg, Log: log, Registerer: prometheus.NewRegistry(),
+		Orders: w.store.Orders(), Masters: w.store.Masters(), Notifier: w.tg, Log: log, Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)
 	return s
@@ -88,14 +88,14 @@ func (w *world) masters(t *testing.T, s *dispatch.Service, args string, ids ...i
 
 func (w *world) offer(t *testing.T, id int64) dispatch.Offer {
 	t.Helper()
-	f, err := w.store.Offer(w.ctx, id)
+	f, err := w.store.Orders().Offer(w.ctx, id)
 	require.NoError(t, err)
 	return f
 }
 
 func (w *world) order(t *testing.T, id int64) dispatch.Order {
 	t.Helper()
-	o, err := w.store.Order(w.ctx, id)
+	o, err := w.store.Orders().Get(w.ctx, id)
 	require.NoError(t, err)
 	return o
 }
@@ -267,7 +267,7 @@ func TestExpiredOfferGoesToTheNextMaster(t *testing.T) {
 		if len(w.tg.sentTo()) < 2 {
 			return false
 		}
-		f, err := w.store.Offer(w.ctx, w.tg.sentOffers()[1].ID)
+		f, err := w.store.Orders().Offer(w.ctx, w.tg.sentOffers()[1].ID)
 		return err == nil && f.State == dispatch.Sent
 	}, "offer expired and went to master 11")
 	expired := w.offer(t, first.ID)
@@ -655,7 +655,7 @@ func TestExpireSurvivesDatabaseOutage(t *testing.T) {
 	down, err := storage.Open(ctx, url, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	down.Close() // every query on it now fails, as in an outage
-	broken, err := dispatch.NewService(w.cfg, dispatch.Deps{Repo: down, Notifier: w.tg, Log: slog.New(slog.DiscardHandler)})
+	broken, err := dispatch.NewService(w.cfg, dispatch.Deps{Orders: down.Orders(), Masters: down.Masters(), Notifier: w.tg, Log: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	n, err := broken.Expire(ctx)
 	require.Error(t, err)
@@ -696,7 +696,7 @@ func TestOfferExpiredBeforeDeliveryIsSentClosed(t *testing.T) {
 // flakyRepo fails the timer's two reads while down is set, as a server
 // refusing connections ("too many clients") does.
 type flakyRepo struct {
-	dispatch.Repository
+	dispatch.Orders
 	down     *atomic.Bool
 	failures *atomic.Int64
 }
@@ -706,7 +706,7 @@ func (r flakyRepo) ExpireOffers(ctx context.Context, by string, tell domain.Rend
 		r.failures.Add(1)
 		return nil, errors.New("sorry, too many clients already")
 	}
-	return r.Repository.ExpireOffers(ctx, by, tell)
+	return r.Orders.ExpireOffers(ctx, by, tell)
 }
 
 func (r flakyRepo) NextOfferExpiry(ctx context.Context) (time.Time, bool, error) {
@@ -714,7 +714,7 @@ func (r flakyRepo) NextOfferExpiry(ctx context.Context) (time.Time, bool, error)
 		r.failures.Add(1)
 		return time.Time{}, false, errors.New("sorry, too many clients already")
 	}
-	return r.Repository.NextOfferExpiry(ctx)
+	return r.Orders.NextOfferExpiry(ctx)
 }
 
 // A sweep that fails when its offer falls due, with the read of the next
@@ -727,7 +727,7 @@ func TestTimerRetriesAFailedSweep(t *testing.T) {
 	var down atomic.Bool
 	var failures atomic.Int64
 	s, err := dispatch.NewService(w.cfg, dispatch.Deps{
-		Repo: flakyRepo{Repository: w.store, down: &down, failures: &failures}, Notifier: w.tg,
+		Orders: flakyRepo{Orders: w.store.Orders(), down: &down, failures: &failures}, Masters: w.store.Masters(), Notifier: w.tg,
 		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)
@@ -745,7 +745,7 @@ func TestTimerRetriesAFailedSweep(t *testing.T) {
 // failOnce is the real store whose first NextOffer fails, as a deadlock
 // or a dropped connection would make it.
 type failOnce struct {
-	dispatch.Repository
+	dispatch.Orders
 	failed atomic.Bool
 }
 
@@ -753,7 +753,7 @@ func (r *failOnce) NextOffer(ctx context.Context, orderID int64, sla time.Durati
 	if r.failed.CompareAndSwap(false, true) {
 		return dispatch.Offer{}, dispatch.Order{}, dispatch.Busy, errors.New("injected: connection reset by peer")
 	}
-	return r.Repository.NextOffer(ctx, orderID, sla, gate, tell)
+	return r.Orders.NextOffer(ctx, orderID, sla, gate, tell)
 }
 
 // An order whose distribution failed has no open offer and is not marked
@@ -763,9 +763,9 @@ func (r *failOnce) NextOffer(ctx context.Context, orderID int64, sla time.Durati
 func TestFailedDistributionIsRetried(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
-	repo := &failOnce{Repository: w.store}
+	repo := &failOnce{Orders: w.store.Orders()}
 	s, err := dispatch.NewService(w.cfg, dispatch.Deps{
-		Repo: repo, Notifier: w.tg, Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
+		Orders: repo, Masters: w.store.Masters(), Notifier: w.tg, Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)
 	w.run(t, s)
@@ -794,7 +794,7 @@ func TestOrderLeftWithoutOfferIsTakenUpAgain(t *testing.T) {
 			name: "expired by a replica that died",
 			end: func(t *testing.T, w *world, _ *dispatch.Service, f dispatch.Offer) {
 				w.exec(t, `UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, f.ID)
-				_, err := w.store.ExpireOffers(w.ctx, "", nil)
+				_, err := w.store.Orders().ExpireOffers(w.ctx, "", nil)
 				require.NoError(t, err)
 				// This expiry, or replica 1's own sweep of due offers a
 				// moment before it: either way the offer ended with no
@@ -809,7 +809,7 @@ func TestOrderLeftWithoutOfferIsTakenUpAgain(t *testing.T) {
 			// the order on.
 			name: "declined on a replica that died",
 			end: func(t *testing.T, w *world, _ *dispatch.Service, f dispatch.Offer) {
-				_, ok, err := w.store.DeclineOffer(w.ctx, f.ID, f.MasterID, nil)
+				_, ok, err := w.store.Orders().DeclineOffer(w.ctx, f.ID, f.MasterID, nil)
 				require.NoError(t, err)
 				require.True(t, ok)
 			},
@@ -878,7 +878,7 @@ WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting
 				"order %d has no open offer and nobody takes it up: %v", o.ID, w.tg.log(o.ID))
 			require.Equal(t, int64(11), open())
 			require.Len(t, w.tg.sentOffers(), 2)
-			ids, err := w.store.SearchingOrders(w.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
+			ids, err := w.store.Orders().Searching(w.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 			require.NoError(t, err)
 			require.Empty(t, ids, "the step that offered it cleared the mark")
 		})
@@ -896,7 +896,7 @@ func TestOrderAfterHoursIsOfferedAtOpening(t *testing.T) {
 	moscow := cal.Zone("Moscow")
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 25, 22, 0, 0, 0, moscow)) // 00:00 in Almaty
 	w := newWorld(t, dispatch.Config{OfferSLA: time.Hour, CommissionRate: 10, Calendar: cal})
-	s, err := dispatch.NewService(w.cfg, dispatch.Deps{Repo: w.store, Notifier: w.tg, Clock: clock, Registerer: prometheus.NewRegistry(),
+	s, err := dispatch.NewService(w.cfg, dispatch.Deps{Orders: w.store.Orders(), Masters: w.store.Masters(), Notifier: w.tg, Clock: clock, Registerer: prometheus.NewRegistry(),
 		Log: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	require.NoError(t, err)
 	w.master(t, s, 10, "Moscow Arbat electrician")
@@ -909,7 +909,7 @@ func TestOrderAfterHoursIsOfferedAtOpening(t *testing.T) {
 	clock.Advance(11*time.Hour + 59*time.Minute + 30*time.Second) // 09:59:30
 	require.NoError(t, s.Distribute(w.ctx))
 	require.Empty(t, w.tg.sentOffers(), "09:59:30: still closed")
-	ids, err := w.store.SearchingOrders(w.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
+	ids, err := w.store.Orders().Searching(w.ctx, 10, dispatch.PassOwed, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{o.ID}, ids, "still owed its first step")
 

@@ -16,7 +16,7 @@ import (
 // is none such (an unknown id, or an offer that was never accepted: not a
 // button the bot made), ErrForbidden if it is another master's.
 func (s *Service) accepted(ctx context.Context, offerID, masterID int64) (Offer, error) {
-	f, err := s.deps.Repo.Offer(ctx, offerID)
+	f, err := s.deps.Orders.Offer(ctx, offerID)
 	if err != nil {
 		return Offer{}, err
 	}
@@ -39,7 +39,7 @@ func (s *Service) Assigned(ctx context.Context, offerID, masterID int64) (Order,
 	if err != nil {
 		return Order{}, err
 	}
-	o, err := s.deps.Repo.Order(ctx, f.OrderID)
+	o, err := s.deps.Orders.Get(ctx, f.OrderID)
 	if err != nil {
 		return Order{}, err
 	}
@@ -59,7 +59,7 @@ func (s *Service) Step(ctx context.Context, offerID, masterID int64, step Step) 
 		return Order{}, fmt.Errorf("dispatch: unknown step %q", step)
 	}
 	return s.masterChange(ctx, offerID, masterID, kind, func(orderID int64, tell domain.Render[Changed]) (Order, bool, error) {
-		return s.deps.Repo.MarkOrderStep(ctx, orderID, masterID, step, tell)
+		return s.deps.Orders.MarkStep(ctx, orderID, masterID, step, tell)
 	})
 }
 
@@ -116,7 +116,7 @@ func (s *Service) GiveBack(ctx context.Context, offerID, masterID int64) (Order,
 		return Order{}, err
 	}
 	o, err := s.masterChange(ctx, offerID, masterID, EventOrderReturned, func(orderID int64, tell domain.Render[Changed]) (Order, bool, error) {
-		return s.deps.Repo.ReturnOrder(ctx, orderID, masterID, tell)
+		return s.deps.Orders.Return(ctx, orderID, masterID, tell)
 	})
 	if err != nil {
 		return o, err
@@ -137,7 +137,7 @@ func (s *Service) Photo(ctx context.Context, masterID int64, messageID int, file
 		return Order{}, err
 	}
 	st := s.newStory()
-	o, ok, err := s.deps.Repo.RecordOrderPhoto(ctx, masterID, messageID, PhotoWindow, MaxPhotos, st.tell(func(c Changed) {
+	o, ok, err := s.deps.Orders.RecordPhoto(ctx, masterID, messageID, PhotoWindow, MaxPhotos, st.tell(func(c Changed) {
 		m, _ := masterOf(c, masterID)
 		st.photo(m, c.Order, fileID, caption)
 	}))

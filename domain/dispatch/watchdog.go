@@ -61,7 +61,7 @@ func (s *Service) sweep(ctx context.Context) ([]Offer, error) {
 	start := s.deps.Clock.Now()
 	// Each expiry's closing edit and live-log line commit with it.
 	st := s.newStory()
-	expired, err := s.deps.Repo.ExpireOffers(ctx, s.cfg.Claimer, st.tell(func(c Changed) {
+	expired, err := s.deps.Orders.ExpireOffers(ctx, s.cfg.Claimer, st.tell(func(c Changed) {
 		for _, f := range c.Offers {
 			m, _ := masterOf(c, f.MasterID)
 			st.closed(m, orderOf(c, f.OrderID), f)
@@ -227,7 +227,7 @@ const sweepRetry = time.Second
 
 // rearm sets the timer to the database's earliest open deadline.
 func (s *Service) rearm(ctx context.Context) {
-	next, ok, err := s.deps.Repo.NextOfferExpiry(ctx)
+	next, ok, err := s.deps.Orders.NextOfferExpiry(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("next offer expiry", "err", err)
