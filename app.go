@@ -251,7 +251,7 @@ func (a *app) buildWorkflows(context.Context) error {
 	}
 
 	a.anl, err = analysis.NewService(analysis.Config{BatchGap: cfg.AnalysisBatchGap, RunLease: cfg.AnalysisLease}, analysis.Deps{
-		Repo: a.store, Publisher: a.store, Notifier: notes, Log: log, Registerer: a.reg,
+		Runs: a.store.Runs(), Chats: a.store.GroupChats(), Publisher: a.store.Runs(), Notifier: notes, Log: log, Registerer: a.reg,
 		LLM: llm.AnalysisPort{Client: a.llm, Invalid: analysis.ErrInvalidAnswer},
 	})
 	if err != nil {

@@ -99,7 +99,7 @@ type analysisWorld struct {
 	model   *proposer
 	tg      *telegram
 	pub     *countingPublisher
-	reaped  chan struct{} // a reap of Serve asked the repository
+	reaped  chan struct{} // a reap of Serve asked the runs store
 	poll    *pgx.Conn
 	stages  *stages // nil without -stages
 	timeout time.Duration
@@ -121,7 +121,7 @@ func benchAnalysis(ctx context.Context, cfg analysisConfig, out io.Writer, log *
 			db.name, db.pgVersion, store.Pool().Config().MaxConns, len(msgs), cfg.chats, time.Since(genStart).Seconds(), cfg.latency)
 		describeMessages(out, msgs, plan)
 
-		w := &analysisWorld{store: store, model: &proposer{}, pub: &countingPublisher{Publisher: store},
+		w := &analysisWorld{store: store, model: &proposer{}, pub: &countingPublisher{Publisher: store.Runs()},
 			reaped: make(chan struct{}, 1), timeout: cfg.timeout}
 		if cfg.stages {
 			w.stages = newStages()
@@ -151,14 +151,16 @@ func benchAnalysis(ctx context.Context, cfg analysisConfig, out io.Writer, log *
 		defer stopSender()
 		render := bot.NewRenderer(bot.RenderConfig{AdminChatID: analysisAdminChat, AdminLang: "en"}, locales.MustLoad(), log)
 		deps := analysis.Deps{
-			Repo:      reapSignal{Repository: store, reaped: w.reaped},
+			Runs:      reapSignal{Runs: store.Runs(), reaped: w.reaped},
+			Chats:     store.GroupChats(),
 			LLM:       llm.AnalysisPort{Client: llmc, Invalid: analysis.ErrInvalidAnswer},
 			Notifier:  render,
 			Publisher: w.pub,
 			Log:       log, Registerer: prometheus.NewRegistry(),
 		}
 		if w.stages != nil {
-			deps.Repo = timedAnalysisRepo{deps.Repo, w.stages}
+			deps.Runs = timedAnalysisRuns{deps.Runs, w.stages}
+			deps.Chats = timedAnalysisChats{deps.Chats, w.stages}
 			deps.LLM = timedAnalysisLLM{deps.LLM, w.stages}
 			deps.Notifier = timedAnalysisNotifier{deps.Notifier, w.stages}
 			w.pub.Publisher = timedPublisher{w.pub.Publisher, w.stages}
@@ -990,14 +992,14 @@ func messageText(rng *rand.Rand, team []member, author member) string {
 // --- collaborators ---------------------------------------------------------------
 
 // reapSignal tells serve that Serve is running: its first act is a reap,
-// which asks the repository for interrupted runs.
+// which asks the runs store for interrupted runs.
 type reapSignal struct {
-	analysis.Repository
+	analysis.Runs
 	reaped chan struct{}
 }
 
-func (r reapSignal) FailInterruptedAnalysisRuns(ctx context.Context, render domain.Render[analysis.Review]) ([]analysis.Run, error) {
-	runs, err := r.Repository.FailInterruptedAnalysisRuns(ctx, render)
+func (r reapSignal) FailInterrupted(ctx context.Context, render domain.Render[analysis.Review]) ([]analysis.Run, error) {
+	runs, err := r.Runs.FailInterrupted(ctx, render)
 	select {
 	case r.reaped <- struct{}{}:
 	default:
@@ -1011,8 +1013,8 @@ type countingPublisher struct {
 	n atomic.Int64
 }
 
-func (p *countingPublisher) NotifyAnalysisRuns(ctx context.Context, payload string) error {
-	err := p.Publisher.NotifyAnalysisRuns(ctx, payload)
+func (p *countingPublisher) Publish(ctx context.Context, payload string) error {
+	err := p.Publisher.Publish(ctx, payload)
 	if err == nil {
 		p.n.Add(1)
 	}

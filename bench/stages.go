@@ -304,50 +304,56 @@ func (s *stages) reset() {
 	s.mu.Unlock()
 }
 
-// timedAnalysisRepo times the repository calls of the analysis executor
+// timedAnalysisRuns times the runs store's calls of the analysis executor
 // (and of Start and Serve). Each is one statement except SaveProposalBatch (a
 // transaction: the run's counters, then the proposals and their sources in
 // one pipelined batch).
-type timedAnalysisRepo struct {
-	analysis.Repository
+type timedAnalysisRuns struct {
+	analysis.Runs
 	s *stages
 }
 
-func (r timedAnalysisRepo) StartAnalysisRun(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+// timedAnalysisChats times the executor's read of its window.
+type timedAnalysisChats struct {
+	analysis.Chats
+	s *stages
+}
+
+func (r timedAnalysisRuns) Start(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	defer r.s.since("db StartAnalysisRun", time.Now())
-	return r.Repository.StartAnalysisRun(ctx, id, rag, lease, render)
+	return r.Runs.Start(ctx, id, rag, lease, render)
 }
 
-func (r timedAnalysisRepo) WindowGroupMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.GroupMessage, error) {
+func (r timedAnalysisChats) Window(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.GroupMessage, error) {
 	defer r.s.since("db WindowGroupMessages", time.Now())
-	return r.Repository.WindowGroupMessages(ctx, runID, from, to, chatID)
+	return r.Chats.Window(ctx, runID, from, to, chatID)
 }
 
-// SetAnalysisProgress, SaveProposalBatch and CompleteAnalysisRun include the rendering of their
+// SetProgress, SaveProposalBatch and Complete include the rendering of their
 // messages and writing them to the outbox, in the same transaction.
-func (r timedAnalysisRepo) SetAnalysisProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
+func (r timedAnalysisRuns) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
 	defer r.s.since("db SetAnalysisProgress", time.Now())
-	return r.Repository.SetAnalysisProgress(ctx, id, messages, filtered, batches, render)
+	return r.Runs.SetProgress(ctx, id, messages, filtered, batches, render)
 }
 
-func (r timedAnalysisRepo) SaveProposalBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
+func (r timedAnalysisRuns) SaveProposalBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
 	defer r.s.since("db SaveProposalBatch", time.Now())
-	return r.Repository.SaveProposalBatch(ctx, runID, batch, messages, ps, render)
+	return r.Runs.SaveProposalBatch(ctx, runID, batch, messages, ps, render)
 }
 
-func (r timedAnalysisRepo) CompleteAnalysisRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (r timedAnalysisRuns) Complete(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	defer r.s.since("db CompleteAnalysisRun", time.Now())
-	return r.Repository.CompleteAnalysisRun(ctx, id, render)
+	return r.Runs.Complete(ctx, id, render)
 }
 
-func (r timedAnalysisRepo) RenewAnalysisLease(ctx context.Context, id int64, lease time.Duration) (bool, error) {
+func (r timedAnalysisRuns) RenewLease(ctx context.Context, id int64, lease time.Duration) (bool, error) {
 	defer r.s.since("db RenewAnalysisLease", time.Now())
-	return r.Repository.RenewAnalysisLease(ctx, id, lease)
+	return r.Runs.RenewLease(ctx, id, lease)
 }
 
-func (r timedAnalysisRepo) SimilarProposals(ctx context.Context, runID int64, v []float32, k int) ([]analysis.Proposal, error) {
+func (r timedAnalysisRuns) SimilarProposals(ctx context.Context, runID int64, v []float32, k int) ([]analysis.Proposal, error) {
 	defer r.s.since("db SimilarProposals", time.Now())
-	return r.Repository.SimilarProposals(ctx, runID, v, k)
+	return r.Runs.SimilarProposals(ctx, runID, v, k)
 }
 
 type timedAnalysisLLM struct {
@@ -391,9 +397,9 @@ type timedPublisher struct {
 	s *stages
 }
 
-func (t timedPublisher) NotifyAnalysisRuns(ctx context.Context, payload string) error {
+func (t timedPublisher) Publish(ctx context.Context, payload string) error {
 	defer t.s.since("db NotifyAnalysisRuns (pg_notify)", time.Now())
-	return t.Publisher.NotifyAnalysisRuns(ctx, payload)
+	return t.Publisher.Publish(ctx, payload)
 }
 
 // timedOutbox times the outbox sender's statements (-stages of the

@@ -940,7 +940,7 @@ func (rd *Renderer) Event(e analysis.Event) []domain.Message {
 }
 
 // progressPosted reports whether a run's progress message was written: it
-// is written with the window's counts (SetAnalysisProgress), which a completed run
+// is written with the window's counts (Runs.SetProgress), which a completed run
 // has passed, as has one failed at a later step or with counts recorded.
 // A run failed before (at fetch or batch) has none to finish.
 func progressPosted(r analysis.Run) bool {

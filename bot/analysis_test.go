@@ -72,7 +72,7 @@ func setupAnalysisWith(t *testing.T, pace delivery.Limits, opts ...tgfake.Option
 	t.Cleanup(client.Close)
 	rc := bot.RenderConfig{AdminChatID: adminChat, AdminLang: "en", BoardEvery: testBoardEvery}
 	svc, err := analysis.NewService(analysis.Config{}, analysis.Deps{
-		Repo: st, LLM: llm.AnalysisPort{Client: client, Invalid: analysis.ErrInvalidAnswer}, Publisher: st,
+		Runs: st.Runs(), Chats: st.GroupChats(), LLM: llm.AnalysisPort{Client: client, Invalid: analysis.ErrInvalidAnswer}, Publisher: st.Runs(),
 		Notifier: testRenderer(rc), Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)

@@ -62,7 +62,7 @@ func sortedRefs(refs []analysis.Ref) []analysis.Ref {
 // duplicates, as stored. What tell makes of the run and the proposals
 // (their messages, whose buttons carry the ids) is written in the same
 // transaction, so a proposal is never saved without its message queued.
-func (s *Store) SaveProposalBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, tell domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
+func (s *Runs) SaveProposalBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, tell domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
 	var run analysis.Run
 	out := make([]analysis.Proposal, len(ps))
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
@@ -130,7 +130,7 @@ SELECT `+proposalColumns+` FROM p`, runID, batch, p.Title, p.Description, p.Prio
 }
 
 // proposal returns one proposal with its sources or domain.ErrNotFound.
-func (s *Store) proposal(ctx context.Context, id int64) (analysis.Proposal, error) {
+func (s *Runs) proposal(ctx context.Context, id int64) (analysis.Proposal, error) {
 	var ps proposalScan
 	var sources []byte
 	err := s.pool.QueryRow(ctx, `SELECT `+proposalSelect+` FROM analysis_proposals p WHERE p.id = $1`, id).
@@ -146,7 +146,7 @@ func (s *Store) proposal(ctx context.Context, id int64) (analysis.Proposal, erro
 // of it is written in the same transaction. A second press finds the
 // proposal decided (its row lock makes it wait for the first and then
 // re-check) and gets ok false with the proposal and its run as they are.
-func (s *Store) DecideProposal(ctx context.Context, id int64, d analysis.Decision, by int64, tell domain.Render[analysis.Review]) (analysis.Proposal, analysis.Run, bool, error) {
+func (s *Runs) DecideProposal(ctx context.Context, id int64, d analysis.Decision, by int64, tell domain.Render[analysis.Review]) (analysis.Proposal, analysis.Run, bool, error) {
 	if d != analysis.Approved && d != analysis.Rejected {
 		return analysis.Proposal{}, analysis.Run{}, false, fmt.Errorf("decide proposal %d: decision %q is neither approved nor rejected", id, d)
 	}
@@ -189,7 +189,7 @@ SELECT `+proposalSelect+`, `+analysisRunColumnsR+` FROM p JOIN r ON r.id = p.run
 		if err != nil {
 			return p, analysis.Run{}, false, fmt.Errorf("decide: %w", err)
 		}
-		r, err := s.AnalysisRun(ctx, p.RunID)
+		r, err := s.Get(ctx, p.RunID)
 		if err != nil {
 			return p, r, false, fmt.Errorf("decide proposal %d: %w", id, err)
 		}
@@ -203,7 +203,7 @@ SELECT `+proposalSelect+`, `+analysisRunColumnsR+` FROM p JOIN r ON r.id = p.run
 
 // AskApproveAllProposals sets review_confirm on a completed run with proposals
 // pending that does not ask already, and writes the board.
-func (s *Store) AskApproveAllProposals(ctx context.Context, runID int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (s *Runs) AskApproveAllProposals(ctx context.Context, runID int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	return s.moveRun(ctx, runID, "ask to approve all of", tell, `
 UPDATE analysis_runs SET review_confirm = true, updated_at = now()
 WHERE id = $1 AND state = 'completed' AND proposals_pending > 0 AND NOT review_confirm
@@ -211,7 +211,7 @@ RETURNING `+analysisRunColumns, runID)
 }
 
 // CancelApproveAllProposals clears review_confirm and writes the board.
-func (s *Store) CancelApproveAllProposals(ctx context.Context, runID int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (s *Runs) CancelApproveAllProposals(ctx context.Context, runID int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	return s.moveRun(ctx, runID, "cancel approving all of", tell, `
 UPDATE analysis_runs SET review_confirm = false, updated_at = now()
 WHERE id = $1 AND review_confirm
@@ -224,7 +224,7 @@ RETURNING `+analysisRunColumns, runID)
 // transaction. Proposals are locked before the run, as Decide locks them:
 // a press racing it waits instead of deadlocking, and the proposal it
 // decided is left as it decided.
-func (s *Store) ApproveAllProposals(ctx context.Context, runID, by int64, tell domain.Render[analysis.Review]) ([]analysis.Proposal, analysis.Run, bool, error) {
+func (s *Runs) ApproveAllProposals(ctx context.Context, runID, by int64, tell domain.Render[analysis.Review]) ([]analysis.Proposal, analysis.Run, bool, error) {
 	var out []analysis.Proposal
 	var r analysis.Run
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
@@ -256,7 +256,7 @@ RETURNING `+analysisRunColumns, runID, len(out))); err != nil {
 		return enqueueRun(ctx, tx, tell, r)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		r, err = s.AnalysisRun(ctx, runID)
+		r, err = s.Get(ctx, runID)
 		if err != nil {
 			return nil, r, false, fmt.Errorf("approve all of run %d: %w", runID, err)
 		}
@@ -270,7 +270,7 @@ RETURNING `+analysisRunColumns, runID, len(out))); err != nil {
 
 // SaveProposalEmbedding stores (or replaces) a proposal's embedding;
 // domain.ErrNotFound if there is no such proposal.
-func (s *Store) SaveProposalEmbedding(ctx context.Context, proposalID int64, v []float32) error {
+func (s *Runs) SaveProposalEmbedding(ctx context.Context, proposalID int64, v []float32) error {
 	if len(v) == 0 {
 		return fmt.Errorf("save embedding of proposal %d: empty vector", proposalID)
 	}
@@ -290,7 +290,7 @@ ON CONFLICT (proposal_id) DO UPDATE SET embedding = EXCLUDED.embedding, created_
 // SimilarProposals returns the k approved proposals of runs other than runID whose
 // embeddings are most similar (cosine) to v, most similar first.
 // Embeddings of another dimension (another model) are not compared.
-func (s *Store) SimilarProposals(ctx context.Context, runID int64, v []float32, k int) ([]analysis.Proposal, error) {
+func (s *Runs) SimilarProposals(ctx context.Context, runID int64, v []float32, k int) ([]analysis.Proposal, error) {
 	if k <= 0 || len(v) == 0 {
 		return nil, nil
 	}

@@ -34,7 +34,7 @@ func TestAnalysisDecideConcurrent(t *testing.T) {
 		if i%2 == 1 {
 			d = analysis.Rejected
 		}
-		p, r, ok, err := f.st.DecideProposal(f.ctx, ps[0].ID, d, int64(1000+i), b.render)
+		p, r, ok, err := f.st.Runs().DecideProposal(f.ctx, ps[0].ID, d, int64(1000+i), b.render)
 		results[i] = result{p, r, ok, err}
 	})
 	var winner *result
@@ -54,7 +54,7 @@ func TestAnalysisDecideConcurrent(t *testing.T) {
 		require.Equal(t, winner.p.Decision, res.p.Decision)
 		require.Equal(t, winner.p.DecidedBy, res.p.DecidedBy)
 	}
-	got, err := f.st.AnalysisRun(f.ctx, r.ID)
+	got, err := f.st.Runs().Get(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, 2, got.ProposalsTotal)
 	require.Equal(t, 1, got.ProposalsPending)
@@ -71,13 +71,13 @@ func TestAnalysisDecideConcurrent(t *testing.T) {
 
 	// The other proposal is untouched; unknown proposals and bad
 	// decisions are refused.
-	p, _, ok, err := f.st.DecideProposal(f.ctx, ps[1].ID, analysis.Rejected, 9, nil)
+	p, _, ok, err := f.st.Runs().DecideProposal(f.ctx, ps[1].ID, analysis.Rejected, 9, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, int64(9), p.DecidedBy)
-	_, _, _, err = f.st.DecideProposal(f.ctx, 999, analysis.Approved, 9, b.render)
+	_, _, _, err = f.st.Runs().DecideProposal(f.ctx, 999, analysis.Approved, 9, b.render)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, _, err = f.st.DecideProposal(f.ctx, ps[1].ID, analysis.Undecided, 9, b.render)
+	_, _, _, err = f.st.Runs().DecideProposal(f.ctx, ps[1].ID, analysis.Undecided, 9, b.render)
 	require.Error(t, err)
 	require.Equal(t, 1, b.calls(), "refusals render no board")
 	require.Len(t, f.outbox(), 1)
@@ -92,7 +92,7 @@ func TestAnalysisSaveBatch(t *testing.T) {
 			Sources: []analysis.Ref{{ChatID: 2, MessageID: 9}, {ChatID: 1, MessageID: 5}, {ChatID: 2, MessageID: 9}}},
 		{Title: "Update docs", Priority: "low"},
 	}
-	run, out, err := f.st.SaveProposalBatch(f.ctx, r.ID, 1, 30, in, nil)
+	run, out, err := f.st.Runs().SaveProposalBatch(f.ctx, r.ID, 1, 30, in, nil)
 	require.NoError(t, err)
 	require.Equal(t, [4]int{2, 2, 1, 30}, [4]int{run.ProposalsTotal, run.ProposalsPending, run.BatchesDone, run.Processed})
 	require.Len(t, out, 2)
@@ -114,15 +114,15 @@ func TestAnalysisSaveBatch(t *testing.T) {
 	require.Empty(t, out[1].Sources)
 
 	// A batch without proposals still counts.
-	run, out2, err := f.st.SaveProposalBatch(f.ctx, r.ID, 2, 12, nil, nil)
+	run, out2, err := f.st.Runs().SaveProposalBatch(f.ctx, r.ID, 2, 12, nil, nil)
 	require.NoError(t, err)
 	require.Empty(t, out2)
 	require.Equal(t, [4]int{2, 2, 2, 42}, [4]int{run.ProposalsTotal, run.ProposalsPending, run.BatchesDone, run.Processed})
 
 	// A proposal the schema refuses rolls the whole batch back.
-	_, _, err = f.st.SaveProposalBatch(f.ctx, r.ID, 3, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}}, nil)
+	_, _, err = f.st.Runs().SaveProposalBatch(f.ctx, r.ID, 3, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}}, nil)
 	require.Error(t, err)
-	got, err := f.st.AnalysisRun(f.ctx, r.ID)
+	got, err := f.st.Runs().Get(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, run, got)
 	require.Equal(t, 2, int(f.exec(`SELECT 1 FROM analysis_proposals`)))
@@ -132,7 +132,7 @@ func TestAnalysisSaveBatch(t *testing.T) {
 	require.NoError(t, f.st.Outbox().Enqueue(f.ctx, domain.Message{ChatID: adminChat, Kind: domain.KindProposal, Ref: out[0].ID, Text: "p"}))
 	require.Equal(t, 1, f.deliver(321))
 	f.decide(out[0].ID, analysis.Approved)
-	p, _, ok, err := f.st.DecideProposal(f.ctx, out[0].ID, analysis.Rejected, 8, nil)
+	p, _, ok, err := f.st.Runs().DecideProposal(f.ctx, out[0].ID, analysis.Rejected, 8, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, analysis.Approved, p.Decision)
@@ -170,38 +170,38 @@ func TestAnalysisSimilar(t *testing.T) {
 		}
 		f.decide(p.ID, d)
 		if vectors[i] != nil {
-			require.NoError(t, f.st.SaveProposalEmbedding(f.ctx, p.ID, vectors[i]))
+			require.NoError(t, f.st.Runs().SaveProposalEmbedding(f.ctx, p.ID, vectors[i]))
 		}
 	}
 	f.closeRun(a.ID)
 	// Replacing an embedding.
-	require.NoError(t, f.st.SaveProposalEmbedding(f.ctx, ps[2].ID, []float32{0, 0.1, 1}))
-	require.ErrorIs(t, f.st.SaveProposalEmbedding(f.ctx, 999, []float32{1}), domain.ErrNotFound)
+	require.NoError(t, f.st.Runs().SaveProposalEmbedding(f.ctx, ps[2].ID, []float32{0, 0.1, 1}))
+	require.ErrorIs(t, f.st.Runs().SaveProposalEmbedding(f.ctx, 999, []float32{1}), domain.ErrNotFound)
 
 	b := f.running()
 	own := f.batch(b.ID, 1, 1)
 	f.decide(own[0].ID, analysis.Approved)
-	require.NoError(t, f.st.SaveProposalEmbedding(f.ctx, own[0].ID, []float32{1, 0.1, 0}))
+	require.NoError(t, f.st.Runs().SaveProposalEmbedding(f.ctx, own[0].ID, []float32{1, 0.1, 0}))
 
 	q := []float32{1, 0.1, 0}
-	got, err := f.st.SimilarProposals(f.ctx, b.ID, q, 5)
+	got, err := f.st.Runs().SimilarProposals(f.ctx, b.ID, q, 5)
 	require.NoError(t, err)
 	require.Equal(t, []int64{ps[0].ID, ps[1].ID, ps[2].ID}, ids(got), "approved, of other runs, same dimension, most similar first")
 	require.Equal(t, ps[0].Title, got[0].Title)
 	require.Equal(t, analysis.Approved, got[0].Decision)
-	got, err = f.st.SimilarProposals(f.ctx, b.ID, q, 2)
+	got, err = f.st.Runs().SimilarProposals(f.ctx, b.ID, q, 2)
 	require.NoError(t, err)
 	require.Equal(t, []int64{ps[0].ID, ps[1].ID}, ids(got))
-	got, err = f.st.SimilarProposals(f.ctx, b.ID, []float32{0, 0, 1}, 1)
+	got, err = f.st.Runs().SimilarProposals(f.ctx, b.ID, []float32{0, 0, 1}, 1)
 	require.NoError(t, err)
 	require.Equal(t, []int64{ps[2].ID}, ids(got))
-	got, err = f.st.SimilarProposals(f.ctx, a.ID, q, 5)
+	got, err = f.st.Runs().SimilarProposals(f.ctx, a.ID, q, 5)
 	require.NoError(t, err)
 	require.Equal(t, []int64{own[0].ID}, ids(got), "seen from run A, only B's")
-	got, err = f.st.SimilarProposals(f.ctx, b.ID, []float32{0, 0, 0}, 5)
+	got, err = f.st.Runs().SimilarProposals(f.ctx, b.ID, []float32{0, 0, 0}, 5)
 	require.NoError(t, err, "a zero vector has no direction, and no error")
 	require.Len(t, got, 3)
-	got, err = f.st.SimilarProposals(f.ctx, b.ID, q, 0)
+	got, err = f.st.Runs().SimilarProposals(f.ctx, b.ID, q, 0)
 	require.NoError(t, err)
 	require.Empty(t, got)
 }
@@ -216,14 +216,14 @@ func TestAnalysisSaveBatchWritesItsMessages(t *testing.T) {
 	f := newAnalysis(t)
 	r := f.running()
 	require.Empty(t, f.outbox())
-	_, err := f.st.SetAnalysisProgress(f.ctx, r.ID, 30, 20, 2, boardMessage(true))
+	_, err := f.st.Runs().SetProgress(f.ctx, r.ID, 30, 20, 2, boardMessage(true))
 	require.NoError(t, err)
 	board := outboxRow{Kind: domain.KindProgress, Ref: r.ID, Text: "0/2 p1/1 [] 0/0/0"}
 	require.Equal(t, []outboxRow{board}, f.outbox())
 	// The board is posted: its edits are rows of their own.
 	require.Equal(t, 1, f.deliver(555))
 
-	run, ps, err := f.st.SaveProposalBatch(f.ctx, r.ID, 1, 9, []analysis.Proposal{proposal("a"), proposal("b"), proposal("c")}, boardMessage(false))
+	run, ps, err := f.st.Runs().SaveProposalBatch(f.ctx, r.ID, 1, 9, []analysis.Proposal{proposal("a"), proposal("b"), proposal("c")}, boardMessage(false))
 	require.NoError(t, err)
 	require.Len(t, ps, 3)
 	require.Equal(t, 3, run.ProposalsTotal)
@@ -233,15 +233,15 @@ func TestAnalysisSaveBatchWritesItsMessages(t *testing.T) {
 	require.Equal(t, want, f.outbox())
 
 	// Refused by the schema: neither the proposals nor the board.
-	_, _, err = f.st.SaveProposalBatch(f.ctx, r.ID, 2, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}}, boardMessage(false))
+	_, _, err = f.st.Runs().SaveProposalBatch(f.ctx, r.ID, 2, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}}, boardMessage(false))
 	require.Error(t, err)
 	// A board the outbox refuses (no chat): no proposal either.
-	_, _, err = f.st.SaveProposalBatch(f.ctx, r.ID, 2, 5, []analysis.Proposal{proposal("d")},
+	_, _, err = f.st.Runs().SaveProposalBatch(f.ctx, r.ID, 2, 5, []analysis.Proposal{proposal("d")},
 		func(rv analysis.Review) []domain.Message {
 			return append(boardMessage(false)(rv), domain.Message{Kind: domain.KindRunEvent, Text: "no chat"})
 		})
 	require.Error(t, err)
-	got, err := f.st.AnalysisRun(f.ctx, r.ID)
+	got, err := f.st.Runs().Get(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, run, got, "the counters are as batch 1 left them")
 	require.Equal(t, 3, int(f.exec(`SELECT 1 FROM analysis_proposals`)))
@@ -249,7 +249,7 @@ func TestAnalysisSaveBatchWritesItsMessages(t *testing.T) {
 
 	// The run no longer running: nothing is saved or written.
 	f.complete(r.ID)
-	_, _, err = f.st.SaveProposalBatch(f.ctx, r.ID, 2, 1, []analysis.Proposal{proposal("late")}, boardMessage(false))
+	_, _, err = f.st.Runs().SaveProposalBatch(f.ctx, r.ID, 2, 1, []analysis.Proposal{proposal("late")}, boardMessage(false))
 	require.ErrorIs(t, err, analysis.ErrState)
 	require.Equal(t, want, f.outbox())
 	require.Equal(t, 3, int(f.exec(`SELECT 1 FROM analysis_proposals`)))
@@ -266,10 +266,10 @@ func TestAnalysisProposalOrdinals(t *testing.T) {
 	require.Empty(t, f.batch(r.ID, 2, 0), "an empty batch numbers nothing")
 	// A batch the schema refuses (its second proposal) is rolled back,
 	// numbers and all.
-	_, _, err := f.st.SaveProposalBatch(f.ctx, r.ID, 3, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}}, nil)
+	_, _, err := f.st.Runs().SaveProposalBatch(f.ctx, r.ID, 3, 5, []analysis.Proposal{proposal("fine"), {Title: "bad", Priority: "urgent"}}, nil)
 	require.Error(t, err)
 	// So is one whose board the outbox refuses.
-	_, _, err = f.st.SaveProposalBatch(f.ctx, r.ID, 3, 5, []analysis.Proposal{proposal("fine")},
+	_, _, err = f.st.Runs().SaveProposalBatch(f.ctx, r.ID, 3, 5, []analysis.Proposal{proposal("fine")},
 		func(analysis.Review) []domain.Message {
 			return []domain.Message{{Kind: domain.KindRunEvent, Text: "no chat"}}
 		})
@@ -280,13 +280,13 @@ func TestAnalysisProposalOrdinals(t *testing.T) {
 	stored := f.proposalsOf(r.ID)
 	require.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8, 9}, ordinals(stored), "in the order made (by id), each once")
 	require.Equal(t, "task 3.1", stored[3].Title)
-	got, err := f.st.AnalysisRun(f.ctx, r.ID)
+	got, err := f.st.Runs().Get(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, 9, got.ProposalsTotal)
 
 	// Decide returns the proposal with its ordinal.
 	f.complete(r.ID)
-	p, _, ok, err := f.st.DecideProposal(f.ctx, stored[4].ID, analysis.Rejected, 7, nil)
+	p, _, ok, err := f.st.Runs().DecideProposal(f.ctx, stored[4].ID, analysis.Rejected, 7, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, 5, p.Ordinal)
@@ -316,7 +316,7 @@ func TestAnalysisBoardPages(t *testing.T) {
 	f := newAnalysis(t)
 	var b boards
 	r := f.running()
-	_, err := f.st.SetAnalysisProgress(f.ctx, r.ID, 40, 30, 3, b.render)
+	_, err := f.st.Runs().SetProgress(f.ctx, r.ID, 40, 30, 3, b.render)
 	require.NoError(t, err)
 	rv := b.last(t)
 	require.Equal(t, 0, rv.Page)
@@ -333,7 +333,7 @@ func TestAnalysisBoardPages(t *testing.T) {
 		if n == 0 {
 			ps[0].Sources = []analysis.Ref{ref(-5, 2), ref(-5, 1)}
 		}
-		run, _, err := f.st.SaveProposalBatch(f.ctx, r.ID, n+1, 10, ps, b.render)
+		run, _, err := f.st.Runs().SaveProposalBatch(f.ctx, r.ID, n+1, 10, ps, b.render)
 		require.NoError(t, err)
 		total += size
 		rv := b.last(t)
@@ -354,7 +354,7 @@ func TestAnalysisBoardPages(t *testing.T) {
 	turn := func(page, want int, ords ...int) analysis.Run {
 		t.Helper()
 		calls := b.calls()
-		run, err := f.st.TurnAnalysisPage(f.ctx, r.ID, page, b.render)
+		run, err := f.st.Runs().TurnPage(f.ctx, r.ID, page, b.render)
 		require.NoError(t, err)
 		require.Equal(t, want, run.ReviewPage, "page %d", page)
 		require.Equal(t, calls+1, b.calls(), "TurnPage writes the board")
@@ -366,7 +366,7 @@ func TestAnalysisBoardPages(t *testing.T) {
 			require.Equal(t, fmt.Sprintf("task %d", p.Ordinal), p.Title)
 			require.Equal(t, r.ID, p.RunID)
 		}
-		stored, err := f.st.AnalysisRun(f.ctx, r.ID)
+		stored, err := f.st.Runs().Get(f.ctx, r.ID)
 		require.NoError(t, err)
 		require.Equal(t, want, stored.ReviewPage, "the page is the run's")
 		return run
@@ -380,12 +380,12 @@ func TestAnalysisBoardPages(t *testing.T) {
 	// Other changes write the board on the page it is on.
 	f.complete(r.ID)
 	all := f.proposalsOf(r.ID)
-	_, _, ok, err := f.st.DecideProposal(f.ctx, all[0].ID, analysis.Approved, 7, b.render)
+	_, _, ok, err := f.st.Runs().DecideProposal(f.ctx, all[0].ID, analysis.Approved, 7, b.render)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, 2, b.last(t).Page)
 	require.Equal(t, []int{17, 18, 19, 20}, ordinals(b.last(t).Proposals))
-	_, _, ok, err = f.st.DecideProposal(f.ctx, all[18].ID, analysis.Rejected, 7, b.render)
+	_, _, ok, err = f.st.Runs().DecideProposal(f.ctx, all[18].ID, analysis.Rejected, 7, b.render)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "3/3 p3/3 [#17 task 17, #18 task 18, #19- task 19, #20 task 20] 18/1/1", domaintest.BoardText(b.last(t)))
@@ -399,7 +399,7 @@ func TestAnalysisBoardPages(t *testing.T) {
 
 	// An unknown run: ErrNotFound, nothing written.
 	calls := b.calls()
-	_, err = f.st.TurnAnalysisPage(f.ctx, 999, 1, b.render)
+	_, err = f.st.Runs().TurnPage(f.ctx, 999, 1, b.render)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 	require.Equal(t, calls, b.calls())
 	require.Len(t, f.outbox(), calls)
@@ -412,7 +412,7 @@ func TestAnalysisBoardPages(t *testing.T) {
 	}
 	f.closeRun(r.ID)
 	e := f.running()
-	run, err := f.st.TurnAnalysisPage(f.ctx, e.ID, 3, b.render)
+	run, err := f.st.Runs().TurnPage(f.ctx, e.ID, 3, b.render)
 	require.NoError(t, err)
 	require.Zero(t, run.ReviewPage)
 	require.Zero(t, b.last(t).Page)
@@ -431,7 +431,7 @@ func TestAnalysisDecideWritesTheBoard(t *testing.T) {
 	f.complete(r.ID)
 	require.Empty(t, f.outbox())
 
-	p, run, ok, err := f.st.DecideProposal(f.ctx, ps[1].ID, analysis.Approved, 7, b.render)
+	p, run, ok, err := f.st.Runs().DecideProposal(f.ctx, ps[1].ID, analysis.Approved, 7, b.render)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, 2, p.Ordinal)
@@ -443,7 +443,7 @@ func TestAnalysisDecideWritesTheBoard(t *testing.T) {
 	// The same proposal again, either way: refused, nothing rendered or
 	// written.
 	for _, d := range []analysis.Decision{analysis.Rejected, analysis.Approved} {
-		p, run2, ok, err := f.st.DecideProposal(f.ctx, ps[1].ID, d, 8, b.render)
+		p, run2, ok, err := f.st.Runs().DecideProposal(f.ctx, ps[1].ID, d, 8, b.render)
 		require.NoError(t, err)
 		require.False(t, ok)
 		require.Equal(t, analysis.Approved, p.Decision)
@@ -454,7 +454,7 @@ func TestAnalysisDecideWritesTheBoard(t *testing.T) {
 	}
 
 	// The board cannot be written: the decision is undone with it.
-	_, _, _, err = f.st.DecideProposal(f.ctx, ps[0].ID, analysis.Rejected, 7, func(rv analysis.Review) []domain.Message {
+	_, _, _, err = f.st.Runs().DecideProposal(f.ctx, ps[0].ID, analysis.Rejected, 7, func(rv analysis.Review) []domain.Message {
 		return append(b.render(rv), domain.Message{Kind: domain.KindRunEvent, Text: "no chat"})
 	})
 	require.Error(t, err)
@@ -485,44 +485,44 @@ func TestAnalysisAskApproveAll(t *testing.T) {
 	// Not completed yet.
 	r := f.running()
 	ps := f.batch(r.ID, 1, 3)
-	x, ok, err := f.st.AskApproveAllProposals(f.ctx, r.ID, b.render)
+	x, ok, err := f.st.Runs().AskApproveAllProposals(f.ctx, r.ID, b.render)
 	refused(x, ok, err, analysis.Running)
 	require.False(t, x.ReviewConfirm)
-	x, ok, err = f.st.CancelApproveAllProposals(f.ctx, r.ID, b.render)
+	x, ok, err = f.st.Runs().CancelApproveAllProposals(f.ctx, r.ID, b.render)
 	refused(x, ok, err, analysis.Running)
 
 	f.complete(r.ID)
-	x, ok, err = f.st.CancelApproveAllProposals(f.ctx, r.ID, b.render)
+	x, ok, err = f.st.Runs().CancelApproveAllProposals(f.ctx, r.ID, b.render)
 	refused(x, ok, err, analysis.Completed)
-	asked, ok, err := f.st.AskApproveAllProposals(f.ctx, r.ID, b.render)
+	asked, ok, err := f.st.Runs().AskApproveAllProposals(f.ctx, r.ID, b.render)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.True(t, asked.ReviewConfirm)
 	require.Equal(t, 3, asked.ProposalsPending)
 	require.Equal(t, asked, b.last(t).Run)
 	require.Equal(t, "1/0 p1/1 [#1 task 1.1, #2 task 1.2, #3 task 1.3] 3/0/0 ?", f.outbox()[0].Text)
-	got, err := f.st.AnalysisRun(f.ctx, r.ID)
+	got, err := f.st.Runs().Get(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.True(t, got.ReviewConfirm)
 
 	// Asking already.
-	x, ok, err = f.st.AskApproveAllProposals(f.ctx, r.ID, b.render)
+	x, ok, err = f.st.Runs().AskApproveAllProposals(f.ctx, r.ID, b.render)
 	refused(x, ok, err, analysis.Completed)
 	require.True(t, x.ReviewConfirm)
 
 	// Withdrawn; then it can be asked again.
-	cancelled, ok, err := f.st.CancelApproveAllProposals(f.ctx, r.ID, b.render)
+	cancelled, ok, err := f.st.Runs().CancelApproveAllProposals(f.ctx, r.ID, b.render)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.False(t, cancelled.ReviewConfirm)
 	require.Equal(t, 2, b.calls())
 	require.Equal(t, "1/0 p1/1 [#1 task 1.1, #2 task 1.2, #3 task 1.3] 3/0/0", f.outbox()[1].Text)
-	x, ok, err = f.st.CancelApproveAllProposals(f.ctx, r.ID, b.render)
+	x, ok, err = f.st.Runs().CancelApproveAllProposals(f.ctx, r.ID, b.render)
 	refused(x, ok, err, analysis.Completed)
-	_, ok, err = f.st.AskApproveAllProposals(f.ctx, r.ID, b.render)
+	_, ok, err = f.st.Runs().AskApproveAllProposals(f.ctx, r.ID, b.render)
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, ok, err = f.st.CancelApproveAllProposals(f.ctx, r.ID, b.render)
+	_, ok, err = f.st.Runs().CancelApproveAllProposals(f.ctx, r.ID, b.render)
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -530,35 +530,35 @@ func TestAnalysisAskApproveAll(t *testing.T) {
 	for _, p := range ps {
 		f.decide(p.ID, analysis.Rejected)
 	}
-	x, ok, err = f.st.AskApproveAllProposals(f.ctx, r.ID, b.render)
+	x, ok, err = f.st.Runs().AskApproveAllProposals(f.ctx, r.ID, b.render)
 	refused(x, ok, err, analysis.Completed)
 	require.Zero(t, x.ProposalsPending)
 	require.False(t, x.ReviewConfirm)
 	f.closeRun(r.ID)
-	x, ok, err = f.st.AskApproveAllProposals(f.ctx, r.ID, b.render)
+	x, ok, err = f.st.Runs().AskApproveAllProposals(f.ctx, r.ID, b.render)
 	refused(x, ok, err, analysis.Closed)
 
 	// No proposals at all.
 	e := f.running()
 	f.batch(e.ID, 1, 0)
 	f.complete(e.ID)
-	x, ok, err = f.st.AskApproveAllProposals(f.ctx, e.ID, b.render)
+	x, ok, err = f.st.Runs().AskApproveAllProposals(f.ctx, e.ID, b.render)
 	refused(x, ok, err, analysis.Completed)
 
 	// A failed run.
 	f.closeRun(e.ID)
 	fr := f.running()
 	f.batch(fr.ID, 1, 2)
-	_, ok, err = f.st.FailAnalysisRun(f.ctx, fr.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
+	_, ok, err = f.st.Runs().Fail(f.ctx, fr.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
-	x, ok, err = f.st.AskApproveAllProposals(f.ctx, fr.ID, b.render)
+	x, ok, err = f.st.Runs().AskApproveAllProposals(f.ctx, fr.ID, b.render)
 	refused(x, ok, err, analysis.Failed)
 
 	// Unknown runs.
-	_, _, err = f.st.AskApproveAllProposals(f.ctx, 999, b.render)
+	_, _, err = f.st.Runs().AskApproveAllProposals(f.ctx, 999, b.render)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.CancelApproveAllProposals(f.ctx, 999, b.render)
+	_, _, err = f.st.Runs().CancelApproveAllProposals(f.ctx, 999, b.render)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 }
 
@@ -575,7 +575,7 @@ func TestAnalysisApproveAll(t *testing.T) {
 
 	// Not completed: refused even if the question were set.
 	f.exec(`UPDATE analysis_runs SET review_confirm = true WHERE id = $1`, r.ID)
-	approved, x, ok, err := f.st.ApproveAllProposals(f.ctx, r.ID, 99, b.render)
+	approved, x, ok, err := f.st.Runs().ApproveAllProposals(f.ctx, r.ID, 99, b.render)
 	requireRefused(t, x, ok, err, analysis.Running)
 	require.Empty(t, approved)
 	f.exec(`UPDATE analysis_runs SET review_confirm = false WHERE id = $1`, r.ID)
@@ -586,7 +586,7 @@ func TestAnalysisApproveAll(t *testing.T) {
 	require.Equal(t, [3]int{4, 1, 1}, [3]int{before.ProposalsPending, before.ProposalsApproved, before.ProposalsRejected})
 
 	// Without the question: refused, nothing changed or written.
-	approved, x, ok, err = f.st.ApproveAllProposals(f.ctx, r.ID, 99, b.render)
+	approved, x, ok, err = f.st.Runs().ApproveAllProposals(f.ctx, r.ID, 99, b.render)
 	requireRefused(t, x, ok, err, analysis.Completed)
 	require.Empty(t, approved)
 	require.Equal(t, before, x)
@@ -594,10 +594,10 @@ func TestAnalysisApproveAll(t *testing.T) {
 	require.Empty(t, f.outbox())
 	require.Equal(t, before, f.requireCounters(r.ID))
 
-	_, ok, err = f.st.AskApproveAllProposals(f.ctx, r.ID, nil)
+	_, ok, err = f.st.Runs().AskApproveAllProposals(f.ctx, r.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
-	approved, run, ok, err := f.st.ApproveAllProposals(f.ctx, r.ID, 99, b.render)
+	approved, run, ok, err := f.st.Runs().ApproveAllProposals(f.ctx, r.ID, 99, b.render)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, []int{1, 3, 4, 6}, ordinals(approved), "the pending ones, by ordinal")
@@ -626,7 +626,7 @@ func TestAnalysisApproveAll(t *testing.T) {
 		Data: fmt.Sprintf("pa:%d pa:%d pa:%d pa:%d pa:%d pa:%d", ps[0].ID, ps[1].ID, ps[2].ID, ps[3].ID, ps[4].ID, ps[5].ID)}}, f.outbox())
 
 	// A second confirm: the board no longer asks; nothing changes.
-	approved, x, ok, err = f.st.ApproveAllProposals(f.ctx, r.ID, 98, b.render)
+	approved, x, ok, err = f.st.Runs().ApproveAllProposals(f.ctx, r.ID, 98, b.render)
 	requireRefused(t, x, ok, err, analysis.Completed)
 	require.Empty(t, approved)
 	require.Equal(t, run, x)
@@ -634,32 +634,32 @@ func TestAnalysisApproveAll(t *testing.T) {
 	require.Equal(t, 1, b.calls())
 	require.Len(t, f.outbox(), 1)
 	// Nor can the question come back: nothing is pending.
-	_, ok, err = f.st.AskApproveAllProposals(f.ctx, r.ID, nil)
+	_, ok, err = f.st.Runs().AskApproveAllProposals(f.ctx, r.ID, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 
 	f.closeRun(r.ID)
-	approved, x, ok, err = f.st.ApproveAllProposals(f.ctx, r.ID, 98, nil)
+	approved, x, ok, err = f.st.Runs().ApproveAllProposals(f.ctx, r.ID, 98, nil)
 	requireRefused(t, x, ok, err, analysis.Closed)
 	require.Empty(t, approved)
-	_, _, _, err = f.st.ApproveAllProposals(f.ctx, 999, 98, nil)
+	_, _, _, err = f.st.Runs().ApproveAllProposals(f.ctx, 999, 98, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
 	// A board the outbox refuses undoes the approvals.
 	c := f.running()
 	cps := f.batch(c.ID, 1, 3)
 	f.complete(c.ID)
-	_, ok, err = f.st.AskApproveAllProposals(f.ctx, c.ID, nil)
+	_, ok, err = f.st.Runs().AskApproveAllProposals(f.ctx, c.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, _, _, err = f.st.ApproveAllProposals(f.ctx, c.ID, 99, func(analysis.Review) []domain.Message {
+	_, _, _, err = f.st.Runs().ApproveAllProposals(f.ctx, c.ID, 99, func(analysis.Review) []domain.Message {
 		return []domain.Message{{Kind: domain.KindRunEvent, Text: "no chat"}}
 	})
 	require.Error(t, err)
 	got := f.requireCounters(c.ID)
 	require.Equal(t, 3, got.ProposalsPending)
 	require.True(t, got.ReviewConfirm, "still asking")
-	approved, _, ok, err = f.st.ApproveAllProposals(f.ctx, c.ID, 99, nil)
+	approved, _, ok, err = f.st.Runs().ApproveAllProposals(f.ctx, c.ID, 99, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Len(t, approved, len(cps))
@@ -680,7 +680,7 @@ func TestAnalysisDecideApproveAllConcurrent(t *testing.T) {
 		r := f.running()
 		ps := f.batch(r.ID, 1, size)
 		f.complete(r.ID)
-		_, ok, err := f.st.AskApproveAllProposals(f.ctx, r.ID, nil)
+		_, ok, err := f.st.Runs().AskApproveAllProposals(f.ctx, r.ID, nil)
 		require.NoError(t, err)
 		require.True(t, ok)
 
@@ -704,13 +704,13 @@ func TestAnalysisDecideApproveAllConcurrent(t *testing.T) {
 				if i%2 == 1 {
 					d = analysis.Approved
 				}
-				p, _, ok, err := f.st.DecideProposal(f.ctx, ps[k].ID, d, int64(10+i), b.render)
+				p, _, ok, err := f.st.Runs().DecideProposal(f.ctx, ps[k].ID, d, int64(10+i), b.render)
 				presses[i] = press{p, ok, err}
 			})
 		}
 		wg.Go(func() {
 			<-start
-			approved, _, approveOK, approveErr = f.st.ApproveAllProposals(f.ctx, r.ID, 99, b.render)
+			approved, _, approveOK, approveErr = f.st.Runs().ApproveAllProposals(f.ctx, r.ID, 99, b.render)
 		})
 		close(start)
 		done := make(chan struct{})

@@ -32,10 +32,20 @@ progress_sent AS (
 )`
 )
 
-// The analysis workflow's repository and event publisher.
+// Runs is the analysis runs aggregate: a run's lifecycle (created,
+// started under a lease, failed, completed, closed), its progress and
+// board, and its proposals (analysis_proposals.go): a batch's, the admins'
+// decisions and the embeddings RAG reads. It implements analysis.Runs and,
+// with pg_notify('analysis_runs', …), analysis.Publisher.
+type Runs struct{ *db }
+
+// Runs is the store of the analysis runs and their proposals.
+func (s *Store) Runs() *Runs { return &Runs{s.db} }
+
+// The analysis workflow's runs and event publisher.
 var (
-	_ analysis.Repository = (*Store)(nil)
-	_ analysis.Publisher  = (*Store)(nil)
+	_ analysis.Runs      = (*Runs)(nil)
+	_ analysis.Publisher = (*Runs)(nil)
 )
 
 // AnalysisChannel is the NOTIFY channel of run events.
@@ -54,7 +64,7 @@ decision, decided_by, decided_at, message_id, created_at`
 	groupMessageColumns = `chat_id, message_id, author_id, author, text, date`
 	// unclosedRuns is the SQL spelling of analysis.Unclosed; it is the
 	// predicate of the partial index analysis_runs_one_unclosed, which
-	// CreateAnalysisRun's ON CONFLICT names.
+	// Create's ON CONFLICT names.
 	unclosedRuns = `('pending', 'running', 'completed', 'reviewed')`
 )
 
@@ -195,11 +205,11 @@ WHERE p.run_id = $1 AND p.ordinal > $2 AND p.ordinal <= $3 ORDER BY p.ordinal`,
 	return rv, nil
 }
 
-// createRunLock is the transaction-level advisory lock CreateAnalysisRun holds,
+// createRunLock is the transaction-level advisory lock Create holds,
 // so that concurrent creates check for unclosed runs one after another.
 const createRunLock = 0x616e616c79736973 // "analysis"
 
-// CreateAnalysisRun inserts a pending run unless an unclosed run exists; then it
+// Create inserts a pending run unless an unclosed run exists; then it
 // returns the unclosed runs' ids and no run. The check comes before the
 // insert, under an advisory lock that serialises creates: a refused
 // /run_new inserts nothing, so it takes no id from the sequence and the
@@ -208,7 +218,7 @@ const createRunLock = 0x616e616c79736973 // "analysis"
 // The unique partial index analysis_runs_one_unclosed still guards the
 // rule. What tell makes of the new run is written in the insert's
 // transaction.
-func (s *Store) CreateAnalysisRun(ctx context.Context, r analysis.Run, tell domain.Render[analysis.Review]) (analysis.Run, []int64, error) {
+func (s *Runs) Create(ctx context.Context, r analysis.Run, tell domain.Render[analysis.Review]) (analysis.Run, []int64, error) {
 	filters, err := json.Marshal(r.Filters)
 	if err != nil {
 		return analysis.Run{}, nil, fmt.Errorf("create run: %w", err)
@@ -259,8 +269,8 @@ func scanRunWithCreator(row pgx.Row) (analysis.Run, error) {
 	return r, err
 }
 
-// AnalysisRun returns one run, with its creator's names, or domain.ErrNotFound.
-func (s *Store) AnalysisRun(ctx context.Context, id int64) (analysis.Run, error) {
+// Get returns one run, with its creator's names, or domain.ErrNotFound.
+func (s *Runs) Get(ctx context.Context, id int64) (analysis.Run, error) {
 	r, err := scanRunWithCreator(s.pool.QueryRow(ctx, runWithCreator+` WHERE r.id = $1`, id))
 	if err != nil {
 		return r, fmt.Errorf("run %d: %w", id, interpretError(err))
@@ -268,9 +278,9 @@ func (s *Store) AnalysisRun(ctx context.Context, id int64) (analysis.Run, error)
 	return r, nil
 }
 
-// AnalysisRuns lists runs newest first, with their creators' names and the total
+// List lists runs newest first, with their creators' names and the total
 // count.
-func (s *Store) AnalysisRuns(ctx context.Context, offset, limit int) ([]analysis.Run, int, error) {
+func (s *Runs) List(ctx context.Context, offset, limit int) ([]analysis.Run, int, error) {
 	var runs []analysis.Run
 	var total int
 	b := &pgx.Batch{}
@@ -296,7 +306,7 @@ func (s *Store) AnalysisRuns(ctx context.Context, offset, limit int) ([]analysis
 // in its transaction, writes what tell makes of the run it left: ok
 // false, with the run as it is and nothing written, when it updated
 // nothing (domain.ErrNotFound if there is no such run).
-func (s *Store) moveRun(ctx context.Context, id int64, what string, tell domain.Render[analysis.Review], sql string, args ...any) (analysis.Run, bool, error) {
+func (s *Runs) moveRun(ctx context.Context, id int64, what string, tell domain.Render[analysis.Review], sql string, args ...any) (analysis.Run, bool, error) {
 	var r analysis.Run
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -306,7 +316,7 @@ func (s *Store) moveRun(ctx context.Context, id int64, what string, tell domain.
 		return enqueueRun(ctx, tx, tell, r)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		r, err = s.AnalysisRun(ctx, id)
+		r, err = s.Get(ctx, id)
 		if err != nil {
 			return r, false, fmt.Errorf("%s run %d: %w", what, id, err)
 		}
@@ -318,9 +328,9 @@ func (s *Store) moveRun(ctx context.Context, id int64, what string, tell domain.
 	return r, true, nil
 }
 
-// StartAnalysisRun moves pending → running with started_at, rag and the
+// Start moves pending → running with started_at, rag and the
 // executor's lease.
-func (s *Store) StartAnalysisRun(ctx context.Context, id int64, rag bool, lease time.Duration, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (s *Runs) Start(ctx context.Context, id int64, rag bool, lease time.Duration, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	return s.moveRun(ctx, id, "start", tell, `
 UPDATE analysis_runs SET state = 'running', started_at = now(), rag = $2,
     claimed_until = now() + $3 * interval '1 microsecond', updated_at = now()
@@ -328,8 +338,8 @@ WHERE id = $1 AND state = 'pending'
 RETURNING `+analysisRunColumns, id, rag, micros(lease))
 }
 
-// RenewAnalysisLease extends a running run's lease; false if it is not running.
-func (s *Store) RenewAnalysisLease(ctx context.Context, id int64, lease time.Duration) (bool, error) {
+// RenewLease extends a running run's lease; false if it is not running.
+func (s *Runs) RenewLease(ctx context.Context, id int64, lease time.Duration) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE analysis_runs SET claimed_until = now() + $2 * interval '1 microsecond'
 WHERE id = $1 AND state = 'running'`, id, micros(lease))
 	if err != nil {
@@ -338,10 +348,10 @@ WHERE id = $1 AND state = 'running'`, id, micros(lease))
 	return tag.RowsAffected() == 1, nil
 }
 
-// FailInterruptedAnalysisRuns fails every running run whose executor's lease expired
+// FailInterrupted fails every running run whose executor's lease expired
 // (its process was killed or restarted), writing what tell makes of
 // each in the same transaction; the runs it failed.
-func (s *Store) FailInterruptedAnalysisRuns(ctx context.Context, tell domain.Render[analysis.Review]) ([]analysis.Run, error) {
+func (s *Runs) FailInterrupted(ctx context.Context, tell domain.Render[analysis.Review]) ([]analysis.Run, error) {
 	var runs []analysis.Run
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -367,8 +377,8 @@ RETURNING `+analysisRunColumns))
 	return runs, nil
 }
 
-// FailAnalysisRun moves running → failed with the error log.
-func (s *Store) FailAnalysisRun(ctx context.Context, id int64, e analysis.ErrorLog, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+// Fail moves running → failed with the error log.
+func (s *Runs) Fail(ctx context.Context, id int64, e analysis.ErrorLog, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	log, err := json.Marshal(e)
 	if err != nil {
 		return analysis.Run{}, false, fmt.Errorf("fail run %d: %w", id, err)
@@ -379,17 +389,17 @@ WHERE id = $1 AND state = 'running'
 RETURNING `+analysisRunColumns, id, log)
 }
 
-// CompleteAnalysisRun moves running → completed.
-func (s *Store) CompleteAnalysisRun(ctx context.Context, id int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+// Complete moves running → completed.
+func (s *Runs) Complete(ctx context.Context, id int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	return s.moveRun(ctx, id, "complete", tell, `
 UPDATE analysis_runs SET state = 'completed', completed_at = now(), claimed_until = NULL, updated_at = now()
 WHERE id = $1 AND state = 'running'
 RETURNING `+analysisRunColumns, id)
 }
 
-// CloseAnalysisRun moves completed → closed when no proposal is pending, storing
+// Close moves completed → closed when no proposal is pending, storing
 // accuracy_metrics computed from the counters in the same statement.
-func (s *Store) CloseAnalysisRun(ctx context.Context, id int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (s *Runs) Close(ctx context.Context, id int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	return s.moveRun(ctx, id, "close", tell, `
 UPDATE analysis_runs SET state = 'closed', closed_at = now(), updated_at = now(), review_confirm = false,
     accuracy_metrics = jsonb_build_object(
@@ -413,10 +423,10 @@ func runStateError(row pgx.Row, id int64) error {
 	return fmt.Errorf("%w: run %d is %s", analysis.ErrState, id, state)
 }
 
-// SetAnalysisProgress records the window's counts and the number of batches of a
+// SetProgress records the window's counts and the number of batches of a
 // running run, writing what tell makes of it (the progress message) in
 // the same transaction; analysis.ErrState if it is not running.
-func (s *Store) SetAnalysisProgress(ctx context.Context, id int64, messages, filtered, batches int, tell domain.Render[analysis.Review]) (analysis.Run, error) {
+func (s *Runs) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, tell domain.Render[analysis.Review]) (analysis.Run, error) {
 	var r analysis.Run
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -438,9 +448,9 @@ RETURNING `+analysisRunColumns, id, messages, filtered, batches))
 	return r, nil
 }
 
-// TurnAnalysisPage moves run's board to page, clamped to the pages its proposals
+// TurnPage moves run's board to page, clamped to the pages its proposals
 // fill, and writes the board.
-func (s *Store) TurnAnalysisPage(ctx context.Context, runID int64, page int, tell domain.Render[analysis.Review]) (analysis.Run, error) {
+func (s *Runs) TurnPage(ctx context.Context, runID int64, page int, tell domain.Render[analysis.Review]) (analysis.Run, error) {
 	r, ok, err := s.moveRun(ctx, runID, "turn the board page of", tell, `
 UPDATE analysis_runs SET review_page = least(greatest($2, 0), greatest((proposals_total - 1) / $3, 0)), updated_at = now()
 WHERE id = $1
@@ -451,8 +461,8 @@ RETURNING `+analysisRunColumns, runID, page, analysis.ReviewPageSize)
 	return r, err
 }
 
-// NotifyAnalysisRuns sends a run event to pg_notify('analysis_runs', payload).
-func (s *Store) NotifyAnalysisRuns(ctx context.Context, payload string) error {
+// Publish sends a run event to pg_notify('analysis_runs', payload).
+func (s *Runs) Publish(ctx context.Context, payload string) error {
 	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, AnalysisChannel, payload); err != nil {
 		return fmt.Errorf("publish analysis event: %w", err)
 	}

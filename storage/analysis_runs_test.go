@@ -31,7 +31,7 @@ var winFrom = time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 // create requires a new pending run.
 func (f *afx) create() analysis.Run {
 	f.t.Helper()
-	r, blocked, err := f.st.CreateAnalysisRun(f.ctx, analysis.Run{CreatedBy: 7, From: winFrom, To: winFrom.Add(24 * time.Hour),
+	r, blocked, err := f.st.Runs().Create(f.ctx, analysis.Run{CreatedBy: 7, From: winFrom, To: winFrom.Add(24 * time.Hour),
 		Filters: analysis.Filters{Window: 24 * time.Hour}}, nil)
 	require.NoError(f.t, err)
 	require.Empty(f.t, blocked)
@@ -50,24 +50,24 @@ func (f *afx) took(r analysis.Run, ok bool, err error) analysis.Run {
 // running requires a new run started with a one-hour lease.
 func (f *afx) running() analysis.Run {
 	f.t.Helper()
-	return f.took(f.st.StartAnalysisRun(f.ctx, f.create().ID, false, time.Hour, nil))
+	return f.took(f.st.Runs().Start(f.ctx, f.create().ID, false, time.Hour, nil))
 }
 
 func (f *afx) complete(id int64) analysis.Run {
 	f.t.Helper()
-	return f.took(f.st.CompleteAnalysisRun(f.ctx, id, nil))
+	return f.took(f.st.Runs().Complete(f.ctx, id, nil))
 }
 
 func (f *afx) closeRun(id int64) analysis.Run {
 	f.t.Helper()
-	r := f.took(f.st.CloseAnalysisRun(f.ctx, id, nil))
+	r := f.took(f.st.Runs().Close(f.ctx, id, nil))
 	require.Equal(f.t, analysis.Closed, r.State)
 	return r
 }
 
 func (f *afx) decide(id int64, d analysis.Decision) analysis.Run {
 	f.t.Helper()
-	p, r, ok, err := f.st.DecideProposal(f.ctx, id, d, 7, nil)
+	p, r, ok, err := f.st.Runs().DecideProposal(f.ctx, id, d, 7, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	require.Equal(f.t, d, p.Decision)
@@ -87,7 +87,7 @@ func (f *afx) batch(runID int64, batch, n int) []analysis.Proposal {
 	for i := range ps {
 		ps[i] = proposal(fmt.Sprintf("task %d.%d", batch, i+1))
 	}
-	_, out, err := f.st.SaveProposalBatch(f.ctx, runID, batch, 10, ps, nil)
+	_, out, err := f.st.Runs().SaveProposalBatch(f.ctx, runID, batch, 10, ps, nil)
 	require.NoError(f.t, err)
 	require.Len(f.t, out, n)
 	return out
@@ -95,7 +95,7 @@ func (f *afx) batch(runID int64, batch, n int) []analysis.Proposal {
 
 func (f *afx) message(chat, id int64, at time.Time, text string) {
 	f.t.Helper()
-	require.NoError(f.t, f.st.SaveGroupMessage(f.ctx, analysis.GroupMessage{ChatID: chat, MessageID: id, AuthorID: 100 + id,
+	require.NoError(f.t, f.st.GroupChats().SaveMessage(f.ctx, analysis.GroupMessage{ChatID: chat, MessageID: id, AuthorID: 100 + id,
 		Author: fmt.Sprintf("user%d", id), Text: text, Date: at}))
 }
 
@@ -244,7 +244,7 @@ func TestAnalysisRunLifecycle(t *testing.T) {
 	t.Parallel()
 	f := newAnalysis(t)
 	filters := analysis.Filters{Window: 7 * 24 * time.Hour, ChatID: -100, Keywords: []string{"deploy", "bug"}, MinLen: 10, Mentions: true}
-	r, blocked, err := f.st.CreateAnalysisRun(f.ctx, analysis.Run{CreatedBy: 42, Filters: filters, From: winFrom, To: winFrom.Add(filters.Window)}, nil)
+	r, blocked, err := f.st.Runs().Create(f.ctx, analysis.Run{CreatedBy: 42, Filters: filters, From: winFrom, To: winFrom.Add(filters.Window)}, nil)
 	require.NoError(t, err)
 	require.Empty(t, blocked)
 	require.Equal(t, analysis.Pending, r.State)
@@ -256,51 +256,51 @@ func TestAnalysisRunLifecycle(t *testing.T) {
 	require.True(t, r.StartedAt.IsZero())
 	require.Nil(t, r.ErrorLog)
 	require.Nil(t, r.Metrics)
-	got, err := f.st.AnalysisRun(f.ctx, r.ID)
+	got, err := f.st.Runs().Get(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, r, got)
 
 	// Nothing but start leaves pending.
-	x, ok, err := f.st.CompleteAnalysisRun(f.ctx, r.ID, nil)
+	x, ok, err := f.st.Runs().Complete(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Pending)
-	x, ok, err = f.st.FailAnalysisRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
+	x, ok, err = f.st.Runs().Fail(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
 	requireRefused(t, x, ok, err, analysis.Pending)
-	x, ok, err = f.st.CloseAnalysisRun(f.ctx, r.ID, nil)
+	x, ok, err = f.st.Runs().Close(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Pending)
-	renewed, err := f.st.RenewAnalysisLease(f.ctx, r.ID, time.Hour)
+	renewed, err := f.st.Runs().RenewLease(f.ctx, r.ID, time.Hour)
 	require.NoError(t, err)
 	require.False(t, renewed)
-	_, err = f.st.SetAnalysisProgress(f.ctx, r.ID, 1, 1, 1, nil)
+	_, err = f.st.Runs().SetProgress(f.ctx, r.ID, 1, 1, 1, nil)
 	require.ErrorIs(t, err, analysis.ErrState)
-	_, _, err = f.st.SaveProposalBatch(f.ctx, r.ID, 1, 1, []analysis.Proposal{proposal("a")}, nil)
+	_, _, err = f.st.Runs().SaveProposalBatch(f.ctx, r.ID, 1, 1, []analysis.Proposal{proposal("a")}, nil)
 	require.ErrorIs(t, err, analysis.ErrState)
 
 	// pending → running
-	r, ok, err = f.st.StartAnalysisRun(f.ctx, r.ID, true, time.Minute, nil)
+	r, ok, err = f.st.Runs().Start(f.ctx, r.ID, true, time.Minute, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, analysis.Running, r.State)
 	require.True(t, r.RAG)
 	require.WithinDuration(t, time.Now(), r.StartedAt, time.Minute)
 	require.InDelta(t, time.Minute.Seconds(), f.claimedUntilIn(r.ID).Seconds(), 5)
-	x, ok, err = f.st.StartAnalysisRun(f.ctx, r.ID, false, time.Minute, nil)
+	x, ok, err = f.st.Runs().Start(f.ctx, r.ID, false, time.Minute, nil)
 	requireRefused(t, x, ok, err, analysis.Running)
 	require.True(t, x.RAG, "a refused start changes nothing")
-	x, ok, err = f.st.CloseAnalysisRun(f.ctx, r.ID, nil)
+	x, ok, err = f.st.Runs().Close(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Running)
 
-	renewed, err = f.st.RenewAnalysisLease(f.ctx, r.ID, time.Hour)
+	renewed, err = f.st.Runs().RenewLease(f.ctx, r.ID, time.Hour)
 	require.NoError(t, err)
 	require.True(t, renewed)
 	require.InDelta(t, time.Hour.Seconds(), f.claimedUntilIn(r.ID).Seconds(), 5)
 
-	r, err = f.st.SetAnalysisProgress(f.ctx, r.ID, 100, 40, 2, progressMessage(true))
+	r, err = f.st.Runs().SetProgress(f.ctx, r.ID, 100, 40, 2, progressMessage(true))
 	require.NoError(t, err)
 	require.Equal(t, [3]int{100, 40, 2}, [3]int{r.Messages, r.Filtered, r.Batches})
 	require.Zero(t, r.ProgressMessageID, "not delivered yet")
 	// Its delivery records the progress message on the run.
 	require.Equal(t, 1, f.deliver(555))
-	r, err = f.st.AnalysisRun(f.ctx, r.ID)
+	r, err = f.st.Runs().Get(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, 555, r.ProgressMessageID)
 
@@ -311,53 +311,53 @@ func TestAnalysisRunLifecycle(t *testing.T) {
 	require.Equal(t, analysis.Completed, r.State)
 	require.False(t, r.CompletedAt.IsZero())
 	require.Equal(t, 1, int(f.exec(`SELECT 1 FROM analysis_runs WHERE id = $1 AND claimed_until IS NULL`, r.ID)))
-	x, ok, err = f.st.CompleteAnalysisRun(f.ctx, r.ID, nil)
+	x, ok, err = f.st.Runs().Complete(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Completed)
-	x, ok, err = f.st.FailAnalysisRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
+	x, ok, err = f.st.Runs().Fail(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
 	requireRefused(t, x, ok, err, analysis.Completed)
-	x, ok, err = f.st.StartAnalysisRun(f.ctx, r.ID, false, time.Minute, nil)
+	x, ok, err = f.st.Runs().Start(f.ctx, r.ID, false, time.Minute, nil)
 	requireRefused(t, x, ok, err, analysis.Completed)
-	renewed, err = f.st.RenewAnalysisLease(f.ctx, r.ID, time.Hour)
+	renewed, err = f.st.Runs().RenewLease(f.ctx, r.ID, time.Hour)
 	require.NoError(t, err)
 	require.False(t, renewed)
-	_, _, err = f.st.SaveProposalBatch(f.ctx, r.ID, 2, 1, []analysis.Proposal{proposal("late")}, nil)
+	_, _, err = f.st.Runs().SaveProposalBatch(f.ctx, r.ID, 2, 1, []analysis.Proposal{proposal("late")}, nil)
 	require.ErrorIs(t, err, analysis.ErrState)
 
 	// completed → closed only when nothing is pending.
-	x, ok, err = f.st.CloseAnalysisRun(f.ctx, r.ID, nil)
+	x, ok, err = f.st.Runs().Close(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Completed)
 	require.Equal(t, 2, x.ProposalsPending)
 	f.decide(ps[0].ID, analysis.Approved)
-	x, ok, err = f.st.CloseAnalysisRun(f.ctx, r.ID, nil)
+	x, ok, err = f.st.Runs().Close(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Completed)
 	f.decide(ps[1].ID, analysis.Rejected)
 	r = f.closeRun(r.ID)
 	require.False(t, r.ClosedAt.IsZero())
 	require.Equal(t, &analysis.Metrics{ProposalsTotal: 2, ApprovalRate: 0.5, RejectionRate: 0.5}, r.Metrics)
-	x, ok, err = f.st.CloseAnalysisRun(f.ctx, r.ID, nil)
+	x, ok, err = f.st.Runs().Close(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Closed)
-	x, ok, err = f.st.StartAnalysisRun(f.ctx, r.ID, false, time.Minute, nil)
+	x, ok, err = f.st.Runs().Start(f.ctx, r.ID, false, time.Minute, nil)
 	requireRefused(t, x, ok, err, analysis.Closed)
-	got, err = f.st.AnalysisRun(f.ctx, r.ID)
+	got, err = f.st.Runs().Get(f.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, r, got)
 
 	// Unknown runs.
-	_, err = f.st.AnalysisRun(f.ctx, 999)
+	_, err = f.st.Runs().Get(f.ctx, 999)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.StartAnalysisRun(f.ctx, 999, false, time.Minute, nil)
+	_, _, err = f.st.Runs().Start(f.ctx, 999, false, time.Minute, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.CompleteAnalysisRun(f.ctx, 999, nil)
+	_, _, err = f.st.Runs().Complete(f.ctx, 999, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.FailAnalysisRun(f.ctx, 999, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
+	_, _, err = f.st.Runs().Fail(f.ctx, 999, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.CloseAnalysisRun(f.ctx, 999, nil)
+	_, _, err = f.st.Runs().Close(f.ctx, 999, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, err = f.st.SetAnalysisProgress(f.ctx, 999, 1, 1, 1, nil)
+	_, err = f.st.Runs().SetProgress(f.ctx, 999, 1, 1, 1, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.SaveProposalBatch(f.ctx, 999, 1, 1, nil, nil)
+	_, _, err = f.st.Runs().SaveProposalBatch(f.ctx, 999, 1, 1, nil, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	renewed, err = f.st.RenewAnalysisLease(f.ctx, 999, time.Hour)
+	renewed, err = f.st.Runs().RenewLease(f.ctx, 999, time.Hour)
 	require.NoError(t, err)
 	require.False(t, renewed)
 }
@@ -367,25 +367,25 @@ func TestAnalysisFailRun(t *testing.T) {
 	f := newAnalysis(t)
 	r := f.running()
 	e := analysis.ErrorLog{Step: "proposals", Batch: 3, Error: "llm: breaker open"}
-	r, ok, err := f.st.FailAnalysisRun(f.ctx, r.ID, e, nil)
+	r, ok, err := f.st.Runs().Fail(f.ctx, r.ID, e, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, analysis.Failed, r.State)
 	require.False(t, r.FailedAt.IsZero())
 	require.Equal(t, &e, r.ErrorLog)
 
-	x, ok, err := f.st.FailAnalysisRun(f.ctx, r.ID, analysis.ErrorLog{Step: "again", Error: "again"}, nil)
+	x, ok, err := f.st.Runs().Fail(f.ctx, r.ID, analysis.ErrorLog{Step: "again", Error: "again"}, nil)
 	requireRefused(t, x, ok, err, analysis.Failed)
 	require.Equal(t, &e, x.ErrorLog, "the first error stays")
-	x, ok, err = f.st.CompleteAnalysisRun(f.ctx, r.ID, nil)
+	x, ok, err = f.st.Runs().Complete(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Failed)
-	x, ok, err = f.st.CloseAnalysisRun(f.ctx, r.ID, nil)
+	x, ok, err = f.st.Runs().Close(f.ctx, r.ID, nil)
 	requireRefused(t, x, ok, err, analysis.Failed)
-	x, ok, err = f.st.StartAnalysisRun(f.ctx, r.ID, false, time.Minute, nil)
+	x, ok, err = f.st.Runs().Start(f.ctx, r.ID, false, time.Minute, nil)
 	requireRefused(t, x, ok, err, analysis.Failed)
-	_, _, err = f.st.SaveProposalBatch(f.ctx, r.ID, 1, 1, []analysis.Proposal{proposal("a")}, nil)
+	_, _, err = f.st.Runs().SaveProposalBatch(f.ctx, r.ID, 1, 1, []analysis.Proposal{proposal("a")}, nil)
 	require.ErrorIs(t, err, analysis.ErrState)
-	_, err = f.st.SetAnalysisProgress(f.ctx, r.ID, 1, 1, 1, nil)
+	_, err = f.st.Runs().SetProgress(f.ctx, r.ID, 1, 1, 1, nil)
 	require.ErrorIs(t, err, analysis.ErrState)
 
 	// A failed run is closed for the one-unclosed rule.
@@ -418,14 +418,14 @@ func TestAnalysisOneUnclosedRun(t *testing.T) {
 	f := newAnalysis(t)
 	try := func() (analysis.Run, []int64) {
 		t.Helper()
-		r, blocked, err := f.st.CreateAnalysisRun(f.ctx, analysis.Run{CreatedBy: 1, From: winFrom, To: winFrom.Add(time.Hour)}, nil)
+		r, blocked, err := f.st.Runs().Create(f.ctx, analysis.Run{CreatedBy: 1, From: winFrom, To: winFrom.Add(time.Hour)}, nil)
 		require.NoError(t, err)
 		return r, blocked
 	}
 	a := f.create()
 	for _, step := range []func(){
 		func() {},
-		func() { _, _, _ = f.st.StartAnalysisRun(f.ctx, a.ID, false, time.Hour, nil) },
+		func() { _, _, _ = f.st.Runs().Start(f.ctx, a.ID, false, time.Hour, nil) },
 		func() { f.complete(a.ID) },
 	} {
 		step()
@@ -470,7 +470,7 @@ func TestAnalysisCreateRunConcurrent(t *testing.T) {
 	}
 	results := make([]result, n)
 	atOnce(n, func(i int) {
-		r, blocked, err := f.st.CreateAnalysisRun(f.ctx, analysis.Run{CreatedBy: int64(i), From: winFrom, To: winFrom.Add(time.Hour)}, nil)
+		r, blocked, err := f.st.Runs().Create(f.ctx, analysis.Run{CreatedBy: int64(i), From: winFrom, To: winFrom.Add(time.Hour)}, nil)
 		results[i] = result{r, blocked, err}
 	})
 	var created []analysis.Run
@@ -492,7 +492,7 @@ func TestAnalysisCreateRunConcurrent(t *testing.T) {
 	// The refusals took no number: once the run is out of the way, the
 	// next one is numbered right after it.
 	f.exec(`UPDATE analysis_runs SET state = 'failed', error_log = '{}' WHERE id = $1`, created[0].ID)
-	next, blocked, err := f.st.CreateAnalysisRun(f.ctx, analysis.Run{CreatedBy: 1, From: winFrom, To: winFrom.Add(time.Hour)}, nil)
+	next, blocked, err := f.st.Runs().Create(f.ctx, analysis.Run{CreatedBy: 1, From: winFrom, To: winFrom.Add(time.Hour)}, nil)
 	require.NoError(t, err)
 	require.Empty(t, blocked)
 	require.Equal(t, created[0].ID+1, next.ID)
@@ -501,41 +501,41 @@ func TestAnalysisCreateRunConcurrent(t *testing.T) {
 func TestAnalysisFailInterrupted(t *testing.T) {
 	t.Parallel()
 	f := newAnalysis(t)
-	failed, err := f.st.FailInterruptedAnalysisRuns(f.ctx, nil)
+	failed, err := f.st.Runs().FailInterrupted(f.ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, failed)
 
 	// A live lease is left alone; an expired one fails the run once.
 	r := f.running()
-	failed, err = f.st.FailInterruptedAnalysisRuns(f.ctx, nil)
+	failed, err = f.st.Runs().FailInterrupted(f.ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, failed)
-	r, ok, err := f.st.StartAnalysisRun(f.ctx, r.ID, false, time.Hour, nil)
+	r, ok, err := f.st.Runs().Start(f.ctx, r.ID, false, time.Hour, nil)
 	requireRefused(t, r, ok, err, analysis.Running)
 	f.exec(`UPDATE analysis_runs SET claimed_until = now() - interval '1 second' WHERE id = $1`, r.ID)
-	failed, err = f.st.FailInterruptedAnalysisRuns(f.ctx, nil)
+	failed, err = f.st.Runs().FailInterrupted(f.ctx, nil)
 	require.NoError(t, err)
 	require.Len(t, failed, 1)
 	require.Equal(t, r.ID, failed[0].ID)
 	require.Equal(t, analysis.Failed, failed[0].State)
 	require.False(t, failed[0].FailedAt.IsZero())
 	require.Equal(t, &analysis.ErrorLog{Step: "interrupted", Error: "the executor stopped (process killed or restarted)"}, failed[0].ErrorLog)
-	failed, err = f.st.FailInterruptedAnalysisRuns(f.ctx, nil)
+	failed, err = f.st.Runs().FailInterrupted(f.ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, failed)
-	renewed, err := f.st.RenewAnalysisLease(f.ctx, r.ID, time.Hour)
+	renewed, err := f.st.Runs().RenewLease(f.ctx, r.ID, time.Hour)
 	require.NoError(t, err)
 	require.False(t, renewed, "the interrupted executor cannot come back")
 
 	// A lease that runs out by itself.
-	r, ok, err = f.st.StartAnalysisRun(f.ctx, f.create().ID, false, 50*time.Millisecond, nil)
+	r, ok, err = f.st.Runs().Start(f.ctx, f.create().ID, false, 50*time.Millisecond, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
-	failed, err = f.st.FailInterruptedAnalysisRuns(f.ctx, nil)
+	failed, err = f.st.Runs().FailInterrupted(f.ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, failed)
 	time.Sleep(100 * time.Millisecond)
-	failed, err = f.st.FailInterruptedAnalysisRuns(f.ctx, nil)
+	failed, err = f.st.Runs().FailInterrupted(f.ctx, nil)
 	require.NoError(t, err)
 	require.Len(t, failed, 1)
 	require.Equal(t, r.ID, failed[0].ID)
@@ -544,10 +544,10 @@ func TestAnalysisFailInterrupted(t *testing.T) {
 	c := f.running()
 	f.complete(c.ID)
 	f.exec(`UPDATE analysis_runs SET claimed_until = now() - interval '1 hour' WHERE id = $1`, c.ID)
-	failed, err = f.st.FailInterruptedAnalysisRuns(f.ctx, nil)
+	failed, err = f.st.Runs().FailInterrupted(f.ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, failed)
-	got, err := f.st.AnalysisRun(f.ctx, c.ID)
+	got, err := f.st.Runs().Get(f.ctx, c.ID)
 	require.NoError(t, err)
 	require.Equal(t, analysis.Completed, got.State)
 }
@@ -558,7 +558,7 @@ func TestAnalysisRunsNewestFirst(t *testing.T) {
 	var made []int64
 	for range 3 {
 		r := f.running()
-		_, _, err := f.st.FailAnalysisRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
+		_, _, err := f.st.Runs().Fail(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, nil)
 		require.NoError(t, err)
 		made = append(made, r.ID)
 	}
@@ -569,17 +569,17 @@ func TestAnalysisRunsNewestFirst(t *testing.T) {
 		}
 		return out
 	}
-	runs, total, err := f.st.AnalysisRuns(f.ctx, 0, 2)
+	runs, total, err := f.st.Runs().List(f.ctx, 0, 2)
 	require.NoError(t, err)
 	require.Equal(t, 3, total)
 	require.Equal(t, []int64{made[2], made[1]}, ids(runs))
 	require.Equal(t, analysis.Failed, runs[0].State)
 	require.NotNil(t, runs[0].ErrorLog)
-	runs, total, err = f.st.AnalysisRuns(f.ctx, 2, 2)
+	runs, total, err = f.st.Runs().List(f.ctx, 2, 2)
 	require.NoError(t, err)
 	require.Equal(t, 3, total)
 	require.Equal(t, []int64{made[0]}, ids(runs))
-	runs, total, err = f.st.AnalysisRuns(f.ctx, 5, 2)
+	runs, total, err = f.st.Runs().List(f.ctx, 5, 2)
 	require.NoError(t, err)
 	require.Equal(t, 3, total)
 	require.Empty(t, runs)
@@ -605,7 +605,7 @@ func TestAnalysisPublish(t *testing.T) {
 		t.Fatal("listener did not connect")
 	}
 	payload := `{"event":"run_created","run":1,"state":"pending"}`
-	require.NoError(t, st.NotifyAnalysisRuns(ctx, payload))
+	require.NoError(t, st.Runs().Publish(ctx, payload))
 	select {
 	case n := <-got:
 		require.Equal(t, "analysis_runs "+payload, n)
@@ -613,7 +613,7 @@ func TestAnalysisPublish(t *testing.T) {
 		t.Fatal("no notification")
 	}
 	// Too large for NOTIFY: an error, not a lost event.
-	err := st.NotifyAnalysisRuns(ctx, strings.Repeat("x", 9000))
+	err := st.Runs().Publish(ctx, strings.Repeat("x", 9000))
 	require.Error(t, err)
 	require.False(t, errors.Is(err, context.Canceled))
 	cancel()
@@ -626,47 +626,47 @@ func TestAnalysisRunEventsAreWrittenWithTheirChange(t *testing.T) {
 	t.Parallel()
 	f := newAnalysis(t)
 	win := analysis.Run{CreatedBy: 7, From: winFrom, To: winFrom.Add(time.Hour)}
-	r, _, err := f.st.CreateAnalysisRun(f.ctx, win, event("run_created"))
+	r, _, err := f.st.Runs().Create(f.ctx, win, event("run_created"))
 	require.NoError(t, err)
-	_, blocked, err := f.st.CreateAnalysisRun(f.ctx, win, event("refused"))
+	_, blocked, err := f.st.Runs().Create(f.ctx, win, event("refused"))
 	require.NoError(t, err)
 	require.Equal(t, []int64{r.ID}, blocked)
-	x, ok, err := f.st.CloseAnalysisRun(f.ctx, r.ID, event("refused"))
+	x, ok, err := f.st.Runs().Close(f.ctx, r.ID, event("refused"))
 	requireRefused(t, x, ok, err, analysis.Pending)
-	_, ok, err = f.st.StartAnalysisRun(f.ctx, r.ID, false, time.Hour, event("run_started"))
+	_, ok, err = f.st.Runs().Start(f.ctx, r.ID, false, time.Hour, event("run_started"))
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, ok, err = f.st.StartAnalysisRun(f.ctx, r.ID, false, time.Hour, event("refused"))
+	_, ok, err = f.st.Runs().Start(f.ctx, r.ID, false, time.Hour, event("refused"))
 	require.NoError(t, err)
 	require.False(t, ok)
-	_, err = f.st.SetAnalysisProgress(f.ctx, r.ID, 3, 2, 1, progressMessage(true))
+	_, err = f.st.Runs().SetProgress(f.ctx, r.ID, 3, 2, 1, progressMessage(true))
 	require.NoError(t, err)
 	ps := f.batch(r.ID, 1, 1)
-	_, ok, err = f.st.CompleteAnalysisRun(f.ctx, r.ID, event("run_completed"))
+	_, ok, err = f.st.Runs().Complete(f.ctx, r.ID, event("run_completed"))
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, ok, err = f.st.FailAnalysisRun(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, event("refused"))
+	_, ok, err = f.st.Runs().Fail(f.ctx, r.ID, analysis.ErrorLog{Step: "x", Error: "y"}, event("refused"))
 	require.NoError(t, err)
 	require.False(t, ok)
-	_, ok, err = f.st.CloseAnalysisRun(f.ctx, r.ID, event("refused"))
+	_, ok, err = f.st.Runs().Close(f.ctx, r.ID, event("refused"))
 	require.NoError(t, err)
 	require.False(t, ok, "a proposal is pending")
 	f.decide(ps[0].ID, analysis.Approved)
-	_, ok, err = f.st.CloseAnalysisRun(f.ctx, r.ID, event("run_closed"))
+	_, ok, err = f.st.Runs().Close(f.ctx, r.ID, event("run_closed"))
 	require.NoError(t, err)
 	require.True(t, ok)
 
 	// Failures: the executor's and the reaper's.
 	a := f.running()
-	_, ok, err = f.st.FailAnalysisRun(f.ctx, a.ID, analysis.ErrorLog{Step: "x", Error: "y"}, event("run_failed"))
+	_, ok, err = f.st.Runs().Fail(f.ctx, a.ID, analysis.ErrorLog{Step: "x", Error: "y"}, event("run_failed"))
 	require.NoError(t, err)
 	require.True(t, ok)
 	b := f.running()
-	failed, err := f.st.FailInterruptedAnalysisRuns(f.ctx, event("refused"))
+	failed, err := f.st.Runs().FailInterrupted(f.ctx, event("refused"))
 	require.NoError(t, err)
 	require.Empty(t, failed)
 	f.exec(`UPDATE analysis_runs SET claimed_until = now() - interval '1 second' WHERE id = $1`, b.ID)
-	failed, err = f.st.FailInterruptedAnalysisRuns(f.ctx, event("interrupted"))
+	failed, err = f.st.Runs().FailInterrupted(f.ctx, event("interrupted"))
 	require.NoError(t, err)
 	require.Len(t, failed, 1)
 
@@ -699,7 +699,7 @@ FROM analysis_proposals WHERE run_id = $1 ORDER BY id`, runID)
 // decisions say.
 func (f *afx) requireCounters(runID int64) analysis.Run {
 	f.t.Helper()
-	r, err := f.st.AnalysisRun(f.ctx, runID)
+	r, err := f.st.Runs().Get(f.ctx, runID)
 	require.NoError(f.t, err)
 	n := map[analysis.Decision]int{}
 	ps := f.proposalsOf(runID)

@@ -11,10 +11,20 @@ import (
 	"switchboard/domain/analysis"
 )
 
-// SaveGroupMessage stores a group message; the same message again (an edit)
+// GroupChats is the group chats aggregate: the groups the bot is in and
+// the messages it read there, which an analysis run's window reads. It
+// implements analysis.Chats.
+type GroupChats struct{ *db }
+
+// GroupChats is the store of the group chats and their messages.
+func (s *Store) GroupChats() *GroupChats { return &GroupChats{s.db} }
+
+var _ analysis.Chats = (*GroupChats)(nil)
+
+// SaveMessage stores a group message; the same message again (an edit)
 // updates its text and edited_at. A group not tracked yet is added, so
 // that /chats lists it.
-func (s *Store) SaveGroupMessage(ctx context.Context, m analysis.GroupMessage) error {
+func (s *GroupChats) SaveMessage(ctx context.Context, m analysis.GroupMessage) error {
 	_, err := s.pool.Exec(ctx, `
 WITH chat AS (
     INSERT INTO group_chats (id) VALUES ($1) ON CONFLICT (id) DO NOTHING
@@ -28,8 +38,8 @@ WHERE g.text IS DISTINCT FROM EXCLUDED.text`, m.ChatID, m.MessageID, m.AuthorID,
 	return nil
 }
 
-// EditGroupMessage updates a stored message's text; false if it is not stored.
-func (s *Store) EditGroupMessage(ctx context.Context, chatID, messageID int64, text string) (bool, error) {
+// EditMessage updates a stored message's text; false if it is not stored.
+func (s *GroupChats) EditMessage(ctx context.Context, chatID, messageID int64, text string) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE group_messages SET text = $3, edited_at = now()
 WHERE chat_id = $1 AND message_id = $2`, chatID, messageID, text)
 	if err != nil {
@@ -38,9 +48,9 @@ WHERE chat_id = $1 AND message_id = $2`, chatID, messageID, text)
 	return tag.RowsAffected() == 1, nil
 }
 
-// TrackGroupChat records a group the bot is in, with its title and whether the
+// Track records a group the bot is in, with its title and whether the
 // bot can read ordinary messages there.
-func (s *Store) TrackGroupChat(ctx context.Context, id int64, title string, canRead bool) error {
+func (s *GroupChats) Track(ctx context.Context, id int64, title string, canRead bool) error {
 	_, err := s.pool.Exec(ctx, `
 INSERT INTO group_chats (id, title, can_read) VALUES ($1, $2, $3)
 ON CONFLICT (id) DO UPDATE SET title = EXCLUDED.title, can_read = EXCLUDED.can_read, updated_at = now()`,
@@ -51,10 +61,10 @@ ON CONFLICT (id) DO UPDATE SET title = EXCLUDED.title, can_read = EXCLUDED.can_r
 	return nil
 }
 
-// GroupChats lists the tracked groups with their message counts and last
+// List lists the tracked groups with their message counts and last
 // message dates, the most recently active first (groups without messages
 // last, by id).
-func (s *Store) GroupChats(ctx context.Context) ([]analysis.Chat, error) {
+func (s *GroupChats) List(ctx context.Context) ([]analysis.Chat, error) {
 	rows, err := s.pool.Query(ctx, `
 SELECT c.id, c.title, c.can_read, COALESCE(m.n, 0), m.last_at
 FROM group_chats c
@@ -78,10 +88,10 @@ ORDER BY m.last_at DESC NULLS LAST, c.id`)
 	return out, nil
 }
 
-// WindowGroupMessages returns the messages dated in [from, to) (of one chat if
+// Window returns the messages dated in [from, to) (of one chat if
 // chatID is not 0) oldest first, leaving out those a proposal of another
 // run cites.
-func (s *Store) WindowGroupMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.GroupMessage, error) {
+func (s *GroupChats) Window(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.GroupMessage, error) {
 	chat := ``
 	args := []any{runID, from, to}
 	if chatID != 0 {

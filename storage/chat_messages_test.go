@@ -30,16 +30,16 @@ func TestAnalysisWindowMessages(t *testing.T) {
 	}
 
 	a := f.running()
-	all, err := f.st.WindowGroupMessages(f.ctx, a.ID, winFrom, to, 0)
+	all, err := f.st.GroupChats().Window(f.ctx, a.ID, winFrom, to, 0)
 	require.NoError(t, err)
 	require.Equal(t, []analysis.Ref{ref(1, 2), ref(1, 3), ref(2, 1), ref(1, 4), ref(2, 2)}, refs(all))
 	require.Equal(t, analysis.GroupMessage{ChatID: 1, MessageID: 2, AuthorID: 102, Author: "user2", Text: "first, on the boundary",
 		Date: at(0)}, all[0])
 
-	_, ps, err := f.st.SaveProposalBatch(f.ctx, a.ID, 1, 2, []analysis.Proposal{proposal("a", analysis.Ref{ChatID: 1, MessageID: 4})}, nil)
+	_, ps, err := f.st.Runs().SaveProposalBatch(f.ctx, a.ID, 1, 2, []analysis.Proposal{proposal("a", analysis.Ref{ChatID: 1, MessageID: 4})}, nil)
 	require.NoError(t, err)
 	// Run A still sees the message its own proposal cites.
-	got, err := f.st.WindowGroupMessages(f.ctx, a.ID, winFrom, to, 0)
+	got, err := f.st.GroupChats().Window(f.ctx, a.ID, winFrom, to, 0)
 	require.NoError(t, err)
 	require.Equal(t, refs(all), refs(got))
 	f.complete(a.ID)
@@ -47,18 +47,18 @@ func TestAnalysisWindowMessages(t *testing.T) {
 	f.closeRun(a.ID)
 
 	b := f.running()
-	got, err = f.st.WindowGroupMessages(f.ctx, b.ID, winFrom, to, 0)
+	got, err = f.st.GroupChats().Window(f.ctx, b.ID, winFrom, to, 0)
 	require.NoError(t, err)
 	require.Equal(t, []analysis.Ref{ref(1, 2), ref(1, 3), ref(2, 1), ref(2, 2)}, refs(got), "run A's citation left out")
-	got, err = f.st.WindowGroupMessages(f.ctx, b.ID, winFrom, to, 2)
+	got, err = f.st.GroupChats().Window(f.ctx, b.ID, winFrom, to, 2)
 	require.NoError(t, err)
 	require.Equal(t, []analysis.Ref{ref(2, 1), ref(2, 2)}, refs(got), "one chat")
-	_, _, err = f.st.SaveProposalBatch(f.ctx, b.ID, 1, 1, []analysis.Proposal{proposal("b", analysis.Ref{ChatID: 2, MessageID: 2})}, nil)
+	_, _, err = f.st.Runs().SaveProposalBatch(f.ctx, b.ID, 1, 1, []analysis.Proposal{proposal("b", analysis.Ref{ChatID: 2, MessageID: 2})}, nil)
 	require.NoError(t, err)
-	got, err = f.st.WindowGroupMessages(f.ctx, a.ID, winFrom, to, 0)
+	got, err = f.st.GroupChats().Window(f.ctx, a.ID, winFrom, to, 0)
 	require.NoError(t, err)
 	require.Equal(t, []analysis.Ref{ref(1, 2), ref(1, 3), ref(2, 1), ref(1, 4)}, refs(got), "run B's citation left out of A's window")
-	got, err = f.st.WindowGroupMessages(f.ctx, b.ID, at(100), at(200), 0)
+	got, err = f.st.GroupChats().Window(f.ctx, b.ID, at(100), at(200), 0)
 	require.NoError(t, err)
 	require.Empty(t, got)
 }
@@ -80,7 +80,7 @@ VALUES (1000, 'failed', 1, $1, $1, '{}')`, winFrom)
 	f.exec(`INSERT INTO analysis_proposal_sources (proposal_id, run_id, chat_id, message_id)
 SELECT 1000, 1000, i % 5, i FROM generate_series(1, 10000, 10) AS i`)
 	start := time.Now()
-	got, err := f.st.WindowGroupMessages(f.ctx, r.ID, winFrom, winFrom.Add(10000*time.Second+time.Millisecond), 0)
+	got, err := f.st.GroupChats().Window(f.ctx, r.ID, winFrom, winFrom.Add(10000*time.Second+time.Millisecond), 0)
 	took := time.Since(start)
 	require.NoError(t, err)
 	require.Len(t, got, 9000)
@@ -94,26 +94,26 @@ SELECT 1000, 1000, i % 5, i FROM generate_series(1, 10000, 10) AS i`)
 func TestAnalysisMessagesAndChats(t *testing.T) {
 	t.Parallel()
 	f := newAnalysis(t)
-	require.NoError(t, f.st.TrackGroupChat(f.ctx, -1, "Alpha", true))
-	require.NoError(t, f.st.TrackGroupChat(f.ctx, -2, "Beta", false))
+	require.NoError(t, f.st.GroupChats().Track(f.ctx, -1, "Alpha", true))
+	require.NoError(t, f.st.GroupChats().Track(f.ctx, -2, "Beta", false))
 	f.message(-1, 1, winFrom, "one")
 	f.message(-1, 2, winFrom.Add(time.Hour), "two")
 	f.message(-1, 3, winFrom.Add(2*time.Hour), "three")
 	f.message(-3, 1, winFrom.Add(3*time.Hour), "from a group not tracked yet")
 
-	// The same message again is an edit; EditGroupMessage too.
+	// The same message again is an edit; EditMessage too.
 	f.message(-1, 2, winFrom.Add(time.Hour), "two, edited")
-	edited, err := f.st.EditGroupMessage(f.ctx, -1, 3, "three, edited")
+	edited, err := f.st.GroupChats().EditMessage(f.ctx, -1, 3, "three, edited")
 	require.NoError(t, err)
 	require.True(t, edited)
-	edited, err = f.st.EditGroupMessage(f.ctx, -1, 99, "unknown")
+	edited, err = f.st.GroupChats().EditMessage(f.ctx, -1, 99, "unknown")
 	require.NoError(t, err)
 	require.False(t, edited)
 	f.message(-1, 1, winFrom, "one") // unchanged: not an edit
 	texts := f.strings(`SELECT text || ' ' || (edited_at IS NOT NULL) FROM group_messages WHERE chat_id = -1 ORDER BY message_id`)
 	require.Equal(t, []string{"one false", "two, edited true", "three, edited true"}, texts)
 
-	chats, err := f.st.GroupChats(f.ctx)
+	chats, err := f.st.GroupChats().List(f.ctx)
 	require.NoError(t, err)
 	require.Len(t, chats, 3)
 	require.Equal(t, analysis.Chat{ID: -3, Title: "", Messages: 1, LastAt: winFrom.Add(3 * time.Hour), CanRead: true}, chats[0])
@@ -121,8 +121,8 @@ func TestAnalysisMessagesAndChats(t *testing.T) {
 	require.Equal(t, analysis.Chat{ID: -2, Title: "Beta", Messages: 0, CanRead: false}, chats[2])
 
 	// Tracking the new group names it and keeps its messages.
-	require.NoError(t, f.st.TrackGroupChat(f.ctx, -3, "Gamma", false))
-	chats, err = f.st.GroupChats(f.ctx)
+	require.NoError(t, f.st.GroupChats().Track(f.ctx, -3, "Gamma", false))
+	chats, err = f.st.GroupChats().List(f.ctx)
 	require.NoError(t, err)
 	require.Equal(t, analysis.Chat{ID: -3, Title: "Gamma", Messages: 1, LastAt: winFrom.Add(3 * time.Hour), CanRead: false}, chats[0])
 }

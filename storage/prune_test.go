@@ -78,7 +78,7 @@ VALUES ('closed', 1, $1, $2, '{}', 1, 1) RETURNING id`, pruneNow.Add(-keep-51*da
 	prop := b.id(`INSERT INTO analysis_proposals (run_id, batch, ordinal, title, priority, decision, decided_at)
 VALUES ($1, 1, 1, 'Fix the printer', 'high', 'approved', now()) RETURNING id`, closed)
 	b.exec(`INSERT INTO analysis_proposal_sources (proposal_id, run_id, chat_id, message_id) VALUES ($1, $2, -100, 5)`, prop, closed)
-	require.NoError(t, b.st.SaveProposalEmbedding(b.ctx, prop, []float32{1, 0, 0}))
+	require.NoError(t, b.st.Runs().SaveProposalEmbedding(b.ctx, prop, []float32{1, 0, 0}))
 
 	ret := storage.Retention{GroupMessages: keep}
 	res := b.prune(storage.PruneGroupMessages, ret)
@@ -91,7 +91,7 @@ VALUES ($1, 1, 1, 'Fix the printer', 'high', 'approved', now()) RETURNING id`, c
 	require.Equal(t, []string{"4"}, b.strings(`SELECT message_id::text FROM group_messages ORDER BY message_id`))
 
 	// A later run with rag still finds the approved proposal.
-	similar, err := b.st.SimilarProposals(b.ctx, open+100, []float32{1, 0, 0}, 5)
+	similar, err := b.st.Runs().SimilarProposals(b.ctx, open+100, []float32{1, 0, 0}, 5)
 	require.NoError(t, err)
 	require.Len(t, similar, 1)
 	require.Equal(t, "Fix the printer", similar[0].Title)

@@ -29,8 +29,8 @@ type Service struct {
 
 // NewService builds the workflow; Run must be running for Start to work.
 func NewService(cfg Config, deps Deps) (*Service, error) {
-	if deps.Repo == nil || deps.LLM == nil || deps.Notifier == nil {
-		return nil, errors.New("analysis: Repo, LLM and Notifier are required")
+	if deps.Runs == nil || deps.Chats == nil || deps.LLM == nil || deps.Notifier == nil {
+		return nil, errors.New("analysis: Runs, Chats, LLM and Notifier are required")
 	}
 	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	m, err := newMetrics(deps.Registerer)
@@ -42,23 +42,23 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 
 // Record stores a group text message.
 func (s *Service) Record(ctx context.Context, m GroupMessage) error {
-	return s.deps.Repo.SaveGroupMessage(ctx, m)
+	return s.deps.Chats.SaveMessage(ctx, m)
 }
 
 // Edited applies an edit to a stored message (unknown ones are ignored: the
 // bot may have joined after it was written).
 func (s *Service) Edited(ctx context.Context, chatID, messageID int64, text string) error {
-	_, err := s.deps.Repo.EditGroupMessage(ctx, chatID, messageID, text)
+	_, err := s.deps.Chats.EditMessage(ctx, chatID, messageID, text)
 	return err
 }
 
 // TrackChat records a group and whether the bot can read it.
 func (s *Service) TrackChat(ctx context.Context, id int64, title string, canRead bool) error {
-	return s.deps.Repo.TrackGroupChat(ctx, id, title, canRead)
+	return s.deps.Chats.Track(ctx, id, title, canRead)
 }
 
 // Chats lists tracked groups for /chats.
-func (s *Service) Chats(ctx context.Context) ([]Chat, error) { return s.deps.Repo.GroupChats(ctx) }
+func (s *Service) Chats(ctx context.Context) ([]Chat, error) { return s.deps.Chats.List(ctx) }
 
 // NewRun is /run_new: a pending run over the window ending now. An
 // *UnclosedError names the runs in the way.
@@ -68,7 +68,7 @@ func (s *Service) NewRun(ctx context.Context, adminID int64, args string) (Run, 
 		return Run{}, err
 	}
 	now := s.deps.Clock.Now().UTC()
-	r, blocking, err := s.deps.Repo.CreateAnalysisRun(ctx, Run{
+	r, blocking, err := s.deps.Runs.Create(ctx, Run{
 		State: Pending, CreatedBy: adminID, Filters: f, From: now.Add(-f.Window), To: now,
 	}, s.renderEvent(EventCreated))
 	if err != nil {
@@ -96,7 +96,7 @@ func (s *Service) Start(ctx context.Context, id int64, rag bool) (Run, error) {
 		s.mu.Unlock()
 		return Run{}, errors.New("analysis: the service is not running")
 	}
-	r, ok, err := s.deps.Repo.StartAnalysisRun(ctx, id, rag, s.cfg.RunLease, s.renderEvent(EventStarted))
+	r, ok, err := s.deps.Runs.Start(ctx, id, rag, s.cfg.RunLease, s.renderEvent(EventStarted))
 	if err == nil && ok {
 		s.exec.Add(1)
 	}
@@ -122,7 +122,7 @@ func (s *Service) Close(ctx context.Context, id int64) (Run, error) {
 	if err := checkTransition(Completed, Closed); err != nil {
 		return Run{}, err
 	}
-	r, ok, err := s.deps.Repo.CloseAnalysisRun(ctx, id, s.renderEvent(EventClosed))
+	r, ok, err := s.deps.Runs.Close(ctx, id, s.renderEvent(EventClosed))
 	if err != nil {
 		return Run{}, err
 	}
@@ -139,12 +139,12 @@ func (s *Service) Close(ctx context.Context, id int64) (Run, error) {
 
 // Runs is one page of /runs, newest first, and the number of runs.
 func (s *Service) Runs(ctx context.Context, page int) ([]Run, int, error) {
-	return s.deps.Repo.AnalysisRuns(ctx, max(page, 0)*PageSize, PageSize)
+	return s.deps.Runs.List(ctx, max(page, 0)*PageSize, PageSize)
 }
 
 // Run returns one run.
 func (s *Service) Run(ctx context.Context, id int64) (Run, error) {
-	return s.deps.Repo.AnalysisRun(ctx, id)
+	return s.deps.Runs.Get(ctx, id)
 }
 
 // Decide is Approve or Reject; the board shows it. An approved proposal
@@ -155,7 +155,7 @@ func (s *Service) Decide(ctx context.Context, proposalID, adminID int64, approve
 	if approve {
 		d = Approved
 	}
-	p, r, ok, err := s.deps.Repo.DecideProposal(ctx, proposalID, d, adminID, s.renderBoard(false))
+	p, r, ok, err := s.deps.Runs.DecideProposal(ctx, proposalID, d, adminID, s.renderBoard(false))
 	if err != nil {
 		return Proposal{}, Run{}, err
 	}
@@ -171,14 +171,14 @@ func (s *Service) Decide(ctx context.Context, proposalID, adminID int64, approve
 
 // TurnPage shows another page of the run's proposals on its board.
 func (s *Service) TurnPage(ctx context.Context, runID int64, page int) (Run, error) {
-	return s.deps.Repo.TurnAnalysisPage(ctx, runID, max(page, 0), s.renderBoard(false))
+	return s.deps.Runs.TurnPage(ctx, runID, max(page, 0), s.renderBoard(false))
 }
 
 // AskApproveAll makes the board ask to confirm approving every pending
 // proposal; ErrState (with the run) unless the run is completed with
 // proposals pending and not asking already.
 func (s *Service) AskApproveAll(ctx context.Context, runID int64) (Run, error) {
-	r, ok, err := s.deps.Repo.AskApproveAllProposals(ctx, runID, s.renderBoard(false))
+	r, ok, err := s.deps.Runs.AskApproveAllProposals(ctx, runID, s.renderBoard(false))
 	if err == nil && !ok {
 		err = ErrState
 	}
@@ -187,7 +187,7 @@ func (s *Service) AskApproveAll(ctx context.Context, runID int64) (Run, error) {
 
 // CancelApproveAll withdraws the question; ErrState if it was not asked.
 func (s *Service) CancelApproveAll(ctx context.Context, runID int64) (Run, error) {
-	r, ok, err := s.deps.Repo.CancelApproveAllProposals(ctx, runID, s.renderBoard(false))
+	r, ok, err := s.deps.Runs.CancelApproveAllProposals(ctx, runID, s.renderBoard(false))
 	if err == nil && !ok {
 		err = ErrState
 	}
@@ -198,7 +198,7 @@ func (s *Service) CancelApproveAll(ctx context.Context, runID int64) (Run, error
 // and the admin confirmed; ErrState (with the run) if the board no longer
 // asks (confirmed or cancelled already). The approved are embedded for RAG.
 func (s *Service) ApproveAll(ctx context.Context, runID, adminID int64) ([]Proposal, Run, error) {
-	ps, r, ok, err := s.deps.Repo.ApproveAllProposals(ctx, runID, adminID, s.renderBoard(false))
+	ps, r, ok, err := s.deps.Runs.ApproveAllProposals(ctx, runID, adminID, s.renderBoard(false))
 	if err != nil {
 		return nil, r, err
 	}
@@ -227,7 +227,7 @@ func (s *Service) embed(ctx context.Context, ps []Proposal) {
 		err = fmt.Errorf("%d embeddings for %d proposals", len(v), len(ps))
 	}
 	for i := 0; err == nil && i < len(ps); i++ {
-		err = s.deps.Repo.SaveProposalEmbedding(ectx, ps[i].ID, v[i])
+		err = s.deps.Runs.SaveProposalEmbedding(ectx, ps[i].ID, v[i])
 	}
 	if err != nil {
 		s.log.Warn("embed approved proposals", "proposals", len(ps), "first", ps[0].ID, "err", err)
@@ -264,7 +264,7 @@ func (s *Service) Serve(ctx context.Context) {
 
 // reap fails running runs whose lease expired: their executor is gone.
 func (s *Service) reap(ctx context.Context) {
-	runs, err := s.deps.Repo.FailInterruptedAnalysisRuns(ctx, s.renderEvent(EventFailed))
+	runs, err := s.deps.Runs.FailInterrupted(ctx, s.renderEvent(EventFailed))
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Error("fail interrupted runs", "err", err)
@@ -291,7 +291,7 @@ func (s *Service) renderEvent(kind EventKind) domain.Render[Review] {
 func (s *Service) event(ctx context.Context, e Event) {
 	s.log.Info("analysis_event", "event", string(e.Kind), "run", e.Run.ID, "state", string(e.Run.State))
 	if s.deps.Publisher != nil {
-		if err := s.deps.Publisher.NotifyAnalysisRuns(ctx, eventPayload(e)); err != nil {
+		if err := s.deps.Publisher.Publish(ctx, eventPayload(e)); err != nil {
 			s.log.Warn("publish run event", "event", e.Kind, "err", err)
 		}
 	}

@@ -27,7 +27,9 @@
 // turned, "approve all remaining" asked, confirmed or cancelled) are state
 // changes of the run too, each rewriting the board.
 //
-// Storage: Repository (service.go) is ChatStore (storage/chat_messages.go),
-// RunStore (storage/analysis_runs.go) and ProposalStore
-// (storage/analysis_proposals.go).
+// Storage: two ports (service.go), one per aggregate: Runs, the runs and
+// their proposals, implemented by storage.Runs (storage/analysis_runs.go
+// and storage/analysis_proposals.go), which is also the Publisher of run
+// events (pg_notify), and Chats, the group chats and their messages,
+// implemented by storage.GroupChats (storage/chat_messages.go).
 package analysis

@@ -40,7 +40,7 @@ func (s *Service) execute(ctx context.Context, r Run) {
 	err := s.steps(ctx, &r)
 	stopLease()
 	if err == nil {
-		done, ok, cerr := s.deps.Repo.CompleteAnalysisRun(context.WithoutCancel(ctx), r.ID, s.renderEvent(EventCompleted))
+		done, ok, cerr := s.deps.Runs.Complete(context.WithoutCancel(ctx), r.ID, s.renderEvent(EventCompleted))
 		switch {
 		case cerr != nil:
 			err = &stepError{step: StepComplete, err: cerr}
@@ -65,7 +65,7 @@ func (s *Service) execute(ctx context.Context, r Run) {
 	// this executor owes the run.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	failed, ok, ferr := s.deps.Repo.FailAnalysisRun(wctx, r.ID, e, s.renderEvent(EventFailed))
+	failed, ok, ferr := s.deps.Runs.Fail(wctx, r.ID, e, s.renderEvent(EventFailed))
 	if ferr != nil {
 		s.log.Error("fail run", "run", r.ID, "err", ferr)
 		return
@@ -81,7 +81,7 @@ func (s *Service) execute(ctx context.Context, r Run) {
 // steps is the executor's work after started_at: fetch, prefilter, batch,
 // then per batch proposals, save, progress.
 func (s *Service) steps(ctx context.Context, r *Run) error {
-	msgs, err := s.deps.Repo.WindowGroupMessages(ctx, r.ID, r.From, r.To, r.Filters.ChatID)
+	msgs, err := s.deps.Chats.Window(ctx, r.ID, r.From, r.To, r.Filters.ChatID)
 	if err != nil {
 		return &stepError{step: StepFetch, err: err}
 	}
@@ -92,7 +92,7 @@ func (s *Service) steps(ctx context.Context, r *Run) error {
 	}
 	// The board is posted with the counts, and edited with each batch's
 	// save (the edits coalesce to one per interval in the outbox).
-	updated, err := s.deps.Repo.SetAnalysisProgress(ctx, r.ID, len(msgs), len(filtered), len(batches), s.renderBoard(true))
+	updated, err := s.deps.Runs.SetProgress(ctx, r.ID, len(msgs), len(filtered), len(batches), s.renderBoard(true))
 	if err != nil {
 		return &stepError{step: StepBatch, err: err}
 	}
@@ -108,7 +108,7 @@ func (s *Service) steps(ctx context.Context, r *Run) error {
 		if err != nil {
 			return &stepError{step: StepProposals, batch: n, err: err}
 		}
-		saved, created, err := s.deps.Repo.SaveProposalBatch(ctx, r.ID, n, len(b), ps, s.renderBoard(false))
+		saved, created, err := s.deps.Runs.SaveProposalBatch(ctx, r.ID, n, len(b), ps, s.renderBoard(false))
 		if err != nil {
 			return &stepError{step: StepSave, batch: n, err: err}
 		}
@@ -133,7 +133,7 @@ func (s *Service) propose(ctx context.Context, r Run, batch []GroupMessage) ([]P
 			return nil, fmt.Errorf("embed batch: %w", err)
 		}
 		if len(v) == 1 {
-			if similar, err = s.deps.Repo.SimilarProposals(ctx, r.ID, v[0], s.cfg.Similar); err != nil {
+			if similar, err = s.deps.Runs.SimilarProposals(ctx, r.ID, v[0], s.cfg.Similar); err != nil {
 				return nil, fmt.Errorf("similar proposals: %w", err)
 			}
 		}
@@ -166,7 +166,7 @@ func (s *Service) renderBoard(first bool) domain.Render[Review] {
 // not take the executor for dead.
 func (s *Service) keepLease(ctx context.Context, id int64) {
 	renew := func(ctx context.Context) (bool, error) {
-		return s.deps.Repo.RenewAnalysisLease(ctx, id, s.cfg.RunLease)
+		return s.deps.Runs.RenewLease(ctx, id, s.cfg.RunLease)
 	}
 	domain.RenewLease(ctx, s.deps.Clock, s.cfg.RunLease, renew, func(err error) { s.log.Warn("renew run lease", "run", id, "err", err) })
 }

@@ -57,7 +57,7 @@ type Run struct {
 	State     State
 	CreatedBy int64
 	// The creator's first name and username, for people to read; filled
-	// by Repository.AnalysisRun and AnalysisRuns (empty if the user is gone).
+	// by Runs.Get and Runs.List (empty if the user is gone).
 	CreatorName, CreatorUsername string
 	Filters                      Filters
 	From, To                     time.Time // the window, fixed at /run_new
@@ -126,61 +126,65 @@ type Proposal struct {
 	CreatedAt time.Time
 }
 
-// ChatStore is the recorded group messages and chats (api.go, the
-// executor's window); storage/chat_messages.go implements it.
-type ChatStore interface {
-	SaveGroupMessage(ctx context.Context, m GroupMessage) error
-	// EditGroupMessage updates a stored message's text; false if unknown.
-	EditGroupMessage(ctx context.Context, chatID, messageID int64, text string) (bool, error)
-	// TrackGroupChat records a group the bot is in (title, whether it can read
+// Chats is the recorded group messages and chats (api.go, the executor's
+// window); storage.GroupChats implements it.
+type Chats interface {
+	SaveMessage(ctx context.Context, m GroupMessage) error
+	// EditMessage updates a stored message's text; false if unknown.
+	EditMessage(ctx context.Context, chatID, messageID int64, text string) (bool, error)
+	// Track records a group the bot is in (title, whether it can read
 	// ordinary messages).
-	TrackGroupChat(ctx context.Context, id int64, title string, canRead bool) error
-	GroupChats(ctx context.Context) ([]Chat, error)
-	// WindowGroupMessages returns the window's messages (of one chat if chatID
-	// is not 0) oldest first, leaving out those a proposal of another run
+	Track(ctx context.Context, id int64, title string, canRead bool) error
+	List(ctx context.Context) ([]Chat, error)
+	// Window returns the window's messages (of one chat if chatID is not
+	// 0) oldest first, leaving out those a proposal of another run
 	// already cites.
-	WindowGroupMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]GroupMessage, error)
+	Window(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]GroupMessage, error)
 }
 
-// RunStore is the analysis runs' lifecycle and board (api.go, the
-// executor); storage/analysis_runs.go implements it.
-type RunStore interface {
-	// CreateAnalysisRun inserts a pending run unless an unclosed run exists, in one
+// Runs is the analysis runs and their proposals; storage.Runs implements
+// it. The state changes take a Render: storage calls it inside the
+// change's transaction with the run as the change left it and writes the
+// messages it returns to the outbox in that transaction, so they exist
+// exactly when the change commits. A nil Render writes nothing.
+type Runs interface {
+	// The runs' lifecycle and board (api.go, the executor).
+
+	// Create inserts a pending run unless an unclosed run exists, in one
 	// statement serialised against concurrent creates; the blocking runs'
 	// ids otherwise (and no run, and nothing rendered).
-	CreateAnalysisRun(ctx context.Context, r Run, render domain.Render[Review]) (Run, []int64, error)
-	// AnalysisRun returns one run; domain.ErrNotFound if none.
-	AnalysisRun(ctx context.Context, id int64) (Run, error)
-	// AnalysisRuns lists runs newest first, with the total count.
-	AnalysisRuns(ctx context.Context, offset, limit int) ([]Run, int, error)
-	// StartAnalysisRun moves pending → running, sets started_at, rag and the
+	Create(ctx context.Context, r Run, render domain.Render[Review]) (Run, []int64, error)
+	// Get returns one run; domain.ErrNotFound if none.
+	Get(ctx context.Context, id int64) (Run, error)
+	// List lists runs newest first, with the total count.
+	List(ctx context.Context, offset, limit int) ([]Run, int, error)
+	// Start moves pending → running, sets started_at, rag and the
 	// executor's lease; ok false (with the run as it is) otherwise.
-	StartAnalysisRun(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[Review]) (Run, bool, error)
-	// RenewAnalysisLease extends a running run's lease; false if it is no longer
+	Start(ctx context.Context, id int64, rag bool, lease time.Duration, render domain.Render[Review]) (Run, bool, error)
+	// RenewLease extends a running run's lease; false if it is no longer
 	// running.
-	RenewAnalysisLease(ctx context.Context, id int64, lease time.Duration) (bool, error)
-	// FailInterruptedAnalysisRuns fails every running run whose lease expired with
+	RenewLease(ctx context.Context, id int64, lease time.Duration) (bool, error)
+	// FailInterrupted fails every running run whose lease expired with
 	// error_log {"step":"interrupted"}, rendering each; the runs failed.
-	FailInterruptedAnalysisRuns(ctx context.Context, render domain.Render[Review]) ([]Run, error)
-	// FailAnalysisRun moves running → failed with the error log.
-	FailAnalysisRun(ctx context.Context, id int64, e ErrorLog, render domain.Render[Review]) (Run, bool, error)
-	// CompleteAnalysisRun moves running → completed.
-	CompleteAnalysisRun(ctx context.Context, id int64, render domain.Render[Review]) (Run, bool, error)
-	// CloseAnalysisRun moves completed → closed with metrics computed from the
+	FailInterrupted(ctx context.Context, render domain.Render[Review]) ([]Run, error)
+	// Fail moves running → failed with the error log.
+	Fail(ctx context.Context, id int64, e ErrorLog, render domain.Render[Review]) (Run, bool, error)
+	// Complete moves running → completed.
+	Complete(ctx context.Context, id int64, render domain.Render[Review]) (Run, bool, error)
+	// Close moves completed → closed with metrics computed from the
 	// counters, only when proposals_pending = 0; ok false (with the run as
 	// it is) otherwise.
-	CloseAnalysisRun(ctx context.Context, id int64, render domain.Render[Review]) (Run, bool, error)
-	// SetAnalysisProgress records the window's counts and the number of batches
+	Close(ctx context.Context, id int64, render domain.Render[Review]) (Run, bool, error)
+	// SetProgress records the window's counts and the number of batches
 	// (with render, the progress message is posted).
-	SetAnalysisProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[Review]) (Run, error)
-	// TurnAnalysisPage moves the run's board to page (clamped to its pages);
+	SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[Review]) (Run, error)
+	// TurnPage moves the run's board to page (clamped to its pages);
 	// domain.ErrNotFound if there is no such run.
-	TurnAnalysisPage(ctx context.Context, runID int64, page int, render domain.Render[Review]) (Run, error)
-}
+	TurnPage(ctx context.Context, runID int64, page int, render domain.Render[Review]) (Run, error)
 
-// ProposalStore is the proposals: a batch's, the admins' decisions and
-// the embeddings RAG reads; storage/analysis_proposals.go implements it.
-type ProposalStore interface {
+	// The proposals: a batch's, the admins' decisions and the embeddings
+	// RAG reads.
+
 	// SaveProposalBatch stores a batch's proposals (numbered on from the run's
 	// last) and adds them to the run's counters (proposals_total,
 	// proposals_pending, batches_done, processed) in one transaction,
@@ -208,17 +212,6 @@ type ProposalStore interface {
 	// SimilarProposals returns the k approved proposals of runs other than runID
 	// most similar (cosine) to v.
 	SimilarProposals(ctx context.Context, runID int64, v []float32, k int) ([]Proposal, error)
-}
-
-// Repository is what the workflow needs from storage, the parts above
-// composed. The state changes take a Render: storage calls it inside the
-// change's transaction with the run as the change left it and writes the
-// messages it returns to the outbox in that transaction, so they exist
-// exactly when the change commits. A nil Render writes nothing.
-type Repository interface {
-	ChatStore
-	RunStore
-	ProposalStore
 }
 
 // LLM is the port to the model (llm.AnalysisPort implements it).
@@ -291,9 +284,10 @@ type Notifier interface {
 	Board(rv Review, first bool) []domain.Message
 }
 
-// Publisher sends events to pg_notify('analysis_runs', …) (storage).
+// Publisher sends events to pg_notify('analysis_runs', …); storage.Runs
+// implements it.
 type Publisher interface {
-	NotifyAnalysisRuns(ctx context.Context, payload string) error
+	Publish(ctx context.Context, payload string) error
 }
 
 // Errors the bot turns into answers.
@@ -342,7 +336,8 @@ func (c Config) withDefaults() Config {
 
 // Deps are the workflow's collaborators.
 type Deps struct {
-	Repo       Repository
+	Runs       Runs
+	Chats      Chats
 	LLM        LLM
 	Notifier   Notifier
 	Publisher  Publisher

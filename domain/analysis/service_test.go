@@ -43,12 +43,12 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-// service builds a service over repo (the store, or a faulty wrapper of
-// it) and serves it until the test ends.
-func (w *world) service(t *testing.T, repo analysis.Repository) *analysis.Service {
+// service builds a service over runs and chats (the store's, or faulty
+// wrappers of them) and serves it until the test ends.
+func (w *world) service(t *testing.T, runs analysis.Runs, chats analysis.Chats) *analysis.Service {
 	t.Helper()
 	s, err := analysis.NewService(analysis.Config{}, analysis.Deps{
-		Repo: repo, LLM: w.port, Notifier: w.chat, Publisher: w.store,
+		Runs: runs, Chats: chats, LLM: w.port, Notifier: w.chat, Publisher: w.store.Runs(),
 		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)
@@ -245,7 +245,7 @@ func setupTasks(t *testing.T) (*world, *analysis.Service) {
 	t.Helper()
 	w := newWorld(t)
 	oneTaskPerMessage(w)
-	return w, w.service(t, w.store)
+	return w, w.service(t, w.store.Runs(), w.store.GroupChats())
 }
 
 func oneTaskPerMessage(w *world) *llmtest.Rule {
@@ -384,48 +384,54 @@ func TestRAGGivesSimilarApprovedProposals(t *testing.T) {
 	require.True(t, strings.HasPrefix(last[first:], "- Task from 1: "), "the billing task is the most similar: %q", last)
 }
 
-// faulty wraps the real store and fails one method, to fail the executor
-// at each of its steps.
-type faulty struct {
-	*storage.Store
-	fail string
-}
+// faultyRuns and faultyChats wrap the real stores and fail one method, to
+// fail the executor at each of its steps.
+type (
+	faultyRuns struct {
+		analysis.Runs
+		fail string
+	}
+	faultyChats struct {
+		analysis.Chats
+		fail string
+	}
+)
 
 var errInjected = errors.New("injected failure")
 
-func (f faulty) WindowGroupMessages(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.GroupMessage, error) {
+func (f faultyChats) Window(ctx context.Context, runID int64, from, to time.Time, chatID int64) ([]analysis.GroupMessage, error) {
 	if f.fail == "fetch" {
 		return nil, errInjected
 	}
-	return f.Store.WindowGroupMessages(ctx, runID, from, to, chatID)
+	return f.Chats.Window(ctx, runID, from, to, chatID)
 }
 
-func (f faulty) SetAnalysisProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
+func (f faultyRuns) SetProgress(ctx context.Context, id int64, messages, filtered, batches int, render domain.Render[analysis.Review]) (analysis.Run, error) {
 	if f.fail == "batch" {
 		return analysis.Run{}, errInjected
 	}
-	return f.Store.SetAnalysisProgress(ctx, id, messages, filtered, batches, render)
+	return f.Runs.SetProgress(ctx, id, messages, filtered, batches, render)
 }
 
-func (f faulty) SaveProposalBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
+func (f faultyRuns) SaveProposalBatch(ctx context.Context, runID int64, batch, messages int, ps []analysis.Proposal, render domain.Render[analysis.Review]) (analysis.Run, []analysis.Proposal, error) {
 	if f.fail == "save" && batch == 2 {
 		return analysis.Run{}, nil, errInjected
 	}
 	if f.fail == "outbox" && batch == 2 {
 		// Writing the batch's board fails (here: a message the outbox
 		// refuses), so the transaction saves nothing of the batch.
-		return f.Store.SaveProposalBatch(ctx, runID, batch, messages, ps, func(rv analysis.Review) []domain.Message {
+		return f.Runs.SaveProposalBatch(ctx, runID, batch, messages, ps, func(rv analysis.Review) []domain.Message {
 			return append(render(rv), domain.Message{Kind: domain.KindRunEvent, Text: "no chat"})
 		})
 	}
-	return f.Store.SaveProposalBatch(ctx, runID, batch, messages, ps, render)
+	return f.Runs.SaveProposalBatch(ctx, runID, batch, messages, ps, render)
 }
 
-func (f faulty) CompleteAnalysisRun(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
+func (f faultyRuns) Complete(ctx context.Context, id int64, render domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	if f.fail == "complete" {
 		return analysis.Run{}, false, errInjected
 	}
-	return f.Store.CompleteAnalysisRun(ctx, id, render)
+	return f.Runs.Complete(ctx, id, render)
 }
 
 // Any step failing fails the run with error_log naming the step (and the
@@ -440,7 +446,7 @@ func TestFailureAtEachStep(t *testing.T) {
 			if step == "proposals" {
 				rule.Reply(`{"proposals": "not a list"}`) // invalid twice: retried once, then failed
 			}
-			s := w.service(t, faulty{Store: w.store, fail: step})
+			s := w.service(t, faultyRuns{Runs: w.store.Runs(), fail: step}, faultyChats{Chats: w.store.GroupChats(), fail: step})
 			// Two batches: a gap of an hour splits them.
 			require.NoError(t, s.Record(w.ctx, analysis.GroupMessage{ChatID: -5, MessageID: 1, Author: "A", Text: "task one", Date: time.Now().Add(-2 * time.Hour)}))
 			require.NoError(t, s.Record(w.ctx, analysis.GroupMessage{ChatID: -5, MessageID: 2, Author: "A", Text: "task two", Date: time.Now().Add(-time.Minute)}))
@@ -489,7 +495,7 @@ func TestInterruptedRunIsFailed(t *testing.T) {
 	// The run as a killed process left it: running, its lease expired.
 	_, err = w.store.Pool().Exec(w.ctx, `UPDATE analysis_runs SET state = 'running', started_at = now(), claimed_until = now() - interval '1 second' WHERE id = $1`, r.ID)
 	require.NoError(t, err)
-	s2 := w.service(t, w.store) // a replica starting: it reaps at once
+	s2 := w.service(t, w.store.Runs(), w.store.GroupChats()) // a replica starting: it reaps at once
 	failed := w.waitState(t, s2, r.ID, analysis.Failed)
 	require.Equal(t, "interrupted", failed.ErrorLog.Step)
 	require.Equal(t, []string{"run_created", "run_failed"}, w.events(t), "the reaper writes the failure's event with it")
