@@ -36,6 +36,7 @@ type Vacancies interface {
 	Stats(ctx context.Context, userID int64) (vacancy.Stats, error)
 	Skills(ctx context.Context, userID int64) (vacancy.SkillsReport, error)
 	Decide(ctx context.Context, userID, matchID int64, to vacancy.Status) (vacancy.Match, vacancy.Vacancy, error)
+	Undo(ctx context.Context, userID, matchID int64) (vacancy.Match, vacancy.Vacancy, error)
 	Report(ctx context.Context, userID, matchID int64, from, to vacancy.Status) (vacancy.Application, error)
 	Applications(ctx context.Context, userID int64) (vacancy.ApplicationsReport, error)
 }
@@ -56,6 +57,7 @@ var (
 	actionDeleteSearch  = NewAction("sd", 1) // search id
 	actionHideEmployer  = NewAction("vh", 1) // match id: its vacancy's employer
 	actionShowEmployer  = NewAction("ve", 1) // hidden_employers id
+	actionUndo          = NewAction("vu", 1) // match id: its Not interested taken back
 )
 
 // Budgets, in UTF-16 units of escaped HTML, for the parts of a vacancy
@@ -101,6 +103,7 @@ func (b *Bot) RegisterVacancies(v Vacancies) {
 	b.HandleButton(actionDeleteSearch, u.deleteSearch)
 	b.HandleButton(actionHideEmployer, u.hideEmployer)
 	b.HandleButton(actionShowEmployer, u.showEmployer)
+	b.HandleButton(actionUndo, u.undo)
 	for _, a := range []Action{actionCardStep, actionFollowUpStep, actionListStep} {
 		b.HandleButton(a, u.step(a))
 	}
@@ -576,11 +579,35 @@ func (u *vacancyUI) decide(to vacancy.Status) CallbackHandler {
 	}
 }
 
+// undo takes back Not interested: the card is shown awaiting a decision
+// again. A press on a card decided otherwise since is an alert.
+func (u *vacancyUI) undo(r *Request, cb Callback) error {
+	m, v, err := u.v.Undo(r.Ctx, r.User.ID, cb.IDs[0])
+	switch {
+	case errors.Is(err, vacancy.ErrForbidden):
+		return r.Forbidden()
+	case errors.Is(err, vacancy.ErrNotUndoable):
+		return r.Alert("vacancy.undo_stale")
+	case errors.Is(err, domain.ErrNotFound):
+		return r.Alert("error.callback_invalid")
+	case err != nil:
+		return err
+	}
+	if err := u.showDecided(r, m, v); err != nil {
+		return err
+	}
+	return r.Toast(r.T("vacancy.undone"))
+}
+
 // showDecided edits the pressed card to its match as it is now: the
-// decision, the links, and an application's steps above them.
+// decision, Undo under Not interested, the links, and an application's
+// steps above them; a match back to awaiting has the card's buttons again.
 func (u *vacancyUI) showDecided(r *Request, m vacancy.Match, v vacancy.Vacancy) error {
 	text := u.b.renderVacancy(r.Lang, v, m.Verdict, m.Status)
-	kb, err := u.b.vacancyMarkup(r.Lang, m.ID, v, true)
+	kb, err := u.b.vacancyMarkup(r.Lang, m.ID, v, m.Status != vacancy.SentToUser)
+	if err == nil && m.Status == vacancy.NotInterested {
+		kb, err = u.b.withUndo(r.Lang, m.ID, kb)
+	}
 	if err == nil {
 		kb, err = u.b.withSteps(r.Lang, actionCardStep, m, kb)
 	}
@@ -792,6 +819,19 @@ func (rd *Renderer) vacancyMarkup(lang string, matchID int64, v vacancy.Vacancy,
 		return nil, nil
 	}
 	return kb, nil
+}
+
+// withUndo puts Undo above a Not interested card's links.
+func (rd *Renderer) withUndo(lang string, matchID int64, kb *tele.ReplyMarkup) (*tele.ReplyMarkup, error) {
+	data, err := Encode(actionUndo, matchID)
+	if err != nil {
+		return nil, err
+	}
+	out := &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{{Text: rd.cat.T(lang, "vacancy.button_undo"), Data: data}}}}
+	if kb != nil {
+		out.InlineKeyboard = append(out.InlineKeyboard, kb.InlineKeyboard...)
+	}
+	return out, nil
 }
 
 func webURL(s string) bool {

@@ -516,6 +516,10 @@ var ErrForbidden = errors.New("not your vacancy")
 // second press, or a press after another status was reported).
 var ErrAlreadyDecided = errors.New("vacancy already decided")
 
+// ErrNotUndoable: the match is not Not interested (any more), so there is
+// nothing to undo.
+var ErrNotUndoable = errors.New("nothing to undo")
+
 // inputError refuses the input with key, naming the limit the key is about.
 func inputError(key string) *domain.InputError {
 	limits := map[string]int{
@@ -759,6 +763,33 @@ func (s *Service) Decide(ctx context.Context, userID, matchID int64, to Status) 
 	if !ok {
 		// Someone (a double press racing this one) moved it first.
 		return m, v, ErrAlreadyDecided
+	}
+	return moved, v, nil
+}
+
+// Undo takes back the user's Not interested (a mis-tap, or a change of
+// mind): the match is SENT_TO_USER again, its card awaiting a decision,
+// and its title no longer teaches the model what the user skips. Only the
+// match's owner may; a match in any other status, or one a racing press
+// moved first, is ErrNotUndoable. An employer hidden from the card stays
+// hidden (/bans shows it again).
+func (s *Service) Undo(ctx context.Context, userID, matchID int64) (Match, Vacancy, error) {
+	m, v, err := s.deps.Matches.WithVacancy(ctx, matchID)
+	if err != nil {
+		return Match{}, Vacancy{}, fmt.Errorf("undo: %w", err)
+	}
+	if m.UserID != userID {
+		return m, v, ErrForbidden
+	}
+	if m.Status != NotInterested {
+		return m, v, ErrNotUndoable
+	}
+	moved, ok, err := s.transition(ctx, m, SentToUser, Change{})
+	if err != nil {
+		return m, v, fmt.Errorf("undo: %w", err)
+	}
+	if !ok {
+		return m, v, ErrNotUndoable
 	}
 	return moved, v, nil
 }

@@ -31,7 +31,8 @@ const (
 	// Applied: the user pressed Applied; the application waits for the
 	// employer's answer, which the person reports (pipeline.go).
 	Applied Status = "APPLIED"
-	// NotInterested: the user pressed Not interested (final).
+	// NotInterested: the user pressed Not interested; Undo on the card
+	// brings it back to SentToUser.
 	NotInterested Status = "NOT_INTERESTED"
 	// Invited: the employer invited the person to an interview or a test.
 	Invited Status = "INVITED"
@@ -57,11 +58,12 @@ var Statuses = []Status{New, Queued, Analyzed, SentToUser, Skipped, NotSuitable,
 // checked against this table, makes it in the statement that marks the
 // card's outbox row sent, with the chat, message id and sent_at.
 var transitions = domain.NewTransitions(ErrIllegalTransition, "", map[Status][]Status{
-	New:        {Queued, InArchive},                         // recovered item re-enters the queue; its vacancy archived
-	Queued:     {InArchive, Analyzed, NotSuitable, Skipped}, // HH 404; LLM verdict (+ card to the outbox); technical failure
-	Analyzed:   {SentToUser},                                // the card delivered (its delivery hook)
-	SentToUser: {Applied, NotInterested},                    // the user's button
-	Skipped:    {New, InArchive},                            // recovery within the window; its vacancy archived
+	New:           {Queued, InArchive},                         // recovered item re-enters the queue; its vacancy archived
+	Queued:        {InArchive, Analyzed, NotSuitable, Skipped}, // HH 404; LLM verdict (+ card to the outbox); technical failure
+	Analyzed:      {SentToUser},                                // the card delivered (its delivery hook)
+	SentToUser:    {Applied, NotInterested},                    // the user's button
+	NotInterested: {SentToUser},                                // the user's Undo on the card
+	Skipped:       {New, InArchive},                            // recovery within the window; its vacancy archived
 	// The job seeker's pipeline (pipeline.go): what the person reports
 	// after applying, by the buttons of the card, of a follow-up reminder
 	// or of /applications. There is no way back: a press meant for an

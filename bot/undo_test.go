@@ -1,0 +1,77 @@
+package bot_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A card marked Not interested carries Undo above its links; only its
+// owner may press it; the press brings the card back with its decision
+// buttons and a toast, and a press from a client still showing Undo after
+// the card was decided anew is an alert that changes nothing.
+func TestUndoBringsANotInterestedCardBack(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	ann := env.srv.User(42, "Ann", "en")
+	bob := env.srv.User(43, "Bob", "en")
+	env.ask(t, ann, "/start")
+	bobs := env.ask(t, bob, "/start")
+	d := sampleCard(0)
+	d.MatchID = env.queueVacancy(t, 42, d.Vacancy, d.Verdict)
+	msg := env.waitCard(t, 42, d.MatchID)
+	undo := data(t, "vu", d.MatchID)
+	require.NotContains(t, msg.ReplyMarkup.Labels(), "↩️ Undo", "nothing to undo before a decision")
+
+	answer(t, env.srv, mustPress(t, ann, msg, data(t, "vn", d.MatchID)))
+	decided, _ := env.srv.MessageByID(42, msg.MessageID)
+	require.True(t, strings.HasSuffix(decided.Text, "\n\n🚫 Not interested"), decided.Text)
+	require.Equal(t, "↩️ Undo", decided.ReplyMarkup.InlineKeyboard[0][0].Text)
+	require.Equal(t, undo, decided.ReplyMarkup.InlineKeyboard[0][0].CallbackData)
+	require.Len(t, decided.ReplyMarkup.InlineKeyboard, 2, "Undo, then the links")
+
+	a := answer(t, env.srv, bob.PressRaw(bobs, undo))
+	require.Equal(t, "This button is not for you.", a.Text)
+	require.Equal(t, "NOT_INTERESTED", matchStatus(t, env.st, d.MatchID))
+
+	a = answer(t, env.srv, mustPress(t, ann, decided, undo))
+	require.False(t, a.ShowAlert)
+	require.Equal(t, "Back among your vacancies: decide again.", a.Text)
+	require.Equal(t, "SENT_TO_USER", matchStatus(t, env.st, d.MatchID))
+	back, _ := env.srv.MessageByID(42, msg.MessageID)
+	require.Equal(t, msg.Text, back.Text, "the card as it first came")
+	require.Equal(t, msg.ReplyMarkup.Labels(), back.ReplyMarkup.Labels())
+
+	answer(t, env.srv, mustPress(t, ann, back, data(t, "va", d.MatchID)))
+	a = answer(t, env.srv, ann.PressRaw(decided, undo))
+	require.True(t, a.ShowAlert)
+	require.Equal(t, "Nothing to undo: this vacancy is no longer marked Not interested.", a.Text)
+	require.Equal(t, "APPLIED", matchStatus(t, env.st, d.MatchID))
+}
+
+// Undo and its answers read in the user's language.
+func TestUndoInRussianAndUkrainian(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	for _, tc := range []struct {
+		id                  int64
+		lang, button, toast string
+	}{
+		{51, "ru", "↩️ Вернуть", "Вакансия снова ждёт вашего решения."},
+		{52, "uk", "↩️ Повернути", "Вакансія знову чекає на ваше рішення."},
+	} {
+		who := env.srv.User(tc.id, "Олена", tc.lang)
+		env.ask(t, who, "/start")
+		d := sampleCard(0)
+		d.UserID, d.Lang = tc.id, tc.lang
+		d.Vacancy.ID = 3000 + tc.id
+		d.MatchID = env.queueVacancy(t, tc.id, d.Vacancy, d.Verdict)
+		msg := env.waitCard(t, tc.id, d.MatchID)
+		answer(t, env.srv, mustPress(t, who, msg, data(t, "vn", d.MatchID)))
+		decided, _ := env.srv.MessageByID(tc.id, msg.MessageID)
+		require.Equal(t, tc.button, decided.ReplyMarkup.InlineKeyboard[0][0].Text, tc.lang)
+		a := answer(t, env.srv, mustPress(t, who, decided, data(t, "vu", d.MatchID)))
+		require.Equal(t, tc.toast, a.Text, tc.lang)
+	}
+}
