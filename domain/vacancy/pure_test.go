@@ -27,6 +27,7 @@ func TestTransitionTableIsDesigns(t *testing.T) {
 		{vacancy.Analyzed, vacancy.SentToUser}:      true,
 		{vacancy.SentToUser, vacancy.Applied}:       true,
 		{vacancy.SentToUser, vacancy.NotInterested}: true,
+		{vacancy.NotInterested, vacancy.SentToUser}: true, // the owner's Undo
 		{vacancy.Skipped, vacancy.New}:              true,
 		{vacancy.New, vacancy.InArchive}:            true,
 		{vacancy.Skipped, vacancy.InArchive}:        true,
@@ -44,12 +45,13 @@ func TestTransitionTableIsDesigns(t *testing.T) {
 			require.Equal(t, allowed[[2]vacancy.Status{from, to}], vacancy.CanTransition(from, to), "%s → %s", from, to)
 		}
 	}
-	for _, s := range []vacancy.Status{vacancy.NotSuitable, vacancy.InArchive, vacancy.NotInterested, vacancy.Offer, vacancy.Rejected} {
+	for _, s := range []vacancy.Status{vacancy.NotSuitable, vacancy.InArchive, vacancy.Offer, vacancy.Rejected} {
 		require.True(t, s.Final(), s)
 	}
 	for _, s := range []vacancy.Status{vacancy.Applied, vacancy.NoAnswer, vacancy.Invited} {
 		require.False(t, s.Final(), "%s waits for the employer", s)
 	}
+	require.False(t, vacancy.NotInterested.Final(), "Undo takes it back")
 	require.False(t, vacancy.Status("DONE").Valid())
 }
 
