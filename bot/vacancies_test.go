@@ -637,7 +637,7 @@ func TestNotInterestedInUsersLanguage(t *testing.T) {
 	require.Equal(t, "NOT_INTERESTED", matchStatus(t, env.st, d.MatchID))
 	edited, _ := env.srv.MessageByID(42, msg.MessageID)
 	require.True(t, strings.HasSuffix(edited.Text, "\n\n🚫 Не интересно"), edited.Text)
-	require.Empty(t, edited.ReplyMarkup.Buttons(), "no link to keep")
+	require.Equal(t, []string{"↩️ Вернуть"}, edited.ReplyMarkup.Labels(), "only Undo: no link to keep")
 }
 
 func TestDeliverOversizedVacancyIsOneMessage(t *testing.T) {
