@@ -92,7 +92,7 @@ func TestCommandMenus(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.user(1, "Ann")
-	tg := delivery.NewClient(b.srv.URL(), b.srv.Token(), nil)
+	tg := b.client()
 	private := delivery.CommandScope{Type: "all_private_chats"}
 	cmds := []delivery.Command{{Name: "start", Description: "Begin"}, {Name: "help", Description: "What I do"}}
 	require.NoError(t, tg.SetCommands(b.ctx, cmds, private, ""))
@@ -117,7 +117,7 @@ func TestCommandMenus(t *testing.T) {
 func TestGetMe(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	tg := delivery.NewClient(b.srv.URL(), b.srv.Token(), nil)
+	tg := b.client()
 	me, err := tg.GetMe(b.ctx)
 	require.NoError(t, err)
 	require.Equal(t, b.srv.Bot().ID, me.ID)
@@ -136,7 +136,7 @@ func TestGetMe(t *testing.T) {
 func TestWebhookCalls(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	tg := delivery.NewClient(b.srv.URL(), b.srv.Token(), nil)
+	tg := b.client()
 	info, err := tg.GetWebhookInfo(b.ctx)
 	require.NoError(t, err)
 	require.Empty(t, info.URL)
@@ -167,7 +167,7 @@ func TestFiles(t *testing.T) {
 	b := setup(t)
 	ann := b.user(1, "Ann")
 	sent := ann.SendDocument(1, "cv.pdf", "application/pdf", []byte("%PDF-1.4 résumé"))
-	tg := delivery.NewClient(b.srv.URL(), b.srv.Token(), nil)
+	tg := b.client()
 	f, err := tg.GetFile(b.ctx, sent.Document.FileID)
 	require.NoError(t, err)
 	require.EqualValues(t, len("%PDF-1.4 résumé"), f.Size)

@@ -26,7 +26,7 @@ func TestSenderBuildsDocumentsWhenSent(t *testing.T) {
 	content.Store("written")
 	var calls atomic.Int32
 	s, err := delivery.NewSender(delivery.Config{Poll: 10 * time.Millisecond}, b.store.Outbox(),
-		delivery.NewClient(b.srv.URL(), b.srv.Token(), nil), delivery.NewMemoryLimiter(delivery.DefaultLimits()), nil, nil)
+		b.client(), delivery.NewMemoryLimiter(delivery.DefaultLimits()), nil, nil)
 	require.NoError(t, err)
 	s.OnDocument("export", func(_ context.Context, q domain.Queued) (delivery.Document, error) {
 		switch n := calls.Add(1); {

@@ -33,6 +33,11 @@ func setup(t *testing.T, opts ...tgfake.Option) bundle {
 		store: storagetest.New(t), ctx: context.Background()}
 }
 
+// client is a Bot API client of the fake, with the bot's own token.
+func (b bundle) client() *delivery.Client {
+	return delivery.NewClient(b.srv.URL(), b.srv.Token(), nil)
+}
+
 // run starts a sender with limiter; it stops when the test ends.
 func (b bundle) run(t *testing.T, limiter delivery.Limiter, cfg delivery.Config) *delivery.Sender {
 	t.Helper()
@@ -46,7 +51,7 @@ func (b bundle) sender(t *testing.T, store delivery.Store, limiter delivery.Limi
 	if cfg.Poll == 0 {
 		cfg.Poll = 10 * time.Millisecond
 	}
-	s, err := delivery.NewSender(cfg, store, delivery.NewClient(b.srv.URL(), b.srv.Token(), nil), limiter,
+	s, err := delivery.NewSender(cfg, store, b.client(), limiter,
 		slog.New(slog.DiscardHandler), nil)
 	require.NoError(t, err)
 	return s
