@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"switchboard/domain"
 )
 
@@ -44,19 +46,15 @@ FROM job_runs ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("job runs: %w", err)
 	}
-	defer rows.Close()
-	var out []domain.JobRunSummary
-	for rows.Next() {
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.JobRunSummary, error) {
 		var r domain.JobRunSummary
 		var ms int64
-		if err := rows.Scan(&r.Name, &r.Replica, &r.StartedAt, &ms, &r.Err, &r.Runs, &r.Failures); err != nil {
-			return nil, fmt.Errorf("job runs: %w", err)
-		}
+		err := row.Scan(&r.Name, &r.Replica, &r.StartedAt, &ms, &r.Err, &r.Runs, &r.Failures)
 		r.Duration = time.Duration(ms) * time.Millisecond
 		r.StartedAt = r.StartedAt.UTC()
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+		return r, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("job runs: %w", err)
 	}
 	return out, nil

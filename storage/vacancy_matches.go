@@ -477,22 +477,16 @@ ORDER BY m.id LIMIT $3`, since, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("skipped matches: %w", err)
 	}
-	defer rows.Close()
-	var out []vacancy.SkippedMatch
-	for rows.Next() {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (vacancy.SkippedMatch, error) {
 		var sm vacancy.SkippedMatch
 		var analysis []byte
 		var sent *time.Time
 		dest := append(matchDest(&sm.Match, &analysis, &sent), &sm.Title, &sm.Snippet, &sm.Desc, &sm.BanWords)
-		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("skipped matches: %w", err)
+		if err := row.Scan(dest...); err != nil {
+			return sm, fmt.Errorf("skipped matches: %w", err)
 		}
-		if err := finishMatch(&sm.Match, analysis, sent); err != nil {
-			return nil, err
-		}
-		out = append(out, sm)
-	}
-	return out, rows.Err()
+		return sm, finishMatch(&sm.Match, analysis, sent)
+	})
 }
 
 // transitionSQL fills a statement moving matches from → to (%[1]s, %[2]s)
