@@ -21,10 +21,7 @@ type pipelineFixture struct {
 func setupPipeline(t *testing.T, vacancies int) pipelineFixture {
 	t.Helper()
 	f := pipelineFixture{setup(t)}
-	for _, id := range []int64{7, 8} {
-		_, err := f.st.Users().Upsert(f.ctx, domain.User{ID: id, Language: "en"})
-		require.NoError(t, err)
-	}
+	f.users(domain.User{Language: "en"}, 7, 8)
 	for i := 1; i <= vacancies; i++ {
 		f.exec(`INSERT INTO vacancies (id, title, published_at) VALUES ($1, $2, now())`, i, fmt.Sprintf("Vacancy %d", i))
 	}

@@ -20,8 +20,7 @@ type letterFixture struct {
 func setupLetters(t *testing.T, user int64, n int) *letterFixture {
 	t.Helper()
 	f := &letterFixture{testBundle: setup(t)}
-	_, err := f.st.Users().Upsert(f.ctx, domain.User{ID: user})
-	require.NoError(t, err)
+	f.users(domain.User{}, user)
 	f.matches = f.addMatches(user, n)
 	return f
 }
@@ -103,8 +102,7 @@ func TestCoverLetterDailyLimit(t *testing.T) {
 	f.exec(`UPDATE cover_letters SET created_at = now() - interval '25 hours' WHERE id = $1`, first.Letter.ID)
 	require.False(t, f.ask(7, f.matches[3], "p6", 2).Limited)
 
-	_, err := f.st.Users().Upsert(f.ctx, domain.User{ID: 8})
-	require.NoError(t, err)
+	f.users(domain.User{}, 8)
 	require.False(t, f.ask(8, f.addMatches(8, 1)[0], "bob-1", 1).Limited, "Ann's letters are not Bob's")
 }
 
@@ -229,8 +227,7 @@ func TestCoverLetterClaimAndFinish(t *testing.T) {
 func TestForgetErasesCoverLetters(t *testing.T) {
 	t.Parallel()
 	f := setupLetters(t, 7, 2)
-	_, err := f.st.Users().Upsert(f.ctx, domain.User{ID: 8})
-	require.NoError(t, err)
+	f.users(domain.User{}, 8)
 	bobs := f.addMatches(8, 1)
 	f.ask(7, f.matches[0], "ann-1", 10)
 	f.settle("")
@@ -240,7 +237,7 @@ func TestForgetErasesCoverLetters(t *testing.T) {
 
 	var created time.Time
 	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT created_at FROM users WHERE id = 7`).Scan(&created))
-	_, err = f.st.Users().Forget(f.ctx, 7, created)
+	_, err := f.st.Users().Forget(f.ctx, 7, created)
 	require.NoError(t, err)
 	require.Zero(t, f.count(`SELECT count(*) FROM cover_letters WHERE user_id = 7`), "no letter of the user's is left")
 	require.Zero(t, f.count(`SELECT count(*) FROM cover_letters l JOIN vacancy_matches m ON m.id = l.match_id WHERE m.user_id = 7`))

@@ -52,8 +52,7 @@ func setupLiveness(t *testing.T) liveFixture {
 	var runs []int64
 	for i, c := range []string{f.a.Claimer(), f.b.Claimer()} {
 		user := int64(i + 1)
-		_, err := f.st.Users().Upsert(f.ctx, domain.User{ID: user, FirstName: "U"})
-		require.NoError(t, err)
+		f.users(domain.User{FirstName: "U"}, user)
 		r, _, err := f.st.PipelineRuns().Submit(f.ctx, user, user, 1, "hello")
 		require.NoError(t, err)
 		_, _, ok, err := f.st.PipelineRuns().Capture(f.ctx, r.ID, memory.New, memory.Analyzing, 10*time.Minute, c, memory.RecallSize{})

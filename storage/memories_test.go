@@ -30,10 +30,7 @@ type memFx struct{ *testBundle }
 func setupMemories(t *testing.T) *memFx {
 	t.Helper()
 	f := &memFx{setup(t)}
-	for _, id := range []int64{memAnn, memBob} {
-		_, err := f.st.Users().Upsert(f.ctx, domain.User{ID: id, FirstName: "U", TelegramLanguage: "en"})
-		require.NoError(t, err)
-	}
+	f.users(domain.User{FirstName: "U", TelegramLanguage: "en"}, memAnn, memBob)
 	return f
 }
 

@@ -28,10 +28,7 @@ type mfx struct {
 func newMemory(t *testing.T) *mfx {
 	t.Helper()
 	f := &mfx{testBundle: setup(t), events: make(chan map[string]any, 100)}
-	for _, id := range []int64{1, 2} {
-		_, err := f.st.Users().Upsert(f.ctx, domain.User{ID: id, FirstName: "U"})
-		require.NoError(t, err)
-	}
+	f.users(domain.User{FirstName: "U"}, 1, 2)
 	ctx, cancel := context.WithCancel(f.ctx)
 	connected := make(chan struct{}, 1)
 	done := make(chan struct{})

@@ -16,10 +16,7 @@ type draftBundle struct{ *testBundle }
 func setupDrafts(t *testing.T, users ...int64) draftBundle {
 	t.Helper()
 	b := draftBundle{setup(t)}
-	for _, id := range users {
-		_, err := b.st.Users().Upsert(b.ctx, domain.User{ID: id, FirstName: "U"})
-		require.NoError(t, err)
-	}
+	b.users(domain.User{FirstName: "U"}, users...)
 	return b
 }
 

@@ -43,8 +43,7 @@ func (b *pruneBundle) id(q string, args ...any) int64 {
 
 func (b *pruneBundle) user(id int64) {
 	b.t.Helper()
-	_, err := b.st.Users().Upsert(b.ctx, domain.User{ID: id, FirstName: "u"})
-	require.NoError(b.t, err)
+	b.users(domain.User{FirstName: "u"}, id)
 }
 
 // prune runs one kind as of pruneNow and requires it to succeed.

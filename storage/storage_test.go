@@ -57,6 +57,17 @@ func (b *testBundle) count(sql string, args ...any) int {
 	return n
 }
 
+// users makes a user row for each of ids, like like but for its ID: the
+// rows most tests write belong to a user.
+func (b *testBundle) users(like domain.User, ids ...int64) {
+	b.t.Helper()
+	for _, id := range ids {
+		like.ID = id
+		_, err := b.st.Users().Upsert(b.ctx, like)
+		require.NoError(b.t, err)
+	}
+}
+
 // advisoryWaiters counts the sessions of st's database waiting for an
 // advisory lock: how a test knows another caller is blocked on a lock it
 // holds.

@@ -19,8 +19,7 @@ func TestAnalyzedMatchIsNeverClaimed(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx, st, exec := f.ctx, f.st, f.exec
-	_, err := st.Users().Upsert(ctx, domain.User{ID: 7})
-	require.NoError(t, err)
+	f.users(domain.User{}, 7)
 	exec(`INSERT INTO vacancies (id, title, published_at) VALUES (1, 'queued', now()), (2, 'carded', now() + interval '1 minute')`)
 	// 2 is newer, so a claim would take it first if it were claimable.
 	exec(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, is_relevant)
@@ -61,10 +60,7 @@ func TestMatchedSkills(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx, st, exec := f.ctx, f.st, f.exec
-	for _, id := range []int64{7, 8} {
-		_, err := st.Users().Upsert(ctx, domain.User{ID: id})
-		require.NoError(t, err)
-	}
+	f.users(domain.User{}, 7, 8)
 	exec(`INSERT INTO vacancies (id, title, published_at, key_skills) VALUES
  (1, 'a', now(), '{Go,PostgreSQL,Docker}'),
  (2, 'b', now(), '{go,Go,Kubernetes}'),
@@ -113,9 +109,8 @@ func TestWriteDigestOncePerSlot(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx, st, exec := f.ctx, f.st, f.exec
-	_, err := st.Users().Upsert(ctx, domain.User{ID: 7})
-	require.NoError(t, err)
-	_, err = st.Matches().TuneRhythm(ctx, 7, func(r vacancy.Rhythm) (vacancy.Rhythm, error) {
+	f.users(domain.User{}, 7)
+	_, err := st.Matches().TuneRhythm(ctx, 7, func(r vacancy.Rhythm) (vacancy.Rhythm, error) {
 		r.Mode, r.DigestSize = vacancy.ModeDigest, 2
 		return r, nil
 	})
