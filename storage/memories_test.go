@@ -62,6 +62,33 @@ VALUES ($1, 'memory_draft', $2::bigint, 'answer:' || $2::bigint, true, jsonb_bui
 	return id, memID
 }
 
+// askCorrection asks for a correction of the user's memory id, waiting
+// for wait; false when it is no current memory of theirs.
+func (f *memFx) askCorrection(user, id int64, wait time.Duration) bool {
+	f.t.Helper()
+	_, ok, err := f.st.Memories().AskCorrection(f.ctx, user, id, wait)
+	require.NoError(f.t, err)
+	return ok
+}
+
+// correctionWaiting reports whether a correction of the user's waits.
+func (f *memFx) correctionWaiting(user int64) bool {
+	f.t.Helper()
+	waiting, err := f.st.Memories().CorrectionWaiting(f.ctx, user)
+	require.NoError(f.t, err)
+	return waiting
+}
+
+// correct offers message msg, text, to the user's correction waiting, as
+// a memory of week().
+func (f *memFx) correct(user int64, msg int, text string) memory.Correction {
+	f.t.Helper()
+	bs, be := week()
+	c, err := f.st.Memories().TakeCorrection(f.ctx, user, msg, memory.Summary{BucketStart: bs, BucketEnd: be, Summary: text})
+	require.NoError(f.t, err)
+	return c
+}
+
 func week() (time.Time, time.Time) {
 	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
 	return start, start.AddDate(0, 0, 7)
@@ -165,9 +192,7 @@ func TestDeleteMemoryErasesItsChainAndEveryCopy(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "Ann "+kyivMarker, m.Summary)
-	bs, be := week()
-	c, err := f.st.Memories().TakeCorrection(f.ctx, memAnn, 0, memory.Summary{BucketStart: bs, BucketEnd: be, Summary: "Ann " + kyivMarker + " since May"})
-	require.NoError(t, err)
+	c := f.correct(memAnn, 0, "Ann "+kyivMarker+" since May")
 	require.Equal(t, memory.CorrectionSaved, c.Outcome)
 	head := c.New.ID
 
@@ -219,59 +244,39 @@ func TestMemoryCorrection(t *testing.T) {
 	_, a := f.archivedRun(memAnn, "I like tea", "ok", summary("Ann likes tea"))
 	_, b := f.archivedRun(memAnn, "I own a cat", "ok", summary("Ann owns a cat"))
 	_, bobs := f.archivedRun(memBob, "I like coffee", "ok", summary("Bob likes coffee"))
-	bs, be := week()
-	fix := func(user int64, text string) memory.Correction {
-		c, err := f.st.Memories().TakeCorrection(f.ctx, user, 0, memory.Summary{BucketStart: bs, BucketEnd: be, Summary: text})
-		require.NoError(t, err)
-		return c
-	}
-	require.Equal(t, memory.CorrectionNone, fix(memAnn, "hello").Outcome)
+	require.Equal(t, memory.CorrectionNone, f.correct(memAnn, 0, "hello").Outcome)
 
-	_, ok, err := f.st.Memories().AskCorrection(f.ctx, memAnn, bobs, time.Hour)
-	require.NoError(t, err)
-	require.False(t, ok, "Bob's memory")
-	waiting, err := f.st.Memories().CorrectionWaiting(f.ctx, memAnn)
-	require.NoError(t, err)
-	require.False(t, waiting)
+	require.False(t, f.askCorrection(memAnn, bobs, time.Hour), "Bob's memory")
+	require.False(t, f.correctionWaiting(memAnn))
 
 	// Asking for b replaces asking for a: one correction waits.
 	for _, id := range []int64{a, b} {
-		_, ok, err = f.st.Memories().AskCorrection(f.ctx, memAnn, id, time.Hour)
-		require.NoError(t, err)
-		require.True(t, ok)
+		require.True(t, f.askCorrection(memAnn, id, time.Hour))
 	}
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM memory_requests WHERE user_id = $1`, memAnn))
-	ok, err = f.st.Memories().CancelCorrection(f.ctx, memAnn, a)
+	ok, err := f.st.Memories().CancelCorrection(f.ctx, memAnn, a)
 	require.NoError(t, err)
 	require.False(t, ok, "a's was replaced")
-	c := fix(memAnn, "Ann owns two cats")
+	c := f.correct(memAnn, 0, "Ann owns two cats")
 	require.Equal(t, memory.CorrectionSaved, c.Outcome)
 	require.Equal(t, []string{"home"}, c.New.Tags, "the tags of the memory corrected")
 	require.Equal(t, []int64{c.New.ID, a}, memIDs(must(f.st.Memories().Summaries(f.ctx, memAnn, 10))))
-	require.Equal(t, memory.CorrectionNone, fix(memAnn, "Ann owns three cats").Outcome, "taken once")
+	require.Equal(t, memory.CorrectionNone, f.correct(memAnn, 0, "Ann owns three cats").Outcome, "taken once")
 	require.Equal(t, []int64{bobs}, memIDs(must(f.st.Memories().Summaries(f.ctx, memBob, 10))))
 
 	// A superseded memory cannot be corrected; an expired request is
 	// dropped by the next text, which goes to the chat.
-	_, ok, err = f.st.Memories().AskCorrection(f.ctx, memAnn, b, time.Hour)
-	require.NoError(t, err)
-	require.False(t, ok)
-	_, ok, err = f.st.Memories().AskCorrection(f.ctx, memAnn, a, -time.Second)
-	require.NoError(t, err)
-	require.True(t, ok)
-	waiting, err = f.st.Memories().CorrectionWaiting(f.ctx, memAnn)
-	require.NoError(t, err)
-	require.False(t, waiting)
-	require.Equal(t, memory.CorrectionExpired, fix(memAnn, "late").Outcome)
+	require.False(t, f.askCorrection(memAnn, b, time.Hour))
+	require.True(t, f.askCorrection(memAnn, a, -time.Second))
+	require.False(t, f.correctionWaiting(memAnn))
+	require.Equal(t, memory.CorrectionExpired, f.correct(memAnn, 0, "late").Outcome)
 	require.Zero(t, f.count(`SELECT count(*) FROM memory_requests`))
 
 	// Deleted meanwhile: nothing saved.
-	_, ok, err = f.st.Memories().AskCorrection(f.ctx, memAnn, a, time.Hour)
-	require.NoError(t, err)
-	require.True(t, ok)
+	require.True(t, f.askCorrection(memAnn, a, time.Hour))
 	_, err = f.st.Memories().Delete(f.ctx, memAnn, []int64{a})
 	require.NoError(t, err)
-	require.Equal(t, memory.CorrectionGone, fix(memAnn, "Ann likes green tea").Outcome)
+	require.Equal(t, memory.CorrectionGone, f.correct(memAnn, 0, "Ann likes green tea").Outcome)
 	require.Zero(t, f.count(`SELECT count(*) FROM lsm_storage WHERE summary = 'Ann likes green tea'`))
 }
 
@@ -283,33 +288,20 @@ func TestMemoryCorrectionTakenOncePerMessage(t *testing.T) {
 	f := setupMemories(t)
 	_, a := f.archivedRun(memAnn, "I like tea", "ok", summary("Ann likes tea"))
 	_, b := f.archivedRun(memAnn, "I own a cat", "ok", summary("Ann owns a cat"))
-	bs, be := week()
-	take := func(msg int, text string) memory.Correction {
-		t.Helper()
-		c, err := f.st.Memories().TakeCorrection(f.ctx, memAnn, msg, memory.Summary{BucketStart: bs, BucketEnd: be, Summary: text})
-		require.NoError(t, err)
-		return c
-	}
-	_, ok, err := f.st.Memories().AskCorrection(f.ctx, memAnn, a, time.Hour)
-	require.NoError(t, err)
-	require.True(t, ok)
-	first := take(41, "Ann likes green tea")
+	require.True(t, f.askCorrection(memAnn, a, time.Hour))
+	first := f.correct(memAnn, 41, "Ann likes green tea")
 	require.Equal(t, memory.CorrectionSaved, first.Outcome)
 
-	_, ok, err = f.st.Memories().AskCorrection(f.ctx, memAnn, b, time.Hour)
-	require.NoError(t, err)
-	require.True(t, ok)
-	again := take(41, "Ann likes green tea")
+	require.True(t, f.askCorrection(memAnn, b, time.Hour))
+	again := f.correct(memAnn, 41, "Ann likes green tea")
 	require.Equal(t, first, again, "the same message: the version it saved")
-	waiting, err := f.st.Memories().CorrectionWaiting(f.ctx, memAnn)
-	require.NoError(t, err)
-	require.True(t, waiting, "the correction of b, asked for since, still waits")
+	require.True(t, f.correctionWaiting(memAnn), "the correction of b, asked for since, still waits")
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM lsm_storage WHERE summary = 'Ann likes green tea'`))
 
-	next := take(42, "Ann owns two cats")
+	next := f.correct(memAnn, 42, "Ann owns two cats")
 	require.Equal(t, memory.CorrectionSaved, next.Outcome)
 	require.NotEqual(t, first.New.ID, next.New.ID)
-	require.Equal(t, memory.CorrectionNone, take(43, "hello").Outcome, "nothing waits now")
+	require.Equal(t, memory.CorrectionNone, f.correct(memAnn, 43, "hello").Outcome, "nothing waits now")
 }
 
 // A "forget what I told you" request is answered once, by its user.
@@ -360,10 +352,8 @@ func TestForgetUserErasesMemoryVersionsAndRequests(t *testing.T) {
 	f := setupMemories(t)
 	_, a := f.archivedRun(memAnn, "I live in Kyiv", "ok", summary("Ann "+kyivMarker))
 	_, b := f.archivedRun(memAnn, "I moved to Lviv", "ok", summary("Ann lives in Lviv", a))
-	_, ok, err := f.st.Memories().AskCorrection(f.ctx, memAnn, b, time.Hour)
-	require.NoError(t, err)
-	require.True(t, ok)
-	_, err = f.st.Memories().AskForget(f.ctx, memAnn, []int64{a}, time.Hour)
+	require.True(t, f.askCorrection(memAnn, b, time.Hour))
+	_, err := f.st.Memories().AskForget(f.ctx, memAnn, []int64{a}, time.Hour)
 	require.NoError(t, err)
 	u, err := f.st.Users().Get(f.ctx, memAnn)
 	require.NoError(t, err)
