@@ -111,8 +111,7 @@ func TestApplicationsReport(t *testing.T) {
 	walk(1, "one", now.Add(-5*24*time.Hour), vacancy.Applied, vacancy.Invited, vacancy.Offer)
 	second := walk(2, "two", now.Add(-12*24*time.Hour-time.Hour), vacancy.Applied, vacancy.NoAnswer)
 	walk(3, "three", now.Add(-3*24*time.Hour-time.Hour), vacancy.Applied)
-	_, err = env.st.Pool().Exec(ctx, `INSERT INTO search_hits (search_key, vacancy_id) VALUES ($1, 1), ($1, 2)`, sr.Key)
-	require.NoError(t, err)
+	exec(t, env.st, `INSERT INTO search_hits (search_key, vacancy_id) VALUES ($1, 1), ($1, 2)`, sr.Key)
 
 	msg := env.ask(t, ann, "/applications")
 	require.Equal(t, "Your applications over the last 30 days\nApplied: 3\nAnswered: 1\nInvited: 1\nOffers: 1\n\n"+

@@ -126,6 +126,13 @@ func (tb bundle) settle(t *testing.T) {
 	}, 60*time.Second, 10*time.Millisecond, "the outbox drains")
 }
 
+// exec runs a statement a test sets its rows up with.
+func exec(t *testing.T, st *storage.Store, sql string, args ...any) {
+	t.Helper()
+	_, err := st.Pool().Exec(context.Background(), sql, args...)
+	require.NoError(t, err, sql)
+}
+
 // annAndBob are the users most tests talk as: Ann (42) and Bob (43), both
 // writing in English.
 func (tb bundle) annAndBob() (ann, bob *tgfake.Person) {

@@ -31,8 +31,7 @@ func TestStatusShowsWorkHeldPastItsLease(t *testing.T) {
 	_, _, ok, err := env.st.PipelineRuns().Capture(ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, err = env.st.Pool().Exec(ctx, `UPDATE pipeline_runs SET claimed_until = now() - interval '1 second' WHERE id = $1`, r.ID)
-	require.NoError(t, err)
+	exec(t, env.st, `UPDATE pipeline_runs SET claimed_until = now() - interval '1 second' WHERE id = $1`, r.ID)
 	require.Contains(t, env.ask(t, env.admin, "/status").Text,
 		"Held past their lease (taken over when the reaper or the next claim gets to them): 1 memory runs, 0 vacancy matches, 0 outgoing messages")
 }

@@ -1,7 +1,6 @@
 package bot_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -92,8 +91,7 @@ func TestMemoryCorrectionHistoryAndForgetAbout(t *testing.T) {
 	olena.SendText(olena.ID(), "привіт")
 	env.srv.WaitChatAction(t, 44, "typing")
 	insertSummary(t, env.st, 44, "2025-03-03T00:00:00Z", []string{"чай"}, "Любить зелений <чай> & мед.")
-	_, err := env.st.Pool().Exec(context.Background(), `UPDATE lsm_storage SET created_at = '2025-03-04T09:30:00Z'`)
-	require.NoError(t, err)
+	exec(t, env.st, `UPDATE lsm_storage SET created_at = '2025-03-04T09:30:00Z'`)
 	runs := func() int { return count(t, env.st, `SELECT count(*) FROM pipeline_runs WHERE user_id = 44`) }
 	require.Equal(t, 1, runs())
 

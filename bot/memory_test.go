@@ -406,9 +406,8 @@ func TestMemoryPipelineAnswersAndRemembers(t *testing.T) {
 // insertSummary puts a row where the archivist would have.
 func insertSummary(t *testing.T, st *storage.Store, userID int64, week string, tags []string, summary string) {
 	t.Helper()
-	_, err := st.Pool().Exec(context.Background(), `INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, tags, summary)
+	exec(t, st, `INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, tags, summary)
 VALUES ($1, $2::timestamptz, $2::timestamptz + interval '7 days', $3, $4)`, userID, week, tags, summary)
-	require.NoError(t, err)
 }
 
 func TestMemoryListAndForget(t *testing.T) {
@@ -423,8 +422,7 @@ func TestMemoryListAndForget(t *testing.T) {
 	insertSummary(t, env.st, 42, "2025-03-10T00:00:00Z", []string{}, "Asked about\ngenerics.")
 	// Each summary says when it was remembered, in the reader's zone.
 	insertSummary(t, env.st, 42, "2025-03-10T00:00:00Z", []string{"go"}, "Likes channels.")
-	_, err := env.st.Pool().Exec(context.Background(), `UPDATE lsm_storage SET created_at = '2025-03-12T09:30:00Z'`)
-	require.NoError(t, err)
+	exec(t, env.st, `UPDATE lsm_storage SET created_at = '2025-03-12T09:30:00Z'`)
 	list := env.ask(t, ann, "/memory")
 	require.Equal(t, "What I remember about you, newest first (1–3 of 3):\n\n"+
 		"1. 12 Mar 2025, 09:30 (UTC) · go\nLikes channels.\n\n2. 12 Mar 2025, 09:30 (UTC)\nAsked about\ngenerics.\n\n"+
@@ -435,8 +433,7 @@ func TestMemoryListAndForget(t *testing.T) {
 	list = env.ask(t, ann, "/memory")
 	require.Contains(t, list.Text, "1. 12 мар. 2025, 12:30 (Москва) · go\nLikes channels.", list.Text)
 	require.NoError(t, env.st.Users().SetLanguage(context.Background(), 42, "en"))
-	_, err = env.st.Pool().Exec(context.Background(), `DELETE FROM lsm_storage WHERE summary = 'Likes channels.'`)
-	require.NoError(t, err)
+	exec(t, env.st, `DELETE FROM lsm_storage WHERE summary = 'Likes channels.'`)
 	require.Equal(t, "I remember nothing about you yet.", env.ask(t, bob, "/memory").Text, "each user sees their own")
 
 	team := env.srv.Group(-100, "Team")

@@ -263,9 +263,8 @@ func TestSearchLimit(t *testing.T) {
 
 	// The longest list still fits the one message the delete buttons edit.
 	for i := range list {
-		_, err := env.st.Pool().Exec(ctx, `UPDATE searches SET params = jsonb_set(params, '{text}', to_jsonb($2::text)) WHERE id = $1`,
+		exec(t, env.st, `UPDATE searches SET params = jsonb_set(params, '{text}', to_jsonb($2::text)) WHERE id = $1`,
 			list[i].ID, strings.Repeat(`"&<`, vacancy.MaxSearchText/3))
-		require.NoError(t, err)
 	}
 	msg := env.ask(t, ann, "/searches")
 	require.Len(t, msg.ReplyMarkup.Buttons(), bot.MaxSearches, "one message, all buttons under it")
@@ -355,9 +354,7 @@ func TestBanUnbanBans(t *testing.T) {
 	require.Equal(t, "A ban word needs at least one letter or digit.", ask("/unban ..."))
 	require.NotContains(t, strings.Split(ask("/bans"), "\n"), "• битрикс")
 
-	_, err := env.st.Pool().Exec(context.Background(),
-		`INSERT INTO ban_words (user_id, word) SELECT 42, 'w' || g FROM generate_series(1, $1) g`, vacancy.MaxBanWords)
-	require.NoError(t, err)
+	exec(t, env.st, `INSERT INTO ban_words (user_id, word) SELECT 42, 'w' || g FROM generate_series(1, $1) g`, vacancy.MaxBanWords)
 	require.Equal(t, "You already have 200 ban words, the most I keep. Remove some with /unban first.", ask("/ban one more"))
 }
 
@@ -365,11 +362,10 @@ func TestBanUnbanBans(t *testing.T) {
 // would have.
 func insertVacancy(t *testing.T, st *storage.Store, v vacancy.Vacancy) {
 	t.Helper()
-	_, err := st.Pool().Exec(context.Background(), `
+	exec(t, st, `
 INSERT INTO vacancies (id, title, employer, url, area, salary_from, salary_to, salary_currency, published_at)
 VALUES ($1, $2, $3, $4, $5, NULLIF($6, 0), NULLIF($7, 0), $8, now())`,
 		v.ID, v.Title, v.Employer, v.URL, v.Area, v.Salary.From, v.Salary.To, v.Salary.Currency)
-	require.NoError(t, err)
 }
 
 func insertMatch(t *testing.T, st *storage.Store, userID, vacancyID int64, status vacancy.Status, v *vacancy.Verdict) int64 {
@@ -422,8 +418,7 @@ func TestVacanciesStats(t *testing.T) {
 	ctx := context.Background()
 	sr, _, err := env.svc.AddSearch(ctx, 42, vacancy.Params{Text: "go"})
 	require.NoError(t, err)
-	_, err = env.st.Pool().Exec(ctx, `INSERT INTO discovery_state (search_key, updated_at) VALUES ($1, '2025-03-04 05:06:07+03')`, sr.Key)
-	require.NoError(t, err)
+	exec(t, env.st, `INSERT INTO discovery_state (search_key, updated_at) VALUES ($1, '2025-03-04 05:06:07+03')`, sr.Key)
 	env.llm.open.Store(true)
 
 	require.Equal(t, "Your vacancies\n"+
@@ -490,8 +485,7 @@ func (env vacEnv) queueVacancy(t *testing.T, userID int64, v vacancy.Vacancy, ve
 	t.Helper()
 	insertVacancy(t, env.st, v)
 	ctx := context.Background()
-	_, err := env.st.Pool().Exec(ctx, `UPDATE vacancies SET detail_fetched_at = now() WHERE id = $1`, v.ID)
-	require.NoError(t, err)
+	exec(t, env.st, `UPDATE vacancies SET detail_fetched_at = now() WHERE id = $1`, v.ID)
 	matchID := insertMatch(t, env.st, userID, v.ID, vacancy.Queued, nil)
 	env.llm.verdict.Store(&verdict)
 	n, err := env.svc.Drain(ctx)
@@ -570,14 +564,12 @@ func TestDeliverAndDecide(t *testing.T) {
 
 	// Pressed before the outbox recorded the delivery (the press waits a
 	// moment for it, then gives up).
-	_, err = env.st.Pool().Exec(ctx, `UPDATE vacancy_matches SET status = 'ANALYZED' WHERE id = $1`, d.MatchID)
-	require.NoError(t, err)
+	exec(t, env.st, `UPDATE vacancy_matches SET status = 'ANALYZED' WHERE id = $1`, d.MatchID)
 	a := answer(t, env.srv, mustPress(t, ann, msg, applied))
 	require.Equal(t, "This vacancy is not waiting for your answer right now. Try again in a minute.", a.Text)
 	require.True(t, a.ShowAlert)
 	require.Equal(t, "ANALYZED", matchStatus(t, env.st, d.MatchID))
-	_, err = env.st.Pool().Exec(ctx, `UPDATE vacancy_matches SET status = 'SENT_TO_USER' WHERE id = $1`, d.MatchID)
-	require.NoError(t, err)
+	exec(t, env.st, `UPDATE vacancy_matches SET status = 'SENT_TO_USER' WHERE id = $1`, d.MatchID)
 
 	// Bob's client forges Ann's match id on a message of his own chat.
 	bobMsg := env.ask(t, bob, "/start")
