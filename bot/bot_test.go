@@ -133,6 +133,14 @@ func exec(t *testing.T, st *storage.Store, sql string, args ...any) {
 	require.NoError(t, err, sql)
 }
 
+// queryOne reads the one value of the one row sql returns.
+func queryOne[T any](t *testing.T, st *storage.Store, sql string, args ...any) T {
+	t.Helper()
+	var v T
+	require.NoError(t, st.Pool().QueryRow(context.Background(), sql, args...).Scan(&v), sql)
+	return v
+}
+
 // annAndBob are the users most tests talk as: Ann (42) and Bob (43), both
 // writing in English.
 func (tb bundle) annAndBob() (ann, bob *tgfake.Person) {

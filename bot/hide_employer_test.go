@@ -1,7 +1,6 @@
 package bot_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -53,9 +52,7 @@ func TestHideEmployerFromTheCardAndShowItAgain(t *testing.T) {
 
 	a = answer(t, env.srv, bob.PressRaw(bobs, buttons[0].CallbackData))
 	require.Equal(t, "This employer is not hidden any more.", a.Text, "Bob has no such hiding: nothing of Ann's changes")
-	var n int
-	require.NoError(t, env.st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM hidden_employers WHERE user_id = 42`).Scan(&n))
-	require.Equal(t, 1, n)
+	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM hidden_employers WHERE user_id = 42`))
 
 	a = answer(t, env.srv, mustPress(t, ann, list, buttons[0].CallbackData))
 	require.Equal(t, "Vacancies from ACME <Ltd> will be sent to you again.", a.Text)

@@ -96,9 +96,7 @@ func setupMemoryLLM(t *testing.T, run bool, model memory.LLM) memEnv {
 
 func count(t *testing.T, st *storage.Store, query string, args ...any) int {
 	t.Helper()
-	var n int
-	require.NoError(t, st.Pool().QueryRow(context.Background(), query, args...).Scan(&n))
-	return n
+	return queryOne[int](t, st, query, args...)
 }
 
 func runOf(t *testing.T, st *storage.Store, userID int64, messageID int) memory.PipelineRun {
@@ -450,8 +448,7 @@ func TestMemoryListAndForget(t *testing.T) {
 		"This cannot be undone.", ask.Text)
 	buttons := ask.ReplyMarkup.Buttons()
 	require.Len(t, buttons, 2)
-	var created time.Time
-	require.NoError(t, env.st.Pool().QueryRow(context.Background(), `SELECT created_at FROM users WHERE id = 42`).Scan(&created))
+	created := queryOne[time.Time](t, env.st, `SELECT created_at FROM users WHERE id = 42`)
 	yes, err := bot.Encode(bot.Action{Name: "mf", IDs: 2}, 42, created.UnixMicro())
 	require.NoError(t, err)
 	no, err := bot.Encode(bot.Action{Name: "mc", IDs: 2}, 42, created.UnixMicro())

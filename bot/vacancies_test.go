@@ -395,9 +395,7 @@ RETURNING id`, userID, vacancyID, string(status), relevant, analysis).Scan(&id)
 
 func matchStatus(t *testing.T, st *storage.Store, id int64) string {
 	t.Helper()
-	var s string
-	require.NoError(t, st.Pool().QueryRow(context.Background(), `SELECT status FROM vacancy_matches WHERE id = $1`, id).Scan(&s))
-	return s
+	return queryOne[string](t, st, `SELECT status FROM vacancy_matches WHERE id = $1`, id)
 }
 
 func TestVacanciesStats(t *testing.T) {
@@ -497,10 +495,7 @@ func (env vacEnv) queueVacancy(t *testing.T, userID int64, v vacancy.Vacancy, ve
 // cardRows counts the match's outbox rows of kind vacancy.
 func cardRows(t *testing.T, st *storage.Store, matchID int64) int {
 	t.Helper()
-	var n int
-	require.NoError(t, st.Pool().QueryRow(context.Background(),
-		`SELECT count(*) FROM outbox WHERE kind = 'vacancy' AND ref = $1`, matchID).Scan(&n))
-	return n
+	return count(t, st, `SELECT count(*) FROM outbox WHERE kind = 'vacancy' AND ref = $1`, matchID)
 }
 
 // waitCard waits for the match's card in the fake Telegram and for the
@@ -675,9 +670,7 @@ func TestDeliverToUnreachableUser(t *testing.T) {
 	require.NoError(t, err)
 	ghost := env.queueVacancy(t, 42, d.Vacancy, d.Verdict)
 	dropped := func(matchID int64) bool {
-		var state string
-		require.NoError(t, env.st.Pool().QueryRow(ctx, `SELECT state FROM outbox WHERE kind = 'vacancy' AND ref = $1`, matchID).Scan(&state))
-		return state == "dropped"
+		return queryOne[string](t, env.st, `SELECT state FROM outbox WHERE kind = 'vacancy' AND ref = $1`, matchID) == "dropped"
 	}
 	require.Eventually(t, func() bool { return dropped(ghost) }, 5*time.Second, 10*time.Millisecond)
 	unreachable, err := env.st.Outbox().Unreachable(ctx, 42)
