@@ -15,10 +15,8 @@ import (
 // later draft sees an incognito exchange.
 func TestIncognitoRunsLeaveNoMemoryAndKeepOrder(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.script()
+	b := scripted(t, 1)
 	b.llm.SetLatency(10 * time.Millisecond)
-	b.user(t, 1)
 	incognito := func(msg int, on bool) {
 		t.Helper()
 		st, err := b.svc.SetIncognito(b.ctx, 1, msg, &on)

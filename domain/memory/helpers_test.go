@@ -92,6 +92,13 @@ func (b *bundle) script() {
 		})
 }
 
+// exec runs a statement a test moves its rows with.
+func (b *bundle) exec(t *testing.T, q string, args ...any) {
+	t.Helper()
+	_, err := b.store.Pool().Exec(b.ctx, q, args...)
+	require.NoError(t, err)
+}
+
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
@@ -104,6 +111,18 @@ func between(s, from, to string) string {
 	}
 	out, _, _ := strings.Cut(rest, to)
 	return out
+}
+
+// scripted is setup with the LLM answering every stage (script) and a
+// user of each of ids: where most pipeline tests start.
+func scripted(t *testing.T, ids ...int64) *bundle {
+	t.Helper()
+	b := setup(t)
+	b.script()
+	for _, id := range ids {
+		b.user(t, id)
+	}
+	return b
 }
 
 func (b *bundle) user(t *testing.T, id int64) {

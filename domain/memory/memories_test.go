@@ -161,8 +161,7 @@ VALUES ($1, '2026-11-23', '2026-11-30', $2, $3) RETURNING id`, user, append([]st
 	insert(1, "Любит чай", "напитки")
 	work := insert(1, "Работает программистом", "работа")
 	insert(2, "Тоже живёт в Киеве")
-	_, err := b.store.Pool().Exec(b.ctx, `UPDATE lsm_storage SET invalid_at = now(), superseded_by = $2 WHERE id = $1`, kyiv, work)
-	require.NoError(t, err)
+	b.exec(t, `UPDATE lsm_storage SET invalid_at = now(), superseded_by = $2 WHERE id = $1`, kyiv, work)
 
 	topic, ok := memory.ForgetTopic("забудь, что я говорил про Киев")
 	require.True(t, ok)

@@ -57,8 +57,7 @@ func TestFourOrchestratorsCaptureEachStageOnce(t *testing.T) {
 func TestListenerKilledDuringLoad(t *testing.T) {
 	t.Parallel()
 	const runs = 200
-	b := setup(t)
-	b.script()
+	b := scripted(t)
 	b.llm.SetLatency(2 * time.Millisecond)
 	for u := range 20 {
 		b.user(t, int64(u+1))
@@ -70,9 +69,8 @@ func TestListenerKilledDuringLoad(t *testing.T) {
 	for i := range runs {
 		b.submit(t, intake, int64(i%20+1), fmt.Sprintf("question %d", i))
 		if i == runs/4 || i == runs/2 {
-			_, err := b.store.Pool().Exec(b.ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			b.exec(t, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`)
-			require.NoError(t, err)
 		}
 	}
 	b.waitArchived(t, runs, time.Minute)

@@ -65,9 +65,7 @@ func TestTransitionTable(t *testing.T) {
 // delivered and logged, the exchange summarised into the ISO week.
 func TestRunGoesThroughEveryStage(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.script()
-	b.user(t, 1)
+	b := scripted(t, 1)
 	b.start(t, b.svc)
 	r, got := b.answered(t, 1, "How do I learn Go?", 10*time.Second)
 	require.Equal(t, memory.Completed, got.Status)
@@ -205,14 +203,12 @@ func TestReaperReturnsThenFails(t *testing.T) {
 	ids := map[memory.Status]int64{}
 	for _, st := range []memory.Status{memory.Analyzing, memory.Assembling, memory.Responding} {
 		r := b.submit(t, b.svc, 1, "stalled in "+string(st))
-		_, err := b.store.Pool().Exec(b.ctx, `UPDATE pipeline_runs SET status = $2, claimed_until = now() - interval '1 second',
+		b.exec(t, `UPDATE pipeline_runs SET status = $2, claimed_until = now() - interval '1 second',
 analysis_result = '{"needs_context": false}', final_context_payload = 'ctx' WHERE id = $1`, r.ID, st)
-		require.NoError(t, err)
 		ids[st] = r.ID
 	}
 	fresh := b.submit(t, b.svc, 1, "held by a live orchestrator")
-	_, err := b.store.Pool().Exec(b.ctx, `UPDATE pipeline_runs SET status = 'ANALYZING', claimed_until = now() + interval '1 hour' WHERE id = $1`, fresh.ID)
-	require.NoError(t, err)
+	b.exec(t, `UPDATE pipeline_runs SET status = 'ANALYZING', claimed_until = now() + interval '1 hour' WHERE id = $1`, fresh.ID)
 
 	n, err := b.svc.Reap(b.ctx)
 	require.NoError(t, err)
@@ -224,8 +220,7 @@ analysis_result = '{"needs_context": false}', final_context_payload = 'ctx' WHER
 
 	id := ids[memory.Responding]
 	for i := 2; i <= 4; i++ {
-		_, err := b.store.Pool().Exec(b.ctx, `UPDATE pipeline_runs SET status = 'RESPONDING', claimed_until = now() - interval '1 second' WHERE id = $1`, id)
-		require.NoError(t, err)
+		b.exec(t, `UPDATE pipeline_runs SET status = 'RESPONDING', claimed_until = now() - interval '1 second' WHERE id = $1`, id)
 		_, err = b.svc.Reap(b.ctx)
 		require.NoError(t, err)
 	}
@@ -239,9 +234,7 @@ analysis_result = '{"needs_context": false}', final_context_payload = 'ctx' WHER
 // another after the reaper returns the run.
 func TestReaperFinishesADeadOrchestratorsRun(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.script()
-	b.user(t, 1)
+	b := scripted(t, 1)
 	r := b.submit(t, b.svc, 1, "Who finishes me?")
 	_, _, ok, err := b.store.PipelineRuns().Capture(b.ctx, r.ID, memory.New, memory.Analyzing, 300*time.Millisecond, "", memory.RecallSize{})
 	require.NoError(t, err)
@@ -264,10 +257,7 @@ func TestReaperFinishesADeadOrchestratorsRun(t *testing.T) {
 // Memory is per user: B's summaries and logs never reach A's prompts.
 func TestUsersNeverSeeEachOthersMemory(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.script()
-	b.user(t, 1)
-	b.user(t, 2)
+	b := scripted(t, 1, 2)
 	b.start(t, b.svc)
 	b.submit(t, b.svc, 2, "My secret project is Zanzibar")
 	b.waitArchived(t, 1, 10*time.Second)
@@ -291,11 +281,8 @@ func TestUsersNeverSeeEachOthersMemory(t *testing.T) {
 // previous was archived; another user is not held up meanwhile.
 func TestOneUsersRunsGoInOrder(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.script()
+	b := scripted(t, 1, 2)
 	b.llm.SetLatency(15 * time.Millisecond)
-	b.user(t, 1)
-	b.user(t, 2)
 	var ahead []int
 	for i := range 5 {
 		_, n, err := b.svc.Submit(b.ctx, 1, 1, 100+i, fmt.Sprintf("message %d", i))
@@ -358,17 +345,12 @@ func TestOneUsersRunsGoInOrder(t *testing.T) {
 // exactly once however many orchestrators sweep it, and archived after.
 func TestFinishQueuesWhatTheStepDidNot(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.script()
-	b.user(t, 1)
-	b.user(t, 2)
+	b := scripted(t, 1, 2)
 	old := b.submit(t, b.svc, 1, "answered by an older version")
-	_, err := b.store.Pool().Exec(b.ctx, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'legacy answer' WHERE id = $1`, old.ID)
-	require.NoError(t, err)
+	b.exec(t, `UPDATE pipeline_runs SET status = 'COMPLETED', final_answer = 'legacy answer' WHERE id = $1`, old.ID)
 	stalled := b.submit(t, b.svc, 2, "stalled for good")
-	_, err = b.store.Pool().Exec(b.ctx, `UPDATE pipeline_runs SET status = 'RESPONDING', attempts = 3,
+	b.exec(t, `UPDATE pipeline_runs SET status = 'RESPONDING', attempts = 3,
 claimed_until = now() - interval '1 second', final_context_payload = 'ctx' WHERE id = $1`, stalled.ID)
-	require.NoError(t, err)
 
 	svcs := []*memory.Service{b.svc, b.service(t), b.service(t)}
 	for _, s := range svcs {
@@ -400,12 +382,9 @@ claimed_until = now() - interval '1 second', final_context_payload = 'ctx' WHERE
 // for one that waited (here: written 10 s ago).
 func TestTypingRenewedOnlyForOldRuns(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.script()
-	b.user(t, 1)
+	b := scripted(t, 1)
 	old := b.submit(t, b.svc, 1, "written a while ago")
-	_, err := b.store.Pool().Exec(b.ctx, `UPDATE pipeline_runs SET created_at = now() - interval '10 seconds' WHERE id = $1`, old.ID)
-	require.NoError(t, err)
+	b.exec(t, `UPDATE pipeline_runs SET created_at = now() - interval '10 seconds' WHERE id = $1`, old.ID)
 	b.start(t, b.svc)
 	b.waitArchived(t, 1, 10*time.Second)
 	b.chat.mu.Lock()
@@ -495,9 +474,7 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 // FAILED, nothing sent), and once the model is pulled it is answered.
 func TestRunWaitsWhileTheModelIsMissing(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.script()
-	b.user(t, 1)
+	b := scripted(t, 1)
 	b.llm.ServeModels("something-else")
 	b.start(t, b.svc)
 	r := b.submit(t, b.svc, 1, "Are you there?")
