@@ -237,8 +237,7 @@ func TestDiscoverySavesProgressWhenAPageFails(t *testing.T) {
 // a vacancy published afterwards is still found and delivered.
 func TestPrunedVacanciesAreNotDeliveredAgain(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.relevant()
+	b := setupRelevant(t)
 	b.queue(t, vacancies(5, 1, 1)...)
 	b.drain(t)
 	require.Equal(t, 5, b.deliverOutbox(t))

@@ -124,6 +124,15 @@ func (b *bundle) relevant() *llmtest.Rule {
 		ReplyJSON(map[string]any{"is_relevant": true, "score": 80, "reasons": []string{"Go matches"}, "matched_skills": []string{"Go"}})
 }
 
+// setupRelevant is setup with the LLM judging every vacancy relevant:
+// where most processing tests start.
+func setupRelevant(t *testing.T) *bundle {
+	t.Helper()
+	b := setup(t)
+	b.relevant()
+	return b
+}
+
 func (b *bundle) user(t *testing.T, id int64, profile string) {
 	t.Helper()
 	_, err := b.store.Users().Upsert(b.ctx, domain.User{ID: id, FirstName: "U" + strconv.FormatInt(id, 10)})

@@ -105,8 +105,7 @@ func TestDetailFetchedOncePerVacancy(t *testing.T) {
 // IN_ARCHIVE in one statement: queued, skipped and the claimed one.
 func TestArchivedVacancyArchivesEveryMatch(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.relevant()
+	b := setupRelevant(t)
 	vs := vacancies(1, 700, 51)
 	b.hh.Add(vs...)
 	for u := int64(1); u <= 3; u++ {

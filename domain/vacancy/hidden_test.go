@@ -16,8 +16,7 @@ import (
 // showing it again lets the next ones through.
 func TestHideEmployerKeepsItsVacanciesAway(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.relevant()
+	b := setupRelevant(t)
 	vs := vacancies(3, 500, 31)
 	for i := range vs {
 		vs[i].Employer.Name = "Acme & Sons"
@@ -90,8 +89,7 @@ func TestHideEmployerKeepsItsVacanciesAway(t *testing.T) {
 // limit is told so and nothing is added.
 func TestHideEmployerRefusals(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.relevant()
+	b := setupRelevant(t)
 	vs := vacancies(2, 600, 32)
 	vs[0].Employer.Name = ""
 	vs[1].Employer.Name = "Busy Corp"

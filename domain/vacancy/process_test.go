@@ -51,8 +51,7 @@ func (b *bundle) skipReason(t *testing.T, vacancyID int64) string {
 // published first, with the vacancy reduced to plain text in the prompt.
 func TestProcessDeliversRelevantNewestFirst(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.relevant()
+	b := setupRelevant(t)
 	vs := vacancies(3, 500, 10)
 	vs[2].Description = "<p>We build <strong>payments</strong> in Go &amp; Rust.</p><ul><li>gRPC</li><li>PostgreSQL</li></ul><script>x()</script>"
 	b.queue(t, vs...)
@@ -110,8 +109,7 @@ func TestProcessNotRelevantIsFinal(t *testing.T) {
 // HH's 404 is checked before anything costly: no LLM call.
 func TestProcessArchivedVacancy(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.relevant()
+	b := setupRelevant(t)
 	vs := vacancies(2, 500, 12)
 	b.queue(t, vs...)
 	b.hh.Archive("500")
@@ -126,8 +124,7 @@ func TestProcessArchivedVacancy(t *testing.T) {
 // when no other user's match holds it, without asking the LLM.
 func TestProcessBanWordInDescriptionDeletes(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.relevant()
+	b := setupRelevant(t)
 	vs := vacancies(2, 500, 13)
 	vs[0].Description = "<p>Поддержка сайтов на 1С-<b>Битрикс</b>.</p>"
 	vs[1].Description = "<p>Поддержка сайтов на 1С-<b>Битрикс</b>.</p>"
@@ -152,8 +149,7 @@ func TestProcessBanWordInDescriptionDeletes(t *testing.T) {
 
 func TestProcessSkipsWhenHHFails(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.relevant()
+	b := setupRelevant(t)
 	b.queue(t, vacancies(1, 500, 14)...)
 	b.hh.FailNext(1, 503, hhtest.DetailEndpoint)
 	b.drain(t)
@@ -211,8 +207,7 @@ func TestProcessRetriesInvalidJSONOnce(t *testing.T) {
 // taste, an application that got an offer first and marked so.
 func TestProcessPromptCarriesTaste(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.relevant()
+	b := setupRelevant(t)
 	b.queue(t, vacancies(4, 500, 17)...)
 	b.exec(t, `UPDATE vacancies SET title = 'Staff Go engineer' WHERE id = 502`)
 	b.exec(t, `UPDATE vacancy_matches SET status = 'OFFER', is_relevant = true, sent_at = now(), message_id = 3,
@@ -234,8 +229,7 @@ updated_at = now() - interval '7 days' WHERE vacancy_id = 502`)
 // delivery, not the worker, makes it SENT_TO_USER.
 func TestProcessQueuesCardWithAnalyzed(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.relevant()
+	b := setupRelevant(t)
 	b.queue(t, vacancies(1, 500, 18)...)
 	matchID := b.matchID(t, seeker, 500)
 	require.Empty(t, b.cards(t, matchID), "no card before the verdict")
@@ -321,8 +315,7 @@ func TestAnalyzedAndCardAreOneTransaction(t *testing.T) {
 // usual way, each once.
 func TestAnalyzedBeforeTheOutboxGetsItsCard(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.relevant()
+	b := setupRelevant(t)
 	b.queue(t, vacancies(2, 500, 24)...)
 	verdict := `{"is_relevant": true, "score": 66, "reasons": ["old"], "matched_skills": []}`
 	// As the old worker left them: 500's delivery failed a while ago, 501's
@@ -357,8 +350,7 @@ func migrationUp(t *testing.T, name string) string {
 // match without its card: the match is SKIPPED, for recovery.
 func TestUnrenderedCardSkipsTheMatch(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.relevant()
+	b := setupRelevant(t)
 	b.queue(t, vacancies(1, 500, 25)...)
 	b.sent.mu.Lock()
 	b.sent.blank = true
@@ -408,8 +400,7 @@ func (r shutdownMidClaim) Claim(ctx context.Context, o vacancy.ClaimOptions) (va
 // other and ends SKIPPED, not held by a process that is gone.
 func TestShutdownDuringAClaimLeavesNoClaim(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.relevant()
+	b := setupRelevant(t)
 	b.queue(t, vacancies(1, 500, 21)...)
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
@@ -469,8 +460,7 @@ func TestTwoReplicasDeliverEachMatchOnce(t *testing.T) {
 
 func TestDecide(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.relevant()
+	b := setupRelevant(t)
 	b.queue(t, vacancies(2, 500, 22)...)
 	b.user(t, 8, "")
 	b.drain(t)
