@@ -229,11 +229,6 @@ func (u *vacancyUI) editCard(r *Request, a vacancy.Application) {
 	}
 }
 
-// applications answers /applications.
-func (u *vacancyUI) applications(r *Request) error {
-	return r.ReplyRendered(u.applicationsList(r))
-}
-
 // applicationsList renders /applications: the funnel of the last 30 days,
 // overall and per search, then the applications waiting longest without
 // news, numbered, with their step buttons numbered alike. It is one message,

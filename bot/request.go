@@ -97,6 +97,12 @@ func (r *Request) ReplyRendered(text string, markup *tele.ReplyMarkup, err error
 	return r.Reply(text, markup)
 }
 
+// replyRendered is the handler of a command that answers with what render
+// makes: a list whose buttons re-render it in place.
+func replyRendered(render func(*Request) (string, *tele.ReplyMarkup, error)) func(*Request) error {
+	return func(r *Request) error { return r.ReplyRendered(render(r)) }
+}
+
 // Alert answers a button press with a pop-up of the text key renders.
 func (r *Request) Alert(key string, data ...locales.Data) error {
 	return r.AlertText(r.T(key, data...))

@@ -91,13 +91,13 @@ func (b *Bot) RegisterVacancies(v Vacancies) {
 	u := &vacancyUI{b: b, v: v}
 	b.Handle(Command{Name: "profile", Desc: "cmd.profile", Section: SectionJobs, Handle: u.profile})
 	b.Handle(Command{Name: "search", Desc: "cmd.search", Section: SectionJobs, Handle: u.search})
-	b.Handle(Command{Name: "searches", Desc: "cmd.searches", Section: SectionJobs, Handle: u.searches})
+	b.Handle(Command{Name: "searches", Desc: "cmd.searches", Section: SectionJobs, Handle: replyRendered(u.searchList)})
 	b.Handle(Command{Name: "ban", Desc: "cmd.ban", Section: SectionJobs, Handle: u.ban})
 	b.Handle(Command{Name: "unban", Desc: "cmd.unban", Section: SectionJobs, Handle: u.unban})
-	b.Handle(Command{Name: "bans", Desc: "cmd.bans", Section: SectionJobs, Handle: u.bans})
+	b.Handle(Command{Name: "bans", Desc: "cmd.bans", Section: SectionJobs, Handle: replyRendered(u.banList)})
 	b.Handle(Command{Name: "vacancies", Desc: "cmd.vacancies", Section: SectionJobs, Handle: u.stats})
 	b.Handle(Command{Name: "skills", Desc: "cmd.skills", Section: SectionJobs, Handle: u.skills})
-	b.Handle(Command{Name: "applications", Desc: "cmd.applications", Section: SectionJobs, Handle: u.applications})
+	b.Handle(Command{Name: "applications", Desc: "cmd.applications", Section: SectionJobs, Handle: replyRendered(u.applicationsList)})
 	b.HandleButton(actionApplied, u.decide(vacancy.Applied))
 	b.HandleButton(actionNotInterested, u.decide(vacancy.NotInterested))
 	b.HandleButton(actionDeleteSearch, u.deleteSearch)
@@ -327,10 +327,6 @@ func (u *vacancyUI) searchList(r *Request) (string, *tele.ReplyMarkup, error) {
 	return sb.String(), kb, nil
 }
 
-func (u *vacancyUI) searches(r *Request) error {
-	return r.ReplyRendered(u.searchList(r))
-}
-
 // deleteSearch needs no ownership check of its own: DeleteSearch is scoped
 // to the presser, so another user's id deletes nothing and reads as gone.
 func (u *vacancyUI) deleteSearch(r *Request, cb Callback) error {
@@ -378,10 +374,6 @@ func (u *vacancyUI) changeBans(r *Request, change func(ctx context.Context, user
 		key = changedKey
 	}
 	return r.Reply(r.T(key, locales.Data{"Word": word}), nil)
-}
-
-func (u *vacancyUI) bans(r *Request) error {
-	return r.ReplyRendered(u.banList(r))
 }
 
 // banList is /bans: the ban words, then the hidden employers, each with a
