@@ -67,22 +67,23 @@ type CommandScope struct {
 // SetCommands publishes the menu of scope in lang ("" for every language
 // without its own). Telegram refuses an empty list: use DeleteCommands.
 func (c *Client) SetCommands(ctx context.Context, cmds []Command, scope CommandScope, lang string) error {
-	p := map[string]any{"commands": cmds, "scope": scope}
-	if lang != "" {
-		p["language_code"] = lang
-	}
-	_, err := c.Call(ctx, "setMyCommands", p)
-	return err
+	return c.callMenu(ctx, "setMyCommands", map[string]any{"commands": cmds, "scope": scope}, lang)
 }
 
 // DeleteCommands removes the menu of scope in lang, so the scope falls
 // back to a wider one.
 func (c *Client) DeleteCommands(ctx context.Context, scope CommandScope, lang string) error {
-	p := map[string]any{"scope": scope}
+	return c.callMenu(ctx, "deleteMyCommands", map[string]any{"scope": scope}, lang)
+}
+
+// callMenu calls a menu method with p for lang: Telegram's
+// language_code is left out for "", the menu of every language without
+// its own.
+func (c *Client) callMenu(ctx context.Context, method string, p map[string]any, lang string) error {
 	if lang != "" {
 		p["language_code"] = lang
 	}
-	_, err := c.Call(ctx, "deleteMyCommands", p)
+	_, err := c.Call(ctx, method, p)
 	return err
 }
 
