@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"switchboard/domain/vacancy"
+	"switchboard/e2e/tgfake"
 )
 
 // A card's *Hide this employer*: only its owner may press it; the press
@@ -14,15 +17,8 @@ import (
 func TestHideEmployerFromTheCardAndShowItAgain(t *testing.T) {
 	t.Parallel()
 	env := setupVacancies(t)
-	ann := env.srv.User(42, "Ann", "en")
-	bob := env.srv.User(43, "Bob", "en")
-	env.ask(t, ann, "/start")
-	// Bob's own message, whose buttons he replaces with data naming Ann's
-	// rows: a forged press.
-	bobs := env.ask(t, bob, "/start")
-	d := sampleCard(0)
-	d.MatchID = env.queueVacancy(t, 42, d.Vacancy, d.Verdict)
-	msg := env.waitCard(t, 42, d.MatchID)
+	c := annsCard(t, env)
+	ann, bob, bobs, d, msg := c.ann, c.bob, c.bobs, c.d, c.msg
 	require.Equal(t, []string{"✍️ Cover letter", "🙈 Hide this employer"},
 		[]string{msg.ReplyMarkup.InlineKeyboard[1][0].Text, msg.ReplyMarkup.InlineKeyboard[1][1].Text})
 	hide := data(t, "vh", d.MatchID)
@@ -88,4 +84,22 @@ func TestHideEmployerInRussianAndUkrainian(t *testing.T) {
 		require.Equal(t, tc.popup, a.Text)
 		require.True(t, strings.HasSuffix(env.ask(t, who, "/bans").Text, tc.header), tc.lang)
 	}
+}
+
+// cardScene is Ann's card, delivered, and Bob, with a message of his own
+// whose buttons he can replace with data naming Ann's rows: a forged press.
+type cardScene struct {
+	ann, bob  *tgfake.Person
+	bobs, msg tgfake.BotMessage
+	d         vacancy.CardData
+}
+
+func annsCard(t *testing.T, env vacEnv) cardScene {
+	t.Helper()
+	c := cardScene{ann: env.srv.User(42, "Ann", "en"), bob: env.srv.User(43, "Bob", "en"), d: sampleCard(0)}
+	env.ask(t, c.ann, "/start")
+	c.bobs = env.ask(t, c.bob, "/start")
+	c.d.MatchID = env.queueVacancy(t, 42, c.d.Vacancy, c.d.Verdict)
+	c.msg = env.waitCard(t, 42, c.d.MatchID)
+	return c
 }

@@ -14,13 +14,8 @@ import (
 func TestUndoBringsANotInterestedCardBack(t *testing.T) {
 	t.Parallel()
 	env := setupVacancies(t)
-	ann := env.srv.User(42, "Ann", "en")
-	bob := env.srv.User(43, "Bob", "en")
-	env.ask(t, ann, "/start")
-	bobs := env.ask(t, bob, "/start")
-	d := sampleCard(0)
-	d.MatchID = env.queueVacancy(t, 42, d.Vacancy, d.Verdict)
-	msg := env.waitCard(t, 42, d.MatchID)
+	c := annsCard(t, env)
+	ann, bob, bobs, d, msg := c.ann, c.bob, c.bobs, c.d, c.msg
 	undo := data(t, "vu", d.MatchID)
 	require.NotContains(t, msg.ReplyMarkup.Labels(), "↩️ Undo", "nothing to undo before a decision")
 

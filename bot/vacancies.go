@@ -426,12 +426,11 @@ func plainName(s string) locales.HTML {
 // marked Not interested.
 func (u *vacancyUI) hideEmployer(r *Request, cb Callback) error {
 	m, v, hidden, err := u.v.HideEmployer(r.Ctx, r.User.ID, cb.IDs[0])
+	if answer, refused := refusedPress(r, err); refused {
+		return answer
+	}
 	var ie *domain.InputError
 	switch {
-	case errors.Is(err, vacancy.ErrForbidden):
-		return r.Forbidden()
-	case errors.Is(err, domain.ErrNotFound):
-		return r.Alert("error.callback_invalid")
 	case errors.Is(err, vacancy.ErrNoEmployer):
 		return r.Alert("vacancy.no_employer")
 	case errors.As(err, &ie):
@@ -543,9 +542,10 @@ func (u *vacancyUI) stats(r *Request) error {
 func (u *vacancyUI) decide(to vacancy.Status) CallbackHandler {
 	return func(r *Request, cb Callback) error {
 		m, v, err := u.v.Decide(r.Ctx, r.User.ID, cb.IDs[0], to)
+		if answer, refused := refusedPress(r, err); refused {
+			return answer
+		}
 		switch {
-		case errors.Is(err, vacancy.ErrForbidden):
-			return r.Forbidden()
 		case errors.Is(err, vacancy.ErrAlreadyDecided):
 			if m.Status.Reported() {
 				return r.Alert("vacancy.already_decided", locales.Data{
@@ -555,19 +555,14 @@ func (u *vacancyUI) decide(to vacancy.Status) CallbackHandler {
 			// Not yet marked sent (the press beat the outbox's bookkeeping),
 			// or a concurrent press decided it a moment ago.
 			return r.Alert("vacancy.not_awaiting")
-		case errors.Is(err, domain.ErrNotFound):
-			return r.Alert("error.callback_invalid")
 		case err != nil:
-			return err
-		}
-		if err := u.showDecided(r, m, v); err != nil {
 			return err
 		}
 		toast := "vacancy.marked_applied"
 		if to == vacancy.NotInterested {
 			toast = "vacancy.marked_not_interested"
 		}
-		return r.Toast(r.T(toast))
+		return u.pressed(r, m, v, toast)
 	}
 }
 
@@ -575,20 +570,38 @@ func (u *vacancyUI) decide(to vacancy.Status) CallbackHandler {
 // again. A press on a card decided otherwise since is an alert.
 func (u *vacancyUI) undo(r *Request, cb Callback) error {
 	m, v, err := u.v.Undo(r.Ctx, r.User.ID, cb.IDs[0])
+	if answer, refused := refusedPress(r, err); refused {
+		return answer
+	}
 	switch {
-	case errors.Is(err, vacancy.ErrForbidden):
-		return r.Forbidden()
 	case errors.Is(err, vacancy.ErrNotUndoable):
 		return r.Alert("vacancy.undo_stale")
-	case errors.Is(err, domain.ErrNotFound):
-		return r.Alert("error.callback_invalid")
 	case err != nil:
 		return err
 	}
+	return u.pressed(r, m, v, "vacancy.undone")
+}
+
+// refusedPress answers the refusals every button of a card shares: another
+// user's press, and a match that is gone (pruned, or forged data).
+// refused is false for any other error, which the caller answers, and for
+// none.
+func refusedPress(r *Request, err error) (answer error, refused bool) {
+	switch {
+	case errors.Is(err, vacancy.ErrForbidden):
+		return r.Forbidden(), true
+	case errors.Is(err, domain.ErrNotFound):
+		return r.Alert("error.callback_invalid"), true
+	}
+	return nil, false
+}
+
+// pressed shows the card as its press left it and says so in a toast.
+func (u *vacancyUI) pressed(r *Request, m vacancy.Match, v vacancy.Vacancy, toast string) error {
 	if err := u.showDecided(r, m, v); err != nil {
 		return err
 	}
-	return r.Toast(r.T("vacancy.undone"))
+	return r.Toast(r.T(toast))
 }
 
 // showDecided edits the pressed card to its match as it is now: the
