@@ -36,7 +36,7 @@ func TestPartialAnswerIsOneMessageSayingMoreIsComing(t *testing.T) {
 func TestAnswerReplacesItsPlaceholder(t *testing.T) {
 	rd := testRenderer(bot.RenderConfig{})
 	r := memory.PipelineRun{ID: 42, ChatID: 7, MessageID: 3, Lang: "ru", Status: memory.Completed,
-		FinalAnswer: strings.Repeat("Длинный ответ. ", 400)}
+		Change: memory.Change{FinalAnswer: strings.Repeat("Длинный ответ. ", 400)}}
 
 	plain := rd.Answer(r)
 	require.Greater(t, len(plain), 1, "a long answer is split")

@@ -310,7 +310,7 @@ func TestMemoryAnswerToUnreachableUser(t *testing.T) {
 	}
 
 	env.srv.User(44, "Ghost", "en") // never wrote to the bot
-	queue(t, env.st, env.bot.Answer(memory.PipelineRun{ID: 1, UserID: 44, ChatID: 44, MessageID: 1, FinalAnswer: "hello", Lang: "en"}))
+	queue(t, env.st, env.bot.Answer(memory.PipelineRun{ID: 1, UserID: 44, ChatID: 44, MessageID: 1, Change: memory.Change{FinalAnswer: "hello"}, Lang: "en"}))
 	env.srv.WaitFor(t, 5*time.Second, func() bool { return slices.Equal(state(1), []string{"dropped"}) })
 	require.Empty(t, env.srv.Messages(44))
 
@@ -318,7 +318,7 @@ func TestMemoryAnswerToUnreachableUser(t *testing.T) {
 	q := ann.SendText(ann.ID(), "hi")
 	env.srv.WaitChatAction(t, 42, "typing")
 	ann.Block()
-	queue(t, env.st, env.bot.Answer(memory.PipelineRun{ID: 2, UserID: 42, ChatID: 42, MessageID: q.MessageID, FinalAnswer: "hello", Lang: "en"}))
+	queue(t, env.st, env.bot.Answer(memory.PipelineRun{ID: 2, UserID: 42, ChatID: 42, MessageID: q.MessageID, Change: memory.Change{FinalAnswer: "hello"}, Lang: "en"}))
 	env.srv.WaitFor(t, 5*time.Second, func() bool { return slices.Equal(state(2), []string{"dropped"}) })
 	require.Error(t, env.bot.Typing(ctx, 42), "reported, though the pipeline ignores it")
 	require.Empty(t, botMessagesAfter(env.srv.Messages(42), q.MessageID))
@@ -326,7 +326,7 @@ func TestMemoryAnswerToUnreachableUser(t *testing.T) {
 	ann.Unblock()
 	require.NoError(t, env.st.Outbox().ClearUnreachable(ctx, 42)) // the bot does this when the user writes again
 	env.srv.FailNextWith("sendMessage", 1, &tgfake.APIError{Code: 500, Description: "Internal Server Error"})
-	queue(t, env.st, env.bot.Answer(memory.PipelineRun{ID: 3, UserID: 42, ChatID: 42, MessageID: q.MessageID, FinalAnswer: "hello again", Lang: "en"}))
+	queue(t, env.st, env.bot.Answer(memory.PipelineRun{ID: 3, UserID: 42, ChatID: 42, MessageID: q.MessageID, Change: memory.Change{FinalAnswer: "hello again"}, Lang: "en"}))
 	msgs := waitBotMessages(t, env.srv, 42, q.MessageID, 1, 10*time.Second)
 	require.Equal(t, "hello again", msgs[0].Text)
 	env.srv.WaitFor(t, 5*time.Second, func() bool { return slices.Equal(state(3), []string{"sent"}) })

@@ -20,20 +20,17 @@ import (
 // PipelineRun is one private message's way through the pipeline (a
 // pipeline_runs row); Service.Run is the orchestrator that moves them.
 type PipelineRun struct {
-	ID           int64
-	UserID       int64
-	ChatID       int64
-	MessageID    int
-	Query        string
-	Status       Status
-	Analysis     *Analysis
-	DraftContext string
-	FinalContext string
-	FinalAnswer  string
-	ErrorMessage string
-	// Placeholder: a message showing the answer as it was written is in
-	// the chat (drafts refused); the final answer replaces it.
-	Placeholder bool
+	ID        int64
+	UserID    int64
+	ChatID    int64
+	MessageID int
+	Query     string
+	Status    Status
+	// Change holds what the steps have written so far: the analysis, the
+	// contexts, the answer or the error, and whether a placeholder message
+	// shows the answer as it was written (drafts refused; the final
+	// answer replaces it).
+	Change
 	Attempts    int
 	DeliveredAt time.Time
 	ArchivedAt  time.Time
