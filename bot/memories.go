@@ -40,13 +40,39 @@ func (u *memoryUI) registerMemories() {
 		}
 	}
 	u.b.HandleButton(actionMemoryPage, own(u.pagePressed))
-	u.b.HandleButton(actionMemoryDelete, own(u.deleteAsked))
-	u.b.HandleButton(actionMemoryDeleteYes, own(u.deleteConfirmed))
-	u.b.HandleButton(actionMemoryCorrect, own(u.correctPressed))
-	u.b.HandleButton(actionMemoryCorrectCancel, own(u.correctCancelled))
-	u.b.HandleButton(actionMemoryHistory, own(u.historyPressed))
-	u.b.HandleButton(actionMemoryForgetYes, own(u.forgetAboutConfirmed))
-	u.b.HandleButton(actionMemoryForgetKeep, own(u.forgetAboutKept))
+	u.b.HandleButton(actionMemoryDelete, own(stalePress("memories.stale", u.deleteAsked)))
+	u.b.HandleButton(actionMemoryDeleteYes, own(stalePress("memories.stale", u.deleteConfirmed)))
+	u.b.HandleButton(actionMemoryCorrect, own(stalePress("memories.stale", u.correctPressed)))
+	u.b.HandleButton(actionMemoryCorrectCancel, own(stalePress("memories.correct_stale", u.correctCancelled)))
+	u.b.HandleButton(actionMemoryHistory, own(stalePress("memories.stale", u.historyPressed)))
+	u.b.HandleButton(actionMemoryForgetYes, own(stalePress("memories.request_stale", u.forgetAboutConfirmed)))
+	u.b.HandleButton(actionMemoryForgetKeep, own(stalePress("memories.request_stale", u.forgetAboutKept)))
+}
+
+// stalePress is the one answer of the memory buttons: a press on a memory
+// or request gone or changed since its button was shown (press reports
+// false) gets the stale alert, a press that did its work a plain Ack.
+func stalePress(stale string, press func(r *Request, cb Callback) (bool, error)) func(r *Request, cb Callback) error {
+	return func(r *Request, cb Callback) error {
+		ok, err := press(r, cb)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return r.Alert(stale)
+		}
+		return r.Ack()
+	}
+}
+
+// versions is a memory's chain of versions, newest first; false when the
+// memory is gone (or not the presser's).
+func (u *memoryUI) versions(r *Request, id int64) ([]memory.Summary, bool, error) {
+	chain, err := u.m.MemoryHistory(r.Ctx, r.User.ID, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, false, nil
+	}
+	return chain, err == nil, err
 }
 
 // list is /memory: the first page.
@@ -146,13 +172,10 @@ func (u *memoryUI) pagePressed(r *Request, cb Callback) error {
 }
 
 // deleteAsked turns the page into the confirmation, which says what goes.
-func (u *memoryUI) deleteAsked(r *Request, cb Callback) error {
-	chain, err := u.m.MemoryHistory(r.Ctx, r.User.ID, cb.IDs[1])
-	if errors.Is(err, domain.ErrNotFound) {
-		return r.Alert("memories.stale")
-	}
-	if err != nil {
-		return err
+func (u *memoryUI) deleteAsked(r *Request, cb Callback) (bool, error) {
+	chain, ok, err := u.versions(r, cb.IDs[1])
+	if err != nil || !ok {
+		return ok, err
 	}
 	var m memory.Summary
 	for _, v := range chain {
@@ -161,15 +184,15 @@ func (u *memoryUI) deleteAsked(r *Request, cb Callback) error {
 		}
 	}
 	if !m.Current() {
-		return r.Alert("memories.stale") // superseded since the page was shown
+		return false, nil // superseded since the page was shown
 	}
 	yes, err := Encode(actionMemoryDeleteYes, cb.IDs...)
 	if err != nil {
-		return err
+		return false, err
 	}
 	back, err := Encode(actionMemoryPage, r.User.ID, cb.IDs[2])
 	if err != nil {
-		return err
+		return false, err
 	}
 	text := r.T("memories.delete_confirm", locales.Data{"Summary": strings.TrimSpace(m.Summary)})
 	if len(chain) > 1 {
@@ -179,61 +202,52 @@ func (u *memoryUI) deleteAsked(r *Request, cb Callback) error {
 	u.b.editPressed(r, text, &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
 		{Text: r.T("memories.delete_yes"), Data: yes}, {Text: r.T("memories.delete_no"), Data: back},
 	}}})
-	return r.Ack()
+	return true, nil
 }
 
 // deleteConfirmed deletes the memory and shows the page again, what was
 // deleted said above it.
-func (u *memoryUI) deleteConfirmed(r *Request, cb Callback) error {
+func (u *memoryUI) deleteConfirmed(r *Request, cb Callback) (bool, error) {
 	e, ok, err := u.m.DeleteMemory(r.Ctx, r.User.ID, cb.IDs[1])
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return r.Alert("memories.stale")
+	if err != nil || !ok {
+		return ok, err
 	}
 	u.b.deps.Log.Info("memory deleted", "user", r.User.ID, "versions", e.Memories, "runs", e.Runs, "logs", e.Logs, "messages", e.Messages)
 	text, kb, err := u.page(r, pageIn(cb, 2))
 	if err != nil {
-		return err
+		return false, err
 	}
 	u.b.editPressed(r, r.T("memories.deleted", locales.Data{"Versions": e.Memories, "Runs": e.Runs})+"\n\n"+text, kb)
-	return r.Ack()
+	return true, nil
 }
 
 // correctPressed asks for the corrected text in a message of its own,
 // with Cancel; the user's next private text is taken as it (correction).
-func (u *memoryUI) correctPressed(r *Request, cb Callback) error {
+func (u *memoryUI) correctPressed(r *Request, cb Callback) (bool, error) {
 	m, ok, err := u.m.AskCorrection(r.Ctx, r.User.ID, cb.IDs[1])
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return r.Alert("memories.stale")
+	if err != nil || !ok {
+		return ok, err
 	}
 	cancel, err := Encode(actionMemoryCorrectCancel, r.User.ID, m.ID)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if err := r.Reply(r.T("memories.correct_ask", locales.Data{"Summary": strings.TrimSpace(m.Summary), "Max": memory.MaxMemory}),
-		&tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{{Text: r.T("memories.correct_cancel"), Data: cancel}}}}); err != nil {
-		return err
-	}
-	return r.Ack()
+	return true, r.Reply(r.T("memories.correct_ask", locales.Data{"Summary": strings.TrimSpace(m.Summary), "Max": memory.MaxMemory}),
+		&tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{{Text: r.T("memories.correct_cancel"), Data: cancel}}}})
 }
 
-func (u *memoryUI) correctCancelled(r *Request, cb Callback) error {
+func (u *memoryUI) correctCancelled(r *Request, cb Callback) (bool, error) {
 	ok, err := u.m.CancelCorrection(r.Ctx, r.User.ID, cb.IDs[1])
-	if err != nil {
-		return err
-	}
-	if !ok {
+	switch {
+	case err != nil:
+		return false, err
+	case !ok:
 		// Made, cancelled or timed out: its Cancel button goes too.
 		u.b.editMarkupPressed(r, nil)
-		return r.Alert("memories.correct_stale")
+		return false, nil
 	}
 	u.b.editPressed(r, r.T("memories.correct_cancelled"), nil)
-	return r.Ack()
+	return true, nil
 }
 
 // correction takes a private text as the correction waiting for it, if
@@ -258,13 +272,10 @@ func (u *memoryUI) correction(r *Request) (bool, error) {
 
 // historyPressed shows the memory's versions, newest first, with the time
 // each was true, and a button back to the page.
-func (u *memoryUI) historyPressed(r *Request, cb Callback) error {
-	chain, err := u.m.MemoryHistory(r.Ctx, r.User.ID, cb.IDs[1])
-	if errors.Is(err, domain.ErrNotFound) {
-		return r.Alert("memories.stale")
-	}
-	if err != nil {
-		return err
+func (u *memoryUI) historyPressed(r *Request, cb Callback) (bool, error) {
+	chain, ok, err := u.versions(r, cb.IDs[1])
+	if err != nil || !ok {
+		return ok, err
 	}
 	lines := []string{r.T("memories.history_header")}
 	for _, v := range chain {
@@ -278,12 +289,12 @@ func (u *memoryUI) historyPressed(r *Request, cb Callback) error {
 	}
 	back, err := Encode(actionMemoryPage, r.User.ID, cb.IDs[2])
 	if err != nil {
-		return err
+		return false, err
 	}
 	u.b.editPressed(r, strings.Join(lines, "\n\n"), &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
 		{Text: r.T("memories.back"), Data: back},
 	}}})
-	return r.Ack()
+	return true, nil
 }
 
 // forgetAbout answers "forget what I told you about X": the memories that
@@ -298,11 +309,8 @@ func (u *memoryUI) forgetAbout(r *Request, topic string) error {
 	if len(found) == 0 {
 		return r.Reply(r.T("memories.about_none"), nil)
 	}
-	yes, err := Encode(actionMemoryForgetYes, r.User.ID, req)
-	if err != nil {
-		return err
-	}
-	keep, err := Encode(actionMemoryForgetKeep, r.User.ID, req)
+	buttons, err := buttonPair(r.T("memories.about_yes", locales.Data{"N": len(found)}), actionMemoryForgetYes,
+		r.T("memories.about_keep"), actionMemoryForgetKeep, r.User.ID, req)
 	if err != nil {
 		return err
 	}
@@ -315,33 +323,24 @@ func (u *memoryUI) forgetAbout(r *Request, topic string) error {
 		lines = append(lines, item)
 	}
 	lines = append(lines, r.T("memories.about_what"))
-	return r.Reply(strings.Join(lines, "\n\n"), &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
-		{Text: r.T("memories.about_yes", locales.Data{"N": len(found)}), Data: yes},
-		{Text: r.T("memories.about_keep"), Data: keep},
-	}}})
+	return r.Reply(strings.Join(lines, "\n\n"), &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{buttons}})
 }
 
-func (u *memoryUI) forgetAboutConfirmed(r *Request, cb Callback) error {
+func (u *memoryUI) forgetAboutConfirmed(r *Request, cb Callback) (bool, error) {
 	e, ok, err := u.m.ConfirmForget(r.Ctx, r.User.ID, cb.IDs[1])
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return r.Alert("memories.request_stale")
+	if err != nil || !ok {
+		return ok, err
 	}
 	u.b.deps.Log.Info("memories forgotten", "user", r.User.ID, "versions", e.Memories, "runs", e.Runs, "logs", e.Logs, "messages", e.Messages)
 	u.b.editPressed(r, r.T("memories.about_deleted", locales.Data{"Versions": e.Memories, "Runs": e.Runs}), nil)
-	return r.Ack()
+	return true, nil
 }
 
-func (u *memoryUI) forgetAboutKept(r *Request, cb Callback) error {
+func (u *memoryUI) forgetAboutKept(r *Request, cb Callback) (bool, error) {
 	ok, err := u.m.KeepMemories(r.Ctx, r.User.ID, cb.IDs[1])
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return r.Alert("memories.request_stale")
+	if err != nil || !ok {
+		return ok, err
 	}
 	u.b.editPressed(r, r.T("memories.about_kept"), nil)
-	return r.Ack()
+	return true, nil
 }
