@@ -24,11 +24,9 @@ func TestHideEmployerFromTheCardAndShowItAgain(t *testing.T) {
 	hide := data(t, "vh", d.MatchID)
 	require.Equal(t, hide, msg.ReplyMarkup.InlineKeyboard[1][1].CallbackData)
 
-	a := answer(t, env.srv, bob.PressRaw(bobs, hide))
-	require.Equal(t, "This button is not for you.", a.Text)
-	require.Equal(t, "SENT_TO_USER", matchStatus(t, env.st, d.MatchID))
+	c.requireForgeryRefused(t, env, hide, "SENT_TO_USER")
 
-	a = answer(t, env.srv, mustPress(t, ann, msg, hide))
+	a := answer(t, env.srv, mustPress(t, ann, msg, hide))
 	require.True(t, a.ShowAlert)
 	require.Equal(t, "Vacancies from ACME <Ltd> will not be sent to you any more. /bans lists hidden employers and shows them again.", a.Text)
 	require.LessOrEqual(t, len([]rune(a.Text)), 200, "Telegram's limit for a pop-up")
@@ -72,13 +70,7 @@ func TestHideEmployerInRussianAndUkrainian(t *testing.T) {
 		{52, "uk", "🙈 Сховати роботодавця", "Вакансії ACME <Ltd> більше не надходитимуть. /bans покаже прихованих роботодавців і поверне їх.",
 			"Приховані роботодавці (1):\n• ACME <Ltd>"},
 	} {
-		who := env.srv.User(tc.id, "Олена", tc.lang)
-		env.ask(t, who, "/start")
-		d := sampleCard(0)
-		d.UserID, d.Lang = tc.id, tc.lang
-		d.Vacancy.ID = 2000 + tc.id
-		d.MatchID = env.queueVacancy(t, tc.id, d.Vacancy, d.Verdict)
-		msg := env.waitCard(t, tc.id, d.MatchID)
+		who, d, msg := langCard(t, env, tc.id, tc.lang, 2000+tc.id)
 		require.Equal(t, tc.button, msg.ReplyMarkup.InlineKeyboard[1][1].Text)
 		a := answer(t, env.srv, mustPress(t, who, msg, data(t, "vh", d.MatchID)))
 		require.Equal(t, tc.popup, a.Text)
@@ -102,4 +94,28 @@ func annsCard(t *testing.T, env vacEnv) cardScene {
 	c.d.MatchID = env.queueVacancy(t, 42, c.d.Vacancy, c.d.Verdict)
 	c.msg = env.waitCard(t, 42, c.d.MatchID)
 	return c
+}
+
+// requireForgeryRefused presses data from Bob's own chat: a card's buttons
+// are its owner's alone, so the press is refused and the match stays at
+// status.
+func (c cardScene) requireForgeryRefused(t *testing.T, env vacEnv, data, status string) {
+	t.Helper()
+	a := answer(t, env.srv, c.bob.PressRaw(c.bobs, data))
+	require.Equal(t, "This button is not for you.", a.Text)
+	require.Equal(t, status, matchStatus(t, env.st, c.d.MatchID))
+}
+
+// langCard is the card of vacancy vacancyID delivered to user id, who
+// started the bot in lang: where the tests of a button's wording in each
+// language start.
+func langCard(t *testing.T, env vacEnv, id int64, lang string, vacancyID int64) (*tgfake.Person, vacancy.CardData, tgfake.BotMessage) {
+	t.Helper()
+	who := env.srv.User(id, "Олена", lang)
+	env.ask(t, who, "/start")
+	d := sampleCard(0)
+	d.UserID, d.Lang = id, lang
+	d.Vacancy.ID = vacancyID
+	d.MatchID = env.queueVacancy(t, id, d.Vacancy, d.Verdict)
+	return who, d, env.waitCard(t, id, d.MatchID)
 }

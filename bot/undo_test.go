@@ -15,7 +15,7 @@ func TestUndoBringsANotInterestedCardBack(t *testing.T) {
 	t.Parallel()
 	env := setupVacancies(t)
 	c := annsCard(t, env)
-	ann, bob, bobs, d, msg := c.ann, c.bob, c.bobs, c.d, c.msg
+	ann, d, msg := c.ann, c.d, c.msg
 	undo := data(t, "vu", d.MatchID)
 	require.NotContains(t, msg.ReplyMarkup.Labels(), "↩️ Undo", "nothing to undo before a decision")
 
@@ -26,11 +26,9 @@ func TestUndoBringsANotInterestedCardBack(t *testing.T) {
 	require.Equal(t, undo, decided.ReplyMarkup.InlineKeyboard[0][0].CallbackData)
 	require.Len(t, decided.ReplyMarkup.InlineKeyboard, 2, "Undo, then the links")
 
-	a := answer(t, env.srv, bob.PressRaw(bobs, undo))
-	require.Equal(t, "This button is not for you.", a.Text)
-	require.Equal(t, "NOT_INTERESTED", matchStatus(t, env.st, d.MatchID))
+	c.requireForgeryRefused(t, env, undo, "NOT_INTERESTED")
 
-	a = answer(t, env.srv, mustPress(t, ann, decided, undo))
+	a := answer(t, env.srv, mustPress(t, ann, decided, undo))
 	require.False(t, a.ShowAlert)
 	require.Equal(t, "Back among your vacancies: decide again.", a.Text)
 	require.Equal(t, "SENT_TO_USER", matchStatus(t, env.st, d.MatchID))
@@ -56,13 +54,7 @@ func TestUndoInRussianAndUkrainian(t *testing.T) {
 		{51, "ru", "↩️ Вернуть", "Вакансия снова ждёт вашего решения."},
 		{52, "uk", "↩️ Повернути", "Вакансія знову чекає на ваше рішення."},
 	} {
-		who := env.srv.User(tc.id, "Олена", tc.lang)
-		env.ask(t, who, "/start")
-		d := sampleCard(0)
-		d.UserID, d.Lang = tc.id, tc.lang
-		d.Vacancy.ID = 3000 + tc.id
-		d.MatchID = env.queueVacancy(t, tc.id, d.Vacancy, d.Verdict)
-		msg := env.waitCard(t, tc.id, d.MatchID)
+		who, d, msg := langCard(t, env, tc.id, tc.lang, 3000+tc.id)
 		answer(t, env.srv, mustPress(t, who, msg, data(t, "vn", d.MatchID)))
 		decided, _ := env.srv.MessageByID(tc.id, msg.MessageID)
 		require.Equal(t, tc.button, decided.ReplyMarkup.InlineKeyboard[0][0].Text, tc.lang)
