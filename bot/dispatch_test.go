@@ -513,15 +513,23 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.Equal(t, "DONE", orderByID(t, env.st, orderID).State)
 	require.Contains(t, env.ask(t, ann, "/master").Text, "\nCommission owed: 300, next due "+due+"\nOffers: accepted 1\nOrders: done 1")
 
-	o1, f1 := itoa(orderID), itoa(f.ID)
-	require.Equal(t, []string{
-		"🆕 Order #" + o1 + " created",
-		"📤 Order #" + o1 + ": offer #" + f1 + " sent to Ann (id 42), round 1",
-		"👀 Order #" + o1 + ": Ann (id 42) opened the details of offer #" + f1,
-		"🤝 Order #" + o1 + ": Ann (id 42) accepted offer #" + f1,
-		"✅ Order #" + o1 + " assigned to Ann (id 42)",
-		"🏁 Order #" + o1 + " done by Ann (id 42); commission 300",
-	}, env.logLines(t))
+	o1 := itoa(orderID)
+	require.Equal(t, append(assignedToAnn(o1, itoa(f.ID)),
+		"🏁 Order #"+o1+" done by Ann (id 42); commission 300",
+	), env.logLines(t))
+}
+
+// assignedToAnn is the admin chat's log of order o up to Ann's taking it
+// through offer f: the start every test of an assigned order's later steps
+// shares.
+func assignedToAnn(o, f string) []string {
+	return []string{
+		"🆕 Order #" + o + " created",
+		"📤 Order #" + o + ": offer #" + f + " sent to Ann (id 42), round 1",
+		"👀 Order #" + o + ": Ann (id 42) opened the details of offer #" + f,
+		"🤝 Order #" + o + ": Ann (id 42) accepted offer #" + f,
+		"✅ Order #" + o + " assigned to Ann (id 42)",
+	}
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
