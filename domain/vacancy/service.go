@@ -741,11 +741,8 @@ func (s *Service) Decide(ctx context.Context, userID, matchID int64, to Status) 
 	if err != nil {
 		return Match{}, Vacancy{}, fmt.Errorf("decide: %w", err)
 	}
-	if m.UserID != userID {
-		return m, v, ErrForbidden
-	}
-	if m.Status != SentToUser {
-		return m, v, ErrAlreadyDecided
+	if err := ownedIn(m, userID, SentToUser, ErrAlreadyDecided); err != nil {
+		return m, v, err
 	}
 	var moved Match
 	var ok bool
@@ -778,11 +775,8 @@ func (s *Service) Undo(ctx context.Context, userID, matchID int64) (Match, Vacan
 	if err != nil {
 		return Match{}, Vacancy{}, fmt.Errorf("undo: %w", err)
 	}
-	if m.UserID != userID {
-		return m, v, ErrForbidden
-	}
-	if m.Status != NotInterested {
-		return m, v, ErrNotUndoable
+	if err := ownedIn(m, userID, NotInterested, ErrNotUndoable); err != nil {
+		return m, v, err
 	}
 	moved, ok, err := s.transition(ctx, m, SentToUser, Change{})
 	if err != nil {
@@ -792,6 +786,20 @@ func (s *Service) Undo(ctx context.Context, userID, matchID int64) (Match, Vacan
 		return m, v, ErrNotUndoable
 	}
 	return moved, v, nil
+}
+
+// ownedIn is the check both of a card's decisions (Decide, and Undo its
+// inverse) make before they move the match, so that they refuse alike:
+// the presser must own it (else ErrForbidden) and it must be in status
+// want (else refused, the decision's own "nothing to do").
+func ownedIn(m Match, userID int64, want Status, refused error) error {
+	if m.UserID != userID {
+		return ErrForbidden
+	}
+	if m.Status != want {
+		return refused
+	}
+	return nil
 }
 
 // transition is the one way a match changes status: the table is checked
