@@ -273,17 +273,20 @@ func (r timedDispatchOrders) Searching(ctx context.Context, limit int, pass disp
 }
 
 func (r timedDispatchOrders) NextOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
-	start := time.Now()
-	f, o, out, err := r.Orders.NextOffer(ctx, orderID, sla, gate, tell)
-	r.s.since("db NextOffer ("+r.outcome(out, err)+")", start)
-	return f, o, out, err
+	return r.offerStep(r.Orders.NextOffer, ctx, orderID, sla, gate, tell)
 }
 
 func (r timedDispatchOrders) NextOwedOffer(ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
+	return r.offerStep(r.Orders.NextOwedOffer, ctx, orderID, sla, gate, tell)
+}
+
+// offerStep times NextOffer and NextOwedOffer, the same step, under one
+// stage per outcome; "taken" tells the owed steps that found their order
+// settled by another.
+func (r timedDispatchOrders) offerStep(step func(context.Context, int64, time.Duration, dispatch.Gate, domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error),
+	ctx context.Context, orderID int64, sla time.Duration, gate dispatch.Gate, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, dispatch.Outcome, error) {
 	start := time.Now()
-	f, o, out, err := r.Orders.NextOwedOffer(ctx, orderID, sla, gate, tell)
-	// The same step as NextOffer, timed under its name; "taken" tells the
-	// owed steps that found their order settled by another.
+	f, o, out, err := step(ctx, orderID, sla, gate, tell)
 	r.s.since("db NextOffer ("+r.outcome(out, err)+")", start)
 	return f, o, out, err
 }
