@@ -1,7 +1,6 @@
 package storage_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -426,10 +425,7 @@ func TestNextOfferOutcomes(t *testing.T) {
 	ids, err = f.st.Orders().Searching(ctx, 10, dispatch.PassAll, "", dispatch.Gate{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{o2.ID}, ids)
-	tx, err := f.st.Pool().Begin(ctx)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `SELECT 1 FROM orders WHERE id = $1 FOR UPDATE`, o2.ID)
-	require.NoError(t, err)
+	tx := f.holding(`SELECT 1 FROM orders WHERE id = $1 FOR UPDATE`, o2.ID)
 	of2, got, out := f.next(o2.ID)
 	require.Equal(t, dispatch.Busy, out, "locked")
 	require.Zero(t, of2)
@@ -455,11 +451,7 @@ func TestNextOfferLockedCandidateIsBusy(t *testing.T) {
 	o := f.order("c", "d", "x")
 	f.decline(f.offered(o.ID, 1, 1))
 
-	tx, err := f.st.Pool().Begin(ctx)
-	require.NoError(t, err)
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
-	_, err = tx.Exec(ctx, `SELECT 1 FROM masters WHERE user_id = 2 FOR NO KEY UPDATE`)
-	require.NoError(t, err)
+	tx := f.holding(`SELECT 1 FROM masters WHERE user_id = 2 FOR NO KEY UPDATE`)
 	of, got, out := f.next(o.ID)
 	require.Equal(t, dispatch.Busy, out, "2 still has its round-1 turn")
 	require.Zero(t, of)
@@ -489,11 +481,7 @@ func TestNextOfferRacingInsertIsBusy(t *testing.T) {
 			other := f.order("c", "d", "x")
 			o := f.order("c", "d", "x")
 
-			tx, err := f.st.Pool().Begin(ctx)
-			require.NoError(t, err)
-			defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
-			_, err = tx.Exec(ctx, `INSERT INTO offers (order_id, master_id, round, expires_at) VALUES ($1, 1, 1, now() + interval '1 minute')`, other.ID)
-			require.NoError(t, err)
+			tx := f.holding(`INSERT INTO offers (order_id, master_id, round, expires_at) VALUES ($1, 1, 1, now() + interval '1 minute')`, other.ID)
 
 			type result struct {
 				of  dispatch.Offer
@@ -505,12 +493,8 @@ func TestNextOfferRacingInsertIsBusy(t *testing.T) {
 				of, _, out, err := f.st.Orders().NextOffer(ctx, o.ID, sla, dispatch.Gate{}, nil)
 				done <- result{of, out, err}
 			}()
-			require.Eventually(t, func() bool {
-				var waiting int
-				_ = f.st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
-				return waiting == 1
-			}, 10*time.Second, 5*time.Millisecond, "NextOffer waits on the other insert")
+			require.Eventually(t, func() bool { return lockWaiters(ctx, f.st) == 1 }, 10*time.Second, 5*time.Millisecond,
+				"NextOffer waits on the other insert")
 			if commit {
 				require.NoError(t, tx.Commit(ctx))
 			} else {

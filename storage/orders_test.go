@@ -1,7 +1,6 @@
 package storage_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -71,11 +70,7 @@ func TestCancelOrderWithdrawsOfferMadeWhileWaiting(t *testing.T) {
 	o := f.order("c", "d", "x")
 
 	// What NextOffer does, held open.
-	tx, err := f.st.Pool().Begin(ctx)
-	require.NoError(t, err)
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
-	_, err = tx.Exec(ctx, `SELECT 1 FROM orders WHERE id = $1 FOR UPDATE`, o.ID)
-	require.NoError(t, err)
+	tx := f.holding(`SELECT 1 FROM orders WHERE id = $1 FOR UPDATE`, o.ID)
 	var offerID int64
 	require.NoError(t, tx.QueryRow(ctx, `INSERT INTO offers (order_id, master_id, round, expires_at)
 VALUES ($1, 1, 1, now() + interval '1 minute') RETURNING id`, o.ID).Scan(&offerID))
@@ -90,12 +85,8 @@ VALUES ($1, 1, 1, now() + interval '1 minute') RETURNING id`, o.ID).Scan(&offerI
 		_, w, ok, err := f.st.Orders().Cancel(ctx, o.ID, nil)
 		done <- result{w, ok, err}
 	}()
-	require.Eventually(t, func() bool {
-		var waiting int
-		_ = f.st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
-		return waiting == 1
-	}, 10*time.Second, 5*time.Millisecond, "the cancel waits for the order")
+	require.Eventually(t, func() bool { return lockWaiters(ctx, f.st) == 1 }, 10*time.Second, 5*time.Millisecond,
+		"the cancel waits for the order")
 	require.NoError(t, tx.Commit(ctx))
 	r := <-done
 	require.NoError(t, r.err)

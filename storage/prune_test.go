@@ -445,11 +445,7 @@ func TestPruneStatementTimeout(t *testing.T) {
 	b := setupPrune(t)
 	b.exec(`INSERT INTO group_messages (chat_id, message_id, text, date) VALUES (1, 1, 'm', $1)`, pruneNow.Add(-400*day))
 	b.exec(`INSERT INTO outbox (chat_id, kind, body, state, done_at) VALUES (1, 'reply', '{}', 'sent', $1)`, pruneNow.Add(-400*day))
-	tx, err := b.st.Pool().Begin(b.ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback(b.ctx) }()
-	_, err = tx.Exec(b.ctx, `LOCK TABLE group_messages IN ACCESS EXCLUSIVE MODE`)
-	require.NoError(t, err)
+	tx := b.holding(`LOCK TABLE group_messages IN ACCESS EXCLUSIVE MODE`)
 
 	type batch struct {
 		kind string

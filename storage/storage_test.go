@@ -78,6 +78,29 @@ func advisoryWaiters(ctx context.Context, st *storage.Store) int {
 	return waiting
 }
 
+// holding begins a transaction that runs sql and keeps the locks it took
+// until the test commits or rolls it back, or ends: how a race test parks
+// the caller under test behind a row or table another session holds.
+func (b *testBundle) holding(sql string, args ...any) pgx.Tx {
+	b.t.Helper()
+	tx, err := b.st.Pool().Begin(b.ctx)
+	require.NoError(b.t, err)
+	b.t.Cleanup(func() { _ = tx.Rollback(context.WithoutCancel(b.ctx)) })
+	_, err = tx.Exec(b.ctx, sql, args...)
+	require.NoError(b.t, err, sql)
+	return tx
+}
+
+// lockWaiters counts the sessions of st's database waiting for a row or
+// table lock: how a race test knows the step under test is parked behind
+// the transaction it holds open.
+func lockWaiters(ctx context.Context, st *storage.Store) int {
+	var waiting int
+	_ = st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+	return waiting
+}
+
 // atOnce runs f(0) … f(n-1) on goroutines released together, to race
 // them, and waits for them all.
 func atOnce(n int, f func(i int)) {
