@@ -28,14 +28,13 @@ func TestAnalysisDecideConcurrent(t *testing.T) {
 		ok  bool
 		err error
 	}
-	results := make([]result, n)
-	atOnce(n, func(i int) {
+	results := raceAll(n, func(i int) result {
 		d := analysis.Approved
 		if i%2 == 1 {
 			d = analysis.Rejected
 		}
 		p, r, ok, err := f.st.Runs().DecideProposal(f.ctx, ps[0].ID, d, int64(1000+i), b.render)
-		results[i] = result{p, r, ok, err}
+		return result{p, r, ok, err}
 	})
 	var winner *result
 	for i := range results {

@@ -468,10 +468,9 @@ func TestAnalysisCreateRunConcurrent(t *testing.T) {
 		blocked []int64
 		err     error
 	}
-	results := make([]result, n)
-	atOnce(n, func(i int) {
+	results := raceAll(n, func(i int) result {
 		r, blocked, err := f.st.Runs().Create(f.ctx, analysis.Run{CreatedBy: int64(i), From: winFrom, To: winFrom.Add(time.Hour)}, nil)
-		results[i] = result{r, blocked, err}
+		return result{r, blocked, err}
 	})
 	var created []analysis.Run
 	for _, r := range results {

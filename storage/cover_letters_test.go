@@ -136,12 +136,11 @@ func TestCoverLetterPressIsIdempotent(t *testing.T) {
 func TestCoverLetterLimitHoldsUnderConcurrentPresses(t *testing.T) {
 	t.Parallel()
 	f := setupLetters(t, 7, 8)
-	results := make([]vacancy.Asked, 8)
-	atOnce(8, func(i int) {
+	results := raceAll(8, func(i int) vacancy.Asked {
 		a, err := f.st.Applications().AskCoverLetter(f.ctx, vacancy.NewLetter{MatchID: f.matches[i], UserID: 7, Style: vacancy.StyleDraft,
 			PressID: fmt.Sprint("press-", i)}, 3, vacancy.LetterWindow)
 		require.NoError(t, err)
-		results[i] = a
+		return a
 	})
 	taken := 0
 	for _, a := range results {

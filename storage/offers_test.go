@@ -139,10 +139,9 @@ func TestAcceptConcurrentPressesAssignOnce(t *testing.T) {
 		ok    bool
 		err   error
 	}
-	results := make([]result, presses)
-	atOnce(presses, func(i int) {
-		r := &results[i]
-		r.offer, r.order, r.ok, r.err = f.st.Orders().AcceptOffer(f.ctx, of.ID, 7, nil)
+	results := raceAll(presses, func(int) result {
+		offer, order, ok, err := f.st.Orders().AcceptOffer(f.ctx, of.ID, 7, nil)
+		return result{offer, order, ok, err}
 	})
 	wins := 0
 	for _, r := range results {

@@ -116,6 +116,14 @@ func atOnce(n int, f func(i int)) {
 	wg.Wait()
 }
 
+// raceAll is atOnce for races whose every caller's answer is checked: it
+// returns what f(0) … f(n-1) returned, in order.
+func raceAll[R any](n int, f func(i int) R) []R {
+	out := make([]R, n)
+	atOnce(n, func(i int) { out[i] = f(i) })
+	return out
+}
+
 // int64s reads one bigint column.
 func (b *testBundle) int64s(sql string, args ...any) []int64 {
 	b.t.Helper()
@@ -237,13 +245,12 @@ func TestOpenConcurrentlyCreatesMissingDatabaseOnce(t *testing.T) {
 		storagetest.Drop(t, name)
 		t.Cleanup(func() { storagetest.Drop(t, name) })
 		const replicas = 6
-		errs := make([]error, replicas)
-		atOnce(replicas, func(i int) {
+		errs := raceAll(replicas, func(int) error {
 			st, err := storage.Open(ctx, storagetest.URLFor(name), quiet)
 			if err == nil {
 				st.Close()
 			}
-			errs[i] = err
+			return err
 		})
 		for i, err := range errs {
 			require.NoError(t, err, "round %d, replica %d", round, i)
