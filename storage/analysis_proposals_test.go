@@ -151,9 +151,7 @@ func TestAnalysisSimilar(t *testing.T) {
 		}
 		return out
 	}
-	a := f.running()
-	ps := f.batch(a.ID, 1, 6)
-	f.complete(a.ID)
+	a, ps := f.inReview(6)
 	vectors := [][]float32{
 		{1, 0, 0},     // 0: approved, the closest
 		{0.7, 0.7, 0}, // 1: approved
@@ -425,9 +423,7 @@ func TestAnalysisDecideWritesTheBoard(t *testing.T) {
 	t.Parallel()
 	f := newAnalysis(t)
 	var b boards
-	r := f.running()
-	ps := f.batch(r.ID, 1, 3)
-	f.complete(r.ID)
+	r, ps := f.inReview(3)
 	require.Empty(t, f.outbox())
 
 	p, run, ok, err := f.st.Runs().DecideProposal(f.ctx, ps[1].ID, analysis.Approved, 7, b.render)
@@ -538,9 +534,7 @@ func TestAnalysisAskApproveAll(t *testing.T) {
 	refused(x, ok, err, analysis.Closed)
 
 	// No proposals at all.
-	e := f.running()
-	f.batch(e.ID, 1, 0)
-	f.complete(e.ID)
+	e, _ := f.inReview(0)
 	x, ok, err = f.st.Runs().AskApproveAllProposals(f.ctx, e.ID, b.render)
 	refused(x, ok, err, analysis.Completed)
 
@@ -645,9 +639,7 @@ func TestAnalysisApproveAll(t *testing.T) {
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
 	// A board the outbox refuses undoes the approvals.
-	c := f.running()
-	cps := f.batch(c.ID, 1, 3)
-	f.complete(c.ID)
+	c, cps := f.inReview(3)
 	_, ok, err = f.st.Runs().AskApproveAllProposals(f.ctx, c.ID, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -676,9 +668,7 @@ func TestAnalysisDecideApproveAllConcurrent(t *testing.T) {
 	decidedFirst, approvedFirst := 0, 0
 	for round := range rounds {
 		var b boards
-		r := f.running()
-		ps := f.batch(r.ID, 1, size)
-		f.complete(r.ID)
+		r, ps := f.inReview(size)
 		_, ok, err := f.st.Runs().AskApproveAllProposals(f.ctx, r.ID, nil)
 		require.NoError(t, err)
 		require.True(t, ok)

@@ -58,6 +58,15 @@ func (f *afx) complete(id int64) analysis.Run {
 	return f.took(f.st.Runs().Complete(f.ctx, id, nil))
 }
 
+// inReview requires a run that saved one batch of n proposals and
+// completed: where the tests of reviewing and closing a run start.
+func (f *afx) inReview(n int) (analysis.Run, []analysis.Proposal) {
+	f.t.Helper()
+	r := f.running()
+	ps := f.batch(r.ID, 1, n)
+	return f.complete(r.ID), ps
+}
+
 func (f *afx) closeRun(id int64) analysis.Run {
 	f.t.Helper()
 	r := f.took(f.st.Runs().Close(f.ctx, id, nil))
@@ -396,15 +405,11 @@ func TestAnalysisCloseMetrics(t *testing.T) {
 	t.Parallel()
 	f := newAnalysis(t)
 	// No proposals: rates are 0, not a division by zero.
-	r := f.running()
-	f.batch(r.ID, 1, 0)
-	f.complete(r.ID)
+	r, _ := f.inReview(0)
 	r = f.closeRun(r.ID)
 	require.Equal(t, &analysis.Metrics{}, r.Metrics)
 
-	r = f.running()
-	ps := f.batch(r.ID, 1, 3)
-	f.complete(r.ID)
+	r, ps := f.inReview(3)
 	f.decide(ps[0].ID, analysis.Approved)
 	f.decide(ps[1].ID, analysis.Rejected)
 	f.decide(ps[2].ID, analysis.Rejected)
