@@ -204,7 +204,7 @@ func TestDispatchMessagesCommitWithTheirChange(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	ctx := f.ctx
-	f.master(1, "c", "d", "x")
+	f.masters(1)
 	var seen []dispatch.Changed
 	tell := func(c dispatch.Changed) []domain.Message {
 		seen = append(seen, c)

@@ -476,7 +476,7 @@ func TestNextOfferRacingInsertIsBusy(t *testing.T) {
 			t.Parallel()
 			f := newDispatch(t)
 			ctx := f.ctx
-			f.master(1, "c", "d", "x")
+			f.masters(1)
 			other := f.order("c", "d", "x")
 			o := f.order("c", "d", "x")
 
@@ -585,7 +585,7 @@ func TestExpireManyAndNextExpiry(t *testing.T) {
 	const n = 2000
 	seedDueOffers(t, f.st, 1_000_000, n)
 	// One open offer not yet due.
-	f.master(1, "c", "d", "x")
+	f.masters(1)
 	later := f.offered(f.order("c", "d", "x").ID, 1, 1)
 
 	var oldest time.Time

@@ -15,7 +15,7 @@ func TestCancelOrder(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	ctx := f.ctx
-	f.master(1, "c", "d", "x")
+	f.masters(1)
 
 	o := f.order("c", "d", "x")
 	of := f.offered(o.ID, 1, 1)
@@ -66,7 +66,7 @@ func TestCancelOrderWithdrawsOfferMadeWhileWaiting(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	ctx := f.ctx
-	f.master(1, "c", "d", "x")
+	f.masters(1)
 	o := f.order("c", "d", "x")
 
 	// What NextOffer does, held open.
@@ -104,7 +104,7 @@ func TestAcceptRacingCancel(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	ctx := f.ctx
-	f.master(1, "c", "d", "x")
+	f.masters(1)
 	accepted, withdrawn := 0, 0
 	for range 30 {
 		o := f.order("c", "d", "x")
