@@ -22,32 +22,9 @@ import (
 	"switchboard/domain"
 )
 
-// Request is one prompt to the model.
-type Request struct {
-	System string
-	Prompt string
-	// Strong selects Config.StrongModel, for the few tasks worth a bigger
-	// (slower) model.
-	Strong bool
-	// Temperature is sent as is. langchaingo always sends a temperature, so
-	// there is no "provider default": the zero value means deterministic
-	// sampling, which suits classification and extraction.
-	Temperature float64
-	// MaxTokens caps the answer (Ollama num_predict, OpenAI max_tokens);
-	// zero takes Config.MaxTokensJSON or Config.MaxTokensText.
-	MaxTokens int
-	// Timeout overrides Config.Timeout for this call.
-	Timeout time.Duration
-	// Label names the call site in metrics and errors, e.g.
-	// "vacancy_relevance". Keep it low-cardinality.
-	Label string
-	// Partial, on a Text call, streams the answer: it is called with the
-	// answer so far, reasoning removed, each time it grows (not at all
-	// while the model is still reasoning). It runs on the goroutine reading
-	// the stream, so it must return at once. The call's result is the same
-	// as without it.
-	Partial func(text string)
-}
+// Request is one prompt to the model (Config.StrongModel for Strong;
+// Config.MaxTokensJSON or MaxTokensText where MaxTokens is zero).
+type Request = domain.LLMCall
 
 // BreakerState is the circuit breaker's state as reported by BreakerState.
 type BreakerState string

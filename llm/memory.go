@@ -16,20 +16,15 @@ type MemoryPort struct{ Client *Client }
 
 var _ memory.LLM = MemoryPort{}
 
-func (p MemoryPort) request(c memory.Call) Request {
-	return Request{System: c.System, Prompt: c.Prompt, Strong: c.Strong, Temperature: c.Temperature,
-		MaxTokens: c.MaxTokens, Timeout: c.Timeout, Label: c.Label, Partial: c.Partial}
-}
-
 // Text returns the model's answer.
 func (p MemoryPort) Text(ctx context.Context, c memory.Call) (string, error) {
-	s, err := p.Client.Text(ctx, p.request(c))
+	s, err := p.Client.Text(ctx, c)
 	return s, classifyForMemory(err)
 }
 
 // JSON decodes the model's JSON answer into out.
 func (p MemoryPort) JSON(ctx context.Context, c memory.Call, out any) error {
-	return classifyForMemory(p.Client.JSON(ctx, p.request(c), out))
+	return classifyForMemory(p.Client.JSON(ctx, c, out))
 }
 
 func classifyForMemory(err error) error {

@@ -323,18 +323,7 @@ type Outbox interface {
 }
 
 // Call is one LLM request as the pipeline makes it.
-type Call struct {
-	Label       string
-	System      string
-	Prompt      string
-	Strong      bool
-	Temperature float64
-	MaxTokens   int
-	Timeout     time.Duration
-	// Partial, on a Text call, streams the answer: called with the answer
-	// so far each time it grows; it must return at once.
-	Partial func(text string)
-}
+type Call = domain.LLMCall
 
 // LLM is the model as this workflow needs it. Errors wrap ErrInvalidAnswer,
 // ErrTimeout, ErrRateLimited or ErrLLMRefused where they apply (the document's
