@@ -10,6 +10,7 @@ import (
 
 	tele "gopkg.in/telebot.v3"
 
+	"switchboard/bot/delivery"
 	"switchboard/domain"
 	"switchboard/locales"
 	"switchboard/storage"
@@ -231,6 +232,7 @@ func (b *Bot) status(r *Request) error {
 		}
 	}
 	b.statusHealth(r, &sb)
+	b.statusServer(r, &sb)
 	b.statusData(r, &sb)
 	return r.Reply(sb.String(), nil)
 }
@@ -298,6 +300,24 @@ func (b *Bot) statusHealth(r *Request, sb *strings.Builder) {
 			sb.WriteString("\n" + r.T("status.hh_refused", locales.Data{"Reason": reason}))
 		} else {
 			sb.WriteString("\n" + r.T("status.hh_ok"))
+		}
+	}
+}
+
+// lacksKeys name, for each Bot API feature the sender falls back from,
+// /status's line saying this replica's server lacks it; spelled out so the
+// catalogue test sees them used.
+var lacksKeys = map[string]string{
+	delivery.FeatureDrafts.ID:      "status.lacks_drafts",
+	delivery.FeatureCopyButtons.ID: "status.lacks_copy_buttons",
+}
+
+// statusServer writes a line for each Bot API feature this replica's
+// server was seen to refuse, and what the bot does instead.
+func (b *Bot) statusServer(r *Request, sb *strings.Builder) {
+	for _, f := range b.deps.Direct.Lacking() {
+		if key, ok := lacksKeys[f.ID]; ok {
+			sb.WriteString("\n" + r.T(key, locales.Data{"Version": f.Since}))
 		}
 	}
 }

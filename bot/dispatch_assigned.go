@@ -252,8 +252,9 @@ func (rd *Renderer) renderAssigned(lang string, zone *time.Location, a dispatch.
 	return strings.Join(lines, "\n"), kb, nil
 }
 
-// assignedMarkup is [[On my way, Arrived], [Done, Can't do it]], without
-// the steps already done.
+// assignedMarkup is [[Copy address, Copy phone], [On my way, Arrived],
+// [Done, Can't do it]], without the steps already done and the contact not
+// given.
 func assignedMarkup(cat *locales.Catalog, lang string, offerID int64, o dispatch.Order) (*tele.ReplyMarkup, error) {
 	button := func(a Action, key string) (tele.InlineButton, error) {
 		data, err := Encode(a, offerID)
@@ -286,6 +287,18 @@ func assignedMarkup(cat *locales.Catalog, lang string, offerID int64, o dispatch
 		return nil, err
 	}
 	kb := &tele.ReplyMarkup{}
+	// The address and the phone, to paste into a map or dial, as the
+	// master's message shows them.
+	var copies []tele.InlineButton
+	if b, ok := copyButton(cat.T(lang, "assigned.button_copy_address"), o.Contact.Address); ok {
+		copies = append(copies, b)
+	}
+	if b, ok := copyButton(cat.T(lang, "assigned.button_copy_phone"), o.Contact.Phone); ok {
+		copies = append(copies, b)
+	}
+	if len(copies) > 0 {
+		kb.InlineKeyboard = append(kb.InlineKeyboard, copies)
+	}
 	if len(steps) > 0 {
 		kb.InlineKeyboard = append(kb.InlineKeyboard, steps)
 	}

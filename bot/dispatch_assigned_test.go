@@ -66,7 +66,10 @@ func TestAssignedMasterButtons(t *testing.T) {
 		"Commission: 10% of the price, due within 3 h after the order is done.\n\n"+
 		"Next: press 🚗 On my way when you set off, 📍 Arrived at the customer's and ✅ Done when the job is finished. "+
 		"If you cannot do it, 🙅 Can't do it gives the order back.", msg.Text)
-	require.Equal(t, []string{"🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
+	require.Equal(t, []string{"📋 Copy address", "📋 Copy phone", "🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
+	// The copy buttons copy what the message shows, as it was given.
+	require.Equal(t, "Tverskaya 12, apt 5", msg.ReplyMarkup.Buttons()[0].Copies())
+	require.Equal(t, "+7 999 123-45-67", msg.ReplyMarkup.Buttons()[1].Copies())
 	enRoute, arrived, done, giveBack := data(t, "ae", f.ID), data(t, "aa", f.ID), data(t, "ad", f.ID), data(t, "ax", f.ID)
 	doneYes, giveBackYes, back := data(t, "adc", f.ID), data(t, "axc", f.ID), data(t, "ab", f.ID)
 
@@ -85,7 +88,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 	msg = env.offerMessage(t, f)
 	require.True(t, strings.HasSuffix(msg.Text, "\n\n🚗 You are on your way. Press 📍 Arrived at the customer's and ✅ Done when the job is finished."), msg.Text)
 	require.Contains(t, msg.Text, "🏠 Tverskaya 12, apt 5")
-	require.Equal(t, []string{"📍 Arrived", "✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
+	require.Equal(t, []string{"📋 Copy address", "📋 Copy phone", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
 	a = pressRaw(t, env.srv, ann, msg, enRoute)
 	require.Equal(t, "You have already marked that you are on your way.", a.Text)
 	require.True(t, a.ShowAlert)
@@ -94,7 +97,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 	require.Equal(t, "Noted: you have arrived.", a.Text)
 	msg = env.offerMessage(t, f)
 	require.True(t, strings.HasSuffix(msg.Text, "\n\n📍 You are at the customer's. Press ✅ Done when the job is finished."), msg.Text)
-	require.Equal(t, []string{"✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
+	require.Equal(t, []string{"📋 Copy address", "📋 Copy phone", "✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
 
 	// Done only asks: the text stays, the buttons become Yes and Back, and
 	// the order is as it was.
@@ -127,8 +130,8 @@ func TestAssignedMasterButtons(t *testing.T) {
 	require.Empty(t, a.Text)
 	msg = env.offerMessage(t, f)
 	require.Equal(t, before.Text, msg.Text)
-	require.Equal(t, []string{"✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
-	require.Equal(t, []string{done, giveBack}, msg.ReplyMarkup.Data())
+	require.Equal(t, []string{"📋 Copy address", "📋 Copy phone", "✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
+	require.Equal(t, []string{"", "", done, giveBack}, msg.ReplyMarkup.Data())
 	press(t, env.srv, ann, msg, giveBack)
 	msg = env.offerMessage(t, f)
 	require.Equal(t, []string{"🙅 Yes, give it back", "↩️ Back"}, msg.ReplyMarkup.Labels())
@@ -212,7 +215,7 @@ func TestGiveBackInTheChat(t *testing.T) {
 	press(t, env.srv, ann, msg, data(t, "oa", f.ID))
 	msg = env.offerMessage(t, f)
 	require.Contains(t, msg.Text, "🏠 Тверская 12\n📞 +7 999 000-11-22\n🗓 1 февр. 2099\n")
-	require.Equal(t, []string{"🚗 Выезжаю", "📍 На месте", "✅ Готово", "🙅 Не могу"}, msg.ReplyMarkup.Labels())
+	require.Equal(t, []string{"📋 Скопировать адрес", "📋 Скопировать телефон", "🚗 Выезжаю", "📍 На месте", "✅ Готово", "🙅 Не могу"}, msg.ReplyMarkup.Labels())
 
 	// Can't do it asks first: nothing changes until Yes; Back shows the
 	// step buttons again.
@@ -227,7 +230,7 @@ func TestGiveBackInTheChat(t *testing.T) {
 	press(t, env.srv, ann, msg, data(t, "ab", f.ID))
 	msg = env.offerMessage(t, f)
 	require.Equal(t, text, msg.Text)
-	require.Equal(t, []string{"🚗 Выезжаю", "📍 На месте", "✅ Готово", "🙅 Не могу"}, msg.ReplyMarkup.Labels())
+	require.Equal(t, []string{"📋 Скопировать адрес", "📋 Скопировать телефон", "🚗 Выезжаю", "📍 На месте", "✅ Готово", "🙅 Не могу"}, msg.ReplyMarkup.Labels())
 	press(t, env.srv, ann, msg, data(t, "ax", f.ID))
 	msg = env.offerMessage(t, f)
 	a = press(t, env.srv, ann, msg, data(t, "axc", f.ID))
@@ -250,7 +253,7 @@ func TestGiveBackInTheChat(t *testing.T) {
 	press(t, env.srv, bob, second, data(t, "oa", fs[1].ID))
 	second = env.offerMessage(t, fs[1])
 	require.Contains(t, second.Text, "🏠 Тверская 12")
-	require.Equal(t, []string{"🚗 Виїжджаю", "📍 На місці", "✅ Готово", "🙅 Не можу"}, second.ReplyMarkup.Labels())
+	require.Equal(t, []string{"📋 Скопіювати адресу", "📋 Скопіювати телефон", "🚗 Виїжджаю", "📍 На місці", "✅ Готово", "🙅 Не можу"}, second.ReplyMarkup.Labels())
 	a = press(t, env.srv, bob, second, data(t, "ad", fs[1].ID))
 	require.Equal(t, "Натисніть «Так», щоб підтвердити, або «Назад», якщо натиснули помилково.", a.Text)
 	second = env.offerMessage(t, fs[1])

@@ -113,6 +113,11 @@ func (rd *Renderer) Letter(d vacancy.LetterData) []domain.Message {
 	text := head + "\n\n<pre>" + clip(plain, MaxMessageLen-fixed) + "</pre>\n\n" + hint
 
 	kb := &tele.ReplyMarkup{}
+	// A copy button holds 256 characters: a short letter gets one, a longer
+	// one is copied from its <pre> block.
+	if b, ok := copyButton(cat.T(lang, "letter.button_copy"), plain); ok {
+		kb.InlineKeyboard = append(kb.InlineKeyboard, []tele.InlineButton{b})
+	}
 	if row := applyRow(cat, lang, d.Vacancy); row != nil {
 		kb.InlineKeyboard = append(kb.InlineKeyboard, row)
 	}

@@ -25,6 +25,10 @@ func letterButtons(m domain.Message) []string {
 	var out []string
 	for _, row := range m.Buttons {
 		for _, b := range row {
+			if b.Copy != "" {
+				out = append(out, b.Text+"⎘"+b.Copy)
+				continue
+			}
 			out = append(out, b.Text+"→"+b.Data+b.URL)
 		}
 	}
@@ -47,6 +51,7 @@ func TestLetterMessage(t *testing.T) {
 	require.Contains(t, m.Text, "<pre>Dear team,\n\nI have five years of Go &amp; &lt;b&gt;SQL&lt;/b&gt;.\n\n")
 	require.NotContains(t, m.Text, "**", "Markdown is made plain")
 	require.Equal(t, []string{
+		"📋 Copy the letter⎘Dear team,\n\nI have five years of Go & <b>SQL</b>.\n\nBest regards,\nAnn",
 		"Open on hh.ru→https://hh.ru/vacancy/1001",
 		"📨 Apply on hh.ru→https://hh.ru/applicant/vacancy_response?vacancyId=1001",
 		"🔄 Another version→" + data(t, "la", 31), "✂️ Shorter→" + data(t, "ls", 31), "🎩 More formal→" + data(t, "lf", 31),
@@ -85,6 +90,13 @@ func TestLetterMessageFitsOneMessage(t *testing.T) {
 	require.LessOrEqual(t, len(utf16.Encode([]rune(m.Text))), bot.MaxMessageLen)
 	require.Contains(t, m.Text, "…</pre>", "cut, and the block closed")
 	require.Equal(t, 1, strings.Count(m.Text, "<pre>"))
+	require.NotContains(t, strings.Join(letterButtons(m), "\n"), "⎘", "a copy button holds 256 characters: the <pre> is copied instead")
+
+	// 256 UTF-16 code units still fit a copy button; one more does not.
+	for n, copies := range map[int]bool{128: true, 129: false} {
+		m = rd.Letter(letterData(strings.Repeat("😀", n)))[0]
+		require.Equal(t, copies, strings.HasPrefix(letterButtons(m)[0], "📋 Copy the letter⎘"), n)
+	}
 }
 
 // A failure says why and offers to try again.

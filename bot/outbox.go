@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	tele "gopkg.in/telebot.v3"
@@ -43,6 +44,24 @@ func EditOf(chatID int64, kind string, ref int64, key, text string, kb *tele.Rep
 // MessageKey names a workflow's message for later edits ("offer:17").
 func MessageKey(kind string, id int64) string { return kind + ":" + strconv.FormatInt(id, 10) }
 
+// copyMark marks a telebot button as a copy button, its Data the text to
+// copy: telebot's InlineButton, the renderers' keyboard type, has no
+// copy_text field, and the renderers' keyboards reach Telegram only
+// through Buttons, which turns the mark into domain.Button's Copy.
+const copyMark = "copy_text"
+
+// copyButton is a button that copies text to the clipboard; false when
+// text is empty or longer than a copy button holds. What it copies stands
+// in the message's text too: a server without copy buttons gets the
+// message without them (bot/delivery).
+func copyButton(label, text string) (tele.InlineButton, bool) {
+	text = strings.TrimSpace(text)
+	if text == "" || utf16Len(text) > domain.MaxCopyText {
+		return tele.InlineButton{}, false
+	}
+	return tele.InlineButton{Unique: copyMark, Text: label, Data: text}, true
+}
+
 // Buttons converts telebot's inline keyboard to the outbox's.
 func Buttons(kb *tele.ReplyMarkup) [][]domain.Button {
 	if kb == nil || len(kb.InlineKeyboard) == 0 {
@@ -52,6 +71,10 @@ func Buttons(kb *tele.ReplyMarkup) [][]domain.Button {
 	for _, row := range kb.InlineKeyboard {
 		r := make([]domain.Button, 0, len(row))
 		for _, b := range row {
+			if b.Unique == copyMark {
+				r = append(r, domain.Button{Text: b.Text, Copy: b.Data})
+				continue
+			}
 			r = append(r, domain.Button{Text: b.Text, Data: b.Data, URL: b.URL})
 		}
 		out = append(out, r)
@@ -69,6 +92,9 @@ type Direct interface {
 	Wake()
 	ChatAction(ctx context.Context, chatID int64, action string) error
 	Client() *delivery.Client
+	// Lacking lists the Bot API features the server was seen to refuse
+	// lately, which the sender falls back from (/status names them).
+	Lacking() []delivery.Feature
 }
 
 // Queue writes messages to the outbox (storage implements it).

@@ -105,12 +105,20 @@ func (r Render[S]) Of(s S) []Message {
 	return r(s)
 }
 
-// Button is one inline button: callback data or a URL.
+// Button is one inline button: callback data, a URL, or a text the
+// client copies to the clipboard when pressed (Copy; at most MaxCopyText
+// characters). A server that lacks copy buttons gets the message without
+// them, so what a Copy button holds must stand in the text too.
 type Button struct {
 	Text string `json:"text"`
 	Data string `json:"data,omitempty"`
 	URL  string `json:"url,omitempty"`
+	Copy string `json:"copy,omitempty"`
 }
+
+// MaxCopyText is the most a copy button holds: Telegram's 256 characters
+// (UTF-16 code units, as it counts a message's length).
+const MaxCopyText = 256
 
 // Message kinds. The delivery of some changes the state of the workflow
 // that wrote it, by the hook that workflow registers for its kind.

@@ -357,18 +357,21 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 	require.Equal(t, "Accepted. The order is yours!", bob.PressAndWait(t, bobOffer, "✅ Accept").Text)
 	assigned, _ := env.TG.MessageByID(bob.ID(), bobOffer.MessageID)
 	require.Contains(t, assigned.Text, "📍 Odesa, Center\n🏠 "+markAddress+"\n👤 "+markName+"\n📞 "+markPhone+"\n🗓 6 May 2099, 09:00–11:00\n")
-	require.Equal(t, []string{"🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, assigned.ReplyMarkup.Labels())
+	require.Equal(t, []string{"📋 Copy address", "📋 Copy phone", "🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"},
+		assigned.ReplyMarkup.Labels())
+	require.Equal(t, []string{markAddress, markPhone},
+		[]string{assigned.ReplyMarkup.Buttons()[0].Copies(), assigned.ReplyMarkup.Buttons()[1].Copies()})
 
 	// Each step moves the order once and edits Bob's message.
 	require.Equal(t, "Noted: you are on your way.", bob.PressAndWait(t, assigned, "🚗 On my way").Text)
 	require.Equal(t, 1, scalar[int](t, pool, `SELECT count(*) FROM orders WHERE id = $1 AND en_route_at IS NOT NULL AND arrived_at IS NULL`, order))
-	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 3 })
+	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 5 })
 	require.Contains(t, assigned.Text, "🚗 You are on your way.")
 	stale := bob.PressRaw(assigned, bobOffer.ReplyMarkup.Buttons()[0].CallbackData) // Accept, from before
 	require.Equal(t, "You have already accepted this offer.", env.TG.WaitCallbackAnswer(t, stale.ID).Text)
 	require.Equal(t, "Noted: you have arrived.", bob.PressAndWait(t, assigned, "📍 Arrived").Text)
 	require.Equal(t, 1, scalar[int](t, pool, `SELECT count(*) FROM orders WHERE id = $1 AND arrived_at IS NOT NULL`, order))
-	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 2 })
+	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 4 })
 	doneData := buttonData(t, assigned, "✅ Done")
 
 	// Ann forges Bob's Done in her own chat: refused, nothing moves.
@@ -481,6 +484,49 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 	requireNoCustomer(t, env, adminChat, "the admin chat")
 }
 
+// A Bot API server older than copy buttons (7.11): the assigned master's
+// message comes all the same, without its Copy buttons, the address and
+// phone in its text; the steps work; /status names what the server lacks.
+// The next edit does not ask the server again.
+func TestDispatchCopyButtonsFallBackOnAnOlderServer(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.TG.Group(adminChat, "Dispatch log")
+	env.TG.SetUnsupported(true, tgfake.FeatureCopyText)
+	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminChat), "OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h"})
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	eve := env.TG.User(761, "Eve", "en")
+	register(t, env, eve, "Mykolaiv Center plumbing")
+	createOrder(t, env, boss, orderWithCustomer("Mykolaiv Center", 700))
+	offer := env.TG.WaitMessage(t, eve.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
+
+	require.Equal(t, "Accepted. The order is yours!", eve.PressAndWait(t, offer, "✅ Accept").Text)
+	assigned := waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "is yours") })
+	require.Contains(t, assigned.Text, "🏠 "+markAddress+"\n👤 "+markName+"\n📞 "+markPhone+"\n")
+	require.Equal(t, []string{"🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, assigned.ReplyMarkup.Labels())
+	refused := func() int {
+		n := 0
+		for _, c := range env.TG.CallsTo("editMessageText") {
+			if c.Err != nil && strings.Contains(c.Err.Description, "Text buttons are unallowed") {
+				n++
+			}
+		}
+		return n
+	}
+	require.Equal(t, 1, refused(), "the server refused the copy buttons once")
+
+	eve.PressAndWait(t, assigned, "🚗 On my way")
+	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 3 })
+	require.Contains(t, assigned.Text, "🚗 You are on your way.")
+	require.Equal(t, []string{"📍 Arrived", "✅ Done", "🙅 Can't do it"}, assigned.ReplyMarkup.Labels())
+	require.Equal(t, 1, refused(), "believed: not asked again")
+
+	status := ask(t, env, boss, boss.ID(), "/status")
+	require.Contains(t, status.Text, "⚠️ This Bot API server lacks copy buttons (Bot API 7.11): messages go without them; "+
+		"their text still holds what the buttons would copy.")
+	require.NotContains(t, status.Text, "message drafts")
+}
+
 // Retention: once an order is closed (here autoclosed a second after Done)
 // and RETAIN_ORDER_CONTACTS has passed, no table holds the customer's
 // address, name or phone: the order's are cleared by the prune job, and the
@@ -504,7 +550,7 @@ func TestDispatchCustomerDataGoesWithRetention(t *testing.T) {
 	dan.PressAndWait(t, offer, "✅ Accept")
 	assigned, _ := env.TG.MessageByID(dan.ID(), offer.MessageID)
 	dan.PressAndWait(t, assigned, "🚗 On my way")
-	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 3 })
+	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 5 })
 	require.Contains(t, assigned.Text, markAddress, "the step's edit, an outbox row, carried the address")
 	require.Positive(t, scalar[int](t, pool, `SELECT count(*) FROM outbox WHERE kind = 'assigned' AND strpos(body::text, $1) > 0`, markName))
 	dan.PressAndWait(t, assigned, "✅ Done")

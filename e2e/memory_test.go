@@ -188,7 +188,7 @@ func streamingChat(t *testing.T, id int64, name, lang string, draftsRefused bool
 	env.LLM.On(llmtest.SystemContains("patient, practical mentor")).Named("responder").
 		Reply(streamedAnswer).ChunkDelay(100 * time.Millisecond)
 	scriptMemory(env)
-	env.TG.SetDraftsUnsupported(draftsRefused)
+	env.TG.SetUnsupported(draftsRefused, tgfake.FeatureDrafts)
 	env.Start(nil)
 	return env, env.TG.User(id, name, lang)
 }

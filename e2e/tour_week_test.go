@@ -634,7 +634,7 @@ func checkWeekText(t *testing.T, lang string, r weekReadable) {
 	}
 	for _, b := range r.buttons {
 		assert.NotEmpty(t, strings.TrimSpace(b.Text), "%s: a button without a label", r.where)
-		assert.True(t, b.CallbackData != "" || strings.HasPrefix(b.URL, "https://") || strings.HasPrefix(b.URL, "tg://"),
+		assert.True(t, b.CallbackData != "" || b.Copies() != "" || strings.HasPrefix(b.URL, "https://") || strings.HasPrefix(b.URL, "tg://"),
 			"%s: the button %q leads nowhere (%q)", r.where, b.Text, b.URL)
 	}
 }
@@ -717,9 +717,12 @@ func weekButtons(kb *tgfake.InlineKeyboardMarkup) string {
 	for _, row := range kbRows(kb) {
 		var cells []string
 		for _, b := range row {
-			if b.URL != "" {
+			switch {
+			case b.URL != "":
 				cells = append(cells, "["+b.Text+" → "+b.URL+"]")
-			} else {
+			case b.Copies() != "":
+				cells = append(cells, "["+b.Text+" ⎘ "+b.Copies()+"]")
+			default:
 				cells = append(cells, "["+b.Text+"]")
 			}
 		}

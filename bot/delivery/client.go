@@ -287,14 +287,17 @@ func markup(rows [][]domain.Button) map[string]any {
 	if len(rows) == 0 {
 		return nil
 	}
-	out := make([][]map[string]string, 0, len(rows))
+	out := make([][]map[string]any, 0, len(rows))
 	for _, r := range rows {
-		row := make([]map[string]string, 0, len(r))
+		row := make([]map[string]any, 0, len(r))
 		for _, b := range r {
-			btn := map[string]string{"text": b.Text}
-			if b.URL != "" {
+			btn := map[string]any{"text": b.Text}
+			switch {
+			case b.URL != "":
 				btn["url"] = b.URL
-			} else {
+			case b.Copy != "":
+				btn["copy_text"] = map[string]string{"text": b.Copy}
+			default:
 				btn["callback_data"] = b.Data
 			}
 			row = append(row, btn)

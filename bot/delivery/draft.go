@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 )
 
 // ErrDraftsRefused: the Bot API server takes no message drafts, at all (a
@@ -18,11 +17,6 @@ var ErrDraftsRefused = errors.New("telegram refuses message drafts")
 // draft is never worth waiting for: the next one carries the text further.
 var ErrPaced = errors.New("no room for a draft now")
 
-// draftsRefusedFor is how long a server's 404 to sendMessageDraft is
-// believed: long enough not to ask on every answer, short enough that an
-// upgraded local Bot API server is used again within the hour.
-const draftsRefusedFor = time.Hour
-
 // Draft shows text (HTML within one message) as draft draftID in a private
 // chat: sendMessageDraft, which streams a message being written and which
 // the chat's next message replaces. It goes through the same limiter as
@@ -30,7 +24,7 @@ const draftsRefusedFor = time.Hour
 // 429 pauses the chat as for any message. A draft is cosmetic, so it is
 // never retried and never marks a chat unreachable.
 func (s *Sender) Draft(ctx context.Context, chatID, draftID int64, text string) error {
-	if until := s.noDraftsUntil.Load(); until != 0 && time.Now().UnixNano() < until {
+	if s.features.lacks(FeatureDrafts) {
 		return ErrDraftsRefused
 	}
 	wait, err := s.limiter.Take(ctx, chatID, 0)
@@ -51,9 +45,7 @@ func (s *Sender) Draft(ctx context.Context, chatID, draftID int64, text string) 
 	case !errors.As(err, &ae):
 		return fmt.Errorf("draft in chat %d: %w", chatID, err)
 	case ae.Code == http.StatusNotFound:
-		s.noDraftsUntil.Store(time.Now().Add(draftsRefusedFor).UnixNano())
-		s.log.Warn("the Bot API server does not know sendMessageDraft (Bot API 9.5); answers stream into an edited message",
-			"retry_in", draftsRefusedFor, "err", err)
+		s.features.refused(FeatureDrafts, err)
 		return fmt.Errorf("%w: %w", ErrDraftsRefused, err)
 	case ae.Code == http.StatusTooManyRequests:
 		s.flood(ctx, chatID, err)

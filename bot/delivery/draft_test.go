@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/bot/delivery"
+	"switchboard/e2e/tgfake"
 )
 
 func TestDraftShowsWithinTheChatsPaceAndNeverWaits(t *testing.T) {
@@ -40,9 +41,9 @@ func TestDraftRefusedByAnOlderServerIsRememberedAndAGroupRefusedAlone(t *testing
 	require.ErrorIs(t, s.Draft(b.ctx, group.ID, 1, "x"), delivery.ErrDraftsRefused, "drafts are for private chats")
 	require.NoError(t, s.Draft(b.ctx, 802, 1, "x"), "a refusal for one chat is that chat's")
 
-	b.srv.SetDraftsUnsupported(true)
+	b.srv.SetUnsupported(true, tgfake.FeatureDrafts)
 	require.ErrorIs(t, s.Draft(b.ctx, 802, 2, "x"), delivery.ErrDraftsRefused)
-	b.srv.SetDraftsUnsupported(false)
+	b.srv.SetUnsupported(false, tgfake.FeatureDrafts)
 	calls := len(b.srv.Calls())
 	require.ErrorIs(t, s.Draft(b.ctx, 802, 3, "x"), delivery.ErrDraftsRefused, "a server without the method is believed for a while")
 	assert.Len(t, b.srv.Calls(), calls, "without asking it again")

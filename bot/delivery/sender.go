@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -111,9 +111,8 @@ type Sender struct {
 	hooks   map[string]DropHook
 	docs    map[string]DocumentHook
 	wake    chan struct{}
-	// noDraftsUntil (unix ns) is when a server that answered 404 to
-	// sendMessageDraft is asked again (draft.go).
-	noDraftsUntil atomic.Int64
+	// features is what the server was seen to refuse (features.go).
+	features *features
 }
 
 // NewSender builds a sender; Run starts it.
@@ -125,9 +124,11 @@ func NewSender(cfg Config, store Store, client *Client, limiter Limiter, log *sl
 	if err != nil {
 		return nil, err
 	}
+	log = log.With("component", "delivery")
 	return &Sender{
 		cfg: cfg.withDefaults(), store: store, client: client, limiter: limiter,
-		log: log.With("component", "delivery"), m: m, hooks: map[string]DropHook{}, docs: map[string]DocumentHook{}, wake: make(chan struct{}, 1),
+		log: log, m: m, hooks: map[string]DropHook{}, docs: map[string]DocumentHook{}, wake: make(chan struct{}, 1),
+		features: newFeatures(log),
 	}, nil
 }
 
@@ -352,9 +353,66 @@ func (s *Sender) flood(ctx context.Context, chatID int64, err error) time.Durati
 }
 
 // call makes the row's Bot API call (doc: a document row's file); the
-// message id of a send.
+// message id of a send. Copy buttons go where the server takes them: a
+// server that refuses the markup (one older than Bot API 7.11 sees a
+// button with nothing but text) gets the message again without them at
+// once, and is believed for a while (features.go). Only when that second
+// call goes through was it the copy buttons it refused.
 func (s *Sender) call(ctx context.Context, r domain.Queued, doc Document) (int, error) {
 	b := body{Text: r.Text, Buttons: r.Buttons, ReplyTo: r.ReplyTo, Photo: r.Photo}
+	if !hasCopy(b.Buttons) {
+		return s.callBody(ctx, r, b, doc)
+	}
+	if s.features.lacks(FeatureCopyButtons) {
+		b.Buttons = withoutCopy(b.Buttons)
+		return s.callBody(ctx, r, b, doc)
+	}
+	id, err := s.callBody(ctx, r, b, doc)
+	var ae *APIError
+	if err == nil || !errors.As(err, &ae) || ae.Code != http.StatusBadRequest ||
+		!strings.Contains(strings.ToLower(ae.Description), "inline keyboard button") {
+		return id, err
+	}
+	b.Buttons = withoutCopy(b.Buttons)
+	id, err2 := s.callBody(ctx, r, b, doc)
+	if err2 == nil {
+		s.features.refused(FeatureCopyButtons, err)
+	}
+	return id, err2
+}
+
+// hasCopy reports whether any button is a copy button.
+func hasCopy(rows [][]domain.Button) bool {
+	for _, row := range rows {
+		for _, b := range row {
+			if b.Copy != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// withoutCopy is rows with the copy buttons left out (and rows left empty
+// by that).
+func withoutCopy(rows [][]domain.Button) [][]domain.Button {
+	var out [][]domain.Button
+	for _, row := range rows {
+		var kept []domain.Button
+		for _, b := range row {
+			if b.Copy == "" {
+				kept = append(kept, b)
+			}
+		}
+		if len(kept) > 0 {
+			out = append(out, kept)
+		}
+	}
+	return out
+}
+
+// callBody makes the row's Bot API call with body b.
+func (s *Sender) callBody(ctx context.Context, r domain.Queued, b body, doc Document) (int, error) {
 	if r.Document != "" && !r.Edit {
 		res, err := s.client.Upload(ctx, "sendDocument", captionParams(r.ChatID, b), "document", doc)
 		if err != nil {

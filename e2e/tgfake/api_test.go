@@ -170,6 +170,24 @@ func TestSendMessageLimits(t *testing.T) {
 		m = decodeResult[Message](t, send(t, map[string]any{"text": "a", "reply_markup": link}))
 		require.Equal(t, "https://example.com/", m.ReplyMarkup.InlineKeyboard[0][0].URL, "normalised like Telegram")
 	})
+	t.Run("copy buttons", func(t *testing.T) {
+		copyOf := func(text string) string {
+			return keyboardJSON(t, []map[string]any{{"text": "Copy", "copy_text": map[string]any{"text": text}}})
+		}
+		m := decodeResult[Message](t, send(t, map[string]any{"text": "a", "reply_markup": copyOf("Lviv, Shevchenka 1")}))
+		require.Equal(t, "Lviv, Shevchenka 1", m.ReplyMarkup.InlineKeyboard[0][0].Copies())
+		// 256 UTF-16 code units at most: 128 emoji are 256 of them.
+		decodeResult[Message](t, send(t, map[string]any{"text": "a", "reply_markup": copyOf(strings.Repeat("😀", 128))}))
+		for _, bad := range []string{"", strings.Repeat("😀", 128) + "x"} {
+			requireError(t, send(t, map[string]any{"text": "a", "reply_markup": copyOf(bad)}), 400, "Bad Request: BUTTON_COPY_TEXT_INVALID")
+		}
+		// A server older than Bot API 7.11 does not know the field: the
+		// button has only its text.
+		srv.SetUnsupported(true, FeatureCopyText)
+		defer srv.SetUnsupported(false, FeatureCopyText)
+		requireError(t, send(t, map[string]any{"text": "a", "reply_markup": copyOf("Lviv")}), 400,
+			"Bad Request: can't parse inline keyboard button: Text buttons are unallowed in the inline keyboard")
+	})
 	t.Run("unknown chat", func(t *testing.T) {
 		requireError(t, callJSON(t, srv, "sendMessage", map[string]any{"chat_id": "424242", "text": "x"}), 400, "Bad Request: chat not found")
 		requireError(t, callJSON(t, srv, "sendMessage", map[string]any{"text": "x"}), 400, "Bad Request: chat_id is empty")

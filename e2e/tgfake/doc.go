@@ -63,8 +63,10 @@
 // sendMessageDraft (drafts.go) shows a message being written in a private
 // chat, as Bot API 9.5 opened it to every bot: Drafts lists every update,
 // ShownDraft what the user sees now (a draft lives DraftLife after its last
-// update, or until the bot's next message). SetDraftsUnsupported answers it
-// as an older server does, 404 Not Found.
+// update, or until the bot's next message). SetUnsupported plays a server
+// older than a feature (features.go): FeatureDrafts answers
+// sendMessageDraft 404 Not Found, FeatureCopyText ignores a button's
+// copy_text, as a server that does not know the field does.
 //
 // Every bot API call is logged (Calls, CallLog); the log is printed when the
 // test fails. FailNext injects single 429 flood-control errors, FailNextWith

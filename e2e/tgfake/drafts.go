@@ -27,15 +27,6 @@ type draftState struct {
 	ended bool
 }
 
-// SetDraftsUnsupported makes the server answer sendMessageDraft as a Bot
-// API server older than 9.5 (a local telegram-bot-api build) does: an
-// unknown method, 404 Not Found. false restores the method.
-func (s *Server) SetDraftsUnsupported(unsupported bool) {
-	s.mu.Lock()
-	s.noDrafts = unsupported
-	s.mu.Unlock()
-}
-
 // sendMessageDraft shows a message being written in a private chat
 // (Bot API 9.5, open to every bot): chat_id must be a private chat with a
 // user who started the bot, draft_id non-zero, text 1-4096 characters after
@@ -43,10 +34,7 @@ func (s *Server) SetDraftsUnsupported(unsupported bool) {
 // DraftLife after its last update, or until the bot's next message in the
 // chat. Drafts count against the flood limits like messages.
 func sendMessageDraft(s *Server, r *request) (any, *APIError) {
-	s.mu.Lock()
-	unsupported := s.noDrafts
-	s.mu.Unlock()
-	if unsupported {
+	if s.lacks(FeatureDrafts) {
 		return nil, errDesc(404, DescNotFound)
 	}
 	if r.int64Arg("draft_id") == 0 {

@@ -40,7 +40,7 @@ func TestSendMessageDraftRules(t *testing.T) {
 	assert.False(t, shown, "the bot's message takes the draft's place")
 	assert.Len(t, srv.Drafts(alice.ID()), 2)
 
-	srv.SetDraftsUnsupported(true)
+	srv.SetUnsupported(true, FeatureDrafts)
 	requireError(t, callJSON(t, srv, "sendMessageDraft", draft(alice.ID(), 8, "hi")), 404, "Not Found")
 }
 

@@ -27,6 +27,9 @@ type replyMarkup struct {
 	reply  *ReplyKeyboard
 }
 
+// MaxCopyText is the most a copy_text button copies: 1-256 characters.
+const MaxCopyText = 256
+
 // Telegram silently truncates keyboards beyond these sizes.
 const (
 	maxButtonsPerRow = 12
@@ -37,7 +40,11 @@ const (
 // plus Telegram's servers. On top of that it enforces the documented rule
 // that an inline button uses exactly one of its optional fields, which
 // Telegram itself does not check (it silently picks one).
-func parseReplyMarkup(raw string) (replyMarkup, *APIError) {
+//
+// copyText says whether the server knows copy_text buttons (Bot API 7.11);
+// one that does not ignores the field, as it ignores every field it does
+// not know.
+func parseReplyMarkup(raw string, copyText bool) (replyMarkup, *APIError) {
 	if raw == "" {
 		return replyMarkup{}, nil
 	}
@@ -64,7 +71,8 @@ func parseReplyMarkup(raw string) (replyMarkup, *APIError) {
 	var inline [][]InlineKeyboardButton
 	if ik, present := obj["inline_keyboard"]; present {
 		inline, apiErr = keyboardRows(ik, "inline_keyboard", "Field \"inline_keyboard\" of the InlineKeyboardMarkup must be an Array of Arrays",
-			parseInlineButton, func(b InlineKeyboardButton) string { return b.Text })
+			func(v any) (InlineKeyboardButton, *APIError) { return parseInlineButton(v, copyText) },
+			func(b InlineKeyboardButton) string { return b.Text })
 		if apiErr != nil {
 			return replyMarkup{}, apiErr
 		}
@@ -147,7 +155,7 @@ func keyboardRows[B any](v any, field, notArrays string, parse func(any) (B, *AP
 	return rows, nil
 }
 
-func parseInlineButton(v any) (InlineKeyboardButton, *APIError) {
+func parseInlineButton(v any, copyText bool) (InlineKeyboardButton, *APIError) {
 	fail := func(format string, args ...any) (InlineKeyboardButton, *APIError) {
 		return InlineKeyboardButton{}, badRequest("Can't parse inline keyboard button: "+format, args...)
 	}
@@ -203,7 +211,7 @@ func parseInlineButton(v any) (InlineKeyboardButton, *APIError) {
 	}
 	for _, name := range []string{"callback_game", "pay", "switch_inline_query_chosen_chat", "login_url", "web_app", "copy_text"} {
 		raw, present := obj[name]
-		if !present {
+		if !present || (name == "copy_text" && !copyText) {
 			continue
 		}
 		kinds = append(kinds, name)
@@ -230,6 +238,9 @@ func parseInlineButton(v any) (InlineKeyboardButton, *APIError) {
 			val, err := jsonObject(sub).reqString(field)
 			if err != nil {
 				return fail("%s", err.Error())
+			}
+			if name == "copy_text" && (val == "" || utf16Len(val) > MaxCopyText) {
+				return InlineKeyboardButton{}, badRequest("BUTTON_COPY_TEXT_INVALID")
 			}
 			if name == "web_app" {
 				if _, err := normalizeURL(val); err != nil || !strings.HasPrefix(strings.ToLower(val), "https://") {

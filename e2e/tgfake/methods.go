@@ -224,7 +224,7 @@ func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	markup, apiErr := parseReplyMarkup(r.str("reply_markup"))
+	markup, apiErr := parseReplyMarkup(r.str("reply_markup"), !s.lacks(FeatureCopyText))
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -352,8 +352,8 @@ func (s *Server) applyEditLocked(m *msgState, change func(*Message)) Message {
 // editMarkup parses reply_markup for an edit. Omitting it removes the inline
 // keyboard, as on Telegram, so a bot that edits text without re-sending the
 // keyboard loses its buttons here too.
-func editMarkup(r *request) (replyMarkup, *APIError) {
-	return parseReplyMarkup(r.str("reply_markup"))
+func (s *Server) editMarkup(r *request) (replyMarkup, *APIError) {
+	return parseReplyMarkup(r.str("reply_markup"), !s.lacks(FeatureCopyText))
 }
 
 func editMessageText(s *Server, r *request) (any, *APIError) {
@@ -371,7 +371,7 @@ func editMessageCaption(s *Server, r *request) (any, *APIError) {
 }
 
 func editMessageReplyMarkup(s *Server, r *request) (any, *APIError) {
-	markup, apiErr := editMarkup(r)
+	markup, apiErr := s.editMarkup(r)
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -423,7 +423,7 @@ func editFormatted(s *Server, r *request, f formattedField) (any, *APIError) {
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	markup, apiErr := editMarkup(r)
+	markup, apiErr := s.editMarkup(r)
 	if apiErr != nil {
 		return nil, apiErr
 	}

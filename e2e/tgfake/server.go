@@ -67,7 +67,7 @@ type Server struct {
 	limiter   *limiter
 	failUntil time.Time // FailFor: message-producing calls fail until then
 	failCode  int
-	noDrafts  bool // SetDraftsUnsupported
+	lacking   map[Feature]bool // SetUnsupported
 }
 
 // Option configures a Server.

@@ -117,6 +117,15 @@ type InlineKeyboardButton struct {
 	Pay                          bool            `json:"pay,omitempty"`
 }
 
+// Copies is the text a copy_text button copies, "" for another button.
+func (b InlineKeyboardButton) Copies() string {
+	var c struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(b.CopyText, &c)
+	return c.Text
+}
+
 // PhotoSize is the Bot API PhotoSize object.
 type PhotoSize struct {
 	FileID       string `json:"file_id"`

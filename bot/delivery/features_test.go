@@ -1,0 +1,62 @@
+package delivery_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/bot/delivery"
+	"switchboard/domain"
+	"switchboard/e2e/tgfake"
+)
+
+// A copy button goes out as copy_text; a server that does not know the
+// field (older than Bot API 7.11) refuses the keyboard, and the message
+// goes again at once without its copy buttons, the rest kept. The refusal
+// is believed for a while (no second refused call) and named by Lacking;
+// a server that knows copy buttons is never marked as lacking them by a
+// refusal of something else.
+func TestCopyButtonsFallBackOnAServerWithoutThem(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(1, "Ann")
+	s := b.sender(t, nil, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
+	card := func(text string) domain.Message {
+		return domain.Message{ChatID: 1, Kind: domain.KindReply, Text: text, Buttons: [][]domain.Button{
+			{{Text: "Copy address", Copy: "Lviv, Shevchenka 1"}, {Text: "Copy phone", Copy: "+380 67 000 00 00"}},
+			{{Text: "Done", Data: "ad:1"}},
+		}}
+	}
+
+	id, err := s.SendNow(b.ctx, card("first"))
+	require.NoError(t, err)
+	msg, _ := b.srv.MessageByID(1, id)
+	buttons := msg.ReplyMarkup.Buttons()
+	require.Len(t, buttons, 3)
+	assert.Equal(t, "Lviv, Shevchenka 1", buttons[0].Copies())
+	assert.Equal(t, "+380 67 000 00 00", buttons[1].Copies())
+	assert.Empty(t, s.Lacking())
+
+	// Too long a copy text is the bot's bug, not a missing feature.
+	long := card("too long")
+	long.Buttons[0][0].Copy = strings.Repeat("x", tgfake.MaxCopyText+1)
+	_, err = s.SendNow(b.ctx, long)
+	require.ErrorContains(t, err, "BUTTON_COPY_TEXT_INVALID")
+	assert.Empty(t, s.Lacking(), "a refusal of one copy text is no sign of a server without them")
+
+	b.srv.SetUnsupported(true, tgfake.FeatureCopyText)
+	calls := len(b.srv.CallsTo("sendMessage"))
+	id, err = s.SendNow(b.ctx, card("second"))
+	require.NoError(t, err)
+	msg, _ = b.srv.MessageByID(1, id)
+	assert.Equal(t, "second", msg.Text)
+	assert.Equal(t, []string{"Done"}, msg.ReplyMarkup.Labels(), "the copy buttons' row goes, the rest stays")
+	assert.Len(t, b.srv.CallsTo("sendMessage"), calls+2, "refused once, then sent without them")
+	assert.Equal(t, []delivery.Feature{delivery.FeatureCopyButtons}, s.Lacking())
+
+	_, err = s.SendNow(b.ctx, card("third"))
+	require.NoError(t, err)
+	assert.Len(t, b.srv.CallsTo("sendMessage"), calls+3, "believed: no refused call before the third")
+}

@@ -1,0 +1,39 @@
+package tgfake
+
+// Feature is a part of the Bot API that a server older than its version
+// lacks: a local telegram-bot-api build lags the cloud's by months. A
+// server set to lack one answers as such a server does (SetUnsupported).
+type Feature string
+
+const (
+	// FeatureDrafts is sendMessageDraft (Bot API 9.5 for every bot): an
+	// older server answers the unknown method 404 Not Found.
+	FeatureDrafts Feature = "sendMessageDraft"
+	// FeatureCopyText is the inline button's copy_text (Bot API 7.11): an
+	// older server does not know the field, so the button has only its
+	// text, which an inline keyboard refuses.
+	FeatureCopyText Feature = "copy_text"
+)
+
+// Features lists every Feature, for playing a server that lacks them all.
+var Features = []Feature{FeatureDrafts, FeatureCopyText}
+
+// SetUnsupported makes the server answer as one that lacks the features
+// (true) or knows them again (false).
+func (s *Server) SetUnsupported(unsupported bool, fs ...Feature) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lacking == nil {
+		s.lacking = map[Feature]bool{}
+	}
+	for _, f := range fs {
+		s.lacking[f] = unsupported
+	}
+}
+
+// lacks reports whether the server plays one without f.
+func (s *Server) lacks(f Feature) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lacking[f]
+}
