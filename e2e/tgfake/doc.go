@@ -66,7 +66,10 @@
 // update, or until the bot's next message). SetUnsupported plays a server
 // older than a feature (features.go): FeatureDrafts answers
 // sendMessageDraft 404 Not Found, FeatureCopyText ignores a button's
-// copy_text, as a server that does not know the field does.
+// copy_text, as a server that does not know the field does, and
+// FeatureDateTime refuses <tg-time> as an unknown tag. A server that knows
+// them all parses <tg-time unix="…" format="…"> into a date_time entity
+// (MessageEntity.UnixTime, DateTimeFormat).
 //
 // Every bot API call is logged (Calls, CallLog); the log is printed when the
 // test fails. FailNext injects single 429 flood-control errors, FailNextWith

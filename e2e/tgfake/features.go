@@ -13,10 +13,13 @@ const (
 	// older server does not know the field, so the button has only its
 	// text, which an inline keyboard refuses.
 	FeatureCopyText Feature = "copy_text"
+	// FeatureDateTime is the date_time entity, <tg-time> in HTML (Bot API
+	// 9.5): an older server refuses the unknown tag.
+	FeatureDateTime Feature = "date_time"
 )
 
 // Features lists every Feature, for playing a server that lacks them all.
-var Features = []Feature{FeatureDrafts, FeatureCopyText}
+var Features = []Feature{FeatureDrafts, FeatureCopyText, FeatureDateTime}
 
 // SetUnsupported makes the server answer as one that lacks the features
 // (true) or knows them again (false).

@@ -2,6 +2,7 @@ package tgfake
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -20,6 +21,11 @@ var htmlTags = map[string]bool{
 	"u": true, "ins": true, "tg-spoiler": true, "tg-emoji": true, "tg-time": true, "span": true,
 	"pre": true, "code": true, "blockquote": true,
 }
+
+// dateTimeFormat is what a date_time entity's format may be: "r" (relative),
+// or an optional weekday, date (short d, long D) and time (short t, long
+// T), in that order; "" shows the text as it is.
+var dateTimeFormat = regexp.MustCompile(`^(r|w?[dD]?[tT]?)$`)
 
 // htmlSpace matches TDLib's is_space, which includes NUL: the parser reads
 // past the end of the text as NUL, so the end of input behaves like a space.
@@ -102,14 +108,19 @@ func decodeHTMLEntity(text string, pos int, strict bool) (r rune, next int, ok b
 type htmlOpen struct {
 	tag     string
 	arg     string
-	offset  int // UTF-16 offset in the result where the entity starts
-	bytePos int // byte offset in the result, for <a> without href
+	format  string // <tg-time>'s format
+	offset  int    // UTF-16 offset in the result where the entity starts
+	bytePos int    // byte offset in the result, for <a> without href
 }
 
 // parseHTML parses text in the HTML parse mode and returns the plain text
 // and its entities. Errors carry Telegram's description without the
 // "Bad Request: can't parse entities: " prefix.
-func parseHTML(text string) (string, []MessageEntity, error) {
+func parseHTML(text string) (string, []MessageEntity, error) { return parseHTMLFor(text, true) }
+
+// parseHTMLFor is parseHTML on a server that knows <tg-time> (Bot API 9.5)
+// or, dateTime false, one older that refuses it as an unknown tag.
+func parseHTMLFor(text string, dateTime bool) (string, []MessageEntity, error) {
 	at := func(i int) byte { return byteAt(text, i) }
 	var (
 		out   []byte
@@ -145,7 +156,7 @@ func parseHTML(text string) (string, []MessageEntity, error) {
 				return "", nil, fmt.Errorf("Unclosed start tag at byte offset %d", begin)
 			}
 			tag := strings.ToLower(text[begin+1 : i])
-			if !htmlTags[tag] {
+			if !htmlTags[tag] || (tag == "tg-time" && !dateTime) {
 				return "", nil, fmt.Errorf("Unsupported start tag \"%s\" at byte offset %d", tag, begin)
 			}
 			open := htmlOpen{tag: tag, offset: u16, bytePos: len(out)}
@@ -226,6 +237,10 @@ func parseHTML(text string) (string, []MessageEntity, error) {
 					open.arg = value[len("tg-"):]
 				case tag == "tg-emoji" && attr == "emoji-id":
 					open.arg = value
+				case tag == "tg-time" && attr == "unix":
+					open.arg = value
+				case tag == "tg-time" && attr == "format":
+					open.format = value
 				case tag == "blockquote" && attr == "expandable":
 					open.arg = "1"
 				}
@@ -307,8 +322,17 @@ func htmlEntity(open htmlOpen, length int, out []byte, ents []MessageEntity) (Me
 	case "tg-spoiler", "span":
 		e.Type = "spoiler"
 	case "tg-time":
-		// Date entities are newer than this fake; the text is kept.
-		return e, false, nil
+		// A time the client shows in its reader's locale and zone (Bot API
+		// 9.5), the text what an older client shows. Telegram's wording
+		// for a bad unix or format is not known: the fake's says so.
+		unix, err := strconv.ParseInt(open.arg, 10, 64)
+		if err != nil || unix <= 0 {
+			return e, false, fmt.Errorf("Invalid Unix time %q in the tag \"tg-time\" (tgfake)", open.arg)
+		}
+		if !dateTimeFormat.MatchString(open.format) {
+			return e, false, fmt.Errorf("Invalid date and time format %q in the tag \"tg-time\" (tgfake)", open.format)
+		}
+		e.Type, e.UnixTime, e.DateTimeFormat = "date_time", unix, open.format
 	case "tg-emoji":
 		id, err := strconv.ParseInt(open.arg, 10, 64)
 		if err != nil || id == 0 {

@@ -47,6 +47,10 @@ func TestParseHTML(t *testing.T) {
 	emoji.CustomEmojiID = "5368324170671202286"
 	mention := ent("text_mention", 0, 3)
 	mention.User = &User{ID: 42}
+	when := func(e MessageEntity, unix int64, format string) MessageEntity {
+		e.UnixTime, e.DateTimeFormat = unix, format
+		return e
+	}
 
 	runParseCases(t, parseHTML, []parseCase{
 		{name: "plain", in: "hello", text: "hello"},
@@ -72,6 +76,12 @@ func TestParseHTML(t *testing.T) {
 		{name: "blockquotes", in: "<blockquote>q</blockquote><blockquote expandable>e</blockquote>", text: "qe",
 			ents: []MessageEntity{ent("blockquote", 0, 1), ent("expandable_blockquote", 1, 1)}},
 		{name: "custom emoji", in: `<tg-emoji emoji-id="5368324170671202286">👍</tg-emoji>`, text: "👍", ents: []MessageEntity{emoji}},
+		{name: "date and time", in: `Due <tg-time unix="1795975880" format="wDT">29 Nov, 17:31</tg-time>.`, text: "Due 29 Nov, 17:31.",
+			ents: []MessageEntity{when(ent("date_time", 4, 13), 1795975880, "wDT")}},
+		{name: "date and time shown as written", in: `<tg-time unix="1795975880">today</tg-time>`, text: "today",
+			ents: []MessageEntity{when(ent("date_time", 0, 5), 1795975880, "")}},
+		{name: "relative time", in: `<tg-time unix="1795975880" format="r">soon</tg-time>`, text: "soon",
+			ents: []MessageEntity{when(ent("date_time", 0, 4), 1795975880, "r")}},
 		{name: "entities", in: "&lt;&gt;&amp;&quot;&#60;&#x3E;&#1071;", text: `<>&"<>Я`},
 		{name: "bare greater-than is fine", in: "a > b", text: "a > b"},
 		{name: "offsets in UTF-16", in: "😀я<b>x</b>", text: "😀яx", ents: []MessageEntity{ent("bold", 3, 1)}},
@@ -86,6 +96,11 @@ func TestParseHTML(t *testing.T) {
 		{name: "unclosed end tag", in: "<b>x</b", err: "Unclosed end tag at byte offset 4"},
 		{name: "span without class", in: "<span>x</span>", err: `Tag "span" must have class "tg-spoiler" at byte offset 0`},
 		{name: "bad emoji id", in: `<tg-emoji emoji-id="abc">x</tg-emoji>`, err: "Invalid custom emoji identifier specified"},
+		{name: "time without unix", in: `<tg-time format="t">x</tg-time>`, err: `Invalid Unix time "" in the tag "tg-time" (tgfake)`},
+		{name: "time with a bad format", in: `<tg-time unix="1" format="rT">x</tg-time>`,
+			err: `Invalid date and time format "rT" in the tag "tg-time" (tgfake)`},
+		{name: "time format out of order", in: `<tg-time unix="1" format="Tw">x</tg-time>`,
+			err: `Invalid date and time format "Tw" in the tag "tg-time" (tgfake)`},
 		{name: "bad name token", in: `<a href=x"y">z</a>`, err: "Unexpected end of name token at byte offset 8"},
 		{name: "unescaped ampersand", in: "AT&T", err: `Character '&' at byte offset 2 must be escaped as "&amp;"`},
 		{name: "entity without semicolon", in: "&lt", err: `Character '&' at byte offset 0 must be escaped as "&amp;"`},
@@ -127,6 +142,21 @@ func TestParseMarkdown(t *testing.T) {
 		{name: "dots are fine", in: "Done.", text: "Done."},
 		{name: "unclosed", in: "*unclosed", err: "Can't find end of the entity starting at byte offset 0"},
 	})
+}
+
+// A server older than Bot API 9.5 does not know <tg-time>: it refuses the
+// tag as any unknown one.
+func TestDateTimeOnAnOlderServer(t *testing.T) {
+	srv := New(t)
+	text := `Due <tg-time unix="1795975880" format="dt">29 Nov, 17:31</tg-time>`
+	f, err := srv.formatText(text, "HTML", "", false)
+	require.Nil(t, err)
+	require.Equal(t, "date_time", f.Entities[0].Type)
+
+	srv.SetUnsupported(true, FeatureDateTime)
+	_, err = srv.formatText(text, "HTML", "", false)
+	require.NotNil(t, err)
+	require.Equal(t, `Bad Request: can't parse entities: Unsupported start tag "tg-time" at byte offset 4`, err.Description)
 }
 
 func TestFormatTextTrimming(t *testing.T) {

@@ -95,7 +95,7 @@ func (s *Server) formatText(text, parseMode, entitiesJSON string, allowEmpty boo
 			return formattedText{}, badRequest("Can't parse MessageEntity: %s", err.Error())
 		}
 	case mode == "html":
-		out.Text, out.Entities, err = parseHTML(text)
+		out.Text, out.Entities, err = parseHTMLFor(text, !s.lacks(FeatureDateTime))
 	case mode == "markdown":
 		out.Text, out.Entities, err = parseMarkdown(text)
 	case mode == "markdownv2":

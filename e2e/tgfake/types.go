@@ -63,6 +63,9 @@ type MessageEntity struct {
 	User          *User  `json:"user,omitempty"`
 	Language      string `json:"language,omitempty"`
 	CustomEmojiID string `json:"custom_emoji_id,omitempty"`
+	// UnixTime and DateTimeFormat are a date_time entity's (Bot API 9.5).
+	UnixTime       int64  `json:"unix_time,omitempty"`
+	DateTimeFormat string `json:"date_time_format,omitempty"`
 }
 
 // InlineKeyboardMarkup is the Bot API InlineKeyboardMarkup object.
