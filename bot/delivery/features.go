@@ -45,12 +45,11 @@ const featureRefusedFor = time.Hour
 type features struct {
 	mu    sync.Mutex
 	until map[string]time.Time
-	now   func() time.Time
 	log   *slog.Logger
 }
 
 func newFeatures(log *slog.Logger) *features {
-	return &features{until: map[string]time.Time{}, now: time.Now, log: log}
+	return &features{until: map[string]time.Time{}, log: log}
 }
 
 // lacks reports whether the server refused f within featureRefusedFor.
@@ -58,14 +57,14 @@ func (fs *features) lacks(f Feature) bool {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	until, ok := fs.until[f.Name]
-	return ok && fs.now().Before(until)
+	return ok && time.Now().Before(until)
 }
 
 // refused records that the server refused f; the first refusal of a
 // period is logged, with what the bot does instead.
 func (fs *features) refused(f Feature, err error) {
 	fs.mu.Lock()
-	now := fs.now()
+	now := time.Now()
 	first := !now.Before(fs.until[f.Name])
 	fs.until[f.Name] = now.Add(featureRefusedFor)
 	fs.mu.Unlock()
@@ -79,9 +78,10 @@ func (fs *features) refused(f Feature, err error) {
 func (fs *features) lacking() []Feature {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	now := time.Now()
 	var out []Feature
 	for _, f := range allFeatures {
-		if until, ok := fs.until[f.Name]; ok && fs.now().Before(until) {
+		if until, ok := fs.until[f.Name]; ok && now.Before(until) {
 			out = append(out, f)
 		}
 	}
