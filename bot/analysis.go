@@ -274,7 +274,7 @@ func (u *analysisUI) chats(r *Request) error {
 		if title == "" {
 			title = "—"
 		}
-		last := r.T("chats.never")
+		last := locales.HTML(r.T("chats.never"))
 		if !c.LastAt.IsZero() {
 			last = u.b.adminTime(r.Lang, c.LastAt)
 		}

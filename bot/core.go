@@ -310,6 +310,7 @@ func (b *Bot) statusHealth(r *Request, sb *strings.Builder) {
 var lacksKeys = map[string]string{
 	delivery.FeatureDrafts.ID:      "status.lacks_drafts",
 	delivery.FeatureCopyButtons.ID: "status.lacks_copy_buttons",
+	delivery.FeatureDateTime.ID:    "status.lacks_date_time",
 }
 
 // statusServer writes a line for each Bot API feature this replica's

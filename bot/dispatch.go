@@ -166,13 +166,13 @@ func (b *Bot) renderMaster(lang string, m dispatch.Master, st dispatch.MasterSta
 	})}
 	if !m.BlockedAt.IsZero() {
 		lines = append(lines, cat.T(lang, "master.blocked", locales.Data{
-			"Since": locales.Time(lang, m.BlockedAt, zone), "Overdue": b.money(lang, st.Overdue),
+			"Since": locales.TimeTag(lang, m.BlockedAt, zone), "Overdue": b.money(lang, st.Overdue),
 		}))
 	}
 	if st.Owed > 0 {
-		key, due := "master.owed", "—"
+		key, due := "master.owed", locales.HTML("—")
 		if !st.NextDue.IsZero() {
-			due = locales.Time(lang, st.NextDue, zone)
+			due = locales.TimeTag(lang, st.NextDue, zone)
 			if !st.NextDue.After(b.now()) {
 				key = "master.owed_overdue"
 			}
@@ -262,7 +262,7 @@ func (u *dispatchUI) order(r *Request) error {
 	}
 	// The admin sees what was read from their lines, contact included.
 	var details []string
-	if v := u.b.visitText(r.Lang, o.Visit); v != "" {
+	if v := u.b.visitText(r.Lang, o.Visit, o.City); v != "" {
 		details = append(details, v)
 	}
 	details = append(details, u.b.contactLines(r.Lang, o.Contact)...)
@@ -286,7 +286,17 @@ func (u *dispatchUI) order(r *Request) error {
 	if open, at, h := u.d.Opening(o.City); !open {
 		// "It is being offered" would not be true until the city opens.
 		key = "order.created_after_hours"
-		data["From"], data["To"], data["Opens"] = h.From(), h.To(), u.b.cityTime(r.Lang, at, o.City)
+		// The hours are the city's "local time", so they are kept as
+		// written (format ""), each with its moment on the day it opens.
+		zone := u.b.cfg.Calendar.Zone(o.City)
+		y, m, d := at.In(zone).Date()
+		closes := time.Date(y, m, d, 0, 0, 0, 0, zone).Add(h.Close)
+		if !closes.After(at) { // a window that runs past midnight
+			closes = closes.AddDate(0, 0, 1)
+		}
+		data["From"] = locales.Stamp(h.From(), at, "")
+		data["To"] = locales.Stamp(h.To(), closes, "")
+		data["Opens"] = u.b.cityTime(r.Lang, at, o.City)
 	}
 	text := r.T(key, data)
 	return r.Reply(text, nil)
@@ -622,7 +632,7 @@ func (b *Bot) renderDetails(lang string, o dispatch.Order, f dispatch.Offer, rat
 // and desc, the description already clipped and escaped.
 func (rd *Renderer) orderText(lang string, o dispatch.Order, desc string, place int) string {
 	visit := ""
-	if v := rd.visitText(lang, o.Visit); v != "" {
+	if v := rd.visitText(lang, o.Visit, o.City); v != "" {
 		visit = "\n" + v
 	}
 	return rd.cat.T(lang, "offer.order", locales.Data{
@@ -723,8 +733,8 @@ func masterRef(m *dispatch.Master, id int64, budget int) string {
 
 // cityTime is a time about a city's working hours, in the city's zone
 // (DISPATCH_CITIES, else DISPATCH_TIMEZONE), which its hours are in.
-func (b *Bot) cityTime(lang string, t time.Time, city string) string {
-	return locales.Time(lang, t, b.cfg.Calendar.Zone(city))
+func (b *Bot) cityTime(lang string, t time.Time, city string) locales.HTML {
+	return locales.TimeTag(lang, t, b.cfg.Calendar.Zone(city))
 }
 
 // masterZone is the zone a master reads times in, for what the
@@ -810,9 +820,9 @@ func (d dispatchNotes) Note(n dispatch.Note) []domain.Message {
 	var text string
 	switch n.Kind {
 	case dispatch.NoteOrderDone:
-		due := "—"
+		due := locales.HTML("—")
 		if n.Order != nil && !n.Order.CommissionDueAt.IsZero() {
-			due = locales.Time(lang, n.Order.CommissionDueAt, b.masterZone(n.Master))
+			due = locales.TimeTag(lang, n.Order.CommissionDueAt, b.masterZone(n.Master))
 		}
 		text = cat.T(lang, "note.order_done", locales.Data{"Order": orderID, "Amount": b.money(lang, n.Amount), "Due": due})
 		if n.Amount == 0 {

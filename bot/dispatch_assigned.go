@@ -212,7 +212,7 @@ func (rd *Renderer) renderAssigned(lang string, zone *time.Location, a dispatch.
 	case (o.State == dispatch.Done || o.State == dispatch.Closed) && mine:
 		lines := []string{cat.T(lang, "assigned.done", where)}
 		if o.Commission > 0 {
-			lines = append(lines, cat.T(lang, "assigned.done_commission", locales.Data{"Amount": rd.money(lang, o.Commission), "Due": locales.Time(lang, o.CommissionDueAt, zone)}))
+			lines = append(lines, cat.T(lang, "assigned.done_commission", locales.Data{"Amount": rd.money(lang, o.Commission), "Due": locales.TimeTag(lang, o.CommissionDueAt, zone)}))
 		}
 		lines = append(lines, cat.T(lang, "assigned.photo_hint", locales.Data{"Window": rd.duration(lang, a.PhotoWindow)}))
 		return strings.Join(lines, "\n"), nil, nil
@@ -324,19 +324,26 @@ func (rd *Renderer) contactLines(lang string, c dispatch.Contact) []string {
 }
 
 // visitText is the visit's line, "" if none: the day and time window as
-// the admin wrote them, city-local.
-func (rd *Renderer) visitText(lang string, v dispatch.Visit) string {
+// the admin wrote them, local to the order's city. Each part carries its
+// moment (a date_time entity), so a reader whose client knows them sees
+// the window in their own clock even when they are not in the city.
+func (rd *Renderer) visitText(lang string, v dispatch.Visit, city string) string {
 	if !v.Given() {
 		return ""
 	}
 	cat := rd.cat
+	zone := rd.rc.Calendar.Zone(city)
+	y, m, d := v.Date.Date()
+	midnight := time.Date(y, m, d, 0, 0, 0, 0, zone)
 	// Written as every other date the bot writes ("27 Nov"), with the
 	// year only when it is not this one.
-	day := locales.Date(lang, v.Date)
+	day := locales.DateTag(lang, midnight)
 	if !v.Window() {
 		return cat.T(lang, "order.visit_day", locales.Data{"Date": day})
 	}
-	return cat.T(lang, "order.visit", locales.Data{"Date": day, "From": hhmm(v.From), "To": hhmm(v.To)})
+	return cat.T(lang, "order.visit", locales.Data{"Date": day,
+		"From": locales.Stamp(hhmm(v.From), midnight.Add(v.From), "t"),
+		"To":   locales.Stamp(hhmm(v.To), midnight.Add(v.To), "t")})
 }
 
 // hhmm is a time of day, "09:30".

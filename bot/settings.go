@@ -122,6 +122,24 @@ func clockTime(m int) string { return fmt.Sprintf("%02d:%02d", m/60, m%60) }
 
 func spanText(q vacancy.Span) string { return clockTime(q.From) + "–" + clockTime(q.To) }
 
+// dailyTag writes a minute of the day (a setting: a digest time, an end
+// of the quiet hours) in the reader's zone, with the moment it next comes
+// at or after from, its words kept (format ""): a daily time is the
+// reader's wall clock, which a client rewriting it into its device's zone
+// would misstate.
+func dailyTag(r *Request, minute int, from time.Time) (locales.HTML, time.Time) {
+	zone := r.Zone
+	if zone == nil {
+		zone = time.UTC
+	}
+	l := from.In(zone)
+	at := time.Date(l.Year(), l.Month(), l.Day(), minute/60, minute%60, 0, 0, zone)
+	if at.Before(from) {
+		at = time.Date(l.Year(), l.Month(), l.Day()+1, minute/60, minute%60, 0, 0, zone)
+	}
+	return locales.Stamp(clockTime(minute), at, ""), at
+}
+
 // checked marks the button of the current choice.
 func checked(on bool, label string) string {
 	if on {
@@ -134,22 +152,32 @@ func checked(on bool, label string) string {
 func (u *rhythmUI) render(r *Request, rh vacancy.Rhythm) (string, *tele.ReplyMarkup, error) {
 	digest := rh.Mode == vacancy.ModeDigest
 	lines := []string{r.T("rhythm.header"), ""}
+	// The daily times carry the moments they next come, from the next
+	// digest on where there is one (the rhythm's own clock).
+	from := u.b.now()
 	if digest {
+		next := u.r.NextDigest(r.User, rh)
+		if !next.IsZero() {
+			from = next
+		}
 		times := make([]string, len(rh.DigestTimes))
 		for i, m := range rh.DigestTimes {
-			times[i] = clockTime(m)
+			tag, _ := dailyTag(r, m, from)
+			times[i] = string(tag)
 		}
 		lines = append(lines, r.T("rhythm.mode_digest"),
-			r.T("rhythm.times", locales.Data{"Times": strings.Join(times, ", ")}),
+			r.T("rhythm.times", locales.Data{"Times": locales.HTML(strings.Join(times, ", "))}),
 			r.T("rhythm.size", locales.Data{"Size": rh.DigestSize}))
-		if next := u.r.NextDigest(r.User, rh); !next.IsZero() {
+		if !next.IsZero() {
 			lines = append(lines, r.T("rhythm.next", locales.Data{"When": r.Time(next)}))
 		}
 	} else {
 		lines = append(lines, r.T("rhythm.mode_instant"))
 	}
 	if rh.Quiet.On() {
-		lines = append(lines, r.T("rhythm.quiet_on", locales.Data{"Hours": spanText(rh.Quiet)}))
+		start, at := dailyTag(r, rh.Quiet.From, from)
+		end, _ := dailyTag(r, rh.Quiet.To, at)
+		lines = append(lines, r.T("rhythm.quiet_on", locales.Data{"Hours": start + "–" + end}))
 	} else {
 		lines = append(lines, r.T("rhythm.quiet_off"))
 	}

@@ -514,7 +514,7 @@ func (u *vacancyUI) stats(r *Request) error {
 	if !counted {
 		sb.WriteString("\n" + r.T("vacancies.none"))
 	}
-	last := r.T("vacancies.never")
+	last := locales.HTML(r.T("vacancies.never"))
 	if !st.LastFetch.IsZero() {
 		last = r.Time(st.LastFetch)
 	}

@@ -66,12 +66,13 @@ func (rd *Renderer) adminZone() *time.Location {
 
 // adminTime writes t for the admin chat: analysis runs and boards, the
 // admins' dispatch texts that go there.
-func (rd *Renderer) adminTime(lang string, t time.Time) string {
-	return locales.Time(lang, t, rd.adminZone())
+func (rd *Renderer) adminTime(lang string, t time.Time) locales.HTML {
+	return locales.TimeTag(lang, t, rd.adminZone())
 }
 
-// Time writes t for the request's reader, in r.Zone.
-func (r *Request) Time(t time.Time) string { return locales.Time(r.Lang, t, r.Zone) }
+// Time writes t for the request's reader, in r.Zone, as HTML that also
+// carries the moment for clients that show it in their own clock.
+func (r *Request) Time(t time.Time) locales.HTML { return locales.TimeTag(r.Lang, t, r.Zone) }
 
 // zoneResets are the words that forget a chosen zone.
 var zoneResets = map[string]bool{"auto": true, "reset": true, "авто": true, "сброс": true, "скинути": true}
@@ -91,7 +92,7 @@ func (b *Bot) timezone(r *Request) error {
 		}[from]
 		return r.Reply(r.T(key, locales.Data{
 			"Zone": locales.ZoneLabel(r.Lang, loc), "Offset": locales.ZoneOffset(now, loc),
-			"Now": locales.Time(r.Lang, now, loc), "City": r.User.MasterCity,
+			"Now": locales.TimeTag(r.Lang, now, loc), "City": r.User.MasterCity,
 		})+"\n\n"+r.T("time.zone_usage"), nil)
 	}
 	if zoneResets[strings.ToLower(arg)] {
@@ -100,7 +101,7 @@ func (b *Bot) timezone(r *Request) error {
 		}
 		loc, _ := b.readerZone("", r.User.MasterCity, r.Lang)
 		return r.Reply(r.T("time.zone_reset", locales.Data{
-			"Zone": locales.ZoneLabel(r.Lang, loc), "Offset": locales.ZoneOffset(now, loc), "Now": locales.Time(r.Lang, now, loc),
+			"Zone": locales.ZoneLabel(r.Lang, loc), "Offset": locales.ZoneOffset(now, loc), "Now": locales.TimeTag(r.Lang, now, loc),
 		}), nil)
 	}
 	name, loc, err := locales.ParseZone(arg)
@@ -115,6 +116,6 @@ func (b *Bot) timezone(r *Request) error {
 	}
 	r.Zone = loc
 	return r.Reply(r.T("time.zone_changed", locales.Data{
-		"Zone": locales.ZoneLabel(r.Lang, loc), "Offset": locales.ZoneOffset(now, loc), "Now": locales.Time(r.Lang, now, loc),
+		"Zone": locales.ZoneLabel(r.Lang, loc), "Offset": locales.ZoneOffset(now, loc), "Now": locales.TimeTag(r.Lang, now, loc),
 	}), nil)
 }

@@ -50,6 +50,16 @@ type Message struct {
 	// ReplyTo answers a message of the chat (0: none); a deleted original
 	// does not stop the answer.
 	ReplyTo int
+	// OnlyFor makes a message in a group one that only this member sees
+	// (an ephemeral message, Bot API 10.2), where Telegram lets the bot
+	// send one: a bot that administers the group may at any time. Where it
+	// may not, or the server has no such messages, it goes to the group as
+	// any other: only what everyone may read is sent this way. 0: everyone.
+	OnlyFor int64
+	// ForPress is the button press (a callback query id) an OnlyFor
+	// message answers: any bot may send one within 15 seconds of the
+	// press. Only at once (SendNow): a queued row could miss the window.
+	ForPress string
 	// IfGone is what an edit does when its message is gone or was never
 	// delivered: IfGoneDrop (default) or IfGoneSend (post it anew).
 	IfGone string

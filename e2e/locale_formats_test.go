@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -201,4 +202,65 @@ func TestDispatchErrorsNameThePart(t *testing.T) {
 	require.Contains(t, long, "After the city "+strings.Repeat("x", 39)+"… give them in that order")
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/done first").Text, "first is not an order number")
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/paid @a @b").Text, "@a @b is not one master")
+}
+
+// Times in the reader's clock: the bot writes an absolute time as a
+// date_time entity whose moment is what its words say, in the zone they
+// name, and a visit window in the city's zone; a server older than Bot API
+// 9.5 refuses <tg-time>, and the same words go without it (one refused
+// call, then believed), while /status names what the server lacks.
+func TestTimesCarryTheirMomentAndFallBackOnAnOlderServer(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.Start(map[string]string{"OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h", "DISPATCH_TIMEZONE": "Europe/Kyiv"})
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	olena := env.TG.User(742, "Олена", "uk")
+	kyiv := locales.LangZone("uk")
+
+	before := time.Now().Add(-time.Minute)
+	zone := ask(t, env, olena, olena.ID(), "/timezone Київ")
+	require.Len(t, zone.Entities, 2, "the zone in bold and the time: %q", zone.Text)
+	now := zone.Entities[1]
+	require.Equal(t, "date_time", now.Type)
+	require.Equal(t, "dt", now.DateTimeFormat)
+	require.True(t, now.UnixTime > before.Unix() && now.UnixTime < time.Now().Add(time.Minute).Unix(), "now is %d", now.UnixTime)
+	timesTold(t, "/timezone", zone.Text, zone.Entities, kyiv)
+	require.Regexp(t, `Зараз \d+ \S+, \d\d:\d\d \(Київ\);`, zone.Text)
+
+	// A visit's window is the city's local time: a date and two times.
+	require.Contains(t, ask(t, env, olena, olena.ID(), "/master Київ Поділ сантехніка").Text, "майстер")
+	day := time.Now().In(kyiv).AddDate(0, 0, 2)
+	createOrder(t, env, boss, fmt.Sprintf("Київ Поділ сантехніка 900 Кран\nwhen: %s 10-12", day.Format("02.01.2006")))
+	offer := env.TG.WaitMessage(t, olena.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "10:00–12:00") })
+	timesTold(t, "the offer", offer.Text, offer.Entities, kyiv)
+	var stamps []string
+	for _, e := range offer.Entities {
+		if e.Type == "date_time" {
+			stamps = append(stamps, e.DateTimeFormat+" "+time.Unix(e.UnixTime, 0).In(kyiv).Format("02.01 15:04"))
+		}
+	}
+	require.Equal(t, []string{"d " + day.Format("02.01") + " 12:00", "t " + day.Format("02.01") + " 10:00", "t " + day.Format("02.01") + " 12:00"}, stamps)
+
+	env.TG.SetUnsupported(true, tgfake.FeatureDateTime)
+	refused := func() int {
+		n := 0
+		for _, c := range env.TG.CallsTo("sendMessage") {
+			if c.Err != nil && strings.Contains(c.Err.Description, `Unsupported start tag "tg-time"`) {
+				n++
+			}
+		}
+		return n
+	}
+	old := ask(t, env, olena, olena.ID(), "/timezone")
+	for _, e := range old.Entities {
+		require.NotEqual(t, "date_time", e.Type, "no date_time entity on a server without them: %q", old.Text)
+	}
+	require.Regexp(t, `Зараз \d+ \S+, \d\d:\d\d \(Київ\)\.`, old.Text, "the words stay, in the reader's zone")
+	require.Equal(t, 1, refused())
+	ask(t, env, olena, olena.ID(), "/timezone")
+	require.Equal(t, 1, refused(), "believed: not asked again")
+
+	status := ask(t, env, boss, boss.ID(), "/status")
+	require.Contains(t, status.Text, "⚠️ This Bot API server lacks date and time entities (Bot API 9.5)")
+	readsRight(t, "/status", "en", status.Text)
 }

@@ -506,6 +506,7 @@ func crewReadChecks(t *testing.T, env *e2e.Env, readers map[int64]crewReader) {
 	t.Helper()
 	for _, id := range slices.Sorted(maps.Keys(readers)) {
 		r := readers[id]
+		timesToldIn(t, env, id, locales.LangZone("ru")) // DISPATCH_TIMEZONE
 		for _, text := range everyText(env, id) {
 			readsRight(t, fmt.Sprintf("chat %d (%s)", id, r.role), r.lang, text)
 			// An admin's /help and /status list everything, in private and

@@ -6,9 +6,12 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,6 +19,7 @@ import (
 	"switchboard/e2e"
 	"switchboard/e2e/tgfake"
 	"switchboard/llm/llmtest"
+	"switchboard/locales"
 )
 
 // A user's first hour, as the people who meet the bot live it: three job
@@ -130,6 +134,7 @@ func TestFirstHourReadsRightForEveryone(t *testing.T) {
 	chats := map[int64]string{ruID: "ru", enID: "en", ukID: "uk", masterID: "ru", e2e.AdminID: "en", adminGroup: "ru", teamChat: "group"}
 	for _, id := range slices.Sorted(maps.Keys(chats)) {
 		lang := chats[id]
+		timesToldIn(t, env, id, locales.LangZone("ru"))
 		for _, m := range env.TG.Messages(id) {
 			text := m.Text
 			readsRight(t, fmt.Sprintf("chat %d", id), lang, text)
@@ -199,7 +204,7 @@ var (
 	utcTime = regexp.MustCompile(`UTC($|[^+\-−\d])`)
 	// rawText is what a message shows when its markup, template or
 	// catalog failed: an HTML tag or entity, a template's leftovers, a key.
-	rawText = regexp.MustCompile(`</?(b|i|u|s|code|pre|a|tg-spoiler)\b[^>]*>|&(lt|gt|amp|quot|nbsp|#\d+);|\{\{|\}\}|<no value>|%!|` +
+	rawText = regexp.MustCompile(`</?(b|i|u|s|code|pre|a|tg-spoiler|tg-time)\b[^>]*>|&(lt|gt|amp|quot|nbsp|#\d+);|\{\{|\}\}|<no value>|%!|` +
 		`\b(rhythm|letter|vacancy|vacancies|application|applications|memories|memory|cv|export|incognito|skills|help|start|search|searches|` +
 		`profile|time|error|chat|chats|text|offer|assigned|master|order|orders|dispatch|note|run|runs|board|analysis|proposal|paid|done|cancel|` +
 		`pause|resume|status|cmd|photo|run_new|run_start|run_close)\.[a-z_]+(\.[A-Za-z_]+)?\b`)
@@ -221,3 +226,103 @@ func readsRight(t *testing.T, where, lang, text string) {
 		assert.False(t, utcTime.MatchString(text), "%s (%s) reads a UTC time: %q", where, lang, text)
 	}
 }
+
+// timesToldIn reads every version of every message a chat received
+// through timesTold.
+func timesToldIn(t *testing.T, env *e2e.Env, chat int64, localZone *time.Location) {
+	t.Helper()
+	for _, m := range env.TG.Messages(chat) {
+		for i, v := range append(append([]tgfake.Message(nil), m.Edits...), m.Message) {
+			where := fmt.Sprintf("chat %d, message #%d, version %d", chat, m.MessageID, i+1)
+			timesTold(t, where, v.Text, v.Entities, localZone)
+			timesTold(t, where+"'s caption", v.Caption, v.CaptionEntities, localZone)
+		}
+	}
+}
+
+var (
+	// clockTime is a time of day as the bot writes one, "09:05"; not
+	// an offset ("UTC+03:00"), which is no moment.
+	clockTime = regexp.MustCompile(`(^|[^+\-−\d:])(\d{2}):(\d{2})\b`)
+	// zoneLabel is the zone a time names at its end, "(Москва)".
+	zoneLabel  = regexp.MustCompile(`\(([^()]+)\)$`)
+	dayOfMonth = regexp.MustCompile(`^(\d{1,2}) ([^\s,]+)(?: (\d{4}))?`)
+)
+
+// timesTold asserts that every absolute time in a text is a date_time
+// entity whose moment is the time its text says: the day, month, year
+// and time of day read from the entity's text, in the zone the text
+// names ("26 нояб., 04:07 (Москва)") or, for what names none, in
+// localZone: a city's hours and a visit's window are the city's local
+// time, a job seeker's digest times and quiet hours their own zone's.
+// And no time of day or date stands outside one.
+func timesTold(t *testing.T, where, text string, entities []tgfake.MessageEntity, localZone *time.Location) {
+	t.Helper()
+	if text == "" {
+		return
+	}
+	u16 := utf16.Encode([]rune(text))
+	covered := make([]bool, len(u16)+1)
+	for _, e := range entities {
+		if e.Type != "date_time" {
+			continue
+		}
+		for i := e.Offset; i < e.Offset+e.Length && i < len(covered); i++ {
+			covered[i] = true
+		}
+		said := string(utf16.Decode(u16[e.Offset : e.Offset+e.Length]))
+		zone := localZone
+		if m := zoneLabel.FindStringSubmatch(said); m != nil {
+			_, loc, err := locales.ParseZone(m[1])
+			if !assert.NoError(t, err, "%s: %q names a zone nobody knows", where, said) {
+				continue
+			}
+			zone = loc
+		}
+		at := time.Unix(e.UnixTime, 0).In(zone)
+		clock := clockTime.FindStringSubmatch(said)
+		day := dayOfMonth.FindStringSubmatch(said)
+		assert.True(t, clock != nil || day != nil, "%s: the date_time entity %q says no time", where, said)
+		if clock != nil {
+			assert.Equal(t, clock[2]+":"+clock[3], at.Format("15:04"), "%s: %q is %v (%s)", where, said, at, zone)
+		}
+		if day != nil {
+			assert.Equal(t, day[1], strconv.Itoa(at.Day()), "%s: %q is %v (%s)", where, said, at, zone)
+			assert.Equal(t, at.Month(), months()[day[2]], "%s: %q is %v (%s)", where, said, at, zone)
+			if day[3] != "" {
+				assert.Equal(t, day[3], strconv.Itoa(at.Year()), "%s: %q is %v (%s)", where, said, at, zone)
+			}
+		}
+	}
+	outside := func(pos int) bool { // pos: a byte offset in text
+		return !covered[len(utf16.Encode([]rune(text[:pos])))]
+	}
+	for _, m := range clockTime.FindAllStringSubmatchIndex(text, -1) {
+		assert.False(t, outside(m[4]), "%s: the time %q is no date_time entity: %q", where, text[m[4]:m[7]], text)
+	}
+	for _, m := range monthDate().FindAllStringIndex(text, -1) {
+		assert.False(t, outside(m[0]), "%s: the date %q is no date_time entity: %q", where, text[m[0]:m[1]], text)
+	}
+}
+
+// months are the names a date the bot writes gives each month, in all
+// its languages ("нояб.", "лист.", "Nov"), read from the bot's own dates.
+var months = sync.OnceValue(func() map[string]time.Month {
+	out := map[string]time.Month{}
+	for _, lang := range locales.Languages {
+		for m := time.January; m <= time.December; m++ {
+			out[strings.Fields(locales.Date(lang, time.Date(2000, m, 1, 0, 0, 0, 0, time.UTC)))[1]] = m
+		}
+	}
+	return out
+})
+
+// monthDate matches a date the bot writes in any of its languages,
+// "26 нояб.", "3 Dec 2025".
+var monthDate = sync.OnceValue(func() *regexp.Regexp {
+	var names []string
+	for name := range months() {
+		names = append(names, regexp.QuoteMeta(name))
+	}
+	return regexp.MustCompile(`\b\d{1,2} (` + strings.Join(names, "|") + `)`)
+})

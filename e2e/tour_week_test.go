@@ -21,6 +21,7 @@ import (
 	"switchboard/e2e"
 	"switchboard/e2e/tgfake"
 	"switchboard/llm/llmtest"
+	"switchboard/locales"
 )
 
 // A job seeker's week, as three people live it in the bot's three
@@ -147,6 +148,7 @@ func TestJobSeekersWeekReadsRight(t *testing.T) {
 	})
 	assert.Empty(t, env.TG.UnansweredCallbacks(), "a button left spinning")
 	for _, u := range users {
+		timesToldIn(t, env, u.id, u.readerZone(t)) // a setting's daily times are in it
 		for _, r := range weekReadables(env, u.id) {
 			checkWeekText(t, u.lang, r)
 		}
@@ -155,6 +157,7 @@ func TestJobSeekersWeekReadsRight(t *testing.T) {
 	for _, u := range users {
 		private = append(private, u.words.chats[0], u.words.correction)
 	}
+	timesToldIn(t, env, team.ID, time.UTC)
 	for _, r := range weekReadables(env, team.ID) {
 		checkWeekText(t, "group", r)
 		for _, p := range private {
@@ -258,6 +261,18 @@ type weekUser struct {
 	words            weekWords
 	resume, mime     string
 	who              *tgfake.Person
+}
+
+// readerZone is the zone the user's times are written in: the one they
+// chose, else their language's.
+func (u *weekUser) readerZone(t *testing.T) *time.Location {
+	t.Helper()
+	if u.zone == "" {
+		return locales.LangZone(u.lang)
+	}
+	_, loc, err := locales.ParseZone(strings.TrimPrefix(u.zone, "/timezone "))
+	require.NoError(t, err)
+	return loc
 }
 
 // scriptLang is the language a text the scripted model reads is in, as a

@@ -2,6 +2,7 @@ package locales
 
 import (
 	"fmt"
+	"html"
 	"strings"
 	"time"
 
@@ -113,6 +114,31 @@ var monthNames = map[string][12]string{
 // written only when it is not the current one. A nil loc is UTC.
 func Time(lang string, t time.Time, loc *time.Location) string {
 	return timeAt(lang, t, loc, time.Now())
+}
+
+// TimeTag is Time as Telegram HTML that also carries the moment itself:
+// a date_time entity (<tg-time>, Bot API 9.5), which a client that knows
+// it shows in its own locale and zone ("dt": the date and the time). The
+// text stays in loc for clients that do not, and with its zone's name
+// inside the entity, so a client that rewrites the time drops the name
+// with it. The sender takes the tags out for a server that refuses them.
+func TimeTag(lang string, t time.Time, loc *time.Location) HTML {
+	return Stamp(Time(lang, t, loc), t, "dt")
+}
+
+// DateTag is Date as HTML with a date_time entity showing the day ("d").
+// The entity's moment is noon of that day in t's location, so the day
+// it names is the same in every zone within twelve hours of it.
+func DateTag(lang string, t time.Time) HTML {
+	y, m, d := t.Date()
+	return Stamp(Date(lang, t), time.Date(y, m, d, 12, 0, 0, 0, t.Location()), "d")
+}
+
+// Stamp writes text, which says the moment t, as a date_time entity of
+// format ("t" a time of day, "d" a date, "dt" both; see the Bot API's
+// date-time entity formatting).
+func Stamp(text string, t time.Time, format string) HTML {
+	return HTML(fmt.Sprintf(`<tg-time unix="%d" format="%s">%s</tg-time>`, t.Unix(), format, html.EscapeString(text)))
 }
 
 func timeAt(lang string, t time.Time, loc *time.Location, now time.Time) string {

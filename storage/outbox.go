@@ -32,9 +32,10 @@ type outboxBody struct {
 	ReplyTo int               `json:"reply_to,omitempty"`
 	IfGone  string            `json:"if_gone,omitempty"`
 	Photo   string            `json:"photo,omitempty"`
-	// Document and Ephemeral: see domain.Message.
+	// Document, Ephemeral and OnlyFor: see domain.Message.
 	Document  string `json:"document,omitempty"`
 	Ephemeral bool   `json:"ephemeral,omitempty"`
+	OnlyFor   int64  `json:"only_for,omitempty"`
 }
 
 // keptBody is what a row's body keeps once it has ended: an ephemeral
@@ -207,7 +208,7 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 			return "", nil, fmt.Errorf("enqueue message %d: an edit of the buttons alone goes at once, never through the outbox", i)
 		}
 		b, err := json.Marshal(outboxBody{Text: m.Text, Buttons: m.Buttons, ReplyTo: m.ReplyTo, IfGone: m.IfGone, Photo: m.Photo,
-			Document: m.Document, Ephemeral: m.Ephemeral})
+			Document: m.Document, Ephemeral: m.Ephemeral, OnlyFor: m.OnlyFor})
 		if err != nil {
 			return "", nil, fmt.Errorf("enqueue message %d: %w", i, err)
 		}
@@ -313,7 +314,7 @@ func scanClaimed(rows pgx.Rows) (domain.Queued, time.Time, error) {
 		return r, until, fmt.Errorf("claim outbox: row %d body: %w", r.ID, err)
 	}
 	r.Text, r.Buttons, r.ReplyTo, r.IfGone, r.Photo = b.Text, b.Buttons, b.ReplyTo, b.IfGone, b.Photo
-	r.Document, r.Ephemeral = b.Document, b.Ephemeral
+	r.Document, r.Ephemeral, r.OnlyFor = b.Document, b.Ephemeral, b.OnlyFor
 	r.Target = int(target)
 	return r, until, nil
 }

@@ -237,7 +237,25 @@ func sendParams(chatID int64, b body) map[string]any {
 	if b.ReplyTo > 0 {
 		p["reply_parameters"] = map[string]any{"message_id": b.ReplyTo, "allow_sending_without_reply": true}
 	}
+	if b.OnlyFor != 0 {
+		eph := map[string]any{"receiver_user_id": b.OnlyFor}
+		if b.ForPress != "" {
+			eph["callback_query_id"] = b.ForPress
+		}
+		p["ephemeral_message_parameters"] = eph
+	}
 	return p
+}
+
+// ephemeral reports whether a sendMessage result is an ephemeral message:
+// a server that does not know them ignores the parameter and posts the
+// message for everyone, with no receiver_user.
+func ephemeral(result json.RawMessage) bool {
+	var m struct {
+		Receiver *struct{} `json:"receiver_user"`
+	}
+	_ = json.Unmarshal(result, &m)
+	return m.Receiver != nil
 }
 
 // photoParams are sendPhoto's parameters for a photo by its file id, the
@@ -313,6 +331,9 @@ type body struct {
 	Buttons [][]domain.Button
 	ReplyTo int
 	Photo   string // a file id: sendPhoto with Text as the caption
+	// OnlyFor and ForPress make it an ephemeral message (domain.Message).
+	OnlyFor  int64
+	ForPress string
 }
 
 // messageID reads message_id from a sendMessage result.

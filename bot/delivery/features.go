@@ -1,9 +1,15 @@
 package delivery
 
 import (
+	"errors"
 	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
 	"sync"
 	"time"
+
+	"switchboard/domain"
 )
 
 // Feature is a part of the Bot API newer than some servers still in use:
@@ -30,9 +36,90 @@ var (
 		Fallback: "answers stream into an edited message"}
 	FeatureCopyButtons = Feature{ID: "copy_buttons", Name: "copy buttons", Since: "7.11",
 		Fallback: "messages go without their Copy buttons; the text still holds what they copy"}
+	FeatureDateTime = Feature{ID: "date_time", Name: "date and time entities", Since: "9.5",
+		Fallback: "times are written in the reader's zone only, as plain text"}
+	FeatureEphemeral = Feature{ID: "ephemeral", Name: "ephemeral messages", Since: "10.3",
+		Fallback: "what only one member of a group should see is posted for the group, as before"}
 
-	allFeatures = []Feature{FeatureDrafts, FeatureCopyButtons}
+	allFeatures = []Feature{FeatureDrafts, FeatureCopyButtons, FeatureDateTime, FeatureEphemeral}
 )
+
+// errEphemeralIgnored is how a server without ephemeral messages refuses
+// them: it does not; it posts the message for everyone, as it ignores any
+// parameter it does not know.
+var errEphemeralIgnored = errors.New("an ephemeral message came back with no receiver_user: the server ignored ephemeral_message_parameters")
+
+// fallback is a part of a message a server may refuse: how to tell a
+// message uses it, the server's refusal of it, and the message without it.
+type fallback struct {
+	feature Feature
+	uses    func(body) bool
+	refuses func(*APIError) bool
+	without func(body) body
+	// inThisChat: the refusal is about this message or chat (the bot may
+	// not send an ephemeral message there now), not the server: the part
+	// is left out of this message only.
+	inThisChat bool
+}
+
+// fallbacks are the parts the sender leaves out for a server that lacks
+// them, tried in this order.
+var fallbacks = []fallback{
+	{
+		// <tg-time> is an unknown tag to a server older than Bot API 9.5:
+		// "can't parse entities: Unsupported start tag "tg-time" at byte
+		// offset 12". The text inside is the time in the reader's zone.
+		feature: FeatureDateTime,
+		uses:    func(b body) bool { return strings.Contains(b.Text, "<tg-time") },
+		refuses: func(ae *APIError) bool {
+			return strings.Contains(strings.ToLower(ae.Description), `unsupported start tag "tg-time"`)
+		},
+		without: func(b body) body { b.Text = timeTag.ReplaceAllString(b.Text, ""); return b },
+	},
+	{
+		// A group where the bot may not send an ephemeral message now: it
+		// is no administrator there, and no press of the receiver's
+		// within 15 seconds is named. The Bot API documents the rule, not
+		// the refusal's words; a server that knows no ephemeral messages
+		// never refuses them (errEphemeralIgnored), so every 400 about an
+		// ephemeral message is this. An answer to a press (ForPress) is
+		// never posted for the group instead: its refusal is the caller's
+		// to fall back from (an alert).
+		feature:    FeatureEphemeral,
+		uses:       func(b body) bool { return b.OnlyFor != 0 && b.ForPress == "" },
+		refuses:    func(ae *APIError) bool { return strings.Contains(strings.ToLower(ae.Description), "ephemeral") },
+		without:    func(b body) body { b.OnlyFor, b.ForPress = 0, ""; return b },
+		inThisChat: true,
+	},
+	{
+		// A server older than Bot API 7.11 sees a copy button as one with
+		// nothing but text: "inline keyboard button" refusals.
+		feature: FeatureCopyButtons,
+		uses:    func(b body) bool { return hasCopy(b.Buttons) },
+		refuses: func(ae *APIError) bool {
+			return strings.Contains(strings.ToLower(ae.Description), "inline keyboard button")
+		},
+		without: func(b body) body { b.Buttons = withoutCopy(b.Buttons); return b },
+	},
+}
+
+// timeTag is a <tg-time> tag, opening or closing.
+var timeTag = regexp.MustCompile(`</?tg-time\b[^>]*>`)
+
+// refusedPart is the part of b the server refused with err, if err is a
+// 400 refusing one b uses.
+func refusedPart(err error, b body) (fallback, bool) {
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Code != http.StatusBadRequest {
+		return fallback{}, false
+	}
+	for _, f := range fallbacks {
+		if f.uses(b) && f.refuses(ae) {
+			return f, true
+		}
+	}
+	return fallback{}, false
+}
 
 // featureRefusedFor is how long a server's refusal of a feature is
 // believed: long enough not to ask on every message, short enough that an
@@ -91,3 +178,33 @@ func (fs *features) lacking() []Feature {
 // Lacking lists what this replica's Bot API server was seen to refuse in
 // the last hour, for /status.
 func (s *Sender) Lacking() []Feature { return s.features.lacking() }
+
+// hasCopy reports whether any button is a copy button.
+func hasCopy(rows [][]domain.Button) bool {
+	for _, row := range rows {
+		for _, b := range row {
+			if b.Copy != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// withoutCopy is rows with the copy buttons left out (and rows left empty
+// by that).
+func withoutCopy(rows [][]domain.Button) [][]domain.Button {
+	var out [][]domain.Button
+	for _, row := range rows {
+		var kept []domain.Button
+		for _, b := range row {
+			if b.Copy == "" {
+				kept = append(kept, b)
+			}
+		}
+		if len(kept) > 0 {
+			out = append(out, kept)
+		}
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package delivery_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -10,6 +11,7 @@ import (
 	"switchboard/bot/delivery"
 	"switchboard/domain"
 	"switchboard/e2e/tgfake"
+	"switchboard/locales"
 )
 
 // A copy button goes out as copy_text; a server that does not know the
@@ -59,4 +61,58 @@ func TestCopyButtonsFallBackOnAServerWithoutThem(t *testing.T) {
 	_, err = s.SendNow(b.ctx, card("third"))
 	require.NoError(t, err)
 	assert.Len(t, b.srv.CallsTo("sendMessage"), calls+3, "believed: no refused call before the third")
+}
+
+// A time goes out as a date_time entity; a server older than Bot API 9.5
+// refuses <tg-time> as an unknown tag, and the message goes again at once
+// with the tags taken out: the same text, in the reader's zone. A server
+// lacking both that and copy buttons costs one refused call for each, and
+// both are believed; a malformed tag is the bot's bug, not a missing
+// feature.
+func TestTimesFallBackOnAServerWithoutDateTimeEntities(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(1, "Ann")
+	s := b.sender(t, nil, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
+	at := time.Date(2026, 11, 30, 7, 5, 0, 0, time.UTC)
+	text := "Next digest: " + string(locales.TimeTag("en", at, locales.LangZone("uk"))) + " &amp; more"
+	msg := func(text string, buttons ...domain.Button) domain.Message {
+		m := domain.Message{ChatID: 1, Kind: domain.KindReply, Text: text}
+		if len(buttons) > 0 {
+			m.Buttons = [][]domain.Button{buttons}
+		}
+		return m
+	}
+
+	id, err := s.SendNow(b.ctx, msg(text))
+	require.NoError(t, err)
+	got, _ := b.srv.MessageByID(1, id)
+	require.Len(t, got.Entities, 1)
+	e := got.Entities[0]
+	assert.Equal(t, "date_time", e.Type)
+	assert.Equal(t, at.Unix(), e.UnixTime)
+	assert.Equal(t, "dt", e.DateTimeFormat)
+	want := "Next digest: 30 Nov, 09:05 (Kyiv) & more"
+	assert.Equal(t, want, got.Text)
+
+	_, err = s.SendNow(b.ctx, msg(`<tg-time unix="1" format="x">then</tg-time>`))
+	require.Error(t, err, "a format the Bot API does not know is refused")
+	assert.Empty(t, s.Lacking(), "a refusal of one malformed tag is no sign of a server without them")
+
+	b.srv.SetUnsupported(true, tgfake.FeatureDateTime, tgfake.FeatureCopyText)
+	calls := len(b.srv.CallsTo("sendMessage"))
+	id, err = s.SendNow(b.ctx, msg(text, domain.Button{Text: "Copy", Copy: "09:05"}, domain.Button{Text: "Done", Data: "d:1"}))
+	require.NoError(t, err)
+	got, _ = b.srv.MessageByID(1, id)
+	assert.Equal(t, want, got.Text, "the time is still there, in the reader's zone")
+	assert.Empty(t, got.Entities)
+	assert.Equal(t, []string{"Done"}, got.ReplyMarkup.Labels())
+	assert.Len(t, b.srv.CallsTo("sendMessage"), calls+3, "the tag refused, then the copy button, then sent")
+	assert.ElementsMatch(t, []delivery.Feature{delivery.FeatureCopyButtons, delivery.FeatureDateTime}, s.Lacking())
+
+	id, err = s.SendNow(b.ctx, msg(text))
+	require.NoError(t, err)
+	assert.Len(t, b.srv.CallsTo("sendMessage"), calls+4, "believed: no refused call before the next")
+	got, _ = b.srv.MessageByID(1, id)
+	assert.Equal(t, want, got.Text)
 }

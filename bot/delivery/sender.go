@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -353,62 +352,37 @@ func (s *Sender) flood(ctx context.Context, chatID int64, err error) time.Durati
 }
 
 // call makes the row's Bot API call (doc: a document row's file); the
-// message id of a send. Copy buttons go where the server takes them: a
-// server that refuses the markup (one older than Bot API 7.11 sees a
-// button with nothing but text) gets the message again without them at
-// once, and is believed for a while (features.go). Only when that second
-// call goes through was it the copy buttons it refused.
+// message id of a send. What a message uses of the newer Bot API goes
+// where the server takes it (features.go): a part the server was seen to
+// refuse is left out at once; a refusal of one is answered by sending the
+// message again without it, and it is believed for a while only when a
+// call without it went through.
 func (s *Sender) call(ctx context.Context, r domain.Queued, doc Document) (int, error) {
-	b := body{Text: r.Text, Buttons: r.Buttons, ReplyTo: r.ReplyTo, Photo: r.Photo}
-	if !hasCopy(b.Buttons) {
-		return s.callBody(ctx, r, b, doc)
+	b := body{Text: r.Text, Buttons: r.Buttons, ReplyTo: r.ReplyTo, Photo: r.Photo, OnlyFor: r.OnlyFor, ForPress: r.ForPress}
+	for _, f := range fallbacks {
+		if f.uses(b) && s.features.lacks(f.feature) {
+			b = f.without(b)
+		}
 	}
-	if s.features.lacks(FeatureCopyButtons) {
-		b.Buttons = withoutCopy(b.Buttons)
-		return s.callBody(ctx, r, b, doc)
-	}
-	id, err := s.callBody(ctx, r, b, doc)
-	var ae *APIError
-	if err == nil || !errors.As(err, &ae) || ae.Code != http.StatusBadRequest ||
-		!strings.Contains(strings.ToLower(ae.Description), "inline keyboard button") {
-		return id, err
-	}
-	b.Buttons = withoutCopy(b.Buttons)
-	id, err2 := s.callBody(ctx, r, b, doc)
-	if err2 == nil {
-		s.features.refused(FeatureCopyButtons, err)
-	}
-	return id, err2
-}
-
-// hasCopy reports whether any button is a copy button.
-func hasCopy(rows [][]domain.Button) bool {
-	for _, row := range rows {
-		for _, b := range row {
-			if b.Copy != "" {
-				return true
+	var dropped []Feature
+	var refusal error
+	for {
+		id, err := s.callBody(ctx, r, b, doc)
+		if err == nil {
+			for _, f := range dropped {
+				s.features.refused(f, refusal)
 			}
+			return id, nil
 		}
+		f, ok := refusedPart(err, b)
+		if !ok {
+			return id, err
+		}
+		if !f.inThisChat {
+			dropped, refusal = append(dropped, f.feature), err
+		}
+		b = f.without(b)
 	}
-	return false
-}
-
-// withoutCopy is rows with the copy buttons left out (and rows left empty
-// by that).
-func withoutCopy(rows [][]domain.Button) [][]domain.Button {
-	var out [][]domain.Button
-	for _, row := range rows {
-		var kept []domain.Button
-		for _, b := range row {
-			if b.Copy == "" {
-				kept = append(kept, b)
-			}
-		}
-		if len(kept) > 0 {
-			out = append(out, kept)
-		}
-	}
-	return out
 }
 
 // callBody makes the row's Bot API call with body b.
@@ -442,6 +416,9 @@ func (s *Sender) callBody(ctx context.Context, r domain.Queued, b body, doc Docu
 	res, err := s.client.Call(ctx, "sendMessage", sendParams(r.ChatID, b))
 	if err != nil {
 		return 0, err
+	}
+	if b.OnlyFor != 0 && !ephemeral(res) {
+		s.features.refused(FeatureEphemeral, errEphemeralIgnored)
 	}
 	return messageID(res), nil
 }

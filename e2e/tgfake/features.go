@@ -16,10 +16,14 @@ const (
 	// FeatureDateTime is the date_time entity, <tg-time> in HTML (Bot API
 	// 9.5): an older server refuses the unknown tag.
 	FeatureDateTime Feature = "date_time"
+	// FeatureEphemeral is ephemeral messages (Bot API 10.2, their
+	// ephemeral_message_parameters 10.3): an older server ignores the
+	// parameter it does not know and posts the message for everyone.
+	FeatureEphemeral Feature = "ephemeral"
 )
 
 // Features lists every Feature, for playing a server that lacks them all.
-var Features = []Feature{FeatureDrafts, FeatureCopyText, FeatureDateTime}
+var Features = []Feature{FeatureDrafts, FeatureCopyText, FeatureDateTime, FeatureEphemeral}
 
 // SetUnsupported makes the server answer as one that lacks the features
 // (true) or knows them again (false).

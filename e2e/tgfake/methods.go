@@ -224,6 +224,10 @@ func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
 	if apiErr != nil {
 		return nil, apiErr
 	}
+	eph, apiErr := s.parseEphemeral(r)
+	if apiErr != nil {
+		return nil, apiErr
+	}
 	markup, apiErr := parseReplyMarkup(r.str("reply_markup"), !s.lacks(FeatureCopyText))
 	if apiErr != nil {
 		return nil, apiErr
@@ -240,6 +244,12 @@ func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
 	}
 	if apiErr := s.mayPostMediaLocked(ch, out.mediaKind); apiErr != nil {
 		return nil, apiErr
+	}
+	var receiver User
+	if eph != nil {
+		if receiver, apiErr = s.ephemeralAllowedLocked(ch, eph); apiErr != nil {
+			return nil, apiErr
+		}
 	}
 	var replyTo *Message
 	if reply.messageID > 0 {
@@ -281,6 +291,14 @@ func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
 			m.Document = &Document{FileID: file.FileID, FileUniqueID: file.FileUniqueID, FileName: file.FileName, MimeType: file.MimeType, FileSize: file.Size}
 		}
 		s.files[file.FileID] = file
+	}
+	if eph != nil {
+		ch.lastEphemeral++
+		m.Chat, m.ReceiverUser, m.EphemeralMessageID = ch.chat, &receiver, ch.lastEphemeral
+		st := &msgState{msg: m, fromBot: true, parseMode: out.parseMode, reply: markup.reply, file: file}
+		ch.ephemeral = append(ch.ephemeral, st)
+		s.notifyLocked()
+		return st.msg, nil
 	}
 	st := ch.addMessage(m, true)
 	st.parseMode, st.reply, st.file = out.parseMode, markup.reply, file

@@ -12,17 +12,21 @@ import (
 // deep copies.
 
 type chatState struct {
-	chat     Chat
-	lastID   int
-	msgs     []*msgState
-	byID     map[int]*msgState
-	actions  []ChatAction
-	queries  []*callbackState
-	members  map[int64]string // explicit statuses; absent means the default
-	perms    *ChatPermissions // a group's permissions for members; nil: everything allowed
-	instance string           // chat_instance of callback queries from this chat
-	drafts   []Draft          // every sendMessageDraft, in order
-	draft    *draftState      // the latest one
+	chat    Chat
+	lastID  int
+	msgs    []*msgState
+	byID    map[int]*msgState
+	actions []ChatAction
+	queries []*callbackState
+	// ephemeral are the bot's ephemeral messages, each seen by one member,
+	// numbered apart from the chat's messages (lastEphemeral).
+	ephemeral     []*msgState
+	lastEphemeral int
+	members       map[int64]string // explicit statuses; absent means the default
+	perms         *ChatPermissions // a group's permissions for members; nil: everything allowed
+	instance      string           // chat_instance of callback queries from this chat
+	drafts        []Draft          // every sendMessageDraft, in order
+	draft         *draftState      // the latest one
 }
 
 type msgState struct {
@@ -38,6 +42,7 @@ type msgState struct {
 type callbackState struct {
 	query    CallbackQuery
 	chatID   int64
+	at       time.Time // when it was pressed
 	answered bool
 	answer   CallbackAnswer
 }

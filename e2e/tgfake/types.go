@@ -162,6 +162,11 @@ type Message struct {
 	Photo           []PhotoSize           `json:"photo,omitempty"`
 	Document        *Document             `json:"document,omitempty"`
 	ReplyMarkup     *InlineKeyboardMarkup `json:"reply_markup,omitempty"`
+	// ReceiverUser and EphemeralMessageID are an ephemeral message's
+	// (Bot API 10.2): the one member who sees it, and its number, apart
+	// from the chat's message ids (its MessageID is 0).
+	ReceiverUser       *User `json:"receiver_user,omitempty"`
+	EphemeralMessageID int   `json:"ephemeral_message_id,omitempty"`
 	// rawText, when set, is the text as a JSON string's inside, written
 	// to the bot as it is in place of Text (a stand-in): SendRawText.
 	rawText string

@@ -416,7 +416,7 @@ func (p *Person) press(msg MessageRef, pick func(*Message) (string, error)) (Cal
 		ChatInstance: ch.instance,
 		Data:         data,
 	}
-	cb := &callbackState{query: q, chatID: chatID}
+	cb := &callbackState{query: q, chatID: chatID, at: s.now()}
 	s.callbacks[q.ID] = cb
 	ch.queries = append(ch.queries, cb)
 	s.pushUpdateLocked(Update{CallbackQuery: &q})
