@@ -86,6 +86,20 @@ func (env anEnv) pressBoardRaw(t *testing.T, who *tgfake.Person, data string) tg
 	return a
 }
 
+// refusedInGroup reads the refusal of a press in a group: no alert (the
+// spinner merely stopped) but a message only the presser sees, replying
+// to the pressed message; its text.
+func refusedInGroup(t *testing.T, srv *tgfake.Server, chat int64, who *tgfake.Person, a tgfake.CallbackAnswer) string {
+	t.Helper()
+	require.Empty(t, a.Text, "no alert: the refusal is a message only the presser sees")
+	eph := srv.EphemeralMessages(chat)
+	require.NotEmpty(t, eph, "no message only the presser sees")
+	last := eph[len(eph)-1]
+	require.Equal(t, who.ID(), last.ReceiverUser.ID)
+	require.NotZero(t, last.ReplyToID(), "it answers the pressed message")
+	return last.Text
+}
+
 // boardState is what a press may change: the decisions, the run's review
 // and its counters, and the board.
 func (env anEnv) boardState(t *testing.T) string {
@@ -419,13 +433,11 @@ func TestAnalysisBoardRefusals(t *testing.T) {
 	before, rowsBefore := env.boardState(t), outbox()
 	for _, d := range []string{data(t, "pa", ids[0]), data(t, "pj", ids[1]), cbData(t, "bp", 1, 1), data(t, "ba", 1)} {
 		a := env.pressBoard(t, ann, d) // buttons the board shows
-		require.Equal(t, forbidden, a.Text, d)
-		require.True(t, a.ShowAlert, d)
+		require.Equal(t, forbidden, refusedInGroup(t, env.srv, adminChat, ann, a), d)
 	}
 	for _, d := range []string{data(t, "by", 1), data(t, "bn", 1)} {
 		a := env.pressBoardRaw(t, ann, d)
-		require.Equal(t, forbidden, a.Text, d)
-		require.True(t, a.ShowAlert, d)
+		require.Equal(t, forbidden, refusedInGroup(t, env.srv, adminChat, ann, a), d)
 	}
 	require.Equal(t, before, env.boardState(t), "refused: nothing changed")
 	require.Equal(t, rowsBefore, outbox(), "refused: no edit written")
@@ -435,8 +447,7 @@ func TestAnalysisBoardRefusals(t *testing.T) {
 	asking, rowsAsking := env.boardState(t), outbox()
 	for _, d := range []string{data(t, "by", 1), data(t, "bn", 1)} {
 		a := env.pressBoard(t, ann, d)
-		require.Equal(t, forbidden, a.Text, d)
-		require.True(t, a.ShowAlert, d)
+		require.Equal(t, forbidden, refusedInGroup(t, env.srv, adminChat, ann, a), d)
 	}
 	require.Equal(t, asking, env.boardState(t), "refused: still asking, nothing approved")
 	require.Equal(t, rowsAsking, outbox())
@@ -448,13 +459,12 @@ func TestAnalysisBoardRefusals(t *testing.T) {
 	for _, d := range []string{cbData(t, "bp", 99, 0), data(t, "ba", 99), data(t, "by", 99), data(t, "bn", 99),
 		data(t, "pa", 999_999), data(t, "pj", 999_999)} {
 		a := env.pressBoardRaw(t, env.admin, d)
-		require.Equal(t, invalid, a.Text, d)
-		require.True(t, a.ShowAlert, d)
+		require.Equal(t, invalid, refusedInGroup(t, env.srv, adminChat, env.admin, a), d)
 	}
 	// And malformed: the wrong number of ids.
 	for _, d := range []string{"bp:1", "ba:1:2", "by"} {
 		a := env.pressBoardRaw(t, env.admin, d)
-		require.Equal(t, invalid, a.Text, d)
+		require.Equal(t, invalid, refusedInGroup(t, env.srv, adminChat, env.admin, a), d)
 	}
 	require.Equal(t, asking, env.boardState(t), "nothing changed")
 	require.Equal(t, rowsAsking, outbox())

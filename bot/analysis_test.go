@@ -383,11 +383,10 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 
 	// Not an admin: refused, and nothing changes.
 	a := press(t, env.srv, ann, board, data(t, "pa", ids[0]))
-	require.Equal(t, "This button is not for you.", a.Text)
-	require.True(t, a.ShowAlert)
+	require.Equal(t, "This button is not for you.", refusedInGroup(t, env.srv, adminChat, ann, a))
 	require.Equal(t, 2, count(t, env.st, `SELECT count(*) FROM analysis_proposals WHERE decision = 'pending'`))
 	a = pressRaw(t, env.srv, ann, board, data(t, "rp", 1))
-	require.Equal(t, "This button is not for you.", a.Text, "nor may they page /runs")
+	require.Equal(t, "This button is not for you.", refusedInGroup(t, env.srv, adminChat, ann, a), "nor may they page /runs")
 
 	require.Equal(t, "Run #1 still has proposals awaiting a decision: 2. Approve or reject them first.",
 		env.ask(t, env.admin, "/run_close 1").Text)

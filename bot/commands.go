@@ -111,7 +111,7 @@ func (b *Bot) run(r *Request, cmd Command) error {
 	}
 	if cmd.Role == RoleAdmin && !r.Admin {
 		b.deps.Log.Warn("admin command refused", "user", r.User.ID, "command", cmd.Name)
-		return r.Reply(r.T("error.admin_only"), nil)
+		return r.ReplyToAsker(r.T("error.admin_only"))
 	}
 	return cmd.Handle(r)
 }
@@ -176,7 +176,9 @@ func (b *Bot) elsewhere(r *Request, cmd Command) error {
 	if cmd.where()&InAdminChat != 0 && b.cfg.AdminChatID != 0 {
 		key = "chat.private_or_admin"
 	}
-	return b.queueReply(r.Ctx, r.Chat().ID, replyTo, r.T(key, locales.Data{"Command": "/" + cmd.Name}), kb)
+	// Only the member who typed it needs the pointer: where Telegram lets
+	// the bot (an administrator of the group), nobody else sees it.
+	return b.queueReplyFor(r.Ctx, r.Chat().ID, r.User.ID, replyTo, r.T(key, locales.Data{"Command": "/" + cmd.Name}), kb)
 }
 
 // deepLink opens the private chat with the bot; a payload arrives as

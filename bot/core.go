@@ -311,6 +311,7 @@ var lacksKeys = map[string]string{
 	delivery.FeatureDrafts.ID:      "status.lacks_drafts",
 	delivery.FeatureCopyButtons.ID: "status.lacks_copy_buttons",
 	delivery.FeatureDateTime.ID:    "status.lacks_date_time",
+	delivery.FeatureEphemeral.ID:   "status.lacks_ephemeral",
 }
 
 // statusServer writes a line for each Bot API feature this replica's

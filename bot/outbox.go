@@ -113,9 +113,20 @@ type Queue interface {
 // to try again a command whose change already committed. Only when the
 // outbox cannot take it (the database is down) is it sent at once.
 func (b *Bot) queueReply(ctx context.Context, chatID int64, replyTo int, text string, kb *tele.ReplyMarkup) error {
+	return b.queueReplyFor(ctx, chatID, 0, replyTo, text, kb)
+}
+
+// queueReplyFor is queueReply for one member of a group: onlyFor (0:
+// everyone) makes each part a message only they see where Telegram lets
+// the bot send one (domain.Message.OnlyFor). Only what the group may read
+// is sent this way: where it may not, it goes to the group.
+func (b *Bot) queueReplyFor(ctx context.Context, chatID, onlyFor int64, replyTo int, text string, kb *tele.ReplyMarkup) error {
 	msgs := Messages(chatID, domain.KindReply, 0, text, kb)
 	if len(msgs) > 0 {
 		msgs[0].ReplyTo = replyTo
+	}
+	for i := range msgs {
+		msgs[i].OnlyFor = onlyFor
 	}
 	if rs := repliesOf(ctx); rs != nil {
 		for i := range msgs {

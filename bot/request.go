@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,6 +91,26 @@ func (r *Request) Reply(text string, markup *tele.ReplyMarkup) error {
 	return r.bot.queueReply(ctx, r.Chat().ID, 0, text, markup)
 }
 
+// ReplyToAsker answers the update's sender with HTML text: in a group,
+// as a reply to their message that only they see where Telegram lets the
+// bot send one (it administers the group); elsewhere, as Reply. Only what
+// the group may read is sent this way.
+func (r *Request) ReplyToAsker(text string) error {
+	ctx := r.Ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	chat := r.Chat()
+	if chat.Type == tele.ChatPrivate {
+		return r.Reply(text, nil)
+	}
+	replyTo := 0
+	if m := r.Message(); m != nil {
+		replyTo = m.ID
+	}
+	return r.bot.queueReplyFor(ctx, chat.ID, r.User.ID, replyTo, text, nil)
+}
+
 // ReplyRendered sends what a renderer made for the request (a list and its
 // buttons), or returns the renderer's error: r.ReplyRendered(u.banList(r)).
 func (r *Request) ReplyRendered(text string, markup *tele.ReplyMarkup, err error) error {
@@ -105,9 +126,48 @@ func replyRendered(render func(*Request) (string, *tele.ReplyMarkup, error)) fun
 	return func(r *Request) error { return r.ReplyRendered(render(r)) }
 }
 
-// Alert answers a button press with a pop-up of the text key renders.
+// Alert answers a button press with a pop-up of the text key renders. A
+// refusal of a press in a group (refusals) goes instead as a message only
+// the presser sees, where Telegram allows it (answerOnlyToPresser).
 func (r *Request) Alert(key string, data ...locales.Data) error {
-	return r.AlertText(r.T(key, data...))
+	text := r.T(key, data...)
+	if refusals[key] && r.bot.answerOnlyToPresser(r, text) {
+		return nil
+	}
+	return r.AlertText(text)
+}
+
+// refusals are the answers to a press that is stale or not the presser's
+// to make.
+var refusals = map[string]bool{"error.callback_forbidden": true, "error.callback_invalid": true}
+
+// answerOnlyToPresser answers a press in a group with text (catalogue
+// HTML) as an ephemeral message to the presser, which Telegram lets any
+// bot send within 15 seconds of the press, and stops the button's spinner;
+// false where it cannot (a private chat, a server without ephemeral
+// messages, a refusal), for the caller's alert.
+func (b *Bot) answerOnlyToPresser(r *Request, text string) bool {
+	cb, chat := r.Callback(), r.Chat()
+	if cb == nil || chat == nil || (chat.Type != tele.ChatGroup && chat.Type != tele.ChatSuperGroup) ||
+		slices.Contains(b.deps.Direct.Lacking(), delivery.FeatureEphemeral) {
+		return false
+	}
+	ctx := r.Ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	m := domain.Message{ChatID: chat.ID, Kind: domain.KindReply, Text: text, OnlyFor: r.User.ID, ForPress: cb.ID}
+	if cb.Message != nil {
+		m.ReplyTo = cb.Message.ID
+	}
+	if _, err := b.deps.Direct.SendNow(ctx, m); err != nil {
+		b.deps.Log.Info("press answered with an alert: no ephemeral message", "chat", chat.ID, "err", err)
+		return false
+	}
+	if err := b.answerCallback(ctx, r.Inbound, "", false); err != nil {
+		b.deps.Log.Warn("answer a press answered ephemerally", "chat", chat.ID, "err", err)
+	}
+	return true
 }
 
 // AlertText answers a button press with a pop-up of text.
