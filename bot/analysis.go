@@ -1111,7 +1111,7 @@ func (b *Renderer) boardMarkup(lang string, rv analysis.Review) (*tele.ReplyMark
 			continue
 		}
 		n := locales.Data{"N": p.Ordinal}
-		pair, err := buttonPair(cat.T(lang, "board.button_approve", n), actionApprove,
+		pair, err := buttonPair(yesNo, cat.T(lang, "board.button_approve", n), actionApprove,
 			cat.T(lang, "board.button_reject", n), actionReject, p.ID)
 		if err != nil {
 			return nil, err
@@ -1152,7 +1152,7 @@ func (b *Renderer) boardMarkup(lang string, rv analysis.Review) (*tele.ReplyMark
 	if r.State == analysis.Completed && r.ProposalsPending > 0 {
 		count := locales.Data{"Count": r.ProposalsPending}
 		if r.ReviewConfirm {
-			pair, err := buttonPair(cat.T(lang, "board.button_confirm", count), actionAllYes,
+			pair, err := buttonPair(confirmGo, cat.T(lang, "board.button_confirm", count), actionAllYes,
 				cat.T(lang, "board.button_cancel"), actionAllNo, r.ID)
 			if err != nil {
 				return nil, err

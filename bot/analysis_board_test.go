@@ -188,8 +188,10 @@ func TestAnalysisBoardRendering(t *testing.T) {
 		{"◀ 1", "3 ▶"},
 		{"✅ Approve the rest (15)"},
 	}, rows(m[0]), "a pair per pending proposal, none for the decided")
-	require.Equal(t, []domain.Button{{Text: "11 ✅", Data: data(t, "pa", 111)}, {Text: "11 ❌", Data: data(t, "pj", 111)},
-		{Text: "12 ✅", Data: data(t, "pa", 112)}, {Text: "12 ❌", Data: data(t, "pj", 112)}}, m[0].Buttons[0])
+	ok, no := domain.StyleSuccess, domain.StyleDanger
+	require.Equal(t, []domain.Button{{Text: "11 ✅", Data: data(t, "pa", 111), Style: ok}, {Text: "11 ❌", Data: data(t, "pj", 111), Style: no},
+		{Text: "12 ✅", Data: data(t, "pa", 112), Style: ok}, {Text: "12 ❌", Data: data(t, "pj", 112), Style: no}}, m[0].Buttons[0],
+		"approve is coloured as agreeing, reject as refusing")
 	require.Equal(t, []domain.Button{{Text: "◀ 1", Data: cbData(t, "bp", 7, 0)}, {Text: "3 ▶", Data: cbData(t, "bp", 7, 2)}}, m[0].Buttons[3])
 	require.Equal(t, []domain.Button{{Text: "✅ Approve the rest (15)", Data: data(t, "ba", 7)}}, m[0].Buttons[4])
 
@@ -210,8 +212,8 @@ func TestAnalysisBoardRendering(t *testing.T) {
 	rv.Run = run
 	m = env.bot.Board(rv, false)
 	require.Contains(t, m[0].Text, "<b>Proposals 9–16 of 20</b> · ✅ 3 · ❌ 2 · ⏳ 15\n\n⚠️ Approve every proposal still pending (15)? Confirm below.\n\n9. ✅")
-	require.Equal(t, []domain.Button{{Text: "✅ Yes, approve 15", Data: data(t, "by", 7)}, {Text: "↩️ Cancel", Data: data(t, "bn", 7)}},
-		m[0].Buttons[len(m[0].Buttons)-1])
+	require.Equal(t, []domain.Button{{Text: "✅ Yes, approve 15", Data: data(t, "by", 7), Style: domain.StyleSuccess}, {Text: "↩️ Cancel", Data: data(t, "bn", 7)}},
+		m[0].Buttons[len(m[0].Buttons)-1], "the confirmation is coloured, the way back plain")
 	require.NotContains(t, strings.Join(flat(rows(m[0])), "|"), "Approve the rest")
 
 	// The first page leads on only (▶, and ⏭ to the last page when that

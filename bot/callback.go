@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	tele "gopkg.in/telebot.v3"
+
+	"switchboard/domain"
 )
 
 // Callback data travels through Telegram and comes back from any client, so
@@ -100,9 +102,23 @@ func Encode(a Action, ids ...int64) (string, error) {
 	return sb.String(), nil
 }
 
+// pairStyle colours a buttonPair: what each button does, as its colour
+// says it (domain.Style*; "" plain).
+type pairStyle [2]string
+
+var (
+	// yesNo is a choice between taking and refusing: accept and decline.
+	yesNo = pairStyle{domain.StyleSuccess, domain.StyleDanger}
+	// confirmGo is a confirmation of a step and a way back.
+	confirmGo = pairStyle{domain.StyleSuccess, ""}
+	// confirmLoss is a confirmation of what cannot be undone and a way back.
+	confirmLoss = pairStyle{domain.StyleDanger, ""}
+)
+
 // buttonPair is a row of two buttons, reading text1 and text2, that press
-// a1 and a2 on the same ids: yes and no, accept and decline.
-func buttonPair(text1 string, a1 Action, text2 string, a2 Action, ids ...int64) ([]tele.InlineButton, error) {
+// a1 and a2 on the same ids: yes and no, accept and decline, coloured
+// style.
+func buttonPair(style pairStyle, text1 string, a1 Action, text2 string, a2 Action, ids ...int64) ([]tele.InlineButton, error) {
 	data1, err := Encode(a1, ids...)
 	if err != nil {
 		return nil, err
@@ -111,7 +127,13 @@ func buttonPair(text1 string, a1 Action, text2 string, a2 Action, ids ...int64) 
 	if err != nil {
 		return nil, err
 	}
-	return []tele.InlineButton{{Text: text1, Data: data1}, {Text: text2, Data: data2}}, nil
+	pair := []tele.InlineButton{{Text: text1, Data: data1}, {Text: text2, Data: data2}}
+	for i, st := range style {
+		if st != "" {
+			pair[i] = styled(pair[i], st)
+		}
+	}
+	return pair, nil
 }
 
 // Decode parses callback data against the table, accepting only what

@@ -308,10 +308,11 @@ func (b *Bot) statusHealth(r *Request, sb *strings.Builder) {
 // /status's line saying this replica's server lacks it; spelled out so the
 // catalogue test sees them used.
 var lacksKeys = map[string]string{
-	delivery.FeatureDrafts.ID:      "status.lacks_drafts",
-	delivery.FeatureCopyButtons.ID: "status.lacks_copy_buttons",
-	delivery.FeatureDateTime.ID:    "status.lacks_date_time",
-	delivery.FeatureEphemeral.ID:   "status.lacks_ephemeral",
+	delivery.FeatureDrafts.ID:          "status.lacks_drafts",
+	delivery.FeatureCopyButtons.ID:     "status.lacks_copy_buttons",
+	delivery.FeatureDateTime.ID:        "status.lacks_date_time",
+	delivery.FeatureEphemeral.ID:       "status.lacks_ephemeral",
+	delivery.FeatureDisabledButtons.ID: "status.lacks_disabled_buttons",
 }
 
 // statusServer writes a line for each Bot API feature this replica's

@@ -526,7 +526,7 @@ func (u *dispatchUI) stalePress(r *Request, f dispatch.Offer, o dispatch.Order, 
 			if o.ID == 0 {
 				o.ID = f.OrderID
 			}
-			u.b.editPressed(r, u.b.renderClosed(r.Lang, o, state), nil)
+			u.b.editPressed(r, u.b.renderClosed(r.Lang, o, state), u.b.closedMarkup(r.Lang, state))
 		}
 		key, ok := staleOfferKeys[state]
 		if !ok {
@@ -576,7 +576,7 @@ func (u *dispatchUI) decline(r *Request, cb Callback) error {
 	if o.ID == 0 {
 		o.ID = f.OrderID
 	}
-	u.b.editPressed(r, u.b.renderClosed(r.Lang, o, dispatch.Declined), nil)
+	u.b.editPressed(r, u.b.renderClosed(r.Lang, o, dispatch.Declined), u.b.closedMarkup(r.Lang, dispatch.Declined))
 	return r.Toast(r.T("offer.declined_toast"))
 }
 
@@ -661,6 +661,24 @@ func (rd *Renderer) renderClosed(lang string, o dispatch.Order, state dispatch.O
 	return text
 }
 
+// closedMarkup is a closed offer's keyboard: where Accept and Decline
+// stood, one button that does nothing and says how it ended, so the
+// message keeps its shape (a server without disabled buttons gets the
+// message without it; its first line says the same).
+func (rd *Renderer) closedMarkup(lang string, state dispatch.OfferState) *tele.ReplyMarkup {
+	key, ok := offerClosedButtons[state]
+	if !ok {
+		key = offerClosedButtons[dispatch.Expired]
+	}
+	return &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{disabledButton(rd.cat.T(lang, key))}}}
+}
+
+var offerClosedButtons = map[dispatch.OfferState]string{
+	dispatch.Expired:   "offer.closed_button_expired",
+	dispatch.Declined:  "offer.closed_button_declined",
+	dispatch.Withdrawn: "offer.closed_button_withdrawn",
+}
+
 var offerClosedKeys = map[dispatch.OfferState]string{
 	dispatch.Expired:   "offer.expired",
 	dispatch.Declined:  "offer.declined",
@@ -670,7 +688,7 @@ var offerClosedKeys = map[dispatch.OfferState]string{
 // offerMarkup is [[Accept, Decline], [Details]]; Details is left out once
 // the full text is shown.
 func offerMarkup(cat *locales.Catalog, lang string, offerID int64, details bool) (*tele.ReplyMarkup, error) {
-	pair, err := buttonPair(cat.T(lang, "offer.button_accept"), actionOfferAccept,
+	pair, err := buttonPair(yesNo, cat.T(lang, "offer.button_accept"), actionOfferAccept,
 		cat.T(lang, "offer.button_decline"), actionOfferDecline, offerID)
 	if err != nil {
 		return nil, err
@@ -801,12 +819,13 @@ func (d dispatchNotes) Offer(m dispatch.Master, o dispatch.Order, f dispatch.Off
 	return []domain.Message{Keyed(m.UserID, domain.KindOffer, f.ID, offerKey(f.ID), b.renderOffer(m.Lang, o, f), kb)}
 }
 
-// Closed edits an offer's message to show how the offer ended, without
-// buttons. An offer whose message never went out has nothing to edit.
+// Closed edits an offer's message to show how the offer ended, its
+// buttons one disabled button saying so. An offer whose message never
+// went out has nothing to edit.
 func (d dispatchNotes) Closed(m dispatch.Master, o dispatch.Order, f dispatch.Offer) []domain.Message {
 	b := d.b
 	text := b.renderClosed(m.Lang, o, f.State)
-	return []domain.Message{EditOf(m.UserID, domain.KindOfferClose, f.ID, offerKey(f.ID), text, nil, domain.IfGoneDrop)}
+	return []domain.Message{EditOf(m.UserID, domain.KindOfferClose, f.ID, offerKey(f.ID), text, b.closedMarkup(m.Lang, f.State), domain.IfGoneDrop)}
 }
 
 // Note is a note to a master in their language.

@@ -39,11 +39,12 @@ var (
 type confirmation struct {
 	yes    Action
 	button string // the Yes button's text
+	style  pairStyle
 }
 
 var (
-	confirmFinish   = confirmation{actionFinishYes, "assigned.button_done_yes"}
-	confirmGiveBack = confirmation{actionGiveBackYes, "assigned.button_return_yes"}
+	confirmFinish   = confirmation{actionFinishYes, "assigned.button_done_yes", confirmGo}
+	confirmGiveBack = confirmation{actionGiveBackYes, "assigned.button_return_yes", confirmLoss}
 )
 
 // stepToasts confirm a press that moved the order.
@@ -113,7 +114,7 @@ func (u *dispatchUI) editAssigned(r *Request, offerID int64, toast string,
 
 // confirmMarkup is [[Yes …, Back]].
 func confirmMarkup(cat *locales.Catalog, lang string, offerID int64, c confirmation) (*tele.ReplyMarkup, error) {
-	pair, err := buttonPair(cat.T(lang, c.button), c.yes, cat.T(lang, "assigned.button_back"), actionAssignedBack, offerID)
+	pair, err := buttonPair(c.style, cat.T(lang, c.button), c.yes, cat.T(lang, "assigned.button_back"), actionAssignedBack, offerID)
 	if err != nil {
 		return nil, err
 	}

@@ -178,6 +178,16 @@ func pressRaw(t *testing.T, srv *tgfake.Server, p *tgfake.Person, msg tgfake.Bot
 
 func int64p(v int64) *int64 { return &v }
 
+// requireDisabled asserts that a closed offer's buttons are one disabled
+// button saying how it ended.
+func requireDisabled(t *testing.T, m tgfake.BotMessage, label string) {
+	t.Helper()
+	buttons := m.ReplyMarkup.Buttons()
+	require.Len(t, buttons, 1, "a closed offer keeps one button: %v", m.ReplyMarkup.Labels())
+	require.Equal(t, label, buttons[0].Text)
+	require.NotNil(t, buttons[0].Disabled, "it does nothing")
+}
+
 const usageMaster = "Usage: /master city district skill[,skill]\nA name of several words goes in quotes.\n" +
 	"Example: /master \"Saint Petersburg\" Center plumbing,electrics"
 
@@ -556,7 +566,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	msg1 = env.offerMessage(t, f1)
 	require.Equal(t, "❌ You declined order #"+itoa(orderID)+"; it will not be offered to you again.\n"+
 		"📍 Moscow, Center\n🛠 plumbing\n💰 5,000\n📝 Bathroom pipe", msg1.Text)
-	require.Empty(t, msg1.ReplyMarkup.Buttons())
+	requireDisabled(t, msg1, "❌ Declined")
 	fs := offers(t, env.st)
 	require.Len(t, fs, 2)
 	require.Equal(t, "DECLINED", fs[0].State)
@@ -578,7 +588,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 		"📍 Moscow, Center\n🛠 plumbing\n💰 5\u00a0000\n📝 Bathroom pipe"
 	msg2 = env.offerMessage(t, f2)
 	require.Equal(t, expired, msg2.Text)
-	require.Empty(t, msg2.ReplyMarkup.Buttons())
+	requireDisabled(t, msg2, "⌛ Время вышло")
 	require.Equal(t, "SENT", offers(t, env.st)[1].State)
 	require.Equal(t, orderRow{ID: orderID, State: "SEARCHING", Round: 1}, orderByID(t, env.st, orderID))
 
@@ -607,7 +617,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	msg3 := env.offerMessage(t, f3)
 	require.Equal(t, "🚫 Заказ #"+itoa(orderID)+" отменён; предложение отозвано.\n"+
 		"📍 Moscow, Center\n🛠 plumbing\n💰 5\u00a0000\n📝 Bathroom pipe", msg3.Text)
-	require.Empty(t, msg3.ReplyMarkup.Buttons())
+	requireDisabled(t, msg3, "🚫 Заказ отменён")
 	a = pressRaw(t, env.srv, bob, msg3, data(t, "oa", f3.ID))
 	require.Equal(t, "Заказ отменён; предложение отозвано.", a.Text)
 	require.True(t, a.ShowAlert)

@@ -117,7 +117,11 @@ func (u *memoryUI) page(r *Request, p int) (string, *tele.ReplyMarkup, error) {
 			if err != nil {
 				return "", nil, err
 			}
-			row = append(row, tele.InlineButton{Text: r.T(b.key, locales.Data{"N": n}), Data: data})
+			bt := tele.InlineButton{Text: r.T(b.key, locales.Data{"N": n}), Data: data}
+			if b.a == actionMemoryDelete {
+				bt = styled(bt, domain.StyleDanger)
+			}
+			row = append(row, bt)
 		}
 		rows = append(rows, row)
 	}
@@ -309,7 +313,7 @@ func (u *memoryUI) forgetAbout(r *Request, topic string) error {
 	if len(found) == 0 {
 		return r.Reply(r.T("memories.about_none"), nil)
 	}
-	buttons, err := buttonPair(r.T("memories.about_yes", locales.Data{"N": len(found)}), actionMemoryForgetYes,
+	buttons, err := buttonPair(confirmLoss, r.T("memories.about_yes", locales.Data{"N": len(found)}), actionMemoryForgetYes,
 		r.T("memories.about_keep"), actionMemoryForgetKeep, r.User.ID, req)
 	if err != nil {
 		return err

@@ -125,7 +125,7 @@ func (u *memoryUI) forget(r *Request) error {
 		return err
 	}
 	stamp := r.User.CreatedAt.UnixMicro()
-	pair, err := buttonPair(r.T("memory.forget_yes"), actionForget, r.T("memory.forget_cancel"), actionForgetCancel, r.User.ID, stamp)
+	pair, err := buttonPair(confirmLoss, r.T("memory.forget_yes"), actionForget, r.T("memory.forget_cancel"), actionForgetCancel, r.User.ID, stamp)
 	if err != nil {
 		return err
 	}

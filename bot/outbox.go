@@ -62,6 +62,27 @@ func copyButton(label, text string) (tele.InlineButton, bool) {
 	return tele.InlineButton{Unique: copyMark, Text: label, Data: text}, true
 }
 
+// styleMark prefixes a telebot button's Unique with its style, and
+// disabledMark marks a disabled one, for Buttons to carry over as the
+// copy mark is.
+const (
+	styleMark    = "style:"
+	disabledMark = "disabled"
+)
+
+// styled is b coloured with style (domain.Style*).
+func styled(b tele.InlineButton, style string) tele.InlineButton {
+	b.Unique = styleMark + style
+	return b
+}
+
+// disabledButton is a button that does nothing, its label saying why
+// (an expired offer's "⌛ Expired"): a server without disabled buttons gets
+// the message without it, its text saying the same (bot/delivery).
+func disabledButton(label string) tele.InlineButton {
+	return tele.InlineButton{Unique: disabledMark, Text: label}
+}
+
 // Buttons converts telebot's inline keyboard to the outbox's.
 func Buttons(kb *tele.ReplyMarkup) [][]domain.Button {
 	if kb == nil || len(kb.InlineKeyboard) == 0 {
@@ -71,11 +92,18 @@ func Buttons(kb *tele.ReplyMarkup) [][]domain.Button {
 	for _, row := range kb.InlineKeyboard {
 		r := make([]domain.Button, 0, len(row))
 		for _, b := range row {
-			if b.Unique == copyMark {
+			switch {
+			case b.Unique == copyMark:
 				r = append(r, domain.Button{Text: b.Text, Copy: b.Data})
-				continue
+			case b.Unique == disabledMark:
+				r = append(r, domain.Button{Text: b.Text, Disabled: true})
+			default:
+				style, _ := strings.CutPrefix(b.Unique, styleMark)
+				if style == b.Unique {
+					style = ""
+				}
+				r = append(r, domain.Button{Text: b.Text, Data: b.Data, URL: b.URL, Style: style})
 			}
-			r = append(r, domain.Button{Text: b.Text, Data: b.Data, URL: b.URL})
 		}
 		out = append(out, r)
 	}

@@ -798,7 +798,7 @@ func (rd *Renderer) vacancyMarkup(lang string, matchID int64, v vacancy.Vacancy,
 	cat := rd.cat
 	kb := &tele.ReplyMarkup{}
 	if !decided {
-		pair, err := buttonPair(cat.T(lang, "vacancy.button_applied"), actionApplied,
+		pair, err := buttonPair(yesNo, cat.T(lang, "vacancy.button_applied"), actionApplied,
 			cat.T(lang, "vacancy.button_not_interested"), actionNotInterested, matchID)
 		if err != nil {
 			return nil, err

@@ -124,7 +124,20 @@ type Button struct {
 	Data string `json:"data,omitempty"`
 	URL  string `json:"url,omitempty"`
 	Copy string `json:"copy,omitempty"`
+	// Style colours it (StyleSuccess, StyleDanger, StylePrimary); a server
+	// older than Bot API 9.4 shows it plain.
+	Style string `json:"style,omitempty"`
+	// Disabled makes it one that does nothing, its Text saying why (Bot
+	// API 10.3); a server without them gets the message without it.
+	Disabled bool `json:"disabled,omitempty"`
 }
+
+// Button styles: what a button's colour says it does.
+const (
+	StyleSuccess = "success" // agrees, takes, approves
+	StyleDanger  = "danger"  // refuses or destroys
+	StylePrimary = "primary" // the step expected next
+)
 
 // MaxCopyText is the most a copy button holds: Telegram's 256 characters
 // (UTF-16 code units, as it counts a message's length).

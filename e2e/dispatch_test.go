@@ -120,7 +120,8 @@ func TestDispatchExpiryThenAccept(t *testing.T) {
 		return len(offerMessages(env, bob.ID())) == 1 && strings.Contains(expired.Text, "expired")
 	})
 	require.Contains(t, expired.Text, "expired")
-	require.Empty(t, expired.ReplyMarkup.Buttons(), "no buttons on an expired offer")
+	require.Equal(t, []string{"⌛ Time ran out"}, expired.ReplyMarkup.Labels(), "an expired offer's one button says so")
+	require.NotNil(t, expired.ReplyMarkup.Buttons()[0].Disabled, "and does nothing")
 	lag := scalar[float64](t, pool, `SELECT extract(epoch FROM responded_at - expires_at) FROM offers WHERE master_id = 701`)
 	// Typically milliseconds; the bound only tells the timer from the 60 s
 	// tick without making a loaded CI machine fail the test.
@@ -1038,4 +1039,47 @@ FROM orders WHERE id = $1`, g.order).Scan(&state, &round, &master, &unassignable
 	}
 	require.LessOrEqual(t, dups, 16, "at most OUTBOX_WORKERS (16) duplicates for one killed replica")
 	t.Logf("offers: %d; offer messages sent twice: %d (rows in flight at the kill: %v)", len(offers), dups, inflight)
+}
+
+// Buttons that say what they do: an offer's Accept and Decline are
+// coloured, and a declined offer keeps one disabled button saying so where
+// its buttons stood; a server without disabled buttons (older than Bot
+// API 10.3) refuses it once, and the closed offer loses its buttons as
+// before, which /status names.
+func TestDispatchButtonsSayWhatTheyDo(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.Start(map[string]string{"OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h"})
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	fay := env.TG.User(762, "Fay", "en")
+	register(t, env, fay, "Poltava Center plumbing")
+	offerOf := func() tgfake.BotMessage {
+		last := 0
+		if ms := env.TG.Messages(fay.ID()); len(ms) > 0 {
+			last = ms[len(ms)-1].MessageID
+		}
+		createOrder(t, env, boss, "Poltava Center plumbing 600 A dripping tap")
+		return env.TG.WaitMessage(t, fay.ID(), func(m tgfake.BotMessage) bool {
+			return m.MessageID > last && strings.Contains(m.Text, "New order #")
+		})
+	}
+	offer := offerOf()
+	buttons := offer.ReplyMarkup.Buttons()
+	require.Equal(t, "✅ Accept", buttons[0].Text)
+	require.Equal(t, "success", buttons[0].Style)
+	require.Equal(t, "danger", buttons[1].Style)
+
+	fay.PressAndWait(t, offer, "❌ Decline")
+	closed := waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "❌ You declined") })
+	require.Equal(t, []string{"❌ Declined"}, closed.ReplyMarkup.Labels())
+	require.NotNil(t, closed.ReplyMarkup.Buttons()[0].Disabled)
+	_, err := fay.PressButton(closed, "❌ Declined")
+	require.Error(t, err, "a disabled button cannot be pressed")
+
+	env.TG.SetUnsupported(true, tgfake.FeatureDisabledButtons)
+	second := offerOf()
+	fay.PressAndWait(t, second, "❌ Decline")
+	closed = waitEdited(t, env, second, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "❌ You declined") })
+	require.Nil(t, closed.ReplyMarkup, "without disabled buttons, the buttons go as before")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/status").Text, "⚠️ This Bot API server lacks disabled buttons (Bot API 10.3)")
 }

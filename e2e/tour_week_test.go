@@ -649,7 +649,7 @@ func checkWeekText(t *testing.T, lang string, r weekReadable) {
 	}
 	for _, b := range r.buttons {
 		assert.NotEmpty(t, strings.TrimSpace(b.Text), "%s: a button without a label", r.where)
-		assert.True(t, b.CallbackData != "" || b.Copies() != "" || strings.HasPrefix(b.URL, "https://") || strings.HasPrefix(b.URL, "tg://"),
+		assert.True(t, b.CallbackData != "" || b.Copies() != "" || b.Disabled != nil || strings.HasPrefix(b.URL, "https://") || strings.HasPrefix(b.URL, "tg://"),
 			"%s: the button %q leads nowhere (%q)", r.where, b.Text, b.URL)
 	}
 }
@@ -737,6 +737,10 @@ func weekButtons(kb *tgfake.InlineKeyboardMarkup) string {
 				cells = append(cells, "["+b.Text+" → "+b.URL+"]")
 			case b.Copies() != "":
 				cells = append(cells, "["+b.Text+" ⎘ "+b.Copies()+"]")
+			case b.Disabled != nil:
+				cells = append(cells, "["+b.Text+" (disabled)]")
+			case b.Style != "":
+				cells = append(cells, "["+b.Text+" ("+b.Style+")]")
 			default:
 				cells = append(cells, "["+b.Text+"]")
 			}

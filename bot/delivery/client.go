@@ -310,7 +310,12 @@ func markup(rows [][]domain.Button) map[string]any {
 		row := make([]map[string]any, 0, len(r))
 		for _, b := range r {
 			btn := map[string]any{"text": b.Text}
+			if b.Style != "" {
+				btn["style"] = b.Style
+			}
 			switch {
+			case b.Disabled:
+				btn["disabled"] = map[string]any{}
 			case b.URL != "":
 				btn["url"] = b.URL
 			case b.Copy != "":

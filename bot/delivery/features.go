@@ -40,8 +40,10 @@ var (
 		Fallback: "times are written in the reader's zone only, as plain text"}
 	FeatureEphemeral = Feature{ID: "ephemeral", Name: "ephemeral messages", Since: "10.3",
 		Fallback: "what only one member of a group should see is posted for the group, as before"}
+	FeatureDisabledButtons = Feature{ID: "disabled_buttons", Name: "disabled buttons", Since: "10.3",
+		Fallback: "a finished step's buttons go; its text still says why"}
 
-	allFeatures = []Feature{FeatureDrafts, FeatureCopyButtons, FeatureDateTime, FeatureEphemeral}
+	allFeatures = []Feature{FeatureDrafts, FeatureCopyButtons, FeatureDateTime, FeatureEphemeral, FeatureDisabledButtons}
 )
 
 // errEphemeralIgnored is how a server without ephemeral messages refuses
@@ -100,6 +102,20 @@ var fallbacks = []fallback{
 			return strings.Contains(strings.ToLower(ae.Description), "inline keyboard button")
 		},
 		without: func(b body) body { b.Buttons = withoutCopy(b.Buttons); return b },
+	},
+	{
+		// The same refusal from a server older than Bot API 10.3, for a
+		// disabled button: tried after the copy buttons, so a keyboard
+		// with both (none the bot writes) loses the copy buttons first.
+		feature: FeatureDisabledButtons,
+		uses:    func(b body) bool { return hasButton(b.Buttons, func(b domain.Button) bool { return b.Disabled }) },
+		refuses: func(ae *APIError) bool {
+			return strings.Contains(strings.ToLower(ae.Description), "inline keyboard button")
+		},
+		without: func(b body) body {
+			b.Buttons = withoutButtons(b.Buttons, func(b domain.Button) bool { return b.Disabled })
+			return b
+		},
 	},
 }
 
@@ -181,9 +197,19 @@ func (s *Sender) Lacking() []Feature { return s.features.lacking() }
 
 // hasCopy reports whether any button is a copy button.
 func hasCopy(rows [][]domain.Button) bool {
+	return hasButton(rows, func(b domain.Button) bool { return b.Copy != "" })
+}
+
+// withoutCopy is rows with the copy buttons left out.
+func withoutCopy(rows [][]domain.Button) [][]domain.Button {
+	return withoutButtons(rows, func(b domain.Button) bool { return b.Copy != "" })
+}
+
+// hasButton reports whether any button is one of is.
+func hasButton(rows [][]domain.Button, is func(domain.Button) bool) bool {
 	for _, row := range rows {
 		for _, b := range row {
-			if b.Copy != "" {
+			if is(b) {
 				return true
 			}
 		}
@@ -191,14 +217,14 @@ func hasCopy(rows [][]domain.Button) bool {
 	return false
 }
 
-// withoutCopy is rows with the copy buttons left out (and rows left empty
-// by that).
-func withoutCopy(rows [][]domain.Button) [][]domain.Button {
+// withoutButtons is rows with the buttons is picks left out (and rows
+// left empty by that).
+func withoutButtons(rows [][]domain.Button, is func(domain.Button) bool) [][]domain.Button {
 	var out [][]domain.Button
 	for _, row := range rows {
 		var kept []domain.Button
 		for _, b := range row {
-			if b.Copy == "" {
+			if !is(b) {
 				kept = append(kept, b)
 			}
 		}

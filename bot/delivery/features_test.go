@@ -116,3 +116,33 @@ func TestTimesFallBackOnAServerWithoutDateTimeEntities(t *testing.T) {
 	got, _ = b.srv.MessageByID(1, id)
 	assert.Equal(t, want, got.Text)
 }
+
+// A button's style goes out as style, a disabled button as disabled; a
+// server older than Bot API 10.3 refuses the disabled button (it has only
+// its text), and the message goes again at once without it, believed.
+func TestDisabledButtonsFallBackOnAServerWithoutThem(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(1, "Ann")
+	s := b.sender(t, nil, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
+	closed := domain.Message{ChatID: 1, Kind: domain.KindReply, Text: "⌛ The offer expired.", Buttons: [][]domain.Button{
+		{{Text: "⌛ Time ran out", Disabled: true}},
+		{{Text: "Orders", Data: "o:1", Style: domain.StylePrimary}},
+	}}
+	id, err := s.SendNow(b.ctx, closed)
+	require.NoError(t, err)
+	msg, _ := b.srv.MessageByID(1, id)
+	buttons := msg.ReplyMarkup.Buttons()
+	require.Len(t, buttons, 2)
+	assert.NotNil(t, buttons[0].Disabled)
+	assert.Equal(t, "primary", buttons[1].Style)
+
+	b.srv.SetUnsupported(true, tgfake.FeatureDisabledButtons)
+	calls := len(b.srv.CallsTo("sendMessage"))
+	id, err = s.SendNow(b.ctx, closed)
+	require.NoError(t, err)
+	msg, _ = b.srv.MessageByID(1, id)
+	assert.Equal(t, []string{"Orders"}, msg.ReplyMarkup.Labels())
+	assert.Len(t, b.srv.CallsTo("sendMessage"), calls+2, "refused once, then sent without it")
+	assert.Equal(t, []delivery.Feature{delivery.FeatureDisabledButtons}, s.Lacking())
+}

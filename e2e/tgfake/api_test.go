@@ -188,6 +188,31 @@ func TestSendMessageLimits(t *testing.T) {
 		requireError(t, send(t, map[string]any{"text": "a", "reply_markup": copyOf("Lviv")}), 400,
 			"Bad Request: can't parse inline keyboard button: Text buttons are unallowed in the inline keyboard")
 	})
+	t.Run("button styles and disabled buttons", func(t *testing.T) {
+		kb := keyboardJSON(t, []map[string]any{
+			{"text": "Accept", "callback_data": "a", "style": "success"},
+			{"text": "Decline", "callback_data": "d", "style": "danger"},
+		}, []map[string]any{{"text": "⌛ Time ran out", "disabled": map[string]any{}}})
+		m := decodeResult[Message](t, send(t, map[string]any{"text": "a", "reply_markup": kb}))
+		row := m.ReplyMarkup.InlineKeyboard
+		require.Equal(t, "success", row[0][0].Style)
+		require.Equal(t, "danger", row[0][1].Style)
+		require.NotNil(t, row[1][0].Disabled)
+		require.Empty(t, row[1][0].CallbackData)
+		requireError(t, send(t, map[string]any{"text": "a", "reply_markup": keyboardJSON(t, []map[string]any{{"text": "x", "callback_data": "x", "style": "red"}})}),
+			400, "Bad Request: BUTTON_STYLE_INVALID (tgfake: style is one of danger, success, primary)")
+		requireError(t, send(t, map[string]any{"text": "a", "reply_markup": keyboardJSON(t, []map[string]any{{"text": "x", "callback_data": "x", "disabled": map[string]any{}}})}),
+			400, "Bad Request: can't parse inline keyboard button: exactly one of the optional fields must be used, found callback_data, disabled (tgfake: Telegram would silently use callback_data)")
+
+		// Older servers: a style is ignored, a disabled button is one with
+		// only its text.
+		srv.SetUnsupported(true, FeatureButtonStyle, FeatureDisabledButtons)
+		defer srv.SetUnsupported(false, FeatureButtonStyle, FeatureDisabledButtons)
+		requireError(t, send(t, map[string]any{"text": "a", "reply_markup": kb}), 400,
+			"Bad Request: can't parse inline keyboard button: Text buttons are unallowed in the inline keyboard")
+		m = decodeResult[Message](t, send(t, map[string]any{"text": "a", "reply_markup": keyboardJSON(t, []map[string]any{{"text": "x", "callback_data": "x", "style": "red"}})}))
+		require.Empty(t, m.ReplyMarkup.InlineKeyboard[0][0].Style)
+	})
 	t.Run("unknown chat", func(t *testing.T) {
 		requireError(t, callJSON(t, srv, "sendMessage", map[string]any{"chat_id": "424242", "text": "x"}), 400, "Bad Request: chat not found")
 		requireError(t, callJSON(t, srv, "sendMessage", map[string]any{"text": "x"}), 400, "Bad Request: chat_id is empty")

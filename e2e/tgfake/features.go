@@ -20,10 +20,17 @@ const (
 	// ephemeral_message_parameters 10.3): an older server ignores the
 	// parameter it does not know and posts the message for everyone.
 	FeatureEphemeral Feature = "ephemeral"
+	// FeatureButtonStyle is an inline button's style (Bot API 9.4): an
+	// older server ignores the field and shows a plain button.
+	FeatureButtonStyle Feature = "style"
+	// FeatureDisabledButtons is an inline button's disabled (Bot API
+	// 10.3): an older server does not know the field, so the button has
+	// only its text, which an inline keyboard refuses.
+	FeatureDisabledButtons Feature = "disabled"
 )
 
 // Features lists every Feature, for playing a server that lacks them all.
-var Features = []Feature{FeatureDrafts, FeatureCopyText, FeatureDateTime, FeatureEphemeral}
+var Features = []Feature{FeatureDrafts, FeatureCopyText, FeatureDateTime, FeatureEphemeral, FeatureButtonStyle, FeatureDisabledButtons}
 
 // SetUnsupported makes the server answer as one that lacks the features
 // (true) or knows them again (false).
@@ -37,6 +44,9 @@ func (s *Server) SetUnsupported(unsupported bool, fs ...Feature) {
 		s.lacking[f] = unsupported
 	}
 }
+
+// knows reports whether the server knows f (plays no server without it).
+func (s *Server) knows(f Feature) bool { return !s.lacks(f) }
 
 // lacks reports whether the server plays one without f.
 func (s *Server) lacks(f Feature) bool {

@@ -41,10 +41,10 @@ const (
 // that an inline button uses exactly one of its optional fields, which
 // Telegram itself does not check (it silently picks one).
 //
-// copyText says whether the server knows copy_text buttons (Bot API 7.11);
-// one that does not ignores the field, as it ignores every field it does
-// not know.
-func parseReplyMarkup(raw string, copyText bool) (replyMarkup, *APIError) {
+// knows says whether the server knows a newer button field (copy_text,
+// Bot API 7.11; style, 9.4; disabled, 10.3); one that does not ignores the
+// field, as it ignores every field it does not know.
+func parseReplyMarkup(raw string, knows func(Feature) bool) (replyMarkup, *APIError) {
 	if raw == "" {
 		return replyMarkup{}, nil
 	}
@@ -71,7 +71,7 @@ func parseReplyMarkup(raw string, copyText bool) (replyMarkup, *APIError) {
 	var inline [][]InlineKeyboardButton
 	if ik, present := obj["inline_keyboard"]; present {
 		inline, apiErr = keyboardRows(ik, "inline_keyboard", "Field \"inline_keyboard\" of the InlineKeyboardMarkup must be an Array of Arrays",
-			func(v any) (InlineKeyboardButton, *APIError) { return parseInlineButton(v, copyText) },
+			func(v any) (InlineKeyboardButton, *APIError) { return parseInlineButton(v, knows) },
 			func(b InlineKeyboardButton) string { return b.Text })
 		if apiErr != nil {
 			return replyMarkup{}, apiErr
@@ -155,7 +155,10 @@ func keyboardRows[B any](v any, field, notArrays string, parse func(any) (B, *AP
 	return rows, nil
 }
 
-func parseInlineButton(v any, copyText bool) (InlineKeyboardButton, *APIError) {
+// buttonStyles are the colours an inline button's style may name.
+var buttonStyles = map[string]bool{"danger": true, "success": true, "primary": true}
+
+func parseInlineButton(v any, knows func(Feature) bool) (InlineKeyboardButton, *APIError) {
 	fail := func(format string, args ...any) (InlineKeyboardButton, *APIError) {
 		return InlineKeyboardButton{}, badRequest("Can't parse inline keyboard button: "+format, args...)
 	}
@@ -169,6 +172,16 @@ func parseInlineButton(v any, copyText bool) (InlineKeyboardButton, *APIError) {
 		return fail("%s", err.Error())
 	}
 	b := InlineKeyboardButton{Text: text}
+	if knows(FeatureButtonStyle) {
+		style, present, err := obj.optString("style")
+		if err != nil {
+			return fail("%s", err.Error())
+		}
+		if present && !buttonStyles[style] {
+			return InlineKeyboardButton{}, badRequest("BUTTON_STYLE_INVALID (tgfake: style is one of danger, success, primary)")
+		}
+		b.Style = style
+	}
 
 	// Collect every kind the button declares. Empty url/callback_data count
 	// as absent (Telegram ignores them); an empty switch_inline_query* is a
@@ -209,9 +222,9 @@ func parseInlineButton(v any, copyText bool) (InlineKeyboardButton, *APIError) {
 			weak = append(weak, name)
 		}
 	}
-	for _, name := range []string{"callback_game", "pay", "switch_inline_query_chosen_chat", "login_url", "web_app", "copy_text"} {
+	for _, name := range []string{"callback_game", "pay", "switch_inline_query_chosen_chat", "login_url", "web_app", "copy_text", "disabled"} {
 		raw, present := obj[name]
-		if !present || (name == "copy_text" && !copyText) {
+		if !present || (name == "copy_text" && !knows(FeatureCopyText)) || (name == "disabled" && !knows(FeatureDisabledButtons)) {
 			continue
 		}
 		kinds = append(kinds, name)
@@ -221,6 +234,12 @@ func parseInlineButton(v any, copyText bool) (InlineKeyboardButton, *APIError) {
 			b.Pay = true
 		case "callback_game":
 			b.CallbackGame = data
+		case "disabled":
+			// DisabledButton "currently holds no information".
+			if _, ok := raw.(map[string]any); !ok {
+				return fail("Field \"%s\" must be of type Object", name)
+			}
+			b.Disabled = data
 		case "switch_inline_query_chosen_chat":
 			if _, ok := raw.(map[string]any); !ok {
 				return fail("Field \"%s\" must be of type Object", name)

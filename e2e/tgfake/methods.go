@@ -228,7 +228,7 @@ func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	markup, apiErr := parseReplyMarkup(r.str("reply_markup"), !s.lacks(FeatureCopyText))
+	markup, apiErr := parseReplyMarkup(r.str("reply_markup"), s.knows)
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -371,7 +371,7 @@ func (s *Server) applyEditLocked(m *msgState, change func(*Message)) Message {
 // keyboard, as on Telegram, so a bot that edits text without re-sending the
 // keyboard loses its buttons here too.
 func (s *Server) editMarkup(r *request) (replyMarkup, *APIError) {
-	return parseReplyMarkup(r.str("reply_markup"), !s.lacks(FeatureCopyText))
+	return parseReplyMarkup(r.str("reply_markup"), s.knows)
 }
 
 func editMessageText(s *Server, r *request) (any, *APIError) {

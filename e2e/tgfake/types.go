@@ -118,6 +118,10 @@ type InlineKeyboardButton struct {
 	CopyText                     json.RawMessage `json:"copy_text,omitempty"`
 	CallbackGame                 json.RawMessage `json:"callback_game,omitempty"`
 	Pay                          bool            `json:"pay,omitempty"`
+	// Disabled (Bot API 10.3) makes it a button that does nothing;
+	// Style (9.4) colours it: "danger", "success" or "primary".
+	Disabled json.RawMessage `json:"disabled,omitempty"`
+	Style    string          `json:"style,omitempty"`
 }
 
 // Copies is the text a copy_text button copies, "" for another button.
