@@ -1,6 +1,7 @@
 package tgfake
 
 import (
+	"errors"
 	"time"
 	"unicode/utf8"
 )
@@ -18,13 +19,20 @@ type Draft struct {
 	Text     string
 	Entities []MessageEntity
 	Time     time.Time
+	// CanStop shows the user a button to stop it (can_stop); KeepOnStop
+	// keeps it shown when they do (keep_on_stop). Bot API 10.3.
+	CanStop, KeepOnStop bool
 }
 
 // draftState is a private chat's current draft.
 type draftState struct {
 	draft Draft
-	// ended: a message from the bot came after it, which takes its place.
+	// ended: a message from the bot came after it, which takes its place,
+	// or the user stopped it and it was not to be kept.
 	ended bool
+	// stopped: the user pressed its stop button; later updates of its
+	// draft_id are taken and not shown ("stop further drafts").
+	stopped bool
 }
 
 // sendMessageDraft shows a message being written in a private chat
@@ -62,7 +70,13 @@ func sendMessageDraft(s *Server, r *request) (any, *APIError) {
 			return nil, apiErr
 		}
 		d := Draft{ChatID: ch.chat.ID, DraftID: r.int64Arg("draft_id"), Text: body.Text, Entities: body.Entities, Time: s.now()}
+		if !s.lacking[FeatureDraftStop] {
+			d.CanStop, d.KeepOnStop = r.boolArg("can_stop"), r.boolArg("keep_on_stop")
+		}
 		ch.drafts = append(ch.drafts, d)
+		if ch.draft != nil && ch.draft.stopped && ch.draft.draft.DraftID == d.DraftID {
+			return true, nil // stopped: the user sees no more of it
+		}
 		ch.draft = &draftState{draft: d}
 		s.notifyLocked()
 		return true, nil
@@ -85,4 +99,27 @@ func (s *Server) ShownDraft(chatID int64) (Draft, bool) {
 		return Draft{}, false
 	}
 	return ch.draft.draft, true
+}
+
+// ErrNoStopButton: the chat shows no draft with a stop button to press.
+var ErrNoStopButton = errors.New("tgfake: no draft with a stop button is shown")
+
+// StopDraft presses the stop button of the draft the chat shows, as the
+// user would: the bot receives stopped_message_generation with the
+// draft's id; the draft stays shown if it was sent with keep_on_stop,
+// else it goes. ErrNoStopButton when no draft is shown or it has no
+// button (sent without can_stop, or by a server older than Bot API 10.3).
+func (p *Person) StopDraft(chatID int64) (Draft, error) {
+	s := p.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := s.chats[chatID]
+	if ch == nil || ch.draft == nil || ch.draft.ended || ch.draft.stopped ||
+		s.now().Sub(ch.draft.draft.Time) >= DraftLife || !ch.draft.draft.CanStop {
+		return Draft{}, ErrNoStopButton
+	}
+	ch.draft.stopped = true
+	ch.draft.ended = !ch.draft.draft.KeepOnStop
+	s.pushUpdateLocked(Update{StoppedMessageGeneration: &MessageGenerationStopped{Chat: ch.chat, DraftID: ch.draft.draft.DraftID}})
+	return ch.draft.draft, nil
 }

@@ -27,10 +27,15 @@ const (
 	// 10.3): an older server does not know the field, so the button has
 	// only its text, which an inline keyboard refuses.
 	FeatureDisabledButtons Feature = "disabled"
+	// FeatureDraftStop is a draft's stop button (sendMessageDraft's
+	// can_stop and keep_on_stop, the stopped_message_generation update;
+	// Bot API 10.3): an older server ignores the parameters, so no draft
+	// has the button.
+	FeatureDraftStop Feature = "can_stop"
 )
 
 // Features lists every Feature, for playing a server that lacks them all.
-var Features = []Feature{FeatureDrafts, FeatureCopyText, FeatureDateTime, FeatureEphemeral, FeatureButtonStyle, FeatureDisabledButtons}
+var Features = []Feature{FeatureDrafts, FeatureCopyText, FeatureDateTime, FeatureEphemeral, FeatureButtonStyle, FeatureDisabledButtons, FeatureDraftStop}
 
 // SetUnsupported makes the server answer as one that lacks the features
 // (true) or knows them again (false).

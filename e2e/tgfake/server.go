@@ -52,6 +52,9 @@ type Server struct {
 	// insecureHooks: setWebhook takes http:// URLs on any port (tests).
 	insecureHooks bool
 
+	// pollAllowed is the allowed_updates of the last getUpdates that
+	// named them (empty: every kind).
+	pollAllowed    map[string]bool
 	callbacks      map[string]*callbackState
 	nextCallbackID uint64
 	nextRaw        int // SendRawText's stand-in texts

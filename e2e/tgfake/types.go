@@ -210,6 +210,17 @@ type Update struct {
 	EditedMessage *Message           `json:"edited_message,omitempty"`
 	CallbackQuery *CallbackQuery     `json:"callback_query,omitempty"`
 	MyChatMember  *ChatMemberUpdated `json:"my_chat_member,omitempty"`
+	// StoppedMessageGeneration: the user pressed a draft's stop button
+	// (Bot API 10.3).
+	StoppedMessageGeneration *MessageGenerationStopped `json:"stopped_message_generation,omitempty"`
+}
+
+// MessageGenerationStopped is the Bot API MessageGenerationStopped object:
+// a user stopping the message a draft was showing being written.
+type MessageGenerationStopped struct {
+	Chat            Chat  `json:"chat"`
+	MessageThreadID int   `json:"message_thread_id,omitempty"`
+	DraftID         int64 `json:"draft_id"`
 }
 
 // MarshalJSON writes the update as Telegram does, with a message's raw

@@ -39,6 +39,15 @@ func (s *Server) confirmLocked(offset int) {
 }
 
 func (s *Server) takeLocked(limit int) []Update {
+	if len(s.pollAllowed) > 0 {
+		keep := s.updates[:0]
+		for _, u := range s.updates {
+			if s.pollAllowed[updateKind(u)] {
+				keep = append(keep, u)
+			} // else dropped, as Telegram drops what the bot did not ask for
+		}
+		s.updates = keep
+	}
 	n := min(limit, len(s.updates))
 	return append([]Update{}, s.updates[:n]...)
 }
@@ -52,8 +61,15 @@ func getUpdates(s *Server, r *request) (any, *APIError) {
 	offset := r.intArg("offset", 0, -1<<31, 1<<31-1)
 	limit := r.intArg("limit", 100, 1, 100)
 	timeout := r.intArg("timeout", 0, 0, maxPollTimeout)
+	allowed, apiErr := allowedUpdates(r)
+	if apiErr != nil {
+		return nil, apiErr
+	}
 
 	s.mu.Lock()
+	if r.has("allowed_updates") {
+		s.pollAllowed = allowed // kept until a call names them again
+	}
 	if s.hook != nil {
 		s.mu.Unlock()
 		return nil, errDesc(409, DescWebhookActive)

@@ -99,15 +99,9 @@ func setWebhook(s *Server, r *request) (any, *APIError) {
 		}
 		maxConn = n
 	}
-	allowed := map[string]bool{}
-	if a := r.str("allowed_updates"); a != "" {
-		var kinds []string
-		if err := json.Unmarshal([]byte(a), &kinds); err != nil {
-			return nil, badRequest("can't parse allowed_updates JSON array")
-		}
-		for _, k := range kinds {
-			allowed[k] = true
-		}
+	allowed, apiErr := allowedUpdates(r)
+	if apiErr != nil {
+		return nil, apiErr
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -150,6 +144,22 @@ func (s *Server) Webhook() (url, lastError string) {
 	return s.hook.url, s.hook.lastErrMsg
 }
 
+// allowedUpdates reads allowed_updates: the kinds of update the bot asks
+// for (empty: every kind).
+func allowedUpdates(r *request) (map[string]bool, *APIError) {
+	allowed := map[string]bool{}
+	if a := r.str("allowed_updates"); a != "" {
+		var kinds []string
+		if err := json.Unmarshal([]byte(a), &kinds); err != nil {
+			return nil, badRequest("can't parse allowed_updates JSON array")
+		}
+		for _, k := range kinds {
+			allowed[k] = true
+		}
+	}
+	return allowed, nil
+}
+
 // updateKind is the field an update carries, as allowed_updates names it.
 func updateKind(u Update) string {
 	switch {
@@ -161,6 +171,8 @@ func updateKind(u Update) string {
 		return "callback_query"
 	case u.MyChatMember != nil:
 		return "my_chat_member"
+	case u.StoppedMessageGeneration != nil:
+		return "stopped_message_generation"
 	}
 	return ""
 }
@@ -179,6 +191,8 @@ func updateChat(u Update) int64 {
 		return u.CallbackQuery.From.ID
 	case u.MyChatMember != nil:
 		return u.MyChatMember.Chat.ID
+	case u.StoppedMessageGeneration != nil:
+		return u.StoppedMessageGeneration.Chat.ID
 	}
 	return 0
 }
