@@ -148,6 +148,9 @@ type Bot struct {
 	// masters knows who is a registered master (RegisterDispatch sets
 	// it); nil: nobody is.
 	masters Masters
+	// stopAnswer stops the answer a draft shows being written, when its
+	// reader presses the draft's stop button (RegisterMemory sets it).
+	stopAnswer func(ctx context.Context, userID, draftID int64) (bool, error)
 
 	// stopping is closed when Run's context ends; it aborts a held getUpdates.
 	stopping chan struct{}

@@ -35,6 +35,7 @@ type Memory interface {
 	Held(ctx context.Context, userID int64) (memory.Held, error)
 	Prompt(ctx context.Context, role string) (memory.Prompt, error)
 	SetPrompt(ctx context.Context, role, text string) (memory.Prompt, error)
+	Stop(ctx context.Context, userID, runID int64) (bool, error)
 	MemoryPrivacy
 }
 
@@ -64,6 +65,9 @@ type memoryUI struct {
 func (b *Bot) RegisterMemory(m Memory) {
 	u := &memoryUI{b: b, m: m}
 	b.tb.Handle(tele.OnText, b.textRoute(u.text))
+	// A memory answer's draft is its run's (Drafts: draft_id is the run
+	// id), so its stop button stops that run.
+	b.stopAnswer = m.Stop
 	b.Handle(Command{Name: "memory", Desc: "cmd.memory", Section: SectionMemory, Handle: u.list})
 	b.Handle(Command{Name: "forget", Desc: "cmd.forget", Section: SectionMemory, Handle: u.forget})
 	b.Handle(Command{Name: "prompt", Desc: "cmd.prompt", Section: SectionAdminSystem, Role: RoleAdmin, Handle: u.prompt})
@@ -307,6 +311,15 @@ func (b *Bot) Typing(ctx context.Context, chatID int64) error {
 // COMPLETED step; the outbox's senders deliver them (a deleted original
 // does not stop the answer; an unreachable user's rows are dropped).
 func (rd *Renderer) Answer(r memory.PipelineRun) []domain.Message {
+	if r.Stopped {
+		// What was written when the user stopped it, and that it stops
+		// there; maybe nothing yet.
+		text := rd.cat.T(r.Lang, "memory.stopped_empty")
+		if strings.TrimSpace(r.FinalAnswer) != "" {
+			text = markdown.HTML(r.FinalAnswer) + "\n\n" + rd.cat.T(r.Lang, "memory.stopped")
+		}
+		return replacePlaceholder(r, runMessages(r, domain.KindMemoryAnswer, rd.incognitoLine(r, text)))
+	}
 	if strings.TrimSpace(r.FinalAnswer) == "" {
 		// The pipeline never completes a run without an answer; should one
 		// slip through, an empty message would fail for ever.

@@ -1,11 +1,13 @@
 package bot
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -276,7 +278,12 @@ func (p *inboxPoller) run(it domain.InboxUpdate) {
 		return
 	}
 	stopRenew := cl.renew()
-	out := p.handle(u)
+	var out inboxOutcome
+	if st := stoppedGeneration(it.Body); st != nil {
+		out = p.b.stopGeneration(*st)
+	} else {
+		out = p.handle(u)
+	}
 	stopRenew()
 
 	inbox := b.deps.Inbox
@@ -389,4 +396,50 @@ func (c *claim) settle(what string, stmt func(ctx context.Context) (bool, error)
 		time.Sleep(backoff)
 		backoff = min(2*backoff, 2*time.Second)
 	}
+}
+
+// allowedUpdates are the kinds of update the bot asks Telegram for:
+// telebot's, and the stop of a draft, which telebot does not know.
+var allowedUpdates = append(slices.Clone(tele.AllowedUpdates), "stopped_message_generation")
+
+// generationStopped is the stopped_message_generation update (Bot API
+// 10.3): the user pressed the stop button of a draft. telebot does not
+// know it, so it is read from the update as stored.
+type generationStopped struct {
+	Chat struct {
+		ID int64 `json:"id"`
+	} `json:"chat"`
+	DraftID int64 `json:"draft_id"`
+}
+
+// stoppedGeneration is the update's stopped_message_generation, if it is
+// one.
+func stoppedGeneration(body []byte) *generationStopped {
+	if !bytes.Contains(body, []byte(`"stopped_message_generation"`)) {
+		return nil
+	}
+	var u struct {
+		Stopped *generationStopped `json:"stopped_message_generation"`
+	}
+	if json.Unmarshal(body, &u) != nil || u.Stopped == nil || u.Stopped.DraftID == 0 {
+		return nil
+	}
+	return u.Stopped
+}
+
+// stopGeneration stops the answer whose draft the user stopped. Drafts
+// are sent only in private chats, whose id is the user's. A stop that
+// comes too late (the answer is done) or twice changes nothing.
+func (b *Bot) stopGeneration(st generationStopped) inboxOutcome {
+	if b.stopAnswer == nil {
+		return inboxOutcome{}
+	}
+	ctx, cancel := context.WithTimeout(b.handlerCtx, b.cfg.HandlerTimeout)
+	defer cancel()
+	stopped, err := b.stopAnswer(ctx, st.Chat.ID, st.DraftID)
+	if err != nil {
+		return inboxOutcome{err: fmt.Errorf("stop the answer of draft %d: %w", st.DraftID, err)}
+	}
+	b.deps.Log.Info("answer stopped by its reader", "chat", st.Chat.ID, "run", st.DraftID, "stopped", stopped)
+	return inboxOutcome{}
 }

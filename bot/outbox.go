@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	tele "gopkg.in/telebot.v3"
 
@@ -116,6 +117,9 @@ func Buttons(kb *tele.ReplyMarkup) [][]domain.Button {
 // call goes, so no request to the Bot API bypasses its error rules.
 type Direct interface {
 	SendNow(ctx context.Context, m domain.Message) (int, error)
+	// SendWithin sends m within d of the chat's pace or not at all
+	// (delivery.ErrPaced).
+	SendWithin(ctx context.Context, m domain.Message, d time.Duration) (int, error)
 	// Wake tells the sender rows were just queued.
 	Wake()
 	ChatAction(ctx context.Context, chatID int64, action string) error

@@ -224,7 +224,7 @@ func (p *intakePoller) store(ctx context.Context, us []domain.InboxUpdate) bool 
 
 // fetch asks Telegram for the updates from offset on, keeping each as sent.
 func (p *intakePoller) fetch(b *tele.Bot) ([]domain.InboxUpdate, error) {
-	allowed, _ := json.Marshal(tele.AllowedUpdates)
+	allowed, _ := json.Marshal(allowedUpdates)
 	data, err := b.Raw("getUpdates", map[string]string{
 		"offset":          strconv.FormatInt(p.offset, 10),
 		"timeout":         strconv.Itoa(int(p.timeout / time.Second)),

@@ -137,6 +137,11 @@ func (r *Request) Alert(key string, data ...locales.Data) error {
 	return r.AlertText(text)
 }
 
+// pressAnswerWait is the longest an ephemeral answer to a press waits for
+// the group's pace before the alert answers instead: one group message's
+// spacing, well within Telegram's 15 seconds.
+const pressAnswerWait = 3 * time.Second
+
 // refusals are the answers to a press that is stale or not the presser's
 // to make.
 var refusals = map[string]bool{"error.callback_forbidden": true, "error.callback_invalid": true}
@@ -160,7 +165,10 @@ func (b *Bot) answerOnlyToPresser(r *Request, text string) bool {
 	if cb.Message != nil {
 		m.ReplyTo = cb.Message.ID
 	}
-	if _, err := b.deps.Direct.SendNow(ctx, m); err != nil {
+	// Soon or never: a busy group's pace (a message every three seconds)
+	// must not hold the press's answer long, nor past Telegram's window;
+	// an alert takes none of the group's budget.
+	if _, err := b.deps.Direct.SendWithin(ctx, m, pressAnswerWait); err != nil {
 		b.deps.Log.Info("press answered with an alert: no ephemeral message", "chat", chat.ID, "err", err)
 		return false
 	}

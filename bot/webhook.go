@@ -139,7 +139,7 @@ func (w *webhookIntake) Poll(tb *tele.Bot, _ chan tele.Update, stop chan struct{
 func (w *webhookIntake) setWebhook(stop chan struct{}) {
 	ctx, cancel := untilStop(stop)
 	defer cancel()
-	hook := delivery.Webhook{URL: w.cfg.URL, Secret: w.cfg.Secret, MaxConnections: w.cfg.MaxConnections, AllowedUpdates: tele.AllowedUpdates}
+	hook := delivery.Webhook{URL: w.cfg.URL, Secret: w.cfg.Secret, MaxConnections: w.cfg.MaxConnections, AllowedUpdates: allowedUpdates}
 	backoff := 500 * time.Millisecond
 	for {
 		err := w.tg.SetWebhook(ctx, hook)

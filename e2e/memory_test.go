@@ -805,3 +805,64 @@ func TestForgetAfterExportLeavesNothing(t *testing.T) {
 	again := ask(t, env, ann, ann.ID(), "/export")
 	require.Equal(t, "There is nothing to export yet: I have no memories of you and no conversation with you.", again.Text)
 }
+
+// Stop: the reader presses the draft's stop button while the model writes.
+// The model's call is cancelled (the scripted model sees the connection
+// closed long before its answer was done), no draft follows, and the
+// answer is what was written by then, marked as stopped, a reply to the
+// question; the run is completed and archived, the archivist told it was
+// cut short, and nothing is left pending. On a server older than Bot API
+// 10.3 there is no stop button.
+func TestMemoryAnswerStoppedByItsReader(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	// Twelve seconds of answer: a word every 300 ms.
+	long := strings.Repeat("Walk the old town early and take the tram to the park. ", 8)
+	env.LLM.On(llmtest.SystemContains("patient, practical mentor")).Named("responder").
+		Reply(long).ChunkDelay(300 * time.Millisecond)
+	scriptMemory(env)
+	env.Start(nil)
+	pool := db(t, env)
+	ann := env.TG.User(790, "Ann", "en")
+
+	q := ann.SendText(ann.ID(), "What should I do in Lviv?")
+	var shown tgfake.Draft
+	env.TG.WaitFor(t, 60*time.Second, func() bool {
+		d, ok := env.TG.ShownDraft(ann.ID())
+		shown = d
+		return ok && len(d.Text) > 40
+	})
+	require.True(t, shown.CanStop, "the draft has a stop button")
+	stoppedAt := time.Now()
+	_, err := ann.StopDraft(ann.ID())
+	require.NoError(t, err)
+
+	answer := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool {
+		return m.ReplyToID() == q.MessageID && strings.Contains(m.Text, "⏹")
+	})
+	written, marked := strings.CutSuffix(answer.Text, "\n\n⏹ Stopped: the rest was not written.")
+	require.True(t, marked, "marked as stopped: %q", answer.Text)
+	require.True(t, strings.HasPrefix(strings.TrimSpace(long), written), "what was written by then: %q", written)
+	shownText, _ := strings.CutSuffix(shown.Text, " …")
+	require.True(t, strings.HasPrefix(written, shownText), "at least what the reader saw: %q after %q", written, shownText)
+	require.Less(t, len(written), len(strings.TrimSpace(long)), "not the whole answer")
+
+	left := env.LLM.Left("responder")
+	require.Len(t, left, 1, "the model's call was cancelled: its connection closed mid-answer")
+	t.Logf("the model's connection closed %s after the stop", left[0].Sub(stoppedAt).Round(time.Millisecond))
+	require.Len(t, env.LLM.RequestsFor("responder"), 1, "asked once, never again")
+
+	drafts := len(env.TG.Drafts(ann.ID()))
+	eventually(t, 60*time.Second, func() bool {
+		return scalar[int](t, pool, `SELECT count(*) FROM pipeline_runs WHERE archived_at IS NOT NULL AND stop_requested_at IS NOT NULL AND status = 'COMPLETED'`) == 1
+	})
+	require.Zero(t, scalar[int](t, pool, `SELECT count(*) FROM outbox WHERE state = 'pending'`), "nothing left pending")
+	require.Equal(t, drafts, len(env.TG.Drafts(ann.ID())), "no draft after the stop")
+	archivist := env.LLM.RequestsFor("archivist")
+	require.NotEmpty(t, archivist)
+	require.Contains(t, archivist[len(archivist)-1].Prompt, "stopped this answer", "the archivist knows it was cut short")
+
+	// A second stop, or one of an answer already done, changes nothing.
+	_, err = ann.StopDraft(ann.ID())
+	require.ErrorIs(t, err, tgfake.ErrNoStopButton)
+}

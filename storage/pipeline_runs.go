@@ -28,7 +28,7 @@ const runColumns = `r.id, r.user_id, r.chat_id, r.message_id, r.user_query, r.st
 COALESCE(r.draft_context, ''), COALESCE(r.final_context_payload, ''), COALESCE(r.final_answer, ''),
 COALESCE(r.error_message, ''), r.placeholder, r.attempts, r.delivered_at, r.archived_at, r.created_at,
 (SELECT CASE WHEN u.language <> '' THEN u.language WHEN u.telegram_language <> '' THEN u.telegram_language ELSE 'en' END
- FROM users u WHERE u.id = r.user_id), r.incognito`
+ FROM users u WHERE u.id = r.user_id), r.incognito, r.stop_requested_at IS NOT NULL`
 
 // scanRun scans runColumns, then extra: the columns a query adds after them.
 func scanRun(row pgx.Row, extra ...any) (memory.PipelineRun, error) {
@@ -38,7 +38,7 @@ func scanRun(row pgx.Row, extra ...any) (memory.PipelineRun, error) {
 	var lang *string
 	if err := row.Scan(append([]any{&r.ID, &r.UserID, &r.ChatID, &r.MessageID, &r.Query, &r.Status, &analysis,
 		&r.DraftContext, &r.FinalContext, &r.FinalAnswer, &r.ErrorMessage, &r.Placeholder, &r.Attempts, &delivered, &archived,
-		&r.CreatedAt, &lang, &r.Incognito}, extra...)...); err != nil {
+		&r.CreatedAt, &lang, &r.Incognito, &r.Stopped}, extra...)...); err != nil {
 		return r, err
 	}
 	if len(analysis) > 0 {
@@ -515,4 +515,25 @@ func (s *PipelineRuns) Backlog(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("memory backlog: %w", err)
 	}
 	return n, nil
+}
+
+// RequestStop marks the user's run whose answer is being written as
+// stopped by them (memory.Runs), and tells every replica on the pipeline's
+// channel, in the same statement, so the one writing it cuts the model's
+// call short. False when no such run is RESPONDING (done already, another
+// user's, stopped before).
+func (s *PipelineRuns) RequestStop(ctx context.Context, id, userID int64) (bool, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `
+WITH r AS (
+    UPDATE pipeline_runs SET stop_requested_at = now()
+    WHERE id = $1 AND user_id = $2 AND status = 'RESPONDING' AND stop_requested_at IS NULL
+    RETURNING id
+)
+SELECT count(*) FROM (SELECT pg_notify($3, json_build_object('id', id, 'stop', true)::text) FROM r) told`,
+		id, userID, memory.Channel).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("stop run %d: %w", id, err)
+	}
+	return n > 0, nil
 }

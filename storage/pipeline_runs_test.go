@@ -608,3 +608,46 @@ func TestSetSystemPromptKeepsTheActiveText(t *testing.T) {
 	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT count(*) FROM system_prompts WHERE role_name = 'mentor' AND is_active`).Scan(&active))
 	require.Equal(t, 1, active)
 }
+
+// A stop is taken once, only for the user's run whose answer is being
+// written, and told on the pipeline's channel; the run then completes
+// even with no answer written, and reads back as stopped.
+func TestRequestStopMarksTheAnswerBeingWritten(t *testing.T) {
+	t.Parallel()
+	f := newMemory(t)
+	runs := f.st.PipelineRuns()
+	r := f.submit(1, "tell me about Lviv")
+	ok, err := runs.RequestStop(f.ctx, r.ID, 1)
+	require.NoError(t, err)
+	require.False(t, ok, "not being written yet")
+
+	f.exec(`UPDATE pipeline_runs SET status = 'RESPONDING', claimed_until = now() + interval '1 minute' WHERE id = $1`, r.ID)
+	ok, err = runs.RequestStop(f.ctx, r.ID, 2)
+	require.NoError(t, err)
+	require.False(t, ok, "another user's")
+	for len(f.events) > 0 {
+		<-f.events // the submit's and the status change's
+	}
+	ok, err = runs.RequestStop(f.ctx, r.ID, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	select {
+	case ev := <-f.events:
+		require.Equal(t, map[string]any{"id": float64(r.ID), "stop": true}, ev)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stop was not told")
+	}
+	ok, err = runs.RequestStop(f.ctx, r.ID, 1)
+	require.NoError(t, err)
+	require.False(t, ok, "stopped once")
+
+	st := memory.Step{From: memory.Responding, To: memory.Completed, Hold: time.Minute, Change: memory.Change{Stopped: true}}
+	ok, err = runs.Step(f.ctx, r.ID, st)
+	require.NoError(t, err, "a stopped run completes with no answer written")
+	require.True(t, ok)
+	back, err := runs.Get(f.ctx, r.ID)
+	require.NoError(t, err)
+	require.True(t, back.Stopped, "read back as stopped")
+	require.Equal(t, memory.Completed, back.Status)
+	require.Empty(t, back.FinalAnswer)
+}

@@ -34,8 +34,13 @@ func (s *Sender) Draft(ctx context.Context, chatID, draftID int64, text string) 
 	if wait > 0 {
 		return ErrPaced
 	}
+	// can_stop shows the reader a button to stop the answer (Bot API
+	// 10.3: the stopped_message_generation update); keep_on_stop keeps
+	// what they read shown until the answer, as stopped, replaces it. An
+	// older server ignores both: no button, as before.
 	_, err = s.client.Call(ctx, "sendMessageDraft", map[string]any{
 		"chat_id": chatID, "draft_id": draftID, "text": text, "parse_mode": "HTML",
+		"can_stop": true, "keep_on_stop": true,
 	})
 	var ae *APIError
 	switch {

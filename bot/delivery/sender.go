@@ -499,6 +499,31 @@ func head(s string, n int) string {
 	return strings.TrimSpace(string(r[:n])) + "…"
 }
 
+// SendWithin sends one message soon or never: only if the chat's and the
+// bot's budgets have room within d (else ErrPaced, nothing taken), once,
+// for what is worth sending only soon, such as an answer to a button
+// press, which Telegram takes for 15 seconds and which must not wait long
+// behind a busy group's pace (a group gets a message every three seconds).
+// A 429 pauses the chat as for any message.
+func (s *Sender) SendWithin(ctx context.Context, m domain.Message, d time.Duration) (int, error) {
+	wait, err := s.limiter.Take(ctx, m.ChatID, d)
+	if err != nil {
+		return 0, fmt.Errorf("send to chat %d: %w", m.ChatID, err)
+	}
+	if wait > 0 {
+		return 0, fmt.Errorf("send to chat %d: %w", m.ChatID, ErrPaced)
+	}
+	id, err := s.call(ctx, domain.Queued{Message: m}, Document{})
+	if err != nil {
+		if Classify(err) == Flood {
+			s.flood(ctx, m.ChatID, err)
+		}
+		return 0, fmt.Errorf("send to chat %d: %w", m.ChatID, err)
+	}
+	s.m.sent.WithLabelValues(m.Kind).Inc()
+	return id, nil
+}
+
 // SendNow sends one message at once (a sender built without a store
 // marks and records nothing), through the same limiter and rules as
 // the outbox: a direct reply to a user's own command. It waits out pacing

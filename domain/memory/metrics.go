@@ -18,6 +18,7 @@ type metrics struct {
 	givenBack prometheus.Counter
 	backlog   prometheus.Gauge
 	streamed  *prometheus.CounterVec
+	stopped   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -37,6 +38,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			backlog: r.Gauge("memory_runs_backlog", "Runs in NEW at the last sweep."),
 			streamed: r.CounterVec("memory_answer_showings_total",
 				"Answers-so-far shown while the model wrote, by how (draft, placeholder).", "via"),
+			stopped: r.Counter("memory_answers_stopped_total", "Answers the user stopped while the model wrote them."),
 		}
 	})
 }

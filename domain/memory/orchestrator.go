@@ -182,8 +182,16 @@ func (s *Service) Run(ctx context.Context, listen domain.Listen) {
 					// ended (storage.Liveness); return them now rather
 					// than at the reaper's next tick.
 					Reap bool `json:"reap"`
+					// Stop: the user stopped the run's answer
+					// (Runs.RequestStop); the replica writing it cuts it
+					// short.
+					Stop bool `json:"stop"`
 				}
 				if json.Unmarshal([]byte(payload), &ev) != nil {
+					return
+				}
+				if ev.Stop {
+					s.cancelAnswer(ev.ID)
 					return
 				}
 				if ev.Reap {

@@ -345,6 +345,34 @@ func (s *Service) assemble(ctx context.Context, r PipelineRun, rc Recall) (Pipel
 	})
 }
 
+// errStopped is the cause of an answer's call cut short by the user.
+var errStopped = errors.New("the user stopped the answer")
+
+// Stop stops the answer to the user's run runID while it is written (a
+// draft's stop button): the run is marked in the database, which tells
+// every replica, and the one writing it cancels the model's call, so a
+// stopped answer costs no further tokens; what was written by then is the
+// answer, marked as stopped. False when no answer of theirs with that id
+// is being written (done already, or stopped before).
+func (s *Service) Stop(ctx context.Context, userID, runID int64) (bool, error) {
+	ok, err := s.deps.Runs.RequestStop(ctx, runID, userID)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		s.cancelAnswer(runID) // ours, at once; the others hear the NOTIFY
+	}
+	return ok, nil
+}
+
+// cancelAnswer cuts short the call writing run id's answer, if it runs
+// here.
+func (s *Service) cancelAnswer(id int64) {
+	if c, ok := s.answering.Load(id); ok {
+		c.(context.CancelCauseFunc)(errStopped)
+	}
+}
+
 func (s *Service) respond(ctx context.Context, r PipelineRun) (PipelineRun, bool) {
 	return s.stage(ctx, r, Recall{}, "responder", func(ctx context.Context, r PipelineRun, _ Recall) (Change, error) {
 		if s.deps.Typist != nil && s.deps.Clock.Since(r.CreatedAt) >= typingShown {
@@ -362,14 +390,35 @@ func (s *Service) respond(ctx context.Context, r PipelineRun) (PipelineRun, bool
 			Label: "memory_responder", System: mentor, Prompt: prompt, Strong: true,
 			Temperature: s.cfg.ResponderTemperature, MaxTokens: s.cfg.ResponderMaxTokens, Timeout: s.cfg.ResponderTimeout,
 		}
-		st := s.startStream(ctx, r)
-		if st != nil {
-			c.Partial = st.show
+		if r.Stopped {
+			// Stopped while another worker wrote it (its replica died):
+			// what it had written is gone, and nothing more is asked for.
+			return Change{Stopped: true}, nil
 		}
-		answer, err := s.call(ctx, c, nil)
+		// The answer can be stopped by the user (Stop): its call runs on
+		// a context Stop cancels, and what was written by then stands.
+		actx, cancel := context.WithCancelCause(ctx)
+		s.answering.Store(r.ID, cancel)
+		defer func() {
+			s.answering.Delete(r.ID)
+			cancel(nil)
+		}()
+		st := s.startStream(ctx, r)
+		var written string // the call's Partial runs on this goroutine's call, and ends with it
+		c.Partial = func(text string) {
+			written = text
+			if st != nil {
+				st.show(text)
+			}
+		}
+		answer, err := s.call(actx, c, nil)
 		// Whatever the outcome, a placeholder in the chat is replaced by
 		// what the run ends with: the answer or the failure notice.
 		placeholder := st.end()
+		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errStopped) {
+			s.m.stopped.Inc()
+			return Change{FinalAnswer: strings.TrimSpace(written), Stopped: true, Placeholder: placeholder}, nil
+		}
 		if err != nil {
 			return Change{Placeholder: placeholder}, err
 		}
@@ -525,7 +574,13 @@ func (s *Service) summarise(ctx context.Context, r PipelineRun, rc Recall) *Summ
 		}
 	}
 	if err == nil {
-		prompt := "## The user wrote\n" + r.Query + "\n\n## The mentor answered\n" + r.FinalAnswer + "\n" + rememberedNow(current(known))
+		answer := r.FinalAnswer
+		if r.Stopped {
+			// The user cut it short: what they read is not a whole answer,
+			// and not what they were told.
+			answer = "(The user stopped this answer while it was being written; what they read by then:)\n" + answer
+		}
+		prompt := "## The user wrote\n" + r.Query + "\n\n## The mentor answered\n" + answer + "\n" + rememberedNow(current(known))
 		_, err = s.call(ctx, Call{Label: "memory_archivist", System: sys, Prompt: prompt}, &note)
 	}
 	switch {

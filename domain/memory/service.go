@@ -53,6 +53,10 @@ type Change struct {
 	// message (Runs.QueuePlaceholder stored it already); the step
 	// renders the final answer as its edit.
 	Placeholder bool
+	// Stopped: the user stopped the answer while it was written
+	// (Service.Stop); FinalAnswer is what was written by then, maybe
+	// nothing. Read back, a run the user asked to stop.
+	Stopped bool
 }
 
 // Summary is one lsm_storage record: a memory.
@@ -200,6 +204,10 @@ type Step struct {
 type Runs interface {
 	// Submit is intake; it returns once the message is durable.
 	Submit(ctx context.Context, userID, chatID int64, messageID int, query string) (PipelineRun, int, error)
+	// RequestStop marks the user's RESPONDING run as stopped by them and
+	// tells every replica (a stop event on Channel); false if there is no
+	// such run.
+	RequestStop(ctx context.Context, id, userID int64) (bool, error)
 	// Capture starts a stage: from → to with a lease, reading the user's
 	// memory as asked.
 	Capture(ctx context.Context, id int64, from, to Status, lease time.Duration, claimer string, recall RecallSize) (PipelineRun, Recall, bool, error)
@@ -453,6 +461,11 @@ type Service struct {
 	promptMu  sync.Mutex
 	prompts   map[string]string
 	promptsAt time.Time
+
+	// answering holds the cancel of each answer being written here, by
+	// run id, for Stop (and a stop event from another replica) to cut it
+	// short. Only a handle: that the run was stopped is in its row.
+	answering sync.Map // int64 → context.CancelCauseFunc
 }
 
 // promptTTL is how soon a /prompt change reaches runs on every replica.
@@ -629,6 +642,7 @@ func (r PipelineRun) apply(st Step) PipelineRun {
 		r.Analysis = ch.Analysis
 	}
 	r.Placeholder = r.Placeholder || ch.Placeholder
+	r.Stopped = r.Stopped || ch.Stopped
 	for _, f := range []struct {
 		dst *string
 		v   string

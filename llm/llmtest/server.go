@@ -76,6 +76,9 @@ type Server struct {
 	recMu sync.Mutex
 	reqs  []Request
 	calls map[string]int
+	// left is when the client went away in the middle of each streamed
+	// answer, by the rule that answered it.
+	left map[string][]time.Time
 
 	// pendingN mirrors the sum of pending[i].n so the request path can skip
 	// faultMu when no server-wide faults are queued (the common case).
@@ -422,6 +425,9 @@ func (s *Server) streamChunks(ctx context.Context, content string, p plan, send 
 			return false
 		}
 		if i > 0 && !s.wait(ctx, p.chunkDelay) {
+			if ctx.Err() != nil {
+				s.noteLeft(p)
+			}
 			return false
 		}
 		if !send(c) {
@@ -429,6 +435,30 @@ func (s *Server) streamChunks(ctx context.Context, content string, p plan, send 
 		}
 	}
 	return true
+}
+
+// noteLeft records that the client closed a streamed answer's connection
+// before its last chunk.
+func (s *Server) noteLeft(p plan) {
+	name := ""
+	if p.rule != nil {
+		name = p.rule.name
+	}
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	if s.left == nil {
+		s.left = map[string][]time.Time{}
+	}
+	s.left[name] = append(s.left[name], time.Now())
+}
+
+// Left returns when the client closed the connection of a streamed answer
+// the named rule was still writing, once per answer: a call the caller
+// cancelled, which stops costing tokens there.
+func (s *Server) Left(name string) []time.Time {
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	return append([]time.Time(nil), s.left[name]...)
 }
 
 // flush pushes what w holds to the client, so that streamed chunks arrive
