@@ -3,6 +3,7 @@ package vacancy
 import (
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"switchboard/domain"
@@ -125,4 +126,56 @@ func ParseSearchURL(raw string) (Params, []string, error) {
 		return Params{}, nil, err
 	}
 	return p, dropped, nil
+}
+
+// linkTrim is what wraps a link in a message without being part of it:
+// quotes, brackets and the sentence's punctuation.
+const linkTrim = "<>()[]{}\"'«»“”„‘’`,.;:!?"
+
+// VacancyLinkIn finds the first link to one vacancy on an HH site in a
+// message (https://hh.ru/vacancy/123456, also a regional subdomain,
+// hh.kz, rabota.by, www., http://, no scheme, a query or a fragment; the
+// link alone or among words) and returns the vacancy's id. A search page,
+// an employer's page, another host whose path or name merely contains
+// hh.ru, or an id that is not a number is no vacancy link: ok is false.
+func VacancyLinkIn(text string) (id int64, ok bool) {
+	for _, word := range strings.Fields(text) {
+		if id, ok := parseVacancyLink(strings.Trim(word, linkTrim)); ok {
+			return id, true
+		}
+	}
+	return 0, false
+}
+
+// parseVacancyLink reads one word as a vacancy's page on an HH site, with
+// the host checks ParseSearchURL makes.
+func parseVacancyLink(raw string) (int64, bool) {
+	lower := strings.ToLower(raw)
+	switch {
+	case strings.HasPrefix(lower, "//"):
+		raw = "https:" + raw
+	case !strings.Contains(lower, "://"):
+		raw = "https://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return 0, false
+	}
+	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
+		return 0, false
+	}
+	host := strings.ToLower(u.Hostname())
+	// api.hh.ru serves JSON, not the page a person copies.
+	if !hhHost(host) || strings.HasPrefix(host, "api.") || u.Port() != "" || u.User != nil {
+		return 0, false
+	}
+	rest, found := strings.CutPrefix(strings.TrimSuffix(u.EscapedPath(), "/"), "/vacancy/")
+	if !found || rest == "" || strings.Trim(rest, "0123456789") != "" {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, false
+	}
+	return id, true
 }

@@ -90,3 +90,49 @@ func TestLooksLikeURL(t *testing.T) {
 		require.Equal(t, want, vacancy.LooksLikeURL(s), s)
 	}
 }
+
+func TestVacancyLinkIn(t *testing.T) {
+	t.Parallel()
+	for text, want := range map[string]int64{
+		"https://hh.ru/vacancy/123456":                                   123456,
+		"http://hh.ru/vacancy/123456":                                    123456,
+		"hh.ru/vacancy/123456":                                           123456,
+		"www.hh.ru/vacancy/123456/":                                      123456,
+		"https://spb.hh.ru/vacancy/123456?from=share&hhtmFrom=vacancy":   123456,
+		"https://hh.kz/vacancy/77#apply":                                 77,
+		"https://rabota.by/vacancy/88":                                   88,
+		"HTTPS://HH.RU/vacancy/5":                                        5,
+		"what do you think of https://hh.ru/vacancy/42 for me?":          42,
+		"look (https://hh.ru/vacancy/42).":                               42,
+		"«https://hh.ru/vacancy/42»":                                     42,
+		"first https://example.com/x then https://hh.ru/vacancy/9 later": 9,
+	} {
+		id, ok := vacancy.VacancyLinkIn(text)
+		require.True(t, ok, text)
+		require.Equal(t, want, id, text)
+	}
+	for _, text := range []string{
+		"",
+		"how do I write a cover letter?",
+		"https://hh.ru/vacancy/abc",
+		"https://hh.ru/vacancy/",
+		"https://hh.ru/vacancy/12x",
+		"https://hh.ru/vacancy/-1",
+		"https://hh.ru/vacancy/0",
+		"https://hh.ru/vacancy/99999999999999999999",
+		"https://hh.ru/employer/1",
+		"https://hh.ru/vacancy/1/edit",
+		"https://hh.ru/search/vacancy?text=go",
+		"https://evil.com/hh.ru/vacancy/1",
+		"https://hh.ru.evil.com/vacancy/1",
+		"https://myhh.ru/vacancy/1",
+		"https://hh.ru:8080/vacancy/1",
+		"https://user@hh.ru/vacancy/1",
+		"https://api.hh.ru/vacancy/1",
+		"ftp://hh.ru/vacancy/1",
+		"javascript:hh.ru/vacancy/1",
+	} {
+		_, ok := vacancy.VacancyLinkIn(text)
+		require.False(t, ok, text)
+	}
+}
