@@ -540,3 +540,135 @@ LIMIT $3`, userID, since, top)
 	}
 	return matched, with, skills, nil
 }
+
+// Linked reads the user's match of a vacancy whose link they pasted, with
+// the vacancy, whether a live claim holds it, and whether the vacancy's
+// detail is older than detailFresh; Found is false when there is none.
+func (s *Matches) Linked(ctx context.Context, userID, vacancyID int64, detailFresh time.Duration) (vacancy.LinkedMatch, error) {
+	var l vacancy.LinkedMatch
+	var analysis []byte
+	var sent, fetched *time.Time
+	dest := append(matchDest(&l.Match, &analysis, &sent), vacancyDest(&l.Vacancy, &fetched)...)
+	dest = append(dest, &l.Claimed, &l.DetailStale)
+	err := s.pool.QueryRow(ctx, `SELECT `+matchColumns+`, `+vacancyColumns+`,
+       COALESCE(m.claimed_until > now(), false),
+       v.detail_fetched_at IS NULL OR v.detail_fetched_at <= now() - $3 * interval '1 millisecond'
+FROM vacancy_matches m JOIN vacancies v ON v.id = m.vacancy_id
+WHERE m.user_id = $1 AND m.vacancy_id = $2`, userID, vacancyID, detailFresh.Milliseconds()).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return vacancy.LinkedMatch{}, nil
+	}
+	if err != nil {
+		return l, fmt.Errorf("match of user %d for vacancy %d: %w", userID, vacancyID, err)
+	}
+	l.Found = true
+	return l, finishMatch(&l.Match, analysis, sent)
+}
+
+// Recipient reads the user as a judgement needs them: language, profile
+// and taste, as Claim reads them with a claimed match (domain.ErrNotFound
+// for an unknown user).
+func (s *Matches) Recipient(ctx context.Context, userID int64, taste int) (vacancy.Recipient, error) {
+	r := vacancy.Recipient{ID: userID}
+	var lang, tgLang string
+	var liked []byte
+	// m is the user alone: tasteLikedSQL reads m.user_id.
+	err := s.pool.QueryRow(ctx, `
+SELECT u.language, u.telegram_language, u.profile,
+       COALESCE((SELECT array_agg(word) FROM ban_words b WHERE b.user_id = m.user_id), '{}'),
+       `+tasteLikedSQL+`,
+       ARRAY(SELECT t.title FROM vacancy_matches d JOIN vacancies t ON t.id = d.vacancy_id
+             WHERE d.user_id = m.user_id AND d.status = 'NOT_INTERESTED' ORDER BY d.updated_at DESC, d.id DESC LIMIT $2)
+FROM (SELECT $1::bigint AS user_id) m JOIN users u ON u.id = m.user_id`, userID, taste).
+		Scan(&lang, &tgLang, &r.Profile, &r.BanWords, &liked, &r.NotInterested)
+	if err != nil {
+		return r, fmt.Errorf("recipient %d: %w", userID, interpretError(err))
+	}
+	if r.Liked, err = likedExamples(liked); err != nil {
+		return r, err
+	}
+	r.Lang = domain.User{Language: lang, TelegramLanguage: tgLang}.Lang()
+	return r, nil
+}
+
+// claimLinkedSQL claims the user's ($1) match of a vacancy ($2) in status
+// $4 for $3 ms, unless a live claim holds it; a NEW or SKIPPED one is
+// taken to QUEUED on the way, the steps recovery takes back to back.
+var claimLinkedSQL = transitionSQL(vacancy.New, vacancy.Queued, transitionSQL(vacancy.Skipped, vacancy.New, `
+UPDATE vacancy_matches m SET status = '%%[2]s', skip_reason = '', claimed_until = now() + $3 * interval '1 millisecond',
+    claim_token = gen_random_uuid(), claimed_by = NULL, attempts = m.attempts + 1, updated_at = now()
+WHERE m.user_id = $1 AND m.vacancy_id = $2 AND m.status = $4 AND m.status IN ('%[1]s', '%%[1]s', '%%[2]s')
+  AND (m.claimed_until IS NULL OR m.claimed_until < now())
+RETURNING `+matchColumns))
+
+// ClaimLinked claims the user's match of a vacancy whose link they pasted,
+// for judging now. With from "" it creates the match QUEUED under the
+// claim, and the vacancy's row if nobody has it (its detail is stored
+// with the match's move, as a worker's is): ON CONFLICT, so of two pastes
+// at once one creates it and the other is told ok false. With from NEW,
+// QUEUED or SKIPPED it claims the match in that status, taking it to
+// QUEUED; ok is false when it is in another status now or a live claim
+// (a worker's, another paste's) holds it.
+func (s *Matches) ClaimLinked(ctx context.Context, userID int64, v vacancy.Vacancy, from vacancy.Status, lease time.Duration) (vacancy.Match, bool, error) {
+	var m vacancy.Match
+	var analysis []byte
+	var sent *time.Time
+	var row pgx.Row
+	if from != "" {
+		row = s.pool.QueryRow(ctx, claimLinkedSQL, userID, v.ID, lease.Milliseconds(), from)
+	} else {
+		b := &pgx.Batch{}
+		b.Queue(`
+INSERT INTO vacancies (id, title, employer, url, area, salary_from, salary_to, salary_currency, salary_gross,
+                       experience, schedule, published_at, snippet, raw, apply_url, response_url, letter_required, has_test)
+VALUES ($1, $2, $3, $4, $5, NULLIF($6, 0), NULLIF($7, 0), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+ON CONFLICT (id) DO NOTHING`,
+			v.ID, v.Title, v.Employer, v.URL, v.Area, v.Salary.From, v.Salary.To, v.Salary.Currency, v.Salary.Gross,
+			v.Experience, v.Schedule, v.PublishedAt, v.Snippet, rawJSON(v.Raw), v.ApplyURL, v.ResponseURL, v.LetterRequired, v.HasTest)
+		b.Queue(`
+INSERT INTO vacancy_matches AS m (user_id, vacancy_id, status, published_at, claimed_until, claim_token, attempts)
+SELECT $1, v.id, 'QUEUED', v.published_at, now() + $3 * interval '1 millisecond', gen_random_uuid(), 1
+FROM vacancies v WHERE v.id = $2
+ON CONFLICT (user_id, vacancy_id) DO NOTHING
+RETURNING `+matchColumns, userID, v.ID, lease.Milliseconds())
+		// One batch is one implicit transaction: the vacancy and its match
+		// are there together or not at all.
+		br := s.pool.SendBatch(ctx, b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return m, false, fmt.Errorf("claim linked vacancy %d for user %d: save vacancy: %w", v.ID, userID, err)
+		}
+		row = br.QueryRow()
+	}
+	err := row.Scan(matchDest(&m, &analysis, &sent)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return m, false, nil
+	}
+	if err != nil {
+		return m, false, fmt.Errorf("claim linked vacancy %d for user %d: %w", v.ID, userID, err)
+	}
+	return m, true, finishMatch(&m, analysis, sent)
+}
+
+// ShowCard writes a card of a match again, with no change of status, in
+// the transaction that checks the match is still in status (locking it,
+// so a press deciding it meanwhile waits or is seen). A card a digest
+// waits to list or lists is written now: marked opened, as a digest's
+// press marks it, so no digest offers it again.
+func (s *Matches) ShowCard(ctx context.Context, id int64, status vacancy.Status, card []domain.Message) (bool, error) {
+	shown := false
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE vacancy_matches
+SET card = CASE WHEN status = 'ANALYZED' AND card IN ('digest', 'listed') THEN 'opened' ELSE card END
+WHERE id = $1 AND status = $2`, id, status)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		shown = true
+		return enqueueTx(ctx, tx, card)
+	})
+	if err != nil {
+		return false, fmt.Errorf("show card of match %d: %w", id, err)
+	}
+	return shown, nil
+}

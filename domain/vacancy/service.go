@@ -302,6 +302,25 @@ type Matches interface {
 	// OpenDigestCard writes the card of a match a digest lists, once:
 	// false when the match is not a listed one of the user's.
 	OpenDigestCard(ctx context.Context, userID, matchID int64, card []domain.Message) (bool, error)
+
+	// A vacancy whose link the user pasted (link.go).
+	// Linked reads the user's match of the vacancy with the vacancy
+	// (Found false: none), whether a live claim holds it and whether the
+	// detail is older than detailFresh.
+	Linked(ctx context.Context, userID, vacancyID int64, detailFresh time.Duration) (LinkedMatch, error)
+	// Recipient reads the user as a judgement needs them: language,
+	// profile and taste examples (up to taste of each kind).
+	Recipient(ctx context.Context, userID int64, taste int) (Recipient, error)
+	// ClaimLinked claims the user's match of v for judging now, for lease:
+	// with from "" it creates it QUEUED (and v's row, if new); with from
+	// QUEUED it claims it; with NEW or SKIPPED it takes it to QUEUED, the
+	// steps recovery takes back to back, and claims it. ok is false when
+	// the match exists already (from ""), is no longer in from, or a live
+	// claim holds it.
+	ClaimLinked(ctx context.Context, userID int64, v Vacancy, from Status, lease time.Duration) (Match, bool, error)
+	// ShowCard writes a card of a match that is still in status, with no
+	// change of status; false when it is not.
+	ShowCard(ctx context.Context, id int64, status Status, card []domain.Message) (bool, error)
 }
 
 // LLM is the model as this workflow needs it.
@@ -336,6 +355,10 @@ type CardData struct {
 	Lang    string
 	Vacancy Vacancy
 	Verdict Verdict
+	// Status is the match's when its card is shown again (a pasted link
+	// of a vacancy the user decided on): the card then shows the decision
+	// as a press leaves it. Empty, ANALYZED or SENT_TO_USER: awaiting it.
+	Status Status
 }
 
 // FirstNews is what a user hears of a new search's first discovery.

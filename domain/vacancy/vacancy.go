@@ -90,3 +90,16 @@ type Source interface {
 	// matches whose detail is at hand are judged, and fetches wait.
 	Holding() bool
 }
+
+// LinkedMatch is a user's match of a vacancy whose link they pasted, as
+// Matches.Linked reads it.
+type LinkedMatch struct {
+	// Found is false when the user has no match of the vacancy.
+	Found   bool
+	Match   Match
+	Vacancy Vacancy
+	// Claimed: a live claim holds the match (a worker judges it now).
+	Claimed bool
+	// DetailStale: the vacancy's detail is missing or older than asked.
+	DetailStale bool
+}
