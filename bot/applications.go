@@ -59,6 +59,8 @@ var decidedKeys = map[vacancy.Status]string{
 	vacancy.Invited:       "vacancy.decided_invited",
 	vacancy.Offer:         "vacancy.decided_offer",
 	vacancy.Rejected:      "vacancy.decided_rejected",
+	// Only a card shown again for a pasted link has it: nobody presses it.
+	vacancy.NotSuitable: "vacancy.decided_not_suitable",
 }
 
 // followUpKeys head a reminder by what the application waits for.

@@ -145,6 +145,10 @@ type Bot struct {
 	// privateFirst sees plain private text before the private route (the
 	// résumé workflow's corrected draft); handled false passes it on.
 	privateFirst func(r *Request) (handled bool, err error)
+	// vacancyLink takes plain private text carrying a vacancy's link
+	// (RegisterVacancies sets it; vacancy_link.go); handled false passes
+	// it on.
+	vacancyLink func(r *Request) (handled bool, err error)
 	// masters knows who is a registered master (RegisterDispatch sets
 	// it); nil: nobody is.
 	masters Masters

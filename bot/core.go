@@ -191,6 +191,16 @@ func (b *Bot) textRoute(private func(r *Request) error) tele.HandlerFunc {
 				return err
 			}
 		}
+		// A vacancy's link is a request to judge that vacancy, whatever
+		// words come with it: asked of the memory chat, the model would
+		// answer about a page it cannot open. A draft waiting for its
+		// corrected text (privateFirst) still comes first: the user is
+		// in the middle of it.
+		if b.vacancyLink != nil {
+			if handled, err := b.vacancyLink(r); handled || err != nil {
+				return err
+			}
+		}
 		return private(r)
 	}
 }

@@ -39,6 +39,7 @@ type Vacancies interface {
 	Undo(ctx context.Context, userID, matchID int64) (vacancy.Match, vacancy.Vacancy, error)
 	Report(ctx context.Context, userID, matchID int64, from, to vacancy.Status) (vacancy.Application, error)
 	Applications(ctx context.Context, userID int64) (vacancy.ApplicationsReport, error)
+	Paste(ctx context.Context, userID, vacancyID int64) (vacancy.Pasted, error)
 }
 
 var (
@@ -98,6 +99,7 @@ func (b *Bot) RegisterVacancies(v Vacancies) {
 	b.Handle(Command{Name: "vacancies", Desc: "cmd.vacancies", Section: SectionJobs, Handle: u.stats})
 	b.Handle(Command{Name: "skills", Desc: "cmd.skills", Section: SectionJobs, Handle: u.skills})
 	b.Handle(Command{Name: "applications", Desc: "cmd.applications", Section: SectionJobs, Handle: replyRendered(u.applicationsList)})
+	b.vacancyLink = u.link
 	b.HandleButton(actionApplied, u.decide(vacancy.Applied))
 	b.HandleButton(actionNotInterested, u.decide(vacancy.NotInterested))
 	b.HandleButton(actionDeleteSearch, u.deleteSearch)
@@ -609,18 +611,27 @@ func (u *vacancyUI) pressed(r *Request, m vacancy.Match, v vacancy.Vacancy, toas
 // steps above them; a match back to awaiting has the card's buttons again.
 func (u *vacancyUI) showDecided(r *Request, m vacancy.Match, v vacancy.Vacancy) error {
 	text := u.b.renderVacancy(r.Lang, v, m.Verdict, m.Status)
-	kb, err := u.b.vacancyMarkup(r.Lang, m.ID, v, m.Status != vacancy.SentToUser)
-	if err == nil && m.Status == vacancy.NotInterested {
-		kb, err = u.b.withUndo(r.Lang, m.ID, kb)
-	}
-	if err == nil {
-		kb, err = u.b.withSteps(r.Lang, actionCardStep, m, kb)
-	}
+	kb, err := u.b.decidedMarkup(r.Lang, m, v)
 	if err != nil {
 		return err
 	}
 	u.b.editPressed(r, text, kb)
 	return nil
+}
+
+// decidedMarkup is a card's buttons for its match as it is now: the
+// decision buttons while it awaits one, Undo under Not interested, the
+// links, and an application's steps above them. The edit after a press
+// and a card shown again for a pasted link (Card) share it.
+func (rd *Renderer) decidedMarkup(lang string, m vacancy.Match, v vacancy.Vacancy) (*tele.ReplyMarkup, error) {
+	kb, err := rd.vacancyMarkup(lang, m.ID, v, m.Status != vacancy.SentToUser)
+	if err == nil && m.Status == vacancy.NotInterested {
+		kb, err = rd.withUndo(lang, m.ID, kb)
+	}
+	if err == nil {
+		kb, err = rd.withSteps(lang, actionCardStep, m, kb)
+	}
+	return kb, err
 }
 
 // editPressed replaces the pressed message: a direct answer to the user's
@@ -667,9 +678,18 @@ func pressedMessage(r *Request) (chatID int64, msgID int, ok bool) {
 // (vacancy.Notifier): one outbox row of kind vacancy for the match, which
 // the vacancy workflow writes with the match's move to ANALYZED. Its
 // delivery makes the match SENT_TO_USER (storage/outbox.go).
+//
+// A card shown again for a pasted link (d.Status set) shows the match as
+// it stands, as the edit after a press shows it (decidedMarkup).
 func (rd *Renderer) Card(d vacancy.CardData) []domain.Message {
-	text := rd.renderVacancy(d.Lang, d.Vacancy, &d.Verdict, "")
-	kb, err := rd.vacancyMarkup(d.Lang, d.MatchID, d.Vacancy, false)
+	text := rd.renderVacancy(d.Lang, d.Vacancy, &d.Verdict, d.Status)
+	var kb *tele.ReplyMarkup
+	var err error
+	if d.Status == "" || d.Status == vacancy.Analyzed || d.Status == vacancy.SentToUser {
+		kb, err = rd.vacancyMarkup(d.Lang, d.MatchID, d.Vacancy, false)
+	} else {
+		kb, err = rd.decidedMarkup(d.Lang, vacancy.Match{ID: d.MatchID, Status: d.Status}, d.Vacancy)
+	}
 	if err != nil {
 		rd.log.Error("render vacancy buttons", "match", d.MatchID, "err", err)
 		return nil
