@@ -601,6 +601,14 @@ func (u *weekUser) weekLater(t *testing.T, env *e2e.Env) {
 	reply(t, env, who, "/vacancies", w.vacanciesHeader)
 	reply(t, env, who, "/memory", w.memoriesHeader)
 	reply(t, env, who, "/help", w.help)
+
+	// A vacancy's link pasted from a browser: its card again, as it
+	// stands, judged long ago (not the memory chat's question).
+	pasted := who.SendText(chat, "https://hh.ru/vacancy/7501?from=share")
+	card := env.TG.WaitMessageAfter(t, chat, pasted.MessageID, func(m tgfake.BotMessage) bool {
+		return strings.Contains(m.Text, "developer 7501")
+	})
+	assert.NotEmpty(t, card.ReplyMarkup.Labels(), "the card comes with its buttons")
 }
 
 // weekReadable is one thing a reader saw: a version of a message, a

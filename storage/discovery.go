@@ -63,13 +63,7 @@ func (s *Matches) SaveDiscovery(ctx context.Context, key string, found []vacancy
 		if len(found) > 0 {
 			b := &pgx.Batch{}
 			for _, v := range found {
-				b.Queue(`
-INSERT INTO vacancies (id, title, employer, url, area, salary_from, salary_to, salary_currency, salary_gross,
-                       experience, schedule, published_at, snippet, raw, apply_url, response_url, letter_required, has_test)
-VALUES ($1, $2, $3, $4, $5, NULLIF($6, 0), NULLIF($7, 0), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-ON CONFLICT (id) DO NOTHING`,
-					v.ID, v.Title, v.Employer, v.URL, v.Area, v.Salary.From, v.Salary.To, v.Salary.Currency, v.Salary.Gross,
-					v.Experience, v.Schedule, v.PublishedAt, v.Snippet, rawJSON(v.Raw), v.ApplyURL, v.ResponseURL, v.LetterRequired, v.HasTest)
+				queueVacancy(b, v)
 			}
 			if err := tx.SendBatch(ctx, b).Close(); err != nil {
 				return fmt.Errorf("insert vacancies: %w", err)
@@ -161,4 +155,16 @@ func lockSearchKey(ctx context.Context, tx pgx.Tx, key string) error {
 		return fmt.Errorf("lock search key: %w", err)
 	}
 	return nil
+}
+
+// queueVacancy queues the insert of a vacancy HH listed (its search
+// fields; the detail comes later), unless it is stored already.
+func queueVacancy(b *pgx.Batch, v vacancy.Vacancy) {
+	b.Queue(`
+INSERT INTO vacancies (id, title, employer, url, area, salary_from, salary_to, salary_currency, salary_gross,
+                       experience, schedule, published_at, snippet, raw, apply_url, response_url, letter_required, has_test)
+VALUES ($1, $2, $3, $4, $5, NULLIF($6, 0), NULLIF($7, 0), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+ON CONFLICT (id) DO NOTHING`,
+		v.ID, v.Title, v.Employer, v.URL, v.Area, v.Salary.From, v.Salary.To, v.Salary.Currency, v.Salary.Gross,
+		v.Experience, v.Schedule, v.PublishedAt, v.Snippet, rawJSON(v.Raw), v.ApplyURL, v.ResponseURL, v.LetterRequired, v.HasTest)
 }

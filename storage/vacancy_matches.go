@@ -618,13 +618,7 @@ func (s *Matches) ClaimLinked(ctx context.Context, userID int64, v vacancy.Vacan
 		row = s.pool.QueryRow(ctx, claimLinkedSQL, userID, v.ID, lease.Milliseconds(), from)
 	} else {
 		b := &pgx.Batch{}
-		b.Queue(`
-INSERT INTO vacancies (id, title, employer, url, area, salary_from, salary_to, salary_currency, salary_gross,
-                       experience, schedule, published_at, snippet, raw, apply_url, response_url, letter_required, has_test)
-VALUES ($1, $2, $3, $4, $5, NULLIF($6, 0), NULLIF($7, 0), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-ON CONFLICT (id) DO NOTHING`,
-			v.ID, v.Title, v.Employer, v.URL, v.Area, v.Salary.From, v.Salary.To, v.Salary.Currency, v.Salary.Gross,
-			v.Experience, v.Schedule, v.PublishedAt, v.Snippet, rawJSON(v.Raw), v.ApplyURL, v.ResponseURL, v.LetterRequired, v.HasTest)
+		queueVacancy(b, v)
 		b.Queue(`
 INSERT INTO vacancy_matches AS m (user_id, vacancy_id, status, published_at, claimed_until, claim_token, attempts)
 SELECT $1, v.id, 'QUEUED', v.published_at, now() + $3 * interval '1 millisecond', gen_random_uuid(), 1
