@@ -32,10 +32,14 @@ const (
 	// Bot API 10.3): an older server ignores the parameters, so no draft
 	// has the button.
 	FeatureDraftStop Feature = "can_stop"
+	// FeatureTopics is topics in private chats (Bot API 9.3; creating them
+	// there 9.4): an older server's getMe says nothing of them, and a
+	// private chat has none.
+	FeatureTopics Feature = "topics"
 )
 
 // Features lists every Feature, for playing a server that lacks them all.
-var Features = []Feature{FeatureDrafts, FeatureCopyText, FeatureDateTime, FeatureEphemeral, FeatureButtonStyle, FeatureDisabledButtons, FeatureDraftStop}
+var Features = []Feature{FeatureDrafts, FeatureCopyText, FeatureDateTime, FeatureEphemeral, FeatureButtonStyle, FeatureDisabledButtons, FeatureDraftStop, FeatureTopics}
 
 // SetUnsupported makes the server answer as one that lacks the features
 // (true) or knows them again (false).

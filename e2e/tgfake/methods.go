@@ -32,6 +32,7 @@ var methods = func() map[string]methodSpec {
 		{"answerCallbackQuery", answerCallbackQuery},
 		{"sendChatAction", sendChatAction},
 		{"sendMessageDraft", sendMessageDraft},
+		{"createForumTopic", createForumTopic},
 		{"setMyCommands", setMyCommands},
 		{"getMyCommands", getMyCommands},
 		{"deleteMyCommands", deleteMyCommands},
@@ -54,6 +55,11 @@ func getMe(s *Server, _ *request) (any, *APIError) {
 	me.SupportsInlineQueries = boolPtr(false)
 	me.CanConnectToBusiness = boolPtr(false)
 	me.HasMainWebApp = boolPtr(false)
+	if !s.lacks(FeatureTopics) {
+		s.mu.Lock()
+		me.HasTopicsEnabled, me.AllowsUsersToCreateTopics = boolPtr(s.topicsOn), boolPtr(s.usersCreateTopics)
+		s.mu.Unlock()
+	}
 	return me, nil
 }
 
@@ -245,6 +251,10 @@ func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
 	if apiErr := s.mayPostMediaLocked(ch, out.mediaKind); apiErr != nil {
 		return nil, apiErr
 	}
+	thread := int(r.int64Arg("message_thread_id"))
+	if apiErr := s.threadLocked(ch, thread); apiErr != nil {
+		return nil, apiErr
+	}
 	var receiver User
 	if eph != nil {
 		if receiver, apiErr = s.ephemeralAllowedLocked(ch, eph); apiErr != nil {
@@ -277,7 +287,8 @@ func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
 	}
 
 	bot := s.bot
-	m := Message{From: &bot, Date: s.now().Unix(), ReplyToMessage: replyTo, ReplyMarkup: markup.inline}
+	m := Message{From: &bot, Date: s.now().Unix(), ReplyToMessage: replyTo, ReplyMarkup: markup.inline,
+		MessageThreadID: thread, IsTopicMessage: thread != 0}
 	if out.isCaption {
 		m.Caption, m.CaptionEntities = out.body.Text, out.body.Entities
 	} else {

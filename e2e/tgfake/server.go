@@ -52,6 +52,9 @@ type Server struct {
 	// insecureHooks: setWebhook takes http:// URLs on any port (tests).
 	insecureHooks bool
 
+	// topicsOn and usersCreateTopics are the bot's forum topic mode in
+	// private chats (SetTopics).
+	topicsOn, usersCreateTopics bool
 	// pollAllowed is the allowed_updates of the last getUpdates that
 	// named them (empty: every kind).
 	pollAllowed    map[string]bool

@@ -22,11 +22,13 @@ type chatState struct {
 	// numbered apart from the chat's messages (lastEphemeral).
 	ephemeral     []*msgState
 	lastEphemeral int
-	members       map[int64]string // explicit statuses; absent means the default
-	perms         *ChatPermissions // a group's permissions for members; nil: everything allowed
-	instance      string           // chat_instance of callback queries from this chat
-	drafts        []Draft          // every sendMessageDraft, in order
-	draft         *draftState      // the latest one
+	// topics are the chat's forum topics by thread id (topics.go).
+	topics   map[int]*topicState
+	members  map[int64]string // explicit statuses; absent means the default
+	perms    *ChatPermissions // a group's permissions for members; nil: everything allowed
+	instance string           // chat_instance of callback queries from this chat
+	drafts   []Draft          // every sendMessageDraft, in order
+	draft    *draftState      // the latest one
 }
 
 type msgState struct {

@@ -26,6 +26,9 @@ type User struct {
 	SupportsInlineQueries   *bool `json:"supports_inline_queries,omitempty"`
 	CanConnectToBusiness    *bool `json:"can_connect_to_business,omitempty"`
 	HasMainWebApp           *bool `json:"has_main_web_app,omitempty"`
+	// Topics in private chats (Bot API 9.3, 9.4).
+	HasTopicsEnabled          *bool `json:"has_topics_enabled,omitempty"`
+	AllowsUsersToCreateTopics *bool `json:"allows_users_to_create_topics,omitempty"`
 }
 
 // Chat types as the Bot API spells them.
@@ -43,6 +46,7 @@ type Chat struct {
 	Username  string `json:"username,omitempty"`
 	FirstName string `json:"first_name,omitempty"`
 	LastName  string `json:"last_name,omitempty"`
+	IsForum   bool   `json:"is_forum,omitempty"`
 }
 
 // chatFullInfo is what getChat returns since Bot API 7.3: the Chat fields
@@ -166,6 +170,9 @@ type Message struct {
 	Photo           []PhotoSize           `json:"photo,omitempty"`
 	Document        *Document             `json:"document,omitempty"`
 	ReplyMarkup     *InlineKeyboardMarkup `json:"reply_markup,omitempty"`
+	// MessageThreadID and IsTopicMessage: the message is in that topic.
+	MessageThreadID int  `json:"message_thread_id,omitempty"`
+	IsTopicMessage  bool `json:"is_topic_message,omitempty"`
 	// ReceiverUser and EphemeralMessageID are an ephemeral message's
 	// (Bot API 10.2): the one member who sees it, and its number, apart
 	// from the chat's message ids (its MessageID is 0).
