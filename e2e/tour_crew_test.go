@@ -153,10 +153,10 @@ func TestCrewsWeekReadsRight(t *testing.T) {
 	petrSecond := crewOffer(t, env, petr.ID(), second, 30*time.Second)
 	say(boss, boss.ID(), "/orders")
 	say(oksana, oksana.ID(), "/orders")
-	crewWait(t, env, olenaOffer, lapse, func(m tgfake.BotMessage) bool { return len(m.Edits) > 0 && len(m.ReplyMarkup.Buttons()) == 0 })
+	crewWait(t, env, olenaOffer, lapse, offerClosed)
 	annOffer := crewOffer(t, env, ann.ID(), first, lapse)
 	require.False(t, crewPress(t, env, ann, annOffer, "oa").ShowAlert)
-	crewWait(t, env, petrSecond, lapse, func(m tgfake.BotMessage) bool { return len(m.Edits) > 0 && len(m.ReplyMarkup.Buttons()) == 0 })
+	crewWait(t, env, petrSecond, lapse, offerClosed)
 	var petrRound2 tgfake.BotMessage
 	env.TG.WaitFor(t, lapse, func() bool {
 		for _, m := range crewOffers(env, petr.ID(), second) {
@@ -225,7 +225,7 @@ func TestCrewsWeekReadsRight(t *testing.T) {
 		crewAddress, crewName, crewPhone, tomorrow.Format("02.01.2006")), `#\d+`))
 	offered4 := crewOfferAny(t, env, []*tgfake.Person{olena, petr}, fourth)
 	sayWant(boss, adminGroup, fmt.Sprintf("/cancel %d", fourth), `отменён(\.|; назначенный)`)
-	crewWait(t, env, offered4, 30*time.Second, func(m tgfake.BotMessage) bool { return len(m.Edits) > 0 && len(m.ReplyMarkup.Buttons()) == 0 })
+	crewWait(t, env, offered4, 30*time.Second, offerClosed)
 	fifth := crewOrder(t, sayWant(boss, boss.ID(), "/order Москва Центр сантехника 1200 Поменять смеситель", `#\d+`))
 	offered5 := crewOfferAny(t, env, []*tgfake.Person{petr, olena}, fifth)
 	taker := petr
@@ -602,4 +602,18 @@ func crewTranscript(env *e2e.Env, readers map[int64]crewReader) string {
 		}
 	}
 	return sb.String()
+}
+
+// offerClosed reports whether an offer's message was edited to say how it
+// ended: nothing left to press, its one button (disabled) saying so.
+func offerClosed(m tgfake.BotMessage) bool {
+	if len(m.Edits) == 0 {
+		return false
+	}
+	for _, b := range m.ReplyMarkup.Buttons() {
+		if b.Disabled == nil {
+			return false
+		}
+	}
+	return true
 }
