@@ -404,10 +404,13 @@ func (s *Service) respond(ctx context.Context, r PipelineRun) (PipelineRun, bool
 			cancel(nil)
 		}()
 		st := s.startStream(ctx, r)
-		var written string // the call's Partial runs on this goroutine's call, and ends with it
-		c.Partial = func(text string) {
-			written = text
-			if st != nil {
+		// What was written so far, for a stop: only an answer shown as it
+		// is written can be stopped (its draft has the button), and an
+		// answer not shown goes unstreamed, as a call without Partial does.
+		var written string // the call's Partial runs within the call, and ends with it
+		if st != nil {
+			c.Partial = func(text string) {
+				written = text
 				st.show(text)
 			}
 		}
