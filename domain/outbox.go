@@ -56,6 +56,10 @@ type Message struct {
 	// may not, or the server has no such messages, it goes to the group as
 	// any other: only what everyone may read is sent this way. 0: everyone.
 	OnlyFor int64
+	// Topic is the workflow whose topic of a private chat the message
+	// goes into where the bot has topics there ("vacancies", "memory",
+	// "orders", "admin"; bot/delivery's Sender.UseTopics); "": the chat.
+	Topic string
 	// ForPress is the button press (a callback query id) an OnlyFor
 	// message answers: any bot may send one within 15 seconds of the
 	// press. Only at once (SendNow): a queued row could miss the window.

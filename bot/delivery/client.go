@@ -237,6 +237,9 @@ func sendParams(chatID int64, b body) map[string]any {
 	if b.ReplyTo > 0 {
 		p["reply_parameters"] = map[string]any{"message_id": b.ReplyTo, "allow_sending_without_reply": true}
 	}
+	if b.Thread != 0 {
+		p["message_thread_id"] = b.Thread
+	}
 	if b.OnlyFor != 0 {
 		eph := map[string]any{"receiver_user_id": b.OnlyFor}
 		if b.ForPress != "" {
@@ -275,6 +278,9 @@ func captionParams(chatID int64, b body) map[string]any {
 	}
 	if b.ReplyTo > 0 {
 		p["reply_parameters"] = map[string]any{"message_id": b.ReplyTo, "allow_sending_without_reply": true}
+	}
+	if b.Thread != 0 {
+		p["message_thread_id"] = b.Thread
 	}
 	return p
 }
@@ -339,6 +345,8 @@ type body struct {
 	// OnlyFor and ForPress make it an ephemeral message (domain.Message).
 	OnlyFor  int64
 	ForPress string
+	// Thread is the topic it goes into (message_thread_id); 0: the chat.
+	Thread int
 }
 
 // messageID reads message_id from a sendMessage result.

@@ -112,6 +112,9 @@ type Sender struct {
 	wake    chan struct{}
 	// features is what the server was seen to refuse (features.go).
 	features *features
+	// topics puts messages into their workflow's topic (topics.go); nil:
+	// none.
+	topics *topics
 }
 
 // NewSender builds a sender; Run starts it.
@@ -359,6 +362,28 @@ func (s *Sender) flood(ctx context.Context, chatID int64, err error) time.Durati
 // call without it went through.
 func (s *Sender) call(ctx context.Context, r domain.Queued, doc Document) (int, error) {
 	b := body{Text: r.Text, Buttons: r.Buttons, ReplyTo: r.ReplyTo, Photo: r.Photo, OnlyFor: r.OnlyFor, ForPress: r.ForPress}
+	if r.Edit { // an edit names its message, wherever it is
+		return s.callParts(ctx, r, b, doc)
+	}
+	var kept bool
+	b.Thread, kept = s.threadFor(ctx, r.ChatID, r.Topic)
+	id, err := s.callParts(ctx, r, b, doc)
+	if err != nil && kept && threadNotFound(err) {
+		// The user deleted the topic: the message goes into a new one,
+		// once (a refusal of the new one is the row's error).
+		if ferr := s.topics.store.ForgetThread(ctx, r.ChatID, r.Topic, b.Thread); ferr != nil {
+			return id, fmt.Errorf("forget a deleted topic: %w (after %w)", ferr, err)
+		}
+		s.log.Info("a topic the user deleted is created again", "chat", r.ChatID, "topic", r.Topic, "thread", b.Thread)
+		b.Thread, _ = s.threadFor(ctx, r.ChatID, r.Topic)
+		return s.callParts(ctx, r, b, doc)
+	}
+	return id, err
+}
+
+// callParts makes the call with what the server takes of b (the
+// fallbacks).
+func (s *Sender) callParts(ctx context.Context, r domain.Queued, b body, doc Document) (int, error) {
 	for _, f := range fallbacks {
 		if f.uses(b) && s.features.lacks(f.feature) {
 			b = f.without(b)

@@ -33,6 +33,7 @@ var methods = func() map[string]methodSpec {
 		{"sendChatAction", sendChatAction},
 		{"sendMessageDraft", sendMessageDraft},
 		{"createForumTopic", createForumTopic},
+		{"deleteForumTopic", deleteForumTopic},
 		{"setMyCommands", setMyCommands},
 		{"getMyCommands", getMyCommands},
 		{"deleteMyCommands", deleteMyCommands},

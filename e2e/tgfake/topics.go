@@ -195,3 +195,29 @@ func (p *Person) SendTextIn(chatID int64, thread int, text string) (Message, err
 		MessageThreadID: thread, IsTopicMessage: true}
 	return s.postLocked(ch, m), nil
 }
+
+// deleteForumTopic deletes a topic and its messages: the bot's own chat
+// topics in a private chat, a forum's with administrator rights.
+func deleteForumTopic(s *Server, r *request) (any, *APIError) {
+	thread := int(r.int64Arg("message_thread_id"))
+	return s.inChat(r, func(ch *chatState) (any, *APIError) {
+		if !s.topicsLocked(ch) {
+			return nil, errDesc(400, DescNotForum)
+		}
+		if ch.chat.Type != ChatPrivate && ch.memberStatus(s.bot.ID) != StatusAdministrator {
+			return nil, errDesc(400, DescTopicNoRights)
+		}
+		t := ch.topics[thread]
+		if t == nil || t.deleted {
+			return nil, errDesc(400, DescThreadNotFound)
+		}
+		t.deleted = true
+		for _, m := range ch.msgs {
+			if m.msg.MessageThreadID == thread {
+				m.deleted = true
+			}
+		}
+		s.notifyLocked()
+		return true, nil
+	})
+}
