@@ -227,19 +227,10 @@ func Classify(err error) Class {
 
 // sendParams are sendMessage's parameters for a message.
 func sendParams(chatID int64, b body) map[string]any {
-	p := map[string]any{
+	p := placed(b, map[string]any{
 		"chat_id": chatID, "text": b.Text, "parse_mode": "HTML",
 		"link_preview_options": map[string]any{"is_disabled": true},
-	}
-	if kb := markup(b.Buttons); kb != nil {
-		p["reply_markup"] = kb
-	}
-	if b.ReplyTo > 0 {
-		p["reply_parameters"] = map[string]any{"message_id": b.ReplyTo, "allow_sending_without_reply": true}
-	}
-	if b.Thread != 0 {
-		p["message_thread_id"] = b.Thread
-	}
+	})
 	if b.OnlyFor != 0 {
 		eph := map[string]any{"receiver_user_id": b.OnlyFor}
 		if b.ForPress != "" {
@@ -272,7 +263,12 @@ func photoParams(chatID int64, b body) map[string]any {
 // captionParams are the parameters of a message whose text is a caption
 // (a photo, a document), beside the file.
 func captionParams(chatID int64, b body) map[string]any {
-	p := map[string]any{"chat_id": chatID, "caption": b.Text, "parse_mode": "HTML"}
+	return placed(b, map[string]any{"chat_id": chatID, "caption": b.Text, "parse_mode": "HTML"})
+}
+
+// placed adds to a new message's parameters p what places it: its buttons,
+// the message it answers and the topic it goes into.
+func placed(b body, p map[string]any) map[string]any {
 	if kb := markup(b.Buttons); kb != nil {
 		p["reply_markup"] = kb
 	}
