@@ -2,6 +2,7 @@ package tgfake
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -141,7 +142,7 @@ func (s *Server) Topics(chatID int64) []TopicInfo {
 		for _, t := range ch.topics {
 			out = append(out, TopicInfo{ForumTopic: t.topic, Deleted: t.deleted})
 		}
-		sortTopics(out)
+		slices.SortFunc(out, func(a, b TopicInfo) int { return a.MessageThreadID - b.MessageThreadID })
 		return out
 	})
 }
@@ -150,14 +151,6 @@ func (s *Server) Topics(chatID int64) []TopicInfo {
 type TopicInfo struct {
 	ForumTopic
 	Deleted bool
-}
-
-func sortTopics(ts []TopicInfo) {
-	for i := 1; i < len(ts); i++ {
-		for j := i; j > 0 && ts[j].MessageThreadID < ts[j-1].MessageThreadID; j-- {
-			ts[j], ts[j-1] = ts[j-1], ts[j]
-		}
-	}
 }
 
 // DeleteTopic deletes a topic of the user's private chat with the bot, as
