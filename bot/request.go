@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	tele "gopkg.in/telebot.v3"
@@ -201,19 +199,6 @@ func (r *Request) Forbidden() error {
 	return r.Alert("error.callback_forbidden")
 }
 
-// timeTag is a date_time entity's tag, opening or closing.
-var timeTag = regexp.MustCompile(`</?tg-time\b[^>]*>`)
-
-// plainText is an answer to a press as it must go: plain text, which
-// takes no entities, so a time (Request.Time) is only the words inside
-// its tags. The rest callers write plain already (plainName).
-func plainText(s string) string {
-	if !strings.Contains(s, "<tg-time") {
-		return s
-	}
-	return timeTag.ReplaceAllString(s, "")
-}
-
 // answerCallback answers the button press c carries through the port.
 // Telegram refuses an answer to a press it no longer waits for ("query is
 // too old": some seconds on); that is an update run again after its
@@ -228,7 +213,7 @@ func (b *Bot) answerCallback(ctx context.Context, c Inbound, text string, alert 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	err := b.tg.AnswerCallback(ctx, delivery.CallbackAnswer{QueryID: cb.ID, Text: plainText(text), Alert: alert})
+	err := b.tg.AnswerCallback(ctx, delivery.CallbackAnswer{QueryID: cb.ID, Text: delivery.WithoutTimes(text), Alert: alert})
 	if errors.Is(err, delivery.ErrQueryTooOld) {
 		b.deps.Log.Info("button press answered too late for Telegram: no toast", "query", cb.ID)
 		return nil

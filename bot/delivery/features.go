@@ -76,7 +76,7 @@ var fallbacks = []fallback{
 		refuses: func(ae *APIError) bool {
 			return strings.Contains(strings.ToLower(ae.Description), `unsupported start tag "tg-time"`)
 		},
-		without: func(b body) body { b.Text = timeTag.ReplaceAllString(b.Text, ""); return b },
+		without: func(b body) body { b.Text = WithoutTimes(b.Text); return b },
 	},
 	{
 		// A group where the bot may not send an ephemeral message now: it
@@ -121,6 +121,15 @@ var fallbacks = []fallback{
 
 // timeTag is a <tg-time> tag, opening or closing.
 var timeTag = regexp.MustCompile(`</?tg-time\b[^>]*>`)
+
+// WithoutTimes is HTML text with its date_time entities' tags taken out:
+// each time stays as its words, in the reader's zone.
+func WithoutTimes(text string) string {
+	if !strings.Contains(text, "<tg-time") {
+		return text
+	}
+	return timeTag.ReplaceAllString(text, "")
+}
 
 // refusedPart is the part of b the server refused with err, if err is a
 // 400 refusing one b uses.
