@@ -160,17 +160,27 @@ func (p *Person) DeleteTopic(thread int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ch := s.chats[p.user.ID]
-	if ch == nil || ch.topics[thread] == nil || ch.topics[thread].deleted {
+	if ch == nil || !s.deleteTopicLocked(ch, thread) {
 		return ErrNoSuchTopic
 	}
-	ch.topics[thread].deleted = true
+	return nil
+}
+
+// deleteTopicLocked deletes a live topic of ch and every message in it;
+// false when ch has no such topic.
+func (s *Server) deleteTopicLocked(ch *chatState, thread int) bool {
+	t := ch.topics[thread]
+	if t == nil || t.deleted {
+		return false
+	}
+	t.deleted = true
 	for _, m := range ch.msgs {
 		if m.msg.MessageThreadID == thread {
 			m.deleted = true
 		}
 	}
 	s.notifyLocked()
-	return nil
+	return true
 }
 
 // SendTextIn sends a text message as this user in a topic of a chat.
@@ -200,17 +210,9 @@ func deleteForumTopic(s *Server, r *request) (any, *APIError) {
 		if ch.chat.Type != ChatPrivate && ch.memberStatus(s.bot.ID) != StatusAdministrator {
 			return nil, errDesc(400, DescTopicNoRights)
 		}
-		t := ch.topics[thread]
-		if t == nil || t.deleted {
+		if !s.deleteTopicLocked(ch, thread) {
 			return nil, errDesc(400, DescThreadNotFound)
 		}
-		t.deleted = true
-		for _, m := range ch.msgs {
-			if m.msg.MessageThreadID == thread {
-				m.deleted = true
-			}
-		}
-		s.notifyLocked()
 		return true, nil
 	})
 }
