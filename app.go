@@ -331,7 +331,7 @@ func (a *app) buildBot(context.Context) error {
 	}, bot.Deps{
 		Users: a.store.Users(), Status: outage.Status{Store: a.store, Beats: a.beats, LLM: a.llm, HH: a.hh, VacancyClaimLease: cfg.VacancyClaimLease}, Catalog: a.catalog, Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Claimer: a.beats.Claimer(), Direct: a.out, Queue: a.store.Outbox(),
-		Inbox: a.store.Inbox(), Passing: storage.Passing, AboutData: storage.AboutData,
+		Inbox: a.store.Inbox(), Passing: storage.Passing, AboutData: storage.AboutData, Topics: a.store.ChatTopics(), Connected: a.topicModes,
 		Vacancies: a.vac, Letters: a.letters, Rhythm: a.vac, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl, Resume: a.res,
 	})
 	if err != nil {
@@ -344,7 +344,27 @@ func (a *app) buildBot(context.Context) error {
 	}
 	// An export's files are built from the tables as they are sent.
 	a.out.OnDocument(domain.KindMemoryExport, a.bot.ExportDocuments(a.mem))
+	a.out.UseTopics(a.store.ChatTopics(), a.bot.TopicName)
 	return nil
+}
+
+// topicModes puts each workflow's messages into its own topic where the
+// bot has topics: in private chats when its topic mode is on (@BotFather),
+// in the admin chat when it is a forum. The bot calls it on connecting to
+// Telegram; a failure leaves the chats without topics, as before.
+func (a *app) topicModes(ctx context.Context, me delivery.Me) {
+	var forums []int64
+	if id := a.cfg.AdminChatID; id < 0 {
+		switch forum, err := a.tg.IsForum(ctx, id); {
+		case err != nil:
+			a.log.Warn("topics: the admin chat not read; its messages go to it without topics", "chat", id, "err", err)
+		case forum:
+			forums = append(forums, id)
+		}
+	}
+	a.out.TopicModes(me.HasTopicsEnabled, forums...)
+	a.log.Info("topics", "private_chats", me.HasTopicsEnabled != nil && *me.HasTopicsEnabled,
+		"server_knows", me.HasTopicsEnabled != nil, "admin_chat_forum", len(forums) > 0)
 }
 
 // modules are the workflows as the house runs them: each lists its jobs,

@@ -236,7 +236,7 @@ func (u *analysisUI) membership(c tele.Context) error {
 		"Chat":  chat.ID,
 		"Bot":   u.b.tb.Me.Username,
 	})
-	if err := u.b.queueReply(r.Ctx, u.b.cfg.AdminChatID, 0, text, nil); err != nil {
+	if err := u.b.queueReply(withPlace(r.Ctx, place{chatID: u.b.cfg.AdminChatID, topic: domain.TopicNotices}), u.b.cfg.AdminChatID, 0, text, nil); err != nil {
 		return fmt.Errorf("tell the admin chat about chat %d: %w", chat.ID, err)
 	}
 	return nil

@@ -113,6 +113,13 @@ type Deps struct {
 	// update in a form it can store instead of retrying it for ever. Nil:
 	// no error is.
 	AboutData func(error) bool
+	// Topics tells which workflow a topic of a private chat is, so what
+	// the user writes there goes to it (storage's ChatTopics). Nil: the
+	// bot reads no topics (they are the sender's alone).
+	Topics Topics
+	// Connected, when set, is told the bot's account each time the bot
+	// connects to Telegram (the app learns its topic mode from it).
+	Connected func(ctx context.Context, me delivery.Me)
 	// The workflows whose commands and buttons the bot serves (each
 	// optional: a bot without one has none of its commands).
 	Vacancies Vacancies
@@ -149,6 +156,10 @@ type Bot struct {
 	// (RegisterVacancies sets it; vacancy_link.go); handled false passes
 	// it on.
 	vacancyLink func(r *Request) (handled bool, err error)
+	// searchLink takes plain text written in the Vacancies topic that is
+	// a search's link, as /search with it (RegisterVacancies sets it);
+	// handled false passes it on.
+	searchLink func(r *Request) (handled bool, err error)
 	// masters knows who is a registered master (RegisterDispatch sets
 	// it); nil: nobody is.
 	masters Masters
@@ -373,6 +384,9 @@ func (b *Bot) connect(ctx context.Context) error {
 			b.tb.Me = &tele.User{
 				ID: me.ID, IsBot: me.IsBot, FirstName: me.FirstName, Username: me.Username,
 				CanJoinGroups: me.CanJoinGroups, CanReadMessages: me.CanReadAllGroupMessages, SupportsInline: me.SupportsInlineQueries,
+			}
+			if b.deps.Connected != nil {
+				b.deps.Connected(ctx, me)
 			}
 			return nil
 		}

@@ -113,6 +113,7 @@ func (b *Bot) run(r *Request, cmd Command) error {
 		b.deps.Log.Warn("admin command refused", "user", r.User.ID, "command", cmd.Name)
 		return r.ReplyToAsker(r.T("error.admin_only"))
 	}
+	r.inSection(cmd.Section)
 	return cmd.Handle(r)
 }
 

@@ -201,8 +201,30 @@ func (b *Bot) textRoute(private func(r *Request) error) tele.HandlerFunc {
 				return err
 			}
 		}
-		return private(r)
+		return b.inTopic(r, private)
 	}
+}
+
+// inTopic routes plain private text by the workflow topic it was written
+// in: a search's link in Vacancies is that search; anything else there,
+// or in Orders or Admin, gets that topic's hint, which points questions to
+// the memory chat. Text in Memory chat, or in a chat without topics, goes
+// to private.
+func (b *Bot) inTopic(r *Request, private func(r *Request) error) error {
+	switch r.Topic {
+	case domain.TopicVacancies:
+		if b.searchLink != nil {
+			if handled, err := b.searchLink(r); handled || err != nil {
+				return err
+			}
+		}
+		return r.Reply(r.T("text.hint_vacancies"), nil)
+	case domain.TopicOrders:
+		return r.Reply(r.T("text.hint_orders"), nil)
+	case domain.TopicAdmin:
+		return r.Reply(r.T("text.hint_admin"), nil)
+	}
+	return private(r)
 }
 
 func (b *Bot) hint(r *Request) error { return r.Reply(r.T("text.hint"), nil) }
@@ -318,6 +340,7 @@ func (b *Bot) statusHealth(r *Request, sb *strings.Builder) {
 // /status's line saying this replica's server lacks it; spelled out so the
 // catalogue test sees them used.
 var lacksKeys = map[string]string{
+	delivery.FeatureTopics.ID:          "status.lacks_topics",
 	delivery.FeatureDrafts.ID:          "status.lacks_drafts",
 	delivery.FeatureCopyButtons.ID:     "status.lacks_copy_buttons",
 	delivery.FeatureDateTime.ID:        "status.lacks_date_time",
@@ -484,6 +507,16 @@ type LLMSource interface {
 	LLMReason() string
 }
 
+// notice is a system notice for the admin chat: its Notices topic in a
+// forum.
+func (b *Bot) notice(text string) []domain.Message {
+	msgs := Messages(b.cfg.AdminChatID, domain.KindNote, 0, text, nil)
+	for i := range msgs {
+		msgs[i].Topic = domain.TopicNotices
+	}
+	return msgs
+}
+
 // LLMNotice renders the admin chat's notice that the LLM refuses the
 // model or key (reason says what to fix), or with reason "" that it
 // answers again. Nothing without an admin chat.
@@ -495,7 +528,7 @@ func (b *Bot) LLMNotice(reason string) []domain.Message {
 	if reason != "" {
 		text = b.deps.Catalog.T(b.cfg.AdminLang, "admin.llm_refused", locales.Data{"Reason": reason})
 	}
-	return Messages(b.cfg.AdminChatID, domain.KindNote, 0, text, nil)
+	return b.notice(text)
 }
 
 // HHNotice renders the admin chat's notice that HH blocks our requests
@@ -512,7 +545,7 @@ func (b *Bot) HHNotice(reason, captcha string) []domain.Message {
 			text += "\n" + b.deps.Catalog.T(b.cfg.AdminLang, "admin.hh_captcha", locales.Data{"URL": captcha})
 		}
 	}
-	return Messages(b.cfg.AdminChatID, domain.KindNote, 0, text, nil)
+	return b.notice(text)
 }
 
 // InboxSource, when the StatusSource has it, adds the incoming updates to

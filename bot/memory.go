@@ -295,7 +295,7 @@ type Typist struct{ Sender Direct }
 
 // Typing sends the chat action.
 func (t Typist) Typing(ctx context.Context, chatID int64) error {
-	return t.Sender.ChatAction(ctx, chatID, "typing")
+	return t.Sender.ChatAction(ctx, chatID, domain.TopicMemory, "typing")
 }
 
 // Typing shows "typing…" in a chat as a message comes in, the same way as
@@ -398,7 +398,7 @@ type Drafts struct{ Sender *delivery.Sender }
 // Draft shows the answer so far in the run's private chat; the run's id is
 // the draft's, so every showing of one answer animates one draft.
 func (d Drafts) Draft(ctx context.Context, r memory.PipelineRun, text string) error {
-	err := d.Sender.Draft(ctx, r.ChatID, r.ID, PartialHTML(text))
+	err := d.Sender.Draft(ctx, r.ChatID, domain.TopicMemory, r.ID, PartialHTML(text))
 	if errors.Is(err, delivery.ErrDraftsRefused) {
 		return fmt.Errorf("%w: %w", memory.ErrDraftsRefused, err)
 	}

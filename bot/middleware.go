@@ -152,7 +152,12 @@ func (b *Bot) identify(next tele.HandlerFunc) tele.HandlerFunc {
 				}
 			}
 		}
-		c.Set(requestKey, &Request{Inbound: c, Ctx: ctx, User: u, Lang: lang, Zone: b.chatZone(c.Chat(), u), Admin: b.isAdmin(s.ID), bot: b})
+		from := b.wherefrom(ctx, c)
+		if from != (place{}) {
+			ctx = withPlace(ctx, from)
+		}
+		c.Set(requestKey, &Request{Inbound: c, Ctx: ctx, User: u, Lang: lang, Zone: b.chatZone(c.Chat(), u), Admin: b.isAdmin(s.ID),
+			Topic: from.topic, bot: b})
 		return next(c)
 	}
 }

@@ -122,7 +122,7 @@ type Direct interface {
 	SendWithin(ctx context.Context, m domain.Message, d time.Duration) (int, error)
 	// Wake tells the sender rows were just queued.
 	Wake()
-	ChatAction(ctx context.Context, chatID int64, action string) error
+	ChatAction(ctx context.Context, chatID int64, topic, action string) error
 	Client() *delivery.Client
 	// Lacking lists the Bot API features the server was seen to refuse
 	// lately, which the sender falls back from (/status names them).
@@ -157,8 +157,9 @@ func (b *Bot) queueReplyFor(ctx context.Context, chatID, onlyFor int64, replyTo 
 	if len(msgs) > 0 {
 		msgs[0].ReplyTo = replyTo
 	}
+	at := placeIn(ctx, chatID)
 	for i := range msgs {
-		msgs[i].OnlyFor = onlyFor
+		msgs[i].OnlyFor, msgs[i].Topic, msgs[i].Thread = onlyFor, at.topic, at.thread
 	}
 	if rs := repliesOf(ctx); rs != nil {
 		for i := range msgs {

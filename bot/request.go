@@ -25,6 +25,10 @@ type Request struct {
 	// it (the user's zone in private, the admin chat's there).
 	Zone  *time.Location
 	Admin bool
+	// Topic is the workflow topic of a private chat the update came from
+	// (domain.TopicVacancies, …; "": the chat), and where a command's
+	// replies go: its workflow's topic (inSection).
+	Topic string
 	bot   *Bot
 }
 

@@ -100,6 +100,7 @@ func (b *Bot) RegisterVacancies(v Vacancies) {
 	b.Handle(Command{Name: "skills", Desc: "cmd.skills", Section: SectionJobs, Handle: u.skills})
 	b.Handle(Command{Name: "applications", Desc: "cmd.applications", Section: SectionJobs, Handle: replyRendered(u.applicationsList)})
 	b.vacancyLink = u.link
+	b.searchLink = u.searchLink
 	b.HandleButton(actionApplied, u.decide(vacancy.Applied))
 	b.HandleButton(actionNotInterested, u.decide(vacancy.NotInterested))
 	b.HandleButton(actionDeleteSearch, u.deleteSearch)
@@ -205,7 +206,22 @@ func (u *vacancyUI) nextDigest(r *Request) time.Time {
 const maxDropped = 8
 
 func (u *vacancyUI) search(r *Request) error {
-	args := commandArgs(r.Message())
+	return u.addSearch(r, commandArgs(r.Message()))
+}
+
+// searchLink takes a search's link pasted alone into the Vacancies topic
+// as /search with it; any other text is not its.
+func (u *vacancyUI) searchLink(r *Request) (bool, error) {
+	fields := strings.Fields(r.Message().Text)
+	if len(fields) != 1 || !vacancy.LooksLikeURL(fields[0]) {
+		return false, nil
+	}
+	return true, u.addSearch(r, fields[0])
+}
+
+// addSearch saves the search args name: HH's parameters or a search's
+// link.
+func (u *vacancyUI) addSearch(r *Request, args string) error {
 	if args == "" {
 		return r.Reply(u.searchUsage(r), nil)
 	}

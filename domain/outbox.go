@@ -56,10 +56,13 @@ type Message struct {
 	// may not, or the server has no such messages, it goes to the group as
 	// any other: only what everyone may read is sent this way. 0: everyone.
 	OnlyFor int64
-	// Topic is the workflow whose topic of a private chat the message
-	// goes into where the bot has topics there ("vacancies", "memory",
-	// "orders", "admin"; bot/delivery's Sender.UseTopics); "": the chat.
+	// Topic is the topic the message goes into where its chat has topics
+	// (TopicOf: "" takes its kind's; bot/delivery's Sender.UseTopics),
+	// created on first use.
 	Topic string
+	// Thread is the topic of a forum group a reply goes into: the one its
+	// command was written in (0: the group's General, or by Topic).
+	Thread int
 	// ForPress is the button press (a callback query id) an OnlyFor
 	// message answers: any bot may send one within 15 seconds of the
 	// press. Only at once (SendNow): a queued row could miss the window.

@@ -111,6 +111,12 @@ func WithAdminGroup(chatID int64) Option {
 	return func(e *Env) { e.AdminGroup = e.TG.Supergroup(chatID, "Admins", "") }
 }
 
+// WithAdminForum makes chatID the admin chat (ADMIN_CHAT_ID), a forum
+// supergroup: its messages go into topics.
+func WithAdminForum(chatID int64) Option {
+	return func(e *Env) { e.AdminGroup = e.TG.ForumSupergroup(chatID, "Admins") }
+}
+
 // New starts the fakes and creates the database.
 func New(t testing.TB, opts ...Option) *Env {
 	t.Helper()

@@ -59,3 +59,17 @@ func (s *ChatTopics) ForgetThread(ctx context.Context, chatID int64, topic strin
 	}
 	return nil
 }
+
+// TopicAt is the topic chat keeps as thread; "" for none (a topic the
+// user made, or one forgotten).
+func (s *ChatTopics) TopicAt(ctx context.Context, chatID int64, thread int) (string, error) {
+	var topic string
+	err := s.pool.QueryRow(ctx, `SELECT topic FROM chat_topics WHERE chat_id = $1 AND thread_id = $2`, chatID, thread).Scan(&topic)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("topic at thread %d of chat %d: %w", thread, chatID, err)
+	}
+	return topic, nil
+}

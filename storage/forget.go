@@ -40,8 +40,11 @@ import (
 //     outbox's rows of other chats (a run's board in the admin chat) are
 //     replaced by deletedCopy. Proposals are otherwise the LLM's and the
 //     admins' work and stay.
-//   - outbox, outbox_throttles, unreachable_chats: every row of their
-//     private chat (chat id = user id), sent or waiting, deleted.
+//   - outbox, outbox_throttles, unreachable_chats, chat_topics: every row
+//     of their private chat (chat id = user id), sent or waiting, deleted.
+//     The chat's topics stay in Telegram with the bot's past messages, as
+//     those messages always did without topics; the next message after
+//     /forget opens its workflow's topic anew.
 //   - masters: a master no order or offer names is deleted. One they do name
 //     is kept, detached: inactive (no new offers), city, district and skills
 //     erased; orders (assigned to them, commission owed or paid) and offers
@@ -138,6 +141,7 @@ SELECT 1 FROM gone`, &f.Searches},
 		{"outbox", `DELETE FROM outbox WHERE chat_id = $1`, &f.Messages},
 		{"throttles", `DELETE FROM outbox_throttles WHERE chat_id = $1`, nil},
 		{"unreachable mark", `DELETE FROM unreachable_chats WHERE chat_id = $1`, nil},
+		{"topics", `DELETE FROM chat_topics WHERE chat_id = $1`, nil},
 	} {
 		tag, err := tx.Exec(ctx, step.q, userID)
 		if err != nil {

@@ -37,6 +37,7 @@ type outboxBody struct {
 	Ephemeral bool   `json:"ephemeral,omitempty"`
 	OnlyFor   int64  `json:"only_for,omitempty"`
 	Topic     string `json:"topic,omitempty"`
+	Thread    int    `json:"thread,omitempty"`
 }
 
 // keptBody is what a row's body keeps once it has ended: an ephemeral
@@ -209,7 +210,7 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 			return "", nil, fmt.Errorf("enqueue message %d: an edit of the buttons alone goes at once, never through the outbox", i)
 		}
 		b, err := json.Marshal(outboxBody{Text: m.Text, Buttons: m.Buttons, ReplyTo: m.ReplyTo, IfGone: m.IfGone, Photo: m.Photo,
-			Document: m.Document, Ephemeral: m.Ephemeral, OnlyFor: m.OnlyFor, Topic: m.Topic})
+			Document: m.Document, Ephemeral: m.Ephemeral, OnlyFor: m.OnlyFor, Topic: m.Topic, Thread: m.Thread})
 		if err != nil {
 			return "", nil, fmt.Errorf("enqueue message %d: %w", i, err)
 		}
@@ -315,7 +316,7 @@ func scanClaimed(rows pgx.Rows) (domain.Queued, time.Time, error) {
 		return r, until, fmt.Errorf("claim outbox: row %d body: %w", r.ID, err)
 	}
 	r.Text, r.Buttons, r.ReplyTo, r.IfGone, r.Photo = b.Text, b.Buttons, b.ReplyTo, b.IfGone, b.Photo
-	r.Document, r.Ephemeral, r.OnlyFor, r.Topic = b.Document, b.Ephemeral, b.OnlyFor, b.Topic
+	r.Document, r.Ephemeral, r.OnlyFor, r.Topic, r.Thread = b.Document, b.Ephemeral, b.OnlyFor, b.Topic, b.Thread
 	r.Target = int(target)
 	return r, until, nil
 }

@@ -96,6 +96,10 @@ type Me struct {
 	CanJoinGroups           bool   `json:"can_join_groups"`
 	CanReadAllGroupMessages bool   `json:"can_read_all_group_messages"`
 	SupportsInlineQueries   bool   `json:"supports_inline_queries"`
+	// HasTopicsEnabled is the bot's topic mode in private chats, which its
+	// owner sets in @BotFather (Bot API 9.3); nil: the server says nothing
+	// of it (older).
+	HasTopicsEnabled *bool `json:"has_topics_enabled"`
 }
 
 // GetMe reads the bot's account. Privacy mode (CanReadAllGroupMessages) can

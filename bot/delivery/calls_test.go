@@ -64,7 +64,7 @@ func TestChatActionObeysPauses(t *testing.T) {
 	lim := delivery.NewMemoryLimiter(delivery.Limits{Global: 1000, GlobalBurst: 100, Private: 1.0 / 3600, PrivateBurst: 1, Group: 1, GroupBurst: 1})
 	s := b.sender(t, nil, lim, delivery.Config{})
 	for range 3 {
-		require.NoError(t, s.ChatAction(b.ctx, 1, "typing"))
+		require.NoError(t, s.ChatAction(b.ctx, 1, "", "typing"))
 	}
 	require.Len(t, b.srv.CallsTo("sendChatAction"), 3, "none held back for the chat's budget")
 	require.Equal(t, []string{"typing", "typing", "typing"}, b.srv.ChatActions(1))
@@ -72,15 +72,15 @@ func TestChatActionObeysPauses(t *testing.T) {
 	require.NoError(t, err, "the chat's one token is still there for the message")
 
 	bob.Block()
-	err = s.ChatAction(b.ctx, 3, "typing")
+	err = s.ChatAction(b.ctx, 3, "", "typing")
 	require.Equal(t, delivery.Gone, delivery.Classify(err))
 	require.Empty(t, b.srv.ChatActions(3))
 
 	// A private chat's 429 is the bot's (see Sender.flood): every chat waits.
 	b.srv.FailNext("sendChatAction", 1, 3600)
-	require.Error(t, s.ChatAction(b.ctx, 2, "typing"))
-	require.ErrorIs(t, s.ChatAction(b.ctx, 2, "typing"), delivery.ErrPaced, "the 429 paused the bot")
-	require.ErrorIs(t, s.ChatAction(b.ctx, 1, "typing"), delivery.ErrPaced)
+	require.Error(t, s.ChatAction(b.ctx, 2, "", "typing"))
+	require.ErrorIs(t, s.ChatAction(b.ctx, 2, "", "typing"), delivery.ErrPaced, "the 429 paused the bot")
+	require.ErrorIs(t, s.ChatAction(b.ctx, 1, "", "typing"), delivery.ErrPaced)
 	require.Len(t, b.srv.CallsTo("sendChatAction"), 5, "the paused ones never reached Telegram")
 	require.Empty(t, b.srv.ChatActions(2))
 }

@@ -18,12 +18,12 @@ var ErrDraftsRefused = errors.New("telegram refuses message drafts")
 var ErrPaced = errors.New("no room for a draft now")
 
 // Draft shows text (HTML within one message) as draft draftID in a private
-// chat: sendMessageDraft, which streams a message being written and which
+// chat, in its topic (domain.TopicOf; "": the chat): sendMessageDraft, which streams a message being written and which
 // the chat's next message replaces. It goes through the same limiter as
 // every message, but never waits: with no budget free it is ErrPaced. A
 // 429 pauses the chat as for any message. A draft is cosmetic, so it is
 // never retried and never marks a chat unreachable.
-func (s *Sender) Draft(ctx context.Context, chatID, draftID int64, text string) error {
+func (s *Sender) Draft(ctx context.Context, chatID int64, topic string, draftID int64, text string) error {
 	if s.features.lacks(FeatureDrafts) {
 		return ErrDraftsRefused
 	}
@@ -38,10 +38,23 @@ func (s *Sender) Draft(ctx context.Context, chatID, draftID int64, text string) 
 	// 10.3: the stopped_message_generation update); keep_on_stop keeps
 	// what they read shown until the answer, as stopped, replaces it. An
 	// older server ignores both: no button, as before.
-	_, err = s.client.Call(ctx, "sendMessageDraft", map[string]any{
+	params := map[string]any{
 		"chat_id": chatID, "draft_id": draftID, "text": text, "parse_mode": "HTML",
 		"can_stop": true, "keep_on_stop": true,
-	})
+	}
+	thread, kept := s.threadFor(ctx, chatID, topic)
+	if thread != 0 {
+		params["message_thread_id"] = thread
+	}
+	_, err = s.client.Call(ctx, "sendMessageDraft", params)
+	if kept && threadNotFound(err) {
+		// The user deleted the topic: the answer's message opens it
+		// again; the drafts before it are not worth a topic of their own.
+		if ferr := s.topics.store.ForgetThread(ctx, chatID, topic, thread); ferr != nil {
+			return fmt.Errorf("draft in chat %d: forget a deleted topic: %w (after %w)", chatID, ferr, err)
+		}
+		return fmt.Errorf("draft in chat %d: its topic was deleted: %w", chatID, ErrPaced)
+	}
 	var ae *APIError
 	switch {
 	case err == nil:
@@ -69,7 +82,7 @@ func (s *Sender) Draft(ctx context.Context, chatID, draftID int64, text string) 
 // took the chat's budget would hold up the answer it announces. It obeys
 // the limiter's pauses (no action to a chat or a bot Telegram told to wait:
 // ErrPaced), and a 429 pauses the chat as for any message.
-func (s *Sender) ChatAction(ctx context.Context, chatID int64, action string) error {
+func (s *Sender) ChatAction(ctx context.Context, chatID int64, topic, action string) error {
 	paused, err := s.limiter.Paused(ctx, chatID)
 	if err != nil {
 		return fmt.Errorf("%s in chat %d: %w", action, chatID, err)
@@ -77,7 +90,16 @@ func (s *Sender) ChatAction(ctx context.Context, chatID int64, action string) er
 	if paused > 0 {
 		return fmt.Errorf("%s in chat %d: %w", action, chatID, ErrPaced)
 	}
-	_, err = s.client.Call(ctx, "sendChatAction", map[string]any{"chat_id": chatID, "action": action})
+	params := map[string]any{"chat_id": chatID, "action": action}
+	// Shown in the topic the message it announces goes to; an action
+	// creates no topic, and one the user deleted shows nothing.
+	if thread := s.keptThread(ctx, chatID, topic); thread != 0 {
+		params["message_thread_id"] = thread
+	}
+	_, err = s.client.Call(ctx, "sendChatAction", params)
+	if threadNotFound(err) {
+		return fmt.Errorf("%s in chat %d: its topic was deleted: %w", action, chatID, ErrPaced)
+	}
 	if Classify(err) == Flood {
 		s.flood(ctx, chatID, err)
 	}

@@ -43,7 +43,10 @@ var (
 	FeatureDisabledButtons = Feature{ID: "disabled_buttons", Name: "disabled buttons", Since: "10.3",
 		Fallback: "a finished step's buttons go; its text still says why"}
 
-	allFeatures = []Feature{FeatureDrafts, FeatureCopyButtons, FeatureDateTime, FeatureEphemeral, FeatureDisabledButtons}
+	FeatureTopics = Feature{ID: "topics", Name: "topics in private chats", Since: "9.4",
+		Fallback: "every workflow writes into the one chat, as before"}
+
+	allFeatures = []Feature{FeatureTopics, FeatureDrafts, FeatureCopyButtons, FeatureDateTime, FeatureEphemeral, FeatureDisabledButtons}
 )
 
 // errEphemeralIgnored is how a server without ephemeral messages refuses

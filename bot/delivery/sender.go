@@ -365,17 +365,29 @@ func (s *Sender) call(ctx context.Context, r domain.Queued, doc Document) (int, 
 	if r.Edit { // an edit names its message, wherever it is
 		return s.callParts(ctx, r, b, doc)
 	}
+	if r.Thread != 0 {
+		// A reply into the forum topic its command came from: if the
+		// topic is gone meanwhile, into the group's General.
+		b.Thread = r.Thread
+		id, err := s.callParts(ctx, r, b, doc)
+		if err != nil && threadNotFound(err) {
+			b.Thread = 0
+			return s.callParts(ctx, r, b, doc)
+		}
+		return id, err
+	}
+	topic := domain.TopicOf(r.ChatID, r.Kind, r.Topic)
 	var kept bool
-	b.Thread, kept = s.threadFor(ctx, r.ChatID, r.Topic)
+	b.Thread, kept = s.threadFor(ctx, r.ChatID, topic)
 	id, err := s.callParts(ctx, r, b, doc)
 	if err != nil && kept && threadNotFound(err) {
 		// The user deleted the topic: the message goes into a new one,
 		// once (a refusal of the new one is the row's error).
-		if ferr := s.topics.store.ForgetThread(ctx, r.ChatID, r.Topic, b.Thread); ferr != nil {
+		if ferr := s.topics.store.ForgetThread(ctx, r.ChatID, topic, b.Thread); ferr != nil {
 			return id, fmt.Errorf("forget a deleted topic: %w (after %w)", ferr, err)
 		}
-		s.log.Info("a topic the user deleted is created again", "chat", r.ChatID, "topic", r.Topic, "thread", b.Thread)
-		b.Thread, _ = s.threadFor(ctx, r.ChatID, r.Topic)
+		s.log.Info("a topic the user deleted is created again", "chat", r.ChatID, "topic", topic, "thread", b.Thread)
+		b.Thread, _ = s.threadFor(ctx, r.ChatID, topic)
 		return s.callParts(ctx, r, b, doc)
 	}
 	return id, err

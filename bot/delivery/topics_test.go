@@ -24,7 +24,9 @@ func TestMessagesGoIntoTheirWorkflowsTopic(t *testing.T) {
 	b.srv.SetTopics(true, false)
 	s := b.sender(t, nil, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
 	names := map[string]string{"vacancies": "Вакансии", "memory": "Чат памяти"}
-	s.UseTopics(b.store.ChatTopics(), func(_ context.Context, _ int64, topic string) string { return names[topic] }, true)
+	s.UseTopics(b.store.ChatTopics(), func(_ context.Context, _ int64, topic string) string { return names[topic] })
+	on, off := true, false
+	s.TopicModes(&on)
 	send := func(topic, text string) tgfake.BotMessage {
 		t.Helper()
 		id, err := s.SendNow(b.ctx, domain.Message{ChatID: 1, Kind: domain.KindReply, Text: text, Topic: topic})
@@ -67,9 +69,10 @@ func TestMessagesGoIntoTheirWorkflowsTopic(t *testing.T) {
 	require.Equal(t, "a new card", next.Text)
 
 	// The bot's topic mode off (or an older server): the chat, as before.
-	off := b.sender(t, nil, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
-	off.UseTopics(b.store.ChatTopics(), func(context.Context, int64, string) string { return "x" }, false)
-	id, err := off.SendNow(b.ctx, domain.Message{ChatID: 1, Kind: domain.KindReply, Text: "no topics", Topic: "vacancies"})
+	plainSender := b.sender(t, nil, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
+	plainSender.UseTopics(b.store.ChatTopics(), func(context.Context, int64, string) string { return "x" })
+	plainSender.TopicModes(&off)
+	id, err := plainSender.SendNow(b.ctx, domain.Message{ChatID: 1, Kind: domain.KindReply, Text: "no topics", Topic: "vacancies"})
 	require.NoError(t, err)
 	m, _ := b.srv.MessageByID(1, id)
 	require.Zero(t, m.MessageThreadID)

@@ -22,6 +22,8 @@ type Draft struct {
 	// CanStop shows the user a button to stop it (can_stop); KeepOnStop
 	// keeps it shown when they do (keep_on_stop). Bot API 10.3.
 	CanStop, KeepOnStop bool
+	// MessageThreadID is the topic it is shown in (0: the chat).
+	MessageThreadID int
 }
 
 // draftState is a private chat's current draft.
@@ -66,10 +68,15 @@ func sendMessageDraft(s *Server, r *request) (any, *APIError) {
 		if apiErr := s.writableLocked(ch); apiErr != nil {
 			return nil, apiErr
 		}
+		thread := int(r.int64Arg("message_thread_id"))
+		if apiErr := s.threadLocked(ch, thread); apiErr != nil {
+			return nil, apiErr
+		}
 		if apiErr := s.admitLocked(r, ch.chat.ID); apiErr != nil {
 			return nil, apiErr
 		}
-		d := Draft{ChatID: ch.chat.ID, DraftID: r.int64Arg("draft_id"), Text: body.Text, Entities: body.Entities, Time: s.now()}
+		d := Draft{ChatID: ch.chat.ID, DraftID: r.int64Arg("draft_id"), Text: body.Text, Entities: body.Entities, Time: s.now(),
+			MessageThreadID: thread}
 		if !s.lacking[FeatureDraftStop] {
 			d.CanStop, d.KeepOnStop = r.boolArg("can_stop"), r.boolArg("keep_on_stop")
 		}

@@ -603,7 +603,11 @@ func sendChatAction(s *Server, r *request) (any, *APIError) {
 		if apiErr := s.writableLocked(ch); apiErr != nil {
 			return nil, apiErr
 		}
-		ch.actions = append(ch.actions, ChatAction{Action: action, Time: s.now()})
+		thread := int(r.int64Arg("message_thread_id"))
+		if apiErr := s.threadLocked(ch, thread); apiErr != nil {
+			return nil, apiErr
+		}
+		ch.actions = append(ch.actions, ChatAction{Action: action, Time: s.now(), MessageThreadID: thread})
 		s.notifyLocked()
 		return true, nil
 	})

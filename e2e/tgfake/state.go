@@ -90,6 +90,8 @@ type SentFile struct {
 type ChatAction struct {
 	Action string
 	Time   time.Time
+	// MessageThreadID is the topic it is shown in (0: the chat).
+	MessageThreadID int
 }
 
 // CallbackAnswer is the bot's answerCallbackQuery for one query.
@@ -287,6 +289,12 @@ func (s *Server) ChatActions(chatID int64) []string {
 	return readChat(s, chatID, func(ch *chatState) []string {
 		return mapped(ch.actions, func(a ChatAction) string { return a.Action })
 	})
+}
+
+// ChatActionsIn returns the actions the bot sent to a chat, with the
+// topic each was shown in.
+func (s *Server) ChatActionsIn(chatID int64) []ChatAction {
+	return readChat(s, chatID, func(ch *chatState) []ChatAction { return append([]ChatAction(nil), ch.actions...) })
 }
 
 // Commands returns the command list set for a scope and language, exactly

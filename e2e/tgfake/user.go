@@ -76,7 +76,13 @@ func (s *Server) addGroup(c Chat) Chat {
 	if ch, ok := s.chats[c.ID]; ok {
 		return ch.chat
 	}
-	s.chats[c.ID] = newChatState(c)
+	ch := newChatState(c)
+	if c.IsForum {
+		// A forum's first message opened it, and its thread is the
+		// General topic's: the topics the bot creates come after.
+		ch.lastID = generalTopicThreadID
+	}
+	s.chats[c.ID] = ch
 	s.notifyLocked()
 	return c
 }
