@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"switchboard/domain"
 	"switchboard/e2e"
 	"switchboard/e2e/tgfake"
 	"switchboard/llm/llmtest"
@@ -29,14 +30,15 @@ import (
 // raw Markdown, a Go duration in Russian or Ukrainian, a UTC time to
 // someone in Moscow or Kyiv, breaker jargon. With TOUR_OUT set, the whole
 // transcript is written there to be read by a person.
-func TestFirstHourReadsRightForEveryone(t *testing.T) {
-	t.Parallel()
+func TestFirstHourReadsRightForEveryone(t *testing.T) { bothWays(t, firstHour) }
+
+func firstHour(t *testing.T, mode tourMode) {
 	const (
 		ruID, enID, ukID = 7_300_001, 7_300_002, 7_300_003
 		masterID         = 7_300_004
 		secret           = "private note: looking to leave my current team"
 	)
-	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
+	env := mode.env(t, adminGroup)
 	team := env.TG.Supergroup(teamChat, "Team", "")
 	// Models write Markdown whatever they are asked (the first rule that
 	// matches answers, so this one comes before the scripted memory's).
@@ -56,14 +58,14 @@ func TestFirstHourReadsRightForEveryone(t *testing.T) {
 	master := env.TG.User(masterID, "Пётр", "ru")
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")
 
-	if out := os.Getenv("TOUR_OUT"); out != "" {
+	if out := mode.out(); out != "" {
 		// Written even when the tour stops half-way, to read what was sent.
 		t.Cleanup(func() {
 			var sb strings.Builder
 			for _, id := range []int64{adminGroup, teamChat, e2e.AdminID, ruID, enID, ukID, masterID} {
 				fmt.Fprintf(&sb, "=== chat %d\n", id)
 				for _, m := range env.TG.Messages(id) {
-					fmt.Fprintf(&sb, "--- #%d%s\n%s\n", m.MessageID, buttonsOf(m), m.Text)
+					fmt.Fprintf(&sb, "--- #%d%s%s\n%s\n", m.MessageID, topicLabel(env, id, m), buttonsOf(m), m.Text)
 				}
 			}
 			_ = os.WriteFile(out, []byte(sb.String()), 0o644)
@@ -75,15 +77,16 @@ func TestFirstHourReadsRightForEveryone(t *testing.T) {
 		return ask(t, env, who, chat, text)
 	}
 	for _, who := range []*tgfake.Person{ru, en, uk} {
-		step(who, who.ID(), "/start")
+		mode.inTopic(t, env, who.ID(), step(who, who.ID(), "/start"), "")
 		step(who, who.ID(), "/help")
-		step(who, who.ID(), "/profile Senior Go developer, "+secret)
+		mode.inTopic(t, env, who.ID(), step(who, who.ID(), "/profile Senior Go developer, "+secret), domain.TopicVacancies)
 		step(who, who.ID(), "/search https://hh.ru/search/vacancy?text=golang&area=1")
 		step(who, who.ID(), "/searches")
-		step(who, who.ID(), "/vacancies")
+		mode.inTopic(t, env, who.ID(), step(who, who.ID(), "/vacancies"), domain.TopicVacancies)
 		q := who.SendText(who.ID(), "I run 3 km every morning")
-		env.TG.WaitMessage(t, who.ID(), func(m tgfake.BotMessage) bool { return m.ReplyToID() == q.MessageID })
-		step(who, who.ID(), "/memory")
+		answer := env.TG.WaitMessage(t, who.ID(), func(m tgfake.BotMessage) bool { return m.ReplyToID() == q.MessageID })
+		mode.inTopic(t, env, who.ID(), answer, domain.TopicMemory)
+		mode.inTopic(t, env, who.ID(), step(who, who.ID(), "/memory"), domain.TopicMemory)
 		step(who, who.ID(), "/lang de")
 		step(who, who.ID(), "/"+strings.Repeat("x&", 300))
 	}
@@ -94,13 +97,14 @@ func TestFirstHourReadsRightForEveryone(t *testing.T) {
 	}
 	step(master, master.ID(), "/start")
 	step(master, master.ID(), "/master Москва")
-	step(master, master.ID(), `/master Москва Центр сантехника`)
+	mode.inTopic(t, env, master.ID(), step(master, master.ID(), `/master Москва Центр сантехника`), domain.TopicOrders)
 	step(master, master.ID(), "/help")
 	step(boss, boss.ID(), "/help")
-	step(boss, boss.ID(), "/status")
+	mode.inTopic(t, env, boss.ID(), step(boss, boss.ID(), "/status"), domain.TopicAdmin)
 	step(boss, boss.ID(), "/order Moscow Center plumbing 3000")
 	step(boss, boss.ID(), "/order Москва Центр сантехника 3000 Течёт кран на кухне")
-	env.TG.WaitMessage(t, master.ID(), func(m tgfake.BotMessage) bool { return m.ReplyMarkup != nil })
+	offered := env.TG.WaitMessage(t, master.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Новый заказ") })
+	mode.inTopic(t, env, master.ID(), offered, domain.TopicOrders)
 	step(boss, boss.ID(), "/orders")
 	// The master takes the order and goes through its steps' first screen.
 	offer := env.TG.Messages(master.ID())
@@ -131,6 +135,7 @@ func TestFirstHourReadsRightForEveryone(t *testing.T) {
 		return scalar[int](t, pool, `SELECT count(*) FROM outbox WHERE state = 'pending'`) == 0
 	})
 
+	mode.everyMessageInItsTopic(t, env, pool, adminGroup)
 	chats := map[int64]string{ruID: "ru", enID: "en", ukID: "uk", masterID: "ru", e2e.AdminID: "en", adminGroup: "ru", teamChat: "group"}
 	for _, id := range slices.Sorted(maps.Keys(chats)) {
 		lang := chats[id]

@@ -147,6 +147,20 @@ func (s *Server) Topics(chatID int64) []TopicInfo {
 	})
 }
 
+// TopicChats are the chats that have topics the bot created, in id order.
+func (s *Server) TopicChats() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []int64
+	for id, ch := range s.chats {
+		if len(ch.topics) > 0 {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // TopicInfo is a topic as the fake knows it.
 type TopicInfo struct {
 	ForumTopic
