@@ -153,7 +153,7 @@ func (rd *Renderer) FollowUp(f vacancy.FollowUp) []domain.Message {
 		rd.log.Error("render follow-up", "match", f.Application.Match.ID, "err", err)
 		return nil
 	}
-	return Messages(f.Application.Match.UserID, domain.KindReply, f.Application.Match.ID, text, kb)
+	return toTopic(domain.TopicVacancies, Messages(f.Application.Match.UserID, domain.KindReply, f.Application.Match.ID, text, kb))
 }
 
 // step records a step pressed on a message of the given action and edits

@@ -510,11 +510,7 @@ type LLMSource interface {
 // notice is a system notice for the admin chat: its Notices topic in a
 // forum.
 func (b *Bot) notice(text string) []domain.Message {
-	msgs := Messages(b.cfg.AdminChatID, domain.KindNote, 0, text, nil)
-	for i := range msgs {
-		msgs[i].Topic = domain.TopicNotices
-	}
-	return msgs
+	return toTopic(domain.TopicNotices, Messages(b.cfg.AdminChatID, domain.KindNote, 0, text, nil))
 }
 
 // LLMNotice renders the admin chat's notice that the LLM refuses the

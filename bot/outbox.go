@@ -30,6 +30,15 @@ func Messages(chatID int64, kind string, ref int64, text string, kb *tele.ReplyM
 	return out
 }
 
+// toTopic puts msgs into topic (domain.Message.Topic): a workflow's
+// message to a user that its kind does not place, or a system notice.
+func toTopic(topic string, msgs []domain.Message) []domain.Message {
+	for i := range msgs {
+		msgs[i].Topic = topic
+	}
+	return msgs
+}
+
 // Keyed is one message that later rows may edit by key (an offer, a
 // progress message): the text must fit one message.
 func Keyed(chatID int64, kind string, ref int64, key, text string, kb *tele.ReplyMarkup) domain.Message {

@@ -73,7 +73,7 @@ func (u *resumeUI) document(c tele.Context) error {
 	}
 	doc := msg.Document
 	ack := func(d resume.Draft) []domain.Message {
-		out := Messages(d.ChatID, domain.KindReply, 0, r.T("cv.reading"), nil)
+		out := toTopic(domain.TopicVacancies, Messages(d.ChatID, domain.KindReply, 0, r.T("cv.reading"), nil))
 		out[0].ReplyTo = d.MessageID
 		return out
 	}
@@ -198,7 +198,7 @@ func (rd *Renderer) ResumeDraft(d resume.Draft) []domain.Message {
 		return nil
 	}
 	text := rd.cat.T(d.Lang, "cv.draft", locales.Data{"Draft": locales.HTML(markdown.HTML(d.Text))})
-	return Messages(d.ChatID, domain.KindReply, 0, text, kb)
+	return toTopic(domain.TopicVacancies, Messages(d.ChatID, domain.KindReply, 0, text, kb))
 }
 
 // ResumeFailed says why no draft was made from the file, and what to send
@@ -218,7 +218,7 @@ func (rd *Renderer) ResumeFailed(d resume.Draft, why error) []domain.Message {
 	case errors.Is(why, resume.ErrGaveUp):
 		key = "cv.error_gave_up"
 	}
-	out := Messages(d.ChatID, domain.KindReply, 0, rd.cat.T(d.Lang, key, data), nil)
+	out := toTopic(domain.TopicVacancies, Messages(d.ChatID, domain.KindReply, 0, rd.cat.T(d.Lang, key, data), nil))
 	out[0].ReplyTo = d.MessageID
 	return out
 }

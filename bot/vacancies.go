@@ -725,7 +725,7 @@ func (rd *Renderer) SearchNews(n vacancy.FirstNews) []domain.Message {
 		key = "search.first_fetch_failed"
 	}
 	text := rd.cat.T(n.Lang, key, locales.Data{"Search": locales.HTML(clip(n.Search.Params.String(), searchBudget))})
-	return Messages(n.Search.UserID, domain.KindReply, n.Search.ID, text, nil)
+	return toTopic(domain.TopicVacancies, Messages(n.Search.UserID, domain.KindReply, n.Search.ID, text, nil))
 }
 
 // renderVacancy is the one rendering of a vacancy message, for delivery

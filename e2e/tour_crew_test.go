@@ -33,7 +33,10 @@ import (
 // press answered, is written there for a person to read.
 func TestCrewsWeekReadsRight(t *testing.T) {
 	weekTour(t)
-	t.Parallel()
+	bothWays(t, crewsWeek)
+}
+
+func crewsWeek(t *testing.T, mode tourMode) {
 	const (
 		petrID, olenaID, annID = 7_400_001, 7_400_002, 7_400_003
 		oksanaID               = 7_400_010 // a second admin, who reads Ukrainian
@@ -43,7 +46,7 @@ func TestCrewsWeekReadsRight(t *testing.T) {
 		// COMMISSION_DEADLINE brings has not come: not a healthy system.
 		lapse = 90 * time.Second
 	)
-	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
+	env := mode.env(t, adminGroup)
 	team := env.TG.Supergroup(teamChat, "Бригада", "")
 	proposeTasks(env)
 	env.Start(map[string]string{
@@ -71,7 +74,7 @@ func TestCrewsWeekReadsRight(t *testing.T) {
 		olenaID:     {"uk", "master"},
 		annID:       {"en", "master"},
 	}
-	if out := os.Getenv("TOUR_OUT"); out != "" {
+	if out := mode.out(); out != "" {
 		// Written even when the tour stops half-way, to read what was sent.
 		t.Cleanup(func() { _ = os.WriteFile(out, []byte(crewTranscript(env, readers)), 0o644) })
 	}
@@ -295,6 +298,7 @@ func TestCrewsWeekReadsRight(t *testing.T) {
 		return scalar[int](t, pool, `SELECT count(*) FROM outbox WHERE state = 'pending'`) == 0
 	})
 	assert.Empty(t, env.TG.UnansweredCallbacks(), "a press left spinning")
+	mode.everyMessageInItsTopic(t, env, pool, adminGroup)
 
 	crewReadChecks(t, env, readers)
 	// Who never took order #1 or #4 never read the customer; neither did
@@ -572,6 +576,7 @@ func crewTranscript(env *e2e.Env, readers map[int64]crewReader) string {
 				continue
 			}
 			m := bots[mid]
+			sb.WriteString(topicHeading(env, id, m))
 			versions := append(append([]tgfake.Message(nil), m.Edits...), m.Message)
 			for i, v := range versions {
 				label := ""

@@ -87,6 +87,15 @@ func topicLabel(env *e2e.Env, chat int64, m tgfake.BotMessage) string {
 	return fmt.Sprintf(" {thread %d}", m.MessageThreadID)
 }
 
+// topicHeading is the line a transcript writes before a message in a
+// topic: the topic's name ("" for a message in the chat).
+func topicHeading(env *e2e.Env, chat int64, m tgfake.BotMessage) string {
+	if m.MessageThreadID == 0 {
+		return ""
+	}
+	return "{in " + threadName(env, chat, m.MessageThreadID) + "}\n"
+}
+
 // topicNamesOf are a topic's names in every language.
 func topicNamesOf(topic string) []string {
 	cat := locales.MustLoad()

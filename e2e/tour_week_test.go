@@ -51,9 +51,12 @@ func weekTour(t *testing.T) {
 
 func TestJobSeekersWeekReadsRight(t *testing.T) {
 	weekTour(t)
-	t.Parallel()
+	bothWays(t, seekersWeek)
+}
+
+func seekersWeek(t *testing.T, mode tourMode) {
 	begun := time.Now()
-	env := e2e.New(t)
+	env := mode.env(t, 0)
 	team := env.TG.Supergroup(teamChat, "Team", "")
 	scriptWeek(env)
 	first := golangVacancies(5, 7500)
@@ -90,7 +93,7 @@ func TestJobSeekersWeekReadsRight(t *testing.T) {
 	for _, u := range users {
 		u.who = env.TG.User(u.id, u.name, u.lang)
 	}
-	if out := os.Getenv("TOUR_OUT"); out != "" {
+	if out := mode.out(); out != "" {
 		// Written even when the week stops half-way, to read what was sent.
 		t.Cleanup(func() {
 			var sb strings.Builder
@@ -147,6 +150,7 @@ func TestJobSeekersWeekReadsRight(t *testing.T) {
 		return scalar[int](t, pool, `SELECT count(*) FROM outbox WHERE state = 'pending'`) == 0
 	})
 	assert.Empty(t, env.TG.UnansweredCallbacks(), "a button left spinning")
+	mode.everyMessageInItsTopic(t, env, pool, 0)
 	for _, u := range users {
 		timesToldIn(t, env, u.id, u.readerZone(t)) // a setting's daily times are in it
 		for _, r := range weekReadables(env, u.id) {
@@ -698,6 +702,7 @@ func writeWeekChat(sb *strings.Builder, env *e2e.Env, chat int64, who string) {
 			continue
 		}
 		delete(bot, h.MessageID)
+		fmt.Fprint(sb, topicHeading(env, chat, m))
 		writeWeekMessage(sb, m)
 		for _, c := range presses[m.MessageID] {
 			alert := ""
