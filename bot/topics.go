@@ -94,6 +94,10 @@ func (r *Request) inSection(s Section) {
 func (b *Bot) TopicName(ctx context.Context, chatID int64, topic string) string {
 	lang := b.cfg.AdminLang
 	if chatID > 0 {
+		// A user not read (gone, or the database away) gets the first
+		// language's name: the topic is named once, so a wrong guess of
+		// the admin chat's would stay.
+		lang = ""
 		if u, err := b.deps.Users.Get(ctx, chatID); err == nil {
 			lang = u.Lang()
 		}
