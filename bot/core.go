@@ -346,6 +346,7 @@ var lacksKeys = map[string]string{
 	delivery.FeatureDateTime.ID:        "status.lacks_date_time",
 	delivery.FeatureEphemeral.ID:       "status.lacks_ephemeral",
 	delivery.FeatureDisabledButtons.ID: "status.lacks_disabled_buttons",
+	delivery.FeatureRichMessages.ID:    "status.lacks_rich_messages",
 }
 
 // statusServer writes a line for each Bot API feature this replica's

@@ -29,7 +29,17 @@ type Message struct {
 	MarkupOnly bool
 	// Text is HTML within one message's limit: the renderers split longer
 	// text into several Messages, which go out in order.
-	Text    string
+	Text string
+	// Rich is the same message as a rich message (sendRichMessage, Bot
+	// API 10.1): HTML in the rich formatting (headings, paragraphs,
+	// tables, collapsible <details>), for a server that has them. Text
+	// stays the message for a server that lacks them and must say the
+	// same; a message with Rich is one message (its Text fits one). An
+	// edit with Rich edits a rich message (editMessageText's
+	// rich_message), and a rich message is only ever edited so: the Bot
+	// API does not say a message may change between text and rich. "":
+	// a message of text.
+	Rich    string
 	Buttons [][]Button
 	// Photo, a Telegram file id, makes the message that photo with Text
 	// as its caption (at most 1024 characters); never an edit.

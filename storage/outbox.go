@@ -38,6 +38,7 @@ type outboxBody struct {
 	OnlyFor   int64  `json:"only_for,omitempty"`
 	Topic     string `json:"topic,omitempty"`
 	Thread    int    `json:"thread,omitempty"`
+	Rich      string `json:"rich,omitempty"`
 }
 
 // keptBody is what a row's body keeps once it has ended: an ephemeral
@@ -163,8 +164,8 @@ WITH m AS (
 ), stale AS (
     DELETE FROM outbox o USING waiting w WHERE o.id = w.id AND w.edit
 ), folded AS (
-    UPDATE outbox o SET body = (o.body - 'text' - 'buttons')
-                              || jsonb_strip_nulls(jsonb_build_object('text', w.body->'text', 'buttons', w.body->'buttons'))
+    UPDATE outbox o SET body = (o.body - 'text' - 'buttons' - 'rich')
+                              || jsonb_strip_nulls(jsonb_build_object('text', w.body->'text', 'buttons', w.body->'buttons', 'rich', w.body->'rich'))
     FROM waiting w
     WHERE o.id = w.id AND NOT w.edit
     RETURNING w.n
@@ -206,11 +207,14 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 		if m.Delay < 0 || m.Delay > 0 && (m.Lane == "" || m.Edit || m.Merge) {
 			return "", nil, fmt.Errorf("enqueue message %d: only a send in a lane of its own is held", i)
 		}
+		if m.Rich != "" && (m.Photo != "" || m.Document != "" || m.Merge || utf16Len(m.Text) > mergeLimit) {
+			return "", nil, fmt.Errorf("enqueue message %d: a rich message is one message of text", i)
+		}
 		if m.MarkupOnly {
 			return "", nil, fmt.Errorf("enqueue message %d: an edit of the buttons alone goes at once, never through the outbox", i)
 		}
 		b, err := json.Marshal(outboxBody{Text: m.Text, Buttons: m.Buttons, ReplyTo: m.ReplyTo, IfGone: m.IfGone, Photo: m.Photo,
-			Document: m.Document, Ephemeral: m.Ephemeral, OnlyFor: m.OnlyFor, Topic: m.Topic, Thread: m.Thread})
+			Document: m.Document, Ephemeral: m.Ephemeral, OnlyFor: m.OnlyFor, Topic: m.Topic, Thread: m.Thread, Rich: m.Rich})
 		if err != nil {
 			return "", nil, fmt.Errorf("enqueue message %d: %w", i, err)
 		}
@@ -316,7 +320,7 @@ func scanClaimed(rows pgx.Rows) (domain.Queued, time.Time, error) {
 		return r, until, fmt.Errorf("claim outbox: row %d body: %w", r.ID, err)
 	}
 	r.Text, r.Buttons, r.ReplyTo, r.IfGone, r.Photo = b.Text, b.Buttons, b.ReplyTo, b.IfGone, b.Photo
-	r.Document, r.Ephemeral, r.OnlyFor, r.Topic, r.Thread = b.Document, b.Ephemeral, b.OnlyFor, b.Topic, b.Thread
+	r.Document, r.Ephemeral, r.OnlyFor, r.Topic, r.Thread, r.Rich = b.Document, b.Ephemeral, b.OnlyFor, b.Topic, b.Thread, b.Rich
 	r.Target = int(target)
 	return r, until, nil
 }

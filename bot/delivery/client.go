@@ -241,6 +241,11 @@ func sendParams(chatID int64, b body) map[string]any {
 	return p
 }
 
+// richParams are sendRichMessage's parameters for a message's rich form.
+func richParams(chatID int64, b body) map[string]any {
+	return placed(b, map[string]any{"chat_id": chatID, "rich_message": map[string]any{"html": b.Rich}})
+}
+
 // ephemeral reports whether a sendMessage result is an ephemeral message:
 // a server that does not know them ignores the parameter and posts the
 // message for everyone, with no receiver_user.
@@ -282,10 +287,15 @@ func placed(b body, p map[string]any) map[string]any {
 }
 
 // editParams are editMessageText's parameters; no buttons removes them.
+// A rich form replaces the text of a rich message: text is required only
+// without rich_message.
 func editParams(chatID int64, messageID int, b body) map[string]any {
 	p := map[string]any{
 		"chat_id": chatID, "message_id": messageID, "text": b.Text, "parse_mode": "HTML",
 		"link_preview_options": map[string]any{"is_disabled": true},
+	}
+	if b.Rich != "" {
+		p = map[string]any{"chat_id": chatID, "message_id": messageID, "rich_message": map[string]any{"html": b.Rich}}
 	}
 	if kb := markup(b.Buttons); kb != nil {
 		p["reply_markup"] = kb
@@ -343,6 +353,9 @@ type body struct {
 	ForPress string
 	// Thread is the topic it goes into (message_thread_id); 0: the chat.
 	Thread int
+	// Rich is its rich form (domain.Message.Rich): sendRichMessage, or an
+	// edit's rich_message.
+	Rich string
 }
 
 // messageID reads message_id from a sendMessage result.

@@ -42,11 +42,14 @@ var (
 		Fallback: "what only one member of a group should see is posted for the group, as before"}
 	FeatureDisabledButtons = Feature{ID: "disabled_buttons", Name: "disabled buttons", Since: "10.3",
 		Fallback: "a finished step's buttons go; its text still says why"}
+	FeatureRichMessages = Feature{ID: "rich_messages", Name: "rich messages", Since: "10.1",
+		Fallback: "tables and collapsible sections go as plain text"}
 
 	FeatureTopics = Feature{ID: "topics", Name: "topics in private chats", Since: "9.4",
 		Fallback: "every workflow writes into the one chat, as before"}
 
-	allFeatures = []Feature{FeatureTopics, FeatureDrafts, FeatureCopyButtons, FeatureDateTime, FeatureEphemeral, FeatureDisabledButtons}
+	allFeatures = []Feature{FeatureTopics, FeatureDrafts, FeatureCopyButtons, FeatureDateTime, FeatureEphemeral, FeatureDisabledButtons,
+		FeatureRichMessages}
 )
 
 // errEphemeralIgnored is how a server without ephemeral messages refuses
@@ -70,6 +73,21 @@ type fallback struct {
 // fallbacks are the parts the sender leaves out for a server that lacks
 // them, tried in this order.
 var fallbacks = []fallback{
+	{
+		// A server older than Bot API 10.1 knows no sendRichMessage (404
+		// Not Found, as for any method it does not know) and ignores
+		// editMessageText's rich_message, so an edit carrying only that
+		// has no text: "message text is empty". The message's Text says
+		// the same in the HTML every server takes.
+		feature: FeatureRichMessages,
+		uses:    func(b body) bool { return b.Rich != "" },
+		refuses: func(ae *APIError) bool {
+			desc := strings.ToLower(ae.Description)
+			return ae.Code == http.StatusNotFound ||
+				strings.Contains(desc, "text is empty") || strings.Contains(desc, "text must be non-empty")
+		},
+		without: func(b body) body { b.Rich = ""; return b },
+	},
 	{
 		// <tg-time> is an unknown tag to a server older than Bot API 9.5:
 		// "can't parse entities: Unsupported start tag "tg-time" at byte
@@ -135,10 +153,11 @@ func WithoutTimes(text string) string {
 }
 
 // refusedPart is the part of b the server refused with err, if err is a
-// 400 refusing one b uses.
+// 400 refusing one b uses, or the 404 of a method the server does not
+// know (rich messages').
 func refusedPart(err error, b body) (fallback, bool) {
 	var ae *APIError
-	if !errors.As(err, &ae) || ae.Code != http.StatusBadRequest {
+	if !errors.As(err, &ae) || ae.Code != http.StatusBadRequest && ae.Code != http.StatusNotFound {
 		return fallback{}, false
 	}
 	for _, f := range fallbacks {

@@ -1,7 +1,12 @@
 package delivery_test
 
 import (
+	"bytes"
+	"io"
+	"log/slog"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,4 +150,94 @@ func TestDisabledButtonsFallBackOnAServerWithoutThem(t *testing.T) {
 	assert.Equal(t, []string{"Orders"}, msg.ReplyMarkup.Labels())
 	assert.Len(t, b.srv.CallsTo("sendMessage"), calls+2, "refused once, then sent without it")
 	assert.Equal(t, []delivery.Feature{delivery.FeatureDisabledButtons}, s.Lacking())
+}
+
+// A message with a rich form goes by sendRichMessage, its table and
+// collapsible section read back as blocks, and its edit by
+// editMessageText's rich_message. A server older than Bot API 10.1 answers
+// sendRichMessage 404 and ignores an edit's rich_message (so the edit has
+// no text): the message goes again at once as its HTML text, the refusal
+// is believed (no second refused call) and named once in the log and by
+// Lacking.
+func TestRichMessagesFallBackOnAServerWithoutThem(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(1, "Ann")
+	var logged bytes.Buffer
+	var logMu sync.Mutex
+	s, err := delivery.NewSender(delivery.Config{Poll: 10 * time.Millisecond}, b.store.Outbox(), b.client(),
+		delivery.NewMemoryLimiter(delivery.DefaultLimits()),
+		slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logged}, nil)), nil)
+	require.NoError(t, err)
+	start(t, s)
+	funnel := func(applied int) domain.Message {
+		n := strconv.Itoa(applied)
+		return domain.Message{ChatID: 1, Kind: domain.KindReply,
+			Text:    "<b>Funnel</b>\nApplied: " + n,
+			Rich:    "<h3>Funnel</h3><table><tr><th>Applied</th></tr><tr><td>" + n + "</td></tr></table>",
+			Buttons: [][]domain.Button{{{Text: "Again", Data: "a:1"}}}}
+	}
+
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, funnel(3)))
+	s.Wake()
+	got := b.srv.WaitMessage(t, 1, func(m tgfake.BotMessage) bool { return m.RichMessage != nil })
+	assert.Empty(t, got.Text)
+	table, ok := tgfake.Find(got.RichMessage.Blocks, "table")
+	require.True(t, ok)
+	assert.Equal(t, [][]string{{"Applied"}, {"3"}}, table.Rows())
+	assert.Equal(t, []string{"Again"}, got.ReplyMarkup.Labels())
+
+	edit := funnel(4)
+	edit.Edit, edit.ReplyTo = true, got.MessageID
+	_, err = s.SendNow(b.ctx, edit)
+	require.NoError(t, err)
+	got, _ = b.srv.MessageByID(1, got.MessageID)
+	table, _ = tgfake.Find(got.RichMessage.Blocks, "table")
+	assert.Equal(t, [][]string{{"Applied"}, {"4"}}, table.Rows())
+	assert.Empty(t, s.Lacking())
+
+	b.srv.SetUnsupported(true, tgfake.FeatureRichMessages)
+	rich, plain := len(b.srv.CallsTo("sendRichMessage")), len(b.srv.CallsTo("sendMessage"))
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, funnel(5)))
+	s.Wake()
+	got = b.srv.WaitMessage(t, 1, func(m tgfake.BotMessage) bool { return m.Text == "Funnel\nApplied: 5" })
+	assert.Nil(t, got.RichMessage)
+	assert.Equal(t, []string{"Again"}, got.ReplyMarkup.Labels(), "the buttons stay")
+	assert.Len(t, b.srv.CallsTo("sendRichMessage"), rich+1, "refused once")
+	assert.Len(t, b.srv.CallsTo("sendMessage"), plain+1, "then sent as text")
+	// The sender believes the refusal once the call that went through has
+	// answered, a moment after the fake shows the message.
+	b.srv.WaitFor(t, 30*time.Second, func() bool { return len(s.Lacking()) > 0 })
+	assert.Equal(t, []delivery.Feature{delivery.FeatureRichMessages}, s.Lacking())
+
+	_, err = s.SendNow(b.ctx, funnel(6))
+	require.NoError(t, err)
+	assert.Len(t, b.srv.CallsTo("sendRichMessage"), rich+1, "believed: no refused call before the next")
+	logMu.Lock()
+	assert.Equal(t, 1, strings.Count(logged.String(), "this Bot API server lacks rich messages (Bot API 10.1)"), logged.String())
+	logMu.Unlock()
+
+	// A sender that has not met the older server yet edits with
+	// rich_message, which that server ignores: the edit has no text, and
+	// goes again at once as text.
+	fresh := b.sender(t, nil, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
+	edit = funnel(7)
+	edit.Edit, edit.ReplyTo = true, got.MessageID
+	_, err = fresh.SendNow(b.ctx, edit)
+	require.NoError(t, err)
+	got, _ = b.srv.MessageByID(1, got.MessageID)
+	assert.Equal(t, "Funnel\nApplied: 7", got.Text)
+	assert.Equal(t, []delivery.Feature{delivery.FeatureRichMessages}, fresh.Lacking())
+}
+
+// lockedWriter lets a test read a log the sender's goroutines write.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

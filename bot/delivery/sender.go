@@ -361,7 +361,7 @@ func (s *Sender) flood(ctx context.Context, chatID int64, err error) time.Durati
 // message again without it, and it is believed for a while only when a
 // call without it went through.
 func (s *Sender) call(ctx context.Context, r domain.Queued, doc Document) (int, error) {
-	b := body{Text: r.Text, Buttons: r.Buttons, ReplyTo: r.ReplyTo, Photo: r.Photo, OnlyFor: r.OnlyFor, ForPress: r.ForPress}
+	b := body{Text: r.Text, Buttons: r.Buttons, ReplyTo: r.ReplyTo, Photo: r.Photo, OnlyFor: r.OnlyFor, ForPress: r.ForPress, Rich: r.Rich}
 	if r.Edit { // an edit names its message, wherever it is
 		return s.callParts(ctx, r, b, doc)
 	}
@@ -449,6 +449,13 @@ func (s *Sender) callBody(ctx context.Context, r domain.Queued, b body, doc Docu
 		}
 		_, err := s.client.Call(ctx, "editMessageText", editParams(r.ChatID, r.Target, b))
 		return 0, err
+	}
+	if b.Rich != "" {
+		res, err := s.client.Call(ctx, "sendRichMessage", richParams(r.ChatID, b))
+		if err != nil {
+			return 0, err
+		}
+		return messageID(res), nil
 	}
 	res, err := s.client.Call(ctx, "sendMessage", sendParams(r.ChatID, b))
 	if err != nil {

@@ -36,10 +36,14 @@ const (
 	// there 9.4): an older server's getMe says nothing of them, and a
 	// private chat has none.
 	FeatureTopics Feature = "topics"
+	// FeatureRichMessages is rich messages (Bot API 10.1): an older server
+	// answers the unknown sendRichMessage 404 Not Found and ignores
+	// editMessageText's rich_message, which it does not know.
+	FeatureRichMessages Feature = "rich_message"
 )
 
 // Features lists every Feature, for playing a server that lacks them all.
-var Features = []Feature{FeatureDrafts, FeatureCopyText, FeatureDateTime, FeatureEphemeral, FeatureButtonStyle, FeatureDisabledButtons, FeatureDraftStop, FeatureTopics}
+var Features = []Feature{FeatureDrafts, FeatureCopyText, FeatureDateTime, FeatureEphemeral, FeatureButtonStyle, FeatureDisabledButtons, FeatureDraftStop, FeatureTopics, FeatureRichMessages}
 
 // SetUnsupported makes the server answer as one that lacks the features
 // (true) or knows them again (false).

@@ -32,6 +32,7 @@ var methods = func() map[string]methodSpec {
 		{"answerCallbackQuery", answerCallbackQuery},
 		{"sendChatAction", sendChatAction},
 		{"sendMessageDraft", sendMessageDraft},
+		{"sendRichMessage", sendRichMessage},
 		{"createForumTopic", createForumTopic},
 		{"deleteForumTopic", deleteForumTopic},
 		{"setMyCommands", setMyCommands},
@@ -223,6 +224,8 @@ type outgoing struct {
 	// mediaKind is the file's kind ("photo", "document"), whose right to
 	// send the chat's permissions may withhold from the bot.
 	mediaKind string
+	// rich makes it a rich message (sendRichMessage), body unused.
+	rich *RichMessage
 }
 
 // deliver runs the checks shared by all send methods and stores the message.
@@ -290,9 +293,12 @@ func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
 	bot := s.bot
 	m := Message{From: &bot, Date: s.now().Unix(), ReplyToMessage: replyTo, ReplyMarkup: markup.inline,
 		MessageThreadID: thread, IsTopicMessage: thread != 0}
-	if out.isCaption {
+	switch {
+	case out.rich != nil:
+		m.RichMessage = out.rich
+	case out.isCaption:
 		m.Caption, m.CaptionEntities = out.body.Text, out.body.Entities
-	} else {
+	default:
 		m.Text, m.Entities = out.body.Text, out.body.Entities
 	}
 	if file != nil {
@@ -387,6 +393,12 @@ func (s *Server) editMarkup(r *request) (replyMarkup, *APIError) {
 }
 
 func editMessageText(s *Server, r *request) (any, *APIError) {
+	if r.has("rich_message") && s.knows(FeatureRichMessages) {
+		if r.str("text") != "" {
+			return nil, badRequest("text and rich_message can't be used together (tgfake)")
+		}
+		return editRichMessage(s, r)
+	}
 	if r.str("text") == "" {
 		return nil, errDesc(400, DescTextEmpty)
 	}

@@ -178,6 +178,9 @@ type Message struct {
 	// from the chat's message ids (its MessageID is 0).
 	ReceiverUser       *User `json:"receiver_user,omitempty"`
 	EphemeralMessageID int   `json:"ephemeral_message_id,omitempty"`
+	// RichMessage is a rich message's content (Bot API 10.1), which has
+	// no Text.
+	RichMessage *RichMessage `json:"rich_message,omitempty"`
 	// rawText, when set, is the text as a JSON string's inside, written
 	// to the bot as it is in place of Text (a stand-in): SendRawText.
 	rawText string

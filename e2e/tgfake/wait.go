@@ -141,6 +141,9 @@ func describeMessages(msgs []BotMessage) string {
 			text = m.Caption
 		}
 		flags := ""
+		if m.RichMessage != nil {
+			text, flags = m.RichMessage.PlainText(), " [rich]"
+		}
 		if m.Deleted {
 			flags += " [deleted]"
 		}
