@@ -59,13 +59,16 @@ var (
 const (
 	proposalTitleBudget = 300
 	proposalDescBudget  = 2600
-	assigneeBudget      = 120
-	sourcesShown        = 10
-	groupTitleBudget    = 100
-	listTitleBudget     = 60
-	runErrorBudget      = 600
-	keywordsBudget      = 300
-	adminNameBudget     = 64
+	// proposalDescShown is the longest description a proposal shows
+	// whole; a longer one is an expandable quotation.
+	proposalDescShown = 300
+	assigneeBudget    = 120
+	sourcesShown      = 10
+	groupTitleBudget  = 100
+	listTitleBudget   = 60
+	runErrorBudget    = 600
+	keywordsBudget    = 300
+	adminNameBudget   = 64
 	// progressCells is the width of the progress bar.
 	progressCells = 10
 	// A board page's proposal: with the fixed texts eight of them and the
@@ -379,7 +382,7 @@ func (u *analysisUI) runStart(r *Request) error {
 		return r.Reply(runArgsError(r, "run_start.usage", "rag"), nil)
 	}
 	run, err := u.a.Start(r.Ctx, id, rag)
-	return u.runAnswer(r, id, run, err, "run_start.error_state", func(run analysis.Run) string {
+	return u.runAnswer(r, id, run, err, "run_start.error_state", func(run analysis.Run) (string, string) {
 		key := "run_start.ok"
 		if run.RAG {
 			key = "run_start.ok_rag"
@@ -388,7 +391,7 @@ func (u *analysisUI) runStart(r *Request) error {
 		if u.b.cfg.AdminChatID == 0 {
 			text += "\n" + r.T("run_start.no_admin_chat")
 		}
-		return text
+		return text, ""
 	})
 }
 
@@ -397,8 +400,8 @@ func (u *analysisUI) runStart(r *Request) error {
 // in the admin chat nothing, since the run's own messages answer there
 // (the "run started" event and the board next, or the board edited to
 // its final state in the close's transaction) and a reply would say it
-// twice; elsewhere ok's text.
-func (u *analysisUI) runAnswer(r *Request, id int64, run analysis.Run, err error, stateKey string, ok func(analysis.Run) string) error {
+// twice; elsewhere ok's text and rich form ("": none).
+func (u *analysisUI) runAnswer(r *Request, id int64, run analysis.Run, err error, stateKey string, ok func(analysis.Run) (string, string)) error {
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		return r.Reply(r.T("run.not_found", locales.Data{"Run": id}), nil)
@@ -412,7 +415,8 @@ func (u *analysisUI) runAnswer(r *Request, id int64, run analysis.Run, err error
 	if u.b.inAdminChat(r.Message().Chat) {
 		return nil
 	}
-	return r.Reply(ok(run), nil)
+	text, rich := ok(run)
+	return r.ReplyRich(text, rich, nil)
 }
 
 func (u *analysisUI) runClose(r *Request) error {
@@ -424,12 +428,29 @@ func (u *analysisUI) runClose(r *Request) error {
 	if pe := (*analysis.PendingError)(nil); errors.As(err, &pe) {
 		return r.Reply(r.T("run_close.error_pending", locales.Data{"Run": id, "Pending": pe.Pending}), nil)
 	}
-	return u.runAnswer(r, id, run, err, "run_close.error_state", func(run analysis.Run) string {
+	return u.runAnswer(r, id, run, err, "run_close.error_state", func(run analysis.Run) (string, string) {
 		m := metricsOf(run)
-		return r.T("run_close.ok", locales.Data{
+		text := r.T("run_close.ok", locales.Data{
 			"Run": run.ID, "Total": m.ProposalsTotal, "Approval": percent(m.ApprovalRate), "Rejection": percent(m.RejectionRate),
 		})
+		if m.ProposalsTotal == 0 {
+			return text, ""
+		}
+		return text, metricsRich(r, run, m)
 	})
+}
+
+// metricsRich is a closed run's figures as a rich message: a table of its
+// proposals, how many were approved and rejected, and their shares.
+func metricsRich(r *Request, run analysis.Run, m analysis.Metrics) string {
+	var d richDoc
+	d.para(r.T("run_close.closed", locales.Data{"Run": run.ID}))
+	d.table([]string{"", r.T("run.col_count"), r.T("run.col_share")}, [][]string{
+		{r.T("run.row_proposals"), strconv.Itoa(m.ProposalsTotal), "100%"},
+		{r.T("run.row_approved"), strconv.Itoa(run.ProposalsApproved), percent(m.ApprovalRate) + "%"},
+		{r.T("run.row_rejected"), strconv.Itoa(run.ProposalsRejected), percent(m.RejectionRate) + "%"},
+	})
+	return d.String()
 }
 
 // metricsOf is a run's stored metrics, or the same figures from its
@@ -814,6 +835,12 @@ func (b *Bot) renderProposal(lang string, r analysis.Run, p analysis.Proposal) s
 		"<b>" + title + "</b>",
 	}
 	if d := clipHTML(markdown.HTML(p.Description), proposalDescBudget); d != "" {
+		if utf16Len(d) > proposalDescShown {
+			// A quotation the reader expands (Bot API 7.3, older than any
+			// server the bot supports); a quotation inside it would be
+			// a nested one, which Telegram does not take.
+			d = "<blockquote expandable>" + strings.NewReplacer("<blockquote>", "", "</blockquote>", "").Replace(d) + "</blockquote>"
+		}
 		lines = append(lines, d)
 	}
 	lines = append(lines, "")

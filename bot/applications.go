@@ -3,6 +3,7 @@ package bot
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -176,20 +177,24 @@ func (u *vacancyUI) step(action Action) CallbackHandler {
 		case err != nil:
 			return err
 		}
-		var text string
+		var text, rich string
 		var kb *tele.ReplyMarkup
 		switch action {
 		case actionCardStep:
 			text, kb, err = u.b.cardAt(r.Lang, a)
 		case actionListStep:
-			text, kb, err = u.applicationsList(r)
+			text, rich, kb, err = u.applicationsList(r)
 		default:
 			text, kb, err = u.b.applicationMessage(r.Lang, "", a)
 		}
 		if err != nil {
 			return err
 		}
-		u.b.editPressed(r, text, kb)
+		if rich != "" {
+			u.b.editPressedRich(r, text, rich, kb)
+		} else {
+			u.b.editPressed(r, text, kb)
+		}
 		if action != actionCardStep {
 			u.editCard(r, a)
 		}
@@ -234,13 +239,40 @@ func (u *vacancyUI) editCard(r *Request, a vacancy.Application) {
 // applicationsList renders /applications: the funnel of the last 30 days,
 // overall and per search, then the applications waiting longest without
 // news, numbered, with their step buttons numbered alike. It is one message,
-// which a step pressed on it re-renders with the new counts.
-func (u *vacancyUI) applicationsList(r *Request) (string, *tele.ReplyMarkup, error) {
+// which a step pressed on it re-renders with the new counts; its rich form
+// has the funnel as a table and the searches' funnels as a table in a
+// collapsible section.
+func (u *vacancyUI) applicationsList(r *Request) (text, rich string, kb *tele.ReplyMarkup, err error) {
 	rep, err := u.v.Applications(r.Ctx, r.User.ID)
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
 	return u.b.renderApplications(r.Lang, rep)
+}
+
+// replyApplications answers /applications.
+func (u *vacancyUI) replyApplications(r *Request) error {
+	text, rich, kb, err := u.applicationsList(r)
+	if err != nil {
+		return err
+	}
+	return r.ReplyRich(text, rich, kb)
+}
+
+// funnelRow is a funnel's figures as table cells, in funnelColumns' order.
+func funnelRow(f vacancy.Funnel) []string {
+	return []string{strconv.Itoa(f.Applied), strconv.Itoa(f.Answered), strconv.Itoa(f.Invited), strconv.Itoa(f.Offer)}
+}
+
+// funnelColumns head a funnel's table.
+var funnelColumns = []string{"applications.col_applied", "applications.col_answered", "applications.col_invited", "applications.col_offers"}
+
+func (rd *Renderer) funnelHeader(lang string, first ...string) []string {
+	out := slices.Clone(first)
+	for _, k := range funnelColumns {
+		out = append(out, rd.cat.T(lang, k))
+	}
+	return out
 }
 
 // Budgets of /applications, which must stay one message for its buttons:
@@ -258,30 +290,44 @@ func funnelData(f vacancy.Funnel) locales.Data {
 	return locales.Data{"Applied": f.Applied, "Answered": f.Answered, "Invited": f.Invited, "Offer": f.Offer}
 }
 
-func (rd *Renderer) renderApplications(lang string, rep vacancy.ApplicationsReport) (string, *tele.ReplyMarkup, error) {
+func (rd *Renderer) renderApplications(lang string, rep vacancy.ApplicationsReport) (string, string, *tele.ReplyMarkup, error) {
 	cat := rd.cat
 	var lines []string
+	var rich richDoc
 	if rep.Overall.Applied == 0 {
 		lines = append(lines, cat.T(lang, "applications.none"))
+		rich.para(lines[0])
 	} else {
 		lines = append(lines, cat.T(lang, "applications.header"), cat.T(lang, "applications.funnel", funnelData(rep.Overall)))
+		rich.para(lines[0])
+		rich.table(rd.funnelHeader(lang), [][]string{funnelRow(rep.Overall)})
 		if len(rep.PerSearch) > 0 {
 			lines = append(lines, "", cat.T(lang, "applications.by_search"))
 			per := slices.Clone(rep.PerSearch)
 			slices.SortStableFunc(per, func(a, b vacancy.SearchFunnel) int { return b.Funnel.Applied - a.Funnel.Applied })
+			var rows [][]string
 			for _, sf := range per[:min(len(per), appSearches)] {
 				d := funnelData(sf.Funnel)
-				d["Search"] = locales.HTML(clip(sf.Search.Params.String(), appSearchBudget))
+				search := clip(sf.Search.Params.String(), appSearchBudget)
+				d["Search"] = locales.HTML(search)
 				lines = append(lines, cat.T(lang, "applications.search_line", d))
+				rows = append(rows, append([]string{"<code>" + search + "</code>"}, funnelRow(sf.Funnel)...))
 			}
+			more := ""
 			if len(per) > appSearches {
-				lines = append(lines, cat.T(lang, "applications.more_searches", locales.Data{"Count": len(per) - appSearches}))
+				more = cat.T(lang, "applications.more_searches", locales.Data{"Count": len(per) - appSearches})
+				lines = append(lines, more)
 			}
+			rich.details(cat.T(lang, "applications.by_search"), false, func(d *richDoc) {
+				d.table(rd.funnelHeader(lang, cat.T(lang, "applications.col_search")), rows)
+				d.para(more)
+			})
 		}
 	}
 	if rep.WaitingTotal == 0 {
-		return strings.Join(lines, "\n"), nil, nil
+		return strings.Join(lines, "\n"), rich.String(), nil, nil
 	}
+	waitingFrom := len(lines) + 1
 	key := "applications.waiting"
 	if rep.WaitingTotal > len(rep.Waiting) {
 		key = "applications.waiting_oldest"
@@ -307,18 +353,21 @@ func (rd *Renderer) renderApplications(lang string, rep vacancy.ApplicationsRepo
 		}))
 		row, err := rd.stepButtons(lang, actionListStep, a.Match, i+1)
 		if err != nil {
-			return "", nil, err
+			return "", "", nil, err
 		}
 		kb.InlineKeyboard = append(kb.InlineKeyboard, row)
 	}
 	lines = append(lines, "", cat.T(lang, "applications.waiting_hint"))
+	// The waiting applications read the same in both forms: a paragraph
+	// each.
+	rich.para(strings.Join(lines[waitingFrom:], "\n\n"))
 	text := strings.Join(lines, "\n")
 	if utf16Len(text) > MaxMessageLen {
 		// Unreachable with the budgets above unless a translation grows
 		// absurdly; the buttons need the text to stay one message.
 		text = Split(text, MaxMessageLen)[0]
 	}
-	return text, kb, nil
+	return text, rich.String(), kb, nil
 }
 
 // lowerFirst lower-cases the first letter of s.

@@ -245,34 +245,45 @@ func (b *Bot) callback(c tele.Context) error {
 	return h(r, cb)
 }
 
+// status answers /status. Its rich form has each section collapsible, the
+// jobs and the data's tables as tables; the text says the same, line by
+// line.
 func (b *Bot) status(r *Request) error {
 	now := b.deps.Clock.Now()
 	var sb strings.Builder
+	var rich richDoc
 	sb.WriteString(r.T("status.header", locales.Data{
 		"Replica": b.deps.Replica,
 		"Uptime":  locales.Duration(r.Lang, now.Sub(b.started)),
 	}))
+	rich.para(sb.String())
 	if b.deps.Status == nil {
-		return r.Reply(sb.String(), nil)
+		return r.ReplyRich(sb.String(), rich.String(), nil)
 	}
 	// Without the replicas and the jobs the database is down: say so, and
 	// nothing more.
-	for _, section := range []func(*Request, *strings.Builder, time.Time) error{b.statusReplicas, b.statusJobs} {
-		if err := section(r, &sb, now); err != nil {
-			sb.WriteString("\n" + r.T("status.db_down", locales.Data{"Error": err.Error()}))
-			return r.Reply(sb.String(), nil)
+	for _, section := range []func(*Request, *strings.Builder, *richDoc, time.Time) error{b.statusReplicas, b.statusJobs} {
+		if err := section(r, &sb, &rich, now); err != nil {
+			line := r.T("status.db_down", locales.Data{"Error": err.Error()})
+			sb.WriteString("\n" + line)
+			rich.para(line)
+			return r.ReplyRich(sb.String(), rich.String(), nil)
 		}
 	}
+	from := sb.Len()
 	b.statusHealth(r, &sb)
 	b.statusServer(r, &sb)
-	b.statusData(r, &sb)
-	return r.Reply(sb.String(), nil)
+	rich.para(sb.String()[from:])
+	b.statusData(r, &sb, &rich)
+	return r.ReplyRich(sb.String(), rich.String(), nil)
 }
 
 // statusList writes a /status section of the rows list reads: its header,
-// then each row's lines, or the line saying there are none.
-func statusList[T any](r *Request, sb *strings.Builder, header, none string,
-	list func(context.Context) ([]T, error), lines func(T) string) error {
+// then each row's lines, or the line saying there are none; in the rich
+// form, a section open at first whose rows are lines or, with cells, a
+// table headed by columns.
+func statusList[T any](r *Request, sb *strings.Builder, rich *richDoc, header, none string,
+	list func(context.Context) ([]T, error), lines func(T) string, columns []string, cells func(T) []string) error {
 	rows, err := list(r.Ctx)
 	if err != nil {
 		return err
@@ -281,15 +292,36 @@ func statusList[T any](r *Request, sb *strings.Builder, header, none string,
 	if len(rows) == 0 {
 		sb.WriteString("\n" + r.T(none))
 	}
+	var text []string
+	var table [][]string
 	for _, row := range rows {
-		sb.WriteString("\n" + lines(row))
+		line := lines(row)
+		sb.WriteString("\n" + line)
+		text = append(text, line)
+		if cells != nil {
+			table = append(table, cells(row))
+		}
 	}
+	rich.details(r.T(header), true, func(d *richDoc) {
+		switch {
+		case len(rows) == 0:
+			d.para(r.T(none))
+		case cells != nil:
+			head := make([]string, 0, len(columns))
+			for _, k := range columns {
+				head = append(head, r.T(k))
+			}
+			d.table(head, table)
+		default:
+			d.para(strings.Join(text, "\n\n"))
+		}
+	})
 	return nil
 }
 
 // statusReplicas writes /status's live replicas.
-func (b *Bot) statusReplicas(r *Request, sb *strings.Builder, now time.Time) error {
-	return statusList(r, sb, "status.replicas_header", "status.no_replicas", b.deps.Status.Replicas, func(rp storage.Replica) string {
+func (b *Bot) statusReplicas(r *Request, sb *strings.Builder, rich *richDoc, now time.Time) error {
+	return statusList(r, sb, rich, "status.replicas_header", "status.no_replicas", b.deps.Status.Replicas, func(rp storage.Replica) string {
 		version := rp.Version
 		if version == "" {
 			version = "?"
@@ -299,12 +331,15 @@ func (b *Bot) statusReplicas(r *Request, sb *strings.Builder, now time.Time) err
 			"Uptime": locales.Duration(r.Lang, max(now.Sub(rp.StartedAt), 0)),
 			"Seen":   locales.Duration(r.Lang, max(now.Sub(rp.SeenAt), 0)),
 		})
-	})
+	}, nil, nil)
 }
 
+// statusJobColumns head the rich form's table of jobs.
+var statusJobColumns = []string{"status.col_job", "status.col_last_run", "status.col_took", "status.col_runs", "status.col_failures"}
+
 // statusJobs writes /status's jobs, each one's last run on any replica.
-func (b *Bot) statusJobs(r *Request, sb *strings.Builder, _ time.Time) error {
-	return statusList(r, sb, "status.jobs_header", "status.no_jobs", b.deps.Status.JobRuns, func(j domain.JobRunSummary) string {
+func (b *Bot) statusJobs(r *Request, sb *strings.Builder, rich *richDoc, _ time.Time) error {
+	return statusList(r, sb, rich, "status.jobs_header", "status.no_jobs", b.deps.Status.JobRuns, func(j domain.JobRunSummary) string {
 		line := r.T("status.job", locales.Data{
 			"Name": j.Name, "Replica": j.Replica,
 			"Runs": locales.Number(r.Lang, j.Runs), "Failures": locales.Number(r.Lang, j.Failures),
@@ -315,6 +350,13 @@ func (b *Bot) statusJobs(r *Request, sb *strings.Builder, _ time.Time) error {
 			line += "\n" + r.T("status.job_error", locales.Data{"Name": j.Name, "Error": j.Err})
 		}
 		return line
+	}, statusJobColumns, func(j domain.JobRunSummary) []string {
+		name := Escape(j.Name)
+		if j.Err != "" {
+			name += "\n" + r.T("status.job_error", locales.Data{"Name": j.Name, "Error": j.Err})
+		}
+		return []string{name, string(r.Time(j.StartedAt)) + " · " + Escape(j.Replica), locales.Duration(r.Lang, j.Duration),
+			locales.Number(r.Lang, j.Runs), locales.Number(r.Lang, j.Failures)}
 	})
 }
 
@@ -361,13 +403,16 @@ func (b *Bot) statusServer(r *Request, sb *strings.Builder) {
 
 // statusData writes the data's footprint, the delivery and the work held
 // past its lease, when the source has them; a section it cannot read is
-// left out.
-func (b *Bot) statusData(r *Request, sb *strings.Builder) {
+// left out. The rich form has the footprint as a table in a section shown
+// collapsed.
+func (b *Bot) statusData(r *Request, sb *strings.Builder, rich *richDoc) {
 	if ss, ok := b.deps.Status.(StorageSource); ok {
 		if st, err := ss.Storage(r.Ctx); err == nil {
 			sb.WriteString("\n\n" + storageLines(r, st))
+			rich.details(r.T("status.data_header"), false, func(d *richDoc) { storageRich(r, st, d) })
 		}
 	}
+	from := sb.Len()
 	if os, ok := b.deps.Status.(OutboxSource); ok {
 		if st, err := os.OutboxStats(r.Ctx); err == nil {
 			sb.WriteString("\n\n" + r.T("status.outbox", locales.Data{
@@ -393,6 +438,7 @@ func (b *Bot) statusData(r *Request, sb *strings.Builder) {
 				"Updates": locales.Number(r.Lang, h.InboxUpdates)}))
 		}
 	}
+	rich.para(strings.ReplaceAll(sb.String()[from:], "\n", "\n\n"))
 }
 
 // HeldSource, when the StatusSource has it, adds the work held past its
@@ -444,6 +490,22 @@ func storageLines(r *Request, st StorageStatus) string {
 		}
 	}
 	return sb.String()
+}
+
+// storageRich is storageLines' rich form: the tables as a table, then the
+// prune job's last run.
+func storageRich(r *Request, st StorageStatus, d *richDoc) {
+	rows := make([][]string, 0, len(st.Tables))
+	for _, t := range st.Tables {
+		n := locales.Number(r.Lang, t.Rows)
+		if t.Rows < 0 {
+			n = "—"
+		}
+		rows = append(rows, []string{Escape(t.Name), sizeText(r.Lang, t.Bytes), n})
+	}
+	d.table([]string{r.T("status.col_table"), r.T("status.col_size"), r.T("status.col_rows")}, rows)
+	lines := strings.Split(storageLines(r, StorageStatus{Prune: st.Prune}), "\n")
+	d.para(strings.Join(lines[1:], "\n\n")) // its header is the section's
 }
 
 // sizeUnits are each language's binary size units, bytes first.

@@ -170,6 +170,13 @@ func (b *Bot) queueReplyFor(ctx context.Context, chatID, onlyFor int64, replyTo 
 	for i := range msgs {
 		msgs[i].OnlyFor, msgs[i].Topic, msgs[i].Thread = onlyFor, at.topic, at.thread
 	}
+	return b.queueMessages(ctx, chatID, msgs)
+}
+
+// queueMessages writes a reply's messages to the outbox and wakes the
+// sender, numbering them by the update that caused them (replies); only
+// when the outbox cannot take them are they sent at once.
+func (b *Bot) queueMessages(ctx context.Context, chatID int64, msgs []domain.Message) error {
 	if rs := repliesOf(ctx); rs != nil {
 		for i := range msgs {
 			msgs[i].Origin = rs.next()

@@ -75,6 +75,9 @@ const (
 	reasonBudget         = 500
 	maxReasons           = 3
 	skillsBudget         = 600
+	// descriptionBudget is HH's description in the card's expandable
+	// quotation, shown collapsed to a few lines.
+	descriptionBudget = 1000
 	// searchBudget keeps MaxSearches lines of /searches within one message.
 	searchBudget = 160
 	// argBudget bounds the echo of a refused argument.
@@ -98,7 +101,7 @@ func (b *Bot) RegisterVacancies(v Vacancies) {
 	b.Handle(Command{Name: "bans", Desc: "cmd.bans", Section: SectionJobs, Handle: replyRendered(u.banList)})
 	b.Handle(Command{Name: "vacancies", Desc: "cmd.vacancies", Section: SectionJobs, Handle: u.stats})
 	b.Handle(Command{Name: "skills", Desc: "cmd.skills", Section: SectionJobs, Handle: u.skills})
-	b.Handle(Command{Name: "applications", Desc: "cmd.applications", Section: SectionJobs, Handle: replyRendered(u.applicationsList)})
+	b.Handle(Command{Name: "applications", Desc: "cmd.applications", Section: SectionJobs, Handle: u.replyApplications})
 	b.vacancyLink = u.link
 	b.searchLink = u.searchLink
 	b.HandleButton(actionApplied, u.decide(vacancy.Applied))
@@ -778,6 +781,11 @@ func (rd *Renderer) renderVacancy(lang string, v vacancy.Vacancy, verdict *vacan
 				"Skills": locales.HTML(clip(strings.Join(skills, ", "), skillsBudget)),
 			}))
 		}
+	}
+	// HH's description, as long as it is, in a quotation the reader
+	// expands (Bot API 7.3, older than any server the bot supports).
+	if d := clip(vacancy.PlainText(v.Description), descriptionBudget); d != "" {
+		lines = append(lines, "<blockquote expandable>"+d+"</blockquote>")
 	}
 	if key, ok := decidedKeys[status]; ok {
 		lines = append(lines, "", cat.T(lang, key))

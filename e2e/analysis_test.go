@@ -116,7 +116,7 @@ func TestAnalysisRunEndToEnd(t *testing.T) {
 	// A non-admin's press changes nothing.
 	require.Empty(t, ann.PressAndWait(t, b, "1 ✅").Text, "no alert: a message only Ann sees")
 	require.Equal(t, "This button is not for you.", lastOnlyFor(t, env, adminGroup, ann, 1).Text)
-	require.Contains(t, ask(t, env, boss, boss.ID(), "/run_close 1").Text, "3", "three still pending")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/run_close 1").Shown(), "3", "three still pending")
 
 	for _, label := range []string{"1 ✅", "2 ✅", "3 ❌"} {
 		q, err := boss.PressButton(b, label) // the buttons as the board showed them
@@ -135,7 +135,7 @@ func TestAnalysisRunEndToEnd(t *testing.T) {
 	})
 	require.Empty(t, b.ReplyMarkup.Buttons(), "nothing left to press")
 
-	closed := ask(t, env, boss, boss.ID(), "/run_close 1").Text
+	closed := ask(t, env, boss, boss.ID(), "/run_close 1").Shown()
 	require.Contains(t, closed, "66.7", "approval rate of 2 of 3")
 	require.Equal(t, "closed", scalar[string](t, pool, `SELECT state FROM analysis_runs WHERE id = 1`))
 	require.InDelta(t, 0.6667, scalar[float64](t, pool, `SELECT (accuracy_metrics->>'approval_rate')::float8 FROM analysis_runs WHERE id = 1`), 0.0001)

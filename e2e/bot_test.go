@@ -396,3 +396,43 @@ func TestLangAndUnknownCommandSayWhatIsWrong(t *testing.T) {
 	}
 	require.Zero(t, n, "the echo is one message")
 }
+
+// /status is a rich message where the Bot API server has them (Bot API
+// 10.1): each section collapsible, open at first, the data's tables a
+// table in a collapsed one. On an older server it is the text it always
+// was, and once the server was seen to refuse rich messages /status says
+// so.
+func TestStatusIsRichAndPlainOnAnOlderServer(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.Start(nil)
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+
+	status := ask(t, env, boss, boss.ID(), "/status")
+	require.NotNil(t, status.RichMessage, "sent by sendRichMessage: %q", status.Text)
+	replicas, ok := tgfake.Find(status.RichMessage.Blocks, "details")
+	require.True(t, ok, status.Shown())
+	require.Equal(t, "Replicas", replicas.Summary.String())
+	require.True(t, replicas.IsOpen)
+	var summaries []string
+	for _, b := range status.RichMessage.Blocks {
+		if b.Type == "details" {
+			summaries = append(summaries, b.Summary.String())
+		}
+	}
+	require.Contains(t, summaries, "Jobs")
+	require.Contains(t, status.Shown(), "AI model: answering")
+	require.NotContains(t, status.Shown(), "lacks rich messages")
+
+	env.TG.SetUnsupported(true, tgfake.FeatureRichMessages)
+	status = ask(t, env, boss, boss.ID(), "/status")
+	require.Nil(t, status.RichMessage)
+	require.Contains(t, status.Text, "Replicas\n")
+	require.Contains(t, status.Text, "AI model: answering")
+	require.Len(t, env.TG.CallsTo("sendRichMessage"), 2, "the first and the refused second")
+	status = ask(t, env, boss, boss.ID(), "/status")
+	require.Nil(t, status.RichMessage)
+	require.Contains(t, status.Text, "⚠️ This Bot API server lacks rich messages (Bot API 10.1): /applications, /status "+
+		"and a closed run's figures come as plain text instead of tables and collapsible sections.")
+	require.Len(t, env.TG.CallsTo("sendRichMessage"), 2, "believed: not asked again")
+}

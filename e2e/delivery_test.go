@@ -1101,7 +1101,7 @@ VALUES ($1, $2, 801, 'Ann', $3, $4)`, teamChat, id, fmt.Sprintf("please do task 
 	require.Zero(t, scalar[int](t, pool, `SELECT proposals_pending FROM analysis_runs WHERE id = 1`))
 	require.Zero(t, scalar[int](t, pool, `SELECT count(*) FROM analysis_proposals WHERE decision = 'pending'`))
 
-	closed := ask(t, env, boss, boss.ID(), "/run_close 1").Text
+	closed := ask(t, env, boss, boss.ID(), "/run_close 1").Shown()
 	require.Contains(t, closed, "Run #1 closed")
 	require.Contains(t, closed, fmt.Sprintf("Proposals: %d", proposals))
 	require.Equal(t, "closed", scalar[string](t, pool, `SELECT state FROM analysis_runs WHERE id = 1`))

@@ -523,9 +523,9 @@ func TestDispatchCopyButtonsFallBackOnAnOlderServer(t *testing.T) {
 	require.Equal(t, 1, refused(), "believed: not asked again")
 
 	status := ask(t, env, boss, boss.ID(), "/status")
-	require.Contains(t, status.Text, "⚠️ This Bot API server lacks copy buttons (Bot API 7.11): messages go without them; "+
+	require.Contains(t, status.Shown(), "⚠️ This Bot API server lacks copy buttons (Bot API 7.11): messages go without them; "+
 		"their text still holds what the buttons would copy.")
-	require.NotContains(t, status.Text, "message drafts")
+	require.NotContains(t, status.Shown(), "message drafts")
 }
 
 // Retention: once an order is closed (here autoclosed a second after Done)
@@ -1081,5 +1081,5 @@ func TestDispatchButtonsSayWhatTheyDo(t *testing.T) {
 	fay.PressAndWait(t, second, "❌ Decline")
 	closed = waitEdited(t, env, second, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "❌ You declined") })
 	require.Nil(t, closed.ReplyMarkup, "without disabled buttons, the buttons go as before")
-	require.Contains(t, ask(t, env, boss, boss.ID(), "/status").Text, "⚠️ This Bot API server lacks disabled buttons (Bot API 10.3)")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/status").Shown(), "⚠️ This Bot API server lacks disabled buttons (Bot API 10.3)")
 }

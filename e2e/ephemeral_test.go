@@ -79,7 +79,7 @@ func TestOnlyTheAskerSeesPointersAndRefusals(t *testing.T) {
 	env.TG.SetUnsupported(true, tgfake.FeatureEphemeral)
 	ann.SendText(adminGroup, "/orders")
 	env.TG.WaitMessage(t, adminGroup, func(m tgfake.BotMessage) bool { return m.Text == "This command is for admins only." })
-	require.Contains(t, ask(t, env, boss, boss.ID(), "/status").Text,
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/status").Shown(),
 		"⚠️ This Bot API server lacks ephemeral messages (Bot API 10.3): pointers to the private chat and refusals in groups are seen by the whole group.")
 	answer = ann.PressAndWait(t, board, "1 ✅")
 	require.Equal(t, "This button is not for you.", answer.Text, "known to lack them: an alert, as before")

@@ -188,7 +188,7 @@ SELECT 'runs of analysis', count(*) FROM analysis_runs WHERE state = 'completed'
 	for _, label := range []string{"1 ✅", "2 ✅"} {
 		require.False(t, boss.PressAndWait(t, b, label).ShowAlert)
 	}
-	require.Contains(t, ask(t, env, boss, boss.ID(), "/run_close 1").Text, "100")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/run_close 1").Shown(), "100")
 	require.Equal(t, "closed", scalar[string](t, pool, `SELECT state FROM analysis_runs WHERE id = 1`))
 
 	// Ann may come back: she starts afresh.

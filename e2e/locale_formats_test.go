@@ -140,7 +140,7 @@ func TestStatusInRussianAndUkrainianHasNoGoDurations(t *testing.T) {
 	env := e2e.New(t)
 	env.Start(nil)
 	boss := env.TG.User(e2e.AdminID, "Начальник", "ru")
-	ru := ask(t, env, boss, boss.ID(), "/status").Text
+	ru := ask(t, env, boss, boss.ID(), "/status").Shown()
 	require.Contains(t, ru, "Состояние — реплика", ru)
 	require.NotRegexp(t, goDuration, ru)
 	require.NotContains(t, ru, "~")
@@ -149,7 +149,7 @@ func TestStatusInRussianAndUkrainianHasNoGoDurations(t *testing.T) {
 	require.Regexp(t, `работает (\d+\x{a0}(д|ч|мин|с)( \d+\x{a0}(ч|мин|с))?|меньше секунды)`, ru)
 
 	ask(t, env, boss, boss.ID(), "/lang uk")
-	uk := ask(t, env, boss, boss.ID(), "/status").Text
+	uk := ask(t, env, boss, boss.ID(), "/status").Shown()
 	require.Contains(t, uk, "Стан — репліка", uk)
 	require.NotRegexp(t, goDuration, uk)
 	require.Contains(t, uk, "Модель ШІ", uk)
@@ -261,6 +261,6 @@ func TestTimesCarryTheirMomentAndFallBackOnAnOlderServer(t *testing.T) {
 	require.Equal(t, 1, refused(), "believed: not asked again")
 
 	status := ask(t, env, boss, boss.ID(), "/status")
-	require.Contains(t, status.Text, "⚠️ This Bot API server lacks date and time entities (Bot API 9.5)")
-	readsRight(t, "/status", "en", status.Text)
+	require.Contains(t, status.Shown(), "⚠️ This Bot API server lacks date and time entities (Bot API 9.5)")
+	readsRight(t, "/status", "en", status.Shown())
 }

@@ -347,7 +347,7 @@ func crewSay(t *testing.T, env *e2e.Env, who *tgfake.Person, chat int64, text, w
 	if want != "" {
 		rx = regexp.MustCompile(want)
 	}
-	return env.TG.WaitMessageAfter(t, chat, sent.MessageID, func(m tgfake.BotMessage) bool { return rx == nil || rx.MatchString(m.Text) })
+	return env.TG.WaitMessageAfter(t, chat, sent.MessageID, func(m tgfake.BotMessage) bool { return rx == nil || rx.MatchString(m.Shown()) })
 }
 
 // crewOrder is the order number an admin's /order reply names.

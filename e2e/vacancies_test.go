@@ -379,7 +379,7 @@ func TestVacanciesWaitForAMissingModel(t *testing.T) {
 	t.Logf("requests to the model server in 6 s while the model was missing: %d", probes)
 	require.LessOrEqual(t, probes, 4, "a probe per open period, not a request per match")
 	require.Equal(t, map[string]int{"QUEUED": 4}, statuses(t, pool), "nothing SKIPPED for a missing model")
-	require.Contains(t, ask(t, env, boss, boss.ID(), "/status").Text, "ollama pull qwen2.5:7b")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/status").Shown(), "ollama pull qwen2.5:7b")
 	require.Contains(t, ask(t, env, ann, ann.ID(), "/vacancies").Text, "ollama pull qwen2.5:7b")
 
 	env.LLM.ServeModels("qwen2.5:7b", "nomic-embed-text")
@@ -403,7 +403,7 @@ func reply(t *testing.T, env *e2e.Env, who *tgfake.Person, text, part string) tg
 	t.Helper()
 	sent := who.SendText(who.ID(), text)
 	return env.TG.WaitMessageAfter(t, who.ID(), sent.MessageID, func(m tgfake.BotMessage) bool {
-		return strings.Contains(m.Text, part)
+		return strings.Contains(m.Shown(), part)
 	})
 }
 
@@ -739,18 +739,42 @@ func TestPipelineButtonsAndApplications(t *testing.T) {
 	require.False(t, ann.PressAndWait(t, other, "✅ Applied").ShowAlert)
 	require.Equal(t, map[string]int{"OFFER": 1, "APPLIED": 1}, statuses(t, pool))
 
+	// A server with rich messages (Bot API 10.1) gets the funnel as a
+	// table, the searches' funnels as a table in a collapsed section.
 	report := ask(t, env, ann, ann.ID(), "/applications")
-	require.Contains(t, report.Text, "Your applications over the last 30 days\nApplied: 2\nAnswered: 1\nInvited: 1\nOffers: 1")
-	require.Contains(t, report.Text, "By search\ngolang\napplied: 2 · answered: 1 · invited: 1 · offers: 1")
-	require.Contains(t, report.Text, "Waiting for an answer: 1\n1. ")
+	require.NotNil(t, report.RichMessage, "sent by sendRichMessage: %q", report.Text)
+	funnelTable := func(m tgfake.BotMessage) [][]string {
+		t.Helper()
+		table, ok := tgfake.Find(m.RichMessage.Blocks, "table")
+		require.True(t, ok, m.Shown())
+		return table.Rows()
+	}
+	require.Equal(t, [][]string{{"Applied", "Answered", "Invited", "Offers"}, {"2", "1", "1", "1"}}, funnelTable(report))
+	bySearch, ok := tgfake.Find(report.RichMessage.Blocks, "details")
+	require.True(t, ok)
+	require.Equal(t, "By search", bySearch.Summary.String())
+	require.False(t, bySearch.IsOpen)
+	searches, ok := tgfake.Find(bySearch.Blocks, "table")
+	require.True(t, ok)
+	require.Equal(t, [][]string{{"Search", "Applied", "Answered", "Invited", "Offers"}, {"golang", "2", "1", "1", "1"}}, searches.Rows())
+	require.Contains(t, report.Shown(), "Waiting for an answer: 1\n1. ")
 	require.Equal(t, "1 · 🎉 Invited", report.ReplyMarkup.Buttons()[0].Text)
 
-	// A step pressed in the report redraws it with the new counts.
+	// A step pressed in the report redraws it with the new counts, a rich
+	// message still.
 	require.Equal(t, "Marked: rejected.", ann.PressAndWait(t, report, "1 · ❌ Rejected").Text)
 	report, _ = env.TG.MessageByID(ann.ID(), report.MessageID)
-	require.Contains(t, report.Text, "Applied: 2\nAnswered: 2\nInvited: 1\nOffers: 1")
-	require.NotContains(t, report.Text, "Waiting for an answer")
+	require.NotNil(t, report.RichMessage)
+	require.Equal(t, [][]string{{"Applied", "Answered", "Invited", "Offers"}, {"2", "2", "1", "1"}}, funnelTable(report))
+	require.NotContains(t, report.Shown(), "Waiting for an answer")
 	require.Empty(t, report.ReplyMarkup.Buttons())
+
+	// A server older than Bot API 10.1 gets the report as text, as before.
+	env.TG.SetUnsupported(true, tgfake.FeatureRichMessages)
+	report = ask(t, env, ann, ann.ID(), "/applications")
+	require.Nil(t, report.RichMessage)
+	require.Contains(t, report.Text, "Your applications over the last 30 days\nApplied: 2\nAnswered: 2\nInvited: 1\nOffers: 1")
+	require.Contains(t, report.Text, "By search\ngolang\napplied: 2 · answered: 2 · invited: 1 · offers: 1")
 	require.Equal(t, map[string]int{"OFFER": 1, "REJECTED": 1}, statuses(t, pool))
 	// The card tells the same story as the report.
 	env.TG.WaitFor(t, 30*time.Second, func() bool {

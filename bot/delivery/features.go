@@ -93,11 +93,11 @@ var fallbacks = []fallback{
 		// "can't parse entities: Unsupported start tag "tg-time" at byte
 		// offset 12". The text inside is the time in the reader's zone.
 		feature: FeatureDateTime,
-		uses:    func(b body) bool { return strings.Contains(b.Text, "<tg-time") },
+		uses:    func(b body) bool { return strings.Contains(b.Text, "<tg-time") || strings.Contains(b.Rich, "<tg-time") },
 		refuses: func(ae *APIError) bool {
 			return strings.Contains(strings.ToLower(ae.Description), `unsupported start tag "tg-time"`)
 		},
-		without: func(b body) body { b.Text = WithoutTimes(b.Text); return b },
+		without: func(b body) body { b.Text, b.Rich = WithoutTimes(b.Text), WithoutTimes(b.Rich); return b },
 	},
 	{
 		// A group where the bot may not send an ephemeral message now: it

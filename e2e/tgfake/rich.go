@@ -223,6 +223,18 @@ func (b RichBlock) Rows() [][]string {
 	return out
 }
 
+// Shown is what the reader sees of a message: its text, its caption, or
+// a rich message's blocks as PlainText.
+func (m Message) Shown() string {
+	switch {
+	case m.RichMessage != nil:
+		return m.RichMessage.PlainText()
+	case m.Text == "":
+		return m.Caption
+	}
+	return m.Text
+}
+
 // PlainText is a rich message's text as the reader sees it with every
 // block open, one block (a table row, a list item) a line.
 func (m *RichMessage) PlainText() string {
@@ -272,7 +284,7 @@ func richDesc(format string, args ...any) *APIError {
 
 // parseRichParam reads a rich_message parameter: exactly one of html or
 // markdown (blocks since 10.2), is_rtl, skip_entity_detection.
-func parseRichParam(raw string) (*RichMessage, *APIError) {
+func parseRichParam(raw string, dateTime bool) (*RichMessage, *APIError) {
 	if strings.TrimSpace(raw) == "" {
 		return nil, badRequest("rich message must be non-empty (tgfake)")
 	}
@@ -301,7 +313,7 @@ func parseRichParam(raw string) (*RichMessage, *APIError) {
 	if _, err := obj.optBool("skip_entity_detection"); err != nil {
 		return nil, badRequest("%s", err.Error())
 	}
-	blocks, apiErr := parseRichHTML(htmlText)
+	blocks, apiErr := parseRichHTML(htmlText, dateTime)
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -339,7 +351,7 @@ type richNode struct {
 
 // parseRichHTML parses Rich HTML style into blocks, applying the
 // documented limits.
-func parseRichHTML(src string) ([]RichBlock, *APIError) {
+func parseRichHTML(src string, dateTime bool) ([]RichBlock, *APIError) {
 	for _, m := range namedEntity.FindAllStringSubmatch(src, -1) {
 		if !richNamedEntities[m[1]] {
 			return nil, richDesc("unsupported HTML entity \"&%s;\"", m[1])
@@ -389,6 +401,11 @@ func parseRichHTML(src string) ([]RichBlock, *APIError) {
 			}
 			if apiErr := richKnown(tag); apiErr != nil {
 				return nil, apiErr
+			}
+			if tag == "tg-time" && !dateTime {
+				// As in text: a server without date_time entities (older
+				// than Bot API 9.5) does not know the tag.
+				return nil, badRequest("can't parse rich message: Unsupported start tag \"tg-time\" (tgfake)")
 			}
 			top := stack[len(stack)-1]
 			top.kids = append(top.kids, n)
@@ -732,7 +749,7 @@ func sendRichMessage(s *Server, r *request) (any, *APIError) {
 	if s.lacks(FeatureRichMessages) {
 		return nil, errDesc(404, DescNotFound)
 	}
-	rich, apiErr := parseRichParam(r.str("rich_message"))
+	rich, apiErr := parseRichParam(r.str("rich_message"), s.knows(FeatureDateTime))
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -744,7 +761,7 @@ func sendRichMessage(s *Server, r *request) (any, *APIError) {
 // message may change between text and rich; the fake refuses both ways,
 // so a bot that relies on either is caught here.
 func editRichMessage(s *Server, r *request) (any, *APIError) {
-	rich, apiErr := parseRichParam(r.str("rich_message"))
+	rich, apiErr := parseRichParam(r.str("rich_message"), s.knows(FeatureDateTime))
 	if apiErr != nil {
 		return nil, apiErr
 	}
