@@ -71,6 +71,13 @@
 // them all parses <tg-time unix="…" format="…"> into a date_time entity
 // (MessageEntity.UnixTime, DateTimeFormat).
 //
+// sendRichMessage (rich.go, Bot API 10.1) parses rich_message's html into
+// blocks (Message.RichMessage; Find, RichBlock.Rows and PlainText read
+// them, Message.Shown whichever form a message has), with the documented
+// limits; editMessageText's rich_message edits a rich message.
+// FeatureRichMessages answers sendRichMessage 404 and ignores the
+// parameter on an edit.
+//
 // Every bot API call is logged (Calls, CallLog); the log is printed when the
 // test fails. FailNext injects single 429 flood-control errors, FailNextWith
 // any other error; these injections are independent of the rate limiter
