@@ -339,6 +339,9 @@ func TestAnalysisRunNewRefusals(t *testing.T) {
 func TestAnalysisRunThroughTelegram(t *testing.T) {
 	t.Parallel()
 	env := setupAnalysis(t)
+	// The replies' text form, which these assertions read; the rich
+	// form is e2e's and bot/delivery's to show.
+	env.srv.SetUnsupported(true, tgfake.FeatureRichMessages)
 	team, ann := env.teamAndAnn("Team")
 	m1 := ann.SendText(team.ID, "The login page is broken, I will fix it by 2099-01-05")
 	m2 := ann.SendText(team.ID, "Users cannot log in since the release")
@@ -730,6 +733,9 @@ func TestAnalysisProposalsSurviveFloodControl(t *testing.T) {
 	pace := delivery.DefaultLimits()
 	pace.Group, pace.GroupBurst = 1000, 1000
 	env := setupAnalysisWith(t, pace, tgfake.WithLimits(limits), tgfake.WithWaitTimeout(30*time.Second))
+	// The replies' text form, which these assertions read; the rich
+	// form is e2e's and bot/delivery's to show.
+	env.srv.SetUnsupported(true, tgfake.FeatureRichMessages)
 	const n = 6
 	pids := env.completedRun(t, n)
 	require.Positive(t, env.srv.RateLimitedIn(adminChat), "the admin chat's posts met Telegram's flood control")

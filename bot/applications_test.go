@@ -11,6 +11,7 @@ import (
 	"switchboard/bot"
 	"switchboard/domain"
 	"switchboard/domain/vacancy"
+	"switchboard/e2e/tgfake"
 )
 
 // stepData is a step button's callback data as the bot encodes it.
@@ -88,6 +89,9 @@ func TestApplicationStepsOnTheCard(t *testing.T) {
 func TestApplicationsReport(t *testing.T) {
 	t.Parallel()
 	env := setupVacancies(t)
+	// The replies' text form, which these assertions read; the rich
+	// form is e2e's and bot/delivery's to show.
+	env.srv.SetUnsupported(true, tgfake.FeatureRichMessages)
 	ann, _ := env.annAndBob()
 	require.Equal(t, "You have marked no application in the last 30 days. When you apply for a vacancy, press ✅ Applied on its card and I will keep track of it.",
 		env.ask(t, ann, "/applications").Text)

@@ -157,6 +157,9 @@ func (tb bundle) ask(t *testing.T, who *tgfake.Person, text string) tgfake.BotMe
 func TestStartHelpAndRoles(t *testing.T) {
 	t.Parallel()
 	tb := setup(t, bot.Config{}, nil)
+	// The replies' text form, which these assertions read; the rich
+	// form is e2e's and bot/delivery's to show.
+	tb.srv.SetUnsupported(true, tgfake.FeatureRichMessages)
 	ann := tb.srv.User(42, "Ann", "en")
 	admin := tb.srv.User(adminID, "Boss", "en")
 

@@ -1101,9 +1101,14 @@ VALUES ($1, $2, 801, 'Ann', $3, $4)`, teamChat, id, fmt.Sprintf("please do task 
 	require.Zero(t, scalar[int](t, pool, `SELECT proposals_pending FROM analysis_runs WHERE id = 1`))
 	require.Zero(t, scalar[int](t, pool, `SELECT count(*) FROM analysis_proposals WHERE decision = 'pending'`))
 
-	closed := ask(t, env, boss, boss.ID(), "/run_close 1").Shown()
-	require.Contains(t, closed, "Run #1 closed")
-	require.Contains(t, closed, fmt.Sprintf("Proposals: %d", proposals))
+	// The closed run's figures, a table of a rich message (Bot API 10.1).
+	reply := ask(t, env, boss, boss.ID(), "/run_close 1")
+	require.Contains(t, reply.Shown(), "Run #1 closed")
+	require.NotNil(t, reply.RichMessage, "sent by sendRichMessage: %q", reply.Text)
+	figures, ok := tgfake.Find(reply.RichMessage.Blocks, "table")
+	require.True(t, ok, reply.Shown())
+	require.Equal(t, []string{"Proposals", fmt.Sprint(proposals), "100%"}, figures.Rows()[1])
+	require.Equal(t, []string{"Rejected", fmt.Sprint(rejected)}, figures.Rows()[3][:2])
 	require.Equal(t, "closed", scalar[string](t, pool, `SELECT state FROM analysis_runs WHERE id = 1`))
 	waitBoard(t, env, 1, 30*time.Second, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Run #1 closed") })
 	eventually(t, 10*time.Second, func() bool { return pendingOutbox(t, pool) == 0 })

@@ -707,6 +707,10 @@ func TestPipelineButtonsAndApplications(t *testing.T) {
 	env.TG.WaitFor(t, 30*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 2 })
 	cards := vacancyMessages(env, ann.ID())
 	card, other := cards[0], cards[1]
+	// HH's description comes collapsed, in an expandable quotation (Bot
+	// API 7.3, which every server the bot supports has).
+	require.True(t, slices.ContainsFunc(card.Entities, func(e tgfake.MessageEntity) bool { return e.Type == "expandable_blockquote" }),
+		"the description is an expandable quotation: %q", card.Text)
 
 	require.False(t, ann.PressAndWait(t, card, "✅ Applied").ShowAlert)
 	card, _ = env.TG.MessageByID(ann.ID(), card.MessageID)
