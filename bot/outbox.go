@@ -166,17 +166,21 @@ func (b *Bot) queueReplyFor(ctx context.Context, chatID, onlyFor int64, replyTo 
 	if len(msgs) > 0 {
 		msgs[0].ReplyTo = replyTo
 	}
-	at := placeIn(ctx, chatID)
 	for i := range msgs {
-		msgs[i].OnlyFor, msgs[i].Topic, msgs[i].Thread = onlyFor, at.topic, at.thread
+		msgs[i].OnlyFor = onlyFor
 	}
 	return b.queueMessages(ctx, chatID, msgs)
 }
 
 // queueMessages writes a reply's messages to the outbox and wakes the
-// sender, numbering them by the update that caused them (replies); only
-// when the outbox cannot take them are they sent at once.
+// sender, numbering them by the update that caused them (replies) and
+// placing them in the topic the update's handler answers in (withPlace);
+// only when the outbox cannot take them are they sent at once.
 func (b *Bot) queueMessages(ctx context.Context, chatID int64, msgs []domain.Message) error {
+	at := placeIn(ctx, chatID)
+	for i := range msgs {
+		msgs[i].Topic, msgs[i].Thread = at.topic, at.thread
+	}
 	if rs := repliesOf(ctx); rs != nil {
 		for i := range msgs {
 			msgs[i].Origin = rs.next()
