@@ -105,5 +105,15 @@ func (b *Bot) TopicName(ctx context.Context, chatID int64, topic string) string 
 	if lang == "" {
 		lang = locales.Languages[0]
 	}
-	return b.deps.Catalog.T(lang, "topic."+topic)
+	key, ok := topicNames[topic]
+	if !ok {
+		key = "topic.admin" // a topic the bot does not name is none it makes
+	}
+	return b.deps.Catalog.T(lang, key)
+}
+
+// topicNames are the keys of the topics' names.
+var topicNames = map[string]string{
+	domain.TopicVacancies: "topic.vacancies", domain.TopicMemory: "topic.memory", domain.TopicOrders: "topic.orders",
+	domain.TopicAdmin: "topic.admin", domain.TopicLog: "topic.log", domain.TopicRuns: "topic.runs", domain.TopicNotices: "topic.notices",
 }

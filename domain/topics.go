@@ -43,5 +43,3 @@ func TopicOf(chatID int64, kind, topic string) string {
 	return topic
 }
 
-// Topics are every topic a chat may have, in the order a chat lists them.
-var Topics = []string{TopicVacancies, TopicMemory, TopicOrders, TopicAdmin, TopicLog, TopicRuns, TopicNotices}

@@ -149,7 +149,7 @@ func TestWithoutTopicsEverythingGoesToTheChat(t *testing.T) {
 	})
 	require.Zero(t, answer.MessageThreadID)
 	require.Empty(t, env.TG.Topics(ann.ID()))
-	require.Contains(t, ask(t, env, boss, boss.ID(), "/status").Text, "⚠️ This Bot API server lacks topics in private chats (Bot API 9.4)")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/status").Shown(), "⚠️ This Bot API server lacks topics in private chats (Bot API 9.4)")
 }
 
 // A forum admin chat: the live log, a run's board and a system notice go
