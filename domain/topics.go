@@ -42,4 +42,3 @@ func TopicOf(chatID int64, kind, topic string) string {
 	}
 	return topic
 }
-
