@@ -280,7 +280,7 @@ func everyText(env *e2e.Env, chatID int64) []string {
 	var out []string
 	for _, m := range env.TG.Messages(chatID) {
 		for _, v := range append(m.Edits, m.Message) {
-			out = append(out, v.Text+v.Caption)
+			out = append(out, v.Shown())
 		}
 	}
 	return out

@@ -583,7 +583,7 @@ func crewTranscript(env *e2e.Env, readers map[int64]crewReader) string {
 				if len(versions) > 1 {
 					label = fmt.Sprintf(" (version %d of %d)", i+1, len(versions))
 				}
-				text := v.Text
+				text := v.Shown()
 				if m.File != nil {
 					text = "[" + m.File.Kind + "] " + v.Caption
 				}

@@ -65,7 +65,7 @@ func firstHour(t *testing.T, mode tourMode) {
 			for _, id := range []int64{adminGroup, teamChat, e2e.AdminID, ruID, enID, ukID, masterID} {
 				fmt.Fprintf(&sb, "=== chat %d\n", id)
 				for _, m := range env.TG.Messages(id) {
-					fmt.Fprintf(&sb, "--- #%d%s%s\n%s\n", m.MessageID, topicLabel(env, id, m), buttonsOf(m), m.Text)
+					fmt.Fprintf(&sb, "--- #%d%s%s\n%s\n", m.MessageID, topicLabel(env, id, m), buttonsOf(m), m.Shown())
 				}
 			}
 			_ = os.WriteFile(out, []byte(sb.String()), 0o644)
@@ -141,7 +141,7 @@ func firstHour(t *testing.T, mode tourMode) {
 		lang := chats[id]
 		timesToldIn(t, env, id, locales.LangZone("ru"))
 		for _, m := range env.TG.Messages(id) {
-			text := m.Text
+			text := m.Shown()
 			readsRight(t, fmt.Sprintf("chat %d", id), lang, text)
 			if id != e2e.AdminID { // an admin's /help lists every role's commands
 				assert.LessOrEqual(t, len([]rune(text)), 1000, "chat %d got a wall of text: %q", id, text)

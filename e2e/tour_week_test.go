@@ -628,10 +628,8 @@ func weekReadables(env *e2e.Env, chat int64) []weekReadable {
 		versions := append(append([]tgfake.Message(nil), m.Edits...), m.Message)
 		for i, v := range versions {
 			where := fmt.Sprintf("chat %d, message #%d, version %d of %d", chat, m.MessageID, i+1, len(versions))
-			for _, s := range []string{v.Text, v.Caption} {
-				if s != "" {
-					out = append(out, weekReadable{where: where, text: s, buttons: v.ReplyMarkup.Buttons()})
-				}
+			if s := v.Shown(); s != "" {
+				out = append(out, weekReadable{where: where, text: s, buttons: v.ReplyMarkup.Buttons()})
 			}
 		}
 	}
@@ -727,7 +725,7 @@ func writeWeekMessage(sb *strings.Builder, m tgfake.BotMessage) {
 		reply = fmt.Sprintf(" (reply to #%d)", m.ReplyToID())
 	}
 	for i, v := range m.Edits {
-		fmt.Fprintf(sb, "--- #%d version %d%s\n%s\n", m.MessageID, i+1, weekButtons(v.ReplyMarkup), v.Text+v.Caption)
+		fmt.Fprintf(sb, "--- #%d version %d%s\n%s\n", m.MessageID, i+1, weekButtons(v.ReplyMarkup), v.Shown())
 	}
 	fmt.Fprintf(sb, "--- #%d%s%s\n", m.MessageID, reply, weekButtons(m.ReplyMarkup))
 	if m.File != nil {
@@ -737,7 +735,7 @@ func writeWeekMessage(sb *strings.Builder, m tgfake.BotMessage) {
 		}
 		return
 	}
-	fmt.Fprintf(sb, "%s\n", m.Text)
+	fmt.Fprintf(sb, "%s\n", m.Shown())
 }
 
 func weekButtons(kb *tgfake.InlineKeyboardMarkup) string {
