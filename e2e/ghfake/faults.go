@@ -1,0 +1,90 @@
+package ghfake
+
+import (
+	"net/http"
+	"strings"
+)
+
+// Fault is a failure in front of the API for the next requests: the
+// gateway answers instead of GitHub, so the request has no effect and
+// counts against no limit.
+type Fault struct {
+	// Status is the answer: 500 carries GitHub's JSON "Server Error",
+	// 502-504 an HTML page a client cannot parse. Ignored with Hang.
+	Status int
+	// Hang holds the request, answering nothing, until the client gives
+	// up (its deadline) or the server closes.
+	Hang bool
+	// Method and Path restrict the fault ("" matches any); Path is a
+	// prefix of the request's path, e.g. "/search/issues".
+	Method string
+	Path   string
+}
+
+type queuedFault struct {
+	Fault
+	left int
+}
+
+// InjectFault queues f for the next n requests it matches; queued faults
+// are used in order.
+func (s *Server) InjectFault(n int, f Fault) {
+	if n <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &queuedFault{Fault: f, left: n})
+}
+
+// FailNext makes the next n requests answer status (see Fault).
+func (s *Server) FailNext(n, status int) { s.InjectFault(n, Fault{Status: status}) }
+
+// HangNext makes the next n requests hang until the client gives up.
+func (s *Server) HangNext(n int) { s.InjectFault(n, Fault{Hang: true}) }
+
+// PendingFaults is the number of fault answers still queued.
+func (s *Server) PendingFaults() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, f := range s.faults {
+		n += f.left
+	}
+	return n
+}
+
+func (s *Server) takeFault(r *http.Request) (Fault, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, f := range s.faults {
+		if f.Method != "" && !strings.EqualFold(f.Method, r.Method) || !strings.HasPrefix(r.URL.Path, f.Path) {
+			continue
+		}
+		f.left--
+		if f.left == 0 {
+			s.faults = append(s.faults[:i], s.faults[i+1:]...)
+		}
+		return f.Fault, true
+	}
+	return Fault{}, false
+}
+
+// serveFault answers a fault and returns the status logged.
+func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, f Fault) int {
+	if f.Hang {
+		select {
+		case <-r.Context().Done():
+		case <-s.closing:
+		}
+		return StatusClientClosedRequest
+	}
+	if f.Status >= 502 && f.Status <= 504 {
+		return writeRaw(w, f.Status, "text/html; charset=utf-8", gatewayPage(f.Status))
+	}
+	msg := http.StatusText(f.Status)
+	if f.Status == http.StatusInternalServerError {
+		msg = MsgServerError
+	}
+	return writeAnswer(w, errAnswer(newError(f.Status, msg, docRest)))
+}

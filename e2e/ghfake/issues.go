@@ -1,0 +1,337 @@
+package ghfake
+
+import (
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// GitHub's bounds on an issue's text.
+const (
+	MaxTitle = 256
+	MaxBody  = 65536
+)
+
+// createIssue answers POST /repos/{owner}/{repo}/issues.
+func (s *Server) createIssue(q request, owner, name string) answer {
+	in, apiErr := parseObject(q.body)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, apiErr := s.repoFor(q, owner, name, true, docCreateIssue)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	if r.issuesOff {
+		return errAnswer(newError(http.StatusGone, MsgIssuesDisabled, docCreateIssue))
+	}
+	title, ok, apiErr := in.strOrInt("title", docCreateIssue)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	if !ok || strings.TrimSpace(title) == "" {
+		return errAnswer(validationFailed(docCreateIssue, FieldError{Resource: "Issue", Code: "missing_field", Field: "title"}))
+	}
+	body, _, apiErr := in.str("body", docCreateIssue)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	labels, _, apiErr := in.names("labels", docCreateIssue, true)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	assignees, _, apiErr := in.names("assignees", docCreateIssue, false)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	if one, ok, apiErr := in.str("assignee", docCreateIssue); apiErr != nil {
+		return errAnswer(apiErr)
+	} else if ok {
+		assignees = append(assignees, one)
+	}
+	if apiErr := s.checkIssueLocked(r, q.login, title, body, labels, assignees, docCreateIssue); apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	// Only users with push access set labels and assignees; GitHub drops
+	// them silently for anyone else.
+	if !r.canPush(q.login) {
+		labels, assignees = nil, nil
+	}
+	for i, l := range labels {
+		labels[i] = s.ensureLabelLocked(r, l).Name
+	}
+	is := s.fileIssueLocked(r, Issue{Title: title, Body: body, Labels: dedupFold(labels), Assignees: canonicalLogins(s, assignees), Author: q.login})
+	out := s.issueJSONLocked(r, is.id, is.snapshot())
+	return answer{status: http.StatusCreated, body: out, header: http.Header{"Location": {out.URL}}}
+}
+
+// checkIssueLocked validates what creating or editing an issue sets; the
+// 422s are GitHub's, one error per offending value.
+func (s *Server) checkIssueLocked(r *repo, login, title, body string, labels, assignees []string, doc string) *apiError {
+	if utf8.RuneCountInString(title) > MaxTitle {
+		return validationFailed(doc, FieldError{Resource: "Issue", Code: "custom", Field: "title", Message: MsgTitleTooLong})
+	}
+	if utf8.RuneCountInString(body) > MaxBody {
+		return validationFailed(doc, FieldError{Resource: "Issue", Code: "custom", Field: "body", Message: MsgBodyTooLong})
+	}
+	if !r.canPush(login) {
+		return nil
+	}
+	var errs []FieldError
+	if s.refuseLabels {
+		for _, l := range labels {
+			if r.label(l) == nil {
+				errs = append(errs, FieldError{Resource: "Label", Code: "invalid", Field: "name", Value: l,
+					Message: "(ghfake) no such label; RefuseUnknownLabels is on"})
+			}
+		}
+	}
+	for _, a := range assignees {
+		if s.accounts[strings.ToLower(a)] == nil || !r.canPush(a) {
+			errs = append(errs, FieldError{Resource: "Issue", Code: "invalid", Field: "assignees", Value: a})
+		}
+	}
+	if len(errs) > 0 {
+		return validationFailed(doc, errs...)
+	}
+	return nil
+}
+
+func dedupFold(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if !slices.ContainsFunc(out, func(o string) bool { return strings.EqualFold(o, n) }) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// canonicalLogins spells logins as their accounts do (GitHub logins are
+// case-insensitive).
+func canonicalLogins(s *Server, logins []string) []string {
+	out := dedupFold(logins)
+	for i, l := range out {
+		if a := s.accounts[strings.ToLower(l)]; a != nil {
+			out[i] = a.login
+		}
+	}
+	return out
+}
+
+// issueFor finds an issue named in a path: 410 for a repository without
+// issues or a deleted issue, 404 for a number that is no issue.
+func (s *Server) issueFor(r *repo, number, doc string) (*issue, *apiError) {
+	if r.issuesOff {
+		return nil, newError(http.StatusGone, MsgIssuesDisabled, doc)
+	}
+	n, err := strconv.Atoi(number)
+	if err != nil || n < 1 || n > len(r.issues) {
+		return nil, notFound(doc)
+	}
+	is := r.issues[n-1]
+	if is.Deleted {
+		return nil, newError(http.StatusGone, MsgIssueDeleted, doc)
+	}
+	return is, nil
+}
+
+// getIssue answers GET /repos/{owner}/{repo}/issues/{number}.
+func (s *Server) getIssue(q request, owner, name, number string) answer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, apiErr := s.repoFor(q, owner, name, false, docGetIssue)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	is, apiErr := s.issueFor(r, number, docGetIssue)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	return answer{status: http.StatusOK, body: s.issueJSONLocked(r, is.id, is.snapshot())}
+}
+
+// updateIssue answers PATCH /repos/{owner}/{repo}/issues/{number}.
+func (s *Server) updateIssue(q request, owner, name, number string) answer {
+	in, apiErr := parseObject(q.body)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, apiErr := s.repoFor(q, owner, name, true, docUpdateIssue)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	is, apiErr := s.issueFor(r, number, docUpdateIssue)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	next := is.snapshot()
+	if title, ok, apiErr := in.strOrInt("title", docUpdateIssue); apiErr != nil {
+		return errAnswer(apiErr)
+	} else if ok {
+		if strings.TrimSpace(title) == "" {
+			return errAnswer(validationFailed(docUpdateIssue, FieldError{Resource: "Issue", Code: "missing_field", Field: "title"}))
+		}
+		next.Title = title
+	}
+	if _, present := in["body"]; present {
+		body, _, apiErr := in.str("body", docUpdateIssue)
+		if apiErr != nil {
+			return errAnswer(apiErr)
+		}
+		next.Body = body
+	}
+	state, stateSet, apiErr := in.str("state", docUpdateIssue)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	if stateSet {
+		if apiErr := oneOf("state", state, docUpdateIssue, "open", "closed"); apiErr != nil {
+			return errAnswer(apiErr)
+		}
+	}
+	reason, reasonSet, apiErr := in.str("state_reason", docUpdateIssue)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	if reasonSet {
+		if apiErr := oneOf("state_reason", reason, docUpdateIssue, "completed", "not_planned", "duplicate", "reopened"); apiErr != nil {
+			return errAnswer(apiErr)
+		}
+	}
+	labels, labelsSet, apiErr := in.names("labels", docUpdateIssue, true)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	assignees, assigneesSet, apiErr := in.names("assignees", docUpdateIssue, false)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	if apiErr := s.checkIssueLocked(r, q.login, next.Title, next.Body, labels, assignees, docUpdateIssue); apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	if r.canPush(q.login) {
+		if labelsSet {
+			next.Labels = nil
+			for _, l := range dedupFold(labels) {
+				next.Labels = append(next.Labels, s.ensureLabelLocked(r, l).Name)
+			}
+		}
+		if assigneesSet {
+			next.Assignees = canonicalLogins(s, assignees)
+		}
+	}
+	changed := next.Title != is.Title || next.Body != is.Body ||
+		!slices.Equal(next.Labels, is.Labels) || !slices.Equal(next.Assignees, is.Assignees) ||
+		stateSet && state != is.State || reasonSet && reason != is.StateReason
+	if changed {
+		is.Title, is.Body, is.Labels, is.Assignees = next.Title, next.Body, next.Labels, next.Assignees
+		if stateSet || reasonSet {
+			s.applyStateLocked(is, cmpOr(state, is.State), reason)
+		}
+		is.UpdatedAt = s.now().UTC().Truncate(time.Second)
+		is.touchLocked(s.now())
+		s.notifyLocked()
+	}
+	return answer{status: http.StatusOK, body: s.issueJSONLocked(r, is.id, is.snapshot())}
+}
+
+// listIssues answers GET /repos/{owner}/{repo}/issues. GitHub lists pull
+// requests here too; the fake has none, so the list holds issues only.
+func (s *Server) listIssues(q request, owner, name string) answer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, apiErr := s.repoFor(q, owner, name, false, docListIssues)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	if r.issuesOff {
+		return errAnswer(newError(http.StatusGone, MsgIssuesDisabled, docListIssues))
+	}
+	query := q.URL.Query()
+	state := cmpOr(query.Get("state"), "open")
+	if apiErr := oneOf("state", state, docListIssues, "open", "closed", "all"); apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	sortBy := cmpOr(query.Get("sort"), "created")
+	if apiErr := oneOf("sort", sortBy, docListIssues, "created", "updated", "comments"); apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	direction := cmpOr(query.Get("direction"), "desc")
+	if apiErr := oneOf("direction", direction, docListIssues, "asc", "desc"); apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	var since time.Time
+	if v := query.Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return errAnswer(validationFailed(docListIssues, FieldError{Resource: "Issue", Code: "invalid", Field: "since", Value: v}))
+		}
+		since = t
+	}
+	var wantLabels []string
+	if v := query.Get("labels"); v != "" {
+		wantLabels = strings.Split(v, ",")
+	}
+	var hits []*issue
+	for _, is := range r.issues {
+		if is.Deleted || state != "all" && is.State != state || is.UpdatedAt.Before(since) {
+			continue
+		}
+		if !hasLabels(is.Labels, wantLabels) {
+			continue
+		}
+		hits = append(hits, is)
+	}
+	sortIssues(hits, sortBy, direction)
+	perPage, page := paging(query)
+	from, to := pageOf(len(hits), page, perPage)
+	items := make([]IssueJSON, 0, to-from)
+	for _, is := range hits[from:to] {
+		items = append(items, s.issueJSONLocked(r, is.id, is.snapshot()))
+	}
+	a := answer{status: http.StatusOK, body: items}
+	if link := s.linkHeader(q.Request, page, perPage, len(hits)); link != "" {
+		a.header = http.Header{"Link": {link}}
+	}
+	return a
+}
+
+func hasLabels(have, want []string) bool {
+	for _, w := range want {
+		w = strings.TrimSpace(w)
+		if w != "" && !slices.ContainsFunc(have, func(h string) bool { return strings.EqualFold(h, w) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// sortIssues orders as GitHub's sort and direction do; ties go by
+// number, so pages are stable.
+func sortIssues(xs []*issue, by, direction string) {
+	key := func(is *issue) time.Time {
+		if by == "updated" {
+			return is.UpdatedAt
+		}
+		return is.CreatedAt
+	}
+	sort.SliceStable(xs, func(i, j int) bool {
+		a, b := xs[i], xs[j]
+		if direction == "desc" {
+			a, b = b, a
+		}
+		if ka, kb := key(a), key(b); !ka.Equal(kb) {
+			return ka.Before(kb)
+		}
+		return a.Number < b.Number
+	})
+}

@@ -1,0 +1,110 @@
+package ghfake
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxLabelDescription is GitHub's bound on a label's description.
+const MaxLabelDescription = 100
+
+var hexColor = regexp.MustCompile(`^[0-9a-fA-F]{6}$`)
+
+// createLabel answers POST /repos/{owner}/{repo}/labels.
+func (s *Server) createLabel(q request, owner, name string) answer {
+	in, apiErr := parseObject(q.body)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, apiErr := s.repoFor(q, owner, name, true, docCreateLabel)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	labelName, ok, apiErr := in.str("name", docCreateLabel)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	if !ok || strings.TrimSpace(labelName) == "" {
+		return errAnswer(validationFailed(docCreateLabel, FieldError{Resource: "Label", Code: "missing_field", Field: "name"}))
+	}
+	color, colorSet, apiErr := in.str("color", docCreateLabel)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	desc, _, apiErr := in.str("description", docCreateLabel)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	var errs []FieldError
+	if colorSet && !hexColor.MatchString(color) {
+		// "#ff0000" is the usual mistake: the docs say without '#'.
+		errs = append(errs, FieldError{Resource: "Label", Code: "invalid", Field: "color"})
+	}
+	if utf8.RuneCountInString(desc) > MaxLabelDescription {
+		errs = append(errs, FieldError{Resource: "Label", Code: "custom", Field: "description",
+			Message: "description is too long (maximum is 100 characters)"})
+	}
+	if r.label(labelName) != nil {
+		errs = append(errs, FieldError{Resource: "Label", Code: "already_exists", Field: "name"})
+	}
+	if len(errs) > 0 {
+		return errAnswer(validationFailed(docCreateLabel, errs...))
+	}
+	if !colorSet {
+		color = defaultLabelColor
+	}
+	s.nextID++
+	l := &label{ID: s.nextID, Name: labelName, Color: strings.ToLower(color), Description: desc}
+	r.labels = append(r.labels, l)
+	s.notifyLocked()
+	out := s.labelJSON(r, l)
+	return answer{status: http.StatusCreated, body: out, header: http.Header{"Location": {out.URL}}}
+}
+
+// getLabel answers GET /repos/{owner}/{repo}/labels/{name}; names match
+// case-insensitively, as on GitHub.
+func (s *Server) getLabel(q request, owner, name, labelName string) answer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, apiErr := s.repoFor(q, owner, name, false, docGetLabel)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	l := r.label(labelName)
+	if l == nil {
+		return errAnswer(notFound(docGetLabel))
+	}
+	return answer{status: http.StatusOK, body: s.labelJSON(r, l)}
+}
+
+// listLabels answers GET /repos/{owner}/{repo}/labels.
+func (s *Server) listLabels(q request, owner, name string) answer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, apiErr := s.repoFor(q, owner, name, false, "https://docs.github.com/rest/issues/labels#list-labels-for-a-repository")
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	perPage, page := paging(q.URL.Query())
+	from, to := pageOf(len(r.labels), page, perPage)
+	out := make([]LabelJSON, 0, to-from)
+	for _, l := range r.labels[from:to] {
+		out = append(out, s.labelJSON(r, l))
+	}
+	a := answer{status: http.StatusOK, body: out}
+	if link := s.linkHeader(q.Request, page, perPage, len(r.labels)); link != "" {
+		a.header = http.Header{"Link": {link}}
+	}
+	return a
+}
+
+// LabelPath is the API path of a label, its name escaped as GitHub wants
+// it in a path (a space as %20).
+func LabelPath(repo, name string) string {
+	return "/repos/" + repo + "/labels/" + url.PathEscape(name)
+}
