@@ -44,7 +44,6 @@ const (
 	docGetLabel     = "https://docs.github.com/rest/issues/labels#get-a-label"
 	docSearchIssues = "https://docs.github.com/rest/search/search#search-issues-and-pull-requests"
 	docSearchV3     = "https://docs.github.com/v3/search"
-	docRateLimit    = "https://docs.github.com/rest/rate-limit/rate-limit#get-rate-limit-status-for-the-authenticated-user"
 	docPrimary      = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-primary-rate-limits"
 	docSecondary    = "https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"
 )

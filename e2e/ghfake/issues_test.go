@@ -154,6 +154,28 @@ For 'properties/state', "done" is not one of ["open", "closed"].`)
 	requireError(t, b.call(t, http.MethodPatch, path, botToken, map[string]any{"state": "open"}), http.StatusGone, ghfake.MsgIssueDeleted)
 }
 
+func TestUpdateLabelsAndAssignees(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.srv.AddCollaborator(repoName, "alice")
+	b.srv.AddUser("mallory")
+	b.createIssue(t, map[string]any{"title": "x", "labels": []string{"a"}, "assignees": []string{"alice"}})
+	path := "/repos/" + repoName + "/issues/1"
+
+	upd := decode[ghfake.IssueJSON](t, b.call(t, http.MethodPatch, path, botToken, map[string]any{"labels": []string{"b", "c"}, "assignees": []string{}}), http.StatusOK)
+	require.Len(t, upd.Labels, 2, "labels are replaced")
+	require.Equal(t, "b", upd.Labels[0].Name)
+	require.Empty(t, upd.Assignees, "an empty list clears them")
+	require.Nil(t, upd.Assignee)
+
+	e := requireError(t, b.call(t, http.MethodPatch, path, botToken, map[string]any{"assignees": []string{"mallory"}}),
+		http.StatusUnprocessableEntity, ghfake.MsgValidationFailed)
+	require.Equal(t, "mallory", e.Errors[0].Value)
+	is, _ := b.srv.Issue(repoName, 1)
+	require.Equal(t, []string{"b", "c"}, is.Labels)
+	require.Empty(t, is.Assignees)
+}
+
 func TestListIssues(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -47,7 +47,7 @@ func (s *Server) createLabel(q request, owner, name string) answer {
 	}
 	if utf8.RuneCountInString(desc) > MaxLabelDescription {
 		errs = append(errs, FieldError{Resource: "Label", Code: "custom", Field: "description",
-			Message: "description is too long (maximum is 100 characters)"})
+			Message: "description is too long (maximum is 100 characters) (ghfake)"})
 	}
 	if r.label(labelName) != nil {
 		errs = append(errs, FieldError{Resource: "Label", Code: "already_exists", Field: "name"})
