@@ -66,6 +66,11 @@ type Config struct {
 	HHClientSecret string `env:"HH_CLIENT_SECRET" secret:"true" help:"Client Secret of that application"`
 	HHAppToken     string `env:"HH_APP_TOKEN" secret:"true" help:"an application token to send as it is, instead of obtaining one with HH_CLIENT_ID and HH_CLIENT_SECRET"`
 
+	GitHubURL          string        `env:"GITHUB_API_URL" envDefault:"https://api.github.com" help:"GitHub's REST API (GitHub Enterprise: https://HOST/api/v3)"`
+	GitHubToken        string        `env:"GITHUB_TOKEN" secret:"true" help:"a fine-grained personal access token with Issues read and write on the repositories approved tasks go to (empty: no GitHub destination works; or GITHUB_TOKEN_FILE)"`
+	TasksWebhookSecret string        `env:"TASKS_WEBHOOK_SECRET" secret:"true" help:"the key a webhook destination's JSON is signed with (HMAC-SHA256 in X-Switchboard-Signature-256; empty: no webhook destination works; or TASKS_WEBHOOK_SECRET_FILE)"`
+	TasksPushInterval  time.Duration `env:"TASKS_PUSH_INTERVAL" envDefault:"2s" help:"how often approved tasks waiting for their tracker are pushed"`
+
 	AdminIDs    []int64 `env:"ADMIN_IDS" envSeparator:"," help:"admins' Telegram user ids, comma-separated"`
 	AdminChatID int64   `env:"ADMIN_CHAT_ID" help:"chat for events and the live log (0: none)"`
 	AdminLang   string  `env:"ADMIN_CHAT_LANGUAGE" envDefault:"en" help:"language of the admin chat's events and live log: en, ru or uk"`

@@ -182,6 +182,11 @@ SELECT `+proposalSelect+`, `+analysisRunColumnsR+` FROM p JOIN r ON r.id = p.run
 		if r, err = rs.run(); err != nil {
 			return err
 		}
+		if d == analysis.Approved {
+			if err := enqueuePushes(ctx, tx, []int64{p.ID}); err != nil {
+				return err
+			}
+		}
 		return enqueueRun(ctx, tx, tell, r)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -251,6 +256,13 @@ UPDATE analysis_runs SET proposals_pending = proposals_pending - $2, proposals_a
     review_confirm = false, updated_at = now()
 WHERE id = $1 AND state = 'completed' AND review_confirm
 RETURNING `+analysisRunColumns, runID, len(out))); err != nil {
+			return err
+		}
+		ids := make([]int64, len(out))
+		for i, p := range out {
+			ids[i] = p.ID
+		}
+		if err := enqueuePushes(ctx, tx, ids); err != nil {
 			return err
 		}
 		return enqueueRun(ctx, tx, tell, r)

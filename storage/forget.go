@@ -50,6 +50,9 @@ import (
 //     erased; orders (assigned to them, commission owed or paid) and offers
 //     keep pointing at it, since the admins' accounts and the orders'
 //     history depend on them.
+//   - github_logins: deleted. A queued push (task_pushes) reads its source
+//     messages when it goes, so a cited message erased above goes without
+//     its words and author.
 //   - orders.created_by, analysis_runs.created_by, analysis_proposals.decided_by:
 //     an admin's id on the work they did for others; kept.
 //   - vacancies, group_chats, system_prompts, job_runs, replicas,
@@ -142,6 +145,7 @@ SELECT 1 FROM gone`, &f.Searches},
 		{"throttles", `DELETE FROM outbox_throttles WHERE chat_id = $1`, nil},
 		{"unreachable mark", `DELETE FROM unreachable_chats WHERE chat_id = $1`, nil},
 		{"topics", `DELETE FROM chat_topics WHERE chat_id = $1`, nil},
+		{"GitHub login", `DELETE FROM github_logins WHERE user_id = $1`, nil},
 	} {
 		tag, err := tx.Exec(ctx, step.q, userID)
 		if err != nil {

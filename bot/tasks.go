@@ -1,0 +1,213 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"switchboard/domain"
+	"switchboard/domain/tasks"
+	"switchboard/locales"
+)
+
+// Tasks is what the bot asks of the approved tasks' way out
+// (storage.Tasks): the groups' destinations, the members' GitHub logins
+// and the recent pushes.
+type Tasks interface {
+	SetDestination(ctx context.Context, d tasks.Destination, by int64) error
+	Destinations(ctx context.Context) (map[int64]tasks.Destination, error)
+	SetLogin(ctx context.Context, userID int64, login string) error
+	Login(ctx context.Context, userID int64) (string, error)
+	Recent(ctx context.Context, since time.Duration, limit int) ([]tasks.Pushed, error)
+}
+
+type tasksUI struct {
+	b *Bot
+	t Tasks
+}
+
+// tasksWindow and tasksShown bound /tasks: the last 30 days' approved
+// tasks, the newest first.
+const (
+	tasksWindow = 30 * 24 * time.Hour
+	tasksShown  = 20
+)
+
+// RegisterTasks adds /tracker (where each group's approved tasks go),
+// /github (a member's GitHub login) and /tasks (the approved tasks and
+// where they stand).
+func (b *Bot) RegisterTasks(t Tasks) {
+	u := &tasksUI{b: b, t: t}
+	b.Handle(Command{Name: "tracker", Desc: "cmd.tracker", Section: SectionAdminRuns, Role: RoleAdmin, Handle: u.tracker})
+	b.Handle(Command{Name: "tasks", Desc: "cmd.tasks", Section: SectionAdminRuns, Role: RoleAdmin, Handle: u.list})
+	b.Handle(Command{Name: "github", Desc: "cmd.github", Handle: u.github})
+}
+
+// tracker sets a group's destination: /tracker <chat id> github owner/repo,
+// /tracker <chat id> webhook URL, /tracker <chat id> none; without
+// arguments, lists them.
+func (u *tasksUI) tracker(r *Request) error {
+	fields := strings.Fields(commandArgs(r.Message()))
+	if len(fields) == 0 {
+		return u.destinations(r)
+	}
+	chatID, err := strconv.ParseInt(fields[0], 10, 64)
+	if err != nil || chatID >= 0 || len(fields) < 2 || len(fields) > 3 {
+		return r.Reply(r.T("tracker.usage"), nil)
+	}
+	target := ""
+	if len(fields) == 3 {
+		target = fields[2]
+	}
+	d, err := tasks.ParseDestination(fields[1], target)
+	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
+		return r.Reply(r.InputText(ie, clip(ie.Arg(), maxEcho))+"\n\n"+r.T("tracker.usage"), nil)
+	}
+	if err != nil {
+		return err
+	}
+	d.ChatID = chatID
+	if err := u.t.SetDestination(r.Ctx, d, r.User.ID); err != nil {
+		return err
+	}
+	if d.Kind == "" {
+		return r.Reply(r.T("tracker.cleared", locales.Data{"Chat": chatID}), nil)
+	}
+	return r.Reply(r.T("tracker.set", locales.Data{"Chat": chatID, "Destination": clip(d.String(), 200)}), nil)
+}
+
+// destinations lists every group's destination.
+func (u *tasksUI) destinations(r *Request) error {
+	ds, err := u.t.Destinations(r.Ctx)
+	if err != nil {
+		return err
+	}
+	var sb strings.Builder
+	if len(ds) == 0 {
+		sb.WriteString(r.T("tracker.none"))
+	} else {
+		sb.WriteString(r.T("tracker.header"))
+		ids := make([]int64, 0, len(ds))
+		for id := range ds {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
+			sb.WriteString("\n" + r.T("tracker.line", locales.Data{"Chat": id, "Destination": clip(ds[id].String(), 200)}))
+		}
+	}
+	sb.WriteString("\n\n" + r.T("tracker.usage"))
+	return r.Reply(sb.String(), nil)
+}
+
+// githubLogin is a GitHub login as GitHub allows it.
+var githubLogin = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,38}$`)
+
+// github shows or sets the user's GitHub login (/github login; /github -
+// forgets it); an admin sets another's by their id (/github <id> login).
+func (u *tasksUI) github(r *Request) error {
+	fields := strings.Fields(commandArgs(r.Message()))
+	who := r.User.ID
+	if len(fields) == 2 && r.Admin {
+		id, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil || id <= 0 {
+			return r.Reply(r.T("github.usage"), nil)
+		}
+		who, fields = id, fields[1:]
+	}
+	switch {
+	case len(fields) == 0:
+		login, err := u.t.Login(r.Ctx, who)
+		if err != nil {
+			return err
+		}
+		if login == "" {
+			return r.Reply(r.T("github.none")+"\n\n"+r.T("github.usage"), nil)
+		}
+		return r.Reply(r.T("github.current", locales.Data{"Login": login}), nil)
+	case len(fields) > 1:
+		return r.Reply(r.T("github.usage"), nil)
+	case fields[0] == "-":
+		if err := u.t.SetLogin(r.Ctx, who, ""); err != nil {
+			return err
+		}
+		return r.Reply(r.T("github.cleared"), nil)
+	}
+	login := strings.TrimPrefix(fields[0], "@")
+	if !githubLogin.MatchString(login) || strings.HasSuffix(login, "-") || strings.Contains(login, "--") {
+		return r.Reply(r.T("github.error_login", locales.Data{"Arg": clip(login, maxEcho)})+"\n\n"+r.T("github.usage"), nil)
+	}
+	if err := u.t.SetLogin(r.Ctx, who, login); err != nil {
+		return err
+	}
+	return r.Reply(r.T("github.set", locales.Data{"Login": login}), nil)
+}
+
+// list shows the last 30 days' approved tasks: where each went and how it
+// stands there.
+func (u *tasksUI) list(r *Request) error {
+	ps, err := u.t.Recent(r.Ctx, tasksWindow, tasksShown)
+	if err != nil {
+		return err
+	}
+	if len(ps) == 0 {
+		return r.Reply(r.T("tasks.empty"), nil)
+	}
+	var sb strings.Builder
+	sb.WriteString(r.T("tasks.header", locales.Data{"Count": len(ps)}))
+	for _, p := range ps {
+		key := "tasks.line_pending"
+		switch {
+		case p.State == "pushed" && p.URL != "":
+			key = "tasks.line_filed"
+		case p.State == "pushed":
+			key = "tasks.line_sent"
+		case p.LastError != "":
+			key = "tasks.line_waiting"
+		}
+		sb.WriteString("\n" + r.T(key, locales.Data{
+			"Title": clip(oneLine(p.Title), listTitleBudget), "Destination": clip(p.Destination.String(), 120),
+			"URL": p.URL, "Number": p.Number, "State": p.IssueState, "Error": clip(oneLine(p.LastError), 160),
+			"Approved": u.b.adminTime(r.Lang, p.ApprovedAt),
+		}))
+	}
+	return r.Reply(sb.String(), nil)
+}
+
+// TrackerRefused renders the admin chat's notice that a destination
+// refuses: our credentials (gone false) or the destination itself.
+func (b *Bot) TrackerRefused(d tasks.Destination, gone bool, why string) []domain.Message {
+	if b.cfg.AdminChatID == 0 {
+		return nil
+	}
+	key := "tasks.refused_access"
+	if gone {
+		key = "tasks.refused_gone"
+	}
+	return b.notice(b.deps.Catalog.T(b.cfg.AdminLang, key, locales.Data{
+		"Destination": clip(d.String(), 200), "Why": clip(oneLine(why), 300),
+	}))
+}
+
+// TrackerBack renders the notice that a destination takes pushes again.
+func (b *Bot) TrackerBack(d tasks.Destination) []domain.Message {
+	if b.cfg.AdminChatID == 0 {
+		return nil
+	}
+	return b.notice(b.deps.Catalog.T(b.cfg.AdminLang, "tasks.back", locales.Data{"Destination": clip(d.String(), 200)}))
+}
+
+// AssigneeDropped renders the notice that a task was filed without the
+// assignee its tracker refused.
+func (b *Bot) AssigneeDropped(p tasks.Push, f tasks.Filed) []domain.Message {
+	if b.cfg.AdminChatID == 0 {
+		return nil
+	}
+	return b.notice(b.deps.Catalog.T(b.cfg.AdminLang, "tasks.assignee_dropped", locales.Data{
+		"Title": clip(oneLine(p.Task.Title), listTitleBudget), "Login": p.Task.Assignee, "URL": f.URL,
+	}))
+}

@@ -1,0 +1,287 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"switchboard/domain"
+)
+
+// Push is one approved proposal on its way to its destination, as a
+// worker claimed it: Token names the claim (a push whose lease ran out
+// and another worker claimed again is no longer this claim's).
+type Push struct {
+	ID          int64
+	Destination Destination
+	Task        Task
+	Token       string
+	Attempts    int
+}
+
+// Pushed is a push as /tasks lists it.
+type Pushed struct {
+	ID          int64
+	ProposalID  int64
+	Title       string
+	Destination Destination
+	State       string // pending, pushed
+	Number      int
+	URL         string
+	IssueState  string
+	LastError   string
+	ApprovedAt  time.Time
+}
+
+// MessageLink opens a group message in Telegram: t.me/c/<id>/<message>
+// for a supergroup (its id without the -100); "" for a basic group, which
+// has no links.
+func MessageLink(chatID, messageID int64) string {
+	s := strconv.FormatInt(chatID, 10)
+	internal, ok := strings.CutPrefix(s, "-100")
+	if !ok || internal == "" {
+		return ""
+	}
+	return "https://t.me/c/" + internal + "/" + strconv.FormatInt(messageID, 10)
+}
+
+// Store is the pushes' storage (storage.Tasks).
+type Store interface {
+	Claim(ctx context.Context, claimer string, lease time.Duration) (Push, bool, error)
+	Pushed(ctx context.Context, p Push, f Filed) (bool, error)
+	Defer(ctx context.Context, p Push, notBefore time.Time, why string) error
+	Pause(ctx context.Context, scope string, until time.Time, reason string) error
+}
+
+// Notices tells the admin chat of a condition once, when it starts, and
+// once when it ends (storage.Notices with the bot's renderer).
+type Notices interface {
+	Once(ctx context.Context, key string, msgs []domain.Message) error
+	End(ctx context.Context, key string, msgs []domain.Message) error
+}
+
+// Notifier renders what the admins read of the pushes.
+type Notifier interface {
+	// TrackerRefused: a destination refuses (ErrAccess: our credentials;
+	// ErrGone: it is no more); why is the tracker's words.
+	TrackerRefused(d Destination, gone bool, why string) []domain.Message
+	// TrackerBack: the destination takes pushes again.
+	TrackerBack(d Destination) []domain.Message
+	// AssigneeDropped: a task was filed without the assignee its tracker
+	// refused.
+	AssigneeDropped(p Push, f Filed) []domain.Message
+}
+
+// Config tunes the pushing.
+type Config struct {
+	// Lease is how long a claim holds a push: longer than a push's
+	// requests take, so a live worker's push is not taken from it.
+	Lease time.Duration
+	// Refused is how long a destination that refuses (our credentials,
+	// or gone) waits before it is asked again.
+	Refused time.Duration
+	// MaxBackoff bounds the wait after a passing failure.
+	MaxBackoff time.Duration
+	// Claimer names this replica in its claims.
+	Claimer string
+}
+
+// Service pushes approved tasks to their trackers. Push is the job each
+// replica runs, locked across replicas per tick, so one worker at a time
+// speaks to the trackers: a rate limit's "not before" is then kept for
+// every request, not only the next one.
+type Service struct {
+	cfg      Config
+	store    Store
+	trackers map[string]Tracker
+	notices  Notices
+	render   Notifier
+	log      *slog.Logger
+	now      func() time.Time
+}
+
+// NewService builds the pusher over the trackers by kind (KindGitHub,
+// KindWebhook; a kind without one waits, named in the log).
+func NewService(cfg Config, store Store, trackers map[string]Tracker, notices Notices, render Notifier, log *slog.Logger) *Service {
+	if cfg.Lease <= 0 {
+		cfg.Lease = 2 * time.Minute
+	}
+	if cfg.Refused <= 0 {
+		cfg.Refused = 10 * time.Minute
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 10 * time.Minute
+	}
+	return &Service{cfg: cfg, store: store, trackers: trackers, notices: notices, render: render, log: log, now: time.Now}
+}
+
+// Push files due pushes one after another until none is due or ctx ends
+// (the tick's budget): the job.
+func (s *Service) Push(ctx context.Context) error {
+	for ctx.Err() == nil {
+		p, ok, err := s.store.Claim(ctx, s.cfg.Claimer, s.cfg.Lease)
+		if err != nil || !ok {
+			return err
+		}
+		if err := s.push(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// push files one claimed push: unless its tracker finds the task filed
+// already (an attempt that crashed after the tracker's answer), files it,
+// then records it. A refusal is acted on (pause, tell); a passing failure
+// defers the push with backoff. Only a storage error is returned.
+func (s *Service) push(ctx context.Context, p Push) error {
+	log := s.log.With("push", p.ID, "proposal", p.Task.ProposalID, "kind", p.Destination.Kind)
+	tr, ok := s.trackers[p.Destination.Kind]
+	if !ok {
+		log.Warn("tasks: no tracker of this kind is configured; the push waits")
+		return s.store.Defer(ctx, p, s.now().Add(s.cfg.Refused), "no tracker of kind "+p.Destination.Kind+" is configured")
+	}
+	f, found, err := tr.Find(ctx, p.Destination.Target, p.Task.Marker())
+	if err == nil && !found {
+		f, err = tr.File(ctx, p.Destination.Target, p.Task)
+	}
+	if err != nil {
+		return s.refused(ctx, log, p, err)
+	}
+	recorded, err := s.store.Pushed(ctx, p, f)
+	if err != nil {
+		return err
+	}
+	if !recorded {
+		// Our claim ran out while the tracker answered; whoever holds it
+		// now finds the task by its marker and records it.
+		log.Warn("tasks: a push outlived its claim; the next claim finds it filed")
+		return nil
+	}
+	log.Info("tasks: pushed", "number", f.Number, "found_filed", found)
+	s.back(ctx, p.Destination)
+	if f.AssigneeDropped {
+		if err := s.notices.Once(ctx, "tasks:assignee:"+strconv.FormatInt(p.ID, 10), s.render.AssigneeDropped(p, f)); err != nil {
+			log.Warn("tasks: the dropped assignee not told", "err", err)
+		}
+	}
+	return nil
+}
+
+// refused acts on a tracker's error: a rate limit pauses the whole kind
+// until its "not before"; our credentials refused pause the kind and tell
+// the admins once; a destination gone pauses it and tells which; anything
+// else defers this push with backoff.
+func (s *Service) refused(ctx context.Context, log *slog.Logger, p Push, err error) error {
+	var rl *RateLimited
+	why := err.Error()
+	switch {
+	case errors.As(err, &rl):
+		log.Warn("tasks: the tracker's rate limit; its pushes wait", "until", rl.Until, "secondary", rl.Secondary)
+		if perr := s.store.Pause(ctx, p.Destination.Kind, rl.Until, why); perr != nil {
+			return perr
+		}
+		return s.store.Defer(ctx, p, rl.Until, why)
+	case errors.Is(err, ErrAccess):
+		until := s.now().Add(s.cfg.Refused)
+		log.Warn("tasks: the tracker refuses our credentials; its pushes wait", "retry_at", until, "err", err)
+		if perr := s.store.Pause(ctx, p.Destination.Kind, until, why); perr != nil {
+			return perr
+		}
+		s.tell(ctx, log, refusalKey(p.Destination, false), s.render.TrackerRefused(p.Destination, false, why))
+		return s.store.Defer(ctx, p, until, why)
+	case errors.Is(err, ErrGone):
+		until := s.now().Add(s.cfg.Refused)
+		log.Warn("tasks: the destination is gone; its pushes wait for a new one", "retry_at", until, "err", err)
+		if perr := s.store.Pause(ctx, scopeOf(p.Destination), until, why); perr != nil {
+			return perr
+		}
+		s.tell(ctx, log, refusalKey(p.Destination, true), s.render.TrackerRefused(p.Destination, true, why))
+		return s.store.Defer(ctx, p, until, why)
+	}
+	wait := backoff(p.Attempts, s.cfg.MaxBackoff)
+	log.Warn("tasks: push failed; retried", "in", wait, "attempt", p.Attempts, "err", err)
+	return s.store.Defer(ctx, p, s.now().Add(wait), why)
+}
+
+// back tells the admins a destination that refused takes pushes again.
+func (s *Service) back(ctx context.Context, d Destination) {
+	for _, gone := range []bool{false, true} {
+		if err := s.notices.End(ctx, refusalKey(d, gone), s.render.TrackerBack(d)); err != nil {
+			s.log.Warn("tasks: the tracker's return not told", "err", err)
+		}
+	}
+}
+
+func (s *Service) tell(ctx context.Context, log *slog.Logger, key string, msgs []domain.Message) {
+	if err := s.notices.Once(ctx, key, msgs); err != nil {
+		log.Warn("tasks: the admins not told", "key", key, "err", err)
+	}
+}
+
+// refusalKey names a destination's refusal among the admin chat's
+// notices: our credentials are the kind's; a destination gone is its own.
+func refusalKey(d Destination, gone bool) string {
+	if gone {
+		return "tasks:gone:" + scopeOf(d)
+	}
+	return "tasks:access:" + d.Kind
+}
+
+// scopeOf is a destination's pause scope.
+func scopeOf(d Destination) string { return d.Kind + ":" + d.Target }
+
+// backoff is the wait after the n-th passing failure: 10 s doubling, at
+// most max.
+func backoff(n int, max time.Duration) time.Duration {
+	d := 10 * time.Second * time.Duration(math.Pow(2, float64(min(max0(n-1), 16))))
+	return min(d, max)
+}
+
+func max0(n int) int {
+	if n < 0 {
+		return 0
+	}
+	return n
+}
+
+// repoName is GitHub's owner/repo.
+var repoName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$`)
+
+// ParseDestination reads an admin's destination: "github owner/repo",
+// "webhook https://…", or "none". Kind "" is none.
+func ParseDestination(kind, target string) (Destination, error) {
+	switch strings.ToLower(kind) {
+	case "none", "off", "-":
+		return Destination{}, nil
+	case KindGitHub:
+		target = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(target, "https://github.com/"), "github.com/"), "/")
+		if !repoName.MatchString(target) {
+			return Destination{}, &domain.InputError{Key: "tasks.error_repo", Args: map[string]any{"Arg": target}}
+		}
+		return Destination{Kind: KindGitHub, Target: target}, nil
+	case KindWebhook:
+		if !strings.HasPrefix(target, "https://") && !strings.HasPrefix(target, "http://") || len(target) > 2048 || strings.ContainsAny(target, " \n") {
+			return Destination{}, &domain.InputError{Key: "tasks.error_url", Args: map[string]any{"Arg": target}}
+		}
+		return Destination{Kind: KindWebhook, Target: target}, nil
+	}
+	return Destination{}, &domain.InputError{Key: "tasks.error_kind", Args: map[string]any{"Arg": kind}}
+}
+
+// String is how a destination reads: "GitHub owner/repo", "webhook URL".
+func (d Destination) String() string {
+	switch d.Kind {
+	case KindGitHub:
+		return "GitHub " + d.Target
+	case KindWebhook:
+		return "webhook " + d.Target
+	}
+	return fmt.Sprintf("%s %s", d.Kind, d.Target)
+}

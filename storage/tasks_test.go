@@ -1,0 +1,97 @@
+package storage_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
+	"switchboard/domain/analysis"
+	"switchboard/domain/tasks"
+)
+
+// Approving a proposal whose group has a destination queues its push in
+// the approval's transaction, once; a rejected one, or one from a group
+// without a destination, queues nothing. A claim holds the push for its
+// lease and reads the task as its tracker receives it (sources with their
+// links, the assignee's mapped login); a deferred push waits; a pause of
+// its kind holds it on every replica; a push is recorded once, by its own
+// claim only.
+func TestApprovedProposalsQueueTheirPushOnce(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	const team, other = int64(-1001234567890), int64(-555)
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	f.message(team, 41, at, "Bob, please fix the login page")
+	f.message(other, 7, at, "someone should water the plants")
+	require.NoError(f.t, f.st.GroupChats().Track(f.ctx, team, "Team", true))
+	store := f.st.Tasks()
+	require.NoError(t, store.SetDestination(f.ctx, tasks.Destination{ChatID: team, Kind: tasks.KindGitHub, Target: "acme/app"}, 7))
+	bob, err := f.st.Users().Upsert(f.ctx, domain.User{ID: 501, Username: "BobDev", FirstName: "Bob"})
+	require.NoError(t, err)
+	require.NoError(t, store.SetLogin(f.ctx, bob.ID, "bob-gh"))
+
+	r := f.running()
+	fix := proposal("fix login", ref(team, 41))
+	fix.Assignee = "@bobdev"
+	_, ps, err := f.st.Runs().SaveProposalBatch(f.ctx, r.ID, 1, 10, []analysis.Proposal{fix, proposal("water plants", ref(other, 7)),
+		proposal("rejected one", ref(team, 41))}, nil)
+	require.NoError(t, err)
+	f.complete(r.ID)
+	f.decide(ps[0].ID, analysis.Approved)
+	f.decide(ps[1].ID, analysis.Approved)
+	f.decide(ps[2].ID, analysis.Rejected)
+	var n int
+	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT count(*) FROM task_pushes`).Scan(&n))
+	require.Equal(t, 1, n, "only the approved proposal of a group with a destination")
+
+	p, ok, err := store.Claim(f.ctx, "replica-1", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, tasks.Destination{ChatID: team, Kind: tasks.KindGitHub, Target: "acme/app"}, p.Destination)
+	require.Equal(t, "fix login", p.Task.Title)
+	require.Equal(t, "bob-gh", p.Task.Assignee, "the mention maps to the member's login, any case")
+	require.Equal(t, "@bobdev", p.Task.Mention)
+	require.Equal(t, int64(7), p.Task.ApprovedBy)
+	require.Len(t, p.Task.Sources, 1)
+	require.Equal(t, "https://t.me/c/1234567890/41", p.Task.Sources[0].Link)
+	require.Equal(t, "Bob, please fix the login page", p.Task.Sources[0].Text)
+	require.Equal(t, "Team", p.Task.Sources[0].ChatTitle)
+	_, ok, err = store.Claim(f.ctx, "replica-2", time.Minute)
+	require.NoError(t, err)
+	require.False(t, ok, "held by its claim")
+
+	require.NoError(t, store.Defer(f.ctx, p, time.Now().Add(-time.Second), "a passing failure"))
+	require.NoError(t, store.Pause(f.ctx, tasks.KindGitHub, time.Now().Add(time.Hour), "secondary rate limit"))
+	_, ok, err = store.Claim(f.ctx, "replica-2", time.Minute)
+	require.NoError(t, err)
+	require.False(t, ok, "its kind is paused")
+	_, err = f.st.Pool().Exec(f.ctx, `UPDATE task_pauses SET until = now() - interval '1 second'`)
+	require.NoError(t, err)
+
+	again, ok, err := store.Claim(f.ctx, "replica-2", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	recorded, err := store.Pushed(f.ctx, p, tasks.Filed{Number: 1})
+	require.NoError(t, err)
+	require.False(t, recorded, "a claim that ran out records nothing")
+	recorded, err = store.Pushed(f.ctx, again, tasks.Filed{Number: 12, URL: "https://github.com/acme/app/issues/12", State: "open"})
+	require.NoError(t, err)
+	require.True(t, recorded)
+	recent, err := store.Recent(f.ctx, 30*24*time.Hour, 10)
+	require.NoError(t, err)
+	require.Len(t, recent, 1)
+	require.Equal(t, "pushed", recent[0].State)
+	require.Equal(t, 12, recent[0].Number)
+	_, ok, err = store.Claim(f.ctx, "replica-2", time.Minute)
+	require.NoError(t, err)
+	require.False(t, ok, "pushed once")
+
+	// Forgetting Bob erases his login.
+	_, err = f.st.Users().Forget(f.ctx, bob.ID, bob.CreatedAt)
+	require.NoError(t, err)
+	login, err := store.Login(f.ctx, bob.ID)
+	require.NoError(t, err)
+	require.Empty(t, login)
+}
