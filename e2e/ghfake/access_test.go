@@ -92,7 +92,7 @@ func TestGatewayRefusals(t *testing.T) {
 		{http.MethodGet, "/repos/" + repoName + "/issues/"},
 		{http.MethodDelete, "/repos/" + repoName + "/issues/1"},
 		{http.MethodGet, "/repos/" + repoName + "/pulls"},
-		{http.MethodGet, "/user"},
+		{http.MethodGet, "/user/repos"},
 	} {
 		r = b.call(t, c.method, c.path, botToken)
 		requireError(t, r, http.StatusNotFound, ghfake.MsgNotFound)

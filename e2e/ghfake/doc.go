@@ -23,7 +23,7 @@
 // # Endpoints
 //
 //	POST  /repos/{owner}/{repo}/issues           201, Location
-//	GET   /repos/{owner}/{repo}/issues           state, labels, since, sort, direction, per_page, page
+//	GET   /repos/{owner}/{repo}/issues           state, labels, creator, since, sort, direction, per_page, page
 //	GET   /repos/{owner}/{repo}/issues/{number}
 //	PATCH /repos/{owner}/{repo}/issues/{number}  title, body, state, state_reason, labels, assignees
 //	POST  /repos/{owner}/{repo}/labels           201; 422 already_exists
@@ -31,6 +31,7 @@
 //	GET   /repos/{owner}/{repo}/labels/{name}
 //	GET   /search/issues                         q, sort, order, per_page, page
 //	GET   /rate_limit
+//	GET   /user                                  the token's user
 //
 // Anything else, a trailing slash included, answers 404 as GitHub does.
 // GitHub's list of a repository's issues holds its pull requests too; the

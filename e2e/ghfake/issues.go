@@ -281,9 +281,13 @@ func (s *Server) listIssues(q request, owner, name string) answer {
 	if v := query.Get("labels"); v != "" {
 		wantLabels = strings.Split(v, ",")
 	}
+	creator := query.Get("creator")
 	var hits []*issue
 	for _, is := range r.issues {
 		if is.Deleted || state != "all" && is.State != state || is.UpdatedAt.Before(since) {
+			continue
+		}
+		if creator != "" && !strings.EqualFold(is.Author, creator) {
 			continue
 		}
 		if !hasLabels(is.Labels, wantLabels) {

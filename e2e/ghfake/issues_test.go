@@ -237,3 +237,19 @@ func TestWaitIssue(t *testing.T) {
 	require.Equal(t, "acme", is.Author)
 	require.Equal(t, 1, is.Number)
 }
+
+func TestListIssuesByCreatorAndUser(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.createIssue(t, map[string]any{"title": "by the bot"})
+	b.srv.AddIssue(repoName, ghfake.Issue{Title: "by the owner"})
+
+	me := decode[ghfake.UserJSON](t, b.call(t, http.MethodGet, "/user", botToken), http.StatusOK)
+	require.Equal(t, botLogin, me.Login)
+
+	mine := decode[[]ghfake.IssueJSON](t, b.call(t, http.MethodGet, "/repos/"+repoName+"/issues?state=all&creator=SWITCHBOARD-BOT", botToken), http.StatusOK)
+	require.Len(t, mine, 1, "creator matches case-insensitively")
+	require.Equal(t, "by the bot", mine[0].Title)
+	all := decode[[]ghfake.IssueJSON](t, b.call(t, http.MethodGet, "/repos/"+repoName+"/issues?state=all", botToken), http.StatusOK)
+	require.Len(t, all, 2)
+}

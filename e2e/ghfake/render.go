@@ -3,6 +3,7 @@ package ghfake
 import (
 	"encoding/base64"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"time"
@@ -141,4 +142,13 @@ func (s *Server) issueJSONLocked(r *repo, id int64, is Issue) IssueJSON {
 		out.ClosedAt = &c
 	}
 	return out
+}
+
+// authenticatedUser answers GET /user with the token's user. GitHub's
+// private user holds far more (plan, e-mail, counts); a client needs the
+// login.
+func (s *Server) authenticatedUser(req request) answer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return answer{status: http.StatusOK, body: s.userJSONLocked(req.login)}
 }

@@ -42,6 +42,8 @@ func (s *Server) route(r *http.Request) route {
 			rt.resource = ""
 		}
 		return rt
+	case len(seg) == 1 && seg[0] == "user":
+		return on(http.MethodGet, s.authenticatedUser)
 	case len(seg) == 2 && seg[0] == "search" && seg[1] == "issues":
 		rt := on(http.MethodGet, s.searchIssues)
 		if rt.known {
