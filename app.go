@@ -19,6 +19,7 @@ import (
 	"switchboard/domain/dispatch"
 	"switchboard/domain/memory"
 	"switchboard/domain/resume"
+	"switchboard/domain/tasks"
 	"switchboard/domain/vacancy"
 	"switchboard/health"
 	"switchboard/hh"
@@ -30,6 +31,8 @@ import (
 	"switchboard/redisgate"
 	"switchboard/service"
 	"switchboard/storage"
+	"switchboard/tracker/github"
+	"switchboard/tracker/webhook"
 )
 
 // app is every long-lived piece of one replica, in start order.
@@ -58,6 +61,7 @@ type app struct {
 	disp    *dispatch.Service
 	anl     *analysis.Service
 	res     *resume.Service
+	tasks   *tasks.Service
 	prune   *prune.Job
 }
 
@@ -258,6 +262,10 @@ func (a *app) buildWorkflows(context.Context) error {
 		return fmt.Errorf("analysis runs: %w", err)
 	}
 
+	if a.tasks, err = a.buildTasks(notes); err != nil {
+		return fmt.Errorf("tasks: %w", err)
+	}
+
 	a.res, err = resume.NewService(resume.Config{
 		MaxBytes: int64(cfg.ResumeMaxFileMB) << 20, MaxPages: cfg.ResumeMaxPages, MaxProfile: vacancy.MaxProfile, Claimer: a.beats.Claimer(),
 	}, resume.Deps{
@@ -269,6 +277,31 @@ func (a *app) buildWorkflows(context.Context) error {
 		return fmt.Errorf("résumé drafts: %w", err)
 	}
 	return nil
+}
+
+// buildTasks builds the pusher of approved tasks over the trackers the
+// configuration enables: GitHub with GITHUB_TOKEN, webhooks with
+// TASKS_WEBHOOK_SECRET (a destination of a kind not enabled waits, named
+// in the log).
+func (a *app) buildTasks(notes *bot.Renderer) (*tasks.Service, error) {
+	cfg := a.cfg
+	trackers := map[string]tasks.Tracker{}
+	if cfg.GitHubToken != "" {
+		gh, err := github.New(github.Config{URL: cfg.GitHubURL, Token: cfg.GitHubToken, UserAgent: "switchboard/" + version})
+		if err != nil {
+			return nil, fmt.Errorf("github: %w", err)
+		}
+		trackers[tasks.KindGitHub] = gh
+	}
+	if cfg.TasksWebhookSecret != "" {
+		wh, err := webhook.New(webhook.Config{Secret: []byte(cfg.TasksWebhookSecret), UserAgent: "switchboard/" + version})
+		if err != nil {
+			return nil, fmt.Errorf("webhook: %w", err)
+		}
+		trackers[tasks.KindWebhook] = wh
+	}
+	return tasks.NewService(tasks.Config{Claimer: a.beats.Claimer()}, a.store.Tasks(), trackers,
+		storage.TaskNotices{Notices: a.store.Notices()}, notes, a.log.With("component", "tasks")), nil
 }
 
 // buildJobs builds the scheduler and registers every periodic job.
@@ -333,6 +366,7 @@ func (a *app) buildBot(context.Context) error {
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Claimer: a.beats.Claimer(), Direct: a.out, Queue: a.store.Outbox(),
 		Inbox: a.store.Inbox(), Passing: storage.Passing, AboutData: storage.AboutData, Topics: a.store.ChatTopics(), Connected: a.topicModes,
 		Vacancies: a.vac, Letters: a.letters, Rhythm: a.vac, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl, Resume: a.res,
+		Tasks: a.store.Tasks(),
 	})
 	if err != nil {
 		return err
@@ -385,6 +419,7 @@ func (a *app) modules() []domain.Module {
 		}),
 		a.anl.Module(),
 		a.res.Module(),
+		a.tasks.Module(cfg.TasksPushInterval),
 	}
 }
 

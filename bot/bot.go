@@ -129,6 +129,7 @@ type Deps struct {
 	Dispatch  Dispatch
 	Analysis  Analysis
 	Resume    Resumes
+	Tasks     Tasks
 }
 
 // Bot serves Telegram updates.
@@ -294,6 +295,7 @@ func (b *Bot) registerWorkflows() {
 	registerIf(d.Dispatch, b.RegisterDispatch)
 	registerIf(d.Analysis, b.RegisterAnalysis)
 	registerIf(d.Resume, b.RegisterResume)
+	registerIf(d.Tasks, b.RegisterTasks)
 }
 
 // registerIf registers workflow w unless Deps leaves it out (nil).

@@ -178,36 +178,34 @@ func (u *tasksUI) list(r *Request) error {
 	return r.Reply(sb.String(), nil)
 }
 
-// TrackerRefused renders the admin chat's notice that a destination
-// refuses: our credentials (gone false) or the destination itself.
-func (b *Bot) TrackerRefused(d tasks.Destination, gone bool, why string) []domain.Message {
-	if b.cfg.AdminChatID == 0 {
+// adminNotice is a notice for the admin chat (its Notices topic in a
+// forum); nothing without an admin chat.
+func (rd *Renderer) adminNotice(key string, data locales.Data) []domain.Message {
+	if rd.rc.AdminChatID == 0 {
 		return nil
 	}
+	return toTopic(domain.TopicNotices, Messages(rd.rc.AdminChatID, domain.KindNote, 0, rd.cat.T(rd.rc.AdminLang, key, data), nil))
+}
+
+// TrackerRefused renders the admin chat's notice that a destination
+// refuses: our credentials (gone false) or the destination itself.
+func (rd *Renderer) TrackerRefused(d tasks.Destination, gone bool, why string) []domain.Message {
 	key := "tasks.refused_access"
 	if gone {
 		key = "tasks.refused_gone"
 	}
-	return b.notice(b.deps.Catalog.T(b.cfg.AdminLang, key, locales.Data{
-		"Destination": clip(d.String(), 200), "Why": clip(oneLine(why), 300),
-	}))
+	return rd.adminNotice(key, locales.Data{"Destination": clip(d.String(), 200), "Why": clip(oneLine(why), 300)})
 }
 
 // TrackerBack renders the notice that a destination takes pushes again.
-func (b *Bot) TrackerBack(d tasks.Destination) []domain.Message {
-	if b.cfg.AdminChatID == 0 {
-		return nil
-	}
-	return b.notice(b.deps.Catalog.T(b.cfg.AdminLang, "tasks.back", locales.Data{"Destination": clip(d.String(), 200)}))
+func (rd *Renderer) TrackerBack(d tasks.Destination) []domain.Message {
+	return rd.adminNotice("tasks.back", locales.Data{"Destination": clip(d.String(), 200)})
 }
 
 // AssigneeDropped renders the notice that a task was filed without the
 // assignee its tracker refused.
-func (b *Bot) AssigneeDropped(p tasks.Push, f tasks.Filed) []domain.Message {
-	if b.cfg.AdminChatID == 0 {
-		return nil
-	}
-	return b.notice(b.deps.Catalog.T(b.cfg.AdminLang, "tasks.assignee_dropped", locales.Data{
+func (rd *Renderer) AssigneeDropped(p tasks.Push, f tasks.Filed) []domain.Message {
+	return rd.adminNotice("tasks.assignee_dropped", locales.Data{
 		"Title": clip(oneLine(p.Task.Title), listTitleBudget), "Login": p.Task.Assignee, "URL": f.URL,
-	}))
+	})
 }

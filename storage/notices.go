@@ -62,3 +62,23 @@ func (s *Notices) Text(ctx context.Context, key string) (string, bool, error) {
 	}
 	return text, true, nil
 }
+
+// TaskNotices are the notices the task pusher gives (domain/tasks.Notices):
+// its messages rendered before, each key told once.
+type TaskNotices struct{ Notices *Notices }
+
+// Once tells msgs under key unless key is told already.
+func (n TaskNotices) Once(ctx context.Context, key string, msgs []domain.Message) error {
+	text := ""
+	if len(msgs) > 0 {
+		text = msgs[0].Text
+	}
+	_, err := n.Notices.Once(ctx, key, text, domain.Fixed[string](msgs...))
+	return err
+}
+
+// End tells msgs and forgets key, if key was told.
+func (n TaskNotices) End(ctx context.Context, key string, msgs []domain.Message) error {
+	_, err := n.Notices.End(ctx, key, domain.Fixed[string](msgs...))
+	return err
+}

@@ -121,6 +121,12 @@ func NewService(cfg Config, store Store, trackers map[string]Tracker, notices No
 	return &Service{cfg: cfg, store: store, trackers: trackers, notices: notices, render: render, log: log, now: time.Now}
 }
 
+// Module is the pushing as the house runs it: the push job, every
+// interval, on one replica per tick.
+func (s *Service) Module(interval time.Duration) domain.Module {
+	return domain.Module{Name: "tasks", Jobs: []domain.Job{{Name: "tasks-push", Every: interval, Run: s.Push}}}
+}
+
 // Push files due pushes one after another until none is due or ctx ends
 // (the tick's budget): the job.
 func (s *Service) Push(ctx context.Context) error {

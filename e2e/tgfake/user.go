@@ -54,6 +54,15 @@ func (s *Server) User(id int64, firstName, lang string) *Person {
 	return p
 }
 
+// SetUsername gives the user a @username (Telegram's, as others mention
+// them by); "" takes it away.
+func (p *Person) SetUsername(name string) {
+	s := p.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p.user.Username = name
+}
+
 // Group registers a basic group the bot is a member of. Group ids are
 // negative in the Bot API.
 func (s *Server) Group(id int64, title string) Chat {

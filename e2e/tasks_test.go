@@ -1,0 +1,133 @@
+package e2e_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain/tasks"
+	"switchboard/e2e"
+	"switchboard/e2e/ghfake"
+	"switchboard/e2e/tgfake"
+	"switchboard/llm/llmtest"
+	"switchboard/tracker/webhook"
+)
+
+// receiver is a team's webhook endpoint: it verifies every delivery's
+// signature, refuses the first fail deliveries with a 500, and keeps what
+// it accepted.
+type receiver struct {
+	mu       sync.Mutex
+	secret   []byte
+	fail     int
+	bad      int
+	accepted [][]byte
+	ids      []string
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if !webhook.Verify(rc.secret, body, r.Header.Get("X-Switchboard-Signature-256")) {
+		rc.bad++
+		http.Error(w, "bad signature", http.StatusUnauthorized)
+		return
+	}
+	if rc.fail > 0 {
+		rc.fail--
+		http.Error(w, "busy", http.StatusInternalServerError)
+		return
+	}
+	rc.accepted = append(rc.accepted, body)
+	rc.ids = append(rc.ids, r.Header.Get("X-Switchboard-Delivery"))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (rc *receiver) got() (accepted [][]byte, ids []string, bad int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([][]byte(nil), rc.accepted...), append([]string(nil), rc.ids...), rc.bad
+}
+
+// Issue 40's first path through the built binary: an admin sends one
+// group's approved tasks to a GitHub repository and another's to a
+// webhook. Approving a proposal on the board files it once as an issue
+// with its priority label, the assignee a member's linked login, and a
+// working link to its source message; /tasks shows it with its number.
+// The webhook's receiver refuses the first delivery with a 500 and gets
+// the task on a retry, signed, once.
+func TestApprovedTasksReachTheTeamsTracker(t *testing.T) {
+	t.Parallel()
+	gh := ghfake.New(t)
+	gh.AddRepo("acme/app")
+	gh.AddToken("ghp_test", "switchboard-bot", ghfake.Write("acme/app"))
+	gh.AddCollaborator("acme/app", "bob-gh")
+	rc := &receiver{secret: []byte("hook-secret"), fail: 1}
+	hook := httptest.NewServer(rc)
+	t.Cleanup(hook.Close)
+
+	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
+	team := env.TG.Supergroup(teamChat, "Team", "")
+	ops := env.TG.Supergroup(-1002000000002, "Ops", "")
+	env.LLM.On(llmtest.SystemContains("propose the tasks")).Named("proposals").ReplyFunc(func(r llmtest.Request) string {
+		out := proposals(r)
+		return strings.ReplaceAll(out, `"assignee":""`, `"assignee":"@BobDev"`)
+	})
+	env.Start(map[string]string{
+		"GITHUB_API_URL": gh.URL(), "GITHUB_TOKEN": "ghp_test", "TASKS_WEBHOOK_SECRET": "hook-secret",
+		"TASKS_PUSH_INTERVAL": "200ms",
+	})
+	pool := db(t, env)
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	ann := env.TG.User(841, "Ann", "en")
+	bob := env.TG.User(842, "Bob", "en")
+	bob.SetUsername("BobDev")
+
+	require.Contains(t, ask(t, env, bob, bob.ID(), "/github bob-gh").Text, "Linked: bob-gh")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(team.ID, 10)+" github acme/app").Text, "go to GitHub acme/app")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(ops.ID, 10)+" webhook "+hook.URL+"/tasks").Text, "go to webhook")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(team.ID, 10)+" github not a repo").Text, "Usage")
+
+	fix := ann.SendText(team.ID, "@BobDev, please fix the login page")
+	ann.SendText(ops.ID, "please renew the TLS certificate")
+	eventually(t, 10*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM group_messages`) == 2 })
+	ask(t, env, boss, boss.ID(), "/run_new 24h")
+	ask(t, env, boss, boss.ID(), "/run_start 1")
+	b := waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Run #1 completed") })
+	for _, label := range []string{"1 ✅", "2 ✅"} {
+		q, err := boss.PressButton(b, label)
+		require.NoError(t, err)
+		require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+	}
+
+	issue := gh.WaitIssue(t, "acme/app", func(i ghfake.Issue) bool { return strings.Contains(i.Title, "fix the login page") })
+	require.Contains(t, issue.Body, "https://t.me/c/2000000001/"+strconv.Itoa(fix.MessageID), "a working link to its source")
+	fixID := scalar[int64](t, pool, `SELECT id FROM analysis_proposals WHERE title LIKE '%login page%'`)
+	tlsID := scalar[int64](t, pool, `SELECT id FROM analysis_proposals WHERE title LIKE '%TLS%'`)
+	require.Contains(t, issue.Body, tasks.Marker(fixID))
+	require.Len(t, issue.Labels, 1)
+	require.Contains(t, issue.Labels[0], "medium")
+	require.Equal(t, []string{"bob-gh"}, issue.Assignees, "the mention of a member maps to their login")
+
+	env.TG.WaitFor(t, 60*time.Second, func() bool { a, _, _ := rc.got(); return len(a) == 1 })
+	accepted, ids, bad := rc.got()
+	require.Zero(t, bad, "every delivery is signed with the secret")
+	require.Contains(t, string(accepted[0]), "renew the TLS certificate")
+	require.Equal(t, []string{tasks.Marker(tlsID)}, ids)
+
+	list := ask(t, env, boss, boss.ID(), "/tasks")
+	require.Contains(t, list.Text, "#"+strconv.Itoa(issue.Number))
+	require.Contains(t, list.Text, "sent to webhook")
+	settled(t, pool)
+	require.Len(t, gh.Issues("acme/app"), 1, "filed once")
+	a, _, _ := rc.got()
+	require.Len(t, a, 1, "delivered once the receiver took it")
+}
