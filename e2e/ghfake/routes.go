@@ -36,7 +36,7 @@ func (s *Server) route(r *http.Request) route {
 		return route{known: true, resource: "core", handle: h}
 	}
 	switch {
-	case len(seg) == 1 && seg[0] == "rate_limit":
+	case len(seg) == 1 && "/"+seg[0] == rateLimitPath:
 		rt := on(http.MethodGet, s.rateLimit)
 		if rt.known {
 			rt.resource = ""
@@ -130,3 +130,7 @@ func bearer(r *http.Request) string {
 	_, tok, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 	return strings.TrimSpace(tok)
 }
+
+// rateLimitPath is GitHub's rate-limit status, which counts against no
+// limit.
+const rateLimitPath = "/rate_limit"
