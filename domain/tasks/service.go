@@ -157,6 +157,11 @@ func (s *Service) push(ctx context.Context, p Push) error {
 	if err == nil && !found {
 		f, err = tr.File(ctx, p.Destination.Target, p.Task)
 	}
+	// What the tracker answered is recorded even when the tick's budget
+	// ran out meanwhile: a filed task recorded late is better than one
+	// found by its marker a lease later.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWithin)
+	defer cancel()
 	if err != nil {
 		return s.refused(ctx, log, p, err)
 	}
@@ -179,6 +184,9 @@ func (s *Service) push(ctx context.Context, p Push) error {
 	}
 	return nil
 }
+
+// recordWithin bounds the writes that record a push's outcome.
+const recordWithin = 10 * time.Second
 
 // refused acts on a tracker's error: a rate limit pauses the whole kind
 // until its "not before"; our credentials refused pause the kind and tell

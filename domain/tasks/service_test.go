@@ -1,0 +1,211 @@
+package tasks_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
+	"switchboard/domain/analysis"
+	"switchboard/domain/tasks"
+	"switchboard/e2e/ghfake"
+	"switchboard/storage"
+	"switchboard/storage/storagetest"
+	"switchboard/tracker/github"
+)
+
+const team = int64(-1001234567890)
+
+// world is the pusher over a real database and the fake GitHub.
+type world struct {
+	t     *testing.T
+	ctx   context.Context
+	store *storage.Store
+	gh    *ghfake.Server
+	told  atomic.Int64
+}
+
+func newWorld(t *testing.T, opts ...ghfake.Option) *world {
+	t.Helper()
+	w := &world{t: t, ctx: context.Background(), store: storagetest.New(t), gh: ghfake.New(t, opts...)}
+	w.gh.AddRepo("acme/app")
+	w.gh.AddToken("ghp_test", "switchboard-bot", ghfake.Write("acme/app"))
+	require.NoError(t, w.store.Tasks().SetDestination(w.ctx, tasks.Destination{ChatID: team, Kind: tasks.KindGitHub, Target: "acme/app"}, 7))
+	return w
+}
+
+// approve saves n proposals from the team's messages in a completed run
+// and approves them all: n pushes queued.
+func (w *world) approve(n int) {
+	w.t.Helper()
+	runs := w.store.Runs()
+	r, _, err := runs.Create(w.ctx, analysis.Run{CreatedBy: 7, From: time.Now().Add(-time.Hour), To: time.Now(),
+		Filters: analysis.Filters{Window: time.Hour}}, nil)
+	require.NoError(w.t, err)
+	_, ok, err := runs.Start(w.ctx, r.ID, false, time.Hour, nil)
+	require.NoError(w.t, err)
+	require.True(w.t, ok)
+	ps := make([]analysis.Proposal, n)
+	for i := range ps {
+		id := int64(1000*r.ID) + int64(i)
+		require.NoError(w.t, w.store.GroupChats().SaveMessage(w.ctx, analysis.GroupMessage{ChatID: team, MessageID: id, AuthorID: 5,
+			Author: "Ann", Text: fmt.Sprintf("please do thing %d", id), Date: time.Now()}))
+		ps[i] = analysis.Proposal{Title: fmt.Sprintf("thing %d", id), Description: "from the chat", Priority: "high",
+			Sources: []analysis.Ref{{ChatID: team, MessageID: id}}}
+	}
+	_, _, err = runs.SaveProposalBatch(w.ctx, r.ID, 1, n, ps, nil)
+	require.NoError(w.t, err)
+	_, ok, err = runs.Complete(w.ctx, r.ID, nil)
+	require.NoError(w.t, err)
+	require.True(w.t, ok)
+	_, ok, err = runs.AskApproveAllProposals(w.ctx, r.ID, nil)
+	require.NoError(w.t, err)
+	require.True(w.t, ok)
+	approved, _, ok, err := runs.ApproveAllProposals(w.ctx, r.ID, 7, nil)
+	require.NoError(w.t, err)
+	require.True(w.t, ok)
+	require.Len(w.t, approved, n)
+}
+
+// service is a pusher over store (the world's, or one that fails where a
+// test says), with a lease of lease.
+func (w *world) service(store tasks.Store, lease time.Duration) *tasks.Service {
+	w.t.Helper()
+	gh, err := github.New(github.Config{URL: w.gh.URL(), Token: "ghp_test"})
+	require.NoError(w.t, err)
+	return tasks.NewService(tasks.Config{Lease: lease, Claimer: "test"}, store, map[string]tasks.Tracker{tasks.KindGitHub: gh},
+		notices{w}, render{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// pushed counts the pushes recorded as filed.
+func (w *world) pushed() int {
+	w.t.Helper()
+	var n int
+	require.NoError(w.t, w.store.Pool().QueryRow(w.ctx, `SELECT count(*) FROM task_pushes WHERE state = 'pushed'`).Scan(&n))
+	return n
+}
+
+// until runs push until every one of n pushes is recorded, bounded by
+// what no healthy pusher takes.
+func (w *world) until(s *tasks.Service, n int) {
+	w.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for w.pushed() < n {
+		require.True(w.t, time.Now().Before(deadline), "%d of %d pushed", w.pushed(), n)
+		ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
+		require.NoError(w.t, s.Push(ctx))
+		cancel()
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// filedOnce asserts the repository holds n issues, one per task.
+func (w *world) filedOnce(n int) {
+	w.t.Helper()
+	seen := map[string]int{}
+	for _, i := range w.gh.Issues("acme/app") {
+		seen[i.Title]++
+	}
+	require.Len(w.t, seen, n)
+	for title, k := range seen {
+		require.Equal(w.t, 1, k, "%q filed %d times", title, k)
+	}
+}
+
+type notices struct{ w *world }
+
+func (n notices) Once(context.Context, string, []domain.Message) error { n.w.told.Add(1); return nil }
+func (notices) End(context.Context, string, []domain.Message) error    { return nil }
+
+type render struct{}
+
+func (render) TrackerRefused(tasks.Destination, bool, string) []domain.Message { return nil }
+func (render) TrackerBack(tasks.Destination) []domain.Message                  { return nil }
+func (render) AssigneeDropped(tasks.Push, tasks.Filed) []domain.Message       { return nil }
+
+// GitHub's secondary limit trips while a hundred approved tasks are
+// pushed: every task is filed once, no request reaches GitHub before its
+// Retry-After, and the admins are not bothered (a rate limit passes).
+func TestSecondaryLimitDuringAHundredPushes(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, ghfake.WithLimits(ghfake.Limits{Core: 5000, Search: 30}))
+	w.approve(100)
+	s := w.service(w.store.Tasks(), time.Minute)
+	tripped := false
+	deadline := time.Now().Add(2 * time.Minute)
+	for w.pushed() < 100 {
+		require.True(t, time.Now().Before(deadline), "%d of 100 pushed", w.pushed())
+		if !tripped && w.pushed() >= 30 {
+			w.gh.TripSecondaryLimit(3 * time.Second)
+			tripped = true
+		}
+		ctx, cancel := context.WithTimeout(w.ctx, 2*time.Second)
+		require.NoError(t, s.Push(ctx))
+		cancel()
+		time.Sleep(50 * time.Millisecond)
+	}
+	w.filedOnce(100)
+	require.Empty(t, w.gh.EarlyRequests(), "a request before GitHub's Retry-After")
+	limited := 0
+	for _, r := range w.gh.Requests() {
+		if r.Status == 403 || r.Status == 429 {
+			limited++
+		}
+	}
+	require.Equal(t, 1, limited, "one refusal, then the pushes waited")
+	require.Zero(t, w.told.Load(), "a rate limit is not the admins' business")
+}
+
+// crashing is a store whose replica dies at a step of a push: it claims,
+// and then the step named in die fails once, as if the process were
+// killed there (nothing after it happens; the claim stays until its
+// lease runs out).
+type crashing struct {
+	*storage.Tasks
+	die   string // "claim" (before the request) or "record" (after GitHub's answer)
+	fired atomic.Bool
+}
+
+var errKilled = errors.New("killed")
+
+func (c *crashing) Claim(ctx context.Context, claimer string, lease time.Duration) (tasks.Push, bool, error) {
+	p, ok, err := c.Tasks.Claim(ctx, claimer, lease)
+	if ok && c.die == "claim" && c.fired.CompareAndSwap(false, true) {
+		return tasks.Push{}, false, errKilled // claimed; the request never goes
+	}
+	return p, ok, err
+}
+
+func (c *crashing) Pushed(ctx context.Context, p tasks.Push, f tasks.Filed) (bool, error) {
+	if c.die == "record" && c.fired.CompareAndSwap(false, true) {
+		return false, errKilled // GitHub filed it; our commit never happens
+	}
+	return c.Tasks.Pushed(ctx, p, f)
+}
+
+// A replica killed after claiming (before its request) or after GitHub's
+// answer (before its commit) leaves the push claimed; once the claim's
+// lease runs out another takes it and, finding the task filed by its
+// marker where GitHub has it, records it: every task is filed once.
+func TestAPushKilledAtEachStepIsFiledOnce(t *testing.T) {
+	t.Parallel()
+	for _, die := range []string{"claim", "record"} {
+		t.Run(die, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			w.approve(3)
+			const lease = time.Second
+			dying := w.service(&crashing{Tasks: w.store.Tasks(), die: die}, lease)
+			require.ErrorIs(t, dying.Push(w.ctx), errKilled)
+			w.until(w.service(w.store.Tasks(), lease), 3)
+			w.filedOnce(3)
+		})
+	}
+}
