@@ -128,7 +128,7 @@ type render struct{}
 
 func (render) TrackerRefused(tasks.Destination, bool, string) []domain.Message { return nil }
 func (render) TrackerBack(tasks.Destination) []domain.Message                  { return nil }
-func (render) AssigneeDropped(tasks.Push, tasks.Filed) []domain.Message       { return nil }
+func (render) AssigneeDropped(tasks.Push, tasks.Filed) []domain.Message        { return nil }
 
 // GitHub's secondary limit trips while a hundred approved tasks are
 // pushed: every task is filed once, no request reaches GitHub before its
