@@ -419,7 +419,7 @@ func (a *app) modules() []domain.Module {
 		}),
 		a.anl.Module(),
 		a.res.Module(),
-		a.tasks.Module(cfg.TasksPushInterval),
+		a.tasks.Module(cfg.TasksPushInterval, cfg.TasksSyncInterval),
 	}
 }
 

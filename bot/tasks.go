@@ -209,3 +209,15 @@ func (rd *Renderer) AssigneeDropped(p tasks.Push, f tasks.Filed) []domain.Messag
 		"Title": clip(oneLine(p.Task.Title), listTitleBudget), "Login": p.Task.Assignee, "URL": f.URL,
 	})
 }
+
+// TaskClosed renders the admin chat's log line that a filed task was
+// closed in its tracker.
+func (rd *Renderer) TaskClosed(t tasks.Tracked) []domain.Message {
+	if rd.rc.AdminChatID == 0 {
+		return nil
+	}
+	text := rd.cat.T(rd.rc.AdminLang, "tasks.closed", locales.Data{
+		"Title": clip(oneLine(t.Title), listTitleBudget), "Number": t.Number, "URL": t.URL,
+	})
+	return toTopic(domain.TopicLog, Messages(rd.rc.AdminChatID, domain.KindNote, 0, text, nil))
+}

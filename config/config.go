@@ -70,6 +70,7 @@ type Config struct {
 	GitHubToken        string        `env:"GITHUB_TOKEN" secret:"true" help:"a fine-grained personal access token with Issues read and write on the repositories approved tasks go to (empty: no GitHub destination works; or GITHUB_TOKEN_FILE)"`
 	TasksWebhookSecret string        `env:"TASKS_WEBHOOK_SECRET" secret:"true" help:"the key a webhook destination's JSON is signed with (HMAC-SHA256 in X-Switchboard-Signature-256; empty: no webhook destination works; or TASKS_WEBHOOK_SECRET_FILE)"`
 	TasksPushInterval  time.Duration `env:"TASKS_PUSH_INTERVAL" envDefault:"2s" help:"how often approved tasks waiting for their tracker are pushed"`
+	TasksSyncInterval  time.Duration `env:"TASKS_SYNC_INTERVAL" envDefault:"5m" help:"how often the filed tasks' states are read back from GitHub (conditional requests: an unchanged issue costs no rate limit)"`
 
 	AdminIDs    []int64 `env:"ADMIN_IDS" envSeparator:"," help:"admins' Telegram user ids, comma-separated"`
 	AdminChatID int64   `env:"ADMIN_CHAT_ID" help:"chat for events and the live log (0: none)"`

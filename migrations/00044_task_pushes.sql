@@ -34,6 +34,11 @@ CREATE TABLE task_pushes (
     url            text,
     issue_state    text,
     assignee_dropped boolean   NOT NULL DEFAULT false,
+    -- the issue as last read (GitHub's ETag: a 304 costs no rate limit),
+    -- and whether its closing was told in the admin chat
+    etag           text,
+    synced_at      timestamptz,
+    closed_told    boolean     NOT NULL DEFAULT false,
     last_error     text        NOT NULL DEFAULT '',
     created_at     timestamptz NOT NULL DEFAULT now(),
     pushed_at      timestamptz

@@ -282,3 +282,57 @@ LIMIT $2`, since.Microseconds(), limit)
 func (s *Tasks) Tell(ctx context.Context, msgs []domain.Message) error {
 	return s.withTx(ctx, func(tx pgx.Tx) error { return enqueueTx(ctx, tx, msgs) })
 }
+
+// Filed are up to limit pushed issues approved within since whose closing
+// was not told yet, the least recently read first: what the sync reads.
+func (s *Tasks) Filed(ctx context.Context, since time.Duration, limit int) ([]tasks.Tracked, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT tp.id, tp.proposal_id, p.title, tp.chat_id, tp.kind, tp.target, tp.number, coalesce(tp.url, ''),
+       coalesce(tp.issue_state, ''), coalesce(tp.etag, '')
+FROM task_pushes tp JOIN analysis_proposals p ON p.id = tp.proposal_id
+WHERE tp.state = 'pushed' AND tp.number IS NOT NULL AND NOT tp.closed_told
+  AND p.decided_at > now() - $1 * interval '1 microsecond'
+ORDER BY tp.synced_at NULLS FIRST, tp.id
+LIMIT $2`, since.Microseconds(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("filed tasks: %w", err)
+	}
+	var out []tasks.Tracked
+	var r tasks.Tracked
+	if _, err := pgx.ForEachRow(rows, []any{&r.PushID, &r.ProposalID, &r.Title, &r.Destination.ChatID, &r.Destination.Kind,
+		&r.Destination.Target, &r.Number, &r.URL, &r.State, &r.ETag}, func() error {
+		out = append(out, r)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("filed tasks: %w", err)
+	}
+	return out, nil
+}
+
+// Synced records what the tracker says of a filed task now; a closing
+// not told before is told (tell's messages, written with it), once across
+// replicas: the row's closed_told flips once.
+func (s *Tasks) Synced(ctx context.Context, t tasks.Tracked, state, etag string, tell []domain.Message) (bool, error) {
+	told := false
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		told = false
+		if _, err := tx.Exec(ctx, `
+UPDATE task_pushes SET issue_state = NULLIF($2, ''), etag = NULLIF($3, ''), synced_at = now() WHERE id = $1`,
+			t.PushID, state, etag); err != nil {
+			return err
+		}
+		if state != "closed" {
+			return nil
+		}
+		tag, err := tx.Exec(ctx, `UPDATE task_pushes SET closed_told = true WHERE id = $1 AND NOT closed_told`, t.PushID)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		told = true
+		return enqueueTx(ctx, tx, tell)
+	})
+	if err != nil {
+		return false, fmt.Errorf("sync push %d: %w", t.PushID, err)
+	}
+	return told, nil
+}

@@ -51,6 +51,31 @@ func MessageLink(chatID, messageID int64) string {
 	return "https://t.me/c/" + internal + "/" + strconv.FormatInt(messageID, 10)
 }
 
+// Tracked is a filed task as the sync reads it.
+type Tracked struct {
+	PushID      int64
+	ProposalID  int64
+	Title       string
+	Destination Destination
+	Number      int
+	URL         string
+	State       string
+	ETag        string
+}
+
+// Syncer reads a filed task's state from its tracker, conditionally: etag
+// is what the last read answered, and notModified says nothing changed
+// (GitHub counts no rate limit for it). GitHub's client implements it.
+type Syncer interface {
+	Issue(ctx context.Context, target string, number int, etag string) (f Filed, newETag string, notModified bool, err error)
+}
+
+// SyncStore is the sync's storage (storage.Tasks).
+type SyncStore interface {
+	Filed(ctx context.Context, since time.Duration, limit int) ([]Tracked, error)
+	Synced(ctx context.Context, t Tracked, state, etag string, tell []domain.Message) (bool, error)
+}
+
 // Store is the pushes' storage (storage.Tasks).
 type Store interface {
 	Claim(ctx context.Context, claimer string, lease time.Duration) (Push, bool, error)
@@ -76,6 +101,8 @@ type Notifier interface {
 	// AssigneeDropped: a task was filed without the assignee its tracker
 	// refused.
 	AssigneeDropped(p Push, f Filed) []domain.Message
+	// TaskClosed: a filed task was closed in its tracker.
+	TaskClosed(t Tracked) []domain.Message
 }
 
 // Config tunes the pushing.
@@ -102,13 +129,17 @@ type Service struct {
 	trackers map[string]Tracker
 	notices  Notices
 	render   Notifier
+	sync     SyncStore
 	log      *slog.Logger
 	now      func() time.Time
 }
 
 // NewService builds the pusher over the trackers by kind (KindGitHub,
 // KindWebhook; a kind without one waits, named in the log).
-func NewService(cfg Config, store Store, trackers map[string]Tracker, notices Notices, render Notifier, log *slog.Logger) *Service {
+func NewService(cfg Config, store interface {
+	Store
+	SyncStore
+}, trackers map[string]Tracker, notices Notices, render Notifier, log *slog.Logger) *Service {
 	if cfg.Lease <= 0 {
 		cfg.Lease = 2 * time.Minute
 	}
@@ -118,13 +149,60 @@ func NewService(cfg Config, store Store, trackers map[string]Tracker, notices No
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = 10 * time.Minute
 	}
-	return &Service{cfg: cfg, store: store, trackers: trackers, notices: notices, render: render, log: log, now: time.Now}
+	return &Service{cfg: cfg, store: store, sync: store, trackers: trackers, notices: notices, render: render, log: log, now: time.Now}
 }
 
-// Module is the pushing as the house runs it: the push job, every
-// interval, on one replica per tick.
-func (s *Service) Module(interval time.Duration) domain.Module {
-	return domain.Module{Name: "tasks", Jobs: []domain.Job{{Name: "tasks-push", Every: interval, Run: s.Push}}}
+// Module is the pushing as the house runs it: the push job every
+// interval and the sync every sync, each on one replica per tick.
+func (s *Service) Module(interval, sync time.Duration) domain.Module {
+	return domain.Module{Name: "tasks", Jobs: []domain.Job{
+		{Name: "tasks-push", Every: interval, Run: s.Push},
+		{Name: "tasks-sync", Every: sync, Run: s.Sync},
+	}}
+}
+
+// syncWindow and syncBatch bound a sync: the last 30 days' filed tasks
+// whose closing was not told, the least recently read first, a batch a
+// tick (each read of an unchanged issue is a 304, free of GitHub's limit).
+const (
+	syncWindow = 30 * 24 * time.Hour
+	syncBatch  = 100
+)
+
+// Sync reads the filed tasks' states from their trackers and tells the
+// admin chat's log, once, of each one closed there: the job. A tracker's
+// refusal ends the tick (the next one tries again); a rate limit is the
+// push's to honour, so the sync stops at it too.
+func (s *Service) Sync(ctx context.Context) error {
+	ts, err := s.sync.Filed(ctx, syncWindow, syncBatch)
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		syncer, ok := s.trackers[t.Destination.Kind].(Syncer)
+		if !ok {
+			continue
+		}
+		f, etag, same, err := syncer.Issue(ctx, t.Destination.Target, t.Number, t.ETag)
+		if err != nil {
+			s.log.Warn("tasks: a filed task's state not read", "push", t.PushID, "err", err)
+			return nil
+		}
+		state := t.State
+		if !same {
+			state = f.State
+		} else {
+			etag = t.ETag
+		}
+		told, err := s.sync.Synced(ctx, t, state, etag, s.render.TaskClosed(t))
+		if err != nil {
+			return err
+		}
+		if told {
+			s.log.Info("tasks: a filed task was closed in its tracker", "push", t.PushID, "number", t.Number)
+		}
+	}
+	return nil
 }
 
 // Push files due pushes one after another until none is due or ctx ends

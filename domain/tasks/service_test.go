@@ -76,7 +76,10 @@ func (w *world) approve(n int) {
 
 // service is a pusher over store (the world's, or one that fails where a
 // test says), with a lease of lease.
-func (w *world) service(store tasks.Store, lease time.Duration) *tasks.Service {
+func (w *world) service(store interface {
+	tasks.Store
+	tasks.SyncStore
+}, lease time.Duration) *tasks.Service {
 	w.t.Helper()
 	gh, err := github.New(github.Config{URL: w.gh.URL(), Token: "ghp_test"})
 	require.NoError(w.t, err)
@@ -129,6 +132,9 @@ type render struct{}
 func (render) TrackerRefused(tasks.Destination, bool, string) []domain.Message { return nil }
 func (render) TrackerBack(tasks.Destination) []domain.Message                  { return nil }
 func (render) AssigneeDropped(tasks.Push, tasks.Filed) []domain.Message        { return nil }
+func (render) TaskClosed(t tasks.Tracked) []domain.Message {
+	return []domain.Message{{ChatID: -5001, Kind: domain.KindNote, Text: fmt.Sprintf("closed #%d", t.Number)}}
+}
 
 // GitHub's secondary limit trips while a hundred approved tasks are
 // pushed: every task is filed once, no request reaches GitHub before its
@@ -208,4 +214,32 @@ func TestAPushKilledAtEachStepIsFiledOnce(t *testing.T) {
 			w.filedOnce(3)
 		})
 	}
+}
+
+// The sync reads each filed issue back with its ETag: an unchanged one is
+// a 304; one closed on GitHub is told in the admin chat once, whichever
+// replica reads it, and read no more.
+func TestAClosedIssueIsToldOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.approve(2)
+	s := w.service(w.store.Tasks(), time.Minute)
+	w.until(s, 2)
+	require.NoError(t, s.Sync(w.ctx))
+	before := len(w.gh.Requests())
+	require.NoError(t, s.Sync(w.ctx))
+	for _, r := range w.gh.Requests()[before:] {
+		require.Equal(t, 304, r.Status, "an unchanged issue read again: %s %s", r.Method, r.Path)
+	}
+	first := w.gh.Issues("acme/app")[0]
+	w.gh.CloseIssue("acme/app", first.Number, "completed")
+	other := w.service(w.store.Tasks(), time.Minute) // another replica
+	require.NoError(t, s.Sync(w.ctx))
+	require.NoError(t, other.Sync(w.ctx))
+	var told int
+	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT count(*) FROM outbox WHERE body->>'text' LIKE 'closed #%'`).Scan(&told))
+	require.Equal(t, 1, told, "told once")
+	var state string
+	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT issue_state FROM task_pushes WHERE number = $1`, first.Number).Scan(&state))
+	require.Equal(t, "closed", state)
 }
