@@ -131,3 +131,57 @@ func TestApprovedTasksReachTheTeamsTracker(t *testing.T) {
 	a, _, _ := rc.got()
 	require.Len(t, a, 1, "delivered once the receiver took it")
 }
+
+// A replica is killed (SIGKILL) while it pushes, at each step: while it
+// asks GitHub whether the task is filed (before its request), and after
+// GitHub filed the task but before the answer reached it (before our
+// commit). The next replica takes the dead one's claim back and files
+// nothing twice: each approved task is one issue.
+func TestAPushingReplicaKilledFilesEachTaskOnce(t *testing.T) {
+	t.Parallel()
+	gh := ghfake.New(t)
+	gh.AddRepo("acme/app")
+	gh.AddToken("ghp_test", "switchboard-bot", ghfake.Write("acme/app"))
+	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
+	team := env.TG.Supergroup(teamChat, "Team", "")
+	proposeTasks(env)
+	over := map[string]string{"GITHUB_API_URL": gh.URL(), "GITHUB_TOKEN": "ghp_test", "TASKS_PUSH_INTERVAL": "200ms"}
+	p := env.Start(over)
+	pool := db(t, env)
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	ann := env.TG.User(851, "Ann", "en")
+	ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(team.ID, 10)+" github acme/app")
+	ann.SendText(team.ID, "please fix the login page")
+	ann.SendText(team.ID, "please rotate the keys")
+	eventually(t, 10*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM group_messages`) == 2 })
+	ask(t, env, boss, boss.ID(), "/run_new 24h")
+	ask(t, env, boss, boss.ID(), "/run_start 1")
+	b := waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Run #1 completed") })
+	pushed := func() int { return scalar[int](t, pool, `SELECT count(*) FROM task_pushes WHERE state = 'pushed'`) }
+
+	for i, step := range []struct {
+		name   string
+		before func()
+		held   func() bool
+	}{
+		{"before its request", func() { gh.HangNext(1) }, func() bool { return gh.PendingFaults() == 0 }},
+		{"after GitHub's answer", func() { gh.LoseNextAnswer(1, http.MethodPost, "/repos/acme/app/issues") },
+			func() bool { return len(gh.Issues("acme/app")) == 2 && gh.PendingFaults() == 0 }},
+	} {
+		step.before()
+		q, err := boss.PressButton(b, strconv.Itoa(i+1)+" ✅")
+		require.NoError(t, err)
+		env.TG.WaitCallbackAnswer(t, q.ID)
+		env.TG.WaitFor(t, 60*time.Second, step.held)
+		p.Kill()
+		require.Equal(t, i, pushed(), "%s: nothing recorded by the dead replica", step.name)
+		p = env.Start(over)
+		eventually(t, 90*time.Second, func() bool { return pushed() == i+1 })
+		require.Len(t, gh.Issues("acme/app"), i+1, "%s: filed once", step.name)
+	}
+	titles := map[string]int{}
+	for _, is := range gh.Issues("acme/app") {
+		titles[is.Title]++
+	}
+	require.Equal(t, map[string]int{"please fix the login page": 1, "please rotate the keys": 1}, titles)
+}

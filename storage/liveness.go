@@ -217,6 +217,10 @@ var claimTables = []claimTable{
 	// The résumé workers sweep every 2 s.
 	{name: "profile_drafts", live: "state = 'reading' AND claimed_until > now()",
 		giveBack: "claimed_until = now()"},
+	// The pusher runs every TASKS_PUSH_INTERVAL; the next tick, on any
+	// replica, finds the task its dead claimer may have filed by its marker.
+	{name: "task_pushes", live: "state = 'pending' AND claim_token IS NOT NULL AND claimed_until > now()",
+		giveBack: "claimed_by = NULL, claim_token = NULL, claimed_until = NULL"},
 }
 
 // reapPayload on memory.Channel wakes every replica's memory reaper.

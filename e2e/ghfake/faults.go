@@ -15,6 +15,11 @@ type Fault struct {
 	// Hang holds the request, answering nothing, until the client gives
 	// up (its deadline) or the server closes.
 	Hang bool
+	// LoseAnswer lets the API do what the request asks (an issue is
+	// created) and then loses the answer on its way back: the request
+	// hangs as with Hang. A client that crashed or gave up then cannot
+	// know its request took effect.
+	LoseAnswer bool
 	// Method and Path restrict the fault ("" matches any); Path is a
 	// prefix of the request's path, e.g. "/search/issues".
 	Method string
@@ -35,6 +40,12 @@ func (s *Server) InjectFault(n int, f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = append(s.faults, &queuedFault{Fault: f, left: n})
+}
+
+// LoseNextAnswer makes the next n requests of method to paths under path
+// take effect and their answers get lost (see Fault.LoseAnswer).
+func (s *Server) LoseNextAnswer(n int, method, path string) {
+	s.InjectFault(n, Fault{LoseAnswer: true, Method: method, Path: path})
 }
 
 // FailNext makes the next n requests answer status (see Fault).

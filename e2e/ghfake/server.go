@@ -244,7 +244,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	if f, ok := s.takeFault(r); ok {
 		rec.Fault = true
-		rec.Status = s.serveFault(w, r, f)
+		if f.LoseAnswer {
+			// The API answers into the void; the client waits for nothing.
+			rec.Status = s.serveAPI(httptest.NewRecorder(), r, body, &rec)
+			f.Hang = true
+		}
+		status := s.serveFault(w, r, f)
+		if !f.LoseAnswer {
+			rec.Status = status
+		}
 		return
 	}
 	if strings.TrimSpace(r.Header.Get("User-Agent")) == "" {
