@@ -265,6 +265,7 @@ func (a *app) buildWorkflows(context.Context) error {
 	if a.tasks, err = a.buildTasks(notes); err != nil {
 		return fmt.Errorf("tasks: %w", err)
 	}
+	a.tasks.ShowOn(a.anl)
 
 	a.res, err = resume.NewService(resume.Config{
 		MaxBytes: int64(cfg.ResumeMaxFileMB) << 20, MaxPages: cfg.ResumeMaxPages, MaxProfile: vacancy.MaxProfile, Claimer: a.beats.Claimer(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"strconv"
 	"strings"
 	"sync"
@@ -1113,6 +1114,9 @@ func (rd *Renderer) renderPage(lang string, rv analysis.Review) string {
 		}
 		if d := clip(oneLine(p.Deadline), 20); d != "" {
 			meta = append(meta, cat.T(lang, "board.due", locales.Data{"Deadline": locales.HTML(d)}))
+		}
+		if p.FiledURL != "" && p.FiledNumber > 0 {
+			meta = append(meta, `<a href="`+html.EscapeString(p.FiledURL)+`">#`+strconv.Itoa(p.FiledNumber)+`</a>`)
 		}
 		if len(meta) > 0 {
 			head += " · " + strings.Join(meta, " · ")

@@ -83,7 +83,7 @@ func TestApprovedTasksReachTheTeamsTracker(t *testing.T) {
 	})
 	env.Start(map[string]string{
 		"GITHUB_API_URL": gh.URL(), "GITHUB_TOKEN": "ghp_test", "TASKS_WEBHOOK_SECRET": "hook-secret",
-		"TASKS_PUSH_INTERVAL": "200ms",
+		"TASKS_PUSH_INTERVAL": "200ms", "TASKS_SYNC_INTERVAL": "1s",
 	})
 	pool := db(t, env)
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")
@@ -123,11 +123,32 @@ func TestApprovedTasksReachTheTeamsTracker(t *testing.T) {
 	require.Contains(t, string(accepted[0]), "renew the TLS certificate")
 	require.Equal(t, []string{tasks.Marker(tlsID)}, ids)
 
+	// The board links the issue; closing it on GitHub is told once.
+	waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool {
+		for _, e := range m.Entities {
+			if e.Type == "text_link" && strings.HasSuffix(e.URL, "/issues/"+strconv.Itoa(issue.Number)) {
+				return true
+			}
+		}
+		return false
+	})
+	gh.CloseIssue("acme/app", issue.Number, "completed")
+	closedNote := func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Task closed on GitHub") }
+	env.TG.WaitMessage(t, adminGroup, closedNote)
+
 	list := ask(t, env, boss, boss.ID(), "/tasks")
 	require.Contains(t, list.Text, "#"+strconv.Itoa(issue.Number))
 	require.Contains(t, list.Text, "sent to webhook")
 	settled(t, pool)
 	require.Len(t, gh.Issues("acme/app"), 1, "filed once")
+	require.Contains(t, list.Text, "(closed)")
+	closings := 0
+	for _, m := range env.TG.Messages(adminGroup) {
+		if closedNote(m) {
+			closings++
+		}
+	}
+	require.Equal(t, 1, closings, "a closed issue is told once")
 	a, _, _ := rc.got()
 	require.Len(t, a, 1, "delivered once the receiver took it")
 }

@@ -186,7 +186,9 @@ func reviewOf(ctx context.Context, tx pgx.Tx, run analysis.Run) (analysis.Review
 	if run.ProposalsTotal == 0 {
 		return rv, nil
 	}
-	rows, err := tx.Query(ctx, `SELECT `+proposalSelect+` FROM analysis_proposals p
+	rows, err := tx.Query(ctx, `SELECT `+proposalSelect+`, coalesce(tp.url, ''), coalesce(tp.number, 0)
+FROM analysis_proposals p
+LEFT JOIN task_pushes tp ON tp.proposal_id = p.id AND tp.state = 'pushed'
 WHERE p.run_id = $1 AND p.ordinal > $2 AND p.ordinal <= $3 ORDER BY p.ordinal`,
 		run.ID, rv.Page*analysis.ReviewPageSize, (rv.Page+1)*analysis.ReviewPageSize)
 	if err != nil {
@@ -194,8 +196,11 @@ WHERE p.run_id = $1 AND p.ordinal > $2 AND p.ordinal <= $3 ORDER BY p.ordinal`,
 	}
 	var ps proposalScan
 	var sources []byte
-	_, err = pgx.ForEachRow(rows, append(ps.dest(), &sources), func() error {
+	var url string
+	var number int
+	_, err = pgx.ForEachRow(rows, append(ps.dest(), &sources, &url, &number), func() error {
 		p, err := withSources(ps.proposal(), sources)
+		p.FiledURL, p.FiledNumber = url, number
 		rv.Proposals = append(rv.Proposals, p)
 		return err
 	})

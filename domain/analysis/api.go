@@ -169,6 +169,17 @@ func (s *Service) Decide(ctx context.Context, proposalID, adminID int64, approve
 	return p, r, nil
 }
 
+// RefreshBoard draws the run's board again as it stands (its page kept):
+// a proposal filed in the team's tracker shows its link.
+func (s *Service) RefreshBoard(ctx context.Context, runID int64) error {
+	r, err := s.deps.Runs.Get(ctx, runID)
+	if err != nil {
+		return err
+	}
+	_, err = s.deps.Runs.TurnPage(ctx, runID, r.ReviewPage, s.renderBoard(false))
+	return err
+}
+
 // TurnPage shows another page of the run's proposals on its board.
 func (s *Service) TurnPage(ctx context.Context, runID int64, page int) (Run, error) {
 	return s.deps.Runs.TurnPage(ctx, runID, max(page, 0), s.renderBoard(false))

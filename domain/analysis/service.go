@@ -123,7 +123,12 @@ type Proposal struct {
 	// The admin-chat message with the buttons, recorded when the outbox
 	// delivers it (zero: not delivered yet).
 	MessageID int
-	CreatedAt time.Time
+	// FiledURL and FiledNumber name the issue an approved proposal became
+	// in the team's tracker (domain/tasks), once pushed; "" and 0 before,
+	// and for a tracker without numbers (a webhook). The board reads them.
+	FiledURL    string
+	FiledNumber int
+	CreatedAt   time.Time
 }
 
 // Chats is the recorded group messages and chats (api.go, the executor's

@@ -84,6 +84,16 @@ type Store interface {
 	Pause(ctx context.Context, scope string, until time.Time, reason string) error
 }
 
+// Boards redraws an analysis run's board (analysis.Service): a filed
+// task's link shows there.
+type Boards interface {
+	RefreshBoard(ctx context.Context, runID int64) error
+}
+
+// ShowOn makes each task filed show its link on its run's board. Call
+// before the jobs run.
+func (s *Service) ShowOn(b Boards) { s.boards = b }
+
 // Notices tells the admin chat of a condition once, when it starts, and
 // once when it ends (storage.Notices with the bot's renderer).
 type Notices interface {
@@ -130,6 +140,7 @@ type Service struct {
 	notices  Notices
 	render   Notifier
 	sync     SyncStore
+	boards   Boards
 	log      *slog.Logger
 	now      func() time.Time
 }
@@ -254,6 +265,11 @@ func (s *Service) push(ctx context.Context, p Push) error {
 		return nil
 	}
 	log.Info("tasks: pushed", "number", f.Number, "found_filed", found)
+	if s.boards != nil && f.URL != "" {
+		if err := s.boards.RefreshBoard(ctx, p.Task.RunID); err != nil {
+			log.Warn("tasks: the run's board not redrawn with the issue's link", "run", p.Task.RunID, "err", err)
+		}
+	}
 	s.back(ctx, p.Destination)
 	if f.AssigneeDropped {
 		if err := s.notices.Once(ctx, "tasks:assignee:"+strconv.FormatInt(p.ID, 10), s.render.AssigneeDropped(p, f)); err != nil {
