@@ -56,14 +56,11 @@ func (u *tasksUI) tracker(r *Request) error {
 		return u.destinations(r)
 	}
 	chatID, err := strconv.ParseInt(fields[0], 10, 64)
-	if err != nil || chatID >= 0 || len(fields) < 2 || len(fields) > 3 {
+	if err != nil || chatID >= 0 || len(fields) < 2 || len(fields) > 4 {
 		return r.Reply(r.T("tracker.usage"), nil)
 	}
-	target := ""
-	if len(fields) == 3 {
-		target = fields[2]
-	}
-	d, err := tasks.ParseDestination(fields[1], target)
+	fields = append(fields, "", "")
+	d, err := tasks.ParseDestination(fields[1], fields[2], fields[3])
 	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
 		return r.Reply(r.InputText(ie, clip(ie.Arg(), maxEcho))+"\n\n"+r.T("tracker.usage"), nil)
 	}
@@ -77,7 +74,11 @@ func (u *tasksUI) tracker(r *Request) error {
 	if d.Kind == "" {
 		return r.Reply(r.T("tracker.cleared", locales.Data{"Chat": chatID}), nil)
 	}
-	return r.Reply(r.T("tracker.set", locales.Data{"Chat": chatID, "Destination": clip(d.String(), 200)}), nil)
+	key := "tracker.set"
+	if d.OnClose {
+		key = "tracker.set_on_close"
+	}
+	return r.Reply(r.T(key, locales.Data{"Chat": chatID, "Destination": clip(d.String(), 200)}), nil)
 }
 
 // destinations lists every group's destination.
@@ -97,7 +98,11 @@ func (u *tasksUI) destinations(r *Request) error {
 		}
 		slices.Sort(ids)
 		for _, id := range ids {
-			sb.WriteString("\n" + r.T("tracker.line", locales.Data{"Chat": id, "Destination": clip(ds[id].String(), 200)}))
+			key := "tracker.line"
+			if ds[id].OnClose {
+				key = "tracker.line_on_close"
+			}
+			sb.WriteString("\n" + r.T(key, locales.Data{"Chat": id, "Destination": clip(ds[id].String(), 200)}))
 		}
 	}
 	sb.WriteString("\n\n" + r.T("tracker.usage"))

@@ -9,12 +9,15 @@ CREATE TABLE task_destinations (
     chat_id     bigint      PRIMARY KEY,
     kind        text        NOT NULL CHECK (kind IN ('github', 'webhook')),
     target      text        NOT NULL CHECK (target <> '' AND length(target) <= 2048),
+    -- when a task goes: as it is approved, or when its run is closed
+    push_on     text        NOT NULL DEFAULT 'approve' CHECK (push_on IN ('approve', 'close')),
     set_by      bigint      NOT NULL,
     set_at      timestamptz NOT NULL DEFAULT now()
 );
 
 -- One push of an approved proposal to the destination its first source's
--- group had when it was approved (kind and target copied: a later change
+-- group had when it was approved (or its run closed, for a destination
+-- that waits for that) (kind and target copied: a later change
 -- of destination does not move a push under way). Written in the
 -- approval's transaction; one per proposal.
 CREATE TABLE task_pushes (

@@ -406,6 +406,7 @@ RETURNING `+analysisRunColumns, id)
 // accuracy_metrics computed from the counters in the same statement.
 func (s *Runs) Close(ctx context.Context, id int64, tell domain.Render[analysis.Review]) (analysis.Run, bool, error) {
 	return s.moveRun(ctx, id, "close", tell, `
+WITH r AS (
 UPDATE analysis_runs SET state = 'closed', closed_at = now(), updated_at = now(), review_confirm = false,
     accuracy_metrics = jsonb_build_object(
         'proposals_total', proposals_total,
@@ -414,7 +415,9 @@ UPDATE analysis_runs SET state = 'closed', closed_at = now(), updated_at = now()
         'rejection_rate', CASE WHEN proposals_total = 0 THEN 0
                                ELSE round(proposals_rejected::numeric / proposals_total, 4) END)
 WHERE id = $1 AND state = 'completed' AND proposals_pending = 0
-RETURNING `+analysisRunColumns, id)
+RETURNING *
+), `+pushesOnClose+`
+SELECT `+analysisRunColumns+` FROM r`, id)
 }
 
 // runStateError explains why a statement for a running run found none: no

@@ -29,9 +29,10 @@ func (s *Tasks) SetDestination(ctx context.Context, d tasks.Destination, by int6
 		_, err = s.pool.Exec(ctx, `DELETE FROM task_destinations WHERE chat_id = $1`, d.ChatID)
 	} else {
 		_, err = s.pool.Exec(ctx, `
-INSERT INTO task_destinations (chat_id, kind, target, set_by) VALUES ($1, $2, $3, $4)
-ON CONFLICT (chat_id) DO UPDATE SET kind = EXCLUDED.kind, target = EXCLUDED.target, set_by = EXCLUDED.set_by, set_at = now()`,
-			d.ChatID, d.Kind, d.Target, by)
+INSERT INTO task_destinations (chat_id, kind, target, push_on, set_by) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (chat_id) DO UPDATE SET kind = EXCLUDED.kind, target = EXCLUDED.target, push_on = EXCLUDED.push_on,
+    set_by = EXCLUDED.set_by, set_at = now()`,
+			d.ChatID, d.Kind, d.Target, d.PushOn(), by)
 	}
 	if err != nil {
 		return fmt.Errorf("set the destination of chat %d: %w", d.ChatID, err)
@@ -41,13 +42,13 @@ ON CONFLICT (chat_id) DO UPDATE SET kind = EXCLUDED.kind, target = EXCLUDED.targ
 
 // Destinations are every group's destination, by chat.
 func (s *Tasks) Destinations(ctx context.Context) (map[int64]tasks.Destination, error) {
-	rows, err := s.pool.Query(ctx, `SELECT chat_id, kind, target FROM task_destinations`)
+	rows, err := s.pool.Query(ctx, `SELECT chat_id, kind, target, push_on = 'close' FROM task_destinations`)
 	if err != nil {
 		return nil, fmt.Errorf("destinations: %w", err)
 	}
 	out := map[int64]tasks.Destination{}
 	var d tasks.Destination
-	if _, err := pgx.ForEachRow(rows, []any{&d.ChatID, &d.Kind, &d.Target}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&d.ChatID, &d.Kind, &d.Target, &d.OnClose}, func() error {
 		out[d.ChatID] = d
 		return nil
 	}); err != nil {
@@ -57,9 +58,11 @@ func (s *Tasks) Destinations(ctx context.Context) (map[int64]tasks.Destination, 
 }
 
 // enqueuePushes queues a push of each approved proposal of ids whose
-// sources' groups have a destination (the first such source's, by
-// message), in the approval's transaction: the push exists exactly when
-// the approval commits. A proposal queued already is left alone.
+// sources' groups have a destination that takes tasks as they are
+// approved (the first such source's, by message), in the approval's
+// transaction: the push exists exactly when the approval commits. A
+// proposal queued already is left alone. A destination that waits for
+// the run's close is queued by Close (pushesOnClose).
 func enqueuePushes(ctx context.Context, tx pgx.Tx, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
@@ -68,7 +71,7 @@ func enqueuePushes(ctx context.Context, tx pgx.Tx, ids []int64) error {
 INSERT INTO task_pushes (proposal_id, chat_id, kind, target)
 SELECT DISTINCT ON (s.proposal_id) s.proposal_id, d.chat_id, d.kind, d.target
 FROM analysis_proposal_sources s
-JOIN task_destinations d ON d.chat_id = s.chat_id
+JOIN task_destinations d ON d.chat_id = s.chat_id AND d.push_on = 'approve'
 JOIN analysis_proposals p ON p.id = s.proposal_id AND p.decision = 'approved'
 WHERE s.proposal_id = ANY($1)
 ORDER BY s.proposal_id, s.message_id
@@ -78,6 +81,20 @@ ON CONFLICT (proposal_id) DO NOTHING`, ids)
 	}
 	return nil
 }
+
+// pushesOnClose is the CTE Close adds to its statement (the run it closed
+// is r): a push of each approved proposal of the run whose group's
+// destination waits for the close, in the close's transaction.
+const pushesOnClose = `pushes AS (
+    INSERT INTO task_pushes (proposal_id, chat_id, kind, target)
+    SELECT DISTINCT ON (s.proposal_id) s.proposal_id, d.chat_id, d.kind, d.target
+    FROM r
+    JOIN analysis_proposals p ON p.run_id = r.id AND p.decision = 'approved'
+    JOIN analysis_proposal_sources s ON s.proposal_id = p.id
+    JOIN task_destinations d ON d.chat_id = s.chat_id AND d.push_on = 'close'
+    ORDER BY s.proposal_id, s.message_id
+    ON CONFLICT (proposal_id) DO NOTHING
+)`
 
 // Claim claims the oldest due push no pause holds, for lease: the task as
 // its tracker receives it, its destination, and the claim's token; false

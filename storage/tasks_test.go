@@ -95,3 +95,39 @@ func TestApprovedProposalsQueueTheirPushOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, login)
 }
+
+// A destination that waits for the run's close gets nothing as proposals
+// are approved, and every approved one of the run when it is closed, in
+// the close's transaction.
+func TestPushesWaitForTheRunsCloseWhereTheDestinationSaysSo(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	const team = int64(-1001234567891)
+	f.message(team, 1, time.Now(), "please do one")
+	f.message(team, 2, time.Now(), "please do two")
+	store := f.st.Tasks()
+	require.NoError(t, store.SetDestination(f.ctx, tasks.Destination{ChatID: team, Kind: tasks.KindWebhook,
+		Target: "https://example.com/hook", OnClose: true}, 7))
+	ds, err := store.Destinations(f.ctx)
+	require.NoError(t, err)
+	require.True(t, ds[team].OnClose)
+	r := f.running()
+	_, ps, err := f.st.Runs().SaveProposalBatch(f.ctx, r.ID, 1, 10, []analysis.Proposal{proposal("one", ref(team, 1)),
+		proposal("two", ref(team, 2))}, nil)
+	require.NoError(t, err)
+	f.complete(r.ID)
+	f.decide(ps[0].ID, analysis.Approved)
+	f.decide(ps[1].ID, analysis.Rejected)
+	count := func() int {
+		var n int
+		require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT count(*) FROM task_pushes`).Scan(&n))
+		return n
+	}
+	require.Zero(t, count(), "nothing goes before the close")
+	f.closeRun(r.ID)
+	require.Equal(t, 1, count(), "the approved one goes with the close")
+	p, ok, err := store.Claim(f.ctx, "replica-1", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "one", p.Task.Title)
+}

@@ -363,8 +363,25 @@ func max0(n int) int {
 var repoName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$`)
 
 // ParseDestination reads an admin's destination: "github owner/repo",
-// "webhook https://…", or "none". Kind "" is none.
-func ParseDestination(kind, target string) (Destination, error) {
+// "webhook https://…", or "none"; when "close", its tasks wait for their
+// run's close ("approve" or "": each goes as it is approved). Kind "" is
+// none.
+func ParseDestination(kind, target, when string) (Destination, error) {
+	d, err := parseDestination(kind, target)
+	if err != nil || d.Kind == "" {
+		return d, err
+	}
+	switch strings.ToLower(when) {
+	case "", "approve", "approved":
+	case "close", "closed", "on-close":
+		d.OnClose = true
+	default:
+		return Destination{}, &domain.InputError{Key: "tasks.error_when", Args: map[string]any{"Arg": when}}
+	}
+	return d, nil
+}
+
+func parseDestination(kind, target string) (Destination, error) {
 	switch strings.ToLower(kind) {
 	case "none", "off", "-":
 		return Destination{}, nil
@@ -392,4 +409,12 @@ func (d Destination) String() string {
 		return "webhook " + d.Target
 	}
 	return fmt.Sprintf("%s %s", d.Kind, d.Target)
+}
+
+// PushOn is when a destination's tasks go, as storage spells it.
+func (d Destination) PushOn() string {
+	if d.OnClose {
+		return "close"
+	}
+	return "approve"
 }

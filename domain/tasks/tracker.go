@@ -26,6 +26,9 @@ type Destination struct {
 	ChatID int64
 	Kind   string
 	Target string
+	// OnClose: its tasks go when their run is closed, not as each is
+	// approved (the admins review a whole run before anything leaves).
+	OnClose bool
 }
 
 // Task is an approved proposal as a tracker receives it.
