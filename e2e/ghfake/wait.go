@@ -3,6 +3,8 @@ package ghfake
 import (
 	"testing"
 	"time"
+
+	"switchboard/e2e/internal/settle"
 )
 
 // WaitFor blocks until cond holds, re-evaluating it whenever the server's
@@ -16,24 +18,10 @@ func (s *Server) WaitFor(t testing.TB, timeout time.Duration, cond func() bool) 
 	}
 }
 
-// waitFor takes the change channel before evaluating cond, so a change
-// during the evaluation still wakes it.
+// waitFor reports whether cond became true within timeout, woken by each
+// change of the server's state.
 func (s *Server) waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		wake := s.changes()
-		if cond() {
-			return true
-		}
-		select {
-		case <-wake:
-		case <-deadline.C:
-			return cond()
-		case <-s.closing:
-			return cond()
-		}
-	}
+	return settle.Until(timeout, s.changes, s.closing, cond)
 }
 
 // WaitRequests waits (up to the wait timeout) until n requests have been

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"switchboard/e2e/internal/settle"
 )
 
 // WaitFor blocks until cond returns true, re-evaluating it whenever the
@@ -19,25 +21,10 @@ func (s *Server) WaitFor(t testing.TB, timeout time.Duration, cond func() bool) 
 	}
 }
 
-// waitFor reports whether cond became true within timeout. The change
-// channel is taken before cond runs, so a change that happens while cond is
-// being evaluated still wakes the loop.
+// waitFor reports whether cond became true within timeout, woken by each
+// change of the server's state.
 func (s *Server) waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		wake := s.changes()
-		if cond() {
-			return true
-		}
-		select {
-		case <-wake:
-		case <-deadline.C:
-			return cond()
-		case <-s.closing:
-			return cond()
-		}
-	}
+	return settle.Until(timeout, s.changes, s.closing, cond)
 }
 
 // WaitMessage waits (up to the server's wait timeout) until one of the bot's
