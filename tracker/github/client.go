@@ -140,15 +140,18 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // errorBody is GitHub's error document.
+// fieldError is one of a 422's errors: what about which field.
+type fieldError struct {
+	Resource string `json:"resource"`
+	Field    string `json:"field"`
+	Code     string `json:"code"`
+	Value    any    `json:"value"`
+	Message  string `json:"message"`
+}
+
 type errorBody struct {
-	Message string `json:"message"`
-	Errors  []struct {
-		Resource string `json:"resource"`
-		Field    string `json:"field"`
-		Code     string `json:"code"`
-		Value    any    `json:"value"`
-		Message  string `json:"message"`
-	} `json:"errors"`
+	Message string       `json:"message"`
+	Errors  []fieldError `json:"errors"`
 }
 
 // answer is a response read whole: status, headers, body.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -90,6 +91,12 @@ func (c *Client) File(ctx context.Context, target string, t tasks.Task) (tasks.F
 // refusesAssignee reports whether a failed create was GitHub's 422
 // refusing the assignee.
 func refusesAssignee(a answer, err error) bool {
+	return validationFailed(a, err, func(fe fieldError) bool { return fe.Field == "assignees" || fe.Field == "assignee" })
+}
+
+// validationFailed reports whether err is GitHub's 422 with an error
+// about a field that is.
+func validationFailed(a answer, err error, is func(fieldError) bool) bool {
 	var e *Error
 	if !errors.As(err, &e) || e.Status != http.StatusUnprocessableEntity {
 		return false
@@ -98,12 +105,7 @@ func refusesAssignee(a answer, err error) bool {
 	if json.Unmarshal(a.body, &eb) != nil {
 		return false
 	}
-	for _, fe := range eb.Errors {
-		if fe.Field == "assignees" || fe.Field == "assignee" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(eb.Errors, is)
 }
 
 // ensureLabel makes sure repo has the label, creating it if missing.
@@ -135,20 +137,7 @@ func (c *Client) ensureLabel(ctx context.Context, repo, name, color string) erro
 // labelExists reports whether a failed label create was 422
 // already_exists: another worker made it between our GET and POST.
 func labelExists(a answer, err error) bool {
-	var e *Error
-	if !errors.As(err, &e) || e.Status != http.StatusUnprocessableEntity {
-		return false
-	}
-	var eb errorBody
-	if json.Unmarshal(a.body, &eb) != nil {
-		return false
-	}
-	for _, fe := range eb.Errors {
-		if fe.Code == "already_exists" {
-			return true
-		}
-	}
-	return false
+	return validationFailed(a, err, func(fe fieldError) bool { return fe.Code == "already_exists" })
 }
 
 // Find looks for the issue carrying marker among the newest issues the
