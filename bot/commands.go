@@ -79,7 +79,11 @@ type Command struct {
 	Where Place
 	// Section is its header in /help.
 	Section Section
-	Handle  func(r *Request) error
+	// Listed, when set, says whether /help lists it for r: a command
+	// only some users need (a GitHub login, where no task goes to GitHub,
+	// is nobody's business) stays out of everyone's list. It runs anyway.
+	Listed func(r *Request) bool
+	Handle func(r *Request) error
 }
 
 func (c Command) where() Place {
@@ -239,7 +243,7 @@ func (b *Bot) lookup(name string) (Command, bool) {
 func (b *Bot) helpText(r *Request) string {
 	var sections [sectionCount][]Command
 	for _, c := range b.commands {
-		if c.where()&InPrivate == 0 || (c.Role == RoleAdmin && !r.Admin) {
+		if c.where()&InPrivate == 0 || (c.Role == RoleAdmin && !r.Admin) || c.Listed != nil && !c.Listed(r) {
 			continue
 		}
 		sections[c.Section] = append(sections[c.Section], c)

@@ -44,7 +44,24 @@ func (b *Bot) RegisterTasks(t Tasks) {
 	u := &tasksUI{b: b, t: t}
 	b.Handle(Command{Name: "tracker", Desc: "cmd.tracker", Section: SectionAdminRuns, Role: RoleAdmin, Handle: u.tracker})
 	b.Handle(Command{Name: "tasks", Desc: "cmd.tasks", Section: SectionAdminRuns, Role: RoleAdmin, Handle: u.list})
-	b.Handle(Command{Name: "github", Desc: "cmd.github", Handle: u.github})
+	b.Handle(Command{Name: "github", Desc: "cmd.github", Listed: u.githubInUse, Handle: u.github})
+}
+
+// githubInUse reports whether any group's tasks go to GitHub: only then
+// does /help offer members to link their login. A database that fails
+// leaves it out of the list, nothing more.
+func (u *tasksUI) githubInUse(r *Request) bool {
+	ds, err := u.t.Destinations(r.Ctx)
+	if err != nil {
+		u.b.deps.Log.Warn("tasks: destinations not read for /help", "err", err)
+		return false
+	}
+	for _, d := range ds {
+		if d.Kind == tasks.KindGitHub {
+			return true
+		}
+	}
+	return false
 }
 
 // tracker sets a group's destination: /tracker <chat id> github owner/repo,

@@ -91,8 +91,10 @@ func TestApprovedTasksReachTheTeamsTracker(t *testing.T) {
 	bob := env.TG.User(842, "Bob", "en")
 	bob.SetUsername("BobDev")
 
+	require.NotContains(t, ask(t, env, ann, ann.ID(), "/help").Text, "/github", "no task goes to GitHub yet")
 	require.Contains(t, ask(t, env, bob, bob.ID(), "/github bob-gh").Text, "Linked: bob-gh")
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(team.ID, 10)+" github acme/app").Text, "go to GitHub acme/app")
+	require.Contains(t, ask(t, env, ann, ann.ID(), "/help").Text, "/github — link your GitHub login")
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(ops.ID, 10)+" webhook "+hook.URL+"/tasks").Text, "go to webhook")
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(team.ID, 10)+" github not a repo").Text, "Usage")
 
