@@ -85,6 +85,16 @@ func (u *tasksUI) tracker(r *Request) error {
 		return err
 	}
 	d.ChatID = chatID
+	if d.Kind != "" {
+		// A chat id mistyped would send nothing anywhere, silently.
+		titles, err := u.titles(r.Ctx)
+		if err != nil {
+			return err
+		}
+		if _, ok := titles[chatID]; titles != nil && !ok {
+			return r.Reply(r.T("tracker.error_chat", locales.Data{"Chat": chatID}), nil)
+		}
+	}
 	if err := u.t.SetDestination(r.Ctx, d, r.User.ID); err != nil {
 		return err
 	}
@@ -114,16 +124,41 @@ func (u *tasksUI) destinations(r *Request) error {
 			ids = append(ids, id)
 		}
 		slices.Sort(ids)
+		titles, err := u.titles(r.Ctx)
+		if err != nil {
+			return err
+		}
 		for _, id := range ids {
 			key := "tracker.line"
 			if ds[id].OnClose {
 				key = "tracker.line_on_close"
 			}
-			sb.WriteString("\n" + r.T(key, locales.Data{"Chat": id, "Destination": clip(ds[id].String(), 200)}))
+			title := clip(oneLine(titles[id]), listTitleBudget)
+			if title == "" {
+				title = "—"
+			}
+			sb.WriteString("\n" + r.T(key, locales.Data{"Chat": id, "Title": title, "Destination": clip(ds[id].String(), 200)}))
 		}
 	}
 	sb.WriteString("\n\n" + r.T("tracker.usage"))
 	return r.Reply(sb.String(), nil)
+}
+
+// titles are the tracked groups' titles by id (nil without the analysis
+// workflow, which tracks them).
+func (u *tasksUI) titles(ctx context.Context) (map[int64]string, error) {
+	if u.b.deps.Analysis == nil {
+		return nil, nil
+	}
+	chats, err := u.b.deps.Analysis.Chats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]string, len(chats))
+	for _, c := range chats {
+		out[c.ID] = c.Title
+	}
+	return out, nil
 }
 
 // githubLogin is a GitHub login as GitHub allows it.

@@ -91,16 +91,21 @@ func TestApprovedTasksReachTheTeamsTracker(t *testing.T) {
 	bob := env.TG.User(842, "Bob", "en")
 	bob.SetUsername("BobDev")
 
+	fix := ann.SendText(team.ID, "@BobDev, please fix the login page")
+	ann.SendText(ops.ID, "please renew the TLS certificate")
+	eventually(t, 10*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM group_messages`) == 2 })
+
 	require.NotContains(t, ask(t, env, ann, ann.ID(), "/help").Text, "/github", "no task goes to GitHub yet")
 	require.Contains(t, ask(t, env, bob, bob.ID(), "/github bob-gh").Text, "Linked: bob-gh")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker -1002000000777 github acme/app").Text, "I am in no group",
+		"a mistyped chat id is refused")
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(team.ID, 10)+" github acme/app").Text, "go to GitHub acme/app")
 	require.Contains(t, ask(t, env, ann, ann.ID(), "/help").Text, "/github — link your GitHub login")
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(ops.ID, 10)+" webhook "+hook.URL+"/tasks").Text, "go to webhook")
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(team.ID, 10)+" github not a repo").Text, "Usage")
-
-	fix := ann.SendText(team.ID, "@BobDev, please fix the login page")
-	ann.SendText(ops.ID, "please renew the TLS certificate")
-	eventually(t, 10*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM group_messages`) == 2 })
+	listed := ask(t, env, boss, boss.ID(), "/tracker").Text
+	require.Contains(t, listed, "Team ("+strconv.FormatInt(team.ID, 10)+") → GitHub acme/app")
+	require.Contains(t, listed, "Ops ("+strconv.FormatInt(ops.ID, 10)+") → webhook")
 	ask(t, env, boss, boss.ID(), "/run_new 24h")
 	ask(t, env, boss, boss.ID(), "/run_start 1")
 	b := waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Run #1 completed") })
@@ -173,10 +178,10 @@ func TestAPushingReplicaKilledFilesEachTaskOnce(t *testing.T) {
 	pool := db(t, env)
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")
 	ann := env.TG.User(851, "Ann", "en")
-	ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(team.ID, 10)+" github acme/app")
 	ann.SendText(team.ID, "please fix the login page")
 	ann.SendText(team.ID, "please rotate the keys")
 	eventually(t, 10*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM group_messages`) == 2 })
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(team.ID, 10)+" github acme/app").Text, "go to GitHub")
 	ask(t, env, boss, boss.ID(), "/run_new 24h")
 	ask(t, env, boss, boss.ID(), "/run_start 1")
 	b := waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Run #1 completed") })
