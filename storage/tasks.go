@@ -295,11 +295,6 @@ LIMIT $2`, since.Microseconds(), limit)
 	return out, nil
 }
 
-// Tell writes msgs (a notice of a push's fate) to the outbox on their own.
-func (s *Tasks) Tell(ctx context.Context, msgs []domain.Message) error {
-	return s.withTx(ctx, func(tx pgx.Tx) error { return enqueueTx(ctx, tx, msgs) })
-}
-
 // Filed are up to limit pushed issues approved within since whose closing
 // was not told yet, the least recently read first: what the sync reads.
 func (s *Tasks) Filed(ctx context.Context, since time.Duration, limit int) ([]tasks.Tracked, error) {

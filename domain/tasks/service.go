@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -346,17 +345,9 @@ func refusalKey(d Destination, gone bool) string {
 func scopeOf(d Destination) string { return d.Kind + ":" + d.Target }
 
 // backoff is the wait after the n-th passing failure: 10 s doubling, at
-// most max.
-func backoff(n int, max time.Duration) time.Duration {
-	d := 10 * time.Second * time.Duration(math.Pow(2, float64(min(max0(n-1), 16))))
-	return min(d, max)
-}
-
-func max0(n int) int {
-	if n < 0 {
-		return 0
-	}
-	return n
+// most ceiling.
+func backoff(n int, ceiling time.Duration) time.Duration {
+	return min(10*time.Second<<min(max(n-1, 0), 16), ceiling)
 }
 
 // repoName is GitHub's owner/repo.
