@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"switchboard/e2e/internal/settle"
 )
 
 // StatusClientClosedRequest is logged (nginx's convention) for a request
@@ -42,7 +44,7 @@ type Server struct {
 
 	mu sync.Mutex
 	// changed is closed and replaced on every change a test may wait on.
-	changed chan struct{}
+	changed settle.Signal
 
 	repos      map[string]*repo // by lower-case "owner/name"
 	tokens     map[string]*tokenState
@@ -96,7 +98,6 @@ func New(t testing.TB, opts ...Option) *Server {
 		now:          time.Now,
 		waitTimeout:  10 * time.Second,
 		closing:      make(chan struct{}),
-		changed:      make(chan struct{}),
 		repos:        map[string]*repo{},
 		tokens:       map[string]*tokenState{},
 		accounts:     map[string]*account{},
@@ -130,14 +131,13 @@ func (s *Server) Close() {
 }
 
 func (s *Server) notifyLocked() {
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.changed.Notify()
 }
 
 func (s *Server) changes() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.changed
+	return s.changed.C()
 }
 
 // Request is one request as the fake saw it and answered it.

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"switchboard/e2e/internal/settle"
 )
 
 // DefaultToken is the bot token used unless WithToken is given. Like a real
@@ -37,7 +39,7 @@ type Server struct {
 	mu sync.Mutex
 	// changed is closed and replaced whenever observable state changes, so
 	// waiters (long polls, Wait* helpers) wake immediately without polling.
-	changed chan struct{}
+	changed settle.Signal
 
 	users    map[int64]*Person
 	chats    map[int64]*chatState
@@ -155,7 +157,6 @@ func New(t testing.TB, opts ...Option) *Server {
 		waitTimeout:  cfg.waitTimeout,
 		now:          cfg.clock,
 		closing:      make(chan struct{}),
-		changed:      make(chan struct{}),
 		users:        map[int64]*Person{},
 		chats:        map[int64]*chatState{},
 		files:        map[string]*SentFile{},
@@ -199,15 +200,14 @@ func (s *Server) Close() {
 
 // notifyLocked wakes every waiter. The caller holds s.mu.
 func (s *Server) notifyLocked() {
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.changed.Notify()
 }
 
 // changes returns the channel closed on the next state change.
 func (s *Server) changes() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.changed
+	return s.changed.C()
 }
 
 // FailNext makes the next n calls of method (case-insensitive) fail with

@@ -101,7 +101,7 @@ func getUpdates(s *Server, r *request) (any, *APIError) {
 	for {
 		s.mu.Lock()
 		ups := s.takeLocked(limit)
-		wake := s.changed
+		wake := s.changed.C()
 		s.mu.Unlock()
 		if len(ups) > 0 {
 			release()

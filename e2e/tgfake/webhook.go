@@ -209,7 +209,7 @@ func (s *Server) deliverHook(h *webhook) {
 			return
 		}
 		now := time.Now()
-		wake := s.changed
+		wake := s.changed.C()
 		var due time.Time
 		blocked := map[int64]bool{}
 		keep := s.updates[:0]

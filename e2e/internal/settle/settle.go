@@ -26,3 +26,24 @@ func Until(timeout time.Duration, changes func() <-chan struct{}, closing <-chan
 		}
 	}
 }
+
+// Signal is a fake's "its state changed": the fake calls Notify under its
+// own lock on every change, and a waiter takes C (under that lock) before
+// looking at the state. The zero Signal is ready to use.
+type Signal struct{ ch chan struct{} }
+
+// Notify wakes every waiter of the channel C last gave.
+func (s *Signal) Notify() {
+	if s.ch != nil {
+		close(s.ch)
+	}
+	s.ch = make(chan struct{})
+}
+
+// C is the channel the next Notify closes.
+func (s *Signal) C() <-chan struct{} {
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
