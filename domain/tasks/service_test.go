@@ -136,37 +136,79 @@ func (render) TaskClosed(t tasks.Tracked) []domain.Message {
 	return []domain.Message{{ChatID: -5001, Kind: domain.KindNote, Text: fmt.Sprintf("closed #%d", t.Number)}}
 }
 
-// GitHub's secondary limit trips while a hundred approved tasks are
-// pushed: every task is filed once, no request reaches GitHub before its
-// Retry-After, and the admins are not bothered (a rate limit passes).
+// GitHub's secondary limit trips for a minute partway through a hundred
+// approved tasks, the pusher driven as the scheduler drives it: every task
+// is filed once, no request reaches GitHub before its Retry-After (so one
+// refusal, not one a tick), the admins are told at most once, and the
+// pushing resumes as soon as the minute is over.
 func TestSecondaryLimitDuringAHundredPushes(t *testing.T) {
 	t.Parallel()
+	const (
+		n     = 100
+		limit = 60 * time.Second
+		// slack is how late after the limit the last issue may come: the
+		// remaining pushes and a tick or two, far from another minute of
+		// waiting.
+		slack = 15 * time.Second
+		tick  = 200 * time.Millisecond
+	)
 	w := newWorld(t, ghfake.WithLimits(ghfake.Limits{Core: 5000, Search: 30}))
-	w.approve(100)
-	s := w.service(w.store.Tasks(), time.Minute)
-	tripped := false
-	deadline := time.Now().Add(2 * time.Minute)
-	for w.pushed() < 100 {
-		require.True(t, time.Now().Before(deadline), "%d of 100 pushed", w.pushed())
-		if !tripped && w.pushed() >= 30 {
-			w.gh.TripSecondaryLimit(3 * time.Second)
-			tripped = true
-		}
-		ctx, cancel := context.WithTimeout(w.ctx, 2*time.Second)
+	w.approve(n)
+	trip := &tripping{Tasks: w.store.Tasks(), after: 30, trip: func() { w.gh.TripSecondaryLimit(limit) }}
+	s := w.service(trip, time.Minute)
+	// No healthy pusher comes near it: it bounds a hang, not the pace.
+	deadline := time.Now().Add(5 * time.Minute)
+	ctx, cancel := context.WithDeadline(w.ctx, deadline)
+	defer cancel()
+	for w.pushed() < n {
+		require.True(t, time.Now().Before(deadline), "%d of %d pushed", w.pushed(), n)
+		// The job runs until nothing is due, with no budget of its own
+		// (jobs.Scheduler gives it none), then waits for the next tick.
 		require.NoError(t, s.Push(ctx))
-		cancel()
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(tick)
 	}
-	w.filedOnce(100)
+	w.filedOnce(n)
+	require.False(t, trip.at.IsZero(), "the limit never tripped")
 	require.Empty(t, w.gh.EarlyRequests(), "a request before GitHub's Retry-After")
-	limited := 0
+	var limited []ghfake.Request
+	var lastFiled time.Time
 	for _, r := range w.gh.Requests() {
-		if r.Status == 403 || r.Status == 429 {
-			limited++
+		switch {
+		case r.Status == 403 || r.Status == 429:
+			limited = append(limited, r)
+		case r.Method == "POST" && r.Path == "/repos/acme/app/issues" && r.Status == 201:
+			lastFiled = r.At
 		}
 	}
-	require.Equal(t, 1, limited, "one refusal, then the pushes waited")
-	require.Zero(t, w.told.Load(), "a rate limit is not the admins' business")
+	require.Len(t, limited, 1, "one refusal, then the pushes waited")
+	require.True(t, limited[0].At.After(trip.at), "refused before the limit tripped: %v", limited[0])
+	ended := trip.at.Add(limit)
+	t.Logf("the last issue filed %s after the limit ended", lastFiled.Sub(ended).Round(time.Millisecond))
+	require.True(t, lastFiled.After(ended), "the last issue filed at %s, before the limit ended at %s", lastFiled, ended)
+	require.True(t, lastFiled.Before(ended.Add(slack)),
+		"the last issue filed %s after the limit ended: the pusher waited far longer than Retry-After", lastFiled.Sub(ended))
+	require.LessOrEqual(t, w.told.Load(), int64(1), "the admins told more than once")
+}
+
+// tripping is a store that calls trip once, when the after-th push is
+// recorded: the limit trips between two pushes, whatever their pace.
+type tripping struct {
+	*storage.Tasks
+	after int
+	trip  func()
+	done  int
+	at    time.Time
+}
+
+func (s *tripping) Pushed(ctx context.Context, p tasks.Push, f tasks.Filed) (bool, error) {
+	ok, err := s.Tasks.Pushed(ctx, p, f)
+	if ok && err == nil {
+		if s.done++; s.done == s.after {
+			s.at = time.Now()
+			s.trip()
+		}
+	}
+	return ok, err
 }
 
 // crashing is a store whose replica dies at a step of a push: it claims,
