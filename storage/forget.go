@@ -51,8 +51,8 @@ import (
 //     keep pointing at it, since the admins' accounts and the orders'
 //     history depend on them.
 //   - github_logins: deleted. A queued push (task_pushes) reads its source
-//     messages when it goes, so a cited message erased above goes without
-//     its words and author.
+//     messages when it goes, and a cited message erased above is no longer
+//     one of them: no quote, author or link (erasedMessage).
 //   - orders.created_by, analysis_runs.created_by, analysis_proposals.decided_by:
 //     an admin's id on the work they did for others; kept.
 //   - vacancies, group_chats, system_prompts, job_runs, replicas,
@@ -104,6 +104,16 @@ func (s *Users) Forget(ctx context.Context, userID int64, known time.Time) (memo
 	}
 	return f, nil
 }
+
+// erasedMessage holds of a cited group message m that deleteUserRows
+// erased: its author's name and id, which it blanks. The text it blanks
+// too is not part of the test: an edit in Telegram after /forget writes a
+// text into the erased row again (EditMessage, SaveMessage's upsert), and
+// the words are still the forgotten member's. No message the bot records
+// has no author: Telegram names a sender of every group message (a stand-in
+// for one sent on behalf of a chat), and the bot records groups only. A
+// cited message whose row is gone (pruned by date) is NULL here, not true.
+const erasedMessage = `(m.author_id = 0 AND m.author = '')`
 
 // deleteUserRows deletes (or, for cited group messages, erases) the user's
 // rows in every table but users and masters, counting them into f.

@@ -168,15 +168,17 @@ WHERE lower(u.username) = lower($1) LIMIT 1`, name).Scan(&login)
 	return login, nil
 }
 
-// sources are a proposal's source messages as they stand now: a message
-// whose author /forget erased keeps its place and link, not its words.
+// sources are a proposal's source messages as they stand now. A message
+// whose author /forget erased leaves the task altogether: its link would
+// still lead to their words in Telegram, and a quote of nothing under
+// nobody's name says only that someone was forgotten.
 func (s *Tasks) sources(ctx context.Context, proposalID int64) ([]tasks.Source, error) {
 	rows, err := s.pool.Query(ctx, `
 SELECT s.chat_id, coalesce(c.title, ''), s.message_id, coalesce(m.author, ''), coalesce(m.text, ''), coalesce(m.date, 'epoch'::timestamptz)
 FROM analysis_proposal_sources s
 LEFT JOIN group_messages m ON m.chat_id = s.chat_id AND m.message_id = s.message_id
 LEFT JOIN group_chats c ON c.id = s.chat_id
-WHERE s.proposal_id = $1
+WHERE s.proposal_id = $1 AND `+erasedMessage+` IS NOT TRUE
 ORDER BY s.chat_id, s.message_id`, proposalID)
 	if err != nil {
 		return nil, fmt.Errorf("sources of proposal %d: %w", proposalID, err)

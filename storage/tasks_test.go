@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 	"switchboard/domain"
 	"switchboard/domain/analysis"
 	"switchboard/domain/tasks"
+	"switchboard/tracker/github"
+	"switchboard/tracker/webhook"
 )
 
 // Approving a proposal whose group has a destination queues its push in
@@ -94,6 +97,63 @@ func TestApprovedProposalsQueueTheirPushOnce(t *testing.T) {
 	login, err := store.Login(f.ctx, bob.ID)
 	require.NoError(t, err)
 	require.Empty(t, login)
+}
+
+// A member forgotten while a push citing them waits loses their GitHub
+// login, and their cited message leaves the task before it goes: no
+// quote, author or link in the body or the webhook's JSON, even
+// after an edit in Telegram wrote a text into the erased message again.
+// The other member's source stays.
+func TestAForgottenMembersMessageLeavesAQueuedPush(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	const team = int64(-1001234567892)
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	require.NoError(t, f.st.GroupChats().Track(f.ctx, team, "Team", true))
+	store := f.st.Tasks()
+	require.NoError(t, store.SetDestination(f.ctx, tasks.Destination{ChatID: team, Kind: tasks.KindGitHub, Target: "acme/app"}, 7))
+	alice, err := f.st.Users().Upsert(f.ctx, domain.User{ID: 601, Username: "AliceDev", FirstName: "Alice"})
+	require.NoError(t, err)
+	bob, err := f.st.Users().Upsert(f.ctx, domain.User{ID: 602, Username: "BobDev", FirstName: "Bob"})
+	require.NoError(t, err)
+	require.NoError(t, store.SetLogin(f.ctx, bob.ID, "bob-gh"))
+	const aliceSays, bobSays = "the login page is broken since Monday", "the session cookie expires too early"
+	for _, m := range []analysis.GroupMessage{
+		{ChatID: team, MessageID: 51, AuthorID: alice.ID, Author: "Alice", Text: aliceSays, Date: at},
+		{ChatID: team, MessageID: 52, AuthorID: bob.ID, Author: "Bob", Text: bobSays, Date: at.Add(time.Minute)},
+	} {
+		require.NoError(t, f.st.GroupChats().SaveMessage(f.ctx, m))
+	}
+	r := f.running()
+	_, ps, err := f.st.Runs().SaveProposalBatch(f.ctx, r.ID, 1, 10, []analysis.Proposal{proposal("fix login", ref(team, 51), ref(team, 52))}, nil)
+	require.NoError(t, err)
+	f.complete(r.ID)
+	f.decide(ps[0].ID, analysis.Approved)
+
+	_, err = f.st.Users().Forget(f.ctx, bob.ID, bob.CreatedAt)
+	require.NoError(t, err)
+	login, err := store.Login(f.ctx, bob.ID)
+	require.NoError(t, err)
+	require.Empty(t, login)
+	edited, err := f.st.GroupChats().EditMessage(f.ctx, team, 52, "edited: the session cookie really expires too early")
+	require.NoError(t, err)
+	require.True(t, edited, "the erased row is there to edit")
+
+	p, ok, err := store.Claim(f.ctx, "replica-1", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, []tasks.Source{{ChatID: team, ChatTitle: "Team", MessageID: 51, Link: "https://t.me/c/1234567892/51",
+		Author: "Alice", Text: aliceSays, At: p.Task.Sources[0].At}}, p.Task.Sources)
+	require.True(t, p.Task.Sources[0].At.Equal(at))
+	payload, err := json.Marshal(webhook.NewPayload(p.Task))
+	require.NoError(t, err)
+	for name, out := range map[string]string{"the issue's body": github.Body(p.Task, false), "the webhook's JSON": string(payload)} {
+		require.Contains(t, out, aliceSays, name)
+		require.Contains(t, out, "Alice", name)
+		for _, bobs := range []string{"Bob", "bob-gh", "cookie", "/52"} {
+			require.NotContains(t, out, bobs, name)
+		}
+	}
 }
 
 // A destination that waits for the run's close gets nothing as proposals
