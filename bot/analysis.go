@@ -35,6 +35,7 @@ type Analysis interface {
 	AskApproveAll(ctx context.Context, runID int64) (analysis.Run, error)
 	CancelApproveAll(ctx context.Context, runID int64) (analysis.Run, error)
 	ApproveAll(ctx context.Context, runID, adminID int64) ([]analysis.Proposal, analysis.Run, error)
+	RefreshBoard(ctx context.Context, runID int64) error
 }
 
 var (
@@ -1115,18 +1116,35 @@ func (rd *Renderer) renderPage(lang string, rv analysis.Review) string {
 		if d := clip(oneLine(p.Deadline), 20); d != "" {
 			meta = append(meta, cat.T(lang, "board.due", locales.Data{"Deadline": locales.HTML(d)}))
 		}
-		if p.FiledURL != "" && p.FiledNumber > 0 {
-			meta = append(meta, `<a href="`+html.EscapeString(p.FiledURL)+`">#`+strconv.Itoa(p.FiledNumber)+`</a>`)
+		if p.FiledNumber > 0 {
+			meta = append(meta, issueLink(p.FiledURL, p.FiledNumber))
 		}
 		if len(meta) > 0 {
 			head += " · " + strings.Join(meta, " · ")
 		}
 		lines = append(lines, "", head)
+		if l := p.Like; l.Number > 0 {
+			lines = append(lines, cat.T(lang, "board.looks_like", locales.Data{
+				"Link":  locales.HTML(issueLink(l.URL, l.Number)),
+				"Title": clip(oneLine(l.Title), boardTitleBudget),
+			}))
+		}
 		if d := clip(oneLine(markdown.Text(p.Description)), boardDescBudget); d != "" && mark == "⏳" {
 			lines = append(lines, "<i>"+d+"</i>")
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// issueLink is a tracker's issue as the board shows it: #number, linked
+// where the tracker gave a web address (anything else in an href would
+// make Telegram refuse the whole board).
+func issueLink(url string, number int) string {
+	n := "#" + strconv.Itoa(number)
+	if !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://") {
+		return n
+	}
+	return `<a href="` + html.EscapeString(url) + `">` + n + `</a>`
 }
 
 // boardMarkup is the board's buttons: a ✅ / ❌ pair for each pending
@@ -1154,6 +1172,20 @@ func (b *Renderer) boardMarkup(lang string, rv analysis.Review) (*tele.ReplyMark
 	}
 	if len(row) > 0 {
 		rows = append(rows, row)
+	}
+	for _, p := range rv.Proposals {
+		if p.Like.Number == 0 {
+			continue
+		}
+		// A pushed proposal that looks like an open issue: link it there,
+		// or file it anyway. A row of its own, the choice being about one.
+		n := locales.Data{"N": p.Ordinal, "Number": p.Like.Number}
+		pair, err := buttonPair(confirmGo, cat.T(lang, "board.button_link", n), actionTaskLink,
+			cat.T(lang, "board.button_file", n), actionTaskFile, p.ID)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, pair)
 	}
 	if pages := rv.Pages(); pages > 1 {
 		// ⏮ and ⏭ jump to the ends, where they are more than one step

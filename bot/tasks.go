@@ -23,7 +23,16 @@ type Tasks interface {
 	SetLogin(ctx context.Context, userID int64, login string) error
 	Login(ctx context.Context, userID int64) (string, error)
 	Recent(ctx context.Context, since time.Duration, limit int) ([]tasks.Pushed, error)
+	Link(ctx context.Context, proposalID, by int64) (runID int64, err error)
+	FileAnyway(ctx context.Context, proposalID, by int64) (runID int64, err error)
 }
+
+// The board's buttons for an approved proposal that looks like an open
+// issue of its destination. Admins only.
+var (
+	actionTaskLink = NewAction("tl", 1) // proposal id: it is that issue
+	actionTaskFile = NewAction("tf", 1) // proposal id: file it anyway
+)
 
 type tasksUI struct {
 	b *Bot
@@ -45,6 +54,33 @@ func (b *Bot) RegisterTasks(t Tasks) {
 	b.Handle(Command{Name: "tracker", Desc: "cmd.tracker", Section: SectionAdminRuns, Role: RoleAdmin, Handle: u.tracker})
 	b.Handle(Command{Name: "tasks", Desc: "cmd.tasks", Section: SectionAdminRuns, Role: RoleAdmin, Handle: u.list})
 	b.Handle(Command{Name: "github", Desc: "cmd.github", Listed: u.githubInUse, Handle: u.github})
+	b.HandleButton(actionTaskLink, u.likePress(u.t.Link, "board.linked_toast"))
+	b.HandleButton(actionTaskFile, u.likePress(u.t.FileAnyway, "board.file_toast"))
+}
+
+// likePress answers Link to it / File anyway on the board: an admin's
+// choice for a proposal that looks like an open issue, taken once (a
+// second press, or one on a board drawn before the choice, is stale);
+// the board is drawn again with the outcome.
+func (u *tasksUI) likePress(choose func(ctx context.Context, proposalID, by int64) (int64, error), toast string) CallbackHandler {
+	return func(r *Request, cb Callback) error {
+		if !r.Admin {
+			return r.Forbidden()
+		}
+		runID, err := choose(r.Ctx, cb.IDs[0], r.User.ID)
+		if errors.Is(err, domain.ErrNotFound) {
+			return r.Alert("board.like_stale")
+		}
+		if err != nil {
+			return err
+		}
+		if a := u.b.deps.Analysis; a != nil {
+			if err := a.RefreshBoard(r.Ctx, runID); err != nil {
+				u.b.deps.Log.Warn("tasks: the board not redrawn after a duplicate's choice", "run", runID, "err", err)
+			}
+		}
+		return r.Toast(r.T(toast))
+	}
 }
 
 // githubInUse reports whether any group's tasks go to GitHub: only then
@@ -219,6 +255,10 @@ func (u *tasksUI) list(r *Request) error {
 	for _, p := range ps {
 		key := "tasks.line_pending"
 		switch {
+		case p.State == "held":
+			key = "tasks.line_held"
+		case p.Linked:
+			key = "tasks.line_linked"
 		case p.State == "pushed" && p.URL != "":
 			key = "tasks.line_filed"
 		case p.State == "pushed":
@@ -230,6 +270,7 @@ func (u *tasksUI) list(r *Request) error {
 			"Title": clip(oneLine(p.Title), listTitleBudget), "Destination": clip(p.Destination.String(), 120),
 			"URL": p.URL, "Number": p.Number, "State": p.IssueState, "Error": clip(oneLine(p.LastError), 160),
 			"Approved": u.b.adminTime(r.Lang, p.ApprovedAt),
+			"Like":     p.Like.Number, "LikeURL": p.Like.URL,
 		}))
 	}
 	return r.Reply(sb.String(), nil)

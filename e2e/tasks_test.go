@@ -213,3 +213,93 @@ func TestAPushingReplicaKilledFilesEachTaskOnce(t *testing.T) {
 	}
 	require.Equal(t, map[string]int{"please fix the login page": 1, "please rotate the keys": 1}, titles)
 }
+
+// A task that reads like an issue already open in the repository is not
+// filed: the board shows "looks like #N" with Link to it / File anyway.
+// Only an admin may choose; linking files nothing and links the proposal
+// to that issue (on the board and in /tasks); a second press is stale.
+// Another task of the same run that looks like nothing is filed as usual.
+func TestALikelyDuplicateIsOfferedAsLinkToIt(t *testing.T) {
+	t.Parallel()
+	gh := ghfake.New(t)
+	gh.AddRepo("acme/app")
+	gh.AddToken("ghp_test", "switchboard-bot", ghfake.Write("acme/app"))
+	open := gh.AddIssue("acme/app", ghfake.Issue{Title: "Login page is broken", Author: "alice"})
+	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
+	team := env.TG.Supergroup(teamChat, "Team", "")
+	proposeTasks(env)
+	env.Start(map[string]string{"GITHUB_API_URL": gh.URL(), "GITHUB_TOKEN": "ghp_test", "TASKS_PUSH_INTERVAL": "200ms"})
+	pool := db(t, env)
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	ann := env.TG.User(861, "Ann", "en")
+	ann.SendText(team.ID, "please fix the login page")
+	ann.SendText(team.ID, "please rotate the keys")
+	eventually(t, 10*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM group_messages`) == 2 })
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(team.ID, 10)+" github acme/app").Text, "go to GitHub")
+	ask(t, env, boss, boss.ID(), "/run_new 24h")
+	ask(t, env, boss, boss.ID(), "/run_start 1")
+	b := waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Run #1 completed") })
+	for _, label := range []string{"1 ✅", "2 ✅"} {
+		q, err := boss.PressButton(b, label)
+		require.NoError(t, err)
+		require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+	}
+
+	keys := gh.WaitIssue(t, "acme/app", func(i ghfake.Issue) bool { return strings.Contains(i.Title, "rotate the keys") })
+	const linkIt = "1 🔗 Link to it (#1)"
+	b = waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool {
+		return strings.Contains(m.Text, "looks like #1: “Login page is broken”") && hasButton(m, linkIt)
+	})
+	require.True(t, hasButton(b, "1 ➕ File anyway"))
+	require.False(t, hasButton(b, "2 🔗 Link to it (#1)"), "the keys look like nothing")
+	require.Len(t, gh.Issues("acme/app"), 2, "the login task waits for the admins")
+
+	// Ann is no admin: her press changes nothing.
+	var data string
+	for _, btn := range b.ReplyMarkup.Buttons() {
+		if btn.Text == linkIt {
+			data = btn.CallbackData
+		}
+	}
+	env.TG.WaitCallbackAnswer(t, ann.PressRaw(b, data).ID)
+	require.Equal(t, "held", scalar[string](t, pool, `SELECT tp.state FROM task_pushes tp JOIN analysis_proposals p ON p.id = tp.proposal_id WHERE p.ordinal = 1`))
+
+	q, err := boss.PressButton(b, linkIt)
+	require.NoError(t, err)
+	answer := env.TG.WaitCallbackAnswer(t, q.ID)
+	require.False(t, answer.ShowAlert)
+	require.Contains(t, answer.Text, "Linked")
+	b = waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool {
+		return !strings.Contains(m.Text, "looks like") && !hasButton(m, linkIt) && linksIssue(m, open.Number) && linksIssue(m, keys.Number)
+	})
+	again := boss.PressRaw(b, data)
+	require.Contains(t, env.TG.WaitCallbackAnswer(t, again.ID).Text, "decided already", "a second press is stale")
+
+	list := ask(t, env, boss, boss.ID(), "/tasks").Text
+	require.Contains(t, list, "please fix the login page — linked to #1 (open)")
+	require.Contains(t, list, "please rotate the keys — #"+strconv.Itoa(keys.Number))
+	settled(t, pool)
+	require.Len(t, gh.Issues("acme/app"), 2, "linking filed nothing")
+	for _, r := range gh.Requests() {
+		require.False(t, r.Method == http.MethodPost && strings.Contains(string(r.Body), "login page"), "the login task was posted")
+	}
+}
+
+func hasButton(m tgfake.BotMessage, text string) bool {
+	for _, b := range m.ReplyMarkup.Buttons() {
+		if b.Text == text {
+			return true
+		}
+	}
+	return false
+}
+
+// linksIssue reports whether m links issue number of the repository.
+func linksIssue(m tgfake.BotMessage, number int) bool {
+	for _, e := range m.Entities {
+		if e.Type == "text_link" && strings.HasSuffix(e.URL, "/issues/"+strconv.Itoa(number)) {
+			return true
+		}
+	}
+	return false
+}

@@ -186,9 +186,13 @@ func reviewOf(ctx context.Context, tx pgx.Tx, run analysis.Run) (analysis.Review
 	if run.ProposalsTotal == 0 {
 		return rv, nil
 	}
-	rows, err := tx.Query(ctx, `SELECT `+proposalSelect+`, coalesce(tp.url, ''), coalesce(tp.number, 0)
+	rows, err := tx.Query(ctx, `SELECT `+proposalSelect+`,
+       CASE WHEN tp.state = 'pushed' THEN coalesce(tp.url, '') ELSE '' END,
+       CASE WHEN tp.state = 'pushed' THEN coalesce(tp.number, 0) ELSE 0 END,
+       CASE WHEN tp.state = 'held' THEN coalesce(tp.like_number, 0) ELSE 0 END,
+       coalesce(tp.like_url, ''), coalesce(tp.like_title, '')
 FROM analysis_proposals p
-LEFT JOIN task_pushes tp ON tp.proposal_id = p.id AND tp.state = 'pushed'
+LEFT JOIN task_pushes tp ON tp.proposal_id = p.id AND tp.state IN ('pushed', 'held')
 WHERE p.run_id = $1 AND p.ordinal > $2 AND p.ordinal <= $3 ORDER BY p.ordinal`,
 		run.ID, rv.Page*analysis.ReviewPageSize, (rv.Page+1)*analysis.ReviewPageSize)
 	if err != nil {
@@ -198,9 +202,13 @@ WHERE p.run_id = $1 AND p.ordinal > $2 AND p.ordinal <= $3 ORDER BY p.ordinal`,
 	var sources []byte
 	var url string
 	var number int
-	_, err = pgx.ForEachRow(rows, append(ps.dest(), &sources, &url, &number), func() error {
+	var like analysis.Filing
+	_, err = pgx.ForEachRow(rows, append(ps.dest(), &sources, &url, &number, &like.Number, &like.URL, &like.Title), func() error {
 		p, err := withSources(ps.proposal(), sources)
 		p.FiledURL, p.FiledNumber = url, number
+		if like.Number > 0 {
+			p.Like = like
+		}
 		rv.Proposals = append(rv.Proposals, p)
 		return err
 	})

@@ -117,12 +117,12 @@ WITH c AS (
     UPDATE task_pushes tp SET claimed_until = now() + $1 * interval '1 microsecond', claim_token = gen_random_uuid(),
         claimed_by = NULLIF($2, ''), attempts = tp.attempts + 1
     FROM c WHERE tp.id = c.id
-    RETURNING tp.id, tp.proposal_id, tp.chat_id, tp.kind, tp.target, tp.claim_token::text, tp.attempts
+    RETURNING tp.id, tp.proposal_id, tp.chat_id, tp.kind, tp.target, tp.claim_token::text, tp.attempts, tp.file_anyway
 )
-SELECT u.id, u.proposal_id, u.chat_id, u.kind, u.target, u.claim_token, u.attempts,
+SELECT u.id, u.proposal_id, u.chat_id, u.kind, u.target, u.claim_token, u.attempts, u.file_anyway,
        p.run_id, p.title, p.description, p.priority, p.assignee, p.deadline, p.decided_by, p.decided_at
 FROM u JOIN analysis_proposals p ON p.id = u.proposal_id`, lease.Microseconds(), claimer).Scan(
-		&p.ID, &t.ProposalID, &p.Destination.ChatID, &p.Destination.Kind, &p.Destination.Target, &p.Token, &p.Attempts,
+		&p.ID, &t.ProposalID, &p.Destination.ChatID, &p.Destination.Kind, &p.Destination.Target, &p.Token, &p.Attempts, &p.FileAnyway,
 		&t.RunID, &t.Title, &t.Description, &t.Priority, &assignee, &t.Deadline, &decidedBy, &decidedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return tasks.Push{}, false, nil
@@ -218,6 +218,56 @@ WHERE id = $1 AND state = 'pending' AND claim_token = $2::uuid`, p.ID, p.Token, 
 	return nil
 }
 
+// Hold sets a claimed push aside, if the claim is still its, as looking
+// like the open task like: it waits for an admin's Link or FileAnyway.
+func (s *Tasks) Hold(ctx context.Context, p tasks.Push, like tasks.Open) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `
+UPDATE task_pushes SET state = 'held', claimed_until = NULL, claim_token = NULL, last_error = '',
+    like_number = $3, like_url = NULLIF($4, ''), like_title = left($5, 1000)
+WHERE id = $1 AND state = 'pending' AND claim_token = $2::uuid`, p.ID, p.Token, like.Number, like.URL, like.Title)
+	if err != nil {
+		return false, fmt.Errorf("hold push %d: %w", p.ID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Link settles the held push of proposalID as the open task it looks
+// like, by an admin: nothing is filed, and the proposal shows that task
+// (and its closing is told, as of one filed). It returns the proposal's
+// run; domain.ErrNotFound when no push of it is held (decided already,
+// or never held).
+func (s *Tasks) Link(ctx context.Context, proposalID, by int64) (int64, error) {
+	return s.decideHeld(ctx, "link", proposalID, `
+UPDATE task_pushes tp SET state = 'pushed', linked = true, decided_by = $2, pushed_at = now(),
+    number = like_number, url = like_url, issue_state = 'open', last_error = ''
+FROM analysis_proposals p
+WHERE tp.proposal_id = $1 AND tp.state = 'held' AND p.id = tp.proposal_id
+RETURNING p.run_id`, proposalID, by)
+}
+
+// FileAnyway sends the held push of proposalID on after all, by an
+// admin: due now, and not checked for duplicates again. It returns the
+// proposal's run; domain.ErrNotFound as for Link.
+func (s *Tasks) FileAnyway(ctx context.Context, proposalID, by int64) (int64, error) {
+	return s.decideHeld(ctx, "file anyway", proposalID, `
+UPDATE task_pushes tp SET state = 'pending', file_anyway = true, decided_by = $2, not_before = now()
+FROM analysis_proposals p
+WHERE tp.proposal_id = $1 AND tp.state = 'held' AND p.id = tp.proposal_id
+RETURNING p.run_id`, proposalID, by)
+}
+
+func (s *Tasks) decideHeld(ctx context.Context, what string, proposalID int64, sql string, args ...any) (int64, error) {
+	var runID int64
+	err := s.pool.QueryRow(ctx, sql, args...).Scan(&runID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("%s proposal %d: %w", what, proposalID, domain.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%s proposal %d: %w", what, proposalID, err)
+	}
+	return runID, nil
+}
+
 // Pause holds every push in scope (a kind, or kind:target) until until,
 // on every replica; a longer pause already set stays.
 func (s *Tasks) Pause(ctx context.Context, scope string, until time.Time, reason string) error {
@@ -277,7 +327,8 @@ func (s *Tasks) Login(ctx context.Context, userID int64) (string, error) {
 func (s *Tasks) Recent(ctx context.Context, since time.Duration, limit int) ([]tasks.Pushed, error) {
 	rows, err := s.pool.Query(ctx, `
 SELECT tp.id, tp.proposal_id, p.title, tp.kind, tp.target, tp.state, coalesce(tp.number, 0), coalesce(tp.url, ''),
-       coalesce(tp.issue_state, ''), tp.last_error, p.decided_at
+       coalesce(tp.issue_state, ''), tp.last_error, p.decided_at, tp.linked,
+       coalesce(tp.like_number, 0), coalesce(tp.like_url, ''), coalesce(tp.like_title, '')
 FROM task_pushes tp JOIN analysis_proposals p ON p.id = tp.proposal_id
 WHERE p.decided_at > now() - $1 * interval '1 microsecond'
 ORDER BY p.decided_at DESC, tp.id DESC
@@ -288,7 +339,8 @@ LIMIT $2`, since.Microseconds(), limit)
 	var out []tasks.Pushed
 	var r tasks.Pushed
 	if _, err := pgx.ForEachRow(rows, []any{&r.ID, &r.ProposalID, &r.Title, &r.Destination.Kind, &r.Destination.Target, &r.State,
-		&r.Number, &r.URL, &r.IssueState, &r.LastError, &r.ApprovedAt}, func() error {
+		&r.Number, &r.URL, &r.IssueState, &r.LastError, &r.ApprovedAt, &r.Linked,
+		&r.Like.Number, &r.Like.URL, &r.Like.Title}, func() error {
 		out = append(out, r)
 		return nil
 	}); err != nil {

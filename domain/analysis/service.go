@@ -128,7 +128,18 @@ type Proposal struct {
 	// and for a tracker without numbers (a webhook). The board reads them.
 	FiledURL    string
 	FiledNumber int
-	CreatedAt   time.Time
+	// Like names the open issue of the tracker an approved proposal looks
+	// like, while its push waits for an admin to link it there or file it
+	// anyway (Number 0: none).
+	Like      Filing
+	CreatedAt time.Time
+}
+
+// Filing is an issue in the team's tracker, as the board names it.
+type Filing struct {
+	Number int
+	URL    string
+	Title  string
 }
 
 // Chats is the recorded group messages and chats (api.go, the executor's

@@ -22,6 +22,9 @@ type Push struct {
 	Task        Task
 	Token       string
 	Attempts    int
+	// FileAnyway: an admin chose to file it although it looked like an
+	// open task of its destination; no duplicate check again.
+	FileAnyway bool
 }
 
 // Pushed is a push as /tasks lists it.
@@ -30,12 +33,16 @@ type Pushed struct {
 	ProposalID  int64
 	Title       string
 	Destination Destination
-	State       string // pending, pushed
+	State       string // pending, held, pushed
 	Number      int
 	URL         string
 	IssueState  string
 	LastError   string
 	ApprovedAt  time.Time
+	// Like is the open task a held push looks like; Linked: an admin
+	// linked the proposal to it rather than filing it.
+	Like   Open
+	Linked bool
 }
 
 // MessageLink opens a group message in Telegram: t.me/c/<id>/<message>
@@ -81,6 +88,10 @@ type Store interface {
 	Pushed(ctx context.Context, p Push, f Filed) (bool, error)
 	Defer(ctx context.Context, p Push, notBefore time.Time, why string) error
 	Pause(ctx context.Context, scope string, until time.Time, reason string) error
+	// Hold sets a claimed push aside until an admin says whether it is
+	// like, which it looks like: link it, or file it anyway. False when
+	// the claim is no longer its.
+	Hold(ctx context.Context, p Push, like Open) (bool, error)
 }
 
 // Boards redraws an analysis run's board (analysis.Service): a filed
@@ -243,6 +254,13 @@ func (s *Service) push(ctx context.Context, p Push) error {
 	}
 	f, found, err := tr.Find(ctx, p.Destination.Target, p.Task.Marker())
 	if err == nil && !found {
+		var like Open
+		var held bool
+		if like, held, err = s.looksLike(ctx, tr, p); err == nil && held {
+			return s.hold(ctx, log, p, like)
+		}
+	}
+	if err == nil && !found {
 		f, err = tr.File(ctx, p.Destination.Target, p.Task)
 	}
 	// What the tracker answered is recorded even when the tick's budget
@@ -273,6 +291,39 @@ func (s *Service) push(ctx context.Context, p Push) error {
 	if f.AssigneeDropped {
 		if err := s.notices.Once(ctx, "tasks:assignee:"+strconv.FormatInt(p.ID, 10), s.render.AssigneeDropped(p, f)); err != nil {
 			log.Warn("tasks: the dropped assignee not told", "err", err)
+		}
+	}
+	return nil
+}
+
+// looksLike is the open task of p's destination p's task looks like, if
+// its tracker can list them and an admin has not chosen to file it anyway.
+func (s *Service) looksLike(ctx context.Context, tr Tracker, p Push) (Open, bool, error) {
+	l, ok := tr.(Lister)
+	if !ok || p.FileAnyway {
+		return Open{}, false, nil
+	}
+	open, err := l.Open(ctx, p.Destination.Target)
+	if err != nil {
+		return Open{}, false, err
+	}
+	like, ok := LikelyDuplicate(p.Task.Title, open)
+	return like, ok, nil
+}
+
+// hold sets p aside as looking like an open task, and redraws its run's
+// board, where the admins choose: link it to that task, or file it anyway.
+func (s *Service) hold(ctx context.Context, log *slog.Logger, p Push, like Open) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWithin)
+	defer cancel()
+	held, err := s.store.Hold(ctx, p, like)
+	if err != nil || !held {
+		return err
+	}
+	log.Info("tasks: looks like an open task; held for the admins", "like", like.Number)
+	if s.boards != nil {
+		if err := s.boards.RefreshBoard(ctx, p.Task.RunID); err != nil {
+			log.Warn("tasks: the run's board not redrawn with the likely duplicate", "run", p.Task.RunID, "err", err)
 		}
 	}
 	return nil

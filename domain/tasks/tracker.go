@@ -3,8 +3,10 @@
 // URL), approving a proposal queues a push to it in the approval's own
 // transaction, and a worker files each push exactly once, whatever
 // crashes or refusals come between (the marker a filed task carries lets a
-// retry find what an earlier attempt filed). This file is the port to a
-// tracker; the trackers themselves live in package tracker.
+// retry find what an earlier attempt filed). Before filing, a task whose
+// title reads like an open task of its destination (dups.go) is held for
+// the admins, who link it to that task or file it anyway. This file is the
+// port to a tracker; the trackers themselves live in package tracker.
 package tasks
 
 import (

@@ -68,12 +68,19 @@ type Client struct {
 	mu     sync.Mutex
 	login  string
 	labels map[string]bool // "owner/repo\x00label" known to exist
+	// open caches each repository's pages of open issues with their
+	// ETags (Open): a cache, which a restart only makes cost requests.
+	open map[string][]openPage
 	// hold is the RateLimited GitHub last gave; nothing is sent before its
 	// Until.
 	hold *tasks.RateLimited
 }
 
-var _ tasks.Tracker = (*Client)(nil)
+var (
+	_ tasks.Tracker = (*Client)(nil)
+	_ tasks.Lister  = (*Client)(nil)
+	_ tasks.Syncer  = (*Client)(nil)
+)
 
 // New validates cfg and builds a Client. It does not contact GitHub.
 func New(cfg Config) (*Client, error) {
@@ -107,7 +114,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	return &Client{
 		base: base, token: cfg.Token, hc: hc, ua: ua, now: now,
-		login: strings.TrimSpace(cfg.Login), labels: map[string]bool{},
+		login: strings.TrimSpace(cfg.Login), labels: map[string]bool{}, open: map[string][]openPage{},
 	}, nil
 }
 

@@ -45,6 +45,16 @@
 // Issue reads one issue's state for the /tasks view with If-None-Match:
 // an unchanged issue answers 304, which costs no rate limit.
 //
+// # Open issues
+//
+// Open lists the repository's open issues (pull requests left out), the
+// 300 most recently updated, for the worker's duplicate check before it
+// files. Each of its three pages is asked with the ETag of its last
+// answer, kept in the Client: an unchanged page is a 304, which costs no
+// rate limit. A filing moves every page (the newest issue goes first), so
+// a busy push costs up to three reads a task; GitHub's content limit
+// (500 new issues an hour) binds long before the core one (5000 requests).
+//
 // # Errors
 //
 // Every error is an *Error naming the method, the path and the status,

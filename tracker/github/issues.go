@@ -34,6 +34,7 @@ const labelDescription = "Priority of a task filed by Switchboard"
 // issueJSON is what the Client reads of GitHub's issue.
 type issueJSON struct {
 	Number      int       `json:"number"`
+	Title       string    `json:"title"`
 	HTMLURL     string    `json:"html_url"`
 	State       string    `json:"state"`
 	Body        *string   `json:"body"`
