@@ -71,6 +71,7 @@ func TestApprovedTasksReachTheTeamsTracker(t *testing.T) {
 	gh.AddToken("ghp_test", "switchboard-bot", ghfake.Write("acme/app"))
 	gh.AddCollaborator("acme/app", "bob-gh")
 	rc := &receiver{secret: []byte("hook-secret"), fail: 1}
+	deadline := time.Now().AddDate(0, 0, 7).Format(time.DateOnly)
 	hook := httptest.NewServer(rc)
 	t.Cleanup(hook.Close)
 
@@ -79,7 +80,8 @@ func TestApprovedTasksReachTheTeamsTracker(t *testing.T) {
 	ops := env.TG.Supergroup(-1002000000002, "Ops", "")
 	env.LLM.On(llmtest.SystemContains("propose the tasks")).Named("proposals").ReplyFunc(func(r llmtest.Request) string {
 		out := proposals(r)
-		return strings.ReplaceAll(out, `"assignee":""`, `"assignee":"@BobDev"`)
+		out = strings.ReplaceAll(out, `"assignee":""`, `"assignee":"@BobDev"`)
+		return strings.ReplaceAll(out, `"deadline":""`, `"deadline":"`+deadline+`"`)
 	})
 	env.Start(map[string]string{
 		"GITHUB_API_URL": gh.URL(), "GITHUB_TOKEN": "ghp_test", "TASKS_WEBHOOK_SECRET": "hook-secret",
@@ -123,6 +125,7 @@ func TestApprovedTasksReachTheTeamsTracker(t *testing.T) {
 	require.Len(t, issue.Labels, 1)
 	require.Contains(t, issue.Labels[0], "medium")
 	require.Equal(t, []string{"bob-gh"}, issue.Assignees, "the mention of a member maps to their login")
+	require.Contains(t, issue.Body, "**Deadline:** "+deadline)
 
 	env.TG.WaitFor(t, 60*time.Second, func() bool { a, _, _ := rc.got(); return len(a) == 1 })
 	accepted, ids, bad := rc.got()
