@@ -20,6 +20,9 @@
 //	is := srv.WaitIssue(t, "acme/jobs", func(is ghfake.Issue) bool { return is.Title == "…" })
 //	srv.CloseIssue("acme/jobs", is.Number, "completed") // someone on GitHub closes it
 //
+// A program that is no test (the bench) calls Start instead of New and
+// Close when done; the Wait* helpers, which fail a test, are New's.
+//
 // # Endpoints
 //
 //	POST  /repos/{owner}/{repo}/issues           201, Location
@@ -98,7 +101,8 @@
 // Every authenticated answer carries X-RateLimit-Limit, -Remaining,
 // -Used, -Reset (epoch seconds) and -Resource. The primary limits are
 // per user, all their tokens together: "core", 5000 requests an hour, and
-// "search", 30 a minute; each window opens with its first request.
+// "search", 30 a minute; each window opens with its first request and
+// resets at the whole second X-RateLimit-Reset names.
 // GET /rate_limit counts against neither. An exhausted limit answers 403
 // (or 429, WithRateLimitStatus) with "API rate limit exceeded for user ID
 // …" and X-RateLimit-Remaining 0; a refused request takes nothing.
@@ -109,6 +113,15 @@
 // labels a minute, 500 an hour, as documented; Limits) trip them on their
 // own. GitHub's other secondary limits (100 concurrent requests, 900
 // points a minute per endpoint, CPU time) are not modelled.
+//
+// WithTimeScale(k) shortens every limit's period k times (the minute to
+// 60s/k, the hour to 3600s/k) and keeps the counts, so that a load
+// GitHub's content limits would spread over hours (1000 new issues at 500
+// an hour) runs in minutes at the same shape: at k = 60, 80 a second and
+// 500 a minute. The headers stay in real time: X-RateLimit-Reset is the
+// epoch second the shortened window ends, Retry-After the real seconds to
+// wait, rounded up to whole seconds as HTTP requires (a 0.2 s wait says
+// 1), and early requests are judged on the real clock.
 //
 // A user told to wait (Retry-After, or X-RateLimit-Reset of an exhausted
 // limit) who sends any request before the time has passed is recorded:

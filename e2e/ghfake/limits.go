@@ -47,14 +47,17 @@ func (s *Server) windowLocked(a *account, resource string, now time.Time) *windo
 	var period time.Duration
 	switch resource {
 	case "core":
-		w, limit, period = &a.core, s.limits.Core, time.Hour
+		w, limit, period = &a.core, s.limits.Core, s.period(time.Hour)
 	case "search":
-		w, limit, period = &a.search, s.limits.Search, time.Minute
+		w, limit, period = &a.search, s.limits.Search, s.period(time.Minute)
 	default:
 		return &window{limit: 1 << 30}
 	}
 	if !now.Before(w.reset) {
-		*w = window{reset: now.Add(period)}
+		// X-RateLimit-Reset speaks whole epoch seconds; a window that
+		// ended inside its second would call a client that trusts the
+		// header early.
+		*w = window{reset: ceilSecond(now.Add(period))}
 	}
 	w.limit = limit
 	return w
@@ -72,7 +75,7 @@ func (s *Server) rateHeadersLocked(w http.ResponseWriter, win *window, resource 
 // anonymousRateHeaders are the figures GitHub sends with a 401: those of
 // an unauthenticated client. The fake does not count them down.
 func (s *Server) anonymousRateHeaders(w http.ResponseWriter) {
-	s.rateHeadersLocked(w, &window{limit: anonymousCore, reset: s.now().Add(time.Hour)}, "core")
+	s.rateHeadersLocked(w, &window{limit: anonymousCore, reset: s.now().Add(s.period(time.Hour))}, "core")
 }
 
 // TripSecondaryLimit makes every mutating request (POST, PATCH, PUT,
@@ -104,21 +107,39 @@ func (s *Server) secondaryLocked(a *account, creates bool, now time.Time) (time.
 	if !creates {
 		return 0, true
 	}
+	minute, hour := s.period(time.Minute), s.period(time.Hour)
 	// Forget creations older than the longest window.
 	keep := a.created[:0]
 	for _, t := range a.created {
-		if now.Sub(t) < time.Hour {
+		if now.Sub(t) < hour {
 			keep = append(keep, t)
 		}
 	}
 	a.created = keep
-	if wait, ok := overLimit(a.created, now, time.Minute, s.limits.ContentPerMinute); !ok {
+	if wait, ok := overLimit(a.created, now, minute, s.limits.ContentPerMinute); !ok {
 		return wait, false
 	}
-	if wait, ok := overLimit(a.created, now, time.Hour, s.limits.ContentPerHour); !ok {
+	if wait, ok := overLimit(a.created, now, hour, s.limits.ContentPerHour); !ok {
 		return wait, false
 	}
 	return 0, true
+}
+
+// ceilSecond is t rounded up to a whole second.
+func ceilSecond(t time.Time) time.Time {
+	if w := t.Truncate(time.Second); w.Before(t) {
+		return w.Add(time.Second)
+	}
+	return t
+}
+
+// period is a limit's period d as the fake runs it: d shortened by the
+// time scale (WithTimeScale).
+func (s *Server) period(d time.Duration) time.Duration {
+	if s.timeScale == 1 {
+		return d
+	}
+	return time.Duration(float64(d) / s.timeScale)
 }
 
 // overLimit reports whether one more creation fits limit within period;

@@ -151,3 +151,70 @@ func TestContentCreationLimit(t *testing.T) {
 	require.Equal(t, strconv.Itoa(int((time.Hour - 3*time.Minute).Seconds())), r.header.Get("Retry-After"))
 	require.Len(t, b.srv.Issues(repoName), 3)
 }
+
+// At time scale 60 the minute lasts a second and the hour a minute, at the
+// limits' counts; Retry-After still speaks whole real seconds, rounded up,
+// and X-RateLimit-Reset the whole second the shortened window ends.
+func TestTimeScale(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ghfake.WithTimeScale(60), ghfake.WithLimits(ghfake.Limits{Core: 100, Search: 1, ContentPerMinute: 2, ContentPerHour: 3}))
+	start := b.clock.Now()
+	path := "/repos/" + repoName + "/issues"
+	r := b.call(t, http.MethodPost, path, botToken, map[string]any{"title": "1"})
+	require.Equal(t, http.StatusCreated, r.status)
+	requireRate(t, r, "core", 100, 99, start.Add(time.Minute))
+	b.clock.Add(200 * time.Millisecond)
+	b.createIssue(t, map[string]any{"title": "2"})
+
+	b.clock.Add(100 * time.Millisecond)
+	r = b.call(t, http.MethodPost, path, botToken, map[string]any{"title": "3"})
+	require.Equal(t, http.StatusForbidden, r.status)
+	require.True(t, strings.HasPrefix(r.errorBody(t).Message, ghfake.MsgSecondaryPrefix))
+	require.Equal(t, "1", r.header.Get("Retry-After"), "0.7 s rounded up")
+	b.clock.Add(699 * time.Millisecond)
+	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, path, botToken).status)
+	require.Len(t, b.srv.EarlyRequests(), 1, "a millisecond before the first creation leaves the minute")
+	b.clock.Add(time.Millisecond)
+	b.createIssue(t, map[string]any{"title": "3"})
+
+	// The hour, a minute long, holds three: the next waits until the first
+	// leaves it, 60 s after it.
+	b.clock.Add(time.Second)
+	r = b.call(t, http.MethodPost, "/repos/"+repoName+"/labels", botToken, map[string]any{"name": "x"})
+	require.Equal(t, http.StatusForbidden, r.status)
+	require.Equal(t, "58", r.header.Get("Retry-After"))
+	b.clock.Add(58 * time.Second)
+	b.createIssue(t, map[string]any{"title": "4"})
+	require.Len(t, b.srv.EarlyRequests(), 1, "Retry-After honoured to the second is not early")
+	require.Len(t, b.srv.Issues(repoName), 4)
+
+	// The search minute lasts a second; its reset is the whole second after.
+	b.clock.Add(300 * time.Millisecond)
+	requireRate(t, b.search(t, "is:issue a"), "search", 1, 0, start.Add(62*time.Second))
+	r = b.search(t, "is:issue a")
+	require.Equal(t, http.StatusForbidden, r.status)
+	requireRate(t, r, "search", 1, 0, start.Add(62*time.Second))
+	b.clock.Add(1700 * time.Millisecond)
+	require.Equal(t, http.StatusOK, b.search(t, "is:issue a").status)
+	require.Len(t, b.srv.EarlyRequests(), 1)
+}
+
+// Start serves without a test: the bench's way in, closed by its caller.
+func TestStartWithoutATest(t *testing.T) {
+	t.Parallel()
+	srv := ghfake.Start(ghfake.WithTimeScale(60))
+	srv.AddRepo(repoName)
+	srv.AddToken(botToken, botLogin, ghfake.Write(repoName))
+	req, err := http.NewRequest(http.MethodGet, srv.URL()+"/rate_limit", nil)
+	require.NoError(t, err)
+	req.Header.Set("User-Agent", "switchboard-test")
+	req.Header.Set("Authorization", "Bearer "+botToken)
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	srv.Close()
+	srv.Close()
+}

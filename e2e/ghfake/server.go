@@ -56,7 +56,8 @@ type Server struct {
 	limits        Limits
 	refuseStatus  int // 403 or 429, for the primary and secondary limits
 	secondaryTill time.Time
-	refuseLabels  bool // unknown labels on a new issue are refused, not created
+	refuseLabels  bool    // unknown labels on a new issue are refused, not created
+	timeScale     float64 // the limits' periods are divided by it (WithTimeScale)
 	searchLag     time.Duration
 	faults        []*queuedFault
 
@@ -85,6 +86,21 @@ func WithRateLimitStatus(status int) Option { return func(s *Server) { s.refuseS
 // as GitHub's index does; the REST reads see it at once.
 func WithSearchLag(d time.Duration) Option { return func(s *Server) { s.searchLag = d } }
 
+// WithTimeScale makes the rate limits' periods k times shorter: the
+// minute lasts 60s/k and the hour 3600s/k, so that a run that GitHub's
+// hourly limits would hold for hours takes minutes, at the limits' counts.
+// Everything else stays real time: X-RateLimit-Reset is the epoch second
+// the shortened window ends, and Retry-After the real seconds until the
+// user may come back, rounded up to whole seconds as HTTP requires (a
+// wait of 0.2 s says 1). TripSecondaryLimit's duration is real time too.
+// It panics unless k is positive.
+func WithTimeScale(k float64) Option {
+	if !(k > 0) {
+		panic(fmt.Sprintf("ghfake: time scale %v is not positive", k))
+	}
+	return func(s *Server) { s.timeScale = k }
+}
+
 // RefuseUnknownLabels makes creating an issue with a label the repository
 // lacks answer 422 instead of creating the label; see the package doc.
 func RefuseUnknownLabels() Option { return func(s *Server) { s.refuseLabels = true } }
@@ -93,8 +109,20 @@ func RefuseUnknownLabels() Option { return func(s *Server) { s.refuseLabels = tr
 // the test failed, the request log is printed.
 func New(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	s := &Server{
+	s := Start(opts...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("ghfake: requests:\n%s", s.RequestLog())
+		}
+		s.Close()
+	})
+	return s
+}
 
+// Start starts a fake GitHub API on 127.0.0.1 for a program that is no
+// test (the bench); the caller closes it.
+func Start(opts ...Option) *Server {
+	s := &Server{
 		now:          time.Now,
 		waitTimeout:  10 * time.Second,
 		closing:      make(chan struct{}),
@@ -104,17 +132,12 @@ func New(t testing.TB, opts ...Option) *Server {
 		limits:       DefaultLimits(),
 		refuseStatus: http.StatusForbidden,
 		nextUserID:   9000000,
+		timeScale:    1,
 	}
 	for _, o := range opts {
 		o(s)
 	}
 	s.http = httptest.NewServer(s)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("ghfake: requests:\n%s", s.RequestLog())
-		}
-		s.Close()
-	})
 	return s
 }
 
