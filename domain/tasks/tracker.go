@@ -83,6 +83,10 @@ type Filed struct {
 	// AssigneeDropped: the tracker refused the assignee (a login that
 	// cannot be assigned), and the task was filed without one.
 	AssigneeDropped bool
+	// Created counts what filing made in the tracker that its content
+	// limits count (GitHub: the issue, and a priority label made first);
+	// 0 for a task found filed. The pacer reads it back (Config.Content).
+	Created int
 }
 
 // Tracker files tasks into destinations of one kind.

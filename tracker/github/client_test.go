@@ -112,6 +112,7 @@ func TestFile(t *testing.T) {
 	require.Equal(t, "https://github.com/acme/jobs/issues/1", f.URL)
 	require.Equal(t, "open", f.State)
 	require.False(t, f.AssigneeDropped)
+	require.Equal(t, 2, f.Created, "the label and the issue, both counted by GitHub's content limits")
 
 	is, ok := b.srv.Issue(repoName, 1)
 	require.True(t, ok)
@@ -139,9 +140,10 @@ func TestFile(t *testing.T) {
 
 	// The label is known now: the next task costs one request.
 	n := len(b.srv.Requests())
-	_, err = b.client.File(ctx, repoName, task(124))
+	f, err = b.client.File(ctx, repoName, task(124))
 	require.NoError(t, err)
 	require.Len(t, b.srv.Requests(), n+1)
+	require.Equal(t, 1, f.Created)
 }
 
 func TestFileCreatesLabelFirst(t *testing.T) {
@@ -166,8 +168,9 @@ func TestFileCreatesLabelFirst(t *testing.T) {
 
 	// An existing label is used as it is.
 	tk.Priority = "low"
-	_, err = b.client.File(ctx, repoName, tk)
+	f, err := b.client.File(ctx, repoName, tk)
 	require.NoError(t, err)
+	require.Equal(t, 1, f.Created)
 	require.Equal(t, []ghfake.Label{
 		{Name: "priority: low", Color: "c2e0c6"},
 		{Name: "priority: medium", Color: "fbca04", Description: "Priority of a task filed by Switchboard"},
@@ -178,8 +181,9 @@ func TestFileCreatesLabelFirst(t *testing.T) {
 	// A label made by another worker between our GET and POST is fine.
 	other := b.newClient(t, token)
 	tk.Priority = "medium"
-	_, err = other.File(ctx, repoName, tk)
+	f, err = other.File(ctx, repoName, tk)
 	require.NoError(t, err)
+	require.Equal(t, 1, f.Created)
 }
 
 func TestFileDropsUnassignableLogin(t *testing.T) {
@@ -192,6 +196,7 @@ func TestFileDropsUnassignableLogin(t *testing.T) {
 	f, err := b.client.File(context.Background(), repoName, tk)
 	require.NoError(t, err)
 	require.True(t, f.AssigneeDropped)
+	require.Equal(t, 2, f.Created, "the label and the issue; the refused attempt made nothing")
 	is, _ := b.srv.Issue(repoName, f.Number)
 	require.Empty(t, is.Assignees)
 	require.Contains(t, is.Body, "**Assignee:** Mal (GitHub login `mallory` could not be assigned)")

@@ -13,6 +13,8 @@
 // Client's life, so only the first task of each priority in a repository
 // costs the extra request. The label is made first rather than left to
 // GitHub, which would create a missing one grey and without description.
+// Filed.Created counts the label made and the issue: GitHub's content
+// limits count both, and the worker paces its pushes by them.
 //
 // A title longer than GitHub's 256 characters is clipped. The body is
 // Markdown: the description, the priority, the deadline, the assignee

@@ -52,9 +52,14 @@ func (c *Client) File(ctx context.Context, target string, t tasks.Task) (tasks.F
 		return tasks.Filed{}, err
 	}
 	var labels []string
+	made := 0
 	if l, ok := priorityLabels[strings.ToLower(strings.TrimSpace(t.Priority))]; ok {
-		if err := c.ensureLabel(ctx, repo, l.name, l.color); err != nil {
+		created, err := c.ensureLabel(ctx, repo, l.name, l.color)
+		if err != nil {
 			return tasks.Filed{}, err
+		}
+		if created {
+			made++
 		}
 		labels = []string{l.name}
 	}
@@ -86,6 +91,7 @@ func (c *Client) File(ctx context.Context, target string, t tasks.Task) (tasks.F
 	}
 	f := is.filed()
 	f.AssigneeDropped = dropped
+	f.Created = made + 1
 	return f, nil
 }
 
@@ -109,30 +115,32 @@ func validationFailed(a answer, err error, is func(fieldError) bool) bool {
 	return slices.ContainsFunc(eb.Errors, is)
 }
 
-// ensureLabel makes sure repo has the label, creating it if missing.
-func (c *Client) ensureLabel(ctx context.Context, repo, name, color string) error {
+// ensureLabel makes sure repo has the label, creating it if missing;
+// created says this call made it.
+func (c *Client) ensureLabel(ctx context.Context, repo, name, color string) (created bool, err error) {
 	key := repo + "\x00" + strings.ToLower(name)
 	c.mu.Lock()
 	known := c.labels[key]
 	c.mu.Unlock()
 	if known {
-		return nil
+		return false, nil
 	}
 	a, err := c.do(ctx, http.MethodGet, repo+"/labels/"+url.PathEscape(name), nil, nil, http.StatusOK, http.StatusNotFound)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if a.status == http.StatusNotFound {
 		in := map[string]string{"name": name, "color": color, "description": labelDescription}
 		a, err = c.do(ctx, http.MethodPost, repo+"/labels", in, nil, http.StatusCreated)
 		if err != nil && !labelExists(a, err) {
-			return err
+			return false, err
 		}
+		created = err == nil
 	}
 	c.mu.Lock()
 	c.labels[key] = true
 	c.mu.Unlock()
-	return nil
+	return created, nil
 }
 
 // labelExists reports whether a failed label create was 422
