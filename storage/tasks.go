@@ -200,12 +200,60 @@ ORDER BY s.chat_id, s.message_id`, proposalID)
 func (s *Tasks) Pushed(ctx context.Context, p tasks.Push, f tasks.Filed) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `
 UPDATE task_pushes SET state = 'pushed', pushed_at = now(), claimed_until = NULL, claim_token = NULL,
-    number = NULLIF($3, 0), url = NULLIF($4, ''), issue_state = NULLIF($5, ''), assignee_dropped = $6, last_error = ''
-WHERE id = $1 AND state = 'pending' AND claim_token = $2::uuid`, p.ID, p.Token, f.Number, f.URL, f.State, f.AssigneeDropped)
+    number = NULLIF($3, 0), url = NULLIF($4, ''), issue_state = NULLIF($5, ''), assignee_dropped = $6, last_error = '',
+    created = $7
+WHERE id = $1 AND state = 'pending' AND claim_token = $2::uuid`, p.ID, p.Token, f.Number, f.URL, f.State, f.AssigneeDropped,
+		max(f.Created, 0))
 	if err != nil {
 		return false, fmt.Errorf("record push %d: %w", p.ID, err)
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// Creations are the pushes of kind recorded within the last within that
+// made content in their tracker (Filed.Created), newest first, at most
+// limit of them, and the database's now they are counted back from: the
+// pacer's arithmetic runs on the database's clock, which every replica
+// shares.
+func (s *Tasks) Creations(ctx context.Context, kind string, within time.Duration, limit int) (time.Time, []tasks.Creation, error) {
+	var now time.Time
+	var at []time.Time
+	var n []int32
+	err := s.pool.QueryRow(ctx, `
+SELECT now(), coalesce(array_agg(pushed_at ORDER BY pushed_at DESC), '{}'), coalesce(array_agg(created::int ORDER BY pushed_at DESC), '{}')
+FROM (
+    SELECT pushed_at, created FROM task_pushes
+    WHERE kind = $1 AND created > 0 AND pushed_at > now() - $2 * interval '1 microsecond'
+    ORDER BY pushed_at DESC
+    LIMIT $3
+) c`, kind, within.Microseconds(), limit).Scan(&now, &at, &n)
+	if err != nil {
+		return time.Time{}, nil, fmt.Errorf("creations of %s: %w", kind, err)
+	}
+	out := make([]tasks.Creation, len(at))
+	for i := range at {
+		out[i] = tasks.Creation{At: at[i], N: int(n[i])}
+	}
+	return now, out, nil
+}
+
+// Due is how long until the next pending push may be claimed (its
+// not_before, a pause of its kind or destination and a claim held on it
+// all past); false when no push is pending.
+func (s *Tasks) Due(ctx context.Context) (time.Duration, bool, error) {
+	var micros *int64
+	err := s.pool.QueryRow(ctx, `
+SELECT (extract(epoch FROM min(greatest(tp.not_before, tp.claimed_until,
+    (SELECT max(z.until) FROM task_pauses z WHERE z.scope = tp.kind OR z.scope = tp.kind || ':' || tp.target))) - now())
+    * 1000000)::bigint
+FROM task_pushes tp WHERE tp.state = 'pending'`).Scan(&micros)
+	if err != nil {
+		return 0, false, fmt.Errorf("next due push: %w", err)
+	}
+	if micros == nil {
+		return 0, false, nil
+	}
+	return max(time.Duration(*micros)*time.Microsecond, 0), true, nil
 }
 
 // Defer gives a claimed push back, due again at notBefore, with why.

@@ -191,3 +191,70 @@ func TestPushesWaitForTheRunsCloseWhereTheDestinationSaysSo(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "one", p.Task.Title)
 }
+
+// A push records what it made in its tracker; Creations reads a kind's
+// back, newest first, on the database's clock, and Due says how long until
+// the next pending push may be claimed: its not_before, a pause of its
+// kind and a claim held on it all count.
+func TestPushCreationsAndDue(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	const team = int64(-1001234567892)
+	store := f.st.Tasks()
+	require.NoError(t, store.SetDestination(f.ctx, tasks.Destination{ChatID: team, Kind: tasks.KindGitHub, Target: "acme/app"}, 7))
+	_, ok, err := store.Due(f.ctx)
+	require.NoError(t, err)
+	require.False(t, ok, "nothing pending")
+
+	r := f.running()
+	var ps []analysis.Proposal
+	for i := range 3 {
+		f.message(team, int64(i+1), time.Now(), "please do it")
+		ps = append(ps, proposal("task", ref(team, int64(i+1))))
+	}
+	_, saved, err := f.st.Runs().SaveProposalBatch(f.ctx, r.ID, 1, 10, ps, nil)
+	require.NoError(t, err)
+	f.complete(r.ID)
+	for _, p := range saved {
+		f.decide(p.ID, analysis.Approved)
+	}
+	wait, ok, err := store.Due(f.ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Zero(t, wait, "due now")
+
+	first, _, err := store.Claim(f.ctx, "replica-1", time.Minute)
+	require.NoError(t, err)
+	_, err = store.Pushed(f.ctx, first, tasks.Filed{Number: 1, Created: 2})
+	require.NoError(t, err)
+	second, _, err := store.Claim(f.ctx, "replica-1", time.Minute)
+	require.NoError(t, err)
+	_, err = store.Pushed(f.ctx, second, tasks.Filed{Number: 2, Created: 1})
+	require.NoError(t, err)
+	now, cs, err := store.Creations(f.ctx, tasks.KindGitHub, time.Hour, 10)
+	require.NoError(t, err)
+	require.Len(t, cs, 2)
+	require.Equal(t, []int{1, 2}, []int{cs[0].N, cs[1].N}, "newest first")
+	require.False(t, cs[0].At.After(now))
+	_, cs, err = store.Creations(f.ctx, tasks.KindGitHub, time.Hour, 1)
+	require.NoError(t, err)
+	require.Len(t, cs, 1, "at most limit")
+	_, cs, err = store.Creations(f.ctx, tasks.KindWebhook, time.Hour, 10)
+	require.NoError(t, err)
+	require.Empty(t, cs, "another kind's")
+
+	third, _, err := store.Claim(f.ctx, "replica-1", time.Minute)
+	require.NoError(t, err)
+	wait, ok, err = store.Due(f.ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.InDelta(t, time.Minute.Seconds(), wait.Seconds(), 2, "held by its claim")
+	require.NoError(t, store.Defer(f.ctx, third, time.Now().Add(10*time.Second), "later"))
+	wait, _, err = store.Due(f.ctx)
+	require.NoError(t, err)
+	require.InDelta(t, 10, wait.Seconds(), 2, "its not_before")
+	require.NoError(t, store.Pause(f.ctx, tasks.KindGitHub, time.Now().Add(30*time.Second), "paced"))
+	wait, _, err = store.Due(f.ctx)
+	require.NoError(t, err)
+	require.InDelta(t, 30, wait.Seconds(), 2, "its kind's pause")
+}
