@@ -92,6 +92,7 @@ type Store interface {
 	// like, which it looks like: link it, or file it anyway. False when
 	// the claim is no longer its.
 	Hold(ctx context.Context, p Push, like Open) (bool, error)
+	Pacing
 }
 
 // Boards redraws an analysis run's board (analysis.Service): a filed
@@ -137,6 +138,14 @@ type Config struct {
 	MaxBackoff time.Duration
 	// Claimer names this replica in its claims.
 	Claimer string
+	// Content are the content limits GitHub's destinations are paced to
+	// (pace.go), the Per of each in real time: nil means GitHub's own
+	// (GitHubContent), an empty slice no pacing.
+	Content []Window
+	// MaxWait bounds how long the job waits in place for the content
+	// limits or for a pause about to end (5 s); a longer wait pauses the
+	// kind and ends the run.
+	MaxWait time.Duration
 }
 
 // Service pushes approved tasks to their trackers. Push is the job each
@@ -170,6 +179,7 @@ func NewService(cfg Config, store interface {
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = 10 * time.Minute
 	}
+	cfg = withPacing(cfg)
 	return &Service{cfg: cfg, store: store, sync: store, trackers: trackers, notices: notices, render: render, log: log, now: time.Now}
 }
 
@@ -227,12 +237,19 @@ func (s *Service) Sync(ctx context.Context) error {
 }
 
 // Push files due pushes one after another until none is due or ctx ends
-// (the tick's budget): the job.
+// (the tick's budget): the job. When none is due but one will be within
+// Config.MaxWait, it waits for that one.
 func (s *Service) Push(ctx context.Context) error {
 	for ctx.Err() == nil {
 		p, ok, err := s.store.Claim(ctx, s.cfg.Claimer, s.cfg.Lease)
-		if err != nil || !ok {
+		if err != nil {
 			return err
+		}
+		if !ok {
+			if waited, err := s.awaitDue(ctx); !waited || err != nil {
+				return err
+			}
+			continue
 		}
 		if err := s.push(ctx, p); err != nil {
 			return err
@@ -261,6 +278,9 @@ func (s *Service) push(ctx context.Context, p Push) error {
 		}
 	}
 	if err == nil && !found {
+		if held, perr := s.pace(ctx, log, p); held || perr != nil {
+			return perr
+		}
 		f, err = tr.File(ctx, p.Destination.Target, p.Task)
 	}
 	// What the tracker answered is recorded even when the tick's budget

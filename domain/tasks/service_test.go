@@ -30,6 +30,9 @@ type world struct {
 	store *storage.Store
 	gh    *ghfake.Server
 	told  atomic.Int64
+	// content and maxWait are the pusher's Config.Content and MaxWait.
+	content []tasks.Window
+	maxWait time.Duration
 }
 
 func newWorld(t *testing.T, opts ...ghfake.Option) *world {
@@ -83,7 +86,8 @@ func (w *world) service(store interface {
 	w.t.Helper()
 	gh, err := github.New(github.Config{URL: w.gh.URL(), Token: "ghp_test"})
 	require.NoError(w.t, err)
-	return tasks.NewService(tasks.Config{Lease: lease, Claimer: "test"}, store, map[string]tasks.Tracker{tasks.KindGitHub: gh},
+	return tasks.NewService(tasks.Config{Lease: lease, Claimer: "test", Content: w.content, MaxWait: w.maxWait}, store,
+		map[string]tasks.Tracker{tasks.KindGitHub: gh},
 		notices{w}, render{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
@@ -153,6 +157,7 @@ func TestSecondaryLimitDuringAHundredPushes(t *testing.T) {
 		tick  = 200 * time.Millisecond
 	)
 	w := newWorld(t, ghfake.WithLimits(ghfake.Limits{Core: 5000, Search: 30}))
+	w.content = []tasks.Window{} // the fake's content limits are off, and so is the pace
 	w.approve(n)
 	trip := &tripping{Tasks: w.store.Tasks(), after: 30, trip: func() { w.gh.TripSecondaryLimit(limit) }}
 	s := w.service(trip, time.Minute)
@@ -284,4 +289,36 @@ func TestAClosedIssueIsToldOnce(t *testing.T) {
 	var state string
 	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT issue_state FROM task_pushes WHERE number = $1`, first.Number).Scan(&state))
 	require.Equal(t, "closed", state)
+}
+
+// GitHub's content limits shortened 600 times (10 creations in 100 ms, 25
+// in 6 s) and the pusher paced to the same: 40 tasks and their priority
+// label are filed without a refusal or a request early, each once, the
+// 26th creation waiting (the kind paused, the wait longer than MaxWait)
+// for the first to leave the "hour", and the last no later than the
+// windows let it be by much. A label counted as nothing would have the
+// 25th issue refused.
+func TestPushesPacedToTheContentLimits(t *testing.T) {
+	t.Parallel()
+	const k = 600
+	w := newWorld(t, ghfake.WithTimeScale(k), ghfake.WithLimits(ghfake.Limits{Core: 5000, Search: 30, ContentPerMinute: 10, ContentPerHour: 25}))
+	w.content = []tasks.Window{{Limit: 10, Per: time.Minute / k}, {Limit: 25, Per: time.Hour / k}}
+	w.maxWait = time.Second
+	w.approve(40)
+	w.until(w.service(w.store.Tasks(), time.Minute), 40)
+	w.filedOnce(40)
+	require.Empty(t, w.gh.EarlyRequests(), "a request before GitHub's Retry-After")
+	var created []time.Time
+	for _, r := range w.gh.Requests() {
+		require.NotContains(t, []int{403, 429}, r.Status, "refused: %s", r)
+		if r.Method == "POST" && r.Status == 201 {
+			created = append(created, r.At)
+		}
+	}
+	require.Len(t, created, 41, "40 issues and one label")
+	span := created[40].Sub(created[0])
+	// Unhurried: 10 at once, 10 more 100 ms later, 5 more at 200 ms, then
+	// each 6 s after the one 25 before it: the 41st at 6.1 s.
+	require.GreaterOrEqual(t, span, 6100*time.Millisecond)
+	require.Less(t, span, 8500*time.Millisecond, "paced well behind the limits")
 }
