@@ -185,3 +185,22 @@ func (cfg *pruneConfig) resolve() string {
 	cfg.memory.runs = int(math.Ceil(cfg.memory.rate * (time.Second + cfg.baseline + cfg.maxPrune).Seconds()))
 	return ""
 }
+
+func (cfg *tasksConfig) define(fs *flag.FlagSet) {
+	fs.IntVar(&cfg.n, "n", 1000, "approved proposals to push")
+	fs.Float64Var(&cfg.scale, "scale", 60, "time scale of the fake's limits and of the pusher's pace: the minute lasts 60s/scale, the hour 3600s/scale\n"+
+		"(60: 80 creations a second and 500 a minute)")
+	fs.DurationVar(&cfg.interval, "interval", 2*time.Second, "TASKS_PUSH_INTERVAL: the push job ticks on its multiples")
+	fs.DurationVar(&cfg.timeout, "timeout", 0, "give up when the pushes are not all filed after this long (0: 60 s + 3 × the ideal time)")
+}
+
+func (cfg *tasksConfig) resolve() string {
+	if cfg.n <= 0 || !(cfg.scale > 0) || cfg.interval <= 0 || cfg.timeout < 0 {
+		return "-n, -scale and -interval must be positive, -timeout not negative"
+	}
+	if cfg.timeout == 0 {
+		sched := idealSchedule(cfg.n+tasksLabels(cfg.n), scaledContent(cfg.scale))
+		cfg.timeout = time.Minute + 3*sched[len(sched)-1]
+	}
+	return ""
+}

@@ -299,6 +299,43 @@
 // during the prune. The JSON line is
 //
 //	{"scenario":"prune","overhead_p50_ms":…,"overhead_p99_ms":…,"overhead_runs":…,"baseline_p50_ms":…,"baseline_p99_ms":…,"rate":…,"prune_s":…,"prune_batches":…,"prune_max_batch_ms":…,"prune_timeout_ms":…,"prune_timeouts":…,"messages_pruned":…,"runs_cleared":…,"group_messages_mb_before":…,"group_messages_mb_after":…,"group_messages_mb_after_full":…,"pipeline_runs_mb_before":…,"pipeline_runs_mb_after":…,"pipeline_runs_mb_after_full":…,"peak_rss_mb":…}
+//
+// tasks measures the approved tasks' push to GitHub against GitHub's
+// content limits (80 new issues and labels a minute, 500 an hour). The
+// database is created and dropped as for vacancies. A team whose
+// destination is a repository of the fake GitHub (e2e/ghfake, started
+// with ghfake.Start and its documented limits) gets -n proposals (default
+// 1000; priorities high, medium, low round robin, so the first three
+// pushes each make a label too) saved in a completed analysis run and
+// approved all at once through storage, as the admin's approve-all does:
+// the pushes are queued in the approval's transaction and each approval's
+// time is its decided_at. Those limits would hold 1000 pushes for two
+// hours, so the fake runs WithTimeScale(-scale) (default 60: the minute
+// lasts a second, the hour a minute, the counts unchanged) and the
+// pusher's Config.Content is GitHub's windows shortened the same. One
+// tasks.Service (the real tracker/github client, storage.Tasks, the bot's
+// renderer) runs its Push job as the scheduler runs it on one replica: at
+// once, then at each -interval (default 2 s, TASKS_PUSH_INTERVAL) on the
+// interval's multiples, until every push is recorded. The bench reads the
+// fake's request log: each 201 to a POST of an issue or a label is a
+// creation at its arrival; the time is the job's start to the last one.
+// The ideal is the fastest schedule the fake's sliding windows allow for
+// that many creations when a request takes no time (creation j no earlier
+// than creation j−Limit plus Per, for each window): for 1000 issues and 3
+// labels at -scale 60, 120 s, or the hour's 500 per minute.
+// Efficiency = ideal time / measured time; pushes/s is n / the measured
+// time, printed beside the hour's limit in the run's time. Approval →
+// issue created (the POST's arrival) gives p50, p90, p99 and max, beside
+// the same under the ideal schedule. It also prints the most creations
+// within any of each window, the requests by route, the refusals (403 or
+// 429), the requests the fake saw before a Retry-After or reset it gave
+// (early) and the claims per push. It fails unless every approved
+// proposal's issue is on the fake exactly once (by the marker in its
+// body), nothing else was filed and every push is recorded with a
+// distinct issue number. Goals: efficiency at least 0.98, no refusal, no
+// early request. The JSON line is
+//
+//	{"scenario":"tasks","pushes":…,"per_s":…,"limit_per_s":…,"ideal_per_s":…,"efficiency":…,"total_s":…,"ideal_s":…,"latency_p50_s":…,"latency_p99_s":…,"ideal_latency_p99_s":…,"refused":…,"early":…,"labels":…,"scale":…,"peak_rss_mb":…}
 package main
 
 import (
@@ -334,6 +371,7 @@ var scenarios = []scenario{
 	newScenario("outbox", "delivery outbox: 3000 messages to 300 chats through one sender under Telegram's 30 msg/s, then unlimited", benchOutbox),
 	newScenario("intake", "Telegram intake through the inbox: one bot polling, then three on webhooks, at 300 updates/s", benchIntake),
 	newScenario("prune", "retention: 1 000 000 group messages and 200 000 runs' contexts pruned beside the memory chat at 150 runs/s", benchPrune),
+	newScenario("tasks", "approved tasks: 1000 pushed to a fake GitHub at its content limits (80/min, 500/h), time-scaled 60×", benchTasks),
 }
 
 // usageError is a command-line mistake: exit status 2.

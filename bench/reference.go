@@ -213,3 +213,11 @@ func (r intakeReport) goals() []goal {
 func (r pruneReport) goals() []goal {
 	return []goal{{what: "memory-chat overhead p99 ms during the prune", value: r.OverheadP99MS, limit: 50, atMost: true}}
 }
+
+func (r tasksReport) goals() []goal {
+	return []goal{
+		{what: "efficiency: the fastest schedule GitHub's content limits allow ÷ the measured time", value: r.Efficiency, limit: 0.98},
+		{what: "requests refused (403/429)", value: float64(r.Refused), limit: 0, atMost: true},
+		{what: "requests before GitHub's Retry-After or reset", value: float64(r.Early), limit: 0, atMost: true},
+	}
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain/tasks"
+)
+
+// The scenario end to end with a small run: 100 pushes and 3 labels at
+// time scale 10 take the fake's minute (80 in 6 s) past its limit once,
+// however slow the pusher under the race detector.
+func TestTasksSmoke(t *testing.T) {
+	out, last, rep := smoke[tasksReport](t, "tasks", "-n", "100", "-scale", "10")
+	require.True(t, strings.HasPrefix(last, `{"scenario":"tasks","pushes":100,"per_s":`), "the headline keys come first: %s", last)
+	require.Equal(t, 100, rep.Pushes)
+	require.Equal(t, 3, rep.Labels)
+	require.Zero(t, rep.Refused)
+	require.Zero(t, rep.Early)
+	require.Equal(t, 6.0, rep.IdealS, "80 at once, the other 23 a minute (6 s) later")
+	require.Positive(t, rep.Efficiency)
+	require.LessOrEqual(t, rep.Efficiency, 1.0, "nothing beats the fake's limits")
+	require.InDelta(t, 500.0/360, rep.LimitPerS, 0.001)
+	require.Contains(t, out, "most creations within any 6s: 80 (limit 80)")
+	require.Contains(t, out, "tasks: verified: 100 issues on the fake, one per proposal by its marker")
+}
+
+// The fastest schedule: every window's Limit-th creation before waits a
+// Per; labels count like issues.
+func TestIdealSchedule(t *testing.T) {
+	ws := scaledContent(60)
+	require.Equal(t, []tasks.Window{{Limit: 80, Per: time.Second}, {Limit: 500, Per: time.Minute}}, ws)
+	last := func(m int) time.Duration { s := idealSchedule(m, ws); return s[len(s)-1] }
+	require.Equal(t, time.Duration(0), last(80))
+	require.Equal(t, time.Second, last(81))
+	require.Equal(t, 6*time.Second, last(500), "the 481st to 500th in the seventh second")
+	require.Equal(t, time.Minute, last(501), "the hour's 501st waits for the first")
+	require.Equal(t, 66*time.Second, last(1000))
+	require.Equal(t, 2*time.Minute, last(1003), "1000 issues and 3 labels: the 1001st waits for the 501st")
+	require.Equal(t, 3, mostWithin([]time.Time{time.Unix(0, 0), time.Unix(0, 5), time.Unix(1, 0), time.Unix(1, 1)}, time.Second))
+}
