@@ -88,8 +88,9 @@ func (s *Server) EphemeralMessages(chatID int64) []BotMessage {
 		return nil
 	}
 	out := make([]BotMessage, 0, len(ch.ephemeral))
+	now := s.now().Unix()
 	for _, m := range ch.ephemeral {
-		out = append(out, m.snapshot())
+		out = append(out, m.snapshot(now))
 	}
 	return out
 }

@@ -65,13 +65,16 @@ const AllChats int64 = 0
 // Limits and to FailFor: lower-case name (the key of the methods table) to
 // canonical name.
 var limitedMethods = map[string]string{
-	"sendmessage":            "sendMessage",
-	"sendmessagedraft":       "sendMessageDraft",
-	"sendphoto":              "sendPhoto",
-	"senddocument":           "sendDocument",
-	"editmessagetext":        "editMessageText",
-	"editmessagecaption":     "editMessageCaption",
-	"editmessagereplymarkup": "editMessageReplyMarkup",
+	"sendmessage":             "sendMessage",
+	"sendmessagedraft":        "sendMessageDraft",
+	"sendphoto":               "sendPhoto",
+	"senddocument":            "sendDocument",
+	"editmessagetext":         "editMessageText",
+	"editmessagecaption":      "editMessageCaption",
+	"editmessagereplymarkup":  "editMessageReplyMarkup",
+	"sendlocation":            "sendLocation",
+	"editmessagelivelocation": "editMessageLiveLocation",
+	"stopmessagelivelocation": "stopMessageLiveLocation",
 }
 
 // Throttle is one 429 Too Many Requests answered by the fake's rate

@@ -33,6 +33,9 @@ var methods = func() map[string]methodSpec {
 		{"sendChatAction", sendChatAction},
 		{"sendMessageDraft", sendMessageDraft},
 		{"sendRichMessage", sendRichMessage},
+		{"sendLocation", sendLocation},
+		{"editMessageLiveLocation", editMessageLiveLocation},
+		{"stopMessageLiveLocation", stopMessageLiveLocation},
 		{"createForumTopic", createForumTopic},
 		{"deleteForumTopic", deleteForumTopic},
 		{"setMyCommands", setMyCommands},
@@ -226,6 +229,13 @@ type outgoing struct {
 	mediaKind string
 	// rich makes it a rich message (sendRichMessage), body unused.
 	rich *RichMessage
+	// location makes it a location message (sendLocation), body unused;
+	// live, a live one.
+	location *Location
+	live     bool
+	// invalid is the content's own error, which Telegram finds after the
+	// chat, the topic and the replied message.
+	invalid *APIError
 }
 
 // deliver runs the checks shared by all send methods and stores the message.
@@ -268,10 +278,13 @@ func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
 	var replyTo *Message
 	if reply.messageID > 0 {
 		if target := ch.live(reply.messageID); target != nil {
-			replyTo = target.quoted()
+			replyTo = target.quoted(s.now().Unix())
 		} else if !reply.allowMissing {
 			return nil, errDesc(400, DescReplyNotFound)
 		}
+	}
+	if out.invalid != nil {
+		return nil, out.invalid
 	}
 	var file *SentFile
 	fileIDs := s.nextFileID
@@ -296,6 +309,8 @@ func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
 	switch {
 	case out.rich != nil:
 		m.RichMessage = out.rich
+	case out.location != nil:
+		m.Location = out.location
 	case out.isCaption:
 		m.Caption, m.CaptionEntities = out.body.Text, out.body.Entities
 	default:
@@ -313,13 +328,13 @@ func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
 	if eph != nil {
 		ch.lastEphemeral++
 		m.Chat, m.ReceiverUser, m.EphemeralMessageID = ch.chat, &receiver, ch.lastEphemeral
-		st := &msgState{msg: m, fromBot: true, parseMode: out.parseMode, reply: markup.reply, file: file}
+		st := &msgState{msg: m, fromBot: true, parseMode: out.parseMode, reply: markup.reply, file: file, live: out.live}
 		ch.ephemeral = append(ch.ephemeral, st)
 		s.notifyLocked()
 		return st.msg, nil
 	}
 	st := ch.addMessage(m, true)
-	st.parseMode, st.reply, st.file = out.parseMode, markup.reply, file
+	st.parseMode, st.reply, st.file, st.live = out.parseMode, markup.reply, file, out.live
 	if ch.draft != nil {
 		ch.draft.ended = true // the bot's message takes the draft's place
 	}
@@ -417,7 +432,7 @@ func editMessageReplyMarkup(s *Server, r *request) (any, *APIError) {
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	return s.edit(r, anEdit{markup: markup, same: func(Message) bool { return true }, apply: func(*Message) {}})
+	return s.edit(r, anEdit{markup: markup, markupOnly: true, same: func(Message) bool { return true }, apply: func(*Message) {}})
 }
 
 // formattedField is the part of a message editMessageText or
@@ -485,10 +500,15 @@ func editFormatted(s *Server, r *request, f formattedField) (any, *APIError) {
 // anEdit is what one edit call does to the message it targets.
 type anEdit struct {
 	markup replyMarkup
+	// markupOnly: only the keyboard changes, which a bot may do to
+	// messages whose content it can no longer edit.
+	markupOnly bool
 	// lacks, if set, refuses a message that has nothing to edit this way.
 	lacks func(Message) *APIError
 	// invalid is the new content's own error, reported after the target's.
 	invalid *APIError
+	// refuse, if set, is the new content's error against the current one.
+	refuse func(Message) *APIError
 	// same reports whether the content would stay as it is (the keyboard
 	// is compared apart).
 	same func(Message) bool
@@ -497,15 +517,20 @@ type anEdit struct {
 	apply     func(*Message)
 }
 
-// edit checks an edit in Telegram's order (the target, what it lacks, a
-// reply keyboard, the content, a change at all, the rate limit) and applies
-// it with the new inline keyboard.
+// edit checks an edit in Telegram's order (the target, whether its content
+// may still change, what it lacks, a reply keyboard, the content, a change
+// at all, the rate limit) and applies it with the new inline keyboard.
 func (s *Server) edit(r *request, e anEdit) (any, *APIError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ch, m, apiErr := s.editTargetLocked(r)
 	if apiErr != nil {
 		return nil, apiErr
+	}
+	// TDLib's can_edit_message: a location's content is editable only
+	// while it is live (a static one never), whatever the edit would set.
+	if !e.markupOnly && m.msg.Location != nil && !m.liveAt(s.now().Unix()) {
+		return nil, errDesc(400, DescCantEdit)
 	}
 	if e.lacks != nil {
 		if apiErr := e.lacks(m.msg); apiErr != nil {
@@ -517,6 +542,11 @@ func (s *Server) edit(r *request, e anEdit) (any, *APIError) {
 	}
 	if e.invalid != nil {
 		return nil, e.invalid
+	}
+	if e.refuse != nil {
+		if apiErr := e.refuse(m.msg); apiErr != nil {
+			return nil, apiErr
+		}
 	}
 	if e.same(m.msg) && sameMarkup(m.msg.ReplyMarkup, e.markup.inline) {
 		return nil, errDesc(400, DescNotModified)

@@ -39,6 +39,9 @@ type msgState struct {
 	edits     []Message
 	reply     *ReplyKeyboard
 	file      *SentFile
+	// live marks a live location (sent with a live_period). Its period is
+	// msg.Location.LivePeriod; a stop clears that (see LiveStopped).
+	live bool
 }
 
 type callbackState struct {
@@ -65,6 +68,10 @@ type BotMessage struct {
 	ReplyKeyboard *ReplyKeyboard
 	// File is the photo or document the message carries, if any.
 	File *SentFile
+	// Live is where a live location stands (LiveNone for any other
+	// message, a static location included); Message.Location is where it
+	// is now, and Edits where it was.
+	Live LiveState
 }
 
 // SentFile is a photo or document the bot sent.
@@ -141,21 +148,24 @@ func (c *chatState) live(id int) *msgState {
 	return m
 }
 
-func (m *msgState) snapshot() BotMessage {
+// snapshot is the message at unix time now (the server's clock), which
+// decides whether a live location is still live.
+func (m *msgState) snapshot(now int64) BotMessage {
 	return BotMessage{
-		Message:       m.msg,
+		Message:       m.at(now),
 		ParseMode:     m.parseMode,
 		Deleted:       m.deleted,
 		Edits:         append([]Message(nil), m.edits...),
 		ReplyKeyboard: m.reply,
 		File:          m.file,
+		Live:          m.liveState(now),
 	}
 }
 
 // quoted is the message as embedded in reply_to_message or a callback
-// query: Telegram does not nest replies further.
-func (m *msgState) quoted() *Message {
-	cp := m.msg
+// query at unix time now: Telegram does not nest replies further.
+func (m *msgState) quoted(now int64) *Message {
+	cp := m.at(now)
 	cp.ReplyToMessage = nil
 	return &cp
 }
@@ -180,9 +190,10 @@ func (s *Server) botMessagesLocked(chatID int64, afterID int) []BotMessage {
 	if ch == nil {
 		return nil
 	}
+	now := s.now().Unix()
 	return kept(ch.msgs, func(m *msgState) (BotMessage, bool) {
 		if m.fromBot && m.msg.MessageID > afterID {
-			return m.snapshot(), true
+			return m.snapshot(now), true
 		}
 		return BotMessage{}, false
 	})
@@ -206,7 +217,7 @@ func (s *Server) MessageByID(chatID int64, messageID int) (BotMessage, bool) {
 	if ch == nil || ch.byID[messageID] == nil {
 		return BotMessage{}, false
 	}
-	return ch.byID[messageID].snapshot(), true
+	return ch.byID[messageID].snapshot(s.now().Unix()), true
 }
 
 // SentFiles returns the photos and documents the bot sent to a chat, in
@@ -258,7 +269,8 @@ func kept[S, T any](in []S, f func(S) (T, bool)) []T {
 // the bot's, in order: the chat as a user would see it.
 func (s *Server) History(chatID int64) []Message {
 	return readChat(s, chatID, func(ch *chatState) []Message {
-		return kept(ch.msgs, func(m *msgState) (Message, bool) { return m.msg, !m.deleted })
+		now := s.now().Unix()
+		return kept(ch.msgs, func(m *msgState) (Message, bool) { return m.at(now), !m.deleted })
 	})
 }
 

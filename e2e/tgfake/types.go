@@ -155,6 +155,21 @@ type Document struct {
 	FileSize     int64  `json:"file_size,omitempty"`
 }
 
+// Location is the Bot API Location object. LivePeriod, Heading and
+// ProximityAlertRadius are a live location's, and only while it is live:
+// the Bot API server writes them only while the location has time left
+// (JsonLocation, expires_in > 0), so a stopped or expired one reads like a
+// static one. LivePeriod counts from the message's date (0x7FFFFFFF: until
+// stopped).
+type Location struct {
+	Latitude             float64 `json:"latitude"`
+	Longitude            float64 `json:"longitude"`
+	HorizontalAccuracy   float64 `json:"horizontal_accuracy,omitempty"`
+	LivePeriod           int     `json:"live_period,omitempty"`
+	Heading              int     `json:"heading,omitempty"`
+	ProximityAlertRadius int     `json:"proximity_alert_radius,omitempty"`
+}
+
 // Message is the Bot API Message object.
 type Message struct {
 	MessageID       int                   `json:"message_id"`
@@ -169,6 +184,7 @@ type Message struct {
 	CaptionEntities []MessageEntity       `json:"caption_entities,omitempty"`
 	Photo           []PhotoSize           `json:"photo,omitempty"`
 	Document        *Document             `json:"document,omitempty"`
+	Location        *Location             `json:"location,omitempty"`
 	ReplyMarkup     *InlineKeyboardMarkup `json:"reply_markup,omitempty"`
 	// MessageThreadID and IsTopicMessage: the message is in that topic.
 	MessageThreadID int  `json:"message_thread_id,omitempty"`

@@ -246,7 +246,7 @@ func (p *Person) sendAt(chatID int64, text string, replyTo int, at time.Time) Me
 		if target == nil {
 			s.t.Fatalf("tgfake: reply to missing message %d in chat %d", replyTo, chatID)
 		}
-		m.ReplyToMessage = target.quoted()
+		m.ReplyToMessage = target.quoted(date)
 	}
 	return s.postLocked(ch, m)
 }
@@ -427,7 +427,7 @@ func (p *Person) press(msg MessageRef, pick func(*Message) (string, error)) (Cal
 	q := CallbackQuery{
 		ID:           strconv.FormatUint(4_000_000_000_000_000_000+s.nextCallbackID, 10),
 		From:         p.user,
-		Message:      target.quoted(),
+		Message:      target.quoted(s.now().Unix()),
 		ChatInstance: ch.instance,
 		Data:         data,
 	}

@@ -131,6 +131,12 @@ func describeMessages(msgs []BotMessage) string {
 		if m.RichMessage != nil {
 			text, flags = m.RichMessage.PlainText(), " [rich]"
 		}
+		if m.Location != nil {
+			text = fmt.Sprintf("📍 %v, %v", m.Location.Latitude, m.Location.Longitude)
+			if m.Live != LiveNone {
+				flags += " [" + string(m.Live) + "]"
+			}
+		}
 		if m.Deleted {
 			flags += " [deleted]"
 		}
