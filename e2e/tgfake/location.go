@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Locations: sendLocation sends a point on the map, or with a live_period a
@@ -36,6 +37,10 @@ const (
 // liveForever is the live_period of a location that is live until it is
 // stopped.
 const liveForever = 0x7FFFFFFF
+
+// LiveIndefinitely is the period of a live location shared "until I turn
+// it off" (live_period 0x7FFFFFFF), for Person.ShareLiveLocation.
+const LiveIndefinitely = liveForever * time.Second
 
 const (
 	minLivePeriod = 60
@@ -258,4 +263,110 @@ func stopMessageLiveLocation(s *Server, r *request) (any, *APIError) {
 // whether it is still live, stopped or expired.
 func (s *Server) Locations(chatID int64) []BotMessage {
 	return kept(s.Messages(chatID), func(m BotMessage) (BotMessage, bool) { return m, m.Location != nil })
+}
+
+// SendLocation sends a point on the map as this user, as a Telegram client
+// does with "Send my current location". It returns the message as the bot
+// will receive it.
+func (p *Person) SendLocation(chatID int64, lat, lon float64) Message {
+	p.srv.t.Helper()
+	return p.shareLocation(chatID, Location{Latitude: lat, Longitude: lon})
+}
+
+// ShareLiveLocation shares this user's live location for period (whole
+// seconds from 60 s to 24 h, as the client's choices are, or
+// LiveIndefinitely). The bot receives a message whose location carries
+// live_period; MoveLiveLocation and StopLiveLocation then edit it, and at
+// the period's end, on the server's clock, it just stops being live:
+// Telegram sends the bot nothing then.
+func (p *Person) ShareLiveLocation(chatID int64, lat, lon float64, period time.Duration) Message {
+	s := p.srv
+	s.t.Helper()
+	secs := int64(period / time.Second)
+	if period%time.Second != 0 || (period != LiveIndefinitely && (secs < minLivePeriod || secs > maxLivePeriod)) {
+		s.t.Fatalf("tgfake: a live location is shared for 1 min to 24 h or indefinitely, not %s", period)
+	}
+	return p.shareLocation(chatID, Location{Latitude: lat, Longitude: lon, LivePeriod: int(secs)})
+}
+
+func (p *Person) shareLocation(chatID int64, loc Location) Message {
+	s := p.srv
+	s.t.Helper()
+	if !onMap(loc) {
+		s.t.Fatalf("tgfake: %v, %v is not on the map", loc.Latitude, loc.Longitude)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := p.chatForLocked(chatID)
+	from := p.user
+	sent := s.postLocked(ch, Message{From: &from, Date: s.now().Unix(), Location: &loc})
+	ch.byID[sent.MessageID].live = loc.LivePeriod != 0
+	return sent
+}
+
+// MoveLiveLocation moves a live location this user shares, as their client
+// does while they move: the bot receives an edited_message with the new
+// location (its live_period as before) and an edit_date. Moving a location
+// that is not live, or whose period ended or that was stopped, or to where
+// it already is (Telegram sends no update then), fails the test.
+func (p *Person) MoveLiveLocation(msg MessageRef, lat, lon float64) Message {
+	s := p.srv
+	s.t.Helper()
+	if !onMap(Location{Latitude: lat, Longitude: lon}) {
+		s.t.Fatalf("tgfake: %v, %v is not on the map", lat, lon)
+	}
+	return p.editLiveLocation("MoveLiveLocation", msg, func(loc Location) *Location {
+		if loc.Latitude == lat && loc.Longitude == lon {
+			s.t.Fatalf("tgfake: MoveLiveLocation: the location is at %v, %v already", lat, lon)
+		}
+		loc.Latitude, loc.Longitude = lat, lon
+		return &loc
+	})
+}
+
+// StopLiveLocation stops a live location this user shares before its
+// period ends. The bot receives the last edited_message: the location
+// where it was last, with no live_period (nor heading or proximity alert
+// radius), and an edit_date. Stopping one that is not live fails the test.
+//
+// That shape is read from the sources, not seen on the wire: a client
+// stops by a last messages.editMessage with an empty point and the
+// stopped flag (core.telegram.org/api/live-location), which keeps the
+// point; the server ends the period then (TDLib's can_edit_message
+// refuses a live location once now - date >= period, and a stopped one
+// is refused); the Bot API server sends edited_message for the edit,
+// written as getMessage returns it, and writes live_period, heading and
+// proximity_alert_radius only while expires_in > 0 (JsonLocation), which
+// TDLib makes 0 once the period is over.
+func (p *Person) StopLiveLocation(msg MessageRef) Message {
+	p.srv.t.Helper()
+	return p.editLiveLocation("StopLiveLocation", msg, stillLocation)
+}
+
+func (p *Person) editLiveLocation(caller string, msg MessageRef, change func(Location) *Location) Message {
+	s := p.srv
+	s.t.Helper()
+	chatID, id := msg.Ref()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := p.chatForLocked(chatID)
+	target := ch.live(id)
+	switch {
+	case target == nil:
+		s.t.Fatalf("tgfake: %s: no message %d in chat %d", caller, id, chatID)
+	case target.fromBot || target.msg.From == nil || target.msg.From.ID != p.user.ID:
+		s.t.Fatalf("tgfake: %s: message %d in chat %d is not %s's", caller, id, chatID, p.user.FirstName)
+	case !target.live:
+		s.t.Fatalf("tgfake: %s: message %d in chat %d is not a live location", caller, id, chatID)
+	}
+	if st := target.liveState(s.now().Unix()); st != LiveActive {
+		s.t.Fatalf("tgfake: %s: the live location %d in chat %d is %s", caller, id, chatID, st)
+	}
+	loc := change(*target.msg.Location) // may fail the test: before the edit
+	next := s.applyEditLocked(target, func(m *Message) { m.Location = loc })
+	if s.botReceivesLocked(ch) {
+		delivered := next
+		s.pushUpdateLocked(Update{EditedMessage: &delivered})
+	}
+	return next
 }

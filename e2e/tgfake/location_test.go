@@ -2,11 +2,15 @@ package tgfake
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	tele "gopkg.in/telebot.v3"
 )
 
 // with is params with more, for one call's variations on a base.
@@ -264,4 +268,204 @@ func TestLocationCallsAreLimited(t *testing.T) {
 	requireOK(t, callJSON(t, srv, "stopMessageLiveLocation", map[string]any{"chat_id": chat, "message_id": live.MessageID}))
 	require429(t, callJSON(t, srv, "sendLocation", map[string]any{"chat_id": chat, "latitude": 1, "longitude": 2}), 1)
 	require.Len(t, srv.Throttles(), 1)
+}
+
+// fatalTB ends the goroutine it fails in, as a test's Fatalf does, and
+// keeps the message, to check that a person's impossible action fails the
+// test.
+type fatalTB struct {
+	testing.TB
+	mu    sync.Mutex
+	fatal string
+}
+
+func (f *fatalTB) Helper() {}
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.mu.Lock()
+	f.fatal = fmt.Sprintf(format, args...)
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+
+// failure runs action and returns how it failed the test ("" if it did
+// not).
+func (f *fatalTB) failure(action func()) string {
+	f.mu.Lock()
+	f.fatal = ""
+	f.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		action()
+	}()
+	<-done
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fatal
+}
+
+func TestPeopleShareLocations(t *testing.T) {
+	rec := &fatalTB{TB: t}
+	clock := newManualClock()
+	srv := New(rec, WithClock(clock.Now))
+	ann := srv.User(1001, "Ann", "uk")
+	// updates names allowed_updates every time (none: every kind), since
+	// the fake, like Telegram, keeps the last ones named.
+	updates := func(allowed ...string) []Update {
+		return decodeResult[[]Update](t, callJSON(t, srv, "getUpdates", map[string]any{"allowed_updates": append([]string{}, allowed...)}))
+	}
+	raw := func() []json.RawMessage {
+		var ups []map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(callJSON(t, srv, "getUpdates", nil).Result, &ups))
+		out := make([]json.RawMessage, 0, len(ups))
+		for _, u := range ups {
+			m := u["message"]
+			if m == nil {
+				m = u["edited_message"]
+			}
+			out = append(out, m)
+		}
+		return out
+	}
+
+	here := ann.SendLocation(ann.ID(), 50.4501, 30.5234)
+	shared := ann.ShareLiveLocation(ann.ID(), 50.45, 30.52, 15*time.Minute)
+	require.Equal(t, &Location{Latitude: 50.45, Longitude: 30.52, LivePeriod: 900}, shared.Location)
+	clock.Advance(30 * time.Second)
+	moved := ann.MoveLiveLocation(shared, 50.46, 30.53)
+	require.Equal(t, shared.MessageID, moved.MessageID)
+	require.Equal(t, clock.Now().Unix(), moved.EditDate)
+	clock.Advance(30 * time.Second)
+	stopped := ann.StopLiveLocation(shared)
+	require.Equal(t, &Location{Latitude: 50.46, Longitude: 30.53}, stopped.Location)
+
+	wire := raw()
+	require.Len(t, wire, 4)
+	require.Equal(t, map[string]any{"latitude": 50.4501, "longitude": 30.5234}, rawLocation(t, wire[0]))
+	require.Equal(t, map[string]any{"latitude": 50.45, "longitude": 30.52, "live_period": float64(900)}, rawLocation(t, wire[1]))
+	require.Equal(t, map[string]any{"latitude": 50.46, "longitude": 30.53, "live_period": float64(900)}, rawLocation(t, wire[2]))
+	require.Equal(t, map[string]any{"latitude": 50.46, "longitude": 30.53}, rawLocation(t, wire[3]),
+		"the stop's edited_message: where it was last, no live_period")
+
+	ups := updates()
+	require.Equal(t, here.MessageID, ups[0].Message.MessageID)
+	require.Equal(t, shared.MessageID, ups[1].Message.MessageID)
+	require.Zero(t, ups[1].Message.EditDate)
+	for _, u := range ups[2:] {
+		require.Nil(t, u.Message)
+		require.Equal(t, shared.MessageID, u.EditedMessage.MessageID)
+		require.NotZero(t, u.EditedMessage.EditDate)
+	}
+	got, _ := srv.MessageByID(ann.ID(), shared.MessageID)
+	require.Equal(t, LiveStopped, got.Live)
+	require.Len(t, got.Edits, 2)
+	still, _ := srv.MessageByID(ann.ID(), here.MessageID)
+	require.Equal(t, LiveNone, still.Live)
+
+	t.Run("allowed_updates", func(t *testing.T) {
+		callJSON(t, srv, "getUpdates", map[string]any{"offset": ups[len(ups)-1].UpdateID + 1})
+		again := ann.ShareLiveLocation(ann.ID(), 1, 2, time.Hour)
+		ann.MoveLiveLocation(again, 1.5, 2)
+		ann.StopLiveLocation(again)
+		kept := updates("edited_message")
+		require.Len(t, kept, 2, "the share is a message, which the bot did not ask for")
+		require.Equal(t, 1.5, kept[0].EditedMessage.Location.Latitude)
+		require.Zero(t, kept[1].EditedMessage.Location.LivePeriod)
+		ann.MoveLiveLocation(ann.ShareLiveLocation(ann.ID(), 3, 4, time.Hour), 3.5, 4)
+		only := updates("message")
+		require.Len(t, only, 1)
+		require.Equal(t, 3600, only[0].Message.Location.LivePeriod)
+	})
+
+	t.Run("impossible moves fail the test", func(t *testing.T) {
+		ended := ann.ShareLiveLocation(ann.ID(), 10, 20, time.Minute)
+		bot := decodeResult[Message](t, callJSON(t, srv, "sendLocation", map[string]any{"chat_id": ann.ID(), "latitude": 1, "longitude": 2, "live_period": 60}))
+		for _, c := range []struct {
+			name, fatal string
+			action      func()
+		}{
+			{"a static location", "is not a live location", func() { ann.MoveLiveLocation(here, 1, 2) }},
+			{"a stopped one", "is stopped", func() { ann.MoveLiveLocation(shared, 1, 2) }},
+			{"stopping a stopped one", "is stopped", func() { ann.StopLiveLocation(shared) }},
+			{"the bot's", "is not Ann's", func() { ann.MoveLiveLocation(bot, 1, 3) }},
+			{"to where it is", "is at 10, 20 already", func() { ann.MoveLiveLocation(ended, 10, 20) }},
+			{"off the map", "is not on the map", func() { ann.MoveLiveLocation(ended, 91, 20) }},
+			{"editing a location's text", "has no text to edit", func() { ann.Edit(shared, "here") }},
+			{"a missing one", "no message 999", func() { ann.MoveLiveLocation(Message{Chat: Chat{ID: ann.ID()}, MessageID: 999}, 1, 2) }},
+			{"an odd period", "not 1m30.5s", func() { ann.ShareLiveLocation(ann.ID(), 1, 2, 90500*time.Millisecond) }},
+			{"a period over a day", "not 24h0m1s", func() { ann.ShareLiveLocation(ann.ID(), 1, 2, 24*time.Hour+time.Second) }},
+			{"after its period", "is expired", func() {
+				clock.Advance(time.Minute)
+				ann.MoveLiveLocation(ended, 11, 20)
+			}},
+		} {
+			require.Contains(t, rec.failure(c.action), c.fatal, c.name)
+		}
+		got, _ := srv.MessageByID(ann.ID(), ended.MessageID)
+		require.Equal(t, LiveExpired, got.Live)
+		require.Empty(t, got.Edits)
+		for _, u := range updates() {
+			require.Nil(t, u.EditedMessage, "no update for an impossible move, nor for the period's end")
+		}
+	})
+}
+
+func TestTelebotLiveLocations(t *testing.T) {
+	srv := New(t)
+	seen := make(chan *tele.Location, 8)
+	bot, errs := startBot(t, srv, func(b *tele.Bot) {
+		forward := func(c tele.Context) error {
+			seen <- c.Message().Location
+			return nil
+		}
+		b.Handle(tele.OnLocation, forward)
+		b.Handle(tele.OnEdited, forward)
+	})
+	ann := startedUser(t, srv, 1001)
+	next := func() *tele.Location {
+		t.Helper()
+		select {
+		case loc := <-seen:
+			require.NotNil(t, loc)
+			return loc
+		case <-time.After(5 * time.Second):
+			t.Fatal("the bot saw no location")
+			return nil
+		}
+	}
+
+	shared := ann.ShareLiveLocation(ann.ID(), 50.45, 30.52, time.Hour)
+	loc := next()
+	require.Equal(t, 3600, loc.LivePeriod, "the bot can tell a live location")
+	require.Equal(t, float32(50.45), loc.Lat)
+	ann.MoveLiveLocation(shared, 50.46, 30.53)
+	loc = next()
+	require.Equal(t, 3600, loc.LivePeriod)
+	require.Equal(t, float32(50.46), loc.Lat)
+	ann.StopLiveLocation(shared)
+	loc = next()
+	require.Zero(t, loc.LivePeriod, "the last edit says the sharing ended")
+	require.Equal(t, float32(30.53), loc.Lng)
+
+	to := &tele.User{ID: ann.ID()}
+	sent, err := bot.Send(to, &tele.Location{Lat: 50.45, Lng: 30.52, LivePeriod: 600})
+	require.NoError(t, err)
+	require.Equal(t, 600, sent.Location.LivePeriod)
+	edited, err := bot.Edit(sent, tele.Location{Lat: 50.44, Lng: 30.51})
+	require.NoError(t, err)
+	require.InDelta(t, 50.44, edited.Location.Lat, 1e-5)
+	require.Equal(t, 600, edited.Location.LivePeriod)
+	stopped, err := bot.StopLiveLocation(sent)
+	require.NoError(t, err)
+	require.Zero(t, stopped.Location.LivePeriod)
+	_, err = bot.StopLiveLocation(sent)
+	require.ErrorContains(t, err, "message can't be edited")
+
+	got := srv.Locations(ann.ID())
+	require.Len(t, got, 1)
+	require.Equal(t, LiveStopped, got[0].Live)
+	require.InDelta(t, 50.44, got[0].Location.Latitude, 1e-6, "telebot writes a float32 with %f")
+	srv.WaitUpdatesConsumed(t)
+	require.Empty(t, errs.list())
 }

@@ -308,6 +308,8 @@ func (p *Person) Edit(msg MessageRef, text string) Message {
 		s.t.Fatalf("tgfake: edit of missing message %d in chat %d", id, chatID)
 	case target.fromBot || target.msg.From == nil || target.msg.From.ID != p.user.ID:
 		s.t.Fatalf("tgfake: %s edits message %d in chat %d, which is not theirs", p.user.FirstName, id, chatID)
+	case target.msg.Location != nil:
+		s.t.Fatalf("tgfake: message %d in chat %d is a location, which has no text to edit (MoveLiveLocation moves a live one)", id, chatID)
 	}
 	next := s.applyEditLocked(target, func(m *Message) {
 		m.Text, m.Entities = text, detectEntities(text)
