@@ -88,11 +88,11 @@
 //
 // Like Telegram, the fake limits how fast the bot may produce messages.
 // The limited ("message-producing") methods are sendMessage, sendPhoto,
-// sendDocument, editMessageText, editMessageCaption,
-// editMessageReplyMarkup and sendMessageDraft: every call that creates or
-// changes a message in a chat, or shows one being written (a draft is
-// counted like a message, the strict reading of a limit Telegram does not
-// document for drafts). (copyMessage and forwardMessage are not implemented.) Not limited
+// sendDocument, sendLocation, editMessageText, editMessageCaption,
+// editMessageReplyMarkup, editMessageLiveLocation, stopMessageLiveLocation
+// and sendMessageDraft: every call that creates or changes a message in a
+// chat, or shows one being written (a draft is counted like a message, the
+// strict reading of a limit Telegram does not document for drafts). (copyMessage and forwardMessage are not implemented.) Not limited
 // by the fake: getUpdates, getMe, getChat, getChatMember,
 // answerCallbackQuery, sendChatAction, deleteMessage and the command
 // methods, none of which produces a message.
@@ -167,6 +167,36 @@
 // it is an administrator. getFile and the file URL serve what was uploaded,
 // up to the bots' 20 MB download limit.
 //
+// # Locations
+//
+// sendLocation (location.go) sends a point on the map or, with a
+// live_period of 60 to 86400 seconds or 0x7FFFFFFF ("until stopped"), a
+// live location, which editMessageLiveLocation moves and
+// stopMessageLiveLocation stops where it is. Its period ends on the
+// server's clock (WithClock). Once ended or stopped, the location shows no
+// live_period, heading or proximity_alert_radius (the Bot API server writes
+// them only while a location is live), and moving or stopping it is
+// refused with "message can't be edited", as is editing a static location
+// or a person's; a message with no location is "there is no live location
+// in the message to edit". An edit that changes neither the location nor
+// the keyboard is "message is not modified"; an edit states the location
+// whole (a heading it leaves out is gone) but for live_period, which it may
+// only lengthen, by a day at most and to end within 90 days, or make
+// 0x7FFFFFFF. Coordinates off the map, a live_period, heading (1-360) or
+// proximity_alert_radius (0-100000) out of range are refused with TDLib's
+// words; a horizontal_accuracy out of 0-1500 is brought into it, as TDLib
+// does. Locations lists the bot's location messages; BotMessage.Live says
+// whether a live one is LiveActive, LiveStopped or LiveExpired, its
+// Location where it is and its Edits where it was.
+//
+// People share theirs: Person.SendLocation sends a static location,
+// ShareLiveLocation a live one (the message's location carries
+// live_period), MoveLiveLocation moves it (an edited_message with the new
+// location and an edit_date) and StopLiveLocation stops it (the last
+// edited_message: where it was, without live_period). Moving or stopping
+// one that is not live, or no longer, fails the test; the end of its
+// period sends the bot nothing, as on Telegram.
+//
 // # Deliberate differences from Telegram
 //
 //   - In HTML, a '&' that does not start &lt; &gt; &amp; &quot; or a numeric
@@ -186,6 +216,10 @@
 //     and applies them as documented above; real Telegram is sometimes
 //     more lenient with short bursts and sometimes answers much longer
 //     retry_after values. Edits count like sends.
-//   - Inline mode, webhooks, media other than photos and documents, and file
-//     downloads are not implemented; unimplemented methods answer 404.
+//   - Telegram's server rounds coordinates, so an edit to a point a few
+//     metres away can be "message is not modified" there
+//     (tdlib/telegram-bot-api#380); the fake compares them exactly.
+//   - Inline mode, venues, media other than photos and documents, and file
+//     downloads are not implemented; unimplemented methods answer 404. An
+//     inline_message_id, which the fake never issues, is MESSAGE_ID_INVALID.
 package tgfake
