@@ -625,8 +625,16 @@ func TestRequestStopMarksTheAnswerBeingWritten(t *testing.T) {
 	ok, err = runs.RequestStop(f.ctx, r.ID, 2)
 	require.NoError(t, err)
 	require.False(t, ok, "another user's")
-	for len(f.events) > 0 {
-		<-f.events // the submit's and the status change's
+	// The submit's and the status change's notifications come first, the
+	// latter maybe not yet at the listener: wait for it, not for an empty
+	// channel, or the stop's expected next would be the status change.
+	for told := false; !told; {
+		select {
+		case ev := <-f.events:
+			told = ev["status"] == "RESPONDING"
+		case <-time.After(5 * time.Second):
+			t.Fatal("the status change was not told")
+		}
 	}
 	ok, err = runs.RequestStop(f.ctx, r.ID, 1)
 	require.NoError(t, err)
