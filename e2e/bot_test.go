@@ -78,14 +78,14 @@ func TestStartAndHelpDifferForUserAndAdmin(t *testing.T) {
 	require.True(t, pointer, "the admin's /start points to the admin commands")
 
 	// The process is ready: database reachable and schema current.
-	resp, err := http.Get("http://" + p.Env["HTTP_ADDR"] + "/readyz")
+	resp, err := http.Get("http://" + p.HTTPAddr() + "/readyz")
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 	require.JSONEq(t, `{"postgres":"ok","migrations":"ok",
 		"held_past_lease":{"pipeline_runs":0,"vacancy_matches":0,"outbox_rows":0,"inbox_updates":0}}`, string(body))
-	resp, err = http.Get("http://" + p.Env["HTTP_ADDR"] + "/metrics")
+	resp, err = http.Get("http://" + p.HTTPAddr() + "/metrics")
 	require.NoError(t, err)
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()

@@ -176,7 +176,7 @@ func offerRows(t *testing.T, pool *pgxpool.Pool) []offerRow {
 func metricSum(t *testing.T, p *e2e.Process, name string, labels ...string) float64 {
 	t.Helper()
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Get("http://" + p.Env["HTTP_ADDR"] + "/metrics")
+	resp, err := client.Get("http://" + p.HTTPAddr() + "/metrics")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var sum float64

@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -159,9 +160,12 @@ func (e *Env) BaseEnv(name string) map[string]string {
 		// courtesy owed to the real one (HH_RATE's own tests are in hh).
 		"HH_RATE": "1000",
 		// Tests run at any hour; working hours have tests of their own.
-		"DISPATCH_HOURS":   "24h",
-		"ADMIN_IDS":        fmt.Sprint(AdminID),
-		"HTTP_ADDR":        freeAddr(e.t),
+		"DISPATCH_HOURS": "24h",
+		"ADMIN_IDS":      fmt.Sprint(AdminID),
+		// Port 0: the kernel picks a free one as the replica binds it (a
+		// port picked here and bound later could be taken meanwhile by
+		// another test's process); HTTPAddr reads it from the log.
+		"HTTP_ADDR":        "127.0.0.1:0",
 		"LOG_LEVEL":        "debug",
 		"REPLICA_NAME":     name,
 		"SHUTDOWN_TIMEOUT": "10s",
@@ -242,6 +246,20 @@ func (p *Process) WaitLog(s string, timeout time.Duration) string {
 		p.t.Fatalf("e2e: %s: no log line containing %q within %s\n%s", p.Name, s, timeout, p.logs.String())
 	}
 	return line
+}
+
+// HTTPAddr is the address the replica's HTTP server (health, metrics)
+// listens on, as it logged it.
+func (p *Process) HTTPAddr() string {
+	p.t.Helper()
+	line := p.WaitLog(`"msg":"http listening"`, 60*time.Second)
+	var l struct {
+		Addr string `json:"addr"`
+	}
+	if err := json.Unmarshal([]byte(line), &l); err != nil || l.Addr == "" {
+		p.t.Fatalf("e2e: %s: no address in %q: %v", p.Name, line, err)
+	}
+	return l.Addr
 }
 
 // HasLog reports whether some log line so far contains s.

@@ -40,7 +40,7 @@ func TestTwoReplicasStartTogetherOnAFreshDatabase(t *testing.T) {
 		ann := env.TG.User(601, "Ann", "en")
 		require.Contains(t, ask(t, env, ann, ann.ID(), "/start").Text, "Hello, Ann!")
 		for _, p := range replicas {
-			resp, err := http.Get("http://" + p.Env["HTTP_ADDR"] + "/readyz")
+			resp, err := http.Get("http://" + p.HTTPAddr() + "/readyz")
 			require.NoError(t, err, "%s serves", p.Name)
 			resp.Body.Close()
 			require.Equal(t, http.StatusOK, resp.StatusCode, "%s is ready", p.Name)

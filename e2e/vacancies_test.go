@@ -253,7 +253,7 @@ var sentRx = regexp.MustCompile(`vacancy_matches_processed_total\{outcome="queue
 
 func sentCount(t *testing.T, p *e2e.Process) int {
 	t.Helper()
-	resp, err := http.Get("http://" + p.Env["HTTP_ADDR"] + "/metrics")
+	resp, err := http.Get("http://" + p.HTTPAddr() + "/metrics")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
