@@ -21,7 +21,7 @@ func TestCaptchaOpensTheBreaker(t *testing.T) {
 	t.Parallel()
 	srv := catalogue(t)
 	c, reg := newClient(t, srv.URL(), func(cfg *hh.Config) {
-		cfg.BreakerOpenFor, cfg.BreakerMaxOpen = 200*time.Millisecond, 400*time.Millisecond
+		cfg.BreakerOpenFor, cfg.BreakerMaxOpen = time.Second, 2*time.Second
 	})
 	ctx := context.Background()
 	srv.SetCaptcha(true)
@@ -47,13 +47,15 @@ func TestCaptchaOpensTheBreaker(t *testing.T) {
 	require.Len(t, srv.Requests(), 1)
 
 	// Past the hold one probe goes out; refused again, the hold doubles.
-	// The sleeps are the holds' lengths under test (200 ms, then 400 ms).
-	time.Sleep(220 * time.Millisecond)
+	// The sleeps are the holds' lengths under test (1 s, then 2 s): long
+	// beside the twenty refusals above, which a loaded CI machine once
+	// stretched past a 200 ms hold.
+	time.Sleep(1100 * time.Millisecond)
 	require.False(t, c.Holding(), "the probe may go out")
 	_, err = c.Search(ctx, params, 0, 10)
 	require.ErrorIs(t, err, vacancy.ErrHHBlocked)
 	require.Len(t, srv.Requests(), 2)
-	time.Sleep(220 * time.Millisecond)
+	time.Sleep(1100 * time.Millisecond)
 	_, err = c.Search(ctx, params, 0, 10)
 	require.ErrorIs(t, err, vacancy.ErrHHBlocked)
 	require.Len(t, srv.Requests(), 2, "the second hold is twice the first")
@@ -62,7 +64,7 @@ func TestCaptchaOpensTheBreaker(t *testing.T) {
 	require.Eventually(t, func() bool {
 		_, err := c.Search(ctx, params, 0, 10)
 		return err == nil
-	}, 2*time.Second, 20*time.Millisecond)
+	}, 10*time.Second, 20*time.Millisecond)
 	refused, why = c.Blocked()
 	require.False(t, refused)
 	require.Empty(t, why)
