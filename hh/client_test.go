@@ -495,7 +495,10 @@ func TestTimeoutIsUnavailable(t *testing.T) {
 	t.Parallel()
 	srv := catalogue(t)
 	srv.SetLatency(time.Minute, hhtest.DetailEndpoint)
-	c, reg := newClient(t, srv.URL(), func(cfg *hh.Config) { cfg.Timeout = 100 * time.Millisecond })
+	// A second: far past a healthy search's answer on a loaded machine
+	// (100 ms was not: CI once took longer over the search below), far
+	// short of the detail's minute.
+	c, reg := newClient(t, srv.URL(), func(cfg *hh.Config) { cfg.Timeout = time.Second })
 
 	start := time.Now()
 	_, err := c.Vacancy(t.Context(), idOf(t, srv.Vacancies()[0]))
