@@ -148,9 +148,14 @@ func (s *Service) CreateOrder(ctx context.Context, adminID int64, src domain.Mes
 	return o, nil
 }
 
-// Orders lists open orders for /orders.
+// Orders lists open orders for /orders, the finished ones with their
+// customers' ratings.
 func (s *Service) Orders(ctx context.Context) ([]OrderLine, error) {
-	return s.deps.Orders.Open(ctx, MaxListedOrders)
+	lines, err := s.deps.Orders.Open(ctx, MaxListedOrders)
+	if err != nil {
+		return nil, err
+	}
+	return lines, s.withRatings(ctx, lines)
 }
 
 // MaxListedOrders bounds /orders to what fits one message.

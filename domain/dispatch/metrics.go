@@ -12,6 +12,7 @@ type metrics struct {
 	lag     prometheus.Histogram   // expiry handled − expires_at
 	sweep   prometheus.Histogram   // the watchdog statement
 	blocked prometheus.Counter
+	ratings *prometheus.CounterVec // customers' ratings by stars
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -26,6 +27,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 				"Duration of the expired-offers statement.",
 				prometheus.DefBuckets),
 			blocked: r.Counter("dispatch_masters_blocked_total", "Masters blocked for overdue commission."),
+			ratings: r.CounterVec("dispatch_ratings_total", "Customers' ratings of finished orders, by stars.", "stars"),
 		}
 	})
 }

@@ -7,6 +7,11 @@ package dispatch
 // escalation, busy masters, owed orders, the unassignable report) is tested
 // without a database.
 
+import (
+	"math"
+	"time"
+)
+
 // maxPicks bounds the picks one step retries after its insert found the
 // master taken; past it the order is left waiting for the recheck.
 const maxPicks = 3
@@ -120,4 +125,44 @@ func Decide(o Order, f StepFacts, round int, p Pick, attempt int) StepPlan {
 	}
 	plan.MarkUnassignable = !reported || f.Parked
 	return plan
+}
+
+// Ratings order the candidates of a step: among the masters a step may
+// offer the order to (place, skill, free, not yet offered it in the
+// round), the highest rank goes first, and within a rank the one idle
+// longest, so masters of a like record still take turns. storage's pick
+// follows RankOf in SQL, these constants passed as its parameters.
+const (
+	// MinRatings is how many ratings within RatingWindow a master's
+	// average needs to count: one or two customers' moods are not a
+	// record.
+	MinRatings = 3
+	// RatingWindow is how far back ratings count, so the record is of the
+	// master's work now, and a master who improved is not held to old
+	// ratings for ever.
+	RatingWindow = 90 * 24 * time.Hour
+	// RatingStep buckets averages to half stars: 4.6 and 4.8 are the same
+	// record to a customer, and if the exact average ranked them, the
+	// 4.8 master would take every order while free and the round-robin
+	// would only ever run among exact ties.
+	RatingStep = 0.5
+	// UnratedRank is the rank of a master short of MinRatings: that of a
+	// good master (4.0, the bucket of averages from 3.75 to under 4.25),
+	// neither preferred over masters their customers rated better nor
+	// buried below those rated worse. Ranked below every rated master, a
+	// newcomer would get an order only when every rated one was busy, and
+	// so would seldom collect the ratings that end it; ranked at 5, any
+	// unrated master would go before a proven one.
+	UnratedRank = 4.0
+)
+
+// RankOf is a master's rank among candidates from their average stars and
+// how many ratings it is of, both over the last RatingWindow: the average
+// rounded to a RatingStep (half away from zero, as PostgreSQL rounds a
+// numeric), or UnratedRank with fewer than MinRatings ratings.
+func RankOf(avg float64, count int) float64 {
+	if count < MinRatings {
+		return UnratedRank
+	}
+	return math.Round(avg/RatingStep) * RatingStep
 }

@@ -1,10 +1,13 @@
 package dispatch
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
 )
 
 func TestAdmit(t *testing.T) {
@@ -96,4 +99,47 @@ func TestDecide(t *testing.T) {
 	} {
 		require.Equal(t, c.want, Decide(c.o, c.f, c.round, c.p, c.attempt), name)
 	}
+}
+
+func TestRankOf(t *testing.T) {
+	for name, c := range map[string]struct {
+		avg   float64
+		count int
+		want  float64
+	}{
+		"no ratings":                   {0, 0, UnratedRank},
+		"two fives are no record":      {5, 2, UnratedRank},
+		"two ones are no record":       {1, 2, UnratedRank},
+		"three fives":                  {5, 3, 5},
+		"4.67 is four and a half":      {14.0 / 3, 3, 4.5},
+		"4.75 rounds up to five":       {4.75, 4, 5},
+		"4.25 rounds up to 4.5":        {4.25, 4, 4.5},
+		"4.2 is four":                  {4.2, 5, 4},
+		"3.75 is four, as the unrated": {3.75, 4, 4},
+		"3.33 is three and a half":     {10.0 / 3, 3, 3.5},
+		"1.2 is one":                   {1.2, 5, 1},
+		"many ratings":                 {4.4, 1000, 4.5},
+	} {
+		require.Equal(t, c.want, RankOf(c.avg, c.count), name)
+	}
+	require.Equal(t, 4.0, UnratedRank, "an unrated master ranks with the good ones (3.75 to under 4.25)")
+	require.Equal(t, 3, MinRatings)
+	require.Equal(t, 90*24*time.Hour, RatingWindow)
+	// Neither preferred nor buried: above a 3.5 record, below a 4.5 one.
+	require.Less(t, RankOf(3.6, 10), RankOf(5, 2))
+	require.Greater(t, RankOf(4.3, 10), RankOf(5, 2))
+}
+
+func TestCheckRating(t *testing.T) {
+	require.NoError(t, CheckRating(1, ""))
+	require.NoError(t, CheckRating(5, strings.Repeat("я", MaxRatingComment)))
+	for _, stars := range []int{0, 6, -1} {
+		var ie *domain.InputError
+		require.ErrorAs(t, CheckRating(stars, ""), &ie)
+		require.Equal(t, "rating.error_stars", ie.Key)
+	}
+	var ie *domain.InputError
+	require.ErrorAs(t, CheckRating(5, strings.Repeat("я", MaxRatingComment+1)), &ie)
+	require.Equal(t, "rating.error_comment_long", ie.Key)
+	require.Equal(t, MaxRatingComment, ie.Args["Max"])
 }

@@ -126,6 +126,8 @@ type OrderLine struct {
 	Order  Order
 	Offer  *Offer  // the open offer (SENT or VIEWED), nil if none
 	Master *Master // the open offer's master, or the assigned one
+	// Rating is the customer's rating of a finished order; nil if none.
+	Rating *Rating
 }
 
 // NewOrder is what /order asks for.
@@ -190,6 +192,8 @@ type Changed struct {
 	Closed   []int64 // orders autoclose closed
 	// WasBlocked: SettleCommission lifted a block.
 	WasBlocked bool
+	// Rating is the rating Rate recorded (Order is the order rated).
+	Rating *Rating
 	// Masters are the masters of Order, Offers, Assigned and Debts, read
 	// in the same transaction (a master missing here was not found).
 	Masters map[int64]Master
@@ -234,6 +238,9 @@ type Masters interface {
 	// SetActive sets active; false if it already was so. domain.ErrNotFound
 	// if the user is not a master.
 	SetActive(ctx context.Context, userID int64, active bool) (bool, error)
+	// Roster lists masters (offset, limit) by city, district and id,
+	// each with their Record, and counts them all: /masters.
+	Roster(ctx context.Context, offset, limit int) ([]RosterLine, int, error)
 
 	// Commission: the overdue job (distribute.go) and /paid (dispatch.go).
 
@@ -288,6 +295,19 @@ type Orders interface {
 	// messageID is the photo's message: a message counted already is
 	// reported recorded again, neither counted nor forwarded twice.
 	RecordPhoto(ctx context.Context, masterID int64, messageID int, within time.Duration, max int, tell domain.Render[Changed]) (Order, bool, error)
+
+	// Ratings (ratings.go).
+
+	// Rate records a rating of the order by its customer (the caller
+	// checked who rates) of its assigned master, once, if the order is
+	// DONE or CLOSED: one conditional statement, so replicas handling the
+	// same press record it once. ok false, with the order's rating as it
+	// stands (zero: none, the order is not finished), when it recorded
+	// nothing; domain.ErrNotFound if there is no such order. tell renders
+	// Changed{Order, Rating} in its transaction.
+	Rate(ctx context.Context, orderID int64, stars int, comment string, tell domain.Render[Changed]) (Rating, bool, error)
+	// Ratings returns the ratings of those of the orders that have one.
+	Ratings(ctx context.Context, orderIDs []int64) (map[int64]Rating, error)
 
 	// Distribution (distribute.go): Searching in storage/orders.go,
 	// NextOffer in storage/offers.go, which asks policy.go what each step
@@ -376,6 +396,7 @@ const (
 	EventMasterEnRoute    EventKind = "master_en_route"
 	EventMasterArrived    EventKind = "master_arrived"
 	EventOrderReturned    EventKind = "order_returned"
+	EventOrderRated       EventKind = "order_rated"
 )
 
 // Event is one line of the live log.
@@ -392,6 +413,8 @@ type Event struct {
 	// Unblocked: the payment (commission_paid) lifted the master's block.
 	Unblocked bool
 	At        time.Time
+	// Rating is order_rated's rating.
+	Rating *Rating
 }
 
 // NoteKind names a message to a master that is not an offer.
@@ -496,6 +519,8 @@ func inputError(key, arg string) *domain.InputError {
 		"order.error_address":          MaxAddress,
 		"order.error_name":             MaxName,
 		"order.error_phone":            MaxPhoneDigits,
+		"rating.error_stars":           MaxStars,
+		"rating.error_comment_long":    MaxRatingComment,
 	}
 	return &domain.InputError{Key: key, Args: map[string]any{"Arg": arg, "Max": limits[key], "Min": MinPhoneDigits}}
 }

@@ -1,0 +1,128 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Rating is a customer's rating of a finished order, of the master who did
+// it. It names no customer: the customer's identity is contact data that
+// retention clears, and the rating outlives it.
+type Rating struct {
+	OrderID  int64
+	MasterID int64
+	Stars    int    // MinStars to MaxStars
+	Comment  string // "": none
+	RatedAt  time.Time
+}
+
+// Limits on a rating.
+const (
+	MinStars         = 1
+	MaxStars         = 5
+	MaxRatingComment = 1000 // characters
+)
+
+// Record is a master's ratings over the last RatingWindow.
+type Record struct {
+	// Average is of their stars; zero with no ratings.
+	Average float64
+	Count   int
+}
+
+// Counts reports whether the record ranks the master (MinRatings).
+func (r Record) Counts() bool { return r.Count >= MinRatings }
+
+// Rank is the master's rank among a step's candidates (RankOf).
+func (r Record) Rank() float64 { return RankOf(r.Average, r.Count) }
+
+// RosterLine is one master of /masters, with their record.
+type RosterLine struct {
+	Master Master
+	Record Record
+}
+
+// RosterPageSize is how many masters one page of /masters lists: with
+// every field at its budget the page stays one message, which its buttons
+// edit in place.
+const RosterPageSize = 15
+
+// ErrRated: the order was rated already; a rating is given once and never
+// changed.
+var ErrRated = errors.New("order rated already")
+
+// CheckRating refuses stars outside MinStars..MaxStars and a comment over
+// MaxRatingComment characters (as PostgreSQL counts them, by code point).
+func CheckRating(stars int, comment string) error {
+	if stars < MinStars || stars > MaxStars {
+		return inputError("rating.error_stars", "")
+	}
+	if utf8.RuneCountInString(comment) > MaxRatingComment {
+		return inputError("rating.error_comment_long", "")
+	}
+	return nil
+}
+
+// Rate records the customer's rating of a finished (DONE or CLOSED) order
+// of the master assigned to it, with an optional comment (spaces around it
+// dropped), and writes its line of the live log with it. The caller has
+// checked that the rater is the order's customer. A rating is given once:
+// ErrRated with the rating as it stands if there is one, ErrOrderState if
+// the order is not finished, domain.ErrNotFound if there is no such order.
+func (s *Service) Rate(ctx context.Context, orderID int64, stars int, comment string) (Rating, error) {
+	comment = strings.TrimSpace(comment)
+	if err := CheckRating(stars, comment); err != nil {
+		return Rating{}, err
+	}
+	st := s.newStory()
+	r, ok, err := s.deps.Orders.Rate(ctx, orderID, stars, comment, st.tell(func(c Changed) {
+		o := c.Order
+		m, _ := masterOf(c, o.MasterID)
+		st.event(Event{Kind: EventOrderRated, OrderID: o.ID, MasterID: o.MasterID, Master: known(m), Rating: c.Rating})
+	}))
+	switch {
+	case err != nil:
+		return Rating{}, err
+	case !ok && r.OrderID != 0:
+		return r, ErrRated
+	case !ok:
+		return Rating{}, ErrOrderState
+	}
+	st.logged()
+	s.m.ratings.WithLabelValues(strconv.Itoa(stars)).Inc()
+	return r, nil
+}
+
+// Roster is one page (from 0) of /masters: the masters with their records,
+// and how many masters there are. A page past the end is empty.
+func (s *Service) Roster(ctx context.Context, page int) ([]RosterLine, int, error) {
+	return s.deps.Masters.Roster(ctx, max(page, 0)*RosterPageSize, RosterPageSize)
+}
+
+// withRatings gives the finished orders of lines their ratings, for
+// /orders.
+func (s *Service) withRatings(ctx context.Context, lines []OrderLine) error {
+	var ids []int64
+	for _, l := range lines {
+		if l.Order.State == Done || l.Order.State == Closed {
+			ids = append(ids, l.Order.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	ratings, err := s.deps.Orders.Ratings(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i, l := range lines {
+		if r, ok := ratings[l.Order.ID]; ok {
+			lines[i].Rating = &r
+		}
+	}
+	return nil
+}
