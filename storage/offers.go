@@ -261,17 +261,26 @@ func pickRound(ctx context.Context, tx pgx.Tx, o dispatch.Order, facts dispatch.
 	return round, p, err
 }
 
-// pick returns the candidate idle longest in round, locking their row
-// (Pick.Master zero if none); Pick.Busy when a master the round has not
-// reached yet is locked or busy with another order's offer: the round is
-// not over, the order waits for them (the offer's end wakes distribution).
+// pickCandidate is pick's statement: the free candidates ($1–$5 as in
+// candidateWhere) by their rank from their customers' ratings
+// (dispatch.RankOf; $6–$9, rankArgs), the highest first, then idle
+// longest first. Each candidate's record is one probe of
+// order_ratings_master, so the step stays one indexed statement; the
+// masters it sorts are those of one place and skill, as before.
+var pickCandidate = `SELECT m.user_id FROM masters m` + ratingRecord("$6") + candidateWhere + `
+ORDER BY ` + ratingRank("$7", "$8", "$9") + ` DESC, m.last_offer_at NULLS FIRST, m.user_id
+LIMIT 1
+FOR NO KEY UPDATE OF m SKIP LOCKED`
+
+// pick returns the best-rated candidate in round and, among equals, the
+// one idle longest, locking their row (Pick.Master zero if none);
+// Pick.Busy when a master the round has not reached yet is locked or busy
+// with another order's offer: the round is not over, the order waits for
+// them (the offer's end wakes distribution).
 func pick(ctx context.Context, tx pgx.Tx, o dispatch.Order, round int) (dispatch.Pick, error) {
 	var p dispatch.Pick
 	args := []any{o.City, o.District, o.Skill, o.ID, round}
-	err := tx.QueryRow(ctx, `SELECT m.user_id FROM masters m`+candidateWhere+`
-ORDER BY m.last_offer_at NULLS FIRST, m.user_id
-LIMIT 1
-FOR NO KEY UPDATE OF m SKIP LOCKED`, args...).Scan(&p.Master)
+	err := tx.QueryRow(ctx, pickCandidate, slices.Concat(args, rankArgs())...).Scan(&p.Master)
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return p, err
 	}

@@ -10,6 +10,63 @@ import (
 	"switchboard/domain/dispatch"
 )
 
+// finished is an order master did, elsewhere than the tests' orders, done
+// and ready to be rated.
+func (w *world) finished(t *testing.T, master int64) int64 {
+	t.Helper()
+	var id int64
+	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `
+INSERT INTO orders (created_by, city, district, skill, price, description, state, master_id, assigned_at, done_at)
+VALUES ($1, 'Elsewhere', 'Far', 'any', 100, 'done before', 'DONE', $2, now(), now()) RETURNING id`, admin, master).Scan(&id))
+	return id
+}
+
+// rated gives master one finished order rated with each of stars.
+func (w *world) rated(t *testing.T, s *dispatch.Service, master int64, stars ...int) []int64 {
+	t.Helper()
+	var ids []int64
+	for _, n := range stars {
+		id := w.finished(t, master)
+		_, err := s.Rate(w.ctx, id, n, "")
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// Equal masters (one city, district and skill) are offered an order best
+// rated first, by their average over the last 90 days bucketed to half
+// stars; within a bucket the one idle longest goes first. Fewer than three
+// ratings in the window count as none, which ranks as 4.0: after a 4.5
+// record, with a 4.0 one, before a 3.5 one.
+func TestCandidatesAreOrderedByRating(t *testing.T) {
+	t.Parallel()
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Minute})
+	w.masters(t, s, "Lviv Center plumber", 10, 11, 12, 13, 14, 15)
+	w.rated(t, s, 14, 5, 5, 5)           // 5.0
+	w.rated(t, s, 10, 5, 5, 4)           // 4.67 → 4.5
+	w.rated(t, s, 15, 4, 4, 4)           // 4.0
+	w.rated(t, s, 12, 5, 5)              // two ratings: unrated, 4.0
+	old := w.rated(t, s, 13, 5, 5, 5, 5) // all older than the window: unrated, 4.0
+	w.rated(t, s, 11, 3, 3, 4)           // 3.33 → 3.5
+	w.exec(t, `UPDATE order_ratings SET rated_at = now() - interval '91 days' WHERE order_id = ANY ($1)`, old)
+	// Idle longest first would be the reverse of the ratings' order.
+	for i, id := range []int64{11, 12, 15, 13, 10, 14} {
+		w.exec(t, `UPDATE masters SET last_offer_at = now() - $2 * interval '1 hour' WHERE user_id = $1`, id, 10-i)
+	}
+
+	o := w.create(t, s, "Lviv Center plumber 900 The boiler drips")
+	for range 5 {
+		sent := w.tg.sentOffers()
+		f := sent[len(sent)-1]
+		_, _, err := s.Decline(w.ctx, f.ID, f.MasterID)
+		require.NoError(t, err)
+	}
+	require.Equal(t, []int64{14, 10, 12, 15, 13, 11}, w.tg.sentTo(),
+		"5.0, 4.5, the 4.0 bucket by idleness (unrated with two 5s, rated 4.0, unrated with stale 5s), 3.5")
+	require.Equal(t, dispatch.Searching, w.order(t, o.ID).State)
+}
+
 // A rating is the customer's once, of a finished order's master; admins see
 // it in the live log and /orders.
 func TestRateFinishedOrderOnce(t *testing.T) {
