@@ -22,6 +22,7 @@ type Dispatch interface {
 	SetActive(ctx context.Context, userID int64, active bool) (bool, error)
 	CreateOrder(ctx context.Context, adminID int64, src domain.MessageRef, args string) (dispatch.Order, error)
 	Orders(ctx context.Context) ([]dispatch.OrderLine, error)
+	Roster
 	Complete(ctx context.Context, id int64) (dispatch.Order, dispatch.Master, error)
 	Cancel(ctx context.Context, id int64) (dispatch.Order, error)
 	Paid(ctx context.Context, ref string) (dispatch.Master, dispatch.Debt, bool, error)
@@ -79,8 +80,8 @@ type dispatchUI struct {
 }
 
 // RegisterDispatch adds the masters' /master, /pause and /resume, the
-// admins' /order, /orders, /done, /cancel and /paid, and the offer buttons;
-// call it before Run (New does, for Deps.Dispatch).
+// admins' /order, /orders, /done, /cancel, /paid and /masters, and the
+// offer buttons; call it before Run (New does, for Deps.Dispatch).
 func (b *Bot) RegisterDispatch(d Dispatch) {
 	u := &dispatchUI{b: b, d: d}
 	b.masters = dispatchMasters{d}
@@ -92,6 +93,7 @@ func (b *Bot) RegisterDispatch(d Dispatch) {
 	b.Handle(Command{Name: "done", Desc: "cmd.done", Section: SectionAdminOrders, Role: RoleAdmin, Handle: u.done})
 	b.Handle(Command{Name: "cancel", Desc: "cmd.cancel", Section: SectionAdminOrders, Role: RoleAdmin, Handle: u.cancel})
 	b.Handle(Command{Name: "paid", Desc: "cmd.paid", Section: SectionAdminOrders, Role: RoleAdmin, Handle: u.paid})
+	u.registerRoster()
 	b.HandleButton(actionOfferAccept, u.accept)
 	b.HandleButton(actionOfferDecline, u.decline)
 	b.HandleButton(actionOfferView, u.view)

@@ -16,6 +16,12 @@ func Number(lang string, n int64) string {
 	return message.NewPrinter(tag(lang)).Sprintf("%d", n)
 }
 
+// Decimal writes x with one digit after the point the way a reader of
+// lang does: 4.7 in English, 4,7 in Russian and Ukrainian.
+func Decimal(lang string, x float64) string {
+	return message.NewPrinter(tag(lang)).Sprintf("%.1f", x)
+}
+
 func tag(lang string) language.Tag {
 	if !Supported(lang) {
 		lang = Languages[0]

@@ -16,6 +16,13 @@ func TestNumberGroupsDigitsAsTheReaderDoes(t *testing.T) {
 	assert.Equal(t, "-1,500", Number("de", -1500), "an unsupported language reads as English")
 }
 
+func TestDecimalUsesTheReadersPoint(t *testing.T) {
+	assert.Equal(t, "4.7", Decimal("en", 14.0/3))
+	assert.Equal(t, "4,7", Decimal("ru", 14.0/3))
+	assert.Equal(t, "5,0", Decimal("uk", 5))
+	assert.Equal(t, "3.5", Decimal("de", 3.5), "an unsupported language reads as English")
+}
+
 func TestMoneyUsesTheCurrencySign(t *testing.T) {
 	assert.Equal(t, "250,000\u00a0₽", Money("en", 250000, "RUR"))
 	assert.Equal(t, "250\u00a0000\u00a0₽", Money("ru", 250000, "RUR"))

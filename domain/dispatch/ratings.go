@@ -49,7 +49,7 @@ type RosterLine struct {
 // RosterPageSize is how many masters one page of /masters lists: with
 // every field at its budget the page stays one message, which its buttons
 // edit in place.
-const RosterPageSize = 15
+const RosterPageSize = 10
 
 // ErrRated: the order was rated already; a rating is given once and never
 // changed.
