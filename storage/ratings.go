@@ -29,7 +29,7 @@ func scanRating(row pgx.Row) (dispatch.Rating, error) {
 	if err := row.Scan(&r.OrderID, &r.MasterID, &r.Stars, &comment, &at); err != nil {
 		return dispatch.Rating{}, err
 	}
-	r.Comment, r.RatedAt = comment.String, tsValue(at)
+	r.Comment, r.At = comment.String, tsValue(at)
 	return r, nil
 }
 

@@ -15,9 +15,9 @@ import (
 type Rating struct {
 	OrderID  int64
 	MasterID int64
-	Stars    int    // MinStars to MaxStars
-	Comment  string // "": none
-	RatedAt  time.Time
+	Stars    int       // MinStars to MaxStars
+	Comment  string    // "": none
+	At       time.Time // rated_at
 }
 
 // Limits on a rating.

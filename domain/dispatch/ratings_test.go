@@ -88,7 +88,7 @@ func TestRateFinishedOrderOnce(t *testing.T) {
 
 	r, err := s.Rate(w.ctx, o.ID, 4, "  Quick and clean.  ")
 	require.NoError(t, err)
-	require.Equal(t, dispatch.Rating{OrderID: o.ID, MasterID: 10, Stars: 4, Comment: "Quick and clean.", RatedAt: r.RatedAt}, r)
+	require.Equal(t, dispatch.Rating{OrderID: o.ID, MasterID: 10, Stars: 4, Comment: "Quick and clean.", At: r.At}, r)
 	again, err := s.Rate(w.ctx, o.ID, 1, "")
 	require.ErrorIs(t, err, dispatch.ErrRated)
 	require.Equal(t, r, again, "the standing rating, unchanged")
