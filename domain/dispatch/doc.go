@@ -13,10 +13,11 @@
 //	          │                 │
 //	          ├─────────────────┴──► ACCEPTED | DECLINED | EXPIRED | WITHDRAWN (order cancelled)
 //
-// Distribution picks, for a SEARCHING order with no open offer, the matching
-// master (city, district, skill; active; not blocked for commission; no open
-// offer; not offered this order in this round) who was idle longest, and
-// offers it with expires_at = now + OFFER_SLA. After two rounds the order is
+// Distribution picks, for a SEARCHING order with no open offer, among the
+// matching masters (city, district, skill; active; not blocked for
+// commission; no open offer; not offered this order in this round) the one
+// best ranked by their customers' ratings (RankOf) and, within a rank, idle
+// longest, and offers it with expires_at = now + OFFER_SLA. After two rounds the order is
 // reported to admins as unassignable and waits.
 //
 // An order's customer address, name and phone are shown only to the master

@@ -42,7 +42,8 @@ func (f StepFacts) Owed(o Order) bool {
 
 // Pick is one search for a candidate in a round.
 type Pick struct {
-	// Master is the free candidate idle longest; zero if none.
+	// Master is the free candidate best ranked (RankOf) and, among
+	// equals, idle longest; zero if none.
 	Master int64
 	// Busy: no free candidate, but a master the round has not reached
 	// yet is locked by another transaction or busy with another order's

@@ -327,7 +327,8 @@ type Orders interface {
 	// holding the order's row (Busy if another transaction holds it: the
 	// order's offers then say whether a step is still owed; AfterHours,
 	// still owed, if gate keeps its city closed now): pick
-	// the candidate idle longest in the order's round and create the offer
+	// the candidate best ranked by ratings (RankOf), idle longest among
+	// equals, in the order's round and create the offer
 	// expiring after sla; with nobody left in round 1 move to round 2 and
 	// pick again; with nobody left in round 2 mark the order unassignable.
 	// Creating an offer clears the unassignable mark.
