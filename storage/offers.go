@@ -264,11 +264,11 @@ func pickRound(ctx context.Context, tx pgx.Tx, o dispatch.Order, facts dispatch.
 // pickCandidate is pick's statement: the free candidates ($1–$5 as in
 // candidateWhere) by their rank from their customers' ratings
 // (dispatch.RankOf; $6–$9, rankArgs), the highest first, then idle
-// longest first. Each candidate's record is one probe of
+// longest first. Each candidate's rank is one probe of
 // order_ratings_master, so the step stays one indexed statement; the
 // masters it sorts are those of one place and skill, as before.
-var pickCandidate = `SELECT m.user_id FROM masters m` + ratingRecord("$6") + candidateWhere + `
-ORDER BY ` + ratingRank("$7", "$8", "$9") + ` DESC, m.last_offer_at NULLS FIRST, m.user_id
+var pickCandidate = `SELECT m.user_id FROM masters m` + candidateWhere + `
+ORDER BY ` + masterRank("$6", "$7", "$8", "$9") + ` DESC, m.last_offer_at NULLS FIRST, m.user_id
 LIMIT 1
 FOR NO KEY UPDATE OF m SKIP LOCKED`
 

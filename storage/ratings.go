@@ -33,31 +33,45 @@ func scanRating(row pgx.Row) (dispatch.Rating, error) {
 	return r, nil
 }
 
-// ratingRecord joins each master (alias m) to their record over the
-// window: rec.n ratings, rec.avg their average stars (NULL with none).
-// window is the SQL of the window in microseconds, a parameter. An
-// aggregate without GROUP BY is one row for every master, rated or not,
-// so the join drops none; order_ratings_master answers it alone.
-func ratingRecord(window string) string {
-	return `
-CROSS JOIN LATERAL (
-    SELECT count(*) AS n, avg(r.stars) AS avg FROM order_ratings r
-    WHERE r.master_id = m.user_id AND r.rated_at > now() - ` + window + ` * interval '1 microsecond'
-) rec`
+// ratingsOf selects the ratings of master m (an alias of masters) within
+// the window: window is the SQL of the window in microseconds, a
+// parameter. order_ratings_master answers it alone.
+func ratingsOf(window string) string {
+	return `FROM order_ratings r WHERE r.master_id = m.user_id AND r.rated_at > now() - ` + window + ` * interval '1 microsecond'`
 }
 
-// ratingRank is dispatch.RankOf in SQL over ratingRecord's rec, with the
-// policy's constants as parameters (minN: MinRatings, step: RatingStep,
-// unrated: UnratedRank), which rankArgs gives in that order. avg of an
-// integer column is numeric, whose round() goes half away from zero, as
-// math.Round does; a tie (an average of k/4 stars) is exact in both.
-func ratingRank(minN, step, unrated string) string {
-	return `CASE WHEN rec.n >= ` + minN + ` THEN round(rec.avg / ` + step + `::numeric) * ` + step + `::numeric ELSE ` +
+// ratingRecord joins each master (alias m) to their record over the
+// window: rec.n ratings, rec.avg their average stars (NULL with none). An
+// aggregate without GROUP BY is one row for every master, rated or not,
+// so the join drops none.
+func ratingRecord(window string) string {
+	return `
+CROSS JOIN LATERAL (SELECT count(*) AS n, avg(r.stars) AS avg ` + ratingsOf(window) + `) rec`
+}
+
+// ratingRank is dispatch.RankOf in SQL over a record of n ratings
+// averaging avg (SQL expressions), with the policy's constants as
+// parameters (minN: MinRatings, step: RatingStep, unrated: UnratedRank),
+// which rankArgs gives in that order. avg of an integer column is numeric,
+// whose round() goes half away from zero, as math.Round does; a tie (an
+// average of k/4 stars) is exact in both.
+func ratingRank(n, avg, minN, step, unrated string) string {
+	return `CASE WHEN ` + n + ` >= ` + minN + ` THEN round(` + avg + ` / ` + step + `::numeric) * ` + step + `::numeric ELSE ` +
 		unrated + `::numeric END`
 }
 
-// rankArgs are the parameters of ratingRecord and ratingRank: the window,
-// then the rank's constants.
+// masterRank is master m's rank from their ratings within the window, a
+// scalar subquery: in pick's ORDER BY it is computed only for the
+// candidates left after the other conditions, and it adds less to a plan
+// of the statement than a lateral join would (0.05 ms against 0.1 ms;
+// pgx prepares it once per connection, and PostgreSQL plans it anew
+// only for its first executions there).
+func masterRank(window, minN, step, unrated string) string {
+	return `(SELECT ` + ratingRank("count(*)", "avg(r.stars)", minN, step, unrated) + ` ` + ratingsOf(window) + `)`
+}
+
+// rankArgs are the parameters of masterRank: the window, then the rank's
+// constants.
 func rankArgs() []any {
 	return []any{micros(dispatch.RatingWindow), dispatch.MinRatings, dispatch.RatingStep, dispatch.UnratedRank}
 }
