@@ -12,6 +12,7 @@ import (
 
 	"switchboard/bot/delivery"
 	"switchboard/domain"
+	"switchboard/domain/dispatch"
 	"switchboard/locales"
 	"switchboard/storage"
 )
@@ -48,6 +49,10 @@ const maxStartPayload = 64
 // logged as the source.
 func (b *Bot) start(r *Request) error {
 	if payload := strings.TrimSpace(r.Message().Payload); payload != "" {
+		if token, ok := dispatch.OrderToken(payload); ok && b.joinOrder != nil {
+			// An order's link: a capability, not to be logged.
+			return b.joinOrder(r, token)
+		}
 		b.deps.Log.Info("start with a payload", "user", r.User.ID, "source", clipRunes(oneLine(payload), maxStartPayload))
 		if cmd, ok := b.lookup(payload); ok && cmd.Name != "start" {
 			return b.runBare(r, cmd)

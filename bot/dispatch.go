@@ -36,6 +36,11 @@ type Dispatch interface {
 	Photo(ctx context.Context, masterID int64, messageID int, fileID, caption string) (dispatch.Order, error)
 	Config() dispatch.Config
 	Opening(city string) (open bool, at time.Time, h dispatch.Hours)
+	JoinOrder(ctx context.Context, userID int64, token string) (dispatch.Order, error)
+	ReissueLink(ctx context.Context, orderID int64) (dispatch.Order, error)
+	CustomerOrder(ctx context.Context, orderID, userID int64) (dispatch.Order, error)
+	CustomerCancel(ctx context.Context, orderID, userID int64) (dispatch.Order, error)
+	StepWithETA(ctx context.Context, offerID, masterID int64, step dispatch.Step, eta time.Duration) (dispatch.Order, error)
 }
 
 var (
@@ -105,6 +110,7 @@ func (b *Bot) RegisterDispatch(d Dispatch) {
 	b.HandleButton(actionGiveBackYes, u.giveBack)
 	b.HandleButton(actionAssignedBack, u.back)
 	b.tb.Handle(tele.OnPhoto, u.photo)
+	u.registerCustomer()
 }
 
 // --- masters ---------------------------------------------------------------
@@ -301,7 +307,14 @@ func (u *dispatchUI) order(r *Request) error {
 		data["Opens"] = u.b.cityTime(r.Lang, at, o.City)
 	}
 	text := r.T(key, data)
-	return r.Reply(text, nil)
+	var kb *tele.ReplyMarkup
+	if link := u.b.orderLink(o); link != "" {
+		// The customer's link, to forward: whoever opens it first follows
+		// the order in their chat with the bot.
+		text += "\n\n" + r.T("order.link", locales.Data{"Link": link})
+		kb = reissueMarkup(r, o.ID)
+	}
+	return r.Reply(text, kb)
 }
 
 func (u *dispatchUI) orders(r *Request) error {
@@ -404,6 +417,13 @@ func (b *Bot) orderEntry(lang string, l dispatch.OrderLine, opening func(city st
 			break
 		}
 		entry += "\n" + cat.T(lang, "orders.waiting", locales.Data{"Round": o.Round})
+	}
+	if link := b.orderLink(o); link != "" && o.State != dispatch.Done {
+		key := "orders.link"
+		if o.CustomerID != 0 {
+			key = "orders.link_opened"
+		}
+		entry += "\n" + cat.T(lang, key, locales.Data{"Link": link})
 	}
 	return entry
 }
@@ -890,6 +910,9 @@ var eventKeys = map[dispatch.EventKind]string{
 	dispatch.EventMasterEnRoute:    "dispatch.event.master_en_route",
 	dispatch.EventMasterArrived:    "dispatch.event.master_arrived",
 	dispatch.EventOrderReturned:    "dispatch.event.order_returned",
+	dispatch.EventCustomerJoined:   "dispatch.event.customer_joined",
+	dispatch.EventLinkReissued:     "dispatch.event.link_reissued",
+	dispatch.EventCustomerCancel:   "dispatch.event.customer_cancelled",
 }
 
 // renderEvent is one line of the live log.

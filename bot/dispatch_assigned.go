@@ -261,19 +261,21 @@ func assignedMarkup(cat *locales.Catalog, lang string, offerID int64, o dispatch
 		data, err := Encode(a, offerID)
 		return tele.InlineButton{Text: cat.T(lang, key), Data: data}, err
 	}
-	var steps []tele.InlineButton
-	for _, s := range []struct {
-		a    Action
-		key  string
-		done bool
-	}{
-		{actionEnRoute, "assigned.button_en_route", !o.EnRouteAt.IsZero() || !o.ArrivedAt.IsZero()},
-		{actionArrived, "assigned.button_arrived", !o.ArrivedAt.IsZero()},
-	} {
-		if s.done {
-			continue
+	var steps, etas []tele.InlineButton
+	if o.EnRouteAt.IsZero() && o.ArrivedAt.IsZero() {
+		// On my way, with when they expect to be there: the customer is
+		// told it.
+		for _, eta := range dispatch.ETAs {
+			data, err := Encode(actionEnRouteETA, offerID, int64(eta/time.Minute))
+			if err != nil {
+				return nil, err
+			}
+			etas = append(etas, tele.InlineButton{Text: cat.T(lang, "assigned.button_en_route_in", locales.Data{
+				"In": etaText(cat, lang, eta)}), Data: data})
 		}
-		btn, err := button(s.a, s.key)
+	}
+	if o.ArrivedAt.IsZero() {
+		btn, err := button(actionArrived, "assigned.button_arrived")
 		if err != nil {
 			return nil, err
 		}
@@ -300,11 +302,22 @@ func assignedMarkup(cat *locales.Catalog, lang string, offerID int64, o dispatch
 	if len(copies) > 0 {
 		kb.InlineKeyboard = append(kb.InlineKeyboard, copies)
 	}
+	if len(etas) > 0 {
+		kb.InlineKeyboard = append(kb.InlineKeyboard, etas)
+	}
 	if len(steps) > 0 {
 		kb.InlineKeyboard = append(kb.InlineKeyboard, steps)
 	}
 	kb.InlineKeyboard = append(kb.InlineKeyboard, []tele.InlineButton{done, giveBack})
 	return kb, nil
+}
+
+// etaText is an ETA on a button: "15 min", "1 h".
+func etaText(cat *locales.Catalog, lang string, eta time.Duration) string {
+	if eta%time.Hour == 0 {
+		return cat.T(lang, "time.h", locales.Data{"H": int64(eta / time.Hour)})
+	}
+	return cat.T(lang, "time.m", locales.Data{"M": int64(eta / time.Minute)})
 }
 
 // contactLines are the customer's address, name and phone, those given.

@@ -41,7 +41,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 	require.Equal(t, "🆕 Order #"+o+" created: plumbing, Moscow, Center, price 3,000.\nKitchen tap\n"+
 		"🗓 27 Nov 2099, 10:00–12:00\n🏠 Tverskaya 12, apt 5\n👤 Ivan <Petrov>\n📞 +7 999 123-45-67\n"+
 		"🔒 Only the master who accepts the order sees the address, name and phone.\n\n"+
-		"It is being offered to matching masters; follow it in /orders.", reply.Text)
+		"It is being offered to matching masters; follow it in /orders."+customerLink(t, env.st, orderID), reply.Text)
 	require.Equal(t, "call me is not a phone number (phone:): digits, a leading +, spaces, dashes and parentheses, 5 to 20 digits, e.g. phone: +7 999 123-45-67.",
 		env.ask(t, env.admin, "/order Moscow Center plumbing 3000 Tap\nphone: call me").Text, "the error alone, not the whole usage")
 	require.Equal(t, "The time 12-10 (when:) must end after it starts, e.g. 10:00-12:00.",
@@ -64,13 +64,13 @@ func TestAssignedMasterButtons(t *testing.T) {
 	require.Equal(t, "✅ Accepted: order #"+o+" is yours\n📍 Moscow, Center\n🏠 Tverskaya 12, apt 5\n👤 Ivan <Petrov>\n📞 +7 999 123-45-67\n"+
 		"🗓 27 Nov 2099, 10:00–12:00\n🛠 plumbing\n💰 3,000\n📝 Kitchen tap\n\n"+
 		"Commission: 10% of the price, due within 3 h after the order is done.\n\n"+
-		"Next: press 🚗 On my way when you set off, 📍 Arrived at the customer's and ✅ Done when the job is finished. "+
+		"Next: when you set off, press 🚗 with about how long you will take (the customer is told), 📍 Arrived at the customer's and ✅ Done when the job is finished. "+
 		"If you cannot do it, 🙅 Can't do it gives the order back.", msg.Text)
-	require.Equal(t, []string{"📋 Copy address", "📋 Copy phone", "🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
+	require.Equal(t, []string{"📋 Copy address", "📋 Copy phone", "🚗 15 min", "🚗 30 min", "🚗 1 h", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
 	// The copy buttons copy what the message shows, as it was given.
 	require.Equal(t, "Tverskaya 12, apt 5", msg.ReplyMarkup.Buttons()[0].Copies())
 	require.Equal(t, "+7 999 123-45-67", msg.ReplyMarkup.Buttons()[1].Copies())
-	enRoute, arrived, done, giveBack := data(t, "ae", f.ID), data(t, "aa", f.ID), data(t, "ad", f.ID), data(t, "ax", f.ID)
+	enRoute, arrived, done, giveBack := data(t, "aet", f.ID, 30), data(t, "aa", f.ID), data(t, "ad", f.ID), data(t, "ax", f.ID)
 	doneYes, giveBackYes, back := data(t, "adc", f.ID), data(t, "axc", f.ID), data(t, "ab", f.ID)
 
 	// Bob forges Ann's buttons in his own chat: refused, nothing moves.
@@ -215,7 +215,7 @@ func TestGiveBackInTheChat(t *testing.T) {
 	press(t, env.srv, ann, msg, data(t, "oa", f.ID))
 	msg = env.offerMessage(t, f)
 	require.Contains(t, msg.Text, "🏠 Тверская 12\n📞 +7 999 000-11-22\n🗓 1 февр. 2099\n")
-	require.Equal(t, []string{"📋 Скопировать адрес", "📋 Скопировать телефон", "🚗 Выезжаю", "📍 На месте", "✅ Готово", "🙅 Не могу"}, msg.ReplyMarkup.Labels())
+	require.Equal(t, []string{"📋 Скопировать адрес", "📋 Скопировать телефон", "🚗 15 мин", "🚗 30 мин", "🚗 1 ч", "📍 На месте", "✅ Готово", "🙅 Не могу"}, msg.ReplyMarkup.Labels())
 
 	// Can't do it asks first: nothing changes until Yes; Back shows the
 	// step buttons again.
@@ -230,7 +230,7 @@ func TestGiveBackInTheChat(t *testing.T) {
 	press(t, env.srv, ann, msg, data(t, "ab", f.ID))
 	msg = env.offerMessage(t, f)
 	require.Equal(t, text, msg.Text)
-	require.Equal(t, []string{"📋 Скопировать адрес", "📋 Скопировать телефон", "🚗 Выезжаю", "📍 На месте", "✅ Готово", "🙅 Не могу"}, msg.ReplyMarkup.Labels())
+	require.Equal(t, []string{"📋 Скопировать адрес", "📋 Скопировать телефон", "🚗 15 мин", "🚗 30 мин", "🚗 1 ч", "📍 На месте", "✅ Готово", "🙅 Не могу"}, msg.ReplyMarkup.Labels())
 	press(t, env.srv, ann, msg, data(t, "ax", f.ID))
 	msg = env.offerMessage(t, f)
 	a = press(t, env.srv, ann, msg, data(t, "axc", f.ID))
@@ -253,7 +253,7 @@ func TestGiveBackInTheChat(t *testing.T) {
 	press(t, env.srv, bob, second, data(t, "oa", fs[1].ID))
 	second = env.offerMessage(t, fs[1])
 	require.Contains(t, second.Text, "🏠 Тверская 12")
-	require.Equal(t, []string{"📋 Скопіювати адресу", "📋 Скопіювати телефон", "🚗 Виїжджаю", "📍 На місці", "✅ Готово", "🙅 Не можу"}, second.ReplyMarkup.Labels())
+	require.Equal(t, []string{"📋 Скопіювати адресу", "📋 Скопіювати телефон", "🚗 15 хв", "🚗 30 хв", "🚗 1 год", "📍 На місці", "✅ Готово", "🙅 Не можу"}, second.ReplyMarkup.Labels())
 	a = press(t, env.srv, bob, second, data(t, "ad", fs[1].ID))
 	require.Equal(t, "Натисніть «Так», щоб підтвердити, або «Назад», якщо натиснули помилково.", a.Text)
 	second = env.offerMessage(t, fs[1])

@@ -402,7 +402,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	var orderID int64
 	require.NoError(t, env.st.Pool().QueryRow(ctx, `SELECT id FROM orders`).Scan(&orderID))
 	require.Equal(t, "🆕 Order #"+itoa(orderID)+" created: plumbing, Moscow, Center, price 3,000.\nKitchen <b>tap</b> & sink second line\n\n"+
-		"It is being offered to matching masters; follow it in /orders.", reply.Text)
+		"It is being offered to matching masters; follow it in /orders."+customerLink(t, env.st, orderID), reply.Text)
 	for _, e := range reply.Entities {
 		require.NotEqual(t, "tap", utf16Slice(reply.Text, e.Offset, e.Length), "no markup was injected")
 	}
@@ -473,9 +473,9 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 		"📝 Kitchen <b>tap</b> & sink\nsecond line\n\n"+
 		"ℹ️ The admins gave no address or contact for this order: ask them where to go.\n\n"+
 		"Commission: 10% of the price, due within 3 h after the order is done.\n\n"+
-		"Next: press 🚗 On my way when you set off, 📍 Arrived at the customer's and ✅ Done when the job is finished. "+
+		"Next: when you set off, press 🚗 with about how long you will take (the customer is told), 📍 Arrived at the customer's and ✅ Done when the job is finished. "+
 		"If you cannot do it, 🙅 Can't do it gives the order back.", msg.Text)
-	require.Equal(t, []string{"🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
+	require.Equal(t, []string{"🚗 15 min", "🚗 30 min", "🚗 1 h", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
 
 	// A stale client presses again: nothing changes; the message shows the
 	// order as it is (unchanged here, so not edited).
@@ -489,7 +489,8 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.Equal(t, "This button is no longer valid.", a.Text)
 	require.True(t, a.ShowAlert)
 
-	require.Equal(t, "Open orders (1)\n\n#"+itoa(orderID)+" assigned · 3,000 · Moscow, Center · plumbing\n↳ master: Ann (id 42)",
+	require.Equal(t, "Open orders (1)\n\n#"+itoa(orderID)+" assigned · 3,000 · Moscow, Center · plumbing\n↳ master: Ann (id 42)\n"+
+		"↳ 🔗 customer's link (not opened yet): "+strings.TrimPrefix(customerLink(t, env.st, orderID), "\n\n🔗 Link for the customer: ")[:len("https://t.me/tgfake_bot?start=o_")+22],
 		env.ask(t, env.admin, "/orders").Text)
 
 	require.Equal(t, "Usage: /done ID marks an assigned order done; /orders lists them.", env.ask(t, env.admin, "/done").Text)
@@ -829,11 +830,11 @@ func TestOversizedOrdersStayOneMessage(t *testing.T) {
 	msg = env.offerMessage(t, g)
 	// The address is longer than a copy button holds (256): the phone
 	// alone gets one.
-	require.Equal(t, []string{"📋 Copy phone", "🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
+	require.Equal(t, []string{"📋 Copy phone", "🚗 15 min", "🚗 30 min", "🚗 1 h", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
 	require.Equal(t, strings.Repeat("(1)", dispatch.MaxPhoneDigits)[:dispatch.MaxPhoneLen], msg.ReplyMarkup.Buttons()[0].Copies())
 	require.Contains(t, msg.Text, "🏠 <<<")
 	require.LessOrEqual(t, len([]rune(msg.Text)), bot.MaxMessageLen)
-	press(t, env.srv, bob, msg, data(t, "ae", g.ID))
+	press(t, env.srv, bob, msg, data(t, "aet", g.ID, 15))
 	msg = env.offerMessage(t, g)
 	require.Len(t, msg.ReplyMarkup.Buttons(), 4, "the step's edit was delivered")
 	require.Zero(t, count(t, env.st, `SELECT count(*) FROM outbox WHERE state = 'failed'`))
@@ -875,4 +876,15 @@ func TestOrderConfirmationSurvivesTelegramDown(t *testing.T) {
 	env.settle(t)
 	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM outbox WHERE kind = 'reply' AND state = 'sent'
 AND body->>'text' LIKE '%created%'`), "the confirmation went out through the outbox, once")
+}
+
+// customerLink is the order's customer link as /order's confirmation
+// ends with it.
+func customerLink(t *testing.T, st *storage.Store, orderID int64) string {
+	t.Helper()
+	var token string
+	require.NoError(t, st.Pool().QueryRow(context.Background(), `SELECT customer_token FROM orders WHERE id = $1`, orderID).Scan(&token))
+	require.Len(t, token, 22, "128 bits, base64url")
+	return "\n\n🔗 Link for the customer: https://t.me/tgfake_bot?start=o_" + token +
+		"\nForward it to them: whoever opens it first follows the order here and hears from us at every step."
 }

@@ -90,9 +90,9 @@ func setupVacancies(t *testing.T) vacEnv {
 	return vacEnv{bundle: tb, st: st, svc: svc, llm: llm}
 }
 
-func data(t *testing.T, action string, id int64) string {
+func data(t *testing.T, action string, ids ...int64) string {
 	t.Helper()
-	d, err := bot.Encode(bot.Action{Name: action, IDs: 1}, id)
+	d, err := bot.Encode(bot.Action{Name: action, IDs: len(ids)}, ids...)
 	require.NoError(t, err)
 	return d
 }

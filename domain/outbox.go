@@ -179,6 +179,7 @@ const (
 	KindMemoryDraft  = "memory_draft"  // Ref: pipeline run; the placeholder of an answer being written, and its edits
 	KindReply        = "reply"         // the answer to a user's command
 	KindPhoto        = "photo"         // Ref: order; a master's photo of the finished work, for the admins
+	KindCustomer     = "customer"      // Ref: order; to its customer (status, notes, the work's photo); delivery records the message
 	KindMemoryExport = "memory_export" // Ref: user; one file of their /export, built when sent
 )
 

@@ -31,7 +31,7 @@ const (
 	orderColumns = `id, created_by, city, district, skill, price, description, state, round, unassignable_at, master_id,
 assigned_at, done_at, closed_at, cancelled_at, commission, commission_due_at, commission_paid_at, created_at,
 address, customer_name, customer_phone, visit_date, visit_from, visit_to, en_route_at, arrived_at, photos,
-contacts_pruned_at`
+contacts_pruned_at, customer_token, customer_id, eta_at`
 	// masterLang follows domain.User.Lang: /lang, else Telegram's, else English.
 	masterLang    = `CASE WHEN u.language <> '' THEN u.language WHEN u.telegram_language <> '' THEN u.telegram_language ELSE 'en' END`
 	masterColumns = `m.user_id, u.username, u.first_name, ` + masterLang + `, u.time_zone,
@@ -149,7 +149,29 @@ func tellTx(ctx context.Context, tx pgx.Tx, tell domain.Render[dispatch.Changed]
 			return fmt.Errorf("masters of the change: %w", err)
 		}
 	}
+	if c.Customer == nil && c.Order.CustomerID != 0 {
+		cu, err := customerOf(ctx, tx, c.Order.CustomerID)
+		if err != nil {
+			return fmt.Errorf("customer of the change: %w", err)
+		}
+		c.Customer = cu
+	}
 	return enqueueTx(ctx, tx, tell(c))
+}
+
+// customerOf reads an order's customer as their messages are written (nil
+// if they are no longer a user).
+func customerOf(ctx context.Context, tx pgx.Tx, userID int64) (*dispatch.Customer, error) {
+	var cu dispatch.Customer
+	err := tx.QueryRow(ctx, `SELECT u.id, u.first_name, `+masterLang+`, u.time_zone FROM users u WHERE u.id = $1`, userID).
+		Scan(&cu.UserID, &cu.FirstName, &cu.Lang, &cu.Zone)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &cu, nil
 }
 
 // dispatchChange runs one of a master's or an admin's conditional

@@ -53,6 +53,8 @@ import (
 //   - github_logins: deleted. A queued push (task_pushes) reads its source
 //     messages when it goes, and a cited message erased above is no longer
 //     one of them: no quote, author or link (erasedMessage).
+//   - orders.customer_id: an order they opened the link of stays, without
+//     them (customer_id NULL); order_messages of their chat: deleted.
 //   - orders.created_by, analysis_runs.created_by, analysis_proposals.decided_by:
 //     an admin's id on the work they did for others; kept.
 //   - vacancies, group_chats, system_prompts, job_runs, replicas,
@@ -127,6 +129,10 @@ WHERE m.author_id = $1 AND EXISTS (SELECT 1 FROM analysis_proposal_sources s
                                    WHERE s.chat_id = m.chat_id AND s.message_id = m.message_id)`, &f.GroupMessages},
 		{"group messages", `DELETE FROM group_messages WHERE author_id = $1`, &f.GroupMessages},
 		{"runs", `DELETE FROM pipeline_runs WHERE user_id = $1`, &f.Runs},
+		// An order they were the customer of stays the admins', without them.
+		{"orders' customer", `UPDATE orders SET customer_id = NULL, customer_joined_at = NULL, updated_at = now()
+WHERE customer_id = $1`, nil},
+		{"order messages", `DELETE FROM order_messages WHERE chat_id = $1`, nil},
 		{"raw logs", `DELETE FROM raw_logs WHERE user_id = $1`, &f.Logs},
 		{"memory requests", `DELETE FROM memory_requests WHERE user_id = $1`, nil},
 		{"summaries", `DELETE FROM lsm_storage WHERE user_id = $1`, &f.Summaries},

@@ -53,7 +53,7 @@ func TestExpireOffersTouchesExactlyTheOpenDueOffers(t *testing.T) {
 		case dispatch.Declined:
 			_, ok, err = f.st.Orders().DeclineOffer(ctx, fx.offer.ID, fx.offer.MasterID, nil)
 		case dispatch.Withdrawn:
-			_, _, ok, err = f.st.Orders().Cancel(ctx, fx.offer.OrderID, nil)
+			_, _, ok, err = f.st.Orders().Cancel(ctx, fx.offer.OrderID, 0, nil)
 		case dispatch.Expired:
 			ok = true
 			toExpire = append(toExpire, fx.offer.ID)
@@ -213,7 +213,7 @@ func TestAcceptRefusals(t *testing.T) {
 	// A withdrawn offer.
 	o3 := f.order("a", "d", "x")
 	w := f.offered(o3.ID, 1, 1)
-	_, withdrawn, ok, err := f.st.Orders().Cancel(ctx, o3.ID, nil)
+	_, withdrawn, ok, err := f.st.Orders().Cancel(ctx, o3.ID, 0, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, []int64{w.ID}, offerIDs(withdrawn))

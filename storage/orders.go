@@ -33,6 +33,9 @@ type orderScan struct {
 	visitDate                                                pgtype.Date
 	visitFrom, visitTo                                       pgtype.Time
 	enRoute, arrived, contactsPruned                         pgtype.Timestamptz
+	customerToken                                            pgtype.Text
+	customerID                                               pgtype.Int8
+	eta                                                      pgtype.Timestamptz
 }
 
 func (s *orderScan) dest() []any {
@@ -40,7 +43,7 @@ func (s *orderScan) dest() []any {
 		&s.round, &s.unassignable, &s.masterID, &s.assigned, &s.done, &s.closed, &s.cancelled,
 		&s.commission, &s.commissionDue, &s.commissionPaid, &s.created,
 		&s.address, &s.name, &s.phone, &s.visitDate, &s.visitFrom, &s.visitTo, &s.enRoute, &s.arrived, &s.photos,
-		&s.contactsPruned}
+		&s.contactsPruned, &s.customerToken, &s.customerID, &s.eta}
 }
 
 func (s *orderScan) order() dispatch.Order {
@@ -55,6 +58,7 @@ func (s *orderScan) order() dispatch.Order {
 		Contact:   dispatch.Contact{Address: s.address.String, Name: s.name.String, Phone: s.phone.String},
 		EnRouteAt: tsValue(s.enRoute), ArrivedAt: tsValue(s.arrived), Photos: int(s.photos.Int32),
 		ContactsPruned: tsValue(s.contactsPruned),
+		CustomerToken:  s.customerToken.String, CustomerID: s.customerID.Int64, ETA: tsValue(s.eta),
 	}
 	if s.visitDate.Valid {
 		d := s.visitDate.Time
@@ -83,6 +87,17 @@ func orderValues(n dispatch.NewOrder) []any {
 	return []any{text(n.Contact.Address), text(n.Contact.Name), text(n.Contact.Phone), day, from, to}
 }
 
+// A message to an order's customer is recorded as it is delivered: a
+// reply to it is about that order.
+const customerSentHook = `
+customer_sent AS (
+    INSERT INTO order_messages (chat_id, message_id, order_id)
+    SELECT done.chat_id, done.message_id, done.ref FROM done
+    WHERE done.kind = 'customer' AND NOT done.edit AND done.message_id IS NOT NULL
+      AND EXISTS (SELECT 1 FROM orders WHERE id = done.ref)
+    ON CONFLICT DO NOTHING
+)`
+
 func scanOrder(row pgx.Row) (dispatch.Order, error) {
 	var s orderScan
 	if err := row.Scan(s.dest()...); err != nil {
@@ -110,10 +125,10 @@ func (s *Orders) Create(ctx context.Context, n dispatch.NewOrder, tell domain.Re
 		o, err = scanOrder(tx.QueryRow(ctx, `
 INSERT INTO orders (created_by, city, district, skill, price, description,
                     address, customer_name, customer_phone, visit_date, visit_from, visit_to,
-                    source_chat_id, source_message_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                    source_chat_id, source_message_id, customer_token)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULLIF($15, ''))
 ON CONFLICT (source_chat_id, source_message_id) WHERE source_chat_id IS NOT NULL DO NOTHING
-RETURNING `+orderColumns, append(append([]any{n.CreatedBy, n.City, n.District, n.Skill, n.Price, n.Description}, orderValues(n)...), srcChat, srcID)...))
+RETURNING `+orderColumns, append(append([]any{n.CreatedBy, n.City, n.District, n.Skill, n.Price, n.Description}, orderValues(n)...), srcChat, srcID, n.CustomerToken)...))
 		if errors.Is(err, pgx.ErrNoRows) {
 			o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE source_chat_id = $1 AND source_message_id = $2`,
 				srcChat, srcID))
@@ -208,22 +223,26 @@ RETURNING `+orderColumns, id, ratePercent, micros(deadline), masterID))
 // an accept waits instead of deadlocking. The withdrawal runs again after
 // the order's update: an NextOffer holding the order may have committed a
 // new offer while the update waited for it.
-func (s *Orders) Cancel(ctx context.Context, id int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, []dispatch.Offer, bool, error) {
+func (s *Orders) Cancel(ctx context.Context, id, customerID int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, []dispatch.Offer, bool, error) {
 	const withdraw = `UPDATE offers SET state = 'WITHDRAWN', responded_at = now()
 WHERE order_id = $1 AND state IN ` + openOffer
+	// $2: the customer who cancels (0: an admin), only until their master
+	// is on the way.
+	const cancellable = `state IN ('SEARCHING', 'ASSIGNED')
+  AND ($2 = 0 OR (customer_id = $2 AND en_route_at IS NULL AND arrived_at IS NULL))`
 	var o dispatch.Order
 	var withdrawn []dispatch.Offer
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		early, err := collectOffers(tx.Query(ctx, withdraw+`
-  AND EXISTS (SELECT 1 FROM orders WHERE id = $1 AND state IN ('SEARCHING', 'ASSIGNED'))
-RETURNING `+offerColumns, id))
+  AND EXISTS (SELECT 1 FROM orders WHERE id = $1 AND `+cancellable+`)
+RETURNING `+offerColumns, id, customerID))
 		if err != nil {
 			return err
 		}
 		o, err = scanOrder(tx.QueryRow(ctx, `
 UPDATE orders SET state = 'CANCELLED', cancelled_at = now(), updated_at = now()
-WHERE id = $1 AND state IN ('SEARCHING', 'ASSIGNED')
-RETURNING `+orderColumns, id))
+WHERE id = $1 AND `+cancellable+`
+RETURNING `+orderColumns, id, customerID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errNoop
 		}
@@ -394,6 +413,90 @@ func (s *Orders) MarkStep(ctx context.Context, orderID, masterID int64, step dis
 		return dispatch.Order{}, false, fmt.Errorf("mark step %q: unknown step", step)
 	}
 	return s.masterChange(ctx, "mark "+string(step), q, orderID, masterID, tell)
+}
+
+// EnRoute is the assigned master's On my way with their ETA (0: none);
+// see dispatch.Orders.
+func (s *Orders) EnRoute(ctx context.Context, orderID, masterID int64, eta time.Duration, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
+	return s.orderChange(ctx, "mark en route", orderID, masterID, tell, func(tx pgx.Tx) (dispatch.Order, error) {
+		return scanOrder(tx.QueryRow(ctx, `
+UPDATE orders SET en_route_at = now(), eta_at = CASE WHEN $3 > 0 THEN now() + $3 * interval '1 microsecond' END, updated_at = now()
+WHERE id = $1 AND master_id = $2 AND state = 'ASSIGNED' AND en_route_at IS NULL AND arrived_at IS NULL
+RETURNING `+orderColumns, orderID, masterID, micros(eta)))
+	})
+}
+
+// Join makes userID the customer of the order with the link token; see
+// dispatch.Orders. A link opened again by its customer tells them again;
+// an order whose contacts retention cleared opens for nobody.
+func (s *Orders) Join(ctx context.Context, token string, userID int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, error) {
+	var o dispatch.Order
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		o, err = scanOrder(tx.QueryRow(ctx, `
+UPDATE orders SET customer_id = $2, customer_joined_at = COALESCE(customer_joined_at, now()), updated_at = now()
+WHERE customer_token = $1 AND (customer_id IS NULL OR customer_id = $2) AND contacts_pruned_at IS NULL
+RETURNING `+orderColumns, token, userID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			var other int64
+			err = tx.QueryRow(ctx, `SELECT COALESCE(customer_id, 0) FROM orders WHERE customer_token = $1`, token).Scan(&other)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				return dispatch.ErrLinkInvalid
+			case err != nil:
+				return err
+			case other != 0 && other != userID:
+				return dispatch.ErrLinkTaken
+			}
+			return dispatch.ErrLinkInvalid // retention closed it
+		}
+		if err != nil {
+			return err
+		}
+		c := dispatch.Changed{Order: o}
+		if c.Assigned, err = assignedOffer(ctx, tx, o.ID, o.MasterID); err != nil {
+			return err
+		}
+		return tellTx(ctx, tx, tell, c)
+	})
+	if err != nil {
+		return o, fmt.Errorf("join an order by its link: %w", err)
+	}
+	return o, nil
+}
+
+// Reissue gives order id a new link token and unlinks its customer; see
+// dispatch.Orders.
+func (s *Orders) Reissue(ctx context.Context, id int64, token string, tell domain.Render[dispatch.Changed]) (dispatch.Order, error) {
+	var o dispatch.Order
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		var was int64
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(customer_id, 0) FROM orders WHERE id = $1 FOR UPDATE`, id).Scan(&was); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return domain.ErrNotFound
+			}
+			return err
+		}
+		var err error
+		o, err = scanOrder(tx.QueryRow(ctx, `
+UPDATE orders SET customer_token = $2, customer_id = NULL, customer_joined_at = NULL, updated_at = now()
+WHERE id = $1
+RETURNING `+orderColumns, id, token))
+		if err != nil {
+			return err
+		}
+		c := dispatch.Changed{Order: o}
+		if was != 0 {
+			if c.Customer, err = customerOf(ctx, tx, was); err != nil {
+				return err
+			}
+		}
+		return tellTx(ctx, tx, tell, c)
+	})
+	if err != nil {
+		return o, fmt.Errorf("reissue the link of order %d: %w", id, err)
+	}
+	return o, nil
 }
 
 // Return is the assigned master giving the order back, ASSIGNED →

@@ -21,7 +21,7 @@ func TestCancelOrder(t *testing.T) {
 	of := f.offered(o.ID, 1, 1)
 	_, err := f.st.Pool().Exec(ctx, `UPDATE offers SET chat_id = 1, message_id = 42 WHERE id = $1`, of.ID)
 	require.NoError(t, err)
-	got, withdrawn, ok, err := f.st.Orders().Cancel(ctx, o.ID, nil)
+	got, withdrawn, ok, err := f.st.Orders().Cancel(ctx, o.ID, 0, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Cancelled, got.State)
@@ -34,7 +34,7 @@ func TestCancelOrder(t *testing.T) {
 	require.Equal(t, 42, w.MessageID)
 	require.Equal(t, got.CancelledAt, w.RespondedAt, "one transaction")
 
-	again, withdrawn, ok, err := f.st.Orders().Cancel(ctx, o.ID, nil)
+	again, withdrawn, ok, err := f.st.Orders().Cancel(ctx, o.ID, 0, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Empty(t, withdrawn)
@@ -42,7 +42,7 @@ func TestCancelOrder(t *testing.T) {
 
 	// ASSIGNED → CANCELLED keeps the master; DONE cannot be cancelled.
 	a := f.assigned(2, 500)
-	got, withdrawn, ok, err = f.st.Orders().Cancel(ctx, a.ID, nil)
+	got, withdrawn, ok, err = f.st.Orders().Cancel(ctx, a.ID, 0, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Empty(t, withdrawn)
@@ -51,12 +51,12 @@ func TestCancelOrder(t *testing.T) {
 	_, done, err := f.st.Orders().Complete(ctx, d.ID, 0, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.True(t, done)
-	got, _, ok, err = f.st.Orders().Cancel(ctx, d.ID, nil)
+	got, _, ok, err = f.st.Orders().Cancel(ctx, d.ID, 0, nil)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, dispatch.Done, got.State)
 
-	_, _, _, err = f.st.Orders().Cancel(ctx, 777777, nil)
+	_, _, _, err = f.st.Orders().Cancel(ctx, 777777, 0, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 }
 
@@ -82,7 +82,7 @@ VALUES ($1, 1, 1, now() + interval '1 minute') RETURNING id`, o.ID).Scan(&offerI
 	}
 	done := make(chan result, 1)
 	go func() {
-		_, w, ok, err := f.st.Orders().Cancel(ctx, o.ID, nil)
+		_, w, ok, err := f.st.Orders().Cancel(ctx, o.ID, 0, nil)
 		done <- result{w, ok, err}
 	}()
 	require.Eventually(t, func() bool { return lockWaiters(ctx, f.st) == 1 }, 10*time.Second, 5*time.Millisecond,
@@ -114,7 +114,7 @@ func TestAcceptRacingCancel(t *testing.T) {
 		var acceptErr, cancelErr error
 		var w []dispatch.Offer
 		wg.Go(func() { _, _, acceptOK, acceptErr = f.st.Orders().AcceptOffer(ctx, of.ID, 1, nil) })
-		wg.Go(func() { _, w, cancelOK, cancelErr = f.st.Orders().Cancel(ctx, o.ID, nil) })
+		wg.Go(func() { _, w, cancelOK, cancelErr = f.st.Orders().Cancel(ctx, o.ID, 0, nil) })
 		wg.Wait()
 		require.NoError(t, acceptErr)
 		require.NoError(t, cancelErr)
@@ -196,7 +196,7 @@ func TestOpenOrders(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	c1 := f.order("c", "d", "y")
-	_, _, ok, err = f.st.Orders().Cancel(ctx, c1.ID, nil)
+	_, _, ok, err = f.st.Orders().Cancel(ctx, c1.ID, 0, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	x1 := f.assigned(3, 100)
@@ -483,7 +483,7 @@ func TestCancelAssignedNamesTheAcceptedOffer(t *testing.T) {
 	f := newDispatch(t)
 	o := f.assigned(10, 1000)
 	var seen dispatch.Changed
-	_, _, ok, err := f.st.Orders().Cancel(f.ctx, o.ID, recordChange(&seen))
+	_, _, ok, err := f.st.Orders().Cancel(f.ctx, o.ID, 0, recordChange(&seen))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NotNil(t, seen.Assigned)
@@ -491,7 +491,7 @@ func TestCancelAssignedNamesTheAcceptedOffer(t *testing.T) {
 	require.Equal(t, int64(10), seen.Masters[10].UserID)
 
 	s := f.order("c", "d", "x")
-	_, _, ok, err = f.st.Orders().Cancel(f.ctx, s.ID, recordChange(&seen))
+	_, _, ok, err = f.st.Orders().Cancel(f.ctx, s.ID, 0, recordChange(&seen))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Nil(t, seen.Assigned)

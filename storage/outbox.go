@@ -450,6 +450,7 @@ var deliveryHooks = map[string]string{
 	domain.KindOffer:    offerSentHook,
 	domain.KindProposal: proposalSentHook,
 	domain.KindProgress: progressSentHook,
+	domain.KindCustomer: customerSentHook,
 }
 
 // deliveredSQL marks a row sent and runs its delivery hook in the same

@@ -397,13 +397,21 @@ SELECT count(*) FROM gone`, b.horizon, b.limit).Scan(&n)
 // the order stays, contacts_pruned_at marks it. Both states are final, so
 // nothing else writes these rows (SKIP LOCKED leaves one a transaction
 // holds, say a /cancel's that has not committed, to the next run).
+// The customer's Telegram id is contact data too: it goes with them, and
+// so do the bot's messages in their chat about the order (order_messages,
+// keyed by that chat).
 var pruneOrderContacts = pruneStatement(`
-UPDATE orders SET address = NULL, customer_name = NULL, customer_phone = NULL, contacts_pruned_at = now(), updated_at = now()
-WHERE id = ANY (ARRAY(
+WITH sel AS (
     SELECT id FROM orders
     WHERE state IN ('CLOSED', 'CANCELLED') AND contacts_pruned_at IS NULL AND COALESCE(closed_at, cancelled_at) < $1
     ORDER BY COALESCE(closed_at, cancelled_at) LIMIT $2
-    FOR UPDATE SKIP LOCKED))`)
+    FOR UPDATE SKIP LOCKED
+), msgs AS (
+    DELETE FROM order_messages WHERE order_id IN (SELECT id FROM sel)
+)
+UPDATE orders SET address = NULL, customer_name = NULL, customer_phone = NULL, customer_id = NULL,
+    customer_joined_at = NULL, contacts_pruned_at = now(), updated_at = now()
+WHERE id IN (SELECT id FROM sel)`)
 
 // pruneOutbox deletes rows delivered, dropped or failed before the horizon
 // (never a pending one), except a delivered send whose key a pending edit

@@ -135,6 +135,9 @@ func (s *Service) CreateOrder(ctx context.Context, adminID int64, src domain.Mes
 		return Order{}, err
 	}
 	no.CreatedBy, no.Source = adminID, src
+	if no.CustomerToken, err = NewCustomerToken(); err != nil {
+		return Order{}, err
+	}
 	st := s.newStory()
 	o, err := s.deps.Orders.Create(ctx, no, st.tell(func(c Changed) {
 		st.event(Event{Kind: EventOrderCreated, OrderID: c.Order.ID})
@@ -189,6 +192,7 @@ func (s *Service) complete(ctx context.Context, id, masterID int64) (Order, Mast
 		if found && !byMaster {
 			st.note(Note{Kind: NoteOrderDone, Master: m, Order: &o, Amount: o.Commission})
 		}
+		st.customer(c, CustomerDone)
 	}))
 	if err != nil {
 		return Order{}, Master{}, err
@@ -210,11 +214,16 @@ func (s *Service) assignment(m Master, o Order, f Offer, pressed bool) Assignmen
 // Cancel is /cancel: SEARCHING or ASSIGNED → CANCELLED; an open offer is
 // withdrawn and its message edited, an assigned master is told.
 func (s *Service) Cancel(ctx context.Context, id int64) (Order, error) {
+	return s.cancel(ctx, id, 0)
+}
+
+// cancel is /cancel (customerID 0) and the customer's Cancel.
+func (s *Service) cancel(ctx context.Context, id, customerID int64) (Order, error) {
 	if err := checkOrder(Searching, Cancelled); err != nil {
 		return Order{}, err
 	}
 	st := s.newStory()
-	o, withdrawn, ok, err := s.deps.Orders.Cancel(ctx, id, st.tell(func(c Changed) {
+	o, withdrawn, ok, err := s.deps.Orders.Cancel(ctx, id, customerID, st.tell(func(c Changed) {
 		o := c.Order
 		for _, f := range c.Offers {
 			m, _ := masterOf(c, f.MasterID)
@@ -225,13 +234,18 @@ func (s *Service) Cancel(ctx context.Context, id int64) (Order, error) {
 		if o.MasterID != 0 {
 			assigned, _ = masterOf(c, o.MasterID)
 		}
-		st.event(Event{Kind: EventOrderCancelled, OrderID: o.ID, MasterID: o.MasterID, Master: known(assigned)})
+		kind, note := EventOrderCancelled, CustomerCancelled
+		if customerID != 0 {
+			kind, note = EventCustomerCancel, CustomerWithdrawn
+		}
+		st.event(Event{Kind: kind, OrderID: o.ID, MasterID: o.MasterID, Master: known(assigned)})
 		if assigned.UserID != 0 {
 			if c.Assigned != nil {
 				st.assigned(s.assignment(assigned, o, *c.Assigned, false))
 			}
 			st.note(Note{Kind: NoteCancelled, Master: assigned, Order: &o})
 		}
+		st.customer(c, note)
 	}))
 	if err != nil {
 		return Order{}, err
@@ -305,7 +319,7 @@ func (s *Service) Accept(ctx context.Context, offerID, masterID int64) (Offer, O
 		return Offer{}, Order{}, err
 	}
 	st := s.newStory()
-	f, o, ok, err := s.deps.Orders.AcceptOffer(ctx, offerID, masterID, st.offerEvents(masterID, EventOfferAccepted, EventOrderAssigned))
+	f, o, ok, err := s.deps.Orders.AcceptOffer(ctx, offerID, masterID, st.offerEventsTelling(masterID, CustomerAssigned, EventOfferAccepted, EventOrderAssigned))
 	if err != nil {
 		return Offer{}, Order{}, err
 	}

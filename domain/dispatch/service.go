@@ -76,6 +76,12 @@ type Order struct {
 	Photos int
 	// ContactsPruned is when retention cleared Contact (zero: not yet).
 	ContactsPruned time.Time
+	// CustomerToken is the order's link's (LinkPayload); CustomerID the
+	// Telegram user who opened it (zero: nobody yet), contact data like
+	// Contact; ETA is when the master on the way said they would arrive.
+	CustomerToken string
+	CustomerID    int64
+	ETA           time.Time
 }
 
 // Contact is who the master visits and where; every field may be empty.
@@ -143,6 +149,8 @@ type NewOrder struct {
 	Description string
 	Contact     Contact
 	Visit       Visit
+	// CustomerToken is the order's link's (NewCustomerToken).
+	CustomerToken string
 }
 
 // Outcome is what one distribution step did for an order.
@@ -200,6 +208,9 @@ type Changed struct {
 	// Orders are the orders of Offers other than Order, read in the same
 	// transaction: an expiry's closing edit says what the offer was.
 	Orders map[int64]Order
+	// Customer is Order's customer, read in the same transaction (nil:
+	// none); for a reissued link, the one it no longer is.
+	Customer *Customer
 }
 
 // Pass is which searching orders a distribution pass reads.
@@ -273,7 +284,22 @@ type Orders interface {
 	// open offer in the same transaction; ok false (with the order as it
 	// is) if the order was in neither state. Changed.Assigned is the
 	// assigned master's accepted offer, if any.
-	Cancel(ctx context.Context, id int64, tell domain.Render[Changed]) (o Order, withdrawn []Offer, ok bool, err error)
+	// With customerID not zero, only that customer's order, and only until
+	// its master is on the way.
+	Cancel(ctx context.Context, id, customerID int64, tell domain.Render[Changed]) (o Order, withdrawn []Offer, ok bool, err error)
+
+	// The customer (customer.go).
+
+	// Join makes userID the customer of the order with the link token,
+	// unless another user is: ErrLinkTaken; ErrLinkInvalid when no order
+	// has it. Opened again by its customer, the order is told again.
+	Join(ctx context.Context, token string, userID int64, tell domain.Render[Changed]) (Order, error)
+	// Reissue gives the order a new link token and unlinks its customer
+	// (Changed.Customer: the one unlinked, if any); domain.ErrNotFound.
+	Reissue(ctx context.Context, id int64, token string, tell domain.Render[Changed]) (Order, error)
+	// EnRoute is the assigned master's On my way with their ETA: as
+	// MarkStep(StepEnRoute), and the order's ETA set.
+	EnRoute(ctx context.Context, orderID, masterID int64, eta time.Duration, tell domain.Render[Changed]) (Order, bool, error)
 
 	// The assigned master's buttons (steps.go).
 
@@ -398,6 +424,9 @@ const (
 	EventMasterArrived    EventKind = "master_arrived"
 	EventOrderReturned    EventKind = "order_returned"
 	EventOrderRated       EventKind = "order_rated"
+	EventCustomerJoined   EventKind = "customer_joined"
+	EventLinkReissued     EventKind = "link_reissued"
+	EventCustomerCancel   EventKind = "customer_cancelled"
 )
 
 // Event is one line of the live log.
@@ -487,6 +516,9 @@ type Notifier interface {
 	// Photo sends a photo of the finished work (a Telegram file id) with
 	// the master's caption to the admins (none without an admin chat).
 	Photo(m Master, o Order, fileID, caption string) []domain.Message
+	// Customer tells the order's customer of a change: their status
+	// message edited, and a note where the change needs their attention.
+	Customer(u CustomerUpdate) []domain.Message
 }
 
 // Errors the bot turns into answers.

@@ -123,6 +123,8 @@ type recorder struct {
 	// photos passed to the admins.
 	assigned []dispatch.Assignment
 	photos   []string
+	// customer are what the orders' customers were told.
+	customer []dispatch.CustomerUpdate
 }
 
 // liveLogChat is the admin chat the recorder's live-log lines go to.
@@ -169,6 +171,19 @@ func (r *recorder) Photo(m dispatch.Master, o dispatch.Order, fileID, caption st
 	defer r.mu.Unlock()
 	r.photos = append(r.photos, fileID)
 	return []domain.Message{{ChatID: liveLogChat, Kind: domain.KindPhoto, Ref: o.ID, Text: caption, Photo: fileID}}
+}
+
+func (r *recorder) Customer(u dispatch.CustomerUpdate) []domain.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.customer = append(r.customer, u)
+	return []domain.Message{{ChatID: u.Customer.UserID, Kind: domain.KindCustomer, Ref: u.Order.ID, Text: string(u.Note)}}
+}
+
+func (r *recorder) customerNotes() []dispatch.CustomerUpdate {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]dispatch.CustomerUpdate(nil), r.customer...)
 }
 
 func (r *recorder) assignments() []dispatch.Assignment {

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"switchboard/domain"
 )
@@ -54,11 +55,24 @@ func (s *Service) Assigned(ctx context.Context, offerID, masterID int64) (Order,
 // it and the live log says so. ErrOrderState, with the order as it is, when
 // the order is no longer assigned to them or the step is done already.
 func (s *Service) Step(ctx context.Context, offerID, masterID int64, step Step) (Order, error) {
+	return s.StepWithETA(ctx, offerID, masterID, step, 0)
+}
+
+// StepWithETA is Step; with On my way, eta (one of ETAs, or 0 for none)
+// is when the master expects to arrive, which the customer is told.
+func (s *Service) StepWithETA(ctx context.Context, offerID, masterID int64, step Step, eta time.Duration) (Order, error) {
 	kind := map[Step]EventKind{StepEnRoute: EventMasterEnRoute, StepArrived: EventMasterArrived}[step]
 	if kind == "" {
 		return Order{}, fmt.Errorf("dispatch: unknown step %q", step)
 	}
-	return s.masterChange(ctx, offerID, masterID, kind, func(orderID int64, tell domain.Render[Changed]) (Order, bool, error) {
+	if eta != 0 && (step != StepEnRoute || !ValidETA(eta)) {
+		return Order{}, fmt.Errorf("dispatch: ETA %s with step %q", eta, step)
+	}
+	note := map[Step]CustomerNote{StepEnRoute: CustomerEnRoute, StepArrived: CustomerArrived}[step]
+	return s.masterChangeTelling(ctx, offerID, masterID, kind, note, func(orderID int64, tell domain.Render[Changed]) (Order, bool, error) {
+		if step == StepEnRoute {
+			return s.deps.Orders.EnRoute(ctx, orderID, masterID, eta, tell)
+		}
 		return s.deps.Orders.MarkStep(ctx, orderID, masterID, step, tell)
 	})
 }
@@ -70,6 +84,13 @@ func (s *Service) Step(ctx context.Context, offerID, masterID int64, step Step) 
 // them.
 func (s *Service) masterChange(ctx context.Context, offerID, masterID int64, kind EventKind,
 	write func(orderID int64, tell domain.Render[Changed]) (Order, bool, error)) (Order, error) {
+	return s.masterChangeTelling(ctx, offerID, masterID, kind, "", write)
+}
+
+// masterChangeTelling is masterChange that tells the order's customer
+// note.
+func (s *Service) masterChangeTelling(ctx context.Context, offerID, masterID int64, kind EventKind, note CustomerNote,
+	write func(orderID int64, tell domain.Render[Changed]) (Order, bool, error)) (Order, error) {
 	f, err := s.accepted(ctx, offerID, masterID)
 	if err != nil {
 		return Order{}, err
@@ -80,6 +101,9 @@ func (s *Service) masterChange(ctx context.Context, offerID, masterID int64, kin
 		st.event(Event{Kind: kind, OrderID: c.Order.ID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
 		if c.Assigned != nil {
 			st.assigned(s.assignment(m, c.Order, *c.Assigned, true))
+		}
+		if note != "" {
+			st.customer(c, note)
 		}
 	}))
 	if err != nil {
@@ -115,7 +139,7 @@ func (s *Service) GiveBack(ctx context.Context, offerID, masterID int64) (Order,
 	if err := checkOrder(Assigned, Searching); err != nil {
 		return Order{}, err
 	}
-	o, err := s.masterChange(ctx, offerID, masterID, EventOrderReturned, func(orderID int64, tell domain.Render[Changed]) (Order, bool, error) {
+	o, err := s.masterChangeTelling(ctx, offerID, masterID, EventOrderReturned, CustomerReturned, func(orderID int64, tell domain.Render[Changed]) (Order, bool, error) {
 		return s.deps.Orders.Return(ctx, orderID, masterID, tell)
 	})
 	if err != nil {
@@ -140,6 +164,7 @@ func (s *Service) Photo(ctx context.Context, masterID int64, messageID int, file
 	o, ok, err := s.deps.Orders.RecordPhoto(ctx, masterID, messageID, PhotoWindow, MaxPhotos, st.tell(func(c Changed) {
 		m, _ := masterOf(c, masterID)
 		st.photo(m, c.Order, fileID, caption)
+		st.customerPhoto(c, fileID)
 	}))
 	switch {
 	case err != nil:

@@ -70,11 +70,20 @@ func (st *story) tell(fill func(Changed)) domain.Render[Changed] {
 // taken back undelivered): the events kinds, each naming the offer, its
 // order and the master.
 func (st *story) offerEvents(masterID int64, kinds ...EventKind) domain.Render[Changed] {
+	return st.offerEventsTelling(masterID, "", kinds...)
+}
+
+// offerEventsTelling is offerEvents that also tells the order's customer
+// note (an acceptance: their master is found).
+func (st *story) offerEventsTelling(masterID int64, note CustomerNote, kinds ...EventKind) domain.Render[Changed] {
 	return st.tell(func(c Changed) {
 		m, _ := masterOf(c, masterID)
 		f := c.Offers[0]
 		for _, k := range kinds {
 			st.event(Event{Kind: k, OrderID: f.OrderID, OfferID: f.ID, MasterID: masterID, Master: known(m)})
+		}
+		if note != "" && c.Order.ID == f.OrderID {
+			st.customer(c, note)
 		}
 	})
 }

@@ -1,0 +1,305 @@
+package bot
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	tele "gopkg.in/telebot.v3"
+
+	"switchboard/domain"
+	"switchboard/domain/dispatch"
+	"switchboard/locales"
+)
+
+// An order's customer: the person the work is for opens the order's link
+// (t.me/<bot>?start=o_<token>, which the admins forward) and follows the
+// order in their private chat with the bot — one status message edited as
+// the order moves, a short note where a change needs them (a master found,
+// on the way, arrived, done), and a Cancel button until the master is on
+// the way. Admins see the link under /order's confirmation and in /orders,
+// with Reissue to revoke it.
+
+var (
+	actionCustomerCancel    = NewAction("kc", 1)  // order id: asks
+	actionCustomerCancelYes = NewAction("ky", 1)  // order id: cancels
+	actionCustomerKeep      = NewAction("kk", 1)  // order id: the status buttons again
+	actionReissueLink       = NewAction("ol", 1)  // order id: admins only
+	actionEnRouteETA        = NewAction("aet", 2) // offer id, minutes to arrival
+)
+
+// registerCustomer adds the customer's buttons, the admins' Reissue and
+// the master's On my way with an ETA, and makes /start o_<token> open an
+// order.
+func (u *dispatchUI) registerCustomer() {
+	b := u.b
+	b.joinOrder = u.join
+	b.HandleButton(actionCustomerCancel, u.customerAsk)
+	b.HandleButton(actionCustomerCancelYes, u.customerCancel)
+	b.HandleButton(actionCustomerKeep, u.customerKeep)
+	b.HandleButton(actionReissueLink, u.reissue)
+	b.HandleButton(actionEnRouteETA, u.enRouteETA)
+}
+
+// orderLink is the order's link for its customer ("" without a bot
+// username or a token).
+func (b *Bot) orderLink(o dispatch.Order) string {
+	if o.CustomerToken == "" || b.tb.Me == nil || b.tb.Me.Username == "" {
+		return ""
+	}
+	return deepLink(b.tb.Me.Username, dispatch.LinkPayload(o.CustomerToken))
+}
+
+// join is /start o_<token>: the user becomes the order's customer (or is
+// its customer already) and gets its status; a link replaced or taken is
+// answered so.
+func (u *dispatchUI) join(r *Request, token string) error {
+	_, err := u.d.JoinOrder(r.Ctx, r.User.ID, token)
+	switch {
+	case errors.Is(err, dispatch.ErrLinkInvalid):
+		return r.Reply(r.T("customer.link_invalid"), nil)
+	case errors.Is(err, dispatch.ErrLinkTaken):
+		return r.Reply(r.T("customer.link_taken"), nil)
+	}
+	// The status message goes through the outbox with the change.
+	return err
+}
+
+// customerOrder authorizes a customer's press: their order, or the
+// answer that it is not (a forged or stale press).
+func (u *dispatchUI) customerOrder(r *Request, orderID int64) (dispatch.Order, bool, error) {
+	o, err := u.d.CustomerOrder(r.Ctx, orderID, r.User.ID)
+	switch {
+	case errors.Is(err, dispatch.ErrNotCustomer):
+		return o, false, r.Forbidden()
+	case errors.Is(err, domain.ErrNotFound):
+		return o, false, r.Alert("error.callback_invalid")
+	case err != nil:
+		return o, false, err
+	}
+	return o, true, nil
+}
+
+// customerAsk is Cancel on the status message: it asks to confirm.
+func (u *dispatchUI) customerAsk(r *Request, cb Callback) error {
+	o, ok, err := u.customerOrder(r, cb.IDs[0])
+	if !ok {
+		return err
+	}
+	if !o.Cancellable() {
+		u.b.editMarkupPressed(r, nil)
+		return r.Alert("customer.too_late")
+	}
+	pair, err := buttonPair(confirmLoss, r.T("customer.button_cancel_yes"), actionCustomerCancelYes,
+		r.T("customer.button_keep"), actionCustomerKeep, o.ID)
+	if err != nil {
+		return err
+	}
+	u.b.editMarkupPressed(r, &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{pair}})
+	return r.Toast("")
+}
+
+// customerKeep is Keep it: the status buttons again.
+func (u *dispatchUI) customerKeep(r *Request, cb Callback) error {
+	o, ok, err := u.customerOrder(r, cb.IDs[0])
+	if !ok {
+		return err
+	}
+	kb, err := customerMarkup(u.b.cat, r.Lang, o)
+	if err != nil {
+		return err
+	}
+	u.b.editMarkupPressed(r, kb)
+	return r.Toast("")
+}
+
+// customerCancel is Yes, cancel it: the order is cancelled (its status
+// message edited with the change) unless the master is on the way.
+func (u *dispatchUI) customerCancel(r *Request, cb Callback) error {
+	if _, ok, err := u.customerOrder(r, cb.IDs[0]); !ok {
+		return err
+	}
+	_, err := u.d.CustomerCancel(r.Ctx, cb.IDs[0], r.User.ID)
+	switch {
+	case errors.Is(err, dispatch.ErrOrderState):
+		u.b.editMarkupPressed(r, nil)
+		return r.Alert("customer.too_late")
+	case err != nil:
+		return err
+	}
+	return r.Toast(r.T("customer.cancelled_toast"))
+}
+
+// reissue is the admins' Reissue: a new link, the old one dead, its
+// customer (if any) told.
+func (u *dispatchUI) reissue(r *Request, cb Callback) error {
+	if !r.Admin {
+		return r.Forbidden()
+	}
+	o, err := u.d.ReissueLink(r.Ctx, cb.IDs[0])
+	if errors.Is(err, domain.ErrNotFound) {
+		return r.Alert("error.callback_invalid")
+	}
+	if err != nil {
+		return err
+	}
+	if err := r.Reply(r.T("order.reissued", locales.Data{"Order": o.ID, "Link": u.b.orderLink(o)}), reissueMarkup(r, o.ID)); err != nil {
+		return err
+	}
+	return r.Toast(r.T("order.reissued_toast"))
+}
+
+// reissueMarkup is the Reissue button under an order's link.
+func reissueMarkup(r *Request, orderID int64) *tele.ReplyMarkup {
+	data, err := Encode(actionReissueLink, orderID)
+	if err != nil {
+		return nil // unreachable: one id always fits
+	}
+	return &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{{Text: r.T("order.button_reissue"), Data: data}}}}
+}
+
+// enRouteETA is On my way with the master's ETA.
+func (u *dispatchUI) enRouteETA(r *Request, cb Callback) error {
+	eta := time.Duration(cb.IDs[1]) * time.Minute
+	if !dispatch.ValidETA(eta) {
+		return r.Alert("error.callback_invalid")
+	}
+	o, err := u.d.StepWithETA(r.Ctx, cb.IDs[0], r.User.ID, dispatch.StepEnRoute, eta)
+	if err != nil {
+		again := stepRefusals[dispatch.StepEnRoute]
+		if !o.ArrivedAt.IsZero() {
+			again = stepRefusals[dispatch.StepArrived]
+		}
+		return u.staleStep(r, o, err, again)
+	}
+	return r.Toast(r.T(stepToasts[dispatch.StepEnRoute]))
+}
+
+// customerKey names the customer's status message of an order: per
+// customer, so a reissued link's next customer gets their own.
+func customerKey(orderID, userID int64) string {
+	return MessageKey("customer", orderID) + ":" + strconv.FormatInt(userID, 10)
+}
+
+// rateKey names the done note, whose rating buttons its rating edits.
+func rateKey(orderID, userID int64) string {
+	return MessageKey("customer_done", orderID) + ":" + strconv.FormatInt(userID, 10)
+}
+
+// customerMarkup is the status message's buttons: Cancel while the order
+// may still be cancelled.
+func customerMarkup(cat *locales.Catalog, lang string, o dispatch.Order) (*tele.ReplyMarkup, error) {
+	if !o.Cancellable() || o.CustomerID == 0 {
+		return nil, nil
+	}
+	data, err := Encode(actionCustomerCancel, o.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{{Text: cat.T(lang, "customer.button_cancel"), Data: data}}}}, nil
+}
+
+// Customer tells an order's customer of a change: their status message
+// (sent when they open the link, edited after), and a note where the
+// change needs them.
+func (d dispatchNotes) Customer(u dispatch.CustomerUpdate) []domain.Message {
+	b := d.b
+	cu, o := u.Customer, u.Order
+	lang := cu.Lang
+	zone, _ := b.readerZone(cu.Zone, o.City, lang)
+	data := locales.Data{
+		"Order":  o.ID,
+		"Master": clip(oneLine(u.MasterName), nameBudget),
+	}
+	if u.Note == dispatch.CustomerPhoto {
+		return []domain.Message{{ChatID: cu.UserID, Kind: domain.KindCustomer, Ref: o.ID,
+			Text: b.cat.T(lang, "customer.photo", data), Photo: u.Photo}}
+	}
+	status := b.renderCustomerStatus(lang, zone, u)
+	var kb *tele.ReplyMarkup
+	if u.Note != dispatch.CustomerRevoked {
+		var err error
+		if kb, err = customerMarkup(b.cat, lang, o); err != nil {
+			b.log.Error("render customer status", "order", o.ID, "err", err)
+			return nil
+		}
+	}
+	key := customerKey(o.ID, cu.UserID)
+	var out []domain.Message
+	if u.Note == dispatch.CustomerJoined {
+		out = append(out, Keyed(cu.UserID, domain.KindCustomer, o.ID, key, status, kb))
+	} else {
+		out = append(out, EditOf(cu.UserID, domain.KindCustomer, o.ID, key, status, kb, domain.IfGoneDrop))
+	}
+	noteKey := map[dispatch.CustomerNote]string{
+		dispatch.CustomerAssigned:  "customer.note_assigned",
+		dispatch.CustomerEnRoute:   "customer.note_en_route",
+		dispatch.CustomerArrived:   "customer.note_arrived",
+		dispatch.CustomerDone:      "customer.note_done",
+		dispatch.CustomerCancelled: "customer.note_cancelled",
+		dispatch.CustomerReturned:  "customer.note_returned",
+		dispatch.CustomerRevoked:   "customer.note_revoked",
+	}[u.Note]
+	if u.Note == dispatch.CustomerEnRoute && !o.ETA.IsZero() {
+		noteKey = "customer.note_en_route_eta"
+		data["ETA"] = locales.TimeTag(lang, o.ETA, zone)
+		data["Minutes"] = int(o.ETA.Sub(o.EnRouteAt).Round(time.Minute) / time.Minute)
+	}
+	if noteKey != "" {
+		out = append(out, Messages(cu.UserID, domain.KindCustomer, o.ID, b.cat.T(lang, noteKey, data), nil)...)
+	}
+	return out
+}
+
+// renderCustomerStatus is the customer's status message: the order, the
+// visit, and where it stands.
+func (rd *Renderer) renderCustomerStatus(lang string, zone *time.Location, u dispatch.CustomerUpdate) string {
+	cat, o := rd.cat, u.Order
+	lines := []string{cat.T(lang, "customer.status_head", locales.Data{
+		"Order":    o.ID,
+		"Skill":    locales.HTML(clip(oneLine(o.Skill), skillBudget)),
+		"City":     locales.HTML(clip(oneLine(o.City), placeBudget)),
+		"District": locales.HTML(clip(oneLine(o.District), placeBudget)),
+	})}
+	if v := rd.visitText(lang, o.Visit, o.City); v != "" {
+		lines = append(lines, v)
+	}
+	master := clip(oneLine(u.MasterName), nameBudget)
+	data := locales.Data{"Master": master, "Order": o.ID}
+	var key string
+	switch {
+	case u.Note == dispatch.CustomerRevoked:
+		key = "customer.status_revoked"
+	case o.State == dispatch.Cancelled:
+		key = "customer.status_cancelled"
+	case o.State == dispatch.Done || o.State == dispatch.Closed:
+		key = "customer.status_done"
+		if u.Rating > 0 {
+			key = "customer.status_done_rated"
+			data["Stars"] = stars(u.Rating)
+		}
+	case o.State == dispatch.Assigned && !o.ArrivedAt.IsZero():
+		key = "customer.status_arrived"
+	case o.State == dispatch.Assigned && !o.EnRouteAt.IsZero() && !o.ETA.IsZero():
+		key = "customer.status_en_route_eta"
+		data["ETA"] = locales.TimeTag(lang, o.ETA, zone)
+	case o.State == dispatch.Assigned && !o.EnRouteAt.IsZero():
+		key = "customer.status_en_route"
+	case o.State == dispatch.Assigned:
+		key = "customer.status_assigned"
+	default:
+		key = "customer.status_searching"
+	}
+	lines = append(lines, "", cat.T(lang, key, data))
+	if o.Cancellable() && u.Note != dispatch.CustomerRevoked {
+		lines = append(lines, cat.T(lang, "customer.cancel_hint"))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// stars is a rating as ★ and ☆.
+func stars(n int) string {
+	n = min(max(n, 0), 5)
+	return strings.Repeat("★", n) + strings.Repeat("☆", 5-n)
+}
