@@ -243,7 +243,7 @@ func (d dispatchNotes) Customer(u dispatch.CustomerUpdate) []domain.Message {
 	}[u.Note]
 	if u.Note == dispatch.CustomerEnRoute && !o.ETA.IsZero() {
 		noteKey = "customer.note_en_route_eta"
-		data["ETA"] = locales.TimeTag(lang, o.ETA, zone)
+		data["ETA"] = etaClock(o.ETA, zone)
 		data["Minutes"] = int(o.ETA.Sub(o.EnRouteAt).Round(time.Minute) / time.Minute)
 	}
 	if noteKey != "" {
@@ -283,7 +283,7 @@ func (rd *Renderer) renderCustomerStatus(lang string, zone *time.Location, u dis
 		key = "customer.status_arrived"
 	case o.State == dispatch.Assigned && !o.EnRouteAt.IsZero() && !o.ETA.IsZero():
 		key = "customer.status_en_route_eta"
-		data["ETA"] = locales.TimeTag(lang, o.ETA, zone)
+		data["ETA"] = etaClock(o.ETA, zone)
 	case o.State == dispatch.Assigned && !o.EnRouteAt.IsZero():
 		key = "customer.status_en_route"
 	case o.State == dispatch.Assigned:
@@ -302,4 +302,10 @@ func (rd *Renderer) renderCustomerStatus(lang string, zone *time.Location, u dis
 func stars(n int) string {
 	n = min(max(n, 0), 5)
 	return strings.Repeat("★", n) + strings.Repeat("☆", 5-n)
+}
+
+// etaClock is a moment within the hour as a clock shows it, "14:05" in
+// the reader's zone (a client that knows the entity shows its own).
+func etaClock(t time.Time, zone *time.Location) locales.HTML {
+	return locales.Stamp(t.In(zone).Format("15:04"), t, "t")
 }

@@ -363,7 +363,7 @@ func TestDeliveryFortyOrdersAccepted(t *testing.T) {
 		require.Len(t, first.Edits, 1, "master %d: edited once, by the acceptance", i)
 		require.Contains(t, first.Text, "Accepted: order #", "master %d: the offer shows the acceptance", i)
 		require.Contains(t, first.Text, fmt.Sprintf("Job number %d", i))
-		require.Equal(t, []string{"🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, first.ReplyMarkup.Labels(),
+		require.Equal(t, []string{"🚗 15 min", "🚗 30 min", "🚗 1 h", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, first.ReplyMarkup.Labels(),
 			"master %d: once accepted, the assigned master's steps", i)
 	}
 	replies := orderReplies(env, boss.ID())

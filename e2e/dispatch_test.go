@@ -358,13 +358,13 @@ func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 	require.Equal(t, "Accepted. The order is yours!", bob.PressAndWait(t, bobOffer, "✅ Accept").Text)
 	assigned, _ := env.TG.MessageByID(bob.ID(), bobOffer.MessageID)
 	require.Contains(t, assigned.Text, "📍 Odesa, Center\n🏠 "+markAddress+"\n👤 "+markName+"\n📞 "+markPhone+"\n🗓 6 May 2099, 09:00–11:00\n")
-	require.Equal(t, []string{"📋 Copy address", "📋 Copy phone", "🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"},
+	require.Equal(t, []string{"📋 Copy address", "📋 Copy phone", "🚗 15 min", "🚗 30 min", "🚗 1 h", "📍 Arrived", "✅ Done", "🙅 Can't do it"},
 		assigned.ReplyMarkup.Labels())
 	require.Equal(t, []string{markAddress, markPhone},
 		[]string{assigned.ReplyMarkup.Buttons()[0].Copies(), assigned.ReplyMarkup.Buttons()[1].Copies()})
 
 	// Each step moves the order once and edits Bob's message.
-	require.Equal(t, "Noted: you are on your way.", bob.PressAndWait(t, assigned, "🚗 On my way").Text)
+	require.Equal(t, "Noted: you are on your way.", bob.PressAndWait(t, assigned, "🚗 30 min").Text)
 	require.Equal(t, 1, scalar[int](t, pool, `SELECT count(*) FROM orders WHERE id = $1 AND en_route_at IS NOT NULL AND arrived_at IS NULL`, order))
 	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 5 })
 	require.Contains(t, assigned.Text, "🚗 You are on your way.")
@@ -504,7 +504,7 @@ func TestDispatchCopyButtonsFallBackOnAnOlderServer(t *testing.T) {
 	require.Equal(t, "Accepted. The order is yours!", eve.PressAndWait(t, offer, "✅ Accept").Text)
 	assigned := waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "is yours") })
 	require.Contains(t, assigned.Text, "🏠 "+markAddress+"\n👤 "+markName+"\n📞 "+markPhone+"\n")
-	require.Equal(t, []string{"🚗 On my way", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, assigned.ReplyMarkup.Labels())
+	require.Equal(t, []string{"🚗 15 min", "🚗 30 min", "🚗 1 h", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, assigned.ReplyMarkup.Labels())
 	refused := func() int {
 		n := 0
 		for _, c := range env.TG.CallsTo("editMessageText") {
@@ -516,7 +516,7 @@ func TestDispatchCopyButtonsFallBackOnAnOlderServer(t *testing.T) {
 	}
 	require.Equal(t, 1, refused(), "the server refused the copy buttons once")
 
-	eve.PressAndWait(t, assigned, "🚗 On my way")
+	eve.PressAndWait(t, assigned, "🚗 30 min")
 	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 3 })
 	require.Contains(t, assigned.Text, "🚗 You are on your way.")
 	require.Equal(t, []string{"📍 Arrived", "✅ Done", "🙅 Can't do it"}, assigned.ReplyMarkup.Labels())
@@ -550,7 +550,7 @@ func TestDispatchCustomerDataGoesWithRetention(t *testing.T) {
 	offer := env.TG.WaitMessage(t, dan.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
 	dan.PressAndWait(t, offer, "✅ Accept")
 	assigned, _ := env.TG.MessageByID(dan.ID(), offer.MessageID)
-	dan.PressAndWait(t, assigned, "🚗 On my way")
+	dan.PressAndWait(t, assigned, "🚗 30 min")
 	assigned = waitEdited(t, env, assigned, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Buttons()) == 5 })
 	require.Contains(t, assigned.Text, markAddress, "the step's edit, an outbox row, carried the address")
 	require.Positive(t, scalar[int](t, pool, `SELECT count(*) FROM outbox WHERE kind = 'assigned' AND strpos(body::text, $1) > 0`, markName))

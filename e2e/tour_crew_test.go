@@ -185,7 +185,7 @@ func crewsWeek(t *testing.T, mode tourMode) {
 
 	// Ann works order #1 through: on her way, there, Done (with a Back in
 	// between), a photo of the work; her card; then a pause.
-	crewAdvance(t, env, ann, annOffer, "ae")
+	crewAdvance(t, env, ann, annOffer, "aet")
 	crewAdvance(t, env, ann, annOffer, "aa")
 	crewConfirmAfterBack(t, env, ann, annOffer, "ad", "adc", "🏁")
 	photo := ann.SendPhoto(ann.ID(), "Tap replaced, no more leaks")
@@ -210,7 +210,7 @@ func crewsWeek(t *testing.T, mode tourMode) {
 	third := crewOrder(t, sayWant(boss, adminGroup, "/order Москва Центр сантехника 2500 Засор в ванной", `создан: `))
 	olenaThird := crewOffer(t, env, olena.ID(), third, 30*time.Second)
 	crewPress(t, env, olena, olenaThird, "oa")
-	crewAdvance(t, env, olena, olenaThird, "ae")
+	crewAdvance(t, env, olena, olenaThird, "aet")
 	crewConfirmAfterBack(t, env, olena, olenaThird, "ax", "axc", "🙅")
 	petrThird := crewOffer(t, env, petr.ID(), third, 30*time.Second)
 	crewPress(t, env, petr, petrThird, "oa")

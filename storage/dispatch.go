@@ -163,7 +163,7 @@ func tellTx(ctx context.Context, tx pgx.Tx, tell domain.Render[dispatch.Changed]
 // if they are no longer a user).
 func customerOf(ctx context.Context, tx pgx.Tx, userID int64) (*dispatch.Customer, error) {
 	var cu dispatch.Customer
-	err := tx.QueryRow(ctx, `SELECT u.id, u.first_name, `+masterLang+`, u.time_zone FROM users u WHERE u.id = $1`, userID).
+	err := tx.QueryRow(ctx, `SELECT u.id, coalesce(u.first_name, ''), `+masterLang+`, coalesce(u.time_zone, '') FROM users u WHERE u.id = $1`, userID).
 		Scan(&cu.UserID, &cu.FirstName, &cu.Lang, &cu.Zone)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil

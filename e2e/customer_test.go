@@ -1,0 +1,274 @@
+package e2e_test
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/e2e"
+	"switchboard/e2e/tgfake"
+)
+
+// linkRx reads an order's customer link out of an admin's message.
+var linkRx = regexp.MustCompile(`https://t\.me/\w+\?start=(o_[A-Za-z0-9_-]{22})`)
+
+// orderLinkOf is the start parameter of the link in text.
+func orderLinkOf(t *testing.T, text string) string {
+	t.Helper()
+	m := linkRx.FindStringSubmatch(text)
+	require.NotNil(t, m, "no customer link in %q", text)
+	return m[1]
+}
+
+// customerStatus is the customer's status message of order (the one with
+// its head line), as it is now.
+func customerStatus(env *e2e.Env, chatID, order int64) (tgfake.BotMessage, bool) {
+	head := fmt.Sprintf("Order #%d", order)
+	for _, m := range env.TG.Messages(chatID) {
+		if strings.HasPrefix(m.Text, "📋 "+head) {
+			return m, true
+		}
+	}
+	return tgfake.BotMessage{}, false
+}
+
+// waitStatus waits until the customer's status message reads want.
+func waitStatus(t *testing.T, env *e2e.Env, chatID, order int64, want string) tgfake.BotMessage {
+	t.Helper()
+	var got tgfake.BotMessage
+	env.TG.WaitFor(t, 20*time.Second, func() bool {
+		m, ok := customerStatus(env, chatID, order)
+		got = m
+		return ok && strings.Contains(m.Text, want)
+	})
+	return got
+}
+
+// The customer of issue 41 end to end: the admin's /order gives a link;
+// Cora opens it and follows the order in her chat — one status message
+// edited at every step, a note where a step needs her — while Eve, opening
+// it second, is refused. Ann accepts, sets off saying 30 minutes (Cora
+// sees when), arrives, finishes and sends the work's photo, which Cora
+// gets too. Cora could cancel until Ann set off, not after. Neither ever
+// sees the other's Telegram identity. The admin reissues the link: Cora's
+// chat says it no longer follows the order, the old link opens nothing,
+// the new one opens for Dan.
+func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.TG.Group(adminChat, "Dispatch log")
+	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminChat), "OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h"})
+	pool := db(t, env)
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	ann := env.TG.User(761, "Ann", "en")
+	ann.SetUsername("ann_fixes")
+	cora := env.TG.User(762, "Cora", "en")
+	cora.SetUsername("cora_at_home")
+	eve := env.TG.User(763, "Eve", "en")
+	dan := env.TG.User(764, "Dan", "en")
+	register(t, env, ann, "Odesa Center plumbing")
+
+	confirm := ask(t, env, boss, boss.ID(), "/order "+orderWithCustomer("Odesa Center", 1200))
+	order := int64(scalar[int](t, pool, `SELECT max(id) FROM orders`))
+	link := orderLinkOf(t, confirm.Text)
+	require.Contains(t, confirm.Text, "Forward it to them")
+	require.Equal(t, []string{"🔁 Reissue the link"}, confirm.ReplyMarkup.Labels())
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/orders").Text, "customer's link (not opened yet): https://t.me/")
+
+	cora.SendText(cora.ID(), "/start "+link)
+	status := waitStatus(t, env, cora.ID(), order, "We are finding a master for you.")
+	require.Contains(t, status.Text, "plumbing · Odesa, Center")
+	require.Contains(t, status.Text, "6 May 2099, 09:00–11:00")
+	require.Contains(t, status.Text, "You can cancel it here until the master is on the way.")
+	require.Equal(t, []string{"✖️ Cancel the order"}, status.ReplyMarkup.Labels())
+	require.Contains(t, ask(t, env, eve, eve.ID(), "/start "+link).Text, "already followed by someone else")
+	require.Equal(t, int64(cora.ID()), scalar[int64](t, pool, `SELECT customer_id FROM orders WHERE id = $1`, order))
+	env.TG.WaitFor(t, 20*time.Second, func() bool { return logHas(env, "the customer opened its link") })
+
+	// Cancel asks first; Keep it puts the status back.
+	q, err := cora.PressButton(status, "✖️ Cancel the order")
+	require.NoError(t, err)
+	env.TG.WaitCallbackAnswer(t, q.ID)
+	status = waitEdited(t, env, status, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Labels()) == 2 })
+	require.Equal(t, []string{"Yes, cancel it", "Keep it"}, status.ReplyMarkup.Labels())
+	cancelData := status.ReplyMarkup.Buttons()[0].CallbackData
+	q, err = cora.PressButton(status, "Keep it")
+	require.NoError(t, err)
+	env.TG.WaitCallbackAnswer(t, q.ID)
+	status = waitEdited(t, env, status, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Labels()) == 1 })
+	// Eve forges Cora's button in her own chat: refused.
+	eveLast, _ := env.TG.LastMessage(eve.ID())
+	forged := eve.PressRaw(eveLast, cancelData)
+	require.Equal(t, "This button is not for you.", env.TG.WaitCallbackAnswer(t, forged.ID).Text)
+
+	// Ann accepts: Cora hears who comes, by first name only.
+	offer := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
+	q, err = ann.PressButton(offer, "✅ Accept")
+	require.NoError(t, err)
+	env.TG.WaitCallbackAnswer(t, q.ID)
+	waitStatus(t, env, cora.ID(), order, "👷 Your master: Ann.")
+	env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool {
+		return m.Text == fmt.Sprintf("👷 Ann will do your order #%d.", order)
+	})
+
+	// On my way, 30 minutes: Cora sees when; her Cancel is gone, and an
+	// old Cancel pressed now is refused.
+	assigned := waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return hasLabel(m, "🚗 30 min") })
+	require.Contains(t, assigned.ReplyMarkup.Labels(), "🚗 15 min")
+	require.Contains(t, assigned.ReplyMarkup.Labels(), "🚗 1 h")
+	q, err = ann.PressButton(assigned, "🚗 30 min")
+	require.NoError(t, err)
+	require.Equal(t, "Noted: you are on your way.", env.TG.WaitCallbackAnswer(t, q.ID).Text)
+	status = waitStatus(t, env, cora.ID(), order, "🚗 Ann is on the way, arriving about ")
+	require.Empty(t, status.ReplyMarkup.Labels(), "no cancelling once the master is on the way")
+	eta := scalar[time.Time](t, pool, `SELECT eta_at FROM orders WHERE id = $1`, order)
+	enRoute := scalar[time.Time](t, pool, `SELECT en_route_at FROM orders WHERE id = $1`, order)
+	require.Equal(t, 30*time.Minute, eta.Sub(enRoute).Round(time.Second))
+	note := env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🚗 Ann is on the way: about 30 min, by ") })
+	kyiv, err := time.LoadLocation("Europe/Kyiv")
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(note.Text, "by "+eta.In(kyiv).Format("15:04")+"."), "the ETA in Odesa's clock (she set no zone): %q", note.Text)
+	late := cora.PressRaw(status, cancelData)
+	require.Contains(t, env.TG.WaitCallbackAnswer(t, late.ID).Text, "master is already on the way")
+	require.Equal(t, "ASSIGNED", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
+
+	assigned = waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return hasLabel(m, "📍 Arrived") && !hasLabel(m, "🚗 30 min") })
+	q, err = ann.PressButton(assigned, "📍 Arrived")
+	require.NoError(t, err)
+	env.TG.WaitCallbackAnswer(t, q.ID)
+	waitStatus(t, env, cora.ID(), order, "📍 Ann has arrived.")
+
+	assigned = waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return !hasLabel(m, "📍 Arrived") })
+	q, err = ann.PressButton(assigned, "✅ Done")
+	require.NoError(t, err)
+	env.TG.WaitCallbackAnswer(t, q.ID)
+	assigned = waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return hasLabel(m, "✅ Yes, it's done") })
+	q, err = ann.PressButton(assigned, "✅ Yes, it's done")
+	require.NoError(t, err)
+	env.TG.WaitCallbackAnswer(t, q.ID)
+	waitStatus(t, env, cora.ID(), order, "✅ The work is done.")
+	env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool { return m.Text == fmt.Sprintf("✅ Order #%d is done. Thank you!", order) })
+
+	// The work's photo reaches Cora as it reaches the admins.
+	ann.SendPhoto(ann.ID(), "new valve fitted")
+	photo := env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool { return m.Photo != nil })
+	require.Equal(t, fmt.Sprintf("📷 The finished work, order #%d", order), photo.Caption, "the master's own words stay the admins'")
+
+	// Neither learns who the other is on Telegram.
+	for _, text := range everyText(env, cora.ID()) {
+		for _, mark := range []string{"ann_fixes", strconv.FormatInt(ann.ID(), 10), markAddress} {
+			require.NotContains(t, text, mark, "Cora saw the master's identity")
+		}
+	}
+	for _, text := range everyText(env, ann.ID()) {
+		for _, mark := range []string{"Cora", "cora_at_home", strconv.FormatInt(cora.ID(), 10)} {
+			require.NotContains(t, text, mark, "Ann saw the customer's Telegram identity")
+		}
+	}
+
+	// Reissue: the old link dies, Cora's chat says so, Dan opens the new.
+	q, err = boss.PressButton(confirm, "🔁 Reissue the link")
+	require.NoError(t, err)
+	require.Equal(t, "Link reissued.", env.TG.WaitCallbackAnswer(t, q.ID).Text)
+	reissued := env.TG.WaitMessage(t, boss.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🔁 New link for order") })
+	fresh := orderLinkOf(t, reissued.Text)
+	require.NotEqual(t, link, fresh)
+	waitStatus(t, env, cora.ID(), order, "its link was withdrawn")
+	env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "was withdrawn; this chat no longer follows it") })
+	require.Contains(t, ask(t, env, cora, cora.ID(), "/start "+link).Text, "does not open anything")
+	dan.SendText(dan.ID(), "/start "+fresh)
+	waitStatus(t, env, dan.ID(), order, "✅ The work is done.")
+	require.Equal(t, int64(dan.ID()), scalar[int64](t, pool, `SELECT customer_id FROM orders WHERE id = $1`, order))
+	settled(t, pool)
+	logTranscript(t, env, map[string]int64{"Cora": cora.ID(), "Ann": ann.ID(), "Dan": dan.ID(), "Boss": boss.ID()})
+}
+
+// A customer cancels before the master sets off: the order is cancelled,
+// the master and the admins are told.
+func TestDispatchCustomerCancels(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.TG.Group(adminChat, "Dispatch log")
+	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminChat), "OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h"})
+	pool := db(t, env)
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	ann := env.TG.User(771, "Ann", "en")
+	cora := env.TG.User(772, "Cora", "ru")
+	register(t, env, ann, "Odesa Center plumbing")
+	confirm := ask(t, env, boss, boss.ID(), "/order "+orderWithCustomer("Odesa Center", 900))
+	order := int64(scalar[int](t, pool, `SELECT max(id) FROM orders`))
+	cora.SendText(cora.ID(), "/start "+orderLinkOf(t, confirm.Text))
+	offer := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
+	q, err := ann.PressButton(offer, "✅ Accept")
+	require.NoError(t, err)
+	env.TG.WaitCallbackAnswer(t, q.ID)
+
+	var status tgfake.BotMessage
+	env.TG.WaitFor(t, 20*time.Second, func() bool {
+		for _, m := range env.TG.Messages(cora.ID()) {
+			if strings.HasPrefix(m.Text, fmt.Sprintf("📋 Заказ #%d", order)) && strings.Contains(m.Text, "Ваш мастер: Ann.") {
+				status = m
+				return true
+			}
+		}
+		return false
+	})
+	q, err = cora.PressButton(status, "✖️ Отменить заказ")
+	require.NoError(t, err)
+	env.TG.WaitCallbackAnswer(t, q.ID)
+	status = waitEdited(t, env, status, func(m tgfake.BotMessage) bool { return hasLabel(m, "Да, отменить") })
+	q, err = cora.PressButton(status, "Да, отменить")
+	require.NoError(t, err)
+	require.Equal(t, "Заказ отменён.", env.TG.WaitCallbackAnswer(t, q.ID).Text)
+	waitEdited(t, env, status, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "❌ Заказ отменён.") })
+	require.Equal(t, "CANCELLED", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
+	env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "cancelled") })
+	env.TG.WaitFor(t, 20*time.Second, func() bool { return logHas(env, "cancelled by the customer") })
+}
+
+func hasLabel(m tgfake.BotMessage, label string) bool {
+	for _, l := range m.ReplyMarkup.Labels() {
+		if l == label {
+			return true
+		}
+	}
+	return false
+}
+
+func logHas(env *e2e.Env, s string) bool {
+	for _, l := range liveLog(env) {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// logTranscript logs what each person's chat shows, every version of each
+// message: for reading with -v.
+func logTranscript(t *testing.T, env *e2e.Env, chats map[string]int64) {
+	t.Helper()
+	var b strings.Builder
+	for name, id := range chats {
+		fmt.Fprintf(&b, "\n==== %s ====\n", name)
+		for _, m := range env.TG.Messages(id) {
+			for i, v := range append(m.Edits, m.Message) {
+				mark := "  "
+				if i > 0 {
+					mark = "✎ "
+				}
+				fmt.Fprintf(&b, "%s%s", mark, v.Shown())
+				if l := v.ReplyMarkup.Labels(); len(l) > 0 {
+					fmt.Fprintf(&b, "  %v", l)
+				}
+				b.WriteString("\n")
+			}
+		}
+	}
+	t.Log(b.String())
+}
