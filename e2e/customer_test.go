@@ -129,7 +129,9 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 	eta := scalar[time.Time](t, pool, `SELECT eta_at FROM orders WHERE id = $1`, order)
 	enRoute := scalar[time.Time](t, pool, `SELECT en_route_at FROM orders WHERE id = $1`, order)
 	require.Equal(t, 30*time.Minute, eta.Sub(enRoute).Round(time.Second))
-	note := env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🚗 Ann is on the way: about 30 min, by ") })
+	note := env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool {
+		return strings.HasPrefix(m.Text, "🚗 Ann is on the way: about 30 min, by ")
+	})
 	kyiv, err := time.LoadLocation("Europe/Kyiv")
 	require.NoError(t, err)
 	require.True(t, strings.HasSuffix(note.Text, "by "+eta.In(kyiv).Format("15:04")+"."), "the ETA in Odesa's clock (she set no zone): %q", note.Text)
@@ -152,7 +154,9 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 	require.NoError(t, err)
 	env.TG.WaitCallbackAnswer(t, q.ID)
 	waitStatus(t, env, cora.ID(), order, "✅ The work is done.")
-	env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool { return m.Text == fmt.Sprintf("✅ Order #%d is done. Thank you!", order) })
+	env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool {
+		return m.Text == fmt.Sprintf("✅ Order #%d is done. Thank you!", order)
+	})
 
 	// The work's photo reaches Cora as it reaches the admins.
 	ann.SendPhoto(ann.ID(), "new valve fitted")
@@ -179,7 +183,9 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 	fresh := orderLinkOf(t, reissued.Text)
 	require.NotEqual(t, link, fresh)
 	waitStatus(t, env, cora.ID(), order, "its link was withdrawn")
-	env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "was withdrawn; this chat no longer follows it") })
+	env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool {
+		return strings.Contains(m.Text, "was withdrawn; this chat no longer follows it")
+	})
 	require.Contains(t, ask(t, env, cora, cora.ID(), "/start "+link).Text, "does not open anything")
 	dan.SendText(dan.ID(), "/start "+fresh)
 	waitStatus(t, env, dan.ID(), order, "✅ The work is done.")
