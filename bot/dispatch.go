@@ -913,6 +913,7 @@ var eventKeys = map[dispatch.EventKind]string{
 	dispatch.EventCustomerJoined:   "dispatch.event.customer_joined",
 	dispatch.EventLinkReissued:     "dispatch.event.link_reissued",
 	dispatch.EventCustomerCancel:   "dispatch.event.customer_cancelled",
+	dispatch.EventMasterLate:       "dispatch.event.master_late",
 }
 
 // renderEvent is one line of the live log.

@@ -240,6 +240,7 @@ func (d dispatchNotes) Customer(u dispatch.CustomerUpdate) []domain.Message {
 		dispatch.CustomerCancelled: "customer.note_cancelled",
 		dispatch.CustomerReturned:  "customer.note_returned",
 		dispatch.CustomerRevoked:   "customer.note_revoked",
+		dispatch.CustomerLate:      "customer.note_late",
 	}[u.Note]
 	if u.Note == dispatch.CustomerEnRoute && !o.ETA.IsZero() {
 		noteKey = "customer.note_en_route_eta"

@@ -8,7 +8,10 @@ ALTER TABLE orders
     ADD COLUMN customer_id        bigint,
     ADD COLUMN customer_joined_at timestamptz,
     -- the assigned master's estimate of their arrival, set with On my way
-    ADD COLUMN eta_at             timestamptz;
+    ADD COLUMN eta_at             timestamptz,
+    -- when the admins were told the master had not arrived by the end of
+    -- the visit window (once per order)
+    ADD COLUMN late_told_at       timestamptz;
 CREATE INDEX orders_customer ON orders (customer_id) WHERE customer_id IS NOT NULL;
 
 -- The bot's messages in a customer's chat about an order (its status
@@ -26,4 +29,4 @@ CREATE INDEX order_messages_order ON order_messages (order_id);
 -- +goose Down
 DROP TABLE order_messages;
 DROP INDEX orders_customer;
-ALTER TABLE orders DROP COLUMN eta_at, DROP COLUMN customer_joined_at, DROP COLUMN customer_id, DROP COLUMN customer_token;
+ALTER TABLE orders DROP COLUMN late_told_at, DROP COLUMN eta_at, DROP COLUMN customer_joined_at, DROP COLUMN customer_id, DROP COLUMN customer_token;

@@ -31,7 +31,7 @@ const (
 	orderColumns = `id, created_by, city, district, skill, price, description, state, round, unassignable_at, master_id,
 assigned_at, done_at, closed_at, cancelled_at, commission, commission_due_at, commission_paid_at, created_at,
 address, customer_name, customer_phone, visit_date, visit_from, visit_to, en_route_at, arrived_at, photos,
-contacts_pruned_at, customer_token, customer_id, eta_at`
+contacts_pruned_at, customer_token, customer_id, eta_at, late_told_at`
 	// masterLang follows domain.User.Lang: /lang, else Telegram's, else English.
 	masterLang    = `CASE WHEN u.language <> '' THEN u.language WHEN u.telegram_language <> '' THEN u.telegram_language ELSE 'en' END`
 	masterColumns = `m.user_id, u.username, u.first_name, ` + masterLang + `, u.time_zone,

@@ -35,7 +35,7 @@ type orderScan struct {
 	enRoute, arrived, contactsPruned                         pgtype.Timestamptz
 	customerToken                                            pgtype.Text
 	customerID                                               pgtype.Int8
-	eta                                                      pgtype.Timestamptz
+	eta, lateTold                                            pgtype.Timestamptz
 }
 
 func (s *orderScan) dest() []any {
@@ -43,7 +43,7 @@ func (s *orderScan) dest() []any {
 		&s.round, &s.unassignable, &s.masterID, &s.assigned, &s.done, &s.closed, &s.cancelled,
 		&s.commission, &s.commissionDue, &s.commissionPaid, &s.created,
 		&s.address, &s.name, &s.phone, &s.visitDate, &s.visitFrom, &s.visitTo, &s.enRoute, &s.arrived, &s.photos,
-		&s.contactsPruned, &s.customerToken, &s.customerID, &s.eta}
+		&s.contactsPruned, &s.customerToken, &s.customerID, &s.eta, &s.lateTold}
 }
 
 func (s *orderScan) order() dispatch.Order {
@@ -59,6 +59,7 @@ func (s *orderScan) order() dispatch.Order {
 		EnRouteAt: tsValue(s.enRoute), ArrivedAt: tsValue(s.arrived), Photos: int(s.photos.Int32),
 		ContactsPruned: tsValue(s.contactsPruned),
 		CustomerToken:  s.customerToken.String, CustomerID: s.customerID.Int64, ETA: tsValue(s.eta),
+		LateTold: tsValue(s.lateTold),
 	}
 	if s.visitDate.Valid {
 		d := s.visitDate.Time
@@ -423,6 +424,33 @@ func (s *Orders) EnRoute(ctx context.Context, orderID, masterID int64, eta time.
 UPDATE orders SET en_route_at = now(), eta_at = CASE WHEN $3 > 0 THEN now() + $3 * interval '1 microsecond' END, updated_at = now()
 WHERE id = $1 AND master_id = $2 AND state = 'ASSIGNED' AND en_route_at IS NULL AND arrived_at IS NULL
 RETURNING `+orderColumns, orderID, masterID, micros(eta)))
+	})
+}
+
+// Unarrived lists ASSIGNED orders with a visit window, their master not
+// arrived and their lateness not told; see dispatch.Orders. The window's
+// end is the city's local time, which the service reads (it knows the
+// cities' zones), so this reads every such order, the earliest visit
+// first; they are few (assigned, not yet arrived).
+func (s *Orders) Unarrived(ctx context.Context, limit int) ([]dispatch.Order, error) {
+	list, err := queryAll(ctx, s.pool, func(r pgx.CollectableRow) (dispatch.Order, error) { return scanOrder(r) }, `
+SELECT `+orderColumns+` FROM orders
+WHERE state = 'ASSIGNED' AND arrived_at IS NULL AND late_told_at IS NULL AND visit_to IS NOT NULL
+ORDER BY visit_date, visit_to, id
+LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("unarrived orders: %w", err)
+	}
+	return list, nil
+}
+
+// MarkLate records order id's lateness as told; see dispatch.Orders.
+func (s *Orders) MarkLate(ctx context.Context, id int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
+	return s.orderChange(ctx, "mark late", id, 0, tell, func(tx pgx.Tx) (dispatch.Order, error) {
+		return scanOrder(tx.QueryRow(ctx, `
+UPDATE orders SET late_told_at = now(), updated_at = now()
+WHERE id = $1 AND state = 'ASSIGNED' AND arrived_at IS NULL AND late_told_at IS NULL
+RETURNING `+orderColumns, id))
 	})
 }
 

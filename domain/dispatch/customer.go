@@ -43,6 +43,7 @@ const (
 	CustomerRevoked   CustomerNote = "revoked"   // the admins reissued the link: no longer theirs
 	CustomerRated     CustomerNote = "rated"     // their rating is recorded
 	CustomerPhoto     CustomerNote = "photo"     // the master's photo of the finished work
+	CustomerLate      CustomerNote = "late"      // the visit window ended before the master arrived
 )
 
 // CustomerUpdate is one change as the customer reads it.

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -10,6 +11,9 @@ import (
 // Schedule is how often each of the workflow's jobs runs.
 type Schedule struct {
 	Distribution, Watchdog, Commission, Autoclose time.Duration
+	// Late is how often visit windows are checked for a master who has
+	// not arrived (0: every minute).
+	Late time.Duration
 }
 
 // Module is dispatch's jobs, its timer and distributor (Run), and what an
@@ -25,6 +29,7 @@ func (s *Service) Module(every Schedule) domain.Module {
 			{Name: "dispatch-watchdog", Every: every.Watchdog, Run: domain.Uncounted(s.Expire)},
 			{Name: "dispatch-commission", Every: every.Commission, Run: domain.Uncounted(s.Commission)},
 			{Name: "dispatch-autoclose", Every: every.Autoclose, Run: domain.Uncounted(s.Autoclose)},
+			{Name: "dispatch-late", Every: cmp.Or(every.Late, time.Minute), Run: domain.Uncounted(s.Late)},
 		},
 		Loops: []domain.Loop{s.Run},
 		Drops: map[string]func(context.Context, int64){domain.KindOffer: s.Undeliverable},

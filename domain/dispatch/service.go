@@ -82,6 +82,9 @@ type Order struct {
 	CustomerToken string
 	CustomerID    int64
 	ETA           time.Time
+	// LateTold is when the admins were told the master had not arrived
+	// by the end of the visit window (zero: not told).
+	LateTold time.Time
 }
 
 // Contact is who the master visits and where; every field may be empty.
@@ -300,6 +303,13 @@ type Orders interface {
 	// EnRoute is the assigned master's On my way with their ETA: as
 	// MarkStep(StepEnRoute), and the order's ETA set.
 	EnRoute(ctx context.Context, orderID, masterID int64, eta time.Duration, tell domain.Render[Changed]) (Order, bool, error)
+	// Unarrived lists up to limit ASSIGNED orders with a visit window
+	// whose master has not arrived and whose lateness was not told.
+	Unarrived(ctx context.Context, limit int) ([]Order, error)
+	// MarkLate records that order id's lateness is told, once: ok false
+	// (nothing told) if it was told already, or the master arrived, or the
+	// order is no longer ASSIGNED.
+	MarkLate(ctx context.Context, id int64, tell domain.Render[Changed]) (Order, bool, error)
 
 	// The assigned master's buttons (steps.go).
 
@@ -427,6 +437,7 @@ const (
 	EventCustomerJoined   EventKind = "customer_joined"
 	EventLinkReissued     EventKind = "link_reissued"
 	EventCustomerCancel   EventKind = "customer_cancelled"
+	EventMasterLate       EventKind = "master_late"
 )
 
 // Event is one line of the live log.

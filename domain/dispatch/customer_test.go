@@ -1,0 +1,173 @@
+package dispatch_test
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/domain"
+	"switchboard/domain/dispatch"
+)
+
+// lateEvents counts the live log's lateness lines of order id.
+func (r *recorder) lateEvents(id int64) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.events {
+		if e.Kind == dispatch.EventMasterLate && e.OrderID == id {
+			n++
+		}
+	}
+	return n
+}
+
+// The late-arrival notice, on a fake clock: an assigned master who has
+// not pressed Arrived by the end of the visit window (10:00–12:00 in
+// Moscow) is told to the admins once, and the customer hears their master
+// is running late, however often the job runs (on two replicas too); an
+// order whose master arrived in time is never told, nor one before its
+// window ends.
+func TestLateArrivalIsToldOncePerOrder(t *testing.T) {
+	t.Parallel()
+	cal, err := dispatch.ParseCalendar("Europe/Moscow", "00:00-24:00", "")
+	require.NoError(t, err)
+	moscow := cal.Zone("Moscow")
+	clock := clockwork.NewFakeClockAt(time.Date(2099, 5, 6, 9, 0, 0, 0, moscow))
+	w := newWorld(t, dispatch.Config{OfferSLA: time.Hour, CommissionRate: 10, Calendar: cal})
+	replica := func() *dispatch.Service {
+		s, err := dispatch.NewService(w.cfg, dispatch.Deps{Orders: w.store.Orders(), Masters: w.store.Masters(), Notifier: w.tg,
+			Clock: clock, Registerer: prometheus.NewRegistry(), Log: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		require.NoError(t, err)
+		return s
+	}
+	s, other := replica(), replica()
+	w.masters(t, s, "Moscow Arbat plumbing", 10, 11)
+	_, err = w.store.Users().Upsert(w.ctx, domain.User{ID: 500, FirstName: "Cora"})
+	require.NoError(t, err)
+
+	late := w.create(t, s, "Moscow Arbat plumbing 900 Tap\nwhen: 2099-05-06 10:00-12:00")
+	fine := w.create(t, s, "Moscow Arbat plumbing 900 Sink\nwhen: 2099-05-06 10:00-12:00")
+	_, err = s.JoinOrder(w.ctx, 500, w.order(t, late.ID).CustomerToken)
+	require.NoError(t, err)
+	for _, f := range w.tg.sentOffers() {
+		_, _, err := s.Accept(w.ctx, f.ID, f.MasterID)
+		require.NoError(t, err)
+	}
+	require.Equal(t, dispatch.Assigned, w.order(t, late.ID).State)
+	require.Equal(t, dispatch.Assigned, w.order(t, fine.ID).State)
+	// The second order's master arrives at 11:30.
+	var fineOffer int64
+	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT id FROM offers WHERE order_id = $1 AND state = 'ACCEPTED'`, fine.ID).Scan(&fineOffer))
+	fm := w.order(t, fine.ID).MasterID
+	clock.Advance(2*time.Hour + 30*time.Minute) // 11:30
+	_, err = s.Step(w.ctx, fineOffer, fm, dispatch.StepArrived)
+	require.NoError(t, err)
+
+	n, err := s.Late(w.ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "11:30: the window is open")
+	clock.Advance(29*time.Minute + 59*time.Second) // 11:59:59
+	n, err = s.Late(w.ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "a second before the window ends")
+
+	clock.Advance(time.Second) // 12:00
+	for _, r := range []*dispatch.Service{s, other, s} {
+		_, err := r.Late(w.ctx)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 1, w.tg.lateEvents(late.ID), "told once, across replicas and runs")
+	require.Zero(t, w.tg.lateEvents(fine.ID), "arrived in time")
+	require.False(t, w.order(t, late.ID).LateTold.IsZero())
+	var lateNotes int
+	for _, u := range w.tg.customerNotes() {
+		if u.Note == dispatch.CustomerLate {
+			require.Equal(t, int64(500), u.Customer.UserID)
+			require.Equal(t, "Cora", u.Customer.FirstName)
+			require.NotEmpty(t, u.MasterName, "the master by first name")
+			lateNotes++
+		}
+	}
+	require.Equal(t, 1, lateNotes, "the customer hears it once")
+}
+
+// The link: 128 random bits, opened by one person only; Reissue makes the
+// old one open nothing and unlinks its customer; the customer may cancel
+// until the master is on the way, and nobody else may.
+func TestTheCustomersLink(t *testing.T) {
+	t.Parallel()
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Hour, CommissionRate: 10})
+	w.masters(t, s, "Moscow Arbat plumbing", 10)
+	for _, id := range []int64{500, 501} {
+		_, err := w.store.Users().Upsert(w.ctx, domain.User{ID: id, FirstName: "C"})
+		require.NoError(t, err)
+	}
+	o := w.create(t, s, "Moscow Arbat plumbing 900 Tap")
+	token := w.order(t, o.ID).CustomerToken
+	require.Len(t, token, 22)
+	got, ok := dispatch.OrderToken(dispatch.LinkPayload(token))
+	require.True(t, ok)
+	require.Equal(t, token, got)
+	for _, bad := range []string{"o_short", "profile", "o_" + token + "x", "o_" + token[:21] + "!"} {
+		_, ok := dispatch.OrderToken(bad)
+		require.False(t, ok, bad)
+	}
+	other := w.create(t, s, "Moscow Arbat plumbing 900 Sink")
+	require.NotEqual(t, token, w.order(t, other.ID).CustomerToken)
+
+	_, err := s.JoinOrder(w.ctx, 500, token)
+	require.NoError(t, err)
+	_, err = s.JoinOrder(w.ctx, 500, token)
+	require.NoError(t, err, "its customer may open it again")
+	_, err = s.JoinOrder(w.ctx, 501, token)
+	require.ErrorIs(t, err, dispatch.ErrLinkTaken)
+	_, err = s.JoinOrder(w.ctx, 501, "AAAAAAAAAAAAAAAAAAAAAA")
+	require.ErrorIs(t, err, dispatch.ErrLinkInvalid)
+
+	_, err = s.CustomerCancel(w.ctx, o.ID, 501)
+	require.ErrorIs(t, err, dispatch.ErrOrderState, "not theirs: nothing moves")
+	require.Equal(t, dispatch.Searching, w.order(t, o.ID).State)
+
+	re, err := s.ReissueLink(w.ctx, o.ID)
+	require.NoError(t, err)
+	require.NotEqual(t, token, re.CustomerToken)
+	require.Zero(t, re.CustomerID)
+	_, err = s.JoinOrder(w.ctx, 500, token)
+	require.ErrorIs(t, err, dispatch.ErrLinkInvalid, "the old link opens nothing")
+	_, err = s.JoinOrder(w.ctx, 501, re.CustomerToken)
+	require.NoError(t, err)
+	revoked := 0
+	for _, u := range w.tg.customerNotes() {
+		if u.Note == dispatch.CustomerRevoked {
+			require.Equal(t, int64(500), u.Customer.UserID, "the unlinked customer is told")
+			revoked++
+		}
+	}
+	require.Equal(t, 1, revoked)
+
+	// Accepted and on the way: too late for the customer to cancel.
+	f := w.tg.sentOffers()[0]
+	_, _, err = s.Accept(w.ctx, f.ID, f.MasterID)
+	require.NoError(t, err)
+	_, err = s.StepWithETA(w.ctx, f.ID, f.MasterID, dispatch.StepEnRoute, 7*time.Minute)
+	require.Error(t, err, "only the offered ETAs")
+	_, err = s.StepWithETA(w.ctx, f.ID, f.MasterID, dispatch.StepEnRoute, 15*time.Minute)
+	require.NoError(t, err)
+	got2 := w.order(t, o.ID)
+	require.Equal(t, 15*time.Minute, got2.ETA.Sub(got2.EnRouteAt).Round(time.Second))
+	_, err = s.CustomerCancel(w.ctx, o.ID, 501)
+	require.ErrorIs(t, err, dispatch.ErrOrderState)
+	require.Equal(t, dispatch.Assigned, w.order(t, o.ID).State)
+
+	// The second order: its customer cancels before anyone sets off.
+	_, err = s.JoinOrder(w.ctx, 500, w.order(t, other.ID).CustomerToken)
+	require.NoError(t, err)
+	_, err = s.CustomerCancel(w.ctx, other.ID, 500)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.Cancelled, w.order(t, other.ID).State)
+}
