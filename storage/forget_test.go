@@ -121,6 +121,10 @@ VALUES (1, 'completed', $1, now() - interval '1 day', now(), 2, 2)`, forgetAdmin
 VALUES (1, $1, 'Kyiv', 'Center', 'plumbing', 1000, 'fix the tap', 'DONE', $2, now(), now(), 100, now() + interval '3 hours')`, forgetAdmin, forgetMax)
 	f.exec(`INSERT INTO offers (order_id, master_id, round, state, expires_at, chat_id, message_id) VALUES
 (1, $1, 1, 'DECLINED', now(), $1, 5), (1, $2, 1, 'ACCEPTED', now(), $2, 6)`, forgetBob, forgetMax)
+	// Ann opened order 1's link: she is its customer, and the bot wrote
+	// to her about it.
+	f.exec(`UPDATE orders SET customer_id = $1, customer_joined_at = now() WHERE id = 1`, forgetAnn)
+	f.exec(`INSERT INTO order_messages (chat_id, message_id, order_id) VALUES ($1, 7, 1)`, forgetAnn)
 	return f
 }
 
@@ -206,6 +210,9 @@ func TestForgetErasesTheUserAndKeepsOthers(t *testing.T) {
 		forgetTeam).Scan(&text, &author, &authorID))
 	require.Equal(t, []any{"", "", int64(0)}, []any{text, author, authorID})
 	require.Zero(t, f.count(`SELECT count(*) FROM group_messages WHERE message_id = 2`))
+	// The order Ann was the customer of stays the admins', without her.
+	require.Equal(t, 1, f.count(`SELECT count(*) FROM orders WHERE id = 1 AND customer_id IS NULL AND state = 'DONE' AND master_id = $1`, forgetMax))
+	require.Zero(t, f.count(`SELECT count(*) FROM order_messages`))
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM group_messages WHERE message_id = 3 AND author_id = $1 AND text = 'please review the <PR> & merge'`, forgetBob))
 	require.Equal(t, 2, f.count(`SELECT count(*) FROM analysis_proposal_sources`))
 	require.Equal(t, 2, f.count(`SELECT count(*) FROM analysis_embeddings`))

@@ -407,10 +407,13 @@ func TestPruneOrderContacts(t *testing.T) {
 			id := int64(10)
 			master = &id
 		}
+		// Each order's customer opened its link (user 555) and got a
+		// message about it.
 		b.exec(`INSERT INTO orders (created_by, city, district, skill, price, description, state, master_id, done_at,
-                    closed_at, cancelled_at, address, customer_name, customer_phone, visit_date)
-VALUES (1, 'c', 'd', 'x', 100, $1, $2, $3, $4, $4, $5, 'Main St 1', 'Ivan', '+7 999', '2031-01-01')`,
+                    closed_at, cancelled_at, address, customer_name, customer_phone, visit_date, customer_id)
+VALUES (1, 'c', 'd', 'x', 100, $1, $2, $3, $4, $4, $5, 'Main St 1', 'Ivan', '+7 999', '2031-01-01', 555)`,
 			note, state, master, closed, cancelled)
+		b.exec(`INSERT INTO order_messages (chat_id, message_id, order_id) SELECT 555, id, id FROM orders WHERE description = $1`, note)
 	}
 	at := func(d time.Duration) *time.Time { t := pruneNow.Add(d); return &t }
 	order("closed-old", "CLOSED", at(-keep-time.Minute))
@@ -431,6 +434,10 @@ WHERE address IS NULL AND customer_name IS NULL AND customer_phone IS NULL AND c
 	require.Equal(t, []string{"assigned", "cancelled-new", "closed-new", "done-old", "searching"}, b.strings(`SELECT description FROM orders
 WHERE address = 'Main St 1' AND customer_name = 'Ivan' AND customer_phone = '+7 999' AND contacts_pruned_at IS NULL ORDER BY description`))
 	require.EqualValues(t, 8, b.id(`SELECT count(*) FROM orders`), "the orders stay")
+	require.Equal(t, []string{"assigned", "cancelled-new", "closed-new", "searching"}, b.strings(`SELECT description FROM orders
+WHERE customer_id = 555 ORDER BY description`), "the customer's Telegram id goes with the contacts")
+	require.Equal(t, []string{"assigned", "cancelled-new", "closed-new", "searching"}, b.strings(`SELECT o.description
+FROM order_messages m JOIN orders o ON o.id = m.order_id ORDER BY o.description`), "and the bot's messages in their chat about the order")
 	require.EqualValues(t, 3, b.id(`SELECT count(*) FROM orders WHERE visit_date IS NOT NULL AND state IN ('CLOSED', 'CANCELLED')
 AND contacts_pruned_at IS NOT NULL`), "the visit is no one's personal data: it stays")
 	require.Zero(t, b.prune(storage.PruneOrderContacts, ret).Rows, "a second run finds nothing")
