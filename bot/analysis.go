@@ -1126,7 +1126,7 @@ func (rd *Renderer) renderPage(lang string, rv analysis.Review) string {
 		if l := p.Like; l.Number > 0 {
 			lines = append(lines, cat.T(lang, "board.looks_like", locales.Data{
 				"Link":  locales.HTML(issueLink(l.URL, l.Number)),
-				"Title": clip(oneLine(l.Title), boardTitleBudget),
+				"Title": locales.HTML(clip(oneLine(l.Title), boardTitleBudget)),
 			}))
 		}
 		if d := clip(oneLine(markdown.Text(p.Description)), boardDescBudget); d != "" && mark == "⏳" {

@@ -138,16 +138,19 @@ type Bot struct {
 	// joinOrder opens an order's link for its customer (/start o_<token>;
 	// nil without the dispatch workflow).
 	joinOrder func(r *Request, token string) error
-	cfg       Config
-	deps      Deps
-	tb        *tele.Bot // the router of what arrives; nothing is sent through it
-	tg        *delivery.Client
-	admins    map[int64]bool
-	commands  []Command
-	buttons   map[Action]CallbackHandler
-	actions   Actions
-	limiter   *rateLimiter
-	started   time.Time
+	// orderRelay passes a private reply to a message about an order to
+	// the order's other side (customer ↔ master).
+	orderRelay func(r *Request) (handled bool, err error)
+	cfg        Config
+	deps       Deps
+	tb         *tele.Bot // the router of what arrives; nothing is sent through it
+	tg         *delivery.Client
+	admins     map[int64]bool
+	commands   []Command
+	buttons    map[Action]CallbackHandler
+	actions    Actions
+	limiter    *rateLimiter
+	started    time.Time
 	// adminMenus remembers which admins' chats have their command menu.
 	adminMenus sync.Map
 	// groupText takes plain text written in groups (the analysis workflow

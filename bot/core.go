@@ -196,6 +196,13 @@ func (b *Bot) textRoute(private func(r *Request) error) tele.HandlerFunc {
 				return err
 			}
 		}
+		// A reply to a message about an order is for the order's other
+		// side, not a question for the memory chat.
+		if b.orderRelay != nil {
+			if handled, err := b.orderRelay(r); handled || err != nil {
+				return err
+			}
+		}
 		// A vacancy's link is a request to judge that vacancy, whatever
 		// words come with it: asked of the memory chat, the model would
 		// answer about a page it cannot open. A draft waiting for its

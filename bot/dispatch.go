@@ -41,6 +41,8 @@ type Dispatch interface {
 	CustomerOrder(ctx context.Context, orderID, userID int64) (dispatch.Order, error)
 	CustomerCancel(ctx context.Context, orderID, userID int64) (dispatch.Order, error)
 	StepWithETA(ctx context.Context, offerID, masterID int64, step dispatch.Step, eta time.Duration) (dispatch.Order, error)
+	Relay(ctx context.Context, senderID, chatID int64, replyTo, messageID int, text string) (dispatch.Order, bool, error)
+	Thread(ctx context.Context, id int64) (dispatch.Order, []dispatch.Relayed, error)
 }
 
 var (

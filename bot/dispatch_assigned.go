@@ -246,6 +246,9 @@ func (rd *Renderer) renderAssigned(lang string, zone *time.Location, a dispatch.
 		next = "assigned.en_route"
 	}
 	lines = append(lines, "", cat.T(lang, next))
+	if o.CustomerID != 0 {
+		lines = append(lines, cat.T(lang, "assigned.relay_hint"))
+	}
 	kb, err := assignedMarkup(cat, lang, a.Offer.ID, o)
 	if err != nil {
 		return "", nil, err

@@ -35,6 +35,8 @@ var (
 func (u *dispatchUI) registerCustomer() {
 	b := u.b
 	b.joinOrder = u.join
+	b.orderRelay = u.relay
+	b.Handle(Command{Name: "thread", Desc: "cmd.thread", Section: SectionAdminOrders, Role: RoleAdmin, Handle: u.thread})
 	b.HandleButton(actionCustomerCancel, u.customerAsk)
 	b.HandleButton(actionCustomerCancelYes, u.customerCancel)
 	b.HandleButton(actionCustomerKeep, u.customerKeep)
@@ -210,7 +212,7 @@ func (d dispatchNotes) Customer(u dispatch.CustomerUpdate) []domain.Message {
 	zone, _ := b.readerZone(cu.Zone, o.City, lang)
 	data := locales.Data{
 		"Order":  o.ID,
-		"Master": clip(oneLine(u.MasterName), nameBudget),
+		"Master": locales.HTML(clip(oneLine(u.MasterName), nameBudget)),
 	}
 	if u.Note == dispatch.CustomerPhoto {
 		return []domain.Message{{ChatID: cu.UserID, Kind: domain.KindCustomer, Ref: o.ID,
@@ -266,7 +268,7 @@ func (rd *Renderer) renderCustomerStatus(lang string, zone *time.Location, u dis
 	if v := rd.visitText(lang, o.Visit, o.City); v != "" {
 		lines = append(lines, v)
 	}
-	master := clip(oneLine(u.MasterName), nameBudget)
+	master := locales.HTML(clip(oneLine(u.MasterName), nameBudget))
 	data := locales.Data{"Master": master, "Order": o.ID}
 	var key string
 	switch {
@@ -296,6 +298,9 @@ func (rd *Renderer) renderCustomerStatus(lang string, zone *time.Location, u dis
 	if o.Cancellable() && u.Note != dispatch.CustomerRevoked {
 		lines = append(lines, cat.T(lang, "customer.cancel_hint"))
 	}
+	if o.State == dispatch.Assigned && u.Note != dispatch.CustomerRevoked {
+		lines = append(lines, cat.T(lang, "customer.relay_hint", data))
+	}
 	return strings.Join(lines, "\n")
 }
 
@@ -309,4 +314,75 @@ func stars(n int) string {
 // the reader's zone (a client that knows the entity shows its own).
 func etaClock(t time.Time, zone *time.Location) locales.HTML {
 	return locales.Stamp(t.In(zone).Format("15:04"), t, "t")
+}
+
+// relay is a private text that replies to one of the bot's messages about
+// an order: passed to the other side (customer ↔ assigned master). Not
+// handled when the reply is to nothing about an order.
+func (u *dispatchUI) relay(r *Request) (bool, error) {
+	msg := r.Message()
+	if msg.ReplyTo == nil || msg.ReplyTo.Sender == nil || !msg.ReplyTo.Sender.IsBot {
+		return false, nil
+	}
+	_, ok, err := u.d.Relay(r.Ctx, r.User.ID, msg.Chat.ID, msg.ReplyTo.ID, msg.ID, msg.Text)
+	switch {
+	case !ok:
+		return false, err
+	case errors.Is(err, dispatch.ErrNotCustomer):
+		return true, r.Reply(r.T("relay.not_yours"), nil)
+	case errors.Is(err, dispatch.ErrRelayClosed):
+		return true, r.Reply(r.T("relay.closed"), nil)
+	case errors.Is(err, dispatch.ErrRelayTooLong):
+		return true, r.Reply(r.T("relay.too_long", locales.Data{"Max": dispatch.MaxRelay}), nil)
+	case err != nil:
+		return true, err
+	}
+	return true, r.Reply(r.T("relay.sent"), nil)
+}
+
+// Relay is a text from an order's customer to its master or back: the
+// sender by first name only, and how to answer.
+func (d dispatchNotes) Relay(n dispatch.RelayNote) []domain.Message {
+	key := "relay.to_customer"
+	if n.ToMaster {
+		key = "relay.to_master"
+	}
+	text := d.b.cat.T(n.Lang, key, locales.Data{
+		"Order": n.Order.ID, "From": locales.HTML(clip(oneLine(n.From), nameBudget)), "Text": n.Text,
+	})
+	return Messages(n.To, domain.KindRelay, n.Order.ID, text, nil)
+}
+
+// thread is /thread <order>: what the customer and the master of an order
+// sent each other, for the admins.
+func (u *dispatchUI) thread(r *Request) error {
+	id, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(commandArgs(r.Message())), "#"), 10, 64)
+	if err != nil || id <= 0 {
+		return r.Reply(r.T("thread.usage"), nil)
+	}
+	o, rs, err := u.d.Thread(r.Ctx, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		return r.Reply(r.T("thread.no_order", locales.Data{"Order": id}), nil)
+	}
+	if err != nil {
+		return err
+	}
+	if len(rs) == 0 {
+		return r.Reply(r.T("thread.empty", locales.Data{"Order": o.ID}), nil)
+	}
+	var sb strings.Builder
+	sb.WriteString(r.T("thread.header", locales.Data{"Order": o.ID, "Count": len(rs)}))
+	for i, x := range rs {
+		key := "thread.customer"
+		if x.FromMaster {
+			key = "thread.master"
+		}
+		line := "\n" + r.T(key, locales.Data{"At": locales.TimeTag(r.Lang, x.At, u.b.adminZone()), "Text": locales.HTML(clip(oneLine(x.Text), 300))})
+		if utf16Len(sb.String())+utf16Len(line) > MaxMessageLen-100 {
+			sb.WriteString("\n" + r.T("orders.more", locales.Data{"Count": len(rs) - i}))
+			break
+		}
+		sb.WriteString(line)
+	}
+	return r.Reply(sb.String(), nil)
 }

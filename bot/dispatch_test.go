@@ -255,7 +255,7 @@ func TestMasterRegistrationAndAvailability(t *testing.T) {
 	def := env.srv.Commands(tgfake.BotCommandScope{Type: "all_private_chats"}, "")
 	require.Equal(t, []string{"start", "help", "lang", "timezone", "master", "pause", "resume"}, commandNames(def))
 	adm := env.srv.Commands(tgfake.BotCommandScope{Type: "chat", ChatID: adminID}, "ru")
-	require.Equal(t, []string{"start", "help", "lang", "timezone", "master", "pause", "resume", "status", "order", "orders", "done", "cancel", "paid", "masters"},
+	require.Equal(t, []string{"start", "help", "lang", "timezone", "master", "pause", "resume", "status", "order", "orders", "done", "cancel", "paid", "masters", "thread"},
 		commandNames(adm))
 	require.Equal(t, "отметить оплату комиссии мастером", adm[12].Description)
 }

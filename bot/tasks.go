@@ -141,7 +141,7 @@ func (u *tasksUI) tracker(r *Request) error {
 	if d.OnClose {
 		key = "tracker.set_on_close"
 	}
-	return r.Reply(r.T(key, locales.Data{"Chat": chatID, "Destination": clip(d.String(), 200)}), nil)
+	return r.Reply(r.T(key, locales.Data{"Chat": chatID, "Destination": locales.HTML(clip(d.String(), 200))}), nil)
 }
 
 // destinations lists every group's destination.
@@ -173,7 +173,7 @@ func (u *tasksUI) destinations(r *Request) error {
 			if title == "" {
 				title = "—"
 			}
-			sb.WriteString("\n" + r.T(key, locales.Data{"Chat": id, "Title": title, "Destination": clip(ds[id].String(), 200)}))
+			sb.WriteString("\n" + r.T(key, locales.Data{"Chat": id, "Title": locales.HTML(title), "Destination": locales.HTML(clip(ds[id].String(), 200))}))
 		}
 	}
 	sb.WriteString("\n\n" + r.T("tracker.usage"))
@@ -232,7 +232,7 @@ func (u *tasksUI) github(r *Request) error {
 	}
 	login := strings.TrimPrefix(fields[0], "@")
 	if !githubLogin.MatchString(login) || strings.HasSuffix(login, "-") || strings.Contains(login, "--") {
-		return r.Reply(r.T("github.error_login", locales.Data{"Arg": clip(login, maxEcho)})+"\n\n"+r.T("github.usage"), nil)
+		return r.Reply(r.T("github.error_login", locales.Data{"Arg": locales.HTML(clip(login, maxEcho))})+"\n\n"+r.T("github.usage"), nil)
 	}
 	if err := u.t.SetLogin(r.Ctx, who, login); err != nil {
 		return err
@@ -267,8 +267,8 @@ func (u *tasksUI) list(r *Request) error {
 			key = "tasks.line_waiting"
 		}
 		sb.WriteString("\n" + r.T(key, locales.Data{
-			"Title": clip(oneLine(p.Title), listTitleBudget), "Destination": clip(p.Destination.String(), 120),
-			"URL": p.URL, "Number": p.Number, "State": p.IssueState, "Error": clip(oneLine(p.LastError), 160),
+			"Title": locales.HTML(clip(oneLine(p.Title), listTitleBudget)), "Destination": locales.HTML(clip(p.Destination.String(), 120)),
+			"URL": p.URL, "Number": p.Number, "State": p.IssueState, "Error": locales.HTML(clip(oneLine(p.LastError), 160)),
 			"Approved": u.b.adminTime(r.Lang, p.ApprovedAt),
 			"Like":     p.Like.Number, "LikeURL": p.Like.URL,
 		}))
@@ -292,19 +292,19 @@ func (rd *Renderer) TrackerRefused(d tasks.Destination, gone bool, why string) [
 	if gone {
 		key = "tasks.refused_gone"
 	}
-	return rd.adminNotice(key, locales.Data{"Destination": clip(d.String(), 200), "Why": clip(oneLine(why), 300)})
+	return rd.adminNotice(key, locales.Data{"Destination": locales.HTML(clip(d.String(), 200)), "Why": locales.HTML(clip(oneLine(why), 300))})
 }
 
 // TrackerBack renders the notice that a destination takes pushes again.
 func (rd *Renderer) TrackerBack(d tasks.Destination) []domain.Message {
-	return rd.adminNotice("tasks.back", locales.Data{"Destination": clip(d.String(), 200)})
+	return rd.adminNotice("tasks.back", locales.Data{"Destination": locales.HTML(clip(d.String(), 200))})
 }
 
 // AssigneeDropped renders the notice that a task was filed without the
 // assignee its tracker refused.
 func (rd *Renderer) AssigneeDropped(p tasks.Push, f tasks.Filed) []domain.Message {
 	return rd.adminNotice("tasks.assignee_dropped", locales.Data{
-		"Title": clip(oneLine(p.Task.Title), listTitleBudget), "Login": p.Task.Assignee, "URL": f.URL,
+		"Title": locales.HTML(clip(oneLine(p.Task.Title), listTitleBudget)), "Login": p.Task.Assignee, "URL": f.URL,
 	})
 }
 
@@ -315,7 +315,7 @@ func (rd *Renderer) TaskClosed(t tasks.Tracked) []domain.Message {
 		return nil
 	}
 	text := rd.cat.T(rd.rc.AdminLang, "tasks.closed", locales.Data{
-		"Title": clip(oneLine(t.Title), listTitleBudget), "Number": t.Number, "URL": t.URL,
+		"Title": locales.HTML(clip(oneLine(t.Title), listTitleBudget)), "Number": t.Number, "URL": t.URL,
 	})
 	return toTopic(domain.TopicLog, Messages(rd.rc.AdminChatID, domain.KindNote, 0, text, nil))
 }

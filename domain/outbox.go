@@ -180,6 +180,7 @@ const (
 	KindReply        = "reply"         // the answer to a user's command
 	KindPhoto        = "photo"         // Ref: order; a master's photo of the finished work, for the admins
 	KindCustomer     = "customer"      // Ref: order; to its customer (status, notes, the work's photo); delivery records the message
+	KindRelay        = "relay"         // Ref: order; a text between its customer and its master; delivery records the message
 	KindMemoryExport = "memory_export" // Ref: user; one file of their /export, built when sent
 )
 

@@ -269,7 +269,7 @@ func TestGroupsGetNoPrivateData(t *testing.T) {
 	// Menus: private commands in private chats only; nothing in groups,
 	// nor in the default list groups fall back to; the admin chat has the
 	// commands that run there.
-	adminChatCommands := []string{"status", "prompt", "order", "orders", "done", "cancel", "paid", "masters",
+	adminChatCommands := []string{"status", "prompt", "order", "orders", "done", "cancel", "paid", "masters", "thread",
 		"chats", "run_new", "run_start", "run_close", "runs", "run", "tracker", "tasks"}
 	for _, lang := range []string{"", "ru", "uk"} {
 		require.Empty(t, env.TG.Commands(tgfake.BotCommandScope{Type: "all_group_chats"}, lang), lang)

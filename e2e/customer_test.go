@@ -116,6 +116,15 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 		return m.Text == fmt.Sprintf("👷 Ann will do your order #%d.", order)
 	})
 
+	// A question either way, through the bot: a reply to its message.
+	status = waitStatus(t, env, cora.ID(), order, "✉️ Reply to this message to write to Ann.")
+	cora.Reply(status, "Can you come at 10:30? The <gate> code is 12#")
+	require.Equal(t, "✉️ Sent.", env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool { return m.Text == "✉️ Sent." }).Text)
+	question := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "✉️ The customer") })
+	require.Equal(t, fmt.Sprintf("✉️ The customer, Cora (order #%d):\nCan you come at 10:30? The <gate> code is 12#\n\nReply to this message to answer.", order), question.Text)
+	ann.Reply(question, "Yes, 10:30 works")
+	answer := env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "✉️ Ann, your master") })
+	require.Contains(t, answer.Text, "Yes, 10:30 works")
 	// On my way, 30 minutes: Cora sees when; her Cancel is gone, and an
 	// old Cancel pressed now is refused.
 	assigned := waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return hasLabel(m, "🚗 30 min") })
@@ -158,19 +167,28 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 		return m.Text == fmt.Sprintf("✅ Order #%d is done. Thank you!", order)
 	})
 
+	// Nothing is relayed after Done; the admins read the thread.
+	thanks := cora.Reply(answer, "thanks!")
+	require.Contains(t, env.TG.WaitMessageAfter(t, cora.ID(), thanks.MessageID, nil).Text, "no longer passes messages on")
+	thread := ask(t, env, boss, boss.ID(), fmt.Sprintf("/thread %d", order)).Text
+	require.Contains(t, thread, "2 messages between the customer and the master")
+	require.Contains(t, thread, "👤 customer: Can you come at 10:30? The <gate> code is 12#")
+	require.Contains(t, thread, "🛠 master: Yes, 10:30 works")
 	// The work's photo reaches Cora as it reaches the admins.
 	ann.SendPhoto(ann.ID(), "new valve fitted")
 	photo := env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool { return m.Photo != nil })
 	require.Equal(t, fmt.Sprintf("📷 The finished work, order #%d", order), photo.Caption, "the master's own words stay the admins'")
 
-	// Neither learns who the other is on Telegram.
+	// Neither learns who the other is on Telegram: first names only.
 	for _, text := range everyText(env, cora.ID()) {
 		for _, mark := range []string{"ann_fixes", strconv.FormatInt(ann.ID(), 10), markAddress} {
 			require.NotContains(t, text, mark, "Cora saw the master's identity")
 		}
 	}
 	for _, text := range everyText(env, ann.ID()) {
-		for _, mark := range []string{"Cora", "cora_at_home", strconv.FormatInt(cora.ID(), 10)} {
+		// Her first name is hers to give (the relayed question); her
+		// username and id are not.
+		for _, mark := range []string{"cora_at_home", strconv.FormatInt(cora.ID(), 10)} {
 			require.NotContains(t, text, mark, "Ann saw the customer's Telegram identity")
 		}
 	}

@@ -26,7 +26,25 @@ CREATE TABLE order_messages (
 );
 CREATE INDEX order_messages_order ON order_messages (order_id);
 
+-- The texts the customer and the assigned master sent each other through
+-- the bot (until Done), for the admins to read; sender_id is contact data
+-- for a customer's, gone with the contacts.
+CREATE TABLE order_relays (
+    id          bigserial   PRIMARY KEY,
+    order_id    bigint      NOT NULL REFERENCES orders (id) ON DELETE CASCADE,
+    from_master boolean     NOT NULL,
+    sender_id   bigint      NOT NULL,
+    -- the sender's message: a retried update relays it once
+    source_chat bigint      NOT NULL,
+    source_id   bigint      NOT NULL,
+    text        text        NOT NULL CHECK (length(text) <= 4096),
+    sent_at     timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (source_chat, source_id)
+);
+CREATE INDEX order_relays_order ON order_relays (order_id, id);
+
 -- +goose Down
+DROP TABLE order_relays;
 DROP TABLE order_messages;
 DROP INDEX orders_customer;
 ALTER TABLE orders DROP COLUMN late_told_at, DROP COLUMN eta_at, DROP COLUMN customer_joined_at, DROP COLUMN customer_id, DROP COLUMN customer_token;

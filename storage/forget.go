@@ -54,7 +54,8 @@ import (
 //     messages when it goes, and a cited message erased above is no longer
 //     one of them: no quote, author or link (erasedMessage).
 //   - orders.customer_id: an order they opened the link of stays, without
-//     them (customer_id NULL); order_messages of their chat: deleted.
+//     them (customer_id NULL); order_messages of their chat and the texts
+//     they sent through the bot (order_relays): deleted.
 //   - orders.created_by, analysis_runs.created_by, analysis_proposals.decided_by:
 //     an admin's id on the work they did for others; kept.
 //   - vacancies, group_chats, system_prompts, job_runs, replicas,
@@ -133,6 +134,7 @@ WHERE m.author_id = $1 AND EXISTS (SELECT 1 FROM analysis_proposal_sources s
 		{"orders' customer", `UPDATE orders SET customer_id = NULL, customer_joined_at = NULL, updated_at = now()
 WHERE customer_id = $1`, nil},
 		{"order messages", `DELETE FROM order_messages WHERE chat_id = $1`, nil},
+		{"relayed texts", `DELETE FROM order_relays WHERE sender_id = $1`, nil},
 		{"raw logs", `DELETE FROM raw_logs WHERE user_id = $1`, &f.Logs},
 		{"memory requests", `DELETE FROM memory_requests WHERE user_id = $1`, nil},
 		{"summaries", `DELETE FROM lsm_storage WHERE user_id = $1`, &f.Summaries},

@@ -90,6 +90,17 @@ func orderValues(n dispatch.NewOrder) []any {
 
 // A message to an order's customer is recorded as it is delivered: a
 // reply to it is about that order.
+// A relayed text, to either side, is recorded likewise: a reply to it
+// answers it.
+const relaySentHook = `
+relay_sent AS (
+    INSERT INTO order_messages (chat_id, message_id, order_id)
+    SELECT done.chat_id, done.message_id, done.ref FROM done
+    WHERE done.kind = 'relay' AND NOT done.edit AND done.message_id IS NOT NULL
+      AND EXISTS (SELECT 1 FROM orders WHERE id = done.ref)
+    ON CONFLICT DO NOTHING
+)`
+
 const customerSentHook = `
 customer_sent AS (
     INSERT INTO order_messages (chat_id, message_id, order_id)
@@ -612,4 +623,81 @@ RETURNING `+orderColumns, o.ID, messageID)); err != nil {
 		return dispatch.Order{}, false, fmt.Errorf("record photo of master %d: %w", masterID, err)
 	}
 	return o, ok, nil
+}
+
+// RelayTarget is the order a message of the bot's was about; see
+// dispatch.Orders.
+func (s *Orders) RelayTarget(ctx context.Context, chatID, messageID int64) (int64, bool, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `
+SELECT order_id FROM order_messages WHERE chat_id = $1 AND message_id = $2
+UNION ALL
+SELECT order_id FROM offers WHERE chat_id = $1 AND message_id = $2 AND state = 'ACCEPTED'
+LIMIT 1`, chatID, messageID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("the order of message %d in chat %d: %w", messageID, chatID, err)
+	}
+	return id, true, nil
+}
+
+// Relay records a relayed text and writes its message to the other side;
+// see dispatch.Orders. The order's row is locked so that its customer and
+// master are read as they are when the text goes: a text is never
+// relayed to a master who just gave the order back.
+func (s *Orders) Relay(ctx context.Context, r dispatch.Relayed, senderID int64, src domain.MessageRef,
+	render func(c dispatch.Changed, from, to dispatch.Customer) []domain.Message) (dispatch.Order, error) {
+	var o dispatch.Order
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1 FOR UPDATE`, r.OrderID))
+		if err != nil {
+			return err
+		}
+		if o.State != dispatch.Assigned || o.CustomerID == 0 || o.MasterID == 0 {
+			return dispatch.ErrRelayClosed
+		}
+		customer, master := o.CustomerID, o.MasterID
+		if (r.FromMaster && senderID != master) || (!r.FromMaster && senderID != customer) {
+			return dispatch.ErrNotCustomer
+		}
+		tag, err := tx.Exec(ctx, `
+INSERT INTO order_relays (order_id, from_master, sender_id, source_chat, source_id, text) VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (source_chat, source_id) DO NOTHING`, o.ID, r.FromMaster, senderID, src.Chat, src.ID, r.Text)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err // relayed already: its update ran again
+		}
+		from, to := customer, master
+		if r.FromMaster {
+			from, to = master, customer
+		}
+		f, err := customerOf(ctx, tx, from)
+		if err != nil {
+			return err
+		}
+		t, err := customerOf(ctx, tx, to)
+		if err != nil || f == nil || t == nil {
+			return err
+		}
+		return enqueueTx(ctx, tx, render(dispatch.Changed{Order: o}, *f, *t))
+	})
+	if err != nil {
+		return o, fmt.Errorf("relay on order %d: %w", r.OrderID, err)
+	}
+	return o, nil
+}
+
+// Thread is order id's relayed texts; see dispatch.Orders.
+func (s *Orders) Thread(ctx context.Context, id int64) ([]dispatch.Relayed, error) {
+	list, err := queryAll(ctx, s.pool, func(r pgx.CollectableRow) (dispatch.Relayed, error) {
+		var x dispatch.Relayed
+		err := r.Scan(&x.OrderID, &x.FromMaster, &x.Text, &x.At)
+		return x, err
+	}, `SELECT order_id, from_master, text, sent_at FROM order_relays WHERE order_id = $1 ORDER BY id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("thread of order %d: %w", id, err)
+	}
+	return list, nil
 }

@@ -451,6 +451,7 @@ var deliveryHooks = map[string]string{
 	domain.KindProposal: proposalSentHook,
 	domain.KindProgress: progressSentHook,
 	domain.KindCustomer: customerSentHook,
+	domain.KindRelay:    relaySentHook,
 }
 
 // deliveredSQL marks a row sent and runs its delivery hook in the same

@@ -399,7 +399,7 @@ SELECT count(*) FROM gone`, b.horizon, b.limit).Scan(&n)
 // holds, say a /cancel's that has not committed, to the next run).
 // The customer's Telegram id is contact data too: it goes with them, and
 // so do the bot's messages in their chat about the order (order_messages,
-// keyed by that chat).
+// keyed by that chat) and the texts they and the master exchanged.
 var pruneOrderContacts = pruneStatement(`
 WITH sel AS (
     SELECT id FROM orders
@@ -408,6 +408,8 @@ WITH sel AS (
     FOR UPDATE SKIP LOCKED
 ), msgs AS (
     DELETE FROM order_messages WHERE order_id IN (SELECT id FROM sel)
+), relays AS (
+    DELETE FROM order_relays WHERE order_id IN (SELECT id FROM sel)
 )
 UPDATE orders SET address = NULL, customer_name = NULL, customer_phone = NULL, customer_id = NULL,
     customer_joined_at = NULL, contacts_pruned_at = now(), updated_at = now()

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"switchboard/domain"
 )
 
 // The customer: the person an order's work is for. An admin forwards them
@@ -115,6 +117,11 @@ func (s *Service) JoinOrder(ctx context.Context, userID int64, token string) (Or
 	o, err := s.deps.Orders.Join(ctx, token, userID, st.tell(func(c Changed) {
 		st.event(Event{Kind: EventCustomerJoined, OrderID: c.Order.ID, MasterID: c.Order.MasterID})
 		st.customer(c, CustomerJoined)
+		if c.Assigned != nil {
+			// The master's message now says they can write to the customer.
+			m, _ := masterOf(c, c.Order.MasterID)
+			st.assigned(s.assignment(m, c.Order, *c.Assigned, false))
+		}
 	}))
 	if err != nil {
 		return o, err
@@ -198,4 +205,82 @@ func (s *Service) CustomerOrder(ctx context.Context, orderID, userID int64) (Ord
 // master is on the way.
 func (o Order) Cancellable() bool {
 	return (o.State == Searching || o.State == Assigned) && o.EnRouteAt.IsZero() && o.ArrivedAt.IsZero()
+}
+
+// MaxRelay bounds a text relayed between the customer and the master:
+// short questions and answers, not documents.
+const MaxRelay = 1000
+
+// Relayed is one text the customer and the assigned master sent each other.
+type Relayed struct {
+	OrderID    int64
+	FromMaster bool
+	Text       string
+	At         time.Time
+}
+
+// RelayNote is a relayed text as its reader gets it.
+type RelayNote struct {
+	Order Order
+	// To is the reader: the customer (ToMaster false) or the master.
+	ToMaster bool
+	To       int64
+	Lang     string
+	// From is the sender's first name, the only thing of them shown.
+	From string
+	Text string
+}
+
+// Errors of a relay.
+var (
+	// ErrRelayClosed: the order is done, cancelled or given back: nothing
+	// is relayed any more.
+	ErrRelayClosed = errors.New("the order no longer relays messages")
+	// ErrRelayTooLong: the text is longer than MaxRelay.
+	ErrRelayTooLong = errors.New("the text is too long to relay")
+)
+
+// Relay passes a text from an order's customer to its assigned master,
+// or back, when the sender replied to one of the bot's messages about the
+// order (chatID, replyTo): the other side sees the sender's first name
+// only. ok false: the reply is to nothing about an order (the text is
+// someone else's business). ErrNotCustomer for a sender who is neither
+// side; ErrRelayClosed after Done, a cancel or a give-back;
+// ErrRelayTooLong. The sender's message (chatID, messageID) is relayed
+// once, however often its update runs.
+func (s *Service) Relay(ctx context.Context, senderID, chatID int64, replyTo, messageID int, text string) (Order, bool, error) {
+	orderID, ok, err := s.deps.Orders.RelayTarget(ctx, chatID, int64(replyTo))
+	if err != nil || !ok {
+		return Order{}, false, err
+	}
+	o, err := s.deps.Orders.Get(ctx, orderID)
+	if err != nil {
+		return Order{}, true, err
+	}
+	fromMaster := o.MasterID != 0 && senderID == o.MasterID
+	if !fromMaster && (o.CustomerID == 0 || senderID != o.CustomerID) {
+		return o, true, fmt.Errorf("order %d: %w", o.ID, ErrNotCustomer)
+	}
+	if o.State != Assigned || o.CustomerID == 0 {
+		return o, true, ErrRelayClosed
+	}
+	if len([]rune(text)) > MaxRelay {
+		return o, true, ErrRelayTooLong
+	}
+	r := Relayed{OrderID: o.ID, FromMaster: fromMaster, Text: text}
+	o, err = s.deps.Orders.Relay(ctx, r, senderID, domain.MessageRef{Chat: chatID, ID: messageID}, func(c Changed, from, to Customer) []domain.Message {
+		return s.deps.Notifier.Relay(RelayNote{Order: c.Order, ToMaster: !fromMaster, To: to.UserID, Lang: to.Lang, From: from.FirstName, Text: text})
+	})
+	return o, true, err
+}
+
+// Thread is what the customer and the master of order id sent each other,
+// oldest first, for the admins.
+func (s *Service) Thread(ctx context.Context, id int64) (Order, []Relayed, error) {
+	o, err := s.deps.Orders.Get(ctx, id)
+	if err != nil {
+		return Order{}, nil, err
+	}
+	rs, err := s.deps.Orders.Thread(ctx, id)
+	return o, rs, err
 }

@@ -2,6 +2,7 @@ package dispatch_test
 
 import (
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,4 +171,59 @@ func TestTheCustomersLink(t *testing.T) {
 	_, err = s.CustomerCancel(w.ctx, other.ID, 500)
 	require.NoError(t, err)
 	require.Equal(t, dispatch.Cancelled, w.order(t, other.ID).State)
+}
+
+// Texts between the customer and the assigned master: a reply to a
+// message of the bot's about the order goes to the other side, with the
+// sender's first name only, once however often its update runs; nobody
+// else's goes; after Done nothing is relayed. The admins read the thread.
+func TestRelayBetweenTheCustomerAndTheMaster(t *testing.T) {
+	t.Parallel()
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Hour, CommissionRate: 10})
+	w.masters(t, s, "Moscow Arbat plumbing", 10)
+	for id, name := range map[int64]string{500: "Cora", 501: "Eve"} {
+		_, err := w.store.Users().Upsert(w.ctx, domain.User{ID: id, FirstName: name, Username: "secret_" + name})
+		require.NoError(t, err)
+	}
+	o := w.create(t, s, "Moscow Arbat plumbing 900 Tap")
+	_, err := s.JoinOrder(w.ctx, 500, w.order(t, o.ID).CustomerToken)
+	require.NoError(t, err)
+	f := w.tg.sentOffers()[0]
+	_, _, err = s.Accept(w.ctx, f.ID, f.MasterID)
+	require.NoError(t, err)
+	// The bot's status message in Cora's chat (id 70), as delivered, and
+	// the master's order message (the offer's).
+	w.exec(t, `INSERT INTO order_messages (chat_id, message_id, order_id) VALUES (500, 70, $1)`, o.ID)
+	w.exec(t, `UPDATE offers SET chat_id = 10, message_id = 80 WHERE id = $1`, f.ID)
+
+	_, ok, err := s.Relay(w.ctx, 500, 500, 69, 100, "hello?")
+	require.NoError(t, err)
+	require.False(t, ok, "a reply to nothing about an order is not ours")
+	for range 2 { // the update run twice
+		_, ok, err = s.Relay(w.ctx, 500, 500, 70, 101, "Is 10:30 fine?")
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	_, _, err = s.Relay(w.ctx, 10, 10, 80, 5, "Yes, see you")
+	require.NoError(t, err)
+	_, _, err = s.Relay(w.ctx, 501, 500, 70, 102, "I am not her")
+	require.ErrorIs(t, err, dispatch.ErrNotCustomer)
+	_, _, err = s.Relay(w.ctx, 500, 500, 70, 103, strings.Repeat("x", dispatch.MaxRelay+1))
+	require.ErrorIs(t, err, dispatch.ErrRelayTooLong)
+
+	got := w.tg.relayed()
+	require.Len(t, got, 2, "each text once")
+	require.Equal(t, dispatch.RelayNote{Order: got[0].Order, ToMaster: true, To: 10, Lang: "en", From: "Cora", Text: "Is 10:30 fine?"}, got[0])
+	require.Equal(t, int64(500), got[1].To)
+	require.Equal(t, "M10", got[1].From, "the master's first name")
+
+	_, err = s.Finish(w.ctx, f.ID, f.MasterID)
+	require.NoError(t, err)
+	_, _, err = s.Relay(w.ctx, 500, 500, 70, 104, "thanks!")
+	require.ErrorIs(t, err, dispatch.ErrRelayClosed, "nothing after Done")
+	_, thread, err := s.Thread(w.ctx, o.ID)
+	require.NoError(t, err)
+	require.Len(t, thread, 2)
+	require.False(t, thread[0].FromMaster)
+	require.True(t, thread[1].FromMaster)
 }

@@ -310,6 +310,17 @@ type Orders interface {
 	// (nothing told) if it was told already, or the master arrived, or the
 	// order is no longer ASSIGNED.
 	MarkLate(ctx context.Context, id int64, tell domain.Render[Changed]) (Order, bool, error)
+	// RelayTarget is the order a message of the bot's (chatID, messageID)
+	// was about: the customer's status or notes, a relayed text, or the
+	// assigned master's order message; false if none.
+	RelayTarget(ctx context.Context, chatID, messageID int64) (int64, bool, error)
+	// Relay records r, sent by senderID as their message src, and writes
+	// what render makes of it for the other side (from: the sender, to:
+	// the reader, read in the same transaction) — once per src: again, it
+	// writes nothing. The order as it is.
+	Relay(ctx context.Context, r Relayed, senderID int64, src domain.MessageRef, render func(c Changed, from, to Customer) []domain.Message) (Order, error)
+	// Thread is order id's relayed texts, oldest first.
+	Thread(ctx context.Context, id int64) ([]Relayed, error)
 
 	// The assigned master's buttons (steps.go).
 
@@ -530,6 +541,8 @@ type Notifier interface {
 	// Customer tells the order's customer of a change: their status
 	// message edited, and a note where the change needs their attention.
 	Customer(u CustomerUpdate) []domain.Message
+	// Relay is a text from the order's customer to its master, or back.
+	Relay(n RelayNote) []domain.Message
 }
 
 // Errors the bot turns into answers.

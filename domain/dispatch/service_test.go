@@ -125,6 +125,7 @@ type recorder struct {
 	photos   []string
 	// customer are what the orders' customers were told.
 	customer []dispatch.CustomerUpdate
+	relays   []dispatch.RelayNote
 }
 
 // liveLogChat is the admin chat the recorder's live-log lines go to.
@@ -178,6 +179,19 @@ func (r *recorder) Customer(u dispatch.CustomerUpdate) []domain.Message {
 	defer r.mu.Unlock()
 	r.customer = append(r.customer, u)
 	return []domain.Message{{ChatID: u.Customer.UserID, Kind: domain.KindCustomer, Ref: u.Order.ID, Text: string(u.Note)}}
+}
+
+func (r *recorder) Relay(n dispatch.RelayNote) []domain.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.relays = append(r.relays, n)
+	return []domain.Message{{ChatID: n.To, Kind: domain.KindRelay, Ref: n.Order.ID, Text: n.Text}}
+}
+
+func (r *recorder) relayed() []dispatch.RelayNote {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]dispatch.RelayNote(nil), r.relays...)
 }
 
 func (r *recorder) customerNotes() []dispatch.CustomerUpdate {
