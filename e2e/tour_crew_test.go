@@ -40,6 +40,8 @@ func crewsWeek(t *testing.T, mode tourMode) {
 	const (
 		petrID, olenaID, annID = 7_400_001, 7_400_002, 7_400_003
 		oksanaID               = 7_400_010 // a second admin, who reads Ukrainian
+		// the customers of orders #1 (Russian) and #3 (Ukrainian)
+		mariaID, tarasID = 7_400_020, 7_400_021
 		sla                    = 20 * time.Second
 		deadline               = 30 * time.Second
 		// Past this, an expiry or a block that OFFER_SLA or
@@ -64,6 +66,8 @@ func crewsWeek(t *testing.T, mode tourMode) {
 	ann := env.TG.User(annID, "Ann", "en")
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")
 	oksana := env.TG.User(oksanaID, "Оксана", "uk")
+	maria := env.TG.User(mariaID, "Мария", "ru")
+	taras := env.TG.User(tarasID, "Тарас", "uk")
 
 	readers := map[int64]crewReader{
 		adminGroup:  {"ru", "admin chat"},
@@ -73,6 +77,8 @@ func crewsWeek(t *testing.T, mode tourMode) {
 		petrID:      {"ru", "master"},
 		olenaID:     {"uk", "master"},
 		annID:       {"en", "master"},
+		mariaID:     {"ru", "customer"},
+		tarasID:     {"uk", "customer"},
 	}
 	if out := mode.out(); out != "" {
 		// Written even when the tour stops half-way, to read what was sent.
@@ -145,8 +151,11 @@ func crewsWeek(t *testing.T, mode tourMode) {
 	// Олена lets it expire, Ann takes it. Order #2 only Пётр can do: he
 	// lets it expire, and declines it in round 2.
 	tomorrow := time.Now().In(msk).AddDate(0, 0, 1)
-	first := crewOrder(t, sayWant(boss, boss.ID(), fmt.Sprintf("/order Москва Центр сантехника 3000 Течёт кран на кухне\naddress: %s\nname: %s\nphone: %s\nwhen: %s 10-12",
-		crewAddress, crewName, crewPhone, tomorrow.Format("02.01")), `#\d+`))
+	firstReply := sayWant(boss, boss.ID(), fmt.Sprintf("/order Москва Центр сантехника 3000 Течёт кран на кухне\naddress: %s\nname: %s\nphone: %s\nwhen: %s 10-12",
+		crewAddress, crewName, crewPhone, tomorrow.Format("02.01")), `#\d+`)
+	first := crewOrder(t, firstReply)
+	// Мария, whose kitchen it is, opens the link the admin forwarded.
+	sayWant(maria, maria.ID(), "/start "+orderLinkOf(t, firstReply.Text), fmt.Sprintf(`Заказ #%d`, first))
 	petrOffer := crewOffer(t, env, petr.ID(), first, 30*time.Second)
 	crewPress(t, env, petr, petrOffer, "ov")
 	crewWait(t, env, petrOffer, 30*time.Second, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "🔒") })
@@ -159,6 +168,13 @@ func crewsWeek(t *testing.T, mode tourMode) {
 	crewWait(t, env, olenaOffer, lapse, offerClosed)
 	annOffer := crewOffer(t, env, ann.ID(), first, lapse)
 	require.False(t, crewPress(t, env, ann, annOffer, "oa").ShowAlert)
+	// Мария hears who comes and asks a question through the bot; Ann
+	// answers it the same way.
+	mariaStatus := crewCustomerStatus(t, env, maria.ID(), first, "Ann")
+	maria.Reply(mariaStatus, "Здравствуйте! Во сколько примерно будете?")
+	question := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "✉️") })
+	ann.Reply(question, "Hello! Around 11, I will call from the gate.")
+	env.TG.WaitMessage(t, maria.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Around 11") })
 	crewWait(t, env, petrSecond, lapse, offerClosed)
 	var petrRound2 tgfake.BotMessage
 	env.TG.WaitFor(t, lapse, func() bool {
@@ -207,14 +223,20 @@ func crewsWeek(t *testing.T, mode tourMode) {
 	// Wednesday. Order #3, typed in the admin chat: Олена takes it, sets
 	// off, then cannot do it (Back once, then Yes); Пётр takes it, an
 	// admin marks it done, another records his payment.
-	third := crewOrder(t, sayWant(boss, adminGroup, "/order Москва Центр сантехника 2500 Засор в ванной", `создан: `))
+	thirdReply := sayWant(boss, adminGroup, "/order Москва Центр сантехника 2500 Засор в ванной", `создан: `)
+	third := crewOrder(t, thirdReply)
+	sayWant(taras, taras.ID(), "/start "+orderLinkOf(t, thirdReply.Text), fmt.Sprintf(`Замовлення #%d`, third))
 	olenaThird := crewOffer(t, env, olena.ID(), third, 30*time.Second)
 	crewPress(t, env, olena, olenaThird, "oa")
 	crewAdvance(t, env, olena, olenaThird, "aet")
 	crewConfirmAfterBack(t, env, olena, olenaThird, "ax", "axc", "🙅")
+	env.TG.WaitMessage(t, taras.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🔄") })
 	petrThird := crewOffer(t, env, petr.ID(), third, 30*time.Second)
 	crewPress(t, env, petr, petrThird, "oa")
+	crewCustomerStatus(t, env, taras.ID(), third, "Пётр")
 	sayWant(boss, adminGroup, fmt.Sprintf("/done %d", third), `к оплате|не взимается`)
+	crewCustomerStatus(t, env, taras.ID(), third, "✅")
+	sayWant(boss, boss.ID(), fmt.Sprintf("/thread %d", first), `Ann|Around 11`)
 	crewWait(t, env, petrThird, 30*time.Second, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🏁") })
 	sayWant(petr, petr.ID(), "/master", crewProfile)
 	sayWant(boss, boss.ID(), fmt.Sprintf("/paid %d", petrID), `💵|owes`)
@@ -526,6 +548,12 @@ func crewReadChecks(t *testing.T, env *e2e.Env, readers map[int64]crewReader) {
 				assert.NotRegexp(t, `Run #|Order #|Only one run`, text, "the admin chat reads one language, English crept in: %q", text)
 			case "group":
 				assert.NotContains(t, text, "₽", "money, a master's or an order's, shown in a group: %q", text)
+			case "customer":
+				// The order's city has a zone: the customer's times are in
+				// it; they read only their language.
+				assert.NotContains(t, text, "UTC", "customer %d (%s) reads a UTC time: %q", id, r.lang, text)
+				assert.False(t, goDuration.MatchString(text), "customer %d (%s) reads a Go duration: %q", id, r.lang, text)
+				assert.NotRegexp(t, `Order #|Your master|on the way`, text, "customer %d (%s) reads English: %q", id, r.lang, text)
 			case "master":
 				// A master's city has a zone: their times are in it, in
 				// words, whatever their language.
@@ -541,7 +569,7 @@ func crewReadChecks(t *testing.T, env *e2e.Env, readers map[int64]crewReader) {
 // under it each press on it with the bot's answer.
 func crewTranscript(env *e2e.Env, readers map[int64]crewReader) string {
 	var sb strings.Builder
-	for _, id := range []int64{adminGroup, teamChat, e2e.AdminID, 7_400_010, 7_400_001, 7_400_002, 7_400_003} {
+	for _, id := range []int64{adminGroup, teamChat, e2e.AdminID, 7_400_010, 7_400_001, 7_400_002, 7_400_003, 7_400_020, 7_400_021} {
 		r := readers[id]
 		fmt.Fprintf(&sb, "=== chat %d (%s, %s)\n", id, r.role, r.lang)
 		presses := map[int][]tgfake.Callback{}
@@ -621,4 +649,22 @@ func offerClosed(m tgfake.BotMessage) bool {
 		}
 	}
 	return true
+}
+
+// crewCustomerStatus waits for a customer's status message of order to
+// hold want.
+func crewCustomerStatus(t *testing.T, env *e2e.Env, chat, order int64, want string) tgfake.BotMessage {
+	t.Helper()
+	rx := regexp.MustCompile(fmt.Sprintf(`^📋 .*#%d\b`, order))
+	var got tgfake.BotMessage
+	env.TG.WaitFor(t, 60*time.Second, func() bool {
+		for _, m := range env.TG.Messages(chat) {
+			if rx.MatchString(m.Text) && strings.Contains(m.Text, want) {
+				got = m
+				return true
+			}
+		}
+		return false
+	})
+	return got
 }
