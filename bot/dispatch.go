@@ -43,6 +43,7 @@ type Dispatch interface {
 	StepWithETA(ctx context.Context, offerID, masterID int64, step dispatch.Step, eta time.Duration) (dispatch.Order, error)
 	Relay(ctx context.Context, senderID, chatID int64, replyTo, messageID int, text string) (dispatch.Order, bool, error)
 	Thread(ctx context.Context, id int64) (dispatch.Order, []dispatch.Relayed, error)
+	Rate(ctx context.Context, orderID int64, stars int, comment string) (dispatch.Rating, error)
 }
 
 var (
@@ -419,6 +420,9 @@ func (b *Bot) orderEntry(lang string, l dispatch.OrderLine, opening func(city st
 			break
 		}
 		entry += "\n" + cat.T(lang, "orders.waiting", locales.Data{"Round": o.Round})
+	}
+	if l.Rating != nil {
+		entry += "\n" + cat.T(lang, "orders.rating", locales.Data{"Stars": stars(l.Rating.Stars)})
 	}
 	if link := b.orderLink(o); link != "" && o.State != dispatch.Done {
 		key := "orders.link"
@@ -916,6 +920,7 @@ var eventKeys = map[dispatch.EventKind]string{
 	dispatch.EventLinkReissued:     "dispatch.event.link_reissued",
 	dispatch.EventCustomerCancel:   "dispatch.event.customer_cancelled",
 	dispatch.EventMasterLate:       "dispatch.event.master_late",
+	dispatch.EventOrderRated:       "dispatch.event.order_rated",
 }
 
 // renderEvent is one line of the live log.
@@ -932,7 +937,12 @@ func (rd *Renderer) renderEvent(lang string, e dispatch.Event) string {
 	case e.Kind == dispatch.EventCommissionPaid && e.Unblocked:
 		key = "dispatch.event.commission_paid_unblocked"
 	}
+	var rated string
+	if e.Rating != nil {
+		rated = stars(e.Rating.Stars)
+	}
 	return rd.cat.T(lang, key, locales.Data{
+		"Stars":  rated,
 		"Kind":   string(e.Kind),
 		"Order":  e.OrderID,
 		"Offer":  e.OfferID,

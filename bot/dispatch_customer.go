@@ -27,6 +27,7 @@ var (
 	actionCustomerKeep      = NewAction("kk", 1)  // order id: the status buttons again
 	actionReissueLink       = NewAction("ol", 1)  // order id: admins only
 	actionEnRouteETA        = NewAction("aet", 2) // offer id, minutes to arrival
+	actionCustomerRate      = NewAction("kr", 2)  // order id, stars
 )
 
 // registerCustomer adds the customer's buttons, the admins' Reissue and
@@ -42,6 +43,7 @@ func (u *dispatchUI) registerCustomer() {
 	b.HandleButton(actionCustomerKeep, u.customerKeep)
 	b.HandleButton(actionReissueLink, u.reissue)
 	b.HandleButton(actionEnRouteETA, u.enRouteETA)
+	b.HandleButton(actionCustomerRate, u.rate)
 }
 
 // orderLink is the order's link for its customer ("" without a bot
@@ -131,6 +133,43 @@ func (u *dispatchUI) customerCancel(r *Request, cb Callback) error {
 		return err
 	}
 	return r.Toast(r.T("customer.cancelled_toast"))
+}
+
+// rate is a star under the done note: the customer's rating of the work,
+// once.
+func (u *dispatchUI) rate(r *Request, cb Callback) error {
+	o, ok, err := u.customerOrder(r, cb.IDs[0])
+	if !ok {
+		return err
+	}
+	_, err = u.d.Rate(r.Ctx, o.ID, int(cb.IDs[1]), "")
+	switch {
+	case errors.Is(err, dispatch.ErrRated):
+		u.b.editMarkupPressed(r, nil)
+		return r.Alert("customer.rated_already")
+	case errors.Is(err, dispatch.ErrOrderState):
+		return r.Alert("error.callback_invalid")
+	case err != nil:
+		var ie *domain.InputError
+		if errors.As(err, &ie) {
+			return r.Alert("error.callback_invalid")
+		}
+		return err
+	}
+	return r.Toast(r.T("customer.rated_toast"))
+}
+
+// rateMarkup is the done note's stars, 1 to 5.
+func rateMarkup(orderID int64) (*tele.ReplyMarkup, error) {
+	var row []tele.InlineButton
+	for n := int64(dispatch.MinStars); n <= dispatch.MaxStars; n++ {
+		data, err := Encode(actionCustomerRate, orderID, n)
+		if err != nil {
+			return nil, err
+		}
+		row = append(row, tele.InlineButton{Text: strconv.FormatInt(n, 10) + " ★", Data: data})
+	}
+	return &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{row}}, nil
 }
 
 // reissue is the admins' Reissue: a new link, the old one dead, its
@@ -249,7 +288,22 @@ func (d dispatchNotes) Customer(u dispatch.CustomerUpdate) []domain.Message {
 		data["ETA"] = etaClock(o.ETA, zone)
 		data["Minutes"] = int(o.ETA.Sub(o.EnRouteAt).Round(time.Minute) / time.Minute)
 	}
-	if noteKey != "" {
+	switch {
+	case u.Note == dispatch.CustomerDone:
+		// The done note asks for the rating: its stars, which the rating
+		// edits away.
+		kb, err := rateMarkup(o.ID)
+		if err != nil {
+			b.log.Error("render the rating's stars", "order", o.ID, "err", err)
+			return out
+		}
+		out = append(out, Keyed(cu.UserID, domain.KindCustomer, o.ID, rateKey(o.ID, cu.UserID),
+			b.cat.T(lang, "customer.note_done", data)+"\n"+b.cat.T(lang, "customer.rate_ask"), kb))
+	case u.Note == dispatch.CustomerRated:
+		data["Stars"] = stars(u.Rating)
+		out = append(out, EditOf(cu.UserID, domain.KindCustomer, o.ID, rateKey(o.ID, cu.UserID),
+			b.cat.T(lang, "customer.note_done", data)+"\n"+b.cat.T(lang, "customer.rated", data), nil, domain.IfGoneDrop))
+	case noteKey != "":
 		out = append(out, Messages(cu.UserID, domain.KindCustomer, o.ID, b.cat.T(lang, noteKey, data), nil)...)
 	}
 	return out

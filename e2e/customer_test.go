@@ -163,9 +163,27 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 	require.NoError(t, err)
 	env.TG.WaitCallbackAnswer(t, q.ID)
 	waitStatus(t, env, cora.ID(), order, "✅ The work is done.")
-	env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool {
-		return m.Text == fmt.Sprintf("✅ Order #%d is done. Thank you!", order)
+	doneNote := env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool {
+		return strings.HasPrefix(m.Text, fmt.Sprintf("✅ Order #%d is done. Thank you!", order))
 	})
+	require.Contains(t, doneNote.Text, "How did it go? Rate the work:")
+	require.Equal(t, []string{"1 ★", "2 ★", "3 ★", "4 ★", "5 ★"}, doneNote.ReplyMarkup.Labels())
+	fourStars := doneNote.ReplyMarkup.Buttons()[3].CallbackData
+	// Eve cannot rate Cora's order; Cora rates it four stars, once.
+	eveAgain, _ := env.TG.LastMessage(eve.ID())
+	require.Equal(t, "This button is not for you.", env.TG.WaitCallbackAnswer(t, eve.PressRaw(eveAgain, fourStars).ID).Text)
+	q, err = cora.PressButton(doneNote, "4 ★")
+	require.NoError(t, err)
+	require.Equal(t, "Thank you for the rating!", env.TG.WaitCallbackAnswer(t, q.ID).Text)
+	waitStatus(t, env, cora.ID(), order, "Your rating: ★★★★☆")
+	waitEdited(t, env, doneNote, func(m tgfake.BotMessage) bool {
+		return strings.Contains(m.Text, "Your rating: ★★★★☆.") && len(m.ReplyMarkup.Labels()) == 0
+	})
+	again := cora.PressRaw(doneNote, doneNote.ReplyMarkup.Buttons()[4].CallbackData)
+	require.Contains(t, env.TG.WaitCallbackAnswer(t, again.ID).Text, "rated this order already")
+	require.Equal(t, 4, scalar[int](t, pool, `SELECT stars FROM order_ratings WHERE order_id = $1`, order))
+	env.TG.WaitFor(t, 20*time.Second, func() bool { return logHas(env, "the customer rated Ann") })
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/orders").Text, "the customer's rating: ★★★★☆")
 
 	// Nothing is relayed after Done; the admins read the thread.
 	thanks := cora.Reply(answer, "thanks!")

@@ -214,6 +214,8 @@ func crewsWeek(t *testing.T, mode tourMode) {
 		}
 		return false
 	})
+	// Мария got the photo too, and rates the work.
+	crewRate(t, env, maria, first, "5 ★")
 	sayWant(ann, ann.ID(), "/master", crewProfile)
 	say(ann, ann.ID(), "/pause")
 	say(ann, ann.ID(), "/pause")
@@ -236,6 +238,7 @@ func crewsWeek(t *testing.T, mode tourMode) {
 	crewCustomerStatus(t, env, taras.ID(), third, "Пётр")
 	sayWant(boss, adminGroup, fmt.Sprintf("/done %d", third), `к оплате|не взимается`)
 	crewCustomerStatus(t, env, taras.ID(), third, "✅")
+	crewRate(t, env, taras, third, "4 ★")
 	sayWant(boss, boss.ID(), fmt.Sprintf("/thread %d", first), `Ann|Around 11`)
 	crewWait(t, env, petrThird, 30*time.Second, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🏁") })
 	sayWant(petr, petr.ID(), "/master", crewProfile)
@@ -667,4 +670,15 @@ func crewCustomerStatus(t *testing.T, env *e2e.Env, chat, order int64, want stri
 		return false
 	})
 	return got
+}
+
+// crewRate has a customer press a star under their order's done note and
+// waits for their status to show the rating.
+func crewRate(t *testing.T, env *e2e.Env, who *tgfake.Person, order int64, label string) {
+	t.Helper()
+	note := env.TG.WaitMessage(t, who.ID(), func(m tgfake.BotMessage) bool {
+		return strings.HasPrefix(m.Text, "✅") && strings.Contains(m.Text, fmt.Sprintf("#%d", order)) && len(m.ReplyMarkup.Labels()) == 5
+	})
+	require.False(t, who.PressAndWait(t, note, label).ShowAlert)
+	crewCustomerStatus(t, env, who.ID(), order, "★")
 }

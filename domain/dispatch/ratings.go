@@ -83,6 +83,7 @@ func (s *Service) Rate(ctx context.Context, orderID int64, stars int, comment st
 		o := c.Order
 		m, _ := masterOf(c, o.MasterID)
 		st.event(Event{Kind: EventOrderRated, OrderID: o.ID, MasterID: o.MasterID, Master: known(m), Rating: c.Rating})
+		st.customer(c, CustomerRated)
 	}))
 	switch {
 	case err != nil:
