@@ -42,8 +42,8 @@ func crewsWeek(t *testing.T, mode tourMode) {
 		oksanaID               = 7_400_010 // a second admin, who reads Ukrainian
 		// the customers of orders #1 (Russian) and #3 (Ukrainian)
 		mariaID, tarasID = 7_400_020, 7_400_021
-		sla                    = 20 * time.Second
-		deadline               = 30 * time.Second
+		sla              = 20 * time.Second
+		deadline         = 30 * time.Second
 		// Past this, an expiry or a block that OFFER_SLA or
 		// COMMISSION_DEADLINE brings has not come: not a healthy system.
 		lapse = 90 * time.Second

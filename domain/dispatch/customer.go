@@ -159,7 +159,6 @@ func (s *Service) CustomerCancel(ctx context.Context, orderID, userID int64) (Or
 	return s.cancel(ctx, orderID, userID)
 }
 
-
 // customerPhoto passes the work's photo on to c's order's customer.
 func (st *story) customerPhoto(c Changed, fileID string) {
 	if c.Customer == nil || c.Customer.UserID == 0 {
