@@ -28,6 +28,14 @@
 // back keeps their ACCEPTED offer of it, and distribution passes over
 // masters holding one: they are never offered it again.
 //
+// The order's customer (customer.go) is whoever opens its link first
+// (JoinOrder; ReissueLink revokes it): each change of the order tells them
+// through the story that tells the masters and the admins, in the change's
+// transaction; a reply to the bot's message about the order is relayed to
+// its other side until Done (Relay); Late tells of a master not arrived by
+// the end of the visit window (late.go). Neither side learns the other's
+// Telegram identity. Ratings (ratings.go) rank the candidates.
+//
 // The expired-offers watchdog is the seed's one statement; it runs on every
 // WATCHDOG_INTERVAL tick as the guarantee and, on every replica, at the
 // earliest expires_at that replica knows of (re-armed through NOTIFY on
