@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/e2e"
@@ -60,11 +61,7 @@ func waitStatus(t *testing.T, env *e2e.Env, chatID, order int64, want string) tg
 // the new one opens for Dan.
 func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	env.TG.Group(adminChat, "Dispatch log")
-	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminChat), "OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h"})
-	pool := db(t, env)
-	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	env, pool, boss := startDispatch(t)
 	ann := env.TG.User(761, "Ann", "en")
 	ann.SetUsername("ann_fixes")
 	cora := env.TG.User(762, "Cora", "en")
@@ -234,11 +231,7 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 // the master and the admins are told.
 func TestDispatchCustomerCancels(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	env.TG.Group(adminChat, "Dispatch log")
-	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminChat), "OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h"})
-	pool := db(t, env)
-	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	env, pool, boss := startDispatch(t)
 	ann := env.TG.User(771, "Ann", "en")
 	cora := env.TG.User(772, "Cora", "ru")
 	register(t, env, ann, "Odesa Center plumbing")
@@ -313,4 +306,14 @@ func logTranscript(t *testing.T, env *e2e.Env, chats map[string]int64) {
 		}
 	}
 	t.Log(b.String())
+}
+
+// startDispatch is a replica with the admin chat's live log, offers that
+// wait an hour and no periodic distribution: the dispatch tests' world.
+func startDispatch(t *testing.T) (*e2e.Env, *pgxpool.Pool, *tgfake.Person) {
+	t.Helper()
+	env := e2e.New(t)
+	env.TG.Group(adminChat, "Dispatch log")
+	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminChat), "OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h"})
+	return env, db(t, env), env.TG.User(e2e.AdminID, "Boss", "en")
 }

@@ -317,11 +317,7 @@ func waitEdited(t *testing.T, env *e2e.Env, msg tgfake.BotMessage, want func(tgf
 // the admins see. Every step is in the database and the live log.
 func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	env.TG.Group(adminChat, "Dispatch log")
-	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminChat), "OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h"})
-	pool := db(t, env)
-	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	env, pool, boss := startDispatch(t)
 	ann := env.TG.User(741, "Ann", "en")
 	bob := env.TG.User(742, "Bob", "en")
 	carl := env.TG.User(743, "Carl", "en")

@@ -134,14 +134,7 @@ func TestApprovedTasksReachTheTeamsTracker(t *testing.T) {
 	require.Equal(t, []string{tasks.Marker(tlsID)}, ids)
 
 	// The board links the issue; closing it on GitHub is told once.
-	waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool {
-		for _, e := range m.Entities {
-			if e.Type == "text_link" && strings.HasSuffix(e.URL, "/issues/"+strconv.Itoa(issue.Number)) {
-				return true
-			}
-		}
-		return false
-	})
+	waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool { return linksIssue(m, issue.Number) })
 	gh.CloseIssue("acme/app", issue.Number, "completed")
 	closedNote := func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Task closed on GitHub") }
 	env.TG.WaitMessage(t, adminGroup, closedNote)

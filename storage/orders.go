@@ -90,25 +90,23 @@ func orderValues(n dispatch.NewOrder) []any {
 
 // A message to an order's customer is recorded as it is delivered: a
 // reply to it is about that order.
-// A relayed text, to either side, is recorded likewise: a reply to it
-// answers it.
-const relaySentHook = `
-relay_sent AS (
-    INSERT INTO order_messages (chat_id, message_id, order_id)
-    SELECT done.chat_id, done.message_id, done.ref FROM done
-    WHERE done.kind = 'relay' AND NOT done.edit AND done.message_id IS NOT NULL
-      AND EXISTS (SELECT 1 FROM orders WHERE id = done.ref)
-    ON CONFLICT DO NOTHING
-)`
+// A message to an order's customer, and a relayed text to either side, is
+// recorded as it is delivered: a reply to it is about that order. One
+// hook per kind, each its own CTE (named after it), as delivery requires.
+var (
+	customerSentHook = orderMessageHook(domain.KindCustomer)
+	relaySentHook    = orderMessageHook(domain.KindRelay)
+)
 
-const customerSentHook = `
-customer_sent AS (
+func orderMessageHook(kind string) string {
+	return kind + `_sent AS (
     INSERT INTO order_messages (chat_id, message_id, order_id)
     SELECT done.chat_id, done.message_id, done.ref FROM done
-    WHERE done.kind = 'customer' AND NOT done.edit AND done.message_id IS NOT NULL
+    WHERE done.kind = '` + kind + `' AND NOT done.edit AND done.message_id IS NOT NULL
       AND EXISTS (SELECT 1 FROM orders WHERE id = done.ref)
     ON CONFLICT DO NOTHING
 )`
+}
 
 func scanOrder(row pgx.Row) (dispatch.Order, error) {
 	var s orderScan
