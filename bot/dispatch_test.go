@@ -608,7 +608,8 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 
 	list := env.ask(t, env.admin, "/orders").Text
 	require.Regexp(t, `^Open orders \(1\)\n\n#`+itoa(orderID)+` searching · 5,000 · Moscow, Center · plumbing\n`+
-		`↳ offered to Борис \(id 43\): sent, (10 min|9 min \d+ s) left$`, list)
+		`↳ offered to Борис \(id 43\): sent, (10 min|9 min \d+ s) left\n`+
+		`↳ 🔗 customer's link \(not opened yet\): https://t\.me/tgfake_bot\?start=o_[A-Za-z0-9_-]{22}$`, list)
 
 	require.Equal(t, "There is no order #999.", env.ask(t, env.admin, "/cancel 999").Text)
 	require.Equal(t, "Usage: /cancel ID cancels a searching or assigned order; /orders lists them.", env.ask(t, env.admin, "/cancel").Text)
