@@ -99,7 +99,7 @@ type analysisUI struct {
 func (b *Bot) RegisterAnalysis(a Analysis) {
 	u := &analysisUI{b: b, a: a}
 	b.groupText = u.record
-	b.tb.Handle(tele.OnEdited, u.edited)
+	b.groupEdit = u.edited
 	b.tb.Handle(tele.OnMyChatMember, u.membership)
 	b.Handle(Command{Name: "chats", Desc: "cmd.chats", Section: SectionAdminRuns, Role: RoleAdmin, Handle: u.chats})
 	b.Handle(Command{Name: "run_new", Desc: "cmd.run_new", Section: SectionAdminRuns, Role: RoleAdmin, Handle: u.runNew})
@@ -171,13 +171,9 @@ func (u *analysisUI) track(ctx context.Context, chat *tele.Chat) {
 }
 
 // edited applies an edit of a stored group message.
-func (u *analysisUI) edited(c tele.Context) error {
-	r := requestOf(c)
-	if r == nil {
-		return nil
-	}
-	msg := c.Message()
-	if msg == nil || !u.analysed(msg.Chat) || strings.TrimSpace(msg.Text) == "" {
+func (u *analysisUI) edited(r *Request) error {
+	msg := r.Message()
+	if !u.analysed(msg.Chat) || strings.TrimSpace(msg.Text) == "" {
 		return nil
 	}
 	if err := u.a.Edited(r.Ctx, msg.Chat.ID, int64(msg.ID), msg.Text); err != nil {

@@ -156,6 +156,13 @@ type Bot struct {
 	// groupText takes plain text written in groups (the analysis workflow
 	// sets it); nil leaves group text alone.
 	groupText func(r *Request) error
+	// groupEdit takes an edit of a message written in a group (the
+	// analysis workflow sets it).
+	groupEdit func(r *Request) error
+	// location takes a location a user sent in their private chat, or
+	// (edited) the move or stop of a live one they share (the dispatch
+	// workflow sets it).
+	location func(r *Request, edited bool) error
 	// privateFirst sees plain private text before the private route (the
 	// résumé workflow's corrected draft); handled false passes it on.
 	privateFirst func(r *Request) (handled bool, err error)

@@ -28,6 +28,35 @@ func (b *Bot) registerCore() {
 	b.HandleButton(actionStartStep, b.startStep)
 	b.tb.Handle(tele.OnText, b.textRoute(b.hint))
 	b.tb.Handle(tele.OnCallback, b.callback)
+	b.tb.Handle(tele.OnEdited, b.editedRoute)
+	b.tb.Handle(tele.OnLocation, b.locationRoute)
+}
+
+// editedRoute takes every edited message: a group's to b.groupEdit (the
+// analysis workflow), a private live location's move to b.location (the
+// dispatch workflow); anything else is left alone.
+func (b *Bot) editedRoute(c tele.Context) error {
+	r := requestOf(c)
+	if r == nil || r.Message() == nil {
+		return nil
+	}
+	switch msg := r.Message(); {
+	case msg.Private() && msg.Location != nil && b.location != nil:
+		return b.location(r, true)
+	case !msg.Private() && b.groupEdit != nil:
+		return b.groupEdit(r)
+	}
+	return nil
+}
+
+// locationRoute takes a location sent in a private chat to b.location (the
+// dispatch workflow: a master on the way shares theirs with the customer).
+func (b *Bot) locationRoute(c tele.Context) error {
+	r := requestOf(c)
+	if r == nil || r.Message() == nil || !r.Message().Private() || b.location == nil {
+		return nil
+	}
+	return b.location(r, false)
 }
 
 // actionStartStep is a button under /start's greeting; its id is a first

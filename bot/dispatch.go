@@ -42,6 +42,7 @@ type Dispatch interface {
 	CustomerCancel(ctx context.Context, orderID, userID int64) (dispatch.Order, error)
 	StepWithETA(ctx context.Context, offerID, masterID int64, step dispatch.Step, eta time.Duration) (dispatch.Order, error)
 	Relay(ctx context.Context, senderID, chatID int64, replyTo, messageID int, text string) (dispatch.Order, bool, error)
+	ShareLocation(ctx context.Context, masterID int64, w dispatch.Where) (dispatch.Order, error)
 	Thread(ctx context.Context, id int64) (dispatch.Order, []dispatch.Relayed, error)
 	Rate(ctx context.Context, orderID int64, stars int, comment string) (dispatch.Rating, error)
 }

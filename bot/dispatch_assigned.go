@@ -248,6 +248,9 @@ func (rd *Renderer) renderAssigned(lang string, zone *time.Location, a dispatch.
 	lines = append(lines, "", cat.T(lang, next))
 	if o.CustomerID != 0 {
 		lines = append(lines, cat.T(lang, "assigned.relay_hint"))
+		if !o.EnRouteAt.IsZero() && o.ArrivedAt.IsZero() {
+			lines = append(lines, cat.T(lang, "assigned.where_hint"))
+		}
 	}
 	kb, err := assignedMarkup(cat, lang, a.Offer.ID, o)
 	if err != nil {

@@ -37,6 +37,7 @@ func (u *dispatchUI) registerCustomer() {
 	b := u.b
 	b.joinOrder = u.join
 	b.orderRelay = u.relay
+	b.location = u.shareLocation
 	b.Handle(Command{Name: "thread", Desc: "cmd.thread", Section: SectionAdminOrders, Role: RoleAdmin, Handle: u.thread})
 	b.HandleButton(actionCustomerCancel, u.customerAsk)
 	b.HandleButton(actionCustomerCancelYes, u.customerCancel)
@@ -253,9 +254,12 @@ func (d dispatchNotes) Customer(u dispatch.CustomerUpdate) []domain.Message {
 		"Order":  o.ID,
 		"Master": locales.HTML(clip(oneLine(u.MasterName), nameBudget)),
 	}
-	if u.Note == dispatch.CustomerPhoto {
+	switch {
+	case u.Note == dispatch.CustomerPhoto:
 		return []domain.Message{{ChatID: cu.UserID, Kind: domain.KindCustomer, Ref: o.ID,
 			Text: b.cat.T(lang, "customer.photo", data), Photo: u.Photo}}
+	case u.Note == dispatch.CustomerWhere && u.Where != nil:
+		return b.whereabouts(cu, o, *u.Where, data)
 	}
 	status := b.renderCustomerStatus(lang, zone, u)
 	var kb *tele.ReplyMarkup
@@ -306,7 +310,57 @@ func (d dispatchNotes) Customer(u dispatch.CustomerUpdate) []domain.Message {
 	case noteKey != "":
 		out = append(out, Messages(cu.UserID, domain.KindCustomer, o.ID, b.cat.T(lang, noteKey, data), nil)...)
 	}
+	if u.EndsWhereabouts() {
+		// The master's live location, if the customer was shown one,
+		// stops where it is. Behind the positions in their lane; with
+		// none ever delivered it is dropped without a call.
+		out = append(out, domain.Message{ChatID: cu.UserID, Kind: domain.KindCustomer, Ref: o.ID,
+			Key: whereKey(o.ID, cu.UserID), Edit: true, Lane: whereKey(o.ID, cu.UserID),
+			Location: &domain.Location{Stop: true}})
+	}
 	return out
+}
+
+// whereKey names the customer's live location of their master on the
+// way, and its lane.
+func whereKey(orderID, userID int64) string {
+	return MessageKey("customer_where", orderID) + ":" + strconv.FormatInt(userID, 10)
+}
+
+// whereEvery paces the live location's moves in the customer's chat: a
+// client shares a position every few seconds, and the customer needs no
+// more than one every few; the latest always goes.
+const whereEvery = 3 * time.Second
+
+// whereabouts is the master's location for the customer: a live location
+// moved in place (posted anew if it is gone: a share started again after
+// the master stopped one) or stopped, or a still point; a share's start is
+// told in words.
+func (rd *Renderer) whereabouts(cu dispatch.Customer, o dispatch.Order, w dispatch.Where, data locales.Data) []domain.Message {
+	loc := w.Location
+	origin := w.Origin(o.ID, cu.UserID)
+	// One lane, so the words come before the map; the words are not
+	// paced, so the map follows them at once.
+	key := whereKey(o.ID, cu.UserID)
+	var out []domain.Message
+	if w.Started {
+		text := "customer.where_still"
+		if loc.Live > 0 {
+			text = "customer.where_live"
+		}
+		out = append(out, domain.Message{ChatID: cu.UserID, Kind: domain.KindCustomer, Ref: o.ID,
+			Text: rd.cat.T(cu.Lang, text, data), Lane: key, Origin: origin + ":note"})
+	}
+	if loc.Live == 0 && !loc.Stop {
+		return append(out, domain.Message{ChatID: cu.UserID, Kind: domain.KindCustomer, Ref: o.ID,
+			Lane: key, Location: &loc, Origin: origin})
+	}
+	m := domain.Message{ChatID: cu.UserID, Kind: domain.KindCustomer, Ref: o.ID, Key: key, Edit: true,
+		Lane: key, Every: whereEvery, Location: &loc, Origin: origin}
+	if !loc.Stop {
+		m.IfGone = domain.IfGoneSend
+	}
+	return append(out, m)
 }
 
 // renderCustomerStatus is the customer's status message: the order, the

@@ -176,7 +176,7 @@ func (b *Bot) identify(next tele.HandlerFunc) tele.HandlerFunc {
 func (b *Bot) rateLimit(next tele.HandlerFunc) tele.HandlerFunc {
 	return func(c tele.Context) error {
 		s := c.Sender()
-		if s == nil || silent(c) || b.isAdmin(s.ID) {
+		if s == nil || silent(c) || b.isAdmin(s.ID) || liveMove(c.Update()) {
 			return next(c)
 		}
 		allowed, warn := b.limiter.allow(s.ID, b.sentAt(c.Update()))
@@ -196,6 +196,14 @@ func (b *Bot) rateLimit(next tele.HandlerFunc) tele.HandlerFunc {
 		}
 		return nil
 	}
+}
+
+// liveMove reports whether u is a live location's move: the client sends
+// one every few seconds on its own, not the user, so it counts toward no
+// limit (and its handler answers none).
+func liveMove(u tele.Update) bool {
+	m := u.EditedMessage
+	return m != nil && m.Location != nil && m.Private()
 }
 
 // sentAt is when the user acted, as far as Telegram tells: a message's date,

@@ -49,6 +49,11 @@ type Message struct {
 	// sendDocument, Text its caption; never an edit. The file's content is
 	// read at sending time, so it waits in no table.
 	Document string
+	// Location makes the message a point on the map (sendLocation), or a
+	// live one; an edit of a live location moves it
+	// (editMessageLiveLocation) or, with Stop, stops it
+	// (stopMessageLiveLocation). A location message has no Text.
+	Location *Location
 	// Ephemeral: the row keeps no text once it is delivered, dropped or
 	// failed (an incognito answer must not outlive its delivery).
 	Ephemeral bool
@@ -98,6 +103,28 @@ type Message struct {
 	// A held row heads its lane until then: it goes in a lane of its own.
 	Delay time.Duration
 }
+
+// Location is a point on the map a message shows (Message.Location).
+type Location struct {
+	Lat float64 `json:"lat"`
+	Lon float64 `json:"lon"`
+	// Accuracy is the radius of uncertainty in metres (0 to 1500; 0:
+	// unknown).
+	Accuracy float64 `json:"accuracy,omitempty"`
+	// Heading is the direction of travel in degrees (1 to 360; 0: none),
+	// for a live location.
+	Heading int `json:"heading,omitempty"`
+	// Live makes a send a live location for this long (60 s to a day, or
+	// LiveUntilStopped); 0: a still point. An edit that posts anew
+	// (IfGoneSend) posts it live for as long.
+	Live time.Duration `json:"live,omitempty"`
+	// Stop makes an edit stop the live location where it is.
+	Stop bool `json:"stop,omitempty"`
+}
+
+// LiveUntilStopped is the live period of a location shown until it is
+// stopped (the Bot API's 0x7FFFFFFF).
+const LiveUntilStopped = 0x7FFFFFFF * time.Second
 
 // Render is how a workflow hands the messages a state change causes to
 // that change, the one way in every workflow: the repository calls it

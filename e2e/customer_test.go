@@ -122,6 +122,9 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 	ann.Reply(question, "Yes, 10:30 works")
 	answer := env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "✉️ Ann, your master") })
 	require.Contains(t, answer.Text, "Yes, 10:30 works")
+	// A location before setting off reaches nobody, and Ann is told why.
+	early := ann.SendLocation(ann.ID(), 46.4825, 30.7233)
+	require.Contains(t, env.TG.WaitMessageAfter(t, ann.ID(), early.MessageID, nil).Text, "only while you are on the way")
 	// On my way, 30 minutes: Cora sees when; her Cancel is gone, and an
 	// old Cancel pressed now is refused.
 	assigned := waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return hasLabel(m, "🚗 30 min") })
@@ -145,11 +148,40 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 	require.Contains(t, env.TG.WaitCallbackAnswer(t, late.ID).Text, "master is already on the way")
 	require.Equal(t, "ASSIGNED", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
 
+	// Ann shares her live location on the way: Cora watches it move,
+	// until Ann arrives; a move after that reaches nobody.
 	assigned = waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return hasLabel(m, "📍 Arrived") && !hasLabel(m, "🚗 30 min") })
+	require.Contains(t, assigned.Text, "Share your live location in this chat")
+	share := ann.ShareLiveLocation(ann.ID(), 46.4825, 30.7233, time.Hour)
+	require.Equal(t, fmt.Sprintf("📍 Order #%d: the customer sees your live location until you press Arrived.", order),
+		env.TG.WaitMessageAfter(t, ann.ID(), share.MessageID, nil).Text)
+	env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool {
+		return m.Text == "📍 Ann shares where they are: the map below moves with them until they arrive."
+	})
+	var live tgfake.BotMessage
+	env.TG.WaitFor(t, 20*time.Second, func() bool {
+		locs := env.TG.Locations(cora.ID())
+		if len(locs) == 1 {
+			live = locs[0]
+		}
+		return len(locs) == 1 && live.Live == tgfake.LiveActive
+	})
+	require.Equal(t, 46.4825, live.Location.Latitude)
+	ann.MoveLiveLocation(share, 46.4840, 30.7301)
+	ann.MoveLiveLocation(share, 46.4852, 30.7322)
+	env.TG.WaitFor(t, 20*time.Second, func() bool {
+		locs := env.TG.Locations(cora.ID())
+		return len(locs) == 1 && locs[0].Location.Latitude == 46.4852 && locs[0].Location.Longitude == 30.7322
+	})
 	q, err = ann.PressButton(assigned, "📍 Arrived")
 	require.NoError(t, err)
 	env.TG.WaitCallbackAnswer(t, q.ID)
 	waitStatus(t, env, cora.ID(), order, "📍 Ann has arrived.")
+	env.TG.WaitFor(t, 20*time.Second, func() bool {
+		locs := env.TG.Locations(cora.ID())
+		return len(locs) == 1 && locs[0].Live == tgfake.LiveStopped
+	})
+	ann.MoveLiveLocation(share, 46.4860, 30.7330)
 
 	assigned = waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return !hasLabel(m, "📍 Arrived") })
 	q, err = ann.PressButton(assigned, "✅ Done")
@@ -193,6 +225,13 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 	ann.SendPhoto(ann.ID(), "new valve fitted")
 	photo := env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool { return m.Photo != nil })
 	require.Equal(t, fmt.Sprintf("📷 The finished work, order #%d", order), photo.Caption, "the master's own words stay the admins'")
+
+	// The move after Arrived went nowhere: Cora's map shows where Ann
+	// arrived, stopped.
+	locs := env.TG.Locations(cora.ID())
+	require.Len(t, locs, 1)
+	require.Equal(t, tgfake.LiveStopped, locs[0].Live)
+	require.Equal(t, 46.4852, locs[0].Location.Latitude)
 
 	// Neither learns who the other is on Telegram: first names only.
 	for _, text := range everyText(env, cora.ID()) {

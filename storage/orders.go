@@ -687,6 +687,19 @@ ON CONFLICT (source_chat, source_id) DO NOTHING`, o.ID, r.FromMaster, senderID, 
 	return o, nil
 }
 
+// OnTheWay is the order masterID is on the way to; see dispatch.Orders.
+// The row lock orders a position against Arrived: a position read before
+// the master arrived is written before the stop that Arrived writes.
+func (s *Orders) OnTheWay(ctx context.Context, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
+	return dispatchChange(ctx, s.db, "the way of master", masterID, func(tx pgx.Tx) (dispatch.Order, dispatch.Changed, error) {
+		o, err := scanOrder(tx.QueryRow(ctx, `
+SELECT `+orderColumns+` FROM orders
+WHERE master_id = $1 AND state = 'ASSIGNED' AND en_route_at IS NOT NULL AND arrived_at IS NULL AND customer_id IS NOT NULL
+ORDER BY en_route_at DESC, id DESC LIMIT 1 FOR UPDATE`, masterID))
+		return o, dispatch.Changed{Order: o}, err
+	}, func(context.Context) (dispatch.Order, error) { return dispatch.Order{}, nil }, tell)
+}
+
 // Thread is order id's relayed texts; see dispatch.Orders.
 func (s *Orders) Thread(ctx context.Context, id int64) ([]dispatch.Relayed, error) {
 	list, err := queryAll(ctx, s.pool, func(r pgx.CollectableRow) (dispatch.Relayed, error) {

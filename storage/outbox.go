@@ -39,6 +39,8 @@ type outboxBody struct {
 	Topic     string `json:"topic,omitempty"`
 	Thread    int    `json:"thread,omitempty"`
 	Rich      string `json:"rich,omitempty"`
+	// Location: see domain.Message.
+	Location *domain.Location `json:"location,omitempty"`
 }
 
 // keptBody is what a row's body keeps once it has ended: an ephemeral
@@ -210,11 +212,15 @@ func insertMessagesSQL(msgs []domain.Message) (string, []any, error) {
 		if m.Rich != "" && (m.Photo != "" || m.Document != "" || m.Merge || utf16Len(m.Text) > mergeLimit) {
 			return "", nil, fmt.Errorf("enqueue message %d: a rich message is one message of text", i)
 		}
+		if l := m.Location; l != nil && (m.Text != "" || m.Photo != "" || m.Document != "" || m.Rich != "" || m.Merge ||
+			l.Stop && (!m.Edit || m.IfGone == domain.IfGoneSend)) {
+			return "", nil, fmt.Errorf("enqueue message %d: a location is a message of its own, stopped only by an edit of one that is there", i)
+		}
 		if m.MarkupOnly {
 			return "", nil, fmt.Errorf("enqueue message %d: an edit of the buttons alone goes at once, never through the outbox", i)
 		}
 		b, err := json.Marshal(outboxBody{Text: m.Text, Buttons: m.Buttons, ReplyTo: m.ReplyTo, IfGone: m.IfGone, Photo: m.Photo,
-			Document: m.Document, Ephemeral: m.Ephemeral, OnlyFor: m.OnlyFor, Topic: m.Topic, Thread: m.Thread, Rich: m.Rich})
+			Document: m.Document, Ephemeral: m.Ephemeral, OnlyFor: m.OnlyFor, Topic: m.Topic, Thread: m.Thread, Rich: m.Rich, Location: m.Location})
 		if err != nil {
 			return "", nil, fmt.Errorf("enqueue message %d: %w", i, err)
 		}
@@ -321,6 +327,7 @@ func scanClaimed(rows pgx.Rows) (domain.Queued, time.Time, error) {
 	}
 	r.Text, r.Buttons, r.ReplyTo, r.IfGone, r.Photo = b.Text, b.Buttons, b.ReplyTo, b.IfGone, b.Photo
 	r.Document, r.Ephemeral, r.OnlyFor, r.Topic, r.Thread, r.Rich = b.Document, b.Ephemeral, b.OnlyFor, b.Topic, b.Thread, b.Rich
+	r.Location = b.Location
 	r.Target = int(target)
 	return r, until, nil
 }

@@ -303,6 +303,37 @@ func editParams(chatID int64, messageID int, b body) map[string]any {
 	return p
 }
 
+// locationParams are sendLocation's parameters (live for loc.Live), or
+// with messageID those of editMessageLiveLocation, which moves a live
+// location and keeps its period.
+func locationParams(chatID int64, messageID int, b body) map[string]any {
+	loc := b.Location
+	p := map[string]any{"chat_id": chatID, "latitude": loc.Lat, "longitude": loc.Lon}
+	if messageID != 0 {
+		p["message_id"] = messageID
+		if kb := markup(b.Buttons); kb != nil {
+			p["reply_markup"] = kb
+		}
+	} else {
+		p = placed(b, p)
+		if loc.Live > 0 {
+			p["live_period"] = int64(loc.Live / time.Second)
+		}
+	}
+	if loc.Accuracy > 0 {
+		p["horizontal_accuracy"] = min(loc.Accuracy, maxAccuracy)
+	}
+	// A heading is a live location's: on a still one the server refuses it.
+	if loc.Heading >= 1 && loc.Heading <= 360 && (messageID != 0 || loc.Live > 0) {
+		p["heading"] = loc.Heading
+	}
+	return p
+}
+
+// maxAccuracy is the largest horizontal_accuracy the Bot API takes, in
+// metres.
+const maxAccuracy = 1500
+
 // markupParams are editMessageReplyMarkup's parameters: the buttons alone,
 // the text left as it is; no buttons removes them.
 func markupParams(chatID int64, messageID int, b body) map[string]any {
@@ -356,6 +387,8 @@ type body struct {
 	// Rich is its rich form (domain.Message.Rich): sendRichMessage, or an
 	// edit's rich_message.
 	Rich string
+	// Location makes it a location (domain.Message.Location).
+	Location *domain.Location
 }
 
 // messageID reads message_id from a sendMessage result.

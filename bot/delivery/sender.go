@@ -203,6 +203,20 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 		}
 		return
 	}
+	if r.Edit && r.Target == 0 && r.IfGone != domain.IfGoneSend && !r.MarkupOnly {
+		// Its message was never delivered (dropped, failed, pruned): the
+		// edit is dropped without a call, or a chat's pace would be spent
+		// on nothing. A live location's stop is done: there is none to
+		// stop.
+		if stopsLive(r) {
+			s.delivered(ctx, r, 0, log)
+			return
+		}
+		if ok, _ := s.store.End(ctx, r.ID, r.Token, "dropped", "no message to edit"); ok {
+			s.m.dropped.WithLabelValues(r.Kind, "edit_gone").Inc()
+		}
+		return
+	}
 	wait, err := s.limiter.Take(ctx, r.ChatID, s.cfg.MaxWait)
 	if err != nil {
 		s.retry(ctx, r, time.Second, "limiter: "+err.Error(), "limiter")
@@ -230,6 +244,11 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 		r.Edit, r.Target = false, 0
 		msgID, err = s.call(dctx, r, doc)
 		class = Classify(err)
+	}
+	if class == EditGone && stopsLive(r) {
+		// "message can't be edited": the live location stopped already
+		// (its sharer's own stop relayed, or its period over), as asked.
+		class = OK
 	}
 	switch class {
 	case OK, NotModified:
@@ -267,6 +286,10 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 		log.Error("telegram refused a message: a bug", "err", err, "text", text)
 	}
 }
+
+// stopsLive reports whether r stops a live location, which is done when
+// there is no live location to stop.
+func stopsLive(r domain.Queued) bool { return r.Edit && r.Location != nil && r.Location.Stop }
 
 // document builds a document row's file through its kind's hook and
 // extends the row's claim to DocumentLease for the upload; false when the
@@ -361,7 +384,7 @@ func (s *Sender) flood(ctx context.Context, chatID int64, err error) time.Durati
 // message again without it, and it is believed for a while only when a
 // call without it went through.
 func (s *Sender) call(ctx context.Context, r domain.Queued, doc Document) (int, error) {
-	b := body{Text: r.Text, Buttons: r.Buttons, ReplyTo: r.ReplyTo, Photo: r.Photo, OnlyFor: r.OnlyFor, ForPress: r.ForPress, Rich: r.Rich}
+	b := body{Text: r.Text, Buttons: r.Buttons, ReplyTo: r.ReplyTo, Photo: r.Photo, OnlyFor: r.OnlyFor, ForPress: r.ForPress, Rich: r.Rich, Location: r.Location}
 	if r.Edit { // an edit names its message, wherever it is
 		return s.callParts(ctx, r, b, doc)
 	}
@@ -443,12 +466,27 @@ func (s *Sender) callBody(ctx context.Context, r domain.Queued, b body, doc Docu
 			// Its send was never delivered (dropped, failed) or is pruned.
 			return 0, &APIError{Code: 400, Status: 400, Description: "Bad Request: message to edit not found"}
 		}
+		switch {
+		case b.Location != nil && b.Location.Stop:
+			_, err := s.client.Call(ctx, "stopMessageLiveLocation", map[string]any{"chat_id": r.ChatID, "message_id": r.Target})
+			return 0, err
+		case b.Location != nil:
+			_, err := s.client.Call(ctx, "editMessageLiveLocation", locationParams(r.ChatID, r.Target, b))
+			return 0, err
+		}
 		if r.MarkupOnly {
 			_, err := s.client.Call(ctx, "editMessageReplyMarkup", markupParams(r.ChatID, r.Target, b))
 			return 0, err
 		}
 		_, err := s.client.Call(ctx, "editMessageText", editParams(r.ChatID, r.Target, b))
 		return 0, err
+	}
+	if b.Location != nil {
+		res, err := s.client.Call(ctx, "sendLocation", locationParams(r.ChatID, 0, b))
+		if err != nil {
+			return 0, err
+		}
+		return messageID(res), nil
 	}
 	if b.Rich != "" {
 		res, err := s.client.Call(ctx, "sendRichMessage", richParams(r.ChatID, b))

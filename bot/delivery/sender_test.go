@@ -412,3 +412,63 @@ func TestARefusedDeliveryMarkIsRetried(t *testing.T) {
 	require.True(t, st.refused.Load())
 	require.Equal(t, []string{"once"}, b.texts(1), "sent once")
 }
+
+// A live location through the outbox: sent live, moved in place (a newer
+// move written before an older went out replaces it), stopped; a stop of
+// one stopped already, or of one never sent, is done without a refusal
+// and the first without a call. A still point is sent as one. The outbox
+// refuses a location with text or a stop that is not an edit.
+func TestLiveLocationIsSentMovedAndStopped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(42, "Cora")
+	where := func(lat float64, edit bool, loc domain.Location) domain.Message {
+		loc.Lat, loc.Lon = lat, 30.72
+		m := domain.Message{ChatID: 42, Kind: domain.KindCustomer, Key: "w", Lane: "w", Edit: edit, Location: &loc}
+		if edit && !loc.Stop {
+			m.IfGone = domain.IfGoneSend
+		}
+		return m
+	}
+	live := domain.Location{Live: time.Hour, Heading: 90, Accuracy: 2000}
+	// The first position is an edit of nothing yet: posted anew, live.
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, where(46.48, true, live)))
+	b.run(t, delivery.NewMemoryLimiter(delivery.Limits{Global: 1000, Private: 1000, Group: 1000, GlobalBurst: 10, PrivateBurst: 10, GroupBurst: 10}), delivery.Config{})
+	locs := func() []tgfake.BotMessage { return b.srv.Locations(42) }
+	require.Eventually(t, func() bool { return len(locs()) == 1 }, 30*time.Second, 10*time.Millisecond)
+	got := locs()[0]
+	require.Equal(t, tgfake.LiveActive, got.Live)
+	require.Equal(t, 46.48, got.Location.Latitude)
+	require.Equal(t, 3600, got.Location.LivePeriod)
+	require.Equal(t, 90, got.Location.Heading)
+	require.Equal(t, 1500.0, got.Location.HorizontalAccuracy, "brought into the Bot API's range")
+
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, where(46.49, true, live), where(46.50, true, live)))
+	require.Eventually(t, func() bool { return locs()[0].Location.Latitude == 46.50 }, 30*time.Second, 10*time.Millisecond)
+	require.Len(t, locs(), 1, "moved in place")
+	require.Len(t, locs()[0].Edits, 1, "the newer move replaced the older one")
+
+	stop := domain.Location{Stop: true}
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, where(0, true, stop)))
+	require.Eventually(t, func() bool { return locs()[0].Live == tgfake.LiveStopped }, 30*time.Second, 10*time.Millisecond)
+	require.Equal(t, 46.50, locs()[0].Location.Latitude, "stopped where it was")
+	calls := len(b.srv.CallsTo("stopMessageLiveLocation"))
+	never := where(0, true, stop)
+	never.Key, never.Lane = "never", "never"
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, where(0, true, stop), never,
+		domain.Message{ChatID: 42, Kind: domain.KindCustomer, Location: &domain.Location{Lat: -33.86, Lon: 151.21}}))
+	require.Eventually(t, func() bool { return len(locs()) == 2 }, 30*time.Second, 10*time.Millisecond)
+	require.Equal(t, tgfake.LiveNone, locs()[1].Live, "a still point")
+	require.Eventually(t, func() bool {
+		var open int
+		require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT count(*) FROM outbox WHERE state <> 'sent'
+AND last_error IS DISTINCT FROM 'superseded by a newer edit'`).Scan(&open))
+		return open == 0
+	}, 30*time.Second, 10*time.Millisecond, "the stops of nothing live are done, not dropped")
+	require.Len(t, b.srv.CallsTo("stopMessageLiveLocation"), calls+1, "the stop of a message never sent made no call")
+
+	require.Error(t, b.store.Outbox().Enqueue(b.ctx, domain.Message{ChatID: 42, Kind: domain.KindCustomer, Text: "x", Location: &live}))
+	require.Error(t, b.store.Outbox().Enqueue(b.ctx, domain.Message{ChatID: 42, Kind: domain.KindCustomer, Location: &stop}))
+	require.Error(t, b.store.Outbox().Enqueue(b.ctx, domain.Message{ChatID: 42, Kind: domain.KindCustomer, Key: "w", Edit: true,
+		IfGone: domain.IfGoneSend, Location: &stop}))
+}

@@ -46,6 +46,7 @@ const (
 	CustomerRated     CustomerNote = "rated"     // their rating is recorded
 	CustomerPhoto     CustomerNote = "photo"     // the master's photo of the finished work
 	CustomerLate      CustomerNote = "late"      // the visit window ended before the master arrived
+	CustomerWhere     CustomerNote = "where"     // the master's location on the way (CustomerUpdate.Where)
 )
 
 // CustomerUpdate is one change as the customer reads it.
@@ -59,6 +60,8 @@ type CustomerUpdate struct {
 	Rating int
 	// Photo is the Telegram file id of the work's photo (CustomerPhoto).
 	Photo string
+	// Where is the master's location (CustomerWhere).
+	Where *Where
 }
 
 // ETAs a master may give with On my way.

@@ -227,3 +227,65 @@ func TestRelayBetweenTheCustomerAndTheMaster(t *testing.T) {
 	require.False(t, thread[0].FromMaster)
 	require.True(t, thread[1].FromMaster)
 }
+
+// The master's whereabouts reach the customer only between On my way and
+// Arrived, of the order the master is on the way to; Arrived ends them.
+func TestTheMastersLocationOnTheWay(t *testing.T) {
+	t.Parallel()
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Hour})
+	w.masters(t, s, "Moscow Arbat plumbing", 10)
+	_, err := w.store.Users().Upsert(w.ctx, domain.User{ID: 500, FirstName: "Cora"})
+	require.NoError(t, err)
+	o := w.create(t, s, "Moscow Arbat plumbing 900 Tap")
+	_, err = s.JoinOrder(w.ctx, 500, w.order(t, o.ID).CustomerToken)
+	require.NoError(t, err)
+	f := w.tg.sentOffers()[0]
+	_, _, err = s.Accept(w.ctx, f.ID, f.MasterID)
+	require.NoError(t, err)
+	at := dispatch.Where{Location: domain.Location{Lat: 55.75, Lon: 37.61, Live: time.Hour}, Share: 7, Started: true}
+
+	_, err = s.ShareLocation(w.ctx, f.MasterID, at)
+	require.ErrorIs(t, err, dispatch.ErrNotOnTheWay, "not on the way yet")
+	_, err = s.ShareLocation(w.ctx, 11, at)
+	require.ErrorIs(t, err, dispatch.ErrNotOnTheWay, "another master's location goes to nobody")
+
+	_, err = s.StepWithETA(w.ctx, f.ID, f.MasterID, dispatch.StepEnRoute, 15*time.Minute)
+	require.NoError(t, err)
+	got, err := s.ShareLocation(w.ctx, f.MasterID, at)
+	require.NoError(t, err)
+	require.Equal(t, o.ID, got.ID)
+	moved := at
+	moved.Location.Lat, moved.Edit, moved.Started = 55.76, 1700000000, false
+	_, err = s.ShareLocation(w.ctx, f.MasterID, moved)
+	require.NoError(t, err)
+
+	_, err = s.Step(w.ctx, f.ID, f.MasterID, dispatch.StepArrived)
+	require.NoError(t, err)
+	moved.Location.Lat, moved.Edit = 55.77, 1700000005
+	_, err = s.ShareLocation(w.ctx, f.MasterID, moved)
+	require.ErrorIs(t, err, dispatch.ErrNotOnTheWay, "nothing after Arrived")
+
+	var wheres []dispatch.Where
+	var arrived bool
+	for _, u := range w.tg.customerNotes() {
+		switch u.Note {
+		case dispatch.CustomerWhere:
+			require.False(t, arrived, "no position after Arrived")
+			require.Equal(t, int64(500), u.Customer.UserID)
+			require.Equal(t, "M10", u.MasterName, "the master's first name only")
+			wheres = append(wheres, *u.Where)
+		case dispatch.CustomerArrived:
+			arrived = true
+			require.True(t, u.EndsWhereabouts())
+		}
+	}
+	require.True(t, arrived)
+	require.Equal(t, []float64{55.75, 55.76}, []float64{wheres[0].Location.Lat, wheres[1].Location.Lat})
+	require.True(t, wheres[0].Started)
+	onTheWay := dispatch.Order{EnRouteAt: time.Now()}
+	require.False(t, dispatch.CustomerUpdate{Note: dispatch.CustomerEnRoute, Order: onTheWay}.EndsWhereabouts())
+	require.True(t, dispatch.CustomerUpdate{Note: dispatch.CustomerCancelled, Order: onTheWay}.EndsWhereabouts())
+	arrivedThere := dispatch.Order{EnRouteAt: time.Now(), ArrivedAt: time.Now()}
+	require.False(t, dispatch.CustomerUpdate{Note: dispatch.CustomerDone, Order: arrivedThere}.EndsWhereabouts(),
+		"Arrived stopped it already")
+}

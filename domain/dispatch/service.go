@@ -319,6 +319,11 @@ type Orders interface {
 	// the reader, read in the same transaction) — once per src: again, it
 	// writes nothing. The order as it is.
 	Relay(ctx context.Context, r Relayed, senderID int64, src domain.MessageRef, render func(c Changed, from, to Customer) []domain.Message) (Order, error)
+	// OnTheWay is the order masterID is on the way to (ASSIGNED to them,
+	// en route, not arrived, with a customer; the one they set off to
+	// last), locked, its change told by tell; ok false (nothing told) if
+	// there is none.
+	OnTheWay(ctx context.Context, masterID int64, tell domain.Render[Changed]) (Order, bool, error)
 	// Thread is order id's relayed texts, oldest first.
 	Thread(ctx context.Context, id int64) ([]Relayed, error)
 

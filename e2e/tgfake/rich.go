@@ -229,6 +229,14 @@ func (m Message) Shown() string {
 	switch {
 	case m.RichMessage != nil:
 		return m.RichMessage.PlainText()
+	case m.Location != nil:
+		// The map, as a transcript can show it: where, and whether it
+		// moves (a stopped or ended live location shows no period).
+		l := m.Location
+		if l.LivePeriod == 0 {
+			return fmt.Sprintf("[map: %g, %g]", l.Latitude, l.Longitude)
+		}
+		return fmt.Sprintf("[live map: %g, %g]", l.Latitude, l.Longitude)
 	case m.Text == "":
 		return m.Caption
 	}
