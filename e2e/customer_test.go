@@ -356,3 +356,121 @@ func startDispatch(t *testing.T) (*e2e.Env, *pgxpool.Pool, *tgfake.Person) {
 	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminChat), "OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h"})
 	return env, db(t, env), env.TG.User(e2e.AdminID, "Boss", "en")
 }
+
+// The customer's whole way in Russian and in Ukrainian, each with a master
+// of their language: the link opened, one status message edited at each
+// step in the customer's words and the city's clock, the master's live
+// location on a map until Arrived, the photo after Done, the rating.
+func TestDispatchCustomerReadsInTheirLanguage(t *testing.T) {
+	t.Parallel()
+	type words struct {
+		lang, master, registered, head                           string
+		searching, assigned, enRoute, where, arrived, rated       string
+		accept, in15, arrivedButton, done, doneYes, photo, shared string
+	}
+	for _, w := range []words{{
+		lang: "ru", master: "Ольга", registered: "мастер", head: "📋 Заказ #%d",
+		searching: "🔎 Ищем для вас мастера.", assigned: "👷 Ваш мастер: Ольга.",
+		enRoute: "🚗 Ольга уже в пути, будет около ", where: "📍 Ольга делится своим местоположением",
+		arrived: "📍 Ольга на месте.", rated: "✅ Работа выполнена. Ваша оценка: ★★★★★ — спасибо!",
+		accept: "✅ Принять", in15: "🚗 15 мин", arrivedButton: "📍 На месте", done: "✅ Готово", doneYes: "✅ Да, выполнено",
+		photo: "📷 Готовая работа, заказ #%d", shared: "клиент видит вашу геопозицию",
+	}, {
+		lang: "uk", master: "Оксана", registered: "майстер", head: "📋 Замовлення #%d",
+		searching: "🔎 Шукаємо для вас майстра.", assigned: "👷 Ваш майстер: Оксана.",
+		enRoute: "🚗 Оксана уже в дорозі, буде близько ", where: "📍 Оксана ділиться своїм місцезнаходженням",
+		arrived: "📍 Оксана на місці.", rated: "✅ Роботу виконано. Ваша оцінка: ★★★★★ — дякуємо!",
+		accept: "✅ Прийняти", in15: "🚗 15 хв", arrivedButton: "📍 На місці", done: "✅ Готово", doneYes: "✅ Так, виконано",
+		photo: "📷 Готова робота, замовлення #%d", shared: "клієнт бачить вашу геопозицію",
+	}} {
+		t.Run(w.lang, func(t *testing.T) {
+			t.Parallel()
+			env, pool, boss := startDispatch(t)
+			master := env.TG.User(781, w.master, w.lang)
+			customer := env.TG.User(782, "Лука", w.lang)
+			require.Contains(t, ask(t, env, master, master.ID(), "/master Odesa Center plumbing").Text, w.registered)
+			confirm := ask(t, env, boss, boss.ID(), "/order "+orderWithCustomer("Odesa Center", 1500))
+			order := int64(scalar[int](t, pool, `SELECT max(id) FROM orders`))
+			head := fmt.Sprintf(w.head, order)
+			// The one status message, as it reads once it says want.
+			status := func(want string) tgfake.BotMessage {
+				t.Helper()
+				var got tgfake.BotMessage
+				env.TG.WaitFor(t, 20*time.Second, func() bool {
+					n := 0
+					for _, m := range env.TG.Messages(customer.ID()) {
+						if strings.HasPrefix(m.Text, head) {
+							got, n = m, n+1
+						}
+					}
+					require.LessOrEqual(t, n, 1, "one status message, edited")
+					return n == 1 && strings.Contains(got.Text, want)
+				})
+				return got
+			}
+
+			customer.SendText(customer.ID(), "/start "+orderLinkOf(t, confirm.Text))
+			require.Contains(t, status(w.searching).Text, "2099, 09:00–11:00")
+			offer := env.TG.WaitMessage(t, master.ID(), func(m tgfake.BotMessage) bool { return hasLabel(m, w.accept) })
+			q, err := master.PressButton(offer, w.accept)
+			require.NoError(t, err)
+			env.TG.WaitCallbackAnswer(t, q.ID)
+			status(w.assigned)
+
+			assigned := waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return hasLabel(m, w.in15) })
+			q, err = master.PressButton(assigned, w.in15)
+			require.NoError(t, err)
+			env.TG.WaitCallbackAnswer(t, q.ID)
+			eta := scalar[time.Time](t, pool, `SELECT eta_at FROM orders WHERE id = $1`, order)
+			kyiv, err := time.LoadLocation("Europe/Kyiv")
+			require.NoError(t, err)
+			require.Contains(t, status(w.enRoute).Text, w.enRoute+eta.In(kyiv).Format("15:04")+".", "the city's clock")
+
+			share := master.ShareLiveLocation(master.ID(), 46.4825, 30.7233, 15*time.Minute)
+			require.Contains(t, env.TG.WaitMessageAfter(t, master.ID(), share.MessageID, nil).Text, w.shared)
+			env.TG.WaitMessage(t, customer.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, w.where) })
+			master.MoveLiveLocation(share, 46.4790, 30.7390)
+			env.TG.WaitFor(t, 20*time.Second, func() bool {
+				locs := env.TG.Locations(customer.ID())
+				return len(locs) == 1 && locs[0].Live == tgfake.LiveActive && locs[0].Location.Longitude == 30.7390
+			})
+
+			assigned = waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return hasLabel(m, w.arrivedButton) && !hasLabel(m, w.in15) })
+			q, err = master.PressButton(assigned, w.arrivedButton)
+			require.NoError(t, err)
+			env.TG.WaitCallbackAnswer(t, q.ID)
+			status(w.arrived)
+			env.TG.WaitFor(t, 20*time.Second, func() bool {
+				locs := env.TG.Locations(customer.ID())
+				return len(locs) == 1 && locs[0].Live == tgfake.LiveStopped
+			})
+
+			assigned = waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return !hasLabel(m, w.arrivedButton) })
+			q, err = master.PressButton(assigned, w.done)
+			require.NoError(t, err)
+			env.TG.WaitCallbackAnswer(t, q.ID)
+			assigned = waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return hasLabel(m, w.doneYes) })
+			q, err = master.PressButton(assigned, w.doneYes)
+			require.NoError(t, err)
+			env.TG.WaitCallbackAnswer(t, q.ID)
+			master.SendPhoto(master.ID(), "готово")
+			photo := env.TG.WaitMessage(t, customer.ID(), func(m tgfake.BotMessage) bool { return m.Photo != nil })
+			require.Equal(t, fmt.Sprintf(w.photo, order), photo.Caption)
+			rate := env.TG.WaitMessage(t, customer.ID(), func(m tgfake.BotMessage) bool { return hasLabel(m, "5 ★") })
+			q, err = customer.PressButton(rate, "5 ★")
+			require.NoError(t, err)
+			env.TG.WaitCallbackAnswer(t, q.ID)
+			status(w.rated)
+			require.Equal(t, 5, scalar[int](t, pool, `SELECT stars FROM order_ratings WHERE order_id = $1`, order))
+			for _, text := range everyText(env, customer.ID()) {
+				require.NotContains(t, text, strconv.FormatInt(master.ID(), 10), "the master's id")
+				// The admin's words (city, district, skill) are theirs; the
+				// rest is the customer's language.
+				ours := strings.NewReplacer("Odesa", "", "Center", "", "plumbing", "", "[live map:", "", "[map:", "").Replace(text)
+				require.NotRegexp(t, `[A-Za-z]{4,}`, ours, "a word not in the customer's language: %q", text)
+			}
+			settled(t, pool)
+			logTranscript(t, env, map[string]int64{"customer": customer.ID(), "master": master.ID()})
+		})
+	}
+}
