@@ -364,7 +364,7 @@ func startDispatch(t *testing.T) (*e2e.Env, *pgxpool.Pool, *tgfake.Person) {
 func TestDispatchCustomerReadsInTheirLanguage(t *testing.T) {
 	t.Parallel()
 	type words struct {
-		lang, master, registered, head                           string
+		lang, master, registered, head                            string
 		searching, assigned, enRoute, where, arrived, rated       string
 		accept, in15, arrivedButton, done, doneYes, photo, shared string
 	}
