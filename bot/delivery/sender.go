@@ -191,30 +191,7 @@ func (s *Sender) Run(ctx context.Context) {
 // be out, and recording that keeps it from being sent twice.
 func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 	log := s.log.With("row", r.ID, "chat", r.ChatID, "kind", r.Kind)
-	if r.Unreachable {
-		s.drop(ctx, r, "recipient unreachable")
-		return
-	}
-	if r.Superseded {
-		if ok, err := s.store.End(ctx, r.ID, r.Token, "dropped", "superseded by a newer edit"); err != nil {
-			log.Error("drop superseded edit", "err", err)
-		} else if ok {
-			s.m.dropped.WithLabelValues(r.Kind, "superseded").Inc()
-		}
-		return
-	}
-	if r.Edit && r.Target == 0 && r.IfGone != domain.IfGoneSend && !r.MarkupOnly {
-		// Its message was never delivered (dropped, failed, pruned): the
-		// edit is dropped without a call, or a chat's pace would be spent
-		// on nothing. A live location's stop is done: there is none to
-		// stop.
-		if stopsLive(r) {
-			s.delivered(ctx, r, 0, log)
-			return
-		}
-		if ok, _ := s.store.End(ctx, r.ID, r.Token, "dropped", "no message to edit"); ok {
-			s.m.dropped.WithLabelValues(r.Kind, "edit_gone").Inc()
-		}
+	if s.settledAsIs(ctx, r, log) {
 		return
 	}
 	wait, err := s.limiter.Take(ctx, r.ChatID, s.cfg.MaxWait)
@@ -285,6 +262,33 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 		}
 		log.Error("telegram refused a message: a bug", "err", err, "text", text)
 	}
+}
+
+// settledAsIs settles a row that needs no call: one for a chat gone
+// unreachable, an edit a newer edit superseded, an edit of a message never
+// delivered. It is done without taking the chat's pace.
+func (s *Sender) settledAsIs(ctx context.Context, r domain.Queued, log *slog.Logger) bool {
+	switch {
+	case r.Unreachable:
+		s.drop(ctx, r, "recipient unreachable")
+	case r.Superseded:
+		if ok, err := s.store.End(ctx, r.ID, r.Token, "dropped", "superseded by a newer edit"); err != nil {
+			log.Error("drop superseded edit", "err", err)
+		} else if ok {
+			s.m.dropped.WithLabelValues(r.Kind, "superseded").Inc()
+		}
+	case r.Edit && r.Target == 0 && r.IfGone != domain.IfGoneSend && !r.MarkupOnly:
+		// Its message was never delivered (dropped, failed, pruned). A
+		// live location's stop is done: there is none to stop.
+		if stopsLive(r) {
+			s.delivered(ctx, r, 0, log)
+		} else if ok, _ := s.store.End(ctx, r.ID, r.Token, "dropped", "no message to edit"); ok {
+			s.m.dropped.WithLabelValues(r.Kind, "edit_gone").Inc()
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // stopsLive reports whether r stops a live location, which is done when
