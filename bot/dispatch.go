@@ -41,7 +41,7 @@ type Dispatch interface {
 	CustomerOrder(ctx context.Context, orderID, userID int64) (dispatch.Order, error)
 	CustomerCancel(ctx context.Context, orderID, userID int64) (dispatch.Order, error)
 	StepWithETA(ctx context.Context, offerID, masterID int64, step dispatch.Step, eta time.Duration) (dispatch.Order, error)
-	Relay(ctx context.Context, senderID, chatID int64, replyTo, messageID int, text string) (dispatch.Order, bool, error)
+	Relay(ctx context.Context, senderID, chatID int64, replyTo, messageID int, text string) (dispatch.Order, dispatch.RelayOutcome, error)
 	ShareLocation(ctx context.Context, masterID int64, w dispatch.Where) (dispatch.Order, error)
 	Thread(ctx context.Context, id int64) (dispatch.Order, []dispatch.Relayed, error)
 	Rate(ctx context.Context, orderID int64, stars int, comment string) (dispatch.Rating, error)
@@ -60,9 +60,10 @@ var (
 	actionOfferView    = NewAction("ov", 1)
 )
 
-// Budgets, in UTF-16 units of escaped HTML, for what admins and masters
-// wrote. With the fixed texts an offer stays one message (its buttons are
-// edited in place), and /orders lists MaxListedOrders orders in one.
+// Budgets, in UTF-16 units of escaped HTML, for what admins, masters and
+// customers wrote. With the fixed texts an offer stays one message (its
+// buttons are edited in place), and /orders lists MaxListedOrders orders
+// in one.
 const (
 	placeBudget     = 200
 	skillBudget     = 100
@@ -81,6 +82,13 @@ const (
 	listPlaceBudget = 40
 	listSkillBudget = 30
 	listNameBudget  = 40
+	// A customer's comment on their rating: one line of /orders and of the
+	// live log; in their done note, room for all MaxRatingComment
+	// characters unless escaping swells them, with the note well within a
+	// message.
+	listCommentBudget = 80
+	logCommentBudget  = 300
+	noteCommentBudget = 3000
 )
 
 type dispatchUI struct {
@@ -424,6 +432,9 @@ func (b *Bot) orderEntry(lang string, l dispatch.OrderLine, opening func(city st
 	}
 	if l.Rating != nil {
 		entry += "\n" + cat.T(lang, "orders.rating", locales.Data{"Stars": stars(l.Rating.Stars)})
+		if l.Rating.Comment != "" {
+			entry += "\n" + cat.T(lang, "orders.comment", locales.Data{"Comment": locales.HTML(clip(oneLine(l.Rating.Comment), listCommentBudget))})
+		}
 	}
 	if link := b.orderLink(o); link != "" && o.State != dispatch.Done {
 		key := "orders.link"
@@ -922,6 +933,7 @@ var eventKeys = map[dispatch.EventKind]string{
 	dispatch.EventCustomerCancel:   "dispatch.event.customer_cancelled",
 	dispatch.EventMasterLate:       "dispatch.event.master_late",
 	dispatch.EventOrderRated:       "dispatch.event.order_rated",
+	dispatch.EventRatingCommented:  "dispatch.event.rating_commented",
 }
 
 // renderEvent is one line of the live log.
@@ -939,17 +951,20 @@ func (rd *Renderer) renderEvent(lang string, e dispatch.Event) string {
 		key = "dispatch.event.commission_paid_unblocked"
 	}
 	var rated string
+	var comment locales.HTML
 	if e.Rating != nil {
 		rated = stars(e.Rating.Stars)
+		comment = locales.HTML(clip(oneLine(e.Rating.Comment), logCommentBudget))
 	}
 	return rd.cat.T(lang, key, locales.Data{
-		"Stars":  rated,
-		"Kind":   string(e.Kind),
-		"Order":  e.OrderID,
-		"Offer":  e.OfferID,
-		"Master": locales.HTML(masterRef(e.Master, e.MasterID, nameBudget)),
-		"Round":  e.Round,
-		"Amount": rd.money(lang, e.Amount),
+		"Stars":   rated,
+		"Comment": comment,
+		"Kind":    string(e.Kind),
+		"Order":   e.OrderID,
+		"Offer":   e.OfferID,
+		"Master":  locales.HTML(masterRef(e.Master, e.MasterID, nameBudget)),
+		"Round":   e.Round,
+		"Amount":  rd.money(lang, e.Amount),
 	})
 }
 

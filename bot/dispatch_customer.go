@@ -260,6 +260,10 @@ func (d dispatchNotes) Customer(u dispatch.CustomerUpdate) []domain.Message {
 			Text: b.cat.T(lang, "customer.photo", data), Photo: u.Photo}}
 	case u.Note == dispatch.CustomerWhere && u.Where != nil:
 		return b.whereabouts(cu, o, *u.Where, data)
+	case u.Note == dispatch.CustomerCommented:
+		// The status says nothing of the comment: only the done note
+		// changes.
+		return []domain.Message{b.ratedNote(lang, u, data)}
 	}
 	status := b.renderCustomerStatus(lang, zone, u)
 	var kb *tele.ReplyMarkup
@@ -304,9 +308,7 @@ func (d dispatchNotes) Customer(u dispatch.CustomerUpdate) []domain.Message {
 		out = append(out, Keyed(cu.UserID, domain.KindCustomer, o.ID, rateKey(o.ID, cu.UserID),
 			b.cat.T(lang, "customer.note_done", data)+"\n"+b.cat.T(lang, "customer.rate_ask"), kb))
 	case u.Note == dispatch.CustomerRated:
-		data["Stars"] = stars(u.Rating)
-		out = append(out, EditOf(cu.UserID, domain.KindCustomer, o.ID, rateKey(o.ID, cu.UserID),
-			b.cat.T(lang, "customer.note_done", data)+"\n"+b.cat.T(lang, "customer.rated", data), nil, domain.IfGoneDrop))
+		out = append(out, b.ratedNote(lang, u, data))
 	case noteKey != "":
 		out = append(out, Messages(cu.UserID, domain.KindCustomer, o.ID, b.cat.T(lang, noteKey, data), nil)...)
 	}
@@ -361,6 +363,19 @@ func (rd *Renderer) whereabouts(cu dispatch.Customer, o dispatch.Order, w dispat
 		m.IfGone = domain.IfGoneSend
 	}
 	return append(out, m)
+}
+
+// ratedNote is the edit of the done note once its stars are given: the
+// rating, and the comment, or the invitation to reply with one.
+func (rd *Renderer) ratedNote(lang string, u dispatch.CustomerUpdate, data locales.Data) domain.Message {
+	data["Stars"] = stars(u.Rating)
+	text := rd.cat.T(lang, "customer.note_done", data) + "\n" + rd.cat.T(lang, "customer.rated", data) + "\n"
+	if u.Comment == "" {
+		text += rd.cat.T(lang, "customer.comment_ask")
+	} else {
+		text += rd.cat.T(lang, "customer.commented", locales.Data{"Comment": locales.HTML(clip(u.Comment, noteCommentBudget))})
+	}
+	return EditOf(u.Customer.UserID, domain.KindCustomer, u.Order.ID, rateKey(u.Order.ID, u.Customer.UserID), text, nil, domain.IfGoneDrop)
 }
 
 // renderCustomerStatus is the customer's status message: the order, the
@@ -425,16 +440,18 @@ func etaClock(t time.Time, zone *time.Location) locales.HTML {
 }
 
 // relay is a private text that replies to one of the bot's messages about
-// an order: passed to the other side (customer ↔ assigned master). Not
+// an order: passed to the other side (customer ↔ assigned master), or,
+// once the order is done, the customer's comment on their rating. Not
 // handled when the reply is to nothing about an order.
 func (u *dispatchUI) relay(r *Request) (bool, error) {
 	msg := r.Message()
 	if msg.ReplyTo == nil || msg.ReplyTo.Sender == nil || !msg.ReplyTo.Sender.IsBot {
 		return false, nil
 	}
-	_, ok, err := u.d.Relay(r.Ctx, r.User.ID, msg.Chat.ID, msg.ReplyTo.ID, msg.ID, msg.Text)
+	_, outcome, err := u.d.Relay(r.Ctx, r.User.ID, msg.Chat.ID, msg.ReplyTo.ID, msg.ID, msg.Text)
+	var ie *domain.InputError
 	switch {
-	case !ok:
+	case outcome == dispatch.RelayIgnored:
 		return false, err
 	case errors.Is(err, dispatch.ErrNotCustomer):
 		return true, r.Reply(r.T("relay.not_yours"), nil)
@@ -442,8 +459,16 @@ func (u *dispatchUI) relay(r *Request) (bool, error) {
 		return true, r.Reply(r.T("relay.closed"), nil)
 	case errors.Is(err, dispatch.ErrRelayTooLong):
 		return true, r.Reply(r.T("relay.too_long", locales.Data{"Max": dispatch.MaxRelay}), nil)
+	case errors.Is(err, dispatch.ErrNotRated):
+		return true, r.Reply(r.T("customer.comment_unrated"), nil)
+	case errors.Is(err, dispatch.ErrCommented):
+		return true, r.Reply(r.T("customer.comment_already"), nil)
+	case errors.As(err, &ie):
+		return true, r.Reply(r.InputText(ie, ""), nil)
 	case err != nil:
 		return true, err
+	case outcome == dispatch.RelayCommented:
+		return true, r.Reply(r.T("customer.comment_saved"), nil)
 	}
 	return true, r.Reply(r.T("relay.sent"), nil)
 }

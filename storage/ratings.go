@@ -13,7 +13,8 @@ import (
 )
 
 // Customers' ratings of finished orders (order_ratings, migration 00047):
-// Orders.Rate records one, Orders.Ratings reads them for /orders, and a
+// Orders.Rate records one, Orders.Comment gives it the customer's comment
+// after the stars, Orders.Ratings reads them for /orders, and a
 // master's record (their ratings over the last dispatch.RatingWindow)
 // ranks them among a distribution step's candidates (pick, in offers.go)
 // and shows in /masters (Masters.Roster).
@@ -103,8 +104,34 @@ RETURNING `+ratingColumns, orderID, stars, comment))
 	}, func(ctx context.Context) (dispatch.Rating, error) { return s.ratingAsIs(ctx, orderID) }, tell)
 }
 
-// ratingAsIs is what a refused Rate returns: the order's rating, zero if
-// it has none, or domain.ErrNotFound if there is no such order.
+// Comment gives the rating of order orderID the comment, if customerID is
+// the order's customer and the rating has none yet; see dispatch.Orders.
+// The order's row is read FOR SHARE first: /forget and a reissued link
+// unlink the customer with an UPDATE of that row, which waits for this
+// transaction and finds the comment it wrote (storage/forget.go clears it
+// in the same statement), or goes first and leaves this one no customer
+// to write for. The comment is one conditional UPDATE: the same reply
+// handled twice, on one replica or two, takes turns on the rating's row,
+// and the second finds a comment there and writes nothing.
+func (s *Orders) Comment(ctx context.Context, orderID, customerID int64, comment string, tell domain.Render[dispatch.Changed]) (dispatch.Rating, bool, error) {
+	return dispatchChange(ctx, s.db, "comment the rating of order", orderID, func(tx pgx.Tx) (dispatch.Rating, dispatch.Changed, error) {
+		o, err := scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders
+WHERE id = $1 AND customer_id = $2 AND state IN ('DONE', 'CLOSED')
+FOR SHARE`, orderID, customerID))
+		if err != nil {
+			return dispatch.Rating{}, dispatch.Changed{}, err
+		}
+		r, err := scanRating(tx.QueryRow(ctx, `
+UPDATE order_ratings SET comment = $2
+WHERE order_id = $1 AND comment IS NULL
+RETURNING `+ratingColumns, orderID, comment))
+		return r, dispatch.Changed{Order: o, Rating: &r}, err
+	}, func(ctx context.Context) (dispatch.Rating, error) { return s.ratingAsIs(ctx, orderID) }, tell)
+}
+
+// ratingAsIs is what a refused Rate or Comment returns: the order's
+// rating, zero if it has none, or domain.ErrNotFound if there is no such
+// order.
 func (s *Orders) ratingAsIs(ctx context.Context, orderID int64) (dispatch.Rating, error) {
 	r, err := scanRating(s.pool.QueryRow(ctx, `SELECT `+ratingColumns+` FROM order_ratings WHERE order_id = $1`, orderID))
 	if !errors.Is(err, pgx.ErrNoRows) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"switchboard/domain"
@@ -44,6 +45,7 @@ const (
 	CustomerReturned  CustomerNote = "returned"  // the master gave it back: another is sought
 	CustomerRevoked   CustomerNote = "revoked"   // the admins reissued the link: no longer theirs
 	CustomerRated     CustomerNote = "rated"     // their rating is recorded
+	CustomerCommented CustomerNote = "commented" // their rating's comment is recorded
 	CustomerPhoto     CustomerNote = "photo"     // the master's photo of the finished work
 	CustomerLate      CustomerNote = "late"      // the visit window ended before the master arrived
 	CustomerWhere     CustomerNote = "where"     // the master's location on the way (CustomerUpdate.Where)
@@ -56,8 +58,10 @@ type CustomerUpdate struct {
 	// MasterName is the assigned master's first name ("" while none).
 	MasterName string
 	Note       CustomerNote
-	// Rating is the order's rating, once given (0: none).
-	Rating int
+	// Rating is the order's rating, once given (0: none), and Comment its
+	// comment ("": none).
+	Rating  int
+	Comment string
 	// Photo is the Telegram file id of the work's photo (CustomerPhoto).
 	Photo string
 	// Where is the master's location (CustomerWhere).
@@ -185,7 +189,7 @@ func (st *story) customer(c Changed, note CustomerNote) {
 		u.MasterName = m.Name
 	}
 	if c.Rating != nil {
-		u.Rating = c.Rating.Stars
+		u.Rating, u.Comment = c.Rating.Stars, c.Rating.Comment
 	}
 	st.msgs = append(st.msgs, st.s.deps.Notifier.Customer(u)...)
 }
@@ -242,38 +246,62 @@ var (
 	ErrRelayTooLong = errors.New("the text is too long to relay")
 )
 
+// RelayOutcome is what Relay made of a reply to the bot's message.
+type RelayOutcome int
+
+// Relay's outcomes.
+const (
+	// RelayIgnored: the reply is to nothing about an order; the text is
+	// someone else's business.
+	RelayIgnored RelayOutcome = iota
+	// RelayPassed: the text goes to the order's other side (or was
+	// refused, with Relay's error).
+	RelayPassed
+	// RelayCommented: the order is finished, and the customer's text is
+	// their rating's comment (or was refused, with Relay's error).
+	RelayCommented
+)
+
 // Relay passes a text from an order's customer to its assigned master,
 // or back, when the sender replied to one of the bot's messages about the
 // order (chatID, replyTo): the other side sees the sender's first name
-// only. ok false: the reply is to nothing about an order (the text is
-// someone else's business). ErrNotCustomer for a sender who is neither
-// side; ErrRelayClosed after Done, a cancel or a give-back;
-// ErrRelayTooLong. The sender's message (chatID, messageID) is relayed
-// once, however often its update runs.
-func (s *Service) Relay(ctx context.Context, senderID, chatID int64, replyTo, messageID int, text string) (Order, bool, error) {
+// only. Once the order is done (DONE or CLOSED), the customer's reply is
+// the comment on their rating instead (see comment). ErrNotCustomer for a
+// sender who is neither side; ErrRelayClosed after Done (for the master),
+// a cancel or a give-back; ErrRelayTooLong. The sender's message (chatID,
+// messageID) is relayed once, however often its update runs.
+func (s *Service) Relay(ctx context.Context, senderID, chatID int64, replyTo, messageID int, text string) (Order, RelayOutcome, error) {
 	orderID, ok, err := s.deps.Orders.RelayTarget(ctx, chatID, int64(replyTo))
 	if err != nil || !ok {
-		return Order{}, false, err
+		return Order{}, RelayIgnored, err
 	}
 	o, err := s.deps.Orders.Get(ctx, orderID)
 	if err != nil {
-		return Order{}, true, err
+		return Order{}, RelayPassed, err
 	}
 	fromMaster := o.MasterID != 0 && senderID == o.MasterID
 	if !fromMaster && (o.CustomerID == 0 || senderID != o.CustomerID) {
-		return o, true, fmt.Errorf("order %d: %w", o.ID, ErrNotCustomer)
+		return o, RelayPassed, fmt.Errorf("order %d: %w", o.ID, ErrNotCustomer)
+	}
+	if !fromMaster && (o.State == Done || o.State == Closed) {
+		if strings.TrimSpace(text) == "" {
+			// Telegram sends no blank text; were one to come, it is no
+			// comment.
+			return o, RelayIgnored, nil
+		}
+		return o, RelayCommented, s.comment(ctx, o, senderID, text)
 	}
 	if o.State != Assigned || o.CustomerID == 0 {
-		return o, true, ErrRelayClosed
+		return o, RelayPassed, ErrRelayClosed
 	}
 	if len([]rune(text)) > MaxRelay {
-		return o, true, ErrRelayTooLong
+		return o, RelayPassed, ErrRelayTooLong
 	}
 	r := Relayed{OrderID: o.ID, FromMaster: fromMaster, Text: text}
 	o, err = s.deps.Orders.Relay(ctx, r, senderID, domain.MessageRef{Chat: chatID, ID: messageID}, func(c Changed, from, to Customer) []domain.Message {
 		return s.deps.Notifier.Relay(RelayNote{Order: c.Order, ToMaster: !fromMaster, To: to.UserID, Lang: to.Lang, From: from.FirstName, Text: text})
 	})
-	return o, true, err
+	return o, RelayPassed, err
 }
 
 // Thread is what the customer and the master of order id sent each other,

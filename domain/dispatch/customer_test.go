@@ -176,7 +176,8 @@ func TestTheCustomersLink(t *testing.T) {
 // Texts between the customer and the assigned master: a reply to a
 // message of the bot's about the order goes to the other side, with the
 // sender's first name only, once however often its update runs; nobody
-// else's goes; after Done nothing is relayed. The admins read the thread.
+// else's goes; after Done nothing is relayed (the customer's reply is a
+// comment on the rating: ratings_test.go). The admins read the thread.
 func TestRelayBetweenTheCustomerAndTheMaster(t *testing.T) {
 	t.Parallel()
 	w, s := setup(t, dispatch.Config{OfferSLA: time.Hour, CommissionRate: 10})
@@ -196,13 +197,13 @@ func TestRelayBetweenTheCustomerAndTheMaster(t *testing.T) {
 	w.exec(t, `INSERT INTO order_messages (chat_id, message_id, order_id) VALUES (500, 70, $1)`, o.ID)
 	w.exec(t, `UPDATE offers SET chat_id = 10, message_id = 80 WHERE id = $1`, f.ID)
 
-	_, ok, err := s.Relay(w.ctx, 500, 500, 69, 100, "hello?")
+	_, outcome, err := s.Relay(w.ctx, 500, 500, 69, 100, "hello?")
 	require.NoError(t, err)
-	require.False(t, ok, "a reply to nothing about an order is not ours")
+	require.Equal(t, dispatch.RelayIgnored, outcome, "a reply to nothing about an order is not ours")
 	for range 2 { // the update run twice
-		_, ok, err = s.Relay(w.ctx, 500, 500, 70, 101, "Is 10:30 fine?")
+		_, outcome, err = s.Relay(w.ctx, 500, 500, 70, 101, "Is 10:30 fine?")
 		require.NoError(t, err)
-		require.True(t, ok)
+		require.Equal(t, dispatch.RelayPassed, outcome)
 	}
 	_, _, err = s.Relay(w.ctx, 10, 10, 80, 5, "Yes, see you")
 	require.NoError(t, err)
@@ -219,8 +220,12 @@ func TestRelayBetweenTheCustomerAndTheMaster(t *testing.T) {
 
 	_, err = s.Finish(w.ctx, f.ID, f.MasterID)
 	require.NoError(t, err)
-	_, _, err = s.Relay(w.ctx, 500, 500, 70, 104, "thanks!")
+	_, _, err = s.Relay(w.ctx, 10, 10, 80, 6, "thanks!")
 	require.ErrorIs(t, err, dispatch.ErrRelayClosed, "nothing after Done")
+	_, outcome, err = s.Relay(w.ctx, 500, 500, 70, 104, "thanks!")
+	require.ErrorIs(t, err, dispatch.ErrNotRated, "the customer's reply is a comment now, which needs the stars first")
+	require.Equal(t, dispatch.RelayCommented, outcome)
+	require.Len(t, w.tg.relayed(), 2, "and is not relayed")
 	_, thread, err := s.Thread(w.ctx, o.ID)
 	require.NoError(t, err)
 	require.Len(t, thread, 2)

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -51,9 +52,17 @@ type RosterLine struct {
 // edit in place.
 const RosterPageSize = 10
 
-// ErrRated: the order was rated already; a rating is given once and never
-// changed.
-var ErrRated = errors.New("order rated already")
+// Errors of a rating and its comment.
+var (
+	// ErrRated: the order was rated already; a rating is given once and
+	// never changed.
+	ErrRated = errors.New("order rated already")
+	// ErrNotRated: a comment came before the stars it would go with.
+	ErrNotRated = errors.New("order not rated yet")
+	// ErrCommented: the rating has its comment already; like the stars, it
+	// is given once.
+	ErrCommented = errors.New("rating has a comment already")
+)
 
 // CheckRating refuses stars outside MinStars..MaxStars and a comment over
 // MaxRatingComment characters (as PostgreSQL counts them, by code point).
@@ -61,6 +70,11 @@ func CheckRating(stars int, comment string) error {
 	if stars < MinStars || stars > MaxStars {
 		return inputError("rating.error_stars", "")
 	}
+	return checkComment(comment)
+}
+
+// checkComment is CheckRating's check of the comment.
+func checkComment(comment string) error {
 	if utf8.RuneCountInString(comment) > MaxRatingComment {
 		return inputError("rating.error_comment_long", "")
 	}
@@ -96,6 +110,44 @@ func (s *Service) Rate(ctx context.Context, orderID int64, stars int, comment st
 	st.logged()
 	s.m.ratings.WithLabelValues(strconv.Itoa(stars)).Inc()
 	return r, nil
+}
+
+// comment makes text (spaces around it dropped) the comment of the
+// rating of o, a finished order, by its customer: the customer's reply
+// to one of the bot's messages about it (Relay), which the done note asks
+// for once the stars are given. It writes its line of the live log and
+// the edit of the customer's done note with it. ErrNotRated before the
+// stars, ErrCommented once a comment is there, the rating's InputError
+// when the text is too long. The same reply handled again (its update run
+// twice) finds its own words there and is answered as the first time,
+// with nothing written.
+func (s *Service) comment(ctx context.Context, o Order, customerID int64, text string) error {
+	comment := strings.TrimSpace(text)
+	if err := checkComment(comment); err != nil {
+		return err
+	}
+	st := s.newStory()
+	r, ok, err := s.deps.Orders.Comment(ctx, o.ID, customerID, comment, st.tell(func(c Changed) {
+		m, _ := masterOf(c, c.Order.MasterID)
+		st.event(Event{Kind: EventRatingCommented, OrderID: c.Order.ID, MasterID: c.Order.MasterID, Master: known(m), Rating: c.Rating})
+		st.customer(c, CustomerCommented)
+	}))
+	switch {
+	case err != nil:
+		return err
+	case ok:
+		st.logged()
+		return nil
+	case r.OrderID == 0:
+		return ErrNotRated
+	case r.Comment == comment:
+		return nil // written already, by this reply's first run
+	case r.Comment == "":
+		// Rated, no comment, and still refused: the order is no longer
+		// theirs (a reissued link, their /forget) since Relay read it.
+		return fmt.Errorf("order %d: %w", o.ID, ErrNotCustomer)
+	}
+	return ErrCommented
 }
 
 // Roster is one page (from 0) of /masters: the masters with their records,

@@ -1,6 +1,7 @@
 package dispatch_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +107,86 @@ func TestRateFinishedOrderOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, total)
 	require.Equal(t, dispatch.Record{Average: 4, Count: 1}, roster[0].Record)
+}
+
+// commentNotes are the customer's done-note edits that show a comment.
+func (r *recorder) commentNotes() []dispatch.CustomerUpdate {
+	var out []dispatch.CustomerUpdate
+	for _, u := range r.customerNotes() {
+		if u.Note == dispatch.CustomerCommented {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// After Done the customer's reply to the bot's message about the order is
+// the comment on their rating: refused before the stars, then saved once
+// (the same reply handled twice writes it once and is answered alike), a
+// second one refused, one too long refused; the master's reply after Done
+// is still refused as a relay. The admins see it in the live log and
+// /orders, the customer in the done note.
+func TestCustomerCommentsOnTheRatingOnce(t *testing.T) {
+	t.Parallel()
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Hour, CommissionRate: 10})
+	w.master(t, s, 10, "Odesa Port electrician")
+	for id, name := range map[int64]string{500: "Cora", 501: "Eve"} {
+		_, err := w.store.Users().Upsert(w.ctx, domain.User{ID: id, FirstName: name})
+		require.NoError(t, err)
+	}
+	o := w.create(t, s, "Odesa Port electrician 2000 No light in the hall")
+	_, err := s.JoinOrder(w.ctx, 500, w.order(t, o.ID).CustomerToken)
+	require.NoError(t, err)
+	f := w.tg.sentOffers()[0]
+	_, _, err = s.Accept(w.ctx, f.ID, 10)
+	require.NoError(t, err)
+	// Cora's done note (chat 500, message 70) and Ann's order message.
+	w.exec(t, `INSERT INTO order_messages (chat_id, message_id, order_id) VALUES (500, 70, $1)`, o.ID)
+	w.exec(t, `UPDATE offers SET chat_id = 10, message_id = 80 WHERE id = $1`, f.ID)
+	_, err = s.Finish(w.ctx, f.ID, 10)
+	require.NoError(t, err)
+	comment := func() *string {
+		var c *string
+		require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT comment FROM order_ratings WHERE order_id = $1`, o.ID).Scan(&c))
+		return c
+	}
+
+	_, outcome, err := s.Relay(w.ctx, 500, 500, 70, 100, "Great work")
+	require.ErrorIs(t, err, dispatch.ErrNotRated, "the stars first")
+	require.Equal(t, dispatch.RelayCommented, outcome)
+	_, err = s.Rate(w.ctx, o.ID, 4, "")
+	require.NoError(t, err)
+	require.Nil(t, comment())
+
+	_, _, err = s.Relay(w.ctx, 10, 10, 80, 5, "Bye")
+	require.ErrorIs(t, err, dispatch.ErrRelayClosed, "the master's reply after Done is no comment")
+	_, _, err = s.Relay(w.ctx, 501, 500, 70, 101, "Eve's opinion")
+	require.ErrorIs(t, err, dispatch.ErrNotCustomer)
+	var ie *domain.InputError
+	_, _, err = s.Relay(w.ctx, 500, 500, 70, 102, strings.Repeat("ж", dispatch.MaxRatingComment+1))
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, "rating.error_comment_long", ie.Key)
+	require.Nil(t, comment())
+
+	for range 2 { // the update run twice
+		_, outcome, err = s.Relay(w.ctx, 500, 500, 70, 103, "  <b>Quick</b> & clean  ")
+		require.NoError(t, err)
+		require.Equal(t, dispatch.RelayCommented, outcome)
+	}
+	require.Equal(t, "<b>Quick</b> & clean", *comment(), "spaces around it dropped, the text as written")
+	_, _, err = s.Relay(w.ctx, 500, 500, 70, 104, "Actually, five stars")
+	require.ErrorIs(t, err, dispatch.ErrCommented)
+	require.Equal(t, "<b>Quick</b> & clean", *comment())
+	require.Empty(t, w.tg.relayed(), "nothing went to the master")
+
+	require.Equal(t, 1, count(w.tg.log(o.ID), "rating_commented:10"), "one line in the live log")
+	notes := w.tg.commentNotes()
+	require.Len(t, notes, 1, "the done note edited once")
+	require.Equal(t, "<b>Quick</b> & clean", notes[0].Comment)
+	require.Equal(t, 4, notes[0].Rating)
+	require.Equal(t, "M10", notes[0].MasterName)
+	lines, err := s.Orders(w.ctx)
+	require.NoError(t, err)
+	require.Len(t, lines, 1)
+	require.Equal(t, "<b>Quick</b> & clean", lines[0].Rating.Comment, "/orders shows it")
 }

@@ -203,7 +203,8 @@ type Changed struct {
 	Closed   []int64 // orders autoclose closed
 	// WasBlocked: SettleCommission lifted a block.
 	WasBlocked bool
-	// Rating is the rating Rate recorded (Order is the order rated).
+	// Rating is the rating Rate recorded, or Comment commented (Order is
+	// the order rated).
 	Rating *Rating
 	// Masters are the masters of Order, Offers, Assigned and Debts, read
 	// in the same transaction (a master missing here was not found).
@@ -358,6 +359,13 @@ type Orders interface {
 	// nothing; domain.ErrNotFound if there is no such order. tell renders
 	// Changed{Order, Rating} in its transaction.
 	Rate(ctx context.Context, orderID int64, stars int, comment string, tell domain.Render[Changed]) (Rating, bool, error)
+	// Comment gives the rating of the order the comment, if the order is
+	// customerID's and its rating has none yet: one conditional statement,
+	// so the same reply handled twice writes it once. ok false, with the
+	// order's rating as it stands (zero: none), when it wrote nothing;
+	// domain.ErrNotFound if there is no such order. tell renders
+	// Changed{Order, Rating} in its transaction.
+	Comment(ctx context.Context, orderID, customerID int64, comment string, tell domain.Render[Changed]) (Rating, bool, error)
 	// Ratings returns the ratings of those of the orders that have one.
 	Ratings(ctx context.Context, orderIDs []int64) (map[int64]Rating, error)
 
@@ -450,6 +458,7 @@ const (
 	EventMasterArrived    EventKind = "master_arrived"
 	EventOrderReturned    EventKind = "order_returned"
 	EventOrderRated       EventKind = "order_rated"
+	EventRatingCommented  EventKind = "rating_commented"
 	EventCustomerJoined   EventKind = "customer_joined"
 	EventLinkReissued     EventKind = "link_reissued"
 	EventCustomerCancel   EventKind = "customer_cancelled"
@@ -470,7 +479,8 @@ type Event struct {
 	// Unblocked: the payment (commission_paid) lifted the master's block.
 	Unblocked bool
 	At        time.Time
-	// Rating is order_rated's rating.
+	// Rating is order_rated's rating, and rating_commented's with its
+	// comment.
 	Rating *Rating
 }
 
