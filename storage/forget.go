@@ -54,8 +54,9 @@ import (
 //     messages when it goes, and a cited message erased above is no longer
 //     one of them: no quote, author or link (erasedMessage).
 //   - orders.customer_id: an order they opened the link of stays, without
-//     them (customer_id NULL); order_messages of their chat and the texts
-//     they sent through the bot (order_relays): deleted.
+//     them (customer_id NULL); its rating keeps the stars and loses the
+//     comment (order_ratings.comment NULL); order_messages of their chat
+//     and the texts they sent through the bot (order_relays): deleted.
 //   - orders.created_by, analysis_runs.created_by, analysis_proposals.decided_by:
 //     an admin's id on the work they did for others; kept.
 //   - vacancies, group_chats, system_prompts, job_runs, replicas,
@@ -130,9 +131,20 @@ WHERE m.author_id = $1 AND EXISTS (SELECT 1 FROM analysis_proposal_sources s
                                    WHERE s.chat_id = m.chat_id AND s.message_id = m.message_id)`, &f.GroupMessages},
 		{"group messages", `DELETE FROM group_messages WHERE author_id = $1`, &f.GroupMessages},
 		{"runs", `DELETE FROM pipeline_runs WHERE user_id = $1`, &f.Runs},
-		// An order they were the customer of stays the admins', without them.
-		{"orders' customer", `UPDATE orders SET customer_id = NULL, customer_joined_at = NULL, updated_at = now()
-WHERE customer_id = $1`, nil},
+		// An order they were the customer of stays the admins', without
+		// them; its rating keeps its stars, the master's record, and loses
+		// the comment, their words. One statement, the orders first: a
+		// comment being written (Orders.Comment, holding the order's row
+		// FOR SHARE) commits before the orders' update goes on, and the
+		// ratings' update, finding that row changed since its snapshot,
+		// reads it again and clears the comment too; a "comment IS NOT
+		// NULL" here would pass over it, as the snapshot shows none.
+		{"orders' customer", `WITH unlinked AS (
+    UPDATE orders SET customer_id = NULL, customer_joined_at = NULL, updated_at = now()
+    WHERE customer_id = $1
+    RETURNING id
+)
+UPDATE order_ratings SET comment = NULL WHERE order_id IN (SELECT id FROM unlinked)`, nil},
 		{"order messages", `DELETE FROM order_messages WHERE chat_id = $1`, nil},
 		{"relayed texts", `DELETE FROM order_relays WHERE sender_id = $1`, nil},
 		{"raw logs", `DELETE FROM raw_logs WHERE user_id = $1`, &f.Logs},

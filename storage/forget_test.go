@@ -286,3 +286,45 @@ func TestForgetDetachesAMasterOrdersName(t *testing.T) {
 	_, err = f.st.Users().Forget(f.ctx, 7_100_404, created)
 	require.ErrorIs(t, err, memory.ErrAlreadyForgotten)
 }
+
+// A customer's /forget takes the comments of their ratings, their words,
+// and keeps the stars, the master's record; another customer's comment
+// stays. The comment is written once, by the order's customer only.
+func TestForgetClearsTheCustomersComments(t *testing.T) {
+	t.Parallel()
+	f := setupForget(t)
+	orders := f.st.Orders()
+	// Bob is the customer of a second order of Max's.
+	f.exec(`INSERT INTO orders (id, created_by, city, district, skill, price, description, state, master_id, assigned_at, done_at, customer_id)
+VALUES (2, $1, 'Kyiv', 'Center', 'plumbing', 500, 'fix the sink', 'DONE', $2, now(), now(), $3)`, forgetAdmin, forgetMax, forgetBob)
+	for id, stars := range map[int64]int{1: 5, 2: 3} {
+		_, ok, err := orders.Rate(f.ctx, id, stars, "", nil)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	_, ok, err := orders.Comment(f.ctx, 1, forgetBob, "not my order", nil)
+	require.NoError(t, err)
+	require.False(t, ok, "only the order's customer comments")
+	annWords := "came on time, " + annMarker
+	r, ok, err := orders.Comment(f.ctx, 1, forgetAnn, annWords, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, annWords, r.Comment)
+	r, ok, err = orders.Comment(f.ctx, 1, forgetAnn, "and again", nil)
+	require.NoError(t, err)
+	require.False(t, ok, "once")
+	require.Equal(t, annWords, r.Comment, "the comment as it stands")
+	_, ok, err = orders.Comment(f.ctx, 2, forgetBob, "slow but fine", nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	_, err = f.st.Users().Forget(f.ctx, forgetAnn, f.created(forgetAnn))
+	require.NoError(t, err)
+	ratings, err := orders.Ratings(f.ctx, []int64{1, 2})
+	require.NoError(t, err)
+	require.Equal(t, 5, ratings[1].Stars, "the stars stay the master's record")
+	require.Empty(t, ratings[1].Comment, "Ann's words go")
+	require.Equal(t, 1, f.count(`SELECT count(*) FROM order_ratings WHERE order_id = 1 AND comment IS NULL`))
+	require.Equal(t, "slow but fine", ratings[2].Comment, "Bob's stay")
+	require.Empty(t, tablesHolding(t, f.ctx, f.st.Pool(), annMarker), "no table holds Ann's text")
+}
