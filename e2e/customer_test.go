@@ -55,7 +55,8 @@ func waitStatus(t *testing.T, env *e2e.Env, chatID, order int64, want string) tg
 // edited at every step, a note where a step needs her — while Eve, opening
 // it second, is refused. Ann accepts, sets off saying 30 minutes (Cora
 // sees when), arrives, finishes and sends the work's photo, which Cora
-// gets too. Cora could cancel until Ann set off, not after. Neither ever
+// gets too; Cora rates the work and replies to the done note with a
+// comment. Cora could cancel until Ann set off, not after. Neither ever
 // sees the other's Telegram identity. The admin reissues the link: Cora's
 // chat says it no longer follows the order, the old link opens nothing,
 // the new one opens for Dan.
@@ -198,6 +199,11 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 	require.Contains(t, doneNote.Text, "How did it go? Rate the work:")
 	require.Equal(t, []string{"1 ★", "2 ★", "3 ★", "4 ★", "5 ★"}, doneNote.ReplyMarkup.Labels())
 	fourStars := doneNote.ReplyMarkup.Buttons()[3].CallbackData
+	// Nothing is relayed after Done: Cora's reply is a comment on her
+	// rating now, which waits for the stars.
+	thanks := cora.Reply(answer, "thanks!")
+	require.Equal(t, "Rate the work with the stars first, then reply with a comment.",
+		env.TG.WaitMessageAfter(t, cora.ID(), thanks.MessageID, nil).Text)
 	// Eve cannot rate Cora's order; Cora rates it four stars, once.
 	eveAgain, _ := env.TG.LastMessage(eve.ID())
 	require.Equal(t, "This button is not for you.", env.TG.WaitCallbackAnswer(t, eve.PressRaw(eveAgain, fourStars).ID).Text)
@@ -205,18 +211,40 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "Thank you for the rating!", env.TG.WaitCallbackAnswer(t, q.ID).Text)
 	waitStatus(t, env, cora.ID(), order, "Your rating: ★★★★☆")
-	waitEdited(t, env, doneNote, func(m tgfake.BotMessage) bool {
+	rated := waitEdited(t, env, doneNote, func(m tgfake.BotMessage) bool {
 		return strings.Contains(m.Text, "Your rating: ★★★★☆.") && len(m.ReplyMarkup.Labels()) == 0
 	})
+	require.True(t, strings.HasSuffix(rated.Text, "\nReply to this message to add a comment (optional)."), rated.Text)
 	again := cora.PressRaw(doneNote, doneNote.ReplyMarkup.Buttons()[4].CallbackData)
 	require.Contains(t, env.TG.WaitCallbackAnswer(t, again.ID).Text, "rated this order already")
 	require.Equal(t, 4, scalar[int](t, pool, `SELECT stars FROM order_ratings WHERE order_id = $1`, order))
 	env.TG.WaitFor(t, 20*time.Second, func() bool { return logHas(env, "the customer rated Ann") })
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/orders").Text, "the customer's rating: ★★★★☆")
 
-	// Nothing is relayed after Done; the admins read the thread.
-	thanks := cora.Reply(answer, "thanks!")
-	require.Contains(t, env.TG.WaitMessageAfter(t, cora.ID(), thanks.MessageID, nil).Text, "no longer passes messages on")
+	// Her reply to the done note is the rating's comment, once: shown to
+	// her in the note and to the admins, as she wrote it (escaped).
+	const words = "<b>great</b> & fast"
+	said := cora.Reply(doneNote, words)
+	require.Equal(t, "Thank you, your comment is saved.", env.TG.WaitMessageAfter(t, cora.ID(), said.MessageID, nil).Text)
+	commented := waitEdited(t, env, doneNote, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "💬 Your comment: ") })
+	require.Equal(t, fmt.Sprintf("✅ Order #%d is done. Thank you!\nYour rating: ★★★★☆.\n💬 Your comment: «%s»", order, words), commented.Text)
+	for _, e := range commented.Entities {
+		require.NotEqual(t, "bold", e.Type, "her words are text, not markup")
+	}
+	require.Equal(t, words, scalar[string](t, pool, `SELECT comment FROM order_ratings WHERE order_id = $1`, order))
+	env.TG.WaitFor(t, 20*time.Second, func() bool {
+		return logHas(env, fmt.Sprintf("💬 Order #%d: the customer's comment on Ann", order)) && logHas(env, "'s work: «"+words+"»")
+	})
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/orders").Text, "↳ 💬 «"+words+"»")
+	more := cora.Reply(answer, "one more thing")
+	require.Equal(t, "You have already left a comment.", env.TG.WaitMessageAfter(t, cora.ID(), more.MessageID, nil).Text)
+	require.Equal(t, words, scalar[string](t, pool, `SELECT comment FROM order_ratings WHERE order_id = $1`, order))
+	// Ann's reply after Done goes nowhere either; the admins read the
+	// thread.
+	afterDone := ann.Reply(question, "see you next time")
+	require.Contains(t, env.TG.WaitMessageAfter(t, ann.ID(), afterDone.MessageID, func(m tgfake.BotMessage) bool {
+		return strings.Contains(m.Text, "no longer passes messages on")
+	}).Text, "no longer passes messages on")
 	thread := ask(t, env, boss, boss.ID(), fmt.Sprintf("/thread %d", order)).Text
 	require.Contains(t, thread, "2 messages between the customer and the master")
 	require.Contains(t, thread, "👤 customer: Can you come at 10:30? The <gate> code is 12#")
