@@ -32,8 +32,9 @@
 // (JoinOrder; ReissueLink revokes it): each change of the order tells them
 // through the story that tells the masters and the admins, in the change's
 // transaction; a reply to the bot's message about the order is relayed to
-// its other side until Done (Relay); Late tells of a master not arrived by
-// the end of the visit window (late.go). Neither side learns the other's
+// its other side until Done (Relay), and after it the customer's reply is
+// the comment on their rating; Late tells of a master not arrived by the
+// end of the visit window (late.go). Neither side learns the other's
 // Telegram identity. Ratings (ratings.go) rank the candidates.
 //
 // The expired-offers watchdog is the seed's one statement; it runs on every
