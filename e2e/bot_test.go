@@ -21,16 +21,17 @@ import (
 
 func TestMain(m *testing.M) {
 	// An e2e test spends its time waiting on the binary it drives (timers,
-	// Telegram's pacing in the fake), not on this process's CPU, so more of
-	// them run at once than GOMAXPROCS, the default, unless -parallel says.
-	// Three: with up to three replicas of six connections each, four at
-	// once beside another package's tests came within a few connections
-	// of PostgreSQL's default limit of 100, and past it.
+	// Telegram's pacing in the fake), not on this process's CPU. Two at
+	// once, unless -parallel says: the README's command runs this package
+	// beside two others (-p 3), and a test's replicas hold up to ten
+	// connections each (a pool of six, listeners, the leases) — three
+	// tests at once beside two packages' tests went past PostgreSQL's
+	// default limit of 100.
 	flag.Parse()
 	explicit := false
 	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
 	if !explicit {
-		if err := flag.Set("test.parallel", "3"); err != nil {
+		if err := flag.Set("test.parallel", "2"); err != nil {
 			panic(err)
 		}
 	}
