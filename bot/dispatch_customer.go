@@ -334,35 +334,30 @@ func whereKey(orderID, userID int64) string {
 // more than one every few; the latest always goes.
 const whereEvery = 3 * time.Second
 
-// whereabouts is the master's location for the customer: a live location
-// moved in place (posted anew if it is gone: a share started again after
-// the master stopped one) or stopped, or a still point; a share's start is
-// told in words.
+// whereabouts is the master's location for the customer. A share starts
+// with words and the map, in the chat's main lane so that they follow the
+// notes before them (On my way); its moves edit that map in a lane of
+// their own, paced, each waiting while the map's send is pending (posted
+// anew if the map is gone), and a stop stops it there.
 func (rd *Renderer) whereabouts(cu dispatch.Customer, o dispatch.Order, w dispatch.Where, data locales.Data) []domain.Message {
 	loc := w.Location
 	origin := w.Origin(o.ID, cu.UserID)
-	// One lane, so the words come before the map; the words are not
-	// paced, so the map follows them at once.
 	key := whereKey(o.ID, cu.UserID)
-	var out []domain.Message
 	if w.Started {
-		text := "customer.where_still"
+		text, m := "customer.where_still", domain.Message{ChatID: cu.UserID, Kind: domain.KindCustomer, Ref: o.ID,
+			Location: &loc, Origin: origin}
 		if loc.Live > 0 {
-			text = "customer.where_live"
+			text, m.Key = "customer.where_live", key
 		}
-		out = append(out, domain.Message{ChatID: cu.UserID, Kind: domain.KindCustomer, Ref: o.ID,
-			Text: rd.cat.T(cu.Lang, text, data), Lane: key, Origin: origin + ":note"})
-	}
-	if loc.Live == 0 && !loc.Stop {
-		return append(out, domain.Message{ChatID: cu.UserID, Kind: domain.KindCustomer, Ref: o.ID,
-			Lane: key, Location: &loc, Origin: origin})
+		return []domain.Message{{ChatID: cu.UserID, Kind: domain.KindCustomer, Ref: o.ID,
+			Text: rd.cat.T(cu.Lang, text, data), Origin: origin + ":note"}, m}
 	}
 	m := domain.Message{ChatID: cu.UserID, Kind: domain.KindCustomer, Ref: o.ID, Key: key, Edit: true,
 		Lane: key, Every: whereEvery, Location: &loc, Origin: origin}
 	if !loc.Stop {
 		m.IfGone = domain.IfGoneSend
 	}
-	return append(out, m)
+	return []domain.Message{m}
 }
 
 // ratedNote is the edit of the done note once its stars are given: the

@@ -202,7 +202,15 @@ func crewsWeek(t *testing.T, mode tourMode) {
 	// Ann works order #1 through: on her way, there, Done (with a Back in
 	// between), a photo of the work; her card; then a pause.
 	crewAdvance(t, env, ann, annOffer, "aet")
+	// On her way she shares her live location: Мария watches the map move
+	// until Ann arrives, and it stops there.
+	share := ann.ShareLiveLocation(ann.ID(), 55.7558, 37.6173, time.Hour)
+	env.TG.WaitMessageAfter(t, ann.ID(), share.MessageID, nil)
+	crewMap(t, env, maria.ID(), tgfake.LiveActive, 55.7558)
+	ann.MoveLiveLocation(share, 55.757, 37.619)
+	crewMap(t, env, maria.ID(), tgfake.LiveActive, 55.757)
 	crewAdvance(t, env, ann, annOffer, "aa")
+	crewMap(t, env, maria.ID(), tgfake.LiveStopped, 55.757)
 	crewConfirmAfterBack(t, env, ann, annOffer, "ad", "adc", "🏁")
 	photo := ann.SendPhoto(ann.ID(), "Tap replaced, no more leaks")
 	env.TG.WaitMessageAfter(t, ann.ID(), photo.MessageID, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "📷") })
@@ -214,8 +222,10 @@ func crewsWeek(t *testing.T, mode tourMode) {
 		}
 		return false
 	})
-	// Мария got the photo too, and rates the work.
-	crewRate(t, env, maria, first, "5 ★")
+	// Мария got the photo too, rates the work and adds a word.
+	rated := crewRate(t, env, maria, first, "5 ★")
+	thanks := maria.Reply(rated, "Спасибо, всё сухо!")
+	env.TG.WaitMessageAfter(t, maria.ID(), thanks.MessageID, nil)
 	sayWant(ann, ann.ID(), "/master", crewProfile)
 	say(ann, ann.ID(), "/pause")
 	say(ann, ann.ID(), "/pause")
@@ -231,8 +241,13 @@ func crewsWeek(t *testing.T, mode tourMode) {
 	olenaThird := crewOffer(t, env, olena.ID(), third, 30*time.Second)
 	crewPress(t, env, olena, olenaThird, "oa")
 	crewAdvance(t, env, olena, olenaThird, "aet")
+	olenaShare := olena.ShareLiveLocation(olena.ID(), 55.7601, 37.6185, 15*time.Minute)
+	env.TG.WaitMessageAfter(t, olena.ID(), olenaShare.MessageID, nil)
+	crewMap(t, env, taras.ID(), tgfake.LiveActive, 55.7601)
 	crewConfirmAfterBack(t, env, olena, olenaThird, "ax", "axc", "🙅")
 	env.TG.WaitMessage(t, taras.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🔄") })
+	// Her map stops where she gave the order back.
+	crewMap(t, env, taras.ID(), tgfake.LiveStopped, 55.7601)
 	petrThird := crewOffer(t, env, petr.ID(), third, 30*time.Second)
 	crewPress(t, env, petr, petrThird, "oa")
 	crewCustomerStatus(t, env, taras.ID(), third, "Пётр")
@@ -599,7 +614,7 @@ func crewTranscript(env *e2e.Env, readers map[int64]crewReader) string {
 		sort.Ints(order)
 		for _, mid := range order {
 			if m, ok := people[mid]; ok {
-				text := m.Text
+				text := m.Shown() // a location as its map
 				if len(m.Photo) > 0 {
 					text = "[photo] " + m.Caption
 				}
@@ -674,11 +689,22 @@ func crewCustomerStatus(t *testing.T, env *e2e.Env, chat, order int64, want stri
 
 // crewRate has a customer press a star under their order's done note and
 // waits for their status to show the rating.
-func crewRate(t *testing.T, env *e2e.Env, who *tgfake.Person, order int64, label string) {
+func crewRate(t *testing.T, env *e2e.Env, who *tgfake.Person, order int64, label string) tgfake.BotMessage {
 	t.Helper()
 	note := env.TG.WaitMessage(t, who.ID(), func(m tgfake.BotMessage) bool {
 		return strings.HasPrefix(m.Text, "✅") && strings.Contains(m.Text, fmt.Sprintf("#%d", order)) && len(m.ReplyMarkup.Labels()) == 5
 	})
 	require.False(t, who.PressAndWait(t, note, label).ShowAlert)
 	crewCustomerStatus(t, env, who.ID(), order, "★")
+	return note
+}
+
+// crewMap waits until the one map in a customer's chat is live or stopped
+// at latitude lat.
+func crewMap(t *testing.T, env *e2e.Env, chatID int64, state tgfake.LiveState, lat float64) {
+	t.Helper()
+	env.TG.WaitFor(t, 30*time.Second, func() bool {
+		locs := env.TG.Locations(chatID)
+		return len(locs) == 1 && locs[0].Live == state && locs[0].Location.Latitude == lat
+	})
 }

@@ -166,8 +166,13 @@ WITH m AS (
 ), stale AS (
     DELETE FROM outbox o USING waiting w WHERE o.id = w.id AND w.edit
 ), folded AS (
-    UPDATE outbox o SET body = (o.body - 'text' - 'buttons' - 'rich')
-                              || jsonb_strip_nulls(jsonb_build_object('text', w.body->'text', 'buttons', w.body->'buttons', 'rich', w.body->'rich'))
+    -- A live location's move takes the waiting map's place; its stop
+    -- leaves the map where it is, sent still.
+    UPDATE outbox o SET body = (o.body - 'text' - 'buttons' - 'rich' - 'location')
+                              || jsonb_strip_nulls(jsonb_build_object('text', w.body->'text', 'buttons', w.body->'buttons', 'rich', w.body->'rich',
+                                     'location', COALESCE(CASE WHEN (w.body->'location'->>'stop')::boolean
+                                                               THEN (o.body->'location') - 'live' - 'heading'
+                                                               ELSE w.body->'location' END, o.body->'location')))
     FROM waiting w
     WHERE o.id = w.id AND NOT w.edit
     RETURNING w.n

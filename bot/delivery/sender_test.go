@@ -472,3 +472,40 @@ AND last_error IS DISTINCT FROM 'superseded by a newer edit'`).Scan(&open))
 	require.Error(t, b.store.Outbox().Enqueue(b.ctx, domain.Message{ChatID: 42, Kind: domain.KindCustomer, Key: "w", Edit: true,
 		IfGone: domain.IfGoneSend, Location: &stop}))
 }
+
+// Moves written while the map's send still waits fold into it: the map
+// goes out where the master is by then; a stop folded in sends it still.
+func TestLiveLocationMovesFoldIntoTheWaitingMap(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(42, "Cora")
+	at := func(key string, lat float64, edit, stop bool) domain.Message {
+		m := domain.Message{ChatID: 42, Kind: domain.KindCustomer, Key: key, Edit: edit,
+			Location: &domain.Location{Lat: lat, Lon: 30.72, Live: time.Hour, Heading: 45, Stop: stop}}
+		if edit {
+			m.Lane = key
+			if !stop {
+				m.IfGone = domain.IfGoneSend
+			}
+		}
+		if stop {
+			m.Location = &domain.Location{Stop: true}
+		}
+		return m
+	}
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, at("moving", 46.48, false, false)))
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, at("moving", 46.49, true, false)))
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, at("there", 46.50, false, false)))
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, at("there", 46.51, true, false)))
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, at("there", 0, true, true)))
+	b.run(t, delivery.NewMemoryLimiter(delivery.Limits{Global: 1000, Private: 1000, Group: 1000, GlobalBurst: 10, PrivateBurst: 10, GroupBurst: 10}), delivery.Config{})
+	require.Eventually(t, func() bool { return len(b.srv.Locations(42)) == 2 }, 30*time.Second, 10*time.Millisecond)
+	locs := b.srv.Locations(42)
+	require.Equal(t, 46.49, locs[0].Location.Latitude, "the move waiting with the map is where it goes")
+	require.Equal(t, tgfake.LiveActive, locs[0].Live)
+	require.Empty(t, locs[0].Edits, "folded, not sent and then edited")
+	require.Equal(t, 46.51, locs[1].Location.Latitude)
+	require.Equal(t, tgfake.LiveNone, locs[1].Live, "stopped before it went: a still point")
+	require.Empty(t, b.srv.CallsTo("editMessageLiveLocation"))
+	require.Empty(t, b.srv.CallsTo("stopMessageLiveLocation"))
+}
