@@ -23,8 +23,8 @@ func TestMain(m *testing.M) {
 	// An e2e test spends its time waiting on the binary it drives (timers,
 	// Telegram's pacing in the fake), not on this process's CPU. Two at
 	// once, unless -parallel says: the README's command runs this package
-	// beside two others (-p 3), and a test's replicas hold up to ten
-	// connections each (a pool of six, listeners, the leases) — three
+	// beside two others (-p 3), and a test's replicas hold up to eight
+	// connections each (a pool of four, listeners, the leases) — three
 	// tests at once beside two packages' tests went past PostgreSQL's
 	// default limit of 100.
 	flag.Parse()
