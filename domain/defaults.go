@@ -12,7 +12,7 @@ import (
 // Defaults fills in what a workflow service's caller left nil: the real
 // clock, slog's default logger, and a metrics registry of the service's own
 // (so that tests can build many services without registering a metric
-// twice). Every workflow's NewService calls it on its Deps.
+// twice). Every workflow's NewService calls it on its Deps, through Prepare.
 func Defaults(clock *clockwork.Clock, log **slog.Logger, reg *prometheus.Registerer) {
 	if *clock == nil {
 		*clock = clockwork.NewRealClock()
@@ -23,6 +23,21 @@ func Defaults(clock *clockwork.Clock, log **slog.Logger, reg *prometheus.Registe
 	if *reg == nil {
 		*reg = prometheus.NewRegistry()
 	}
+}
+
+// Prepare is the opening every workflow's NewService shares once it has
+// checked the collaborators it requires: the others left nil get their
+// defaults (Defaults), the workflow's metrics are built with build on its
+// registry (NewMetrics, the error naming the workflow), and the log it
+// returns is the workflow's own, every line carrying the workflow as its
+// "component".
+func Prepare[M any](workflow string, clock *clockwork.Clock, log **slog.Logger, reg *prometheus.Registerer, build func(r *Registrar) M) (M, *slog.Logger, error) {
+	Defaults(clock, log, reg)
+	m, err := NewMetrics(*reg, workflow, build)
+	if err != nil {
+		return m, nil, err
+	}
+	return m, (*log).With("component", workflow), nil
 }
 
 // Registrar builds and registers a package's metrics (see NewMetrics):

@@ -32,12 +32,11 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	if deps.Runs == nil || deps.Chats == nil || deps.LLM == nil || deps.Notifier == nil {
 		return nil, errors.New("analysis: Runs, Chats, LLM and Notifier are required")
 	}
-	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
-	m, err := newMetrics(deps.Registerer)
+	m, log, err := domain.Prepare("analysis", &deps.Clock, &deps.Log, &deps.Registerer, newMetrics)
 	if err != nil {
 		return nil, err
 	}
-	return &Service{cfg: cfg.withDefaults(), deps: deps, log: deps.Log.With("component", "analysis"), m: m}, nil
+	return &Service{cfg: cfg.withDefaults(), deps: deps, log: log, m: m}, nil
 }
 
 // Record stores a group text message.

@@ -12,14 +12,13 @@ type metrics struct {
 	batch     prometheus.Histogram // one batch: LLM, save, post
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	return domain.NewMetrics(reg, "analysis", func(r *domain.Registrar) *metrics {
-		return &metrics{
-			runs:      r.CounterVec("analysis_runs_total", "Analysis runs entering each state.", "state"),
-			decisions: r.CounterVec("analysis_proposal_decisions_total", "Proposals approved or rejected.", "decision"),
-			batch: r.Histogram("analysis_batch_seconds",
-				"Time to turn one batch into saved proposals.",
-				prometheus.DefBuckets),
-		}
-	})
+// newMetrics builds the workflow's metrics on r (domain.Prepare).
+func newMetrics(r *domain.Registrar) *metrics {
+	return &metrics{
+		runs:      r.CounterVec("analysis_runs_total", "Analysis runs entering each state.", "state"),
+		decisions: r.CounterVec("analysis_proposal_decisions_total", "Proposals approved or rejected.", "decision"),
+		batch: r.Histogram("analysis_batch_seconds",
+			"Time to turn one batch into saved proposals.",
+			prometheus.DefBuckets),
+	}
 }

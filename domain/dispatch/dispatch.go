@@ -37,18 +37,17 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	if deps.Orders == nil || deps.Masters == nil || deps.Notifier == nil {
 		return nil, errors.New("dispatch: Orders, Masters and Notifier are required")
 	}
-	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
-	if deps.CalendarClock == nil {
-		deps.CalendarClock = deps.Clock
-	}
-	m, err := newMetrics(deps.Registerer)
+	m, log, err := domain.Prepare("dispatch", &deps.Clock, &deps.Log, &deps.Registerer, newMetrics)
 	if err != nil {
 		return nil, err
+	}
+	if deps.CalendarClock == nil {
+		deps.CalendarClock = deps.Clock
 	}
 	s := &Service{
 		cfg:      cfg.withDefaults(),
 		deps:     deps,
-		log:      deps.Log.With("component", "dispatch"),
+		log:      log,
 		m:        m,
 		wakeAll:  make(chan struct{}, 1),
 		wakeFree: make(chan struct{}, 1),

@@ -476,12 +476,11 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	if deps.Runs == nil || deps.Memories == nil || deps.Prompts == nil || deps.Outbox == nil || deps.Users == nil || deps.LLM == nil || deps.Notifier == nil {
 		return nil, errors.New("memory: Runs, Memories, Prompts, Outbox, Users, LLM and Notifier are required")
 	}
-	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
-	m, err := newMetrics(deps.Registerer)
+	m, log, err := domain.Prepare("memory", &deps.Clock, &deps.Log, &deps.Registerer, newMetrics)
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg.withDefaults(), deps: deps, log: deps.Log.With("component", "memory"), m: m}
+	s := &Service{cfg: cfg.withDefaults(), deps: deps, log: log, m: m}
 	s.o = newOrchestrator(s)
 	return s, nil
 }

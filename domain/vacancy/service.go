@@ -494,18 +494,17 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 		deps.Source == nil || deps.LLM == nil || deps.Notifier == nil {
 		return nil, errors.New("vacancy: Matches, Profiles, Searches, Applications, Source, LLM and Notifier are required")
 	}
-	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
-	if deps.CalendarClock == nil {
-		deps.CalendarClock = deps.Clock
-	}
-	m, err := newMetrics(deps.Registerer)
+	m, log, err := domain.Prepare("vacancy", &deps.Clock, &deps.Log, &deps.Registerer, newMetrics)
 	if err != nil {
 		return nil, err
+	}
+	if deps.CalendarClock == nil {
+		deps.CalendarClock = deps.Clock
 	}
 	s := &Service{
 		cfg:   cfg.withDefaults(),
 		deps:  deps,
-		log:   deps.Log.With("component", "vacancy"),
+		log:   log,
 		m:     m,
 		fresh: make(chan string, 64),
 	}
