@@ -193,13 +193,9 @@ func (s *Service) complete(ctx context.Context, id, masterID int64) (Order, Mast
 		}
 		st.customer(c, CustomerDone)
 	}))
-	if err != nil {
-		return Order{}, Master{}, err
+	if o, err = st.orderMoved(o, ok, err); err != nil {
+		return o, Master{}, err
 	}
-	if !ok {
-		return o, Master{}, ErrOrderState
-	}
-	st.logged()
 	s.m.orders.WithLabelValues(string(Done)).Inc()
 	return o, master, nil
 }
@@ -246,13 +242,9 @@ func (s *Service) cancel(ctx context.Context, id, customerID int64) (Order, erro
 		}
 		st.customer(c, note)
 	}))
-	if err != nil {
-		return Order{}, err
+	if o, err = st.orderMoved(o, ok, err); err != nil {
+		return o, err
 	}
-	if !ok {
-		return o, ErrOrderState
-	}
-	st.logged()
 	s.m.orders.WithLabelValues(string(Cancelled)).Inc()
 	s.m.offers.WithLabelValues(string(Withdrawn)).Add(float64(len(withdrawn)))
 	return o, nil

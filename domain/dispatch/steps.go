@@ -106,14 +106,7 @@ func (s *Service) masterChangeTelling(ctx context.Context, offerID, masterID int
 			st.customer(c, note)
 		}
 	}))
-	if err != nil {
-		return Order{}, err
-	}
-	if !ok {
-		return o, ErrOrderState
-	}
-	st.logged()
-	return o, nil
+	return st.orderMoved(o, ok, err)
 }
 
 // Finish is the assigned master's Done button: ASSIGNED → DONE exactly as

@@ -96,6 +96,22 @@ func (st *story) logged() {
 	}
 }
 
+// orderMoved ends a change of an order's state told through st, from the
+// statement's result: its error as it is; ErrOrderState, with the order as
+// the statement found it, where the order was no longer in the state the
+// change needs; else the order, the story's events logged. Cancel, /done
+// and the assigned master's steps end so.
+func (st *story) orderMoved(o Order, ok bool, err error) (Order, error) {
+	if err != nil {
+		return Order{}, err
+	}
+	if !ok {
+		return o, ErrOrderState
+	}
+	st.logged()
+	return o, nil
+}
+
 // orderOf is c's order with that id, or an order known only by id.
 func orderOf(c Changed, id int64) Order {
 	if c.Order.ID == id {
