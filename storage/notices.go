@@ -35,15 +35,7 @@ func (s *Notices) End(ctx context.Context, key string, tell domain.Render[string
 // noticeTx runs sql and, if it changed a row, writes what tell renders for
 // key with it: whether it did.
 func (s *Notices) noticeTx(ctx context.Context, what, key string, tell domain.Render[string], sql string, args ...any) (bool, error) {
-	told := false
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, sql, args...)
-		if err != nil || tag.RowsAffected() == 0 {
-			return err
-		}
-		told = true
-		return enqueueTx(ctx, tx, tell.Of(key))
-	})
+	told, err := s.execTelling(ctx, tell.Of(key), sql, args...)
 	if err != nil {
 		return false, fmt.Errorf("%s %q: %w", what, key, err)
 	}

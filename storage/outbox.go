@@ -97,6 +97,27 @@ func enqueueTx(ctx context.Context, tx pgx.Tx, msgs []domain.Message) error {
 	return nil
 }
 
+// execTelling runs sql in a transaction of its own and, if it changed a
+// row, writes msgs to the outbox in the same transaction: whether it did.
+// What a change tells is written with the change, once, or not at all.
+func (s *db) execTelling(ctx context.Context, msgs []domain.Message, sql string, args ...any) (bool, error) {
+	told := false
+	err := s.withTx(ctx, func(tx pgx.Tx) (err error) {
+		told, err = execTellingTx(ctx, tx, msgs, sql, args...)
+		return err
+	})
+	return told && err == nil, err
+}
+
+// execTellingTx is execTelling in the caller's transaction tx.
+func execTellingTx(ctx context.Context, tx pgx.Tx, msgs []domain.Message, sql string, args ...any) (bool, error) {
+	tag, err := tx.Exec(ctx, sql, args...)
+	if err != nil || tag.RowsAffected() == 0 {
+		return false, err
+	}
+	return true, enqueueTx(ctx, tx, msgs)
+}
+
 // queueRows is a CTE that writes outbox rows (the columns and the order
 // of insertOutboxSQL, from the parallel arrays queueArgs makes, numbered
 // from $first) once for the row the CTE named from returns, and none when

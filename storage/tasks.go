@@ -428,7 +428,7 @@ LIMIT $2`, since.Microseconds(), limit)
 // replicas: the row's closed_told flips once.
 func (s *Tasks) Synced(ctx context.Context, t tasks.Tracked, state, etag string, tell []domain.Message) (bool, error) {
 	told := false
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(tx pgx.Tx) (err error) {
 		told = false
 		if _, err := tx.Exec(ctx, `
 UPDATE task_pushes SET issue_state = NULLIF($2, ''), etag = NULLIF($3, ''), synced_at = now() WHERE id = $1`,
@@ -438,12 +438,8 @@ UPDATE task_pushes SET issue_state = NULLIF($2, ''), etag = NULLIF($3, ''), sync
 		if state != "closed" {
 			return nil
 		}
-		tag, err := tx.Exec(ctx, `UPDATE task_pushes SET closed_told = true WHERE id = $1 AND NOT closed_told`, t.PushID)
-		if err != nil || tag.RowsAffected() == 0 {
-			return err
-		}
-		told = true
-		return enqueueTx(ctx, tx, tell)
+		told, err = execTellingTx(ctx, tx, tell, `UPDATE task_pushes SET closed_told = true WHERE id = $1 AND NOT closed_told`, t.PushID)
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("sync push %d: %w", t.PushID, err)

@@ -650,17 +650,9 @@ RETURNING `+matchColumns, userID, v.ID, lease.Milliseconds())
 // waits to list or lists is written now: marked opened, as a digest's
 // press marks it, so no digest offers it again.
 func (s *Matches) ShowCard(ctx context.Context, id int64, status vacancy.Status, card []domain.Message) (bool, error) {
-	shown := false
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE vacancy_matches
+	shown, err := s.execTelling(ctx, card, `UPDATE vacancy_matches
 SET card = CASE WHEN status = 'ANALYZED' AND card IN ('digest', 'listed') THEN 'opened' ELSE card END
 WHERE id = $1 AND status = $2`, id, status)
-		if err != nil || tag.RowsAffected() == 0 {
-			return err
-		}
-		shown = true
-		return enqueueTx(ctx, tx, card)
-	})
 	if err != nil {
 		return false, fmt.Errorf("show card of match %d: %w", id, err)
 	}

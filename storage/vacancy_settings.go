@@ -306,16 +306,8 @@ LIMIT $2 OFFSET $3`, id, d.Size, d.Page*d.Size)
 // lists, with the mark that it was written, once: false when the match is
 // not the user's, not listed by a digest, or its card was written already.
 func (s *Matches) OpenDigestCard(ctx context.Context, userID, matchID int64, card []domain.Message) (bool, error) {
-	opened := false
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE vacancy_matches SET card = 'opened', updated_at = now()
+	opened, err := s.execTelling(ctx, card, `UPDATE vacancy_matches SET card = 'opened', updated_at = now()
 WHERE id = $1 AND user_id = $2 AND status = 'ANALYZED' AND card = 'listed'`, matchID, userID)
-		if err != nil || tag.RowsAffected() == 0 {
-			return err
-		}
-		opened = true
-		return enqueueTx(ctx, tx, card)
-	})
 	if err != nil {
 		return false, fmt.Errorf("open digest card of match %d: %w", matchID, err)
 	}
