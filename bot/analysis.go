@@ -109,7 +109,7 @@ func (b *Bot) RegisterAnalysis(a Analysis) {
 	b.Handle(Command{Name: "run", Desc: "cmd.run", Section: SectionAdminRuns, Role: RoleAdmin, Handle: u.run})
 	b.HandleButton(actionApprove, u.decide(true))
 	b.HandleButton(actionReject, u.decide(false))
-	b.HandleButton(actionRunsPage, u.runsPage)
+	b.HandleButton(actionRunsPage, pageTurn(b, u.runsList))
 	b.HandleButton(actionBoard, u.turnPage)
 	b.HandleButton(actionAskAll, u.askAll())
 	b.HandleButton(actionAllYes, u.approveAll())
@@ -478,40 +478,21 @@ func (u *analysisUI) runs(r *Request) error {
 	return r.ReplyRendered(u.runsList(r, 0))
 }
 
-// runsPage turns /runs' page in place.
-func (u *analysisUI) runsPage(r *Request, cb Callback) error {
-	if !r.Admin {
-		return r.Forbidden()
-	}
-	text, kb, err := u.runsList(r, int(min(cb.IDs[0], 1<<30)))
-	if err != nil {
-		return err
-	}
-	u.editPressed(r, text, kb)
-	return r.Ack()
-}
-
-// runsList is one page of /runs with ◀ ▶ buttons; it must stay one message
-// because the buttons edit it in place. A page past the end shows the last.
+// runsList is one page of /runs with ◀ ▶ buttons (pageTurn); it must stay
+// one message because the buttons edit it in place. A page past the end
+// shows the last.
 func (u *analysisUI) runsList(r *Request, page int) (string, *tele.ReplyMarkup, error) {
-	list, total, err := u.a.Runs(r.Ctx, page)
+	p, err := pageOf(page, analysis.PageSize, func(page int) ([]analysis.Run, int, error) { return u.a.Runs(r.Ctx, page) })
 	if err != nil {
 		return "", nil, err
 	}
-	pages := max((total+analysis.PageSize-1)/analysis.PageSize, 1)
-	if len(list) == 0 && total > 0 && page >= pages {
-		page = pages - 1
-		if list, total, err = u.a.Runs(r.Ctx, page); err != nil {
-			return "", nil, err
-		}
-	}
-	if total == 0 {
+	if p.total == 0 {
 		return r.T("runs.empty"), nil, nil
 	}
 	cat := u.b.deps.Catalog
 	var sb strings.Builder
-	sb.WriteString(r.T("runs.header", locales.Data{"Page": page + 1, "Pages": pages, "Total": total}))
-	for _, run := range list {
+	sb.WriteString(r.T("runs.header", locales.Data{"Page": p.page + 1, "Pages": p.pages, "Total": p.total}))
+	for _, run := range p.items {
 		sb.WriteString("\n" + r.T("runs.line", locales.Data{
 			"Run": run.ID, "State": runStateName(cat, r.Lang, run.State),
 			"Created": u.b.adminTime(r.Lang, run.CreatedAt), "Window": u.b.windowText(r.Lang, run.Filters.Window),
@@ -519,25 +500,11 @@ func (u *analysisUI) runsList(r *Request, page int) (string, *tele.ReplyMarkup, 
 			"Rejected": run.ProposalsRejected, "Pending": run.ProposalsPending,
 		}))
 	}
-	var row []tele.InlineButton
-	if page > 0 {
-		data, err := Encode(actionRunsPage, int64(page-1))
-		if err != nil {
-			return "", nil, err
-		}
-		row = append(row, tele.InlineButton{Text: r.T("runs.newer"), Data: data})
+	kb, err := pageTurns(r, actionRunsPage, p.page, p.pages, "runs.newer", "runs.older")
+	if err != nil {
+		return "", nil, err
 	}
-	if page+1 < pages {
-		data, err := Encode(actionRunsPage, int64(page+1))
-		if err != nil {
-			return "", nil, err
-		}
-		row = append(row, tele.InlineButton{Text: r.T("runs.older"), Data: data})
-	}
-	if len(row) == 0 {
-		return sb.String(), nil, nil
-	}
-	return sb.String(), &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{row}}, nil
+	return sb.String(), kb, nil
 }
 
 func (u *analysisUI) run(r *Request) error {
@@ -664,19 +631,6 @@ func runStateName(cat *locales.Catalog, lang string, s analysis.State) string {
 
 // --- proposal buttons ----------------------------------------------------------
 
-// editPressed edits the message whose button was pressed, at once through
-// the direct path (the limiter and Telegram's rules, waiting out a 429); a
-// failure only leaves the message as it was, so it is logged.
-func (u *analysisUI) editPressed(r *Request, text string, kb *tele.ReplyMarkup) {
-	msg := r.Callback().Message
-	if msg == nil {
-		return // too old for Telegram to say which message it was
-	}
-	if err := u.b.editDirect(r.Ctx, msg.Chat.ID, msg.ID, text, kb); err != nil {
-		u.b.deps.Log.Warn("analysis: edit pressed message", "user", r.User.ID, "chat", msg.Chat.ID, "message", msg.ID, "err", err)
-	}
-}
-
 // decide is Approve (true) and Reject (false). Only admins may press them;
 // a proposal decided already is refused with what it became. The board
 // shows the decision with its next edit (written with the decision); the
@@ -708,7 +662,7 @@ func (u *analysisUI) decide(approve bool) CallbackHandler {
 			}
 			text := u.b.renderProposal(lang, run, p) + "\n\n" +
 				u.b.deps.Catalog.T(lang, key, locales.Data{"Admin": locales.HTML(adminName(r.User))})
-			u.editPressed(r, fitMessage(text), nil)
+			u.b.editPressed(r, fitMessage(text), nil)
 		}
 		toast := "board.rejected_toast"
 		if approve {
@@ -1186,25 +1140,13 @@ func (b *Renderer) boardMarkup(lang string, rv analysis.Review) (*tele.ReplyMark
 	if pages := rv.Pages(); pages > 1 {
 		// ⏮ and ⏭ jump to the ends, where they are more than one step
 		// away: the last page holds the newest proposals.
-		var nav []tele.InlineButton
-		for _, b := range []struct {
-			key  string
-			page int
-			show bool
-		}{
-			{"board.button_first", 0, rv.Page > 1},
-			{"board.button_prev", rv.Page - 1, rv.Page > 0},
-			{"board.button_next", rv.Page + 1, rv.Page < pages-1},
-			{"board.button_last", pages - 1, rv.Page < pages-2},
-		} {
-			if !b.show {
-				continue
-			}
-			data, err := Encode(actionBoard, r.ID, int64(b.page))
-			if err != nil {
-				return nil, err
-			}
-			nav = append(nav, tele.InlineButton{Text: cat.T(lang, b.key, locales.Data{"Page": b.page + 1}), Data: data})
+		nav, err := pageRow(cat, lang, actionBoard, []int64{r.ID},
+			pageButton{"board.button_first", 0, rv.Page > 1},
+			pageButton{"board.button_prev", rv.Page - 1, rv.Page > 0},
+			pageButton{"board.button_next", rv.Page + 1, rv.Page < pages-1},
+			pageButton{"board.button_last", pages - 1, rv.Page < pages-2})
+		if err != nil {
+			return nil, err
 		}
 		rows = append(rows, nav)
 	}

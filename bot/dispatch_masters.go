@@ -32,69 +32,31 @@ const rosterSkillsBudget = 60
 func (u *dispatchUI) registerRoster() {
 	u.b.Handle(Command{Name: "masters", Desc: "cmd.masters", Section: SectionAdminOrders, Role: RoleAdmin,
 		Handle: replyRendered(func(r *Request) (string, *tele.ReplyMarkup, error) { return u.roster(r, 0) })})
-	u.b.HandleButton(actionMastersPage, u.rosterPage)
+	u.b.HandleButton(actionMastersPage, pageTurn(u.b, u.roster))
 }
 
-// rosterPage turns /masters' page in place.
-func (u *dispatchUI) rosterPage(r *Request, cb Callback) error {
-	if !r.Admin {
-		return r.Forbidden()
-	}
-	text, kb, err := u.roster(r, int(min(cb.IDs[0], 1<<30)))
-	if err != nil {
-		return err
-	}
-	if msg := r.Callback().Message; msg != nil { // nil: too old for Telegram to say which
-		if err := u.b.editDirect(r.Ctx, msg.Chat.ID, msg.ID, text, kb); err != nil {
-			u.b.deps.Log.Warn("dispatch: edit /masters page", "user", r.User.ID, "chat", msg.Chat.ID, "message", msg.ID, "err", err)
-		}
-	}
-	return r.Ack()
-}
-
-// roster is one page of /masters with ◀ ▶ buttons. A page past the end
-// (masters left since it was shown) shows the last.
+// roster is one page of /masters with ◀ ▶ buttons (pageTurn). A page past
+// the end (masters left since it was shown) shows the last.
 func (u *dispatchUI) roster(r *Request, page int) (string, *tele.ReplyMarkup, error) {
-	list, total, err := u.d.Roster(r.Ctx, page)
+	p, err := pageOf(page, dispatch.RosterPageSize, func(page int) ([]dispatch.RosterLine, int, error) { return u.d.Roster(r.Ctx, page) })
 	if err != nil {
 		return "", nil, err
 	}
-	pages := max((total+dispatch.RosterPageSize-1)/dispatch.RosterPageSize, 1)
-	if len(list) == 0 && total > 0 && page >= pages {
-		page = pages - 1
-		if list, total, err = u.d.Roster(r.Ctx, page); err != nil {
-			return "", nil, err
-		}
-	}
-	if total == 0 {
+	if p.total == 0 {
 		return r.T("masters.empty"), nil, nil
 	}
 	var sb strings.Builder
-	sb.WriteString(r.T("masters.header", locales.Data{"Page": page + 1, "Pages": pages, "Total": total,
+	sb.WriteString(r.T("masters.header", locales.Data{"Page": p.page + 1, "Pages": p.pages, "Total": p.total,
 		"Min": dispatch.MinRatings, "Days": int(dispatch.RatingWindow.Hours() / 24),
 		"Unrated": locales.Decimal(r.Lang, dispatch.UnratedRank)}))
-	for _, l := range list {
+	for _, l := range p.items {
 		sb.WriteString("\n\n" + u.rosterLine(r, l))
 	}
-	var row []tele.InlineButton
-	for _, b := range []struct {
-		key  string
-		page int
-		show bool
-	}{{"masters.prev", page - 1, page > 0}, {"masters.next", page + 1, page+1 < pages}} {
-		if !b.show {
-			continue
-		}
-		data, err := Encode(actionMastersPage, int64(b.page))
-		if err != nil {
-			return "", nil, err
-		}
-		row = append(row, tele.InlineButton{Text: r.T(b.key), Data: data})
+	kb, err := pageTurns(r, actionMastersPage, p.page, p.pages, "masters.prev", "masters.next")
+	if err != nil {
+		return "", nil, err
 	}
-	if len(row) == 0 {
-		return sb.String(), nil, nil
-	}
-	return sb.String(), &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{row}}, nil
+	return sb.String(), kb, nil
 }
 
 // rosterLine is one master of /masters.
