@@ -7,10 +7,10 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -30,37 +30,17 @@ const (
 	botLogin = "switchboard-bot"
 )
 
-// clock is a settable clock for WithClock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // testBundle is a fake with one private repository, a token that may
 // write there and one that may only read.
 type testBundle struct {
 	srv    *ghfake.Server
-	clock  *clock
+	clock  *clockwork.FakeClock // the fake's clock (WithClock), moved by hand
 	client *http.Client
 }
 
 func setup(t *testing.T, opts ...ghfake.Option) *testBundle {
 	t.Helper()
-	c := newClock()
+	c := clockwork.NewFakeClockAt(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	srv := ghfake.New(t, append([]ghfake.Option{ghfake.WithClock(c.Now)}, opts...)...)
 	srv.AddRepo(repoName)
 	srv.AddToken(botToken, botLogin, ghfake.Write(repoName))

@@ -116,7 +116,7 @@ func TestGetAndUpdateIssue(t *testing.T) {
 	requireError(t, b.call(t, http.MethodGet, path+"0", botToken), http.StatusNotFound, ghfake.MsgNotFound)
 	requireError(t, b.call(t, http.MethodGet, "/repos/"+repoName+"/issues/abc", botToken), http.StatusNotFound, ghfake.MsgNotFound)
 
-	b.clock.Add(time.Minute)
+	b.clock.Advance(time.Minute)
 	upd := decode[ghfake.IssueJSON](t, b.call(t, http.MethodPatch, path, botToken, map[string]any{"state": "closed", "state_reason": "not_planned", "body": nil}), http.StatusOK)
 	require.Equal(t, "closed", upd.State)
 	require.Equal(t, "not_planned", *upd.StateReason)
@@ -132,7 +132,7 @@ For 'properties/state', "done" is not one of ["open", "closed"].`)
 	requireError(t, b.call(t, http.MethodPatch, path, readTok, map[string]any{"state": "open"}), http.StatusForbidden, ghfake.MsgNotAccessible)
 
 	// Reopened on GitHub's side, by a person.
-	b.clock.Add(time.Minute)
+	b.clock.Advance(time.Minute)
 	b.srv.ReopenIssue(repoName, 1)
 	got = decode[ghfake.IssueJSON](t, b.call(t, http.MethodGet, path, botToken), http.StatusOK)
 	require.Equal(t, "open", got.State)
@@ -145,7 +145,7 @@ For 'properties/state', "done" is not one of ["open", "closed"].`)
 	require.Equal(t, "completed", *got.StateReason)
 
 	// An edit that changes nothing leaves updated_at.
-	b.clock.Add(time.Minute)
+	b.clock.Advance(time.Minute)
 	same := decode[ghfake.IssueJSON](t, b.call(t, http.MethodPatch, path, botToken, map[string]any{"title": "first"}), http.StatusOK)
 	require.Equal(t, got.UpdatedAt, same.UpdatedAt)
 
@@ -185,7 +185,7 @@ func TestListIssues(t *testing.T) {
 			labels = []string{"even"}
 		}
 		b.createIssue(t, map[string]any{"title": "issue", "labels": labels})
-		b.clock.Add(time.Minute)
+		b.clock.Advance(time.Minute)
 	}
 	b.srv.CloseIssue(repoName, 2, "")
 	path := "/repos/" + repoName + "/issues"

@@ -35,7 +35,7 @@ func TestPrimaryRateLimit(t *testing.T) {
 	requireRate(t, r, "core", 3, 1, start.Add(time.Hour))
 
 	// GET /rate_limit counts against nothing.
-	b.clock.Add(time.Minute)
+	b.clock.Advance(time.Minute)
 	r = b.call(t, http.MethodGet, "/rate_limit", botToken)
 	status := decode[ghfake.RateLimitStatus](t, r, http.StatusOK)
 	require.Equal(t, ghfake.RateLimitResource{Limit: 3, Used: 2, Remaining: 1, Reset: start.Add(time.Hour).Unix()}, status.Resources["core"])
@@ -57,12 +57,12 @@ func TestPrimaryRateLimit(t *testing.T) {
 	require.Len(t, b.srv.EarlyRequests(), 0, "the refusal itself is not early")
 
 	// Coming back before the reset is early; after it, a new window.
-	b.clock.Add(10 * time.Minute)
+	b.clock.Advance(10 * time.Minute)
 	r = b.call(t, http.MethodGet, path, botToken)
 	require.Equal(t, http.StatusForbidden, r.status)
 	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/rate_limit", botToken).status)
 	require.Len(t, b.srv.EarlyRequests(), 2, "both the refused read and the /rate_limit call came early")
-	b.clock.Add(time.Hour)
+	b.clock.Advance(time.Hour)
 	r = b.call(t, http.MethodGet, path, botToken)
 	require.Equal(t, http.StatusOK, r.status)
 	requireRate(t, r, "core", 3, 2, b.clock.Now().Add(time.Hour))
@@ -92,7 +92,7 @@ func TestSearchRateLimit(t *testing.T) {
 
 	// The core limit is untouched by searches.
 	requireRate(t, b.call(t, http.MethodGet, "/repos/"+repoName+"/issues", botToken), "core", 100, 99, start.Add(time.Hour))
-	b.clock.Add(time.Minute)
+	b.clock.Advance(time.Minute)
 	requireRate(t, b.search(t, "is:issue a"), "search", 2, 1, b.clock.Now().Add(time.Minute))
 }
 
@@ -101,7 +101,7 @@ func TestSecondaryRateLimit(t *testing.T) {
 	b := setup(t)
 	path := "/repos/" + repoName + "/issues"
 	b.srv.TripSecondaryLimit(90 * time.Second)
-	b.clock.Add(500 * time.Millisecond)
+	b.clock.Advance(500 * time.Millisecond)
 
 	r := b.call(t, http.MethodPost, path, botToken, map[string]any{"title": "x"})
 	e := requireError(t, r, http.StatusForbidden, r.errorBody(t).Message)
@@ -112,7 +112,7 @@ func TestSecondaryRateLimit(t *testing.T) {
 
 	// Reads are served meanwhile, but a request before Retry-After has
 	// passed is early.
-	b.clock.Add(30 * time.Second)
+	b.clock.Advance(30 * time.Second)
 	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, path, botToken).status)
 	r = b.call(t, http.MethodPatch, path+"/1", botToken, map[string]any{"state": "closed"})
 	require.Equal(t, http.StatusForbidden, r.status)
@@ -123,7 +123,7 @@ func TestSecondaryRateLimit(t *testing.T) {
 	require.Equal(t, http.MethodGet, early[0].Method)
 	require.Equal(t, http.MethodPatch, early[1].Method)
 
-	b.clock.Add(time.Minute)
+	b.clock.Advance(time.Minute)
 	b.createIssue(t, map[string]any{"title": "after the wait"})
 	require.Len(t, b.srv.EarlyRequests(), 2, "a request after Retry-After is not early")
 }
@@ -133,7 +133,7 @@ func TestContentCreationLimit(t *testing.T) {
 	b := setup(t, ghfake.WithLimits(ghfake.Limits{Core: 5000, Search: 30, ContentPerMinute: 2, ContentPerHour: 3}))
 	path := "/repos/" + repoName + "/issues"
 	b.createIssue(t, map[string]any{"title": "1"})
-	b.clock.Add(10 * time.Second)
+	b.clock.Advance(10 * time.Second)
 	b.createIssue(t, map[string]any{"title": "2"})
 	r := b.call(t, http.MethodPost, path, botToken, map[string]any{"title": "3"})
 	require.Equal(t, http.StatusForbidden, r.status)
@@ -143,9 +143,9 @@ func TestContentCreationLimit(t *testing.T) {
 	// Edits are no content creation.
 	require.Equal(t, http.StatusOK, b.call(t, http.MethodPatch, path+"/1", botToken, map[string]any{"title": "one"}).status)
 
-	b.clock.Add(50 * time.Second)
+	b.clock.Advance(50 * time.Second)
 	b.createIssue(t, map[string]any{"title": "3"})
-	b.clock.Add(2 * time.Minute)
+	b.clock.Advance(2 * time.Minute)
 	r = b.call(t, http.MethodPost, "/repos/"+repoName+"/labels", botToken, map[string]any{"name": "x"})
 	require.Equal(t, http.StatusForbidden, r.status, "the hour's bound covers labels too")
 	require.Equal(t, strconv.Itoa(int((time.Hour - 3*time.Minute).Seconds())), r.header.Get("Retry-After"))
@@ -163,38 +163,38 @@ func TestTimeScale(t *testing.T) {
 	r := b.call(t, http.MethodPost, path, botToken, map[string]any{"title": "1"})
 	require.Equal(t, http.StatusCreated, r.status)
 	requireRate(t, r, "core", 100, 99, start.Add(time.Minute))
-	b.clock.Add(200 * time.Millisecond)
+	b.clock.Advance(200 * time.Millisecond)
 	b.createIssue(t, map[string]any{"title": "2"})
 
-	b.clock.Add(100 * time.Millisecond)
+	b.clock.Advance(100 * time.Millisecond)
 	r = b.call(t, http.MethodPost, path, botToken, map[string]any{"title": "3"})
 	require.Equal(t, http.StatusForbidden, r.status)
 	require.True(t, strings.HasPrefix(r.errorBody(t).Message, ghfake.MsgSecondaryPrefix))
 	require.Equal(t, "1", r.header.Get("Retry-After"), "0.7 s rounded up")
-	b.clock.Add(699 * time.Millisecond)
+	b.clock.Advance(699 * time.Millisecond)
 	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, path, botToken).status)
 	require.Len(t, b.srv.EarlyRequests(), 1, "a millisecond before the first creation leaves the minute")
-	b.clock.Add(time.Millisecond)
+	b.clock.Advance(time.Millisecond)
 	b.createIssue(t, map[string]any{"title": "3"})
 
 	// The hour, a minute long, holds three: the next waits until the first
 	// leaves it, 60 s after it.
-	b.clock.Add(time.Second)
+	b.clock.Advance(time.Second)
 	r = b.call(t, http.MethodPost, "/repos/"+repoName+"/labels", botToken, map[string]any{"name": "x"})
 	require.Equal(t, http.StatusForbidden, r.status)
 	require.Equal(t, "58", r.header.Get("Retry-After"))
-	b.clock.Add(58 * time.Second)
+	b.clock.Advance(58 * time.Second)
 	b.createIssue(t, map[string]any{"title": "4"})
 	require.Len(t, b.srv.EarlyRequests(), 1, "Retry-After honoured to the second is not early")
 	require.Len(t, b.srv.Issues(repoName), 4)
 
 	// The search minute lasts a second; its reset is the whole second after.
-	b.clock.Add(300 * time.Millisecond)
+	b.clock.Advance(300 * time.Millisecond)
 	requireRate(t, b.search(t, "is:issue a"), "search", 1, 0, start.Add(62*time.Second))
 	r = b.search(t, "is:issue a")
 	require.Equal(t, http.StatusForbidden, r.status)
 	requireRate(t, r, "search", 1, 0, start.Add(62*time.Second))
-	b.clock.Add(1700 * time.Millisecond)
+	b.clock.Advance(1700 * time.Millisecond)
 	require.Equal(t, http.StatusOK, b.search(t, "is:issue a").status)
 	require.Len(t, b.srv.EarlyRequests(), 1)
 }

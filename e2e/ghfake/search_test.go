@@ -39,9 +39,9 @@ func TestSearchIssues(t *testing.T) {
 	b.srv.AddRepo("acme/other")
 	b.srv.AddToken("other", "other-bot", ghfake.Write("acme/other"))
 	b.createIssue(t, map[string]any{"title": "Crash in digest", "body": "key: vacancy-4711\nThe digest job crashed."})
-	b.clock.Add(time.Second)
+	b.clock.Advance(time.Second)
 	b.createIssue(t, map[string]any{"title": "Slow digest", "body": "key: vacancy-4712", "labels": []string{"perf"}})
-	b.clock.Add(time.Second)
+	b.clock.Advance(time.Second)
 	b.srv.AddIssue("acme/other", ghfake.Issue{Title: "Crash elsewhere", Body: "vacancy-4711"})
 	b.srv.CloseIssue(repoName, 2, "")
 
@@ -119,13 +119,13 @@ func TestSearchLag(t *testing.T) {
 	b.createIssue(t, map[string]any{"title": "fresh"})
 	q := "repo:" + repoName + " is:issue fresh"
 	require.Equal(t, []int{}, b.found(t, q), "not indexed yet")
-	b.clock.Add(30 * time.Second)
+	b.clock.Advance(30 * time.Second)
 	require.Equal(t, []int{1}, b.found(t, q))
 
 	// A change is indexed late too: the old version is found meanwhile.
 	r := b.call(t, http.MethodPatch, "/repos/"+repoName+"/issues/1", botToken, map[string]any{"state": "closed"})
 	require.Equal(t, http.StatusOK, r.status)
 	require.Equal(t, []int{1}, b.found(t, q+" is:open"))
-	b.clock.Add(30 * time.Second)
+	b.clock.Advance(30 * time.Second)
 	require.Equal(t, []int{}, b.found(t, q+" is:open"))
 }

@@ -11,39 +11,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 	tele "gopkg.in/telebot.v3"
 )
 
-// manualClock is a server clock the test moves by hand, so rate limits are
-// tested exactly and without sleeping.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newManualClock() *manualClock {
-	return &manualClock{now: time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)}
+// newManualClock is a server clock the test moves by hand, so rate limits
+// are tested exactly and without sleeping.
+func newManualClock() *clockwork.FakeClock {
+	return clockwork.NewFakeClockAt(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // setupClocked starts a server on a clock the test moves by hand, with any
 // further options.
-func setupClocked(t *testing.T, opts ...Option) (*Server, *manualClock) {
+func setupClocked(t *testing.T, opts ...Option) (*Server, *clockwork.FakeClock) {
 	t.Helper()
 	clock := newManualClock()
 	return New(t, append([]Option{WithClock(clock.Now)}, opts...)...), clock
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 func sendText(t testing.TB, srv *Server, chatID int64, text string) apiResponse {

@@ -6,11 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -29,26 +29,9 @@ const (
 	botLogin = "switchboard-bot"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 type testBundle struct {
 	srv    *ghfake.Server
-	clock  *clock
+	clock  *clockwork.FakeClock
 	client *github.Client
 	hc     *http.Client
 }
@@ -58,7 +41,7 @@ type testBundle struct {
 // share a clock.
 func setup(t *testing.T, opts ...ghfake.Option) *testBundle {
 	t.Helper()
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clk := clockwork.NewFakeClockAt(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	srv := ghfake.New(t, append([]ghfake.Option{ghfake.WithClock(clk.Now)}, opts...)...)
 	srv.AddRepo(repoName)
 	srv.AddToken(token, botLogin, ghfake.Write(repoName))
@@ -391,7 +374,7 @@ func TestPrimaryLimit(t *testing.T) {
 			require.Len(t, b.srv.Requests(), n)
 
 			// The worker waits until Until, then files.
-			b.clock.Add(rl.Until.Sub(b.clock.Now()))
+			b.clock.Advance(rl.Until.Sub(b.clock.Now()))
 			_, err = b.client.File(ctx, repoName, task(2))
 			require.NoError(t, err)
 			require.Empty(t, b.srv.EarlyRequests())
@@ -422,7 +405,7 @@ func TestSecondaryLimit(t *testing.T) {
 			requireLimited(t, err)
 			require.Len(t, b.srv.Requests(), n, "no request before Until")
 
-			b.clock.Add(90 * time.Second)
+			b.clock.Advance(90 * time.Second)
 			_, found, err := b.client.Find(ctx, repoName, tasks.Marker(1))
 			require.NoError(t, err)
 			require.False(t, found)
