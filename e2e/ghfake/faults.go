@@ -86,7 +86,7 @@ func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, f Fault) int
 	if f.Hang {
 		select {
 		case <-r.Context().Done():
-		case <-s.closing:
+		case <-s.hub.Closing():
 		}
 		return StatusClientClosedRequest
 	}

@@ -239,7 +239,7 @@ func (s *Server) updateIssue(q request, owner, name, number string) answer {
 		}
 		is.UpdatedAt = s.now().UTC().Truncate(time.Second)
 		is.touchLocked(s.now())
-		s.notifyLocked()
+		s.hub.NotifyLocked()
 	}
 	return answer{status: http.StatusOK, body: s.issueJSONLocked(r, is.id, is.snapshot())}
 }

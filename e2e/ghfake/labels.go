@@ -61,7 +61,7 @@ func (s *Server) createLabel(q request, owner, name string) answer {
 	s.nextID++
 	l := &label{ID: s.nextID, Name: labelName, Color: strings.ToLower(color), Description: desc}
 	r.labels = append(r.labels, l)
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 	out := s.labelJSON(r, l)
 	return answer{status: http.StatusCreated, body: out, header: http.Header{"Location": {out.URL}}}
 }

@@ -39,12 +39,11 @@ type Server struct {
 	http        *httptest.Server
 	now         func() time.Time
 	waitTimeout time.Duration
-	closing     chan struct{}
-	closeOnce   sync.Once
 
 	mu sync.Mutex
-	// changed is closed and replaced on every change a test may wait on.
-	changed settle.Signal
+	// hub wakes the waiters on every change a test may wait on, and
+	// releases them (and held requests) when the server closes.
+	hub *settle.Hub
 
 	repos      map[string]*repo // by lower-case "owner/name"
 	tokens     map[string]*tokenState
@@ -125,7 +124,6 @@ func Start(opts ...Option) *Server {
 	s := &Server{
 		now:          time.Now,
 		waitTimeout:  10 * time.Second,
-		closing:      make(chan struct{}),
 		repos:        map[string]*repo{},
 		tokens:       map[string]*tokenState{},
 		accounts:     map[string]*account{},
@@ -134,6 +132,7 @@ func Start(opts ...Option) *Server {
 		nextUserID:   9000000,
 		timeScale:    1,
 	}
+	s.hub = settle.NewHub(&s.mu)
 	for _, o := range opts {
 		o(s)
 	}
@@ -146,22 +145,7 @@ func Start(opts ...Option) *Server {
 func (s *Server) URL() string { return s.http.URL }
 
 // Close releases held requests and stops the server. Safe to call twice.
-func (s *Server) Close() {
-	s.closeOnce.Do(func() {
-		close(s.closing)
-		s.http.Close()
-	})
-}
-
-func (s *Server) notifyLocked() {
-	s.changed.Notify()
-}
-
-func (s *Server) changes() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed.C()
-}
+func (s *Server) Close() { s.hub.Close(s.http.Close) }
 
 // Request is one request as the fake saw it and answered it.
 type Request struct {
@@ -261,7 +245,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		s.mu.Lock()
 		s.log = append(s.log, rec)
-		s.notifyLocked()
+		s.hub.NotifyLocked()
 		s.mu.Unlock()
 	}()
 

@@ -149,7 +149,7 @@ func (s *Server) AddRepo(fullName string, opts ...RepoOption) {
 	}
 	s.accountLocked(owner)
 	s.repos[key] = r
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 }
 
 // DeleteRepo removes a repository; every request to it answers 404 after.
@@ -157,7 +157,7 @@ func (s *Server) DeleteRepo(fullName string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.repos, strings.ToLower(fullName))
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 }
 
 // SetIssuesEnabled turns a repository's issues on or off.
@@ -165,7 +165,7 @@ func (s *Server) SetIssuesEnabled(fullName string, on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mustRepoLocked(fullName).issuesOff = !on
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 }
 
 // AddCollaborator gives login push access to the repository, which makes
@@ -223,7 +223,7 @@ func (s *Server) AddLabel(fullName string, l Label) {
 	}
 	s.nextID++
 	r.labels = append(r.labels, &label{ID: s.nextID, Name: l.Name, Color: l.Color, Description: l.Description})
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 }
 
 // Labels returns a repository's labels in creation order.
@@ -277,7 +277,7 @@ func (s *Server) fileIssueLocked(r *repo, in Issue) *issue {
 	is := &issue{id: s.nextID, Issue: in}
 	is.touchLocked(s.now())
 	r.issues = append(r.issues, is)
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 	return is
 }
 
@@ -317,7 +317,7 @@ func (s *Server) setIssueState(fullName string, number int, state, reason string
 	s.applyStateLocked(is, state, reason)
 	is.UpdatedAt = s.now().UTC().Truncate(time.Second)
 	is.touchLocked(s.now())
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 }
 
 // applyStateLocked moves an issue between open and closed; closed_at is
@@ -350,7 +350,7 @@ func (s *Server) DeleteIssue(fullName string, number int) {
 	is := s.mustIssueLocked(fullName, number)
 	is.Deleted = true
 	is.touchLocked(s.now())
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 }
 
 // Issues returns a repository's issues, deleted ones included, by number.

@@ -3,8 +3,6 @@ package ghfake
 import (
 	"testing"
 	"time"
-
-	"switchboard/e2e/internal/settle"
 )
 
 // WaitFor blocks until cond holds, re-evaluating it whenever the server's
@@ -13,15 +11,7 @@ import (
 // nothing else wakes the wait.
 func (s *Server) WaitFor(t testing.TB, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	if !s.waitFor(timeout, cond) {
-		t.Fatalf("ghfake: condition not met within %s\nrequests:\n%s", timeout, s.RequestLog())
-	}
-}
-
-// waitFor reports whether cond became true within timeout, woken by each
-// change of the server's state.
-func (s *Server) waitFor(timeout time.Duration, cond func() bool) bool {
-	return settle.Until(timeout, s.changes, s.closing, cond)
+	s.hub.Must(t, timeout, cond, "ghfake", "requests", s.RequestLog)
 }
 
 // WaitRequests waits (up to the wait timeout) until n requests have been

@@ -158,7 +158,7 @@ func setMyCommands(s *Server, r *request) (any, *APIError) {
 		} else {
 			s.commands[key] = cmds
 		}
-		s.notifyLocked()
+		s.hub.NotifyLocked()
 		return true
 	})
 }
@@ -172,7 +172,7 @@ func getMyCommands(s *Server, r *request) (any, *APIError) {
 func deleteMyCommands(s *Server, r *request) (any, *APIError) {
 	return s.withCommandKey(r, func(key commandKey) any {
 		delete(s.commands, key)
-		s.notifyLocked()
+		s.hub.NotifyLocked()
 		return true
 	})
 }

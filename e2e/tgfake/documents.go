@@ -118,7 +118,7 @@ func (s *Server) SetChatPermissions(chatID int64, p ChatPermissions) {
 		return
 	}
 	ch.perms = &p
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 }
 
 // mayPostMediaLocked applies a group's permissions to a file of kind the

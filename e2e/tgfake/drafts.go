@@ -85,7 +85,7 @@ func sendMessageDraft(s *Server, r *request) (any, *APIError) {
 			return true, nil // stopped: the user sees no more of it
 		}
 		ch.draft = &draftState{draft: d}
-		s.notifyLocked()
+		s.hub.NotifyLocked()
 		return true, nil
 	})
 }

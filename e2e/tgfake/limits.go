@@ -329,7 +329,7 @@ func (s *Server) FailFor(d time.Duration, code int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failUntil, s.failCode = s.now().Add(d), code
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 }
 
 func (s *Server) proxyFailure() *APIError {

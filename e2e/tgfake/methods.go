@@ -330,7 +330,7 @@ func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
 		m.Chat, m.ReceiverUser, m.EphemeralMessageID = ch.chat, &receiver, ch.lastEphemeral
 		st := &msgState{msg: m, fromBot: true, parseMode: out.parseMode, reply: markup.reply, file: file, live: out.live}
 		ch.ephemeral = append(ch.ephemeral, st)
-		s.notifyLocked()
+		s.hub.NotifyLocked()
 		return st.msg, nil
 	}
 	st := ch.addMessage(m, true)
@@ -338,7 +338,7 @@ func (s *Server) deliver(r *request, out outgoing) (any, *APIError) {
 	if ch.draft != nil {
 		ch.draft.ended = true // the bot's message takes the draft's place
 	}
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 	return st.msg, nil
 }
 
@@ -396,7 +396,7 @@ func (s *Server) applyEditLocked(m *msgState, change func(*Message)) Message {
 	change(&next)
 	next.EditDate = s.now().Unix()
 	m.msg = next
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 	return next
 }
 
@@ -599,7 +599,7 @@ func deleteMessage(s *Server, r *request) (any, *APIError) {
 			}
 		}
 		m.deleted = true
-		s.notifyLocked()
+		s.hub.NotifyLocked()
 		return true, nil
 	})
 }
@@ -624,7 +624,7 @@ func answerCallbackQuery(s *Server, r *request) (any, *APIError) {
 		URL:       r.str("url"),
 		CacheTime: r.intArg("cache_time", 0, 0, 30*24*60*60),
 	}
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 	return true, nil
 }
 
@@ -650,7 +650,7 @@ func sendChatAction(s *Server, r *request) (any, *APIError) {
 			return nil, apiErr
 		}
 		ch.actions = append(ch.actions, ChatAction{Action: action, Time: s.now(), MessageThreadID: thread})
-		s.notifyLocked()
+		s.hub.NotifyLocked()
 		return true, nil
 	})
 }

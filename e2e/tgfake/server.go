@@ -33,13 +33,11 @@ type Server struct {
 	now         func() time.Time // the server's clock
 	http        *httptest.Server
 
-	closing   chan struct{} // closed by Close to release held getUpdates calls
-	closeOnce sync.Once
-
 	mu sync.Mutex
-	// changed is closed and replaced whenever observable state changes, so
-	// waiters (long polls, Wait* helpers) wake immediately without polling.
-	changed settle.Signal
+	// hub wakes the waiters (long polls, Wait* helpers) whenever
+	// observable state changes, so they wake without polling, and releases
+	// held getUpdates calls when the server closes.
+	hub *settle.Hub
 
 	users    map[int64]*Person
 	chats    map[int64]*chatState
@@ -156,7 +154,6 @@ func New(t testing.TB, opts ...Option) *Server {
 		readAll:      cfg.readAll,
 		waitTimeout:  cfg.waitTimeout,
 		now:          cfg.clock,
-		closing:      make(chan struct{}),
 		users:        map[int64]*Person{},
 		chats:        map[int64]*chatState{},
 		files:        map[string]*SentFile{},
@@ -168,6 +165,7 @@ func New(t testing.TB, opts ...Option) *Server {
 
 		insecureHooks: cfg.insecureHooks,
 	}
+	s.hub = settle.NewHub(&s.mu)
 	// httptest listens on 127.0.0.1, so nothing is exposed beyond the host.
 	s.http = httptest.NewServer(s)
 	t.Cleanup(func() {
@@ -191,24 +189,7 @@ func (s *Server) Bot() User { return s.bot }
 
 // Close releases held long polls and shuts the server down. It is called
 // automatically at the end of the test and may be called more than once.
-func (s *Server) Close() {
-	s.closeOnce.Do(func() {
-		close(s.closing)
-		s.http.Close()
-	})
-}
-
-// notifyLocked wakes every waiter. The caller holds s.mu.
-func (s *Server) notifyLocked() {
-	s.changed.Notify()
-}
-
-// changes returns the channel closed on the next state change.
-func (s *Server) changes() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed.C()
-}
+func (s *Server) Close() { s.hub.Close(s.http.Close) }
 
 // FailNext makes the next n calls of method (case-insensitive) fail with
 // 429 Too Many Requests and parameters.retry_after, as Telegram's flood
@@ -269,7 +250,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.calls = append(s.calls, call)
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 	s.mu.Unlock()
 }
 

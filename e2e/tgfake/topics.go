@@ -129,7 +129,7 @@ func createForumTopic(s *Server, r *request) (any, *APIError) {
 			ch.topics = map[int]*topicState{}
 		}
 		ch.topics[t.topic.MessageThreadID] = t
-		s.notifyLocked()
+		s.hub.NotifyLocked()
 		return t.topic, nil
 	})
 }
@@ -193,7 +193,7 @@ func (s *Server) deleteTopicLocked(ch *chatState, thread int) bool {
 			m.deleted = true
 		}
 	}
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 	return true
 }
 

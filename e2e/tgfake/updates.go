@@ -17,7 +17,7 @@ func (s *Server) pushUpdateLocked(u Update) {
 	u.UpdateID = s.nextUpdateID
 	s.nextUpdateID++
 	s.updates = append(s.updates, u)
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 }
 
 // confirmLocked applies getUpdates' offset semantics: a positive offset
@@ -54,7 +54,7 @@ func (s *Server) takeLocked(limit int) []Update {
 
 // getUpdates implements long polling: it answers at once when updates are
 // pending or timeout is 0; otherwise it holds the request until an update
-// arrives (woken through s.changed, not by polling), the timeout passes, a
+// arrives (woken through s.hub, not by polling), the timeout passes, a
 // newer getUpdates replaces it (409, as in Telegram), the client goes away
 // or the server closes.
 func getUpdates(s *Server, r *request) (any, *APIError) {
@@ -86,7 +86,7 @@ func getUpdates(s *Server, r *request) (any, *APIError) {
 	}
 	me := &pollWaiter{conflict: make(chan struct{})}
 	s.poll = me
-	s.notifyLocked() // observers (tests) may wait for the bot to be polling
+	s.hub.NotifyLocked() // observers (tests) may wait for the bot to be polling
 	s.mu.Unlock()
 
 	deadline := time.NewTimer(time.Duration(timeout) * time.Second)
@@ -101,7 +101,7 @@ func getUpdates(s *Server, r *request) (any, *APIError) {
 	for {
 		s.mu.Lock()
 		ups := s.takeLocked(limit)
-		wake := s.changed.C()
+		wake := s.hub.ChangedLocked()
 		s.mu.Unlock()
 		if len(ups) > 0 {
 			release()
@@ -117,7 +117,7 @@ func getUpdates(s *Server, r *request) (any, *APIError) {
 		case <-r.ctx.Done():
 			release()
 			return []Update{}, nil
-		case <-s.closing:
+		case <-s.hub.Closing():
 			release()
 			return []Update{}, nil
 		}

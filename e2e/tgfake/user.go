@@ -50,7 +50,7 @@ func (s *Server) User(id int64, firstName, lang string) *Person {
 	p := &Person{srv: s, user: User{ID: id, FirstName: firstName, LanguageCode: lang}}
 	s.users[id] = p
 	s.chats[id] = newChatState(Chat{ID: id, Type: ChatPrivate, FirstName: firstName})
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 	return p
 }
 
@@ -92,7 +92,7 @@ func (s *Server) addGroup(c Chat) Chat {
 		ch.lastID = generalTopicThreadID
 	}
 	s.chats[c.ID] = ch
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 	return c
 }
 
@@ -116,7 +116,7 @@ func (s *Server) SetChatMember(chatID, userID int64, status string) {
 		return
 	}
 	ch.members[userID] = status
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 }
 
 // ID is the user's id, which is also their private chat's id.
@@ -138,7 +138,7 @@ func (p *Person) Deactivate() {
 	p.srv.mu.Lock()
 	defer p.srv.mu.Unlock()
 	p.deactivated = true
-	p.srv.notifyLocked()
+	p.srv.hub.NotifyLocked()
 }
 
 // Unblock undoes Block.
@@ -148,7 +148,7 @@ func (p *Person) setBlocked(b bool) {
 	p.srv.mu.Lock()
 	defer p.srv.mu.Unlock()
 	p.blocked = b
-	p.srv.notifyLocked()
+	p.srv.hub.NotifyLocked()
 }
 
 // groupLocked is the registered group chatID; any other chat fails the
@@ -480,7 +480,7 @@ func (s *Server) postLocked(ch *chatState, m Message) Message {
 		delivered := st.msg // a copy: the update must not follow later changes
 		s.pushUpdateLocked(Update{Message: &delivered})
 	} else {
-		s.notifyLocked()
+		s.hub.NotifyLocked()
 	}
 	return st.msg
 }

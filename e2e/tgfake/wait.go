@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"switchboard/e2e/internal/settle"
 )
 
 // WaitFor blocks until cond returns true, re-evaluating it whenever the
@@ -16,15 +14,7 @@ import (
 // a variable the bot's handler sets) do not wake the wait.
 func (s *Server) WaitFor(t testing.TB, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	if !s.waitFor(timeout, cond) {
-		t.Fatalf("tgfake: condition not met within %s\nbot API calls:\n%s", timeout, s.CallLog())
-	}
-}
-
-// waitFor reports whether cond became true within timeout, woken by each
-// change of the server's state.
-func (s *Server) waitFor(timeout time.Duration, cond func() bool) bool {
-	return settle.Until(timeout, s.changes, s.closing, cond)
+	s.hub.Must(t, timeout, cond, "tgfake", "bot API calls", s.CallLog)
 }
 
 // WaitMessage waits (up to the server's wait timeout) until one of the bot's
@@ -50,7 +40,7 @@ func (s *Server) WaitMessageAfter(t testing.TB, chatID int64, afterID int, match
 func (s *Server) waitMessage(t testing.TB, chatID int64, afterID int, match func(BotMessage) bool) BotMessage {
 	t.Helper()
 	var found BotMessage
-	ok := s.waitFor(s.waitTimeout, func() bool {
+	ok := s.hub.Until(s.waitTimeout, func() bool {
 		s.mu.Lock()
 		msgs := s.botMessagesLocked(chatID, afterID)
 		s.mu.Unlock()
@@ -74,7 +64,7 @@ func (s *Server) waitMessage(t testing.TB, chatID int64, afterID int, match func
 func (s *Server) WaitCallbackAnswer(t testing.TB, queryID string) CallbackAnswer {
 	t.Helper()
 	var answer CallbackAnswer
-	ok := s.waitFor(s.waitTimeout, func() bool {
+	ok := s.hub.Until(s.waitTimeout, func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		cb := s.callbacks[queryID]
@@ -94,7 +84,7 @@ func (s *Server) WaitCallbackAnswer(t testing.TB, queryID string) CallbackAnswer
 // "upload_photo", ...) to the chat.
 func (s *Server) WaitChatAction(t testing.TB, chatID int64, action string) {
 	t.Helper()
-	ok := s.waitFor(s.waitTimeout, func() bool {
+	ok := s.hub.Until(s.waitTimeout, func() bool {
 		for _, a := range s.ChatActions(chatID) {
 			if a == action {
 				return true
@@ -111,7 +101,7 @@ func (s *Server) WaitChatAction(t testing.TB, chatID int64, action string) {
 // offset) every update delivered so far, i.e. it has received them all.
 func (s *Server) WaitUpdatesConsumed(t testing.TB) {
 	t.Helper()
-	ok := s.waitFor(s.waitTimeout, func() bool { return len(s.PendingUpdates()) == 0 })
+	ok := s.hub.Until(s.waitTimeout, func() bool { return len(s.PendingUpdates()) == 0 })
 	if !ok {
 		t.Fatalf("tgfake: bot did not fetch %d pending updates within %s", len(s.PendingUpdates()), s.waitTimeout)
 	}

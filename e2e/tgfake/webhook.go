@@ -116,7 +116,7 @@ func setWebhook(s *Server, r *request) (any, *APIError) {
 	}
 	s.hook = h
 	go s.deliverHook(h)
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 	return true, nil
 }
 
@@ -130,7 +130,7 @@ func (s *Server) dropWebhookLocked(drop bool) {
 	if drop {
 		s.updates = nil
 	}
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 }
 
 // Webhook reports the URL set with setWebhook ("" for none) and the last
@@ -209,7 +209,7 @@ func (s *Server) deliverHook(h *webhook) {
 			return
 		}
 		now := time.Now()
-		wake := s.changed.C()
+		wake := s.hub.ChangedLocked()
 		var due time.Time
 		blocked := map[int64]bool{}
 		keep := s.updates[:0]
@@ -250,7 +250,7 @@ func (s *Server) deliverHook(h *webhook) {
 		case <-timer:
 		case <-h.stop:
 			return
-		case <-s.closing:
+		case <-s.hub.Closing():
 			return
 		}
 	}
@@ -264,7 +264,7 @@ func (s *Server) post(h *webhook, client *http.Client, u Update, chat int64) {
 	go func() {
 		select {
 		case <-h.stop:
-		case <-s.closing:
+		case <-s.hub.Closing():
 		case <-ctx.Done():
 		}
 		cancel()
@@ -312,5 +312,5 @@ func (s *Server) post(h *webhook, client *http.Client, u Update, chat int64) {
 		// in business quickly, so the fake's backoff tops out at 2 s.
 		h.nextTry[u.UpdateID] = time.Now().Add(min(100*time.Millisecond<<min(n-1, 5), 2*time.Second))
 	}
-	s.notifyLocked()
+	s.hub.NotifyLocked()
 }
