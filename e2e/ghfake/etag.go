@@ -4,15 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"switchboard/internal/testkit"
 )
 
 // etagOf is a weak ETag over what the answer says and who asked, since
 // GitHub varies its answers by Authorization.
 func etagOf(login string, body any) string {
-	b, err := marshal(body)
-	if err != nil {
-		panic("ghfake: " + err.Error())
-	}
+	b := testkit.JSON("ghfake", body)
 	sum := sha256.Sum256(append([]byte(strings.ToLower(login)+"\x00"), b...))
 	return `W/"` + hex.EncodeToString(sum[:16]) + `"`
 }

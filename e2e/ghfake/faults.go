@@ -3,6 +3,8 @@ package ghfake
 import (
 	"net/http"
 	"strings"
+
+	"switchboard/internal/testkit"
 )
 
 // Fault is a failure in front of the API for the next requests: the
@@ -26,20 +28,12 @@ type Fault struct {
 	Path   string
 }
 
-type queuedFault struct {
-	Fault
-	left int
-}
-
 // InjectFault queues f for the next n requests it matches; queued faults
 // are used in order.
 func (s *Server) InjectFault(n int, f Fault) {
-	if n <= 0 {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faults = append(s.faults, &queuedFault{Fault: f, left: n})
+	s.faults.Add(n, f)
 }
 
 // LoseNextAnswer makes the next n requests of method to paths under path
@@ -58,27 +52,15 @@ func (s *Server) HangNext(n int) { s.InjectFault(n, Fault{Hang: true}) }
 func (s *Server) PendingFaults() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for _, f := range s.faults {
-		n += f.left
-	}
-	return n
+	return s.faults.Pending()
 }
 
 func (s *Server) takeFault(r *http.Request) (Fault, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, f := range s.faults {
-		if f.Method != "" && !strings.EqualFold(f.Method, r.Method) || !strings.HasPrefix(r.URL.Path, f.Path) {
-			continue
-		}
-		f.left--
-		if f.left == 0 {
-			s.faults = append(s.faults[:i], s.faults[i+1:]...)
-		}
-		return f.Fault, true
-	}
-	return Fault{}, false
+	return s.faults.Take(func(f Fault) bool {
+		return (f.Method == "" || strings.EqualFold(f.Method, r.Method)) && strings.HasPrefix(r.URL.Path, f.Path)
+	})
 }
 
 // serveFault answers a fault and returns the status logged.
@@ -91,7 +73,7 @@ func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, f Fault) int
 		return StatusClientClosedRequest
 	}
 	if f.Status >= 502 && f.Status <= 504 {
-		return writeRaw(w, f.Status, "text/html; charset=utf-8", gatewayPage(f.Status))
+		return testkit.WriteBody(w, f.Status, "text/html; charset=utf-8", gatewayPage(f.Status))
 	}
 	msg := http.StatusText(f.Status)
 	if f.Status == http.StatusInternalServerError {

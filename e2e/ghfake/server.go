@@ -1,8 +1,6 @@
 package ghfake
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"switchboard/e2e/internal/settle"
+	"switchboard/internal/testkit"
 )
 
 // StatusClientClosedRequest is logged (nginx's convention) for a request
@@ -58,7 +57,7 @@ type Server struct {
 	refuseLabels  bool    // unknown labels on a new issue are refused, not created
 	timeScale     float64 // the limits' periods are divided by it (WithTimeScale)
 	searchLag     time.Duration
-	faults        []*queuedFault
+	faults        testkit.Faults[Fault]
 
 	log []Request
 }
@@ -265,7 +264,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.TrimSpace(r.Header.Get("User-Agent")) == "" {
 		// GitHub's gateway refuses it in plain text, before the API.
 		rec.Status = http.StatusForbidden
-		writeRaw(w, http.StatusForbidden, "text/plain; charset=utf-8",
+		testkit.WriteBody(w, http.StatusForbidden, "text/plain; charset=utf-8",
 			[]byte("Request forbidden by administrative rules. Please make sure your request has a User-Agent header (https://docs.github.com/en/rest/overview/resources-in-the-rest-api#user-agent-required). Check https://developer.github.com for other possible causes.\n"))
 		return
 	}
@@ -384,30 +383,8 @@ func writeAnswer(w http.ResponseWriter, a answer) int {
 			w.Header().Add(k, v)
 		}
 	}
-	body, err := marshal(a.body)
-	if err != nil {
-		panic("ghfake: " + err.Error()) // only the fake's own types are marshalled
-	}
-	return writeRaw(w, a.status, "application/json; charset=utf-8", body)
-}
-
-func writeRaw(w http.ResponseWriter, status int, contentType string, body []byte) int {
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body) // the client may be gone; the status is logged anyway
-	return status
-}
-
-// marshal keeps '<' and '&' in issue bodies as they are, as GitHub does.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	// '<' and '&' in issue bodies stay as they are, as GitHub sends them.
+	return testkit.WriteBody(w, a.status, "application/json; charset=utf-8", testkit.JSON("ghfake", a.body))
 }
 
 func cmpOr(a, b string) string {

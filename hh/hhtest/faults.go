@@ -75,7 +75,7 @@ func (s *Server) InjectFault(f Fault) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faults = append(s.faults, &f)
+	s.faults.Add(f.Count, f)
 }
 
 // FailNext makes the next n requests to on answer status with the default
@@ -103,28 +103,14 @@ func defaultFaultBody(status int) (string, []byte) {
 func (s *Server) takeFault(kind Endpoint) (Fault, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, f := range s.faults {
-		if !f.On.covers(kind) {
-			continue
-		}
-		f.Count--
-		if f.Count == 0 {
-			s.faults = append(s.faults[:i], s.faults[i+1:]...)
-		}
-		return *f, true
-	}
-	return Fault{}, false
+	return s.faults.Take(func(f Fault) bool { return f.On.covers(kind) })
 }
 
 // PendingFaults is the number of fault answers still queued.
 func (s *Server) PendingFaults() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for _, f := range s.faults {
-		n += f.Count
-	}
-	return n
+	return s.faults.Pending()
 }
 
 // SetLatency delays requests to on by d (zero removes it). A request gets
@@ -158,7 +144,7 @@ func (s *Server) DetailNotFound(ids ...string) {
 func (s *Server) ClearFaults() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faults = nil
+	s.faults.Clear()
 	s.latency = [numEndpoints]time.Duration{}
 	s.notFound = map[string]bool{}
 }

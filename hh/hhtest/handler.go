@@ -3,13 +3,14 @@ package hhtest
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"switchboard/internal/testkit"
 )
 
 // HH's paging limits (hhru/api:docs/general.md#pagination, hhru/api:docs/vacancies.md).
@@ -92,45 +93,37 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, kind Endpoint, i
 			return StatusClientClosedRequest
 		case <-s.done:
 			t.Stop()
-			return write(w, http.StatusServiceUnavailable, jsonType, serviceUnavailableBody())
+			return testkit.WriteBody(w, http.StatusServiceUnavailable, jsonType, serviceUnavailableBody())
 		}
 	}
 	if f, ok := s.takeFault(kind); ok {
 		if f.RetryAfter != "" {
 			w.Header().Set("Retry-After", f.RetryAfter)
 		}
-		return write(w, f.Status, f.ContentType, f.Body)
+		return testkit.WriteBody(w, f.Status, f.ContentType, f.Body)
 	}
 	if (kind == SearchEndpoint || kind == DetailEndpoint) && s.captcha.refuses(r, time.Now()) {
-		return write(w, http.StatusForbidden, jsonType, captchaBody())
+		return testkit.WriteBody(w, http.StatusForbidden, jsonType, captchaBody())
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		return write(w, http.StatusMethodNotAllowed, jsonType, mustJSON(errorBody{Errors: []errorItem{{Type: "method_not_allowed"}}}))
+		return testkit.WriteBody(w, http.StatusMethodNotAllowed, jsonType, mustJSON(errorBody{Errors: []errorItem{{Type: "method_not_allowed"}}}))
 	}
 	if v := s.checkUserAgent(r); v != "" {
-		return write(w, http.StatusBadRequest, jsonType, badUserAgentBody(v))
+		return testkit.WriteBody(w, http.StatusBadRequest, jsonType, badUserAgentBody(v))
 	}
 	if v := s.oauth.refusal(r, time.Now()); v != "" {
-		return write(w, http.StatusForbidden, jsonType, oauthErrorBody(v))
+		return testkit.WriteBody(w, http.StatusForbidden, jsonType, oauthErrorBody(v))
 	}
 	switch kind {
 	case SearchEndpoint:
 		status, body := s.search(r.URL.Query())
-		return write(w, status, jsonType, body)
+		return testkit.WriteBody(w, status, jsonType, body)
 	case DetailEndpoint:
 		status, body := s.detail(id)
-		return write(w, status, jsonType, body)
+		return testkit.WriteBody(w, status, jsonType, body)
 	}
-	return write(w, http.StatusNotFound, jsonType, notFoundBody())
-}
-
-func write(w http.ResponseWriter, status int, contentType string, body []byte) int {
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body) // the client may be gone; the status is logged anyway
-	return status
+	return testkit.WriteBody(w, http.StatusNotFound, jsonType, notFoundBody())
 }
 
 // checkUserAgent returns the bad_user_agent value to refuse with, or "".
@@ -166,15 +159,7 @@ func (s *Server) detail(id string) (int, []byte) {
 
 // marshal keeps HTML in descriptions readable (<p>, not \u003cp\u003e), as
 // HH sends it.
-func marshal(v any) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		panic("hhtest: " + err.Error())
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-}
+func marshal(v any) []byte { return testkit.JSON("hhtest", v) }
 
 type fieldMask uint8
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"switchboard/internal/testkit"
 )
 
 // OAuth configures the fake's application authorization (WithOAuth), as
@@ -198,44 +200,44 @@ func (s *Server) serveOAuth(w http.ResponseWriter, r *http.Request) {
 		status := o.faults[0]
 		o.faults = o.faults[1:]
 		if status >= 500 {
-			write(w, status, "text/html", gatewayBody(status, http.StatusText(status)))
+			testkit.WriteBody(w, status, "text/html", gatewayBody(status, http.StatusText(status)))
 			return
 		}
-		write(w, status, jsonType, tokenErrorBody("invalid_request", ""))
+		testkit.WriteBody(w, status, jsonType, tokenErrorBody("invalid_request", ""))
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		write(w, http.StatusMethodNotAllowed, jsonType, tokenErrorBody("invalid_request", "method not allowed"))
+		testkit.WriteBody(w, http.StatusMethodNotAllowed, jsonType, tokenErrorBody("invalid_request", "method not allowed"))
 		return
 	}
 	if v := s.checkUserAgent(r); v != "" {
-		write(w, http.StatusBadRequest, jsonType, badUserAgentBody(v))
+		testkit.WriteBody(w, http.StatusBadRequest, jsonType, badUserAgentBody(v))
 		return
 	}
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/x-www-form-urlencoded" {
-		write(w, http.StatusBadRequest, jsonType, tokenErrorBody("invalid_request", "content type must be application/x-www-form-urlencoded"))
+		testkit.WriteBody(w, http.StatusBadRequest, jsonType, tokenErrorBody("invalid_request", "content type must be application/x-www-form-urlencoded"))
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		write(w, http.StatusBadRequest, jsonType, tokenErrorBody("invalid_request", "malformed body"))
+		testkit.WriteBody(w, http.StatusBadRequest, jsonType, tokenErrorBody("invalid_request", "malformed body"))
 		return
 	}
 	f := r.PostForm
 	switch {
 	case f.Get("grant_type") != "client_credentials":
-		write(w, http.StatusBadRequest, jsonType, tokenErrorBody("unsupported_grant_type", "unsupported grant_type"))
+		testkit.WriteBody(w, http.StatusBadRequest, jsonType, tokenErrorBody("unsupported_grant_type", "unsupported grant_type"))
 		return
 	case f.Get("client_id") == "" || f.Get("client_secret") == "":
-		write(w, http.StatusBadRequest, jsonType, tokenErrorBody("invalid_request", "client_id or client_secret is empty"))
+		testkit.WriteBody(w, http.StatusBadRequest, jsonType, tokenErrorBody("invalid_request", "client_id or client_secret is empty"))
 		return
 	case f.Get("client_id") != o.cfg.ClientID || f.Get("client_secret") != o.cfg.ClientSecret:
-		write(w, http.StatusBadRequest, jsonType, tokenErrorBody("invalid_client", "client_id or client_secret not found"))
+		testkit.WriteBody(w, http.StatusBadRequest, jsonType, tokenErrorBody("invalid_client", "client_id or client_secret not found"))
 		return
 	}
 	now := time.Now()
 	if o.cfg.MinInterval > 0 && !o.last.IsZero() && now.Sub(o.last) < o.cfg.MinInterval {
-		write(w, http.StatusForbidden, jsonType, tokenErrorBody("forbidden", "app token refresh too early"))
+		testkit.WriteBody(w, http.StatusForbidden, jsonType, tokenErrorBody("forbidden", "app token refresh too early"))
 		return
 	}
 	ans := struct {
@@ -243,5 +245,5 @@ func (s *Server) serveOAuth(w http.ResponseWriter, r *http.Request) {
 		TokenType   string `json:"token_type"`
 		ExpiresIn   int64  `json:"expires_in,omitempty"`
 	}{AccessToken: o.issue(now), TokenType: "bearer", ExpiresIn: int64((o.cfg.ExpiresIn + time.Second - 1) / time.Second)}
-	write(w, http.StatusOK, jsonType, mustJSON(ans))
+	testkit.WriteBody(w, http.StatusOK, jsonType, mustJSON(ans))
 }

@@ -38,7 +38,7 @@ type Server struct {
 	oauth   oauth
 
 	mu          sync.Mutex // guards faults, latency and the request log
-	faults      []*Fault
+	faults      testkit.Faults[Fault]
 	latency     [numEndpoints]time.Duration
 	notFound    map[string]bool
 	log         []Request

@@ -1,8 +1,10 @@
 // Package testkit holds the few helpers the tests and the fakes share: a
 // fake closed with its test, a slice mapped field by field, a buffer a
 // logger may write into from several goroutines while the test reads it,
-// and a reader for one Prometheus series. The fakes of the outside
-// services live beside their clients (hh/hhtest, llm/llmtest, e2e/tgfake).
+// a reader for one Prometheus series, and what the HTTP fakes answer with
+// alike (a body written, JSON as the services send it, a queue of
+// injected faults). The fakes of the outside services live beside their
+// clients (hh/hhtest, llm/llmtest, e2e/tgfake, e2e/ghfake).
 package testkit
 
 import (
