@@ -16,18 +16,9 @@ const (
 	MaxBody  = 65536
 )
 
-// createIssue answers POST /repos/{owner}/{repo}/issues.
-func (s *Server) createIssue(q request, owner, name string) answer {
-	in, apiErr := parseObject(q.body)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, apiErr := s.repoFor(q, owner, name, true, docCreateIssue)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
+// createIssueLocked answers POST /repos/{owner}/{repo}/issues (see
+// write).
+func (s *Server) createIssueLocked(q request, in object, r *repo) answer {
 	if r.issuesOff {
 		return errAnswer(newError(http.StatusGone, MsgIssuesDisabled, docCreateIssue))
 	}
@@ -157,18 +148,9 @@ func (s *Server) getIssue(q request, owner, name, number string) answer {
 	return answer{status: http.StatusOK, body: s.issueJSONLocked(r, is.id, is.snapshot())}
 }
 
-// updateIssue answers PATCH /repos/{owner}/{repo}/issues/{number}.
-func (s *Server) updateIssue(q request, owner, name, number string) answer {
-	in, apiErr := parseObject(q.body)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, apiErr := s.repoFor(q, owner, name, true, docUpdateIssue)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
+// updateIssueLocked answers PATCH
+// /repos/{owner}/{repo}/issues/{number} (see write).
+func (s *Server) updateIssueLocked(q request, in object, r *repo, number string) answer {
 	is, apiErr := s.issueFor(r, number, docUpdateIssue)
 	if apiErr != nil {
 		return errAnswer(apiErr)

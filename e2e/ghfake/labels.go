@@ -13,18 +13,9 @@ const MaxLabelDescription = 100
 
 var hexColor = regexp.MustCompile(`^[0-9a-fA-F]{6}$`)
 
-// createLabel answers POST /repos/{owner}/{repo}/labels.
-func (s *Server) createLabel(q request, owner, name string) answer {
-	in, apiErr := parseObject(q.body)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, apiErr := s.repoFor(q, owner, name, true, docCreateLabel)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
+// createLabelLocked answers POST /repos/{owner}/{repo}/labels (see
+// write).
+func (s *Server) createLabelLocked(_ request, in object, r *repo) answer {
 	labelName, ok, apiErr := in.str("name", docCreateLabel)
 	if apiErr != nil {
 		return errAnswer(apiErr)

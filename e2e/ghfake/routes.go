@@ -54,32 +54,34 @@ func (s *Server) route(r *http.Request) route {
 		return missing
 	}
 	owner, name := seg[1], seg[2]
+	write := func(doc string, h func(request, object, *repo) answer) func(request) answer {
+		return func(q request) answer { return s.write(q, owner, name, doc, h) }
+	}
+	// list is a repository's list: GET reads it, POST adds to it, which
+	// creates content (bound by the content limits); any other method is
+	// no route.
+	list := func(read func(request, string, string) answer, create func(request) answer) route {
+		if r.Method != http.MethodPost {
+			return on(http.MethodGet, func(q request) answer { return read(q, owner, name) })
+		}
+		rt := on(http.MethodPost, create)
+		rt.creates = true
+		return rt
+	}
 	switch {
 	case len(seg) == 4 && seg[3] == "issues":
-		switch r.Method {
-		case http.MethodGet, http.MethodHead:
-			return on(http.MethodGet, func(q request) answer { return s.listIssues(q, owner, name) })
-		case http.MethodPost:
-			rt := on(http.MethodPost, func(q request) answer { return s.createIssue(q, owner, name) })
-			rt.creates = true
-			return rt
-		}
+		return list(s.listIssues, write(docCreateIssue, s.createIssueLocked))
 	case len(seg) == 5 && seg[3] == "issues":
 		switch r.Method {
 		case http.MethodGet, http.MethodHead:
 			return on(http.MethodGet, func(q request) answer { return s.getIssue(q, owner, name, seg[4]) })
 		case http.MethodPatch:
-			return on(http.MethodPatch, func(q request) answer { return s.updateIssue(q, owner, name, seg[4]) })
+			return on(http.MethodPatch, write(docUpdateIssue, func(q request, in object, rp *repo) answer {
+				return s.updateIssueLocked(q, in, rp, seg[4])
+			}))
 		}
 	case len(seg) == 4 && seg[3] == "labels":
-		switch r.Method {
-		case http.MethodGet, http.MethodHead:
-			return on(http.MethodGet, func(q request) answer { return s.listLabels(q, owner, name) })
-		case http.MethodPost:
-			rt := on(http.MethodPost, func(q request) answer { return s.createLabel(q, owner, name) })
-			rt.creates = true
-			return rt
-		}
+		return list(s.listLabels, write(docCreateLabel, s.createLabelLocked))
 	case len(seg) == 5 && seg[3] == "labels":
 		return on(http.MethodGet, func(q request) answer { return s.getLabel(q, owner, name, seg[4]) })
 	}
@@ -119,6 +121,25 @@ func (s *Server) repoFor(q request, owner, name string, write bool, doc string) 
 		return nil, notAccessible(doc, "issues=write")
 	}
 	return r, nil
+}
+
+// write answers a write to owner/name: its body, a JSON object, is read
+// first (one GitHub cannot parse is refused before the repository is
+// looked at), then under s.mu the repository is found and the token
+// checked for the right to write there; h answers with both, s.mu still
+// held.
+func (s *Server) write(q request, owner, name, doc string, h func(request, object, *repo) answer) answer {
+	in, apiErr := parseObject(q.body)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, apiErr := s.repoFor(q, owner, name, true, doc)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	return h(q, in, r)
 }
 
 // canPush reports whether login may set labels and assignees.

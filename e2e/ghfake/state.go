@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"switchboard/internal/testkit"
 )
 
 // Grant is a token's access to one repository ("owner/name").
@@ -230,12 +232,9 @@ func (s *Server) AddLabel(fullName string, l Label) {
 func (s *Server) Labels(fullName string) []Label {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.mustRepoLocked(fullName)
-	out := make([]Label, 0, len(r.labels))
-	for _, l := range r.labels {
-		out = append(out, Label{Name: l.Name, Color: l.Color, Description: l.Description})
-	}
-	return out
+	return testkit.Map(s.mustRepoLocked(fullName).labels, func(l *label) Label {
+		return Label{Name: l.Name, Color: l.Color, Description: l.Description}
+	})
 }
 
 // AddIssue files an issue as someone on GitHub's side (in.Author, default
@@ -357,12 +356,7 @@ func (s *Server) DeleteIssue(fullName string, number int) {
 func (s *Server) Issues(fullName string) []Issue {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.mustRepoLocked(fullName)
-	out := make([]Issue, 0, len(r.issues))
-	for _, is := range r.issues {
-		out = append(out, is.snapshot())
-	}
-	return out
+	return testkit.Map(s.mustRepoLocked(fullName).issues, (*issue).snapshot)
 }
 
 // Issue returns one issue.
