@@ -346,27 +346,14 @@ func (p *Person) StopLiveLocation(msg MessageRef) Message {
 func (p *Person) editLiveLocation(caller string, msg MessageRef, change func(Location) *Location) Message {
 	s := p.srv
 	s.t.Helper()
-	chatID, id := msg.Ref()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch := p.chatForLocked(chatID)
-	target := ch.live(id)
-	switch {
-	case target == nil:
-		s.t.Fatalf("tgfake: %s: no message %d in chat %d", caller, id, chatID)
-	case target.fromBot || target.msg.From == nil || target.msg.From.ID != p.user.ID:
-		s.t.Fatalf("tgfake: %s: message %d in chat %d is not %s's", caller, id, chatID, p.user.FirstName)
-	case !target.live:
-		s.t.Fatalf("tgfake: %s: message %d in chat %d is not a live location", caller, id, chatID)
-	}
-	if st := target.liveState(s.now().Unix()); st != LiveActive {
-		s.t.Fatalf("tgfake: %s: the live location %d in chat %d is %s", caller, id, chatID, st)
-	}
-	loc := change(*target.msg.Location) // may fail the test: before the edit
-	next := s.applyEditLocked(target, func(m *Message) { m.Location = loc })
-	if s.botReceivesLocked(ch) {
-		delivered := next
-		s.pushUpdateLocked(Update{EditedMessage: &delivered})
-	}
-	return next
+	return p.editOwn(caller, msg, func(target *msgState, chatID int64, id int) func(*Message) {
+		if !target.live {
+			s.t.Fatalf("tgfake: %s: message %d in chat %d is not a live location", caller, id, chatID)
+		}
+		if st := target.liveState(s.now().Unix()); st != LiveActive {
+			s.t.Fatalf("tgfake: %s: the live location %d in chat %d is %s", caller, id, chatID, st)
+		}
+		loc := change(*target.msg.Location) // may fail the test: before the edit
+		return func(m *Message) { m.Location = loc }
+	})
 }

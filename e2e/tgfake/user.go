@@ -298,6 +298,23 @@ func (p *Person) Edit(msg MessageRef, text string) Message {
 	if text == "" {
 		s.t.Fatalf("tgfake: a message cannot be edited to empty text")
 	}
+	return p.editOwn("Edit", msg, func(target *msgState, chatID int64, id int) func(*Message) {
+		if target.msg.Location != nil {
+			s.t.Fatalf("tgfake: message %d in chat %d is a location, which has no text to edit (MoveLiveLocation moves a live one)", id, chatID)
+		}
+		return func(m *Message) { m.Text, m.Entities = text, detectEntities(text) }
+	})
+}
+
+// editOwn edits msg, which p sent, as p's client does: the bot receives
+// an edited_message update (if it receives the chat's messages) with the
+// message as it is now, an edit_date set, which editOwn returns. A
+// missing message or another's fails the test, naming caller. check runs
+// next, under the server's lock and before anything changes: it fails the
+// test for what the edit may not do to target, and returns the change.
+func (p *Person) editOwn(caller string, msg MessageRef, check func(target *msgState, chatID int64, id int) func(*Message)) Message {
+	s := p.srv
+	s.t.Helper()
 	chatID, id := msg.Ref()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -305,15 +322,11 @@ func (p *Person) Edit(msg MessageRef, text string) Message {
 	target := ch.live(id)
 	switch {
 	case target == nil:
-		s.t.Fatalf("tgfake: edit of missing message %d in chat %d", id, chatID)
+		s.t.Fatalf("tgfake: %s: no message %d in chat %d", caller, id, chatID)
 	case target.fromBot || target.msg.From == nil || target.msg.From.ID != p.user.ID:
-		s.t.Fatalf("tgfake: %s edits message %d in chat %d, which is not theirs", p.user.FirstName, id, chatID)
-	case target.msg.Location != nil:
-		s.t.Fatalf("tgfake: message %d in chat %d is a location, which has no text to edit (MoveLiveLocation moves a live one)", id, chatID)
+		s.t.Fatalf("tgfake: %s: message %d in chat %d is not %s's", caller, id, chatID, p.user.FirstName)
 	}
-	next := s.applyEditLocked(target, func(m *Message) {
-		m.Text, m.Entities = text, detectEntities(text)
-	})
+	next := s.applyEditLocked(target, check(target, chatID, id))
 	if s.botReceivesLocked(ch) {
 		delivered := next
 		s.pushUpdateLocked(Update{EditedMessage: &delivered})
