@@ -263,12 +263,18 @@ func parseMarkdownV2(text string) (string, []MessageEntity, error) {
 				kind = mdBold
 			case '~':
 				kind = mdStrike
-			case '|':
-				if at(i+1) != '|' {
+			case '|', '!':
+				// Two bytes open these: "||" a spoiler, "![" a custom
+				// emoji; the first alone is reserved.
+				second, opens := byte('|'), mdSpoiler
+				if c == '!' {
+					second, opens = '[', mdCustomEmoji
+				}
+				if at(i+1) != second {
 					return "", nil, mdReserved(c)
 				}
 				i++
-				kind = mdSpoiler
+				kind = opens
 			case '[':
 				kind = mdTextURL
 			case '`':
@@ -288,12 +294,6 @@ func parseMarkdownV2(text string) (string, []MessageEntity, error) {
 				} else {
 					kind = mdCode
 				}
-			case '!':
-				if at(i+1) != '[' {
-					return "", nil, mdReserved(c)
-				}
-				i++
-				kind = mdCustomEmoji
 			case '\n':
 				u16++
 				out = append(out, '\n')
