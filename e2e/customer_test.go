@@ -89,15 +89,11 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 	env.TG.WaitFor(t, 20*time.Second, func() bool { return logHas(env, "the customer opened its link") })
 
 	// Cancel asks first; Keep it puts the status back.
-	q, err := cora.PressButton(status, "✖️ Cancel the order")
-	require.NoError(t, err)
-	env.TG.WaitCallbackAnswer(t, q.ID)
+	cora.PressAndWait(t, status, "✖️ Cancel the order")
 	status = waitEdited(t, env, status, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Labels()) == 2 })
 	require.Equal(t, []string{"Yes, cancel it", "Keep it"}, status.ReplyMarkup.Labels())
 	cancelData := status.ReplyMarkup.Buttons()[0].CallbackData
-	q, err = cora.PressButton(status, "Keep it")
-	require.NoError(t, err)
-	env.TG.WaitCallbackAnswer(t, q.ID)
+	cora.PressAndWait(t, status, "Keep it")
 	status = waitEdited(t, env, status, func(m tgfake.BotMessage) bool { return len(m.ReplyMarkup.Labels()) == 1 })
 	// Eve forges Cora's button in her own chat: refused.
 	eveLast, _ := env.TG.LastMessage(eve.ID())
@@ -106,9 +102,7 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 
 	// Ann accepts: Cora hears who comes, by first name only.
 	offer := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
-	q, err = ann.PressButton(offer, "✅ Accept")
-	require.NoError(t, err)
-	env.TG.WaitCallbackAnswer(t, q.ID)
+	ann.PressAndWait(t, offer, "✅ Accept")
 	waitStatus(t, env, cora.ID(), order, "👷 Your master: Ann.")
 	env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool {
 		return m.Text == fmt.Sprintf("👷 Ann will do your order #%d.", order)
@@ -131,9 +125,7 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 	assigned := waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return hasLabel(m, "🚗 30 min") })
 	require.Contains(t, assigned.ReplyMarkup.Labels(), "🚗 15 min")
 	require.Contains(t, assigned.ReplyMarkup.Labels(), "🚗 1 h")
-	q, err = ann.PressButton(assigned, "🚗 30 min")
-	require.NoError(t, err)
-	require.Equal(t, "Noted: you are on your way.", env.TG.WaitCallbackAnswer(t, q.ID).Text)
+	require.Equal(t, "Noted: you are on your way.", ann.PressAndWait(t, assigned, "🚗 30 min").Text)
 	status = waitStatus(t, env, cora.ID(), order, "🚗 Ann is on the way, arriving about ")
 	require.Empty(t, status.ReplyMarkup.Labels(), "no cancelling once the master is on the way")
 	eta := scalar[time.Time](t, pool, `SELECT eta_at FROM orders WHERE id = $1`, order)
@@ -174,9 +166,7 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 		locs := env.TG.Locations(cora.ID())
 		return len(locs) == 1 && locs[0].Location.Latitude == 46.4852 && locs[0].Location.Longitude == 30.7322
 	})
-	q, err = ann.PressButton(assigned, "📍 Arrived")
-	require.NoError(t, err)
-	env.TG.WaitCallbackAnswer(t, q.ID)
+	ann.PressAndWait(t, assigned, "📍 Arrived")
 	waitStatus(t, env, cora.ID(), order, "📍 Ann has arrived.")
 	env.TG.WaitFor(t, 20*time.Second, func() bool {
 		locs := env.TG.Locations(cora.ID())
@@ -184,14 +174,7 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 	})
 	ann.MoveLiveLocation(share, 46.4860, 30.7330)
 
-	assigned = waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return !hasLabel(m, "📍 Arrived") })
-	q, err = ann.PressButton(assigned, "✅ Done")
-	require.NoError(t, err)
-	env.TG.WaitCallbackAnswer(t, q.ID)
-	assigned = waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return hasLabel(m, "✅ Yes, it's done") })
-	q, err = ann.PressButton(assigned, "✅ Yes, it's done")
-	require.NoError(t, err)
-	env.TG.WaitCallbackAnswer(t, q.ID)
+	finishOrder(t, env, ann, offer, "📍 Arrived", "✅ Done", "✅ Yes, it's done")
 	waitStatus(t, env, cora.ID(), order, "✅ The work is done.")
 	doneNote := env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool {
 		return strings.HasPrefix(m.Text, fmt.Sprintf("✅ Order #%d is done. Thank you!", order))
@@ -207,9 +190,7 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 	// Eve cannot rate Cora's order; Cora rates it four stars, once.
 	eveAgain, _ := env.TG.LastMessage(eve.ID())
 	require.Equal(t, "This button is not for you.", env.TG.WaitCallbackAnswer(t, eve.PressRaw(eveAgain, fourStars).ID).Text)
-	q, err = cora.PressButton(doneNote, "4 ★")
-	require.NoError(t, err)
-	require.Equal(t, "Thank you for the rating!", env.TG.WaitCallbackAnswer(t, q.ID).Text)
+	require.Equal(t, "Thank you for the rating!", cora.PressAndWait(t, doneNote, "4 ★").Text)
 	waitStatus(t, env, cora.ID(), order, "Your rating: ★★★★☆")
 	rated := waitEdited(t, env, doneNote, func(m tgfake.BotMessage) bool {
 		return strings.Contains(m.Text, "Your rating: ★★★★☆.") && len(m.ReplyMarkup.Labels()) == 0
@@ -276,9 +257,7 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 	}
 
 	// Reissue: the old link dies, Cora's chat says so, Dan opens the new.
-	q, err = boss.PressButton(confirm, "🔁 Reissue the link")
-	require.NoError(t, err)
-	require.Equal(t, "Link reissued.", env.TG.WaitCallbackAnswer(t, q.ID).Text)
+	require.Equal(t, "Link reissued.", boss.PressAndWait(t, confirm, "🔁 Reissue the link").Text)
 	reissued := env.TG.WaitMessage(t, boss.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "🔁 New link for order") })
 	fresh := orderLinkOf(t, reissued.Text)
 	require.NotEqual(t, link, fresh)
@@ -306,9 +285,7 @@ func TestDispatchCustomerCancels(t *testing.T) {
 	order := int64(scalar[int](t, pool, `SELECT max(id) FROM orders`))
 	cora.SendText(cora.ID(), "/start "+orderLinkOf(t, confirm.Text))
 	offer := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
-	q, err := ann.PressButton(offer, "✅ Accept")
-	require.NoError(t, err)
-	env.TG.WaitCallbackAnswer(t, q.ID)
+	ann.PressAndWait(t, offer, "✅ Accept")
 
 	var status tgfake.BotMessage
 	env.TG.WaitFor(t, 20*time.Second, func() bool {
@@ -320,17 +297,27 @@ func TestDispatchCustomerCancels(t *testing.T) {
 		}
 		return false
 	})
-	q, err = cora.PressButton(status, "✖️ Отменить заказ")
-	require.NoError(t, err)
-	env.TG.WaitCallbackAnswer(t, q.ID)
-	status = waitEdited(t, env, status, func(m tgfake.BotMessage) bool { return hasLabel(m, "Да, отменить") })
-	q, err = cora.PressButton(status, "Да, отменить")
-	require.NoError(t, err)
-	require.Equal(t, "Заказ отменён.", env.TG.WaitCallbackAnswer(t, q.ID).Text)
+	cora.PressAndWait(t, status, "✖️ Отменить заказ")
+	require.Equal(t, "Заказ отменён.", pressWhenShown(t, env, cora, status, "Да, отменить").Text)
 	waitEdited(t, env, status, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "❌ Заказ отменён.") })
 	require.Equal(t, "CANCELLED", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
 	env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "cancelled") })
 	env.TG.WaitFor(t, 20*time.Second, func() bool { return logHas(env, "cancelled by the customer") })
+}
+
+// pressWhenShown waits until msg, as the bot has it now, shows the button
+// labelled label, then who presses it; it returns the answer.
+func pressWhenShown(t *testing.T, env *e2e.Env, who *tgfake.Person, msg tgfake.BotMessage, label string) tgfake.CallbackAnswer {
+	t.Helper()
+	return who.PressAndWait(t, waitEdited(t, env, msg, func(m tgfake.BotMessage) bool { return hasLabel(m, label) }), label)
+}
+
+// finishOrder is the master's Done on the offer, once it no longer shows
+// arrived, and then the confirmation yes.
+func finishOrder(t *testing.T, env *e2e.Env, master *tgfake.Person, offer tgfake.BotMessage, arrived, done, yes string) {
+	t.Helper()
+	master.PressAndWait(t, waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return !hasLabel(m, arrived) }), done)
+	pressWhenShown(t, env, master, offer, yes)
 }
 
 func hasLabel(m tgfake.BotMessage, label string) bool {
@@ -440,15 +427,10 @@ func TestDispatchCustomerReadsInTheirLanguage(t *testing.T) {
 			customer.SendText(customer.ID(), "/start "+orderLinkOf(t, confirm.Text))
 			require.Contains(t, status(w.searching).Text, "2099, 09:00–11:00")
 			offer := env.TG.WaitMessage(t, master.ID(), func(m tgfake.BotMessage) bool { return hasLabel(m, w.accept) })
-			q, err := master.PressButton(offer, w.accept)
-			require.NoError(t, err)
-			env.TG.WaitCallbackAnswer(t, q.ID)
+			master.PressAndWait(t, offer, w.accept)
 			status(w.assigned)
 
-			assigned := waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return hasLabel(m, w.in15) })
-			q, err = master.PressButton(assigned, w.in15)
-			require.NoError(t, err)
-			env.TG.WaitCallbackAnswer(t, q.ID)
+			pressWhenShown(t, env, master, offer, w.in15)
 			eta := scalar[time.Time](t, pool, `SELECT eta_at FROM orders WHERE id = $1`, order)
 			kyiv, err := time.LoadLocation("Europe/Kyiv")
 			require.NoError(t, err)
@@ -463,31 +445,20 @@ func TestDispatchCustomerReadsInTheirLanguage(t *testing.T) {
 				return len(locs) == 1 && locs[0].Live == tgfake.LiveActive && locs[0].Location.Longitude == 30.7390
 			})
 
-			assigned = waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return hasLabel(m, w.arrivedButton) && !hasLabel(m, w.in15) })
-			q, err = master.PressButton(assigned, w.arrivedButton)
-			require.NoError(t, err)
-			env.TG.WaitCallbackAnswer(t, q.ID)
+			assigned := waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return hasLabel(m, w.arrivedButton) && !hasLabel(m, w.in15) })
+			master.PressAndWait(t, assigned, w.arrivedButton)
 			status(w.arrived)
 			env.TG.WaitFor(t, 20*time.Second, func() bool {
 				locs := env.TG.Locations(customer.ID())
 				return len(locs) == 1 && locs[0].Live == tgfake.LiveStopped
 			})
 
-			assigned = waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return !hasLabel(m, w.arrivedButton) })
-			q, err = master.PressButton(assigned, w.done)
-			require.NoError(t, err)
-			env.TG.WaitCallbackAnswer(t, q.ID)
-			assigned = waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return hasLabel(m, w.doneYes) })
-			q, err = master.PressButton(assigned, w.doneYes)
-			require.NoError(t, err)
-			env.TG.WaitCallbackAnswer(t, q.ID)
+			finishOrder(t, env, master, offer, w.arrivedButton, w.done, w.doneYes)
 			master.SendPhoto(master.ID(), "готово")
 			photo := env.TG.WaitMessage(t, customer.ID(), func(m tgfake.BotMessage) bool { return m.Photo != nil })
 			require.Equal(t, fmt.Sprintf(w.photo, order), photo.Caption)
 			rate := env.TG.WaitMessage(t, customer.ID(), func(m tgfake.BotMessage) bool { return hasLabel(m, "5 ★") })
-			q, err = customer.PressButton(rate, "5 ★")
-			require.NoError(t, err)
-			env.TG.WaitCallbackAnswer(t, q.ID)
+			customer.PressAndWait(t, rate, "5 ★")
 			status(w.rated)
 			require.Equal(t, 5, scalar[int](t, pool, `SELECT stars FROM order_ratings WHERE order_id = $1`, order))
 			for _, text := range everyText(env, customer.ID()) {
