@@ -56,6 +56,50 @@ func board(env *e2e.Env, run int) (tgfake.BotMessage, bool) {
 	return tgfake.BotMessage{}, false
 }
 
+// teamEnv is an env with the admin group and the team's group, whose
+// runs propose the tasks its messages ask for (proposeTasks); not started.
+func teamEnv(t *testing.T) (*e2e.Env, tgfake.Chat) {
+	t.Helper()
+	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
+	team := env.TG.Supergroup(teamChat, "Team", "")
+	proposeTasks(env)
+	return env, team
+}
+
+// waitGroupMessages waits until the bot has stored n group messages.
+func waitGroupMessages(t *testing.T, pool *pgxpool.Pool, n int) {
+	t.Helper()
+	eventually(t, 10*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM group_messages`) == n })
+}
+
+// firstWords has who open the talk in chat with texts and waits until the
+// bot has stored them, the only group messages so far.
+func firstWords(t *testing.T, pool *pgxpool.Pool, who *tgfake.Person, chat int64, texts ...string) {
+	t.Helper()
+	for _, text := range texts {
+		who.SendText(chat, text)
+	}
+	waitGroupMessages(t, pool, len(texts))
+}
+
+// completedRun is boss opening run #1 over the last day and starting it:
+// its board once the run has completed.
+func completedRun(t *testing.T, env *e2e.Env, boss *tgfake.Person) tgfake.BotMessage {
+	t.Helper()
+	ask(t, env, boss, boss.ID(), "/run_new 24h")
+	ask(t, env, boss, boss.ID(), "/run_start 1")
+	return waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Run #1 completed") })
+}
+
+// pressEach has who press the buttons labelled labels on msg in turn, each
+// answered without an alert.
+func pressEach(t *testing.T, who *tgfake.Person, msg tgfake.BotMessage, labels ...string) {
+	t.Helper()
+	for _, label := range labels {
+		require.False(t, who.PressAndWait(t, msg, label).ShowAlert, "%q", label)
+	}
+}
+
 // waitBoard waits until the run's board shows what ok wants.
 func waitBoard(t *testing.T, env *e2e.Env, run int, within time.Duration, ok func(tgfake.BotMessage) bool) tgfake.BotMessage {
 	t.Helper()
@@ -77,9 +121,7 @@ func waitBoard(t *testing.T, env *e2e.Env, run int, within time.Duration, ok fun
 // refused; a second /run_new before closing is refused with the id.
 func TestAnalysisRunEndToEnd(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
-	team := env.TG.Supergroup(teamChat, "Team", "")
-	proposeTasks(env)
+	env, team := teamEnv(t)
 	env.Start(nil)
 	pool := db(t, env)
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")
@@ -90,7 +132,7 @@ func TestAnalysisRunEndToEnd(t *testing.T) {
 	bob.SendText(team.ID, "sure")
 	ann.SendText(team.ID, "and please update the release notes")
 	bob.SendText(team.ID, "Ann, please review my <b>PR</b> & merge")
-	eventually(t, 10*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM group_messages`) == 4 })
+	waitGroupMessages(t, pool, 4)
 	require.Empty(t, env.TG.Messages(team.ID), "the bot never speaks in the group")
 
 	// A non-admin's command is refused and creates nothing.
@@ -179,17 +221,13 @@ AND last_error IS DISTINCT FROM 'superseded by a newer edit'`) == 0
 // names the admin who opened the run; and nothing shows a Go duration.
 func TestAnalysisAdminChatCloseIsTheBoard(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
+	env, team := teamEnv(t)
 	admins := env.AdminGroup
-	team := env.TG.Supergroup(teamChat, "Team", "")
-	proposeTasks(env)
 	env.Start(map[string]string{"ADMIN_CHAT_LANGUAGE": "ru"})
 	pool := db(t, env)
 	boss := env.TG.User(e2e.AdminID, "Борис", "ru")
 	ann := env.TG.User(821, "Ann", "ru")
-	ann.SendText(team.ID, "please fix the build")
-	ann.SendText(team.ID, "please write the notes")
-	eventually(t, 10*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM group_messages`) == 2 })
+	firstWords(t, pool, ann, team.ID, "please fix the build", "please write the notes")
 
 	var seen []string // every text the admin read, for the duration check
 	say := func(chat int64, text string) tgfake.BotMessage {
@@ -272,8 +310,7 @@ func TestAnalysisKilledExecutorIsInterrupted(t *testing.T) {
 	pool := db(t, env)
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")
 	ann := env.TG.User(811, "Ann", "en")
-	ann.SendText(team.ID, "please fix the build")
-	eventually(t, 10*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM group_messages`) == 1 })
+	firstWords(t, pool, ann, team.ID, "please fix the build")
 	ask(t, env, boss, boss.ID(), "/run_new 24h")
 	ask(t, env, boss, boss.ID(), "/run_start 1")
 	eventually(t, 10*time.Second, func() bool { return env.LLM.Calls("proposals") == 1 })

@@ -37,9 +37,7 @@ func lastOnlyFor(t *testing.T, env *e2e.Env, chat int64, who *tgfake.Person, n i
 // ignores the parameter) everything goes to the group, and /status says so.
 func TestOnlyTheAskerSeesPointersAndRefusals(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
-	team := env.TG.Supergroup(teamChat, "Team", "")
-	proposeTasks(env)
+	env, team := teamEnv(t)
 	env.Start(nil)
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")
 	ann := env.TG.User(811, "Ann", "en")
@@ -58,9 +56,7 @@ func TestOnlyTheAskerSeesPointersAndRefusals(t *testing.T) {
 
 	// A run's board; Ann presses it.
 	ann.SendText(team.ID, "Bob, please fix the login page")
-	ask(t, env, boss, boss.ID(), "/run_new 24h")
-	ask(t, env, boss, boss.ID(), "/run_start 1")
-	board := waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Run #1 completed") })
+	board := completedRun(t, env, boss)
 	answer := ann.PressAndWait(t, board, "1 ✅")
 	require.Empty(t, answer.Text, "no alert: the refusal is a message")
 	require.Equal(t, "This button is not for you.", lastOnlyFor(t, env, adminGroup, ann, 2).Text)

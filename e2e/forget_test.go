@@ -111,7 +111,7 @@ func TestForgetErasesEverythingOfTheUser(t *testing.T) {
 	ann.SendText(team.ID, "please fix the login page "+marker)
 	ann.SendText(team.ID, "chatter about "+marker)
 	bob.SendText(team.ID, "please review my PR")
-	eventually(t, 10*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM group_messages`) == 3 })
+	waitGroupMessages(t, pool, 3)
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/run_new 24h").Text, "Run #1 created")
 	ask(t, env, boss, boss.ID(), "/run_start 1")
 	waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool {
@@ -185,9 +185,7 @@ SELECT 'runs of analysis', count(*) FROM analysis_runs WHERE state = 'completed'
 	// The run goes on: its proposals are decided and it closes.
 	b, ok := board(env, 1)
 	require.True(t, ok)
-	for _, label := range []string{"1 ✅", "2 ✅"} {
-		require.False(t, boss.PressAndWait(t, b, label).ShowAlert)
-	}
+	pressEach(t, boss, b, "1 ✅", "2 ✅")
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/run_close 1").Shown(), "100")
 	require.Equal(t, "closed", scalar[string](t, pool, `SELECT state FROM analysis_runs WHERE id = 1`))
 

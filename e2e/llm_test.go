@@ -56,8 +56,7 @@ func TestReasoningModelAnswersEverywhere(t *testing.T) {
 	answer := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return m.ReplyToID() == q.MessageID })
 	require.Equal(t, "Start with three easy runs a week.", answer.Text, "the reasoning is not the user's to read")
 
-	ann.SendText(team.ID, "Bob, please fix the login page")
-	eventually(t, 10*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM group_messages`) == 1 })
+	firstWords(t, pool, ann, team.ID, "Bob, please fix the login page")
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/run_new 24h").Text, "Run #1 created")
 	ask(t, env, boss, boss.ID(), "/run_start 1")
 	eventually(t, 30*time.Second, func() bool {

@@ -95,7 +95,7 @@ func TestApprovedTasksReachTheTeamsTracker(t *testing.T) {
 
 	fix := ann.SendText(team.ID, "@BobDev, please fix the login page")
 	ann.SendText(ops.ID, "please renew the TLS certificate")
-	eventually(t, 10*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM group_messages`) == 2 })
+	waitGroupMessages(t, pool, 2)
 
 	require.NotContains(t, ask(t, env, ann, ann.ID(), "/help").Text, "/github", "no task goes to GitHub yet")
 	require.Contains(t, ask(t, env, bob, bob.ID(), "/github bob-gh").Text, "Linked: bob-gh")
@@ -108,14 +108,8 @@ func TestApprovedTasksReachTheTeamsTracker(t *testing.T) {
 	listed := ask(t, env, boss, boss.ID(), "/tracker").Text
 	require.Contains(t, listed, "Team ("+strconv.FormatInt(team.ID, 10)+") → GitHub acme/app")
 	require.Contains(t, listed, "Ops ("+strconv.FormatInt(ops.ID, 10)+") → webhook")
-	ask(t, env, boss, boss.ID(), "/run_new 24h")
-	ask(t, env, boss, boss.ID(), "/run_start 1")
-	b := waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Run #1 completed") })
-	for _, label := range []string{"1 ✅", "2 ✅"} {
-		q, err := boss.PressButton(b, label)
-		require.NoError(t, err)
-		require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
-	}
+	b := completedRun(t, env, boss)
+	pressEach(t, boss, b, "1 ✅", "2 ✅")
 
 	issue := gh.WaitIssue(t, "acme/app", func(i ghfake.Issue) bool { return strings.Contains(i.Title, "fix the login page") })
 	require.Contains(t, issue.Body, "https://t.me/c/2000000001/"+strconv.Itoa(fix.MessageID), "a working link to its source")
@@ -166,21 +160,15 @@ func TestAPushingReplicaKilledFilesEachTaskOnce(t *testing.T) {
 	gh := ghfake.New(t)
 	gh.AddRepo("acme/app")
 	gh.AddToken("ghp_test", "switchboard-bot", ghfake.Write("acme/app"))
-	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
-	team := env.TG.Supergroup(teamChat, "Team", "")
-	proposeTasks(env)
+	env, team := teamEnv(t)
 	over := map[string]string{"GITHUB_API_URL": gh.URL(), "GITHUB_TOKEN": "ghp_test", "TASKS_PUSH_INTERVAL": "200ms"}
 	p := env.Start(over)
 	pool := db(t, env)
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")
 	ann := env.TG.User(851, "Ann", "en")
-	ann.SendText(team.ID, "please fix the login page")
-	ann.SendText(team.ID, "please rotate the keys")
-	eventually(t, 10*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM group_messages`) == 2 })
+	firstWords(t, pool, ann, team.ID, "please fix the login page", "please rotate the keys")
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(team.ID, 10)+" github acme/app").Text, "go to GitHub")
-	ask(t, env, boss, boss.ID(), "/run_new 24h")
-	ask(t, env, boss, boss.ID(), "/run_start 1")
-	b := waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Run #1 completed") })
+	b := completedRun(t, env, boss)
 	pushed := func() int { return scalar[int](t, pool, `SELECT count(*) FROM task_pushes WHERE state = 'pushed'`) }
 
 	for i, step := range []struct {
@@ -193,9 +181,7 @@ func TestAPushingReplicaKilledFilesEachTaskOnce(t *testing.T) {
 			func() bool { return len(gh.Issues("acme/app")) == 2 && gh.PendingFaults() == 0 }},
 	} {
 		step.before()
-		q, err := boss.PressButton(b, strconv.Itoa(i+1)+" ✅")
-		require.NoError(t, err)
-		env.TG.WaitCallbackAnswer(t, q.ID)
+		boss.PressAndWait(t, b, strconv.Itoa(i+1)+" ✅")
 		env.TG.WaitFor(t, 60*time.Second, step.held)
 		p.Kill()
 		require.Equal(t, i, pushed(), "%s: nothing recorded by the dead replica", step.name)
@@ -221,25 +207,15 @@ func TestALikelyDuplicateIsOfferedAsLinkToIt(t *testing.T) {
 	gh.AddRepo("acme/app")
 	gh.AddToken("ghp_test", "switchboard-bot", ghfake.Write("acme/app"))
 	open := gh.AddIssue("acme/app", ghfake.Issue{Title: "Login page is broken", Author: "alice"})
-	env := e2e.New(t, e2e.WithAdminGroup(adminGroup))
-	team := env.TG.Supergroup(teamChat, "Team", "")
-	proposeTasks(env)
+	env, team := teamEnv(t)
 	env.Start(map[string]string{"GITHUB_API_URL": gh.URL(), "GITHUB_TOKEN": "ghp_test", "TASKS_PUSH_INTERVAL": "200ms"})
 	pool := db(t, env)
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")
 	ann := env.TG.User(861, "Ann", "en")
-	ann.SendText(team.ID, "please fix the login page")
-	ann.SendText(team.ID, "please rotate the keys")
-	eventually(t, 10*time.Second, func() bool { return scalar[int](t, pool, `SELECT count(*) FROM group_messages`) == 2 })
+	firstWords(t, pool, ann, team.ID, "please fix the login page", "please rotate the keys")
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(team.ID, 10)+" github acme/app").Text, "go to GitHub")
-	ask(t, env, boss, boss.ID(), "/run_new 24h")
-	ask(t, env, boss, boss.ID(), "/run_start 1")
-	b := waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Run #1 completed") })
-	for _, label := range []string{"1 ✅", "2 ✅"} {
-		q, err := boss.PressButton(b, label)
-		require.NoError(t, err)
-		require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
-	}
+	b := completedRun(t, env, boss)
+	pressEach(t, boss, b, "1 ✅", "2 ✅")
 
 	keys := gh.WaitIssue(t, "acme/app", func(i ghfake.Issue) bool { return strings.Contains(i.Title, "rotate the keys") })
 	const linkIt = "1 🔗 Link to it (#1)"
@@ -260,9 +236,7 @@ func TestALikelyDuplicateIsOfferedAsLinkToIt(t *testing.T) {
 	env.TG.WaitCallbackAnswer(t, ann.PressRaw(b, data).ID)
 	require.Equal(t, "held", scalar[string](t, pool, `SELECT tp.state FROM task_pushes tp JOIN analysis_proposals p ON p.id = tp.proposal_id WHERE p.ordinal = 1`))
 
-	q, err := boss.PressButton(b, linkIt)
-	require.NoError(t, err)
-	answer := env.TG.WaitCallbackAnswer(t, q.ID)
+	answer := boss.PressAndWait(t, b, linkIt)
 	require.False(t, answer.ShowAlert)
 	require.Contains(t, answer.Text, "Linked")
 	b = waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool {

@@ -179,9 +179,7 @@ func TestAdminForumKeepsLogRunsAndNoticesApart(t *testing.T) {
 	require.Equal(t, topicNamed(t, env, adminGroup, "Notices").MessageThreadID, added.MessageThreadID)
 	ann := env.TG.User(885, "Ann", "en")
 	ann.SendText(team.ID, "Bob, please fix the login page")
-	ask(t, env, boss, boss.ID(), "/run_new 24h")
-	ask(t, env, boss, boss.ID(), "/run_start 1")
-	board := waitBoard(t, env, 1, 60*time.Second, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Run #1 completed") })
+	board := completedRun(t, env, boss)
 	runs := topicNamed(t, env, adminGroup, "Analysis runs")
 	require.Equal(t, runs.MessageThreadID, board.MessageThreadID)
 

@@ -287,9 +287,7 @@ func crewsWeek(t *testing.T, mode tourMode) {
 	sayWant(boss, adminGroup, "/run_new 7d", `Одновременно`)
 	sayWant(boss, adminGroup, "/run_start 1", `запущен`)
 	b := crewBoard(t, env, 60*time.Second, func(s string) bool { return strings.Contains(s, "завершён") && strings.Contains(s, "⏳ 4") })
-	for _, label := range []string{"1 ✅", "2 ❌"} {
-		require.False(t, boss.PressAndWait(t, b, label).ShowAlert)
-	}
+	pressEach(t, boss, b, "1 ✅", "2 ❌")
 	crewPress(t, env, boss, b, "ba")
 	crewPress(t, env, boss, b, "bn")
 	crewPress(t, env, boss, b, "ba")
