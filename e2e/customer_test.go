@@ -372,6 +372,15 @@ func startDispatch(t *testing.T) (*e2e.Env, *pgxpool.Pool, *tgfake.Person) {
 	return env, db(t, env), env.TG.User(e2e.AdminID, "Boss", "en")
 }
 
+// startDispatchUnlogged is startDispatch without the admin chat (no
+// ADMIN_CHAT_ID): the env and the admin, in English.
+func startDispatchUnlogged(t *testing.T) (*e2e.Env, *tgfake.Person) {
+	t.Helper()
+	env := e2e.New(t)
+	env.Start(map[string]string{"OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h"})
+	return env, env.TG.User(e2e.AdminID, "Boss", "en")
+}
+
 // The customer's whole way in Russian and in Ukrainian, each with a master
 // of their language: the link opened, one status message edited at each
 // step in the customer's words and the city's clock, the master's live

@@ -1044,9 +1044,7 @@ FROM orders WHERE id = $1`, g.order).Scan(&state, &round, &master, &unassignable
 // before, which /status names.
 func TestDispatchButtonsSayWhatTheyDo(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	env.Start(map[string]string{"OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h"})
-	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	env, boss := startDispatchUnlogged(t)
 	fay := env.TG.User(762, "Fay", "en")
 	register(t, env, fay, "Poltava Center plumbing")
 	offerOf := func() tgfake.BotMessage {

@@ -27,10 +27,8 @@ var goDuration = regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|ms|s|m|h|d)\b|\d+m\d+s
 // time shown follows.
 func TestMasterReadsDeadlinesInTheirZone(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	env.Start(map[string]string{"OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h"})
+	env, boss := startDispatchUnlogged(t)
 	pool := db(t, env)
-	boss := env.TG.User(e2e.AdminID, "Boss", "en")
 	ivan := env.TG.User(741, "Иван", "ru")
 	require.Contains(t, ask(t, env, ivan, ivan.ID(), "/master Москва Центр сантехника").Text, "зарегистрированы как мастер")
 
@@ -159,9 +157,7 @@ func TestStatusInRussianAndUkrainianHasNoGoDurations(t *testing.T) {
 // listed as open.
 func TestOrdersListSaysWhichAreOpen(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	env.Start(map[string]string{"OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h"})
-	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	env, boss := startDispatchUnlogged(t)
 	ann := env.TG.User(744, "Ann", "en")
 	register(t, env, ann, "Kyiv Podil tiling")
 	order := createOrder(t, env, boss, "Kyiv Podil tiling 500 Bathroom")
