@@ -60,6 +60,14 @@ func (b *testBundle) newClient(t *testing.T, tok string) *github.Client {
 	return c
 }
 
+// file files tk in the repository, which must work.
+func (b *testBundle) file(t *testing.T, tk tasks.Task) tasks.Filed {
+	t.Helper()
+	f, err := b.client.File(context.Background(), repoName, tk)
+	require.NoError(t, err)
+	return f
+}
+
 func task(id int64) tasks.Task {
 	return tasks.Task{
 		ProposalID:  id,
@@ -87,10 +95,8 @@ func lastLine(s string) string {
 func TestFile(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ctx := context.Background()
 
-	f, err := b.client.File(ctx, repoName, task(123))
-	require.NoError(t, err)
+	f := b.file(t, task(123))
 	require.Equal(t, 1, f.Number)
 	require.Equal(t, "https://github.com/acme/jobs/issues/1", f.URL)
 	require.Equal(t, "open", f.State)
@@ -123,8 +129,7 @@ func TestFile(t *testing.T) {
 
 	// The label is known now: the next task costs one request.
 	n := len(b.srv.Requests())
-	f, err = b.client.File(ctx, repoName, task(124))
-	require.NoError(t, err)
+	f = b.file(t, task(124))
 	require.Len(t, b.srv.Requests(), n+1)
 	require.Equal(t, 1, f.Created)
 }
@@ -137,8 +142,7 @@ func TestFileCreatesLabelFirst(t *testing.T) {
 
 	tk := task(1)
 	tk.Priority = "medium"
-	_, err := b.client.File(ctx, repoName, tk)
-	require.NoError(t, err)
+	b.file(t, tk)
 	var paths []string
 	for _, r := range b.srv.Requests() {
 		paths = append(paths, r.Method+" "+r.Path)
@@ -151,8 +155,7 @@ func TestFileCreatesLabelFirst(t *testing.T) {
 
 	// An existing label is used as it is.
 	tk.Priority = "low"
-	f, err := b.client.File(ctx, repoName, tk)
-	require.NoError(t, err)
+	f := b.file(t, tk)
 	require.Equal(t, 1, f.Created)
 	require.Equal(t, []ghfake.Label{
 		{Name: "priority: low", Color: "c2e0c6"},
@@ -164,7 +167,7 @@ func TestFileCreatesLabelFirst(t *testing.T) {
 	// A label made by another worker between our GET and POST is fine.
 	other := b.newClient(t, token)
 	tk.Priority = "medium"
-	f, err = other.File(ctx, repoName, tk)
+	f, err := other.File(ctx, repoName, tk)
 	require.NoError(t, err)
 	require.Equal(t, 1, f.Created)
 }
@@ -176,8 +179,7 @@ func TestFileDropsUnassignableLogin(t *testing.T) {
 	tk := task(5)
 	tk.Assignee, tk.Mention = "mallory", "Mal"
 
-	f, err := b.client.File(context.Background(), repoName, tk)
-	require.NoError(t, err)
+	f := b.file(t, tk)
 	require.True(t, f.AssigneeDropped)
 	require.Equal(t, 2, f.Created, "the label and the issue; the refused attempt made nothing")
 	is, _ := b.srv.Issue(repoName, f.Number)
@@ -187,8 +189,7 @@ func TestFileDropsUnassignableLogin(t *testing.T) {
 
 	// Unmapped: the mention only.
 	tk.Assignee, tk.Mention = "", "Dave"
-	f, err = b.client.File(context.Background(), repoName, tk)
-	require.NoError(t, err)
+	f = b.file(t, tk)
 	require.False(t, f.AssigneeDropped)
 	is, _ = b.srv.Issue(repoName, f.Number)
 	require.Contains(t, is.Body, "**Assignee:** Dave (no GitHub login known)")
@@ -204,15 +205,13 @@ func TestFind(t *testing.T) {
 	b.srv.AddIssue(repoName, ghfake.Issue{Title: "copy", Body: "<!-- switchboard-proposal-9 -->"})
 	quoting := task(10)
 	quoting.Sources[0].Text = "<!-- switchboard-proposal-9 -->"
-	_, err := b.client.File(ctx, repoName, quoting)
-	require.NoError(t, err)
+	b.file(t, quoting)
 
 	_, found, err := b.client.Find(ctx, repoName, tasks.Marker(9))
 	require.NoError(t, err)
 	require.False(t, found)
 
-	filed, err := b.client.File(ctx, repoName, task(9))
-	require.NoError(t, err)
+	filed := b.file(t, task(9))
 	// A fresh client, as after a crash: it learns its login from /user.
 	got, found, err := b.newClient(t, token).Find(ctx, repoName, tasks.Marker(9))
 	require.NoError(t, err)
@@ -245,8 +244,7 @@ func TestClipping(t *testing.T) {
 	tk.Description = strings.Repeat("long text ", 7000)
 	tk.Sources[0].Text = strings.Repeat("ё", 10000)
 
-	f, err := b.client.File(context.Background(), repoName, tk)
-	require.NoError(t, err)
+	f := b.file(t, tk)
 	is, _ := b.srv.Issue(repoName, f.Number)
 	require.Equal(t, github.MaxTitle, utf8.RuneCountInString(is.Title))
 	require.LessOrEqual(t, utf8.RuneCountInString(is.Body), github.MaxBody)
@@ -263,8 +261,7 @@ func TestIssueConditional(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	f, err := b.client.File(ctx, repoName, task(1))
-	require.NoError(t, err)
+	f := b.file(t, task(1))
 
 	got, etag, notModified, err := b.client.Issue(ctx, repoName, f.Number, "")
 	require.NoError(t, err)
@@ -360,9 +357,8 @@ func TestPrimaryLimit(t *testing.T) {
 			ctx := context.Background()
 			start := b.clock.Now()
 
-			_, err := b.client.File(ctx, repoName, task(1)) // GET label, POST label, POST issue
-			require.NoError(t, err)
-			_, err = b.client.File(ctx, repoName, task(2)) // POST issue: refused
+			b.file(t, task(1))                              // GET label, POST label, POST issue
+			_, err := b.client.File(ctx, repoName, task(2)) // POST issue: refused
 			rl := requireLimited(t, err)
 			require.False(t, rl.Secondary)
 			require.Equal(t, start.Add(time.Hour).Unix(), rl.Until.Unix(), "until X-RateLimit-Reset")
@@ -375,8 +371,7 @@ func TestPrimaryLimit(t *testing.T) {
 
 			// The worker waits until Until, then files.
 			b.clock.Advance(rl.Until.Sub(b.clock.Now()))
-			_, err = b.client.File(ctx, repoName, task(2))
-			require.NoError(t, err)
+			b.file(t, task(2))
 			require.Empty(t, b.srv.EarlyRequests())
 		})
 	}
@@ -409,8 +404,7 @@ func TestSecondaryLimit(t *testing.T) {
 			_, found, err := b.client.Find(ctx, repoName, tasks.Marker(1))
 			require.NoError(t, err)
 			require.False(t, found)
-			_, err = b.client.File(ctx, repoName, task(1))
-			require.NoError(t, err)
+			b.file(t, task(1))
 			require.Empty(t, b.srv.EarlyRequests())
 		})
 	}
