@@ -50,17 +50,8 @@ func parseMarkdown(text string) (string, []MessageEntity, error) {
 		isPre := false
 		lang := ""
 		if c == '`' && at(i) == '`' && at(i+1) == '`' {
-			i += 2
 			isPre = true
-			le := i
-			for !htmlSpace(at(le)) && at(le) != '`' {
-				le++
-			}
-			if i != le && le < n && at(le) != '`' {
-				lang = text[i:le]
-				i = le
-			}
-			i = skipOneNewline(text, i)
+			lang, i = preLanguage(text, i+2)
 		}
 		entOff := u16
 		for i < n && (text[i] != endChar || (isPre && !(at(i+1) == '`' && at(i+2) == '`'))) {
@@ -112,6 +103,21 @@ func parseMarkdown(text string) (string, []MessageEntity, error) {
 
 // skipOneNewline skips a single line break (\n, \r, \r\n or \n\r) at the
 // start of a pre block, as Telegram does.
+// preLanguage reads what follows a pre block's opening "```" at i: its
+// language, the bytes up to a space or '`' when there are some and a
+// space (not '`', nor the text's end) follows them, else "". start is
+// where the block's text begins, past the language and one line break.
+func preLanguage(text string, i int) (lang string, start int) {
+	le := i
+	for !htmlSpace(byteAt(text, le)) && byteAt(text, le) != '`' {
+		le++
+	}
+	if i != le && le < len(text) && text[le] != '`' {
+		lang, i = text[i:le], le
+	}
+	return lang, skipOneNewline(text, i)
+}
+
 func skipOneNewline(text string, i int) int {
 	at := func(i int) byte { return byteAt(text, i) }
 	if at(i) == '\n' || at(i) == '\r' {
@@ -279,18 +285,12 @@ func parseMarkdownV2(text string) (string, []MessageEntity, error) {
 				kind = mdTextURL
 			case '`':
 				if at(i+1) == '`' && at(i+2) == '`' {
-					i += 3
 					kind = mdPre
-					le := i
-					for !htmlSpace(at(le)) && at(le) != '`' {
-						le++
-					}
-					if i != le && le < n && at(le) != '`' {
+					arg, i = preLanguage(text, i+3)
+					if arg != "" {
 						kind = mdPreCode
-						arg = text[i:le]
-						i = le
 					}
-					i = skipOneNewline(text, i) - 1
+					i-- // the loop steps onto the block's text
 				} else {
 					kind = mdCode
 				}
