@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain/tasks"
@@ -66,9 +67,7 @@ func (rc *receiver) got() (accepted [][]byte, ids []string, bad int) {
 // the task on a retry, signed, once.
 func TestApprovedTasksReachTheTeamsTracker(t *testing.T) {
 	t.Parallel()
-	gh := ghfake.New(t)
-	gh.AddRepo("acme/app")
-	gh.AddToken("ghp_test", "switchboard-bot", ghfake.Write("acme/app"))
+	gh := newGitHub(t)
 	gh.AddCollaborator("acme/app", "bob-gh")
 	rc := &receiver{secret: []byte("hook-secret"), fail: 1}
 	deadline := time.Now().AddDate(0, 0, 7).Format(time.DateOnly)
@@ -150,6 +149,45 @@ func TestApprovedTasksReachTheTeamsTracker(t *testing.T) {
 	require.Len(t, a, 1, "delivered once the receiver took it")
 }
 
+// newGitHub is a fake GitHub with the repository acme/app, which the
+// bot's token ghp_test may write to.
+func newGitHub(t *testing.T) *ghfake.Server {
+	t.Helper()
+	gh := ghfake.New(t)
+	gh.AddRepo("acme/app")
+	gh.AddToken("ghp_test", "switchboard-bot", ghfake.Write("acme/app"))
+	return gh
+}
+
+// githubRun is a team whose tasks go to GitHub acme/app, and its run #1
+// completed over Ann's two asks ("fix the login page", "rotate the
+// keys"), as startGitHubRun leaves them.
+type githubRun struct {
+	env       *e2e.Env
+	over      map[string]string // the settings it started with
+	proc      *e2e.Process
+	pool      *pgxpool.Pool
+	boss, ann *tgfake.Person
+	board     tgfake.BotMessage
+}
+
+// startGitHubRun starts the bot with its tasks going to gh (pushed every
+// 200ms), has Ann (annID) ask for two tasks in the team's group, sends
+// the group's tasks to acme/app and completes run #1 over them.
+func startGitHubRun(t *testing.T, gh *ghfake.Server, annID int64) githubRun {
+	t.Helper()
+	env, team := teamEnv(t)
+	r := githubRun{env: env, over: map[string]string{"GITHUB_API_URL": gh.URL(), "GITHUB_TOKEN": "ghp_test", "TASKS_PUSH_INTERVAL": "200ms"}}
+	r.proc = env.Start(r.over)
+	r.pool = db(t, env)
+	r.boss = env.TG.User(e2e.AdminID, "Boss", "en")
+	r.ann = env.TG.User(annID, "Ann", "en")
+	firstWords(t, r.pool, r.ann, team.ID, "please fix the login page", "please rotate the keys")
+	require.Contains(t, ask(t, env, r.boss, r.boss.ID(), "/tracker "+strconv.FormatInt(team.ID, 10)+" github acme/app").Text, "go to GitHub")
+	r.board = completedRun(t, env, r.boss)
+	return r
+}
+
 // A replica is killed (SIGKILL) while it pushes, at each step: while it
 // asks GitHub whether the task is filed (before its request), and after
 // GitHub filed the task but before the answer reached it (before our
@@ -157,18 +195,9 @@ func TestApprovedTasksReachTheTeamsTracker(t *testing.T) {
 // nothing twice: each approved task is one issue.
 func TestAPushingReplicaKilledFilesEachTaskOnce(t *testing.T) {
 	t.Parallel()
-	gh := ghfake.New(t)
-	gh.AddRepo("acme/app")
-	gh.AddToken("ghp_test", "switchboard-bot", ghfake.Write("acme/app"))
-	env, team := teamEnv(t)
-	over := map[string]string{"GITHUB_API_URL": gh.URL(), "GITHUB_TOKEN": "ghp_test", "TASKS_PUSH_INTERVAL": "200ms"}
-	p := env.Start(over)
-	pool := db(t, env)
-	boss := env.TG.User(e2e.AdminID, "Boss", "en")
-	ann := env.TG.User(851, "Ann", "en")
-	firstWords(t, pool, ann, team.ID, "please fix the login page", "please rotate the keys")
-	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(team.ID, 10)+" github acme/app").Text, "go to GitHub")
-	b := completedRun(t, env, boss)
+	gh := newGitHub(t)
+	run := startGitHubRun(t, gh, 851)
+	env, pool, boss, b, p := run.env, run.pool, run.boss, run.board, run.proc
 	pushed := func() int { return scalar[int](t, pool, `SELECT count(*) FROM task_pushes WHERE state = 'pushed'`) }
 
 	for i, step := range []struct {
@@ -185,7 +214,7 @@ func TestAPushingReplicaKilledFilesEachTaskOnce(t *testing.T) {
 		env.TG.WaitFor(t, 60*time.Second, step.held)
 		p.Kill()
 		require.Equal(t, i, pushed(), "%s: nothing recorded by the dead replica", step.name)
-		p = env.Start(over)
+		p = env.Start(run.over)
 		eventually(t, 90*time.Second, func() bool { return pushed() == i+1 })
 		require.Len(t, gh.Issues("acme/app"), i+1, "%s: filed once", step.name)
 	}
@@ -203,18 +232,10 @@ func TestAPushingReplicaKilledFilesEachTaskOnce(t *testing.T) {
 // Another task of the same run that looks like nothing is filed as usual.
 func TestALikelyDuplicateIsOfferedAsLinkToIt(t *testing.T) {
 	t.Parallel()
-	gh := ghfake.New(t)
-	gh.AddRepo("acme/app")
-	gh.AddToken("ghp_test", "switchboard-bot", ghfake.Write("acme/app"))
+	gh := newGitHub(t)
 	open := gh.AddIssue("acme/app", ghfake.Issue{Title: "Login page is broken", Author: "alice"})
-	env, team := teamEnv(t)
-	env.Start(map[string]string{"GITHUB_API_URL": gh.URL(), "GITHUB_TOKEN": "ghp_test", "TASKS_PUSH_INTERVAL": "200ms"})
-	pool := db(t, env)
-	boss := env.TG.User(e2e.AdminID, "Boss", "en")
-	ann := env.TG.User(861, "Ann", "en")
-	firstWords(t, pool, ann, team.ID, "please fix the login page", "please rotate the keys")
-	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(team.ID, 10)+" github acme/app").Text, "go to GitHub")
-	b := completedRun(t, env, boss)
+	run := startGitHubRun(t, gh, 861)
+	env, pool, boss, ann, b := run.env, run.pool, run.boss, run.ann, run.board
 	pressEach(t, boss, b, "1 ✅", "2 ✅")
 
 	keys := gh.WaitIssue(t, "acme/app", func(i ghfake.Issue) bool { return strings.Contains(i.Title, "rotate the keys") })
