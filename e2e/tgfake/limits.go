@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"switchboard/internal/testkit"
 )
 
 // Bucket is a token bucket: it holds at most Burst tokens, starts full and
@@ -306,14 +308,7 @@ func (s *Server) AcceptedTimes(chatID int64) []time.Time {
 func (s *Server) MaxInWindow(chatID int64, window time.Duration) int {
 	times := s.AcceptedTimes(chatID)
 	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
-	best, j := 0, 0
-	for i := range times {
-		for j < len(times) && times[j].Sub(times[i]) < window {
-			j++
-		}
-		best = max(best, j-i)
-	}
-	return best
+	return testkit.MostWithin(times, window)
 }
 
 // FailFor makes every message-producing call fail for d from now (on the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // WriteBody answers status with body of contentType, its length declared,
@@ -78,3 +79,16 @@ func (q *Faults[F]) Pending() int {
 
 // Clear drops every queued fault.
 func (q *Faults[F]) Clear() { q.queued = nil }
+
+// MostWithin is the most of times, sorted oldest first, within any
+// half-open span [t, t+d): what a rate limit over d bounds.
+func MostWithin(times []time.Time, d time.Duration) int {
+	most, j := 0, 0
+	for i := range times {
+		for j < len(times) && times[j].Sub(times[i]) < d {
+			j++
+		}
+		most = max(most, j-i)
+	}
+	return most
+}

@@ -3,6 +3,7 @@ package testkit
 import (
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -40,4 +41,18 @@ func TestJSONKeepsHTMLAndWriteBodyDeclaresItsLength(t *testing.T) {
 	require.Equal(t, "3", w.Header().Get("Content-Length"))
 	require.Equal(t, "text/plain", w.Header().Get("Content-Type"))
 	require.Equal(t, "tea", w.Body.String())
+}
+
+func TestMostWithinCountsAHalfOpenSpan(t *testing.T) {
+	at := func(ms ...int) []time.Time {
+		var out []time.Time
+		for _, m := range ms {
+			out = append(out, time.Unix(0, 0).Add(time.Duration(m)*time.Millisecond))
+		}
+		return out
+	}
+	require.Zero(t, MostWithin(nil, time.Second))
+	require.Equal(t, 1, MostWithin(at(0, 1000, 2000), time.Second), "the span's end is out")
+	require.Equal(t, 3, MostWithin(at(0, 400, 999, 1500, 2600), time.Second))
+	require.Equal(t, 2, MostWithin(at(0, 0, 5000), time.Second), "equal times both count")
 }
