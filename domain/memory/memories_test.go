@@ -11,6 +11,7 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/memory"
+	"switchboard/internal/testkit"
 	"switchboard/llm/llmtest"
 )
 
@@ -111,7 +112,7 @@ func TestArchivistWithoutSupersedes(t *testing.T) {
 
 func TestForgetTopicIsStrict(t *testing.T) {
 	t.Parallel()
-	for text, want := range map[string]string{
+	testkit.Recognizes(t, memory.ForgetTopic, map[string]string{
 		"forget what I told you about Kyiv":                    "kyiv",
 		"Please forget everything I've told you about my job.": "my job",
 		"Forget all that I said about the marathon!":           "the marathon",
@@ -121,12 +122,7 @@ func TestForgetTopicIsStrict(t *testing.T) {
 		"забудьте, пожалуйста, что я говорила про мою собаку":  "мою собаку",
 		"забудь, що я казав про Київ":                          "київ",
 		"Забудь, що я казала про роботу, будь ласка":           "роботу",
-	} {
-		got, ok := memory.ForgetTopic(text)
-		require.True(t, ok, text)
-		require.Equal(t, want, got, text)
-	}
-	for _, text := range []string{
+	}, []string{
 		"I forget what you told me about Kyiv",
 		"Don't forget what I told you about Kyiv",
 		"forget it, tell me about Go",
@@ -137,10 +133,7 @@ func TestForgetTopicIsStrict(t *testing.T) {
 		"забудь про Киев и расскажи о Львове",
 		"forget what I told you about Kyiv\nand what about Lviv",
 		"forget",
-	} {
-		_, ok := memory.ForgetTopic(text)
-		require.False(t, ok, text)
-	}
+	})
 }
 
 // "Forget what I told you about X" finds current and superseded memories

@@ -8,6 +8,7 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/vacancy"
+	"switchboard/internal/testkit"
 )
 
 func TestParseSearchURL(t *testing.T) {
@@ -93,7 +94,7 @@ func TestLooksLikeURL(t *testing.T) {
 
 func TestVacancyLinkIn(t *testing.T) {
 	t.Parallel()
-	for text, want := range map[string]int64{
+	testkit.Recognizes(t, vacancy.VacancyLinkIn, map[string]int64{
 		"https://hh.ru/vacancy/123456":                                   123456,
 		"http://hh.ru/vacancy/123456":                                    123456,
 		"hh.ru/vacancy/123456":                                           123456,
@@ -106,12 +107,7 @@ func TestVacancyLinkIn(t *testing.T) {
 		"look (https://hh.ru/vacancy/42).":                               42,
 		"«https://hh.ru/vacancy/42»":                                     42,
 		"first https://example.com/x then https://hh.ru/vacancy/9 later": 9,
-	} {
-		id, ok := vacancy.VacancyLinkIn(text)
-		require.True(t, ok, text)
-		require.Equal(t, want, id, text)
-	}
-	for _, text := range []string{
+	}, []string{
 		"",
 		"how do I write a cover letter?",
 		"https://hh.ru/vacancy/abc",
@@ -131,8 +127,5 @@ func TestVacancyLinkIn(t *testing.T) {
 		"https://api.hh.ru/vacancy/1",
 		"ftp://hh.ru/vacancy/1",
 		"javascript:hh.ru/vacancy/1",
-	} {
-		_, ok := vacancy.VacancyLinkIn(text)
-		require.False(t, ok, text)
-	}
+	})
 }

@@ -1,10 +1,11 @@
 // Package testkit holds the few helpers the tests and the fakes share: a
 // fake closed with its test, a slice mapped field by field, a buffer a
 // logger may write into from several goroutines while the test reads it,
-// a reader for one Prometheus series, and what the HTTP fakes answer with
-// alike (a body written, JSON as the services send it, a queue of
-// injected faults). The fakes of the outside services live beside their
-// clients (hh/hhtest, llm/llmtest, e2e/tgfake, e2e/ghfake).
+// a reader for one Prometheus series, a check of a recogniser of text, and
+// what the HTTP fakes answer with alike (a body written, JSON as the
+// services send it, a queue of injected faults). The fakes of the outside
+// services live beside their clients (hh/hhtest, llm/llmtest, e2e/tgfake,
+// e2e/ghfake).
 package testkit
 
 import (
@@ -31,6 +32,25 @@ func Map[T, U any](xs []T, f func(T) U) []U {
 		out[i] = f(x)
 	}
 	return out
+}
+
+// Recognizes checks a recogniser of text, such as a command or a link
+// found in a message: it finds each key of yes and reads its value from
+// it, and finds nothing in any of no. Each failure names the text.
+func Recognizes[T comparable](t testing.TB, recognize func(string) (T, bool), yes map[string]T, no []string) {
+	t.Helper()
+	for text, want := range yes {
+		if got, ok := recognize(text); !ok {
+			t.Errorf("%q: not recognised, want %v", text, want)
+		} else if got != want {
+			t.Errorf("%q: got %v, want %v", text, got, want)
+		}
+	}
+	for _, text := range no {
+		if got, ok := recognize(text); ok {
+			t.Errorf("%q: recognised as %v, want nothing", text, got)
+		}
+	}
 }
 
 // SyncBuffer is a bytes.Buffer safe for concurrent Write and String.
