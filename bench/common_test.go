@@ -88,16 +88,18 @@ func requireDropped(t *testing.T, ctx context.Context, server, name string) {
 }
 
 // tgPost returns a poster of Bot API calls to the fake Telegram: it posts
-// body to method and returns the status code and the response body.
-func tgPost(t *testing.T, tg *telegram) func(method, body string) (int, string) {
-	return func(method, body string) (int, string) {
+// body to method, requires the answer's status code to be status and
+// returns the response body.
+func tgPost(t *testing.T, tg *telegram) func(status int, method, body string) string {
+	return func(status int, method, body string) string {
 		t.Helper()
 		resp, err := http.Post(tg.URL()+"/bot"+tgToken+"/"+method, "application/json", strings.NewReader(body))
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
-		return resp.StatusCode, string(b)
+		require.Equal(t, status, resp.StatusCode, "%s: %s", method, b)
+		return string(b)
 	}
 }
 
