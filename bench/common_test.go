@@ -77,6 +77,36 @@ func requireDropsOnError[C any, R interface{ databaseName() string }, PC options
 	requireDropped(t, context.Background(), server, rep.databaseName())
 }
 
+// A run that fails after its database was created still drops it: in
+// each scenario a timeout of 1ns ends the wait at its first poll.
+func TestDropsDatabaseOnError(t *testing.T) {
+	for _, tc := range []struct {
+		scenario string
+		run      func(t *testing.T)
+	}{
+		// Long before 2000 messages are analysed.
+		{"analysis", func(t *testing.T) {
+			requireDropsOnError(t, benchAnalysis, analysisConfig{n: 2000, chats: 2, seed: 1, timeout: time.Nanosecond}, "is running after 1ns")
+		}},
+		// Long before an offer with a 1 s SLA expires.
+		{"dispatch", func(t *testing.T) {
+			requireDropsOnError(t, benchDispatch, dispatchConfig{n: 5, replicas: 1, slaMin: time.Second, slaMax: time.Second,
+				batch: 5, sweeps: 1, sweepN: 10, timeout: time.Nanosecond, seed: 1}, "of 5 offers closed", "SENT=5")
+		}},
+		{"memory", func(t *testing.T) {
+			requireDropsOnError(t, benchMemory, memoryConfig{runs: 5, users: 2, workers: 1, orchestrators: 1, submitters: 1,
+				timeout: time.Nanosecond}, "runs archived after")
+		}},
+		// Run A ends long before a match can have travelled HH, the LLM
+		// and Telegram.
+		{"vacancies", func(t *testing.T) {
+			requireDropsOnError(t, benchVacancies, vacanciesConfig{n: 5, llmConc: 1, latencyN: 1, timeout: time.Nanosecond}, "SENT_TO_USER after")
+		}},
+	} {
+		t.Run(tc.scenario, tc.run)
+	}
+}
+
 func requireDropped(t *testing.T, ctx context.Context, server, name string) {
 	t.Helper()
 	conn, err := pgx.Connect(ctx, server)

@@ -25,13 +25,6 @@ func TestMemorySmoke(t *testing.T) {
 	require.Contains(t, out, "2 orchestrator(s) × 4 workers")
 }
 
-// A run that fails after its database was created still drops it: a
-// timeout of 1ns ends the wait at its first poll.
-func TestMemoryDropsDatabaseOnError(t *testing.T) {
-	requireDropsOnError(t, benchMemory, memoryConfig{runs: 5, users: 2, workers: 1, orchestrators: 1, submitters: 1,
-		timeout: time.Nanosecond}, "runs archived after")
-}
-
 func TestMarkerOf(t *testing.T) {
 	i, ok := markerOf("## New message\n" + memoryQuery(1234, 600000001) + "\n\n## Recent\nUser: " + memoryQuery(34, 600000001))
 	require.True(t, ok)
