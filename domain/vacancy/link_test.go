@@ -24,6 +24,16 @@ func (b *bundle) linkCards(t *testing.T, matchID int64) int {
 	return n
 }
 
+// pasteable puts a vacancy no search found on HH and gives the seeker this
+// profile: a link ready to paste. It returns the vacancy's id.
+func (b *bundle) pasteable(t *testing.T, first, seed int64, profile string) int64 {
+	t.Helper()
+	vs := vacancies(1, first, seed)
+	b.hh.Add(vs...)
+	b.user(t, seeker, profile)
+	return id(vs[0])
+}
+
 // A pasted link of a vacancy no search found: judged at once, its card
 // in the outbox with the move to ANALYZED (rhythm or not); delivered, it
 // is SENT_TO_USER and Applied works; pasted again, the card is written
@@ -31,16 +41,13 @@ func (b *bundle) linkCards(t *testing.T, matchID int64) int {
 func TestPasteJudgesOnceAndShowsTheCardAgain(t *testing.T) {
 	t.Parallel()
 	b := setupRelevant(t)
-	vs := vacancies(1, 9100, 91)
-	b.hh.Add(vs...)
-	b.user(t, seeker, "Go developer, five years of backend work")
+	vid := b.pasteable(t, 9100, 91, "Go developer, five years of backend work")
 	// A digest rhythm does not hold a pasted vacancy back.
 	_, err := b.store.Matches().TuneRhythm(b.ctx, seeker, func(r vacancy.Rhythm) (vacancy.Rhythm, error) {
 		r.Mode = vacancy.ModeDigest
 		return r, nil
 	})
 	require.NoError(t, err)
-	vid := id(vs[0])
 
 	got, err := b.svc.Paste(b.ctx, seeker, vid)
 	require.NoError(t, err)
@@ -86,10 +93,7 @@ func TestPasteCardsAnIrrelevantVerdict(t *testing.T) {
 	b := setup(t)
 	b.llm.On(llmtest.SystemContains("screen job vacancies")).Named("relevance").
 		ReplyJSON(map[string]any{"is_relevant": false, "score": 15, "reasons": []string{"PHP, not Go"}, "matched_skills": []string{}})
-	vs := vacancies(1, 9200, 92)
-	b.hh.Add(vs...)
-	b.user(t, seeker, "Go developer")
-	vid := id(vs[0])
+	vid := b.pasteable(t, 9200, 92, "Go developer")
 
 	got, err := b.svc.Paste(b.ctx, seeker, vid)
 	require.NoError(t, err)
@@ -134,11 +138,9 @@ WHERE vacancy_id = $1`, claimed)
 func TestPasteWithoutAProfileIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setupRelevant(t)
-	vs := vacancies(1, 9400, 94)
-	b.hh.Add(vs...)
-	b.user(t, seeker, "")
+	vid := b.pasteable(t, 9400, 94, "")
 
-	_, err := b.svc.Paste(b.ctx, seeker, id(vs[0]))
+	_, err := b.svc.Paste(b.ctx, seeker, vid)
 	var ie *domain.InputError
 	require.True(t, errors.As(err, &ie), "%v", err)
 	require.Equal(t, "link.no_profile", ie.Key)
@@ -178,10 +180,7 @@ func TestPasteWhenTheLLMFailsKeepsNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.relevant().FaultNext(1, llmtest.ServerError())
-	vs := vacancies(1, 9600, 96)
-	b.hh.Add(vs...)
-	b.user(t, seeker, "Go developer")
-	vid := id(vs[0])
+	vid := b.pasteable(t, 9600, 96, "Go developer")
 
 	_, err := b.svc.Paste(b.ctx, seeker, vid)
 	require.ErrorIs(t, err, vacancy.ErrNotJudged)
@@ -202,10 +201,7 @@ func TestTwoPastesAtOnceJudgeOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.relevant().Latency(300 * time.Millisecond)
-	vs := vacancies(1, 9700, 97)
-	b.hh.Add(vs...)
-	b.user(t, seeker, "Go developer")
-	vid := id(vs[0])
+	vid := b.pasteable(t, 9700, 97, "Go developer")
 	other := b.newService(t)
 
 	var wg sync.WaitGroup
