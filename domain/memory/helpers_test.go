@@ -16,6 +16,7 @@ import (
 	"switchboard/domain"
 	"switchboard/domain/domaintest"
 	"switchboard/domain/memory"
+	"switchboard/internal/testkit"
 	"switchboard/llm"
 	"switchboard/llm/llmtest"
 	"switchboard/storage"
@@ -48,11 +49,10 @@ func setup(t *testing.T, opts ...option) *bundle {
 	b := &bundle{
 		ctx:   context.Background(),
 		store: storagetest.New(t),
-		llm:   llmtest.New(),
+		llm:   testkit.Closing(t, llmtest.New()),
 		chat:  &chat{},
 		cfg:   memory.Config{Workers: 4, StageLease: 30 * time.Second, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour},
 	}
-	t.Cleanup(b.llm.Close)
 	for _, o := range opts {
 		o(b)
 	}

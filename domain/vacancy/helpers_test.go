@@ -17,6 +17,7 @@ import (
 	"switchboard/domain/vacancy"
 	"switchboard/hh"
 	"switchboard/hh/hhtest"
+	"switchboard/internal/testkit"
 	"switchboard/llm"
 	"switchboard/llm/llmtest"
 	"switchboard/storage"
@@ -69,7 +70,7 @@ func setup(t *testing.T, opts ...option) *bundle {
 		ctx:   context.Background(),
 		store: storagetest.New(t),
 		hh:    hhtest.New(),
-		llm:   llmtest.New(),
+		llm:   testkit.Closing(t, llmtest.New()),
 		reg:   prometheus.NewRegistry(),
 		sent:  &recorder{ids: map[int64]int{}},
 		cfg:   vacancy.Config{ClaimLease: 30 * time.Second},
@@ -80,7 +81,6 @@ func setup(t *testing.T, opts ...option) *bundle {
 		o(b)
 	}
 	t.Cleanup(b.hh.Close)
-	t.Cleanup(b.llm.Close)
 	b.llmc = domaintest.LLM(t, b.llm, llm.Config{}, llm.WithBreaker(3, b.breakerOpen))
 	b.svc = b.newService(t)
 	return b
