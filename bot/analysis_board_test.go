@@ -12,6 +12,7 @@ import (
 	"switchboard/domain"
 	"switchboard/domain/analysis"
 	"switchboard/e2e/tgfake"
+	"switchboard/internal/testkit"
 	"switchboard/llm/llmtest"
 )
 
@@ -127,15 +128,7 @@ func cbData(t *testing.T, action string, ids ...int64) string {
 
 // rows are the texts of a rendered message's buttons, row by row.
 func rows(m domain.Message) [][]string {
-	var out [][]string
-	for _, r := range m.Buttons {
-		var texts []string
-		for _, b := range r {
-			texts = append(texts, b.Text)
-		}
-		out = append(out, texts)
-	}
-	return out
+	return testkit.MapRows(m.Buttons, func(b domain.Button) string { return b.Text })
 }
 
 // The board's page: the progress, a header with the counts, the page's

@@ -19,6 +19,7 @@ import (
 	"switchboard/domain/analysis"
 	"switchboard/domain/domaintest"
 	"switchboard/e2e/tgfake"
+	"switchboard/internal/testkit"
 	"switchboard/llm"
 	"switchboard/llm/llmtest"
 	"switchboard/storage"
@@ -456,18 +457,10 @@ func (env anEnv) board(t *testing.T, runID int64) tgfake.BotMessage {
 
 // rowTexts are a message's buttons' texts, row by row.
 func rowTexts(m tgfake.BotMessage) [][]string {
-	var out [][]string
 	if m.ReplyMarkup == nil {
 		return nil
 	}
-	for _, row := range m.ReplyMarkup.InlineKeyboard {
-		var r []string
-		for _, b := range row {
-			r = append(r, b.Text)
-		}
-		out = append(out, r)
-	}
-	return out
+	return testkit.MapRows(m.ReplyMarkup.InlineKeyboard, func(b tgfake.InlineKeyboardButton) string { return b.Text })
 }
 
 func proposalIDs(t *testing.T, st *storage.Store) []int64 {

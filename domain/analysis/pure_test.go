@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
+	"switchboard/internal/testkit"
 )
 
 func TestTransitionTable(t *testing.T) {
@@ -38,15 +39,7 @@ func msg(chat, id int64, minute float64, text string) GroupMessage {
 }
 
 func ids(batches [][]GroupMessage) [][]int64 {
-	var out [][]int64
-	for _, b := range batches {
-		var ids []int64
-		for _, m := range b {
-			ids = append(ids, m.MessageID)
-		}
-		out = append(out, ids)
-	}
-	return out
+	return testkit.MapRows(batches, func(m GroupMessage) int64 { return m.MessageID })
 }
 
 func TestBatch(t *testing.T) {
@@ -70,7 +63,7 @@ func TestBatch(t *testing.T) {
 		in   []GroupMessage
 		want [][]int64
 	}{
-		{"empty", nil, nil},
+		{"empty", nil, [][]int64{}},
 		{"one", []GroupMessage{msg(-1, 1, 0, "a")}, [][]int64{{1}}},
 		{"gap of exactly 10 min stays", []GroupMessage{msg(-1, 1, 0, "a"), msg(-1, 2, 10, "b")}, [][]int64{{1, 2}}},
 		{"gap over 10 min splits", []GroupMessage{msg(-1, 1, 0, "a"), msg(-1, 2, 10.02, "b"), msg(-1, 3, 12, "c")}, [][]int64{{1}, {2, 3}}},

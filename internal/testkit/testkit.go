@@ -1,11 +1,11 @@
 // Package testkit holds the few helpers the tests and the fakes share: a
-// fake closed with its test, a slice mapped field by field, a buffer a
-// logger may write into from several goroutines while the test reads it,
-// a reader for one Prometheus series, a check of a recogniser of text, and
-// what the HTTP fakes answer with alike (a body written, JSON as the
-// services send it, a queue of injected faults). The fakes of the outside
-// services live beside their clients (hh/hhtest, llm/llmtest, e2e/tgfake,
-// e2e/ghfake).
+// fake closed with its test, a slice (or a slice of rows) mapped field by
+// field, a buffer a logger may write into from several goroutines while
+// the test reads it, a reader for one Prometheus series, a check of a
+// recogniser of text, and what the HTTP fakes answer with alike (a body
+// written, JSON as the services send it, a queue of injected faults). The
+// fakes of the outside services live beside their clients (hh/hhtest,
+// llm/llmtest, e2e/tgfake, e2e/ghfake).
 package testkit
 
 import (
@@ -32,6 +32,12 @@ func Map[T, U any](xs []T, f func(T) U) []U {
 		out[i] = f(x)
 	}
 	return out
+}
+
+// MapRows is Map of each row of xss: a keyboard's buttons read row by
+// row, a list of batches read batch by batch.
+func MapRows[T, U any](xss [][]T, f func(T) U) [][]U {
+	return Map(xss, func(xs []T) []U { return Map(xs, f) })
 }
 
 // Recognizes checks a recogniser of text, such as a command or a link
