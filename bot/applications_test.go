@@ -35,7 +35,7 @@ func TestApplicationStepsOnTheCard(t *testing.T) {
 	d := sampleCard(0)
 	id := env.queueVacancy(t, 42, d.Vacancy, d.Verdict)
 	msg := env.waitCard(t, 42, id)
-	answer(t, env.srv, mustPress(t, ann, msg, data(t, "va", id)))
+	press(t, env.srv, ann, msg, data(t, "va", id))
 
 	card, _ := env.srv.MessageByID(42, msg.MessageID)
 	require.Equal(t, []string{"🎉 Invited", "❌ Rejected", "🔇 No answer", "Open on hh.ru"}, card.ReplyMarkup.Labels())
@@ -43,12 +43,12 @@ func TestApplicationStepsOnTheCard(t *testing.T) {
 	require.Equal(t, rejectFromApplied, card.ReplyMarkup.Buttons()[1].CallbackData)
 
 	// Bob forges Ann's step; Ann forges a step the table refuses.
-	a := answer(t, env.srv, bob.PressRaw(env.ask(t, bob, "/start"), stepData(t, "vs", id, 1, 3)))
+	a := pressRaw(t, env.srv, bob, env.ask(t, bob, "/start"), stepData(t, "vs", id, 1, 3))
 	require.Equal(t, "This button is not for you.", a.Text)
-	a = answer(t, env.srv, ann.PressRaw(card, stepData(t, "vs", id, 1, 4)))
+	a = pressRaw(t, env.srv, ann, card, stepData(t, "vs", id, 1, 4))
 	require.Equal(t, "This application is already marked: Applied. Nothing changed.", a.Text)
 	require.True(t, a.ShowAlert)
-	a = answer(t, env.srv, ann.PressRaw(card, stepData(t, "vs", id, 1, 9)))
+	a = pressRaw(t, env.srv, ann, card, stepData(t, "vs", id, 1, 9))
 	require.Equal(t, "This button is no longer valid.", a.Text)
 	require.Equal(t, "APPLIED", matchStatus(t, env.st, id))
 
@@ -65,9 +65,9 @@ func TestApplicationStepsOnTheCard(t *testing.T) {
 
 	// The Rejected of the Applied card, pressed on a stale client: INVITED →
 	// REJECTED is allowed, but not what the presser saw.
-	a = answer(t, env.srv, ann.PressRaw(card, rejectFromApplied))
+	a = pressRaw(t, env.srv, ann, card, rejectFromApplied)
 	require.Equal(t, "This application is already marked: Invited. Nothing changed.", a.Text)
-	a = answer(t, env.srv, ann.PressRaw(card, stepData(t, "vs", id, 1, 3)))
+	a = pressRaw(t, env.srv, ann, card, stepData(t, "vs", id, 1, 3))
 	require.Equal(t, "This application is already marked: Invited. Nothing changed.", a.Text, "a second press")
 	require.Equal(t, "INVITED", matchStatus(t, env.st, id))
 	card, _ = env.srv.MessageByID(42, msg.MessageID)
@@ -135,7 +135,7 @@ func TestApplicationsReport(t *testing.T) {
 	require.Equal(t, []string{"1 · 🎉 Invited", "1 · ❌ Rejected", "1 · 🔇 No answer", "2 · 🏆 Offer", "2 · ❌ Rejected"}, redrawn.ReplyMarkup.Labels())
 
 	// The old message's button, pressed again on a stale client.
-	a := answer(t, env.srv, ann.PressRaw(redrawn, stepData(t, "vw", second, 2, 3)))
+	a := pressRaw(t, env.srv, ann, redrawn, stepData(t, "vw", second, 2, 3))
 	require.Equal(t, "This application is already marked: Invited. Nothing changed.", a.Text)
 }
 

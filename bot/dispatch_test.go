@@ -166,11 +166,17 @@ func (env dispEnv) messages(t *testing.T, chat int64) []tgfake.BotMessage {
 	return env.srv.Messages(chat)
 }
 
+// press presses the button of msg whose data is data, as p, and returns
+// the bot's answer.
 func press(t *testing.T, srv *tgfake.Server, p *tgfake.Person, msg tgfake.BotMessage, data string) tgfake.CallbackAnswer {
 	t.Helper()
-	return answer(t, srv, mustPress(t, p, msg, data))
+	q, err := p.Press(msg, data)
+	require.NoError(t, err)
+	return answer(t, srv, q)
 }
 
+// pressRaw is press with any data, whether msg shows it or not: a stale or
+// forged press.
 func pressRaw(t *testing.T, srv *tgfake.Server, p *tgfake.Person, msg tgfake.BotMessage, data string) tgfake.CallbackAnswer {
 	t.Helper()
 	return answer(t, srv, p.PressRaw(msg, data))

@@ -26,7 +26,7 @@ func TestHideEmployerFromTheCardAndShowItAgain(t *testing.T) {
 
 	c.requireForgeryRefused(t, env, hide, "SENT_TO_USER")
 
-	a := answer(t, env.srv, mustPress(t, ann, msg, hide))
+	a := press(t, env.srv, ann, msg, hide)
 	require.True(t, a.ShowAlert)
 	require.Equal(t, "Vacancies from ACME <Ltd> will not be sent to you any more. /bans lists hidden employers and shows them again.", a.Text)
 	require.LessOrEqual(t, len([]rune(a.Text)), 200, "Telegram's limit for a pop-up")
@@ -35,7 +35,7 @@ func TestHideEmployerFromTheCardAndShowItAgain(t *testing.T) {
 	require.True(t, strings.HasSuffix(edited.Text, "\n\n🚫 Not interested"), edited.Text)
 
 	// A press from a client still showing the old buttons.
-	a = answer(t, env.srv, ann.PressRaw(msg, hide))
+	a = pressRaw(t, env.srv, ann, msg, hide)
 	require.Equal(t, "ACME <Ltd> is hidden already; /bans shows it again.", a.Text)
 
 	list := env.ask(t, ann, "/bans")
@@ -44,16 +44,16 @@ func TestHideEmployerFromTheCardAndShowItAgain(t *testing.T) {
 	require.Len(t, buttons, 1)
 	require.Equal(t, "👁 Show ACME <Ltd> again", buttons[0].Text)
 
-	a = answer(t, env.srv, bob.PressRaw(bobs, buttons[0].CallbackData))
+	a = pressRaw(t, env.srv, bob, bobs, buttons[0].CallbackData)
 	require.Equal(t, "This employer is not hidden any more.", a.Text, "Bob has no such hiding: nothing of Ann's changes")
 	require.Equal(t, 1, count(t, env.st, `SELECT count(*) FROM hidden_employers WHERE user_id = 42`))
 
-	a = answer(t, env.srv, mustPress(t, ann, list, buttons[0].CallbackData))
+	a = press(t, env.srv, ann, list, buttons[0].CallbackData)
 	require.Equal(t, "Vacancies from ACME <Ltd> will be sent to you again.", a.Text)
 	edited, _ = env.srv.MessageByID(42, list.MessageID)
 	require.Equal(t, "You have no ban words. Add one: /ban 1C", edited.Text)
 	require.Empty(t, edited.ReplyMarkup.Buttons())
-	a = answer(t, env.srv, ann.PressRaw(list, buttons[0].CallbackData))
+	a = pressRaw(t, env.srv, ann, list, buttons[0].CallbackData)
 	require.Equal(t, "This employer is not hidden any more.", a.Text)
 }
 
@@ -72,7 +72,7 @@ func TestHideEmployerInRussianAndUkrainian(t *testing.T) {
 	} {
 		who, d, msg := langCard(t, env, tc.id, tc.lang, 2000+tc.id)
 		require.Equal(t, tc.button, msg.ReplyMarkup.InlineKeyboard[1][1].Text)
-		a := answer(t, env.srv, mustPress(t, who, msg, data(t, "vh", d.MatchID)))
+		a := press(t, env.srv, who, msg, data(t, "vh", d.MatchID))
 		require.Equal(t, tc.popup, a.Text)
 		require.True(t, strings.HasSuffix(env.ask(t, who, "/bans").Text, tc.header), tc.lang)
 	}
@@ -101,7 +101,7 @@ func annsCard(t *testing.T, env vacEnv) cardScene {
 // status.
 func (c cardScene) requireForgeryRefused(t *testing.T, env vacEnv, data, status string) {
 	t.Helper()
-	a := answer(t, env.srv, c.bob.PressRaw(c.bobs, data))
+	a := pressRaw(t, env.srv, c.bob, c.bobs, data)
 	require.Equal(t, "This button is not for you.", a.Text)
 	require.Equal(t, status, matchStatus(t, env.st, c.d.MatchID))
 }

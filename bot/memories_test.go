@@ -58,7 +58,7 @@ func TestMemoryPagesDeleteAndStalePresses(t *testing.T) {
 	// Bob presses Ann's buttons on his own message: refused.
 	bobMsg := env.ask(t, bob, "/memory")
 	for _, b := range next.ReplyMarkup.Buttons() {
-		a := answer(t, env.srv, bob.PressRaw(bobMsg, b.CallbackData))
+		a := pressRaw(t, env.srv, bob, bobMsg, b.CallbackData)
 		require.Equal(t, "This button is not for you.", a.Text)
 	}
 
@@ -74,7 +74,7 @@ func TestMemoryPagesDeleteAndStalePresses(t *testing.T) {
 	require.Equal(t, "Deleted: memory versions: 1, conversations: 0.\n\nWhat I remember about you, newest first (6–6 of 6):\n\n6. ", done.Text[:strings.Index(done.Text, "6. ")+3])
 	require.Zero(t, count(t, env.st, `SELECT count(*) FROM lsm_storage WHERE summary = 'Memory number 1.'`))
 
-	a := answer(t, env.srv, ann.PressRaw(confirm, yes))
+	a := pressRaw(t, env.srv, ann, confirm, yes)
 	require.True(t, a.ShowAlert)
 	require.Equal(t, "This memory is no longer here: it was deleted or replaced. Send /memory for the current list.", a.Text)
 	require.Equal(t, 6, count(t, env.st, `SELECT count(*) FROM lsm_storage`))
@@ -111,7 +111,7 @@ func TestMemoryCorrectionHistoryAndForgetAbout(t *testing.T) {
 	require.Equal(t, 1, runs(), "the correction is no chat message")
 	// The request's Cancel, pressed after the correction was made, says so
 	// and goes.
-	stale := answer(t, env.srv, olena.PressRaw(askFix, askFix.ReplyMarkup.Buttons()[0].CallbackData))
+	stale := pressRaw(t, env.srv, olena, askFix, askFix.ReplyMarkup.Buttons()[0].CallbackData)
 	require.Equal(t, "Я більше не чекаю на це виправлення: його вже внесено, скасовано або час минув.", stale.Text)
 	env.srv.WaitMessage(t, 44, func(m tgfake.BotMessage) bool {
 		return m.MessageID == askFix.MessageID && len(m.ReplyMarkup.Buttons()) == 0
@@ -130,7 +130,7 @@ func TestMemoryCorrectionHistoryAndForgetAbout(t *testing.T) {
 	require.Equal(t, 1, runs(), "the request is no chat message")
 	kept := env.pressed(t, olena, found, "Залишити", "Залишив")
 	require.Empty(t, kept.ReplyMarkup.Buttons())
-	a := answer(t, env.srv, olena.PressRaw(found, found.ReplyMarkup.Buttons()[0].CallbackData))
+	a := pressRaw(t, env.srv, olena, found, found.ReplyMarkup.Buttons()[0].CallbackData)
 	require.Equal(t, "Це питання вже закрите. Попросіть ще раз, якщо все ще хочете, щоб я це забув.", a.Text)
 	require.Equal(t, 2, count(t, env.st, `SELECT count(*) FROM lsm_storage WHERE user_id = 44`))
 

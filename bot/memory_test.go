@@ -467,7 +467,7 @@ func TestMemoryListAndForget(t *testing.T) {
 	// Bob's client forges Ann's id on his own confirmation.
 	bobAsk := env.ask(t, bob, "/forget")
 	for _, forged := range []string{yes, no} {
-		a := answer(t, env.srv, bob.PressRaw(bobAsk, forged))
+		a := pressRaw(t, env.srv, bob, bobAsk, forged)
 		require.Equal(t, "This button is not for you.", a.Text)
 		require.True(t, a.ShowAlert)
 	}
@@ -475,14 +475,14 @@ func TestMemoryListAndForget(t *testing.T) {
 	bobNow, _ := env.srv.MessageByID(bob.ID(), bobAsk.MessageID)
 	require.Empty(t, bobNow.Edits)
 
-	answer(t, env.srv, mustPress(t, ann, ask, no))
+	press(t, env.srv, ann, ask, no)
 	cancelled, _ := env.srv.MessageByID(42, ask.MessageID)
 	require.Equal(t, "Nothing was deleted.", cancelled.Text)
 	require.Empty(t, cancelled.ReplyMarkup.Buttons())
 	require.Equal(t, 4, remembered())
 
 	ask = env.ask(t, ann, "/forget")
-	answer(t, env.srv, mustPress(t, ann, ask, yes))
+	press(t, env.srv, ann, ask, yes)
 	done, _ := env.srv.MessageByID(42, ask.MessageID)
 	require.True(t, strings.HasPrefix(done.Text, "Done, I forgot you. Deleted: conversations: 1, messages and answers: 1, memory versions: 2, my messages to you: "), done.Text)
 	require.NotContains(t, done.Text, "master record", "Ann was no master")
@@ -495,7 +495,7 @@ func TestMemoryListAndForget(t *testing.T) {
 	// A stale press of either button changes nothing: the message keeps
 	// the counts of the real forgetting.
 	for _, stale := range []string{yes, no} {
-		a := answer(t, env.srv, ann.PressRaw(ask, stale))
+		a := pressRaw(t, env.srv, ann, ask, stale)
 		require.Equal(t, "Already done: I forgot you. The message shows what was deleted.", a.Text)
 	}
 	again, _ := env.srv.MessageByID(42, ask.MessageID)

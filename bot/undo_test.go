@@ -19,7 +19,7 @@ func TestUndoBringsANotInterestedCardBack(t *testing.T) {
 	undo := data(t, "vu", d.MatchID)
 	require.NotContains(t, msg.ReplyMarkup.Labels(), "↩️ Undo", "nothing to undo before a decision")
 
-	answer(t, env.srv, mustPress(t, ann, msg, data(t, "vn", d.MatchID)))
+	press(t, env.srv, ann, msg, data(t, "vn", d.MatchID))
 	decided, _ := env.srv.MessageByID(42, msg.MessageID)
 	require.True(t, strings.HasSuffix(decided.Text, "\n\n🚫 Not interested"), decided.Text)
 	require.Equal(t, "↩️ Undo", decided.ReplyMarkup.InlineKeyboard[0][0].Text)
@@ -28,7 +28,7 @@ func TestUndoBringsANotInterestedCardBack(t *testing.T) {
 
 	c.requireForgeryRefused(t, env, undo, "NOT_INTERESTED")
 
-	a := answer(t, env.srv, mustPress(t, ann, decided, undo))
+	a := press(t, env.srv, ann, decided, undo)
 	require.False(t, a.ShowAlert)
 	require.Equal(t, "Back among your vacancies: decide again.", a.Text)
 	require.Equal(t, "SENT_TO_USER", matchStatus(t, env.st, d.MatchID))
@@ -36,8 +36,8 @@ func TestUndoBringsANotInterestedCardBack(t *testing.T) {
 	require.Equal(t, msg.Text, back.Text, "the card as it first came")
 	require.Equal(t, msg.ReplyMarkup.Labels(), back.ReplyMarkup.Labels())
 
-	answer(t, env.srv, mustPress(t, ann, back, data(t, "va", d.MatchID)))
-	a = answer(t, env.srv, ann.PressRaw(decided, undo))
+	press(t, env.srv, ann, back, data(t, "va", d.MatchID))
+	a = pressRaw(t, env.srv, ann, decided, undo)
 	require.True(t, a.ShowAlert)
 	require.Equal(t, "Nothing to undo: this vacancy is no longer marked Not interested.", a.Text)
 	require.Equal(t, "APPLIED", matchStatus(t, env.st, d.MatchID))
@@ -55,10 +55,10 @@ func TestUndoInRussianAndUkrainian(t *testing.T) {
 		{52, "uk", "↩️ Повернути", "Вакансія знову чекає на ваше рішення."},
 	} {
 		who, d, msg := langCard(t, env, tc.id, tc.lang, 3000+tc.id)
-		answer(t, env.srv, mustPress(t, who, msg, data(t, "vn", d.MatchID)))
+		press(t, env.srv, who, msg, data(t, "vn", d.MatchID))
 		decided, _ := env.srv.MessageByID(tc.id, msg.MessageID)
 		require.Equal(t, tc.button, decided.ReplyMarkup.InlineKeyboard[0][0].Text, tc.lang)
-		a := answer(t, env.srv, mustPress(t, who, decided, data(t, "vu", d.MatchID)))
+		a := press(t, env.srv, who, decided, data(t, "vu", d.MatchID))
 		require.Equal(t, tc.toast, a.Text, tc.lang)
 	}
 }

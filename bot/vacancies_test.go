@@ -295,7 +295,7 @@ func TestSearchesListAndDeleteButtons(t *testing.T) {
 
 	// Bob's client forges Ann's search id on a message of his own chat.
 	bobMsg := env.ask(t, bob, "/searches")
-	a := answer(t, env.srv, bob.PressRaw(bobMsg, del1))
+	a := pressRaw(t, env.srv, bob, bobMsg, del1)
 	require.Equal(t, "This search is already deleted.", a.Text)
 	require.True(t, a.ShowAlert)
 	still, err := env.svc.Searches(ctx, 42)
@@ -316,7 +316,7 @@ func TestSearchesListAndDeleteButtons(t *testing.T) {
 	require.Equal(t, del2, edited.ReplyMarkup.Buttons()[0].CallbackData, "renumbered, same search")
 
 	// A stale client still showing the old button.
-	a = answer(t, env.srv, ann.PressRaw(list, del1))
+	a = pressRaw(t, env.srv, ann, list, del1)
 	require.Equal(t, "This search is already deleted.", a.Text)
 	require.True(t, a.ShowAlert)
 
@@ -560,7 +560,7 @@ func TestDeliverAndDecide(t *testing.T) {
 	// Pressed before the outbox recorded the delivery (the press waits a
 	// moment for it, then gives up).
 	exec(t, env.st, `UPDATE vacancy_matches SET status = 'ANALYZED' WHERE id = $1`, d.MatchID)
-	a := answer(t, env.srv, mustPress(t, ann, msg, applied))
+	a := press(t, env.srv, ann, msg, applied)
 	require.Equal(t, "This vacancy is not waiting for your answer right now. Try again in a minute.", a.Text)
 	require.True(t, a.ShowAlert)
 	require.Equal(t, "ANALYZED", matchStatus(t, env.st, d.MatchID))
@@ -568,12 +568,12 @@ func TestDeliverAndDecide(t *testing.T) {
 
 	// Bob's client forges Ann's match id on a message of his own chat.
 	bobMsg := env.ask(t, bob, "/start")
-	a = answer(t, env.srv, bob.PressRaw(bobMsg, applied))
+	a = pressRaw(t, env.srv, bob, bobMsg, applied)
 	require.Equal(t, "This button is not for you.", a.Text)
 	require.True(t, a.ShowAlert)
 	require.Equal(t, "SENT_TO_USER", matchStatus(t, env.st, d.MatchID))
 
-	a = answer(t, env.srv, mustPress(t, ann, msg, applied))
+	a = press(t, env.srv, ann, msg, applied)
 	require.Equal(t, "Marked as applied.", a.Text)
 	require.False(t, a.ShowAlert)
 	require.Equal(t, "APPLIED", matchStatus(t, env.st, d.MatchID))
@@ -584,7 +584,7 @@ func TestDeliverAndDecide(t *testing.T) {
 	require.Equal(t, "https://hh.ru/vacancy/1001", edited.ReplyMarkup.Buttons()[3].URL, "the link stays")
 
 	for _, again := range []string{applied, rejected} {
-		a = answer(t, env.srv, ann.PressRaw(msg, again))
+		a = pressRaw(t, env.srv, ann, msg, again)
 		require.Equal(t, "You already marked this vacancy: Applied.", a.Text)
 		require.True(t, a.ShowAlert)
 	}
@@ -592,17 +592,10 @@ func TestDeliverAndDecide(t *testing.T) {
 	edited, _ = env.srv.MessageByID(42, msg.MessageID)
 	require.Len(t, edited.Edits, 1, "a refused press edits nothing")
 
-	a = answer(t, env.srv, ann.PressRaw(msg, data(t, "va", d.MatchID+1000)))
+	a = pressRaw(t, env.srv, ann, msg, data(t, "va", d.MatchID+1000))
 	require.Equal(t, "This button is no longer valid.", a.Text)
 	require.True(t, a.ShowAlert)
 	require.Equal(t, 1, cardRows(t, env.st, d.MatchID), "nothing was queued by the presses")
-}
-
-func mustPress(t *testing.T, p *tgfake.Person, msg tgfake.BotMessage, data string) tgfake.CallbackQuery {
-	t.Helper()
-	q, err := p.Press(msg, data)
-	require.NoError(t, err)
-	return q
 }
 
 func TestNotInterestedInUsersLanguage(t *testing.T) {
@@ -619,7 +612,7 @@ func TestNotInterestedInUsersLanguage(t *testing.T) {
 	require.Len(t, msg.ReplyMarkup.InlineKeyboard, 2)
 	require.Equal(t, "🚫 Не интересно", msg.ReplyMarkup.InlineKeyboard[0][1].Text)
 
-	a := answer(t, env.srv, mustPress(t, ann, msg, data(t, "vn", d.MatchID)))
+	a := press(t, env.srv, ann, msg, data(t, "vn", d.MatchID))
 	require.Equal(t, "Отмечено: не интересно.", a.Text)
 	require.Equal(t, "NOT_INTERESTED", matchStatus(t, env.st, d.MatchID))
 	edited, _ := env.srv.MessageByID(42, msg.MessageID)
