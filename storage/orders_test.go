@@ -419,11 +419,18 @@ func (f *dfx) offerState(id int64) dispatch.OfferState {
 func TestRecordPhoto(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
+	// photo records master's message msg as a photo: within an hour of
+	// the order done, at most 2 an order.
+	photo := func(master int64, msg int, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool) {
+		t.Helper()
+		got, ok, err := f.st.Orders().RecordPhoto(f.ctx, master, msg, time.Hour, 2, tell)
+		require.NoError(t, err)
+		return got, ok
+	}
 	o := f.assigned(10, 1000)
-	_, ok, err := f.st.Orders().RecordPhoto(f.ctx, 10, 0, time.Hour, 2, nil)
-	require.NoError(t, err)
+	_, ok := photo(10, 0, nil)
 	require.False(t, ok, "not done yet")
-	_, ok, err = f.st.Orders().Complete(f.ctx, o.ID, 10, 10, time.Hour, nil)
+	_, ok, err := f.st.Orders().Complete(f.ctx, o.ID, 10, 10, time.Hour, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	older := f.assigned(10, 500)
@@ -438,40 +445,34 @@ func TestRecordPhoto(t *testing.T) {
 		return []domain.Message{{ChatID: -1, Kind: domain.KindPhoto, Ref: c.Order.ID, Text: "photo", Photo: "file"}}
 	}
 	for want := 1; want <= 2; want++ {
-		got, ok, err := f.st.Orders().RecordPhoto(f.ctx, 10, 70+want, time.Hour, 2, tell)
-		require.NoError(t, err)
+		got, ok := photo(10, 70+want, tell)
 		require.True(t, ok)
 		require.Equal(t, o.ID, got.ID, "the order done latest")
 		require.Equal(t, want, got.Photos)
 		// The same message again (handled again after a crash): recorded
 		// already, neither counted nor forwarded twice.
-		again, ok, err := f.st.Orders().RecordPhoto(f.ctx, 10, 70+want, time.Hour, 2, tell)
-		require.NoError(t, err)
+		again, ok := photo(10, 70+want, tell)
 		require.True(t, ok)
 		require.Equal(t, want, again.Photos)
 	}
-	got, ok, err := f.st.Orders().RecordPhoto(f.ctx, 10, 80, time.Hour, 2, tell)
-	require.NoError(t, err)
+	got, ok := photo(10, 80, tell)
 	require.False(t, ok, "the limit")
 	require.Equal(t, o.ID, got.ID)
 	require.Equal(t, []int64{o.ID, o.ID}, told)
 	require.Equal(t, 2, f.count(`SELECT count(*) FROM outbox WHERE kind = 'photo' AND body->>'photo' = 'file'`))
 
 	f.master(11, "x", "y", "z")
-	got, ok, err = f.st.Orders().RecordPhoto(f.ctx, 11, 0, time.Hour, 2, tell)
-	require.NoError(t, err)
+	got, ok = photo(11, 0, tell)
 	require.False(t, ok)
 	require.Zero(t, got.ID, "no order of theirs")
 
 	// The window, both sides: 59 minutes ago in, 61 out.
 	f.exec(`UPDATE orders SET done_at = now() - interval '59 minutes', photos = 0 WHERE id = $1`, o.ID)
 	f.exec(`UPDATE orders SET done_at = now() - interval '2 hours' WHERE id = $1`, older.ID)
-	_, ok, err = f.st.Orders().RecordPhoto(f.ctx, 10, 0, time.Hour, 2, nil)
-	require.NoError(t, err)
+	_, ok = photo(10, 0, nil)
 	require.True(t, ok)
 	f.exec(`UPDATE orders SET done_at = now() - interval '61 minutes' WHERE id = $1`, o.ID)
-	got, ok, err = f.st.Orders().RecordPhoto(f.ctx, 10, 0, time.Hour, 2, nil)
-	require.NoError(t, err)
+	got, ok = photo(10, 0, nil)
 	require.False(t, ok)
 	require.Zero(t, got.ID)
 }
