@@ -180,27 +180,23 @@ func TestAnalysisSimilar(t *testing.T) {
 	f.decide(own[0].ID, analysis.Approved)
 	require.NoError(t, f.st.Runs().SaveProposalEmbedding(f.ctx, own[0].ID, []float32{1, 0.1, 0}))
 
+	// similar is what run asking with q is shown: at most k proposals.
+	similar := func(run int64, q []float32, k int) []analysis.Proposal {
+		t.Helper()
+		got, err := f.st.Runs().SimilarProposals(f.ctx, run, q, k)
+		require.NoError(t, err, "run %d, q %v, k %d", run, q, k)
+		return got
+	}
 	q := []float32{1, 0.1, 0}
-	got, err := f.st.Runs().SimilarProposals(f.ctx, b.ID, q, 5)
-	require.NoError(t, err)
+	got := similar(b.ID, q, 5)
 	require.Equal(t, []int64{ps[0].ID, ps[1].ID, ps[2].ID}, ids(got), "approved, of other runs, same dimension, most similar first")
 	require.Equal(t, ps[0].Title, got[0].Title)
 	require.Equal(t, analysis.Approved, got[0].Decision)
-	got, err = f.st.Runs().SimilarProposals(f.ctx, b.ID, q, 2)
-	require.NoError(t, err)
-	require.Equal(t, []int64{ps[0].ID, ps[1].ID}, ids(got))
-	got, err = f.st.Runs().SimilarProposals(f.ctx, b.ID, []float32{0, 0, 1}, 1)
-	require.NoError(t, err)
-	require.Equal(t, []int64{ps[2].ID}, ids(got))
-	got, err = f.st.Runs().SimilarProposals(f.ctx, a.ID, q, 5)
-	require.NoError(t, err)
-	require.Equal(t, []int64{own[0].ID}, ids(got), "seen from run A, only B's")
-	got, err = f.st.Runs().SimilarProposals(f.ctx, b.ID, []float32{0, 0, 0}, 5)
-	require.NoError(t, err, "a zero vector has no direction, and no error")
-	require.Len(t, got, 3)
-	got, err = f.st.Runs().SimilarProposals(f.ctx, b.ID, q, 0)
-	require.NoError(t, err)
-	require.Empty(t, got)
+	require.Equal(t, []int64{ps[0].ID, ps[1].ID}, ids(similar(b.ID, q, 2)))
+	require.Equal(t, []int64{ps[2].ID}, ids(similar(b.ID, []float32{0, 0, 1}, 1)))
+	require.Equal(t, []int64{own[0].ID}, ids(similar(a.ID, q, 5)), "seen from run A, only B's")
+	require.Len(t, similar(b.ID, []float32{0, 0, 0}, 5), 3, "a zero vector has no direction, and no error")
+	require.Empty(t, similar(b.ID, q, 0))
 }
 
 // A batch's proposals and the board that lists them are written in one
