@@ -21,17 +21,17 @@ import (
 
 func TestMain(m *testing.M) {
 	// An e2e test spends its time waiting on the binary it drives (timers,
-	// Telegram's pacing in the fake), not on this process's CPU. Two at
+	// Telegram's pacing in the fake), not on this process's CPU. Three at
 	// once, unless -parallel says: the README's command runs this package
 	// beside two others (-p 3), and a test's replicas hold up to eight
-	// connections each (a pool of four, listeners, the leases) — three
-	// tests at once beside two packages' tests went past PostgreSQL's
-	// default limit of 100.
+	// connections each (a pool of four, listeners, the leases), so three
+	// tests of three replicas beside two packages' tests stay under
+	// PostgreSQL's default limit of 100 (with pools of six they did not).
 	flag.Parse()
 	explicit := false
 	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
 	if !explicit {
-		if err := flag.Set("test.parallel", "2"); err != nil {
+		if err := flag.Set("test.parallel", "3"); err != nil {
 			panic(err)
 		}
 	}
