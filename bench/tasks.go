@@ -20,6 +20,7 @@ import (
 	"switchboard/domain/analysis"
 	"switchboard/domain/tasks"
 	"switchboard/e2e/ghfake"
+	"switchboard/internal/testkit"
 	"switchboard/locales"
 	"switchboard/storage"
 	"switchboard/tracker/github"
@@ -172,7 +173,7 @@ func benchTasks(ctx context.Context, cfg tasksConfig, out io.Writer, log *slog.L
 			fmt.Fprintf(out, "tasks: %d creations fit the limits at once: no limit binds, no ideal to reach (efficiency 0)\n", m)
 		}
 		for _, w := range windows {
-			fmt.Fprintf(out, "tasks: most creations within any %s: %d (limit %d)\n", w.Per, mostWithin(res.creations, w.Per), w.Limit)
+			fmt.Fprintf(out, "tasks: most creations within any %s: %d (limit %d)\n", w.Per, testkit.MostWithin(res.creations, w.Per), w.Limit)
 		}
 		fmt.Fprintf(out, "tasks: approval → issue created: p50 %.3fs, p90 %.3fs, p99 %.3fs, max %.3fs (the fastest schedule: p50 %.3fs, p99 %.3fs); "+
 			"at GitHub's own pace (× %g) p50 %.1f min, p99 %.1f min\n",
@@ -407,16 +408,4 @@ func idealSchedule(m int, windows []tasks.Window) []time.Duration {
 		}
 	}
 	return at
-}
-
-// mostWithin is the most times within any half-open span of d.
-func mostWithin(times []time.Time, d time.Duration) int {
-	most, j := 0, 0
-	for i := range times {
-		for j < len(times) && times[j].Sub(times[i]) < d {
-			j++
-		}
-		most = max(most, j-i)
-	}
-	return most
 }
