@@ -312,13 +312,16 @@ func intakeRun(ctx context.Context, cfg intakeConfig, db *benchDB, catalog *loca
 
 // intakeUsers notes when the bot's identify middleware begins a chat's
 // user upsert: a chat's updates run one at a time, so the latest is the
-// update's own, and the time before it is the inbox's.
+// update's own, and the time before it is the inbox's. Upsert overrides
+// bot.Users' method of that name: a method of another name would compile
+// and time nothing (as UpsertUser did once the store named it Upsert), so
+// TestIntakeSmoke checks that the inbox part is a duration.
 type intakeUsers struct {
 	bot.Users
 	tr *intakeTrace
 }
 
-func (u intakeUsers) UpsertUser(ctx context.Context, user domain.User) (domain.User, error) {
+func (u intakeUsers) Upsert(ctx context.Context, user domain.User) (domain.User, error) {
 	now := time.Now().UnixNano()
 	u.tr.mu.Lock()
 	u.tr.upserts[user.ID] = now

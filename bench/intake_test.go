@@ -22,6 +22,12 @@ func TestIntakeSmoke(t *testing.T) {
 	require.Positive(t, rep.WebhookHandledPerS)
 	require.Positive(t, rep.WebhookOverheadP99MS)
 	require.GreaterOrEqual(t, rep.PollingOverheadP99MS, rep.PollingOverheadP50MS)
+	// The inbox part ends at the bot's user upsert, which the bench must
+	// see: a part measured from nothing is minus the epoch.
+	for _, part := range []float64{rep.PollingInboxP50MS, rep.PollingInboxP99MS, rep.WebhookInboxP50MS, rep.WebhookInboxP99MS} {
+		require.Positive(t, part)
+		require.LessOrEqual(t, part, rep.PollingOverheadP99MS+rep.WebhookOverheadP99MS)
+	}
 	require.Contains(t, out, "polling: 1 bot polling getUpdates")
 	require.Contains(t, out, "webhook: 2 bots on webhooks")
 	for _, run := range []string{"polling", "webhook"} {
