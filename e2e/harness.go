@@ -222,10 +222,12 @@ func (e *Env) Spawn(name string, overrides map[string]string, args ...string) *P
 	p := &Process{t: e.t, Name: name, Env: env, cmd: cmd, logs: newLogBuffer(), done: make(chan struct{})}
 	cmd.Stdout = p.logs
 	cmd.Stderr = p.logs
+	slot := takeReplicaSlot(e.t, name)
 	if err := cmd.Start(); err != nil {
+		slot()
 		e.t.Fatalf("e2e: start %s: %v", name, err)
 	}
-	go func() { p.err = cmd.Wait(); p.logs.closeWith(); close(p.done) }()
+	go func() { p.err = cmd.Wait(); p.logs.closeWith(); slot(); close(p.done) }()
 	e.t.Cleanup(func() {
 		p.Kill()
 		if strings.Contains(p.logs.String(), e.TG.Token()) {
@@ -309,6 +311,31 @@ func (e *Env) Run(overrides map[string]string, args ...string) (string, int) {
 	p := e.Spawn("oneshot", overrides, args...)
 	code := p.Wait(60 * time.Second)
 	return p.Logs(), code
+}
+
+// replicaSlots bounds the replicas alive at once across this package's
+// tests: each holds up to eight PostgreSQL connections, and three tests of
+// three replicas beside two other packages' tests came within three of
+// PostgreSQL's stock limit of 100. Most tests run one replica, so the
+// bound rarely makes one wait.
+var replicaSlots = make(chan struct{}, 6)
+
+// replicaSlotWait is the longest a replica waits for a slot before it
+// starts anyway: a test holding two replicas and waiting for a third while
+// the others do the same would otherwise wait for ever.
+const replicaSlotWait = time.Minute
+
+// takeReplicaSlot waits for a slot for a replica about to start and
+// returns its release (once; a no-op when the wait ran out).
+func takeReplicaSlot(t testing.TB, name string) func() {
+	select {
+	case replicaSlots <- struct{}{}:
+		var once sync.Once
+		return func() { once.Do(func() { <-replicaSlots }) }
+	case <-time.After(replicaSlotWait):
+		t.Logf("e2e: %s starts without a replica slot after %s", name, replicaSlotWait)
+		return func() {}
+	}
 }
 
 // withPool caps a replica's pool at four: go test runs e2e tests and two
