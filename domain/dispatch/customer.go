@@ -168,19 +168,19 @@ func (s *Service) CustomerCancel(ctx context.Context, orderID, userID int64) (Or
 
 // customerPhoto passes the work's photo on to c's order's customer.
 func (st *story) customerPhoto(c Changed, fileID string) {
-	if c.Customer == nil || c.Customer.UserID == 0 {
-		return
-	}
-	u := CustomerUpdate{Customer: *c.Customer, Order: c.Order, Note: CustomerPhoto, Photo: fileID}
-	if m, ok := masterOf(c, c.Order.MasterID); ok {
-		u.MasterName = m.Name
-	}
-	st.msgs = append(st.msgs, st.s.deps.Notifier.Customer(u)...)
+	st.tellCustomer(c, CustomerPhoto, func(u *CustomerUpdate) { u.Photo = fileID })
 }
 
 // customer adds the customer's edit and note about c's order, if it has a
 // customer.
 func (st *story) customer(c Changed, note CustomerNote) {
+	st.tellCustomer(c, note, nil)
+}
+
+// tellCustomer writes what c's order's customer is told of note (none
+// without a customer): the update with the master's first name and the
+// rating as c carries them, completed by with.
+func (st *story) tellCustomer(c Changed, note CustomerNote, with func(*CustomerUpdate)) {
 	if c.Customer == nil || c.Customer.UserID == 0 {
 		return
 	}
@@ -190,6 +190,9 @@ func (st *story) customer(c Changed, note CustomerNote) {
 	}
 	if c.Rating != nil {
 		u.Rating, u.Comment = c.Rating.Stars, c.Rating.Comment
+	}
+	if with != nil {
+		with(&u)
 	}
 	st.msgs = append(st.msgs, st.s.deps.Notifier.Customer(u)...)
 }

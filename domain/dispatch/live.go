@@ -63,14 +63,7 @@ func (s *Service) ShareLocation(ctx context.Context, masterID int64, w Where) (O
 
 // whereabouts passes w on to c's order's customer.
 func (st *story) whereabouts(c Changed, w Where) {
-	if c.Customer == nil || c.Customer.UserID == 0 {
-		return
-	}
-	u := CustomerUpdate{Customer: *c.Customer, Order: c.Order, Note: CustomerWhere, Where: &w}
-	if m, ok := masterOf(c, c.Order.MasterID); ok {
-		u.MasterName = m.Name
-	}
-	st.msgs = append(st.msgs, st.s.deps.Notifier.Customer(u)...)
+	st.tellCustomer(c, CustomerWhere, func(u *CustomerUpdate) { u.Where = &w })
 }
 
 // EndsWhereabouts reports whether u ends what the customer sees of the
