@@ -339,8 +339,8 @@ func takeReplicaSlot(t testing.TB, name string) func() {
 }
 
 // withPool caps a replica's pool at four: go test runs e2e tests and two
-// other packages' tests side by side, and a replica holds its listeners'
-// and leases' connections beside its pool. With six, two tests of three
+// other packages' tests side by side, and a replica holds its LISTEN and
+// leases' connections beside its pool. With six, two tests of three
 // replicas each beside two packages reached PostgreSQL's stock
 // max_connections of 100 (the CI run of 2026-11-30 08:30 peaked at 89 with
 // smaller tests).

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,6 +37,9 @@ type db struct {
 	pool  *pgxpool.Pool
 	log   *slog.Logger
 	flush *walFlusher
+
+	listenOnce sync.Once
+	hub        *listenHub // every Listen's one connection (listen.go)
 }
 
 // DefaultMaxConns is the pool size unless DATABASE_URL sets pool_max_conns.

@@ -15,6 +15,8 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -146,6 +148,26 @@ func tooMany(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "53300"
 }
 
+// newName names a test database after the test binary that owns it
+// (sbtest_e2e_…, sbtest_storage_…), so that pg_stat_activity during a CI run
+// tells which package holds the server's connections.
+func newName() string {
+	owner := strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
+	clean := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '_'
+	}, owner)
+	if len(clean) > 20 {
+		clean = clean[:20]
+	}
+	return "sbtest_" + clean + "_" + randomSuffix()
+}
+
 func randomSuffix() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
@@ -158,7 +180,7 @@ func NewDatabase(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	name := "sbtest_" + randomSuffix()
+	name := newName()
 	err := withAdmin(ctx, func(conn *pgx.Conn) error {
 		_, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
 		return err
@@ -180,7 +202,7 @@ func NewURL(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("storagetest: template database: %v", err)
 	}
-	name := "sbtest_" + randomSuffix()
+	name := newName()
 	err = withAdmin(ctx, func(conn *pgx.Conn) error {
 		_, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{tpl}.Sanitize())
 		return err
