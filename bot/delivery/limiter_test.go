@@ -93,8 +93,11 @@ func TestTwoSendersDeliverWhileRedisIsDown(t *testing.T) {
 	l2, g2 := fallbackLimiter(t, rdb, "s:", limits, 2)
 	srv.Stop()
 	b.notes(t, 6, 3)
-	b.run(t, l1, delivery.Config{})
-	b.run(t, l2, delivery.Config{})
+	// Three workers each: one sender holds at most three of the six chats
+	// at once, so both deliver (with 16, one could claim every chat before
+	// the other's first poll, and its gate would never see Redis down).
+	b.run(t, l1, delivery.Config{Workers: 3})
+	b.run(t, l2, delivery.Config{Workers: 3})
 	for u := int64(1); u <= 6; u++ {
 		require.Equal(t, fmt.Sprintf("u%d #2", u), b.waitTexts(t, u, 3)[2])
 	}

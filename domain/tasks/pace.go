@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"switchboard/domain"
 )
 
 // Pacing: GitHub bounds content creation (new issues and labels) to 80 a
@@ -131,7 +133,7 @@ func (s *Service) pace(ctx context.Context, log *slog.Logger, p Push) (held bool
 		return true, s.store.Defer(ctx, p, at, why)
 	}
 	log.Debug("tasks: paced", "wait", wait)
-	if !sleep(ctx, wait) {
+	if domain.Sleep(ctx, wait) != nil {
 		return true, s.giveBack(ctx, p, at, why)
 	}
 	return false, nil
@@ -165,17 +167,6 @@ func (s *Service) awaitDue(ctx context.Context) (bool, error) {
 	}
 	// A floor, so that a push due now but not claimable (a row another
 	// transaction holds) is not asked for in a busy loop.
-	return sleep(ctx, max(wait, 10*time.Millisecond)), nil
+	return domain.Sleep(ctx, max(wait, 10*time.Millisecond)) == nil, nil
 }
 
-// sleep waits d or until ctx ends; false if ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

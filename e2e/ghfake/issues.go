@@ -22,29 +22,16 @@ func (s *Server) createIssueLocked(q request, in object, r *repo) answer {
 	if r.issuesOff {
 		return errAnswer(newError(http.StatusGone, MsgIssuesDisabled, docCreateIssue))
 	}
-	title, ok, apiErr := in.strOrInt("title", docCreateIssue)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	if !ok || strings.TrimSpace(title) == "" {
-		return errAnswer(validationFailed(docCreateIssue, FieldError{Resource: "Issue", Code: "missing_field", Field: "title"}))
-	}
-	body, _, apiErr := in.str("body", docCreateIssue)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	labels, _, apiErr := in.names("labels", docCreateIssue, true)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	assignees, _, apiErr := in.names("assignees", docCreateIssue, false)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	if one, ok, apiErr := in.str("assignee", docCreateIssue); apiErr != nil {
-		return errAnswer(apiErr)
-	} else if ok {
+	f := in.fields(docCreateIssue)
+	title := f.required("Issue", "title", f.strOrInt)
+	body, _ := f.str("body")
+	labels, _ := f.names("labels", true)
+	assignees, _ := f.names("assignees", false)
+	if one, ok := f.str("assignee"); ok {
 		assignees = append(assignees, one)
+	}
+	if f.err != nil {
+		return errAnswer(f.err)
 	}
 	if apiErr := s.checkIssueLocked(r, q.login, title, body, labels, assignees, docCreateIssue); apiErr != nil {
 		return errAnswer(apiErr)
@@ -156,46 +143,22 @@ func (s *Server) updateIssueLocked(q request, in object, r *repo, number string)
 		return errAnswer(apiErr)
 	}
 	next := is.snapshot()
-	if title, ok, apiErr := in.strOrInt("title", docUpdateIssue); apiErr != nil {
-		return errAnswer(apiErr)
-	} else if ok {
+	f := in.fields(docUpdateIssue)
+	if title, ok := f.strOrInt("title"); ok { // null leaves it as it is
 		if strings.TrimSpace(title) == "" {
-			return errAnswer(validationFailed(docUpdateIssue, FieldError{Resource: "Issue", Code: "missing_field", Field: "title"}))
+			f.missing("Issue", "title")
 		}
 		next.Title = title
 	}
 	if _, present := in["body"]; present {
-		body, _, apiErr := in.str("body", docUpdateIssue)
-		if apiErr != nil {
-			return errAnswer(apiErr)
-		}
-		next.Body = body
+		next.Body, _ = f.str("body")
 	}
-	state, stateSet, apiErr := in.str("state", docUpdateIssue)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	if stateSet {
-		if apiErr := oneOf("state", state, docUpdateIssue, "open", "closed"); apiErr != nil {
-			return errAnswer(apiErr)
-		}
-	}
-	reason, reasonSet, apiErr := in.str("state_reason", docUpdateIssue)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	if reasonSet {
-		if apiErr := oneOf("state_reason", reason, docUpdateIssue, "completed", "not_planned", "duplicate", "reopened"); apiErr != nil {
-			return errAnswer(apiErr)
-		}
-	}
-	labels, labelsSet, apiErr := in.names("labels", docUpdateIssue, true)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	assignees, assigneesSet, apiErr := in.names("assignees", docUpdateIssue, false)
-	if apiErr != nil {
-		return errAnswer(apiErr)
+	state, stateSet := f.enum("state", "open", "closed")
+	reason, reasonSet := f.enum("state_reason", "completed", "not_planned", "duplicate", "reopened")
+	labels, labelsSet := f.names("labels", true)
+	assignees, assigneesSet := f.names("assignees", false)
+	if f.err != nil {
+		return errAnswer(f.err)
 	}
 	if apiErr := s.checkIssueLocked(r, q.login, next.Title, next.Body, labels, assignees, docUpdateIssue); apiErr != nil {
 		return errAnswer(apiErr)

@@ -16,20 +16,12 @@ var hexColor = regexp.MustCompile(`^[0-9a-fA-F]{6}$`)
 // createLabelLocked answers POST /repos/{owner}/{repo}/labels (see
 // write).
 func (s *Server) createLabelLocked(_ request, in object, r *repo) answer {
-	labelName, ok, apiErr := in.str("name", docCreateLabel)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	if !ok || strings.TrimSpace(labelName) == "" {
-		return errAnswer(validationFailed(docCreateLabel, FieldError{Resource: "Label", Code: "missing_field", Field: "name"}))
-	}
-	color, colorSet, apiErr := in.str("color", docCreateLabel)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	desc, _, apiErr := in.str("description", docCreateLabel)
-	if apiErr != nil {
-		return errAnswer(apiErr)
+	f := in.fields(docCreateLabel)
+	labelName := f.required("Label", "name", f.str)
+	color, colorSet := f.str("color")
+	desc, _ := f.str("description")
+	if f.err != nil {
+		return errAnswer(f.err)
 	}
 	var errs []FieldError
 	if colorSet && !hexColor.MatchString(color) {

@@ -31,47 +31,89 @@ func parseObject(body []byte) (object, *apiError) {
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
 
+// fields reads one request's body for its endpoint (doc), keeping the
+// first refusal as GitHub's schema validation answers the first value it
+// rejects: a handler reads every field, then checks err once.
+type fields struct {
+	o   object
+	doc string
+	err *apiError
+}
+
+func (o object) fields(doc string) *fields { return &fields{o: o, doc: doc} }
+
+// raw is a field's value; false when it is absent or null, or a refusal
+// came before.
+func (f *fields) raw(key string) (json.RawMessage, bool) {
+	raw, ok := f.o[key]
+	return raw, ok && !isNull(raw) && f.err == nil
+}
+
+// refuse keeps err unless a refusal came before.
+func (f *fields) refuse(err *apiError) {
+	if f.err == nil {
+		f.err = err
+	}
+}
+
 // str reads a string field. present is false when the field is absent or
 // null; a value of another type is refused.
-func (o object) str(key, doc string) (val string, present bool, err *apiError) {
-	raw, ok := o[key]
-	if !ok || isNull(raw) {
-		return "", false, nil
+func (f *fields) str(key string) (val string, present bool) {
+	raw, ok := f.raw(key)
+	if !ok {
+		return "", false
 	}
 	if err := json.Unmarshal(raw, &val); err != nil {
-		return "", false, invalidRequest(doc, "For 'properties/%s', %s is not a string.", key, raw)
+		f.refuse(invalidRequest(f.doc, "For 'properties/%s', %s is not a string.", key, raw))
+		return "", false
 	}
-	return val, true, nil
+	return val, true
 }
 
 // strOrInt reads a field GitHub's schema takes as string or integer (an
 // issue's title).
-func (o object) strOrInt(key, doc string) (string, bool, *apiError) {
-	raw, ok := o[key]
-	if !ok || isNull(raw) {
-		return "", false, nil
+func (f *fields) strOrInt(key string) (string, bool) {
+	raw, ok := f.raw(key)
+	if !ok {
+		return "", false
 	}
 	var n json.Number
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&n); err == nil {
 		if _, err := n.Int64(); err == nil {
-			return n.String(), true, nil
+			return n.String(), true
 		}
 	}
-	return o.str(key, doc)
+	return f.str(key)
+}
+
+// required reads a field GitHub requires of resource: absent, null or
+// blank is its missing_field.
+func (f *fields) required(resource, key string, read func(string) (string, bool)) string {
+	val, ok := read(key)
+	if f.err == nil && (!ok || strings.TrimSpace(val) == "") {
+		f.missing(resource, key)
+	}
+	return val
+}
+
+// missing refuses the request for want of resource's field key.
+func (f *fields) missing(resource, key string) {
+	f.refuse(validationFailed(f.doc, FieldError{Resource: resource, Code: "missing_field", Field: key}))
 }
 
 // names reads an array of strings; with objects true, elements may also be
 // objects with a "name" (labels take either).
-func (o object) names(key, doc string, objects bool) ([]string, bool, *apiError) {
-	raw, ok := o[key]
-	if !ok || isNull(raw) {
-		return nil, false, nil
+func (f *fields) names(key string, objects bool) ([]string, bool) {
+	raw, ok := f.raw(key)
+	if !ok {
+		return nil, false
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, false, invalidRequest(doc, "For 'properties/%s', %s is not an array.", key, raw)
+		f.refuse(invalidRequest(f.doc, "For 'properties/%s', %s is not an array.", key, raw))
+		return nil, false
 	}
 	out := make([]string, 0, len(items))
 	for _, it := range items {
@@ -87,9 +129,22 @@ func (o object) names(key, doc string, objects bool) ([]string, bool, *apiError)
 			out = append(out, *named.Name)
 			continue
 		}
-		return nil, false, invalidRequest(doc, "For 'items', %s is not a string.", it)
+		f.refuse(invalidRequest(f.doc, "For 'items', %s is not a string.", it))
+		return nil, false
 	}
-	return out, true, nil
+	return out, true
+}
+
+// enum reads a string field that must be one of allowed.
+func (f *fields) enum(key string, allowed ...string) (string, bool) {
+	val, ok := f.str(key)
+	if ok {
+		if err := oneOf(key, val, f.doc, allowed...); err != nil {
+			f.refuse(err)
+			return "", false
+		}
+	}
+	return val, ok
 }
 
 // oneOf checks an enum field as GitHub's schema validation does.
