@@ -169,4 +169,3 @@ func (s *Service) awaitDue(ctx context.Context) (bool, error) {
 	// transaction holds) is not asked for in a busy loop.
 	return domain.Sleep(ctx, max(wait, 10*time.Millisecond)) == nil, nil
 }
-
