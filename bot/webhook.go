@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -110,15 +111,21 @@ type webhookIntake struct {
 
 func (w *webhookIntake) Poll(tb *tele.Bot, _ chan tele.Update, stop chan struct{}) {
 	srv := &http.Server{
-		Addr:              w.cfg.Listen,
 		Handler:           WebhookHandler(w.cfg.Secret, w.inbox, w.aboutData, w.wake, w.log),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 	}
+	// Bound before the webhook is set, so Telegram's first request finds
+	// this replica ready, and logged as bound: a port of 0 (a test's) is
+	// the kernel's choice, known only here.
+	ln, err := net.Listen("tcp", w.cfg.Listen)
+	if err != nil {
+		w.log.Error("webhook listener failed; no updates reach this replica", "addr", w.cfg.Listen, "err", err)
+		return
+	}
+	w.log.Info("webhook listening", "addr", ln.Addr().String())
 	served := make(chan error, 1)
-	go func() { served <- srv.ListenAndServe() }()
-	// Listening before the webhook is set: Telegram's first request finds
-	// this replica ready.
+	go func() { served <- srv.Serve(ln) }()
 	w.setWebhook(stop)
 	select {
 	case err := <-served:

@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -254,7 +253,13 @@ func (p *Process) WaitLog(s string, timeout time.Duration) string {
 // listens on, as it logged it.
 func (p *Process) HTTPAddr() string {
 	p.t.Helper()
-	line := p.WaitLog(`"msg":"http listening"`, 60*time.Second)
+	return p.logAddr("http listening")
+}
+
+// logAddr is the addr of the replica's log line of message msg.
+func (p *Process) logAddr(msg string) string {
+	p.t.Helper()
+	line := p.WaitLog(`"msg":"`+msg+`"`, 60*time.Second)
 	var l struct {
 		Addr string `json:"addr"`
 	}
@@ -353,18 +358,6 @@ func withPool(url string) string {
 		sep = "&"
 	}
 	return url + sep + "pool_max_conns=4"
-}
-
-// FreeAddr is a loopback address nothing listens on yet.
-func FreeAddr(t testing.TB) string { return freeAddr(t) }
-
-func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("e2e: free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func randomHex(n int) string {

@@ -3,16 +3,11 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -301,37 +296,19 @@ func TestWebhookReplicasAnswerEachChatInOrder(t *testing.T) {
 	t.Parallel()
 	const chats, perChat = 10, 50
 	env := e2e.New(t, e2e.WithRedis())
-	const secret = "e2e-webhook_secret"
-	listen := []string{e2e.FreeAddr(t), e2e.FreeAddr(t), e2e.FreeAddr(t)}
-	var turn atomic.Int64
-	hits := make([]atomic.Int64, len(listen))
-	backends := make([]*httputil.ReverseProxy, len(listen))
-	for i, addr := range listen {
-		backends[i] = httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: addr})
-	}
-	lb := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		i := int(turn.Add(1)-1) % len(backends)
-		hits[i].Add(1)
-		backends[i].ServeHTTP(w, r)
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	lbAddr := ln.Addr().String()
-	go func() { _ = lb.Serve(ln) }()
-	t.Cleanup(func() { _ = lb.Close() })
-
+	front := e2e.NewFront(t)
 	var replicas []*e2e.Process
-	for i, addr := range listen {
-		replicas = append(replicas, env.Spawn(fmt.Sprintf("replica-%d", i+1), map[string]string{
-			"TELEGRAM_WEBHOOK_URL": "http://" + lbAddr + "/telegram", "TELEGRAM_WEBHOOK_SECRET": secret,
-			"TELEGRAM_WEBHOOK_LISTEN": addr,
-		}))
+	for i := range 3 {
+		replicas = append(replicas, env.Spawn(fmt.Sprintf("replica-%d", i+1), front.WebhookEnv("e2e-webhook_secret")))
+	}
+	for _, p := range replicas {
+		front.Add(p)
 	}
 	for _, p := range replicas {
 		p.WaitLog("webhook set", 60*time.Second)
 	}
 	hook, _ := env.TG.Webhook()
-	require.Equal(t, "http://"+lbAddr+"/telegram", hook)
+	require.Equal(t, front.URL, hook)
 
 	// Each user wrote their 50 messages a second apart over the last
 	// minute (so the per-user flood limit, which reads Telegram's dates,
@@ -371,8 +348,8 @@ func TestWebhookReplicasAnswerEachChatInOrder(t *testing.T) {
 		}
 		require.Equal(t, want, got, "chat %d: every message answered once, in order", p.ID())
 	}
-	for i := range hits {
-		require.Positive(t, hits[i].Load(), "replica %d took no update: intake did not scale out", i+1)
+	for i, n := range front.Hits() {
+		require.Positive(t, n, "replica %d took no update: intake did not scale out", i+1)
 	}
 	for _, p := range replicas {
 		require.False(t, strings.Contains(p.Logs(), "polling lease"), "no replica polls in webhook mode")

@@ -29,9 +29,9 @@ func TestPoisonUpdatesNeverStopTheBot(t *testing.T) {
 			scriptMemory(env)
 			var p *e2e.Process
 			if mode == "webhook" {
-				addr := e2e.FreeAddr(t)
-				p = env.Start(map[string]string{"TELEGRAM_WEBHOOK_URL": "http://" + addr + "/telegram",
-					"TELEGRAM_WEBHOOK_SECRET": "e2e-poison", "TELEGRAM_WEBHOOK_LISTEN": addr})
+				front := e2e.NewFront(t)
+				p = env.Start(front.WebhookEnv("e2e-poison"))
+				front.Add(p)
 				p.WaitLog("webhook set", 60*time.Second)
 			} else {
 				p = env.Start(nil)
