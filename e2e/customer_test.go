@@ -391,6 +391,11 @@ func TestDispatchCustomerReadsInTheirLanguage(t *testing.T) {
 		lang, master, registered, head                            string
 		searching, assigned, enRoute, where, arrived, rated       string
 		accept, in15, arrivedButton, done, doneYes, photo, shared string
+		// early: the master starts sharing before On my way, when it
+		// reaches nobody (notOnTheWay), and it reaches the customer with
+		// its first move since: the words, then the map.
+		early       bool
+		notOnTheWay string
 	}
 	for _, w := range []words{{
 		lang: "ru", master: "Ольга", registered: "мастер", head: "📋 Заказ #%d",
@@ -406,6 +411,7 @@ func TestDispatchCustomerReadsInTheirLanguage(t *testing.T) {
 		arrived: "📍 Оксана на місці.", rated: "✅ Роботу виконано. Ваша оцінка: ★★★★★ — дякуємо!",
 		accept: "✅ Прийняти", in15: "🚗 15 хв", arrivedButton: "📍 На місці", done: "✅ Готово", doneYes: "✅ Так, виконано",
 		photo: "📷 Готова робота, замовлення #%d", shared: "клієнт бачить вашу геопозицію",
+		early: true, notOnTheWay: "лише поки ви їдете до нього",
 	}} {
 		t.Run(w.lang, func(t *testing.T) {
 			t.Parallel()
@@ -439,20 +445,32 @@ func TestDispatchCustomerReadsInTheirLanguage(t *testing.T) {
 			master.PressAndWait(t, offer, w.accept)
 			status(w.assigned)
 
+			var share tgfake.Message
+			if w.early {
+				share = master.ShareLiveLocation(master.ID(), 46.4825, 30.7233, time.Hour)
+				require.Contains(t, env.TG.WaitMessageAfter(t, master.ID(), share.MessageID, nil).Text, w.notOnTheWay)
+			}
 			pressWhenShown(t, env, master, offer, w.in15)
 			eta := scalar[time.Time](t, pool, `SELECT eta_at FROM orders WHERE id = $1`, order)
 			kyiv, err := time.LoadLocation("Europe/Kyiv")
 			require.NoError(t, err)
 			require.Contains(t, status(w.enRoute).Text, w.enRoute+eta.In(kyiv).Format("15:04")+".", "the city's clock")
 
-			share := master.ShareLiveLocation(master.ID(), 46.4825, 30.7233, 15*time.Minute)
-			require.Contains(t, env.TG.WaitMessageAfter(t, master.ID(), share.MessageID, nil).Text, w.shared)
-			env.TG.WaitMessage(t, customer.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, w.where) })
+			if !w.early {
+				share = master.ShareLiveLocation(master.ID(), 46.4825, 30.7233, 15*time.Minute)
+				require.Contains(t, env.TG.WaitMessageAfter(t, master.ID(), share.MessageID, nil).Text, w.shared)
+			}
 			master.MoveLiveLocation(share, 46.4790, 30.7390)
+			words := env.TG.WaitMessage(t, customer.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, w.where) })
+			var live tgfake.BotMessage
 			env.TG.WaitFor(t, 20*time.Second, func() bool {
 				locs := env.TG.Locations(customer.ID())
-				return len(locs) == 1 && locs[0].Live == tgfake.LiveActive && locs[0].Location.Longitude == 30.7390
+				if len(locs) == 1 {
+					live = locs[0]
+				}
+				return len(locs) == 1 && live.Live == tgfake.LiveActive && live.Location.Longitude == 30.7390
 			})
+			require.Less(t, words.MessageID, live.MessageID, "the words come before the map")
 
 			assigned := waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return hasLabel(m, w.arrivedButton) && !hasLabel(m, w.in15) })
 			master.PressAndWait(t, assigned, w.arrivedButton)

@@ -690,13 +690,29 @@ ON CONFLICT (source_chat, source_id) DO NOTHING`, o.ID, r.FromMaster, senderID, 
 // OnTheWay is the order masterID is on the way to; see dispatch.Orders.
 // The row lock orders a position against Arrived: a position read before
 // the master arrived is written before the stop that Arrived writes.
-func (s *Orders) OnTheWay(ctx context.Context, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
+func (s *Orders) OnTheWay(ctx context.Context, masterID int64, share int, tell domain.Render[dispatch.Changed]) (dispatch.Order, bool, error) {
 	return dispatchChange(ctx, s.db, "the way of master", masterID, func(tx pgx.Tx) (dispatch.Order, dispatch.Changed, error) {
-		o, err := scanOrder(tx.QueryRow(ctx, `
-SELECT `+orderColumns+` FROM orders
+		var sc orderScan
+		var shared *int
+		err := tx.QueryRow(ctx, `
+SELECT `+orderColumns+`, where_share FROM orders
 WHERE master_id = $1 AND state = 'ASSIGNED' AND en_route_at IS NOT NULL AND arrived_at IS NULL AND customer_id IS NOT NULL
-ORDER BY en_route_at DESC, id DESC LIMIT 1 FOR UPDATE`, masterID))
-		return o, dispatch.Changed{Order: o}, err
+ORDER BY en_route_at DESC, id DESC LIMIT 1 FOR UPDATE`, masterID).Scan(append(sc.dest(), &shared)...)
+		if err != nil {
+			return dispatch.Order{}, dispatch.Changed{}, err
+		}
+		o := sc.order()
+		c := dispatch.Changed{Order: o}
+		if shared != nil {
+			c.Shared = *shared
+		}
+		if c.Shared != share {
+			// Once a share: its moves, every few seconds, write nothing.
+			if _, err := tx.Exec(ctx, `UPDATE orders SET where_share = $2 WHERE id = $1`, o.ID, share); err != nil {
+				return o, c, err
+			}
+		}
+		return o, c, nil
 	}, func(context.Context) (dispatch.Order, error) { return dispatch.Order{}, nil }, tell)
 }
 

@@ -234,7 +234,9 @@ func TestRelayBetweenTheCustomerAndTheMaster(t *testing.T) {
 }
 
 // The master's whereabouts reach the customer only between On my way and
-// Arrived, of the order the master is on the way to; Arrived ends them.
+// Arrived, of the order the master is on the way to; Arrived ends them. A
+// share begun too early starts for the customer with its first move on the
+// way.
 func TestTheMastersLocationOnTheWay(t *testing.T) {
 	t.Parallel()
 	w, s := setup(t, dispatch.Config{OfferSLA: time.Hour})
@@ -256,11 +258,14 @@ func TestTheMastersLocationOnTheWay(t *testing.T) {
 
 	_, err = s.StepWithETA(w.ctx, f.ID, f.MasterID, dispatch.StepEnRoute, 15*time.Minute)
 	require.NoError(t, err)
-	got, err := s.ShareLocation(w.ctx, f.MasterID, at)
+	// The share begun before On my way reaches the customer with its first
+	// move since, which starts it; the next move only moves it.
+	moved := at
+	moved.Edit, moved.Started = 1699999990, false
+	got, err := s.ShareLocation(w.ctx, f.MasterID, moved)
 	require.NoError(t, err)
 	require.Equal(t, o.ID, got.ID)
-	moved := at
-	moved.Location.Lat, moved.Edit, moved.Started = 55.76, 1700000000, false
+	moved.Location.Lat, moved.Edit = 55.76, 1700000000
 	_, err = s.ShareLocation(w.ctx, f.MasterID, moved)
 	require.NoError(t, err)
 
@@ -286,7 +291,8 @@ func TestTheMastersLocationOnTheWay(t *testing.T) {
 	}
 	require.True(t, arrived)
 	require.Equal(t, []float64{55.75, 55.76}, []float64{wheres[0].Location.Lat, wheres[1].Location.Lat})
-	require.True(t, wheres[0].Started)
+	require.True(t, wheres[0].Started, "the customer had not seen the share")
+	require.False(t, wheres[1].Started)
 	onTheWay := dispatch.Order{EnRouteAt: time.Now()}
 	require.False(t, dispatch.CustomerUpdate{Note: dispatch.CustomerEnRoute, Order: onTheWay}.EndsWhereabouts())
 	require.True(t, dispatch.CustomerUpdate{Note: dispatch.CustomerCancelled, Order: onTheWay}.EndsWhereabouts())

@@ -45,11 +45,18 @@ var ErrNotOnTheWay = errors.New("not on the way to an order with a customer")
 // order they are on the way to (On my way pressed, Arrived not yet): a
 // live location the customer sees move, or stopped where it is
 // (w.Location.Stop: the master stopped sharing). With more than one such
-// order, the one the master set off to last. ErrNotOnTheWay when there is
-// none.
+// order, the one the master set off to last. The first position of a share
+// the customer has not seen starts it (Where.Started), whichever update of
+// the share it is. ErrNotOnTheWay when there is none.
 func (s *Service) ShareLocation(ctx context.Context, masterID int64, w Where) (Order, error) {
 	st := s.newStory()
-	o, ok, err := s.deps.Orders.OnTheWay(ctx, masterID, st.tell(func(c Changed) {
+	o, ok, err := s.deps.Orders.OnTheWay(ctx, masterID, w.Share, st.tell(func(c Changed) {
+		if c.Shared != w.Share && !w.Location.Stop {
+			// A share the customer has not seen (begun before On my way,
+			// when it went to nobody) starts with its first move here:
+			// words and the map, not a map out of nowhere.
+			w.Started = true
+		}
 		st.whereabouts(c, w)
 	}))
 	switch {

@@ -215,6 +215,9 @@ type Changed struct {
 	// Customer is Order's customer, read in the same transaction (nil:
 	// none); for a reissued link, the one it no longer is.
 	Customer *Customer
+	// Shared is, for OnTheWay, the master's share (Where.Share) whose
+	// position Order's customer was shown last (0: none).
+	Shared int
 }
 
 // Pass is which searching orders a distribution pass reads.
@@ -322,9 +325,10 @@ type Orders interface {
 	Relay(ctx context.Context, r Relayed, senderID int64, src domain.MessageRef, render func(c Changed, from, to Customer) []domain.Message) (Order, error)
 	// OnTheWay is the order masterID is on the way to (ASSIGNED to them,
 	// en route, not arrived, with a customer; the one they set off to
-	// last), locked, its change told by tell; ok false (nothing told) if
-	// there is none.
-	OnTheWay(ctx context.Context, masterID int64, tell domain.Render[Changed]) (Order, bool, error)
+	// last), locked, its change told by tell with the share its customer
+	// was shown last (Changed.Shared), share recorded as that from now on;
+	// ok false (nothing told, nothing recorded) if there is none.
+	OnTheWay(ctx context.Context, masterID int64, share int, tell domain.Render[Changed]) (Order, bool, error)
 	// Thread is order id's relayed texts, oldest first.
 	Thread(ctx context.Context, id int64) ([]Relayed, error)
 
