@@ -32,7 +32,11 @@ func (s *Store) Listen(ctx context.Context, channels []string, onConnect func(),
 			return
 		case <-l.wake:
 		}
-		for _, n := range l.take() {
+		l.mu.Lock()
+		queue := l.queue
+		l.queue = nil
+		l.mu.Unlock()
+		for _, n := range queue {
 			if ctx.Err() != nil {
 				return
 			}
@@ -69,14 +73,6 @@ func (l *listener) push(n notice) {
 	case l.wake <- struct{}{}:
 	default:
 	}
-}
-
-func (l *listener) take() []notice {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	q := l.queue
-	l.queue = nil
-	return q
 }
 
 // listenHub holds the shared connection while any Listen is running.

@@ -122,17 +122,13 @@ func (s *Server) issueFor(r *repo, number, doc string) (*issue, *apiError) {
 
 // getIssue answers GET /repos/{owner}/{repo}/issues/{number}.
 func (s *Server) getIssue(q request, owner, name, number string) answer {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, apiErr := s.repoFor(q, owner, name, false, docGetIssue)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	is, apiErr := s.issueFor(r, number, docGetIssue)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	return answer{status: http.StatusOK, body: s.issueJSONLocked(r, is.id, is.snapshot())}
+	return s.read(q, owner, name, docGetIssue, func(r *repo) answer {
+		is, apiErr := s.issueFor(r, number, docGetIssue)
+		if apiErr != nil {
+			return errAnswer(apiErr)
+		}
+		return answer{status: http.StatusOK, body: s.issueJSONLocked(r, is.id, is.snapshot())}
+	})
 }
 
 // updateIssueLocked answers PATCH
@@ -192,66 +188,62 @@ func (s *Server) updateIssueLocked(q request, in object, r *repo, number string)
 // listIssues answers GET /repos/{owner}/{repo}/issues. GitHub lists pull
 // requests here too; the fake has none, so the list holds issues only.
 func (s *Server) listIssues(q request, owner, name string) answer {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, apiErr := s.repoFor(q, owner, name, false, docListIssues)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	if r.issuesOff {
-		return errAnswer(newError(http.StatusGone, MsgIssuesDisabled, docListIssues))
-	}
-	query := q.URL.Query()
-	state := cmpOr(query.Get("state"), "open")
-	if apiErr := oneOf("state", state, docListIssues, "open", "closed", "all"); apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	sortBy := cmpOr(query.Get("sort"), "created")
-	if apiErr := oneOf("sort", sortBy, docListIssues, "created", "updated", "comments"); apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	direction := cmpOr(query.Get("direction"), "desc")
-	if apiErr := oneOf("direction", direction, docListIssues, "asc", "desc"); apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	var since time.Time
-	if v := query.Get("since"); v != "" {
-		t, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			return errAnswer(validationFailed(docListIssues, FieldError{Resource: "Issue", Code: "invalid", Field: "since", Value: v}))
+	return s.read(q, owner, name, docListIssues, func(r *repo) answer {
+		if r.issuesOff {
+			return errAnswer(newError(http.StatusGone, MsgIssuesDisabled, docListIssues))
 		}
-		since = t
-	}
-	var wantLabels []string
-	if v := query.Get("labels"); v != "" {
-		wantLabels = strings.Split(v, ",")
-	}
-	creator := query.Get("creator")
-	var hits []*issue
-	for _, is := range r.issues {
-		if is.Deleted || state != "all" && is.State != state || is.UpdatedAt.Before(since) {
-			continue
+		query := q.URL.Query()
+		state := cmpOr(query.Get("state"), "open")
+		if apiErr := oneOf("state", state, docListIssues, "open", "closed", "all"); apiErr != nil {
+			return errAnswer(apiErr)
 		}
-		if creator != "" && !strings.EqualFold(is.Author, creator) {
-			continue
+		sortBy := cmpOr(query.Get("sort"), "created")
+		if apiErr := oneOf("sort", sortBy, docListIssues, "created", "updated", "comments"); apiErr != nil {
+			return errAnswer(apiErr)
 		}
-		if !hasLabels(is.Labels, wantLabels) {
-			continue
+		direction := cmpOr(query.Get("direction"), "desc")
+		if apiErr := oneOf("direction", direction, docListIssues, "asc", "desc"); apiErr != nil {
+			return errAnswer(apiErr)
 		}
-		hits = append(hits, is)
-	}
-	sortIssues(hits, sortBy, direction)
-	perPage, page := paging(query)
-	from, to := pageOf(len(hits), page, perPage)
-	items := make([]IssueJSON, 0, to-from)
-	for _, is := range hits[from:to] {
-		items = append(items, s.issueJSONLocked(r, is.id, is.snapshot()))
-	}
-	a := answer{status: http.StatusOK, body: items}
-	if link := s.linkHeader(q.Request, page, perPage, len(hits)); link != "" {
-		a.header = http.Header{"Link": {link}}
-	}
-	return a
+		var since time.Time
+		if v := query.Get("since"); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return errAnswer(validationFailed(docListIssues, FieldError{Resource: "Issue", Code: "invalid", Field: "since", Value: v}))
+			}
+			since = t
+		}
+		var wantLabels []string
+		if v := query.Get("labels"); v != "" {
+			wantLabels = strings.Split(v, ",")
+		}
+		creator := query.Get("creator")
+		var hits []*issue
+		for _, is := range r.issues {
+			if is.Deleted || state != "all" && is.State != state || is.UpdatedAt.Before(since) {
+				continue
+			}
+			if creator != "" && !strings.EqualFold(is.Author, creator) {
+				continue
+			}
+			if !hasLabels(is.Labels, wantLabels) {
+				continue
+			}
+			hits = append(hits, is)
+		}
+		sortIssues(hits, sortBy, direction)
+		perPage, page := paging(query)
+		from, to := pageOf(len(hits), page, perPage)
+		items := make([]IssueJSON, 0, to-from)
+		for _, is := range hits[from:to] {
+			items = append(items, s.issueJSONLocked(r, is.id, is.snapshot()))
+		}
+		a := answer{status: http.StatusOK, body: items}
+		if link := s.linkHeader(q.Request, page, perPage, len(hits)); link != "" {
+			a.header = http.Header{"Link": {link}}
+		}
+		return a
+	})
 }
 
 func hasLabels(have, want []string) bool {

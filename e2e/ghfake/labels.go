@@ -52,38 +52,30 @@ func (s *Server) createLabelLocked(_ request, in object, r *repo) answer {
 // getLabel answers GET /repos/{owner}/{repo}/labels/{name}; names match
 // case-insensitively, as on GitHub.
 func (s *Server) getLabel(q request, owner, name, labelName string) answer {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, apiErr := s.repoFor(q, owner, name, false, docGetLabel)
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	l := r.label(labelName)
-	if l == nil {
-		return errAnswer(notFound(docGetLabel))
-	}
-	return answer{status: http.StatusOK, body: s.labelJSON(r, l)}
+	return s.read(q, owner, name, docGetLabel, func(r *repo) answer {
+		l := r.label(labelName)
+		if l == nil {
+			return errAnswer(notFound(docGetLabel))
+		}
+		return answer{status: http.StatusOK, body: s.labelJSON(r, l)}
+	})
 }
 
 // listLabels answers GET /repos/{owner}/{repo}/labels.
 func (s *Server) listLabels(q request, owner, name string) answer {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, apiErr := s.repoFor(q, owner, name, false, "https://docs.github.com/rest/issues/labels#list-labels-for-a-repository")
-	if apiErr != nil {
-		return errAnswer(apiErr)
-	}
-	perPage, page := paging(q.URL.Query())
-	from, to := pageOf(len(r.labels), page, perPage)
-	out := make([]LabelJSON, 0, to-from)
-	for _, l := range r.labels[from:to] {
-		out = append(out, s.labelJSON(r, l))
-	}
-	a := answer{status: http.StatusOK, body: out}
-	if link := s.linkHeader(q.Request, page, perPage, len(r.labels)); link != "" {
-		a.header = http.Header{"Link": {link}}
-	}
-	return a
+	return s.read(q, owner, name, "https://docs.github.com/rest/issues/labels#list-labels-for-a-repository", func(r *repo) answer {
+		perPage, page := paging(q.URL.Query())
+		from, to := pageOf(len(r.labels), page, perPage)
+		out := make([]LabelJSON, 0, to-from)
+		for _, l := range r.labels[from:to] {
+			out = append(out, s.labelJSON(r, l))
+		}
+		a := answer{status: http.StatusOK, body: out}
+		if link := s.linkHeader(q.Request, page, perPage, len(r.labels)); link != "" {
+			a.header = http.Header{"Link": {link}}
+		}
+		return a
+	})
 }
 
 // LabelPath is the API path of a label, its name escaped as GitHub wants

@@ -142,6 +142,19 @@ func (s *Server) write(q request, owner, name, doc string, h func(request, objec
 	return h(q, in, r)
 }
 
+// read answers a read of owner/name: under s.mu the repository is found
+// and the token checked for the right to see it; h answers with it, s.mu
+// still held.
+func (s *Server) read(q request, owner, name, doc string, h func(*repo) answer) answer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, apiErr := s.repoFor(q, owner, name, false, doc)
+	if apiErr != nil {
+		return errAnswer(apiErr)
+	}
+	return h(r)
+}
+
 // canPush reports whether login may set labels and assignees.
 func (r *repo) canPush(login string) bool {
 	return strings.EqualFold(login, r.owner) || r.collabs[strings.ToLower(login)]
