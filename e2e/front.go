@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 )
 
@@ -22,8 +22,8 @@ type Front struct {
 
 	mu       sync.Mutex
 	backends []*httputil.ReverseProxy
-	hits     []*atomic.Int64
-	turn     atomic.Int64
+	hits     []int64 // requests handed to each backend
+	turn     int
 }
 
 // NewFront starts a front, closed when the test ends.
@@ -53,31 +53,27 @@ func (f *Front) Add(p *Process) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.backends = append(f.backends, backend)
-	f.hits = append(f.hits, new(atomic.Int64))
+	f.hits = append(f.hits, 0)
 }
 
 // Hits is how many requests each added replica was handed, in Add order.
 func (f *Front) Hits() []int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]int64, len(f.hits))
-	for i, h := range f.hits {
-		out[i] = h.Load()
-	}
-	return out
+	return slices.Clone(f.hits)
 }
 
 func (f *Front) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
-	n := len(f.backends)
-	if n == 0 {
+	if len(f.backends) == 0 {
 		f.mu.Unlock()
 		http.Error(w, "no replica yet", http.StatusBadGateway)
 		return
 	}
-	i := int(f.turn.Add(1)-1) % n
-	backend, hits := f.backends[i], f.hits[i]
+	i := f.turn % len(f.backends)
+	f.turn++
+	f.hits[i]++
+	backend := f.backends[i]
 	f.mu.Unlock()
-	hits.Add(1)
 	backend.ServeHTTP(w, r)
 }
