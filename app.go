@@ -502,9 +502,10 @@ func (a *app) services() []service.Service {
 		// Delivery runs on every replica; rows of one chat still go out in order.
 		a.out,
 		a.beats,
-		// Every replica handles updates from the inbox; the NOTIFY of stored
-		// updates wakes its workers (which also sweep every second).
-		service.Func(func(ctx context.Context) { domain.WakeOn(storage.InboxChannel, a.bot.WakeInbox)(ctx, listen) }),
+		// Every replica handles updates from the inbox; the NOTIFY of updates
+		// another replica stored wakes its workers (which also sweep every
+		// second).
+		service.Func(func(ctx context.Context) { listen(ctx, storage.InboxChannel, a.bot.WakeInbox, a.bot.InboxNotified) }),
 	}
 	for _, m := range a.modules() {
 		for _, loop := range m.Loops {

@@ -211,7 +211,7 @@ func intakeRun(ctx context.Context, cfg intakeConfig, db *benchDB, catalog *loca
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			store.Listen(runCtx, []string{storage.InboxChannel}, b.WakeInbox, func(string, string) { b.WakeInbox() })
+			store.Listen(runCtx, []string{storage.InboxChannel}, b.WakeInbox, func(_, payload string) { b.InboxNotified(payload) })
 		}()
 		go func() {
 			defer wg.Done()

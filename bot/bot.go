@@ -278,9 +278,9 @@ func (b *Bot) poller() tele.Poller {
 		// Webhook mode: every replica takes pushed updates into the inbox;
 		// no lease, no replica is special.
 		b.inbox = newInboxPoller(b, nil)
-		poller = &webhookIntake{cfg: *cfg.Webhook, inbox: deps.Inbox, aboutData: b.aboutData, wake: b.inbox.Wake, log: deps.Log, tg: b.tg}
+		poller = &webhookIntake{cfg: *cfg.Webhook, inbox: deps.Inbox, from: b.claimer(), aboutData: b.aboutData, wake: b.inbox.Wake, log: deps.Log, tg: b.tg}
 	case deps.Inbox != nil:
-		intake := &intakePoller{inbox: deps.Inbox, aboutData: b.aboutData, timeout: cfg.PollTimeout, log: deps.Log}
+		intake := &intakePoller{inbox: deps.Inbox, from: b.claimer(), aboutData: b.aboutData, timeout: cfg.PollTimeout, log: deps.Log}
 		poller = intake
 		b.inbox = newInboxPoller(b, nil)
 		intake.wake = b.inbox.Wake
@@ -421,11 +421,22 @@ func (b *Bot) connect(ctx context.Context) error {
 
 func (b *Bot) isAdmin(id int64) bool { return b.admins[id] }
 
-// WakeInbox tells the inbox's workers updates were stored (the app calls it
-// on the inbox's NOTIFY); without an inbox it does nothing.
+// WakeInbox tells the inbox's workers updates were stored, or may have
+// become claimable; without an inbox it does nothing.
 func (b *Bot) WakeInbox() {
 	if b.inbox != nil {
 		b.inbox.Wake()
+	}
+}
+
+// InboxNotified is the inbox channel's NOTIFY: it wakes the inbox's
+// workers unless this replica stored the updates itself (the payload is
+// the storing replica's claimer, Intake), having woken them then; another
+// replica's, or one without a payload (a lapsed claim given back), wakes
+// them.
+func (b *Bot) InboxNotified(payload string) {
+	if payload == "" || payload != b.claimer() {
+		b.WakeInbox()
 	}
 }
 

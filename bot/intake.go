@@ -66,19 +66,19 @@ type AboutData func(error) bool
 // back, so retrying it would only hold every later update. Any other error
 // (the database away, a bug) is returned for the caller to retry, with
 // Telegram's offset unmoved or its webhook call refused.
-func storeUpdates(ctx context.Context, in Intake, aboutData AboutData, log *slog.Logger, us []domain.InboxUpdate) error {
+func storeUpdates(ctx context.Context, in Intake, from string, aboutData AboutData, log *slog.Logger, us []domain.InboxUpdate) error {
 	for _, u := range us {
 		if u.Cleaned {
 			log.Warn("update held characters the inbox cannot store: replaced with U+FFFD", "update", u.ID)
 		}
 	}
-	err := in.Take(ctx, us)
+	err := in.Take(ctx, from, us)
 	if err == nil || !aboutData(err) {
 		return err
 	}
 	// One at a time, to find the update at fault and keep the rest.
 	for _, u := range us {
-		err := in.Take(ctx, []domain.InboxUpdate{u})
+		err := in.Take(ctx, from, []domain.InboxUpdate{u})
 		if err == nil {
 			continue
 		}
@@ -86,7 +86,7 @@ func storeUpdates(ctx context.Context, in Intake, aboutData AboutData, log *slog
 			return err
 		}
 		log.Warn("update refused by the inbox: kept as a skeleton, its sender is told", "update", u.ID, "err", err)
-		err = in.Take(ctx, []domain.InboxUpdate{skeleton(u, err.Error())})
+		err = in.Take(ctx, from, []domain.InboxUpdate{skeleton(u, err.Error())})
 		if err == nil {
 			continue
 		}

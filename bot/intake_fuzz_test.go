@@ -75,7 +75,7 @@ func FuzzIntakeNeverStalls(f *testing.F) {
 		require.NoError(t, err, "body %q", body)
 		require.Equal(t, id, u.ID)
 
-		require.NoError(t, storeUpdates(ctx, st.Inbox(), storage.AboutData, log, []domain.InboxUpdate{u}),
+		require.NoError(t, storeUpdates(ctx, st.Inbox(), "", storage.AboutData, log, []domain.InboxUpdate{u}),
 			"intake stalls on body %q", body)
 
 		var refused *string

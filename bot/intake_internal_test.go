@@ -32,9 +32,9 @@ func TestStoreUpdatesSetsARefusedBodyAside(t *testing.T) {
 	}
 	poison := ok(2, 20)
 	poison.Body = json.RawMessage(`{"update_id":2,"message":{"message_id":3,"date":1,"chat":{"id":20,"type":"private"},"from":{"id":20,"is_bot":false,"first_name":"A","language_code":"uk"},"text":"secret\u0000"}}`)
-	require.Error(t, st.Inbox().Take(ctx, []domain.InboxUpdate{poison}), "the database refuses it as it is")
+	require.Error(t, st.Inbox().Take(ctx, "", []domain.InboxUpdate{poison}), "the database refuses it as it is")
 
-	require.NoError(t, storeUpdates(ctx, st.Inbox(), storage.AboutData, log, []domain.InboxUpdate{ok(1, 10), poison, ok(3, 30)}))
+	require.NoError(t, storeUpdates(ctx, st.Inbox(), "", storage.AboutData, log, []domain.InboxUpdate{ok(1, 10), poison, ok(3, 30)}))
 	claimed, err := st.Inbox().Claim(ctx, "t", 10, 1e9)
 	require.NoError(t, err)
 	require.Len(t, claimed, 3)
@@ -66,14 +66,38 @@ func TestStoreUpdatesSetsARefusedBodyAside(t *testing.T) {
 
 	// A passing error is returned, for the caller to retry.
 	passing := errors.New("connection lost")
-	require.ErrorIs(t, storeUpdates(ctx, failingIntake{passing}, storage.AboutData, log, []domain.InboxUpdate{ok(4, 40)}), passing)
+	require.ErrorIs(t, storeUpdates(ctx, failingIntake{passing}, "", storage.AboutData, log, []domain.InboxUpdate{ok(4, 40)}), passing)
 }
 
 type failingIntake struct{ err error }
 
-func (f failingIntake) Take(context.Context, []domain.InboxUpdate) error { return f.err }
+func (f failingIntake) Take(context.Context, string, []domain.InboxUpdate) error { return f.err }
 
 func idStr(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// A NOTIFY of updates this replica stored does not wake its workers again
+// (storing woke them); another replica's, or one naming nobody (claims
+// given back), does.
+func TestInboxNotifiedLetsItsOwnPass(t *testing.T) {
+	b := &Bot{deps: Deps{Replica: "host-1", Claimer: "host-1#7"}}
+	b.inbox = newInboxPoller(b, nil)
+	woken := func() bool {
+		select {
+		case <-b.inbox.wake:
+			return true
+		default:
+			return false
+		}
+	}
+	b.InboxNotified("host-1#7")
+	require.False(t, woken(), "its own")
+	b.InboxNotified("host-2#3")
+	require.True(t, woken(), "another replica's")
+	b.InboxNotified("")
+	require.True(t, woken(), "no replica named")
+	b.InboxNotified("host-1")
+	require.True(t, woken(), "the replica's name is not its claimer")
 }

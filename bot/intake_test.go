@@ -22,7 +22,7 @@ import (
 // Telegram send it for ever) and stored — cleaned, so it can be handled.
 func TestWebhookStoresWhatPostgreSQLWouldRefuse(t *testing.T) {
 	st := storagetest.New(t)
-	h := bot.WebhookHandler("s", st.Inbox(), storage.AboutData, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h := bot.WebhookHandler("s", st.Inbox(), "", storage.AboutData, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	post := func(body string) int {
 		r := httptest.NewRequest(http.MethodPost, "/telegram", strings.NewReader(body))
 		r.Header.Set(bot.SecretHeader, "s")
@@ -59,7 +59,7 @@ func TestRefusedUpdateIsFailedAndItsSenderToldOnce(t *testing.T) {
 	ann := tb.srv.User(42, "Ann", "uk")
 	require.Contains(t, tb.ask(t, ann, "/start").Text, "Ann")
 
-	h := bot.WebhookHandler("s", st.Inbox(), storage.AboutData, tb.bot.WakeInbox, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h := bot.WebhookHandler("s", st.Inbox(), "", storage.AboutData, tb.bot.WakeInbox, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	body := `{"update_id":1000000000,"message":{"message_id":900,"date":1,"chat":{"id":42,"type":"private"},` +
 		`"from":{"id":42,"is_bot":false,"first_name":"Ann","language_code":"uk"},"text":"hello","x":1e1000000}}`
 	r := httptest.NewRequest(http.MethodPost, "/telegram", strings.NewReader(body))

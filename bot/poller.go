@@ -120,7 +120,7 @@ func (p *lockedPoller) pollWhileHeld(ctx context.Context, b *tele.Bot, dest chan
 // there, in its chat's order, by any replica.
 type Inbox interface {
 	// Take stores updates, each once whatever how often it comes.
-	Take(ctx context.Context, us []domain.InboxUpdate) error
+	Take(ctx context.Context, from string, us []domain.InboxUpdate) error
 	// Claim claims up to n updates, each the oldest pending one of
 	// its chat, for lease.
 	Claim(ctx context.Context, claimer string, n int, lease time.Duration) ([]domain.InboxUpdate, error)
@@ -142,6 +142,8 @@ type Inbox interface {
 // to the next one.
 type intakePoller struct {
 	inbox Inbox
+	// from names this replica in the inbox's notification (Intake).
+	from string
 	// aboutData tells a refusal of what was written from a passing error.
 	aboutData AboutData
 	timeout   time.Duration
@@ -205,7 +207,7 @@ func (p *intakePoller) store(ctx context.Context, us []domain.InboxUpdate) bool 
 	backoff := 250 * time.Millisecond
 	for {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := storeUpdates(sctx, p.inbox, p.aboutData, p.log, us)
+		err := storeUpdates(sctx, p.inbox, p.from, p.aboutData, p.log, us)
 		cancel()
 		if err == nil {
 			return true

@@ -25,9 +25,12 @@ const SecretHeader = "X-Telegram-Bot-Api-Secret-Token"
 // a few kilobytes; anything near this is not Telegram.
 const maxUpdateBytes = 1 << 20
 
-// Intake is where a webhook puts what Telegram sends: the inbox.
+// Intake is where a webhook puts what Telegram sends: the inbox. from
+// names the storing replica (its claimer): the inbox's notification
+// carries it, and that replica, whose workers were woken already, lets
+// it pass (Bot.InboxNotified).
 type Intake interface {
-	Take(ctx context.Context, us []domain.InboxUpdate) error
+	Take(ctx context.Context, from string, us []domain.InboxUpdate) error
 }
 
 // WebhookHandler takes Telegram's webhook requests into the inbox. It
@@ -36,11 +39,11 @@ type Intake interface {
 // checks the secret token in constant time, so nobody else can feed the
 // bot updates. Every replica behind the load balancer runs one, and the
 // inbox de-duplicates an update Telegram sent twice. wake tells this
-// replica's inbox workers (the NOTIFY tells the others'). An update the
+// replica's inbox workers (the NOTIFY, naming from, tells the others'). An update the
 // database refuses for what it holds (aboutData; nil: none) is kept as a
 // skeleton and answered 200 like any other: an error status would have
 // Telegram send it again and again, and it would be refused each time.
-func WebhookHandler(secret string, in Intake, aboutData AboutData, wake func(), log *slog.Logger) http.Handler {
+func WebhookHandler(secret string, in Intake, from string, aboutData AboutData, wake func(), log *slog.Logger) http.Handler {
 	if aboutData == nil {
 		aboutData = func(error) bool { return false }
 	}
@@ -75,7 +78,7 @@ func WebhookHandler(secret string, in Intake, aboutData AboutData, wake func(), 
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
-		if err := storeUpdates(ctx, in, aboutData, log, []domain.InboxUpdate{u}); err != nil {
+		if err := storeUpdates(ctx, in, from, aboutData, log, []domain.InboxUpdate{u}); err != nil {
 			// Telegram retries a failed delivery: the update waits there.
 			log.Warn("webhook update not stored; Telegram will send it again", "update_id", u.ID, "err", err)
 			http.Error(w, "try again", http.StatusServiceUnavailable)
@@ -103,6 +106,7 @@ type WebhookConfig struct {
 type webhookIntake struct {
 	cfg       WebhookConfig
 	inbox     Intake
+	from      string
 	aboutData AboutData
 	wake      func()
 	log       *slog.Logger
@@ -111,7 +115,7 @@ type webhookIntake struct {
 
 func (w *webhookIntake) Poll(tb *tele.Bot, _ chan tele.Update, stop chan struct{}) {
 	srv := &http.Server{
-		Handler:           WebhookHandler(w.cfg.Secret, w.inbox, w.aboutData, w.wake, w.log),
+		Handler:           WebhookHandler(w.cfg.Secret, w.inbox, w.from, w.aboutData, w.wake, w.log),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 	}

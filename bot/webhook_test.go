@@ -21,7 +21,7 @@ import (
 func TestWebhookHandlerStoresBeforeItAnswers(t *testing.T) {
 	st := storagetest.New(t)
 	woken := 0
-	h := bot.WebhookHandler("s3cret", st.Inbox(), storage.AboutData, func() { woken++ }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h := bot.WebhookHandler("s3cret", st.Inbox(), "", storage.AboutData, func() { woken++ }, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	post := func(secret, body string) int {
 		r := httptest.NewRequest(http.MethodPost, "/telegram", strings.NewReader(body))
 		if secret != "" {

@@ -53,7 +53,7 @@ func TestHeldPastLease(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, storage.HeldWork{}, held(), "delivered")
 
-	require.NoError(t, st.Inbox().Take(ctx, []domain.InboxUpdate{{ID: 5, Chat: 1, HasChat: true, Body: []byte(`{"update_id":5}`)}}))
+	require.NoError(t, st.Inbox().Take(ctx, "", []domain.InboxUpdate{{ID: 5, Chat: 1, HasChat: true, Body: []byte(`{"update_id":5}`)}}))
 	ups, err := st.Inbox().Claim(ctx, "r1", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, ups, 1)

@@ -27,11 +27,14 @@ type Inbox struct{ *db }
 func (s *Store) Inbox() *Inbox { return &Inbox{s.db} }
 
 // Take stores updates in the inbox in one statement (so in one
-// transaction) and notifies InboxChannel if any was new. An update already
-// stored (the same update_id fetched again, or sent to two webhook
-// replicas) is left as it is. The poller advances Telegram's offset, and a
-// webhook answers, only after this returns nil.
-func (in *Inbox) Take(ctx context.Context, us []domain.InboxUpdate) error {
+// transaction) and notifies InboxChannel if any was new, with from (the
+// storing replica's claimer name) as the payload: that replica has woken
+// its own workers already, and its listener leaves the notification to
+// the others (one claim per update fewer). An update already stored (the
+// same update_id fetched again, or sent to two webhook replicas) is left as
+// it is. The poller advances Telegram's offset, and a webhook answers, only
+// after this returns nil.
+func (in *Inbox) Take(ctx context.Context, from string, us []domain.InboxUpdate) error {
 	if len(us) == 0 {
 		return nil
 	}
@@ -56,7 +59,7 @@ WITH ins AS (
     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[], $4::text[])
     ON CONFLICT (update_id) DO NOTHING
     RETURNING 1)
-SELECT pg_notify('`+InboxChannel+`', '') WHERE EXISTS (SELECT 1 FROM ins)`, ids, chats, bodies, refused)
+SELECT pg_notify('`+InboxChannel+`', $5) WHERE EXISTS (SELECT 1 FROM ins)`, ids, chats, bodies, refused, from)
 	if err != nil {
 		return fmt.Errorf("store %d updates in the inbox: %w", len(us), err)
 	}

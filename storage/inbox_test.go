@@ -35,7 +35,7 @@ func TestInboxClaimsEachChatsOldestAcrossClaimers(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	st, ctx := f.st, f.ctx
-	require.NoError(t, st.Inbox().Take(ctx, []domain.InboxUpdate{upd(10, 1), upd(11, 2), upd(12, 1), upd(13, 0), upd(14, 0), upd(15, 2)}))
+	require.NoError(t, st.Inbox().Take(ctx, "", []domain.InboxUpdate{upd(10, 1), upd(11, 2), upd(12, 1), upd(13, 0), upd(14, 0), upd(15, 2)}))
 
 	a, err := st.Inbox().Claim(ctx, "a", 1, time.Minute)
 	require.NoError(t, err)
@@ -73,7 +73,7 @@ func TestInboxDedupesByUpdateID(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	st, ctx := f.st, f.ctx
-	require.NoError(t, st.Inbox().Take(ctx, []domain.InboxUpdate{upd(1, 5)}))
+	require.NoError(t, st.Inbox().Take(ctx, "", []domain.InboxUpdate{upd(1, 5)}))
 	c, err := st.Inbox().Claim(ctx, "a", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, c, 1)
@@ -81,7 +81,7 @@ func TestInboxDedupesByUpdateID(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 
-	require.NoError(t, st.Inbox().Take(ctx, []domain.InboxUpdate{upd(1, 5), upd(2, 5), upd(2, 5)}))
+	require.NoError(t, st.Inbox().Take(ctx, "", []domain.InboxUpdate{upd(1, 5), upd(2, 5), upd(2, 5)}))
 	c, err = st.Inbox().Claim(ctx, "a", 10, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []int64{2}, ids(c), "the handled update is not handled again")
@@ -98,7 +98,7 @@ func TestInboxRetryBacksOffAndKeepsTheChatsOrder(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	st, ctx := f.st, f.ctx
-	require.NoError(t, st.Inbox().Take(ctx, []domain.InboxUpdate{upd(1, 7), upd(2, 7)}))
+	require.NoError(t, st.Inbox().Take(ctx, "", []domain.InboxUpdate{upd(1, 7), upd(2, 7)}))
 	c, err := st.Inbox().Claim(ctx, "a", 10, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1}, ids(c))
@@ -114,7 +114,7 @@ func TestInboxRetryBacksOffAndKeepsTheChatsOrder(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok, "a given-back claim cannot be settled")
 
-	require.NoError(t, st.Inbox().Take(ctx, []domain.InboxUpdate{upd(3, 8)}))
+	require.NoError(t, st.Inbox().Take(ctx, "", []domain.InboxUpdate{upd(3, 8)}))
 	c3, err := st.Inbox().Claim(ctx, "a", 10, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []int64{3}, ids(c3))
@@ -133,7 +133,7 @@ func TestInboxLeaseTakeover(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	st, ctx := f.st, f.ctx
-	require.NoError(t, st.Inbox().Take(ctx, []domain.InboxUpdate{upd(1, 9), upd(2, 10)}))
+	require.NoError(t, st.Inbox().Take(ctx, "", []domain.InboxUpdate{upd(1, 9), upd(2, 10)}))
 	dead, err := st.Inbox().Claim(ctx, "dead", 10, 300*time.Millisecond)
 	require.NoError(t, err)
 	require.Len(t, dead, 2)
@@ -166,4 +166,40 @@ func TestPassingErrors(t *testing.T) {
 	require.False(t, storage.Passing(fmt.Errorf("x: %w", context.Canceled)))
 	require.False(t, storage.Passing(fmt.Errorf("plain")))
 	require.False(t, storage.Passing(nil))
+}
+
+// Take's NOTIFY names the storing replica, so its own listener can let it
+// pass; a Take that stores nothing new notifies nobody.
+func TestInboxTakeNotifiesNamingItsReplica(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	connected := make(chan struct{}, 1)
+	got := make(chan string, 4)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.st.Listen(ctx, []string{storage.InboxChannel}, func() { connected <- struct{}{} },
+			func(_, payload string) { got <- payload })
+	}()
+	select {
+	case <-connected:
+	case <-time.After(10 * time.Second):
+		t.Fatal("listener did not connect")
+	}
+	require.NoError(t, f.st.Inbox().Take(ctx, "replica-a#1", []domain.InboxUpdate{upd(1, 5)}))
+	require.NoError(t, f.st.Inbox().Take(ctx, "replica-b#2", []domain.InboxUpdate{upd(1, 5)}), "the same update again")
+	require.NoError(t, f.st.Inbox().Take(ctx, "replica-b#2", []domain.InboxUpdate{upd(2, 5)}))
+	for _, want := range []string{"replica-a#1", "replica-b#2"} {
+		select {
+		case p := <-got:
+			require.Equal(t, want, p, "the duplicate notified nobody; each new update named its replica")
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no notification for %s", want)
+		}
+	}
+	cancel()
+	<-done
+	require.Empty(t, got)
 }

@@ -35,7 +35,7 @@ func setupLiveness(t *testing.T) liveFixture {
 		require.True(t, held, l.Claimer())
 		t.Cleanup(l.Die)
 	}
-	require.NoError(t, f.st.Inbox().Take(f.ctx, []domain.InboxUpdate{upd(1, 101), upd(2, 102), upd(3, 103)}))
+	require.NoError(t, f.st.Inbox().Take(f.ctx, "", []domain.InboxUpdate{upd(1, 101), upd(2, 102), upd(3, 103)}))
 	require.NoError(t, f.st.Outbox().Enqueue(f.ctx,
 		domain.Message{ChatID: 201, Kind: domain.KindReply, Text: "to a's chat"},
 		domain.Message{ChatID: 202, Kind: domain.KindReply, Text: "to b's chat"}))
