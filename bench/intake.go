@@ -197,10 +197,14 @@ func intakeRun(ctx context.Context, cfg intakeConfig, db *benchDB, catalog *loca
 		bc := bot.Config{URL: tg.URL(), Token: tgToken, PollTimeout: 2 * time.Second, InboxWorkers: cfg.workers,
 			RateLimit: 1e6, RateBurst: 1_000_000}
 		if webhook {
-			if addrs[i], err = freeAddr(); err != nil {
+			// Bound here, on a port of the kernel's choice, and handed over:
+			// nothing else can take it between.
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
 				return res, err
 			}
-			bc.Webhook = &bot.WebhookConfig{URL: "https://bench.invalid/webhook", Secret: secret, Listen: addrs[i], MaxConnections: cfg.conc}
+			addrs[i] = ln.Addr().String()
+			bc.Webhook = &bot.WebhookConfig{URL: "https://bench.invalid/webhook", Secret: secret, Listener: ln, MaxConnections: cfg.conc}
 		}
 		b, err := bot.New(bc, bot.Deps{Users: intakeUsers{store.Users(), tr}, Catalog: catalog, Log: log, Replica: fmt.Sprintf("bench-%d", i),
 			Direct: direct, Inbox: store.Inbox(), Passing: storage.Passing, AboutData: storage.AboutData})
@@ -222,7 +226,7 @@ func intakeRun(ctx context.Context, cfg intakeConfig, db *benchDB, catalog *loca
 	}
 	if webhook {
 		for _, a := range addrs {
-			if err := awaitListener(ctx, a, 10*time.Second); err != nil {
+			if err := awaitWebhook(ctx, a, 10*time.Second); err != nil {
 				return res, err
 			}
 		}
@@ -448,26 +452,27 @@ func verifyIntake(tr *intakeTrace, tg *telegram, cfg intakeConfig, n int) error 
 	return errors.Join(errs...)
 }
 
-// freeAddr is a loopback address nobody listens on (the bot's webhook
-// listener takes it).
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := l.Addr().String()
-	return addr, l.Close()
-}
-
-func awaitListener(ctx context.Context, addr string, timeout time.Duration) error {
+// awaitWebhook waits until the bot serves its webhook at addr (a GET is
+// answered 405): the listener is bound before the bot runs, and requests
+// sent before it serves would only queue.
+func awaitWebhook(ctx context.Context, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	client := &http.Client{Timeout: time.Second}
 	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
 		if err == nil {
-			return c.Close()
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusMethodNotAllowed {
+				return nil
+			}
+			err = fmt.Errorf("answered %s", resp.Status)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("webhook listener %s: %w", addr, err)
+			return fmt.Errorf("webhook at %s not served: %w", addr, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

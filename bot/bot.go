@@ -145,6 +145,7 @@ type Bot struct {
 	deps       Deps
 	tb         *tele.Bot // the router of what arrives; nothing is sent through it
 	tg         *delivery.Client
+	webhook    *webhookIntake // webhook mode's intake; nil: polling
 	admins     map[int64]bool
 	commands   []Command
 	buttons    map[Action]CallbackHandler
@@ -278,7 +279,8 @@ func (b *Bot) poller() tele.Poller {
 		// Webhook mode: every replica takes pushed updates into the inbox;
 		// no lease, no replica is special.
 		b.inbox = newInboxPoller(b, nil)
-		poller = &webhookIntake{cfg: *cfg.Webhook, inbox: deps.Inbox, from: b.claimer(), aboutData: b.aboutData, wake: b.inbox.Wake, log: deps.Log, tg: b.tg}
+		b.webhook = &webhookIntake{cfg: *cfg.Webhook, inbox: deps.Inbox, from: b.claimer(), aboutData: b.aboutData, wake: b.inbox.Wake, log: deps.Log, tg: b.tg}
+		poller = b.webhook
 	case deps.Inbox != nil:
 		intake := &intakePoller{inbox: deps.Inbox, from: b.claimer(), aboutData: b.aboutData, timeout: cfg.PollTimeout, log: deps.Log}
 		poller = intake
@@ -356,8 +358,15 @@ func (b *Bot) HandleButton(a Action, h CallbackHandler) {
 
 // Run connects to Telegram (retrying until ctx ends), publishes the command
 // menus, and serves updates until ctx is cancelled; then it stops polling and
-// waits up to DrainTimeout for handlers still running.
+// waits up to DrainTimeout for handlers still running. In webhook mode it
+// first binds the webhook's address, and ends with the error if it cannot.
 func (b *Bot) Run(ctx context.Context) error {
+	if b.webhook != nil {
+		if err := b.webhook.bind(); err != nil {
+			return err
+		}
+		defer b.webhook.close()
+	}
 	if err := b.connect(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before Telegram ever answered: a clean stop

@@ -4,15 +4,18 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"switchboard/bot"
 	"switchboard/e2e/tgfake"
+	"switchboard/locales"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
@@ -85,4 +88,26 @@ func TestRefusedUpdateIsFailedAndItsSenderToldOnce(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, n)
+}
+
+// A replica that cannot take its webhook's address ends at once with the
+// error, naming the address, instead of running with no intake; Telegram
+// never hears of it.
+func TestWebhookReplicaWhosePortIsTakenEnds(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	st := storagetest.New(t)
+	srv := tgfake.New(t)
+	b, err := bot.New(bot.Config{URL: srv.URL(), Token: srv.Token(), Webhook: &bot.WebhookConfig{
+		URL: "https://bot.example.com/telegram", Secret: "s", Listen: taken.Addr().String(), MaxConnections: 40}},
+		bot.Deps{Users: st.Users(), Inbox: st.Inbox(), Catalog: locales.MustLoad(), Replica: "test", Log: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = b.Run(ctx)
+	require.ErrorContains(t, err, "webhook: listen tcp "+taken.Addr().String())
+	require.NoError(t, ctx.Err(), "it ended by itself")
+	require.Empty(t, srv.Calls(), "Telegram was never called")
 }

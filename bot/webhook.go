@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -99,6 +100,10 @@ type WebhookConfig struct {
 	// MaxConnections is setWebhook's max_connections: how many requests
 	// Telegram sends at once (1–100).
 	MaxConnections int
+	// Listener, when set, is served instead of binding Listen: one bound
+	// beforehand on port 0 by a caller that must know its address (the
+	// bench), with no window for another process to take it.
+	Listener net.Listener
 }
 
 // webhookIntake is the inbox's intake in webhook mode: it sets the webhook
@@ -111,30 +116,49 @@ type webhookIntake struct {
 	wake      func()
 	log       *slog.Logger
 	tg        *delivery.Client
+	// ln is bound by bind, which Run calls first.
+	ln net.Listener
 }
 
-func (w *webhookIntake) Poll(tb *tele.Bot, _ chan tele.Update, stop chan struct{}) {
+// bind takes the webhook's address, before Run contacts Telegram: a
+// replica that cannot listen (the port taken, the address not its own)
+// ends with the error rather than running without intake, and Telegram's
+// first request finds a replica ready. The address is logged as bound: a
+// port of 0 (a test's) is the kernel's choice, known only here.
+func (w *webhookIntake) bind() error {
+	w.ln = w.cfg.Listener
+	if w.ln == nil {
+		ln, err := net.Listen("tcp", w.cfg.Listen)
+		if err != nil {
+			return fmt.Errorf("webhook: %w", err)
+		}
+		w.ln = ln
+	}
+	w.log.Info("webhook listening", "addr", w.ln.Addr().String())
+	return nil
+}
+
+// close gives the address up if Poll never served it (a stop before
+// Telegram answered).
+func (w *webhookIntake) close() {
+	if w.ln != nil {
+		_ = w.ln.Close()
+	}
+}
+
+func (w *webhookIntake) Poll(_ *tele.Bot, _ chan tele.Update, stop chan struct{}) {
 	srv := &http.Server{
 		Handler:           WebhookHandler(w.cfg.Secret, w.inbox, w.from, w.aboutData, w.wake, w.log),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 	}
-	// Bound before the webhook is set, so Telegram's first request finds
-	// this replica ready, and logged as bound: a port of 0 (a test's) is
-	// the kernel's choice, known only here.
-	ln, err := net.Listen("tcp", w.cfg.Listen)
-	if err != nil {
-		w.log.Error("webhook listener failed; no updates reach this replica", "addr", w.cfg.Listen, "err", err)
-		return
-	}
-	w.log.Info("webhook listening", "addr", ln.Addr().String())
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(w.ln) }()
 	w.setWebhook(stop)
 	select {
 	case err := <-served:
 		if !errors.Is(err, http.ErrServerClosed) {
-			w.log.Error("webhook listener stopped", "addr", w.cfg.Listen, "err", err)
+			w.log.Error("webhook listener stopped; no updates reach this replica", "addr", w.ln.Addr().String(), "err", err)
 		}
 	case <-stop:
 	}
