@@ -281,6 +281,49 @@ func TestUnavailable(t *testing.T) {
 	require.False(t, storage.Unavailable(context.Canceled))
 }
 
+// An update from a user stored as they are writes nothing: not even the
+// row lock an upsert's ON CONFLICT takes (which left its locker in xmax
+// and was WAL every update's commit waited to flush). One whose chat is
+// marked unreachable, or whose names changed, is written.
+func TestUsersUpsertOfAnUnchangedUserWritesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	st := storagetest.New(t)
+	ann := domain.User{ID: 7, Username: "ann", FirstName: "Ann", TelegramLanguage: "uk"}
+	_, err := st.Users().Upsert(ctx, ann)
+	require.NoError(t, err)
+	touched := func() (locked bool, updatedAt time.Time) {
+		var xmax string
+		require.NoError(t, st.Pool().QueryRow(ctx, `SELECT xmax::text, updated_at FROM users WHERE id = 7`).Scan(&xmax, &updatedAt))
+		return xmax != "0", updatedAt
+	}
+	_, before := touched()
+
+	for range 3 {
+		u, err := st.Users().Upsert(ctx, ann)
+		require.NoError(t, err)
+		require.Equal(t, "uk", u.TelegramLanguage)
+	}
+	locked, at := touched()
+	require.False(t, locked, "the row was not locked")
+	require.Equal(t, before, at)
+
+	_, err = st.Pool().Exec(ctx, `INSERT INTO unreachable_chats (chat_id, reason) VALUES (7, 'blocked')`)
+	require.NoError(t, err)
+	_, err = st.Users().Upsert(ctx, ann)
+	require.NoError(t, err)
+	gone, err := st.Outbox().Unreachable(ctx, 7)
+	require.NoError(t, err)
+	require.False(t, gone, "writing to the bot clears the mark, the names unchanged")
+
+	ann.FirstName = "Анна"
+	u, err := st.Users().Upsert(ctx, ann)
+	require.NoError(t, err)
+	require.Equal(t, "Анна", u.FirstName)
+	_, at = touched()
+	require.True(t, at.After(before), "a new name is written")
+}
+
 func TestUsers(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)

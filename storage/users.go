@@ -23,7 +23,25 @@ const userColumns = `id, username, first_name, language, telegram_language, COAL
 // Upsert records a user seen on an update, refreshing the names Telegram
 // reports, and clears the unreachable mark of their private chat; the
 // chosen language is left alone.
+//
+// Nearly every update comes from a user stored as they are now, whose chat
+// is not marked: for them it is one read, which writes nothing, so its
+// commit waits for no WAL flush. Going straight to the upsert would not
+// do: ON CONFLICT locks the existing row even when its WHERE skips the
+// write, and a row lock is WAL that every update's commit waited to flush.
 func (s *Users) Upsert(ctx context.Context, u domain.User) (domain.User, error) {
+	var out domain.User
+	var unreachable bool
+	err := s.pool.QueryRow(ctx, `SELECT `+userColumns+`,
+    EXISTS (SELECT 1 FROM unreachable_chats c WHERE c.chat_id = users.id)
+FROM users WHERE id = $1`, u.ID).Scan(append(userDest(&out), &unreachable)...)
+	switch err := interpretError(err); {
+	case err == nil && !unreachable && out.Username == u.Username && out.FirstName == u.FirstName &&
+		out.TelegramLanguage == u.TelegramLanguage:
+		return out, nil
+	case err != nil && !errors.Is(err, domain.ErrNotFound):
+		return domain.User{}, fmt.Errorf("read user %d: %w", u.ID, err)
+	}
 	// A user who writes to the bot can be written to again: their private
 	// chat (id = user id) loses its unreachable mark in the same statement.
 	const q = `
@@ -39,14 +57,14 @@ WHERE users.username IS DISTINCT FROM EXCLUDED.username
    OR users.first_name IS DISTINCT FROM EXCLUDED.first_name
    OR users.telegram_language IS DISTINCT FROM EXCLUDED.telegram_language
 RETURNING ` + userColumns
-	var out domain.User
-	err := s.pool.QueryRow(ctx, q, u.ID, u.Username, u.FirstName, u.TelegramLanguage).
+	err = s.pool.QueryRow(ctx, q, u.ID, u.Username, u.FirstName, u.TelegramLanguage).
 		Scan(userDest(&out)...)
 	if err == nil {
 		return out, nil
 	}
-	// The WHERE above skips the write when nothing changed (most updates),
-	// which returns no row: read the stored one instead.
+	// The WHERE above skips the write when the names are as stored (a chat
+	// only unmarked, or another replica's upsert first), which returns no
+	// row: read the stored one instead.
 	if errors.Is(interpretError(err), domain.ErrNotFound) {
 		return s.Get(ctx, u.ID)
 	}
