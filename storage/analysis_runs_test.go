@@ -593,35 +593,15 @@ func TestAnalysisRunsNewestFirst(t *testing.T) {
 func TestAnalysisPublish(t *testing.T) {
 	t.Parallel()
 	st := storagetest.New(t)
-	ctx, cancel := context.WithCancel(ctxT(t))
-	defer cancel()
-	connected := make(chan struct{}, 1)
-	got := make(chan string, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		st.Listen(ctx, []string{storage.AnalysisChannel}, func() { connected <- struct{}{} },
-			func(ch, payload string) { got <- ch + " " + payload })
-	}()
-	select {
-	case <-connected:
-	case <-time.After(10 * time.Second):
-		t.Fatal("listener did not connect")
-	}
+	ctx := ctxT(t)
+	got := listening(t, st, storage.AnalysisChannel)
 	payload := `{"event":"run_created","run":1,"state":"pending"}`
 	require.NoError(t, st.Runs().Publish(ctx, payload))
-	select {
-	case n := <-got:
-		require.Equal(t, "analysis_runs "+payload, n)
-	case <-time.After(10 * time.Second):
-		t.Fatal("no notification")
-	}
+	require.Equal(t, "analysis_runs "+payload, notified(t, got))
 	// Too large for NOTIFY: an error, not a lost event.
 	err := st.Runs().Publish(ctx, strings.Repeat("x", 9000))
 	require.Error(t, err)
 	require.False(t, errors.Is(err, context.Canceled))
-	cancel()
-	<-done
 }
 
 // Each state change writes its event with it, as the run it left; a

@@ -173,33 +173,10 @@ func TestPassingErrors(t *testing.T) {
 func TestInboxTakeNotifiesNamingItsReplica(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx, cancel := context.WithCancel(f.ctx)
-	defer cancel()
-	connected := make(chan struct{}, 1)
-	got := make(chan string, 4)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.st.Listen(ctx, []string{storage.InboxChannel}, func() { connected <- struct{}{} },
-			func(_, payload string) { got <- payload })
-	}()
-	select {
-	case <-connected:
-	case <-time.After(10 * time.Second):
-		t.Fatal("listener did not connect")
-	}
-	require.NoError(t, f.st.Inbox().Take(ctx, "replica-a#1", []domain.InboxUpdate{upd(1, 5)}))
-	require.NoError(t, f.st.Inbox().Take(ctx, "replica-b#2", []domain.InboxUpdate{upd(1, 5)}), "the same update again")
-	require.NoError(t, f.st.Inbox().Take(ctx, "replica-b#2", []domain.InboxUpdate{upd(2, 5)}))
-	for _, want := range []string{"replica-a#1", "replica-b#2"} {
-		select {
-		case p := <-got:
-			require.Equal(t, want, p, "the duplicate notified nobody; each new update named its replica")
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no notification for %s", want)
-		}
-	}
-	cancel()
-	<-done
-	require.Empty(t, got)
+	got := listening(t, f.st, storage.InboxChannel)
+	require.NoError(t, f.st.Inbox().Take(f.ctx, "replica-a#1", []domain.InboxUpdate{upd(1, 5)}))
+	require.NoError(t, f.st.Inbox().Take(f.ctx, "replica-b#2", []domain.InboxUpdate{upd(1, 5)}), "the same update again")
+	require.NoError(t, f.st.Inbox().Take(f.ctx, "replica-b#2", []domain.InboxUpdate{upd(2, 5)}))
+	require.Equal(t, "inbox replica-a#1", notified(t, got))
+	require.Equal(t, "inbox replica-b#2", notified(t, got), "the duplicate notified nobody")
 }

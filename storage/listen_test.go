@@ -82,15 +82,6 @@ func TestListensShareOneConnection(t *testing.T) {
 		}()
 		return h, done
 	}
-	recv := func(c chan string) string {
-		select {
-		case s := <-c:
-			return s
-		case <-time.After(10 * time.Second):
-			t.Fatal("no notification")
-			return ""
-		}
-	}
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
 	a, aDone := listen(ctx, "ch_a")
@@ -101,8 +92,8 @@ func TestListensShareOneConnection(t *testing.T) {
 	eventually(t, func() bool { return f.listens() == 1 }, "the Listens do not share one connection")
 
 	f.exec(`SELECT pg_notify('ch_a', '1'), pg_notify('ch_shared', '2')`)
-	require.Equal(t, "ch_a:1", recv(a.got))
-	require.Equal(t, "ch_shared:2", recv(b.got))
+	require.Equal(t, "ch_a:1", notified(t, a.got))
+	require.Equal(t, "ch_shared:2", notified(t, b.got))
 
 	// A stuck callback (the late listener's) holds up nobody else's.
 	stuck := make(chan struct{})
@@ -120,8 +111,8 @@ func TestListensShareOneConnection(t *testing.T) {
 	}
 	eventually(t, func() bool { return f.listens() == 1 }, "the late Listen has a connection of its own")
 	f.exec(`SELECT pg_notify('ch_late', 'x'), pg_notify('ch_shared', '3'), pg_notify('ch_a', '4')`)
-	require.Equal(t, "ch_shared:3", recv(b.got))
-	require.Equal(t, "ch_a:4", recv(a.got))
+	require.Equal(t, "ch_shared:3", notified(t, b.got))
+	require.Equal(t, "ch_a:4", notified(t, a.got))
 	require.Empty(t, a.got, "ch_a's listener heard another channel")
 
 	close(stuck)

@@ -1,7 +1,6 @@
 package storage_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -142,19 +141,10 @@ func TestLivenessGivesBackADeadReplicasClaims(t *testing.T) {
 	f.requireFree(t, free{}, "within the grace, and never by the dead one's own sweeps")
 
 	// The memory reapers hear that a dead replica's stages are theirs now.
-	ctx, cancel := context.WithCancel(f.ctx)
-	defer cancel()
-	connected, reap := make(chan struct{}, 1), make(chan string, 10)
-	go f.st.Listen(ctx, []string{memory.Channel}, func() { connected <- struct{}{} }, func(_, p string) { reap <- p })
-	<-connected
+	reap := listening(t, f.st, memory.Channel)
 	require.NoError(t, f.b.ReclaimAt(f.ctx, t0.Add(storage.LiveGrace)))
 	f.requireFree(t, f.deadOnes(), "the dead replica's claims are given back after the grace, no one else's")
-	select {
-	case p := <-reap:
-		require.JSONEq(t, `{"reap":true}`, p)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the reapers were not woken")
-	}
+	require.Equal(t, memory.Channel+` {"reap":true}`, notified(t, reap), "the reapers are woken")
 }
 
 // A replica whose lock connection broke and came back within the grace (a

@@ -68,6 +68,49 @@ func (b *testBundle) users(like domain.User, ids ...int64) {
 	}
 }
 
+// listening listens on channels for the rest of the test and returns once
+// LISTEN is in place; each notification arrives as "channel payload".
+func listening(t *testing.T, st *storage.Store, channels ...string) <-chan string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	connected := make(chan struct{}, 1)
+	got := make(chan string, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		st.Listen(ctx, channels, func() {
+			select {
+			case connected <- struct{}{}:
+			default:
+			}
+		}, func(ch, payload string) {
+			select {
+			case got <- ch + " " + payload:
+			case <-ctx.Done():
+			}
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-connected:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the listener did not connect")
+	}
+	return got
+}
+
+// notified is the next notification listening hands over.
+func notified(t *testing.T, got <-chan string) string {
+	t.Helper()
+	select {
+	case n := <-got:
+		return n
+	case <-time.After(30 * time.Second):
+		t.Fatal("no notification")
+		return ""
+	}
+}
+
 // advisoryWaiters counts the sessions of st's database waiting for an
 // advisory lock: how a test knows another caller is blocked on a lock it
 // holds.
