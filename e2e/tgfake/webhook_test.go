@@ -93,7 +93,13 @@ func TestWebhookDeliversEachChatInOrderThroughFailures(t *testing.T) {
 			p.SendText(p.ID(), "hello")
 		}
 	}
-	srv.WaitFor(t, 30*time.Second, func() bool { return rec.count() == 30 })
+	// The recorder has an update before the fake has its answer: both.
+	srv.WaitFor(t, 30*time.Second, func() bool {
+		srv.mu.Lock()
+		pending := len(srv.updates)
+		srv.mu.Unlock()
+		return rec.count() == 30 && pending == 0
+	})
 	for _, p := range people {
 		ids := rec.got[p.ID()]
 		require.Len(t, ids, 10)
