@@ -55,7 +55,11 @@ func TestRecoveryRequeuesDeletesAndLeaves(t *testing.T) {
 // calling the LLM; LLM back → recovery delivers them.
 func TestRecoveryDeliversOnceTheLLMIsBack(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withBreakerOpenFor(500*time.Millisecond))
+	// The breaker holds for real time (gobreaker reads the clock itself):
+	// long enough that the steps below, a loaded CI's race detector's
+	// included (one took over 500 ms), run while it is open.
+	const openFor = 5 * time.Second
+	b := setup(t, withBreakerOpenFor(openFor))
 	b.llm.On().Named("relevance").FaultNext(3, llmtest.ServerError()).
 		ReplyJSON(map[string]any{"is_relevant": true, "score": 70, "reasons": []string{"ok"}, "matched_skills": []string{}})
 	b.queue(t, vacancies(4, 500, 31)...)
@@ -73,7 +77,7 @@ func TestRecoveryDeliversOnceTheLLMIsBack(t *testing.T) {
 	require.Equal(t, vacancy.ReasonBreakerOpen, b.skipReason(t, 500))
 	require.Equal(t, 3, b.llm.Calls("relevance"), "no call while open")
 
-	require.Eventually(t, func() bool { return b.llmc.BreakerState() != llm.BreakerOpen }, 5*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return b.llmc.BreakerState() != llm.BreakerOpen }, 6*openFor, 20*time.Millisecond)
 	res, err := b.svc.Recover(b.ctx)
 	require.NoError(t, err)
 	require.Equal(t, 4, res.Recovered)
