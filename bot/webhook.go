@@ -40,10 +40,11 @@ type Intake interface {
 // checks the secret token in constant time, so nobody else can feed the
 // bot updates. Every replica behind the load balancer runs one, and the
 // inbox de-duplicates an update Telegram sent twice. wake tells this
-// replica's inbox workers (the NOTIFY, naming from, tells the others'). An update the
-// database refuses for what it holds (aboutData; nil: none) is kept as a
-// skeleton and answered 200 like any other: an error status would have
-// Telegram send it again and again, and it would be refused each time.
+// replica's inbox workers (the NOTIFY, naming from, tells the others').
+// An update the database refuses for what it holds (aboutData; nil: none)
+// is kept as a skeleton and answered 200 like any other: an error status
+// would have Telegram send it again and again, and it would be refused
+// each time.
 func WebhookHandler(secret string, in Intake, from string, aboutData AboutData, wake func(), log *slog.Logger) http.Handler {
 	if aboutData == nil {
 		aboutData = func(error) bool { return false }

@@ -175,8 +175,8 @@ func TestInboxTakeNotifiesNamingItsReplica(t *testing.T) {
 	f := setup(t)
 	got := listening(t, f.st, storage.InboxChannel)
 	require.NoError(t, f.st.Inbox().Take(f.ctx, "replica-a#1", []domain.InboxUpdate{upd(1, 5)}))
-	require.NoError(t, f.st.Inbox().Take(f.ctx, "replica-b#2", []domain.InboxUpdate{upd(1, 5)}), "the same update again")
+	require.NoError(t, f.st.Inbox().Take(f.ctx, "replica-c#3", []domain.InboxUpdate{upd(1, 5)}), "the same update again")
 	require.NoError(t, f.st.Inbox().Take(f.ctx, "replica-b#2", []domain.InboxUpdate{upd(2, 5)}))
 	require.Equal(t, "inbox replica-a#1", notified(t, got))
-	require.Equal(t, "inbox replica-b#2", notified(t, got), "the duplicate notified nobody")
+	require.Equal(t, "inbox replica-b#2", notified(t, got), "the duplicate (replica-c's) notified nobody")
 }

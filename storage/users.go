@@ -35,8 +35,9 @@ func (s *Users) Upsert(ctx context.Context, u domain.User) (domain.User, error) 
 	err := s.pool.QueryRow(ctx, `SELECT `+userColumns+`,
     EXISTS (SELECT 1 FROM unreachable_chats c WHERE c.chat_id = users.id)
 FROM users WHERE id = $1`, u.ID).Scan(append(userDest(&out), &unreachable)...)
+	found := err == nil
 	switch err := interpretError(err); {
-	case err == nil && !unreachable && out.Username == u.Username && out.FirstName == u.FirstName &&
+	case found && !unreachable && out.Username == u.Username && out.FirstName == u.FirstName &&
 		out.TelegramLanguage == u.TelegramLanguage:
 		return out, nil
 	case err != nil && !errors.Is(err, domain.ErrNotFound):
@@ -64,8 +65,12 @@ RETURNING ` + userColumns
 	}
 	// The WHERE above skips the write when the names are as stored (a chat
 	// only unmarked, or another replica's upsert first), which returns no
-	// row: read the stored one instead.
+	// row: the stored one is the row read above, or, if another replica
+	// added it since, read now.
 	if errors.Is(interpretError(err), domain.ErrNotFound) {
+		if found {
+			return out, nil
+		}
 		return s.Get(ctx, u.ID)
 	}
 	return domain.User{}, fmt.Errorf("upsert user %d: %w", u.ID, err)
