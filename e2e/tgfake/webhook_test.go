@@ -2,10 +2,13 @@ package tgfake
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -138,11 +141,10 @@ func TestWebhookHoldsOnlyTheBusyChat(t *testing.T) {
 func TestWebhookKeepsUpdatesWhileTheBotIsDown(t *testing.T) {
 	srv := New(t, WithInsecureWebhooks())
 	rec := &hookRecorder{got: map[int64][]int{}}
-	// Nothing listens on the webhook's port until the bot is back.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	// Nothing listens on the webhook's port until the bot is back, but the
+	// port is ours all along: closed and bound again, another test's
+	// connection could take it in between.
+	addr, listen := boundPort(t)
 	requireOK(t, callJSON(t, srv, "setWebhook", map[string]any{"url": "http://" + addr, "allowed_updates": `["message"]`}))
 	p := srv.User(301, "A", "en")
 	p.SendText(p.ID(), "while you were out")
@@ -152,12 +154,38 @@ func TestWebhookKeepsUpdatesWhileTheBotIsDown(t *testing.T) {
 	})
 	_, last := srv.Webhook()
 	require.Equal(t, "Connection refused", last)
-	l, err = net.Listen("tcp", addr)
-	require.NoError(t, err)
-	hook := &httptest.Server{Listener: l, Config: &http.Server{Handler: rec}}
+	hook := &httptest.Server{Listener: listen(), Config: &http.Server{Handler: rec}}
 	hook.Start()
 	t.Cleanup(hook.Close)
 	srv.WaitFor(t, 10*time.Second, func() bool { return rec.count() == 1 })
 	info := decodeResult[map[string]any](t, callJSON(t, srv, "getWebhookInfo", nil))
 	require.Equal(t, []any{"message"}, info["allowed_updates"])
+}
+
+// boundPort binds a loopback TCP socket without listening on it, so that a
+// connection to addr is refused, as to a bot that is down, until listen is
+// called on the same socket.
+func boundPort(t *testing.T) (addr string, listen func() net.Listener) {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = syscall.Close(fd)
+		}
+	})
+	require.NoError(t, syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	sa, err := syscall.Getsockname(fd)
+	require.NoError(t, err)
+	addr = fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
+	return addr, func() net.Listener {
+		require.NoError(t, syscall.Listen(fd, syscall.SOMAXCONN))
+		f := os.NewFile(uintptr(fd), addr)
+		closed = true
+		l, err := net.FileListener(f) // a dup: f is ours to close
+		require.NoError(t, f.Close())
+		require.NoError(t, err)
+		return l
+	}
 }
