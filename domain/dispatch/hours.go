@@ -164,8 +164,13 @@ func parseClock(s string, end bool) (time.Duration, error) {
 			return 0, fmt.Errorf("%q is not a time of day", s)
 		}
 	}
+	// The hour is bounded before it is multiplied: 2700000 hours would
+	// overflow into a negative duration that passes every later check.
+	if h < 0 || h > 24 || m < 0 || m > 59 {
+		return 0, fmt.Errorf("%q is not a time of day", s)
+	}
 	d := time.Duration(h)*time.Hour + time.Duration(m)*time.Minute
-	if h < 0 || m < 0 || m > 59 || d > 24*time.Hour || (d == 24*time.Hour && !end) {
+	if d > 24*time.Hour || (d == 24*time.Hour && !end) {
 		return 0, fmt.Errorf("%q is not a time of day", s)
 	}
 	return d, nil
