@@ -233,7 +233,8 @@ func parseOffset(s string) (name string, loc *time.Location, ok bool, err error)
 	if mm != "" || colon {
 		m, err2 = strconv.Atoi(mm)
 	}
-	if err1 != nil || err2 != nil || len(hh) > 2 || len(mm) > 2 {
+	// Atoi takes a sign of its own: "--5" or "+-5" is no offset.
+	if err1 != nil || err2 != nil || len(hh) > 2 || len(mm) > 2 || !digits(hh) || !digits(mm) {
 		return "", nil, false, nil
 	}
 	off := sign * (h*60 + m)
@@ -242,6 +243,11 @@ func parseOffset(s string) (name string, loc *time.Location, ok bool, err error)
 	}
 	name = offsetName(off)
 	return name, time.FixedZone(name, off*60), true, nil
+}
+
+// digits reports whether s holds only ASCII digits ("" does).
+func digits(s string) bool {
+	return strings.Trim(s, "0123456789") == ""
 }
 
 // offsetName is "UTC", "UTC+03:00" or "UTC-05:30" for an offset in minutes.
