@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -454,12 +455,24 @@ func parseDestination(kind, target string) (Destination, error) {
 		}
 		return Destination{Kind: KindGitHub, Target: target}, nil
 	case KindWebhook:
-		if !strings.HasPrefix(target, "https://") && !strings.HasPrefix(target, "http://") || len(target) > 2048 || strings.ContainsAny(target, " \n") {
+		if !webhookURL(target) {
 			return Destination{}, &domain.InputError{Key: "tasks.error_url", Args: map[string]any{"Arg": target}}
 		}
 		return Destination{Kind: KindWebhook, Target: target}, nil
 	}
 	return Destination{}, &domain.InputError{Key: "tasks.error_kind", Args: map[string]any{"Arg": kind}}
+}
+
+// webhookURL reports whether s is an absolute http(s) URL with a host that
+// a push can reach, as written: "https://" or "http://:80/x" would be
+// taken now and fail at every push.
+func webhookURL(s string) bool {
+	if len(s) > 2048 || strings.ContainsAny(s, " \n") {
+		return false
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Hostname() != "" &&
+		strings.HasPrefix(s, u.Scheme+"://")
 }
 
 // String is how a destination reads: "GitHub owner/repo", "webhook URL".
