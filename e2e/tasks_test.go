@@ -102,6 +102,8 @@ func TestApprovedTasksReachTheTeamsTracker(t *testing.T) {
 		"a mistyped chat id is refused")
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(team.ID, 10)+" github acme/app").Text, "go to GitHub acme/app")
 	require.Contains(t, ask(t, env, ann, ann.ID(), "/help").Text, "/github — link your GitHub login")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(ops.ID, 10)+" webhook https://").Text,
+		"“https://” is not a webhook URL: write the whole address", "a URL without a host is refused when it is set, not at every push")
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(ops.ID, 10)+" webhook "+hook.URL+"/tasks").Text, "go to webhook")
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/tracker "+strconv.FormatInt(team.ID, 10)+" github not a repo").Text, "Usage")
 	listed := ask(t, env, boss, boss.ID(), "/tracker").Text
