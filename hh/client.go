@@ -587,8 +587,15 @@ func (w *wireVacancy) toVacancy(raw json.RawMessage) (vacancy.Vacancy, error) {
 	return v, nil
 }
 
+// maxSalary bounds a salary figure taken as an amount: no monthly pay in any
+// currency HH lists comes near it, and converting 1e300 to int would give
+// whatever the machine makes of an overflow.
+const maxSalary = 1_000_000_000
+
+// deref reads a salary bound; one that is not an amount (negative, or past
+// maxSalary) is no bound, as if HH had left it out.
 func deref(p *float64) int {
-	if p == nil {
+	if p == nil || !(*p >= 0 && *p <= maxSalary) {
 		return 0
 	}
 	return int(math.Round(*p))
