@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -23,6 +25,7 @@ import (
 	"switchboard/domain/vacancy"
 	"switchboard/health"
 	"switchboard/hh"
+	"switchboard/internal/isolate"
 	"switchboard/jobs"
 	"switchboard/jobs/prune"
 	"switchboard/llm"
@@ -271,13 +274,34 @@ func (a *app) buildWorkflows(context.Context) error {
 		MaxBytes: int64(cfg.ResumeMaxFileMB) << 20, MaxPages: cfg.ResumeMaxPages, MaxProfile: vacancy.MaxProfile, Claimer: a.beats.Claimer(),
 	}, resume.Deps{
 		Drafts: a.store.ProfileDrafts(), Notifier: notes, Log: log,
-		Files: bot.TelegramFiles{Client: a.tg},
-		LLM:   llm.Port{Client: a.llm, Label: "resume_profile", Invalid: resume.ErrInvalidAnswer, Refusal: resume.ErrLLMRefused},
+		Files:     bot.TelegramFiles{Client: a.tg},
+		Extractor: resume.Isolated{Run: extractRun(cfg.ResumeReadTimeout)},
+		LLM:       llm.Port{Client: a.llm, Label: "resume_profile", Invalid: resume.ErrInvalidAnswer, Refusal: resume.ErrLLMRefused},
 	})
 	if err != nil {
 		return fmt.Errorf("résumé drafts: %w", err)
 	}
 	return nil
+}
+
+// extractRun runs this binary as the child that reads one résumé file,
+// with the child's faults named as the résumé workflow knows them.
+func extractRun(timeout time.Duration) resume.Run {
+	return func(ctx context.Context, stdin []byte) ([]byte, error) {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("own binary: %w", err)
+		}
+		out, err := isolate.Child{Path: exe, Args: []string{extractCommand}, Timeout: timeout}.Run(ctx, stdin)
+		var crash *isolate.CrashError
+		switch {
+		case errors.Is(err, isolate.ErrTimeout):
+			return nil, fmt.Errorf("%w: %w", resume.ErrChildTimeout, err)
+		case errors.As(err, &crash):
+			return nil, fmt.Errorf("%w: %w", resume.ErrChildCrashed, err)
+		}
+		return out, err
+	}
 }
 
 // buildTasks builds the pusher of approved tasks over the trackers the

@@ -16,7 +16,17 @@ import (
 	"syscall"
 
 	"switchboard/config"
+	"switchboard/domain/resume"
+	"switchboard/internal/isolate"
 )
+
+// extractCommand makes the binary the child that reads one résumé file
+// (resume.Isolated); it is not in the help, which is for people.
+const extractCommand = "extract-resume"
+
+// extractMemory is the child's soft memory limit: a 20 MB file's text and
+// the PDF library's objects fit many times over.
+const extractMemory = 512 << 20
 
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
@@ -38,6 +48,15 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 	}
 	cmd := fs.Arg(0)
 	switch cmd {
+	case extractCommand:
+		// The bot's own child (isolate): no configuration, no logs; the
+		// file on stdin, its text on stdout.
+		isolate.Limit(extractMemory)
+		if err := resume.ServeExtract(os.Stdin, stdout); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		return 0
 	case "", "migrate":
 	case "version":
 		fmt.Fprintln(stdout, "switchboard", version)

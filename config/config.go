@@ -97,6 +97,8 @@ type Config struct {
 
 	ResumeMaxFileMB int `env:"RESUME_MAX_FILE_MB" envDefault:"5" help:"largest résumé file (PDF, DOCX, text) a user may send for a profile draft, in MB (1-20: Telegram lets bots download at most 20 MB)"`
 	ResumeMaxPages  int `env:"RESUME_MAX_PAGES" envDefault:"20" help:"longest résumé PDF read for a profile draft, in pages (1-200)"`
+	// ResumeReadTimeout bounds the child process that reads one file.
+	ResumeReadTimeout time.Duration `env:"RESUME_READ_TIMEOUT" envDefault:"20s" help:"how long reading one résumé file may take, in a child process killed past it (the user is told the file is unreadable); a sane 20-page PDF takes well under a second (1s-5m)"`
 
 	MemoryWorkers        int           `env:"MEMORY_WORKERS" envDefault:"8" help:"memory-chat runs one replica works on at once"`
 	MemoryLease          time.Duration `env:"MEMORY_LEASE" envDefault:"2m" help:"how long a memory-chat stage may take before the reaper returns it"`

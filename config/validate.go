@@ -150,6 +150,9 @@ func (c Config) checkWorkflows(p *problems) {
 	if c.ResumeMaxPages < 1 || c.ResumeMaxPages > 200 {
 		bad("RESUME_MAX_PAGES", "%d: want 1 to 200", c.ResumeMaxPages)
 	}
+	if c.ResumeReadTimeout < time.Second || c.ResumeReadTimeout > 5*time.Minute {
+		bad("RESUME_READ_TIMEOUT", "%s: want 1s to 5m", c.ResumeReadTimeout)
+	}
 	if _, err := c.Calendar(); err != nil {
 		bad("DISPATCH_CITIES", "%v (DISPATCH_TIMEZONE, DISPATCH_HOURS and DISPATCH_CITIES together)", err)
 	}

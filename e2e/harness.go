@@ -146,6 +146,9 @@ type Process struct {
 	err  error
 }
 
+// Pid is the replica's process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // BaseEnv is the environment a replica gets before a test's overrides.
 func (e *Env) BaseEnv(name string) map[string]string {
 	env := map[string]string{

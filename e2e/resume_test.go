@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -188,4 +189,58 @@ func TestResumeRefusals(t *testing.T) {
 	var drafts int
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM profile_drafts`).Scan(&drafts))
 	require.Zero(t, drafts)
+}
+
+// A PDF whose page tree holds itself sends the PDF library round it for
+// ever. The replica reads each file in a child process killed at
+// RESUME_READ_TIMEOUT: the user hears the file is unreadable, no child is
+// left spinning, and the next résumé is read as usual.
+func TestResumeThatHangsTheReaderIsToldUnreadable(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	resumeRule(env).ReplyJSON(map[string]any{"profile": condensed})
+	bot := env.Start(map[string]string{"RESUME_READ_TIMEOUT": "2s"})
+	ann := env.TG.User(812, "Ann", "en")
+
+	sent := ann.SendDocument(ann.ID(), "cv.pdf", "application/pdf", resumeFile(t, "cyclic.pdf"))
+	told := env.TG.WaitMessageAfter(t, ann.ID(), sent.MessageID, func(m tgfake.BotMessage) bool {
+		return !strings.Contains(m.Text, "Reading your résumé")
+	})
+	require.Equal(t, "I could not open this file: it may be damaged, password-protected or saved in another format. "+
+		"Please send a PDF, DOCX or text version.", told.Text)
+	require.Equal(t, sent.MessageID, told.ReplyToID(), "the reply names the file")
+	require.Empty(t, children(t, bot.Pid(), "extract-resume"), "the reader was killed, not left spinning")
+	require.Zero(t, env.LLM.Calls("resume"), "nothing went to the model")
+
+	sent = ann.SendDocument(ann.ID(), "Alex CV.pdf", "application/pdf", resumeFile(t, "resume.pdf"))
+	ack := env.TG.WaitMessageAfter(t, ann.ID(), sent.MessageID, nil)
+	draft := draftFor(t, env, ann, ack.MessageID)
+	require.Contains(t, draft.Text, "Senior Go developer, 7 years.")
+	require.Contains(t, env.LLM.RequestsFor("resume")[0].Prompt, pdfPhrase)
+}
+
+// children lists the processes whose parent is pid and whose command line
+// holds arg.
+func children(t *testing.T, pid int, arg string) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	require.NoError(t, err)
+	var out []int
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(st), "cmdline"))
+		if bytes.Contains(cmdline, []byte(arg)) {
+			n, _ := strconv.Atoi(filepath.Base(filepath.Dir(st)))
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Whatever a user sends to /zone, ParseZone answers without a panic, and
+// Whatever a user sends to /timezone, ParseZone answers without a panic, and
 // what it accepts is stored as a name that LoadZone reads back to the same
 // clock and ParseZone to the same name. An offset is written only with
 // digits after its one sign.

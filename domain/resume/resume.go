@@ -187,8 +187,11 @@ type Deps struct {
 	Files    Files
 	LLM      LLM
 	Notifier Notifier
-	Log      *slog.Logger
-	Clock    clockwork.Clock
+	// Extractor reads the files (Isolated, in the binary); nil: Extract,
+	// in this process.
+	Extractor Extractor
+	Log       *slog.Logger
+	Clock     clockwork.Clock
 }
 
 // Service is the workflow.
@@ -374,7 +377,12 @@ func (s *Service) read(ctx context.Context, d Draft) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("download: %w", err)
 	}
-	text, err := Extract(data, d.Format, s.cfg.MaxPages)
+	var text string
+	if s.deps.Extractor != nil {
+		text, err = s.deps.Extractor.Extract(ctx, data, d.Format, s.cfg.MaxPages)
+	} else {
+		text, err = Extract(data, d.Format, s.cfg.MaxPages)
+	}
 	if err != nil {
 		return "", fmt.Errorf("extract: %w", err)
 	}
