@@ -24,9 +24,9 @@ import (
 // (resume.Isolated); it is not in the help, which is for people.
 const extractCommand = "extract-resume"
 
-// extractMemory is the child's soft memory limit: a 20 MB file's text and
-// the PDF library's objects fit many times over.
-const extractMemory = 512 << 20
+// extractMemory is the child's heap limit (isolate.Limit): a 20 MB file's
+// text and the PDF library's objects fit many times over.
+const extractMemory = 256 << 20
 
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"

@@ -16,8 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"time"
 )
@@ -94,14 +96,28 @@ func (c Child) Run(ctx context.Context, stdin []byte) ([]byte, error) {
 	return out.buf.Bytes(), nil
 }
 
-// Limit is the child's first call: a soft memory limit, under which the
-// collector works harder rather than let the heap grow, so a large but sane
-// file still fits and a bomb reaches the kernel's limits in the child, not
-// in the bot.
+// Limit is the child's first call. Under memory the collector works harder
+// rather than let the heap grow (debug.SetMemoryLimit), so a large but sane
+// file still fits; past it the child ends at once (exit 3, "memory limit"
+// on stderr), so that a decompression bomb takes only the child down, never
+// the machine's memory from the bot or its database. The heap is read every
+// 20 ms (runtime/metrics, no stop of the world): a bomb overshoots by what
+// it allocates in that time.
 func Limit(memory int64) {
-	if memory > 0 {
-		debug.SetMemoryLimit(memory)
+	if memory <= 0 {
+		return
 	}
+	debug.SetMemoryLimit(memory)
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	go func() {
+		for range time.Tick(20 * time.Millisecond) {
+			metrics.Read(sample)
+			if used := sample[0].Value.Uint64(); used > uint64(memory) {
+				fmt.Fprintf(os.Stderr, "isolate: memory limit: %d bytes of heap, limit %d\n", used, memory)
+				os.Exit(3)
+			}
+		}
+	}()
 }
 
 // capped keeps at most max bytes and cancels the run past them.

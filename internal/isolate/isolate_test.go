@@ -1,6 +1,7 @@
 package isolate_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +32,11 @@ func TestMain(m *testing.M) {
 			}
 		case "panic":
 			panic("the parser fell over on " + string(in))
+		case "bomb":
+			var kept [][]byte
+			for {
+				kept = append(kept, bytes.Repeat([]byte{1}, 8<<20))
+			}
 		case "flood":
 			for {
 				fmt.Print(strings.Repeat("x", 4096))
@@ -109,4 +115,13 @@ func TestMissingBinaryIsNeitherTimeoutNorCrash(t *testing.T) {
 	require.NotErrorIs(t, err, isolate.ErrTimeout)
 	var crash *isolate.CrashError
 	require.False(t, errors.As(err, &crash))
+}
+
+// A child whose heap passes Limit ends at once, a crash that says why.
+func TestChildPastItsMemoryLimitIsACrash(t *testing.T) {
+	t.Parallel()
+	_, err := child(t, "bomb", time.Minute).Run(context.Background(), nil)
+	var crash *isolate.CrashError
+	require.ErrorAs(t, err, &crash)
+	require.Contains(t, crash.Tail, "isolate: memory limit")
 }
