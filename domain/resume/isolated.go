@@ -16,6 +16,13 @@ type Extractor interface {
 	Extract(ctx context.Context, data []byte, f Format, maxPages int) (string, error)
 }
 
+// inProcess is the Extractor of a Service given none.
+type inProcess struct{}
+
+func (inProcess) Extract(_ context.Context, data []byte, f Format, maxPages int) (string, error) {
+	return Extract(data, f, maxPages)
+}
+
 // Run is one isolated run (isolate.Child.Run in the binary): stdin to the
 // child started with ServeExtract, its stdout back. An error wrapping
 // ErrChildTimeout or ErrChildCrashed is the file's fault; any other is the

@@ -213,6 +213,9 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	if deps.Clock == nil {
 		deps.Clock = clockwork.NewRealClock()
 	}
+	if deps.Extractor == nil {
+		deps.Extractor = inProcess{}
+	}
 	s := &Service{cfg: cfg.withDefaults(), deps: deps}
 	s.queue = &domain.Workers{Name: "résumé drafts", Next: s.ProcessNext, Sweep: s.cfg.Sweep, Clock: deps.Clock, Log: deps.Log}
 	return s, nil
@@ -377,12 +380,7 @@ func (s *Service) read(ctx context.Context, d Draft) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("download: %w", err)
 	}
-	var text string
-	if s.deps.Extractor != nil {
-		text, err = s.deps.Extractor.Extract(ctx, data, d.Format, s.cfg.MaxPages)
-	} else {
-		text, err = Extract(data, d.Format, s.cfg.MaxPages)
-	}
+	text, err := s.deps.Extractor.Extract(ctx, data, d.Format, s.cfg.MaxPages)
 	if err != nil {
 		return "", fmt.Errorf("extract: %w", err)
 	}
