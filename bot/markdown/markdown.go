@@ -94,35 +94,39 @@ const maxNesting = 16
 // quotes ("- ", "* ", "+ ", "1. ", "1) ", ">").
 func tooDeep(src string) bool {
 	for line := range strings.Lines(src) {
-		depth := 0
-		for {
+		for depth := 1; ; depth++ {
 			line = strings.TrimLeft(line, " \t")
-			n := 0
-			switch {
-			case strings.HasPrefix(line, ">"):
-				n = 1
-			case len(line) > 1 && strings.ContainsRune("-*+", rune(line[0])) && (line[1] == ' ' || line[1] == '\t'):
-				n = 2
-			default:
-				for n < len(line) && n < 9 && line[n] >= '0' && line[n] <= '9' {
-					n++
-				}
-				if n == 0 || n+1 >= len(line) || (line[n] != '.' && line[n] != ')') || (line[n+1] != ' ' && line[n+1] != '\t') {
-					n = 0
-				} else {
-					n += 2
-				}
-			}
+			n := markerLen(line)
 			if n == 0 {
 				break
 			}
-			if depth++; depth > maxNesting {
+			if depth > maxNesting {
 				return true
 			}
 			line = line[n:]
 		}
 	}
 	return false
+}
+
+// markerLen is the length of the list or quote marker that line starts
+// with, its space included; 0 if it starts with none.
+func markerLen(line string) int {
+	blank := func(i int) bool { return i < len(line) && (line[i] == ' ' || line[i] == '\t') }
+	switch {
+	case strings.HasPrefix(line, ">"):
+		return 1
+	case line != "" && strings.ContainsRune("-*+", rune(line[0])) && blank(1):
+		return 2
+	}
+	n := 0
+	for n < len(line) && n < 9 && line[n] >= '0' && line[n] <= '9' {
+		n++
+	}
+	if n > 0 && n < len(line) && (line[n] == '.' || line[n] == ')') && blank(n+1) {
+		return n + 2
+	}
+	return 0
 }
 
 func render(src string, plain bool) string {
