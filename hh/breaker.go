@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -130,6 +131,8 @@ type breaker struct {
 	holdUntil time.Time // no request before this
 	last      *Block    // the block that opened it; nil while closed
 	pending   *Block    // the block being reported to gobreaker
+
+	answered atomic.Bool // a request was answered since the client was built
 }
 
 func newBreaker(openFor, maxOpen time.Duration, gauge prometheus.Gauge, log func(from, to gobreaker.State)) *breaker {
@@ -202,6 +205,9 @@ func (b *breaker) do(send func() ([]byte, error)) ([]byte, error) {
 	}
 	body, err := b.cb.Execute(func() ([]byte, error) {
 		body, err := send()
+		if err == nil {
+			b.answered.Store(true)
+		}
 		var r *Block
 		if errors.As(err, &r) {
 			b.mu.Lock()
@@ -256,6 +262,11 @@ func (b *breaker) block() *Block {
 	cp := *b.last
 	return &cp
 }
+
+// Answered reports whether HH has answered a request since the client
+// was built: what proves, to a replica that did not see a block begin,
+// that it is over.
+func (c *Client) Answered() bool { return c.br.answered.Load() }
 
 // Block is the block in force while the breaker is open or probing
 // (nil while HH answers us): what the admin chat and /status are told.

@@ -99,6 +99,7 @@ func TestWhatOpensTheBreaker(t *testing.T) {
 			srv.InjectFault(f)
 			_, err := c.Search(context.Background(), params, 0, 10)
 			require.Error(t, err)
+			require.False(t, c.Answered())
 			require.Equal(t, tc.opens, c.Holding())
 			refused, _ := c.Blocked()
 			require.Equal(t, tc.opens, refused)
@@ -109,6 +110,7 @@ func TestWhatOpensTheBreaker(t *testing.T) {
 			} else {
 				require.NoError(t, err)
 			}
+			require.Equal(t, !tc.opens, c.Answered(), "a request answered since the client was built")
 		})
 	}
 }

@@ -55,6 +55,8 @@ type Client struct {
 	// tripNow makes the breaker's next ReadyToTrip say yes: a refusal
 	// opens it at once instead of after Config's consecutive failures.
 	tripNow atomic.Bool
+	// answered: a call has succeeded since the client was built (Answered).
+	answered atomic.Bool
 
 	// stMu guards what Health reports. It is taken inside the breaker's
 	// state-change callback (under the breaker's lock), so code holding it
@@ -446,6 +448,9 @@ func (c *Client) noteOutcome(err error) {
 		c.refusal = nil
 	}
 	c.stMu.Unlock()
+	if err == nil {
+		c.answered.Store(true)
+	}
 	if re != nil {
 		c.tripNow.Store(true)
 		c.log.Error("the LLM provider refused the call; calls fail fast until it is fixed",

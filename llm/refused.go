@@ -90,6 +90,11 @@ func (c *Client) Refusal() *RefusedError {
 	return c.refusal
 }
 
+// Answered reports whether a call has succeeded since the client was
+// built: what proves, to a replica that did not see a refusal begin, that
+// it is over.
+func (c *Client) Answered() bool { return c.answered.Load() }
+
 // Health is the client's state as an operator should see it.
 type Health struct {
 	State BreakerState

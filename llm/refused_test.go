@@ -77,6 +77,7 @@ func TestModelNotFoundProbes(t *testing.T) {
 		_, err := c.Text(ctx, llm.Request{Prompt: "p"})
 		var re *llm.RefusedError
 		require.ErrorAs(t, err, &re)
+		assert.False(t, c.Answered())
 
 		// Still missing at the probe: open again (the gauge says so
 		// whatever the time: nothing reads the state in between), still
@@ -95,6 +96,7 @@ func TestModelNotFoundProbes(t *testing.T) {
 		out, err := c.Text(ctx, llm.Request{Prompt: "p"})
 		require.NoError(t, err)
 		assert.Equal(t, "hello", out)
+		assert.True(t, c.Answered(), "what ends a refusal another replica told")
 		assert.Equal(t, llm.BreakerClosed, c.Health().State)
 		assert.Empty(t, c.Health().Reason)
 		assert.False(t, port.Open())

@@ -14,10 +14,14 @@ import (
 )
 
 // Notices records a condition once across replicas and writes its notice
-// to the outbox in the same transaction (storage's admin_notices).
+// to the outbox in the same transaction (storage's admin_notices). Each
+// start is a generation: Once returns the open one (a new one if this call
+// told it), End ends only the generation named, and Open finds the one a
+// process before this one told and did not live to end.
 type Notices interface {
-	Once(ctx context.Context, key, text string, tell domain.Render[string]) (bool, error)
-	End(ctx context.Context, key string, tell domain.Render[string]) (bool, error)
+	Once(ctx context.Context, key, text string, tell domain.Render[string]) (gen int64, told bool, err error)
+	End(ctx context.Context, key string, gen int64, tell domain.Render[string]) (bool, error)
+	Open(ctx context.Context, key string) (gen int64, ok bool, err error)
 }
 
 // Deps is what every watch needs.
@@ -40,8 +44,11 @@ type Watch struct {
 	reason func() (reason, extra string)
 	// over says the end is certain (the LLM: its breaker closed, not
 	// merely probing).
-	over   func() bool
-	notice func(reason, extra string) []domain.Message
+	over func() bool
+	// answered says this replica's client has had an answer since it
+	// started: the proof of an end it did not see begin (nil: none needed).
+	answered func() bool
+	notice   func(reason, extra string) []domain.Message
 	// ended, if set, runs once the end is told.
 	ended func()
 	// every is how often the state is read (0: pollEvery).
@@ -52,6 +59,13 @@ type Watch struct {
 const pollEvery = 5 * time.Second
 
 // Run polls the service's state until ctx ends.
+//
+// The replica joins the outage its client shows (gen), telling it if no
+// replica has; it tells the end when its client shows the end, of that
+// generation only. So a replica whose breaker is still open when another
+// told the end does not tell the outage anew. A notice left open by a
+// process that died is joined at start and ended once this replica's
+// client has answered.
 func (w *Watch) Run(ctx context.Context) {
 	if w.start != nil {
 		w.start(ctx)
@@ -62,18 +76,43 @@ func (w *Watch) Run(ctx context.Context) {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	refused := false
+	var (
+		gen       int64 // the told outage this replica is in; 0: none
+		refused   bool  // this replica's client refuses (logged once)
+		inherited bool  // gen was left open by another process: end it on an answer
+		looked    bool  // whether an open notice was looked for
+	)
 	for {
+		if !looked {
+			g, ok, err := w.deps.Notices.Open(ctx, w.key)
+			switch {
+			case err != nil:
+				if ctx.Err() == nil {
+					w.deps.Log.Warn("read the admin chat's open notice", "notice", w.key, "err", err)
+				}
+			case ok && gen == 0:
+				gen, inherited = g, true
+				looked = true
+			default:
+				looked = true
+			}
+		}
 		reason, extra := w.reason()
 		switch {
 		case reason != "":
 			if !refused {
 				w.deps.Log.Error(w.what, "reason", reason)
 			}
-			refused = true
-			w.tell(ctx, reason, extra)
-		case refused && w.over():
-			refused = !w.tellEnd(ctx)
+			refused, inherited = true, false
+			if gen == 0 {
+				gen = w.tell(ctx, reason, extra)
+			}
+		case gen != 0 && w.over() && (!inherited || w.answered == nil || w.answered()):
+			if w.tellEnd(ctx, gen) {
+				gen, refused, inherited = 0, false, false
+			}
+		case gen == 0 && refused && w.over():
+			refused = false // never recorded, so nobody was told of it
 		}
 		select {
 		case <-ctx.Done():
@@ -83,19 +122,25 @@ func (w *Watch) Run(ctx context.Context) {
 	}
 }
 
-// tell records the outage, telling the admin chat if no replica has yet.
-func (w *Watch) tell(ctx context.Context, reason, extra string) {
-	if _, err := w.deps.Notices.Once(ctx, w.key, reason, domain.Fixed[string](w.notice(reason, extra)...)); err != nil && ctx.Err() == nil {
-		w.deps.Log.Warn("tell the admin chat", "notice", w.key, "err", err)
-	} else {
-		w.deps.Wake()
+// tell records the outage, telling the admin chat if no replica has yet:
+// the generation it joined, 0 if it could not be recorded (tried again
+// at the next poll).
+func (w *Watch) tell(ctx context.Context, reason, extra string) int64 {
+	gen, _, err := w.deps.Notices.Once(ctx, w.key, reason, domain.Fixed[string](w.notice(reason, extra)...))
+	if err != nil {
+		if ctx.Err() == nil {
+			w.deps.Log.Warn("tell the admin chat", "notice", w.key, "err", err)
+		}
+		return 0
 	}
+	w.deps.Wake()
+	return gen
 }
 
-// tellEnd tells the admin chat the outage is over, once across replicas;
-// whether that is recorded.
-func (w *Watch) tellEnd(ctx context.Context) bool {
-	if _, err := w.deps.Notices.End(ctx, w.key, domain.Fixed[string](w.notice("", "")...)); err != nil {
+// tellEnd tells the admin chat the outage gen is over, once across
+// replicas; whether that is recorded.
+func (w *Watch) tellEnd(ctx context.Context, gen int64) bool {
+	if _, err := w.deps.Notices.End(ctx, w.key, gen, domain.Fixed[string](w.notice("", "")...)); err != nil {
 		if ctx.Err() == nil {
 			w.deps.Log.Warn("tell the admin chat it is over", "notice", w.key, "err", err)
 		}

@@ -2,112 +2,278 @@ package outage
 
 import (
 	"context"
+	"errors"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
+	"switchboard/storage"
+	"switchboard/storage/storagetest"
 )
 
-// notices is admin_notices in memory: a key is told once until it ends.
-type notices struct {
-	mu   sync.Mutex
-	open map[string]bool
-	told []string // "start: reason" and "end", in order
-	fail bool
+// adminChat is where the notices go in these tests.
+const adminChat = -100
+
+// flaky is the real admin_notices with a switch that makes every call fail
+// as an unreachable database would.
+type flaky struct {
+	*storage.Notices
+	down atomic.Bool
 }
 
-func (n *notices) Once(_ context.Context, key, text string, _ domain.Render[string]) (bool, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.fail {
-		return false, context.DeadlineExceeded
+var errDown = errors.New("database unreachable")
+
+func (f *flaky) Once(ctx context.Context, key, text string, tell domain.Render[string]) (int64, bool, error) {
+	if f.down.Load() {
+		return 0, false, errDown
 	}
-	if n.open[key] {
-		return false, nil
-	}
-	n.open[key] = true
-	n.told = append(n.told, "start: "+text)
-	return true, nil
+	return f.Notices.Once(ctx, key, text, tell)
 }
 
-func (n *notices) End(_ context.Context, key string, _ domain.Render[string]) (bool, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.fail {
-		return false, context.DeadlineExceeded
+func (f *flaky) End(ctx context.Context, key string, gen int64, tell domain.Render[string]) (bool, error) {
+	if f.down.Load() {
+		return false, errDown
 	}
-	if !n.open[key] {
-		return false, nil
-	}
-	delete(n.open, key)
-	n.told = append(n.told, "end")
-	return true, nil
+	return f.Notices.End(ctx, key, gen, tell)
 }
 
-func (n *notices) list() []string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return append([]string(nil), n.told...)
+func (f *flaky) Open(ctx context.Context, key string) (int64, bool, error) {
+	if f.down.Load() {
+		return 0, false, errDown
+	}
+	return f.Notices.Open(ctx, key)
 }
 
-// The admin chat hears a refusal once however long it lasts, its end once
-// the end is certain, and the outbox is woken for each; ended runs then.
-func TestWatchTellsStartAndEndOnce(t *testing.T) {
-	t.Parallel()
-	n := &notices{open: map[string]bool{}}
-	var reason atomic.Value
-	reason.Store("")
-	var over, wakes, ended, polls atomic.Int32
-	// afterPolls waits until the watch has read the state n more times.
-	afterPolls := func(n int32) {
-		from := polls.Load()
-		require.Eventually(t, func() bool { return polls.Load() >= from+n }, 5*time.Second, time.Millisecond)
-	}
+// replica is one replica's watch of one service: its client's state is
+// what the test sets.
+type replica struct {
+	reason   atomic.Value // string: why the client refuses, "" while it does not
+	over     atomic.Bool  // the client's breaker is closed
+	answered atomic.Bool  // the client has had an answer since start
+	polls    atomic.Int32
+	ended    atomic.Int32
+	stop     func()
+}
+
+// afterPolls waits until r's watch has read its client n more times.
+func (r *replica) afterPolls(t *testing.T, n int32) {
+	t.Helper()
+	from := r.polls.Load()
+	require.Eventually(t, func() bool { return r.polls.Load() >= from+n }, 30*time.Second, time.Millisecond)
+}
+
+type fixture struct {
+	notices *flaky
+	pool    *pgxpool.Pool
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	st := storagetest.New(t)
+	return &fixture{notices: &flaky{Notices: st.Notices()}, pool: st.Pool()}
+}
+
+// start runs a watch over f's notices until the test ends or stop is
+// called, as one replica does.
+func (f *fixture) start(t *testing.T, reason string) *replica {
+	t.Helper()
+	r := &replica{}
+	r.reason.Store(reason)
 	w := &Watch{
-		deps: Deps{Notices: n, Wake: func() { wakes.Add(1) }, Log: slog.New(slog.DiscardHandler)},
+		deps: Deps{Notices: f.notices, Wake: func() {}, Log: slog.New(slog.DiscardHandler)},
 		key:  "k", what: "refused", back: "back",
-		reason: func() (string, string) { polls.Add(1); return reason.Load().(string), "" },
-		over:   func() bool { return over.Load() == 1 },
-		notice: func(string, string) []domain.Message { return nil },
-		ended:  func() { ended.Add(1) },
-		every:  5 * time.Millisecond,
+		reason: func() (string, string) {
+			r.polls.Add(1)
+			return r.reason.Load().(string), ""
+		},
+		over:     r.over.Load,
+		answered: r.answered.Load,
+		notice: func(reason, _ string) []domain.Message {
+			text := "end"
+			if reason != "" {
+				text = "start: " + reason
+			}
+			return []domain.Message{{ChatID: adminChat, Kind: domain.KindNote, Text: text}}
+		},
+		ended: func() { r.ended.Add(1) },
+		every: 5 * time.Millisecond,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	reason.Store("key refused")
-	require.Eventually(t, func() bool { return wakes.Load() >= 3 }, 5*time.Second, time.Millisecond)
-	require.Equal(t, []string{"start: key refused"}, n.list(), "told once, however many polls see it")
-
-	reason.Store("")
-	afterPolls(3) // probing, not yet over
-	require.Equal(t, []string{"start: key refused"}, n.list(), "no end while it is not certain")
-	over.Store(1)
-	require.Eventually(t, func() bool { return ended.Load() == 1 }, 5*time.Second, time.Millisecond)
-	require.Equal(t, []string{"start: key refused", "end"}, n.list())
-	afterPolls(3)
-	require.EqualValues(t, 1, ended.Load(), "the end is told once")
+	r.stop = func() { cancel(); <-done }
+	t.Cleanup(r.stop)
+	return r
 }
 
-// An end the store could not record is told again at the next poll.
-func TestWatchRetriesAnEndNotRecorded(t *testing.T) {
+// told is what the admin chat was sent, in order.
+func (f *fixture) told(t *testing.T) []string {
+	t.Helper()
+	var texts []string
+	require.NoError(t, f.pool.QueryRow(context.Background(),
+		`SELECT coalesce(array_agg(body->>'text' ORDER BY id), '{}') FROM outbox WHERE chat_id = $1`, adminChat).Scan(&texts))
+	return texts
+}
+
+// waitTold waits until the admin chat was sent want.
+func (f *fixture) waitTold(t *testing.T, want ...string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(f.told(t)) >= len(want) }, 30*time.Second, time.Millisecond)
+	require.Equal(t, want, f.told(t))
+}
+
+// The admin chat hears a refusal once however long it lasts, its end once
+// the end is certain; ended runs then, once.
+func TestWatchTellsStartAndEndOnce(t *testing.T) {
 	t.Parallel()
-	n := &notices{open: map[string]bool{"k": true}, fail: true}
-	w := &Watch{
-		deps: Deps{Notices: n, Wake: func() {}, Log: slog.New(slog.DiscardHandler)},
-		key:  "k", notice: func(string, string) []domain.Message { return nil },
-	}
-	require.False(t, w.tellEnd(context.Background()))
-	n.mu.Lock()
-	n.fail = false
-	n.mu.Unlock()
-	require.True(t, w.tellEnd(context.Background()))
-	require.Equal(t, []string{"end"}, n.list())
+	f := setup(t)
+	r := f.start(t, "key refused")
+	f.waitTold(t, "start: key refused")
+	r.afterPolls(t, 3)
+	require.Equal(t, []string{"start: key refused"}, f.told(t), "told once, however many polls see it")
+
+	r.reason.Store("")
+	r.afterPolls(t, 3) // probing, not yet over
+	require.Equal(t, []string{"start: key refused"}, f.told(t), "no end while it is not certain")
+	r.over.Store(true)
+	f.waitTold(t, "start: key refused", "end")
+	r.afterPolls(t, 3)
+	require.EqualValues(t, 1, r.ended.Load(), "the end is told once")
+	require.Equal(t, []string{"start: key refused", "end"}, f.told(t))
+
+	r.reason.Store("model missing")
+	f.waitTold(t, "start: key refused", "end", "start: model missing")
+}
+
+// A start or an end the store could not record is tried again at the next
+// poll, and told once it is.
+func TestWatchRetriesWhatWasNotRecorded(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.notices.down.Store(true)
+	r := f.start(t, "key refused")
+	r.afterPolls(t, 3)
+	require.Empty(t, f.told(t))
+	f.notices.down.Store(false)
+	f.waitTold(t, "start: key refused")
+
+	f.notices.down.Store(true)
+	r.reason.Store("")
+	r.over.Store(true)
+	r.afterPolls(t, 3)
+	require.Equal(t, []string{"start: key refused"}, f.told(t))
+	require.Zero(t, r.ended.Load())
+	f.notices.down.Store(false)
+	f.waitTold(t, "start: key refused", "end")
+}
+
+// A refusal seen only while the store was down, and over before it came
+// back, is told neither as a start nor as an end.
+func TestWatchForgetsARefusalNeverRecorded(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.notices.down.Store(true)
+	r := f.start(t, "key refused")
+	r.afterPolls(t, 3)
+	r.reason.Store("")
+	r.over.Store(true)
+	r.afterPolls(t, 3)
+	f.notices.down.Store(false)
+	r.afterPolls(t, 3)
+	require.Empty(t, f.told(t))
+	require.Zero(t, r.ended.Load())
+}
+
+// The replica that told an outage dies; the one started in its place has
+// a client that has not been refused. It tells the end once its client has
+// answered — not before, since an unused client proves nothing — and the
+// next outage is told as one.
+func TestWatchEndsAnOutageADeadReplicaTold(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	dead := f.start(t, "key refused")
+	f.waitTold(t, "start: key refused")
+	dead.stop()
+
+	r := f.start(t, "")
+	r.over.Store(true)
+	r.afterPolls(t, 5)
+	require.Equal(t, []string{"start: key refused"}, f.told(t), "no end before the client answered")
+	r.answered.Store(true)
+	f.waitTold(t, "start: key refused", "end")
+
+	r.reason.Store("model missing")
+	f.waitTold(t, "start: key refused", "end", "start: model missing")
+}
+
+// A replica started while the outage goes on joins it: its own refusal is
+// not told again, and it tells the end when its breaker closes.
+func TestWatchJoinsAnOutageADeadReplicaTold(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	dead := f.start(t, "key refused")
+	f.waitTold(t, "start: key refused")
+	dead.stop()
+
+	r := f.start(t, "key refused")
+	r.afterPolls(t, 5)
+	require.Equal(t, []string{"start: key refused"}, f.told(t))
+	r.reason.Store("")
+	r.over.Store(true)
+	f.waitTold(t, "start: key refused", "end")
+}
+
+// Two replicas see one outage: it is told once. The first whose client
+// answers tells the end; the other, whose breaker is still open a while,
+// neither tells the outage again nor its end.
+func TestWatchOneOutageTwoReplicas(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	a, b := f.start(t, "key refused"), f.start(t, "key refused")
+	f.waitTold(t, "start: key refused")
+	a.afterPolls(t, 3)
+	b.afterPolls(t, 3)
+
+	a.reason.Store("")
+	a.over.Store(true)
+	f.waitTold(t, "start: key refused", "end")
+	b.afterPolls(t, 5) // still refused on b
+	b.reason.Store("")
+	b.over.Store(true)
+	b.afterPolls(t, 5)
+	require.Equal(t, []string{"start: key refused", "end"}, f.told(t))
+
+	// A later outage is a new one, whichever replica sees it.
+	b.reason.Store("model missing")
+	f.waitTold(t, "start: key refused", "end", "start: model missing")
+}
+
+// A replica still in an old outage when a new one is told does not end
+// the new one when its own old one ends: the replica in the new one does.
+func TestWatchEndsOnlyTheOutageItSaw(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	a, b := f.start(t, "key refused"), f.start(t, "key refused")
+	f.waitTold(t, "start: key refused")
+	a.afterPolls(t, 3)
+	b.afterPolls(t, 3)
+	a.reason.Store("")
+	a.over.Store(true)
+	f.waitTold(t, "start: key refused", "end")
+	a.afterPolls(t, 3)
+	a.reason.Store("model missing")
+	f.waitTold(t, "start: key refused", "end", "start: model missing")
+
+	b.reason.Store("")
+	b.over.Store(true)
+	b.afterPolls(t, 5)
+	require.Equal(t, []string{"start: key refused", "end", "start: model missing"}, f.told(t),
+		"b's outage was ended already; a's goes on")
+	a.reason.Store("")
+	f.waitTold(t, "start: key refused", "end", "start: model missing", "end")
 }

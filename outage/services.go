@@ -19,7 +19,9 @@ const HHKey = "hh_refused"
 // (logging the fix for each), then follows this replica's LLM client: when
 // a refusal (model not found, 401/403) opens its breaker the admin chat is
 // told, and when this replica's calls succeed again after a refusal it
-// saw, the end is told. notice renders either (reason "": the end).
+// saw, the end is told; a refusal a replica that died told ends with this
+// replica's first call that succeeds. notice renders either (reason "":
+// the end).
 func LLM(d Deps, c *llm.Client, notice func(reason string) []domain.Message) *Watch {
 	return &Watch{
 		deps: d, key: LLMKey, what: "the LLM refuses the model or key; work waits", back: "the LLM answers again",
@@ -30,8 +32,9 @@ func LLM(d Deps, c *llm.Client, notice func(reason string) []domain.Message) *Wa
 			}
 			return "", ""
 		},
-		over:   func() bool { return c.BreakerState() == llm.BreakerClosed },
-		notice: func(reason, _ string) []domain.Message { return notice(reason) },
+		over:     func() bool { return c.BreakerState() == llm.BreakerClosed },
+		answered: c.Answered,
+		notice:   func(reason, _ string) []domain.Message { return notice(reason) },
 	}
 }
 
@@ -52,7 +55,8 @@ func checkModels(ctx context.Context, d Deps, c *llm.Client) {
 
 // HH follows this replica's HH breaker: when HH blocks us (captcha,
 // forbidden, 429) the admin chat is told, with the captcha's URL and how
-// to be let in for good, and once when HH answers again; then ended runs
+// to be let in for good, and once when HH answers again (a block a replica
+// that died told: when HH answers this one); then ended runs
 // (vacancy work that waited for HH goes on now, not at the next sweep).
 func HH(d Deps, c *hh.Client, notice func(reason, captcha string) []domain.Message, ended func()) *Watch {
 	return &Watch{
@@ -63,8 +67,9 @@ func HH(d Deps, c *hh.Client, notice func(reason, captcha string) []domain.Messa
 			}
 			return "", ""
 		},
-		over:   func() bool { return true },
-		notice: notice,
-		ended:  ended,
+		over:     func() bool { return true },
+		answered: c.Answered,
+		notice:   notice,
+		ended:    ended,
 	}
 }

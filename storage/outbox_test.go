@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
@@ -346,36 +349,72 @@ func TestOutboxMerge(t *testing.T) {
 	require.Equal(t, long+"\n5", head.Text)
 }
 
-// A notice is told once however many replicas notice it, and so is its end.
+// A notice is told once however many replicas notice it, and so is its
+// end; each start is a generation, and an end names the one it ends.
 func TestNoticeOnce(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	st, ctx := f.st, f.ctx
 	told := 0
 	for range 3 {
-		ok, err := st.Notices().Once(ctx, "llm_refused", "model missing", domain.Fixed[string](msg(-5, "LLM refused")))
+		gen, ok, err := st.Notices().Once(ctx, "llm_refused", "model missing", domain.Fixed[string](msg(-5, "LLM refused")))
 		require.NoError(t, err)
+		require.EqualValues(t, 1, gen)
 		if ok {
 			told++
 		}
 	}
 	require.Equal(t, 1, told)
-	text, ok, err := st.Notices().Text(ctx, "llm_refused")
+	gen, ok, err := st.Notices().Open(ctx, "llm_refused")
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Equal(t, "model missing", text)
+	require.EqualValues(t, 1, gen)
+	ok, err = st.Notices().End(ctx, "llm_refused", 2, domain.Fixed[string](msg(-5, "LLM back")))
+	require.NoError(t, err)
+	require.False(t, ok, "the end of a later start than the one open")
 	ended := 0
 	for range 2 {
-		ok, err := st.Notices().End(ctx, "llm_refused", domain.Fixed[string](msg(-5, "LLM back")))
+		ok, err := st.Notices().End(ctx, "llm_refused", 1, domain.Fixed[string](msg(-5, "LLM back")))
 		require.NoError(t, err)
 		if ok {
 			ended++
 		}
 	}
 	require.Equal(t, 1, ended)
+	_, ok, err = st.Notices().Open(ctx, "llm_refused")
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	gen, ok, err = st.Notices().Once(ctx, "llm_refused", "key refused", domain.Fixed[string](msg(-5, "LLM refused again")))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.EqualValues(t, 2, gen)
+	ok, err = st.Notices().End(ctx, "llm_refused", 0, domain.Fixed[string](msg(-5, "LLM back again")))
+	require.NoError(t, err)
+	require.True(t, ok, "0 ends whichever start is open")
 	var texts []string
 	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT array_agg(body->>'text' ORDER BY id) FROM outbox`).Scan(&texts))
-	require.Equal(t, []string{"LLM refused", "LLM back"}, texts)
+	require.Equal(t, []string{"LLM refused", "LLM back", "LLM refused again", "LLM back again"}, texts)
+}
+
+// Replicas that first notice a condition at the same moment tell it once.
+func TestNoticeOnceRacing(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	st, ctx := f.st, f.ctx
+	var told atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			_, ok, err := st.Notices().Once(ctx, "hh_refused", "captcha", domain.Fixed[string](msg(-5, "HH refused")))
+			assert.NoError(t, err)
+			if ok {
+				told.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, 1, told.Load())
 }
 
 // A message with an origin is written once: a handler's replies run again
