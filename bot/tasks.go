@@ -115,7 +115,7 @@ func (u *tasksUI) tracker(r *Request) error {
 	fields = append(fields, "", "")
 	d, err := tasks.ParseDestination(fields[1], fields[2], fields[3])
 	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
-		return r.Reply(r.InputText(ie, clip(ie.Arg(), maxEcho))+"\n\n"+r.T("tracker.usage"), nil)
+		return r.Reply(r.InputText(ie, locales.HTML(clip(ie.Arg(), maxEcho)))+"\n\n"+r.T("tracker.usage"), nil)
 	}
 	if err != nil {
 		return err
