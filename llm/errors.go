@@ -12,6 +12,9 @@ import (
 
 	"github.com/tmc/langchaingo/llms/ollama"
 	"github.com/tmc/langchaingo/llms/openai"
+
+	"switchboard/domain"
+	"switchboard/internal/clip"
 )
 
 // Sentinel errors; test with errors.Is.
@@ -197,3 +200,9 @@ func (t observingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
+
+// serverSaid is what a provider's error says, as errors carry it: clipped
+// to n, and with what PostgreSQL cannot hold (a NUL, bytes that are not
+// UTF-8) made U+FFFD, since the error text is stored (a run's failure, an
+// admin notice) and a write refused for it would be retried for ever.
+func serverSaid(s string, n int) string { return domain.CleanText(clip.Clip(s, n)) }

@@ -11,8 +11,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-
-	"switchboard/internal/clip"
 )
 
 // ollamaChat is the chat model for Ollama: one non-streaming POST
@@ -145,13 +143,13 @@ func ollamaAnswer(status int, raw []byte) (chatAnswer, error) {
 		if decodeErr != nil || msg == "" {
 			msg = strings.TrimSpace(string(raw))
 		}
-		return chatAnswer{}, fmt.Errorf("ollama HTTP %d: %s", status, clip.Clip(msg, 300))
+		return chatAnswer{}, fmt.Errorf("ollama HTTP %d: %s", status, serverSaid(msg, 300))
 	}
 	if decodeErr != nil {
 		return chatAnswer{}, fmt.Errorf("ollama answer: %w", decodeErr)
 	}
 	if out.Error != "" {
-		return chatAnswer{}, errors.New("ollama: " + clip.Clip(out.Error, 300))
+		return chatAnswer{}, errors.New("ollama: " + serverSaid(out.Error, 300))
 	}
 	if out.Message == nil {
 		return chatAnswer{}, ErrEmpty
@@ -185,7 +183,7 @@ func (o *ollamaChat) stream(ctx context.Context, req ollamaRequest, onDelta func
 			return false, fmt.Errorf("ollama stream: %w", err)
 		}
 		if part.Error != "" {
-			return false, errors.New("ollama: " + clip.Clip(part.Error, 300))
+			return false, errors.New("ollama: " + serverSaid(part.Error, 300))
 		}
 		if part.Message != nil {
 			thinking.WriteString(part.Message.Thinking)

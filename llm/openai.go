@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
-
-	"switchboard/internal/clip"
 )
 
 // openaiChat is the chat model for OpenAI-compatible servers: one
@@ -141,7 +139,7 @@ func (o *openaiChat) chat(ctx context.Context, r chatRequest) (chatAnswer, error
 		if err == nil && status != http.StatusBadRequest {
 			if !o.noSchema.Swap(true) {
 				o.log.Warn("the OpenAI-compatible server refused response_format json_schema; JSON calls use json_object from now on",
-					slog.String("server_said", clip.Clip(openaiErrorText(first), 300)))
+					slog.String("server_said", serverSaid(openaiErrorText(first), 300)))
 			}
 		}
 	}
@@ -151,13 +149,13 @@ func (o *openaiChat) chat(ctx context.Context, r chatRequest) (chatAnswer, error
 	var out openaiResponse
 	decodeErr := json.Unmarshal(raw, &out)
 	if status >= http.StatusBadRequest {
-		return chatAnswer{}, fmt.Errorf("openai HTTP %d: %s", status, clip.Clip(openaiErrorText(raw), 300))
+		return chatAnswer{}, fmt.Errorf("openai HTTP %d: %s", status, serverSaid(openaiErrorText(raw), 300))
 	}
 	if decodeErr != nil {
 		return chatAnswer{}, fmt.Errorf("openai answer: %w", decodeErr)
 	}
 	if out.Error != nil {
-		return chatAnswer{}, fmt.Errorf("openai: %s", clip.Clip(out.Error.Message, 300))
+		return chatAnswer{}, fmt.Errorf("openai: %s", serverSaid(out.Error.Message, 300))
 	}
 	if len(out.Choices) == 0 {
 		return chatAnswer{}, ErrEmpty
@@ -204,7 +202,7 @@ func (o *openaiChat) stream(ctx context.Context, req openaiRequest, onDelta func
 			return false, fmt.Errorf("openai stream: %w", err)
 		}
 		if c.Error != nil {
-			return false, fmt.Errorf("openai: %s", clip.Clip(c.Error.Message, 300))
+			return false, fmt.Errorf("openai: %s", serverSaid(c.Error.Message, 300))
 		}
 		if c.Usage != nil {
 			a.promptTokens, a.completionTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
@@ -226,7 +224,7 @@ func (o *openaiChat) stream(ctx context.Context, req openaiRequest, onDelta func
 	case err != nil:
 		return chatAnswer{}, err
 	case status >= http.StatusBadRequest:
-		return chatAnswer{}, fmt.Errorf("openai HTTP %d: %s", status, clip.Clip(openaiErrorText(raw), 300))
+		return chatAnswer{}, fmt.Errorf("openai HTTP %d: %s", status, serverSaid(openaiErrorText(raw), 300))
 	case !done && !finished:
 		return chatAnswer{}, fmt.Errorf("openai stream ended before its finish: %w", io.ErrUnexpectedEOF)
 	}

@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"switchboard/internal/clip"
 )
 
 // ErrRefused: the provider refused the call in a way no retry fixes (HTTP
@@ -48,7 +46,7 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 // refusalFor builds the RefusedError for a 401/403/404, with the fix for
 // this provider.
 func refusalFor(provider string, status int, model, said string) *RefusedError {
-	e := &RefusedError{Status: status, Model: model, said: clip.Clip(said, 200)}
+	e := &RefusedError{Status: status, Model: model, said: serverSaid(said, 200)}
 	switch {
 	case status == http.StatusUnauthorized:
 		e.Reason = "401: check LLM_API_KEY"
@@ -236,7 +234,7 @@ func (c *Client) servedModels(ctx context.Context) ([]string, error) {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return nil, refusalFor(c.cfg.Provider, resp.StatusCode, c.cfg.Model, openaiErrorText(raw))
 	case resp.StatusCode >= 400:
-		return nil, fmt.Errorf("model listing %s: HTTP %d: %s", endpoint, resp.StatusCode, clip.Clip(strings.TrimSpace(string(raw)), 200))
+		return nil, fmt.Errorf("model listing %s: HTTP %d: %s", endpoint, resp.StatusCode, serverSaid(strings.TrimSpace(string(raw)), 200))
 	}
 	var list struct {
 		Models []struct {

@@ -315,6 +315,24 @@ func (s *PipelineRuns) Step(ctx context.Context, id int64, st memory.Step) (bool
 	return n == 1, nil
 }
 
+// GiveBack returns a run captured in from to the status before it, its
+// claim lapsed, counting the return in attempts as Reap does: a stage
+// whose result is refused however often it is saved ends FAILED after
+// MaxReaps returns (the service's check) instead of being worked again
+// for ever.
+func (s *PipelineRuns) GiveBack(ctx context.Context, id int64, from memory.Status) (bool, error) {
+	to, ok := memory.Before(from)
+	if !ok {
+		return false, fmt.Errorf("give run %d back: %s is no stage", id, from)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE pipeline_runs SET status = $3, attempts = attempts + 1, claimed_until = now(), updated_at = now()
+WHERE id = $1 AND status = $2`, id, from, to)
+	if err != nil {
+		return false, fmt.Errorf("give run %d back from %s: %w", id, from, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // ClaimFinished claims a COMPLETED or FAILED run that still has to be
 // delivered, or archived, so only one orchestrator does it.
 func (s *PipelineRuns) ClaimFinished(ctx context.Context, id int64, lease time.Duration, claimer string) (memory.PipelineRun, bool, error) {

@@ -33,7 +33,8 @@
 // new one, a stage handed back, the reaper's returns) are looked at. A sweep
 // after every (re)connect and on a timer is the guarantee. A run whose orchestrator died
 // mid-stage is returned by the reaper to the status before it, at most
-// MaxReaps times, then FAILED. A user's runs go strictly one after another:
+// MaxReaps times, then FAILED; a stage whose result could not be saved is
+// given back and counted the same way. A user's runs go strictly one after another:
 // the capture of NEW waits until every earlier run of that user is archived
 // or failed.
 //

@@ -139,6 +139,9 @@ const refusedWait = 5 * time.Second
 
 func (s *Service) stage(ctx context.Context, r PipelineRun, rc Recall, name string,
 	fn func(context.Context, PipelineRun, Recall) (Change, error)) (PipelineRun, bool) {
+	if r.Attempts > s.cfg.MaxReaps {
+		return s.fail(ctx, r, name, fmt.Errorf("%w: given back %d times", errNotSaved, r.Attempts))
+	}
 	start := s.deps.Clock.Now()
 	ch, err := fn(ctx, r, rc)
 	s.m.stage.WithLabelValues(name).Observe(s.deps.Clock.Since(start).Seconds())
@@ -191,6 +194,10 @@ func (s *Service) stage(ctx context.Context, r PipelineRun, rc Recall, name stri
 	return moved, true
 }
 
+// errNotSaved is a failure whose own text could not be stored, or a stage
+// given back more often than MaxReaps after its result was refused.
+var errNotSaved = errors.New("the result could not be saved")
+
 // saveRetries are the waits between attempts to save a result the
 // database refused, as River retries a job's completion (1, 2, 4 s): a
 // blink — a restart, a failover — is over by then; a longer outage gives
@@ -229,7 +236,9 @@ func (s *Service) wait(ctx context.Context, d time.Duration) bool {
 }
 
 // giveBack returns a captured stage to the status before it once the
-// database answers: tried with backoff (1 s doubling to 10 s) until the
+// database answers, counted in its attempts (stage fails a run given back
+// more than MaxReaps times, so a result refused for what it holds is not
+// computed again for ever): tried with backoff (1 s doubling to 10 s) until the
 // lease we hold would have lapsed anyway (then it is the reaper's), and
 // once more if ctx ends. The move names the stage's status, so a run the
 // reaper took meanwhile is left alone. The run is then looked at again
@@ -238,7 +247,7 @@ func (s *Service) giveBack(ctx context.Context, r PipelineRun) {
 	deadline := s.deps.Clock.Now().Add(s.cfg.StageLease)
 	for d := time.Second; ; d = min(2*d, 10*time.Second) {
 		rctx, cancel := detached(ctx)
-		_, err := s.deps.Runs.Step(rctx, r.ID, Step{From: r.Status, To: capturing[r.Status]})
+		_, err := s.deps.Runs.GiveBack(rctx, r.ID, r.Status)
 		cancel()
 		if err == nil {
 			s.m.givenBack.Inc()
@@ -272,7 +281,7 @@ func (s *Service) handBack(ctx context.Context, r PipelineRun, what string) {
 // finish, which starts the user's next run.
 func (s *Service) fail(ctx context.Context, r PipelineRun, stage string, cause error) (PipelineRun, bool) {
 	s.m.failed.WithLabelValues(stage).Inc()
-	msg := fmt.Sprintf("%s: %v", stage, cause)
+	msg := domain.CleanText(fmt.Sprintf("%s: %v", stage, cause))
 	if utf8.RuneCountInString(msg) > 1000 {
 		msg = string([]rune(msg)[:1000])
 	}
@@ -280,6 +289,13 @@ func (s *Service) fail(ctx context.Context, r PipelineRun, stage string, cause e
 	st := Step{From: r.Status, To: Failed, Change: Change{ErrorMessage: msg}, Hold: s.cfg.StageLease}
 	st.Tell = domain.Fixed[PipelineRun](s.render(r.apply(st))...)
 	failed, ok, err := s.step(ctx, r, st)
+	if err != nil {
+		// Perhaps refused for what the cause's text holds: the failure
+		// is recorded without it rather than not at all.
+		s.log.Warn("mark run failed; trying without the cause's text", "run", r.ID, "err", err)
+		st.Change.ErrorMessage = stage + ": " + errNotSaved.Error()
+		failed, ok, err = s.step(ctx, r, st)
+	}
 	if err != nil {
 		s.log.Error("mark run failed; giving the stage back", "run", r.ID, "err", err)
 		s.giveBack(ctx, r)

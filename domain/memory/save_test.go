@@ -13,6 +13,7 @@ import (
 
 	"switchboard/domain/memory"
 	"switchboard/llm"
+	"switchboard/llm/llmtest"
 	"switchboard/storage"
 )
 
@@ -78,4 +79,49 @@ func TestAStageSaveTheDatabaseRefusesIsRetriedOrGivenBack(t *testing.T) {
 			require.Len(t, b.queued(t), 2, "the answer queued once")
 		})
 	}
+}
+
+// A model server's error that says what PostgreSQL cannot hold (a NUL)
+// fails the run, recorded and told once, instead of the FAILED step being
+// refused and the stage worked again for ever.
+func TestAProviderErrorPostgreSQLCannotHoldFailsTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.llm.On(llmtest.SystemContains("You prepare the context")).Named("assembler").
+		Fault(llmtest.HTTPErrorSaying(400, "invalid input near \x00 here"))
+	b.script()
+	b.user(t, 1)
+	b.start(t, b.svc)
+	_, got := b.answered(t, 1, "Will this work?", 45*time.Second)
+	require.Equal(t, memory.Failed, got.Status)
+	require.Contains(t, got.ErrorMessage, "invalid input near \uFFFD here")
+	require.Equal(t, 1, b.llm.Calls("assembler"))
+	require.Len(t, b.queued(t), 1, "the user is told once")
+}
+
+// A stage whose result the database refuses however often it is saved is
+// given back MaxReaps times, counted, and then FAILED: the model is not
+// asked again for ever.
+func TestAResultNeverSavedFailsTheRunAfterMaxReaps(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withConfig(memory.Config{Workers: 2, StageLease: time.Hour, Backoff: 10 * time.Millisecond,
+		SweepInterval: time.Hour, MaxReaps: 1}))
+	b.script()
+	b.user(t, 1)
+	runs := &blinkingRuns{PipelineRuns: b.store.PipelineRuns(), fails: 1 << 30}
+	svc, err := memory.NewService(b.cfg, memory.Deps{
+		Runs: runs, Memories: b.store.Memories(), Prompts: b.store.Prompts(), Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat,
+		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
+	})
+	require.NoError(t, err)
+	b.start(t, svc)
+	r := b.submit(t, svc, 1, "How do I learn Go?")
+	// Two passes of the save's retries (7 s each), far below the lease.
+	b.waitArchived(t, 1, 60*time.Second)
+	got := b.run(t, r.ID)
+	require.Equal(t, memory.Failed, got.Status)
+	require.Equal(t, 2, got.Attempts, "each give-back counted")
+	require.Contains(t, got.ErrorMessage, "the result could not be saved")
+	require.Equal(t, 2, b.llm.Calls("analyzer"), "asked once a pass, two passes")
+	require.Len(t, b.queued(t), 1, "the user is told once")
 }

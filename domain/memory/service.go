@@ -213,6 +213,10 @@ type Runs interface {
 	Capture(ctx context.Context, id int64, from, to Status, lease time.Duration, claimer string, recall RecallSize) (PipelineRun, Recall, bool, error)
 	// Step applies st; false if the run was not in st.From.
 	Step(ctx context.Context, id int64, st Step) (bool, error)
+	// GiveBack returns a run captured in from to the status before it,
+	// counting the return in Attempts as Reap does; false if the run was
+	// not in from.
+	GiveBack(ctx context.Context, id int64, from Status) (bool, error)
 	// Get reads a run as it is now.
 	Get(ctx context.Context, id int64) (PipelineRun, error)
 	ClaimFinished(ctx context.Context, id int64, lease time.Duration, claimer string) (PipelineRun, bool, error)

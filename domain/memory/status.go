@@ -40,6 +40,14 @@ var transitions = domain.NewTransitions(ErrIllegalTransition, "", map[Status][]S
 // from, where the reaper returns it.
 var capturing = map[Status]Status{Analyzing: New, Assembling: Analyzed, Responding: Ready}
 
+// Before is the status a stage at work returns to when it is given back
+// (a stop, a result not saved, the reaper); false for a status that is no
+// stage.
+func Before(stage Status) (Status, bool) {
+	s, ok := capturing[stage]
+	return s, ok
+}
+
 // ErrIllegalTransition is returned for a change the table does not allow.
 var ErrIllegalTransition = errors.New("illegal pipeline status transition")
 

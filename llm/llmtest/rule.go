@@ -122,12 +122,19 @@ type Fault struct {
 	kind       faultKind
 	status     int
 	retryAfter time.Duration
+	message    string // HTTPErrorSaying's; "" for the default
 }
 
 // HTTPError answers with the given status code and the provider's error
 // body shape ({"error":"..."} for Ollama, {"error":{"message",...}} for
 // OpenAI).
 func HTTPError(status int) Fault { return Fault{kind: faultHTTP, status: status} }
+
+// HTTPErrorSaying is HTTPError whose body says message, as a server's
+// error may say anything: a NUL, a stack trace, the prompt back.
+func HTTPErrorSaying(status int, message string) Fault {
+	return Fault{kind: faultHTTP, status: status, message: message}
+}
 
 // ServerError is HTTPError(500).
 func ServerError() Fault { return HTTPError(http.StatusInternalServerError) }

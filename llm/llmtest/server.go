@@ -525,6 +525,9 @@ func noReplyMessage(req *Request) string {
 func errorFor(f Fault, req *Request) (int, string, bool) {
 	switch f.kind {
 	case faultHTTP:
+		if f.message != "" {
+			return f.status, f.message, true
+		}
 		return f.status, fmt.Sprintf("llmtest: injected HTTP %d", f.status), true
 	case faultRateLimit:
 		return http.StatusTooManyRequests, "llmtest: rate limit exceeded, retry later", true
