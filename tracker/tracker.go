@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"switchboard/domain"
 )
 
 // DefaultRetryAfter is how long to wait when a refusal to go faster names
@@ -55,7 +57,9 @@ const maxErrorText = 200
 // says enough when the body cannot be read.
 func ErrorText(body io.Reader) string {
 	raw, _ := io.ReadAll(io.LimitReader(body, 4<<10))
-	return Clip(strings.Join(strings.Fields(string(raw)), " "), maxErrorText)
+	// Cleaned: the text is stored with the push (last_error), and a write
+	// refused for a NUL in it would be retried for ever.
+	return Clip(domain.CleanText(strings.Join(strings.Fields(string(raw)), " ")), maxErrorText)
 }
 
 // Clip shortens s to at most n runes, ending in "…" when it cut.

@@ -92,6 +92,24 @@ func TestALikelyDuplicateWaitsForTheAdmins(t *testing.T) {
 	require.Zero(t, w.review().Proposals[0].Like.Number, "no question once filed")
 }
 
+// An open issue whose title holds what PostgreSQL cannot hold (a NUL) is
+// still a likely duplicate: the push is held with the title cleaned, at
+// the first push, not refused at every push for ever.
+func TestALikelyDuplicateWithANULInItsTitleIsHeld(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.approve(1)
+	var title string
+	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT title FROM analysis_proposals`).Scan(&title))
+	w.gh.AddIssue("acme/app", ghfake.Issue{Title: title + " \x00", Author: "alice"})
+	s := w.service(w.store.Tasks(), time.Minute)
+	require.NoError(t, s.Push(w.ctx))
+	var state, like string
+	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT state, like_title FROM task_pushes`).Scan(&state, &like))
+	require.Equal(t, "held", state)
+	require.Equal(t, title+" \uFFFD", like)
+}
+
 func TestALinkedDuplicateFilesNothing(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"switchboard/domain"
 	"switchboard/domain/tasks"
 	"switchboard/tracker"
 )
@@ -214,9 +215,10 @@ func (c *Client) do(ctx context.Context, method, path string, in any, header htt
 		if err != nil {
 			return fail(resp.StatusCode, "reading the answer", err)
 		}
-		return answer{status: resp.StatusCode, header: resp.Header, body: raw}, nil
+		return answer{status: resp.StatusCode, header: resp.Header, body: clean(raw)}, nil
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	raw = clean(raw)
 	var eb errorBody
 	msg := ""
 	if json.Unmarshal(raw, &eb) == nil && eb.Message != "" {
@@ -227,6 +229,15 @@ func (c *Client) do(ctx context.Context, method, path string, in any, header htt
 	kind := c.classify(resp.StatusCode, resp.Header, msg)
 	e := &Error{Method: method, Path: pathOnly(path), Status: resp.StatusCode, Message: tracker.Clip(msg, 300), Err: kind}
 	return answer{status: resp.StatusCode, header: resp.Header, body: raw}, e
+}
+
+// clean makes an answer what PostgreSQL can hold once decoded (a NUL in
+// an issue's title, bytes that are not UTF-8 from a proxy become U+FFFD):
+// its titles, URLs and messages are stored, and a write refused for what
+// they hold would be retried at every push for ever.
+func clean(raw []byte) []byte {
+	out, _ := domain.CleanJSON(raw)
+	return out
 }
 
 // pathOnly drops the query: an error names the endpoint, and the query

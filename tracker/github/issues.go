@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"switchboard/domain"
 	"switchboard/domain/tasks"
 )
 
@@ -226,5 +227,5 @@ func (c *Client) Issue(ctx context.Context, target string, number int, etag stri
 	if err := json.Unmarshal(a.body, &is); err != nil {
 		return tasks.Filed{}, "", false, &Error{Method: http.MethodGet, Path: path, Status: a.status, Message: "unreadable answer", Err: err}
 	}
-	return is.filed(), a.header.Get("ETag"), false, nil
+	return is.filed(), domain.CleanText(a.header.Get("ETag")), false, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"switchboard/domain"
 	"switchboard/domain/tasks"
 )
 
@@ -94,7 +95,7 @@ func (c *Client) openPage(ctx context.Context, repo string, n int, last openPage
 	if err := json.Unmarshal(a.body, &items); err != nil {
 		return openPage{}, &Error{Method: http.MethodGet, Path: repo + "/issues", Status: a.status, Message: "unreadable answer", Err: err}
 	}
-	page := openPage{etag: a.header.Get("ETag"), next: strings.Contains(a.header.Get("Link"), `rel="next"`)}
+	page := openPage{etag: domain.CleanText(a.header.Get("ETag")), next: strings.Contains(a.header.Get("Link"), `rel="next"`)}
 	for _, is := range items {
 		if is.PullRequest == nil && is.Number > 0 {
 			page.issues = append(page.issues, tasks.Open{Number: is.Number, URL: is.HTMLURL, Title: is.Title})
