@@ -129,12 +129,14 @@ WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, toke
 }
 
 // Retry gives a claimed update back, due again after the backoff,
-// keeping its place at the head of its chat.
+// keeping its place at the head of its chat. why is a handler's error,
+// which may quote what the user or a service sent: cleaned, since a
+// settle refused for it would hold the chat behind the update for good.
 func (in *Inbox) Retry(ctx context.Context, id int64, token string, after time.Duration, why string) (bool, error) {
 	return in.settle(ctx, "retry", `
 UPDATE inbox SET claimed_by = NULL, claim_token = NULL, claimed_until = NULL,
     next_attempt_at = now() + $3 * interval '1 millisecond', last_error = $4
-WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, after.Milliseconds(), why)
+WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, after.Milliseconds(), domain.CleanText(why))
 }
 
 // Failed ends a claimed update for good; its chat's next update
@@ -142,7 +144,7 @@ WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, toke
 func (in *Inbox) Failed(ctx context.Context, id int64, token, why string) (bool, error) {
 	return in.settle(ctx, "fail", `
 UPDATE inbox SET state = 'failed', done_at = now(), claimed_until = NULL, last_error = $3, body = '{}', chat_id = NULL
-WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, why)
+WHERE update_id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, domain.CleanText(why))
 }
 
 func (in *Inbox) settle(ctx context.Context, what, sql string, args ...any) (bool, error) {

@@ -58,9 +58,13 @@ func TestInboxClaimsEachChatsOldestAcrossClaimers(t *testing.T) {
 	ok, err = st.Inbox().Done(ctx, 10, a[0].Token)
 	require.NoError(t, err)
 	require.False(t, ok, "a second done-mark changes nothing")
-	ok, err = st.Inbox().Failed(ctx, 11, b[0].Token, "boom")
+	// The error may quote what PostgreSQL cannot hold: it is kept cleaned.
+	ok, err = st.Inbox().Failed(ctx, 11, b[0].Token, "boom: \x00\xff")
 	require.NoError(t, err)
 	require.True(t, ok)
+	var why string
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT last_error FROM inbox WHERE update_id = 11`).Scan(&why))
+	require.Equal(t, "boom: \uFFFD\uFFFD", why)
 
 	next, err := st.Inbox().Claim(ctx, "b", 10, time.Minute)
 	require.NoError(t, err)
@@ -104,7 +108,7 @@ func TestInboxRetryBacksOffAndKeepsTheChatsOrder(t *testing.T) {
 	require.Equal(t, []int64{1}, ids(c))
 	require.Equal(t, 1, c[0].Attempts)
 
-	ok, err := st.Inbox().Retry(ctx, 1, c[0].Token, time.Hour, "database away")
+	ok, err := st.Inbox().Retry(ctx, 1, c[0].Token, time.Hour, "database away \x00")
 	require.NoError(t, err)
 	require.True(t, ok)
 	c2, err := st.Inbox().Claim(ctx, "a", 10, time.Minute)

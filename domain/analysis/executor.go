@@ -54,9 +54,12 @@ func (s *Service) execute(ctx context.Context, r Run) {
 			return
 		}
 	}
-	e := ErrorLog{Error: err.Error()}
+	// Cleaned: an error may quote what the model or a chat sent, and a
+	// failure refused for a NUL in it would leave the run to the reaper,
+	// its cause lost.
+	e := ErrorLog{Error: domain.CleanText(err.Error())}
 	if se := (*stepError)(nil); errors.As(err, &se) {
-		e = ErrorLog{Step: se.step, Batch: se.batch, Error: se.err.Error()}
+		e = ErrorLog{Step: se.step, Batch: se.batch, Error: domain.CleanText(se.err.Error())}
 	}
 	if ctx.Err() != nil {
 		e = ErrorLog{Step: StepInterrupted, Batch: e.Batch, Error: "stopped by shutdown"}
