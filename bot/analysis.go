@@ -831,16 +831,6 @@ func clipHTML(s string, budget int) string {
 	return Split(s, budget-1)[0] + "…"
 }
 
-// fitMessage keeps a message that is edited in place to one message.
-// Unreachable with the budgets above unless a translation grows absurdly;
-// losing the tail beats losing the buttons.
-func fitMessage(text string) string {
-	if utf16Len(text) > MaxMessageLen {
-		return Split(text, MaxMessageLen)[0]
-	}
-	return text
-}
-
 // --- analysis.Notifier ---------------------------------------------------------
 
 // runEventKeys give every run event posted to the admin chat its line;

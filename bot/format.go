@@ -17,6 +17,18 @@ const MaxMessageLen = 4096
 // Escape makes a user-, LLM- or HH-originated string safe inside Telegram HTML.
 func Escape(s string) string { return html.EscapeString(s) }
 
+// fitMessage keeps a message that is edited in place to one message: the
+// views edited in place are built to fit (their budgets, their pages), and
+// this is the backstop behind them, since Telegram refuses a longer edit
+// outright and the press would seem to do nothing. Losing the tail beats
+// losing the edit and its buttons.
+func fitMessage(text string) string {
+	if utf16Len(text) > MaxMessageLen {
+		return Split(text, MaxMessageLen)[0]
+	}
+	return text
+}
+
 func utf16Len(s string) int {
 	n := 0
 	for _, r := range s {

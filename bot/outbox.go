@@ -47,8 +47,10 @@ func Keyed(chatID int64, kind string, ref int64, key, text string, kb *tele.Repl
 
 // EditOf is an edit of the message key names; ifGone says what to do when
 // that message is gone (domain.IfGoneDrop or domain.IfGoneSend).
+// Its text is cut to one message (fitMessage): Telegram refuses a longer
+// edit, and a refused edit row would leave the message as it was.
 func EditOf(chatID int64, kind string, ref int64, key, text string, kb *tele.ReplyMarkup, ifGone string) domain.Message {
-	return domain.Message{ChatID: chatID, Kind: kind, Ref: ref, Key: key, Edit: true, Text: text, Buttons: Buttons(kb), IfGone: ifGone}
+	return domain.Message{ChatID: chatID, Kind: kind, Ref: ref, Key: key, Edit: true, Text: fitMessage(text), Buttons: Buttons(kb), IfGone: ifGone}
 }
 
 // MessageKey names a workflow's message for later edits ("offer:17").
@@ -230,13 +232,27 @@ func (r *replies) next() string {
 	return strconv.FormatInt(r.update, 10) + "." + strconv.FormatInt(r.n.Add(1), 10)
 }
 
-// editDirect edits a message at once, through the same path.
+// editDirect edits a message at once, through the same path. An edit is
+// one message: a text too long for it is cut (fitEdit) rather than
+// refused by Telegram.
 func (b *Bot) editDirect(ctx context.Context, chatID int64, messageID int, text string, kb *tele.ReplyMarkup) error {
-	m := domain.Message{ChatID: chatID, Kind: domain.KindReply, Edit: true, ReplyTo: messageID, Text: text, Buttons: Buttons(kb)}
+	m := domain.Message{ChatID: chatID, Kind: domain.KindReply, Edit: true, ReplyTo: messageID, Text: b.fitEdit(text), Buttons: Buttons(kb)}
 	if _, err := b.deps.Direct.SendNow(ctx, m); err != nil {
 		return fmt.Errorf("edit message %d: %w", messageID, err)
 	}
 	return nil
+}
+
+// fitEdit is an edit's text cut to one message (fitMessage). Every view
+// edited in place is built to fit, so a cut here is a bug in its budgets:
+// logged, so that it is found, while the user still gets the edit and its
+// buttons.
+func (b *Bot) fitEdit(text string) string {
+	fitted := fitMessage(text)
+	if len(fitted) != len(text) {
+		b.deps.Log.Warn("edit cut to fit one message", "units", utf16Len(text), "limit", MaxMessageLen)
+	}
+	return fitted
 }
 
 // editMarkupDirect replaces a message's buttons at once, its text left as

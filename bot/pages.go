@@ -88,3 +88,56 @@ func pageTurns(r *Request, a Action, page, pages int, prevKey, nextKey string) (
 	}
 	return &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{row}}, nil
 }
+
+// pageLine is what packPages needs of a line of a list: its UTF-16 units
+// and whether it has a button under the message.
+type pageLine struct {
+	units  int
+	button bool
+}
+
+// packPages cuts a list into pages in its order: a page holds at most
+// budget units of lines and at most buttons lines with a button. It is for
+// a list read whole whose lines vary in length, so that a list that fits
+// one message stays one and a long one takes as few pages as fit; the
+// same list always packs the same way, so a page number in a button names
+// the same lines until the list changes. A line longer than budget gets a
+// page of its own (the caller clips lines so none is). The result holds
+// each page's first index and ends with len(lines): page p is
+// lines[starts[p]:starts[p+1]]; an empty list is one empty page.
+func packPages(lines []pageLine, budget, buttons int) []int {
+	starts := []int{0}
+	used, n, pressable := 0, 0, 0
+	for i, l := range lines {
+		full := used+l.units > budget || l.button && pressable == buttons
+		if n > 0 && full {
+			starts = append(starts, i)
+			used, n, pressable = 0, 0, 0
+		}
+		used += l.units
+		n++
+		if l.button {
+			pressable++
+		}
+	}
+	return append(starts, len(lines))
+}
+
+// fairShares divides total units among items wanting wants[i] each, so
+// that the short ones are shown whole and the long ones cut to equal
+// parts of what is left (max-min fairness): one long memory beside four
+// short ones keeps most of its text instead of a fifth of the message.
+func fairShares(wants []int, total int) []int {
+	order := make([]int, len(wants))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return wants[a] - wants[b] })
+	shares := make([]int, len(wants))
+	left := max(total, 0)
+	for k, i := range order {
+		shares[i] = min(wants[i], left/(len(order)-k))
+		left -= shares[i]
+	}
+	return shares
+}

@@ -96,7 +96,7 @@ func (b *Bot) editPressedRich(r *Request, text, rich string, kb *tele.ReplyMarku
 	if !ok {
 		return
 	}
-	m := domain.Message{ChatID: chatID, Kind: domain.KindReply, Edit: true, ReplyTo: msgID, Text: text, Buttons: Buttons(kb)}
+	m := domain.Message{ChatID: chatID, Kind: domain.KindReply, Edit: true, ReplyTo: msgID, Text: b.fitEdit(text), Buttons: Buttons(kb)}
 	if pressed := r.Callback().Message; pressed.Text == "" && pressed.Caption == "" {
 		m.Rich = rich
 	}
