@@ -51,14 +51,16 @@ var (
 // against HH on every fetch, and the list must fit one editable message.
 const MaxSearches = 20
 
-// Button actions of the vacancy workflow; each carries one id.
+// Button actions of the vacancy workflow and the ids each carries.
 var (
-	actionApplied       = NewAction("va", 1) // match id
-	actionNotInterested = NewAction("vn", 1) // match id
-	actionDeleteSearch  = NewAction("sd", 1) // search id
-	actionHideEmployer  = NewAction("vh", 1) // match id: its vacancy's employer
-	actionShowEmployer  = NewAction("ve", 1) // hidden_employers id
-	actionUndo          = NewAction("vu", 1) // match id: its Not interested taken back
+	actionApplied        = NewAction("va", 1) // match id
+	actionNotInterested  = NewAction("vn", 1) // match id
+	actionDeleteSearch   = NewAction("sd", 1) // search id
+	actionHideEmployer   = NewAction("vh", 1) // match id: its vacancy's employer
+	actionShowEmployer   = NewAction("ve", 1) // hidden_employers id; the buttons of /bans before its pages
+	actionShowEmployerOn = NewAction("vk", 2) // hidden_employers id, page of /bans: *Show … again* on a page
+	actionBansPage       = NewAction("vb", 1) // page of /bans
+	actionUndo           = NewAction("vu", 1) // match id: its Not interested taken back
 )
 
 // Budgets, in UTF-16 units of escaped HTML, for the parts of a vacancy
@@ -98,7 +100,9 @@ func (b *Bot) RegisterVacancies(v Vacancies) {
 	b.Handle(Command{Name: "searches", Desc: "cmd.searches", Section: SectionJobs, Handle: replyRendered(u.searchList)})
 	b.Handle(Command{Name: "ban", Desc: "cmd.ban", Section: SectionJobs, Handle: u.ban})
 	b.Handle(Command{Name: "unban", Desc: "cmd.unban", Section: SectionJobs, Handle: u.unban})
-	b.Handle(Command{Name: "bans", Desc: "cmd.bans", Section: SectionJobs, Handle: replyRendered(u.banList)})
+	b.Handle(Command{Name: "bans", Desc: "cmd.bans", Section: SectionJobs, Handle: replyRendered(func(r *Request) (string, *tele.ReplyMarkup, error) {
+		return u.banList(r, 0)
+	})})
 	b.Handle(Command{Name: "vacancies", Desc: "cmd.vacancies", Section: SectionJobs, Handle: u.stats})
 	b.Handle(Command{Name: "skills", Desc: "cmd.skills", Section: SectionJobs, Handle: u.skills})
 	b.Handle(Command{Name: "applications", Desc: "cmd.applications", Section: SectionJobs, Handle: u.replyApplications})
@@ -109,6 +113,8 @@ func (b *Bot) RegisterVacancies(v Vacancies) {
 	b.HandleButton(actionDeleteSearch, u.deleteSearch)
 	b.HandleButton(actionHideEmployer, u.hideEmployer)
 	b.HandleButton(actionShowEmployer, u.showEmployer)
+	b.HandleButton(actionShowEmployerOn, u.showEmployer)
+	b.HandleButton(actionBansPage, u.banPage)
 	b.HandleButton(actionUndo, u.undo)
 	for _, a := range []Action{actionCardStep, actionFollowUpStep, actionListStep} {
 		b.HandleButton(a, u.step(a))
@@ -397,9 +403,27 @@ func (u *vacancyUI) changeBans(r *Request, change func(ctx context.Context, user
 	return r.Reply(r.T(key, locales.Data{"Word": word}), nil)
 }
 
-// banList is /bans: the ban words, then the hidden employers, each with a
-// button that shows it again.
-func (u *vacancyUI) banList(r *Request) (string, *tele.ReplyMarkup, error) {
+// banPageButtons bounds the hidden employers on a page of /bans, each a
+// button row: ten keep the buttons under a thumb, and MaxHiddenEmployers
+// is five pages of them.
+const banPageButtons = 10
+
+// banLine is a line of /bans: a ban word, or a hidden employer with its
+// button.
+type banLine struct {
+	text     string // "\n• …", escaped
+	employer *vacancy.HiddenEmployer
+}
+
+// banList is page page of /bans: the ban words, then the hidden employers,
+// each employer with a button that shows it again, and ◀ ▶ when the list
+// takes more than one message. The button edits the message in place, so
+// a page must be one message: the list is packed into pages by length
+// (packPages), a page past the end (the list shrank) shows the last, and
+// a list that fits one message is one page with no page line. The words
+// are shown whole (MaxBanWordLen keeps each far under a page) since
+// /unban needs them as written; employers are clipped to employerBudget.
+func (u *vacancyUI) banList(r *Request, page int) (string, *tele.ReplyMarkup, error) {
 	words, err := u.v.Bans(r.Ctx, r.User.ID)
 	if err != nil {
 		return "", nil, err
@@ -408,30 +432,85 @@ func (u *vacancyUI) banList(r *Request) (string, *tele.ReplyMarkup, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	var sb strings.Builder
+	lines := make([]banLine, 0, len(words)+len(hidden))
+	for _, w := range words {
+		lines = append(lines, banLine{text: "\n• " + Escape(w)})
+	}
+	for i := range hidden {
+		lines = append(lines, banLine{text: "\n• " + clip(hidden[i].Name, employerBudget), employer: &hidden[i]})
+	}
+	wordsHeader := r.T("bans.header", locales.Data{"Count": len(words)})
 	if len(words) == 0 {
-		sb.WriteString(r.T("bans.empty"))
-	} else {
-		sb.WriteString(r.T("bans.header", locales.Data{"Count": len(words)}))
-		for _, w := range words {
-			sb.WriteString("\n• " + Escape(w))
-		}
+		wordsHeader = r.T("bans.empty")
 	}
-	if len(hidden) == 0 {
-		return sb.String(), nil, nil
+	employersHeader := r.T("bans.employers_header", locales.Data{"Count": len(hidden)})
+	// Room for what a page may hold besides its lines, with the page line
+	// at the most digits its numbers can have.
+	most := len(lines) + 1
+	fixed := utf16Len(r.T("bans.page", locales.Data{"Page": most, "Pages": most})) +
+		utf16Len(wordsHeader) + utf16Len(employersHeader) + utf16Len("\n\n\n\n")
+	packed := make([]pageLine, len(lines))
+	for i, l := range lines {
+		packed[i] = pageLine{units: utf16Len(l.text), button: l.employer != nil}
 	}
-	sb.WriteString("\n\n" + r.T("bans.employers_header", locales.Data{"Count": len(hidden)}))
+	starts := packPages(packed, MaxMessageLen-fixed, banPageButtons)
+	pages := len(starts) - 1
+	page = min(max(page, 0), pages-1)
+
+	var parts []string
+	if pages > 1 {
+		parts = append(parts, r.T("bans.page", locales.Data{"Page": page + 1, "Pages": pages}))
+	}
+	var wordsPart, employersPart strings.Builder
+	if page == 0 && len(words) == 0 {
+		wordsPart.WriteString(wordsHeader)
+	}
 	kb := &tele.ReplyMarkup{}
-	for _, e := range hidden {
-		sb.WriteString("\n• " + clip(e.Name, employerBudget))
-		data, err := Encode(actionShowEmployer, e.ID)
+	for _, l := range lines[starts[page]:starts[page+1]] {
+		if l.employer == nil {
+			if wordsPart.Len() == 0 {
+				wordsPart.WriteString(wordsHeader)
+			}
+			wordsPart.WriteString(l.text)
+			continue
+		}
+		if employersPart.Len() == 0 {
+			employersPart.WriteString(employersHeader)
+		}
+		employersPart.WriteString(l.text)
+		data, err := Encode(actionShowEmployerOn, l.employer.ID, int64(page))
 		if err != nil {
 			return "", nil, err
 		}
-		label := r.T("bans.button_show", locales.Data{"Employer": plainName(e.Name)})
+		label := r.T("bans.button_show", locales.Data{"Employer": plainName(l.employer.Name)})
 		kb.InlineKeyboard = append(kb.InlineKeyboard, []tele.InlineButton{{Text: label, Data: data}})
 	}
-	return sb.String(), kb, nil
+	for _, p := range []*strings.Builder{&wordsPart, &employersPart} {
+		if p.Len() > 0 {
+			parts = append(parts, p.String())
+		}
+	}
+	nav, err := pageTurns(r, actionBansPage, page, pages, "bans.prev", "bans.next")
+	if err != nil {
+		return "", nil, err
+	}
+	if nav != nil {
+		kb.InlineKeyboard = append(kb.InlineKeyboard, nav.InlineKeyboard...)
+	}
+	if len(kb.InlineKeyboard) == 0 {
+		kb = nil
+	}
+	return strings.Join(parts, "\n\n"), kb, nil
+}
+
+// banPage is /bans' ◀ ▶: the page the button names, in place.
+func (u *vacancyUI) banPage(r *Request, cb Callback) error {
+	text, kb, err := u.banList(r, pageIn(cb, 0))
+	if err != nil {
+		return err
+	}
+	u.b.editPressed(r, text, kb)
+	return r.Ack()
 }
 
 // plainName is an employer's name for a button or a pop-up, which Telegram
@@ -471,14 +550,19 @@ func (u *vacancyUI) hideEmployer(r *Request, cb Callback) error {
 	return r.Alert(toast, locales.Data{"Employer": plainName(v.Employer)})
 }
 
-// showEmployer is /bans' *Show … again*: the hiding undone, the list
-// edited to what is left.
+// showEmployer is /bans' *Show … again*: the hiding undone, the page it
+// was pressed on edited to what is left. A button of a list shown before
+// /bans had pages (actionShowEmployer) names no page: the first.
 func (u *vacancyUI) showEmployer(r *Request, cb Callback) error {
 	name, ok, err := u.v.ShowEmployer(r.Ctx, r.User.ID, cb.IDs[0])
 	if err != nil {
 		return err
 	}
-	text, kb, err := u.banList(r)
+	page := 0
+	if len(cb.IDs) > 1 {
+		page = pageIn(cb, 1)
+	}
+	text, kb, err := u.banList(r, page)
 	if err != nil {
 		return err
 	}
