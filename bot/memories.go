@@ -75,30 +75,61 @@ func (u *memoryUI) versions(r *Request, id int64) ([]memory.Summary, bool, error
 	return chain, err == nil, err
 }
 
+// Budgets, in UTF-16 units of escaped HTML, of a memory's parts where a
+// message edited in place shows it: summaries and tags come from the LLM
+// or the user uncut, and a page, the delete confirmation or the history
+// longer than one message would be refused by Telegram.
+const (
+	// memoryTagsBudget is a memory's tags in a list.
+	memoryTagsBudget = 200
+	// foundSummaryBudget is a summary in the list "forget what I told you
+	// about …" finds: enough to know it by.
+	foundSummaryBudget = 1000
+	// versionBudget is a version in the history: MaxMemory, so a user's
+	// correction reads whole.
+	versionBudget = memory.MaxMemory
+)
+
 // list is /memory: the first page.
 func (u *memoryUI) list(r *Request) error {
-	return r.ReplyRendered(u.page(r, 0))
+	return r.ReplyRendered(u.page(r, 0, ""))
 }
 
-// page renders page p of the reader's current memories: a numbered item
-// each (numbers count across pages), a row of buttons each, and ‹ › to
-// turn pages; no buttons when there is nothing.
-func (u *memoryUI) page(r *Request, p int) (string, *tele.ReplyMarkup, error) {
+// page renders page p of the reader's current memories under above (what
+// a press just did; "" for nothing): a numbered item each (numbers count
+// across pages), a row of buttons each, and ‹ › to turn pages; no buttons
+// when there is nothing. Its buttons edit it in place, so it is one
+// message: the summaries share what the rest leaves of it (fairShares),
+// a long one cut with "…", and the tags are cut to memoryTagsBudget.
+func (u *memoryUI) page(r *Request, p int, above string) (string, *tele.ReplyMarkup, error) {
 	pg, err := u.m.Memories(r.Ctx, r.User.ID, p)
 	if err != nil {
 		return "", nil, err
 	}
+	var lines []string
+	if above != "" {
+		lines = append(lines, above)
+	}
 	if pg.Total == 0 {
-		return r.T("memory.empty"), nil, nil
+		return strings.Join(append(lines, r.T("memory.empty")), "\n\n"), nil, nil
 	}
 	first := pg.Page*memory.MemoriesPerPage + 1
-	lines := []string{r.T("memories.header", locales.Data{
+	lines = append(lines, r.T("memories.header", locales.Data{
 		"From": first, "To": first + len(pg.Items) - 1, "Total": pg.Total,
-	})}
+	}))
+	footer := r.T("memories.footer")
+	// The page without its summaries tells what they may take.
+	skeleton := utf16Len(strings.Join(append(lines, footer), "\n\n"))
+	wants := make([]int, len(pg.Items))
+	for i, m := range pg.Items {
+		skeleton += utf16Len("\n\n" + memoryItem(r, first+i, m, 0))
+		wants[i] = utf16Len(Escape(strings.TrimSpace(m.Summary)))
+	}
+	shares := fairShares(wants, MaxMessageLen-skeleton)
 	var rows [][]tele.InlineButton
 	for i, m := range pg.Items {
 		n := first + i
-		lines = append(lines, memoryItem(r, n, m))
+		lines = append(lines, memoryItem(r, n, m, shares[i]))
 		row := make([]tele.InlineButton, 0, 3)
 		for _, b := range []struct {
 			key string
@@ -143,31 +174,45 @@ func (u *memoryUI) page(r *Request, p int) (string, *tele.ReplyMarkup, error) {
 	if len(nav) > 0 {
 		rows = append(rows, nav)
 	}
-	lines = append(lines, r.T("memories.footer"))
+	lines = append(lines, footer)
 	return strings.Join(lines, "\n\n"), &tele.ReplyMarkup{InlineKeyboard: rows}, nil
 }
 
 // memoryItem is one memory in a list: its number, when it was remembered
-// (in the reader's zone), its tags and its text.
-func memoryItem(r *Request, n int, m memory.Summary) string {
+// (in the reader's zone), its tags (cut to memoryTagsBudget) and its text
+// cut to budget.
+func memoryItem(r *Request, n int, m memory.Summary, budget int) string {
 	var tags []string
 	for _, t := range m.Tags {
 		if t = oneLine(t); t != "" {
 			tags = append(tags, t)
 		}
 	}
-	data := locales.Data{"N": n, "Time": r.Time(m.CreatedAt), "Tags": strings.Join(tags, ", "), "Summary": strings.TrimSpace(m.Summary)}
+	data := locales.Data{
+		"N": n, "Time": r.Time(m.CreatedAt),
+		"Tags":    locales.HTML(clip(strings.Join(tags, ", "), memoryTagsBudget)),
+		"Summary": clippedSummary(m.Summary, budget),
+	}
 	if len(tags) > 0 {
 		return r.T("memories.item_tagged", data)
 	}
 	return r.T("memories.item", data)
 }
 
+// clippedSummary is a memory's text as HTML, cut to budget with "…";
+// nothing for a budget of 0 (what a page takes without its summaries).
+func clippedSummary(summary string, budget int) locales.HTML {
+	if budget <= 0 {
+		return ""
+	}
+	return locales.HTML(clip(strings.TrimSpace(summary), budget))
+}
+
 // pageIn is the page a button carries, within what a page number can be.
 func pageIn(cb Callback, i int) int { return int(min(cb.IDs[i], 1<<20)) }
 
 func (u *memoryUI) pagePressed(r *Request, cb Callback) error {
-	text, kb, err := u.page(r, pageIn(cb, 1))
+	text, kb, err := u.page(r, pageIn(cb, 1), "")
 	if err != nil {
 		return err
 	}
@@ -198,11 +243,15 @@ func (u *memoryUI) deleteAsked(r *Request, cb Callback) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	text := r.T("memories.delete_confirm", locales.Data{"Summary": strings.TrimSpace(m.Summary)})
+	// The question is edited in place: the summary gets what the rest of
+	// it leaves.
+	rest := ""
 	if len(chain) > 1 {
-		text += "\n\n" + r.T("memories.delete_versions", locales.Data{"N": len(chain) - 1})
+		rest += "\n\n" + r.T("memories.delete_versions", locales.Data{"N": len(chain) - 1})
 	}
-	text += "\n\n" + r.T("memories.delete_what")
+	rest += "\n\n" + r.T("memories.delete_what")
+	budget := MaxMessageLen - utf16Len(r.T("memories.delete_confirm", locales.Data{"Summary": locales.HTML("")})+rest)
+	text := r.T("memories.delete_confirm", locales.Data{"Summary": clippedSummary(m.Summary, budget)}) + rest
 	u.b.editPressed(r, text, &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{
 		{Text: r.T("memories.delete_yes"), Data: yes}, {Text: r.T("memories.delete_no"), Data: back},
 	}}})
@@ -217,11 +266,11 @@ func (u *memoryUI) deleteConfirmed(r *Request, cb Callback) (bool, error) {
 		return ok, err
 	}
 	u.b.deps.Log.Info("memory deleted", "user", r.User.ID, "versions", e.Memories, "runs", e.Runs, "logs", e.Logs, "messages", e.Messages)
-	text, kb, err := u.page(r, pageIn(cb, 2))
+	text, kb, err := u.page(r, pageIn(cb, 2), r.T("memories.deleted", locales.Data{"Versions": e.Memories, "Runs": e.Runs}))
 	if err != nil {
 		return false, err
 	}
-	u.b.editPressed(r, r.T("memories.deleted", locales.Data{"Versions": e.Memories, "Runs": e.Runs})+"\n\n"+text, kb)
+	u.b.editPressed(r, text, kb)
 	return true, nil
 }
 
@@ -275,21 +324,44 @@ func (u *memoryUI) correction(r *Request) (bool, error) {
 }
 
 // historyPressed shows the memory's versions, newest first, with the time
-// each was true, and a button back to the page.
+// each was true, and a button back to the page. It is edited in place and
+// a memory may have been corrected any number of times, so it shows the
+// newest versions that fit one message, each cut to versionBudget, and
+// counts the older ones left out (/export has every version).
 func (u *memoryUI) historyPressed(r *Request, cb Callback) (bool, error) {
 	chain, ok, err := u.versions(r, cb.IDs[1])
 	if err != nil || !ok {
 		return ok, err
 	}
 	lines := []string{r.T("memories.history_header")}
-	for _, v := range chain {
+	used := utf16Len(lines[0])
+	// Room kept for the line counting the versions left out, at its
+	// longest: the most digits, in any of the forms it takes.
+	older := 0
+	for _, n := range []int{1, 2, 5, len(chain)} {
+		older = max(older, utf16Len("\n\n"+r.T("memories.history_older", locales.Data{"N": n})))
+	}
+	for i, v := range chain {
+		var item string
 		if v.Current() {
-			lines = append(lines, r.T("memories.version_current", locales.Data{"Since": r.Time(v.CreatedAt), "Summary": v.Summary}))
-			continue
+			item = r.T("memories.version_current", locales.Data{"Since": r.Time(v.CreatedAt), "Summary": clippedSummary(v.Summary, versionBudget)})
+		} else {
+			item = r.T("memories.version_old", locales.Data{
+				"From": r.Time(v.CreatedAt), "Until": r.Time(v.InvalidAt), "Summary": clippedSummary(v.Summary, versionBudget),
+			})
 		}
-		lines = append(lines, r.T("memories.version_old", locales.Data{
-			"From": r.Time(v.CreatedAt), "Until": r.Time(v.InvalidAt), "Summary": v.Summary,
-		}))
+		room := MaxMessageLen - used
+		if i < len(chain)-1 {
+			room -= older
+		}
+		// The newest is shown whatever happens: versionBudget keeps it
+		// far under a message, and fitEdit stands behind that.
+		if i > 0 && utf16Len("\n\n"+item) > room {
+			lines = append(lines, r.T("memories.history_older", locales.Data{"N": len(chain) - i}))
+			break
+		}
+		lines = append(lines, item)
+		used += utf16Len("\n\n" + item)
 	}
 	back, err := Encode(actionMemoryPage, r.User.ID, cb.IDs[2])
 	if err != nil {
@@ -320,7 +392,7 @@ func (u *memoryUI) forgetAbout(r *Request, topic string) error {
 	}
 	lines := []string{r.T("memories.about_found", locales.Data{"N": len(found)})}
 	for i, m := range found {
-		item := memoryItem(r, i+1, m)
+		item := memoryItem(r, i+1, m, foundSummaryBudget)
 		if !m.Current() {
 			item += "\n" + r.T("memories.about_superseded", locales.Data{"Until": r.Time(m.InvalidAt)})
 		}
