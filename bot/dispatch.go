@@ -21,7 +21,7 @@ type Dispatch interface {
 	Master(ctx context.Context, userID int64) (dispatch.Master, dispatch.MasterStats, error)
 	SetActive(ctx context.Context, userID int64, active bool) (bool, error)
 	CreateOrder(ctx context.Context, adminID int64, src domain.MessageRef, args string) (dispatch.Order, error)
-	Orders(ctx context.Context) ([]dispatch.OrderLine, error)
+	Orders(ctx context.Context) (dispatch.OrderList, error)
 	Roster
 	Complete(ctx context.Context, id int64) (dispatch.Order, dispatch.Master, error)
 	Cancel(ctx context.Context, id int64) (dispatch.Order, error)
@@ -338,54 +338,69 @@ func (u *dispatchUI) orders(r *Request) error {
 }
 
 // renderOrders is /orders, always one message: the open orders (searching
-// or assigned), then those done but not yet closed, each under a heading
-// that says which they are; orders that would not fit are counted at the
-// end.
-func (b *Bot) renderOrders(lang string, list []dispatch.OrderLine, opening func(city string) (bool, time.Time, dispatch.Hours)) string {
+// or assigned), then those done but not yet closed, each section under a
+// heading with its true total, and under each the count of its orders
+// not listed (past dispatch.MaxListedOrders, or not fitting). Room for
+// every later heading and count is kept before an entry is written, so
+// a long first section never hides that there is a second.
+func (b *Bot) renderOrders(lang string, list dispatch.OrderList, opening func(city string) (bool, time.Time, dispatch.Hours)) string {
 	cat := b.cat
 	var open, done []dispatch.OrderLine
-	for _, l := range list {
+	for _, l := range list.Lines {
 		if l.Order.State == dispatch.Done {
 			done = append(done, l)
 		} else {
 			open = append(open, l)
 		}
 	}
+	more := func(n int) string { return "\n\n" + cat.T(lang, "orders.more", locales.Data{"Count": n}) }
 	var sb strings.Builder
-	if len(open) == 0 {
+	if list.Open == 0 {
 		sb.WriteString(cat.T(lang, "orders.empty"))
 	} else {
-		sb.WriteString(cat.T(lang, "orders.header", locales.Data{"Count": len(open)}))
+		sb.WriteString(cat.T(lang, "orders.header", locales.Data{"Count": list.Open}))
 	}
-	// Room kept for the "… and N more" line.
-	budget := MaxMessageLen - 100
-	left := len(list)
 	sections := []struct {
 		head  string
 		lines []dispatch.OrderLine
-	}{{"", open}, {"\n\n" + cat.T(lang, "orders.done_header", locales.Data{"Count": len(done)}), done}}
-	for _, sec := range sections {
-		if len(sec.lines) == 0 {
+		total int
+	}{
+		{"", open, list.Open},
+		{"\n\n" + cat.T(lang, "orders.done_header", locales.Data{"Count": list.Done}), done, list.Done},
+	}
+	// reserve is what section i must leave room for after its entries: its
+	// own count of the rest (at most its total) and each later section's
+	// heading and count.
+	reserve := func(i int) int {
+		n := 0
+		for j := i; j < len(sections); j++ {
+			if sections[j].total == 0 {
+				continue
+			}
+			n += utf16Len(more(sections[j].total))
+			if j > i {
+				n += utf16Len(sections[j].head)
+			}
+		}
+		return n
+	}
+	for i, sec := range sections {
+		if sec.total == 0 {
 			continue
 		}
-		if sec.head != "" {
-			if utf16Len(sb.String())+utf16Len(sec.head) > budget {
-				break
-			}
-			sb.WriteString(sec.head)
-		}
+		sb.WriteString(sec.head)
+		shown := 0
 		for _, l := range sec.lines {
 			entry := "\n\n" + b.orderEntry(lang, l, opening)
-			if utf16Len(sb.String())+utf16Len(entry) > budget {
-				sb.WriteString("\n\n" + cat.T(lang, "orders.more", locales.Data{"Count": left}))
-				return sb.String()
+			if utf16Len(sb.String())+utf16Len(entry)+reserve(i) > MaxMessageLen {
+				break
 			}
 			sb.WriteString(entry)
-			left--
+			shown++
 		}
-	}
-	if left > 0 {
-		sb.WriteString("\n\n" + cat.T(lang, "orders.more", locales.Data{"Count": left}))
+		if left := sec.total - shown; left > 0 {
+			sb.WriteString(more(left))
+		}
 	}
 	return sb.String()
 }

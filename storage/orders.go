@@ -164,34 +164,50 @@ func (s *Orders) Get(ctx context.Context, id int64) (dispatch.Order, error) {
 	return o, nil
 }
 
-// Open lists SEARCHING, ASSIGNED and DONE orders, oldest first, each
-// with its open offer (at most one: offers_open_order) and the master of
-// that offer, else the assigned master; one query.
-func (s *Orders) Open(ctx context.Context, limit int) ([]dispatch.OrderLine, error) {
+// Open lists up to limit open orders (SEARCHING, ASSIGNED), then up to
+// limit DONE ones, each oldest first, each with its open offer (at most
+// one: offers_open_order) and the master of that offer, else the assigned
+// master; and how many orders each of the two sections has. One query:
+// the totals are counted over the same rows the lines are taken from, so
+// they agree with them.
+func (s *Orders) Open(ctx context.Context, limit int) (dispatch.OrderList, error) {
 	rows, err := s.pool.Query(ctx, `
-SELECT `+orderColumnsO+`, `+offerColumnsF+`, `+masterColumns+`
-FROM orders o
+WITH listed AS (
+    SELECT id, state = 'DONE' AS done, count(*) OVER w AS total, row_number() OVER (w ORDER BY id) AS place
+    FROM orders
+    WHERE state IN ('SEARCHING', 'ASSIGNED', 'DONE')
+    WINDOW w AS (PARTITION BY state = 'DONE')
+)
+SELECT `+orderColumnsO+`, `+offerColumnsF+`, `+masterColumns+`, l.done, l.total
+FROM listed l
+JOIN orders o ON o.id = l.id
 LEFT JOIN offers f ON f.order_id = o.id AND f.state IN `+openOffer+`
 LEFT JOIN masters m ON m.user_id = COALESCE(f.master_id, o.master_id)
 LEFT JOIN users u ON u.id = m.user_id
-WHERE o.state IN ('SEARCHING', 'ASSIGNED', 'DONE')
-ORDER BY o.id
-LIMIT $1`, limit)
+WHERE l.place <= $1
+ORDER BY l.done, o.id`, limit)
 	if err != nil {
-		return nil, fmt.Errorf("open orders: %w", err)
+		return dispatch.OrderList{}, fmt.Errorf("open orders: %w", err)
 	}
 	defer rows.Close()
 	var (
-		orow orderScan
-		frow offerScan
-		mrow masterScan
+		orow  orderScan
+		frow  offerScan
+		mrow  masterScan
+		done  bool
+		total int
+		out   dispatch.OrderList
 	)
-	dest := slices.Concat(orow.dest(), frow.dest(), mrow.dest())
-	var out []dispatch.OrderLine
+	dest := slices.Concat(orow.dest(), frow.dest(), mrow.dest(), []any{&done, &total})
 	for rows.Next() {
 		mrow.skills = nil // a fresh slice per row: Scan may reuse the last one
 		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("open orders: %w", err)
+			return dispatch.OrderList{}, fmt.Errorf("open orders: %w", err)
+		}
+		if done {
+			out.Done = total
+		} else {
+			out.Open = total
 		}
 		line := dispatch.OrderLine{Order: orow.order()}
 		if frow.id.Valid {
@@ -202,10 +218,10 @@ LIMIT $1`, limit)
 			m := mrow.master()
 			line.Master = &m
 		}
-		out = append(out, line)
+		out.Lines = append(out.Lines, line)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("open orders: %w", err)
+		return dispatch.OrderList{}, fmt.Errorf("open orders: %w", err)
 	}
 	return out, nil
 }

@@ -213,19 +213,63 @@ func TestOpenOrders(t *testing.T) {
 	require.NoError(t, err)
 	s1, err = f.st.Orders().Get(ctx, s1.ID)
 	require.NoError(t, err)
-	lines, err := f.st.Orders().Open(ctx, 10)
+	list, err := f.st.Orders().Open(ctx, 10)
 	require.NoError(t, err)
-	require.Equal(t, []dispatch.OrderLine{
+	require.Equal(t, dispatch.OrderList{Lines: []dispatch.OrderLine{
 		{Order: s1, Offer: &of, Master: &m1},
 		{Order: s2},
 		{Order: a1, Master: &m2},
 		{Order: d1, Master: &m2},
-	}, lines)
+	}, Open: 3, Done: 1}, list)
 
-	lines, err = f.st.Orders().Open(ctx, 2)
+	// The limit is each section's; the totals stay whole.
+	list, err = f.st.Orders().Open(ctx, 2)
 	require.NoError(t, err)
-	require.Len(t, lines, 2)
-	require.Equal(t, s2.ID, lines[1].Order.ID)
+	require.Equal(t, []int64{s1.ID, s2.ID, d1.ID}, lineIDs(list.Lines))
+	require.Equal(t, 3, list.Open)
+	require.Equal(t, 1, list.Done)
+}
+
+// Done orders older than every open one do not take the open ones' place:
+// the open section comes first and each section is counted in full.
+func TestOpenOrdersOpenBeforeDone(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	f.master(1, "c", "d", "x")
+	f.exec(`INSERT INTO orders (created_by, city, district, skill, price, description, state, master_id, assigned_at, done_at)
+SELECT 1, 'c', 'd', 'x', 100, 'done', 'DONE', 1, now(), now() FROM generate_series(1, 7)`)
+	f.exec(`INSERT INTO orders (created_by, city, district, skill, price, description)
+SELECT 1, 'c', 'd', 'x', 100, 'open' FROM generate_series(1, 5)`)
+	f.exec(`INSERT INTO orders (created_by, city, district, skill, price, description, state, cancelled_at)
+VALUES (1, 'c', 'd', 'x', 100, 'gone', 'CANCELLED', now())`)
+
+	list, err := f.st.Orders().Open(f.ctx, 3)
+	require.NoError(t, err)
+	require.Equal(t, 5, list.Open)
+	require.Equal(t, 7, list.Done)
+	require.Len(t, list.Lines, 6, "three of each")
+	for i, l := range list.Lines {
+		want := dispatch.Searching
+		if i >= 3 {
+			want = dispatch.Done
+		}
+		require.Equal(t, want, l.Order.State, "line %d", i)
+		if i > 0 && i != 3 {
+			require.Greater(t, l.Order.ID, list.Lines[i-1].Order.ID, "oldest first within a section")
+		}
+	}
+
+	none, err := newDispatch(t).st.Orders().Open(f.ctx, 3)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.OrderList{}, none)
+}
+
+func lineIDs(lines []dispatch.OrderLine) []int64 {
+	ids := make([]int64, 0, len(lines))
+	for _, l := range lines {
+		ids = append(ids, l.Order.ID)
+	}
+	return ids
 }
 
 // An order's contact and visit are stored as given and read back the same;

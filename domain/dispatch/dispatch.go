@@ -151,16 +151,17 @@ func (s *Service) CreateOrder(ctx context.Context, adminID int64, src domain.Mes
 }
 
 // Orders lists open orders for /orders, the finished ones with their
-// customers' ratings.
-func (s *Service) Orders(ctx context.Context) ([]OrderLine, error) {
-	lines, err := s.deps.Orders.Open(ctx, MaxListedOrders)
+// customers' ratings, and how many of each there are.
+func (s *Service) Orders(ctx context.Context) (OrderList, error) {
+	list, err := s.deps.Orders.Open(ctx, MaxListedOrders)
 	if err != nil {
-		return nil, err
+		return OrderList{}, err
 	}
-	return lines, s.withRatings(ctx, lines)
+	return list, s.withRatings(ctx, list.Lines)
 }
 
-// MaxListedOrders bounds /orders to what fits one message.
+// MaxListedOrders bounds each section of /orders to what fits one
+// message; the sections' totals count the rest.
 const MaxListedOrders = 30
 
 // Complete is /done: ASSIGNED → DONE, with the commission due; the master

@@ -98,10 +98,10 @@ func TestRateFinishedOrderOnce(t *testing.T) {
 
 	require.Equal(t, "order_rated:10", w.tg.log(o.ID)[len(w.tg.log(o.ID))-1], "one line in the live log")
 	require.Equal(t, 1, count(w.tg.log(o.ID), "order_rated:10"))
-	lines, err := s.Orders(w.ctx)
+	list, err := s.Orders(w.ctx)
 	require.NoError(t, err)
-	require.Len(t, lines, 1)
-	require.Equal(t, &r, lines[0].Rating, "/orders shows it")
+	require.Len(t, list.Lines, 1)
+	require.Equal(t, &r, list.Lines[0].Rating, "/orders shows it")
 
 	roster, total, err := s.Roster(w.ctx, 0)
 	require.NoError(t, err)
@@ -185,8 +185,8 @@ func TestCustomerCommentsOnTheRatingOnce(t *testing.T) {
 	require.Equal(t, "<b>Quick</b> & clean", notes[0].Comment)
 	require.Equal(t, 4, notes[0].Rating)
 	require.Equal(t, "M10", notes[0].MasterName)
-	lines, err := s.Orders(w.ctx)
+	list, err := s.Orders(w.ctx)
 	require.NoError(t, err)
-	require.Len(t, lines, 1)
-	require.Equal(t, "<b>Quick</b> & clean", lines[0].Rating.Comment, "/orders shows it")
+	require.Len(t, list.Lines, 1)
+	require.Equal(t, "<b>Quick</b> & clean", list.Lines[0].Rating.Comment, "/orders shows it")
 }

@@ -130,6 +130,14 @@ type Offer struct {
 	MessageID int
 }
 
+// OrderList is /orders: the first lines of each section, the open orders
+// (SEARCHING, ASSIGNED) before the DONE ones, each oldest first, and how
+// many orders each section has in all, which may be more than it lists.
+type OrderList struct {
+	Lines      []OrderLine
+	Open, Done int
+}
+
 // OrderLine is one row of /orders: the order and its open offer, if any.
 type OrderLine struct {
 	Order  Order
@@ -279,8 +287,9 @@ type Orders interface {
 	Create(ctx context.Context, o NewOrder, tell domain.Render[Changed]) (Order, error)
 	// Get returns one order; domain.ErrNotFound if none.
 	Get(ctx context.Context, id int64) (Order, error)
-	// Open lists SEARCHING, ASSIGNED and DONE orders, oldest first.
-	Open(ctx context.Context, limit int) ([]OrderLine, error)
+	// Open lists up to limit open orders (SEARCHING, ASSIGNED), then up
+	// to limit DONE ones, each oldest first, with each section's total.
+	Open(ctx context.Context, limit int) (OrderList, error)
 	// Complete moves ASSIGNED → DONE and sets the commission
 	// (ceil(price × ratePercent / 100)) due after deadline; with masterID
 	// not zero only if the order is assigned to that master. ok false
