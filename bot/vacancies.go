@@ -39,7 +39,7 @@ type Vacancies interface {
 	Undo(ctx context.Context, userID, matchID int64) (vacancy.Match, vacancy.Vacancy, error)
 	Report(ctx context.Context, userID, matchID int64, from, to vacancy.Status) (vacancy.Application, error)
 	Applications(ctx context.Context, userID int64) (vacancy.ApplicationsReport, error)
-	Paste(ctx context.Context, userID, vacancyID int64) (vacancy.Pasted, error)
+	Paste(ctx context.Context, userID, vacancyID int64, messageID int) (vacancy.Pasted, error)
 }
 
 var (

@@ -23,7 +23,7 @@ func (u *vacancyUI) link(r *Request) (bool, error) {
 	if err := u.b.Typing(r.Ctx, msg.Chat.ID); err != nil {
 		u.b.deps.Log.Debug("vacancy link: typing not shown", "user", r.User.ID, "err", err)
 	}
-	pasted, err := u.v.Paste(r.Ctx, r.User.ID, id)
+	pasted, err := u.v.Paste(r.Ctx, r.User.ID, id, msg.ID)
 	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
 		return true, r.Reply(r.InputText(ie, ""), nil)
 	}

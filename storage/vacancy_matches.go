@@ -307,14 +307,14 @@ UPDATE vacancy_matches m SET
     skip_reason = CASE WHEN $3 = 'SKIPPED' THEN $7 ELSE '' END,
     chat_id = COALESCE($8, chat_id), message_id = COALESCE($9, message_id), sent_at = COALESCE($10, sent_at),
     claimed_until = NULL, claim_token = NULL,
-    card = COALESCE($12, card), card_at = COALESCE($13, card_at)
+    card = COALESCE($12, card), card_at = COALESCE($13, card_at), pasted_by = COALESCE($14::bigint, pasted_by)
 WHERE id = $1 AND status = $2 AND ($11::uuid IS NULL OR claim_token = $11::uuid)`
 
-// moveMatchWithCardSQL is the move writing its card ($14 on, queueRows).
+// moveMatchWithCardSQL is the move writing its card ($15 on, queueRows).
 var moveMatchWithCardSQL = `
 WITH m AS (` + moveMatchSQL + `
     RETURNING m.*
-), ` + queueRows(14, "m") + `
+), ` + queueRows(15, "m") + `
 SELECT ` + matchColumns + ` FROM m`
 
 func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Status, ch vacancy.Change, mark *cardMark) (vacancy.Match, bool, error) {
@@ -403,14 +403,17 @@ func transitionArgs(id int64, from, to vacancy.Status, ch vacancy.Change, mark *
 	if ch.MessageID != 0 {
 		chat, msg = ch.ChatID, ch.MessageID
 	}
-	var card, cardAt any
+	var card, cardAt, pastedBy any
 	if mark != nil {
 		card = mark.card
 		if !mark.at.IsZero() {
 			cardAt = mark.at
 		}
 	}
-	return []any{id, from, to, relevant, score, analysis, ch.SkipReason, chat, msg, sentAt, token, card, cardAt}, nil
+	if ch.PastedBy != 0 {
+		pastedBy = int64(ch.PastedBy)
+	}
+	return []any{id, from, to, relevant, score, analysis, ch.SkipReason, chat, msg, sentAt, token, card, cardAt, pastedBy}, nil
 }
 
 // Delete deletes a QUEUED or SKIPPED match (a ban word hit), and its
@@ -542,17 +545,19 @@ LIMIT $3`, userID, since, top)
 }
 
 // Linked reads the user's match of a vacancy whose link they pasted, with
-// the vacancy, whether a live claim holds it, and whether the vacancy's
-// detail is older than detailFresh; Found is false when there is none.
+// the vacancy, whether a live claim holds it, whether the vacancy's
+// detail is older than detailFresh, and the message whose paste last wrote
+// its card; Found is false when there is none.
 func (s *Matches) Linked(ctx context.Context, userID, vacancyID int64, detailFresh time.Duration) (vacancy.LinkedMatch, error) {
 	var l vacancy.LinkedMatch
 	var analysis []byte
 	var sent, fetched *time.Time
 	dest := append(matchDest(&l.Match, &analysis, &sent), vacancyDest(&l.Vacancy, &fetched)...)
-	dest = append(dest, &l.Claimed, &l.DetailStale)
+	dest = append(dest, &l.Claimed, &l.DetailStale, &l.PastedBy)
 	err := s.pool.QueryRow(ctx, `SELECT `+matchColumns+`, `+vacancyColumns+`,
        COALESCE(m.claimed_until > now(), false),
-       v.detail_fetched_at IS NULL OR v.detail_fetched_at <= now() - $3 * interval '1 millisecond'
+       v.detail_fetched_at IS NULL OR v.detail_fetched_at <= now() - $3 * interval '1 millisecond',
+       COALESCE(m.pasted_by, 0)
 FROM vacancy_matches m JOIN vacancies v ON v.id = m.vacancy_id
 WHERE m.user_id = $1 AND m.vacancy_id = $2`, userID, vacancyID, detailFresh.Milliseconds()).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -649,10 +654,17 @@ RETURNING `+matchColumns, userID, v.ID, lease.Milliseconds())
 // so a press deciding it meanwhile waits or is seen). A card a digest
 // waits to list or lists is written now: marked opened, as a digest's
 // press marks it, so no digest offers it again.
-func (s *Matches) ShowCard(ctx context.Context, id int64, status vacancy.Status, card []domain.Message) (bool, error) {
+//
+// pastedBy (0: none) is the message whose paste asks for the card: it is
+// recorded on the match, and a match whose card that very message wrote
+// already (its update handled a second time) is not shown again, since
+// the card rides in this statement's transaction, not under the update's
+// outbox origin.
+func (s *Matches) ShowCard(ctx context.Context, id int64, status vacancy.Status, pastedBy int, card []domain.Message) (bool, error) {
 	shown, err := s.execTelling(ctx, card, `UPDATE vacancy_matches
-SET card = CASE WHEN status = 'ANALYZED' AND card IN ('digest', 'listed') THEN 'opened' ELSE card END
-WHERE id = $1 AND status = $2`, id, status)
+SET card = CASE WHEN status = 'ANALYZED' AND card IN ('digest', 'listed') THEN 'opened' ELSE card END,
+    pasted_by = COALESCE(NULLIF($3::bigint, 0), pasted_by)
+WHERE id = $1 AND status = $2 AND ($3::bigint = 0 OR pasted_by IS DISTINCT FROM $3::bigint)`, id, status, int64(pastedBy))
 	if err != nil {
 		return false, fmt.Errorf("show card of match %d: %w", id, err)
 	}

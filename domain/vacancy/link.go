@@ -49,10 +49,18 @@ const pasteAttempts = 3
 // worker, recovery or another paste (on any replica) loses cleanly and
 // looks again.
 //
+// messageID (0: unknown) is the private message that carried the link.
+// Its card, however written, is written once: the card rides in the
+// match's own statement, which cannot carry the update's outbox origin,
+// so the match records the message (LinkedMatch.PastedBy), and the same
+// message handled again (its replica died before the update's done-mark)
+// finds its card written and writes nothing. Another message with the
+// same link is a new question and gets the card again.
+//
 // Errors: ErrLinkNoProfile; ErrArchived, ErrHHBlocked or ErrUnavailable
 // (wrapped) when HH does not give the vacancy; ErrNotJudged (wrapping the
 // cause) when the LLM does not judge it; anything else is the database's.
-func (s *Service) Paste(ctx context.Context, userID, vacancyID int64) (Pasted, error) {
+func (s *Service) Paste(ctx context.Context, userID, vacancyID int64, messageID int) (Pasted, error) {
 	// A verdict and detail got in a lost round are kept for the next one:
 	// the LLM is asked once per paste at most.
 	var j linkJudgement
@@ -64,17 +72,20 @@ func (s *Service) Paste(ctx context.Context, userID, vacancyID int64) (Pasted, e
 		var done bool
 		var out Pasted
 		switch st := l.Match.Status; {
+		case l.Found && messageID != 0 && l.PastedBy == messageID:
+			// This message's card is written: its update runs again.
+			return PastedCard, nil
 		case !l.Found:
-			out, done, err = s.judgeLinked(ctx, userID, vacancyID, l, &j)
+			out, done, err = s.judgeLinked(ctx, userID, vacancyID, messageID, l, &j)
 		case st == InArchive:
 			return 0, fmt.Errorf("paste vacancy %d: match %d: %w", vacancyID, l.Match.ID, ErrArchived)
 		case st == New || st == Queued || st == Skipped:
 			if l.Claimed {
 				return PastedOnItsWay, nil
 			}
-			out, done, err = s.judgeLinked(ctx, userID, vacancyID, l, &j)
+			out, done, err = s.judgeLinked(ctx, userID, vacancyID, messageID, l, &j)
 		case l.Match.Verdict != nil:
-			out, done, err = s.showLinked(ctx, userID, l)
+			out, done, err = s.showLinked(ctx, userID, messageID, l)
 		default:
 			// A decided match without a verdict (a row from before
 			// verdicts were kept): nothing to show it from.
@@ -98,9 +109,11 @@ type linkJudgement struct {
 
 // showLinked writes the card of a match that has a verdict again, as it
 // stands: awaiting a decision (ANALYZED, SENT_TO_USER) with the card's
-// buttons, or decided with what a press leaves on it. done is false when
-// the match moved meanwhile.
-func (s *Service) showLinked(ctx context.Context, userID int64, l LinkedMatch) (Pasted, bool, error) {
+// buttons, or decided with what a press leaves on it, recording messageID
+// as the paste that wrote it. done is false when the match moved
+// meanwhile (or that message's card was written meanwhile: the next round
+// reads so).
+func (s *Service) showLinked(ctx context.Context, userID int64, messageID int, l LinkedMatch) (Pasted, bool, error) {
 	m := l.Match
 	u, err := s.deps.Matches.Recipient(ctx, userID, 0)
 	if err != nil {
@@ -114,7 +127,7 @@ func (s *Service) showLinked(ctx context.Context, userID int64, l LinkedMatch) (
 	if len(card) == 0 {
 		return 0, false, fmt.Errorf("show match %d: no card rendered", m.ID)
 	}
-	ok, err := s.deps.Matches.ShowCard(ctx, m.ID, m.Status, card)
+	ok, err := s.deps.Matches.ShowCard(ctx, m.ID, m.Status, messageID, card)
 	if err != nil {
 		return 0, false, err
 	}
@@ -123,10 +136,10 @@ func (s *Service) showLinked(ctx context.Context, userID int64, l LinkedMatch) (
 
 // judgeLinked judges a vacancy the user has no verdict on (l.Found
 // false: no match of it; else a NEW, QUEUED or SKIPPED one) and writes its
-// card with the move to ANALYZED, under a claim of its own so no worker
-// judges it meanwhile. done is false when the match moved or was claimed
-// before the claim.
-func (s *Service) judgeLinked(ctx context.Context, userID, vacancyID int64, l LinkedMatch, j *linkJudgement) (Pasted, bool, error) {
+// card with the move to ANALYZED, recording messageID as the paste that
+// wrote it, under a claim of its own so no worker judges it meanwhile.
+// done is false when the match moved or was claimed before the claim.
+func (s *Service) judgeLinked(ctx context.Context, userID, vacancyID int64, messageID int, l LinkedMatch, j *linkJudgement) (Pasted, bool, error) {
 	var from Status
 	if l.Found {
 		from = l.Match.Status
@@ -194,7 +207,7 @@ func (s *Service) judgeLinked(ctx context.Context, userID, vacancyID int64, l Li
 	// gone. Not paced: the user asked now.
 	rctx, cancel := detached(ctx)
 	defer cancel()
-	_, moved, err := s.transition(rctx, m, Analyzed, Change{Verdict: j.verdict, Token: m.ClaimToken, Detail: j.fresh, Card: card})
+	_, moved, err := s.transition(rctx, m, Analyzed, Change{Verdict: j.verdict, Token: m.ClaimToken, Detail: j.fresh, Card: card, PastedBy: messageID})
 	if err != nil {
 		giveUp()
 		return 0, false, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,12 @@ func (b *bundle) linkCards(t *testing.T, matchID int64) int {
 	}
 	return n
 }
+
+// lastMessage numbers the pastes' messages: each paste a new message,
+// as a user's would be, unless a test repeats one.
+var lastMessage atomic.Int64
+
+func pasteMessage() int { return int(lastMessage.Add(1)) }
 
 // pasteable puts a vacancy no search found on HH and gives the seeker this
 // profile: a link ready to paste. It returns the vacancy's id.
@@ -49,7 +56,7 @@ func TestPasteJudgesOnceAndShowsTheCardAgain(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	got, err := b.svc.Paste(b.ctx, seeker, vid)
+	got, err := b.svc.Paste(b.ctx, seeker, vid, pasteMessage())
 	require.NoError(t, err)
 	require.Equal(t, vacancy.PastedCard, got)
 	require.Equal(t, vacancy.Analyzed, b.status(t, seeker, vid))
@@ -63,7 +70,7 @@ func TestPasteJudgesOnceAndShowsTheCardAgain(t *testing.T) {
 	require.Equal(t, 1, b.deliverOutbox(t))
 	require.Equal(t, vacancy.SentToUser, b.status(t, seeker, vid))
 
-	got, err = b.svc.Paste(b.ctx, seeker, vid)
+	got, err = b.svc.Paste(b.ctx, seeker, vid, pasteMessage())
 	require.NoError(t, err)
 	require.Equal(t, vacancy.PastedCard, got)
 	require.Equal(t, 2, b.linkCards(t, mid), "the card again")
@@ -73,7 +80,7 @@ func TestPasteJudgesOnceAndShowsTheCardAgain(t *testing.T) {
 
 	_, _, err = b.svc.Decide(b.ctx, seeker, mid, vacancy.Applied)
 	require.NoError(t, err)
-	got, err = b.svc.Paste(b.ctx, seeker, vid)
+	got, err = b.svc.Paste(b.ctx, seeker, vid, pasteMessage())
 	require.NoError(t, err)
 	require.Equal(t, vacancy.PastedCard, got)
 	b.sent.mu.Lock()
@@ -95,7 +102,7 @@ func TestPasteCardsAnIrrelevantVerdict(t *testing.T) {
 		ReplyJSON(map[string]any{"is_relevant": false, "score": 15, "reasons": []string{"PHP, not Go"}, "matched_skills": []string{}})
 	vid := b.pasteable(t, 9200, 92, "Go developer")
 
-	got, err := b.svc.Paste(b.ctx, seeker, vid)
+	got, err := b.svc.Paste(b.ctx, seeker, vid, pasteMessage())
 	require.NoError(t, err)
 	require.Equal(t, vacancy.PastedCard, got)
 	require.Equal(t, vacancy.Analyzed, b.status(t, seeker, vid))
@@ -119,14 +126,14 @@ func TestPasteJudgesAnUnjudgedMatch(t *testing.T) {
 WHERE vacancy_id = $1`, claimed)
 
 	for n, vid := range []int64{queued, skipped} {
-		got, err := b.svc.Paste(b.ctx, seeker, vid)
+		got, err := b.svc.Paste(b.ctx, seeker, vid, pasteMessage())
 		require.NoError(t, err)
 		require.Equal(t, vacancy.PastedCard, got)
 		require.Equal(t, vacancy.Analyzed, b.status(t, seeker, vid))
 		require.Equal(t, 1, b.linkCards(t, b.matchID(t, seeker, vid)))
 		require.Equal(t, n+1, b.llm.Calls("relevance"))
 	}
-	got, err := b.svc.Paste(b.ctx, seeker, claimed)
+	got, err := b.svc.Paste(b.ctx, seeker, claimed, pasteMessage())
 	require.NoError(t, err)
 	require.Equal(t, vacancy.PastedOnItsWay, got)
 	require.Equal(t, vacancy.Queued, b.status(t, seeker, claimed))
@@ -140,7 +147,7 @@ func TestPasteWithoutAProfileIsRefused(t *testing.T) {
 	b := setupRelevant(t)
 	vid := b.pasteable(t, 9400, 94, "")
 
-	_, err := b.svc.Paste(b.ctx, seeker, vid)
+	_, err := b.svc.Paste(b.ctx, seeker, vid, pasteMessage())
 	var ie *domain.InputError
 	require.True(t, errors.As(err, &ie), "%v", err)
 	require.Equal(t, "link.no_profile", ie.Key)
@@ -160,13 +167,13 @@ func TestPasteOfAnArchivedVacancy(t *testing.T) {
 	gone, known := id(vs[0]), id(vs[1])
 	b.hh.DetailNotFound(strconv.FormatInt(gone, 10), strconv.FormatInt(known, 10))
 
-	_, err := b.svc.Paste(b.ctx, seeker, gone)
+	_, err := b.svc.Paste(b.ctx, seeker, gone, pasteMessage())
 	require.ErrorIs(t, err, vacancy.ErrArchived)
 	require.Equal(t, "(none)", string(b.status(t, seeker, gone)))
-	_, err = b.svc.Paste(b.ctx, seeker, known)
+	_, err = b.svc.Paste(b.ctx, seeker, known, pasteMessage())
 	require.ErrorIs(t, err, vacancy.ErrArchived)
 	require.Equal(t, vacancy.InArchive, b.status(t, seeker, known))
-	_, err = b.svc.Paste(b.ctx, seeker, known)
+	_, err = b.svc.Paste(b.ctx, seeker, known, pasteMessage())
 	require.ErrorIs(t, err, vacancy.ErrArchived, "an archived match says so without HH")
 	require.Equal(t, 0, b.llm.Calls("relevance"))
 	var n int
@@ -182,14 +189,14 @@ func TestPasteWhenTheLLMFailsKeepsNothing(t *testing.T) {
 	b.relevant().FaultNext(1, llmtest.ServerError())
 	vid := b.pasteable(t, 9600, 96, "Go developer")
 
-	_, err := b.svc.Paste(b.ctx, seeker, vid)
+	_, err := b.svc.Paste(b.ctx, seeker, vid, pasteMessage())
 	require.ErrorIs(t, err, vacancy.ErrNotJudged)
 	require.Empty(t, b.counts(t))
 	var cards int
 	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT count(*) FROM outbox WHERE kind = 'vacancy'`).Scan(&cards))
 	require.Zero(t, cards)
 
-	got, err := b.svc.Paste(b.ctx, seeker, vid)
+	got, err := b.svc.Paste(b.ctx, seeker, vid, pasteMessage())
 	require.NoError(t, err)
 	require.Equal(t, vacancy.PastedCard, got)
 	require.Equal(t, vacancy.Analyzed, b.status(t, seeker, vid))
@@ -208,7 +215,7 @@ func TestTwoPastesAtOnceJudgeOnce(t *testing.T) {
 	results := make([]vacancy.Pasted, 2)
 	errs := make([]error, 2)
 	for i, svc := range []*vacancy.Service{b.svc, other} {
-		wg.Go(func() { results[i], errs[i] = svc.Paste(b.ctx, seeker, vid) })
+		wg.Go(func() { results[i], errs[i] = svc.Paste(b.ctx, seeker, vid, pasteMessage()) })
 	}
 	wg.Wait()
 	require.NoError(t, errs[0])
@@ -216,4 +223,48 @@ func TestTwoPastesAtOnceJudgeOnce(t *testing.T) {
 	require.Contains(t, results, vacancy.PastedCard)
 	require.Equal(t, 1, b.llm.Calls("relevance"))
 	require.Equal(t, map[vacancy.Status]int{vacancy.Analyzed: 1}, b.counts(t))
+}
+
+// The same message handled again (its replica died after the paste's
+// commit, before the update's done-mark) writes no second card, whether
+// its first run judged the vacancy or showed the card of a verdict kept;
+// a new message with the same link shows the card again.
+func TestPasteOfOneMessageTwiceWritesOneCard(t *testing.T) {
+	t.Parallel()
+	b := setupRelevant(t)
+	vid := b.pasteable(t, 9800, 98, "Go developer, five years of backend work")
+
+	// Judged by the first run.
+	first := pasteMessage()
+	for range 2 {
+		got, err := b.svc.Paste(b.ctx, seeker, vid, first)
+		require.NoError(t, err)
+		require.Equal(t, vacancy.PastedCard, got)
+	}
+	mid := b.matchID(t, seeker, vid)
+	require.Equal(t, 1, b.linkCards(t, mid), "one message, one card")
+	require.Equal(t, 1, b.llm.Calls("relevance"))
+	require.Equal(t, 1, b.deliverOutbox(t))
+	got, err := b.svc.Paste(b.ctx, seeker, vid, first)
+	require.NoError(t, err)
+	require.Equal(t, vacancy.PastedCard, got)
+	require.Equal(t, 1, b.linkCards(t, mid), "nor once its card is delivered")
+
+	// Shown from the verdict kept by a later message.
+	again := pasteMessage()
+	for range 2 {
+		got, err := b.svc.Paste(b.ctx, seeker, vid, again)
+		require.NoError(t, err)
+		require.Equal(t, vacancy.PastedCard, got)
+	}
+	require.Equal(t, 2, b.linkCards(t, mid), "a new paste, the card again; its rerun, nothing")
+	require.Equal(t, 1, b.llm.Calls("relevance"))
+
+	// Only the last paste is remembered, which is enough: a chat's updates
+	// run in order, so a message runs again before the next one runs at
+	// all. An older message is a paste like any other.
+	got, err = b.svc.Paste(b.ctx, seeker, vid, first)
+	require.NoError(t, err)
+	require.Equal(t, vacancy.PastedCard, got)
+	require.Equal(t, 3, b.linkCards(t, mid))
 }

@@ -67,6 +67,10 @@ type Change struct {
 	// the last such match without a card, the note is written to the
 	// outbox in the transition's transaction.
 	Announce domain.Render[[]FirstNews]
+	// PastedBy, when set, is the private message whose pasted link this
+	// move's card answers: recorded on the match, so that message handled
+	// again finds its card written (link.go).
+	PastedBy int
 	// Pace, on QUEUED → ANALYZED instead of Card, decides inside the
 	// transition's transaction, from the user's rhythm read there, whether
 	// the card goes now, held (quiet hours, the daily cap) or not at all
@@ -319,8 +323,10 @@ type Matches interface {
 	// claim holds it.
 	ClaimLinked(ctx context.Context, userID int64, v Vacancy, from Status, lease time.Duration) (Match, bool, error)
 	// ShowCard writes a card of a match that is still in status, with no
-	// change of status; false when it is not.
-	ShowCard(ctx context.Context, id int64, status Status, card []domain.Message) (bool, error)
+	// change of status, recording pastedBy (0: none), the message that
+	// asked for it; false when it is not in status, or when pastedBy is
+	// the message whose paste wrote its card already.
+	ShowCard(ctx context.Context, id int64, status Status, pastedBy int, card []domain.Message) (bool, error)
 }
 
 // LLM is the model as this workflow needs it.

@@ -102,4 +102,7 @@ type LinkedMatch struct {
 	Claimed bool
 	// DetailStale: the vacancy's detail is missing or older than asked.
 	DetailStale bool
+	// PastedBy is the message whose paste last wrote the match's card (0:
+	// none did).
+	PastedBy int
 }
