@@ -36,7 +36,7 @@ type Dispatch interface {
 	Photo(ctx context.Context, masterID int64, messageID int, fileID, caption string) (dispatch.Order, error)
 	Config() dispatch.Config
 	Opening(city string) (open bool, at time.Time, h dispatch.Hours)
-	JoinOrder(ctx context.Context, userID int64, token string) (dispatch.Order, error)
+	JoinOrder(ctx context.Context, userID int64, token string, messageID int) (dispatch.Order, error)
 	ReissueLink(ctx context.Context, orderID int64) (dispatch.Order, error)
 	CustomerOrder(ctx context.Context, orderID, userID int64) (dispatch.Order, error)
 	CustomerCancel(ctx context.Context, orderID, userID int64) (dispatch.Order, error)

@@ -58,9 +58,10 @@ func (b *Bot) orderLink(o dispatch.Order) string {
 
 // join is /start o_<token>: the user becomes the order's customer (or is
 // its customer already) and gets its status; a link replaced or taken is
-// answered so.
+// answered so. The message is the join's key: its update run again tells
+// nothing twice.
 func (u *dispatchUI) join(r *Request, token string) error {
-	_, err := u.d.JoinOrder(r.Ctx, r.User.ID, token)
+	_, err := u.d.JoinOrder(r.Ctx, r.User.ID, token, r.Message().ID)
 	switch {
 	case errors.Is(err, dispatch.ErrLinkInvalid):
 		return r.Reply(r.T("customer.link_invalid"), nil)

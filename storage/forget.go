@@ -140,7 +140,7 @@ WHERE m.author_id = $1 AND EXISTS (SELECT 1 FROM analysis_proposal_sources s
 		// reads it again and clears the comment too; a "comment IS NOT
 		// NULL" here would pass over it, as the snapshot shows none.
 		{"orders' customer", `WITH unlinked AS (
-    UPDATE orders SET customer_id = NULL, customer_joined_at = NULL, updated_at = now()
+    UPDATE orders SET customer_id = NULL, customer_joined_at = NULL, customer_joined_by = NULL, updated_at = now()
     WHERE customer_id = $1
     RETURNING id
 )

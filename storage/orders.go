@@ -482,22 +482,39 @@ RETURNING `+orderColumns, id))
 // Join makes userID the customer of the order with the link token; see
 // dispatch.Orders. A link opened again by its customer tells them again;
 // an order whose contacts retention cleared opens for nobody.
-func (s *Orders) Join(ctx context.Context, token string, userID int64, tell domain.Render[dispatch.Changed]) (dispatch.Order, error) {
+//
+// messageID (0: unknown) is the /start message, recorded on the order:
+// what a join tells rides in its transaction (tellTx), not under the
+// update's outbox origin, so the same message handled again is found here
+// and tells nothing, while a new /start by the customer is a new join.
+func (s *Orders) Join(ctx context.Context, token string, userID int64, messageID int, tell domain.Render[dispatch.Changed]) (dispatch.Order, error) {
 	var o dispatch.Order
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		o, err = scanOrder(tx.QueryRow(ctx, `
-UPDATE orders SET customer_id = $2, customer_joined_at = COALESCE(customer_joined_at, now()), updated_at = now()
+UPDATE orders SET customer_id = $2, customer_joined_at = COALESCE(customer_joined_at, now()),
+    customer_joined_by = NULLIF($3::bigint, 0), updated_at = now()
 WHERE customer_token = $1 AND (customer_id IS NULL OR customer_id = $2) AND contacts_pruned_at IS NULL
-RETURNING `+orderColumns, token, userID))
+  AND ($3::bigint = 0 OR customer_id IS DISTINCT FROM $2 OR customer_joined_by IS DISTINCT FROM $3::bigint)
+RETURNING `+orderColumns, token, userID, int64(messageID)))
 		if errors.Is(err, pgx.ErrNoRows) {
-			var other int64
-			err = tx.QueryRow(ctx, `SELECT COALESCE(customer_id, 0) FROM orders WHERE customer_token = $1`, token).Scan(&other)
+			var (
+				other int64
+				again bool
+				row   orderScan
+			)
+			err = tx.QueryRow(ctx, `SELECT COALESCE(customer_id, 0), $2::bigint <> 0 AND customer_joined_by IS NOT DISTINCT FROM $2::bigint,
+       `+orderColumns+` FROM orders WHERE customer_token = $1`, token, int64(messageID)).
+				Scan(append([]any{&other, &again}, row.dest()...)...)
 			switch {
 			case errors.Is(err, pgx.ErrNoRows):
 				return dispatch.ErrLinkInvalid
 			case err != nil:
 				return err
+			case other == userID && again:
+				// This /start joined already: its update runs again.
+				o = row.order()
+				return nil
 			case other != 0 && other != userID:
 				return dispatch.ErrLinkTaken
 			}
@@ -532,7 +549,7 @@ func (s *Orders) Reissue(ctx context.Context, id int64, token string, tell domai
 		}
 		var err error
 		o, err = scanOrder(tx.QueryRow(ctx, `
-UPDATE orders SET customer_token = $2, customer_id = NULL, customer_joined_at = NULL, updated_at = now()
+UPDATE orders SET customer_token = $2, customer_id = NULL, customer_joined_at = NULL, customer_joined_by = NULL, updated_at = now()
 WHERE id = $1
 RETURNING `+orderColumns, id, token))
 		if err != nil {

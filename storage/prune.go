@@ -412,7 +412,7 @@ WITH sel AS (
     DELETE FROM order_relays WHERE order_id IN (SELECT id FROM sel)
 )
 UPDATE orders SET address = NULL, customer_name = NULL, customer_phone = NULL, customer_id = NULL,
-    customer_joined_at = NULL, contacts_pruned_at = now(), updated_at = now()
+    customer_joined_at = NULL, customer_joined_by = NULL, contacts_pruned_at = now(), updated_at = now()
 WHERE id IN (SELECT id FROM sel)`)
 
 // pruneOutbox deletes rows delivered, dropped or failed before the horizon

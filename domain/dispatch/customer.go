@@ -117,11 +117,13 @@ func OrderToken(payload string) (string, bool) {
 }
 
 // JoinOrder makes the user the customer of the order whose link they
-// opened, and sends them its status. Opening it again shows it again.
+// opened with message messageID (their /start), and sends them its
+// status. Opening it again shows it again; the same message handled again
+// (its replica died before the update's done-mark) tells nobody anything.
 // ErrLinkInvalid, ErrLinkTaken.
-func (s *Service) JoinOrder(ctx context.Context, userID int64, token string) (Order, error) {
+func (s *Service) JoinOrder(ctx context.Context, userID int64, token string, messageID int) (Order, error) {
 	st := s.newStory()
-	o, err := s.deps.Orders.Join(ctx, token, userID, st.tell(func(c Changed) {
+	o, err := s.deps.Orders.Join(ctx, token, userID, messageID, st.tell(func(c Changed) {
 		st.event(Event{Kind: EventCustomerJoined, OrderID: c.Order.ID, MasterID: c.Order.MasterID})
 		st.customer(c, CustomerJoined)
 		if c.Assigned != nil {

@@ -3,6 +3,7 @@ package dispatch_test
 import (
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,12 @@ import (
 	"switchboard/domain"
 	"switchboard/domain/dispatch"
 )
+
+// lastJoin numbers the customers' /start messages: each join a new
+// message, unless a test repeats one.
+var lastJoin atomic.Int64
+
+func joinMessage() int { return int(lastJoin.Add(1)) }
 
 // lateEvents counts the live log's lateness lines of order id.
 func (r *recorder) lateEvents(id int64) int {
@@ -53,7 +60,7 @@ func TestLateArrivalIsToldOncePerOrder(t *testing.T) {
 
 	late := w.create(t, s, "Moscow Arbat plumbing 900 Tap\nwhen: 2099-05-06 10:00-12:00")
 	fine := w.create(t, s, "Moscow Arbat plumbing 900 Sink\nwhen: 2099-05-06 10:00-12:00")
-	_, err = s.JoinOrder(w.ctx, 500, w.order(t, late.ID).CustomerToken)
+	_, err = s.JoinOrder(w.ctx, 500, w.order(t, late.ID).CustomerToken, joinMessage())
 	require.NoError(t, err)
 	for _, f := range w.tg.sentOffers() {
 		_, _, err := s.Accept(w.ctx, f.ID, f.MasterID)
@@ -121,13 +128,13 @@ func TestTheCustomersLink(t *testing.T) {
 	other := w.create(t, s, "Moscow Arbat plumbing 900 Sink")
 	require.NotEqual(t, token, w.order(t, other.ID).CustomerToken)
 
-	_, err := s.JoinOrder(w.ctx, 500, token)
+	_, err := s.JoinOrder(w.ctx, 500, token, joinMessage())
 	require.NoError(t, err)
-	_, err = s.JoinOrder(w.ctx, 500, token)
+	_, err = s.JoinOrder(w.ctx, 500, token, joinMessage())
 	require.NoError(t, err, "its customer may open it again")
-	_, err = s.JoinOrder(w.ctx, 501, token)
+	_, err = s.JoinOrder(w.ctx, 501, token, joinMessage())
 	require.ErrorIs(t, err, dispatch.ErrLinkTaken)
-	_, err = s.JoinOrder(w.ctx, 501, "AAAAAAAAAAAAAAAAAAAAAA")
+	_, err = s.JoinOrder(w.ctx, 501, "AAAAAAAAAAAAAAAAAAAAAA", joinMessage())
 	require.ErrorIs(t, err, dispatch.ErrLinkInvalid)
 
 	_, err = s.CustomerCancel(w.ctx, o.ID, 501)
@@ -138,9 +145,9 @@ func TestTheCustomersLink(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, token, re.CustomerToken)
 	require.Zero(t, re.CustomerID)
-	_, err = s.JoinOrder(w.ctx, 500, token)
+	_, err = s.JoinOrder(w.ctx, 500, token, joinMessage())
 	require.ErrorIs(t, err, dispatch.ErrLinkInvalid, "the old link opens nothing")
-	_, err = s.JoinOrder(w.ctx, 501, re.CustomerToken)
+	_, err = s.JoinOrder(w.ctx, 501, re.CustomerToken, joinMessage())
 	require.NoError(t, err)
 	revoked := 0
 	for _, u := range w.tg.customerNotes() {
@@ -166,7 +173,7 @@ func TestTheCustomersLink(t *testing.T) {
 	require.Equal(t, dispatch.Assigned, w.order(t, o.ID).State)
 
 	// The second order: its customer cancels before anyone sets off.
-	_, err = s.JoinOrder(w.ctx, 500, w.order(t, other.ID).CustomerToken)
+	_, err = s.JoinOrder(w.ctx, 500, w.order(t, other.ID).CustomerToken, joinMessage())
 	require.NoError(t, err)
 	_, err = s.CustomerCancel(w.ctx, other.ID, 500)
 	require.NoError(t, err)
@@ -187,7 +194,7 @@ func TestRelayBetweenTheCustomerAndTheMaster(t *testing.T) {
 		require.NoError(t, err)
 	}
 	o := w.create(t, s, "Moscow Arbat plumbing 900 Tap")
-	_, err := s.JoinOrder(w.ctx, 500, w.order(t, o.ID).CustomerToken)
+	_, err := s.JoinOrder(w.ctx, 500, w.order(t, o.ID).CustomerToken, joinMessage())
 	require.NoError(t, err)
 	f := w.tg.sentOffers()[0]
 	_, _, err = s.Accept(w.ctx, f.ID, f.MasterID)
@@ -244,7 +251,7 @@ func TestTheMastersLocationOnTheWay(t *testing.T) {
 	_, err := w.store.Users().Upsert(w.ctx, domain.User{ID: 500, FirstName: "Cora"})
 	require.NoError(t, err)
 	o := w.create(t, s, "Moscow Arbat plumbing 900 Tap")
-	_, err = s.JoinOrder(w.ctx, 500, w.order(t, o.ID).CustomerToken)
+	_, err = s.JoinOrder(w.ctx, 500, w.order(t, o.ID).CustomerToken, joinMessage())
 	require.NoError(t, err)
 	f := w.tg.sentOffers()[0]
 	_, _, err = s.Accept(w.ctx, f.ID, f.MasterID)
@@ -299,4 +306,56 @@ func TestTheMastersLocationOnTheWay(t *testing.T) {
 	arrivedThere := dispatch.Order{EnRouteAt: time.Now(), ArrivedAt: time.Now()}
 	require.False(t, dispatch.CustomerUpdate{Note: dispatch.CustomerDone, Order: arrivedThere}.EndsWhereabouts(),
 		"Arrived stopped it already")
+}
+
+// A /start handled twice (its replica died after the join's commit,
+// before the update's done-mark) tells nobody twice: one status for the
+// customer, one live-log line, one edit of the master's message. A new
+// /start by the customer shows the status anew.
+func TestJoinOfOneMessageTwiceTellsOnce(t *testing.T) {
+	t.Parallel()
+	w, s := setup(t, dispatch.Config{OfferSLA: time.Hour, CommissionRate: 10})
+	w.masters(t, s, "Moscow Arbat plumbing", 10)
+	_, err := w.store.Users().Upsert(w.ctx, domain.User{ID: 500, FirstName: "Cora"})
+	require.NoError(t, err)
+	o := w.create(t, s, "Moscow Arbat plumbing 900 Tap")
+	f := w.tg.sentOffers()[0]
+	_, _, err = s.Accept(w.ctx, f.ID, f.MasterID)
+	require.NoError(t, err)
+	token := w.order(t, o.ID).CustomerToken
+	joins := func() (notes, logged int) {
+		for _, u := range w.tg.customerNotes() {
+			if u.Note == dispatch.CustomerJoined {
+				notes++
+			}
+		}
+		for _, l := range w.tg.log(o.ID) {
+			if strings.HasPrefix(l, string(dispatch.EventCustomerJoined)) {
+				logged++
+			}
+		}
+		return notes, logged
+	}
+	assigned := len(w.tg.assignments())
+
+	first := joinMessage()
+	for range 2 {
+		got, err := s.JoinOrder(w.ctx, 500, token, first)
+		require.NoError(t, err)
+		require.Equal(t, o.ID, got.ID)
+		require.Equal(t, int64(500), got.CustomerID)
+	}
+	notes, logged := joins()
+	require.Equal(t, 1, notes, "one status")
+	require.Equal(t, 1, logged, "one live-log line")
+	require.Len(t, w.tg.assignments(), assigned+1, "one edit of the master's message")
+
+	_, err = s.JoinOrder(w.ctx, 500, token, joinMessage())
+	require.NoError(t, err)
+	notes, logged = joins()
+	require.Equal(t, 2, notes, "a new /start, the status anew")
+	require.Equal(t, 2, logged)
+
+	_, err = s.JoinOrder(w.ctx, 501, token, first)
+	require.ErrorIs(t, err, dispatch.ErrLinkTaken, "another user's message is no rerun")
 }

@@ -135,7 +135,7 @@ func TestCustomerCommentsOnTheRatingOnce(t *testing.T) {
 		require.NoError(t, err)
 	}
 	o := w.create(t, s, "Odesa Port electrician 2000 No light in the hall")
-	_, err := s.JoinOrder(w.ctx, 500, w.order(t, o.ID).CustomerToken)
+	_, err := s.JoinOrder(w.ctx, 500, w.order(t, o.ID).CustomerToken, joinMessage())
 	require.NoError(t, err)
 	f := w.tg.sentOffers()[0]
 	_, _, err = s.Accept(w.ctx, f.ID, 10)

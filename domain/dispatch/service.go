@@ -308,8 +308,10 @@ type Orders interface {
 
 	// Join makes userID the customer of the order with the link token,
 	// unless another user is: ErrLinkTaken; ErrLinkInvalid when no order
-	// has it. Opened again by its customer, the order is told again.
-	Join(ctx context.Context, token string, userID int64, tell domain.Render[Changed]) (Order, error)
+	// has it. Opened again by its customer, the order is told again,
+	// unless by the same message (messageID, not 0) that joined it last:
+	// that is its update run again, and the order is returned untold.
+	Join(ctx context.Context, token string, userID int64, messageID int, tell domain.Render[Changed]) (Order, error)
 	// Reissue gives the order a new link token and unlinks its customer
 	// (Changed.Customer: the one unlinked, if any); domain.ErrNotFound.
 	Reissue(ctx context.Context, id int64, token string, tell domain.Render[Changed]) (Order, error)
