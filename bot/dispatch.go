@@ -37,7 +37,7 @@ type Dispatch interface {
 	Config() dispatch.Config
 	Opening(city string) (open bool, at time.Time, h dispatch.Hours)
 	JoinOrder(ctx context.Context, userID int64, token string, messageID int) (dispatch.Order, error)
-	ReissueLink(ctx context.Context, orderID int64) (dispatch.Order, error)
+	ReissueLink(ctx context.Context, orderID int64, pressID string) (dispatch.Order, error)
 	CustomerOrder(ctx context.Context, orderID, userID int64) (dispatch.Order, error)
 	CustomerCancel(ctx context.Context, orderID, userID int64) (dispatch.Order, error)
 	StepWithETA(ctx context.Context, offerID, masterID int64, step dispatch.Step, eta time.Duration) (dispatch.Order, error)

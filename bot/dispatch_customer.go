@@ -180,7 +180,7 @@ func (u *dispatchUI) reissue(r *Request, cb Callback) error {
 	if !r.Admin {
 		return r.Forbidden()
 	}
-	o, err := u.d.ReissueLink(r.Ctx, cb.IDs[0])
+	o, err := u.d.ReissueLink(r.Ctx, cb.IDs[0], r.Callback().ID)
 	if errors.Is(err, domain.ErrNotFound) {
 		return r.Alert("error.callback_invalid")
 	}

@@ -536,22 +536,30 @@ RETURNING `+orderColumns, token, userID, int64(messageID)))
 }
 
 // Reissue gives order id a new link token and unlinks its customer; see
-// dispatch.Orders.
-func (s *Orders) Reissue(ctx context.Context, id int64, token string, tell domain.Render[dispatch.Changed]) (dispatch.Order, error) {
+// dispatch.Orders. The same press (pressID) handled again finds the link
+// it gave and returns the order as it is, telling nobody.
+func (s *Orders) Reissue(ctx context.Context, id int64, token, pressID string, tell domain.Render[dispatch.Changed]) (dispatch.Order, error) {
 	var o dispatch.Order
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var was int64
-		if err := tx.QueryRow(ctx, `SELECT COALESCE(customer_id, 0) FROM orders WHERE id = $1 FOR UPDATE`, id).Scan(&was); err != nil {
+		var by string
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(customer_id, 0), COALESCE(link_reissued_by, '') FROM orders WHERE id = $1 FOR UPDATE`,
+			id).Scan(&was, &by); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return domain.ErrNotFound
 			}
 			return err
 		}
 		var err error
+		if pressID != "" && by == pressID {
+			o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, id))
+			return err
+		}
 		o, err = scanOrder(tx.QueryRow(ctx, `
-UPDATE orders SET customer_token = $2, customer_id = NULL, customer_joined_at = NULL, customer_joined_by = NULL, updated_at = now()
+UPDATE orders SET customer_token = $2, customer_id = NULL, customer_joined_at = NULL, customer_joined_by = NULL,
+    link_reissued_by = NULLIF($3, ''), updated_at = now()
 WHERE id = $1
-RETURNING `+orderColumns, id, token))
+RETURNING `+orderColumns, id, token, pressID))
 		if err != nil {
 			return err
 		}

@@ -141,14 +141,16 @@ func (s *Service) JoinOrder(ctx context.Context, userID int64, token string, mes
 
 // ReissueLink is the admin's Reissue: the order gets a new link and the
 // old one opens nothing; a customer who opened the old one is no longer
-// the order's (and is told).
-func (s *Service) ReissueLink(ctx context.Context, orderID int64) (Order, error) {
+// the order's (and is told). pressID names the press (the callback
+// query's id): the same press handled again keeps the link it gave, the
+// one the admin was shown, rather than issue another.
+func (s *Service) ReissueLink(ctx context.Context, orderID int64, pressID string) (Order, error) {
 	token, err := NewCustomerToken()
 	if err != nil {
 		return Order{}, err
 	}
 	st := s.newStory()
-	o, err := s.deps.Orders.Reissue(ctx, orderID, token, st.tell(func(c Changed) {
+	o, err := s.deps.Orders.Reissue(ctx, orderID, token, pressID, st.tell(func(c Changed) {
 		if c.Customer != nil {
 			st.event(Event{Kind: EventLinkReissued, OrderID: c.Order.ID})
 			st.customer(c, CustomerRevoked)

@@ -141,10 +141,19 @@ func TestTheCustomersLink(t *testing.T) {
 	require.ErrorIs(t, err, dispatch.ErrOrderState, "not theirs: nothing moves")
 	require.Equal(t, dispatch.Searching, w.order(t, o.ID).State)
 
-	re, err := s.ReissueLink(w.ctx, o.ID)
+	re, err := s.ReissueLink(w.ctx, o.ID, "press-1")
 	require.NoError(t, err)
 	require.NotEqual(t, token, re.CustomerToken)
 	require.Zero(t, re.CustomerID)
+	// The same press handled again (a replica died before its done-mark)
+	// keeps the link the admin was shown; a new press gives a new one.
+	again, err := s.ReissueLink(w.ctx, o.ID, "press-1")
+	require.NoError(t, err)
+	require.Equal(t, re.CustomerToken, again.CustomerToken, "the same press keeps the link it gave")
+	next, err := s.ReissueLink(w.ctx, o.ID, "press-2")
+	require.NoError(t, err)
+	require.NotEqual(t, re.CustomerToken, next.CustomerToken, "a new press, a new link")
+	re = next
 	_, err = s.JoinOrder(w.ctx, 500, token, joinMessage())
 	require.ErrorIs(t, err, dispatch.ErrLinkInvalid, "the old link opens nothing")
 	_, err = s.JoinOrder(w.ctx, 501, re.CustomerToken, joinMessage())

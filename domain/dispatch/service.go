@@ -314,7 +314,9 @@ type Orders interface {
 	Join(ctx context.Context, token string, userID int64, messageID int, tell domain.Render[Changed]) (Order, error)
 	// Reissue gives the order a new link token and unlinks its customer
 	// (Changed.Customer: the one unlinked, if any); domain.ErrNotFound.
-	Reissue(ctx context.Context, id int64, token string, tell domain.Render[Changed]) (Order, error)
+	// The press that gave the current link (pressID, not "") handled
+	// again returns the order as it is, untold.
+	Reissue(ctx context.Context, id int64, token, pressID string, tell domain.Render[Changed]) (Order, error)
 	// EnRoute is the assigned master's On my way with their ETA: as
 	// MarkStep(StepEnRoute), and the order's ETA set.
 	EnRoute(ctx context.Context, orderID, masterID int64, eta time.Duration, tell domain.Render[Changed]) (Order, bool, error)
