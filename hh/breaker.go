@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,10 @@ const (
 	typeCaptcha   = "captcha_required"
 	typeForbidden = "forbidden"
 )
+
+// typeBadArgument is HH refusing a request's parameter (400): the request
+// is wrong, HH serves us; it never opens the breaker.
+const typeBadArgument = "bad_argument"
 
 // Breaker defaults: the first hold after a block, and the longest one
 // failed probes grow it to.
@@ -205,7 +210,10 @@ func (b *breaker) do(send func() ([]byte, error)) ([]byte, error) {
 	}
 	body, err := b.cb.Execute(func() ([]byte, error) {
 		body, err := send()
-		if err == nil {
+		// A 400 is HH reading our request and judging it: as much an
+		// answer as a 200, whatever it says of the request.
+		var ae *APIError
+		if err == nil || errors.As(err, &ae) && ae.Status == http.StatusBadRequest {
 			b.answered.Store(true)
 		}
 		var r *Block

@@ -131,3 +131,56 @@ func TestFakeRefusesBusyAnonymousClients(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, r.Status)
 	require.Equal(t, "captcha_required", r.Type)
 }
+
+// HH refusing a search's own parameter (400 bad_argument) is about the
+// search, not us: the error is a *vacancy.SearchRefusal naming the
+// parameter, never an outage or a block, and the breaker stays closed,
+// so every other request still goes out. A 400 is HH answering.
+func TestBadArgumentIsTheSearchsRefusalAndLeavesTheBreakerClosed(t *testing.T) {
+	t.Parallel()
+	srv := catalogue(t)
+	c, reg := newClient(t, srv.URL(), func(cfg *hh.Config) {
+		cfg.BreakerOpenFor, cfg.BreakerMaxOpen = time.Minute, time.Minute
+	})
+	ctx := context.Background()
+	// RUB is ISO's code; HH's dictionary says RUR (the fake refuses it as HH does).
+	rub := vacancy.Params{Text: "go", Salary: 200000, Filters: map[string][]string{"currency": {"RUB"}}}
+	for range 5 {
+		_, err := c.Search(ctx, rub, 0, 20)
+		require.ErrorIs(t, err, vacancy.ErrSearchRefused)
+		require.NotErrorIs(t, err, vacancy.ErrUnavailable)
+		require.NotErrorIs(t, err, vacancy.ErrHHBlocked)
+		var refusal *vacancy.SearchRefusal
+		require.ErrorAs(t, err, &refusal)
+		require.Equal(t, []string{"currency"}, refusal.Args)
+		var apiErr *hh.APIError
+		require.ErrorAs(t, err, &apiErr, "HH's answer stays readable")
+		require.Equal(t, http.StatusBadRequest, apiErr.Status)
+	}
+	require.Len(t, srv.Requests(), 5, "each was sent: nothing held back")
+	blocked, _ := c.Blocked()
+	require.False(t, blocked)
+	require.False(t, c.Holding())
+	require.Nil(t, c.Block())
+	require.True(t, c.Answered(), "a 400 is HH answering")
+	require.Equal(t, 0.0, find(t, reg, "hh_breaker_state", nil).GetGauge().GetValue(), "closed")
+
+	_, err := c.Search(ctx, params, 0, 20)
+	require.NoError(t, err, "the next search goes out")
+
+	// bad_argument naming only what the client adds (paging) is our bug,
+	// not the search's; bad_user_agent is about us as a client. Neither is
+	// the search's refusal, and neither opens the breaker.
+	for _, body := range []string{
+		`{"errors":[{"type":"bad_argument","value":"per_page"},{"type":"bad_argument","value":"page"}]}`,
+		`{"errors":[{"type":"bad_user_agent","value":"blacklisted"}]}`,
+	} {
+		srv.InjectFault(hhtest.Fault{Count: 1, Status: http.StatusBadRequest, On: hhtest.SearchEndpoint, Body: []byte(body)})
+		_, err = c.Search(ctx, params, 0, 20)
+		var apiErr *hh.APIError
+		require.ErrorAs(t, err, &apiErr, body)
+		require.NotErrorIs(t, err, vacancy.ErrSearchRefused, body)
+		require.NotErrorIs(t, err, vacancy.ErrHHBlocked, body)
+	}
+	require.False(t, c.Holding())
+}

@@ -13,6 +13,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -238,9 +239,44 @@ func (c *Client) Search(ctx context.Context, p vacancy.Params, page, perPage int
 	u.RawQuery = q.Encode()
 	out, err := request(ctx, c, endpointSearch, slog.Int("page", page), u.String(), false, c.decodePage)
 	if err != nil {
+		if r := refusalOf(err); r != nil {
+			err = r
+		}
 		return vacancy.Page{}, fmt.Errorf("hh search page %d: %w", page, err)
 	}
 	return out, nil
+}
+
+// ownArgs are the parameters the client adds to every search itself: HH
+// refusing one of them is our bug, not the saved search's.
+var ownArgs = []string{"page", "per_page", "order_by"}
+
+// refusalOf reads a search's *APIError as HH refusing the search's own
+// parameters: a 400 whose errors[] holds bad_argument items (hhru/api
+// docs/errors.md: the value names the parameter). nil for any other error,
+// for a 400 of another type (bad_user_agent is about us as a client) and
+// for one naming only the parameters the client adds.
+func refusalOf(err error) *vacancy.SearchRefusal {
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+		return nil
+	}
+	var r *vacancy.SearchRefusal
+	for _, it := range ae.Errors {
+		if it.Type != typeBadArgument {
+			continue
+		}
+		if r == nil {
+			r = &vacancy.SearchRefusal{Err: ae}
+		}
+		if it.Value != "" && !slices.Contains(r.Args, it.Value) {
+			r.Args = append(r.Args, it.Value)
+		}
+	}
+	if r != nil && len(r.Args) > 0 && !slices.ContainsFunc(r.Args, func(a string) bool { return !slices.Contains(ownArgs, a) }) {
+		return nil
+	}
+	return r
 }
 
 // request GETs u (notFoundArchived: a 404 is vacancy.ErrArchived), reads

@@ -54,8 +54,15 @@
 //     not HH's JSON (a firewall), or 429. It opens the Client's breaker
 //     (breaker.go): until its hold ends every request returns a Block
 //     without being sent, then one probe decides.
+//   - *vacancy.SearchRefusal (errors.As; matches vacancy.ErrSearchRefused):
+//     Search only, HH answered 400 bad_argument naming a parameter of the
+//     saved search (Args: "currency", say). The search is wrong, not HH nor
+//     us: it never opens the breaker and never matches ErrUnavailable or
+//     ErrHHBlocked, and the domain sets the search aside. A bad_argument
+//     naming only what the client adds (page, per_page, order_by) is our
+//     bug and stays an *APIError.
 //   - *APIError (errors.As): HH refused the request itself, any other 4xx
-//     (400 bad_argument, a 404 on search, a second oauth refusal...).
+//     (400 bad_user_agent, a 404 on search, a second oauth refusal...).
 //     Retrying the same request will not help. It never matches
 //     ErrUnavailable.
 //   - The caller's context error (errors.Is context.Canceled or

@@ -3,6 +3,7 @@ package vacancy
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -74,11 +75,43 @@ var (
 	// or holds requests back after such a refusal: an outage for the whole
 	// deployment, not the match's failure, so the work waits QUEUED.
 	ErrHHBlocked = errors.New("HH refuses our requests")
+	// ErrSearchRefused: HH refuses the search itself (400 bad_argument): its
+	// parameters are wrong, so asking again cannot help and it is no
+	// outage. The error is a *SearchRefusal naming HH's arguments.
+	ErrSearchRefused = errors.New("HH refuses the search's parameters")
 )
+
+// SearchRefusal is HH answering a search 400 bad_argument: Args are the
+// parameters HH named (errors[].value, e.g. "currency"), empty when it
+// named none. It matches ErrSearchRefused and never ErrUnavailable or
+// ErrHHBlocked: the search is at fault, not HH nor us as a client.
+type SearchRefusal struct {
+	Args []string
+	// Err is the source's own error for the answer (hh.APIError), if any.
+	Err error
+}
+
+func (e *SearchRefusal) Error() string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	if len(e.Args) == 0 {
+		return "HH answered 400 (bad_argument)"
+	}
+	return "HH answered 400 (bad_argument=" + strings.Join(e.Args, ", bad_argument=") + ")"
+}
+
+// Is makes a SearchRefusal match ErrSearchRefused.
+func (e *SearchRefusal) Is(target error) bool { return target == ErrSearchRefused }
+
+// Unwrap gives Err, so the source's error stays reachable with errors.As.
+func (e *SearchRefusal) Unwrap() error { return e.Err }
 
 // Source is HH.ru as the vacancy workflow needs it; package hh implements it.
 type Source interface {
-	// Search returns one page (zero-based) of results for p, newest first.
+	// Search returns one page (zero-based) of results for p, newest first;
+	// a search HH refuses for its parameters is an error wrapping a
+	// *SearchRefusal (ErrSearchRefused), or ErrUnavailable or ErrHHBlocked.
 	Search(ctx context.Context, p Params, page, perPage int) (Page, error)
 	// Vacancy returns the full vacancy, or an error wrapping ErrArchived,
 	// ErrUnavailable or ErrHHBlocked.
