@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,6 +85,9 @@ const (
 	searchBudget = 160
 	// argBudget bounds the echo of a refused argument.
 	argBudget = 80
+	// refusedBudget bounds the parameters HH refused on a line of
+	// /searches.
+	refusedBudget = 40
 )
 
 type vacancyUI struct {
@@ -334,9 +338,17 @@ func (u *vacancyUI) searchList(r *Request) (string, *tele.ReplyMarkup, error) {
 	kb := &tele.ReplyMarkup{}
 	var row []tele.InlineButton
 	for i, s := range list {
-		sb.WriteString("\n" + r.T("searches.line", locales.Data{
-			"N": i + 1, "Search": locales.HTML(clip(s.Params.String(), searchBudget)),
-		}))
+		line := locales.Data{"N": i + 1, "Search": locales.HTML(clip(s.Params.String(), searchBudget))}
+		if s.State == vacancy.SearchRefused {
+			// Set aside: it must not read as watched. The names HH gave
+			// take what the search's text gives up, so the longest list
+			// stays one message.
+			line["Search"] = locales.HTML(clip(s.Params.String(), searchBudget-refusedBudget))
+			line["Args"] = locales.HTML(clip(cmp.Or(strings.Join(s.Refused, ", "), "—"), refusedBudget))
+			sb.WriteString("\n" + r.T("searches.line_refused", line))
+		} else {
+			sb.WriteString("\n" + r.T("searches.line", line))
+		}
 		data, err := Encode(actionDeleteSearch, s.ID)
 		if err != nil {
 			return "", nil, err
@@ -813,6 +825,37 @@ func (rd *Renderer) SearchNews(n vacancy.FirstNews) []domain.Message {
 	}
 	text := rd.cat.T(n.Lang, key, locales.Data{"Search": locales.HTML(clip(n.Search.Params.String(), searchBudget))})
 	return toTopic(domain.TopicVacancies, Messages(n.Search.UserID, domain.KindReply, n.Search.ID, text, nil))
+}
+
+// SearchRefused tells the user that HH refused their search's parameters
+// (vacancy.Notifier): which ones as the search sets them, the values HH
+// takes where the search knows them, that it is set aside and how to fix
+// it. Written to the outbox in the transaction that sets it aside.
+func (rd *Renderer) SearchRefused(rf vacancy.Refusal) []domain.Message {
+	shown := locales.HTML(clip(rf.Search.Params.String(), searchBudget))
+	var text string
+	if len(rf.Args) == 0 {
+		text = rd.cat.T(rf.Lang, "search.refused_unnamed", locales.Data{"Search": shown})
+	} else {
+		text = rd.cat.T(rf.Lang, "search.refused", locales.Data{"Search": shown, "Args": refusedArgs(rf.Search.Params, rf.Args)})
+		for _, name := range rf.Args[:min(len(rf.Args), maxDropped)] {
+			if acc := vacancy.Accepted(name); len(acc) > 0 {
+				text += "\n" + rd.cat.T(rf.Lang, "search.refused_accepted",
+					locales.Data{"Name": clip(name, argBudget), "Accepted": strings.Join(acc, ", ")})
+			}
+		}
+	}
+	return toTopic(domain.TopicVacancies, Messages(rf.Search.UserID, domain.KindReply, rf.Search.ID, text, nil))
+}
+
+// refusedArgs renders the arguments HH refused as the search sets them:
+// <code>currency=RUB</code>, each escaped and clipped.
+func refusedArgs(p vacancy.Params, args []string) locales.HTML {
+	parts := make([]string, 0, min(len(args), maxDropped))
+	for _, a := range args[:min(len(args), maxDropped)] {
+		parts = append(parts, "<code>"+clip(p.Setting(a), argBudget)+"</code>")
+	}
+	return locales.HTML(strings.Join(parts, ", "))
 }
 
 // renderVacancy is the one rendering of a vacancy message, for delivery

@@ -24,7 +24,9 @@ import (
 //     in first_matches); a delivered card of one of them is the news, and
 //     if every one ends without a card (not relevant, archived, dropped by
 //     a ban word) "nothing new yet" is written instead.
-//   - told: the user heard the outcome.
+//   - told: the user heard the outcome. A search HH refuses for its
+//     parameters (Searches.SetAside, state refused) is told too: the
+//     refusal is its news, and it is asked of HH no more.
 
 // newsColumns are what a note about a search needs, with users u.
 const newsColumns = `s.id, s.user_id, s.params, s.search_key, s.created_at, u.language, u.telegram_language`
@@ -190,11 +192,12 @@ func (s *Matches) SettleFirstNews(ctx context.Context, announce domain.Render[[]
 // FirstNewsGroups lists the search keys whose first discovery is owed:
 // keys with a search pending for longer than grace (the replica that
 // saved it runs it at once; past grace it did not, or died) or retrying.
+// A refused search is never among them: SetAside marks it told.
 func (s *Matches) FirstNewsGroups(ctx context.Context, grace time.Duration) ([]vacancy.Group, error) {
 	out, err := groupsOf(ctx, s.pool, `
 SELECT DISTINCT ON (search_key) search_key, params FROM searches
-WHERE search_key IN (SELECT search_key FROM searches
-                     WHERE first_news <> 'told' AND (first_news = 'retrying'
+WHERE state = 'active' AND search_key IN (SELECT search_key FROM searches
+                     WHERE first_news <> 'told' AND state = 'active' AND (first_news = 'retrying'
                         OR first_news = 'pending' AND created_at < now() - $1 * interval '1 millisecond'))
 ORDER BY search_key, id`, grace.Milliseconds())
 	if err != nil {

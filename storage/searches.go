@@ -25,7 +25,9 @@ func (s *Store) Searches() *Searches { return &Searches{s.db} }
 var _ vacancy.Searches = (*Searches)(nil)
 
 // Add saves a search unless the user already has one with its key;
-// created reports which happened, and the stored search is returned. A new
+// created reports which happened, and the stored search is returned. A
+// search of the key that HH refused (state refused) is brought back as if
+// new: active, its first news pending, so HH is asked again. A new
 // search is given, in the same transaction, up to backfill of the key's
 // vacancies published since since (those other users' discovery already
 // collected), as QUEUED matches; queued counts them. When the key has been
@@ -46,7 +48,9 @@ func (s *Searches) Add(ctx context.Context, sr vacancy.Search, backfill int, sin
 		}
 		row := tx.QueryRow(ctx, `
 INSERT INTO searches (user_id, params, search_key) VALUES ($1, $2, $3)
-ON CONFLICT (user_id, search_key) DO NOTHING
+ON CONFLICT (user_id, search_key) DO UPDATE
+SET state = 'active', refused_args = NULL, refused_at = NULL, first_news = 'pending', first_matches = NULL
+WHERE searches.state = 'refused'
 RETURNING id, user_id, params, search_key, created_at`, sr.UserID, params, sr.Key)
 		var err error
 		out, err = scanSearch(row)
@@ -116,9 +120,9 @@ func scanSearch(row pgx.Row) (vacancy.Search, error) {
 	return r.search()
 }
 
-// OfUser lists a user's searches, oldest first.
+// OfUser lists a user's searches, oldest first, with their state.
 func (s *Searches) OfUser(ctx context.Context, userID int64) ([]vacancy.Search, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, user_id, params, search_key, created_at FROM searches
+	rows, err := s.pool.Query(ctx, `SELECT id, user_id, params, search_key, created_at, state, refused_args FROM searches
 WHERE user_id = $1 ORDER BY id`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("searches of user %d: %w", userID, err)
@@ -126,13 +130,61 @@ WHERE user_id = $1 ORDER BY id`, userID)
 	defer rows.Close()
 	var out []vacancy.Search
 	for rows.Next() {
-		sr, err := scanSearch(rows)
+		var r searchRow
+		var state string
+		var refused []string
+		if err := rows.Scan(append(r.dest(), &state, &refused)...); err != nil {
+			return nil, fmt.Errorf("searches of user %d: %w", userID, err)
+		}
+		sr, err := r.search()
 		if err != nil {
 			return nil, fmt.Errorf("searches of user %d: %w", userID, err)
 		}
+		sr.State, sr.Refused = vacancy.SearchState(state), refused
 		out = append(out, sr)
 	}
 	return out, rows.Err()
+}
+
+// SetAside moves the key's active searches to refused, naming the
+// arguments HH refused; one still owed its first news counts as told, for
+// the refusal is its news. One statement naming the old state, with
+// tell's notes written in its transaction: each user hears it once on any
+// number of replicas.
+func (s *Searches) SetAside(ctx context.Context, key string, args []string, tell domain.Render[[]vacancy.Refusal]) (int, error) {
+	if args == nil {
+		args = []string{}
+	}
+	n := 0
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+UPDATE searches s SET state = 'refused', refused_args = $2, refused_at = now(),
+    first_news = CASE WHEN s.first_news IN ('pending', 'retrying') THEN 'told' ELSE s.first_news END
+FROM users u
+WHERE u.id = s.user_id AND s.search_key = $1 AND s.state = 'active'
+RETURNING `+newsColumns, key, args)
+		if err != nil {
+			return err
+		}
+		news, err := scanNews(rows, false, false)
+		if err != nil {
+			return err
+		}
+		n = len(news)
+		if tell == nil || n == 0 {
+			return nil
+		}
+		refusals := make([]vacancy.Refusal, len(news))
+		for i, fn := range news {
+			fn.Search.State, fn.Search.Refused = vacancy.SearchRefused, args
+			refusals[i] = vacancy.Refusal{Search: fn.Search, Lang: fn.Lang, Args: args}
+		}
+		return enqueueTx(ctx, tx, tell(refusals))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("set aside search %s: %w", key, interpretError(err))
+	}
+	return n, nil
 }
 
 // Delete deletes the user's search; another user's id deletes nothing.
@@ -144,7 +196,8 @@ func (s *Searches) Delete(ctx context.Context, userID, id int64) (bool, error) {
 	return tag.RowsAffected() == 1, nil
 }
 
-// KeyGroups returns every distinct search_key with its parameters.
+// KeyGroups returns every distinct search_key of an active search with
+// its parameters; a refused search is asked of HH no more.
 func (s *Searches) KeyGroups(ctx context.Context) ([]vacancy.Group, error) {
 	return searchGroups(ctx, s.pool, "")
 }
@@ -181,7 +234,7 @@ func queryAll[T any](ctx context.Context, q querier, to pgx.RowToFunc[T], sql st
 func searchGroups(ctx context.Context, q querier, key string) ([]vacancy.Group, error) {
 	out, err := groupsOf(ctx, q, `
 SELECT DISTINCT ON (search_key) search_key, params FROM searches
-WHERE $1 = '' OR search_key = $1
+WHERE state = 'active' AND ($1 = '' OR search_key = $1)
 ORDER BY search_key, id`, key)
 	if err != nil {
 		return nil, fmt.Errorf("search groups: %w", err)
@@ -204,13 +257,13 @@ func groupsOf(ctx context.Context, q querier, sql string, args ...any) ([]vacanc
 	}, sql, args...)
 }
 
-// followers are the users whose searches have key, with their ban words
-// and hidden employers.
+// followers are the users whose active searches have key, with their ban
+// words and hidden employers: a search set aside gets nothing.
 func followers(ctx context.Context, q querier, key string) ([]vacancy.Recipient, error) {
 	rows, err := q.Query(ctx, `
 SELECT s.user_id, COALESCE((SELECT array_agg(word ORDER BY word) FROM ban_words b WHERE b.user_id = s.user_id), '{}'),
        COALESCE((SELECT array_agg(employer) FROM hidden_employers h WHERE h.user_id = s.user_id), '{}')
-FROM searches s WHERE s.search_key = $1 ORDER BY s.id`, key)
+FROM searches s WHERE s.search_key = $1 AND s.state = 'active' ORDER BY s.id`, key)
 	if err != nil {
 		return nil, fmt.Errorf("followers of %s: %w", key, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"switchboard/domain"
 )
 
 // HH's paging limits: at most 100 per page, and (page+1)*per_page ≤ 2000.
@@ -66,7 +68,9 @@ func (s *Service) Fetch(ctx context.Context) error {
 			s.log.Warn("vacancy fetch stopped: HH refuses our requests", "err", err)
 			break
 		}
-		if err != nil {
+		// A refused search was set aside and told: handled, not the
+		// tick's failure.
+		if err != nil && !errors.Is(err, ErrSearchRefused) {
 			errs = append(errs, fmt.Errorf("search %s: %w", g.Key[:12], err))
 		}
 	}
@@ -74,6 +78,30 @@ func (s *Service) Fetch(ctx context.Context) error {
 		s.Wake()
 	}
 	return errors.Join(errs...)
+}
+
+// setAside moves the key's active searches to refused and tells their
+// users, in their language, which of the search's parameters HH refused.
+func (s *Service) setAside(ctx context.Context, key string, args []string) error {
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+	}
+	tell := func(rs []Refusal) []domain.Message {
+		var out []domain.Message
+		for _, r := range rs {
+			out = append(out, s.deps.Notifier.SearchRefused(r)...)
+		}
+		return out
+	}
+	n, err := s.deps.Searches.SetAside(ctx, key, args, tell)
+	if err != nil {
+		return err
+	}
+	s.m.refused.Add(float64(n))
+	s.log.Warn("search set aside: HH refuses its parameters", "search_key", key, "args", args, "searches", n)
+	return nil
 }
 
 // FetchKey runs discovery for one search_key now (a search just saved).
@@ -112,7 +140,17 @@ func (s *Service) Discover(ctx context.Context, g Group) (Discovery, error) {
 			return run, errors.Join(pageErr, fmt.Errorf("save discovery: %w", err))
 		}
 	}
-	if run.Pages == 0 && pageErr != nil && ctx.Err() == nil {
+	var refusal *SearchRefusal
+	switch {
+	case errors.As(pageErr, &refusal):
+		// The search itself is wrong: asking again would be refused again,
+		// so it is set aside and its users are told which parameter, once.
+		if err := s.setAside(ctx, g.Key, refusal.Args); err != nil {
+			// Not the refusal any more: the tick fails and a later one
+			// asks HH again, whose refusal sets it aside then.
+			return run, fmt.Errorf("%v; set aside: %w", pageErr, err)
+		}
+	case run.Pages == 0 && pageErr != nil && ctx.Err() == nil:
 		// Nothing to save: a user waiting for the search's first
 		// discovery hears it will be retried, not silence.
 		if err := s.deps.Matches.FirstFetchFailed(ctx, g.Key, s.announce); err != nil {

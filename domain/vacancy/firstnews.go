@@ -21,7 +21,9 @@ const FirstNewsGrace = 20 * time.Second
 //     card is told "nothing new yet" (the transitions that end them do
 //     this themselves; this catches the rest).
 //   - A key with a search pending past FirstNewsGrace, or retrying, is
-//     discovered, which tells the outcome (cards, or "nothing new yet").
+//     discovered, which tells the outcome (cards, or "nothing new yet"; a
+//     search HH refuses for its parameters is set aside and its users are
+//     told which one, and it is never picked again).
 //     While HH blocks us nothing is asked of it: the pending searches are
 //     told, once, that it will be retried, and are discovered by a later
 //     tick once HH answers again.
@@ -58,6 +60,9 @@ func (s *Service) FirstNews(ctx context.Context) error {
 			// Discover told this key's pending searches; the rest are
 			// told without asking HH again.
 			refused = true
+		case errors.Is(err, ErrSearchRefused):
+			// HH refused the search's parameters: Discover set it aside
+			// and told its users; no later tick asks HH for it.
 		case err != nil:
 			errs = append(errs, fmt.Errorf("first news of %s: %w", g.Key[:12], err))
 		}

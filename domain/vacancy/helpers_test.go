@@ -197,6 +197,8 @@ type recorder struct {
 	last     []vacancy.CardData
 	next     int
 	news     []vacancy.FirstNews
+	// refusals are the searches told HH refused them, in order.
+	refusals []vacancy.Refusal
 	// followUps are the reminders rendered, in order.
 	followUps []vacancy.FollowUp
 	// blank makes Card render nothing, as a renderer's bug would.
@@ -210,6 +212,22 @@ func (r *recorder) SearchNews(n vacancy.FirstNews) []domain.Message {
 	r.news = append(r.news, n)
 	return []domain.Message{{ChatID: n.Search.UserID, Kind: domain.KindReply, Ref: n.Search.ID,
 		Text: fmt.Sprintf("news of %q failed=%v", n.Search.Params.String(), n.Failed)}}
+}
+
+// SearchRefused records the refusal and writes a note for it.
+func (r *recorder) SearchRefused(rf vacancy.Refusal) []domain.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refusals = append(r.refusals, rf)
+	return []domain.Message{{ChatID: rf.Search.UserID, Kind: domain.KindReply, Ref: rf.Search.ID,
+		Text: fmt.Sprintf("%q refused by HH: %v", rf.Search.Params.String(), rf.Args)}}
+}
+
+// refused returns the refusals told so far.
+func (r *recorder) refused() []vacancy.Refusal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]vacancy.Refusal(nil), r.refusals...)
 }
 
 // told returns the news recorded so far.

@@ -14,6 +14,7 @@ type metrics struct {
 	retries     prometheus.Counter
 	discovered  prometheus.Counter
 	queued      prometheus.Counter
+	refused     prometheus.Counter
 	held        prometheus.Counter
 	digests     prometheus.Counter
 
@@ -37,6 +38,7 @@ func newMetrics(r *domain.Registrar) *metrics {
 		retries:    r.Counter("vacancy_llm_retries_total", "Relevance answers retried after invalid JSON."),
 		discovered: r.Counter("vacancies_discovered_total", "Vacancies new to a search_key."),
 		queued:     r.Counter("vacancy_matches_queued_total", "Matches created in QUEUED by discovery."),
+		refused:    r.Counter("vacancy_searches_refused_total", "Searches set aside because HH refused their parameters (400 bad_argument)."),
 		held:       r.Counter("vacancy_cards_held_total", "Cards held for quiet hours or the daily cap."),
 		digests:    r.Counter("vacancy_digests_total", "Digests written to the outbox."),
 

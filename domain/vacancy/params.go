@@ -161,6 +161,15 @@ func paramError(key, name, arg string) *domain.InputError {
 	return &domain.InputError{Key: key, Args: map[string]any{"Arg": Prefix(arg, argEcho), "Name": name, "Max": limits[key]}}
 }
 
+// Accepted is every value HH takes for the parameter name when the search
+// knows its whole dictionary, else nil.
+func Accepted(name string) []string {
+	if f, ok := filterNamed(name); ok {
+		return f.ids
+	}
+	return nil
+}
+
 // Prefix is s cut to at most n characters, "…" marking a cut.
 func Prefix(s string, n int) string {
 	s = strings.ToValidUTF8(s, "")
@@ -360,6 +369,21 @@ func (p Params) String() string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// Setting renders the search's own value of the parameter name as it is
+// typed after /search ("currency=RUB"), or name alone when the search sets
+// none (a parameter HH names that is not the search's).
+func (p Params) Setting(name string) string {
+	switch {
+	case name == "text" && p.Text != "":
+		return "text=" + p.Text
+	case name == "salary" && p.Salary > 0:
+		return "salary=" + strconv.Itoa(p.Salary)
+	case len(p.Filters[name]) > 0:
+		return name + "=" + strings.Join(p.Filters[name], ",")
+	}
+	return name
 }
 
 // MarshalJSON writes one flat object, a single value as a string: the

@@ -22,6 +22,31 @@ type Search struct {
 	Params    Params
 	Key       string
 	CreatedAt time.Time
+	// State is SearchActive or SearchRefused; Refused names the arguments
+	// HH refused (HH's bad_argument values), for /searches. Only OfUser
+	// reads them.
+	State   SearchState
+	Refused []string
+}
+
+// SearchState is a saved search's place: active (discovered on every
+// fetch) or refused (HH refused its parameters: set aside, asked of HH no
+// more, until the user saves it again). Each move is one conditional
+// UPDATE naming the old state.
+type SearchState string
+
+const (
+	SearchActive  SearchState = "active"
+	SearchRefused SearchState = "refused"
+)
+
+// Refusal is what a user hears when HH refuses their search's parameters
+// and the search is set aside.
+type Refusal struct {
+	Search Search
+	Lang   string
+	// Args are the parameters HH named (empty: it named none).
+	Args []string
 }
 
 // Match is a (user, vacancy) pair moving through the status table.
@@ -203,8 +228,15 @@ type Searches interface {
 	Add(ctx context.Context, s Search, backfill int, since time.Time, announce domain.Render[[]FirstNews]) (Search, bool, int, error)
 	OfUser(ctx context.Context, userID int64) ([]Search, error)
 	Delete(ctx context.Context, userID, id int64) (bool, error)
+	// KeyGroups and KeyGroup read the keys of active searches: a refused
+	// search is not discovered.
 	KeyGroups(ctx context.Context) ([]Group, error)
 	KeyGroup(ctx context.Context, key string) (Group, error)
+	// SetAside moves the key's active searches to refused with HH's
+	// argument names; a search still owed its first news counts as told.
+	// tell's messages for the searches it moved go to the outbox in the
+	// same transaction, so each user hears it once; n is how many moved.
+	SetAside(ctx context.Context, key string, args []string, tell domain.Render[[]Refusal]) (n int, err error)
 	BanWords(ctx context.Context, userID int64) ([]string, error)
 	AddBanWord(ctx context.Context, userID int64, word string, max int) (bool, error)
 	RemoveBanWord(ctx context.Context, userID int64, word string) (bool, error)
@@ -391,6 +423,9 @@ type Notifier interface {
 	// brought nothing new (or failed, n.Failed), and that the search is
 	// watched.
 	SearchNews(n FirstNews) []domain.Message
+	// SearchRefused tells the user that HH refused their search's
+	// parameters (which ones), that it is set aside, and how to fix it.
+	SearchRefused(r Refusal) []domain.Message
 	// FollowUp asks the user how an application went, with the buttons of
 	// its next steps; written to the outbox with the record that it was
 	// sent (pipeline.go).
@@ -589,7 +624,8 @@ type Added struct {
 
 // AddSearch saves a search. A search_key someone already follows brings
 // the user its recent vacancies; a new one is discovered right away. Both
-// start when the caller calls Begin.
+// start when the caller calls Begin. Saving again a search HH refused
+// brings it back (Created): HH is asked again.
 func (s *Service) AddSearch(ctx context.Context, userID int64, p Params) (Search, Added, error) {
 	since := s.deps.Clock.Now().Add(-s.cfg.RecoveryWindow)
 	var added Added
