@@ -21,6 +21,35 @@ func plain(t *testing.T, s string) string {
 	return html.UnescapeString(tag.ReplaceAllString(s, ""))
 }
 
+// /search checks currency against HH's codes before HH has to: an unknown
+// code is refused in the user's language, naming the codes HH takes; RUB,
+// ISO's code for roubles, is HH's RUR, which is HH's default and so no
+// filter at all.
+func TestSearchCurrencyIsCheckedAgainstHHsCodes(t *testing.T) {
+	t.Parallel()
+	env := setupVacancies(t)
+	ann := env.srv.User(42, "Ann", "en")
+	ivan := env.srv.User(43, "Иван", "ru")
+
+	require.Equal(t, "currency=GBP: hh.ru has no such currency. currency is one of hh.ru's codes: "+
+		"RUR, AZN, BYR, EUR, GEL, KGS, KZT, UAH, USD, UZS. Roubles are RUR on hh.ru (RUB is taken as RUR), e.g. salary=150000 currency=RUR.",
+		env.ask(t, ann, "/search golang salary=200000 currency=GBP").Text)
+	require.True(t, strings.HasPrefix(env.ask(t, ivan, "/search golang salary=200000 currency=фунты").Text,
+		"currency=фунты: такой валюты на hh.ru нет. currency — один из кодов hh.ru: RUR, AZN,"))
+	require.Equal(t, "employment=freelance: hh.ru takes only these values for employment: full, part, project, volunteer, probation.",
+		env.ask(t, ann, "/search golang employment=freelance").Text)
+
+	reply := env.ask(t, ann, "/search golang salary=200000 currency=RUB").Text
+	require.True(t, strings.HasPrefix(reply, "Saved: golang salary=200000\n"), reply)
+	require.Contains(t, env.ask(t, ann, "/search golang salary=200000 currency=rur").Text,
+		"You already have this search: golang salary=200000", "RUB and RUR are one search")
+	list, err := env.svc.Searches(context.Background(), 42)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Empty(t, list[0].Params.Values("currency"), "stored as HH's default, RUR")
+	require.Equal(t, vacancy.SearchActive, list[0].State)
+}
+
 // A search HH refused is told once, in the user's language, naming the
 // parameter as the search sets it and the values HH takes; /searches shows
 // it set aside, not as watched.

@@ -37,7 +37,15 @@ const (
 var (
 	ExperienceIDs = []string{NoExperience, Between1And3, Between3And6, MoreThan6}
 	ScheduleIDs   = []string{"remote", "fullDay", "shift", "flexible", "flyInFlyOut"}
+	// CurrencyCodes are the dictionary's key "currency", field code. HH
+	// keeps its own codes where ISO 4217 moved on: RUR for roubles, BYR
+	// for Belarusian roubles; any other code HH answers 400 bad_argument.
+	CurrencyCodes = []string{"RUR", "AZN", "BYR", "EUR", "GEL", "KGS", "KZT", "UAH", "USD", "UZS"}
 )
+
+// currencySynonyms are the ISO codes people type where HH keeps another:
+// taken, and stored, as HH's.
+var currencySynonyms = map[string]string{"RUB": "RUR", "BYN": "BYR"}
 
 // humanWords are the words people type for the dictionary ids, in the
 // three languages, after normalWord. The locale's own labels (the usage
@@ -87,17 +95,21 @@ func HumanID(filter, word string) string { return humanWords[filter][normalWord(
 type filter struct {
 	name  string
 	multi bool
-	ids   []string       // accepted values; nil: valid decides
+	ids   []string       // accepted values (the whole dictionary); nil: valid decides
 	valid *regexp.Regexp // when ids is nil
-	key   string         // locale key of the refusal
+	key   string         // locale key of the refusal; it may name ids as Accepted
+	// upper: HH's ids are upper case, so a value is taken in any case.
+	upper bool
+	// synonyms map a value people type to the id HH uses for it.
+	synonyms map[string]string
 }
 
 var (
-	digits     = regexp.MustCompile(`^[0-9]{1,10}$`)
-	dottedID   = regexp.MustCompile(`^[0-9]{1,10}(\.[0-9]{1,10}){0,3}$`)
-	lowerID    = regexp.MustCompile(`^[a-z][a-z_]{0,40}$`)
-	wordID     = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,40}$`)
-	currencyID = regexp.MustCompile(`^[A-Z]{3}$`)
+	digits   = regexp.MustCompile(`^[0-9]{1,10}$`)
+	dottedID = regexp.MustCompile(`^[0-9]{1,10}(\.[0-9]{1,10}){0,3}$`)
+	lowerID  = regexp.MustCompile(`^[a-z][a-z_]{0,40}$`)
+	wordID   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,40}$`)
+	upperID  = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,40}$`)
 	// paramName is what a key=value word's key looks like; other words
 	// with "=" are text.
 	paramName = regexp.MustCompile(`^[a-z][a-z_]{0,40}$`)
@@ -111,11 +123,11 @@ var Filters = []filter{
 	{name: "area", multi: true, valid: digits, key: "search.error_area"},
 	{name: "experience", multi: true, ids: ExperienceIDs, key: "search.error_experience"},
 	{name: "schedule", multi: true, ids: ScheduleIDs, key: "search.error_schedule"},
-	{name: "employment", multi: true, ids: []string{"full", "part", "project", "volunteer", "probation"}, key: "search.error_value"},
-	{name: "currency", valid: currencyID, key: "search.error_value"},
-	{name: "only_with_salary", ids: []string{"true"}, key: "search.error_value"},
+	{name: "employment", multi: true, ids: []string{"full", "part", "project", "volunteer", "probation"}, key: "search.error_choice"},
+	{name: "currency", ids: CurrencyCodes, upper: true, synonyms: currencySynonyms, key: "search.error_currency"},
+	{name: "only_with_salary", ids: []string{"true"}, key: "search.error_choice"},
 	{name: "period", valid: regexp.MustCompile(`^([1-9]|[12][0-9]|30)$`), key: "search.error_period"},
-	{name: "search_field", multi: true, ids: []string{"name", "company_name", "description"}, key: "search.error_value"},
+	{name: "search_field", multi: true, ids: []string{"name", "company_name", "description"}, key: "search.error_choice"},
 	{name: "professional_role", multi: true, valid: digits, key: "search.error_value"},
 	{name: "industry", multi: true, valid: dottedID, key: "search.error_value"},
 	{name: "metro", multi: true, valid: dottedID, key: "search.error_value"},
@@ -123,10 +135,10 @@ var Filters = []filter{
 	{name: "label", multi: true, valid: lowerID, key: "search.error_value"},
 	{name: "education", multi: true, valid: lowerID, key: "search.error_value"},
 	{name: "part_time", multi: true, valid: wordID, key: "search.error_value"},
-	{name: "work_format", multi: true, valid: wordID, key: "search.error_value"},
-	{name: "employment_form", multi: true, valid: wordID, key: "search.error_value"},
-	{name: "working_hours", multi: true, valid: wordID, key: "search.error_value"},
-	{name: "work_schedule_by_days", multi: true, valid: wordID, key: "search.error_value"},
+	{name: "work_format", multi: true, ids: []string{"ON_SITE", "REMOTE", "HYBRID", "FIELD_WORK"}, upper: true, key: "search.error_choice"},
+	{name: "employment_form", multi: true, ids: []string{"FULL", "PART", "PROJECT", "FLY_IN_FLY_OUT"}, upper: true, key: "search.error_choice"},
+	{name: "working_hours", multi: true, valid: upperID, upper: true, key: "search.error_value"},
+	{name: "work_schedule_by_days", multi: true, valid: upperID, upper: true, key: "search.error_value"},
 }
 
 func filterNamed(name string) (filter, bool) {
@@ -152,17 +164,22 @@ const (
 
 // paramError refuses a /search argument with key: arg is cut to a short
 // prefix for the reply to repeat, name is the parameter at fault ("" for
-// none), and the limit the key is about goes with them.
+// none), and the limit the key is about goes with them, as do the values
+// HH accepts when the parameter's dictionary is known in full.
 func paramError(key, name, arg string) *domain.InputError {
 	limits := map[string]int{
 		"search.error_too_long": MaxSearchText,
 		"search.error_too_many": MaxValues,
 	}
-	return &domain.InputError{Key: key, Args: map[string]any{"Arg": Prefix(arg, argEcho), "Name": name, "Max": limits[key]}}
+	args := map[string]any{"Arg": Prefix(arg, argEcho), "Name": name, "Max": limits[key]}
+	if accepted := Accepted(name); len(accepted) > 0 {
+		args["Accepted"] = strings.Join(accepted, ", ")
+	}
+	return &domain.InputError{Key: key, Args: args}
 }
 
 // Accepted is every value HH takes for the parameter name when the search
-// knows its whole dictionary, else nil.
+// knows its whole dictionary (currency: HH's codes), else nil.
 func Accepted(name string) []string {
 	if f, ok := filterNamed(name); ok {
 		return f.ids
@@ -206,8 +223,11 @@ func (p *Params) set(name, val, typed string) error {
 	if id := HumanID(name, val); id != "" {
 		val = id
 	}
-	if name == "currency" {
+	if f.upper {
 		val = strings.ToUpper(val)
+	}
+	if id, ok := f.synonyms[val]; ok {
+		val = id
 	}
 	switch {
 	case f.ids != nil && !slices.Contains(f.ids, val), f.ids == nil && !f.valid.MatchString(val):

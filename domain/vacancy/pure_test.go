@@ -78,7 +78,7 @@ func TestParseParams(t *testing.T) {
 		"go schedule=night":        "search.error_schedule",
 		"go period=31":             "search.error_period",
 		"go salary=1 salary=2":     "search.error_duplicate",
-		"go employment=sometimes":  "search.error_value",
+		"go employment=sometimes":  "search.error_choice",
 		strings.Repeat("go ", 100): "search.error_too_long",
 		"go area=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21": "search.error_too_many",
 	} {

@@ -34,7 +34,12 @@ const salaryTolerance = 0.2
 
 // currencyRates converts to roubles for the salary filter and sorting. HH
 // uses the Central Bank's daily rates; fixed round numbers keep tests stable.
-var currencyRates = map[string]float64{"RUR": 1, "USD": 90, "EUR": 100, "KZT": 0.18, "BYR": 28, "UZS": 0.007}
+// Its keys are HH's whole currency dictionary (/dictionaries key currency):
+// any other code, ISO's RUB included, answers 400 bad_argument=currency.
+var currencyRates = map[string]float64{
+	"RUR": 1, "USD": 90, "EUR": 100, "KZT": 0.18, "BYR": 28, "UZS": 0.007,
+	"AZN": 53, "GEL": 33, "KGS": 1, "UAH": 2.2,
+}
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.oauth.serves(r) {
