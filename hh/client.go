@@ -252,8 +252,8 @@ func (c *Client) Search(ctx context.Context, p vacancy.Params, page, perPage int
 var ownArgs = []string{"page", "per_page", "order_by"}
 
 // refusalOf reads a search's *APIError as HH refusing the search's own
-// parameters: a 400 whose errors[] holds bad_argument items (hhru/api
-// docs/errors.md: the value names the parameter). nil for any other error,
+// parameters: a 400 whose errors[] holds bad_argument items, whose value
+// names the parameter (hhru/api:docs/errors.md). nil for any other error,
 // for a 400 of another type (bad_user_agent is about us as a client) and
 // for one naming only the parameters the client adds.
 func refusalOf(err error) *vacancy.SearchRefusal {

@@ -34,7 +34,7 @@ const salaryTolerance = 0.2
 
 // currencyRates converts to roubles for the salary filter and sorting. HH
 // uses the Central Bank's daily rates; fixed round numbers keep tests stable.
-// Its keys are HH's whole currency dictionary (/dictionaries key currency):
+// Its keys are HH's whole currency dictionary (the dictionaries' currency):
 // any other code, ISO's RUB included, answers 400 bad_argument=currency.
 var currencyRates = map[string]float64{
 	"RUR": 1, "USD": 90, "EUR": 100, "KZT": 0.18, "BYR": 28, "UZS": 0.007,
