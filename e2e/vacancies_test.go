@@ -862,3 +862,42 @@ func reminders(t *testing.T, pool *pgxpool.Pool, chatID int64) int {
 		`SELECT count(*) FROM outbox WHERE chat_id = $1 AND body->>'text' LIKE '🔔%'`, chatID).Scan(&n))
 	return n
 }
+
+// A search HH refuses for its own parameters (400 bad_argument) is about
+// the search, not an outage: the user hears once which parameter, /searches
+// marks it, and neither the fetch nor the first-news ticks ask HH for it
+// again. What /search can know HH would refuse (a currency HH has no code
+// for) is refused there; ISO's RUB is HH's RUR.
+func TestSearchHHRefusesIsSetAsideAndToldOnce(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	relevantVacancies(env, 2, 8300)
+	// HH's answer to a value it dropped from its dictionary, say.
+	env.HH.InjectFault(hhtest.Fault{Count: 1, Status: http.StatusBadRequest, On: hhtest.SearchEndpoint,
+		Body: []byte(`{"errors":[{"type":"bad_argument","value":"area"}],"bad_argument":"area","description":"bad area"}`)})
+	env.Start(map[string]string{"FETCH_INTERVAL": "1s", "FIRST_NEWS_INTERVAL": "1s"})
+	ann := env.TG.User(656, "Ann", "en")
+
+	reply(t, env, ann, "/search golang area=1", "Saved: golang area=1")
+	note := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "refuses the search") })
+	require.True(t, strings.HasPrefix(note.Text, "hh.ru refuses the search golang area=1: it does not accept area=1. "+
+		"I've set this search aside and no longer check it."), note.Text)
+	asked := len(searchesFor(env, "golang"))
+	require.Equal(t, 1, asked)
+	time.Sleep(4 * time.Second) // four fetch and first-news ticks
+	require.Len(t, searchesFor(env, "golang"), asked, "HH is not asked again for a search it refused")
+	require.Contains(t, reply(t, env, ann, "/searches", "Your searches").Text,
+		"1. golang area=1\n    ⛔ refused by hh.ru (area): not checked; save it corrected or delete it")
+	notes := slices.DeleteFunc(env.TG.Messages(ann.ID()), func(m tgfake.BotMessage) bool {
+		return !strings.Contains(m.Text, "refuses the search") && !strings.Contains(m.Text, "did not answer")
+	})
+	require.Len(t, notes, 1, "told once, and never that hh.ru did not answer")
+
+	require.Contains(t, reply(t, env, ann, "/search golang salary=200000 currency=GBP", "currency").Text,
+		"currency=GBP: hh.ru has no such currency.")
+	require.Contains(t, reply(t, env, ann, "/search golang salary=200000 currency=RUB", "Saved").Text, "Saved: golang salary=200000\n")
+	eventually(t, 30*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 2 })
+	for _, r := range searchesFor(env, "golang")[asked:] {
+		require.Equal(t, "RUR", r.Query.Get("currency"), "HH is sent its own code")
+	}
+}
