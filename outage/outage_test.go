@@ -228,20 +228,28 @@ func TestWatchJoinsAnOutageADeadReplicaTold(t *testing.T) {
 	f.waitTold(t, "start: key refused", "end")
 }
 
+// endedOnOne starts two replicas refused, waits for the one notice, and
+// has the first one's client answer: the end is told, the second is still
+// refused.
+func (f *fixture) endedOnOne(t *testing.T) (a, b *replica) {
+	t.Helper()
+	a, b = f.start(t, "key refused"), f.start(t, "key refused")
+	f.waitTold(t, "start: key refused")
+	a.afterPolls(t, 3)
+	b.afterPolls(t, 3)
+	a.reason.Store("")
+	a.over.Store(true)
+	f.waitTold(t, "start: key refused", "end")
+	return a, b
+}
+
 // Two replicas see one outage: it is told once. The first whose client
 // answers tells the end; the other, whose breaker is still open a while,
 // neither tells the outage again nor its end.
 func TestWatchOneOutageTwoReplicas(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	a, b := f.start(t, "key refused"), f.start(t, "key refused")
-	f.waitTold(t, "start: key refused")
-	a.afterPolls(t, 3)
-	b.afterPolls(t, 3)
-
-	a.reason.Store("")
-	a.over.Store(true)
-	f.waitTold(t, "start: key refused", "end")
+	_, b := f.endedOnOne(t)
 	b.afterPolls(t, 5) // still refused on b
 	b.reason.Store("")
 	b.over.Store(true)
@@ -258,13 +266,7 @@ func TestWatchOneOutageTwoReplicas(t *testing.T) {
 func TestWatchEndsOnlyTheOutageItSaw(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	a, b := f.start(t, "key refused"), f.start(t, "key refused")
-	f.waitTold(t, "start: key refused")
-	a.afterPolls(t, 3)
-	b.afterPolls(t, 3)
-	a.reason.Store("")
-	a.over.Store(true)
-	f.waitTold(t, "start: key refused", "end")
+	a, b := f.endedOnOne(t)
 	a.afterPolls(t, 3)
 	a.reason.Store("model missing")
 	f.waitTold(t, "start: key refused", "end", "start: model missing")

@@ -64,8 +64,15 @@ func setup(t *testing.T, opts ...option) *bundle {
 // service builds another orchestrator over the same world, as a replica.
 func (b *bundle) service(t *testing.T) *memory.Service {
 	t.Helper()
+	return b.serviceOver(t, b.store.PipelineRuns())
+}
+
+// serviceOver is service with runs in the store's place (a database that
+// refuses some saves, say).
+func (b *bundle) serviceOver(t *testing.T, runs memory.Runs) *memory.Service {
+	t.Helper()
 	svc, err := memory.NewService(b.cfg, memory.Deps{
-		Runs: b.store.PipelineRuns(), Memories: b.store.Memories(), Prompts: b.store.Prompts(), Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat, Drafts: b.drafts,
+		Runs: runs, Memories: b.store.Memories(), Prompts: b.store.Prompts(), Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat, Drafts: b.drafts,
 		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)

@@ -3,16 +3,13 @@ package memory_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain/memory"
-	"switchboard/llm"
 	"switchboard/llm/llmtest"
 	"switchboard/storage"
 )
@@ -63,11 +60,7 @@ func TestAStageSaveTheDatabaseRefusesIsRetriedOrGivenBack(t *testing.T) {
 			b.script()
 			b.user(t, 1)
 			runs := &blinkingRuns{PipelineRuns: b.store.PipelineRuns(), fails: tc.fails, landed: tc.landed}
-			svc, err := memory.NewService(b.cfg, memory.Deps{
-				Runs: runs, Memories: b.store.Memories(), Prompts: b.store.Prompts(), Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat,
-				Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
-			})
-			require.NoError(t, err)
+			svc := b.serviceOver(t, runs)
 			b.start(t, svc)
 			r := b.submit(t, svc, 1, "How do I learn Go?")
 			// Bounded by the retries (7 s) and a second pass, far below the lease.
@@ -109,11 +102,7 @@ func TestAResultNeverSavedFailsTheRunAfterMaxReaps(t *testing.T) {
 	b.script()
 	b.user(t, 1)
 	runs := &blinkingRuns{PipelineRuns: b.store.PipelineRuns(), fails: 1 << 30}
-	svc, err := memory.NewService(b.cfg, memory.Deps{
-		Runs: runs, Memories: b.store.Memories(), Prompts: b.store.Prompts(), Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat,
-		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
-	})
-	require.NoError(t, err)
+	svc := b.serviceOver(t, runs)
 	b.start(t, svc)
 	r := b.submit(t, svc, 1, "How do I learn Go?")
 	// Two passes of the save's retries (7 s each), far below the lease.
