@@ -649,6 +649,15 @@ RETURNING `+matchColumns, userID, v.ID, lease.Milliseconds())
 	return m, true, finishMatch(&m, analysis, sent)
 }
 
+// MarkPasted records pastedBy on match id as the message that asked for
+// its card while a worker judged it; see vacancy.Matches.
+func (s *Matches) MarkPasted(ctx context.Context, id int64, pastedBy int) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE vacancy_matches SET pasted_by = $2 WHERE id = $1`, id, int64(pastedBy)); err != nil {
+		return fmt.Errorf("mark match %d pasted: %w", id, err)
+	}
+	return nil
+}
+
 // ShowCard writes a card of a match again, with no change of status, in
 // the transaction that checks the match is still in status (locking it,
 // so a press deciding it meanwhile waits or is seen). A card a digest

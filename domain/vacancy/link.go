@@ -81,6 +81,14 @@ func (s *Service) Paste(ctx context.Context, userID, vacancyID int64, messageID 
 			return 0, fmt.Errorf("paste vacancy %d: match %d: %w", vacancyID, l.Match.ID, ErrArchived)
 		case st == New || st == Queued || st == Skipped:
 			if l.Claimed {
+				// The worker's card answers this message: recorded, so
+				// that the message handled again, when the worker has
+				// written it, does not write a second.
+				if messageID != 0 {
+					if err := s.deps.Matches.MarkPasted(ctx, l.Match.ID, messageID); err != nil {
+						return 0, fmt.Errorf("paste vacancy %d: %w", vacancyID, err)
+					}
+				}
 				return PastedOnItsWay, nil
 			}
 			out, done, err = s.judgeLinked(ctx, userID, vacancyID, messageID, l, &j)

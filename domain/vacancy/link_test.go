@@ -133,12 +133,26 @@ WHERE vacancy_id = $1`, claimed)
 		require.Equal(t, 1, b.linkCards(t, b.matchID(t, seeker, vid)))
 		require.Equal(t, n+1, b.llm.Calls("relevance"))
 	}
-	got, err := b.svc.Paste(b.ctx, seeker, claimed, pasteMessage())
+	msg := pasteMessage()
+	got, err := b.svc.Paste(b.ctx, seeker, claimed, msg)
 	require.NoError(t, err)
 	require.Equal(t, vacancy.PastedOnItsWay, got)
 	require.Equal(t, vacancy.Queued, b.status(t, seeker, claimed))
 	require.Equal(t, 2, b.llm.Calls("relevance"))
 	require.Equal(t, 0, b.linkCards(t, b.matchID(t, seeker, claimed)))
+
+	// The worker's card answers that message: once the worker is done
+	// (here: the claim lapses, the paste's own judgement stands in), the
+	// message handled again writes no second card; a new paste does.
+	b.exec(t, `UPDATE vacancy_matches SET claimed_until = NULL, claim_token = NULL WHERE vacancy_id = $1`, claimed)
+	got, err = b.svc.Paste(b.ctx, seeker, claimed, msg)
+	require.NoError(t, err)
+	require.Equal(t, vacancy.PastedCard, got)
+	require.Equal(t, 0, b.linkCards(t, b.matchID(t, seeker, claimed)), "the same message, answered already")
+	got, err = b.svc.Paste(b.ctx, seeker, claimed, pasteMessage())
+	require.NoError(t, err)
+	require.Equal(t, vacancy.PastedCard, got)
+	require.Equal(t, 1, b.linkCards(t, b.matchID(t, seeker, claimed)), "a new paste is judged and shown")
 }
 
 // Without a profile nothing is judged, nor asked of HH, nor kept.

@@ -359,6 +359,9 @@ type Matches interface {
 	// asked for it; false when it is not in status, or when pastedBy is
 	// the message whose paste wrote its card already.
 	ShowCard(ctx context.Context, id int64, status Status, pastedBy int, card []domain.Message) (bool, error)
+	// MarkPasted records pastedBy as the message that asked for match id's
+	// card while a worker judges it (the worker's card answers it).
+	MarkPasted(ctx context.Context, id int64, pastedBy int) error
 }
 
 // LLM is the model as this workflow needs it.
