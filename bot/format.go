@@ -4,8 +4,9 @@ import (
 	"html"
 	"strings"
 	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	internalclip "switchboard/internal/clip"
 )
 
 // MaxMessageLen is Telegram's limit on a message's text. Telegram counts the
@@ -29,13 +30,7 @@ func fitMessage(text string) string {
 	return text
 }
 
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
-	}
-	return n
-}
+func utf16Len(s string) int { return internalclip.UTF16Len(s) }
 
 // Split cuts Telegram HTML into parts of at most limit UTF-16 units of raw
 // HTML (tags and entities as written: see MaxMessageLen for why that is the

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf16"
 
 	"github.com/jackc/pgx/v5"
 
 	"switchboard/domain"
+	"switchboard/internal/clip"
 )
 
 // Outbox is the outbox aggregate: every message the bot will send, written
@@ -459,13 +459,7 @@ WHERE id = ANY($1) AND claim_token = $2::uuid`, ids, head.Token)
 }
 
 // utf16Len is a text's length as Telegram counts it.
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
-	}
-	return n
-}
+func utf16Len(s string) int { return clip.UTF16Len(s) }
 
 // deliveryHooks lists, per message kind, what the delivery of a row of that
 // kind does to the workflow that wrote it (a card makes its match
