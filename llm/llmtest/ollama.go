@@ -104,25 +104,16 @@ func ollamaBadRequest(w http.ResponseWriter, msg string) {
 
 func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request, in ollamaChatRequest) {
 	start := time.Now()
-	req := Request{
-		Provider:    Ollama,
-		Kind:        KindChat,
-		Endpoint:    r.URL.Path,
-		Model:       in.Model,
-		Messages:    make([]Message, len(in.Messages)),
-		Stream:      in.Stream != nil && *in.Stream,
-		Temperature: in.Options.Temperature,
-		MaxTokens:   in.Options.NumPredict,
-		NumCtx:      in.Options.NumCtx,
-		Think:       in.Think,
+	msgs := make([]Message, len(in.Messages))
+	for i, m := range in.Messages {
+		msgs[i] = Message{Role: m.Role, Content: m.Content}
 	}
+	req := chatRequest(Ollama, r, in.Model, in.Stream != nil && *in.Stream, in.Options.Temperature, in.Options.NumPredict, msgs)
+	req.NumCtx = in.Options.NumCtx
+	req.Think = in.Think
 	if ka := bytes.TrimSpace(in.KeepAlive); len(ka) > 0 && string(ka) != "null" {
 		req.KeepAlive = string(ka)
 	}
-	for i, m := range in.Messages {
-		req.Messages[i] = Message{Role: m.Role, Content: m.Content}
-	}
-	req.fillDerived()
 	req.JSON, req.Format = ollamaFormat(in.Format)
 	if req.JSON && req.Format != "json" {
 		req.Schema = req.Format
@@ -229,6 +220,24 @@ func (s *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request, in ollamaEm
 	}
 	out.TotalDuration = int64(time.Since(start))
 	writeJSON(w, http.StatusOK, out)
+}
+
+// chatRequest is what a chat call of provider's API for model asks: the
+// fields both APIs have, each read by the caller from where its API puts
+// it, and the prompt and system text the rules match, read from msgs.
+func chatRequest(provider Provider, r *http.Request, model string, stream bool, temperature *float64, maxTokens int, msgs []Message) Request {
+	req := Request{
+		Provider:    provider,
+		Kind:        KindChat,
+		Endpoint:    r.URL.Path,
+		Model:       model,
+		Messages:    msgs,
+		Stream:      stream,
+		Temperature: temperature,
+		MaxTokens:   maxTokens,
+	}
+	req.fillDerived()
+	return req
 }
 
 // embedRequest is what an embedding call of provider's API for model

@@ -2,6 +2,7 @@ package llmtest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -191,23 +192,13 @@ func openaiBadRequest(w http.ResponseWriter, msg string) {
 }
 
 func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request, in openaiChatRequest) {
-	req := Request{
-		Provider:    OpenAI,
-		Kind:        KindChat,
-		Endpoint:    r.URL.Path,
-		Model:       in.Model,
-		Messages:    make([]Message, len(in.Messages)),
-		Stream:      in.Stream,
-		Temperature: in.Temperature,
-		MaxTokens:   in.MaxCompletionTokens,
-	}
-	if req.MaxTokens == 0 {
-		req.MaxTokens = in.MaxTokens
-	}
+	msgs := make([]Message, len(in.Messages))
 	for i, m := range in.Messages {
-		req.Messages[i] = Message{Role: m.Role, Content: openaiContent(m.Content)}
+		msgs[i] = Message{Role: m.Role, Content: openaiContent(m.Content)}
 	}
-	req.fillDerived()
+	// max_completion_tokens is OpenAI's newer name; compatible servers
+	// still send max_tokens.
+	req := chatRequest(OpenAI, r, in.Model, in.Stream, in.Temperature, cmp.Or(in.MaxCompletionTokens, in.MaxTokens), msgs)
 	if in.ResponseFormat != nil {
 		req.Format = in.ResponseFormat.Type
 		req.JSON = req.Format == "json_object" || req.Format == "json_schema"
