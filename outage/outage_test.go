@@ -120,6 +120,21 @@ func (f *fixture) told(t *testing.T) []string {
 	return texts
 }
 
+// recovers has r's client answer again, its breaker closed: the end of
+// its outage is certain.
+func (r *replica) recovers() {
+	r.reason.Store("")
+	r.over.Store(true)
+}
+
+// refusedAgain has r refused anew after the first outage was told ended,
+// and waits for that new outage to be told as one.
+func (f *fixture) refusedAgain(t *testing.T, r *replica) {
+	t.Helper()
+	r.reason.Store("model missing")
+	f.waitTold(t, "start: key refused", "end", "start: model missing")
+}
+
 // waitTold waits until the admin chat was sent want.
 func (f *fixture) waitTold(t *testing.T, want ...string) {
 	t.Helper()
@@ -146,25 +161,20 @@ func TestWatchTellsStartAndEndOnce(t *testing.T) {
 	require.EqualValues(t, 1, r.ended.Load(), "the end is told once")
 	require.Equal(t, []string{"start: key refused", "end"}, f.told(t))
 
-	r.reason.Store("model missing")
-	f.waitTold(t, "start: key refused", "end", "start: model missing")
+	f.refusedAgain(t, r)
 }
 
 // A start or an end the store could not record is tried again at the next
 // poll, and told once it is.
 func TestWatchRetriesWhatWasNotRecorded(t *testing.T) {
 	t.Parallel()
-	f := setup(t)
-	f.notices.down.Store(true)
-	r := f.start(t, "key refused")
-	r.afterPolls(t, 3)
+	f, r := refusedWhileDown(t)
 	require.Empty(t, f.told(t))
 	f.notices.down.Store(false)
 	f.waitTold(t, "start: key refused")
 
 	f.notices.down.Store(true)
-	r.reason.Store("")
-	r.over.Store(true)
+	r.recovers()
 	r.afterPolls(t, 3)
 	require.Equal(t, []string{"start: key refused"}, f.told(t))
 	require.Zero(t, r.ended.Load())
@@ -176,12 +186,8 @@ func TestWatchRetriesWhatWasNotRecorded(t *testing.T) {
 // back, is told neither as a start nor as an end.
 func TestWatchForgetsARefusalNeverRecorded(t *testing.T) {
 	t.Parallel()
-	f := setup(t)
-	f.notices.down.Store(true)
-	r := f.start(t, "key refused")
-	r.afterPolls(t, 3)
-	r.reason.Store("")
-	r.over.Store(true)
+	f, r := refusedWhileDown(t)
+	r.recovers()
 	r.afterPolls(t, 3)
 	f.notices.down.Store(false)
 	r.afterPolls(t, 3)
@@ -196,9 +202,7 @@ func TestWatchForgetsARefusalNeverRecorded(t *testing.T) {
 func TestWatchEndsAnOutageADeadReplicaTold(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	dead := f.start(t, "key refused")
-	f.waitTold(t, "start: key refused")
-	dead.stop()
+	f.toldByDeadReplica(t)
 
 	r := f.start(t, "")
 	r.over.Store(true)
@@ -207,8 +211,7 @@ func TestWatchEndsAnOutageADeadReplicaTold(t *testing.T) {
 	r.answered.Store(true)
 	f.waitTold(t, "start: key refused", "end")
 
-	r.reason.Store("model missing")
-	f.waitTold(t, "start: key refused", "end", "start: model missing")
+	f.refusedAgain(t, r)
 }
 
 // A replica started while the outage goes on joins it: its own refusal is
@@ -216,16 +219,32 @@ func TestWatchEndsAnOutageADeadReplicaTold(t *testing.T) {
 func TestWatchJoinsAnOutageADeadReplicaTold(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	dead := f.start(t, "key refused")
-	f.waitTold(t, "start: key refused")
-	dead.stop()
+	f.toldByDeadReplica(t)
 
 	r := f.start(t, "key refused")
 	r.afterPolls(t, 5)
 	require.Equal(t, []string{"start: key refused"}, f.told(t))
-	r.reason.Store("")
-	r.over.Store(true)
+	r.recovers()
 	f.waitTold(t, "start: key refused", "end")
+}
+
+// refusedWhileDown starts a replica refused while the store refuses
+// every write, and lets it poll a few times.
+func refusedWhileDown(t *testing.T) (*fixture, *replica) {
+	t.Helper()
+	f := setup(t)
+	f.notices.down.Store(true)
+	r := f.start(t, "key refused")
+	r.afterPolls(t, 3)
+	return f, r
+}
+
+// toldByDeadReplica has a replica tell an outage and die in it.
+func (f *fixture) toldByDeadReplica(t *testing.T) {
+	t.Helper()
+	dead := f.start(t, "key refused")
+	f.waitTold(t, "start: key refused")
+	dead.stop()
 }
 
 // endedOnOne starts two replicas refused, waits for the one notice, and
@@ -237,8 +256,7 @@ func (f *fixture) endedOnOne(t *testing.T) (a, b *replica) {
 	f.waitTold(t, "start: key refused")
 	a.afterPolls(t, 3)
 	b.afterPolls(t, 3)
-	a.reason.Store("")
-	a.over.Store(true)
+	a.recovers()
 	f.waitTold(t, "start: key refused", "end")
 	return a, b
 }
@@ -251,14 +269,12 @@ func TestWatchOneOutageTwoReplicas(t *testing.T) {
 	f := setup(t)
 	_, b := f.endedOnOne(t)
 	b.afterPolls(t, 5) // still refused on b
-	b.reason.Store("")
-	b.over.Store(true)
+	b.recovers()
 	b.afterPolls(t, 5)
 	require.Equal(t, []string{"start: key refused", "end"}, f.told(t))
 
 	// A later outage is a new one, whichever replica sees it.
-	b.reason.Store("model missing")
-	f.waitTold(t, "start: key refused", "end", "start: model missing")
+	f.refusedAgain(t, b)
 }
 
 // A replica still in an old outage when a new one is told does not end
@@ -271,8 +287,7 @@ func TestWatchEndsOnlyTheOutageItSaw(t *testing.T) {
 	a.reason.Store("model missing")
 	f.waitTold(t, "start: key refused", "end", "start: model missing")
 
-	b.reason.Store("")
-	b.over.Store(true)
+	b.recovers()
 	b.afterPolls(t, 5)
 	require.Equal(t, []string{"start: key refused", "end", "start: model missing"}, f.told(t),
 		"b's outage was ended already; a's goes on")
