@@ -30,8 +30,7 @@ func TestHideEmployerThroughTheBinary(t *testing.T) {
 	env.Start(map[string]string{"FETCH_INTERVAL": "2s"})
 	pool := db(t, env)
 
-	ann := env.TG.User(611, "Ann", "en")
-	subscribe(t, env, ann, "golang")
+	ann := seeker(t, env, 611)
 	env.TG.WaitFor(t, 60*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 2 })
 	hidden := card(t, env, ann.ID(), "7600")
 	require.Contains(t, describe(hidden), "🙈 Hide this employer")

@@ -65,11 +65,9 @@ func TestCoverLetterDraftedRegeneratedAndShortened(t *testing.T) {
 	vs[1].ResponseLetterRequired, vs[1].HasTest = false, false
 	vs[1].ResponseURL = "https://jobs.example.com/apply/7801"
 	env.HH.Add(vs...)
-	env.Start(map[string]string{"FETCH_INTERVAL": "1h"})
-	pool := db(t, env)
+	pool := startHourly(t, env)
 
-	ann := env.TG.User(801, "Ann", "en")
-	subscribe(t, env, ann, "golang")
+	ann := seeker(t, env, 801)
 	card := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "developer 7800") })
 	direct := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "developer 7801") })
 	require.Contains(t, card.Text, "📝 The employer requires a cover letter.")
@@ -133,8 +131,7 @@ func TestCoverLetterLimitForgeryAndFailure(t *testing.T) {
 		return n
 	}
 
-	ann := env.TG.User(811, "Ann", "en")
-	subscribe(t, env, ann, "golang")
+	ann := seeker(t, env, 811)
 	one := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "developer 7900") })
 	two := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "developer 7901") })
 	last := max(one.MessageID, two.MessageID)

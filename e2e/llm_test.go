@@ -40,8 +40,7 @@ func TestReasoningModelAnswersEverywhere(t *testing.T) {
 	env.LLM.On(llmtest.SystemContains("You summarise one exchange")).Named("archivist").
 		Reply(think(`{"summary": "The user asked about running.", "tags": ["sport"]}`))
 	env.HH.Add(golangVacancies(3, 7400)...)
-	env.Start(map[string]string{"FETCH_INTERVAL": "1h"})
-	pool := db(t, env)
+	pool := startHourly(t, env)
 	ann := env.TG.User(641, "Ann", "en")
 	boss := env.TG.User(e2e.AdminID, "Boss", "en")
 

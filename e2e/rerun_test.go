@@ -68,10 +68,8 @@ WHERE update_id = $1 AND state = 'done'`, updateID, []byte(body), chat)
 func TestPastedLinkRerunSendsOneCard(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
-	screening(env).ReplyJSON(relevantAnswer)
-	env.HH.Add(golangVacancies(1, 8700)...)
-	env.Start(map[string]string{"FETCH_INTERVAL": "1h"})
-	pool := db(t, env)
+	relevantVacancies(env, 1, 8700)
+	pool := startHourly(t, env)
 	isCard := func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Score: 87/100") }
 	cards := func(chat int64) int {
 		n := 0

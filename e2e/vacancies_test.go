@@ -61,6 +61,15 @@ func db(t *testing.T, env *e2e.Env) *pgxpool.Pool {
 	return pool
 }
 
+// startHourly starts the bot with searches fetched hourly, so that within
+// a test a search is fetched only once, at once when it is saved, and opens
+// the test's pool.
+func startHourly(t *testing.T, env *e2e.Env) *pgxpool.Pool {
+	t.Helper()
+	env.Start(map[string]string{"FETCH_INTERVAL": "1h"})
+	return db(t, env)
+}
+
 func statuses(t *testing.T, pool *pgxpool.Pool) map[string]int {
 	t.Helper()
 	return countBy(t, pool, `SELECT status, count(*) FROM vacancy_matches GROUP BY status`)
@@ -125,6 +134,15 @@ func subscribe(t *testing.T, env *e2e.Env, who *tgfake.Person, search string) {
 	}
 }
 
+// seeker is Ann, writing in English, once she has saved a Go profile and
+// the search "golang".
+func seeker(t *testing.T, env *e2e.Env, id int64) *tgfake.Person {
+	t.Helper()
+	ann := env.TG.User(id, "Ann", "en")
+	subscribe(t, env, ann, "golang")
+	return ann
+}
+
 // The issue's main scenario: profile, search, a vacancy message with
 // buttons, Applied; another user's forged press and a second press change
 // nothing.
@@ -135,11 +153,9 @@ func TestVacancyDeliveredAndApplied(t *testing.T) {
 	vs := golangVacancies(1, 7000)
 	vs[0].Name = "Golang developer <b>Go & Rust</b>"
 	env.HH.Add(vs...)
-	env.Start(map[string]string{"FETCH_INTERVAL": "1h"})
-	pool := db(t, env)
+	pool := startHourly(t, env)
 
-	ann := env.TG.User(601, "Ann", "en")
-	subscribe(t, env, ann, "golang")
+	ann := seeker(t, env, 601)
 	// A new search is discovered at once, not at the next fetch tick.
 	msg := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Score: 87/100") })
 	require.Contains(t, msg.Text, "Golang developer <b>Go & Rust</b>", "HH's text arrives literally")
@@ -193,8 +209,7 @@ func TestVacancyBreakerOpensAndRecoveryDelivers(t *testing.T) {
 		"LLM_BREAKER_FAILURES": "2", "LLM_BREAKER_OPEN_FOR": "8s",
 	})
 	pool := db(t, env)
-	ann := env.TG.User(611, "Ann", "en")
-	subscribe(t, env, ann, "golang")
+	ann := seeker(t, env, 611)
 
 	eventually(t, 30*time.Second, func() bool { return statuses(t, pool)["SKIPPED"] == 4 })
 	stats := ask(t, env, ann, ann.ID(), "/vacancies")
@@ -275,8 +290,7 @@ func TestVacancySIGTERMSkipsMatchesInFlight(t *testing.T) {
 	env.HH.Add(golangVacancies(5, 7300)...)
 	p := env.Start(map[string]string{"FETCH_INTERVAL": "1h", "LLM_MAX_CONCURRENCY": "2", "LLM_TIMEOUT": "2m"})
 	pool := db(t, env)
-	ann := env.TG.User(631, "Ann", "en")
-	subscribe(t, env, ann, "golang")
+	seeker(t, env, 631)
 	eventually(t, 30*time.Second, func() bool { return env.LLM.Calls("relevance") == 2 })
 
 	p.Signal(syscall.SIGTERM)
@@ -315,8 +329,7 @@ func TestVacancyKilledClaimsAreTakenOver(t *testing.T) {
 	over := map[string]string{"FETCH_INTERVAL": "1h", "LLM_MAX_CONCURRENCY": "2", "LLM_TIMEOUT": "1m", "VACANCY_CLAIM_LEASE": "10m"}
 	first := env.Start(over)
 	pool := db(t, env)
-	ann := env.TG.User(641, "Ann", "en")
-	subscribe(t, env, ann, "golang")
+	ann := seeker(t, env, 641)
 	eventually(t, 30*time.Second, func() bool { return env.LLM.Calls("relevance") == 2 })
 	first.Kill()
 
@@ -481,8 +494,7 @@ func TestNewSearchWithNothingNewSaysSoOnce(t *testing.T) {
 	env := e2e.New(t)
 	relevantVacancies(env, 3, 8100)
 	env.Start(map[string]string{"FETCH_INTERVAL": "1s"})
-	ann := env.TG.User(653, "Ann", "en")
-	subscribe(t, env, ann, "golang")
+	ann := seeker(t, env, 653)
 	env.TG.WaitFor(t, 30*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 3 })
 
 	reply(t, env, ann, "/search golang developer", "Saved: golang developer")
@@ -513,8 +525,7 @@ func TestNewSearchWhoseVacanciesAllMissSaysNothingNewOnce(t *testing.T) {
 	over := map[string]string{"FETCH_INTERVAL": "1s", "FIRST_NEWS_INTERVAL": "1s"}
 	env.Start(over)
 	env.Start(over)
-	ann := env.TG.User(655, "Ann", "en")
-	subscribe(t, env, ann, "golang")
+	ann := seeker(t, env, 655)
 
 	isNote := func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Nothing new yet") }
 	// Judging four vacancies on a loaded machine may outlast WaitMessage's
@@ -591,8 +602,7 @@ func TestVacanciesWaitWhileHHRefuses(t *testing.T) {
 		"FETCH_INTERVAL": "1s", "HH_BREAKER_OPEN_FOR": "1s", "HH_BREAKER_MAX_OPEN": "2s",
 	})
 	pool := db(t, env)
-	ann := env.TG.User(641, "Ann", "en")
-	subscribe(t, env, ann, "golang")
+	ann := seeker(t, env, 641)
 
 	notices := func(part string) int {
 		n := 0
@@ -697,13 +707,10 @@ func TestSkillsCountsMatchedVacancies(t *testing.T) {
 func TestPipelineButtonsAndApplications(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
-	screening(env).ReplyJSON(relevantAnswer)
-	env.HH.Add(golangVacancies(2, 7600)...)
-	env.Start(map[string]string{"FETCH_INTERVAL": "1h"})
-	pool := db(t, env)
+	relevantVacancies(env, 2, 7600)
+	pool := startHourly(t, env)
 
-	ann := env.TG.User(641, "Ann", "en")
-	subscribe(t, env, ann, "golang")
+	ann := seeker(t, env, 641)
 	env.TG.WaitFor(t, 30*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 2 })
 	cards := vacancyMessages(env, ann.ID())
 	card, other := cards[0], cards[1]
@@ -795,8 +802,7 @@ func TestPipelineButtonsAndApplications(t *testing.T) {
 func TestFollowUpReminderOnInjectedClock(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
-	screening(env).ReplyJSON(relevantAnswer)
-	env.HH.Add(golangVacancies(1, 7700)...)
+	relevantVacancies(env, 1, 7700)
 	start := time.Now().UTC().Truncate(time.Second)
 	over := map[string]string{
 		"FETCH_INTERVAL": "1h", "APPLICATION_FOLLOW_UP_INTERVAL": "1s",
@@ -804,8 +810,7 @@ func TestFollowUpReminderOnInjectedClock(t *testing.T) {
 	}
 	p := env.Start(over)
 	pool := db(t, env)
-	ann := env.TG.User(651, "Ann", "en")
-	subscribe(t, env, ann, "golang")
+	ann := seeker(t, env, 651)
 	card := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Score: 87/100") })
 	require.False(t, ann.PressAndWait(t, card, "✅ Applied").ShowAlert)
 	require.Equal(t, map[string]int{"APPLIED": 1}, statuses(t, pool))

@@ -20,11 +20,9 @@ import (
 func TestPastedVacancyLinkIsJudgedOnceAndShownAgain(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
-	screening(env).ReplyJSON(relevantAnswer)
-	env.HH.Add(golangVacancies(2, 8700)...)
+	relevantVacancies(env, 2, 8700)
 	env.HH.DetailNotFound("8701")
-	env.Start(map[string]string{"FETCH_INTERVAL": "1h"})
-	pool := db(t, env)
+	pool := startHourly(t, env)
 	isCard := func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Score: 87/100") }
 
 	ann := env.TG.User(871, "Ann", "en")

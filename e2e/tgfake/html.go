@@ -123,10 +123,8 @@ func parseHTML(text string) (string, []MessageEntity, error) { return parseHTMLF
 func parseHTMLFor(text string, dateTime bool) (string, []MessageEntity, error) {
 	at := func(i int) byte { return byteAt(text, i) }
 	var (
-		out   []byte
-		ents  []MessageEntity
+		p     parsed
 		stack []htmlOpen
-		u16   int
 	)
 	for i := 0; i < len(text); i++ {
 		c := text[i]
@@ -135,14 +133,12 @@ func parseHTMLFor(text string, dateTime bool) (string, []MessageEntity, error) {
 			if !ok {
 				return "", nil, fmt.Errorf("Character '&' at byte offset %d must be escaped as \"&amp;\"", i)
 			}
-			out = utf8.AppendRune(out, r)
-			u16 += utf16Len(string(r))
+			p.addRune(r)
 			i = next - 1
 			continue
 		}
 		if c != '<' {
-			out = append(out, c)
-			u16 += utf16Step(c)
+			p.add(c)
 			continue
 		}
 
@@ -159,7 +155,7 @@ func parseHTMLFor(text string, dateTime bool) (string, []MessageEntity, error) {
 			if !htmlTags[tag] || (tag == "tg-time" && !dateTime) {
 				return "", nil, fmt.Errorf("Unsupported start tag \"%s\" at byte offset %d", tag, begin)
 			}
-			open := htmlOpen{tag: tag, offset: u16, bytePos: len(out)}
+			open := htmlOpen{tag: tag, offset: p.u16, bytePos: len(p.text)}
 			for at(i) != '>' {
 				for i < len(text) && htmlSpace(at(i)) {
 					i++
@@ -272,27 +268,26 @@ func parseHTMLFor(text string, dateTime bool) (string, []MessageEntity, error) {
 			return "", nil, fmt.Errorf("Unmatched end tag at byte offset %d, expected \"</%s>\", found \"</%s>\"",
 				begin, top.tag, endTag)
 		}
-		if u16 <= top.offset {
+		if p.u16 <= top.offset {
 			continue
 		}
-		e, keep, err := htmlEntity(top, u16-top.offset, out, ents)
+		e, keep, err := htmlEntity(top, p.u16-top.offset, p.text, p.ents)
 		if err != nil {
 			return "", nil, err
 		}
 		if keep {
-			ents = append(ents, e)
+			p.ents = append(p.ents, e)
 		}
 	}
 	if len(stack) > 0 {
 		return "", nil, fmt.Errorf("Can't find end tag corresponding to start tag \"%s\"", stack[len(stack)-1].tag)
 	}
-	for i := range ents {
-		if ents[i].Type == "code" {
-			ents[i].Language = ""
+	for i := range p.ents {
+		if p.ents[i].Type == "code" {
+			p.ents[i].Language = ""
 		}
 	}
-	sortEntities(ents)
-	return string(out), ents, nil
+	return p.done()
 }
 
 // htmlEntity turns a closed tag into an entity. For <pre><code class=...>

@@ -22,22 +22,16 @@ func byteAt(text string, i int) byte {
 func parseMarkdown(text string) (string, []MessageEntity, error) {
 	n := len(text)
 	at := func(i int) byte { return byteAt(text, i) }
-	var (
-		out  []byte
-		ents []MessageEntity
-		u16  int
-	)
+	var p parsed
 	for i := 0; i < n; i++ {
 		c := text[i]
 		if c == '\\' && (at(i+1) == '_' || at(i+1) == '*' || at(i+1) == '`' || at(i+1) == '[') {
 			i++
-			out = append(out, text[i])
-			u16++
+			p.add(text[i])
 			continue
 		}
 		if c != '_' && c != '*' && c != '`' && c != '[' {
-			out = append(out, c)
-			u16 += utf16Step(c)
+			p.add(c)
 			continue
 		}
 
@@ -53,22 +47,21 @@ func parseMarkdown(text string) (string, []MessageEntity, error) {
 			isPre = true
 			lang, i = preLanguage(text, i+2)
 		}
-		entOff := u16
+		entOff := p.u16
 		for i < n && (text[i] != endChar || (isPre && !(at(i+1) == '`' && at(i+2) == '`'))) {
-			out = append(out, text[i])
-			u16 += utf16Step(text[i])
+			p.add(text[i])
 			i++
 		}
 		if i == n {
 			return "", nil, fmt.Errorf("Can't find end of the entity starting at byte offset %d", begin)
 		}
-		if entOff != u16 {
-			length := u16 - entOff
+		if entOff != p.u16 {
+			length := p.u16 - entOff
 			switch c {
 			case '_':
-				ents = append(ents, MessageEntity{Type: "italic", Offset: entOff, Length: length})
+				p.ents = append(p.ents, MessageEntity{Type: "italic", Offset: entOff, Length: length})
 			case '*':
-				ents = append(ents, MessageEntity{Type: "bold", Offset: entOff, Length: length})
+				p.ents = append(p.ents, MessageEntity{Type: "bold", Offset: entOff, Length: length})
 			case '[':
 				var url string
 				if at(i+1) != '(' {
@@ -82,14 +75,14 @@ func parseMarkdown(text string) (string, []MessageEntity, error) {
 					url = text[start:i]
 				}
 				if e, ok := linkEntity(url, entOff, length); ok {
-					ents = append(ents, e)
+					p.ents = append(p.ents, e)
 				}
 			case '`':
 				switch {
 				case !isPre:
-					ents = append(ents, MessageEntity{Type: "code", Offset: entOff, Length: length})
+					p.ents = append(p.ents, MessageEntity{Type: "code", Offset: entOff, Length: length})
 				default:
-					ents = append(ents, MessageEntity{Type: "pre", Offset: entOff, Length: length, Language: lang})
+					p.ents = append(p.ents, MessageEntity{Type: "pre", Offset: entOff, Length: length, Language: lang})
 				}
 			}
 		}
@@ -97,8 +90,7 @@ func parseMarkdown(text string) (string, []MessageEntity, error) {
 			i += 2
 		}
 	}
-	sortEntities(ents)
-	return string(out), ents, nil
+	return p.done()
 }
 
 // skipOneNewline skips a single line break (\n, \r, \r\n or \n\r) at the
@@ -174,10 +166,8 @@ func parseMarkdownV2(text string) (string, []MessageEntity, error) {
 	n := len(text)
 	at := func(i int) byte { return byteAt(text, i) }
 	var (
-		out            []byte
-		ents           []MessageEntity
+		p              parsed
 		stack          []mdOpen
-		u16            int
 		haveBlockquote bool
 		canStartQuote  = true
 	)
@@ -204,8 +194,7 @@ func parseMarkdownV2(text string) (string, []MessageEntity, error) {
 		c := text[i]
 		if c == '\\' && at(i+1) > 0 && at(i+1) <= 126 {
 			i++
-			u16++
-			out = append(out, text[i])
+			p.add(text[i])
 			if text[i] != '\r' {
 				canStartQuote = text[i] == '\n'
 			}
@@ -220,13 +209,10 @@ func parseMarkdownV2(text string) (string, []MessageEntity, error) {
 			}
 		}
 		if strings.IndexByte(reserved, c) < 0 {
-			if isFirstByte(c) {
-				u16 += utf16Step(c)
-				if c != '\r' {
-					canStartQuote = false
-				}
+			p.add(c)
+			if isFirstByte(c) && c != '\r' {
+				canStartQuote = false
 			}
-			out = append(out, c)
 			continue
 		}
 
@@ -295,8 +281,7 @@ func parseMarkdownV2(text string) (string, []MessageEntity, error) {
 					kind = mdCode
 				}
 			case '\n':
-				u16++
-				out = append(out, '\n')
+				p.add('\n')
 				canStartQuote = true
 				continue
 			case '>':
@@ -311,7 +296,7 @@ func parseMarkdownV2(text string) (string, []MessageEntity, error) {
 			default:
 				return "", nil, mdReserved(c)
 			}
-			stack = append(stack, mdOpen{kind: kind, arg: arg, offset: u16, byteOffset: byteOffset, beginPos: len(out)})
+			stack = append(stack, mdOpen{kind: kind, arg: arg, offset: p.u16, byteOffset: byteOffset, beginPos: len(p.text)})
 			continue
 		}
 
@@ -321,7 +306,7 @@ func parseMarkdownV2(text string) (string, []MessageEntity, error) {
 			// Only "||" right before the line break may close a spoiler that
 			// turns the quote into an expandable one.
 			if kind != mdSpoiler || !(top.byteOffset == i-2 ||
-				(top.byteOffset == i-3 && len(out) != 0 && out[len(out)-1] == '\r')) {
+				(top.byteOffset == i-3 && len(p.text) != 0 && p.text[len(p.text)-1] == '\r')) {
 				return "", nil, mdUnclosed(top)
 			}
 			stack = stack[:len(stack)-1]
@@ -332,7 +317,7 @@ func parseMarkdownV2(text string) (string, []MessageEntity, error) {
 			kind = mdExpandableBQ
 		}
 		e := MessageEntity{Type: mdBotAPIType[kind], Offset: top.offset}
-		skip := u16 == top.offset
+		skip := p.u16 == top.offset
 		switch kind {
 		case mdUnderline, mdSpoiler:
 			i++
@@ -342,7 +327,7 @@ func parseMarkdownV2(text string) (string, []MessageEntity, error) {
 		case mdTextURL:
 			var url string
 			if at(i+1) != '(' {
-				url = string(out[top.beginPos:])
+				url = string(p.text[top.beginPos:])
 			} else {
 				var err error
 				if url, i, err = readURL(i + 2); err != nil {
@@ -370,14 +355,13 @@ func parseMarkdownV2(text string) (string, []MessageEntity, error) {
 			e.CustomEmojiID = id
 		case mdBlockQuote, mdExpandableBQ:
 			haveBlockquote = false
-			out = append(out, text[i])
+			p.add(text[i])
 			canStartQuote = true
-			u16++
 			skip = false
 		}
 		if !skip {
-			e.Length = u16 - top.offset
-			ents = append(ents, e)
+			e.Length = p.u16 - top.offset
+			p.ents = append(p.ents, e)
 		}
 		stack = stack[:len(stack)-1]
 	}
@@ -390,8 +374,8 @@ func parseMarkdownV2(text string) (string, []MessageEntity, error) {
 		}
 		if len(stack) > 0 && stack[len(stack)-1].kind == mdBlockQuote {
 			top := stack[len(stack)-1]
-			if length := u16 - top.offset; length != 0 {
-				ents = append(ents, MessageEntity{Type: mdBotAPIType[kind], Offset: top.offset, Length: length})
+			if length := p.u16 - top.offset; length != 0 {
+				p.ents = append(p.ents, MessageEntity{Type: mdBotAPIType[kind], Offset: top.offset, Length: length})
 			}
 			stack = stack[:len(stack)-1]
 		}
@@ -399,8 +383,7 @@ func parseMarkdownV2(text string) (string, []MessageEntity, error) {
 	if len(stack) > 0 {
 		return "", nil, mdUnclosed(stack[len(stack)-1])
 	}
-	sortEntities(ents)
-	return string(out), ents, nil
+	return p.done()
 }
 
 // customEmojiID extracts the id from a tg://emoji?id=N link.

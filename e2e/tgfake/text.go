@@ -71,6 +71,34 @@ func utf16Step(c byte) int {
 	return 1
 }
 
+// parsed is what a parse mode's parser has made of a text so far: the
+// plain text, its length in UTF-16 code units (the unit of entity offsets)
+// kept in step with every byte written, and the entities.
+type parsed struct {
+	text []byte
+	u16  int
+	ents []MessageEntity
+}
+
+// add writes one byte of the plain text; a UTF-8 sequence counts at its
+// first byte.
+func (p *parsed) add(c byte) {
+	p.text = append(p.text, c)
+	p.u16 += utf16Step(c)
+}
+
+// addRune writes r, decoded from an escape.
+func (p *parsed) addRune(r rune) {
+	p.text = utf8.AppendRune(p.text, r)
+	p.u16 += utf16Len(string(r))
+}
+
+// done returns the plain text and its entities in Telegram's order.
+func (p *parsed) done() (string, []MessageEntity, error) {
+	sortEntities(p.ents)
+	return string(p.text), p.ents, nil
+}
+
 // formatText turns a text parameter into Telegram's stored form: parse_mode
 // parsing (or explicit entities), trimming, entity auto-detection. It mirrors
 // the order of checks of the Bot API server and TDLib so that the first error
