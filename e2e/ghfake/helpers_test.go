@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
@@ -40,10 +39,7 @@ type testBundle struct {
 
 func setup(t *testing.T, opts ...ghfake.Option) *testBundle {
 	t.Helper()
-	c := clockwork.NewFakeClockAt(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	srv := ghfake.New(t, append([]ghfake.Option{ghfake.WithClock(c.Now)}, opts...)...)
-	srv.AddRepo(repoName)
-	srv.AddToken(botToken, botLogin, ghfake.Write(repoName))
+	srv, c := ghfake.NewOnClock(t, repoName, botToken, botLogin, opts...)
 	srv.AddToken(readTok, "reader", ghfake.Read(repoName))
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"switchboard/e2e/internal/settle"
 	"switchboard/internal/testkit"
 )
@@ -102,6 +104,17 @@ func WithTimeScale(k float64) Option {
 // RefuseUnknownLabels makes creating an issue with a label the repository
 // lacks answer 422 instead of creating the label; see the package doc.
 func RefuseUnknownLabels() Option { return func(s *Server) { s.refuseLabels = true } }
+
+// NewOnClock is New on a clock the test moves by hand, started at
+// 2026-03-01 12:00 UTC, with repo in it and token writing there as login:
+// how a test of the fake or of a client against it starts.
+func NewOnClock(t testing.TB, repo, token, login string, opts ...Option) (*Server, *clockwork.FakeClock) {
+	clk := clockwork.NewFakeClockAt(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	srv := New(t, append([]Option{WithClock(clk.Now)}, opts...)...)
+	srv.AddRepo(repo)
+	srv.AddToken(token, login, Write(repo))
+	return srv, clk
+}
 
 // New starts a fake GitHub API on 127.0.0.1, closed when the test ends; if
 // the test failed, the request log is printed.

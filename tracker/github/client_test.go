@@ -41,10 +41,7 @@ type testBundle struct {
 // share a clock.
 func setup(t *testing.T, opts ...ghfake.Option) *testBundle {
 	t.Helper()
-	clk := clockwork.NewFakeClockAt(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	srv := ghfake.New(t, append([]ghfake.Option{ghfake.WithClock(clk.Now)}, opts...)...)
-	srv.AddRepo(repoName)
-	srv.AddToken(token, botLogin, ghfake.Write(repoName))
+	srv, clk := ghfake.NewOnClock(t, repoName, token, botLogin, opts...)
 	srv.AddCollaborator(repoName, "alice")
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
