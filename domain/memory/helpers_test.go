@@ -98,6 +98,16 @@ func (b *bundle) script() {
 		})
 }
 
+// serve scripts every stage after the rules the test added itself (the
+// first rule that matches answers), adds user 1 and starts the
+// orchestrator: where the tests of one stage's fault or stream begin.
+func (b *bundle) serve(t *testing.T) {
+	t.Helper()
+	b.script()
+	b.user(t, 1)
+	b.start(t, b.svc)
+}
+
 // exec runs a statement a test moves its rows with.
 func (b *bundle) exec(t *testing.T, q string, args ...any) {
 	t.Helper()
