@@ -50,6 +50,16 @@ func (f *dfx) masters(ids ...int64) {
 	}
 }
 
+// dispatchOrder is newDispatch with the masters ids (as masters makes
+// them) and one order placed where they work: where the tests of one
+// order's offers start.
+func dispatchOrder(t *testing.T, ids ...int64) (*dfx, dispatch.Order) {
+	t.Helper()
+	f := newDispatch(t)
+	f.masters(ids...)
+	return f, f.order("c", "d", "x")
+}
+
 func (f *dfx) orderPriced(city, district, skill string, price int64) dispatch.Order {
 	f.t.Helper()
 	o, err := f.st.Orders().Create(f.ctx, dispatch.NewOrder{CreatedBy: 1, City: city, District: district, Skill: skill,

@@ -235,41 +235,46 @@ func TestViewAndDecline(t *testing.T) {
 	f.master(2, "b", "d", "x")
 	o := f.order("a", "d", "x")
 	of := f.offered(o.ID, 1, 1)
+	// view and decline are master's presses on offer offerID.
+	view := func(offerID, master int64) (dispatch.Offer, bool) {
+		t.Helper()
+		got, ok, err := f.st.Orders().ViewOffer(ctx, offerID, master, nil)
+		require.NoError(t, err)
+		return got, ok
+	}
+	decline := func(offerID, master int64) (dispatch.Offer, bool) {
+		t.Helper()
+		got, ok, err := f.st.Orders().DeclineOffer(ctx, offerID, master, nil)
+		require.NoError(t, err)
+		return got, ok
+	}
 
-	_, ok, err := f.st.Orders().ViewOffer(ctx, of.ID, 2, nil)
-	require.NoError(t, err)
+	_, ok := view(of.ID, 2)
 	require.False(t, ok, "another master's offer")
-	v, ok, err := f.st.Orders().ViewOffer(ctx, of.ID, 1, nil)
-	require.NoError(t, err)
+	v, ok := view(of.ID, 1)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Viewed, v.State)
 	require.False(t, v.ViewedAt.IsZero())
-	again, ok, err := f.st.Orders().ViewOffer(ctx, of.ID, 1, nil)
-	require.NoError(t, err)
+	again, ok := view(of.ID, 1)
 	require.False(t, ok, "already VIEWED")
 	require.Equal(t, v, again, "returned as it is")
 
-	_, ok, err = f.st.Orders().DeclineOffer(ctx, of.ID, 2, nil)
-	require.NoError(t, err)
+	_, ok = decline(of.ID, 2)
 	require.False(t, ok, "another master's offer")
-	d, ok, err := f.st.Orders().DeclineOffer(ctx, of.ID, 1, nil)
-	require.NoError(t, err)
+	d, ok := decline(of.ID, 1)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Declined, d.State)
 	require.Equal(t, v.ViewedAt, d.ViewedAt)
 	require.False(t, d.RespondedAt.IsZero())
-	d2, ok, err := f.st.Orders().DeclineOffer(ctx, of.ID, 1, nil)
-	require.NoError(t, err)
+	d2, ok := decline(of.ID, 1)
 	require.False(t, ok)
 	require.Equal(t, d, d2)
-	_, ok, err = f.st.Orders().ViewOffer(ctx, of.ID, 1, nil)
-	require.NoError(t, err)
+	_, ok = view(of.ID, 1)
 	require.False(t, ok, "a closed offer is not viewed")
 
-	_, ok, err = f.st.Orders().DeclineOffer(ctx, 12345, 1, nil)
-	require.NoError(t, err)
+	_, ok = decline(12345, 1)
 	require.False(t, ok)
-	_, err = f.st.Orders().Offer(ctx, 12345)
+	_, err := f.st.Orders().Offer(ctx, 12345)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
 }
@@ -365,10 +370,8 @@ func TestNextOfferIdleLongestFirst(t *testing.T) {
 // registers.
 func TestNextOfferRounds(t *testing.T) {
 	t.Parallel()
-	f := newDispatch(t)
+	f, o := dispatchOrder(t, 501, 502)
 	ctx := f.ctx
-	f.masters(501, 502)
-	o := f.order("c", "d", "x")
 
 	f.expire(f.offered(o.ID, 501, 1))
 	f.expire(f.offered(o.ID, 502, 1))
@@ -444,10 +447,8 @@ func TestNextOfferOutcomes(t *testing.T) {
 // and the order is not reported unassignable.
 func TestNextOfferLockedCandidateIsBusy(t *testing.T) {
 	t.Parallel()
-	f := newDispatch(t)
+	f, o := dispatchOrder(t, 1, 2)
 	ctx := f.ctx
-	f.masters(1, 2)
-	o := f.order("c", "d", "x")
 	f.decline(f.offered(o.ID, 1, 1))
 
 	tx := f.holding(`SELECT 1 FROM masters WHERE user_id = 2 FOR NO KEY UPDATE`)

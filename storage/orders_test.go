@@ -13,11 +13,8 @@ import (
 
 func TestCancelOrder(t *testing.T) {
 	t.Parallel()
-	f := newDispatch(t)
+	f, o := dispatchOrder(t, 1)
 	ctx := f.ctx
-	f.masters(1)
-
-	o := f.order("c", "d", "x")
 	of := f.offered(o.ID, 1, 1)
 	_, err := f.st.Pool().Exec(ctx, `UPDATE offers SET chat_id = 1, message_id = 42 WHERE id = $1`, of.ID)
 	require.NoError(t, err)
@@ -64,10 +61,8 @@ func TestCancelOrder(t *testing.T) {
 // the offer that step committed meanwhile.
 func TestCancelOrderWithdrawsOfferMadeWhileWaiting(t *testing.T) {
 	t.Parallel()
-	f := newDispatch(t)
+	f, o := dispatchOrder(t, 1)
 	ctx := f.ctx
-	f.masters(1)
-	o := f.order("c", "d", "x")
 
 	// What NextOffer does, held open.
 	tx := f.holding(`SELECT 1 FROM orders WHERE id = $1 FOR UPDATE`, o.ID)
@@ -528,17 +523,20 @@ func TestCancelAssignedNamesTheAcceptedOffer(t *testing.T) {
 	f := newDispatch(t)
 	o := f.assigned(10, 1000)
 	var seen dispatch.Changed
-	_, _, ok, err := f.st.Orders().Cancel(f.ctx, o.ID, 0, recordChange(&seen))
-	require.NoError(t, err)
-	require.True(t, ok)
+	// cancel cancels the order as an admin, the change it tells in seen.
+	cancel := func(orderID int64) {
+		t.Helper()
+		_, _, ok, err := f.st.Orders().Cancel(f.ctx, orderID, 0, recordChange(&seen))
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	cancel(o.ID)
 	require.NotNil(t, seen.Assigned)
 	require.Equal(t, dispatch.Accepted, seen.Assigned.State)
 	require.Equal(t, int64(10), seen.Masters[10].UserID)
 
 	s := f.order("c", "d", "x")
-	_, _, ok, err = f.st.Orders().Cancel(f.ctx, s.ID, 0, recordChange(&seen))
-	require.NoError(t, err)
-	require.True(t, ok)
+	cancel(s.ID)
 	require.Nil(t, seen.Assigned)
 }
 

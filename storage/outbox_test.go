@@ -355,43 +355,54 @@ func TestNoticeOnce(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	st, ctx := f.st, f.ctx
+	// once, open and end are the statements of the one notice here,
+	// llm_refused; once and end tell chat -5 what is said.
+	once := func(why, said string) (gen int64, told bool) {
+		t.Helper()
+		gen, told, err := st.Notices().Once(ctx, "llm_refused", why, domain.Fixed[string](msg(-5, said)))
+		require.NoError(t, err)
+		return gen, told
+	}
+	open := func() (gen int64, ok bool) {
+		t.Helper()
+		gen, ok, err := st.Notices().Open(ctx, "llm_refused")
+		require.NoError(t, err)
+		return gen, ok
+	}
+	end := func(gen int64, said string) (ended bool) {
+		t.Helper()
+		ended, err := st.Notices().End(ctx, "llm_refused", gen, domain.Fixed[string](msg(-5, said)))
+		require.NoError(t, err)
+		return ended
+	}
+
 	told := 0
 	for range 3 {
-		gen, ok, err := st.Notices().Once(ctx, "llm_refused", "model missing", domain.Fixed[string](msg(-5, "LLM refused")))
-		require.NoError(t, err)
+		gen, ok := once("model missing", "LLM refused")
 		require.EqualValues(t, 1, gen)
 		if ok {
 			told++
 		}
 	}
 	require.Equal(t, 1, told)
-	gen, ok, err := st.Notices().Open(ctx, "llm_refused")
-	require.NoError(t, err)
+	gen, ok := open()
 	require.True(t, ok)
 	require.EqualValues(t, 1, gen)
-	ok, err = st.Notices().End(ctx, "llm_refused", 2, domain.Fixed[string](msg(-5, "LLM back")))
-	require.NoError(t, err)
-	require.False(t, ok, "the end of a later start than the one open")
+	require.False(t, end(2, "LLM back"), "the end of a later start than the one open")
 	ended := 0
 	for range 2 {
-		ok, err := st.Notices().End(ctx, "llm_refused", 1, domain.Fixed[string](msg(-5, "LLM back")))
-		require.NoError(t, err)
-		if ok {
+		if end(1, "LLM back") {
 			ended++
 		}
 	}
 	require.Equal(t, 1, ended)
-	_, ok, err = st.Notices().Open(ctx, "llm_refused")
-	require.NoError(t, err)
+	_, ok = open()
 	require.False(t, ok)
 
-	gen, ok, err = st.Notices().Once(ctx, "llm_refused", "key refused", domain.Fixed[string](msg(-5, "LLM refused again")))
-	require.NoError(t, err)
+	gen, ok = once("key refused", "LLM refused again")
 	require.True(t, ok)
 	require.EqualValues(t, 2, gen)
-	ok, err = st.Notices().End(ctx, "llm_refused", 0, domain.Fixed[string](msg(-5, "LLM back again")))
-	require.NoError(t, err)
-	require.True(t, ok, "0 ends whichever start is open")
+	require.True(t, end(0, "LLM back again"), "0 ends whichever start is open")
 	var texts []string
 	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT array_agg(body->>'text' ORDER BY id) FROM outbox`).Scan(&texts))
 	require.Equal(t, []string{"LLM refused", "LLM back", "LLM refused again", "LLM back again"}, texts)

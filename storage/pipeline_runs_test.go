@@ -184,9 +184,15 @@ func TestCaptureRecallsOnlyEarlierHistory(t *testing.T) {
 	f.submit(2, "other user's question")
 	r := f.submit(1, "second question")
 	f.submit(1, "third question, queued")
+	// capture moves r from NEW to ANALYZING, reading its recall.
+	capture := func() (memory.PipelineRun, memory.Recall, bool) {
+		t.Helper()
+		run, rc, ok, err := f.st.PipelineRuns().Capture(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{Logs: 10, Summaries: 20})
+		require.NoError(t, err)
+		return run, rc, ok
+	}
 
-	run, rc, ok, err := f.st.PipelineRuns().Capture(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{Logs: 10, Summaries: 20})
-	require.NoError(t, err)
+	run, rc, ok := capture()
 	require.True(t, ok)
 	require.Equal(t, "second question", run.Query)
 	var texts []string
@@ -201,8 +207,7 @@ func TestCaptureRecallsOnlyEarlierHistory(t *testing.T) {
 	require.Equal(t, first.ID, rc.Logs[0].RunID)
 
 	// A failed capture reads nothing it returns.
-	_, rc, ok, err = f.st.PipelineRuns().Capture(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{Logs: 10, Summaries: 20})
-	require.NoError(t, err)
+	_, rc, ok = capture()
 	require.False(t, ok)
 	require.Empty(t, rc.Logs)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -132,78 +131,56 @@ type recorder struct {
 const liveLogChat = -100
 
 func (r *recorder) Offer(m dispatch.Master, _ dispatch.Order, f dispatch.Offer) []domain.Message {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.sent = append(r.sent, f)
+	domaintest.Record(&r.mu, &r.sent, f)
 	return []domain.Message{{ChatID: m.UserID, Kind: domain.KindOffer, Ref: f.ID, Key: fmt.Sprint("offer:", f.ID), Text: "offer"}}
 }
 
 func (r *recorder) Closed(m dispatch.Master, _ dispatch.Order, f dispatch.Offer) []domain.Message {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.closed = append(r.closed, f)
+	domaintest.Record(&r.mu, &r.closed, f)
 	return []domain.Message{{ChatID: m.UserID, Kind: domain.KindOfferClose, Ref: f.ID, Key: fmt.Sprint("offer:", f.ID), Edit: true, Text: string(f.State)}}
 }
 
 func (r *recorder) Note(n dispatch.Note) []domain.Message {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.notes = append(r.notes, n)
+	domaintest.Record(&r.mu, &r.notes, n)
 	return []domain.Message{{ChatID: n.Master.UserID, Kind: domain.KindNote, Text: string(n.Kind)}}
 }
 
 func (r *recorder) Event(e dispatch.Event) []domain.Message {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
+	domaintest.Record(&r.mu, &r.events, e)
 	return []domain.Message{{ChatID: liveLogChat, Kind: domain.KindLiveLog, Ref: e.OrderID, Text: string(e.Kind)}}
 }
 
 func (r *recorder) Assigned(a dispatch.Assignment) []domain.Message {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.assigned = append(r.assigned, a)
+	domaintest.Record(&r.mu, &r.assigned, a)
 	return []domain.Message{{ChatID: a.Master.UserID, Kind: domain.KindAssigned, Ref: a.Offer.ID, Key: fmt.Sprint("offer:", a.Offer.ID),
 		Edit: true, Text: string(a.Order.State)}}
 }
 
 func (r *recorder) Photo(m dispatch.Master, o dispatch.Order, fileID, caption string) []domain.Message {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.photos = append(r.photos, fileID)
+	domaintest.Record(&r.mu, &r.photos, fileID)
 	return []domain.Message{{ChatID: liveLogChat, Kind: domain.KindPhoto, Ref: o.ID, Text: caption, Photo: fileID}}
 }
 
 func (r *recorder) Customer(u dispatch.CustomerUpdate) []domain.Message {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.customer = append(r.customer, u)
+	domaintest.Record(&r.mu, &r.customer, u)
 	return []domain.Message{{ChatID: u.Customer.UserID, Kind: domain.KindCustomer, Ref: u.Order.ID, Text: string(u.Note)}}
 }
 
 func (r *recorder) Relay(n dispatch.RelayNote) []domain.Message {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.relays = append(r.relays, n)
+	domaintest.Record(&r.mu, &r.relays, n)
 	return []domain.Message{{ChatID: n.To, Kind: domain.KindRelay, Ref: n.Order.ID, Text: n.Text}}
 }
 
 func (r *recorder) relayed() []dispatch.RelayNote {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]dispatch.RelayNote(nil), r.relays...)
+	return domaintest.Recorded(&r.mu, &r.relays)
 }
 
 func (r *recorder) customerNotes() []dispatch.CustomerUpdate {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]dispatch.CustomerUpdate(nil), r.customer...)
+	return domaintest.Recorded(&r.mu, &r.customer)
 }
 
 func (r *recorder) assignments() []dispatch.Assignment {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.assigned)
+	return domaintest.Recorded(&r.mu, &r.assigned)
 }
 
 // outbox lists the outbox rows of a chat in delivery order as kind:ref.
@@ -227,15 +204,11 @@ func (r *recorder) sentTo() []int64 {
 }
 
 func (r *recorder) sentOffers() []dispatch.Offer {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.sent)
+	return domaintest.Recorded(&r.mu, &r.sent)
 }
 
 func (r *recorder) closedOffers() []dispatch.Offer {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.closed)
+	return domaintest.Recorded(&r.mu, &r.closed)
 }
 
 // log renders the events of one order as "kind[:master]" lines.

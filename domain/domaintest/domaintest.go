@@ -1,7 +1,8 @@
 // Package domaintest holds what the workflows' tests share over a real
 // database and a scripted LLM: the LLM client, a service's loop run until
-// the test ends, the store's LISTEN adapted as main adapts it, and query
-// results read into counts by a key such as status, structs or a column.
+// the test ends, the store's LISTEN adapted as main adapts it, query
+// results read into counts by a key such as status, structs or a column,
+// and the lists the stand-ins for the bot record across goroutines.
 package domaintest
 
 import (

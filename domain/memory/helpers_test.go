@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -97,6 +96,16 @@ func (b *bundle) script() {
 		ReplyFunc(func(r llmtest.Request) string {
 			return fmt.Sprintf(`{"summary": "Summary of %s", "tags": ["go"]}`, strings.TrimSpace(between(r.Prompt, "## The user wrote\n", "\n")))
 		})
+}
+
+// serve scripts every stage after the rules the test added itself (the
+// first rule that matches answers), adds user 1 and starts the
+// orchestrator: where the tests of one stage's fault or stream begin.
+func (b *bundle) serve(t *testing.T) {
+	t.Helper()
+	b.script()
+	b.user(t, 1)
+	b.start(t, b.svc)
 }
 
 // exec runs a statement a test moves its rows with.
@@ -209,9 +218,7 @@ func (c *chat) Typing(context.Context, int64) error {
 }
 
 func (c *chat) Answer(r memory.PipelineRun) []domain.Message {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.rendered = append(c.rendered, r)
+	domaintest.Record(&c.mu, &c.rendered, r)
 	return replacing(r, []domain.Message{
 		{ChatID: r.ChatID, Kind: domain.KindMemoryAnswer, Ref: r.ID, Text: "answer: " + r.FinalAnswer, ReplyTo: r.MessageID},
 		{ChatID: r.ChatID, Kind: domain.KindMemoryAnswer, Ref: r.ID, Text: "(end)"},
@@ -228,9 +235,7 @@ func replacing(r memory.PipelineRun, msgs []domain.Message) []domain.Message {
 }
 
 func (c *chat) Failed(r memory.PipelineRun) []domain.Message {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.failed = append(c.failed, r)
+	domaintest.Record(&c.mu, &c.failed, r)
 	return replacing(r, []domain.Message{{ChatID: r.ChatID, Kind: domain.KindMemoryAnswer, Ref: r.ID, Text: "failed", ReplyTo: r.MessageID}})
 }
 
@@ -245,9 +250,7 @@ func (c *chat) Partial(r memory.PipelineRun, text string, first bool) []domain.M
 }
 
 func (c *chat) failures() []memory.PipelineRun {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.failed)
+	return domaintest.Recorded(&c.mu, &c.failed)
 }
 
 // outboxRow is one queued message of the memory chat.

@@ -174,9 +174,7 @@ func TestFailuresPerStage(t *testing.T) {
 			b := setup(t, withConfig(memory.Config{Workers: 2, StageLease: 30 * time.Second, Backoff: 10 * time.Millisecond,
 				SweepInterval: time.Hour, ResponderTimeout: 200 * time.Millisecond}))
 			tc.setup(b)
-			b.script() // rules added first win
-			b.user(t, 1)
-			b.start(t, b.svc)
+			b.serve(t) // rules added first win
 			r, got := b.answered(t, 1, "Will this work?", 15*time.Second)
 			require.Equal(t, memory.Failed, got.Status)
 			require.True(t, strings.HasPrefix(got.ErrorMessage, tc.stage+":"), got.ErrorMessage)
@@ -532,9 +530,7 @@ func streaming(t *testing.T, d *drafts, chunk time.Duration) *bundle {
 		SweepInterval: time.Hour, StreamEvery: 30 * time.Millisecond}), withDrafts(d))
 	// The first rule that matches answers: this one before script's.
 	b.llm.On(llmtest.SystemContains("patient, practical mentor")).Named("responder").Reply(slowAnswer).ChunkDelay(chunk)
-	b.script()
-	b.user(t, 1)
-	b.start(t, b.svc)
+	b.serve(t)
 	return b
 }
 
@@ -590,9 +586,7 @@ func TestFastAnswerIsNotStreamed(t *testing.T) {
 	d := &drafts{}
 	b := setup(t, withConfig(memory.Config{Workers: 2, StageLease: 30 * time.Second, Backoff: 10 * time.Millisecond,
 		SweepInterval: time.Hour, StreamEvery: time.Hour}), withDrafts(d))
-	b.script()
-	b.user(t, 1)
-	b.start(t, b.svc)
+	b.serve(t)
 	_, got := b.answered(t, 1, "quick", 20*time.Second)
 	require.Equal(t, memory.Completed, got.Status)
 	assert.Empty(t, d.all(), "an answer written within StreamEvery is only sent")
@@ -604,9 +598,7 @@ func TestFailureNoticeReplacesThePlaceholder(t *testing.T) {
 		SweepInterval: time.Hour, StreamEvery: 30 * time.Millisecond, Attempts: 1}), withDrafts(&drafts{refuse: true}))
 	b.llm.On(llmtest.SystemContains("patient, practical mentor")).Named("responder").Reply(slowAnswer).
 		ChunkDelay(10 * time.Millisecond).Fault(llmtest.StreamCut())
-	b.script()
-	b.user(t, 1)
-	b.start(t, b.svc)
+	b.serve(t)
 	_, got := b.answered(t, 1, "tell me", 20*time.Second)
 	require.Equal(t, memory.Failed, got.Status)
 	assert.True(t, got.Placeholder, "half the answer was shown before the model broke off")

@@ -39,6 +39,25 @@ func (r *blinkingRuns) Step(ctx context.Context, id int64, st memory.Step) (bool
 	return r.PipelineRuns.Step(ctx, id, st)
 }
 
+// blinkingRun has user 1 ask "How do I learn Go?" of a service over runs,
+// the database refusing the analyzer's saves as runs says, with a stage
+// lease of an hour that no test waits out and maxReaps give-backs (0: the
+// default). It returns the world and the run once it is archived (or
+// failed and told), within wait.
+func blinkingRun(t *testing.T, runs *blinkingRuns, maxReaps int, wait time.Duration) (*bundle, memory.PipelineRun) {
+	t.Helper()
+	b := setup(t, withConfig(memory.Config{Workers: 2, StageLease: time.Hour, Backoff: 10 * time.Millisecond,
+		SweepInterval: time.Hour, MaxReaps: maxReaps}))
+	b.script()
+	b.user(t, 1)
+	runs.PipelineRuns = b.store.PipelineRuns()
+	svc := b.serviceOver(t, runs)
+	b.start(t, svc)
+	r := b.submit(t, svc, 1, "How do I learn Go?")
+	b.waitArchived(t, 1, wait)
+	return b, b.run(t, r.ID)
+}
+
 // With a lease of an hour, a run whose save is refused completes only if
 // the save is retried or the stage given back: waiting out the lease would
 // take the hour.
@@ -56,16 +75,8 @@ func TestAStageSaveTheDatabaseRefusesIsRetriedOrGivenBack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, withConfig(memory.Config{Workers: 2, StageLease: time.Hour, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour}))
-			b.script()
-			b.user(t, 1)
-			runs := &blinkingRuns{PipelineRuns: b.store.PipelineRuns(), fails: tc.fails, landed: tc.landed}
-			svc := b.serviceOver(t, runs)
-			b.start(t, svc)
-			r := b.submit(t, svc, 1, "How do I learn Go?")
 			// Bounded by the retries (7 s) and a second pass, far below the lease.
-			b.waitArchived(t, 1, 45*time.Second)
-			got := b.run(t, r.ID)
+			b, got := blinkingRun(t, &blinkingRuns{fails: tc.fails, landed: tc.landed}, 0, 45*time.Second)
 			require.Equal(t, memory.Completed, got.Status)
 			require.Equal(t, "Answer to: How do I learn Go?", got.FinalAnswer)
 			require.Equal(t, tc.analyzers, b.llm.Calls("analyzer"))
@@ -82,9 +93,7 @@ func TestAProviderErrorPostgreSQLCannotHoldFailsTheRun(t *testing.T) {
 	b := setup(t)
 	b.llm.On(llmtest.SystemContains("You prepare the context")).Named("assembler").
 		Fault(llmtest.HTTPErrorSaying(400, "invalid input near \x00 here"))
-	b.script()
-	b.user(t, 1)
-	b.start(t, b.svc)
+	b.serve(t)
 	_, got := b.answered(t, 1, "Will this work?", 45*time.Second)
 	require.Equal(t, memory.Failed, got.Status)
 	require.Contains(t, got.ErrorMessage, "invalid input near \uFFFD here")
@@ -97,17 +106,8 @@ func TestAProviderErrorPostgreSQLCannotHoldFailsTheRun(t *testing.T) {
 // asked again for ever.
 func TestAResultNeverSavedFailsTheRunAfterMaxReaps(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withConfig(memory.Config{Workers: 2, StageLease: time.Hour, Backoff: 10 * time.Millisecond,
-		SweepInterval: time.Hour, MaxReaps: 1}))
-	b.script()
-	b.user(t, 1)
-	runs := &blinkingRuns{PipelineRuns: b.store.PipelineRuns(), fails: 1 << 30}
-	svc := b.serviceOver(t, runs)
-	b.start(t, svc)
-	r := b.submit(t, svc, 1, "How do I learn Go?")
 	// Two passes of the save's retries (7 s each), far below the lease.
-	b.waitArchived(t, 1, 60*time.Second)
-	got := b.run(t, r.ID)
+	b, got := blinkingRun(t, &blinkingRuns{fails: 1 << 30}, 1, 60*time.Second)
 	require.Equal(t, memory.Failed, got.Status)
 	require.Equal(t, 2, got.Attempts, "each give-back counted")
 	require.Contains(t, got.ErrorMessage, "the result could not be saved")

@@ -23,6 +23,18 @@ func (b *bundle) searchGroup(t *testing.T, userID int64, text string) (vacancy.S
 	return s, b.group(t, s.Key)
 }
 
+// setupSearching is setup with three vacancies on HH and user 7, a Go
+// developer, who has just saved text as a search: where the tests of what
+// the user is told about a new search start.
+func setupSearching(t *testing.T, text string) (*bundle, vacancy.Search, vacancy.Group) {
+	t.Helper()
+	b := setup(t)
+	b.hh.Add(vacancies(3, 100, 1)...)
+	b.user(t, 7, "Go developer")
+	s, g := b.searchGroup(t, 7, text)
+	return b, s, g
+}
+
 func (b *bundle) group(t *testing.T, key string) vacancy.Group {
 	t.Helper()
 	g, err := b.store.Searches().KeyGroup(b.ctx, key)

@@ -83,10 +83,7 @@ func TestFirstDiscoveryWithNothingNewIsToldOnce(t *testing.T) {
 // once a run gets through, the outcome; each once.
 func TestFirstDiscoveryFailureIsToldThenTheOutcome(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.hh.Add(vacancies(3, 100, 1)...)
-	b.user(t, 7, "Go developer")
-	s, g := b.searchGroup(t, 7, "golang")
+	b, s, g := setupSearching(t, "golang")
 	b.hh.FailNext(100, 503, hhtest.SearchEndpoint)
 	for range 2 {
 		_, err := b.svc.Discover(b.ctx, g)

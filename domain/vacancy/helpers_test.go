@@ -207,41 +207,31 @@ type recorder struct {
 
 // SearchNews records the news and writes a note for it.
 func (r *recorder) SearchNews(n vacancy.FirstNews) []domain.Message {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.news = append(r.news, n)
+	domaintest.Record(&r.mu, &r.news, n)
 	return []domain.Message{{ChatID: n.Search.UserID, Kind: domain.KindReply, Ref: n.Search.ID,
 		Text: fmt.Sprintf("news of %q failed=%v", n.Search.Params.String(), n.Failed)}}
 }
 
 // SearchRefused records the refusal and writes a note for it.
 func (r *recorder) SearchRefused(rf vacancy.Refusal) []domain.Message {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.refusals = append(r.refusals, rf)
+	domaintest.Record(&r.mu, &r.refusals, rf)
 	return []domain.Message{{ChatID: rf.Search.UserID, Kind: domain.KindReply, Ref: rf.Search.ID,
 		Text: fmt.Sprintf("%q refused by HH: %v", rf.Search.Params.String(), rf.Args)}}
 }
 
 // refused returns the refusals told so far.
 func (r *recorder) refused() []vacancy.Refusal {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]vacancy.Refusal(nil), r.refusals...)
+	return domaintest.Recorded(&r.mu, &r.refusals)
 }
 
 // told returns the news recorded so far.
 func (r *recorder) told() []vacancy.FirstNews {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]vacancy.FirstNews(nil), r.news...)
+	return domaintest.Recorded(&r.mu, &r.news)
 }
 
 // FollowUp records the reminder and writes a note for it.
 func (r *recorder) FollowUp(f vacancy.FollowUp) []domain.Message {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.followUps = append(r.followUps, f)
+	domaintest.Record(&r.mu, &r.followUps, f)
 	return []domain.Message{{ChatID: f.Application.Match.UserID, Kind: domain.KindReply, Ref: f.Application.Match.ID,
 		Text: fmt.Sprintf("how did %q go? %s, %d days", f.Application.Vacancy.Title, f.Application.Match.Status, f.Days)}}
 }
@@ -259,9 +249,7 @@ func (r *recorder) Card(d vacancy.CardData) []domain.Message {
 
 // deliveries are the cards Telegram accepted, in order.
 func (r *recorder) deliveries() []vacancy.CardData {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]vacancy.CardData(nil), r.last...)
+	return domaintest.Recorded(&r.mu, &r.last)
 }
 
 func (r *recorder) duplicates() []string {

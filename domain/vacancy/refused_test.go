@@ -117,10 +117,7 @@ func TestSearchHHRefusesIsSetAsideToldOnceAndNotAskedAgain(t *testing.T) {
 // it, it is discovered as a new search and watched again.
 func TestRefusedSearchSavedAgainIsWatchedAgain(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.hh.Add(vacancies(3, 100, 1)...)
-	b.user(t, 7, "Go developer")
-	s, g := b.searchGroup(t, 7, "golang area=113")
+	b, s, g := setupSearching(t, "golang area=113")
 	run, err := b.svc.Discover(b.ctx, g)
 	require.NoError(t, err)
 	require.Equal(t, 3, run.Queued)
@@ -153,10 +150,7 @@ func TestRefusedSearchSavedAgainIsWatchedAgain(t *testing.T) {
 // our bug, not the search's: the search is not set aside.
 func TestBadArgumentOfOurOwnParameterDoesNotSetTheSearchAside(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.hh.Add(vacancies(3, 100, 1)...)
-	b.user(t, 7, "Go developer")
-	s, g := b.searchGroup(t, 7, "golang")
+	b, s, g := setupSearching(t, "golang")
 	b.refuseNext("per_page")
 	_, err := b.svc.Discover(b.ctx, g)
 	require.Error(t, err)
