@@ -925,26 +925,18 @@ func progressPosted(r analysis.Run) bool {
 	return false
 }
 
-// progressKeys head the progress message by the run's state.
-var progressKeys = map[analysis.State]string{
-	analysis.Running:   "analysis.progress.running",
-	analysis.Completed: "analysis.progress.completed",
-	analysis.Failed:    "analysis.progress.failed",
-	analysis.Closed:    "analysis.progress.closed",
-}
-
-// progressBodies are the progress message's lines by the run's state:
-// proposals so far while it runs, their number once it ended, and the
-// decisions once it is closed.
-var progressBodies = map[analysis.State]string{
-	analysis.Running:   "analysis.progress.body",
-	analysis.Completed: "analysis.progress.body_done",
-	analysis.Failed:    "analysis.progress.body_done",
-	analysis.Closed:    "analysis.progress.body_closed",
+// progressTexts are the progress message's heading and lines by the
+// run's state; the lines give the proposals so far while it runs, their
+// number once it ended, and the decisions once it is closed.
+var progressTexts = map[analysis.State]struct{ head, body string }{
+	analysis.Running:   {"analysis.progress.running", "analysis.progress.body"},
+	analysis.Completed: {"analysis.progress.completed", "analysis.progress.body_done"},
+	analysis.Failed:    {"analysis.progress.failed", "analysis.progress.body_done"},
+	analysis.Closed:    {"analysis.progress.closed", "analysis.progress.body_closed"},
 }
 
 // renderProgress is the progress message: a bar over the batches, then
-// batches, messages and proposals (see progressBodies).
+// batches, messages and proposals (see progressTexts).
 func (rd *Renderer) renderProgress(lang string, r analysis.Run) string {
 	cat := rd.cat
 	pct := 0
@@ -956,16 +948,12 @@ func (rd *Renderer) renderProgress(lang string, r analysis.Run) string {
 	}
 	filled := pct * progressCells / 100
 	bar := strings.Repeat("▓", filled) + strings.Repeat("░", progressCells-filled) + " " + strconv.Itoa(pct) + "%"
-	key, ok := progressKeys[r.State]
+	texts, ok := progressTexts[r.State]
 	if !ok {
-		key = progressKeys[analysis.Running]
-	}
-	body, ok := progressBodies[r.State]
-	if !ok {
-		body = progressBodies[analysis.Running]
+		texts = progressTexts[analysis.Running]
 	}
 	m := metricsOf(r)
-	return cat.T(lang, key, locales.Data{"Run": r.ID}) + "\n" + cat.T(lang, body, locales.Data{
+	return cat.T(lang, texts.head, locales.Data{"Run": r.ID}) + "\n" + cat.T(lang, texts.body, locales.Data{
 		"Bar": bar, "Done": r.BatchesDone, "Batches": r.Batches,
 		"Processed": r.Processed, "Filtered": r.Filtered, "Messages": r.Messages,
 		"Total": r.ProposalsTotal, "Approved": r.ProposalsApproved, "Rejected": r.ProposalsRejected,
