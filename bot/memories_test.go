@@ -84,8 +84,7 @@ func TestMemoryPagesDeleteAndStalePresses(t *testing.T) {
 	require.Zero(t, count(t, env.st, `SELECT count(*) FROM lsm_storage WHERE summary = 'Memory number 1.'`))
 
 	a := pressRaw(t, env.srv, ann, confirm, yes)
-	require.True(t, a.ShowAlert)
-	require.Equal(t, "This memory is no longer here: it was deleted or replaced. Send /memory for the current list.", a.Text)
+	requireAlert(t, a, "This memory is no longer here: it was deleted or replaced. Send /memory for the current list.")
 	require.Equal(t, 6, count(t, env.st, `SELECT count(*) FROM lsm_storage`))
 	require.Empty(t, env.srv.UnansweredCallbacks())
 }
