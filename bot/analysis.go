@@ -335,7 +335,7 @@ func (u *analysisUI) unclosed(r *Request, ids []int64) string {
 	for _, id := range ids {
 		state := "?"
 		if run, err := u.a.Run(r.Ctx, id); err == nil {
-			state = runStateName(u.b.deps.Catalog, r.Lang, run.State)
+			state = runStateKeys.name(u.b.deps.Catalog, r.Lang, run.State)
 		} else if !errors.Is(err, domain.ErrNotFound) {
 			u.b.deps.Log.Warn("analysis: load unclosed run", "run", id, "err", err)
 		}
@@ -405,7 +405,7 @@ func (u *analysisUI) runAnswer(r *Request, id int64, run analysis.Run, err error
 		return r.Reply(r.T("run.not_found", locales.Data{"Run": id}), nil)
 	case errors.Is(err, analysis.ErrState):
 		return r.Reply(r.T(stateKey, locales.Data{
-			"Run": id, "State": runStateName(u.b.deps.Catalog, r.Lang, run.State),
+			"Run": id, "State": runStateKeys.name(u.b.deps.Catalog, r.Lang, run.State),
 		}), nil)
 	case err != nil:
 		return err
@@ -494,7 +494,7 @@ func (u *analysisUI) runsList(r *Request, page int) (string, *tele.ReplyMarkup, 
 	sb.WriteString(r.T("runs.header", locales.Data{"Page": p.page + 1, "Pages": p.pages, "Total": p.total}))
 	for _, run := range p.items {
 		sb.WriteString("\n" + r.T("runs.line", locales.Data{
-			"Run": run.ID, "State": runStateName(cat, r.Lang, run.State),
+			"Run": run.ID, "State": runStateKeys.name(cat, r.Lang, run.State),
 			"Created": u.b.adminTime(r.Lang, run.CreatedAt), "Window": u.b.windowText(r.Lang, run.Filters.Window),
 			"Total": run.ProposalsTotal, "Approved": run.ProposalsApproved,
 			"Rejected": run.ProposalsRejected, "Pending": run.ProposalsPending,
@@ -531,7 +531,7 @@ func (b *Bot) renderRun(lang string, r analysis.Run) string {
 		rag = cat.T(lang, "run.rag_on")
 	}
 	lines := []string{
-		t("run.header", locales.Data{"Run": r.ID, "State": runStateName(cat, lang, r.State)}),
+		t("run.header", locales.Data{"Run": r.ID, "State": runStateKeys.name(cat, lang, r.State)}),
 		t("run.created", locales.Data{"Created": b.adminTime(lang, r.CreatedAt), "Admin": locales.HTML(adminName(domain.User{
 			ID: r.CreatedBy, FirstName: r.CreatorName, Username: r.CreatorUsername,
 		}))}),
@@ -557,7 +557,7 @@ func (b *Bot) renderRun(lang string, r analysis.Run) string {
 	}
 	if e := r.ErrorLog; e != nil {
 		data := locales.Data{
-			"Step": stepName(b.cat, lang, e.Step), "Batch": e.Batch,
+			"Step": stepKeys.name(b.cat, lang, e.Step), "Batch": e.Batch,
 			"Error": locales.HTML(clip(oneLine(e.Error), runErrorBudget)),
 		}
 		if e.Batch > 0 {
@@ -615,7 +615,7 @@ func (rd *Renderer) windowText(lang string, d time.Duration) string {
 
 // runStateKeys names every run state; spelled out so the catalogue test
 // sees them used.
-var runStateKeys = map[analysis.State]string{
+var runStateKeys = stateKeys[analysis.State]{
 	analysis.Pending:   "analysis.state.pending",
 	analysis.Running:   "analysis.state.running",
 	analysis.Completed: "analysis.state.completed",
@@ -623,10 +623,6 @@ var runStateKeys = map[analysis.State]string{
 	analysis.Closed:    "analysis.state.closed",
 	analysis.Failed:    "analysis.state.failed",
 	analysis.Cancelled: "analysis.state.cancelled",
-}
-
-func runStateName(cat *locales.Catalog, lang string, s analysis.State) string {
-	return stateName(cat, lang, runStateKeys, s)
 }
 
 // --- proposal buttons ----------------------------------------------------------
@@ -751,20 +747,13 @@ func adminName(u domain.User) string {
 
 // stepKeys name an executor's step in the admins' language; spelled out so
 // the catalogue test sees them used. A step not listed shows as stored.
-var stepKeys = map[string]string{
+var stepKeys = stateKeys[string]{
 	analysis.StepFetch:       "analysis.step.fetch",
 	analysis.StepBatch:       "analysis.step.batch",
 	analysis.StepProposals:   "analysis.step.proposals",
 	analysis.StepSave:        "analysis.step.save",
 	analysis.StepComplete:    "analysis.step.complete",
 	analysis.StepInterrupted: "analysis.step.interrupted",
-}
-
-func stepName(cat *locales.Catalog, lang, step string) string {
-	if k, ok := stepKeys[step]; ok {
-		return cat.T(lang, k)
-	}
-	return step
 }
 
 // priorityKeys name the priorities the domain keeps.
@@ -863,7 +852,7 @@ func (rd *Renderer) renderRunEvent(lang string, e analysis.Event) string {
 		if r.ErrorLog != nil {
 			step, batch, msg = r.ErrorLog.Step, r.ErrorLog.Batch, r.ErrorLog.Error
 		}
-		data["Step"], data["Batch"] = stepName(rd.cat, lang, step), batch
+		data["Step"], data["Batch"] = stepKeys.name(rd.cat, lang, step), batch
 		data["Error"] = locales.HTML(clip(oneLine(msg), runErrorBudget))
 		if batch > 0 {
 			key = "analysis.event.run_failed_batch"
@@ -925,26 +914,18 @@ func progressPosted(r analysis.Run) bool {
 	return false
 }
 
-// progressKeys head the progress message by the run's state.
-var progressKeys = map[analysis.State]string{
-	analysis.Running:   "analysis.progress.running",
-	analysis.Completed: "analysis.progress.completed",
-	analysis.Failed:    "analysis.progress.failed",
-	analysis.Closed:    "analysis.progress.closed",
-}
-
-// progressBodies are the progress message's lines by the run's state:
-// proposals so far while it runs, their number once it ended, and the
-// decisions once it is closed.
-var progressBodies = map[analysis.State]string{
-	analysis.Running:   "analysis.progress.body",
-	analysis.Completed: "analysis.progress.body_done",
-	analysis.Failed:    "analysis.progress.body_done",
-	analysis.Closed:    "analysis.progress.body_closed",
+// progressTexts are the progress message's heading and lines by the
+// run's state; the lines give the proposals so far while it runs, their
+// number once it ended, and the decisions once it is closed.
+var progressTexts = map[analysis.State]struct{ head, body string }{
+	analysis.Running:   {"analysis.progress.running", "analysis.progress.body"},
+	analysis.Completed: {"analysis.progress.completed", "analysis.progress.body_done"},
+	analysis.Failed:    {"analysis.progress.failed", "analysis.progress.body_done"},
+	analysis.Closed:    {"analysis.progress.closed", "analysis.progress.body_closed"},
 }
 
 // renderProgress is the progress message: a bar over the batches, then
-// batches, messages and proposals (see progressBodies).
+// batches, messages and proposals (see progressTexts).
 func (rd *Renderer) renderProgress(lang string, r analysis.Run) string {
 	cat := rd.cat
 	pct := 0
@@ -956,16 +937,12 @@ func (rd *Renderer) renderProgress(lang string, r analysis.Run) string {
 	}
 	filled := pct * progressCells / 100
 	bar := strings.Repeat("▓", filled) + strings.Repeat("░", progressCells-filled) + " " + strconv.Itoa(pct) + "%"
-	key, ok := progressKeys[r.State]
+	texts, ok := progressTexts[r.State]
 	if !ok {
-		key = progressKeys[analysis.Running]
-	}
-	body, ok := progressBodies[r.State]
-	if !ok {
-		body = progressBodies[analysis.Running]
+		texts = progressTexts[analysis.Running]
 	}
 	m := metricsOf(r)
-	return cat.T(lang, key, locales.Data{"Run": r.ID}) + "\n" + cat.T(lang, body, locales.Data{
+	return cat.T(lang, texts.head, locales.Data{"Run": r.ID}) + "\n" + cat.T(lang, texts.body, locales.Data{
 		"Bar": bar, "Done": r.BatchesDone, "Batches": r.Batches,
 		"Processed": r.Processed, "Filtered": r.Filtered, "Messages": r.Messages,
 		"Total": r.ProposalsTotal, "Approved": r.ProposalsApproved, "Rejected": r.ProposalsRejected,

@@ -298,8 +298,7 @@ func TestAnalysisBoardPaging(t *testing.T) {
 	page1 := board.Text
 
 	a := env.pressBoard(t, env.admin, cbData(t, "bp", 1, 1))
-	require.Equal(t, "Page 2 of 3.", a.Text)
-	require.False(t, a.ShowAlert)
+	requireToast(t, a, "Page 2 of 3.")
 	board = env.board(t, 1)
 	require.Contains(t, board.Text, "\n\nProposals 9–16 of 20 · ✅ 0 · ❌ 0 · ⏳ 20\n\n9. ⏳ Task 9 · high\nDo thing 9.\n\n10. ⏳ Task 10 · low\n")
 	require.True(t, strings.HasSuffix(board.Text, "\n\n16. ⏳ Task 16 · low\nDo thing 16."), board.Text)
@@ -324,8 +323,7 @@ func TestAnalysisBoardPaging(t *testing.T) {
 	last := board.Text
 
 	a = env.pressBoardRaw(t, env.admin, cbData(t, "bp", 1, 40))
-	require.Equal(t, "Page 3 of 3.", a.Text, "past the end: the last page")
-	require.False(t, a.ShowAlert)
+	requireToast(t, a, "Page 3 of 3.", "past the end: the last page")
 	require.Equal(t, last, env.board(t, 1).Text)
 	require.Equal(t, []int64{2}, column(t, env.st, `SELECT review_page FROM analysis_runs`))
 
@@ -358,16 +356,14 @@ func TestAnalysisBoardApproveAll(t *testing.T) {
 	require.Equal(t, []string{"✅ Approve the rest (8)"}, rowTexts(board)[len(rowTexts(board))-1])
 
 	a := env.pressBoard(t, env.admin, data(t, "ba", 1))
-	require.Equal(t, "Confirm on the board.", a.Text)
-	require.False(t, a.ShowAlert)
+	requireToast(t, a, "Confirm on the board.")
 	board = env.board(t, 1)
 	require.Contains(t, board.Text, "\n\nProposals 1–8 of 10 · ✅ 1 · ❌ 1 · ⏳ 8\n\n⚠️ Approve every proposal still pending (8)? Confirm below.\n\n1. ⏳ Task 1")
 	require.Equal(t, [][]string{{"2 ▶"}, {"✅ Yes, approve 8", "↩️ Cancel"}}, rowTexts(board)[len(rowTexts(board))-2:])
 	require.Equal(t, []string{data(t, "by", 1), data(t, "bn", 1)}, board.ReplyMarkup.Data()[len(board.ReplyMarkup.Data())-2:])
 	require.Equal(t, []int64{1}, column(t, env.st, `SELECT review_confirm::int FROM analysis_runs`))
 	a = env.pressBoardRaw(t, env.admin, data(t, "ba", 1))
-	require.Equal(t, "Nothing to approve: the run is not completed, nothing is pending, or the board already asks.", a.Text)
-	require.True(t, a.ShowAlert)
+	requireAlert(t, a, "Nothing to approve: the run is not completed, nothing is pending, or the board already asks.")
 
 	a = env.pressBoard(t, env.admin, data(t, "bn", 1))
 	require.Equal(t, "Cancelled.", a.Text)
@@ -378,15 +374,13 @@ func TestAnalysisBoardApproveAll(t *testing.T) {
 	const stale = "This confirmation is no longer current: it was answered or withdrawn."
 	for _, d := range []string{data(t, "bn", 1), data(t, "by", 1)} {
 		a = env.pressBoardRaw(t, env.admin, d)
-		require.Equal(t, stale, a.Text, d)
-		require.True(t, a.ShowAlert)
+		requireAlert(t, a, stale, d)
 	}
 	require.Equal(t, 8, count(t, env.st, `SELECT count(*) FROM analysis_proposals WHERE decision = 'pending'`), "a stale yes approves nothing")
 
 	require.Equal(t, "Confirm on the board.", env.pressBoard(t, env.admin, data(t, "ba", 1)).Text)
 	a = env.pressBoard(t, env.admin, data(t, "by", 1))
-	require.Equal(t, "Approved 8.", a.Text)
-	require.False(t, a.ShowAlert)
+	requireToast(t, a, "Approved 8.")
 	decisions := column(t, env.st, `SELECT CASE decision WHEN 'approved' THEN 1 WHEN 'rejected' THEN -1 ELSE 0 END
 FROM analysis_proposals ORDER BY ordinal`)
 	require.Equal(t, []int64{1, 1, -1, 1, 1, 1, 1, 1, 1, 1}, decisions, "every pending one approved; the rejected one stays rejected")
@@ -399,17 +393,14 @@ FROM analysis_runs`))
 
 	// The second yes (a double tap, or another admin's client) is stale.
 	a = pressRaw(t, env.srv, env.admin, board, data(t, "by", 1))
-	require.Equal(t, stale, a.Text)
-	require.True(t, a.ShowAlert)
+	requireAlert(t, a, stale)
 	a = pressRaw(t, env.srv, env.admin, board, data(t, "ba", 1))
 	require.Equal(t, "Nothing to approve: the run is not completed, nothing is pending, or the board already asks.", a.Text)
 	// Pressing a decided proposal says what it became.
 	a = pressRaw(t, env.srv, env.admin, board, data(t, "pa", ids[2]))
-	require.Equal(t, "This proposal has already been rejected.", a.Text)
-	require.True(t, a.ShowAlert)
+	requireAlert(t, a, "This proposal has already been rejected.")
 	a = pressRaw(t, env.srv, env.admin, board, data(t, "pj", ids[9]))
-	require.Equal(t, "This proposal has already been approved.", a.Text)
-	require.True(t, a.ShowAlert)
+	requireAlert(t, a, "This proposal has already been approved.")
 	require.Equal(t, decisions, column(t, env.st, `SELECT CASE decision WHEN 'approved' THEN 1 WHEN 'rejected' THEN -1 ELSE 0 END
 FROM analysis_proposals ORDER BY ordinal`))
 

@@ -395,10 +395,8 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 	require.Equal(t, "Run #1 still has proposals awaiting a decision: 2. Approve or reject them first.",
 		env.ask(t, env.admin, "/run_close 1").Text)
 
-	a = press(t, env.srv, env.admin, board, data(t, "pa", ids[0]))
-	require.Equal(t, "✅ #1 approved.", a.Text)
-	require.False(t, a.ShowAlert)
-	env.settle(t)
+	a = env.pressBoard(t, env.admin, data(t, "pa", ids[0]))
+	requireToast(t, a, "✅ #1 approved.")
 	board = env.board(t, 1)
 	require.Equal(t, head+"Proposals 1–2 of 2 · ✅ 1 · ❌ 0 · ⏳ 1\n\n"+
 		"1. ✅ Fix <login> & deploy · high · Ann · due 2099-01-05\n\n"+
@@ -406,15 +404,12 @@ func TestAnalysisRunThroughTelegram(t *testing.T) {
 	require.Equal(t, [][]string{{"2 ✅", "2 ❌"}, {"✅ Approve the rest (1)"}}, rowTexts(board), "decided: no buttons of its own")
 	// A stale press (another admin's client had the old buttons).
 	a = pressRaw(t, env.srv, env.admin, board, data(t, "pj", ids[0]))
-	require.Equal(t, "This proposal has already been approved.", a.Text)
-	require.True(t, a.ShowAlert)
+	requireAlert(t, a, "This proposal has already been approved.")
 
 	a = press(t, env.srv, env.admin, board, data(t, "pj", ids[1]))
 	require.Equal(t, "❌ #2 rejected.", a.Text)
-	a = pressRaw(t, env.srv, env.admin, board, data(t, "pa", ids[1]))
-	require.Equal(t, "This proposal has already been rejected.", a.Text)
-	require.True(t, a.ShowAlert)
-	env.settle(t)
+	a = env.pressBoardRaw(t, env.admin, data(t, "pa", ids[1]))
+	requireAlert(t, a, "This proposal has already been rejected.")
 	board = env.board(t, 1)
 	require.Equal(t, head+"Proposals 1–2 of 2 · ✅ 1 · ❌ 1 · ⏳ 0\n\n"+
 		"1. ✅ Fix <login> & deploy · high · Ann · due 2099-01-05\n\n"+

@@ -122,7 +122,7 @@ func (rd *Renderer) applicationMessage(lang, header string, a vacancy.Applicatio
 	if e := clip(oneLine(a.Vacancy.Employer), employerBudget); e != "" {
 		lines = append(lines, e)
 	}
-	lines = append(lines, rd.cat.T(lang, "application.status", locales.Data{"Status": statusName(rd.cat, lang, a.Match.Status)}))
+	lines = append(lines, rd.cat.T(lang, "application.status", locales.Data{"Status": statusKeys.name(rd.cat, lang, a.Match.Status)}))
 	kb := &tele.ReplyMarkup{}
 	row, err := rd.stepButtons(lang, actionFollowUpStep, a.Match, 0)
 	if err != nil {
@@ -171,7 +171,7 @@ func (u *vacancyUI) step(action Action) CallbackHandler {
 		case errors.Is(err, vacancy.ErrForbidden):
 			return r.Forbidden()
 		case errors.Is(err, vacancy.ErrStaleStep) && a.Match.Status.Reported():
-			return r.Alert("application.stale", locales.Data{"Status": statusName(u.b.deps.Catalog, r.Lang, a.Match.Status)})
+			return r.Alert("application.stale", locales.Data{"Status": statusKeys.name(u.b.deps.Catalog, r.Lang, a.Match.Status)})
 		case errors.Is(err, vacancy.ErrStaleStep), errors.Is(err, domain.ErrNotFound):
 			return r.Alert("error.callback_invalid")
 		case err != nil:
@@ -201,7 +201,7 @@ func (u *vacancyUI) step(action Action) CallbackHandler {
 		// The status names are headings ("Invited"); after "Marked:" they
 		// continue the sentence.
 		return r.Toast(r.T("application.marked", locales.Data{
-			"Status": lowerFirst(statusName(u.b.deps.Catalog, r.Lang, a.Match.Status)),
+			"Status": lowerFirst(statusKeys.name(u.b.deps.Catalog, r.Lang, a.Match.Status)),
 		}))
 	}
 }
@@ -348,7 +348,7 @@ func (rd *Renderer) renderApplications(lang string, rep vacancy.ApplicationsRepo
 		}
 		lines = append(lines, cat.T(lang, "applications.waiting_line", locales.Data{
 			"N": i + 1, "Title": locales.HTML(title), "Employer": locales.HTML(employer),
-			"Status": statusName(cat, lang, a.Match.Status),
+			"Status": statusKeys.name(cat, lang, a.Match.Status),
 			"Days":   max(0, int(rep.Now.Sub(a.ReportedAt).Hours()/24)),
 		}))
 		row, err := rd.stepButtons(lang, actionListStep, a.Match, i+1)

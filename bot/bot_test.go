@@ -348,14 +348,12 @@ func TestEscapingSplittingAndButtons(t *testing.T) {
 
 	q = ann.PressRaw(msg, "t_echo:17") // well-formed, but names user 43
 	a := tb.srv.WaitCallbackAnswer(t, q.ID)
-	require.Equal(t, "This button is not for you.", a.Text)
-	require.True(t, a.ShowAlert)
+	requireAlert(t, a, "This button is not for you.")
 
 	for _, forged := range []string{"t_echo:025", "t_echo", "nope:1", "t_echo:1:2"} {
 		q = ann.PressRaw(msg, forged)
 		a := tb.srv.WaitCallbackAnswer(t, q.ID)
-		require.Equal(t, "This button is no longer valid.", a.Text, forged)
-		require.True(t, a.ShowAlert)
+		requireAlert(t, a, "This button is no longer valid.", forged)
 	}
 
 	sent := ann.SendText(ann.ID(), "/long")

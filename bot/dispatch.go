@@ -204,12 +204,12 @@ func (b *Bot) renderMaster(lang string, m dispatch.Master, st dispatch.MasterSta
 	var offers, orders []string
 	for _, s := range dispatch.OfferStates {
 		if n := st.Offers[s]; n > 0 {
-			offers = append(offers, cat.T(lang, "master.count", locales.Data{"State": offerStateName(cat, lang, s), "Count": n}))
+			offers = append(offers, cat.T(lang, "master.count", locales.Data{"State": offerStateKeys.name(cat, lang, s), "Count": n}))
 		}
 	}
 	for _, s := range dispatch.OrderStates {
 		if n := st.Orders[s]; n > 0 {
-			orders = append(orders, cat.T(lang, "master.count", locales.Data{"State": orderStateName(cat, lang, s), "Count": n}))
+			orders = append(orders, cat.T(lang, "master.count", locales.Data{"State": orderStateKeys.name(cat, lang, s), "Count": n}))
 		}
 	}
 	none := cat.T(lang, "master.none")
@@ -411,7 +411,7 @@ func (b *Bot) orderEntry(lang string, l dispatch.OrderLine, opening func(city st
 	o := l.Order
 	entry := cat.T(lang, "orders.line", locales.Data{
 		"Order":    o.ID,
-		"State":    orderStateName(cat, lang, o.State),
+		"State":    orderStateKeys.name(cat, lang, o.State),
 		"Price":    b.money(lang, o.Price),
 		"City":     locales.HTML(clip(oneLine(o.City), listPlaceBudget)),
 		"District": locales.HTML(clip(oneLine(o.District), listPlaceBudget)),
@@ -428,7 +428,7 @@ func (b *Bot) orderEntry(lang string, l dispatch.OrderLine, opening func(city st
 		}
 		entry += "\n" + cat.T(lang, "orders.offer", locales.Data{
 			"Master": who,
-			"State":  offerStateName(cat, lang, l.Offer.State),
+			"State":  offerStateKeys.name(cat, lang, l.Offer.State),
 			"Left":   b.duration(lang, l.Offer.ExpiresAt.Sub(b.now())),
 		})
 	case o.MasterID != 0:
@@ -519,7 +519,7 @@ func (u *dispatchUI) orderCommand(r *Request, command, usage, stateKey string,
 		return r.Reply(r.T("order.not_found", locales.Data{"Order": id}), nil)
 	case errors.Is(err, dispatch.ErrOrderState):
 		return r.Reply(r.T(stateKey, locales.Data{
-			"Order": id, "State": orderStateName(u.b.cat, r.Lang, o.State),
+			"Order": id, "State": orderStateKeys.name(u.b.cat, r.Lang, o.State),
 		}), nil)
 	case err != nil:
 		return err
@@ -761,7 +761,7 @@ func offerMarkup(cat *locales.Catalog, lang string, offerID int64, details bool)
 
 // orderStateKeys and offerStateKeys name every state; spelled out so the
 // catalogue test sees them used.
-var orderStateKeys = map[dispatch.OrderState]string{
+var orderStateKeys = stateKeys[dispatch.OrderState]{
 	dispatch.Searching: "dispatch.order_state.SEARCHING",
 	dispatch.Assigned:  "dispatch.order_state.ASSIGNED",
 	dispatch.Done:      "dispatch.order_state.DONE",
@@ -769,21 +769,13 @@ var orderStateKeys = map[dispatch.OrderState]string{
 	dispatch.Cancelled: "dispatch.order_state.CANCELLED",
 }
 
-var offerStateKeys = map[dispatch.OfferState]string{
+var offerStateKeys = stateKeys[dispatch.OfferState]{
 	dispatch.Sent:      "dispatch.offer_state.SENT",
 	dispatch.Viewed:    "dispatch.offer_state.VIEWED",
 	dispatch.Accepted:  "dispatch.offer_state.ACCEPTED",
 	dispatch.Declined:  "dispatch.offer_state.DECLINED",
 	dispatch.Expired:   "dispatch.offer_state.EXPIRED",
 	dispatch.Withdrawn: "dispatch.offer_state.WITHDRAWN",
-}
-
-func orderStateName(cat *locales.Catalog, lang string, s dispatch.OrderState) string {
-	return stateName(cat, lang, orderStateKeys, s)
-}
-
-func offerStateName(cat *locales.Catalog, lang string, s dispatch.OfferState) string {
-	return stateName(cat, lang, offerStateKeys, s)
 }
 
 // masterRef names a master for admins, as escaped HTML: "Ann (@ann, id 42)";

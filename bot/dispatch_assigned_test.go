@@ -90,8 +90,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 	require.Contains(t, msg.Text, "🏠 Tverskaya 12, apt 5")
 	require.Equal(t, []string{"📋 Copy address", "📋 Copy phone", "📍 Arrived", "✅ Done", "🙅 Can't do it"}, msg.ReplyMarkup.Labels())
 	a = pressRaw(t, env.srv, ann, msg, enRoute)
-	require.Equal(t, "You have already marked that you are on your way.", a.Text)
-	require.True(t, a.ShowAlert)
+	requireAlert(t, a, "You have already marked that you are on your way.")
 
 	a = press(t, env.srv, ann, msg, arrived)
 	require.Equal(t, "Noted: you have arrived.", a.Text)
@@ -103,8 +102,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 	// the order is as it was.
 	before := msg
 	a = press(t, env.srv, ann, msg, done)
-	require.Equal(t, "Tap “Yes” to confirm, or “Back” if you pressed by mistake.", a.Text)
-	require.False(t, a.ShowAlert)
+	requireToast(t, a, "Tap “Yes” to confirm, or “Back” if you pressed by mistake.")
 	msg = env.offerMessage(t, f)
 	require.Equal(t, before.Text, msg.Text)
 	require.Equal(t, before.Entities, msg.Entities)

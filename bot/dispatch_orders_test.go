@@ -65,6 +65,17 @@ SELECT 1, 'Kyiv', 'Podil', 'plumbing', 100, 'x', 'DONE', 42, now(), now() FROM g
 	require.NoError(t, err)
 }
 
+// ordersOf is the admin's /orders over done orders of master Ann (42),
+// registered for them, and open ones in Lviv.
+func ordersOf(t *testing.T, done, open int) string {
+	t.Helper()
+	env := setupDispatch(t)
+	env.register(t, "Kyiv Podil plumbing", env.srv.User(42, "Ann", "en"))
+	insertDone(t, env, done)
+	insertOpen(t, env, "Lviv", open)
+	return env.ask(t, env.admin, "/orders").Text
+}
+
 // 100 open orders: the heading says 100, not the 30 loaded, and the ones
 // not listed are counted.
 func TestOrdersCountEveryOpenOrder(t *testing.T) {
@@ -86,11 +97,7 @@ func TestOrdersCountEveryOpenOrder(t *testing.T) {
 // and 5 searching show the 5 under "Open orders (5)", then the done ones.
 func TestOrdersDoneDoNotHideOpen(t *testing.T) {
 	t.Parallel()
-	env := setupDispatch(t)
-	env.register(t, "Kyiv Podil plumbing", env.srv.User(42, "Ann", "en"))
-	insertDone(t, env, 30)
-	insertOpen(t, env, "Lviv", 5)
-	text := env.ask(t, env.admin, "/orders").Text
+	text := ordersOf(t, 30, 5)
 	require.NotContains(t, text, "No open orders.")
 	require.True(t, strings.HasPrefix(text, "Open orders (5)\n\n#"), text[:40])
 	require.Contains(t, text, "\n\nDone, not yet closed (30)")
@@ -105,11 +112,7 @@ func TestOrdersDoneDoNotHideOpen(t *testing.T) {
 // ones wait too, and how many.
 func TestOrdersFullOpenStillCountDone(t *testing.T) {
 	t.Parallel()
-	env := setupDispatch(t)
-	env.register(t, "Kyiv Podil plumbing", env.srv.User(42, "Ann", "en"))
-	insertDone(t, env, 4)
-	insertOpen(t, env, "Lviv", 100)
-	text := env.ask(t, env.admin, "/orders").Text
+	text := ordersOf(t, 4, 100)
 	require.True(t, strings.HasPrefix(text, "Open orders (100)\n\n#"), text[:40])
 	open, done, hasDone := ordersSections(t, text)
 	require.True(t, hasDone, "the done heading is there")
@@ -122,10 +125,7 @@ func TestOrdersFullOpenStillCountDone(t *testing.T) {
 // Only done orders: no open one, and the done ones are listed.
 func TestOrdersOnlyDone(t *testing.T) {
 	t.Parallel()
-	env := setupDispatch(t)
-	env.register(t, "Kyiv Podil plumbing", env.srv.User(42, "Ann", "en"))
-	insertDone(t, env, 2)
-	text := env.ask(t, env.admin, "/orders").Text
+	text := ordersOf(t, 2, 0)
 	require.True(t, strings.HasPrefix(text, "No open orders.\n\nDone, not yet closed (2)\n\n#"), text)
 	_, done, _ := ordersSections(t, text)
 	require.Equal(t, section{listed: 2}, done)

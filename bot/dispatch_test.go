@@ -182,6 +182,22 @@ func pressRaw(t *testing.T, srv *tgfake.Server, p *tgfake.Person, msg tgfake.Bot
 	return answer(t, srv, p.PressRaw(msg, data))
 }
 
+// requireAlert asserts that a press was answered with text in an alert,
+// which the presser must dismiss.
+func requireAlert(t *testing.T, a tgfake.CallbackAnswer, text string, msgAndArgs ...any) {
+	t.Helper()
+	require.Equal(t, text, a.Text, msgAndArgs...)
+	require.True(t, a.ShowAlert, msgAndArgs...)
+}
+
+// requireToast asserts that a press was answered with text in a toast,
+// which goes by itself.
+func requireToast(t *testing.T, a tgfake.CallbackAnswer, text string, msgAndArgs ...any) {
+	t.Helper()
+	require.Equal(t, text, a.Text, msgAndArgs...)
+	require.False(t, a.ShowAlert, msgAndArgs...)
+}
+
 func int64p(v int64) *int64 { return &v }
 
 // requireDisabled asserts that a closed offer's buttons are one disabled
@@ -445,8 +461,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	// Details: VIEWED, and the full text, the commission it would cost and
 	// where the address is, with Accept and Decline only.
 	a := press(t, env.srv, ann, msg, details)
-	require.Equal(t, "The whole order is shown above. The address and contact come once you accept.", a.Text)
-	require.False(t, a.ShowAlert)
+	requireToast(t, a, "The whole order is shown above. The address and contact come once you accept.")
 	f = offers(t, env.st)[0]
 	require.Equal(t, "VIEWED", f.State)
 	require.NotNil(t, f.ViewedAt)
@@ -460,8 +475,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 
 	// Bob's client forges Ann's offer on a message of his own chat.
 	a = pressRaw(t, env.srv, bob, bobWelcome, accept)
-	require.Equal(t, "This button is not for you.", a.Text)
-	require.True(t, a.ShowAlert)
+	requireAlert(t, a, "This button is not for you.")
 	a = pressRaw(t, env.srv, bob, bobWelcome, decline)
 	require.Equal(t, "This button is not for you.", a.Text)
 	require.Equal(t, "VIEWED", offers(t, env.st)[0].State)
@@ -470,8 +484,7 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.Empty(t, bobNow.Edits)
 
 	a = press(t, env.srv, ann, msg, accept)
-	require.Equal(t, "Accepted. The order is yours!", a.Text)
-	require.False(t, a.ShowAlert)
+	requireToast(t, a, "Accepted. The order is yours!")
 	require.Equal(t, "ACCEPTED", offers(t, env.st)[0].State)
 	require.Equal(t, orderRow{ID: orderID, State: "ASSIGNED", MasterID: int64p(42), Round: 1}, orderByID(t, env.st, orderID))
 	msg = env.offerMessage(t, f)
@@ -486,14 +499,12 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	// A stale client presses again: nothing changes; the message shows the
 	// order as it is (unchanged here, so not edited).
 	a = pressRaw(t, env.srv, ann, msg, accept)
-	require.Equal(t, "You have already accepted this offer.", a.Text)
-	require.True(t, a.ShowAlert)
+	requireAlert(t, a, "You have already accepted this offer.")
 	a = pressRaw(t, env.srv, ann, msg, decline)
 	require.Equal(t, "You have already accepted this offer.", a.Text)
 	require.Len(t, env.offerMessage(t, f).Edits, 2)
 	a = pressRaw(t, env.srv, ann, msg, data(t, "oa", f.ID+100))
-	require.Equal(t, "This button is no longer valid.", a.Text)
-	require.True(t, a.ShowAlert)
+	requireAlert(t, a, "This button is no longer valid.")
 
 	require.Equal(t, "Open orders (1)\n\n#"+itoa(orderID)+" assigned · 3,000 · Moscow, Center · plumbing\n↳ master: Ann (id 42)\n"+
 		"↳ 🔗 customer's link (not opened yet): "+strings.TrimPrefix(customerLink(t, env.st, orderID), "\n\n🔗 Link for the customer: ")[:len("https://t.me/tgfake_bot?start=o_")+22],
@@ -568,8 +579,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 
 	// Ann declines: her message says so, and Bob gets the offer at once.
 	a := press(t, env.srv, ann, msg1, data(t, "od", f1.ID))
-	require.Equal(t, "Declined.", a.Text)
-	require.False(t, a.ShowAlert)
+	requireToast(t, a, "Declined.")
 	msg1 = env.offerMessage(t, f1)
 	require.Equal(t, "❌ You declined order #"+itoa(orderID)+"; it will not be offered to you again.\n"+
 		"📍 Moscow, Center\n🛠 plumbing\n💰 5,000\n📝 Bathroom pipe", msg1.Text)
@@ -589,8 +599,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 	_, err := env.st.Pool().Exec(ctx, `UPDATE offers SET expires_at = now() - interval '1 second' WHERE id = $1`, f2.ID)
 	require.NoError(t, err)
 	a = press(t, env.srv, bob, msg2, data(t, "oa", f2.ID))
-	require.Equal(t, "Время на ответ истекло, предложение закрыто.", a.Text)
-	require.True(t, a.ShowAlert)
+	requireAlert(t, a, "Время на ответ истекло, предложение закрыто.")
 	expired := "⌛ Время на ответ по заказу #" + itoa(orderID) + " истекло; предложение закрыто.\n" +
 		"📍 Moscow, Center\n🛠 plumbing\n💰 5\u00a0000\n📝 Bathroom pipe"
 	msg2 = env.offerMessage(t, f2)
@@ -627,8 +636,7 @@ func TestDeclineExpireAndCancel(t *testing.T) {
 		"📍 Moscow, Center\n🛠 plumbing\n💰 5\u00a0000\n📝 Bathroom pipe", msg3.Text)
 	requireDisabled(t, msg3, "🚫 Заказ отменён")
 	a = pressRaw(t, env.srv, bob, msg3, data(t, "oa", f3.ID))
-	require.Equal(t, "Заказ отменён; предложение отозвано.", a.Text)
-	require.True(t, a.ShowAlert)
+	requireAlert(t, a, "Заказ отменён; предложение отозвано.")
 	a = pressRaw(t, env.srv, ann, msg1, data(t, "oa", f1.ID))
 	require.Equal(t, "You have already declined this offer.", a.Text)
 	require.Equal(t, "CANCELLED", orderByID(t, env.st, orderID).State)

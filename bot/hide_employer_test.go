@@ -27,8 +27,7 @@ func TestHideEmployerFromTheCardAndShowItAgain(t *testing.T) {
 	c.requireForgeryRefused(t, env, hide, "SENT_TO_USER")
 
 	a := press(t, env.srv, ann, msg, hide)
-	require.True(t, a.ShowAlert)
-	require.Equal(t, "Vacancies from ACME <Ltd> will not be sent to you any more. /bans lists hidden employers and shows them again.", a.Text)
+	requireAlert(t, a, "Vacancies from ACME <Ltd> will not be sent to you any more. /bans lists hidden employers and shows them again.")
 	require.LessOrEqual(t, len([]rune(a.Text)), 200, "Telegram's limit for a pop-up")
 	require.Equal(t, "NOT_INTERESTED", matchStatus(t, env.st, d.MatchID))
 	edited, _ := env.srv.MessageByID(42, msg.MessageID)

@@ -27,6 +27,20 @@ func (env memEnv) pressed(t *testing.T, who *tgfake.Person, msg tgfake.BotMessag
 	return now
 }
 
+// annWithMemories registers Ann by her talking to the bot once (it only
+// shows "typing") and gives her n memories of one week with tags:
+// summary(1) to summary(n), the last the newest. It returns Ann and Bob.
+func (env memEnv) annWithMemories(t *testing.T, tags []string, n int, summary func(i int) string) (ann, bob *tgfake.Person) {
+	t.Helper()
+	ann, bob = env.annAndBob()
+	ann.SendText(ann.ID(), "remember me")
+	env.srv.WaitChatAction(t, 42, "typing")
+	for i := 1; i <= n; i++ {
+		insertSummary(t, env.st, 42, "2025-03-03T00:00:00Z", tags, summary(i))
+	}
+	return ann, bob
+}
+
 // /memory pages: five memories a page, numbered across pages, a row of
 // buttons each and ‹ › to turn; Delete asks in place, then deletes and
 // shows the page again; a press by someone else, or on a memory gone,
@@ -34,12 +48,7 @@ func (env memEnv) pressed(t *testing.T, who *tgfake.Person, msg tgfake.BotMessag
 func TestMemoryPagesDeleteAndStalePresses(t *testing.T) {
 	t.Parallel()
 	env := setupMemory(t, false)
-	ann, bob := env.annAndBob()
-	ann.SendText(ann.ID(), "remember me")
-	env.srv.WaitChatAction(t, 42, "typing")
-	for i := 1; i <= 7; i++ {
-		insertSummary(t, env.st, 42, "2025-03-03T00:00:00Z", []string{}, fmt.Sprintf("Memory number %d.", i))
-	}
+	ann, bob := env.annWithMemories(t, []string{}, 7, func(i int) string { return fmt.Sprintf("Memory number %d.", i) })
 	page := env.ask(t, ann, "/memory")
 	require.True(t, strings.HasPrefix(page.Text, "What I remember about you, newest first (1–5 of 7):\n\n1. "), page.Text)
 	require.Contains(t, page.Text, "Memory number 7.")
@@ -75,8 +84,7 @@ func TestMemoryPagesDeleteAndStalePresses(t *testing.T) {
 	require.Zero(t, count(t, env.st, `SELECT count(*) FROM lsm_storage WHERE summary = 'Memory number 1.'`))
 
 	a := pressRaw(t, env.srv, ann, confirm, yes)
-	require.True(t, a.ShowAlert)
-	require.Equal(t, "This memory is no longer here: it was deleted or replaced. Send /memory for the current list.", a.Text)
+	requireAlert(t, a, "This memory is no longer here: it was deleted or replaced. Send /memory for the current list.")
 	require.Equal(t, 6, count(t, env.st, `SELECT count(*) FROM lsm_storage`))
 	require.Empty(t, env.srv.UnansweredCallbacks())
 }

@@ -21,12 +21,7 @@ func memoryText(i int) string { return fmt.Sprintf("Memory %02d: ", i) + strings
 func TestMemoryPagesOfLongMemoriesTurnAndDelete(t *testing.T) {
 	t.Parallel()
 	env := setupMemory(t, false)
-	ann, _ := env.annAndBob()
-	ann.SendText(ann.ID(), "remember me")
-	env.srv.WaitChatAction(t, 42, "typing")
-	for i := 1; i <= 10; i++ {
-		insertSummary(t, env.st, 42, "2025-03-03T00:00:00Z", []string{"tag"}, memoryText(i))
-	}
+	ann, _ := env.annWithMemories(t, []string{"tag"}, 10, memoryText)
 	sent := ann.SendText(ann.ID(), "/memory")
 	page := env.srv.WaitMessageAfter(t, 42, sent.MessageID, nil)
 	requireOneMessage(t, env.srv, 42, sent.MessageID, page)
@@ -83,12 +78,7 @@ func requireClippedMemories(t *testing.T, text string, want ...int) {
 func TestMemoryHistoryOfManyLongVersions(t *testing.T) {
 	t.Parallel()
 	env := setupMemory(t, false)
-	ann, _ := env.annAndBob()
-	ann.SendText(ann.ID(), "remember me")
-	env.srv.WaitChatAction(t, 42, "typing")
-	for i := 1; i <= 6; i++ {
-		insertSummary(t, env.st, 42, "2025-03-03T00:00:00Z", []string{}, memoryText(i))
-	}
+	ann, _ := env.annWithMemories(t, []string{}, 6, memoryText)
 	// Each version superseded by the next.
 	exec(t, env.st, `UPDATE lsm_storage m SET invalid_at = now(), superseded_by = n.id
 FROM lsm_storage n WHERE n.user_id = 42 AND m.user_id = 42 AND n.id = m.id + 1`)

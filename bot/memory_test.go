@@ -467,8 +467,7 @@ func TestMemoryListAndForget(t *testing.T) {
 	bobAsk := env.ask(t, bob, "/forget")
 	for _, forged := range []string{yes, no} {
 		a := pressRaw(t, env.srv, bob, bobAsk, forged)
-		require.Equal(t, "This button is not for you.", a.Text)
-		require.True(t, a.ShowAlert)
+		requireAlert(t, a, "This button is not for you.")
 	}
 	require.Equal(t, 4, remembered())
 	bobNow, _ := env.srv.MessageByID(bob.ID(), bobAsk.MessageID)

@@ -45,8 +45,7 @@ func TestCallbackAnswersGoThroughThePort(t *testing.T) {
 	q, err := ann.Press(msg, "t_port")
 	require.NoError(t, err)
 	a := tb.srv.WaitCallbackAnswer(t, q.ID)
-	require.Equal(t, "pressed", a.Text)
-	require.False(t, a.ShowAlert)
+	requireToast(t, a, "pressed")
 	require.Equal(t, "after the toast", tb.srv.WaitMessageAfter(t, 42, msg.MessageID, nil).Text)
 
 	tb.srv.FailNextWith("answerCallbackQuery", 1, &tgfake.APIError{Code: 400, Description: tgfake.DescQueryInvalid})

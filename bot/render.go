@@ -66,10 +66,12 @@ func (rc RenderConfig) withDefaults() RenderConfig {
 	return rc
 }
 
-// stateName is a workflow state in lang through keys, the workflow's map of
-// its states to their catalogue keys (spelled out there so the catalogue
-// test sees them used); a state keys lacks shows as itself.
-func stateName[S ~string](cat *locales.Catalog, lang string, keys map[S]string, s S) string {
+// stateKeys maps a workflow's states to their catalogue keys, spelled out
+// where the map is declared so the catalogue test sees them used.
+type stateKeys[S ~string] map[S]string
+
+// name is state s in lang; a state keys lacks shows as itself.
+func (keys stateKeys[S]) name(cat *locales.Catalog, lang string, s S) string {
 	if k, ok := keys[s]; ok {
 		return cat.T(lang, k)
 	}

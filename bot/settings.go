@@ -150,6 +150,15 @@ func checked(on bool, label string) string {
 
 // render is the /settings message for rh.
 func (u *rhythmUI) render(r *Request, rh vacancy.Rhythm) (string, *tele.ReplyMarkup, error) {
+	kb, err := rhythmButtons(r, rh)
+	if err != nil {
+		return "", nil, err
+	}
+	return u.rhythmText(r, rh), kb, nil
+}
+
+// rhythmText is the /settings message's text: the rhythm as it stands.
+func (u *rhythmUI) rhythmText(r *Request, rh vacancy.Rhythm) string {
 	digest := rh.Mode == vacancy.ModeDigest
 	lines := []string{r.T("rhythm.header"), ""}
 	// The daily times carry the moments they next come, from the next
@@ -190,15 +199,22 @@ func (u *rhythmUI) render(r *Request, rh vacancy.Rhythm) (string, *tele.ReplyMar
 		lines = append(lines, r.T("rhythm.cap_off"))
 	}
 	lines = append(lines, "", u.zoneLine(r))
+	return strings.Join(lines, "\n")
+}
 
+// rhythmButtons are the /settings message's buttons: a row a setting,
+// its current choice checked.
+func rhythmButtons(r *Request, rh vacancy.Rhythm) (*tele.ReplyMarkup, error) {
+	digest := rh.Mode == vacancy.ModeDigest
 	kb := &tele.ReplyMarkup{}
 	var rowErr error
-	// A button's own action, where it has one, is its row's otherwise.
-	row := func(a Action, buttons ...struct {
+	type bt = struct {
 		label string
 		v     int
 		a     Action
-	}) {
+	}
+	// A button's own action, where it has one, is its row's otherwise.
+	row := func(a Action, buttons ...bt) {
 		var out []tele.InlineButton
 		for _, bt := range buttons {
 			act := a
@@ -213,11 +229,6 @@ func (u *rhythmUI) render(r *Request, rh vacancy.Rhythm) (string, *tele.ReplyMar
 			out = append(out, tele.InlineButton{Text: bt.label, Data: data})
 		}
 		kb.InlineKeyboard = append(kb.InlineKeyboard, out)
-	}
-	type bt = struct {
-		label string
-		v     int
-		a     Action
 	}
 	row(actionRhythmMode, bt{checked(!digest, r.T("rhythm.button_instant")), 0, Action{}}, bt{checked(digest, r.T("rhythm.button_digest")), 1, Action{}})
 	if digest {
@@ -256,7 +267,7 @@ func (u *rhythmUI) render(r *Request, rh vacancy.Rhythm) (string, *tele.ReplyMar
 		caps = append(caps, bt{checked(rh.DailyCap == 0, r.T("rhythm.button_cap_off")), 0, Action{}})
 		row(actionRhythmCap, caps...)
 	}
-	return strings.Join(lines, "\n"), kb, rowErr
+	return kb, rowErr
 }
 
 // Zone is the zone the user reads times in (vacancy.Notifier): the one

@@ -29,8 +29,7 @@ func TestUndoBringsANotInterestedCardBack(t *testing.T) {
 	c.requireForgeryRefused(t, env, undo, "NOT_INTERESTED")
 
 	a := press(t, env.srv, ann, decided, undo)
-	require.False(t, a.ShowAlert)
-	require.Equal(t, "Back among your vacancies: decide again.", a.Text)
+	requireToast(t, a, "Back among your vacancies: decide again.")
 	require.Equal(t, "SENT_TO_USER", matchStatus(t, env.st, d.MatchID))
 	back, _ := env.srv.MessageByID(42, msg.MessageID)
 	require.Equal(t, msg.Text, back.Text, "the card as it first came")
@@ -38,8 +37,7 @@ func TestUndoBringsANotInterestedCardBack(t *testing.T) {
 
 	press(t, env.srv, ann, back, data(t, "va", d.MatchID))
 	a = pressRaw(t, env.srv, ann, decided, undo)
-	require.True(t, a.ShowAlert)
-	require.Equal(t, "Nothing to undo: this vacancy is no longer marked Not interested.", a.Text)
+	requireAlert(t, a, "Nothing to undo: this vacancy is no longer marked Not interested.")
 	require.Equal(t, "APPLIED", matchStatus(t, env.st, d.MatchID))
 }
 

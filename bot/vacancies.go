@@ -587,7 +587,7 @@ func (u *vacancyUI) showEmployer(r *Request, cb Callback) error {
 
 // statusKeys names every status; the keys are spelled out so the catalogue
 // test sees them used.
-var statusKeys = map[vacancy.Status]string{
+var statusKeys = stateKeys[vacancy.Status]{
 	vacancy.New:           "vacancy.status.NEW",
 	vacancy.Queued:        "vacancy.status.QUEUED",
 	vacancy.Analyzed:      "vacancy.status.ANALYZED",
@@ -601,10 +601,6 @@ var statusKeys = map[vacancy.Status]string{
 	vacancy.Invited:       "vacancy.status.INVITED",
 	vacancy.Offer:         "vacancy.status.OFFER",
 	vacancy.Rejected:      "vacancy.status.REJECTED",
-}
-
-func statusName(cat *locales.Catalog, lang string, s vacancy.Status) string {
-	return stateName(cat, lang, statusKeys, s)
 }
 
 func (u *vacancyUI) stats(r *Request) error {
@@ -622,7 +618,7 @@ func (u *vacancyUI) stats(r *Request) error {
 		}
 	}
 	for _, s := range vacancy.Statuses {
-		line(statusName(u.b.deps.Catalog, r.Lang, s), st.Counts[s])
+		line(statusKeys.name(u.b.deps.Catalog, r.Lang, s), st.Counts[s])
 		if s == vacancy.Analyzed {
 			line(r.T("vacancies.for_digest"), st.ForDigest)
 			line(r.T("vacancies.in_digest"), st.InDigest)
@@ -666,7 +662,7 @@ func (u *vacancyUI) decide(to vacancy.Status) CallbackHandler {
 		case errors.Is(err, vacancy.ErrAlreadyDecided):
 			if m.Status.Reported() {
 				return r.Alert("vacancy.already_decided", locales.Data{
-					"Status": statusName(u.b.deps.Catalog, r.Lang, m.Status),
+					"Status": statusKeys.name(u.b.deps.Catalog, r.Lang, m.Status),
 				})
 			}
 			// Not yet marked sent (the press beat the outbox's bookkeeping),

@@ -296,8 +296,7 @@ func TestSearchesListAndDeleteButtons(t *testing.T) {
 	// Bob's client forges Ann's search id on a message of his own chat.
 	bobMsg := env.ask(t, bob, "/searches")
 	a := pressRaw(t, env.srv, bob, bobMsg, del1)
-	require.Equal(t, "This search is already deleted.", a.Text)
-	require.True(t, a.ShowAlert)
+	requireAlert(t, a, "This search is already deleted.")
 	still, err := env.svc.Searches(ctx, 42)
 	require.NoError(t, err)
 	require.Len(t, still, 2, "another user's press deletes nothing")
@@ -307,8 +306,7 @@ func TestSearchesListAndDeleteButtons(t *testing.T) {
 	q, err := ann.Press(list, del1)
 	require.NoError(t, err)
 	a = answer(t, env.srv, q)
-	require.Equal(t, "Search deleted.", a.Text)
-	require.False(t, a.ShowAlert)
+	requireToast(t, a, "Search deleted.")
 	edited, _ := env.srv.MessageByID(ann.ID(), list.MessageID)
 	require.Equal(t, "Your searches\n1. rust <developer> area=2\n\nPress ✖ N to delete search N.", edited.Text)
 	require.Len(t, edited.ReplyMarkup.Buttons(), 1)
@@ -317,8 +315,7 @@ func TestSearchesListAndDeleteButtons(t *testing.T) {
 
 	// A stale client still showing the old button.
 	a = pressRaw(t, env.srv, ann, list, del1)
-	require.Equal(t, "This search is already deleted.", a.Text)
-	require.True(t, a.ShowAlert)
+	requireAlert(t, a, "This search is already deleted.")
 
 	q, err = ann.Press(list, del2)
 	require.NoError(t, err)
@@ -561,21 +558,18 @@ func TestDeliverAndDecide(t *testing.T) {
 	// moment for it, then gives up).
 	exec(t, env.st, `UPDATE vacancy_matches SET status = 'ANALYZED' WHERE id = $1`, d.MatchID)
 	a := press(t, env.srv, ann, msg, applied)
-	require.Equal(t, "This vacancy is not waiting for your answer right now. Try again in a minute.", a.Text)
-	require.True(t, a.ShowAlert)
+	requireAlert(t, a, "This vacancy is not waiting for your answer right now. Try again in a minute.")
 	require.Equal(t, "ANALYZED", matchStatus(t, env.st, d.MatchID))
 	exec(t, env.st, `UPDATE vacancy_matches SET status = 'SENT_TO_USER' WHERE id = $1`, d.MatchID)
 
 	// Bob's client forges Ann's match id on a message of his own chat.
 	bobMsg := env.ask(t, bob, "/start")
 	a = pressRaw(t, env.srv, bob, bobMsg, applied)
-	require.Equal(t, "This button is not for you.", a.Text)
-	require.True(t, a.ShowAlert)
+	requireAlert(t, a, "This button is not for you.")
 	require.Equal(t, "SENT_TO_USER", matchStatus(t, env.st, d.MatchID))
 
 	a = press(t, env.srv, ann, msg, applied)
-	require.Equal(t, "Marked as applied.", a.Text)
-	require.False(t, a.ShowAlert)
+	requireToast(t, a, "Marked as applied.")
 	require.Equal(t, "APPLIED", matchStatus(t, env.st, d.MatchID))
 	edited, _ := env.srv.MessageByID(42, msg.MessageID)
 	require.Equal(t, sampleText+"\n\n✅ Applied", edited.Text, "edited in place")
@@ -585,16 +579,14 @@ func TestDeliverAndDecide(t *testing.T) {
 
 	for _, again := range []string{applied, rejected} {
 		a = pressRaw(t, env.srv, ann, msg, again)
-		require.Equal(t, "You already marked this vacancy: Applied.", a.Text)
-		require.True(t, a.ShowAlert)
+		requireAlert(t, a, "You already marked this vacancy: Applied.")
 	}
 	require.Equal(t, "APPLIED", matchStatus(t, env.st, d.MatchID))
 	edited, _ = env.srv.MessageByID(42, msg.MessageID)
 	require.Len(t, edited.Edits, 1, "a refused press edits nothing")
 
 	a = pressRaw(t, env.srv, ann, msg, data(t, "va", d.MatchID+1000))
-	require.Equal(t, "This button is no longer valid.", a.Text)
-	require.True(t, a.ShowAlert)
+	requireAlert(t, a, "This button is no longer valid.")
 	require.Equal(t, 1, cardRows(t, env.st, d.MatchID), "nothing was queued by the presses")
 }
 
