@@ -221,7 +221,7 @@ func lockOrder(ctx context.Context, tx pgx.Tx, orderID int64) (dispatch.Order, b
 		return o, err == nil, err
 	}
 	// Locked by another transaction, or no such order.
-	o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, orderID))
+	o, err = orderByID(ctx, tx, orderID)
 	return o, false, interpretError(err)
 }
 
@@ -323,7 +323,7 @@ WHERE id = $1 RETURNING `+orderColumns, o.ID, plan.Round))
 // the order writes one version of its row, not two.
 func markUnassignable(ctx context.Context, tx pgx.Tx, o dispatch.Order, plan dispatch.StepPlan) (dispatch.Order, error) {
 	if plan.Round == o.Round && !plan.MarkUnassignable {
-		return scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, o.ID))
+		return orderByID(ctx, tx, o.ID)
 	}
 	return scanOrder(tx.QueryRow(ctx, `
 UPDATE orders SET round = CASE WHEN round = $3 THEN $2 ELSE round END,

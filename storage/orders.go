@@ -116,6 +116,11 @@ func scanOrder(row pgx.Row) (dispatch.Order, error) {
 	return s.order(), nil
 }
 
+// orderByID reads order id on q, a pool or the transaction that changed it.
+func orderByID(ctx context.Context, q rowQuerier, id int64) (dispatch.Order, error) {
+	return scanOrder(q.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, id))
+}
+
 // Create stores a new SEARCHING order, owed its first distribution
 // step (it has no offer): if the step the service takes at once is lost,
 // the replicas' recheck of owed orders takes it.
@@ -157,7 +162,7 @@ RETURNING `+orderColumns, append(append([]any{n.CreatedBy, n.City, n.District, n
 
 // Get returns one order or domain.ErrNotFound.
 func (s *Orders) Get(ctx context.Context, id int64) (dispatch.Order, error) {
-	o, err := scanOrder(s.pool.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, id))
+	o, err := orderByID(ctx, s.pool, id)
 	if err != nil {
 		return o, fmt.Errorf("order %d: %w", id, interpretError(err))
 	}
@@ -552,7 +557,7 @@ func (s *Orders) Reissue(ctx context.Context, id int64, token, pressID string, t
 		}
 		var err error
 		if pressID != "" && by == pressID {
-			o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, id))
+			o, err = orderByID(ctx, tx, id)
 			return err
 		}
 		o, err = scanOrder(tx.QueryRow(ctx, `

@@ -99,7 +99,7 @@ RETURNING `+ratingColumns, orderID, stars, comment))
 		if err != nil || tell == nil {
 			return r, dispatch.Changed{}, err
 		}
-		o, err := scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, orderID))
+		o, err := orderByID(ctx, tx, orderID)
 		return r, dispatch.Changed{Order: o, Rating: &r}, err
 	}, func(ctx context.Context) (dispatch.Rating, error) { return s.ratingAsIs(ctx, orderID) }, tell)
 }
