@@ -359,7 +359,10 @@ const recordWithin = 10 * time.Second
 // else defers this push with backoff.
 func (s *Service) refused(ctx context.Context, log *slog.Logger, p Push, err error) error {
 	var rl *RateLimited
-	why := err.Error()
+	// A tracker quotes what it was answered; the reason is stored, and
+	// text PostgreSQL refuses would fail the deferral itself, again at
+	// every claim.
+	why := domain.CleanText(err.Error())
 	switch {
 	case errors.As(err, &rl):
 		log.Warn("tasks: the tracker's rate limit; its pushes wait", "until", rl.Until, "secondary", rl.Secondary)

@@ -33,6 +33,8 @@ type world struct {
 	// content and maxWait are the pusher's Config.Content and MaxWait.
 	content []tasks.Window
 	maxWait time.Duration
+	// tracker wraps the GitHub client where a test makes it fail.
+	tracker func(tasks.Tracker) tasks.Tracker
 }
 
 func newWorld(t *testing.T, opts ...ghfake.Option) *world {
@@ -86,8 +88,12 @@ func (w *world) service(store interface {
 	w.t.Helper()
 	gh, err := github.New(github.Config{URL: w.gh.URL(), Token: "ghp_test"})
 	require.NoError(w.t, err)
+	var tr tasks.Tracker = gh
+	if w.tracker != nil {
+		tr = w.tracker(gh)
+	}
 	return tasks.NewService(tasks.Config{Lease: lease, Claimer: "test", Content: w.content, MaxWait: w.maxWait}, store,
-		map[string]tasks.Tracker{tasks.KindGitHub: gh},
+		map[string]tasks.Tracker{tasks.KindGitHub: tr},
 		notices{w}, render{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
@@ -330,4 +336,33 @@ func TestPushesPacedToTheContentLimits(t *testing.T) {
 	resumed := created[25].Sub(created[0])
 	require.GreaterOrEqual(t, resumed, 6*time.Second)
 	require.Less(t, resumed, 8500*time.Millisecond, "the pause lasted well past the window")
+}
+
+// badBytes is a tracker failing every filing with an error text holding
+// what PostgreSQL refuses (a NUL, a byte that is not UTF-8), as a proxy's
+// answer quoted by a future tracker might.
+type badBytes struct{ tasks.Tracker }
+
+func (badBytes) File(context.Context, string, tasks.Task) (tasks.Filed, error) {
+	return tasks.Filed{}, errors.New("proxy said \x00\xff")
+}
+
+// A failure whose text the database refuses still defers the push, its
+// reason stored cleaned, rather than failing the deferral at every claim.
+func TestAFailureWithUnstorableTextIsDeferred(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.tracker = func(gh tasks.Tracker) tasks.Tracker { return badBytes{gh} }
+	w.approve(1)
+	s := w.service(w.store.Tasks(), time.Minute)
+	ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, s.Push(ctx))
+	var state, why string
+	var claimed bool
+	require.NoError(t, w.store.Pool().QueryRow(w.ctx,
+		`SELECT state, last_error, claim_token IS NOT NULL FROM task_pushes`).Scan(&state, &why, &claimed))
+	require.Equal(t, "pending", state)
+	require.False(t, claimed, "deferred, not left claimed")
+	require.Equal(t, "proxy said \uFFFD\uFFFD", why)
 }
