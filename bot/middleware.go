@@ -135,8 +135,8 @@ func (b *Bot) identify(next tele.HandlerFunc) tele.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(b.handlerCtx, b.cfg.HandlerTimeout)
 		defer cancel()
-		if _, fromInbox := b.outcomes.Load(c.Update().ID); fromInbox {
-			ctx = withReplies(ctx, int64(c.Update().ID))
+		if out, fromInbox := b.outcomes.Load(c.Update().ID); fromInbox {
+			ctx = withReplies(ctx, int64(c.Update().ID), out.(*inboxOutcome).retried)
 		}
 		u, err := b.deps.Users.Upsert(ctx, domain.User{
 			ID: s.ID, Username: s.Username, FirstName: s.FirstName, TelegramLanguage: locales.Match(s.LanguageCode),

@@ -241,6 +241,9 @@ func (b *Bot) claimer() string {
 type inboxOutcome struct {
 	err      error
 	panicked bool
+	// retried: a passing failure of this run is retried from the inbox
+	// (it is not the update's last attempt).
+	retried bool
 }
 
 // run handles one claimed update and settles it: done; given back with
@@ -282,7 +285,7 @@ func (p *inboxPoller) run(it domain.InboxUpdate) {
 	if st := stoppedGeneration(it.Body); st != nil {
 		out = p.b.stopGeneration(*st)
 	} else {
-		out = p.handle(u)
+		out = p.handle(u, it.Attempts < cfg.InboxAttempts)
 	}
 	stopRenew()
 
@@ -319,7 +322,8 @@ func (p *inboxPoller) run(it domain.InboxUpdate) {
 // handle runs u through telebot (middleware and handlers as they are) and
 // returns how it ended. The recover middleware reports a handler's error or
 // panic here instead of answering; this recover catches telebot's own.
-func (p *inboxPoller) handle(u tele.Update) (out inboxOutcome) {
+func (p *inboxPoller) handle(u tele.Update, retried bool) (out inboxOutcome) {
+	out.retried = retried
 	p.b.outcomes.Store(u.ID, &out)
 	defer p.b.outcomes.Delete(u.ID)
 	defer func() {

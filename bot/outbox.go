@@ -154,7 +154,8 @@ type Queue interface {
 // follow at Telegram's pace), and a Telegram outage delays the answer
 // rather than losing it or failing the handler, which would tell the user
 // to try again a command whose change already committed. Only when the
-// outbox cannot take it (the database is down) is it sent at once.
+// outbox cannot take it (the database is down) is it sent at once, and
+// not while the inbox would run the update again (queueMessages).
 func (b *Bot) queueReply(ctx context.Context, chatID int64, replyTo int, text string, kb *tele.ReplyMarkup) error {
 	return b.queueReplyFor(ctx, chatID, 0, replyTo, text, kb)
 }
@@ -178,12 +179,21 @@ func (b *Bot) queueReplyFor(ctx context.Context, chatID, onlyFor int64, replyTo 
 // sender, numbering them by the update that caused them (replies) and
 // placing them in the topic the update's handler answers in (withPlace);
 // only when the outbox cannot take them are they sent at once.
+//
+// Not so for an update the inbox will run again if this run fails for a
+// passing reason: the error is returned and the rerun writes the replies
+// under the same origins, once. Sent at once now, they would be sent a
+// second time by a rerun whenever this run's done-mark is lost too (the
+// database that refused the replies refusing it). On the update's last
+// attempt they are sent at once, since a failure then is told to the user
+// as not carried out.
 func (b *Bot) queueMessages(ctx context.Context, chatID int64, msgs []domain.Message) error {
 	at := placeIn(ctx, chatID)
 	for i := range msgs {
 		msgs[i].Topic, msgs[i].Thread = at.topic, at.thread
 	}
-	if rs := repliesOf(ctx); rs != nil {
+	rs := repliesOf(ctx)
+	if rs != nil {
 		for i := range msgs {
 			msgs[i].Origin = rs.next()
 		}
@@ -193,6 +203,9 @@ func (b *Bot) queueMessages(ctx context.Context, chatID int64, msgs []domain.Mes
 		if err == nil {
 			b.deps.Direct.Wake()
 			return nil
+		}
+		if rs != nil && rs.retried && b.passing(err) {
+			return fmt.Errorf("queue reply to chat %d: %w", chatID, err)
 		}
 		b.deps.Log.Warn("reply not queued, sending it at once", "chat", chatID, "err", err)
 	}
@@ -215,12 +228,15 @@ func (b *Bot) queueMessages(ctx context.Context, chatID int64, msgs []domain.Mes
 type replies struct {
 	update int64
 	n      atomic.Int64
+	// retried: the inbox runs the update again if this run fails for a
+	// passing reason (inboxOutcome.retried).
+	retried bool
 }
 
 type repliesKey struct{}
 
-func withReplies(ctx context.Context, update int64) context.Context {
-	return context.WithValue(ctx, repliesKey{}, &replies{update: update})
+func withReplies(ctx context.Context, update int64, retried bool) context.Context {
+	return context.WithValue(ctx, repliesKey{}, &replies{update: update, retried: retried})
 }
 
 func repliesOf(ctx context.Context) *replies {
