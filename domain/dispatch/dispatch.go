@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,17 +42,9 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	if deps.CalendarClock == nil {
-		deps.CalendarClock = deps.Clock
-	}
-	s := &Service{
-		cfg:      cfg.withDefaults(),
-		deps:     deps,
-		log:      log,
-		m:        m,
-		wakeAll:  make(chan struct{}, 1),
-		wakeFree: make(chan struct{}, 1),
-	}
+	deps.CalendarClock = cmp.Or(deps.CalendarClock, deps.Clock)
+	s := &Service{cfg: cfg.withDefaults(), deps: deps, log: log, m: m}
+	s.wakeAll, s.wakeFree = make(chan struct{}, 1), make(chan struct{}, 1)
 	s.slots = make(chan struct{}, s.cfg.Workers)
 	s.pending.n = map[int64]int{}
 	s.timer.init(deps.Clock)

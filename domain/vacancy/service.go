@@ -1,6 +1,7 @@
 package vacancy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -542,16 +543,8 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	if deps.CalendarClock == nil {
-		deps.CalendarClock = deps.Clock
-	}
-	s := &Service{
-		cfg:   cfg.withDefaults(),
-		deps:  deps,
-		log:   log,
-		m:     m,
-		fresh: make(chan string, 64),
-	}
+	deps.CalendarClock = cmp.Or(deps.CalendarClock, deps.Clock)
+	s := &Service{cfg: cfg.withDefaults(), deps: deps, log: log, m: m, fresh: make(chan string, 64)}
 	s.queue = &domain.Workers{
 		Name: "vacancy queue", Next: s.ProcessNext, Expiry: deps.Matches.NextLeaseExpiry,
 		Sweep: s.cfg.SweepInterval, Clock: deps.Clock, Log: s.log,
