@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -877,9 +878,12 @@ func TestSearchHHRefusesIsSetAsideAndToldOnce(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
 	relevantVacancies(env, 2, 8300)
-	// HH's answer to a value it dropped from its dictionary, say.
-	env.HH.InjectFault(hhtest.Fault{Count: 1, Status: http.StatusBadRequest, On: hhtest.SearchEndpoint,
-		Body: []byte(`{"errors":[{"type":"bad_argument","value":"area"}],"bad_argument":"area","description":"bad area"}`)})
+	// HH's answer to a value it dropped from its dictionary, say: to every
+	// request of that search (first news and the fetch may ask at once),
+	// to no other.
+	env.HH.InjectFault(hhtest.Fault{Count: 1000, Status: http.StatusBadRequest, On: hhtest.SearchEndpoint,
+		Query: url.Values{"area": {"1"}},
+		Body:  []byte(`{"errors":[{"type":"bad_argument","value":"area"}],"bad_argument":"area","description":"bad area"}`)})
 	env.Start(map[string]string{"FETCH_INTERVAL": "1s", "FIRST_NEWS_INTERVAL": "1s"})
 	ann := env.TG.User(656, "Ann", "en")
 
@@ -888,7 +892,7 @@ func TestSearchHHRefusesIsSetAsideAndToldOnce(t *testing.T) {
 	require.True(t, strings.HasPrefix(note.Text, "hh.ru refuses the search golang area=1: it does not accept area=1. "+
 		"I've set this search aside and no longer check it."), note.Text)
 	asked := len(searchesFor(env, "golang"))
-	require.Equal(t, 1, asked)
+	require.True(t, asked == 1 || asked == 2, "asked by first news, the fetch or both: %d", asked)
 	time.Sleep(4 * time.Second) // four fetch and first-news ticks
 	require.Len(t, searchesFor(env, "golang"), asked, "HH is not asked again for a search it refused")
 	require.Contains(t, reply(t, env, ann, "/searches", "Your searches").Text,

@@ -78,9 +78,11 @@
 //
 // FailNext/InjectFault make the next N requests (to search, detail or both)
 // answer a given status: 503 with HH's JSON service_unavailable, other 5xx
-// with a non-JSON proxy page. SetLatency/WithLatency delay requests but give
-// up as soon as the client cancels or the server closes. DetailNotFound
-// makes chosen ids answer 404 on detail while they stay in search.
+// with a non-JSON proxy page; a Fault's Query narrows it to the requests
+// with those parameters (HH refusing one search). SetLatency/WithLatency
+// delay requests but give up as soon as the client cancels or the server
+// closes. DetailNotFound makes chosen ids answer 404 on detail while they
+// stay in search.
 //
 // # Application authorization
 //

@@ -2,6 +2,8 @@ package hhtest
 
 import (
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -56,6 +58,25 @@ type Fault struct {
 	// RetryAfter, when set, is sent as the Retry-After header (seconds
 	// or an HTTP date), as HH does with a 429.
 	RetryAfter string
+	// Query, when set, narrows the fault to requests whose query has each
+	// of its values: HH refusing one search's parameters refuses every
+	// request of that search, however many ask at once, and no other.
+	Query url.Values
+}
+
+// covers says whether f answers a request of kind with query q.
+func (f Fault) covers(kind Endpoint, q url.Values) bool {
+	if !f.On.covers(kind) {
+		return false
+	}
+	for k, want := range f.Query {
+		for _, v := range want {
+			if !slices.Contains(q[k], v) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // InjectFault queues f; queued faults are consumed in order, each by the
@@ -99,11 +120,12 @@ func defaultFaultBody(status int) (string, []byte) {
 	return jsonType, mustJSON(errorBody{Errors: []errorItem{{Type: typ}}})
 }
 
-// takeFault consumes one count of the first queued fault covering kind.
-func (s *Server) takeFault(kind Endpoint) (Fault, bool) {
+// takeFault consumes one count of the first queued fault covering a
+// request of kind with query q.
+func (s *Server) takeFault(kind Endpoint, q url.Values) (Fault, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.faults.Take(func(f Fault) bool { return f.On.covers(kind) })
+	return s.faults.Take(func(f Fault) bool { return f.covers(kind, q) })
 }
 
 // PendingFaults is the number of fault answers still queued.

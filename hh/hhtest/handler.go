@@ -101,7 +101,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, kind Endpoint, i
 			return testkit.WriteBody(w, http.StatusServiceUnavailable, jsonType, serviceUnavailableBody())
 		}
 	}
-	if f, ok := s.takeFault(kind); ok {
+	if f, ok := s.takeFault(kind, r.URL.Query()); ok {
 		if f.RetryAfter != "" {
 			w.Header().Set("Retry-After", f.RetryAfter)
 		}

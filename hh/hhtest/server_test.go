@@ -388,6 +388,21 @@ func TestFaultsThenRecovery(t *testing.T) {
 	require.Zero(t, srv.SearchCalls())
 }
 
+// A fault narrowed by Query answers only the requests whose query has its
+// values, however many of them, and leaves the others to be served.
+func TestFaultNarrowedToOneSearch(t *testing.T) {
+	srv := hhtest.Start(t, hhtest.WithVacancies(hhtest.Generate(10, hhtest.GenOptions{})...))
+	ua := map[string]string{"User-Agent": testUA}
+	srv.InjectFault(hhtest.Fault{Count: 2, Status: http.StatusBadRequest, On: hhtest.SearchEndpoint, Query: vals("area", "1")})
+
+	require.Equal(t, http.StatusOK, do(t, srv, "/vacancies", vals("area", "2"), ua).status)
+	require.Equal(t, http.StatusBadRequest, do(t, srv, "/vacancies", vals("text", "go", "area", "1"), ua).status)
+	require.Equal(t, http.StatusOK, do(t, srv, "/vacancies", vals("text", "go"), ua).status)
+	require.Equal(t, http.StatusBadRequest, do(t, srv, "/vacancies", vals("area", "2", "area", "1"), ua).status)
+	require.Zero(t, srv.PendingFaults())
+	require.Equal(t, http.StatusOK, do(t, srv, "/vacancies", vals("area", "1"), ua).status, "its count spent")
+}
+
 func TestLatencyHonoursClientCancellation(t *testing.T) {
 	arrived := make(chan struct{}, 1)
 	srv := hhtest.Start(t,
