@@ -59,8 +59,9 @@ func helpAfterARefusal(t *testing.T, attempts int) (runs, queued int) {
 	require.NoError(t, st.Pool().QueryRow(ctx,
 		`SELECT count(*) FROM outbox WHERE chat_id = $1 AND origin = $2`, ann.ID(), fmt.Sprintf("%d.1", update)).Scan(&queued))
 
-	// Nothing more comes: the reply was sent once.
-	time.Sleep(300 * time.Millisecond)
+	// Nothing more comes: with both runs done and the outbox drained,
+	// the reply was sent once.
+	tb.settle(t)
 	n := 0
 	for _, m := range tb.srv.Messages(ann.ID()) {
 		if m.Text == help.Text {

@@ -216,17 +216,17 @@ func rhythmButtons(r *Request, rh vacancy.Rhythm) (*tele.ReplyMarkup, error) {
 	// A button's own action, where it has one, is its row's otherwise.
 	row := func(a Action, buttons ...bt) {
 		var out []tele.InlineButton
-		for _, bt := range buttons {
+		for _, b := range buttons {
 			act := a
-			if bt.a != (Action{}) {
-				act = bt.a
+			if b.a != (Action{}) {
+				act = b.a
 			}
-			data, err := Encode(act, int64(bt.v))
+			data, err := Encode(act, int64(b.v))
 			if err != nil {
 				rowErr = err
 				return
 			}
-			out = append(out, tele.InlineButton{Text: bt.label, Data: data})
+			out = append(out, tele.InlineButton{Text: b.label, Data: data})
 		}
 		kb.InlineKeyboard = append(kb.InlineKeyboard, out)
 	}
