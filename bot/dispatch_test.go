@@ -15,10 +15,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/bot"
-	"switchboard/domain"
 	"switchboard/domain/dispatch"
 	"switchboard/e2e/tgfake"
+	"switchboard/hh"
+	"switchboard/llm"
 	"switchboard/locales"
+	"switchboard/outage"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
@@ -33,33 +35,16 @@ type dispEnv struct {
 	admin *tgfake.Person
 }
 
-// storeStatus is what main gives /status, over the test's database: the
-// store itself, with the windows main gives it.
-type storeStatus struct{ *storage.Store }
-
-func (s storeStatus) InboxStats(ctx context.Context) (storage.InboxStats, error) {
-	return s.Store.Inbox().Stats(ctx)
-}
-
-func (s storeStatus) OutboxStats(ctx context.Context) (storage.OutboxStats, error) {
-	return s.Store.Outbox().Stats(ctx)
-}
-
-func (s storeStatus) JobRuns(ctx context.Context) ([]domain.JobRunSummary, error) {
-	return s.Store.Jobs().Runs(ctx)
-}
-
-func (s storeStatus) Replicas(ctx context.Context) ([]storage.Replica, error) {
-	return s.Store.Replicas(ctx, 15*time.Minute)
-}
-
-func (s storeStatus) Storage(ctx context.Context) (bot.StorageStatus, error) {
-	tables, err := s.Store.Jobs().TableSizes(ctx, 3)
-	if err != nil {
-		return bot.StorageStatus{}, err
-	}
-	runs, err := s.Store.Jobs().PruneRuns(ctx)
-	return bot.StorageStatus{Tables: tables, Prune: runs}, err
+// status is what app.go gives /status, over the test's database and
+// clients that have called nothing: the LLM and HH lines say both answer.
+func status(t *testing.T, st *storage.Store) outage.Status {
+	t.Helper()
+	model, err := llm.New(llm.Config{Provider: llm.ProviderOllama, URL: "http://127.0.0.1:1", Model: "m"})
+	require.NoError(t, err)
+	hhc, err := hh.New(hh.Config{URL: "http://127.0.0.1:1", UserAgent: "switchboard-test"})
+	require.NoError(t, err)
+	return outage.Status{Store: st, Beats: st.Heartbeats("test", "", 5*time.Minute, slog.New(slog.DiscardHandler)),
+		LLM: model, HH: hhc, VacancyClaimLease: 2 * time.Minute}
 }
 
 // setupDispatch is the bot with the dispatch workflow over one database,
@@ -74,7 +59,7 @@ func setupDispatch(t *testing.T) dispEnv {
 	})
 	require.NoError(t, err)
 	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000, RenderConfig: rc},
-		st, bot.Deps{Status: storeStatus{st}, Dispatch: svc}, nil)
+		st, bot.Deps{Status: status(t, st), Dispatch: svc}, nil)
 	// The module's drop hooks, as app.go wires them.
 	for kind, drop := range svc.Module(dispatch.Schedule{}).Drops {
 		tb.sender.OnDrop(kind, drop)

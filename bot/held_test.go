@@ -10,12 +10,7 @@ import (
 	"switchboard/domain"
 	"switchboard/domain/memory"
 	"switchboard/e2e/tgfake"
-	"switchboard/storage"
 )
-
-func (s storeStatus) Held(ctx context.Context) (storage.HeldWork, error) {
-	return s.HeldPastLease(ctx, 2*time.Minute)
-}
 
 // /status names the work held past its lease, and says nothing of it when
 // there is none.
