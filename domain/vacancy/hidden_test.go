@@ -2,6 +2,7 @@ package vacancy_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -106,4 +107,48 @@ func TestHideEmployerRefusals(t *testing.T) {
 	require.True(t, errors.As(err, &ie), "%v", err)
 	require.Equal(t, "hide.error_too_many", ie.Key)
 	require.Equal(t, vacancy.SentToUser, b.status(t, seeker, 601), "nothing changed")
+}
+
+// An employer name longer than a hiding can hold (HH's are far shorter) is
+// clipped where it comes in, so it is hidden like any other and its later
+// vacancies are passed by; a name stored whole before the clipping is
+// hidden as the clipped name later vacancies carry.
+func TestHideEmployerWithAnOverlongName(t *testing.T) {
+	t.Parallel()
+	b := setupRelevant(t)
+	long := strings.Repeat("Я", 700)
+	vs := vacancies(4, 700, 33)
+	for i := range vs {
+		vs[i].Employer.Name = long
+	}
+	b.queue(t, vs[0], vs[1])
+	b.drain(t)
+	b.deliverOutbox(t)
+	want := strings.Repeat("Я", vacancy.MaxEmployer-1) + "…"
+
+	_, v, hidden, err := b.svc.HideEmployer(b.ctx, seeker, b.matchID(t, seeker, 700))
+	require.NoError(t, err)
+	require.True(t, hidden)
+	require.Equal(t, want, v.Employer, "clipped as it came in")
+	list, err := b.svc.HiddenEmployers(b.ctx, seeker)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, want, list[0].Name)
+	require.Len(t, []rune(list[0].Name), vacancy.MaxEmployer)
+
+	b.hh.Add(vs[2])
+	require.NoError(t, b.svc.Fetch(b.ctx))
+	require.Equal(t, "(none)", string(b.status(t, seeker, 702)), "discovery passes the hidden employer by")
+
+	_, ok, err := b.svc.ShowEmployer(b.ctx, seeker, list[0].ID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	b.exec(t, `UPDATE vacancies SET employer = $1 WHERE id = 701`, long)
+	_, v, hidden, err = b.svc.HideEmployer(b.ctx, seeker, b.matchID(t, seeker, 701))
+	require.NoError(t, err)
+	require.True(t, hidden, "a name kept whole before is hidden too")
+	require.Equal(t, long, v.Employer)
+	b.hh.Add(vs[3])
+	require.NoError(t, b.svc.Fetch(b.ctx))
+	require.Equal(t, "(none)", string(b.status(t, seeker, 703)), "and its later vacancies are passed by")
 }

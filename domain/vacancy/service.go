@@ -737,7 +737,9 @@ func (s *Service) HideEmployer(ctx context.Context, userID, matchID int64) (m Ma
 	if strings.TrimSpace(v.Employer) == "" {
 		return m, v, false, ErrNoEmployer
 	}
-	if hidden, err = s.deps.Searches.HideEmployer(ctx, userID, v.Employer, MaxHiddenEmployers); err != nil {
+	// A name stored before EmployerName clipped it at the source is hidden
+	// as the source gives it now, which is what later vacancies carry.
+	if hidden, err = s.deps.Searches.HideEmployer(ctx, userID, EmployerName(v.Employer), MaxHiddenEmployers); err != nil {
 		return m, v, false, err
 	}
 	if m.Status != SentToUser && m.Status != Analyzed {

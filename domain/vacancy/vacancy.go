@@ -5,7 +5,23 @@ import (
 	"errors"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
+
+// MaxEmployer is the longest employer name kept, in characters: a hiding
+// stores the name (hidden_employers holds at most this many). HH's names
+// are far shorter; a longer one is clipped by EmployerName where it comes
+// in, and again where it is hidden, so both sides of the match agree.
+const MaxEmployer = 500
+
+// EmployerName is an employer's name as kept: at most MaxEmployer
+// characters, a clipped one ending in "…".
+func EmployerName(name string) string {
+	if utf8.RuneCountInString(name) <= MaxEmployer {
+		return name
+	}
+	return string([]rune(name)[:MaxEmployer-1]) + "…"
+}
 
 // Vacancy is one HH.ru vacancy as Switchboard keeps it. Search results fill
 // everything but Description and KeySkills; the detail request fills those.
