@@ -1,12 +1,35 @@
-// Package migrations holds Switchboard's schema as numbered goose SQL files.
-// They are embedded in the binary so `switchboard migrate` and every start
-// apply exactly the schema the code was built against. Add a change as the
-// next number; never edit a file that has shipped.
+// Package migrations holds Switchboard's schema as numbered goose SQL files,
+// and the few data rewrites that need the domain's code as numbered Go
+// files (Go lists them). They are built into the binary so `switchboard
+// migrate` and every start apply exactly the schema the code was built
+// against. Add a change as the next number, in one file or the other;
+// never edit one that has shipped.
 package migrations
 
-import "embed"
+import (
+	"embed"
+
+	"github.com/pressly/goose/v3"
+)
 
 // FS holds every *.sql migration in this folder.
 //
 //go:embed *.sql
 var FS embed.FS
+
+// Go is the Go migrations, new values for each provider (goose links the
+// ones it is given): pass them with goose.WithGoMigrations.
+func Go() []*goose.Migration {
+	return []*goose.Migration{
+		goose.NewGoMigration(56, &goose.GoFunc{RunTx: canonicalSearches}, &goose.GoFunc{}),
+	}
+}
+
+// GoVersions are Go's versions, for what keys a cache on the schema.
+func GoVersions() []int64 {
+	var out []int64
+	for _, m := range Go() {
+		out = append(out, m.Version)
+	}
+	return out
+}

@@ -374,7 +374,8 @@ func TestMemoryVersionsMigrationKeepsAnAdminsArchivistPrompt(t *testing.T) {
 	db, err := sql.Open("pgx", storagetest.NewDatabase(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true))
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true),
+		goose.WithGoMigrations(migrations.Go()...))
 	require.NoError(t, err)
 	active := func() string {
 		var s string

@@ -173,6 +173,7 @@ func (s *Store) provider() (*goose.Provider, *sql.DB, error) {
 	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS,
 		goose.WithSessionLocker(locker),
 		goose.WithDisableGlobalRegistry(true),
+		goose.WithGoMigrations(migrations.Go()...),
 	)
 	if err != nil {
 		db.Close()

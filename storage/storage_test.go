@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
+	"switchboard/migrations"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
@@ -235,8 +236,9 @@ func TestMigrateConcurrentlyOnEmptyDatabase(t *testing.T) {
 	require.False(t, pending)
 }
 
+// migrationsCount is the SQL files and the Go migrations.
 func migrationsCount() (int, error) {
-	n := 0
+	n := len(migrations.Go())
 	entries, err := migrationsDir()
 	for _, e := range entries {
 		if strings.HasSuffix(e, ".sql") {

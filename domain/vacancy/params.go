@@ -252,6 +252,37 @@ func (p *Params) set(name, val, typed string) error {
 	return nil
 }
 
+// Canonical is p as /search would save it today: each value in the form
+// its filter takes now (HH's id for a synonym or a human word, upper-case
+// ids upper-cased), sorted, and HH's defaults dropped; changed names the
+// filters it rewrote. A search saved before a rule grew ("currency=RUB",
+// which HH refuses) gets the key it would be saved under now. A value the
+// filter would refuse today is kept as it was: HH judges it.
+func (p Params) Canonical() (c Params, changed []string) {
+	c = Params{Text: p.Text, Salary: p.Salary}
+	for name, vals := range p.Filters {
+		for _, v := range vals {
+			if c.set(name, v, v) == nil {
+				continue
+			}
+			if c.Filters == nil {
+				c.Filters = map[string][]string{}
+			}
+			if !slices.Contains(c.Filters[name], v) {
+				c.Filters[name] = append(c.Filters[name], v)
+				slices.Sort(c.Filters[name])
+			}
+		}
+	}
+	c.normalize()
+	for _, f := range Filters {
+		if !slices.Equal(p.Filters[f.name], c.Filters[f.name]) {
+			changed = append(changed, f.name)
+		}
+	}
+	return c, changed
+}
+
 // normalize drops what equals HH's defaults, so that equal searches share
 // a key whichever way they were written.
 func (p *Params) normalize() {

@@ -154,6 +154,37 @@ func TestSearchKeyIgnoresCaseSpacingAndOrder(t *testing.T) {
 	require.Len(t, a.Key(), 64)
 }
 
+// A search stored before /search learned a rule (a raw JSON row, as the
+// table holds it) reads as /search would save it now, and a value the
+// rules would refuse stays for HH to judge.
+func TestCanonicalIsWhatSearchWouldSaveNow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		stored, typed string
+		changed       []string
+	}{
+		{`{"text":"go developer","area":"1","currency":"RUB"}`, "go developer area=1", []string{"currency"}},
+		{`{"text":"go","currency":"byn","experience":"1-3 years"}`, "go currency=BYR experience=between1And3", []string{"experience", "currency"}},
+		{`{"text":"go","work_format":["remote","HYBRID"],"area":["2","1"]}`, "go area=1,2 work_format=HYBRID,REMOTE", []string{"area", "work_format"}},
+		{`{"text":"go","area":"1","salary":300}`, "go area=1 salary=300", nil},
+	} {
+		var p vacancy.Params
+		require.NoError(t, json.Unmarshal([]byte(tc.stored), &p))
+		want, err := vacancy.ParseParams(tc.typed)
+		require.NoError(t, err, tc.typed)
+		c, changed := p.Canonical()
+		require.Equal(t, want, c, tc.stored)
+		require.Equal(t, want.Key(), c.Key(), tc.stored)
+		require.Equal(t, tc.changed, changed, tc.stored)
+	}
+
+	var p vacancy.Params
+	require.NoError(t, json.Unmarshal([]byte(`{"text":"go","currency":"XYZ","period":"99","legacy":"x"}`), &p))
+	c, changed := p.Canonical()
+	require.Equal(t, p, c, "what /search refuses now is kept as stored")
+	require.Empty(t, changed)
+}
+
 func TestBansMatchWholeWordsAndPhrases(t *testing.T) {
 	t.Parallel()
 	bans := vacancy.NewBans([]string{vacancy.NormalizeBanWord("Java"), vacancy.NormalizeBanWord("1С-Битрикс"),

@@ -74,6 +74,7 @@ func templateDB(ctx context.Context) (string, error) {
 			templateErr = err
 			return
 		}
+		fmt.Fprint(h, migrations.GoVersions())
 		templateName = fmt.Sprintf("sbtest_tpl_%x", h.Sum64())
 		templateErr = withAdmin(ctx, func(conn *pgx.Conn) error {
 			var exists bool
