@@ -2,6 +2,9 @@ package e2e_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"net/url"
@@ -14,12 +17,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/e2e"
 	"switchboard/e2e/tgfake"
 	"switchboard/hh/hhtest"
 	"switchboard/llm/llmtest"
+	"switchboard/migrations"
+	"switchboard/storage/storagetest"
 )
 
 // screening is the rule answering the bot's relevance prompt, named
@@ -908,5 +914,49 @@ func TestSearchHHRefusesIsSetAsideAndToldOnce(t *testing.T) {
 	eventually(t, 30*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 2 })
 	for _, r := range searchesFor(env, "golang")[asked:] {
 		require.Equal(t, "RUR", r.Query.Get("currency"), "HH is sent its own code")
+	}
+}
+
+// A database of the build before /search took RUB as HH's RUR, holding a
+// RUB search HH refused (and its user was told): the upgraded binary
+// rewrites it on start and asks HH again, in HH's own terms, and its user
+// gets the cards and a search /searches no longer marks refused.
+func TestARUBSearchHHRefusedIsAskedAgainAfterTheUpgrade(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	relevantVacancies(env, 2, 8400)
+	env.DatabaseURL = storagetest.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := sql.Open("pgx", env.DatabaseURL)
+	require.NoError(t, err)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true),
+		goose.WithGoMigrations(migrations.Go()...))
+	require.NoError(t, err)
+	_, err = p.UpTo(ctx, 55)
+	require.NoError(t, err)
+	// The key the build before gave "golang currency=RUB".
+	sum := sha256.Sum256([]byte("area=\ncurrency=RUB\nexperience=\nsalary=0\nschedule=\ntext=golang"))
+	_, err = db.ExecContext(ctx, `
+INSERT INTO users (id, first_name, language, profile) VALUES (661, 'Ann', 'en', 'Go developer, 5 years, PostgreSQL, remote');
+INSERT INTO searches (user_id, params, search_key, state, refused_args, refused_at, first_news, created_at)
+VALUES (661, '{"text":"golang","currency":"RUB"}', '`+hex.EncodeToString(sum[:])+`', 'refused', '{currency}', now() - interval '1 day', 'told', now() - interval '2 days')`)
+	require.NoError(t, err)
+
+	ann := env.TG.User(661, "Ann", "en")
+	ann.SendText(ann.ID(), "/help") // written as the upgrade started
+	env.Start(map[string]string{"FETCH_INTERVAL": "1s", "FIRST_NEWS_INTERVAL": "1s"})
+	eventually(t, 60*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 2 })
+	asked := searchesFor(env, "golang")
+	require.NotEmpty(t, asked)
+	for _, r := range asked {
+		require.Empty(t, r.Query.Get("currency"), "roubles are HH's default: no currency sent")
+	}
+	list := reply(t, env, ann, "/searches", "Your searches").Text
+	require.Contains(t, list, "1. golang")
+	require.NotContains(t, list, "refused")
+	for _, m := range env.TG.Messages(ann.ID()) {
+		t.Logf("to Ann: %q", m.Text)
 	}
 }
