@@ -22,43 +22,10 @@ import (
 // the other serves it. Go, not SQL, because the key is the domain's hash
 // of the canonical form. Down does nothing: the old form meant the same.
 func canonicalSearches(ctx context.Context, tx *sql.Tx) error {
-	type stored struct {
-		id, user  int64
-		key       string
-		params    vacancy.Params
-		raw       []byte
-		refused   bool
-		refusedOn []string
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, user_id, search_key, params, state = 'refused', COALESCE(to_jsonb(refused_args), '[]') FROM searches ORDER BY id`)
+	all, err := storedSearches(ctx, tx)
 	if err != nil {
-		return fmt.Errorf("read searches: %w", err)
+		return err
 	}
-	var all []stored
-	for rows.Next() {
-		var s stored
-		var args []byte
-		if err := rows.Scan(&s.id, &s.user, &s.key, &s.raw, &s.refused, &args); err != nil {
-			rows.Close()
-			return fmt.Errorf("read searches: %w", err)
-		}
-		if err := json.Unmarshal(args, &s.refusedOn); err != nil {
-			rows.Close()
-			return fmt.Errorf("search %d: refused_args: %w", s.id, err)
-		}
-		// A row that does not read as a search is left to the code that
-		// already copes with it (it is logged where it is read).
-		if json.Unmarshal(s.raw, &s.params) == nil {
-			all = append(all, s)
-		}
-	}
-	if err := rows.Close(); err != nil {
-		return fmt.Errorf("read searches: %w", err)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read searches: %w", err)
-	}
-
 	type userKey struct {
 		user int64
 		key  string
@@ -106,4 +73,42 @@ ON CONFLICT (search_key) DO NOTHING`, s.key, key); err != nil {
 		}
 	}
 	return nil
+}
+
+// storedSearch is one row of searches as the rewrite reads it.
+type storedSearch struct {
+	id, user  int64
+	key       string
+	params    vacancy.Params
+	refused   bool
+	refusedOn []string
+}
+
+// storedSearches reads every search, oldest first. A row that does not
+// read as a search is left to the code that already copes with it (it is
+// logged where it is read).
+func storedSearches(ctx context.Context, tx *sql.Tx) ([]storedSearch, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, user_id, search_key, params, state = 'refused', COALESCE(to_jsonb(refused_args), '[]') FROM searches ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("read searches: %w", err)
+	}
+	defer rows.Close()
+	var all []storedSearch
+	for rows.Next() {
+		var s storedSearch
+		var raw, args []byte
+		if err := rows.Scan(&s.id, &s.user, &s.key, &raw, &s.refused, &args); err != nil {
+			return nil, fmt.Errorf("read searches: %w", err)
+		}
+		if err := json.Unmarshal(args, &s.refusedOn); err != nil {
+			return nil, fmt.Errorf("search %d: refused_args: %w", s.id, err)
+		}
+		if json.Unmarshal(raw, &s.params) == nil {
+			all = append(all, s)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read searches: %w", err)
+	}
+	return all, nil
 }
