@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
@@ -204,6 +205,42 @@ func (a *app) buildWorkflows(context.Context) error {
 	notes := bot.NewRenderer(a.render, a.catalog, log)
 
 	clock := cfg.Clock()
+	if err := a.buildVacancies(notes, clock); err != nil {
+		return err
+	}
+	if err := a.buildMemory(notes); err != nil {
+		return err
+	}
+
+	a.disp, err = dispatch.NewService(dispatch.Config{
+		OfferSLA: cfg.OfferSLA, CommissionRate: cfg.CommissionRate,
+		CommissionDeadline: cfg.CommissionDeadline, AutocloseAfter: cfg.AutocloseAfter,
+		Calendar: calendar, Claimer: a.beats.Claimer(),
+	}, dispatch.Deps{Orders: a.store.Orders(), Masters: a.store.Masters(), Notifier: notes.DispatchNotes(), Log: log, Registerer: a.reg, CalendarClock: clock})
+	if err != nil {
+		return fmt.Errorf("dispatch: %w", err)
+	}
+
+	a.anl, err = analysis.NewService(analysis.Config{BatchGap: cfg.AnalysisBatchGap, RunLease: cfg.AnalysisLease}, analysis.Deps{
+		Runs: a.store.Runs(), Chats: a.store.GroupChats(), Publisher: a.store.Runs(), Notifier: notes, Log: log, Registerer: a.reg,
+		LLM: llm.AnalysisPort{Client: a.llm, Invalid: analysis.ErrInvalidAnswer},
+	})
+	if err != nil {
+		return fmt.Errorf("analysis runs: %w", err)
+	}
+
+	if a.tasks, err = a.buildTasks(notes); err != nil {
+		return fmt.Errorf("tasks: %w", err)
+	}
+	a.tasks.ShowOn(a.anl)
+
+	return a.buildResume(notes)
+}
+
+// buildVacancies builds the vacancy workflow and its cover letters.
+func (a *app) buildVacancies(notes *bot.Renderer, clock clockwork.Clock) error {
+	cfg, log := a.cfg, a.log
+	var err error
 	a.vac, err = vacancy.NewService(vacancy.Config{
 		FetchLimit:     cfg.VacancyFetchLimit,
 		RecoveryWindow: cfg.VacancyRecoveryWindow,
@@ -230,7 +267,13 @@ func (a *app) buildWorkflows(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cover letters: %w", err)
 	}
+	return nil
+}
 
+// buildMemory builds the memory chat.
+func (a *app) buildMemory(notes *bot.Renderer) error {
+	cfg, log := a.cfg, a.log
+	var err error
 	// Ollama's window is LLM_NUM_CTX, which every request carries; an
 	// OpenAI-compatible server's is its model's own, which we do not know.
 	window := 0
@@ -247,29 +290,13 @@ func (a *app) buildWorkflows(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("memory chat: %w", err)
 	}
+	return nil
+}
 
-	a.disp, err = dispatch.NewService(dispatch.Config{
-		OfferSLA: cfg.OfferSLA, CommissionRate: cfg.CommissionRate,
-		CommissionDeadline: cfg.CommissionDeadline, AutocloseAfter: cfg.AutocloseAfter,
-		Calendar: calendar, Claimer: a.beats.Claimer(),
-	}, dispatch.Deps{Orders: a.store.Orders(), Masters: a.store.Masters(), Notifier: notes.DispatchNotes(), Log: log, Registerer: a.reg, CalendarClock: clock})
-	if err != nil {
-		return fmt.Errorf("dispatch: %w", err)
-	}
-
-	a.anl, err = analysis.NewService(analysis.Config{BatchGap: cfg.AnalysisBatchGap, RunLease: cfg.AnalysisLease}, analysis.Deps{
-		Runs: a.store.Runs(), Chats: a.store.GroupChats(), Publisher: a.store.Runs(), Notifier: notes, Log: log, Registerer: a.reg,
-		LLM: llm.AnalysisPort{Client: a.llm, Invalid: analysis.ErrInvalidAnswer},
-	})
-	if err != nil {
-		return fmt.Errorf("analysis runs: %w", err)
-	}
-
-	if a.tasks, err = a.buildTasks(notes); err != nil {
-		return fmt.Errorf("tasks: %w", err)
-	}
-	a.tasks.ShowOn(a.anl)
-
+// buildResume builds the résumé drafts a profile can start from.
+func (a *app) buildResume(notes *bot.Renderer) error {
+	cfg, log := a.cfg, a.log
+	var err error
 	a.res, err = resume.NewService(resume.Config{
 		MaxBytes: int64(cfg.ResumeMaxFileMB) << 20, MaxPages: cfg.ResumeMaxPages, MaxProfile: vacancy.MaxProfile, Claimer: a.beats.Claimer(),
 	}, resume.Deps{
