@@ -165,6 +165,13 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	if !verdict.Relevant() {
 		return s.markNotSuitable(ctx, c, log, verdict, fresh)
 	}
+	return s.markAnalyzed(ctx, c, log, v, verdict, fresh)
+}
+
+// markAnalyzed records a relevant verdict: the match becomes ANALYZED with
+// its card; the outcome label.
+func (s *Service) markAnalyzed(ctx context.Context, c Claim, log *slog.Logger, v Vacancy, verdict Verdict, fresh *Vacancy) string {
+	m := c.Match
 	// The card goes to the outbox in the transaction that marks the match
 	// ANALYZED, which also releases the claim: the outbox delivers it, and
 	// its delivery makes the match SENT_TO_USER. The user's rhythm, read
