@@ -208,8 +208,8 @@ func (a *app) buildWorkflows(context.Context) error {
 	if err := a.buildVacancies(notes, clock); err != nil {
 		return err
 	}
-	if err := a.buildMemory(notes); err != nil {
-		return err
+	if a.mem, err = a.buildMemory(notes); err != nil {
+		return fmt.Errorf("memory chat: %w", err)
 	}
 
 	a.disp, err = dispatch.NewService(dispatch.Config{
@@ -234,7 +234,10 @@ func (a *app) buildWorkflows(context.Context) error {
 	}
 	a.tasks.ShowOn(a.anl)
 
-	return a.buildResume(notes)
+	if a.res, err = a.buildResume(notes); err != nil {
+		return fmt.Errorf("résumé drafts: %w", err)
+	}
+	return nil
 }
 
 // buildVacancies builds the vacancy workflow and its cover letters.
@@ -271,44 +274,34 @@ func (a *app) buildVacancies(notes *bot.Renderer, clock clockwork.Clock) error {
 }
 
 // buildMemory builds the memory chat.
-func (a *app) buildMemory(notes *bot.Renderer) error {
-	cfg, log := a.cfg, a.log
-	var err error
+func (a *app) buildMemory(notes *bot.Renderer) (*memory.Service, error) {
+	cfg := a.cfg
 	// Ollama's window is LLM_NUM_CTX, which every request carries; an
 	// OpenAI-compatible server's is its model's own, which we do not know.
 	window := 0
 	if cfg.LLMProvider == "ollama" {
 		window = cfg.LLMNumCtx
 	}
-	a.mem, err = memory.NewService(memory.Config{
+	return memory.NewService(memory.Config{
 		Workers: cfg.MemoryWorkers, StageLease: cfg.MemoryLease, SweepInterval: cfg.MemoryReaperInterval,
 		Window: window, StreamEvery: cfg.MemoryStreamEvery, Claimer: a.beats.Claimer(),
 	}, memory.Deps{
 		Runs: a.store.PipelineRuns(), Memories: a.store.Memories(), Prompts: a.store.Prompts(), Outbox: a.store.Outbox(), Users: a.store.Users(), LLM: llm.MemoryPort{Client: a.llm}, Notifier: notes, Typist: bot.Typist{Sender: a.out},
-		Drafts: bot.Drafts{Sender: a.out}, Log: log, Registerer: a.reg,
+		Drafts: bot.Drafts{Sender: a.out}, Log: a.log, Registerer: a.reg,
 	})
-	if err != nil {
-		return fmt.Errorf("memory chat: %w", err)
-	}
-	return nil
 }
 
 // buildResume builds the résumé drafts a profile can start from.
-func (a *app) buildResume(notes *bot.Renderer) error {
-	cfg, log := a.cfg, a.log
-	var err error
-	a.res, err = resume.NewService(resume.Config{
+func (a *app) buildResume(notes *bot.Renderer) (*resume.Service, error) {
+	cfg := a.cfg
+	return resume.NewService(resume.Config{
 		MaxBytes: int64(cfg.ResumeMaxFileMB) << 20, MaxPages: cfg.ResumeMaxPages, MaxProfile: vacancy.MaxProfile, Claimer: a.beats.Claimer(),
 	}, resume.Deps{
-		Drafts: a.store.ProfileDrafts(), Notifier: notes, Log: log,
+		Drafts: a.store.ProfileDrafts(), Notifier: notes, Log: a.log,
 		Files:     bot.TelegramFiles{Client: a.tg},
 		Extractor: resume.Isolated{Run: extractRun(cfg.ResumeReadTimeout)},
 		LLM:       llm.Port{Client: a.llm, Label: "resume_profile", Invalid: resume.ErrInvalidAnswer, Refusal: resume.ErrLLMRefused},
 	})
-	if err != nil {
-		return fmt.Errorf("résumé drafts: %w", err)
-	}
-	return nil
 }
 
 // extractRun runs this binary as the child that reads one résumé file,

@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"io"
 	"net/http"
@@ -17,14 +16,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/e2e"
 	"switchboard/e2e/tgfake"
 	"switchboard/hh/hhtest"
 	"switchboard/llm/llmtest"
-	"switchboard/migrations"
 	"switchboard/storage/storagetest"
 )
 
@@ -925,16 +922,11 @@ func TestARUBSearchHHRefusedIsAskedAgainAfterTheUpgrade(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
 	relevantVacancies(env, 2, 8400)
-	env.DatabaseURL = storagetest.NewDatabase(t)
+	url, db, p := storagetest.Migrator(t)
+	env.DatabaseURL = url
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, err := sql.Open("pgx", env.DatabaseURL)
-	require.NoError(t, err)
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true),
-		goose.WithGoMigrations(migrations.Go()...))
-	require.NoError(t, err)
-	_, err = p.UpTo(ctx, 55)
+	_, err := p.UpTo(ctx, 55)
 	require.NoError(t, err)
 	// The key the build before gave "golang currency=RUB".
 	sum := sha256.Sum256([]byte("area=\ncurrency=RUB\nexperience=\nsalary=0\nschedule=\ntext=golang"))

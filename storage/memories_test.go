@@ -1,19 +1,16 @@
 package storage_test
 
 import (
-	"database/sql"
 	"html"
 	"testing"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql's driver, for goose
-	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
 	"switchboard/domain/memory"
 	"switchboard/internal/testkit"
-	"switchboard/migrations"
 	"switchboard/storage/storagetest"
 )
 
@@ -371,19 +368,14 @@ func TestForgetUserErasesMemoryVersionsAndRequests(t *testing.T) {
 func TestMemoryVersionsMigrationKeepsAnAdminsArchivistPrompt(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	db, err := sql.Open("pgx", storagetest.NewDatabase(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true),
-		goose.WithGoMigrations(migrations.Go()...))
-	require.NoError(t, err)
+	_, db, p := storagetest.Migrator(t)
 	active := func() string {
 		var s string
 		require.NoError(t, db.QueryRowContext(ctx, `SELECT version || ': ' || left(prompt_template, 26) || CASE WHEN strpos(prompt_template, '"supersedes"') > 0 THEN ' +supersedes' ELSE '' END
 FROM system_prompts WHERE role_name = 'archivist' AND is_active`).Scan(&s))
 		return s
 	}
-	_, err = p.Up(ctx)
+	_, err := p.Up(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "2: You summarise one exchange +supersedes", active())
 	_, err = p.DownTo(ctx, 28) // to just before the memory versions, whatever came after them

@@ -7,6 +7,7 @@ package storagetest
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -23,6 +24,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql's "pgx", which goose drives
+	"github.com/pressly/goose/v3"
 
 	"switchboard/migrations"
 	"switchboard/storage"
@@ -191,6 +194,27 @@ func NewDatabase(t testing.TB) string {
 	}
 	t.Cleanup(func() { Drop(t, name) })
 	return URLFor(name)
+}
+
+// Migrator is an empty database (NewDatabase) and a goose provider over it
+// knowing every migration, SQL and Go, none applied: for tests that take
+// the schema to one version, write rows as a build of that time would, and
+// look at what the later migrations make of them. db is closed before the
+// database is dropped.
+func Migrator(t testing.TB) (url string, db *sql.DB, p *goose.Provider) {
+	t.Helper()
+	url = NewDatabase(t)
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatalf("storagetest: open %s: %v", url, err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	p, err = goose.NewProvider(goose.DialectPostgres, db, migrations.FS,
+		goose.WithDisableGlobalRegistry(true), goose.WithGoMigrations(migrations.Go()...))
+	if err != nil {
+		t.Fatalf("storagetest: migration provider: %v", err)
+	}
+	return url, db, p
 }
 
 // NewURL returns the URL of a fresh migrated database dropped when the test
