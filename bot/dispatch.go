@@ -25,7 +25,7 @@ type Dispatch interface {
 	Roster
 	Complete(ctx context.Context, id int64) (dispatch.Order, dispatch.Master, error)
 	Cancel(ctx context.Context, id int64) (dispatch.Order, error)
-	Paid(ctx context.Context, ref string) (dispatch.Master, dispatch.Debt, bool, error)
+	Paid(ctx context.Context, ref string, by domain.MessageRef) (dispatch.Master, dispatch.Debt, bool, error)
 	Accept(ctx context.Context, offerID, masterID int64) (dispatch.Offer, dispatch.Order, error)
 	Decline(ctx context.Context, offerID, masterID int64) (dispatch.Offer, dispatch.Order, error)
 	View(ctx context.Context, offerID, masterID int64) (dispatch.Offer, dispatch.Order, error)
@@ -529,7 +529,7 @@ func (u *dispatchUI) orderCommand(r *Request, command, usage, stateKey string,
 
 func (u *dispatchUI) paid(r *Request) error {
 	ref := commandArgs(r.Message())
-	m, d, wasBlocked, err := u.d.Paid(r.Ctx, ref)
+	m, d, wasBlocked, err := u.d.Paid(r.Ctx, ref, domain.MessageRef{Chat: r.Chat().ID, ID: r.Message().ID})
 	if ie := (*domain.InputError)(nil); errors.As(err, &ie) {
 		return r.Reply(r.InputText(ie, shortArg(ie.Arg())), nil)
 	}

@@ -49,7 +49,8 @@ import (
 //     is kept, detached: inactive (no new offers), city, district and skills
 //     erased; orders (assigned to them, commission owed or paid) and offers
 //     keep pointing at it, since the admins' accounts and the orders'
-//     history depend on them.
+//     history depend on them; so do the admins' /paid records
+//     (commission_settlements), deleted with a master record deleted.
 //   - github_logins: deleted. A queued push (task_pushes) reads its source
 //     messages when it goes, and a cited message erased above is no longer
 //     one of them: no quote, author or link (erasedMessage).

@@ -247,10 +247,11 @@ GROUP BY b.user_id ORDER BY b.user_id`, ids)
 }
 
 // SettleCommission marks all the master's unpaid commission paid and
-// unblocks them; it returns what was settled (Overdue: the part past its
-// deadline) and whether they were blocked. domain.ErrNotFound if the user
-// is not a master.
-func (s *Masters) SettleCommission(ctx context.Context, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Debt, bool, error) {
+// unblocks them, for the admin's message by; it returns what was settled
+// (Overdue: the part past its deadline) and whether they were blocked.
+// The message handled again settles nothing more: it returns what it
+// settled the first time, and false. domain.ErrNotFound if the user is not a master.
+func (s *Masters) SettleCommission(ctx context.Context, masterID int64, by domain.MessageRef, tell domain.Render[dispatch.Changed]) (dispatch.Debt, bool, error) {
 	d := dispatch.Debt{MasterID: masterID}
 	var wasBlocked bool
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
@@ -261,6 +262,22 @@ func (s *Masters) SettleCommission(ctx context.Context, masterID int64, tell dom
 			Scan(&blocked); err != nil {
 			return interpretError(err)
 		}
+		if by != (domain.MessageRef{}) {
+			rows, err := tx.Query(ctx, `SELECT o.id, o.commission, o.commission_due_at <= o.commission_paid_at
+FROM commission_settlements c JOIN orders o ON o.master_id = c.master_id AND o.commission_paid_at = c.settled_at
+WHERE c.chat_id = $1 AND c.message_id = $2 AND c.master_id = $3`, by.Chat, by.ID, masterID)
+			if err != nil {
+				return err
+			}
+			if err := collectDebt(rows, &d); err != nil {
+				return err
+			}
+			var settled bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM commission_settlements WHERE chat_id = $1 AND message_id = $2)`,
+				by.Chat, by.ID).Scan(&settled); err != nil || settled {
+				return err
+			}
+		}
 		wasBlocked = blocked.Valid
 		rows, err := tx.Query(ctx, `
 UPDATE orders SET commission_paid_at = now(), updated_at = now()
@@ -269,19 +286,15 @@ RETURNING id, commission, commission_due_at <= now()`, masterID)
 		if err != nil {
 			return err
 		}
-		var id, amount int64
-		var overdue bool
-		if _, err := pgx.ForEachRow(rows, []any{&id, &amount, &overdue}, func() error {
-			d.Orders = append(d.Orders, id)
-			d.Amount += amount
-			if overdue {
-				d.Overdue += amount
-			}
-			return nil
-		}); err != nil {
+		if err := collectDebt(rows, &d); err != nil {
 			return err
 		}
-		slices.Sort(d.Orders)
+		if by != (domain.MessageRef{}) {
+			if _, err := tx.Exec(ctx, `INSERT INTO commission_settlements (chat_id, message_id, master_id, settled_at)
+VALUES ($1, $2, $3, now())`, by.Chat, by.ID, masterID); err != nil {
+				return err
+			}
+		}
 		if wasBlocked {
 			if _, err = tx.Exec(ctx, `UPDATE masters SET blocked_at = NULL, updated_at = now()
 WHERE user_id = $1 AND blocked_at IS NOT NULL`, masterID); err != nil {
@@ -297,4 +310,23 @@ WHERE user_id = $1 AND blocked_at IS NOT NULL`, masterID); err != nil {
 		return dispatch.Debt{MasterID: masterID}, false, fmt.Errorf("settle commission of master %d: %w", masterID, err)
 	}
 	return d, wasBlocked, nil
+}
+
+// collectDebt adds the settled orders rows names (id, commission, whether
+// it was overdue) to d.
+func collectDebt(rows pgx.Rows, d *dispatch.Debt) error {
+	var id, amount int64
+	var overdue bool
+	if _, err := pgx.ForEachRow(rows, []any{&id, &amount, &overdue}, func() error {
+		d.Orders = append(d.Orders, id)
+		d.Amount += amount
+		if overdue {
+			d.Overdue += amount
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	slices.Sort(d.Orders)
+	return nil
 }

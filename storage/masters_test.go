@@ -87,7 +87,7 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 	require.Equal(t, map[dispatch.OrderState]int{dispatch.Searching: 0, dispatch.Assigned: 0, dispatch.Done: 1,
 		dispatch.Closed: 1, dispatch.Cancelled: 0}, stats.Orders)
 
-	d, wasBlocked, err := f.st.Masters().SettleCommission(ctx, 601, nil)
+	d, wasBlocked, err := f.st.Masters().SettleCommission(ctx, 601, domain.MessageRef{}, nil)
 	require.NoError(t, err)
 	require.True(t, wasBlocked)
 	require.Equal(t, dispatch.Debt{MasterID: 601, Amount: 300, Overdue: 100, Orders: []int64{a1.ID, a2.ID}}, d)
@@ -103,19 +103,19 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 	require.Zero(t, stats.Overdue)
 	require.True(t, stats.NextDue.IsZero())
 
-	d, wasBlocked, err = f.st.Masters().SettleCommission(ctx, 601, nil)
+	d, wasBlocked, err = f.st.Masters().SettleCommission(ctx, 601, domain.MessageRef{}, nil)
 	require.NoError(t, err)
 	require.False(t, wasBlocked)
 	require.Equal(t, dispatch.Debt{MasterID: 601}, d, "nothing left")
-	d, wasBlocked, err = f.st.Masters().SettleCommission(ctx, 602, nil)
+	d, wasBlocked, err = f.st.Masters().SettleCommission(ctx, 602, domain.MessageRef{}, nil)
 	require.NoError(t, err)
 	require.False(t, wasBlocked)
 	require.Equal(t, dispatch.Debt{MasterID: 602}, d, "B's order was paid")
 
 	f.user(604)
-	_, _, err = f.st.Masters().SettleCommission(ctx, 604, nil)
+	_, _, err = f.st.Masters().SettleCommission(ctx, 604, domain.MessageRef{}, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
-	_, _, err = f.st.Masters().SettleCommission(ctx, 605, nil)
+	_, _, err = f.st.Masters().SettleCommission(ctx, 605, domain.MessageRef{}, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
 	// A unblocked is offered again.

@@ -244,9 +244,11 @@ func (s *Service) cancel(ctx context.Context, id, customerID int64) (Order, erro
 	return o, nil
 }
 
-// Paid is `/paid MASTER` (a user id or @username): the master's unpaid
-// commission is settled and the block lifted.
-func (s *Service) Paid(ctx context.Context, ref string) (Master, Debt, bool, error) {
+// Paid is `/paid MASTER` (a user id or @username), written as message by:
+// the master's unpaid commission is settled and the block lifted. The same
+// message handled again (after a crash) settles nothing that fell due
+// since: it finds what it settled.
+func (s *Service) Paid(ctx context.Context, ref string, by domain.MessageRef) (Master, Debt, bool, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return Master{}, Debt{}, false, inputError("paid.usage", "")
@@ -268,7 +270,7 @@ func (s *Service) Paid(ctx context.Context, ref string) (Master, Debt, bool, err
 		return Master{}, Debt{}, false, err
 	}
 	st := s.newStory()
-	d, wasBlocked, err := s.deps.Masters.SettleCommission(ctx, m.UserID, st.tell(func(c Changed) {
+	d, wasBlocked, err := s.deps.Masters.SettleCommission(ctx, m.UserID, by, st.tell(func(c Changed) {
 		var d Debt
 		if len(c.Debts) > 0 {
 			d = c.Debts[0]

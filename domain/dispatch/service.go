@@ -274,8 +274,10 @@ type Masters interface {
 	// deadline and returns them with what they owe.
 	BlockOverdue(ctx context.Context, tell domain.Render[Changed]) ([]Debt, error)
 	// SettleCommission marks all the master's unpaid commission paid and
-	// unblocks them; what was settled, and whether they were blocked.
-	SettleCommission(ctx context.Context, masterID int64, tell domain.Render[Changed]) (Debt, bool, error)
+	// unblocks them, for the admin's message by; what was settled, and
+	// whether they were blocked. by handled again settles nothing more and
+	// returns what it settled.
+	SettleCommission(ctx context.Context, masterID int64, by domain.MessageRef, tell domain.Render[Changed]) (Debt, bool, error)
 }
 
 // Orders is the orders and their offers: the admins' order commands, the

@@ -576,7 +576,7 @@ func TestCommissionBlocksAndPaidUnblocks(t *testing.T) {
 	require.Equal(t, 1, closed)
 	require.Equal(t, dispatch.Closed, w.order(t, o.ID).State)
 
-	m, debt, wasBlocked, err := s.Paid(w.ctx, "@M10")
+	m, debt, wasBlocked, err := s.Paid(w.ctx, "@M10", domain.MessageRef{Chat: 1, ID: 1})
 	require.NoError(t, err)
 	require.True(t, wasBlocked)
 	require.Equal(t, int64(10), m.UserID)
@@ -584,7 +584,7 @@ func TestCommissionBlocksAndPaidUnblocks(t *testing.T) {
 	require.Equal(t, []int64{o.ID}, debt.Orders)
 	eventually(t, func() bool { return s.Distribute(w.ctx) == nil && len(w.tg.sentTo()) == 2 }, "unblocked master offered the waiting order")
 	require.Equal(t, next.ID, w.tg.sentOffers()[1].OrderID)
-	_, _, _, err = s.Paid(w.ctx, "@nobody")
+	_, _, _, err = s.Paid(w.ctx, "@nobody", domain.MessageRef{Chat: 1, ID: 2})
 	require.ErrorIs(t, err, dispatch.ErrNotMaster)
 }
 

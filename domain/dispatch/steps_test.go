@@ -196,7 +196,8 @@ func TestPaidTellsTheMaster(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = s.Complete(w.ctx, o.ID)
 	require.NoError(t, err)
-	_, d, wasBlocked, err := s.Paid(w.ctx, "10")
+	first := domain.MessageRef{Chat: 1, ID: 1}
+	_, d, wasBlocked, err := s.Paid(w.ctx, "10", first)
 	require.NoError(t, err)
 	require.False(t, wasBlocked)
 	require.Equal(t, int64(100), d.Amount)
@@ -207,7 +208,26 @@ func TestPaidTellsTheMaster(t *testing.T) {
 	require.Equal(t, int64(100), paid.Amount)
 	require.Equal(t, 1, paid.Orders)
 
-	_, _, _, err = s.Paid(w.ctx, "10")
+	_, _, _, err = s.Paid(w.ctx, "10", domain.MessageRef{Chat: 1, ID: 2})
 	require.NoError(t, err)
 	require.Len(t, w.tg.noteKinds(10), 2, "nothing settled: nothing told")
+
+	// Another order done, then the first /paid handled again (its replica
+	// died before the update's done-mark): it finds what it settled, and
+	// the new commission stays owed until a /paid of its own.
+	o2 := w.create(t, s, "Uzhhorod Center welder 2000 Fence")
+	_, _, err = s.Accept(w.ctx, w.tg.sentOffers()[1].ID, 10)
+	require.NoError(t, err)
+	_, _, err = s.Complete(w.ctx, o2.ID)
+	require.NoError(t, err)
+	told := len(w.tg.noteKinds(10))
+	_, again, _, err := s.Paid(w.ctx, "10", first)
+	require.NoError(t, err)
+	require.Equal(t, d, again, "what the message settled the first time")
+	require.Len(t, w.tg.noteKinds(10), told, "nothing told twice")
+	require.True(t, w.order(t, o2.ID).CommissionPaidAt.IsZero(), "still owed")
+	_, d, _, err = s.Paid(w.ctx, "10", domain.MessageRef{Chat: 1, ID: 3})
+	require.NoError(t, err)
+	require.Equal(t, []int64{o2.ID}, d.Orders)
+	require.Equal(t, int64(200), d.Amount)
 }
