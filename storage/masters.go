@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -250,7 +251,8 @@ GROUP BY b.user_id ORDER BY b.user_id`, ids)
 // unblocks them, for the admin's message by; it returns what was settled
 // (Overdue: the part past its deadline) and whether they were blocked.
 // The message handled again settles nothing more: it returns what it
-// settled the first time, and false. domain.ErrNotFound if the user is not a master.
+// settled the first time, and false. domain.ErrNotFound if the user is
+// not a master.
 func (s *Masters) SettleCommission(ctx context.Context, masterID int64, by domain.MessageRef, tell domain.Render[dispatch.Changed]) (dispatch.Debt, bool, error) {
 	d := dispatch.Debt{MasterID: masterID}
 	var wasBlocked bool
@@ -263,19 +265,24 @@ func (s *Masters) SettleCommission(ctx context.Context, masterID int64, by domai
 			return interpretError(err)
 		}
 		if by != (domain.MessageRef{}) {
-			rows, err := tx.Query(ctx, `SELECT o.id, o.commission, o.commission_due_at <= o.commission_paid_at
-FROM commission_settlements c JOIN orders o ON o.master_id = c.master_id AND o.commission_paid_at = c.settled_at
-WHERE c.chat_id = $1 AND c.message_id = $2 AND c.master_id = $3`, by.Chat, by.ID, masterID)
-			if err != nil {
+			// The message handled before: what it settled, nothing more.
+			var settledFor int64
+			var settledAt time.Time
+			err := tx.QueryRow(ctx, `SELECT master_id, settled_at FROM commission_settlements WHERE chat_id = $1 AND message_id = $2`,
+				by.Chat, by.ID).Scan(&settledFor, &settledAt)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+			case err != nil:
 				return err
-			}
-			if err := collectDebt(rows, &d); err != nil {
-				return err
-			}
-			var settled bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM commission_settlements WHERE chat_id = $1 AND message_id = $2)`,
-				by.Chat, by.ID).Scan(&settled); err != nil || settled {
-				return err
+			case settledFor != masterID:
+				return nil
+			default:
+				rows, err := tx.Query(ctx, `SELECT id, commission, commission_due_at <= commission_paid_at FROM orders
+WHERE master_id = $1 AND commission_paid_at = $2`, masterID, settledAt)
+				if err != nil {
+					return err
+				}
+				return collectDebt(rows, &d)
 			}
 		}
 		wasBlocked = blocked.Valid

@@ -118,6 +118,25 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 	_, _, err = f.st.Masters().SettleCommission(ctx, 605, domain.MessageRef{}, nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
+	// C's /paid, then an order C finishes, then that /paid handled again:
+	// it finds what it settled; the new order's commission stays owed, and
+	// the message names no other master's settlement.
+	paid := domain.MessageRef{Chat: -100, ID: 7}
+	d, wasBlocked, err = f.st.Masters().SettleCommission(ctx, 603, paid, nil)
+	require.NoError(t, err)
+	require.True(t, wasBlocked)
+	first := d
+	require.Equal(t, []int64{c1.ID}, first.Orders)
+	c2 := done(603, 700)
+	d, wasBlocked, err = f.st.Masters().SettleCommission(ctx, 603, paid, nil)
+	require.NoError(t, err)
+	require.False(t, wasBlocked)
+	require.Equal(t, first, d)
+	d, _, err = f.st.Masters().SettleCommission(ctx, 601, paid, nil)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.Debt{MasterID: 601}, d)
+	require.Equal(t, 1, f.count(`SELECT count(*) FROM orders WHERE id = $1 AND commission_paid_at IS NULL`, c2.ID), "c2 still owed")
+
 	// A unblocked is offered again.
 	f.offered(o.ID, 601, 1)
 }
