@@ -144,17 +144,18 @@ func (rd *Renderer) ExportDocuments(src MemoryExports) delivery.DocumentHook {
 }
 
 // fitExport builds a file within limit bytes: the oldest messages of the
-// conversation are left out (and counted in the file) until it fits.
+// conversation are left out until it fits, and counted in the file with
+// those the read left out already (e.Omitted).
 func fitExport(e memory.Export, limit int, build func(memory.Export, int) []byte) []byte {
 	all := e.Conversation
-	omitted := 0
+	dropped := 0
 	for {
-		e.Conversation = all[omitted:]
-		data := build(e, omitted)
+		e.Conversation = all[dropped:]
+		data := build(e, e.Omitted+dropped)
 		if len(data) <= limit || len(e.Conversation) == 0 {
 			return data
 		}
-		omitted += max(len(e.Conversation)/10, 1)
+		dropped += max(len(e.Conversation)/10, 1)
 	}
 }
 

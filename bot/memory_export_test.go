@@ -148,3 +148,36 @@ func TestExportMarkdownShowsHTMLAsText(t *testing.T) {
 		require.Contains(t, out, text)
 	}
 }
+
+// Messages the read left out (past what one file can carry) are counted in
+// both files, beside the newest ones that were read.
+func TestExportCountsWhatTheReadLeftOut(t *testing.T) {
+	t.Parallel()
+	asOf := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	ex := memory.Export{
+		User: domain.User{ID: 5, Language: "en"}, AsOf: asOf, Omitted: 3,
+		Conversation: []memory.LogEntry{{Type: "query", Text: "the newest question", CreatedAt: asOf.Add(-time.Minute)}},
+	}
+	hook := testRenderer(bot.RenderConfig{}).ExportDocuments(exportsFunc(func(context.Context, int64, time.Time) (memory.Export, error) {
+		return ex, nil
+	}))
+	row := domain.Queued{Message: domain.Message{ChatID: 5, Kind: domain.KindMemoryExport, Ref: 5, Document: "json"}, CreatedAt: asOf}
+	doc, err := hook(t.Context(), row)
+	require.NoError(t, err)
+	var f struct {
+		Conversation []struct {
+			Text string `json:"text"`
+		} `json:"conversation"`
+		Omitted int `json:"conversation_omitted"`
+	}
+	require.NoError(t, json.Unmarshal(doc.Data, &f))
+	require.Equal(t, 3, f.Omitted)
+	require.Len(t, f.Conversation, 1)
+	require.Equal(t, "the newest question", f.Conversation[0].Text)
+
+	row.Document = "markdown"
+	doc, err = hook(t.Context(), row)
+	require.NoError(t, err)
+	require.Contains(t, string(doc.Data), "The 3 oldest messages are left out to keep this file within Telegram's size limit.")
+	require.Contains(t, string(doc.Data), "the newest question")
+}

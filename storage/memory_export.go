@@ -77,8 +77,11 @@ func (s *Memories) RequestExport(ctx context.Context, userID int64, messageID in
 }
 
 // memoryExportSQL reads a user's memories and conversation up to $2, each
-// as a JSON array, oldest first. A memory superseded after $2 was current
-// when the export was asked for, and reads so.
+// as a JSON array, oldest first, and how many messages it left out: the
+// conversation is its newest messages whose texts add up to at most $3
+// bytes (the window sums them in the database, so the rest is never sent
+// here). A memory superseded after $2 was current when the export was
+// asked for, and reads so.
 const memoryExportSQL = `
 SELECT
     (SELECT COALESCE(json_agg(m ORDER BY m.id), '[]') FROM (
@@ -86,16 +89,21 @@ SELECT
                CASE WHEN l.invalid_at <= $2 THEN l.invalid_at END AS invalid_at,
                CASE WHEN l.invalid_at <= $2 THEN l.superseded_by END AS superseded_by
         FROM lsm_storage l WHERE l.user_id = $1 AND l.created_at <= $2) m),
-    (SELECT COALESCE(json_agg(c ORDER BY c.id), '[]') FROM (
+    c.conversation, c.total - c.read
+FROM (SELECT COALESCE(json_agg(json_build_object('type', w.type, 'text', w.text, 'run_id', w.run_id,
+    'created_at', w.created_at) ORDER BY w.id) FILTER (WHERE w.upto <= $3), '[]') AS conversation,
+    count(*) FILTER (WHERE w.upto <= $3) AS read, count(*) AS total
+    FROM (
         SELECT l.id, l.log_type AS type, COALESCE(l.log_data->>'text', '') AS text,
-               COALESCE((l.log_data->>'run_id')::bigint, 0) AS run_id, l.created_at
-        FROM raw_logs l WHERE l.user_id = $1 AND l.created_at <= $2 AND ` + notIncognitoLog + `) c)`
+               COALESCE((l.log_data->>'run_id')::bigint, 0) AS run_id, l.created_at,
+               sum(octet_length(COALESCE(l.log_data->>'text', ''))) OVER (ORDER BY l.id DESC) AS upto
+        FROM raw_logs l WHERE l.user_id = $1 AND l.created_at <= $2 AND ` + notIncognitoLog + `) w) c`
 
 // Export reads what an export asked for at asOf holds: the user, and
 // their memories and conversation written by then, in one statement so the
 // two agree (memory.Memories). A user gone since (/forget) has an
 // empty export.
-func (s *Memories) Export(ctx context.Context, userID int64, asOf time.Time) (memory.Export, error) {
+func (s *Memories) Export(ctx context.Context, userID int64, asOf time.Time, textBudget int) (memory.Export, error) {
 	out := memory.Export{AsOf: asOf}
 	u, err := (&Users{s.db}).Get(ctx, userID)
 	if errors.Is(err, domain.ErrNotFound) {
@@ -106,7 +114,7 @@ func (s *Memories) Export(ctx context.Context, userID int64, asOf time.Time) (me
 	}
 	out.User = u
 	var mems, logs []byte
-	if err := s.pool.QueryRow(ctx, memoryExportSQL, userID, asOf).Scan(&mems, &logs); err != nil {
+	if err := s.pool.QueryRow(ctx, memoryExportSQL, userID, asOf, textBudget).Scan(&mems, &logs, &out.Omitted); err != nil {
 		return out, fmt.Errorf("export of user %d: %w", userID, err)
 	}
 	jm, err := decodeSummaries(mems)

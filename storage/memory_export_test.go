@@ -72,7 +72,7 @@ draft_context = 'secret draft', final_context_payload = 'secret context', claime
 		Change: memory.Change{FinalAnswer: "secret-incognito-answer"}, Tell: domain.Fixed[memory.PipelineRun](answer...)})
 	require.NoError(t, err)
 	require.True(t, ok)
-	e, err := f.st.Memories().Export(f.ctx, 1, time.Now().Add(time.Hour))
+	e, err := f.st.Memories().Export(f.ctx, 1, time.Now().Add(time.Hour), memory.ExportTextBudget)
 	require.NoError(t, err)
 	for _, l := range e.Conversation {
 		require.NotContains(t, l.Text, "secret", "an export never shows an incognito exchange")
@@ -206,7 +206,7 @@ VALUES (1, $1, $2, '{sport}', 'runs marathons', '{7}', now() - interval '2 hours
 	f.exec(`UPDATE raw_logs SET created_at = $1::timestamptz - interval '1 minute'`, asOf)
 	f.exec(`INSERT INTO raw_logs (user_id, log_type, log_data, created_at) VALUES (1, 'query', '{"text": "later"}', $1::timestamptz + interval '1 second')`, asOf)
 
-	e, err := f.st.Memories().Export(f.ctx, 1, asOf)
+	e, err := f.st.Memories().Export(f.ctx, 1, asOf, memory.ExportTextBudget)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, e.User.ID)
 	require.True(t, e.AsOf.Equal(asOf))
@@ -221,10 +221,30 @@ VALUES (1, $1, $2, '{sport}', 'runs marathons', '{7}', now() - interval '2 hours
 	require.Equal(t, memory.LogEntry{Type: "query", Text: "first question", RunID: q.ID, CreatedAt: e.Conversation[0].CreatedAt}, e.Conversation[0])
 	require.Equal(t, "answer", e.Conversation[1].Type)
 	require.Equal(t, "first answer", e.Conversation[1].Text)
+	require.Zero(t, e.Omitted)
 	require.False(t, e.Empty())
 
+	// The conversation is read newest first while its texts fit the
+	// budget; the older messages are counted, not read.
+	for budget, want := range map[int][]string{
+		len("first answer"):                             {"first answer"},
+		len("first answer") + len("first question") - 1: {"first answer"},
+		len("first answer") + len("first question"):     {"first question", "first answer"},
+		0: nil,
+	} {
+		e, err := f.st.Memories().Export(f.ctx, 1, asOf, budget)
+		require.NoError(t, err)
+		var texts []string
+		for _, l := range e.Conversation {
+			texts = append(texts, l.Text)
+		}
+		require.Equal(t, want, texts, "budget %d", budget)
+		require.Equal(t, 2-len(want), e.Omitted, "budget %d", budget)
+		require.Len(t, e.Memories, 2, "memories are not bounded by it")
+	}
+
 	f.exec(`DELETE FROM users WHERE id = 1`)
-	e, err = f.st.Memories().Export(f.ctx, 1, asOf)
+	e, err = f.st.Memories().Export(f.ctx, 1, asOf, memory.ExportTextBudget)
 	require.NoError(t, err)
 	require.True(t, e.Empty())
 }
@@ -250,7 +270,7 @@ func TestForgetErasesExportsAndIncognito(t *testing.T) {
 	require.Equal(t, 0, f.count(`SELECT count(*) FROM outbox WHERE chat_id = 1`))
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM memory_settings WHERE user_id = 2 AND incognito AND exported_at IS NOT NULL`))
 	require.Equal(t, 2, f.count(`SELECT count(*) FROM outbox WHERE chat_id = 2 AND kind = 'memory_export'`))
-	e, err := f.st.Memories().Export(f.ctx, 1, time.Now())
+	e, err := f.st.Memories().Export(f.ctx, 1, time.Now(), memory.ExportTextBudget)
 	require.NoError(t, err)
 	require.True(t, e.Empty(), "an export row sent after all finds nothing to send")
 }

@@ -21,12 +21,20 @@ type Export struct {
 	AsOf time.Time
 	// Memories, oldest first.
 	Memories []ExportedMemory
-	// Conversation is every query and answer, oldest first.
+	// Conversation is the queries and answers, oldest first: the newest
+	// whose texts fit ExportTextBudget. Omitted counts the older ones
+	// left unread.
 	Conversation []LogEntry
+	Omitted      int
 }
 
+// ExportTextBudget bounds the conversation's text one export reads:
+// Telegram's 50 MB, the most one file can carry. Read whole, years of a
+// talkative user's chat would be held in memory only to be cut to that.
+const ExportTextBudget = 50 << 20
+
 // Empty reports whether there is nothing to send.
-func (e Export) Empty() bool { return len(e.Memories) == 0 && len(e.Conversation) == 0 }
+func (e Export) Empty() bool { return len(e.Memories) == 0 && len(e.Conversation) == 0 && e.Omitted == 0 }
 
 // ExportedMemory is one summary with the time it stopped being true, if it
 // was superseded (zero SupersededAt: current).
@@ -63,7 +71,7 @@ func (s *Service) RequestExport(ctx context.Context, userID int64, messageID int
 
 // Export reads the export asked for at asOf.
 func (s *Service) Export(ctx context.Context, userID int64, asOf time.Time) (Export, error) {
-	e, err := s.deps.Memories.Export(ctx, userID, asOf)
+	e, err := s.deps.Memories.Export(ctx, userID, asOf, ExportTextBudget)
 	if err != nil {
 		return Export{}, fmt.Errorf("export: %w", err)
 	}

@@ -301,8 +301,9 @@ type Memories interface {
 	// statement. messageID is the command's, so a command handled twice
 	// queues once.
 	RequestExport(ctx context.Context, userID int64, messageID int, every time.Duration, tell []domain.Message) (ExportRequest, error)
-	// Export reads what an export asked for at asOf holds.
-	Export(ctx context.Context, userID int64, asOf time.Time) (Export, error)
+	// Export reads what an export asked for at asOf holds, the
+	// conversation's newest messages whose texts fit textBudget bytes.
+	Export(ctx context.Context, userID int64, asOf time.Time, textBudget int) (Export, error)
 	// SetIncognito turns incognito on or off (set), or toggles it
 	// (nil), once per command message.
 	SetIncognito(ctx context.Context, userID int64, messageID int, set *bool) (Incognito, error)
