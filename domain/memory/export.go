@@ -34,7 +34,9 @@ type Export struct {
 const ExportTextBudget = 50 << 20
 
 // Empty reports whether there is nothing to send.
-func (e Export) Empty() bool { return len(e.Memories) == 0 && len(e.Conversation) == 0 && e.Omitted == 0 }
+func (e Export) Empty() bool {
+	return len(e.Memories) == 0 && len(e.Conversation) == 0 && e.Omitted == 0
+}
 
 // ExportedMemory is one summary with the time it stopped being true, if it
 // was superseded (zero SupersededAt: current).
