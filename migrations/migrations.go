@@ -24,12 +24,3 @@ func Go() []*goose.Migration {
 		goose.NewGoMigration(56, &goose.GoFunc{RunTx: canonicalSearches}, &goose.GoFunc{}),
 	}
 }
-
-// GoVersions are Go's versions, for what keys a cache on the schema.
-func GoVersions() []int64 {
-	var out []int64
-	for _, m := range Go() {
-		out = append(out, m.Version)
-	}
-	return out
-}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // MaxEmployer is the longest employer name kept, in characters: a hiding
@@ -16,12 +15,7 @@ const MaxEmployer = 500
 
 // EmployerName is an employer's name as kept: at most MaxEmployer
 // characters, a clipped one ending in "…".
-func EmployerName(name string) string {
-	if utf8.RuneCountInString(name) <= MaxEmployer {
-		return name
-	}
-	return string([]rune(name)[:MaxEmployer-1]) + "…"
-}
+func EmployerName(name string) string { return Prefix(name, MaxEmployer) }
 
 // Vacancy is one HH.ru vacancy as Switchboard keeps it. Search results fill
 // everything but Description and KeySkills; the detail request fills those.

@@ -77,7 +77,9 @@ func templateDB(ctx context.Context) (string, error) {
 			templateErr = err
 			return
 		}
-		fmt.Fprint(h, migrations.GoVersions())
+		for _, m := range migrations.Go() {
+			fmt.Fprint(h, m.Version)
+		}
 		templateName = fmt.Sprintf("sbtest_tpl_%x", h.Sum64())
 		templateErr = withAdmin(ctx, func(conn *pgx.Conn) error {
 			var exists bool
