@@ -258,6 +258,9 @@ func TestExpiredOfferGoesToTheNextMaster(t *testing.T) {
 	w.exec(t, `UPDATE masters SET last_offer_at = now() WHERE user_id = 11`)
 
 	o := w.create(t, s, "MOSCOW center plumber 1500 Leaking tap")
+	// The running distributor's recheck of owed orders (every
+	// OwedRecheck) may take the new order's step from CreateOrder.
+	eventually(t, func() bool { return len(w.tg.sentTo()) > 0 }, "the order offered")
 	require.Equal(t, []int64{10}, w.tg.sentTo(), "idle longest first, only matching masters")
 	first := w.tg.sentOffers()[0]
 	require.Equal(t, dispatch.Sent, w.offer(t, first.ID).State)
@@ -737,6 +740,9 @@ func TestTimerRetriesAFailedSweep(t *testing.T) {
 	w.master(t, s, 10, "Poltava Center glazier")
 	down.Store(true)
 	w.create(t, s, "Poltava Center glazier 100 Window")
+	// The running distributor's recheck of owed orders may take the
+	// order's first step from CreateOrder.
+	eventually(t, func() bool { return len(w.tg.sentOffers()) > 0 }, "the order offered")
 	f := w.tg.sentOffers()[0]
 	eventually(t, func() bool { return failures.Load() >= 2 }, "the timer's sweep and its re-arm failed")
 	down.Store(false)
