@@ -162,3 +162,43 @@ func TestRerunOfAnOrderCreatesAndSaysOnce(t *testing.T) {
 	require.Equal(t, 1, n)
 	require.Equal(t, 1, scalar[int](t, pool, `SELECT count(*) FROM orders`))
 }
+
+// A résumé whose reading failed, its update run again (the replica died
+// after the draft's commit, and the draft was read and failed before the
+// rerun), reads the file no second time and tells the user once: the failed
+// draft stays, naming its message, until a newer document replaces it.
+func TestResumeRerunAfterAFailedReadTellsOnce(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	resumeRule(env).ReplyJSON(map[string]any{"profile": condensed})
+	env.Start(nil)
+	pool := db(t, env)
+	ann := env.TG.User(812, "Ann", "en")
+	count := func(text string) int {
+		n := 0
+		for _, m := range env.TG.Messages(ann.ID()) {
+			if strings.Contains(m.Text, text) {
+				n++
+			}
+		}
+		return n
+	}
+	const scan = "This PDF has no text layer"
+
+	sent := ann.SendDocument(ann.ID(), "scan.pdf", "application/pdf", resumeFile(t, "scanned.pdf"))
+	env.TG.WaitMessageAfter(t, ann.ID(), sent.MessageID, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, scan) })
+	quiet(t, pool)
+
+	rerunUpdate(t, env, pool, ann.ID(), sent.MessageID)
+	eventually(t, time.Minute, func() bool {
+		return scalar[int](t, pool, `SELECT count(*) FROM profile_drafts WHERE state = 'reading'`) == 0
+	}, func() string { return "a draft is still being read" })
+	quiet(t, pool)
+	require.Equal(t, 1, count("Reading your résumé"), "one document, one acknowledgement")
+	require.Equal(t, 1, count(scan), "one document, one refusal")
+
+	// A new document is read anew.
+	again := ann.SendDocument(ann.ID(), "scan.pdf", "application/pdf", resumeFile(t, "scanned.pdf"))
+	env.TG.WaitMessageAfter(t, ann.ID(), again.MessageID, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, scan) })
+	require.Equal(t, 2, count(scan))
+}

@@ -224,7 +224,7 @@ func (s *Users) Held(ctx context.Context, userID int64) (memory.Held, error) {
 	err := s.pool.QueryRow(ctx, `SELECT
     EXISTS (SELECT 1 FROM pipeline_runs WHERE user_id = $1) OR EXISTS (SELECT 1 FROM raw_logs WHERE user_id = $1)
         OR EXISTS (SELECT 1 FROM lsm_storage WHERE user_id = $1),
-    EXISTS (SELECT 1 FROM users WHERE id = $1 AND profile <> '') OR EXISTS (SELECT 1 FROM profile_drafts WHERE user_id = $1)
+    EXISTS (SELECT 1 FROM users WHERE id = $1 AND profile <> '') OR EXISTS (SELECT 1 FROM profile_drafts WHERE user_id = $1 AND state <> 'failed')
         OR EXISTS (SELECT 1 FROM searches WHERE user_id = $1)
         OR EXISTS (SELECT 1 FROM ban_words WHERE user_id = $1) OR EXISTS (SELECT 1 FROM hidden_employers WHERE user_id = $1)
         OR EXISTS (SELECT 1 FROM vacancy_matches WHERE user_id = $1)

@@ -66,7 +66,8 @@ func profileDraft(ctx context.Context, q rowQuerier, sql string, args ...any) (r
 // Create stores a Reading draft for the document's message,
 // replacing the user's draft of another message, and tell's messages, in
 // one transaction. The user's row lock orders two documents of one user;
-// created is false when this message's draft is there already.
+// created is false when this message's draft is there already, a Failed
+// one too.
 func (s *ProfileDrafts) Create(ctx context.Context, d resume.Draft, tell domain.Render[resume.Draft]) (resume.Draft, bool, error) {
 	var out resume.Draft
 	var created bool
@@ -138,10 +139,13 @@ RETURNING `+profileDraftColumns, id, token, text)
 	return ok, nil
 }
 
-// Fail deletes a claimed draft and writes tell's messages, in
-// one transaction.
+// Fail makes a claimed draft Failed, forgetting the file, and writes
+// tell's messages, in one transaction. The row stays, naming the
+// document's message, so that Create for that message again creates
+// nothing; a newer document's Create, or the prune job, deletes it.
 func (s *ProfileDrafts) Fail(ctx context.Context, id int64, token string, tell domain.Render[resume.Draft]) (bool, error) {
-	ok, err := s.changeProfileDraft(ctx, tell, `DELETE FROM profile_drafts
+	ok, err := s.changeProfileDraft(ctx, tell, `UPDATE profile_drafts SET state = 'failed', file_id = NULL, file_name = '',
+    claim_token = NULL, claimed_until = NULL, updated_at = now()
 WHERE id = $1 AND claim_token = $2::uuid AND state = 'reading'
 RETURNING `+profileDraftColumns, id, token)
 	if err != nil {

@@ -74,6 +74,43 @@ func TestProfileDraftCreateIsIdempotentPerMessage(t *testing.T) {
 	require.False(t, done)
 }
 
+// A draft whose file is refused stays failed, holding nothing of the file:
+// its document's update handled again (after a crash) finds it and writes
+// nothing, and no worker takes it; a newer document replaces it.
+func TestProfileDraftFailedIsKeptForItsMessage(t *testing.T) {
+	t.Parallel()
+	b := setupDrafts(t, 1)
+	d, created := b.create(t, 1, 10)
+	require.True(t, created)
+	c, ok, err := b.st.ProfileDrafts().Claim(b.ctx, time.Minute, "")
+	require.NoError(t, err)
+	require.True(t, ok)
+	failed, err := b.st.ProfileDrafts().Fail(b.ctx, c.ID, c.Token, note("failed"))
+	require.NoError(t, err)
+	require.True(t, failed)
+	require.Equal(t, []string{"reading:reading:1ns", "failed:failed:1ns"}, b.outboxTexts(t, 1))
+	var fileID *string
+	var fileName string
+	require.NoError(t, b.st.Pool().QueryRow(b.ctx, `SELECT file_id, file_name FROM profile_drafts WHERE id = $1`, d.ID).Scan(&fileID, &fileName))
+	require.Nil(t, fileID, "the file's handle is forgotten")
+	require.Empty(t, fileName)
+
+	_, created = b.create(t, 1, 10)
+	require.False(t, created, "the message's draft is there, failed")
+	require.Len(t, b.outboxTexts(t, 1), 2, "nothing told again")
+	_, ok, err = b.st.ProfileDrafts().Claim(b.ctx, time.Minute, "")
+	require.NoError(t, err)
+	require.False(t, ok, "nothing to read")
+	held, err := b.st.Users().Held(b.ctx, 1)
+	require.NoError(t, err)
+	require.False(t, held.JobSearch, "a failed draft is no job-search data of the user's")
+
+	newer, created := b.create(t, 1, 11)
+	require.True(t, created)
+	require.Equal(t, resume.Reading, newer.State)
+	require.Equal(t, []int64{newer.ID}, b.int64s(`SELECT id FROM profile_drafts`))
+}
+
 // Claims: one worker per draft, a lapsed claim taken over and the first
 // worker's writes refused, a release's backoff respected.
 func TestProfileDraftClaims(t *testing.T) {

@@ -17,12 +17,16 @@ import (
 // State is where a profile draft is (profile_drafts.state).
 type State string
 
-// The states of a draft; confirmed, cancelled, failed and expired drafts
-// are deleted.
+// The states of a draft; confirmed, cancelled and expired drafts are
+// deleted.
 const (
 	Reading State = "reading" // the file waits for a worker, or one reads it
 	Ready   State = "ready"   // the draft is shown with its buttons
 	Editing State = "editing" // the user was asked for the corrected text
+	// Failed: the file could not be read and the user was told. It keeps
+	// nothing of the file, only its message, which handled again (after
+	// a crash) finds it and is not read and refused a second time.
+	Failed State = "failed"
 )
 
 // Draft is a profile_drafts row.
@@ -78,7 +82,8 @@ type Drafts interface {
 	// Finish makes a claimed draft Ready with its text and
 	// forgets the file id.
 	Finish(ctx context.Context, id int64, token, text string, tell domain.Render[Draft]) (bool, error)
-	// Fail deletes a claimed draft with tell's messages.
+	// Fail makes a claimed draft Failed, forgetting the file, with
+	// tell's messages.
 	Fail(ctx context.Context, id int64, token string, tell domain.Render[Draft]) (bool, error)
 	// Edit moves the user's Ready draft of this id and
 	// revision, younger than ttl, to Editing under a new revision.
