@@ -17,8 +17,8 @@
 //	     │
 //	     ├──draft made (its message with the buttons)──► READY ◄──┐
 //	     │                                                 │  ▲    │
-//	     └──the file refused, or attempts spent──► (deleted, user told)
-//	                                                       │  │    │
+//	     └──the file refused, or attempts spent──► FAILED (user told; holds
+//	                                                       │  │    │  only its message)
 //	                                              Edit ────┘  │    │
 //	                                                 ▼        │    │
 //	                                              EDITING ────┘ corrected text
@@ -28,5 +28,7 @@
 // Every change is one conditional statement naming the state (and, for a
 // button, the draft's id and revision), so a second press, a press on an
 // older message of the draft, or a worker whose claim lapsed changes
-// nothing. A newer document replaces the user's draft in whatever state.
+// nothing. A newer document replaces the user's draft in whatever state;
+// a FAILED draft waits for that or for the prune job, so that its
+// document's update run again after a crash finds it and says nothing.
 package resume
