@@ -563,15 +563,18 @@ WHERE id = $1 AND claim_token = $2::uuid AND state = 'pending'`, id, token, micr
 }
 
 // Retry returns a claimed row to the queue, due again after after;
-// why is kept for /status and the logs. tried false (the row was only
-// paced) takes back the attempt its claim counted.
+// why is kept for /status and the logs, cleaned: it may quote what
+// Telegram or a document hook said, and a mark refused for a NUL in it
+// would leave the row to be claimed and sent again after every lease.
+// tried false (the row was only paced) takes back the attempt its claim
+// counted.
 func (s *Outbox) Retry(ctx context.Context, id int64, token string, after time.Duration, why string, tried bool) error {
 	_, err := s.pool.Exec(ctx, `
 UPDATE outbox SET claimed_until = NULL, claim_token = NULL,
     not_before = now() + $3 * interval '1 microsecond',
     last_error = CASE WHEN $5 THEN left($4, 500) ELSE last_error END,
     attempts = CASE WHEN $5 THEN attempts ELSE attempts - 1 END
-WHERE claim_token = $2::uuid AND state = 'pending' AND id >= $1`, id, token, micros(after), why, tried)
+WHERE claim_token = $2::uuid AND state = 'pending' AND id >= $1`, id, token, micros(after), domain.CleanText(why), tried)
 	if err != nil {
 		return fmt.Errorf("retry outbox row %d: %w", id, err)
 	}
@@ -588,7 +591,7 @@ func (s *Outbox) End(ctx context.Context, id int64, token, state, why string) (b
 	tag, err := s.pool.Exec(ctx, `
 UPDATE outbox SET state = $3, done_at = now(), claimed_until = NULL, last_error = left($4, 500),
     body = `+keptBody+`
-WHERE claim_token = $2::uuid AND state = 'pending' AND id >= $1`, id, token, state, why)
+WHERE claim_token = $2::uuid AND state = 'pending' AND id >= $1`, id, token, state, domain.CleanText(why))
 	if err != nil {
 		return false, fmt.Errorf("end outbox row %d: %w", id, err)
 	}
@@ -611,7 +614,7 @@ WITH dropped AS (
     ON CONFLICT (chat_id) DO UPDATE SET dropped = unreachable_chats.dropped + EXCLUDED.dropped
 )
 SELECT id, kind, ref FROM dropped ORDER BY id`
-	rows, err := s.pool.Query(ctx, q, chatID, reason)
+	rows, err := s.pool.Query(ctx, q, chatID, domain.CleanText(reason))
 	if err != nil {
 		return nil, fmt.Errorf("mark chat %d unreachable: %w", chatID, err)
 	}

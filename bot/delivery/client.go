@@ -161,7 +161,11 @@ func (c *Client) post(ctx context.Context, method, contentType string, body []by
 		if code == 0 {
 			code = resp.StatusCode
 		}
-		return nil, &APIError{Status: resp.StatusCode, Code: code, Description: out.Description,
+		// Cleaned: the description is stored with the row it refused
+		// (last_error), and a NUL in it (the server echoing what it was
+		// sent) would have that write refused, the row claimed and sent
+		// again after every lease, its chat's later rows behind it.
+		return nil, &APIError{Status: resp.StatusCode, Code: code, Description: domain.CleanText(out.Description),
 			RetryAfter: time.Duration(out.Parameters.RetryAfter) * time.Second}
 	}
 	return out.Result, nil

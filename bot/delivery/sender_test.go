@@ -509,3 +509,24 @@ func TestLiveLocationMovesFoldIntoTheWaitingMap(t *testing.T) {
 	require.Empty(t, b.srv.CallsTo("editMessageLiveLocation"))
 	require.Empty(t, b.srv.CallsTo("stopMessageLiveLocation"))
 }
+
+// A refusal whose description holds a NUL (a Bot API server or a proxy
+// echoing what it was sent) is still a refusal: the row fails with the
+// description cleaned, once, and the chat's next row goes. Stored as sent,
+// the description made the row's failure itself refused, and the row was
+// claimed and sent again after every lease, the chat's later rows behind it.
+func TestARefusalWithANULInItsDescriptionFailsTheRow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(1, "Ann")
+	b.srv.FailNextWith("sendMessage", 1, &tgfake.APIError{Code: 400,
+		Description: "Bad Request: can't parse entities: Unsupported start tag \"b\x00\" at byte offset 0"})
+	require.NoError(t, b.store.Outbox().Enqueue(b.ctx, note(1, "refused"), note(1, "after")))
+	b.run(t, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{ClaimLease: 2 * time.Second})
+	require.Equal(t, []string{"after"}, b.waitTexts(t, 1, 1))
+	require.Equal(t, "failed", b.state(t, "refused"))
+	var why string
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT last_error FROM outbox WHERE state = 'failed'`).Scan(&why))
+	require.Contains(t, why, "Unsupported start tag \"b\uFFFD\"")
+	require.Len(t, b.srv.CallsTo("sendMessage"), 2, "the refused row is not sent again")
+}
