@@ -421,6 +421,10 @@ func (c *Client) send(ctx context.Context, u string, notFoundArchived bool, toke
 	// The status alone classifies the answer; the body only adds detail,
 	// so a failure to read it is not reported.
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	// Cleaned as an answer is: what errors[] names is stored (a refused
+	// search's arguments, a captcha's URL in the admins' notice), and a
+	// write refused for a NUL in it would ask HH again at every tick.
+	body, _ = domain.CleanJSON(body)
 	items := errorItems(body)
 	switch {
 	case resp.StatusCode == http.StatusNotFound && notFoundArchived:

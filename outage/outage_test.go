@@ -4,14 +4,19 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
+	"switchboard/domain/vacancy"
+	"switchboard/hh"
+	"switchboard/hh/hhtest"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
@@ -293,4 +298,34 @@ func TestWatchEndsOnlyTheOutageItSaw(t *testing.T) {
 		"b's outage was ended already; a's goes on")
 	a.reason.Store("")
 	f.waitTold(t, "start: key refused", "end", "start: model missing", "end")
+}
+
+// HH's captcha whose captcha_url holds a NUL (an escape in its JSON) is
+// told to the admin chat, the URL cleaned. Taken as sent, the notice was
+// refused by PostgreSQL at every poll for as long as the captcha lasted,
+// and nobody was told to solve it while the vacancy work waited.
+func TestACaptchaURLWithANULIsTold(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	srv := hhtest.Start(t)
+	srv.InjectFault(hhtest.Fault{Count: 1, Status: http.StatusForbidden, On: hhtest.SearchEndpoint,
+		Body: []byte(`{"errors":[{"type":"captcha_required","value":"captcha_required",` +
+			`"captcha_url":"https://hh.ru/account/captcha?state=a\u0000b"}]}`)})
+	c, err := hh.New(hh.Config{URL: srv.URL(), UserAgent: "switchboard-test/1.0 (dev@example.com)",
+		Timeout: 5 * time.Second, Registerer: prometheus.NewRegistry(), Log: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	_, err = c.Search(context.Background(), vacancy.Params{Text: "golang"}, 0, 10)
+	require.ErrorIs(t, err, vacancy.ErrHHBlocked)
+
+	w := HH(Deps{Notices: f.notices, Wake: func() {}, Log: slog.New(slog.DiscardHandler)}, c,
+		func(reason, captcha string) []domain.Message {
+			return []domain.Message{{ChatID: adminChat, Kind: domain.KindNote, Text: reason + " " + captcha}}
+		}, nil)
+	w.every = 5 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	f.waitTold(t, "403 captcha_required https://hh.ru/account/captcha?state=a\uFFFDb")
 }

@@ -159,3 +159,23 @@ func TestBadArgumentOfOurOwnParameterDoesNotSetTheSearchAside(t *testing.T) {
 	require.Equal(t, "active", state)
 	require.Empty(t, b.sent.refused())
 }
+
+// HH's refusal naming a parameter with a NUL in it (an escape in its JSON)
+// sets the search aside like any refusal, the name cleaned. Taken as sent,
+// the NUL made the setting aside refused by PostgreSQL: the search stayed
+// active, HH was asked for it again at every fetch and first-news tick,
+// and its users were never told.
+func TestARefusalNamingAParameterWithANULSetsTheSearchAside(t *testing.T) {
+	t.Parallel()
+	b, s, _ := setupSearching(t, "golang area=113")
+	b.refuseNext(`are\u0000a`)
+	require.NoError(t, b.svc.Fetch(b.ctx), "set aside and told: not the fetch's failure")
+	state, args := b.searchState(t, s.ID)
+	require.Equal(t, "refused", state)
+	require.Equal(t, []string{"are\uFFFDa"}, args)
+	require.Len(t, b.sent.refused(), 1)
+	asked := b.searchCalls()
+	require.NoError(t, b.svc.Fetch(b.ctx))
+	require.NoError(t, b.svc.FirstNews(b.ctx))
+	require.Equal(t, asked, b.searchCalls(), "a search set aside is not fetched")
+}
