@@ -254,7 +254,7 @@ func (a *app) buildVacancies(notes *bot.Renderer, clock clockwork.Clock) error {
 		FollowUp:       cfg.ApplicationFollowUp,
 	}, vacancy.Deps{
 		Matches: a.store.Matches(), Profiles: a.store.Users(), Searches: a.store.Searches(), Applications: a.store.Applications(),
-		Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg, CalendarClock: clock,
+		Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg, CalendarClock: clock, AboutData: storage.AboutData,
 		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 	})
 	if err != nil {

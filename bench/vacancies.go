@@ -245,7 +245,7 @@ func (w *world) run(ctx context.Context, spec runSpec) (runResult, error) {
 	defer src.Close()
 	deps := vacancy.Deps{
 		Matches: w.store.Matches(), Profiles: w.store.Users(), Searches: w.store.Searches(), Applications: w.store.Applications(),
-		Source: src, Notifier: bot.NewRenderer(bot.RenderConfig{}, w.catalog, w.log), Log: w.log,
+		Source: src, Notifier: bot.NewRenderer(bot.RenderConfig{}, w.catalog, w.log), Log: w.log, AboutData: storage.AboutData,
 		LLM: llm.Port{Client: llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused},
 	}
 	if w.stages {

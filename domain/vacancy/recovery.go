@@ -10,7 +10,7 @@ type RecoveryResult struct {
 	Attempts  int // SKIPPED matches examined
 	Recovered int // back in the queue
 	Deleted   int // a ban word now matches
-	Skipped   int // left alone: already judged not relevant
+	Skipped   int // left alone: already judged not relevant, or refused by the database
 }
 
 // recoveryBatch bounds one read of SKIPPED matches.
@@ -18,9 +18,11 @@ const recoveryBatch = 500
 
 // Recover returns SKIPPED matches created within RecoveryWindow to the
 // queue (SKIPPED → NEW → QUEUED), except those already judged not
-// relevant; matches a ban word now hits are deleted instead. Safe on
-// several replicas at once: each move names the old status, so a match is
-// recovered once.
+// relevant and those set aside as refused (ReasonRefused); matches a ban
+// word now hits are deleted instead. Safe on several replicas at once:
+// each move names the old status, so a match is recovered once. A move
+// the database refuses for its data is logged and passed over, so one
+// match cannot hold up the recovery of those after it.
 func (s *Service) Recover(ctx context.Context) (RecoveryResult, error) {
 	var res RecoveryResult
 	since := s.deps.Clock.Now().Add(-s.cfg.RecoveryWindow)
@@ -36,13 +38,20 @@ func (s *Service) Recover(ctx context.Context) (RecoveryResult, error) {
 			s.m.recoveryAttempts.Inc()
 			m := sm.Match
 			switch {
-			case m.Verdict != nil && m.Verdict.IsRelevant != nil && !*m.Verdict.IsRelevant:
+			case m.Verdict != nil && m.Verdict.IsRelevant != nil && !*m.Verdict.IsRelevant,
+				m.SkipReason == ReasonRefused:
+				// Judged not relevant already, or its turn wrote what the
+				// database refuses: judging it again ends the same way.
 				res.Skipped++
 				s.m.recoverySkipped.Inc()
 			case NewBans(sm.BanWords).Match(sm.Title, sm.Snippet, PlainText(sm.Desc)) != "":
 				// It may be the last match a new search's first news
 				// waits on: the delete checks.
 				ok, err := s.deps.Matches.Delete(ctx, m.ID, "", s.announce)
+				if err != nil && s.aboutData(err) {
+					s.log.Error("recover: delete match refused for its data", "match", m.ID, "err", err)
+					continue
+				}
 				if err != nil {
 					return res, fmt.Errorf("recover: delete match %d: %w", m.ID, err)
 				}
@@ -52,6 +61,10 @@ func (s *Service) Recover(ctx context.Context) (RecoveryResult, error) {
 				}
 			default:
 				ok, err := s.requeue(ctx, m)
+				if err != nil && s.aboutData(err) {
+					s.log.Error("recover: requeue refused for its data", "match", m.ID, "err", err)
+					continue
+				}
 				if err != nil {
 					return res, fmt.Errorf("recover: %w", err)
 				}

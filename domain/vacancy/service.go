@@ -517,6 +517,12 @@ type Deps struct {
 	// a digest; the workers' leases and waits stay on Clock and the
 	// database's now(). Nil: Clock.
 	CalendarClock clockwork.Clock
+
+	// AboutData reports whether a storage error is the database refusing
+	// what was written (storage.AboutData): a match whose turn wrote such
+	// a thing is set aside (ReasonRefused) rather than retried. Nil: no
+	// error is taken to be about the data.
+	AboutData func(error) bool
 }
 
 // Service runs the vacancy workflow: the user-facing operations the bot

@@ -21,6 +21,10 @@ const (
 	// ReasonNoCard: the card could not be rendered (a bug); recovery
 	// judges the match again.
 	ReasonNoCard = "no_card"
+	// ReasonRefused: the database refused what the match's turn wrote (a
+	// value it cannot hold: Deps.AboutData), which it would refuse again
+	// however often the match were judged; recovery leaves it.
+	ReasonRefused = "refused"
 )
 
 // refusedWait is how long a worker waits, while the LLM provider refuses
@@ -396,6 +400,10 @@ func (s *Service) save(ctx context.Context, m Match, what string, fn func(contex
 		if err == nil || ctx.Err() != nil {
 			break
 		}
+		if s.aboutData(err) {
+			s.refusedMatch(ctx, m, what, err)
+			return err
+		}
 		s.log.Warn(what+": database refused; retrying", "match", m.ID, "err", err, "retry_in", d)
 		s.sleep(ctx, d)
 		err = attempt()
@@ -404,6 +412,34 @@ func (s *Service) save(ctx context.Context, m Match, what string, fn func(contex
 		s.giveBack(ctx, m)
 	}
 	return err
+}
+
+// aboutData reports whether a storage error is about what was written
+// (Deps.AboutData), so that writing it again is refused again.
+func (s *Service) aboutData(err error) bool {
+	return s.deps.AboutData != nil && s.deps.AboutData(err)
+}
+
+// refusedMatch ends the turn of a claimed match whose closing statement the
+// database refused for what it wrote: the match becomes SKIPPED with
+// ReasonRefused and nothing else, which recovery leaves, instead of being
+// given back to be fetched, judged and refused again for ever. Should even
+// that be refused, the claim is left to lapse, so the match comes back
+// once a lease, not at once.
+func (s *Service) refusedMatch(ctx context.Context, m Match, what string, cause error) {
+	rctx, cancel := detached(ctx)
+	defer cancel()
+	_, ok, err := s.transition(rctx, m, Skipped, Change{SkipReason: ReasonRefused, Token: m.ClaimToken})
+	if err != nil {
+		s.log.Error(what+": refused for its data, and so was setting the match aside", "match", m.ID,
+			"err", cause, "aside_err", err)
+		return
+	}
+	if ok {
+		s.m.skipped.WithLabelValues(ReasonRefused).Inc()
+	}
+	s.log.Error(what+": refused for its data; the match is set aside", "match", m.ID, "vacancy", m.VacancyID,
+		"reason", ReasonRefused, "err", cause)
 }
 
 // giveBack makes a claimed match claimable again at once (Matches.ReleaseClaim,
