@@ -118,6 +118,17 @@ func TestSendMessageLimits(t *testing.T) {
 		m := decodeResult[Message](t, send(t, map[string]any{"text": text, "parse_mode": "HTML"}))
 		require.Equal(t, []MessageEntity{{Type: "bold", Offset: 0, Length: 4096}}, m.Entities)
 	})
+	t.Run("at most 100 entities", func(t *testing.T) {
+		bold := func(n int) string { return strings.Repeat("<b>x</b> ", n) }
+		m := decodeResult[Message](t, send(t, map[string]any{"text": bold(100), "parse_mode": "HTML"}))
+		require.Len(t, m.Entities, 100)
+		requireError(t, send(t, map[string]any{"text": bold(101), "parse_mode": "HTML"}), 400,
+			"Bad Request: too many entities: 101; Telegram keeps the first 100 and drops the rest silently (tgfake)")
+		// Entities Telegram finds itself (links, commands) are not the
+		// sender's and do not count.
+		m = decodeResult[Message](t, send(t, map[string]any{"text": bold(100) + strings.Repeat("/start ", 20), "parse_mode": "HTML"}))
+		require.Len(t, m.Entities, 120)
+	})
 	t.Run("empty text", func(t *testing.T) {
 		requireError(t, send(t, map[string]any{"text": ""}), 400, "Bad Request: message text is empty")
 		requireError(t, send(t, map[string]any{}), 400, "Bad Request: message text is empty")

@@ -34,6 +34,9 @@ const (
 	DescConflict           = "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"
 	DescTooLarge           = "Request Entity Too Large"
 	DescFileEmpty          = "Bad Request: file must be non-empty"
+	// DescTooManyEntities is the fake's own: Telegram takes a text with
+	// more than 100 entities and drops the rest without a word.
+	DescTooManyEntities = "Bad Request: too many entities: %d; Telegram keeps the first 100 and drops the rest silently (tgfake)"
 )
 
 func badRequest(format string, args ...any) *APIError {

@@ -18,6 +18,10 @@ const (
 	maxRawTextBytes = 1 << 15 // the Bot API rejects longer raw parameters before parsing
 	maxCallbackData = 64      // bytes
 	maxAnswerText   = 200
+	// maxEntities is the most formatting entities Telegram keeps in one
+	// text: it accepts more and silently drops those past the 100th, so a
+	// link or a code span late in a long list is shown as plain text.
+	maxEntities = 100
 )
 
 // formattedText is text after entity parsing, as Telegram stores it.
@@ -143,6 +147,11 @@ func (s *Server) formatText(text, parseMode, entitiesJSON string, allowEmpty boo
 			return formattedText{}, nil
 		}
 		return formattedText{}, badRequest("Text must be non-empty")
+	}
+	if n := len(out.Entities); n > maxEntities {
+		// Refused rather than cut as Telegram cuts it, like an unescaped
+		// '&': the reader would lose formatting and links without a word.
+		return formattedText{}, errDesc(400, fmt.Sprintf(DescTooManyEntities, n))
 	}
 	out.Entities = mergeEntities(out.Entities, detectEntities(out.Text))
 	return out, nil
