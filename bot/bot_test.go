@@ -328,6 +328,13 @@ func TestEscapingSplittingAndButtons(t *testing.T) {
 		b.Handle(bot.Command{Name: "long", Desc: "cmd.help", Handle: func(r *bot.Request) error {
 			return r.Reply(strings.Repeat(strings.Repeat("я", 99)+"\n", 100), nil)
 		}})
+		b.Handle(bot.Command{Name: "links", Desc: "cmd.help", Handle: func(r *bot.Request) error {
+			var lines []string
+			for i := range 150 {
+				lines = append(lines, fmt.Sprintf(`<a href="https://t.me/%d">%d</a>`, i, i+1))
+			}
+			return r.Reply(strings.Join(lines, "\n"), nil)
+		}})
 		b.HandleButton(echoAction, func(r *bot.Request, cb bot.Callback) error {
 			if cb.IDs[0] != r.User.ID {
 				return r.Forbidden()
@@ -366,6 +373,18 @@ func TestEscapingSplittingAndButtons(t *testing.T) {
 		letters += strings.Count(m.Text, "я")
 	}
 	require.Equal(t, 9900, letters, "10 000 characters arrive whole, in three messages")
+
+	// 150 links fit one message's length but not Telegram's 100 entities,
+	// past which it would show them as plain text.
+	sent = ann.SendText(ann.ID(), "/links")
+	tb.srv.WaitFor(t, 5*time.Second, func() bool {
+		return len(botMessagesAfter(tb.srv.Messages(ann.ID()), sent.MessageID)) == 2
+	})
+	var links int
+	for _, m := range botMessagesAfter(tb.srv.Messages(ann.ID()), sent.MessageID) {
+		links += len(m.Entities)
+	}
+	require.Equal(t, 150, links, "every link arrives a link, in two messages")
 }
 
 func botMessagesAfter(ms []tgfake.BotMessage, id int) []tgfake.BotMessage {

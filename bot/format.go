@@ -15,6 +15,12 @@ import (
 // too.
 const MaxMessageLen = 4096
 
+// MaxMessageEntities is the most formatting entities Telegram keeps in a
+// message: it takes more and drops those past the 100th without a word, so
+// a long list's last links would read as plain text. Each opening tag is
+// at most one entity.
+const MaxMessageEntities = 100
+
 // Escape makes a user-, LLM- or HH-originated string safe inside Telegram HTML.
 func Escape(s string) string { return html.EscapeString(s) }
 
@@ -44,12 +50,14 @@ func utf16Len(s string) int { return internalclip.UTF16Len(s) }
 // Every part is well-formed on its own: the elements open where a part ends
 // are closed there, innermost first, and reopened with their original
 // opening tags (attributes included) at the start of the next part; these
-// tags count toward the limit. Newlines at the end of a part are dropped,
-// and so are parts without visible text, which Telegram refuses.
+// tags count toward the limit. A part also holds at most
+// MaxMessageEntities opening tags, the reopened ones among them. Newlines
+// at the end of a part are dropped, and so are parts without visible text,
+// which Telegram refuses.
 //
-// Reopened tags may take at most half a part, so that text deep inside
-// nested elements still fills parts instead of trickling out a few
-// characters a message: elements are reopened outermost first, and one
+// Reopened tags may take at most half a part, and half its entities, so
+// that text deep inside nested elements still fills parts instead of
+// trickling out a few characters a message: elements are reopened outermost first, and one
 // whose tags do not fit in what is left stays closed in that part (its
 // text there loses that formatting). An opening
 // tag that does not fit in a part holding only the reopened tags is left
@@ -226,6 +234,7 @@ type splitter struct {
 	prefix  string // the reopened opening tags the current part starts with
 	body    strings.Builder
 	used    int  // UTF-16 units of prefix and body
+	tags    int  // opening tags in prefix and body (MaxMessageEntities)
 	closing int  // UTF-16 units of the closing tags the part would end with
 	written bool // body is not empty
 	visible bool // body has a character that is not white space
@@ -233,14 +242,19 @@ type splitter struct {
 
 // walk simulates adding toks to the current part, reporting after each
 // token i the units of the part so far without (used) and with (total) the
-// closing tags it would then need; visit returns false to stop.
+// closing tags it would then need; visit returns false to stop. It stops
+// by itself before an opening tag the part has no entity left for, as it
+// would stop at a unit past the limit.
 func (s *splitter) walk(toks []token, visit func(i, used, total int) bool) {
-	used, closing := s.used, s.closing
+	used, closing, tags := s.used, s.closing, s.tags
 	depth := len(s.stack) // elements of s.stack not closed by toks so far
 	var opened []int      // closing-tag units of the elements toks opened
 	for i, t := range toks {
 		switch t.kind {
 		case tokOpen:
+			if tags++; tags > MaxMessageEntities {
+				return
+			}
 			c := utf16Len(t.close)
 			opened = append(opened, c)
 			closing += c
@@ -336,7 +350,7 @@ func (s *splitter) overflow(t token) int {
 		for i := range s.stack {
 			s.stack[i].shown = false
 		}
-		s.prefix, s.used, s.closing = "", 0, 0
+		s.prefix, s.used, s.closing, s.tags = "", 0, 0, 0
 		return 0
 	}
 	s.add([]token{t})
@@ -350,6 +364,7 @@ func (s *splitter) add(toks []token) {
 			e := elem{open: t.text, close: t.close, units: t.units + utf16Len(t.close), shown: true}
 			s.stack = append(s.stack, e)
 			s.closing += utf16Len(e.close)
+			s.tags++
 		case tokClose:
 			if n := len(s.stack); n > 0 {
 				e := s.stack[n-1]
@@ -389,14 +404,15 @@ func (s *splitter) flush() {
 
 	var prefix strings.Builder
 	budget := s.limit / 2
-	s.closing = 0
+	s.closing, s.tags = 0, 0
 	for i := range s.stack {
 		e := &s.stack[i]
-		e.shown = e.units <= budget
+		e.shown = e.units <= budget && s.tags < MaxMessageEntities/2
 		if e.shown {
 			budget -= e.units
 			prefix.WriteString(e.open)
 			s.closing += utf16Len(e.close)
+			s.tags++
 		}
 	}
 	s.prefix = prefix.String()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -230,6 +231,34 @@ func splitPlain(text string, limit int) []string {
 	return out
 }
 
+// openingTag finds the opening tags of Telegram HTML, one entity each at
+// most.
+var openingTag = regexp.MustCompile(`<[a-zA-Z]`)
+
+// Telegram keeps 100 entities of a message and drops the rest silently
+// (the fake refuses such a text): a list of short formatted lines, well
+// within the length of one message, goes as two, every entity kept.
+func TestSplitKeepsEntitiesUnderTelegramsLimit(t *testing.T) {
+	var lines []string
+	for i := range 150 {
+		lines = append(lines, fmt.Sprintf(`<a href="t.me/%d">%d</a>`, i, i+1))
+	}
+	list := strings.Join(lines, "\n")
+	require.Less(t, utf16Len(list), MaxMessageLen)
+	parts := checkSplit(t, list, MaxMessageLen)
+	require.Len(t, parts, 2)
+	require.Equal(t, 150, strings.Count(strings.Join(parts, ""), "<a href"))
+
+	// One line, and inside an element each part reopens.
+	line := "<i>" + strings.Repeat("<b>x</b> ", 250) + "</i>"
+	parts = checkSplit(t, line, MaxMessageLen)
+	require.Len(t, parts, 3)
+	require.Equal(t, 250, strings.Count(strings.Join(parts, ""), "<b>"))
+	for _, p := range parts {
+		require.True(t, strings.HasPrefix(p, "<i>"), p)
+	}
+}
+
 // TestSplitProperties splits random Telegram HTML at random small limits,
 // so that cuts fall inside elements, entities and emoji all the time; see
 // checkSplit for what it asserts.
@@ -413,6 +442,9 @@ func checkSplitStats(t testing.TB, text string, limit int) (parts []string, exac
 		}
 		if got[i], err = parseTG(p); err != nil {
 			fail("part %d is not well-formed: %v: %q", i, err, p)
+		}
+		if n := len(openingTag.FindAllStringIndex(p, -1)); n > MaxMessageEntities {
+			fail("part %d has %d opening tags", i, n)
 		}
 		if strings.TrimSpace(string(got[i].runes)) == "" {
 			fail("part %d has no visible text: %q", i, p)
