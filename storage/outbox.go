@@ -402,6 +402,18 @@ func (s *Outbox) Claim(ctx context.Context, claimer string, n int, lease time.Du
 // merged message: Telegram's 4096.
 const mergeLimit = 4096
 
+// mergeEntities is the most opening tags a merged message holds: Telegram
+// keeps 100 formatting entities of a message and shows the rest as plain
+// text without a word (bot.MaxMessageEntities).
+const mergeEntities = 100
+
+// openingTags counts the entities an HTML text asks for: in text the bot
+// rendered every '<' of the text itself is escaped, so each raw one is a
+// tag, and each tag that is not a closing one opens an entity.
+func openingTags(html string) int {
+	return strings.Count(html, "<") - strings.Count(html, "</")
+}
+
 // claimFollowers adds to a claimed merging head the merging rows right
 // behind it in its lane that fit one message with it, claimed under the
 // head's token so they are settled with it; each keeps its own line. The
@@ -417,7 +429,7 @@ ORDER BY id LIMIT 200`, head.ChatID, head.Lane, head.ID)
 	}
 	var ids []int64
 	var texts []string
-	size := utf16Len(head.Text)
+	size, tags := utf16Len(head.Text), openingTags(head.Text)
 	stop := false
 	var id int64
 	var merge bool
@@ -425,11 +437,12 @@ ORDER BY id LIMIT 200`, head.ChatID, head.Lane, head.ID)
 	_, err = pgx.ForEachRow(rows, []any{&id, &merge, &text}, func() error {
 		// Only an unbroken run behind the head joins it, and only while
 		// it fits: the lines keep their order.
-		if stop || !merge || size+1+utf16Len(text) > mergeLimit {
+		if stop || !merge || size+1+utf16Len(text) > mergeLimit || tags+openingTags(text) > mergeEntities {
 			stop = true
 			return nil
 		}
 		size += 1 + utf16Len(text)
+		tags += openingTags(text)
 		ids = append(ids, id)
 		texts = append(texts, text)
 		return nil

@@ -349,6 +349,30 @@ func TestOutboxMerge(t *testing.T) {
 	require.Equal(t, long+"\n5", head.Text)
 }
 
+// Merged lines stop at Telegram's 100 entities as at its 4096 characters:
+// past them Telegram would show the rest of the message as plain text.
+func TestOutboxMergeKeepsToTelegramsEntities(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	st, ctx := f.st, f.ctx
+	var lines []domain.Message
+	for i := range 60 {
+		// Two entities a line (an escaped "<" in between is no tag).
+		text := fmt.Sprintf("<b>#%d</b> 1 &lt; 2 <i>done</i>", i)
+		lines = append(lines, domain.Message{ChatID: -100, Kind: domain.KindLiveLog, Text: text, Lane: "live_log", Merge: true})
+	}
+	require.NoError(t, st.Outbox().Enqueue(ctx, lines...))
+	head := claimOne(t, st.Outbox())
+	require.Equal(t, 50, head.Merged, "50 lines: 100 entities")
+	require.Equal(t, 100, strings.Count(head.Text, "<b>")+strings.Count(head.Text, "<i>"))
+	ok, err := st.Outbox().Delivered(ctx, head, 77)
+	require.NoError(t, err)
+	require.True(t, ok)
+	head = claimOne(t, st.Outbox())
+	require.Equal(t, 10, head.Merged, "the other ten lines")
+	require.True(t, strings.HasPrefix(head.Text, "<b>#50</b>"), head.Text)
+}
+
 // A notice is told once however many replicas notice it, and so is its
 // end; each start is a generation, and an end names the one it ends.
 func TestNoticeOnce(t *testing.T) {
