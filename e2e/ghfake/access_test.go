@@ -71,6 +71,30 @@ func TestRepositoryAccess(t *testing.T) {
 	requireError(t, r, http.StatusNotFound, ghfake.MsgNotFound)
 }
 
+func TestArchivedRepository(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.call(t, http.MethodPost, "/repos/"+repoName+"/issues", botToken, map[string]any{"title": "before"})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+
+	b.srv.SetArchived(repoName, true)
+	// Reads go on; every write is refused, the token's write grant
+	// notwithstanding.
+	r = b.call(t, http.MethodGet, "/repos/"+repoName+"/issues", botToken)
+	require.Equal(t, http.StatusOK, r.status)
+	r = b.call(t, http.MethodPost, "/repos/"+repoName+"/issues", botToken, map[string]any{"title": "x"})
+	requireError(t, r, http.StatusForbidden, ghfake.MsgArchived)
+	r = b.call(t, http.MethodPost, "/repos/"+repoName+"/labels", botToken, map[string]any{"name": "x"})
+	requireError(t, r, http.StatusForbidden, ghfake.MsgArchived)
+	r = b.call(t, http.MethodPatch, "/repos/"+repoName+"/issues/1", botToken, map[string]any{"state": "closed"})
+	requireError(t, r, http.StatusForbidden, ghfake.MsgArchived)
+	require.Len(t, b.srv.Issues(repoName), 1)
+
+	b.srv.SetArchived(repoName, false)
+	r = b.call(t, http.MethodPost, "/repos/"+repoName+"/issues", botToken, map[string]any{"title": "after"})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+}
+
 func TestGatewayRefusals(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

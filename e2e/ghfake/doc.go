@@ -62,7 +62,9 @@
 // observed messages). Issues disabled on the repository (IssuesDisabled,
 // SetIssuesEnabled) answer 410 "Issues are disabled for this repo"; an
 // issue deleted on GitHub's side (DeleteIssue) answers 410 "This issue was
-// deleted". An assignee who is neither the owner nor a collaborator
+// deleted". An archived repository (Archived, SetArchived) answers every
+// write with 403 "Repository was archived so is read-only.", reads as
+// before. An assignee who is neither the owner nor a collaborator
 // (AddCollaborator, or the user of a token with a write grant) gives 422
 // Validation Failed with one {"resource":"Issue","field":"assignees",
 // "code":"invalid","value":login} per login. Only users with push access

@@ -16,6 +16,7 @@ const (
 	MsgNotAccessible      = "Resource not accessible by personal access token"
 	MsgIssuesDisabled     = "Issues are disabled for this repo"
 	MsgIssueDeleted       = "This issue was deleted"
+	MsgArchived           = "Repository was archived so is read-only."
 	MsgValidationFailed   = "Validation Failed"
 	MsgProblemsParsing    = "Problems parsing JSON"
 	MsgBodyNotObject      = "Body should be a JSON object"

@@ -139,6 +139,11 @@ func (s *Server) write(q request, owner, name, doc string, h func(request, objec
 	if apiErr != nil {
 		return errAnswer(apiErr)
 	}
+	if r.archived {
+		// A 403 like a token's refusal, though the token is fine: a
+		// client must tell the two apart by the message.
+		return errAnswer(newError(http.StatusForbidden, MsgArchived, doc))
+	}
 	return h(q, in, r)
 }
 

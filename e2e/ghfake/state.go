@@ -33,11 +33,17 @@ func Public() RepoOption { return func(r *repo) { r.public = true } }
 // listing them answers 410 Gone.
 func IssuesDisabled() RepoOption { return func(r *repo) { r.issuesOff = true } }
 
+// Archived makes the repository archived: read-only, so every write
+// (an issue, a label, an edit) answers GitHub's 403 "Repository was
+// archived so is read-only." while reads go on as before.
+func Archived() RepoOption { return func(r *repo) { r.archived = true } }
+
 type repo struct {
 	id          int64
 	owner, name string
 	public      bool
 	issuesOff   bool
+	archived    bool
 	collabs     map[string]bool // lower-case logins with push access
 	labels      []*label
 	issues      []*issue // by number - 1
@@ -167,6 +173,14 @@ func (s *Server) SetIssuesEnabled(fullName string, on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mustRepoLocked(fullName).issuesOff = !on
+	s.hub.NotifyLocked()
+}
+
+// SetArchived archives a repository or brings it back (see Archived).
+func (s *Server) SetArchived(fullName string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mustRepoLocked(fullName).archived = on
 	s.hub.NotifyLocked()
 }
 
