@@ -35,6 +35,8 @@ type world struct {
 	maxWait time.Duration
 	// tracker wraps the GitHub client where a test makes it fail.
 	tracker func(tasks.Tracker) tasks.Tracker
+	// refused, when set, sees what the admins are told of a refusal.
+	refused func(d tasks.Destination, gone bool, why string)
 }
 
 func newWorld(t *testing.T, opts ...ghfake.Option) *world {
@@ -48,7 +50,11 @@ func newWorld(t *testing.T, opts ...ghfake.Option) *world {
 
 // approve saves n proposals from the team's messages in a completed run
 // and approves them all: n pushes queued.
-func (w *world) approve(n int) {
+func (w *world) approve(n int) { w.approveIn(n, team) }
+
+// approveIn is approve with the proposals from chats' messages in turn,
+// so that their pushes go to each chat's destination.
+func (w *world) approveIn(n int, chats ...int64) {
 	w.t.Helper()
 	runs := w.store.Runs()
 	r, _, err := runs.Create(w.ctx, analysis.Run{CreatedBy: 7, From: time.Now().Add(-time.Hour), To: time.Now(),
@@ -60,10 +66,11 @@ func (w *world) approve(n int) {
 	ps := make([]analysis.Proposal, n)
 	for i := range ps {
 		id := int64(1000*r.ID) + int64(i)
-		require.NoError(w.t, w.store.GroupChats().SaveMessage(w.ctx, analysis.GroupMessage{ChatID: team, MessageID: id, AuthorID: 5,
+		chat := chats[i%len(chats)]
+		require.NoError(w.t, w.store.GroupChats().SaveMessage(w.ctx, analysis.GroupMessage{ChatID: chat, MessageID: id, AuthorID: 5,
 			Author: "Ann", Text: fmt.Sprintf("please do thing %d", id), Date: time.Now()}))
 		ps[i] = analysis.Proposal{Title: fmt.Sprintf("thing %d", id), Description: "from the chat", Priority: "high",
-			Sources: []analysis.Ref{{ChatID: team, MessageID: id}}}
+			Sources: []analysis.Ref{{ChatID: chat, MessageID: id}}}
 	}
 	_, _, err = runs.SaveProposalBatch(w.ctx, r.ID, 1, n, ps, nil)
 	require.NoError(w.t, err)
@@ -94,7 +101,7 @@ func (w *world) service(store interface {
 	}
 	return tasks.NewService(tasks.Config{Lease: lease, Claimer: "test", Content: w.content, MaxWait: w.maxWait}, store,
 		map[string]tasks.Tracker{tasks.KindGitHub: tr},
-		notices{w}, render{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		notices{w}, render{w}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
 // pushed counts the pushes recorded as filed.
@@ -137,11 +144,16 @@ type notices struct{ w *world }
 func (n notices) Once(context.Context, string, []domain.Message) error { n.w.told.Add(1); return nil }
 func (notices) End(context.Context, string, []domain.Message) error    { return nil }
 
-type render struct{}
+type render struct{ w *world }
 
-func (render) TrackerRefused(tasks.Destination, bool, string) []domain.Message { return nil }
-func (render) TrackerBack(tasks.Destination) []domain.Message                  { return nil }
-func (render) AssigneeDropped(tasks.Push, tasks.Filed) []domain.Message        { return nil }
+func (r render) TrackerRefused(d tasks.Destination, gone bool, why string) []domain.Message {
+	if r.w.refused != nil {
+		r.w.refused(d, gone, why)
+	}
+	return nil
+}
+func (render) TrackerBack(tasks.Destination) []domain.Message           { return nil }
+func (render) AssigneeDropped(tasks.Push, tasks.Filed) []domain.Message { return nil }
 func (render) TaskClosed(t tasks.Tracked) []domain.Message {
 	return []domain.Message{{ChatID: -5001, Kind: domain.KindNote, Text: fmt.Sprintf("closed #%d", t.Number)}}
 }
@@ -349,6 +361,29 @@ func (badBytes) File(context.Context, string, tasks.Task) (tasks.Filed, error) {
 
 // A failure whose text the database refuses still defers the push, its
 // reason stored cleaned, rather than failing the deferral at every claim.
+// One group's repository is archived: GitHub refuses its writes with a
+// 403 that is neither a limit nor our token. Only that destination waits,
+// the admins are told it is gone (not that our credentials are refused),
+// and the other group's tasks are filed meanwhile.
+func TestAnArchivedRepositoryHoldsOnlyItsOwnPushes(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	const other = int64(-1009876543210)
+	w.gh.AddRepo("acme/old", ghfake.Archived())
+	w.gh.AddToken("ghp_test", "switchboard-bot", ghfake.Write("acme/app"), ghfake.Write("acme/old"))
+	require.NoError(t, w.store.Tasks().SetDestination(w.ctx, tasks.Destination{ChatID: other, Kind: tasks.KindGitHub, Target: "acme/old"}, 7))
+	w.approveIn(3, team, other) // two for acme/app, one for acme/old
+	var refusals []bool
+	w.refused = func(_ tasks.Destination, gone bool, _ string) { refusals = append(refusals, gone) }
+	s := w.service(w.store.Tasks(), time.Minute)
+	w.until(s, 2) // before the fix, the archived 403 held every GitHub push for Config.Refused
+	require.Empty(t, w.gh.Issues("acme/old"))
+	require.Equal(t, []bool{true}, refusals, "the admins are told the destination is gone, once")
+	var scope string
+	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT scope FROM task_pauses`).Scan(&scope))
+	require.Equal(t, "github:acme/old", scope)
+}
+
 func TestAFailureWithUnstorableTextIsDeferred(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)

@@ -250,6 +250,9 @@ func pathOnly(p string) string {
 var (
 	secondaryMsg = regexp.MustCompile(`(?i)secondary rate limit|abuse detection`)
 	primaryMsg   = regexp.MustCompile(`(?i)api rate limit exceeded`)
+	// archivedMsg is GitHub's 403 to a write in an archived repository:
+	// "Repository was archived so is read-only."
+	archivedMsg = regexp.MustCompile(`(?i)\barchived\b`)
 )
 
 // classify maps a refusal to what the worker acts on, nil for transient,
@@ -292,6 +295,12 @@ func (c *Client) classify(status int, h http.Header, msg string) error {
 		rl = &tasks.RateLimited{Until: reset}
 	case status == http.StatusTooManyRequests:
 		rl = &tasks.RateLimited{Until: now.Add(tracker.DefaultRetryAfter), Secondary: true}
+	case archivedMsg.MatchString(msg):
+		// Our token is fine, this one repository takes no writes: as
+		// ErrAccess it would hold every destination's pushes and send the
+		// admins to check the token; as gone only its own wait, and they
+		// are told to pick another destination or unarchive it.
+		return fmt.Errorf("repository archived, read-only: %w", tasks.ErrGone)
 	default:
 		return tasks.ErrAccess
 	}

@@ -294,6 +294,10 @@ func TestRefusals(t *testing.T) {
 		{"revoked token", func(b *testBundle) string { b.srv.RevokeToken(token); return token }, tasks.ErrAccess, 401, "Bad credentials"},
 		{"repository deleted", func(b *testBundle) string { b.srv.DeleteRepo(repoName); return token }, tasks.ErrGone, 404, "not found"},
 		{"issues disabled", func(b *testBundle) string { b.srv.SetIssuesEnabled(repoName, false); return token }, tasks.ErrGone, 410, "Issues are disabled"},
+		// A 403 that is neither a limit nor our token: the destination
+		// alone refuses writes, so it is gone (its pushes wait for a new
+		// one), not a credential every destination shares.
+		{"repository archived", func(b *testBundle) string { b.srv.SetArchived(repoName, true); return token }, tasks.ErrGone, 403, "archived"},
 		{"read-only token", func(b *testBundle) string {
 			b.srv.AddToken("github_pat_reader", "reader", ghfake.Read(repoName))
 			return "github_pat_reader"

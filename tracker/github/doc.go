@@ -65,9 +65,9 @@
 //   - 401 (a token revoked, expired or wrong) and a 403 that is no limit
 //     (“Resource not accessible by personal access token”: the token
 //     lacks issues:write there): tasks.ErrAccess.
-//   - 404 (the repository does not exist or the token cannot see it) and
-//     410 (its issues are disabled): tasks.ErrGone; the message says
-//     which. A target that is not "owner/repo" is ErrGone too, without a
+//   - 404 (the repository does not exist or the token cannot see it),
+//     410 (its issues are disabled) and a 403 "Repository was archived so
+//     is read-only.": tasks.ErrGone; the message says which. A target that is not "owner/repo" is ErrGone too, without a
 //     request: it will never be a repository.
 //   - 403 or 429 with X-RateLimit-Remaining 0 or GitHub's primary-limit
 //     message: *tasks.RateLimited until X-RateLimit-Reset.
