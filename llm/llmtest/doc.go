@@ -55,7 +55,10 @@
 // is not served.
 //
 // Faults (HTTP errors, 429 with Retry-After, empty bodies, empty or non-JSON
-// content, hangs) can be attached to a rule, to a rule's next N calls, or to
+// content, hangs, a stream cut short, and the refusals a status alone
+// does not tell apart: OpenAI's 429 insufficient_quota, OpenRouter's 402
+// for credits spent and its 403 for an input its moderation flagged) can
+// be attached to a rule, to a rule's next N calls, or to
 // the server's next N calls. Every chat and embedding request is recorded
 // (see Request) for assertions.
 //

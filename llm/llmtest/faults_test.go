@@ -113,6 +113,55 @@ func TestRateLimitWire(t *testing.T) {
 	}
 }
 
+// The account and moderation refusals have the shapes OpenAI and
+// OpenRouter give them: what the client must tell from a rate limit and
+// from a key refused.
+func TestAccountRefusalsWire(t *testing.T) {
+	post := func(srv *llmtest.Server) (int, http.Header, map[string]any) {
+		resp, err := httpClient(t).Post(srv.OpenAIURL()+"/chat/completions", "application/json",
+			strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"x"}]}`))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var body map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+		return resp.StatusCode, resp.Header, body["error"].(map[string]any)
+	}
+
+	srv := llmtest.Start(t)
+	srv.On().Reply("ok").Fault(llmtest.QuotaExceeded())
+	status, h, e := post(srv)
+	assert.Equal(t, http.StatusTooManyRequests, status)
+	assert.Empty(t, h.Get("Retry-After"), "waiting does not bring a quota back")
+	assert.Equal(t, "insufficient_quota", e["code"])
+	assert.Equal(t, "insufficient_quota", e["type"])
+	assert.Contains(t, e["message"], "You exceeded your current quota")
+
+	srv = llmtest.Start(t)
+	srv.On().Reply("ok").Fault(llmtest.CreditsSpent())
+	status, _, e = post(srv)
+	assert.Equal(t, http.StatusPaymentRequired, status)
+	assert.EqualValues(t, 402, e["code"], "OpenRouter's code is the status, a number")
+	assert.Contains(t, e["message"], "Insufficient credits")
+
+	srv = llmtest.Start(t)
+	srv.On().Reply("ok").Fault(llmtest.Flagged("harassment", "violence"))
+	status, _, e = post(srv)
+	assert.Equal(t, http.StatusForbidden, status)
+	assert.EqualValues(t, 403, e["code"])
+	md := e["metadata"].(map[string]any)
+	assert.Equal(t, []any{"harassment", "violence"}, md["reasons"])
+	assert.Contains(t, md, "flagged_input")
+	assert.Equal(t, []string{"flagged"}, faultsOf(srv.Requests()))
+}
+
+func faultsOf(rs []llmtest.Request) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Fault)
+	}
+	return out
+}
+
 // clientsGiveUp asks through each provider's client with a deadline of
 // timeout, which the server must outlast: the client gives up soon after,
 // and the server's handler returns (why says what is wrong if it does not).

@@ -130,6 +130,11 @@ type openaiErrorDetail struct {
 func openaiFail(w http.ResponseWriter, f Fault, status int, msg string) {
 	d := openaiErrorDetail{Message: msg, Type: "server_error", Code: "server_error"}
 	switch {
+	case f.kind == faultCredits || f.kind == faultFlagged:
+		openrouterFail(w, f, status, msg)
+		return
+	case f.kind == faultQuota:
+		d.Type, d.Code = "insufficient_quota", "insufficient_quota"
 	case f.kind == faultRateLimit:
 		w.Header().Set("Retry-After", f.retryAfterHeader())
 		d.Type, d.Code = "requests", "rate_limit_exceeded"
@@ -145,6 +150,26 @@ func openaiFail(w http.ResponseWriter, f Fault, status int, msg string) {
 		d.Type, d.Code = "invalid_request_error", "invalid_request"
 	}
 	writeJSON(w, status, openaiErrorBody{Error: d})
+}
+
+// openrouterErrorBody is OpenRouter's error document: its code is the
+// HTTP status as a number, and a moderation refusal says why in metadata.
+type openrouterErrorBody struct {
+	Error struct {
+		Code     int            `json:"code"`
+		Message  string         `json:"message"`
+		Metadata map[string]any `json:"metadata,omitempty"`
+	} `json:"error"`
+}
+
+func openrouterFail(w http.ResponseWriter, f Fault, status int, msg string) {
+	var b openrouterErrorBody
+	b.Error.Code, b.Error.Message = status, msg
+	if f.kind == faultFlagged {
+		b.Error.Metadata = map[string]any{"reasons": flaggedReasons(f), "flagged_input": "…",
+			"provider_name": "llmtest", "model_slug": "llmtest"}
+	}
+	writeJSON(w, status, b)
 }
 
 // authorized checks the bearer token when the server has a key; a refused

@@ -114,6 +114,11 @@ const (
 	faultUnauthorized
 	faultNoModel
 	faultSchema
+	// Refusals of the account or of one input that real servers make
+	// with statuses the client also meets for other reasons.
+	faultQuota
+	faultCredits
+	faultFlagged
 )
 
 // Fault is a misbehaviour the server can inject instead of a normal answer.
@@ -167,6 +172,25 @@ func RateLimit(retryAfter time.Duration) Fault {
 	return Fault{kind: faultRateLimit, status: http.StatusTooManyRequests, retryAfter: retryAfter}
 }
 
+// QuotaExceeded answers as OpenAI does when the account's quota or
+// credit is spent: 429 with type and code "insufficient_quota" and no
+// Retry-After, since waiting does not help; only billing does. Ollama has
+// no accounts, and answers it as a plain 429.
+func QuotaExceeded() Fault { return Fault{kind: faultQuota, status: http.StatusTooManyRequests} }
+
+// CreditsSpent answers as OpenRouter does when the account or the key
+// has no credit left: 402 {"error":{"code":402,"message":"Insufficient
+// credits. …"}}.
+func CreditsSpent() Fault { return Fault{kind: faultCredits, status: http.StatusPaymentRequired} }
+
+// Flagged answers as OpenRouter does when the model requires moderation
+// and this request's input was flagged: 403 with the reasons and the
+// flagged input in error.metadata. The status is a 403 like a key
+// refused, but only this input is refused.
+func Flagged(reasons ...string) Fault {
+	return Fault{kind: faultFlagged, status: http.StatusForbidden, message: strings.Join(reasons, "\x00")}
+}
+
 // IsZero reports whether f is "no fault".
 func (f Fault) IsZero() bool { return f.kind == faultNone }
 
@@ -199,6 +223,12 @@ func (f Fault) String() string {
 		return "model_not_found"
 	case faultSchema:
 		return "schema_refused"
+	case faultQuota:
+		return "insufficient_quota"
+	case faultCredits:
+		return "insufficient_credits"
+	case faultFlagged:
+		return "flagged"
 	}
 	return "unknown"
 }

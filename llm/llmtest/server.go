@@ -542,8 +542,24 @@ func errorFor(f Fault, req *Request) (int, string, bool) {
 		return http.StatusNotFound, fmt.Sprintf("model %q not found, try pulling it first", req.Model), true
 	case faultSchema:
 		return http.StatusBadRequest, "response_format json_schema is not supported", true
+	case faultQuota:
+		return f.status, "You exceeded your current quota, please check your plan and billing details. " +
+			"For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.", true
+	case faultCredits:
+		return f.status, "Insufficient credits. Add more using https://openrouter.ai/credits", true
+	case faultFlagged:
+		return f.status, fmt.Sprintf("%s requires moderation on OpenRouter. Your input was flagged for %q. No credits were charged.",
+			req.Model, strings.Join(flaggedReasons(f), ", ")), true
 	}
 	return 0, "", false
+}
+
+// flaggedReasons are the moderation categories a Flagged fault names.
+func flaggedReasons(f Fault) []string {
+	if f.message == "" {
+		return []string{"harassment"}
+	}
+	return strings.Split(f.message, "\x00")
 }
 
 func (s *Server) nextID(prefix string) string {
