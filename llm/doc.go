@@ -84,8 +84,11 @@
 // A 401, 403 or 404 from the provider (wrong key, model not found) is a
 // *RefusedError matching ErrRefused, whose Reason names the fix
 // (`model "qwen2.5:7b" not found: run "ollama pull qwen2.5:7b"`, `401:
-// check LLM_API_KEY`). It opens the breaker at once, not after
-// consecutive failures; while open, calls fail fast with an error that
+// check LLM_API_KEY`). So is a spent quota or credit (OpenAI's 429
+// insufficient_quota, OpenRouter's 402), which no wait brings back, unlike
+// a rate limit; but not OpenRouter's 403 for an input its moderation
+// flagged, which fails that call only, as another 4xx does. A refusal
+// opens the breaker at once, not after consecutive failures; while open, calls fail fast with an error that
 // matches both ErrBreakerOpen and the same RefusedError; after the open
 // period one probe goes through, and a success closes it. Health reports
 // the state and the reason, Refused (and Port.Refused) whether a refusal

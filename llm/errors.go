@@ -130,6 +130,12 @@ func classify(err error, callCtx context.Context, obs *observation, cl call, pro
 	}
 	status, retryAfter := obs.get()
 	switch {
+	case errors.Is(err, errFlagged):
+		// The request was at fault, like any other 4xx: the key and the
+		// model are fine for every other input.
+		return &callError{outcomeClientError, false, err}
+	case quotaSpent(status, err):
+		return &callError{outcomeRefused, true, refusalFor(provider, status, cl.model, err.Error())}
 	case status == http.StatusTooManyRequests:
 		return &callError{outcomeRateLimited, true, &RateLimitError{RetryAfter: parseRetryAfter(retryAfter), msg: err.Error()}}
 	case status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusNotFound:
@@ -141,6 +147,28 @@ func classify(err error, callCtx context.Context, obs *observation, cl call, pro
 	}
 	// Connection refused/reset, truncated or undecodable bodies.
 	return &callError{outcomeError, true, err}
+}
+
+// errQuotaSpent marks OpenAI's 429 insufficient_quota; errFlagged an
+// input a provider's moderation refused (OpenRouter's 403 with reasons).
+var (
+	errQuotaSpent = errors.New("the account's quota is spent")
+	errFlagged    = errors.New("the provider's moderation flagged the input")
+)
+
+// quotaSpent reports whether a call was refused for the account's quota
+// or credit: OpenRouter's 402, or a 429 that says insufficient_quota
+// (marked by our chat client; langchaingo's, which embeds, keeps only the
+// message). No wait brings it back, unlike a rate limit: only billing.
+func quotaSpent(status int, err error) bool {
+	if status == http.StatusPaymentRequired {
+		return true
+	}
+	if status != http.StatusTooManyRequests {
+		return false
+	}
+	s := err.Error()
+	return errors.Is(err, errQuotaSpent) || strings.Contains(s, "insufficient_quota") || strings.Contains(s, "exceeded your current quota")
 }
 
 // isEmptyResponse recognises "the provider answered with nothing" in its

@@ -149,7 +149,7 @@ func (o *openaiChat) chat(ctx context.Context, r chatRequest) (chatAnswer, error
 	var out openaiResponse
 	decodeErr := json.Unmarshal(raw, &out)
 	if status >= http.StatusBadRequest {
-		return chatAnswer{}, fmt.Errorf("openai HTTP %d: %s", status, serverSaid(openaiErrorText(raw), 300))
+		return chatAnswer{}, openaiStatusError(status, raw)
 	}
 	if decodeErr != nil {
 		return chatAnswer{}, fmt.Errorf("openai answer: %w", decodeErr)
@@ -224,12 +224,40 @@ func (o *openaiChat) stream(ctx context.Context, req openaiRequest, onDelta func
 	case err != nil:
 		return chatAnswer{}, err
 	case status >= http.StatusBadRequest:
-		return chatAnswer{}, fmt.Errorf("openai HTTP %d: %s", status, serverSaid(openaiErrorText(raw), 300))
+		return chatAnswer{}, openaiStatusError(status, raw)
 	case !done && !finished:
 		return chatAnswer{}, fmt.Errorf("openai stream ended before its finish: %w", io.ErrUnexpectedEOF)
 	}
 	a.content, a.reasoning = content.String(), reasoning.String()
 	return a, nil
+}
+
+// openaiStatusError is the error for an answer of status (400 or more)
+// with body raw. It marks what the status alone does not say: a spent
+// quota (OpenAI's 429 insufficient_quota) and an input a moderation
+// flagged (OpenRouter's 403 with the reasons in error.metadata), which
+// classify must not take for a rate limit or a key refused.
+func openaiStatusError(status int, raw []byte) error {
+	said := serverSaid(openaiErrorText(raw), 300)
+	var e struct {
+		Error struct {
+			Type     string `json:"type"`
+			Code     any    `json:"code"`
+			Metadata struct {
+				Reasons      []string `json:"reasons"`
+				FlaggedInput *string  `json:"flagged_input"`
+			} `json:"metadata"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(raw, &e)
+	switch {
+	case status == http.StatusTooManyRequests && (e.Error.Type == "insufficient_quota" || e.Error.Code == "insufficient_quota"):
+		return fmt.Errorf("openai HTTP %d: %w: %s", status, errQuotaSpent, said)
+	case status == http.StatusForbidden && (len(e.Error.Metadata.Reasons) > 0 || e.Error.Metadata.FlaggedInput != nil):
+		return fmt.Errorf("openai HTTP %d: %w (%s): %s", status, errFlagged,
+			serverSaid(strings.Join(e.Error.Metadata.Reasons, ", "), 100), said)
+	}
+	return fmt.Errorf("openai HTTP %d: %s", status, said)
 }
 
 // openaiErrorText is the server's message from an OpenAI error body, or

@@ -13,12 +13,15 @@ import (
 )
 
 // ErrRefused: the provider refused the call in a way no retry fixes (HTTP
-// 401, 403 or 404: a wrong key, a model the server does not have). See
+// 401, 403 or 404: a wrong key, a model the server does not have; a 402
+// or a 429 insufficient_quota: the account's quota or credit spent). See
 // RefusedError.
 var ErrRefused = errors.New("llm: refused by the provider")
 
-// RefusedError is returned when the provider answers 401, 403 or 404. It
-// matches ErrRefused. Such a refusal opens the circuit breaker at once:
+// RefusedError is returned when the provider answers 401, 403 or 404, or
+// says the account's quota or credit is spent (402, 429
+// insufficient_quota). It matches ErrRefused. A 403 for one input a
+// moderation flagged is no refusal: it fails that call only. Such a refusal opens the circuit breaker at once:
 // every further call would be refused the same way until someone acts, so
 // calls fail fast with this same error until the breaker's open period
 // has passed and a probe finds the model (or key) fixed.
@@ -52,6 +55,8 @@ func refusalFor(provider string, status int, model, said string) *RefusedError {
 		e.Reason = "401: check LLM_API_KEY"
 	case status == http.StatusForbidden:
 		e.Reason = fmt.Sprintf("403: the key may not use model %q: check LLM_API_KEY and the key's access", model)
+	case status == http.StatusPaymentRequired || status == http.StatusTooManyRequests:
+		e.Reason = fmt.Sprintf("%d: the quota or credit of LLM_API_KEY's account is spent: check its plan and billing", status)
 	case provider == ProviderOllama && strings.Contains(said, "not found"):
 		e.Reason = fmt.Sprintf("model %q not found: run \"ollama pull %s\"", model, model)
 	case provider == ProviderOllama:

@@ -193,3 +193,77 @@ func TestCheckModelsWrongKey(t *testing.T) {
 	require.ErrorIs(t, err, llm.ErrRefused)
 	assert.Contains(t, err.Error(), "check LLM_API_KEY")
 }
+
+// A spent quota (OpenAI's 429 insufficient_quota) or spent credits
+// (OpenRouter's 402) is no rate limit: no wait brings it back, only
+// billing does. It refuses as a wrong key does, so that work waits for
+// the fix instead of being retried, failed and skipped meanwhile, and the
+// admins read what to fix.
+func TestSpentQuotaRefuses(t *testing.T) {
+	for _, c := range []struct {
+		fault  llmtest.Fault
+		status int
+	}{
+		{llmtest.QuotaExceeded(), 429},
+		{llmtest.CreditsSpent(), 402},
+	} {
+		t.Run(c.fault.String(), func(t *testing.T) {
+			srv := newServer(t)
+			srv.On().Reply("x").Fault(c.fault)
+			cl, _ := newClient(t, srv, llm.ProviderOpenAI, nil, llm.WithBreaker(5, time.Hour))
+			port := llm.Port{Client: cl, Label: "vacancy_relevance"}
+			_, err := cl.Text(context.Background(), llm.Request{Prompt: "p"})
+			require.ErrorIs(t, err, llm.ErrRefused)
+			assert.NotErrorIs(t, err, llm.ErrRateLimited, "a rate limit is retried; a spent quota is not")
+			var re *llm.RefusedError
+			require.ErrorAs(t, err, &re)
+			assert.Equal(t, c.status, re.Status)
+			assert.Contains(t, re.Reason, "billing")
+			assert.Equal(t, llm.BreakerOpen, cl.BreakerState(), "at once, not after five calls")
+			assert.True(t, port.Refused())
+			assert.Contains(t, cl.Health().Reason, "billing")
+			assert.Equal(t, 1, srv.Calls("rule1"), "the calls after fail fast")
+			_, err = cl.Text(context.Background(), llm.Request{Prompt: "p"})
+			require.ErrorIs(t, err, llm.ErrRefused)
+			assert.Equal(t, 1, srv.Calls("rule1"))
+		})
+	}
+}
+
+// The embeddings go through langchaingo's client, whose errors carry the
+// body's message only: a spent quota refuses there too.
+func TestSpentQuotaRefusesEmbeddings(t *testing.T) {
+	srv := newServer(t)
+	srv.On(llmtest.Embed()).Fault(llmtest.QuotaExceeded())
+	cl, _ := newClient(t, srv, llm.ProviderOpenAI, nil, llm.WithBreaker(5, time.Hour))
+	_, err := cl.Embed(context.Background(), []string{"x"})
+	require.ErrorIs(t, err, llm.ErrRefused)
+	assert.NotErrorIs(t, err, llm.ErrRateLimited)
+	assert.Equal(t, llm.BreakerOpen, cl.BreakerState())
+}
+
+// OpenRouter answers 403 when the model requires moderation and this
+// input was flagged: one prompt refused, not the key. It must not open
+// the breaker (every user's calls would fail fast and wait, the admins
+// told to check LLM_API_KEY) nor count against it; other prompts go on.
+func TestFlaggedInputRefusesThatCallOnly(t *testing.T) {
+	srv := newServer(t)
+	srv.On(llmtest.PromptContains("insult")).Named("flagged").Reply("x").Fault(llmtest.Flagged("harassment"))
+	srv.On().Named("fine").Reply(`{"relevant":true,"score":80,"reason":"ok"}`)
+	cl, _ := newClient(t, srv, llm.ProviderOpenAI, nil, llm.WithBreaker(1, time.Hour))
+	port := llm.Port{Client: cl, Label: "vacancy_relevance"}
+	for range 3 {
+		_, err := cl.Text(context.Background(), llm.Request{Prompt: "an insult"})
+		require.Error(t, err)
+		assert.NotErrorIs(t, err, llm.ErrRefused, "the key is fine")
+		assert.NotErrorIs(t, err, llm.ErrBreakerOpen)
+		assert.Contains(t, err.Error(), "flagged")
+		assert.Contains(t, err.Error(), "harassment")
+	}
+	assert.Equal(t, 3, srv.Calls("flagged"))
+	assert.Equal(t, llm.BreakerClosed, cl.BreakerState())
+	assert.False(t, port.Refused())
+	got, err := cl.Text(context.Background(), llm.Request{Prompt: "a vacancy"})
+	require.NoError(t, err)
+	assert.Contains(t, got, "relevant")
+}
