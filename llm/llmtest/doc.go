@@ -42,7 +42,9 @@
 // Beyond the reply, a rule can answer as a model that hit its answer
 // budget (CutAt: the reply cut, done_reason / finish_reason "length") and
 // send reasoning in the field servers split it into (Thinking: Ollama
-// message.thinking, OpenAI-compatible reasoning_content). The record keeps,
+// message.thinking, OpenAI-compatible reasoning_content), or decline as
+// an OpenAI model under structured outputs does (Refusal: content null,
+// message.refusal). The record keeps,
 // per request, what a deployment tunes: MaxTokens (num_predict /
 // max_tokens), Format and Schema (Ollama format, OpenAI response_format),
 // and Ollama's NumCtx, Think and KeepAlive.

@@ -154,6 +154,31 @@ func TestAccountRefusalsWire(t *testing.T) {
 	assert.Equal(t, []string{"flagged"}, faultsOf(srv.Requests()))
 }
 
+// A model that declines under structured outputs: 200, content null,
+// the reason in message.refusal.
+func TestRefusalWire(t *testing.T) {
+	srv := llmtest.Start(t)
+	srv.On().Reply("x").Refusal("I can't help with that.")
+	resp, err := httpClient(t).Post(srv.OpenAIURL()+"/chat/completions", "application/json",
+		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"x"}]}`))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var body struct {
+		Choices []struct {
+			Message      map[string]any `json:"message"`
+			FinishReason string         `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Len(t, body.Choices, 1)
+	m := body.Choices[0].Message
+	assert.Contains(t, m, "content")
+	assert.Nil(t, m["content"])
+	assert.Equal(t, "I can't help with that.", m["refusal"])
+	assert.Equal(t, "stop", body.Choices[0].FinishReason)
+}
+
 func faultsOf(rs []llmtest.Request) []string {
 	var out []string
 	for _, r := range rs {

@@ -38,9 +38,10 @@ type openaiUsage struct {
 }
 
 type openaiMessage struct {
-	Role             string `json:"role"`
-	Content          string `json:"content"`
-	ReasoningContent string `json:"reasoning_content,omitempty"`
+	Role             string  `json:"role"`
+	Content          *string `json:"content"`
+	Refusal          *string `json:"refusal"`
+	ReasoningContent string  `json:"reasoning_content,omitempty"`
 }
 
 type openaiModel struct {
@@ -249,13 +250,17 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request, in openaiCha
 	usage := openaiUsage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 
 	if !req.Stream {
+		msg := openaiMessage{Role: "assistant", Content: &content, ReasoningContent: p.thinking}
+		if p.refusal != "" {
+			msg.Content, msg.Refusal = nil, &p.refusal
+		}
 		writeJSON(w, http.StatusOK, openaiChatResponse{
 			ID:      id,
 			Object:  "chat.completion",
 			Created: created,
 			Model:   req.Model,
 			Choices: []openaiChoice{{
-				Message:      openaiMessage{Role: "assistant", Content: content, ReasoningContent: p.thinking},
+				Message:      msg,
 				FinishReason: p.stopReason(),
 			}},
 			Usage:             usage,

@@ -261,6 +261,7 @@ type Rule struct {
 	cut        int  // with length: answer at most this many bytes of the reply
 	length     bool // report done_reason / finish_reason "length"
 	thinking   string
+	refusal    string
 }
 
 // ruleSnapshot is what one request needs from its rule, taken in one short
@@ -275,6 +276,7 @@ type ruleSnapshot struct {
 	cut        int
 	length     bool
 	thinking   string
+	refusal    string
 }
 
 func (r *Rule) matches(req *Request) bool {
@@ -299,6 +301,7 @@ func (r *Rule) take() ruleSnapshot {
 		cut:        r.cut,
 		length:     r.length,
 		thinking:   r.thinking,
+		refusal:    r.refusal,
 	}
 	if r.faultN > 0 {
 		r.faultN--
@@ -404,6 +407,11 @@ func (r *Rule) FaultNext(n int, f Fault) *Rule {
 // the cut text itself) and done_reason / finish_reason is "length"
 // instead of "stop".
 func (r *Rule) CutAt(n int) *Rule { return r.set(func() { r.cut, r.length = n, true }) }
+
+// Refusal answers as an OpenAI model that declines under structured
+// outputs: message.content null and message.refusal s, finish_reason
+// "stop", HTTP 200. Ollama has no such field; its model answers the reply.
+func (r *Rule) Refusal(s string) *Rule { return r.set(func() { r.refusal = s }) }
 
 // Thinking sends s as the model's reasoning in the field servers split it
 // into: Ollama message.thinking, OpenAI-compatible

@@ -316,6 +316,7 @@ type plan struct {
 	cut        int
 	length     bool
 	thinking   string
+	refusal    string
 }
 
 // stopReason is done_reason / finish_reason for the plan's answer.
@@ -373,7 +374,7 @@ func (s *Server) decide(req *Request) plan {
 		p.latency = time.Duration(s.latency.Load())
 	}
 	p.chunkDelay = snap.chunkDelay
-	p.cut, p.length, p.thinking = snap.cut, snap.length, snap.thinking
+	p.cut, p.length, p.thinking, p.refusal = snap.cut, snap.length, snap.thinking, snap.refusal
 	req.Fault = p.fault.String()
 	req.Time = time.Now()
 	s.record(req)
