@@ -99,6 +99,7 @@ type openaiResponse struct {
 	Choices []struct {
 		Message struct {
 			Content          *string `json:"content"`
+			Refusal          *string `json:"refusal"`
 			ReasoningContent string  `json:"reasoning_content"`
 			Reasoning        string  `json:"reasoning"`
 		} `json:"message"`
@@ -172,6 +173,13 @@ func (o *openaiChat) chat(ctx context.Context, r chatRequest) (chatAnswer, error
 	}
 	if ch.Message.Content != nil {
 		a.content = *ch.Message.Content
+	}
+	if r := ch.Message.Refusal; r != nil && *r != "" && strings.TrimSpace(a.content) == "" {
+		// This answer declined, the backend is well: as an empty answer
+		// it would count against the breaker, and a few such inputs in a
+		// row would open it for everyone.
+		return chatAnswer{}, &callError{outcomeInvalidJSON, false,
+			fmt.Errorf("%w: the model refused to answer: %s", ErrInvalidJSON, serverSaid(*r, 300))}
 	}
 	return a, nil
 }

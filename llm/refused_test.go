@@ -267,3 +267,25 @@ func TestFlaggedInputRefusesThatCallOnly(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, got, "relevant")
 }
+
+// An OpenAI model that declines under structured outputs answers 200 with
+// content null and the reason in message.refusal. That is this answer
+// refused, not a sick backend: it is an invalid answer naming the
+// model's words, which callers retry once or skip, and it does not count
+// against the breaker, so a few such inputs in a row cannot open it for
+// everyone.
+func TestModelRefusalIsAnInvalidAnswer(t *testing.T) {
+	srv := newServer(t)
+	srv.On(llmtest.PromptContains("insult")).Named("declines").Reply("x").Refusal("I'm sorry, I can't help with that.")
+	srv.On().Named("fine").Reply(`{"relevant":true,"score":8,"reason":"ok"}`)
+	cl, _ := newClient(t, srv, llm.ProviderOpenAI, nil, llm.WithBreaker(2, time.Hour))
+	for range 3 {
+		var v verdict
+		err := cl.JSON(context.Background(), llm.Request{Prompt: "an insult"}, &v)
+		require.ErrorIs(t, err, llm.ErrInvalidJSON)
+		assert.Contains(t, err.Error(), "I'm sorry, I can't help with that.")
+	}
+	assert.Equal(t, llm.BreakerClosed, cl.BreakerState())
+	var v verdict
+	require.NoError(t, cl.JSON(context.Background(), llm.Request{Prompt: "a vacancy"}, &v))
+}
