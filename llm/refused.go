@@ -21,8 +21,8 @@ var ErrRefused = errors.New("llm: refused by the provider")
 // RefusedError is returned when the provider answers 401, 403 or 404, or
 // says the account's quota or credit is spent (402, 429
 // insufficient_quota). It matches ErrRefused. A 403 for one input a
-// moderation flagged is no refusal: it fails that call only. Such a refusal opens the circuit breaker at once:
-// every further call would be refused the same way until someone acts, so
+// moderation flagged is no refusal: it fails that call only. A refusal
+// opens the circuit breaker at once: every further call would be refused the same way until someone acts, so
 // calls fail fast with this same error until the breaker's open period
 // has passed and a probe finds the model (or key) fixed.
 type RefusedError struct {
