@@ -107,13 +107,16 @@ func (b *Bot) RegisterAnalysis(a Analysis) {
 	b.Handle(Command{Name: "run_close", Desc: "cmd.run_close", Section: SectionAdminRuns, Role: RoleAdmin, Handle: u.runClose})
 	b.Handle(Command{Name: "runs", Desc: "cmd.runs", Section: SectionAdminRuns, Role: RoleAdmin, Handle: u.runs})
 	b.Handle(Command{Name: "run", Desc: "cmd.run", Section: SectionAdminRuns, Role: RoleAdmin, Handle: u.run})
-	b.HandleButton(actionApprove, u.decide(true))
-	b.HandleButton(actionReject, u.decide(false))
-	b.HandleButton(actionRunsPage, pageTurn(b, u.runsList))
-	b.HandleButton(actionBoard, u.turnPage)
-	b.HandleButton(actionAskAll, u.askAll())
-	b.HandleButton(actionAllYes, u.approveAll())
-	b.HandleButton(actionAllNo, u.cancelAll())
+	// The board and the proposals are in the admin chat; /runs is where
+	// an admin asked for it.
+	admins := InPrivate | InAdminChat
+	b.HandleButtonIn(actionApprove, admins, u.decide(true))
+	b.HandleButtonIn(actionReject, admins, u.decide(false))
+	b.HandleButtonIn(actionRunsPage, admins, pageTurn(b, u.runsList))
+	b.HandleButtonIn(actionBoard, admins, u.turnPage)
+	b.HandleButtonIn(actionAskAll, admins, u.askAll())
+	b.HandleButtonIn(actionAllYes, admins, u.approveAll())
+	b.HandleButtonIn(actionAllNo, admins, u.cancelAll())
 }
 
 // --- group messages ----------------------------------------------------------

@@ -148,7 +148,7 @@ type Bot struct {
 	webhook    *webhookIntake // webhook mode's intake; nil: polling
 	admins     map[int64]bool
 	commands   []Command
-	buttons    map[Action]CallbackHandler
+	buttons    map[Action]button
 	actions    Actions
 	limiter    *rateLimiter
 	started    time.Time
@@ -203,6 +203,13 @@ type Bot struct {
 // presser may act before changing anything.
 type CallbackHandler func(r *Request, cb Callback) error
 
+// button is a callback action's handler and the places of the messages
+// that carry it.
+type button struct {
+	handle CallbackHandler
+	where  Place
+}
+
 // New builds the bot without contacting Telegram (Run does, with retries).
 func New(cfg Config, deps Deps) (*Bot, error) {
 	cfg = cfg.withDefaults()
@@ -235,7 +242,7 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 		cfg:      cfg,
 		deps:     deps,
 		admins:   map[int64]bool{},
-		buttons:  map[Action]CallbackHandler{},
+		buttons:  map[Action]button{},
 		actions:  Actions{},
 		limiter:  newRateLimiter(cfg.RateLimit, cfg.RateBurst, deps.Clock),
 		tg:       deps.Direct.Client(),
@@ -350,10 +357,36 @@ func (b *Bot) Handle(cmd Command) {
 	b.tb.Handle("/"+cmd.Name, b.command(cmd))
 }
 
-// HandleButton routes a callback action to h.
+// HandleButton routes a callback action to h, for presses on messages in
+// the presser's own private chat, where every personal workflow's buttons
+// are sent.
 func (b *Bot) HandleButton(a Action, h CallbackHandler) {
+	b.HandleButtonIn(a, InPrivate, h)
+}
+
+// HandleButtonIn routes a callback action to h for presses on messages in
+// where; a press anywhere else is refused before h runs. Telegram lets any
+// member of a chat send any data on any of the bot's messages there, and a
+// handler answers by editing the pressed message: a personal button
+// forged in a group would overwrite a message that is not the presser's
+// with what is theirs alone, for the group to read.
+func (b *Bot) HandleButtonIn(a Action, where Place, h CallbackHandler) {
 	b.actions.Add(a)
-	b.buttons[a] = h
+	b.buttons[a] = button{handle: h, where: where}
+}
+
+// pressedIn is the Place of the chat of the pressed message: InPrivate only
+// for the presser's own private chat; 0 for any other group than the admin
+// chat, or when Telegram does not say which message it was.
+func (b *Bot) pressedIn(r *Request) Place {
+	msg := r.Callback().Message
+	if msg == nil || msg.Chat == nil {
+		return 0
+	}
+	if msg.Chat.Type == tele.ChatPrivate && msg.Chat.ID != r.User.ID {
+		return 0
+	}
+	return b.placeOf(msg.Chat)
 }
 
 // Run connects to Telegram (retrying until ctx ends), publishes the command

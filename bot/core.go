@@ -278,12 +278,15 @@ func (b *Bot) callback(c tele.Context) error {
 		return b.answerCallback(context.Background(), c, "", false)
 	}
 	cb, err := b.actions.Decode(c.Callback().Data)
-	h, ok := b.buttons[cb.Action]
+	btn, ok := b.buttons[cb.Action]
 	if err != nil || !ok {
 		b.deps.Log.Warn("bad callback data", "user", r.User.ID, "data_len", len(c.Callback().Data))
 		return r.Alert("error.callback_invalid")
 	}
-	return h(r, cb)
+	if b.pressedIn(r)&btn.where == 0 {
+		return r.Forbidden()
+	}
+	return btn.handle(r, cb)
 }
 
 // status answers /status. Its rich form has each section collapsible, the

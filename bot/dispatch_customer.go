@@ -42,7 +42,7 @@ func (u *dispatchUI) registerCustomer() {
 	b.HandleButton(actionCustomerCancel, u.customerAsk)
 	b.HandleButton(actionCustomerCancelYes, u.customerCancel)
 	b.HandleButton(actionCustomerKeep, u.customerKeep)
-	b.HandleButton(actionReissueLink, u.reissue)
+	b.HandleButtonIn(actionReissueLink, InPrivate|InAdminChat, u.reissue)
 	b.HandleButton(actionEnRouteETA, u.enRouteETA)
 	b.HandleButton(actionCustomerRate, u.rate)
 }

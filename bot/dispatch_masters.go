@@ -32,7 +32,7 @@ const rosterSkillsBudget = 60
 func (u *dispatchUI) registerRoster() {
 	u.b.Handle(Command{Name: "masters", Desc: "cmd.masters", Section: SectionAdminOrders, Role: RoleAdmin,
 		Handle: replyRendered(func(r *Request) (string, *tele.ReplyMarkup, error) { return u.roster(r, 0) })})
-	u.b.HandleButton(actionMastersPage, pageTurn(u.b, u.roster))
+	u.b.HandleButtonIn(actionMastersPage, InPrivate|InAdminChat, pageTurn(u.b, u.roster))
 }
 
 // roster is one page of /masters with ◀ ▶ buttons (pageTurn). A page past

@@ -54,8 +54,8 @@ func (b *Bot) RegisterTasks(t Tasks) {
 	b.Handle(Command{Name: "tracker", Desc: "cmd.tracker", Section: SectionAdminRuns, Role: RoleAdmin, Handle: u.tracker})
 	b.Handle(Command{Name: "tasks", Desc: "cmd.tasks", Section: SectionAdminRuns, Role: RoleAdmin, Handle: u.list})
 	b.Handle(Command{Name: "github", Desc: "cmd.github", Listed: u.githubInUse, Handle: u.github})
-	b.HandleButton(actionTaskLink, u.likePress(u.t.Link, "board.linked_toast"))
-	b.HandleButton(actionTaskFile, u.likePress(u.t.FileAnyway, "board.file_toast"))
+	b.HandleButtonIn(actionTaskLink, InPrivate|InAdminChat, u.likePress(u.t.Link, "board.linked_toast"))
+	b.HandleButtonIn(actionTaskFile, InPrivate|InAdminChat, u.likePress(u.t.FileAnyway, "board.file_toast"))
 }
 
 // likePress answers Link to it / File anyway on the board: an admin's
