@@ -44,7 +44,7 @@ type Dispatch interface {
 	Relay(ctx context.Context, senderID, chatID int64, replyTo, messageID int, text string) (dispatch.Order, dispatch.RelayOutcome, error)
 	ShareLocation(ctx context.Context, masterID int64, w dispatch.Where) (dispatch.Order, error)
 	Thread(ctx context.Context, id int64) (dispatch.Order, []dispatch.Relayed, error)
-	Rate(ctx context.Context, orderID int64, stars int, comment string) (dispatch.Rating, error)
+	Rate(ctx context.Context, orderID, customerID int64, stars int, comment string) (dispatch.Rating, error)
 }
 
 var (

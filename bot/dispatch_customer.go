@@ -144,8 +144,13 @@ func (u *dispatchUI) rate(r *Request, cb Callback) error {
 	if !ok {
 		return err
 	}
-	_, err = u.d.Rate(r.Ctx, o.ID, int(cb.IDs[1]), "")
+	_, err = u.d.Rate(r.Ctx, o.ID, r.User.ID, int(cb.IDs[1]), "")
 	switch {
+	case errors.Is(err, dispatch.ErrNotCustomer):
+		// Unlinked between the look above and the rating.
+		return r.Forbidden()
+	case errors.Is(err, domain.ErrNotFound):
+		return r.Alert("error.callback_invalid")
 	case errors.Is(err, dispatch.ErrRated):
 		u.b.editMarkupPressed(r, nil)
 		return r.Alert("customer.rated_already")

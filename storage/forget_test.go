@@ -297,8 +297,8 @@ func TestForgetClearsTheCustomersComments(t *testing.T) {
 	// Bob is the customer of a second order of Max's.
 	f.exec(`INSERT INTO orders (id, created_by, city, district, skill, price, description, state, master_id, assigned_at, done_at, customer_id)
 VALUES (2, $1, 'Kyiv', 'Center', 'plumbing', 500, 'fix the sink', 'DONE', $2, now(), now(), $3)`, forgetAdmin, forgetMax, forgetBob)
-	for id, stars := range map[int64]int{1: 5, 2: 3} {
-		_, ok, err := orders.Rate(f.ctx, id, stars, "", nil)
+	for id, r := range map[int64]struct{ customer, stars int64 }{1: {forgetAnn, 5}, 2: {forgetBob, 3}} {
+		_, ok, err := orders.Rate(f.ctx, id, r.customer, int(r.stars), "", nil)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}

@@ -82,26 +82,48 @@ const recordColumns = `rec.n, COALESCE(rec.avg, 0)::float8`
 
 // Rate records the customer's rating of a finished order, of the master
 // assigned to it; see dispatch.Orders. It is one conditional INSERT: the
-// order's state and master are read in it, and a rating already there, or
-// one another replica is inserting for the same press, makes it insert
-// nothing (the primary key, ON CONFLICT waiting for the other insert's
-// outcome). DONE and CLOSED orders change neither state backwards nor
-// master, so what the statement read of the order still holds at commit.
-func (s *Orders) Rate(ctx context.Context, orderID int64, stars int, comment string, tell domain.Render[dispatch.Changed]) (dispatch.Rating, bool, error) {
+// order's state, master and customer are read in it, and a rating already
+// there, or one another replica is inserting for the same press, makes it
+// insert nothing (the primary key, ON CONFLICT waiting for the other
+// insert's outcome). DONE and CLOSED orders change neither state backwards
+// nor master, so what the statement read of the order still holds at
+// commit; its customer does change (/forget and a reissued link unlink
+// them), so the order's row is read FOR SHARE, as Comment reads it: such
+// an UPDATE waits for this rating, or goes first and leaves the rater no
+// order of theirs to rate.
+func (s *Orders) Rate(ctx context.Context, orderID, customerID int64, stars int, comment string, tell domain.Render[dispatch.Changed]) (dispatch.Rating, bool, error) {
 	return dispatchChange(ctx, s.db, "rate order", orderID, func(tx pgx.Tx) (dispatch.Rating, dispatch.Changed, error) {
 		r, err := scanRating(tx.QueryRow(ctx, `
 INSERT INTO order_ratings (order_id, master_id, stars, comment)
-SELECT o.id, o.master_id, $2, NULLIF($3::text, '')
+(SELECT o.id, o.master_id, $2, NULLIF($3::text, '')
 FROM orders o
-WHERE o.id = $1 AND o.state IN ('DONE', 'CLOSED') AND o.master_id IS NOT NULL
+WHERE o.id = $1 AND o.customer_id = $4 AND o.state IN ('DONE', 'CLOSED') AND o.master_id IS NOT NULL
+FOR SHARE OF o)
 ON CONFLICT (order_id) DO NOTHING
-RETURNING `+ratingColumns, orderID, stars, comment))
+RETURNING `+ratingColumns, orderID, stars, comment, customerID))
 		if err != nil || tell == nil {
 			return r, dispatch.Changed{}, err
 		}
 		o, err := orderByID(ctx, tx, orderID)
 		return r, dispatch.Changed{Order: o, Rating: &r}, err
-	}, func(ctx context.Context) (dispatch.Rating, error) { return s.ratingAsIs(ctx, orderID) }, tell)
+	}, func(ctx context.Context) (dispatch.Rating, error) { return s.rateAsIs(ctx, orderID, customerID) }, tell)
+}
+
+// rateAsIs is what a refused Rate returns: dispatch.ErrNotCustomer when
+// the order is not customerID's (whether or not it is rated: the rating is
+// none of their business), else ratingAsIs.
+func (s *Orders) rateAsIs(ctx context.Context, orderID, customerID int64) (dispatch.Rating, error) {
+	var theirs bool
+	err := s.pool.QueryRow(ctx, `SELECT customer_id IS NOT DISTINCT FROM $2 FROM orders WHERE id = $1`, orderID, customerID).Scan(&theirs)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return dispatch.Rating{}, fmt.Errorf("order %d: %w", orderID, domain.ErrNotFound)
+	case err != nil:
+		return dispatch.Rating{}, fmt.Errorf("rate order %d: %w", orderID, err)
+	case !theirs:
+		return dispatch.Rating{}, fmt.Errorf("order %d: %w", orderID, dispatch.ErrNotCustomer)
+	}
+	return s.ratingAsIs(ctx, orderID)
 }
 
 // Comment gives the rating of order orderID the comment, if customerID is

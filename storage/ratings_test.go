@@ -11,33 +11,39 @@ import (
 	"switchboard/domain/dispatch"
 )
 
+// rater is the customer of the orders done makes.
+const rater int64 = 900
+
 // done creates an order done by masterID (registered in a city of their
-// own if new) and returns it.
+// own if new) for rater and returns it.
 func (f *dfx) done(masterID int64) dispatch.Order {
 	f.t.Helper()
 	o := f.assigned(masterID, 1000)
+	f.exec(`UPDATE orders SET customer_id = $2 WHERE id = $1`, o.ID, rater)
 	o, ok, err := f.st.Orders().Complete(f.ctx, o.ID, 0, 10, time.Hour, nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	return o
 }
 
-// rate rates an order and requires that it was recorded.
+// rate rates an order as rater and requires that it was recorded.
 func (f *dfx) rate(orderID int64, stars int) dispatch.Rating {
 	f.t.Helper()
-	r, ok, err := f.st.Orders().Rate(f.ctx, orderID, stars, "", nil)
+	r, ok, err := f.st.Orders().Rate(f.ctx, orderID, rater, stars, "", nil)
 	require.NoError(f.t, err)
 	require.True(f.t, ok)
 	return r
 }
 
-// A finished order is rated once, of its master; an open one, a second
-// rating or an unknown order records nothing and says why.
+// A finished order is rated once, by its customer, of its master; an open
+// one, a second rating, another user's rating or an unknown order records
+// nothing and says why.
 func TestRateOrderOnce(t *testing.T) {
 	t.Parallel()
 	f := newDispatch(t)
 	o := f.assigned(10, 1000)
-	r, ok, err := f.st.Orders().Rate(f.ctx, o.ID, 5, "great", nil)
+	f.exec(`UPDATE orders SET customer_id = $2 WHERE id = $1`, o.ID, rater)
+	r, ok, err := f.st.Orders().Rate(f.ctx, o.ID, rater, 5, "great", nil)
 	require.NoError(t, err)
 	require.False(t, ok, "an assigned order is not rated")
 	require.Zero(t, r, "and it has no rating")
@@ -47,7 +53,10 @@ func TestRateOrderOnce(t *testing.T) {
 	require.True(t, ok)
 	var seen dispatch.Changed
 	before := f.dbNow()
-	r, ok, err = f.st.Orders().Rate(f.ctx, o.ID, 4, "on time, tidy", recordChange(&seen))
+	_, ok, err = f.st.Orders().Rate(f.ctx, o.ID, rater+1, 5, "not mine", nil)
+	require.ErrorIs(t, err, dispatch.ErrNotCustomer)
+	require.False(t, ok, "nobody but the customer rates")
+	r, ok, err = f.st.Orders().Rate(f.ctx, o.ID, rater, 4, "on time, tidy", recordChange(&seen))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dispatch.Rating{OrderID: o.ID, MasterID: 10, Stars: 4, Comment: "on time, tidy", At: r.At}, r)
@@ -56,12 +65,12 @@ func TestRateOrderOnce(t *testing.T) {
 	require.Equal(t, &r, seen.Rating)
 	require.Contains(t, seen.Masters, int64(10), "and its master, read in the transaction")
 
-	again, ok, err := f.st.Orders().Rate(f.ctx, o.ID, 1, "changed my mind", nil)
+	again, ok, err := f.st.Orders().Rate(f.ctx, o.ID, rater, 1, "changed my mind", nil)
 	require.NoError(t, err)
 	require.False(t, ok, "a second rating records nothing")
 	require.Equal(t, r, again, "and returns the one standing")
 
-	_, _, err = f.st.Orders().Rate(f.ctx, 1<<40, 5, "", nil)
+	_, _, err = f.st.Orders().Rate(f.ctx, 1<<40, rater, 5, "", nil)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
 	// A closed order is rated too; no comment is stored as none.
@@ -105,7 +114,7 @@ func TestRateRacingRecordsOneRating(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, ok, err := f.st.Orders().Rate(f.ctx, o.ID, i+1, "", nil)
+			r, ok, err := f.st.Orders().Rate(f.ctx, o.ID, rater, i+1, "", nil)
 			results[i] = result{r, ok, err}
 		}()
 	}

@@ -81,19 +81,21 @@ func checkComment(comment string) error {
 	return nil
 }
 
-// Rate records the customer's rating of a finished (DONE or CLOSED) order
-// of the master assigned to it, with an optional comment (spaces around it
-// dropped), and writes its line of the live log with it. The caller has
-// checked that the rater is the order's customer. A rating is given once:
+// Rate records the rating by customerID, the order's customer, of a
+// finished (DONE or CLOSED) order of the master assigned to it, with an
+// optional comment (spaces around it dropped), and writes its line of the
+// live log with it. Who rates is checked by the statement that records it,
+// so a customer unlinked since their stars were shown (a reissued link,
+// their /forget) rates nothing: ErrNotCustomer. A rating is given once:
 // ErrRated with the rating as it stands if there is one, ErrOrderState if
 // the order is not finished, domain.ErrNotFound if there is no such order.
-func (s *Service) Rate(ctx context.Context, orderID int64, stars int, comment string) (Rating, error) {
+func (s *Service) Rate(ctx context.Context, orderID, customerID int64, stars int, comment string) (Rating, error) {
 	comment = strings.TrimSpace(comment)
 	if err := CheckRating(stars, comment); err != nil {
 		return Rating{}, err
 	}
 	st := s.newStory()
-	r, ok, err := s.deps.Orders.Rate(ctx, orderID, stars, comment, st.tell(func(c Changed) {
+	r, ok, err := s.deps.Orders.Rate(ctx, orderID, customerID, stars, comment, st.tell(func(c Changed) {
 		o := c.Order
 		m, _ := masterOf(c, o.MasterID)
 		st.event(Event{Kind: EventOrderRated, OrderID: o.ID, MasterID: o.MasterID, Master: known(m), Rating: c.Rating})

@@ -11,14 +11,17 @@ import (
 	"switchboard/domain/dispatch"
 )
 
-// finished is an order master did, elsewhere than the tests' orders, done
-// and ready to be rated.
+// rater is the customer of the orders finished makes.
+const rater int64 = 900
+
+// finished is an order master did for rater, elsewhere than the tests'
+// orders, done and ready to be rated.
 func (w *world) finished(t *testing.T, master int64) int64 {
 	t.Helper()
 	var id int64
 	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `
-INSERT INTO orders (created_by, city, district, skill, price, description, state, master_id, assigned_at, done_at)
-VALUES ($1, 'Elsewhere', 'Far', 'any', 100, 'done before', 'DONE', $2, now(), now()) RETURNING id`, admin, master).Scan(&id))
+INSERT INTO orders (created_by, city, district, skill, price, description, state, master_id, assigned_at, done_at, customer_id)
+VALUES ($1, 'Elsewhere', 'Far', 'any', 100, 'done before', 'DONE', $2, now(), now(), $3) RETURNING id`, admin, master, rater).Scan(&id))
 	return id
 }
 
@@ -28,7 +31,7 @@ func (w *world) rated(t *testing.T, s *dispatch.Service, master int64, stars ...
 	var ids []int64
 	for _, n := range stars {
 		id := w.finished(t, master)
-		_, err := s.Rate(w.ctx, id, n, "")
+		_, err := s.Rate(w.ctx, id, rater, n, "")
 		require.NoError(t, err)
 		ids = append(ids, id)
 	}
@@ -75,7 +78,8 @@ func TestRateFinishedOrderOnce(t *testing.T) {
 	w, s := setup(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})
 	w.master(t, s, 10, "Odesa Port electrician")
 	o := w.create(t, s, "Odesa Port electrician 2000 No light in the hall")
-	_, err := s.Rate(w.ctx, o.ID, 5, "")
+	w.exec(t, `UPDATE orders SET customer_id = $2 WHERE id = $1`, o.ID, rater)
+	_, err := s.Rate(w.ctx, o.ID, rater, 5, "")
 	require.ErrorIs(t, err, dispatch.ErrOrderState, "not done yet")
 	f := w.tg.sentOffers()[0]
 	_, _, err = s.Accept(w.ctx, f.ID, 10)
@@ -84,16 +88,18 @@ func TestRateFinishedOrderOnce(t *testing.T) {
 	require.NoError(t, err)
 
 	var ie *domain.InputError
-	require.ErrorAs(t, func() error { _, err := s.Rate(w.ctx, o.ID, 6, ""); return err }(), &ie)
+	require.ErrorAs(t, func() error { _, err := s.Rate(w.ctx, o.ID, rater, 6, ""); return err }(), &ie)
 	require.Equal(t, "rating.error_stars", ie.Key)
+	_, err = s.Rate(w.ctx, o.ID, rater+1, 5, "")
+	require.ErrorIs(t, err, dispatch.ErrNotCustomer, "nobody but the customer rates")
 
-	r, err := s.Rate(w.ctx, o.ID, 4, "  Quick and clean.  ")
+	r, err := s.Rate(w.ctx, o.ID, rater, 4, "  Quick and clean.  ")
 	require.NoError(t, err)
 	require.Equal(t, dispatch.Rating{OrderID: o.ID, MasterID: 10, Stars: 4, Comment: "Quick and clean.", At: r.At}, r)
-	again, err := s.Rate(w.ctx, o.ID, 1, "")
+	again, err := s.Rate(w.ctx, o.ID, rater, 1, "")
 	require.ErrorIs(t, err, dispatch.ErrRated)
 	require.Equal(t, r, again, "the standing rating, unchanged")
-	_, err = s.Rate(w.ctx, 1<<40, 5, "")
+	_, err = s.Rate(w.ctx, 1<<40, rater, 5, "")
 	require.ErrorIs(t, err, domain.ErrNotFound)
 
 	require.Equal(t, "order_rated:10", w.tg.log(o.ID)[len(w.tg.log(o.ID))-1], "one line in the live log")
@@ -154,7 +160,7 @@ func TestCustomerCommentsOnTheRatingOnce(t *testing.T) {
 	_, outcome, err := s.Relay(w.ctx, 500, 500, 70, 100, "Great work")
 	require.ErrorIs(t, err, dispatch.ErrNotRated, "the stars first")
 	require.Equal(t, dispatch.RelayCommented, outcome)
-	_, err = s.Rate(w.ctx, o.ID, 4, "")
+	_, err = s.Rate(w.ctx, o.ID, 500, 4, "")
 	require.NoError(t, err)
 	require.Nil(t, comment())
 

@@ -370,14 +370,15 @@ type Orders interface {
 
 	// Ratings (ratings.go).
 
-	// Rate records a rating of the order by its customer (the caller
-	// checked who rates) of its assigned master, once, if the order is
-	// DONE or CLOSED: one conditional statement, so replicas handling the
-	// same press record it once. ok false, with the order's rating as it
-	// stands (zero: none, the order is not finished), when it recorded
-	// nothing; domain.ErrNotFound if there is no such order. tell renders
-	// Changed{Order, Rating} in its transaction.
-	Rate(ctx context.Context, orderID int64, stars int, comment string, tell domain.Render[Changed]) (Rating, bool, error)
+	// Rate records a rating of the order by its customer, customerID, of
+	// its assigned master, once, if the order is DONE or CLOSED: one
+	// conditional statement naming the customer, so replicas handling the
+	// same press record it once and a customer unlinked meanwhile records
+	// nothing. ok false, with the order's rating as it stands (zero: none,
+	// the order is not finished), when it recorded nothing; ErrNotCustomer
+	// if the order is not customerID's; domain.ErrNotFound if there is no
+	// such order. tell renders Changed{Order, Rating} in its transaction.
+	Rate(ctx context.Context, orderID, customerID int64, stars int, comment string, tell domain.Render[Changed]) (Rating, bool, error)
 	// Comment gives the rating of the order the comment, if the order is
 	// customerID's and its rating has none yet: one conditional statement,
 	// so the same reply handled twice writes it once. ok false, with the
