@@ -1,8 +1,10 @@
 // Package locales holds the bot's texts in en.toml, ru.toml and uk.toml
-// (embedded) and renders them with go-i18n. Every text is Telegram HTML:
-// template data is HTML-escaped here unless it is marked HTML, so a user's,
-// an LLM's or HH's string can never inject markup. A test fails when a key of
-// en is missing in another language or when a key is used nowhere.
+// (embedded) and renders them with go-i18n. A noun after a count agrees
+// with it through the templates' plural function. Every text is Telegram
+// HTML: template data is HTML-escaped here unless it is marked HTML, so a
+// user's, an LLM's or HH's string can never inject markup. A test fails
+// when a key of en is missing in another language or when a key is used
+// nowhere.
 package locales
 
 import (
@@ -113,7 +115,7 @@ func (c *Catalog) T(lang, key string, data ...Data) string {
 			}
 		}
 	}
-	s, err := loc.Localize(&i18n.LocalizeConfig{MessageID: key, TemplateData: td})
+	s, err := loc.Localize(&i18n.LocalizeConfig{MessageID: key, TemplateData: td, TemplateParser: textParser})
 	if err != nil || s == "" {
 		return key
 	}

@@ -119,3 +119,23 @@ func TestNoUnusedKeys(t *testing.T) {
 		require.Truef(t, literals[k], "key %q is used by no Go code", k)
 	}
 }
+
+func TestPluralTakesNumbersAsWritten(t *testing.T) {
+	for _, tc := range []struct {
+		n    any
+		want string
+	}{
+		{1, "one"}, {int64(21), "one"}, {uint8(3), "few"}, {-2, "few"}, {"1,021", "one"},
+		{"1\u00a0011", "many"}, {"1 002", "few"}, {0, "many"},
+	} {
+		got, err := plural(tc.n, "one", "few", "many")
+		require.NoError(t, err, tc.n)
+		require.Equal(t, tc.want, got, tc.n)
+	}
+	_, err := plural("many", "one", "other")
+	require.Error(t, err)
+	_, err = plural(nil, "one", "other")
+	require.Error(t, err)
+	_, err = plural(1, "one", "few", "many", "other")
+	require.Error(t, err)
+}
