@@ -849,7 +849,7 @@ SELECT 1, $1, $1, $2, 100000000, 'x' FROM generate_series(1, $3)`, place, skill,
 	// The header counts every open order, not only those listed: the two
 	// long ones and the MaxListedOrders added.
 	require.True(t, strings.HasPrefix(list.Text, "Open orders ("+itoa(int64(dispatch.MaxListedOrders+2))+")\n\n#"), list.Text)
-	require.Regexp(t, `\n\n… and \d+ more that do not fit here$`, list.Text)
+	require.Regexp(t, `\n\n… and \d+ more that do(?:es)? not fit here$`, list.Text)
 	require.Contains(t, list.Text, "↳ offered to <Ann><Ann>")
 	require.Contains(t, list.Text, "↳ no open offer (round 1)")
 }

@@ -32,5 +32,5 @@ func TestStatusShowsWorkHeldPastItsLease(t *testing.T) {
 	require.True(t, ok)
 	exec(t, env.st, `UPDATE pipeline_runs SET claimed_until = now() - interval '1 second' WHERE id = $1`, r.ID)
 	require.Contains(t, env.ask(t, env.admin, "/status").Text,
-		"Held past their lease (taken over when the reaper or the next claim gets to them): 1 memory runs, 0 vacancy matches, 0 outgoing messages")
+		"Held past their lease (taken over when the reaper or the next claim gets to them): 1 memory run, 0 vacancy matches, 0 outgoing messages")
 }
