@@ -20,6 +20,21 @@ func (b *bundle) searchState(t *testing.T, searchID int64) (string, []string) {
 	return state, args
 }
 
+// requireSetAside checks that the search was set aside naming args, its
+// user told once, and that neither the fetch nor first news asks HH for it
+// any more.
+func (b *bundle) requireSetAside(t *testing.T, searchID int64, args ...string) {
+	t.Helper()
+	state, got := b.searchState(t, searchID)
+	require.Equal(t, "refused", state)
+	require.Equal(t, args, got)
+	require.Len(t, b.sent.refused(), 1)
+	asked := b.searchCalls()
+	require.NoError(t, b.svc.Fetch(b.ctx))
+	require.NoError(t, b.svc.FirstNews(b.ctx))
+	require.Equal(t, asked, b.searchCalls(), "a search set aside is not fetched")
+}
+
 // searchCalls counts the searches HH was asked.
 func (b *bundle) searchCalls() int {
 	n := 0
@@ -125,14 +140,7 @@ func TestRefusedSearchSavedAgainIsWatchedAgain(t *testing.T) {
 	b.hh.Add(vacancies(2, 200, 2)...)
 	b.refuseNext("area")
 	require.NoError(t, b.svc.Fetch(b.ctx), "set aside and told: not the fetch's failure")
-	state, args := b.searchState(t, s.ID)
-	require.Equal(t, "refused", state)
-	require.Equal(t, []string{"area"}, args)
-	require.Len(t, b.sent.refused(), 1)
-	asked := b.searchCalls()
-	require.NoError(t, b.svc.Fetch(b.ctx))
-	require.NoError(t, b.svc.FirstNews(b.ctx))
-	require.Equal(t, asked, b.searchCalls(), "a search set aside is not fetched")
+	b.requireSetAside(t, s.ID, "area")
 
 	again, added, err := b.svc.AddSearch(b.ctx, 7, s.Params)
 	require.NoError(t, err)
@@ -140,7 +148,7 @@ func TestRefusedSearchSavedAgainIsWatchedAgain(t *testing.T) {
 	run, err = b.svc.Discover(b.ctx, b.group(t, again.Key))
 	require.NoError(t, err)
 	require.Equal(t, 2, run.Queued, "the two published while it was aside")
-	state, args = b.searchState(t, s.ID)
+	state, args := b.searchState(t, s.ID)
 	require.Equal(t, "active", state)
 	require.Empty(t, args)
 	require.Len(t, b.sent.refused(), 1, "nothing more to tell")
@@ -170,12 +178,5 @@ func TestARefusalNamingAParameterWithANULSetsTheSearchAside(t *testing.T) {
 	b, s, _ := setupSearching(t, "golang area=113")
 	b.refuseNext(`are\u0000a`)
 	require.NoError(t, b.svc.Fetch(b.ctx), "set aside and told: not the fetch's failure")
-	state, args := b.searchState(t, s.ID)
-	require.Equal(t, "refused", state)
-	require.Equal(t, []string{"are\uFFFDa"}, args)
-	require.Len(t, b.sent.refused(), 1)
-	asked := b.searchCalls()
-	require.NoError(t, b.svc.Fetch(b.ctx))
-	require.NoError(t, b.svc.FirstNews(b.ctx))
-	require.Equal(t, asked, b.searchCalls(), "a search set aside is not fetched")
+	b.requireSetAside(t, s.ID, "are\uFFFDa")
 }
