@@ -310,7 +310,7 @@ func (u *dispatchUI) order(r *Request) error {
 		// written (format ""), each with its moment on the day it opens.
 		zone := u.b.cfg.Calendar.Zone(o.City)
 		y, m, d := at.In(zone).Date()
-		closes := time.Date(y, m, d, 0, 0, 0, 0, zone).Add(h.Close)
+		closes := dispatch.OnClock(y, m, d, h.Close, zone)
 		if !closes.After(at) { // a window that runs past midnight
 			closes = closes.AddDate(0, 0, 1)
 		}

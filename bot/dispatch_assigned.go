@@ -354,16 +354,15 @@ func (rd *Renderer) visitText(lang string, v dispatch.Visit, city string) string
 	cat := rd.cat
 	zone := rd.rc.Calendar.Zone(city)
 	y, m, d := v.Date.Date()
-	midnight := time.Date(y, m, d, 0, 0, 0, 0, zone)
 	// Written as every other date the bot writes ("27 Nov"), with the
 	// year only when it is not this one.
-	day := locales.DateTag(lang, midnight)
+	day := locales.DateTag(lang, time.Date(y, m, d, 0, 0, 0, 0, zone))
 	if !v.Window() {
 		return cat.T(lang, "order.visit_day", locales.Data{"Date": day})
 	}
 	return cat.T(lang, "order.visit", locales.Data{"Date": day,
-		"From": locales.Stamp(hhmm(v.From), midnight.Add(v.From), "t"),
-		"To":   locales.Stamp(hhmm(v.To), midnight.Add(v.To), "t")})
+		"From": locales.Stamp(hhmm(v.From), dispatch.OnClock(y, m, d, v.From, zone), "t"),
+		"To":   locales.Stamp(hhmm(v.To), dispatch.OnClock(y, m, d, v.To, zone), "t")})
 }
 
 // hhmm is a time of day, "09:30".

@@ -34,9 +34,9 @@ func (h Hours) IsOpen(t time.Time) bool {
 	if h.AlwaysOpen() {
 		return true
 	}
-	local := t.In(h.zone())
-	y, m, d := local.Date()
-	since := local.Sub(time.Date(y, m, d, 0, 0, 0, 0, h.zone()))
+	// The time of day on the city's clocks, not the time since midnight:
+	// the two differ by an hour after a DST change that day.
+	since := sinceMidnight(t.In(h.zone()))
 	if h.Open < h.Close {
 		return since >= h.Open && since < h.Close
 	}
@@ -50,15 +50,29 @@ func (h Hours) NextOpen(t time.Time) time.Time {
 	}
 	local := t.In(h.zone())
 	y, m, d := local.Date()
-	// Today's opening, else tomorrow's; dates are built in the zone, so a
-	// DST change moves the instant, not the local time.
+	// Today's opening, else tomorrow's, on the city's clocks: a DST
+	// change moves the instant, not the local time.
 	for day := 0; day < 3; day++ {
-		at := time.Date(y, m, d+day, 0, 0, 0, 0, h.zone()).Add(h.Open)
+		at := OnClock(y, m, d+day, h.Open, h.zone())
 		if !at.Before(t) {
 			return at
 		}
 	}
 	return t
+}
+
+// OnClock is the moment the clocks of zone show clock (a time of day,
+// 24h the next midnight) on the day y-m-d. Adding clock to midnight
+// instead is an hour off on a day whose clocks change: 10:00 would be
+// 09:00 on a 25-hour day and 11:00 on a 23-hour one.
+func OnClock(y int, m time.Month, d int, clock time.Duration, zone *time.Location) time.Time {
+	return time.Date(y, m, d, int(clock/time.Hour), int(clock%time.Hour/time.Minute), int(clock%time.Minute/time.Second), int(clock%time.Second), zone)
+}
+
+// sinceMidnight is the time of day local's clocks show.
+func sinceMidnight(local time.Time) time.Duration {
+	return time.Duration(local.Hour())*time.Hour + time.Duration(local.Minute())*time.Minute +
+		time.Duration(local.Second())*time.Second + time.Duration(local.Nanosecond())
 }
 
 // Window renders the window as "10:00–20:00".

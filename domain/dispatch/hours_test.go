@@ -47,6 +47,25 @@ func TestHoursOpenAndNextOpen(t *testing.T) {
 	}
 }
 
+// On a day whose clocks change the hours are read on the clocks: Berlin
+// opens at 10:00 on 29 Mar (23 hours) and 25 Oct (25 hours) 2026, not
+// ten hours after midnight.
+func TestHoursOnTheDaysClocksChange(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err)
+	h, err := dispatch.ParseHours("10:00-20:00", berlin)
+	require.NoError(t, err)
+	for _, day := range []int{3*100 + 29, 10*100 + 25} {
+		m, d := time.Month(day/100), day%100
+		at := func(hh, mm int) time.Time { return time.Date(2026, m, d, hh, mm, 0, 0, berlin) }
+		require.False(t, h.IsOpen(at(9, 30)), "%d.%d 09:30", d, m)
+		require.True(t, h.IsOpen(at(10, 0)), "%d.%d 10:00", d, m)
+		require.True(t, h.IsOpen(at(19, 30)), "%d.%d 19:30", d, m)
+		require.False(t, h.IsOpen(at(20, 0)), "%d.%d 20:00", d, m)
+		require.Equal(t, at(10, 0), h.NextOpen(at(7, 0)), "%d.%d", d, m)
+	}
+}
+
 func TestCalendarPerCity(t *testing.T) {
 	c, err := dispatch.ParseCalendar("UTC", "10:00-20:00", "Moscow=Europe/Moscow; Kyiv=Europe/Kyiv 09:00-19:00;\n\"Saint  Petersburg\"=Europe/Moscow")
 	require.NoError(t, err)

@@ -49,5 +49,5 @@ func (s *Service) WindowEnd(o Order) time.Time {
 	}
 	zone := s.cfg.Calendar.Zone(o.City)
 	y, m, d := o.Visit.Date.Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, zone).Add(o.Visit.To)
+	return OnClock(y, m, d, o.Visit.To, zone)
 }

@@ -1,0 +1,95 @@
+package bot_test
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	"switchboard/bot"
+	"switchboard/config"
+	"switchboard/domain/dispatch"
+	"switchboard/e2e/tgfake"
+	"switchboard/storage/storagetest"
+)
+
+// setupDispatchAt is setupDispatch with a dispatch calendar and a clock
+// that reads at when the test starts and runs at real speed from there
+// (CLOCK_START's), the admin chat's zone adminZone.
+func setupDispatchAt(t *testing.T, cal dispatch.Calendar, at time.Time, adminZone *time.Location) dispEnv {
+	t.Helper()
+	real := clockwork.NewRealClock()
+	clock := config.ShiftedClock(real, at.Sub(real.Now()))
+	st := storagetest.New(t)
+	rc := bot.RenderConfig{AdminChatID: adminChat, AdminLang: "en", AdminZone: adminZone, Calendar: cal, Clock: clock}
+	svc, err := dispatch.NewService(dispatch.Config{OfferSLA: 10 * time.Minute, CommissionRate: 10, Calendar: cal}, dispatch.Deps{
+		Orders: st.Orders(), Masters: st.Masters(), Notifier: testRenderer(rc).DispatchNotes(), Log: slog.New(slog.DiscardHandler),
+		Clock: clock,
+	})
+	require.NoError(t, err)
+	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000, RenderConfig: rc},
+		st, bot.Deps{Status: status(t, st), Dispatch: svc, Clock: clock}, nil)
+	for kind, drop := range svc.Module(dispatch.Schedule{}).Drops {
+		tb.sender.OnDrop(kind, drop)
+	}
+	tb.srv.Supergroup(adminChat, "Dispatch log", "")
+	return dispEnv{bundle: tb, st: st, svc: svc, admin: tb.srv.User(adminID, "Boss", "en")}
+}
+
+// stamp is a date_time entity of a message: its words and its moment.
+type stamp struct {
+	Words  string
+	At     time.Time
+	Format string
+}
+
+// stamps are m's date_time entities, in order.
+func stamps(m tgfake.BotMessage) []stamp {
+	text := utf16.Encode([]rune(m.Text))
+	var out []stamp
+	for _, e := range m.Entities {
+		if e.Type != "date_time" {
+			continue
+		}
+		words := string(utf16.Decode(text[e.Offset : e.Offset+e.Length]))
+		out = append(out, stamp{Words: words, At: time.Unix(e.UnixTime, 0), Format: e.DateTimeFormat})
+	}
+	return out
+}
+
+// On the day Berlin's clocks go back (25 Oct 2026, 03:00 → 02:00) the
+// day is 25 hours long: a city open 10:00–20:00 opens at 10:00 on its
+// clocks, and a visit "10-12" is 10:00 on them, not ten hours after
+// midnight (09:00).
+func TestOpeningAndVisitOnTheDayClocksGoBack(t *testing.T) {
+	t.Parallel()
+	cal, err := dispatch.ParseCalendar("Europe/Berlin", "10:00-20:00", "")
+	require.NoError(t, err)
+	berlin := cal.Zone("Berlin")
+	env := setupDispatchAt(t, cal, time.Date(2026, 10, 25, 7, 0, 0, 0, berlin), berlin)
+
+	reply := env.ask(t, env.admin, "/order Berlin Mitte plumbing 3000 Tap drips\nwhen: 25.10 10-12")
+	require.Contains(t, reply.Text, "Masters in Berlin work from 10:00 to 20:00 local time, so it will be offered when they start, 25 Oct, 10:00 (Berlin)", reply.Text)
+	ten := time.Date(2026, 10, 25, 10, 0, 0, 0, berlin)
+	var opens, from bool
+	for _, s := range stamps(reply) {
+		switch {
+		case strings.HasPrefix(s.Words, "25 Oct, 10:00"):
+			opens = true
+			require.Equal(t, ten.Unix(), s.At.Unix(), "the opening's moment is 10:00 on Berlin's clocks")
+		case s.Words == "10:00" && s.Format == "t":
+			from = true
+			require.Equal(t, ten.Unix(), s.At.Unix(), "the visit's start is 10:00 on Berlin's clocks, not %s", s.At.In(berlin))
+		case s.Words == "10:00":
+			require.Equal(t, ten.Unix(), s.At.Unix(), "the hours' opening is 10:00 on Berlin's clocks, not %s", s.At.In(berlin))
+		}
+	}
+	require.True(t, opens && from, "the reply has the opening and the visit: %q", reply.Text)
+	open, at, _ := env.svc.Opening("Berlin")
+	require.False(t, open)
+	require.Equal(t, ten, at.In(berlin))
+}
