@@ -280,7 +280,7 @@ func (u *analysisUI) chats(r *Request) error {
 		}
 		last := locales.HTML(r.T("chats.never"))
 		if !c.LastAt.IsZero() {
-			last = u.b.adminTime(r.Lang, c.LastAt)
+			last = r.Time(c.LastAt)
 		}
 		entry := "\n" + r.T("chats.line", locales.Data{
 			"Title": locales.HTML(title), "Chat": c.ID, "Messages": c.Messages, "Last": last,
@@ -328,7 +328,7 @@ func (u *analysisUI) runNew(r *Request) error {
 		return r.Reply(r.T("run_new.next", locales.Data{"Run": run.ID}), nil)
 	}
 	return r.Reply(r.T("run_new.created", locales.Data{
-		"Run": run.ID, "Filters": locales.HTML(u.b.filtersText(r.Lang, run)),
+		"Run": run.ID, "Filters": locales.HTML(u.b.filtersText(r.Lang, r.Zone, run)),
 	}), nil)
 }
 
@@ -498,7 +498,7 @@ func (u *analysisUI) runsList(r *Request, page int) (string, *tele.ReplyMarkup, 
 	for _, run := range p.items {
 		sb.WriteString("\n" + r.T("runs.line", locales.Data{
 			"Run": run.ID, "State": runStateKeys.name(cat, r.Lang, run.State),
-			"Created": u.b.adminTime(r.Lang, run.CreatedAt), "Window": u.b.windowText(r.Lang, run.Filters.Window),
+			"Created": r.Time(run.CreatedAt), "Window": u.b.windowText(r.Lang, run.Filters.Window),
 			"Total": run.ProposalsTotal, "Approved": run.ProposalsApproved,
 			"Rejected": run.ProposalsRejected, "Pending": run.ProposalsPending,
 		}))
@@ -522,11 +522,12 @@ func (u *analysisUI) run(r *Request) error {
 	if err != nil {
 		return err
 	}
-	return r.Reply(u.b.renderRun(r.Lang, run), nil)
+	return r.Reply(u.b.renderRun(r.Lang, r.Zone, run), nil)
 }
 
-// renderRun is /run: every field of a run.
-func (b *Bot) renderRun(lang string, r analysis.Run) string {
+// renderRun is /run: every field of a run, its times in zone, the
+// reader's.
+func (b *Bot) renderRun(lang string, zone *time.Location, r analysis.Run) string {
 	cat := b.deps.Catalog
 	t := func(key string, data locales.Data) string { return cat.T(lang, key, data) }
 	rag := cat.T(lang, "run.rag_off")
@@ -535,10 +536,10 @@ func (b *Bot) renderRun(lang string, r analysis.Run) string {
 	}
 	lines := []string{
 		t("run.header", locales.Data{"Run": r.ID, "State": runStateKeys.name(cat, lang, r.State)}),
-		t("run.created", locales.Data{"Created": b.adminTime(lang, r.CreatedAt), "Admin": locales.HTML(adminName(domain.User{
+		t("run.created", locales.Data{"Created": locales.TimeTag(lang, r.CreatedAt, zone), "Admin": locales.HTML(adminName(domain.User{
 			ID: r.CreatedBy, FirstName: r.CreatorName, Username: r.CreatorUsername,
 		}))}),
-		t("run.filters", locales.Data{"Filters": locales.HTML(b.filtersText(lang, r))}),
+		t("run.filters", locales.Data{"Filters": locales.HTML(b.filtersText(lang, zone, r))}),
 		t("run.rag", locales.Data{"RAG": rag}),
 		t("run.messages", locales.Data{"Messages": r.Messages, "Filtered": r.Filtered, "Processed": r.Processed}),
 		t("run.batches", locales.Data{"Done": r.BatchesDone, "Batches": r.Batches}),
@@ -555,7 +556,7 @@ func (b *Bot) renderRun(lang string, r analysis.Run) string {
 		{"run.closed", r.ClosedAt}, {"run.failed", r.FailedAt},
 	} {
 		if !at.when.IsZero() {
-			lines = append(lines, t(at.key, locales.Data{"Time": b.adminTime(lang, at.when)}))
+			lines = append(lines, t(at.key, locales.Data{"Time": locales.TimeTag(lang, at.when, zone)}))
 		}
 	}
 	if e := r.ErrorLog; e != nil {
@@ -578,11 +579,12 @@ func (b *Bot) renderRun(lang string, r analysis.Run) string {
 	return strings.Join(lines, "\n")
 }
 
-// filtersText is a run's window and filters in one line of escaped HTML.
-func (rd *Renderer) filtersText(lang string, r analysis.Run) string {
+// filtersText is a run's window and filters in one line of escaped HTML,
+// the window's ends in zone, the reader's.
+func (rd *Renderer) filtersText(lang string, zone *time.Location, r analysis.Run) string {
 	cat := rd.cat
 	parts := []string{cat.T(lang, "run.filter_window", locales.Data{
-		"Window": rd.windowText(lang, r.Filters.Window), "From": rd.adminTime(lang, r.From), "To": rd.adminTime(lang, r.To),
+		"Window": rd.windowText(lang, r.Filters.Window), "From": locales.TimeTag(lang, r.From, zone), "To": locales.TimeTag(lang, r.To, zone),
 	})}
 	if r.Filters.ChatID != 0 {
 		parts = append(parts, cat.T(lang, "run.filter_chat", locales.Data{"Chat": r.Filters.ChatID}))
@@ -849,7 +851,7 @@ func (rd *Renderer) renderRunEvent(lang string, e analysis.Event) string {
 	}
 	switch e.Kind {
 	case analysis.EventCreated:
-		data["Filters"] = locales.HTML(rd.filtersText(lang, r))
+		data["Filters"] = locales.HTML(rd.filtersText(lang, rd.adminZone(), r))
 	case analysis.EventFailed:
 		step, batch, msg := "?", 0, ""
 		if r.ErrorLog != nil {

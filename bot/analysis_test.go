@@ -63,6 +63,13 @@ func (env anEnv) teamAndAnn(title string) (tgfake.Chat, *tgfake.Person) {
 // the fake Telegram built with opts.
 func setupAnalysisWith(t *testing.T, pace delivery.Limits, opts ...tgfake.Option) anEnv {
 	t.Helper()
+	return setupAnalysisIn(t, nil, pace, opts...)
+}
+
+// setupAnalysisIn is setupAnalysisWith with the admin chat's clock in
+// adminZone (nil: UTC).
+func setupAnalysisIn(t *testing.T, adminZone *time.Location, pace delivery.Limits, opts ...tgfake.Option) anEnv {
+	t.Helper()
 	st := storagetest.New(t)
 	model := llmtest.New()
 	t.Cleanup(model.Close)
@@ -71,7 +78,7 @@ func setupAnalysisWith(t *testing.T, pace delivery.Limits, opts ...tgfake.Option
 		llm.WithBreaker(1000, time.Second), llm.WithRegistry(prometheus.NewRegistry()), llm.WithLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	t.Cleanup(client.Close)
-	rc := bot.RenderConfig{AdminChatID: adminChat, AdminLang: "en", BoardEvery: testBoardEvery}
+	rc := bot.RenderConfig{AdminChatID: adminChat, AdminLang: "en", AdminZone: adminZone, BoardEvery: testBoardEvery}
 	svc, err := analysis.NewService(analysis.Config{}, analysis.Deps{
 		Runs: st.Runs(), Chats: st.GroupChats(), LLM: llm.AnalysisPort{Client: client, Invalid: analysis.ErrInvalidAnswer}, Publisher: st.Runs(),
 		Notifier: testRenderer(rc), Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/bot"
+	"switchboard/bot/delivery"
 	"switchboard/config"
 	"switchboard/domain/dispatch"
 	"switchboard/e2e/tgfake"
@@ -92,4 +93,33 @@ func TestOpeningAndVisitOnTheDayClocksGoBack(t *testing.T) {
 	open, at, _ := env.svc.Opening("Berlin")
 	require.False(t, open)
 	require.Equal(t, ten, at.In(berlin))
+}
+
+// An admin's command answered in their private chat is read by them
+// alone: its times are in the zone they chose, as every other reply to
+// them is; in the admin chat, in the admin chat's (ADMIN_CHAT_TIMEZONE).
+func TestAdminRepliesInPrivateAreInTheAdminsZone(t *testing.T) {
+	t.Parallel()
+	moscow, err := time.LoadLocation("Europe/Moscow")
+	require.NoError(t, err)
+	pace := delivery.DefaultLimits()
+	pace.GroupBurst = 20
+	env := setupAnalysisIn(t, moscow, pace)
+	team, ann := env.teamAndAnn("Team")
+	require.Contains(t, env.ask(t, env.admin, "/timezone Europe/Berlin").Text, "Time zone set: Berlin")
+	said := ann.SendText(team.ID, "the deploy failed again")
+	eventually(t, func() bool { _, ok := storedMessage(t, env.st, team.ID, said.MessageID); return ok }, "the message stored")
+
+	inZone := func(text, zone string) {
+		t.Helper()
+		require.Contains(t, text, "("+zone+")", text)
+		require.NotContains(t, text, map[string]string{"Berlin": "(Moscow)", "Moscow": "(Berlin)"}[zone], text)
+	}
+	inZone(env.ask(t, env.admin, "/chats").Text, "Berlin")
+	inZone(env.ask(t, env.admin, "/run_new 24h").Text, "Berlin")
+	inZone(env.ask(t, env.admin, "/runs").Text, "Berlin")
+	inZone(env.ask(t, env.admin, "/run 1").Text, "Berlin")
+
+	asked := env.admin.SendText(adminChat, "/chats")
+	inZone(env.srv.WaitMessageAfter(t, adminChat, asked.MessageID, nil).Text, "Moscow")
 }

@@ -511,7 +511,7 @@ func (u *dispatchUI) thread(r *Request) error {
 		if x.FromMaster {
 			key = "thread.master"
 		}
-		line := "\n" + r.T(key, locales.Data{"At": locales.TimeTag(r.Lang, x.At, u.b.adminZone()), "Text": locales.HTML(clip(oneLine(x.Text), 300))})
+		line := "\n" + r.T(key, locales.Data{"At": r.Time(x.At), "Text": locales.HTML(clip(oneLine(x.Text), 300))})
 		if utf16Len(sb.String())+utf16Len(line) > MaxMessageLen-100 {
 			sb.WriteString("\n" + r.T("orders.more", locales.Data{"Count": len(rs) - i}))
 			break

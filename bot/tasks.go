@@ -269,7 +269,7 @@ func (u *tasksUI) list(r *Request) error {
 		sb.WriteString("\n" + r.T(key, locales.Data{
 			"Title": locales.HTML(clip(oneLine(p.Title), listTitleBudget)), "Destination": locales.HTML(clip(p.Destination.String(), 120)),
 			"URL": p.URL, "Number": p.Number, "State": p.IssueState, "Error": locales.HTML(clip(oneLine(p.LastError), 160)),
-			"Approved": u.b.adminTime(r.Lang, p.ApprovedAt),
+			"Approved": r.Time(p.ApprovedAt),
 			"Like":     p.Like.Number, "LikeURL": p.Like.URL,
 		}))
 	}

@@ -56,18 +56,13 @@ func (b *Bot) chatZone(c *tele.Chat, u domain.User) *time.Location {
 	return loc
 }
 
-// adminZone is the admin chat's (ADMIN_CHAT_TIMEZONE).
+// adminZone is the admin chat's (ADMIN_CHAT_TIMEZONE), for what goes
+// there; a reply to an admin elsewhere is in their own (Request.Zone).
 func (rd *Renderer) adminZone() *time.Location {
 	if rd.rc.AdminZone == nil {
 		return time.UTC
 	}
 	return rd.rc.AdminZone
-}
-
-// adminTime writes t for the admin chat: analysis runs and boards, the
-// admins' dispatch texts that go there.
-func (rd *Renderer) adminTime(lang string, t time.Time) locales.HTML {
-	return locales.TimeTag(lang, t, rd.adminZone())
 }
 
 // Time writes t for the request's reader, in r.Zone, as HTML that also
