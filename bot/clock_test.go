@@ -123,3 +123,17 @@ func TestAdminRepliesInPrivateAreInTheAdminsZone(t *testing.T) {
 	asked := env.admin.SendText(adminChat, "/chats")
 	inZone(env.srv.WaitMessageAfter(t, adminChat, asked.MessageID, nil).Text, "Moscow")
 }
+
+// A zone /timezone names by its abbreviation names a time with the
+// abbreviation in force at that time: a memory of July, read in
+// December in Rome, was at 14:00 CEST, not "14:00 (CET)", an hour off.
+func TestAZoneAbbreviationIsTheTimesOwn(t *testing.T) {
+	t.Parallel()
+	env := setupMemory(t, false)
+	ann, _ := env.annAndBob()
+	require.Contains(t, env.ask(t, ann, "/timezone Europe/Rome").Text, "Time zone set: CET (UTC+01:00)")
+	insertSummary(t, env.st, 42, "2026-07-06T00:00:00Z", []string{}, "Likes espresso.")
+	exec(t, env.st, `UPDATE lsm_storage SET created_at = '2026-07-10T12:00:00Z'`)
+	page := env.ask(t, ann, "/memory")
+	require.Contains(t, page.Text, "1. 10 Jul, 14:00 (CEST)\nLikes espresso.", page.Text)
+}

@@ -270,7 +270,7 @@ func (rd *Renderer) exportMarkdown(e memory.Export, lang string, loc *time.Locat
 	var sb strings.Builder
 	sb.WriteString("# " + t("export.md_title") + "\n\n")
 	sb.WriteString(t("export.md_as_of", locales.Data{
-		"Time": at(e.AsOf), "Zone": locales.ZoneLabel(lang, loc), "Offset": locales.ZoneOffset(e.AsOf, loc),
+		"Time": at(e.AsOf), "Zone": locales.ZoneLabel(lang, loc, e.AsOf), "Offset": locales.ZoneOffset(e.AsOf, loc),
 	}) + "\n\n")
 	sb.WriteString("## " + t("export.md_memories", locales.Data{"N": len(e.Memories)}) + "\n\n")
 	if len(e.Memories) == 0 {

@@ -34,7 +34,7 @@ func (u *rhythmUI) zoneLine(r *Request) string {
 	if _, from := u.b.readerZone(r.User.TimeZone, r.User.MasterCity, r.Lang); from == zoneLang {
 		key = "rhythm.zone_guessed"
 	}
-	return r.T(key, locales.Data{"Zone": locales.ZoneLabel(r.Lang, r.Zone), "Offset": locales.ZoneOffset(u.b.now(), r.Zone)})
+	return r.T(key, locales.Data{"Zone": locales.ZoneLabel(r.Lang, r.Zone, u.b.now()), "Offset": locales.ZoneOffset(u.b.now(), r.Zone)})
 }
 
 // Button actions of /settings (one id: the knob's value, see vacancy.Knob)

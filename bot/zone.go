@@ -86,7 +86,7 @@ func (b *Bot) timezone(r *Request) error {
 			zoneChosen: "time.zone_current_chosen", zoneCity: "time.zone_current_city", zoneLang: "time.zone_current_lang",
 		}[from]
 		return r.Reply(r.T(key, locales.Data{
-			"Zone": locales.ZoneLabel(r.Lang, loc), "Offset": locales.ZoneOffset(now, loc),
+			"Zone": locales.ZoneLabel(r.Lang, loc, now), "Offset": locales.ZoneOffset(now, loc),
 			"Now": locales.TimeTag(r.Lang, now, loc), "City": r.User.MasterCity,
 		})+"\n\n"+r.T("time.zone_usage"), nil)
 	}
@@ -96,7 +96,7 @@ func (b *Bot) timezone(r *Request) error {
 		}
 		loc, _ := b.readerZone("", r.User.MasterCity, r.Lang)
 		return r.Reply(r.T("time.zone_reset", locales.Data{
-			"Zone": locales.ZoneLabel(r.Lang, loc), "Offset": locales.ZoneOffset(now, loc), "Now": locales.TimeTag(r.Lang, now, loc),
+			"Zone": locales.ZoneLabel(r.Lang, loc, now), "Offset": locales.ZoneOffset(now, loc), "Now": locales.TimeTag(r.Lang, now, loc),
 		}), nil)
 	}
 	name, loc, err := locales.ParseZone(arg)
@@ -111,6 +111,6 @@ func (b *Bot) timezone(r *Request) error {
 	}
 	r.Zone = loc
 	return r.Reply(r.T("time.zone_changed", locales.Data{
-		"Zone": locales.ZoneLabel(r.Lang, loc), "Offset": locales.ZoneOffset(now, loc), "Now": locales.TimeTag(r.Lang, now, loc),
+		"Zone": locales.ZoneLabel(r.Lang, loc, now), "Offset": locales.ZoneOffset(now, loc), "Now": locales.TimeTag(r.Lang, now, loc),
 	}), nil)
 }

@@ -152,7 +152,7 @@ func timeAt(lang string, t time.Time, loc *time.Location, now time.Time) string 
 		loc = time.UTC
 	}
 	local := t.In(loc)
-	return fmt.Sprintf("%s, %02d:%02d (%s)", dateAt(lang, local, now.In(loc)), local.Hour(), local.Minute(), ZoneLabel(lang, loc))
+	return fmt.Sprintf("%s, %02d:%02d (%s)", dateAt(lang, local, now.In(loc)), local.Hour(), local.Minute(), ZoneLabel(lang, loc, t))
 }
 
 // Date writes t's calendar day as it stands in t's own location, for a

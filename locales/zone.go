@@ -281,10 +281,12 @@ func LoadZone(name string) (*time.Location, error) {
 	return loc, nil
 }
 
-// ZoneLabel names loc for a reader of lang: a city ("Москва", "Berlin")
-// when the zone is one of the known cities', else the zone's abbreviation
-// ("CET"), else its offset ("UTC+05:00").
-func ZoneLabel(lang string, loc *time.Location) string {
+// ZoneLabel names loc at the moment at for a reader of lang: a city
+// ("Москва", "Berlin") when the zone is one of the known cities', else
+// the zone's abbreviation then ("CET" in winter, "CEST" in summer), else
+// its offset then ("UTC+05:00"). A time is named with its own moment's:
+// a summer time labelled with the winter's abbreviation is an hour off.
+func ZoneLabel(lang string, loc *time.Location, at time.Time) string {
 	if loc == nil {
 		loc = time.UTC
 	}
@@ -298,7 +300,7 @@ func ZoneLabel(lang string, loc *time.Location) string {
 	if name == "UTC" || strings.HasPrefix(name, "UTC+") || strings.HasPrefix(name, "UTC-") {
 		return name
 	}
-	abbr, off := time.Now().In(loc).Zone()
+	abbr, off := at.In(loc).Zone()
 	if abbr != "" && (abbr[0] < '0' || abbr[0] > '9') && abbr[0] != '+' && abbr[0] != '-' {
 		return abbr
 	}
