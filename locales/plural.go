@@ -8,6 +8,9 @@ import (
 	texttemplate "text/template"
 	"unicode"
 
+	xplural "golang.org/x/text/feature/plural"
+	"golang.org/x/text/language"
+
 	i18ntemplate "github.com/nicksnyder/go-i18n/v2/i18n/template"
 )
 
@@ -23,40 +26,48 @@ func (*funcParser) Cacheable() bool { return true }
 
 var textParser = &funcParser{i18ntemplate.TextParser{Funcs: funcs}}
 
-// plural picks the form of a word that agrees with the count n, as
-// CLDR's cardinal rules for whole numbers have it. A text writes the
-// number itself and then the word:
+// plural picks the form of a word that agrees with the count n, by
+// CLDR's cardinal rules for whole numbers (x/text's plural tables). A text
+// writes the number itself and then the word:
 //
 //	{{.N}} {{plural .N "file" "files"}}                 English: one, other
 //	{{.N}} {{plural .N "файл" "файла" "файлов"}}         Russian: one, few, many
 //	{{.N}} {{plural .N "файл" "файли" "файлів"}}         Ukrainian: one, few, many
 //
 // The number of forms names the rule: two are English's, three are the
-// rule Russian and Ukrainian share (one: 1, 21, 101; few: 2–4, 22–24;
-// many: 0, 5–20, 25–30, 111). The form is the one the sentence needs,
-// e.g. the genitive after "не больше": "1 символа", "5 символов". n is
-// any integer or a number as Number writes it ("1,021", "1 021").
+// rule Russian and Ukrainian share for whole numbers (one: 1, 21, 101;
+// few: 2–4, 22–24; many: 0, 5–20, 25–30, 111). The form is the one the
+// sentence needs, e.g. the genitive after "не больше": "1 символа",
+// "5 символов". n is any integer or a number as Number writes it
+// ("1,021", "1 021").
 func plural(n any, forms ...string) (string, error) {
 	v, err := count(n)
 	if err != nil {
 		return "", err
 	}
-	switch len(forms) {
-	case 2:
-		if v == 1 {
-			return forms[0], nil
-		}
-		return forms[1], nil
-	case 3:
-		switch d, dd := v%10, v%100; {
-		case d == 1 && dd != 11:
-			return forms[0], nil
-		case d >= 2 && d <= 4 && (dd < 12 || dd > 14):
-			return forms[1], nil
-		}
-		return forms[2], nil
+	rule, ok := pluralRules[len(forms)]
+	if !ok {
+		return "", fmt.Errorf("plural: %d forms; want 2 (one, other) or 3 (one, few, many)", len(forms))
 	}
-	return "", fmt.Errorf("plural: %d forms; want 2 (one, other) or 3 (one, few, many)", len(forms))
+	// MatchPlural reads the number's last digits only, so a count past an
+	// int is taken by its last nine.
+	form := xplural.Cardinal.MatchPlural(rule.lang, int(v%1_000_000_000), 0, 0, 0, 0)
+	for i, f := range rule.forms {
+		if f == form {
+			return forms[i], nil
+		}
+	}
+	return forms[len(forms)-1], nil
+}
+
+// pluralRules are the languages whose rules plural applies, by the number
+// of forms a text gives, and the CLDR category of each form in order.
+var pluralRules = map[int]struct {
+	lang  language.Tag
+	forms []xplural.Form
+}{
+	2: {language.English, []xplural.Form{xplural.One, xplural.Other}},
+	3: {language.Russian, []xplural.Form{xplural.One, xplural.Few, xplural.Many}},
 }
 
 // count is n's absolute value as a whole number.
