@@ -169,9 +169,7 @@ func TestRerunOfAnOrderCreatesAndSaysOnce(t *testing.T) {
 // draft stays, naming its message, until a newer document replaces it.
 func TestResumeRerunAfterAFailedReadTellsOnce(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	resumeRule(env).ReplyJSON(map[string]any{"profile": condensed})
-	env.Start(nil)
+	env, _ := startResume(t, nil)
 	pool := db(t, env)
 	ann := env.TG.User(812, "Ann", "en")
 	count := func(text string) int {

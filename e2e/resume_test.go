@@ -34,6 +34,15 @@ func resumeRule(env *e2e.Env) *llmtest.Rule {
 	return env.LLM.On(llmtest.SystemContains("turn a job seeker's résumé")).Named("resume")
 }
 
+// startResume starts the binary with overrides over a model that
+// condenses every résumé to condensed.
+func startResume(t *testing.T, overrides map[string]string) (*e2e.Env, *e2e.Process) {
+	t.Helper()
+	env := e2e.New(t)
+	resumeRule(env).ReplyJSON(map[string]any{"profile": condensed})
+	return env, env.Start(overrides)
+}
+
 func resumeFile(t *testing.T, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "domain", "resume", "testdata", name))
@@ -82,9 +91,7 @@ WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`)
 // only the sender's press acts, and once.
 func TestResumePDFAndDOCXBecomeConfirmedProfile(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	resumeRule(env).ReplyJSON(map[string]any{"profile": condensed})
-	env.Start(nil)
+	env, _ := startResume(t, nil)
 	pool := db(t, env)
 	ann := env.TG.User(801, "Ann", "en")
 
@@ -164,9 +171,7 @@ func TestResumePDFAndDOCXBecomeConfirmedProfile(t *testing.T) {
 // size limit, an image.
 func TestResumeRefusals(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	resumeRule(env).ReplyJSON(map[string]any{"profile": condensed})
-	env.Start(map[string]string{"RESUME_MAX_FILE_MB": "1"})
+	env, _ := startResume(t, map[string]string{"RESUME_MAX_FILE_MB": "1"})
 	pool := db(t, env)
 	ann := env.TG.User(811, "Ann", "en")
 
@@ -200,9 +205,7 @@ WHERE state <> 'failed' OR file_id IS NOT NULL OR file_name <> ''`).Scan(&drafts
 // left spinning, and the next résumé is read as usual.
 func TestResumeThatHangsTheReaderIsToldUnreadable(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	resumeRule(env).ReplyJSON(map[string]any{"profile": condensed})
-	bot := env.Start(map[string]string{"RESUME_READ_TIMEOUT": "2s"})
+	env, bot := startResume(t, map[string]string{"RESUME_READ_TIMEOUT": "2s"})
 	ann := env.TG.User(812, "Ann", "en")
 
 	sent := ann.SendDocument(ann.ID(), "cv.pdf", "application/pdf", resumeFile(t, "cyclic.pdf"))
