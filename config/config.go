@@ -122,7 +122,7 @@ type Config struct {
 	AutocloseAfter     time.Duration `env:"AUTOCLOSE_AFTER" envDefault:"24h" help:"DONE orders older than this become CLOSED"`
 	CommissionInterval time.Duration `env:"COMMISSION_INTERVAL" envDefault:"10m" help:"dispatch commission"`
 	AutocloseInterval  time.Duration `env:"AUTOCLOSE_INTERVAL" envDefault:"1h" help:"dispatch autoclose"`
-	HeartbeatInterval  time.Duration `env:"HEARTBEAT_INTERVAL" envDefault:"5m" help:"dispatch heartbeat"`
+	HeartbeatInterval  time.Duration `env:"HEARTBEAT_INTERVAL" envDefault:"5m" help:"how often each replica records its heartbeat (a replica seen within three is live: /status, and its share of the rates while Redis is down)"`
 
 	TelegramRate      float64       `env:"TELEGRAM_RATE" envDefault:"30" help:"messages per second the bot sends in all (Telegram's limit is about 30)"`
 	TelegramChatRate  float64       `env:"TELEGRAM_CHAT_RATE" envDefault:"1" help:"messages per second to one private chat (Telegram's limit is about 1)"`
