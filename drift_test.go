@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -26,8 +27,9 @@ import (
 // until a newcomer follows one. TestDocsCiteWhatExists reads every
 // comment of every Go file and every Markdown file (the changelog, a
 // journal of what was, aside) and fails on each citation of a file, a
-// slash command, an HTTP path or a setting that the repository does not
-// have. A file of another repository is cited with that repository's name
+// slash command, an HTTP path, a setting or a test, fuzz target or
+// benchmark (by its function's name, or the prefix a go test -run pattern
+// gives) that the repository does not have. A file of another repository is cited with that repository's name
 // and a colon (hhru/api:docs/errors.md), which this check leaves alone.
 func TestDocsCiteWhatExists(t *testing.T) {
 	t.Parallel()
@@ -51,8 +53,9 @@ func TestDocsDriftCheckFindsPlantedCitations(t *testing.T) {
 	t.Parallel()
 	repo, err := scanRepo(".")
 	require.NoError(t, err)
-	text := "See DESIGN.md and storage/nowhere.go, run `/frobnicate`, set HH_TURBO=1.\n" +
+	text := "See DESIGN.md and storage/nowhere.go, run `/frobnicate`, set HH_TURBO=1, TestNothingLikeThis.\n" +
 		"Kept: storage/outbox.go, outbox.go, docs/ARCHITECTURE.md, `/status`, HH_RATE, TELEGRAM_TOKEN_FILE, " +
+		"TestDocsCiteWhatExists, -run TestDocsDrift, FuzzDecode, " +
 		"https://example.com/x.go, hhru/api:docs/errors.md, SENT_TO_USER, /tmp/x, BotFather's `/newbot`.\n" +
 		"```\nreverse_proxy /hook 10.0.0.1\n```"
 	var missing []string
@@ -61,7 +64,7 @@ func TestDocsDriftCheckFindsPlantedCitations(t *testing.T) {
 			missing = append(missing, c.kind+" "+c.name)
 		}
 	}
-	require.Equal(t, []string{"file DESIGN.md", "file storage/nowhere.go", "command /frobnicate", "setting HH_TURBO"}, missing)
+	require.Equal(t, []string{"file DESIGN.md", "file storage/nowhere.go", "command /frobnicate", "setting HH_TURBO", "test TestNothingLikeThis"}, missing)
 }
 
 // doc is one comment group or one Markdown file.
@@ -79,6 +82,8 @@ type repoFacts struct {
 	routes   map[string]bool
 	settings map[string]bool
 	prefixes map[string]bool // first words of the settings' names
+	tests    []string        // test, fuzz and benchmark functions
+	jobs     map[string]bool // periodic jobs' names (domain.Job)
 	docs     []doc
 }
 
@@ -88,6 +93,8 @@ var (
 	// a Bot API method's path), as a string literal.
 	routeName = regexp.MustCompile(`"(?:[A-Z]+ )?(/[a-z_]+)[/"?]`)
 	envName   = regexp.MustCompile(`(?:Getenv|LookupEnv)\("([A-Z0-9_]+)"\)`)
+	// A periodic job, as a domain.Job literal names it.
+	jobName = regexp.MustCompile(`\{Name:\s*"([a-z-]+)",\s*Every:`)
 )
 
 // skipDir: not the project's own text.
@@ -97,7 +104,7 @@ func skipDir(name string) bool {
 
 func scanRepo(root string) (*repoFacts, error) {
 	r := &repoFacts{files: map[string]bool{}, bases: map[string]bool{}, commands: map[string]bool{},
-		routes: map[string]bool{}, settings: map[string]bool{}, prefixes: map[string]bool{}}
+		routes: map[string]bool{}, settings: map[string]bool{}, prefixes: map[string]bool{}, jobs: map[string]bool{}}
 	settingsOf(reflect.TypeOf(config.Config{}), r.settings)
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -127,6 +134,9 @@ func scanRepo(root string) (*repoFacts, error) {
 				for _, m := range routeName.FindAllSubmatch(src, -1) {
 					r.routes[string(m[1])] = true
 				}
+				for _, m := range jobName.FindAllSubmatch(src, -1) {
+					r.jobs[string(m[1])] = true
+				}
 			}
 			for _, m := range envName.FindAllSubmatch(src, -1) {
 				r.settings[string(m[1])] = true
@@ -137,6 +147,13 @@ func scanRepo(root string) (*repoFacts, error) {
 			}
 			for _, g := range f.Comments {
 				r.docs = append(r.docs, doc{path: rel, line: fset.Position(g.Pos()).Line - 1, text: commentText(g)})
+			}
+			if strings.HasSuffix(rel, "_test.go") {
+				for _, d := range f.Decls {
+					if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && testCite.MatchString(fn.Name.Name) {
+						r.tests = append(r.tests, fn.Name.Name)
+					}
+				}
 			}
 		case strings.HasSuffix(rel, ".md") && rel != "CHANGELOG.md":
 			src, err := os.ReadFile(p)
@@ -202,6 +219,8 @@ var (
 	// A setting: upper-case words joined by underscores; checked only when
 	// its first word begins a real setting's name (SENT_TO_USER is a status).
 	settingCite = regexp.MustCompile(`\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b`)
+	// A test, a fuzz target or a benchmark.
+	testCite = regexp.MustCompile(`\b((?:Test|Fuzz|Benchmark)[A-Z][A-Za-z0-9_]*)\b`)
 )
 
 func citationsIn(text string) []citation {
@@ -227,6 +246,9 @@ func citationsIn(text string) []citation {
 		}
 		for _, m := range settingCite.FindAllStringSubmatch(line, -1) {
 			out = append(out, citation{"setting", m[1], i})
+		}
+		for _, m := range testCite.FindAllStringSubmatch(line, -1) {
+			out = append(out, citation{"test", m[1], i})
 		}
 	}
 	return out
@@ -261,10 +283,157 @@ func (r *repoFacts) has(c citation, from string) bool {
 	case "command":
 		name := strings.TrimPrefix(c.name, "/")
 		return r.commands[name] || r.routes[c.name] || slices.Contains(notCommands, c.name)
+	case "test":
+		// TestMain is go test's hook, not a test of ours to find.
+		return c.name == "TestMain" || slices.ContainsFunc(r.tests, func(t string) bool { return strings.HasPrefix(t, c.name) })
 	default:
 		if !r.prefixes[strings.SplitN(c.name, "_", 2)[0]] {
 			return true
 		}
 		return r.settings[c.name]
 	}
+}
+
+// README's Configuration table is the operator's one list of settings:
+// every variable config.Config reads is a row of it, every variable of its
+// rows is one Config reads, and where the code has a default (envDefault)
+// the row's default column gives it first, as `value`. A row may hold
+// several variables with their defaults in the same order, comma-separated.
+func TestDocsConfigurationTableMatchesConfig(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	rows := tableRows(section(string(src), "## Configuration"))
+	require.NotEmpty(t, rows, "README.md has no Configuration table")
+	documented := map[string]string{} // variable → its default cell
+	for _, cells := range rows {
+		names := regexp.MustCompile("`([A-Z][A-Z0-9_]+)`").FindAllStringSubmatch(cells[0], -1)
+		defaults := []string{cells[1]}
+		if len(names) > 1 {
+			defaults = strings.Split(cells[1], ", ")
+		}
+		for i, n := range names {
+			documented[n[1]] = defaults[min(i, len(defaults)-1)]
+		}
+	}
+	defaults := envDefaults(reflect.TypeOf(config.Config{}))
+	var bad []string
+	for name, def := range defaults {
+		cell, ok := documented[name]
+		switch {
+		case !ok:
+			bad = append(bad, name+": not in the table")
+		case def != "" && !strings.HasPrefix(cell, "`"+def+"`"):
+			bad = append(bad, fmt.Sprintf("%s: the table says %s, the code's default is %q", name, cell, def))
+		}
+	}
+	for name := range documented {
+		if _, ok := defaults[name]; !ok {
+			bad = append(bad, name+": in the table, but no setting")
+		}
+	}
+	sort.Strings(bad)
+	require.Empty(t, bad, "README.md's Configuration table and config.Config disagree:\n%s", strings.Join(bad, "\n"))
+}
+
+// ARCHITECTURE's table of periodic jobs lists every job a domain.Job
+// declares and no other, and a job's default interval, where the row names
+// the setting it comes from (`FETCH_INTERVAL` 15m), is that setting's
+// default.
+func TestDocsJobsTableListsEveryJob(t *testing.T) {
+	t.Parallel()
+	repo, err := scanRepo(".")
+	require.NoError(t, err)
+	require.NotEmpty(t, repo.jobs)
+	src, err := os.ReadFile("docs/ARCHITECTURE.md")
+	require.NoError(t, err)
+	rows := tableRows(section(string(src), "**Periodic jobs**"))
+	require.NotEmpty(t, rows, "docs/ARCHITECTURE.md has no table of periodic jobs")
+	defaults := envDefaults(reflect.TypeOf(config.Config{}))
+	interval := regexp.MustCompile("^`([A-Z][A-Z0-9_]+)` (\\S+)$")
+	var bad []string
+	listed := map[string]bool{}
+	for _, cells := range rows {
+		job := strings.Trim(cells[0], "`")
+		listed[job] = true
+		if !repo.jobs[job] {
+			bad = append(bad, job+": in the table, but no job")
+		}
+		if m := interval.FindStringSubmatch(cells[1]); m != nil {
+			def, ok := defaults[m[1]]
+			if !ok || !sameDuration(def, m[2]) {
+				bad = append(bad, fmt.Sprintf("%s: the table says %s %s, the code's default is %q", job, m[1], m[2], def))
+			}
+		}
+	}
+	for job := range repo.jobs {
+		if !listed[job] {
+			bad = append(bad, job+": not in the table")
+		}
+	}
+	sort.Strings(bad)
+	require.Empty(t, bad, "docs/ARCHITECTURE.md's jobs table and the code disagree:\n%s", strings.Join(bad, "\n"))
+}
+
+// section is text from the line that starts with heading to the next
+// heading of a Markdown section (or the end).
+func section(text, heading string) string {
+	i := strings.Index(text, "\n"+heading)
+	if i < 0 {
+		return ""
+	}
+	rest := text[i+1:]
+	if j := strings.Index(rest[len(heading):], "\n#"); j >= 0 {
+		rest = rest[:len(heading)+j]
+	}
+	return rest
+}
+
+// tableRows are the cells of the body rows of the first Markdown table in
+// text, trimmed; the header and the separator are left out.
+func tableRows(text string) [][]string {
+	var rows [][]string
+	in := false
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			if in {
+				break
+			}
+			continue
+		}
+		if !in {
+			in = true // the header
+			continue
+		}
+		if strings.HasPrefix(line, "|---") {
+			continue
+		}
+		var cells []string
+		for _, c := range strings.Split(strings.Trim(line, "|"), " | ") {
+			cells = append(cells, strings.TrimSpace(c))
+		}
+		if len(cells) >= 2 {
+			rows = append(rows, cells)
+		}
+	}
+	return rows
+}
+
+// envDefaults maps each env tag of a config struct to its envDefault ("" for none).
+func envDefaults(t reflect.Type) map[string]string {
+	out := map[string]string{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("env"), ","); name != "" {
+			out[name] = f.Tag.Get("envDefault")
+		}
+	}
+	return out
+}
+
+// sameDuration: a and b are the same duration however written (60s, 1m).
+func sameDuration(a, b string) bool {
+	da, errA := time.ParseDuration(a)
+	db, errB := time.ParseDuration(b)
+	return errA == nil && errB == nil && da == db
 }
