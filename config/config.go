@@ -157,8 +157,18 @@ var currencyCode = regexp.MustCompile(`^[A-Za-z]{3}$`)
 var webhookSecret = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
 
 // secretFiles lets a deployment mount secrets as files (Docker/Kubernetes
-// secrets) instead of putting them in the environment.
-var secretFiles = []string{"TELEGRAM_TOKEN", "TELEGRAM_WEBHOOK_SECRET", "DATABASE_URL", "REDIS_URL", "LLM_API_KEY", "HH_CLIENT_ID", "HH_CLIENT_SECRET", "HH_APP_TOKEN"}
+// secrets) instead of putting them in the environment: every setting
+// tagged secret, so a secret added later cannot miss it (GITHUB_TOKEN and
+// TASKS_WEBHOOK_SECRET did, and their _FILE was ignored without a word).
+var secretFiles = func() []string {
+	var out []string
+	for _, f := range configFields() {
+		if f.secret {
+			out = append(out, f.key)
+		}
+	}
+	return out
+}()
 
 // Defaults is the configuration an empty environment gives, before
 // validation (which would refuse it for want of a token): what the bench
@@ -270,6 +280,11 @@ func (c Config) Calendar() (dispatch.Calendar, error) {
 // longestAnalysisWindow is /run_new's longest window (domain/analysis
 // parse.go): group messages must be kept at least that long.
 const longestAnalysisWindow = 7 * 24 * time.Hour
+
+// ownZero are the durations whose 0 means something of their own, which
+// their check in checkWorkflows allows: MEMORY_STREAM_EVERY's "send
+// answers whole".
+var ownZero = map[string]bool{"MEMORY_STREAM_EVERY": true}
 
 // keptForEver are the retentions where 0 means "keep for ever".
 var keptForEver = map[string]bool{

@@ -101,6 +101,23 @@ func TestConfigSecretsFromFiles(t *testing.T) {
 
 	_, err := Load(lookupMap(map[string]string{"TELEGRAM_TOKEN_FILE": filepath.Join(dir, "missing")}), "dev")
 	require.ErrorContains(t, err, "TELEGRAM_TOKEN_FILE:")
+
+	// Every secret may come from a file, the tracker's too.
+	gh, hook := filepath.Join(dir, "github"), filepath.Join(dir, "hook")
+	require.NoError(t, os.WriteFile(gh, []byte("github_pat_x\n"), 0o600))
+	require.NoError(t, os.WriteFile(hook, []byte("s3cret\n"), 0o600))
+	cfg = mustLoad(t, map[string]string{"TELEGRAM_TOKEN": "x", "GITHUB_TOKEN_FILE": gh, "TASKS_WEBHOOK_SECRET_FILE": hook}, "dev")
+	require.Equal(t, "github_pat_x", cfg.GitHubToken)
+	require.Equal(t, "s3cret", cfg.TasksWebhookSecret)
+}
+
+// MEMORY_STREAM_EVERY=0 sends answers whole, as its help says, instead of
+// being refused as a duration that must be positive.
+func TestConfigStreamEveryZeroSendsAnswersWhole(t *testing.T) {
+	cfg := mustLoad(t, map[string]string{"TELEGRAM_TOKEN": "x", "MEMORY_STREAM_EVERY": "0"}, "dev")
+	require.Zero(t, cfg.MemoryStreamEvery)
+	_, err := Load(lookupMap(map[string]string{"TELEGRAM_TOKEN": "x", "MEMORY_STREAM_EVERY": "-1s"}), "dev")
+	require.ErrorContains(t, err, "MEMORY_STREAM_EVERY: -1s")
 }
 
 func TestConfigNeverLogsSecrets(t *testing.T) {

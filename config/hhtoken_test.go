@@ -62,5 +62,5 @@ func TestHHTokenConfig(t *testing.T) {
 
 	var help bytes.Buffer
 	PrintHelp(&help)
-	require.True(t, strings.Contains(help.String(), "HH_CLIENT_SECRET, HH_APP_TOKEN) may also be given as a file path"), help.String())
+	require.True(t, strings.Contains(help.String(), "HH_CLIENT_SECRET, HH_APP_TOKEN, GITHUB_TOKEN, TASKS_WEBHOOK_SECRET) may also be given as a file path"), help.String())
 }

@@ -212,6 +212,8 @@ func (c Config) checkOperations(p *problems) {
 		}
 		d := reflect.ValueOf(c).FieldByName(f.field).Interface().(time.Duration)
 		switch {
+		case ownZero[f.key] && d == 0:
+			// Its own check above reads 0 as what its help says.
 		case keptForEver[f.key] && d < 0:
 			bad(f.key, "%s: want 0 (for ever) or a positive duration such as 720h", d)
 		case !keptForEver[f.key] && d <= 0:
