@@ -57,9 +57,9 @@ func utf16Len(s string) int { return internalclip.UTF16Len(s) }
 //
 // Reopened tags may take at most half a part, and half its entities, so
 // that text deep inside nested elements still fills parts instead of
-// trickling out a few characters a message: elements are reopened outermost first, and one
-// whose tags do not fit in what is left stays closed in that part (its
-// text there loses that formatting). An opening
+// trickling out a few characters a message: elements are reopened
+// outermost first, and one whose tags do not fit in what is left stays
+// closed in that part (its text there loses that formatting). An opening
 // tag that does not fit in a part holding only the reopened tags is left
 // out with its closing tag. A character or entity that does not fit next
 // to the reopened tags goes in without them; only a limit shorter than
