@@ -146,6 +146,55 @@ type PhotoSize struct {
 	FileSize     int64  `json:"file_size,omitempty"`
 }
 
+// Attachment is the common part of the Bot API's Sticker, Voice, Video,
+// Audio, Animation and VideoNote objects: what identifies the file, and
+// the sticker's type and emoji.
+type Attachment struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	Type         string `json:"type,omitempty"`
+	Emoji        string `json:"emoji,omitempty"`
+	Width        int    `json:"width,omitempty"`
+	Height       int    `json:"height,omitempty"`
+	Duration     int    `json:"duration,omitempty"`
+}
+
+// Contact is the Bot API Contact object.
+type Contact struct {
+	PhoneNumber string `json:"phone_number"`
+	FirstName   string `json:"first_name"`
+	UserID      int64  `json:"user_id,omitempty"`
+}
+
+// Poll is the Bot API Poll object, as much of it as a bot reads.
+type Poll struct {
+	ID       string       `json:"id"`
+	Question string       `json:"question"`
+	Options  []PollOption `json:"options"`
+	Type     string       `json:"type"`
+}
+
+// PollOption is the Bot API PollOption object.
+type PollOption struct {
+	Text       string `json:"text"`
+	VoterCount int    `json:"voter_count"`
+}
+
+// Dice is the Bot API Dice object.
+type Dice struct {
+	Emoji string `json:"emoji"`
+	Value int    `json:"value"`
+}
+
+// MessageOrigin is the Bot API MessageOrigin object of a forward from a
+// user ("user") or one hiding their account ("hidden_user").
+type MessageOrigin struct {
+	Type           string `json:"type"`
+	Date           int64  `json:"date"`
+	SenderUser     *User  `json:"sender_user,omitempty"`
+	SenderUserName string `json:"sender_user_name,omitempty"`
+}
+
 // Document is the Bot API Document object.
 type Document struct {
 	FileID       string `json:"file_id"`
@@ -172,20 +221,37 @@ type Location struct {
 
 // Message is the Bot API Message object.
 type Message struct {
-	MessageID       int                   `json:"message_id"`
-	From            *User                 `json:"from,omitempty"`
-	Chat            Chat                  `json:"chat"`
-	Date            int64                 `json:"date"`
-	EditDate        int64                 `json:"edit_date,omitempty"`
-	ReplyToMessage  *Message              `json:"reply_to_message,omitempty"`
-	Text            string                `json:"text,omitempty"`
-	Entities        []MessageEntity       `json:"entities,omitempty"`
-	Caption         string                `json:"caption,omitempty"`
-	CaptionEntities []MessageEntity       `json:"caption_entities,omitempty"`
-	Photo           []PhotoSize           `json:"photo,omitempty"`
-	Document        *Document             `json:"document,omitempty"`
-	Location        *Location             `json:"location,omitempty"`
-	ReplyMarkup     *InlineKeyboardMarkup `json:"reply_markup,omitempty"`
+	MessageID       int             `json:"message_id"`
+	From            *User           `json:"from,omitempty"`
+	Chat            Chat            `json:"chat"`
+	Date            int64           `json:"date"`
+	EditDate        int64           `json:"edit_date,omitempty"`
+	ReplyToMessage  *Message        `json:"reply_to_message,omitempty"`
+	Text            string          `json:"text,omitempty"`
+	Entities        []MessageEntity `json:"entities,omitempty"`
+	Caption         string          `json:"caption,omitempty"`
+	CaptionEntities []MessageEntity `json:"caption_entities,omitempty"`
+	Photo           []PhotoSize     `json:"photo,omitempty"`
+	Document        *Document       `json:"document,omitempty"`
+	Location        *Location       `json:"location,omitempty"`
+	// The other kinds a user may send (SendKind): a sticker, a voice
+	// note, a video, an audio, an animation, a video note, a contact, a
+	// poll or a dice.
+	Sticker   *Attachment `json:"sticker,omitempty"`
+	Voice     *Attachment `json:"voice,omitempty"`
+	Video     *Attachment `json:"video,omitempty"`
+	Audio     *Attachment `json:"audio,omitempty"`
+	Animation *Attachment `json:"animation,omitempty"`
+	VideoNote *Attachment `json:"video_note,omitempty"`
+	Contact   *Contact    `json:"contact,omitempty"`
+	Poll      *Poll       `json:"poll,omitempty"`
+	Dice      *Dice       `json:"dice,omitempty"`
+	// MediaGroupID is an album's: its photos arrive as messages of their
+	// own sharing it (SendAlbum).
+	MediaGroupID string `json:"media_group_id,omitempty"`
+	// ForwardOrigin is a forwarded message's origin (Forward).
+	ForwardOrigin *MessageOrigin        `json:"forward_origin,omitempty"`
+	ReplyMarkup   *InlineKeyboardMarkup `json:"reply_markup,omitempty"`
 	// MessageThreadID and IsTopicMessage: the message is in that topic.
 	MessageThreadID int  `json:"message_thread_id,omitempty"`
 	IsTopicMessage  bool `json:"is_topic_message,omitempty"`

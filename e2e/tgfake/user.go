@@ -497,3 +497,118 @@ func (s *Server) postLocked(ch *chatState, m Message) Message {
 	}
 	return st.msg
 }
+
+// Kinds SendKind sends.
+const (
+	KindSticker   = "sticker"
+	KindVoice     = "voice"
+	KindVideo     = "video"
+	KindAudio     = "audio"
+	KindAnimation = "animation"
+	KindVideoNote = "video_note"
+	KindContact   = "contact"
+	KindPoll      = "poll"
+	KindDice      = "dice"
+)
+
+// SendKind sends as this user a message of one of the kinds a test rarely
+// needs more of than that it arrived (KindSticker, KindVoice, …): the fake
+// makes its content up. It returns the message as the bot will receive it.
+func (p *Person) SendKind(chatID int64, kind string) Message {
+	s := p.srv
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := p.chatForLocked(chatID)
+	from := p.user
+	m := Message{From: &from, Date: s.now().Unix()}
+	file := func() *Attachment {
+		id, unique := s.newFileIDLocked(kind)
+		return &Attachment{FileID: id, FileUniqueID: unique}
+	}
+	switch kind {
+	case KindSticker:
+		a := file()
+		a.Type, a.Emoji, a.Width, a.Height = "regular", "👍", 512, 512
+		m.Sticker = a
+	case KindVoice:
+		a := file()
+		a.Duration = 3
+		m.Voice = a
+	case KindVideo:
+		a := file()
+		a.Width, a.Height, a.Duration = 640, 480, 5
+		m.Video = a
+	case KindAudio:
+		a := file()
+		a.Duration = 180
+		m.Audio = a
+	case KindAnimation:
+		a := file()
+		a.Width, a.Height, a.Duration = 320, 240, 2
+		m.Animation = a
+	case KindVideoNote:
+		a := file()
+		a.Width, a.Height, a.Duration = 240, 240, 4
+		m.VideoNote = a
+	case KindContact:
+		m.Contact = &Contact{PhoneNumber: "+10000000000", FirstName: "Someone"}
+	case KindPoll:
+		s.nextRaw++
+		m.Poll = &Poll{ID: fmt.Sprintf("poll%d", s.nextRaw), Question: "Which?", Type: "regular",
+			Options: []PollOption{{Text: "One"}, {Text: "Two"}}}
+	case KindDice:
+		m.Dice = &Dice{Emoji: "🎲", Value: 4}
+	default:
+		s.t.Fatalf("tgfake: SendKind: unknown kind %q", kind)
+	}
+	return s.postLocked(ch, m)
+}
+
+// SendAlbum sends n photos (2 to 10) as one album: each arrives as a
+// message of its own sharing a media_group_id, the first one with the
+// caption, as Telegram delivers them.
+func (p *Person) SendAlbum(chatID int64, n int, caption string) []Message {
+	s := p.srv
+	s.t.Helper()
+	if n < 2 || n > 10 {
+		s.t.Fatalf("tgfake: an album holds 2 to 10 items, not %d", n)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := p.chatForLocked(chatID)
+	s.nextRaw++
+	group := fmt.Sprintf("album%d", s.nextRaw)
+	out := make([]Message, 0, n)
+	for i := range n {
+		id, unique := s.newFileIDLocked("photo")
+		f := &SentFile{Kind: "photo", FileID: id, FileUniqueID: unique, Width: 640, Height: 480, Size: 40_000, Source: "user"}
+		s.files[id] = f
+		from := p.user
+		m := Message{From: &from, Date: s.now().Unix(), MediaGroupID: group,
+			Photo: []PhotoSize{{FileID: id, FileUniqueID: unique, Width: f.Width, Height: f.Height, FileSize: f.Size}}}
+		if i == 0 {
+			m.Caption = caption
+		}
+		out = append(out, s.postLocked(ch, m))
+	}
+	return out
+}
+
+// Forward forwards to chatID, as this user, a text message someone else
+// (origin) wrote: the bot receives it with a forward_origin.
+func (p *Person) Forward(chatID int64, origin User, text string) Message {
+	s := p.srv
+	s.t.Helper()
+	if text == "" {
+		s.t.Fatalf("tgfake: Forward: empty text")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := p.chatForLocked(chatID)
+	from := p.user
+	date := s.now().Unix()
+	m := Message{From: &from, Date: date, Text: text, Entities: detectEntities(text),
+		ForwardOrigin: &MessageOrigin{Type: "user", Date: date, SenderUser: &origin}}
+	return s.postLocked(ch, m)
+}
