@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -30,6 +31,71 @@ func (b *Bot) registerCore() {
 	b.tb.Handle(tele.OnCallback, b.callback)
 	b.tb.Handle(tele.OnEdited, b.editedRoute)
 	b.tb.Handle(tele.OnLocation, b.locationRoute)
+	// Whatever no workflow reads: OnMedia takes a photo, document,
+	// sticker, voice note, video, audio, animation or video note that
+	// has no handler of its own.
+	for _, kind := range []string{tele.OnMedia, tele.OnContact, tele.OnDice, tele.OnVenue} {
+		b.tb.Handle(kind, b.unreadRoute)
+	}
+}
+
+// unreadRoute answers a message of a kind nothing reads (unread).
+func (b *Bot) unreadRoute(c tele.Context) error {
+	r := requestOf(c)
+	if r == nil {
+		return nil
+	}
+	return b.unread(r)
+}
+
+// unread answers, in a private chat, a message the bot does not read: a
+// sticker, a voice note, a video, a contact, a poll, a dice, or a photo,
+// document or location no workflow takes from this user. Left unanswered,
+// the user would wait for a reply that never comes, and a caption's
+// question would be lost without a word. An album is answered once, not
+// once per photo. In a group such messages are the members' own
+// business: nothing is said.
+func (b *Bot) unread(r *Request) error {
+	msg := r.Message()
+	if msg == nil || !msg.Private() {
+		return nil
+	}
+	if msg.AlbumID != "" && !b.albums.first(msg.AlbumID, b.deps.Clock.Now()) {
+		return nil
+	}
+	return b.queueReply(r.Ctx, msg.Chat.ID, msg.ID, r.T("error.unread_kind"), nil)
+}
+
+// albumMemory remembers the albums recently answered, so that their other
+// items are not: Telegram delivers an album's photos as messages of their
+// own, one after another.
+type albumMemory struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+// albumTTL is how long an album is remembered: its items arrive within
+// seconds of each other.
+const albumTTL = 10 * time.Minute
+
+// first reports whether id is an album not seen in the last albumTTL, and
+// remembers it.
+func (m *albumMemory) first(id string, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen == nil {
+		m.seen = map[string]time.Time{}
+	}
+	for k, at := range m.seen {
+		if now.Sub(at) > albumTTL {
+			delete(m.seen, k)
+		}
+	}
+	if _, ok := m.seen[id]; ok {
+		return false
+	}
+	m.seen[id] = now
+	return true
 }
 
 // editedRoute takes every edited message: a group's to b.groupEdit (the
@@ -53,8 +119,11 @@ func (b *Bot) editedRoute(c tele.Context) error {
 // dispatch workflow: a master on the way shares theirs with the customer).
 func (b *Bot) locationRoute(c tele.Context) error {
 	r := requestOf(c)
-	if r == nil || r.Message() == nil || !r.Message().Private() || b.location == nil {
+	if r == nil || r.Message() == nil || !r.Message().Private() {
 		return nil
+	}
+	if b.location == nil {
+		return b.unread(r)
 	}
 	return b.location(r, false)
 }

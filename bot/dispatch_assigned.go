@@ -177,14 +177,14 @@ func (u *dispatchUI) photo(c tele.Context) error {
 	}
 	if u.b.cfg.AdminChatID == 0 {
 		if _, _, err := u.d.Master(r.Ctx, r.User.ID); err != nil {
-			return nil // not a master: not ours to answer
+			return u.b.unread(r) // not a master: no workflow reads it
 		}
 		return r.Reply(r.T("photo.no_admin_chat"), nil)
 	}
 	o, err := u.d.Photo(r.Ctx, r.User.ID, msg.ID, msg.Photo.FileID, msg.Caption)
 	switch {
 	case errors.Is(err, dispatch.ErrNotMaster):
-		return nil
+		return u.b.unread(r)
 	case errors.Is(err, dispatch.ErrNoDoneOrder):
 		return r.Reply(r.T("photo.no_order", locales.Data{"Window": u.b.duration(r.Lang, dispatch.PhotoWindow)}), nil)
 	case errors.Is(err, dispatch.ErrPhotoLimit):

@@ -43,7 +43,7 @@ func (u *dispatchUI) shareLocation(r *Request, edited bool) error {
 			return nil
 		}
 		if _, _, merr := u.d.Master(r.Ctx, r.User.ID); merr != nil {
-			return nil // not a master: a location is not ours to answer
+			return u.b.unread(r) // not a master: no workflow reads it
 		}
 		return r.Reply(r.T("where.not_on_the_way"), nil)
 	case err != nil:

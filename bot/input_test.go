@@ -1,0 +1,76 @@
+package bot_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard/bot"
+	"switchboard/e2e/tgfake"
+)
+
+// until has who send /help in chatID, which the bot answers in private
+// and in groups alike, and returns the bot's messages there after
+// afterID and before that answer: what it said to what came before, in
+// the chat's order (the outbox delivers a chat's messages in order).
+func (tb bundle) until(t *testing.T, who *tgfake.Person, chatID int64, afterID int) []tgfake.BotMessage {
+	t.Helper()
+	marker := who.SendText(chatID, "/help")
+	answer := tb.srv.WaitMessageAfter(t, chatID, marker.MessageID, func(m tgfake.BotMessage) bool {
+		// /help's answer; in a group, the pointer to the private chat.
+		return m.ReplyToID() == 0 || m.ReplyToID() == marker.MessageID
+	})
+	var out []tgfake.BotMessage
+	for _, m := range tb.srv.Messages(chatID) {
+		if m.MessageID > afterID && m.MessageID < answer.MessageID {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+const (
+	unreadUK = "Такі повідомлення я не читаю: я читаю текст. Напишіть мені словами; /help — усе, що я вмію."
+)
+
+// TestUnreadKindsAnsweredInPrivate: a sticker, voice note, video, contact,
+// dice, photo, document or location sent in private to a bot with
+// no workflow that reads it is answered, in the user's language, as a
+// reply to it — not met with silence; an album is answered once. In a
+// group nothing is said.
+func TestUnreadKindsAnsweredInPrivate(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, bot.Config{RateLimit: 1000, RateBurst: 1000}, nil)
+	ola := tb.srv.User(44, "Оля", "uk")
+	kinds := []func() tgfake.Message{
+		func() tgfake.Message { return ola.SendKind(ola.ID(), tgfake.KindSticker) },
+		func() tgfake.Message { return ola.SendKind(ola.ID(), tgfake.KindVoice) },
+		func() tgfake.Message { return ola.SendKind(ola.ID(), tgfake.KindVideo) },
+		func() tgfake.Message { return ola.SendKind(ola.ID(), tgfake.KindVideoNote) },
+		func() tgfake.Message { return ola.SendKind(ola.ID(), tgfake.KindAnimation) },
+		func() tgfake.Message { return ola.SendKind(ola.ID(), tgfake.KindContact) },
+		func() tgfake.Message { return ola.SendKind(ola.ID(), tgfake.KindDice) },
+		func() tgfake.Message { return ola.SendPhoto(ola.ID(), "що це?") },
+		func() tgfake.Message {
+			return ola.SendDocument(ola.ID(), "cv.pdf", "application/pdf", []byte("%PDF-1.4"))
+		},
+		func() tgfake.Message { return ola.SendLocation(ola.ID(), 50.45, 30.52) },
+	}
+	for i, send := range kinds {
+		sent := send()
+		reply := tb.srv.WaitMessageAfter(t, ola.ID(), sent.MessageID, nil)
+		require.Equal(t, unreadUK, reply.Text, "kind #%d", i)
+		require.Equal(t, sent.MessageID, reply.ReplyToID(), "kind #%d is answered as a reply to it", i)
+	}
+
+	album := ola.SendAlbum(ola.ID(), 3, "")
+	got := tb.until(t, ola, ola.ID(), album[0].MessageID)
+	require.Len(t, got, 1, "an album is answered once")
+	require.Equal(t, unreadUK, got[0].Text)
+
+	group := tb.srv.Group(-500, "Friends")
+	first := ola.SendKind(group.ID, tgfake.KindSticker)
+	ola.SendKind(group.ID, tgfake.KindVoice)
+	ola.SendPhoto(group.ID, "")
+	require.Empty(t, tb.until(t, ola, group.ID, first.MessageID-1), "group chatter is the group's")
+}
