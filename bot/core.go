@@ -100,7 +100,9 @@ func (m *albumMemory) first(id string, now time.Time) bool {
 
 // editedRoute takes every edited message: a group's to b.groupEdit (the
 // analysis workflow), a private live location's move to b.location (the
-// dispatch workflow); anything else is left alone.
+// dispatch workflow); any other private edit is told it was not read
+// (nothing takes a correction: the memory chat answered the text as
+// first sent, a command ran as first typed); anything else is left alone.
 func (b *Bot) editedRoute(c tele.Context) error {
 	r := requestOf(c)
 	if r == nil || r.Message() == nil {
@@ -111,6 +113,10 @@ func (b *Bot) editedRoute(c tele.Context) error {
 		return b.location(r, true)
 	case !msg.Private() && b.groupEdit != nil:
 		return b.groupEdit(r)
+	case msg.Private() && msg.Location == nil:
+		// The answer, if any, was to the text as first sent: say so,
+		// rather than let the user believe the correction was read.
+		return b.queueReply(r.Ctx, msg.Chat.ID, msg.ID, r.T("error.edit_unread"), nil)
 	}
 	return nil
 }

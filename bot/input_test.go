@@ -31,6 +31,7 @@ func (tb bundle) until(t *testing.T, who *tgfake.Person, chatID int64, afterID i
 
 const (
 	unreadUK = "Такі повідомлення я не читаю: я читаю текст. Напишіть мені словами; /help — усе, що я вмію."
+	editRU   = "Правки уже отправленных сообщений я не читаю. Пришлите исправленный текст новым сообщением."
 )
 
 // TestUnreadKindsAnsweredInPrivate: a sticker, voice note, video, contact,
@@ -73,4 +74,25 @@ func TestUnreadKindsAnsweredInPrivate(t *testing.T) {
 	ola.SendKind(group.ID, tgfake.KindVoice)
 	ola.SendPhoto(group.ID, "")
 	require.Empty(t, tb.until(t, ola, group.ID, first.MessageID-1), "group chatter is the group's")
+}
+
+// TestPrivateEditIsTold: an edit of a message sent in private (a
+// question, a command) is not read, and the user is told so in their
+// language rather than left believing the correction was taken. An edit
+// in a group is not answered.
+func TestPrivateEditIsTold(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, bot.Config{RateLimit: 1000, RateBurst: 1000}, nil)
+	ivan := tb.srv.User(45, "Иван", "ru")
+	sent := ivan.SendText(ivan.ID(), "/nosuch")
+	first := tb.srv.WaitMessageAfter(t, ivan.ID(), sent.MessageID, nil)
+	ivan.Edit(sent, "/help")
+	reply := tb.srv.WaitMessageAfter(t, ivan.ID(), first.MessageID, nil)
+	require.Equal(t, editRU, reply.Text)
+	require.Equal(t, sent.MessageID, reply.ReplyToID())
+
+	group := tb.srv.Group(-501, "Friends")
+	said := ivan.SendText(group.ID, "привет")
+	ivan.Edit(said, "привет всем")
+	require.Empty(t, tb.until(t, ivan, group.ID, said.MessageID))
 }
