@@ -246,7 +246,7 @@ func (b *Bot) help(r *Request) error {
 const maxEcho = 40
 
 func (b *Bot) lang(r *Request) error {
-	want := strings.ToLower(strings.TrimSpace(r.Message().Payload))
+	want := strings.ToLower(commandArgs(r.Message()))
 	if want == "" {
 		return r.Reply(r.T("lang.usage", locales.Data{"Current": r.Lang}), nil)
 	}
@@ -284,6 +284,9 @@ func (b *Bot) textRoute(private func(r *Request) error) tele.HandlerFunc {
 			return nil
 		}
 		msg := r.Message()
+		if cmd, ok := b.commandIn(msg.Text); ok {
+			return b.run(r, cmd)
+		}
 		if !msg.Private() {
 			if b.groupText == nil || strings.HasPrefix(msg.Text, "/") {
 				return nil
@@ -319,6 +322,24 @@ func (b *Bot) textRoute(private func(r *Request) error) tele.HandlerFunc {
 		}
 		return b.inTopic(r, private)
 	}
+}
+
+// commandIn finds the command of ours text starts with in another case
+// than its own ("/HELP", "/Start@OurBot"; telebot routes only the exact
+// name, and has already dropped a command addressed to another bot).
+// Telegram's clients show such a word as a command, and the user meant
+// ours: answering "I don't know the command /HELP" would be wrong.
+func (b *Bot) commandIn(text string) (Command, bool) {
+	if !strings.HasPrefix(text, "/") {
+		return Command{}, false
+	}
+	word := strings.FieldsFunc(text, unicode.IsSpace)[0]
+	word, _, _ = strings.Cut(word[1:], "@")
+	lower := strings.ToLower(word)
+	if lower == word {
+		return Command{}, false // ours would have been routed already
+	}
+	return b.lookup(lower)
 }
 
 // inTopic routes plain private text by the workflow topic it was written

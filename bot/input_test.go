@@ -1,6 +1,7 @@
 package bot_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -95,4 +96,25 @@ func TestPrivateEditIsTold(t *testing.T) {
 	said := ivan.SendText(group.ID, "привет")
 	ivan.Edit(said, "привет всем")
 	require.Empty(t, tb.until(t, ivan, group.ID, said.MessageID))
+}
+
+// TestCommandsInAnyCase: a command of ours typed in another case (/HELP,
+// /Lang) runs, rather than being called unknown; one addressed to another
+// bot is still left alone; /lang's language may come on a line of its own.
+func TestCommandsInAnyCase(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, bot.Config{RateLimit: 1000, RateBurst: 1000}, nil)
+	ola := tb.srv.User(44, "Оля", "uk")
+	require.Equal(t, "Язык переключён на русский.", tb.ask(t, ola, "/lang\n\nru").Text)
+	require.Equal(t, "Мову змінено на українську.", tb.ask(t, ola, "/lang\nuk").Text)
+	require.True(t, strings.HasPrefix(tb.ask(t, ola, "/HELP").Text, "Що я вмію"), "/HELP is /help")
+	require.Equal(t, "Язык переключён на русский.", tb.ask(t, ola, "/Lang\n\nru").Text)
+	require.Equal(t, "Мову змінено на українську.", tb.ask(t, ola, "/LANG@"+tb.srv.Bot().Username+" uk").Text)
+
+	group := tb.srv.Group(-502, "Friends")
+	other := ola.SendText(group.ID, "/HELP@OtherBot")
+	got := tb.until(t, ola, group.ID, other.MessageID-1)
+	require.Empty(t, got, "a command for another bot is not ours")
+	mine := ola.SendText(group.ID, "/HELP")
+	require.Contains(t, tb.srv.WaitMessageAfter(t, group.ID, mine.MessageID, nil).Text, "/help", "pointed to the private chat")
 }
