@@ -152,8 +152,6 @@ type Bot struct {
 	actions    Actions
 	limiter    *rateLimiter
 	started    time.Time
-	// albums remembers the albums unread answered (core.go).
-	albums albumMemory
 	// adminMenus remembers which admins' chats have their command menu.
 	adminMenus sync.Map
 	// groupText takes plain text written in groups (the analysis workflow

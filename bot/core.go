@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -53,49 +52,26 @@ func (b *Bot) unreadRoute(c tele.Context) error {
 // document or location no workflow takes from this user. Left unanswered,
 // the user would wait for a reply that never comes, and a caption's
 // question would be lost without a word. An album is answered once, not
-// once per photo. In a group such messages are the members' own
-// business: nothing is said.
+// once per photo: Telegram delivers its items as messages of their own,
+// and the answer's outbox origin names the album, so the items after the
+// first (on whichever replica, after whatever crash) write nothing. In a
+// group such messages are the members' own business: nothing is said.
 func (b *Bot) unread(r *Request) error {
 	msg := r.Message()
 	if msg == nil || !msg.Private() {
 		return nil
 	}
-	if msg.AlbumID != "" && !b.albums.first(msg.AlbumID, b.deps.Clock.Now()) {
-		return nil
+	if msg.AlbumID == "" {
+		return b.queueReply(r.Ctx, msg.Chat.ID, msg.ID, r.T("error.unread_kind"), nil)
 	}
-	return b.queueReply(r.Ctx, msg.Chat.ID, msg.ID, r.T("error.unread_kind"), nil)
-}
-
-// albumMemory remembers the albums recently answered, so that their other
-// items are not: Telegram delivers an album's photos as messages of their
-// own, one after another.
-type albumMemory struct {
-	mu   sync.Mutex
-	seen map[string]time.Time
-}
-
-// albumTTL is how long an album is remembered: its items arrive within
-// seconds of each other.
-const albumTTL = 10 * time.Minute
-
-// first reports whether id is an album not seen in the last albumTTL, and
-// remembers it.
-func (m *albumMemory) first(id string, now time.Time) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.seen == nil {
-		m.seen = map[string]time.Time{}
+	msgs := Messages(msg.Chat.ID, domain.KindReply, 0, r.T("error.unread_kind"), nil)
+	for i := range msgs {
+		msgs[i].Origin = fmt.Sprintf("album:%d:%s.%d", msg.Chat.ID, msg.AlbumID, i)
 	}
-	for k, at := range m.seen {
-		if now.Sub(at) > albumTTL {
-			delete(m.seen, k)
-		}
+	if len(msgs) > 0 {
+		msgs[0].ReplyTo = msg.ID
 	}
-	if _, ok := m.seen[id]; ok {
-		return false
-	}
-	m.seen[id] = now
-	return true
+	return b.queueMessages(r.Ctx, msg.Chat.ID, msgs)
 }
 
 // editedRoute takes every edited message: a group's to b.groupEdit (the

@@ -195,7 +195,11 @@ func (b *Bot) queueMessages(ctx context.Context, chatID int64, msgs []domain.Mes
 	rs := repliesOf(ctx)
 	if rs != nil {
 		for i := range msgs {
-			msgs[i].Origin = rs.next()
+			// A message that names its own origin (what it answers spans
+			// updates: an album) keeps it.
+			if msgs[i].Origin == "" {
+				msgs[i].Origin = rs.next()
+			}
 		}
 	}
 	if b.deps.Queue != nil {
