@@ -653,9 +653,12 @@ func (u *analysisUI) decide(approve bool) CallbackHandler {
 		case err != nil:
 			return err
 		}
-		if msg := r.Callback().Message; msg != nil && msg.ID != run.ProgressMessageID {
+		if msg := r.Callback().Message; msg != nil && run.ProgressMessageID != 0 && msg.ID != run.ProgressMessageID {
 			// A proposal's own message, from before the board: it shows
-			// its decision in place.
+			// its decision in place. Not while the board's message id is
+			// unknown: the board delivered, its delivery not yet recorded
+			// (a press as the board appears, a slow database), would be
+			// taken for one and overwritten, its buttons gone.
 			lang := u.b.cfg.AdminLang
 			key := "proposal.decided_rejected"
 			if approve {

@@ -466,6 +466,31 @@ func TestAnalysisBoardRefusals(t *testing.T) {
 	require.Equal(t, before, env.boardState(t), "cancelled: as before")
 }
 
+// A board pressed before its delivery is recorded (the admin's press
+// racing the sender's mark, on a loaded database) is still the board: the
+// press decides, and the board keeps its page and its buttons instead of
+// being overwritten as if it were a proposal's own message.
+func TestBoardPressedBeforeItsDeliveryIsRecordedStaysTheBoard(t *testing.T) {
+	t.Parallel()
+	env := setupAnalysis(t)
+	ids := env.completedRun(t, 2)
+	board := env.board(t, 1)
+	_, err := env.st.Pool().Exec(context.Background(), `UPDATE analysis_runs SET progress_message_id = NULL WHERE id = 1`)
+	require.NoError(t, err)
+
+	a := press(t, env.srv, env.admin, board, data(t, "pa", ids[0]))
+	require.Equal(t, "✅ #1 approved.", a.Text)
+	env.settle(t)
+	now := mustMessage(t, env.srv, board.MessageID)
+	require.Contains(t, now.Text, "\n\n1. ✅ Task 1 · low\n\n2. ⏳ Task 2 · medium\nDo thing 2.")
+	require.Equal(t, [][]string{{"2 ✅", "2 ❌"}, {"✅ Approve the rest (1)"}}, rowTexts(now))
+	for i, v := range now.Edits {
+		// Never, in between, a proposal's own text without the board's
+		// buttons, which a second press meanwhile would not find.
+		require.NotContains(t, v.Text, "Approved by", "version %d", i)
+	}
+}
+
 // A proposal's own message from before the board (a run reviewed across
 // the upgrade) still works: pressed, it is edited in place to show the
 // decision, and the board shows it too.
