@@ -152,12 +152,16 @@ func TestLocker(t *testing.T) {
 
 			t.Run("RefreshKeepsLongRunHeld", func(t *testing.T) {
 				t.Parallel()
-				const lease = 300 * time.Millisecond
+				// Long enough that a renewal (every third of it) missing it
+				// cannot be a healthy machine, only a busy one: 300 ms was
+				// missed once on a CI host running the e2e suite beside it.
+				const lease = 2 * time.Second
 				b := be.setup(t, lease)
 				l, err := b.locker.Lock(ctx, tick("a", 1))
 				require.NoError(t, err)
-				// Real time must pass here: it is the lease's expiry under test.
-				time.Sleep(4 * lease)
+				// Real time must pass here: it is the lease's expiry under
+				// test, past it twice.
+				time.Sleep(5 * lease / 2)
 				_, err = b.locker.Lock(ctx, tick("a", 2))
 				require.ErrorIs(t, err, ErrJobRunning, "lease refreshed past its first expiry")
 				require.NoError(t, l.Unlock(ctx))
