@@ -378,7 +378,7 @@ func (u *memoryUI) historyPressed(r *Request, cb Callback) (bool, error) {
 // Delete N and Keep; or that none matched. X itself is not repeated: the
 // message would keep a copy of what the user wants forgotten.
 func (u *memoryUI) forgetAbout(r *Request, topic string) error {
-	req, found, err := u.m.ForgetAbout(r.Ctx, r.User.ID, topic)
+	req, found, err := u.m.ForgetAbout(r.Ctx, r.User.ID, r.Message().ID, topic)
 	if err != nil {
 		return err
 	}

@@ -28,13 +28,13 @@ type Memory interface {
 	AskCorrection(ctx context.Context, userID, id int64) (memory.Summary, bool, error)
 	CancelCorrection(ctx context.Context, userID, id int64) (bool, error)
 	TakeCorrection(ctx context.Context, userID int64, messageID int, text string) (memory.Correction, error)
-	ForgetAbout(ctx context.Context, userID int64, topic string) (int64, []memory.Summary, error)
+	ForgetAbout(ctx context.Context, userID int64, messageID int, topic string) (int64, []memory.Summary, error)
 	ConfirmForget(ctx context.Context, userID, requestID int64) (memory.Erased, bool, error)
 	KeepMemories(ctx context.Context, userID, requestID int64) (bool, error)
 	Forget(ctx context.Context, userID int64, known time.Time) (memory.Forgotten, error)
 	Held(ctx context.Context, userID int64) (memory.Held, error)
 	Prompt(ctx context.Context, role string) (memory.Prompt, error)
-	SetPrompt(ctx context.Context, role, text string) (memory.Prompt, error)
+	SetPrompt(ctx context.Context, role, text string, by domain.MessageRef) (memory.Prompt, error)
 	Stop(ctx context.Context, userID, runID int64) (bool, error)
 	MemoryPrivacy
 }
@@ -252,7 +252,7 @@ func (u *memoryUI) prompt(r *Request) error {
 		}
 		return u.showPrompt(r, p)
 	}
-	p, err := u.m.SetPrompt(r.Ctx, role, text)
+	p, err := u.m.SetPrompt(r.Ctx, role, text, domain.MessageRef{Chat: r.Chat().ID, ID: r.Message().ID})
 	switch {
 	case errors.Is(err, memory.ErrUnknownRole):
 		return unknown()

@@ -556,7 +556,7 @@ func TestPromptShowAndSet(t *testing.T) {
 	require.Len(t, prompts(t, env.st, "mentor"), 2)
 
 	// A long prompt takes several messages, each with a whole <pre>.
-	_, err := env.svc.SetPrompt(context.Background(), "archivist", strings.Repeat("<tag> & line\n", 600))
+	_, err := env.svc.SetPrompt(context.Background(), "archivist", strings.Repeat("<tag> & line\n", 600), domain.MessageRef{})
 	require.NoError(t, err)
 	sent := admin.SendText(admin.ID(), "/prompt archivist")
 	lines := func() int {

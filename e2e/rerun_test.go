@@ -200,3 +200,89 @@ func TestResumeRerunAfterAFailedReadTellsOnce(t *testing.T) {
 	env.TG.WaitMessageAfter(t, ann.ID(), again.MessageID, func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, scan) })
 	require.Equal(t, 2, count(scan))
 }
+
+// An admin's /prompt run again after another admin set a newer version
+// from another chat keeps the newer one active: the set is keyed by its
+// message (system_prompt_sets), so the rerun finds the version it made
+// instead of making the old text active again, and its reply is the one
+// written already.
+func TestPromptRerunKeepsANewerSet(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	const otherAdmin = 9002
+	env.Start(map[string]string{"ADMIN_IDS": fmt.Sprintf("%d,%d", e2e.AdminID, otherAdmin)})
+	pool := db(t, env)
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	oksana := env.TG.User(otherAdmin, "Oksana", "en")
+	saved := func(chat int64) int {
+		n := 0
+		for _, m := range env.TG.Messages(chat) {
+			if strings.HasPrefix(m.Text, "Saved: mentor version") {
+				n++
+			}
+		}
+		return n
+	}
+
+	sent := boss.SendText(boss.ID(), "/prompt mentor Be brief.")
+	first := env.TG.WaitMessageAfter(t, boss.ID(), sent.MessageID, nil)
+	require.Equal(t, "Saved: mentor version 2 is active now; earlier versions are kept.", first.Text)
+	require.Equal(t, "Saved: mentor version 3 is active now; earlier versions are kept.",
+		ask(t, env, oksana, oksana.ID(), "/prompt mentor Be kind.").Text)
+	quiet(t, pool)
+
+	rerunUpdate(t, env, pool, boss.ID(), sent.MessageID)
+	require.Equal(t, "Be kind.", scalar[string](t, pool,
+		`SELECT prompt_template FROM system_prompts WHERE role_name = 'mentor' AND is_active`), "the newer set stays active")
+	require.Equal(t, 1, scalar[int](t, pool,
+		`SELECT count(*) FROM system_prompts WHERE role_name = 'mentor' AND prompt_template = 'Be brief.'`), "one version for the message")
+	require.Equal(t, 3, scalar[int](t, pool, `SELECT count(*) FROM system_prompts WHERE role_name = 'mentor'`))
+	require.Equal(t, 1, scalar[int](t, pool,
+		`SELECT count(*) FROM system_prompt_sets WHERE chat_id = $1 AND message_id = $2`, boss.ID(), sent.MessageID))
+	require.Equal(t, 1, saved(boss.ID()), "one /prompt, one confirmation")
+	require.Equal(t, 1, saved(oksana.ID()))
+
+	// The same command sent anew is a new set.
+	again := boss.SendText(boss.ID(), "/prompt mentor Be brief.")
+	require.Equal(t, "Saved: mentor version 4 is active now; earlier versions are kept.",
+		env.TG.WaitMessageAfter(t, boss.ID(), again.MessageID, nil).Text)
+}
+
+// "Forget what I told you about X" run again asks once: the request is
+// keyed by its message (memory_requests.source_message_id), so the rerun
+// finds the row the first run made, whose id the confirmation's buttons
+// carry, and leaves no second one; its reply is the one written already.
+func TestForgetAboutRerunAsksOnce(t *testing.T) {
+	t.Parallel()
+	env, pool := memoryEnv(t)
+	ann := env.TG.User(7_400_021, "Ann", "en")
+	chatWith(t, env, ann, "I live in Kyiv with my family")
+	waitArchived(t, pool, 1)
+	found := func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "I found memories matching that: 1.") }
+	asks := func() int {
+		n := 0
+		for _, m := range env.TG.Messages(ann.ID()) {
+			if found(m) {
+				n++
+			}
+		}
+		return n
+	}
+
+	sent := ann.SendText(ann.ID(), "Forget what I told you about Kyiv")
+	asked := env.TG.WaitMessageAfter(t, ann.ID(), sent.MessageID, found)
+	quiet(t, pool)
+
+	rerunUpdate(t, env, pool, ann.ID(), sent.MessageID)
+	require.Equal(t, 1, scalar[int](t, pool, `SELECT count(*) FROM memory_requests WHERE user_id = $1 AND kind = 'forget'`, ann.ID()),
+		"one request for the message, however many times its update ran")
+	require.Equal(t, 1, asks(), "one question")
+
+	// The buttons the user was shown answer the request that stayed.
+	q, err := ann.PressButton(asked, "Delete (1)")
+	require.NoError(t, err)
+	require.False(t, env.TG.WaitCallbackAnswer(t, q.ID).ShowAlert)
+	edited(t, env, ann.ID(), asked.MessageID, func(s string) bool { return strings.HasPrefix(s, "Forgotten.") })
+	require.Zero(t, scalar[int](t, pool, `SELECT count(*) FROM memory_requests`))
+	require.Zero(t, scalar[int](t, pool, `SELECT count(*) FROM lsm_storage WHERE user_id = $1`, ann.ID()))
+}

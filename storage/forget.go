@@ -58,7 +58,8 @@ import (
 //     them (customer_id NULL); its rating keeps the stars and loses the
 //     comment (order_ratings.comment NULL); order_messages of their chat
 //     and the texts they sent through the bot (order_relays): deleted.
-//   - orders.created_by, analysis_runs.created_by, analysis_proposals.decided_by:
+//   - orders.created_by, analysis_runs.created_by, analysis_proposals.decided_by,
+//     system_prompt_sets.chat_id (an admin's /prompt, in private their id):
 //     an admin's id on the work they did for others; kept.
 //   - vacancies, group_chats, system_prompts, job_runs, replicas,
 //     admin_notices, hh_app_tokens: hold nothing of a user's.

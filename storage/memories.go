@@ -335,20 +335,32 @@ SELECT EXISTS (SELECT 1 FROM req) OR EXISTS (SELECT 1 FROM done),
 	return memory.Correction{Outcome: memory.CorrectionSaved, New: fix}, nil
 }
 
-// AskForget records the memories a "forget what I told you" found;
-// expired requests of the user's go on the way.
-func (s *Memories) AskForget(ctx context.Context, userID int64, ids []int64, ttl time.Duration) (int64, error) {
+// AskForget records the memories a "forget what I told you" found,
+// named by messageID, the private message that asked (0: none); expired
+// requests of the user's go on the way. It returns the request and the
+// ids it names: the message's own request if it made one before (its
+// update handled again), as it was made, without recording another.
+func (s *Memories) AskForget(ctx context.Context, userID int64, messageID int, ids []int64, ttl time.Duration) (int64, []int64, error) {
 	var id int64
+	var asked []int64
 	err := s.pool.QueryRow(ctx, `
 WITH expired AS (
     DELETE FROM memory_requests WHERE user_id = $1 AND kind = 'forget' AND expires_at < now()
+), before AS (
+    SELECT id, memory_ids FROM memory_requests
+    WHERE user_id = $1 AND kind = 'forget' AND source_message_id = NULLIF($4, 0)
+), made AS (
+    INSERT INTO memory_requests (user_id, kind, memory_ids, expires_at, source_message_id)
+    SELECT $1, 'forget', $2, now() + $3 * interval '1 millisecond', NULLIF($4, 0)
+    WHERE NOT EXISTS (SELECT 1 FROM before)
+    RETURNING id, memory_ids
 )
-INSERT INTO memory_requests (user_id, kind, memory_ids, expires_at)
-VALUES ($1, 'forget', $2, now() + $3 * interval '1 millisecond') RETURNING id`, userID, ids, ttl.Milliseconds()).Scan(&id)
+SELECT id, memory_ids FROM made UNION ALL SELECT id, memory_ids FROM before`,
+		userID, ids, ttl.Milliseconds(), messageID).Scan(&id, &asked)
 	if err != nil {
-		return 0, fmt.Errorf("ask to forget memories of user %d: %w", userID, err)
+		return 0, nil, fmt.Errorf("ask to forget memories of user %d: %w", userID, err)
 	}
-	return id, nil
+	return id, asked, nil
 }
 
 // Forget consumes the user's request and deletes its memories

@@ -308,7 +308,7 @@ func TestForgetMemoriesRequest(t *testing.T) {
 	_, a := f.archivedRun(memAnn, "I like tea", "ok", summary("Ann likes tea"))
 	_, b := f.archivedRun(memAnn, "I like green tea", "ok", summary("Ann likes green tea"))
 	_, c := f.archivedRun(memAnn, "I own a cat", "ok", summary("Ann owns a cat"))
-	req, err := f.st.Memories().AskForget(f.ctx, memAnn, []int64{a, b}, time.Hour)
+	req, _, err := f.st.Memories().AskForget(f.ctx, memAnn, 0, []int64{a, b}, time.Hour)
 	require.NoError(t, err)
 
 	_, ok, err := f.st.Memories().Forget(f.ctx, memBob, req)
@@ -329,18 +329,51 @@ func TestForgetMemoriesRequest(t *testing.T) {
 
 	// Kept: the request goes, the memory stays; an expired one deletes
 	// nothing.
-	req, err = f.st.Memories().AskForget(f.ctx, memAnn, []int64{c}, time.Hour)
+	req, _, err = f.st.Memories().AskForget(f.ctx, memAnn, 0, []int64{c}, time.Hour)
 	require.NoError(t, err)
 	ok, err = f.st.Memories().DropForgetRequest(f.ctx, memAnn, req)
 	require.NoError(t, err)
 	require.True(t, ok)
-	req, err = f.st.Memories().AskForget(f.ctx, memAnn, []int64{c}, -time.Second)
+	req, _, err = f.st.Memories().AskForget(f.ctx, memAnn, 0, []int64{c}, -time.Second)
 	require.NoError(t, err)
 	_, ok, err = f.st.Memories().Forget(f.ctx, memAnn, req)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, []int64{c}, memIDs(must(f.st.Memories().Summaries(f.ctx, memAnn, 10))))
 	require.Zero(t, f.count(`SELECT count(*) FROM memory_requests`))
+}
+
+// A "forget what I told you" message asked again (its update handled
+// again) gets the request it made, naming what it named then, and no
+// second one; another message, or another user's with the same id, asks
+// anew.
+func TestForgetRequestByItsMessage(t *testing.T) {
+	t.Parallel()
+	f := setupMemories(t)
+	_, a := f.archivedRun(memAnn, "I like tea", "ok", summary("Ann likes tea"))
+	_, b := f.archivedRun(memAnn, "I own a cat", "ok", summary("Ann owns a cat"))
+	_, c := f.archivedRun(memBob, "I like tea", "ok", summary("Bob likes tea"))
+	ask := func(user int64, msg int, ids ...int64) (int64, []int64) {
+		req, asked, err := f.st.Memories().AskForget(f.ctx, user, msg, ids, time.Hour)
+		require.NoError(t, err)
+		return req, asked
+	}
+	first, asked := ask(memAnn, 7, a)
+	require.Equal(t, []int64{a}, asked)
+	again, asked := ask(memAnn, 7, a, b)
+	require.Equal(t, first, again)
+	require.Equal(t, []int64{a}, asked, "as it was made")
+	require.Equal(t, 1, f.count(`SELECT count(*) FROM memory_requests`))
+
+	other, asked := ask(memAnn, 8, a, b)
+	require.NotEqual(t, first, other)
+	require.Equal(t, []int64{a, b}, asked)
+	bobs, _ := ask(memBob, 7, c)
+	require.NotEqual(t, first, bobs, "message ids are per chat")
+	unkeyed, _ := ask(memAnn, 0, a)
+	unkeyedAgain, _ := ask(memAnn, 0, a)
+	require.NotEqual(t, unkeyed, unkeyedAgain, "no message, no key")
+	require.Equal(t, 5, f.count(`SELECT count(*) FROM memory_requests`))
 }
 
 // /forget erases superseded memories and a correction waiting too.
@@ -350,7 +383,7 @@ func TestForgetUserErasesMemoryVersionsAndRequests(t *testing.T) {
 	_, a := f.archivedRun(memAnn, "I live in Kyiv", "ok", summary("Ann "+kyivMarker))
 	_, b := f.archivedRun(memAnn, "I moved to Lviv", "ok", summary("Ann lives in Lviv", a))
 	require.True(t, f.askCorrection(memAnn, b, time.Hour))
-	_, err := f.st.Memories().AskForget(f.ctx, memAnn, []int64{a}, time.Hour)
+	_, _, err := f.st.Memories().AskForget(f.ctx, memAnn, 0, []int64{a}, time.Hour)
 	require.NoError(t, err)
 	u, err := f.st.Users().Get(f.ctx, memAnn)
 	require.NoError(t, err)

@@ -598,20 +598,66 @@ func TestSubmitIsKeyedByTheMessage(t *testing.T) {
 func TestSetSystemPromptKeepsTheActiveText(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
-	first, err := f.st.Prompts().Set(f.ctx, "mentor", "Be brief.")
+	first, err := f.st.Prompts().Set(f.ctx, "mentor", "Be brief.", domain.MessageRef{})
 	require.NoError(t, err)
-	again, err := f.st.Prompts().Set(f.ctx, "mentor", "Be brief.")
+	again, err := f.st.Prompts().Set(f.ctx, "mentor", "Be brief.", domain.MessageRef{})
 	require.NoError(t, err)
 	require.Equal(t, first.Version, again.Version)
-	other, err := f.st.Prompts().Set(f.ctx, "mentor", "Be kind.")
+	other, err := f.st.Prompts().Set(f.ctx, "mentor", "Be kind.", domain.MessageRef{})
 	require.NoError(t, err)
 	require.Equal(t, first.Version+1, other.Version)
-	back, err := f.st.Prompts().Set(f.ctx, "mentor", "Be brief.")
+	back, err := f.st.Prompts().Set(f.ctx, "mentor", "Be brief.", domain.MessageRef{})
 	require.NoError(t, err)
 	require.Equal(t, first.Version+2, back.Version)
 	var active int
 	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT count(*) FROM system_prompts WHERE role_name = 'mentor' AND is_active`).Scan(&active))
 	require.Equal(t, 1, active)
+}
+
+// A /prompt message set again (its update handled again) returns the
+// version it set and changes nothing, though another admin's newer set is
+// active by then; so does one whose text was the active one already.
+func TestSetSystemPromptOncePerMessage(t *testing.T) {
+	t.Parallel()
+	f := newMemory(t)
+	set := func(text string, chat int64, msg int) memory.Prompt {
+		p, err := f.st.Prompts().Set(f.ctx, "mentor", text, domain.MessageRef{Chat: chat, ID: msg})
+		require.NoError(t, err)
+		return p
+	}
+	active := func() string {
+		var text string
+		require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT prompt_template FROM system_prompts
+WHERE role_name = 'mentor' AND is_active`).Scan(&text))
+		return text
+	}
+	brief := set("Be brief.", 1, 10)
+	require.True(t, brief.Active)
+	kind := set("Be kind.", 2, 20)
+	require.Equal(t, brief.Version+1, kind.Version)
+
+	again := set("Be brief.", 1, 10)
+	require.Equal(t, brief.Version, again.Version)
+	require.Equal(t, "Be brief.", again.Template)
+	require.False(t, again.Active, "set since by another")
+	require.Equal(t, "Be kind.", active())
+
+	// The active text sent anew makes no version, but is the message's
+	// set all the same.
+	same := set("Be kind.", 1, 11)
+	require.Equal(t, kind.Version, same.Version)
+	later := set("Be calm.", 2, 21)
+	require.Equal(t, kind.Version+1, later.Version)
+	same = set("Be kind.", 1, 11)
+	require.Equal(t, kind.Version, same.Version)
+	require.False(t, same.Active)
+	require.Equal(t, "Be calm.", active())
+
+	var versions, sets int
+	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT (SELECT count(*) FROM system_prompts WHERE role_name = 'mentor'),
+       (SELECT count(*) FROM system_prompt_sets)`).Scan(&versions, &sets))
+	require.Equal(t, later.Version, versions)
+	require.Equal(t, 4, sets)
 }
 
 // A stop is taken once, only for the user's run whose answer is being

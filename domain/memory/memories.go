@@ -173,8 +173,11 @@ func (s *Service) TakeCorrection(ctx context.Context, userID int64, messageID in
 
 // ForgetAbout finds the user's memories, current and superseded, that
 // match topic (ForgetTopic's), and records them for the confirmation's
-// button: request 0 when none matched.
-func (s *Service) ForgetAbout(ctx context.Context, userID int64, topic string) (int64, []Summary, error) {
+// button: request 0 when none matched. messageID is the private message
+// that asked: asked again (its update handled again), it returns the
+// request it made and the memories that request names, since those are
+// what its buttons delete.
+func (s *Service) ForgetAbout(ctx context.Context, userID int64, messageID int, topic string) (int64, []Summary, error) {
 	all, err := s.deps.Memories.Versions(ctx, userID, maxVersionsSearched)
 	if err != nil {
 		return 0, nil, fmt.Errorf("memories of user %d: %w", userID, err)
@@ -187,9 +190,19 @@ func (s *Service) ForgetAbout(ctx context.Context, userID int64, topic string) (
 	for i, m := range found {
 		ids[i] = m.ID
 	}
-	req, err := s.deps.Memories.AskForget(ctx, userID, ids, ForgetWait)
+	req, asked, err := s.deps.Memories.AskForget(ctx, userID, messageID, ids, ForgetWait)
 	if err != nil {
 		return 0, nil, fmt.Errorf("ask to forget %d memories: %w", len(ids), err)
+	}
+	if !slices.Equal(asked, ids) {
+		// Memories came or went since the first time: the list shows
+		// what the request would delete.
+		found = nil
+		for _, m := range all {
+			if slices.Contains(asked, m.ID) {
+				found = append(found, m)
+			}
+		}
 	}
 	return req, found, nil
 }

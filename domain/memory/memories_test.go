@@ -158,7 +158,7 @@ VALUES ($1, '2026-11-23', '2026-11-30', $2, $3) RETURNING id`, user, append([]st
 
 	topic, ok := memory.ForgetTopic("забудь, что я говорил про Киев")
 	require.True(t, ok)
-	req, found, err := b.svc.ForgetAbout(b.ctx, 1, topic)
+	req, found, err := b.svc.ForgetAbout(b.ctx, 1, 0, topic)
 	require.NoError(t, err)
 	require.Len(t, found, 1)
 	require.Equal(t, kyiv, found[0].ID)
@@ -172,13 +172,13 @@ VALUES ($1, '2026-11-23', '2026-11-30', $2, $3) RETURNING id`, user, append([]st
 	require.True(t, ok)
 	require.Equal(t, 2, e.Memories, "the superseded memory and the one that replaced it")
 
-	req, found, err = b.svc.ForgetAbout(b.ctx, 1, "напитки")
+	req, found, err = b.svc.ForgetAbout(b.ctx, 1, 0, "напитки")
 	require.NoError(t, err)
 	require.Len(t, found, 1, "tags count")
 	ok, err = b.svc.KeepMemories(b.ctx, 1, req)
 	require.NoError(t, err)
 	require.True(t, ok)
-	req, found, err = b.svc.ForgetAbout(b.ctx, 1, "марафон")
+	req, found, err = b.svc.ForgetAbout(b.ctx, 1, 0, "марафон")
 	require.NoError(t, err)
 	require.Zero(t, req)
 	require.Empty(t, found)
@@ -210,4 +210,39 @@ VALUES ($1, '2026-11-23', '2026-11-30', $2, $3) RETURNING id`, user, append([]st
 	require.NoError(t, err)
 	require.Equal(t, memory.MemoryPage{Items: page.Items, Page: 0, Pages: 1, Total: 2}, page, "a page past the end shows the last")
 	require.Equal(t, []int64{tea}, page.Items[0].Supersedes)
+}
+
+// "Forget what I told you about X" asked again by the same message (its
+// update handled again) returns the request it made, with the memories
+// that request names though another matches by now: those are what its
+// buttons delete.
+func TestForgetAboutAgainShowsItsRequest(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(t, 1)
+	insert := func(text string) int64 {
+		var id int64
+		require.NoError(t, b.store.Pool().QueryRow(b.ctx, `INSERT INTO lsm_storage (user_id, time_bucket_start, time_bucket_end, tags, summary)
+VALUES (1, '2026-11-23', '2026-11-30', '{}', $1) RETURNING id`, text).Scan(&id))
+		return id
+	}
+	kyiv := insert("Живёт в Киеве")
+	req, found, err := b.svc.ForgetAbout(b.ctx, 1, 5, "Киев")
+	require.NoError(t, err)
+	require.Len(t, found, 1)
+	insert("Работает в Киеве")
+
+	again, found, err := b.svc.ForgetAbout(b.ctx, 1, 5, "Киев")
+	require.NoError(t, err)
+	require.Equal(t, req, again)
+	require.Len(t, found, 1)
+	require.Equal(t, kyiv, found[0].ID)
+	var n int
+	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT count(*) FROM memory_requests`).Scan(&n))
+	require.Equal(t, 1, n)
+
+	other, found, err := b.svc.ForgetAbout(b.ctx, 1, 6, "Киев")
+	require.NoError(t, err)
+	require.NotEqual(t, req, other)
+	require.Len(t, found, 2, "a new message asks anew")
 }

@@ -287,8 +287,11 @@ type Memories interface {
 	// version it saved and changes nothing.
 	TakeCorrection(ctx context.Context, userID int64, messageID int, fix Summary) (Correction, error)
 	// AskForget records the memories a "forget what I told you
-	// about X" found, for the confirmation's button, until ttl passes.
-	AskForget(ctx context.Context, userID int64, ids []int64, ttl time.Duration) (int64, error)
+	// about X" found, for the confirmation's button, until ttl passes,
+	// and returns the request and the ids it names. The request names
+	// messageID, the private message that asked (0: none): that message
+	// again returns the request it made, as made, and records nothing.
+	AskForget(ctx context.Context, userID int64, messageID int, ids []int64, ttl time.Duration) (int64, []int64, error)
 	// Forget consumes that request and deletes its memories as
 	// Delete does, in one transaction; false if it is gone or
 	// expired.
@@ -314,7 +317,10 @@ type Memories interface {
 type Prompts interface {
 	Active(ctx context.Context, role string) (Prompt, error)
 	ActiveAll(ctx context.Context) (map[string]string, error)
-	Set(ctx context.Context, role, template string) (Prompt, error)
+	// Set makes template the role's active version, unless the active
+	// one says it already; by, the /prompt message, once: that message
+	// again returns the version it set and changes nothing.
+	Set(ctx context.Context, role, template string, by domain.MessageRef) (Prompt, error)
 }
 
 // UserStore is /forget and what it would erase (service.go);
@@ -573,8 +579,9 @@ func (s *Service) Prompt(ctx context.Context, role string) (Prompt, error) {
 }
 
 // SetPrompt stores a new active version of a role's prompt; the old ones
-// stay, inactive.
-func (s *Service) SetPrompt(ctx context.Context, role, template string) (Prompt, error) {
+// stay, inactive. by is the admin's /prompt message: handled again, it
+// returns the version it set (Active false if another has been set since).
+func (s *Service) SetPrompt(ctx context.Context, role, template string, by domain.MessageRef) (Prompt, error) {
 	if !slices.Contains(Roles, role) {
 		return Prompt{}, ErrUnknownRole
 	}
@@ -585,7 +592,7 @@ func (s *Service) SetPrompt(ctx context.Context, role, template string) (Prompt,
 	if utf8.RuneCountInString(template) > MaxPrompt {
 		return Prompt{}, ErrQueryTooLong
 	}
-	p, err := s.deps.Prompts.Set(ctx, role, template)
+	p, err := s.deps.Prompts.Set(ctx, role, template, by)
 	if err == nil {
 		s.promptMu.Lock()
 		s.prompts = nil // this replica sees it at once
