@@ -201,9 +201,10 @@ func describe(m tgfake.BotMessage) string {
 	return strings.Join(parts, " | ")
 }
 
-// LLM down: matches are SKIPPED and /vacancies shows the breaker open; LLM
-// back: recovery delivers them.
-func TestVacancyBreakerOpensAndRecoveryDelivers(t *testing.T) {
+// LLM down: the breaker opens on the first failures, the matches wait
+// QUEUED (none SKIPPED) and /vacancies shows the breaker open; LLM back:
+// they are delivered, the failed ones at their retry.
+func TestVacancyBreakerHoldsMatchesUntilTheLLMIsBack(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
 	rule := screening(env).Fault(llmtest.ServerError())
@@ -215,7 +216,11 @@ func TestVacancyBreakerOpensAndRecoveryDelivers(t *testing.T) {
 	pool := db(t, env)
 	ann := seeker(t, env, 611)
 
-	eventually(t, 30*time.Second, func() bool { return statuses(t, pool)["SKIPPED"] == 4 })
+	// The calls in flight when the breaker opened failed too: two or more.
+	eventually(t, 30*time.Second, func() bool {
+		return scalar[int](t, pool, `SELECT count(*) FROM vacancy_matches WHERE failures = 1`) >= 2
+	})
+	require.Equal(t, map[string]int{"QUEUED": 4}, statuses(t, pool), "nothing SKIPPED")
 	stats := ask(t, env, ann, ann.ID(), "/vacancies")
 	require.Contains(t, stats.Text, "The AI model is not answering; your vacancies will be checked when it is back.")
 	require.NotContains(t, stats.Text, "closed", "no breaker jargon")
@@ -285,9 +290,10 @@ func sentCount(t *testing.T, p *e2e.Process) int {
 	return n
 }
 
-// SIGTERM while the LLM is thinking: the matches in flight end SKIPPED
-// (recovery will retry them), the rest stay QUEUED, and the exit is clean.
-func TestVacancySIGTERMSkipsMatchesInFlight(t *testing.T) {
+// SIGTERM while the LLM is thinking: the matches in flight are put back
+// QUEUED, claimable at once, each a wait and not a failure; the rest are
+// untouched, and the exit is clean.
+func TestVacancySIGTERMPutsMatchesInFlightBack(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
 	screening(env).Fault(llmtest.Hang())
@@ -303,22 +309,19 @@ func TestVacancySIGTERMSkipsMatchesInFlight(t *testing.T) {
 	// (two per LLM slot) had claimed by the signal, waiting for a slot: how
 	// many that is depends on how quickly they got there. A claim counts in
 	// attempts, so each match says whether it was in flight.
-	byClaim := countBy(t, pool, `SELECT status || ' claimed ' || attempts || CASE WHEN claimed_until IS NULL THEN '' ELSE ' still held' END,
-    count(*) FROM vacancy_matches GROUP BY 1`)
-	inFlight := byClaim["SKIPPED claimed 1"]
+	byClaim := countBy(t, pool, `SELECT status || ' claimed ' || attempts || ', waits ' || waits || ' (' || wait_reason || ')' ||
+    ', failures ' || failures, count(*) FROM vacancy_matches GROUP BY 1`)
+	const putBack, untouched = "QUEUED claimed 1, waits 1 (shutdown), failures 0", "QUEUED claimed 0, waits 0 (), failures 0"
+	inFlight := byClaim[putBack]
 	t.Logf("matches in flight at SIGTERM: %d", inFlight)
-	require.Equal(t, map[string]int{"SKIPPED claimed 1": inFlight, "QUEUED claimed 0": 5 - inFlight}, byClaim,
-		"every match claimed is SKIPPED, every other one QUEUED")
+	require.Equal(t, map[string]int{putBack: inFlight, untouched: 5 - inFlight}, byClaim,
+		"every match claimed is put back QUEUED, a wait; every other one untouched")
 	require.GreaterOrEqual(t, inFlight, 2, "the two with the LLM")
 	require.LessOrEqual(t, inFlight, 4, "no more than the workers")
-	var reasons []string
-	require.NoError(t, pool.QueryRow(context.Background(),
-		`SELECT array_agg(DISTINCT skip_reason) FROM vacancy_matches WHERE status = 'SKIPPED'`).Scan(&reasons))
-	require.Equal(t, []string{"shutdown"}, reasons)
 	var claimed int
 	require.NoError(t, pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM vacancy_matches WHERE claimed_until IS NOT NULL`).Scan(&claimed))
-	require.Zero(t, claimed, "no claim outlives the process")
+		`SELECT count(*) FROM vacancy_matches WHERE claim_token IS NOT NULL OR claimed_until > now()`).Scan(&claimed))
+	require.Zero(t, claimed, "no claim outlives the process, and the next replica may take them at once")
 }
 
 // kill -9 while the LLM is thinking: the claims stay while no replica runs;
@@ -348,14 +351,16 @@ WHERE status = 'QUEUED' AND claimed_until > now()`).Scan(&held))
 	env.Start(over)
 	env.TG.WaitFor(t, 60*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 3 })
 	eventually(t, 10*time.Second, func() bool { return statuses(t, pool)["SENT_TO_USER"] == 3 })
-	var attempts []int
+	var attempts, waits []int
 	require.NoError(t, pool.QueryRow(context.Background(),
-		`SELECT array_agg(attempts ORDER BY attempts) FROM vacancy_matches`).Scan(&attempts))
-	want := []int{1, 1, 1}
+		`SELECT array_agg(attempts ORDER BY attempts), array_agg(waits ORDER BY attempts) FROM vacancy_matches`).Scan(&attempts, &waits))
+	want, wantWaits := []int{1, 1, 1}, []int{0, 0, 0}
 	for i := range held {
-		want[len(want)-1-i] = 2
+		want[len(want)-1-i], wantWaits[len(want)-1-i] = 2, 1
 	}
 	require.Equal(t, want, attempts, "the held matches were claimed twice, the others once")
+	require.Equal(t, wantWaits, waits, "the dead process's turns are waits, not failures")
+	require.Zero(t, scalar[int](t, pool, `SELECT count(*) FROM vacancy_matches WHERE failures > 0`))
 }
 
 // The model is not pulled: the start-up log and /status name it and the

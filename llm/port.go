@@ -21,6 +21,11 @@ type Port struct {
 	// Refusal, when set, is the domain's "model or key refused" error: a
 	// call refused for that (ErrRefused) is returned wrapping it too.
 	Refusal error
+	// Busy, when set, is the domain's "not now" error: a call the breaker
+	// turned away unrun (ErrBreakerOpen) or the provider rate-limited
+	// (ErrRateLimited) is returned wrapping it too, so that work can wait
+	// instead of counting the call as its own failure.
+	Busy error
 }
 
 // JSON asks for a JSON answer decoded into out (see Client.JSON).
@@ -31,6 +36,9 @@ func (p Port) JSON(ctx context.Context, system, prompt string, out any) error {
 	}
 	if err != nil && p.Refusal != nil && errors.Is(err, ErrRefused) {
 		return fmt.Errorf("%w: %w", p.Refusal, err)
+	}
+	if err != nil && p.Busy != nil && (errors.Is(err, ErrBreakerOpen) || errors.Is(err, ErrRateLimited)) {
+		return fmt.Errorf("%w: %w", p.Busy, err)
 	}
 	return err
 }

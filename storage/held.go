@@ -19,8 +19,9 @@ type HeldWork struct {
 
 // HeldPastLease counts HeldWork. vacancyLease is VACANCY_CLAIM_LEASE: a
 // match's claim sets claimed_until to updated_at plus it in one statement,
-// which tells a lapsed claim from a match put back until a later time
-// (Matches.ReleaseClaim), which keeps its token too.
+// which tells a lapsed claim from one a dead replica's peers gave back
+// (storage.Liveness: claimed_until now, the token kept). A match put back
+// (Matches.PutBack, Matches.Fail) holds no token.
 func (s *Store) HeldPastLease(ctx context.Context, vacancyLease time.Duration) (HeldWork, error) {
 	var h HeldWork
 	err := s.pool.QueryRow(ctx, `

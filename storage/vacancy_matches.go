@@ -92,13 +92,23 @@ SELECT (SELECT max(d.updated_at) FROM discovery_state d JOIN searches s ON s.sea
 }
 
 const matchColumns = `m.id, m.user_id, m.vacancy_id, m.status, m.published_at, m.is_relevant, m.analysis,
-m.skip_reason, m.attempts, COALESCE(m.chat_id, 0), COALESCE(m.message_id, 0), m.sent_at, m.created_at, m.updated_at,
+m.skip_reason, m.attempts, m.failures, m.failure_reason, m.waits, m.wait_reason,
+COALESCE(m.chat_id, 0), COALESCE(m.message_id, 0), m.sent_at, m.created_at, m.updated_at,
 COALESCE(m.claim_token::text, '')`
 
 func matchDest(m *vacancy.Match, analysis *[]byte, sentAt **time.Time) []any {
 	return []any{&m.ID, &m.UserID, &m.VacancyID, &m.Status, &m.PublishedAt, new(*bool), analysis,
-		&m.SkipReason, &m.Attempts, &m.ChatID, &m.MessageID, sentAt, &m.CreatedAt, &m.UpdatedAt, &m.ClaimToken}
+		&m.SkipReason, &m.Attempts, &m.Failures, &m.FailureReason, &m.Waits, &m.WaitReason,
+		&m.ChatID, &m.MessageID, sentAt, &m.CreatedAt, &m.UpdatedAt, &m.ClaimToken}
 }
+
+// tookOverSQL counts, in a claim's SET (which reads the row as it was),
+// the wait of the claim it takes over. A claim token outlives its claim
+// only when nobody closed it: every close (a move, Fail, PutBack) clears
+// it, so a token still there is a worker that died, or one whose lease ran
+// out mid-turn and whose writes will be refused.
+const tookOverSQL = `waits = m.waits + (m.claim_token IS NOT NULL)::int,
+        wait_reason = CASE WHEN m.claim_token IS NOT NULL THEN '` + vacancy.ReasonLeaseLost + `' ELSE m.wait_reason END`
 
 func finishMatch(m *vacancy.Match, analysis []byte, sentAt *time.Time) error {
 	if sentAt != nil {
@@ -119,7 +129,7 @@ func finishMatch(m *vacancy.Match, analysis []byte, sentAt *time.Time) error {
 // the claimer.
 var claimMatchSQL = `
 WITH c AS (
-    SELECT q.id FROM vacancy_matches q
+    SELECT q.id, q.claim_token FROM vacancy_matches q
     WHERE q.status = 'QUEUED'
       AND (q.claimed_until IS NULL OR q.claimed_until < now())
       -- A QUEUED match waits while another worker fetches its vacancy's
@@ -135,9 +145,10 @@ WITH c AS (
 ), m AS (
     UPDATE vacancy_matches m
     SET claimed_until = now() + $1 * interval '1 millisecond', claim_token = gen_random_uuid(),
-        claimed_by = NULLIF($6, ''), attempts = m.attempts + 1, updated_at = now()
+        claimed_by = NULLIF($6, ''), attempts = m.attempts + 1, updated_at = now(),
+        ` + tookOverSQL + `
     FROM c WHERE m.id = c.id
-    RETURNING m.*
+    RETURNING m.*, c.claim_token IS NOT NULL AS took_over
 ), o AS (
     -- Whether another open match waits on this vacancy: only then is a
     -- fetch lease worth its write (most vacancies have one match).
@@ -173,7 +184,8 @@ SELECT ` + matchColumns + `, ` + vacancyColumns + `, u.language, u.telegram_lang
        -- A rhythm of their own: the move to ANALYZED reads it under its lock.
        EXISTS (SELECT 1 FROM vacancy_settings r WHERE r.user_id = m.user_id),
        -- The employer hidden since the match was queued.
-       EXISTS (SELECT 1 FROM hidden_employers h WHERE h.user_id = m.user_id AND h.employer = v.employer)
+       EXISTS (SELECT 1 FROM hidden_employers h WHERE h.user_id = m.user_id AND h.employer = v.employer),
+       m.took_over
 FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id,
      -- A claim lost in a database crash is only taken again.
      ` + asyncCommit
@@ -194,7 +206,7 @@ func (s *Matches) Claim(ctx context.Context, o vacancy.ClaimOptions) (vacancy.Cl
 	var liked []byte
 	dest := append(matchDest(&c.Match, &analysis, &sentAt), vacancyDest(&c.Vacancy, &fetched)...)
 	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &liked, &c.User.NotInterested, &c.DetailStale, &c.DetailMine,
-		&c.User.Senior, &c.FirstNews, &c.User.Paced, &c.EmployerHidden)
+		&c.User.Senior, &c.FirstNews, &c.User.Paced, &c.EmployerHidden, &c.TookOver)
 	err := s.pool.QueryRow(ctx, claimMatchSQL,
 		o.ClaimLease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds(), o.FetchLease.Milliseconds(), o.Claimer).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -238,15 +250,52 @@ func (s *db) nextLeaseExpiry(ctx context.Context, what, sql string) (time.Time, 
 	return *at, true, nil
 }
 
-// ReleaseClaim moves a claim's expiry to until (a card that could not be
-// rendered yet); it does nothing if the claim is no longer token's.
-func (s *Matches) ReleaseClaim(ctx context.Context, id int64, token string, until time.Time) error {
-	_, err := s.pool.Exec(ctx, `UPDATE vacancy_matches SET claimed_until = $3, updated_at = now()
-WHERE id = $1 AND claim_token = $2::uuid`, id, token, until)
+// PutBack ends a claim of a QUEUED match, claimable again after after;
+// with a reason it counts a wait. It does nothing if the claim is no
+// longer token's: the turn that lost its claim is counted by the claim
+// that took it over (tookOverSQL), once. A match claimable at once (a
+// replica stopping gives its matches back so) wakes every replica's idle
+// workers, which wake by themselves only for a later time they know of.
+func (s *Matches) PutBack(ctx context.Context, id int64, token string, after time.Duration, reason string) error {
+	_, err := s.pool.Exec(ctx, `
+WITH p AS (
+    UPDATE vacancy_matches
+    SET claimed_until = now() + $3 * interval '1 millisecond', claim_token = NULL, claimed_by = NULL, updated_at = now(),
+        waits = waits + (CASE WHEN $4 = '' THEN 0 ELSE 1 END), wait_reason = COALESCE(NULLIF($4, ''), wait_reason)
+    WHERE id = $1 AND status = 'QUEUED' AND claim_token = $2::uuid
+    RETURNING id
+)
+SELECT count(pg_notify($5, '')) FROM p WHERE $3 <= 0`, id, token, after.Milliseconds(), reason, QueueChannel)
 	if err != nil {
-		return fmt.Errorf("release claim of match %d: %w", id, err)
+		return fmt.Errorf("put back match %d: %w", id, err)
 	}
 	return nil
+}
+
+// failMatchSQL is Matches.Fail's statement: $1 the match, $2 its claim
+// token, $3 the reason, $4 the failures that make it SKIPPED, $5 the wait
+// per failure before a retry, in ms. Counting and deciding in one
+// statement under the token, nothing can count a turn twice or decide on a
+// count another replica has moved.
+var failMatchSQL = transitionSQL(vacancy.Queued, vacancy.Skipped, `
+UPDATE vacancy_matches m SET
+    failures = m.failures + 1, failure_reason = $3, updated_at = now(),
+    status = CASE WHEN m.failures + 1 >= $4 THEN '%[2]s' ELSE m.status END,
+    skip_reason = CASE WHEN m.failures + 1 >= $4 THEN $3 ELSE m.skip_reason END,
+    claimed_until = CASE WHEN m.failures + 1 >= $4 THEN NULL
+                         ELSE now() + (m.failures + 1) * $5 * interval '1 millisecond' END,
+    claim_token = NULL, claimed_by = NULL
+WHERE m.id = $1 AND m.status = '%[1]s' AND m.claim_token = $2::uuid
+RETURNING `+matchColumns)
+
+// Fail records a claimed match's failed turn; see vacancy.Matches.
+func (s *Matches) Fail(ctx context.Context, id int64, token string, f vacancy.Failure) (vacancy.Match, bool, error) {
+	m, ok, err := closeTurn(ctx, s.pool, failMatchSQL,
+		[]any{id, token, f.Reason, f.Max, f.RetryAfter.Milliseconds()}, f.Detail, true)
+	if err != nil {
+		return m, ok, fmt.Errorf("fail match %d (%s): %w", id, f.Reason, err)
+	}
+	return m, ok, nil
 }
 
 // Transition moves a match from → to in one conditional UPDATE; ok is false
@@ -322,13 +371,6 @@ func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Statu
 	if err != nil {
 		return vacancy.Match{}, false, fmt.Errorf("transition match %d: %w", id, err)
 	}
-	var m vacancy.Match
-	var sent *time.Time
-	// With a detail, both statements go in one batch: one round trip and
-	// one implicit transaction (or the caller's). The match goes first: a
-	// claim locks a match before its vacancy, and this must not lock them
-	// the other way round.
-	b := &pgx.Batch{}
 	stmt := moveMatchSQL + "\nRETURNING " + matchColumns
 	if len(ch.Card) > 0 {
 		// The card rides in the move's statement (queueRows): no
@@ -339,11 +381,29 @@ func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Statu
 		}
 		stmt, args = moveMatchWithCardSQL, append(args, rows...)
 	}
-	b.Queue(stmt, args...)
-	if v := ch.Detail; v != nil {
-		b.Queue(saveDetailSQL, detailArgs(*v)...)
+	m, ok, err := closeTurn(ctx, q, stmt, args, ch.Detail, ch.Token != "")
+	if err != nil {
+		return m, ok, fmt.Errorf("transition match %d %s → %s: %w", id, from, to, err)
 	}
-	if ch.Token != "" {
+	return m, ok, nil
+}
+
+// closeTurn runs stmt, a statement on one match returning matchColumns,
+// with the vacancy's detail fetched in the turn (nil: none); ok is false
+// when stmt changed no row. claimed: stmt closes a worker's claim.
+func closeTurn(ctx context.Context, q batcher, stmt string, args []any, detail *vacancy.Vacancy, claimed bool) (vacancy.Match, bool, error) {
+	var m vacancy.Match
+	var sent *time.Time
+	// With a detail, both statements go in one batch: one round trip and
+	// one implicit transaction (or the caller's). The match goes first: a
+	// claim locks a match before its vacancy, and this must not lock them
+	// the other way round.
+	b := &pgx.Batch{}
+	b.Queue(stmt, args...)
+	if detail != nil {
+		b.Queue(saveDetailSQL, detailArgs(*detail)...)
+	}
+	if claimed {
 		// A move under a claim is the workers' own (a press has no
 		// claim): its commit does not wait for the disk, as dispatch's
 		// steps and the memory chat's stages (ARCHITECTURE "Commits").
@@ -355,12 +415,12 @@ func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Statu
 	br := q.SendBatch(ctx, b)
 	defer br.Close()
 	var analysis []byte
-	err = br.QueryRow().Scan(matchDest(&m, &analysis, &sent)...)
-	if ch.Detail != nil && (err == nil || errors.Is(err, pgx.ErrNoRows)) {
+	err := br.QueryRow().Scan(matchDest(&m, &analysis, &sent)...)
+	if detail != nil && (err == nil || errors.Is(err, pgx.ErrNoRows)) {
 		// Stored even when the match had moved on: the detail is good, and
 		// storing it ends the vacancy's fetch lease.
 		if _, derr := br.Exec(); derr != nil {
-			return vacancy.Match{}, false, fmt.Errorf("transition match %d: save vacancy %d detail: %w", id, ch.Detail.ID, derr)
+			return vacancy.Match{}, false, fmt.Errorf("save vacancy %d detail: %w", detail.ID, derr)
 		}
 	}
 	if err == nil {
@@ -370,7 +430,7 @@ func transition(ctx context.Context, q batcher, id int64, from, to vacancy.Statu
 		return vacancy.Match{}, false, nil
 	}
 	if err != nil {
-		return vacancy.Match{}, false, fmt.Errorf("transition match %d %s → %s: %w", id, from, to, err)
+		return vacancy.Match{}, false, err
 	}
 	if err := finishMatch(&m, analysis, sent); err != nil {
 		return m, true, err
@@ -601,7 +661,8 @@ FROM (SELECT $1::bigint AS user_id) m JOIN users u ON u.id = m.user_id`, userID,
 // taken to QUEUED on the way, the steps recovery takes back to back.
 var claimLinkedSQL = transitionSQL(vacancy.New, vacancy.Queued, transitionSQL(vacancy.Skipped, vacancy.New, `
 UPDATE vacancy_matches m SET status = '%%[2]s', skip_reason = '', claimed_until = now() + $3 * interval '1 millisecond',
-    claim_token = gen_random_uuid(), claimed_by = NULL, attempts = m.attempts + 1, updated_at = now()
+    claim_token = gen_random_uuid(), claimed_by = NULL, attempts = m.attempts + 1, updated_at = now(),
+    `+tookOverSQL+`
 WHERE m.user_id = $1 AND m.vacancy_id = $2 AND m.status = $4 AND m.status IN ('%[1]s', '%%[1]s', '%%[2]s')
   AND (m.claimed_until IS NULL OR m.claimed_until < now())
 RETURNING `+matchColumns))

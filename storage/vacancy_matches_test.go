@@ -155,3 +155,79 @@ VALUES (7, 4, 'ANALYZED', now(), true, 99, 'digest', $1::timestamptz + interval 
 	require.True(t, ok, "a later slot with nothing judged by then is handled")
 	require.Equal(t, 1, f.count(`SELECT count(*) FROM vacancy_digests WHERE user_id = 7`), "and writes no digest")
 }
+
+// A turn is counted once, under its claim: Fail and PutBack with a token
+// that is no longer the match's count nothing (the claim that took the
+// match over counted the lost turn as a wait), of two closes of one turn
+// racing (two replicas, or a save retried after its answer was lost) one
+// counts, and the failure at the bound moves the match to SKIPPED in the
+// same statement that counts it.
+func TestATurnIsCountedOnceUnderItsClaim(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx, ms := f.ctx, f.st.Matches()
+	f.users(domain.User{}, 7)
+	f.exec(`INSERT INTO vacancies (id, title, published_at) VALUES (1, 'go', now())`)
+	f.exec(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at) VALUES (7, 1, 'QUEUED', now())`)
+	opts := vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 5, DetailFresh: time.Hour}
+	claim := func(tookOver bool) vacancy.Claim {
+		t.Helper()
+		c, ok, err := ms.Claim(ctx, opts)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, tookOver, c.TookOver)
+		return c
+	}
+	// ended: no claim holds the match, and none may take it before its time.
+	row := func() (failures, waits int, status, reason, waitReason string, ended bool) {
+		t.Helper()
+		require.NoError(t, f.st.Pool().QueryRow(ctx, `SELECT failures, waits, status, skip_reason, wait_reason,
+    claim_token IS NULL AND (claimed_until IS NULL OR claimed_until > now()) FROM vacancy_matches`).
+			Scan(&failures, &waits, &status, &reason, &waitReason, &ended))
+		return
+	}
+	fail := vacancy.Failure{Reason: vacancy.ReasonLLMError, Max: 2, RetryAfter: time.Hour}
+
+	lost := claim(false)
+	f.exec(`UPDATE vacancy_matches SET claimed_until = now() - interval '1 second'`)
+	c := claim(true)
+	require.Equal(t, 1, c.Match.Waits)
+	require.Equal(t, vacancy.ReasonLeaseLost, c.Match.WaitReason)
+	_, ok, err := ms.Fail(ctx, lost.Match.ID, lost.Match.ClaimToken, fail)
+	require.NoError(t, err)
+	require.False(t, ok, "the lost claim's failure comes too late")
+	require.NoError(t, ms.PutBack(ctx, lost.Match.ID, lost.Match.ClaimToken, 0, vacancy.ReasonShutdown))
+	failures, waits, status, _, waitReason, _ := row()
+	require.Equal(t, []any{0, 1, "QUEUED", vacancy.ReasonLeaseLost}, []any{failures, waits, status, waitReason})
+
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			m, ok, err := ms.Fail(ctx, c.Match.ID, c.Match.ClaimToken, fail)
+			assert.NoError(t, err)
+			if ok {
+				wins.Add(1)
+				assert.Equal(t, 1, m.Failures)
+				assert.Equal(t, vacancy.Queued, m.Status)
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int32(1), wins.Load())
+	failures, _, status, reason, _, ended := row()
+	require.Equal(t, []any{1, "QUEUED", "", true}, []any{failures, status, reason, ended}, "retried later, its claim ended")
+
+	f.exec(`UPDATE vacancy_matches SET claimed_until = now()`)
+	c = claim(false)
+	m, ok, err := ms.Fail(ctx, c.Match.ID, c.Match.ClaimToken, fail)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, vacancy.Skipped, m.Status)
+	require.Equal(t, vacancy.ReasonLLMError, m.SkipReason)
+	failures, waits, status, reason, _, _ = row()
+	require.Equal(t, []any{2, 1, "SKIPPED", vacancy.ReasonLLMError}, []any{failures, waits, status, reason})
+	_, ok, err = ms.Claim(ctx, opts)
+	require.NoError(t, err)
+	require.False(t, ok, "a SKIPPED match waits for recovery")
+}

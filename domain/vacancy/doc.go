@@ -14,7 +14,7 @@
 //	 │             │  ╲──────────────► NOT_SUITABLE    (LLM: not relevant; final)
 //	 │             │   ╲
 //	 │             ▼    ╲
-//	 │         ANALYZED  ╲───────────► SKIPPED         (LLM/HH error, LLM breaker, shutdown)
+//	 │         ANALYZED  ╲───────────► SKIPPED         (the MaxFailures-th LLM/HH error; no card)
 //	 │             │ (card in the outbox)│
 //	 │             ▼ (on delivery)       │
 //	 │       SENT_TO_USER                │
@@ -43,6 +43,13 @@
 // first with FOR UPDATE SKIP LOCKED and a lease; a claim whose lease ran
 // out (a replica killed mid-work) is simply claimable again. An ANALYZED
 // match is never claimed: its card is in the outbox, written with it.
+//
+// A turn that ran and failed for the match (the LLM's error or invalid
+// answer, HH's error for the vacancy) is a failure: retried later, and at
+// Config.MaxFailures the match is SKIPPED. A turn given back unjudged for
+// a cause outside the match (the LLM's breaker, refusal or rate limit, HH
+// blocking us, a shutdown, a lost lease) is a wait: the match stays QUEUED
+// however often it waits. Match.Failures and Match.Waits count them apart.
 //
 // A vacancy's detail (GET /vacancies/{id}) is fetched once however many
 // users' matches point at it: the claim takes the vacancy's fetch lease,

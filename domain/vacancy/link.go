@@ -189,7 +189,9 @@ func (s *Service) judgeLinked(ctx context.Context, userID, vacancyID int64, mess
 			}
 			return
 		}
-		if err := s.deps.Matches.ReleaseClaim(rctx, m.ID, m.ClaimToken, s.deps.Clock.Now()); err != nil {
+		// No wait counted: a paste is the user's question, not a turn of
+		// the queue's.
+		if err := s.deps.Matches.PutBack(rctx, m.ID, m.ClaimToken, 0, ""); err != nil {
 			s.log.Error("release a linked match not judged", "match", m.ID, "err", err)
 		}
 		s.Wake()

@@ -10,6 +10,8 @@ type metrics struct {
 	transitions *prometheus.CounterVec
 	processed   *prometheus.CounterVec
 	skipped     *prometheus.CounterVec
+	failures    *prometheus.CounterVec
+	waits       *prometheus.CounterVec
 	duration    prometheus.Histogram
 	retries     prometheus.Counter
 	discovered  prometheus.Counter
@@ -27,11 +29,19 @@ func newMetrics(r *domain.Registrar) *metrics {
 		transitions: r.CounterVec("vacancy_transitions_total", "Vacancy match status changes.", "from", "to"),
 		// Outcomes: queued (ANALYZED, its card written to the outbox;
 		// its delivery is counted by the outbox's own metrics),
-		// not_suitable, archived, deleted, skipped, lost (the claim ran
-		// out), error.
+		// not_suitable, archived, deleted, retrying (a failure below
+		// MaxFailures), skipped, waiting (given back unjudged), lost (the
+		// claim ran out), error.
 		processed: r.CounterVec("vacancy_matches_processed_total",
 			"Claimed matches by outcome (queued: card written to the outbox; delivery is the outbox's metrics).", "outcome"),
 		skipped: r.CounterVec("vacancy_matches_skipped_total", "Matches marked SKIPPED, by reason.", "reason"),
+		// A failure counts towards a match's MaxFailures; a wait never
+		// does, so a rate of waits is an outside cause (the model, HH,
+		// replicas dying), not bad matches.
+		failures: r.CounterVec("vacancy_match_failures_total",
+			"Claimed matches whose turn ran and failed (retried, or SKIPPED at the bound), by reason.", "reason"),
+		waits: r.CounterVec("vacancy_match_waits_total",
+			"Claimed matches given back unjudged, which never counts towards SKIPPED, by reason.", "reason"),
 		duration: r.Histogram("vacancy_match_processing_seconds",
 			"Claim to the end of one processing (for a relevant match: its card queued).",
 			prometheus.ExponentialBuckets(0.005, 2.5, 10)),

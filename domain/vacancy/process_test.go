@@ -147,40 +147,50 @@ func TestProcessBanWordInDescriptionDeletes(t *testing.T) {
 	require.Len(t, b.hits(t, b.search(t, seeker, "golang").Key), 2, "the search still remembers it saw them")
 }
 
-func TestProcessSkipsWhenHHFails(t *testing.T) {
+// HH failing for a vacancy is the match's failure: retried later, not
+// SKIPPED at the first.
+func TestProcessRetriesWhenHHFails(t *testing.T) {
 	t.Parallel()
 	b := setupRelevant(t)
 	b.queue(t, vacancies(1, 500, 14)...)
 	b.hh.FailNext(1, 503, hhtest.DetailEndpoint)
-	b.drain(t)
-	require.Equal(t, vacancy.Skipped, b.status(t, seeker, 500))
-	require.Equal(t, vacancy.ReasonHHUnavailable, b.skipReason(t, 500))
+	require.Equal(t, 1, b.drain(t))
+	require.Equal(t, vacancy.Queued, b.status(t, seeker, 500))
+	require.Equal(t, turns{Attempts: 1, Failures: 1, FailureReason: vacancy.ReasonHHUnavailable, Status: vacancy.Queued},
+		b.turns(t, 500))
+	b.waitOver(t)
+	require.Equal(t, 1, b.drain(t))
+	require.Equal(t, 1, b.deliverOutbox(t))
+	require.Equal(t, vacancy.SentToUser, b.status(t, seeker, 500))
 }
 
-// LLM errors skip; once the breaker opens, matches are skipped without
-// calling the LLM at all.
-func TestProcessSkipsOnLLMErrorsAndOpenBreaker(t *testing.T) {
+// LLM errors are the matches' failures, retried later; once the breaker
+// opens, the others wait QUEUED without calling the LLM at all, and
+// nothing is SKIPPED.
+func TestProcessFailsOnLLMErrorsAndWaitsOnOpenBreaker(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.llm.On().Named("relevance").Fault(llmtest.ServerError())
 	b.queue(t, vacancies(5, 500, 15)...)
 	b.drain(t)
-	require.Equal(t, map[vacancy.Status]int{vacancy.Skipped: 5}, b.counts(t))
+	require.Equal(t, map[vacancy.Status]int{vacancy.Queued: 5}, b.counts(t))
 	require.Equal(t, 3, b.llm.Calls("relevance"), "the breaker opened after three failures")
 	for _, vid := range []int64{504, 503, 502} {
-		require.Equal(t, vacancy.ReasonLLMError, b.skipReason(t, vid), "vacancy %d", vid)
+		require.Equal(t, turns{Attempts: 1, Failures: 1, FailureReason: vacancy.ReasonLLMError, Status: vacancy.Queued},
+			b.turns(t, vid), "vacancy %d", vid)
 	}
 	for _, vid := range []int64{501, 500} {
-		require.Equal(t, vacancy.ReasonBreakerOpen, b.skipReason(t, vid), "vacancy %d", vid)
+		require.Equal(t, turns{Attempts: 1, Waits: 1, WaitReason: vacancy.ReasonBreakerOpen, Status: vacancy.Queued},
+			b.turns(t, vid), "vacancy %d", vid)
 	}
 	// The three judged ones had their detail fetched, and it was kept
-	// with the skip; the other two never got that far.
+	// with the failure; the other two never got that far.
 	withDetail := domaintest.Column[int64](t, b.ctx, b.store.Pool(), `SELECT id FROM vacancies WHERE detail_fetched_at IS NOT NULL ORDER BY id`)
 	require.Equal(t, []int64{502, 503, 504}, withDetail)
 	st, err := b.svc.Stats(b.ctx, seeker)
 	require.NoError(t, err)
 	require.True(t, st.BreakerOpen)
-	require.Equal(t, 5, st.Counts[vacancy.Skipped])
+	require.Zero(t, st.Counts[vacancy.Skipped])
 }
 
 func TestProcessRetriesInvalidJSONOnce(t *testing.T) {
@@ -198,8 +208,8 @@ func TestProcessRetriesInvalidJSONOnce(t *testing.T) {
 	b2.llm.On().Named("relevance").Replies(`{"score": 50}`, `{"is_relevant": true, "score": 400}`)
 	b2.queue(t, vacancies(1, 500, 16)...)
 	b2.drain(t)
-	require.Equal(t, vacancy.Skipped, b2.status(t, seeker, 500))
-	require.Equal(t, vacancy.ReasonInvalidJSON, b2.skipReason(t, 500))
+	require.Equal(t, turns{Attempts: 1, Failures: 1, FailureReason: vacancy.ReasonInvalidJSON, Status: vacancy.Queued},
+		b2.turns(t, 500), "invalid twice: one failed turn")
 	require.Equal(t, 2, b2.llm.Calls("relevance"))
 }
 
@@ -362,8 +372,9 @@ func TestUnrenderedCardSkipsTheMatch(t *testing.T) {
 	require.Equal(t, 0, b.drain(t), "not claimable until recovery")
 }
 
-// Stopping mid-analysis leaves the match SKIPPED, for recovery.
-func TestShutdownSkipsMatchesInFlight(t *testing.T) {
+// Stopping mid-analysis puts the matches back QUEUED, claimable at once
+// (by another replica), each a wait, not a failure.
+func TestShutdownPutsMatchesInFlightBack(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.llm.On().Named("relevance").Fault(llmtest.Hang())
@@ -374,8 +385,13 @@ func TestShutdownSkipsMatchesInFlight(t *testing.T) {
 	require.Eventually(t, func() bool { return b.llm.Calls("relevance") == 2 }, 10*time.Second, 10*time.Millisecond)
 	cancel()
 	<-done
-	require.Equal(t, map[vacancy.Status]int{vacancy.Skipped: 2}, b.counts(t))
-	require.Equal(t, vacancy.ReasonShutdown, b.skipReason(t, 500))
+	require.Equal(t, map[vacancy.Status]int{vacancy.Queued: 2}, b.counts(t))
+	for _, vid := range []int64{500, 501} {
+		require.Equal(t, turns{Attempts: 1, Waits: 1, WaitReason: vacancy.ReasonShutdown, Status: vacancy.Queued},
+			b.turns(t, vid), "vacancy %d", vid)
+	}
+	b.relevant()
+	require.Equal(t, 2, b.drain(t), "claimable at once")
 }
 
 // shutdownMidClaim is the store with a shutdown (stop) arriving while a
@@ -397,7 +413,7 @@ func (r shutdownMidClaim) Claim(ctx context.Context, o vacancy.ClaimOptions) (va
 }
 
 // A shutdown during a claim: the match claimed is in flight like any
-// other and ends SKIPPED, not held by a process that is gone.
+// other and is put back, not held by a process that is gone.
 func TestShutdownDuringAClaimLeavesNoClaim(t *testing.T) {
 	t.Parallel()
 	b := setupRelevant(t)
@@ -406,11 +422,11 @@ func TestShutdownDuringAClaimLeavesNoClaim(t *testing.T) {
 	defer cancel()
 	svc := b.serviceWith(t, shutdownMidClaim{Matches: b.store.Matches(), stop: cancel})
 	_, _ = svc.ProcessNext(ctx)
-	require.Equal(t, map[vacancy.Status]int{vacancy.Skipped: 1}, b.counts(t))
-	require.Equal(t, vacancy.ReasonShutdown, b.skipReason(t, 500))
+	require.Equal(t, map[vacancy.Status]int{vacancy.Queued: 1}, b.counts(t))
+	require.Equal(t, vacancy.ReasonShutdown, b.turns(t, 500).WaitReason)
 	var held int
 	require.NoError(t, b.store.Pool().QueryRow(b.ctx,
-		`SELECT count(*) FROM vacancy_matches WHERE claimed_until IS NOT NULL`).Scan(&held))
+		`SELECT count(*) FROM vacancy_matches WHERE claim_token IS NOT NULL OR claimed_until > now()`).Scan(&held))
 	require.Zero(t, held, "no claim outlives the shutdown")
 }
 
@@ -421,7 +437,7 @@ func TestExpiredClaimIsTakenOver(t *testing.T) {
 	b := setup(t, withConfig(vacancy.Config{SweepInterval: time.Hour}))
 	b.relevant()
 	b.queue(t, vacancies(1, 500, 20)...)
-	c, ok, err := b.store.Matches().Claim(b.ctx, vacancy.ClaimOptions{ClaimLease: 700 * time.Millisecond, Taste: 5, DetailFresh: time.Hour}) // the dead worker's claim
+	_, ok, err := b.store.Matches().Claim(b.ctx, vacancy.ClaimOptions{ClaimLease: 700 * time.Millisecond, Taste: 5, DetailFresh: time.Hour}) // the dead worker's claim
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -430,9 +446,8 @@ func TestExpiredClaimIsTakenOver(t *testing.T) {
 	go b.svc.Run(ctx)
 	go b.runSender(t, ctx)
 	require.Eventually(t, func() bool { return b.status(t, seeker, 500) == vacancy.SentToUser }, 10*time.Second, 20*time.Millisecond)
-	var attempts int
-	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT attempts FROM vacancy_matches WHERE id = $1`, c.Match.ID).Scan(&attempts))
-	require.Equal(t, 2, attempts)
+	require.Equal(t, turns{Attempts: 2, Waits: 1, WaitReason: vacancy.ReasonLeaseLost, Status: vacancy.SentToUser},
+		b.turns(t, 500), "the dead worker's turn is a wait, counted by the claim that took over")
 }
 
 // Two replicas' workers on one queue: every match delivered exactly once.

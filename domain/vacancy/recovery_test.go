@@ -50,10 +50,12 @@ func TestRecoveryRequeuesDeletesAndLeaves(t *testing.T) {
 	require.Equal(t, 0, res.Recovered)
 }
 
-// The breaker story in the domain: LLM down → SKIPPED, the breaker open
-// and shown in the stats; recovery while it is open skips again without
-// calling the LLM; LLM back → recovery delivers them.
-func TestRecoveryDeliversOnceTheLLMIsBack(t *testing.T) {
+// The breaker story in the domain: the LLM down, its first failures are
+// the matches' own and the breaker opens; the other matches wait QUEUED,
+// none SKIPPED, with no call while it is open, and the breaker is shown in
+// the stats; the LLM back, every match is judged and delivered, with no
+// recovery needed.
+func TestOpenBreakerHoldsMatchesUntilTheLLMIsBack(t *testing.T) {
 	t.Parallel()
 	// The breaker holds for real time (gobreaker reads the clock itself):
 	// long enough that the steps below, a loaded CI's race detector's
@@ -64,23 +66,23 @@ func TestRecoveryDeliversOnceTheLLMIsBack(t *testing.T) {
 		ReplyJSON(map[string]any{"is_relevant": true, "score": 70, "reasons": []string{"ok"}, "matched_skills": []string{}})
 	b.queue(t, vacancies(4, 500, 31)...)
 	b.drain(t)
-	require.Equal(t, map[vacancy.Status]int{vacancy.Skipped: 4}, b.counts(t))
+	require.Equal(t, map[vacancy.Status]int{vacancy.Queued: 4}, b.counts(t))
 	require.Equal(t, llm.BreakerOpen, b.llmc.BreakerState())
 	st, err := b.svc.Stats(b.ctx, seeker)
 	require.NoError(t, err)
 	require.True(t, st.BreakerOpen)
 
-	_, err = b.svc.Recover(b.ctx)
-	require.NoError(t, err)
+	b.waitOver(t)
 	b.drain(t)
-	require.Equal(t, map[vacancy.Status]int{vacancy.Skipped: 4}, b.counts(t))
-	require.Equal(t, vacancy.ReasonBreakerOpen, b.skipReason(t, 500))
+	require.Equal(t, map[vacancy.Status]int{vacancy.Queued: 4}, b.counts(t))
+	require.Equal(t, turns{Attempts: 2, Waits: 2, WaitReason: vacancy.ReasonBreakerOpen, Status: vacancy.Queued}, b.turns(t, 500))
 	require.Equal(t, 3, b.llm.Calls("relevance"), "no call while open")
-
-	require.Eventually(t, func() bool { return b.llmc.BreakerState() != llm.BreakerOpen }, 6*openFor, 20*time.Millisecond)
 	res, err := b.svc.Recover(b.ctx)
 	require.NoError(t, err)
-	require.Equal(t, 4, res.Recovered)
+	require.Zero(t, res.Attempts, "nothing for recovery")
+
+	require.Eventually(t, func() bool { return b.llmc.BreakerState() != llm.BreakerOpen }, 6*openFor, 20*time.Millisecond)
+	b.waitOver(t)
 	b.drain(t)
 	require.Equal(t, map[vacancy.Status]int{vacancy.Analyzed: 4}, b.counts(t), "cards queued")
 	require.Equal(t, 4, b.deliverOutbox(t))

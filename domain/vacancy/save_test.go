@@ -63,8 +63,7 @@ func TestAMatchSaveTheDatabaseRefusesIsRetriedOrGivenBack(t *testing.T) {
 }
 
 // A match claimed and abandoned counts as held past its lease once the
-// lease ran out; one put back (ReleaseMatchClaim) does not, though it keeps its
-// token too.
+// lease ran out; one put back (Matches.PutBack) does not.
 func TestHeldPastLeaseCountsLapsedMatchClaims(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -83,7 +82,7 @@ func TestHeldPastLeaseCountsLapsedMatchClaims(t *testing.T) {
 updated_at = updated_at - interval '2 hours' WHERE id = $1`, c.Match.ID)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), held(), "its worker died an hour and a minute ago")
-	require.NoError(t, b.store.Matches().ReleaseClaim(b.ctx, c.Match.ID, c.Match.ClaimToken, time.Now()))
+	require.NoError(t, b.store.Matches().PutBack(b.ctx, c.Match.ID, c.Match.ClaimToken, 0, vacancy.ReasonUnsaved))
 	require.Zero(t, held(), "given back")
 }
 

@@ -59,12 +59,21 @@ type Match struct {
 	PublishedAt time.Time
 	Verdict     *Verdict // nil until judged
 	SkipReason  string
-	Attempts    int
-	ChatID      int64
-	MessageID   int
-	SentAt      time.Time
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// Attempts counts the match's claims (a worker's, a paste's), whatever
+	// each came to. Failures counts the turns that ran and failed (the
+	// FailureReason of the latest), which Config.MaxFailures bounds; Waits
+	// the turns given back unjudged (the WaitReason of the latest), which
+	// nothing bounds: a wait is its cause's, not the match's.
+	Attempts      int
+	Failures      int
+	FailureReason string
+	Waits         int
+	WaitReason    string
+	ChatID        int64
+	MessageID     int
+	SentAt        time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 	// ClaimToken identifies the worker's claim; changes by a worker name it
 	// so a worker whose lease ran out cannot overwrite its successor's work.
 	ClaimToken string
@@ -123,6 +132,25 @@ type Claim struct {
 	// EmployerHidden: the user hid the vacancy's employer after the match
 	// was queued (HideEmployer); the match is dropped unjudged.
 	EmployerHidden bool
+	// TookOver: the claim before this one ended without its worker closing
+	// it (the worker died, or its lease ran out mid-turn); the claim counted
+	// it as a wait, ReasonLeaseLost.
+	TookOver bool
+}
+
+// Failure is a claimed match's turn that ran and failed, as Matches.Fail
+// records it.
+type Failure struct {
+	// Reason is ReasonLLMError, ReasonInvalidJSON or ReasonHHUnavailable.
+	Reason string
+	// Max is the failures at which the match turns SKIPPED (Reason its
+	// skip reason); below it the match is put back QUEUED, claimable
+	// again after RetryAfter times its failures.
+	Max        int
+	RetryAfter time.Duration
+	// Detail, when set, is the vacancy's detail fetched in the turn,
+	// stored with it (ending the vacancy's fetch lease).
+	Detail *Vacancy
 }
 
 // Recipient is the match's user as processing sees them.
@@ -271,7 +299,17 @@ type Matches interface {
 	// outbox.
 	Claim(ctx context.Context, o ClaimOptions) (Claim, bool, error)
 	NextLeaseExpiry(ctx context.Context) (time.Time, bool, error)
-	ReleaseClaim(ctx context.Context, id int64, token string, until time.Time) error
+	// PutBack ends a claim with the match still QUEUED and unjudged,
+	// claimable again after after (by the database's clock); with a reason
+	// the turn counts as a wait for it (Match.Waits), and without one
+	// (a pasted link's claim, which is no turn of the queue's) as nothing.
+	PutBack(ctx context.Context, id int64, token string, after time.Duration, reason string) error
+	// Fail counts a failed turn (Match.Failures) and ends its claim, in one
+	// conditional UPDATE naming QUEUED and the token: at f.Max failures
+	// the match moves to SKIPPED with f.Reason, below it it stays QUEUED
+	// for a retry. ok is false when the claim was no longer token's (and
+	// nothing was counted).
+	Fail(ctx context.Context, id int64, token string, f Failure) (m Match, ok bool, err error)
 	// Delete deletes a QUEUED or SKIPPED match (a ban word; recovery too);
 	// with announce, a new search whose first matches all ended so hears
 	// its note in the same transaction.
@@ -369,9 +407,11 @@ type Matches interface {
 type LLM interface {
 	// JSON asks for a JSON answer and decodes it into out, calling
 	// out.Validate if it has one. A malformed or invalid answer is an error
-	// wrapping ErrInvalidAnswer.
+	// wrapping ErrInvalidAnswer; a call refused for the model or key wraps
+	// ErrLLMRefused, one turned away unrun or rate-limited ErrLLMBusy.
 	JSON(ctx context.Context, system, prompt string, out any) error
-	// Open reports whether the circuit breaker is refusing calls.
+	// Open reports whether the circuit breaker is refusing calls: the
+	// workers then claim nothing, and the matches wait QUEUED.
 	Open() bool
 	// Refused reports whether the provider refuses the model or the key
 	// (model not found, 401/403): a misconfiguration, not an outage, so
@@ -389,6 +429,11 @@ var ErrInvalidAnswer = errors.New("invalid LLM answer")
 // ErrLLMRefused marks an LLM call the provider refused for its model or key
 // (or turned away while such a refusal holds): not the match's failure.
 var ErrLLMRefused = errors.New("LLM refuses the model or key")
+
+// ErrLLMBusy marks an LLM call that was not answered for the model's load,
+// not the match: its breaker turned the call away unrun (opened while the
+// call queued, or a probe is out), or the provider rate-limited it (429).
+var ErrLLMBusy = errors.New("LLM turned the call away")
 
 // CardData is what a vacancy card is rendered from.
 type CardData struct {
@@ -454,6 +499,13 @@ type Config struct {
 	// ClaimLease is how long a worker holds a match; it must outlast one
 	// processing (HH detail, two LLM attempts, writing the card).
 	ClaimLease time.Duration
+	// MaxFailures is how many of a match's turns may fail (the LLM's error
+	// or invalid answer, HH's error for the vacancy) before it is SKIPPED,
+	// for recovery; a failed turn below it is retried after RetryAfter
+	// times the failures so far. Turns given back unjudged (waits) never
+	// count: a model down for a day fails no match.
+	MaxFailures int
+	RetryAfter  time.Duration
 	// Claimer names this replica in its claims (storage.Liveness): once it
 	// is seen dead they are claimable again at once, not after ClaimLease.
 	Claimer string
@@ -478,6 +530,9 @@ type Config struct {
 // writes PostgreSQL, and no slot idles while its worker does those.
 func WorkersFor(llmConcurrency int) int { return 2 * max(1, llmConcurrency) }
 
+// DefaultMaxFailures is Config.MaxFailures unless set.
+const DefaultMaxFailures = 3
+
 // DefaultTasteExamples is Config.TasteExamples unless set; the prune job
 // keeps that many of each user's latest decisions of each kind.
 const DefaultTasteExamples = 5
@@ -489,6 +544,8 @@ func (c Config) withDefaults() Config {
 	}
 	domain.OrDefault(&c.RecoveryWindow, 48*time.Hour)
 	domain.OrDefault(&c.ClaimLease, 2*time.Minute)
+	domain.OrDefault(&c.MaxFailures, DefaultMaxFailures)
+	domain.OrDefault(&c.RetryAfter, 15*time.Second)
 	domain.OrDefault(&c.Workers, 2)
 	domain.OrDefault(&c.TasteExamples, DefaultTasteExamples)
 	domain.OrDefault(&c.DetailFresh, time.Hour)
@@ -556,9 +613,10 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 		Sweep: s.cfg.SweepInterval, Clock: deps.Clock, Log: s.log,
 		Hold: func(idle bool) time.Duration {
 			switch {
-			case !idle && deps.LLM.Refused():
+			case !idle && (deps.LLM.Refused() || deps.LLM.Open()):
 				// Nothing to judge with: leave the matches QUEUED (claiming
-				// them would only put them back) until the model is there.
+				// them would only put them back, each a wait) until the
+				// model is there or its breaker lets a probe through.
 				return refusedWait
 			case idle && deps.Source.Holding():
 				// HH blocks us: what waits for a detail is not claimable

@@ -22,7 +22,9 @@ const (
 	Analyzed Status = "ANALYZED"
 	// SentToUser was delivered with buttons: Telegram accepted the card.
 	SentToUser Status = "SENT_TO_USER"
-	// Skipped failed for a technical reason; recovery retries it.
+	// Skipped failed Config.MaxFailures turns (or its card could not be
+	// rendered, or the database refused its result); recovery retries it,
+	// but for the refused.
 	Skipped Status = "SKIPPED"
 	// NotSuitable was judged not relevant (final).
 	NotSuitable Status = "NOT_SUITABLE"

@@ -11,13 +11,43 @@ import (
 	"switchboard/domain"
 )
 
-// Skip reasons, stored with SKIPPED matches and used as metric labels.
+// A turn's reasons, stored with the match and used as metric labels.
+//
+// A failure's (Match.FailureReason): the turn ran and failed for this
+// match, and Config.MaxFailures of them make it SKIPPED with the last
+// one's reason.
 const (
-	ReasonBreakerOpen   = "breaker_open"
 	ReasonHHUnavailable = "hh_unavailable"
 	ReasonLLMError      = "llm_error"
 	ReasonInvalidJSON   = "invalid_json"
-	ReasonShutdown      = "shutdown"
+)
+
+// A wait's (Match.WaitReason): the turn was given back unjudged, the match
+// QUEUED, for a cause that is not the match's; waits never make it
+// SKIPPED, however many.
+const (
+	// ReasonBreakerOpen: the LLM's breaker was open when the turn began.
+	ReasonBreakerOpen = "breaker_open"
+	// ReasonLLMBusy: the LLM turned the call away (ErrLLMBusy).
+	ReasonLLMBusy = "llm_busy"
+	// ReasonLLMRefused: the provider refuses the model or key.
+	ReasonLLMRefused = "llm_refused"
+	// ReasonHHBlocked: HH blocks us as a client (ErrHHBlocked).
+	ReasonHHBlocked = "hh_blocked"
+	// ReasonDetailFetching: another worker fetches the vacancy's detail.
+	ReasonDetailFetching = "detail_fetching"
+	// ReasonShutdown: the replica stopped mid-turn.
+	ReasonShutdown = "shutdown"
+	// ReasonLeaseLost: the turn's claim ended without its worker (it died,
+	// or its lease ran out first); counted by the claim that took over.
+	ReasonLeaseLost = "lease_lost"
+	// ReasonUnsaved: the database refused the turn's closing write through
+	// every retry.
+	ReasonUnsaved = "unsaved"
+)
+
+// Skip reasons of a match set SKIPPED at once, no failure counted.
+const (
 	// ReasonNoCard: the card could not be rendered (a bug); recovery
 	// judges the match again.
 	ReasonNoCard = "no_card"
@@ -27,8 +57,9 @@ const (
 	ReasonRefused = "refused"
 )
 
-// refusedWait is how long a worker waits, while the LLM provider refuses
-// the model or the key, before it looks again; the matches stay QUEUED.
+// refusedWait is how long a worker waits, while the LLM refuses or turns
+// calls away or HH blocks us, before it looks again, and how long a match
+// given back for such a cause waits QUEUED before it is claimable again.
 const refusedWait = 5 * time.Second
 
 // detailWait is when a match whose detail another worker fetches is
@@ -39,8 +70,8 @@ const detailWait = time.Second
 
 // Run starts Config.Workers queue workers and blocks until ctx ends. Idle
 // workers wake on Wake, at the earliest lease expiry they know of, and
-// every SweepInterval. When ctx ends, a match in flight becomes SKIPPED
-// before Run returns (recovery retries it).
+// every SweepInterval. When ctx ends, a match in flight is put back QUEUED
+// before Run returns, claimable at once by another replica.
 func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.discoverFresh(ctx) })
@@ -88,7 +119,7 @@ func (s *Service) ProcessNext(ctx context.Context) (bool, error) {
 	// commit all the same while we hear only the cancellation, and the
 	// match would stay claimed, by nobody, for a whole lease after the
 	// process is gone. A claim that went through is processed with ctx, so
-	// a shutdown meanwhile makes it SKIPPED like any match in flight.
+	// a shutdown meanwhile puts it back like any match in flight.
 	cctx, cancel := detached(ctx)
 	c, ok, err := s.deps.Matches.Claim(cctx, ClaimOptions{
 		ClaimLease: s.cfg.ClaimLease, Taste: s.cfg.TasteExamples,
@@ -100,6 +131,10 @@ func (s *Service) ProcessNext(ctx context.Context) (bool, error) {
 	}
 	if !ok {
 		return false, nil
+	}
+	if c.TookOver {
+		s.m.waits.WithLabelValues(ReasonLeaseLost).Inc()
+		s.log.Info("vacancy match taken over from a lost claim", "match", c.Match.ID, "waits", c.Match.Waits)
 	}
 	start := s.deps.Clock.Now()
 	outcome := s.process(ctx, c)
@@ -124,11 +159,13 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	}
 	if s.deps.LLM.Refused() {
 		s.dropLease(ctx, c)
-		return s.wait(ctx, m, nil)
+		return s.wait(ctx, m, ReasonLLMRefused, refusedWait, nil)
 	}
 	if s.deps.LLM.Open() {
+		// Claimed as the breaker opened (the workers claim nothing while
+		// it is open): the model is down, not this match.
 		s.dropLease(ctx, c)
-		return s.skip(ctx, m, ReasonBreakerOpen, nil, nil)
+		return s.wait(ctx, m, ReasonBreakerOpen, refusedWait, nil)
 	}
 
 	v := c.Vacancy
@@ -154,17 +191,23 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	verdict, err := s.judge(ctx, c.User, v)
 	switch {
 	case ctx.Err() != nil:
-		return s.skip(ctx, m, ReasonShutdown, err, fresh)
+		s.keepDetail(ctx, fresh)
+		return s.wait(ctx, m, ReasonShutdown, 0, err)
 	case errors.Is(err, ErrLLMRefused):
 		// The provider refuses the model or key (this call found it, or
 		// another's probe did and this call was turned away meanwhile):
 		// the match was never judged, so it waits QUEUED.
 		s.keepDetail(ctx, fresh)
-		return s.wait(ctx, m, err)
+		return s.wait(ctx, m, ReasonLLMRefused, refusedWait, err)
+	case errors.Is(err, ErrLLMBusy):
+		// Turned away unrun or rate-limited: the model's load, which a
+		// retry of the same match would only add to.
+		s.keepDetail(ctx, fresh)
+		return s.wait(ctx, m, ReasonLLMBusy, refusedWait, err)
 	case errors.Is(err, ErrInvalidAnswer):
-		return s.skip(ctx, m, ReasonInvalidJSON, err, fresh)
+		return s.fail(ctx, m, ReasonInvalidJSON, err, fresh)
 	case err != nil:
-		return s.skip(ctx, m, ReasonLLMError, err, fresh)
+		return s.fail(ctx, m, ReasonLLMError, err, fresh)
 	}
 	if !verdict.Relevant() {
 		return s.markNotSuitable(ctx, c, log, verdict, fresh)
@@ -246,23 +289,57 @@ func (s *Service) firstNews(c Claim) domain.Render[[]FirstNews] {
 	return s.announce
 }
 
-// release puts a claimed match back as it is, claimable again after
-// after, even when ctx has ended; what logs a failure.
-func (s *Service) release(ctx context.Context, m Match, after time.Duration, what string) {
-	ctx, cancel := detached(ctx)
+// wait puts a claimed match back QUEUED, unjudged, claimable again after
+// after, counting a wait for reason; it runs even when ctx has ended (a
+// shutdown), because leaving it claimed would hold it for a whole lease.
+// The cause is the model's, HH's or this replica's, never the match's, so
+// it neither turns SKIPPED nor waits for recovery, however often it waits.
+func (s *Service) wait(ctx context.Context, m Match, reason string, after time.Duration, cause error) string {
+	rctx, cancel := detached(ctx)
 	defer cancel()
-	if err := s.deps.Matches.ReleaseClaim(ctx, m.ID, m.ClaimToken, s.deps.Clock.Now().Add(after)); err != nil {
-		s.log.Error(what, "match", m.ID, "err", err)
+	if err := s.deps.Matches.PutBack(rctx, m.ID, m.ClaimToken, after, reason); err != nil {
+		// The claim lapses instead, and the next claim counts the wait.
+		s.log.Error("put back a vacancy match", "match", m.ID, "reason", reason, "err", err)
+		return "error"
 	}
+	s.m.waits.WithLabelValues(reason).Inc()
+	s.log.Debug("vacancy match waits", "match", m.ID, "reason", reason, "waits", m.Waits+1, "err", cause)
+	return "waiting"
 }
 
-// wait puts a QUEUED match back, untouched, for when the LLM provider
-// accepts the model and key again: a misconfiguration is not the match's
-// failure, so it neither turns SKIPPED nor waits for recovery.
-func (s *Service) wait(ctx context.Context, m Match, cause error) string {
-	s.release(ctx, m, refusedWait, "put back a match the LLM refused")
-	s.log.Debug("vacancy match waits for the LLM", "match", m.ID, "err", cause)
-	return "waiting"
+// fail records a failed turn of a claimed match: put back QUEUED for a
+// retry after RetryAfter times its failures, or, at MaxFailures, SKIPPED
+// for recovery; the outcome label. A detail fetched before the failure
+// (nil if none) is stored with it, so neither the retry nor the vacancy's
+// other matches fetch it again. It runs even when ctx has ended.
+func (s *Service) fail(ctx context.Context, m Match, reason string, cause error, detail *Vacancy) string {
+	var failed Match
+	var ok bool
+	if err := s.save(ctx, m, "record a failed turn", func(ctx context.Context) error {
+		var err error
+		failed, ok, err = s.deps.Matches.Fail(ctx, m.ID, m.ClaimToken,
+			Failure{Reason: reason, Max: s.cfg.MaxFailures, RetryAfter: s.cfg.RetryAfter, Detail: detail})
+		return err
+	}); err != nil {
+		s.log.Error("record a failed turn", "match", m.ID, "reason", reason, "err", err)
+		return "error"
+	}
+	if !ok {
+		// The claim ran out first (the claim that took the match over
+		// counted the turn), or a retried save finds its first one landed:
+		// either way the turn is counted once.
+		return "lost"
+	}
+	s.m.failures.WithLabelValues(reason).Inc()
+	log := s.log.With("match", m.ID, "vacancy", m.VacancyID, "reason", reason, "failures", failed.Failures, "err", cause)
+	if failed.Status == Skipped {
+		s.m.transitions.WithLabelValues(string(Queued), string(Skipped)).Inc()
+		s.m.skipped.WithLabelValues(reason).Inc()
+		log.Info("vacancy match skipped")
+		return "skipped"
+	}
+	log.Info("vacancy match failed; retried", "retry_in", time.Duration(failed.Failures)*s.cfg.RetryAfter)
+	return "retrying"
 }
 
 // judge asks the LLM, retrying an invalid answer once.
@@ -280,10 +357,10 @@ func (s *Service) judge(ctx context.Context, u Recipient, v Vacancy) (Verdict, e
 	}
 }
 
-// skip marks a QUEUED match SKIPPED; it runs even when ctx has ended (a
-// shutdown), because leaving it claimed would hold it for a whole lease.
-// A detail fetched before the failure (nil if none) is stored with it, so
-// neither recovery nor the vacancy's other matches fetch it again.
+// skip marks a QUEUED match SKIPPED at once, no failure counted: a card
+// the renderer cannot make, a bug no retry mends. A detail fetched in the
+// turn (nil if none) is stored with it, so neither recovery nor the
+// vacancy's other matches fetch it again.
 func (s *Service) skip(ctx context.Context, m Match, reason string, cause error, detail *Vacancy) string {
 	if err := s.save(ctx, m, "mark skipped", func(ctx context.Context) error {
 		_, _, err := s.transition(ctx, m, Skipped, Change{SkipReason: reason, Token: m.ClaimToken, Detail: detail})
@@ -323,8 +400,7 @@ func (s *Service) fetchDetail(ctx context.Context, m Match, mine bool) (Vacancy,
 	if !mine {
 		// Another worker is fetching it, or just stored it: this match is
 		// claimed again once the lease or the detail is there.
-		s.release(ctx, m, detailWait, "put back a match whose detail another worker fetches")
-		return Vacancy{}, "waiting"
+		return Vacancy{}, s.wait(ctx, m, ReasonDetailFetching, detailWait, nil)
 	}
 	d, err := s.deps.Source.Vacancy(ctx, m.VacancyID)
 	if err != nil {
@@ -350,15 +426,13 @@ func (s *Service) fetchDetail(ctx context.Context, m Match, mine bool) (Vacancy,
 		}
 		switch {
 		case ctx.Err() != nil:
-			return Vacancy{}, s.skip(ctx, m, ReasonShutdown, err, nil)
+			return Vacancy{}, s.wait(ctx, m, ReasonShutdown, 0, err)
 		case errors.Is(err, ErrHHBlocked):
 			// HH blocks us, not this vacancy: the match waits QUEUED,
 			// unjudged, and is taken again once HH answers.
-			s.release(ctx, m, refusedWait, "put back a match HH refused")
-			log.Debug("vacancy match waits for HH", "err", err)
-			return Vacancy{}, "waiting"
+			return Vacancy{}, s.wait(ctx, m, ReasonHHBlocked, refusedWait, err)
 		}
-		return Vacancy{}, s.skip(ctx, m, ReasonHHUnavailable, err, nil)
+		return Vacancy{}, s.fail(ctx, m, ReasonHHUnavailable, err, nil)
 	}
 	return d, ""
 }
@@ -442,17 +516,19 @@ func (s *Service) refusedMatch(ctx context.Context, m Match, what string, cause 
 		"reason", ReasonRefused, "err", cause)
 }
 
-// giveBack makes a claimed match claimable again at once (Matches.ReleaseClaim,
-// conditional on its token) as soon as the database answers: tried with
-// backoff (1 s doubling to 10 s) until the claim would have lapsed anyway,
-// or once when ctx has ended.
+// giveBack makes a claimed match claimable again at once (Matches.PutBack,
+// conditional on its token, a wait ReasonUnsaved: the database's, not the
+// match's) as soon as the database answers: tried with backoff (1 s
+// doubling to 10 s) until the claim would have lapsed anyway, or once when
+// ctx has ended.
 func (s *Service) giveBack(ctx context.Context, m Match) {
 	deadline := s.deps.Clock.Now().Add(s.cfg.ClaimLease)
 	for d := time.Second; ; d = min(2*d, 10*time.Second) {
 		rctx, cancel := detached(ctx)
-		err := s.deps.Matches.ReleaseClaim(rctx, m.ID, m.ClaimToken, s.deps.Clock.Now())
+		err := s.deps.Matches.PutBack(rctx, m.ID, m.ClaimToken, 0, ReasonUnsaved)
 		cancel()
 		if err == nil {
+			s.m.waits.WithLabelValues(ReasonUnsaved).Inc()
 			s.log.Info("vacancy match given back after a failed save", "match", m.ID)
 			s.Wake()
 			return
