@@ -59,7 +59,14 @@
 //
 // Creating an issue needs a title (422 missing_field), at most 256
 // characters, and a body of at most 65536 (422 custom, GitHub's
-// observed messages). Issues disabled on the repository (IssuesDisabled,
+// observed messages), counted in code points as GitHub counts them. A
+// label name holds at most 50: a label create longer is refused with
+// GitHub's "name is too long (maximum is 50 characters)", an issue naming
+// one with {"resource":"Label","field":"name","code":"invalid","value":
+// name}. A 422 lists every error the request has, as GitHub's does, not
+// only the first. RefuseIssues makes a repository refuse every new issue
+// with the errors a test gives (GitHub's refusals of content the fake
+// does not model), until called again without any. Issues disabled on the repository (IssuesDisabled,
 // SetIssuesEnabled) answer 410 "Issues are disabled for this repo"; an
 // issue deleted on GitHub's side (DeleteIssue) answers 410 "This issue was
 // deleted". An archived repository (Archived, SetArchived) answers every

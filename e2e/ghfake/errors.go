@@ -32,6 +32,9 @@ const (
 	MsgPrimaryPrefix = "API rate limit exceeded for user ID "
 	MsgTitleTooLong  = "title is too long (maximum is 256 characters)"
 	MsgBodyTooLong   = "body is too long (maximum is 65536 characters)"
+	// MsgLabelNameTooLong is a label create's; an issue naming a label that
+	// long is refused with the name as the value instead.
+	MsgLabelNameTooLong = "name is too long (maximum is 50 characters)"
 )
 
 // Documentation links GitHub puts in its error bodies.

@@ -33,8 +33,11 @@ func (s *Server) createIssueLocked(q request, in object, r *repo) answer {
 	if f.err != nil {
 		return errAnswer(f.err)
 	}
-	if apiErr := s.checkIssueLocked(r, q.login, title, body, labels, assignees, docCreateIssue); apiErr != nil {
-		return errAnswer(apiErr)
+	// A repository's refusal (RefuseIssues) comes with what GitHub finds
+	// wrong in the request itself, in one answer, as GitHub lists every
+	// error it finds.
+	if errs := append(s.issueErrorsLocked(r, q.login, title, body, labels, assignees), r.refusal...); len(errs) > 0 {
+		return errAnswer(validationFailed(docCreateIssue, errs...))
 	}
 	// Only users with push access set labels and assignees; GitHub drops
 	// them silently for anyone else.
@@ -49,25 +52,29 @@ func (s *Server) createIssueLocked(q request, in object, r *repo) answer {
 	return answer{status: http.StatusCreated, body: out, header: http.Header{"Location": {out.URL}}}
 }
 
-// checkIssueLocked validates what creating or editing an issue sets; the
-// 422s are GitHub's, one error per offending value.
-func (s *Server) checkIssueLocked(r *repo, login, title, body string, labels, assignees []string, doc string) *apiError {
+// issueErrorsLocked validates what creating or editing an issue sets:
+// GitHub's 422 errors, one per offending value, every one found, not only
+// the first.
+func (s *Server) issueErrorsLocked(r *repo, login, title, body string, labels, assignees []string) []FieldError {
+	var errs []FieldError
 	if utf8.RuneCountInString(title) > MaxTitle {
-		return validationFailed(doc, FieldError{Resource: "Issue", Code: "custom", Field: "title", Message: MsgTitleTooLong})
+		errs = append(errs, FieldError{Resource: "Issue", Code: "custom", Field: "title", Message: MsgTitleTooLong})
 	}
 	if utf8.RuneCountInString(body) > MaxBody {
-		return validationFailed(doc, FieldError{Resource: "Issue", Code: "custom", Field: "body", Message: MsgBodyTooLong})
+		errs = append(errs, FieldError{Resource: "Issue", Code: "custom", Field: "body", Message: MsgBodyTooLong})
 	}
 	if !r.canPush(login) {
-		return nil
+		return errs
 	}
-	var errs []FieldError
-	if s.refuseLabels {
-		for _, l := range labels {
-			if r.label(l) == nil {
-				errs = append(errs, FieldError{Resource: "Label", Code: "invalid", Field: "name", Value: l,
-					Message: "(ghfake) no such label; RefuseUnknownLabels is on"})
-			}
+	for _, l := range labels {
+		switch {
+		case utf8.RuneCountInString(l) > MaxLabelName:
+			// GitHub would have to create the label, and will not make one
+			// that long: the name, not a message, is what its answer says.
+			errs = append(errs, FieldError{Resource: "Label", Code: "invalid", Field: "name", Value: l})
+		case s.refuseLabels && r.label(l) == nil:
+			errs = append(errs, FieldError{Resource: "Label", Code: "invalid", Field: "name", Value: l,
+				Message: "(ghfake) no such label; RefuseUnknownLabels is on"})
 		}
 	}
 	for _, a := range assignees {
@@ -75,10 +82,7 @@ func (s *Server) checkIssueLocked(r *repo, login, title, body string, labels, as
 			errs = append(errs, FieldError{Resource: "Issue", Code: "invalid", Field: "assignees", Value: a})
 		}
 	}
-	if len(errs) > 0 {
-		return validationFailed(doc, errs...)
-	}
-	return nil
+	return errs
 }
 
 func dedupFold(names []string) []string {
@@ -156,8 +160,8 @@ func (s *Server) updateIssueLocked(q request, in object, r *repo, number string)
 	if f.err != nil {
 		return errAnswer(f.err)
 	}
-	if apiErr := s.checkIssueLocked(r, q.login, next.Title, next.Body, labels, assignees, docUpdateIssue); apiErr != nil {
-		return errAnswer(apiErr)
+	if errs := s.issueErrorsLocked(r, q.login, next.Title, next.Body, labels, assignees); len(errs) > 0 {
+		return errAnswer(validationFailed(docUpdateIssue, errs...))
 	}
 	if r.canPush(q.login) {
 		if labelsSet {

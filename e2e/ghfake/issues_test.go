@@ -253,3 +253,42 @@ func TestListIssuesByCreatorAndUser(t *testing.T) {
 	all := decode[[]ghfake.IssueJSON](t, b.call(t, http.MethodGet, "/repos/"+repoName+"/issues?state=all", botToken), http.StatusOK)
 	require.Len(t, all, 2)
 }
+
+// A new issue wrong in several ways is refused with every error at once,
+// as GitHub lists them, not with the first one found.
+func TestCreateIssueListsEveryRefusedField(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.srv.AddUser("mallory")
+	e := requireError(t, b.call(t, http.MethodPost, "/repos/"+repoName+"/issues", botToken, map[string]any{
+		"title": strings.Repeat("t", 257), "body": strings.Repeat("b", 65537), "assignees": []string{"mallory"},
+	}), http.StatusUnprocessableEntity, ghfake.MsgValidationFailed)
+	require.Equal(t, []ghfake.FieldError{
+		{Resource: "Issue", Code: "custom", Field: "title", Message: ghfake.MsgTitleTooLong},
+		{Resource: "Issue", Code: "custom", Field: "body", Message: ghfake.MsgBodyTooLong},
+		{Resource: "Issue", Code: "invalid", Field: "assignees", Value: "mallory"},
+	}, e.Errors)
+	require.Empty(t, b.srv.Issues(repoName))
+}
+
+// RefuseIssues refuses every new issue of the repository with GitHub's
+// 422 and the errors given, files nothing meanwhile, and ends when it is
+// called without any.
+func TestRefuseIssues(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	refusal := ghfake.FieldError{Resource: "Label", Code: "invalid", Field: "name", Value: "priority: high"}
+	b.srv.RefuseIssues(repoName, refusal)
+	path := "/repos/" + repoName + "/issues"
+	e := requireError(t, b.call(t, http.MethodPost, path, botToken, map[string]any{"title": "x"}),
+		http.StatusUnprocessableEntity, ghfake.MsgValidationFailed)
+	require.Equal(t, []ghfake.FieldError{refusal}, e.Errors)
+	e = requireError(t, b.call(t, http.MethodPost, path, botToken, map[string]any{"title": strings.Repeat("t", 257)}),
+		http.StatusUnprocessableEntity, ghfake.MsgValidationFailed)
+	require.Len(t, e.Errors, 2, "what else is wrong is said too")
+	require.Empty(t, b.srv.Issues(repoName))
+	decode[[]ghfake.IssueJSON](t, b.call(t, http.MethodGet, path, botToken), http.StatusOK)
+
+	b.srv.RefuseIssues(repoName)
+	require.Equal(t, 1, b.createIssue(t, map[string]any{"title": "x"}).Number)
+}

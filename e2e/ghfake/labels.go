@@ -8,8 +8,11 @@ import (
 	"unicode/utf8"
 )
 
-// MaxLabelDescription is GitHub's bound on a label's description.
-const MaxLabelDescription = 100
+// GitHub's bounds on a label, in characters.
+const (
+	MaxLabelName        = 50
+	MaxLabelDescription = 100
+)
 
 var hexColor = regexp.MustCompile(`^[0-9a-fA-F]{6}$`)
 
@@ -24,6 +27,9 @@ func (s *Server) createLabelLocked(_ request, in object, r *repo) answer {
 		return errAnswer(f.err)
 	}
 	var errs []FieldError
+	if utf8.RuneCountInString(labelName) > MaxLabelName {
+		errs = append(errs, FieldError{Resource: "Label", Code: "custom", Field: "name", Message: MsgLabelNameTooLong})
+	}
 	if colorSet && !hexColor.MatchString(color) {
 		// "#ff0000" is the usual mistake: the docs say without '#'.
 		errs = append(errs, FieldError{Resource: "Label", Code: "invalid", Field: "color"})

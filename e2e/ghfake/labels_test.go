@@ -51,3 +51,29 @@ func TestLabels(t *testing.T) {
 	list := decode[[]ghfake.LabelJSON](t, b.call(t, http.MethodGet, path, botToken), http.StatusOK)
 	require.Len(t, list, 2)
 }
+
+// GitHub takes a label name of 50 characters, not 51: a label create
+// says so in its message, and an issue naming a label that long (which
+// GitHub would have to create) is refused with the name as the value.
+// Nothing is made either way.
+func TestLabelNameLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	long := strings.Repeat("я", 51)
+	e := requireError(t, b.call(t, http.MethodPost, "/repos/"+repoName+"/labels", botToken, map[string]any{"name": long}),
+		http.StatusUnprocessableEntity, ghfake.MsgValidationFailed)
+	require.Equal(t, []ghfake.FieldError{{Resource: "Label", Code: "custom", Field: "name",
+		Message: "name is too long (maximum is 50 characters)"}}, e.Errors)
+
+	e = requireError(t, b.call(t, http.MethodPost, "/repos/"+repoName+"/issues", botToken, map[string]any{"title": "x", "labels": []string{long}}),
+		http.StatusUnprocessableEntity, ghfake.MsgValidationFailed)
+	require.Equal(t, []ghfake.FieldError{{Resource: "Label", Code: "invalid", Field: "name", Value: long}}, e.Errors)
+	require.Empty(t, b.srv.Issues(repoName))
+	require.Empty(t, b.srv.Labels(repoName))
+
+	fits := strings.Repeat("я", 50)
+	decode[ghfake.LabelJSON](t, b.call(t, http.MethodPost, "/repos/"+repoName+"/labels", botToken, map[string]any{"name": fits}), http.StatusCreated)
+	is := b.createIssue(t, map[string]any{"title": "x", "labels": []string{fits}})
+	require.Len(t, is.Labels, 1)
+	require.Equal(t, fits, is.Labels[0].Name)
+}

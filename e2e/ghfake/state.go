@@ -46,7 +46,8 @@ type repo struct {
 	archived    bool
 	collabs     map[string]bool // lower-case logins with push access
 	labels      []*label
-	issues      []*issue // by number - 1
+	issues      []*issue     // by number - 1
+	refusal     []FieldError // what every new issue is refused with (RefuseIssues)
 }
 
 func (r *repo) fullName() string { return r.owner + "/" + r.name }
@@ -181,6 +182,18 @@ func (s *Server) SetArchived(fullName string, on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mustRepoLocked(fullName).archived = on
+	s.hub.NotifyLocked()
+}
+
+// RefuseIssues makes the repository refuse every new issue with GitHub's
+// 422 Validation Failed carrying errs (beside whatever else the request
+// gets wrong), until it is called again without any: a refusal of the
+// issue's content the fake does not model itself (a label GitHub will not
+// take, a rule of the repository). Nothing is filed meanwhile.
+func (s *Server) RefuseIssues(fullName string, errs ...FieldError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mustRepoLocked(fullName).refusal = slices.Clone(errs)
 	s.hub.NotifyLocked()
 }
 
