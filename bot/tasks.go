@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	tele "gopkg.in/telebot.v3"
+
 	"switchboard/domain"
 	"switchboard/domain/tasks"
 	"switchboard/locales"
@@ -25,6 +27,7 @@ type Tasks interface {
 	Recent(ctx context.Context, since time.Duration, limit int) ([]tasks.Pushed, error)
 	Link(ctx context.Context, proposalID, by int64) (runID int64, err error)
 	FileAnyway(ctx context.Context, proposalID, by int64) (runID int64, err error)
+	Retry(ctx context.Context, proposalID, by int64) (runID int64, err error)
 }
 
 // The board's buttons for an approved proposal that looks like an open
@@ -32,6 +35,9 @@ type Tasks interface {
 var (
 	actionTaskLink = NewAction("tl", 1) // proposal id: it is that issue
 	actionTaskFile = NewAction("tf", 1) // proposal id: file it anyway
+	// On /tasks, under a task its tracker refused: send it again. Admins
+	// only.
+	actionTaskRetry = NewAction("tr", 1) // proposal id
 )
 
 type tasksUI struct {
@@ -56,6 +62,49 @@ func (b *Bot) RegisterTasks(t Tasks) {
 	b.Handle(Command{Name: "github", Desc: "cmd.github", Listed: u.githubInUse, Handle: u.github})
 	b.HandleButtonIn(actionTaskLink, InPrivate|InAdminChat, u.likePress(u.t.Link, "board.linked_toast"))
 	b.HandleButtonIn(actionTaskFile, InPrivate|InAdminChat, u.likePress(u.t.FileAnyway, "board.file_toast"))
+	b.HandleButtonIn(actionTaskRetry, InPrivate|InAdminChat, u.retry)
+}
+
+// retry answers 🔁 under a refused task on /tasks: an admin who removed
+// what its tracker refused sends it again, once (a second press, or one on
+// a list drawn before, is stale). The list's buttons are drawn again
+// without it.
+func (u *tasksUI) retry(r *Request, cb Callback) error {
+	if !r.Admin {
+		return r.Forbidden()
+	}
+	_, err := u.t.Retry(r.Ctx, cb.IDs[0], r.User.ID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return r.Alert("tasks.retry_stale")
+	}
+	if err != nil {
+		return err
+	}
+	if ps, err := u.t.Recent(r.Ctx, tasksWindow, tasksShown); err != nil {
+		u.b.deps.Log.Warn("tasks: /tasks not redrawn after a retry", "err", err)
+	} else if kb, err := retryMarkup(r, ps); err == nil {
+		u.b.editMarkupPressed(r, kb)
+	}
+	return r.Toast(r.T("tasks.retry_toast"))
+}
+
+// retryMarkup is /tasks' buttons: 🔁 under each refused task, one a row.
+func retryMarkup(r *Request, ps []tasks.Pushed) (*tele.ReplyMarkup, error) {
+	var rows [][]tele.InlineButton
+	for _, p := range ps {
+		if p.State != "refused" {
+			continue
+		}
+		data, err := Encode(actionTaskRetry, p.ProposalID)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, []tele.InlineButton{{Text: r.T("tasks.button_retry", locales.Data{"Title": plainName(p.Title)}), Data: data}})
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	return &tele.ReplyMarkup{InlineKeyboard: rows}, nil
 }
 
 // likePress answers Link to it / File anyway on the board: an admin's
@@ -253,10 +302,14 @@ func (u *tasksUI) list(r *Request) error {
 	var sb strings.Builder
 	sb.WriteString(r.T("tasks.header", locales.Data{"Count": len(ps)}))
 	for _, p := range ps {
-		key := "tasks.line_pending"
+		key, errBudget := "tasks.line_pending", 160
 		switch {
 		case p.State == "held":
 			key = "tasks.line_held"
+		case p.State == "refused":
+			// What the admin must fix: the tracker's words, whole where
+			// they fit.
+			key, errBudget = "tasks.line_refused", 300
 		case p.Linked:
 			key = "tasks.line_linked"
 		case p.State == "pushed" && p.URL != "":
@@ -268,12 +321,19 @@ func (u *tasksUI) list(r *Request) error {
 		}
 		sb.WriteString("\n" + r.T(key, locales.Data{
 			"Title": locales.HTML(clip(oneLine(p.Title), listTitleBudget)), "Destination": locales.HTML(clip(p.Destination.String(), 120)),
-			"URL": p.URL, "Number": p.Number, "State": p.IssueState, "Error": locales.HTML(clip(oneLine(p.LastError), 160)),
+			"URL": p.URL, "Number": p.Number, "State": p.IssueState, "Error": locales.HTML(clip(oneLine(p.LastError), errBudget)),
 			"Approved": r.Time(p.ApprovedAt),
 			"Like":     p.Like.Number, "LikeURL": p.Like.URL,
 		}))
 	}
-	return r.Reply(sb.String(), nil)
+	kb, err := retryMarkup(r, ps)
+	if err != nil {
+		return err
+	}
+	if kb != nil {
+		sb.WriteString("\n\n" + r.T("tasks.refused_hint"))
+	}
+	return r.Reply(sb.String(), kb)
 }
 
 // adminNotice is a notice for the admin chat (its Notices topic in a
@@ -305,6 +365,15 @@ func (rd *Renderer) TrackerBack(d tasks.Destination) []domain.Message {
 func (rd *Renderer) AssigneeDropped(p tasks.Push, f tasks.Filed) []domain.Message {
 	return rd.adminNotice("tasks.assignee_dropped", locales.Data{
 		"Title": locales.HTML(clip(oneLine(p.Task.Title), listTitleBudget)), "Login": p.Task.Assignee, "URL": f.URL,
+	})
+}
+
+// TaskRefused renders the admin chat's notice that a tracker refused a
+// task for what it holds, and that it waits for a retry from /tasks.
+func (rd *Renderer) TaskRefused(p tasks.Push, why string) []domain.Message {
+	return rd.adminNotice("tasks.refused_task", locales.Data{
+		"Title":       locales.HTML(clip(oneLine(p.Task.Title), listTitleBudget)),
+		"Destination": locales.HTML(clip(p.Destination.String(), 200)), "Why": locales.HTML(clip(oneLine(why), 300)),
 	})
 }
 

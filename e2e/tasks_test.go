@@ -278,6 +278,77 @@ func TestALikelyDuplicateIsOfferedAsLinkToIt(t *testing.T) {
 	}
 }
 
+// GitHub refuses a task's issue with a 422 that is about neither the
+// assignee nor anything the pusher cuts to fit (here the label the issue
+// names): the same request would be refused again, so after one try the
+// push is set aside, not retried for ever. The admins are told once, in
+// GitHub's words; /tasks shows it refused with them and offers to send it
+// again. Once the cause is gone on GitHub's side, the admin's press files
+// it, once, and a second press is stale.
+func TestATaskGitHubRefusesIsSetAsideUntilAnAdminRetriesIt(t *testing.T) {
+	t.Parallel()
+	gh := newGitHub(t)
+	gh.RefuseIssues("acme/app", ghfake.FieldError{Resource: "Label", Code: "invalid", Field: "name", Value: "priority: medium"})
+	run := startGitHubRun(t, gh, 871)
+	env, pool, boss, b := run.env, run.pool, run.boss, run.board
+	pressEach(t, boss, b, "1 ✅")
+
+	refusedNote := func(m tgfake.BotMessage) bool {
+		return strings.Contains(m.Text, "refused the task “please fix the login page”") && strings.Contains(m.Text, "priority: medium")
+	}
+	env.TG.WaitMessage(t, adminGroup, refusedNote)
+	posts := func() (n int) {
+		for _, r := range gh.Requests() {
+			if r.Method == http.MethodPost && r.Path == "/repos/acme/app/issues" {
+				n++
+			}
+		}
+		return n
+	}
+	time.Sleep(2 * time.Second) // ten ticks of the push job: none tries it again
+	require.Equal(t, 1, posts(), "one try, not retried")
+	require.Equal(t, "refused", scalar[string](t, pool, `SELECT state FROM task_pushes`))
+
+	list := ask(t, env, boss, boss.ID(), "/tasks")
+	require.Contains(t, list.Text, "please fix the login page — refused by GitHub acme/app:")
+	require.Contains(t, list.Text, "Validation Failed")
+	require.Contains(t, list.Text, "priority: medium", "GitHub's words")
+	var retry, data string
+	for _, btn := range list.ReplyMarkup.Buttons() {
+		if strings.HasPrefix(btn.Text, "🔁") {
+			retry, data = btn.Text, btn.CallbackData
+		}
+	}
+	require.NotEmpty(t, retry, "/tasks offers to send it again: %+v", list.ReplyMarkup)
+
+	gh.RefuseIssues("acme/app")
+	answer := boss.PressAndWait(t, list, retry)
+	require.False(t, answer.ShowAlert)
+	issue := gh.WaitIssue(t, "acme/app", func(i ghfake.Issue) bool { return strings.Contains(i.Title, "fix the login page") })
+	eventually(t, 30*time.Second, func() bool { return scalar[string](t, pool, `SELECT state FROM task_pushes`) == "pushed" })
+	env.TG.WaitFor(t, 30*time.Second, func() bool {
+		for _, m := range env.TG.Messages(boss.ID()) {
+			if m.MessageID == list.MessageID {
+				return !hasButton(m, retry)
+			}
+		}
+		return false
+	})
+	again := boss.PressRaw(list, data)
+	require.True(t, env.TG.WaitCallbackAnswer(t, again.ID).ShowAlert, "a second press is stale")
+	require.Contains(t, ask(t, env, boss, boss.ID(), "/tasks").Text, "please fix the login page — #"+strconv.Itoa(issue.Number))
+
+	settled(t, pool)
+	require.Len(t, gh.Issues("acme/app"), 1, "filed once")
+	told := 0
+	for _, m := range env.TG.Messages(adminGroup) {
+		if refusedNote(m) {
+			told++
+		}
+	}
+	require.Equal(t, 1, told, "the admins are told once")
+}
+
 func hasButton(m tgfake.BotMessage, text string) bool {
 	for _, b := range m.ReplyMarkup.Buttons() {
 		if b.Text == text {

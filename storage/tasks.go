@@ -279,13 +279,40 @@ WHERE id = $1 AND state = 'pending' AND claim_token = $2::uuid`, p.ID, p.Token, 
 	return tag.RowsAffected() == 1, nil
 }
 
+// Refuse sets a claimed push aside, if the claim is still its, as its
+// tracker refused it (why, the tracker's words), and writes tell (the
+// admins' notice) in the same transaction: false, nothing written, when
+// the claim is no longer its. It waits for Retry.
+func (s *Tasks) Refuse(ctx context.Context, p tasks.Push, why string, tell []domain.Message) (bool, error) {
+	set, err := s.execTelling(ctx, tell, `
+UPDATE task_pushes SET state = 'refused', claimed_until = NULL, claim_token = NULL, last_error = left($3, 1000)
+WHERE id = $1 AND state = 'pending' AND claim_token = $2::uuid`, p.ID, p.Token, why)
+	if err != nil {
+		return false, fmt.Errorf("refuse push %d: %w", p.ID, err)
+	}
+	return set, nil
+}
+
+// Retry sends the refused push of proposalID again, by an admin who
+// removed the cause: due now, its backoff counted afresh, the tracker's
+// words cleared (they come back if it refuses again). It returns the
+// proposal's run; domain.ErrNotFound when no push of it is refused (sent
+// again already, or never refused).
+func (s *Tasks) Retry(ctx context.Context, proposalID, by int64) (int64, error) {
+	return s.decide(ctx, "retry", proposalID, `
+UPDATE task_pushes tp SET state = 'pending', not_before = now(), attempts = 0, last_error = '', decided_by = $2
+FROM analysis_proposals p
+WHERE tp.proposal_id = $1 AND tp.state = 'refused' AND p.id = tp.proposal_id
+RETURNING p.run_id`, proposalID, by)
+}
+
 // Link settles the held push of proposalID as the open task it looks
 // like, by an admin: nothing is filed, and the proposal shows that task
 // (and its closing is told, as of one filed). It returns the proposal's
 // run; domain.ErrNotFound when no push of it is held (decided already,
 // or never held).
 func (s *Tasks) Link(ctx context.Context, proposalID, by int64) (int64, error) {
-	return s.decideHeld(ctx, "link", proposalID, `
+	return s.decide(ctx, "link", proposalID, `
 UPDATE task_pushes tp SET state = 'pushed', linked = true, decided_by = $2, pushed_at = now(),
     number = like_number, url = like_url, issue_state = 'open', last_error = ''
 FROM analysis_proposals p
@@ -297,14 +324,14 @@ RETURNING p.run_id`, proposalID, by)
 // admin: due now, and not checked for duplicates again. It returns the
 // proposal's run; domain.ErrNotFound as for Link.
 func (s *Tasks) FileAnyway(ctx context.Context, proposalID, by int64) (int64, error) {
-	return s.decideHeld(ctx, "file anyway", proposalID, `
+	return s.decide(ctx, "file anyway", proposalID, `
 UPDATE task_pushes tp SET state = 'pending', file_anyway = true, decided_by = $2, not_before = now()
 FROM analysis_proposals p
 WHERE tp.proposal_id = $1 AND tp.state = 'held' AND p.id = tp.proposal_id
 RETURNING p.run_id`, proposalID, by)
 }
 
-func (s *Tasks) decideHeld(ctx context.Context, what string, proposalID int64, sql string, args ...any) (int64, error) {
+func (s *Tasks) decide(ctx context.Context, what string, proposalID int64, sql string, args ...any) (int64, error) {
 	var runID int64
 	err := s.pool.QueryRow(ctx, sql, args...).Scan(&runID)
 	if errors.Is(err, pgx.ErrNoRows) {

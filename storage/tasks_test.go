@@ -258,3 +258,62 @@ func TestPushCreationsAndDue(t *testing.T) {
 	require.NoError(t, err)
 	require.InDelta(t, 30, wait.Seconds(), 2, "its kind's pause")
 }
+
+// A refused push is set aside by its own claim only, once: the statement
+// run again for the same claim, or by a claim that lost the push, changes
+// nothing and writes no second notice (the claim's origin guards it too).
+// Set aside, it is claimed no more; Retry makes it due again once, with
+// its backoff counted afresh and the tracker's words cleared.
+func TestARefusedPushIsSetAsideOnceAndRetriedOnce(t *testing.T) {
+	t.Parallel()
+	f := newAnalysis(t)
+	const team = int64(-1001234567890)
+	f.message(team, 41, time.Now(), "please fix the login page")
+	store := f.st.Tasks()
+	require.NoError(t, store.SetDestination(f.ctx, tasks.Destination{ChatID: team, Kind: tasks.KindGitHub, Target: "acme/app"}, 7))
+	r := f.running()
+	_, ps, err := f.st.Runs().SaveProposalBatch(f.ctx, r.ID, 1, 10, []analysis.Proposal{proposal("fix login", ref(team, 41))}, nil)
+	require.NoError(t, err)
+	f.complete(r.ID)
+	f.decide(ps[0].ID, analysis.Approved)
+
+	p, ok, err := store.Claim(f.ctx, "replica-1", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	note := func() []domain.Message {
+		return []domain.Message{{ChatID: -5001, Kind: domain.KindNote, Text: "refused", Origin: "tasks:refused:" + p.Token + ":0"}}
+	}
+	set, err := store.Refuse(f.ctx, p, "422 Validation Failed", note())
+	require.NoError(t, err)
+	require.True(t, set)
+	set, err = store.Refuse(f.ctx, p, "422 Validation Failed", note())
+	require.NoError(t, err)
+	require.False(t, set, "set aside already")
+	var told int
+	require.NoError(t, f.st.Pool().QueryRow(f.ctx, `SELECT count(*) FROM outbox WHERE body->>'text' = 'refused'`).Scan(&told))
+	require.Equal(t, 1, told)
+	_, ok, err = store.Claim(f.ctx, "replica-2", time.Minute)
+	require.NoError(t, err)
+	require.False(t, ok, "a refused push is not claimed")
+	recent, err := store.Recent(f.ctx, time.Hour, 10)
+	require.NoError(t, err)
+	require.Equal(t, "refused", recent[0].State)
+	require.Equal(t, "422 Validation Failed", recent[0].LastError)
+
+	runID, err := store.Retry(f.ctx, ps[0].ID, 7)
+	require.NoError(t, err)
+	require.Equal(t, r.ID, runID)
+	_, err = store.Retry(f.ctx, ps[0].ID, 7)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	again, ok, err := store.Claim(f.ctx, "replica-2", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, 1, again.Attempts, "counted afresh")
+	set, err = store.Refuse(f.ctx, p, "stale claim", note())
+	require.NoError(t, err)
+	require.False(t, set, "the old claim no longer holds it")
+	recent, err = store.Recent(f.ctx, time.Hour, 10)
+	require.NoError(t, err)
+	require.Equal(t, "pending", recent[0].State)
+	require.Empty(t, recent[0].LastError)
+}

@@ -7,7 +7,8 @@
 //
 // A tracker neither retries nor waits: it sends what it is asked to, once,
 // and says through the errors of package tasks (ErrAccess, ErrGone,
-// *RateLimited, anything else transient) what the worker should do next.
+// ErrRefused, *RateLimited, anything else transient) what the worker
+// should do next.
 package tracker
 
 import (

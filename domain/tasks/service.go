@@ -34,7 +34,7 @@ type Pushed struct {
 	ProposalID  int64
 	Title       string
 	Destination Destination
-	State       string // pending, held, pushed
+	State       string // pending, held, refused, pushed
 	Number      int
 	URL         string
 	IssueState  string
@@ -93,6 +93,11 @@ type Store interface {
 	// like, which it looks like: link it, or file it anyway. False when
 	// the claim is no longer its.
 	Hold(ctx context.Context, p Push, like Open) (bool, error)
+	// Refuse sets a claimed push aside as its tracker refused it, why
+	// being the tracker's words, and writes tell with it, in its
+	// transaction: false (nothing written) when the claim is no longer
+	// its. It waits for an admin's retry.
+	Refuse(ctx context.Context, p Push, why string, tell []domain.Message) (bool, error)
 	Pacing
 }
 
@@ -123,6 +128,9 @@ type Notifier interface {
 	// AssigneeDropped: a task was filed without the assignee its tracker
 	// refused.
 	AssigneeDropped(p Push, f Filed) []domain.Message
+	// TaskRefused: the tracker refused a task for what it holds (why is
+	// its words), and the push waits for an admin to send it again.
+	TaskRefused(p Push, why string) []domain.Message
 	// TaskClosed: a filed task was closed in its tracker.
 	TaskClosed(t Tracked) []domain.Message
 }
@@ -355,8 +363,9 @@ const recordWithin = 10 * time.Second
 
 // refused acts on a tracker's error: a rate limit pauses the whole kind
 // until its "not before"; our credentials refused pause the kind and tell
-// the admins once; a destination gone pauses it and tells which; anything
-// else defers this push with backoff.
+// the admins once; a destination gone pauses it and tells which; a task
+// refused for what it holds is set aside and told; anything else defers
+// this push with backoff.
 func (s *Service) refused(ctx context.Context, log *slog.Logger, p Push, err error) error {
 	var rl *RateLimited
 	// A tracker quotes what it was answered; the reason is stored, and
@@ -386,6 +395,27 @@ func (s *Service) refused(ctx context.Context, log *slog.Logger, p Push, err err
 		}
 		s.tell(ctx, log, refusalKey(p.Destination, true), s.render.TrackerRefused(p.Destination, true, why))
 		return s.store.Defer(ctx, p, until, why)
+	case errors.Is(err, ErrRefused):
+		// Retried, it would be refused at every backoff for ever while
+		// /tasks called it waiting: it waits for an admin instead, and
+		// the pushes behind it go on.
+		msgs := s.render.TaskRefused(p, why)
+		for i := range msgs {
+			// The claim's token: a statement run again for the same claim
+			// writes no second notice, and a refusal after an admin's
+			// retry (a new claim) is told again.
+			msgs[i].Origin = "tasks:refused:" + p.Token + ":" + strconv.Itoa(i)
+		}
+		set, serr := s.store.Refuse(ctx, p, why, msgs)
+		if serr != nil {
+			return serr
+		}
+		if set {
+			log.Warn("tasks: the tracker refuses this task; set aside for the admins", "err", err)
+		} else {
+			log.Warn("tasks: a refused push outlived its claim; the next claim tries it", "err", err)
+		}
+		return nil
 	}
 	wait := backoff(p.Attempts, s.cfg.MaxBackoff)
 	log.Warn("tasks: push failed; retried", "in", wait, "attempt", p.Attempts, "err", err)

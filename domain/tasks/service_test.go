@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -56,6 +59,18 @@ func (w *world) approve(n int) { w.approveIn(n, team) }
 // so that their pushes go to each chat's destination.
 func (w *world) approveIn(n int, chats ...int64) {
 	w.t.Helper()
+	w.approveEach(n, func(i int, id int64, chat int64) (analysis.Proposal, []analysis.GroupMessage) {
+		return analysis.Proposal{Title: fmt.Sprintf("thing %d", id), Description: "from the chat", Priority: "high",
+				Sources: []analysis.Ref{{ChatID: chat, MessageID: id}}},
+			[]analysis.GroupMessage{{ChatID: chat, MessageID: id, AuthorID: 5, Author: "Ann", Text: fmt.Sprintf("please do thing %d", id), Date: time.Now()}}
+	}, chats...)
+}
+
+// approveEach saves n proposals that each makes (the i-th, a message id
+// of its own, its chat: chats in turn) with their source messages in a
+// completed run, and approves them all.
+func (w *world) approveEach(n int, each func(i int, id, chat int64) (analysis.Proposal, []analysis.GroupMessage), chats ...int64) {
+	w.t.Helper()
 	runs := w.store.Runs()
 	r, _, err := runs.Create(w.ctx, analysis.Run{CreatedBy: 7, From: time.Now().Add(-time.Hour), To: time.Now(),
 		Filters: analysis.Filters{Window: time.Hour}}, nil)
@@ -65,12 +80,11 @@ func (w *world) approveIn(n int, chats ...int64) {
 	require.True(w.t, ok)
 	ps := make([]analysis.Proposal, n)
 	for i := range ps {
-		id := int64(1000*r.ID) + int64(i)
-		chat := chats[i%len(chats)]
-		require.NoError(w.t, w.store.GroupChats().SaveMessage(w.ctx, analysis.GroupMessage{ChatID: chat, MessageID: id, AuthorID: 5,
-			Author: "Ann", Text: fmt.Sprintf("please do thing %d", id), Date: time.Now()}))
-		ps[i] = analysis.Proposal{Title: fmt.Sprintf("thing %d", id), Description: "from the chat", Priority: "high",
-			Sources: []analysis.Ref{{ChatID: chat, MessageID: id}}}
+		var msgs []analysis.GroupMessage
+		ps[i], msgs = each(i, int64(1000*r.ID)+int64(1000*i), chats[i%len(chats)])
+		for _, m := range msgs {
+			require.NoError(w.t, w.store.GroupChats().SaveMessage(w.ctx, m))
+		}
 	}
 	_, _, err = runs.SaveProposalBatch(w.ctx, r.ID, 1, n, ps, nil)
 	require.NoError(w.t, err)
@@ -154,6 +168,9 @@ func (r render) TrackerRefused(d tasks.Destination, gone bool, why string) []dom
 }
 func (render) TrackerBack(tasks.Destination) []domain.Message           { return nil }
 func (render) AssigneeDropped(tasks.Push, tasks.Filed) []domain.Message { return nil }
+func (render) TaskRefused(p tasks.Push, why string) []domain.Message {
+	return []domain.Message{{ChatID: -5001, Kind: domain.KindNote, Text: "refused " + p.Task.Title + ": " + why}}
+}
 func (render) TaskClosed(t tasks.Tracked) []domain.Message {
 	return []domain.Message{{ChatID: -5001, Kind: domain.KindNote, Text: fmt.Sprintf("closed #%d", t.Number)}}
 }
@@ -400,4 +417,97 @@ func TestAFailureWithUnstorableTextIsDeferred(t *testing.T) {
 	require.Equal(t, "pending", state)
 	require.False(t, claimed, "deferred, not left claimed")
 	require.Equal(t, "proxy said \uFFFD\uFFFD", why)
+}
+
+// One group's repository refuses its task's issue with a 422 about
+// neither the assignee nor anything cut to fit (the label it names): the
+// push is set aside after that one try, with GitHub's words, the admins
+// told once whichever replica runs the job again, and the other group's
+// task is filed meanwhile. An admin's retry, once GitHub takes it, files
+// it once; a second retry finds nothing to send.
+func TestATaskTheTrackerRefusesIsSetAsideUntilRetried(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	const other = int64(-1009876543210)
+	w.gh.AddRepo("acme/strict")
+	w.gh.AddToken("ghp_test", "switchboard-bot", ghfake.Write("acme/app"), ghfake.Write("acme/strict"))
+	w.gh.RefuseIssues("acme/strict", ghfake.FieldError{Resource: "Label", Code: "invalid", Field: "name", Value: "priority: high"})
+	require.NoError(t, w.store.Tasks().SetDestination(w.ctx, tasks.Destination{ChatID: other, Kind: tasks.KindGitHub, Target: "acme/strict"}, 7))
+	w.approveIn(2, team, other)
+	s, again := w.service(w.store.Tasks(), time.Minute), w.service(w.store.Tasks(), time.Minute)
+	w.until(s, 1)
+	for range 3 { // later ticks, on this replica and another
+		require.NoError(t, s.Push(w.ctx))
+		require.NoError(t, again.Push(w.ctx))
+	}
+	posts := 0
+	for _, r := range w.gh.Requests() {
+		if r.Method == "POST" && r.Path == "/repos/acme/strict/issues" {
+			posts++
+		}
+	}
+	require.Equal(t, 1, posts, "one try, not retried")
+	var state, why string
+	var proposal int64
+	require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT state, last_error, proposal_id FROM task_pushes WHERE target = 'acme/strict'`).
+		Scan(&state, &why, &proposal))
+	require.Equal(t, "refused", state)
+	require.Contains(t, why, "422")
+	require.Contains(t, why, "Validation Failed: Label name invalid (priority: high)", "GitHub's words, its errors' too")
+	told := func() (n int) {
+		require.NoError(t, w.store.Pool().QueryRow(w.ctx, `SELECT count(*) FROM outbox WHERE body->>'text' LIKE 'refused %'`).Scan(&n))
+		return n
+	}
+	require.Equal(t, 1, told(), "the admins told once")
+	_, due, err := w.store.Tasks().Due(w.ctx)
+	require.NoError(t, err)
+	require.False(t, due, "nothing waits to be pushed")
+
+	w.gh.RefuseIssues("acme/strict")
+	_, err = w.store.Tasks().Retry(w.ctx, proposal, 7)
+	require.NoError(t, err)
+	_, err = w.store.Tasks().Retry(w.ctx, proposal, 7)
+	require.ErrorIs(t, err, domain.ErrNotFound, "sent again already")
+	w.until(s, 2)
+	require.Len(t, w.gh.Issues("acme/strict"), 1)
+	require.Equal(t, 1, told())
+}
+
+// A task longer than GitHub takes (a title of 300 characters, twenty
+// source messages of 4000 each) is cut to fit rather than refused: the
+// strict fake takes it at the first try, its title 256 characters ending
+// in "…", its body within 65536 with the note that it was cut and the
+// marker last, and nothing is set aside.
+func TestAnOverlongTaskIsCutToFit(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.approveEach(1, func(_ int, id, chat int64) (analysis.Proposal, []analysis.GroupMessage) {
+		p := analysis.Proposal{Title: strings.Repeat("я", 300), Description: strings.Repeat("long words ", 200), Priority: "high"}
+		var msgs []analysis.GroupMessage
+		for k := range int64(20) {
+			msgs = append(msgs, analysis.GroupMessage{ChatID: chat, MessageID: id + k, AuthorID: 5, Author: "Ann",
+				Text: strings.Repeat("ё", 4000), Date: time.Now()})
+			p.Sources = append(p.Sources, analysis.Ref{ChatID: chat, MessageID: id + k})
+		}
+		return p, msgs
+	}, team)
+	w.until(w.service(w.store.Tasks(), time.Minute), 1)
+	is := w.gh.Issues("acme/app")
+	require.Len(t, is, 1)
+	require.Equal(t, github.MaxTitle, utf8.RuneCountInString(is[0].Title))
+	require.True(t, strings.HasSuffix(is[0].Title, "…"))
+	require.LessOrEqual(t, utf8.RuneCountInString(is[0].Body), github.MaxBody)
+	require.Greater(t, utf8.RuneCountInString(is[0].Body), github.MaxBody-200, "cut, not emptied")
+	require.Contains(t, is[0].Body, "(clipped: the task is longer than GitHub allows)")
+	require.True(t, strings.HasSuffix(is[0].Body, "<!-- switchboard-proposal-"+strconv.FormatInt(w.onlyProposal(), 10)+" -->\n"))
+	for _, r := range w.gh.Requests() {
+		require.NotEqual(t, 422, r.Status, "refused: %s", r)
+	}
+}
+
+// onlyProposal is the id of the one proposal pushed.
+func (w *world) onlyProposal() (id int64) {
+	w.t.Helper()
+	require.NoError(w.t, w.store.Pool().QueryRow(w.ctx, `SELECT proposal_id FROM task_pushes`).Scan(&id))
+	return id
 }

@@ -108,6 +108,12 @@ var (
 	// issues disabled, a webhook's URL answering 404 or 410): the admins
 	// are told which, and its pushes wait for a new destination.
 	ErrGone = errors.New("the destination is gone")
+	// ErrRefused: the tracker refuses this task's request for what it
+	// holds (GitHub's 400, or its 422 Validation Failed): the same request
+	// would be refused again however long we waited, so the push is set
+	// aside, the admins are told with the tracker's words, and the other
+	// pushes go on; an admin sends it again once the cause is gone.
+	ErrRefused = errors.New("the tracker refuses this task")
 )
 
 // RateLimited is a tracker's "not before": no request to it until Until.

@@ -147,7 +147,6 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// errorBody is GitHub's error document.
 // fieldError is one of a 422's errors: what about which field.
 type fieldError struct {
 	Resource string `json:"resource"`
@@ -157,9 +156,40 @@ type fieldError struct {
 	Message  string `json:"message"`
 }
 
+// errorBody is GitHub's error document.
 type errorBody struct {
 	Message string       `json:"message"`
 	Errors  []fieldError `json:"errors"`
+}
+
+// said is the document's message with what each of a 422's errors says:
+// "Validation Failed" alone tells an admin nothing of what to fix.
+func (eb errorBody) said() string {
+	var parts []string
+	for _, fe := range eb.Errors {
+		if d := fe.said(); d != "" {
+			parts = append(parts, d)
+		}
+	}
+	if len(parts) == 0 {
+		return eb.Message
+	}
+	return eb.Message + ": " + strings.Join(parts, "; ")
+}
+
+// said is one error as GitHub words it, or where it gives no words (most
+// codes but custom), the field, the code and the value refused.
+func (fe fieldError) said() string {
+	if m := strings.TrimSpace(fe.Message); m != "" {
+		return m
+	}
+	s := strings.Join(strings.Fields(fe.Resource+" "+fe.Field+" "+fe.Code), " ")
+	if fe.Value != nil {
+		if v := strings.TrimSpace(fmt.Sprint(fe.Value)); v != "" {
+			s += " (" + v + ")"
+		}
+	}
+	return s
 }
 
 // answer is a response read whole: status, headers, body.
@@ -220,14 +250,15 @@ func (c *Client) do(ctx context.Context, method, path string, in any, header htt
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	raw = clean(raw)
 	var eb errorBody
-	msg := ""
+	msg, said := "", ""
 	if json.Unmarshal(raw, &eb) == nil && eb.Message != "" {
-		msg = eb.Message
+		msg, said = eb.Message, domain.CleanText(eb.said())
 	} else {
 		msg = tracker.ErrorText(bytes.NewReader(raw))
+		said = msg
 	}
-	kind := c.classify(resp.StatusCode, resp.Header, msg)
-	e := &Error{Method: method, Path: pathOnly(path), Status: resp.StatusCode, Message: tracker.Clip(msg, 300), Err: kind}
+	kind := c.classify(resp.StatusCode, resp.Header, msg, said)
+	e := &Error{Method: method, Path: pathOnly(path), Status: resp.StatusCode, Message: tracker.Clip(said, 300), Err: kind}
 	return answer{status: resp.StatusCode, header: resp.Header, body: raw}, e
 }
 
@@ -253,11 +284,16 @@ var (
 	// archivedMsg is GitHub's 403 to a write in an archived repository:
 	// "Repository was archived so is read-only."
 	archivedMsg = regexp.MustCompile(`(?i)\barchived\b`)
+	// tooQuicklyMsg is GitHub's content-creation throttle worded as a
+	// validation error ("was submitted too quickly"): a limit, which
+	// passes, not something wrong with the task.
+	tooQuicklyMsg = regexp.MustCompile(`(?i)submitted too quickly`)
 )
 
 // classify maps a refusal to what the worker acts on, nil for transient,
-// and holds the Client when it is a limit.
-func (c *Client) classify(status int, h http.Header, msg string) error {
+// and holds the Client when it is a limit. msg is GitHub's message, said
+// the message with its errors' words.
+func (c *Client) classify(status int, h http.Header, msg, said string) error {
 	now := c.now()
 	switch status {
 	case http.StatusUnauthorized:
@@ -265,7 +301,14 @@ func (c *Client) classify(status int, h http.Header, msg string) error {
 	case http.StatusNotFound:
 		return fmt.Errorf("repository or issue not found, or the token cannot see it: %w", tasks.ErrGone)
 	case http.StatusGone:
+		// The repository's issues are off (or one issue deleted): the
+		// destination's, whatever the task holds, so gone, not refused.
 		return fmt.Errorf("%s: %w", cmp.Or(msg, "gone"), tasks.ErrGone)
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+		// About the request itself: sent again, it is refused again.
+		if !tooQuicklyMsg.MatchString(said) {
+			return tasks.ErrRefused
+		}
 	case http.StatusForbidden, http.StatusTooManyRequests:
 	default:
 		return nil
@@ -278,7 +321,7 @@ func (c *Client) classify(status int, h http.Header, msg string) error {
 	retry, hasRetry := tracker.RetryAfter(h, now)
 	var rl *tasks.RateLimited
 	switch {
-	case hasRetry || secondaryMsg.MatchString(msg):
+	case hasRetry || secondaryMsg.MatchString(msg) || tooQuicklyMsg.MatchString(said):
 		if !hasRetry {
 			retry = now.Add(tracker.DefaultRetryAfter)
 		}

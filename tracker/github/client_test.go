@@ -302,6 +302,12 @@ func TestRefusals(t *testing.T) {
 			b.srv.AddToken("github_pat_reader", "reader", ghfake.Read(repoName))
 			return "github_pat_reader"
 		}, tasks.ErrAccess, 403, "Resource not accessible"},
+		// About the request itself: sent again, refused again.
+		{"validation failed", func(b *testBundle) string {
+			b.srv.RefuseIssues(repoName, ghfake.FieldError{Resource: "Label", Code: "invalid", Field: "name", Value: "priority: high"})
+			return token
+		}, tasks.ErrRefused, 422, `"Validation Failed: Label name invalid (priority: high)"`},
+		{"bad request", func(b *testBundle) string { b.srv.FailNext(1, 400); return token }, tasks.ErrRefused, 400, "Bad Request"},
 		{"server error", func(b *testBundle) string { b.srv.FailNext(1, 500); return token }, nil, 500, "Server Error"},
 		{"gateway page", func(b *testBundle) string { b.srv.FailNext(1, 502); return token }, nil, 502, "502 Bad Gateway"},
 	} {
@@ -327,6 +333,48 @@ func TestRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A 422 that remains once the assignee is dropped is refused as any
+// other: two tries, the second without the assignee, and nothing filed.
+func TestRefusedAfterTheAssigneeIsDropped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.srv.AddUser("mallory")
+	b.srv.RefuseIssues(repoName, ghfake.FieldError{Resource: "Issue", Code: "custom", Field: "body", Message: "body is not allowed here (ghfake)"})
+	tk := task(6)
+	tk.Assignee = "mallory"
+	_, err := b.client.File(context.Background(), repoName, tk)
+	require.ErrorIs(t, err, tasks.ErrRefused)
+	require.Contains(t, err.Error(), "body is not allowed here")
+	require.NotContains(t, err.Error(), "assignees", "the last answer's words, without the assignee")
+	posts := 0
+	for _, r := range b.srv.Requests() {
+		if r.Method == http.MethodPost && r.Path == "/repos/"+repoName+"/issues" {
+			posts++
+		}
+	}
+	require.Equal(t, 2, posts)
+	require.Empty(t, b.srv.Issues(repoName))
+}
+
+// GitHub's content throttle may answer a 422 "was submitted too quickly":
+// a limit, which passes, so the client holds for a minute as for a
+// secondary limit without Retry-After, and the task is not refused.
+func TestSubmittedTooQuicklyIsALimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.srv.RefuseIssues(repoName, ghfake.FieldError{Resource: "Issue", Code: "custom", Message: "was submitted too quickly"})
+	_, err := b.client.File(context.Background(), repoName, task(8))
+	var rl *tasks.RateLimited
+	require.ErrorAs(t, err, &rl)
+	require.True(t, rl.Secondary)
+	require.Equal(t, b.clock.Now().Add(time.Minute), rl.Until)
+	require.NotErrorIs(t, err, tasks.ErrRefused)
+	n := len(b.srv.Requests())
+	_, err = b.client.File(context.Background(), repoName, task(8))
+	require.ErrorAs(t, err, &rl)
+	require.Len(t, b.srv.Requests(), n, "held: nothing sent before the minute is over")
 }
 
 func TestMalformedTargetIsGoneWithoutRequest(t *testing.T) {

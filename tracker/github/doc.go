@@ -16,14 +16,19 @@
 // Filed.Created counts the label made and the issue: GitHub's content
 // limits count both, and the worker paces its pushes by them.
 //
-// A title longer than GitHub's 256 characters is clipped. The body is
+// GitHub counts an issue's text in code points, as Go counts runes, and
+// refuses what is longer with a 422 that no retry gets past; so the
+// issue is made to fit. A title longer than GitHub's 256 characters is
+// clipped, ending in "…". The body is
 // Markdown: the description, the priority, the deadline, the assignee
 // when GitHub does not show one, each source message quoted with its
 // Telegram link (or, in a group without links, the chat's title and the
 // time), who approved it, and last, on a line of its own, the task's
 // marker as an HTML comment (<!-- switchboard-proposal-123 -->), which
 // GitHub does not render. A body over GitHub's 65536 characters is
-// clipped before the approval line, so the marker always survives.
+// clipped before the approval line with a note that it was, so the
+// marker always survives. The priority labels' names and description fit
+// GitHub's 50 and 100 characters.
 //
 // If GitHub refuses the assignee (422 naming the assignees field: a login
 // that is no collaborator, or no user), the issue is filed again without
@@ -74,6 +79,13 @@
 //   - 403 or 429 with Retry-After or the secondary-limit message:
 //     *tasks.RateLimited{Secondary: true} until Retry-After from now, or a
 //     minute from now without one, as GitHub's guidance says.
+//   - 400 and 422 (Validation Failed, but for the assignee File drops and
+//     a label someone else made first): tasks.ErrRefused. It is about the
+//     request, which sent again is refused again; the message carries
+//     what each of GitHub's errors says ("Validation Failed: Label name
+//     invalid (priority: high)"), not "Validation Failed" alone. A 422
+//     saying "was submitted too quickly" is GitHub's content throttle
+//     instead: a secondary limit, as below.
 //   - Anything else (5xx, an answer that cannot be read, a network error,
 //     another 4xx): transient, with the cause wrapped.
 //
