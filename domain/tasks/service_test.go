@@ -376,8 +376,6 @@ func (badBytes) File(context.Context, string, tasks.Task) (tasks.Filed, error) {
 	return tasks.Filed{}, errors.New("proxy said \x00\xff")
 }
 
-// A failure whose text the database refuses still defers the push, its
-// reason stored cleaned, rather than failing the deferral at every claim.
 // One group's repository is archived: GitHub refuses its writes with a
 // 403 that is neither a limit nor our token. Only that destination waits,
 // the admins are told it is gone (not that our credentials are refused),
@@ -401,6 +399,8 @@ func TestAnArchivedRepositoryHoldsOnlyItsOwnPushes(t *testing.T) {
 	require.Equal(t, "github:acme/old", scope)
 }
 
+// A failure whose text the database refuses still defers the push, its
+// reason stored cleaned, rather than failing the deferral at every claim.
 func TestAFailureWithUnstorableTextIsDeferred(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
