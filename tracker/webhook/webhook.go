@@ -50,6 +50,9 @@
 //     most likely the secret differs).
 //   - 429: *tasks.RateLimited until its Retry-After, or a minute from now
 //     without one.
+//   - 400, 413, 422: tasks.ErrRefused (the receiver refuses what the task
+//     holds: the same body would be refused however often it came, so the
+//     push is set aside until an admin sends it again).
 //   - Anything else, a redirect included (it is not followed: a POST's
 //     body is not re-sent to wherever a redirect points), a timeout or a
 //     network error: transient.
@@ -295,6 +298,8 @@ func (c *Client) File(ctx context.Context, target string, t tasks.Task) (tasks.F
 		e.Err = tasks.ErrGone
 	case http.StatusUnauthorized, http.StatusForbidden:
 		e.Err = tasks.ErrAccess
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+		e.Err = tasks.ErrRefused
 	case http.StatusTooManyRequests:
 		until, ok := tracker.RetryAfter(resp.Header, c.now())
 		if !ok {

@@ -153,6 +153,7 @@ func TestAnswers(t *testing.T) {
 	}{
 		{"500 is transient", http.StatusInternalServerError, secret, nil, func(t *testing.T, _ *testBundle, err error) {
 			require.NotErrorIs(t, err, tasks.ErrGone)
+			require.NotErrorIs(t, err, tasks.ErrRefused)
 			require.NotErrorIs(t, err, tasks.ErrAccess)
 			var rl *tasks.RateLimited
 			require.False(t, errors.As(err, &rl))
@@ -162,6 +163,16 @@ func TestAnswers(t *testing.T) {
 		}},
 		{"404 is gone", http.StatusNotFound, secret, nil, func(t *testing.T, _ *testBundle, err error) {
 			require.ErrorIs(t, err, tasks.ErrGone)
+		}},
+		{"422 refuses the task", http.StatusUnprocessableEntity, secret, nil, func(t *testing.T, _ *testBundle, err error) {
+			require.ErrorIs(t, err, tasks.ErrRefused)
+			require.NotErrorIs(t, err, tasks.ErrGone)
+		}},
+		{"400 refuses the task", http.StatusBadRequest, secret, nil, func(t *testing.T, _ *testBundle, err error) {
+			require.ErrorIs(t, err, tasks.ErrRefused)
+		}},
+		{"413 refuses the task", http.StatusRequestEntityTooLarge, secret, nil, func(t *testing.T, _ *testBundle, err error) {
+			require.ErrorIs(t, err, tasks.ErrRefused)
 		}},
 		{"a wrong secret is refused access", http.StatusOK, []byte("wrong"), nil, func(t *testing.T, _ *testBundle, err error) {
 			require.ErrorIs(t, err, tasks.ErrAccess)
