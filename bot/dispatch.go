@@ -572,6 +572,10 @@ func (u *dispatchUI) stalePress(r *Request, f dispatch.Offer, o dispatch.Order, 
 		}
 		u.b.editPressed(r, text, kb)
 		return r.Alert("offer.refused_accepted")
+	case errors.Is(err, dispatch.ErrBlocked):
+		// Whether the block's withdrawal has run yet or not, the master
+		// hears why and what lifts it; the withdrawal edits the message.
+		return r.Alert("offer.refused_blocked")
 	case errors.Is(err, dispatch.ErrOfferClosed):
 		state := f.State
 		if state.Open() {
@@ -581,11 +585,11 @@ func (u *dispatchUI) stalePress(r *Request, f dispatch.Offer, o dispatch.Order, 
 			if o.ID == 0 {
 				o.ID = f.OrderID
 			}
-			u.b.editPressed(r, u.b.renderClosed(r.Lang, o, state), u.b.closedMarkup(r.Lang, state))
+			u.b.editPressed(r, u.b.renderClosed(r.Lang, o, state), u.b.closedMarkup(r.Lang, o, state))
 		}
-		key, ok := staleOfferKeys[state]
+		key, ok := staleOfferKeys[closingOf(o, state)]
 		if !ok {
-			key = staleOfferKeys[dispatch.Expired]
+			key = staleOfferKeys[closing(dispatch.Expired)]
 		}
 		return r.Alert(key)
 	}
@@ -593,11 +597,12 @@ func (u *dispatchUI) stalePress(r *Request, f dispatch.Offer, o dispatch.Order, 
 }
 
 // staleOfferKeys explain why a press on a closed offer did nothing.
-var staleOfferKeys = map[dispatch.OfferState]string{
-	dispatch.Expired:   "offer.refused_expired",
-	dispatch.Accepted:  "offer.refused_accepted",
-	dispatch.Declined:  "offer.refused_declined",
-	dispatch.Withdrawn: "offer.refused_withdrawn",
+var staleOfferKeys = map[closing]string{
+	closing(dispatch.Expired):   "offer.refused_expired",
+	closing(dispatch.Accepted):  "offer.refused_accepted",
+	closing(dispatch.Declined):  "offer.refused_declined",
+	closing(dispatch.Withdrawn): "offer.refused_withdrawn",
+	withdrawnBlocked:            "offer.refused_withdrawn_blocked",
 }
 
 func (u *dispatchUI) accept(r *Request, cb Callback) error {
@@ -631,7 +636,7 @@ func (u *dispatchUI) decline(r *Request, cb Callback) error {
 	if o.ID == 0 {
 		o.ID = f.OrderID
 	}
-	u.b.editPressed(r, u.b.renderClosed(r.Lang, o, dispatch.Declined), u.b.closedMarkup(r.Lang, dispatch.Declined))
+	u.b.editPressed(r, u.b.renderClosed(r.Lang, o, dispatch.Declined), u.b.closedMarkup(r.Lang, o, dispatch.Declined))
 	return r.Toast(r.T("offer.declined_toast"))
 }
 
@@ -705,9 +710,9 @@ func (rd *Renderer) orderText(lang string, o dispatch.Order, desc string, place 
 // text, as the offer showed it), so a master reading back knows what they
 // declined or missed. An order known only by id gets the first line.
 func (rd *Renderer) renderClosed(lang string, o dispatch.Order, state dispatch.OfferState) string {
-	key, ok := offerClosedKeys[state]
+	key, ok := offerClosedKeys[closingOf(o, state)]
 	if !ok {
-		key = offerClosedKeys[dispatch.Expired]
+		key = offerClosedKeys[closing(dispatch.Expired)]
 	}
 	text := rd.cat.T(lang, key, locales.Data{"Order": o.ID})
 	if o.City != "" {
@@ -720,24 +725,40 @@ func (rd *Renderer) renderClosed(lang string, o dispatch.Order, state dispatch.O
 // stood, one button that does nothing and says how it ended, so the
 // message keeps its shape (a server without disabled buttons gets the
 // message without it; its first line says the same).
-func (rd *Renderer) closedMarkup(lang string, state dispatch.OfferState) *tele.ReplyMarkup {
-	key, ok := offerClosedButtons[state]
+func (rd *Renderer) closedMarkup(lang string, o dispatch.Order, state dispatch.OfferState) *tele.ReplyMarkup {
+	key, ok := offerClosedButtons[closingOf(o, state)]
 	if !ok {
-		key = offerClosedButtons[dispatch.Expired]
+		key = offerClosedButtons[closing(dispatch.Expired)]
 	}
 	return &tele.ReplyMarkup{InlineKeyboard: [][]tele.InlineButton{{disabledButton(rd.cat.T(lang, key))}}}
 }
 
-var offerClosedButtons = map[dispatch.OfferState]string{
-	dispatch.Expired:   "offer.closed_button_expired",
-	dispatch.Declined:  "offer.closed_button_declined",
-	dispatch.Withdrawn: "offer.closed_button_withdrawn",
+// closing is how an offer of o ended as its master reads it: its state,
+// except that a withdrawal for the master's block is not the order's
+// cancellation and must not read as one (dispatch.WithdrawnByBlock).
+type closing string
+
+const withdrawnBlocked closing = "withdrawn_blocked"
+
+func closingOf(o dispatch.Order, state dispatch.OfferState) closing {
+	if state == dispatch.Withdrawn && dispatch.WithdrawnByBlock(o) {
+		return withdrawnBlocked
+	}
+	return closing(state)
 }
 
-var offerClosedKeys = map[dispatch.OfferState]string{
-	dispatch.Expired:   "offer.expired",
-	dispatch.Declined:  "offer.declined",
-	dispatch.Withdrawn: "offer.withdrawn",
+var offerClosedButtons = map[closing]string{
+	closing(dispatch.Expired):   "offer.closed_button_expired",
+	closing(dispatch.Declined):  "offer.closed_button_declined",
+	closing(dispatch.Withdrawn): "offer.closed_button_withdrawn",
+	withdrawnBlocked:            "offer.closed_button_blocked",
+}
+
+var offerClosedKeys = map[closing]string{
+	closing(dispatch.Expired):   "offer.expired",
+	closing(dispatch.Declined):  "offer.declined",
+	closing(dispatch.Withdrawn): "offer.withdrawn",
+	withdrawnBlocked:            "offer.withdrawn_blocked",
 }
 
 // offerMarkup is [[Accept, Decline], [Details]]; Details is left out once
@@ -872,7 +893,7 @@ func (d dispatchNotes) Offer(m dispatch.Master, o dispatch.Order, f dispatch.Off
 func (d dispatchNotes) Closed(m dispatch.Master, o dispatch.Order, f dispatch.Offer) []domain.Message {
 	b := d.b
 	text := b.renderClosed(m.Lang, o, f.State)
-	return []domain.Message{EditOf(m.UserID, domain.KindOfferClose, f.ID, offerKey(f.ID), text, b.closedMarkup(m.Lang, f.State), domain.IfGoneDrop)}
+	return []domain.Message{EditOf(m.UserID, domain.KindOfferClose, f.ID, offerKey(f.ID), text, b.closedMarkup(m.Lang, o, f.State), domain.IfGoneDrop)}
 }
 
 // Note is a note to a master in their language.
@@ -956,6 +977,8 @@ func (rd *Renderer) renderEvent(lang string, e dispatch.Event) string {
 		key = "dispatch.event.order_done_master"
 	case e.Kind == dispatch.EventCommissionPaid && e.Unblocked:
 		key = "dispatch.event.commission_paid_unblocked"
+	case e.Kind == dispatch.EventOfferWithdrawn && e.Blocked:
+		key = "dispatch.event.offer_withdrawn_blocked"
 	}
 	var rated string
 	var comment locales.HTML

@@ -371,6 +371,81 @@ VALUES (1, 'Moscow', 'Center', 'plumbing', 1000, 'tap', 'DONE', 42,
 	require.Equal(t, []string{"💵 Ann (id 42) paid commission 200; block lifted", "💵 Ann (id 42) paid commission 100"}, lines[len(lines)-2:])
 }
 
+// The block withdraws the offers its masters hold, and each reads it in
+// their own language: the offer's message edited to say why, with one
+// disabled button; their Accept refused with why and what to do. Another
+// press on the old message, and Accept once the block is lifted, says it
+// was withdrawn for the block, not that the order was cancelled.
+func TestBlockWithdrawsOffersInTheMastersWords(t *testing.T) {
+	t.Parallel()
+	env := setupDispatch(t)
+	ctx := context.Background()
+	boris := env.srv.User(43, "Борис", "ru")
+	olena := env.srv.User(44, "Олена", "uk")
+	env.register(t, "Moscow Center plumbing", boris)
+	env.register(t, "Kyiv Center plumbing", olena)
+	for _, id := range []int64{43, 44} {
+		_, err := env.st.Pool().Exec(ctx, `
+INSERT INTO orders (created_by, city, district, skill, price, description, state, master_id,
+                    assigned_at, done_at, commission, commission_due_at)
+VALUES (1, 'Moscow', 'Center', 'plumbing', 3000, 'tap', 'DONE', $1,
+        now() - interval '1 day', now() - interval '4 hours', 300, now() - interval '1 hour')`, id)
+		require.NoError(t, err)
+	}
+	env.ask(t, env.admin, "/order Moscow Center plumbing 5000 Bathroom pipe")
+	env.ask(t, env.admin, "/order Kyiv Center plumbing 4000 Kitchen tap")
+	fs := offers(t, env.st)
+	require.Len(t, fs, 2)
+	require.Equal(t, []int64{43, 44}, []int64{fs[0].MasterID, fs[1].MasterID})
+
+	n, err := env.svc.Commission(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	fs = offers(t, env.st)
+	require.Equal(t, []string{"WITHDRAWN", "WITHDRAWN"}, []string{fs[0].State, fs[1].State})
+
+	ru := env.offerMessage(t, fs[0])
+	require.Equal(t, "⛔ Предложение по заказу #"+itoa(fs[0].OrderID)+" отозвано: просрочена комиссия. "+
+		"Когда она будет оплачена и администратор отметит оплату командой /paid, предложения снова будут приходить.\n"+
+		"📍 Moscow, Center\n🛠 plumbing\n💰 5\u00a0000\n📝 Bathroom pipe", ru.Text)
+	requireDisabled(t, ru, "⛔ Комиссия просрочена")
+	uk := env.offerMessage(t, fs[1])
+	require.Equal(t, "⛔ Пропозицію щодо замовлення #"+itoa(fs[1].OrderID)+" відкликано: прострочено комісію. "+
+		"Щойно її буде сплачено й адміністратор позначить сплату командою /paid, пропозиції знову надходитимуть.\n"+
+		"📍 Kyiv, Center\n🛠 plumbing\n💰 4\u00a0000\n📝 Kitchen tap", uk.Text)
+	requireDisabled(t, uk, "⛔ Комісію прострочено")
+
+	requireAlert(t, pressRaw(t, env.srv, boris, ru, data(t, "oa", fs[0].ID)),
+		"⛔ Комиссия просрочена: новые заказы брать нельзя, пока она не оплачена. "+
+			"После оплаты администратор отметит её командой /paid, и предложения снова будут приходить. Сумма долга — в /master.")
+	requireAlert(t, pressRaw(t, env.srv, olena, uk, data(t, "oa", fs[1].ID)),
+		"⛔ Комісію прострочено: нові замовлення брати не можна, доки її не сплачено. "+
+			"Після сплати адміністратор позначить її командою /paid, і пропозиції знову надходитимуть. Суму боргу видно в /master.")
+	require.Equal(t, []string{"WITHDRAWN", "WITHDRAWN"}, []string{offers(t, env.st)[0].State, offers(t, env.st)[1].State})
+
+	requireAlert(t, pressRaw(t, env.srv, olena, uk, data(t, "od", fs[1].ID)), "Пропозицію відкликано, поки комісію було прострочено.")
+	_, err = env.st.Pool().Exec(ctx, `UPDATE masters SET blocked_at = NULL WHERE user_id = 43`)
+	require.NoError(t, err)
+	requireAlert(t, pressRaw(t, env.srv, boris, ru, data(t, "oa", fs[0].ID)), "Предложение отозвано, пока комиссия была просрочена.")
+
+	a, b := itoa(fs[0].OrderID), itoa(fs[1].OrderID)
+	nobody := ": nobody left to offer it to (every matching master declined it or let it expire twice, or none matches); it waits for a new or resumed master"
+	lines := env.logLines(t)
+	require.Len(t, lines, 10, strings.Join(lines, "\n"))
+	require.Equal(t, []string{
+		"🆕 Order #" + a + " created",
+		"📤 Order #" + a + ": offer #" + itoa(fs[0].ID) + " sent to Борис (id 43), round 1",
+		"🆕 Order #" + b + " created",
+		"📤 Order #" + b + ": offer #" + itoa(fs[1].ID) + " sent to Олена (id 44), round 1",
+		"⛔ Борис (id 43) blocked: commission 300 overdue",
+		"⛔ Олена (id 44) blocked: commission 300 overdue",
+		"↩️ Order #" + a + ": offer #" + itoa(fs[0].ID) + " to Борис (id 43) withdrawn, commission overdue",
+		"↩️ Order #" + b + ": offer #" + itoa(fs[1].ID) + " to Олена (id 44) withdrawn, commission overdue",
+	}, lines[:8])
+	// Each order's follow-up runs on its own, in either order.
+	require.ElementsMatch(t, []string{"⚠️ Order #" + a + nobody, "⚠️ Order #" + b + nobody}, lines[8:])
+}
+
 var answerWithin = regexp.MustCompile(`\n\n⏳ Answer within (10 min|9 min \d{1,2} s)\.$`)
 
 func TestOrderOfferedViewedAccepted(t *testing.T) {

@@ -1077,3 +1077,102 @@ func TestDispatchButtonsSayWhatTheyDo(t *testing.T) {
 	require.Nil(t, closed.ReplyMarkup, "without disabled buttons, the buttons go as before")
 	require.Contains(t, ask(t, env, boss, boss.ID(), "/status").Shown(), "⚠️ This Bot API server lacks disabled buttons (Bot API 10.3)")
 }
+
+// A master blocked for commission takes no new work. Ann is offered an
+// order, then her commission for an earlier one falls overdue and the
+// commission job blocks her: she is told, and the offer she holds is
+// withdrawn at once. Her Accept pressed on it from a client that still
+// shows its buttons is refused with why and what to do about it; the
+// offer's message says it is withdrawn and why, and the order goes on to
+// Bob, who takes it.
+func TestDispatchBlockedMasterCannotTakeAnEarlierOffer(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.TG.Group(adminChat, "Dispatch log")
+	env.Start(map[string]string{
+		"ADMIN_CHAT_ID": fmt.Sprint(adminChat), "OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h",
+		"COMMISSION_DEADLINE": "1h", "COMMISSION_INTERVAL": "1s",
+	})
+	pool := db(t, env)
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	ann := env.TG.User(751, "Ann", "en")
+	bob := env.TG.User(752, "Bob", "en")
+	register(t, env, ann, "Kyiv Podil plumbing")
+
+	// Ann's earlier job, done: she owes 200 within the hour.
+	first := createOrder(t, env, boss, "Kyiv Podil plumbing 2000 Replace the mixer")
+	firstOffer := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
+	ann.PressAndWait(t, firstOffer, "✅ Accept")
+	require.Contains(t, ask(t, env, boss, boss.ID(), fmt.Sprintf("/done %d", first)).Text, fmt.Sprintf("#%d", first))
+	env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "Commission of 200") })
+
+	// The next order is offered to her; Bob registers after, and waits.
+	order := createOrder(t, env, boss, "Kyiv Podil plumbing 1500 Leaking tap")
+	var offer tgfake.BotMessage
+	env.TG.WaitFor(t, 20*time.Second, func() bool {
+		offers := offerMessages(env, ann.ID())
+		if len(offers) < 2 {
+			return false
+		}
+		offer = offers[1]
+		return true
+	})
+	require.Contains(t, offer.Text, fmt.Sprintf("New order #%d", order))
+	accept := buttonData(t, offer, "✅ Accept")
+	register(t, env, bob, "Kyiv Podil plumbing")
+	require.Empty(t, offerMessages(env, bob.ID()), "Ann holds the order's offer")
+
+	// The commission falls overdue: the job blocks Ann and tells her.
+	_, err := pool.Exec(context.Background(), `UPDATE orders SET commission_due_at = now() - interval '1 minute' WHERE id = $1`, first)
+	require.NoError(t, err)
+	blocked := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "⛔ Commission") })
+	require.Equal(t, "⛔ Commission of 200 is overdue. No new offers come until it is paid; once you have paid, an admin records it with /paid.", blocked.Text)
+
+	// Her client still shows the offer's Accept: refused, and told why and
+	// what to do about it.
+	press := ann.PressRaw(offer, accept)
+	answer := env.TG.WaitCallbackAnswer(t, press.ID)
+	require.Equal(t, "⛔ Your commission is overdue: you can't take new orders until it is paid. "+
+		"Once you have paid, an admin records it with /paid and offers come again. /master shows what you owe.", answer.Text)
+	require.True(t, answer.ShowAlert)
+	require.Equal(t, "WITHDRAWN", scalar[string](t, pool, `SELECT state FROM offers WHERE order_id = $1 AND master_id = 751`, order))
+
+	// The offer's message says it is withdrawn and why; the order goes on
+	// to Bob.
+	withdrawn := waitEdited(t, env, offer, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "⛔") })
+	require.Equal(t, fmt.Sprintf("⛔ The offer of order #%d is withdrawn: your commission is overdue. "+
+		"Once it is paid and an admin records it with /paid, offers come again.\n"+
+		"📍 Kyiv, Podil\n🛠 plumbing\n💰 1,500\n📝 Leaking tap", order), withdrawn.Text)
+	require.Equal(t, []string{"⛔ Commission overdue"}, withdrawn.ReplyMarkup.Labels())
+	require.NotNil(t, withdrawn.ReplyMarkup.Buttons()[0].Disabled, "a button that does nothing")
+	bobOffer := env.TG.WaitMessage(t, bob.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
+	require.Contains(t, bobOffer.Text, fmt.Sprintf("New order #%d", order))
+	require.Equal(t, "SEARCHING", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
+	require.Equal(t, "Accepted. The order is yours!", bob.PressAndWait(t, bobOffer, "✅ Accept").Text)
+	require.Equal(t, int64(752), scalar[int64](t, pool, `SELECT master_id FROM orders WHERE id = $1`, order))
+
+	// The admins read the block, the withdrawal and why, and the order's
+	// way on to Bob.
+	annOffer := scalar[int64](t, pool, `SELECT id FROM offers WHERE order_id = $1 AND master_id = 751`, order)
+	bobOfferID := scalar[int64](t, pool, `SELECT id FROM offers WHERE order_id = $1 AND master_id = 752`, order)
+	want := []string{
+		fmt.Sprintf("🆕 Order #%d created", order),
+		fmt.Sprintf("📤 Order #%d: offer #%d sent to Ann (id 751), round 1", order, annOffer),
+		"⛔ Ann (id 751) blocked: commission 200 overdue",
+		fmt.Sprintf("↩️ Order #%d: offer #%d to Ann (id 751) withdrawn, commission overdue", order, annOffer),
+		fmt.Sprintf("📤 Order #%d: offer #%d sent to Bob (id 752), round 1", order, bobOfferID),
+		fmt.Sprintf("🤝 Order #%d: Bob (id 752) accepted offer #%d", order, bobOfferID),
+		fmt.Sprintf("✅ Order #%d assigned to Bob (id 752)", order),
+	}
+	var log []string
+	env.TG.WaitFor(t, 20*time.Second, func() bool {
+		log = nil
+		for _, l := range liveLog(env) {
+			if strings.Contains(l, fmt.Sprintf("#%d", order)) || strings.Contains(l, "blocked") {
+				log = append(log, l)
+			}
+		}
+		return len(log) >= len(want)
+	})
+	require.Equal(t, want, log)
+}

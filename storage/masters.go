@@ -196,27 +196,63 @@ SELECT EXISTS (SELECT 1 FROM m) FROM masters WHERE user_id = $1`, userID, active
 }
 
 // BlockOverdue blocks every unblocked master owing commission past its
-// deadline and returns them, by id, with all they owe. It locks the
-// masters first and re-reads the debts in a later statement, so a
+// deadline and returns them, by id, with all they owe, and withdraws the
+// open offers of every blocked master in the same transaction. It locks
+// the masters first and re-reads the debts in a later statement, so a
 // settlement committed meanwhile is seen and its master is not blocked;
-// a second run (here or on another replica) finds them blocked already.
-func (s *Masters) BlockOverdue(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Debt, error) {
-	var out []dispatch.Debt
+// a second run (here or on another replica) finds them blocked already
+// and their offers withdrawn.
+//
+// The withdrawal comes after the block, in a later statement: an Accept
+// holding a master's row (FOR SHARE, see AcceptOffer) has committed by
+// then and its offer is no longer open, and one that comes after waits
+// for this transaction and finds the master blocked. It takes the offers
+// of every blocked master, not only of those blocked now, so an offer a
+// blocked master still holds, however it came to be, is withdrawn at the
+// next run.
+func (s *Masters) BlockOverdue(ctx context.Context, tell domain.Render[dispatch.Changed]) ([]dispatch.Debt, []dispatch.Offer, error) {
+	var debts []dispatch.Debt
+	var withdrawn []dispatch.Offer
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `
+		var err error
+		if debts, err = blockOverdue(ctx, tx); err != nil {
+			return err
+		}
+		if withdrawn, err = collectOffers(tx.Query(ctx, `
+UPDATE offers f SET state = 'WITHDRAWN', responded_at = now()
+FROM masters m
+WHERE f.state IN `+openOffer+` AND m.user_id = f.master_id AND m.blocked_at IS NOT NULL
+RETURNING `+offerColumnsF)); err != nil {
+			return err
+		}
+		if len(debts) == 0 && len(withdrawn) == 0 {
+			return nil
+		}
+		return tellTx(ctx, tx, tell, dispatch.Changed{Debts: debts, Offers: withdrawn})
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("block overdue masters: %w", err)
+	}
+	return debts, withdrawn, nil
+}
+
+// blockOverdue is BlockOverdue's block: the masters it blocked, with what
+// they owe.
+func blockOverdue(ctx context.Context, tx pgx.Tx) ([]dispatch.Debt, error) {
+	rows, err := tx.Query(ctx, `
 SELECT m.user_id FROM masters m
 WHERE m.blocked_at IS NULL
   AND EXISTS (SELECT 1 FROM orders o WHERE o.master_id = m.user_id AND `+unpaid("o")+` AND o.commission_due_at <= now())
 ORDER BY m.user_id
 FOR NO KEY UPDATE OF m`)
-		if err != nil {
-			return err
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil || len(ids) == 0 {
-			return err
-		}
-		rows, err = tx.Query(ctx, `
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	rows, err = tx.Query(ctx, `
 WITH blocked AS (
     UPDATE masters m SET blocked_at = now(), updated_at = now()
     WHERE m.user_id = ANY ($1) AND m.blocked_at IS NULL
@@ -228,23 +264,14 @@ SELECT b.user_id, sum(o.commission)::bigint,
        array_agg(o.id ORDER BY o.id)
 FROM blocked b JOIN orders o ON o.master_id = b.user_id AND `+unpaid("o")+`
 GROUP BY b.user_id ORDER BY b.user_id`, ids)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (dispatch.Debt, error) {
-			var d dispatch.Debt
-			err := row.Scan(&d.MasterID, &d.Amount, &d.Overdue, &d.Orders)
-			return d, err
-		})
-		if err != nil || len(out) == 0 {
-			return err
-		}
-		return tellTx(ctx, tx, tell, dispatch.Changed{Debts: out})
-	})
 	if err != nil {
-		return nil, fmt.Errorf("block overdue masters: %w", err)
+		return nil, err
 	}
-	return out, nil
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (dispatch.Debt, error) {
+		var d dispatch.Debt
+		err := row.Scan(&d.MasterID, &d.Amount, &d.Overdue, &d.Orders)
+		return d, err
+	})
 }
 
 // SettleCommission marks all the master's unpaid commission paid and

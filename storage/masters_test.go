@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/dispatch"
+	"switchboard/internal/testkit"
 )
 
 func TestCommissionBlockSettleAutoclose(t *testing.T) {
@@ -56,16 +58,17 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 	debts := make([][]dispatch.Debt, 2)
 	errs := make([]error, 2)
 	for i := range debts {
-		wg.Go(func() { debts[i], errs[i] = f.st.Masters().BlockOverdue(ctx, nil) })
+		wg.Go(func() { debts[i], _, errs[i] = f.st.Masters().BlockOverdue(ctx, nil) })
 	}
 	wg.Wait()
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
 	all := append(debts[0], debts[1]...)
 	require.Equal(t, []dispatch.Debt{{MasterID: 601, Amount: 100 + 200, Overdue: 100, Orders: []int64{a1.ID, a2.ID}}}, all)
-	again, err := f.st.Masters().BlockOverdue(ctx, nil)
+	again, withdrawn, err := f.st.Masters().BlockOverdue(ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, again)
+	require.Empty(t, withdrawn)
 	blocked := f.int64s(`SELECT user_id FROM masters WHERE blocked_at IS NOT NULL ORDER BY 1`)
 	require.Equal(t, []int64{601, 603}, blocked)
 	require.Equal(t, cBefore, f.rows("masters", "user_id")[603], "C untouched")
@@ -139,6 +142,72 @@ func TestCommissionBlockSettleAutoclose(t *testing.T) {
 
 	// A unblocked is offered again.
 	f.offered(o.ID, 601, 1)
+}
+
+// The block withdraws every open offer of a blocked master, the masters it
+// blocks now and those blocked before alike, in its transaction and told
+// there; nothing else changes, and a second run finds nothing to do.
+func TestBlockOverdueWithdrawsTheBlockedMastersOffers(t *testing.T) {
+	t.Parallel()
+	f := newDispatch(t)
+	ctx := f.ctx
+	done := func(master int64) {
+		t.Helper()
+		o := f.assigned(master, 1000)
+		_, ok, err := f.st.Orders().Complete(ctx, o.ID, 0, 10, 3*time.Hour, nil)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	open := func(master int64) dispatch.Offer {
+		t.Helper()
+		o := f.order(fmt.Sprintf("city%d", master), "d", "x")
+		return f.offered(o.ID, master, 1)
+	}
+	// 701 falls overdue now; 703 was blocked before and still holds an
+	// offer; 704 owes, not yet due; 702 owes nothing.
+	for _, m := range []int64{701, 702, 703, 704} {
+		f.master(m, fmt.Sprintf("city%d", m), "d", "x")
+	}
+	for _, m := range []int64{701, 703, 704} {
+		done(m)
+	}
+	f.exec(`UPDATE orders SET commission_due_at = now() - interval '1 minute' WHERE master_id IN (701, 703)`)
+	of701, of702, of703, of704 := open(701), open(702), open(703), open(704)
+	f.exec(`UPDATE masters SET blocked_at = now() - interval '1 day' WHERE user_id = 703`)
+	before := f.rows("offers", "id")
+
+	var seen dispatch.Changed
+	debts, withdrawn, err := f.st.Masters().BlockOverdue(ctx, recordChange(&seen))
+	require.NoError(t, err)
+	require.Equal(t, []int64{701}, testkit.Map(debts, func(d dispatch.Debt) int64 { return d.MasterID }))
+	require.Equal(t, []int64{of701.ID, of703.ID}, offerIDs(withdrawn))
+	for _, w := range withdrawn {
+		require.Equal(t, dispatch.Withdrawn, w.State)
+		require.False(t, w.RespondedAt.IsZero())
+	}
+	require.Equal(t, debts, seen.Debts, "told in its transaction")
+	require.Equal(t, []int64{of701.ID, of703.ID}, offerIDs(seen.Offers))
+	require.Contains(t, seen.Masters, int64(703))
+	require.False(t, seen.Masters[701].BlockedAt.IsZero(), "the masters as the block left them")
+	require.Contains(t, seen.Orders, of703.OrderID)
+
+	after := f.rows("offers", "id")
+	for _, id := range []int64{of702.ID, of704.ID} {
+		require.Equal(t, before[id], after[id], "offer %d untouched", id)
+	}
+	delete(before, of701.ID)
+	delete(before, of703.ID)
+	for id := range before {
+		require.Equal(t, before[id], after[id], "offer %d untouched", id)
+	}
+
+	seen = dispatch.Changed{}
+	debts, withdrawn, err = f.st.Masters().BlockOverdue(ctx, recordChange(&seen))
+	require.NoError(t, err)
+	require.Empty(t, debts)
+	require.Empty(t, withdrawn)
+	require.Zero(t, seen.Offers, "nothing told")
+	require.Equal(t, after, f.rows("offers", "id"))
 }
 
 func TestMasters(t *testing.T) {

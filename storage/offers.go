@@ -354,18 +354,32 @@ func (s *Orders) offerAsIs(ctx context.Context, id int64) (dispatch.Offer, error
 }
 
 // AcceptOffer is the one conditional statement on the offer (the master's, open,
-// expires_at > now()) and, in the same transaction, the order's SEARCHING →
-// ASSIGNED; if either finds nothing, the transaction rolls back and ok is
-// false, with the offer and its order as they are (zero if no such offer).
+// expires_at > now(), the master not blocked) and, in the same transaction,
+// the order's SEARCHING → ASSIGNED; if either finds nothing, the
+// transaction rolls back and ok is false, with the offer and its order as
+// they are (zero if no such offer).
+//
+// The statement holds the master's row FOR SHARE until the transaction
+// ends: BlockOverdue's FOR NO KEY UPDATE of it waits for an accept that
+// read the master unblocked, and then finds the offer taken, not open to
+// withdraw; an accept that comes to the row while a block holds it waits
+// and rereads it blocked. Without the lock the check would read the
+// master as the statement's snapshot has them, not as a block committing
+// meanwhile leaves them, and only the block's withdrawal of the offer
+// would stand between the two.
 func (s *Orders) AcceptOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[dispatch.Changed]) (dispatch.Offer, dispatch.Order, bool, error) {
 	var f dispatch.Offer
 	var o dispatch.Order
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		f, err = scanOffer(tx.QueryRow(ctx, `
-UPDATE offers SET state = 'ACCEPTED', responded_at = now()
-WHERE id = $1 AND master_id = $2 AND state IN `+openOffer+` AND expires_at > now()
-RETURNING `+offerColumns, offerID, masterID))
+WITH m AS (
+    SELECT user_id FROM masters WHERE user_id = $2 AND blocked_at IS NULL FOR SHARE
+)
+UPDATE offers f SET state = 'ACCEPTED', responded_at = now()
+FROM m
+WHERE f.id = $1 AND f.master_id = m.user_id AND f.state IN `+openOffer+` AND f.expires_at > now()
+RETURNING `+offerColumnsF, offerID, masterID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errNoop
 		}

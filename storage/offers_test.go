@@ -219,6 +219,21 @@ func TestAcceptRefusals(t *testing.T) {
 	require.Equal(t, []int64{w.ID}, offerIDs(withdrawn))
 	refused(w.ID, 1, "withdrawn")
 
+	// A blocked master's press on an offer still open: the block holds
+	// whether or not its withdrawal ran.
+	o4 := f.order("a", "d", "x")
+	b := f.offered(o4.ID, 1, 1)
+	f.exec(`UPDATE masters SET blocked_at = now() WHERE user_id = 1`)
+	refused(b.ID, 1, "blocked")
+	cur, err = f.st.Orders().Offer(ctx, b.ID)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.Sent, cur.State)
+	f.exec(`UPDATE masters SET blocked_at = NULL WHERE user_id = 1`)
+	_, o, ok, err = f.st.Orders().AcceptOffer(ctx, b.ID, 1, nil)
+	require.NoError(t, err)
+	require.True(t, ok, "unblocked, the same press takes it")
+	require.Equal(t, int64(1), o.MasterID)
+
 	// No such offer.
 	got, o, ok, err = f.st.Orders().AcceptOffer(ctx, 999999, 1, nil)
 	require.NoError(t, err)

@@ -299,8 +299,11 @@ func (s *Service) Paid(ctx context.Context, ref string, by domain.MessageRef) (M
 }
 
 // Accept is the master's Accept button. ErrForbidden for another master's
-// offer; ErrOfferClosed (with the offer as it is) when it is no longer
-// open or is past expires_at; domain.ErrNotFound for an unknown offer.
+// offer; ErrBlocked (with the offer as it is) when the master is blocked
+// for commission; ErrOfferClosed (with the offer as it is) when it is no
+// longer open or is past expires_at; domain.ErrNotFound for an unknown
+// offer. The block is decided by the statement that would accept, not
+// read before it, so a block committing meanwhile cannot slip between.
 func (s *Service) Accept(ctx context.Context, offerID, masterID int64) (Offer, Order, error) {
 	if err := checkOffer(Sent, Accepted); err != nil {
 		return Offer{}, Order{}, err
@@ -313,7 +316,14 @@ func (s *Service) Accept(ctx context.Context, offerID, masterID int64) (Offer, O
 	if !ok {
 		// With the order as it is: accepted already, the master is shown
 		// it again if it is still theirs.
-		return s.refusal(ctx, offerID, masterID)
+		f, o, err := s.refusal(ctx, offerID, masterID)
+		if errors.Is(err, ErrOfferClosed) && f.State != Accepted && s.blocked(ctx, masterID) {
+			// Told before anything else about the offer: whatever else
+			// stood in the way, the block would have, and paying is what
+			// the master can do about it.
+			err = fmt.Errorf("offer %d is %s, master %d: %w", f.ID, f.State, masterID, ErrBlocked)
+		}
+		return f, o, err
 	}
 	st.logged()
 	s.m.offers.WithLabelValues(string(Accepted)).Inc()
@@ -387,6 +397,17 @@ func (s *Service) refusal(ctx context.Context, offerID, masterID int64) (Offer, 
 		o = Order{ID: f.OrderID}
 	}
 	return f, o, fmt.Errorf("offer %d is %s: %w", f.ID, f.State, ErrOfferClosed)
+}
+
+// blocked reports whether the master is blocked now, to say so to a
+// refused Accept; the statement that refused it decided on its own.
+func (s *Service) blocked(ctx context.Context, masterID int64) bool {
+	m, err := s.deps.Masters.Get(ctx, masterID)
+	if err != nil {
+		s.log.Warn("master of a refused accept", "master", masterID, "err", err)
+		return false
+	}
+	return !m.BlockedAt.IsZero()
 }
 
 // known is m for an event, or nil if it was not loaded.

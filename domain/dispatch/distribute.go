@@ -181,10 +181,16 @@ func (s *Service) Undeliverable(ctx context.Context, offerID int64) {
 }
 
 // Commission is the COMMISSION_INTERVAL job: masters whose commission is
-// past its deadline are blocked from distribution and told why.
+// past its deadline are blocked from distribution and told why. A blocked
+// master takes no new work, so the offers they hold are withdrawn with
+// the block, their messages edited to say why, and each order goes on to
+// its next master as after an expiry. It returns when that is done.
 func (s *Service) Commission(ctx context.Context) (int, error) {
+	if err := checkOffer(Sent, Withdrawn); err != nil {
+		return 0, err
+	}
 	st := s.newStory()
-	debts, err := s.deps.Masters.BlockOverdue(ctx, st.tell(func(c Changed) {
+	debts, withdrawn, err := s.deps.Masters.BlockOverdue(ctx, st.tell(func(c Changed) {
 		for _, d := range c.Debts {
 			m, ok := masterOf(c, d.MasterID)
 			if !ok {
@@ -193,12 +199,19 @@ func (s *Service) Commission(ctx context.Context) (int, error) {
 			st.event(Event{Kind: EventMasterBlocked, MasterID: m.UserID, Master: &m, Amount: d.Amount})
 			st.note(Note{Kind: NoteBlocked, Master: m, Amount: d.Amount})
 		}
+		for _, f := range c.Offers {
+			m, _ := masterOf(c, f.MasterID)
+			st.closed(m, orderOf(c, f.OrderID), f)
+			st.event(Event{Kind: EventOfferWithdrawn, OrderID: f.OrderID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m), Blocked: true})
+		}
 	}))
 	if err != nil {
 		return 0, err
 	}
 	st.logged()
 	s.m.blocked.Add(float64(len(debts)))
+	s.m.offers.WithLabelValues(string(Withdrawn)).Add(float64(len(withdrawn)))
+	s.followUp(ctx, withdrawn)
 	return len(debts), nil
 }
 

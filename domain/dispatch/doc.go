@@ -11,7 +11,7 @@
 //
 //	offer:  SENT ──Details──► VIEWED
 //	          │                 │
-//	          ├─────────────────┴──► ACCEPTED | DECLINED | EXPIRED | WITHDRAWN (order cancelled)
+//	          ├─────────────────┴──► ACCEPTED | DECLINED | EXPIRED | WITHDRAWN (order cancelled, master blocked)
 //
 // Distribution picks, for a SEARCHING order with no open offer, among the
 // matching masters (city, district, skill; active; not blocked for
@@ -41,10 +41,14 @@
 // WATCHDOG_INTERVAL tick as the guarantee and, on every replica, at the
 // earliest expires_at that replica knows of (re-armed through NOTIFY on
 // dispatch_offers), so an offer expires well under a second late. Accepting is
-// one conditional UPDATE that checks the master, the state and expires_at, in
-// the same transaction as the order's SEARCHING → ASSIGNED, so a late,
-// repeated or foreign press cannot assign anything. The database enforces one
-// open offer per order and per master with partial unique indexes.
+// one conditional UPDATE that checks the master, the state, expires_at and
+// that the master is not blocked (their row held FOR SHARE), in the same
+// transaction as the order's SEARCHING → ASSIGNED, so a late, repeated or
+// foreign press, or a blocked master's, cannot assign anything. Blocking a
+// master for commission withdraws their open offers in the same
+// transaction, and their orders go on as after an expiry. The database
+// enforces one open offer per order and per master with partial unique
+// indexes.
 //
 // Storage: two ports (service.go), one per aggregate: Orders, the orders
 // and their offers, implemented by storage.Orders (storage/orders.go and

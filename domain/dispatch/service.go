@@ -271,8 +271,12 @@ type Masters interface {
 	// Commission: the overdue job (distribute.go) and /paid (dispatch.go).
 
 	// BlockOverdue blocks every unblocked master owing commission past its
-	// deadline and returns them with what they owe.
-	BlockOverdue(ctx context.Context, tell domain.Render[Changed]) ([]Debt, error)
+	// deadline and, in the same transaction, withdraws every open offer of
+	// a blocked master (SENT, VIEWED → WITHDRAWN, each statement naming the
+	// old state): the masters it blocked, with what they owe, and the
+	// offers it withdrew (Changed.Debts, Changed.Offers). Run again, or on
+	// another replica at once, it blocks and withdraws nothing twice.
+	BlockOverdue(ctx context.Context, tell domain.Render[Changed]) ([]Debt, []Offer, error)
 	// SettleCommission marks all the master's unpaid commission paid and
 	// unblocks them, for the admin's message by; what was settled, and
 	// whether they were blocked. by handled again settles nothing more and
@@ -429,9 +433,10 @@ type Orders interface {
 	// Offer returns one offer; domain.ErrNotFound if none.
 	Offer(ctx context.Context, id int64) (Offer, error)
 	// AcceptOffer is the one conditional statement: the offer moves to ACCEPTED
-	// only if it is the master's, open and not past expires_at, and its
-	// order SEARCHING → ASSIGNED in the same transaction; ok false if
-	// anything did not hold (nothing changed).
+	// only if it is the master's, open and not past expires_at, and the
+	// master is not blocked, their row held against a block until the
+	// transaction ends; and its order SEARCHING → ASSIGNED in the same
+	// transaction; ok false if anything did not hold (nothing changed).
 	AcceptOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, Order, bool, error)
 	// DeclineOffer moves the master's open offer to DECLINED; ok false otherwise.
 	DeclineOffer(ctx context.Context, offerID, masterID int64, tell domain.Render[Changed]) (Offer, bool, error)
@@ -498,7 +503,9 @@ type Event struct {
 	ByMaster bool
 	// Unblocked: the payment (commission_paid) lifted the master's block.
 	Unblocked bool
-	At        time.Time
+	// Blocked: the master's block withdrew the offer (offer_withdrawn).
+	Blocked bool
+	At      time.Time
 	// Rating is order_rated's rating, and rating_commented's with its
 	// comment.
 	Rating *Rating
@@ -589,6 +596,9 @@ var (
 	// ErrOfferClosed: the offer is no longer open (see its State), or it
 	// is past expires_at and waits for the watchdog.
 	ErrOfferClosed = errors.New("offer no longer open")
+	// ErrBlocked: the master is blocked for overdue commission and takes
+	// no new work until it is paid; the offer is as it was, or withdrawn.
+	ErrBlocked = errors.New("master blocked for commission")
 	// ErrOrderState: the order is not in a state the command acts on
 	// (for a master's step: not assigned to them, or the step is done).
 	ErrOrderState = errors.New("order in another state")

@@ -25,7 +25,8 @@ var OrderStates = []OrderState{Searching, Assigned, Done, Closed, Cancelled}
 type OfferState string
 
 // Offer states. Withdrawn is ours: the order was cancelled while the offer
-// was open.
+// was open, or its master was blocked for commission (WithdrawnByBlock
+// tells which).
 const (
 	Sent      OfferState = "SENT"
 	Viewed    OfferState = "VIEWED"
@@ -44,6 +45,9 @@ var orderTransitions = domain.NewTransitions(ErrIllegalTransition, "order", map[
 	Done:      {Closed},                     // autoclose
 })
 
+// An offer moves to Accepted only while its master is not blocked: a
+// blocked master takes no new work (Service.Accept, Orders.AcceptOffer),
+// and the block withdraws their open offers (Service.Commission).
 var offerTransitions = domain.NewTransitions(ErrIllegalTransition, "offer", map[OfferState][]OfferState{
 	Sent:   {Viewed, Accepted, Declined, Expired, Withdrawn},
 	Viewed: {Accepted, Declined, Expired, Withdrawn},
@@ -64,3 +68,12 @@ func checkOffer(from, to OfferState) error { return offerTransitions.Check(from,
 
 // Open reports whether the offer still waits for the master.
 func (s OfferState) Open() bool { return s == Sent || s == Viewed }
+
+// WithdrawnByBlock reports whether an offer of o that is WITHDRAWN was
+// withdrawn because its master was blocked for commission, not because o
+// was cancelled. A cancel withdraws in the transaction that cancels the
+// order, and a block leaves the order to the next master, so an offer
+// withdrawn from an order that is not cancelled was the block's. One
+// withdrawn by a block from an order cancelled since reads as cancelled,
+// which it then is; so does one whose order's state is not known.
+func WithdrawnByBlock(o Order) bool { return o.State != "" && o.State != Cancelled }

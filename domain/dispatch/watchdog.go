@@ -88,9 +88,10 @@ func (s *Service) sweep(ctx context.Context) ([]Offer, error) {
 	return expired, nil
 }
 
-// followUp does each expired offer's follow-up, at most Config.Workers at
-// once across all sweeps of this replica, then asks for one distribution
-// pass: the freed masters may be what other orders wait for.
+// followUp does each ended offer's follow-up (expired by a sweep, or
+// withdrawn by a master's block), at most Config.Workers at once across
+// all sweeps of this replica, then asks for one distribution pass: the
+// freed masters may be what other orders wait for.
 func (s *Service) followUp(ctx context.Context, expired []Offer) {
 	if len(expired) == 0 {
 		return
@@ -122,8 +123,8 @@ func (s *Service) followUp(ctx context.Context, expired []Offer) {
 }
 
 // afterExpiry offers the order to the next candidate (its closing edit and
-// live-log line were written with the expiry, which marked the order owed
-// a step).
+// live-log line were written with the expiry or withdrawal, which left the
+// order owed a step).
 func (s *Service) afterExpiry(ctx context.Context, f Offer) {
 	s.distributeOwed(ctx, f.OrderID)
 }
