@@ -197,14 +197,14 @@ func (a *app) buildWorkflows(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dispatch calendar: %w", err)
 	}
+	clock := cfg.Clock()
 	a.render = bot.RenderConfig{
 		AdminChatID: cfg.AdminChatID, AdminLang: cfg.AdminLang, AdminZone: adminZone, Currency: cfg.DispatchCurrency,
-		BoardEvery: cfg.BoardInterval, LiveLogEvery: cfg.LiveLogInterval, Calendar: calendar,
+		BoardEvery: cfg.BoardInterval, LiveLogEvery: cfg.LiveLogInterval, Calendar: calendar, CalendarClock: clock,
 	}
 	a.catalog = locales.MustLoad()
 	notes := bot.NewRenderer(a.render, a.catalog, log)
 
-	clock := cfg.Clock()
 	if err := a.buildVacancies(notes, clock); err != nil {
 		return err
 	}

@@ -536,7 +536,7 @@ func (b *Bot) renderRun(lang string, zone *time.Location, r analysis.Run) string
 	}
 	lines := []string{
 		t("run.header", locales.Data{"Run": r.ID, "State": runStateKeys.name(cat, lang, r.State)}),
-		t("run.created", locales.Data{"Created": locales.TimeTag(lang, r.CreatedAt, zone), "Admin": locales.HTML(adminName(domain.User{
+		t("run.created", locales.Data{"Created": b.timeTag(lang, r.CreatedAt, zone), "Admin": locales.HTML(adminName(domain.User{
 			ID: r.CreatedBy, FirstName: r.CreatorName, Username: r.CreatorUsername,
 		}))}),
 		t("run.filters", locales.Data{"Filters": locales.HTML(b.filtersText(lang, zone, r))}),
@@ -556,7 +556,7 @@ func (b *Bot) renderRun(lang string, zone *time.Location, r analysis.Run) string
 		{"run.closed", r.ClosedAt}, {"run.failed", r.FailedAt},
 	} {
 		if !at.when.IsZero() {
-			lines = append(lines, t(at.key, locales.Data{"Time": locales.TimeTag(lang, at.when, zone)}))
+			lines = append(lines, t(at.key, locales.Data{"Time": b.timeTag(lang, at.when, zone)}))
 		}
 	}
 	if e := r.ErrorLog; e != nil {
@@ -584,7 +584,7 @@ func (b *Bot) renderRun(lang string, zone *time.Location, r analysis.Run) string
 func (rd *Renderer) filtersText(lang string, zone *time.Location, r analysis.Run) string {
 	cat := rd.cat
 	parts := []string{cat.T(lang, "run.filter_window", locales.Data{
-		"Window": rd.windowText(lang, r.Filters.Window), "From": locales.TimeTag(lang, r.From, zone), "To": locales.TimeTag(lang, r.To, zone),
+		"Window": rd.windowText(lang, r.Filters.Window), "From": rd.timeTag(lang, r.From, zone), "To": rd.timeTag(lang, r.To, zone),
 	})}
 	if r.Filters.ChatID != 0 {
 		parts = append(parts, cat.T(lang, "run.filter_chat", locales.Data{"Chat": r.Filters.ChatID}))

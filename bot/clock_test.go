@@ -20,20 +20,21 @@ import (
 
 // setupDispatchAt is setupDispatch with a dispatch calendar and a clock
 // that reads at when the test starts and runs at real speed from there
-// (CLOCK_START's), the admin chat's zone adminZone.
+// (CLOCK_START's), the admin chat's zone adminZone. As in app.go, the
+// calendar reads that clock and everything else the real one.
 func setupDispatchAt(t *testing.T, cal dispatch.Calendar, at time.Time, adminZone *time.Location) dispEnv {
 	t.Helper()
 	real := clockwork.NewRealClock()
 	clock := config.ShiftedClock(real, at.Sub(real.Now()))
 	st := storagetest.New(t)
-	rc := bot.RenderConfig{AdminChatID: adminChat, AdminLang: "en", AdminZone: adminZone, Calendar: cal, Clock: clock}
+	rc := bot.RenderConfig{AdminChatID: adminChat, AdminLang: "en", AdminZone: adminZone, Calendar: cal, CalendarClock: clock}
 	svc, err := dispatch.NewService(dispatch.Config{OfferSLA: 10 * time.Minute, CommissionRate: 10, Calendar: cal}, dispatch.Deps{
 		Orders: st.Orders(), Masters: st.Masters(), Notifier: testRenderer(rc).DispatchNotes(), Log: slog.New(slog.DiscardHandler),
-		Clock: clock,
+		CalendarClock: clock,
 	})
 	require.NoError(t, err)
 	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000, RenderConfig: rc},
-		st, bot.Deps{Status: status(t, st), Dispatch: svc, Clock: clock}, nil)
+		st, bot.Deps{Status: status(t, st), Dispatch: svc}, nil)
 	for kind, drop := range svc.Module(dispatch.Schedule{}).Drops {
 		tb.sender.OnDrop(kind, drop)
 	}
@@ -93,6 +94,23 @@ func TestOpeningAndVisitOnTheDayClocksGoBack(t *testing.T) {
 	open, at, _ := env.svc.Opening("Berlin")
 	require.False(t, open)
 	require.Equal(t, ten, at.In(berlin))
+}
+
+// Whether a date names its year is read on the bot's clock, not the
+// host's: on a clock set in another year (CLOCK_START), a time in its year
+// goes without one and a visit in the next has it.
+func TestTheYearIsReadOnTheBotsClock(t *testing.T) {
+	t.Parallel()
+	cal, err := dispatch.ParseCalendar("Europe/Berlin", "10:00-20:00", "")
+	require.NoError(t, err)
+	berlin := cal.Zone("Berlin")
+	eve := time.Date(2031, 12, 31, 7, 0, 0, 0, berlin)
+	require.NotEqual(t, time.Now().Year(), eve.Year(), "the clock is in another year than the host")
+	env := setupDispatchAt(t, cal, eve, berlin)
+
+	reply := env.ask(t, env.admin, "/order Berlin Mitte plumbing 3000 Tap drips\nwhen: 02.01 10-12")
+	require.Contains(t, reply.Text, "it will be offered when they start, 31 Dec, 10:00 (Berlin)", reply.Text)
+	require.Contains(t, reply.Text, "2 Jan 2032, 10:00–12:00", reply.Text)
 }
 
 // An admin's command answered in their private chat is read by them

@@ -186,13 +186,13 @@ func (b *Bot) renderMaster(lang string, m dispatch.Master, st dispatch.MasterSta
 	})}
 	if !m.BlockedAt.IsZero() {
 		lines = append(lines, cat.T(lang, "master.blocked", locales.Data{
-			"Since": locales.TimeTag(lang, m.BlockedAt, zone), "Overdue": b.money(lang, st.Overdue),
+			"Since": b.timeTag(lang, m.BlockedAt, zone), "Overdue": b.money(lang, st.Overdue),
 		}))
 	}
 	if st.Owed > 0 {
 		key, due := "master.owed", locales.HTML("—")
 		if !st.NextDue.IsZero() {
-			due = locales.TimeTag(lang, st.NextDue, zone)
+			due = b.timeTag(lang, st.NextDue, zone)
 			if !st.NextDue.After(b.now()) {
 				key = "master.owed_overdue"
 			}
@@ -820,7 +820,7 @@ func masterRef(m *dispatch.Master, id int64, budget int) string {
 // cityTime is a time about a city's working hours, in the city's zone
 // (DISPATCH_CITIES, else DISPATCH_TIMEZONE), which its hours are in.
 func (b *Bot) cityTime(lang string, t time.Time, city string) locales.HTML {
-	return locales.TimeTag(lang, t, b.cfg.Calendar.Zone(city))
+	return b.timeTag(lang, t, b.cfg.Calendar.Zone(city))
 }
 
 // masterZone is the zone a master reads times in, for what the
@@ -861,6 +861,26 @@ func (rd *Renderer) now() time.Time {
 		return rd.rc.Clock.Now()
 	}
 	return time.Now()
+}
+
+// today is the calendar's now (RenderConfig.CalendarClock): a demo's
+// CLOCK_START moves it, while offers keep counting down on now.
+func (rd *Renderer) today() time.Time {
+	if rd.rc.CalendarClock != nil {
+		return rd.rc.CalendarClock.Now()
+	}
+	return rd.now()
+}
+
+// timeTag is locales.TimeTag against today, so that a time of the
+// calendar's year goes without one whatever year the host is in.
+func (rd *Renderer) timeTag(lang string, t time.Time, zone *time.Location) locales.HTML {
+	return locales.TimeTag(lang, t, zone, rd.today())
+}
+
+// dateTag is locales.DateTag against today, as timeTag.
+func (rd *Renderer) dateTag(lang string, t time.Time) locales.HTML {
+	return locales.DateTag(lang, t, rd.today())
 }
 
 // --- dispatch.Notifier -------------------------------------------------------
@@ -909,7 +929,7 @@ func (d dispatchNotes) Note(n dispatch.Note) []domain.Message {
 	case dispatch.NoteOrderDone:
 		due := locales.HTML("—")
 		if n.Order != nil && !n.Order.CommissionDueAt.IsZero() {
-			due = locales.TimeTag(lang, n.Order.CommissionDueAt, b.masterZone(n.Master))
+			due = b.timeTag(lang, n.Order.CommissionDueAt, b.masterZone(n.Master))
 		}
 		text = cat.T(lang, "note.order_done", locales.Data{"Order": orderID, "Amount": b.money(lang, n.Amount), "Due": due})
 		if n.Amount == 0 {

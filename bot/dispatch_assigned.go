@@ -213,7 +213,7 @@ func (rd *Renderer) renderAssigned(lang string, zone *time.Location, a dispatch.
 	case (o.State == dispatch.Done || o.State == dispatch.Closed) && mine:
 		lines := []string{cat.T(lang, "assigned.done", where)}
 		if o.Commission > 0 {
-			lines = append(lines, cat.T(lang, "assigned.done_commission", locales.Data{"Amount": rd.money(lang, o.Commission), "Due": locales.TimeTag(lang, o.CommissionDueAt, zone)}))
+			lines = append(lines, cat.T(lang, "assigned.done_commission", locales.Data{"Amount": rd.money(lang, o.Commission), "Due": rd.timeTag(lang, o.CommissionDueAt, zone)}))
 		}
 		lines = append(lines, cat.T(lang, "assigned.photo_hint", locales.Data{"Window": rd.duration(lang, a.PhotoWindow)}))
 		return strings.Join(lines, "\n"), nil, nil
@@ -356,7 +356,7 @@ func (rd *Renderer) visitText(lang string, v dispatch.Visit, city string) string
 	y, m, d := v.Date.Date()
 	// Written as every other date the bot writes ("27 Nov"), with the
 	// year only when it is not this one.
-	day := locales.DateTag(lang, time.Date(y, m, d, 0, 0, 0, 0, zone))
+	day := rd.dateTag(lang, time.Date(y, m, d, 0, 0, 0, 0, zone))
 	if !v.Window() {
 		return cat.T(lang, "order.visit_day", locales.Data{"Date": day})
 	}

@@ -3,6 +3,7 @@ package bot_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -148,7 +149,7 @@ func TestAssignedMasterButtons(t *testing.T) {
 	require.Equal(t, int64p(300), row.Commission)
 	msk, err := locales.LoadZone("Europe/Moscow")
 	require.NoError(t, err)
-	due := locales.Time("en", *row.DueAt, msk) // Ann's city's zone
+	due := locales.Time("en", *row.DueAt, msk, time.Now()) // Ann's city's zone
 	msg = env.offerMessage(t, f)
 	require.Equal(t, "🏁 Order #"+o+" is done — plumbing, Moscow, Center.\nCommission of 300 is due by "+due+".\n"+
 		"📷 To show the admins the finished work, send photos of it here within 1 h.", msg.Text)

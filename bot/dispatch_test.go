@@ -581,10 +581,10 @@ func TestOrderOfferedViewedAccepted(t *testing.T) {
 	require.NotNil(t, o.DueAt)
 	// The admin reads the admin chat's zone (UTC here); Ann, a master in
 	// Moscow, reads Moscow's.
-	require.Equal(t, "🏁 Order #"+itoa(orderID)+" is done. Commission of 300 is due from Ann (id 42) by "+locales.Time("en", *o.DueAt, time.UTC)+".", reply.Text)
+	require.Equal(t, "🏁 Order #"+itoa(orderID)+" is done. Commission of 300 is due from Ann (id 42) by "+locales.Time("en", *o.DueAt, time.UTC, time.Now())+".", reply.Text)
 	msk, err := locales.LoadZone("Europe/Moscow")
 	require.NoError(t, err)
-	due := locales.Time("en", *o.DueAt, msk)
+	due := locales.Time("en", *o.DueAt, msk, time.Now())
 	annMsgs := env.messages(t, 42)
 	require.Len(t, annMsgs, annBefore+1)
 	require.Equal(t, "🏁 Order #"+itoa(orderID)+" is done. Commission of 300 is due by "+due+"; after that no new offers come until it is paid.",
@@ -850,7 +850,7 @@ UPDATE replicas SET seen_at = now() - interval '1 hour' WHERE instance = 'replic
 		{Kind: storage.PruneOutboxRows, Rows: 30, Timeouts: 1},
 	}))
 	text = env.ask(t, env.admin, "/status").Text
-	require.Contains(t, text, "Last prune: "+locales.Time("en", at, time.UTC)+", rows deleted per kind:\n"+
+	require.Contains(t, text, "Last prune: "+locales.Time("en", at, time.UTC, time.Now())+", rows deleted per kind:\n"+
 		storage.PruneGroupMessages+": 1,200 (all time 1,200)\n"+
 		storage.PruneOutboxRows+": 30 (all time 30) — timeouts 1")
 
@@ -860,9 +860,9 @@ UPDATE replicas SET seen_at = now() - interval '1 hour' WHERE instance = 'replic
 	text = env.ask(t, env.admin, "/status").Text
 	require.NotRegexp(t, `\b\d+(ms|s|m|h)\b|\d+m\d+s`, text)
 	require.Regexp(t, `replica-a \(v1\.2\.3\): работает 1\x{a0}ч 30\x{a0}мин, на связи \d+\x{a0}с назад\n`, text)
-	require.Contains(t, text, "Последняя очистка: "+locales.Time("ru", at, locales.LangZone("ru"))+", удалено строк по видам:\n"+
+	require.Contains(t, text, "Последняя очистка: "+locales.Time("ru", at, locales.LangZone("ru"), time.Now())+", удалено строк по видам:\n"+
 		storage.PruneGroupMessages+": 1\u00a0200 (всего 1\u00a0200)")
-	require.Contains(t, locales.Time("ru", at, locales.LangZone("ru")), "07:00 (Москва)")
+	require.Contains(t, locales.Time("ru", at, locales.LangZone("ru"), time.Now()), "07:00 (Москва)")
 	require.Regexp(t, `\n\nДанные\n\w+: [0-9,]+\x{a0}(Б|КБ|МБ), строк: около [\d\x{a0}]+\n`, text)
 }
 

@@ -36,6 +36,11 @@ type RenderConfig struct {
 	Calendar dispatch.Calendar
 	// Clock is the time offers count down from (nil: the real clock).
 	Clock clockwork.Clock
+	// CalendarClock is the day a written date is read against: a date of
+	// another year than its today names the year (CLOCK_START's clock, as
+	// the dispatch calendar's; Clock if nil). Offers still count down on
+	// Clock, which their database times agree with.
+	CalendarClock clockwork.Clock
 }
 
 // Renderer turns the workflows' state into the messages the outbox

@@ -67,7 +67,7 @@ func (rd *Renderer) adminZone() *time.Location {
 
 // Time writes t for the request's reader, in r.Zone, as HTML that also
 // carries the moment for clients that show it in their own clock.
-func (r *Request) Time(t time.Time) locales.HTML { return locales.TimeTag(r.Lang, t, r.Zone) }
+func (r *Request) Time(t time.Time) locales.HTML { return r.bot.timeTag(r.Lang, t, r.Zone) }
 
 // zoneResets are the words that forget a chosen zone.
 var zoneResets = map[string]bool{"auto": true, "reset": true, "авто": true, "сброс": true, "скинути": true}
@@ -79,7 +79,9 @@ func (b *Bot) timezone(r *Request) error {
 		return r.Reply(r.T("time.zone_private_only"), nil)
 	}
 	arg := strings.TrimSpace(commandArgs(r.Message()))
-	now := b.now()
+	// The time the user is shown is the calendar's (CLOCK_START's in a
+	// demo), which their quiet hours and digests keep.
+	now := b.today()
 	if arg == "" {
 		loc, from := b.readerZone(r.User.TimeZone, r.User.MasterCity, r.Lang)
 		key := map[int]string{
@@ -87,7 +89,7 @@ func (b *Bot) timezone(r *Request) error {
 		}[from]
 		return r.Reply(r.T(key, locales.Data{
 			"Zone": locales.ZoneLabel(r.Lang, loc, now), "Offset": locales.ZoneOffset(now, loc),
-			"Now": locales.TimeTag(r.Lang, now, loc), "City": r.User.MasterCity,
+			"Now": b.timeTag(r.Lang, now, loc), "City": r.User.MasterCity,
 		})+"\n\n"+r.T("time.zone_usage"), nil)
 	}
 	if zoneResets[strings.ToLower(arg)] {
@@ -96,7 +98,7 @@ func (b *Bot) timezone(r *Request) error {
 		}
 		loc, _ := b.readerZone("", r.User.MasterCity, r.Lang)
 		return r.Reply(r.T("time.zone_reset", locales.Data{
-			"Zone": locales.ZoneLabel(r.Lang, loc, now), "Offset": locales.ZoneOffset(now, loc), "Now": locales.TimeTag(r.Lang, now, loc),
+			"Zone": locales.ZoneLabel(r.Lang, loc, now), "Offset": locales.ZoneOffset(now, loc), "Now": b.timeTag(r.Lang, now, loc),
 		}), nil)
 	}
 	name, loc, err := locales.ParseZone(arg)
@@ -111,6 +113,6 @@ func (b *Bot) timezone(r *Request) error {
 	}
 	r.Zone = loc
 	return r.Reply(r.T("time.zone_changed", locales.Data{
-		"Zone": locales.ZoneLabel(r.Lang, loc, now), "Offset": locales.ZoneOffset(now, loc), "Now": locales.TimeTag(r.Lang, now, loc),
+		"Zone": locales.ZoneLabel(r.Lang, loc, now), "Offset": locales.ZoneOffset(now, loc), "Now": b.timeTag(r.Lang, now, loc),
 	}), nil)
 }

@@ -11,9 +11,11 @@ import (
 // from there: an end-to-end test can create an order at 22:00 city time
 // and, restarting the binary at 09:59, see it offered at 10:00, or apply
 // for a vacancy and, restarted a week later, be asked how it went. The
-// dispatch calendar (dispatch.Deps.CalendarClock) and the vacancy workflow
-// (vacancy.Deps.CalendarClock) read it; timers run at real speed, and leases and
-// expiries that replicas compare in SQL stay on the database's now().
+// dispatch calendar (dispatch.Deps.CalendarClock), the vacancy workflow
+// (vacancy.Deps.CalendarClock) and the renderers (bot.RenderConfig.CalendarClock:
+// a date of another year than this clock's names it) read it; timers run at
+// real speed, and leases and expiries that replicas compare in SQL stay on
+// the database's now().
 func (c Config) Clock() clockwork.Clock {
 	start := c.ClockStart
 	real := clockwork.NewRealClock()

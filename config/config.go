@@ -115,7 +115,7 @@ type Config struct {
 	DispatchTimezone     string        `env:"DISPATCH_TIMEZONE" envDefault:"UTC" help:"time zone (IANA name, e.g. Europe/Moscow) of every city not in DISPATCH_CITIES: their working hours and every time shown about them"`
 	DispatchHours        string        `env:"DISPATCH_HOURS" envDefault:"10:00-20:00" help:"local working hours in which offers go out (HH:MM-HH:MM; 24h: always); an order created outside them is offered at opening"`
 	DispatchCities       string        `env:"DISPATCH_CITIES" help:"per-city time zone and, optionally, hours: Moscow=Europe/Moscow; Kyiv=Europe/Kyiv 09:00-19:00 (matched case-insensitively with the orders' city)"`
-	ClockStart           string        `env:"CLOCK_START" help:"for tests and demos only: dispatch's calendar and the dates of job applications (their follow-ups) see a clock that starts at this RFC 3339 instant and runs at real speed"`
+	ClockStart           string        `env:"CLOCK_START" help:"for tests and demos only: dispatch's calendar, the dates of job applications (their follow-ups) and the year written dates are read against see a clock that starts at this RFC 3339 instant and runs at real speed"`
 
 	CommissionRate     float64       `env:"COMMISSION_RATE" envDefault:"10" help:"commission a master owes on a DONE order, percent of its price"`
 	CommissionDeadline time.Duration `env:"COMMISSION_DEADLINE" envDefault:"3h" help:"time after DONE to pay the commission before the master is blocked"`

@@ -606,7 +606,9 @@ func TestDispatchOrderAfterHoursIsOfferedAtOpening(t *testing.T) {
 	reply := ask(t, env, boss, boss.ID(), "/order Moscow Arbat electrician 900 Socket sparks")
 	msk, err := locales.LoadZone("Europe/Moscow")
 	require.NoError(t, err)
-	opens := locales.Time("en", time.Date(2026, 11, 26, 10, 0, 0, 0, msk), msk) // "26 Nov, 10:00 (Moscow)"
+	clock, err := time.Parse(time.RFC3339, hours["CLOCK_START"])
+	require.NoError(t, err)
+	opens := locales.Time("en", time.Date(2026, 11, 26, 10, 0, 0, 0, msk), msk, clock) // "26 Nov, 10:00 (Moscow)"
 	require.Contains(t, reply.Text, "Masters in Moscow work from 10:00 to 20:00 local time, so it will be offered when they start, "+opens)
 	require.NotContains(t, reply.Text, "It is being offered")
 	// The handler takes the order's first step before it answers: had the

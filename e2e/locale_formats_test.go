@@ -42,7 +42,7 @@ func TestMasterReadsDeadlinesInTheirZone(t *testing.T) {
 	due := scalar[time.Time](t, pool, `SELECT commission_due_at FROM orders WHERE id = $1`, order)
 	msk, err := locales.LoadZone("Europe/Moscow")
 	require.NoError(t, err)
-	want := locales.Time("ru", due, msk) // "26 нояб., 04:07 (Москва)"
+	want := locales.Time("ru", due, msk, time.Now()) // "26 нояб., 04:07 (Москва)"
 	require.Contains(t, want, "(Москва)")
 	// The note is a message of its own; the offer's message is edited too.
 	note := env.TG.WaitMessage(t, ivan.ID(), func(m tgfake.BotMessage) bool {
@@ -80,10 +80,30 @@ func TestMasterReadsDeadlinesInTheirZone(t *testing.T) {
 	berlin, err := locales.LoadZone("Europe/Berlin")
 	require.NoError(t, err)
 	profile := ask(t, env, ivan, ivan.ID(), "/master").Text
-	require.Contains(t, profile, "ближайший срок "+locales.Time("ru", due, berlin), profile)
+	require.Contains(t, profile, "ближайший срок "+locales.Time("ru", due, berlin, time.Now()), profile)
 	require.Contains(t, profile, "\nПредложения: принято — 1\nЗаказы: выполнен — 1", profile, "one colon a line")
 	require.Contains(t, ask(t, env, ivan, ivan.ID(), "/timezone").Text, "в выбранном вами часовом поясе")
 	require.Equal(t, "Europe/Berlin", scalar[string](t, pool, `SELECT time_zone FROM users WHERE id = $1`, ivan.ID()))
+}
+
+// The binary reads the year on CLOCK_START's clock, not the host's: set
+// in 2031, the opening it names and the time /timezone shows are this
+// year's, written without it, and a visit in 2032 is written with it.
+func TestClockStartsYearIsTheBotsYear(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	env.Start(map[string]string{
+		"DISPATCH_TIMEZONE": "Europe/Moscow", "DISPATCH_HOURS": "10:00-20:00",
+		"CLOCK_START": "2031-12-30T22:00:00+03:00",
+	})
+	require.NotEqual(t, 2031, time.Now().Year(), "the clock is in another year than the host")
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	reply := ask(t, env, boss, boss.ID(), "/order Moscow Arbat electrician 900 Socket sparks\nwhen: 02.01 10-12").Text
+	require.Contains(t, reply, "2 Jan 2032, 10:00–12:00", reply)
+	require.Contains(t, reply, "it will be offered when they start, 31 Dec, 10:00 (Moscow)", reply)
+	now := ask(t, env, boss, boss.ID(), "/timezone Europe/Moscow").Text
+	require.Contains(t, now, "30 Dec, 22:0", now)
+	require.NotContains(t, now, "2031", now)
 }
 
 // A master of a city DISPATCH_CITIES lists reads times in the city's zone
@@ -118,7 +138,7 @@ VALUES ($1, '2026-11-23T00:00:00Z', '2026-11-30T00:00:00Z', '{}', $2, '2026-11-2
 	list := ask(t, env, olga, olga.ID(), "/memory").Text
 	require.True(t, strings.HasPrefix(list, "Что я о вас помню, сначала новое (1–4 из 4):"), list)
 	msk, _ := locales.LoadZone("Europe/Moscow")
-	first := locales.Time("ru", time.Date(2026, 11, 26, 1, 7, 0, 0, time.UTC), msk)
+	first := locales.Time("ru", time.Date(2026, 11, 26, 1, 7, 0, 0, time.UTC), msk, time.Now())
 	require.Contains(t, first, "04:07 (Москва)")
 	require.Contains(t, list, first+"\nБегает по утрам.", list)
 
@@ -127,7 +147,7 @@ VALUES ($1, '2026-11-23T00:00:00Z', '2026-11-30T00:00:00Z', '{}', $2, '2026-11-2
 	ask(t, env, olga, olga.ID(), "/timezone Europe/Kyiv")
 	kyiv, _ := locales.LoadZone("Europe/Kyiv")
 	list = ask(t, env, olga, olga.ID(), "/memory").Text
-	require.Contains(t, list, locales.Time("ru", time.Date(2026, 11, 26, 1, 7, 0, 0, time.UTC), kyiv)+"\nБегает по утрам.", list)
+	require.Contains(t, list, locales.Time("ru", time.Date(2026, 11, 26, 1, 7, 0, 0, time.UTC), kyiv, time.Now())+"\nБегает по утрам.", list)
 }
 
 // An admin's /status in Russian and in Ukrainian: durations, counts and

@@ -316,7 +316,8 @@ var months = sync.OnceValue(func() map[string]time.Month {
 	out := map[string]time.Month{}
 	for _, lang := range locales.Languages {
 		for m := time.January; m <= time.December; m++ {
-			out[strings.Fields(locales.Date(lang, time.Date(2000, m, 1, 0, 0, 0, 0, time.UTC)))[1]] = m
+			day := time.Date(2000, m, 1, 0, 0, 0, 0, time.UTC)
+			out[strings.Fields(locales.Date(lang, day, day))[1]] = m
 		}
 	}
 	return out

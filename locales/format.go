@@ -117,9 +117,15 @@ var monthNames = map[string][12]string{
 // Time writes the moment t for a reader of lang in the zone loc, naming
 // the zone so nobody takes it for their own: "26 Nov, 04:07 (Moscow)",
 // "26 нояб., 04:07 (Москва)", "26 лист., 04:07 (Київ)". The year is
-// written only when it is not the current one. A nil loc is UTC.
-func Time(lang string, t time.Time, loc *time.Location) string {
-	return timeAt(lang, t, loc, time.Now())
+// written only when it is not now's in loc. now is the caller's clock's,
+// not the host's: a demo or test set in another year (CLOCK_START) reads
+// as it would then. A nil loc is UTC.
+func Time(lang string, t time.Time, loc *time.Location, now time.Time) string {
+	if loc == nil {
+		loc = time.UTC
+	}
+	local := t.In(loc)
+	return fmt.Sprintf("%s, %02d:%02d (%s)", Date(lang, local, now), local.Hour(), local.Minute(), ZoneLabel(lang, loc, t))
 }
 
 // TimeTag is Time as Telegram HTML that also carries the moment itself:
@@ -128,16 +134,16 @@ func Time(lang string, t time.Time, loc *time.Location) string {
 // text stays in loc for clients that do not, and with its zone's name
 // inside the entity, so a client that rewrites the time drops the name
 // with it. The sender takes the tags out for a server that refuses them.
-func TimeTag(lang string, t time.Time, loc *time.Location) HTML {
-	return Stamp(Time(lang, t, loc), t, "dt")
+func TimeTag(lang string, t time.Time, loc *time.Location, now time.Time) HTML {
+	return Stamp(Time(lang, t, loc, now), t, "dt")
 }
 
 // DateTag is Date as HTML with a date_time entity showing the day ("d").
 // The entity's moment is noon of that day in t's location, so the day
 // it names is the same in every zone within twelve hours of it.
-func DateTag(lang string, t time.Time) HTML {
+func DateTag(lang string, t, now time.Time) HTML {
 	y, m, d := t.Date()
-	return Stamp(Date(lang, t), time.Date(y, m, d, 12, 0, 0, 0, t.Location()), "d")
+	return Stamp(Date(lang, t, now), time.Date(y, m, d, 12, 0, 0, 0, t.Location()), "d")
 }
 
 // Stamp writes text, which says the moment t, as a date_time entity of
@@ -147,22 +153,12 @@ func Stamp(text string, t time.Time, format string) HTML {
 	return HTML(fmt.Sprintf(`<tg-time unix="%d" format="%s">%s</tg-time>`, t.Unix(), format, html.EscapeString(text)))
 }
 
-func timeAt(lang string, t time.Time, loc *time.Location, now time.Time) string {
-	if loc == nil {
-		loc = time.UTC
-	}
-	local := t.In(loc)
-	return fmt.Sprintf("%s, %02d:%02d (%s)", dateAt(lang, local, now.In(loc)), local.Hour(), local.Minute(), ZoneLabel(lang, loc, t))
-}
-
 // Date writes t's calendar day as it stands in t's own location, for a
-// reader of lang: "23 Nov", "23 нояб.", with the year when it is not the
-// current one ("23 нояб. 2024").
-func Date(lang string, t time.Time) string { return dateAt(lang, t, time.Now().In(t.Location())) }
-
-func dateAt(lang string, t, now time.Time) string {
+// reader of lang: "23 Nov", "23 нояб.", with the year when it is not
+// now's there ("23 нояб. 2024"), now being the caller's clock's (Time).
+func Date(lang string, t, now time.Time) string {
 	s := fmt.Sprintf("%d %s", t.Day(), monthNames[langOrDefault(lang)][t.Month()-1])
-	if t.Year() != now.Year() {
+	if t.Year() != now.In(t.Location()).Year() {
 		s += fmt.Sprintf(" %d", t.Year())
 	}
 	return s

@@ -57,15 +57,15 @@ func TestDurationNeverLooksLikeGo(t *testing.T) {
 func TestTimeTagCarriesTheMomentItSays(t *testing.T) {
 	msk := LangZone("ru")
 	at := time.Date(2026, 11, 26, 4, 7, 0, 0, time.UTC)
-	got := string(TimeTag("ru", at, msk))
-	assert.Equal(t, `<tg-time unix="1795666020" format="dt">`+Time("ru", at, msk)+`</tg-time>`, got)
+	got := string(TimeTag("ru", at, msk, at))
+	assert.Equal(t, `<tg-time unix="1795666020" format="dt">`+Time("ru", at, msk, at)+`</tg-time>`, got)
 	assert.Contains(t, got, "07:07 (Москва)", "the text stays in the reader's zone, its name inside the entity")
 
 	// A date's moment is that day's noon where it was written: the same
 	// day for a client twelve hours either side.
 	kyiv := LangZone("uk")
 	day := time.Date(2026, 11, 27, 0, 0, 0, 0, kyiv)
-	tag := string(DateTag("uk", day))
+	tag := string(DateTag("uk", day, at))
 	assert.Equal(t, `<tg-time unix="`+fmt.Sprint(time.Date(2026, 11, 27, 12, 0, 0, 0, kyiv).Unix())+`" format="d">27 лист.</tg-time>`, tag)
 
 	assert.Equal(t, `<tg-time unix="0" format="t">a &lt;b&gt; &amp; c</tg-time>`, string(Stamp("a <b> & c", time.Unix(0, 0), "t")),

@@ -80,7 +80,7 @@ func TestTimesFallBackOnAServerWithoutDateTimeEntities(t *testing.T) {
 	b.user(1, "Ann")
 	s := b.sender(t, nil, delivery.NewMemoryLimiter(delivery.DefaultLimits()), delivery.Config{})
 	at := time.Date(2026, 11, 30, 7, 5, 0, 0, time.UTC)
-	text := "Next digest: " + string(locales.TimeTag("en", at, locales.LangZone("uk"))) + " &amp; more"
+	text := "Next digest: " + string(locales.TimeTag("en", at, locales.LangZone("uk"), at)) + " &amp; more"
 	msg := func(text string, buttons ...domain.Button) domain.Message {
 		m := domain.Message{ChatID: 1, Kind: domain.KindReply, Text: text}
 		if len(buttons) > 0 {
