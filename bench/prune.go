@@ -606,7 +606,7 @@ func seedPrune(ctx context.Context, db *benchDB, cfg pruneConfig, now time.Time)
 func pickText(rng *rand.Rand, list []string) string { return list[rng.IntN(len(list))] }
 
 // pruneMentor stands for the mentor's system prompt, which the draft
-// starts with (domain/memory buildDraft).
+// carries (domain/memory buildDraft).
 const pruneMentor = "You are a patient, practical mentor. You remember what the user told you before and build on it. " +
 	"Answer in the user's language, briefly, with concrete steps; ask one question when the request is ambiguous. " +
 	"Prefer examples from the user's own projects; say so when you are not sure, and never invent facts about the user."

@@ -854,7 +854,7 @@ func (rd *Renderer) renderRunEvent(lang string, e analysis.Event) string {
 	}
 	switch e.Kind {
 	case analysis.EventCreated:
-		data["Filters"] = locales.HTML(rd.filtersText(lang, rd.adminZone(), r))
+		data["Filters"] = locales.HTML(rd.filtersText(lang, rd.AdminZone(), r))
 	case analysis.EventFailed:
 		step, batch, msg := "?", 0, ""
 		if r.ErrorLog != nil {

@@ -50,15 +50,16 @@ func (rd *Renderer) readerZone(chosen, city, lang string) (*time.Location, int) 
 // chat, which several admins read; the user's own elsewhere.
 func (b *Bot) chatZone(c *tele.Chat, u domain.User) *time.Location {
 	if b.inAdminChat(c) {
-		return b.adminZone()
+		return b.AdminZone()
 	}
 	loc, _ := b.readerZone(u.TimeZone, u.MasterCity, u.Lang())
 	return loc
 }
 
-// adminZone is the admin chat's (ADMIN_CHAT_TIMEZONE), for what goes
-// there; a reply to an admin elsewhere is in their own (Request.Zone).
-func (rd *Renderer) adminZone() *time.Location {
+// AdminZone is the admin chat's (ADMIN_CHAT_TIMEZONE), for what goes
+// there and for what the model reads of a run (analysis.Notifier); a
+// reply to an admin elsewhere is in their own (Request.Zone).
+func (rd *Renderer) AdminZone() *time.Location {
 	if rd.rc.AdminZone == nil {
 		return time.UTC
 	}

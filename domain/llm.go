@@ -31,3 +31,35 @@ type LLMCall struct {
 	// as without it.
 	Partial func(text string)
 }
+
+// PromptTime writes t for a model in loc, its reader's zone, with the
+// offset and the zone's name beside it: "2026-12-01 10:15 Tue (+04:00,
+// Asia/Tbilisi)". A bare time is read as whatever zone the model guesses,
+// UTC as often as not, and "yesterday evening" then lands on another day
+// than the reader's. A nil loc is UTC.
+func PromptTime(t time.Time, loc *time.Location) string {
+	if loc == nil {
+		loc = time.UTC
+	}
+	l := t.In(loc)
+	return l.Format("2006-01-02 15:04 Mon") + " (" + l.Format("-07:00") + ", " + loc.String() + ")"
+}
+
+// PromptStamp is PromptTime without the zone's name, for the many lines
+// under one that names it: "2026-11-30 19:40 Mon +04:00". The offset stays
+// on each, since a week's lines can straddle a change of the clocks.
+func PromptStamp(t time.Time, loc *time.Location) string {
+	if loc == nil {
+		loc = time.UTC
+	}
+	return t.In(loc).Format("2006-01-02 15:04 Mon -07:00")
+}
+
+// PromptDate is t's day in loc for a model, "2026-11-30": the day the
+// reader lived it, which in UTC can be the one before or after.
+func PromptDate(t time.Time, loc *time.Location) string {
+	if loc == nil {
+		loc = time.UTC
+	}
+	return t.In(loc).Format("2006-01-02")
+}

@@ -115,6 +115,27 @@ func waitBoard(t *testing.T, env *e2e.Env, run int, within time.Duration, ok fun
 	return b
 }
 
+// A run's model reads the messages' times on the admin chat's clock
+// (ADMIN_CHAT_TIMEZONE), the zone its board and events are written in,
+// named and with each time's offset, not in UTC.
+func TestAnalysisPromptIsOnTheAdminChatsClock(t *testing.T) {
+	t.Parallel()
+	env, team := teamEnv(t)
+	env.Start(map[string]string{"ADMIN_CHAT_TIMEZONE": "Asia/Tbilisi"})
+	pool := db(t, env)
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	ann := env.TG.User(801, "Ann", "en")
+	firstWords(t, pool, ann, team.ID, "Bob, please fix the login page")
+	said := scalar[time.Time](t, pool, `SELECT date FROM group_messages`)
+	completedRun(t, env, boss)
+
+	tbilisi, err := time.LoadLocation("Asia/Tbilisi")
+	require.NoError(t, err)
+	prompt := env.LLM.RequestsFor("proposals")[0].Prompt
+	require.Contains(t, prompt, "Every time below is local to Asia/Tbilisi", prompt)
+	require.Contains(t, prompt, " "+said.In(tbilisi).Format("2006-01-02 15:04 Mon")+" +04:00] Ann: Bob, please fix the login page\n", prompt)
+}
+
 // The issue's scenario: users talk in a group; an admin opens and starts a
 // run, sees its board with the progress and the proposals, approves some
 // and rejects the rest, and /run_close posts the metrics; a non-admin is

@@ -73,6 +73,38 @@ func TestMemoryChatRemembersTheFirstExchange(t *testing.T) {
 	require.Contains(t, mem.Text, "The user said: I am training for a marathon")
 }
 
+// Every model of the memory chat reads times on its user's clock, the zone
+// named: Ann chose Tbilisi, Иван chose none and reads his language's,
+// Moscow's. A stage given UTC would take "yesterday evening" for another
+// evening than theirs.
+func TestMemoryPromptsAreOnTheUsersClock(t *testing.T) {
+	t.Parallel()
+	env, _ := memoryEnv(t)
+	ann := env.TG.User(711, "Ann", "en")
+	ivan := env.TG.User(712, "Иван", "ru")
+	require.Contains(t, ask(t, env, ann, ann.ID(), "/timezone Asia/Tbilisi").Text, "Time zone set")
+	for who, zone := range map[*tgfake.Person]string{ann: "(+04:00, Asia/Tbilisi)", ivan: "(+03:00, Europe/Moscow)"} {
+		text := fmt.Sprintf("%d: what did I say yesterday evening?", who.ID())
+		q := who.SendText(who.ID(), text)
+		env.TG.WaitMessage(t, who.ID(), func(m tgfake.BotMessage) bool {
+			return m.ReplyToID() == q.MessageID && strings.HasPrefix(m.Text, "Mentor says")
+		})
+		for _, rule := range []string{"analyzer", "assembler", "responder", "archivist"} {
+			var prompt string
+			require.Eventually(t, func() bool {
+				for _, r := range env.LLM.RequestsFor(rule) {
+					if strings.Contains(r.Prompt, text) {
+						prompt = r.Prompt
+						return true
+					}
+				}
+				return false
+			}, 10*time.Second, 10*time.Millisecond, "%s prompt of %q", rule, text)
+			require.Regexp(t, `## When\nThe user wrote at \d{4}-\d\d-\d\d \d\d:\d\d \w{3} `+regexp.QuoteMeta(zone)+`, their local time`, prompt, rule)
+		}
+	}
+}
+
 // Invalid JSON from the analyzer twice fails the run, and the user is told
 // in their language that they may resend.
 func TestMemoryChatFailureIsReported(t *testing.T) {

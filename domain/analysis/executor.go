@@ -141,7 +141,8 @@ func (s *Service) propose(ctx context.Context, r Run, batch []GroupMessage) ([]P
 			}
 		}
 	}
-	prompt, cut := renderBatch(batch, similar)
+	loc := s.deps.Notifier.AdminZone()
+	prompt, cut := renderBatch(batch, similar, loc)
 	if cut > 0 {
 		s.log.Info("long messages cut to fit the model's window", "run", r.ID, "messages", len(batch), "cut", cut)
 	}
@@ -154,7 +155,7 @@ func (s *Service) propose(ctx context.Context, r Run, batch []GroupMessage) ([]P
 	if err != nil {
 		return nil, err
 	}
-	return proposalsFrom(a, batch), nil
+	return proposalsFrom(a, batch, loc), nil
 }
 
 // renderBoard renders the run's board, written with the change that

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"switchboard/domain"
 )
 
 // systemPrompt asks for task proposals. The answer's shape is answer below.
@@ -79,11 +81,16 @@ const (
 	maxMessageText = 2000
 )
 
-// renderBatch writes the batch for the prompt: one line per message with
-// its id, its own date (for relative deadlines) and author, each text cut
-// to its share of batchBudget; the messages it cut.
-func renderBatch(batch []GroupMessage, similar []Proposal) (string, int) {
+// renderBatch writes the batch for the prompt: the zone its times are
+// in, then one line per message with its id, its own time in loc with the
+// offset (for relative deadlines) and author, each text cut to its share
+// of batchBudget; the messages it cut.
+func renderBatch(batch []GroupMessage, similar []Proposal, loc *time.Location) (string, int) {
+	if loc == nil {
+		loc = time.UTC
+	}
 	var sb strings.Builder
+	fmt.Fprintf(&sb, "## Time zone\nEvery time below is local to %s, with its offset from UTC; a day such as \"tomorrow\" is that zone's.\n\n", loc)
 	if len(similar) > 0 {
 		sb.WriteString("## Already approved in earlier runs (similar topics)\n")
 		for _, p := range similar {
@@ -100,7 +107,7 @@ func renderBatch(batch []GroupMessage, similar []Proposal) (string, int) {
 			text = clipRunes(text, share)
 			cut++
 		}
-		fmt.Fprintf(&sb, "[id=%d %s] %s: %s\n", m.MessageID, m.Date.UTC().Format("2006-01-02 15:04 Mon"),
+		fmt.Fprintf(&sb, "[id=%d %s] %s: %s\n", m.MessageID, domain.PromptStamp(m.Date, loc),
 			oneLine(m.Author), strings.ReplaceAll(text, "\n", "\n    "))
 	}
 	return sb.String(), cut
@@ -109,8 +116,9 @@ func renderBatch(batch []GroupMessage, similar []Proposal) (string, int) {
 // proposalsFrom turns a valid answer into proposals, keeping only what the
 // messages back: sources from this batch (a proposal with none is
 // dropped), an assignee the cited messages mention or wrote, a deadline
-// that is a real date not before the first cited message.
-func proposalsFrom(a Answer, batch []GroupMessage) []Proposal {
+// that is a real date not before the first cited message's day in loc,
+// the zone the prompt gave the model.
+func proposalsFrom(a Answer, batch []GroupMessage, loc *time.Location) []Proposal {
 	byID := make(map[int64]GroupMessage, len(batch))
 	for _, m := range batch {
 		byID[m.MessageID] = m
@@ -131,7 +139,7 @@ func proposalsFrom(a Answer, batch []GroupMessage) []Proposal {
 			Description: clipRunes(strings.TrimSpace(ap.Description), MaxDescription),
 			Priority:    strings.ToLower(strings.TrimSpace(ap.Priority)),
 			Assignee:    stated(ap.Assignee, srcs),
-			Deadline:    deadline(ap.Deadline, srcs),
+			Deadline:    deadline(ap.Deadline, srcs, loc),
 		}
 		for _, m := range srcs {
 			p.Sources = append(p.Sources, Ref{ChatID: m.ChatID, MessageID: m.MessageID})
@@ -157,8 +165,10 @@ func stated(assignee string, srcs []GroupMessage) string {
 }
 
 // deadline keeps a YYYY-MM-DD date not before the earliest cited message's
-// day (a date in the past of the conversation is an invention).
-func deadline(d string, srcs []GroupMessage) string {
+// day in loc (a date in the past of the conversation is an invention). The
+// day is loc's because the model was given the messages' times there: west
+// of UTC, "today" at 21:00 is the UTC day before.
+func deadline(d string, srcs []GroupMessage, loc *time.Location) string {
 	d = strings.TrimSpace(d)
 	t, err := time.Parse("2006-01-02", d)
 	if err != nil {
@@ -170,7 +180,11 @@ func deadline(d string, srcs []GroupMessage) string {
 			first = m.Date
 		}
 	}
-	if t.Before(first.UTC().Truncate(24 * time.Hour)) {
+	if loc == nil {
+		loc = time.UTC
+	}
+	y, m, day := first.In(loc).Date()
+	if t.Before(time.Date(y, m, day, 0, 0, 0, 0, time.UTC)) {
 		return ""
 	}
 	return d

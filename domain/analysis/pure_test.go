@@ -162,7 +162,7 @@ func TestProposalsFromKeepsOnlyStatedFacts(t *testing.T) {
 		{Title: "Invented", Priority: "low", Assignee: "Carol", Deadline: "2026-11-19", Sources: []int64{11}},
 		{Title: "Bad date", Priority: "low", Deadline: "Friday", Sources: []int64{10}},
 		{Title: "No source", Priority: "low", Sources: []int64{42}},
-	}}, batch)
+	}}, batch, time.UTC)
 	require.Len(t, got, 3, "a proposal citing no message of the batch is dropped")
 	require.Equal(t, Proposal{Title: "Fix login bug", Description: "d", Priority: "high", Assignee: "@Bob", Deadline: "2026-11-20",
 		Sources: []Ref{{ChatID: -1, MessageID: 10}}}, got[0])
@@ -173,11 +173,30 @@ func TestProposalsFromKeepsOnlyStatedFacts(t *testing.T) {
 
 func TestRenderBatch(t *testing.T) {
 	out, cut := renderBatch([]GroupMessage{{MessageID: 7, Author: "Ann", Text: "line1\nline2", Date: t0}},
-		[]Proposal{{Title: "Old task", Description: "done before"}})
+		[]Proposal{{Title: "Old task", Description: "done before"}}, time.UTC)
 	require.Zero(t, cut)
 	require.Contains(t, out, "Already approved")
 	require.Contains(t, out, "- Old task — done before")
-	require.Contains(t, out, "[id=7 2026-11-20 09:00 Fri] Ann: line1\n    line2")
+	require.Contains(t, out, "[id=7 2026-11-20 09:00 Fri +00:00] Ann: line1\n    line2")
+}
+
+// The model reads the messages' times in the admin chat's zone, named, not
+// in UTC: at 21:00 in New York on Thursday (02:00 UTC on Friday), "finish
+// it today" is Thursday's, and a deadline of that Thursday is kept, not
+// taken for a day before the conversation.
+func TestBatchTimesAreInTheAdminChatsZone(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	require.NoError(t, err)
+	evening := time.Date(2026, 11, 20, 2, 0, 0, 0, time.UTC)
+	batch := []GroupMessage{{ChatID: -1, MessageID: 7, Author: "Ann", Text: "Bob, finish the report today", Date: evening}}
+	out, _ := renderBatch(batch, nil, ny)
+	require.Contains(t, out, "local to America/New_York")
+	require.Contains(t, out, "[id=7 2026-11-19 21:00 Thu -05:00] Ann: Bob, finish the report today\n")
+	require.NotContains(t, out, "2026-11-20")
+
+	today := Answer{Proposals: []AnswerProposal{{Title: "Finish the report", Priority: "high", Deadline: "2026-11-19", Sources: []int64{7}}}}
+	require.Equal(t, "2026-11-19", proposalsFrom(today, batch, ny)[0].Deadline, "the message's own day where it was read")
+	require.Empty(t, proposalsFrom(today, batch, time.UTC)[0].Deadline, "a day before the message's, in UTC")
 }
 
 // A batch of 50 long messages (Telegram's 4096 each, Cyrillic) is cut to
@@ -190,7 +209,7 @@ func TestRenderBatchFitsTheWindow(t *testing.T) {
 		batch[i] = GroupMessage{MessageID: int64(i + 1), Author: "Ann", Text: long, Date: t0}
 	}
 	batch[0].Text = "short"
-	out, cut := renderBatch(batch, nil)
+	out, cut := renderBatch(batch, nil, time.FixedZone("UTC+03:00", 3*60*60))
 	require.Equal(t, 49, cut)
 	require.LessOrEqual(t, utf8.RuneCountInString(out), batchBudget+50*60, "the texts' budget plus each line's id, date and author")
 	require.Contains(t, out, "Ann: short\n")

@@ -298,6 +298,10 @@ type Notifier interface {
 	// message itself when first is set, else an edit of it, coalesced to
 	// one per interval and posted anew if it is gone).
 	Board(rv Review, first bool) []domain.Message
+	// AdminZone is the zone the admin chat reads runs' times in
+	// (ADMIN_CHAT_TIMEZONE): the model reads the messages' times in it
+	// too, so a deadline it resolves from "tomorrow" is the admins' day.
+	AdminZone() *time.Location
 }
 
 // Publisher sends events to pg_notify('analysis_runs', …); storage.Runs

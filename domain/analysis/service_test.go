@@ -94,6 +94,16 @@ const adminChatID = -900
 type adminChat struct {
 	mu     sync.Mutex
 	boards []boardCall
+	// zone is the admin chat's (nil: UTC), set before the service starts.
+	zone *time.Location
+}
+
+// AdminZone is the zone the test set, else UTC.
+func (a *adminChat) AdminZone() *time.Location {
+	if a.zone == nil {
+		return time.UTC
+	}
+	return a.zone
 }
 
 // boardCall is one Board call.
@@ -382,6 +392,31 @@ func TestRAGGivesSimilarApprovedProposals(t *testing.T) {
 	first := strings.Index(last, "- Task from")
 	require.GreaterOrEqual(t, first, 0)
 	require.True(t, strings.HasPrefix(last[first:], "- Task from 1: "), "the billing task is the most similar: %q", last)
+}
+
+// The model reads a run's messages on the admin chat's clock, the zone
+// named, not in UTC: what the admins are shown of the run is in that zone
+// too.
+func TestRunPromptIsInTheAdminChatsZone(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	oneTaskPerMessage(w)
+	tbilisi, err := time.LoadLocation("Asia/Tbilisi")
+	require.NoError(t, err)
+	w.chat.zone = tbilisi
+	s := w.service(t, w.store.Runs(), w.store.GroupChats())
+	said := time.Now().Add(-time.Hour).Truncate(time.Minute)
+	require.NoError(t, s.Record(w.ctx, analysis.GroupMessage{ChatID: -100, MessageID: 1, AuthorID: 7, Author: "Ann",
+		Text: "task: ship the release", Date: said}))
+	r, err := s.NewRun(w.ctx, 1, "24h")
+	require.NoError(t, err)
+	_, err = s.Start(w.ctx, r.ID, false)
+	require.NoError(t, err)
+	w.waitState(t, s, r.ID, analysis.Completed)
+
+	prompt := w.llm.RequestsFor("proposals")[0].Prompt
+	require.Contains(t, prompt, "Every time below is local to Asia/Tbilisi, with its offset from UTC", prompt)
+	require.Contains(t, prompt, "[id=1 "+said.In(tbilisi).Format("2006-01-02 15:04 Mon")+" +04:00] Ann: task: ship the release\n", prompt)
 }
 
 // faultyRuns and faultyChats wrap the real stores and fail one method, to

@@ -249,6 +249,15 @@ func (c *chat) Partial(r memory.PipelineRun, text string, first bool) []domain.M
 	return []domain.Message{m}
 }
 
+// Zone is the zone the user chose, else UTC: the bot's fallbacks (a
+// master's city, the language) are its own tests'.
+func (c *chat) Zone(u domain.User) *time.Location {
+	if loc, err := time.LoadLocation(u.TimeZone); err == nil && u.TimeZone != "" {
+		return loc
+	}
+	return time.UTC
+}
+
 func (c *chat) failures() []memory.PipelineRun {
 	return domaintest.Recorded(&c.mu, &c.failed)
 }

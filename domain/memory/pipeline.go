@@ -315,12 +315,13 @@ func (s *Service) analyze(ctx context.Context, r PipelineRun, rc Recall) (Pipeli
 			return Change{}, err
 		}
 		sums := current(rc.Summaries)
+		loc := s.zone(r)
 		var sb strings.Builder
-		sb.WriteString("## New message\n" + r.Query + "\n\n## Summaries of earlier conversations\n")
+		sb.WriteString(written(r, loc) + "## New message\n" + r.Query + "\n\n## Summaries of earlier conversations\n")
 		if len(sums) == 0 {
 			sb.WriteString("(none yet)\n")
 		}
-		writeSummaries(&sb, sums)
+		writeSummaries(&sb, sums, loc)
 		var a Analysis
 		if _, err := s.call(ctx, Call{Label: "memory_analyzer", System: sys, Prompt: sb.String()}, &a); err != nil {
 			return Change{}, err
@@ -341,7 +342,8 @@ func (s *Service) assemble(ctx context.Context, r PipelineRun, rc Recall) (Pipel
 		}
 		focused := focus(rc.Summaries, r.Analysis)
 		budget := s.contextBudget(asm)
-		draft, kept, logs := buildDraft(r.Query, rc.Logs, focused, mentor, budget)
+		loc := s.zone(r)
+		draft, kept, logs := buildDraft(written(r, loc), r.Query, rc.Logs, focused, mentor, loc, budget)
 		if len(kept) < len(focused) || logs < len(rc.Logs) {
 			s.log.Info("memory context trimmed to fit the model's window", "run", r.ID, "user", r.UserID,
 				"budget_tokens", budget, "window", s.cfg.Window,
@@ -355,7 +357,7 @@ func (s *Service) assemble(ctx context.Context, r PipelineRun, rc Recall) (Pipel
 		payload.WriteString("## Context notes\n" + strings.TrimSpace(notes) + "\n")
 		if len(kept) > 0 {
 			payload.WriteString("\n## Remembered from earlier conversations\n")
-			writeSummaries(&payload, kept)
+			writeSummaries(&payload, kept, loc)
 		}
 		return Change{DraftContext: draft, FinalContext: payload.String()}, nil
 	})
@@ -401,7 +403,8 @@ func (s *Service) respond(ctx context.Context, r PipelineRun) (PipelineRun, bool
 		if err != nil {
 			return Change{}, err
 		}
-		prompt := r.FinalContext + "\n## The user's message\n" + r.Query + "\n"
+		// When goes before the message, which stays the prompt's end.
+		prompt := r.FinalContext + "\n" + written(r, s.zone(r)) + "## The user's message\n" + r.Query + "\n"
 		c := Call{
 			Label: "memory_responder", System: mentor, Prompt: prompt, Strong: true,
 			Temperature: s.cfg.ResponderTemperature, MaxTokens: s.cfg.ResponderMaxTokens, Timeout: s.cfg.ResponderTimeout,
@@ -599,7 +602,7 @@ func (s *Service) summarise(ctx context.Context, r PipelineRun, rc Recall) *Summ
 			// and not what they were told.
 			answer = "(The user stopped this answer while it was being written; what they read by then:)\n" + answer
 		}
-		prompt := "## The user wrote\n" + r.Query + "\n\n## The mentor answered\n" + answer + "\n" + rememberedNow(current(known))
+		prompt := written(r, s.zone(r)) + "## The user wrote\n" + r.Query + "\n\n## The mentor answered\n" + answer + "\n" + rememberedNow(current(known))
 		_, err = s.call(ctx, Call{Label: "memory_archivist", System: sys, Prompt: prompt}, &note)
 	}
 	switch {
@@ -700,13 +703,32 @@ func (s *Service) prompt(ctx context.Context, role string) (string, error) {
 	return t, nil
 }
 
-func writeSummaries(sb *strings.Builder, sums []Summary) {
+// zone is the zone the run's user reads times in (Notifier.Zone), which
+// the models are given every time in.
+func (s *Service) zone(r PipelineRun) *time.Location {
+	if loc := s.deps.Notifier.Zone(r.reader()); loc != nil {
+		return loc
+	}
+	return time.UTC
+}
+
+// written is the prompts' section saying when the user wrote, on their
+// clock and naming their zone: the moment the model reads "today" or
+// "yesterday evening" from, and the zone of every other time the prompt
+// gives.
+func written(r PipelineRun, loc *time.Location) string {
+	return "## When\nThe user wrote at " + domain.PromptTime(r.CreatedAt, loc) +
+		", their local time; every date and time here is in their zone.\n\n"
+}
+
+// writeSummaries lists sums with the day each was remembered, in loc.
+func writeSummaries(sb *strings.Builder, sums []Summary, loc *time.Location) {
 	for _, m := range sums {
 		sb.WriteString("- ")
 		if len(m.Tags) > 0 {
 			sb.WriteString("[" + strings.Join(m.Tags, ", ") + "] ")
 		}
-		sb.WriteString(m.CreatedAt.UTC().Format("2006-01-02") + ": " + m.Summary + "\n")
+		sb.WriteString(domain.PromptDate(m.CreatedAt, loc) + ": " + m.Summary + "\n")
 	}
 }
 
@@ -736,14 +758,15 @@ func focus(sums []Summary, a *Analysis) []Summary {
 	return out
 }
 
-// buildDraft is the draft builder: the message, the recent raw logs, the
-// focused summaries and the mentor's role, within a token budget. An
-// oversized draft loses its oldest summaries first, then its oldest logs.
-// It returns the draft and the summaries kept (newest first).
-func buildDraft(query string, logs []LogEntry, sums []Summary, mentor string, budget int) (string, []Summary, int) {
+// buildDraft is the draft builder: when the user wrote (written), the
+// message, the recent raw logs, the focused summaries and the mentor's
+// role, within a token budget; each log is stamped with its time in loc.
+// An oversized draft loses its oldest summaries first, then its oldest
+// logs. It returns the draft and the summaries kept (newest first).
+func buildDraft(when, query string, logs []LogEntry, sums []Summary, mentor string, loc *time.Location, budget int) (string, []Summary, int) {
 	render := func(logs []LogEntry, sums []Summary) string {
 		var sb strings.Builder
-		sb.WriteString("## The mentor's role\n" + mentor + "\n\n## The user's new message\n" + query + "\n")
+		sb.WriteString(when + "## The mentor's role\n" + mentor + "\n\n## The user's new message\n" + query + "\n")
 		if len(logs) > 0 {
 			sb.WriteString("\n## Recent messages (newest first)\n")
 			for _, l := range logs {
@@ -751,12 +774,12 @@ func buildDraft(query string, logs []LogEntry, sums []Summary, mentor string, bu
 				if l.Type == "answer" {
 					who = "Mentor"
 				}
-				sb.WriteString(who + ": " + l.Text + "\n")
+				sb.WriteString("[" + domain.PromptStamp(l.CreatedAt, loc) + "] " + who + ": " + l.Text + "\n")
 			}
 		}
 		if len(sums) > 0 {
 			sb.WriteString("\n## Summaries of earlier conversations (newest first)\n")
-			writeSummaries(&sb, sums)
+			writeSummaries(&sb, sums, loc)
 		}
 		return sb.String()
 	}

@@ -338,6 +338,52 @@ func TestOneUsersRunsGoInOrder(t *testing.T) {
 	require.True(t, otherDone.Before(lastOfOne))
 }
 
+// Every model is given times on the user's clock, naming the zone, not in
+// UTC: "what did I say yesterday evening" from Tbilisi is read against
+// Tbilisi's evening. The message's own time, the recent messages' and the
+// days memories were kept are all local; a memory kept at 00:30 there is
+// of that day, not of the UTC day before.
+func TestPromptsAreInTheUsersZone(t *testing.T) {
+	t.Parallel()
+	b := scripted(t, 1)
+	require.NoError(t, b.store.Users().SetTimeZone(b.ctx, 1, "Asia/Tbilisi"))
+	tbilisi, err := time.LoadLocation("Asia/Tbilisi")
+	require.NoError(t, err)
+	b.start(t, b.svc)
+	b.answered(t, 1, "I moved the meeting to Friday", 10*time.Second)
+	// Monday 15:40 UTC is 19:40 in Tbilisi; 20:30 UTC is already Tuesday there.
+	b.exec(t, `UPDATE raw_logs SET created_at = '2026-11-30T15:40:00Z' WHERE user_id = 1`)
+	b.exec(t, `UPDATE lsm_storage SET created_at = '2026-11-30T20:30:00Z' WHERE user_id = 1`)
+
+	asked := b.submit(t, b.svc, 1, "What did I say yesterday evening?")
+	b.waitArchived(t, 2, 10*time.Second)
+	at := asked.CreatedAt.In(tbilisi).Format("2006-01-02 15:04 Mon") + " (+04:00, Asia/Tbilisi)"
+	when := "## When\nThe user wrote at " + at + ", their local time; every date and time here is in their zone.\n"
+	prompt := func(rule string) string {
+		t.Helper()
+		for _, p := range b.prompts(rule) {
+			if strings.Contains(p, "yesterday evening") {
+				return p
+			}
+		}
+		t.Fatalf("no %s prompt of the second message", rule)
+		return ""
+	}
+	for _, rule := range []string{"analyzer", "assembler", "responder", "archivist"} {
+		require.Contains(t, prompt(rule), when, rule)
+	}
+	require.Contains(t, prompt("analyzer"), "- [go] 2026-12-01: Summary of I moved the meeting to Friday\n")
+	draft := prompt("assembler")
+	require.Contains(t, draft, "[2026-11-30 19:40 Mon +04:00] User: I moved the meeting to Friday\n", draft)
+	require.Contains(t, draft, "[2026-11-30 19:40 Mon +04:00] Mentor: Answer to: I moved the meeting to Friday\n", draft)
+	require.Contains(t, prompt("responder"), "- [go] 2026-12-01: Summary of I moved the meeting to Friday\n")
+	require.True(t, strings.HasSuffix(prompt("responder"), "## The user's message\nWhat did I say yesterday evening?\n"),
+		"the message is still the prompt's end")
+	for _, rule := range []string{"analyzer", "assembler", "responder", "archivist"} {
+		require.NotContains(t, prompt(rule), "2026-11-30:", "%s: a UTC day", rule)
+	}
+}
+
 // A finished run whose step queued nothing (FAILED by the reaper; or
 // COMPLETED by a version that sent answers itself) is queued by finish,
 // exactly once however many orchestrators sweep it, and archived after.

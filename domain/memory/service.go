@@ -37,6 +37,10 @@ type PipelineRun struct {
 	CreatedAt   time.Time
 	// Lang is the user's language, for what the bot writes.
 	Lang string
+	// TimeZone and MasterCity are the user's (domain.User), for the zone
+	// the models are given times in (Notifier.Zone).
+	TimeZone   string
+	MasterCity string
 	// Incognito: taken in while the user's incognito was on; it is
 	// answered but leaves no memory (Runs.ArchiveIncognito).
 	Incognito bool
@@ -76,6 +80,11 @@ type Summary struct {
 	// for a page of /memory; given to Runs.Archive, the user's
 	// current ones the archivist said the exchange contradicts.
 	Supersedes []int64
+}
+
+// reader is the run's user as Notifier.Zone reads them.
+func (r PipelineRun) reader() domain.User {
+	return domain.User{ID: r.UserID, Language: r.Lang, TimeZone: r.TimeZone, MasterCity: r.MasterCity}
 }
 
 // Current says whether the memory is still true (not superseded).
@@ -378,6 +387,10 @@ type Notifier interface {
 	// drafts are refused: the placeholder message when first, else its
 	// edit. Answer and Failed replace it when r.Placeholder.
 	Partial(r PipelineRun, text string, first bool) []domain.Message
+	// Zone is the zone the user reads times in, the one /timezone shows
+	// them: the models are given times in it, so that the user's
+	// "yesterday evening" is their evening.
+	Zone(u domain.User) *time.Location
 }
 
 // Typist shows "typing…" in a chat while a run works: cosmetic, sent at
