@@ -1,15 +1,12 @@
 package migrations_test
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain/vacancy"
-	"switchboard/storage/storagetest"
 )
 
 // Searches saved before /search learned a rule, as a database of that
@@ -19,11 +16,7 @@ import (
 // changed carries its discovery over. A second run changes nothing.
 func TestCanonicalSearchesRewritesOldForms(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	_, db, p := storagetest.Migrator(t)
-	_, err := p.UpTo(ctx, 55)
-	require.NoError(t, err)
+	ctx, db, p := before(t, 55)
 
 	exec := func(q string, args ...any) {
 		t.Helper()
@@ -73,7 +66,7 @@ VALUES (11, 1, $1, $2, 'refused', '{period,currency}', now(), 'told')`, byn, byn
 	// A row that does not read as a search is left alone.
 	exec(`INSERT INTO searches (id, user_id, params, search_key) VALUES (31, 3, '{"text": 5}', $1)`, key("something"))
 
-	_, err = p.Up(ctx)
+	_, err := p.Up(ctx)
 	require.NoError(t, err)
 
 	// One line a search, by id: its user, key, state, first news and

@@ -1,13 +1,9 @@
 package migrations_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"switchboard/storage/storagetest"
 )
 
 // Matches as a database of the build before holds them, after migration
@@ -16,12 +12,8 @@ import (
 // attempts keeps its claims.
 func TestVacancyMatchFailuresFromSkipReasons(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	_, db, p := storagetest.Migrator(t)
-	_, err := p.UpTo(ctx, 59)
-	require.NoError(t, err)
-	_, err = db.ExecContext(ctx, `
+	ctx, db, p := before(t, 59)
+	_, err := db.ExecContext(ctx, `
 INSERT INTO users (id, first_name) VALUES (1, 'Ann');
 INSERT INTO vacancies (id, title, published_at) SELECT g, 'go', now() FROM generate_series(1, 7) g;
 INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, skip_reason, attempts, is_relevant, message_id, sent_at) VALUES

@@ -38,6 +38,16 @@ FROM vacancy_matches WHERE user_id = $1 AND vacancy_id = $2`, seeker, vacancyID)
 	return c
 }
 
+// claimAndDie claims the next match as a worker that dies at once would:
+// its claim lapses unclosed.
+func (b *bundle) claimAndDie(t *testing.T) {
+	t.Helper()
+	_, ok, err := b.store.Matches().Claim(b.ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 5, DetailFresh: time.Hour})
+	require.NoError(t, err)
+	require.True(t, ok)
+	b.exec(t, `UPDATE vacancy_matches SET claimed_until = now() - interval '1 second'`)
+}
+
 // tripBreaker opens the LLM's breaker as another caller of the model
 // would, three calls failing, none of them this workflow's.
 func (b *bundle) tripBreaker(t *testing.T) {
@@ -79,10 +89,7 @@ func TestWaitsNeverSkipAMatch(t *testing.T) {
 
 	require.Eventually(t, func() bool { return b.llmc.BreakerState() != llm.BreakerOpen }, 6*openFor, 20*time.Millisecond)
 	// A worker claims it and dies: its claim lapses unclosed.
-	_, ok, err := b.store.Matches().Claim(b.ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 5, DetailFresh: time.Hour})
-	require.NoError(t, err)
-	require.True(t, ok)
-	b.exec(t, `UPDATE vacancy_matches SET claimed_until = now() - interval '1 second'`)
+	b.claimAndDie(t)
 
 	require.Equal(t, 1, b.drain(t))
 	require.Equal(t, 1, b.deliverOutbox(t))
@@ -162,10 +169,7 @@ func TestFailuresAndWaitsAreCountedApart(t *testing.T) {
 	defer cancel()
 	_, _ = b.serviceWith(t, shutdownMidClaim{Matches: b.store.Matches(), stop: cancel}).ProcessNext(ctx)
 	// 5: a worker claims it and dies.
-	_, ok, err := b.store.Matches().Claim(b.ctx, vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 5, DetailFresh: time.Hour})
-	require.NoError(t, err)
-	require.True(t, ok)
-	b.exec(t, `UPDATE vacancy_matches SET claimed_until = now() - interval '1 second'`)
+	b.claimAndDie(t)
 	// 6: judged.
 	require.Equal(t, 1, b.drain(t))
 	require.Equal(t, 1, b.deliverOutbox(t))
