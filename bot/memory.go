@@ -263,6 +263,11 @@ func (u *memoryUI) prompt(r *Request) error {
 	case err != nil:
 		return err
 	}
+	if !p.Active {
+		// The message handled again (its first reply lost to a crash)
+		// after another admin's newer set: its version is kept, not in use.
+		return r.Reply(r.T("memory.prompt_saved_since_replaced", locales.Data{"Role": p.Role, "Version": p.Version}), nil)
+	}
 	u.b.deps.Log.Info("system prompt replaced", "role", p.Role, "version", p.Version, "admin", r.User.ID)
 	return r.Reply(r.T("memory.prompt_saved", locales.Data{"Role": p.Role, "Version": p.Version}), nil)
 }

@@ -47,6 +47,7 @@ func rerunUpdate(t *testing.T, env *e2e.Env, pool *pgxpool.Pool, chat int64, mes
 		}
 	}
 	require.NotNil(t, body, "the update was fetched")
+	runs := scalar[int](t, pool, `SELECT attempts FROM inbox WHERE update_id = $1`, updateID)
 	tag, err := pool.Exec(t.Context(), `UPDATE inbox SET state = 'pending', claim_token = NULL, claimed_until = NULL,
     claimed_by = NULL, next_attempt_at = now(), done_at = NULL, body = $2, chat_id = $3
 WHERE update_id = $1 AND state = 'done'`, updateID, []byte(body), chat)
@@ -59,7 +60,7 @@ WHERE update_id = $1 AND state = 'done'`, updateID, []byte(body), chat)
 	// What a second run wrote would be delivered by now; give a late
 	// sender a moment more.
 	time.Sleep(2 * time.Second)
-	require.Equal(t, 2, scalar[int](t, pool, `SELECT attempts FROM inbox WHERE update_id = $1`, updateID), "the update ran twice")
+	require.Equal(t, runs+1, scalar[int](t, pool, `SELECT attempts FROM inbox WHERE update_id = $1`, updateID), "the update ran again")
 }
 
 // A pasted vacancy link whose update runs again writes no second card
@@ -241,6 +242,17 @@ func TestPromptRerunKeepsANewerSet(t *testing.T) {
 		`SELECT count(*) FROM system_prompt_sets WHERE chat_id = $1 AND message_id = $2`, boss.ID(), sent.MessageID))
 	require.Equal(t, 1, saved(boss.ID()), "one /prompt, one confirmation")
 	require.Equal(t, 1, saved(oksana.ID()))
+
+	// Had the crash come before the first reply was written, the rerun's
+	// reply says the version is kept but another is in use, not that it is
+	// active.
+	_, err := pool.Exec(t.Context(), `DELETE FROM outbox WHERE chat_id = $1 AND body::text LIKE '%Saved: <b>mentor</b> version 2%'`, boss.ID())
+	require.NoError(t, err)
+	rerunUpdate(t, env, pool, boss.ID(), sent.MessageID)
+	require.Equal(t, "Saved: mentor version 2. Another admin has set a newer version since, and that one is in use: /prompt mentor shows it.",
+		env.TG.WaitMessageAfter(t, boss.ID(), first.MessageID, nil).Text)
+	require.Equal(t, "Be kind.", scalar[string](t, pool,
+		`SELECT prompt_template FROM system_prompts WHERE role_name = 'mentor' AND is_active`))
 
 	// The same command sent anew is a new set.
 	again := boss.SendText(boss.ID(), "/prompt mentor Be brief.")
