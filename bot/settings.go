@@ -34,7 +34,7 @@ func (u *rhythmUI) zoneLine(r *Request) string {
 	if _, from := u.b.readerZone(r.User.TimeZone, r.User.MasterCity, r.Lang); from == zoneLang {
 		key = "rhythm.zone_guessed"
 	}
-	return r.T(key, locales.Data{"Zone": locales.ZoneLabel(r.Lang, r.Zone, u.b.now()), "Offset": locales.ZoneOffset(u.b.now(), r.Zone)})
+	return r.T(key, locales.Data{"Zone": locales.ZoneLabel(r.Lang, r.Zone, u.b.today()), "Offset": locales.ZoneOffset(u.b.today(), r.Zone)})
 }
 
 // Button actions of /settings (one id: the knob's value, see vacancy.Knob)
@@ -163,7 +163,7 @@ func (u *rhythmUI) rhythmText(r *Request, rh vacancy.Rhythm) string {
 	lines := []string{r.T("rhythm.header"), ""}
 	// The daily times carry the moments they next come, from the next
 	// digest on where there is one (the rhythm's own clock).
-	from := u.b.now()
+	from := u.b.today()
 	if digest {
 		next := u.r.NextDigest(r.User, rh)
 		if !next.IsZero() {
