@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -62,7 +63,7 @@ func waitStatus(t *testing.T, env *e2e.Env, chatID, order int64, want string) tg
 // the new one opens for Dan.
 func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 	t.Parallel()
-	env, pool, boss := startDispatch(t)
+	env, pool, boss := startDispatch(t, nil)
 	ann := env.TG.User(761, "Ann", "en")
 	ann.SetUsername("ann_fixes")
 	cora := env.TG.User(762, "Cora", "en")
@@ -277,7 +278,7 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 // the master and the admins are told.
 func TestDispatchCustomerCancels(t *testing.T) {
 	t.Parallel()
-	env, pool, boss := startDispatch(t)
+	env, pool, boss := startDispatch(t, nil)
 	ann := env.TG.User(771, "Ann", "en")
 	cora := env.TG.User(772, "Cora", "ru")
 	register(t, env, ann, "Odesa Center plumbing")
@@ -363,12 +364,15 @@ func logTranscript(t *testing.T, env *e2e.Env, chats map[string]int64) {
 }
 
 // startDispatch is a replica with the admin chat's live log, offers that
-// wait an hour and no periodic distribution: the dispatch tests' world.
-func startDispatch(t *testing.T) (*e2e.Env, *pgxpool.Pool, *tgfake.Person) {
+// wait an hour and no periodic distribution: the dispatch tests' world,
+// with settings (nil: none) added to it or overriding it.
+func startDispatch(t *testing.T, settings map[string]string) (*e2e.Env, *pgxpool.Pool, *tgfake.Person) {
 	t.Helper()
 	env := e2e.New(t)
 	env.TG.Group(adminChat, "Dispatch log")
-	env.Start(map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminChat), "OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h"})
+	all := map[string]string{"ADMIN_CHAT_ID": fmt.Sprint(adminChat), "OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h"}
+	maps.Copy(all, settings)
+	env.Start(all)
 	return env, db(t, env), env.TG.User(e2e.AdminID, "Boss", "en")
 }
 
@@ -415,7 +419,7 @@ func TestDispatchCustomerReadsInTheirLanguage(t *testing.T) {
 	}} {
 		t.Run(w.lang, func(t *testing.T) {
 			t.Parallel()
-			env, pool, boss := startDispatch(t)
+			env, pool, boss := startDispatch(t, nil)
 			master := env.TG.User(781, w.master, w.lang)
 			customer := env.TG.User(782, "Лука", w.lang)
 			require.Contains(t, ask(t, env, master, master.ID(), "/master Odesa Center plumbing").Text, w.registered)

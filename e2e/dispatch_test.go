@@ -317,7 +317,7 @@ func waitEdited(t *testing.T, env *e2e.Env, msg tgfake.BotMessage, want func(tgf
 // the admins see. Every step is in the database and the live log.
 func TestDispatchOrderDetailsAndMasterSteps(t *testing.T) {
 	t.Parallel()
-	env, pool, boss := startDispatch(t)
+	env, pool, boss := startDispatch(t, nil)
 	ann := env.TG.User(741, "Ann", "en")
 	bob := env.TG.User(742, "Bob", "en")
 	carl := env.TG.User(743, "Carl", "en")
@@ -531,15 +531,10 @@ func TestDispatchCopyButtonsFallBackOnAnOlderServer(t *testing.T) {
 // message after a step) are gone with OUTBOX_RETENTION. The order stays.
 func TestDispatchCustomerDataGoesWithRetention(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	env.TG.Group(adminChat, "Dispatch log")
-	env.Start(map[string]string{
-		"ADMIN_CHAT_ID": fmt.Sprint(adminChat), "OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h",
+	env, pool, boss := startDispatch(t, map[string]string{
 		"AUTOCLOSE_AFTER": "1s", "AUTOCLOSE_INTERVAL": "1s",
 		"RETAIN_ORDER_CONTACTS": "2s", "OUTBOX_RETENTION": "2s", "PRUNE_INTERVAL": "1s",
 	})
-	pool := db(t, env)
-	boss := env.TG.User(e2e.AdminID, "Boss", "en")
 	dan := env.TG.User(751, "Dan", "en")
 	register(t, env, dan, "Kherson Center plumbing")
 	order := createOrder(t, env, boss, orderWithCustomer("Kherson Center", 500))
@@ -1089,14 +1084,9 @@ func TestDispatchButtonsSayWhatTheyDo(t *testing.T) {
 // Bob, who takes it.
 func TestDispatchBlockedMasterCannotTakeAnEarlierOffer(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	env.TG.Group(adminChat, "Dispatch log")
-	env.Start(map[string]string{
-		"ADMIN_CHAT_ID": fmt.Sprint(adminChat), "OFFER_SLA": "1h", "DISTRIBUTION_INTERVAL": "1h",
+	env, pool, boss := startDispatch(t, map[string]string{
 		"COMMISSION_DEADLINE": "1h", "COMMISSION_INTERVAL": "1s",
 	})
-	pool := db(t, env)
-	boss := env.TG.User(e2e.AdminID, "Boss", "en")
 	ann := env.TG.User(751, "Ann", "en")
 	bob := env.TG.User(752, "Bob", "en")
 	register(t, env, ann, "Kyiv Podil plumbing")

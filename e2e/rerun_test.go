@@ -104,7 +104,7 @@ func TestPastedLinkRerunSendsOneCard(t *testing.T) {
 // message: orders.customer_joined_by); a new /start shows the status anew.
 func TestCustomerJoinRerunTellsOnce(t *testing.T) {
 	t.Parallel()
-	env, pool, boss := startDispatch(t)
+	env, pool, boss := startDispatch(t, nil)
 	cora := env.TG.User(762, "Cora", "en")
 	confirm := ask(t, env, boss, boss.ID(), "/order "+orderWithCustomer("Odesa Center", 1200))
 	order := int64(scalar[int](t, pool, `SELECT max(id) FROM orders`))
@@ -148,7 +148,7 @@ func TestCustomerJoinRerunTellsOnce(t *testing.T) {
 // twice.
 func TestRerunOfAnOrderCreatesAndSaysOnce(t *testing.T) {
 	t.Parallel()
-	env, pool, boss := startDispatch(t)
+	env, pool, boss := startDispatch(t, nil)
 	sent := boss.SendText(boss.ID(), "/order "+orderWithCustomer("Odesa Center", 1200))
 	created := func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "created: plumbing") }
 	env.TG.WaitMessageAfter(t, boss.ID(), sent.MessageID, created)
