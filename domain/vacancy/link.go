@@ -177,25 +177,7 @@ func (s *Service) judgeLinked(ctx context.Context, userID, vacancyID int64, mess
 	if err != nil || !ok {
 		return 0, false, err
 	}
-	// A match this paste created goes if it is not judged now: a link
-	// pasted is a question, not a search, so a failure leaves nothing for
-	// the workers. One that was there before goes back as it was claimed.
-	giveUp := func() {
-		rctx, cancel := detached(ctx)
-		defer cancel()
-		if from == "" {
-			if _, err := s.deps.Matches.Delete(rctx, m.ID, m.ClaimToken, nil); err != nil {
-				s.log.Error("delete a linked match not judged", "match", m.ID, "err", err)
-			}
-			return
-		}
-		// No wait counted: a paste is the user's question, not a turn of
-		// the queue's.
-		if err := s.deps.Matches.PutBack(rctx, m.ID, m.ClaimToken, 0, ""); err != nil {
-			s.log.Error("release a linked match not judged", "match", m.ID, "err", err)
-		}
-		s.Wake()
-	}
+	giveUp := func() { s.giveUpLinked(ctx, m, from) }
 
 	if j.verdict == nil {
 		verdict, err := s.judge(ctx, u, j.vacancy)
@@ -227,6 +209,27 @@ func (s *Service) judgeLinked(ctx context.Context, userID, vacancyID int64, mess
 		return PastedOnItsWay, true, nil
 	}
 	return PastedCard, true, nil
+}
+
+// giveUpLinked ends a paste's claim of m, not judged: a match the paste
+// created (from is "") goes, since a link pasted is a question, not a
+// search, and a failure leaves nothing for the workers; one that was there
+// before goes back as it was claimed.
+func (s *Service) giveUpLinked(ctx context.Context, m Match, from Status) {
+	rctx, cancel := detached(ctx)
+	defer cancel()
+	if from == "" {
+		if _, err := s.deps.Matches.Delete(rctx, m.ID, m.ClaimToken, nil); err != nil {
+			s.log.Error("delete a linked match not judged", "match", m.ID, "err", err)
+		}
+		return
+	}
+	// No wait counted: a paste is the user's question, not a turn of the
+	// queue's.
+	if err := s.deps.Matches.PutBack(rctx, m.ID, m.ClaimToken, 0, ""); err != nil {
+		s.log.Error("release a linked match not judged", "match", m.ID, "err", err)
+	}
+	s.Wake()
 }
 
 // fetchLinked asks HH for the vacancy's detail. A vacancy HH no longer
