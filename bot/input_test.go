@@ -37,7 +37,7 @@ const (
 )
 
 // TestUnreadKindsAnsweredInPrivate: a sticker, voice note, video, contact,
-// dice, photo, document or location sent in private to a bot with
+// dice, poll, photo, document or location sent in private to a bot with
 // no workflow that reads it is answered, in the user's language, as a
 // reply to it — not met with silence; an album is answered once. In a
 // group nothing is said.
@@ -53,6 +53,7 @@ func TestUnreadKindsAnsweredInPrivate(t *testing.T) {
 		func() tgfake.Message { return ola.SendKind(ola.ID(), tgfake.KindAnimation) },
 		func() tgfake.Message { return ola.SendKind(ola.ID(), tgfake.KindContact) },
 		func() tgfake.Message { return ola.SendKind(ola.ID(), tgfake.KindDice) },
+		func() tgfake.Message { return ola.SendKind(ola.ID(), tgfake.KindPoll) },
 		func() tgfake.Message { return ola.SendPhoto(ola.ID(), "що це?") },
 		func() tgfake.Message {
 			return ola.SendDocument(ola.ID(), "cv.pdf", "application/pdf", []byte("%PDF-1.4"))
@@ -80,6 +81,7 @@ func TestUnreadKindsAnsweredInPrivate(t *testing.T) {
 	group := tb.srv.Group(-500, "Friends")
 	first := ola.SendKind(group.ID, tgfake.KindSticker)
 	ola.SendKind(group.ID, tgfake.KindVoice)
+	ola.SendKind(group.ID, tgfake.KindPoll)
 	ola.SendPhoto(group.ID, "")
 	require.Empty(t, tb.until(t, ola, group.ID, first.MessageID-1), "group chatter is the group's")
 }

@@ -113,7 +113,22 @@ func (p *orderedPoller) handle(b *tele.Bot, u tele.Update) {
 			p.log.Error("update panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()), "update", u.ID)
 		}
 	}()
-	b.ProcessUpdate(u)
+	route(b, u)
+}
+
+// route runs u through tb's handlers. telebot has no endpoint for a
+// message holding a poll (OnPoll is a poll's state changing, and is not
+// called for it): such a message goes where the other kinds nothing reads
+// go, so a user who sends one in private is answered, not met with silence.
+func route(tb *tele.Bot, u tele.Update) {
+	if m := u.Message; m != nil && m.Poll != nil {
+		c := tb.NewContext(u)
+		if err := tb.Trigger(tele.OnMedia, c); err != nil {
+			tb.OnError(err, c)
+		}
+		return
+	}
+	tb.ProcessUpdate(u)
 }
 
 // orderKey is the chat whose updates u must stay in order with: the chat
@@ -332,7 +347,7 @@ func (p *inboxPoller) handle(u tele.Update, retried bool) (out inboxOutcome) {
 			out.panicked = true
 		}
 	}()
-	p.b.tb.ProcessUpdate(u)
+	route(p.b.tb, u)
 	return out
 }
 
