@@ -298,7 +298,7 @@ func (a *app) buildResume(notes *bot.Renderer) (*resume.Service, error) {
 	return resume.NewService(resume.Config{
 		MaxBytes: int64(cfg.ResumeMaxFileMB) << 20, MaxPages: cfg.ResumeMaxPages, MaxProfile: vacancy.MaxProfile, Claimer: a.beats.Claimer(),
 	}, resume.Deps{
-		Drafts: a.store.ProfileDrafts(), Notifier: notes, Log: a.log,
+		Drafts: a.store.ProfileDrafts(), Notifier: notes, Log: a.log, Registerer: a.reg,
 		Files:     bot.TelegramFiles{Client: a.tg},
 		Extractor: resume.Isolated{Run: extractRun(cfg.ResumeReadTimeout)},
 		LLM:       llm.Port{Client: a.llm, Label: "resume_profile", Invalid: resume.ErrInvalidAnswer, Refusal: resume.ErrLLMRefused},
@@ -346,7 +346,7 @@ func (a *app) buildTasks(notes *bot.Renderer) (*tasks.Service, error) {
 		}
 		trackers[tasks.KindWebhook] = wh
 	}
-	return tasks.NewService(tasks.Config{Claimer: a.beats.Claimer()}, a.store.Tasks(), trackers,
+	return tasks.NewService(tasks.Config{Claimer: a.beats.Claimer(), Registerer: a.reg}, a.store.Tasks(), trackers,
 		storage.TaskNotices{Notices: a.store.Notices()}, notes, a.log.With("component", "tasks")), nil
 }
 
@@ -538,9 +538,12 @@ func (a *app) run(ctx context.Context) error {
 // jobs and stopped together after the bot.
 func (a *app) services() []service.Service {
 	notices := outage.Deps{Notices: a.store.Notices(), Wake: a.out.Wake, Log: a.log}
-	listen := func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
-		a.store.Listen(ctx, []string{ch}, onConnect, func(_, payload string) { onNotify(payload) })
+	r := domain.NewRegistrar(a.reg)
+	panics := domain.NewPanics(r) // the workflows' counter, shared
+	if err := r.Err(); err != nil {
+		a.log.Error("listen: panics not counted", "err", err)
 	}
+	listen := listenContained(a.store, panics, a.log)
 	loops := []service.Service{
 		outage.LLM(notices, a.llm, a.bot.LLMNotice),
 		outage.HH(notices, a.hh, a.bot.HHNotice, a.vac.Wake),
@@ -558,6 +561,23 @@ func (a *app) services() []service.Service {
 		}
 	}
 	return loops
+}
+
+// listenContained is store's Listen on one channel, as the workflows take
+// it. A callback that panics fails its one notification (a hint: the sweep
+// behind every channel makes up for it), not the listener's loop, and with
+// it the process.
+func listenContained(store *storage.Store, panics domain.Panics, log *slog.Logger) domain.Listen {
+	return func(ctx context.Context, ch string, onConnect func(), onNotify func(string)) {
+		where := "listen_" + ch
+		if onConnect != nil {
+			connected := onConnect
+			onConnect = func() { _ = panics.Contain(log, where, nil, connected) }
+		}
+		store.Listen(ctx, []string{ch}, onConnect, func(_, payload string) {
+			_ = panics.Contain(log, where, payload, func() { onNotify(payload) })
+		})
+	}
 }
 
 // httpHandler is /healthz, /metrics and /readyz with its checks and reports.

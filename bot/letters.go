@@ -165,6 +165,8 @@ func (rd *Renderer) LetterFailed(d vacancy.LetterData) []domain.Message {
 		key = "letter.failed_invalid"
 	case vacancy.LetterFailedAttempts:
 		key = "letter.failed_interrupted"
+	case vacancy.LetterFailedPanic:
+		key = "letter.failed_bug"
 	}
 	text := cat.T(lang, key, locales.Data{"Vacancy": locales.HTML(letterVacancy(d.Vacancy))})
 	data, err := Encode(actionLetterRetry, l.ID)

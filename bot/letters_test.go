@@ -108,6 +108,7 @@ func TestLetterFailedMessage(t *testing.T) {
 		vacancy.LetterFailedRefused:  "is unavailable at the moment",
 		vacancy.LetterFailedInvalid:  "was not a usable cover letter",
 		vacancy.LetterFailedAttempts: "was interrupted several times",
+		vacancy.LetterFailedPanic:    "Something went wrong on my side",
 	} {
 		d := letterData("")
 		d.Letter.State, d.Letter.Failure = vacancy.LetterFailed, failure

@@ -33,6 +33,10 @@ type Workers struct {
 	Sweep time.Duration
 	Clock clockwork.Clock
 	Log   *slog.Logger
+	// Panics contains a panic that got past Next's own handling of its
+	// item (in the item's failure path, say): the loop goes on and the item
+	// is left to its lease. Zero: contained, logged, not counted.
+	Panics Panics
 
 	once sync.Once
 	wake chan struct{}
@@ -91,13 +95,19 @@ func (w *Workers) loop(ctx context.Context, n int) {
 			w.sleep(ctx, d)
 			continue
 		}
-		worked, err := w.Next(ctx)
-		if err != nil {
+		var worked bool
+		var err error
+		panicked := w.Panics.Contain(w.Log, w.Name, nil, func() { worked, err = w.Next(ctx) })
+		if err != nil || panicked != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			// Nothing was claimed, so nothing is lost: wait and retry.
-			w.Log.Error(w.Name, "worker", n, "err", err, "retry_in", backoff)
+			if panicked == nil {
+				// Nothing was claimed, so nothing is lost: wait and retry.
+				w.Log.Error(w.Name, "worker", n, "err", err, "retry_in", backoff)
+			}
+			// Contain logged a panic; a claim that panics every time
+			// must not spin, so it backs off as a failing one does.
 			w.sleep(ctx, backoff)
 			backoff = min(backoff*2, 30*time.Second)
 			continue

@@ -172,7 +172,9 @@ func (s *Sender) Run(ctx context.Context) {
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done(); s.Wake() }()
-				s.deliver(ctx, r)
+				if err := s.m.panics.Contain(s.log, "outbox_row", r.ID, func() { s.deliver(ctx, r) }); err != nil {
+					s.setAside(ctx, r, err)
+				}
 			}()
 		}
 		if len(rows) == free && free > 0 {
@@ -261,6 +263,29 @@ func (s *Sender) deliver(ctx context.Context, r domain.Queued) {
 			s.m.failed.WithLabelValues(r.Kind).Inc()
 		}
 		log.Error("telegram refused a message: a bug", "err", err, "text", text)
+	}
+}
+
+// setAside fails a row whose delivery panicked, as one Telegram refuses
+// as malformed: a bug, which sent again would panic again. Left claimed,
+// the row would come back after its lease, panic a sender each time and
+// hold every later row of its chat's lane behind it for ever. A row whose
+// delivery was recorded before the panic is no longer its claim's, and
+// stays as it is.
+func (s *Sender) setAside(ctx context.Context, r domain.Queued, cause error) {
+	var ok bool
+	if err := s.save(ctx, "set a panicking outbox row aside", r.ID, func(ctx context.Context) error {
+		var err error
+		ok, err = s.store.End(ctx, r.ID, r.Token, "failed", cause.Error())
+		return err
+	}); err != nil {
+		// The claim lapses instead, and the row panics once more.
+		s.log.Error("set a panicking outbox row aside", "row", r.ID, "err", err)
+		return
+	}
+	if ok {
+		s.m.failed.WithLabelValues(r.Kind).Inc()
+		s.log.Error("outbox row set aside: its delivery panicked", "row", r.ID, "chat", r.ChatID, "kind", r.Kind)
 	}
 }
 
@@ -565,7 +590,10 @@ func (s *Sender) drop(ctx context.Context, r domain.Queued, why string) {
 
 func (s *Sender) afterDrop(ctx context.Context, kind string, ref int64) {
 	if h := s.hooks[kind]; h != nil && ref != 0 {
-		h(ctx, ref)
+		// One hook's panic must not skip the hooks of the chat's other
+		// dropped rows; what it failed to move on is left to its own
+		// deadline (an offer's expiry).
+		_ = s.m.panics.Contain(s.log, "outbox_drop_hook", ref, func() { h(ctx, ref) })
 	}
 }
 
@@ -659,6 +687,7 @@ type metrics struct {
 	retried, dropped *prometheus.CounterVec
 	throttled        prometheus.Counter
 	age              prometheus.Histogram
+	panics           domain.Panics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -666,7 +695,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		sent: r.CounterVec("outbox_sent_total", "Messages Telegram accepted, by kind.", "kind"),
 		failed: r.CounterVec("outbox_failed_total",
-			"Messages Telegram refused as bad requests (bugs), by kind.", "kind"),
+			"Messages failed for good, Telegram refusing them as bad requests or their delivery panicking (bugs), by kind.", "kind"),
 		retried: r.CounterVec("outbox_retried_total",
 			"Deliveries put back for later, by kind and reason (paced, flood, transient).", "kind", "reason"),
 		dropped: r.CounterVec("outbox_dropped_total",
@@ -675,6 +704,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		age: r.Histogram("outbox_queue_age_seconds",
 			"Time from a message's row being written to Telegram accepting it.",
 			[]float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 1800}),
+		panics: domain.NewPanics(r),
 	}
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("delivery metrics: %w", err)

@@ -110,7 +110,10 @@ func (s *Service) Start(ctx context.Context, id int64, rag bool) (Run, error) {
 	s.event(ctx, Event{Kind: EventStarted, Run: r})
 	go func() {
 		defer s.exec.Done()
-		s.execute(base, r)
+		// A panic past the steps (in failing or completing the run) leaves
+		// it running, its lease no longer renewed: the reaper fails it as
+		// interrupted, as when the executor's replica died.
+		_ = s.m.panics.Contain(s.log, "analysis_executor", r.ID, func() { s.execute(base, r) })
 	}()
 	return r, nil
 }

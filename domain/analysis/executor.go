@@ -29,6 +29,12 @@ type stepError struct {
 
 func (e *stepError) Error() string { return fmt.Sprintf("%s: %v", e.step, e.err) }
 
+// failed is err at the step (and batch) e names.
+func (e stepError) failed(err error) *stepError {
+	e.err = err
+	return &e
+}
+
 // execute runs a started run's steps (started_at was set by the start)
 // and completes or fails it. ctx is the service's: a shutdown fails the
 // run as interrupted rather than leave it running.
@@ -37,7 +43,13 @@ func (s *Service) execute(ctx context.Context, r Run) {
 	defer stopLease()
 	go s.keepLease(leaseCtx, r.ID)
 
-	err := s.steps(ctx, &r)
+	var at stepError // the step under way, which a panic fails
+	var err error
+	if perr := s.m.panics.Contain(s.log, "analysis_run", r.ID, func() { err = s.steps(ctx, &r, &at) }); perr != nil {
+		// The run fails at the step that panicked, as at one that failed:
+		// started again it would only panic again.
+		err = at.failed(perr)
+	}
 	stopLease()
 	if err == nil {
 		done, ok, cerr := s.deps.Runs.Complete(context.WithoutCancel(ctx), r.ID, s.renderEvent(EventCompleted))
@@ -82,38 +94,41 @@ func (s *Service) execute(ctx context.Context, r Run) {
 }
 
 // steps is the executor's work after started_at: fetch, prefilter, batch,
-// then per batch proposals, save, progress.
-func (s *Service) steps(ctx context.Context, r *Run) error {
+// then per batch proposals, save, progress. at follows the step under way.
+func (s *Service) steps(ctx context.Context, r *Run, at *stepError) error {
+	at.step = StepFetch
 	msgs, err := s.deps.Chats.Window(ctx, r.ID, r.From, r.To, r.Filters.ChatID)
 	if err != nil {
-		return &stepError{step: StepFetch, err: err}
+		return at.failed(err)
 	}
+	at.step = StepBatch
 	filtered := Prefilter(msgs, r.Filters)
 	batches := Batch(filtered, s.cfg.BatchGap, s.cfg.BatchSize)
 	if len(filtered) > 0 && len(batches) == 0 {
-		return &stepError{step: StepBatch, err: errors.New("messages left after the prefilter but no batch")}
+		return at.failed(errors.New("messages left after the prefilter but no batch"))
 	}
 	// The board is posted with the counts, and edited with each batch's
 	// save (the edits coalesce to one per interval in the outbox).
 	updated, err := s.deps.Runs.SetProgress(ctx, r.ID, len(msgs), len(filtered), len(batches), s.renderBoard(true))
 	if err != nil {
-		return &stepError{step: StepBatch, err: err}
+		return at.failed(err)
 	}
 	*r = updated
 	s.event(ctx, Event{Kind: EventProgress, Run: *r})
 	for i, b := range batches {
-		n := i + 1
+		at.step, at.batch = StepProposals, i+1
 		if err := ctx.Err(); err != nil {
-			return &stepError{step: StepProposals, batch: n, err: err}
+			return at.failed(err)
 		}
 		start := s.deps.Clock.Now()
 		ps, err := s.propose(ctx, *r, b)
 		if err != nil {
-			return &stepError{step: StepProposals, batch: n, err: err}
+			return at.failed(err)
 		}
-		saved, created, err := s.deps.Runs.SaveProposalBatch(ctx, r.ID, n, len(b), ps, s.renderBoard(false))
+		at.step = StepSave
+		saved, created, err := s.deps.Runs.SaveProposalBatch(ctx, r.ID, at.batch, len(b), ps, s.renderBoard(false))
 		if err != nil {
-			return &stepError{step: StepSave, batch: n, err: err}
+			return at.failed(err)
 		}
 		*r = saved
 		if len(created) > 0 {

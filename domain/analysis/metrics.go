@@ -10,6 +10,7 @@ type metrics struct {
 	runs      *prometheus.CounterVec // runs entering each state
 	decisions *prometheus.CounterVec
 	batch     prometheus.Histogram // one batch: LLM, save, post
+	panics    domain.Panics
 }
 
 // newMetrics builds the workflow's metrics on r (domain.Prepare).
@@ -20,5 +21,6 @@ func newMetrics(r *domain.Registrar) *metrics {
 		batch: r.Histogram("analysis_batch_seconds",
 			"Time to turn one batch into saved proposals.",
 			prometheus.DefBuckets),
+		panics: domain.NewPanics(r),
 	}
 }

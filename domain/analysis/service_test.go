@@ -26,7 +26,9 @@ import (
 )
 
 type world struct {
-	ctx   context.Context
+	ctx context.Context
+	// reg is the first service's registry.
+	reg   *prometheus.Registry
 	store *storage.Store
 	llm   *llmtest.Server
 	llmc  *llm.Client
@@ -47,9 +49,13 @@ func newWorld(t *testing.T) *world {
 // wrappers of them) and serves it until the test ends.
 func (w *world) service(t *testing.T, runs analysis.Runs, chats analysis.Chats) *analysis.Service {
 	t.Helper()
+	reg := prometheus.NewRegistry()
+	if w.reg == nil {
+		w.reg = reg
+	}
 	s, err := analysis.NewService(analysis.Config{}, analysis.Deps{
 		Runs: runs, Chats: chats, LLM: w.port, Notifier: w.chat, Publisher: w.store.Runs(),
-		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
+		Log: slog.New(slog.DiscardHandler), Registerer: reg,
 	})
 	require.NoError(t, err)
 	domaintest.Run(t, w.ctx, s.Serve)
@@ -158,6 +164,16 @@ type embedLog struct {
 	analysis.LLM
 	mu    sync.Mutex
 	calls [][]string
+	// panicOn makes JSON panic for a prompt holding it, as a bug on an
+	// odd answer would.
+	panicOn string
+}
+
+func (e *embedLog) JSON(ctx context.Context, system, prompt string, out any) error {
+	if e.panicOn != "" && strings.Contains(prompt, e.panicOn) {
+		panic("a bug on the answer about " + e.panicOn)
+	}
+	return e.LLM.JSON(ctx, system, prompt, out)
 }
 
 func (e *embedLog) Embed(ctx context.Context, texts []string) ([][]float32, error) {

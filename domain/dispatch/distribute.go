@@ -118,16 +118,26 @@ func (s *Service) distributeOwed(ctx context.Context, orderID int64) {
 func (s *Service) step(ctx context.Context, orderID int64,
 	next func(context.Context, int64, time.Duration, Gate, domain.Render[Changed]) (Offer, Order, Outcome, error)) {
 	st := s.newStory()
-	f, _, outcome, err := next(ctx, orderID, s.cfg.OfferSLA, s.gate(), st.tell(func(c Changed) {
-		if len(c.Offers) == 0 {
-			st.event(Event{Kind: EventUnassignable, OrderID: c.Order.ID, Round: c.Order.Round})
-			return
-		}
-		f := c.Offers[0]
-		m, _ := masterOf(c, f.MasterID)
-		st.offer(m, c.Order, f)
-		st.event(Event{Kind: EventOfferSent, OrderID: c.Order.ID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m), Round: f.Round})
-	}))
+	var f Offer
+	var outcome Outcome
+	var err error
+	// A panic (the renderer on this order's offer, say) is this step's
+	// failure: its transaction rolled back, the order is still owed a step
+	// and the other orders' steps go on.
+	if perr := s.m.panics.Contain(s.log, "dispatch_step", orderID, func() {
+		f, _, outcome, err = next(ctx, orderID, s.cfg.OfferSLA, s.gate(), st.tell(func(c Changed) {
+			if len(c.Offers) == 0 {
+				st.event(Event{Kind: EventUnassignable, OrderID: c.Order.ID, Round: c.Order.Round})
+				return
+			}
+			f := c.Offers[0]
+			m, _ := masterOf(c, f.MasterID)
+			st.offer(m, c.Order, f)
+			st.event(Event{Kind: EventOfferSent, OrderID: c.Order.ID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m), Round: f.Round})
+		}))
+	}); perr != nil {
+		err = perr
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			// The step rolled back and left the order owed a step, as

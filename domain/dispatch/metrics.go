@@ -13,6 +13,7 @@ type metrics struct {
 	sweep   prometheus.Histogram   // the watchdog statement
 	blocked prometheus.Counter
 	ratings *prometheus.CounterVec // customers' ratings by stars
+	panics  domain.Panics
 }
 
 // newMetrics builds the workflow's metrics on r (domain.Prepare).
@@ -28,5 +29,6 @@ func newMetrics(r *domain.Registrar) *metrics {
 			prometheus.DefBuckets),
 		blocked: r.Counter("dispatch_masters_blocked_total", "Masters blocked for overdue commission."),
 		ratings: r.CounterVec("dispatch_ratings_total", "Customers' ratings of finished orders, by stars.", "stars"),
+		panics:  domain.NewPanics(r),
 	}
 }

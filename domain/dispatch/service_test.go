@@ -28,6 +28,8 @@ type world struct {
 	store *storage.Store
 	tg    *recorder
 	cfg   dispatch.Config
+	// reg, when set, takes the metrics of the services built after.
+	reg *prometheus.Registry
 }
 
 func newWorld(t *testing.T, cfg dispatch.Config) *world {
@@ -48,8 +50,12 @@ func (w *world) service(t *testing.T) *dispatch.Service {
 	// Warnings and errors go to the test's output, shown when it fails:
 	// a stalled order then says why (CI saw one once, not reproduced).
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var reg prometheus.Registerer = prometheus.NewRegistry()
+	if w.reg != nil {
+		reg = w.reg
+	}
 	s, err := dispatch.NewService(w.cfg, dispatch.Deps{
-		Orders: w.store.Orders(), Masters: w.store.Masters(), Notifier: w.tg, Log: log, Registerer: prometheus.NewRegistry(),
+		Orders: w.store.Orders(), Masters: w.store.Masters(), Notifier: w.tg, Log: log, Registerer: reg,
 	})
 	require.NoError(t, err)
 	return s
@@ -125,17 +131,26 @@ type recorder struct {
 	// customer are what the orders' customers were told.
 	customer []dispatch.CustomerUpdate
 	relays   []dispatch.RelayNote
+	// panicOffer and panicClosed make Offer and Closed panic for the
+	// offers of that order, as a renderer's bug on one order would.
+	panicOffer, panicClosed atomic.Int64
 }
 
 // liveLogChat is the admin chat the recorder's live-log lines go to.
 const liveLogChat = -100
 
 func (r *recorder) Offer(m dispatch.Master, _ dispatch.Order, f dispatch.Offer) []domain.Message {
+	if f.OrderID == r.panicOffer.Load() {
+		panic(fmt.Sprint("a renderer's bug on the offer of order ", f.OrderID))
+	}
 	domaintest.Record(&r.mu, &r.sent, f)
 	return []domain.Message{{ChatID: m.UserID, Kind: domain.KindOffer, Ref: f.ID, Key: fmt.Sprint("offer:", f.ID), Text: "offer"}}
 }
 
 func (r *recorder) Closed(m dispatch.Master, _ dispatch.Order, f dispatch.Offer) []domain.Message {
+	if f.OrderID == r.panicClosed.Load() {
+		panic(fmt.Sprint("a renderer's bug on the closing edit of order ", f.OrderID))
+	}
 	domaintest.Record(&r.mu, &r.closed, f)
 	return []domain.Message{{ChatID: m.UserID, Kind: domain.KindOfferClose, Ref: f.ID, Key: fmt.Sprint("offer:", f.ID), Edit: true, Text: string(f.State)}}
 }

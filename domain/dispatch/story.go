@@ -66,6 +66,18 @@ func (st *story) tell(fill func(Changed)) domain.Render[Changed] {
 	}
 }
 
+// contain tells one item's part of the story with fn, keeping a panic in
+// it to that item (where and id name it): what fn added is left out, and
+// the change commits without it. An expired offer whose closing edit
+// cannot be rendered keeps its buttons, whose press is refused as the
+// offer is closed.
+func (st *story) contain(where string, id int64, fn func()) {
+	msgs, events := len(st.msgs), len(st.events)
+	if st.s.m.panics.Contain(st.s.log, where, id, fn) != nil {
+		st.msgs, st.events = st.msgs[:msgs], st.events[:events]
+	}
+}
+
 // offerEvents is the Render of a master's offer changing (pressed, or
 // taken back undelivered): the events kinds, each naming the offer, its
 // order and the master.

@@ -63,9 +63,13 @@ func (s *Service) sweep(ctx context.Context) ([]Offer, error) {
 	st := s.newStory()
 	expired, err := s.deps.Orders.ExpireOffers(ctx, s.cfg.Claimer, st.tell(func(c Changed) {
 		for _, f := range c.Offers {
-			m, _ := masterOf(c, f.MasterID)
-			st.closed(m, orderOf(c, f.OrderID), f)
-			st.event(Event{Kind: EventOfferExpired, OrderID: f.OrderID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m), Round: f.Round})
+			// One statement expires every offer due: a panic rendering one
+			// offer's edit must not hold back the expiry of all of them.
+			st.contain("dispatch_expiry", f.ID, func() {
+				m, _ := masterOf(c, f.MasterID)
+				st.closed(m, orderOf(c, f.OrderID), f)
+				st.event(Event{Kind: EventOfferExpired, OrderID: f.OrderID, OfferID: f.ID, MasterID: f.MasterID, Master: known(m), Round: f.Round})
+			})
 		}
 	}))
 	s.m.sweep.Observe(s.deps.Clock.Since(start).Seconds())

@@ -33,6 +33,8 @@ type bundle struct {
 	drafts memory.Drafts
 	cfg    memory.Config
 	svc    *memory.Service
+	// reg is b.svc's registry.
+	reg *prometheus.Registry
 	// archivist is script's archivist rule.
 	archivist *llmtest.Rule
 }
@@ -50,6 +52,7 @@ func setup(t *testing.T, opts ...option) *bundle {
 		store: storagetest.New(t),
 		llm:   testkit.Closing(t, llmtest.New()),
 		chat:  &chat{},
+		reg:   prometheus.NewRegistry(),
 		cfg:   memory.Config{Workers: 4, StageLease: 30 * time.Second, Backoff: 10 * time.Millisecond, SweepInterval: time.Hour},
 	}
 	for _, o := range opts {
@@ -70,9 +73,13 @@ func (b *bundle) service(t *testing.T) *memory.Service {
 // refuses some saves, say).
 func (b *bundle) serviceOver(t *testing.T, runs memory.Runs) *memory.Service {
 	t.Helper()
+	reg := b.reg
+	if b.svc != nil {
+		reg = prometheus.NewRegistry()
+	}
 	svc, err := memory.NewService(b.cfg, memory.Deps{
 		Runs: runs, Memories: b.store.Memories(), Prompts: b.store.Prompts(), Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat, Drafts: b.drafts,
-		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
+		Log: slog.New(slog.DiscardHandler), Registerer: reg,
 	})
 	require.NoError(t, err)
 	return svc
@@ -208,6 +215,9 @@ type chat struct {
 	rendered []memory.PipelineRun
 	failed   []memory.PipelineRun
 	typing   int
+	// panicOn makes Answer panic for the run of that query, as a
+	// renderer's bug on one answer would.
+	panicOn string
 }
 
 func (c *chat) Typing(context.Context, int64) error {
@@ -219,6 +229,9 @@ func (c *chat) Typing(context.Context, int64) error {
 
 func (c *chat) Answer(r memory.PipelineRun) []domain.Message {
 	domaintest.Record(&c.mu, &c.rendered, r)
+	if c.panicOn != "" && r.Query == c.panicOn {
+		panic("a renderer's bug on the answer to " + r.Query)
+	}
 	return replacing(r, []domain.Message{
 		{ChatID: r.ChatID, Kind: domain.KindMemoryAnswer, Ref: r.ID, Text: "answer: " + r.FinalAnswer, ReplyTo: r.MessageID},
 		{ChatID: r.ChatID, Kind: domain.KindMemoryAnswer, Ref: r.ID, Text: "(end)"},

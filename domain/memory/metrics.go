@@ -19,6 +19,7 @@ type metrics struct {
 	backlog   prometheus.Gauge
 	streamed  *prometheus.CounterVec
 	stopped   prometheus.Counter
+	panics    domain.Panics
 }
 
 // newMetrics builds the workflow's metrics on r (domain.Prepare).
@@ -39,5 +40,6 @@ func newMetrics(r *domain.Registrar) *metrics {
 		streamed: r.CounterVec("memory_answer_showings_total",
 			"Answers-so-far shown while the model wrote, by how (draft, placeholder).", "via"),
 		stopped: r.Counter("memory_answers_stopped_total", "Answers the user stopped while the model wrote them."),
+		panics:  domain.NewPanics(r),
 	}
 }

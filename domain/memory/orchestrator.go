@@ -161,7 +161,11 @@ func (s *Service) Run(ctx context.Context, listen domain.Listen) {
 				case id := <-o.queue:
 					ref, ok := o.take(id)
 					if ok {
-						s.process(ctx, ref)
+						// A stage's own panic fails the run (stage); one
+						// past it leaves the run held, as a worker that
+						// died would: the reaper returns its stage,
+						// counted, and fails it after MaxReaps.
+						_ = s.m.panics.Contain(s.log, "memory_run", ref.ID, func() { s.process(ctx, ref) })
 					}
 					o.done(ref)
 				}

@@ -142,8 +142,24 @@ func (s *Service) stage(ctx context.Context, r PipelineRun, rc Recall, name stri
 	if r.Attempts > s.cfg.MaxReaps {
 		return s.fail(ctx, r, name, fmt.Errorf("%w: given back %d times", errNotSaved, r.Attempts))
 	}
+	next := following[r.Status]
+	st := Step{From: r.Status, To: next[0], Then: next[1], Hold: s.cfg.StageLease}
 	start := s.deps.Clock.Now()
-	ch, err := fn(ctx, r, rc)
+	var ch Change
+	var err error
+	if perr := s.m.panics.Contain(s.log, "memory_stage", r.ID, func() {
+		if ch, err = fn(ctx, r, rc); err == nil && st.To == Completed {
+			// Rendered here, where a renderer's panic on this answer (an
+			// odd model's Markdown) fails this run and no other.
+			st.Change = ch
+			st.Tell = domain.Fixed[PipelineRun](s.render(r.apply(st))...) // queued with the answer itself
+		}
+	}); perr != nil {
+		// The stage failed, as one whose model failed does: the user is
+		// told, and their next message goes on; taken again, the run
+		// would only panic again.
+		err = perr
+	}
 	s.m.stage.WithLabelValues(name).Observe(s.deps.Clock.Since(start).Seconds())
 	if ctx.Err() != nil {
 		// Stopping: hand the stage back now rather than after the lease.
@@ -172,11 +188,7 @@ func (s *Service) stage(ctx context.Context, r PipelineRun, rc Recall, name stri
 		r.Placeholder = r.Placeholder || ch.Placeholder // the notice replaces it
 		return s.fail(ctx, r, name, err)
 	}
-	next := following[r.Status]
-	st := Step{From: r.Status, To: next[0], Change: ch, Then: next[1], Hold: s.cfg.StageLease}
-	if st.To == Completed {
-		st.Tell = domain.Fixed[PipelineRun](s.render(r.apply(st))...) // queued with the answer itself
-	}
+	st.Change = ch
 	moved, ok, err := s.step(ctx, r, st)
 	if err != nil {
 		// The database refused the result through every retry: give the
@@ -423,6 +435,9 @@ func (s *Service) respond(ctx context.Context, r PipelineRun) (PipelineRun, bool
 			cancel(nil)
 		}()
 		st := s.startStream(ctx, r)
+		// A call that panics still stops the showing, whose goroutine
+		// would otherwise wait for the process to end.
+		defer st.end()
 		// What was written so far, for a stop: only an answer shown as it
 		// is written can be stopped (its draft has the button), and an
 		// answer not shown goes unstreamed, as a call without Partial does.
@@ -513,7 +528,11 @@ func (s *Service) finish(ctx context.Context, r PipelineRun, rc Recall) {
 		}
 		released, next = ok, n
 	} else if r.Status == Completed && r.ArchivedAt.IsZero() {
-		sum := s.summarise(ctx, r, rc)
+		var sum *Summary
+		// A panic leaves sum nil: archived without a summary, as when the
+		// archivist cannot summarise, rather than block the user's next
+		// run for ever.
+		_ = s.m.panics.Contain(s.log, "memory_archivist", r.ID, func() { sum = s.summarise(ctx, r, rc) })
 		if ctx.Err() != nil {
 			return
 		}

@@ -37,6 +37,7 @@ type stream struct {
 	wake   chan struct{}
 	stop   chan struct{}
 	done   chan struct{}
+	ended  sync.Once
 	// cancelDraft ends a draft call in flight when the answer is done: a
 	// slow Telegram must not hold up the answer's commit. The placeholder's
 	// statements are not cut short, so whether it exists is always known.
@@ -72,13 +73,16 @@ func (st *stream) show(text string) {
 }
 
 // end stops the showing and reports whether the answer has a placeholder
-// message, which the final answer then replaces (Change.Placeholder).
+// message, which the final answer then replaces (Change.Placeholder). It
+// may be called again: the responder defers it for a call that panics.
 func (st *stream) end() bool {
 	if st == nil {
 		return false
 	}
-	st.cancelDraft()
-	close(st.stop)
+	st.ended.Do(func() {
+		st.cancelDraft()
+		close(st.stop)
+	})
 	<-st.done
 	return st.placeholder
 }
@@ -117,7 +121,12 @@ func (st *stream) run(ctx context.Context) {
 		if text == shown {
 			continue
 		}
-		if st.send(ctx, text) {
+		var sent bool
+		// A showing is cosmetic: one that panics (the renderer on a
+		// partial answer) is skipped as one that failed, and the stream,
+		// on a goroutine of its own, does not take the process down.
+		_ = st.s.m.panics.Contain(st.s.log, "memory_stream", st.r.ID, func() { sent = st.send(ctx, text) })
+		if sent {
 			shown = text
 		}
 		next = clock.Now().Add(st.every())

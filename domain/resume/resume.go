@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"switchboard/domain"
 )
@@ -194,9 +195,10 @@ type Deps struct {
 	Notifier Notifier
 	// Extractor reads the files (Isolated, in the binary); nil: Extract,
 	// in this process.
-	Extractor Extractor
-	Log       *slog.Logger
-	Clock     clockwork.Clock
+	Extractor  Extractor
+	Log        *slog.Logger
+	Clock      clockwork.Clock
+	Registerer prometheus.Registerer
 }
 
 // Service is the workflow.
@@ -204,7 +206,8 @@ type Service struct {
 	cfg  Config
 	deps Deps
 	// queue is the drafts' worker loops (ProcessNext).
-	queue *domain.Workers
+	queue  *domain.Workers
+	panics domain.Panics
 }
 
 // NewService builds the workflow.
@@ -212,17 +215,16 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	if deps.Drafts == nil || deps.Files == nil || deps.LLM == nil || deps.Notifier == nil {
 		return nil, errors.New("resume: Drafts, Files, LLM and Notifier are required")
 	}
-	if deps.Log == nil {
-		deps.Log = slog.Default()
-	}
-	if deps.Clock == nil {
-		deps.Clock = clockwork.NewRealClock()
-	}
+	domain.Defaults(&deps.Clock, &deps.Log, &deps.Registerer)
 	if deps.Extractor == nil {
 		deps.Extractor = inProcess{}
 	}
-	s := &Service{cfg: cfg.withDefaults(), deps: deps}
-	s.queue = &domain.Workers{Name: "résumé drafts", Next: s.ProcessNext, Sweep: s.cfg.Sweep, Clock: deps.Clock, Log: deps.Log}
+	panics, err := domain.NewMetrics(deps.Registerer, "resume", domain.NewPanics)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg.withDefaults(), deps: deps, panics: panics}
+	s.queue = &domain.Workers{Name: "résumé drafts", Next: s.ProcessNext, Sweep: s.cfg.Sweep, Clock: deps.Clock, Log: deps.Log, Panics: panics}
 	return s, nil
 }
 
@@ -316,7 +318,12 @@ func (s *Service) ProcessNext(ctx context.Context) (worked bool, err error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	s.process(ctx, d)
+	if err := s.panics.Contain(s.deps.Log, "resume_draft", d.ID, func() { s.process(ctx, d) }); err != nil {
+		// An attempt that failed, as any: the last one's asks the user to
+		// send the file again, rather than the draft panicking a worker
+		// at every claim.
+		s.retryLater(ctx, d, s.deps.Log.With("draft", d.ID, "user", d.UserID, "attempt", d.Attempts))
+	}
 	return true, nil
 }
 
@@ -355,10 +362,16 @@ func (s *Service) process(ctx context.Context, d Draft) {
 		s.fail(ctx, d, err, log)
 	default:
 		log.Warn("resume: attempt failed", "err", err)
-		after := s.cfg.Backoff * time.Duration(d.Attempts)
-		if err := s.deps.Drafts.Release(ctx, d.ID, d.Token, after, true); err != nil {
-			log.Warn("resume: claim not released", "err", err)
-		}
+		s.retryLater(ctx, d, log)
+	}
+}
+
+// retryLater gives a draft whose attempt failed back for a later one, the
+// attempt counted.
+func (s *Service) retryLater(ctx context.Context, d Draft, log *slog.Logger) {
+	after := s.cfg.Backoff * time.Duration(d.Attempts)
+	if err := s.deps.Drafts.Release(context.WithoutCancel(ctx), d.ID, d.Token, after, true); err != nil {
+		log.Warn("resume: claim not released", "err", err)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"switchboard/domain"
 )
 
@@ -155,6 +157,8 @@ type Config struct {
 	// limits or for a pause about to end (5 s); a longer wait pauses the
 	// kind and ends the run.
 	MaxWait time.Duration
+	// Registerer takes the pusher's metrics; nil: a registry of its own.
+	Registerer prometheus.Registerer
 }
 
 // Service pushes approved tasks to their trackers. Push is the job each
@@ -171,6 +175,7 @@ type Service struct {
 	boards   Boards
 	log      *slog.Logger
 	now      func() time.Time
+	panics   domain.Panics
 }
 
 // NewService builds the pusher over the trackers by kind (KindGitHub,
@@ -189,7 +194,18 @@ func NewService(cfg Config, store interface {
 		cfg.MaxBackoff = 10 * time.Minute
 	}
 	cfg = withPacing(cfg)
-	return &Service{cfg: cfg, store: store, sync: store, trackers: trackers, notices: notices, render: render, log: log, now: time.Now}
+	if cfg.Registerer == nil {
+		cfg.Registerer = prometheus.NewRegistry()
+	}
+	r := domain.NewRegistrar(cfg.Registerer)
+	panics := domain.NewPanics(r)
+	if err := r.Err(); err != nil {
+		// Only a metric of that name and another shape clashes; the
+		// panics are still contained and logged, just not counted there.
+		log.Error("tasks: metrics not registered", "err", err)
+	}
+	return &Service{cfg: cfg, store: store, sync: store, trackers: trackers, notices: notices, render: render, log: log, now: time.Now,
+		panics: panics}
 }
 
 // Module is the pushing as the house runs it: the push job every
@@ -260,11 +276,26 @@ func (s *Service) Push(ctx context.Context) error {
 			}
 			continue
 		}
-		if err := s.push(ctx, p); err != nil {
+		if perr := s.panics.Contain(s.log, "tasks_push", p.ID, func() { err = s.push(ctx, p) }); perr != nil {
+			err = s.panicked(ctx, p, perr)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// panicked retries a push that panicked with backoff, as one that failed
+// for any other reason, and the run goes on to the pushes due behind it:
+// left claimed, the push would come back at every lease's end and end that
+// tick's run at once. It is not set aside as refused, which would tell the
+// admins the tracker refused the task. A task filed before the panic is
+// found by its marker at the retry, not filed twice.
+func (s *Service) panicked(ctx context.Context, p Push, cause error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWithin)
+	defer cancel()
+	return s.refused(ctx, s.log.With("push", p.ID, "proposal", p.Task.ProposalID, "kind", p.Destination.Kind), p, cause)
 }
 
 // push files one claimed push: unless its tracker finds the task filed

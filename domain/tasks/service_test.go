@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
@@ -40,11 +41,13 @@ type world struct {
 	tracker func(tasks.Tracker) tasks.Tracker
 	// refused, when set, sees what the admins are told of a refusal.
 	refused func(d tasks.Destination, gone bool, why string)
+	// reg takes the pushers' metrics.
+	reg *prometheus.Registry
 }
 
 func newWorld(t *testing.T, opts ...ghfake.Option) *world {
 	t.Helper()
-	w := &world{t: t, ctx: context.Background(), store: storagetest.New(t), gh: ghfake.New(t, opts...)}
+	w := &world{t: t, ctx: context.Background(), store: storagetest.New(t), gh: ghfake.New(t, opts...), reg: prometheus.NewRegistry()}
 	w.gh.AddRepo("acme/app")
 	w.gh.AddToken("ghp_test", "switchboard-bot", ghfake.Write("acme/app"))
 	require.NoError(t, w.store.Tasks().SetDestination(w.ctx, tasks.Destination{ChatID: team, Kind: tasks.KindGitHub, Target: "acme/app"}, 7))
@@ -113,7 +116,7 @@ func (w *world) service(store interface {
 	if w.tracker != nil {
 		tr = w.tracker(gh)
 	}
-	return tasks.NewService(tasks.Config{Lease: lease, Claimer: "test", Content: w.content, MaxWait: w.maxWait}, store,
+	return tasks.NewService(tasks.Config{Lease: lease, Claimer: "test", Content: w.content, MaxWait: w.maxWait, Registerer: w.reg}, store,
 		map[string]tasks.Tracker{tasks.KindGitHub: tr},
 		notices{w}, render{w}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }

@@ -60,7 +60,15 @@ func (s *Service) Fetch(ctx context.Context) error {
 			errs = append(errs, ctx.Err())
 			break
 		}
-		run, err := s.Discover(ctx, g)
+		var run Discovery
+		var err error
+		// A panic on one search's pages (an HH answer of a shape nobody
+		// foresaw) fails that search as HH failing would, not the tick:
+		// the scheduler would recover it, but the searches after it would
+		// never be fetched.
+		if perr := s.m.panics.Contain(s.log, "vacancy_discovery", g.Key, func() { run, err = s.Discover(ctx, g) }); perr != nil {
+			err = perr
+		}
 		queued += run.Queued
 		if errors.Is(err, ErrHHBlocked) {
 			// What was collected is saved; the other searches wait for

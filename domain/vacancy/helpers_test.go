@@ -204,6 +204,9 @@ type recorder struct {
 	followUps []vacancy.FollowUp
 	// blank makes Card render nothing, as a renderer's bug would.
 	blank bool
+	// panicOn makes Card panic for that vacancy, as a renderer's bug
+	// on one card would.
+	panicOn int64
 }
 
 // SearchNews records the news and writes a note for it.
@@ -241,6 +244,9 @@ func (r *recorder) Card(d vacancy.CardData) []domain.Message {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rendered = append(r.rendered, d)
+	if d.Vacancy.ID == r.panicOn {
+		panic(fmt.Sprintf("a renderer's bug on the card of vacancy %d", d.Vacancy.ID))
+	}
 	if r.blank {
 		return nil
 	}

@@ -74,6 +74,7 @@ const (
 	LetterFailedRefused  = "llm_refused"    // the provider refuses the model or key
 	LetterFailedInvalid  = "invalid_answer" // empty, only reasoning, or too short to be a letter
 	LetterFailedAttempts = "interrupted"    // claimed MaxAttempts times without an end (replicas died mid-way)
+	LetterFailedPanic    = "panic"          // drafting it panicked (a bug), contained to the letter
 )
 
 // Letter is one cover_letters row.
@@ -236,6 +237,7 @@ type Letters struct {
 
 	drafted *prometheus.CounterVec
 	tokens  *prometheus.CounterVec
+	panics  domain.Panics
 }
 
 // NewLetters builds the letters' service. It starts nothing; see Run.
@@ -249,6 +251,7 @@ func NewLetters(cfg LetterConfig, deps LetterDeps) (*Letters, error) {
 			cfg: cfg.withDefaults(), deps: deps, log: deps.Log.With("component", "cover_letters"),
 			drafted: r.CounterVec("cover_letters_total", "Cover letters settled, by outcome (ready or a failure reason).", "outcome"),
 			tokens:  r.CounterVec("cover_letter_tokens_total", "Tokens of ready cover letters, by kind (prompt, completion).", "kind"),
+			panics:  domain.NewPanics(r),
 		}
 	})
 	if err != nil {
@@ -256,7 +259,7 @@ func NewLetters(cfg LetterConfig, deps LetterDeps) (*Letters, error) {
 	}
 	l.queue = &domain.Workers{
 		Name: "cover letter queue", Next: l.DraftNext, Expiry: deps.Applications.NextCoverLetterLeaseExpiry,
-		Sweep: l.cfg.SweepInterval, Clock: deps.Clock, Log: l.log,
+		Sweep: l.cfg.SweepInterval, Clock: deps.Clock, Log: l.log, Panics: l.panics,
 	}
 	return l, nil
 }
@@ -380,7 +383,11 @@ func (l *Letters) DraftNext(ctx context.Context) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	l.draft(ctx, c)
+	if err := l.panics.Contain(l.log, "cover_letter", c.Letter.ID, func() { l.draft(ctx, c) }); err != nil {
+		// Claimed again it would panic again, each time after a lease:
+		// the user is told at once and may ask again.
+		l.finish(ctx, l.log.With("letter", c.Letter.ID), c, Written{}, LetterFailedPanic)
+	}
 	return true, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
@@ -22,11 +21,17 @@ type letterNotes struct {
 	mu     sync.Mutex
 	ready  []vacancy.LetterData
 	failed []vacancy.LetterData
+	// panicOn makes Letter panic for that match's letter, as a
+	// renderer's bug on one letter would.
+	panicOn int64
 }
 
 func (n *letterNotes) Letter(d vacancy.LetterData) []domain.Message {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if d.Letter.MatchID == n.panicOn {
+		panic(fmt.Sprint("a renderer's bug on the letter of match ", d.Letter.MatchID))
+	}
 	n.ready = append(n.ready, d)
 	return []domain.Message{{ChatID: d.Letter.UserID, Kind: domain.KindCoverLetter, Ref: d.Letter.ID, Text: d.Letter.Text}}
 }
@@ -56,7 +61,7 @@ func setupLetters(t *testing.T, cfg vacancy.LetterConfig) *letterWorld {
 	var err error
 	w.letters, err = vacancy.NewLetters(cfg, vacancy.LetterDeps{
 		Applications: w.store.Applications(), Matches: w.store.Matches(), Profiles: w.store.Users(), LLM: llm.LetterPort{Client: w.llmc}, Notifier: w.notes,
-		Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
+		Log: slog.New(slog.DiscardHandler), Registerer: w.reg,
 	})
 	require.NoError(t, err)
 	return w

@@ -19,6 +19,7 @@ type metrics struct {
 	refused     prometheus.Counter
 	held        prometheus.Counter
 	digests     prometheus.Counter
+	panics      domain.Panics
 
 	recoveryAttempts, recoveryRecovered, recoveryDeleted, recoverySkipped prometheus.Counter
 }
@@ -51,6 +52,7 @@ func newMetrics(r *domain.Registrar) *metrics {
 		refused:    r.Counter("vacancy_searches_refused_total", "Searches set aside because HH refused their parameters (400 bad_argument)."),
 		held:       r.Counter("vacancy_cards_held_total", "Cards held for quiet hours or the daily cap."),
 		digests:    r.Counter("vacancy_digests_total", "Digests written to the outbox."),
+		panics:     domain.NewPanics(r),
 
 		recoveryAttempts:  r.Counter("vacancies_recovery_attempts_total", "SKIPPED matches examined by recovery."),
 		recoveryRecovered: r.Counter("vacancies_recovery_recovered_total", "SKIPPED matches returned to the queue."),

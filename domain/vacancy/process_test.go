@@ -527,23 +527,7 @@ func TestDecide(t *testing.T) {
 
 func (b *bundle) counter(t *testing.T, name string, labels ...string) float64 {
 	t.Helper()
-	mfs, err := b.reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			var vals []string
-			for _, lp := range m.GetLabel() {
-				vals = append(vals, lp.GetValue())
-			}
-			if strings.Join(vals, ",") == strings.Join(labels, ",") {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return domaintest.Counter(t, b.reg, name, labels...)
 }
 
 // A model the provider does not have (404 "model not found") is a

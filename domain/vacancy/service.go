@@ -610,7 +610,7 @@ func NewService(cfg Config, deps Deps) (*Service, error) {
 	s := &Service{cfg: cfg.withDefaults(), deps: deps, log: log, m: m, fresh: make(chan string, 64)}
 	s.queue = &domain.Workers{
 		Name: "vacancy queue", Next: s.ProcessNext, Expiry: deps.Matches.NextLeaseExpiry,
-		Sweep: s.cfg.SweepInterval, Clock: deps.Clock, Log: s.log,
+		Sweep: s.cfg.SweepInterval, Clock: deps.Clock, Log: s.log, Panics: m.panics,
 		Hold: func(idle bool) time.Duration {
 			switch {
 			case !idle && (deps.LLM.Refused() || deps.LLM.Open()):

@@ -20,6 +20,9 @@ const (
 	ReasonHHUnavailable = "hh_unavailable"
 	ReasonLLMError      = "llm_error"
 	ReasonInvalidJSON   = "invalid_json"
+	// ReasonPanic: the turn panicked (a bug: a nil in an odd answer, a
+	// vacancy of a shape nobody foresaw), contained to the match.
+	ReasonPanic = "panic"
 )
 
 // A wait's (Match.WaitReason): the turn was given back unjudged, the match
@@ -88,7 +91,11 @@ func (s *Service) discoverFresh(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case key := <-s.fresh:
-			if _, err := s.FetchKey(ctx, key); err != nil && ctx.Err() == nil {
+			var err error
+			// A panic is the search's failure to discover, which the
+			// vacancy-first-news job makes up for as for HH failing.
+			_ = s.m.panics.Contain(s.log, "vacancy_discovery", key, func() { _, err = s.FetchKey(ctx, key) })
+			if err != nil && ctx.Err() == nil {
 				s.log.Warn("discover a new search", "search_key", key, "err", err)
 			}
 		}
@@ -137,7 +144,10 @@ func (s *Service) ProcessNext(ctx context.Context) (bool, error) {
 		s.log.Info("vacancy match taken over from a lost claim", "match", c.Match.ID, "waits", c.Match.Waits)
 	}
 	start := s.deps.Clock.Now()
-	outcome := s.process(ctx, c)
+	var outcome string
+	if err := s.m.panics.Contain(s.log, "vacancy_match", c.Match.ID, func() { outcome = s.process(ctx, c) }); err != nil {
+		outcome = s.panicked(ctx, c, err)
+	}
 	s.m.processed.WithLabelValues(outcome).Inc()
 	s.m.duration.Observe(s.deps.Clock.Since(start).Seconds())
 	return true, nil
@@ -213,6 +223,18 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		return s.markNotSuitable(ctx, c, log, verdict, fresh)
 	}
 	return s.markAnalyzed(ctx, c, log, v, verdict, fresh)
+}
+
+// panicked ends a turn that panicked as a failed one: were its claim left
+// to lapse instead, the claim that took the match over would count a wait
+// (lease_lost), which bounds nothing, and the match would panic a worker
+// every lease for ever. As a failure it is retried, and at MaxFailures
+// SKIPPED with ReasonPanic for recovery, which gives it one more try per
+// pass. A detail fetched in the turn is lost with it; its fetch lease is
+// ended so the vacancy's other matches need not wait it out.
+func (s *Service) panicked(ctx context.Context, c Claim, cause error) string {
+	s.dropLease(ctx, c)
+	return s.fail(ctx, c.Match, ReasonPanic, cause, nil)
 }
 
 // markAnalyzed records a relevant verdict: the match becomes ANALYZED with
