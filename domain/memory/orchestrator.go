@@ -176,43 +176,7 @@ func (s *Service) Run(ctx context.Context, listen domain.Listen) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			listen(ctx, Channel, func() { go s.Sweep(ctx) }, func(payload string) {
-				var ev struct {
-					ID     int64  `json:"id"`
-					UserID int64  `json:"user_id"`
-					Status Status `json:"status"`
-					Held   bool   `json:"held"`
-					// Reap: a dead replica's stages had their leases
-					// ended (storage.Liveness); return them now rather
-					// than at the reaper's next tick.
-					Reap bool `json:"reap"`
-					// Stop: the user stopped the run's answer
-					// (Runs.RequestStop); the replica writing it cuts it
-					// short.
-					Stop bool `json:"stop"`
-				}
-				if json.Unmarshal([]byte(payload), &ev) != nil {
-					return
-				}
-				if ev.Stop {
-					s.cancelAnswer(ev.ID)
-					return
-				}
-				if ev.Reap {
-					go s.reapNow(ctx)
-					return
-				}
-				if ev.ID <= 0 {
-					return
-				}
-				ref := Ref{ID: ev.ID, UserID: ev.UserID, Status: ev.Status}
-				if _, working := capturing[ev.Status]; working || ev.Held {
-					// Someone holds it and carries it on, or the reaper will.
-					o.note(ref)
-					return
-				}
-				o.dispatch(ref)
-			})
+			listen(ctx, Channel, func() { go s.Sweep(ctx) }, func(payload string) { s.onEvent(ctx, payload) })
 		}()
 	}
 	s.log.Info("memory orchestrator started", "workers", s.cfg.Workers, "lease", s.cfg.StageLease)
@@ -230,6 +194,48 @@ func (s *Service) Run(ctx context.Context, listen domain.Listen) {
 			s.Sweep(ctx)
 		}
 	}
+}
+
+// onEvent takes one pipeline_events notification: a stop cuts the run's
+// answer short, a reap returns dead replicas' stages now, and a run no one
+// holds goes to a worker.
+func (s *Service) onEvent(ctx context.Context, payload string) {
+	o := s.o
+	var ev struct {
+		ID     int64  `json:"id"`
+		UserID int64  `json:"user_id"`
+		Status Status `json:"status"`
+		Held   bool   `json:"held"`
+		// Reap: a dead replica's stages had their leases
+		// ended (storage.Liveness); return them now rather
+		// than at the reaper's next tick.
+		Reap bool `json:"reap"`
+		// Stop: the user stopped the run's answer
+		// (Runs.RequestStop); the replica writing it cuts it
+		// short.
+		Stop bool `json:"stop"`
+	}
+	if json.Unmarshal([]byte(payload), &ev) != nil {
+		return
+	}
+	if ev.Stop {
+		s.cancelAnswer(ev.ID)
+		return
+	}
+	if ev.Reap {
+		go s.reapNow(ctx)
+		return
+	}
+	if ev.ID <= 0 {
+		return
+	}
+	ref := Ref{ID: ev.ID, UserID: ev.UserID, Status: ev.Status}
+	if _, working := capturing[ev.Status]; working || ev.Held {
+		// Someone holds it and carries it on, or the reaper will.
+		o.note(ref)
+		return
+	}
+	o.dispatch(ref)
 }
 
 // sweepLimit bounds one sweep; the rest waits for the next.
