@@ -1,11 +1,9 @@
 package domain_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,25 +13,8 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/domaintest"
+	"switchboard/internal/testkit"
 )
-
-// lockedBuffer is a log's output read while the workers may write it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Contain returns nil for an item handled, and for one that panicked a
 // *PanicError with the value and the stack, logged at error level with
@@ -42,7 +23,7 @@ func TestContainKeepsAPanicToItsItem(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	p := domain.NewPanics(domain.NewRegistrar(reg))
-	var out lockedBuffer
+	var out testkit.SyncBuffer
 	log := slog.New(slog.NewJSONHandler(&out, nil))
 
 	ran := false
@@ -93,10 +74,7 @@ func TestWorkersGoOnPastAPanic(t *testing.T) {
 			}
 			return false, nil
 		}}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { w.Run(ctx, 1); close(stopped) }()
-	t.Cleanup(func() { cancel(); <-stopped })
+	run(t, w)
 
 	queued.Add(3)
 	w.Wake()

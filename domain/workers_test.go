@@ -3,6 +3,7 @@ package domain_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,18 +47,33 @@ func TestWorkersWakeAndRetry(t *testing.T) {
 		}
 		return false, nil
 	}}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { w.Run(ctx, 1); close(stopped) }()
+	stop := run(t, w)
 
 	queued.Add(3)
 	w.Wake()
 	require.Eventually(t, func() bool { return done.Load() == 3 }, 30*time.Second, 5*time.Millisecond,
 		"woken, past the first claim's failure (retried after a second), every item taken")
-	cancel()
-	select {
-	case <-stopped:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return after its context ended")
+	stop()
+}
+
+// run starts w's loop with one worker. stop, also called when the test
+// ends, ends it and fails the test if Run does not return.
+func run(t *testing.T, w *domain.Workers) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { w.Run(ctx, 1); close(stopped) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-stopped:
+			case <-time.After(30 * time.Second):
+				t.Error("Run did not return after its context ended")
+			}
+		})
 	}
+	t.Cleanup(stop)
+	return stop
 }
