@@ -13,7 +13,7 @@ ALTER TABLE vacancy_matches
     ADD COLUMN waits int NOT NULL DEFAULT 0,
     ADD COLUMN wait_reason text NOT NULL DEFAULT '';
 COMMENT ON COLUMN vacancy_matches.attempts IS 'claims of the match, a worker''s or a pasted link''s: turns of any end, not a retry count';
-COMMENT ON COLUMN vacancy_matches.failures IS 'turns that ran and failed (llm_error, invalid_json, hh_unavailable); at the worker''s bound the match is SKIPPED';
+COMMENT ON COLUMN vacancy_matches.failures IS 'turns that ran and failed (llm_error, invalid_json, hh_unavailable, panic); at the worker''s bound the match is SKIPPED';
 COMMENT ON COLUMN vacancy_matches.failure_reason IS 'the latest failure''s reason';
 COMMENT ON COLUMN vacancy_matches.waits IS 'turns given back unjudged (breaker_open, llm_busy, llm_refused, hh_blocked, detail_fetching, shutdown, lease_lost, unsaved); never bounded';
 COMMENT ON COLUMN vacancy_matches.wait_reason IS 'the latest wait''s reason';
