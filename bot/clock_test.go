@@ -1,7 +1,6 @@
 package bot_test
 
 import (
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"switchboard/config"
 	"switchboard/domain/dispatch"
 	"switchboard/e2e/tgfake"
-	"switchboard/storage/storagetest"
 )
 
 // setupDispatchAt is setupDispatch with a dispatch calendar and a clock
@@ -26,20 +24,8 @@ func setupDispatchAt(t *testing.T, cal dispatch.Calendar, at time.Time, adminZon
 	t.Helper()
 	real := clockwork.NewRealClock()
 	clock := config.ShiftedClock(real, at.Sub(real.Now()))
-	st := storagetest.New(t)
 	rc := bot.RenderConfig{AdminChatID: adminChat, AdminLang: "en", AdminZone: adminZone, Calendar: cal, CalendarClock: clock}
-	svc, err := dispatch.NewService(dispatch.Config{OfferSLA: 10 * time.Minute, CommissionRate: 10, Calendar: cal}, dispatch.Deps{
-		Orders: st.Orders(), Masters: st.Masters(), Notifier: testRenderer(rc).DispatchNotes(), Log: slog.New(slog.DiscardHandler),
-		CalendarClock: clock,
-	})
-	require.NoError(t, err)
-	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000, RenderConfig: rc},
-		st, bot.Deps{Status: status(t, st), Dispatch: svc}, nil)
-	for kind, drop := range svc.Module(dispatch.Schedule{}).Drops {
-		tb.sender.OnDrop(kind, drop)
-	}
-	tb.srv.Supergroup(adminChat, "Dispatch log", "")
-	return dispEnv{bundle: tb, st: st, svc: svc, admin: tb.srv.User(adminID, "Boss", "en")}
+	return dispatchBot(t, rc, dispatch.Config{OfferSLA: 10 * time.Minute, CommissionRate: 10, Calendar: cal}, clock)
 }
 
 // stamp is a date_time entity of a message: its words and its moment.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
 	"switchboard/bot"
@@ -52,10 +53,19 @@ func status(t *testing.T, st *storage.Store) outage.Status {
 // tests call its watchdog themselves, so nothing expires behind their back.
 func setupDispatch(t *testing.T) dispEnv {
 	t.Helper()
+	return dispatchBot(t, bot.RenderConfig{AdminChatID: adminChat, AdminLang: "en"},
+		dispatch.Config{OfferSLA: 10 * time.Minute, CommissionRate: 10}, nil)
+}
+
+// dispatchBot is the bot with the dispatch workflow of cfg over a database
+// of its own, rendering by rc, the calendar on calendarClock (nil: the
+// real one).
+func dispatchBot(t *testing.T, rc bot.RenderConfig, cfg dispatch.Config, calendarClock clockwork.Clock) dispEnv {
+	t.Helper()
 	st := storagetest.New(t)
-	rc := bot.RenderConfig{AdminChatID: adminChat, AdminLang: "en"}
-	svc, err := dispatch.NewService(dispatch.Config{OfferSLA: 10 * time.Minute, CommissionRate: 10}, dispatch.Deps{
+	svc, err := dispatch.NewService(cfg, dispatch.Deps{
 		Orders: st.Orders(), Masters: st.Masters(), Notifier: testRenderer(rc).DispatchNotes(), Log: slog.New(slog.DiscardHandler),
+		CalendarClock: calendarClock,
 	})
 	require.NoError(t, err)
 	tb := setupDeps(t, bot.Config{RateLimit: 1000, RateBurst: 1000, RenderConfig: rc},
