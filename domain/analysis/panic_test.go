@@ -23,9 +23,7 @@ func TestPanicInARunFailsItAndTheNextRunGoes(t *testing.T) {
 
 	bad, err := s.NewRun(w.ctx, 1, "24h chat=-100")
 	require.NoError(t, err)
-	_, err = s.Start(w.ctx, bad.ID, false)
-	require.NoError(t, err)
-	failed := w.waitState(t, s, bad.ID, analysis.Failed)
+	failed := w.startUntil(t, s, bad.ID, analysis.Failed)
 	require.NotNil(t, failed.ErrorLog)
 	require.Equal(t, analysis.StepProposals, failed.ErrorLog.Step)
 	require.Equal(t, 1, failed.ErrorLog.Batch)
@@ -34,9 +32,7 @@ func TestPanicInARunFailsItAndTheNextRunGoes(t *testing.T) {
 
 	good, err := s.NewRun(w.ctx, 1, "24h chat=-200")
 	require.NoError(t, err)
-	_, err = s.Start(w.ctx, good.ID, false)
-	require.NoError(t, err)
-	done := w.waitState(t, s, good.ID, analysis.Completed)
+	done := w.startUntil(t, s, good.ID, analysis.Completed)
 	require.Equal(t, 1, done.ProposalsTotal)
 	require.Equal(t, 1.0, domaintest.Counter(t, w.reg, "panics_total", "analysis_run"))
 }

@@ -89,6 +89,14 @@ func (w *world) waitState(t *testing.T, s *analysis.Service, id int64, want anal
 	return r
 }
 
+// startUntil starts the run id and waits for it to reach want.
+func (w *world) startUntil(t *testing.T, s *analysis.Service, id int64, want analysis.State) analysis.Run {
+	t.Helper()
+	_, err := s.Start(w.ctx, id, false)
+	require.NoError(t, err)
+	return w.waitState(t, s, id, want)
+}
+
 // adminChatID is the admin chat the fake notifier renders for.
 const adminChatID = -900
 
@@ -370,9 +378,7 @@ func TestRunLifecycle(t *testing.T) {
 	w.talk(t, s, -100) // nothing new
 	r2, err := s.NewRun(w.ctx, 1, "24h")
 	require.NoError(t, err)
-	_, err = s.Start(w.ctx, r2.ID, false)
-	require.NoError(t, err)
-	done2 := w.waitState(t, s, r2.ID, analysis.Completed)
+	done2 := w.startUntil(t, s, r2.ID, analysis.Completed)
 	require.Zero(t, done2.ProposalsTotal, "messages already proposed are left out")
 	require.Equal(t, 1, done2.Messages, "only the one no proposal cited")
 }
@@ -385,9 +391,7 @@ func TestRAGGivesSimilarApprovedProposals(t *testing.T) {
 	w.talk(t, s, -100, "task: migrate the billing database to PostgreSQL 16", "task: order pizza for the team")
 	r, err := s.NewRun(w.ctx, 1, "")
 	require.NoError(t, err)
-	_, err = s.Start(w.ctx, r.ID, false)
-	require.NoError(t, err)
-	w.waitState(t, s, r.ID, analysis.Completed)
+	w.startUntil(t, s, r.ID, analysis.Completed)
 	for _, p := range w.chat.posted() {
 		_, _, err := s.Decide(w.ctx, p.ID, 1, true)
 		require.NoError(t, err)
@@ -426,9 +430,7 @@ func TestRunPromptIsInTheAdminChatsZone(t *testing.T) {
 		Text: "task: ship the release", Date: said}))
 	r, err := s.NewRun(w.ctx, 1, "24h")
 	require.NoError(t, err)
-	_, err = s.Start(w.ctx, r.ID, false)
-	require.NoError(t, err)
-	w.waitState(t, s, r.ID, analysis.Completed)
+	w.startUntil(t, s, r.ID, analysis.Completed)
 
 	prompt := w.llm.RequestsFor("proposals")[0].Prompt
 	require.Contains(t, prompt, "Every time below is local to Asia/Tbilisi, with its offset from UTC", prompt)
@@ -503,9 +505,7 @@ func TestFailureAtEachStep(t *testing.T) {
 			require.NoError(t, s.Record(w.ctx, analysis.GroupMessage{ChatID: -5, MessageID: 2, Author: "A", Text: "task two", Date: time.Now().Add(-time.Minute)}))
 			r, err := s.NewRun(w.ctx, 1, "")
 			require.NoError(t, err)
-			_, err = s.Start(w.ctx, r.ID, false)
-			require.NoError(t, err)
-			failed := w.waitState(t, s, r.ID, analysis.Failed)
+			failed := w.startUntil(t, s, r.ID, analysis.Failed)
 			require.NotNil(t, failed.ErrorLog)
 			want := step
 			if step == "outbox" {
@@ -572,9 +572,7 @@ func (w *world) completedRun(t *testing.T, s *analysis.Service, n int) (analysis
 	w.talk(t, s, -100, texts...)
 	r, err := s.NewRun(w.ctx, 1, "24h")
 	require.NoError(t, err)
-	_, err = s.Start(w.ctx, r.ID, false)
-	require.NoError(t, err)
-	r = w.waitState(t, s, r.ID, analysis.Completed)
+	r = w.startUntil(t, s, r.ID, analysis.Completed)
 	require.Equal(t, n, r.ProposalsTotal)
 	rows, err := w.store.Pool().Query(w.ctx, `SELECT id, ordinal, title, description FROM analysis_proposals
 WHERE run_id = $1 ORDER BY ordinal`, r.ID)
