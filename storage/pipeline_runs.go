@@ -27,19 +27,25 @@ var _ memory.Runs = (*PipelineRuns)(nil)
 const runColumns = `r.id, r.user_id, r.chat_id, r.message_id, r.user_query, r.status, r.analysis_result,
 COALESCE(r.draft_context, ''), COALESCE(r.final_context_payload, ''), COALESCE(r.final_answer, ''),
 COALESCE(r.error_message, ''), r.placeholder, r.attempts, r.delivered_at, r.archived_at, r.created_at,
-(SELECT CASE WHEN u.language <> '' THEN u.language WHEN u.telegram_language <> '' THEN u.telegram_language ELSE 'en' END
- FROM users u WHERE u.id = r.user_id), r.incognito, r.stop_requested_at IS NOT NULL,
-(SELECT u.time_zone FROM users u WHERE u.id = r.user_id), (SELECT m.city FROM masters m WHERE m.user_id = r.user_id)`
+r.incognito, r.stop_requested_at IS NOT NULL,
+` + runReaderSQL
+
+// runReaderSQL is what the run's user reads in, in one look at their row:
+// language, chosen zone and master city (NULL for no user row).
+const runReaderSQL = `(SELECT ARRAY[
+    CASE WHEN u.language <> '' THEN u.language WHEN u.telegram_language <> '' THEN u.telegram_language ELSE 'en' END,
+    COALESCE(u.time_zone, ''), COALESCE((SELECT m.city FROM masters m WHERE m.user_id = u.id), '')]
+ FROM users u WHERE u.id = r.user_id)`
 
 // scanRun scans runColumns, then extra: the columns a query adds after them.
 func scanRun(row pgx.Row, extra ...any) (memory.PipelineRun, error) {
 	var r memory.PipelineRun
 	var analysis []byte
 	var delivered, archived *time.Time
-	var lang, zone, city *string
+	var reader []string
 	if err := row.Scan(append([]any{&r.ID, &r.UserID, &r.ChatID, &r.MessageID, &r.Query, &r.Status, &analysis,
 		&r.DraftContext, &r.FinalContext, &r.FinalAnswer, &r.ErrorMessage, &r.Placeholder, &r.Attempts, &delivered, &archived,
-		&r.CreatedAt, &lang, &r.Incognito, &r.Stopped, &zone, &city}, extra...)...); err != nil {
+		&r.CreatedAt, &r.Incognito, &r.Stopped, &reader}, extra...)...); err != nil {
 		return r, err
 	}
 	if len(analysis) > 0 {
@@ -55,14 +61,8 @@ func scanRun(row pgx.Row, extra ...any) (memory.PipelineRun, error) {
 		r.ArchivedAt = *archived
 	}
 	r.Lang = "en"
-	if lang != nil {
-		r.Lang = *lang
-	}
-	if zone != nil {
-		r.TimeZone = *zone
-	}
-	if city != nil {
-		r.MasterCity = *city
+	if len(reader) == 3 {
+		r.Lang, r.TimeZone, r.MasterCity = reader[0], reader[1], reader[2]
 	}
 	return r, nil
 }
