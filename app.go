@@ -412,7 +412,7 @@ func (a *app) buildBot(context.Context) error {
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Claimer: a.beats.Claimer(), Direct: a.out, Queue: a.store.Outbox(),
 		Inbox: a.store.Inbox(), Passing: storage.Passing, AboutData: storage.AboutData, Topics: a.store.ChatTopics(), Connected: a.topicModes,
 		Vacancies: a.vac, Letters: a.letters, Rhythm: a.vac, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl, Resume: a.res,
-		Tasks: a.store.Tasks(),
+		Tasks: a.store.Tasks(), Panics: domain.NewPanics(domain.NewRegistrar(a.reg)),
 	})
 	if err != nil {
 		return err

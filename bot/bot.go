@@ -120,6 +120,10 @@ type Deps struct {
 	// Connected, when set, is told the bot's account each time the bot
 	// connects to Telegram (the app learns its topic mode from it).
 	Connected func(ctx context.Context, me delivery.Me)
+	// Panics counts an update's panic, its handler's or telebot's own, in
+	// panics_total{where="update"} (the app's shared counter). Zero: logged
+	// only.
+	Panics domain.Panics
 	// The workflows whose commands and buttons the bot serves (each
 	// optional: a bot without one has none of its commands).
 	Vacancies Vacancies
@@ -302,7 +306,7 @@ func (b *Bot) poller() tele.Poller {
 		b.inflight = &b.inbox.inflight
 		return b.inbox
 	}
-	ordered := newOrderedPoller(poller, deps.Log)
+	ordered := newOrderedPoller(poller, deps.Log, deps.Panics)
 	b.inflight = &ordered.inflight
 	return ordered
 }

@@ -9,11 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	tele "gopkg.in/telebot.v3"
 
 	"switchboard/bot"
 	"switchboard/bot/delivery"
+	"switchboard/domain"
+	"switchboard/domain/domaintest"
 	"switchboard/e2e/tgfake"
 	"switchboard/locales"
 	"switchboard/storage"
@@ -229,7 +232,9 @@ func TestUnknownCommandAndPlainText(t *testing.T) {
 
 func TestPanickingHandlerIsContained(t *testing.T) {
 	t.Parallel()
-	tb := setup(t, bot.Config{}, func(b *bot.Bot) {
+	reg := prometheus.NewRegistry()
+	panics := domain.NewPanics(domain.NewRegistrar(reg))
+	tb := setupDeps(t, bot.Config{}, storagetest.New(t), bot.Deps{Panics: panics}, func(b *bot.Bot) {
 		b.Handle(bot.Command{Name: "boom", Desc: "cmd.help", Handle: func(r *bot.Request) error { panic("kaboom") }})
 	})
 	ann := tb.srv.User(42, "Ann", "ru")
@@ -240,6 +245,7 @@ func TestPanickingHandlerIsContained(t *testing.T) {
 	require.Equal(t, "Это сообщение не удалось выполнить, поэтому ничего не сделано. Пожалуйста, отправьте его ещё раз.", reply.Text)
 	require.Equal(t, boom.MessageID, reply.ReplyToID())
 	require.Contains(t, tb.ask(t, ann, "/start").Text, "Здравствуйте, Ann!", "the next update is still served")
+	require.Equal(t, 1.0, domaintest.Counter(t, reg, "panics_total", "update"), "counted once, where every contained panic is")
 }
 
 // A handler failing for a passing reason is retried from the inbox and the

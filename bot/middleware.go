@@ -3,7 +3,6 @@ package bot
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -35,20 +34,15 @@ func (b *Bot) track(next tele.HandlerFunc) tele.HandlerFunc {
 func (b *Bot) recover(next tele.HandlerFunc) tele.HandlerFunc {
 	return func(c tele.Context) (err error) {
 		out, fromInbox := b.outcomes.Load(c.Update().ID)
-		defer func() {
-			p := recover()
-			if p == nil {
-				return
-			}
-			b.deps.Log.Error("handler panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()), "update", c.Update().ID)
+		if pe := b.deps.Panics.Contain(b.deps.Log, "update", c.Update().ID, func() { err = next(c) }); pe != nil {
 			if fromInbox {
 				out.(*inboxOutcome).panicked = true
 			} else {
 				b.replyError(c, "error.internal")
 			}
-			err = nil
-		}()
-		if err = next(c); err != nil {
+			return nil
+		}
+		if err != nil {
 			if fromInbox {
 				b.deps.Log.Warn("handler failed: the inbox decides", "err", err, "update", c.Update().ID)
 				out.(*inboxOutcome).err = err

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -34,6 +33,7 @@ type orderedPoller struct {
 	inner    tele.Poller
 	inflight sync.WaitGroup
 	log      *slog.Logger
+	panics   domain.Panics
 
 	mu sync.Mutex
 	// queued holds, per chat being served, the updates waiting behind the
@@ -42,8 +42,8 @@ type orderedPoller struct {
 	queued map[int64][]tele.Update
 }
 
-func newOrderedPoller(inner tele.Poller, log *slog.Logger) *orderedPoller {
-	return &orderedPoller{inner: inner, log: log, queued: map[int64][]tele.Update{}}
+func newOrderedPoller(inner tele.Poller, log *slog.Logger, panics domain.Panics) *orderedPoller {
+	return &orderedPoller{inner: inner, log: log, panics: panics, queued: map[int64][]tele.Update{}}
 }
 
 // Poll runs the inner poller into a channel of its own and queues what it
@@ -108,12 +108,7 @@ func (p *orderedPoller) serve(b *tele.Bot, chat int64, u tele.Update) {
 // kills the process nor stalls its chat.
 func (p *orderedPoller) handle(b *tele.Bot, u tele.Update) {
 	defer p.inflight.Done()
-	defer func() {
-		if r := recover(); r != nil {
-			p.log.Error("update panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()), "update", u.ID)
-		}
-	}()
-	route(b, u)
+	_ = p.panics.Contain(p.log, "update", u.ID, func() { route(b, u) })
 }
 
 // route runs u through tb's handlers. telebot has no endpoint for a
@@ -341,13 +336,9 @@ func (p *inboxPoller) handle(u tele.Update, retried bool) (out inboxOutcome) {
 	out.retried = retried
 	p.b.outcomes.Store(u.ID, &out)
 	defer p.b.outcomes.Delete(u.ID)
-	defer func() {
-		if r := recover(); r != nil {
-			p.b.deps.Log.Error("update panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()), "update", u.ID)
-			out.panicked = true
-		}
-	}()
-	route(p.b.tb, u)
+	if pe := p.b.deps.Panics.Contain(p.b.deps.Log, "update", u.ID, func() { route(p.b.tb, u) }); pe != nil {
+		out.panicked = true
+	}
 	return out
 }
 

@@ -21,9 +21,9 @@ func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 // long-running loop that let it through would take the process down, and
 // the item, claimed again after the restart, would take it down again: a
 // crash loop that stops every workflow for every user over one odd LLM
-// answer or one HH vacancy of a shape nobody foresaw. The inbox's handlers
-// and the jobs recover on their own (bot, jobs); every other loop that
-// works through items contains each one with Contain.
+// answer or one HH vacancy of a shape nobody foresaw. Every loop that works
+// through items contains each one with Contain: the workflows' workers, the
+// outbox's senders, the inbox's updates and the jobs' runs.
 type Panics struct {
 	// total is panics_total{where}; nil counts nothing.
 	total *prometheus.CounterVec

@@ -24,7 +24,11 @@ var outcomes = []string{OutcomeOK, OutcomeError, OutcomePanic, OutcomeSkipped}
 type metrics struct {
 	runs     *prometheus.CounterVec
 	duration *prometheus.HistogramVec
-	log      *slog.Logger
+	// panics counts a job's panic in panics_total{where="job"} too, beside
+	// the workflows' own, so one series per place answers "did anything
+	// panic".
+	panics domain.Panics
+	log    *slog.Logger
 	// rescheduled hears of each start gocron dropped; the scheduler uses it
 	// to ask again for a RunNow that was dropped.
 	rescheduled func(name string)
@@ -38,7 +42,8 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) (*metrics, error) {
 			duration: r.HistogramVec("jobs_run_duration_seconds",
 				"Duration of periodic job runs on this replica (skipped ticks excluded).",
 				prometheus.ExponentialBuckets(0.005, 4, 9), "job"), // 5ms … ~5.5min
-			log: log,
+			panics: domain.NewPanics(r),
+			log:    log,
 		}
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -307,16 +306,21 @@ func (s *Scheduler) run(ctx context.Context, j *job) {
 	}
 	j.mu.Unlock()
 
-	err := call(ctx, j.fn)
+	// Recovered here rather than by gocron, which knows neither our logger
+	// nor the stack.
+	var err error
+	if pe := s.metrics.panics.Contain(s.log.With("job", j.name), "job", j.name, func() { err = j.fn(ctx) }); pe != nil {
+		err = pe
+	}
 	d := s.clock.Since(start)
 
 	r := domain.JobRun{Name: j.name, Replica: s.replica, StartedAt: start.UTC(), Duration: d}
 	outcome := OutcomeOK
-	var pe *panicError
+	var pe *domain.PanicError
 	switch {
 	case errors.As(err, &pe):
+		// Contain logged it with the stack.
 		outcome, r.Err = OutcomePanic, pe.Error()
-		s.log.Error("job panicked", "job", j.name, "duration", d, "panic", fmt.Sprint(pe.value), "stack", string(pe.stack))
 	case err != nil:
 		outcome, r.Err = OutcomeError, err.Error()
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -352,24 +356,6 @@ type tickKey struct{}
 func TickFrom(ctx context.Context) (Tick, bool) {
 	t, ok := ctx.Value(tickKey{}).(Tick)
 	return t, ok
-}
-
-type panicError struct {
-	value any
-	stack []byte
-}
-
-func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
-
-// call recovers here rather than leaning on gocron's recovery, which knows
-// neither our logger nor the stack.
-func call(ctx context.Context, fn func(context.Context) error) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &panicError{value: v, stack: debug.Stack()}
-		}
-	}()
-	return fn(ctx)
 }
 
 // lockFailed is gocron's AfterLockError listener: the tick was skipped.

@@ -16,6 +16,7 @@ import (
 
 	"switchboard/config"
 	"switchboard/domain"
+	"switchboard/domain/domaintest"
 	"switchboard/storage/storagetest"
 )
 
@@ -227,8 +228,10 @@ func TestFailuresKeepTicking(t *testing.T) {
 	ctx := context.Background()
 	st := storagetest.New(t)
 	var logs logBuffer
+	reg := prometheus.NewRegistry()
 	s := newScheduler(t, Config{Replica: "r1"}, Deps{
-		Log: newLog(&logs),
+		Log:        newLog(&logs),
+		Registerer: reg,
 		// What main does: the store is the recorder.
 		Recorder: st.Jobs(),
 	})
@@ -272,10 +275,11 @@ func TestFailuresKeepTicking(t *testing.T) {
 	require.EqualValues(t, m["fails"].Runs, counter(s, "fails", OutcomeError))
 	require.EqualValues(t, m["panics"].Runs, counter(s, "panics", OutcomePanic))
 	require.Zero(t, counter(s, "panics", OutcomeOK))
+	require.EqualValues(t, m["panics"].Runs, domaintest.Counter(t, reg, "panics_total", "job"), "in the series every contained panic is counted in")
 	require.Equal(t, 3, testutil.CollectAndCount(s.metrics.duration), "one duration series per job")
 
 	require.NotEmpty(t, logs.lines(`"level":"ERROR"`, `"msg":"job failed"`, `"job":"fails"`, `"err":"hh: 503"`, `"duration"`))
-	panics := logs.lines(`"level":"ERROR"`, `"msg":"job panicked"`, `"job":"panics"`)
+	panics := logs.lines(`"level":"ERROR"`, `"msg":"panic contained to one item"`, `"where":"job"`, `"job":"panics"`)
 	require.NotEmpty(t, panics)
 	require.Contains(t, panics[0], `"stack":"goroutine`)
 	require.Contains(t, panics[0], "TestFailuresKeepTicking", "stack points at the job")
