@@ -408,7 +408,7 @@ func (a *app) buildBot(context.Context) error {
 		DrainTimeout: cfg.ShutdownTimeout / 2,
 		RenderConfig: a.render,
 	}, bot.Deps{
-		Users: a.store.Users(), Status: outage.Status{Store: a.store, Beats: a.beats, LLM: a.llm, HH: a.hh, VacancyClaimLease: cfg.VacancyClaimLease}, Catalog: a.catalog, Log: log,
+		Users: a.store.Users(), Status: outage.Status{Store: a.store, Beats: a.beats, LLM: a.llm, HH: a.hh, VacancyClaimLease: cfg.VacancyClaimLease, VacancyRecoveryWindow: cfg.VacancyRecoveryWindow}, Catalog: a.catalog, Log: log,
 		Admins: cfg.AdminIDs, Replica: cfg.Replica, Claimer: a.beats.Claimer(), Direct: a.out, Queue: a.store.Outbox(),
 		Inbox: a.store.Inbox(), Passing: storage.Passing, AboutData: storage.AboutData, Topics: a.store.ChatTopics(), Connected: a.topicModes,
 		Vacancies: a.vac, Letters: a.letters, Rhythm: a.vac, Memory: a.mem, Dispatch: a.disp, Analysis: a.anl, Resume: a.res,

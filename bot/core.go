@@ -13,6 +13,7 @@ import (
 	"switchboard/bot/delivery"
 	"switchboard/domain"
 	"switchboard/domain/dispatch"
+	"switchboard/domain/vacancy"
 	"switchboard/locales"
 	"switchboard/storage"
 )
@@ -546,6 +547,11 @@ func (b *Bot) statusData(r *Request, sb *strings.Builder, rich *richDoc) {
 			}))
 		}
 	}
+	if vs, ok := b.deps.Status.(VacancyQueueSource); ok {
+		if q, err := vs.VacancyQueue(r.Ctx); err == nil {
+			sb.WriteString("\n" + vacancyQueueLine(r, q))
+		}
+	}
 	if hs, ok := b.deps.Status.(HeldSource); ok {
 		// Only when there is some: held work means users wait for a reaper.
 		if h, err := hs.Held(r.Ctx); err == nil && h.PipelineRuns+h.VacancyMatches+h.OutboxRows+h.InboxUpdates > 0 {
@@ -555,6 +561,41 @@ func (b *Bot) statusData(r *Request, sb *strings.Builder, rich *richDoc) {
 		}
 	}
 	rich.para(strings.ReplaceAll(sb.String()[from:], "\n", "\n\n"))
+}
+
+// VacancyQueueSource, when the StatusSource has it, adds the vacancy
+// queue to /status.
+type VacancyQueueSource interface {
+	VacancyQueue(ctx context.Context) (storage.MatchQueue, error)
+}
+
+// waitKeys name, for each reason a match is given back unjudged
+// (vacancy.Reason*), how /status says it; spelled out so the catalogue
+// test sees them used. A reason without one is shown as stored.
+var waitKeys = map[string]string{
+	vacancy.ReasonBreakerOpen:    "status.wait_breaker_open",
+	vacancy.ReasonLLMBusy:        "status.wait_llm_busy",
+	vacancy.ReasonLLMRefused:     "status.wait_llm_refused",
+	vacancy.ReasonHHBlocked:      "status.wait_hh_blocked",
+	vacancy.ReasonDetailFetching: "status.wait_detail_fetching",
+	vacancy.ReasonShutdown:       "status.wait_shutdown",
+	vacancy.ReasonLeaseLost:      "status.wait_lease_lost",
+	vacancy.ReasonUnsaved:        "status.wait_unsaved",
+}
+
+// vacancyQueueLine is /status's line of the vacancy queue: what waits for
+// a worker, what of it is held back and why, what is retried after a
+// failure of its own, and what recovery still owes.
+func vacancyQueueLine(r *Request, q storage.MatchQueue) string {
+	reason := Escape(q.WaitReason)
+	if key, ok := waitKeys[q.WaitReason]; ok {
+		reason = r.T(key)
+	}
+	return r.T("status.vacancy_queue", locales.Data{
+		"Queued": locales.Number(r.Lang, q.Queued), "Waiting": q.Waiting, "WaitingN": locales.Number(r.Lang, q.Waiting),
+		"Reason": reason, "Retrying": q.Retrying, "RetryingN": locales.Number(r.Lang, q.Retrying),
+		"Skipped": locales.Number(r.Lang, q.Skipped),
+	})
 }
 
 // HeldSource, when the StatusSource has it, adds the work held past its

@@ -45,7 +45,7 @@ func status(t *testing.T, st *storage.Store) outage.Status {
 	hhc, err := hh.New(hh.Config{URL: "http://127.0.0.1:1", UserAgent: "switchboard-test"})
 	require.NoError(t, err)
 	return outage.Status{Store: st, Beats: st.Heartbeats("test", "", 5*time.Minute, slog.New(slog.DiscardHandler)),
-		LLM: model, HH: hhc, VacancyClaimLease: 2 * time.Minute}
+		LLM: model, HH: hhc, VacancyClaimLease: 2 * time.Minute, VacancyRecoveryWindow: 48 * time.Hour}
 }
 
 // setupDispatch is the bot with the dispatch workflow over one database,
@@ -842,7 +842,8 @@ UPDATE replicas SET seen_at = now() - interval '1 hour' WHERE instance = 'replic
 	env.settle(t) // the first /status reply's row is recorded sent
 	text = env.ask(t, env.admin, "/status").Text
 	require.Regexp(t, `\n\nDelivery\nBacklog 0, oldest waiting under a second; 429s in the last hour: 1; unreachable recipients: 1; dropped 0, failed 0\n`+
-		`Incoming updates waiting: 1, oldest waiting (under a second|\d+\x{a0}s); failed in the last day: 1$`, text)
+		`Incoming updates waiting: 1, oldest waiting (under a second|\d+\x{a0}s); failed in the last day: 1\n`+
+		`Vacancy matches waiting to be judged: 0; skipped, for recovery to try again: 0$`, text)
 	require.Contains(t, text, "The prune job has not run yet.")
 	// A table PostgreSQL has not analysed yet has no row estimate, which is
 	// not zero rows.

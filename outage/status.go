@@ -20,6 +20,9 @@ type Status struct {
 	HH    *hh.Client
 	// VacancyClaimLease tells a lapsed match claim from a put-back one (Held).
 	VacancyClaimLease time.Duration
+	// VacancyRecoveryWindow is how far back recovery retries SKIPPED
+	// matches (VacancyQueue counts those).
+	VacancyRecoveryWindow time.Duration
 }
 
 // InboxStats is the inbox for /status (bot.InboxSource).
@@ -45,6 +48,12 @@ func (s Status) Replicas(ctx context.Context) ([]storage.Replica, error) {
 // Held feeds /status's line of work held past its lease.
 func (s Status) Held(ctx context.Context) (storage.HeldWork, error) {
 	return s.Store.HeldPastLease(ctx, s.VacancyClaimLease)
+}
+
+// VacancyQueue feeds /status's line of the vacancy queue
+// (bot.VacancyQueueSource).
+func (s Status) VacancyQueue(ctx context.Context) (storage.MatchQueue, error) {
+	return s.Store.Matches().QueueStats(ctx, s.VacancyRecoveryWindow)
 }
 
 // Storage feeds /status's data section: the six largest tables and the

@@ -91,6 +91,39 @@ SELECT (SELECT max(d.updated_at) FROM discovery_state d JOIN searches s ON s.sea
 	return st, nil
 }
 
+// MatchQueue is the vacancy queue as /status shows it: the matches
+// waiting for a worker, those of them given back unjudged for a cause
+// outside them (the model or HH away, a shutdown) or retried after a
+// failure of their own, and the SKIPPED ones recovery still retries.
+type MatchQueue struct {
+	Queued   int64 `json:"queued"`
+	Waiting  int64 `json:"waiting"`  // queued, given back unjudged at least once
+	Retrying int64 `json:"retrying"` // queued, failed at least once (below the bound)
+	Skipped  int64 `json:"skipped"`  // SKIPPED within the recovery window
+	// WaitReason is the commonest latest wait of the queued ones
+	// ("breaker_open", "hh_blocked"…); empty with none waiting.
+	WaitReason string `json:"wait_reason"`
+}
+
+// QueueStats counts MatchQueue; window is VACANCY_RECOVERY_WINDOW. The
+// queued matches are read through the queue's partial index and the
+// SKIPPED ones through theirs.
+func (s *Matches) QueueStats(ctx context.Context, window time.Duration) (MatchQueue, error) {
+	var q MatchQueue
+	err := s.pool.QueryRow(ctx, `
+SELECT q.queued, q.waiting, q.retrying,
+       (SELECT count(*) FROM vacancy_matches WHERE status = 'SKIPPED' AND created_at >= now() - $1 * interval '1 microsecond'),
+       COALESCE((SELECT wait_reason FROM vacancy_matches WHERE status = 'QUEUED' AND waits > 0
+                 GROUP BY wait_reason ORDER BY count(*) DESC, wait_reason LIMIT 1), '')
+FROM (SELECT count(*) AS queued, count(*) FILTER (WHERE waits > 0) AS waiting,
+             count(*) FILTER (WHERE failures > 0) AS retrying
+      FROM vacancy_matches WHERE status = 'QUEUED') q`, micros(window)).Scan(&q.Queued, &q.Waiting, &q.Retrying, &q.Skipped, &q.WaitReason)
+	if err != nil {
+		return MatchQueue{}, fmt.Errorf("vacancy queue: %w", err)
+	}
+	return q, nil
+}
+
 const matchColumns = `m.id, m.user_id, m.vacancy_id, m.status, m.published_at, m.is_relevant, m.analysis,
 m.skip_reason, m.attempts, m.failures, m.failure_reason, m.waits, m.wait_reason,
 COALESCE(m.chat_id, 0), COALESCE(m.message_id, 0), m.sent_at, m.created_at, m.updated_at,

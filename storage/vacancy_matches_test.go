@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
+	"switchboard/storage"
 	"switchboard/domain/vacancy"
 )
 
@@ -230,4 +231,51 @@ func TestATurnIsCountedOnceUnderItsClaim(t *testing.T) {
 	_, ok, err = ms.Claim(ctx, opts)
 	require.NoError(t, err)
 	require.False(t, ok, "a SKIPPED match waits for recovery")
+}
+
+// The vacancy queue /status shows counts the queued matches, those of them
+// given back unjudged (with their commonest reason) and those failed below
+// the bound, and the SKIPPED ones within the recovery window; a match
+// judged or skipped long ago counts nowhere.
+func TestMatchQueueStats(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx, ms := f.ctx, f.st.Matches()
+	f.users(domain.User{}, 7)
+	queue := func() storage.MatchQueue {
+		t.Helper()
+		q, err := ms.QueueStats(ctx, 48*time.Hour)
+		require.NoError(t, err)
+		return q
+	}
+	require.Equal(t, storage.MatchQueue{}, queue())
+	for id := 1; id <= 8; id++ {
+		f.exec(`INSERT INTO vacancies (id, title, published_at) VALUES ($1, 'go', now())`, id)
+	}
+	f.exec(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at)
+SELECT 7, id, 'QUEUED', now() FROM vacancies WHERE id <= 5`)
+	f.exec(`INSERT INTO vacancy_matches (user_id, vacancy_id, status, published_at, skip_reason, created_at, is_relevant) VALUES
+    (7, 6, 'SKIPPED', now(), 'llm_error', now() - interval '1 hour', NULL),
+    (7, 7, 'SKIPPED', now(), 'llm_error', now() - interval '72 hours', NULL),
+    (7, 8, 'ANALYZED', now(), '', now(), true)`)
+	opts := vacancy.ClaimOptions{ClaimLease: time.Minute, Taste: 5, DetailFresh: time.Hour}
+	turn := func(end func(c vacancy.Claim) error) {
+		t.Helper()
+		c, ok, err := ms.Claim(ctx, opts)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NoError(t, end(c))
+	}
+	putBack := func(reason string) func(c vacancy.Claim) error {
+		return func(c vacancy.Claim) error { return ms.PutBack(ctx, c.Match.ID, c.Match.ClaimToken, time.Hour, reason) }
+	}
+	turn(putBack(vacancy.ReasonHHBlocked))
+	turn(putBack(vacancy.ReasonBreakerOpen))
+	turn(putBack(vacancy.ReasonBreakerOpen))
+	turn(func(c vacancy.Claim) error {
+		_, ok, err := ms.Fail(ctx, c.Match.ID, c.Match.ClaimToken, vacancy.Failure{Reason: vacancy.ReasonLLMError, Max: 3, RetryAfter: time.Hour})
+		require.True(t, ok)
+		return err
+	})
+	require.Equal(t, storage.MatchQueue{Queued: 5, Waiting: 3, Retrying: 1, Skipped: 1, WaitReason: vacancy.ReasonBreakerOpen}, queue())
 }
