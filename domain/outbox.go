@@ -222,6 +222,13 @@ const (
 // unreachable until its user writes again.
 var ErrUnreachable = errors.New("recipient unreachable")
 
+// ErrNotYetRecorded: nothing is recorded for a message, but the outbox is
+// delivering one to its chat whose record is still to come. Telegram shows
+// a message as it answers the send and its delivery hook records it after,
+// so a user's quick reply can come between. It passes within the claim's
+// lease (storage.Passing counts it), so the inbox runs the update again.
+var ErrNotYetRecorded = errors.New("a message being delivered to the chat is not recorded yet")
+
 // Queued is an outbox row claimed for delivery.
 type Queued struct {
 	Message

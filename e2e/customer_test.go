@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"switchboard/domain"
 	"switchboard/e2e"
 	"switchboard/e2e/tgfake"
 )
@@ -272,6 +274,65 @@ func TestDispatchCustomerFollowsTheOrder(t *testing.T) {
 	require.Equal(t, int64(dan.ID()), scalar[int64](t, pool, `SELECT customer_id FROM orders WHERE id = $1`, order))
 	settled(t, pool)
 	logTranscript(t, env, map[string]int64{"Cora": cora.ID(), "Ann": ann.ID(), "Dan": dan.ID(), "Boss": boss.ID()})
+}
+
+// A reply to a relayed text that comes before the text's delivery is
+// recorded (the outbox's delivery hook runs after Telegram answered the
+// send; the e2e tour saw Ann answer in between) still reaches the other
+// side, a moment later, and is no question for the memory chat. The test
+// holds the record: a SHARE lock on order_messages stalls the hook's
+// insert, and so the delivery's mark, until Ann's reply was tried.
+func TestDispatchRelayOfAMessageNotYetRecorded(t *testing.T) {
+	t.Parallel()
+	env, pool, boss := startDispatch(t, nil)
+	ann := env.TG.User(781, "Ann", "en")
+	cora := env.TG.User(782, "Cora", "en")
+	register(t, env, ann, "Odesa Center plumbing")
+	confirm := ask(t, env, boss, boss.ID(), "/order "+orderWithCustomer("Odesa Center", 700))
+	order := int64(scalar[int](t, pool, `SELECT max(id) FROM orders`))
+	cora.SendText(cora.ID(), "/start "+orderLinkOf(t, confirm.Text))
+	offer := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
+	ann.PressAndWait(t, offer, "✅ Accept")
+	status := waitStatus(t, env, cora.ID(), order, "✉️ Reply to this message to write to Ann.")
+	// Cora's status message is recorded before the hold: only Ann's
+	// question is to be caught between its delivery and its record.
+	eventually(t, 30*time.Second, func() bool {
+		return scalar[int](t, pool, `SELECT count(*) FROM order_messages WHERE chat_id = $1 AND message_id = $2`,
+			cora.ID(), status.MessageID) == 1
+	})
+
+	ctx := context.Background()
+	hold, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = hold.Rollback(ctx) }()
+	_, err = hold.Exec(ctx, `LOCK TABLE order_messages IN SHARE MODE`)
+	require.NoError(t, err)
+
+	cora.Reply(status, "Can you come at 10:30?")
+	question := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "✉️ The customer") })
+	require.Equal(t, 1, scalar[int](t, pool, `SELECT count(*) FROM outbox WHERE chat_id = $1 AND kind = 'relay' AND state = 'pending'`, ann.ID()),
+		"Ann has the question, and its delivery is not recorded")
+	answer := ann.Reply(question, "Yes, 10:30 works")
+	// Her reply found nothing recorded and waits in the inbox for another try.
+	tried := `SELECT count(*) FROM inbox WHERE chat_id = $1 AND (body->'message'->>'message_id')::bigint = $2
+AND state = 'pending' AND position($3 in last_error) > 0`
+	eventually(t, 30*time.Second, func() bool {
+		return scalar[int](t, pool, tried, ann.ID(), answer.MessageID, domain.ErrNotYetRecorded.Error()) == 1
+	}, func() string {
+		return fmt.Sprintf("Ann's memory runs: %d", scalar[int](t, pool, `SELECT count(*) FROM pipeline_runs WHERE user_id = $1`, ann.ID()))
+	})
+	update := scalar[int64](t, pool, `SELECT update_id FROM inbox WHERE chat_id = $1 AND (body->'message'->>'message_id')::bigint = $2`,
+		ann.ID(), answer.MessageID)
+	require.NoError(t, hold.Commit(ctx))
+
+	got := env.TG.WaitMessage(t, cora.ID(), func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, "✉️ Ann, your master") })
+	require.Contains(t, got.Text, "Yes, 10:30 works")
+	require.Equal(t, "✉️ Sent.", env.TG.WaitMessageAfter(t, ann.ID(), answer.MessageID, nil).Text)
+	eventually(t, 30*time.Second, func() bool {
+		return scalar[string](t, pool, `SELECT state FROM inbox WHERE update_id = $1`, update) == "done"
+	})
+	require.Zero(t, scalar[int](t, pool, `SELECT count(*) FROM pipeline_runs WHERE user_id = $1`, ann.ID()), "no question for the memory chat")
+	settled(t, pool)
 }
 
 // A customer cancels before the master sets off: the order is cancelled,

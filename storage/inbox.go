@@ -202,13 +202,17 @@ func AboutData(err error) bool {
 
 // Passing reports whether err is one that may go away by itself: the
 // database unreachable or restarting, a connection lost, a deadline, a
-// serialization failure or deadlock. An update that failed so is retried
-// from the inbox; any other error is a bug or a refusal and is final.
+// serialization failure or deadlock, a delivery not yet recorded
+// (domain.ErrNotYetRecorded). An update that failed so is retried from the
+// inbox; any other error is a bug or a refusal and is final.
 func Passing(err error) bool {
 	if err == nil {
 		return false
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return true
+	}
+	if errors.Is(err, domain.ErrNotYetRecorded) {
 		return true
 	}
 	var pgErr *pgconn.PgError

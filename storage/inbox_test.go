@@ -170,6 +170,8 @@ func TestPassingErrors(t *testing.T) {
 	require.False(t, storage.Passing(fmt.Errorf("x: %w", context.Canceled)))
 	require.False(t, storage.Passing(fmt.Errorf("plain")))
 	require.False(t, storage.Passing(nil))
+	require.True(t, storage.Passing(fmt.Errorf("relay: %w", fmt.Errorf("x: %w", domain.ErrNotYetRecorded))),
+		"a delivery recorded in a moment")
 }
 
 // Take's NOTIFY names the storing replica, so its own listener can let it

@@ -670,21 +670,41 @@ RETURNING `+orderColumns, o.ID, messageID)); err != nil {
 }
 
 // RelayTarget is the order a message of the bot's was about; see
-// dispatch.Orders.
+// dispatch.Orders. Telegram shows a message as it answers the send and the
+// delivery hook records it only after, so a quick reply can find nothing.
+// Then a send that records one (kind customer or relay) out to the chat
+// under a live claim may be the message replied to:
+// domain.ErrNotYetRecorded, which the inbox retries. Which message the row
+// becomes is unknown until it is recorded, so any such row counts, and a
+// reply to another of the bot's messages waits a retry too. That ends by
+// itself, as claims lapse with the outbox's lease (10 s) while the inbox
+// tries for about a minute, so no attempt count is needed here. A chat
+// kept busy with such rows past the inbox's last attempt fails the update
+// and its sender is told to send it again: answered by the memory chat
+// instead, a relay would be lost unsaid. The look shares the statement
+// and runs only when nothing is found.
 func (s *Orders) RelayTarget(ctx context.Context, chatID, messageID int64) (int64, bool, error) {
-	var id int64
+	var id *int64
+	var unrecorded bool
 	err := s.pool.QueryRow(ctx, `
-SELECT order_id FROM order_messages WHERE chat_id = $1 AND message_id = $2
-UNION ALL
-SELECT order_id FROM offers WHERE chat_id = $1 AND message_id = $2 AND state = 'ACCEPTED'
-LIMIT 1`, chatID, messageID).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, nil
-	}
-	if err != nil {
+SELECT t.order_id, CASE WHEN t.order_id IS NULL THEN EXISTS (
+    SELECT 1 FROM outbox o
+    WHERE o.chat_id = $1 AND o.state = 'pending' AND o.claimed_until > now()
+      AND o.kind IN ($3, $4) AND NOT o.edit) ELSE false END
+FROM (SELECT (
+    SELECT order_id FROM order_messages WHERE chat_id = $1 AND message_id = $2
+    UNION ALL
+    SELECT order_id FROM offers WHERE chat_id = $1 AND message_id = $2 AND state = 'ACCEPTED'
+    LIMIT 1) AS order_id) t`, chatID, messageID, domain.KindCustomer, domain.KindRelay).Scan(&id, &unrecorded)
+	switch {
+	case err != nil:
 		return 0, false, fmt.Errorf("the order of message %d in chat %d: %w", messageID, chatID, err)
+	case id != nil:
+		return *id, true, nil
+	case unrecorded:
+		return 0, false, fmt.Errorf("the order of message %d in chat %d: %w", messageID, chatID, domain.ErrNotYetRecorded)
 	}
-	return id, true, nil
+	return 0, false, nil
 }
 
 // Relay records a relayed text and writes its message to the other side;

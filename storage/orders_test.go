@@ -9,6 +9,7 @@ import (
 
 	"switchboard/domain"
 	"switchboard/domain/dispatch"
+	"switchboard/storage"
 )
 
 func TestCancelOrder(t *testing.T) {
@@ -612,4 +613,79 @@ func TestCreateOrderOncePerSourceMessage(t *testing.T) {
        (SELECT count(*) FROM outbox WHERE body->>'text' = 'created')`).Scan(&orders, &logged))
 	require.Equal(t, 4, orders)
 	require.Equal(t, 2, logged)
+}
+
+// A reply can come before its message's delivery is recorded (the hook
+// runs after Telegram answered the send): while a send that records an
+// order's message is out to the chat under a live claim, RelayTarget says
+// to try again, a passing error; once recorded, it finds the order; with
+// nothing out, a message of nobody's order is nothing.
+func TestRelayTargetWaitsForADeliveryInFlight(t *testing.T) {
+	t.Parallel()
+	f, o := dispatchOrder(t, 1)
+	ctx, out, orders := f.ctx, f.st.Outbox(), f.st.Orders()
+	const chat, replied = 900, 77
+	nothing := func(chat, message int64, why string) {
+		t.Helper()
+		id, ok, err := orders.RelayTarget(ctx, chat, message)
+		require.NoError(t, err, why)
+		require.False(t, ok, why)
+		require.Zero(t, id, why)
+	}
+	unrecorded := func(chat, message int64, why string) {
+		t.Helper()
+		_, ok, err := orders.RelayTarget(ctx, chat, message)
+		require.ErrorIs(t, err, domain.ErrNotYetRecorded, why)
+		require.True(t, storage.Passing(err), "the inbox runs the update again")
+		require.False(t, ok, why)
+	}
+	found := func(chat, message int64, why string) {
+		t.Helper()
+		id, ok, err := orders.RelayTarget(ctx, chat, message)
+		require.NoError(t, err, why)
+		require.True(t, ok, why)
+		require.Equal(t, o.ID, id, why)
+	}
+	// claim queues m and claims it (and whatever else is due).
+	claim := func(m domain.Message) domain.Queued {
+		t.Helper()
+		require.NoError(t, out.Enqueue(ctx, m))
+		rows, err := out.Claim(ctx, "", 10, time.Minute)
+		require.NoError(t, err)
+		for _, r := range rows {
+			if r.ChatID == m.ChatID {
+				return r
+			}
+		}
+		t.Fatalf("%q not claimed", m.Text)
+		return domain.Queued{}
+	}
+
+	nothing(chat, replied, "nothing recorded, nothing out")
+	require.NoError(t, out.Enqueue(ctx, domain.Message{ChatID: chat - 1, Kind: domain.KindRelay, Ref: o.ID, Text: "✉️ queued"}))
+	nothing(chat-1, replied, "a row not claimed is not sent: nobody can have replied to it")
+	relay := claim(domain.Message{ChatID: chat, Kind: domain.KindRelay, Ref: o.ID, Text: "✉️ a question"})
+	unrecorded(chat, replied, "sent, perhaps, and not recorded")
+	nothing(chat+1, replied, "another chat's delivery is not this one's")
+	ok, err := out.Delivered(ctx, relay, replied)
+	require.NoError(t, err)
+	require.True(t, ok)
+	found(chat, replied, "recorded by the relay's delivery hook")
+	nothing(chat, replied+1, "nothing out: another message is about no order")
+
+	// The customer's next note on its way: what is recorded is found
+	// without waiting, and any other message waits for it.
+	note := claim(domain.Message{ChatID: chat, Kind: domain.KindCustomer, Ref: o.ID, Text: "📋 a note"})
+	found(chat, replied, "recorded already")
+	unrecorded(chat, replied+1, "it may be the note")
+	// Its sender died and the claim lapsed: no record is coming from it.
+	f.exec(`UPDATE outbox SET claimed_until = now() - interval '1 second' WHERE id = $1`, note.ID)
+	nothing(chat, replied+1, "a lapsed claim")
+
+	// Out but recording nothing: an edit (its message was recorded when
+	// sent) and a message of another kind.
+	claim(domain.Message{ChatID: chat + 10, Kind: domain.KindCustomer, Ref: o.ID, Key: "customer:1", Edit: true, Text: "📋 edited"})
+	nothing(chat+10, replied, "an edit is no new message")
+	claim(domain.Message{ChatID: chat + 20, Kind: domain.KindReply, Text: "a reply"})
+	nothing(chat+20, replied, "a reply to a command is about no order")
 }

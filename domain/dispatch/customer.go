@@ -275,7 +275,9 @@ const (
 // only. Once the order is done (DONE or CLOSED), the customer's reply is
 // the comment on their rating instead (see comment). ErrNotCustomer for a
 // sender who is neither side; ErrRelayClosed after Done (for the master),
-// a cancel or a give-back; ErrRelayTooLong. The sender's message (chatID,
+// a cancel or a give-back; ErrRelayTooLong; domain.ErrNotYetRecorded
+// (RelayIgnored) while the message replied to may be one still being
+// delivered, for the update to run again. The sender's message (chatID,
 // messageID) is relayed once, however often its update runs.
 func (s *Service) Relay(ctx context.Context, senderID, chatID int64, replyTo, messageID int, text string) (Order, RelayOutcome, error) {
 	orderID, ok, err := s.deps.Orders.RelayTarget(ctx, chatID, int64(replyTo))

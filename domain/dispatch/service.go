@@ -335,7 +335,9 @@ type Orders interface {
 	MarkLate(ctx context.Context, id int64, tell domain.Render[Changed]) (Order, bool, error)
 	// RelayTarget is the order a message of the bot's (chatID, messageID)
 	// was about: the customer's status or notes, a relayed text, or the
-	// assigned master's order message; false if none.
+	// assigned master's order message; false if none, or
+	// domain.ErrNotYetRecorded if it may be a message still being
+	// delivered, whose record is to come.
 	RelayTarget(ctx context.Context, chatID, messageID int64) (int64, bool, error)
 	// Relay records r, sent by senderID as their message src, and writes
 	// what render makes of it for the other side (from: the sender, to:
