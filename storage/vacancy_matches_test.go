@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard/domain"
-	"switchboard/storage"
 	"switchboard/domain/vacancy"
+	"switchboard/storage"
 )
 
 // An ANALYZED match is never claimed: its card is in the outbox, and its
