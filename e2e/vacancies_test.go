@@ -225,6 +225,11 @@ func TestVacancyBreakerHoldsMatchesUntilTheLLMIsBack(t *testing.T) {
 	require.Contains(t, stats.Text, "The AI model is not answering; your vacancies will be checked when it is back.")
 	require.NotContains(t, stats.Text, "closed", "no breaker jargon")
 	require.Less(t, env.LLM.Calls("relevance"), 4, "no LLM call once the breaker is open")
+	// The admin sees the queue: all four wait, those that failed are tried
+	// again, and a turn the breaker cut short (if one was) is held back for it.
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	require.Regexp(t, `\nVacancy matches waiting to be judged: 4(, of them held back: [12] \(mostly: the AI model stopped answering\))?, `+
+		`tried again after a failure: [234]; skipped, for recovery to try again: 0(\n|$)`, ask(t, env, boss, boss.ID(), "/status").Shown())
 
 	rule.Fault(llmtest.Fault{}).ReplyJSON(relevantAnswer)
 	env.TG.WaitFor(t, 60*time.Second, func() bool { return len(vacancyMessages(env, ann.ID())) == 4 })
