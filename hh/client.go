@@ -601,7 +601,7 @@ func (w *wireVacancy) toVacancy(raw json.RawMessage) (vacancy.Vacancy, error) {
 		v.ResponseURL = strings.TrimSpace(*w.ResponseURL)
 	}
 	if w.Employer != nil {
-		v.Employer = vacancy.EmployerName(w.Employer.Name)
+		v.Employer = w.Employer.Name
 	}
 	if w.Area != nil {
 		v.Area = w.Area.Name

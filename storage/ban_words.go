@@ -10,6 +10,20 @@ import (
 	"switchboard/domain/vacancy"
 )
 
+// exclusionsSQL is the vacancy.Exclusions of the user whose id is the SQL
+// expression user, as the columns exclusionsDest scans: the one fragment
+// discovery's followers, the worker's claim, recovery and Recipient read
+// them with, so an exclusion of a new kind is read everywhere from here.
+func exclusionsSQL(user string) string {
+	return fmt.Sprintf(`COALESCE((SELECT array_agg(word ORDER BY word) FROM ban_words b WHERE b.user_id = %[1]s), '{}'),
+       COALESCE((SELECT array_agg(employer) FROM hidden_employers h WHERE h.user_id = %[1]s), '{}')`, user)
+}
+
+// exclusionsDest scans what exclusionsSQL reads into e.
+func exclusionsDest(e *vacancy.Exclusions) []any {
+	return []any{&e.BanWords, &e.HiddenEmployers}
+}
+
 // BanWords lists a user's ban words alphabetically.
 func (s *Searches) BanWords(ctx context.Context, userID int64) ([]string, error) {
 	words, err := queryAll(ctx, s.pool, pgx.RowTo[string], `SELECT word FROM ban_words WHERE user_id = $1 ORDER BY word`, userID)

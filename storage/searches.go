@@ -257,19 +257,18 @@ func groupsOf(ctx context.Context, q querier, sql string, args ...any) ([]vacanc
 	}, sql, args...)
 }
 
-// followers are the users whose active searches have key, with their ban
-// words and hidden employers: a search set aside gets nothing.
+// followers are the users whose active searches have key, with what they
+// exclude: a search set aside gets nothing.
 func followers(ctx context.Context, q querier, key string) ([]vacancy.Recipient, error) {
 	rows, err := q.Query(ctx, `
-SELECT s.user_id, COALESCE((SELECT array_agg(word ORDER BY word) FROM ban_words b WHERE b.user_id = s.user_id), '{}'),
-       COALESCE((SELECT array_agg(employer) FROM hidden_employers h WHERE h.user_id = s.user_id), '{}')
+SELECT s.user_id, `+exclusionsSQL("s.user_id")+`
 FROM searches s WHERE s.search_key = $1 AND s.state = 'active' ORDER BY s.id`, key)
 	if err != nil {
 		return nil, fmt.Errorf("followers of %s: %w", key, err)
 	}
 	users, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (vacancy.Recipient, error) {
 		var u vacancy.Recipient
-		err := row.Scan(&u.ID, &u.BanWords, &u.HiddenEmployers)
+		err := row.Scan(append([]any{&u.ID}, exclusionsDest(&u.Exclusions)...)...)
 		return u, err
 	})
 	if err != nil {

@@ -198,7 +198,9 @@ WITH c AS (
     RETURNING f.id
 )
 SELECT ` + matchColumns + `, ` + vacancyColumns + `, u.language, u.telegram_language, u.profile,
-       COALESCE((SELECT array_agg(word) FROM ban_words b WHERE b.user_id = m.user_id), '{}'),
+       -- What the user excludes, a hidden employer included: one added
+       -- since the match was queued drops it unjudged.
+       ` + exclusionsSQL("m.user_id") + `,
        -- The user's taste: the applications that got furthest and their
        -- latest ones (storage/applications.go), their latest turned down.
        ` + tasteLikedSQL + `,
@@ -216,8 +218,6 @@ SELECT ` + matchColumns + `, ` + vacancyColumns + `, u.language, u.telegram_lang
                AND m.id = ANY(s.first_matches)),
        -- A rhythm of their own: the move to ANALYZED reads it under its lock.
        EXISTS (SELECT 1 FROM vacancy_settings r WHERE r.user_id = m.user_id),
-       -- The employer hidden since the match was queued.
-       EXISTS (SELECT 1 FROM hidden_employers h WHERE h.user_id = m.user_id AND h.employer = v.employer),
        m.took_over
 FROM m JOIN vacancies v ON v.id = m.vacancy_id JOIN users u ON u.id = m.user_id,
      -- A claim lost in a database crash is only taken again.
@@ -238,8 +238,10 @@ func (s *Matches) Claim(ctx context.Context, o vacancy.ClaimOptions) (vacancy.Cl
 	var lang, tgLang string
 	var liked []byte
 	dest := append(matchDest(&c.Match, &analysis, &sentAt), vacancyDest(&c.Vacancy, &fetched)...)
-	dest = append(dest, &lang, &tgLang, &c.User.Profile, &c.User.BanWords, &liked, &c.User.NotInterested, &c.DetailStale, &c.DetailMine,
-		&c.User.Senior, &c.FirstNews, &c.User.Paced, &c.EmployerHidden, &c.TookOver)
+	dest = append(dest, &lang, &tgLang, &c.User.Profile)
+	dest = append(dest, exclusionsDest(&c.User.Exclusions)...)
+	dest = append(dest, &liked, &c.User.NotInterested, &c.DetailStale, &c.DetailMine,
+		&c.User.Senior, &c.FirstNews, &c.User.Paced, &c.TookOver)
 	err := s.pool.QueryRow(ctx, claimMatchSQL,
 		o.ClaimLease.Milliseconds(), o.Taste, o.FreshOnly, o.DetailFresh.Milliseconds(), o.FetchLease.Milliseconds(), o.Claimer).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -565,8 +567,7 @@ FROM vacancy_matches m JOIN vacancies v ON v.id = m.vacancy_id WHERE m.id = $1`,
 // Skipped lists SKIPPED matches created since since, by id after afterID.
 func (s *Matches) Skipped(ctx context.Context, since time.Time, afterID int64, limit int) ([]vacancy.SkippedMatch, error) {
 	rows, err := s.pool.Query(ctx, `
-SELECT `+matchColumns+`, v.title, v.snippet, v.description,
-       COALESCE((SELECT array_agg(word) FROM ban_words b WHERE b.user_id = m.user_id), '{}')
+SELECT `+matchColumns+`, v.title, v.snippet, v.description, v.employer, `+exclusionsSQL("m.user_id")+`
 FROM vacancy_matches m JOIN vacancies v ON v.id = m.vacancy_id
 WHERE m.status = 'SKIPPED' AND m.created_at >= $1 AND m.id > $2
 ORDER BY m.id LIMIT $3`, since, afterID, limit)
@@ -577,7 +578,9 @@ ORDER BY m.id LIMIT $3`, since, afterID, limit)
 		var sm vacancy.SkippedMatch
 		var analysis []byte
 		var sent *time.Time
-		dest := append(matchDest(&sm.Match, &analysis, &sent), &sm.Title, &sm.Snippet, &sm.Desc, &sm.BanWords)
+		v := &sm.Vacancy
+		dest := append(matchDest(&sm.Match, &analysis, &sent), &v.Title, &v.Snippet, &v.Description, &v.Employer)
+		dest = append(dest, exclusionsDest(&sm.Exclusions)...)
 		if err := row.Scan(dest...); err != nil {
 			return sm, fmt.Errorf("skipped matches: %w", err)
 		}
@@ -670,15 +673,15 @@ func (s *Matches) Recipient(ctx context.Context, userID int64, taste int) (vacan
 	r := vacancy.Recipient{ID: userID}
 	var lang, tgLang string
 	var liked []byte
+	dest := append([]any{&lang, &tgLang, &r.Profile}, exclusionsDest(&r.Exclusions)...)
 	// m is the user alone: tasteLikedSQL reads m.user_id.
 	err := s.pool.QueryRow(ctx, `
-SELECT u.language, u.telegram_language, u.profile,
-       COALESCE((SELECT array_agg(word) FROM ban_words b WHERE b.user_id = m.user_id), '{}'),
+SELECT u.language, u.telegram_language, u.profile, `+exclusionsSQL("m.user_id")+`,
        `+tasteLikedSQL+`,
        ARRAY(SELECT t.title FROM vacancy_matches d JOIN vacancies t ON t.id = d.vacancy_id
              WHERE d.user_id = m.user_id AND d.status = 'NOT_INTERESTED' ORDER BY d.updated_at DESC, d.id DESC LIMIT $2)
 FROM (SELECT $1::bigint AS user_id) m JOIN users u ON u.id = m.user_id`, userID, taste).
-		Scan(&lang, &tgLang, &r.Profile, &r.BanWords, &liked, &r.NotInterested)
+		Scan(append(dest, &liked, &r.NotInterested)...)
 	if err != nil {
 		return r, fmt.Errorf("recipient %d: %w", userID, interpretError(err))
 	}

@@ -325,11 +325,10 @@ func TestExpiredOfferGoesToTheNextMaster(t *testing.T) {
 	require.ErrorIs(t, err, domain.ErrNotFound)
 }
 
-// Decline frees the master and offers the order on at once; after two
-// rounds the admins are told once that nobody is left.
-// A decline is final for that order; an offer left to expire comes again
-// in round 2. With nobody left the order is reported unassignable once,
-// and a new master makes it assignable again.
+// Decline frees the master and offers the order on at once, and is final
+// for that order; an offer left to expire comes again in round 2. With
+// nobody left the order is reported unassignable once, and a new master
+// makes it assignable again.
 func TestDeclineRoundsAndUnassignable(t *testing.T) {
 	t.Parallel()
 	w, s := setup(t, dispatch.Config{OfferSLA: time.Minute, CommissionRate: 10})

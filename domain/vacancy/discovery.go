@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"switchboard/domain"
@@ -275,8 +274,8 @@ func (s *Service) saveSweep(ctx context.Context, g Group, sw swept, m Markers, r
 	return s.deps.Matches.SaveDiscovery(ctx, g.Key, sw.found, sw.hits, m, pick, s.announce)
 }
 
-// pickMatches gives each vacancy to the users whose ban words it passes and
-// who have not hidden its employer, and counts the vacancies nobody got.
+// pickMatches gives each vacancy to the users who do not exclude it,
+// and counts the vacancies nobody got.
 func pickMatches(g Group, found []Vacancy, users []Recipient) (matches []NewMatch, dropped int) {
 	for _, v := range found {
 		// Unless the search asks for it: every follower of a key
@@ -287,7 +286,7 @@ func pickMatches(g Group, found []Vacancy, users []Recipient) (matches []NewMatc
 		}
 		got := false
 		for _, u := range users {
-			if NewBans(u.BanWords).Match(v.Title, v.Snippet) != "" || slices.Contains(u.HiddenEmployers, v.Employer) {
+			if u.Exclusions.Excludes(v) != "" {
 				continue
 			}
 			matches = append(matches, NewMatch{UserID: u.ID, VacancyID: v.ID})

@@ -1,10 +1,46 @@
 package vacancy
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
+
+// Exclusions are what a user keeps out of their vacancies: ban words (/ban)
+// and employers hidden from a card (HideEmployer). Discovery's pick, the
+// worker's claim and recovery all read them whole (storage reads them with
+// one statement fragment) and ask Excludes, so an exclusion of a new kind is a
+// field here, its case in Excludes and its table: nothing else learns of it.
+type Exclusions struct {
+	BanWords []string
+	// HiddenEmployers are employer names as EmployerName keeps them.
+	HiddenEmployers []string
+}
+
+// MaxEmployer is the longest employer name a hiding keeps, in characters
+// (hidden_employers holds at most this many). HH's names are far shorter;
+// a longer one is compared by its clipped form, so a vacancy and its hiding
+// agree whatever the length.
+const MaxEmployer = 500
+
+// EmployerName is an employer's name as a hiding keeps it: at most
+// MaxEmployer characters, a clipped one ending in "…".
+func EmployerName(name string) string { return Prefix(name, MaxEmployer) }
+
+// ExcludedEmployer is what Excludes names for a vacancy whose employer the
+// user hid.
+const ExcludedEmployer = "hidden employer"
+
+// Excludes says why the user does not want v: ExcludedEmployer, or the
+// first ban word in its title, snippet or description (the description
+// only once fetched); "" when nothing excludes it.
+func (f Exclusions) Excludes(v Vacancy) string {
+	if v.Employer != "" && slices.Contains(f.HiddenEmployers, EmployerName(v.Employer)) {
+		return ExcludedEmployer
+	}
+	return NewBans(f.BanWords).Match(v.Title, v.Snippet, PlainText(v.Description))
+}
 
 // Limits on ban words.
 const (

@@ -559,3 +559,25 @@ func TestMatchesWaitWhileTheModelIsMissing(t *testing.T) {
 	require.Equal(t, 5, b.deliverOutbox(t))
 	require.Zero(t, b.counts(t)[vacancy.Skipped])
 }
+
+// A ban word added after the matches were queued: a match whose title has it
+// is dropped when claimed without asking HH or the LLM; one whose fetched
+// description has it is dropped after the fetch, unjudged; the rest go on.
+func TestExclusionAddedSinceQueuedDropsBeforeTheFetch(t *testing.T) {
+	t.Parallel()
+	b := setupRelevant(t)
+	vs := vacancies(3, 500, 12)
+	vs[0].Name = "Golang and Delphi developer"
+	vs[1].Description = "<p>Legacy <i>Delphi</i> code next to Go</p>"
+	b.queue(t, vs...)
+	_, _, err := b.svc.Ban(b.ctx, seeker, "delphi")
+	require.NoError(t, err)
+
+	require.Equal(t, 3, b.drain(t))
+	require.Equal(t, "(none)", string(b.status(t, seeker, 500)))
+	require.Zero(t, b.hh.DetailCalls("500"), "the title is enough: HH is not asked")
+	require.Equal(t, "(none)", string(b.status(t, seeker, 501)))
+	require.Equal(t, 1, b.hh.DetailCalls("501"), "the description is read once fetched")
+	require.Equal(t, vacancy.Analyzed, b.status(t, seeker, 502))
+	require.Equal(t, 1, b.llm.Calls("relevance"), "only the match nothing excludes is judged")
+}

@@ -208,6 +208,30 @@ func TestBansMatchWholeWordsAndPhrases(t *testing.T) {
 	require.Empty(t, vacancy.NormalizeBanWord(" -- "))
 }
 
+// Exclusions name why a user does not want a vacancy: a hidden employer
+// first, then a ban word in its title, snippet or fetched description.
+func TestExclusionsExcludes(t *testing.T) {
+	t.Parallel()
+	ex := vacancy.Exclusions{BanWords: []string{"delphi", "1с битрикс"}, HiddenEmployers: []string{"Acme & Sons"}}
+	for _, c := range []struct {
+		name string
+		v    vacancy.Vacancy
+		want string
+	}{
+		{"hidden employer", vacancy.Vacancy{Title: "Go developer", Employer: "Acme & Sons"}, vacancy.ExcludedEmployer},
+		{"hidden employer before a ban word", vacancy.Vacancy{Title: "Delphi", Employer: "Acme & Sons"}, vacancy.ExcludedEmployer},
+		{"another employer", vacancy.Vacancy{Title: "Go developer", Employer: "Acme"}, ""},
+		{"no employer", vacancy.Vacancy{Title: "Go developer"}, ""},
+		{"title", vacancy.Vacancy{Title: "Senior Delphi developer", Employer: "Acme"}, "delphi"},
+		{"snippet", vacancy.Vacancy{Title: "Developer", Snippet: "Программист 1С-Битрикс"}, "1с битрикс"},
+		{"description's text", vacancy.Vacancy{Title: "Developer", Description: "<p>Legacy <i>Delphi</i> code</p>"}, "delphi"},
+		{"not in a tag", vacancy.Vacancy{Title: "Developer", Description: `<p class="delphi">Go</p>`}, ""},
+	} {
+		require.Equal(t, c.want, ex.Excludes(c.v), c.name)
+	}
+	require.Empty(t, vacancy.Exclusions{}.Excludes(vacancy.Vacancy{Title: "Delphi", Employer: "Acme & Sons"}), "nothing excluded")
+}
+
 func TestPlainText(t *testing.T) {
 	t.Parallel()
 	in := `<p><strong>Обязанности:</strong></p><ul><li>писать&nbsp;код</li><li>ревью &lt;PR&gt;</li></ul>` +

@@ -44,8 +44,8 @@ func (s *Service) Recover(ctx context.Context) (RecoveryResult, error) {
 				// database refuses: judging it again ends the same way.
 				res.Skipped++
 				s.m.recoverySkipped.Inc()
-			case NewBans(sm.BanWords).Match(sm.Title, sm.Snippet, PlainText(sm.Desc)) != "":
-				// It may be the last match a new search's first news
+			case sm.Exclusions.Excludes(sm.Vacancy) != "":
+				// Excluded since it was skipped. It may be the last match a new search's first news
 				// waits on: the delete checks.
 				ok, err := s.deps.Matches.Delete(ctx, m.ID, "", s.announce)
 				if err != nil && s.aboutData(err) {

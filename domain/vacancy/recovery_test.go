@@ -12,12 +12,14 @@ import (
 )
 
 // Recovery walks SKIPPED → NEW → QUEUED within the window, leaves matches
-// already judged not relevant, deletes ban-word hits, and ignores what is
-// older than the window. Its counters carry the seed's names.
+// already judged not relevant, deletes what the user excludes since (a ban
+// word, a hidden employer), and ignores what is older than the window. Its counters carry the seed's names.
 func TestRecoveryRequeuesDeletesAndLeaves(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.queue(t, vacancies(5, 500, 30)...)
+	vs := vacancies(6, 500, 30)
+	vs[5].Employer.Name = "Acme & Sons"
+	b.queue(t, vs...)
 	b.exec(t, `UPDATE vacancy_matches SET status = 'SKIPPED', skip_reason = 'llm_error'`)
 	// 501: judged not relevant before it was skipped.
 	b.exec(t, `UPDATE vacancy_matches SET is_relevant = false, analysis = '{"is_relevant": false, "score": 3}' WHERE vacancy_id = 501`)
@@ -25,21 +27,24 @@ func TestRecoveryRequeuesDeletesAndLeaves(t *testing.T) {
 	b.exec(t, `UPDATE vacancies SET description = '<p>Legacy <i>Delphi</i> code</p>' WHERE id = 502`)
 	_, _, err := b.svc.Ban(b.ctx, seeker, "delphi")
 	require.NoError(t, err)
+	// 505: its employer hidden since.
+	b.exec(t, `INSERT INTO hidden_employers (user_id, employer) VALUES ($1, 'Acme & Sons')`, seeker)
 	// 503: skipped three days ago, outside the 48 h window.
 	b.exec(t, `UPDATE vacancy_matches SET created_at = now() - interval '72 hours' WHERE vacancy_id = 503`)
 
 	res, err := b.svc.Recover(b.ctx)
 	require.NoError(t, err)
-	require.Equal(t, vacancy.RecoveryResult{Attempts: 4, Recovered: 2, Deleted: 1, Skipped: 1}, res)
+	require.Equal(t, vacancy.RecoveryResult{Attempts: 5, Recovered: 2, Deleted: 2, Skipped: 1}, res)
 	require.Equal(t, vacancy.Queued, b.status(t, seeker, 500))
 	require.Equal(t, vacancy.Skipped, b.status(t, seeker, 501))
 	require.Equal(t, "(none)", string(b.status(t, seeker, 502)))
 	require.Equal(t, vacancy.Skipped, b.status(t, seeker, 503))
 	require.Equal(t, vacancy.Queued, b.status(t, seeker, 504))
+	require.Equal(t, "(none)", string(b.status(t, seeker, 505)))
 
-	require.Equal(t, 4.0, b.counter(t, "vacancies_recovery_attempts_total"))
+	require.Equal(t, 5.0, b.counter(t, "vacancies_recovery_attempts_total"))
 	require.Equal(t, 2.0, b.counter(t, "vacancies_recovery_recovered_total"))
-	require.Equal(t, 1.0, b.counter(t, "vacancies_recovery_deleted_total"))
+	require.Equal(t, 2.0, b.counter(t, "vacancies_recovery_deleted_total"))
 	require.Equal(t, 1.0, b.counter(t, "vacancies_recovery_skipped_total"))
 	require.Equal(t, 2.0, b.counter(t, "vacancy_transitions_total", "SKIPPED", "NEW"))
 	require.Equal(t, 2.0, b.counter(t, "vacancy_transitions_total", "NEW", "QUEUED"))

@@ -129,9 +129,6 @@ type Claim struct {
 	// whose user has not heard its outcome yet, so ending it without a
 	// card may be what tells them there is nothing new (Change.Announce).
 	FirstNews bool
-	// EmployerHidden: the user hid the vacancy's employer after the match
-	// was queued (HideEmployer); the match is dropped unjudged.
-	EmployerHidden bool
 	// TookOver: the claim before this one ended without its worker closing
 	// it (the worker died, or its lease ran out mid-turn); the claim counted
 	// it as a wait, ReasonLeaseLost.
@@ -155,13 +152,13 @@ type Failure struct {
 
 // Recipient is the match's user as processing sees them.
 type Recipient struct {
-	ID       int64
-	Lang     string
-	Profile  string
-	BanWords []string
-	// HiddenEmployers are the employers whose vacancies the user hid
-	// (HideEmployer): discovery gives them none of theirs.
-	HiddenEmployers []string
+	ID      int64
+	Lang    string
+	Profile string
+	// Exclusions keep vacancies from the user: discovery gives them
+	// none they exclude, and a match queued before one was added is
+	// dropped unjudged when claimed.
+	Exclusions Exclusions
 	// Liked are the user's applications and NotInterested the titles of
 	// the vacancies they turned down (Config.TasteExamples of each): their
 	// taste, for the relevance prompt. Liked come those that got an offer
@@ -224,11 +221,11 @@ type Stats struct {
 
 // SkippedMatch is a recovery candidate.
 type SkippedMatch struct {
-	Match    Match
-	Title    string
-	Snippet  string
-	Desc     string // HTML, may be empty
-	BanWords []string
+	Match Match
+	// Vacancy holds what Exclusions.Excludes reads: title, snippet, employer
+	// and the description (HTML, empty if never fetched).
+	Vacancy    Vacancy
+	Exclusions Exclusions
 }
 
 // ClaimOptions says which match Matches.Claim may take.
@@ -801,8 +798,8 @@ func (s *Service) HideEmployer(ctx context.Context, userID, matchID int64) (m Ma
 	if strings.TrimSpace(v.Employer) == "" {
 		return m, v, false, ErrNoEmployer
 	}
-	// A name stored before EmployerName clipped it at the source is hidden
-	// as the source gives it now, which is what later vacancies carry.
+	// Kept as Exclusions compare it: a name past what the table holds is
+	// clipped on both sides.
 	if hidden, err = s.deps.Searches.HideEmployer(ctx, userID, EmployerName(v.Employer), MaxHiddenEmployers); err != nil {
 		return m, v, false, err
 	}

@@ -7,16 +7,6 @@ import (
 	"time"
 )
 
-// MaxEmployer is the longest employer name kept, in characters: a hiding
-// stores the name (hidden_employers holds at most this many). HH's names
-// are far shorter; a longer one is clipped by EmployerName where it comes
-// in, and again where it is hidden, so both sides of the match agree.
-const MaxEmployer = 500
-
-// EmployerName is an employer's name as kept: at most MaxEmployer
-// characters, a clipped one ending in "…".
-func EmployerName(name string) string { return Prefix(name, MaxEmployer) }
-
 // Vacancy is one HH.ru vacancy as Switchboard keeps it. Search results fill
 // everything but Description and KeySkills; the detail request fills those.
 type Vacancy struct {

@@ -163,9 +163,15 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		log.Error("claimed a match in an unexpected status", "status", m.Status)
 		return "error"
 	}
-	if c.EmployerHidden {
+	// An exclusion added since the match was queued drops it before HH or the
+	// LLM is asked; a stale description is left to the fresh one's check.
+	seen := c.Vacancy
+	if c.DetailStale {
+		seen.Description = ""
+	}
+	if why := c.User.Exclusions.Excludes(seen); why != "" {
 		s.dropLease(ctx, c)
-		return s.dropBanned(ctx, c, log, "hidden employer", c.Vacancy, nil)
+		return s.dropBanned(ctx, c, log, why, c.Vacancy, nil)
 	}
 	if s.deps.LLM.Refused() {
 		s.dropLease(ctx, c)
@@ -192,8 +198,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		v, fresh = d, &d
 	}
 
-	bans := NewBans(c.User.BanWords)
-	word := bans.Match(v.Title, v.Snippet, PlainText(v.Description))
+	word := c.User.Exclusions.Excludes(v)
 	if word != "" || v.Experience == MoreThan6 && !c.User.Senior {
 		return s.dropBanned(ctx, c, log, word, v, fresh)
 	}
@@ -269,8 +274,8 @@ func (s *Service) markAnalyzed(ctx context.Context, c Claim, log *slog.Logger, v
 	return "queued"
 }
 
-// dropBanned deletes a claimed match whose vacancy a ban word (word), a
-// hidden employer or the user's seniority rules out; the outcome label.
+// dropBanned deletes a claimed match whose vacancy the user excludes
+// (word: why, Exclusions.Excludes) or seniority rule out; the outcome label.
 func (s *Service) dropBanned(ctx context.Context, c Claim, log *slog.Logger, word string, v Vacancy, fresh *Vacancy) string {
 	m := c.Match
 	s.keepDetail(ctx, fresh)
