@@ -198,7 +198,11 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		v, fresh = d, &d
 	}
 
-	word := c.User.Exclusions.Excludes(v)
+	word := ""
+	if fresh != nil {
+		// Only the fetched description is new since the check above.
+		word = c.User.Exclusions.Excludes(v)
+	}
 	if word != "" || v.Experience == MoreThan6 && !c.User.Senior {
 		return s.dropBanned(ctx, c, log, word, v, fresh)
 	}
