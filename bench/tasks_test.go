@@ -1,6 +1,8 @@
 package main
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +28,20 @@ func TestTasksSmoke(t *testing.T) {
 	require.Positive(t, rep.Efficiency)
 	require.LessOrEqual(t, rep.Efficiency, 1.0, "nothing beats the fake's limits")
 	require.InDelta(t, 500.0/900, rep.LimitPerS, 0.001, "the hour (15 min) holds 500")
-	require.Contains(t, out, "most creations within any 15s: 80 (limit 80)")
+	// The minute's limit is never passed; it is reached unless the host is
+	// too loaded to push at its pace: a CI run whose reference loop ran at
+	// 75 000 sums/s (an idle host of this kind: 1.2–1.35 M) pushed 2.7 a
+	// second and reached 65.
+	most := regexp.MustCompile(`most creations within any 15s: (\d+) \(limit 80\)`).FindStringSubmatch(out)
+	require.NotNil(t, most, out)
+	n, err := strconv.Atoi(most[1])
+	require.NoError(t, err)
+	require.LessOrEqual(t, n, 80)
+	if rep.CPUOpsPerS >= 300_000 {
+		require.Equal(t, 80, n, "the pusher outpaces the minute's limit and waits for it once")
+	} else {
+		t.Logf("host loaded (reference %.0f sums/s): %d in the busiest 15 s, the limit's edge not reached", rep.CPUOpsPerS, n)
+	}
 	require.Contains(t, out, "tasks: verified: 100 issues on the fake, one per proposal by its marker")
 }
 
