@@ -120,31 +120,37 @@ func TestProcessArchivedVacancy(t *testing.T) {
 	require.Equal(t, 1, b.llm.Calls("relevance"))
 }
 
-// A ban word in the full description deletes the match, and the vacancy
-// when no other user's match holds it, without asking the LLM.
+// A ban word added after the matches were queued: in the full
+// description it deletes the match once fetched, and the vacancy when no
+// other user's match holds it, without asking the LLM; in the title it
+// deletes the match before HH is asked for the detail.
 func TestProcessBanWordInDescriptionDeletes(t *testing.T) {
 	t.Parallel()
 	b := setupRelevant(t)
-	vs := vacancies(2, 500, 13)
+	vs := vacancies(3, 500, 13)
 	vs[0].Description = "<p>Поддержка сайтов на 1С-<b>Битрикс</b>.</p>"
 	vs[1].Description = "<p>Поддержка сайтов на 1С-<b>Битрикс</b>.</p>"
+	vs[2].Name = "Golang и 1С-Битрикс"
 	b.queue(t, vs...)
 	b.user(t, 8, "")
-	b.search(t, 8, "golang") // user 8 gets both from the shared hits, without the ban
+	b.search(t, 8, "golang") // user 8 gets them from the shared hits, without the ban
 	_, _, err := b.svc.Ban(b.ctx, seeker, "битрикс")
 	require.NoError(t, err)
-	b.exec(t, `DELETE FROM vacancy_matches WHERE user_id = 8 AND vacancy_id = 500`)
+	b.exec(t, `DELETE FROM vacancy_matches WHERE user_id = 8 AND vacancy_id IN (500, 502)`)
 
 	b.drain(t)
 	b.deliverOutbox(t)
 	require.Equal(t, "(none)", string(b.status(t, seeker, 500)))
 	require.Equal(t, "(none)", string(b.status(t, seeker, 501)))
+	require.Equal(t, "(none)", string(b.status(t, seeker, 502)))
+	require.Equal(t, 1, b.hh.DetailCalls("500"), "the description is read once fetched")
+	require.Zero(t, b.hh.DetailCalls("502"), "the title is enough: HH is not asked")
 	require.Equal(t, vacancy.SentToUser, b.status(t, 8, 501))
 	var left []int64
 	require.NoError(t, b.store.Pool().QueryRow(b.ctx, `SELECT array_agg(id ORDER BY id) FROM vacancies`).Scan(&left))
-	require.Equal(t, []int64{501}, left, "500 had no other match; 501 is user 8's")
+	require.Equal(t, []int64{501}, left, "500 and 502 had no other match; 501 is user 8's")
 	require.Equal(t, 1, b.llm.Calls("relevance"), "only user 8's match was judged")
-	require.Len(t, b.hits(t, b.search(t, seeker, "golang").Key), 2, "the search still remembers it saw them")
+	require.Len(t, b.hits(t, b.search(t, seeker, "golang").Key), 3, "the search still remembers it saw them")
 }
 
 // HH failing for a vacancy is the match's failure: retried later, not
@@ -558,26 +564,4 @@ func TestMatchesWaitWhileTheModelIsMissing(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond, "judged once the model is there")
 	require.Equal(t, 5, b.deliverOutbox(t))
 	require.Zero(t, b.counts(t)[vacancy.Skipped])
-}
-
-// A ban word added after the matches were queued: a match whose title has it
-// is dropped when claimed without asking HH or the LLM; one whose fetched
-// description has it is dropped after the fetch, unjudged; the rest go on.
-func TestExclusionAddedSinceQueuedDropsBeforeTheFetch(t *testing.T) {
-	t.Parallel()
-	b := setupRelevant(t)
-	vs := vacancies(3, 500, 12)
-	vs[0].Name = "Golang and Delphi developer"
-	vs[1].Description = "<p>Legacy <i>Delphi</i> code next to Go</p>"
-	b.queue(t, vs...)
-	_, _, err := b.svc.Ban(b.ctx, seeker, "delphi")
-	require.NoError(t, err)
-
-	require.Equal(t, 3, b.drain(t))
-	require.Equal(t, "(none)", string(b.status(t, seeker, 500)))
-	require.Zero(t, b.hh.DetailCalls("500"), "the title is enough: HH is not asked")
-	require.Equal(t, "(none)", string(b.status(t, seeker, 501)))
-	require.Equal(t, 1, b.hh.DetailCalls("501"), "the description is read once fetched")
-	require.Equal(t, vacancy.Analyzed, b.status(t, seeker, 502))
-	require.Equal(t, 1, b.llm.Calls("relevance"), "only the match nothing excludes is judged")
 }
