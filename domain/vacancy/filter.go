@@ -36,8 +36,13 @@ const ExcludedEmployer = "hidden employer"
 // first ban word in its title, snippet or description (the description
 // only once fetched); "" when nothing excludes it.
 func (f Exclusions) Excludes(v Vacancy) string {
-	if v.Employer != "" && slices.Contains(f.HiddenEmployers, EmployerName(v.Employer)) {
+	// Most users exclude nothing: neither the name's clip nor the
+	// description's parse is paid for them.
+	if len(f.HiddenEmployers) > 0 && v.Employer != "" && slices.Contains(f.HiddenEmployers, EmployerName(v.Employer)) {
 		return ExcludedEmployer
+	}
+	if len(f.BanWords) == 0 {
+		return ""
 	}
 	return NewBans(f.BanWords).Match(v.Title, v.Snippet, PlainText(v.Description))
 }

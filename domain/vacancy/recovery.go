@@ -45,8 +45,9 @@ func (s *Service) Recover(ctx context.Context) (RecoveryResult, error) {
 				res.Skipped++
 				s.m.recoverySkipped.Inc()
 			case sm.Exclusions.Excludes(sm.Vacancy) != "":
-				// Excluded since it was skipped. It may be the last match a new search's first news
-				// waits on: the delete checks.
+				// Excluded since it was skipped. It may be the last
+				// match a new search's first news waits on: the delete
+				// checks.
 				ok, err := s.deps.Matches.Delete(ctx, m.ID, "", s.announce)
 				if err != nil && s.aboutData(err) {
 					s.log.Error("recover: delete match refused for its data", "match", m.ID, "err", err)

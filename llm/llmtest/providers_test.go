@@ -60,7 +60,11 @@ func TestOllamaGenerate(t *testing.T) {
 func TestOllamaStreamingChunksInOrder(t *testing.T) {
 	srv := llmtest.Start(t)
 	const reply = "alpha beta  gamma\ndelta epsilon"
-	srv.On().Named("stream").Reply(reply).ChunkDelay(5 * time.Millisecond)
+	// Four gaps of 100 ms between the five chunks: a reader has to stall
+	// for 300 ms to see them closer than one gap, where chunks buffered
+	// into one write arrive together on any host (at 5 ms gaps a loaded
+	// CI host read the first late and the spread came to 14 ms).
+	srv.On().Named("stream").Reply(reply).ChunkDelay(100 * time.Millisecond)
 	m := ollamaLLM(t, srv, "llama3")
 
 	var chunks []string
@@ -80,7 +84,7 @@ func TestOllamaStreamingChunksInOrder(t *testing.T) {
 	for i := 1; i < len(at)-1; i++ {
 		assert.False(t, at[i].Before(at[i-1]), "chunks arrive in order")
 	}
-	assert.GreaterOrEqual(t, at[len(at)-2].Sub(at[0]), 15*time.Millisecond,
+	assert.GreaterOrEqual(t, at[len(at)-2].Sub(at[0]), 100*time.Millisecond,
 		"chunks were flushed separately, not buffered into one write")
 	assert.Equal(t, 5, resp.Choices[0].GenerationInfo["CompletionTokens"])
 
