@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 
 	"switchboard/e2e"
 	"switchboard/e2e/tgfake"
+	"switchboard/internal/testkit"
 	"switchboard/storage/storagetest"
 )
 
@@ -30,14 +30,7 @@ func TestMain(m *testing.M) {
 	// (with pools of six it was not). Alone on a 2-vCPU host the package
 	// took 557 s at three and 495 s at four; at three it outran CI's 12
 	// minutes beside the other packages on a slow host.
-	flag.Parse()
-	explicit := false
-	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
-	if !explicit {
-		if err := flag.Set("test.parallel", "4"); err != nil {
-			panic(err)
-		}
-	}
+	testkit.DefaultParallel(4)
 	code := m.Run()
 	e2e.Cleanup()
 	if code == 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"flag"
 	"io"
 	"log/slog"
 	"net"
@@ -24,12 +23,7 @@ import (
 func TestMain(m *testing.M) {
 	// The tests here mostly wait for real ticks; let them wait side by side
 	// even on a two-core machine, unless -parallel says otherwise.
-	flag.Parse()
-	explicit := false
-	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
-	if !explicit {
-		_ = flag.Set("test.parallel", "16")
-	}
+	testkit.DefaultParallel(16)
 	goleak.VerifyTestMain(m)
 }
 

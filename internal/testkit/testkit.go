@@ -5,11 +5,15 @@
 // recogniser of text, and what the HTTP fakes answer with alike (a body
 // written, JSON as the services send it, a queue of injected faults). The
 // fakes of the outside services live beside their clients (hh/hhtest,
-// llm/llmtest, e2e/tgfake, e2e/ghfake).
+// llm/llmtest, e2e/tgfake, e2e/ghfake). DefaultParallel sets how many of
+// a package's tests wait side by side.
 package testkit
 
 import (
 	"bytes"
+	"flag"
+	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -103,4 +107,23 @@ func Series(t testing.TB, g prometheus.Gatherer, name string, labels map[string]
 		}
 	}
 	return nil
+}
+
+// DefaultParallel sets how many of a package's parallel tests run at once
+// (go test's -parallel) to n unless the command line names it; call it
+// from TestMain before m.Run. go test's default is the number of CPUs,
+// which on a two-core CI host leaves tests that mostly wait on timers,
+// fakes and PostgreSQL queued behind each other with the processor idle.
+// Each caller says why its n leaves room for the packages beside it: the
+// README's command runs three at once against one server's 100
+// connections.
+func DefaultParallel(n int) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+			panic(fmt.Sprintf("testkit: set -test.parallel: %v", err))
+		}
+	}
 }
