@@ -287,12 +287,7 @@ func TestDispatchRelayOfAMessageNotYetRecorded(t *testing.T) {
 	env, pool, boss := startDispatch(t, nil)
 	ann := env.TG.User(781, "Ann", "en")
 	cora := env.TG.User(782, "Cora", "en")
-	register(t, env, ann, "Odesa Center plumbing")
-	confirm := ask(t, env, boss, boss.ID(), "/order "+orderWithCustomer("Odesa Center", 700))
-	order := int64(scalar[int](t, pool, `SELECT max(id) FROM orders`))
-	cora.SendText(cora.ID(), "/start "+orderLinkOf(t, confirm.Text))
-	offer := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
-	ann.PressAndWait(t, offer, "✅ Accept")
+	order := acceptedForCustomer(t, env, pool, boss, ann, cora, 700)
 	status := waitStatus(t, env, cora.ID(), order, "✉️ Reply to this message to write to Ann.")
 	// Cora's status message is recorded before the hold: only Ann's
 	// question is to be caught between its delivery and its record.
@@ -342,12 +337,7 @@ func TestDispatchCustomerCancels(t *testing.T) {
 	env, pool, boss := startDispatch(t, nil)
 	ann := env.TG.User(771, "Ann", "en")
 	cora := env.TG.User(772, "Cora", "ru")
-	register(t, env, ann, "Odesa Center plumbing")
-	confirm := ask(t, env, boss, boss.ID(), "/order "+orderWithCustomer("Odesa Center", 900))
-	order := int64(scalar[int](t, pool, `SELECT max(id) FROM orders`))
-	cora.SendText(cora.ID(), "/start "+orderLinkOf(t, confirm.Text))
-	offer := env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
-	ann.PressAndWait(t, offer, "✅ Accept")
+	order := acceptedForCustomer(t, env, pool, boss, ann, cora, 900)
 
 	var status tgfake.BotMessage
 	env.TG.WaitFor(t, 20*time.Second, func() bool {
@@ -365,6 +355,20 @@ func TestDispatchCustomerCancels(t *testing.T) {
 	require.Equal(t, "CANCELLED", scalar[string](t, pool, `SELECT state FROM orders WHERE id = $1`, order))
 	env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "cancelled") })
 	env.TG.WaitFor(t, 20*time.Second, func() bool { return logHas(env, "cancelled by the customer") })
+}
+
+// acceptedForCustomer is an order in Odesa Center, with a customer's link,
+// that customer following it and master (registered there, an English
+// speaker) having accepted it; it returns the order's id.
+func acceptedForCustomer(t *testing.T, env *e2e.Env, pool *pgxpool.Pool, boss, master, customer *tgfake.Person, price int) int64 {
+	t.Helper()
+	register(t, env, master, "Odesa Center plumbing")
+	confirm := ask(t, env, boss, boss.ID(), "/order "+orderWithCustomer("Odesa Center", price))
+	order := int64(scalar[int](t, pool, `SELECT max(id) FROM orders`))
+	customer.SendText(customer.ID(), "/start "+orderLinkOf(t, confirm.Text))
+	offer := env.TG.WaitMessage(t, master.ID(), func(m tgfake.BotMessage) bool { return strings.Contains(m.Text, "New order #") })
+	master.PressAndWait(t, offer, "✅ Accept")
+	return order
 }
 
 // pressWhenShown waits until msg, as the bot has it now, shows the button
