@@ -101,6 +101,33 @@ func TestWaitsNeverSkipAMatch(t *testing.T) {
 	require.Zero(t, b.counter(t, "vacancy_matches_skipped_total", vacancy.ReasonBreakerOpen))
 }
 
+// A turn whose call waits for the model's one slot while the call holding
+// it fails and opens the breaker is turned away unrun: the match waits
+// QUEUED for the breaker, as a turn begun a moment later would (so /status
+// says the model stopped answering, not that it is busy).
+func TestACallQueuedAsTheBreakerOpensWaitsForTheBreaker(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withLLM(llm.Config{MaxConcurrency: 1}, 1))
+	b.relevant()
+	b.queue(t, vacancies(1, 500, 43)...)
+	// Another caller holds the slot until the client's timeout fails it.
+	b.llm.On(llmtest.SystemContains("another caller")).Named("other").Fault(llmtest.Hang())
+	other := make(chan error, 1)
+	go func() {
+		var v struct{}
+		other <- b.llmc.JSON(b.ctx, llm.Request{System: "another caller", Prompt: "p", Label: "other"}, &v)
+	}()
+	require.Eventually(t, func() bool { return b.llm.InFlight() == 1 }, 10*time.Second, 5*time.Millisecond)
+
+	require.Equal(t, 1, b.drain(t))
+	require.Error(t, <-other)
+	require.Equal(t, llm.BreakerOpen, b.llmc.BreakerState())
+	require.Zero(t, b.llm.Calls("relevance"), "the queued call never reached the model")
+	require.Equal(t, turns{Attempts: 1, Waits: 1, WaitReason: vacancy.ReasonBreakerOpen, Status: vacancy.Queued}, b.turns(t, 500))
+	require.Equal(t, 1.0, b.counter(t, "vacancy_match_waits_total", vacancy.ReasonBreakerOpen))
+	require.Zero(t, b.counter(t, "vacancy_match_waits_total", vacancy.ReasonLLMBusy))
+}
+
 // A match whose turns really fail (HH answers 503 for its vacancy) is
 // retried, each retry later than the last, and at the bound's failure
 // (vacancy.DefaultMaxFailures) it is SKIPPED with the failure's reason,

@@ -37,8 +37,12 @@ type bundle struct {
 	sent  *recorder
 	svc   *vacancy.Service
 	cfg   vacancy.Config
-	// breakerOpen is how long the LLM breaker stays open once tripped.
-	breakerOpen time.Duration
+	// breakerOpen is how long the LLM breaker stays open once tripped,
+	// after breakerFailures failures in a row; llmCfg configures the
+	// client (its concurrency, say).
+	breakerOpen     time.Duration
+	breakerFailures int
+	llmCfg          llm.Config
 	// hhCfg adjusts the HH client of each service (its breaker, say).
 	hhCfg func(*hh.Config)
 }
@@ -48,6 +52,12 @@ type option func(*bundle)
 func withConfig(c vacancy.Config) option { return func(b *bundle) { b.cfg = c } }
 
 func withBreakerOpenFor(d time.Duration) option { return func(b *bundle) { b.breakerOpen = d } }
+
+// withLLM sets the LLM client's configuration and how many failures in a
+// row open its breaker.
+func withLLM(cfg llm.Config, breakerFailures int) option {
+	return func(b *bundle) { b.llmCfg, b.breakerFailures = cfg, breakerFailures }
+}
 
 // withHHBreaker sets the HH client's breaker hold and its cap.
 func withHHBreaker(openFor, maxOpen time.Duration) option {
@@ -75,13 +85,14 @@ func setup(t *testing.T, opts ...option) *bundle {
 		sent:  &recorder{ids: map[int64]int{}},
 		cfg:   vacancy.Config{ClaimLease: 30 * time.Second},
 
-		breakerOpen: time.Minute,
+		breakerOpen:     time.Minute,
+		breakerFailures: 3,
 	}
 	for _, o := range opts {
 		o(b)
 	}
 	t.Cleanup(b.hh.Close)
-	b.llmc = domaintest.LLM(t, b.llm, llm.Config{}, llm.WithBreaker(3, b.breakerOpen))
+	b.llmc = domaintest.LLM(t, b.llm, b.llmCfg, llm.WithBreaker(b.breakerFailures, b.breakerOpen))
 	b.svc = b.newService(t)
 	return b
 }

@@ -29,9 +29,11 @@ const (
 // QUEUED, for a cause that is not the match's; waits never make it
 // SKIPPED, however many.
 const (
-	// ReasonBreakerOpen: the LLM's breaker was open when the turn began.
+	// ReasonBreakerOpen: the LLM's breaker was open when the turn began,
+	// or opened while its call waited for a slot.
 	ReasonBreakerOpen = "breaker_open"
-	// ReasonLLMBusy: the LLM turned the call away (ErrLLMBusy).
+	// ReasonLLMBusy: the LLM turned the call away (ErrLLMBusy) with its
+	// breaker closed: rate-limited, or a probe out.
 	ReasonLLMBusy = "llm_busy"
 	// ReasonLLMRefused: the provider refuses the model or key.
 	ReasonLLMRefused = "llm_refused"
@@ -220,9 +222,16 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		return s.wait(ctx, m, ReasonLLMRefused, refusedWait, err)
 	case errors.Is(err, ErrLLMBusy):
 		// Turned away unrun or rate-limited: the model's load, which a
-		// retry of the same match would only add to.
+		// retry of the same match would only add to. A call the breaker
+		// turned away, opened while the call queued for a slot, waits for
+		// what it is: the model down, as the check above would have said
+		// had the turn begun a moment later.
 		s.keepDetail(ctx, fresh)
-		return s.wait(ctx, m, ReasonLLMBusy, refusedWait, err)
+		reason := ReasonLLMBusy
+		if s.deps.LLM.Open() {
+			reason = ReasonBreakerOpen
+		}
+		return s.wait(ctx, m, reason, refusedWait, err)
 	case errors.Is(err, ErrInvalidAnswer):
 		return s.fail(ctx, m, ReasonInvalidJSON, err, fresh)
 	case err != nil:
