@@ -355,7 +355,9 @@ func TestTimeout(t *testing.T) {
 		_, err := c.Text(context.Background(), llm.Request{Prompt: "p", Label: "slow"})
 		require.ErrorIs(t, err, llm.ErrTimeout)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.Less(t, time.Since(start), 2*time.Second)
+		// The fake hangs until the client gives up: far longer than a
+		// loaded host's lag past the 100 ms.
+		assert.Less(t, time.Since(start), 10*time.Second)
 		assert.Contains(t, err.Error(), "llm text slow: ")
 		assert.Equal(t, 1, srv.Calls("hang"))
 		assertCalls(t, reg, "slow", "small", map[string]float64{"timeout": 1})
@@ -365,7 +367,7 @@ func TestTimeout(t *testing.T) {
 		var v verdict
 		err = c.JSON(context.Background(), llm.Request{Prompt: "p", Timeout: 50 * time.Millisecond}, &v)
 		require.ErrorIs(t, err, llm.ErrTimeout)
-		assert.Less(t, time.Since(start), time.Second)
+		assert.Less(t, time.Since(start), 10*time.Second)
 		assert.Equal(t, llm.BreakerOpen, c.BreakerState())
 		require.Eventually(t, func() bool { return srv.InFlight() == 0 }, 5*time.Second, 5*time.Millisecond,
 			"server handlers released after the client gave up")

@@ -198,7 +198,9 @@ func clientsGiveUp(t *testing.T, srv *llmtest.Server, timeout time.Duration, why
 		_, err := generate(ctx, m, "", "q")
 		cancel()
 		require.Error(t, err, p)
-		assert.Less(t, time.Since(start), 2*time.Second, p)
+		// The server outlasts any healthy lag past timeout: it holds
+		// until the client goes.
+		assert.Less(t, time.Since(start), 10*time.Second, p)
 		eventually(t, func() bool { return srv.InFlight() == 0 }, why)
 	}
 }
