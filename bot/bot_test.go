@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -18,10 +19,20 @@ import (
 	"switchboard/domain"
 	"switchboard/domain/domaintest"
 	"switchboard/e2e/tgfake"
+	"switchboard/internal/testkit"
 	"switchboard/locales"
 	"switchboard/storage"
 	"switchboard/storage/storagetest"
 )
+
+// The tests here mostly wait on the fake Bot API's pacing and the outbox,
+// not on the processor: at six at once the package took 90 s alone on a
+// 2-vCPU host (128 s at four, about 240 s at go test's default of two
+// there) with at most 26 connections to PostgreSQL.
+func TestMain(m *testing.M) {
+	testkit.DefaultParallel(6)
+	os.Exit(m.Run())
+}
 
 const adminID = 1
 
