@@ -222,16 +222,9 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		return s.wait(ctx, m, ReasonLLMRefused, refusedWait, err)
 	case errors.Is(err, ErrLLMBusy):
 		// Turned away unrun or rate-limited: the model's load, which a
-		// retry of the same match would only add to. A call the breaker
-		// turned away, opened while the call queued for a slot, waits for
-		// what it is: the model down, as the check above would have said
-		// had the turn begun a moment later.
+		// retry of the same match would only add to.
 		s.keepDetail(ctx, fresh)
-		reason := ReasonLLMBusy
-		if s.deps.LLM.Open() {
-			reason = ReasonBreakerOpen
-		}
-		return s.wait(ctx, m, reason, refusedWait, err)
+		return s.wait(ctx, m, s.turnedAwayReason(), refusedWait, err)
 	case errors.Is(err, ErrInvalidAnswer):
 		return s.fail(ctx, m, ReasonInvalidJSON, err, fresh)
 	case err != nil:
@@ -241,6 +234,17 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		return s.markNotSuitable(ctx, c, log, verdict, fresh)
 	}
 	return s.markAnalyzed(ctx, c, log, v, verdict, fresh)
+}
+
+// turnedAwayReason names the wait of a call the LLM turned away
+// (ErrLLMBusy): the breaker's when it is open, having opened while the call
+// queued for a slot (the model is down, as the check before the call would
+// have said had the turn begun a moment later); the model's load otherwise.
+func (s *Service) turnedAwayReason() string {
+	if s.deps.LLM.Open() {
+		return ReasonBreakerOpen
+	}
+	return ReasonLLMBusy
 }
 
 // panicked ends a turn that panicked as a failed one: were its claim left
