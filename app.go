@@ -256,7 +256,7 @@ func (a *app) buildVacancies(notes *bot.Renderer, clock clockwork.Clock) error {
 		Matches: a.store.Matches(), Profiles: a.store.Users(), Searches: a.store.Searches(), Applications: a.store.Applications(),
 		Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg, CalendarClock: clock, AboutData: storage.AboutData,
 		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused,
-			Busy: vacancy.ErrLLMBusy},
+			Busy: vacancy.ErrLLMBusy, Down: vacancy.ErrLLMDown},
 	})
 	if err != nil {
 		return fmt.Errorf("vacancies: %w", err)

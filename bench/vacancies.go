@@ -247,7 +247,7 @@ func (w *world) run(ctx context.Context, spec runSpec) (runResult, error) {
 		Matches: w.store.Matches(), Profiles: w.store.Users(), Searches: w.store.Searches(), Applications: w.store.Applications(),
 		Source: src, Notifier: bot.NewRenderer(bot.RenderConfig{}, w.catalog, w.log), Log: w.log, AboutData: storage.AboutData,
 		LLM: llm.Port{Client: llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused,
-			Busy: vacancy.ErrLLMBusy},
+			Busy: vacancy.ErrLLMBusy, Down: vacancy.ErrLLMDown},
 	}
 	if w.stages {
 		res.stages = newStages()

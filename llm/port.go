@@ -21,11 +21,17 @@ type Port struct {
 	// Refusal, when set, is the domain's "model or key refused" error: a
 	// call refused for that (ErrRefused) is returned wrapping it too.
 	Refusal error
-	// Busy, when set, is the domain's "not now" error: a call the breaker
-	// turned away unrun (ErrBreakerOpen) or the provider rate-limited
-	// (ErrRateLimited) is returned wrapping it too, so that work can wait
-	// instead of counting the call as its own failure.
+	// Busy, when set, is the domain's "not now" error: a call the provider
+	// rate-limited (ErrRateLimited) is returned wrapping it too, so that
+	// work can wait instead of counting the call as its own failure; so is
+	// one the breaker turned away, unless Down is set.
 	Busy error
+	// Down, when set, is the domain's "the model is down" error: a call
+	// the breaker turned away unrun (ErrBreakerOpen: it opened while the
+	// call queued for a slot, or it is probing with its one probe out) is
+	// returned wrapping it too. The error says so where it happens: the
+	// breaker's state read after the call may have moved on.
+	Down error
 }
 
 // JSON asks for a JSON answer decoded into out (see Client.JSON).
@@ -36,6 +42,9 @@ func (p Port) JSON(ctx context.Context, system, prompt string, out any) error {
 	}
 	if err != nil && p.Refusal != nil && errors.Is(err, ErrRefused) {
 		return fmt.Errorf("%w: %w", p.Refusal, err)
+	}
+	if err != nil && p.Down != nil && errors.Is(err, ErrBreakerOpen) {
+		return fmt.Errorf("%w: %w", p.Down, err)
 	}
 	if err != nil && p.Busy != nil && (errors.Is(err, ErrBreakerOpen) || errors.Is(err, ErrRateLimited)) {
 		return fmt.Errorf("%w: %w", p.Busy, err)

@@ -128,6 +128,42 @@ func TestACallQueuedAsTheBreakerOpensWaitsForTheBreaker(t *testing.T) {
 	require.Zero(t, b.counter(t, "vacancy_match_waits_total", vacancy.ReasonLLMBusy))
 }
 
+// A turn whose call the half-open breaker turns away, its one probe out,
+// waits for the breaker too: the model has been down and is being tried,
+// which /status must not call busy. The breaker's state after the call is
+// not what says so (half-open is not open), the call's error is.
+func TestACallTurnedAwayByTheProbingBreakerWaitsForTheBreaker(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withLLM(llm.Config{MaxConcurrency: 2}, 1), withBreakerOpenFor(50*time.Millisecond))
+	b.relevant()
+	b.queue(t, vacancies(1, 500, 44)...)
+	b.llm.On(llmtest.SystemContains("failing caller")).Named("failing").Fault(llmtest.ServerError())
+	b.llm.On(llmtest.SystemContains("probing caller")).Named("probe").Fault(llmtest.Hang())
+	var v struct{}
+	require.Error(t, b.llmc.JSON(b.ctx, llm.Request{System: "failing caller", Prompt: "p", Label: "other"}, &v))
+	require.Eventually(t, func() bool { return b.llmc.BreakerState() == llm.BreakerHalfOpen }, 10*time.Second, 5*time.Millisecond)
+	// The probe hangs until the client's timeout (5 s) fails it.
+	probe := make(chan error, 1)
+	go func() {
+		var v struct{}
+		probe <- b.llmc.JSON(b.ctx, llm.Request{System: "probing caller", Prompt: "p", Label: "other"}, &v)
+	}()
+	require.Eventually(t, func() bool { return b.llm.InFlight() == 1 }, 10*time.Second, 5*time.Millisecond)
+
+	require.Equal(t, 1, b.drain(t))
+	select {
+	case err := <-probe:
+		t.Fatalf("the probe ended (%v) before the turn: one turn cannot take the client's timeout", err)
+	default:
+	}
+	require.Equal(t, llm.BreakerHalfOpen, b.llmc.BreakerState())
+	require.Zero(t, b.llm.Calls("relevance"), "the turned-away call never reached the model")
+	require.Equal(t, turns{Attempts: 1, Waits: 1, WaitReason: vacancy.ReasonBreakerOpen, Status: vacancy.Queued}, b.turns(t, 500))
+	require.Equal(t, 1.0, b.counter(t, "vacancy_match_waits_total", vacancy.ReasonBreakerOpen))
+	require.Zero(t, b.counter(t, "vacancy_match_waits_total", vacancy.ReasonLLMBusy))
+	require.Error(t, <-probe)
+}
+
 // A match whose turns really fail (HH answers 503 for its vacancy) is
 // retried, each retry later than the last, and at the bound's failure
 // (vacancy.DefaultMaxFailures) it is SKIPPED with the failure's reason,

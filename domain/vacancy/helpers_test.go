@@ -123,7 +123,7 @@ func (b *bundle) serviceWith(t *testing.T, matches vacancy.Matches) *vacancy.Ser
 		Matches: matches, Profiles: b.store.Users(), Searches: b.store.Searches(), Applications: b.store.Applications(),
 		Source: src, Notifier: b.sent, Registerer: reg, AboutData: storage.AboutData,
 		LLM: llm.Port{Client: b.llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused,
-			Busy: vacancy.ErrLLMBusy},
+			Busy: vacancy.ErrLLMBusy, Down: vacancy.ErrLLMDown},
 		Log: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)

@@ -405,7 +405,8 @@ type LLM interface {
 	// JSON asks for a JSON answer and decodes it into out, calling
 	// out.Validate if it has one. A malformed or invalid answer is an error
 	// wrapping ErrInvalidAnswer; a call refused for the model or key wraps
-	// ErrLLMRefused, one turned away unrun or rate-limited ErrLLMBusy.
+	// ErrLLMRefused, one the breaker turned away unrun ErrLLMDown, one
+	// rate-limited ErrLLMBusy.
 	JSON(ctx context.Context, system, prompt string, out any) error
 	// Open reports whether the circuit breaker is refusing calls: the
 	// workers then claim nothing, and the matches wait QUEUED.
@@ -428,9 +429,13 @@ var ErrInvalidAnswer = errors.New("invalid LLM answer")
 var ErrLLMRefused = errors.New("LLM refuses the model or key")
 
 // ErrLLMBusy marks an LLM call that was not answered for the model's load,
-// not the match: its breaker turned the call away unrun (opened while the
-// call queued, or a probe is out), or the provider rate-limited it (429).
-var ErrLLMBusy = errors.New("LLM turned the call away")
+// not the match: the provider rate-limited it (429).
+var ErrLLMBusy = errors.New("LLM is rate-limiting calls")
+
+// ErrLLMDown marks an LLM call the breaker turned away unrun: it opened
+// while the call queued for a slot, or it is probing whether the model is
+// back with its one probe out. The model is down, not the match.
+var ErrLLMDown = errors.New("LLM breaker turned the call away")
 
 // CardData is what a vacancy card is rendered from.
 type CardData struct {

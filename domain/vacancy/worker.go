@@ -30,10 +30,10 @@ const (
 // SKIPPED, however many.
 const (
 	// ReasonBreakerOpen: the LLM's breaker was open when the turn began,
-	// or opened while its call waited for a slot.
+	// or turned the call away (ErrLLMDown): it opened while the call waited
+	// for a slot, or it was probing the model with its probe out.
 	ReasonBreakerOpen = "breaker_open"
-	// ReasonLLMBusy: the LLM turned the call away (ErrLLMBusy) with its
-	// breaker closed: rate-limited, or a probe out.
+	// ReasonLLMBusy: the provider rate-limited the call (ErrLLMBusy).
 	ReasonLLMBusy = "llm_busy"
 	// ReasonLLMRefused: the provider refuses the model or key.
 	ReasonLLMRefused = "llm_refused"
@@ -220,11 +220,17 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		// the match was never judged, so it waits QUEUED.
 		s.keepDetail(ctx, fresh)
 		return s.wait(ctx, m, ReasonLLMRefused, refusedWait, err)
-	case errors.Is(err, ErrLLMBusy):
-		// Turned away unrun or rate-limited: the model's load, which a
-		// retry of the same match would only add to.
+	case errors.Is(err, ErrLLMDown):
+		// Turned away unrun by the breaker, which opened while the call
+		// queued or is probing: the model is down, as the check before
+		// the call would have said had the turn begun a moment later.
 		s.keepDetail(ctx, fresh)
-		return s.wait(ctx, m, s.turnedAwayReason(), refusedWait, err)
+		return s.wait(ctx, m, ReasonBreakerOpen, refusedWait, err)
+	case errors.Is(err, ErrLLMBusy):
+		// Rate-limited: the model's load, which a retry of the same match
+		// would only add to.
+		s.keepDetail(ctx, fresh)
+		return s.wait(ctx, m, ReasonLLMBusy, refusedWait, err)
 	case errors.Is(err, ErrInvalidAnswer):
 		return s.fail(ctx, m, ReasonInvalidJSON, err, fresh)
 	case err != nil:
@@ -234,17 +240,6 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		return s.markNotSuitable(ctx, c, log, verdict, fresh)
 	}
 	return s.markAnalyzed(ctx, c, log, v, verdict, fresh)
-}
-
-// turnedAwayReason names the wait of a call the LLM turned away
-// (ErrLLMBusy): the breaker's when it is open, having opened while the call
-// queued for a slot (the model is down, as the check before the call would
-// have said had the turn begun a moment later); the model's load otherwise.
-func (s *Service) turnedAwayReason() string {
-	if s.deps.LLM.Open() {
-		return ReasonBreakerOpen
-	}
-	return ReasonLLMBusy
 }
 
 // panicked ends a turn that panicked as a failed one: were its claim left
