@@ -210,27 +210,14 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 	}
 
 	verdict, err := s.judge(ctx, c.User, v)
-	switch {
+	switch wait := llmWait(err); {
 	case ctx.Err() != nil:
 		s.keepDetail(ctx, fresh)
 		return s.wait(ctx, m, ReasonShutdown, 0, err)
-	case errors.Is(err, ErrLLMRefused):
-		// The provider refuses the model or key (this call found it, or
-		// another's probe did and this call was turned away meanwhile):
-		// the match was never judged, so it waits QUEUED.
+	case wait != "":
+		// Not the match's: it was never judged, so it waits QUEUED.
 		s.keepDetail(ctx, fresh)
-		return s.wait(ctx, m, ReasonLLMRefused, refusedWait, err)
-	case errors.Is(err, ErrLLMDown):
-		// Turned away unrun by the breaker, which opened while the call
-		// queued or is probing: the model is down, as the check before
-		// the call would have said had the turn begun a moment later.
-		s.keepDetail(ctx, fresh)
-		return s.wait(ctx, m, ReasonBreakerOpen, refusedWait, err)
-	case errors.Is(err, ErrLLMBusy):
-		// Rate-limited: the model's load, which a retry of the same match
-		// would only add to.
-		s.keepDetail(ctx, fresh)
-		return s.wait(ctx, m, ReasonLLMBusy, refusedWait, err)
+		return s.wait(ctx, m, wait, refusedWait, err)
 	case errors.Is(err, ErrInvalidAnswer):
 		return s.fail(ctx, m, ReasonInvalidJSON, err, fresh)
 	case err != nil:
@@ -240,6 +227,27 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		return s.markNotSuitable(ctx, c, log, verdict, fresh)
 	}
 	return s.markAnalyzed(ctx, c, log, v, verdict, fresh)
+}
+
+// llmWait names the wait an LLM error that is not the match's makes, ""
+// for any other error.
+func llmWait(err error) string {
+	switch {
+	case errors.Is(err, ErrLLMRefused):
+		// The provider refuses the model or key (this call found it, or
+		// another's probe did and this call was turned away meanwhile).
+		return ReasonLLMRefused
+	case errors.Is(err, ErrLLMDown):
+		// Turned away unrun by the breaker, which opened while the call
+		// queued or is probing: the model is down, as the check before
+		// the call would have said had the turn begun a moment later.
+		return ReasonBreakerOpen
+	case errors.Is(err, ErrLLMBusy):
+		// Rate-limited: the model's load, which a retry of the same match
+		// would only add to.
+		return ReasonLLMBusy
+	}
+	return ""
 }
 
 // panicked ends a turn that panicked as a failed one: were its claim left
