@@ -60,6 +60,22 @@ func (b *bundle) tripBreaker(t *testing.T) {
 	require.Equal(t, llm.BreakerOpen, b.llmc.BreakerState())
 }
 
+// hangingCall makes a call of another caller that the model never
+// answers, so the client's timeout (5 s) fails it, and returns once the
+// call is in flight: it holds a slot, or is the half-open breaker's probe.
+// The channel gives the call's error.
+func (b *bundle) hangingCall(t *testing.T) <-chan error {
+	t.Helper()
+	b.llm.On(llmtest.SystemContains("hanging caller")).Named("hanging").Fault(llmtest.Hang())
+	done := make(chan error, 1)
+	go func() {
+		var v struct{}
+		done <- b.llmc.JSON(b.ctx, llm.Request{System: "hanging caller", Prompt: "p", Label: "other"}, &v)
+	}()
+	require.Eventually(t, func() bool { return b.llm.InFlight() == 1 }, 10*time.Second, 5*time.Millisecond)
+	return done
+}
+
 // The model down far longer than a match may fail: the match claimed and
 // given back three times the failure bound over (and once taken over from
 // a worker that died) stays QUEUED, each turn a wait, none a failure, and
@@ -111,13 +127,7 @@ func TestACallQueuedAsTheBreakerOpensWaitsForTheBreaker(t *testing.T) {
 	b.relevant()
 	b.queue(t, vacancies(1, 500, 43)...)
 	// Another caller holds the slot until the client's timeout fails it.
-	b.llm.On(llmtest.SystemContains("another caller")).Named("other").Fault(llmtest.Hang())
-	other := make(chan error, 1)
-	go func() {
-		var v struct{}
-		other <- b.llmc.JSON(b.ctx, llm.Request{System: "another caller", Prompt: "p", Label: "other"}, &v)
-	}()
-	require.Eventually(t, func() bool { return b.llm.InFlight() == 1 }, 10*time.Second, 5*time.Millisecond)
+	other := b.hangingCall(t)
 
 	require.Equal(t, 1, b.drain(t))
 	require.Error(t, <-other)
@@ -138,17 +148,11 @@ func TestACallTurnedAwayByTheProbingBreakerWaitsForTheBreaker(t *testing.T) {
 	b.relevant()
 	b.queue(t, vacancies(1, 500, 44)...)
 	b.llm.On(llmtest.SystemContains("failing caller")).Named("failing").Fault(llmtest.ServerError())
-	b.llm.On(llmtest.SystemContains("probing caller")).Named("probe").Fault(llmtest.Hang())
 	var v struct{}
 	require.Error(t, b.llmc.JSON(b.ctx, llm.Request{System: "failing caller", Prompt: "p", Label: "other"}, &v))
 	require.Eventually(t, func() bool { return b.llmc.BreakerState() == llm.BreakerHalfOpen }, 10*time.Second, 5*time.Millisecond)
 	// The probe hangs until the client's timeout (5 s) fails it.
-	probe := make(chan error, 1)
-	go func() {
-		var v struct{}
-		probe <- b.llmc.JSON(b.ctx, llm.Request{System: "probing caller", Prompt: "p", Label: "other"}, &v)
-	}()
-	require.Eventually(t, func() bool { return b.llm.InFlight() == 1 }, 10*time.Second, 5*time.Millisecond)
+	probe := b.hangingCall(t)
 
 	require.Equal(t, 1, b.drain(t))
 	select {
