@@ -637,7 +637,7 @@ func (u *vacancyUI) stats(r *Request) error {
 	switch {
 	case st.LLMRefused:
 		sb.WriteString("\n" + r.T("vacancies.llm_refused", locales.Data{"Reason": st.LLMReason}))
-	case st.BreakerOpen:
+	case st.LLMDown:
 		sb.WriteString("\n" + r.T("vacancies.llm_down"))
 	default:
 		sb.WriteString("\n" + r.T("vacancies.llm_ok"))

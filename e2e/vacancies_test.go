@@ -239,6 +239,44 @@ func TestVacancyBreakerHoldsMatchesUntilTheLLMIsBack(t *testing.T) {
 	require.Contains(t, ask(t, env, ann, ann.ID(), "/vacancies").Text, "The AI model is answering.")
 }
 
+// The model down, then probed: while the half-open breaker's one probe
+// hangs, the calls of the matches claimed meanwhile are turned away, and
+// each such match waits for the breaker, not for the model's load. The
+// admin's /status says the model stopped answering and the seeker's
+// /vacancies that it is not answering: a probe out is not an answer.
+func TestVacancyModelProbedReadsAsDown(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	rule := screening(env).Fault(llmtest.ServerError())
+	env.HH.Add(golangVacancies(10, 7200)...)
+	env.Start(map[string]string{
+		"FETCH_INTERVAL": "1h", "RECOVERY_INTERVAL": "1h", "QUEUE_INTERVAL": "1s",
+		// Open briefly; the probe then hangs for longer than the test.
+		"LLM_BREAKER_FAILURES": "2", "LLM_BREAKER_OPEN_FOR": "3s", "LLM_TIMEOUT": "5m",
+	})
+	pool := db(t, env)
+	ann := seeker(t, env, 621)
+	eventually(t, 30*time.Second, func() bool {
+		return scalar[int](t, pool, `SELECT count(*) FROM vacancy_matches WHERE failures = 1`) >= 2
+	})
+	rule.Fault(llmtest.Hang())
+	eventually(t, 60*time.Second, func() bool { return env.LLM.InFlight() == 1 })
+	eventually(t, 60*time.Second, func() bool {
+		return scalar[int](t, pool, `SELECT count(*) FROM vacancy_matches WHERE wait_reason = 'breaker_open'`) >= 3
+	})
+	require.Zero(t, scalar[int](t, pool, `SELECT count(*) FROM vacancy_matches WHERE wait_reason = 'llm_busy'`),
+		"nothing waits for a busy model")
+	require.Equal(t, 1, env.LLM.InFlight(), "the probe still hangs")
+
+	boss := env.TG.User(e2e.AdminID, "Boss", "en")
+	status := ask(t, env, boss, boss.ID(), "/status").Shown()
+	require.Contains(t, status, "⏳ The AI model was not answering; I am checking whether it is back.")
+	require.Regexp(t, `\nVacancy matches waiting to be judged: 10, of them held back: \d+ \(mostly: the AI model stopped answering\), `, status)
+	stats := ask(t, env, ann, ann.ID(), "/vacancies").Text
+	require.Contains(t, stats, "The AI model is not answering; your vacancies will be checked when it is back.")
+	require.NotContains(t, stats, "The AI model is answering.")
+}
+
 // Two replicas on one database and Redis: every (user, vacancy) is
 // delivered exactly once, and both replicas did part of the work.
 func TestTwoReplicasDeliverEachVacancyOnce(t *testing.T) {

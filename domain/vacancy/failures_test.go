@@ -101,7 +101,7 @@ func TestWaitsNeverSkipAMatch(t *testing.T) {
 	require.Zero(t, b.llm.Calls("relevance"), "the model was not asked while its breaker was open")
 	st, err := b.svc.Stats(b.ctx, seeker)
 	require.NoError(t, err)
-	require.True(t, st.BreakerOpen)
+	require.True(t, st.LLMDown)
 
 	require.Eventually(t, func() bool { return b.llmc.BreakerState() != llm.BreakerOpen }, 6*openFor, 20*time.Millisecond)
 	// A worker claims it and dies: its claim lapses unclosed.
@@ -161,6 +161,9 @@ func TestACallTurnedAwayByTheProbingBreakerWaitsForTheBreaker(t *testing.T) {
 	default:
 	}
 	require.Equal(t, llm.BreakerHalfOpen, b.llmc.BreakerState())
+	st, err := b.svc.Stats(b.ctx, seeker)
+	require.NoError(t, err)
+	require.True(t, st.LLMDown, "/vacancies: a probe out is not an answer yet")
 	require.Zero(t, b.llm.Calls("relevance"), "the turned-away call never reached the model")
 	require.Equal(t, turns{Attempts: 1, Waits: 1, WaitReason: vacancy.ReasonBreakerOpen, Status: vacancy.Queued}, b.turns(t, 500))
 	require.Equal(t, 1.0, b.counter(t, "vacancy_match_waits_total", vacancy.ReasonBreakerOpen))

@@ -195,7 +195,7 @@ func TestProcessFailsOnLLMErrorsAndWaitsOnOpenBreaker(t *testing.T) {
 	require.Equal(t, []int64{502, 503, 504}, withDetail)
 	st, err := b.svc.Stats(b.ctx, seeker)
 	require.NoError(t, err)
-	require.True(t, st.BreakerOpen)
+	require.True(t, st.LLMDown)
 	require.Zero(t, st.Counts[vacancy.Skipped])
 }
 

@@ -75,7 +75,7 @@ func TestOpenBreakerHoldsMatchesUntilTheLLMIsBack(t *testing.T) {
 	require.Equal(t, llm.BreakerOpen, b.llmc.BreakerState())
 	st, err := b.svc.Stats(b.ctx, seeker)
 	require.NoError(t, err)
-	require.True(t, st.BreakerOpen)
+	require.True(t, st.LLMDown)
 
 	b.waitOver(t)
 	b.drain(t)

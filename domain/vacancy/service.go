@@ -207,7 +207,10 @@ type Stats struct {
 	ForDigest, InDigest int
 	LastFetch           time.Time // zero: never
 	QueueTotal          int       // everyone's
-	BreakerOpen         bool
+	// LLMDown: the model is not answering, its breaker open or probing
+	// after failures (a probe out is not an answer yet), so the matches
+	// wait QUEUED.
+	LLMDown bool
 	// LLMRefused: the provider refuses the model or key, so matches wait
 	// QUEUED; LLMReason says what to fix (or, with the breaker open for
 	// failures, why); empty while the LLM answers.
@@ -840,8 +843,10 @@ func (s *Service) Stats(ctx context.Context, userID int64) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	st.BreakerOpen = s.deps.LLM.Open()
 	st.LLMRefused, st.LLMReason = s.deps.LLM.Health()
+	// Health names a reason while the breaker is open or probing, not
+	// only while it refuses calls outright (Open).
+	st.LLMDown = s.deps.LLM.Open() || st.LLMReason != ""
 	st.HHBlocked, st.HHReason = s.deps.Source.Blocked()
 	return st, nil
 }
