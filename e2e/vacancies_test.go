@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -201,24 +202,34 @@ func describe(m tgfake.BotMessage) string {
 	return strings.Join(parts, " | ")
 }
 
+// modelFailing starts the bot over a model that answers every screening
+// call HTTP 500 (the returned rule) and n vacancies from first for the
+// seeker id, the breaker opening at the second failure in a row, settings
+// added. It returns once two matches have failed: the calls in flight when
+// the breaker opened failed too, so two or more.
+func modelFailing(t *testing.T, n int, first, id int64, settings map[string]string) (*e2e.Env, *llmtest.Rule, *pgxpool.Pool, *tgfake.Person) {
+	t.Helper()
+	env := e2e.New(t)
+	rule := screening(env).Fault(llmtest.ServerError())
+	env.HH.Add(golangVacancies(n, first)...)
+	all := map[string]string{"FETCH_INTERVAL": "1h", "LLM_BREAKER_FAILURES": "2"}
+	maps.Copy(all, settings)
+	env.Start(all)
+	pool := db(t, env)
+	ann := seeker(t, env, id)
+	eventually(t, 30*time.Second, func() bool {
+		return scalar[int](t, pool, `SELECT count(*) FROM vacancy_matches WHERE failures = 1`) >= 2
+	})
+	return env, rule, pool, ann
+}
+
 // LLM down: the breaker opens on the first failures, the matches wait
 // QUEUED (none SKIPPED) and /vacancies shows the breaker open; LLM back:
 // they are delivered, the failed ones at their retry.
 func TestVacancyBreakerHoldsMatchesUntilTheLLMIsBack(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	rule := screening(env).Fault(llmtest.ServerError())
-	env.HH.Add(golangVacancies(4, 7100)...)
-	env.Start(map[string]string{
-		"FETCH_INTERVAL": "1h", "RECOVERY_INTERVAL": "1s",
-		"LLM_BREAKER_FAILURES": "2", "LLM_BREAKER_OPEN_FOR": "8s",
-	})
-	pool := db(t, env)
-	ann := seeker(t, env, 611)
-
-	// The calls in flight when the breaker opened failed too: two or more.
-	eventually(t, 30*time.Second, func() bool {
-		return scalar[int](t, pool, `SELECT count(*) FROM vacancy_matches WHERE failures = 1`) >= 2
+	env, rule, pool, ann := modelFailing(t, 4, 7100, 611, map[string]string{
+		"RECOVERY_INTERVAL": "1s", "LLM_BREAKER_OPEN_FOR": "8s",
 	})
 	require.Equal(t, map[string]int{"QUEUED": 4}, statuses(t, pool), "nothing SKIPPED")
 	stats := ask(t, env, ann, ann.ID(), "/vacancies")
@@ -246,18 +257,10 @@ func TestVacancyBreakerHoldsMatchesUntilTheLLMIsBack(t *testing.T) {
 // /vacancies that it is not answering: a probe out is not an answer.
 func TestVacancyModelProbedReadsAsDown(t *testing.T) {
 	t.Parallel()
-	env := e2e.New(t)
-	rule := screening(env).Fault(llmtest.ServerError())
-	env.HH.Add(golangVacancies(10, 7200)...)
-	env.Start(map[string]string{
-		"FETCH_INTERVAL": "1h", "RECOVERY_INTERVAL": "1h", "QUEUE_INTERVAL": "1s",
+	env, rule, pool, ann := modelFailing(t, 10, 7200, 621, map[string]string{
+		"RECOVERY_INTERVAL": "1h", "QUEUE_INTERVAL": "1s",
 		// Open briefly; the probe then hangs for longer than the test.
-		"LLM_BREAKER_FAILURES": "2", "LLM_BREAKER_OPEN_FOR": "3s", "LLM_TIMEOUT": "5m",
-	})
-	pool := db(t, env)
-	ann := seeker(t, env, 621)
-	eventually(t, 30*time.Second, func() bool {
-		return scalar[int](t, pool, `SELECT count(*) FROM vacancy_matches WHERE failures = 1`) >= 2
+		"LLM_BREAKER_OPEN_FOR": "3s", "LLM_TIMEOUT": "5m",
 	})
 	rule.Fault(llmtest.Hang())
 	eventually(t, 60*time.Second, func() bool { return env.LLM.InFlight() == 1 })
