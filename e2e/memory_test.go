@@ -610,6 +610,42 @@ func chatRemembered(t *testing.T, env *e2e.Env, pool *pgxpool.Pool, who *tgfake.
 	eventually(t, 20*time.Second, func() bool { return scalar[int](t, pool, sums, who.ID()) == before+1 })
 }
 
+// The model failing, then down: the message whose call fails is answered
+// with the failure notice, but one sent while the breaker is open waits for
+// the model instead of failing too, and is answered once the model is back,
+// as the README promises.
+func TestMemoryChatWaitsWhileTheModelIsDown(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	analyzer := env.LLM.On(llmtest.SystemContains("Decide whether answering needs that memory")).Named("analyzer-down").
+		Fault(llmtest.ServerError())
+	scriptMemory(env) // behind the failing analyzer: the rule first added answers
+	env.Start(map[string]string{"LLM_BREAKER_FAILURES": "1", "LLM_BREAKER_OPEN_FOR": "10s"})
+	pool := db(t, env)
+	ann := env.TG.User(7_300_031, "Ann", "en")
+	bob := env.TG.User(7_300_032, "Bob", "en")
+
+	first := ann.SendText(ann.ID(), "Does the model answer?")
+	env.TG.WaitMessage(t, ann.ID(), func(m tgfake.BotMessage) bool {
+		return m.ReplyToID() == first.MessageID && strings.HasPrefix(m.Text, "Sorry, I could not answer")
+	})
+	// The breaker opened at that failure and holds for 10 s: Bob's run is
+	// captured meanwhile and turned away unrun.
+	q := bob.SendText(bob.ID(), "Is anyone there?")
+	eventually(t, 30*time.Second, func() bool {
+		return scalar[int](t, pool, `SELECT count(*) FROM pipeline_runs WHERE user_id = $1`, bob.ID()) == 1
+	})
+	analyzer.Fault(llmtest.Fault{}).ReplyJSON(map[string]any{"needs_context": false, "context_type": "none",
+		"time_scope": "all", "search_keywords": []string{}, "context_found": false})
+	answer := env.TG.WaitMessage(t, bob.ID(), func(m tgfake.BotMessage) bool { return m.ReplyToID() == q.MessageID })
+	require.Equal(t, "Mentor says: Is anyone there?", answer.Text)
+	for _, m := range env.TG.Messages(bob.ID()) {
+		require.NotContains(t, m.Text, "Sorry", "Bob's message waited for the model")
+	}
+	require.Equal(t, "FAILED", scalar[string](t, pool, `SELECT status FROM pipeline_runs WHERE user_id = $1`, ann.ID()),
+		"a call that reached the model and failed still fails its run")
+}
+
 // mustRFC3339UTC parses a JSON export's time, which is RFC 3339 in UTC.
 func mustRFC3339UTC(t *testing.T, s string) time.Time {
 	t.Helper()

@@ -39,6 +39,8 @@ func classifyForMemory(err error) error {
 		return fmt.Errorf("%w: %w", memory.ErrRateLimited, err)
 	case errors.Is(err, ErrRefused):
 		return fmt.Errorf("%w: %w", memory.ErrLLMRefused, err)
+	case errors.Is(err, ErrBreakerOpen):
+		return fmt.Errorf("%w: %w", memory.ErrLLMDown, err)
 	}
 	return err
 }

@@ -133,8 +133,9 @@ var following = map[Status][2]Status{
 // stage runs the stage r was captured for: fn computes its output; success
 // stores it and captures the next stage in the same commit; an error fails
 // the run; a stop hands it back to the status before the stage.
-// refusedWait is how long a run whose model or key the provider refuses
-// waits before it is handed back to be tried again.
+// refusedWait is how long a run whose model or key the provider refuses,
+// or whose call the breaker turned away, waits before it is handed back
+// to be tried again.
 const refusedWait = 5 * time.Second
 
 func (s *Service) stage(ctx context.Context, r PipelineRun, rc Recall, name string,
@@ -166,11 +167,12 @@ func (s *Service) stage(ctx context.Context, r PipelineRun, rc Recall, name stri
 		s.handBack(ctx, r, "return run on stop")
 		return r, false
 	}
-	if errors.Is(err, ErrLLMRefused) {
-		// The model or key is refused: nothing this run can do. Wait a
-		// little (so a refused model costs a capture every few seconds,
-		// not a loop) and hand the stage back as a stopping replica does;
-		// the run is captured again and goes on once the model is there.
+	if errors.Is(err, ErrLLMRefused) || errors.Is(err, ErrLLMDown) {
+		// The model or key is refused, or the model is down (its breaker
+		// turned the call away): nothing this run can do. Wait a little
+		// (so the wait costs a capture every few seconds, not a loop) and
+		// hand the stage back as a stopping replica does; the run is
+		// captured again and goes on once the model is there.
 		s.log.Warn("pipeline run waits for the LLM", "run", r.ID, "stage", name, "err", err, "retry_in", refusedWait)
 		t := s.deps.Clock.NewTimer(refusedWait)
 		select {

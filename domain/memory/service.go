@@ -354,8 +354,8 @@ type Outbox interface {
 type Call = domain.LLMCall
 
 // LLM is the model as this workflow needs it. Errors wrap ErrInvalidAnswer,
-// ErrTimeout, ErrRateLimited or ErrLLMRefused where they apply (the document's
-// error table treats those apart).
+// ErrTimeout, ErrRateLimited, ErrLLMRefused or ErrLLMDown where they apply
+// (the document's error table treats those apart).
 type LLM interface {
 	Text(ctx context.Context, c Call) (string, error)
 	JSON(ctx context.Context, c Call, out any) error
@@ -370,6 +370,10 @@ var (
 	// found, 401/403). A misconfiguration, not the run's failure: the run
 	// waits for the fix instead of failing.
 	ErrLLMRefused = errors.New("LLM refuses the model or key")
+	// ErrLLMDown: the LLM's breaker turned the call away unrun, open after
+	// failures or probing with its one probe out. The model is down, not
+	// the run: the run waits for it as for a refused model.
+	ErrLLMDown = errors.New("LLM breaker turned the call away")
 )
 
 // Notifier renders what a run tells its chat; the bot's renderer
