@@ -223,7 +223,7 @@ func (a *app) buildWorkflows(context.Context) error {
 
 	a.anl, err = analysis.NewService(analysis.Config{BatchGap: cfg.AnalysisBatchGap, RunLease: cfg.AnalysisLease}, analysis.Deps{
 		Runs: a.store.Runs(), Chats: a.store.GroupChats(), Publisher: a.store.Runs(), Notifier: notes, Log: log, Registerer: a.reg,
-		LLM: llm.AnalysisPort{Client: a.llm, Invalid: analysis.ErrInvalidAnswer},
+		LLM: llm.AnalysisPort{Client: a.llm},
 	})
 	if err != nil {
 		return fmt.Errorf("analysis runs: %w", err)
@@ -255,8 +255,7 @@ func (a *app) buildVacancies(notes *bot.Renderer, clock clockwork.Clock) error {
 	}, vacancy.Deps{
 		Matches: a.store.Matches(), Profiles: a.store.Users(), Searches: a.store.Searches(), Applications: a.store.Applications(),
 		Source: a.hh, Notifier: notes, Log: log, Registerer: a.reg, CalendarClock: clock, AboutData: storage.AboutData,
-		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused,
-			Busy: vacancy.ErrLLMBusy, Down: vacancy.ErrLLMDown},
+		LLM: llm.Port{Client: a.llm, Label: "vacancy_relevance"},
 	})
 	if err != nil {
 		return fmt.Errorf("vacancies: %w", err)
@@ -287,7 +286,7 @@ func (a *app) buildMemory(notes *bot.Renderer) (*memory.Service, error) {
 		Workers: cfg.MemoryWorkers, StageLease: cfg.MemoryLease, SweepInterval: cfg.MemoryReaperInterval,
 		Window: window, StreamEvery: cfg.MemoryStreamEvery, Claimer: a.beats.Claimer(),
 	}, memory.Deps{
-		Runs: a.store.PipelineRuns(), Memories: a.store.Memories(), Prompts: a.store.Prompts(), Outbox: a.store.Outbox(), Users: a.store.Users(), LLM: llm.MemoryPort{Client: a.llm}, Notifier: notes, Typist: bot.Typist{Sender: a.out},
+		Runs: a.store.PipelineRuns(), Memories: a.store.Memories(), Prompts: a.store.Prompts(), Outbox: a.store.Outbox(), Users: a.store.Users(), LLM: a.llm, Notifier: notes, Typist: bot.Typist{Sender: a.out},
 		Drafts: bot.Drafts{Sender: a.out}, Log: a.log, Registerer: a.reg,
 	})
 }
@@ -301,7 +300,7 @@ func (a *app) buildResume(notes *bot.Renderer) (*resume.Service, error) {
 		Drafts: a.store.ProfileDrafts(), Notifier: notes, Log: a.log, Registerer: a.reg,
 		Files:     bot.TelegramFiles{Client: a.tg},
 		Extractor: resume.Isolated{Run: extractRun(cfg.ResumeReadTimeout)},
-		LLM:       llm.Port{Client: a.llm, Label: "resume_profile", Invalid: resume.ErrInvalidAnswer, Refusal: resume.ErrLLMRefused},
+		LLM:       llm.Port{Client: a.llm, Label: "resume_profile"},
 	})
 }
 

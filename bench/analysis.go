@@ -153,7 +153,7 @@ func benchAnalysis(ctx context.Context, cfg analysisConfig, out io.Writer, log *
 		deps := analysis.Deps{
 			Runs:      reapSignal{Runs: store.Runs(), reaped: w.reaped},
 			Chats:     store.GroupChats(),
-			LLM:       llm.AnalysisPort{Client: llmc, Invalid: analysis.ErrInvalidAnswer},
+			LLM:       llm.AnalysisPort{Client: llmc},
 			Notifier:  render,
 			Publisher: w.pub,
 			Log:       log, Registerer: prometheus.NewRegistry(),

@@ -65,7 +65,7 @@
 // real *bot.Bot as a reply, the archivist's summary — until every run has
 // archived_at. The database is created and dropped as for vacancies. The
 // LLM (llmtest, scripted per stage by its system prompt) answers at once
-// through the real llm.Client (MaxConcurrency 64) and llm.MemoryPort.
+// through the real llm.Client (MaxConcurrency 64).
 // -orchestrators K starts K services on the database, each with its own
 // pool, listener, LLM client and bot, like K replicas; -workers is each
 // one's memory.Config.Workers (default 16: MEMORY_WORKERS's default, 8, is

@@ -281,7 +281,7 @@ func startMemoryRig(ctx context.Context, cfg memoryConfig, db *benchDB, out io.W
 			return nil, err
 		}
 		// The app's renderer, and "typing" over HTTP to the fake Telegram.
-		deps := memory.Deps{Runs: clockedRuns{rp.store.PipelineRuns(), rig.clock}, Memories: rp.store.Memories(), Prompts: rp.store.Prompts(), Outbox: rp.store.Outbox(), Users: rp.store.Users(), LLM: rig.timer.wrap(llm.MemoryPort{Client: rp.llmc}, rig.st),
+		deps := memory.Deps{Runs: clockedRuns{rp.store.PipelineRuns(), rig.clock}, Memories: rp.store.Memories(), Prompts: rp.store.Prompts(), Outbox: rp.store.Outbox(), Users: rp.store.Users(), LLM: rig.timer.wrap(rp.llmc, rig.st),
 			Notifier: bot.NewRenderer(bot.RenderConfig{}, catalog, log), Typist: bot.Typist{Sender: sender},
 			Log: log, Registerer: prometheus.NewRegistry()}
 		if rig.st != nil {

@@ -200,7 +200,7 @@ func benchMemoryQuality(ctx context.Context, cfg memoryQualityConfig, out io.Wri
 
 	firsts := &firstTexts{at: map[string]time.Time{}}
 	svc, err := memory.NewService(memory.Config{Workers: 4, StreamEvery: cfg.stream},
-		memory.Deps{Runs: db.store.PipelineRuns(), Memories: db.store.Memories(), Prompts: db.store.Prompts(), Outbox: db.store.Outbox(), Users: db.store.Users(), LLM: firsts.wrap(llm.MemoryPort{Client: client}),
+		memory.Deps{Runs: db.store.PipelineRuns(), Memories: db.store.Memories(), Prompts: db.store.Prompts(), Outbox: db.store.Outbox(), Users: db.store.Users(), LLM: firsts.wrap(client),
 			Notifier: bot.NewRenderer(bot.RenderConfig{}, locales.MustLoad(), log), Drafts: quietDrafts{},
 			Log: log, Registerer: prometheus.NewRegistry()})
 	if err != nil {

@@ -246,8 +246,7 @@ func (w *world) run(ctx context.Context, spec runSpec) (runResult, error) {
 	deps := vacancy.Deps{
 		Matches: w.store.Matches(), Profiles: w.store.Users(), Searches: w.store.Searches(), Applications: w.store.Applications(),
 		Source: src, Notifier: bot.NewRenderer(bot.RenderConfig{}, w.catalog, w.log), Log: w.log, AboutData: storage.AboutData,
-		LLM: llm.Port{Client: llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused,
-			Busy: vacancy.ErrLLMBusy, Down: vacancy.ErrLLMDown},
+		LLM: llm.Port{Client: llmc, Label: "vacancy_relevance"},
 	}
 	if w.stages {
 		res.stages = newStages()

@@ -80,7 +80,7 @@ func setupAnalysisIn(t *testing.T, adminZone *time.Location, pace delivery.Limit
 	t.Cleanup(client.Close)
 	rc := bot.RenderConfig{AdminChatID: adminChat, AdminLang: "en", AdminZone: adminZone, BoardEvery: testBoardEvery}
 	svc, err := analysis.NewService(analysis.Config{}, analysis.Deps{
-		Runs: st.Runs(), Chats: st.GroupChats(), LLM: llm.AnalysisPort{Client: client, Invalid: analysis.ErrInvalidAnswer}, Publisher: st.Runs(),
+		Runs: st.Runs(), Chats: st.GroupChats(), LLM: llm.AnalysisPort{Client: client}, Publisher: st.Runs(),
 		Notifier: testRenderer(rc), Log: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)
@@ -506,14 +506,14 @@ func TestAnalysisFailedRun(t *testing.T) {
 	require.Equal(t, "▶️ Run #1 started, with similar approved proposals of earlier runs as context. "+
 		"Progress and proposals go to the admin chat; /run 1 shows where it stands.", env.ask(t, env.admin, "/run_start 1 RAG").Text)
 	failed := env.waitAdminLine(t, "❌ Run #1 failed at step proposals, batch 1: ")
-	require.Contains(t, failed.Text, "invalid LLM answer")
+	require.Contains(t, failed.Text, "invalid JSON from model")
 	progress := env.waitAdminLine(t, "❌ Run #1 failed\n")
 	require.Contains(t, progress.Text, "░░░░░░░░░░ 0%\nBatches: 0 of 1")
 
 	detail := env.ask(t, env.admin, "/run 1").Text
 	require.Contains(t, detail, "Run #1 — failed\n")
 	require.Contains(t, detail, "\nContext of earlier runs: on\n")
-	require.Regexp(t, `\nFailed: .* \(UTC\)\nError at step proposals, batch 1: invalid LLM answer`, detail)
+	require.Regexp(t, `\nFailed: .* \(UTC\)\nError at step proposals, batch 1: llm json analysis_proposals: llm: invalid JSON from model`, detail)
 	require.Equal(t, "Run #1 is in the “failed” state; only a pending run can be started.", env.ask(t, env.admin, "/run_start 1").Text)
 	// A failed run is closed for good: a new one may open.
 	require.Regexp(t, `^🆕 Run #2 created`, env.ask(t, env.admin, "/run_new").Text)

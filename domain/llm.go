@@ -1,6 +1,9 @@
 package domain
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // LLMCall is one prompt to the model as a workflow makes it. It lives here
 // so that a workflow's port and the llm package's client take one type
@@ -31,6 +34,32 @@ type LLMCall struct {
 	// as without it.
 	Partial func(text string)
 }
+
+// The model's failures as the workflows tell them apart. The llm package's
+// errors match them with errors.Is (its ErrBreakerOpen is an ErrLLMDown,
+// its RefusedError an ErrLLMRefused, and so on), so a workflow reads why a
+// call failed without importing llm, and no port translates one set of
+// errors into another. An error may match more than one: a call the
+// breaker turns away while a refusal holds it open is both down and
+// refused.
+var (
+	// ErrLLMInvalidAnswer: the answer is not what was asked for (JSON that
+	// does not decode or validate, a letter with no text).
+	ErrLLMInvalidAnswer = errors.New("invalid LLM answer")
+	// ErrLLMTimeout: the call ran past its own timeout.
+	ErrLLMTimeout = errors.New("LLM timeout")
+	// ErrLLMBusy: the provider rate-limited the call (429). The model's
+	// load, not the work's fault: worth waiting for.
+	ErrLLMBusy = errors.New("LLM is rate-limiting calls")
+	// ErrLLMRefused: the provider refuses the model or the key (model not
+	// found, 401/403, quota or credit spent). A misconfiguration no retry
+	// fixes: work waits for the fix instead of failing.
+	ErrLLMRefused = errors.New("LLM refuses the model or key")
+	// ErrLLMDown: the breaker turned the call away unrun, open after
+	// failures or probing with its one probe out. The error says so where
+	// it happens: the breaker's state read afterwards may have moved on.
+	ErrLLMDown = errors.New("LLM breaker turned the call away")
+)
 
 // PromptTime writes t for a model in loc, its reader's zone, with the
 // offset and the zone's name beside it: "2026-12-01 10:15 Tue (+04:00,

@@ -1,27 +1,15 @@
 package llm
 
-import (
-	"context"
-	"errors"
-	"fmt"
-)
+import "context"
 
 // AnalysisPort implements analysis.LLM: proposals as validated JSON from
 // the cheap model, and embeddings for the RAG context.
-type AnalysisPort struct {
-	Client *Client
-	// Invalid is the domain's ErrInvalidAnswer, wrapped with ErrInvalidJSON
-	// when an answer fails to decode or validate.
-	Invalid error
-}
+type AnalysisPort struct{ Client *Client }
 
-// JSON asks for a JSON answer decoded (and validated) into out.
+// JSON asks for a JSON answer decoded (and validated) into out; an answer
+// that is not is a domain.ErrLLMInvalidAnswer.
 func (p AnalysisPort) JSON(ctx context.Context, system, prompt string, out any) error {
-	err := p.Client.JSON(ctx, Request{System: system, Prompt: prompt, Label: "analysis_proposals"}, out)
-	if err != nil && p.Invalid != nil && errors.Is(err, ErrInvalidJSON) {
-		return fmt.Errorf("%w: %w", p.Invalid, err)
-	}
-	return err
+	return p.Client.JSON(ctx, Request{System: system, Prompt: prompt, Label: "analysis_proposals"}, out)
 }
 
 // Embed returns one vector per text.

@@ -192,16 +192,15 @@ func TestTextLosesReasoning(t *testing.T) {
 		srv.On(llmtest.PromptHasWords("plain")).Reply("  Plain answer.\n")
 		srv.On(llmtest.PromptHasWords("only")).Reply("<think>still thinking when the budget ran out")
 		c, reg := newClient(t, srv, provider, nil)
-		port := llm.MemoryPort{Client: c}
 		ctx := context.Background()
 
-		out, err := port.Text(ctx, memory.Call{Label: "memory_responder", Prompt: "hello", MaxTokens: 500})
+		out, err := c.Text(ctx, memory.Call{Label: "memory_responder", Prompt: "hello", MaxTokens: 500})
 		require.NoError(t, err)
 		assert.Equal(t, "Hi! How can I help?", out)
 		assert.Equal(t, 500, srv.Requests()[0].MaxTokens)
 		assert.Equal(t, 1.0, metricValue(t, reg, "llm_answer_repairs_total", map[string]string{"model": "small", "kind": "think"}))
 
-		out, err = port.Text(ctx, memory.Call{Label: "memory_responder", Prompt: "plain"})
+		out, err = c.Text(ctx, memory.Call{Label: "memory_responder", Prompt: "plain"})
 		require.NoError(t, err)
 		assert.Equal(t, "  Plain answer.\n", out, "an answer without reasoning is left as written")
 

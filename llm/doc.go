@@ -130,7 +130,11 @@
 // ErrBreakerOpen, ErrTimeout, ErrRateLimited (errors.As *RateLimitError for
 // Retry-After), ErrRefused (errors.As *RefusedError), ErrInvalidJSON (with
 // ErrTruncated and ErrReasoningOnly among its causes) and ErrEmpty. A call cancelled by the caller
-// returns an error matching the caller's context error.
+// returns an error matching the caller's context error. Each sentinel but
+// ErrEmpty is also one of the domain's LLM error classes (ErrBreakerOpen
+// matches domain.ErrLLMDown, ErrRateLimited domain.ErrLLMBusy, and so on),
+// which is what the workflows test for: the ports pass errors on as they
+// are.
 //
 // # Metrics
 //

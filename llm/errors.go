@@ -17,23 +17,42 @@ import (
 	"switchboard/internal/clip"
 )
 
-// Sentinel errors; test with errors.Is.
+// Sentinel errors; test with errors.Is. Each but ErrEmpty is also one of
+// the domain's LLM error classes (see classed), which is what the
+// workflows test for.
 var (
 	// ErrBreakerOpen: the circuit breaker rejected the call without
-	// contacting the provider.
-	ErrBreakerOpen = errors.New("llm: circuit breaker open")
+	// contacting the provider. It is a domain.ErrLLMDown.
+	ErrBreakerOpen error = &classed{"llm: circuit breaker open", domain.ErrLLMDown}
 	// ErrTimeout: the call exceeded its own timeout (Config.Timeout or
 	// Request.Timeout). Errors wrapping it also match
-	// context.DeadlineExceeded.
-	ErrTimeout = errors.New("llm: call timed out")
-	// ErrRateLimited: the provider answered 429; see RateLimitError.
-	ErrRateLimited = errors.New("llm: rate limited")
+	// context.DeadlineExceeded. It is a domain.ErrLLMTimeout.
+	ErrTimeout error = &classed{"llm: call timed out", domain.ErrLLMTimeout}
+	// ErrRateLimited: the provider answered 429; see RateLimitError. It is
+	// a domain.ErrLLMBusy.
+	ErrRateLimited error = &classed{"llm: rate limited", domain.ErrLLMBusy}
 	// ErrInvalidJSON: JSON mode produced something that does not decode
-	// into the target, or the target's Validate rejected it.
-	ErrInvalidJSON = errors.New("llm: invalid JSON from model")
-	// ErrEmpty: the provider answered with no content.
+	// into the target, or the target's Validate rejected it. It is a
+	// domain.ErrLLMInvalidAnswer.
+	ErrInvalidJSON error = &classed{"llm: invalid JSON from model", domain.ErrLLMInvalidAnswer}
+	// ErrEmpty: the provider answered with no content. No class: whether
+	// nothing is an invalid answer is the caller's to say (a letter's is).
 	ErrEmpty = errors.New("llm: empty response")
 )
+
+// classed is a sentinel of this package that is also one of the domain's
+// LLM error classes: errors.Is(err, domain.ErrLLMDown) holds wherever
+// errors.Is(err, ErrBreakerOpen) does. The client's errors are thereby
+// the domain's from the start, so the ports pass them on as they are.
+type classed struct {
+	msg   string
+	class error
+}
+
+func (e *classed) Error() string { return e.msg }
+
+// Is makes the sentinel match its class.
+func (e *classed) Is(target error) bool { return target == e.class }
 
 // RateLimitError is returned for HTTP 429. It matches ErrRateLimited.
 type RateLimitError struct {
@@ -53,8 +72,10 @@ func (e *RateLimitError) Error() string {
 	return s
 }
 
-// Is makes errors.Is(err, ErrRateLimited) hold.
-func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
+// Is makes errors.Is(err, ErrRateLimited) hold, and so its class's.
+func (e *RateLimitError) Is(target error) bool {
+	return target == ErrRateLimited || errors.Is(ErrRateLimited, target)
+}
 
 // Outcomes, as used in the llm_calls_total "outcome" label.
 const (

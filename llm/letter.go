@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"switchboard/domain"
 	"switchboard/domain/vacancy"
 )
 
@@ -31,10 +32,10 @@ func (p LetterPort) Letter(ctx context.Context, system, prompt string) (vacancy.
 	switch {
 	case err == nil:
 		return w, nil
-	case errors.Is(err, ErrRefused):
-		return w, fmt.Errorf("%w: %w", vacancy.ErrLLMRefused, err)
 	case errors.Is(err, ErrEmpty):
-		return w, fmt.Errorf("%w: %w", vacancy.ErrInvalidAnswer, err)
+		// A letter of nothing is an invalid answer; the client cannot
+		// say so for every caller (see ErrEmpty).
+		return w, fmt.Errorf("%w: %w", domain.ErrLLMInvalidAnswer, err)
 	}
 	return w, err
 }

@@ -10,13 +10,15 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"switchboard/domain"
 )
 
 // ErrRefused: the provider refused the call in a way no retry fixes (HTTP
 // 401, 403 or 404: a wrong key, a model the server does not have; a 402
 // or a 429 insufficient_quota: the account's quota or credit spent). See
-// RefusedError.
-var ErrRefused = errors.New("llm: refused by the provider")
+// RefusedError. It is a domain.ErrLLMRefused.
+var ErrRefused error = &classed{"llm: refused by the provider", domain.ErrLLMRefused}
 
 // RefusedError is returned when the provider answers 401, 403 or 404, or
 // says the account's quota or credit is spent (402, 429
@@ -43,8 +45,10 @@ func (e *RefusedError) Error() string {
 	return s
 }
 
-// Is makes errors.Is(err, ErrRefused) hold.
-func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
+// Is makes errors.Is(err, ErrRefused) hold, and so its class's.
+func (e *RefusedError) Is(target error) bool {
+	return target == ErrRefused || errors.Is(ErrRefused, target)
+}
 
 // refusalFor builds the RefusedError for a 401/403/404, with the fix for
 // this provider.

@@ -163,7 +163,7 @@ func (s *Service) propose(ctx context.Context, r Run, batch []GroupMessage) ([]P
 	}
 	var a Answer
 	err := s.deps.LLM.JSON(ctx, systemPrompt, prompt, &a)
-	if errors.Is(err, ErrInvalidAnswer) {
+	if errors.Is(err, domain.ErrLLMInvalidAnswer) {
 		a = Answer{}
 		err = s.deps.LLM.JSON(ctx, systemPrompt, prompt, &a)
 	}

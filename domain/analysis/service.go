@@ -233,13 +233,11 @@ type Runs interface {
 // LLM is the port to the model (llm.AnalysisPort implements it).
 type LLM interface {
 	// JSON asks for a JSON answer and decodes it into out;
-	// ErrInvalidAnswer when the answer is not valid JSON of that shape.
+	// domain.ErrLLMInvalidAnswer when the answer is not valid JSON of that
+	// shape.
 	JSON(ctx context.Context, system, prompt string, out any) error
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
-
-// ErrInvalidAnswer: the LLM's answer was not the JSON asked for.
-var ErrInvalidAnswer = errors.New("invalid LLM answer")
 
 // EventKind names a run event.
 type EventKind string

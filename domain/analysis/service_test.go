@@ -41,7 +41,7 @@ func newWorld(t *testing.T) *world {
 	w := &world{ctx: context.Background(), store: storagetest.New(t), llm: llmtest.New(), chat: &adminChat{}}
 	t.Cleanup(w.llm.Close)
 	w.llmc = domaintest.LLM(t, w.llm, llm.Config{EmbedModel: "embed", MaxConcurrency: 4}, llm.WithBreaker(1000, time.Second))
-	w.port = &embedLog{LLM: llm.AnalysisPort{Client: w.llmc, Invalid: analysis.ErrInvalidAnswer}}
+	w.port = &embedLog{LLM: llm.AnalysisPort{Client: w.llmc}}
 	return w
 }
 

@@ -78,7 +78,7 @@ func (b *bundle) serviceOver(t *testing.T, runs memory.Runs) *memory.Service {
 		reg = prometheus.NewRegistry()
 	}
 	svc, err := memory.NewService(b.cfg, memory.Deps{
-		Runs: runs, Memories: b.store.Memories(), Prompts: b.store.Prompts(), Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat, Drafts: b.drafts,
+		Runs: runs, Memories: b.store.Memories(), Prompts: b.store.Prompts(), Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: b.llmc, Notifier: b.chat, Typist: b.chat, Drafts: b.drafts,
 		Log: slog.New(slog.DiscardHandler), Registerer: reg,
 	})
 	require.NoError(t, err)

@@ -167,7 +167,7 @@ func (s *Service) stage(ctx context.Context, r PipelineRun, rc Recall, name stri
 		s.handBack(ctx, r, "return run on stop")
 		return r, false
 	}
-	if errors.Is(err, ErrLLMRefused) || errors.Is(err, ErrLLMDown) {
+	if errors.Is(err, domain.ErrLLMRefused) || errors.Is(err, domain.ErrLLMDown) {
 		// The model or key is refused, or the model is down (its breaker
 		// turned the call away): nothing this run can do. Wait a little
 		// (so the wait costs a capture every few seconds, not a loop) and
@@ -682,14 +682,14 @@ func (s *Service) call(ctx context.Context, c Call, out any) (string, error) {
 			return "", ctx.Err()
 		}
 		switch {
-		case errors.Is(err, ErrInvalidAnswer) && invalidRetries > 0:
+		case errors.Is(err, domain.ErrLLMInvalidAnswer) && invalidRetries > 0:
 			invalidRetries--
 			s.m.retries.WithLabelValues(c.Label, "invalid_json").Inc()
 			continue
-		case (errors.Is(err, ErrTimeout) || errors.Is(err, ErrRateLimited)) && attempt < s.cfg.Attempts:
+		case (errors.Is(err, domain.ErrLLMTimeout) || errors.Is(err, domain.ErrLLMBusy)) && attempt < s.cfg.Attempts:
 			wait := s.cfg.Backoff << (attempt - 1)
 			reason := "timeout"
-			if errors.Is(err, ErrRateLimited) {
+			if errors.Is(err, domain.ErrLLMBusy) {
 				wait *= 3
 				reason = "rate_limited"
 			}

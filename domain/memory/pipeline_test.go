@@ -17,7 +17,6 @@ import (
 
 	"switchboard/domain/domaintest"
 	"switchboard/domain/memory"
-	"switchboard/llm"
 	"switchboard/llm/llmtest"
 )
 
@@ -486,7 +485,7 @@ func TestContextTrimmedToTheModelsWindow(t *testing.T) {
 	budget := memory.Tokens(r.DraftContext) - 2*memory.Tokens(long(0))
 	cfg.Window = budget + 2000 + memory.Tokens(asm.Template) + 64
 	svc, err := memory.NewService(cfg, memory.Deps{
-		Runs: b.store.PipelineRuns(), Memories: b.store.Memories(), Prompts: b.store.Prompts(), Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: llm.MemoryPort{Client: b.llmc}, Notifier: b.chat, Typist: b.chat,
+		Runs: b.store.PipelineRuns(), Memories: b.store.Memories(), Prompts: b.store.Prompts(), Outbox: b.store.Outbox(), Users: b.store.Users(), LLM: b.llmc, Notifier: b.chat, Typist: b.chat,
 		Log:        slog.New(slog.NewJSONHandler(lockedWriter{&mu, &logs}, nil)),
 		Registerer: prometheus.NewRegistry(),
 	})

@@ -353,28 +353,14 @@ type Outbox interface {
 // Call is one LLM request as the pipeline makes it.
 type Call = domain.LLMCall
 
-// LLM is the model as this workflow needs it. Errors wrap ErrInvalidAnswer,
-// ErrTimeout, ErrRateLimited, ErrLLMRefused or ErrLLMDown where they apply
-// (the document's error table treats those apart).
+// LLM is the model as this workflow needs it (*llm.Client is it). Its
+// errors are the domain's LLM classes (domain.ErrLLMInvalidAnswer,
+// ErrLLMTimeout, ErrLLMBusy, ErrLLMRefused, ErrLLMDown) where they apply;
+// the pipeline's error policy treats those apart.
 type LLM interface {
 	Text(ctx context.Context, c Call) (string, error)
 	JSON(ctx context.Context, c Call, out any) error
 }
-
-// LLM error classes.
-var (
-	ErrInvalidAnswer = errors.New("invalid LLM answer")
-	ErrTimeout       = errors.New("LLM timeout")
-	ErrRateLimited   = errors.New("LLM rate limited")
-	// ErrLLMRefused: the provider refuses the model or the key (model not
-	// found, 401/403). A misconfiguration, not the run's failure: the run
-	// waits for the fix instead of failing.
-	ErrLLMRefused = errors.New("LLM refuses the model or key")
-	// ErrLLMDown: the LLM's breaker turned the call away unrun, open after
-	// failures or probing with its one probe out. The model is down, not
-	// the run: the run waits for it as for a refused model.
-	ErrLLMDown = errors.New("LLM breaker turned the call away")
-)
 
 // Notifier renders what a run tells its chat; the bot's renderer
 // implements it. It only renders: the messages are queued with the state

@@ -135,10 +135,6 @@ var (
 	// ErrGaveUp: the file could not be read in Config.Attempts attempts
 	// (Telegram or the LLM failing); the user is asked to send it again.
 	ErrGaveUp = errors.New("gave up reading the file")
-	// ErrInvalidAnswer: the LLM's answer failed to decode or validate.
-	ErrInvalidAnswer = errors.New("invalid profile answer")
-	// ErrLLMRefused: the provider refuses the model or key.
-	ErrLLMRefused = errors.New("llm refused")
 )
 
 // DraftTTL is how long a draft waits for the user: past it the buttons are
@@ -407,7 +403,7 @@ func (s *Service) read(ctx context.Context, d Draft) (string, error) {
 	for try := 0; ; try++ {
 		a = answer{max: s.cfg.MaxProfile}
 		err = s.deps.LLM.JSON(ctx, systemPrompt, prompt, &a)
-		if err == nil || !errors.Is(err, ErrInvalidAnswer) || try == 1 {
+		if err == nil || !errors.Is(err, domain.ErrLLMInvalidAnswer) || try == 1 {
 			break
 		}
 	}

@@ -122,8 +122,7 @@ func (b *bundle) serviceWith(t *testing.T, matches vacancy.Matches) *vacancy.Ser
 	svc, err := vacancy.NewService(b.cfg, vacancy.Deps{
 		Matches: matches, Profiles: b.store.Users(), Searches: b.store.Searches(), Applications: b.store.Applications(),
 		Source: src, Notifier: b.sent, Registerer: reg, AboutData: storage.AboutData,
-		LLM: llm.Port{Client: b.llmc, Label: "vacancy_relevance", Invalid: vacancy.ErrInvalidAnswer, Refusal: vacancy.ErrLLMRefused,
-			Busy: vacancy.ErrLLMBusy, Down: vacancy.ErrLLMDown},
+		LLM: llm.Port{Client: b.llmc, Label: "vacancy_relevance"},
 		Log: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)

@@ -164,8 +164,8 @@ type Written struct {
 // LetterLLM is the model as the letters need it: text, not JSON.
 type LetterLLM interface {
 	// Letter answers the prompt with text. A provider refusing the model
-	// or key wraps ErrLLMRefused; an answer with no text wraps
-	// ErrInvalidAnswer.
+	// or key is a domain.ErrLLMRefused; an answer with no text a
+	// domain.ErrLLMInvalidAnswer.
 	Letter(ctx context.Context, system, prompt string) (Written, error)
 }
 
@@ -403,7 +403,7 @@ func (l *Letters) draft(ctx context.Context, c LetterClaim) {
 	if err == nil {
 		w.Text = strings.TrimSpace(w.Text)
 		if utf8.RuneCountInString(w.Text) < minLetter {
-			err = fmt.Errorf("%w: %d characters", ErrInvalidAnswer, utf8.RuneCountInString(w.Text))
+			err = fmt.Errorf("%w: %d characters", domain.ErrLLMInvalidAnswer, utf8.RuneCountInString(w.Text))
 		}
 	}
 	if ctx.Err() != nil {
@@ -418,9 +418,9 @@ func (l *Letters) draft(ctx context.Context, c LetterClaim) {
 	reason := ""
 	switch {
 	case err == nil:
-	case errors.Is(err, ErrLLMRefused):
+	case errors.Is(err, domain.ErrLLMRefused):
 		reason = LetterFailedRefused
-	case errors.Is(err, ErrInvalidAnswer):
+	case errors.Is(err, domain.ErrLLMInvalidAnswer):
 		reason = LetterFailedInvalid
 	default:
 		reason = LetterFailedLLM

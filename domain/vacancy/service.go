@@ -406,10 +406,11 @@ type Matches interface {
 // LLM is the model as this workflow needs it.
 type LLM interface {
 	// JSON asks for a JSON answer and decodes it into out, calling
-	// out.Validate if it has one. A malformed or invalid answer is an error
-	// wrapping ErrInvalidAnswer; a call refused for the model or key wraps
-	// ErrLLMRefused, one the breaker turned away unrun ErrLLMDown, one
-	// rate-limited ErrLLMBusy.
+	// out.Validate if it has one. Its errors are the domain's LLM classes:
+	// domain.ErrLLMInvalidAnswer for a malformed or invalid answer,
+	// ErrLLMRefused for a call refused for the model or key, ErrLLMDown
+	// for one the breaker turned away unrun, ErrLLMBusy for one
+	// rate-limited.
 	JSON(ctx context.Context, system, prompt string, out any) error
 	// Open reports whether the circuit breaker is refusing calls: the
 	// workers then claim nothing, and the matches wait QUEUED.
@@ -423,22 +424,6 @@ type LLM interface {
 	// while healthy): /vacancies shows it.
 	Health() (refused bool, reason string)
 }
-
-// ErrInvalidAnswer marks an LLM answer that is not the JSON asked for.
-var ErrInvalidAnswer = errors.New("invalid LLM answer")
-
-// ErrLLMRefused marks an LLM call the provider refused for its model or key
-// (or turned away while such a refusal holds): not the match's failure.
-var ErrLLMRefused = errors.New("LLM refuses the model or key")
-
-// ErrLLMBusy marks an LLM call that was not answered for the model's load,
-// not the match: the provider rate-limited it (429).
-var ErrLLMBusy = errors.New("LLM is rate-limiting calls")
-
-// ErrLLMDown marks an LLM call the breaker turned away unrun: it opened
-// while the call queued for a slot, or it is probing whether the model is
-// back with its one probe out. The model is down, not the match.
-var ErrLLMDown = errors.New("LLM breaker turned the call away")
 
 // CardData is what a vacancy card is rendered from.
 type CardData struct {

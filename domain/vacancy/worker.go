@@ -30,10 +30,10 @@ const (
 // SKIPPED, however many.
 const (
 	// ReasonBreakerOpen: the LLM's breaker was open when the turn began,
-	// or turned the call away (ErrLLMDown): it opened while the call waited
+	// or turned the call away (domain.ErrLLMDown): it opened while the call waited
 	// for a slot, or it was probing the model with its probe out.
 	ReasonBreakerOpen = "breaker_open"
-	// ReasonLLMBusy: the provider rate-limited the call (ErrLLMBusy).
+	// ReasonLLMBusy: the provider rate-limited the call (domain.ErrLLMBusy).
 	ReasonLLMBusy = "llm_busy"
 	// ReasonLLMRefused: the provider refuses the model or key.
 	ReasonLLMRefused = "llm_refused"
@@ -218,7 +218,7 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 		// Not the match's: it was never judged, so it waits QUEUED.
 		s.keepDetail(ctx, fresh)
 		return s.wait(ctx, m, wait, refusedWait, err)
-	case errors.Is(err, ErrInvalidAnswer):
+	case errors.Is(err, domain.ErrLLMInvalidAnswer):
 		return s.fail(ctx, m, ReasonInvalidJSON, err, fresh)
 	case err != nil:
 		return s.fail(ctx, m, ReasonLLMError, err, fresh)
@@ -233,16 +233,16 @@ func (s *Service) process(ctx context.Context, c Claim) string {
 // for any other error.
 func llmWait(err error) string {
 	switch {
-	case errors.Is(err, ErrLLMRefused):
+	case errors.Is(err, domain.ErrLLMRefused):
 		// The provider refuses the model or key (this call found it, or
 		// another's probe did and this call was turned away meanwhile).
 		return ReasonLLMRefused
-	case errors.Is(err, ErrLLMDown):
+	case errors.Is(err, domain.ErrLLMDown):
 		// Turned away unrun by the breaker, which opened while the call
 		// queued or is probing: the model is down, as the check before
 		// the call would have said had the turn begun a moment later.
 		return ReasonBreakerOpen
-	case errors.Is(err, ErrLLMBusy):
+	case errors.Is(err, domain.ErrLLMBusy):
 		// Rate-limited: the model's load, which a retry of the same match
 		// would only add to.
 		return ReasonLLMBusy
@@ -397,7 +397,7 @@ func (s *Service) judge(ctx context.Context, u Recipient, v Vacancy) (Verdict, e
 	for attempt := 1; ; attempt++ {
 		verdict = Verdict{}
 		err = s.deps.LLM.JSON(ctx, systemPrompt, prompt, &verdict)
-		if err == nil || !errors.Is(err, ErrInvalidAnswer) || attempt == 2 {
+		if err == nil || !errors.Is(err, domain.ErrLLMInvalidAnswer) || attempt == 2 {
 			return verdict, err
 		}
 		s.m.retries.Inc()
