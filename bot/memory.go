@@ -344,6 +344,15 @@ func (rd *Renderer) Failed(r memory.PipelineRun) []domain.Message {
 	return replacePlaceholder(r, runMessages(r, domain.KindMemoryAnswer, rd.incognitoLine(r, rd.cat.T(r.Lang, key))))
 }
 
+// Waiting renders, in the user's language, the notice that the model is
+// not answering and this message will be answered once it is back
+// (memory.Notifier), a reply to it. The answer comes as a message of its
+// own, not as this one's edit: an outage may last hours, and only a new
+// message notifies the user that it came.
+func (rd *Renderer) Waiting(r memory.PipelineRun) []domain.Message {
+	return runMessages(r, domain.KindMemoryNote, rd.cat.T(r.Lang, "memory.waiting_llm"))
+}
+
 // Partial renders the answer so far where drafts are refused
 // (memory.Notifier): the placeholder message, a reply to the user's
 // message, when first, else its edit. It shows what fits one message, and

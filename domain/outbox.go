@@ -202,7 +202,7 @@ const (
 	KindProgress     = "progress"      // Ref: run; delivery records the progress message
 	KindRunEvent     = "run_event"     // an analysis run event in the admin chat
 	KindMemoryAnswer = "memory_answer" // Ref: pipeline run
-	KindMemoryNote   = "memory_note"   // Ref: pipeline run; "your message waits behind N"
+	KindMemoryNote   = "memory_note"   // Ref: pipeline run; "your message waits behind N", or for the model
 	KindMemoryDraft  = "memory_draft"  // Ref: pipeline run; the placeholder of an answer being written, and its edits
 	KindReply        = "reply"         // the answer to a user's command
 	KindPhoto        = "photo"         // Ref: order; a master's photo of the finished work, for the admins

@@ -612,8 +612,8 @@ func chatRemembered(t *testing.T, env *e2e.Env, pool *pgxpool.Pool, who *tgfake.
 
 // The model failing, then down: the message whose call fails is answered
 // with the failure notice, but one sent while the breaker is open waits for
-// the model instead of failing too, and is answered once the model is back,
-// as the README promises.
+// the model instead of failing too, its sender told so once, and is
+// answered once the model is back, as the README promises.
 func TestMemoryChatWaitsWhileTheModelIsDown(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
@@ -637,11 +637,20 @@ func TestMemoryChatWaitsWhileTheModelIsDown(t *testing.T) {
 	})
 	analyzer.Fault(llmtest.Fault{}).ReplyJSON(map[string]any{"needs_context": false, "context_type": "none",
 		"time_scope": "all", "search_keywords": []string{}, "context_found": false})
-	answer := env.TG.WaitMessage(t, bob.ID(), func(m tgfake.BotMessage) bool { return m.ReplyToID() == q.MessageID })
+	answer := env.TG.WaitMessage(t, bob.ID(), func(m tgfake.BotMessage) bool {
+		return m.ReplyToID() == q.MessageID && strings.HasPrefix(m.Text, "Mentor says")
+	})
 	require.Equal(t, "Mentor says: Is anyone there?", answer.Text)
+	var replies []string
 	for _, m := range env.TG.Messages(bob.ID()) {
+		t.Logf("to Bob: %s", m.Text)
 		require.NotContains(t, m.Text, "Sorry", "Bob's message waited for the model")
+		if m.ReplyToID() == q.MessageID {
+			replies = append(replies, m.Text)
+		}
 	}
+	require.Equal(t, []string{"⏳ The AI model is not answering right now. I will answer this message as soon as it is back; " +
+		"there is no need to send it again.", "Mentor says: Is anyone there?"}, replies, "told once that it waits, then answered")
 	require.Equal(t, "FAILED", scalar[string](t, pool, `SELECT status FROM pipeline_runs WHERE user_id = $1`, ann.ID()),
 		"a call that reached the model and failed still fails its run")
 }

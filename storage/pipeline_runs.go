@@ -372,15 +372,16 @@ func (s *PipelineRuns) MarkDelivered(ctx context.Context, id int64, tell domain.
 }
 
 // changeRunAndQueue runs q, a statement that changes run id ($1) and, only
-// if it did, queues msgs (queueRows' arrays from $2); true if it changed
-// the run. what names it in errors, with the run's id.
-func (s *PipelineRuns) changeRunAndQueue(ctx context.Context, q string, id int64, msgs []domain.Message, what string) (bool, error) {
+// if it did, queues msgs (queueRows' arrays, $2–$10), more following from
+// $11; true if it changed the run. what names it in errors, with the run's
+// id.
+func (s *PipelineRuns) changeRunAndQueue(ctx context.Context, q string, id int64, msgs []domain.Message, what string, more ...any) (bool, error) {
 	rows, err := queueArgs(msgs)
 	if err != nil {
 		return false, fmt.Errorf(what+": %w", id, err)
 	}
 	var n int
-	if err := s.pool.QueryRow(ctx, q, append([]any{id}, rows...)...).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, q, append(append([]any{id}, rows...), more...)...).Scan(&n); err != nil {
 		return false, fmt.Errorf(what+": %w", id, err)
 	}
 	return n == 1, nil
@@ -445,6 +446,25 @@ WITH p AS (
     RETURNING pipeline_runs.id
 ), ` + queueRows(2, "p") + `
 SELECT count(*) FROM p`
+
+// tellWaiting marks a run as having told its user that it waits for the
+// model and queues the notice, in one statement; committed without waiting
+// for the disk like the rest of a stage's writes: a notice lost in a crash
+// takes its mark with it, so the next wait tells again.
+var tellWaiting = `
+WITH w AS (
+    UPDATE pipeline_runs SET wait_told = true, updated_at = now()
+    ` + asyncFrom + `
+    WHERE id = $1 AND status = $11 AND NOT wait_told
+    RETURNING pipeline_runs.id
+), ` + queueRows(2, "w") + `
+SELECT count(*) FROM w`
+
+// TellWaiting queues the notice that a run waits for the model, once
+// (memory.Runs); false if it was told already or has left status.
+func (s *PipelineRuns) TellWaiting(ctx context.Context, id int64, status memory.Status, msgs []domain.Message) (bool, error) {
+	return s.changeRunAndQueue(ctx, tellWaiting, id, msgs, "tell run %d waits for the LLM", status)
+}
 
 // QueuePlaceholder queues the placeholder of a streamed answer
 // (memory.Runs); false if the run has one already or left RESPONDING.

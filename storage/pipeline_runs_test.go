@@ -569,6 +569,35 @@ func TestMemoryQueueMessages(t *testing.T) {
 	require.Len(t, f.queued(r.ID), 2, "nothing of a refused batch is written")
 }
 
+// A run waiting for the model tells its user once, from the stage it was
+// captured in: again, from another replica or after it moved on, nothing.
+func TestTellWaitingOncePerRun(t *testing.T) {
+	t.Parallel()
+	f := newMemory(t)
+	r := f.submit(1, "are you there?")
+	_, _, ok, err := f.st.PipelineRuns().Capture(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
+	require.NoError(t, err)
+	require.True(t, ok)
+	note := answerOf(r, "waiting")
+	note[0].Kind = domain.KindMemoryNote
+	runs := f.st.PipelineRuns()
+
+	told, err := runs.TellWaiting(f.ctx, r.ID, memory.Responding, note)
+	require.NoError(t, err)
+	require.False(t, told, "not in that stage")
+	require.Empty(t, f.queued(r.ID))
+
+	told, err = runs.TellWaiting(f.ctx, r.ID, memory.Analyzing, note)
+	require.NoError(t, err)
+	require.True(t, told)
+	told, err = runs.TellWaiting(f.ctx, r.ID, memory.Analyzing, note)
+	require.NoError(t, err)
+	require.False(t, told, "told already")
+	got := f.queued(r.ID)
+	require.Len(t, got, 1)
+	require.Equal(t, queuedRow{Chat: 1, Kind: domain.KindMemoryNote, Ref: r.ID, Text: "waiting", ReplyTo: r.MessageID, Created: got[0].Created}, got[0])
+}
+
 // The same message submitted again (its update run a second time after a
 // replica died before the done-mark) captures nothing new: the first run is
 // returned with ErrSubmitted, and the query is logged once.

@@ -252,6 +252,10 @@ func (c *chat) Failed(r memory.PipelineRun) []domain.Message {
 	return replacing(r, []domain.Message{{ChatID: r.ChatID, Kind: domain.KindMemoryAnswer, Ref: r.ID, Text: "failed", ReplyTo: r.MessageID}})
 }
 
+func (c *chat) Waiting(r memory.PipelineRun) []domain.Message {
+	return []domain.Message{{ChatID: r.ChatID, Kind: domain.KindMemoryNote, Ref: r.ID, Text: "waiting", ReplyTo: r.MessageID}}
+}
+
 func (c *chat) Partial(r memory.PipelineRun, text string, first bool) []domain.Message {
 	m := domain.Message{ChatID: r.ChatID, Kind: domain.KindMemoryDraft, Ref: r.ID, Key: fmt.Sprint("answer:", r.ID), Text: "so far: " + text}
 	if first {
@@ -290,6 +294,14 @@ func (b *bundle) queued(t *testing.T) []outboxRow {
 	t.Helper()
 	return domaintest.Rows[outboxRow](t, b.ctx, b.store.Pool(), `SELECT id, chat_id, ref, body->>'text', COALESCE((body->>'reply_to')::int, 0)
 FROM outbox WHERE kind = 'memory_answer' ORDER BY id`)
+}
+
+// notes are the memory chat's queued notes (the queue's, the model's
+// wait), in delivery order.
+func (b *bundle) notes(t *testing.T) []outboxRow {
+	t.Helper()
+	return domaintest.Rows[outboxRow](t, b.ctx, b.store.Pool(), `SELECT id, chat_id, ref, body->>'text', COALESCE((body->>'reply_to')::int, 0)
+FROM outbox WHERE kind = 'memory_note' ORDER BY id`)
 }
 
 // answers are the queued answers' first parts, in delivery order.

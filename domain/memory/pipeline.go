@@ -173,7 +173,7 @@ func (s *Service) stage(ctx context.Context, r PipelineRun, rc Recall, name stri
 		// (so the wait costs a capture every few seconds, not a loop) and
 		// hand the stage back as a stopping replica does; the run is
 		// captured again and goes on once the model is there.
-		s.log.Warn("pipeline run waits for the LLM", "run", r.ID, "stage", name, "err", err, "retry_in", refusedWait)
+		s.tellWaiting(ctx, r, name, err)
 		t := s.deps.Clock.NewTimer(refusedWait)
 		select {
 		case <-ctx.Done():
@@ -206,6 +206,28 @@ func (s *Service) stage(ctx context.Context, r PipelineRun, rc Recall, name stri
 		return r, false
 	}
 	return moved, true
+}
+
+// tellWaiting tells the run's user, once however many times the run is
+// handed back, that the model is not answering and their message will be
+// answered when it is back: the wait may last as long as an outage does,
+// and a silent chat reads as a bot that lost the message. The first wait
+// is logged as a warning; the hand-backs that follow, every refusedWait,
+// only at debug level, so that a long outage with many waiting runs does
+// not flood the log (the admin chat's outage notice is what operators
+// read).
+func (s *Service) tellWaiting(ctx context.Context, r PipelineRun, stage string, cause error) {
+	told, err := s.deps.Runs.TellWaiting(ctx, r.ID, r.Status, s.deps.Notifier.Waiting(r))
+	switch {
+	case err != nil:
+		// The notice is a courtesy: the wait goes on, and the next
+		// hand-back tries to tell again.
+		s.log.Warn("tell run's user it waits for the LLM", "run", r.ID, "err", err)
+	case told:
+		s.log.Warn("pipeline run waits for the LLM", "run", r.ID, "stage", stage, "err", cause, "retry_in", refusedWait)
+		return
+	}
+	s.log.Debug("pipeline run waits for the LLM", "run", r.ID, "stage", stage, "err", cause, "retry_in", refusedWait)
 }
 
 // errNotSaved is a failure whose own text could not be stored, or a stage

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"switchboard/domain"
 	"switchboard/domain/domaintest"
 	"switchboard/domain/memory"
 	"switchboard/llm/llmtest"
@@ -514,25 +516,43 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 }
 
 // A model the provider does not have: the run waits (handed back, not
-// FAILED, nothing sent), and once the model is pulled it is answered.
+// FAILED, no answer), its user told once that it waits however many times
+// it is handed back, and once the model is pulled it is answered.
 func TestRunWaitsWhileTheModelIsMissing(t *testing.T) {
 	t.Parallel()
 	b := scripted(t, 1)
 	b.llm.ServeModels("something-else")
-	b.start(t, b.svc)
-	r := b.submit(t, b.svc, 1, "Are you there?")
-	require.Eventually(t, func() bool { return b.llmc.Refused() }, 5*time.Second, 10*time.Millisecond)
-	time.Sleep(2 * time.Second)
+	runs := &waitCounter{Runs: b.store.PipelineRuns()}
+	svc := b.serviceOver(t, runs)
+	b.start(t, svc)
+	r := b.submit(t, svc, 1, "Are you there?")
+	require.Eventually(t, func() bool { return runs.waits.Load() >= 2 }, time.Minute, 50*time.Millisecond,
+		"handed back twice, 5 s apart")
 	got := b.run(t, r.ID)
 	require.NotEqual(t, memory.Failed, got.Status, "a missing model is not the run's failure")
-	require.Empty(t, b.queued(t), "nothing sent while the model is missing")
+	require.Empty(t, b.queued(t), "no answer while the model is missing")
+	told := []outboxRow{{Chat: 1, Ref: r.ID, Text: "waiting", ReplyTo: r.MessageID}}
+	require.Equal(t, told, withoutIDs(b.notes(t)), "told once that it waits, in reply to the message")
 	calls := len(b.llm.Requests())
-	require.LessOrEqual(t, calls, 3, "a probe a second at most, no retry storm")
+	require.LessOrEqual(t, calls, int(runs.waits.Load())+1, "one probe a wait at most, no retry storm")
 
 	b.llm.ServeModels("cheap", "strong")
 	b.waitArchived(t, 1, 30*time.Second)
 	require.Equal(t, memory.Completed, b.run(t, r.ID).Status)
 	require.Equal(t, "Answer to: Are you there?", b.run(t, r.ID).FinalAnswer)
+	require.Equal(t, told, withoutIDs(b.notes(t)), "and never again")
+}
+
+// waitCounter counts the waits of runs for the model: each asks to tell
+// its user (Runs.TellWaiting).
+type waitCounter struct {
+	memory.Runs
+	waits atomic.Int32
+}
+
+func (w *waitCounter) TellWaiting(ctx context.Context, id int64, status memory.Status, msgs []domain.Message) (bool, error) {
+	w.waits.Add(1)
+	return w.Runs.TellWaiting(ctx, id, status, msgs)
 }
 
 // drafts records the drafts shown, as Telegram would; refuse makes it

@@ -251,6 +251,10 @@ type Runs interface {
 	// false, and nothing queued, if the run has left RESPONDING or has its
 	// placeholder already.
 	QueuePlaceholder(ctx context.Context, id int64, msgs []domain.Message) (bool, error)
+	// TellWaiting queues the notice that a run captured in status waits
+	// for the model, and marks the run as told, in one statement; false,
+	// and nothing queued, if it was told already or has left status.
+	TellWaiting(ctx context.Context, id int64, status Status, msgs []domain.Message) (bool, error)
 	Next(ctx context.Context, userID int64) (Ref, bool, error)
 	// Open, Reap and Backlog are the orchestrator's sweep.
 	Open(ctx context.Context, limit int) ([]Ref, error)
@@ -373,6 +377,9 @@ type Notifier interface {
 	// Failed renders the notice that this message could not be answered
 	// and may be sent again.
 	Failed(r PipelineRun) []domain.Message
+	// Waiting renders the notice that the model is not answering and this
+	// message will be answered once it is back, a reply to it.
+	Waiting(r PipelineRun) []domain.Message
 	// Partial renders the answer so far (the model's Markdown) where
 	// drafts are refused: the placeholder message when first, else its
 	// edit. Answer and Failed replace it when r.Placeholder.
