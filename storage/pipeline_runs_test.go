@@ -67,6 +67,14 @@ func (f *mfx) submit(user int64, text string) memory.PipelineRun {
 	return r
 }
 
+// analyze captures a NEW run for its first stage, as a worker would.
+func (f *mfx) analyze(r memory.PipelineRun) {
+	f.t.Helper()
+	_, _, ok, err := f.st.PipelineRuns().Capture(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
+	require.NoError(f.t, err)
+	require.True(f.t, ok)
+}
+
 func (f *mfx) status(id int64) (memory.Status, bool) {
 	f.t.Helper()
 	var st memory.Status
@@ -87,15 +95,13 @@ func TestStepRunAdvancesAndCapturesInOneCommit(t *testing.T) {
 	require.Equal(t, "NEW", st)
 	require.False(t, held, "a new run is for anyone to capture")
 
-	_, _, ok, err := f.st.PipelineRuns().Capture(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
-	require.NoError(t, err)
-	require.True(t, ok)
+	f.analyze(r)
 	st, held = f.next()
 	require.Equal(t, "ANALYZING", st)
 	require.True(t, held)
 
 	needs := true
-	ok, err = f.st.PipelineRuns().Step(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed,
+	ok, err := f.st.PipelineRuns().Step(f.ctx, r.ID, memory.Step{From: memory.Analyzing, To: memory.Analyzed,
 		Change: memory.Change{Analysis: &memory.Analysis{NeedsContext: &needs}}, Then: memory.Assembling, Hold: time.Minute})
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -270,9 +276,7 @@ func TestPipelineNotifiesInsertsAndStatusChangesOnly(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
 	r := f.submit(1, "hello")
-	_, _, ok, err := f.st.PipelineRuns().Capture(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
-	require.NoError(t, err)
-	require.True(t, ok)
+	f.analyze(r)
 	needs := true
 	for _, st := range []memory.Step{
 		{From: memory.Analyzing, To: memory.Analyzed, Change: memory.Change{Analysis: &memory.Analysis{NeedsContext: &needs}}, Then: memory.Assembling},
@@ -284,7 +288,7 @@ func TestPipelineNotifiesInsertsAndStatusChangesOnly(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok, "%s → %s", st.From, st.To)
 	}
-	ok, err = f.st.PipelineRuns().MarkDelivered(f.ctx, r.ID, nil)
+	ok, err := f.st.PipelineRuns().MarkDelivered(f.ctx, r.ID, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "the COMPLETED step queued the answer already")
 	_, ok, err = f.st.PipelineRuns().Archive(f.ctx, r.ID, nil)
@@ -575,9 +579,7 @@ func TestTellWaitingOncePerRun(t *testing.T) {
 	t.Parallel()
 	f := newMemory(t)
 	r := f.submit(1, "are you there?")
-	_, _, ok, err := f.st.PipelineRuns().Capture(f.ctx, r.ID, memory.New, memory.Analyzing, time.Minute, "", memory.RecallSize{})
-	require.NoError(t, err)
-	require.True(t, ok)
+	f.analyze(r)
 	note := answerOf(r, "waiting")
 	note[0].Kind = domain.KindMemoryNote
 	runs := f.st.PipelineRuns()
