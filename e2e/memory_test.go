@@ -612,8 +612,9 @@ func chatRemembered(t *testing.T, env *e2e.Env, pool *pgxpool.Pool, who *tgfake.
 
 // The model failing, then down: the message whose call fails is answered
 // with the failure notice, but one sent while the breaker is open waits for
-// the model instead of failing too, its sender told so once, and is
-// answered once the model is back, as the README promises.
+// the model instead of failing too, its sender told so once in their
+// language, and is answered once the model is back, as the README
+// promises.
 func TestMemoryChatWaitsWhileTheModelIsDown(t *testing.T) {
 	t.Parallel()
 	env := e2e.New(t)
@@ -632,8 +633,10 @@ func TestMemoryChatWaitsWhileTheModelIsDown(t *testing.T) {
 	// The breaker opened at that failure and holds for 10 s: Bob's run is
 	// captured meanwhile and turned away unrun.
 	q := bob.SendText(bob.ID(), "Is anyone there?")
+	ivan := env.TG.User(7_300_033, "Иван", "ru")
+	iq := ivan.SendText(ivan.ID(), "Кто-нибудь здесь?")
 	eventually(t, 30*time.Second, func() bool {
-		return scalar[int](t, pool, `SELECT count(*) FROM pipeline_runs WHERE user_id = $1`, bob.ID()) == 1
+		return scalar[int](t, pool, `SELECT count(*) FROM pipeline_runs WHERE user_id = ANY ($1)`, []int64{bob.ID(), ivan.ID()}) == 2
 	})
 	analyzer.Fault(llmtest.Fault{}).ReplyJSON(map[string]any{"needs_context": false, "context_type": "none",
 		"time_scope": "all", "search_keywords": []string{}, "context_found": false})
@@ -651,6 +654,16 @@ func TestMemoryChatWaitsWhileTheModelIsDown(t *testing.T) {
 	}
 	require.Equal(t, []string{"⏳ The AI model is not answering right now. I will answer this message as soon as it is back; " +
 		"there is no need to send it again.", "Mentor says: Is anyone there?"}, replies, "told once that it waits, then answered")
+	env.TG.WaitMessage(t, ivan.ID(), func(m tgfake.BotMessage) bool {
+		return m.ReplyToID() == iq.MessageID && strings.HasPrefix(m.Text, "Mentor says")
+	})
+	replies = nil
+	for _, m := range env.TG.Messages(ivan.ID()) {
+		t.Logf("to Ivan: %s", m.Text)
+		replies = append(replies, m.Text)
+	}
+	require.Equal(t, []string{"⏳ ИИ-модель сейчас не отвечает. Я отвечу на это сообщение, как только она вернётся; " +
+		"отправлять его ещё раз не нужно.", "Mentor says: Кто-нибудь здесь?"}, replies, "in his language")
 	require.Equal(t, "FAILED", scalar[string](t, pool, `SELECT status FROM pipeline_runs WHERE user_id = $1`, ann.ID()),
 		"a call that reached the model and failed still fails its run")
 }
