@@ -4,6 +4,7 @@ package redistest
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"strconv"
@@ -20,6 +21,8 @@ type Server struct {
 	Port int
 	mu   sync.Mutex
 	cmd  *exec.Cmd
+	// exited is closed once cmd has exited (its Wait returned).
+	exited chan struct{}
 }
 
 // Start runs a private redis-server (skipping the test when the binary is
@@ -29,16 +32,28 @@ func Start(t testing.TB) *Server {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	s := &Server{t: t, Port: port}
-	s.Resume()
+	s := &Server{t: t}
 	t.Cleanup(s.Stop)
-	return s
+	// A free port found by listening on :0 is free only until it is
+	// closed: another test's server, or any client's outbound connection,
+	// may take it before redis-server binds, and then redis-server exits
+	// while the dial reaches the other process. Such a start tries
+	// another port.
+	for try := 0; ; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Port = l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		err = s.start()
+		if err == nil {
+			return s
+		}
+		if try == 4 {
+			t.Fatal(err)
+		}
+	}
 }
 
 // Client is a client of the server as the tests that stop it want one: no
@@ -71,7 +86,7 @@ func (s *Server) Stop() {
 		return
 	}
 	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+	<-s.exited
 	s.cmd = nil
 }
 
@@ -79,26 +94,65 @@ func (s *Server) Stop() {
 // and waits until it accepts connections.
 func (s *Server) Resume() {
 	s.t.Helper()
+	if err := s.start(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// start runs redis-server on s.Port and waits until it answers PING: an
+// answer from this process, not whatever else listens there. An error if
+// it exits first (the port is taken) or never answers.
+func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd != nil {
-		return
+		return nil
 	}
 	cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--loglevel", "warning")
 	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("start redis-server: %v", err)
+		return fmt.Errorf("start redis-server: %w", err)
 	}
-	s.cmd = cmd
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		c, err := net.DialTimeout("tcp", s.Addr(), 200*time.Millisecond)
+		select {
+		case <-exited:
+			return fmt.Errorf("redis-server on %d exited at start (port taken?)", s.Port)
+		default:
+		}
+		err := ping(s.Addr())
 		if err == nil {
-			_ = c.Close()
-			return
+			s.cmd, s.exited = cmd, exited
+			return nil
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatal(fmt.Errorf("redis-server on %d never listened: %w", s.Port, err))
+			_ = cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("redis-server on %d never answered: %w", s.Port, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// ping sends PING and wants +PONG.
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	buf := make([]byte, 7)
+	n, err := io.ReadFull(c, buf)
+	if err != nil {
+		return err
+	}
+	if string(buf[:n]) != "+PONG\r\n" {
+		return fmt.Errorf("not redis: %q", buf[:n])
+	}
+	return nil
 }
