@@ -3,11 +3,13 @@
 package redistest
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -99,8 +101,8 @@ func (s *Server) Resume() {
 	}
 }
 
-// start runs redis-server on s.Port and waits until it answers PING: an
-// answer from this process, not whatever else listens there. An error if
+// start runs redis-server on s.Port and waits until it answers as the
+// process it started, not whatever else listens there. An error if
 // it exits first (the port is taken) or never answers.
 func (s *Server) start() error {
 	s.mu.Lock()
@@ -121,7 +123,7 @@ func (s *Server) start() error {
 			return fmt.Errorf("redis-server on %d exited at start (port taken?)", s.Port)
 		default:
 		}
-		err := ping(s.Addr())
+		err := ours(s.Addr(), cmd.Process.Pid)
 		if err == nil {
 			s.cmd, s.exited = cmd, exited
 			return nil
@@ -135,24 +137,35 @@ func (s *Server) start() error {
 	}
 }
 
-// ping sends PING and wants +PONG.
-func ping(addr string) error {
+// ours asks the server on addr for its process id (INFO server) and says
+// whether it is pid: a PONG alone would also come from another test's
+// redis-server that took the port while this one was still starting.
+func ours(addr string, pid int) error {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+	if _, err := c.Write([]byte("INFO server\r\n")); err != nil {
 		return err
 	}
-	buf := make([]byte, 7)
-	n, err := io.ReadFull(c, buf)
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
 	if err != nil {
 		return err
 	}
-	if string(buf[:n]) != "+PONG\r\n" {
-		return fmt.Errorf("not redis: %q", buf[:n])
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if !strings.HasPrefix(head, "$") || err != nil {
+		return fmt.Errorf("not redis: %q", head)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return err
+	}
+	want := "process_id:" + strconv.Itoa(pid) + "\r\n"
+	if !strings.Contains(string(body), want) {
+		return fmt.Errorf("another redis-server answers on %s", addr)
 	}
 	return nil
 }
