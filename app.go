@@ -296,6 +296,7 @@ func (a *app) buildResume(notes *bot.Renderer) (*resume.Service, error) {
 	cfg := a.cfg
 	return resume.NewService(resume.Config{
 		MaxBytes: int64(cfg.ResumeMaxFileMB) << 20, MaxPages: cfg.ResumeMaxPages, MaxProfile: vacancy.MaxProfile, Claimer: a.beats.Claimer(),
+		ModelWait: cfg.ResumeModelWait, ModelRetry: cfg.ResumeModelRetry,
 	}, resume.Deps{
 		Drafts: a.store.ProfileDrafts(), Notifier: notes, Log: a.log, Registerer: a.reg,
 		Files:     bot.TelegramFiles{Client: a.tg},

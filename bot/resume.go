@@ -223,6 +223,16 @@ func (rd *Renderer) ResumeFailed(d resume.Draft, why error) []domain.Message {
 	return out
 }
 
+// ResumeWaiting tells the user that the model is not answering and the
+// draft comes when it is back, in reply to the file: the wait may last as
+// long as an outage, and "in a minute or two" would otherwise read as a
+// file lost.
+func (rd *Renderer) ResumeWaiting(d resume.Draft) []domain.Message {
+	out := toTopic(domain.TopicVacancies, Messages(d.ChatID, domain.KindReply, 0, rd.cat.T(d.Lang, "cv.waiting_llm"), nil))
+	out[0].ReplyTo = d.MessageID
+	return out
+}
+
 // TelegramFiles downloads documents users sent through the port's
 // client: getFile, then the file's path. Errors never carry a URL, which
 // would hold the token.

@@ -99,6 +99,10 @@ type Config struct {
 	ResumeMaxPages  int `env:"RESUME_MAX_PAGES" envDefault:"20" help:"longest résumé PDF read for a profile draft, in pages (1-200)"`
 	// ResumeReadTimeout bounds the child process that reads one file.
 	ResumeReadTimeout time.Duration `env:"RESUME_READ_TIMEOUT" envDefault:"20s" help:"how long reading one résumé file may take, in a child process killed past it (the user is told the file is unreadable); a sane 20-page PDF takes well under a second (1s-5m)"`
+	// ResumeModelWait and ResumeModelRetry: a draft whose model is not
+	// answering waits for it, spending no attempt.
+	ResumeModelWait  time.Duration `env:"RESUME_MODEL_WAIT" envDefault:"12h" help:"how long a résumé waits for an LLM that is not answering (breaker open, model or key refused, rate-limited) before its sender is asked to send the file again; told once that it waits (1m-24h)"`
+	ResumeModelRetry time.Duration `env:"RESUME_MODEL_RETRY" envDefault:"30s" help:"how often a résumé waiting for the LLM is tried again; each try downloads and reads the file anew (1s-10m)"`
 
 	MemoryWorkers        int           `env:"MEMORY_WORKERS" envDefault:"8" help:"memory-chat runs one replica works on at once"`
 	MemoryLease          time.Duration `env:"MEMORY_LEASE" envDefault:"2m" help:"how long a memory-chat stage may take before the reaper returns it"`

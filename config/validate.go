@@ -153,6 +153,12 @@ func (c Config) checkWorkflows(p *problems) {
 	if c.ResumeReadTimeout < time.Second || c.ResumeReadTimeout > 5*time.Minute {
 		bad("RESUME_READ_TIMEOUT", "%s: want 1s to 5m", c.ResumeReadTimeout)
 	}
+	if c.ResumeModelWait < time.Minute || c.ResumeModelWait > 24*time.Hour {
+		bad("RESUME_MODEL_WAIT", "%s: want 1m to 24h", c.ResumeModelWait)
+	}
+	if c.ResumeModelRetry < time.Second || c.ResumeModelRetry > 10*time.Minute {
+		bad("RESUME_MODEL_RETRY", "%s: want 1s to 10m", c.ResumeModelRetry)
+	}
 	if _, err := c.Calendar(); err != nil {
 		bad("DISPATCH_CITIES", "%v (DISPATCH_TIMEZONE, DISPATCH_HOURS and DISPATCH_CITIES together)", err)
 	}

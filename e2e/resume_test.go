@@ -253,3 +253,56 @@ func children(t *testing.T, pid int, arg string) []int {
 	}
 	return out
 }
+
+// While the provider refuses the key, a résumé waits for the model instead
+// of spending its attempts: its sender is told once, in their language and
+// in reply to the file, and the draft comes when the key works again, at
+// the next try. Nobody is asked to send the file again.
+func TestResumeWaitsWhileTheModelIsAway(t *testing.T) {
+	t.Parallel()
+	env := e2e.New(t)
+	rule := resumeRule(env).Fault(llmtest.HTTPErrorSaying(401, "invalid api key"))
+	// The refusal holds the breaker for LLM_BREAKER_OPEN_FOR: tries in
+	// between are turned away unrun, and after it one probes the model.
+	env.Start(map[string]string{"RESUME_MODEL_RETRY": "1s", "LLM_BREAKER_OPEN_FOR": "2s"})
+	ann := env.TG.User(813, "Ann", "en")
+	ivan := env.TG.User(814, "Иван", "ru")
+
+	sent := ann.SendDocument(ann.ID(), "cv.pdf", "application/pdf", resumeFile(t, "resume.pdf"))
+	isent := ivan.SendDocument(ivan.ID(), "резюме.pdf", "application/pdf", resumeFile(t, "resume.pdf"))
+	waiting := func(who *tgfake.Person, after int, prefix string) {
+		t.Helper()
+		m := env.TG.WaitMessageAfter(t, who.ID(), after, func(m tgfake.BotMessage) bool { return strings.HasPrefix(m.Text, prefix) })
+		require.Equal(t, after, m.ReplyToID(), "the notice answers the file")
+	}
+	waiting(ann, sent.MessageID, "⏳")
+	waiting(ivan, isent.MessageID, "⏳")
+	// More tries, refused by the provider or turned away by the breaker,
+	// before the key works again.
+	eventually(t, 2*time.Minute, func() bool { return env.LLM.Calls("resume") >= 3 })
+	rule.Fault(llmtest.Fault{}).ReplyJSON(map[string]any{"profile": condensed})
+
+	draftFor(t, env, ann, sent.MessageID)
+	env.TG.WaitMessageAfter(t, ivan.ID(), isent.MessageID, func(m tgfake.BotMessage) bool {
+		return strings.Contains(m.Text, "Ваш профиль, составленный по резюме")
+	})
+	texts := func(who *tgfake.Person) []string {
+		var out []string
+		for _, m := range env.TG.Messages(who.ID()) {
+			t.Logf("to %s: %s", who.User().FirstName, m.Text)
+			out = append(out, strings.SplitN(m.Text, "\n", 2)[0])
+		}
+		return out
+	}
+	require.Equal(t, []string{
+		"Reading your résumé… I will send you a profile drafted from it in a minute or two.",
+		"⏳ The AI model is not answering right now. I will send you the profile drafted from this file as soon as it is back; " +
+			"there is no need to send the file again.",
+		"Your profile, drafted from your résumé",
+	}, texts(ann), "told once that it waits, then the draft")
+	require.Equal(t, []string{
+		"Читаю ваше резюме… Через минуту-другую пришлю составленный по нему профиль.",
+		"⏳ ИИ-модель сейчас не отвечает. Я пришлю профиль по этому файлу, как только она вернётся; отправлять файл ещё раз не нужно.",
+		"Ваш профиль, составленный по резюме",
+	}, texts(ivan), "in his language")
+}

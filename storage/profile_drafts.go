@@ -154,6 +154,36 @@ RETURNING `+profileDraftColumns, id, token)
 	return ok, nil
 }
 
+// WaitForModel marks a claimed Reading draft as waiting for the model and,
+// the first time only, writes msgs, in one transaction: waited is how long
+// the draft has waited since that first time (the database's clock), told
+// whether msgs were written now. ok is false when the claim is lost.
+func (s *ProfileDrafts) WaitForModel(ctx context.Context, id int64, token string, msgs []domain.Message) (waited time.Duration, told, ok bool, err error) {
+	err = s.withTx(ctx, func(tx pgx.Tx) error {
+		var secs float64
+		err := tx.QueryRow(ctx, `UPDATE profile_drafts d SET model_wait_since = coalesce(o.model_wait_since, now()), updated_at = now()
+FROM (SELECT id, model_wait_since FROM profile_drafts
+      WHERE id = $1 AND claim_token = $2::uuid AND state = 'reading' FOR UPDATE) o
+WHERE d.id = o.id
+RETURNING extract(epoch FROM now() - d.model_wait_since)::float8, o.model_wait_since IS NULL`, id, token).Scan(&secs, &told)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ok, waited = true, time.Duration(secs*float64(time.Second))
+		if !told {
+			return nil
+		}
+		return enqueueTx(ctx, tx, msgs)
+	})
+	if err != nil {
+		return 0, false, false, fmt.Errorf("profile draft %d waits for the model: %w", id, err)
+	}
+	return waited, told, ok, nil
+}
+
 // changeProfileDraft runs one statement that returns the draft it changed
 // and, if it changed one, writes tell's messages in its transaction.
 func (s *ProfileDrafts) changeProfileDraft(ctx context.Context, tell domain.Render[resume.Draft], sql string, args ...any) (bool, error) {

@@ -168,6 +168,51 @@ func TestProfileDraftClaims(t *testing.T) {
 	require.Nil(t, fileID, "the file's handle is forgotten once read")
 }
 
+// A draft waiting for the model: its user is told once, however many
+// claims wait; the wait is measured from the first, on the database's
+// clock; a lost claim or a replaced draft records and tells nothing.
+func TestProfileDraftWaitForModel(t *testing.T) {
+	t.Parallel()
+	b := setupDrafts(t, 1)
+	d, _ := b.create(t, 1, 10)
+	wait := func(c resume.Draft) (time.Duration, bool, bool) {
+		t.Helper()
+		waited, told, ok, err := b.st.ProfileDrafts().WaitForModel(b.ctx, c.ID, c.Token,
+			[]domain.Message{{ChatID: 1, Kind: domain.KindReply, Text: "waiting"}})
+		require.NoError(t, err)
+		return waited, told, ok
+	}
+	c, _, err := b.st.ProfileDrafts().Claim(b.ctx, time.Minute, "")
+	require.NoError(t, err)
+	waited, told, ok := wait(c)
+	require.True(t, ok)
+	require.True(t, told, "the first wait tells")
+	require.Less(t, waited, time.Minute, "the wait has just begun")
+	require.NoError(t, b.st.ProfileDrafts().Release(b.ctx, c.ID, c.Token, 0, false))
+
+	// Its start moved back an hour: the next claim's wait is that long,
+	// and tells nothing again.
+	_, err = b.st.Pool().Exec(b.ctx, `UPDATE profile_drafts SET model_wait_since = model_wait_since - interval '1 hour' WHERE id = $1`, d.ID)
+	require.NoError(t, err)
+	c2, _, err := b.st.ProfileDrafts().Claim(b.ctx, time.Minute, "")
+	require.NoError(t, err)
+	require.Equal(t, 1, c2.Attempts, "the waits spent no attempt")
+	waited, told, ok = wait(c2)
+	require.True(t, ok)
+	require.False(t, told)
+	require.GreaterOrEqual(t, waited, time.Hour)
+	require.Less(t, waited, time.Hour+time.Minute)
+	require.Equal(t, []string{"reading:reading:1ns", "waiting"}, b.outboxTexts(t, 1))
+
+	_, _, ok = wait(c)
+	require.False(t, ok, "an earlier claim's wait records nothing")
+	_, _ = b.create(t, 1, 11)
+	_, told, ok = wait(c2)
+	require.False(t, ok, "a replaced draft records nothing")
+	require.False(t, told)
+	require.Equal(t, []string{"reading:reading:1ns", "waiting", "reading:reading:1ns"}, b.outboxTexts(t, 1))
+}
+
 // The buttons: only the owner's press on the current revision acts, once;
 // Edit and the corrected text move the revision on; Use makes the profile.
 func TestProfileDraftButtons(t *testing.T) {

@@ -13,11 +13,14 @@
 //	     ▼
 //	  READING ──claim (lease, token)──► worker: download, extract, LLM
 //	     │  ▲                             │
-//	     │  └── released: shutdown, a passing failure (retried later)
+//	     │  └── released: shutdown, a passing failure (retried later), or
+//	     │      the model away (tried again, no attempt spent; the user told
+//	     │      once that the draft comes when it is back)
 //	     │
 //	     ├──draft made (its message with the buttons)──► READY ◄──┐
 //	     │                                                 │  ▲    │
-//	     └──the file refused, or attempts spent──► FAILED (user told; holds
+//	     └──the file refused, attempts spent, or the model away past
+//	        ModelWait────────────────────────────► FAILED (user told; holds
 //	                                                       │  │    │  only its message)
 //	                                              Edit ────┘  │    │
 //	                                                 ▼        │    │

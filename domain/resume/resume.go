@@ -86,6 +86,10 @@ type Drafts interface {
 	// Fail makes a claimed draft Failed, forgetting the file, with
 	// tell's messages.
 	Fail(ctx context.Context, id int64, token string, tell domain.Render[Draft]) (bool, error)
+	// WaitForModel marks a claimed Reading draft as waiting for the
+	// model, writing msgs the first time only (told); waited is how long
+	// it has waited since then. ok is false when the claim is lost.
+	WaitForModel(ctx context.Context, id int64, token string, msgs []domain.Message) (waited time.Duration, told, ok bool, err error)
 	// Edit moves the user's Ready draft of this id and
 	// revision, younger than ttl, to Editing under a new revision.
 	Edit(ctx context.Context, userID, id int64, revision int, ttl time.Duration) (Draft, bool, error)
@@ -125,6 +129,9 @@ type Notifier interface {
 	// ResumeFailed tells why no draft was made from the file (one of the
 	// errors of Extract, ErrFileTooBig or ErrGaveUp).
 	ResumeFailed(d Draft, why error) []domain.Message
+	// ResumeWaiting tells the user, once a draft, that the model is not
+	// answering and the draft comes when it is back.
+	ResumeWaiting(d Draft) []domain.Message
 }
 
 // Errors the user is told about beside Extract's.
@@ -133,7 +140,8 @@ var (
 	// or over what Telegram lets bots download.
 	ErrFileTooBig = errors.New("file too big")
 	// ErrGaveUp: the file could not be read in Config.Attempts attempts
-	// (Telegram or the LLM failing); the user is asked to send it again.
+	// (Telegram or the LLM failing), or the model did not answer within
+	// Config.ModelWait; the user is asked to send it again.
 	ErrGaveUp = errors.New("gave up reading the file")
 )
 
@@ -163,6 +171,15 @@ type Config struct {
 	// times the attempt (0: 20 s).
 	Attempts int
 	Backoff  time.Duration
+	// ModelWait is how long a draft waits for a model that is not
+	// answering (its breaker open, the model or key refused, calls
+	// rate-limited) before the user is asked to send the file again (0:
+	// 12 h, well inside DraftTTL, from which the prune job counts);
+	// ModelRetry is how often the draft is tried meanwhile (0: 30 s):
+	// each try downloads and reads the file again, so not every few
+	// seconds. Those tries spend no attempts.
+	ModelWait  time.Duration
+	ModelRetry time.Duration
 	// Workers read drafts at once on this replica (0: 2); Sweep is how
 	// often they look for drafts nobody woke them for (0: 2 s).
 	Workers int
@@ -177,6 +194,8 @@ func (c Config) withDefaults() Config {
 	domain.OrDefault(&c.Lease, 3*time.Minute)
 	domain.OrDefault(&c.Attempts, 3)
 	domain.OrDefault(&c.Backoff, 20*time.Second)
+	domain.OrDefault(&c.ModelWait, 12*time.Hour)
+	domain.OrDefault(&c.ModelRetry, 30*time.Second)
 	domain.OrDefault(&c.Workers, 2)
 	domain.OrDefault(&c.Sweep, 2*time.Second)
 	return c
@@ -356,6 +375,8 @@ func (s *Service) process(ctx context.Context, d Draft) {
 	case refused(err):
 		log.Info("resume: file refused", "why", err)
 		s.fail(ctx, d, err, log)
+	case modelAway(err):
+		s.waitForModel(ctx, d, err, log)
 	default:
 		log.Warn("resume: attempt failed", "err", err)
 		s.retryLater(ctx, d, log)
@@ -367,6 +388,44 @@ func (s *Service) process(ctx context.Context, d Draft) {
 func (s *Service) retryLater(ctx context.Context, d Draft, log *slog.Logger) {
 	after := s.cfg.Backoff * time.Duration(d.Attempts)
 	if err := s.deps.Drafts.Release(context.WithoutCancel(ctx), d.ID, d.Token, after, true); err != nil {
+		log.Warn("resume: claim not released", "err", err)
+	}
+}
+
+// modelAway says whether err is the model's absence, not the file's or the
+// attempt's fault: the breaker turned the call away, the provider refuses
+// the model or key (a misconfiguration an operator fixes), or it
+// rate-limits the calls. Such an outage may outlast every attempt; the
+// draft waits for the model instead, as memory-chat messages do.
+func modelAway(err error) bool {
+	return errors.Is(err, domain.ErrLLMDown) || errors.Is(err, domain.ErrLLMRefused) || errors.Is(err, domain.ErrLLMBusy)
+}
+
+// waitForModel gives a draft whose model is away back for a try after
+// ModelRetry, the attempt not counted, telling its user the first time
+// that the draft comes when the model is back; a draft that has waited
+// ModelWait already asks the user to send the file again instead. The
+// first wait is logged as a warning, the tries after it at debug level,
+// so that a long outage does not flood the log.
+func (s *Service) waitForModel(ctx context.Context, d Draft, cause error, log *slog.Logger) {
+	waited, told, ok, err := s.deps.Drafts.WaitForModel(context.WithoutCancel(ctx), d.ID, d.Token, s.deps.Notifier.ResumeWaiting(d))
+	switch {
+	case err != nil:
+		// The wait goes on untold; the next try tells.
+		log.Warn("resume: wait for the LLM not recorded", "err", err)
+	case !ok:
+		log.Info("resume: draft replaced or claim lost while the LLM was away")
+		return
+	case waited > s.cfg.ModelWait:
+		log.Warn("resume: gave up waiting for the LLM", "waited", waited, "err", cause)
+		s.fail(ctx, d, ErrGaveUp, log)
+		return
+	case told:
+		log.Warn("resume: draft waits for the LLM", "err", cause, "retry_in", s.cfg.ModelRetry)
+	default:
+		log.Debug("resume: draft waits for the LLM", "err", cause, "waited", waited, "retry_in", s.cfg.ModelRetry)
+	}
+	if err := s.deps.Drafts.Release(context.WithoutCancel(ctx), d.ID, d.Token, s.cfg.ModelRetry, false); err != nil {
 		log.Warn("resume: claim not released", "err", err)
 	}
 }
